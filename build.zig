@@ -1,0 +1,253 @@
+// build.zig — how Loom is built. Read top to bottom:
+//   1. the manifest (version, the pinned Zig version) and the shared C flags;
+//   2. every module's source list (each module lists its own files in sources.zig);
+//   3. libloomrt (runtime only: no LLVM, no GMP) and libloom (everything);
+//   4. the programs `loom` and `loom-run`;
+//   5. `zig build test`: every suite rebuilt with AddressSanitizer + UBSan and run.
+//
+// Options: -Doptimize=Debug|ReleaseSafe|ReleaseFast, -Dcuda=auto|on|off.
+const std = @import("std");
+const builtin = @import("builtin");
+
+// ---------------------------------------------------------------------------
+// 1. Manifest and flags
+// ---------------------------------------------------------------------------
+
+/// build.zig.zon is the one place the version and the Zig pin are written.
+const manifest: struct {
+    name: @TypeOf(.enum_literal),
+    version: []const u8,
+    fingerprint: u64,
+    minimum_zig_version: []const u8,
+    dependencies: struct {},
+    paths: []const []const u8,
+} = @import("build.zig.zon");
+
+/// One warning set for every C file of the project (tests relax nothing but
+/// -Wmissing-prototypes, which Criterion's macros trip).
+const warning_flags = [_][]const u8{
+    "-std=c11",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-Wstrict-prototypes",
+    "-Wvla",
+    "-Wshadow",
+    "-Wimplicit-fallthrough",
+    "-Wpointer-arith",
+    "-Wundef",
+    "-D_GNU_SOURCE",
+};
+const library_only_flags = [_][]const u8{"-Wmissing-prototypes"};
+
+/// The test build: ASan + UBSan with clang-19's runtime (Zig 0.14 bundles
+/// LLVM 19, so its instrumentation matches Debian's libclang-rt-19-dev).
+const sanitizer_flags = [_][]const u8{
+    "-fsanitize=address,undefined",
+    "-fno-sanitize-recover=all",
+    "-fno-omit-frame-pointer",
+    "-DLOOM_SANITIZED=1",
+};
+const clang_rt_dir = "/usr/lib/llvm-19/lib/clang/19/lib/linux";
+const asan_runtime = clang_rt_dir ++ "/libclang_rt.asan-x86_64.so";
+
+const llvm_prefix = "/usr/lib/llvm-19";
+const cuda_prefix = "/usr/local/cuda";
+
+// ---------------------------------------------------------------------------
+// 2. Source lists: each module owns its list (runtime part, compiler part).
+// ---------------------------------------------------------------------------
+
+const modules = .{
+    @import("src/base/sources.zig"),
+    @import("symbolic/sources.zig"),
+    @import("graph/sources.zig"),
+    @import("tensorprog/sources.zig"),
+    @import("libcall/sources.zig"),
+    @import("vm/sources.zig"),
+    @import("targets/cpu/sources.zig"),
+    @import("src/driver/sources.zig"),
+};
+const cuda_sources = @import("targets/cuda/sources.zig");
+const test_suites = @import("tests/suites.zig").suites;
+
+const CudaMode = enum { auto, on, off };
+
+const Variant = enum { normal, sanitized };
+
+const Config = struct {
+    b: *std.Build,
+    target: std.Build.ResolvedTarget,
+    optimize: std.builtin.OptimizeMode,
+    cuda: bool,
+};
+
+pub fn build(b: *std.Build) void {
+    if (!std.mem.eql(u8, builtin.zig_version_string, manifest.minimum_zig_version)) {
+        std.debug.panic("Loom pins Zig {s} (build.zig.zon); this is Zig {s}. Run scripts/setup and use scripts/zig.", .{ manifest.minimum_zig_version, builtin.zig_version_string });
+    }
+    const cfg = Config{
+        .b = b,
+        .target = b.standardTargetOptions(.{}),
+        .optimize = b.standardOptimizeOption(.{}),
+        .cuda = detectCuda(b),
+    };
+
+    // 3. Libraries and 4. programs, normal variant.
+    const libs = addLibraries(cfg, .normal);
+    b.installArtifact(libs.rt);
+    b.installArtifact(libs.full);
+    b.installArtifact(addProgram(cfg, "loom", &@import("src/driver/sources.zig").loom_main, libs.full, .normal));
+    b.installArtifact(addProgram(cfg, "loom-run", &@import("src/driver/sources.zig").loom_run_main, libs.rt, .normal));
+
+    // 5. Tests, sanitized. Suites run one after another so their output reads in order.
+    const test_step = b.step("test", "Build every test suite with ASan+UBSan and run it");
+    const san = addLibraries(cfg, .sanitized);
+    const loom_san = b.addInstallArtifact(addProgram(cfg, "loom-san", &@import("src/driver/sources.zig").loom_main, san.full, .sanitized), .{});
+    const loom_run_san = b.addInstallArtifact(addProgram(cfg, "loom-run-san", &@import("src/driver/sources.zig").loom_run_main, san.rt, .sanitized), .{});
+    var previous: ?*std.Build.Step = null;
+    inline for (test_suites) |suite| {
+        const exe = addTestSuite(cfg, suite.name, suite.files, san.full);
+        const run = b.addRunArtifact(exe);
+        run.setCwd(b.path("."));
+        run.stdio = .inherit;
+        setSanitizerEnv(run);
+        // CLI-level tests find the sanitized programs through these variables.
+        run.setEnvironmentVariable("LOOM_BIN", b.getInstallPath(.bin, "loom-san"));
+        run.setEnvironmentVariable("LOOM_RUN_BIN", b.getInstallPath(.bin, "loom-run-san"));
+        run.step.dependOn(&loom_san.step);
+        run.step.dependOn(&loom_run_san.step);
+        if (previous) |p| run.step.dependOn(p);
+        previous = &run.step;
+        test_step.dependOn(&run.step);
+    }
+}
+
+/// CUDA is used when its headers and runtime are present (or -Dcuda=on demands it).
+fn detectCuda(b: *std.Build) bool {
+    const mode = b.option(CudaMode, "cuda", "CUDA support: auto (default), on, off") orelse .auto;
+    if (mode == .off) return false;
+    const present = blk: {
+        std.fs.accessAbsolute(cuda_prefix ++ "/include/cuda_runtime.h", .{}) catch break :blk false;
+        std.fs.accessAbsolute(cuda_prefix ++ "/lib64/libcudart.so", .{}) catch break :blk false;
+        break :blk true;
+    };
+    if (!present) {
+        if (mode == .on) std.debug.panic("-Dcuda=on but no CUDA toolkit at {s}", .{cuda_prefix});
+        std.debug.print("note: no CUDA toolkit at {s}: building without CUDA support\n", .{cuda_prefix});
+    }
+    return present;
+}
+
+fn cFlags(cfg: Config, variant: Variant, library_code: bool) []const []const u8 {
+    const b = cfg.b;
+    var list = std.ArrayList([]const u8).init(b.allocator);
+    list.appendSlice(&warning_flags) catch @panic("OOM");
+    if (library_code) list.appendSlice(&library_only_flags) catch @panic("OOM");
+    if (variant == .sanitized) list.appendSlice(&sanitizer_flags) catch @panic("OOM");
+    list.append(b.fmt("-DLOOM_VERSION=\"{s}\"", .{manifest.version})) catch @panic("OOM");
+    const mode_name = if (variant == .sanitized) "Debug+ASan+UBSan" else @tagName(cfg.optimize);
+    list.append(b.fmt("-DLOOM_BUILD_MODE=\"{s}\"", .{mode_name})) catch @panic("OOM");
+    list.append(if (cfg.cuda) "-DLOOM_HAVE_CUDA=1" else "-DLOOM_HAVE_CUDA=0") catch @panic("OOM");
+    return list.items;
+}
+
+fn newModule(cfg: Config, variant: Variant) *std.Build.Module {
+    const m = cfg.b.createModule(.{
+        .target = cfg.target,
+        .optimize = if (variant == .sanitized) .Debug else cfg.optimize,
+        .link_libc = true,
+        // Zig's own trapping UBSan is replaced by the full runtime in the sanitized variant.
+        .sanitize_c = if (variant == .sanitized) false else null,
+    });
+    m.addIncludePath(cfg.b.path("."));
+    m.addIncludePath(cfg.b.path("src"));
+    return m;
+}
+
+/// The sanitizer runtime must be the first shared object the program needs.
+fn linkSanitizerRuntime(m: *std.Build.Module) void {
+    m.addObjectFile(.{ .cwd_relative = asan_runtime });
+    m.addRPath(.{ .cwd_relative = clang_rt_dir });
+}
+
+fn setSanitizerEnv(run: *std.Build.Step.Run) void {
+    run.setEnvironmentVariable("ASAN_OPTIONS", "detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1");
+    run.setEnvironmentVariable("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1");
+}
+
+const Libraries = struct { rt: *std.Build.Step.Compile, full: *std.Build.Step.Compile };
+
+fn addLibraries(cfg: Config, variant: Variant) Libraries {
+    const b = cfg.b;
+    const suffix = if (variant == .sanitized) "-san" else "";
+    const flags = cFlags(cfg, variant, true);
+
+    const rt_mod = newModule(cfg, variant);
+    inline for (modules) |m| rt_mod.addCSourceFiles(.{ .files = &m.runtime, .flags = flags });
+    if (cfg.cuda) {
+        rt_mod.addCSourceFiles(.{ .files = &cuda_sources.runtime, .flags = flags });
+        rt_mod.addSystemIncludePath(.{ .cwd_relative = cuda_prefix ++ "/include" });
+    }
+    const rt = b.addLibrary(.{ .name = b.fmt("loomrt{s}", .{suffix}), .root_module = rt_mod, .linkage = .static });
+
+    const full_mod = newModule(cfg, variant);
+    inline for (modules) |m| {
+        full_mod.addCSourceFiles(.{ .files = &m.runtime, .flags = flags });
+        full_mod.addCSourceFiles(.{ .files = &m.compiler, .flags = flags });
+    }
+    if (cfg.cuda) {
+        full_mod.addCSourceFiles(.{ .files = &cuda_sources.runtime, .flags = flags });
+        full_mod.addCSourceFiles(.{ .files = &cuda_sources.compiler, .flags = flags });
+        full_mod.addSystemIncludePath(.{ .cwd_relative = cuda_prefix ++ "/include" });
+    }
+    full_mod.addSystemIncludePath(.{ .cwd_relative = llvm_prefix ++ "/include" });
+    const full = b.addLibrary(.{ .name = b.fmt("loom{s}", .{suffix}), .root_module = full_mod, .linkage = .static });
+    return .{ .rt = rt, .full = full };
+}
+
+/// System libraries of the runtime: libc, libffi, pthread/dl/m, and cudart when built with CUDA.
+fn linkRuntimeDeps(cfg: Config, m: *std.Build.Module) void {
+    m.linkSystemLibrary("ffi", .{});
+    m.linkSystemLibrary("pthread", .{});
+    m.linkSystemLibrary("dl", .{});
+    m.linkSystemLibrary("m", .{});
+    if (cfg.cuda) {
+        m.addLibraryPath(.{ .cwd_relative = cuda_prefix ++ "/lib64" });
+        m.addRPath(.{ .cwd_relative = cuda_prefix ++ "/lib64" });
+        m.linkSystemLibrary("cudart", .{ .use_pkg_config = .no });
+    }
+}
+
+/// System libraries of the compiler on top of the runtime's: LLVM 19, GMP, protobuf-c.
+fn linkCompilerDeps(cfg: Config, m: *std.Build.Module) void {
+    linkRuntimeDeps(cfg, m);
+    m.addLibraryPath(.{ .cwd_relative = llvm_prefix ++ "/lib" });
+    m.addRPath(.{ .cwd_relative = llvm_prefix ++ "/lib" });
+    m.linkSystemLibrary("LLVM-19", .{ .use_pkg_config = .no });
+    m.linkSystemLibrary("gmp", .{});
+    m.linkSystemLibrary("protobuf-c", .{});
+}
+
+fn addProgram(cfg: Config, name: []const u8, files: []const []const u8, lib: *std.Build.Step.Compile, variant: Variant) *std.Build.Step.Compile {
+    const m = newModule(cfg, variant);
+    if (variant == .sanitized) linkSanitizerRuntime(m);
+    m.addCSourceFiles(.{ .files = files, .flags = cFlags(cfg, variant, true) });
+    m.linkLibrary(lib);
+    const runtime_only = std.mem.startsWith(u8, lib.name, "loomrt");
+    if (runtime_only) linkRuntimeDeps(cfg, m) else linkCompilerDeps(cfg, m);
+    return cfg.b.addExecutable(.{ .name = name, .root_module = m });
+}
+
+fn addTestSuite(cfg: Config, comptime name: []const u8, files: []const []const u8, lib: *std.Build.Step.Compile) *std.Build.Step.Compile {
+    const m = newModule(cfg, .sanitized);
+    linkSanitizerRuntime(m);
+    m.addCSourceFiles(.{ .files = files, .flags = cFlags(cfg, .sanitized, false) });
+    m.addCSourceFiles(.{ .files = &@import("tests/suites.zig").support, .flags = cFlags(cfg, .sanitized, false) });
+    m.addIncludePath(cfg.b.path("tests"));
+    m.addSystemIncludePath(.{ .cwd_relative = llvm_prefix ++ "/include" });
+    m.linkLibrary(lib);
+    linkCompilerDeps(cfg, m);
+    m.linkSystemLibrary("criterion", .{});
+    return cfg.b.addExecutable(.{ .name = "test-" ++ name, .root_module = m });
+}

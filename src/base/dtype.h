@@ -1,0 +1,39 @@
+/* dtype.h — element types, from the one table in dtypes.def. */
+#ifndef LOOM_BASE_DTYPE_H
+#define LOOM_BASE_DTYPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum loom_dtype {
+#define LOOM_DTYPE(e, name, bits, kind) LOOM_DTYPE_##e,
+#include "base/dtypes.def"
+#undef LOOM_DTYPE
+  LOOM_DTYPE_COUNT
+} loom_dtype;
+
+typedef enum loom_dtype_kind {
+  LOOM_DTYPE_KIND_BOOL,  /* bool, one byte, 0 or 1 */
+  LOOM_DTYPE_KIND_SINT,  /* two's-complement signed integer */
+  LOOM_DTYPE_KIND_UINT,  /* unsigned integer */
+  LOOM_DTYPE_KIND_FLOAT, /* IEEE binary (f16, f32, f64) or bfloat16 */
+} loom_dtype_kind;
+
+const char *loom_dtype_name(loom_dtype t);
+/* Parses a dtype spelling ("f32"); false if unknown. */
+bool loom_dtype_parse(const char *s, size_t len, loom_dtype *out);
+unsigned loom_dtype_bits(loom_dtype t);
+size_t loom_dtype_size(loom_dtype t); /* bytes */
+loom_dtype_kind loom_dtype_kind_of(loom_dtype t);
+bool loom_dtype_is_float(loom_dtype t);
+bool loom_dtype_is_int(loom_dtype t); /* signed or unsigned integer (not bool) */
+bool loom_dtype_is_signed(loom_dtype t);
+
+/* Half-precision conversions (round to nearest even; NaN and infinities kept). */
+float loom_f16_to_f32(uint16_t h);
+uint16_t loom_f32_to_f16(float f);
+float loom_bf16_to_f32(uint16_t h);
+uint16_t loom_f32_to_bf16(float f);
+
+#endif

@@ -1,0 +1,15 @@
+//! src/driver/: the CLI programs, pipeline, frontends and public API.
+pub const runtime = [_][]const u8{};
+pub const compiler = [_][]const u8{};
+/// The `loom` program (links libloom).
+pub const loom_main = [_][]const u8{
+    "src/driver/cli.c",
+    "src/driver/main.c",
+    "src/driver/cmd_version.c",
+    "src/driver/cmd_selfcheck.c",
+};
+/// The `loom-run` program (links libloomrt only).
+pub const loom_run_main = [_][]const u8{
+    "src/driver/cli.c",
+    "src/driver/loom_run_main.c",
+};

@@ -1,0 +1,6 @@
+//! targets/cpu: code generation through LLVM-C (compiler side) and the CPU
+//! runtime pieces generated code calls (runtime side).
+pub const runtime = [_][]const u8{};
+pub const compiler = [_][]const u8{
+    "targets/cpu/host.c",
+};

@@ -1,0 +1,19 @@
+/* device.c — probing the CUDA runtime for devices. */
+#include "targets/cuda/device.h"
+
+#include <stdio.h>
+#include <cuda_runtime_api.h>
+
+int loom_cuda_device_count(int *out_runtime_version, char *why, size_t why_cap) {
+  int version = 0;
+  if (cudaRuntimeGetVersion(&version) != cudaSuccess) version = 0;
+  *out_runtime_version = version;
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    if (why && why_cap) snprintf(why, why_cap, "%s", cudaGetErrorString(err));
+    return 0;
+  }
+  if (count == 0 && why && why_cap) snprintf(why, why_cap, "no CUDA device present");
+  return count;
+}
