@@ -100,6 +100,14 @@ pub fn build(b: *std.Build) void {
     b.installArtifact(addProgram(cfg, "loom", &@import("src/driver/sources.zig").loom_main, libs.full, .normal));
     b.installArtifact(addProgram(cfg, "loom-run", &@import("src/driver/sources.zig").loom_run_main, libs.rt, .normal));
 
+    // Benchmark programs (bench/sources.zig), built on request.
+    const bench_step = b.step("bench", "Build the benchmark programs (use -Doptimize=ReleaseFast)");
+    inline for (@import("bench/sources.zig").programs) |prog| {
+        const lib = if (prog.runtime_only) libs.rt else libs.full;
+        const exe = addProgram(cfg, prog.name, prog.files, lib, .normal);
+        bench_step.dependOn(&b.addInstallArtifact(exe, .{}).step);
+    }
+
     // 5. Tests, sanitized. Suites run one after another so their output reads in order.
     const test_step = b.step("test", "Build every test suite with ASan+UBSan and run it");
     const san = addLibraries(cfg, .sanitized);
