@@ -184,6 +184,11 @@ fn setSanitizerEnv(run: *std.Build.Step.Run) void {
     run.setEnvironmentVariable("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1");
 }
 
+/// Adds C sources (skipping empty lists, which would only add noise to the command line).
+fn addSources(m: *std.Build.Module, files: []const []const u8, flags: []const []const u8) void {
+    if (files.len > 0) m.addCSourceFiles(.{ .files = files, .flags = flags });
+}
+
 const Libraries = struct { rt: *std.Build.Step.Compile, full: *std.Build.Step.Compile };
 
 fn addLibraries(cfg: Config, variant: Variant) Libraries {
@@ -192,21 +197,21 @@ fn addLibraries(cfg: Config, variant: Variant) Libraries {
     const flags = cFlags(cfg, variant, true);
 
     const rt_mod = newModule(cfg, variant);
-    inline for (modules) |m| rt_mod.addCSourceFiles(.{ .files = &m.runtime, .flags = flags });
+    inline for (modules) |m| addSources(rt_mod, &m.runtime, flags);
     if (cfg.cuda) {
-        rt_mod.addCSourceFiles(.{ .files = &cuda_sources.runtime, .flags = flags });
+        addSources(rt_mod, &cuda_sources.runtime, flags);
         rt_mod.addSystemIncludePath(.{ .cwd_relative = cuda_prefix ++ "/include" });
     }
     const rt = b.addLibrary(.{ .name = b.fmt("loomrt{s}", .{suffix}), .root_module = rt_mod, .linkage = .static });
 
     const full_mod = newModule(cfg, variant);
     inline for (modules) |m| {
-        full_mod.addCSourceFiles(.{ .files = &m.runtime, .flags = flags });
-        full_mod.addCSourceFiles(.{ .files = &m.compiler, .flags = flags });
+        addSources(full_mod, &m.runtime, flags);
+        addSources(full_mod, &m.compiler, flags);
     }
     if (cfg.cuda) {
-        full_mod.addCSourceFiles(.{ .files = &cuda_sources.runtime, .flags = flags });
-        full_mod.addCSourceFiles(.{ .files = &cuda_sources.compiler, .flags = flags });
+        addSources(full_mod, &cuda_sources.runtime, flags);
+        addSources(full_mod, &cuda_sources.compiler, flags);
         full_mod.addSystemIncludePath(.{ .cwd_relative = cuda_prefix ++ "/include" });
     }
     full_mod.addSystemIncludePath(.{ .cwd_relative = llvm_prefix ++ "/include" });

@@ -1,3 +1,12 @@
-//! tensorprog/: source list (runtime part goes into libloomrt, compiler part into libloom only).
+//! tensorprog/: loop-level tensor programs (compiler side).
 pub const runtime = [_][]const u8{};
-pub const compiler = [_][]const u8{};
+pub const compiler = [_][]const u8{
+    "tensorprog/classify.c",
+    "tensorprog/interp.c",
+    "tensorprog/ir.c",
+    "tensorprog/parse.c",
+    "tensorprog/print.c",
+    "tensorprog/rewrite.c",
+    "tensorprog/schedule.c",
+    "tensorprog/verify.c",
+};

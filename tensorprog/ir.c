@@ -1,0 +1,217 @@
+/* ir.c — tensor-program node constructors and the operator/loop-kind tables. */
+#include <string.h>
+
+#include "tensorprog/tp_ir.h"
+
+typedef struct op_info {
+  const char *spelling;
+  int arity;
+  loom_tp_op_class cls;
+} op_info;
+
+static const op_info op_infos[] = {
+#define LOOM_TP_OP(name, spelling, arity, cls) {spelling, arity, LOOM_TP_CLASS_##cls},
+#include "tensorprog/tp_ops.def"
+#undef LOOM_TP_OP
+};
+_Static_assert(sizeof(op_infos) / sizeof(op_infos[0]) == LOOM_TP_OP_COUNT,
+               "tp_ops.def and op_infos disagree");
+
+const char *loom_tp_op_spelling(loom_tp_op op) { return op_infos[op].spelling; }
+int loom_tp_op_arity(loom_tp_op op) { return op_infos[op].arity; }
+loom_tp_op_class loom_tp_op_class_of(loom_tp_op op) { return op_infos[op].cls; }
+
+static const char *const loop_kind_names[] = {"serial", "parallel", "vectorize", "unroll",
+                                              "gpu_block", "gpu_thread"};
+_Static_assert(sizeof(loop_kind_names) / sizeof(loop_kind_names[0]) == LOOM_TP_LOOP_KIND_COUNT,
+               "loop kinds and their names disagree");
+
+const char *loom_tp_loop_kind_name(loom_tp_loop_kind k) { return loop_kind_names[k]; }
+
+const char *loom_tp_func_name(const loom_tp_func *f) { return f->name; }
+
+static loom_tp_expr *new_expr(loom_arena *a, loom_tp_expr_kind kind, loom_dtype t) {
+  loom_tp_expr *e = LOOM_ARENA_NEW(a, loom_tp_expr);
+  if (e) {
+    e->kind = kind;
+    e->dtype = t;
+  }
+  return e;
+}
+
+loom_tp_expr *loom_tp_const_f(loom_arena *a, loom_dtype t, double v) {
+  loom_tp_expr *e = new_expr(a, LOOM_TP_EXPR_CONST, t);
+  if (e) {
+    e->u.c.f = v;
+    e->u.c.i = (int64_t)v;
+  }
+  return e;
+}
+
+loom_tp_expr *loom_tp_const_i(loom_arena *a, loom_dtype t, int64_t v) {
+  loom_tp_expr *e = new_expr(a, LOOM_TP_EXPR_CONST, t);
+  if (e) {
+    e->u.c.i = v;
+    e->u.c.f = (double)v;
+  }
+  return e;
+}
+
+loom_tp_expr *loom_tp_sym(loom_arena *a, const loom_sym_expr *s) {
+  if (!s) return NULL;
+  loom_tp_expr *e = new_expr(a, LOOM_TP_EXPR_SYM, LOOM_DTYPE_I64);
+  if (e) e->u.sym = s;
+  return e;
+}
+
+loom_tp_expr *loom_tp_load(loom_arena *a, const loom_tp_buffer *buf, loom_tp_expr **idx) {
+  loom_tp_expr *e = new_expr(a, LOOM_TP_EXPR_LOAD, buf->dtype);
+  if (e) {
+    e->u.load.buf = buf;
+    e->u.load.idx = idx;
+  }
+  return e;
+}
+
+loom_tp_expr *loom_tp_letref(loom_arena *a, const loom_tp_stmt *let) {
+  loom_tp_expr *e = new_expr(a, LOOM_TP_EXPR_LETREF, let->u.let.value->dtype);
+  if (e) e->u.let = let;
+  return e;
+}
+
+static loom_tp_expr *new_op(loom_arena *a, loom_tp_op op, loom_tp_expr *x, loom_tp_expr *y,
+                            loom_tp_expr *z) {
+  if (!x) return NULL;
+  loom_dtype t = op_infos[op].cls == LOOM_TP_CLASS_CMP ? LOOM_DTYPE_BOOL : x->dtype;
+  loom_tp_expr *e = new_expr(a, LOOM_TP_EXPR_OP, t);
+  if (e) {
+    e->u.op.op = op;
+    e->u.op.args[0] = x;
+    e->u.op.args[1] = y;
+    e->u.op.args[2] = z;
+  }
+  return e;
+}
+
+loom_tp_expr *loom_tp_op1(loom_arena *a, loom_tp_op op, loom_tp_expr *x) {
+  return new_op(a, op, x, NULL, NULL);
+}
+
+loom_tp_expr *loom_tp_op2(loom_arena *a, loom_tp_op op, loom_tp_expr *x, loom_tp_expr *y) {
+  return y ? new_op(a, op, x, y, NULL) : NULL;
+}
+
+loom_tp_expr *loom_tp_op3(loom_arena *a, loom_tp_op op, loom_tp_expr *x, loom_tp_expr *y,
+                          loom_tp_expr *z) {
+  return y && z ? new_op(a, op, x, y, z) : NULL;
+}
+
+loom_tp_expr *loom_tp_cast(loom_arena *a, loom_dtype t, loom_tp_expr *x) {
+  if (!x) return NULL;
+  loom_tp_expr *e = new_expr(a, LOOM_TP_EXPR_CAST, t);
+  if (e) e->u.cast_arg = x;
+  return e;
+}
+
+loom_tp_expr *loom_tp_select(loom_arena *a, loom_tp_expr *c, loom_tp_expr *x, loom_tp_expr *y) {
+  if (!c || !x || !y) return NULL;
+  loom_tp_expr *e = new_expr(a, LOOM_TP_EXPR_SELECT, x->dtype);
+  if (e) {
+    e->u.select.cond = c;
+    e->u.select.then_e = x;
+    e->u.select.else_e = y;
+  }
+  return e;
+}
+
+static loom_tp_stmt *new_stmt(loom_arena *a, loom_tp_stmt_kind kind) {
+  loom_tp_stmt *s = LOOM_ARENA_NEW(a, loom_tp_stmt);
+  if (s) s->kind = kind;
+  return s;
+}
+
+loom_tp_stmt *loom_tp_seq(loom_arena *a, loom_tp_stmt **items, size_t n) {
+  loom_tp_stmt *s = new_stmt(a, LOOM_TP_STMT_SEQ);
+  if (!s) return NULL;
+  s->u.seq.items = LOOM_ARENA_ARRAY(a, loom_tp_stmt *, n ? n : 1);
+  if (!s->u.seq.items) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    if (!items[i]) return NULL;
+    s->u.seq.items[i] = items[i];
+  }
+  s->u.seq.n = n;
+  return s;
+}
+
+loom_tp_stmt *loom_tp_for(loom_arena *a, const loom_sym_expr *var, const loom_sym_expr *extent,
+                          loom_tp_loop_kind kind, bool reduce, loom_tp_stmt *body) {
+  if (!var || !extent || !body) return NULL;
+  loom_tp_stmt *s = new_stmt(a, LOOM_TP_STMT_FOR);
+  if (s) {
+    s->u.loop.var = var;
+    s->u.loop.extent = extent;
+    s->u.loop.kind = kind;
+    s->u.loop.reduce = reduce;
+    s->u.loop.body = body;
+  }
+  return s;
+}
+
+loom_tp_stmt *loom_tp_store(loom_arena *a, const loom_tp_buffer *buf, loom_tp_expr **idx,
+                            loom_tp_expr *value) {
+  if (!value) return NULL;
+  loom_tp_stmt *s = new_stmt(a, LOOM_TP_STMT_STORE);
+  if (s) {
+    s->u.store.buf = buf;
+    s->u.store.idx = idx;
+    s->u.store.value = value;
+  }
+  return s;
+}
+
+loom_tp_stmt *loom_tp_let(loom_arena *a, const char *name, loom_tp_expr *value) {
+  if (!value || !name) return NULL;
+  loom_tp_stmt *s = new_stmt(a, LOOM_TP_STMT_LET);
+  if (s) {
+    s->u.let.name = name;
+    s->u.let.value = value;
+  }
+  return s;
+}
+
+loom_tp_stmt *loom_tp_if(loom_arena *a, loom_tp_expr *cond, loom_tp_stmt *then_s,
+                         loom_tp_stmt *else_s) {
+  if (!cond || !then_s) return NULL;
+  loom_tp_stmt *s = new_stmt(a, LOOM_TP_STMT_IF);
+  if (s) {
+    s->u.if_.cond = cond;
+    s->u.if_.then_s = then_s;
+    s->u.if_.else_s = else_s;
+  }
+  return s;
+}
+
+loom_tp_stmt *loom_tp_alloc_stmt(loom_arena *a, loom_tp_buffer *buf) {
+  if (!buf) return NULL;
+  loom_tp_stmt *s = new_stmt(a, LOOM_TP_STMT_ALLOC);
+  if (s) s->u.alloc = buf;
+  return s;
+}
+
+loom_tp_buffer *loom_tp_buffer_new(loom_arena *a, const char *name, loom_dtype t, int ndim,
+                                   const loom_sym_expr *const *dims, loom_tp_scope scope) {
+  loom_tp_buffer *b = LOOM_ARENA_NEW(a, loom_tp_buffer);
+  if (!b) return NULL;
+  b->name = loom_arena_strdup(a, name);
+  b->dtype = t;
+  b->ndim = ndim;
+  b->scope = scope;
+  b->param_index = -1;
+  b->dims = LOOM_ARENA_ARRAY(a, const loom_sym_expr *, ndim ? (size_t)ndim : 1);
+  if (!b->name || !b->dims) return NULL;
+  for (int i = 0; i < ndim; i++) {
+    if (!dims[i]) return NULL;
+    b->dims[i] = dims[i];
+  }
+  return b;
+}

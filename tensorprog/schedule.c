@@ -1,0 +1,197 @@
+/* schedule.c — schedule primitives: split with symbolic tails, fuse, reorder, loop kinds. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tensorprog/tp_rewrite.h"
+
+/* Finds the slot (pointer to the pointer) that holds `target` under `*slot`. */
+static loom_tp_stmt **find_slot(loom_tp_stmt **slot, const loom_tp_stmt *target) {
+  loom_tp_stmt *s = *slot;
+  if (s == target) return slot;
+  loom_tp_stmt **r = NULL;
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n && !r; i++) r = find_slot(&s->u.seq.items[i], target);
+      return r;
+    case LOOM_TP_STMT_FOR:
+      return find_slot(&s->u.loop.body, target);
+    case LOOM_TP_STMT_IF:
+      r = find_slot(&s->u.if_.then_s, target);
+      if (!r && s->u.if_.else_s) r = find_slot(&s->u.if_.else_s, target);
+      return r;
+    default:
+      return NULL;
+  }
+}
+
+static loom_tp_stmt *find_loop_in(loom_tp_stmt *s, const char *name) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) {
+        loom_tp_stmt *r = find_loop_in(s->u.seq.items[i], name);
+        if (r) return r;
+      }
+      return NULL;
+    case LOOM_TP_STMT_FOR:
+      if (!strcmp(loom_sym_var_name(s->u.loop.var), name)) return s;
+      return find_loop_in(s->u.loop.body, name);
+    case LOOM_TP_STMT_IF: {
+      loom_tp_stmt *r = find_loop_in(s->u.if_.then_s, name);
+      return r ? r : s->u.if_.else_s ? find_loop_in(s->u.if_.else_s, name) : NULL;
+    }
+    default:
+      return NULL;
+  }
+}
+
+loom_tp_stmt *loom_tp_find_loop(loom_tp_func *f, const char *name) { return find_loop_in(f->body, name); }
+
+static loom_status replace(loom_tp_func *f, const loom_tp_stmt *old, loom_tp_stmt *with) {
+  loom_tp_stmt **slot = find_slot(&f->body, old);
+  if (!slot) return LOOM_ERROR(INVALID_ARGUMENT, "program @%s: the loop is not part of the program", f->name);
+  *slot = with;
+  return LOOM_OK;
+}
+
+static const loom_sym_expr *named_var(loom_sym_ctx *cx, const loom_sym_expr *base, const char *suffix) {
+  char name[128];
+  snprintf(name, sizeof name, "%s%s", loom_sym_var_name(base), suffix);
+  return loom_sym_var_new(cx, name, LOOM_SYM_VAR_SHAPE);
+}
+
+static loom_status sym_error(loom_sym_ctx *cx) {
+  loom_status s = loom_sym_ctx_take_error(cx);
+  return s ? s : LOOM_OOM();
+}
+
+/* The loop that is the entire body of `outer`, or NULL. */
+static loom_tp_stmt *only_child_loop(loom_tp_stmt *outer) {
+  loom_tp_stmt *b = outer->u.loop.body;
+  while (b->kind == LOOM_TP_STMT_SEQ && b->u.seq.n == 1) b = b->u.seq.items[0];
+  return b->kind == LOOM_TP_STMT_FOR ? b : NULL;
+}
+
+typedef struct var_probe {
+  const loom_sym_expr *var;
+  bool found;
+} var_probe;
+
+static void probe_var(void *ud, const loom_sym_expr *v) {
+  var_probe *p = ud;
+  if (v == p->var) p->found = true;
+}
+
+static bool uses_var(const loom_sym_expr *e, const loom_sym_expr *var) {
+  var_probe p = {var, false};
+  loom_sym_for_each_var(e, probe_var, &p);
+  return p.found;
+}
+
+loom_status loom_tp_split(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
+                          loom_tp_stmt **out_outer, loom_tp_stmt **out_inner, loom_tp_stmt **out_tail) {
+  if (loop->kind != LOOM_TP_STMT_FOR) return LOOM_ERROR(INVALID_ARGUMENT, "split: not a loop");
+  const char *v = loom_sym_var_name(loop->u.loop.var);
+  if (factor < 2)
+    return LOOM_ERROR(FAILED_PRECONDITION, "split of loop '%s' does not apply: factor %lld is below 2", v,
+                      (long long)factor);
+  const loom_sym_expr *n = loop->u.loop.extent;
+  loom_sym_interval b = loom_sym_bounds(cx, n);
+  if (!b.hi_inf && b.hi <= factor)
+    return LOOM_ERROR(FAILED_PRECONDITION, "split of loop '%s' does not apply: extent %s is at most %lld", v,
+                      "(bounded)", (long long)factor);
+  const loom_sym_expr *F = loom_sym_const(cx, factor);
+  const loom_sym_expr *nmain = loom_sym_floordiv(cx, n, F), *ntail = loom_sym_floormod(cx, n, F);
+  const loom_sym_expr *vo = named_var(cx, loop->u.loop.var, "_o"), *vi = named_var(cx, loop->u.loop.var, "_i");
+  const loom_sym_expr *vt = named_var(cx, loop->u.loop.var, "_t");
+  const loom_sym_expr *at_main = loom_sym_add(cx, loom_sym_mul(cx, vo, F), vi);
+  const loom_sym_expr *at_tail = loom_sym_add(cx, loom_sym_mul(cx, nmain, F), vt);
+  if (!nmain || !ntail || !at_main || !at_tail) return sym_error(cx);
+  const loom_tp_stmt *body = loop->u.loop.body;
+  loom_tp_stmt *main_body = loom_tp_stmt_copy_subst(a, cx, body, &loop->u.loop.var, &at_main, 1);
+  loom_tp_loop_kind k = loop->u.loop.kind;
+  bool inner_kind = k == LOOM_TP_LOOP_VECTORIZE || k == LOOM_TP_LOOP_UNROLL;
+  bool reduce = loop->u.loop.reduce;
+  loom_tp_stmt *inner = loom_tp_for(a, vi, F, inner_kind ? k : LOOM_TP_LOOP_SERIAL, reduce, main_body);
+  loom_tp_stmt *outer = loom_tp_for(a, vo, nmain, inner_kind ? LOOM_TP_LOOP_SERIAL : k, reduce, inner);
+  if (!outer) return LOOM_OOM();
+  loom_tp_stmt *tail = NULL, *result = outer;
+  if (loom_sym_prove_divisible(cx, n, factor) != LOOM_SYM_TRUE) {
+    loom_tp_stmt *tail_body = loom_tp_stmt_copy_subst(a, cx, body, &loop->u.loop.var, &at_tail, 1);
+    tail = loom_tp_for(a, vt, ntail, k == LOOM_TP_LOOP_PARALLEL ? LOOM_TP_LOOP_SERIAL : k == LOOM_TP_LOOP_UNROLL ? LOOM_TP_LOOP_SERIAL : k,
+                       reduce, tail_body);
+    loom_tp_stmt *both[2] = {outer, tail};
+    result = tail ? loom_tp_seq(a, both, 2) : NULL;
+    if (!result) return LOOM_OOM();
+  }
+  LOOM_PROPAGATE(replace(f, loop, result));
+  if (out_outer) *out_outer = outer;
+  if (out_inner) *out_inner = inner;
+  if (out_tail) *out_tail = tail;
+  return LOOM_OK;
+}
+
+loom_status loom_tp_fuse(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *outer,
+                         loom_tp_stmt **out_fused) {
+  if (outer->kind != LOOM_TP_STMT_FOR) return LOOM_ERROR(INVALID_ARGUMENT, "fuse: not a loop");
+  const char *v = loom_sym_var_name(outer->u.loop.var);
+  loom_tp_stmt *inner = only_child_loop(outer);
+  if (!inner)
+    return LOOM_ERROR(FAILED_PRECONDITION, "fuse of loop '%s' does not apply: its body is not a single loop", v);
+  if (inner->u.loop.reduce != outer->u.loop.reduce)
+    return LOOM_ERROR(FAILED_PRECONDITION, "fuse of loop '%s' does not apply: one loop is a reduction, the other not", v);
+  if (uses_var(inner->u.loop.extent, outer->u.loop.var))
+    return LOOM_ERROR(FAILED_PRECONDITION, "fuse of loop '%s' does not apply: the inner extent depends on '%s'", v, v);
+  const loom_sym_expr *m = inner->u.loop.extent;
+  const loom_sym_expr *k = named_var(cx, outer->u.loop.var, "_f");
+  const loom_sym_expr *vars[2] = {outer->u.loop.var, inner->u.loop.var};
+  const loom_sym_expr *vals[2] = {loom_sym_floordiv(cx, k, m), loom_sym_floormod(cx, k, m)};
+  const loom_sym_expr *extent = loom_sym_mul(cx, outer->u.loop.extent, m);
+  if (!vals[0] || !vals[1] || !extent) return sym_error(cx);
+  loom_tp_stmt *body = loom_tp_stmt_copy_subst(a, cx, inner->u.loop.body, vars, vals, 2);
+  loom_tp_stmt *fused = loom_tp_for(a, k, extent, outer->u.loop.kind, outer->u.loop.reduce, body);
+  if (!fused) return LOOM_OOM();
+  LOOM_PROPAGATE(replace(f, outer, fused));
+  if (out_fused) *out_fused = fused;
+  return LOOM_OK;
+}
+
+loom_status loom_tp_reorder(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *outer) {
+  (void)a;
+  (void)cx;
+  if (outer->kind != LOOM_TP_STMT_FOR) return LOOM_ERROR(INVALID_ARGUMENT, "reorder: not a loop");
+  const char *v = loom_sym_var_name(outer->u.loop.var);
+  loom_tp_stmt *inner = only_child_loop(outer);
+  if (!inner)
+    return LOOM_ERROR(FAILED_PRECONDITION, "reorder of loop '%s' does not apply: its body is not a single loop", v);
+  if (uses_var(inner->u.loop.extent, outer->u.loop.var))
+    return LOOM_ERROR(FAILED_PRECONDITION, "reorder of loop '%s' does not apply: the inner extent depends on '%s'", v, v);
+  /* Swap the headers, keep the bodies: the nest is perfect, so the body is unchanged. */
+  loom_tp_stmt tmp = *outer;
+  outer->u.loop.var = inner->u.loop.var;
+  outer->u.loop.extent = inner->u.loop.extent;
+  outer->u.loop.kind = inner->u.loop.kind;
+  outer->u.loop.reduce = inner->u.loop.reduce;
+  inner->u.loop.var = tmp.u.loop.var;
+  inner->u.loop.extent = tmp.u.loop.extent;
+  inner->u.loop.kind = tmp.u.loop.kind;
+  inner->u.loop.reduce = tmp.u.loop.reduce;
+  (void)f;
+  return LOOM_OK;
+}
+
+loom_status loom_tp_set_kind(loom_sym_ctx *cx, loom_tp_stmt *loop, loom_tp_loop_kind kind) {
+  if (loop->kind != LOOM_TP_STMT_FOR) return LOOM_ERROR(INVALID_ARGUMENT, "set kind: not a loop");
+  const char *v = loom_sym_var_name(loop->u.loop.var);
+  bool binds = kind == LOOM_TP_LOOP_PARALLEL || kind == LOOM_TP_LOOP_GPU_BLOCK || kind == LOOM_TP_LOOP_GPU_THREAD;
+  if (binds && loop->u.loop.reduce)
+    return LOOM_ERROR(FAILED_PRECONDITION, "%s of loop '%s' does not apply: it is a reduction loop (iterations would race)",
+                      loom_tp_loop_kind_name(kind), v);
+  if (kind == LOOM_TP_LOOP_UNROLL) {
+    int64_t n;
+    if (!loom_sym_is_const(loop->u.loop.extent, &n) || n > 64)
+      return LOOM_ERROR(FAILED_PRECONDITION, "unroll of loop '%s' does not apply: its extent is not a constant <= 64", v);
+  }
+  (void)cx;
+  loop->u.loop.kind = kind;
+  return LOOM_OK;
+}

@@ -1,0 +1,41 @@
+/* tp_rewrite.h — transformations of tensor programs: the copy-with-substitution
+ * mechanism and the schedule primitives built on it.
+ *
+ * Primitives change a program in place (new nodes come from `a`, the program's
+ * arena). A primitive that does not apply returns a FAILED_PRECONDITION status
+ * saying why and leaves the program unchanged, so schedule rules can fall back
+ * to a plain correct schedule and report the reason. */
+#ifndef LOOM_TENSORPROG_TP_REWRITE_H
+#define LOOM_TENSORPROG_TP_REWRITE_H
+
+#include "tensorprog/tp_ir.h"
+
+/* Deep copy of `s` with vars[i] replaced by vals[i]; loops inside get fresh
+ * variables, lets and allocs inside are copied. NULL on out-of-memory. */
+loom_tp_stmt *loom_tp_stmt_copy_subst(loom_arena *a, loom_sym_ctx *cx, const loom_tp_stmt *s,
+                                      const loom_sym_expr *const *vars, const loom_sym_expr *const *vals,
+                                      size_t n);
+
+/* The first loop (pre-order) whose variable is named `name`, or NULL. */
+loom_tp_stmt *loom_tp_find_loop(loom_tp_func *f, const char *name);
+
+/* Splits `loop` (extent n) by a constant `factor` > 1 into
+ *     for <v>_o in 0..floordiv(n, factor) { for <v>_i in 0..factor { body[v := v_o*factor + v_i] } }
+ *     for <v>_t in 0..floormod(n, factor) { body[v := floordiv(n, factor)*factor + v_t] }
+ * The tail loop is omitted when n % factor == 0 is proven. The outer loop keeps a
+ * parallel kind, the inner loop keeps a vectorize/unroll kind; both keep `reduce`.
+ * Out: the new outer, inner and tail loops (tail NULL when omitted). */
+loom_status loom_tp_split(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
+                          loom_tp_stmt **out_outer, loom_tp_stmt **out_inner, loom_tp_stmt **out_tail);
+/* Fuses `outer` with the one loop that is its whole body into one loop over
+ * extent n*m (v_o := floordiv(k, m), v_i := floormod(k, m)). */
+loom_status loom_tp_fuse(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *outer,
+                         loom_tp_stmt **out_fused);
+/* Swaps `outer` with the one loop that is its whole body (a perfect nest whose inner
+ * extent does not depend on the outer variable). */
+loom_status loom_tp_reorder(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *outer);
+/* Sets the loop kind. Refused: PARALLEL or GPU binding of a reduce loop (would race),
+ * UNROLL of a non-constant extent or one above 64. */
+loom_status loom_tp_set_kind(loom_sym_ctx *cx, loom_tp_stmt *loop, loom_tp_loop_kind kind);
+
+#endif

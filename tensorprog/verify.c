@@ -1,0 +1,208 @@
+/* verify.c — well-formedness of tensor programs.
+ *
+ * Rules (each failure names the program and what is wrong):
+ *   - every load/store names a buffer in scope (a parameter, or an alloc earlier in an
+ *     enclosing sequence) with exactly ndim indices, each an integer;
+ *   - symbolic expressions (indices, extents, alloc shapes) use only the signature's
+ *     symbols and the variables of enclosing loops;
+ *   - a let is referenced only after it, inside its sequence;
+ *   - operator operand dtypes agree: ARITH same numeric dtype; CMP same dtype; LOGIC
+ *     bool or integer; MATH float; select's condition bool and branches alike;
+ *   - a store's value has the buffer's dtype; an if's condition is bool;
+ *   - loop variables are not reused by nested loops. */
+#include <string.h>
+
+#include "base/strbuf.h"
+#include "base/vec.h"
+#include "tensorprog/tp_ir.h"
+
+typedef struct verifier {
+  loom_sym_ctx *cx;
+  const loom_tp_func *f;
+  LOOM_VEC(const loom_sym_expr *) syms; /* signature symbols + enclosing loop vars */
+  LOOM_VEC(const loom_tp_buffer *) bufs;
+  LOOM_VEC(const loom_tp_stmt *) lets;
+  loom_status err;                      /* first error */
+} verifier;
+
+static void fail(verifier *v, loom_status s) {
+  if (!v->err) v->err = s;
+  else loom_status_free(s);
+}
+
+static bool sym_known(const verifier *v, const loom_sym_expr *var) {
+  for (size_t i = 0; i < v->syms.len; i++)
+    if (v->syms.data[i] == var) return true;
+  return false;
+}
+
+typedef struct sym_check {
+  verifier *v;
+  const char *where;
+} sym_check;
+
+static void check_var(void *ud, const loom_sym_expr *var) {
+  sym_check *c = ud;
+  if (c->v->err || sym_known(c->v, var)) return;
+  fail(c->v, LOOM_ERROR(TYPE_ERROR, "program @%s: %s uses '%s', which is neither a parameter symbol nor an enclosing loop variable",
+                        c->v->f->name, c->where, loom_sym_var_name(var)));
+}
+
+static void check_sym(verifier *v, const loom_sym_expr *e, const char *where) {
+  sym_check c = {v, where};
+  loom_sym_for_each_var(e, check_var, &c);
+}
+
+static bool buf_visible(const verifier *v, const loom_tp_buffer *b) {
+  for (size_t i = 0; i < v->bufs.len; i++)
+    if (v->bufs.data[i] == b) return true;
+  return false;
+}
+
+static void check_expr(verifier *v, const loom_tp_expr *e);
+
+static void check_access(verifier *v, const loom_tp_buffer *b, loom_tp_expr *const *idx, const char *what) {
+  if (!buf_visible(v, b)) {
+    fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: %s of buffer '%s', which is not in scope", v->f->name, what, b->name));
+    return;
+  }
+  for (int d = 0; d < b->ndim && !v->err; d++) {
+    check_expr(v, idx[d]);
+    if (!v->err && !loom_dtype_is_int(idx[d]->dtype))
+      fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: %s of '%s' axis %d: index has dtype %s, not an integer",
+                         v->f->name, what, b->name, d, loom_dtype_name(idx[d]->dtype)));
+  }
+}
+
+static void check_op(verifier *v, const loom_tp_expr *e) {
+  loom_tp_op op = e->u.op.op;
+  int n = loom_tp_op_arity(op);
+  for (int k = 0; k < n && !v->err; k++) check_expr(v, e->u.op.args[k]);
+  if (v->err) return;
+  loom_dtype t = e->u.op.args[0]->dtype;
+  for (int k = 1; k < n; k++) {
+    if (e->u.op.args[k]->dtype != t) {
+      fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: '%s' operands have different dtypes (%s and %s)", v->f->name,
+                         loom_tp_op_spelling(op), loom_dtype_name(t), loom_dtype_name(e->u.op.args[k]->dtype)));
+      return;
+    }
+  }
+  bool ok = true;
+  switch (loom_tp_op_class_of(op)) {
+    case LOOM_TP_CLASS_ARITH: ok = t != LOOM_DTYPE_BOOL; break;
+    case LOOM_TP_CLASS_CMP: ok = true; break;
+    case LOOM_TP_CLASS_LOGIC: ok = !loom_dtype_is_float(t); break;
+    case LOOM_TP_CLASS_MATH: ok = loom_dtype_is_float(t); break;
+  }
+  if (!ok)
+    fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: '%s' is not defined on %s", v->f->name, loom_tp_op_spelling(op),
+                       loom_dtype_name(t)));
+}
+
+static void check_expr(verifier *v, const loom_tp_expr *e) {
+  if (v->err) return;
+  switch (e->kind) {
+    case LOOM_TP_EXPR_CONST:
+      return;
+    case LOOM_TP_EXPR_SYM:
+      check_sym(v, e->u.sym, "an index expression");
+      return;
+    case LOOM_TP_EXPR_LOAD:
+      check_access(v, e->u.load.buf, e->u.load.idx, "load");
+      return;
+    case LOOM_TP_EXPR_LETREF:
+      for (size_t i = 0; i < v->lets.len; i++)
+        if (v->lets.data[i] == e->u.let) return;
+      fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: let '%s' is used outside its scope", v->f->name,
+                         e->u.let->u.let.name));
+      return;
+    case LOOM_TP_EXPR_CAST:
+      check_expr(v, e->u.cast_arg);
+      return;
+    case LOOM_TP_EXPR_SELECT:
+      check_expr(v, e->u.select.cond);
+      check_expr(v, e->u.select.then_e);
+      check_expr(v, e->u.select.else_e);
+      if (v->err) return;
+      if (e->u.select.cond->dtype != LOOM_DTYPE_BOOL)
+        fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: select condition is %s, not bool", v->f->name,
+                           loom_dtype_name(e->u.select.cond->dtype)));
+      else if (e->u.select.then_e->dtype != e->u.select.else_e->dtype)
+        fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: select branches have different dtypes (%s and %s)", v->f->name,
+                           loom_dtype_name(e->u.select.then_e->dtype), loom_dtype_name(e->u.select.else_e->dtype)));
+      return;
+    case LOOM_TP_EXPR_OP:
+      check_op(v, e);
+      return;
+  }
+}
+
+static void check_stmt(verifier *v, const loom_tp_stmt *s) {
+  if (v->err) return;
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ: {
+      size_t bm = v->bufs.len, lm = v->lets.len;
+      for (size_t i = 0; i < s->u.seq.n && !v->err; i++) {
+        const loom_tp_stmt *c = s->u.seq.items[i];
+        check_stmt(v, c);
+        if (c->kind == LOOM_TP_STMT_ALLOC && !LOOM_VEC_PUSH(NULL, &v->bufs, c->u.alloc)) fail(v, LOOM_OOM());
+        if (c->kind == LOOM_TP_STMT_LET && !LOOM_VEC_PUSH(NULL, &v->lets, c)) fail(v, LOOM_OOM());
+      }
+      v->bufs.len = bm;
+      v->lets.len = lm;
+      return;
+    }
+    case LOOM_TP_STMT_FOR:
+      check_sym(v, s->u.loop.extent, "a loop extent");
+      if (v->err) return;
+      if (sym_known(v, s->u.loop.var)) {
+        fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: loop variable '%s' is bound twice", v->f->name,
+                           loom_sym_var_name(s->u.loop.var)));
+        return;
+      }
+      if (!LOOM_VEC_PUSH(NULL, &v->syms, s->u.loop.var)) {
+        fail(v, LOOM_OOM());
+        return;
+      }
+      check_stmt(v, s->u.loop.body);
+      v->syms.len--;
+      return;
+    case LOOM_TP_STMT_STORE:
+      check_access(v, s->u.store.buf, s->u.store.idx, "store");
+      check_expr(v, s->u.store.value);
+      if (!v->err && s->u.store.value->dtype != s->u.store.buf->dtype)
+        fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: store of a %s value into %s buffer '%s'", v->f->name,
+                           loom_dtype_name(s->u.store.value->dtype), loom_dtype_name(s->u.store.buf->dtype),
+                           s->u.store.buf->name));
+      return;
+    case LOOM_TP_STMT_LET:
+      check_expr(v, s->u.let.value);
+      return;
+    case LOOM_TP_STMT_IF:
+      check_expr(v, s->u.if_.cond);
+      if (!v->err && s->u.if_.cond->dtype != LOOM_DTYPE_BOOL)
+        fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: if condition is %s, not bool", v->f->name,
+                           loom_dtype_name(s->u.if_.cond->dtype)));
+      check_stmt(v, s->u.if_.then_s);
+      if (s->u.if_.else_s) check_stmt(v, s->u.if_.else_s);
+      return;
+    case LOOM_TP_STMT_ALLOC:
+      for (int d = 0; d < s->u.alloc->ndim; d++) check_sym(v, s->u.alloc->dims[d], "an alloc shape");
+      return;
+  }
+}
+
+loom_status loom_tp_verify(loom_sym_ctx *cx, const loom_tp_func *f) {
+  verifier v = {.cx = cx, .f = f};
+  for (size_t i = 0; i < f->nsyms; i++)
+    if (!LOOM_VEC_PUSH(NULL, &v.syms, f->syms[i])) fail(&v, LOOM_OOM());
+  for (size_t i = 0; i < f->nparams; i++) {
+    const loom_tp_param *p = &f->params[i];
+    if (p->is_buffer && !LOOM_VEC_PUSH(NULL, &v.bufs, p->buf)) fail(&v, LOOM_OOM());
+  }
+  if (!v.err) check_stmt(&v, f->body);
+  LOOM_VEC_FREE(NULL, &v.syms);
+  LOOM_VEC_FREE(NULL, &v.bufs);
+  LOOM_VEC_FREE(NULL, &v.lets);
+  return v.err;
+}

@@ -1,0 +1,158 @@
+/* test_tp_schedule.c — schedule primitives preserve results on shapes smaller than the
+ * tile, not divisible by it and divisible by it; scheduled programs verify and round-trip. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorprog/tp_rewrite.h"
+#include "tp_test_util.h"
+
+static const char *const matmul =
+    "prim @mm(A: Buffer[(m, k), f32], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
+    "  for i in 0..m {\n"
+    "    for j in 0..n {\n"
+    "      C[i, j] = 0.0\n"
+    "      for r in 0..k reduce {\n"
+    "        C[i, j] = C[i, j] + A[i, r] * B[r, j]\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+static const char *const add2d =
+    "prim @add(A: Buffer[(m, n), f32], B: Buffer[(m, n), f32], C: Buffer[(m, n), f32]) {\n"
+    "  for i in 0..m {\n"
+    "    for j in 0..n {\n"
+    "      C[i, j] = A[i, j] * 2.0 + B[i, j]\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+/* Runs `f` (3 buffers: A[d0,d1], B[d1 or d0, d2 ...]) for a matmul-or-add signature. */
+static void run(loom_sym_ctx *cx, const loom_tp_func *f, bool is_matmul, int64_t m, int64_t k, int64_t n, float *out) {
+  int64_t sa[2] = {m, is_matmul ? k : n}, sb[2] = {is_matmul ? k : m, n}, sc[2] = {m, n};
+  size_t na = (size_t)(sa[0] * sa[1]), nb = (size_t)(sb[0] * sb[1]);
+  float *A = malloc((na + 1) * 4), *B = malloc((nb + 1) * 4);
+  for (size_t i = 0; i < na; i++) A[i] = (float)((i * 7) % 11) - 5.0f;
+  for (size_t i = 0; i < nb; i++) B[i] = (float)((i * 5) % 13) * 0.25f;
+  loom_tp_arg args[3] = {{A, sa, 0}, {B, sb, 0}, {out, sc, 0}};
+  loom_status s = loom_tp_interpret(cx, f, args, 3);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  free(A);
+  free(B);
+}
+
+typedef loom_status (*schedule_fn)(tp_fixture *fx);
+
+static void check_schedule(const char *text, bool is_matmul, schedule_fn sched, const char *expect_in_text) {
+  tp_fixture ref, fx;
+  cr_assert_null(tp_parse(&ref, text));
+  cr_assert_null(tp_parse(&fx, text));
+  loom_status s = sched(&fx);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  s = loom_tp_verify(fx.cx, fx.f);
+  cr_assert_null(s, "scheduled program does not verify: %s", loom_status_text(s, 0));
+  char *printed = tp_print(fx.f);
+  if (expect_in_text) cr_assert(strstr(printed, expect_in_text) != NULL, "'%s' not in:\n%s", expect_in_text, printed);
+  /* The printed schedule parses back into a program that prints the same. */
+  tp_fixture again;
+  s = tp_parse(&again, printed);
+  cr_assert_null(s, "%s\n%s", loom_status_text(s, 0), printed);
+  char *printed2 = tp_print(again.f);
+  cr_assert_str_eq(printed2, printed);
+  static const int64_t dims[] = {1, 2, 3, 4, 5, 8, 13, 17};
+  for (size_t a = 0; a < 8; a++)
+    for (size_t b = 0; b < 8; b += 3)
+      for (size_t c = 0; c < 8; c += 2) {
+        int64_t m = dims[a], k = dims[b], n = dims[c];
+        float *want = calloc((size_t)(m * n), 4), *got = calloc((size_t)(m * n), 4), *got2 = calloc((size_t)(m * n), 4);
+        run(ref.cx, ref.f, is_matmul, m, k, n, want);
+        run(fx.cx, fx.f, is_matmul, m, k, n, got);
+        run(again.cx, again.f, is_matmul, m, k, n, got2);
+        cr_assert_arr_eq(got, want, (size_t)(m * n) * 4, "m=%lld k=%lld n=%lld\n%s", (long long)m, (long long)k,
+                         (long long)n, printed);
+        cr_assert_arr_eq(got2, want, (size_t)(m * n) * 4);
+        free(want);
+        free(got);
+        free(got2);
+      }
+  free(printed);
+  free(printed2);
+  tp_fixture_free(&again);
+  tp_fixture_free(&ref);
+  tp_fixture_free(&fx);
+}
+
+static loom_status split_i4(tp_fixture *fx) {
+  return loom_tp_split(&fx->arena, fx->cx, fx->f, loom_tp_find_loop(fx->f, "i"), 4, NULL, NULL, NULL);
+}
+static loom_status split_reduce3(tp_fixture *fx) {
+  return loom_tp_split(&fx->arena, fx->cx, fx->f, loom_tp_find_loop(fx->f, "r"), 3, NULL, NULL, NULL);
+}
+static loom_status split_vectorize(tp_fixture *fx) {
+  loom_tp_stmt *inner;
+  LOOM_PROPAGATE(loom_tp_split(&fx->arena, fx->cx, fx->f, loom_tp_find_loop(fx->f, "j"), 8, NULL, &inner, NULL));
+  return loom_tp_set_kind(fx->cx, inner, LOOM_TP_LOOP_VECTORIZE);
+}
+static loom_status fuse_ij(tp_fixture *fx) {
+  loom_tp_stmt *fused;
+  LOOM_PROPAGATE(loom_tp_fuse(&fx->arena, fx->cx, fx->f, loom_tp_find_loop(fx->f, "i"), &fused));
+  return loom_tp_set_kind(fx->cx, fused, LOOM_TP_LOOP_PARALLEL);
+}
+static loom_status reorder_ij(tp_fixture *fx) {
+  return loom_tp_reorder(&fx->arena, fx->cx, fx->f, loom_tp_find_loop(fx->f, "i"));
+}
+static loom_status tile_2d(tp_fixture *fx) {
+  loom_tp_stmt *io, *ii;
+  LOOM_PROPAGATE(loom_tp_split(&fx->arena, fx->cx, fx->f, loom_tp_find_loop(fx->f, "i"), 4, &io, &ii, NULL));
+  LOOM_PROPAGATE(loom_tp_set_kind(fx->cx, io, LOOM_TP_LOOP_PARALLEL));
+  LOOM_PROPAGATE(loom_tp_split(&fx->arena, fx->cx, fx->f, loom_tp_find_loop(fx->f, "j"), 8, NULL, NULL, NULL));
+  return loom_tp_set_kind(fx->cx, loom_tp_find_loop(fx->f, "j_i"), LOOM_TP_LOOP_VECTORIZE);
+}
+
+LOOM_TEST(tp_schedule, split_spatial_loop_with_tail) { check_schedule(matmul, true, split_i4, "for i_t in 0..floormod(m, 4)"); }
+LOOM_TEST(tp_schedule, split_reduce_loop_keeps_reduce) { check_schedule(matmul, true, split_reduce3, "for r_i in 0..3 reduce"); }
+LOOM_TEST(tp_schedule, split_then_vectorize) { check_schedule(add2d, false, split_vectorize, "for j_i in 0..8 vectorize"); }
+LOOM_TEST(tp_schedule, fuse_then_parallel) { check_schedule(add2d, false, fuse_ij, "parallel"); }
+LOOM_TEST(tp_schedule, reorder_perfect_nest) { check_schedule(add2d, false, reorder_ij, "for j in 0..n {\n    for i in 0..m"); }
+LOOM_TEST(tp_schedule, tile_parallel_vectorize) { check_schedule(matmul, true, tile_2d, "for i_o in 0..floordiv(m, 4) parallel"); }
+
+LOOM_TEST(tp_schedule, rules_that_do_not_apply_leave_the_program_unchanged) {
+  tp_fixture fx;
+  cr_assert_null(tp_parse(&fx, "prim @p(A: Buffer[(n, 3), f32]) {\n"
+                               "  for i in 0..n {\n    A[i, 0] = 0.0\n    for j in 0..3 reduce {\n      A[i, 0] = A[i, 0] + 1.0\n    }\n  }\n}\n"));
+  char *before = tp_print(fx.f);
+  struct {
+    loom_status s;
+    const char *why;
+  } cases[] = {
+      {loom_tp_split(&fx.arena, fx.cx, fx.f, loom_tp_find_loop(fx.f, "j"), 4, NULL, NULL, NULL), "extent is at most 4"},
+      {loom_tp_split(&fx.arena, fx.cx, fx.f, loom_tp_find_loop(fx.f, "i"), 1, NULL, NULL, NULL), "factor 1 is below 2"},
+      {loom_tp_set_kind(fx.cx, loom_tp_find_loop(fx.f, "j"), LOOM_TP_LOOP_PARALLEL), "reduction loop"},
+      {loom_tp_set_kind(fx.cx, loom_tp_find_loop(fx.f, "i"), LOOM_TP_LOOP_UNROLL), "not a constant"},
+      {loom_tp_fuse(&fx.arena, fx.cx, fx.f, loom_tp_find_loop(fx.f, "i"), NULL), "not a single loop"},
+      {loom_tp_reorder(&fx.arena, fx.cx, fx.f, loom_tp_find_loop(fx.f, "i")), "not a single loop"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cr_assert_not_null(cases[i].s, "case %zu should not apply", i);
+    cr_assert_eq(loom_status_code(cases[i].s), LOOM_CODE_FAILED_PRECONDITION);
+    cr_assert(strstr(loom_status_message(cases[i].s), cases[i].why) != NULL, "%s", loom_status_message(cases[i].s));
+    loom_status_free(cases[i].s);
+  }
+  char *after = tp_print(fx.f);
+  cr_assert_str_eq(after, before);
+  free(before);
+  free(after);
+  tp_fixture_free(&fx);
+}
+
+LOOM_TEST(tp_schedule, split_of_provably_divisible_extent_has_no_tail) {
+  tp_fixture fx;
+  cr_assert_null(tp_parse(&fx, "prim @p(A: Buffer[(8*n,), f32]) {\n  for i in 0..8*n {\n    A[i] = 1.0\n  }\n}\n"));
+  loom_tp_stmt *tail = (loom_tp_stmt *)1;
+  cr_assert_null(loom_tp_split(&fx.arena, fx.cx, fx.f, loom_tp_find_loop(fx.f, "i"), 4, NULL, NULL, &tail));
+  cr_assert_null(tail);
+  char *out = tp_print(fx.f);
+  cr_assert(strstr(out, "for i_o in 0..(2*n) {") != NULL, "%s", out);
+  free(out);
+  tp_fixture_free(&fx);
+}
