@@ -5,7 +5,8 @@
  * expressions (in indices, extents and alloc shapes). Loop variables of copied
  * loops are renamed to fresh variables so a statement can be copied twice
  * (split tails) without two loops binding one variable; LET and ALLOC nodes are
- * copied too, and references to them inside the copy are redirected. */
+ * copied too, and references to them inside the copy are redirected. Callers may
+ * also redirect buffers from the start (a program's params onto a fused group's). */
 #include <string.h>
 
 #include "base/vec.h"
@@ -160,12 +161,35 @@ static loom_tp_stmt *copy_stmt(copier *c, const loom_tp_stmt *s) {
   return r;
 }
 
+loom_tp_stmt *loom_tp_stmt_copy_remap(loom_arena *a, loom_sym_ctx *cx, const loom_tp_stmt *s,
+                                      const loom_sym_expr *const *vars, const loom_sym_expr *const *vals, size_t n,
+                                      const loom_tp_buffer *const *bufs_from, const loom_tp_buffer *const *bufs_to,
+                                      size_t nbufs) {
+  copier c = {.a = a, .cx = cx};
+  for (size_t i = 0; i < n; i++) push_subst(&c, vars[i], vals[i]);
+  for (size_t i = 0; i < nbufs && !c.failed; i++) {
+    pair p = {bufs_from[i], bufs_to[i]};
+    if (!LOOM_VEC_PUSH(NULL, &c.remap, p)) c.failed = true;
+  }
+  loom_tp_stmt *r = c.failed ? NULL : copy_stmt(&c, s);
+  LOOM_VEC_FREE(NULL, &c.vars);
+  LOOM_VEC_FREE(NULL, &c.vals);
+  LOOM_VEC_FREE(NULL, &c.remap);
+  return c.failed ? NULL : r;
+}
+
 loom_tp_stmt *loom_tp_stmt_copy_subst(loom_arena *a, loom_sym_ctx *cx, const loom_tp_stmt *s,
+                                      const loom_sym_expr *const *vars, const loom_sym_expr *const *vals,
+                                      size_t n) {
+  return loom_tp_stmt_copy_remap(a, cx, s, vars, vals, n, NULL, NULL, 0);
+}
+
+loom_tp_expr *loom_tp_expr_copy_subst(loom_arena *a, loom_sym_ctx *cx, const loom_tp_expr *e,
                                       const loom_sym_expr *const *vars, const loom_sym_expr *const *vals,
                                       size_t n) {
   copier c = {.a = a, .cx = cx};
   for (size_t i = 0; i < n; i++) push_subst(&c, vars[i], vals[i]);
-  loom_tp_stmt *r = c.failed ? NULL : copy_stmt(&c, s);
+  loom_tp_expr *r = c.failed ? NULL : copy_expr(&c, e);
   LOOM_VEC_FREE(NULL, &c.vars);
   LOOM_VEC_FREE(NULL, &c.vals);
   LOOM_VEC_FREE(NULL, &c.remap);

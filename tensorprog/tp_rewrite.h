@@ -16,6 +16,16 @@ loom_tp_stmt *loom_tp_stmt_copy_subst(loom_arena *a, loom_sym_ctx *cx, const loo
                                       const loom_sym_expr *const *vars, const loom_sym_expr *const *vals,
                                       size_t n);
 
+/* The same with buffers redirected: accesses of bufs_from[i] become accesses of bufs_to[i]. */
+loom_tp_stmt *loom_tp_stmt_copy_remap(loom_arena *a, loom_sym_ctx *cx, const loom_tp_stmt *s,
+                                      const loom_sym_expr *const *vars, const loom_sym_expr *const *vals, size_t n,
+                                      const loom_tp_buffer *const *bufs_from, const loom_tp_buffer *const *bufs_to,
+                                      size_t nbufs);
+/* Deep copy of an expression with symbolic substitution. */
+loom_tp_expr *loom_tp_expr_copy_subst(loom_arena *a, loom_sym_ctx *cx, const loom_tp_expr *e,
+                                      const loom_sym_expr *const *vars, const loom_sym_expr *const *vals,
+                                      size_t n);
+
 /* The first loop (pre-order) whose variable is named `name`, or NULL. */
 loom_tp_stmt *loom_tp_find_loop(loom_tp_func *f, const char *name);
 

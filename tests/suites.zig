@@ -22,6 +22,7 @@ pub const suites = .{
     // .{ .name = "tensorprog", .files = &[_][]const u8{
     //     "tests/tensorprog/tp_test_util.c",
     //     "tests/tensorprog/test_tp_classify.c",
+    //     "tests/tensorprog/test_tp_fuse.c",
     //     "tests/tensorprog/test_tp_interp.c",
     //     "tests/tensorprog/test_tp_schedule.c",
     //     "tests/tensorprog/test_tp_text.c",

@@ -1,0 +1,52 @@
+/* tp_fuse.h — merging a fused group of tensor-program calls into ONE program.
+ *
+ * A group (chosen by the graph-level fusion pass) is a sequence of calls; each
+ * call passes group buffers to a program's buffer parameters. Group buffers have
+ * shapes in the group's symbols (the caller's: `b`, `s`, `b*s`, ...). The merge:
+ *
+ *   1. solves each program's own symbols against the group shapes it is given
+ *      (bare vars bind, affine `k*v + c` is solved exactly, every axis is then
+ *      PROVEN equal — an unprovable match is an error, never an assumption);
+ *   2. copies each body with its symbols substituted and its buffers redirected;
+ *   3. makes every intermediate (a group buffer that is not a parameter) a Local
+ *      allocation of the merged program;
+ *   4. (loom_tp_inline_locals) inlines intermediates defined by one elementwise or
+ *      injective store into their readers, so they disappear.
+ *
+ * The merged program's parameters are one i64 scalar per group symbol (in first
+ * appearance order in the group's shapes), then the group's parameter buffers in
+ * order. Symbols are passed explicitly because products like `b*s` cannot be
+ * bound from shapes alone. */
+#ifndef LOOM_TENSORPROG_TP_FUSE_H
+#define LOOM_TENSORPROG_TP_FUSE_H
+
+#include "tensorprog/tp_ir.h"
+
+typedef struct loom_tp_group_buf {
+  const char *name;                 /* its name in the merged program */
+  loom_dtype dtype;
+  int ndim;
+  const loom_sym_expr *const *dims; /* shape in the group's symbols */
+  bool is_param;                    /* input or output of the group (else an intermediate) */
+} loom_tp_group_buf;
+
+typedef struct loom_tp_group_call {
+  const loom_tp_func *prog;
+  /* Per parameter of prog: for a buffer parameter, the index of the group buffer passed;
+   * for a scalar parameter, ignored (see scalar_args). */
+  const size_t *buf_args;
+  /* Per parameter of prog: for a scalar parameter, its value in the group's symbols;
+   * NULL entries (or a NULL array) for buffer parameters. */
+  const loom_sym_expr *const *scalar_args;
+} loom_tp_group_call;
+
+loom_status loom_tp_merge(loom_arena *a, loom_sym_ctx *cx, const char *name, const loom_tp_group_buf *bufs,
+                          size_t nbufs, const loom_tp_group_call *calls, size_t ncalls, loom_tp_func **out);
+
+/* Inlines each Local buffer of `f` whose only writer is a top-level perfect loop nest
+ * storing `T[l1, ..., lk] = e` (k = ndim, not reduce loops) into every load of it,
+ * provided every load indexes it with symbolic indices; the nest and the alloc are
+ * removed. `out_count` (optional) gets the number inlined. */
+loom_status loom_tp_inline_locals(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, size_t *out_count);
+
+#endif
