@@ -1,6 +1,7 @@
 //! Test suites: one Criterion executable per module (`test-<name>`), each built
 //! with ASan + UBSan. `support` is linked into every suite.
 pub const support = [_][]const u8{
+    "tests/support/loom_fuzz.c",
     "tests/support/loom_test.c",
 };
 pub const suites = .{
@@ -23,6 +24,7 @@ pub const suites = .{
     //     "tests/tensorprog/tp_test_util.c",
     //     "tests/tensorprog/test_tp_classify.c",
     //     "tests/tensorprog/test_tp_fuse.c",
+    //     "tests/tensorprog/test_tp_fuzz.c",
     //     "tests/tensorprog/test_tp_interp.c",
     //     "tests/tensorprog/test_tp_schedule.c",
     //     "tests/tensorprog/test_tp_text.c",
