@@ -43,7 +43,8 @@ loom_tp_expr *loom_tp_const_f(loom_arena *a, loom_dtype t, double v) {
   loom_tp_expr *e = new_expr(a, LOOM_TP_EXPR_CONST, t);
   if (e) {
     e->u.c.f = v;
-    e->u.c.i = (int64_t)v;
+    /* The integer view of a float literal; 0 where it has none (inf, nan, out of range). */
+    e->u.c.i = v > -9.2e18 && v < 9.2e18 ? (int64_t)v : 0;
   }
   return e;
 }

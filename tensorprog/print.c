@@ -12,6 +12,19 @@
 
 /* Binding strength of an expression printed infix (higher binds tighter). */
 static int prec_of(const loom_tp_expr *e) {
+  if (e->kind == LOOM_TP_EXPR_SYM) {
+    /* A symbolic index prints as its canonical text: a sum binds like '+', a product
+     * like '*', a negative constant like unary minus. */
+    int64_t v;
+    switch (loom_sym_kind_of(e->u.sym)) {
+      case LOOM_SYM_ADD: return 4;
+      case LOOM_SYM_MUL: return 5;
+      case LOOM_SYM_CONST: return loom_sym_is_const(e->u.sym, &v) && v < 0 ? 6 : 7;
+      case LOOM_SYM_VAR: case LOOM_SYM_FLOORDIV: case LOOM_SYM_FLOORMOD: case LOOM_SYM_MIN:
+      case LOOM_SYM_MAX: case LOOM_SYM_SELECT: return 7;
+      default: return 3; /* comparisons and logic */
+    }
+  }
   if (e->kind != LOOM_TP_EXPR_OP) return 7;
   switch (e->u.op.op) {
     case LOOM_TP_OP_OR: return 1;
@@ -90,19 +103,9 @@ static void print_expr(const loom_tp_expr *e, loom_strbuf *sb) {
     case LOOM_TP_EXPR_CONST:
       print_const(e, sb);
       return;
-    case LOOM_TP_EXPR_SYM: {
-      /* A symbolic index that is a sum or comparison keeps its own precedence; wrap
-       * anything that is not an atom so it reads as one operand. */
-      loom_sym_kind k = loom_sym_kind_of(e->u.sym);
-      bool atom = k == LOOM_SYM_CONST || k == LOOM_SYM_VAR || k == LOOM_SYM_FLOORDIV ||
-                  k == LOOM_SYM_FLOORMOD || k == LOOM_SYM_MIN || k == LOOM_SYM_MAX;
-      int64_t v;
-      if (loom_sym_is_const(e->u.sym, &v) && v < 0) atom = false;
-      if (!atom) loom_strbuf_putc(sb, '(');
+    case LOOM_TP_EXPR_SYM: /* parenthesised by the caller according to prec_of */
       loom_sym_print(e->u.sym, sb);
-      if (!atom) loom_strbuf_putc(sb, ')');
       return;
-    }
     case LOOM_TP_EXPR_LOAD:
       loom_strbuf_puts(sb, e->u.load.buf->name);
       print_indices(e->u.load.idx, e->u.load.buf->ndim, sb);

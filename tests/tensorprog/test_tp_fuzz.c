@@ -7,15 +7,15 @@
 #include "tp_test_util.h"
 
 static const char *const seeds[] = {
-    "prim @mm(A: Buffer[(m, k), f32], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
+    ("prim @mm(A: Buffer[(m, k), f32], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
     "  for i in 0..m parallel { for j in 0..n { C[i, j] = 0.0\n"
-    "    for r in 0..k reduce { C[i, j] = C[i, j] + A[i, r] * B[r, j] } } }\n}\n",
-    "prim @mixed(X: Buffer[(n,), f16], Y: Buffer[(2*n + 1,), i32], Z: Buffer[(n,), f16], s: i64) {\n"
+    "    for r in 0..k reduce { C[i, j] = C[i, j] + A[i, r] * B[r, j] } } }\n}\n"),
+    ("prim @mixed(X: Buffer[(n,), f16], Y: Buffer[(2*n + 1,), i32], Z: Buffer[(n,), f16], s: i64) {\n"
     "  alloc T: Local[(4,), f16]\n  for i in 0..n {\n    let t: f16 = X[i] * 2.0f16 - -1.5f16\n"
     "    if i < s && Y[i] >= 3i32 { Z[i] = select(Y[i] == 0i32, t, exp(t)) } else { Z[i] = f16(Y[i]) / (t + 1.0f16) }\n"
-    "  }\n}\n",
-    "prim @g(D: Buffer[(v, d), f32], I: Buffer[(n,), i64], O: Buffer[(n, d), f32]) {\n"
-    "  for i in 0..floordiv(n + 3, 4) { for j in 0..min(d, 8) vectorize { O[i, j] = D[I[i], j] } }\n}\n",
+    "  }\n}\n"),
+    ("prim @g(D: Buffer[(v, d), f32], I: Buffer[(n,), i64], O: Buffer[(n, d), f32]) {\n"
+    "  for i in 0..floordiv(n + 3, 4) { for j in 0..min(d, 8) vectorize { O[i, j] = D[I[i], j] } }\n}\n"),
 };
 
 static void target(const uint8_t *data, size_t len, void *ud) {
