@@ -23,6 +23,7 @@ typedef struct copier {
   LOOM_VEC(const loom_sym_expr *) vars;   /* substitution: vars[i] -> vals[i] */
   LOOM_VEC(const loom_sym_expr *) vals;
   LOOM_VEC(pair) remap;                   /* old let/buffer -> new */
+  bool simplify;                          /* also simplify every symbolic expression under the facts */
   bool failed;
 } copier;
 
@@ -35,6 +36,7 @@ static const void *remapped(const copier *c, const void *p) {
 static const loom_sym_expr *subst(copier *c, const loom_sym_expr *e) {
   if (c->failed) return NULL;
   const loom_sym_expr *r = c->vars.len ? loom_sym_subst(c->cx, e, c->vars.data, c->vals.data, c->vars.len) : e;
+  if (r && c->simplify) r = loom_sym_simplify(c->cx, r);
   if (!r) c->failed = true;
   return r;
 }
@@ -190,6 +192,15 @@ loom_tp_expr *loom_tp_expr_copy_subst(loom_arena *a, loom_sym_ctx *cx, const loo
   copier c = {.a = a, .cx = cx};
   for (size_t i = 0; i < n; i++) push_subst(&c, vars[i], vals[i]);
   loom_tp_expr *r = c.failed ? NULL : copy_expr(&c, e);
+  LOOM_VEC_FREE(NULL, &c.vars);
+  LOOM_VEC_FREE(NULL, &c.vals);
+  LOOM_VEC_FREE(NULL, &c.remap);
+  return c.failed ? NULL : r;
+}
+
+loom_tp_stmt *loom_tp_stmt_copy_simplified(loom_arena *a, loom_sym_ctx *cx, const loom_tp_stmt *s) {
+  copier c = {.a = a, .cx = cx, .simplify = true};
+  loom_tp_stmt *r = copy_stmt(&c, s);
   LOOM_VEC_FREE(NULL, &c.vars);
   LOOM_VEC_FREE(NULL, &c.vals);
   LOOM_VEC_FREE(NULL, &c.remap);

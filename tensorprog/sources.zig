@@ -9,5 +9,6 @@ pub const compiler = [_][]const u8{
     "tensorprog/print.c",
     "tensorprog/rewrite.c",
     "tensorprog/schedule.c",
+    "tensorprog/variants.c",
     "tensorprog/verify.c",
 };

@@ -26,6 +26,9 @@ loom_tp_expr *loom_tp_expr_copy_subst(loom_arena *a, loom_sym_ctx *cx, const loo
                                       const loom_sym_expr *const *vars, const loom_sym_expr *const *vals,
                                       size_t n);
 
+/* Deep copy with every symbolic expression simplified under the context's current facts. */
+loom_tp_stmt *loom_tp_stmt_copy_simplified(loom_arena *a, loom_sym_ctx *cx, const loom_tp_stmt *s);
+
 /* The first loop (pre-order) whose variable is named `name`, or NULL. */
 loom_tp_stmt *loom_tp_find_loop(loom_tp_func *f, const char *name);
 
@@ -47,5 +50,15 @@ loom_status loom_tp_reorder(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, lo
 /* Sets the loop kind. Refused: PARALLEL or GPU binding of a reduce loop (would race),
  * UNROLL of a non-constant extent or one above 64. */
 loom_status loom_tp_set_kind(loom_sym_ctx *cx, loom_tp_stmt *loop, loom_tp_loop_kind kind);
+
+/* Shape-range variant: wraps the body as `if guard { variant } else { body }`. The variant
+ * is a copy of the body simplified under the guard's facts (`m == 1`, `n <= 64`,
+ * `floormod(k, 8) == 0`, and conjunctions of those), then scheduled by `schedule`
+ * (which receives a program view whose body is the variant; NULL: no schedule). The
+ * original body stays as the always-correct fallback. Adding variants in turn nests
+ * them: the first added is tried last. A `schedule` failure leaves the program unchanged. */
+typedef loom_status (*loom_tp_schedule_fn)(void *ud, loom_tp_func *view);
+loom_status loom_tp_add_variant(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, const loom_sym_expr *guard,
+                                loom_tp_schedule_fn schedule, void *ud);
 
 #endif

@@ -28,6 +28,7 @@ pub const suites = .{
     //     "tests/tensorprog/test_tp_interp.c",
     //     "tests/tensorprog/test_tp_schedule.c",
     //     "tests/tensorprog/test_tp_text.c",
+    //     "tests/tensorprog/test_tp_variants.c",
     //     "tests/tensorprog/test_tp_verify.c",
     // } },
 };
