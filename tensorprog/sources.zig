@@ -3,6 +3,7 @@ pub const runtime = [_][]const u8{};
 pub const compiler = [_][]const u8{
     "tensorprog/classify.c",
     "tensorprog/fuse.c",
+    "tensorprog/gen.c",
     "tensorprog/interp.c",
     "tensorprog/ir.c",
     "tensorprog/parse.c",

@@ -25,6 +25,7 @@ pub const suites = .{
     //     "tests/tensorprog/test_tp_classify.c",
     //     "tests/tensorprog/test_tp_fuse.c",
     //     "tests/tensorprog/test_tp_fuzz.c",
+    //     "tests/tensorprog/test_tp_gen.c",
     //     "tests/tensorprog/test_tp_interp.c",
     //     "tests/tensorprog/test_tp_schedule.c",
     //     "tests/tensorprog/test_tp_text.c",

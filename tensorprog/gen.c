@@ -1,0 +1,455 @@
+/* gen.c — tensor-program generators for operator families (see tp_gen.h).
+ *
+ * Each generator writes the program as text — loop nests over its own symbolic
+ * dims d0, d1, ... — and parses it. Loop variables are i0, i1, ...; reduction
+ * variables r0, r1, .... */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/strbuf.h"
+#include "tensorprog/tp_gen.h"
+
+/* Parses the generated text; a failure is a bug in the generator. */
+static loom_status finish(loom_arena *a, loom_sym_ctx *cx, loom_strbuf *sb, loom_tp_func **result) {
+  if (sb->oom) {
+    loom_strbuf_free(sb);
+    return LOOM_OOM();
+  }
+  /* The program text lives in the arena: diagnostics and names may point into it. */
+  char *text = loom_arena_strdup(a, loom_strbuf_cstr(sb));
+  loom_source *src = LOOM_ARENA_NEW(a, loom_source);
+  loom_strbuf_free(sb);
+  if (!text || !src) return LOOM_OOM();
+  *src = (loom_source){"<generated>", text, strlen(text)};
+  loom_diag_list diags;
+  loom_diag_list_init(&diags, NULL);
+  size_t pos = 0;
+  loom_status s = loom_tp_parse_func(a, cx, src, &pos, &diags, result);
+  loom_diag_list_destroy(&diags);
+  if (s) {
+    loom_status r = LOOM_ERROR(INTERNAL, "generated program does not parse: %s\n%s", loom_status_message(s), text);
+    loom_status_free(s);
+    return r;
+  }
+  return LOOM_OK;
+}
+
+/* Appends `expr` with each whole-word occurrence of a name in names[] replaced by repl[]. */
+static void substitute(loom_strbuf *sb, const char *expr, const char *const *names, const char *const *repl, int n) {
+  for (const char *p = expr; *p;) {
+    if (isalpha((unsigned char)*p) || *p == '_') {
+      const char *q = p;
+      while (isalnum((unsigned char)*q) || *q == '_') q++;
+      int hit = -1;
+      for (int i = 0; i < n; i++)
+        if ((size_t)(q - p) == strlen(names[i]) && !memcmp(p, names[i], (size_t)(q - p))) hit = i;
+      if (hit >= 0 && *q != '(') {
+        loom_strbuf_putc(sb, '(');
+        loom_strbuf_puts(sb, repl[hit]);
+        loom_strbuf_putc(sb, ')');
+      } else {
+        loom_strbuf_append(sb, p, (size_t)(q - p));
+      }
+      p = q;
+    } else {
+      loom_strbuf_putc(sb, *p++);
+    }
+  }
+}
+
+static void buffer_type(loom_strbuf *sb, const char *const *dims, int rank, loom_dtype t) {
+  loom_strbuf_puts(sb, "Buffer[(");
+  for (int d = 0; d < rank; d++) loom_strbuf_printf(sb, "%s%s", d ? ", " : "", dims[d]);
+  loom_strbuf_printf(sb, "%s), %s]", rank == 1 ? "," : "", loom_dtype_name(t));
+}
+
+/* Opens `for iD in 0..dD [parallel] {` for each listed axis. */
+static void open_loops(loom_strbuf *sb, const int *axes, int n, const char *var, const char *const *dims,
+                       bool parallel_first, bool reduce) {
+  for (int k = 0; k < n; k++)
+    loom_strbuf_printf(sb, "for %s%d in 0..%s%s%s {\n", var, axes[k], dims[axes[k]],
+                       parallel_first && k == 0 ? " parallel" : "", reduce ? " reduce" : "");
+}
+
+static void close_loops(loom_strbuf *sb, int n) {
+  for (int k = 0; k < n; k++) loom_strbuf_puts(sb, "}\n");
+}
+
+static char dim_names[LOOM_TP_GEN_MAX_RANK][8];
+static const char *dn[LOOM_TP_GEN_MAX_RANK];
+
+/* "d0", "d1", ... (static, read-only after the first call). */
+static const char *const *dims_d(void) {
+  if (!dn[0])
+    for (int d = 0; d < LOOM_TP_GEN_MAX_RANK; d++) {
+      snprintf(dim_names[d], sizeof dim_names[d], "d%d", d);
+      dn[d] = dim_names[d];
+    }
+  return dn;
+}
+
+static loom_status check_rank(int rank) {
+  if (rank < 0 || rank > LOOM_TP_GEN_MAX_RANK)
+    return LOOM_ERROR(INVALID_ARGUMENT, "rank %d is outside [0, %d]", rank, LOOM_TP_GEN_MAX_RANK);
+  return LOOM_OK;
+}
+
+static void all_axes(int *axes, int n) {
+  for (int d = 0; d < n; d++) axes[d] = d;
+}
+
+loom_status loom_tp_gen_unary(loom_arena *a, loom_sym_ctx *cx, const char *name, const char *expr, loom_dtype in,
+                              loom_dtype out, int rank, loom_tp_func **result) {
+  LOOM_PROPAGATE(check_rank(rank));
+  const char *const *d = dims_d();
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
+  buffer_type(&sb, d, rank, in);
+  loom_strbuf_puts(&sb, ", Y: ");
+  buffer_type(&sb, d, rank, out);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  all_axes(axes, rank);
+  open_loops(&sb, axes, rank, "i", d, true, false);
+  char load[256] = "X[";
+  for (int k = 0; k < rank; k++) snprintf(load + strlen(load), sizeof load - strlen(load), "%si%d", k ? ", " : "", k);
+  strcat(load, "]");
+  const char *names[1] = {"x"}, *repl[1] = {load};
+  loom_strbuf_puts(&sb, "Y[");
+  for (int k = 0; k < rank; k++) loom_strbuf_printf(&sb, "%si%d", k ? ", " : "", k);
+  loom_strbuf_puts(&sb, "] = ");
+  substitute(&sb, expr, names, repl, 1);
+  loom_strbuf_putc(&sb, '\n');
+  close_loops(&sb, rank);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+/* The dims of one broadcast input ("d3", "1" or "a3") and its load text. */
+static void bcast_input(const char *prefix, int r, int R, const loom_tp_bcast *m, char dims[][12], char *load,
+                        size_t load_cap, const char *buf) {
+  snprintf(load, load_cap, "%s[", buf);
+  for (int j = 0; j < r; j++) {
+    int d = j + R - r; /* aligned output axis */
+    char idx[64];
+    switch (m[j]) {
+      case LOOM_TP_BCAST_FULL:
+        snprintf(dims[j], 12, "d%d", d);
+        snprintf(idx, sizeof idx, "i%d", d);
+        break;
+      case LOOM_TP_BCAST_ONE:
+        snprintf(dims[j], 12, "1");
+        snprintf(idx, sizeof idx, "0");
+        break;
+      case LOOM_TP_BCAST_GUARD:
+        snprintf(dims[j], 12, "%s%d", prefix, d);
+        snprintf(idx, sizeof idx, "select(%s%d == 1, 0, i%d)", prefix, d, d);
+        break;
+    }
+    snprintf(load + strlen(load), load_cap - strlen(load), "%s%s", j ? ", " : "", idx);
+  }
+  snprintf(load + strlen(load), load_cap - strlen(load), "]");
+}
+
+loom_status loom_tp_gen_binary(loom_arena *a, loom_sym_ctx *cx, const char *name, const char *expr, loom_dtype in,
+                               loom_dtype out, int ra, const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb,
+                               loom_tp_func **result) {
+  int R = ra > rb ? ra : rb;
+  LOOM_PROPAGATE(check_rank(R));
+  if (ra < 0 || rb < 0) return LOOM_ERROR(INVALID_ARGUMENT, "negative rank");
+  char da[LOOM_TP_GEN_MAX_RANK][12], db[LOOM_TP_GEN_MAX_RANK][12];
+  char la[512], lb[512];
+  bcast_input("a", ra, R, ma, da, la, sizeof la, "A");
+  bcast_input("b", rb, R, mb, db, lb, sizeof lb, "B");
+  const char *pa[LOOM_TP_GEN_MAX_RANK], *pb[LOOM_TP_GEN_MAX_RANK];
+  for (int j = 0; j < ra; j++) pa[j] = da[j];
+  for (int j = 0; j < rb; j++) pb[j] = db[j];
+  const char *const *d = dims_d();
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(A: ", name);
+  buffer_type(&sb, pa, ra, in);
+  loom_strbuf_puts(&sb, ", B: ");
+  buffer_type(&sb, pb, rb, in);
+  loom_strbuf_puts(&sb, ", C: ");
+  buffer_type(&sb, d, R, out);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  all_axes(axes, R);
+  open_loops(&sb, axes, R, "i", d, true, false);
+  loom_strbuf_puts(&sb, "C[");
+  for (int k = 0; k < R; k++) loom_strbuf_printf(&sb, "%si%d", k ? ", " : "", k);
+  loom_strbuf_puts(&sb, "] = ");
+  const char *names[2] = {"a", "b"}, *repl[2] = {la, lb};
+  substitute(&sb, expr, names, repl, 2);
+  loom_strbuf_putc(&sb, '\n');
+  close_loops(&sb, R);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+/* The identity element of a reduction as a literal of dtype t. */
+static void reduce_init(loom_strbuf *sb, loom_tp_reduce_op op, loom_dtype t) {
+  bool fl = loom_dtype_is_float(t);
+  const char *suffix = (fl && t == LOOM_DTYPE_F32) || (!fl && t == LOOM_DTYPE_I64) ? "" : loom_dtype_name(t);
+  switch (op) {
+    case LOOM_TP_REDUCE_SUM: case LOOM_TP_REDUCE_MEAN:
+      loom_strbuf_printf(sb, "%s%s", fl ? "0.0" : "0", suffix);
+      return;
+    case LOOM_TP_REDUCE_PROD:
+      loom_strbuf_printf(sb, "%s%s", fl ? "1.0" : "1", suffix);
+      return;
+    case LOOM_TP_REDUCE_MAX: case LOOM_TP_REDUCE_MIN: {
+      bool mx = op == LOOM_TP_REDUCE_MAX;
+      if (fl) {
+        loom_strbuf_printf(sb, "%sinf%s", mx ? "-" : "", suffix);
+      } else {
+        /* the extreme value of the integer type */
+        unsigned bits = loom_dtype_bits(t);
+        bool sgn = loom_dtype_is_signed(t);
+        if (t == LOOM_DTYPE_BOOL) loom_strbuf_puts(sb, mx ? "false" : "true");
+        else if (sgn && mx) loom_strbuf_printf(sb, "%lld%s", bits == 64 ? (long long)INT64_MIN + 1 : -(1LL << (bits - 1)), suffix);
+        else if (sgn) loom_strbuf_printf(sb, "%lld%s", bits == 64 ? (long long)INT64_MAX : (1LL << (bits - 1)) - 1, suffix);
+        else if (mx) loom_strbuf_printf(sb, "0%s", suffix);
+        else loom_strbuf_printf(sb, "%llu%s", bits == 64 ? 18446744073709551615ULL : (1ULL << bits) - 1, suffix);
+      }
+      return;
+    }
+  }
+}
+
+loom_status loom_tp_gen_reduce(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_tp_reduce_op op, loom_dtype t,
+                               int rank, unsigned axes_mask, bool keepdims, loom_tp_func **result) {
+  LOOM_PROPAGATE(check_rank(rank));
+  if (axes_mask >> rank) return LOOM_ERROR(INVALID_ARGUMENT, "reduction axes 0x%x exceed rank %d", axes_mask, rank);
+  if (op == LOOM_TP_REDUCE_MEAN && !loom_dtype_is_float(t))
+    return LOOM_ERROR(INVALID_ARGUMENT, "mean of %s is not supported (use a float dtype)", loom_dtype_name(t));
+  const char *const *d = dims_d();
+  int keep[LOOM_TP_GEN_MAX_RANK], red[LOOM_TP_GEN_MAX_RANK], nk = 0, nr = 0;
+  for (int k = 0; k < rank; k++) {
+    if (axes_mask >> k & 1) red[nr++] = k;
+    else keep[nk++] = k;
+  }
+  /* Output dims and index. */
+  const char *odims[LOOM_TP_GEN_MAX_RANK];
+  char oidx[512] = "";
+  int orank = 0;
+  for (int k = 0; k < rank; k++) {
+    bool r = axes_mask >> k & 1;
+    if (r && !keepdims) continue;
+    odims[orank++] = r ? "1" : d[k];
+    snprintf(oidx + strlen(oidx), sizeof oidx - strlen(oidx), "%s%s%d", orank > 1 ? ", " : "", r ? "0" : "i", k);
+    if (r) oidx[strlen(oidx) - 1] = '\0'; /* "0" not "0k" */
+  }
+  if (orank == 0) snprintf(oidx, sizeof oidx, "0"); /* a full reduction to a 1-element tensor */
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
+  buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ", Y: ");
+  if (orank == 0) {
+    const char *one[1] = {"1"};
+    buffer_type(&sb, one, 1, t);
+  } else {
+    buffer_type(&sb, odims, orank, t);
+  }
+  loom_strbuf_puts(&sb, ") {\n");
+  open_loops(&sb, keep, nk, "i", d, true, false);
+  loom_strbuf_printf(&sb, "Y[%s] = ", oidx);
+  reduce_init(&sb, op, t);
+  loom_strbuf_putc(&sb, '\n');
+  char xidx[512] = "";
+  for (int k = 0; k < rank; k++)
+    snprintf(xidx + strlen(xidx), sizeof xidx - strlen(xidx), "%s%c%d", k ? ", " : "", axes_mask >> k & 1 ? 'r' : 'i', k);
+  open_loops(&sb, red, nr, "r", d, false, true);
+  switch (op) {
+    case LOOM_TP_REDUCE_SUM: case LOOM_TP_REDUCE_MEAN:
+      loom_strbuf_printf(&sb, "Y[%s] = Y[%s] + X[%s]\n", oidx, oidx, xidx);
+      break;
+    case LOOM_TP_REDUCE_PROD:
+      loom_strbuf_printf(&sb, "Y[%s] = Y[%s] * X[%s]\n", oidx, oidx, xidx);
+      break;
+    case LOOM_TP_REDUCE_MAX: case LOOM_TP_REDUCE_MIN:
+      loom_strbuf_printf(&sb, "Y[%s] = %s(Y[%s], X[%s])\n", oidx, op == LOOM_TP_REDUCE_MAX ? "max" : "min", oidx, xidx);
+      break;
+  }
+  close_loops(&sb, nr);
+  if (op == LOOM_TP_REDUCE_MEAN) {
+    loom_strbuf_printf(&sb, "Y[%s] = Y[%s] / %s(", oidx, oidx, loom_dtype_name(t));
+    if (nr == 0) loom_strbuf_puts(&sb, "1");
+    for (int k = 0; k < nr; k++) loom_strbuf_printf(&sb, "%s%s", k ? "*" : "", d[red[k]]);
+    loom_strbuf_puts(&sb, ")\n");
+  }
+  close_loops(&sb, nk);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int ra,
+                               const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb, loom_tp_func **result) {
+  if (ra < 2 || rb < 2) return LOOM_ERROR(INVALID_ARGUMENT, "matmul generator needs ranks >= 2 (given %d and %d)", ra, rb);
+  int nba = ra - 2, nbb = rb - 2, NB = nba > nbb ? nba : nbb, R = NB + 2;
+  LOOM_PROPAGATE(check_rank(R));
+  /* Batch dims via the broadcast helper, then the matrix dims m, k / k, n. */
+  char da[LOOM_TP_GEN_MAX_RANK][12], db[LOOM_TP_GEN_MAX_RANK][12], la[512], lb[512];
+  bcast_input("a", nba, NB, ma, da, la, sizeof la, "A");
+  bcast_input("b", nbb, NB, mb, db, lb, sizeof lb, "B");
+  const char *pa[LOOM_TP_GEN_MAX_RANK], *pb[LOOM_TP_GEN_MAX_RANK], *pc[LOOM_TP_GEN_MAX_RANK];
+  for (int j = 0; j < nba; j++) pa[j] = da[j];
+  for (int j = 0; j < nbb; j++) pb[j] = db[j];
+  const char *const *d = dims_d();
+  for (int j = 0; j < NB; j++) pc[j] = d[j];
+  pa[nba] = "m", pa[nba + 1] = "k";
+  pb[nbb] = "k", pb[nbb + 1] = "n";
+  pc[NB] = "m", pc[NB + 1] = "n";
+  /* Loads: strip the closing ']' of the batch part and append the matrix indices. */
+  la[strlen(la) - 1] = '\0';
+  lb[strlen(lb) - 1] = '\0';
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(A: ", name);
+  buffer_type(&sb, pa, ra, t);
+  loom_strbuf_puts(&sb, ", B: ");
+  buffer_type(&sb, pb, rb, t);
+  loom_strbuf_puts(&sb, ", C: ");
+  buffer_type(&sb, pc, R, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  all_axes(axes, NB);
+  open_loops(&sb, axes, NB, "i", d, true, false);
+  loom_strbuf_printf(&sb, "for im in 0..m%s {\nfor jn in 0..n {\n", NB ? "" : " parallel");
+  char cidx[512] = "";
+  for (int j = 0; j < NB; j++) snprintf(cidx + strlen(cidx), sizeof cidx - strlen(cidx), "i%d, ", j);
+  strcat(cidx, "im, jn");
+  bool widen = acc != t;
+  const char *accn = loom_dtype_name(acc);
+  if (widen) {
+    loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\nS[0] = %s(0.0)\n", accn, accn);
+    loom_strbuf_printf(&sb, "for rk in 0..k reduce {\nS[0] = S[0] + %s(%s%sim, rk]) * %s(%s%srk, jn])\n}\n", accn, la,
+                       nba ? ", " : "", accn, lb, nbb ? ", " : "");
+    loom_strbuf_printf(&sb, "C[%s] = %s(S[0])\n", cidx, loom_dtype_name(t));
+  } else {
+    loom_strbuf_printf(&sb, "C[%s] = ", cidx);
+    reduce_init(&sb, LOOM_TP_REDUCE_SUM, t);
+    loom_strbuf_printf(&sb, "\nfor rk in 0..k reduce {\nC[%s] = C[%s] + %s%sim, rk] * %s%srk, jn]\n}\n", cidx, cidx, la,
+                       nba ? ", " : "", lb, nbb ? ", " : "");
+  }
+  loom_strbuf_puts(&sb, "}\n}\n");
+  close_loops(&sb, NB);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+/* Index text for rank dims with axis `axis` replaced by `var`. */
+static void index_with(char *out, size_t cap, int rank, int axis, const char *var) {
+  out[0] = '\0';
+  for (int k = 0; k < rank; k++) {
+    if (k == axis) snprintf(out + strlen(out), cap - strlen(out), "%s%s", k ? ", " : "", var);
+    else snprintf(out + strlen(out), cap - strlen(out), "%si%d", k ? ", " : "", k);
+  }
+}
+
+/* The accumulation dtype for statistics of t. */
+static loom_dtype stat_type(loom_dtype t) { return t == LOOM_DTYPE_F64 ? LOOM_DTYPE_F64 : LOOM_DTYPE_F32; }
+
+loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                                bool log, loom_tp_func **result) {
+  LOOM_PROPAGATE(check_rank(rank));
+  if (axis < 0 || axis >= rank) return LOOM_ERROR(INVALID_ARGUMENT, "softmax axis %d is outside [0, %d)", axis, rank);
+  if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "softmax of %s is not supported", loom_dtype_name(t));
+  const char *const *d = dims_d();
+  loom_dtype st = stat_type(t);
+  const char *s = loom_dtype_name(st), *tn = loom_dtype_name(t);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
+  buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ", Y: ");
+  buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  int keep[LOOM_TP_GEN_MAX_RANK], nk = 0;
+  for (int k = 0; k < rank; k++)
+    if (k != axis) keep[nk++] = k;
+  open_loops(&sb, keep, nk, "i", d, true, false);
+  char xr[256];
+  index_with(xr, sizeof xr, rank, axis, "r");
+  loom_strbuf_printf(&sb, "alloc M: Local[(1,), %s]\nM[0] = -inf%s\n", s, st == LOOM_DTYPE_F32 ? "" : s);
+  loom_strbuf_printf(&sb, "for r in 0..%s reduce {\nM[0] = max(M[0], %s(X[%s]))\n}\n", d[axis], s, xr);
+  loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\nS[0] = %s(0.0)\n", s, s);
+  loom_strbuf_printf(&sb, "for r in 0..%s reduce {\nS[0] = S[0] + exp(%s(X[%s]) - M[0])\n}\n", d[axis], s, xr);
+  char xj[256];
+  index_with(xj, sizeof xj, rank, axis, "j");
+  if (log)
+    loom_strbuf_printf(&sb, "for j in 0..%s {\nY[%s] = %s(%s(X[%s]) - M[0] - log(S[0]))\n}\n", d[axis], xj, tn, s, xj);
+  else
+    loom_strbuf_printf(&sb, "for j in 0..%s {\nY[%s] = %s(exp(%s(X[%s]) - M[0]) / S[0])\n}\n", d[axis], xj, tn, s, xj);
+  close_loops(&sb, nk);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_layer_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int naxes,
+                                   double eps, bool rms, loom_tp_func **result) {
+  LOOM_PROPAGATE(check_rank(rank));
+  if (naxes < 1 || naxes > rank)
+    return LOOM_ERROR(INVALID_ARGUMENT, "normalised axes %d is outside [1, %d]", naxes, rank);
+  if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "layer_norm of %s is not supported", loom_dtype_name(t));
+  const char *const *d = dims_d();
+  loom_dtype st = stat_type(t);
+  const char *s = loom_dtype_name(st), *tn = loom_dtype_name(t);
+  int first = rank - naxes;
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
+  buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ", gamma: ");
+  buffer_type(&sb, d + first, naxes, t);
+  if (!rms) {
+    loom_strbuf_puts(&sb, ", beta: ");
+    buffer_type(&sb, d + first, naxes, t);
+  }
+  loom_strbuf_puts(&sb, ", Y: ");
+  buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  int keep[LOOM_TP_GEN_MAX_RANK], red[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < first; k++) keep[k] = k;
+  for (int k = 0; k < naxes; k++) red[k] = first + k;
+  open_loops(&sb, keep, first, "i", d, true, false);
+  char xr[256] = "", xj[256] = "", gj[256] = "", count[256] = "";
+  for (int k = 0; k < rank; k++) {
+    snprintf(xr + strlen(xr), sizeof xr - strlen(xr), "%s%c%d", k ? ", " : "", k < first ? 'i' : 'r', k);
+    snprintf(xj + strlen(xj), sizeof xj - strlen(xj), "%s%c%d", k ? ", " : "", k < first ? 'i' : 'j', k);
+  }
+  for (int k = first; k < rank; k++) {
+    snprintf(gj + strlen(gj), sizeof gj - strlen(gj), "%sj%d", k > first ? ", " : "", k);
+    snprintf(count + strlen(count), sizeof count - strlen(count), "%s%s", k > first ? "*" : "", d[k]);
+  }
+  char epsbuf[64];
+  snprintf(epsbuf, sizeof epsbuf, "%.17g", eps);
+  if (!strpbrk(epsbuf, ".eEn")) strcat(epsbuf, ".0");
+  const char *sfx = st == LOOM_DTYPE_F32 ? "" : s;
+  loom_strbuf_printf(&sb, "alloc Q: Local[(2,), %s]\nQ[0] = %s(0.0)\nQ[1] = %s(0.0)\n", s, s, s);
+  open_loops(&sb, red, naxes, "r", d, false, true);
+  if (!rms) loom_strbuf_printf(&sb, "Q[0] = Q[0] + %s(X[%s])\n", s, xr);
+  loom_strbuf_printf(&sb, "Q[1] = Q[1] + %s(X[%s]) * %s(X[%s])\n", s, xr, s, xr);
+  close_loops(&sb, naxes);
+  loom_strbuf_printf(&sb, "let mean: %s = Q[0] / %s(%s)\n", s, s, count);
+  /* var = E[x^2] - mean^2, clamped at 0 against rounding; rms uses E[x^2] directly. */
+  loom_strbuf_printf(&sb, "let ms: %s = Q[1] / %s(%s)\n", s, s, count);
+  if (rms)
+    loom_strbuf_printf(&sb, "let inv: %s = rsqrt(ms + %s%s)\n", s, epsbuf, sfx);
+  else
+    loom_strbuf_printf(&sb, "let inv: %s = rsqrt(max(ms - mean * mean, 0.0%s) + %s%s)\n", s, sfx, epsbuf, sfx);
+  open_loops(&sb, red, naxes, "j", d, false, false);
+  if (rms)
+    loom_strbuf_printf(&sb, "Y[%s] = %s(%s(X[%s]) * inv * %s(gamma[%s]))\n", xj, tn, s, xj, s, gj);
+  else
+    loom_strbuf_printf(&sb, "Y[%s] = %s((%s(X[%s]) - mean) * inv * %s(gamma[%s]) + %s(beta[%s]))\n", xj, tn, s, xj, s, gj,
+                       s, gj);
+  close_loops(&sb, naxes);
+  close_loops(&sb, first);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}

@@ -1,0 +1,61 @@
+/* tp_gen.h — generators of tensor programs for operator families: what legalization
+ * of graph operators calls. Attributes (rank, axes, broadcasting pattern, dtype)
+ * specialise a program; shapes never do — every program has its own symbolic
+ * dims and serves every shape.
+ *
+ * Generators build the program's text and parse it, so a generated program is
+ * exactly what `print` shows. A generator's own mistake is an INTERNAL error; bad
+ * attributes (axis out of range, rank too large) are INVALID_ARGUMENT. */
+#ifndef LOOM_TENSORPROG_TP_GEN_H
+#define LOOM_TENSORPROG_TP_GEN_H
+
+#include "tensorprog/tp_ir.h"
+
+enum { LOOM_TP_GEN_MAX_RANK = 8 };
+
+/* How an input axis maps onto the output axis it is aligned with (NumPy broadcasting,
+ * inputs aligned to the right). */
+typedef enum loom_tp_bcast {
+  LOOM_TP_BCAST_FULL,  /* same extent as the output axis: index with the output's loop variable */
+  LOOM_TP_BCAST_ONE,   /* extent 1, broadcast: index 0 */
+  LOOM_TP_BCAST_GUARD, /* unknown at compile time whether it is 1: select(extent == 1, 0, i) */
+} loom_tp_bcast;
+
+/* Y = f(X), elementwise. `expr` is a tensor-program expression over `x` (e.g. "exp(x)",
+ * "max(x, 0.0)", "x * sigmoid(x)"); literals take x's dtype, and it must produce `out`. */
+loom_status loom_tp_gen_unary(loom_arena *a, loom_sym_ctx *cx, const char *name, const char *expr, loom_dtype in,
+                              loom_dtype out, int rank, loom_tp_func **result);
+
+/* C = f(A, B) with broadcasting. `ra`/`rb` are the input ranks (<= the output rank
+ * max(ra, rb)); `ma[d]`/`mb[d]` the mode of each input axis. `expr` is over `a`, `b`. */
+loom_status loom_tp_gen_binary(loom_arena *a, loom_sym_ctx *cx, const char *name, const char *expr, loom_dtype in,
+                               loom_dtype out, int ra, const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb,
+                               loom_tp_func **result);
+
+/* Reductions over `axes` (a bitmask of input axes) with keepdims. */
+typedef enum loom_tp_reduce_op {
+  LOOM_TP_REDUCE_SUM,
+  LOOM_TP_REDUCE_MEAN,
+  LOOM_TP_REDUCE_MAX,
+  LOOM_TP_REDUCE_MIN,
+  LOOM_TP_REDUCE_PROD,
+} loom_tp_reduce_op;
+loom_status loom_tp_gen_reduce(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_tp_reduce_op op, loom_dtype t,
+                               int rank, unsigned axes, bool keepdims, loom_tp_func **result);
+
+/* C[..., m, n] = sum_k A[..., m, k] * B[..., k, n]; ranks >= 2, batch axes broadcast with
+ * the given modes (entries for the batch axes only, aligned right). Accumulates in `acc`. */
+loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int ra,
+                               const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb, loom_tp_func **result);
+
+/* softmax / log_softmax along `axis` (max-subtracted, exact). */
+loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                                bool log, loom_tp_func **result);
+
+/* Normalisation over the last `naxes` axes, with gamma (and beta for layer_norm) of the
+ * normalised shape: layer_norm Y = (X - mean) / sqrt(var + eps) * gamma + beta;
+ * rms_norm Y = X / sqrt(mean(X^2) + eps) * gamma. Statistics accumulate in f32 (f64 for f64). */
+loom_status loom_tp_gen_layer_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int naxes,
+                                   double eps, bool rms, loom_tp_func **result);
+
+#endif
