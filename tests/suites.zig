@@ -18,4 +18,10 @@ pub const suites = .{
     .{ .name = "cli", .files = &[_][]const u8{
         "tests/cli/test_cli.c",
     } },
+    .{ .name = "onnx", .files = &[_][]const u8{
+        "tests/onnx/test_onnx_model.c",
+        "tests/onnx/test_onnx_tensor.c",
+        "tests/onnx/test_onnx_conformance.c",
+        "tests/fuzz/fuzz_onnx_model.c",
+    } },
 };
