@@ -102,6 +102,7 @@ LOOM_TEST(onnx, conformance_inventory) {
       if (loom_status_code(s) == LOOM_CODE_UNIMPLEMENTED) {
         models_unsupported++;
         counts_add(&reasons, reason_of(s));
+        printf("unsupported model: %s (%s)\n", names[i], reason_of(s));
       } else {
         failures++;
         fprintf(stderr, "FAIL %s: %s\n", names[i], loom_status_text(s, 0));
@@ -161,4 +162,85 @@ LOOM_TEST(onnx, conformance_inventory) {
   free(names);
   cr_assert_eq(n_names, 1765, "the node suite has 1765 tests, found %zu", n_names);
   cr_assert_eq(failures, 0, "%zu models or data sets failed to load (listed above)", failures);
+}
+
+/* Loads every test of a suite laid out like node/ (one directory per test holding model.onnx and test_data_set_N). */
+static void load_suite_dirs(const char *suite, size_t *models, size_t *sets, size_t *unsupported, size_t *failures) {
+  char path[1024];
+  snprintf(path, sizeof path, "../shared/conformance/onnx-backend-1.22/%s", suite);
+  DIR *d = opendir(path);
+  cr_assert_not_null(d, "no suite at %s", path);
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (strncmp(e->d_name, "test_", 5) != 0) continue;
+    snprintf(path, sizeof path, "../shared/conformance/onnx-backend-1.22/%s/%s/model.onnx", suite, e->d_name);
+    loom_onnx_model *m;
+    loom_status s = loom_onnx_model_load(path, &m);
+    if (!s) {
+      (*models)++;
+      for (int k = 0; !s; k++) {
+        snprintf(path, sizeof path, "../shared/conformance/onnx-backend-1.22/%s/%s/test_data_set_%d", suite, e->d_name, k);
+        DIR *sd = opendir(path);
+        if (!sd) break;
+        closedir(sd);
+        loom_onnx_test_set *ts;
+        s = loom_onnx_test_set_load(path, m, &ts);
+        if (!s) (*sets)++, loom_onnx_test_set_free(ts);
+      }
+      loom_onnx_model_free(m);
+    }
+    if (s) {
+      if (loom_status_code(s) == LOOM_CODE_UNIMPLEMENTED) {
+        (*unsupported)++;
+      } else {
+        (*failures)++;
+        fprintf(stderr, "FAIL %s/%s: %s\n", suite, e->d_name, loom_status_text(s, 0));
+      }
+      loom_status_free(s);
+    }
+  }
+  closedir(d);
+}
+
+LOOM_TEST(onnx, other_suites_load) {
+  static const char *const suites[] = {"simple", "pytorch-converted", "pytorch-operator"};
+  size_t failures = 0;
+  for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
+    size_t models = 0, sets = 0, unsupported = 0;
+    load_suite_dirs(suites[i], &models, &sets, &unsupported, &failures);
+    printf("ONNX %s tests: %zu models and %zu test data sets loaded, %zu tests unsupported\n", suites[i], models, sets,
+           unsupported);
+  }
+  /* light/: NAME.onnx with NAME_output_0.pb beside it. */
+  const char *light = "../shared/conformance/onnx-backend-1.22/light";
+  DIR *d = opendir(light);
+  cr_assert_not_null(d);
+  size_t models = 0, outputs = 0;
+  char path[1024];
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    size_t n = strlen(e->d_name);
+    if (n < 6 || strcmp(e->d_name + n - 5, ".onnx") != 0) continue;
+    snprintf(path, sizeof path, "%s/%s", light, e->d_name);
+    loom_onnx_model *m;
+    loom_status s = loom_onnx_model_load(path, &m);
+    if (!s) {
+      models++;
+      loom_onnx_model_free(m);
+      snprintf(path, sizeof path, "%s/%.*s_output_0.pb", light, (int)(n - 5), e->d_name);
+      loom_arena arena;
+      loom_arena_init(&arena, NULL, 0);
+      loom_onnx_tensor *t;
+      s = loom_onnx_tensor_load(path, &arena, &t);
+      loom_arena_destroy(&arena);
+      outputs += s == LOOM_OK;
+    }
+    if (s) {
+      failures++;
+      fprintf(stderr, "FAIL light/%s: %s\n", e->d_name, loom_status_text(s, 0));
+      loom_status_free(s);
+    }
+  }
+  closedir(d);
+  printf("ONNX light models: %zu loaded, %zu expected outputs loaded\n", models, outputs);
+  fflush(stdout);
+  cr_assert_eq(failures, 0, "%zu failed to load (listed above)", failures);
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "frontend/onnx/onnx_model.h"
 #include "onnx/pb_writer.h"
 #include "support/loom_test.h"
@@ -201,7 +202,7 @@ LOOM_TEST(onnx, truncated_model_names_the_field) {
   cr_assert(s != LOOM_OK);
   const char *t = loom_status_text(s, 0);
   cr_assert_eq(loom_status_code(s), LOOM_CODE_DATA_LOSS, "%s", t);
-  cr_assert(strstr(t, "add.onnx: malformed ONNX model: in (top level), field 7 (graph) at byte") != NULL, "%s", t);
+  cr_assert(strstr(t, "add.onnx: malformed ONNX model: in ModelProto, field 7 (graph) at byte") != NULL, "%s", t);
   cr_assert(strstr(t, "remain (truncated or corrupt length)") != NULL, "%s", t);
   loom_status_free(s);
   /* A corrupted length deep inside: the path names the node. */
@@ -212,7 +213,7 @@ LOOM_TEST(onnx, truncated_model_names_the_field) {
   pb_msg(&g, 1, &node);
   pb_model(&model, 13, &g);
   EXPECT_ERROR(parse_pb(&model, NULL), DATA_LOSS,
-               "in graph.node[1], field 2 (output) at byte");
+               "in ModelProto.graph.node[1], field 2 (output) at byte");
 }
 
 LOOM_TEST(onnx, deep_nesting_is_refused) {
@@ -322,4 +323,57 @@ LOOM_TEST(onnx, subgraph_errors_name_their_node) {
   cr_assert(strstr(t, "input 0 'nowhere' is not a graph input") != NULL, "%s", t);
   cr_assert(strstr(t, "while loading the graph in attribute 'then_branch' of node 0 (If 'if0')") != NULL, "%s", t);
   loom_status_free(s);
+}
+
+LOOM_TEST(onnx, out_of_memory_at_every_allocation) {
+  /* A model with subgraphs, attributes and initializers, then a test data set: every
+   * allocation through Loom's allocators is made to fail in turn; each failure must come
+   * back as an out-of-memory status, with nothing leaked. */
+  const char *model = NODE_DIR "/test_loop11/model.onnx";
+  size_t failures_seen = 0;
+  for (long n = 0;; n++) {
+    loom_onnx_model *m = NULL;
+    loom_onnx_test_set *ts = NULL;
+    loom_alloc_fail_after(n);
+    loom_status s = loom_onnx_model_load(model, &m);
+    if (!s) s = loom_onnx_test_set_load(NODE_DIR "/test_loop11/test_data_set_0", m, &ts);
+    long injected = loom_alloc_injected_failures();
+    loom_alloc_fail_after(-1);
+    if (s) {
+      cr_assert_eq(loom_status_code(s), LOOM_CODE_RESOURCE_EXHAUSTED, "n=%ld: %s", n, loom_status_text(s, 1));
+      loom_status_free(s);
+      failures_seen++;
+    }
+    loom_onnx_test_set_free(ts);
+    loom_onnx_model_free(m);
+    if (injected == 0) {
+      cr_assert(s == LOOM_OK);
+      break;
+    }
+    cr_assert(n < 100000);
+  }
+  cr_assert_gt(failures_seen, 10);
+}
+
+LOOM_TEST(onnx, cli_onnx_info) {
+  loom_test_proc p = loom_test_run("%s onnx-info %s/test_if/model.onnx --data %s/test_if/test_data_set_0",
+                                   loom_test_loom_bin(), NODE_DIR, NODE_DIR);
+  cr_assert_eq(p.exit_code, 0, "%s", p.err);
+  cr_assert(strstr(p.out, "0  If(cond) -> (res)") != NULL, "%s", p.out);
+  cr_assert(strstr(p.out, "then_branch: graph 'then_body'") != NULL, "%s", p.out);
+  cr_assert(strstr(p.out, "output_0: f32[5] res") != NULL, "%s", p.out);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s onnx-info no/such.onnx", loom_test_loom_bin());
+  cr_assert_eq(p.exit_code, 1);
+  cr_assert(strstr(p.err, "error: not found: no/such.onnx: cannot open model file") != NULL, "%s", p.err);
+  loom_test_proc_free(&p);
+  p = loom_test_run("head -c 100 %s/test_add/model.onnx > /tmp/loom-onnx-cut.onnx && %s onnx-info /tmp/loom-onnx-cut.onnx",
+                    NODE_DIR, loom_test_loom_bin());
+  cr_assert_eq(p.exit_code, 1);
+  cr_assert(strstr(p.err, "error: corrupt data: /tmp/loom-onnx-cut.onnx: malformed ONNX model: in ModelProto, field 7 (graph) at byte 16") != NULL, "%s", p.err);
+  loom_test_proc_free(&p);
+  unlink("/tmp/loom-onnx-cut.onnx");
+  p = loom_test_run("%s onnx-info", loom_test_loom_bin());
+  cr_assert_eq(p.exit_code, 2);
+  loom_test_proc_free(&p);
 }

@@ -114,7 +114,7 @@ LOOM_TEST(onnx, bad_tensors) {
   /* Truncated: a raw_data length running past the end. */
   pb_int(&p, 1, 2), pb_int(&p, 2, 1), pb_key(&p, 9, 2), pb_varint(&p, 8), pb_raw(&p, "1234", 4);
   EXPECT_ERROR(parse_tensor(&p, &arena, NULL), DATA_LOSS,
-               "t.pb: malformed tensor: in (top level), field 9 (raw_data) at byte 4: declares 8 bytes but only 4 remain");
+               "t.pb: malformed tensor: in TensorProto, field 9 (raw_data) at byte 4: declares 8 bytes but only 4 remain");
   /* An external tensor outside a model has nowhere to look. */
   pb e = {0};
   pb_int(&p, 1, 2), pb_int(&p, 2, 1), pb_str(&p, 8, "ext"), pb_int(&p, 14, 1);

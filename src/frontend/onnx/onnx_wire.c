@@ -126,7 +126,7 @@ static bool read_varint(const uint8_t *p, const uint8_t *end, uint64_t *out, siz
   return false;
 }
 
-static const char *path_text(const walk *w) { return w->path_len ? w->path : "(top level)"; }
+static const char *path_text(const walk *w) { return w->path; }
 
 static loom_status fail(const walk *w, const char *what, const uint8_t *at, uint32_t number,
                         const field *f, const char *problem) {
@@ -186,8 +186,7 @@ static loom_status walk_msg(walk *w, msg m, const uint8_t *p, const uint8_t *end
         size_t index = number < 32 ? counts[number]++ : 0;
         char index_text[32] = "";
         if (!singular(f)) snprintf(index_text, sizeof index_text, "[%zu]", index);
-        int k = snprintf(w->path + w->path_len, sizeof w->path - w->path_len, "%s%s%s",
-                         w->path_len ? "." : "", f->name, index_text);
+        int k = snprintf(w->path + w->path_len, sizeof w->path - w->path_len, ".%s%s", f->name, index_text);
         if (k > 0 && (size_t)k < sizeof w->path - w->path_len) w->path_len += (size_t)k;
         else w->path[w->path_len] = '\0';
         LOOM_PROPAGATE(walk_msg(w, f->holds, p, p + n, depth + 1, what));
@@ -210,7 +209,8 @@ static loom_status walk_msg(walk *w, msg m, const uint8_t *p, const uint8_t *end
 loom_status loom_onnx_wire_check(const uint8_t *bytes, size_t len, loom_onnx_wire_root root,
                                  const char *file) {
   walk w = {.base = bytes, .file = file};
-  w.path[0] = '\0';
+  /* The path starts with the root message's name: "ModelProto.graph.node[3]". */
+  w.path_len = (size_t)snprintf(w.path, sizeof w.path, "%s", root == LOOM_ONNX_WIRE_MODEL ? "ModelProto" : "TensorProto");
   if (root == LOOM_ONNX_WIRE_MODEL) return walk_msg(&w, M_MODEL, bytes, bytes + len, 0, "ONNX model");
   return walk_msg(&w, M_TENSOR, bytes, bytes + len, 0, "tensor");
 }
