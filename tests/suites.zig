@@ -23,5 +23,6 @@ pub const suites = .{
         "tests/onnx/test_onnx_tensor.c",
         "tests/onnx/test_onnx_conformance.c",
         "tests/fuzz/fuzz_onnx_model.c",
+        "tests/fuzz/test_fuzz_onnx.c",
     } },
 };
