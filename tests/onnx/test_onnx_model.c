@@ -202,8 +202,8 @@ LOOM_TEST(onnx, truncated_model_names_the_field) {
   cr_assert(s != LOOM_OK);
   const char *t = loom_status_text(s, 0);
   cr_assert_eq(loom_status_code(s), LOOM_CODE_DATA_LOSS, "%s", t);
-  cr_assert(strstr(t, "add.onnx: malformed ONNX model: in ModelProto, field 7 (graph) at byte") != NULL, "%s", t);
-  cr_assert(strstr(t, "remain (truncated or corrupt length)") != NULL, "%s", t);
+  cr_assert(strstr(t, "add.onnx: malformed ONNX model: in ModelProto.graph") != NULL, "%s", t);
+  cr_assert(strstr(t, "truncated") != NULL, "%s", t);
   loom_status_free(s);
   /* A corrupted length deep inside: the path names the node. */
   pb g = {0}, model = {0}, node = {0};
@@ -370,7 +370,7 @@ LOOM_TEST(onnx, cli_onnx_info) {
   p = loom_test_run("head -c 100 %s/test_add/model.onnx > /tmp/loom-onnx-cut.onnx && %s onnx-info /tmp/loom-onnx-cut.onnx",
                     NODE_DIR, loom_test_loom_bin());
   cr_assert_eq(p.exit_code, 1);
-  cr_assert(strstr(p.err, "error: corrupt data: /tmp/loom-onnx-cut.onnx: malformed ONNX model: in ModelProto, field 7 (graph) at byte 16") != NULL, "%s", p.err);
+  cr_assert(strstr(p.err, "error: corrupt data: /tmp/loom-onnx-cut.onnx: malformed ONNX model: in ModelProto.graph") != NULL, "%s", p.err);
   loom_test_proc_free(&p);
   unlink("/tmp/loom-onnx-cut.onnx");
   p = loom_test_run("%s onnx-info", loom_test_loom_bin());

@@ -31,7 +31,7 @@ LOOM_MUST_USE loom_status loom_onnx_wire_check(const uint8_t *bytes, size_t len,
 LOOM_MUST_USE loom_status loom_onnx_read_file(const char *path, const char *what, uint8_t **out,
                                               size_t *out_len);
 
-/* Decodes `tp` into `out` (all allocations in `arena`). `file` and `what` ("initializer",
+/* Decodes `tp` into `out` (all allocations in `arena`). `file` and `what` ("initializer 'w'",
  * "attribute 'value' of node 3 (Constant 'c')") prefix messages; `dir` is where external
  * data lives (NULL: refused). */
 LOOM_MUST_USE loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *file,

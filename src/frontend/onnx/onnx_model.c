@@ -333,7 +333,8 @@ static loom_status convert_graph_in_scope(conv *c, const Onnx__GraphProto *gp, s
       s = LOOM_ERROR(INVALID_ARGUMENT, "%s: initializer %zu has no name", c->file, i);
       break;
     }
-    s = loom_onnx_tensor_decode(tp, c->file, "initializer", c->dir, ar, t);
+    const char *what = loom_arena_printf(ar, "initializer '%s'", tp->name);
+    s = what ? loom_onnx_tensor_decode(tp, c->file, what, c->dir, ar, t) : LOOM_OOM();
     if (!s) s = intern(c, tp->name, &t->name);
     if (s) break;
     g->n_initializers = i + 1;

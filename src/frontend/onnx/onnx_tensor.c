@@ -124,7 +124,7 @@ static bool location_is_contained(const char *location) {
 
 /* Reads `nbytes` bytes of external data described by `tp`'s external_data entries into `dst`. */
 static loom_status read_external(const Onnx__TensorProto *tp, const char *file, const char *what,
-                                 const char *name, const char *dir, size_t nbytes, void *dst) {
+                                 const char *dir, size_t nbytes, void *dst) {
   const char *location = NULL, *offset_s = NULL, *length_s = NULL;
   for (size_t i = 0; i < tp->n_external_data; i++) {
     const Onnx__StringStringEntryProto *e = tp->external_data[i];
@@ -134,24 +134,24 @@ static loom_status read_external(const Onnx__TensorProto *tp, const char *file, 
     else if (strcmp(e->key, "length") == 0) length_s = e->value;
   }
   if (!location || !*location)
-    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s '%s': external data without a 'location'", file, what, name);
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: external data without a 'location'", file, what);
   if (!dir)
-    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s '%s': external data '%s' but the model was not loaded from a file",
-                      file, what, name, location);
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: external data '%s' but the model was not loaded from a file",
+                      file, what, location);
   if (!location_is_contained(location))
     return LOOM_ERROR(INVALID_ARGUMENT,
-                      "%s: %s '%s': external data location '%s' leaves the model's directory (absolute or '..')",
-                      file, what, name, location);
+                      "%s: %s: external data location '%s' leaves the model's directory (absolute or '..')",
+                      file, what, location);
   uint64_t offset = 0, length = nbytes;
   if (offset_s && !parse_u64(offset_s, &offset))
-    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s '%s': external data offset '%s' is not a non-negative integer",
-                      file, what, name, offset_s);
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: external data offset '%s' is not a non-negative integer",
+                      file, what, offset_s);
   if (length_s && !parse_u64(length_s, &length))
-    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s '%s': external data length '%s' is not a non-negative integer",
-                      file, what, name, length_s);
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: external data length '%s' is not a non-negative integer",
+                      file, what, length_s);
   if (length != nbytes)
-    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s '%s': external data length %" PRIu64 " but the dims need %zu bytes",
-                      file, what, name, length, nbytes);
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: external data length %" PRIu64 " but the dims need %zu bytes",
+                      file, what, length, nbytes);
 
   size_t plen = strlen(dir) + 1 + strlen(location) + 1;
   char *path = malloc(plen);
@@ -166,29 +166,29 @@ static loom_status read_external(const Onnx__TensorProto *tp, const char *file, 
   snprintf(path, plen, "%s/%s", dir, location);
   real_file = realpath(path, NULL);
   if (!real_dir || !real_file) {
-    s = LOOM_ERROR(NOT_FOUND, "%s: %s '%s': external data file %s: %s", file, what, name, path, strerror(errno));
+    s = LOOM_ERROR(NOT_FOUND, "%s: %s: external data file %s: %s", file, what, path, strerror(errno));
     goto done;
   }
   size_t dl = strlen(real_dir);
   if (strncmp(real_file, real_dir, dl) != 0 || (real_file[dl] != '/' && dl != 1)) {
-    s = LOOM_ERROR(INVALID_ARGUMENT, "%s: %s '%s': external data file %s resolves outside the model's directory (%s)",
-                   file, what, name, path, real_file);
+    s = LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: external data file %s resolves outside the model's directory (%s)",
+                   file, what, path, real_file);
     goto done;
   }
   f = fopen(real_file, "rb");
   struct stat st;
   if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    s = LOOM_ERROR(IO_ERROR, "%s: %s '%s': cannot read external data file %s", file, what, name, path);
+    s = LOOM_ERROR(IO_ERROR, "%s: %s: cannot read external data file %s", file, what, path);
     goto done;
   }
   uint64_t end;
   if (__builtin_add_overflow(offset, length, &end) || end > (uint64_t)st.st_size) {
-    s = LOOM_ERROR(OUT_OF_RANGE, "%s: %s '%s': external data [%" PRIu64 ", +%" PRIu64 ") runs past the end of %s (%lld bytes)",
-                   file, what, name, offset, length, path, (long long)st.st_size);
+    s = LOOM_ERROR(OUT_OF_RANGE, "%s: %s: external data [%" PRIu64 ", +%" PRIu64 ") runs past the end of %s (%lld bytes)",
+                   file, what, offset, length, path, (long long)st.st_size);
     goto done;
   }
   if (offset > (uint64_t)LLONG_MAX || fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, nbytes, f) != nbytes) {
-    s = LOOM_ERROR(IO_ERROR, "%s: %s '%s': reading %zu bytes at offset %" PRIu64 " of %s failed", file, what, name,
+    s = LOOM_ERROR(IO_ERROR, "%s: %s: reading %zu bytes at offset %" PRIu64 " of %s failed", file, what,
                    nbytes, offset, path);
     goto done;
   }
@@ -205,11 +205,11 @@ done:
 /* ------------------------------------------------------------------------- */
 
 /* Checks that a typed field holds exactly `numel` values. */
-static loom_status check_count(const char *file, const char *what, const char *name, const char *field,
+static loom_status check_count(const char *file, const char *what, const char *field,
                                size_t have, int64_t numel) {
   if ((uint64_t)numel == (uint64_t)have) return LOOM_OK;
-  return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s '%s': %s holds %zu values but the dims need %" PRId64, file, what,
-                    name, field, have, numel);
+  return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: %s holds %zu values but the dims need %" PRId64, file,
+                    what, field, have, numel);
 }
 
 loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *file, const char *what,
@@ -219,14 +219,14 @@ loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *fil
   out->name = loom_arena_strdup(arena, name);
   if (!out->name) return LOOM_OOM();
   if (!tp->has_data_type || tp->data_type == 0)
-    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s '%s' has no element type", file, what, name);
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s has no element type", file, what);
   loom_dtype dt;
   if (!loom_onnx_elem_dtype(tp->data_type, &dt))
-    return LOOM_ERROR(UNIMPLEMENTED, "%s: %s '%s': element type %s is not supported", file, what, name,
+    return LOOM_ERROR(UNIMPLEMENTED, "%s: %s: element type %s is not supported", file, what,
                       loom_onnx_elem_name(tp->data_type));
   out->dtype = dt;
   if (tp->segment)
-    return LOOM_ERROR(UNIMPLEMENTED, "%s: %s '%s': segmented tensors are not supported", file, what, name);
+    return LOOM_ERROR(UNIMPLEMENTED, "%s: %s: segmented tensors are not supported", file, what);
 
   /* Dims and sizes, overflow-checked. */
   out->rank = tp->n_dims;
@@ -236,26 +236,26 @@ loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *fil
   for (size_t i = 0; i < tp->n_dims; i++) {
     int64_t d = tp->dims[i];
     if (d < 0)
-      return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s '%s': dim %zu is %" PRId64 " (negative)", file, what, name, i, d);
+      return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: dim %zu is %" PRId64 " (negative)", file, what, i, d);
     if (__builtin_mul_overflow(numel, d, &numel))
-      return LOOM_ERROR(OUT_OF_RANGE, "%s: %s '%s': the element count overflows int64 at dim %zu", file, what, name, i);
+      return LOOM_ERROR(OUT_OF_RANGE, "%s: %s: the element count overflows int64 at dim %zu", file, what, i);
     out->dims[i] = d;
   }
   size_t esize = loom_dtype_size(dt), nbytes;
   if ((uint64_t)numel > SIZE_MAX || !loom_size_mul((size_t)numel, esize, &nbytes))
-    return LOOM_ERROR(OUT_OF_RANGE, "%s: %s '%s': %" PRId64 " elements of %s overflow the byte size", file, what,
-                      name, numel, loom_dtype_name(dt));
+    return LOOM_ERROR(OUT_OF_RANGE, "%s: %s: %" PRId64 " elements of %s overflow the byte size", file,
+                      what, numel, loom_dtype_name(dt));
   out->numel = numel;
   out->nbytes = nbytes;
 
   /* Where the bytes are, and whether there are as many as the dims say. */
   bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
   if (tp->has_data_location && !external && tp->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__DEFAULT)
-    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s '%s': unknown data_location %d", file, what, name,
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: unknown data_location %d", file, what,
                       (int)tp->data_location);
   if (!external && tp->has_raw_data && tp->raw_data.len != nbytes)
-    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s '%s': raw_data has %zu bytes but %s dims need %zu", file, what,
-                      name, tp->raw_data.len, loom_dtype_name(dt), nbytes);
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: raw_data has %zu bytes but %s dims need %zu", file,
+                      what, tp->raw_data.len, loom_dtype_name(dt), nbytes);
   if (!external && !tp->has_raw_data) {
     size_t have;
     const char *field;
@@ -266,13 +266,13 @@ loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *fil
     case LOOM_DTYPE_U32: case LOOM_DTYPE_U64: have = tp->n_uint64_data, field = "uint64_data"; break;
     default: have = tp->n_int32_data, field = "int32_data"; break;
     }
-    LOOM_PROPAGATE(check_count(file, what, name, field, have, numel));
+    LOOM_PROPAGATE(check_count(file, what, field, have, numel));
   }
   if (nbytes == 0) return LOOM_OK;
   out->data = loom_arena_alloc(arena, nbytes, 16);
-  if (!out->data) return LOOM_ERROR(RESOURCE_EXHAUSTED, "%s: %s '%s': out of memory for %zu bytes", file, what, name, nbytes);
+  if (!out->data) return LOOM_ERROR(RESOURCE_EXHAUSTED, "%s: %s: out of memory for %zu bytes", file, what, nbytes);
 
-  if (external) return read_external(tp, file, what, name, dir, nbytes, out->data);
+  if (external) return read_external(tp, file, what, dir, nbytes, out->data);
   if (tp->has_raw_data) {
     memcpy(out->data, tp->raw_data.data, nbytes);
     return LOOM_OK;
@@ -298,7 +298,7 @@ loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *fil
     for (size_t i = 0; i < n; i++) ((uint16_t *)out->data)[i] = (uint16_t)(uint32_t)tp->int32_data[i];
     break;
   default:
-    return LOOM_ERROR(INTERNAL, "%s: %s '%s': no typed-field decoder for %s", file, what, name, loom_dtype_name(dt));
+    return LOOM_ERROR(INTERNAL, "%s: %s: no typed-field decoder for %s", file, what, loom_dtype_name(dt));
   }
   return LOOM_OK;
 }
@@ -313,7 +313,10 @@ loom_status loom_onnx_tensor_parse(const void *bytes, size_t len, const char *na
   Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, bytes);
   if (!tp) return LOOM_ERROR(DATA_LOSS, "%s: not a valid TensorProto (%zu bytes do not parse)", name, len);
   loom_onnx_tensor *t = LOOM_ARENA_NEW(arena, loom_onnx_tensor);
-  loom_status s = t ? loom_onnx_tensor_decode(tp, name, "tensor", NULL, arena, t) : LOOM_OOM();
+  char what[256];
+  if (tp->name && *tp->name) snprintf(what, sizeof what, "tensor '%s'", tp->name);
+  else snprintf(what, sizeof what, "tensor");
+  loom_status s = t ? loom_onnx_tensor_decode(tp, name, what, NULL, arena, t) : LOOM_OOM();
   onnx__tensor_proto__free_unpacked(tp, NULL);
   if (s) return s;
   *out = t;

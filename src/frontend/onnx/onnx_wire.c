@@ -108,6 +108,7 @@ static bool singular(const field *f) {
  * fields entered so far, and the file name. */
 typedef struct walk {
   const uint8_t *base;
+  const uint8_t *end; /* end of the whole input */
   const char *file;
   char path[512];
   size_t path_len;
@@ -175,11 +176,20 @@ static loom_status walk_msg(walk *w, msg m, const uint8_t *p, const uint8_t *end
       uint64_t n;
       if (!read_varint(p, end, &n, &used)) return fail(w, what, start, number, f, "length cut off (truncated)");
       p += used;
-      if (n > (uint64_t)(end - p)) {
+      bool cut = n > (uint64_t)(end - p);
+      if (cut && (end != w->end || !f || f->holds == M_NONE)) {
         char msg_text[160];
-        snprintf(msg_text, sizeof msg_text, "declares %" PRIu64 " bytes but only %zu remain (truncated or corrupt length)",
-                 n, (size_t)(end - p));
+        snprintf(msg_text, sizeof msg_text, "declares %" PRIu64 " bytes but only %zu remain (%s)", n,
+                 (size_t)(end - p),
+                 end == w->end ? "the input ends inside it: truncated, or a corrupt length"
+                               : "a corrupt length: it overruns the enclosing message");
         return fail(w, what, start, number, f, msg_text);
+      }
+      uint64_t declared = n;
+      if (cut) {
+        /* The input ends inside this message: walk what is there, so the message names the
+         * innermost field that is cut, not just the outermost. */
+        n = (uint64_t)(end - p);
       }
       if (f && f->holds != M_NONE) {
         size_t saved = w->path_len;
@@ -192,6 +202,13 @@ static loom_status walk_msg(walk *w, msg m, const uint8_t *p, const uint8_t *end
         LOOM_PROPAGATE(walk_msg(w, f->holds, p, p + n, depth + 1, what));
         w->path_len = saved;
         w->path[saved] = '\0';
+      }
+      if (cut) {
+        /* Cut between two fields of the sub-message: this field is the innermost one cut. */
+        char msg_text[160];
+        snprintf(msg_text, sizeof msg_text, "declares %" PRIu64 " bytes but only %zu remain (the input ends inside it: truncated, or a corrupt length)",
+                 declared, (size_t)n);
+        return fail(w, what, start, number, f, msg_text);
       }
       p += n;
       break;
@@ -208,7 +225,7 @@ static loom_status walk_msg(walk *w, msg m, const uint8_t *p, const uint8_t *end
 
 loom_status loom_onnx_wire_check(const uint8_t *bytes, size_t len, loom_onnx_wire_root root,
                                  const char *file) {
-  walk w = {.base = bytes, .file = file};
+  walk w = {.base = bytes, .end = bytes + len, .file = file};
   /* The path starts with the root message's name: "ModelProto.graph.node[3]". */
   w.path_len = (size_t)snprintf(w.path, sizeof w.path, "%s", root == LOOM_ONNX_WIRE_MODEL ? "ModelProto" : "TensorProto");
   if (root == LOOM_ONNX_WIRE_MODEL) return walk_msg(&w, M_MODEL, bytes, bytes + len, 0, "ONNX model");
