@@ -11,10 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/onnx/onnx_model.h"
-#include "support/loom_test.h"
-
-#define NODE_DIR "../shared/conformance/onnx-backend-1.22/node"
+#include "onnx/onnx_test.h"
 
 typedef struct count {
   char *key;

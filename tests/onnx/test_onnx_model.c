@@ -4,11 +4,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
-#include "frontend/onnx/onnx_model.h"
-#include "onnx/pb_writer.h"
-#include "support/loom_test.h"
-
-#define NODE_DIR "../shared/conformance/onnx-backend-1.22/node"
+#include "onnx/onnx_test.h"
 
 /* Parses `p` (then frees it) and returns the status; the model, if any, is freed. */
 static loom_status parse_pb(pb *p, loom_onnx_model **out) {
@@ -19,17 +15,6 @@ static loom_status parse_pb(pb *p, loom_onnx_model **out) {
   else loom_onnx_model_free(m);
   return s;
 }
-
-/* Asserts `s` failed with `code` and a message containing `needle`, then frees it. */
-#define EXPECT_ERROR(s, code, needle)                                                                 \
-  do {                                                                                                \
-    loom_status s_ = (s);                                                                             \
-    cr_assert(s_ != LOOM_OK, "expected an error containing '%s'", needle);                            \
-    const char *t_ = loom_status_text(s_, 0);                                                         \
-    cr_assert_eq(loom_status_code(s_), LOOM_CODE_##code, "wrong code: %s", t_);                       \
-    cr_assert(strstr(t_, needle) != NULL, "message lacks '%s': %s", needle, t_);                      \
-    loom_status_free(s_);                                                                             \
-  } while (0)
 
 /* A graph: x: f32[N, ?, 3] -> Relu -> y */
 static void relu_graph(pb *g) {

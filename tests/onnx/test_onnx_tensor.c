@@ -4,21 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "frontend/onnx/onnx_model.h"
-#include "onnx/pb_writer.h"
-#include "support/loom_test.h"
-
-#define NODE_DIR "../shared/conformance/onnx-backend-1.22/node"
-
-#define EXPECT_ERROR(s, code, needle)                                                                 \
-  do {                                                                                                \
-    loom_status s_ = (s);                                                                             \
-    cr_assert(s_ != LOOM_OK, "expected an error containing '%s'", needle);                            \
-    const char *t_ = loom_status_text(s_, 0);                                                         \
-    cr_assert_eq(loom_status_code(s_), LOOM_CODE_##code, "wrong code: %s", t_);                       \
-    cr_assert(strstr(t_, needle) != NULL, "message lacks '%s': %s", needle, t_);                      \
-    loom_status_free(s_);                                                                             \
-  } while (0)
+#include "onnx/onnx_test.h"
 
 /* Decodes `p` (then frees it) into `arena`. */
 static loom_status parse_tensor(pb *p, loom_arena *arena, loom_onnx_tensor **out) {
