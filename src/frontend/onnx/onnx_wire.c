@@ -16,7 +16,11 @@ typedef enum msg {
   M_NONE, M_MODEL, M_GRAPH, M_NODE, M_ATTR, M_TENSOR, M_SPARSE, M_VALUE_INFO, M_TYPE,
   M_TYPE_TENSOR, M_TYPE_SEQ, M_TYPE_MAP, M_SHAPE, M_DIM, M_TRAINING, M_FUNCTION,
   M_ANNOTATION, M_SEGMENT, M_ENTRY, M_OPSET,
+  M_COUNT
 } msg;
+
+/* Field numbers of onnx.proto that the walk knows are all below this. */
+#define MAX_FIELD 32
 
 /* One field of a message: its number, its name, and the message type it holds (M_NONE: a scalar,
  * string or bytes). */
@@ -27,7 +31,7 @@ typedef struct field {
   msg holds;
 } field;
 
-/* The fields of onnx.proto worth naming; sub-message fields must all be here. */
+/* The fields of onnx.proto worth naming; sub-message fields must all be here, numbers below MAX_FIELD. */
 static const field fields[] = {
     {M_MODEL, 1, "ir_version", M_NONE},        {M_MODEL, 2, "producer_name", M_NONE},
     {M_MODEL, 3, "producer_version", M_NONE},  {M_MODEL, 4, "domain", M_NONE},
@@ -85,11 +89,6 @@ static const field fields[] = {
     {M_OPSET, 1, "domain", M_NONE},            {M_OPSET, 2, "version", M_NONE},
 };
 
-static const field *find_field(msg in, uint32_t number) {
-  for (size_t i = 0; i < LOOM_ARRAY_LEN(fields); i++)
-    if (fields[i].in == in && fields[i].number == number) return &fields[i];
-  return NULL;
-}
 
 /* True for the message fields that are not repeated (printed without an index). */
 static bool singular(const field *f) {
@@ -107,6 +106,7 @@ static bool singular(const field *f) {
 /* State of one walk: the whole buffer (offsets are printed from its start), the path of
  * fields entered so far, and the file name. */
 typedef struct walk {
+  const field *by_number[M_COUNT][MAX_FIELD]; /* the table above, indexed */
   const uint8_t *base;
   const uint8_t *end; /* end of the whole input */
   const char *file;
@@ -141,7 +141,7 @@ static loom_status walk_msg(walk *w, msg m, const uint8_t *p, const uint8_t *end
   if (depth > LOOM_ONNX_MAX_DEPTH)
     return LOOM_ERROR(DATA_LOSS, "%s: malformed %s: in %s: messages nested deeper than %d levels",
                       w->file, what, path_text(w), LOOM_ONNX_MAX_DEPTH);
-  size_t counts[32] = {0}; /* repeated-field indices, by field number (small numbers only) */
+  size_t counts[MAX_FIELD] = {0}; /* repeated-field indices, by field number (small numbers only) */
   while (p < end) {
     const uint8_t *start = p;
     uint64_t key;
@@ -152,7 +152,7 @@ static loom_status walk_msg(walk *w, msg m, const uint8_t *p, const uint8_t *end
     p += used;
     uint32_t number = (uint32_t)(key >> 3);
     unsigned wire = (unsigned)(key & 7);
-    const field *f = find_field(m, number);
+    const field *f = number < MAX_FIELD ? w->by_number[m][number] : NULL;
     if (number == 0 || key >> 32) return fail(w, what, start, number, NULL, "invalid field number");
     switch (wire) {
     case 0: { /* varint */
@@ -193,7 +193,7 @@ static loom_status walk_msg(walk *w, msg m, const uint8_t *p, const uint8_t *end
       }
       if (f && f->holds != M_NONE) {
         size_t saved = w->path_len;
-        size_t index = number < 32 ? counts[number]++ : 0;
+        size_t index = number < MAX_FIELD ? counts[number]++ : 0;
         char index_text[32] = "";
         if (!singular(f)) snprintf(index_text, sizeof index_text, "[%zu]", index);
         int k = snprintf(w->path + w->path_len, sizeof w->path - w->path_len, ".%s%s", f->name, index_text);
@@ -226,6 +226,8 @@ static loom_status walk_msg(walk *w, msg m, const uint8_t *p, const uint8_t *end
 loom_status loom_onnx_wire_check(const uint8_t *bytes, size_t len, loom_onnx_wire_root root,
                                  const char *file) {
   walk w = {.base = bytes, .end = bytes + len, .file = file};
+  for (size_t i = 0; i < LOOM_ARRAY_LEN(fields); i++)
+    if (fields[i].number < MAX_FIELD) w.by_number[fields[i].in][fields[i].number] = &fields[i];
   /* The path starts with the root message's name: "ModelProto.graph.node[3]". */
   w.path_len = (size_t)snprintf(w.path, sizeof w.path, "%s", root == LOOM_ONNX_WIRE_MODEL ? "ModelProto" : "TensorProto");
   if (root == LOOM_ONNX_WIRE_MODEL) return walk_msg(&w, M_MODEL, bytes, bytes + len, 0, "ONNX model");
