@@ -168,6 +168,8 @@ LOOM_TEST(onnx, file_errors) {
   close(fd);
   /* An empty file is a valid, empty ModelProto: it has no graph. */
   EXPECT_ERROR(loom_onnx_model_load(path, &m), INVALID_ARGUMENT, "the model has no graph");
+  EXPECT_ERROR(loom_onnx_model_parse(NULL, 0, "nothing.onnx", NULL, &m), INVALID_ARGUMENT,
+               "nothing.onnx: the model has no graph");
   FILE *f = fopen(path, "wb");
   fputs("this is not an onnx file\n", f);
   fclose(f);

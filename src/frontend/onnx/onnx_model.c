@@ -414,6 +414,7 @@ static loom_status convert_model(conv *c, const Onnx__ModelProto *mp) {
 
 loom_status loom_onnx_model_parse(const void *bytes, size_t len, const char *name, const char *dir,
                                   loom_onnx_model **out) {
+  if (!bytes) bytes = ""; /* (NULL, 0): no pointer arithmetic on NULL below */
   LOOM_PROPAGATE(loom_onnx_wire_check(bytes, len, LOOM_ONNX_WIRE_MODEL, name));
   Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, bytes);
   if (!mp) return LOOM_ERROR(DATA_LOSS, "%s: not a valid ONNX model (%zu bytes do not parse as a ModelProto)", name, len);

@@ -309,6 +309,7 @@ loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *fil
 
 loom_status loom_onnx_tensor_parse(const void *bytes, size_t len, const char *name, loom_arena *arena,
                                    loom_onnx_tensor **out) {
+  if (!bytes) bytes = ""; /* (NULL, 0): no pointer arithmetic on NULL below */
   LOOM_PROPAGATE(loom_onnx_wire_check(bytes, len, LOOM_ONNX_WIRE_TENSOR, name));
   Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, bytes);
   if (!tp) return LOOM_ERROR(DATA_LOSS, "%s: not a valid TensorProto (%zu bytes do not parse)", name, len);
