@@ -262,6 +262,20 @@ LOOM_TEST(onnx, inconsistent_graphs) {
   pb_value_info(&g, 12, "y", 1, 1, dims);
   pb_model(&model, 13, &g);
   EXPECT_ERROR(parse_pb(&model, NULL), ALREADY_EXISTS, "initializer 1: the name 'w' is already used by another initializer");
+  /* An initializer that disagrees with its graph input declaration. */
+  {
+    pb t = {0};
+    float v[2] = {1, 2};
+    pb_int(&t, 1, 2), pb_int(&t, 2, 1), pb_str(&t, 8, "x"), pb_bytes(&t, 9, v, sizeof v);
+    pb_msg(&g, 5, &t);
+  }
+  const char *three[] = {"3"};
+  pb_node(&g, "Relu", NULL, x, y, NULL);
+  pb_value_info(&g, 11, "x", 1, 1, three);
+  pb_value_info(&g, 12, "y", 1, 1, dims);
+  pb_model(&model, 13, &g);
+  EXPECT_ERROR(parse_pb(&model, NULL), TYPE_ERROR,
+               "mem.onnx: initializer 'x' (also graph input 0): dim 0 is 2 but the model declares 'x' with 3");
   /* The same attribute twice. */
   pb attrs = {0}, a = {0};
   pb_str(&a, 1, "alpha"), pb_int(&a, 20, 1), pb_f32(&a, 2, 0.5f), pb_msg(&attrs, 5, &a);

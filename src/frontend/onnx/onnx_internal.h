@@ -38,4 +38,9 @@ LOOM_MUST_USE loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, c
                                                   const char *what, const char *dir,
                                                   loom_arena *arena, loom_onnx_tensor *out);
 
+/* Checks a decoded tensor against a declared value (element type, rank, fixed dims); a
+ * TYPE_ERROR whose message starts with `where` when they disagree. Non-tensor values pass. */
+LOOM_MUST_USE loom_status loom_onnx_tensor_check(const char *where, const loom_onnx_tensor *t,
+                                                 const loom_onnx_value *v);
+
 #endif

@@ -350,6 +350,16 @@ static loom_status convert_graph_in_scope(conv *c, const Onnx__GraphProto *gp, s
   }
   loom_map_destroy(&inits);
   LOOM_PROPAGATE(s);
+  /* A graph input named like an initializer declares it (its default value): they must agree. */
+  for (size_t i = 0; i < g->n_inputs; i++) {
+    const loom_onnx_value *v = &g->inputs[i];
+    for (size_t k = 0; k < g->n_initializers; k++) {
+      if (g->initializers[k].name != v->name) continue;
+      const char *where = loom_arena_printf(ar, "%s: initializer '%s' (also graph input %zu)", c->file, v->name, i);
+      if (!where) return LOOM_OOM();
+      LOOM_PROPAGATE(loom_onnx_tensor_check(where, &g->initializers[k], v));
+    }
+  }
   g->n_sparse_initializers = gp->n_sparse_initializer;
   for (size_t i = 0; i < gp->n_sparse_initializer; i++) {
     const Onnx__SparseTensorProto *sp = gp->sparse_initializer[i];

@@ -345,8 +345,7 @@ static const char *type_kind_name(loom_onnx_type_kind k) {
   return "?";
 }
 
-/* Checks a loaded test tensor against the value the model declares for it. */
-static loom_status check_against(const char *path, const loom_onnx_tensor *t, const loom_onnx_value *v) {
+loom_status loom_onnx_tensor_check(const char *path, const loom_onnx_tensor *t, const loom_onnx_value *v) {
   if (v->kind != LOOM_ONNX_TYPE_TENSOR) return LOOM_OK;
   loom_dtype want;
   if (v->elem_type && loom_onnx_elem_dtype(v->elem_type, &want) && want != t->dtype)
@@ -385,7 +384,7 @@ static loom_status load_series(const char *dir, const char *prefix, const loom_o
       return LOOM_ERROR(UNIMPLEMENTED, "%s: graph %s '%s' is a %s: %s test data is not supported", path, prefix,
                         v->name, type_kind_name(v->kind), type_kind_name(v->kind));
     LOOM_PROPAGATE(loom_onnx_tensor_load(path, &ts->arena, &arr[k]));
-    LOOM_PROPAGATE(check_against(path, arr[k], v));
+    LOOM_PROPAGATE(loom_onnx_tensor_check(path, arr[k], v));
   }
   *out = arr;
   *out_n = n;
