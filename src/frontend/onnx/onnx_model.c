@@ -38,11 +38,14 @@ static bool scope_has(const scope *sc, const char *name) {
   return false;
 }
 
-/* Text naming a node in messages: "node 3 (Add 'add_1')" or "node 3 (Add)". */
-static const char *node_label(conv *c, const loom_onnx_node *n) {
-  const char *l = *n->name ? loom_arena_printf(&c->m->arena, "node %zu (%s '%s')", n->index, n->op_type, n->name)
-                           : loom_arena_printf(&c->m->arena, "node %zu (%s)", n->index, n->op_type);
-  return l ? l : "node";
+/* Labels live in stack buffers of this size: they are only needed for messages. */
+#define LABEL_SIZE 256
+
+/* Text naming a node in messages: "node 3 (Add 'add_1')" or "node 3 (Add)", written to `buf`. */
+static const char *node_label(const loom_onnx_node *n, char buf[LABEL_SIZE]) {
+  if (*n->name) snprintf(buf, LABEL_SIZE, "node %zu (%s '%s')", n->index, n->op_type, n->name);
+  else snprintf(buf, LABEL_SIZE, "node %zu (%s)", n->index, n->op_type);
+  return buf;
 }
 
 static loom_status convert_graph(conv *c, const Onnx__GraphProto *gp, const scope *parent, loom_onnx_graph *g);
@@ -170,13 +173,13 @@ static loom_status convert_subgraph(conv *c, const Onnx__GraphProto *gp, const s
 static loom_status convert_attr(conv *c, const Onnx__AttributeProto *ap, const loom_onnx_node *n, const scope *sc,
                                 const loom_onnx_graph *g, loom_onnx_attr *a) {
   loom_arena *ar = &c->m->arena;
+  char label[LABEL_SIZE], where[2 * LABEL_SIZE]; /* for messages */
   memset(a, 0, sizeof *a);
   if (!ap->name || !*ap->name)
-    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: an attribute has no name", c->file, node_label(c, n));
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: an attribute has no name", c->file, node_label(n, label));
   LOOM_PROPAGATE(intern(c, ap->name, &a->name));
   if (ap->ref_attr_name) LOOM_PROPAGATE(intern(c, ap->ref_attr_name, &a->ref_attr_name));
-  const char *where = loom_arena_printf(ar, "attribute '%s' of %s", a->name, node_label(c, n));
-  if (!where) return LOOM_OOM();
+  snprintf(where, sizeof where, "attribute '%s' of %s", a->name, node_label(n, label));
   int type = infer_attr_type(ap);
   a->kind = (loom_onnx_attr_kind)type;
   switch (type) {
@@ -254,11 +257,11 @@ static loom_status convert_attr(conv *c, const Onnx__AttributeProto *ap, const l
 /* Nodes and graphs                                                           */
 /* ------------------------------------------------------------------------- */
 
-static loom_status define(conv *c, scope *sc, const char *name, const char *what) {
-  if (loom_map_contains(&sc->defined, (uint64_t)(uintptr_t)name))
-    return LOOM_ERROR(ALREADY_EXISTS, "%s: %s: the name '%s' is already defined in this graph", c->file, what, name);
-  if (!loom_map_put(&sc->defined, (uint64_t)(uintptr_t)name, 1)) return LOOM_OOM();
-  return LOOM_OK;
+/* Defines `name` in `sc`: LOOM_OK, out of memory, or 1 when it is defined already (the caller
+ * words that message, so no label is built unless it is needed). */
+static int define(scope *sc, const char *name) {
+  if (loom_map_contains(&sc->defined, (uint64_t)(uintptr_t)name)) return 1;
+  return loom_map_put(&sc->defined, (uint64_t)(uintptr_t)name, 1) ? 0 : -1;
 }
 
 static loom_status convert_names(conv *c, size_t n, char *const *in, const char ***out) {
@@ -270,6 +273,7 @@ static loom_status convert_names(conv *c, size_t n, char *const *in, const char 
 
 static loom_status convert_node(conv *c, const Onnx__NodeProto *np, size_t index, scope *sc, const loom_onnx_graph *g,
                                 loom_onnx_node *n) {
+  char label[LABEL_SIZE]; /* for messages */
   memset(n, 0, sizeof *n);
   n->index = index;
   LOOM_PROPAGATE(intern(c, np->name, &n->name));
@@ -284,23 +288,25 @@ static loom_status convert_node(conv *c, const Onnx__NodeProto *np, size_t index
     if (*n->inputs[i] && !scope_has(sc, n->inputs[i]))
       return LOOM_ERROR(NOT_FOUND,
                         "%s: %s: input %zu '%s' is not a graph input, an initializer or an output of an earlier node",
-                        c->file, node_label(c, n), i, n->inputs[i]);
+                        c->file, node_label(n, label), i, n->inputs[i]);
   n->attrs = LOOM_ARENA_ARRAY(&c->m->arena, loom_onnx_attr, np->n_attribute ? np->n_attribute : 1);
   if (!n->attrs) return LOOM_OOM();
   for (size_t i = 0; i < np->n_attribute; i++) {
     LOOM_PROPAGATE(convert_attr(c, np->attribute[i], n, sc, g, &n->attrs[i]));
     for (size_t j = 0; j < i; j++)
       if (n->attrs[j].name == n->attrs[i].name)
-        return LOOM_ERROR(ALREADY_EXISTS, "%s: %s: attribute '%s' appears twice", c->file, node_label(c, n),
+        return LOOM_ERROR(ALREADY_EXISTS, "%s: %s: attribute '%s' appears twice", c->file, node_label(n, label),
                           n->attrs[i].name);
     n->n_attrs = i + 1;
   }
   /* Outputs are defined after the node's own inputs and subgraphs are checked. */
   for (size_t i = 0; i < n->n_outputs; i++) {
     if (!*n->outputs[i]) continue;
-    const char *what = loom_arena_printf(&c->m->arena, "%s output %zu", node_label(c, n), i);
-    if (!what) return LOOM_OOM();
-    LOOM_PROPAGATE(define(c, sc, n->outputs[i], what));
+    int r = define(sc, n->outputs[i]);
+    if (r < 0) return LOOM_OOM();
+    if (r > 0)
+      return LOOM_ERROR(ALREADY_EXISTS, "%s: %s output %zu: the name '%s' is already defined in this graph", c->file,
+                        node_label(n, label), i, n->outputs[i]);
   }
   return LOOM_OK;
 }
@@ -315,9 +321,11 @@ static loom_status convert_graph_in_scope(conv *c, const Onnx__GraphProto *gp, s
   LOOM_PROPAGATE(convert_values(c, gp->n_value_info, gp->value_info, "value_info", &g->value_info));
   g->n_value_info = gp->n_value_info;
   for (size_t i = 0; i < g->n_inputs; i++) {
-    const char *what = loom_arena_printf(ar, "graph input %zu", i);
-    if (!what) return LOOM_OOM();
-    LOOM_PROPAGATE(define(c, sc, g->inputs[i].name, what));
+    int r = define(sc, g->inputs[i].name);
+    if (r < 0) return LOOM_OOM();
+    if (r > 0)
+      return LOOM_ERROR(ALREADY_EXISTS, "%s: graph input %zu: the name '%s' is already defined in this graph", c->file,
+                        i, g->inputs[i].name);
   }
 
   /* Initializers: unique among themselves; a graph input of the same name is its declaration. */
@@ -333,8 +341,9 @@ static loom_status convert_graph_in_scope(conv *c, const Onnx__GraphProto *gp, s
       s = LOOM_ERROR(INVALID_ARGUMENT, "%s: initializer %zu has no name", c->file, i);
       break;
     }
-    const char *what = loom_arena_printf(ar, "initializer '%s'", tp->name);
-    s = what ? loom_onnx_tensor_decode(tp, c->file, what, c->dir, ar, t) : LOOM_OOM();
+    char what[LABEL_SIZE];
+    snprintf(what, sizeof what, "initializer '%s'", tp->name);
+    s = loom_onnx_tensor_decode(tp, c->file, what, c->dir, ar, t);
     if (!s) s = intern(c, tp->name, &t->name);
     if (s) break;
     g->n_initializers = i + 1;
@@ -355,8 +364,8 @@ static loom_status convert_graph_in_scope(conv *c, const Onnx__GraphProto *gp, s
     const loom_onnx_value *v = &g->inputs[i];
     for (size_t k = 0; k < g->n_initializers; k++) {
       if (g->initializers[k].name != v->name) continue;
-      const char *where = loom_arena_printf(ar, "%s: initializer '%s' (also graph input %zu)", c->file, v->name, i);
-      if (!where) return LOOM_OOM();
+      char where[2 * LABEL_SIZE];
+      snprintf(where, sizeof where, "%s: initializer '%s' (also graph input %zu)", c->file, v->name, i);
       LOOM_PROPAGATE(loom_onnx_tensor_check(where, &g->initializers[k], v));
     }
   }
