@@ -148,6 +148,11 @@ LOOM_TEST(onnx, subgraphs_see_outer_names) {
   cr_assert_eq(tb->kind, LOOM_ONNX_ATTR_GRAPH);
   cr_assert_str_eq(tb->g->nodes[0].op_type, "Identity");
   cr_assert_eq(tb->g->parent, m->graph);
+  cr_assert_eq(tb->g->owner, &m->graph->nodes[0]);
+  cr_assert_str_eq(tb->g->owner_attr, "then_branch");
+  cr_assert_eq(loom_onnx_graph_find_value(tb->g, "t")->rank, 1);
+  cr_assert_eq(loom_onnx_graph_find_value(m->graph, "c")->elem_type, LOOM_ONNX_ELEM_BOOL);
+  cr_assert_null(loom_onnx_graph_find_value(m->graph, "t"));
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
   loom_onnx_model_print_sb(m, &sb);

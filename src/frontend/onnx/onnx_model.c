@@ -161,10 +161,13 @@ const char *loom_onnx_attr_kind_name(loom_onnx_attr_kind k) {
 }
 
 static loom_status convert_subgraph(conv *c, const Onnx__GraphProto *gp, const scope *sc, const loom_onnx_graph *parent,
-                                    const char *where, loom_onnx_graph **out) {
+                                    const loom_onnx_node *owner, const char *owner_attr, const char *where,
+                                    loom_onnx_graph **out) {
   loom_onnx_graph *g = LOOM_ARENA_NEW(&c->m->arena, loom_onnx_graph);
   if (!g) return LOOM_OOM();
   g->parent = parent;
+  g->owner = owner;
+  g->owner_attr = owner_attr;
   LOOM_RETURN_IF_ERROR(convert_graph(c, gp, sc, g), "while loading the graph in %s", where);
   *out = g;
   return LOOM_OK;
@@ -198,7 +201,7 @@ static loom_status convert_attr(conv *c, const Onnx__AttributeProto *ap, const l
     break;
   case LOOM_ONNX_ATTR_GRAPH:
     if (!ap->g) return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: type graph but no graph", c->file, where);
-    LOOM_PROPAGATE(convert_subgraph(c, ap->g, sc, g, where, &a->g));
+    LOOM_PROPAGATE(convert_subgraph(c, ap->g, sc, g, n, a->name, where, &a->g));
     break;
   case LOOM_ONNX_ATTR_FLOATS:
     a->count = ap->n_floats;
@@ -238,7 +241,7 @@ static loom_status convert_attr(conv *c, const Onnx__AttributeProto *ap, const l
     a->count = ap->n_graphs;
     a->graphs = LOOM_ARENA_ARRAY(ar, loom_onnx_graph *, a->count ? a->count : 1);
     if (!a->graphs) return LOOM_OOM();
-    for (size_t i = 0; i < a->count; i++) LOOM_PROPAGATE(convert_subgraph(c, ap->graphs[i], sc, g, where, &a->graphs[i]));
+    for (size_t i = 0; i < a->count; i++) LOOM_PROPAGATE(convert_subgraph(c, ap->graphs[i], sc, g, n, a->name, where, &a->graphs[i]));
     break;
   case LOOM_ONNX_ATTR_SPARSE_TENSOR:
   case LOOM_ONNX_ATTR_SPARSE_TENSORS:
@@ -489,6 +492,15 @@ const loom_onnx_tensor *loom_onnx_graph_find_initializer(const loom_onnx_graph *
   for (; g; g = g->parent)
     for (size_t i = 0; i < g->n_initializers; i++)
       if (strcmp(g->initializers[i].name, name) == 0) return &g->initializers[i];
+  return NULL;
+}
+
+const loom_onnx_value *loom_onnx_graph_find_value(const loom_onnx_graph *g, const char *name) {
+  const loom_onnx_value *lists[3] = {g->inputs, g->outputs, g->value_info};
+  size_t counts[3] = {g->n_inputs, g->n_outputs, g->n_value_info};
+  for (int l = 0; l < 3; l++)
+    for (size_t i = 0; i < counts[l]; i++)
+      if (strcmp(lists[l][i].name, name) == 0) return &lists[l][i];
   return NULL;
 }
 

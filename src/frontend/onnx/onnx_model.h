@@ -159,6 +159,8 @@ struct loom_onnx_graph {
   size_t n_nodes;                  /* nodes in file order (ONNX requires topological order) */
   loom_onnx_node *nodes;
   const loom_onnx_graph *parent;   /* the graph of the node holding this one, or NULL */
+  const loom_onnx_node *owner;     /* the node whose attribute holds this graph, or NULL */
+  const char *owner_attr;          /* that attribute's name ("body", "then_branch"), or NULL */
 };
 
 typedef struct loom_onnx_opset {
@@ -191,6 +193,8 @@ void loom_onnx_model_free(loom_onnx_model *m);
 int64_t loom_onnx_model_opset(const loom_onnx_model *m, const char *domain);
 /* The initializer called `name` in `g` or an enclosing graph, or NULL. */
 const loom_onnx_tensor *loom_onnx_graph_find_initializer(const loom_onnx_graph *g, const char *name);
+/* The declared value called `name` in `g` (inputs, then outputs, then value_info), or NULL. */
+const loom_onnx_value *loom_onnx_graph_find_value(const loom_onnx_graph *g, const char *name);
 /* The attribute `name` of `n`, or NULL. */
 const loom_onnx_attr *loom_onnx_node_attr(const loom_onnx_node *n, const char *name);
 
