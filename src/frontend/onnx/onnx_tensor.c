@@ -1,0 +1,428 @@
+/* onnx_tensor.c — TensorProto to host tensor, external data, and conformance test data.
+ *
+ * A tensor's bytes come from one of three places: raw_data (little-endian, the common
+ * case), a typed repeated field (float_data, int32_data for every type of 16 bits or
+ * less, int64_data, double_data, uint64_data), or an external file next to the model.
+ * Every size is computed with overflow checks and compared with the bytes present
+ * before anything is allocated, so a corrupt dim cannot ask for a huge buffer. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "frontend/onnx/onnx_internal.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "ONNX raw_data is little-endian; Loom's decoder copies it as is and needs a little-endian host"
+#endif
+
+/* ------------------------------------------------------------------------- */
+/* Element types                                                              */
+/* ------------------------------------------------------------------------- */
+
+typedef struct elem_info {
+  int32_t code;
+  const char *name;
+  int dtype; /* loom_dtype, or -1 when not loaded */
+} elem_info;
+
+#define LOOM_DTYPE_NONE (-1)
+static const elem_info elems[] = {
+#define LOOM_ONNX_TYPE(code, name, dtype) {code, #name, LOOM_DTYPE_##dtype},
+#include "frontend/onnx/onnx_types.def"
+#undef LOOM_ONNX_TYPE
+};
+
+static const elem_info *find_elem(int32_t code) {
+  for (size_t i = 0; i < LOOM_ARRAY_LEN(elems); i++)
+    if (elems[i].code == code) return &elems[i];
+  return NULL;
+}
+
+const char *loom_onnx_elem_name(int32_t code) {
+  static _Thread_local char buf[32];
+  const elem_info *e = find_elem(code);
+  if (e) return e->name;
+  snprintf(buf, sizeof buf, "type %" PRId32, code);
+  return buf;
+}
+
+bool loom_onnx_elem_dtype(int32_t code, loom_dtype *out) {
+  const elem_info *e = find_elem(code);
+  if (!e || e->dtype < 0) return false;
+  *out = (loom_dtype)e->dtype;
+  return true;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Files                                                                      */
+/* ------------------------------------------------------------------------- */
+
+loom_status loom_onnx_read_file(const char *path, const char *what, uint8_t **out, size_t *out_len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    int e = errno;
+    if (e == ENOENT) return LOOM_ERROR(NOT_FOUND, "%s: cannot open %s file: %s", path, what, strerror(e));
+    return LOOM_ERROR(IO_ERROR, "%s: cannot open %s file: %s", path, what, strerror(e));
+  }
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: the %s file is not a regular file", path, what);
+  }
+  size_t len = (size_t)st.st_size;
+  uint8_t *buf = malloc(len + 1);
+  if (!buf) {
+    fclose(f);
+    return LOOM_ERROR(RESOURCE_EXHAUSTED, "%s: out of memory reading %zu bytes", path, len);
+  }
+  size_t got = fread(buf, 1, len, f);
+  int err = ferror(f);
+  fclose(f);
+  if (got != len || err) {
+    free(buf);
+    return LOOM_ERROR(IO_ERROR, "%s: read %zu of %zu bytes of the %s file", path, got, len, what);
+  }
+  buf[len] = 0;
+  *out = buf;
+  *out_len = len;
+  return LOOM_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* External data                                                              */
+/* ------------------------------------------------------------------------- */
+
+/* Parses a non-negative decimal integer (the whole string). */
+static bool parse_u64(const char *s, uint64_t *out) {
+  if (!s || !*s) return false;
+  uint64_t v = 0;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9') return false;
+    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*s - '0'), &v)) return false;
+  }
+  *out = v;
+  return true;
+}
+
+/* True when `location` is a relative path with no ".." component. */
+static bool location_is_contained(const char *location) {
+  if (location[0] == '/') return false;
+  const char *p = location;
+  while (*p) {
+    const char *slash = strchr(p, '/');
+    size_t n = slash ? (size_t)(slash - p) : strlen(p);
+    if (n == 2 && p[0] == '.' && p[1] == '.') return false;
+    if (!slash) break;
+    p = slash + 1;
+  }
+  return true;
+}
+
+/* Reads `nbytes` bytes of external data described by `tp`'s external_data entries into `dst`. */
+static loom_status read_external(const Onnx__TensorProto *tp, const char *file, const char *what,
+                                 const char *dir, size_t nbytes, void *dst) {
+  const char *location = NULL, *offset_s = NULL, *length_s = NULL;
+  for (size_t i = 0; i < tp->n_external_data; i++) {
+    const Onnx__StringStringEntryProto *e = tp->external_data[i];
+    if (!e || !e->key) continue;
+    if (strcmp(e->key, "location") == 0) location = e->value;
+    else if (strcmp(e->key, "offset") == 0) offset_s = e->value;
+    else if (strcmp(e->key, "length") == 0) length_s = e->value;
+  }
+  if (!location || !*location)
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: external data without a 'location'", file, what);
+  if (!dir)
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: external data '%s' but the model was not loaded from a file",
+                      file, what, location);
+  if (!location_is_contained(location))
+    return LOOM_ERROR(INVALID_ARGUMENT,
+                      "%s: %s: external data location '%s' leaves the model's directory (absolute or '..')",
+                      file, what, location);
+  uint64_t offset = 0, length = nbytes;
+  if (offset_s && !parse_u64(offset_s, &offset))
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: external data offset '%s' is not a non-negative integer",
+                      file, what, offset_s);
+  if (length_s && !parse_u64(length_s, &length))
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: external data length '%s' is not a non-negative integer",
+                      file, what, length_s);
+  if (length != nbytes)
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: external data length %" PRIu64 " but the dims need %zu bytes",
+                      file, what, length, nbytes);
+
+  size_t plen = strlen(dir) + 1 + strlen(location) + 1;
+  char *path = malloc(plen);
+  char *real_dir = realpath(dir, NULL);
+  char *real_file = NULL;
+  loom_status s = LOOM_OK;
+  FILE *f = NULL;
+  if (!path) {
+    s = LOOM_OOM();
+    goto done;
+  }
+  snprintf(path, plen, "%s/%s", dir, location);
+  real_file = realpath(path, NULL);
+  if (!real_dir || !real_file) {
+    s = LOOM_ERROR(NOT_FOUND, "%s: %s: external data file %s: %s", file, what, path, strerror(errno));
+    goto done;
+  }
+  size_t dl = strlen(real_dir);
+  if (strncmp(real_file, real_dir, dl) != 0 || (real_file[dl] != '/' && dl != 1)) {
+    s = LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: external data file %s resolves outside the model's directory (%s)",
+                   file, what, path, real_file);
+    goto done;
+  }
+  f = fopen(real_file, "rb");
+  struct stat st;
+  if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    s = LOOM_ERROR(IO_ERROR, "%s: %s: cannot read external data file %s", file, what, path);
+    goto done;
+  }
+  uint64_t end;
+  if (__builtin_add_overflow(offset, length, &end) || end > (uint64_t)st.st_size) {
+    s = LOOM_ERROR(OUT_OF_RANGE, "%s: %s: external data [%" PRIu64 ", +%" PRIu64 ") runs past the end of %s (%lld bytes)",
+                   file, what, offset, length, path, (long long)st.st_size);
+    goto done;
+  }
+  if (offset > (uint64_t)LLONG_MAX || fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, nbytes, f) != nbytes) {
+    s = LOOM_ERROR(IO_ERROR, "%s: %s: reading %zu bytes at offset %" PRIu64 " of %s failed", file, what,
+                   nbytes, offset, path);
+    goto done;
+  }
+done:
+  if (f) fclose(f);
+  free(real_file);
+  free(real_dir);
+  free(path);
+  return s;
+}
+
+/* ------------------------------------------------------------------------- */
+/* TensorProto -> host tensor                                                 */
+/* ------------------------------------------------------------------------- */
+
+/* Checks that a typed field holds exactly `numel` values. */
+static loom_status check_count(const char *file, const char *what, const char *field,
+                               size_t have, int64_t numel) {
+  if ((uint64_t)numel == (uint64_t)have) return LOOM_OK;
+  return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: %s holds %zu values but the dims need %" PRId64, file,
+                    what, field, have, numel);
+}
+
+loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *file, const char *what,
+                                    const char *dir, loom_arena *arena, loom_onnx_tensor *out) {
+  const char *name = tp->name ? tp->name : "";
+  memset(out, 0, sizeof *out);
+  out->name = loom_arena_strdup(arena, name);
+  if (!out->name) return LOOM_OOM();
+  if (!tp->has_data_type || tp->data_type == 0)
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s has no element type", file, what);
+  loom_dtype dt;
+  if (!loom_onnx_elem_dtype(tp->data_type, &dt))
+    return LOOM_ERROR(UNIMPLEMENTED, "%s: %s: element type %s is not supported", file, what,
+                      loom_onnx_elem_name(tp->data_type));
+  out->dtype = dt;
+  if (tp->segment)
+    return LOOM_ERROR(UNIMPLEMENTED, "%s: %s: segmented tensors are not supported", file, what);
+
+  /* Dims and sizes, overflow-checked. */
+  out->rank = tp->n_dims;
+  out->dims = LOOM_ARENA_ARRAY(arena, int64_t, tp->n_dims ? tp->n_dims : 1);
+  if (!out->dims) return LOOM_OOM();
+  int64_t numel = 1;
+  for (size_t i = 0; i < tp->n_dims; i++) {
+    int64_t d = tp->dims[i];
+    if (d < 0)
+      return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: dim %zu is %" PRId64 " (negative)", file, what, i, d);
+    if (__builtin_mul_overflow(numel, d, &numel))
+      return LOOM_ERROR(OUT_OF_RANGE, "%s: %s: the element count overflows int64 at dim %zu", file, what, i);
+    out->dims[i] = d;
+  }
+  size_t esize = loom_dtype_size(dt), nbytes;
+  if ((uint64_t)numel > SIZE_MAX || !loom_size_mul((size_t)numel, esize, &nbytes))
+    return LOOM_ERROR(OUT_OF_RANGE, "%s: %s: %" PRId64 " elements of %s overflow the byte size", file,
+                      what, numel, loom_dtype_name(dt));
+  out->numel = numel;
+  out->nbytes = nbytes;
+
+  /* Where the bytes are, and whether there are as many as the dims say. */
+  bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  if (tp->has_data_location && !external && tp->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__DEFAULT)
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: unknown data_location %d", file, what,
+                      (int)tp->data_location);
+  if (!external && tp->has_raw_data && tp->raw_data.len != nbytes)
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: raw_data has %zu bytes but %s dims need %zu", file,
+                      what, tp->raw_data.len, loom_dtype_name(dt), nbytes);
+  if (!external && !tp->has_raw_data) {
+    size_t have;
+    const char *field;
+    switch (dt) {
+    case LOOM_DTYPE_F32: have = tp->n_float_data, field = "float_data"; break;
+    case LOOM_DTYPE_I64: have = tp->n_int64_data, field = "int64_data"; break;
+    case LOOM_DTYPE_F64: have = tp->n_double_data, field = "double_data"; break;
+    case LOOM_DTYPE_U32: case LOOM_DTYPE_U64: have = tp->n_uint64_data, field = "uint64_data"; break;
+    default: have = tp->n_int32_data, field = "int32_data"; break;
+    }
+    LOOM_PROPAGATE(check_count(file, what, field, have, numel));
+  }
+  if (nbytes == 0) return LOOM_OK;
+  out->data = loom_arena_alloc(arena, nbytes, 16);
+  if (!out->data) return LOOM_ERROR(RESOURCE_EXHAUSTED, "%s: %s: out of memory for %zu bytes", file, what, nbytes);
+
+  if (external) return read_external(tp, file, what, dir, nbytes, out->data);
+  if (tp->has_raw_data) {
+    memcpy(out->data, tp->raw_data.data, nbytes);
+    return LOOM_OK;
+  }
+  size_t n = (size_t)numel;
+  switch (dt) {
+  case LOOM_DTYPE_F32: memcpy(out->data, tp->float_data, nbytes); break;
+  case LOOM_DTYPE_I32: memcpy(out->data, tp->int32_data, nbytes); break;
+  case LOOM_DTYPE_I64: memcpy(out->data, tp->int64_data, nbytes); break;
+  case LOOM_DTYPE_F64: memcpy(out->data, tp->double_data, nbytes); break;
+  case LOOM_DTYPE_U64: memcpy(out->data, tp->uint64_data, nbytes); break;
+  case LOOM_DTYPE_U32:
+    for (size_t i = 0; i < n; i++) ((uint32_t *)out->data)[i] = (uint32_t)tp->uint64_data[i];
+    break;
+  case LOOM_DTYPE_BOOL:
+    for (size_t i = 0; i < n; i++) ((uint8_t *)out->data)[i] = tp->int32_data[i] != 0;
+    break;
+  case LOOM_DTYPE_I8: case LOOM_DTYPE_U8:
+    for (size_t i = 0; i < n; i++) ((uint8_t *)out->data)[i] = (uint8_t)(uint32_t)tp->int32_data[i];
+    break;
+  case LOOM_DTYPE_I16: case LOOM_DTYPE_U16: case LOOM_DTYPE_F16: case LOOM_DTYPE_BF16:
+    /* 16-bit types travel in int32_data; half floats as their bit patterns. */
+    for (size_t i = 0; i < n; i++) ((uint16_t *)out->data)[i] = (uint16_t)(uint32_t)tp->int32_data[i];
+    break;
+  default:
+    return LOOM_ERROR(INTERNAL, "%s: %s: no typed-field decoder for %s", file, what, loom_dtype_name(dt));
+  }
+  return LOOM_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Standalone tensors and test data                                           */
+/* ------------------------------------------------------------------------- */
+
+loom_status loom_onnx_tensor_parse(const void *bytes, size_t len, const char *name, loom_arena *arena,
+                                   loom_onnx_tensor **out) {
+  if (!bytes) bytes = ""; /* (NULL, 0): no pointer arithmetic on NULL below */
+  LOOM_PROPAGATE(loom_onnx_wire_check(bytes, len, LOOM_ONNX_WIRE_TENSOR, name));
+  Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, bytes);
+  if (!tp) return LOOM_ERROR(DATA_LOSS, "%s: not a valid TensorProto (%zu bytes do not parse)", name, len);
+  loom_onnx_tensor *t = LOOM_ARENA_NEW(arena, loom_onnx_tensor);
+  char what[256];
+  if (tp->name && *tp->name) snprintf(what, sizeof what, "tensor '%s'", tp->name);
+  else snprintf(what, sizeof what, "tensor");
+  loom_status s = t ? loom_onnx_tensor_decode(tp, name, what, NULL, arena, t) : LOOM_OOM();
+  onnx__tensor_proto__free_unpacked(tp, NULL);
+  if (s) return s;
+  *out = t;
+  return LOOM_OK;
+}
+
+loom_status loom_onnx_tensor_load(const char *path, loom_arena *arena, loom_onnx_tensor **out) {
+  uint8_t *buf;
+  size_t len;
+  LOOM_PROPAGATE(loom_onnx_read_file(path, "tensor", &buf, &len));
+  loom_status s = loom_onnx_tensor_parse(buf, len, path, arena, out);
+  free(buf);
+  return s;
+}
+
+static const char *type_kind_name(loom_onnx_type_kind k) {
+  switch (k) {
+  case LOOM_ONNX_TYPE_NONE: return "untyped value";
+  case LOOM_ONNX_TYPE_TENSOR: return "tensor";
+  case LOOM_ONNX_TYPE_SEQUENCE: return "sequence";
+  case LOOM_ONNX_TYPE_MAP: return "map";
+  case LOOM_ONNX_TYPE_OPTIONAL: return "optional";
+  case LOOM_ONNX_TYPE_SPARSE_TENSOR: return "sparse tensor";
+  }
+  return "?";
+}
+
+loom_status loom_onnx_tensor_check(const char *path, const loom_onnx_tensor *t, const loom_onnx_value *v) {
+  if (v->kind != LOOM_ONNX_TYPE_TENSOR) return LOOM_OK;
+  loom_dtype want;
+  if (v->elem_type && loom_onnx_elem_dtype(v->elem_type, &want) && want != t->dtype)
+    return LOOM_ERROR(TYPE_ERROR, "%s: holds %s but the model declares '%s' as %s", path, loom_dtype_name(t->dtype),
+                      v->name, loom_onnx_elem_name(v->elem_type));
+  if (!v->has_shape) return LOOM_OK;
+  if (v->rank != t->rank)
+    return LOOM_ERROR(TYPE_ERROR, "%s: has rank %zu but the model declares '%s' with rank %zu", path, t->rank, v->name,
+                      v->rank);
+  for (size_t i = 0; i < v->rank; i++)
+    if (v->dims[i].kind == LOOM_ONNX_DIM_VALUE && v->dims[i].value != t->dims[i])
+      return LOOM_ERROR(TYPE_ERROR, "%s: dim %zu is %" PRId64 " but the model declares '%s' with %" PRId64, path, i,
+                        t->dims[i], v->name, v->dims[i].value);
+  return LOOM_OK;
+}
+
+/* Loads `dir`/`prefix`_K.pb for K = 0.. into a vector; `decl` are the values they stand for. */
+static loom_status load_series(const char *dir, const char *prefix, const loom_onnx_value *const *decl, size_t n_decl,
+                               loom_onnx_test_set *ts, loom_onnx_tensor ***out, size_t *out_n) {
+  size_t n = 0;
+  char path[4096];
+  for (;;) {
+    snprintf(path, sizeof path, "%s/%s_%zu.pb", dir, prefix, n);
+    if (access(path, F_OK) != 0) break;
+    n++;
+  }
+  loom_onnx_tensor **arr = LOOM_ARENA_ARRAY(&ts->arena, loom_onnx_tensor *, n ? n : 1);
+  if (!arr) return LOOM_OOM();
+  if (n > n_decl)
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %zu %s files but the model has %zu graph %ss", dir, n, prefix, n_decl,
+                      prefix);
+  for (size_t k = 0; k < n; k++) {
+    snprintf(path, sizeof path, "%s/%s_%zu.pb", dir, prefix, k);
+    const loom_onnx_value *v = decl[k];
+    if (v->kind != LOOM_ONNX_TYPE_TENSOR && v->kind != LOOM_ONNX_TYPE_NONE)
+      return LOOM_ERROR(UNIMPLEMENTED, "%s: graph %s '%s' is a %s: %s test data is not supported", path, prefix,
+                        v->name, type_kind_name(v->kind), type_kind_name(v->kind));
+    LOOM_PROPAGATE(loom_onnx_tensor_load(path, &ts->arena, &arr[k]));
+    LOOM_PROPAGATE(loom_onnx_tensor_check(path, arr[k], v));
+  }
+  *out = arr;
+  *out_n = n;
+  return LOOM_OK;
+}
+
+loom_status loom_onnx_test_set_load(const char *dir, const loom_onnx_model *m, loom_onnx_test_set **out) {
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    return LOOM_ERROR(NOT_FOUND, "%s: not a test data directory", dir);
+  loom_onnx_test_set *ts = calloc(1, sizeof *ts);
+  if (!ts) return LOOM_OOM();
+  loom_arena_init(&ts->arena, NULL, 0);
+  const loom_onnx_graph *g = m->graph;
+  /* Test inputs feed the graph inputs that no initializer provides, in order. */
+  const loom_onnx_value **ins = LOOM_ARENA_ARRAY(&ts->arena, const loom_onnx_value *, g->n_inputs + 1);
+  const loom_onnx_value **outs = LOOM_ARENA_ARRAY(&ts->arena, const loom_onnx_value *, g->n_outputs + 1);
+  loom_status s = LOOM_OK;
+  if (!ins || !outs) {
+    s = LOOM_OOM();
+    goto fail;
+  }
+  size_t n_ins = 0;
+  for (size_t i = 0; i < g->n_inputs; i++)
+    if (!loom_onnx_graph_find_initializer(g, g->inputs[i].name)) ins[n_ins++] = &g->inputs[i];
+  for (size_t i = 0; i < g->n_outputs; i++) outs[i] = &g->outputs[i];
+  s = load_series(dir, "input", ins, n_ins, ts, &ts->inputs, &ts->n_inputs);
+  if (!s) s = load_series(dir, "output", outs, g->n_outputs, ts, &ts->outputs, &ts->n_outputs);
+  if (s) goto fail;
+  *out = ts;
+  return LOOM_OK;
+fail:
+  loom_onnx_test_set_free(ts);
+  return s;
+}
+
+void loom_onnx_test_set_free(loom_onnx_test_set *ts) {
+  if (!ts) return;
+  loom_arena_destroy(&ts->arena);
+  free(ts);
+}
