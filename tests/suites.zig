@@ -33,6 +33,7 @@ pub const suites = .{
         "tests/tensorprog/test_tp_text.c",
         "tests/tensorprog/test_tp_variants.c",
         "tests/tensorprog/test_tp_verify.c",
+    } },
     .{ .name = "onnx", .files = &[_][]const u8{
         "tests/onnx/test_onnx_model.c",
         "tests/onnx/test_onnx_tensor.c",
