@@ -18,4 +18,7 @@ pub const suites = .{
     .{ .name = "cli", .files = &[_][]const u8{
         "tests/cli/test_cli.c",
     } },
+    .{ .name = "symbolic", .files = &[_][]const u8{
+        "tests/symbolic/test_sym_prop.c",
+    } },
 };
