@@ -74,9 +74,20 @@ static loom_status infer_reshape(loom_graph_icx *ic, const loom_sinfo **out) {
   if (!known || !total) return sym_err(ic);
   const char *xs = loom_graph_dims_str(ic->m, x->ndim, x->dims);
   if (wild >= 0) {
-    /* -1 := total / known, exact when divisibility is provable, else guarded. */
-    const loom_sym_expr *q = loom_sym_simplify(cx, loom_sym_floordiv(cx, total, known));
-    const loom_sym_expr *r = loom_sym_floormod(cx, total, known);
+    /* -1 := total / known, exact when divisibility is provable, else guarded. Dims that
+     * appear on both sides cancel first ((b, s, 768) -> (b, s, 12, -1) gives 768 / 12). */
+    bool used[64] = {false};
+    const loom_sym_expr *num = loom_sym_const(cx, 1), *den = loom_sym_const(cx, 1);
+    for (int i = 0; i < x->ndim; i++) {
+      bool cancelled = false;
+      for (size_t k = 0; k < n && k < 64 && !cancelled; k++)
+        if ((int)k != wild && !used[k] && d[k] == x->dims[i]) used[k] = cancelled = true;
+      if (!cancelled) num = loom_sym_mul(cx, num, x->dims[i]);
+    }
+    for (size_t k = 0; k < n; k++)
+      if ((int)k != wild && !(k < 64 && used[k])) den = loom_sym_mul(cx, den, d[k]);
+    const loom_sym_expr *q = loom_sym_simplify(cx, loom_sym_floordiv(cx, num, den));
+    const loom_sym_expr *r = loom_sym_floormod(cx, num, den);
     if (!q || !r) return sym_err(ic);
     loom_sym_truth t0 = loom_sym_prove_eq(cx, r, loom_sym_const(cx, 0));
     if (t0 == LOOM_SYM_FALSE)

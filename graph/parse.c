@@ -786,7 +786,10 @@ static const loom_sinfo *rename_fresh(parser *p, const loom_sinfo *declared, con
   if (!d) return NULL;
   for (int i = 0; i < inferred->ndim; i++) {
     d[i] = inferred->dims[i];
-    if (loom_sym_is_var(inferred->dims[i]) && loom_sym_is_var(declared->dims[i]))
+    const char *iname = loom_sym_is_var(inferred->dims[i]) ? loom_sym_var_name(inferred->dims[i]) : NULL;
+    const char *in = iname ? loom_graph_module_intern(p->m, iname, strlen(iname)) : NULL;
+    bool in_scope = in && lookup((const void *)&p->syms, in) == inferred->dims[i];
+    if (iname && !in_scope && loom_sym_is_var(declared->dims[i]))
       for (size_t k = 0; k < p->fresh.len; k++)
         if (p->fresh.data[k].val == declared->dims[i]) d[i] = declared->dims[i];
   }
@@ -814,12 +817,22 @@ static bool sinfo_uses(const loom_sinfo *si, const loom_sym_expr *v) {
   return u.found;
 }
 
+/* Words that cannot name a variable (the printer must be able to print every name). */
+static bool reserved(const char *name) {
+  static const char *const words[] = {"return", "dataflow", "output", "if", "else", "match_cast", "fn", "const",
+                                      "extern", "prim", "shape", "sym", "call_tp", "call_extern"};
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+    if (!strcmp(name, words[i])) return true;
+  return false;
+}
+
 /* binding := ident (':' sinfo)? '=' ('match_cast' '(' leaf ',' sinfo ')' | value) */
 static loom_status binding(parser *p, loom_graph_binding **out) {
   loom_graph_module *m = p->m;
   size_t b = (skip_ws(p), p->pos);
   const char *name;
   LOOM_PROPAGATE(expect_ident(p, "a binding 'name = value', 'dataflow', 'output' or 'return'", &name));
+  if (reserved(name)) return err(p, b, "'%s' is a reserved word and cannot name a variable", name);
   p->binding = name;
   size_t annot = 0;
   bool has_annot = accept(p, ":");
@@ -1066,6 +1079,7 @@ static loom_status func(parser *p) {
     const char *name;
     const loom_sinfo *si = NULL;
     st = expect_ident(p, "a parameter name", &name);
+    if (!st && reserved(name)) st = err(p, pb, "'%s' is a reserved word and cannot name a variable", name);
     if (!st) st = expect(p, ":");
     if (!st) {
       p->sym_mode = SYM_DEFINE;

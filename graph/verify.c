@@ -167,7 +167,7 @@ static void verify_binding(vctx *v, const loom_graph_block *blk, const loom_grap
     if (e->u.call.callee == LOOM_GRAPH_CALLEE_EXTERN && blk->dataflow)
       report(v, b, b->loc, "external call @%s inside a dataflow block (externs may have side effects)", e->u.call.target);
     if (e->u.call.out_sinfo) use_syms_sinfo(v, b, b->loc, e->u.call.out_sinfo, "the call's result struct info");
-    if (!v->errors || true) {
+    {
       loom_graph_infer_result r;
       loom_status st = loom_graph_infer_call(m, e, b->var->u.var.name, &r);
       if (st) {
@@ -248,9 +248,13 @@ static void verify_seq(vctx *v, const loom_graph_seq *s) {
     size_t mark = v->vars.len;
     for (size_t j = 0; j < blk->n; j++) verify_binding(v, blk, blk->bindings[j]);
     if (blk->dataflow) {
-      for (size_t j = 0; j < blk->noutputs; j++)
-        if (!has(&v->vars, blk->outputs[j]))
+      for (size_t j = 0; j < blk->noutputs; j++) {
+        bool in_block = false;
+        for (size_t k = 0; k < blk->n; k++)
+          if (blk->bindings[k]->var == blk->outputs[j]) in_block = true;
+        if (!in_block)
           report(v, NULL, v->f->loc, "dataflow output '%s' is not bound in its block", blk->outputs[j]->u.var.name);
+      }
       size_t k = mark;
       for (size_t j = mark; j < v->vars.len; j++) {
         bool keep = false;

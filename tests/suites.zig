@@ -21,4 +21,12 @@ pub const suites = .{
     .{ .name = "symbolic", .files = &[_][]const u8{
         "tests/symbolic/test_sym_prop.c",
     } },
+    .{ .name = "graph", .files = &[_][]const u8{
+        "tests/graph/test_infer.c",
+        "tests/graph/test_text.c",
+        "tests/graph/test_verify.c",
+        "tests/graph/test_interp.c",
+        "tests/graph/test_models.c",
+        "tests/fuzz/fuzz_graph_parse.c",
+    } },
 };
