@@ -41,4 +41,12 @@ pub const suites = .{
         "tests/fuzz/fuzz_onnx_model.c",
         "tests/fuzz/test_fuzz_onnx.c",
     } },
+    .{ .name = "graph", .files = &[_][]const u8{
+        "tests/graph/test_infer.c",
+        "tests/graph/test_text.c",
+        "tests/graph/test_verify.c",
+        "tests/graph/test_interp.c",
+        "tests/graph/test_models.c",
+        "tests/fuzz/fuzz_graph_parse.c",
+    } },
 };

@@ -9,6 +9,9 @@ pub const loom_main = [_][]const u8{
     "src/driver/cmd_selfcheck.c",
     "src/driver/cmd_sym.c",
     "src/driver/cmd_onnx_info.c",
+    "src/driver/cmd_check.c",
+    "src/driver/cmd_eval.c",
+    "src/driver/graph_file.c",
 };
 /// The `loom-run` program (links libloomrt only).
 pub const loom_run_main = [_][]const u8{

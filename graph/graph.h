@@ -1,0 +1,421 @@
+/* graph.h — the cross-level module and graph functions: the public interface of graph/.
+ *
+ *     loom_graph_module *m;
+ *     LOOM_PROPAGATE(loom_graph_module_create(NULL, &m));
+ *     loom_sym_ctx *cx = loom_graph_module_sym(m);
+ *     const loom_sym_expr *b = loom_sym_var_new(cx, "b", LOOM_SYM_VAR_SHAPE);
+ *     const loom_sym_expr *dims[] = {b, loom_sym_const(cx, 768)};
+ *     loom_graph_builder bld;
+ *     loom_graph_builder_begin(&bld, m, "main");
+ *     loom_graph_expr *x = loom_graph_builder_param(&bld, "x",
+ *                             loom_sinfo_tensor(m, LOOM_DTYPE_F32, 2, dims, NULL));
+ *     loom_graph_expr *y;
+ *     LOOM_PROPAGATE(loom_graph_builder_op(&bld, "relu", 1, &x, 0, NULL, "y", &y));
+ *     LOOM_PROPAGATE(loom_graph_builder_end(&bld, y, NULL));   // adds @main to m
+ *     loom_graph_module_destroy(m);
+ *
+ * A module owns an arena (every IR node, struct info and name lives there), one
+ * symbolic context and one interner. Graph functions are blocks of bindings in
+ * A-normal form: call arguments are leaves (vars, constants, shape and scalar
+ * literals). Every binding carries struct info (loom_sinfo); inference runs when a
+ * binding is made, and whatever it cannot prove it keeps as a symbolic expression
+ * plus a guard (a 0/1 symbolic condition) that must hold at run time.
+ *
+ * The text format, struct info and the operator list are documented in docs/ir.md. */
+#ifndef LOOM_GRAPH_GRAPH_H
+#define LOOM_GRAPH_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "base/dtype.h"
+#include "base/intern.h"
+#include "base/status.h"
+#include "base/strbuf.h"
+#include "symbolic/sym.h"
+
+typedef struct loom_graph_module loom_graph_module;
+typedef struct loom_graph_func loom_graph_func;
+typedef struct loom_graph_expr loom_graph_expr;
+typedef struct loom_graph_binding loom_graph_binding;
+typedef struct loom_graph_block loom_graph_block;
+typedef struct loom_graph_seq loom_graph_seq;
+typedef struct loom_sinfo loom_sinfo;
+typedef struct loom_tp_func loom_tp_func;
+
+/* ---- struct info --------------------------------------------------------- */
+
+typedef enum loom_sinfo_kind {
+  LOOM_SINFO_OBJECT, /* anything */
+  LOOM_SINFO_SCALAR, /* a 0-d host value of a dtype, with an optional symbolic value */
+  LOOM_SINFO_SHAPE,  /* a list of int64 dims: ndim (or unknown), values (or unknown) */
+  LOOM_SINFO_TENSOR, /* dtype, ndim (or unknown), dims (or unknown), device */
+  LOOM_SINFO_TUPLE,  /* fields */
+  LOOM_SINFO_FUNC,   /* params -> result */
+} loom_sinfo_kind;
+
+/* Unknown dtype of a tensor (`Tensor[(n), ?]`). */
+#define LOOM_DTYPE_UNKNOWN LOOM_DTYPE_COUNT
+/* Unknown number of dimensions. */
+#define LOOM_SINFO_NDIM_UNKNOWN (-1)
+
+struct loom_sinfo {
+  loom_sinfo_kind kind;
+  loom_dtype dtype;                 /* SCALAR, TENSOR: element type or LOOM_DTYPE_UNKNOWN */
+  int ndim;                         /* SHAPE, TENSOR: rank or LOOM_SINFO_NDIM_UNKNOWN */
+  const loom_sym_expr *const *dims; /* SHAPE, TENSOR: ndim expressions, or NULL when unknown */
+  const loom_sym_expr *value;       /* SCALAR: known symbolic value, or NULL */
+  const char *device;               /* TENSOR: interned device name, NULL = default ("cpu") */
+  size_t nfields;                   /* TUPLE: fields; FUNC: params */
+  const loom_sinfo *const *fields;  /* TUPLE fields / FUNC params */
+  const loom_sinfo *ret;            /* FUNC: result */
+};
+
+/* Constructors: the result and copies of the arrays live in the module arena.
+ * NULL when memory runs out. `dims` NULL means the dims are unknown. */
+const loom_sinfo *loom_sinfo_object(loom_graph_module *m);
+const loom_sinfo *loom_sinfo_scalar(loom_graph_module *m, loom_dtype dt, const loom_sym_expr *value);
+const loom_sinfo *loom_sinfo_shape(loom_graph_module *m, int ndim, const loom_sym_expr *const *dims);
+const loom_sinfo *loom_sinfo_tensor(loom_graph_module *m, loom_dtype dt, int ndim,
+                                    const loom_sym_expr *const *dims, const char *device);
+const loom_sinfo *loom_sinfo_tuple(loom_graph_module *m, size_t n, const loom_sinfo *const *fields);
+const loom_sinfo *loom_sinfo_func(loom_graph_module *m, size_t nparams,
+                                  const loom_sinfo *const *params, const loom_sinfo *ret);
+
+/* Structural equality (symbolic dims compared by pointer: they are hash-consed). */
+bool loom_sinfo_equal(const loom_sinfo *a, const loom_sinfo *b);
+/* Is every value described by `derived` also described by `base`?
+ * TRUE: statically; FALSE: never (e.g. dtype or rank differ, dims provably differ);
+ * UNKNOWN: needs a runtime check (a match_cast). Uses the prover under current facts. */
+loom_sym_truth loom_sinfo_is_base_of(loom_sym_ctx *cx, const loom_sinfo *base,
+                                     const loom_sinfo *derived);
+/* Appends the text form (`Tensor[(b, s, 768), f32]`). */
+void loom_sinfo_print(const loom_sinfo *s, loom_strbuf *sb);
+
+/* ---- expressions ---------------------------------------------------------- */
+
+typedef enum loom_graph_expr_kind {
+  LOOM_GRAPH_EXPR_VAR,       /* a variable: a param or the left side of a binding */
+  LOOM_GRAPH_EXPR_CONST,     /* a constant tensor (inline literal or named module constant) */
+  LOOM_GRAPH_EXPR_SHAPE,     /* a shape literal: shape(b, s + 1) */
+  LOOM_GRAPH_EXPR_SYM,       /* a scalar symbolic value: sym(n + 1) */
+  LOOM_GRAPH_EXPR_TUPLE,     /* (a, b, ...) */
+  LOOM_GRAPH_EXPR_TUPLE_GET, /* a.0 */
+  LOOM_GRAPH_EXPR_CALL,      /* op / graph function / tensor program / external call */
+  LOOM_GRAPH_EXPR_IF,        /* if (cond) { seq } else { seq } */
+} loom_graph_expr_kind;
+
+typedef enum loom_graph_callee_kind {
+  LOOM_GRAPH_CALLEE_OP,     /* an operator of the registry */
+  LOOM_GRAPH_CALLEE_FUNC,   /* a graph function of the module: @f(args) */
+  LOOM_GRAPH_CALLEE_TP,     /* a tensor program, destination-passing: call_tp(@p, (args), sinfo) */
+  LOOM_GRAPH_CALLEE_EXTERN, /* an external function: call_extern("name", (args), sinfo) */
+} loom_graph_callee_kind;
+
+/* Operator ids, from graph/ops.def. */
+typedef enum loom_graph_op {
+#define LOOM_GRAPH_OP(e, name, family, pattern, min_args, max_args) LOOM_GRAPH_OP_##e,
+#include "graph/ops.def"
+#undef LOOM_GRAPH_OP
+  LOOM_GRAPH_OP_COUNT
+} loom_graph_op;
+
+typedef enum loom_graph_attr_kind {
+  LOOM_GRAPH_ATTR_INT,   /* int64 */
+  LOOM_GRAPH_ATTR_FLOAT, /* double */
+  LOOM_GRAPH_ATTR_BOOL,  /* true / false */
+  LOOM_GRAPH_ATTR_STR,   /* "text" */
+  LOOM_GRAPH_ATTR_DTYPE, /* f32 ... */
+  LOOM_GRAPH_ATTR_SYMS,  /* [e0, e1, ...] symbolic expressions (int lists are constants) */
+} loom_graph_attr_kind;
+
+typedef struct loom_graph_attr {
+  const char *name;          /* interned */
+  loom_graph_attr_kind kind;
+  int64_t i;                 /* INT, BOOL */
+  double f;                  /* FLOAT */
+  const char *s;             /* STR (arena) */
+  loom_dtype dtype;          /* DTYPE */
+  size_t n;                  /* SYMS: count */
+  const loom_sym_expr *const *syms; /* SYMS */
+} loom_graph_attr;
+
+struct loom_graph_expr {
+  loom_graph_expr_kind kind;
+  const loom_sinfo *sinfo;   /* struct info (set for every expression) */
+  loom_loc loc;              /* where it was parsed, or no location */
+  union {
+    struct {                 /* VAR */
+      const char *name;      /* interned */
+      uint32_t id;           /* unique within the module */
+    } var;
+    struct {                 /* CONST */
+      const char *name;      /* NULL for an inline literal, else the module constant's name */
+      void *data;            /* row-major elements of sinfo's dtype and (constant) shape */
+      size_t nbytes;
+    } cnst;
+    struct {                 /* SHAPE */
+      size_t n;
+      const loom_sym_expr *const *dims;
+    } shape;
+    const loom_sym_expr *sym; /* SYM */
+    struct {                 /* TUPLE */
+      size_t n;
+      loom_graph_expr *const *items;
+    } tuple;
+    struct {                 /* TUPLE_GET */
+      loom_graph_expr *tuple;
+      size_t index;
+    } get;
+    struct {                 /* CALL */
+      loom_graph_callee_kind callee;
+      loom_graph_op op;      /* OP */
+      const char *target;    /* FUNC / TP / EXTERN: name (interned, without '@') */
+      size_t nargs;
+      loom_graph_expr *const *args; /* leaves */
+      size_t nattrs;
+      const loom_graph_attr *attrs;
+      const loom_sinfo *out_sinfo; /* TP / EXTERN: the declared result */
+    } call;
+    struct {                 /* IF */
+      loom_graph_expr *cond; /* a leaf: bool tensor of rank 0 or a scalar */
+      loom_graph_seq *then_seq, *else_seq;
+    } if_;
+  } u;
+};
+
+typedef enum loom_graph_binding_kind {
+  LOOM_GRAPH_BIND_VAR,        /* v = expr */
+  LOOM_GRAPH_BIND_MATCH_CAST, /* v = match_cast(expr, sinfo): checked at run time, defines symbols */
+} loom_graph_binding_kind;
+
+struct loom_graph_binding {
+  loom_graph_binding_kind kind;
+  loom_graph_expr *var;    /* the VAR bound (its sinfo is the binding's struct info) */
+  loom_graph_expr *value;  /* the right side */
+  size_t nguards;          /* runtime conditions inference recorded (0/1 symbolic exprs) */
+  const loom_sym_expr *const *guards;
+  const char *const *guard_why; /* one message per guard ("add: operand 0 axis 1 is n, ...") */
+  loom_loc loc;
+};
+
+struct loom_graph_block {
+  bool dataflow;              /* pure, no control flow, no match_cast of side-effecting calls */
+  size_t n;
+  loom_graph_binding *const *bindings;
+  size_t noutputs;            /* dataflow: vars visible after the block (`output a, b`) */
+  loom_graph_expr *const *outputs;
+};
+
+/* Blocks then a result: a function body, or a branch of `if`. */
+struct loom_graph_seq {
+  size_t nblocks;
+  loom_graph_block *const *blocks;
+  loom_graph_expr *result;    /* a leaf */
+};
+
+struct loom_graph_func {
+  const char *name;           /* interned, without '@' */
+  size_t nparams;
+  loom_graph_expr *const *params; /* VARs with their struct info */
+  const loom_sinfo *ret;      /* declared result (or the inferred one) */
+  loom_graph_seq *body;
+  loom_loc loc;
+};
+
+/* A named constant of the module (weights). */
+typedef struct loom_graph_const {
+  const char *name;           /* interned, without '@' */
+  loom_graph_expr *expr;      /* a CONST expression */
+} loom_graph_const;
+
+/* A declared external function (libcall/). */
+typedef struct loom_graph_extern {
+  const char *name;           /* interned symbol name */
+  const loom_sinfo *sig;      /* FUNC struct info */
+} loom_graph_extern;
+
+/* ---- module --------------------------------------------------------------- */
+
+loom_status loom_graph_module_create(loom_allocator *alloc, loom_graph_module **out);
+void loom_graph_module_destroy(loom_graph_module *m);
+loom_sym_ctx *loom_graph_module_sym(loom_graph_module *m);
+loom_arena *loom_graph_module_arena(loom_graph_module *m);
+const char *loom_graph_module_intern(loom_graph_module *m, const char *s, size_t len);
+
+size_t loom_graph_module_num_funcs(const loom_graph_module *m);
+loom_graph_func *loom_graph_module_func_at(const loom_graph_module *m, size_t i);
+loom_graph_func *loom_graph_module_find_func(const loom_graph_module *m, const char *name);
+size_t loom_graph_module_num_tps(const loom_graph_module *m);
+loom_tp_func *loom_graph_module_tp_at(const loom_graph_module *m, size_t i);
+size_t loom_graph_module_num_consts(const loom_graph_module *m);
+const loom_graph_const *loom_graph_module_const_at(const loom_graph_module *m, size_t i);
+size_t loom_graph_module_num_externs(const loom_graph_module *m);
+const loom_graph_extern *loom_graph_module_extern_at(const loom_graph_module *m, size_t i);
+
+loom_status loom_graph_module_add_func(loom_graph_module *m, loom_graph_func *f);
+loom_status loom_graph_module_add_tp(loom_graph_module *m, loom_tp_func *tp);
+loom_status loom_graph_module_add_const(loom_graph_module *m, const char *name, loom_graph_expr *c);
+loom_status loom_graph_module_add_extern(loom_graph_module *m, const char *name, const loom_sinfo *sig);
+
+/* ---- operators ------------------------------------------------------------- */
+
+/* Operator by name ("matmul"); false when unknown. */
+bool loom_graph_op_lookup(const char *name, size_t len, loom_graph_op *out);
+const char *loom_graph_op_name(loom_graph_op op);
+
+typedef enum loom_graph_pattern {
+  LOOM_GRAPH_PATTERN_ELEMWISE,      /* out[i] = f(in[i]), same shapes */
+  LOOM_GRAPH_PATTERN_BROADCAST,     /* elementwise with broadcasting */
+  LOOM_GRAPH_PATTERN_INJECTIVE,     /* each output element reads one input element (reshape, slice) */
+  LOOM_GRAPH_PATTERN_REDUCTION,     /* reduces axes */
+  LOOM_GRAPH_PATTERN_OUT_FUSABLE,   /* elementwise ops may fuse into its output (matmul, conv) */
+  LOOM_GRAPH_PATTERN_OPAQUE,        /* anything else */
+} loom_graph_pattern;
+loom_graph_pattern loom_graph_op_pattern(loom_graph_op op);
+const char *loom_graph_pattern_name(loom_graph_pattern p);
+
+/* ---- expression constructors (arena of m; NULL on OOM) --------------------- */
+
+loom_graph_expr *loom_graph_var_new(loom_graph_module *m, const char *name, const loom_sinfo *si);
+loom_graph_expr *loom_graph_shape_new(loom_graph_module *m, size_t n, const loom_sym_expr *const *dims);
+loom_graph_expr *loom_graph_sym_new(loom_graph_module *m, const loom_sym_expr *e);
+/* A constant tensor: copies `nbytes` of row-major `data` of the (constant-shaped) `si`. */
+loom_graph_expr *loom_graph_const_new(loom_graph_module *m, const loom_sinfo *si, const void *data,
+                                      size_t nbytes);
+/* A 0-d constant from a double (converted to `dt`). */
+loom_graph_expr *loom_graph_const_scalar(loom_graph_module *m, loom_dtype dt, double v);
+
+/* True for the ANF leaves: VAR, CONST, SHAPE, SYM. */
+bool loom_graph_expr_is_leaf(const loom_graph_expr *e);
+
+/* ---- inference --------------------------------------------------------------- */
+
+/* Result of inferring one call. */
+typedef struct loom_graph_infer_result {
+  const loom_sinfo *sinfo;        /* the struct info of the result */
+  size_t nguards;                 /* runtime conditions that must hold */
+  const loom_sym_expr *const *guards;
+  const char *const *guard_why;
+} loom_graph_infer_result;
+
+/* Infers the struct info of a call expression (its args already have struct info).
+ * Errors name the op, the operand index, the axis and both shapes. `hint` names
+ * fresh symbols for data-dependent dims ("nnz" -> "v_nnz0"); may be NULL. */
+loom_status loom_graph_infer_call(loom_graph_module *m, const loom_graph_expr *call, const char *hint,
+                                  loom_graph_infer_result *out);
+
+/* ---- builder ------------------------------------------------------------------ */
+
+typedef struct loom_graph_builder {
+  loom_graph_module *m;
+  const char *name;                   /* function being built */
+  LOOM_VEC(loom_graph_expr *) params;
+  LOOM_VEC(loom_graph_block *) blocks;
+  LOOM_VEC(loom_graph_binding *) cur; /* bindings of the open block */
+  bool cur_dataflow;
+  unsigned tmp;                       /* counter for generated names */
+} loom_graph_builder;
+
+void loom_graph_builder_begin(loom_graph_builder *b, loom_graph_module *m, const char *name);
+/* Frees the builder's scratch (use after end, or to abandon a function). */
+void loom_graph_builder_reset(loom_graph_builder *b);
+loom_graph_expr *loom_graph_builder_param(loom_graph_builder *b, const char *name, const loom_sinfo *si);
+/* Starts a new block (closing the open one). */
+loom_status loom_graph_builder_block(loom_graph_builder *b, bool dataflow);
+/* Binds `value` to a new var named `name` (NULL: generated). Non-leaf arguments of a call
+ * are bound first (ANF). Inference runs; guards are recorded on the binding. */
+loom_status loom_graph_builder_emit(loom_graph_builder *b, loom_graph_expr *value, const char *name,
+                                    loom_graph_expr **out_var);
+loom_status loom_graph_builder_match_cast(loom_graph_builder *b, loom_graph_expr *value,
+                                          const loom_sinfo *si, const char *name,
+                                          loom_graph_expr **out_var);
+/* Makes and emits an operator call with attributes. */
+loom_status loom_graph_builder_op(loom_graph_builder *b, const char *op, size_t nargs,
+                                  loom_graph_expr *const *args, size_t nattrs,
+                                  const loom_graph_attr *attrs, const char *name,
+                                  loom_graph_expr **out_var);
+/* Finishes the function with `result` (a leaf or any expression, bound first) and adds it to
+ * the module. `ret` NULL means the result's struct info. */
+loom_status loom_graph_builder_end(loom_graph_builder *b, loom_graph_expr *result,
+                                   const loom_sinfo *ret, loom_graph_func **out);
+
+/* Makes a call expression (not yet bound). NULL on OOM. */
+loom_graph_expr *loom_graph_call_op(loom_graph_module *m, loom_graph_op op, size_t nargs,
+                                    loom_graph_expr *const *args, size_t nattrs,
+                                    const loom_graph_attr *attrs);
+/* Attribute helpers (name interned into m). */
+loom_graph_attr loom_graph_attr_int(loom_graph_module *m, const char *name, int64_t v);
+loom_graph_attr loom_graph_attr_float(loom_graph_module *m, const char *name, double v);
+loom_graph_attr loom_graph_attr_bool(loom_graph_module *m, const char *name, bool v);
+loom_graph_attr loom_graph_attr_dtype(loom_graph_module *m, const char *name, loom_dtype v);
+loom_graph_attr loom_graph_attr_ints(loom_graph_module *m, const char *name, size_t n, const int64_t *v);
+loom_graph_attr loom_graph_attr_syms(loom_graph_module *m, const char *name, size_t n,
+                                     const loom_sym_expr *const *v);
+
+/* ---- text ------------------------------------------------------------------------ */
+
+/* Parses a whole module. Errors (file:line:col, source line, caret) go to `diags` and the
+ * status. */
+loom_status loom_graph_parse(const loom_source *src, loom_diag_list *diags, loom_graph_module **out);
+void loom_graph_print_module(const loom_graph_module *m, loom_strbuf *sb);
+void loom_graph_print_func(const loom_graph_module *m, const loom_graph_func *f, loom_strbuf *sb);
+/* Structural equality of two modules (names, struct info printed identically). */
+bool loom_graph_module_equal(const loom_graph_module *a, const loom_graph_module *b);
+
+/* ---- verifier ----------------------------------------------------------------------- */
+
+/* Checks well-formedness: var and symbolic-var scoping, dataflow purity, ANF, struct info
+ * consistent with re-inference, attributes, call signatures. Every problem is added to
+ * `diags` ("in @main, binding 'y': ..."); the status is the first. */
+loom_status loom_graph_verify(loom_graph_module *m, loom_diag_list *diags);
+
+/* ---- reference interpreter ------------------------------------------------------------ */
+
+/* A dense row-major host tensor. */
+typedef struct loom_graph_tensor {
+  loom_dtype dtype;
+  int ndim;
+  int64_t shape[8];
+  size_t numel;
+  void *data;            /* numel * dtype size bytes (malloc'd by the allocator) */
+} loom_graph_tensor;
+
+/* A runtime value: a tensor, a shape, a scalar, or a tuple. */
+typedef struct loom_graph_value loom_graph_value;
+struct loom_graph_value {
+  loom_sinfo_kind kind;  /* TENSOR, SHAPE, SCALAR (int64 in `i`, float in `f`), TUPLE */
+  loom_graph_tensor t;   /* TENSOR */
+  size_t n;              /* SHAPE: dims; TUPLE: items */
+  int64_t *dims;         /* SHAPE */
+  loom_graph_value *items; /* TUPLE */
+  int64_t i;             /* SCALAR */
+  double f;
+  loom_dtype sdtype;     /* SCALAR dtype */
+};
+
+loom_status loom_graph_tensor_alloc(loom_dtype dt, int ndim, const int64_t *shape,
+                                    loom_graph_tensor *out);
+void loom_graph_tensor_free(loom_graph_tensor *t);
+void loom_graph_value_free(loom_graph_value *v);
+/* Makes *out a fresh (zeroed) tensor value. */
+loom_status loom_graph_value_tensor(loom_dtype dt, int ndim, const int64_t *shape, loom_graph_value *out);
+/* Deep copy of a value. */
+loom_status loom_graph_value_copy(const loom_graph_value *v, loom_graph_value *out);
+/* Element access through double / int64 (the interpreter's only element paths). */
+double loom_graph_tensor_get_f64(const loom_graph_tensor *t, size_t i);
+int64_t loom_graph_tensor_get_i64(const loom_graph_tensor *t, size_t i);
+void loom_graph_tensor_set_f64(loom_graph_tensor *t, size_t i, double v);
+void loom_graph_tensor_set_i64(loom_graph_tensor *t, size_t i, int64_t v);
+
+/* Runs graph function `fn` on `args` (owned by the caller). Binds symbolic vars from the
+ * argument shapes, checks match_cast and guards. On success *out holds the result (free
+ * with loom_graph_value_free) and `env` (if not NULL) the bound symbolic values. */
+loom_status loom_graph_eval(loom_graph_module *m, const char *fn, size_t nargs,
+                            const loom_graph_value *args, loom_sym_env *env,
+                            loom_graph_value *out);
+
+#endif

@@ -1,0 +1,126 @@
+/* graph_internal.h — what the files of graph/ share: the module layout, the operator
+ * implementation record, and helpers for inference and the reference interpreter. */
+#ifndef LOOM_GRAPH_INTERNAL_H
+#define LOOM_GRAPH_INTERNAL_H
+
+#include "base/vec.h"
+#include "graph/graph.h"
+
+struct loom_graph_module {
+  loom_allocator *alloc;
+  loom_arena arena;                      /* every IR node of the module */
+  loom_interner names;                   /* names of vars, functions, attrs */
+  loom_sym_ctx *cx;                      /* the one symbolic context */
+  LOOM_VEC(loom_graph_func *) funcs;
+  LOOM_VEC(loom_tp_func *) tps;
+  LOOM_VEC(loom_graph_const) consts;
+  LOOM_VEC(loom_graph_extern) externs;
+  uint32_t next_var_id;                  /* ids of graph vars */
+  uint32_t next_fresh;                   /* counter for fresh symbol names */
+  const loom_sinfo *object;              /* the shared Object info */
+};
+
+/* ---- operator implementations -------------------------------------------- */
+
+/* One attribute an op accepts. */
+typedef struct loom_graph_attr_spec {
+  const char *name;           /* spelling */
+  loom_graph_attr_kind kind;  /* INT also accepts a one-constant SYMS; FLOAT accepts INT */
+  bool required;              /* missing -> error */
+} loom_graph_attr_spec;
+
+/* State of inferring one call. */
+typedef struct loom_graph_icx {
+  loom_graph_module *m;
+  loom_sym_ctx *cx;
+  const loom_graph_expr *call;
+  const char *op;             /* op name for messages */
+  const char *hint;           /* name hint for fresh symbols (may be NULL) */
+  LOOM_VEC(const loom_sym_expr *) guards; /* system allocator; moved to the arena at the end */
+  LOOM_VEC(const char *) why;
+} loom_graph_icx;
+
+/* State of evaluating one call in the interpreter. */
+typedef struct loom_graph_ecx {
+  loom_graph_module *m;
+  const loom_graph_expr *call;
+  const loom_sym_env *env;    /* bound symbolic vars */
+  const char *op;
+} loom_graph_ecx;
+
+typedef struct loom_graph_op_impl {
+  const loom_graph_attr_spec *attrs; /* terminated by a NULL name */
+  /* Infers the result struct info (args have theirs). */
+  loom_status (*infer)(loom_graph_icx *ic, const loom_sinfo **out);
+  /* Computes the result from concrete args (reference implementation). */
+  loom_status (*eval)(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out);
+  /* Legalization to a tensor program: filled in by the tensorprog issue. */
+  const void *legalize;
+} loom_graph_op_impl;
+
+#define LOOM_GRAPH_OP(e, name, family, pattern, min_args, max_args) \
+  extern const loom_graph_op_impl loom_graph_op_impl_##name;
+#include "graph/ops.def"
+#undef LOOM_GRAPH_OP
+
+const loom_graph_op_impl *loom_graph_op_impl_of(loom_graph_op op);
+void loom_graph_op_arity(loom_graph_op op, int *min_args, int *max_args);
+
+/* ---- inference helpers ----------------------------------------------------- */
+
+/* The i-th argument's struct info. */
+const loom_sinfo *loom_graph_icx_arg(loom_graph_icx *ic, size_t i);
+/* A TYPE_ERROR status "OP: ..." */
+loom_status loom_graph_icx_error(loom_graph_icx *ic, const char *fmt, ...) LOOM_PRINTF(2, 3);
+/* Requires argument i to be a tensor of known rank; *out is its info. */
+loom_status loom_graph_icx_tensor(loom_graph_icx *ic, size_t i, bool need_dims, const loom_sinfo **out);
+/* Records a runtime guard with its explanation. */
+loom_status loom_graph_icx_guard(loom_graph_icx *ic, const loom_sym_expr *cond, const char *why);
+/* A fresh shape symbol named after the hint ("nnz" -> "<hint>_nnz0"). */
+const loom_sym_expr *loom_graph_icx_fresh(loom_graph_icx *ic, const char *what);
+/* Attribute lookup on the call (NULL when absent). */
+const loom_graph_attr *loom_graph_call_attr(const loom_graph_expr *call, const char *name);
+int64_t loom_graph_attr_get_int(const loom_graph_expr *call, const char *name, int64_t dflt);
+double loom_graph_attr_get_float(const loom_graph_expr *call, const char *name, double dflt);
+/* Normalises `axis` against `ndim` (negative counts from the end); error when out of range. */
+loom_status loom_graph_icx_axis(loom_graph_icx *ic, int64_t axis, int ndim, const char *what, int *out);
+/* Constant int list attribute (axes); error when an element is not constant. */
+loom_status loom_graph_icx_ints(loom_graph_icx *ic, const char *name, int64_t *buf, size_t cap,
+                                size_t *n, bool *present);
+/* Broadcasts dims a (rank na) and b (rank nb) into out (rank max); records guards. `ia`, `ib`
+ * are operand indices for messages. */
+loom_status loom_graph_icx_broadcast(loom_graph_icx *ic, size_t ia, int na, const loom_sym_expr *const *a,
+                                     size_t ib, int nb, const loom_sym_expr *const *b,
+                                     const loom_sym_expr **out);
+/* Proves a == b or fails with "OP: operand ia axis xa is A, operand ib axis xb is B"; when the
+ * prover says UNKNOWN a guard a == b is recorded. */
+loom_status loom_graph_icx_same_dim(loom_graph_icx *ic, size_t ia, int xa, const loom_sym_expr *a,
+                                    size_t ib, int xb, const loom_sym_expr *b);
+/* A dims array in the module arena. */
+const loom_sym_expr **loom_graph_dims_new(loom_graph_module *m, size_t n);
+/* Prints a symbolic expression / a dims list into a module-arena string (for messages). */
+const char *loom_graph_sym_str(loom_graph_module *m, const loom_sym_expr *e);
+const char *loom_graph_dims_str(loom_graph_module *m, int n, const loom_sym_expr *const *d);
+/* Product of dims (symbolic). */
+const loom_sym_expr *loom_graph_dims_prod(loom_sym_ctx *cx, int n, const loom_sym_expr *const *d);
+
+/* ---- interpreter helpers --------------------------------------------------- */
+
+/* Evaluates a symbolic expression with the bound vars. */
+loom_status loom_graph_ecx_sym(loom_graph_ecx *ec, const loom_sym_expr *e, int64_t *out);
+/* Row-major strides of a shape. */
+void loom_graph_strides(int ndim, const int64_t *shape, int64_t *strides);
+/* Index of the element of `t` (rank `t->ndim`) that broadcasts to the output multi-index `idx`
+ * of rank `ndim`. */
+size_t loom_graph_bcast_index(const loom_graph_tensor *t, int ndim, const int64_t *idx);
+/* Steps a multi-index through `shape`; false after the last. */
+bool loom_graph_index_next(int ndim, const int64_t *shape, int64_t *idx);
+
+/* ---- parsing/printing helpers shared with the verifier ---------------------- */
+
+/* Whether a binding's declared info agrees with re-inference (fresh symbols of the inferred
+ * info may stand for any symbol of the declared info). */
+loom_sym_truth loom_graph_sinfo_agrees(loom_sym_ctx *cx, const loom_sinfo *declared,
+                                       const loom_sinfo *inferred);
+
+#endif

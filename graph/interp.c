@@ -1,0 +1,264 @@
+/* interp.c — the reference interpreter: runs a graph function on concrete values.
+ *
+ * Naive on purpose (it is the oracle compiled code is checked against): every binding
+ * is evaluated in order into a fresh value; symbolic vars are bound from the argument
+ * shapes with loom_sym_bind; every guard inference recorded is evaluated before its
+ * binding runs, and every result is checked against its binding's struct info (which
+ * also binds fresh symbols such as nonzero's count). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph_internal.h"
+
+typedef struct interp {
+  loom_graph_module *m;
+  loom_sym_env *env;
+  loom_graph_value *vals; /* by var id */
+  bool *set;
+  size_t nvals;
+  const char *fn;
+  int depth;
+} interp;
+
+loom_status loom_graph_ecx_sym(loom_graph_ecx *ec, const loom_sym_expr *e, int64_t *out) {
+  return loom_sym_eval(loom_graph_module_sym(ec->m), e, ec->env, out);
+}
+
+static const char *kind_name(loom_sinfo_kind k) {
+  static const char *const n[] = {"an object", "a scalar", "a shape", "a tensor", "a tuple", "a function"};
+  return n[k];
+}
+
+/* Checks (and binds) a value against struct info. `what` names it for messages. */
+static loom_status check_value(interp *it, const loom_sinfo *si, const loom_graph_value *v, const char *what) {
+  loom_sym_ctx *cx = it->m->cx;
+  if (si->kind == LOOM_SINFO_OBJECT) return LOOM_OK;
+  if (si->kind != v->kind)
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: expected %s, got %s", what, kind_name(si->kind), kind_name(v->kind));
+  switch (si->kind) {
+  case LOOM_SINFO_TENSOR: {
+    if (si->dtype != LOOM_DTYPE_UNKNOWN && si->dtype != v->t.dtype)
+      return LOOM_ERROR(INVALID_ARGUMENT, "%s: expected dtype %s, got %s", what, loom_dtype_name(si->dtype),
+                        loom_dtype_name(v->t.dtype));
+    if (si->ndim >= 0 && si->ndim != v->t.ndim)
+      return LOOM_ERROR(INVALID_ARGUMENT, "%s: expected rank %d, got %d", what, si->ndim, v->t.ndim);
+    if (si->dims && si->ndim > 0) return loom_sym_bind(cx, si->dims, v->t.shape, (size_t)si->ndim, it->env, what);
+    return LOOM_OK;
+  }
+  case LOOM_SINFO_SHAPE:
+    if (si->ndim >= 0 && (size_t)si->ndim != v->n)
+      return LOOM_ERROR(INVALID_ARGUMENT, "%s: expected a shape of %d dims, got %zu", what, si->ndim, v->n);
+    if (si->dims && si->ndim > 0) return loom_sym_bind(cx, si->dims, v->dims, (size_t)si->ndim, it->env, what);
+    return LOOM_OK;
+  case LOOM_SINFO_SCALAR:
+    if (si->value) return loom_sym_bind(cx, &si->value, &v->i, 1, it->env, what);
+    return LOOM_OK;
+  case LOOM_SINFO_TUPLE:
+    if (si->nfields != v->n)
+      return LOOM_ERROR(INVALID_ARGUMENT, "%s: expected a tuple of %zu, got %zu", what, si->nfields, v->n);
+    for (size_t i = 0; i < v->n; i++) {
+      char w[256];
+      snprintf(w, sizeof w, "%s field %zu", what, i);
+      LOOM_PROPAGATE(check_value(it, si->fields[i], &v->items[i], w));
+    }
+    return LOOM_OK;
+  default:
+    return LOOM_OK;
+  }
+}
+
+static loom_status eval_seq(interp *it, const loom_graph_seq *s, loom_graph_value *out);
+static loom_status run_func(loom_graph_module *m, const loom_graph_func *f, size_t nargs, const loom_graph_value *args,
+                            loom_sym_env *env, int depth, loom_graph_value *out);
+
+static loom_status leaf_value(interp *it, const loom_graph_expr *e, loom_graph_value *out) {
+  memset(out, 0, sizeof *out);
+  switch (e->kind) {
+  case LOOM_GRAPH_EXPR_VAR:
+    if (e->u.var.id >= it->nvals || !it->set[e->u.var.id])
+      return LOOM_ERROR(INTERNAL, "variable '%s' has no value", e->u.var.name);
+    return loom_graph_value_copy(&it->vals[e->u.var.id], out);
+  case LOOM_GRAPH_EXPR_CONST: {
+    const loom_sinfo *si = e->sinfo;
+    int64_t sh[8];
+    if (si->ndim > 8) return LOOM_ERROR(UNIMPLEMENTED, "constant of rank %d", si->ndim);
+    for (int i = 0; i < si->ndim; i++) loom_sym_is_const(si->dims[i], &sh[i]);
+    LOOM_PROPAGATE(loom_graph_value_tensor(si->dtype, si->ndim, sh, out));
+    memcpy(out->t.data, e->u.cnst.data, out->t.numel * loom_dtype_size(si->dtype));
+    return LOOM_OK;
+  }
+  case LOOM_GRAPH_EXPR_SHAPE:
+    out->kind = LOOM_SINFO_SHAPE;
+    out->n = e->u.shape.n;
+    out->dims = malloc((out->n ? out->n : 1) * sizeof *out->dims);
+    if (!out->dims) return LOOM_OOM();
+    for (size_t i = 0; i < out->n; i++) LOOM_PROPAGATE(loom_sym_eval(it->m->cx, e->u.shape.dims[i], it->env, &out->dims[i]));
+    return LOOM_OK;
+  case LOOM_GRAPH_EXPR_SYM:
+    out->kind = LOOM_SINFO_SCALAR;
+    out->sdtype = LOOM_DTYPE_I64;
+    LOOM_PROPAGATE(loom_sym_eval(it->m->cx, e->u.sym, it->env, &out->i));
+    out->f = (double)out->i;
+    return LOOM_OK;
+  default:
+    return LOOM_ERROR(INTERNAL, "expected a leaf expression");
+  }
+}
+
+static loom_status eval_call(interp *it, const loom_graph_binding *b, loom_graph_value *out) {
+  const loom_graph_expr *c = b->value;
+  loom_graph_module *m = it->m;
+  /* Guards first: they are what made the struct info exact. */
+  for (size_t i = 0; i < b->nguards; i++) {
+    int64_t v;
+    LOOM_PROPAGATE(loom_sym_eval(m->cx, b->guards[i], it->env, &v));
+    if (!v) {
+      char *g = loom_sym_to_string(b->guards[i]);
+      loom_status st = LOOM_ERROR(INVALID_ARGUMENT, "guard failed: %s (%s)", b->guard_why ? b->guard_why[i] : "",
+                                  g ? g : "?");
+      free(g);
+      return st;
+    }
+  }
+  size_t n = c->u.call.nargs;
+  loom_graph_value *args = calloc(n ? n : 1, sizeof *args);
+  if (!args) return LOOM_OOM();
+  loom_status st = LOOM_OK;
+  for (size_t i = 0; i < n && !st; i++) st = leaf_value(it, c->u.call.args[i], &args[i]);
+  if (!st) {
+    switch (c->u.call.callee) {
+    case LOOM_GRAPH_CALLEE_OP: {
+      loom_graph_ecx ec = {.m = m, .call = c, .env = it->env, .op = loom_graph_op_name(c->u.call.op)};
+      for (size_t i = 0; i < n && !st; i++)
+        if (args[i].kind != LOOM_SINFO_TENSOR && c->u.call.args[i]->sinfo->kind == LOOM_SINFO_TENSOR)
+          st = LOOM_ERROR(INTERNAL, "%s: operand %zu is not a tensor", ec.op, i);
+      if (!st) st = loom_graph_op_impl_of(c->u.call.op)->eval(&ec, args, out);
+      break;
+    }
+    case LOOM_GRAPH_CALLEE_FUNC: {
+      const loom_graph_func *f = loom_graph_module_find_func(m, c->u.call.target);
+      loom_sym_env *env;
+      st = f ? loom_sym_env_create(m->alloc, &env) : LOOM_ERROR(NOT_FOUND, "unknown function @%s", c->u.call.target);
+      if (!st) {
+        st = run_func(m, f, n, args, env, it->depth + 1, out);
+        loom_sym_env_destroy(env);
+      }
+      break;
+    }
+    case LOOM_GRAPH_CALLEE_TP:
+      st = LOOM_ERROR(UNIMPLEMENTED, "the reference interpreter cannot run tensor program @%s yet", c->u.call.target);
+      break;
+    case LOOM_GRAPH_CALLEE_EXTERN:
+      st = LOOM_ERROR(UNIMPLEMENTED, "the reference interpreter cannot call extern @%s", c->u.call.target);
+      break;
+    }
+  }
+  for (size_t i = 0; i < n; i++) loom_graph_value_free(&args[i]);
+  free(args);
+  return st;
+}
+
+static loom_status eval_binding(interp *it, const loom_graph_binding *b) {
+  const loom_graph_expr *v = b->value;
+  loom_graph_value out;
+  memset(&out, 0, sizeof out);
+  loom_status st = LOOM_OK;
+  switch (v->kind) {
+  case LOOM_GRAPH_EXPR_CALL:
+    st = eval_call(it, b, &out);
+    break;
+  case LOOM_GRAPH_EXPR_TUPLE:
+    out.kind = LOOM_SINFO_TUPLE;
+    out.n = v->u.tuple.n;
+    out.items = calloc(out.n ? out.n : 1, sizeof *out.items);
+    if (!out.items) st = LOOM_OOM();
+    for (size_t i = 0; i < out.n && !st; i++) st = leaf_value(it, v->u.tuple.items[i], &out.items[i]);
+    break;
+  case LOOM_GRAPH_EXPR_TUPLE_GET: {
+    loom_graph_value t;
+    st = leaf_value(it, v->u.get.tuple, &t);
+    if (!st && (t.kind != LOOM_SINFO_TUPLE || v->u.get.index >= t.n)) st = LOOM_ERROR(INTERNAL, "bad tuple-get");
+    if (!st) st = loom_graph_value_copy(&t.items[v->u.get.index], &out);
+    loom_graph_value_free(&t);
+    break;
+  }
+  case LOOM_GRAPH_EXPR_IF: {
+    loom_graph_value c;
+    st = leaf_value(it, v->u.if_.cond, &c);
+    if (!st) {
+      bool cond = c.kind == LOOM_SINFO_TENSOR ? loom_graph_tensor_get_f64(&c.t, 0) != 0 : c.i != 0;
+      loom_graph_value_free(&c);
+      st = eval_seq(it, cond ? v->u.if_.then_seq : v->u.if_.else_seq, &out);
+    }
+    break;
+  }
+  default:
+    st = leaf_value(it, v, &out);
+    break;
+  }
+  if (!st) {
+    char what[256];
+    snprintf(what, sizeof what, "%s '%s'", b->kind == LOOM_GRAPH_BIND_MATCH_CAST ? "match_cast" : "value of",
+             b->var->u.var.name);
+    st = check_value(it, b->var->sinfo, &out, what);
+  }
+  if (st) {
+    loom_graph_value_free(&out);
+    return loom_status_annotate(st, __FILE__, __LINE__, "in @%s, binding '%s'", it->fn, b->var->u.var.name);
+  }
+  uint32_t id = b->var->u.var.id;
+  if (it->set[id]) loom_graph_value_free(&it->vals[id]);
+  it->vals[id] = out;
+  it->set[id] = true;
+  return LOOM_OK;
+}
+
+static loom_status eval_seq(interp *it, const loom_graph_seq *s, loom_graph_value *out) {
+  for (size_t i = 0; i < s->nblocks; i++)
+    for (size_t j = 0; j < s->blocks[i]->n; j++) LOOM_PROPAGATE(eval_binding(it, s->blocks[i]->bindings[j]));
+  return leaf_value(it, s->result, out);
+}
+
+static loom_status run_func(loom_graph_module *m, const loom_graph_func *f, size_t nargs, const loom_graph_value *args,
+                            loom_sym_env *env, int depth, loom_graph_value *out) {
+  if (depth > 64) return LOOM_ERROR(OUT_OF_RANGE, "call depth above 64 (recursion?)");
+  if (nargs != f->nparams)
+    return LOOM_ERROR(INVALID_ARGUMENT, "@%s takes %zu arguments, got %zu", f->name, f->nparams, nargs);
+  interp it = {.m = m, .env = env, .fn = f->name, .depth = depth, .nvals = m->next_var_id};
+  it.vals = calloc(it.nvals ? it.nvals : 1, sizeof *it.vals);
+  it.set = calloc(it.nvals ? it.nvals : 1, sizeof *it.set);
+  loom_status st = (!it.vals || !it.set) ? LOOM_OOM() : LOOM_OK;
+  for (size_t i = 0; i < nargs && !st; i++) {
+    char what[256];
+    snprintf(what, sizeof what, "input '%s'", f->params[i]->u.var.name);
+    st = check_value(&it, f->params[i]->sinfo, &args[i], what);
+    if (!st) st = loom_graph_value_copy(&args[i], &it.vals[f->params[i]->u.var.id]);
+    if (!st) it.set[f->params[i]->u.var.id] = true;
+  }
+  if (!st) st = eval_seq(&it, f->body, out);
+  if (!st) {
+    st = check_value(&it, f->ret, out, "the result");
+    if (st) loom_graph_value_free(out);
+  }
+  for (size_t i = 0; i < it.nvals && it.set; i++)
+    if (it.set[i]) loom_graph_value_free(&it.vals[i]);
+  free(it.vals);
+  free(it.set);
+  return st;
+}
+
+loom_status loom_graph_eval(loom_graph_module *m, const char *fn, size_t nargs, const loom_graph_value *args,
+                            loom_sym_env *env, loom_graph_value *out) {
+  memset(out, 0, sizeof *out);
+  const loom_graph_func *f = loom_graph_module_find_func(m, fn);
+  if (!f) return LOOM_ERROR(NOT_FOUND, "no function @%s in the module", fn);
+  loom_sym_env *own = NULL;
+  if (!env) {
+    LOOM_PROPAGATE(loom_sym_env_create(m->alloc, &own));
+    env = own;
+  }
+  loom_status st = run_func(m, f, nargs, args, env, 0, out);
+  loom_sym_env_destroy(own);
+  return st;
+}

@@ -1,0 +1,115 @@
+/* op_create.c — tensors made from attributes: zeros, ones, full (symbolic shape), arange
+ * (symbolic bounds), and the triangle masks tril / triu. */
+#include <string.h>
+
+#include "graph/graph_internal.h"
+
+static const loom_graph_attr_spec fill_attrs[] = {
+    {"shape", LOOM_GRAPH_ATTR_SYMS, true}, {"dtype", LOOM_GRAPH_ATTR_DTYPE, false}, {NULL, 0, false}};
+static const loom_graph_attr_spec full_attrs[] = {{"shape", LOOM_GRAPH_ATTR_SYMS, true},
+                                                  {"dtype", LOOM_GRAPH_ATTR_DTYPE, false},
+                                                  {"value", LOOM_GRAPH_ATTR_FLOAT, true},
+                                                  {NULL, 0, false}};
+static const loom_graph_attr_spec arange_attrs[] = {{"start", LOOM_GRAPH_ATTR_SYMS, false},
+                                                    {"end", LOOM_GRAPH_ATTR_SYMS, true},
+                                                    {"step", LOOM_GRAPH_ATTR_SYMS, false},
+                                                    {"dtype", LOOM_GRAPH_ATTR_DTYPE, false},
+                                                    {NULL, 0, false}};
+static const loom_graph_attr_spec tri_attrs[] = {{"k", LOOM_GRAPH_ATTR_INT, false}, {NULL, 0, false}};
+
+static loom_dtype dtype_attr(const loom_graph_expr *call, loom_dtype dflt) {
+  const loom_graph_attr *a = loom_graph_call_attr(call, "dtype");
+  return a ? a->dtype : dflt;
+}
+
+static loom_status infer_fill(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_graph_attr *a = loom_graph_call_attr(ic->call, "shape");
+  if (a->n > 8) return loom_graph_icx_error(ic, "rank %zu above 8", a->n);
+  for (size_t i = 0; i < a->n; i++) {
+    int64_t c;
+    if (loom_sym_is_const(a->syms[i], &c) && c < 0)
+      return loom_graph_icx_error(ic, "shape axis %zu is %lld", i, (long long)c);
+  }
+  *out = loom_sinfo_tensor(ic->m, dtype_attr(ic->call, LOOM_DTYPE_F32), (int)a->n, a->syms, NULL);
+  return LOOM_OK;
+}
+
+static loom_status eval_fill(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  (void)args;
+  const loom_graph_attr *a = loom_graph_call_attr(ec->call, "shape");
+  int64_t sh[8];
+  for (size_t i = 0; i < a->n; i++) {
+    LOOM_PROPAGATE(loom_graph_ecx_sym(ec, a->syms[i], &sh[i]));
+    if (sh[i] < 0) return LOOM_ERROR(OUT_OF_RANGE, "%s: shape axis %zu evaluates to %lld", ec->op, i, (long long)sh[i]);
+  }
+  loom_graph_op op = ec->call->u.call.op;
+  double v = op == LOOM_GRAPH_OP_ONES ? 1 : op == LOOM_GRAPH_OP_FULL ? loom_graph_attr_get_float(ec->call, "value", 0) : 0;
+  LOOM_PROPAGATE(loom_graph_value_tensor(dtype_attr(ec->call, LOOM_DTYPE_F32), (int)a->n, sh, out));
+  for (size_t i = 0; i < out->t.numel; i++) loom_graph_tensor_set_f64(&out->t, i, v);
+  return LOOM_OK;
+}
+
+static const loom_sym_expr *sym_attr(loom_graph_icx *ic, const char *name, int64_t dflt) {
+  const loom_graph_attr *a = loom_graph_call_attr(ic->call, name);
+  if (!a) return loom_sym_const(ic->cx, dflt);
+  if (a->kind == LOOM_GRAPH_ATTR_INT) return loom_sym_const(ic->cx, a->i);
+  return a->n == 1 ? a->syms[0] : NULL;
+}
+
+/* arange(start, end, step): length max(ceildiv(end - start, step), 0) for a positive
+ * constant step. */
+static loom_status infer_arange(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sym_expr *s = sym_attr(ic, "start", 0), *e = sym_attr(ic, "end", 0), *st = sym_attr(ic, "step", 1);
+  if (!s || !e || !st) return loom_graph_icx_error(ic, "start, end and step must be single values");
+  int64_t c;
+  if (!loom_sym_is_const(st, &c) || c <= 0) return loom_graph_icx_error(ic, "step must be a positive constant");
+  const loom_sym_expr *len = loom_sym_ceildiv(ic->cx, loom_sym_sub(ic->cx, e, s), st);
+  if (!len) return loom_sym_ctx_take_error(ic->cx);
+  if (loom_sym_prove_le(ic->cx, loom_sym_const(ic->cx, 0), len) != LOOM_SYM_TRUE)
+    len = loom_sym_max(ic->cx, len, loom_sym_const(ic->cx, 0));
+  *out = loom_sinfo_tensor(ic->m, dtype_attr(ic->call, LOOM_DTYPE_I64), 1, &len, NULL);
+  return LOOM_OK;
+}
+
+static loom_status eval_arange(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  (void)args;
+  loom_graph_icx ic = {.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
+  int64_t s, e, st;
+  LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(&ic, "start", 0), &s));
+  LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(&ic, "end", 0), &e));
+  LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(&ic, "step", 1), &st));
+  int64_t n = e > s ? (e - s + st - 1) / st : 0;
+  LOOM_PROPAGATE(loom_graph_value_tensor(dtype_attr(ec->call, LOOM_DTYPE_I64), 1, &n, out));
+  for (int64_t i = 0; i < n; i++) loom_graph_tensor_set_i64(&out->t, (size_t)i, s + i * st);
+  return LOOM_OK;
+}
+
+static loom_status infer_tri(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, false, &x));
+  if (x->ndim >= 0 && x->ndim < 2) return loom_graph_icx_error(ic, "operand 0 must have rank >= 2, got %d", x->ndim);
+  *out = x;
+  return LOOM_OK;
+}
+
+static loom_status eval_tri(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t;
+  int64_t k = loom_graph_attr_get_int(ec->call, "k", 0);
+  bool lower = ec->call->u.call.op == LOOM_GRAPH_OP_TRIL;
+  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, x->shape, out));
+  int64_t rows = x->shape[x->ndim - 2], cols = x->shape[x->ndim - 1];
+  size_t es = loom_dtype_size(x->dtype);
+  for (size_t i = 0; i < x->numel; i++) {
+    int64_t c = (int64_t)i % cols, r = ((int64_t)i / cols) % rows;
+    bool keep = lower ? c - r <= k : c - r >= k;
+    if (keep) memcpy((char *)out->t.data + i * es, (const char *)x->data + i * es, es);
+  }
+  return LOOM_OK;
+}
+
+const loom_graph_op_impl loom_graph_op_impl_zeros = {fill_attrs, infer_fill, eval_fill, NULL};
+const loom_graph_op_impl loom_graph_op_impl_ones = {fill_attrs, infer_fill, eval_fill, NULL};
+const loom_graph_op_impl loom_graph_op_impl_full = {full_attrs, infer_fill, eval_fill, NULL};
+const loom_graph_op_impl loom_graph_op_impl_arange = {arange_attrs, infer_arange, eval_arange, NULL};
+const loom_graph_op_impl loom_graph_op_impl_tril = {tri_attrs, infer_tri, eval_tri, NULL};
+const loom_graph_op_impl loom_graph_op_impl_triu = {tri_attrs, infer_tri, eval_tri, NULL};

@@ -1,0 +1,304 @@
+/* op_elemwise.c — elementwise unary and binary operators (NumPy broadcasting), clip, cast,
+ * dropout and where: attributes, inference and reference implementations. */
+#include <math.h>
+#include <string.h>
+
+#include "graph/graph_internal.h"
+
+static const loom_graph_attr_spec no_attrs[] = {{NULL, 0, false}};
+static const loom_graph_attr_spec clip_attrs[] = {
+    {"min", LOOM_GRAPH_ATTR_FLOAT, false}, {"max", LOOM_GRAPH_ATTR_FLOAT, false}, {NULL, 0, false}};
+static const loom_graph_attr_spec cast_attrs[] = {{"dtype", LOOM_GRAPH_ATTR_DTYPE, true}, {NULL, 0, false}};
+static const loom_graph_attr_spec dropout_attrs[] = {{"rate", LOOM_GRAPH_ATTR_FLOAT, false}, {NULL, 0, false}};
+
+static loom_graph_op op_of(const loom_graph_expr *call) { return call->u.call.op; }
+
+static bool is_logic(loom_graph_op op) {
+  return op == LOOM_GRAPH_OP_NOT || (op >= LOOM_GRAPH_OP_EQUAL && op <= LOOM_GRAPH_OP_LOGICAL_XOR);
+}
+
+/* ---- unary ----------------------------------------------------------------------- */
+
+/* Result: same shape; dtype kept, except not (bool) and cast (attr). Float-only ops reject
+ * integer inputs so no silent truncation happens. */
+static loom_status infer_unary(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, false, &x));
+  loom_graph_op op = op_of(ic->call);
+  loom_dtype dt = x->dtype;
+  if (op == LOOM_GRAPH_OP_CAST) dt = loom_graph_call_attr(ic->call, "dtype")->dtype;
+  else if (op == LOOM_GRAPH_OP_NOT) dt = LOOM_DTYPE_BOOL;
+  else if (dt != LOOM_DTYPE_UNKNOWN && !loom_dtype_is_float(dt) && op != LOOM_GRAPH_OP_NEG &&
+           op != LOOM_GRAPH_OP_ABS && op != LOOM_GRAPH_OP_RELU && op != LOOM_GRAPH_OP_SIGN &&
+           op != LOOM_GRAPH_OP_CLIP && op != LOOM_GRAPH_OP_DROPOUT)
+    return loom_graph_icx_error(ic, "operand 0 has dtype %s; a float dtype is required", loom_dtype_name(dt));
+  *out = loom_sinfo_tensor(ic->m, dt, x->ndim, x->dims, x->device);
+  return LOOM_OK;
+}
+
+static double unary_f(loom_graph_op op, double x, double lo, double hi) {
+  switch (op) {
+  case LOOM_GRAPH_OP_NEG: return -x;
+  case LOOM_GRAPH_OP_ABS: return fabs(x);
+  case LOOM_GRAPH_OP_EXP: return exp(x);
+  case LOOM_GRAPH_OP_LOG: return log(x);
+  case LOOM_GRAPH_OP_SQRT: return sqrt(x);
+  case LOOM_GRAPH_OP_RSQRT: return 1.0 / sqrt(x);
+  case LOOM_GRAPH_OP_TANH: return tanh(x);
+  case LOOM_GRAPH_OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
+  case LOOM_GRAPH_OP_RELU: return x > 0 ? x : 0;
+  case LOOM_GRAPH_OP_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+  case LOOM_GRAPH_OP_GELU_TANH:
+    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+  case LOOM_GRAPH_OP_SILU: return x / (1.0 + exp(-x));
+  case LOOM_GRAPH_OP_ERF: return erf(x);
+  case LOOM_GRAPH_OP_SIN: return sin(x);
+  case LOOM_GRAPH_OP_COS: return cos(x);
+  case LOOM_GRAPH_OP_FLOOR: return floor(x);
+  case LOOM_GRAPH_OP_CEIL: return ceil(x);
+  case LOOM_GRAPH_OP_ROUND: return nearbyint(x);
+  case LOOM_GRAPH_OP_SIGN: return x > 0 ? 1 : x < 0 ? -1 : 0;
+  case LOOM_GRAPH_OP_NOT: return x == 0;
+  case LOOM_GRAPH_OP_CLIP: return x < lo ? lo : x > hi ? hi : x;
+  default: return x; /* cast, dropout */
+  }
+}
+
+static loom_status eval_unary(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t;
+  loom_graph_op op = op_of(ec->call);
+  loom_dtype dt = x->dtype;
+  if (op == LOOM_GRAPH_OP_CAST) dt = loom_graph_call_attr(ec->call, "dtype")->dtype;
+  if (op == LOOM_GRAPH_OP_NOT) dt = LOOM_DTYPE_BOOL;
+  LOOM_PROPAGATE(loom_graph_value_tensor(dt, x->ndim, x->shape, out));
+  double lo = loom_graph_attr_get_float(ec->call, "min", -INFINITY);
+  double hi = loom_graph_attr_get_float(ec->call, "max", INFINITY);
+  bool int_path = (loom_dtype_is_int(x->dtype) && loom_dtype_is_int(dt)) &&
+                  (op == LOOM_GRAPH_OP_NEG || op == LOOM_GRAPH_OP_ABS || op == LOOM_GRAPH_OP_CAST ||
+                   op == LOOM_GRAPH_OP_DROPOUT);
+  for (size_t i = 0; i < x->numel; i++) {
+    if (int_path) {
+      int64_t v = loom_graph_tensor_get_i64(x, i);
+      if (op == LOOM_GRAPH_OP_NEG) v = (int64_t)(0 - (uint64_t)v);
+      if (op == LOOM_GRAPH_OP_ABS && v < 0) v = (int64_t)(0 - (uint64_t)v);
+      loom_graph_tensor_set_i64(&out->t, i, v);
+    } else {
+      loom_graph_tensor_set_f64(&out->t, i, unary_f(op, loom_graph_tensor_get_f64(x, i), lo, hi));
+    }
+  }
+  return LOOM_OK;
+}
+
+/* ---- binary and where --------------------------------------------------------------- */
+
+/* Broadcasts every operand's shape; operands (other than where's condition) share a dtype. */
+static loom_status infer_bcast(loom_graph_icx *ic, const loom_sinfo **out) {
+  size_t n = ic->call->u.call.nargs;
+  loom_graph_op op = op_of(ic->call);
+  const loom_sinfo *s[3];
+  for (size_t i = 0; i < n; i++) LOOM_PROPAGATE(loom_graph_icx_tensor(ic, i, false, &s[i]));
+  size_t first = op == LOOM_GRAPH_OP_WHERE ? 1 : 0;
+  if (op == LOOM_GRAPH_OP_WHERE && s[0]->dtype != LOOM_DTYPE_BOOL && s[0]->dtype != LOOM_DTYPE_UNKNOWN)
+    return loom_graph_icx_error(ic, "operand 0 (the condition) has dtype %s, expected bool",
+                                loom_dtype_name(s[0]->dtype));
+  loom_dtype dt = s[first]->dtype;
+  for (size_t i = first + 1; i < n; i++) {
+    if (dt == LOOM_DTYPE_UNKNOWN) dt = s[i]->dtype;
+    else if (s[i]->dtype != LOOM_DTYPE_UNKNOWN && s[i]->dtype != dt)
+      return loom_graph_icx_error(ic, "operand %zu has dtype %s, operand %zu has dtype %s", first,
+                                  loom_dtype_name(s[first]->dtype), i, loom_dtype_name(s[i]->dtype));
+  }
+  if (is_logic(op)) dt = LOOM_DTYPE_BOOL;
+  bool known = true;
+  int nd = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i]->ndim < 0 || !s[i]->dims) known = false;
+    else if (s[i]->ndim > nd) nd = s[i]->ndim;
+  }
+  if (!known) {
+    /* Rank is still the max when all ranks are known. */
+    int r = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (s[i]->ndim < 0) {
+        r = LOOM_SINFO_NDIM_UNKNOWN;
+        break;
+      }
+      if (s[i]->ndim > r) r = s[i]->ndim;
+    }
+    *out = loom_sinfo_tensor(ic->m, dt, r, NULL, s[0]->device);
+    return LOOM_OK;
+  }
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)nd);
+  const loom_sym_expr **tmp = loom_graph_dims_new(ic->m, (size_t)nd);
+  if (!d || !tmp) return LOOM_OOM();
+  int cur = s[0]->ndim;
+  for (int k = 0; k < cur; k++) d[k] = s[0]->dims[k];
+  for (size_t i = 1; i < n; i++) {
+    /* Operand index for messages: the accumulated shape is reported as operand 0 (or i-1). */
+    LOOM_PROPAGATE(loom_graph_icx_broadcast(ic, i - 1, cur, d, i, s[i]->ndim, s[i]->dims, tmp));
+    cur = cur > s[i]->ndim ? cur : s[i]->ndim;
+    for (int k = 0; k < cur; k++) d[k] = tmp[k];
+  }
+  *out = loom_sinfo_tensor(ic->m, dt, nd, d, s[0]->device);
+  return LOOM_OK;
+}
+
+static int64_t floordiv_i(int64_t a, int64_t b) {
+  if (b == -1 && a == INT64_MIN) return INT64_MIN;
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+  return q;
+}
+
+static int64_t floormod_i(int64_t a, int64_t b) {
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+static double binary_f(loom_graph_op op, double a, double b) {
+  switch (op) {
+  case LOOM_GRAPH_OP_ADD: return a + b;
+  case LOOM_GRAPH_OP_SUB: return a - b;
+  case LOOM_GRAPH_OP_MUL: return a * b;
+  case LOOM_GRAPH_OP_DIV: return a / b;
+  case LOOM_GRAPH_OP_POW: return pow(a, b);
+  case LOOM_GRAPH_OP_MOD: {
+    double r = fmod(a, b);
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+  }
+  case LOOM_GRAPH_OP_MAXIMUM: return a > b || a != a ? a : b;
+  case LOOM_GRAPH_OP_MINIMUM: return a < b || a != a ? a : b;
+  case LOOM_GRAPH_OP_EQUAL: return a == b;
+  case LOOM_GRAPH_OP_NOT_EQUAL: return a != b;
+  case LOOM_GRAPH_OP_LESS: return a < b;
+  case LOOM_GRAPH_OP_LESS_EQUAL: return a <= b;
+  case LOOM_GRAPH_OP_GREATER: return a > b;
+  case LOOM_GRAPH_OP_GREATER_EQUAL: return a >= b;
+  case LOOM_GRAPH_OP_LOGICAL_AND: return (a != 0) && (b != 0);
+  case LOOM_GRAPH_OP_LOGICAL_OR: return (a != 0) || (b != 0);
+  case LOOM_GRAPH_OP_LOGICAL_XOR: return (a != 0) != (b != 0);
+  default: return 0;
+  }
+}
+
+/* Integer arithmetic in int64 with wrapping (two's complement) and floor division;
+ * division by zero is a clear error. */
+static loom_status binary_i(loom_graph_ecx *ec, loom_graph_op op, int64_t a, int64_t b, int64_t *r) {
+  uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+  switch (op) {
+  case LOOM_GRAPH_OP_ADD: *r = (int64_t)(ua + ub); return LOOM_OK;
+  case LOOM_GRAPH_OP_SUB: *r = (int64_t)(ua - ub); return LOOM_OK;
+  case LOOM_GRAPH_OP_MUL: *r = (int64_t)(ua * ub); return LOOM_OK;
+  case LOOM_GRAPH_OP_DIV:
+  case LOOM_GRAPH_OP_MOD:
+    if (b == 0) return LOOM_ERROR(OUT_OF_RANGE, "%s: integer division by zero", ec->op);
+    *r = op == LOOM_GRAPH_OP_DIV ? floordiv_i(a, b) : floormod_i(a, b);
+    return LOOM_OK;
+  case LOOM_GRAPH_OP_MAXIMUM: *r = a > b ? a : b; return LOOM_OK;
+  case LOOM_GRAPH_OP_MINIMUM: *r = a < b ? a : b; return LOOM_OK;
+  default: *r = (int64_t)binary_f(op, (double)a, (double)b); return LOOM_OK;
+  }
+}
+
+static loom_status eval_bcast(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  size_t n = ec->call->u.call.nargs;
+  loom_graph_op op = op_of(ec->call);
+  int nd = 0;
+  int64_t shape[8];
+  for (size_t i = 0; i < n; i++)
+    if (args[i].t.ndim > nd) nd = args[i].t.ndim;
+  for (int k = 0; k < nd; k++) {
+    shape[k] = 1;
+    for (size_t i = 0; i < n; i++) {
+      const loom_graph_tensor *t = &args[i].t;
+      int a = k - (nd - t->ndim);
+      if (a < 0 || t->shape[a] == 1) continue;
+      if (shape[k] != 1 && shape[k] != t->shape[a])
+        return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand %zu axis %d is %lld, the other operands give %lld", ec->op, i,
+                          a, (long long)t->shape[a], (long long)shape[k]);
+      shape[k] = t->shape[a];
+    }
+  }
+  size_t first = op == LOOM_GRAPH_OP_WHERE ? 1 : 0;
+  loom_dtype in_dt = args[first].t.dtype;
+  loom_dtype dt = is_logic(op) ? LOOM_DTYPE_BOOL : in_dt;
+  LOOM_PROPAGATE(loom_graph_value_tensor(dt, nd, shape, out));
+  int64_t idx[8] = {0};
+  bool ints = loom_dtype_is_int(in_dt);
+  if (out->t.numel == 0) return LOOM_OK;
+  size_t o = 0;
+  do {
+    size_t ia = loom_graph_bcast_index(&args[0].t, nd, idx);
+    size_t ib = n > 1 ? loom_graph_bcast_index(&args[1].t, nd, idx) : 0;
+    if (op == LOOM_GRAPH_OP_WHERE) {
+      size_t ic = loom_graph_bcast_index(&args[2].t, nd, idx);
+      bool c = loom_graph_tensor_get_f64(&args[0].t, ia) != 0;
+      if (ints) loom_graph_tensor_set_i64(&out->t, o, loom_graph_tensor_get_i64(c ? &args[1].t : &args[2].t, c ? ib : ic));
+      else loom_graph_tensor_set_f64(&out->t, o, loom_graph_tensor_get_f64(c ? &args[1].t : &args[2].t, c ? ib : ic));
+    } else if (ints && !is_logic(op) && op != LOOM_GRAPH_OP_POW) {
+      int64_t r;
+      LOOM_PROPAGATE(binary_i(ec, op, loom_graph_tensor_get_i64(&args[0].t, ia), loom_graph_tensor_get_i64(&args[1].t, ib), &r));
+      loom_graph_tensor_set_i64(&out->t, o, r);
+    } else if (ints && is_logic(op) && op <= LOOM_GRAPH_OP_GREATER_EQUAL) {
+      int64_t a = loom_graph_tensor_get_i64(&args[0].t, ia), b = loom_graph_tensor_get_i64(&args[1].t, ib);
+      bool r = op == LOOM_GRAPH_OP_EQUAL ? a == b : op == LOOM_GRAPH_OP_NOT_EQUAL ? a != b
+             : op == LOOM_GRAPH_OP_LESS ? a < b : op == LOOM_GRAPH_OP_LESS_EQUAL ? a <= b
+             : op == LOOM_GRAPH_OP_GREATER ? a > b : a >= b;
+      loom_graph_tensor_set_i64(&out->t, o, r);
+    } else {
+      loom_graph_tensor_set_f64(&out->t, o, binary_f(op, loom_graph_tensor_get_f64(&args[0].t, ia),
+                                                     loom_graph_tensor_get_f64(&args[1].t, ib)));
+    }
+    o++;
+  } while (loom_graph_index_next(nd, shape, idx));
+  return LOOM_OK;
+}
+
+#define UNARY(nm, attrs) \
+  const loom_graph_op_impl loom_graph_op_impl_##nm = {attrs, infer_unary, eval_unary, NULL};
+#define BINARY(nm) const loom_graph_op_impl loom_graph_op_impl_##nm = {no_attrs, infer_bcast, eval_bcast, NULL};
+
+UNARY(neg, no_attrs)
+UNARY(abs, no_attrs)
+UNARY(exp, no_attrs)
+UNARY(log, no_attrs)
+UNARY(sqrt, no_attrs)
+UNARY(rsqrt, no_attrs)
+UNARY(tanh, no_attrs)
+UNARY(sigmoid, no_attrs)
+UNARY(relu, no_attrs)
+UNARY(gelu, no_attrs)
+UNARY(gelu_tanh, no_attrs)
+UNARY(silu, no_attrs)
+UNARY(erf, no_attrs)
+UNARY(sin, no_attrs)
+UNARY(cos, no_attrs)
+UNARY(floor, no_attrs)
+UNARY(ceil, no_attrs)
+UNARY(round, no_attrs)
+UNARY(sign, no_attrs)
+UNARY(not, no_attrs)
+UNARY(clip, clip_attrs)
+UNARY(cast, cast_attrs)
+UNARY(dropout, dropout_attrs)
+BINARY(add)
+BINARY(sub)
+BINARY(mul)
+BINARY(div)
+BINARY(pow)
+BINARY(mod)
+BINARY(maximum)
+BINARY(minimum)
+BINARY(equal)
+BINARY(not_equal)
+BINARY(less)
+BINARY(less_equal)
+BINARY(greater)
+BINARY(greater_equal)
+BINARY(logical_and)
+BINARY(logical_or)
+BINARY(logical_xor)
+BINARY(where)

@@ -1,0 +1,165 @@
+/* op_linalg.c — matmul (NumPy semantics: batched, broadcast batch dims, 1-D operands) and
+ * linear (x @ w^T + bias). */
+#include <string.h>
+
+#include "graph/graph_internal.h"
+
+static const loom_graph_attr_spec no_attrs[] = {{NULL, 0, false}};
+
+static loom_status same_dtype(loom_graph_icx *ic, const loom_sinfo *a, const loom_sinfo *b, size_t ib) {
+  if (a->dtype != LOOM_DTYPE_UNKNOWN && b->dtype != LOOM_DTYPE_UNKNOWN && a->dtype != b->dtype)
+    return loom_graph_icx_error(ic, "operand 0 has dtype %s, operand %zu has dtype %s", loom_dtype_name(a->dtype), ib,
+                                loom_dtype_name(b->dtype));
+  return LOOM_OK;
+}
+
+/* a: (..., n, k) or (k); b: (..., k, m) or (k). Result: broadcast(batch) + (n) + (m), with
+ * the 1-D axes dropped. k must agree (proved, or guarded when unknown). */
+static loom_status infer_matmul(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *a, *b;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &a));
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 1, true, &b));
+  LOOM_PROPAGATE(same_dtype(ic, a, b, 1));
+  if (a->ndim == 0 || b->ndim == 0) return loom_graph_icx_error(ic, "operand %d is 0-d", a->ndim == 0 ? 0 : 1);
+  int ka = a->ndim - 1, kb = b->ndim == 1 ? 0 : b->ndim - 2;
+  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, kb, b->dims[kb], 0, ka, a->dims[ka]));
+  int ba = a->ndim > 2 ? a->ndim - 2 : 0, bb = b->ndim > 2 ? b->ndim - 2 : 0;
+  int nb = ba > bb ? ba : bb;
+  int nd = nb + (a->ndim > 1) + (b->ndim > 1);
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)nd);
+  if (!d) return LOOM_OOM();
+  LOOM_PROPAGATE(loom_graph_icx_broadcast(ic, 0, ba, a->dims, 1, bb, b->dims, d));
+  int k = nb;
+  if (a->ndim > 1) d[k++] = a->dims[a->ndim - 2];
+  if (b->ndim > 1) d[k++] = b->dims[b->ndim - 1];
+  *out = loom_sinfo_tensor(ic->m, a->dtype, nd, d, a->device);
+  return LOOM_OK;
+}
+
+static loom_status eval_matmul(loom_graph_ecx *ec_, const loom_graph_value *args, loom_graph_value *out) {
+  (void)ec_;
+  const loom_graph_tensor *a = &args[0].t, *b = &args[1].t;
+  /* View both as batched matrices. */
+  int64_t ash[8], bsh[8];
+  int an = a->ndim, bn = b->ndim;
+  memcpy(ash, a->shape, sizeof ash);
+  memcpy(bsh, b->shape, sizeof bsh);
+  if (an == 1) {
+    ash[1] = ash[0];
+    ash[0] = 1;
+    an = 2;
+  }
+  if (bn == 1) {
+    bsh[1] = 1;
+    bn = 2;
+  }
+  int64_t n = ash[an - 2], kk = ash[an - 1], k2 = bsh[bn - 2], m = bsh[bn - 1];
+  if (kk != k2)
+    return LOOM_ERROR(INVALID_ARGUMENT, "matmul: operand 1 axis %d is %lld, operand 0 axis %d is %lld",
+                      b->ndim == 1 ? 0 : b->ndim - 2, (long long)k2, a->ndim - 1, (long long)kk);
+  int ba = an - 2, bb = bn - 2, nb = ba > bb ? ba : bb;
+  int64_t bshape[8];
+  for (int i = 0; i < nb; i++) {
+    int xa = i - (nb - ba), xb = i - (nb - bb);
+    int64_t da = xa >= 0 ? ash[xa] : 1, db = xb >= 0 ? bsh[xb] : 1;
+    if (da != db && da != 1 && db != 1)
+      return LOOM_ERROR(INVALID_ARGUMENT, "matmul: batch axis %d: operand 0 has %lld, operand 1 has %lld", i,
+                        (long long)da, (long long)db);
+    bshape[i] = da == 1 ? db : da;
+  }
+  int64_t oshape[8];
+  int on = 0;
+  for (int i = 0; i < nb; i++) oshape[on++] = bshape[i];
+  if (a->ndim > 1) oshape[on++] = n;
+  if (b->ndim > 1) oshape[on++] = m;
+  LOOM_PROPAGATE(loom_graph_value_tensor(a->dtype, on, oshape, out));
+  if (out->t.numel == 0) return LOOM_OK;
+  int64_t bidx[8] = {0};
+  size_t o = 0;
+  bool ints = loom_dtype_is_int(a->dtype);
+  do {
+    /* Batch offsets with broadcasting. */
+    size_t aoff = 0, boff = 0, as = (size_t)(n * kk), bs = (size_t)(kk * m);
+    size_t stride = 1;
+    for (int i = ba - 1; i >= 0; i--) {
+      int64_t ix = ash[i] == 1 ? 0 : bidx[i + (nb - ba)];
+      aoff += (size_t)ix * stride;
+      stride *= (size_t)ash[i];
+    }
+    stride = 1;
+    for (int i = bb - 1; i >= 0; i--) {
+      int64_t ix = bsh[i] == 1 ? 0 : bidx[i + (nb - bb)];
+      boff += (size_t)ix * stride;
+      stride *= (size_t)bsh[i];
+    }
+    aoff *= as;
+    boff *= bs;
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < m; j++) {
+        double acc = 0;
+        int64_t iacc = 0;
+        for (int64_t q = 0; q < kk; q++) {
+          size_t pa = aoff + (size_t)(i * kk + q), pb = boff + (size_t)(q * m + j);
+          if (ints)
+            iacc = (int64_t)((uint64_t)iacc + (uint64_t)loom_graph_tensor_get_i64(a, pa) * (uint64_t)loom_graph_tensor_get_i64(b, pb));
+          else
+            acc += loom_graph_tensor_get_f64(a, pa) * loom_graph_tensor_get_f64(b, pb);
+        }
+        if (ints) loom_graph_tensor_set_i64(&out->t, o++, iacc);
+        else loom_graph_tensor_set_f64(&out->t, o++, acc);
+      }
+  } while (nb > 0 && loom_graph_index_next(nb, bshape, bidx));
+  return LOOM_OK;
+}
+
+/* x: (..., in); w: (out, in); bias: (out). Result (..., out). */
+static loom_status infer_linear(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x, *w, *bias = NULL;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 1, true, &w));
+  LOOM_PROPAGATE(same_dtype(ic, x, w, 1));
+  if (x->ndim < 1) return loom_graph_icx_error(ic, "operand 0 must have rank >= 1");
+  if (w->ndim != 2) return loom_graph_icx_error(ic, "operand 1 (weight) must have rank 2, got %d", w->ndim);
+  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 1, w->dims[1], 0, x->ndim - 1, x->dims[x->ndim - 1]));
+  if (ic->call->u.call.nargs == 3) {
+    LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 2, true, &bias));
+    LOOM_PROPAGATE(same_dtype(ic, x, bias, 2));
+    if (bias->ndim != 1) return loom_graph_icx_error(ic, "operand 2 (bias) must have rank 1, got %d", bias->ndim);
+    LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 2, 0, bias->dims[0], 1, 0, w->dims[0]));
+  }
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)x->ndim);
+  if (!d) return LOOM_OOM();
+  for (int i = 0; i < x->ndim - 1; i++) d[i] = x->dims[i];
+  d[x->ndim - 1] = w->dims[0];
+  *out = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, d, x->device);
+  return LOOM_OK;
+}
+
+static loom_status eval_linear(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t, *w = &args[1].t;
+  const loom_graph_tensor *bias = ec->call->u.call.nargs == 3 ? &args[2].t : NULL;
+  int64_t in = x->shape[x->ndim - 1], on = w->shape[0];
+  if (w->shape[1] != in)
+    return LOOM_ERROR(INVALID_ARGUMENT, "linear: operand 1 axis 1 is %lld, operand 0 axis %d is %lld",
+                      (long long)w->shape[1], x->ndim - 1, (long long)in);
+  if (bias && bias->shape[0] != on)
+    return LOOM_ERROR(INVALID_ARGUMENT, "linear: operand 2 axis 0 is %lld, operand 1 axis 0 is %lld",
+                      (long long)bias->shape[0], (long long)on);
+  int64_t sh[8];
+  memcpy(sh, x->shape, sizeof sh);
+  sh[x->ndim - 1] = on;
+  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, sh, out));
+  size_t rows = in ? x->numel / (size_t)in : out->t.numel / (size_t)(on ? on : 1);
+  for (size_t r = 0; r < rows; r++)
+    for (int64_t j = 0; j < on; j++) {
+      double acc = bias ? loom_graph_tensor_get_f64(bias, (size_t)j) : 0;
+      for (int64_t q = 0; q < in; q++)
+        acc += loom_graph_tensor_get_f64(x, r * (size_t)in + (size_t)q) *
+               loom_graph_tensor_get_f64(w, (size_t)(j * in + q));
+      loom_graph_tensor_set_f64(&out->t, r * (size_t)on + (size_t)j, acc);
+    }
+  return LOOM_OK;
+}
+
+const loom_graph_op_impl loom_graph_op_impl_matmul = {no_attrs, infer_matmul, eval_matmul, NULL};
+const loom_graph_op_impl loom_graph_op_impl_linear = {no_attrs, infer_linear, eval_linear, NULL};

@@ -1,0 +1,129 @@
+/* op_reduce.c — reductions over axes with keepdims (sum, mean, max, min, prod) and
+ * argmax / argmin along one axis. */
+#include <math.h>
+#include <string.h>
+
+#include "graph/graph_internal.h"
+
+static const loom_graph_attr_spec reduce_attrs[] = {
+    {"axes", LOOM_GRAPH_ATTR_SYMS, false}, {"keepdims", LOOM_GRAPH_ATTR_BOOL, false}, {NULL, 0, false}};
+static const loom_graph_attr_spec arg_attrs[] = {
+    {"axis", LOOM_GRAPH_ATTR_INT, false}, {"keepdims", LOOM_GRAPH_ATTR_BOOL, false}, {NULL, 0, false}};
+
+/* Which axes are reduced (mask over ndim). For argmax/argmin one axis (default 0... or all
+ * flattened when absent, as NumPy: we require it for rank > 1). */
+static loom_status reduced_axes(loom_graph_icx *ic, int ndim, bool *mask) {
+  loom_graph_op op = ic->call->u.call.op;
+  for (int i = 0; i < ndim; i++) mask[i] = false;
+  if (op == LOOM_GRAPH_OP_ARGMAX || op == LOOM_GRAPH_OP_ARGMIN) {
+    int a;
+    LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), ndim, "axis", &a));
+    mask[a] = true;
+    return LOOM_OK;
+  }
+  int64_t axes[8];
+  size_t n;
+  bool present;
+  LOOM_PROPAGATE(loom_graph_icx_ints(ic, "axes", axes, 8, &n, &present));
+  if (!present) {
+    for (int i = 0; i < ndim; i++) mask[i] = true;
+    return LOOM_OK;
+  }
+  for (size_t i = 0; i < n; i++) {
+    int a;
+    LOOM_PROPAGATE(loom_graph_icx_axis(ic, axes[i], ndim, "axis", &a));
+    if (mask[a]) return loom_graph_icx_error(ic, "axis %lld is listed twice", (long long)axes[i]);
+    mask[a] = true;
+  }
+  return LOOM_OK;
+}
+
+static loom_status infer_reduce(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  loom_graph_op op = ic->call->u.call.op;
+  bool arg = op == LOOM_GRAPH_OP_ARGMAX || op == LOOM_GRAPH_OP_ARGMIN;
+  if (x->ndim > 8) return loom_graph_icx_error(ic, "rank %d is above 8", x->ndim);
+  if (arg && x->ndim == 0) return loom_graph_icx_error(ic, "operand 0 is 0-d");
+  bool mask[8];
+  LOOM_PROPAGATE(reduced_axes(ic, x->ndim, mask));
+  bool keep = loom_graph_attr_get_int(ic->call, "keepdims", 0) != 0;
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)x->ndim);
+  if (!d) return LOOM_OOM();
+  int nd = 0;
+  for (int i = 0; i < x->ndim; i++) {
+    if (!mask[i]) d[nd++] = x->dims[i];
+    else if (keep) d[nd++] = loom_sym_const(ic->cx, 1);
+  }
+  if (op == LOOM_GRAPH_OP_MEAN && x->dtype != LOOM_DTYPE_UNKNOWN && !loom_dtype_is_float(x->dtype))
+    return loom_graph_icx_error(ic, "operand 0 has dtype %s; mean needs a float dtype", loom_dtype_name(x->dtype));
+  *out = loom_sinfo_tensor(ic->m, arg ? LOOM_DTYPE_I64 : x->dtype, nd, d, x->device);
+  return LOOM_OK;
+}
+
+static loom_status eval_reduce(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t;
+  loom_graph_op op = ec->call->u.call.op;
+  bool arg = op == LOOM_GRAPH_OP_ARGMAX || op == LOOM_GRAPH_OP_ARGMIN;
+  /* Re-derive the axes with a throwaway inference context (the checks already passed). */
+  loom_graph_icx ic = {.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
+  bool mask[8];
+  LOOM_PROPAGATE(reduced_axes(&ic, x->ndim, mask));
+  bool keep = loom_graph_attr_get_int(ec->call, "keepdims", 0) != 0;
+  int64_t osh[8], red[8];
+  int on = 0;
+  size_t rcount = 1;
+  for (int i = 0; i < x->ndim; i++) {
+    red[i] = mask[i] ? x->shape[i] : 1;
+    if (mask[i]) rcount *= (size_t)x->shape[i];
+    if (!mask[i]) osh[on++] = x->shape[i];
+    else if (keep) osh[on++] = 1;
+  }
+  if (rcount == 0 && (arg || op == LOOM_GRAPH_OP_MAX || op == LOOM_GRAPH_OP_MIN))
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: reduction over an empty axis", ec->op);
+  LOOM_PROPAGATE(loom_graph_value_tensor(arg ? LOOM_DTYPE_I64 : x->dtype, on, osh, out));
+  /* Iterate over the kept index (full rank, reduced axes 0) then over the reduced ones. */
+  int64_t kshape[8], kidx[8] = {0}, ridx[8], strides[8];
+  for (int i = 0; i < x->ndim; i++) kshape[i] = mask[i] ? 1 : x->shape[i];
+  loom_graph_strides(x->ndim, x->shape, strides);
+  if (out->t.numel == 0) return LOOM_OK;
+  size_t o = 0;
+  do {
+    double acc = op == LOOM_GRAPH_OP_PROD ? 1 : 0, best = 0;
+    int64_t best_i = 0, pos = 0;
+    bool first = true;
+    memset(ridx, 0, sizeof ridx);
+    if (rcount) do {
+        size_t off = 0;
+        for (int i = 0; i < x->ndim; i++) off += (size_t)((mask[i] ? ridx[i] : kidx[i]) * strides[i]);
+        double v = loom_graph_tensor_get_f64(x, off);
+        switch (op) {
+        case LOOM_GRAPH_OP_SUM:
+        case LOOM_GRAPH_OP_MEAN: acc += v; break;
+        case LOOM_GRAPH_OP_PROD: acc *= v; break;
+        case LOOM_GRAPH_OP_MAX:
+        case LOOM_GRAPH_OP_ARGMAX:
+          if (first || v > best || (v != v && best == best)) { best = v; best_i = pos; }
+          break;
+        default:
+          if (first || v < best || (v != v && best == best)) { best = v; best_i = pos; }
+          break;
+        }
+        first = false;
+        pos++;
+      } while (loom_graph_index_next(x->ndim, red, ridx));
+    if (op == LOOM_GRAPH_OP_MEAN) acc = rcount ? acc / (double)rcount : NAN;
+    if (op == LOOM_GRAPH_OP_MAX || op == LOOM_GRAPH_OP_MIN) acc = best;
+    if (arg) loom_graph_tensor_set_i64(&out->t, o++, best_i);
+    else loom_graph_tensor_set_f64(&out->t, o++, acc);
+  } while (loom_graph_index_next(x->ndim, kshape, kidx));
+  return LOOM_OK;
+}
+
+const loom_graph_op_impl loom_graph_op_impl_sum = {reduce_attrs, infer_reduce, eval_reduce, NULL};
+const loom_graph_op_impl loom_graph_op_impl_mean = {reduce_attrs, infer_reduce, eval_reduce, NULL};
+const loom_graph_op_impl loom_graph_op_impl_max = {reduce_attrs, infer_reduce, eval_reduce, NULL};
+const loom_graph_op_impl loom_graph_op_impl_min = {reduce_attrs, infer_reduce, eval_reduce, NULL};
+const loom_graph_op_impl loom_graph_op_impl_prod = {reduce_attrs, infer_reduce, eval_reduce, NULL};
+const loom_graph_op_impl loom_graph_op_impl_argmax = {arg_attrs, infer_reduce, eval_reduce, NULL};
+const loom_graph_op_impl loom_graph_op_impl_argmin = {arg_attrs, infer_reduce, eval_reduce, NULL};

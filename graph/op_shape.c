@@ -1,0 +1,564 @@
+/* op_shape.c — shape manipulation: reshape (symbolic targets, -1), permute_dims,
+ * expand_dims, squeeze, flatten, broadcast_to, concat, strided_slice (symbolic bounds),
+ * shape_of. Every result keeps its symbolic dims; what cannot be proven becomes a guard. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph_internal.h"
+
+static const loom_graph_attr_spec reshape_attrs[] = {{"shape", LOOM_GRAPH_ATTR_SYMS, false}, {NULL, 0, false}};
+static const loom_graph_attr_spec axes_attrs[] = {{"axes", LOOM_GRAPH_ATTR_SYMS, false}, {NULL, 0, false}};
+static const loom_graph_attr_spec axis_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, false}, {NULL, 0, false}};
+static const loom_graph_attr_spec bcast_attrs[] = {{"shape", LOOM_GRAPH_ATTR_SYMS, true}, {NULL, 0, false}};
+static const loom_graph_attr_spec slice_attrs[] = {
+    {"axes", LOOM_GRAPH_ATTR_SYMS, false}, {"begin", LOOM_GRAPH_ATTR_SYMS, true},
+    {"end", LOOM_GRAPH_ATTR_SYMS, true},   {"strides", LOOM_GRAPH_ATTR_SYMS, false},
+    {NULL, 0, false}};
+static const loom_graph_attr_spec no_attrs[] = {{NULL, 0, false}};
+
+static bool is_const(const loom_sym_expr *e, int64_t v) {
+  int64_t c;
+  return loom_sym_is_const(e, &c) && c == v;
+}
+
+static loom_status sym_err(loom_graph_icx *ic) {
+  loom_status st = loom_sym_ctx_take_error(ic->cx);
+  return st ? st : LOOM_OOM();
+}
+
+/* ---- reshape ---------------------------------------------------------------------- */
+
+/* Target from the `shape` attribute or a Shape operand; one entry may be -1. */
+static loom_status infer_reshape(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  loom_sym_ctx *cx = ic->cx;
+  const loom_graph_attr *a = loom_graph_call_attr(ic->call, "shape");
+  size_t n;
+  const loom_sym_expr *const *t;
+  if (ic->call->u.call.nargs == 2) {
+    const loom_sinfo *s = loom_graph_icx_arg(ic, 1);
+    if (a) return loom_graph_icx_error(ic, "give the target either as operand 1 or as attribute 'shape', not both");
+    if (s->kind != LOOM_SINFO_SHAPE || s->ndim < 0)
+      return loom_graph_icx_error(ic, "operand 1 must be a Shape of known rank");
+    n = (size_t)s->ndim;
+    if (!s->dims) {
+      const loom_sym_expr **f = loom_graph_dims_new(ic->m, n);
+      if (!f) return LOOM_OOM();
+      for (size_t i = 0; i < n; i++) f[i] = loom_graph_icx_fresh(ic, "dim");
+      t = f;
+    } else {
+      t = s->dims;
+    }
+  } else {
+    if (!a) return loom_graph_icx_error(ic, "missing attribute 'shape' (or a Shape operand 1)");
+    n = a->n;
+    t = a->syms;
+  }
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, n);
+  if (!d) return LOOM_OOM();
+  int wild = -1;
+  const loom_sym_expr *known = loom_sym_const(cx, 1);
+  for (size_t i = 0; i < n; i++) {
+    int64_t c;
+    if (loom_sym_is_const(t[i], &c) && c < 0) {
+      if (c != -1) return loom_graph_icx_error(ic, "target axis %zu is %lld", i, (long long)c);
+      if (wild >= 0) return loom_graph_icx_error(ic, "target axes %d and %zu are both -1", wild, i);
+      wild = (int)i;
+      continue;
+    }
+    d[i] = t[i];
+    known = loom_sym_mul(cx, known, t[i]);
+  }
+  const loom_sym_expr *total = loom_graph_dims_prod(cx, x->ndim, x->dims);
+  if (!known || !total) return sym_err(ic);
+  const char *xs = loom_graph_dims_str(ic->m, x->ndim, x->dims);
+  if (wild >= 0) {
+    /* -1 := total / known, exact when divisibility is provable, else guarded. Dims that
+     * appear on both sides cancel first ((b, s, 768) -> (b, s, 12, -1) gives 768 / 12). */
+    bool used[64] = {false};
+    const loom_sym_expr *num = loom_sym_const(cx, 1), *den = loom_sym_const(cx, 1);
+    for (int i = 0; i < x->ndim; i++) {
+      bool cancelled = false;
+      for (size_t k = 0; k < n && k < 64 && !cancelled; k++)
+        if ((int)k != wild && !used[k] && d[k] == x->dims[i]) used[k] = cancelled = true;
+      if (!cancelled) num = loom_sym_mul(cx, num, x->dims[i]);
+    }
+    for (size_t k = 0; k < n; k++)
+      if ((int)k != wild && !(k < 64 && used[k])) den = loom_sym_mul(cx, den, d[k]);
+    const loom_sym_expr *q = loom_sym_simplify(cx, loom_sym_floordiv(cx, num, den));
+    const loom_sym_expr *r = loom_sym_floormod(cx, num, den);
+    if (!q || !r) return sym_err(ic);
+    loom_sym_truth t0 = loom_sym_prove_eq(cx, r, loom_sym_const(cx, 0));
+    if (t0 == LOOM_SYM_FALSE)
+      return loom_graph_icx_error(ic, "%s has %s elements, not a multiple of %s", xs, loom_graph_sym_str(ic->m, total),
+                                  loom_graph_sym_str(ic->m, known));
+    if (t0 == LOOM_SYM_UNKNOWN) {
+      char why[512];
+      snprintf(why, sizeof why, "reshape: %s elements of %s must be a multiple of %s", loom_graph_sym_str(ic->m, total),
+               xs, loom_graph_sym_str(ic->m, known));
+      LOOM_PROPAGATE(loom_graph_icx_guard(ic, loom_sym_cmp(cx, LOOM_SYM_EQ, r, loom_sym_const(cx, 0)), why));
+    }
+    d[wild] = q;
+  } else {
+    loom_sym_truth te = loom_sym_prove_eq(cx, total, known);
+    if (te == LOOM_SYM_FALSE)
+      return loom_graph_icx_error(ic, "operand 0 %s has %s elements, target %s has %s", xs,
+                                  loom_graph_sym_str(ic->m, total), loom_graph_dims_str(ic->m, (int)n, d),
+                                  loom_graph_sym_str(ic->m, known));
+    if (te == LOOM_SYM_UNKNOWN) {
+      char why[512];
+      snprintf(why, sizeof why, "reshape: operand 0 %s has %s elements, target %s has %s", xs,
+               loom_graph_sym_str(ic->m, total), loom_graph_dims_str(ic->m, (int)n, d), loom_graph_sym_str(ic->m, known));
+      LOOM_PROPAGATE(loom_graph_icx_guard(ic, loom_sym_cmp(cx, LOOM_SYM_EQ, total, known), why));
+    }
+  }
+  *out = loom_sinfo_tensor(ic->m, x->dtype, (int)n, d, x->device);
+  return LOOM_OK;
+}
+
+static loom_status eval_reshape(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t;
+  int64_t sh[8];
+  size_t n;
+  if (ec->call->u.call.nargs == 2) {
+    n = args[1].n;
+    if (n > 8) return LOOM_ERROR(UNIMPLEMENTED, "reshape: rank %zu above 8", n);
+    memcpy(sh, args[1].dims, n * sizeof *sh);
+  } else {
+    const loom_graph_attr *a = loom_graph_call_attr(ec->call, "shape");
+    n = a->n;
+    if (n > 8) return LOOM_ERROR(UNIMPLEMENTED, "reshape: rank %zu above 8", n);
+    for (size_t i = 0; i < n; i++) LOOM_PROPAGATE(loom_graph_ecx_sym(ec, a->syms[i], &sh[i]));
+  }
+  int64_t known = 1;
+  int wild = -1;
+  for (size_t i = 0; i < n; i++) {
+    if (sh[i] == -1) wild = (int)i;
+    else known *= sh[i];
+  }
+  if (wild >= 0) sh[wild] = known ? (int64_t)x->numel / known : 0;
+  int64_t total = 1;
+  for (size_t i = 0; i < n; i++) total *= sh[i];
+  if (total != (int64_t)x->numel)
+    return LOOM_ERROR(INVALID_ARGUMENT, "reshape: operand 0 has %zu elements, the target has %lld", x->numel,
+                      (long long)total);
+  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, (int)n, sh, out));
+  memcpy(out->t.data, x->data, x->numel * loom_dtype_size(x->dtype));
+  return LOOM_OK;
+}
+
+/* ---- permute_dims ---------------------------------------------------------------------- */
+
+static loom_status perm_of(loom_graph_icx *ic, int ndim, int *perm) {
+  int64_t axes[8];
+  size_t n;
+  bool present;
+  LOOM_PROPAGATE(loom_graph_icx_ints(ic, "axes", axes, 8, &n, &present));
+  if (!present) {
+    for (int i = 0; i < ndim; i++) perm[i] = ndim - 1 - i;
+    return LOOM_OK;
+  }
+  if ((int)n != ndim) return loom_graph_icx_error(ic, "axes has %zu entries for rank %d", n, ndim);
+  bool seen[8] = {false};
+  for (int i = 0; i < ndim; i++) {
+    LOOM_PROPAGATE(loom_graph_icx_axis(ic, axes[i], ndim, "axis", &perm[i]));
+    if (seen[perm[i]]) return loom_graph_icx_error(ic, "axis %lld is listed twice", (long long)axes[i]);
+    seen[perm[i]] = true;
+  }
+  return LOOM_OK;
+}
+
+static loom_status infer_permute(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  if (x->ndim > 8) return loom_graph_icx_error(ic, "rank %d above 8", x->ndim);
+  int perm[8];
+  LOOM_PROPAGATE(perm_of(ic, x->ndim, perm));
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)x->ndim);
+  if (!d) return LOOM_OOM();
+  for (int i = 0; i < x->ndim; i++) d[i] = x->dims[perm[i]];
+  *out = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, d, x->device);
+  return LOOM_OK;
+}
+
+static loom_status eval_permute(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t;
+  loom_graph_icx ic = {.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
+  int perm[8];
+  LOOM_PROPAGATE(perm_of(&ic, x->ndim, perm));
+  int64_t sh[8], st[8], idx[8] = {0};
+  for (int i = 0; i < x->ndim; i++) sh[i] = x->shape[perm[i]];
+  loom_graph_strides(x->ndim, x->shape, st);
+  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, sh, out));
+  if (!out->t.numel) return LOOM_OK;
+  size_t o = 0, es = loom_dtype_size(x->dtype);
+  do {
+    size_t off = 0;
+    for (int i = 0; i < x->ndim; i++) off += (size_t)(idx[i] * st[perm[i]]);
+    memcpy((char *)out->t.data + o * es, (const char *)x->data + off * es, es);
+    o++;
+  } while (loom_graph_index_next(x->ndim, sh, idx));
+  return LOOM_OK;
+}
+
+/* ---- expand_dims / squeeze / flatten ------------------------------------------------------ */
+
+/* Output dims for expand_dims (insert at axes of the output) or squeeze (drop axes). */
+static loom_status expand_squeeze(loom_graph_icx *ic, const loom_sinfo *x, const loom_sym_expr **d, int *nd) {
+  int64_t axes[8];
+  size_t n;
+  bool present;
+  LOOM_PROPAGATE(loom_graph_icx_ints(ic, "axes", axes, 8, &n, &present));
+  bool mark[16] = {false};
+  if (ic->call->u.call.op == LOOM_GRAPH_OP_EXPAND_DIMS) {
+    if (!present) return loom_graph_icx_error(ic, "missing attribute 'axes'");
+    int on = x->ndim + (int)n;
+    if (on > 8) return loom_graph_icx_error(ic, "result rank %d above 8", on);
+    for (size_t i = 0; i < n; i++) {
+      int a;
+      LOOM_PROPAGATE(loom_graph_icx_axis(ic, axes[i], on, "axis", &a));
+      if (mark[a]) return loom_graph_icx_error(ic, "axis %lld is listed twice", (long long)axes[i]);
+      mark[a] = true;
+    }
+    int k = 0;
+    for (int i = 0; i < on; i++) d[i] = mark[i] ? loom_sym_const(ic->cx, 1) : x->dims[k++];
+    *nd = on;
+    return LOOM_OK;
+  }
+  if (!present) {
+    for (int i = 0; i < x->ndim; i++) mark[i] = is_const(x->dims[i], 1);
+  } else {
+    for (size_t i = 0; i < n; i++) {
+      int a;
+      LOOM_PROPAGATE(loom_graph_icx_axis(ic, axes[i], x->ndim, "axis", &a));
+      loom_sym_truth t = loom_sym_prove_eq(ic->cx, x->dims[a], loom_sym_const(ic->cx, 1));
+      if (t == LOOM_SYM_FALSE)
+        return loom_graph_icx_error(ic, "operand 0 axis %d is %s, not 1", a, loom_graph_sym_str(ic->m, x->dims[a]));
+      if (t == LOOM_SYM_UNKNOWN) {
+        char why[256];
+        snprintf(why, sizeof why, "squeeze: operand 0 axis %d is %s: must be 1", a,
+                 loom_graph_sym_str(ic->m, x->dims[a]));
+        LOOM_PROPAGATE(loom_graph_icx_guard(
+            ic, loom_sym_cmp(ic->cx, LOOM_SYM_EQ, x->dims[a], loom_sym_const(ic->cx, 1)), why));
+      }
+      mark[a] = true;
+    }
+  }
+  int k = 0;
+  for (int i = 0; i < x->ndim; i++)
+    if (!mark[i]) d[k++] = x->dims[i];
+  *nd = k;
+  return LOOM_OK;
+}
+
+static loom_status infer_expand_squeeze(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  if (x->ndim > 8) return loom_graph_icx_error(ic, "rank %d above 8", x->ndim);
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, 16);
+  int nd;
+  if (!d) return LOOM_OOM();
+  LOOM_PROPAGATE(expand_squeeze(ic, x, d, &nd));
+  *out = loom_sinfo_tensor(ic->m, x->dtype, nd, d, x->device);
+  return LOOM_OK;
+}
+
+static loom_status infer_flatten(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  int64_t ax = loom_graph_attr_get_int(ic->call, "axis", 1);
+  if (ax < 0) ax += x->ndim;
+  if (ax < 0 || ax > x->ndim) return loom_graph_icx_error(ic, "axis %lld out of range for rank %d", (long long)ax, x->ndim);
+  const loom_sym_expr *d[2] = {loom_graph_dims_prod(ic->cx, (int)ax, x->dims),
+                               loom_graph_dims_prod(ic->cx, x->ndim - (int)ax, x->dims + ax)};
+  if (!d[0] || !d[1]) return sym_err(ic);
+  *out = loom_sinfo_tensor(ic->m, x->dtype, 2, d, x->device);
+  return LOOM_OK;
+}
+
+/* Shape-only ops evaluate by copying the data under the inferred shape (evaluated in env). */
+static loom_status eval_copy_shape(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t;
+  const loom_sinfo *si = ec->call->sinfo;
+  int64_t sh[8];
+  if (ec->call->u.call.op == LOOM_GRAPH_OP_FLATTEN) {
+    int64_t ax = loom_graph_attr_get_int(ec->call, "axis", 1);
+    if (ax < 0) ax += x->ndim;
+    sh[0] = 1;
+    for (int i = 0; i < ax; i++) sh[0] *= x->shape[i];
+    sh[1] = sh[0] ? (int64_t)x->numel / sh[0] : 0;
+    if (!sh[0]) {
+      sh[1] = 1;
+      for (int i = (int)ax; i < x->ndim; i++) sh[1] *= x->shape[i];
+    }
+  } else {
+    /* expand_dims / squeeze: recompute from the runtime shape. */
+    loom_graph_icx ic = {.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
+    loom_graph_module *m = ec->m;
+    const loom_sym_expr **xd = loom_graph_dims_new(m, 8), **d = loom_graph_dims_new(m, 16);
+    if (!xd || !d) return LOOM_OOM();
+    for (int i = 0; i < x->ndim; i++) xd[i] = loom_sym_const(ic.cx, x->shape[i]);
+    const loom_sinfo *xs = loom_sinfo_tensor(m, x->dtype, x->ndim, xd, NULL);
+    if (!xs) return LOOM_OOM();
+    int nd;
+    LOOM_PROPAGATE(expand_squeeze(&ic, xs, d, &nd));
+    for (int i = 0; i < nd; i++) loom_sym_is_const(d[i], &sh[i]);
+    (void)si;
+    LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, nd, sh, out));
+    memcpy(out->t.data, x->data, x->numel * loom_dtype_size(x->dtype));
+    return LOOM_OK;
+  }
+  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, 2, sh, out));
+  memcpy(out->t.data, x->data, x->numel * loom_dtype_size(x->dtype));
+  return LOOM_OK;
+}
+
+/* ---- broadcast_to ---------------------------------------------------------------------- */
+
+static loom_status infer_broadcast_to(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  const loom_graph_attr *a = loom_graph_call_attr(ic->call, "shape");
+  if ((int)a->n < x->ndim) return loom_graph_icx_error(ic, "target rank %zu is below operand rank %d", a->n, x->ndim);
+  for (int i = 0; i < x->ndim; i++) {
+    int t = i + ((int)a->n - x->ndim);
+    const loom_sym_expr *dx = x->dims[i], *dt = a->syms[t];
+    if (dx == dt || is_const(dx, 1)) continue;
+    loom_sym_truth eq = loom_sym_prove_eq(ic->cx, dx, dt);
+    loom_sym_truth one = loom_sym_prove_eq(ic->cx, dx, loom_sym_const(ic->cx, 1));
+    if (eq == LOOM_SYM_TRUE || one == LOOM_SYM_TRUE) continue;
+    if (eq == LOOM_SYM_FALSE && one == LOOM_SYM_FALSE)
+      return loom_graph_icx_error(ic, "operand 0 axis %d is %s, target axis %d is %s", i,
+                                  loom_graph_sym_str(ic->m, dx), t, loom_graph_sym_str(ic->m, dt));
+    char why[512];
+    snprintf(why, sizeof why, "broadcast_to: operand 0 axis %d is %s, target axis %d is %s: must be equal or 1", i,
+             loom_graph_sym_str(ic->m, dx), t, loom_graph_sym_str(ic->m, dt));
+    LOOM_PROPAGATE(loom_graph_icx_guard(ic,
+                                        loom_sym_or(ic->cx, loom_sym_cmp(ic->cx, LOOM_SYM_EQ, dx, dt),
+                                                    loom_sym_cmp(ic->cx, LOOM_SYM_EQ, dx, loom_sym_const(ic->cx, 1))),
+                                        why));
+  }
+  *out = loom_sinfo_tensor(ic->m, x->dtype, (int)a->n, a->syms, x->device);
+  return LOOM_OK;
+}
+
+static loom_status eval_broadcast_to(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t;
+  const loom_graph_attr *a = loom_graph_call_attr(ec->call, "shape");
+  int64_t sh[8];
+  if (a->n > 8) return LOOM_ERROR(UNIMPLEMENTED, "broadcast_to: rank above 8");
+  for (size_t i = 0; i < a->n; i++) LOOM_PROPAGATE(loom_graph_ecx_sym(ec, a->syms[i], &sh[i]));
+  int nd = (int)a->n;
+  for (int i = 0; i < x->ndim; i++) {
+    int t = i + (nd - x->ndim);
+    if (x->shape[i] != 1 && x->shape[i] != sh[t])
+      return LOOM_ERROR(INVALID_ARGUMENT, "broadcast_to: operand 0 axis %d is %lld, target axis %d is %lld", i,
+                        (long long)x->shape[i], t, (long long)sh[t]);
+  }
+  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, nd, sh, out));
+  if (!out->t.numel) return LOOM_OK;
+  int64_t idx[8] = {0};
+  size_t o = 0, es = loom_dtype_size(x->dtype);
+  do {
+    size_t src = loom_graph_bcast_index(x, nd, idx);
+    memcpy((char *)out->t.data + o * es, (const char *)x->data + src * es, es);
+    o++;
+  } while (loom_graph_index_next(nd, sh, idx));
+  return LOOM_OK;
+}
+
+/* ---- concat ------------------------------------------------------------------------------ */
+
+static loom_status infer_concat(loom_graph_icx *ic, const loom_sinfo **out) {
+  size_t n = ic->call->u.call.nargs;
+  const loom_sinfo *x0;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x0));
+  int a;
+  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), x0->ndim, "axis", &a));
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)x0->ndim);
+  if (!d) return LOOM_OOM();
+  for (int k = 0; k < x0->ndim; k++) d[k] = x0->dims[k];
+  for (size_t i = 1; i < n; i++) {
+    const loom_sinfo *xi;
+    LOOM_PROPAGATE(loom_graph_icx_tensor(ic, i, true, &xi));
+    if (xi->ndim != x0->ndim)
+      return loom_graph_icx_error(ic, "operand %zu has rank %d, operand 0 has rank %d", i, xi->ndim, x0->ndim);
+    if (xi->dtype != x0->dtype)
+      return loom_graph_icx_error(ic, "operand %zu has dtype %s, operand 0 has dtype %s", i,
+                                  loom_dtype_name(xi->dtype), loom_dtype_name(x0->dtype));
+    for (int k = 0; k < x0->ndim; k++) {
+      if (k == a) d[k] = loom_sym_add(ic->cx, d[k], xi->dims[k]);
+      else LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, i, k, xi->dims[k], 0, k, x0->dims[k]));
+    }
+  }
+  if (!d[a]) return sym_err(ic);
+  *out = loom_sinfo_tensor(ic->m, x0->dtype, x0->ndim, d, x0->device);
+  return LOOM_OK;
+}
+
+static loom_status eval_concat(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  size_t n = ec->call->u.call.nargs;
+  const loom_graph_tensor *x0 = &args[0].t;
+  int64_t axis = loom_graph_attr_get_int(ec->call, "axis", 0);
+  int a = (int)(axis < 0 ? axis + x0->ndim : axis);
+  int64_t sh[8];
+  memcpy(sh, x0->shape, sizeof sh);
+  sh[a] = 0;
+  for (size_t i = 0; i < n; i++) {
+    for (int k = 0; k < x0->ndim; k++)
+      if (k != a && args[i].t.shape[k] != x0->shape[k])
+        return LOOM_ERROR(INVALID_ARGUMENT, "concat: operand %zu axis %d is %lld, operand 0 axis %d is %lld", i, k,
+                          (long long)args[i].t.shape[k], k, (long long)x0->shape[k]);
+    sh[a] += args[i].t.shape[a];
+  }
+  LOOM_PROPAGATE(loom_graph_value_tensor(x0->dtype, x0->ndim, sh, out));
+  size_t outer = 1, inner = 1, es = loom_dtype_size(x0->dtype);
+  for (int k = 0; k < a; k++) outer *= (size_t)sh[k];
+  for (int k = a + 1; k < x0->ndim; k++) inner *= (size_t)sh[k];
+  char *dst = out->t.data;
+  for (size_t o = 0; o < outer; o++)
+    for (size_t i = 0; i < n; i++) {
+      size_t chunk = (size_t)args[i].t.shape[a] * inner * es;
+      memcpy(dst, (const char *)args[i].t.data + o * chunk, chunk);
+      dst += chunk;
+    }
+  return LOOM_OK;
+}
+
+/* ---- strided_slice ------------------------------------------------------------------------ */
+
+/* Normalised bound: a negative constant counts from the end; the result is clamped to
+ * [0, dim]. */
+static const loom_sym_expr *clamp_bound(loom_sym_ctx *cx, const loom_sym_expr *v, const loom_sym_expr *dim) {
+  int64_t c;
+  if (loom_sym_is_const(v, &c) && c < 0) v = loom_sym_add(cx, dim, v);
+  const loom_sym_expr *zero = loom_sym_const(cx, 0);
+  if (loom_sym_prove_le(cx, zero, v) != LOOM_SYM_TRUE) v = loom_sym_max(cx, v, zero);
+  if (loom_sym_prove_le(cx, v, dim) != LOOM_SYM_TRUE) v = loom_sym_min(cx, v, dim);
+  return v;
+}
+
+static loom_status slice_params(loom_graph_icx *ic, int ndim, int *axes, size_t *n) {
+  const loom_graph_attr *b = loom_graph_call_attr(ic->call, "begin"), *e = loom_graph_call_attr(ic->call, "end");
+  const loom_graph_attr *s = loom_graph_call_attr(ic->call, "strides");
+  if (b->n != e->n || (s && s->n != b->n))
+    return loom_graph_icx_error(ic, "begin, end and strides must have the same length");
+  int64_t ax[8];
+  size_t na;
+  bool present;
+  LOOM_PROPAGATE(loom_graph_icx_ints(ic, "axes", ax, 8, &na, &present));
+  if (present && na != b->n) return loom_graph_icx_error(ic, "axes has %zu entries, begin has %zu", na, b->n);
+  if (!present && b->n > (size_t)ndim) return loom_graph_icx_error(ic, "begin has %zu entries for rank %d", b->n, ndim);
+  if (b->n > 8) return loom_graph_icx_error(ic, "more than 8 sliced axes");
+  for (size_t i = 0; i < b->n; i++) {
+    if (present) LOOM_PROPAGATE(loom_graph_icx_axis(ic, ax[i], ndim, "axis", &axes[i]));
+    else axes[i] = (int)i;
+    if (s) {
+      int64_t st;
+      if (!loom_sym_is_const(s->syms[i], &st) || st <= 0)
+        return loom_graph_icx_error(ic, "stride %zu must be a positive constant", i);
+    }
+  }
+  *n = b->n;
+  return LOOM_OK;
+}
+
+static loom_status infer_slice(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  int axes[8];
+  size_t n;
+  LOOM_PROPAGATE(slice_params(ic, x->ndim, axes, &n));
+  loom_sym_ctx *cx = ic->cx;
+  const loom_graph_attr *b = loom_graph_call_attr(ic->call, "begin"), *e = loom_graph_call_attr(ic->call, "end");
+  const loom_graph_attr *s = loom_graph_call_attr(ic->call, "strides");
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)x->ndim);
+  if (!d) return LOOM_OOM();
+  for (int k = 0; k < x->ndim; k++) d[k] = x->dims[k];
+  for (size_t i = 0; i < n; i++) {
+    const loom_sym_expr *dim = x->dims[axes[i]];
+    const loom_sym_expr *lo = clamp_bound(cx, b->syms[i], dim), *hi = clamp_bound(cx, e->syms[i], dim);
+    const loom_sym_expr *step = s ? s->syms[i] : loom_sym_const(cx, 1);
+    const loom_sym_expr *len = loom_sym_ceildiv(cx, loom_sym_sub(cx, hi, lo), step);
+    if (!len) return sym_err(ic);
+    if (loom_sym_prove_le(cx, loom_sym_const(cx, 0), len) != LOOM_SYM_TRUE) len = loom_sym_max(cx, len, loom_sym_const(cx, 0));
+    d[axes[i]] = loom_sym_simplify(cx, len);
+    if (!d[axes[i]]) return sym_err(ic);
+  }
+  *out = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, d, x->device);
+  return LOOM_OK;
+}
+
+static loom_status eval_slice(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t;
+  loom_graph_icx ic = {.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
+  int axes[8];
+  size_t n;
+  LOOM_PROPAGATE(slice_params(&ic, x->ndim, axes, &n));
+  const loom_graph_attr *b = loom_graph_call_attr(ec->call, "begin"), *e = loom_graph_call_attr(ec->call, "end");
+  const loom_graph_attr *s = loom_graph_call_attr(ec->call, "strides");
+  int64_t start[8], step[8], sh[8];
+  for (int k = 0; k < x->ndim; k++) {
+    start[k] = 0;
+    step[k] = 1;
+    sh[k] = x->shape[k];
+  }
+  for (size_t i = 0; i < n; i++) {
+    int k = axes[i];
+    int64_t lo, hi, st = 1, dim = x->shape[k];
+    LOOM_PROPAGATE(loom_graph_ecx_sym(ec, b->syms[i], &lo));
+    LOOM_PROPAGATE(loom_graph_ecx_sym(ec, e->syms[i], &hi));
+    if (s) LOOM_PROPAGATE(loom_graph_ecx_sym(ec, s->syms[i], &st));
+    int64_t c;
+    if (loom_sym_is_const(b->syms[i], &c) && c < 0) lo += dim;
+    if (loom_sym_is_const(e->syms[i], &c) && c < 0) hi += dim;
+    lo = lo < 0 ? 0 : lo > dim ? dim : lo;
+    hi = hi < 0 ? 0 : hi > dim ? dim : hi;
+    start[k] = lo;
+    step[k] = st;
+    sh[k] = hi > lo ? (hi - lo + st - 1) / st : 0;
+  }
+  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, sh, out));
+  if (!out->t.numel) return LOOM_OK;
+  int64_t idx[8] = {0}, str[8];
+  loom_graph_strides(x->ndim, x->shape, str);
+  size_t o = 0, es = loom_dtype_size(x->dtype);
+  do {
+    size_t off = 0;
+    for (int k = 0; k < x->ndim; k++) off += (size_t)((start[k] + idx[k] * step[k]) * str[k]);
+    memcpy((char *)out->t.data + o * es, (const char *)x->data + off * es, es);
+    o++;
+  } while (loom_graph_index_next(x->ndim, sh, idx));
+  return LOOM_OK;
+}
+
+/* ---- shape_of ------------------------------------------------------------------------------- */
+
+static loom_status infer_shape_of(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, false, &x));
+  *out = loom_sinfo_shape(ic->m, x->ndim, x->dims);
+  return LOOM_OK;
+}
+
+static loom_status eval_shape_of(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  (void)ec;
+  memset(out, 0, sizeof *out);
+  out->kind = LOOM_SINFO_SHAPE;
+  out->n = (size_t)args[0].t.ndim;
+  out->dims = malloc((out->n ? out->n : 1) * sizeof *out->dims);
+  if (!out->dims) return LOOM_OOM();
+  memcpy(out->dims, args[0].t.shape, out->n * sizeof *out->dims);
+  return LOOM_OK;
+}
+
+const loom_graph_op_impl loom_graph_op_impl_reshape = {reshape_attrs, infer_reshape, eval_reshape, NULL};
+const loom_graph_op_impl loom_graph_op_impl_permute_dims = {axes_attrs, infer_permute, eval_permute, NULL};
+const loom_graph_op_impl loom_graph_op_impl_expand_dims = {axes_attrs, infer_expand_squeeze, eval_copy_shape, NULL};
+const loom_graph_op_impl loom_graph_op_impl_squeeze = {axes_attrs, infer_expand_squeeze, eval_copy_shape, NULL};
+const loom_graph_op_impl loom_graph_op_impl_flatten = {axis_attrs, infer_flatten, eval_copy_shape, NULL};
+const loom_graph_op_impl loom_graph_op_impl_broadcast_to = {bcast_attrs, infer_broadcast_to, eval_broadcast_to, NULL};
+const loom_graph_op_impl loom_graph_op_impl_concat = {axis_attrs, infer_concat, eval_concat, NULL};
+const loom_graph_op_impl loom_graph_op_impl_strided_slice = {slice_attrs, infer_slice, eval_slice, NULL};
+const loom_graph_op_impl loom_graph_op_impl_shape_of = {no_attrs, infer_shape_of, eval_shape_of, NULL};

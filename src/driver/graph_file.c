@@ -1,0 +1,52 @@
+/* graph_file.c — reads, parses and verifies a .loom file for `loom check` / `loom eval`. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "driver/graph_file.h"
+
+int loom_driver_load_graph(const char *path, loom_diag_list *dl, loom_graph_module **out) {
+  *out = NULL;
+  loom_diag_list_init(dl, NULL);
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "error: cannot open '%s'\n", path);
+    loom_diag_list_destroy(dl);
+    return 1;
+  }
+  size_t cap = 1 << 16, len = 0;
+  char *text = malloc(cap);
+  while (text) {
+    size_t n = fread(text + len, 1, cap - len, f);
+    len += n;
+    if (len < cap) break;
+    char *t = realloc(text, cap * 2);
+    if (!t) {
+      free(text);
+      text = NULL;
+      break;
+    }
+    text = t;
+    cap *= 2;
+  }
+  fclose(f);
+  if (!text) {
+    fprintf(stderr, "error: out of memory reading '%s'\n", path);
+    loom_diag_list_destroy(dl);
+    return 1;
+  }
+  loom_source src = {path, text, len};
+  loom_status st = loom_graph_parse(&src, dl, out);
+  if (!st) st = loom_graph_verify(*out, dl);
+  if (st) {
+    if (dl->errors) loom_diag_list_print(stderr, dl);
+    else loom_status_fprint(stderr, st);
+    loom_status_free(st);
+    loom_graph_module_destroy(*out);
+    *out = NULL;
+    loom_diag_list_destroy(dl);
+    free(text);
+    return 1;
+  }
+  free(text);
+  return 0;
+}

@@ -1,0 +1,184 @@
+/* test_interp.c — the reference interpreter on hand-computed cases, symbolic binding from
+ * argument shapes, and the runtime errors (input shape, guard, match_cast). */
+#include <math.h>
+
+#include "tests/graph/graph_test_util.h"
+
+/* Runs @main of `text` on `args`; asserts success; returns the result. */
+static loom_graph_value run_ok(loom_graph_module *m, size_t n, loom_graph_value *args, loom_sym_env *env) {
+  loom_graph_value out;
+  loom_status st = loom_graph_eval(m, "main", n, args, env, &out);
+  cr_assert(!st, "eval failed: %s", st ? loom_status_text(st, 0) : "");
+  return out;
+}
+
+static char *run_err(loom_graph_module *m, size_t n, loom_graph_value *args) {
+  loom_graph_value out;
+  loom_status st = loom_graph_eval(m, "main", n, args, NULL, &out);
+  cr_assert(st, "eval succeeded but should have failed");
+  char *msg = strdup(loom_status_text(st, 0));
+  loom_status_free(st);
+  return msg;
+}
+
+static void expect_values(const loom_graph_value *v, int nd, const int64_t *shape, const double *want, double tol) {
+  cr_assert_eq(v->kind, LOOM_SINFO_TENSOR);
+  cr_assert_eq(v->t.ndim, nd);
+  size_t n = 1;
+  for (int i = 0; i < nd; i++) {
+    cr_assert_eq(v->t.shape[i], shape[i], "axis %d: %lld vs %lld", i, (long long)v->t.shape[i], (long long)shape[i]);
+    n *= (size_t)shape[i];
+  }
+  for (size_t i = 0; i < n; i++) {
+    double g = loom_graph_tensor_get_f64(&v->t, i);
+    cr_assert(fabs(g - want[i]) <= tol, "element %zu: got %.9g want %.9g", i, g, want[i]);
+  }
+}
+
+static void free_args(loom_graph_value *a, size_t n) {
+  for (size_t i = 0; i < n; i++) loom_graph_value_free(&a[i]);
+}
+
+LOOM_TEST(graph_interp, broadcast_add_matmul_softmax) {
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(a: Tensor[(1, 3), f32], b: Tensor[(n, 1), f32], w: Tensor[(3, 2), f32]) -> Object {\n"
+      "  c = add(a, b)\n  d = matmul(c, w)\n  e = softmax(d, axis=1)\n  r = (c, d, e)\n  return r\n}\n");
+  double av[] = {1, 2, 3}, bv[] = {10, 20}, wv[] = {1, 0, 0, 1, 1, 1};
+  loom_graph_value args[3] = {gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){1, 3}, av),
+                              gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){2, 1}, bv),
+                              gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){3, 2}, wv)};
+  loom_sym_env *env;
+  cr_assert(!loom_sym_env_create(NULL, &env));
+  loom_graph_value r = run_ok(m, 3, args, env);
+  int64_t nval;
+  cr_assert(loom_sym_env_get(env, gt_pdim(m, 1, 0), &nval));
+  cr_assert_eq(nval, 2, "n is bound from b's shape");
+  expect_values(&r.items[0], 2, (int64_t[]){2, 3}, (double[]){11, 12, 13, 21, 22, 23}, 0);
+  /* [11 12 13] @ [[1 0] [0 1] [1 1]] = [24 25]; [21 22 23] -> [44 45] */
+  expect_values(&r.items[1], 2, (int64_t[]){2, 2}, (double[]){24, 25, 44, 45}, 0);
+  double e1 = 1 / (1 + exp(1.0));
+  expect_values(&r.items[2], 2, (int64_t[]){2, 2}, (double[]){e1, 1 - e1, e1, 1 - e1}, 1e-6);
+  loom_graph_value_free(&r);
+  free_args(args, 3);
+  loom_sym_env_destroy(env);
+  loom_graph_module_destroy(m);
+}
+
+LOOM_TEST(graph_interp, shape_ops) {
+  loom_graph_module *m = gt_parse_ok(
+      "const @idx: Tensor[(2,), i64] = [2, -3]\n"
+      "fn @main(x: Tensor[(2, 3), f32]) -> Object {\n"
+      "  r = reshape(x, shape=[3, -1])\n  p = permute_dims(x)\n  c = concat(x, x, axis=1)\n"
+      "  s = strided_slice(x, axes=[1], begin=[1], end=[3])\n  t = take(x, @idx, axis=1)\n"
+      "  u = sum(x, axes=[0])\n  v = mean(x, axes=[1], keepdims=true)\n  am = argmax(x, axis=1)\n"
+      "  tl = tril(x)\n  a = arange(start=[1], end=[7], step=[2])\n  fl = full(shape=[2, 2], value=1.5)\n"
+      "  e = expand_dims(x, axes=[0])\n  out = (r, p, c, s, t, u, v, am, tl, a, fl, e)\n  return out\n}\n");
+  double xv[] = {1, 5, 3, 4, 2, 6};
+  loom_graph_value x = gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){2, 3}, xv);
+  loom_graph_value r = run_ok(m, 1, &x, NULL);
+  expect_values(&r.items[0], 2, (int64_t[]){3, 2}, xv, 0);
+  expect_values(&r.items[1], 2, (int64_t[]){3, 2}, (double[]){1, 4, 5, 2, 3, 6}, 0);
+  expect_values(&r.items[2], 2, (int64_t[]){2, 6}, (double[]){1, 5, 3, 1, 5, 3, 4, 2, 6, 4, 2, 6}, 0);
+  expect_values(&r.items[3], 2, (int64_t[]){2, 2}, (double[]){5, 3, 2, 6}, 0);
+  expect_values(&r.items[4], 2, (int64_t[]){2, 2}, (double[]){3, 1, 6, 4}, 0);
+  expect_values(&r.items[5], 1, (int64_t[]){3}, (double[]){5, 7, 9}, 0);
+  expect_values(&r.items[6], 2, (int64_t[]){2, 1}, (double[]){3, 4}, 1e-6);
+  expect_values(&r.items[7], 1, (int64_t[]){2}, (double[]){1, 2}, 0);
+  expect_values(&r.items[8], 2, (int64_t[]){2, 3}, (double[]){1, 0, 0, 4, 2, 0}, 0);
+  expect_values(&r.items[9], 1, (int64_t[]){3}, (double[]){1, 3, 5}, 0);
+  expect_values(&r.items[10], 2, (int64_t[]){2, 2}, (double[]){1.5, 1.5, 1.5, 1.5}, 0);
+  expect_values(&r.items[11], 3, (int64_t[]){1, 2, 3}, xv, 0);
+  loom_graph_value_free(&r);
+  loom_graph_value_free(&x);
+  loom_graph_module_destroy(m);
+}
+
+LOOM_TEST(graph_interp, norms_where_and_elementwise) {
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(x: Tensor[(1, 4), f32], g: Tensor[(4,), f32], b: Tensor[(4,), f32]) -> Object {\n"
+      "  ln = layer_norm(x, g, b, eps=0.0)\n  rn = rms_norm(x, g, eps=0.0)\n  k = greater(x, b)\n"
+      "  w = where(k, x, b)\n  c = clip(x, min=1.5, max=3.0)\n  ci = cast(x, dtype=i32)\n  out = (ln, rn, w, c, ci)\n  return out\n}\n");
+  double xv[] = {1, 2, 3, 4}, gv[] = {1, 1, 1, 1}, bv[] = {0, 0, 10, 0};
+  loom_graph_value args[3] = {gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){1, 4}, xv), gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){4}, gv),
+                              gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){4}, bv)};
+  loom_graph_value r = run_ok(m, 3, args, NULL);
+  /* mean 2.5, var 1.25 */
+  double sd = sqrt(1.25), rms = sqrt(7.5);
+  expect_values(&r.items[0], 2, (int64_t[]){1, 4}, (double[]){-1.5 / sd, -0.5 / sd, 0.5 / sd + 10, 1.5 / sd}, 1e-5);
+  expect_values(&r.items[1], 2, (int64_t[]){1, 4}, (double[]){1 / rms, 2 / rms, 3 / rms, 4 / rms}, 1e-6);
+  expect_values(&r.items[2], 2, (int64_t[]){1, 4}, (double[]){1, 2, 10, 4}, 0);
+  expect_values(&r.items[3], 2, (int64_t[]){1, 4}, (double[]){1.5, 2, 3, 3}, 0);
+  expect_values(&r.items[4], 2, (int64_t[]){1, 4}, xv, 0);
+  cr_assert_eq(r.items[4].t.dtype, LOOM_DTYPE_I32);
+  loom_graph_value_free(&r);
+  free_args(args, 3);
+  loom_graph_module_destroy(m);
+}
+
+LOOM_TEST(graph_interp, nonzero_binds_its_fresh_symbol) {
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(x: Tensor[(n,), f32]) -> Object {\n  z = nonzero(x)\n  c = shape_of(z)\n  return c\n}\n");
+  loom_graph_value x = gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){5}, (double[]){0, 1, 0, 2, 3});
+  loom_sym_env *env;
+  cr_assert(!loom_sym_env_create(NULL, &env));
+  loom_graph_value r = run_ok(m, 1, &x, env);
+  cr_assert_eq(r.kind, LOOM_SINFO_SHAPE);
+  cr_assert_eq(r.dims[1], 3);
+  const loom_sinfo *zs = gt_binding(m, "main", "z")->var->sinfo;
+  int64_t nnz;
+  cr_assert(loom_sym_env_get(env, zs->dims[1], &nnz));
+  cr_assert_eq(nnz, 3);
+  loom_graph_value_free(&r);
+  loom_graph_value_free(&x);
+  loom_sym_env_destroy(env);
+  loom_graph_module_destroy(m);
+}
+
+LOOM_TEST(graph_interp, runtime_errors_are_clear) {
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(x: Tensor[(n, 2 * n + 1), f32], y: Tensor[(m,), f32]) -> Object {\n"
+      "  z = add(x, y)\n  w = match_cast(z, Tensor[(n, 3), f32])\n  return w\n}\n");
+  /* Input shape: axis 1 must be 2*n + 1. */
+  loom_graph_value a[2] = {gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){4, 10}, NULL), gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){9}, NULL)};
+  char *msg = run_err(m, 2, a);
+  cr_assert(strstr(msg, "input 'x' axis 1") && strstr(msg, "10"), "%s", msg);
+  free(msg);
+  free_args(a, 2);
+  /* Guard: n vs m broadcast. */
+  loom_graph_value b[2] = {gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){1, 3}, NULL), gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){2}, NULL)};
+  msg = run_err(m, 2, b);
+  cr_assert(strstr(msg, "guard failed") && strstr(msg, "binding 'z'"), "%s", msg);
+  free(msg);
+  free_args(b, 2);
+  /* match_cast: n = 2 gives (2, 5), not (2, 3). */
+  loom_graph_value c[2] = {gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){2, 5}, NULL), gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){5}, NULL)};
+  msg = run_err(m, 2, c);
+  cr_assert(strstr(msg, "match_cast 'w'") && strstr(msg, "axis 1"), "%s", msg);
+  free(msg);
+  free_args(c, 2);
+  /* A wrong dtype. */
+  loom_graph_value d[2] = {gt_tensor(LOOM_DTYPE_F64, 2, (int64_t[]){1, 3}, NULL), gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){3}, NULL)};
+  msg = run_err(m, 2, d);
+  cr_assert(strstr(msg, "input 'x': expected dtype f32, got f64"), "%s", msg);
+  free(msg);
+  free_args(d, 2);
+  loom_graph_module_destroy(m);
+}
+
+LOOM_TEST(graph_interp, half_precision_storage_and_if) {
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(x: Tensor[(n,), f16], flag: Tensor[(), bool]) -> Object {\n"
+      "  y = if (flag) {\n    a = mul(x, x)\n    return a\n  } else {\n    b = neg(x)\n    return b\n  }\n  return y\n}\n");
+  loom_graph_value a[2] = {gt_tensor(LOOM_DTYPE_F16, 1, (int64_t[]){3}, (double[]){0.5, -2, 3}),
+                           gt_tensor(LOOM_DTYPE_BOOL, 0, NULL, (double[]){1})};
+  loom_graph_value r = run_ok(m, 2, a, NULL);
+  expect_values(&r, 1, (int64_t[]){3}, (double[]){0.25, 4, 9}, 0);
+  cr_assert_eq(r.t.dtype, LOOM_DTYPE_F16);
+  loom_graph_value_free(&r);
+  loom_graph_tensor_set_f64(&a[1].t, 0, 0);
+  r = run_ok(m, 2, a, NULL);
+  expect_values(&r, 1, (int64_t[]){3}, (double[]){-0.5, 2, -3}, 0);
+  loom_graph_value_free(&r);
+  free_args(a, 2);
+  loom_graph_module_destroy(m);
+}
