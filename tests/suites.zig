@@ -20,5 +20,7 @@ pub const suites = .{
     } },
     .{ .name = "symbolic", .files = &[_][]const u8{
         "tests/symbolic/test_sym_prop.c",
+        "tests/symbolic/test_sym_rules.c",
+        "tests/symbolic/test_sym_cli.c",
     } },
 };
