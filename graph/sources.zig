@@ -16,6 +16,7 @@ pub const compiler = [_][]const u8{
     "graph/parse.c",
     "graph/verify.c",
     "graph/interp.c",
+    "graph/legalize.c",
     "graph/npy_io.c",
     "graph/tp_bridge.c",
 };

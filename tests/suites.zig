@@ -51,4 +51,7 @@ pub const suites = .{
         "tests/graph/test_models.c",
         "tests/fuzz/fuzz_graph_parse.c",
     } },
+    .{ .name = "legalize", .files = &[_][]const u8{
+        "tests/legalize/test_legalize.c",
+    } },
 };

@@ -85,7 +85,7 @@ LOOM_TEST(graph_text, parse_errors_are_located) {
   expect_error("fn @main(x: Tensor[(n,), f32]) -> Object {\n  dataflow {\n    y = relu(x)\n    a = relu(y)\n    output a\n  }\n"
                "  return y\n}\n",
                "test.loom:7:10", "unknown variable 'y'");
-  expect_error("prim @add(A: Buffer[(n,), f32]) {\n}\n", "test.loom:1:1", "not available");
+  expect_error("prim @add(A: Buffer[(n,), f33]) {\n}\n", "test.loom:1:27", "expected a dtype");
 }
 
 LOOM_TEST(graph_text, symbolic_scoping_from_params_and_match_cast) {

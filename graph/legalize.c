@@ -1,0 +1,345 @@
+/* legalize.c — operator calls to tensor programs (see legalize.h).
+ *
+ * One table per op family maps an operator to its generator input: an expression
+ * template over `x` (unary) or `a`, `b` (binary), a reduction kind, and so on. */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/hash.h"
+#include "graph/graph_internal.h"
+#include "graph/legalize.h"
+#include "tensorprog/tp_gen.h"
+#include "tensorprog/tp_ir.h"
+
+typedef struct unary_entry {
+  loom_graph_op op;
+  const char *expr; /* over x; literals take x's dtype */
+} unary_entry;
+
+static const unary_entry unary_table[] = {
+    {LOOM_GRAPH_OP_NEG, "-x"},
+    {LOOM_GRAPH_OP_ABS, "abs(x)"},
+    {LOOM_GRAPH_OP_EXP, "exp(x)"},
+    {LOOM_GRAPH_OP_LOG, "log(x)"},
+    {LOOM_GRAPH_OP_SQRT, "sqrt(x)"},
+    {LOOM_GRAPH_OP_RSQRT, "rsqrt(x)"},
+    {LOOM_GRAPH_OP_TANH, "tanh(x)"},
+    {LOOM_GRAPH_OP_SIGMOID, "sigmoid(x)"},
+    {LOOM_GRAPH_OP_RELU, "max(x, 0.0)"},
+    {LOOM_GRAPH_OP_GELU, "0.5 * x * (1.0 + erf(x * 0.70710678118654752440))"},
+    {LOOM_GRAPH_OP_GELU_TANH, "0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)))"},
+    {LOOM_GRAPH_OP_SILU, "x * sigmoid(x)"},
+    {LOOM_GRAPH_OP_ERF, "erf(x)"},
+    {LOOM_GRAPH_OP_SIN, "sin(x)"},
+    {LOOM_GRAPH_OP_COS, "cos(x)"},
+    {LOOM_GRAPH_OP_FLOOR, "floor(x)"},
+    {LOOM_GRAPH_OP_CEIL, "ceil(x)"},
+    {LOOM_GRAPH_OP_ROUND, "round(x)"},
+    {LOOM_GRAPH_OP_SIGN, "select(x > 0.0, 1.0, select(x < 0.0, -1.0, 0.0))"},
+    {LOOM_GRAPH_OP_NOT, "!x"},
+    {LOOM_GRAPH_OP_DROPOUT, "x"},
+};
+
+typedef struct binary_entry {
+  loom_graph_op op;
+  const char *expr;     /* over a, b for float operands */
+  const char *int_expr; /* for integer operands (NULL: same as expr) */
+} binary_entry;
+
+static const binary_entry binary_table[] = {
+    {LOOM_GRAPH_OP_ADD, "a + b", NULL},
+    {LOOM_GRAPH_OP_SUB, "a - b", NULL},
+    {LOOM_GRAPH_OP_MUL, "a * b", NULL},
+    {LOOM_GRAPH_OP_DIV, "a / b", "floordiv(a, b)"},
+    {LOOM_GRAPH_OP_POW, "pow(a, b)", NULL},
+    {LOOM_GRAPH_OP_MOD, "floormod(a, b)", NULL},
+    {LOOM_GRAPH_OP_MAXIMUM, "max(a, b)", NULL},
+    {LOOM_GRAPH_OP_MINIMUM, "min(a, b)", NULL},
+    {LOOM_GRAPH_OP_EQUAL, "a == b", NULL},
+    {LOOM_GRAPH_OP_NOT_EQUAL, "a != b", NULL},
+    {LOOM_GRAPH_OP_LESS, "a < b", NULL},
+    {LOOM_GRAPH_OP_LESS_EQUAL, "a <= b", NULL},
+    {LOOM_GRAPH_OP_GREATER, "a > b", NULL},
+    {LOOM_GRAPH_OP_GREATER_EQUAL, "a >= b", NULL},
+    {LOOM_GRAPH_OP_LOGICAL_AND, "a && b", NULL},
+    {LOOM_GRAPH_OP_LOGICAL_OR, "a || b", NULL},
+    {LOOM_GRAPH_OP_LOGICAL_XOR, "xor(a, b)", NULL},
+};
+
+typedef struct reduce_entry {
+  loom_graph_op op;
+  loom_tp_reduce_op kind;
+} reduce_entry;
+
+static const reduce_entry reduce_table[] = {
+    {LOOM_GRAPH_OP_SUM, LOOM_TP_REDUCE_SUM},   {LOOM_GRAPH_OP_MEAN, LOOM_TP_REDUCE_MEAN},
+    {LOOM_GRAPH_OP_MAX, LOOM_TP_REDUCE_MAX},   {LOOM_GRAPH_OP_MIN, LOOM_TP_REDUCE_MIN},
+    {LOOM_GRAPH_OP_PROD, LOOM_TP_REDUCE_PROD},
+};
+
+/* The program named `name` if the module has it already. */
+static loom_tp_func *find_tp(loom_graph_module *m, const char *name) {
+  for (size_t i = 0; i < loom_graph_module_num_tps(m); i++) {
+    loom_tp_func *tp = loom_graph_module_tp_at(m, i);
+    if (!strcmp(loom_tp_func_name(tp), name)) return tp;
+  }
+  return NULL;
+}
+
+static loom_status unsupported(const loom_graph_expr *call, const char *why) {
+  return LOOM_ERROR(UNIMPLEMENTED, "%s: no legalization %s", loom_graph_op_name(call->u.call.op), why);
+}
+
+/* Tensor argument i with known rank and dims. */
+static loom_status tensor_arg(const loom_graph_expr *call, size_t i, const loom_sinfo **out) {
+  if (i >= call->u.call.nargs) return unsupported(call, "(missing operand)");
+  const loom_sinfo *s = call->u.call.args[i]->sinfo;
+  if (!s || s->kind != LOOM_SINFO_TENSOR || s->ndim < 0 || !s->dims || s->dtype == LOOM_DTYPE_UNKNOWN)
+    return unsupported(call, "for operands of unknown rank, dims or dtype");
+  if (s->ndim > LOOM_TP_GEN_MAX_RANK) return unsupported(call, "above rank 8");
+  *out = s;
+  return LOOM_OK;
+}
+
+/* Broadcast mode of each axis of `in` against the output dims (aligned right). Appends a
+ * letter per axis to `key` (F, 1, G). */
+static void modes_of(loom_sym_ctx *cx, const loom_sinfo *in, const loom_sym_expr *const *out_dims, int out_rank,
+                     loom_tp_bcast *modes, char *key, size_t cap) {
+  for (int j = 0; j < in->ndim; j++) {
+    const loom_sym_expr *od = out_dims[j + out_rank - in->ndim];
+    int64_t c;
+    if (loom_sym_prove_eq(cx, in->dims[j], od) == LOOM_SYM_TRUE) modes[j] = LOOM_TP_BCAST_FULL;
+    else if (loom_sym_is_const(in->dims[j], &c) && c == 1) modes[j] = LOOM_TP_BCAST_ONE;
+    else modes[j] = LOOM_TP_BCAST_GUARD;
+    size_t n = strlen(key);
+    if (n + 1 < cap) {
+      key[n] = modes[j] == LOOM_TP_BCAST_FULL ? 'F' : modes[j] == LOOM_TP_BCAST_ONE ? '1' : 'G';
+      key[n + 1] = '\0';
+    }
+  }
+}
+
+static loom_status legalize_unary(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                  const char *expr, loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s_%s_r%d", loom_graph_op_name(call->u.call.op), loom_dtype_name(x->dtype),
+           loom_dtype_name(out->dtype), x->ndim);
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_unary(loom_graph_module_arena(m), loom_graph_module_sym(m), name, expr, x->dtype,
+                                   out->dtype, x->ndim, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legalize_clip(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                 loom_tp_func **tp) {
+  const loom_graph_attr *lo = loom_graph_call_attr(call, "min"), *hi = loom_graph_call_attr(call, "max");
+  char expr[160] = "x", tmp[160];
+  if (lo) {
+    snprintf(tmp, sizeof tmp, "max(%s, %.17g)", expr, lo->kind == LOOM_GRAPH_ATTR_INT ? (double)lo->i : lo->f);
+    strcpy(expr, tmp);
+  }
+  if (hi) {
+    snprintf(tmp, sizeof tmp, "min(%s, %.17g)", expr, hi->kind == LOOM_GRAPH_ATTR_INT ? (double)hi->i : hi->f);
+    strcpy(expr, tmp);
+  }
+  /* Bounds are part of the program: name them by their bits. */
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  char name[256];
+  snprintf(name, sizeof name, "clip_%s_r%d_%016llx", loom_dtype_name(x->dtype), x->ndim,
+           (unsigned long long)loom_hash_bytes(expr, strlen(expr)));
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_unary(loom_graph_module_arena(m), loom_graph_module_sym(m), name, expr, x->dtype,
+                                   out->dtype, x->ndim, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legalize_binary(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                   const binary_entry *e, loom_tp_func **tp) {
+  const loom_sinfo *a, *b;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &a));
+  LOOM_PROPAGATE(tensor_arg(call, 1, &b));
+  if (a->dtype != b->dtype) return unsupported(call, "for operands of different dtypes");
+  if (out->ndim < 0 || !out->dims) return unsupported(call, "for a result of unknown shape");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  loom_tp_bcast ma[LOOM_TP_GEN_MAX_RANK], mb[LOOM_TP_GEN_MAX_RANK];
+  char key[64] = "";
+  modes_of(cx, a, out->dims, out->ndim, ma, key, sizeof key);
+  strcat(key, "_");
+  modes_of(cx, b, out->dims, out->ndim, mb, key, sizeof key);
+  const char *expr = loom_dtype_is_float(a->dtype) || !e->int_expr ? e->expr : e->int_expr;
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s_%s", loom_graph_op_name(call->u.call.op), loom_dtype_name(a->dtype), key);
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_binary(loom_graph_module_arena(m), cx, name, expr, a->dtype, out->dtype, a->ndim, ma,
+                                    b->ndim, mb, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+/* Normalises an axis given possibly negative. */
+static bool norm_axis(int64_t ax, int ndim, int *out) {
+  if (ax < 0) ax += ndim;
+  if (ax < 0 || ax >= ndim) return false;
+  *out = (int)ax;
+  return true;
+}
+
+static loom_status legalize_reduce(loom_graph_module *m, const loom_graph_expr *call, loom_tp_reduce_op kind,
+                                   loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  unsigned mask = 0;
+  const loom_graph_attr *axes = loom_graph_call_attr(call, "axes");
+  if (!axes) {
+    mask = x->ndim ? (1u << x->ndim) - 1 : 0;
+  } else {
+    for (size_t i = 0; i < axes->n; i++) {
+      int64_t v;
+      int a;
+      if (!loom_sym_is_const(axes->syms[i], &v) || !norm_axis(v, x->ndim, &a)) return unsupported(call, "for these axes");
+      mask |= 1u << a;
+    }
+  }
+  bool keep = loom_graph_attr_get_int(call, "keepdims", 0) != 0;
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s_r%d_a%x%s", loom_graph_op_name(call->u.call.op), loom_dtype_name(x->dtype),
+           x->ndim, mask, keep ? "_k" : "");
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_reduce(loom_graph_module_arena(m), loom_graph_module_sym(m), name, kind, x->dtype,
+                                    x->ndim, mask, keep, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legalize_softmax(loom_graph_module *m, const loom_graph_expr *call, bool log, loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  int axis;
+  if (!norm_axis(loom_graph_attr_get_int(call, "axis", -1), x->ndim, &axis)) return unsupported(call, "for this axis");
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s_r%d_a%d", log ? "log_softmax" : "softmax", loom_dtype_name(x->dtype), x->ndim, axis);
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_softmax(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim,
+                                     axis, log, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legalize_norm(loom_graph_module *m, const loom_graph_expr *call, bool rms, loom_tp_func **tp) {
+  const loom_sinfo *x, *gamma;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(tensor_arg(call, 1, &gamma));
+  if (gamma->ndim != 1 || x->ndim < 1) return unsupported(call, "for a gamma that is not 1-d");
+  double eps = loom_graph_attr_get_float(call, "eps", 1e-5);
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s_r%d_%016llx", rms ? "rms_norm" : "layer_norm", loom_dtype_name(x->dtype), x->ndim,
+           (unsigned long long)loom_hash_bytes(&eps, sizeof eps));
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_layer_norm(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim,
+                                        1, eps, rms, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legalize_matmul(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                   loom_tp_func **tp) {
+  const loom_sinfo *a, *b;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &a));
+  LOOM_PROPAGATE(tensor_arg(call, 1, &b));
+  if (a->ndim < 2 || b->ndim < 2) return unsupported(call, "for 1-d operands yet");
+  if (a->dtype != b->dtype) return unsupported(call, "for operands of different dtypes");
+  if (out->ndim < 2 || !out->dims) return unsupported(call, "for a result of unknown shape");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  /* Batch modes against the output's batch dims. */
+  loom_sinfo ab = *a, bb = *b;
+  ab.ndim = a->ndim - 2;
+  bb.ndim = b->ndim - 2;
+  loom_tp_bcast ma[LOOM_TP_GEN_MAX_RANK], mb[LOOM_TP_GEN_MAX_RANK];
+  char key[64] = "";
+  modes_of(cx, &ab, out->dims, out->ndim - 2, ma, key, sizeof key);
+  strcat(key, "_");
+  modes_of(cx, &bb, out->dims, out->ndim - 2, mb, key, sizeof key);
+  loom_dtype acc = a->dtype == LOOM_DTYPE_F16 || a->dtype == LOOM_DTYPE_BF16 ? LOOM_DTYPE_F32 : a->dtype;
+  char name[256];
+  snprintf(name, sizeof name, "matmul_%s_%d_%d_%s", loom_dtype_name(a->dtype), a->ndim, b->ndim, key);
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_matmul(loom_graph_module_arena(m), cx, name, a->dtype, acc, a->ndim, ma, b->ndim, mb, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                     loom_tp_func **out_tp) {
+  if (call->kind != LOOM_GRAPH_EXPR_CALL || call->u.call.callee != LOOM_GRAPH_CALLEE_OP)
+    return LOOM_ERROR(INVALID_ARGUMENT, "legalize: not an operator call");
+  if (!out || out->kind != LOOM_SINFO_TENSOR || out->dtype == LOOM_DTYPE_UNKNOWN)
+    return unsupported(call, "for a non-tensor result");
+  loom_graph_op op = call->u.call.op;
+  for (size_t i = 0; i < sizeof unary_table / sizeof unary_table[0]; i++)
+    if (unary_table[i].op == op) return legalize_unary(m, call, out, unary_table[i].expr, out_tp);
+  for (size_t i = 0; i < sizeof binary_table / sizeof binary_table[0]; i++)
+    if (binary_table[i].op == op) return legalize_binary(m, call, out, &binary_table[i], out_tp);
+  for (size_t i = 0; i < sizeof reduce_table / sizeof reduce_table[0]; i++)
+    if (reduce_table[i].op == op) return legalize_reduce(m, call, reduce_table[i].kind, out_tp);
+  switch (op) {
+    case LOOM_GRAPH_OP_CAST: {
+      char expr[32];
+      snprintf(expr, sizeof expr, "%s(x)", loom_dtype_name(out->dtype));
+      return legalize_unary(m, call, out, expr, out_tp);
+    }
+    case LOOM_GRAPH_OP_CLIP: return legalize_clip(m, call, out, out_tp);
+    case LOOM_GRAPH_OP_SOFTMAX: return legalize_softmax(m, call, false, out_tp);
+    case LOOM_GRAPH_OP_LOG_SOFTMAX: return legalize_softmax(m, call, true, out_tp);
+    case LOOM_GRAPH_OP_LAYER_NORM: return legalize_norm(m, call, false, out_tp);
+    case LOOM_GRAPH_OP_RMS_NORM: return legalize_norm(m, call, true, out_tp);
+    case LOOM_GRAPH_OP_MATMUL: return legalize_matmul(m, call, out, out_tp);
+    default: return unsupported(call, "yet");
+  }
+}
+
+/* Rewrites the bindings of one sequence (and of nested if branches). */
+static loom_status legalize_seq(loom_graph_module *m, loom_graph_seq *seq, loom_diag_list *diags, size_t *done,
+                                size_t *kept) {
+  for (size_t bi = 0; bi < seq->nblocks; bi++) {
+    loom_graph_block *blk = seq->blocks[bi];
+    for (size_t i = 0; i < blk->n; i++) {
+      loom_graph_binding *b = blk->bindings[i];
+      loom_graph_expr *v = b->value;
+      if (v->kind == LOOM_GRAPH_EXPR_IF) {
+        LOOM_PROPAGATE(legalize_seq(m, v->u.if_.then_seq, diags, done, kept));
+        LOOM_PROPAGATE(legalize_seq(m, v->u.if_.else_seq, diags, done, kept));
+        continue;
+      }
+      if (v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP) continue;
+      loom_tp_func *tp;
+      loom_status s = loom_graph_legalize_call(m, v, v->sinfo, &tp);
+      if (s && loom_status_code(s) == LOOM_CODE_UNIMPLEMENTED) {
+        if (diags) loom_diag_add(diags, LOOM_DIAG_NOTE, v->loc, "kept as an operator: %s", loom_status_message(s));
+        loom_status_free(s);
+        (*kept)++;
+        continue;
+      }
+      LOOM_PROPAGATE(s);
+      loom_graph_expr *call = LOOM_ARENA_NEW(loom_graph_module_arena(m), loom_graph_expr);
+      if (!call) return LOOM_OOM();
+      *call = *v;
+      call->u.call.callee = LOOM_GRAPH_CALLEE_TP;
+      call->u.call.target = loom_graph_module_intern(m, loom_tp_func_name(tp), strlen(loom_tp_func_name(tp)));
+      call->u.call.nattrs = 0;
+      call->u.call.attrs = NULL;
+      call->u.call.out_sinfo = v->sinfo;
+      if (!call->u.call.target) return LOOM_OOM();
+      b->value = call;
+      (*done)++;
+    }
+  }
+  return LOOM_OK;
+}
+
+loom_status loom_graph_legalize(loom_graph_module *m, loom_diag_list *diags, size_t *out_legalized, size_t *out_kept) {
+  size_t done = 0, kept = 0;
+  for (size_t i = 0; i < loom_graph_module_num_funcs(m); i++)
+    LOOM_RETURN_IF_ERROR(legalize_seq(m, loom_graph_module_func_at(m, i)->body, diags, &done, &kept),
+                         "while legalizing @%s", loom_graph_module_func_at(m, i)->name);
+  if (out_legalized) *out_legalized = done;
+  if (out_kept) *out_kept = kept;
+  return LOOM_OK;
+}

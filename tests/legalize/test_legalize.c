@@ -1,0 +1,184 @@
+/* test_legalize.c — legalization, operator by operator: the graph interpreter's result on a
+ * one-op module equals the generated tensor program run by the tensor-program interpreter on
+ * the same inputs, on shapes including 0, 1 and primes (bit-exact for integers and bools,
+ * a stated tolerance for floats). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "graph/legalize.h"
+#include "support/loom_test.h"
+#include "tensorprog/tp_ir.h"
+
+typedef struct op_case {
+  const char *params;  /* "x: Tensor[(n, 5), f32], y: Tensor[(5,), f32]" */
+  const char *call;    /* "gelu(x)" */
+  int nshapes;         /* shape sets to try */
+  int64_t shapes[4][3][4]; /* [set][param][axis]; ranks come from the text */
+} op_case;
+
+static void fill(loom_graph_tensor *t, int seed) {
+  for (size_t i = 0; i < t->numel; i++) {
+    double v = (double)(((int)i * 29 + seed * 13) % 19) / 4.0 - 2.2;
+    if (loom_dtype_is_float(t->dtype)) loom_graph_tensor_set_f64(t, i, v);
+    else if (t->dtype == LOOM_DTYPE_BOOL) loom_graph_tensor_set_i64(t, i, ((int)i + seed) % 3 == 0);
+    else {
+      int64_t k = (int64_t)floor(v * 3) + (((int)i % 5 == 0) ? 7 : 0);
+      loom_graph_tensor_set_i64(t, i, k ? k : 1); /* nonzero: the same data serves as divisors */
+    }
+  }
+}
+
+static void run_case(const op_case *c) {
+  char text[2048];
+  snprintf(text, sizeof text, "fn @main(%s) -> Object {\n  dataflow {\n    out = %s\n    output out\n  }\n  return out\n}\n", c->params,
+           c->call);
+  loom_source src = {"case.loom", text, strlen(text)};
+  loom_diag_list diags;
+  loom_diag_list_init(&diags, NULL);
+  loom_graph_module *m = NULL;
+  loom_status s = loom_graph_parse(&src, &diags, &m);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_graph_func *f = loom_graph_module_find_func(m, "main");
+  size_t np = f->nparams;
+  /* Reference results before legalization, one per shape set. */
+  loom_graph_value refs[4], inputs[4][3];
+  for (int k = 0; k < c->nshapes; k++) {
+    for (size_t p = 0; p < np; p++) {
+      const loom_sinfo *si = f->params[p]->sinfo;
+      cr_assert_null(loom_graph_value_tensor(si->dtype, si->ndim, c->shapes[k][p], &inputs[k][p]));
+      fill(&inputs[k][p].t, (int)(k * 3 + p));
+    }
+    s = loom_graph_eval(m, "main", np, inputs[k], NULL, &refs[k]);
+    cr_assert_null(s, "%s: %s", c->call, loom_status_text(s, 0));
+  }
+  size_t done = 0, kept = 0;
+  s = loom_graph_legalize(m, &diags, &done, &kept);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  cr_assert_eq(done, 1, "%s: not legalized (%zu kept)", c->call, kept);
+  const loom_graph_expr *call = f->body->blocks[0]->bindings[0]->value;
+  cr_assert_eq(call->u.call.callee, LOOM_GRAPH_CALLEE_TP);
+  loom_tp_func *tp = NULL;
+  for (size_t i = 0; i < loom_graph_module_num_tps(m); i++)
+    if (!strcmp(loom_tp_func_name(loom_graph_module_tp_at(m, i)), call->u.call.target)) tp = loom_graph_module_tp_at(m, i);
+  cr_assert_not_null(tp);
+  cr_assert_null(loom_tp_verify(loom_graph_module_sym(m), tp));
+  for (int k = 0; k < c->nshapes; k++) {
+    loom_graph_tensor *ref = &refs[k].t;
+    loom_graph_value got;
+    cr_assert_null(loom_graph_value_tensor(ref->dtype, ref->ndim, ref->shape, &got));
+    loom_tp_arg args[4];
+    for (size_t p = 0; p < np; p++) args[p] = (loom_tp_arg){inputs[k][p].t.data, inputs[k][p].t.shape, 0};
+    args[np] = (loom_tp_arg){got.t.data, got.t.shape, 0};
+    s = loom_tp_interpret(loom_graph_module_sym(m), tp, args, np + 1);
+    cr_assert_null(s, "%s (shape set %d): %s", c->call, k, loom_status_text(s, 0));
+    for (size_t i = 0; i < ref->numel; i++) {
+      if (loom_dtype_is_float(ref->dtype)) {
+        double want = loom_graph_tensor_get_f64(ref, i), have = loom_graph_tensor_get_f64(&got.t, i);
+        double tol = 1e-5 * (1 + fabs(want));
+        cr_assert(fabs(want - have) <= tol || (isnan(want) && isnan(have)), "%s set %d elem %zu: want %.9g got %.9g\n%s",
+                  c->call, k, i, want, have, text);
+      } else {
+        cr_assert_eq(loom_graph_tensor_get_i64(&got.t, i), loom_graph_tensor_get_i64(ref, i), "%s set %d elem %zu", c->call,
+                     k, i);
+      }
+    }
+    loom_graph_value_free(&got);
+    loom_graph_value_free(&refs[k]);
+    for (size_t p = 0; p < np; p++) loom_graph_value_free(&inputs[k][p]);
+  }
+  loom_diag_list_destroy(&diags);
+  loom_graph_module_destroy(m);
+}
+
+#define SH1(a) {{a}}
+static const op_case unary_cases[] = {
+    {"x: Tensor[(n, 5), f32]", "gelu(x)", 3, {{{3, 5}}, {{0, 5}}, {{1, 5}}}},
+    {"x: Tensor[(n, 5), f32]", "gelu_tanh(x)", 1, {{{7, 5}}}},
+    {"x: Tensor[(n, 5), f32]", "silu(x)", 1, {{{7, 5}}}},
+    {"x: Tensor[(n, 5), f32]", "relu(x)", 1, {{{7, 5}}}},
+    {"x: Tensor[(n, 5), f32]", "sign(x)", 1, {{{7, 5}}}},
+    {"x: Tensor[(n, 5), f32]", "tanh(x)", 1, {{{7, 5}}}},
+    {"x: Tensor[(n, 5), f32]", "sigmoid(x)", 1, {{{7, 5}}}},
+    {"x: Tensor[(n, 5), f32]", "neg(x)", 1, {{{7, 5}}}},
+    {"x: Tensor[(n, 5), f32]", "round(x)", 1, {{{7, 5}}}},
+    {"x: Tensor[(n, 5), f32]", "clip(x, min=-0.5, max=0.75)", 1, {{{7, 5}}}},
+    {"x: Tensor[(n, 5), f32]", "cast(x, dtype=i32)", 1, {{{7, 5}}}},
+    {"x: Tensor[(n, 5), i32]", "cast(x, dtype=f64)", 1, {{{7, 5}}}},
+    {"x: Tensor[(n, 5), i64]", "abs(x)", 1, {{{7, 5}}}},
+    {"x: Tensor[(n,), bool]", "not(x)", 1, {{{11}}}},
+};
+
+static const op_case binary_cases[] = {
+    {"x: Tensor[(n, 5), f32], y: Tensor[(5,), f32]", "add(x, y)", 3, {{{3, 5}, {5}}, {{0, 5}, {5}}, {{13, 5}, {5}}}},
+    {"x: Tensor[(n, 1), f32], y: Tensor[(1, m), f32]", "mul(x, y)", 2, {{{3, 1}, {1, 4}}, {{1, 1}, {1, 7}}}},
+    {"x: Tensor[(n, m), f32], y: Tensor[(k, m), f32]", "sub(x, y)", 2, {{{3, 4}, {1, 4}}, {{3, 4}, {3, 4}}}},
+    {"x: Tensor[(n, 4), i32], y: Tensor[(n, 4), i32]", "div(x, y)", 1, {{{5, 4}, {5, 4}}}},
+    {"x: Tensor[(n, 4), i32], y: Tensor[(n, 4), i32]", "mod(x, y)", 1, {{{5, 4}, {5, 4}}}},
+    {"x: Tensor[(n, 4), f32], y: Tensor[(4,), f32]", "less(x, y)", 1, {{{5, 4}, {4}}}},
+    {"x: Tensor[(n, 4), f32], y: Tensor[(n, 4), f32]", "maximum(x, y)", 1, {{{5, 4}, {5, 4}}}},
+    {"x: Tensor[(n, 4), f32], y: Tensor[(n, 4), f32]", "pow(x, y)", 1, {{{5, 4}, {5, 4}}}},
+    {"x: Tensor[(n,), bool], y: Tensor[(n,), bool]", "logical_xor(x, y)", 1, {{{9}, {9}}}},
+};
+
+static const op_case reduce_cases[] = {
+    {"x: Tensor[(n, 5, 3), f32]", "sum(x, axes=[1], keepdims=true)", 2, {{{2, 5, 3}}, {{0, 5, 3}}}},
+    {"x: Tensor[(n, 5, 3), f32]", "mean(x, axes=[0, 2])", 2, {{{2, 5, 3}}, {{7, 5, 3}}}},
+    {"x: Tensor[(n, 5, 3), f32]", "max(x, axes=[-1])", 1, {{{4, 5, 3}}}},
+    {"x: Tensor[(n, 5), i32]", "prod(x, axes=[0], keepdims=true)", 1, {{{3, 5}}}},
+    {"x: Tensor[(n, 4), f32]", "softmax(x, axis=-1)", 2, {{{3, 4}}, {{1, 4}}}},
+    {"x: Tensor[(n, 4), f32]", "log_softmax(x, axis=0)", 1, {{{5, 4}}}},
+    {"x: Tensor[(b, s, 8), f32], g: Tensor[(8,), f32], bt: Tensor[(8,), f32]", "layer_norm(x, g, bt, eps=0.00001)", 2,
+     {{{2, 3, 8}, {8}, {8}}, {{1, 1, 8}, {8}, {8}}}},
+    {"x: Tensor[(n, 8), f32], g: Tensor[(8,), f32]", "rms_norm(x, g)", 1, {{{5, 8}, {8}}}},
+    {"a: Tensor[(m, 6), f32], w: Tensor[(6, 4), f32]", "matmul(a, w)", 3, {{{3, 6}, {6, 4}}, {{1, 6}, {6, 4}}, {{0, 6}, {6, 4}}}},
+    {"a: Tensor[(b, m, 6), f32], w: Tensor[(6, 4), f32]", "matmul(a, w)", 1, {{{2, 3, 6}, {6, 4}}}},
+    {"a: Tensor[(b, m, k), f32], w: Tensor[(b, k, n), f32]", "matmul(a, w)", 1, {{{2, 3, 5}, {2, 5, 7}}}},
+};
+
+LOOM_TEST(legalize, unary_ops) {
+  for (size_t i = 0; i < sizeof unary_cases / sizeof unary_cases[0]; i++) run_case(&unary_cases[i]);
+}
+
+LOOM_TEST(legalize, binary_ops_with_broadcasting) {
+  for (size_t i = 0; i < sizeof binary_cases / sizeof binary_cases[0]; i++) run_case(&binary_cases[i]);
+}
+
+LOOM_TEST(legalize, reductions_nn_and_matmul) {
+  for (size_t i = 0; i < sizeof reduce_cases / sizeof reduce_cases[0]; i++) run_case(&reduce_cases[i]);
+}
+
+LOOM_TEST(legalize, programs_are_shared_and_unsupported_ops_are_kept) {
+  const char *text =
+      "fn @main(x: Tensor[(n, 4), f32], y: Tensor[(m, 4), f32]) -> Object {\n  dataflow {\n"
+      "    a = exp(x)\n    b = exp(y)\n    c = concat(a, b, axis=0)\n    output c\n  }\n  return c\n}\n";
+  loom_source src = {"share.loom", text, strlen(text)};
+  loom_diag_list diags;
+  loom_diag_list_init(&diags, NULL);
+  loom_graph_module *m;
+  loom_status s = loom_graph_parse(&src, &diags, &m);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  size_t done, kept;
+  cr_assert_null(loom_graph_legalize(m, &diags, &done, &kept));
+  cr_assert_eq(done, 2);
+  cr_assert_eq(kept, 1, "concat has no legalization yet");
+  cr_assert_eq(loom_graph_module_num_tps(m), 1, "both exp calls share one program");
+  cr_assert_eq(diags.items.len, 1);
+  cr_assert(strstr(diags.items.data[0].message, "concat: no legalization") != NULL, "%s", diags.items.data[0].message);
+  /* The legalized module prints and verifies. */
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_graph_print_module(m, &sb);
+  cr_assert(strstr(loom_strbuf_cstr(&sb), "call_tp(@exp_f32_f32_r2, (x,)") != NULL, "%s", loom_strbuf_cstr(&sb));
+  cr_assert(strstr(loom_strbuf_cstr(&sb), "prim @exp_f32_f32_r2(") != NULL);
+  loom_diag_list verify_diags;
+  loom_diag_list_init(&verify_diags, NULL);
+  s = loom_graph_verify(m, &verify_diags);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_diag_list_destroy(&verify_diags);
+  loom_strbuf_free(&sb);
+  loom_diag_list_destroy(&diags);
+  loom_graph_module_destroy(m);
+}
