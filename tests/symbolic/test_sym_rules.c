@@ -254,6 +254,9 @@ LOOM_TEST(symbolic, binder_bare_affine_and_errors) {
   loom_sym_env_clear(env);
   cr_assert_eq(bind(&f, env, (const char *[]){"4*n - 1", "2*n + 1"}, (int64_t[]){15, 9}, 2), LOOM_OK);
   cr_assert(loom_sym_env_get(env, V(&f, "n"), &v) && v == 4);
+  /* a variable bound by an earlier input is used, not re-bound: m from n bound before */
+  cr_assert_eq(bind(&f, env, (const char *[]){"n*m + 1"}, (int64_t[]){13}, 1), LOOM_OK);
+  cr_assert(loom_sym_env_get(env, V(&f, "m"), &v) && v == 3);
   /* inconsistent */
   loom_sym_env_clear(env);
   loom_status s = bind(&f, env, (const char *[]){"n", "2*n + 1"}, (int64_t[]){4, 10}, 2);
