@@ -198,12 +198,20 @@ LOOM_TEST(symbolic, parse_errors_have_column_and_caret) {
       {"(n + 1", "<t>:1:7: error: expected ')'"},
       {"n m", "<t>:1:3: error: unexpected 'm' after the expression"},
       {"", "expected an expression"},
+      {NULL, "nested too deeply"}, /* 100000 '(' */
+      {NULL, "nested too deeply"}, /* 100000 '-' */
   };
+  static char deep[2][100002];
+  memset(deep[0], '(', 100000);
+  memset(deep[1], '-', 100000);
+  deep[0][100000] = deep[1][100000] = 'n';
+  cases[6].text = deep[0];
+  cases[7].text = deep[1];
   for (size_t i = 0; i < LOOM_ARRAY_LEN(cases); i++) {
     const loom_sym_expr *e = NULL;
     loom_status s = loom_sym_parse_string(f.cx, f.names, "<t>", cases[i].text, &e);
-    cr_assert_eq(loom_status_code(s), LOOM_CODE_PARSE_ERROR, "'%s'", cases[i].text);
-    cr_assert(strstr(loom_status_message(s), cases[i].msg), "'%s': got\n%s", cases[i].text, loom_status_message(s));
+    cr_assert_eq(loom_status_code(s), LOOM_CODE_PARSE_ERROR, "'%.40s'", cases[i].text);
+    cr_assert(strstr(loom_status_message(s), cases[i].msg), "'%.40s': got\n%.400s", cases[i].text, loom_status_message(s));
     loom_status_free(s);
   }
   fx_free(&f);
