@@ -18,4 +18,11 @@ pub const suites = .{
     .{ .name = "cli", .files = &[_][]const u8{
         "tests/cli/test_cli.c",
     } },
+    .{ .name = "vm", .files = &[_][]const u8{
+        "tests/vm/test_vm.c",
+        "tests/vm/test_threadpool.c",
+        "tests/vm/test_exec.c",
+        "tests/fuzz/fuzz_exec.c",
+        "tests/vm/test_aot.c",
+    } },
 };
