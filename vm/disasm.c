@@ -171,7 +171,7 @@ void loom_vm_exec_disasm(const loom_vm_exec *e, loom_strbuf *sb) {
       while (di < f->ndebug && f->debug[di].pc < pc) di++;
       if (di < f->ndebug && f->debug[di].pc == pc) {
         size_t w = sb->len - start;
-        for (; w < 48; w++) loom_strbuf_putc(sb, ' ');
+        for (; w < 56; w++) loom_strbuf_putc(sb, ' ');
         loom_strbuf_printf(sb, " ; %s", loom_vm_exec_str(e, f->debug[di].text));
       }
       loom_strbuf_puts(sb, "\n");

@@ -74,7 +74,13 @@ loom_status loom_rt_open(const char *path, const loom_rt_options *opts, loom_rt 
     else st = LOOM_ERROR(DATA_LOSS, "'%s' is neither a Loom executable nor a shared-object artifact", path);
   }
   if (!st) st = loom_cpu_pool_create(NULL, opts->threads, &rt->pool);
-  if (!st) st = loom_vm_create(NULL, rt->exe, resolve, rt, rt->pool, &rt->vm);
+  if (!st) {
+    st = loom_vm_create(NULL, rt->exe, resolve, rt, rt->pool, &rt->vm);
+    if (st && !rt->dl && loom_status_code(st) == LOOM_CODE_NOT_FOUND)
+      st = loom_status_annotate(st, __FILE__, __LINE__,
+                                "while binding '%s': a plain executable takes its kernels from the host "
+                                "(loom_rt_options.kernels); run the AOT shared object instead", path);
+  }
   if (st) {
     loom_rt_close(rt);
     return st;

@@ -219,3 +219,31 @@ LOOM_TEST(exec, loader_fuzz_bounded_mutation_loop) {
   loom_vm_exec_free(e1);
   loom_vm_exec_free(e2);
 }
+
+LOOM_TEST(exec, out_of_memory_at_every_allocation_is_reported_cleanly) {
+  loom_vm_exec *e = richer_exec();
+  uint8_t *p;
+  size_t n;
+  to_bytes(e, &p, &n);
+  int failures = 0;
+  for (long k = 0; k < 400; k++) {
+    loom_alloc_fail_after(k);
+    loom_vm_exec *l = NULL;
+    loom_status st = loom_vm_exec_load(NULL, p, n, NULL, NULL, &l);
+    loom_vm *vm = NULL;
+    if (!st) st = loom_vm_create(NULL, l, fixture_resolve, NULL, NULL, &vm);
+    loom_alloc_fail_after(-1);
+    bool ok = st == LOOM_OK;
+    if (st) {
+      failures++;
+      cr_assert_eq(loom_status_code(st), LOOM_CODE_RESOURCE_EXHAUSTED, "allocation %ld: %s", k, loom_status_text(st, 1));
+      loom_status_free(st);
+    }
+    loom_vm_destroy(vm);
+    loom_vm_exec_free(l);
+    if (ok) break; /* every allocation has been failed once */
+  }
+  cr_assert(failures > 5);
+  loom_free(NULL, p, n);
+  loom_vm_exec_free(e);
+}

@@ -58,7 +58,7 @@ static inline loom_kernel_fn fixture_resolve(void *ctx, const char *name, int is
   (void)ctx, (void)is_extern;
   if (!strcmp(name, "add")) return kernel_add;
   if (!strcmp(name, "fail")) return kernel_fail;
-  if (!strcmp(name, "empty")) return kernel_empty;
+  if (!strcmp(name, "empty") || !strcmp(name, "ext")) return kernel_empty;
   return NULL;
 }
 
