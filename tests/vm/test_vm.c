@@ -435,6 +435,7 @@ LOOM_TEST(vm, verifier_rejects_bad_bytecode_from_the_builder) {
       {loom_vm_insn_abc(LOOM_VM_OP_NOP, 0, 0, 0) | (1ull << 60), "reserved bits"},
       {loom_vm_insn_abx(LOOM_VM_OP_CALLK, 3, 0), "kernel 3 out of range"},
       {loom_vm_insn_abx(LOOM_VM_OP_CALLB, 1, 0), "objects: 0 given, signature needs 1"},
+      {loom_vm_insn_abc(LOOM_VM_OP_ALLOC, 1, 0, 3), "ALLOC on device 3: only device 0 (the CPU) exists"},
   };
   for (size_t i = 0; i < LOOM_ARRAY_LEN(cases); i++) {
     ctx c = begin();
