@@ -54,4 +54,12 @@ pub const suites = .{
     .{ .name = "legalize", .files = &[_][]const u8{
         "tests/legalize/test_legalize.c",
     } },
+    .{ .name = "vm", .files = &[_][]const u8{
+        "tests/vm/test_vm.c",
+        "tests/vm/test_threadpool.c",
+        "tests/vm/test_exec.c",
+        "tests/fuzz/fuzz_exec.c",
+        "tests/vm/test_aot.c",
+        "tests/vm/test_model.c",
+    } },
 };

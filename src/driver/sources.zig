@@ -12,6 +12,7 @@ pub const loom_main = [_][]const u8{
     "src/driver/cmd_check.c",
     "src/driver/cmd_eval.c",
     "src/driver/graph_file.c",
+    "src/driver/cmd_disasm.c",
 };
 /// The `loom-run` program (links libloomrt only).
 pub const loom_run_main = [_][]const u8{
