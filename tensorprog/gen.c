@@ -361,7 +361,10 @@ loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *nam
   if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "softmax of %s is not supported", loom_dtype_name(t));
   const char *const *d = dims_d();
   loom_dtype st = stat_type(t);
-  const char *s = loom_dtype_name(st), *tn = loom_dtype_name(t);
+  /* Conversions are written only where the statistics type differs (an empty cast name
+   * leaves a parenthesised expression, which prints without the parentheses). */
+  const char *s = loom_dtype_name(st), *tn = st == t ? "" : loom_dtype_name(t);
+  const char *sc = st == t ? "" : s;
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
   loom_strbuf_printf(&sb, "prim @%s(X: ", name);
@@ -376,15 +379,15 @@ loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *nam
   char xr[256];
   index_with(xr, sizeof xr, rank, axis, "r");
   loom_strbuf_printf(&sb, "alloc M: Local[(1,), %s]\nM[0] = -inf%s\n", s, st == LOOM_DTYPE_F32 ? "" : s);
-  loom_strbuf_printf(&sb, "for r in 0..%s reduce {\nM[0] = max(M[0], %s(X[%s]))\n}\n", d[axis], s, xr);
-  loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\nS[0] = %s(0.0)\n", s, s);
-  loom_strbuf_printf(&sb, "for r in 0..%s reduce {\nS[0] = S[0] + exp(%s(X[%s]) - M[0])\n}\n", d[axis], s, xr);
+  loom_strbuf_printf(&sb, "for r in 0..%s reduce {\nM[0] = max(M[0], %s(X[%s]))\n}\n", d[axis], sc, xr);
+  loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\nS[0] = 0.0%s\n", s, st == LOOM_DTYPE_F32 ? "" : s);
+  loom_strbuf_printf(&sb, "for r in 0..%s reduce {\nS[0] = S[0] + exp(%s(X[%s]) - M[0])\n}\n", d[axis], sc, xr);
   char xj[256];
   index_with(xj, sizeof xj, rank, axis, "j");
   if (log)
-    loom_strbuf_printf(&sb, "for j in 0..%s {\nY[%s] = %s(%s(X[%s]) - M[0] - log(S[0]))\n}\n", d[axis], xj, tn, s, xj);
+    loom_strbuf_printf(&sb, "for j in 0..%s {\nY[%s] = %s(%s(X[%s]) - M[0] - log(S[0]))\n}\n", d[axis], xj, tn, sc, xj);
   else
-    loom_strbuf_printf(&sb, "for j in 0..%s {\nY[%s] = %s(exp(%s(X[%s]) - M[0]) / S[0])\n}\n", d[axis], xj, tn, s, xj);
+    loom_strbuf_printf(&sb, "for j in 0..%s {\nY[%s] = %s(exp(%s(X[%s]) - M[0]) / S[0])\n}\n", d[axis], xj, tn, sc, xj);
   close_loops(&sb, nk);
   loom_strbuf_puts(&sb, "}\n");
   return finish(a, cx, &sb, result);
@@ -398,7 +401,8 @@ loom_status loom_tp_gen_layer_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "layer_norm of %s is not supported", loom_dtype_name(t));
   const char *const *d = dims_d();
   loom_dtype st = stat_type(t);
-  const char *s = loom_dtype_name(st), *tn = loom_dtype_name(t);
+  const char *s = loom_dtype_name(st), *tn = st == t ? "" : loom_dtype_name(t);
+  const char *sc = st == t ? "" : s; /* see loom_tp_gen_softmax */
   int first = rank - naxes;
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
@@ -430,10 +434,10 @@ loom_status loom_tp_gen_layer_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   snprintf(epsbuf, sizeof epsbuf, "%.17g", eps);
   if (!strpbrk(epsbuf, ".eEn")) strcat(epsbuf, ".0");
   const char *sfx = st == LOOM_DTYPE_F32 ? "" : s;
-  loom_strbuf_printf(&sb, "alloc Q: Local[(2,), %s]\nQ[0] = %s(0.0)\nQ[1] = %s(0.0)\n", s, s, s);
+  loom_strbuf_printf(&sb, "alloc Q: Local[(2,), %s]\nQ[0] = 0.0%s\nQ[1] = 0.0%s\n", s, sfx, sfx);
   open_loops(&sb, red, naxes, "r", d, false, true);
-  if (!rms) loom_strbuf_printf(&sb, "Q[0] = Q[0] + %s(X[%s])\n", s, xr);
-  loom_strbuf_printf(&sb, "Q[1] = Q[1] + %s(X[%s]) * %s(X[%s])\n", s, xr, s, xr);
+  if (!rms) loom_strbuf_printf(&sb, "Q[0] = Q[0] + %s(X[%s])\n", sc, xr);
+  loom_strbuf_printf(&sb, "Q[1] = Q[1] + %s(X[%s]) * %s(X[%s])\n", sc, xr, sc, xr);
   close_loops(&sb, naxes);
   loom_strbuf_printf(&sb, "let mean: %s = Q[0] / %s(%s)\n", s, s, count);
   /* var = E[x^2] - mean^2, clamped at 0 against rounding; rms uses E[x^2] directly. */
@@ -444,10 +448,10 @@ loom_status loom_tp_gen_layer_norm(loom_arena *a, loom_sym_ctx *cx, const char *
     loom_strbuf_printf(&sb, "let inv: %s = rsqrt(max(ms - mean * mean, 0.0%s) + %s%s)\n", s, sfx, epsbuf, sfx);
   open_loops(&sb, red, naxes, "j", d, false, false);
   if (rms)
-    loom_strbuf_printf(&sb, "Y[%s] = %s(%s(X[%s]) * inv * %s(gamma[%s]))\n", xj, tn, s, xj, s, gj);
+    loom_strbuf_printf(&sb, "Y[%s] = %s(%s(X[%s]) * inv * %s(gamma[%s]))\n", xj, tn, sc, xj, sc, gj);
   else
-    loom_strbuf_printf(&sb, "Y[%s] = %s((%s(X[%s]) - mean) * inv * %s(gamma[%s]) + %s(beta[%s]))\n", xj, tn, s, xj, s, gj,
-                       s, gj);
+    loom_strbuf_printf(&sb, "Y[%s] = %s((%s(X[%s]) - mean) * inv * %s(gamma[%s]) + %s(beta[%s]))\n", xj, tn, sc, xj, sc, gj,
+                       sc, gj);
   close_loops(&sb, naxes);
   close_loops(&sb, first);
   loom_strbuf_puts(&sb, "}\n");

@@ -6,6 +6,7 @@ pub const runtime = [_][]const u8{
     "src/base/clock.c",
     "src/base/diag.c",
     "src/base/dtype.c",
+    "src/base/file.c",
     "src/base/hash.c",
     "src/base/intern.c",
     "src/base/log.c",

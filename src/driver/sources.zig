@@ -1,6 +1,8 @@
 //! src/driver/: the CLI programs, pipeline, frontends and public API.
 pub const runtime = [_][]const u8{};
-pub const compiler = [_][]const u8{};
+pub const compiler = [_][]const u8{
+    "src/driver/pipeline.c",
+};
 /// The `loom` program (links libloom).
 pub const loom_main = [_][]const u8{
     "src/driver/cli.c",
@@ -11,6 +13,7 @@ pub const loom_main = [_][]const u8{
     "src/driver/cmd_onnx_info.c",
     "src/driver/cmd_check.c",
     "src/driver/cmd_eval.c",
+    "src/driver/cmd_opt.c",
     "src/driver/graph_file.c",
     "src/driver/cmd_disasm.c",
 };

@@ -1,0 +1,38 @@
+/* test_opt_cli.c — `loom opt`: passes by name, print-after-all, timing, and misuse. */
+#include <string.h>
+
+#include "support/loom_test.h"
+
+LOOM_TEST(opt_cli, legalize_and_classify_the_mlp) {
+  loom_test_proc p = loom_test_run("%s opt models/mlp.loom --passes=legalize,classify --time", loom_test_loom_bin());
+  cr_assert_eq(p.exit_code, 0, "%s", p.err);
+  cr_assert(strstr(p.out, "call_tp(@gelu_f32_f32_r2, (h,), Tensor[(b, 256), f32])") != NULL, "%s", p.out);
+  cr_assert(strstr(p.out, "prim @softmax_f32_r2_a1(X: Buffer[(d0, d1), f32], Y: Buffer[(d0, d1), f32])") != NULL);
+  cr_assert(strstr(p.out, "// @gelu_f32_f32_r2: elemwise") != NULL, "%s", p.out);
+  cr_assert(strstr(p.out, "// pass legalize") != NULL);
+  cr_assert(strstr(p.err, "kept as an operator: linear") != NULL, "%s", p.err);
+  loom_test_proc_free(&p);
+}
+
+LOOM_TEST(opt_cli, print_after_all_prints_each_stage) {
+  loom_test_proc p = loom_test_run("%s opt models/mlp.loom --passes=legalize --print-after-all", loom_test_loom_bin());
+  cr_assert_eq(p.exit_code, 0, "%s", p.err);
+  cr_assert(strstr(p.out, "// ---- after legalize ----") != NULL, "%s", p.out);
+  loom_test_proc_free(&p);
+}
+
+LOOM_TEST(opt_cli, misuse_and_bad_files) {
+  loom_test_proc p = loom_test_run("%s opt models/mlp.loom --passes=legalize,frobnicate", loom_test_loom_bin());
+  cr_assert_eq(p.exit_code, 2);
+  cr_assert(strstr(p.err, "unknown pass 'frobnicate'; passes: legalize classify") != NULL, "%s", p.err);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s opt /nonexistent.loom", loom_test_loom_bin());
+  cr_assert_eq(p.exit_code, 1);
+  cr_assert(strstr(p.err, "cannot open '/nonexistent.loom'") != NULL, "%s", p.err);
+  loom_test_proc_free(&p);
+  p = loom_test_run("printf 'fn @main(x: Tensor[(n,), f32]) -> Object {\\n  return y\\n}\\n' > /tmp/loom-bad.loom && %s opt /tmp/loom-bad.loom",
+                    loom_test_loom_bin());
+  cr_assert_eq(p.exit_code, 1);
+  cr_assert(strstr(p.err, "/tmp/loom-bad.loom:2:") != NULL, "%s", p.err);
+  loom_test_proc_free(&p);
+}
