@@ -266,6 +266,75 @@ static loom_status legalize_matmul(loom_graph_module *m, const loom_graph_expr *
   return loom_graph_module_add_tp(m, *tp);
 }
 
+static loom_status legalize_linear(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  const loom_sinfo *x, *w, *bias = NULL;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(tensor_arg(call, 1, &w));
+  if (call->u.call.nargs > 2) LOOM_PROPAGATE(tensor_arg(call, 2, &bias));
+  if (x->ndim < 1 || w->ndim != 2 || (bias && bias->ndim != 1)) return unsupported(call, "for these ranks");
+  if (x->dtype != w->dtype || (bias && bias->dtype != x->dtype)) return unsupported(call, "for mixed dtypes");
+  loom_dtype acc = x->dtype == LOOM_DTYPE_F16 || x->dtype == LOOM_DTYPE_BF16 ? LOOM_DTYPE_F32 : x->dtype;
+  char name[256];
+  snprintf(name, sizeof name, "linear_%s_r%d%s", loom_dtype_name(x->dtype), x->ndim, bias ? "_bias" : "");
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_linear(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, acc, x->ndim,
+                                    bias != NULL, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+/* reshape, expand_dims, squeeze, flatten: the output's dims come from inference; the
+ * program only reinterprets the row-major order. */
+static loom_status legalize_reshape(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                    loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  if (out->ndim < 0 || out->ndim > LOOM_TP_GEN_MAX_RANK) return unsupported(call, "for this result rank");
+  char name[256];
+  snprintf(name, sizeof name, "reshape_%s_%d_%d", loom_dtype_name(x->dtype), x->ndim, out->ndim);
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_reshape(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim,
+                                     out->ndim, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legalize_permute(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  int perm[LOOM_TP_GEN_MAX_RANK];
+  const loom_graph_attr *axes = loom_graph_call_attr(call, "axes");
+  char key[64] = "";
+  for (int k = 0; k < x->ndim; k++) {
+    int64_t v = x->ndim - 1 - k;
+    if (axes && ((size_t)k >= axes->n || !loom_sym_is_const(axes->syms[k], &v))) return unsupported(call, "for these axes");
+    if (!norm_axis(v, x->ndim, &perm[k])) return unsupported(call, "for these axes");
+    snprintf(key + strlen(key), sizeof key - strlen(key), "%d", perm[k]);
+  }
+  char name[256];
+  snprintf(name, sizeof name, "permute_dims_%s_%s", loom_dtype_name(x->dtype), key);
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_permute(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim,
+                                     perm, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legalize_concat(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  for (size_t i = 1; i < call->u.call.nargs; i++) {
+    const loom_sinfo *y;
+    LOOM_PROPAGATE(tensor_arg(call, i, &y));
+    if (y->dtype != x->dtype || y->ndim != x->ndim) return unsupported(call, "for mixed dtypes or ranks");
+  }
+  int axis;
+  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return unsupported(call, "for this axis");
+  char name[256];
+  snprintf(name, sizeof name, "concat_%s_r%d_a%d_n%zu", loom_dtype_name(x->dtype), x->ndim, axis, call->u.call.nargs);
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_concat(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, axis,
+                                    (int)call->u.call.nargs, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
 loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                      loom_tp_func **out_tp) {
   if (call->kind != LOOM_GRAPH_EXPR_CALL || call->u.call.callee != LOOM_GRAPH_CALLEE_OP)
@@ -291,6 +360,16 @@ loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr
     case LOOM_GRAPH_OP_LAYER_NORM: return legalize_norm(m, call, false, out_tp);
     case LOOM_GRAPH_OP_RMS_NORM: return legalize_norm(m, call, true, out_tp);
     case LOOM_GRAPH_OP_MATMUL: return legalize_matmul(m, call, out, out_tp);
+    case LOOM_GRAPH_OP_LINEAR: return legalize_linear(m, call, out_tp);
+    case LOOM_GRAPH_OP_RESHAPE:
+      /* the target shape as a Shape argument is fine too: the program ignores it */
+      if (call->u.call.nargs > 1) return unsupported(call, "with a Shape argument yet");
+      return legalize_reshape(m, call, out, out_tp);
+    case LOOM_GRAPH_OP_EXPAND_DIMS:
+    case LOOM_GRAPH_OP_SQUEEZE:
+    case LOOM_GRAPH_OP_FLATTEN: return legalize_reshape(m, call, out, out_tp);
+    case LOOM_GRAPH_OP_PERMUTE_DIMS: return legalize_permute(m, call, out_tp);
+    case LOOM_GRAPH_OP_CONCAT: return legalize_concat(m, call, out_tp);
     default: return unsupported(call, "yet");
   }
 }

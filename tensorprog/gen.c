@@ -457,3 +457,179 @@ loom_status loom_tp_gen_layer_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   loom_strbuf_puts(&sb, "}\n");
   return finish(a, cx, &sb, result);
 }
+
+loom_status loom_tp_gen_linear(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int rank,
+                               bool bias, loom_tp_func **result) {
+  if (rank < 1) return LOOM_ERROR(INVALID_ARGUMENT, "linear needs an input of rank >= 1");
+  LOOM_PROPAGATE(check_rank(rank));
+  const char *const *d = dims_d();
+  const char *px[LOOM_TP_GEN_MAX_RANK], *py[LOOM_TP_GEN_MAX_RANK], *pw[2] = {"n", "k"}, *pb[1] = {"n"};
+  for (int j = 0; j < rank - 1; j++) px[j] = py[j] = d[j];
+  px[rank - 1] = "k";
+  py[rank - 1] = "n";
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
+  buffer_type(&sb, px, rank, t);
+  loom_strbuf_puts(&sb, ", W: ");
+  buffer_type(&sb, pw, 2, t);
+  if (bias) {
+    loom_strbuf_puts(&sb, ", Bias: ");
+    buffer_type(&sb, pb, 1, t);
+  }
+  loom_strbuf_puts(&sb, ", Y: ");
+  buffer_type(&sb, py, rank, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  all_axes(axes, rank - 1);
+  open_loops(&sb, axes, rank - 1, "i", d, true, false);
+  loom_strbuf_printf(&sb, "for jn in 0..n%s {\n", rank == 1 ? " parallel" : "");
+  char lead[256] = "";
+  for (int j = 0; j < rank - 1; j++) snprintf(lead + strlen(lead), sizeof lead - strlen(lead), "i%d, ", j);
+  const char *accn = loom_dtype_name(acc), *tn = loom_dtype_name(t);
+  if (acc != t) {
+    loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\n", accn);
+    if (bias) loom_strbuf_printf(&sb, "S[0] = %s(Bias[jn])\n", accn);
+    else loom_strbuf_printf(&sb, "S[0] = %s(0.0)\n", accn);
+    loom_strbuf_printf(&sb, "for rk in 0..k reduce {\nS[0] = S[0] + %s(X[%srk]) * %s(W[jn, rk])\n}\n", accn, lead, accn);
+    loom_strbuf_printf(&sb, "Y[%sjn] = %s(S[0])\n", lead, tn);
+  } else {
+    loom_strbuf_printf(&sb, "Y[%sjn] = ", lead);
+    if (bias) loom_strbuf_puts(&sb, "Bias[jn]");
+    else reduce_init(&sb, LOOM_TP_REDUCE_SUM, t);
+    loom_strbuf_printf(&sb, "\nfor rk in 0..k reduce {\nY[%sjn] = Y[%sjn] + X[%srk] * W[jn, rk]\n}\n", lead, lead, lead);
+  }
+  loom_strbuf_puts(&sb, "}\n");
+  close_loops(&sb, rank - 1);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_reshape(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank_in,
+                                int rank_out, loom_tp_func **result) {
+  LOOM_PROPAGATE(check_rank(rank_in));
+  LOOM_PROPAGATE(check_rank(rank_out));
+  const char *const *d = dims_d();
+  char an[LOOM_TP_GEN_MAX_RANK][8];
+  const char *pa[LOOM_TP_GEN_MAX_RANK];
+  for (int j = 0; j < rank_in; j++) {
+    snprintf(an[j], sizeof an[j], "a%d", j);
+    pa[j] = an[j];
+  }
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
+  buffer_type(&sb, pa, rank_in, t);
+  loom_strbuf_puts(&sb, ", Y: ");
+  buffer_type(&sb, d, rank_out, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  all_axes(axes, rank_out);
+  open_loops(&sb, axes, rank_out, "i", d, true, false);
+  /* flat = row-major index over Y; X axis m: floormod(floordiv(flat, prod a[m+1..]), a[m]). */
+  char flat[512] = "0";
+  for (int k = 0; k < rank_out; k++) {
+    char term[128] = "";
+    snprintf(term, sizeof term, "i%d", k);
+    for (int j = k + 1; j < rank_out; j++) snprintf(term + strlen(term), sizeof term - strlen(term), "*d%d", j);
+    snprintf(flat + strlen(flat), sizeof flat - strlen(flat), " + %s", term);
+  }
+  loom_strbuf_puts(&sb, "Y[");
+  for (int k = 0; k < rank_out; k++) loom_strbuf_printf(&sb, "%si%d", k ? ", " : "", k);
+  loom_strbuf_puts(&sb, "] = X[");
+  for (int m = 0; m < rank_in; m++) {
+    char stride[128] = "1";
+    for (int j = m + 1; j < rank_in; j++) snprintf(stride + strlen(stride), sizeof stride - strlen(stride), "*a%d", j);
+    if (m == 0 && rank_in == 1) loom_strbuf_printf(&sb, "%s", flat);
+    else if (m == 0) loom_strbuf_printf(&sb, "floordiv(%s, %s)", flat, stride);
+    else loom_strbuf_printf(&sb, ", floormod(floordiv(%s, %s), a%d)", flat, stride, m);
+  }
+  loom_strbuf_puts(&sb, "]\n");
+  close_loops(&sb, rank_out);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_permute(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                                const int *perm, loom_tp_func **result) {
+  LOOM_PROPAGATE(check_rank(rank));
+  unsigned seen = 0;
+  for (int k = 0; k < rank; k++) {
+    if (perm[k] < 0 || perm[k] >= rank || (seen >> perm[k] & 1))
+      return LOOM_ERROR(INVALID_ARGUMENT, "permutation entry %d (%d) is not a permutation of [0, %d)", k, perm[k], rank);
+    seen |= 1u << perm[k];
+  }
+  const char *const *d = dims_d();
+  const char *px[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < rank; k++) px[perm[k]] = d[k];
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
+  buffer_type(&sb, px, rank, t);
+  loom_strbuf_puts(&sb, ", Y: ");
+  buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  all_axes(axes, rank);
+  open_loops(&sb, axes, rank, "i", d, true, false);
+  char xi[LOOM_TP_GEN_MAX_RANK][8];
+  for (int k = 0; k < rank; k++) snprintf(xi[perm[k]], sizeof xi[0], "i%d", k);
+  loom_strbuf_puts(&sb, "Y[");
+  for (int k = 0; k < rank; k++) loom_strbuf_printf(&sb, "%si%d", k ? ", " : "", k);
+  loom_strbuf_puts(&sb, "] = X[");
+  for (int m = 0; m < rank; m++) loom_strbuf_printf(&sb, "%s%s", m ? ", " : "", xi[m]);
+  loom_strbuf_puts(&sb, "]\n");
+  close_loops(&sb, rank);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_concat(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                               int ninputs, loom_tp_func **result) {
+  LOOM_PROPAGATE(check_rank(rank));
+  if (axis < 0 || axis >= rank) return LOOM_ERROR(INVALID_ARGUMENT, "concat axis %d is outside [0, %d)", axis, rank);
+  if (ninputs < 1 || ninputs > 32) return LOOM_ERROR(INVALID_ARGUMENT, "concat of %d inputs (1..32 supported)", ninputs);
+  const char *const *d = dims_d();
+  char en[32][8], total[512] = "";
+  const char *pdims[LOOM_TP_GEN_MAX_RANK];
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(", name);
+  for (int i = 0; i < ninputs; i++) {
+    snprintf(en[i], sizeof en[i], "e%d", i);
+    for (int k = 0; k < rank; k++) pdims[k] = k == axis ? en[i] : d[k];
+    loom_strbuf_printf(&sb, "X%d: ", i);
+    buffer_type(&sb, pdims, rank, t);
+    loom_strbuf_puts(&sb, ", ");
+    snprintf(total + strlen(total), sizeof total - strlen(total), "%se%d", i ? " + " : "", i);
+  }
+  for (int k = 0; k < rank; k++) pdims[k] = k == axis ? total : d[k];
+  loom_strbuf_puts(&sb, "Y: ");
+  buffer_type(&sb, pdims, rank, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  for (int k = 0; k < rank; k++) {
+    if (k == axis) loom_strbuf_printf(&sb, "for i%d in 0..(%s) {\n", k, total);
+    else loom_strbuf_printf(&sb, "for i%d in 0..%s%s {\n", k, d[k], k == 0 ? " parallel" : "");
+  }
+  char yidx[256] = "";
+  for (int k = 0; k < rank; k++) snprintf(yidx + strlen(yidx), sizeof yidx - strlen(yidx), "%si%d", k ? ", " : "", k);
+  char off[512] = "0";
+  for (int i = 0; i < ninputs; i++) {
+    char xidx[640] = "";
+    for (int k = 0; k < rank; k++) {
+      size_t n = strlen(xidx);
+      if (k == axis) snprintf(xidx + n, sizeof xidx - n, "%si%d - (%s)", k ? ", " : "", k, off);
+      else snprintf(xidx + n, sizeof xidx - n, "%si%d", k ? ", " : "", k);
+    }
+    char upper[512];
+    snprintf(upper, sizeof upper, "%s + e%d", off, i);
+    if (i + 1 < ninputs) loom_strbuf_printf(&sb, "%sif i%d < %s {\n", i ? "} else " : "", axis, upper);
+    else if (i) loom_strbuf_puts(&sb, "} else {\n");
+    loom_strbuf_printf(&sb, "Y[%s] = X%d[%s]\n", yidx, i, xidx);
+    snprintf(off + strlen(off), sizeof off - strlen(off), " + e%d", i);
+  }
+  if (ninputs > 1) loom_strbuf_puts(&sb, "}\n");
+  close_loops(&sb, rank);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}

@@ -58,4 +58,23 @@ loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *nam
 loom_status loom_tp_gen_layer_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int naxes,
                                    double eps, bool rms, loom_tp_func **result);
 
+/* Y[..., n] = sum_k X[..., k] * W[n, k] (+ bias[n]): `linear` (W is (out, in)); rank of X >= 1.
+ * Accumulates in `acc`. */
+loom_status loom_tp_gen_linear(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int rank,
+                               bool bias, loom_tp_func **result);
+
+/* Row-major reinterpretation: Y (rank_out dims d*) takes X's (rank_in dims a*) elements in
+ * order — reshape, expand_dims, squeeze and flatten. Element counts must agree (the graph
+ * level proves it or guards it). */
+loom_status loom_tp_gen_reshape(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank_in,
+                                int rank_out, loom_tp_func **result);
+
+/* Y = transpose(X): Y axis k is X axis perm[k]. */
+loom_status loom_tp_gen_permute(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                                const int *perm, loom_tp_func **result);
+
+/* Y = concat(X0, ..., X{n-1}) along `axis` (n >= 1 inputs of one rank and dtype). */
+loom_status loom_tp_gen_concat(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                               int ninputs, loom_tp_func **result);
+
 #endif

@@ -138,6 +138,25 @@ static const op_case reduce_cases[] = {
     {"a: Tensor[(b, m, k), f32], w: Tensor[(b, k, n), f32]", "matmul(a, w)", 1, {{{2, 3, 5}, {2, 5, 7}}}},
 };
 
+static const op_case shape_cases[] = {
+    {"x: Tensor[(n, 6), f32], w: Tensor[(4, 6), f32], bb: Tensor[(4,), f32]", "linear(x, w, bb)", 2,
+     {{{3, 6}, {4, 6}, {4}}, {{0, 6}, {4, 6}, {4}}}},
+    {"x: Tensor[(b, s, 6), f32], w: Tensor[(4, 6), f32]", "linear(x, w)", 1, {{{2, 3, 6}, {4, 6}}}},
+    {"x: Tensor[(b, s, 12), f32]", "reshape(x, shape=[b, s, 3, 4])", 2, {{{2, 3, 12}}, {{1, 1, 12}}}},
+    {"x: Tensor[(b, s, 3, 4), f32]", "reshape(x, shape=[b*s, 12])", 1, {{{2, 5, 3, 4}}}},
+    {"x: Tensor[(n, 5), f32]", "expand_dims(x, axes=[1])", 1, {{{3, 5}}}},
+    {"x: Tensor[(n, 1, 5), f32]", "squeeze(x, axes=[1])", 1, {{{3, 1, 5}}}},
+    {"x: Tensor[(b, s, 3, 4), f32]", "permute_dims(x, axes=[0, 2, 1, 3])", 2, {{{2, 5, 3, 4}}, {{1, 0, 3, 4}}}},
+    {"x: Tensor[(n, 7), f32]", "permute_dims(x)", 1, {{{3, 7}}}},
+    {"x: Tensor[(n, 4), f32], y: Tensor[(m, 4), f32]", "concat(x, y, axis=0)", 3, {{{2, 4}, {3, 4}}, {{0, 4}, {3, 4}}, {{2, 4}, {0, 4}}}},
+    {"x: Tensor[(n, 2), i32], y: Tensor[(n, 3), i32], z: Tensor[(n, 1), i32]", "concat(x, y, z, axis=-1)", 1,
+     {{{4, 2}, {4, 3}, {4, 1}}}},
+};
+
+LOOM_TEST(legalize, linear_and_shape_ops) {
+  for (size_t i = 0; i < sizeof shape_cases / sizeof shape_cases[0]; i++) run_case(&shape_cases[i]);
+}
+
 LOOM_TEST(legalize, unary_ops) {
   for (size_t i = 0; i < sizeof unary_cases / sizeof unary_cases[0]; i++) run_case(&unary_cases[i]);
 }
@@ -152,8 +171,8 @@ LOOM_TEST(legalize, reductions_nn_and_matmul) {
 
 LOOM_TEST(legalize, programs_are_shared_and_unsupported_ops_are_kept) {
   const char *text =
-      "fn @main(x: Tensor[(n, 4), f32], y: Tensor[(m, 4), f32]) -> Object {\n  dataflow {\n"
-      "    a = exp(x)\n    b = exp(y)\n    c = concat(a, b, axis=0)\n    output c\n  }\n  return c\n}\n";
+      "fn @main(x: Tensor[(n, 4), f32], y: Tensor[(n, 4), f32]) -> Object {\n  dataflow {\n"
+      "    a = exp(x)\n    b = exp(y)\n    c = add(a, b)\n    d = argmax(c, axis=0)\n    output d\n  }\n  return d\n}\n";
   loom_source src = {"share.loom", text, strlen(text)};
   loom_diag_list diags;
   loom_diag_list_init(&diags, NULL);
@@ -162,11 +181,11 @@ LOOM_TEST(legalize, programs_are_shared_and_unsupported_ops_are_kept) {
   cr_assert_null(s, "%s", loom_status_text(s, 0));
   size_t done, kept;
   cr_assert_null(loom_graph_legalize(m, &diags, &done, &kept));
-  cr_assert_eq(done, 2);
-  cr_assert_eq(kept, 1, "concat has no legalization yet");
-  cr_assert_eq(loom_graph_module_num_tps(m), 1, "both exp calls share one program");
+  cr_assert_eq(done, 3);
+  cr_assert_eq(kept, 1, "argmax has no legalization yet");
+  cr_assert_eq(loom_graph_module_num_tps(m), 2, "both exp calls share one program");
   cr_assert_eq(diags.items.len, 1);
-  cr_assert(strstr(diags.items.data[0].message, "concat: no legalization") != NULL, "%s", diags.items.data[0].message);
+  cr_assert(strstr(diags.items.data[0].message, "argmax: no legalization") != NULL, "%s", diags.items.data[0].message);
   /* The legalized module prints and verifies. */
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
