@@ -458,31 +458,48 @@ static loom_status check_signature(loom_graph_icx *ic, const char *what, size_t 
   return LOOM_OK;
 }
 
-/* The symbolic vars of a callee's params, substituted by the argument dims where the
- * param dim is a bare var (the usual case); the callee's result is rewritten with it. */
+/* Rewrites the symbolic dims of `si` with vars -> values (recursing into tuples). */
+static const loom_sinfo *subst_sinfo(loom_graph_module *m, const loom_sinfo *si, const loom_sym_expr *const *from,
+                                     const loom_sym_expr *const *to, size_t n) {
+  if (si->kind == LOOM_SINFO_TUPLE) {
+    const loom_sinfo **f = LOOM_ARENA_ARRAY(&m->arena, const loom_sinfo *, si->nfields ? si->nfields : 1);
+    if (!f) return NULL;
+    for (size_t i = 0; i < si->nfields; i++)
+      if (!(f[i] = subst_sinfo(m, si->fields[i], from, to, n))) return NULL;
+    return loom_sinfo_tuple(m, si->nfields, f);
+  }
+  if (si->kind == LOOM_SINFO_SCALAR && si->value)
+    return loom_sinfo_scalar(m, si->dtype, loom_sym_subst(m->cx, si->value, from, to, n));
+  if ((si->kind != LOOM_SINFO_TENSOR && si->kind != LOOM_SINFO_SHAPE) || !si->dims) return si;
+  const loom_sym_expr **d = loom_graph_dims_new(m, (size_t)si->ndim);
+  if (!d) return NULL;
+  for (int k = 0; k < si->ndim; k++)
+    if (!(d[k] = loom_sym_subst(m->cx, si->dims[k], from, to, n))) return NULL;
+  return si->kind == LOOM_SINFO_TENSOR ? loom_sinfo_tensor(m, si->dtype, si->ndim, d, si->device)
+                                       : loom_sinfo_shape(m, si->ndim, d);
+}
+
+/* The callee's result with its params' symbolic vars replaced by the argument dims (where
+ * the param dim is a bare var, the usual case). */
 static const loom_sinfo *subst_result(loom_graph_module *m, const loom_graph_func *f, const loom_graph_expr *call) {
   LOOM_VEC(const loom_sym_expr *) from = {0};
   LOOM_VEC(const loom_sym_expr *) to = {0};
   const loom_sinfo *r = f->ret;
-  for (size_t i = 0; i < f->nparams && i < call->u.call.nargs; i++) {
+  bool ok = true;
+  for (size_t i = 0; i < f->nparams && i < call->u.call.nargs && ok; i++) {
     const loom_sinfo *p = f->params[i]->sinfo, *a = call->u.call.args[i]->sinfo;
     if (p->dims && a->dims && p->ndim == a->ndim && (p->kind == LOOM_SINFO_TENSOR || p->kind == LOOM_SINFO_SHAPE))
-      for (int k = 0; k < p->ndim; k++)
+      for (int k = 0; k < p->ndim && ok; k++)
         if (loom_sym_is_var(p->dims[k])) {
-          if (!LOOM_VEC_PUSH(m->alloc, &from, p->dims[k]) || !LOOM_VEC_PUSH(m->alloc, &to, a->dims[k])) goto done;
+          bool seen = false;
+          for (size_t q = 0; q < from.len; q++) seen = seen || from.data[q] == p->dims[k];
+          if (!seen) ok = LOOM_VEC_PUSH(m->alloc, &from, p->dims[k]) && LOOM_VEC_PUSH(m->alloc, &to, a->dims[k]);
         }
   }
-  if (r->dims && from.len && (r->kind == LOOM_SINFO_TENSOR || r->kind == LOOM_SINFO_SHAPE)) {
-    const loom_sym_expr **d = loom_graph_dims_new(m, (size_t)r->ndim);
-    if (!d) goto done;
-    for (int k = 0; k < r->ndim; k++) d[k] = loom_sym_subst(m->cx, r->dims[k], from.data, to.data, from.len);
-    r = r->kind == LOOM_SINFO_TENSOR ? loom_sinfo_tensor(m, r->dtype, r->ndim, d, r->device)
-                                     : loom_sinfo_shape(m, r->ndim, d);
-  }
-done:
+  if (ok && from.len) r = subst_sinfo(m, r, from.data, to.data, from.len);
   LOOM_VEC_FREE(m->alloc, &from);
   LOOM_VEC_FREE(m->alloc, &to);
-  return r;
+  return ok ? r : NULL;
 }
 
 loom_status loom_graph_infer_call(loom_graph_module *m, const loom_graph_expr *call, const char *hint,

@@ -15,7 +15,7 @@ static const loom_graph_attr_spec arange_attrs[] = {{"start", LOOM_GRAPH_ATTR_SY
                                                     {"step", LOOM_GRAPH_ATTR_SYMS, false},
                                                     {"dtype", LOOM_GRAPH_ATTR_DTYPE, false},
                                                     {NULL, 0, false}};
-static const loom_graph_attr_spec tri_attrs[] = {{"k", LOOM_GRAPH_ATTR_INT, false}, {NULL, 0, false}};
+static const loom_graph_attr_spec tri_attrs[] = {{"k", LOOM_GRAPH_ATTR_SYMS, false}, {NULL, 0, false}};
 
 static loom_dtype dtype_attr(const loom_graph_expr *call, loom_dtype dflt) {
   const loom_graph_attr *a = loom_graph_call_attr(call, "dtype");
@@ -86,6 +86,8 @@ static loom_status eval_arange(loom_graph_ecx *ec, const loom_graph_value *args,
 
 static loom_status infer_tri(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x;
+  const loom_graph_attr *ka = loom_graph_call_attr(ic->call, "k");
+  if (ka && ka->kind == LOOM_GRAPH_ATTR_SYMS && ka->n != 1) return loom_graph_icx_error(ic, "k must be one value");
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, false, &x));
   if (x->ndim >= 0 && x->ndim < 2) return loom_graph_icx_error(ic, "operand 0 must have rank >= 2, got %d", x->ndim);
   *out = x;
@@ -94,7 +96,10 @@ static loom_status infer_tri(loom_graph_icx *ic, const loom_sinfo **out) {
 
 static loom_status eval_tri(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t;
-  int64_t k = loom_graph_attr_get_int(ec->call, "k", 0);
+  const loom_graph_attr *ka = loom_graph_call_attr(ec->call, "k");
+  int64_t k = 0;
+  if (ka && ka->kind == LOOM_GRAPH_ATTR_INT) k = ka->i;
+  else if (ka) LOOM_PROPAGATE(loom_graph_ecx_sym(ec, ka->syms[0], &k));
   bool lower = ec->call->u.call.op == LOOM_GRAPH_OP_TRIL;
   LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, x->shape, out));
   int64_t rows = x->shape[x->ndim - 2], cols = x->shape[x->ndim - 1];

@@ -158,7 +158,7 @@ LOOM_TEST(graph_infer, reductions_and_shape_ops) {
       "  p = permute_dims(x, axes=[2, 0, 1])\n  e = expand_dims(x, axes=[1])\n  q = squeeze(e, axes=[1])\n"
       "  f = flatten(x, axis=1)\n  g = take(x, i, axis=1)\n  sh = shape_of(x)\n  a = arange(start=[0], end=[s], step=[1])\n"
       "  z = zeros(shape=[b, s], dtype=f16)\n  sm = softmax(x)\n  c = cast(x, dtype=i32)\n  k = greater(x, x)\n"
-      "  w = where(k, x, x)\n  bt = broadcast_to(r1, shape=[b, s, d])\n  tl = tril(x, k=1)\n  return r1\n}\n");
+      "  w = where(k, x, x)\n  bt = broadcast_to(r1, shape=[b, s, d])\n  tl = tril(x, k=[1])\n  return r1\n}\n");
   expect_sinfo(m, "r1", "Tensor[(b, 1, d), f32]");
   expect_sinfo(m, "r2", "Tensor[(b, s), f32]");
   expect_sinfo(m, "r3", "Tensor[(b, s), i64]");
