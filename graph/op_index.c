@@ -1,5 +1,6 @@
 /* op_index.c — indexing: take (gather along an axis) and nonzero (data-dependent count,
  * a fresh symbol). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph_internal.h"
@@ -86,6 +87,37 @@ static loom_status eval_nonzero(loom_graph_ecx *ec, const loom_graph_value *args
     i++;
   } while (loom_graph_index_next(x->ndim, x->shape, idx));
   return LOOM_OK;
+}
+
+/* unique(x): the sorted distinct values of x (flattened), (u,) with u a fresh symbol. */
+static loom_status infer_unique(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, false, &x));
+  const loom_sym_expr *u = loom_graph_icx_fresh(ic, "uniq");
+  if (!u) return loom_sym_ctx_take_error(ic->cx);
+  *out = loom_sinfo_tensor(ic->m, x->dtype, 1, &u, x->device);
+  return LOOM_OK;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static loom_status eval_unique(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  (void)ec;
+  const loom_graph_tensor *x = &args[0].t;
+  double *v = loom_graph_tensor_to_f64(x);
+  if (!v) return LOOM_OOM();
+  qsort(v, x->numel, sizeof *v, cmp_double);
+  size_t n = 0;
+  for (size_t i = 0; i < x->numel; i++)
+    if (!n || v[i] != v[n - 1]) v[n++] = v[i];
+  int64_t sh = (int64_t)n;
+  loom_status st = loom_graph_value_tensor(x->dtype, 1, &sh, out);
+  for (size_t i = 0; !st && i < n; i++) loom_graph_tensor_set_f64(&out->t, i, v[i]);
+  free(v);
+  return st;
 }
 
 /* ---- gather_elements / scatter_elements ------------------------------------------------- */
@@ -242,3 +274,4 @@ const loom_graph_op_impl loom_graph_op_impl_gather_elements = {take_attrs, infer
 const loom_graph_op_impl loom_graph_op_impl_scatter_elements = {take_attrs, infer_elements, eval_elements, NULL};
 const loom_graph_op_impl loom_graph_op_impl_one_hot = {one_hot_attrs, infer_one_hot, eval_one_hot, NULL};
 const loom_graph_op_impl loom_graph_op_impl_cumsum = {cumsum_attrs, infer_cumsum, eval_cumsum, NULL};
+const loom_graph_op_impl loom_graph_op_impl_unique = {no_attrs, infer_unique, eval_unique, NULL};

@@ -202,8 +202,12 @@ static const loom_sym_expr *resolve(void *ud, const char *name, size_t len) {
   if (v || p->sym_mode == SYM_RESOLVE) return v;
   v = loom_sym_var_new(p->m->cx, n, LOOM_SYM_VAR_SHAPE);
   if (!v) return NULL;
-  if (push_name(p, &p->syms, n, v)) return NULL;
-  if (p->sym_mode == SYM_ANNOT && push_name(p, &p->fresh, n, v)) return NULL;
+  loom_status st = push_name(p, &p->syms, n, v);
+  if (!st && p->sym_mode == SYM_ANNOT) st = push_name(p, &p->fresh, n, v);
+  if (st) {
+    loom_status_free(st);
+    return NULL;
+  }
   return v;
 }
 
@@ -766,7 +770,7 @@ static loom_status simple_sinfo(parser *p, loom_graph_expr *e) {
 static void add_fresh_cb(void *ud, const loom_sym_expr *v) {
   parser *p = ud;
   const char *n = loom_graph_module_intern(p->m, loom_sym_var_name(v), strlen(loom_sym_var_name(v)));
-  if (n && lookup((const void *)&p->syms, n) != v) (void)push_name(p, &p->syms, n, v);
+  if (n && lookup((const void *)&p->syms, n) != v) loom_status_free(push_name(p, &p->syms, n, v));
 }
 
 static void add_fresh(parser *p, const loom_sinfo *si) {

@@ -481,3 +481,42 @@ LOOM_TEST(graph_models, resnet_batches_and_spatial_sizes) {
   }
   loom_graph_module_destroy(m);
 }
+
+/* `loom eval` runs every model at several shapes (batch 1, odd and prime lengths), binding
+ * every symbol from the input shapes. */
+LOOM_TEST(graph_models, eval_every_model_at_several_shapes) {
+  static const char *const runs[][2] = {
+      {"models/mlp.loom", "--sym b=1"},
+      {"models/mlp.loom", "--sym b=13"},
+      {"models/gpt2_decoder.loom", "--sym b=2 --sym s=1 --sym past=11 --sym V=50 --sym P=16"},
+      {"models/llama_block.loom", "--sym b=1 --sym s=1 --sym past=0"},
+      {"models/llama_block.loom", "--sym b=3 --sym s=5 --sym past=7"},
+      {"models/bert_block.loom", "--sym b=1 --sym s=1"},
+      {"models/bert_block.loom", "--sym b=2 --sym s=11"},
+      {"models/resnet.loom", "--sym n=1 --sym h=1 --sym w=1"},
+      {"models/resnet.loom", "--sym n=3 --sym h=17 --sym w=9"},
+  };
+  for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    loom_test_proc p = loom_test_run("%s eval %s %s", loom_test_loom_bin(), runs[i][0], runs[i][1]);
+    cr_expect_eq(p.exit_code, 0, "%s %s: %s", runs[i][0], runs[i][1], p.err);
+    cr_expect(strstr(p.out, "result") && strstr(p.out, "checksum") && !strstr(p.out, "nan"), "%s %s: %s", runs[i][0],
+              runs[i][1], p.out);
+    /* Every --sym value shows up as a bound symbol. */
+    char want[64];
+    const char *b = strstr(runs[i][1], "--sym ") + 6;
+    snprintf(want, sizeof want, "sym %.*s = %s", (int)(strchr(b, '=') - b), b, strchr(b, '=') + 1);
+    char *sp = strchr(want, ' ');
+    sp = strchr(sp + 1, ' ');
+    sp = strchr(sp + 1, ' ');
+    sp = strchr(sp + 1, ' ');
+    if (sp) *sp = '\0';
+    cr_expect(strstr(p.out, want), "%s %s: want '%s' in %s", runs[i][0], runs[i][1], want, p.out);
+    loom_test_proc_free(&p);
+  }
+  /* A shape that breaks a runtime bound: clear error, exit 1. */
+  loom_test_proc p = loom_test_run("%s eval models/llama_block.loom --sym b=1 --sym s=3 --sym past=6 --input inv_freq=random:'(31)'",
+                                   loom_test_loom_bin());
+  cr_expect_eq(p.exit_code, 1);
+  cr_expect(strstr(p.err, "input 'inv_freq' axis 0") && strstr(p.err, "31"), "%s", p.err);
+  loom_test_proc_free(&p);
+}
