@@ -156,6 +156,61 @@ loom_graph_expr *loom_graph_const_scalar(loom_graph_module *m, loom_dtype dt, do
   return loom_graph_const_new(m, loom_sinfo_tensor(m, dt, 0, NULL, NULL), buf, loom_dtype_size(dt));
 }
 
+static loom_graph_expr **copy_exprs(loom_graph_module *m, size_t n, loom_graph_expr *const *src) {
+  loom_graph_expr **a = LOOM_ARENA_ARRAY(&m->arena, loom_graph_expr *, n ? n : 1);
+  if (!a) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    if (!src[i]) return NULL;
+    a[i] = src[i];
+  }
+  return a;
+}
+
+loom_graph_expr *loom_graph_tuple_new(loom_graph_module *m, size_t n, loom_graph_expr *const *items) {
+  loom_graph_expr *e = expr_new(m, LOOM_GRAPH_EXPR_TUPLE);
+  loom_graph_expr **a = copy_exprs(m, n, items);
+  if (!e || !a) return NULL;
+  e->u.tuple.n = n;
+  e->u.tuple.items = a;
+  return e;
+}
+
+loom_graph_expr *loom_graph_tuple_get_new(loom_graph_module *m, loom_graph_expr *t, size_t index) {
+  loom_graph_expr *e = expr_new(m, LOOM_GRAPH_EXPR_TUPLE_GET);
+  if (!e || !t) return NULL;
+  e->u.get.tuple = t;
+  e->u.get.index = index;
+  return e;
+}
+
+static loom_graph_expr *call_named(loom_graph_module *m, loom_graph_callee_kind k, const char *name, size_t nargs,
+                                   loom_graph_expr *const *args, const loom_sinfo *out) {
+  loom_graph_expr *e = expr_new(m, LOOM_GRAPH_EXPR_CALL);
+  loom_graph_expr **a = copy_exprs(m, nargs, args);
+  if (!e || !a || !name) return NULL;
+  e->u.call.callee = k;
+  e->u.call.target = loom_graph_module_intern(m, name, strlen(name));
+  e->u.call.nargs = nargs;
+  e->u.call.args = a;
+  e->u.call.out_sinfo = out;
+  return e->u.call.target ? e : NULL;
+}
+
+loom_graph_expr *loom_graph_call_func(loom_graph_module *m, const char *name, size_t nargs,
+                                      loom_graph_expr *const *args) {
+  return call_named(m, LOOM_GRAPH_CALLEE_FUNC, name, nargs, args, NULL);
+}
+
+loom_graph_expr *loom_graph_call_tp(loom_graph_module *m, const char *name, size_t nargs,
+                                    loom_graph_expr *const *args, const loom_sinfo *out) {
+  return out ? call_named(m, LOOM_GRAPH_CALLEE_TP, name, nargs, args, out) : NULL;
+}
+
+loom_graph_expr *loom_graph_call_extern(loom_graph_module *m, const char *name, size_t nargs,
+                                        loom_graph_expr *const *args, const loom_sinfo *out) {
+  return out ? call_named(m, LOOM_GRAPH_CALLEE_EXTERN, name, nargs, args, out) : NULL;
+}
+
 bool loom_graph_expr_is_leaf(const loom_graph_expr *e) {
   return e->kind == LOOM_GRAPH_EXPR_VAR || e->kind == LOOM_GRAPH_EXPR_CONST ||
          e->kind == LOOM_GRAPH_EXPR_SHAPE || e->kind == LOOM_GRAPH_EXPR_SYM;

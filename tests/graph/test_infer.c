@@ -332,3 +332,57 @@ LOOM_TEST(graph_infer, parse_survives_out_of_memory) {
   }
   cr_assert(0, "parse never completed");
 }
+
+LOOM_TEST(graph_infer, builder_tuples_functions_match_cast) {
+  loom_graph_module *m;
+  cr_assert(!loom_graph_module_create(NULL, &m));
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  const loom_sym_expr *n = loom_sym_var_new(cx, "n", LOOM_SYM_VAR_SHAPE);
+  const loom_sym_expr *d[] = {n, loom_sym_const(cx, 6)};
+  /* @half(x) = split(x, sections=2, axis=1).0 */
+  loom_graph_builder bld;
+  loom_graph_builder_begin(&bld, m, "half");
+  loom_graph_expr *x = loom_graph_builder_param(&bld, "x", loom_sinfo_tensor(m, LOOM_DTYPE_F32, 2, d, NULL));
+  loom_graph_attr at[] = {loom_graph_attr_int(m, "sections", 2), loom_graph_attr_int(m, "axis", 1)};
+  loom_graph_expr *parts;
+  cr_assert(!loom_graph_builder_op(&bld, "split", 1, &x, 2, at, "parts", &parts));
+  loom_graph_expr *first;
+  cr_assert(!loom_graph_builder_emit(&bld, loom_graph_tuple_get_new(m, parts, 0), "first", &first));
+  cr_assert(!loom_graph_builder_end(&bld, first, NULL, NULL));
+  /* @main(y: Tensor[?, f32]) = match_cast to (k, 6), call @half, pair it with the input. */
+  loom_graph_builder_begin(&bld, m, "main");
+  loom_graph_expr *y = loom_graph_builder_param(&bld, "y", loom_sinfo_tensor(m, LOOM_DTYPE_F32, -1, NULL, NULL));
+  const loom_sym_expr *k = loom_sym_var_new(cx, "k", LOOM_SYM_VAR_SHAPE);
+  const loom_sym_expr *kd[] = {k, loom_sym_const(cx, 6)};
+  loom_graph_expr *yc, *h;
+  cr_assert(!loom_graph_builder_match_cast(&bld, y, loom_sinfo_tensor(m, LOOM_DTYPE_F32, 2, kd, NULL), "yc", &yc));
+  cr_assert(!loom_graph_builder_emit(&bld, loom_graph_call_func(m, "half", 1, &yc), "h", &h));
+  loom_graph_expr *items[] = {h, yc};
+  loom_graph_func *f;
+  cr_assert(!loom_graph_builder_end(&bld, loom_graph_tuple_new(m, 2, items), NULL, &f));
+  char *s = gt_sinfo_str(f->ret);
+  cr_assert_str_eq(s, "Tuple[Tensor[(k, 3), f32], Tensor[(k, 6), f32]]", "the callee's n is replaced by k");
+  free(s);
+  loom_diag_list dl;
+  loom_diag_list_init(&dl, NULL);
+  cr_assert(!loom_graph_verify(m, &dl));
+  loom_diag_list_destroy(&dl);
+  char *t1 = gt_print(m);
+  loom_graph_module *m2 = gt_parse_ok(t1);
+  char *t2 = gt_print(m2);
+  cr_assert_str_eq(t1, t2);
+  /* And it runs: y of shape (4, 6). */
+  loom_graph_value in = gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){4, 6}, NULL);
+  for (size_t i = 0; i < 24; i++) loom_graph_tensor_set_f64(&in.t, i, (double)i);
+  loom_graph_value out;
+  cr_assert(!loom_graph_eval(m2, "main", 1, &in, NULL, &out));
+  cr_assert_eq(out.items[0].t.shape[0], 4);
+  cr_assert_eq(out.items[0].t.shape[1], 3);
+  cr_assert_eq(loom_graph_tensor_get_f64(&out.items[0].t, 3), 6.0, "row 1 starts at element 6");
+  loom_graph_value_free(&out);
+  loom_graph_value_free(&in);
+  free(t1);
+  free(t2);
+  loom_graph_module_destroy(m2);
+  loom_graph_module_destroy(m);
+}
