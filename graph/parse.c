@@ -36,7 +36,12 @@ typedef struct parser {
   int sym_mode;
   const char *fn;           /* function being parsed */
   const char *binding;      /* binding being parsed (for messages) */
+  int depth;                /* nesting of struct info and if-branches (bounded) */
 } parser;
+
+/* Deepest nesting of Tuple/Func struct info and `if` branches: hostile input cannot exhaust
+ * the stack. */
+enum { MAX_DEPTH = 256 };
 
 /* ---- errors and lexing ------------------------------------------------------------ */
 
@@ -292,7 +297,17 @@ static loom_status sinfo_list(parser *p, char close, LOOM_VEC(const loom_sinfo *
 /* sinfo := 'Object' | 'Scalar' '[' dtype (',' sym)? ']' | 'Shape' '[' dims ']'
  *        | 'Tensor' '[' dims ',' dtype (',' 'device' '=' ident)? ']'
  *        | 'Tuple' '[' sinfo,* ']' | 'Func' '[' '(' sinfo,* ')' '->' sinfo ']' */
+static loom_status sinfo_inner(parser *p, const loom_sinfo **out);
+
 static loom_status sinfo(parser *p, const loom_sinfo **out) {
+  if (p->depth >= MAX_DEPTH) return err(p, p->pos, "struct info nested more than %d deep", MAX_DEPTH);
+  p->depth++;
+  loom_status st = sinfo_inner(p, out);
+  p->depth--;
+  return st;
+}
+
+static loom_status sinfo_inner(parser *p, const loom_sinfo **out) {
   size_t b = (skip_ws(p), p->pos);
   const char *s;
   size_t n;
@@ -638,6 +653,7 @@ static loom_status value(parser *p, loom_graph_expr **out) {
   size_t n;
   if (ident(p, &s, &n) && peek(p) == '(') {
     if (is_kw(s, n, "if")) {
+      if (p->depth >= MAX_DEPTH) return err(p, b, "'if' nested more than %d deep", MAX_DEPTH);
       p->pos++;
       loom_graph_expr *e = new_expr(p, LOOM_GRAPH_EXPR_IF, b);
       if (!e) return LOOM_OOM();
@@ -645,14 +661,21 @@ static loom_status value(parser *p, loom_graph_expr **out) {
       LOOM_PROPAGATE(expect(p, ")"));
       LOOM_PROPAGATE(expect(p, "{"));
       size_t vmark = p->vars.len, smark = p->syms.len;
-      LOOM_PROPAGATE(seq(p, &e->u.if_.then_seq));
-      p->vars.len = vmark;
-      p->syms.len = smark;
-      LOOM_PROPAGATE(expect(p, "}"));
-      if (!peek_kw(p, "else")) return err(p, p->pos, "expected 'else'");
-      accept(p, "else");
-      LOOM_PROPAGATE(expect(p, "{"));
-      LOOM_PROPAGATE(seq(p, &e->u.if_.else_seq));
+      p->depth++;
+      loom_status bst = seq(p, &e->u.if_.then_seq);
+      if (!bst) {
+        p->vars.len = vmark;
+        p->syms.len = smark;
+        bst = expect(p, "}");
+      }
+      if (!bst && !peek_kw(p, "else")) bst = err(p, p->pos, "expected 'else'");
+      if (!bst) {
+        accept(p, "else");
+        bst = expect(p, "{");
+      }
+      if (!bst) bst = seq(p, &e->u.if_.else_seq);
+      p->depth--;
+      LOOM_PROPAGATE(bst);
       p->vars.len = vmark;
       p->syms.len = smark;
       LOOM_PROPAGATE(expect(p, "}"));

@@ -95,3 +95,25 @@ LOOM_TEST(graph_text, symbolic_scoping_from_params_and_match_cast) {
       "  y = match_cast(x, Tensor[(m, 2), f32])\n  z: Tensor[(m, 2), f32] = relu(y)\n  return z\n}\n");
   loom_graph_module_destroy(m);
 }
+
+LOOM_TEST(graph_text, deep_nesting_is_an_error_not_a_crash) {
+  size_t depth = 100000;
+  char *text = malloc(depth * 8 + 200);
+  size_t n = (size_t)sprintf(text, "fn @main(x: ");
+  for (size_t i = 0; i < depth; i++) n += (size_t)sprintf(text + n, "Tuple[");
+  text[n] = '\0';
+  strcat(text, "Object");
+  char *err;
+  loom_graph_module *m = gt_parse(text, &err);
+  cr_assert_null(m);
+  cr_assert(err && strstr(err, "nested more than"), "%s", err ? err : "");
+  free(err);
+  n = (size_t)sprintf(text, "fn @main(c: Tensor[(), bool]) -> Object {\n");
+  for (size_t i = 0; i < depth / 10; i++) n += (size_t)sprintf(text + n, "y = if (c) {");
+  text[n] = '\0';
+  m = gt_parse(text, &err);
+  cr_assert_null(m);
+  cr_assert(err && strstr(err, "nested more than"), "%s", err ? err : "");
+  free(err);
+  free(text);
+}
