@@ -259,3 +259,17 @@ LOOM_TEST(graph_interp, attention_matches_explicit_ops) {
   }
   loom_graph_module_destroy(m);
 }
+
+LOOM_TEST(graph_interp, fill_from_a_shape_value) {
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(x: Tensor[(n, k), f32]) -> Object {\n  sh = shape_of(x)\n  z: Tensor[(n, k), f32] = full(sh, value=2.5)\n"
+      "  w = ones(shape(k, 2 * n), dtype=i32)\n  out = (z, w)\n  return out\n}\n");
+  loom_graph_value x = gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){2, 3}, NULL);
+  loom_graph_value r = run_ok(m, 1, &x, NULL);
+  expect_values(&r.items[0], 2, (int64_t[]){2, 3}, (double[]){2.5, 2.5, 2.5, 2.5, 2.5, 2.5}, 0);
+  expect_values(&r.items[1], 2, (int64_t[]){3, 4}, (double[]){1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0);
+  cr_assert_eq(r.items[1].t.dtype, LOOM_DTYPE_I32);
+  loom_graph_value_free(&r);
+  loom_graph_value_free(&x);
+  loom_graph_module_destroy(m);
+}
