@@ -631,7 +631,7 @@ static loom_status value(parser *p, loom_graph_expr **out) {
     }
     p->pos++;
     if (!loom_graph_module_find_func(m, name))
-      return err(p, b, "unknown function @%s (functions must be defined before they are called)", name);
+      return err(p, b, "unknown function @%s", name);
     LOOM_VEC(loom_graph_expr *) v = {0};
     loom_status st = leaves(p, (void *)&v);
     if (!st) {
@@ -1086,18 +1086,9 @@ static loom_status seq(parser *p, loom_graph_seq **out) {
   return st;
 }
 
-/* func := 'fn' '@' name '(' (ident ':' sinfo),* ')' '->' sinfo '{' seq '}' */
-static loom_status func(parser *p) {
+/* params := '(' (ident ':' sinfo),* ')'   (each sinfo defines its new symbols) */
+static loom_status param_list(parser *p, loom_graph_func *f) {
   loom_graph_module *m = p->m;
-  size_t b = p->pos;
-  loom_graph_func *f = LOOM_ARENA_NEW(&m->arena, loom_graph_func);
-  if (!f) return LOOM_OOM();
-  f->loc = (loom_loc){p->ir_src, b};
-  LOOM_PROPAGATE(global_name(p, &f->name));
-  p->fn = f->name;
-  p->vars.len = 0;
-  p->syms.len = 0;
-  if (loom_graph_module_find_func(m, f->name)) return err(p, b, "function @%s is defined twice", f->name);
   LOOM_PROPAGATE(expect(p, "("));
   LOOM_VEC(loom_graph_expr *) params = {0};
   loom_status st = LOOM_OK;
@@ -1131,6 +1122,23 @@ static loom_status func(parser *p) {
   }
   LOOM_VEC_FREE(m->alloc, &params);
   LOOM_PROPAGATE(st);
+  return LOOM_OK;
+}
+
+/* func := 'fn' '@' name '(' (ident ':' sinfo),* ')' '->' sinfo '{' seq '}' */
+static loom_status func(parser *p) {
+  loom_graph_module *m = p->m;
+  size_t b = p->pos;
+  loom_graph_func *f = LOOM_ARENA_NEW(&m->arena, loom_graph_func);
+  if (!f) return LOOM_OOM();
+  f->loc = (loom_loc){p->ir_src, b};
+  LOOM_PROPAGATE(global_name(p, &f->name));
+  p->fn = f->name;
+  p->vars.len = 0;
+  p->syms.len = 0;
+  loom_graph_func *stub = loom_graph_module_find_func(m, f->name);
+  if (stub && stub->body) return err(p, b, "function @%s is defined twice", f->name);
+  LOOM_PROPAGATE(param_list(p, f));
   LOOM_PROPAGATE(expect(p, "->"));
   size_t ret_at = (skip_ws(p), p->pos);
   LOOM_PROPAGATE(skip_to(p, '{'));
@@ -1156,6 +1164,12 @@ static loom_status func(parser *p) {
     return sem_err(p, ret_at, e);
   }
   p->fn = NULL;
+  if (stub) {
+    /* Replace the forward declaration in place (definition order is kept). */
+    for (size_t i = 0; i < m->funcs.len; i++)
+      if (m->funcs.data[i] == stub) m->funcs.data[i] = f;
+    return LOOM_OK;
+  }
   return loom_graph_module_add_func(m, f);
 }
 
@@ -1227,8 +1241,93 @@ static loom_status extern_decl(parser *p) {
   return LOOM_OK;
 }
 
+/* Skips a bracketed region starting at `open` (comments and strings inside are skipped). */
+static bool skip_balanced(parser *p, char open, char close) {
+  int depth = 0;
+  while (p->pos < p->len) {
+    char c = p->s[p->pos];
+    if (c == '"') {
+      p->pos++;
+      while (p->pos < p->len && p->s[p->pos] != '"' && p->s[p->pos] != '\n') p->pos++;
+    } else if (c == '#' || (c == '/' && p->pos + 1 < p->len && p->s[p->pos + 1] == '/')) {
+      while (p->pos < p->len && p->s[p->pos] != '\n') p->pos++;
+      continue;
+    } else if (c == open) {
+      depth++;
+    } else if (c == close && --depth <= 0) {
+      p->pos++;
+      return depth == 0;
+    }
+    p->pos++;
+  }
+  return false;
+}
+
+/* Skips forward to the next `c` (outside comments); false at the end. */
+static bool skip_past(parser *p, char c) {
+  while (p->pos < p->len && p->s[p->pos] != c) {
+    if (p->s[p->pos] == '#' || (p->s[p->pos] == '/' && p->pos + 1 < p->len && p->s[p->pos + 1] == '/'))
+      while (p->pos < p->len && p->s[p->pos] != '\n') p->pos++;
+    else p->pos++;
+  }
+  return p->pos < p->len;
+}
+
+/* Forward declarations: the signature of every function whose declared result only names its
+ * parameters' symbols is registered (with no body) before the bodies are read, so a function
+ * may call one defined later in the file. Errors here are silent: the main pass reports them. */
+static void prescan(parser *p) {
+  loom_diag_list quiet;
+  loom_diag_list_init(&quiet, p->diags->alloc);
+  loom_diag_list *saved = p->diags;
+  p->diags = &quiet;
+  for (;;) {
+    skip_ws(p);
+    const char *s;
+    size_t n;
+    if (p->pos >= p->len || !ident(p, &s, &n)) break;
+    if (is_kw(s, n, "fn")) {
+      loom_graph_func *f = LOOM_ARENA_NEW(&p->m->arena, loom_graph_func);
+      loom_status st = f ? global_name(p, &f->name) : LOOM_OOM();
+      if (!st && loom_graph_module_find_func(p->m, f->name)) st = LOOM_ERROR(ALREADY_EXISTS, "twice");
+      p->vars.len = p->syms.len = 0;
+      if (!st) st = param_list(p, f);
+      if (!st) st = expect(p, "->");
+      if (st) {
+        loom_status_free(st);
+        break;
+      }
+      size_t ret_at = p->pos;
+      loom_status rs = sinfo(p, &f->ret);
+      if (!rs && peek(p) == '{') {
+        loom_status_free(loom_graph_module_add_func(p->m, f));
+      } else {
+        loom_status_free(rs);
+        p->pos = ret_at;
+        if (!skip_past(p, '{')) break;
+      }
+      if (!skip_balanced(p, '{', '}')) break;
+    } else if (is_kw(s, n, "const")) {
+      if (!skip_past(p, '=') || !skip_past(p, '[') || !skip_balanced(p, '[', ']')) break;
+    } else if (is_kw(s, n, "extern")) {
+      if (!skip_past(p, '[') || !skip_balanced(p, '[', ']')) break;
+    } else if (is_kw(s, n, "prim")) {
+      if (!skip_past(p, '{') || !skip_balanced(p, '{', '}')) break;
+    } else {
+      break;
+    }
+  }
+  p->diags = saved;
+  loom_diag_list_destroy(&quiet);
+  p->pos = 0;
+  p->vars.len = p->syms.len = 0;
+  p->sym_mode = SYM_RESOLVE;
+  p->depth = 0;
+}
+
 /* module := (func | const | extern | prim)* */
 static loom_status module(parser *p) {
+  prescan(p);
   for (;;) {
     skip_ws(p);
     if (p->pos >= p->len) return LOOM_OK;
