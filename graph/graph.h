@@ -289,6 +289,21 @@ loom_graph_expr *loom_graph_const_new(loom_graph_module *m, const loom_sinfo *si
 /* A 0-d constant from a double (converted to `dt`). */
 loom_graph_expr *loom_graph_const_scalar(loom_graph_module *m, loom_dtype dt, double v);
 
+/* (a, b, ...); items may be any expressions (the builder binds non-leaves first). */
+loom_graph_expr *loom_graph_tuple_new(loom_graph_module *m, size_t n, loom_graph_expr *const *items);
+/* t.index */
+loom_graph_expr *loom_graph_tuple_get_new(loom_graph_module *m, loom_graph_expr *t, size_t index);
+/* @name(args): a call of a graph function of the module. */
+loom_graph_expr *loom_graph_call_func(loom_graph_module *m, const char *name, size_t nargs,
+                                      loom_graph_expr *const *args);
+/* call_tp(@name, (args), out): a tensor program called in destination-passing style; the
+ * result (struct info `out`) is allocated by the caller of the program. */
+loom_graph_expr *loom_graph_call_tp(loom_graph_module *m, const char *name, size_t nargs,
+                                    loom_graph_expr *const *args, const loom_sinfo *out);
+/* call_extern(@name, (args), out): a declared external function. */
+loom_graph_expr *loom_graph_call_extern(loom_graph_module *m, const char *name, size_t nargs,
+                                        loom_graph_expr *const *args, const loom_sinfo *out);
+
 /* True for the ANF leaves: VAR, CONST, SHAPE, SYM. */
 bool loom_graph_expr_is_leaf(const loom_graph_expr *e);
 

@@ -108,6 +108,9 @@ const loom_sym_expr *loom_graph_dims_prod(loom_sym_ctx *cx, int n, const loom_sy
 
 /* Evaluates a symbolic expression with the bound vars. */
 loom_status loom_graph_ecx_sym(loom_graph_ecx *ec, const loom_sym_expr *e, int64_t *out);
+/* The elements of `t` as a malloc'd array of doubles (NULL on OOM); the hot loops of the
+ * reference read these instead of converting element by element. */
+double *loom_graph_tensor_to_f64(const loom_graph_tensor *t);
 /* Row-major strides of a shape. */
 void loom_graph_strides(int ndim, const int64_t *shape, int64_t *strides);
 /* Index of the element of `t` (rank `t->ndim`) that broadcasts to the output multi-index `idx`

@@ -123,9 +123,23 @@ static loom_status eval_call(interp *it, const loom_graph_binding *b, loom_graph
   }
   size_t n = c->u.call.nargs;
   loom_graph_value *args = calloc(n ? n : 1, sizeof *args);
-  if (!args) return LOOM_OOM();
+  bool *owned = calloc(n ? n : 1, sizeof *owned);
+  if (!args || !owned) {
+    free(args);
+    free(owned);
+    return LOOM_OOM();
+  }
   loom_status st = LOOM_OK;
-  for (size_t i = 0; i < n && !st; i++) st = leaf_value(it, c->u.call.args[i], &args[i]);
+  /* Vars are borrowed (ops never modify their operands); literals are made fresh. */
+  for (size_t i = 0; i < n && !st; i++) {
+    const loom_graph_expr *a = c->u.call.args[i];
+    if (a->kind == LOOM_GRAPH_EXPR_VAR && a->u.var.id < it->nvals && it->set[a->u.var.id]) {
+      args[i] = it->vals[a->u.var.id];
+    } else {
+      st = leaf_value(it, a, &args[i]);
+      owned[i] = true;
+    }
+  }
   if (!st) {
     switch (c->u.call.callee) {
     case LOOM_GRAPH_CALLEE_OP: {
@@ -154,8 +168,10 @@ static loom_status eval_call(interp *it, const loom_graph_binding *b, loom_graph
       break;
     }
   }
-  for (size_t i = 0; i < n; i++) loom_graph_value_free(&args[i]);
+  for (size_t i = 0; i < n; i++)
+    if (owned[i]) loom_graph_value_free(&args[i]);
   free(args);
+  free(owned);
   return st;
 }
 

@@ -156,6 +156,61 @@ loom_graph_expr *loom_graph_const_scalar(loom_graph_module *m, loom_dtype dt, do
   return loom_graph_const_new(m, loom_sinfo_tensor(m, dt, 0, NULL, NULL), buf, loom_dtype_size(dt));
 }
 
+static loom_graph_expr **copy_exprs(loom_graph_module *m, size_t n, loom_graph_expr *const *src) {
+  loom_graph_expr **a = LOOM_ARENA_ARRAY(&m->arena, loom_graph_expr *, n ? n : 1);
+  if (!a) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    if (!src[i]) return NULL;
+    a[i] = src[i];
+  }
+  return a;
+}
+
+loom_graph_expr *loom_graph_tuple_new(loom_graph_module *m, size_t n, loom_graph_expr *const *items) {
+  loom_graph_expr *e = expr_new(m, LOOM_GRAPH_EXPR_TUPLE);
+  loom_graph_expr **a = copy_exprs(m, n, items);
+  if (!e || !a) return NULL;
+  e->u.tuple.n = n;
+  e->u.tuple.items = a;
+  return e;
+}
+
+loom_graph_expr *loom_graph_tuple_get_new(loom_graph_module *m, loom_graph_expr *t, size_t index) {
+  loom_graph_expr *e = expr_new(m, LOOM_GRAPH_EXPR_TUPLE_GET);
+  if (!e || !t) return NULL;
+  e->u.get.tuple = t;
+  e->u.get.index = index;
+  return e;
+}
+
+static loom_graph_expr *call_named(loom_graph_module *m, loom_graph_callee_kind k, const char *name, size_t nargs,
+                                   loom_graph_expr *const *args, const loom_sinfo *out) {
+  loom_graph_expr *e = expr_new(m, LOOM_GRAPH_EXPR_CALL);
+  loom_graph_expr **a = copy_exprs(m, nargs, args);
+  if (!e || !a || !name) return NULL;
+  e->u.call.callee = k;
+  e->u.call.target = loom_graph_module_intern(m, name, strlen(name));
+  e->u.call.nargs = nargs;
+  e->u.call.args = a;
+  e->u.call.out_sinfo = out;
+  return e->u.call.target ? e : NULL;
+}
+
+loom_graph_expr *loom_graph_call_func(loom_graph_module *m, const char *name, size_t nargs,
+                                      loom_graph_expr *const *args) {
+  return call_named(m, LOOM_GRAPH_CALLEE_FUNC, name, nargs, args, NULL);
+}
+
+loom_graph_expr *loom_graph_call_tp(loom_graph_module *m, const char *name, size_t nargs,
+                                    loom_graph_expr *const *args, const loom_sinfo *out) {
+  return out ? call_named(m, LOOM_GRAPH_CALLEE_TP, name, nargs, args, out) : NULL;
+}
+
+loom_graph_expr *loom_graph_call_extern(loom_graph_module *m, const char *name, size_t nargs,
+                                        loom_graph_expr *const *args, const loom_sinfo *out) {
+  return out ? call_named(m, LOOM_GRAPH_CALLEE_EXTERN, name, nargs, args, out) : NULL;
+}
+
 bool loom_graph_expr_is_leaf(const loom_graph_expr *e) {
   return e->kind == LOOM_GRAPH_EXPR_VAR || e->kind == LOOM_GRAPH_EXPR_CONST ||
          e->kind == LOOM_GRAPH_EXPR_SHAPE || e->kind == LOOM_GRAPH_EXPR_SYM;
@@ -458,31 +513,48 @@ static loom_status check_signature(loom_graph_icx *ic, const char *what, size_t 
   return LOOM_OK;
 }
 
-/* The symbolic vars of a callee's params, substituted by the argument dims where the
- * param dim is a bare var (the usual case); the callee's result is rewritten with it. */
+/* Rewrites the symbolic dims of `si` with vars -> values (recursing into tuples). */
+static const loom_sinfo *subst_sinfo(loom_graph_module *m, const loom_sinfo *si, const loom_sym_expr *const *from,
+                                     const loom_sym_expr *const *to, size_t n) {
+  if (si->kind == LOOM_SINFO_TUPLE) {
+    const loom_sinfo **f = LOOM_ARENA_ARRAY(&m->arena, const loom_sinfo *, si->nfields ? si->nfields : 1);
+    if (!f) return NULL;
+    for (size_t i = 0; i < si->nfields; i++)
+      if (!(f[i] = subst_sinfo(m, si->fields[i], from, to, n))) return NULL;
+    return loom_sinfo_tuple(m, si->nfields, f);
+  }
+  if (si->kind == LOOM_SINFO_SCALAR && si->value)
+    return loom_sinfo_scalar(m, si->dtype, loom_sym_subst(m->cx, si->value, from, to, n));
+  if ((si->kind != LOOM_SINFO_TENSOR && si->kind != LOOM_SINFO_SHAPE) || !si->dims) return si;
+  const loom_sym_expr **d = loom_graph_dims_new(m, (size_t)si->ndim);
+  if (!d) return NULL;
+  for (int k = 0; k < si->ndim; k++)
+    if (!(d[k] = loom_sym_subst(m->cx, si->dims[k], from, to, n))) return NULL;
+  return si->kind == LOOM_SINFO_TENSOR ? loom_sinfo_tensor(m, si->dtype, si->ndim, d, si->device)
+                                       : loom_sinfo_shape(m, si->ndim, d);
+}
+
+/* The callee's result with its params' symbolic vars replaced by the argument dims (where
+ * the param dim is a bare var, the usual case). */
 static const loom_sinfo *subst_result(loom_graph_module *m, const loom_graph_func *f, const loom_graph_expr *call) {
   LOOM_VEC(const loom_sym_expr *) from = {0};
   LOOM_VEC(const loom_sym_expr *) to = {0};
   const loom_sinfo *r = f->ret;
-  for (size_t i = 0; i < f->nparams && i < call->u.call.nargs; i++) {
+  bool ok = true;
+  for (size_t i = 0; i < f->nparams && i < call->u.call.nargs && ok; i++) {
     const loom_sinfo *p = f->params[i]->sinfo, *a = call->u.call.args[i]->sinfo;
     if (p->dims && a->dims && p->ndim == a->ndim && (p->kind == LOOM_SINFO_TENSOR || p->kind == LOOM_SINFO_SHAPE))
-      for (int k = 0; k < p->ndim; k++)
+      for (int k = 0; k < p->ndim && ok; k++)
         if (loom_sym_is_var(p->dims[k])) {
-          if (!LOOM_VEC_PUSH(m->alloc, &from, p->dims[k]) || !LOOM_VEC_PUSH(m->alloc, &to, a->dims[k])) goto done;
+          bool seen = false;
+          for (size_t q = 0; q < from.len; q++) seen = seen || from.data[q] == p->dims[k];
+          if (!seen) ok = LOOM_VEC_PUSH(m->alloc, &from, p->dims[k]) && LOOM_VEC_PUSH(m->alloc, &to, a->dims[k]);
         }
   }
-  if (r->dims && from.len && (r->kind == LOOM_SINFO_TENSOR || r->kind == LOOM_SINFO_SHAPE)) {
-    const loom_sym_expr **d = loom_graph_dims_new(m, (size_t)r->ndim);
-    if (!d) goto done;
-    for (int k = 0; k < r->ndim; k++) d[k] = loom_sym_subst(m->cx, r->dims[k], from.data, to.data, from.len);
-    r = r->kind == LOOM_SINFO_TENSOR ? loom_sinfo_tensor(m, r->dtype, r->ndim, d, r->device)
-                                     : loom_sinfo_shape(m, r->ndim, d);
-  }
-done:
+  if (ok && from.len) r = subst_sinfo(m, r, from.data, to.data, from.len);
   LOOM_VEC_FREE(m->alloc, &from);
   LOOM_VEC_FREE(m->alloc, &to);
-  return r;
+  return ok ? r : NULL;
 }
 
 loom_status loom_graph_infer_call(loom_graph_module *m, const loom_graph_expr *call, const char *hint,

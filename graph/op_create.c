@@ -5,8 +5,8 @@
 #include "graph/graph_internal.h"
 
 static const loom_graph_attr_spec fill_attrs[] = {
-    {"shape", LOOM_GRAPH_ATTR_SYMS, true}, {"dtype", LOOM_GRAPH_ATTR_DTYPE, false}, {NULL, 0, false}};
-static const loom_graph_attr_spec full_attrs[] = {{"shape", LOOM_GRAPH_ATTR_SYMS, true},
+    {"shape", LOOM_GRAPH_ATTR_SYMS, false}, {"dtype", LOOM_GRAPH_ATTR_DTYPE, false}, {NULL, 0, false}};
+static const loom_graph_attr_spec full_attrs[] = {{"shape", LOOM_GRAPH_ATTR_SYMS, false},
                                                   {"dtype", LOOM_GRAPH_ATTR_DTYPE, false},
                                                   {"value", LOOM_GRAPH_ATTR_FLOAT, true},
                                                   {NULL, 0, false}};
@@ -15,7 +15,7 @@ static const loom_graph_attr_spec arange_attrs[] = {{"start", LOOM_GRAPH_ATTR_SY
                                                     {"step", LOOM_GRAPH_ATTR_SYMS, false},
                                                     {"dtype", LOOM_GRAPH_ATTR_DTYPE, false},
                                                     {NULL, 0, false}};
-static const loom_graph_attr_spec tri_attrs[] = {{"k", LOOM_GRAPH_ATTR_INT, false}, {NULL, 0, false}};
+static const loom_graph_attr_spec tri_attrs[] = {{"k", LOOM_GRAPH_ATTR_SYMS, false}, {NULL, 0, false}};
 
 static loom_dtype dtype_attr(const loom_graph_expr *call, loom_dtype dflt) {
   const loom_graph_attr *a = loom_graph_call_attr(call, "dtype");
@@ -24,6 +24,19 @@ static loom_dtype dtype_attr(const loom_graph_expr *call, loom_dtype dflt) {
 
 static loom_status infer_fill(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_graph_attr *a = loom_graph_call_attr(ic->call, "shape");
+  if (ic->call->u.call.nargs == 1) {
+    /* The shape comes from a Shape value (shape_of, shape(...)): ONNX ConstantOfShape. */
+    const loom_sinfo *s = loom_graph_icx_arg(ic, 0);
+    if (a) return loom_graph_icx_error(ic, "give the shape either as operand 0 or as attribute 'shape', not both");
+    if (s->kind != LOOM_SINFO_SHAPE || s->ndim < 0 || s->ndim > 8)
+      return loom_graph_icx_error(ic, "operand 0 must be a Shape of known rank (at most 8)");
+    const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)s->ndim);
+    if (!d) return LOOM_OOM();
+    for (int i = 0; i < s->ndim; i++) d[i] = s->dims ? s->dims[i] : loom_graph_icx_fresh(ic, "dim");
+    *out = loom_sinfo_tensor(ic->m, dtype_attr(ic->call, LOOM_DTYPE_F32), s->ndim, d, NULL);
+    return LOOM_OK;
+  }
+  if (!a) return loom_graph_icx_error(ic, "missing attribute 'shape' (or a Shape operand 0)");
   if (a->n > 8) return loom_graph_icx_error(ic, "rank %zu above 8", a->n);
   for (size_t i = 0; i < a->n; i++) {
     int64_t c;
@@ -35,16 +48,18 @@ static loom_status infer_fill(loom_graph_icx *ic, const loom_sinfo **out) {
 }
 
 static loom_status eval_fill(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
-  (void)args;
   const loom_graph_attr *a = loom_graph_call_attr(ec->call, "shape");
   int64_t sh[8];
-  for (size_t i = 0; i < a->n; i++) {
-    LOOM_PROPAGATE(loom_graph_ecx_sym(ec, a->syms[i], &sh[i]));
+  size_t nd = a ? a->n : args[0].n;
+  if (nd > 8) return LOOM_ERROR(UNIMPLEMENTED, "%s: rank %zu above 8", ec->op, nd);
+  for (size_t i = 0; i < nd; i++) {
+    if (a) LOOM_PROPAGATE(loom_graph_ecx_sym(ec, a->syms[i], &sh[i]));
+    else sh[i] = args[0].dims[i];
     if (sh[i] < 0) return LOOM_ERROR(OUT_OF_RANGE, "%s: shape axis %zu evaluates to %lld", ec->op, i, (long long)sh[i]);
   }
   loom_graph_op op = ec->call->u.call.op;
   double v = op == LOOM_GRAPH_OP_ONES ? 1 : op == LOOM_GRAPH_OP_FULL ? loom_graph_attr_get_float(ec->call, "value", 0) : 0;
-  LOOM_PROPAGATE(loom_graph_value_tensor(dtype_attr(ec->call, LOOM_DTYPE_F32), (int)a->n, sh, out));
+  LOOM_PROPAGATE(loom_graph_value_tensor(dtype_attr(ec->call, LOOM_DTYPE_F32), (int)nd, sh, out));
   for (size_t i = 0; i < out->t.numel; i++) loom_graph_tensor_set_f64(&out->t, i, v);
   return LOOM_OK;
 }
@@ -86,6 +101,8 @@ static loom_status eval_arange(loom_graph_ecx *ec, const loom_graph_value *args,
 
 static loom_status infer_tri(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x;
+  const loom_graph_attr *ka = loom_graph_call_attr(ic->call, "k");
+  if (ka && ka->kind == LOOM_GRAPH_ATTR_SYMS && ka->n != 1) return loom_graph_icx_error(ic, "k must be one value");
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, false, &x));
   if (x->ndim >= 0 && x->ndim < 2) return loom_graph_icx_error(ic, "operand 0 must have rank >= 2, got %d", x->ndim);
   *out = x;
@@ -94,7 +111,10 @@ static loom_status infer_tri(loom_graph_icx *ic, const loom_sinfo **out) {
 
 static loom_status eval_tri(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t;
-  int64_t k = loom_graph_attr_get_int(ec->call, "k", 0);
+  const loom_graph_attr *ka = loom_graph_call_attr(ec->call, "k");
+  int64_t k = 0;
+  if (ka && ka->kind == LOOM_GRAPH_ATTR_INT) k = ka->i;
+  else if (ka) LOOM_PROPAGATE(loom_graph_ecx_sym(ec, ka->syms[0], &k));
   bool lower = ec->call->u.call.op == LOOM_GRAPH_OP_TRIL;
   LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, x->shape, out));
   int64_t rows = x->shape[x->ndim - 2], cols = x->shape[x->ndim - 1];

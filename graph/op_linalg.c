@@ -1,5 +1,6 @@
 /* op_linalg.c — matmul (NumPy semantics: batched, broadcast batch dims, 1-D operands) and
  * linear (x @ w^T + bias). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph_internal.h"
@@ -77,6 +78,12 @@ static loom_status eval_matmul(loom_graph_ecx *ec_, const loom_graph_value *args
   int64_t bidx[8] = {0};
   size_t o = 0;
   bool ints = loom_dtype_is_int(a->dtype);
+  double *ad = ints ? NULL : loom_graph_tensor_to_f64(a), *bd = ints ? NULL : loom_graph_tensor_to_f64(b);
+  if (!ints && (!ad || !bd)) {
+    free(ad);
+    free(bd);
+    return LOOM_OOM();
+  }
   do {
     /* Batch offsets with broadcasting. */
     size_t aoff = 0, boff = 0, as = (size_t)(n * kk), bs = (size_t)(kk * m);
@@ -103,12 +110,14 @@ static loom_status eval_matmul(loom_graph_ecx *ec_, const loom_graph_value *args
           if (ints)
             iacc = (int64_t)((uint64_t)iacc + (uint64_t)loom_graph_tensor_get_i64(a, pa) * (uint64_t)loom_graph_tensor_get_i64(b, pb));
           else
-            acc += loom_graph_tensor_get_f64(a, pa) * loom_graph_tensor_get_f64(b, pb);
+            acc += ad[pa] * bd[pb];
         }
         if (ints) loom_graph_tensor_set_i64(&out->t, o++, iacc);
         else loom_graph_tensor_set_f64(&out->t, o++, acc);
       }
   } while (nb > 0 && loom_graph_index_next(nb, bshape, bidx));
+  free(ad);
+  free(bd);
   return LOOM_OK;
 }
 
@@ -150,14 +159,20 @@ static loom_status eval_linear(loom_graph_ecx *ec, const loom_graph_value *args,
   sh[x->ndim - 1] = on;
   LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, sh, out));
   size_t rows = in ? x->numel / (size_t)in : out->t.numel / (size_t)(on ? on : 1);
+  double *xd = loom_graph_tensor_to_f64(x), *wd = loom_graph_tensor_to_f64(w);
+  if (!xd || !wd) {
+    free(xd);
+    free(wd);
+    return LOOM_OOM();
+  }
   for (size_t r = 0; r < rows; r++)
     for (int64_t j = 0; j < on; j++) {
       double acc = bias ? loom_graph_tensor_get_f64(bias, (size_t)j) : 0;
-      for (int64_t q = 0; q < in; q++)
-        acc += loom_graph_tensor_get_f64(x, r * (size_t)in + (size_t)q) *
-               loom_graph_tensor_get_f64(w, (size_t)(j * in + q));
+      for (int64_t q = 0; q < in; q++) acc += xd[r * (size_t)in + (size_t)q] * wd[j * in + q];
       loom_graph_tensor_set_f64(&out->t, r * (size_t)on + (size_t)j, acc);
     }
+  free(xd);
+  free(wd);
   return LOOM_OK;
 }
 

@@ -1,5 +1,7 @@
 /* op_nn.c — neural-network operators: softmax, log_softmax, layer_norm, rms_norm. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph_internal.h"
@@ -111,3 +113,189 @@ const loom_graph_op_impl loom_graph_op_impl_softmax = {softmax_attrs, infer_soft
 const loom_graph_op_impl loom_graph_op_impl_log_softmax = {softmax_attrs, infer_softmax, eval_softmax, NULL};
 const loom_graph_op_impl loom_graph_op_impl_layer_norm = {norm_attrs, infer_norm, eval_norm, NULL};
 const loom_graph_op_impl loom_graph_op_impl_rms_norm = {norm_attrs, infer_norm, eval_norm, NULL};
+
+/* ---- group_norm / batch_norm ------------------------------------------------------------ */
+
+static const loom_graph_attr_spec group_attrs[] = {
+    {"num_groups", LOOM_GRAPH_ATTR_INT, true}, {"eps", LOOM_GRAPH_ATTR_FLOAT, false}, {NULL, 0, false}};
+
+/* x: (N, C, ...); per-channel params of shape (C). */
+static loom_status infer_channel_norm(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x, *p;
+  LOOM_PROPAGATE(float_tensor(ic, 0, &x));
+  if (x->ndim < 2) return loom_graph_icx_error(ic, "operand 0 must have rank >= 2 (N, C, ...)");
+  for (size_t i = 1; i < ic->call->u.call.nargs; i++) {
+    LOOM_PROPAGATE(float_tensor(ic, i, &p));
+    if (p->ndim != 1) return loom_graph_icx_error(ic, "operand %zu must have rank 1, got %d", i, p->ndim);
+    LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, i, 0, p->dims[0], 0, 1, x->dims[1]));
+  }
+  if (ic->call->u.call.op == LOOM_GRAPH_OP_GROUP_NORM) {
+    int64_t g = loom_graph_attr_get_int(ic->call, "num_groups", 1);
+    if (g < 1) return loom_graph_icx_error(ic, "num_groups must be >= 1");
+    loom_sym_truth t = loom_sym_prove_divisible(ic->cx, x->dims[1], g);
+    if (t == LOOM_SYM_FALSE)
+      return loom_graph_icx_error(ic, "operand 0 axis 1 is %s, not a multiple of num_groups %lld", loom_graph_sym_str(ic->m, x->dims[1]), (long long)g);
+    if (t == LOOM_SYM_UNKNOWN) {
+      char why[256];
+      snprintf(why, sizeof why, "group_norm: operand 0 axis 1 is %s: must be a multiple of %lld", loom_graph_sym_str(ic->m, x->dims[1]), (long long)g);
+      LOOM_PROPAGATE(loom_graph_icx_guard(ic, loom_sym_cmp(ic->cx, LOOM_SYM_EQ, loom_sym_floormod(ic->cx, x->dims[1], loom_sym_const(ic->cx, g)), loom_sym_const(ic->cx, 0)), why));
+    }
+  }
+  *out = x;
+  return LOOM_OK;
+}
+
+static loom_status eval_channel_norm(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t, *g = &args[1].t, *b = &args[2].t;
+  double eps = loom_graph_attr_get_float(ec->call, "eps", 1e-5);
+  size_t N = (size_t)x->shape[0], C = (size_t)x->shape[1], inner = 1;
+  for (int i = 2; i < x->ndim; i++) inner *= (size_t)x->shape[i];
+  for (size_t i = 1; i < ec->call->u.call.nargs; i++)
+    if ((size_t)args[i].t.shape[0] != C)
+      return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand %zu axis 0 is %lld, operand 0 axis 1 is %zu", ec->op, i, (long long)args[i].t.shape[0], C);
+  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, x->shape, out));
+  if (ec->call->u.call.op == LOOM_GRAPH_OP_BATCH_NORM) {
+    const loom_graph_tensor *mean = &args[3].t, *var = &args[4].t;
+    for (size_t n = 0; n < N; n++)
+      for (size_t c = 0; c < C; c++)
+        for (size_t i = 0; i < inner; i++) {
+          size_t k = (n * C + c) * inner + i;
+          double v = (loom_graph_tensor_get_f64(x, k) - loom_graph_tensor_get_f64(mean, c)) /
+                     sqrt(loom_graph_tensor_get_f64(var, c) + eps);
+          loom_graph_tensor_set_f64(&out->t, k, v * loom_graph_tensor_get_f64(g, c) + loom_graph_tensor_get_f64(b, c));
+        }
+    return LOOM_OK;
+  }
+  size_t G = (size_t)loom_graph_attr_get_int(ec->call, "num_groups", 1);
+  if (C % G) return LOOM_ERROR(INVALID_ARGUMENT, "group_norm: %zu channels are not a multiple of %zu groups", C, G);
+  size_t cg = C / G, len = cg * inner;
+  for (size_t n = 0; n < N; n++)
+    for (size_t gi = 0; gi < G; gi++) {
+      size_t base = (n * C + gi * cg) * inner;
+      double mean = 0, var = 0;
+      for (size_t i = 0; i < len; i++) mean += loom_graph_tensor_get_f64(x, base + i);
+      mean /= (double)(len ? len : 1);
+      for (size_t i = 0; i < len; i++) {
+        double d = loom_graph_tensor_get_f64(x, base + i) - mean;
+        var += d * d;
+      }
+      var /= (double)(len ? len : 1);
+      for (size_t i = 0; i < len; i++) {
+        size_t c = gi * cg + i / inner;
+        double v = (loom_graph_tensor_get_f64(x, base + i) - mean) / sqrt(var + eps);
+        loom_graph_tensor_set_f64(&out->t, base + i, v * loom_graph_tensor_get_f64(g, c) + loom_graph_tensor_get_f64(b, c));
+      }
+    }
+  return LOOM_OK;
+}
+
+/* ---- attention -------------------------------------------------------------------------- */
+
+static const loom_graph_attr_spec attn_attrs[] = {
+    {"scale", LOOM_GRAPH_ATTR_FLOAT, false}, {"causal", LOOM_GRAPH_ATTR_BOOL, false}, {NULL, 0, false}};
+
+/* q (b, h, s, d), k (b, hk, t, d), v (b, hk, t, dv), mask broadcastable to (b, h, s, t)
+ * (bool: keep; float: added). h must be a multiple of hk (grouped-query attention). */
+static loom_status infer_attention(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *q, *k, *v;
+  LOOM_PROPAGATE(float_tensor(ic, 0, &q));
+  LOOM_PROPAGATE(float_tensor(ic, 1, &k));
+  LOOM_PROPAGATE(float_tensor(ic, 2, &v));
+  for (size_t i = 0; i < 3; i++) {
+    const loom_sinfo *t = loom_graph_icx_arg(ic, i);
+    if (t->ndim != 4) return loom_graph_icx_error(ic, "operand %zu must have rank 4 (batch, heads, seq, dim), got %d", i, t->ndim);
+    if (t->dtype != q->dtype) return loom_graph_icx_error(ic, "operand %zu has dtype %s, operand 0 has %s", i, loom_dtype_name(t->dtype), loom_dtype_name(q->dtype));
+  }
+  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 0, k->dims[0], 0, 0, q->dims[0]));
+  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 2, 0, v->dims[0], 0, 0, q->dims[0]));
+  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 3, k->dims[3], 0, 3, q->dims[3]));
+  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 2, 1, v->dims[1], 1, 1, k->dims[1]));
+  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 2, 2, v->dims[2], 1, 2, k->dims[2]));
+  loom_sym_ctx *cx = ic->cx;
+  if (q->dims[1] != k->dims[1]) {
+    const loom_sym_expr *r = loom_sym_floormod(cx, q->dims[1], k->dims[1]);
+    loom_sym_truth t = loom_sym_prove_eq(cx, r, loom_sym_const(cx, 0));
+    if (t == LOOM_SYM_FALSE)
+      return loom_graph_icx_error(ic, "operand 0 axis 1 is %s heads, not a multiple of operand 1 axis 1 (%s)", loom_graph_sym_str(ic->m, q->dims[1]), loom_graph_sym_str(ic->m, k->dims[1]));
+    if (t == LOOM_SYM_UNKNOWN) {
+      char why[256];
+      snprintf(why, sizeof why, "attention: %s query heads must be a multiple of %s key/value heads", loom_graph_sym_str(ic->m, q->dims[1]), loom_graph_sym_str(ic->m, k->dims[1]));
+      LOOM_PROPAGATE(loom_graph_icx_guard(ic, loom_sym_cmp(cx, LOOM_SYM_EQ, r, loom_sym_const(cx, 0)), why));
+    }
+  }
+  if (ic->call->u.call.nargs == 4) {
+    const loom_sinfo *mk;
+    LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 3, true, &mk));
+    if (mk->ndim > 4) return loom_graph_icx_error(ic, "operand 3 (mask) has rank %d, above 4", mk->ndim);
+    if (mk->dtype != LOOM_DTYPE_BOOL && mk->dtype != q->dtype)
+      return loom_graph_icx_error(ic, "operand 3 (mask) must be bool or %s", loom_dtype_name(q->dtype));
+    const loom_sym_expr *full[4] = {q->dims[0], q->dims[1], q->dims[2], k->dims[2]}, *tmp[4];
+    LOOM_PROPAGATE(loom_graph_icx_broadcast(ic, 0, 4, full, 3, mk->ndim, mk->dims, tmp));
+    for (int i = 0; i < 4; i++)
+      if (tmp[i] != full[i]) LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 3, i - (4 - mk->ndim), tmp[i], 0, i, full[i]));
+  }
+  const loom_sym_expr *d[4] = {q->dims[0], q->dims[1], q->dims[2], v->dims[3]};
+  *out = loom_sinfo_tensor(ic->m, q->dtype, 4, d, q->device);
+  return LOOM_OK;
+}
+
+static loom_status eval_attention(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *q = &args[0].t, *k = &args[1].t, *v = &args[2].t;
+  const loom_graph_tensor *mk = ec->call->u.call.nargs == 4 ? &args[3].t : NULL;
+  int64_t B = q->shape[0], H = q->shape[1], S = q->shape[2], D = q->shape[3];
+  int64_t HK = k->shape[1], T = k->shape[2], DV = v->shape[3];
+  if (k->shape[0] != B || v->shape[0] != B || k->shape[3] != D || v->shape[1] != HK || v->shape[2] != T || !HK || H % HK)
+    return LOOM_ERROR(INVALID_ARGUMENT, "attention: incompatible q (%lld, %lld, %lld, %lld), k (%lld, %lld, %lld, %lld), v (.., %lld)",
+                      (long long)B, (long long)H, (long long)S, (long long)D, (long long)k->shape[0], (long long)HK,
+                      (long long)T, (long long)k->shape[3], (long long)DV);
+  double scale = loom_graph_attr_get_float(ec->call, "scale", 1.0 / sqrt((double)(D ? D : 1)));
+  bool causal = loom_graph_attr_get_int(ec->call, "causal", 0) != 0;
+  int64_t shape[4] = {B, H, S, DV};
+  LOOM_PROPAGATE(loom_graph_value_tensor(q->dtype, 4, shape, out));
+  double *p = calloc((size_t)(T ? T : 1), sizeof *p);
+  double *qd = loom_graph_tensor_to_f64(q), *kd = loom_graph_tensor_to_f64(k), *vd = loom_graph_tensor_to_f64(v);
+  if (!p || !qd || !kd || !vd) {
+    free(p);
+    free(qd);
+    free(kd);
+    free(vd);
+    return LOOM_OOM();
+  }
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t h = 0; h < H; h++) {
+      int64_t hk = h / (H / HK);
+      for (int64_t i = 0; i < S; i++) {
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < T; j++) {
+          double sc = 0;
+          for (int64_t d = 0; d < D; d++)
+            sc += qd[((b * H + h) * S + i) * D + d] * kd[((b * HK + hk) * T + j) * D + d];
+          sc *= scale;
+          if (mk) {
+            int64_t idx[4] = {b, h, i, j};
+            double m = loom_graph_tensor_get_f64(mk, loom_graph_bcast_index(mk, 4, idx));
+            if (mk->dtype == LOOM_DTYPE_BOOL) sc = m != 0 ? sc : -INFINITY;
+            else sc += m;
+          }
+          if (causal && j > i + (T - S)) sc = -INFINITY;
+          p[j] = sc;
+          if (sc > mx) mx = sc;
+        }
+        for (int64_t j = 0; j < T; j++) sum += (p[j] = mx == -INFINITY ? 0 : exp(p[j] - mx));
+        for (int64_t e = 0; e < DV; e++) {
+          double acc = 0;
+          for (int64_t j = 0; j < T; j++) acc += (sum > 0 ? p[j] / sum : 0) * vd[((b * HK + hk) * T + j) * DV + e];
+          loom_graph_tensor_set_f64(&out->t, (size_t)(((b * H + h) * S + i) * DV + e), acc);
+        }
+      }
+    }
+  free(p);
+  free(qd);
+  free(kd);
+  free(vd);
+  return LOOM_OK;
+}
+
+const loom_graph_op_impl loom_graph_op_impl_group_norm = {group_attrs, infer_channel_norm, eval_channel_norm, NULL};
+const loom_graph_op_impl loom_graph_op_impl_batch_norm = {norm_attrs, infer_channel_norm, eval_channel_norm, NULL};
+const loom_graph_op_impl loom_graph_op_impl_attention = {attn_attrs, infer_attention, eval_attention, NULL};

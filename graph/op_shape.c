@@ -553,6 +553,169 @@ static loom_status eval_shape_of(loom_graph_ecx *ec, const loom_graph_value *arg
   return LOOM_OK;
 }
 
+/* ---- split / pad / tile / repeat ------------------------------------------------------- */
+
+static const loom_graph_attr_spec split_attrs[] = {
+    {"axis", LOOM_GRAPH_ATTR_INT, false}, {"sections", LOOM_GRAPH_ATTR_INT, true}, {NULL, 0, false}};
+static const loom_graph_attr_spec pad_attrs[] = {
+    {"pads", LOOM_GRAPH_ATTR_SYMS, true}, {"value", LOOM_GRAPH_ATTR_FLOAT, false}, {NULL, 0, false}};
+static const loom_graph_attr_spec tile_attrs[] = {{"repeats", LOOM_GRAPH_ATTR_SYMS, true}, {NULL, 0, false}};
+static const loom_graph_attr_spec repeat_attrs[] = {
+    {"repeats", LOOM_GRAPH_ATTR_INT, true}, {"axis", LOOM_GRAPH_ATTR_INT, false}, {NULL, 0, false}};
+
+/* split(x, sections=k, axis=a): a Tuple of k tensors with axis a of floordiv(d, k); d must be
+ * a multiple of k (proved, or guarded). */
+static loom_status infer_split(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  int a;
+  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), x->ndim, "axis", &a));
+  int64_t k = loom_graph_attr_get_int(ic->call, "sections", 1);
+  if (k < 1 || k > 1024) return loom_graph_icx_error(ic, "sections must be in [1, 1024], got %lld", (long long)k);
+  loom_sym_ctx *cx = ic->cx;
+  loom_sym_truth t = loom_sym_prove_divisible(cx, x->dims[a], k);
+  if (t == LOOM_SYM_FALSE)
+    return loom_graph_icx_error(ic, "operand 0 axis %d is %s, not a multiple of %lld sections", a, loom_graph_sym_str(ic->m, x->dims[a]), (long long)k);
+  if (t == LOOM_SYM_UNKNOWN) {
+    char why[256];
+    snprintf(why, sizeof why, "split: operand 0 axis %d is %s: must be a multiple of %lld", a, loom_graph_sym_str(ic->m, x->dims[a]), (long long)k);
+    LOOM_PROPAGATE(loom_graph_icx_guard(ic, loom_sym_cmp(cx, LOOM_SYM_EQ, loom_sym_floormod(cx, x->dims[a], loom_sym_const(cx, k)), loom_sym_const(cx, 0)), why));
+  }
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)x->ndim);
+  const loom_sinfo **parts = LOOM_ARENA_ARRAY(loom_graph_module_arena(ic->m), const loom_sinfo *, (size_t)k);
+  if (!d || !parts) return LOOM_OOM();
+  for (int i = 0; i < x->ndim; i++) d[i] = x->dims[i];
+  d[a] = loom_sym_floordiv(cx, x->dims[a], loom_sym_const(cx, k));
+  const loom_sinfo *part = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, d, x->device);
+  for (int64_t i = 0; i < k; i++) parts[i] = part;
+  *out = loom_sinfo_tuple(ic->m, (size_t)k, parts);
+  return LOOM_OK;
+}
+
+static loom_status eval_split(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t;
+  int64_t axis = loom_graph_attr_get_int(ec->call, "axis", 0);
+  int a = (int)(axis < 0 ? axis + x->ndim : axis);
+  int64_t k = loom_graph_attr_get_int(ec->call, "sections", 1);
+  if (x->shape[a] % k)
+    return LOOM_ERROR(INVALID_ARGUMENT, "split: operand 0 axis %d is %lld, not a multiple of %lld", a, (long long)x->shape[a], (long long)k);
+  memset(out, 0, sizeof *out);
+  out->kind = LOOM_SINFO_TUPLE;
+  out->n = (size_t)k;
+  out->items = calloc((size_t)k, sizeof *out->items);
+  if (!out->items) return LOOM_OOM();
+  int64_t sh[8];
+  memcpy(sh, x->shape, sizeof sh);
+  sh[a] = x->shape[a] / k;
+  size_t outer = 1, inner = 1, es = loom_dtype_size(x->dtype);
+  for (int i = 0; i < a; i++) outer *= (size_t)x->shape[i];
+  for (int i = a + 1; i < x->ndim; i++) inner *= (size_t)x->shape[i];
+  size_t chunk = (size_t)sh[a] * inner * es;
+  for (int64_t p = 0; p < k; p++) {
+    LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, sh, &out->items[p]));
+    for (size_t o = 0; o < outer; o++)
+      memcpy((char *)out->items[p].t.data + o * chunk, (const char *)x->data + (o * (size_t)k + (size_t)p) * chunk, chunk);
+  }
+  return LOOM_OK;
+}
+
+static loom_status infer_pad(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  const loom_graph_attr *p = loom_graph_call_attr(ic->call, "pads");
+  if ((int)p->n != 2 * x->ndim) return loom_graph_icx_error(ic, "pads has %zu entries; rank %d needs %d (before..., after...)", p->n, x->ndim, 2 * x->ndim);
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)x->ndim);
+  if (!d) return LOOM_OOM();
+  for (int i = 0; i < x->ndim; i++) {
+    for (int s2 = 0; s2 < 2; s2++)
+      if (loom_sym_prove_le(ic->cx, loom_sym_const(ic->cx, 0), p->syms[i + s2 * x->ndim]) == LOOM_SYM_FALSE)
+        return loom_graph_icx_error(ic, "pads entry %d is negative", i + s2 * x->ndim);
+    d[i] = loom_sym_add(ic->cx, x->dims[i], loom_sym_add(ic->cx, p->syms[i], p->syms[i + x->ndim]));
+  }
+  *out = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, d, x->device);
+  return LOOM_OK;
+}
+
+static loom_status eval_pad(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t;
+  const loom_graph_attr *p = loom_graph_call_attr(ec->call, "pads");
+  double val = loom_graph_attr_get_float(ec->call, "value", 0);
+  int64_t lo[8], sh[8];
+  for (int i = 0; i < x->ndim; i++) {
+    int64_t hi;
+    LOOM_PROPAGATE(loom_graph_ecx_sym(ec, p->syms[i], &lo[i]));
+    LOOM_PROPAGATE(loom_graph_ecx_sym(ec, p->syms[i + x->ndim], &hi));
+    if (lo[i] < 0 || hi < 0) return LOOM_ERROR(OUT_OF_RANGE, "pad: negative padding on axis %d", i);
+    sh[i] = x->shape[i] + lo[i] + hi;
+  }
+  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, sh, out));
+  for (size_t i = 0; i < out->t.numel; i++) loom_graph_tensor_set_f64(&out->t, i, val);
+  if (!x->numel) return LOOM_OK;
+  int64_t idx[8] = {0}, ost[8];
+  loom_graph_strides(x->ndim, sh, ost);
+  size_t i = 0, es = loom_dtype_size(x->dtype);
+  do {
+    size_t o = 0;
+    for (int k = 0; k < x->ndim; k++) o += (size_t)((idx[k] + lo[k]) * ost[k]);
+    memcpy((char *)out->t.data + o * es, (const char *)x->data + i * es, es);
+    i++;
+  } while (loom_graph_index_next(x->ndim, x->shape, idx));
+  return LOOM_OK;
+}
+
+static loom_status infer_tile_repeat(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)x->ndim);
+  if (!d) return LOOM_OOM();
+  for (int i = 0; i < x->ndim; i++) d[i] = x->dims[i];
+  if (ic->call->u.call.op == LOOM_GRAPH_OP_TILE) {
+    const loom_graph_attr *r = loom_graph_call_attr(ic->call, "repeats");
+    if ((int)r->n != x->ndim) return loom_graph_icx_error(ic, "repeats has %zu entries for rank %d", r->n, x->ndim);
+    for (int i = 0; i < x->ndim; i++) d[i] = loom_sym_mul(ic->cx, x->dims[i], r->syms[i]);
+  } else {
+    int a;
+    LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), x->ndim, "axis", &a));
+    int64_t r = loom_graph_attr_get_int(ic->call, "repeats", 1);
+    if (r < 0) return loom_graph_icx_error(ic, "repeats must be >= 0");
+    d[a] = loom_sym_mul(ic->cx, x->dims[a], loom_sym_const(ic->cx, r));
+  }
+  *out = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, d, x->device);
+  return LOOM_OK;
+}
+
+static loom_status eval_tile_repeat(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t;
+  bool tile = ec->call->u.call.op == LOOM_GRAPH_OP_TILE;
+  int64_t rep[8], sh[8];
+  int a = -1;
+  for (int i = 0; i < x->ndim; i++) rep[i] = 1;
+  if (tile) {
+    const loom_graph_attr *r = loom_graph_call_attr(ec->call, "repeats");
+    for (int i = 0; i < x->ndim; i++) {
+      LOOM_PROPAGATE(loom_graph_ecx_sym(ec, r->syms[i], &rep[i]));
+      if (rep[i] < 0) return LOOM_ERROR(OUT_OF_RANGE, "tile: repeats entry %d is negative", i);
+    }
+  } else {
+    int64_t axis = loom_graph_attr_get_int(ec->call, "axis", 0);
+    a = (int)(axis < 0 ? axis + x->ndim : axis);
+    rep[a] = loom_graph_attr_get_int(ec->call, "repeats", 1);
+  }
+  for (int i = 0; i < x->ndim; i++) sh[i] = x->shape[i] * rep[i];
+  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, sh, out));
+  if (!out->t.numel) return LOOM_OK;
+  int64_t idx[8] = {0}, st[8];
+  loom_graph_strides(x->ndim, x->shape, st);
+  size_t o = 0, es = loom_dtype_size(x->dtype);
+  do {
+    size_t src = 0;
+    for (int k = 0; k < x->ndim; k++) src += (size_t)((tile ? idx[k] % x->shape[k] : (k == a ? idx[k] / rep[k] : idx[k])) * st[k]);
+    memcpy((char *)out->t.data + o * es, (const char *)x->data + src * es, es);
+    o++;
+  } while (loom_graph_index_next(x->ndim, sh, idx));
+  return LOOM_OK;
+}
+
 const loom_graph_op_impl loom_graph_op_impl_reshape = {reshape_attrs, infer_reshape, eval_reshape, NULL};
 const loom_graph_op_impl loom_graph_op_impl_permute_dims = {axes_attrs, infer_permute, eval_permute, NULL};
 const loom_graph_op_impl loom_graph_op_impl_expand_dims = {axes_attrs, infer_expand_squeeze, eval_copy_shape, NULL};
@@ -562,3 +725,7 @@ const loom_graph_op_impl loom_graph_op_impl_broadcast_to = {bcast_attrs, infer_b
 const loom_graph_op_impl loom_graph_op_impl_concat = {axis_attrs, infer_concat, eval_concat, NULL};
 const loom_graph_op_impl loom_graph_op_impl_strided_slice = {slice_attrs, infer_slice, eval_slice, NULL};
 const loom_graph_op_impl loom_graph_op_impl_shape_of = {no_attrs, infer_shape_of, eval_shape_of, NULL};
+const loom_graph_op_impl loom_graph_op_impl_split = {split_attrs, infer_split, eval_split, NULL};
+const loom_graph_op_impl loom_graph_op_impl_pad = {pad_attrs, infer_pad, eval_pad, NULL};
+const loom_graph_op_impl loom_graph_op_impl_tile = {tile_attrs, infer_tile_repeat, eval_tile_repeat, NULL};
+const loom_graph_op_impl loom_graph_op_impl_repeat = {repeat_attrs, infer_tile_repeat, eval_tile_repeat, NULL};

@@ -36,7 +36,12 @@ typedef struct parser {
   int sym_mode;
   const char *fn;           /* function being parsed */
   const char *binding;      /* binding being parsed (for messages) */
+  int depth;                /* nesting of struct info and if-branches (bounded) */
 } parser;
+
+/* Deepest nesting of Tuple/Func struct info and `if` branches: hostile input cannot exhaust
+ * the stack. */
+enum { MAX_DEPTH = 256 };
 
 /* ---- errors and lexing ------------------------------------------------------------ */
 
@@ -202,8 +207,12 @@ static const loom_sym_expr *resolve(void *ud, const char *name, size_t len) {
   if (v || p->sym_mode == SYM_RESOLVE) return v;
   v = loom_sym_var_new(p->m->cx, n, LOOM_SYM_VAR_SHAPE);
   if (!v) return NULL;
-  if (push_name(p, &p->syms, n, v)) return NULL;
-  if (p->sym_mode == SYM_ANNOT && push_name(p, &p->fresh, n, v)) return NULL;
+  loom_status st = push_name(p, &p->syms, n, v);
+  if (!st && p->sym_mode == SYM_ANNOT) st = push_name(p, &p->fresh, n, v);
+  if (st) {
+    loom_status_free(st);
+    return NULL;
+  }
   return v;
 }
 
@@ -288,7 +297,17 @@ static loom_status sinfo_list(parser *p, char close, LOOM_VEC(const loom_sinfo *
 /* sinfo := 'Object' | 'Scalar' '[' dtype (',' sym)? ']' | 'Shape' '[' dims ']'
  *        | 'Tensor' '[' dims ',' dtype (',' 'device' '=' ident)? ']'
  *        | 'Tuple' '[' sinfo,* ']' | 'Func' '[' '(' sinfo,* ')' '->' sinfo ']' */
+static loom_status sinfo_inner(parser *p, const loom_sinfo **out);
+
 static loom_status sinfo(parser *p, const loom_sinfo **out) {
+  if (p->depth >= MAX_DEPTH) return err(p, p->pos, "struct info nested more than %d deep", MAX_DEPTH);
+  p->depth++;
+  loom_status st = sinfo_inner(p, out);
+  p->depth--;
+  return st;
+}
+
+static loom_status sinfo_inner(parser *p, const loom_sinfo **out) {
   size_t b = (skip_ws(p), p->pos);
   const char *s;
   size_t n;
@@ -612,7 +631,7 @@ static loom_status value(parser *p, loom_graph_expr **out) {
     }
     p->pos++;
     if (!loom_graph_module_find_func(m, name))
-      return err(p, b, "unknown function @%s (functions must be defined before they are called)", name);
+      return err(p, b, "unknown function @%s", name);
     LOOM_VEC(loom_graph_expr *) v = {0};
     loom_status st = leaves(p, (void *)&v);
     if (!st) {
@@ -634,6 +653,7 @@ static loom_status value(parser *p, loom_graph_expr **out) {
   size_t n;
   if (ident(p, &s, &n) && peek(p) == '(') {
     if (is_kw(s, n, "if")) {
+      if (p->depth >= MAX_DEPTH) return err(p, b, "'if' nested more than %d deep", MAX_DEPTH);
       p->pos++;
       loom_graph_expr *e = new_expr(p, LOOM_GRAPH_EXPR_IF, b);
       if (!e) return LOOM_OOM();
@@ -641,14 +661,21 @@ static loom_status value(parser *p, loom_graph_expr **out) {
       LOOM_PROPAGATE(expect(p, ")"));
       LOOM_PROPAGATE(expect(p, "{"));
       size_t vmark = p->vars.len, smark = p->syms.len;
-      LOOM_PROPAGATE(seq(p, &e->u.if_.then_seq));
-      p->vars.len = vmark;
-      p->syms.len = smark;
-      LOOM_PROPAGATE(expect(p, "}"));
-      if (!peek_kw(p, "else")) return err(p, p->pos, "expected 'else'");
-      accept(p, "else");
-      LOOM_PROPAGATE(expect(p, "{"));
-      LOOM_PROPAGATE(seq(p, &e->u.if_.else_seq));
+      p->depth++;
+      loom_status bst = seq(p, &e->u.if_.then_seq);
+      if (!bst) {
+        p->vars.len = vmark;
+        p->syms.len = smark;
+        bst = expect(p, "}");
+      }
+      if (!bst && !peek_kw(p, "else")) bst = err(p, p->pos, "expected 'else'");
+      if (!bst) {
+        accept(p, "else");
+        bst = expect(p, "{");
+      }
+      if (!bst) bst = seq(p, &e->u.if_.else_seq);
+      p->depth--;
+      LOOM_PROPAGATE(bst);
       p->vars.len = vmark;
       p->syms.len = smark;
       LOOM_PROPAGATE(expect(p, "}"));
@@ -766,7 +793,7 @@ static loom_status simple_sinfo(parser *p, loom_graph_expr *e) {
 static void add_fresh_cb(void *ud, const loom_sym_expr *v) {
   parser *p = ud;
   const char *n = loom_graph_module_intern(p->m, loom_sym_var_name(v), strlen(loom_sym_var_name(v)));
-  if (n && lookup((const void *)&p->syms, n) != v) (void)push_name(p, &p->syms, n, v);
+  if (n && lookup((const void *)&p->syms, n) != v) loom_status_free(push_name(p, &p->syms, n, v));
 }
 
 static void add_fresh(parser *p, const loom_sinfo *si) {
@@ -1059,18 +1086,9 @@ static loom_status seq(parser *p, loom_graph_seq **out) {
   return st;
 }
 
-/* func := 'fn' '@' name '(' (ident ':' sinfo),* ')' '->' sinfo '{' seq '}' */
-static loom_status func(parser *p) {
+/* params := '(' (ident ':' sinfo),* ')'   (each sinfo defines its new symbols) */
+static loom_status param_list(parser *p, loom_graph_func *f) {
   loom_graph_module *m = p->m;
-  size_t b = p->pos;
-  loom_graph_func *f = LOOM_ARENA_NEW(&m->arena, loom_graph_func);
-  if (!f) return LOOM_OOM();
-  f->loc = (loom_loc){p->ir_src, b};
-  LOOM_PROPAGATE(global_name(p, &f->name));
-  p->fn = f->name;
-  p->vars.len = 0;
-  p->syms.len = 0;
-  if (loom_graph_module_find_func(m, f->name)) return err(p, b, "function @%s is defined twice", f->name);
   LOOM_PROPAGATE(expect(p, "("));
   LOOM_VEC(loom_graph_expr *) params = {0};
   loom_status st = LOOM_OK;
@@ -1104,6 +1122,23 @@ static loom_status func(parser *p) {
   }
   LOOM_VEC_FREE(m->alloc, &params);
   LOOM_PROPAGATE(st);
+  return LOOM_OK;
+}
+
+/* func := 'fn' '@' name '(' (ident ':' sinfo),* ')' '->' sinfo '{' seq '}' */
+static loom_status func(parser *p) {
+  loom_graph_module *m = p->m;
+  size_t b = p->pos;
+  loom_graph_func *f = LOOM_ARENA_NEW(&m->arena, loom_graph_func);
+  if (!f) return LOOM_OOM();
+  f->loc = (loom_loc){p->ir_src, b};
+  LOOM_PROPAGATE(global_name(p, &f->name));
+  p->fn = f->name;
+  p->vars.len = 0;
+  p->syms.len = 0;
+  loom_graph_func *stub = loom_graph_module_find_func(m, f->name);
+  if (stub && stub->body) return err(p, b, "function @%s is defined twice", f->name);
+  LOOM_PROPAGATE(param_list(p, f));
   LOOM_PROPAGATE(expect(p, "->"));
   size_t ret_at = (skip_ws(p), p->pos);
   LOOM_PROPAGATE(skip_to(p, '{'));
@@ -1129,6 +1164,12 @@ static loom_status func(parser *p) {
     return sem_err(p, ret_at, e);
   }
   p->fn = NULL;
+  if (stub) {
+    /* Replace the forward declaration in place (definition order is kept). */
+    for (size_t i = 0; i < m->funcs.len; i++)
+      if (m->funcs.data[i] == stub) m->funcs.data[i] = f;
+    return LOOM_OK;
+  }
   return loom_graph_module_add_func(m, f);
 }
 
@@ -1200,8 +1241,93 @@ static loom_status extern_decl(parser *p) {
   return LOOM_OK;
 }
 
+/* Skips a bracketed region starting at `open` (comments and strings inside are skipped). */
+static bool skip_balanced(parser *p, char open, char close) {
+  int depth = 0;
+  while (p->pos < p->len) {
+    char c = p->s[p->pos];
+    if (c == '"') {
+      p->pos++;
+      while (p->pos < p->len && p->s[p->pos] != '"' && p->s[p->pos] != '\n') p->pos++;
+    } else if (c == '#' || (c == '/' && p->pos + 1 < p->len && p->s[p->pos + 1] == '/')) {
+      while (p->pos < p->len && p->s[p->pos] != '\n') p->pos++;
+      continue;
+    } else if (c == open) {
+      depth++;
+    } else if (c == close && --depth <= 0) {
+      p->pos++;
+      return depth == 0;
+    }
+    p->pos++;
+  }
+  return false;
+}
+
+/* Skips forward to the next `c` (outside comments); false at the end. */
+static bool skip_past(parser *p, char c) {
+  while (p->pos < p->len && p->s[p->pos] != c) {
+    if (p->s[p->pos] == '#' || (p->s[p->pos] == '/' && p->pos + 1 < p->len && p->s[p->pos + 1] == '/'))
+      while (p->pos < p->len && p->s[p->pos] != '\n') p->pos++;
+    else p->pos++;
+  }
+  return p->pos < p->len;
+}
+
+/* Forward declarations: the signature of every function whose declared result only names its
+ * parameters' symbols is registered (with no body) before the bodies are read, so a function
+ * may call one defined later in the file. Errors here are silent: the main pass reports them. */
+static void prescan(parser *p) {
+  loom_diag_list quiet;
+  loom_diag_list_init(&quiet, p->diags->alloc);
+  loom_diag_list *saved = p->diags;
+  p->diags = &quiet;
+  for (;;) {
+    skip_ws(p);
+    const char *s;
+    size_t n;
+    if (p->pos >= p->len || !ident(p, &s, &n)) break;
+    if (is_kw(s, n, "fn")) {
+      loom_graph_func *f = LOOM_ARENA_NEW(&p->m->arena, loom_graph_func);
+      loom_status st = f ? global_name(p, &f->name) : LOOM_OOM();
+      if (!st && loom_graph_module_find_func(p->m, f->name)) st = LOOM_ERROR(ALREADY_EXISTS, "twice");
+      p->vars.len = p->syms.len = 0;
+      if (!st) st = param_list(p, f);
+      if (!st) st = expect(p, "->");
+      if (st) {
+        loom_status_free(st);
+        break;
+      }
+      size_t ret_at = p->pos;
+      loom_status rs = sinfo(p, &f->ret);
+      if (!rs && peek(p) == '{') {
+        loom_status_free(loom_graph_module_add_func(p->m, f));
+      } else {
+        loom_status_free(rs);
+        p->pos = ret_at;
+        if (!skip_past(p, '{')) break;
+      }
+      if (!skip_balanced(p, '{', '}')) break;
+    } else if (is_kw(s, n, "const")) {
+      if (!skip_past(p, '=') || !skip_past(p, '[') || !skip_balanced(p, '[', ']')) break;
+    } else if (is_kw(s, n, "extern")) {
+      if (!skip_past(p, '[') || !skip_balanced(p, '[', ']')) break;
+    } else if (is_kw(s, n, "prim")) {
+      if (!skip_past(p, '{') || !skip_balanced(p, '{', '}')) break;
+    } else {
+      break;
+    }
+  }
+  p->diags = saved;
+  loom_diag_list_destroy(&quiet);
+  p->pos = 0;
+  p->vars.len = p->syms.len = 0;
+  p->sym_mode = SYM_RESOLVE;
+  p->depth = 0;
+}
+
 /* module := (func | const | extern | prim)* */
 static loom_status module(parser *p) {
+  prescan(p);
   for (;;) {
     skip_ws(p);
     if (p->pos >= p->len) return LOOM_OK;

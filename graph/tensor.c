@@ -168,3 +168,13 @@ bool loom_graph_index_next(int ndim, const int64_t *shape, int64_t *idx) {
   }
   return false;
 }
+
+double *loom_graph_tensor_to_f64(const loom_graph_tensor *t) {
+  double *d = malloc((t->numel ? t->numel : 1) * sizeof *d);
+  if (!d) return NULL;
+  if (t->dtype == LOOM_DTYPE_F32)
+    for (size_t i = 0; i < t->numel; i++) d[i] = ((const float *)t->data)[i];
+  else
+    for (size_t i = 0; i < t->numel; i++) d[i] = loom_graph_tensor_get_f64(t, i);
+  return d;
+}

@@ -1,7 +1,8 @@
 /* cmd_eval.c — `loom eval FILE.loom [--fn main] --input NAME=SPEC ... [--output out.npy]`:
  * runs a graph function in the reference interpreter. SPEC is random:(2,7,768) (floats
  * uniform in [-1, 1), integers in [0, 2)), randint:HIGH:(2,7) (integers in [0, HIGH)), or
- * @file.npy. Prints each input, the bound value of every symbolic var, and the result's
+ * @file.npy. With --sym NAME=VALUE, parameters without --input get random data (floats in
+ * [-0.1, 0.1), integers in [0, 2), bools true) of the shape their struct info gives. Prints each input, the bound value of every symbolic var, and the result's
  * shape with a checksum. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,8 +176,63 @@ static int run(const loom_cli_args *args) {
     }
     given[idx] = true;
   }
-  for (size_t i = 0; i < f->nparams && rc == LOOM_EXIT_OK; i++)
-    if (!given[i]) rc = loom_cli_usage_error(args, "missing --input %s=...", f->params[i]->u.var.name);
+  /* Params without --input: random data of the shape their struct info gives under --sym. */
+  int nsyms = loom_cli_count(args, "--sym");
+  for (size_t i = 0; i < f->nparams && rc == LOOM_EXIT_OK; i++) {
+    if (given[i]) continue;
+    const loom_sinfo *ps = f->params[i]->sinfo;
+    if (!nsyms || ps->kind != LOOM_SINFO_TENSOR || !ps->dims || ps->ndim > 8) {
+      rc = loom_cli_usage_error(args, "missing --input %s=... (or --sym NAME=VALUE for every symbol of its shape)",
+                                f->params[i]->u.var.name);
+      break;
+    }
+    int64_t shape[8];
+    for (int k = 0; k < ps->ndim && rc == LOOM_EXIT_OK; k++) {
+      sym_list vars = {.n = 0};
+      loom_sym_for_each_var(ps->dims[k], collect_cb, &vars);
+      loom_sym_env *e2 = NULL;
+      loom_status st = loom_sym_env_create(NULL, &e2);
+      for (size_t q = 0; q < vars.n && !st; q++) {
+        bool found = false;
+        for (int j = 0; j < nsyms && !found; j++) {
+          const char *sv = loom_cli_value_at(args, "--sym", j), *eq2 = strchr(sv, '=');
+          const char *vn = loom_sym_var_name(vars.v[q]);
+          if (eq2 && strlen(vn) == (size_t)(eq2 - sv) && !strncmp(sv, vn, (size_t)(eq2 - sv))) {
+            st = loom_sym_env_set(e2, vars.v[q], strtoll(eq2 + 1, NULL, 10));
+            found = true;
+          }
+        }
+        if (!found && !st) {
+          loom_sym_env_destroy(e2);
+          e2 = NULL;
+          rc = loom_cli_usage_error(args, "parameter '%s' needs --sym %s=VALUE", f->params[i]->u.var.name,
+                                    loom_sym_var_name(vars.v[q]));
+          break;
+        }
+      }
+      if (rc == LOOM_EXIT_OK && !st) st = loom_sym_eval(loom_graph_module_sym(m), ps->dims[k], e2, &shape[k]);
+      loom_sym_env_destroy(e2);
+      if (rc == LOOM_EXIT_OK && st) {
+        fprintf(stderr, "error: parameter '%s' axis %d: %s\n", f->params[i]->u.var.name, k, loom_status_message(st));
+        rc = LOOM_EXIT_FAILURE;
+      }
+      loom_status_free(st);
+    }
+    if (rc != LOOM_EXIT_OK) break;
+    loom_status st = loom_graph_value_tensor(ps->dtype == LOOM_DTYPE_COUNT ? LOOM_DTYPE_F32 : ps->dtype, ps->ndim, shape, &in[i]);
+    uint64_t s = seed * 1000003u + i;
+    for (size_t j = 0; !st && j < in[i].t.numel; j++) {
+      uint64_t r = rng_next(&s);
+      if (loom_dtype_is_float(in[i].t.dtype)) loom_graph_tensor_set_f64(&in[i].t, j, (double)(r >> 11) / 9007199254740992.0 * 0.2 - 0.1);
+      else if (in[i].t.dtype == LOOM_DTYPE_BOOL) loom_graph_tensor_set_i64(&in[i].t, j, 1);
+      else loom_graph_tensor_set_i64(&in[i].t, j, (int64_t)(r % 2));
+    }
+    if (st) {
+      loom_status_fprint(stderr, st);
+      loom_status_free(st);
+      rc = LOOM_EXIT_FAILURE;
+    }
+  }
   free(given);
   if (rc != LOOM_EXIT_OK) goto done;
   for (size_t i = 0; i < f->nparams; i++) {
@@ -231,6 +287,7 @@ const loom_cli_command loom_cmd_eval = {
                                    {"--input", "NAME=SPEC", "random:(2,7,768) | randint:HIGH:(2,7) | @file.npy", true},
                                    {"--output", "PATH", "write the result to a .npy file", false},
                                    {"--seed", "N", "seed of random inputs (default 1)", false},
+                                   {"--sym", "NAME=VALUE", "a symbol's value: parameters without --input get random data of that shape", true},
                                    {NULL, NULL, NULL, false}},
     .run = run,
     .details = "Symbolic dims are bound from the input shapes; every match_cast and guard is checked at run time.",

@@ -158,7 +158,7 @@ LOOM_TEST(graph_infer, reductions_and_shape_ops) {
       "  p = permute_dims(x, axes=[2, 0, 1])\n  e = expand_dims(x, axes=[1])\n  q = squeeze(e, axes=[1])\n"
       "  f = flatten(x, axis=1)\n  g = take(x, i, axis=1)\n  sh = shape_of(x)\n  a = arange(start=[0], end=[s], step=[1])\n"
       "  z = zeros(shape=[b, s], dtype=f16)\n  sm = softmax(x)\n  c = cast(x, dtype=i32)\n  k = greater(x, x)\n"
-      "  w = where(k, x, x)\n  bt = broadcast_to(r1, shape=[b, s, d])\n  tl = tril(x, k=1)\n  return r1\n}\n");
+      "  w = where(k, x, x)\n  bt = broadcast_to(r1, shape=[b, s, d])\n  tl = tril(x, k=[1])\n  return r1\n}\n");
   expect_sinfo(m, "r1", "Tensor[(b, 1, d), f32]");
   expect_sinfo(m, "r2", "Tensor[(b, s), f32]");
   expect_sinfo(m, "r3", "Tensor[(b, s), i64]");
@@ -255,6 +255,132 @@ LOOM_TEST(graph_infer, builder_normalises_and_infers) {
   loom_graph_module *m2 = gt_parse_ok(t1);
   char *t2 = gt_print(m2);
   cr_assert_str_eq(t1, t2);
+  free(t1);
+  free(t2);
+  loom_graph_module_destroy(m2);
+  loom_graph_module_destroy(m);
+}
+
+LOOM_TEST(graph_infer, conv_pool_and_friends_symbolic) {
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(x: Tensor[(n, 16, h, w), f32], k: Tensor[(32, 4, 3, 3), f32], l: Tensor[(n, 8, t), f32],\n"
+      "         k1: Tensor[(8, 8, 5), f32], q: Tensor[(b, 8, s, 64), f32], kv: Tensor[(b, g, t, 64), f32],\n"
+      "         i: Tensor[(n, t), i64], gam: Tensor[(16,), f32]) -> Object {\n"
+      "  c = conv2d(x, k, groups=4, padding=[1], strides=[2])\n  c1 = conv1d(l, k1, dilation=[2])\n"
+      "  p = max_pool2d(x, kernel=[2, 2])\n  gp = global_avg_pool2d(x)\n  r = resize2d(x, size=[2 * h, 2 * w], method=\"linear\")\n"
+      "  pd = pad(x, pads=[0, 0, 1, 1, 0, 0, 2, t])\n  tl = tile(l, repeats=[1, 2, s])\n  sp = split(l, sections=2, axis=1)\n"
+      "  sq = split(l, sections=2, axis=2)\n  oh = one_hot(i, depth=[t + 1])\n  u = unique(x)\n  a = attention(q, kv, kv)\n"
+      "  gn = group_norm(x, gam, gam, num_groups=4)\n  rp = repeat(l, repeats=3, axis=2)\n  return c\n}\n");
+  expect_sinfo(m, "c", "Tensor[(n, 32, floordiv(h + 1, 2), floordiv(w + 1, 2)), f32]");
+  expect_sinfo(m, "c1", "Tensor[(n, 8, t - 8), f32]");
+  expect_sinfo(m, "p", "Tensor[(n, 16, floordiv(h, 2), floordiv(w, 2)), f32]");
+  expect_sinfo(m, "gp", "Tensor[(n, 16, 1, 1), f32]");
+  expect_sinfo(m, "r", "Tensor[(n, 16, 2*h, 2*w), f32]");
+  expect_sinfo(m, "pd", "Tensor[(n, 16, h + 3, w + t + 1), f32]");
+  expect_sinfo(m, "tl", "Tensor[(n, 16, t*s), f32]");
+  expect_sinfo(m, "sp", "Tuple[Tensor[(n, 4, t), f32], Tensor[(n, 4, t), f32]]");
+  expect_sinfo(m, "oh", "Tensor[(n, t, t + 1), f32]");
+  expect_sinfo(m, "a", "Tensor[(b, 8, s, 64), f32]");
+  expect_sinfo(m, "gn", "Tensor[(n, 16, h, w), f32]");
+  expect_sinfo(m, "rp", "Tensor[(n, 8, 3*t), f32]");
+  cr_assert_eq(gt_binding(m, "main", "sp")->nguards, 0, "8 is a multiple of 2");
+  cr_assert_eq(gt_binding(m, "main", "sq")->nguards, 1, "t may be odd: guarded");
+  cr_assert_eq(gt_binding(m, "main", "a")->nguards, 1, "8 heads over g kv heads: guarded");
+  const loom_sinfo *u = gt_binding(m, "main", "u")->var->sinfo;
+  cr_assert(u->ndim == 1 && loom_sym_is_var(u->dims[0]) && strstr(loom_sym_var_name(u->dims[0]), "uniq"));
+  loom_graph_module_destroy(m);
+}
+
+LOOM_TEST(graph_infer, op_errors_name_operands_axes_and_sizes) {
+  static const char *const cases[][2] = {
+      {"  y = conv2d(x, k)\n", "conv2d: operand 1 axis 1 is 3, operand 0 axis 1 is 16"},
+      {"  y = concat(x, z, axis=0)\n", "concat: operand 1 axis 1 is 3, operand 0 axis 1 is 16"},
+      {"  y = layer_norm(z, v, v)\n", "layer_norm: operand 1 axis 0 is 5, operand 0 axis 3 is 7"},
+      {"  y = attention(x, x, z)\n", "attention: operand 2 axis 1 is 3, operand 1 axis 1 is 16"},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    char text[1024], *err;
+    snprintf(text, sizeof text,
+             "fn @main(x: Tensor[(n, 16, h, w), f32], k: Tensor[(8, 3, 3, 3), f32], z: Tensor[(n, 3, 5, 7), f32],\n"
+             "         v: Tensor[(5,), f32]) -> Object {\n%s  return x\n}\n",
+             cases[c][0]);
+    loom_graph_module *m = gt_parse(text, &err);
+    cr_expect_null(m);
+    cr_expect(err && strstr(err, cases[c][1]), "case %zu: %s", c, err ? err : "");
+    free(err);
+    loom_graph_module_destroy(m);
+  }
+}
+
+LOOM_TEST(graph_infer, parse_survives_out_of_memory) {
+  /* Every allocation of a parse failing in turn gives an error, never a crash or a leak. */
+  const char *text = "fn @main(x: Tensor[(n, 4), f32], y: Tensor[(m,), f32]) -> Object {\n"
+                     "  dataflow {\n    z = add(x, y)\n    s = sum(z, axes=[1])\n    output s\n  }\n  return s\n}\n";
+  for (long n = 0; n < 5000; n++) {
+    loom_alloc_fail_after(n);
+    loom_source src = {"oom.loom", text, strlen(text)};
+    loom_diag_list dl;
+    loom_diag_list_init(&dl, NULL);
+    loom_graph_module *m = NULL;
+    loom_status st = loom_graph_parse(&src, &dl, &m);
+    long failures = loom_alloc_injected_failures();
+    loom_alloc_fail_after(-1);
+    loom_status_free(st);
+    loom_graph_module_destroy(m);
+    loom_diag_list_destroy(&dl);
+    if (!st && failures == 0) return; /* ran to completion without an injected failure */
+  }
+  cr_assert(0, "parse never completed");
+}
+
+LOOM_TEST(graph_infer, builder_tuples_functions_match_cast) {
+  loom_graph_module *m;
+  cr_assert(!loom_graph_module_create(NULL, &m));
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  const loom_sym_expr *n = loom_sym_var_new(cx, "n", LOOM_SYM_VAR_SHAPE);
+  const loom_sym_expr *d[] = {n, loom_sym_const(cx, 6)};
+  /* @half(x) = split(x, sections=2, axis=1).0 */
+  loom_graph_builder bld;
+  loom_graph_builder_begin(&bld, m, "half");
+  loom_graph_expr *x = loom_graph_builder_param(&bld, "x", loom_sinfo_tensor(m, LOOM_DTYPE_F32, 2, d, NULL));
+  loom_graph_attr at[] = {loom_graph_attr_int(m, "sections", 2), loom_graph_attr_int(m, "axis", 1)};
+  loom_graph_expr *parts;
+  cr_assert(!loom_graph_builder_op(&bld, "split", 1, &x, 2, at, "parts", &parts));
+  loom_graph_expr *first;
+  cr_assert(!loom_graph_builder_emit(&bld, loom_graph_tuple_get_new(m, parts, 0), "first", &first));
+  cr_assert(!loom_graph_builder_end(&bld, first, NULL, NULL));
+  /* @main(y: Tensor[?, f32]) = match_cast to (k, 6), call @half, pair it with the input. */
+  loom_graph_builder_begin(&bld, m, "main");
+  loom_graph_expr *y = loom_graph_builder_param(&bld, "y", loom_sinfo_tensor(m, LOOM_DTYPE_F32, -1, NULL, NULL));
+  const loom_sym_expr *k = loom_sym_var_new(cx, "k", LOOM_SYM_VAR_SHAPE);
+  const loom_sym_expr *kd[] = {k, loom_sym_const(cx, 6)};
+  loom_graph_expr *yc, *h;
+  cr_assert(!loom_graph_builder_match_cast(&bld, y, loom_sinfo_tensor(m, LOOM_DTYPE_F32, 2, kd, NULL), "yc", &yc));
+  cr_assert(!loom_graph_builder_emit(&bld, loom_graph_call_func(m, "half", 1, &yc), "h", &h));
+  loom_graph_expr *items[] = {h, yc};
+  loom_graph_func *f;
+  cr_assert(!loom_graph_builder_end(&bld, loom_graph_tuple_new(m, 2, items), NULL, &f));
+  char *s = gt_sinfo_str(f->ret);
+  cr_assert_str_eq(s, "Tuple[Tensor[(k, 3), f32], Tensor[(k, 6), f32]]", "the callee's n is replaced by k");
+  free(s);
+  loom_diag_list dl;
+  loom_diag_list_init(&dl, NULL);
+  cr_assert(!loom_graph_verify(m, &dl));
+  loom_diag_list_destroy(&dl);
+  char *t1 = gt_print(m);
+  loom_graph_module *m2 = gt_parse_ok(t1);
+  char *t2 = gt_print(m2);
+  cr_assert_str_eq(t1, t2);
+  /* And it runs: y of shape (4, 6). */
+  loom_graph_value in = gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){4, 6}, NULL);
+  for (size_t i = 0; i < 24; i++) loom_graph_tensor_set_f64(&in.t, i, (double)i);
+  loom_graph_value out;
+  cr_assert(!loom_graph_eval(m2, "main", 1, &in, NULL, &out));
+  cr_assert_eq(out.items[0].t.shape[0], 4);
+  cr_assert_eq(out.items[0].t.shape[1], 3);
+  cr_assert_eq(loom_graph_tensor_get_f64(&out.items[0].t, 3), 6.0, "row 1 starts at element 6");
+  loom_graph_value_free(&out);
+  loom_graph_value_free(&in);
   free(t1);
   free(t2);
   loom_graph_module_destroy(m2);

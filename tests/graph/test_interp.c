@@ -182,3 +182,94 @@ LOOM_TEST(graph_interp, half_precision_storage_and_if) {
   free_args(a, 2);
   loom_graph_module_destroy(m);
 }
+
+LOOM_TEST(graph_interp, conv_pool_resize_hand_computed) {
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(x: Tensor[(1, 1, h, w), f32], k: Tensor[(1, 1, 2, 2), f32]) -> Object {\n"
+      "  c = conv2d(x, k)\n  cp = conv2d(x, k, padding=[1], strides=[2])\n  mp = max_pool2d(x, kernel=[2, 2])\n"
+      "  ap = avg_pool2d(x, kernel=[2, 2], strides=[1, 1])\n  g = global_avg_pool2d(x)\n"
+      "  rn = resize2d(x, size=[2 * h, w], method=\"nearest\")\n  out = (c, cp, mp, ap, g, rn)\n  return out\n}\n");
+  const loom_sinfo *cs = gt_binding(m, "main", "c")->var->sinfo;
+  char *s = gt_sinfo_str(cs);
+  cr_assert_str_eq(s, "Tensor[(1, 1, h - 1, w - 1), f32]");
+  free(s);
+  /* x = [[1 2 3] [4 5 6] [7 8 9]], k = [[1 0] [0 1]] */
+  loom_graph_value a[2] = {gt_tensor(LOOM_DTYPE_F32, 4, (int64_t[]){1, 1, 3, 3}, (double[]){1, 2, 3, 4, 5, 6, 7, 8, 9}),
+                           gt_tensor(LOOM_DTYPE_F32, 4, (int64_t[]){1, 1, 2, 2}, (double[]){1, 0, 0, 1})};
+  loom_graph_value r = run_ok(m, 2, a, NULL);
+  expect_values(&r.items[0], 4, (int64_t[]){1, 1, 2, 2}, (double[]){6, 8, 12, 14}, 0);
+  /* padded by 1, stride 2: windows at (-1,-1) (-1,1) (1,-1) (1,1): x[i][j] + x[i+1][j+1] */
+  expect_values(&r.items[1], 4, (int64_t[]){1, 1, 2, 2}, (double[]){1, 3, 7, 14}, 0);
+  expect_values(&r.items[2], 4, (int64_t[]){1, 1, 1, 1}, (double[]){5}, 0);
+  expect_values(&r.items[3], 4, (int64_t[]){1, 1, 2, 2}, (double[]){3, 4, 6, 7}, 0);
+  expect_values(&r.items[4], 4, (int64_t[]){1, 1, 1, 1}, (double[]){5}, 0);
+  expect_values(&r.items[5], 4, (int64_t[]){1, 1, 6, 3}, (double[]){1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6, 7, 8, 9, 7, 8, 9}, 0);
+  loom_graph_value_free(&r);
+  free_args(a, 2);
+  loom_graph_module_destroy(m);
+}
+
+LOOM_TEST(graph_interp, index_and_shape_ops_hand_computed) {
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(x: Tensor[(2, 3), f32], i: Tensor[(2, 2), i64]) -> Object {\n"
+      "  ge = gather_elements(x, i, axis=1)\n  u = const(9.0, f32)\n  ub = broadcast_to(u, shape=[2, 2])\n"
+      "  se = scatter_elements(x, i, ub, axis=1)\n  oh = one_hot(i, depth=[3])\n  cs = cumsum(x, axis=1)\n"
+      "  sp = split(x, sections=3, axis=1)\n  s1 = sp.1\n  pd = pad(x, pads=[0, 1, 1, 0], value=-1.0)\n"
+      "  tl = tile(x, repeats=[1, 2])\n  rp = repeat(x, repeats=2, axis=0)\n"
+      "  out = (ge, se, oh, cs, s1, pd, tl, rp)\n  return out\n}\n");
+  loom_graph_value a[2] = {gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){2, 3}, (double[]){1, 2, 3, 4, 5, 6}),
+                           gt_tensor(LOOM_DTYPE_I64, 2, (int64_t[]){2, 2}, (double[]){2, 0, 1, 1})};
+  loom_graph_value r = run_ok(m, 2, a, NULL);
+  expect_values(&r.items[0], 2, (int64_t[]){2, 2}, (double[]){3, 1, 5, 5}, 0);
+  expect_values(&r.items[1], 2, (int64_t[]){2, 3}, (double[]){9, 2, 9, 4, 9, 6}, 0);
+  expect_values(&r.items[2], 3, (int64_t[]){2, 2, 3}, (double[]){0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 1, 0}, 0);
+  expect_values(&r.items[3], 2, (int64_t[]){2, 3}, (double[]){1, 3, 6, 4, 9, 15}, 0);
+  expect_values(&r.items[4], 2, (int64_t[]){2, 1}, (double[]){2, 5}, 0);
+  expect_values(&r.items[5], 2, (int64_t[]){3, 4}, (double[]){-1, 1, 2, 3, -1, 4, 5, 6, -1, -1, -1, -1}, 0);
+  expect_values(&r.items[6], 2, (int64_t[]){2, 6}, (double[]){1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6}, 0);
+  expect_values(&r.items[7], 2, (int64_t[]){4, 3}, (double[]){1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6}, 0);
+  loom_graph_value_free(&r);
+  free_args(a, 2);
+  loom_graph_module_destroy(m);
+}
+
+LOOM_TEST(graph_interp, attention_matches_explicit_ops) {
+  /* The composite attention op against the same computation spelled with matmul/softmax,
+   * with grouped-query heads (4 query heads, 2 key/value heads) and a causal mask. */
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(q: Tensor[(b, 4, s, 8), f32], k: Tensor[(b, 2, s, 8), f32], v: Tensor[(b, 2, s, 8), f32]) -> Object {\n"
+      "  a = attention(q, k, v, causal=true)\n"
+      "  k4 = repeat(k, repeats=2, axis=1)\n  v4 = repeat(v, repeats=2, axis=1)\n  kt = permute_dims(k4, axes=[0, 1, 3, 2])\n"
+      "  sc0 = matmul(q, kt)\n  sc = mul(sc0, const(0.35355339059327373, f32))\n  o = ones(shape=[s, s], dtype=bool)\n  keep = tril(o)\n"
+      "  ninf = full(shape=[s, s], value=-1e30)\n  msk = where(keep, sc, ninf)\n  p = softmax(msk)\n  e = matmul(p, v4)\n"
+      "  out = (a, e)\n  return out\n}\n");
+  loom_test_rng r = {loom_test_seed()};
+  for (int64_t s = 1; s <= 7; s += 3) {
+    loom_graph_value a[3] = {gt_tensor(LOOM_DTYPE_F32, 4, (int64_t[]){2, 4, s, 8}, NULL), gt_tensor(LOOM_DTYPE_F32, 4, (int64_t[]){2, 2, s, 8}, NULL),
+                             gt_tensor(LOOM_DTYPE_F32, 4, (int64_t[]){2, 2, s, 8}, NULL)};
+    for (int i = 0; i < 3; i++)
+      for (size_t j = 0; j < a[i].t.numel; j++) loom_graph_tensor_set_f64(&a[i].t, j, (double)loom_test_rng_range(&r, -100, 100) / 50);
+    loom_graph_value out = run_ok(m, 3, a, NULL);
+    double *want = malloc(out.items[1].t.numel * sizeof *want);
+    for (size_t j = 0; j < out.items[1].t.numel; j++) want[j] = loom_graph_tensor_get_f64(&out.items[1].t, j);
+    expect_values(&out.items[0], 4, (int64_t[]){2, 4, s, 8}, want, 1e-5);
+    free(want);
+    loom_graph_value_free(&out);
+    free_args(a, 3);
+  }
+  loom_graph_module_destroy(m);
+}
+
+LOOM_TEST(graph_interp, fill_from_a_shape_value) {
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(x: Tensor[(n, k), f32]) -> Object {\n  sh = shape_of(x)\n  z: Tensor[(n, k), f32] = full(sh, value=2.5)\n"
+      "  w = ones(shape(k, 2 * n), dtype=i32)\n  out = (z, w)\n  return out\n}\n");
+  loom_graph_value x = gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){2, 3}, NULL);
+  loom_graph_value r = run_ok(m, 1, &x, NULL);
+  expect_values(&r.items[0], 2, (int64_t[]){2, 3}, (double[]){2.5, 2.5, 2.5, 2.5, 2.5, 2.5}, 0);
+  expect_values(&r.items[1], 2, (int64_t[]){3, 4}, (double[]){1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0);
+  cr_assert_eq(r.items[1].t.dtype, LOOM_DTYPE_I32);
+  loom_graph_value_free(&r);
+  loom_graph_value_free(&x);
+  loom_graph_module_destroy(m);
+}

@@ -95,3 +95,60 @@ LOOM_TEST(graph_text, symbolic_scoping_from_params_and_match_cast) {
       "  y = match_cast(x, Tensor[(m, 2), f32])\n  z: Tensor[(m, 2), f32] = relu(y)\n  return z\n}\n");
   loom_graph_module_destroy(m);
 }
+
+LOOM_TEST(graph_text, deep_nesting_is_an_error_not_a_crash) {
+  size_t depth = 100000;
+  char *text = malloc(depth * 8 + 200);
+  size_t n = (size_t)sprintf(text, "fn @main(x: ");
+  for (size_t i = 0; i < depth; i++) n += (size_t)sprintf(text + n, "Tuple[");
+  text[n] = '\0';
+  strcat(text, "Object");
+  char *err;
+  loom_graph_module *m = gt_parse(text, &err);
+  cr_assert_null(m);
+  cr_assert(err && strstr(err, "nested more than"), "%s", err ? err : "");
+  free(err);
+  n = (size_t)sprintf(text, "fn @main(c: Tensor[(), bool]) -> Object {\n");
+  for (size_t i = 0; i < depth / 10; i++) n += (size_t)sprintf(text + n, "y = if (c) {");
+  text[n] = '\0';
+  m = gt_parse(text, &err);
+  cr_assert_null(m);
+  cr_assert(err && strstr(err, "nested more than"), "%s", err ? err : "");
+  free(err);
+  free(text);
+}
+
+LOOM_TEST(graph_text, functions_may_call_functions_defined_later) {
+  const char *text = "fn @main(x: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {\n  y = @twice(x)\n  return y\n}\n\n"
+                     "fn @twice(a: Tensor[(k, 4), f32]) -> Tensor[(k, 4), f32] {\n  b = add(a, a)\n  return b\n}\n";
+  loom_graph_module *m = gt_parse_ok(text);
+  char *s = gt_sinfo_str(gt_binding(m, "main", "y")->var->sinfo);
+  cr_assert_str_eq(s, "Tensor[(n, 4), f32]");
+  free(s);
+  char *p1 = gt_print(m);
+  cr_assert(strstr(p1, "fn @main") < strstr(p1, "fn @twice"), "definition order is kept");
+  loom_graph_module *m2 = gt_parse_ok(p1);
+  char *p2 = gt_print(m2);
+  cr_assert_str_eq(p1, p2);
+  loom_diag_list dl;
+  loom_diag_list_init(&dl, NULL);
+  cr_assert(!loom_graph_verify(m2, &dl));
+  loom_diag_list_destroy(&dl);
+  loom_graph_value x = gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){1, 4}, (double[]){1, 2, 3, 4}), out;
+  cr_assert(!loom_graph_eval(m2, "main", 1, &x, NULL, &out));
+  cr_assert_eq(loom_graph_tensor_get_f64(&out.t, 3), 8.0);
+  loom_graph_value_free(&out);
+  loom_graph_value_free(&x);
+  free(p1);
+  free(p2);
+  loom_graph_module_destroy(m);
+  loom_graph_module_destroy(m2);
+  /* Still an error: a function that does not exist, and one defined twice. */
+  char *err;
+  cr_assert_null(gt_parse("fn @main(x: Tensor[(n,), f32]) -> Object {\n  y = @nope(x)\n  return y\n}\n", &err));
+  cr_assert(strstr(err, "test.loom:2:7") && strstr(err, "unknown function @nope"), "%s", err);
+  free(err);
+  cr_assert_null(gt_parse("fn @f(x: Object) -> Object {\n  return x\n}\nfn @f(x: Object) -> Object {\n  return x\n}\n", &err));
+  cr_assert(strstr(err, "defined twice"), "%s", err);
+  free(err);
+}

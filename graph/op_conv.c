@@ -1,0 +1,303 @@
+/* op_conv.c — convolution (1-D, 2-D; groups, dilation, padding, strides), max / average /
+ * global-average pooling and 2-D resize (nearest, linear). Output extents are symbolic:
+ * floordiv(in + pad_lo + pad_hi - dilation * (k - 1) - 1, stride) + 1. */
+#include <math.h>
+#include <string.h>
+
+#include "graph/graph_internal.h"
+
+static const loom_graph_attr_spec conv_attrs[] = {{"strides", LOOM_GRAPH_ATTR_SYMS, false},
+                                                  {"padding", LOOM_GRAPH_ATTR_SYMS, false},
+                                                  {"dilation", LOOM_GRAPH_ATTR_SYMS, false},
+                                                  {"groups", LOOM_GRAPH_ATTR_INT, false},
+                                                  {NULL, 0, false}};
+static const loom_graph_attr_spec pool_attrs[] = {{"kernel", LOOM_GRAPH_ATTR_SYMS, true},
+                                                  {"strides", LOOM_GRAPH_ATTR_SYMS, false},
+                                                  {"padding", LOOM_GRAPH_ATTR_SYMS, false},
+                                                  {NULL, 0, false}};
+static const loom_graph_attr_spec resize_attrs[] = {
+    {"size", LOOM_GRAPH_ATTR_SYMS, true}, {"method", LOOM_GRAPH_ATTR_STR, false}, {NULL, 0, false}};
+static const loom_graph_attr_spec no_attrs[] = {{NULL, 0, false}};
+
+/* Spatial parameters: per spatial axis stride, dilation, padding before/after (constants). */
+typedef struct spatial {
+  int n;              /* spatial rank: 1 or 2 */
+  int64_t stride[2], dil[2], pad_lo[2], pad_hi[2], kernel[2];
+  int64_t groups;
+} spatial;
+
+/* Reads a list attribute of n (or 1, broadcast; or 2n for padding) constants. */
+static loom_status list_attr(loom_graph_icx *ic, const char *name, int n, int64_t dflt, int64_t *out, int64_t *out_hi) {
+  int64_t v[8];
+  size_t k;
+  bool present;
+  LOOM_PROPAGATE(loom_graph_icx_ints(ic, name, v, 8, &k, &present));
+  for (int i = 0; i < n; i++) {
+    out[i] = dflt;
+    if (out_hi) out_hi[i] = dflt;
+  }
+  if (!present) return LOOM_OK;
+  if (k == 1) {
+    for (int i = 0; i < n; i++) {
+      out[i] = v[0];
+      if (out_hi) out_hi[i] = v[0];
+    }
+  } else if ((int)k == n) {
+    for (int i = 0; i < n; i++) {
+      out[i] = v[i];
+      if (out_hi) out_hi[i] = v[i];
+    }
+  } else if (out_hi && (int)k == 2 * n) {
+    for (int i = 0; i < n; i++) {
+      out[i] = v[i];
+      out_hi[i] = v[n + i];
+    }
+  } else {
+    return loom_graph_icx_error(ic, "attribute '%s' has %zu entries; expected 1 or %d%s", name, k, n, out_hi ? " (or 2x for before/after)" : "");
+  }
+  for (int i = 0; i < n; i++)
+    if (out[i] < 0 || (out_hi && out_hi[i] < 0)) return loom_graph_icx_error(ic, "attribute '%s' has a negative entry", name);
+  return LOOM_OK;
+}
+
+static loom_status read_spatial(loom_graph_icx *ic, int n, bool pool, spatial *sp) {
+  sp->n = n;
+  LOOM_PROPAGATE(list_attr(ic, "padding", n, 0, sp->pad_lo, sp->pad_hi));
+  if (pool) {
+    LOOM_PROPAGATE(list_attr(ic, "kernel", n, 1, sp->kernel, NULL));
+    LOOM_PROPAGATE(list_attr(ic, "strides", n, 0, sp->stride, NULL));
+    for (int i = 0; i < n; i++) {
+      if (!sp->stride[i]) sp->stride[i] = sp->kernel[i];
+      sp->dil[i] = 1;
+      if (sp->kernel[i] < 1) return loom_graph_icx_error(ic, "kernel entries must be >= 1");
+    }
+    sp->groups = 1;
+  } else {
+    LOOM_PROPAGATE(list_attr(ic, "strides", n, 1, sp->stride, NULL));
+    LOOM_PROPAGATE(list_attr(ic, "dilation", n, 1, sp->dil, NULL));
+    sp->groups = loom_graph_attr_get_int(ic->call, "groups", 1);
+    if (sp->groups < 1) return loom_graph_icx_error(ic, "groups must be >= 1");
+  }
+  for (int i = 0; i < n; i++)
+    if (sp->stride[i] < 1 || sp->dil[i] < 1) return loom_graph_icx_error(ic, "strides and dilation must be >= 1");
+  return LOOM_OK;
+}
+
+/* floordiv(in + lo + hi - dil * (k - 1) - 1, stride) + 1 */
+static const loom_sym_expr *out_extent(loom_sym_ctx *cx, const loom_sym_expr *in, const loom_sym_expr *k, const spatial *sp, int i) {
+  const loom_sym_expr *span = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_const(cx, sp->dil[i]), loom_sym_sub(cx, k, loom_sym_const(cx, 1))),
+                                           loom_sym_const(cx, 1));
+  const loom_sym_expr *num = loom_sym_sub(cx, loom_sym_add(cx, in, loom_sym_const(cx, sp->pad_lo[i] + sp->pad_hi[i])), span);
+  return loom_sym_add(cx, loom_sym_floordiv(cx, num, loom_sym_const(cx, sp->stride[i])), loom_sym_const(cx, 1));
+}
+
+/* Floor division (the symbolic extent uses floordiv; the interpreter must agree). */
+static int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+static int conv_rank(const loom_graph_expr *call) { return call->u.call.op == LOOM_GRAPH_OP_CONV1D ? 1 : 2; }
+
+static loom_status infer_conv(loom_graph_icx *ic, const loom_sinfo **out) {
+  int n = conv_rank(ic->call);
+  const loom_sinfo *x, *w;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 1, true, &w));
+  if (x->ndim != n + 2) return loom_graph_icx_error(ic, "operand 0 must have rank %d (N, C, spatial), got %d", n + 2, x->ndim);
+  if (w->ndim != n + 2) return loom_graph_icx_error(ic, "operand 1 must have rank %d (O, C/groups, kernel), got %d", n + 2, w->ndim);
+  if (x->dtype != w->dtype) return loom_graph_icx_error(ic, "operand 0 has dtype %s, operand 1 has dtype %s", loom_dtype_name(x->dtype), loom_dtype_name(w->dtype));
+  spatial sp;
+  LOOM_PROPAGATE(read_spatial(ic, n, false, &sp));
+  loom_sym_ctx *cx = ic->cx;
+  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 1, loom_sym_mul(cx, w->dims[1], loom_sym_const(cx, sp.groups)), 0, 1, x->dims[1]));
+  if (sp.groups > 1 && loom_sym_prove_divisible(cx, w->dims[0], sp.groups) == LOOM_SYM_FALSE)
+    return loom_graph_icx_error(ic, "operand 1 axis 0 is %s, not a multiple of groups %lld", loom_graph_sym_str(ic->m, w->dims[0]), (long long)sp.groups);
+  if (ic->call->u.call.nargs == 3) {
+    const loom_sinfo *b;
+    LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 2, true, &b));
+    if (b->ndim != 1) return loom_graph_icx_error(ic, "operand 2 (bias) must have rank 1");
+    LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 2, 0, b->dims[0], 1, 0, w->dims[0]));
+  }
+  const loom_sym_expr *d[4] = {x->dims[0], w->dims[0]};
+  for (int i = 0; i < n; i++) {
+    d[2 + i] = out_extent(cx, x->dims[2 + i], w->dims[2 + i], &sp, i);
+    if (!d[2 + i]) return loom_sym_ctx_take_error(cx);
+  }
+  *out = loom_sinfo_tensor(ic->m, x->dtype, n + 2, d, x->device);
+  return LOOM_OK;
+}
+
+static loom_status eval_conv(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  int n = conv_rank(ec->call);
+  const loom_graph_tensor *x = &args[0].t, *w = &args[1].t;
+  const loom_graph_tensor *bias = ec->call->u.call.nargs == 3 ? &args[2].t : NULL;
+  loom_graph_icx ic = {.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
+  spatial sp;
+  LOOM_PROPAGATE(read_spatial(&ic, n, false, &sp));
+  int64_t N = x->shape[0], C = x->shape[1], O = w->shape[0], CG = w->shape[1], G = sp.groups;
+  if (CG * G != C) return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand 1 axis 1 is %lld, operand 0 axis 1 is %lld, groups %lld", ec->op, (long long)CG, (long long)C, (long long)G);
+  int64_t in[2] = {x->shape[2], n == 2 ? x->shape[3] : 1}, k[2] = {w->shape[2], n == 2 ? w->shape[3] : 1}, os[2] = {1, 1};
+  if (n == 1) {
+    sp.stride[1] = sp.dil[1] = 1;
+    sp.pad_lo[1] = sp.pad_hi[1] = 0;
+  }
+  for (int i = 0; i < n; i++) {
+    os[i] = floor_div(in[i] + sp.pad_lo[i] + sp.pad_hi[i] - sp.dil[i] * (k[i] - 1) - 1, sp.stride[i]) + 1;
+    if (os[i] < 0)
+      return LOOM_ERROR(INVALID_ARGUMENT, "%s: spatial axis %d of size %lld is smaller than the (dilated) kernel", ec->op, i,
+                        (long long)in[i]);
+  }
+  int64_t shape[4] = {N, O, os[0], os[1]};
+  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, n + 2, shape, out));
+  int64_t OG = O / G;
+  for (int64_t b = 0; b < N; b++)
+    for (int64_t o = 0; o < O; o++) {
+      int64_t g = o / OG;
+      for (int64_t y0 = 0; y0 < os[0]; y0++)
+        for (int64_t y1 = 0; y1 < os[1]; y1++) {
+          double acc = bias ? loom_graph_tensor_get_f64(bias, (size_t)o) : 0;
+          for (int64_t c = 0; c < CG; c++)
+            for (int64_t k0 = 0; k0 < k[0]; k0++)
+              for (int64_t k1 = 0; k1 < k[1]; k1++) {
+                int64_t i0 = y0 * sp.stride[0] - sp.pad_lo[0] + k0 * sp.dil[0];
+                int64_t i1 = y1 * sp.stride[1] - sp.pad_lo[1] + k1 * sp.dil[1];
+                if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1]) continue;
+                size_t xi = (size_t)(((b * C + g * CG + c) * in[0] + i0) * in[1] + i1);
+                size_t wi = (size_t)(((o * CG + c) * k[0] + k0) * k[1] + k1);
+                acc += loom_graph_tensor_get_f64(x, xi) * loom_graph_tensor_get_f64(w, wi);
+              }
+          loom_graph_tensor_set_f64(&out->t, (size_t)(((b * O + o) * os[0] + y0) * os[1] + y1), acc);
+        }
+    }
+  return LOOM_OK;
+}
+
+/* ---- pooling ------------------------------------------------------------------------- */
+
+static loom_status infer_pool(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  if (x->ndim != 4) return loom_graph_icx_error(ic, "operand 0 must have rank 4 (N, C, H, W), got %d", x->ndim);
+  const loom_sym_expr *d[4] = {x->dims[0], x->dims[1]};
+  if (ic->call->u.call.op == LOOM_GRAPH_OP_GLOBAL_AVG_POOL2D) {
+    d[2] = d[3] = loom_sym_const(ic->cx, 1);
+  } else {
+    spatial sp;
+    LOOM_PROPAGATE(read_spatial(ic, 2, true, &sp));
+    for (int i = 0; i < 2; i++) {
+      d[2 + i] = out_extent(ic->cx, x->dims[2 + i], loom_sym_const(ic->cx, sp.kernel[i]), &sp, i);
+      if (!d[2 + i]) return loom_sym_ctx_take_error(ic->cx);
+    }
+  }
+  *out = loom_sinfo_tensor(ic->m, x->dtype, 4, d, x->device);
+  return LOOM_OK;
+}
+
+static loom_status eval_pool(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t;
+  loom_graph_op op = ec->call->u.call.op;
+  int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+  spatial sp = {.n = 2, .kernel = {H, W}, .stride = {1, 1}, .dil = {1, 1}};
+  if (op != LOOM_GRAPH_OP_GLOBAL_AVG_POOL2D) {
+    loom_graph_icx ic = {.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
+    LOOM_PROPAGATE(read_spatial(&ic, 2, true, &sp));
+  }
+  int64_t os[2];
+  int64_t in[2] = {H, W};
+  for (int i = 0; i < 2; i++) {
+    os[i] = floor_div(in[i] + sp.pad_lo[i] + sp.pad_hi[i] - (sp.kernel[i] - 1) - 1, sp.stride[i]) + 1;
+    if (os[i] < 0)
+      return LOOM_ERROR(INVALID_ARGUMENT, "%s: spatial axis %d of size %lld is smaller than the kernel", ec->op, i,
+                        (long long)in[i]);
+  }
+  int64_t shape[4] = {N, C, os[0], os[1]};
+  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, 4, shape, out));
+  bool mx = op == LOOM_GRAPH_OP_MAX_POOL2D;
+  for (int64_t bc = 0; bc < N * C; bc++)
+    for (int64_t y0 = 0; y0 < os[0]; y0++)
+      for (int64_t y1 = 0; y1 < os[1]; y1++) {
+        double acc = mx ? -INFINITY : 0;
+        int64_t cnt = 0;
+        for (int64_t k0 = 0; k0 < sp.kernel[0]; k0++)
+          for (int64_t k1 = 0; k1 < sp.kernel[1]; k1++) {
+            int64_t i0 = y0 * sp.stride[0] - sp.pad_lo[0] + k0, i1 = y1 * sp.stride[1] - sp.pad_lo[1] + k1;
+            if (i0 < 0 || i0 >= H || i1 < 0 || i1 >= W) continue;
+            double v = loom_graph_tensor_get_f64(x, (size_t)((bc * H + i0) * W + i1));
+            if (mx) acc = v > acc || v != v ? v : acc;
+            else acc += v;
+            cnt++;
+          }
+        if (!mx) acc = cnt ? acc / (double)cnt : 0;
+        loom_graph_tensor_set_f64(&out->t, (size_t)((bc * os[0] + y0) * os[1] + y1), acc);
+      }
+  return LOOM_OK;
+}
+
+/* ---- resize ---------------------------------------------------------------------------- */
+
+static bool linear_method(const loom_graph_expr *call) {
+  const loom_graph_attr *a = loom_graph_call_attr(call, "method");
+  return a && !strcmp(a->s, "linear");
+}
+
+static loom_status infer_resize(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  if (x->ndim != 4) return loom_graph_icx_error(ic, "operand 0 must have rank 4 (N, C, H, W), got %d", x->ndim);
+  const loom_graph_attr *sz = loom_graph_call_attr(ic->call, "size"), *me = loom_graph_call_attr(ic->call, "method");
+  if (sz->n != 2) return loom_graph_icx_error(ic, "attribute 'size' needs 2 entries (H, W), got %zu", sz->n);
+  if (me && strcmp(me->s, "nearest") && strcmp(me->s, "linear"))
+    return loom_graph_icx_error(ic, "method \"%s\" is not \"nearest\" or \"linear\"", me->s);
+  const loom_sym_expr *d[4] = {x->dims[0], x->dims[1], sz->syms[0], sz->syms[1]};
+  *out = loom_sinfo_tensor(ic->m, x->dtype, 4, d, x->device);
+  return LOOM_OK;
+}
+
+/* Source coordinate (half-pixel) of output index o when scaling in -> out. */
+static double src_coord(int64_t o, int64_t in, int64_t outn) { return ((double)o + 0.5) * (double)in / (double)outn - 0.5; }
+
+static loom_status eval_resize(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t;
+  const loom_graph_attr *sz = loom_graph_call_attr(ec->call, "size");
+  int64_t oh, ow;
+  LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sz->syms[0], &oh));
+  LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sz->syms[1], &ow));
+  if (oh < 0 || ow < 0) return LOOM_ERROR(OUT_OF_RANGE, "resize2d: size evaluates to (%lld, %lld)", (long long)oh, (long long)ow);
+  int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+  int64_t shape[4] = {N, C, oh, ow};
+  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, 4, shape, out));
+  if (!H || !W) return LOOM_OK;
+  bool lin = linear_method(ec->call);
+  for (int64_t bc = 0; bc < N * C; bc++)
+    for (int64_t i = 0; i < oh; i++)
+      for (int64_t j = 0; j < ow; j++) {
+        double v;
+        if (!lin) {
+          int64_t si = (int64_t)floor((double)i * (double)H / (double)oh), sj = (int64_t)floor((double)j * (double)W / (double)ow);
+          if (si >= H) si = H - 1;
+          if (sj >= W) sj = W - 1;
+          v = loom_graph_tensor_get_f64(x, (size_t)((bc * H + si) * W + sj));
+        } else {
+          double fy = src_coord(i, H, oh), fx = src_coord(j, W, ow);
+          if (fy < 0) fy = 0;
+          if (fx < 0) fx = 0;
+          int64_t y0 = (int64_t)fy, x0 = (int64_t)fx;
+          if (y0 > H - 1) y0 = H - 1;
+          if (x0 > W - 1) x0 = W - 1;
+          int64_t y1 = y0 + 1 < H ? y0 + 1 : H - 1, x1 = x0 + 1 < W ? x0 + 1 : W - 1;
+          double ly = fy - (double)y0, lx = fx - (double)x0;
+          if (ly > 1) ly = 1;
+          if (lx > 1) lx = 1;
+#define PX(yy, xx) loom_graph_tensor_get_f64(x, (size_t)((bc * H + (yy)) * W + (xx)))
+          v = (1 - ly) * ((1 - lx) * PX(y0, x0) + lx * PX(y0, x1)) + ly * ((1 - lx) * PX(y1, x0) + lx * PX(y1, x1));
+#undef PX
+        }
+        loom_graph_tensor_set_f64(&out->t, (size_t)((bc * oh + i) * ow + j), v);
+      }
+  return LOOM_OK;
+}
+
+const loom_graph_op_impl loom_graph_op_impl_conv1d = {conv_attrs, infer_conv, eval_conv, NULL};
+const loom_graph_op_impl loom_graph_op_impl_conv2d = {conv_attrs, infer_conv, eval_conv, NULL};
+const loom_graph_op_impl loom_graph_op_impl_max_pool2d = {pool_attrs, infer_pool, eval_pool, NULL};
+const loom_graph_op_impl loom_graph_op_impl_avg_pool2d = {pool_attrs, infer_pool, eval_pool, NULL};
+const loom_graph_op_impl loom_graph_op_impl_global_avg_pool2d = {no_attrs, infer_pool, eval_pool, NULL};
+const loom_graph_op_impl loom_graph_op_impl_resize2d = {resize_attrs, infer_resize, eval_resize, NULL};
