@@ -18,13 +18,20 @@ pub const suites = .{
     .{ .name = "cli", .files = &[_][]const u8{
         "tests/cli/test_cli.c",
     } },
-    // The tensorprog suite links symbolic/, which lands from branch `sym`; enabled with that merge.
-    // .{ .name = "tensorprog", .files = &[_][]const u8{
-    //     "tests/tensorprog/tp_test_util.c",
-    //     "tests/tensorprog/test_tp_classify.c",
-    //     "tests/tensorprog/test_tp_interp.c",
-    //     "tests/tensorprog/test_tp_schedule.c",
-    //     "tests/tensorprog/test_tp_text.c",
-    //     "tests/tensorprog/test_tp_verify.c",
-    // } },
+    .{ .name = "symbolic", .files = &[_][]const u8{
+        "tests/symbolic/test_sym_prop.c",
+    } },
+    .{ .name = "tensorprog", .files = &[_][]const u8{
+        "tests/tensorprog/tp_test_util.c",
+        "tests/tensorprog/test_tp_classify.c",
+        "tests/tensorprog/test_tp_interp.c",
+        "tests/tensorprog/test_tp_schedule.c",
+        "tests/tensorprog/test_tp_text.c",
+        "tests/tensorprog/test_tp_verify.c",
+    } },
+    .{ .name = "cpu", .files = &[_][]const u8{
+        "tests/tensorprog/tp_test_util.c",
+        "tests/cpu/cpu_test_util.c",
+        "tests/cpu/test_cpu_diff.c",
+    } },
 };

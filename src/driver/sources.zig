@@ -7,6 +7,7 @@ pub const loom_main = [_][]const u8{
     "src/driver/main.c",
     "src/driver/cmd_version.c",
     "src/driver/cmd_selfcheck.c",
+    "src/driver/cmd_sym.c",
 };
 /// The `loom-run` program (links libloomrt only).
 pub const loom_run_main = [_][]const u8{
