@@ -70,6 +70,9 @@ typedef struct fn_state {
   LLVMValueRef fn, ctxp;
   LLVMBasicBlockRef fail_bb, block;
   size_t nsyms, nbufs, nlets, nheap;
+  cg_symval *syms; /* the parent's bindings, restored at the end */
+  cg_bufval *bufs;
+  cg_letval *lets;
 } fn_state;
 
 /* The live bindings in parameter order: buffers, symbols, lets, then ctx. */
@@ -110,21 +113,24 @@ static LLVMValueRef begin_env_fn(cg *g, const char *name, fn_state *saved, LLVMT
     LLVMAddAttributeAtIndex(fn, (unsigned)i + 1, LLVMCreateEnumAttribute(g->c, nocapture, 0));
   }
   *saved = (fn_state){g->fn, g->ctxp, g->fail_bb, LLVMGetInsertBlock(g->b), g->syms.len, g->bufs.len, g->lets.len,
-                      g->heap.len};
+                      g->heap.len, NULL, NULL, NULL};
   g->fn = fn;
   g->fail_bb = NULL;
   LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->c, fn, "entry"));
-  /* Re-bind on top of the parent's bindings (lookups take the innermost). */
-  size_t k = 0, nb = g->bufs.len, ns = g->syms.len, nl = g->lets.len;
-  for (size_t i = 0; i < nb; i++) push_buf(g, g->bufs.data[i].buf, LLVMGetParam(fn, (unsigned)k++));
-  for (size_t i = 0; i < ns; i++) push_sym(g, g->syms.data[i].var, LLVMGetParam(fn, (unsigned)k++));
-  for (size_t i = 0; i < nl; i++) push_let(g, g->lets.data[i].let, LLVMGetParam(fn, (unsigned)k++));
+  /* Re-bind in place (the parent's values are restored by end_env_fn). */
+  saved->syms = malloc((g->syms.len + 1) * sizeof *saved->syms);
+  saved->bufs = malloc((g->bufs.len + 1) * sizeof *saved->bufs);
+  saved->lets = malloc((g->lets.len + 1) * sizeof *saved->lets);
+  if (!saved->syms || !saved->bufs || !saved->lets) cg_error(g, LOOM_OOM());
+  if (saved->syms && g->syms.len) memcpy(saved->syms, g->syms.data, g->syms.len * sizeof *saved->syms);
+  if (saved->bufs && g->bufs.len) memcpy(saved->bufs, g->bufs.data, g->bufs.len * sizeof *saved->bufs);
+  if (saved->lets && g->lets.len) memcpy(saved->lets, g->lets.data, g->lets.len * sizeof *saved->lets);
+  size_t k = 0;
+  for (size_t i = 0; i < g->bufs.len; i++) g->bufs.data[i].ptr = LLVMGetParam(fn, (unsigned)k++);
+  for (size_t i = 0; i < g->syms.len; i++) g->syms.data[i].v = LLVMGetParam(fn, (unsigned)k++);
+  for (size_t i = 0; i < g->lets.len; i++) g->lets.data[i].v = LLVMGetParam(fn, (unsigned)k++);
   g->ctxp = LLVMGetParam(fn, (unsigned)k++);
   for (size_t i = 0; i < nextra; i++) extra_params[i] = LLVMGetParam(fn, (unsigned)k++);
-  /* Heap locals of the parent are not freed by this function. */
-  g->heap.len = saved->nheap;
-  size_t heap_mark = g->heap.len;
-  (void)heap_mark;
   free(vals);
   free(tys);
   return fn;
@@ -139,6 +145,12 @@ static void end_env_fn(cg *g, const fn_state *saved) {
   g->bufs.len = saved->nbufs;
   g->lets.len = saved->nlets;
   g->heap.len = saved->nheap;
+  if (saved->syms && g->syms.len) memcpy(g->syms.data, saved->syms, g->syms.len * sizeof *saved->syms);
+  if (saved->bufs && g->bufs.len) memcpy(g->bufs.data, saved->bufs, g->bufs.len * sizeof *saved->bufs);
+  if (saved->lets && g->lets.len) memcpy(g->lets.data, saved->lets, g->lets.len * sizeof *saved->lets);
+  free(saved->syms);
+  free(saved->bufs);
+  free(saved->lets);
   LLVMPositionBuilderAtEnd(g->b, saved->block);
 }
 

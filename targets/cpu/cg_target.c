@@ -325,10 +325,8 @@ loom_status loom_cpu_jit_compile(loom_cpu_jit *j, loom_sym_ctx *cx, const loom_t
   LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsc);
   LLVMOrcDisposeThreadSafeContext(tsc); /* the module keeps it alive */
   LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModule(j->lljit, LLVMOrcLLJITGetMainJITDylib(j->lljit), tsm);
-  if (err) {
-    LLVMOrcDisposeThreadSafeModule(tsm);
-    return from_llvm_error(err, "cannot add the module to the JIT");
-  }
+  if (err) /* the JIT took the module even on failure */
+    return from_llvm_error(err, "cannot add the module to the JIT (a kernel of that name already exists?)");
   for (size_t i = 0; i < n; i++) {
     char sym[300];
     loom_cpu_kernel_symbol(fs[i], sym, sizeof sym);

@@ -72,7 +72,7 @@ LOOM_TEST(cpu, reductions_sum_and_max) {
                "  for i in 0..n parallel {\n"
                "    S[i] = 0.0\n"
                "    for k in 0..m reduce { S[i] = S[i] + A[i, k] }\n"
-               "    M[i] = -inf\n"
+               "    M[i] = -1.0e18\n"
                "    for l in 0..m reduce { M[i] = max(M[i], A[i, l]) }\n"
                "  }\n}\n", &o);
 }
@@ -93,7 +93,7 @@ LOOM_TEST(cpu, softmax_multi_statement_with_locals) {
   diff_program("prim @softmax(X: Buffer[(n, m), f32], Y: Buffer[(n, m), f32]) {\n"
                "  for i in 0..n parallel {\n"
                "    alloc acc: Local[(2,), f32]\n"
-               "    acc[0] = -inf\n"
+               "    acc[0] = -1.0e18\n"
                "    for j in 0..m reduce { acc[0] = max(acc[0], X[i, j]) }\n"
                "    acc[1] = 0.0\n"
                "    for k in 0..m reduce { acc[1] = acc[1] + exp(X[i, k] - acc[0]) }\n"
@@ -204,9 +204,10 @@ LOOM_TEST(cpu, scheduled_split_vectorize_parallel_equals_unscheduled) {
   cr_assert_null(s, "%s", loom_status_text(s, 0));
   cr_assert_null(loom_tp_set_kind(sched.cx, io, LOOM_TP_LOOP_PARALLEL));
   cr_assert_null(loom_tp_verify(sched.cx, sched.f));
-  loom_cpu_jit *jit;
+  loom_cpu_jit *jit, *jit2; /* one JIT per program: both are named @mm */
   cr_assert_null(loom_cpu_jit_create(NULL, &jit));
-  loom_kernel_fn fp = cpu_jit(jit, &plain), fsch = cpu_jit(jit, &sched);
+  cr_assert_null(loom_cpu_jit_create(NULL, &jit2));
+  loom_kernel_fn fp = cpu_jit(jit, &plain), fsch = cpu_jit(jit2, &sched);
   static const int64_t dims[][3] = {{0, 3, 5}, {1, 1, 1}, {3, 7, 9}, {13, 5, 17}, {16, 16, 16}, {17, 31, 33}};
   loom_test_rng rng = {loom_test_seed()};
   for (size_t t = 0; t < sizeof dims / sizeof dims[0]; t++) {
@@ -232,6 +233,7 @@ LOOM_TEST(cpu, scheduled_split_vectorize_parallel_equals_unscheduled) {
     free(C2);
   }
   loom_cpu_jit_destroy(jit);
+  loom_cpu_jit_destroy(jit2);
   tp_fixture_free(&plain);
   tp_fixture_free(&sched);
 }
