@@ -15,7 +15,8 @@
  *     floats go through double, as the interpreter does;
  *   - select, && and || evaluate lazily (branches) when an operand loads memory or
  *     divides, so a guarded out-of-bounds load is never executed; otherwise `select`.
- * tanh and erf call libm (tanhf/erff for f32: error <= 2 ulp per glibc's tables). */
+ * tanh and erf call libm (tanhf/erff for f32: error <= 2 ulp per glibc's tables); f32 exp
+ * (and sigmoid) is inline code that vectorises (exp_f32 below: <= 2 ulp, including subnormal results). */
 #include <string.h>
 
 #include "targets/cpu/cg_internal.h"
@@ -320,6 +321,53 @@ static LLVMValueRef fast_flags(cg *g, LLVMValueRef v) {
   return v;
 }
 
+static LLVMValueRef fconst(LLVMTypeRef t, double v) { return LLVMConstReal(t, v); }
+
+/* exp for f32, inline so loops vectorise (a libm call does not): Cephes' expf.
+ *   n = roundeven(x * log2(e)),  r = x - n*ln2 (two-part constant, exact product),
+ *   exp(r) ~ 1 + r + r^2 * P(r) with a degree-5 minimax P on [-ln2/2, ln2/2],
+ *   result = exp(r) * 2^n built from the exponent bits.
+ * Error <= 2 ulp for results in the normal range (checked against the interpreter's
+ * double exp in tests/cpu, including subnormal results); x > 88.7228 gives +inf,
+ * x < -104 gives 0, NaN stays NaN. */
+static LLVMValueRef exp_f32(cg *g, LLVMValueRef x) {
+  LLVMTypeRef t = g->t_f32;
+  LLVMValueRef hi = fconst(t, 88.72283935546875), lo = fconst(t, -104.0);
+  LLVMValueRef xc = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOGT, x, hi, ""), hi, x, "");
+  xc = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOLT, xc, lo, ""), lo, xc, "");
+  LLVMValueRef fx = LLVMBuildFMul(g->b, xc, fconst(t, 1.44269504088896341), "");
+  fx = cg_call_intrinsic(g, "llvm.roundeven", t, &fx, 1);
+  LLVMValueRef r = LLVMBuildFSub(g->b, xc, LLVMBuildFMul(g->b, fx, fconst(t, 0.693359375), ""), "");
+  r = LLVMBuildFSub(g->b, r, LLVMBuildFMul(g->b, fx, fconst(t, -2.12194440e-4), ""), "");
+  static const double P[6] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
+                              4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1};
+  LLVMValueRef p = fconst(t, P[0]);
+  for (int i = 1; i < 6; i++) {
+    LLVMValueRef args[3] = {p, r, fconst(t, P[i])};
+    p = cg_call_intrinsic(g, "llvm.fma", t, args, 3);
+  }
+  LLVMValueRef r2 = LLVMBuildFMul(g->b, r, r, "");
+  LLVMValueRef a3[3] = {p, r2, LLVMBuildFAdd(g->b, r, fconst(t, 1.0), "")};
+  LLVMValueRef y = cg_call_intrinsic(g, "llvm.fma", t, a3, 3);
+  /* 2^n as 2^n1 * 2^n2 (n in [-150, 128], each half a normal exponent) */
+  LLVMValueRef n = LLVMBuildFPToSI(g->b, fx, g->t_i32, "");
+  LLVMValueRef n1 = LLVMBuildAShr(g->b, n, LLVMConstInt(g->t_i32, 1, 0), "");
+  LLVMValueRef n2 = LLVMBuildSub(g->b, n, n1, "");
+  LLVMValueRef half[2] = {n1, n2};
+  for (int i = 0; i < 2; i++) {
+    LLVMValueRef bits = LLVMBuildShl(g->b, LLVMBuildAdd(g->b, half[i], LLVMConstInt(g->t_i32, 127, 0), ""),
+                                     LLVMConstInt(g->t_i32, 23, 0), "");
+    y = LLVMBuildFMul(g->b, y, LLVMBuildBitCast(g->b, bits, t, ""), "");
+  }
+  y = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOGT, x, hi, ""), fconst(t, __builtin_inf()), y, "");
+  return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealUNO, x, x, ""), x, y, "");
+}
+
+static LLVMValueRef exp_any(cg *g, LLVMValueRef x) {
+  if (LLVMTypeOf(x) == g->t_f32) return exp_f32(g, x);
+  return cg_call_intrinsic(g, "llvm.exp", LLVMTypeOf(x), &x, 1);
+}
+
 static LLVMValueRef float_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a) {
   LLVMTypeRef ty = LLVMTypeOf(a[0]);
   bool f32 = ty == g->t_f32;
@@ -351,7 +399,7 @@ static LLVMValueRef float_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a
     case LOOM_TP_OP_LE: return LLVMBuildFCmp(g->b, LLVMRealOLE, a[0], a[1], "");
     case LOOM_TP_OP_GT: return LLVMBuildFCmp(g->b, LLVMRealOGT, a[0], a[1], "");
     case LOOM_TP_OP_GE: return LLVMBuildFCmp(g->b, LLVMRealOGE, a[0], a[1], "");
-    case LOOM_TP_OP_EXP: r = cg_call_intrinsic(g, "llvm.exp", ty, a, 1); break;
+    case LOOM_TP_OP_EXP: r = exp_any(g, a[0]); break;
     case LOOM_TP_OP_LOG: r = cg_call_intrinsic(g, "llvm.log", ty, a, 1); break;
     case LOOM_TP_OP_SQRT: r = cg_call_intrinsic(g, "llvm.sqrt", ty, a, 1); break;
     case LOOM_TP_OP_RSQRT: {
@@ -363,7 +411,7 @@ static LLVMValueRef float_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a
     case LOOM_TP_OP_ERF: r = call_libm(g, f32 ? "erff" : "erf", ty, a, 1); break;
     case LOOM_TP_OP_SIGMOID: {
       LLVMValueRef m = LLVMBuildFNeg(g->b, a[0], "");
-      LLVMValueRef e = cg_call_intrinsic(g, "llvm.exp", ty, &m, 1);
+      LLVMValueRef e = exp_any(g, m);
       r = LLVMBuildFDiv(g->b, LLVMConstReal(ty, 1.0), LLVMBuildFAdd(g->b, LLVMConstReal(ty, 1.0), e, ""), "");
       break;
     }

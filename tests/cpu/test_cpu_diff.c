@@ -353,3 +353,40 @@ LOOM_TEST(cpu, aot_object_linked_into_shared_object_matches_jit) {
   rmdir(dir);
   tp_fixture_free(&fx);
 }
+
+LOOM_TEST(cpu, exp_f32_accuracy_over_the_whole_range) {
+  tp_fixture fx;
+  cpu_parse_ok(&fx, "prim @e(X: Buffer[(n,), f32], Y: Buffer[(n,), f32]) {\n"
+                    "  for i in 0..n vectorize { Y[i] = exp(X[i]) }\n}\n");
+  loom_cpu_jit *jit;
+  cr_assert_null(loom_cpu_jit_create(NULL, &jit));
+  loom_kernel_fn fn = cpu_jit(jit, &fx);
+  enum { N = 20001 };
+  float *X = malloc(N * 4), *Y = malloc(N * 4);
+  for (int i = 0; i < N; i++) X[i] = -110.0f + 205.0f * (float)i / (N - 1); /* [-110, 95] */
+  X[0] = NAN;
+  X[1] = INFINITY;
+  X[2] = -INFINITY;
+  int64_t shape[1] = {N};
+  loom_tp_arg args[2] = {{X, shape, 0}, {Y, shape, 0}};
+  cpu_ctx c;
+  cpu_ctx_init(&c, 1);
+  cr_assert_eq(cpu_call(fx.cx, fx.f, fn, args, 2, &c), 0);
+  cr_assert(isnan(Y[0]));
+  cr_assert(isinf(Y[1]) && Y[1] > 0);
+  cr_assert_eq(Y[2], 0.0f);
+  for (int i = 3; i < N; i++) {
+    float want = (float)exp((double)X[i]);
+    if (isinf(want)) {
+      cr_assert(isinf(Y[i]), "exp(%g) = %g, want inf", X[i], Y[i]);
+      continue;
+    }
+    /* 2 ulp relative for normal results; subnormals within 2 of their ulp (2^-149) */
+    double tol = fmax(2.5 * fabs(want) * 1.1920929e-7, 2.5 * 1.4e-45);
+    cr_assert(fabs((double)Y[i] - want) <= tol, "exp(%.9g) = %.9g, want %.9g", X[i], Y[i], want);
+  }
+  free(X);
+  free(Y);
+  loom_cpu_jit_destroy(jit);
+  tp_fixture_free(&fx);
+}
