@@ -28,6 +28,36 @@ void cg_error(cg *g, loom_status s) {
 
 LLVMValueRef cg_i64(cg *g, int64_t v) { return LLVMConstInt(g->t_i64, (unsigned long long)v, 1); }
 
+/* Constants of type `ty`, splatted when `ty` is a vector (lane mode, cg_stmt.c). */
+static LLVMValueRef splat_const(LLVMTypeRef ty, LLVMValueRef scalar) {
+  unsigned n = LLVMGetVectorSize(ty);
+  LLVMValueRef xs[LOOM_CPU_MAX_LANES];
+  for (unsigned i = 0; i < n && i < LOOM_CPU_MAX_LANES; i++) xs[i] = scalar;
+  return LLVMConstVector(xs, n);
+}
+LLVMValueRef cg_kf(LLVMTypeRef ty, double v) {
+  if (LLVMGetTypeKind(ty) == LLVMVectorTypeKind) return splat_const(ty, LLVMConstReal(LLVMGetElementType(ty), v));
+  return LLVMConstReal(ty, v);
+}
+LLVMValueRef cg_ki(LLVMTypeRef ty, long long v) {
+  if (LLVMGetTypeKind(ty) == LLVMVectorTypeKind)
+    return splat_const(ty, LLVMConstInt(LLVMGetElementType(ty), (unsigned long long)v, 1));
+  return LLVMConstInt(ty, (unsigned long long)v, 1);
+}
+/* `scalar_ty`, as a vector of the same width when `like` is a vector. */
+static LLVMTypeRef like_ty(LLVMTypeRef like, LLVMTypeRef scalar_ty) {
+  if (LLVMGetTypeKind(like) == LLVMVectorTypeKind) return LLVMVectorType(scalar_ty, LLVMGetVectorSize(like));
+  return scalar_ty;
+}
+bool cg_is_vec(LLVMValueRef v) { return LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMVectorTypeKind; }
+
+LLVMValueRef cg_splat(cg *g, LLVMValueRef v, unsigned lanes) {
+  if (cg_is_vec(v)) return v;
+  LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(v), lanes);
+  LLVMValueRef ins = LLVMBuildInsertElement(g->b, LLVMGetPoison(vt), v, LLVMConstInt(g->t_i32, 0, 0), "");
+  return LLVMBuildShuffleVector(g->b, ins, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(g->t_i32, lanes)), "");
+}
+
 LLVMTypeRef cg_reg_type(cg *g, loom_dtype t) {
   switch (t) {
     case LOOM_DTYPE_BOOL: return g->t_i1;
@@ -321,8 +351,6 @@ static LLVMValueRef fast_flags(cg *g, LLVMValueRef v) {
   return v;
 }
 
-static LLVMValueRef fconst(LLVMTypeRef t, double v) { return LLVMConstReal(t, v); }
-
 /* exp for f32, inline so loops vectorise (a libm call does not): Cephes' expf.
  *   n = roundeven(x * log2(e)),  r = x - n*ln2 (two-part constant, exact product),
  *   exp(r) ~ 1 + r + r^2 * P(r) with a degree-5 minimax P on [-ln2/2, ln2/2],
@@ -331,46 +359,46 @@ static LLVMValueRef fconst(LLVMTypeRef t, double v) { return LLVMConstReal(t, v)
  * double exp in tests/cpu, including subnormal results); x > 88.7228 gives +inf,
  * x < -104 gives 0, NaN stays NaN. */
 static LLVMValueRef exp_f32(cg *g, LLVMValueRef x) {
-  LLVMTypeRef t = g->t_f32;
-  LLVMValueRef hi = fconst(t, 88.72283935546875), lo = fconst(t, -104.0);
+  LLVMTypeRef t = LLVMTypeOf(x), it = like_ty(t, g->t_i32);
+  LLVMValueRef hi = cg_kf(t, 88.72283935546875), lo = cg_kf(t, -104.0);
   LLVMValueRef xc = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOGT, x, hi, ""), hi, x, "");
   xc = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOLT, xc, lo, ""), lo, xc, "");
-  LLVMValueRef fx = LLVMBuildFMul(g->b, xc, fconst(t, 1.44269504088896341), "");
+  LLVMValueRef fx = LLVMBuildFMul(g->b, xc, cg_kf(t, 1.44269504088896341), "");
   fx = cg_call_intrinsic(g, "llvm.roundeven", t, &fx, 1);
-  LLVMValueRef r = LLVMBuildFSub(g->b, xc, LLVMBuildFMul(g->b, fx, fconst(t, 0.693359375), ""), "");
-  r = LLVMBuildFSub(g->b, r, LLVMBuildFMul(g->b, fx, fconst(t, -2.12194440e-4), ""), "");
+  LLVMValueRef r = LLVMBuildFSub(g->b, xc, LLVMBuildFMul(g->b, fx, cg_kf(t, 0.693359375), ""), "");
+  r = LLVMBuildFSub(g->b, r, LLVMBuildFMul(g->b, fx, cg_kf(t, -2.12194440e-4), ""), "");
   static const double P[6] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
                               4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1};
-  LLVMValueRef p = fconst(t, P[0]);
+  LLVMValueRef p = cg_kf(t, P[0]);
   for (int i = 1; i < 6; i++) {
-    LLVMValueRef args[3] = {p, r, fconst(t, P[i])};
+    LLVMValueRef args[3] = {p, r, cg_kf(t, P[i])};
     p = cg_call_intrinsic(g, "llvm.fma", t, args, 3);
   }
   LLVMValueRef r2 = LLVMBuildFMul(g->b, r, r, "");
-  LLVMValueRef a3[3] = {p, r2, LLVMBuildFAdd(g->b, r, fconst(t, 1.0), "")};
+  LLVMValueRef a3[3] = {p, r2, LLVMBuildFAdd(g->b, r, cg_kf(t, 1.0), "")};
   LLVMValueRef y = cg_call_intrinsic(g, "llvm.fma", t, a3, 3);
   /* 2^n as 2^n1 * 2^n2 (n in [-150, 128], each half a normal exponent) */
-  LLVMValueRef n = LLVMBuildFPToSI(g->b, fx, g->t_i32, "");
-  LLVMValueRef n1 = LLVMBuildAShr(g->b, n, LLVMConstInt(g->t_i32, 1, 0), "");
+  LLVMValueRef n = LLVMBuildFPToSI(g->b, fx, it, "");
+  LLVMValueRef n1 = LLVMBuildAShr(g->b, n, cg_ki(it, 1), "");
   LLVMValueRef n2 = LLVMBuildSub(g->b, n, n1, "");
   LLVMValueRef half[2] = {n1, n2};
   for (int i = 0; i < 2; i++) {
-    LLVMValueRef bits = LLVMBuildShl(g->b, LLVMBuildAdd(g->b, half[i], LLVMConstInt(g->t_i32, 127, 0), ""),
-                                     LLVMConstInt(g->t_i32, 23, 0), "");
+    LLVMValueRef bits = LLVMBuildShl(g->b, LLVMBuildAdd(g->b, half[i], cg_ki(it, 127), ""),
+                                     cg_ki(it, 23), "");
     y = LLVMBuildFMul(g->b, y, LLVMBuildBitCast(g->b, bits, t, ""), "");
   }
-  y = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOGT, x, hi, ""), fconst(t, __builtin_inf()), y, "");
+  y = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOGT, x, hi, ""), cg_kf(t, __builtin_inf()), y, "");
   return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealUNO, x, x, ""), x, y, "");
 }
 
 static LLVMValueRef exp_any(cg *g, LLVMValueRef x) {
-  if (LLVMTypeOf(x) == g->t_f32) return exp_f32(g, x);
+  if (LLVMTypeOf(x) == g->t_f32 || like_ty(LLVMTypeOf(x), g->t_f32) == LLVMTypeOf(x)) return exp_f32(g, x);
   return cg_call_intrinsic(g, "llvm.exp", LLVMTypeOf(x), &x, 1);
 }
 
 static LLVMValueRef float_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a) {
   LLVMTypeRef ty = LLVMTypeOf(a[0]);
-  bool f32 = ty == g->t_f32;
+  bool f32 = like_ty(ty, g->t_f32) == ty;
   LLVMValueRef r = NULL;
   switch (op) {
     case LOOM_TP_OP_ADD: r = fast_flags(g, LLVMBuildFAdd(g->b, a[0], a[1], "")); break;
@@ -404,7 +432,7 @@ static LLVMValueRef float_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a
     case LOOM_TP_OP_SQRT: r = cg_call_intrinsic(g, "llvm.sqrt", ty, a, 1); break;
     case LOOM_TP_OP_RSQRT: {
       LLVMValueRef s = cg_call_intrinsic(g, "llvm.sqrt", ty, a, 1);
-      r = LLVMBuildFDiv(g->b, LLVMConstReal(ty, 1.0), s, "");
+      r = LLVMBuildFDiv(g->b, cg_kf(ty, 1.0), s, "");
       break;
     }
     case LOOM_TP_OP_TANH: r = call_libm(g, f32 ? "tanhf" : "tanh", ty, a, 1); break;
@@ -412,7 +440,7 @@ static LLVMValueRef float_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a
     case LOOM_TP_OP_SIGMOID: {
       LLVMValueRef m = LLVMBuildFNeg(g->b, a[0], "");
       LLVMValueRef e = exp_any(g, m);
-      r = LLVMBuildFDiv(g->b, LLVMConstReal(ty, 1.0), LLVMBuildFAdd(g->b, LLVMConstReal(ty, 1.0), e, ""), "");
+      r = LLVMBuildFDiv(g->b, cg_kf(ty, 1.0), LLVMBuildFAdd(g->b, cg_kf(ty, 1.0), e, ""), "");
       break;
     }
     case LOOM_TP_OP_SIN: r = cg_call_intrinsic(g, "llvm.sin", ty, a, 1); break;
@@ -445,9 +473,9 @@ static LLVMValueRef int_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a) 
       return LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, s ? LLVMIntSLT : LLVMIntULT, a[0], a[1], ""), a[0], a[1], "");
     case LOOM_TP_OP_MAX:
       return LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, s ? LLVMIntSGT : LLVMIntUGT, a[0], a[1], ""), a[0], a[1], "");
-    case LOOM_TP_OP_NEG: return LLVMBuildSub(g->b, LLVMConstInt(ty, 0, 0), a[0], "");
+    case LOOM_TP_OP_NEG: return LLVMBuildSub(g->b, LLVMConstNull(ty), a[0], "");
     case LOOM_TP_OP_ABS: {
-      LLVMValueRef n = LLVMBuildSub(g->b, LLVMConstInt(ty, 0, 0), a[0], "");
+      LLVMValueRef n = LLVMBuildSub(g->b, LLVMConstNull(ty), a[0], "");
       return LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, s ? LLVMIntSGT : LLVMIntUGT, a[0], n, ""), a[0], n, "");
     }
     case LOOM_TP_OP_EQ: return LLVMBuildICmp(g->b, LLVMIntEQ, a[0], a[1], "");
@@ -481,6 +509,12 @@ static LLVMValueRef op_expr(cg *g, const loom_tp_expr *e) {
   }
   LLVMValueRef a[3] = {NULL, NULL, NULL};
   for (int i = 0; i < n; i++) a[i] = cg_expr(g, e->u.op.args[i]);
+  if (g->lanes) {
+    bool any = false;
+    for (int i = 0; i < n; i++) any = any || cg_is_vec(a[i]);
+    if (any)
+      for (int i = 0; i < n; i++) a[i] = cg_splat(g, a[i], g->lanes);
+  }
   if (loom_dtype_is_float(t)) return float_op(g, op, t, a);
   return int_op(g, op, t, a);
 }
@@ -488,12 +522,12 @@ static LLVMValueRef op_expr(cg *g, const loom_tp_expr *e) {
 static LLVMValueRef cast_expr(cg *g, const loom_tp_expr *e) {
   LLVMValueRef v = cg_expr(g, e->u.cast_arg);
   loom_dtype from = e->u.cast_arg->dtype, to = e->dtype;
-  LLVMTypeRef tt = cg_reg_type(g, to);
+  LLVMTypeRef tt = like_ty(LLVMTypeOf(v), cg_reg_type(g, to));
   bool ff = loom_dtype_is_float(from), tf = loom_dtype_is_float(to);
   if (ff && tf) {
     LLVMTypeRef ft = LLVMTypeOf(v);
-    if (ft == g->t_f64 && to != LOOM_DTYPE_F64) v = LLVMBuildFPTrunc(g->b, v, g->t_f32, "");
-    else if (ft == g->t_f32 && to == LOOM_DTYPE_F64) v = LLVMBuildFPExt(g->b, v, g->t_f64, "");
+    if (ft == like_ty(ft, g->t_f64) && to != LOOM_DTYPE_F64) v = LLVMBuildFPTrunc(g->b, v, like_ty(ft, g->t_f32), "");
+    else if (ft == like_ty(ft, g->t_f32) && to == LOOM_DTYPE_F64) v = LLVMBuildFPExt(g->b, v, like_ty(ft, g->t_f64), "");
     return round_to(g, to, v);
   }
   if (ff) {
@@ -504,7 +538,7 @@ static LLVMValueRef cast_expr(cg *g, const loom_tp_expr *e) {
   bool su = loom_dtype_kind_of(from) == LOOM_DTYPE_KIND_UINT || from == LOOM_DTYPE_BOOL;
   if (tf) {
     bool wide = loom_dtype_bits(from) > 32;
-    LLVMTypeRef mid = (wide || tt == g->t_f64) ? g->t_f64 : tt;
+    LLVMTypeRef mid = (wide || tt == like_ty(tt, g->t_f64)) ? like_ty(tt, g->t_f64) : tt;
     LLVMValueRef r = su ? LLVMBuildUIToFP(g->b, v, mid, "") : LLVMBuildSIToFP(g->b, v, mid, "");
     if (mid != tt) r = LLVMBuildFPTrunc(g->b, r, tt, "");
     return round_to(g, to, r);
@@ -539,6 +573,12 @@ LLVMValueRef cg_expr(cg *g, const loom_tp_expr *e) {
     }
     case LOOM_TP_EXPR_LOAD: {
       LLVMValueRef p = cg_elem_ptr(g, e->u.load.buf, e->u.load.idx);
+      if (g->lanes && cg_expr_uses_lane(g, e)) {
+        LLVMTypeRef vt = LLVMVectorType(cg_mem_type(g, e->u.load.buf->dtype), g->lanes);
+        LLVMValueRef v = LLVMBuildLoad2(g->b, vt, p, "");
+        LLVMSetAlignment(v, (unsigned)loom_dtype_size(e->u.load.buf->dtype));
+        return v;
+      }
       LLVMValueRef v = LLVMBuildLoad2(g->b, cg_mem_type(g, e->u.load.buf->dtype), p, "");
       return cg_from_mem(g, e->u.load.buf->dtype, v);
     }
@@ -557,6 +597,10 @@ LLVMValueRef cg_expr(cg *g, const loom_tp_expr *e) {
       if (unsafe_to_speculate(e->u.select.then_e) || unsafe_to_speculate(e->u.select.else_e))
         return lazy_select(g, c, e->u.select.then_e, e->u.select.else_e, NULL);
       LLVMValueRef a = cg_expr(g, e->u.select.then_e), b = cg_expr(g, e->u.select.else_e);
+      if (g->lanes && (cg_is_vec(a) || cg_is_vec(b) || cg_is_vec(c))) {
+        a = cg_splat(g, a, g->lanes);
+        b = cg_splat(g, b, g->lanes);
+      }
       return LLVMBuildSelect(g->b, c, a, b, "");
     }
   }

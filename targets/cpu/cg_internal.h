@@ -54,7 +54,13 @@ typedef struct cg {
   LOOM_VEC(cg_letval) lets;
   LOOM_VEC(LLVMValueRef) heap; /* malloc'd locals of the current seq scopes, freed at scope end */
   loom_status st;             /* first error */
+  /* lane mode (explicit vector code of a VECTORIZE loop, cg_stmt.c): the loop variable
+   * is bound to 0 and accesses that use it become <lanes x T> loads and stores */
+  unsigned lanes;             /* 0: scalar code */
+  const loom_sym_expr *lane_var;
 } cg;
+
+enum { LOOM_CPU_MAX_LANES = 64 };
 
 /* cg_expr.c */
 LLVMTypeRef cg_reg_type(cg *g, loom_dtype t);  /* register type of a dtype */
@@ -65,6 +71,12 @@ LLVMValueRef cg_elem_ptr(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *
 LLVMValueRef cg_to_mem(cg *g, loom_dtype t, LLVMValueRef v);   /* register -> memory value */
 LLVMValueRef cg_from_mem(cg *g, loom_dtype t, LLVMValueRef v); /* memory -> register value */
 LLVMValueRef cg_i64(cg *g, int64_t v);
+LLVMValueRef cg_kf(LLVMTypeRef ty, double v);     /* float constant, splatted for vector types */
+LLVMValueRef cg_ki(LLVMTypeRef ty, long long v);  /* integer constant, splatted for vector types */
+bool cg_is_vec(LLVMValueRef v);
+LLVMValueRef cg_splat(cg *g, LLVMValueRef v, unsigned lanes);
+/* Lane mode: does `e` depend on the lane variable? */
+bool cg_expr_uses_lane(cg *g, const loom_tp_expr *e);
 /* Branches to the function's failure exit when `bad` (i1) is true, after ctx->set_error(msg). */
 void cg_fail_if(cg *g, LLVMValueRef bad, const char *msg);
 void cg_error(cg *g, loom_status s); /* records the first error */

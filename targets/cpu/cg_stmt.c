@@ -287,9 +287,237 @@ static void emit_parallel(cg *g, const loom_tp_stmt *s, LLVMValueRef extent) {
   free(args);
 }
 
+/* ---- lane mode: explicit vector code for small constant VECTORIZE loops ------------------
+ *
+ * `for v in 0..W vectorize { stores and lets }` with W a constant in [2, 64] whose
+ * accesses use v only as `... + v` in their LAST index (unit stride) becomes straight-line
+ * vector code: v is bound to 0, such loads/stores become <W x T> loads/stores at the
+ * address of lane 0, values that do not depend on v stay scalar and are broadcast where
+ * they meet a vector. Anything else (nested loops, ifs, v elsewhere in an index or as a
+ * value, gathers, f16/bf16/bool memory, libm calls, float->int casts) is left to LLVM's
+ * loop vectoriser through the loop metadata. This is what keeps a register tile of
+ * accumulators (a Local buffer indexed by unrolled constants and v) in vector registers. */
+
+typedef struct var_probe {
+  const loom_sym_expr *var;
+  bool found;
+} var_probe;
+
+static void probe_fn(void *ud, const loom_sym_expr *v) {
+  var_probe *p = ud;
+  if (v == p->var) p->found = true;
+}
+
+static bool sym_uses(const loom_sym_expr *e, const loom_sym_expr *var) {
+  var_probe p = {var, false};
+  loom_sym_for_each_var(e, probe_fn, &p);
+  return p.found;
+}
+
+bool cg_expr_uses_lane(cg *g, const loom_tp_expr *e) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_CONST: return false;
+    case LOOM_TP_EXPR_SYM: return sym_uses(e->u.sym, g->lane_var);
+    case LOOM_TP_EXPR_LOAD:
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (cg_expr_uses_lane(g, e->u.load.idx[d])) return true;
+      return false;
+    case LOOM_TP_EXPR_LETREF:
+      for (size_t i = g->lets.len; i-- > 0;)
+        if (g->lets.data[i].let == e->u.let) return cg_is_vec(g->lets.data[i].v);
+      return false;
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (cg_expr_uses_lane(g, e->u.op.args[i])) return true;
+      return false;
+    case LOOM_TP_EXPR_CAST: return cg_expr_uses_lane(g, e->u.cast_arg);
+    case LOOM_TP_EXPR_SELECT:
+      return cg_expr_uses_lane(g, e->u.select.cond) || cg_expr_uses_lane(g, e->u.select.then_e) ||
+             cg_expr_uses_lane(g, e->u.select.else_e);
+  }
+  return false;
+}
+
+static bool lane_dtype_ok(loom_dtype t) {
+  return t != LOOM_DTYPE_F16 && t != LOOM_DTYPE_BF16 && t != LOOM_DTYPE_BOOL;
+}
+
+/* An access's indices: v only in the last one, as `x + v` with x free of v. `uses`
+ * says whether v appears at all. */
+static bool lane_access_ok(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *idx, const loom_sym_expr *var,
+                           bool *uses);
+static bool lane_expr_ok(cg *g, const loom_tp_expr *e, const loom_sym_expr *var);
+
+static bool lane_access_ok(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *idx, const loom_sym_expr *var,
+                           bool *uses) {
+  *uses = false;
+  for (int d = 0; d < buf->ndim; d++) {
+    const loom_tp_expr *x = idx[d];
+    if (x->kind != LOOM_TP_EXPR_SYM) return false; /* loaded indices: left to LLVM */
+    if (!sym_uses(x->u.sym, var)) continue;
+    if (d != buf->ndim - 1) return false;
+    const loom_sym_expr *rest = loom_sym_sub(g->cx, x->u.sym, var);
+    if (!rest || sym_uses(rest, var)) return false;
+    *uses = true;
+  }
+  return lane_dtype_ok(buf->dtype) || !*uses;
+}
+
+static bool lane_expr_ok(cg *g, const loom_tp_expr *e, const loom_sym_expr *var) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_CONST: return true;
+    case LOOM_TP_EXPR_SYM: return !sym_uses(e->u.sym, var);
+    case LOOM_TP_EXPR_LETREF: return true;
+    case LOOM_TP_EXPR_LOAD: {
+      bool uses;
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (e->u.load.idx[d]->kind != LOOM_TP_EXPR_SYM && !lane_expr_ok(g, e->u.load.idx[d], var)) return false;
+      if (!lane_access_ok(g, e->u.load.buf, e->u.load.idx, var, &uses)) return false;
+      /* uniform loads must not hide v inside a loaded index */
+      return true;
+    }
+    case LOOM_TP_EXPR_OP: {
+      loom_tp_op op = e->u.op.op;
+      loom_dtype t = e->u.op.args[0]->dtype;
+      if (t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16) return false;
+      if (loom_dtype_is_float(t)) {
+        if (op == LOOM_TP_OP_TANH || op == LOOM_TP_OP_ERF) return false; /* libm calls */
+      } else {
+        switch (op) {
+          case LOOM_TP_OP_DIV: case LOOM_TP_OP_MOD: case LOOM_TP_OP_FLOORDIV: case LOOM_TP_OP_FLOORMOD: return false;
+          default: break;
+        }
+        if (t == LOOM_DTYPE_BOOL && (op == LOOM_TP_OP_AND || op == LOOM_TP_OP_OR) &&
+            cg_expr_uses_lane(g, e->u.op.args[1]))
+          return false;
+      }
+      for (int i = 0; i < loom_tp_op_arity(op); i++)
+        if (!lane_expr_ok(g, e->u.op.args[i], var)) return false;
+      return true;
+    }
+    case LOOM_TP_EXPR_CAST: {
+      loom_dtype from = e->u.cast_arg->dtype, to = e->dtype;
+      if (!lane_dtype_ok(from) || !lane_dtype_ok(to)) return false;
+      if (loom_dtype_is_float(from) && !loom_dtype_is_float(to)) return false;
+      if (!loom_dtype_is_float(from) && loom_dtype_bits(from) > 32 && loom_dtype_is_float(to)) return false;
+      return lane_expr_ok(g, e->u.cast_arg, var);
+    }
+    case LOOM_TP_EXPR_SELECT:
+      return lane_expr_ok(g, e->u.select.cond, var) && lane_expr_ok(g, e->u.select.then_e, var) &&
+             lane_expr_ok(g, e->u.select.else_e, var);
+  }
+  return false;
+}
+
+static bool lane_stmt_ok(cg *g, const loom_tp_stmt *s, const loom_sym_expr *var) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++)
+        if (!lane_stmt_ok(g, s->u.seq.items[i], var)) return false;
+      return true;
+    case LOOM_TP_STMT_STORE: {
+      bool uses;
+      if (!lane_access_ok(g, s->u.store.buf, s->u.store.idx, var, &uses) || !uses) return false;
+      if (!lane_dtype_ok(s->u.store.buf->dtype)) return false;
+      return lane_expr_ok(g, s->u.store.value, var);
+    }
+    case LOOM_TP_STMT_LET:
+      return lane_expr_ok(g, s->u.let.value, var);
+    default:
+      return false;
+  }
+}
+
+/* Lanes run statement by statement, not iteration by iteration, so a buffer the body
+ * writes must be accessed everywhere in the body at exactly the same indices (then lane
+ * j only ever touches its own elements and the order does not matter). */
+typedef struct access_list {
+  const loom_tp_buffer *buf[64];
+  loom_tp_expr *const *idx[64];
+  size_t n;
+  bool overflow;
+} access_list;
+
+static void collect_expr(const loom_tp_expr *e, access_list *l) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD:
+      if (l->n < 64) {
+        l->buf[l->n] = e->u.load.buf;
+        l->idx[l->n++] = e->u.load.idx;
+      } else {
+        l->overflow = true;
+      }
+      return;
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++) collect_expr(e->u.op.args[i], l);
+      return;
+    case LOOM_TP_EXPR_CAST: collect_expr(e->u.cast_arg, l); return;
+    case LOOM_TP_EXPR_SELECT:
+      collect_expr(e->u.select.cond, l);
+      collect_expr(e->u.select.then_e, l);
+      collect_expr(e->u.select.else_e, l);
+      return;
+    default: return;
+  }
+}
+
+static void collect_stmt(const loom_tp_stmt *s, access_list *loads, access_list *stores) {
+  if (s->kind == LOOM_TP_STMT_SEQ) {
+    for (size_t i = 0; i < s->u.seq.n; i++) collect_stmt(s->u.seq.items[i], loads, stores);
+  } else if (s->kind == LOOM_TP_STMT_STORE) {
+    collect_expr(s->u.store.value, loads);
+    if (stores->n < 64) {
+      stores->buf[stores->n] = s->u.store.buf;
+      stores->idx[stores->n++] = s->u.store.idx;
+    } else {
+      stores->overflow = true;
+    }
+  } else if (s->kind == LOOM_TP_STMT_LET) {
+    collect_expr(s->u.let.value, loads);
+  }
+}
+
+static bool same_index(const loom_tp_buffer *b, loom_tp_expr *const *x, loom_tp_expr *const *y) {
+  for (int d = 0; d < b->ndim; d++)
+    if (x[d]->kind != LOOM_TP_EXPR_SYM || y[d]->kind != LOOM_TP_EXPR_SYM || x[d]->u.sym != y[d]->u.sym) return false;
+  return true;
+}
+
+static bool lane_independent(const loom_tp_stmt *body) {
+  access_list loads = {.n = 0}, stores = {.n = 0};
+  collect_stmt(body, &loads, &stores);
+  if (loads.overflow || stores.overflow) return false;
+  for (size_t i = 0; i < stores.n; i++) {
+    for (size_t j = 0; j < stores.n; j++)
+      if (stores.buf[j] == stores.buf[i] && !same_index(stores.buf[i], stores.idx[i], stores.idx[j])) return false;
+    for (size_t j = 0; j < loads.n; j++)
+      if (loads.buf[j] == stores.buf[i] && !same_index(stores.buf[i], stores.idx[i], loads.idx[j])) return false;
+  }
+  return true;
+}
+
+static void emit_lanes(cg *g, const loom_tp_stmt *s, unsigned lanes) {
+  g->lanes = lanes;
+  g->lane_var = s->u.loop.var;
+  push_sym(g, s->u.loop.var, cg_i64(g, 0));
+  with_loop_fact(g, s, true);
+  if (s->u.loop.reduce) g->reduce_depth++;
+  cg_stmt(g, s->u.loop.body);
+  if (s->u.loop.reduce) g->reduce_depth--;
+  with_loop_fact(g, s, false);
+  g->syms.len--;
+  g->lanes = 0;
+  g->lane_var = NULL;
+}
+
 static void emit_for(cg *g, const loom_tp_stmt *s) {
   int64_t c;
   bool is_const = loom_sym_is_const(s->u.loop.extent, &c);
+  if (s->u.loop.kind == LOOM_TP_LOOP_VECTORIZE && is_const && c >= 2 && c <= LOOM_CPU_MAX_LANES && !g->lanes &&
+      lane_stmt_ok(g, s->u.loop.body, s->u.loop.var) && lane_independent(s->u.loop.body)) {
+    emit_lanes(g, s, (unsigned)c);
+    return;
+  }
   if (s->u.loop.kind == LOOM_TP_LOOP_UNROLL && is_const && c <= UNROLL_MAX) {
     for (int64_t i = 0; i < c; i++) loop_body(g, s, cg_i64(g, i));
     return;
@@ -383,6 +611,11 @@ void cg_stmt(cg *g, const loom_tp_stmt *s) {
     case LOOM_TP_STMT_STORE: {
       LLVMValueRef v = cg_expr(g, s->u.store.value);
       LLVMValueRef p = cg_elem_ptr(g, s->u.store.buf, s->u.store.idx);
+      if (g->lanes) { /* lane mode: every store is a vector store (lane_stmt_ok) */
+        LLVMValueRef st = LLVMBuildStore(g->b, cg_splat(g, v, g->lanes), p);
+        LLVMSetAlignment(st, (unsigned)loom_dtype_size(s->u.store.buf->dtype));
+        return;
+      }
       LLVMBuildStore(g->b, cg_to_mem(g, s->u.store.buf->dtype, v), p);
       return;
     }

@@ -390,3 +390,62 @@ LOOM_TEST(cpu, exp_f32_accuracy_over_the_whole_range) {
   loom_cpu_jit_destroy(jit);
   tp_fixture_free(&fx);
 }
+
+/* ---- lane mode (explicit vector code) ------------------------------------------------- */
+
+LOOM_TEST(cpu, register_tiled_matmul_with_symbolic_tails) {
+  static const int64_t sz[] = {0, 1, 5, 6, 7, 13, 31, 32, 33, 65, 70};
+  cpu_diff_opts o = opts(sz, 11, 1e-4);
+  o.trials = 10;
+  diff_program(
+    "prim @matmul(A: Buffer[(m, k), f32], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
+    "  for jo in 0..n // 32 parallel {\n"
+    "    for io in 0..m // 6 {\n"
+    "      alloc acc: Local[(6, 32), f32]\n"
+    "      for r in 0..k reduce {\n"
+    "        for ii in 0..6 unroll {\n"
+    "          let a: f32 = A[io * 6 + ii, r]\n"
+    "          for ji in 0..32 vectorize { acc[ii, ji] = acc[ii, ji] + a * B[r, jo * 32 + ji] }\n"
+    "        }\n"
+    "      }\n"
+    "      for ii2 in 0..6 unroll { for ji2 in 0..32 vectorize { C[io * 6 + ii2, jo * 32 + ji2] = acc[ii2, ji2] } }\n"
+    "    }\n"
+    "    for it in 0..m % 6 {\n"
+    "      alloc acc1: Local[(32,), f32]\n"
+    "      for r1 in 0..k reduce {\n"
+    "        let a1: f32 = A[m // 6 * 6 + it, r1]\n"
+    "        for ji1 in 0..32 vectorize { acc1[ji1] = acc1[ji1] + a1 * B[r1, jo * 32 + ji1] }\n"
+    "      }\n"
+    "      for ji3 in 0..32 vectorize { C[m // 6 * 6 + it, jo * 32 + ji3] = acc1[ji3] }\n"
+    "    }\n"
+    "  }\n"
+    "  for i in 0..m parallel {\n"
+    "    for jt in 0..n % 32 { C[i, n // 32 * 32 + jt] = 0.0 }\n"
+    "    for rt in 0..k {\n"
+    "      let at: f32 = A[i, rt]\n"
+    "      for jt2 in 0..n % 32 vectorize { C[i, n // 32 * 32 + jt2] = C[i, n // 32 * 32 + jt2] + at * B[rt, n // 32 * 32 + jt2] }\n"
+    "    }\n"
+    "  }\n"
+    "}\n"
+      , &o);
+}
+
+LOOM_TEST(cpu, lane_mode_lets_selects_casts_and_uniform_loads) {
+  cpu_diff_opts o = opts(medium, 10, 1e-5);
+  diff_program("prim @lm(X: Buffer[(n, 16), f32], Y: Buffer[(n, 16), f32], I: Buffer[(n, 8), i32], J: Buffer[(n, 8), f64],\n"
+               "         s: Buffer[(n,), f32]) {\n"
+               "  for i in 0..n {\n"
+               "    for j in 0..16 vectorize {\n"
+               "      let t: f32 = X[i, j] * s[i] - 0.25\n"
+               "      Y[i, j] = select(t > 0.0, exp(t), sqrt(abs(t)) + f32(i)) + max(t, -0.5)\n"
+               "    }\n"
+               "    for k in 0..8 vectorize { J[i, k] = f64(I[i, k] * 3i32 + 1i32) / 2.0f64 + f64(X[i, k]) }\n"
+               "  }\n}\n", &o);
+}
+
+LOOM_TEST(cpu, lane_mode_refuses_cross_lane_dependences) {
+  /* A[i, j + 1] = A[i, j] + X: a recurrence; must run in order (falls back to a loop). */
+  cpu_diff_opts o = opts(small, 12, 1e-6);
+  diff_program("prim @rec(A: Buffer[(n, 9), f32], X: Buffer[(n, 9), f32]) {\n"
+               "  for i in 0..n { for j in 0..8 vectorize { A[i, j + 1] = A[i, j] + X[i, j] } }\n}\n", &o);
+}
