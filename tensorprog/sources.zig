@@ -8,5 +8,6 @@ pub const compiler = [_][]const u8{
     "tensorprog/print.c",
     "tensorprog/rewrite.c",
     "tensorprog/schedule.c",
+    "tensorprog/schedule_cpu.c",
     "tensorprog/verify.c",
 };

@@ -11,6 +11,7 @@
 
 #include "cpu_test_util.h"
 #include "tensorprog/tp_rewrite.h"
+#include "tensorprog/tp_schedule_cpu.h"
 
 static const int64_t small[] = {0, 1, 2, 3, 5, 7, 8, 13, 16, 17, 31, 33};
 static const int64_t medium[] = {0, 1, 3, 7, 16, 17, 31, 64, 97, 129};
@@ -448,4 +449,47 @@ LOOM_TEST(cpu, lane_mode_refuses_cross_lane_dependences) {
   cpu_diff_opts o = opts(small, 12, 1e-6);
   diff_program("prim @rec(A: Buffer[(n, 9), f32], X: Buffer[(n, 9), f32]) {\n"
                "  for i in 0..n { for j in 0..8 vectorize { A[i, j + 1] = A[i, j] + X[i, j] } }\n}\n", &o);
+}
+
+/* ---- default CPU schedule rules (tensorprog/schedule_cpu.c) ------------------------------ */
+
+static void schedule_and_diff(const char *text, const char *expect_why, const cpu_diff_opts *o) {
+  tp_fixture fx;
+  cpu_parse_ok(&fx, text);
+  loom_strbuf why;
+  loom_strbuf_init(&why, NULL);
+  loom_status s = loom_tp_schedule_cpu(&fx.arena, fx.cx, fx.f, &why);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  cr_assert_null(loom_tp_verify(fx.cx, fx.f));
+  cr_assert(strstr(loom_strbuf_cstr(&why), expect_why) != NULL, "why:\n%s", loom_strbuf_cstr(&why));
+  loom_cpu_jit *jit;
+  cr_assert_null(loom_cpu_jit_create(NULL, &jit));
+  loom_kernel_fn fn = cpu_jit(jit, &fx);
+  cpu_diff(&fx, fn, o, loom_test_seed());
+  loom_cpu_jit_destroy(jit);
+  loom_strbuf_free(&why);
+  tp_fixture_free(&fx);
+}
+
+LOOM_TEST(cpu, schedule_rules_elementwise_1d_2d_softmax_matmul) {
+  cpu_diff_opts o = opts(medium, 10, 1e-4);
+  schedule_and_diff("prim @a1(A: Buffer[(n,), f32], B: Buffer[(n,), f32]) {\n"
+                    "  for i in 0..n { B[i] = A[i] * 2.0 + 1.0 }\n}\n",
+                    "loop i: split by 64, outer parallel, inner vectorized", &o);
+  schedule_and_diff("prim @a2(A: Buffer[(n, m), f32], B: Buffer[(m,), f32], C: Buffer[(n, m), f32]) {\n"
+                    "  for i in 0..n { for j in 0..m { C[i, j] = A[i, j] + B[j] } }\n}\n",
+                    "loop j: vectorize", &o);
+  schedule_and_diff("prim @sm(X: Buffer[(n, m), f32], Y: Buffer[(n, m), f32]) {\n"
+                    "  for i in 0..n {\n"
+                    "    alloc acc: Local[(2,), f32]\n"
+                    "    acc[0] = -1.0e18\n"
+                    "    for j in 0..m reduce { acc[0] = max(acc[0], X[i, j]) }\n"
+                    "    acc[1] = 0.0\n"
+                    "    for k in 0..m reduce { acc[1] = acc[1] + exp(X[i, k] - acc[0]) }\n"
+                    "    for l in 0..m { Y[i, l] = exp(X[i, l] - acc[0]) / acc[1] }\n"
+                    "  }\n}\n",
+                    "loop j: left serial (innermost, but a reduction)", &o);
+  static const int64_t sz[] = {0, 1, 2, 5, 7, 16, 17, 33};
+  cpu_diff_opts om = opts(sz, 8, 1e-4);
+  schedule_and_diff(mm_text, "matmul-like", &om);
 }
