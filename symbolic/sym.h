@@ -146,7 +146,9 @@ loom_status loom_sym_assume_divisible(loom_sym_ctx *cx, const loom_sym_expr *var
 /* a == b for expressions learned equal at a match site (union-find on variables and
  * expressions); later proofs and simplify use it. Error when provably false. */
 loom_status loom_sym_assume_eq(loom_sym_ctx *cx, const loom_sym_expr *a, const loom_sym_expr *b);
-/* Parses and adds a fact written as text: "n >= 1", "n <= 4096", "n % 8 == 0", "m == n". */
+/* Parses and adds a fact written as text: "n >= 1", "n <= 4096", "n % 8 == 0", "m == n".
+ * A name resolves to the most recently created variable of the context with that name
+ * (a fresh shape variable if there is none). */
 loom_status loom_sym_assume_text(loom_sym_ctx *cx, const char *text);
 
 /* ---- analyses ---------------------------------------------------------- */

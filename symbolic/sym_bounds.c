@@ -188,15 +188,6 @@ loom_sym_interval loom_sym_bounds(loom_sym_ctx *cx, const loom_sym_expr *e) {
 
 #define DIV_CAP ((int64_t)1 << 62)
 
-static int64_t gcd64(int64_t a, int64_t b) {
-  while (b) {
-    int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a < 0 ? -a : a;
-}
-
 static int64_t const_div(const loom_sym_expr *c) {
   if (c->u.num.is_big) { /* largest power of two dividing it, capped */
     mp_bitcnt_t z = mpz_scan1(c->u.num.big, 0);
@@ -205,7 +196,7 @@ static int64_t const_div(const loom_sym_expr *c) {
   int64_t v = c->u.num.small;
   if (v == INT64_MIN) return DIV_CAP;
   v = v < 0 ? -v : v;
-  return v > DIV_CAP ? gcd64(v, DIV_CAP) : v;
+  return v > DIV_CAP ? sym_gcd64(v, DIV_CAP) : v;
 }
 
 static int64_t kd(loom_sym_ctx *cx, const loom_sym_expr *e, int depth) {
@@ -224,7 +215,7 @@ static int64_t kd(loom_sym_ctx *cx, const loom_sym_expr *e, int depth) {
   }
   case LOOM_SYM_ADD: {
     int64_t g = const_div(e->k);
-    for (uint32_t i = 0; i < e->n && g != 1; i++) g = gcd64(g, kd(cx, e->ops[i], depth + 1));
+    for (uint32_t i = 0; i < e->n && g != 1; i++) g = sym_gcd64(g, kd(cx, e->ops[i], depth + 1));
     return g;
   }
   case LOOM_SYM_MUL: {
@@ -241,10 +232,10 @@ static int64_t kd(loom_sym_ctx *cx, const loom_sym_expr *e, int depth) {
     return d;
   }
   case LOOM_SYM_FLOORMOD: /* a - b*q: divisible by gcd(kd(a), kd(b)) */
-    return gcd64(kd(cx, e->ops[0], depth + 1), kd(cx, e->ops[1], depth + 1));
+    return sym_gcd64(kd(cx, e->ops[0], depth + 1), kd(cx, e->ops[1], depth + 1));
   case LOOM_SYM_MIN:
-  case LOOM_SYM_MAX: return gcd64(kd(cx, e->ops[0], depth + 1), kd(cx, e->ops[1], depth + 1));
-  case LOOM_SYM_SELECT: return gcd64(kd(cx, e->ops[1], depth + 1), kd(cx, e->ops[2], depth + 1));
+  case LOOM_SYM_MAX: return sym_gcd64(kd(cx, e->ops[0], depth + 1), kd(cx, e->ops[1], depth + 1));
+  case LOOM_SYM_SELECT: return sym_gcd64(kd(cx, e->ops[1], depth + 1), kd(cx, e->ops[2], depth + 1));
   default: return 1;
   }
 }

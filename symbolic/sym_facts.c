@@ -78,22 +78,13 @@ loom_status loom_sym_assume_range(loom_sym_ctx *cx, const loom_sym_expr *var, in
   return intersect(cx, var, lo == INT64_MIN, lo, hi == INT64_MAX, hi);
 }
 
-static int64_t gcd64(int64_t a, int64_t b) {
-  while (b) {
-    int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a < 0 ? -a : a;
-}
-
 loom_status loom_sym_assume_divisible(loom_sym_ctx *cx, const loom_sym_expr *var, int64_t k) {
   LOOM_PROPAGATE(check_var(cx, var, "loom_sym_assume_divisible"));
   if (k <= 0) return LOOM_ERROR(INVALID_ARGUMENT, "divisibility fact needs a positive divisor, got %lld", (long long)k);
   var = rep(cx, var);
   sym_var_facts f = cx->facts.data[var->u.var.id];
   int64_t l;
-  if (__builtin_mul_overflow(f.div / gcd64(f.div, k), k, &l))
+  if (__builtin_mul_overflow(f.div / sym_gcd64(f.div, k), k, &l))
     return LOOM_ERROR(OUT_OF_RANGE, "divisibility of %s overflows int64", var->u.var.name);
   if (!save(cx, var->u.var.id)) return LOOM_OOM();
   cx->facts.data[var->u.var.id].div = l;

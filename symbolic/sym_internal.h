@@ -131,6 +131,16 @@ static inline bool sym_is_bool(const loom_sym_expr *e) {
          (sym_is_small(e) && (e->u.num.small == 0 || e->u.num.small == 1));
 }
 
+/* gcd(|a|, |b|) of int64 values (gcd(0, b) = |b|); a, b != INT64_MIN. */
+static inline int64_t sym_gcd64(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a < 0 ? -a : a;
+}
+
 /* ---- exact numbers on CONST nodes (sym_num.c) ---- */
 int sym_num_sign(const loom_sym_expr *a);
 int sym_num_cmp(const loom_sym_expr *a, const loom_sym_expr *b);

@@ -13,6 +13,7 @@ typedef struct parser {
   void *ud;
   loom_diag_list *diags;
   bool failed; /* an error was reported; unwind */
+  bool oom;    /* memory ran out: the result is an out-of-memory status, not a diagnostic */
 } parser;
 
 static const loom_sym_expr *fail_at(parser *p, size_t at, const char *fmt, const char *arg) {
@@ -25,6 +26,11 @@ static const loom_sym_expr *fail_at(parser *p, size_t at, const char *fmt, const
 static const loom_sym_expr *check(parser *p, const loom_sym_expr *e, size_t at) {
   if (e || p->failed) return e;
   loom_status s = loom_sym_ctx_take_error(p->cx);
+  if (loom_status_code(s) == LOOM_CODE_RESOURCE_EXHAUSTED) {
+    p->oom = p->failed = true;
+    loom_status_free(s);
+    return NULL;
+  }
   fail_at(p, at, "%s", s ? loom_status_message(s) : "invalid expression");
   loom_status_free(s);
   return NULL;
@@ -88,9 +94,13 @@ static const loom_sym_expr *atom(parser *p) {
     const loom_sym_expr *v = p->resolve ? p->resolve(p->ud, t + start, len) : NULL;
     if (!v) {
       loom_status s = loom_sym_ctx_take_error(p->cx); /* a resolver may have run out of memory */
-      bool oom = s != LOOM_OK;
+      bool oom = loom_status_code(s) == LOOM_CODE_RESOURCE_EXHAUSTED;
       loom_status_free(s);
-      return fail_at(p, start, oom ? "out of memory resolving '%s'" : "unknown symbolic variable '%s'", name);
+      if (oom) {
+        p->oom = p->failed = true;
+        return NULL;
+      }
+      return fail_at(p, start, "unknown symbolic variable '%s'", name);
     }
     return v;
   }
@@ -235,13 +245,13 @@ static const loom_sym_expr *expr(parser *p) {
 loom_status loom_sym_parse(loom_sym_ctx *cx, const loom_source *src, size_t *pos,
                            loom_sym_resolve_fn resolve, void *ud, loom_diag_list *diags,
                            const loom_sym_expr **out) {
-  parser p = {cx, src, *pos, resolve, ud, diags, false};
+  parser p = {cx, src, *pos, resolve, ud, diags, false, false};
   *out = NULL;
   const loom_sym_expr *e = expr(&p);
   skip_ws(&p);
   *pos = p.pos;
   if (!e) {
-    if (diags->oom) return LOOM_OOM();
+    if (p.oom || diags->oom) return LOOM_OOM();
     return loom_diag_list_status(diags, LOOM_CODE_PARSE_ERROR);
   }
   *out = e;

@@ -24,6 +24,24 @@ static void pr_var(pctx *p, const loom_sym_expr *v) {
     if (p->dups[i] == v) loom_strbuf_printf(p->sb, "#%u", v->u.var.id);
 }
 
+/* Prints |c|. */
+static void pr_abs(pctx *p, const loom_sym_expr *c) {
+  loom_strbuf tmp;
+  loom_strbuf_init(&tmp, NULL);
+  sym_num_print(c, &tmp);
+  if (tmp.oom || tmp.len == 0) p->sb->oom = true;
+  const char *s = loom_strbuf_cstr(&tmp);
+  loom_strbuf_puts(p->sb, s[0] == '-' ? s + 1 : s);
+  loom_strbuf_free(&tmp);
+}
+
+/* Prints "|c|*" unless |c| == 1. */
+static void pr_coef(pctx *p, const loom_sym_expr *c) {
+  if (!c->u.num.is_big && (c->u.num.small == 1 || c->u.num.small == -1)) return;
+  pr_abs(p, c);
+  loom_strbuf_putc(p->sb, '*');
+}
+
 /* A monomial with coefficient 1 (or an atom). */
 static void pr_unit(pctx *p, const loom_sym_expr *u) {
   if (u->kind != LOOM_SYM_MUL) {
@@ -45,24 +63,7 @@ static void pr_term(pctx *p, const loom_sym_expr *t, bool lead) {
   bool neg = c && sym_num_sign(c) < 0;
   if (!lead) loom_strbuf_puts(p->sb, neg ? " - " : " + ");
   else if (neg) loom_strbuf_putc(p->sb, '-');
-  if (c) {
-    if (neg) {
-      /* |c|: print the digits after the sign */
-      loom_strbuf tmp;
-      loom_strbuf_init(&tmp, NULL);
-      sym_num_print(c, &tmp);
-      if (tmp.oom) p->sb->oom = true;
-      const char *s = loom_strbuf_cstr(&tmp) + 1;
-      if (strcmp(s, "1") != 0) {
-        loom_strbuf_puts(p->sb, s);
-        loom_strbuf_putc(p->sb, '*');
-      }
-      loom_strbuf_free(&tmp);
-    } else if (!sym_is_one(c)) {
-      sym_num_print(c, p->sb);
-      loom_strbuf_putc(p->sb, '*');
-    }
-  }
+  if (c) pr_coef(p, c);
   pr_unit(p, t->unit);
 }
 
@@ -86,18 +87,7 @@ static void pr_sum(pctx *p, const loom_sym_expr *const *ts, uint32_t n, int whic
         bool neg = want > 0; /* sign after flipping */
         if (any) loom_strbuf_puts(p->sb, neg ? " - " : " + ");
         else if (neg) loom_strbuf_putc(p->sb, '-');
-        if (c) {
-          loom_strbuf tmp;
-          loom_strbuf_init(&tmp, NULL);
-          sym_num_print(c, &tmp);
-          if (tmp.oom) p->sb->oom = true;
-          const char *digits = loom_strbuf_cstr(&tmp) + (want < 0 ? 1 : 0);
-          if (strcmp(digits, "1") != 0) {
-            loom_strbuf_puts(p->sb, digits);
-            loom_strbuf_putc(p->sb, '*');
-          }
-          loom_strbuf_free(&tmp);
-        }
+        if (c) pr_coef(p, c);
         pr_unit(p, ts[i]->unit);
       } else {
         pr_term(p, ts[i], !any);
@@ -108,12 +98,8 @@ static void pr_sum(pctx *p, const loom_sym_expr *const *ts, uint32_t n, int whic
   if (k && !sym_is_zero(k)) {
     bool neg = sym_num_sign(k) < 0;
     if (any) loom_strbuf_puts(p->sb, neg ? " - " : " + ");
-    loom_strbuf tmp;
-    loom_strbuf_init(&tmp, NULL);
-    sym_num_print(k, &tmp);
-    if (tmp.oom) p->sb->oom = true;
-    loom_strbuf_puts(p->sb, loom_strbuf_cstr(&tmp) + (neg && any ? 1 : 0));
-    loom_strbuf_free(&tmp);
+    if (any || !neg) pr_abs(p, k);
+    else sym_num_print(k, p->sb);
     any = true;
   }
   if (!any) loom_strbuf_putc(p->sb, '0');
@@ -151,12 +137,7 @@ static void pr_le(pctx *p, const loom_sym_expr *k, const loom_sym_expr *r) {
     pr_sum(p, ts, n, -1, NULL, true);
     loom_strbuf_puts(p->sb, " <= ");
     if (sym_num_sign(k) > 0) loom_strbuf_putc(p->sb, '-');
-    loom_strbuf tmp;
-    loom_strbuf_init(&tmp, NULL);
-    sym_num_print(k, &tmp);
-    if (tmp.oom) p->sb->oom = true;
-    loom_strbuf_puts(p->sb, loom_strbuf_cstr(&tmp) + (sym_num_sign(k) < 0 ? 1 : 0));
-    loom_strbuf_free(&tmp);
+    pr_abs(p, k);
   } else {
     pr_sum(p, ts, n, -1, NULL, true);
     bool lt = sym_is_one(k);
@@ -165,12 +146,7 @@ static void pr_le(pctx *p, const loom_sym_expr *k, const loom_sym_expr *r) {
     if (!lt && !sym_is_zero(k)) {
       bool neg = sym_num_sign(k) < 0; /* -k > 0 */
       loom_strbuf_puts(p->sb, neg ? " + " : " - ");
-      loom_strbuf tmp;
-      loom_strbuf_init(&tmp, NULL);
-      sym_num_print(k, &tmp);
-      if (tmp.oom) p->sb->oom = true;
-      loom_strbuf_puts(p->sb, loom_strbuf_cstr(&tmp) + (neg ? 1 : 0));
-      loom_strbuf_free(&tmp);
+      pr_abs(p, k);
     }
   }
 }

@@ -186,6 +186,13 @@ static const loom_sym_expr *fact_rules(loom_sym_ctx *cx, const loom_sym_expr *e)
     if (c->kind == LOOM_SYM_CONST && !c->u.num.is_big && c->u.num.small > 0) {
       int64_t d = loom_sym_known_divisor(cx, x);
       if (d == 0 || d % c->u.num.small == 0) return cx->c0;
+      // floormod(r + k, c) -> floormod(k, c)   if c divides every value of r (k constant)
+      const loom_sym_expr *k0, *rest;
+      sym_split_const(cx, x, &k0, &rest);
+      if (rest && !sym_is_zero(k0)) {
+        int64_t g = loom_sym_known_divisor(cx, rest);
+        if (g == 0 || g % c->u.num.small == 0) return sym_num_fmod(cx, k0, c);
+      }
     }
     sym_ival bx = sym_bounds128(cx, x), by = sym_bounds128(cx, c);
     // floormod(x, c) -> x - q*c   if every value of x has floor(x / c) == q  (c > 0)
@@ -203,9 +210,8 @@ static const loom_sym_expr *fact_rules(loom_sym_ctx *cx, const loom_sym_expr *e)
     // min(a, b) -> a  if a <= b provably ; min(a, b) -> b if b <= a ; max alike
     bool is_min = e->kind == LOOM_SYM_MIN;
     const loom_sym_expr *a = e->ops[0], *b = e->ops[1];
-    loom_sym_truth t = le0_raw(cx, loom_sym_sub(cx, b, a));
-    if (t == LOOM_SYM_TRUE) return is_min ? a : b;
-    if (t == LOOM_SYM_FALSE) return is_min ? b : a;
+    if (le0_raw(cx, loom_sym_sub(cx, b, a)) == LOOM_SYM_TRUE) return is_min ? a : b;
+    if (le0_raw(cx, loom_sym_sub(cx, a, b)) == LOOM_SYM_TRUE) return is_min ? b : a;
     return e;
   }
   case LOOM_SYM_LE:

@@ -20,6 +20,8 @@ pub const suites = .{
     } },
     .{ .name = "symbolic", .files = &[_][]const u8{
         "tests/symbolic/test_sym_prop.c",
+        "tests/symbolic/test_sym_rules.c",
+        "tests/symbolic/test_sym_cli.c",
     } },
     .{ .name = "tensorprog", .files = &[_][]const u8{
         "tests/tensorprog/tp_test_util.c",

@@ -33,17 +33,17 @@ typedef struct gtree {
   bool logic; /* comparisons / select allowed */
 } gtree;
 
-static uint64_t gen_next(uint64_t *s) {
+static inline uint64_t gen_next(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
-static int64_t gen_range(uint64_t *s, int64_t lo, int64_t hi) {
+static inline int64_t gen_range(uint64_t *s, int64_t lo, int64_t hi) {
   return lo + (int64_t)(gen_next(s) % (uint64_t)(hi - lo + 1));
 }
 
-static int64_t gen_const(uint64_t *s) {
+static inline int64_t gen_const(uint64_t *s) {
   switch (gen_next(s) % 10) {
   case 0: return 0;
   case 1: return 1;
@@ -57,7 +57,7 @@ static int64_t gen_const(uint64_t *s) {
 }
 
 /* A random subtree of about `size` nodes; returns its index. */
-static int gen_rec(gtree *t, uint64_t *s, int size) {
+static inline int gen_rec(gtree *t, uint64_t *s, int size) {
   if (t->len >= GEN_MAX - 4) size = 1;
   int i = t->len++;
   gnode *g = &t->n[i];
@@ -111,7 +111,7 @@ static int gen_rec(gtree *t, uint64_t *s, int size) {
   return i;
 }
 
-static void gen_tree(gtree *t, uint64_t *s, int size, int nvars, bool logic) {
+static inline void gen_tree(gtree *t, uint64_t *s, int size, int nvars, bool logic) {
   t->len = 0;
   t->nvars = nvars;
   t->logic = logic;
@@ -120,7 +120,7 @@ static void gen_tree(gtree *t, uint64_t *s, int size, int nvars, bool logic) {
 
 /* Canonical expression through the public constructors; `swap` builds commutative
  * operations with their operands swapped (same canonical form expected). */
-static const loom_sym_expr *gen_build(loom_sym_ctx *cx, const gtree *t, int i, const loom_sym_expr *const *vars,
+static inline const loom_sym_expr *gen_build(loom_sym_ctx *cx, const gtree *t, int i, const loom_sym_expr *const *vars,
                                       bool swap) {
   const gnode *g = &t->n[i];
   if (g->op == G_CONST) return loom_sym_const(cx, g->value);
@@ -151,7 +151,7 @@ static const loom_sym_expr *gen_build(loom_sym_ctx *cx, const gtree *t, int i, c
 }
 
 /* Naive checked evaluation; false when it overflows or divides by zero. */
-static bool gen_eval(const gtree *t, int i, const int64_t *vals, int64_t *out) {
+static inline bool gen_eval(const gtree *t, int i, const int64_t *vals, int64_t *out) {
   const gnode *g = &t->n[i];
   int64_t a, b, r;
   if (g->op == G_CONST) return *out = g->value, true;
