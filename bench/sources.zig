@@ -4,4 +4,5 @@ pub const programs = .{
     .{ .name = "bench-kernels", .files = &[_][]const u8{"bench/kernels/main.c"}, .runtime_only = false, .system_libs = &[_][]const u8{"openblas"} },
     // .{ .name = "bench-example", .files = &[_][]const u8{"bench/example/main.c"}, .runtime_only = false },
     .{ .name = "bench-symbolic", .files = &[_][]const u8{"bench/symbolic/bench_symbolic.c"}, .runtime_only = false },
+    .{ .name = "bench-vm", .files = &[_][]const u8{"bench/vm/main.c"}, .runtime_only = true },
 };

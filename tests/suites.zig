@@ -36,4 +36,11 @@ pub const suites = .{
         "tests/cpu/cpu_test_util.c",
         "tests/cpu/test_cpu_diff.c",
     } },
+    .{ .name = "vm", .files = &[_][]const u8{
+        "tests/vm/test_vm.c",
+        "tests/vm/test_threadpool.c",
+        "tests/vm/test_exec.c",
+        "tests/fuzz/fuzz_exec.c",
+        "tests/vm/test_aot.c",
+    } },
 };

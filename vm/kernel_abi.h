@@ -80,7 +80,7 @@ struct loom_kernel_ctx {
  *     static int32_t add(void *const *b, const int64_t *s, const loom_kernel_ctx *c) {...}
  *     static const unsigned char exe[] __attribute__((aligned(64))) = {...};
  *     static const loom_artifact_kernel ks[] = {{"add", add}};
- *     const loom_artifact_v1 loom_artifact_v1 = {LOOM_ARTIFACT_MAGIC, LOOM_KERNEL_ABI_VERSION,
+ *     const loom_artifact_desc loom_artifact_v1 = {LOOM_ARTIFACT_MAGIC, LOOM_KERNEL_ABI_VERSION,
  *                                                exe, sizeof exe, 1, ks};
  */
 #define LOOM_ARTIFACT_MAGIC 0x314D4C41u /* "ALM1" little-endian */
@@ -91,14 +91,14 @@ typedef struct loom_artifact_kernel {
   loom_kernel_fn fn; /* the kernel */
 } loom_artifact_kernel;
 
-typedef struct loom_artifact_v1 {
+typedef struct loom_artifact_desc {
   uint32_t magic;                      /* LOOM_ARTIFACT_MAGIC */
   uint32_t abi_version;                /* LOOM_KERNEL_ABI_VERSION the kernels were built for */
   const unsigned char *exec;           /* executable bytes */
   uint64_t exec_size;                  /* their length */
   uint32_t nkernels;                   /* entries in kernels */
   const loom_artifact_kernel *kernels; /* name -> function */
-} loom_artifact_v1;
+} loom_artifact_desc;
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@ pub const runtime = [_][]const u8{
     "src/base/intern.c",
     "src/base/log.c",
     "src/base/map.c",
+    "src/base/npy.c",
     "src/base/status.c",
     "src/base/strbuf.c",
     "src/base/vec.c",

@@ -8,6 +8,7 @@ pub const loom_main = [_][]const u8{
     "src/driver/cmd_version.c",
     "src/driver/cmd_selfcheck.c",
     "src/driver/cmd_sym.c",
+    "src/driver/cmd_disasm.c",
 };
 /// The `loom-run` program (links libloomrt only).
 pub const loom_run_main = [_][]const u8{

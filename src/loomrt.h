@@ -1,0 +1,88 @@
+/* loomrt.h — the Loom runtime's C API (libloomrt: no compiler, no LLVM, no GMP).
+ *
+ *     #include "loomrt.h"
+ *     loom_rt *rt;
+ *     loom_status s = loom_rt_open("gpt2.so", NULL, &rt);          // AOT artifact or executable file
+ *     if (s) { loom_status_fprint(stderr, s); loom_status_free(s); return 1; }
+ *     int64_t shape[2] = {4, 17};
+ *     loom_tensor *x;
+ *     s = loom_rt_tensor_new(rt, LOOM_DTYPE_I64, 2, shape, &x);     // fill x->data ...
+ *     loom_rt_outputs out;
+ *     s = loom_rt_call(rt, "main", &x, 1, &out);                    // shapes bound by the VM
+ *     ... out.items[0]->data ...
+ *     loom_rt_outputs_free(&out);
+ *     loom_tensor_release(x);
+ *     loom_rt_close(rt);
+ *
+ * A failed call returns a status naming the input, axis and expected value, and the
+ * runtime stays usable. Tensors are also exchanged zero-copy through DLPack
+ * (loom_tensor_to_dlpack / loom_tensor_from_dlpack in vm/object.h). */
+#ifndef LOOM_LOOMRT_H
+#define LOOM_LOOMRT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/dtype.h"
+#include "base/status.h"
+#include "vm/kernel_abi.h"
+#include "vm/object.h"
+
+typedef struct loom_rt loom_rt;
+
+typedef struct loom_rt_options {
+  uint32_t threads;                    /* 0: LOOM_NUM_THREADS or all cores */
+  const loom_artifact_kernel *externs; /* host functions for the executable's extern table */
+  uint32_t nexterns;
+  const loom_artifact_kernel *kernels; /* kernels for a plain executable file (not an AOT .so) */
+  uint32_t nkernels;
+  void *user;                          /* passed to kernels as ctx->user */
+} loom_rt_options;
+
+/* Opens an AOT artifact (.so exporting loom_artifact_v1) or an executable file (by its
+ * magic), verifies it and binds every kernel. `opts` may be NULL. */
+LOOM_MUST_USE loom_status loom_rt_open(const char *path, const loom_rt_options *opts, loom_rt **out);
+void loom_rt_close(loom_rt *rt);
+
+/* ---- functions and their symbolic signatures ---- */
+uint32_t loom_rt_function_count(const loom_rt *rt);
+const char *loom_rt_function_name(const loom_rt *rt, uint32_t fn);
+/* Index of `name`, or UINT32_MAX. */
+uint32_t loom_rt_function_find(const loom_rt *rt, const char *name);
+uint32_t loom_rt_param_count(const loom_rt *rt, uint32_t fn);
+typedef struct loom_rt_param {
+  const char *name;          /* "input_ids" */
+  int32_t dtype;             /* loom_dtype, or -1: any */
+  uint32_t rank;
+  const char *dims[LOOM_VM_MAX_RANK]; /* symbolic dims as text: "b", "s + past", "768" */
+} loom_rt_param;
+void loom_rt_param_get(const loom_rt *rt, uint32_t fn, uint32_t i, loom_rt_param *out);
+/* "main(x: f32(b, s, 768), ...)" into buf (truncated to n bytes). */
+void loom_rt_signature_text(const loom_rt *rt, uint32_t fn, char *buf, size_t n);
+
+/* ---- calls ---- */
+typedef struct loom_rt_outputs {
+  uint32_t count;      /* results (a returned tuple is flattened one level) */
+  loom_vm_obj **items; /* each a reference the caller owns (usually tensors) */
+} loom_rt_outputs;
+
+LOOM_MUST_USE loom_status loom_rt_call(loom_rt *rt, const char *fn, loom_tensor *const *inputs, uint32_t ninputs,
+                                       loom_rt_outputs *out);
+void loom_rt_outputs_free(loom_rt_outputs *out);
+
+/* A dense CPU tensor from the runtime's pool (contents undefined). */
+LOOM_MUST_USE loom_status loom_rt_tensor_new(loom_rt *rt, loom_dtype dt, int32_t rank, const int64_t *shape,
+                                             loom_tensor **out);
+void loom_tensor_release(loom_tensor *t);
+
+/* ---- settings ---- */
+LOOM_MUST_USE loom_status loom_rt_set_threads(loom_rt *rt, uint32_t threads); /* 0: default */
+uint32_t loom_rt_threads(const loom_rt *rt);
+void loom_rt_set_profile(loom_rt *rt, bool on);
+/* Prints per-instruction and per-kernel times gathered since the last print. */
+void loom_rt_profile_print(loom_rt *rt, FILE *f);
+/* The disassembly of the loaded executable (malloc'd; free()). */
+char *loom_rt_disasm(const loom_rt *rt);
+
+#endif

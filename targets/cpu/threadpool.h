@@ -1,0 +1,52 @@
+/* threadpool.h — the runtime's persistent thread pool and its parallel-for.
+ *
+ * Generated kernels reach it through loom_kernel_ctx (vm/kernel_abi.h): the VM passes
+ * loom_cpu_pool_parallel_for and the pool as ctx->parallel_for / ctx->pool.
+ *
+ *     loom_cpu_pool *p;
+ *     LOOM_PROPAGATE(loom_cpu_pool_create(NULL, 0, &p));   // 0: LOOM_NUM_THREADS or all cores
+ *     loom_cpu_pool_parallel_for(p, n, body, arg);         // body(arg, begin, end, worker)
+ *     loom_cpu_pool_destroy(p);
+ *
+ * Work is split statically: with T threads, chunk w is [w*n/T, (w+1)*n/T); the calling
+ * thread runs chunk 0 and workers 1..T-1 the others. Workers sleep on a condition
+ * variable between loops. Every worker sets FTZ/DAZ (flush-to-zero, denormals-are-zero)
+ * at start when the pool flushes denormals; loom_cpu_fpenv_enter/leave does the same
+ * for the calling thread. Not reentrant across threads: one parallel_for at a time per
+ * pool (the VM calls it from one thread); nested calls from inside a body run serially. */
+#ifndef LOOM_TARGETS_CPU_THREADPOOL_H
+#define LOOM_TARGETS_CPU_THREADPOOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/alloc.h"
+#include "base/status.h"
+#include "vm/kernel_abi.h"
+
+typedef struct loom_cpu_pool loom_cpu_pool;
+
+/* Most threads a pool may have. */
+#define LOOM_CPU_POOL_MAX_THREADS 256
+
+/* Threads to use by default: LOOM_NUM_THREADS if set to a valid count, else the cores
+ * available to this process (sched_getaffinity), at least 1. */
+uint32_t loom_cpu_pool_default_threads(void);
+
+/* Creates a pool of `threads` threads counting the caller (0 = the default above).
+ * Fails with INVALID_ARGUMENT above LOOM_CPU_POOL_MAX_THREADS. */
+LOOM_MUST_USE loom_status loom_cpu_pool_create(loom_allocator *alloc, uint32_t threads,
+                                               loom_cpu_pool **out_pool);
+/* Stops and joins every worker, frees the pool (NULL is a no-op). */
+void loom_cpu_pool_destroy(loom_cpu_pool *pool);
+uint32_t loom_cpu_pool_threads(const loom_cpu_pool *pool);
+
+/* The parallel-for of the kernel ABI (`pool` is a loom_cpu_pool *). */
+int32_t loom_cpu_pool_parallel_for(void *pool, int64_t n, loom_parallel_body body, void *arg);
+
+/* Floating-point environment of the calling thread: enter sets FTZ/DAZ and returns the
+ * previous state; leave restores it. No-ops on targets without MXCSR. */
+uint32_t loom_cpu_fpenv_enter(void);
+void loom_cpu_fpenv_leave(uint32_t saved);
+
+#endif

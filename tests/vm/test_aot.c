@@ -1,0 +1,201 @@
+/* test_aot.c — AOT artifacts (a shared object built here from hand-written C kernels
+ * plus an executable from the builder), the runtime C API, `loom-run` and `loom disasm`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "base/npy.h"
+#include "loomrt.h"
+#include "vm_fixture.h"
+
+static const char *kernel_src =
+    "#include \"vm/kernel_abi.h\"\n"
+    "typedef struct { const float *a, *b; float *o; } args;\n"
+    "static int32_t body(void *p, int64_t b, int64_t e, uint32_t w) {\n"
+    "  (void)w; args *x = p; for (int64_t i = b; i < e; i++) x->o[i] = x->a[i] + x->b[i]; return 0; }\n"
+    "static int32_t add(void *const *buf, const int64_t *sym, const loom_kernel_ctx *ctx) {\n"
+    "  args x = {buf[0], buf[1], buf[2]}; return ctx->parallel_for(ctx->pool, sym[0], body, &x); }\n"
+    "static const loom_artifact_kernel ks[] = {{\"add\", add}};\n";
+
+/* Writes the fixture executable and kernels as a C file and compiles it into dir/add.so. */
+static void build_artifact(const char *dir, char *so, size_t n) {
+  loom_vm_exec *e = fixture_add_exec();
+  uint8_t *bytes;
+  size_t len;
+  OK(loom_vm_exec_write(e, NULL, &bytes, &len));
+  char c_path[512];
+  snprintf(c_path, sizeof c_path, "%s/add.c", dir);
+  FILE *f = fopen(c_path, "w");
+  cr_assert(f != NULL);
+  fputs(kernel_src, f);
+  fprintf(f, "static const unsigned char exe[] __attribute__((aligned(64))) = {");
+  for (size_t i = 0; i < len; i++) fprintf(f, "%s%u", i ? "," : "", bytes[i]);
+  fprintf(f, "};\n__attribute__((visibility(\"default\"))) const loom_artifact_desc loom_artifact_v1 = "
+             "{LOOM_ARTIFACT_MAGIC, LOOM_KERNEL_ABI_VERSION, exe, sizeof exe, 1, ks};\n");
+  fclose(f);
+  snprintf(so, n, "%s/add.so", dir);
+  loom_test_proc p = loom_test_run("cc -O1 -shared -fPIC -I. -o %s %s", so, c_path);
+  cr_assert_eq(p.exit_code, 0, "cc failed: %s", p.err);
+  loom_test_proc_free(&p);
+  char exe_path[512];
+  snprintf(exe_path, sizeof exe_path, "%s/add.loomexe", dir);
+  OK(loom_vm_exec_save(e, exe_path));
+  loom_free(NULL, bytes, len);
+  loom_vm_exec_free(e);
+}
+
+static char *make_dir(void) {
+  char *d = strdup("/tmp/loom-aot-XXXXXX");
+  cr_assert(mkdtemp(d) != NULL);
+  return d;
+}
+
+static void remove_dir(char *d) {
+  loom_test_proc p = loom_test_run("rm -rf %s", d);
+  loom_test_proc_free(&p);
+  free(d);
+}
+
+LOOM_TEST(aot, artifact_loads_with_dlopen_and_runs_through_the_c_api) {
+  char *dir = make_dir(), so[512];
+  build_artifact(dir, so, sizeof so);
+  loom_rt *rt;
+  OK(loom_rt_open(so, NULL, &rt));
+  cr_assert_eq(loom_rt_function_count(rt), 1);
+  char sig[256];
+  loom_rt_signature_text(rt, 0, sig, sizeof sig);
+  cr_assert_str_eq(sig, "main(x: f32(n, 2*n + 1), y: f32(n, 2*n + 1))");
+  for (uint32_t threads = 1; threads <= 2; threads++) {
+    OK(loom_rt_set_threads(rt, threads));
+    cr_assert_eq(loom_rt_threads(rt), threads);
+    int64_t shape[2] = {5, 11};
+    loom_tensor *x, *y;
+    OK(loom_rt_tensor_new(rt, LOOM_DTYPE_F32, 2, shape, &x));
+    OK(loom_rt_tensor_new(rt, LOOM_DTYPE_F32, 2, shape, &y));
+    for (int i = 0; i < 55; i++) ((float *)x->data)[i] = (float)i, ((float *)y->data)[i] = 1000;
+    loom_tensor *in[2] = {x, y};
+    loom_rt_outputs out;
+    OK(loom_rt_call(rt, "main", in, 2, &out));
+    cr_assert_eq(out.count, 1);
+    loom_tensor *o = (loom_tensor *)out.items[0];
+    for (int i = 0; i < 55; i++) cr_assert_float_eq(((float *)o->data)[i], 1000.0f + (float)i, 0);
+    loom_rt_outputs_free(&out);
+    FAILS_WITH(loom_rt_call(rt, "main", in, 1, &out), "takes 2 inputs, got 1");
+    FAILS_WITH(loom_rt_call(rt, "nope", in, 2, &out), "no function 'nope'");
+    loom_tensor_release(x);
+    loom_tensor_release(y);
+  }
+  loom_rt_set_profile(rt, true);
+  loom_rt_close(rt);
+  /* the plain executable needs its kernels from the host */
+  char exe_path[512];
+  snprintf(exe_path, sizeof exe_path, "%s/add.loomexe", dir);
+  FAILS_WITH(loom_rt_open(exe_path, NULL, &rt), "kernel 0 'add' is not provided");
+  loom_artifact_kernel ks[] = {{"add", kernel_add}};
+  loom_rt_options o = {.kernels = ks, .nkernels = 1, .threads = 1};
+  OK(loom_rt_open(exe_path, &o, &rt));
+  loom_rt_close(rt);
+  FAILS_WITH(loom_rt_open("/nonexistent/x.so", NULL, &rt), "cannot open '/nonexistent/x.so'");
+  remove_dir(dir);
+}
+
+LOOM_TEST(aot, loom_run_bind_input_output_profile_and_errors) {
+  char *dir = make_dir(), so[512];
+  build_artifact(dir, so, sizeof so);
+  const char *bin = loom_test_loom_run_bin();
+  loom_test_proc p = loom_test_run("%s %s --bind n=3 --repeat 3 --profile --threads 2", bin, so);
+  cr_assert_eq(p.exit_code, 0, "%s", p.err);
+  cr_assert(strstr(p.out, "output 0: f32(3, 7)") != NULL, "%s", p.out);
+  cr_assert(strstr(p.out, "time: 3 runs") != NULL, "%s", p.out);
+  cr_assert(strstr(p.out, "MATCH") != NULL && strstr(p.out, "add ") != NULL, "profile lists opcodes and kernels: %s", p.out);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s %s --list", bin, so);
+  cr_assert(strstr(p.out, "main(x: f32(n, 2*n + 1), y: f32(n, 2*n + 1))") != NULL, "%s", p.out);
+  loom_test_proc_free(&p);
+  /* explicit inputs, an .npy round trip */
+  char x_npy[512], out_npy[512];
+  snprintf(x_npy, sizeof x_npy, "%s/x.npy", dir);
+  snprintf(out_npy, sizeof out_npy, "%s/out.npy", dir);
+  float xs[2 * 5];
+  for (int i = 0; i < 10; i++) xs[i] = (float)i;
+  int64_t shape[2] = {2, 5};
+  OK(loom_npy_write(x_npy, LOOM_DTYPE_F32, 2, shape, xs));
+  p = loom_test_run("%s %s --input x=@%s --input y=@%s --output %s", bin, so, x_npy, x_npy, out_npy);
+  cr_assert_eq(p.exit_code, 0, "%s", p.err);
+  loom_test_proc_free(&p);
+  loom_npy r;
+  OK(loom_npy_read(out_npy, &r));
+  cr_assert_eq(r.dtype, LOOM_DTYPE_F32);
+  cr_assert_eq(r.rank, 2);
+  cr_assert_eq(r.shape[1], 5);
+  cr_assert_float_eq(((float *)r.data)[9], 18.0f, 0);
+  loom_npy_free(&r);
+  struct {
+    const char *args, *msg;
+  } bad[] = {
+      {"--input 'x=random:(4,10)' --input 'y=random:(4,9)'", "input 'x' axis 1: expected 2*n + 1 = 9 (n = 4 from axis 0), got 10"},
+      {"--input 'x=random:(4,9)'", "input 'y' is missing"},
+      {"--bind m=3", "symbolic var 'n' has no value (give it with --bind n=N)"},
+      {"--input 'z=random:(1)'", "'main' has no such parameter"},
+      {"--input x=@/nonexistent.npy --input 'y=random:(1,3)'", "cannot open '/nonexistent.npy'"},
+      {"--fn other --bind n=1", "no function 'other'"},
+      {"--bind n", "expected VAR=VALUE"},
+  };
+  for (size_t i = 0; i < LOOM_ARRAY_LEN(bad); i++) {
+    p = loom_test_run("%s %s %s", bin, so, bad[i].args);
+    cr_assert_eq(p.exit_code, 1, "'%s' exited %d: %s", bad[i].args, p.exit_code, p.err);
+    cr_assert(strstr(p.err, bad[i].msg) != NULL, "'%s': stderr was %s", bad[i].args, p.err);
+    loom_test_proc_free(&p);
+  }
+  /* a corrupt artifact file */
+  char junk[512];
+  snprintf(junk, sizeof junk, "%s/junk.loomexe", dir);
+  FILE *f = fopen(junk, "wb");
+  fputs("LOOMEXE", f);
+  fputc(0, f);
+  fputs("0000000000000000", f);
+  fclose(f);
+  p = loom_test_run("%s %s --bind n=1", bin, junk);
+  cr_assert_eq(p.exit_code, 1);
+  cr_assert(strstr(p.err, "format version") != NULL, "%s", p.err);
+  loom_test_proc_free(&p);
+  remove_dir(dir);
+}
+
+LOOM_TEST(aot, loom_disasm_prints_artifacts_and_executables) {
+  char *dir = make_dir(), so[512], exe[512];
+  build_artifact(dir, so, sizeof so);
+  snprintf(exe, sizeof exe, "%s/add.loomexe", dir);
+  for (int k = 0; k < 2; k++) {
+    loom_test_proc p = loom_test_run("%s disasm %s", loom_test_loom_bin(), k ? exe : so);
+    cr_assert_eq(p.exit_code, 0, "%s", p.err);
+    cr_assert(strstr(p.out, "func 0 main(x: f32(n, 2*n + 1), y: f32(n, 2*n + 1))") != NULL, "%s", p.out);
+    cr_assert(strstr(p.out, "MATCH     r0, 'x' f32(bind i0, 2*i0 + 1)") != NULL, "%s", p.out);
+    cr_assert(strstr(p.out, "CALLK     add(r0, r1, r2; i3)") != NULL, "%s", p.out);
+    cr_assert(strstr(p.out, "; add(x, y, lv0)") != NULL, "%s", p.out);
+    loom_test_proc_free(&p);
+  }
+  loom_test_proc p = loom_test_run("%s disasm %s/missing", loom_test_loom_bin(), dir);
+  cr_assert_eq(p.exit_code, 1);
+  loom_test_proc_free(&p);
+  remove_dir(dir);
+}
+
+LOOM_TEST(aot, npy_rejects_malformed_files) {
+  struct {
+    const char *bytes;
+    size_t n;
+    const char *msg;
+  } cases[] = {
+      {"hello", 5, "bad magic"},
+      {"\x93NUMPY\x09\x00\x10\x00", 10, "version 9.0 is not supported"},
+      {"\x93NUMPY\x01\x00\x50\x00{'descr': '<f4'}", 26, "header says 80 bytes"},
+      {"\x93NUMPY\x01\x00\x10\x00{'descr': '>f4'}", 26, "dtype '>f4' is not supported"},
+      {"\x93NUMPY\x01\x00\x29\x00{'descr': '<f4', 'fortran_order': True, }", 51, "Fortran order"},
+      {"\x93NUMPY\x01\x00\x39\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }xxxx", 71, "data is 4 bytes, shape and dtype need 8"},
+  };
+  for (size_t i = 0; i < LOOM_ARRAY_LEN(cases); i++) {
+    loom_npy n;
+    FAILS_WITH(loom_npy_parse((const uint8_t *)cases[i].bytes, cases[i].n, &n), cases[i].msg);
+  }
+}

@@ -1,0 +1,109 @@
+/* test_threadpool.c — the runtime thread pool: coverage, threads, nesting, FTZ/DAZ. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support/loom_test.h"
+#include "targets/cpu/threadpool.h"
+
+typedef struct cover {
+  _Atomic int *hits;
+  _Atomic int workers_seen[8];
+  loom_cpu_pool *pool;
+} cover;
+
+static int32_t cover_body(void *arg, int64_t b, int64_t e, uint32_t w) {
+  cover *c = arg;
+  for (int64_t i = b; i < e; i++) atomic_fetch_add(&c->hits[i], 1);
+  if (w < 8) atomic_fetch_add(&c->workers_seen[w], 1);
+  return 0;
+}
+
+static void check_cover(uint32_t threads, int64_t n) {
+  loom_cpu_pool *p;
+  loom_status s = loom_cpu_pool_create(NULL, threads, &p);
+  cr_assert(s == LOOM_OK);
+  cr_assert_eq(loom_cpu_pool_threads(p), threads);
+  cover c = {0};
+  c.hits = calloc((size_t)(n ? n : 1), sizeof *c.hits);
+  for (int rep = 0; rep < 50; rep++) {
+    for (int64_t i = 0; i < n; i++) atomic_store(&c.hits[i], 0);
+    cr_assert_eq(loom_cpu_pool_parallel_for(p, n, cover_body, &c), 0);
+    for (int64_t i = 0; i < n; i++) cr_assert_eq(atomic_load(&c.hits[i]), 1, "index %lld ran %d times (%u threads, n %lld)", (long long)i, atomic_load(&c.hits[i]), threads, (long long)n);
+  }
+  if (threads == 2 && n >= 2) cr_assert(atomic_load(&c.workers_seen[1]) > 0, "worker 1 ran chunks");
+  free(c.hits);
+  loom_cpu_pool_destroy(p);
+}
+
+LOOM_TEST(threadpool, parallel_for_covers_every_index_once) {
+  int64_t sizes[] = {0, 1, 2, 3, 7, 100, 1001};
+  for (size_t i = 0; i < LOOM_ARRAY_LEN(sizes); i++) {
+    check_cover(1, sizes[i]);
+    check_cover(2, sizes[i]);
+    check_cover(3, sizes[i]);
+  }
+}
+
+static int32_t fail_body(void *arg, int64_t b, int64_t e, uint32_t w) {
+  (void)arg, (void)e, (void)w;
+  return b > 0 ? 5 : 0;
+}
+
+static int32_t nested_body(void *arg, int64_t b, int64_t e, uint32_t w) {
+  cover *c = arg;
+  (void)w;
+  /* a nested loop runs serially on this thread */
+  for (int64_t i = b; i < e; i++) loom_cpu_pool_parallel_for(c->pool, 1, cover_body, &(cover){.hits = c->hits + i});
+  return 0;
+}
+
+LOOM_TEST(threadpool, errors_nesting_and_limits) {
+  loom_cpu_pool *p;
+  cr_assert(loom_cpu_pool_create(NULL, 2, &p) == LOOM_OK);
+  cr_assert_eq(loom_cpu_pool_parallel_for(p, 10, fail_body, NULL), 5, "a chunk's failure is returned");
+  cover c = {0};
+  c.hits = calloc(64, sizeof *c.hits);
+  c.pool = p;
+  cr_assert_eq(loom_cpu_pool_parallel_for(p, 64, nested_body, &c), 0);
+  for (int i = 0; i < 64; i++) cr_assert_eq(atomic_load(&c.hits[i]), 1);
+  free(c.hits);
+  loom_cpu_pool_destroy(p);
+  loom_status s = loom_cpu_pool_create(NULL, 100000, &p);
+  cr_assert(s != LOOM_OK);
+  cr_assert(strstr(loom_status_message(s), "above the maximum") != NULL);
+  loom_status_free(s);
+}
+
+LOOM_TEST(threadpool, thread_count_from_environment) {
+  setenv("LOOM_NUM_THREADS", "3", 1);
+  cr_assert_eq(loom_cpu_pool_default_threads(), 3);
+  loom_cpu_pool *p;
+  cr_assert(loom_cpu_pool_create(NULL, 0, &p) == LOOM_OK);
+  cr_assert_eq(loom_cpu_pool_threads(p), 3);
+  loom_cpu_pool_destroy(p);
+  setenv("LOOM_NUM_THREADS", "zero", 1);
+  cr_assert(loom_cpu_pool_default_threads() >= 1);
+  unsetenv("LOOM_NUM_THREADS");
+}
+
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+static int32_t mxcsr_body(void *arg, int64_t b, int64_t e, uint32_t w) {
+  _Atomic int *bad = arg;
+  (void)e, (void)w, (void)b;
+  if ((_mm_getcsr() & 0x8040u) != 0x8040u) atomic_fetch_add(bad, 1);
+  return 0;
+}
+LOOM_TEST(threadpool, ftz_daz_on_workers_and_caller) {
+  loom_cpu_pool *p;
+  cr_assert(loom_cpu_pool_create(NULL, 2, &p) == LOOM_OK);
+  _Atomic int bad = 0;
+  uint32_t saved = loom_cpu_fpenv_enter();
+  loom_cpu_pool_parallel_for(p, 2, mxcsr_body, &bad);
+  loom_cpu_fpenv_leave(saved);
+  cr_assert_eq(atomic_load(&bad), 0);
+  cr_assert_eq(_mm_getcsr(), saved, "caller's state restored");
+  loom_cpu_pool_destroy(p);
+}
+#endif

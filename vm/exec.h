@@ -1,0 +1,176 @@
+/* exec.h — VM executables: the in-memory form, the builder, the file format (writer and
+ * loader), the verifier and the disassembler.
+ *
+ * File format (little-endian; docs/vm.md has the full table):
+ *     header   "LOOMEXE\0", u32 version (LOOM_VM_FORMAT_VERSION), u32 section count,
+ *              u64 file size, then per section {u32 id, u32 count, u64 offset, u64 size}
+ *     sections STRINGS SYMVARS INTCONSTS CONSTS KERNELS EXTERNS FUNCS CODE LISTS DEBUG DATA
+ *              each exactly once, in that order, 8-byte aligned; DATA 64-byte aligned so
+ *              weights are used in place from a memory-mapped file.
+ * Every index in the file is checked at load (loom_vm_exec_load); an instruction stream
+ * that loads is safe for the interpreter loop to run without checks. */
+#ifndef LOOM_VM_EXEC_H
+#define LOOM_VM_EXEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/alloc.h"
+#include "base/dtype.h"
+#include "base/status.h"
+#include "base/strbuf.h"
+#include "vm/bytecode.h"
+#include "vm/kernel_abi.h"
+#include "vm/object.h"
+
+#define LOOM_VM_FORMAT_VERSION 1u
+#define LOOM_VM_MAX_REGS 65535u /* registers of each bank per function */
+
+typedef enum loom_vm_section {
+#define LOOM_VM_SECTIONS(X) \
+  X(STRINGS) X(SYMVARS) X(INTCONSTS) X(CONSTS) X(KERNELS) X(EXTERNS) X(FUNCS) X(CODE) X(LISTS) X(DEBUG) X(DATA)
+#define X(n) LOOM_VM_SEC_##n,
+  LOOM_VM_SECTIONS(X)
+#undef X
+  LOOM_VM_SEC_COUNT
+} loom_vm_section;
+const char *loom_vm_section_name(uint32_t id);
+
+/* A tensor constant (weight): its bytes live in DATA. */
+typedef struct loom_vm_const {
+  uint32_t name;      /* string offset */
+  uint32_t dtype;     /* loom_dtype */
+  uint32_t rank;      /* <= LOOM_VM_MAX_RANK */
+  int64_t dims[LOOM_VM_MAX_RANK]; /* shape */
+  uint64_t offset;    /* byte offset in DATA (64-aligned) */
+  uint64_t nbytes;    /* dense size */
+} loom_vm_const;
+
+/* A kernel or extern signature: counts of buffers and symbols (the kernel ABI). */
+typedef struct loom_vm_kernel {
+  uint32_t name; /* string offset: the symbol the artifact resolves */
+  uint32_t nbuf; /* tensor buffers */
+  uint32_t nsym; /* int64 symbols */
+} loom_vm_kernel;
+
+/* A parameter of a function's symbolic signature. */
+typedef struct loom_vm_param {
+  uint32_t name;  /* string offset */
+  uint32_t dtype; /* loom_dtype or LOOM_VM_ANY_DTYPE */
+  uint32_t rank;
+  uint32_t dims[LOOM_VM_MAX_RANK]; /* string offsets: "b", "s + past", "768" */
+} loom_vm_param;
+
+/* Debug info: instruction pc -> graph binding text. */
+typedef struct loom_vm_debug {
+  uint32_t pc;   /* instruction index in its function */
+  uint32_t text; /* string offset, e.g. "lv3 = matmul(x, w)" */
+} loom_vm_debug;
+
+typedef struct loom_vm_func {
+  uint32_t name;        /* string offset */
+  uint32_t nobj;        /* object registers */
+  uint32_t nint;        /* int registers */
+  uint32_t nparams;     /* tensor parameters, in R[0 .. nparams) */
+  uint32_t nint_params; /* int parameters, in I[0 .. nint_params) (internal calls only) */
+  uint8_t *obj_kinds;   /* nobj declared kinds (loom_vm_obj_kind) */
+  uint32_t *int_names;  /* nint symbolic-var indices (LOOM_VM_NONE: unnamed) */
+  loom_vm_param *params;/* nparams */
+  loom_vm_insn *code;   /* ncode instructions */
+  uint32_t ncode;
+  uint32_t *lists;      /* nlists words of operand lists */
+  uint32_t nlists;
+  loom_vm_debug *debug; /* ndebug entries, pc ascending */
+  uint32_t ndebug;
+} loom_vm_func;
+
+typedef struct loom_vm_exec {
+  loom_allocator *alloc;
+  char *strings;        /* string table; every string NUL-terminated */
+  uint32_t strings_len;
+  uint32_t *symvars;    /* string offsets of symbolic var names */
+  uint32_t nsymvars;
+  int64_t *intconsts;
+  uint32_t nintconsts;
+  loom_vm_const *consts;
+  uint32_t nconsts;
+  loom_vm_kernel *kernels;
+  uint32_t nkernels;
+  loom_vm_kernel *externs;
+  uint32_t nexterns;
+  loom_vm_func *funcs;
+  uint32_t nfuncs;
+  const uint8_t *data;  /* DATA bytes (in `backing` when loaded from a file) */
+  uint64_t data_len;
+  uint8_t *data_owned;  /* DATA owned by the builder's result, or NULL */
+  /* Keeps loaded bytes alive (a memory-mapped file or a borrowed buffer); NULL if none. */
+  void (*backing_free)(void *backing);
+  void *backing;
+} loom_vm_exec;
+
+const char *loom_vm_exec_str(const loom_vm_exec *e, uint32_t off);
+void loom_vm_exec_free(loom_vm_exec *e);
+/* Index of the function called `name`, or LOOM_VM_NONE. */
+uint32_t loom_vm_exec_find_func(const loom_vm_exec *e, const char *name);
+
+/* ---- builder ---- */
+typedef struct loom_vm_builder loom_vm_builder;
+typedef struct loom_vm_fbuilder loom_vm_fbuilder;
+
+LOOM_MUST_USE loom_status loom_vm_builder_new(loom_allocator *alloc, loom_vm_builder **out);
+void loom_vm_builder_free(loom_vm_builder *b);
+/* Interns a string; returns its offset. */
+uint32_t loom_vm_builder_str(loom_vm_builder *b, const char *s);
+uint32_t loom_vm_builder_symvar(loom_vm_builder *b, const char *name);
+uint32_t loom_vm_builder_intconst(loom_vm_builder *b, int64_t v);
+/* A tensor constant; the bytes are copied into DATA. */
+uint32_t loom_vm_builder_const(loom_vm_builder *b, const char *name, loom_dtype dt, uint32_t rank,
+                               const int64_t *dims, const void *bytes);
+uint32_t loom_vm_builder_kernel(loom_vm_builder *b, const char *name, uint32_t nbuf, uint32_t nsym);
+uint32_t loom_vm_builder_extern(loom_vm_builder *b, const char *name, uint32_t nbuf, uint32_t nsym);
+/* Starts a function; its index is the order of creation. */
+loom_vm_fbuilder *loom_vm_builder_func(loom_vm_builder *b, const char *name);
+/* Adds tensor parameter R[i] (in order) with dims given as text (NULL dims: any rank 0). */
+uint32_t loom_vm_fb_param(loom_vm_fbuilder *f, const char *name, uint32_t dtype, uint32_t rank,
+                          const char *const *dims);
+/* Adds an int parameter (internal functions); returns its register. Before any loom_vm_fb_ireg. */
+uint32_t loom_vm_fb_int_param(loom_vm_fbuilder *f, const char *symvar);
+/* New registers. */
+uint32_t loom_vm_fb_reg(loom_vm_fbuilder *f, loom_vm_obj_kind kind);
+uint32_t loom_vm_fb_ireg(loom_vm_fbuilder *f, const char *symvar /* or NULL */);
+/* Appends a list; returns its offset. */
+uint32_t loom_vm_fb_list(loom_vm_fbuilder *f, const uint32_t *words, uint32_t n);
+/* Appends an instruction; returns its pc. */
+uint32_t loom_vm_fb_emit(loom_vm_fbuilder *f, loom_vm_insn insn);
+/* Patches instruction pc. */
+void loom_vm_fb_patch(loom_vm_fbuilder *f, uint32_t pc, loom_vm_insn insn);
+uint32_t loom_vm_fb_pc(const loom_vm_fbuilder *f);
+void loom_vm_fb_debug(loom_vm_fbuilder *f, const char *text); /* for the next instruction */
+/* Finishes: a verified executable (the builder stays usable only for freeing).
+ * Any builder misuse (out of memory, too many registers) is reported here. */
+LOOM_MUST_USE loom_status loom_vm_builder_finish(loom_vm_builder *b, loom_vm_exec **out);
+
+/* ---- file format ---- */
+/* Serialises `e` (the bytes are malloc'd through alloc; free with loom_free(alloc, p, len)). */
+LOOM_MUST_USE loom_status loom_vm_exec_write(const loom_vm_exec *e, loom_allocator *alloc,
+                                             uint8_t **out, size_t *out_len);
+LOOM_MUST_USE loom_status loom_vm_exec_save(const loom_vm_exec *e, const char *path);
+/* Loads and verifies from bytes. The DATA section is used in place: `bytes` must stay
+ * valid and 64-byte aligned until `backing_free(backing)` is called by loom_vm_exec_free
+ * (pass NULL backing_free to borrow). Unaligned bytes are copied. */
+LOOM_MUST_USE loom_status loom_vm_exec_load(loom_allocator *alloc, const uint8_t *bytes, size_t len,
+                                            void (*backing_free)(void *), void *backing,
+                                            loom_vm_exec **out);
+/* Memory-maps `path` and loads it. */
+LOOM_MUST_USE loom_status loom_vm_exec_load_file(loom_allocator *alloc, const char *path,
+                                                 loom_vm_exec **out);
+/* Checks everything the interpreter relies on (run by load and finish). */
+LOOM_MUST_USE loom_status loom_vm_exec_verify(const loom_vm_exec *e);
+
+/* ---- disassembler ---- */
+void loom_vm_exec_disasm(const loom_vm_exec *e, loom_strbuf *sb);
+/* One instruction of function f at pc (no newline). */
+void loom_vm_insn_format(const loom_vm_exec *e, const loom_vm_func *f, uint32_t pc, loom_strbuf *sb);
+
+#endif

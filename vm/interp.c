@@ -1,0 +1,405 @@
+/* interp.c — the interpreter loop (after Lua 5.4's lvm.c) and VM setup.
+ *
+ * The loop keeps pc, the code, the registers, the constants and the lists in locals.
+ * Dispatch is computed goto on GCC/Clang release builds and a switch otherwise; the
+ * sanitized test build (LOOM_SANITIZED) forces the switch and re-verifies each
+ * instruction's operand formats before running it. The verifier has already checked
+ * every index, so the loop only checks what depends on run-time values: empty
+ * registers, tensor ranks, overflow, division by zero. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "targets/cpu/threadpool.h"
+#include "vm/vm.h"
+#include "vm/vm_internal.h"
+
+#if defined(LOOM_SANITIZED) && LOOM_SANITIZED
+#define USE_SWITCH 1
+#elif defined(__GNUC__)
+#define USE_SWITCH 0
+#else
+#define USE_SWITCH 1
+#endif
+
+typedef struct prof_entry {
+  uint64_t count, ns;
+} prof_entry;
+
+struct loom_vm {
+  loom_allocator *alloc;
+  const loom_vm_exec *exe;
+  loom_device *cpu;           /* this VM's device (holds one reference) */
+  loom_storage *backing;      /* wraps exe->data for constant tensors, or NULL */
+  loom_tensor **consts;       /* exe->nconsts tensor constants, views into backing */
+  loom_kernel_fn *kernels;    /* resolved kernels */
+  loom_kernel_fn *externs;    /* resolved externs */
+  loom_kernel_ctx kctx;       /* passed to every kernel */
+  char kerr[256];             /* set_error's message */
+  uint32_t depth;             /* nested calls */
+  bool profile;               /* time every instruction and kernel */
+  prof_entry op_prof[LOOM_VM_OP_COUNT];
+  prof_entry *kernel_prof;    /* per kernel */
+};
+
+static void set_error(const loom_kernel_ctx *ctx, const char *msg) {
+  char *dst = ctx->error_slot;
+  snprintf(dst, 256, "%s", msg ? msg : "(no message)");
+}
+
+static int32_t serial_for(void *pool, int64_t n, loom_parallel_body body, void *arg) {
+  (void)pool;
+  return n > 0 ? body(arg, 0, n, 0) : 0;
+}
+
+void loom_vm_set_pool(loom_vm *vm, loom_cpu_pool *pool) {
+  vm->kctx.pool = pool;
+  vm->kctx.parallel_for = pool ? loom_cpu_pool_parallel_for : serial_for;
+  vm->kctx.num_threads = pool ? loom_cpu_pool_threads(pool) : 1;
+}
+
+void loom_vm_set_user(loom_vm *vm, void *user) { vm->kctx.user = user; }
+loom_device *loom_vm_device(loom_vm *vm) { return vm->cpu; }
+void loom_vm_set_profile(loom_vm *vm, bool on) { vm->profile = on; }
+
+static void no_release(loom_storage *s) { (void)s; }
+
+loom_status loom_vm_create(loom_allocator *alloc, const loom_vm_exec *exe, loom_vm_resolver resolve, void *rctx,
+                           loom_cpu_pool *pool, loom_vm **out) {
+  *out = NULL;
+  loom_vm *vm = loom_alloc_zero(alloc, sizeof *vm);
+  if (!vm) return LOOM_OOM();
+  vm->alloc = alloc;
+  vm->exe = exe;
+  vm->kctx.abi_version = LOOM_KERNEL_ABI_VERSION;
+  vm->kctx.size = sizeof(loom_kernel_ctx);
+  vm->kctx.set_error = set_error;
+  vm->kctx.error_slot = vm->kerr;
+  loom_vm_set_pool(vm, pool);
+  loom_status st = loom_device_cpu_create(alloc, &vm->cpu);
+  if (!st && exe->nkernels) {
+    vm->kernels = loom_alloc_array(alloc, exe->nkernels, sizeof *vm->kernels);
+    vm->kernel_prof = loom_alloc_zero(alloc, exe->nkernels * sizeof *vm->kernel_prof);
+    if (!vm->kernels || !vm->kernel_prof) st = LOOM_OOM();
+  }
+  if (!st && exe->nexterns) {
+    vm->externs = loom_alloc_array(alloc, exe->nexterns, sizeof *vm->externs);
+    if (!vm->externs) st = LOOM_OOM();
+  }
+  for (uint32_t i = 0; !st && i < exe->nkernels + exe->nexterns; i++) {
+    bool ext = i >= exe->nkernels;
+    uint32_t k = ext ? i - exe->nkernels : i;
+    const char *name = loom_vm_exec_str(exe, ext ? exe->externs[k].name : exe->kernels[k].name);
+    loom_kernel_fn fn = resolve ? resolve(rctx, name, ext) : NULL;
+    if (!fn) st = LOOM_ERROR(NOT_FOUND, "%s %u '%s' is not provided by the artifact or the host", ext ? "extern" : "kernel", k, name);
+    else if (ext) vm->externs[k] = fn;
+    else vm->kernels[k] = fn;
+  }
+  if (!st && exe->nconsts) {
+    vm->consts = loom_alloc_zero(alloc, exe->nconsts * sizeof *vm->consts);
+    if (!vm->consts) st = LOOM_OOM();
+    if (!st) st = loom_storage_wrap(vm->cpu, (void *)exe->data, exe->data_len, no_release, NULL, &vm->backing);
+    for (uint32_t i = 0; !st && i < exe->nconsts; i++) {
+      const loom_vm_const *c = &exe->consts[i];
+      st = loom_tensor_view(vm->backing, c->offset, (loom_dtype)c->dtype, (int32_t)c->rank, c->dims, &vm->consts[i]);
+    }
+  }
+  if (st) {
+    loom_vm_destroy(vm);
+    return st;
+  }
+  *out = vm;
+  return LOOM_OK;
+}
+
+void loom_vm_destroy(loom_vm *vm) {
+  if (!vm) return;
+  loom_allocator *a = vm->alloc;
+  const loom_vm_exec *e = vm->exe;
+  if (vm->consts)
+    for (uint32_t i = 0; i < e->nconsts; i++) loom_vm_obj_release(vm->consts[i] ? &vm->consts[i]->hdr : NULL);
+  loom_free(a, vm->consts, e->nconsts * sizeof *vm->consts);
+  if (vm->backing) loom_vm_obj_release(&vm->backing->hdr);
+  loom_free(a, vm->kernels, e->nkernels * sizeof *vm->kernels);
+  loom_free(a, vm->kernel_prof, e->nkernels * sizeof *vm->kernel_prof);
+  loom_free(a, vm->externs, e->nexterns * sizeof *vm->externs);
+  loom_device_release(vm->cpu);
+  loom_free(a, vm, sizeof *vm);
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+typedef struct frame {
+  const loom_vm_func *f;
+  loom_vm_obj **R;  /* object registers */
+  int64_t *I;       /* int registers */
+  uint32_t *orig;   /* per int register: input name string, axis (NONE: not from a match) */
+} frame;
+
+static const char *var_name(const loom_vm_exec *e, const loom_vm_func *f, uint32_t r, char *buf, size_t n) {
+  if (f->int_names[r] != LOOM_VM_NONE) return loom_vm_exec_str(e, e->symvars[f->int_names[r]]);
+  snprintf(buf, n, "i%u", r);
+  return buf;
+}
+
+/* Appends "n = 4 from axis 0" (or "... from input 'y' axis 0", or "n = 4"). */
+static void origin_note(const loom_vm_exec *e, const frame *fr, uint32_t r, uint32_t input, loom_strbuf *sb) {
+  char buf[16];
+  loom_strbuf_printf(sb, "%s = %lld", var_name(e, fr->f, r, buf, sizeof buf), (long long)fr->I[r]);
+  uint32_t in = fr->orig[2 * r], ax = fr->orig[2 * r + 1];
+  if (in == LOOM_VM_NONE) return;
+  if (in == input) loom_strbuf_printf(sb, " from axis %u", ax);
+  else loom_strbuf_printf(sb, " from input '%s' axis %u", loom_vm_exec_str(e, in), ax);
+}
+
+/* "2*n + 1", "n", "n - 3", "4*n" */
+static void affine_text(const char *v, int32_t k, int32_t c, loom_strbuf *sb) {
+  if (k != 1) loom_strbuf_printf(sb, "%d*", k);
+  loom_strbuf_puts(sb, v);
+  if (c > 0) loom_strbuf_printf(sb, " + %d", c);
+  if (c < 0) loom_strbuf_printf(sb, " - %lld", -(long long)c);
+}
+
+static loom_status shape_error(loom_strbuf *sb) {
+  loom_status s = sb->oom ? LOOM_OOM() : LOOM_ERROR(INVALID_ARGUMENT, "%s", loom_strbuf_cstr(sb));
+  loom_strbuf_free(sb);
+  return s;
+}
+
+/* MATCH: checks tensor t against the pattern at list offset `off`, binding vars. */
+static loom_status match(const loom_vm_exec *e, frame *fr, const loom_tensor *t, uint32_t off) {
+  const uint32_t *l = fr->f->lists + off;
+  uint32_t name = l[0], dtype = l[1], rank = l[2];
+  const char *in = loom_vm_exec_str(e, name);
+  loom_strbuf sb;
+  if (dtype != LOOM_VM_ANY_DTYPE && t->dtype != (loom_dtype)dtype)
+    return LOOM_ERROR(TYPE_ERROR, "input '%s': expected dtype %s, got %s", in, loom_dtype_name((loom_dtype)dtype),
+                      loom_dtype_name(t->dtype));
+  if ((uint32_t)t->rank != rank)
+    return LOOM_ERROR(TYPE_ERROR, "input '%s': expected rank %u, got %d", in, rank, t->rank);
+  l += 3;
+  char vb[16];
+  for (uint32_t ax = 0; ax < rank; ax++) {
+    int64_t d = t->shape[ax];
+    switch (*l) {
+    case LOOM_VM_AXIS_ANY: l += 1; break;
+    case LOOM_VM_AXIS_CONST: {
+      int64_t want = e->intconsts[l[1]];
+      if (d != want) return LOOM_ERROR(INVALID_ARGUMENT, "input '%s' axis %u: expected %lld, got %lld", in, ax, (long long)want, (long long)d);
+      l += 2;
+      break;
+    }
+    case LOOM_VM_AXIS_BIND: {
+      uint32_t r = l[1];
+      int32_t k = (int32_t)l[2], c = (int32_t)l[3];
+      int64_t num;
+      bool ovf = __builtin_sub_overflow(d, (int64_t)c, &num);
+      if (ovf || num < 0 || num % k != 0) {
+        loom_strbuf_init(&sb, NULL);
+        loom_strbuf_printf(&sb, "input '%s' axis %u: expected ", in, ax);
+        affine_text(var_name(e, fr->f, r, vb, sizeof vb), k, c, &sb);
+        loom_strbuf_printf(&sb, ", got %lld", (long long)d);
+        if (!ovf && num < 0) loom_strbuf_printf(&sb, " (%s would be negative)", var_name(e, fr->f, r, vb, sizeof vb));
+        else loom_strbuf_printf(&sb, " (%lld - %d is not divisible by %d)", (long long)d, c, k);
+        return shape_error(&sb);
+      }
+      fr->I[r] = num / k;
+      fr->orig[2 * r] = name;
+      fr->orig[2 * r + 1] = ax;
+      l += 4;
+      break;
+    }
+    case LOOM_VM_AXIS_AFFINE: {
+      uint32_t r = l[1];
+      int32_t k = (int32_t)l[2], c = (int32_t)l[3];
+      int64_t want;
+      bool ovf = __builtin_mul_overflow(fr->I[r], (int64_t)k, &want) || __builtin_add_overflow(want, (int64_t)c, &want);
+      if (ovf || want != d) {
+        loom_strbuf_init(&sb, NULL);
+        loom_strbuf_printf(&sb, "input '%s' axis %u: expected ", in, ax);
+        affine_text(var_name(e, fr->f, r, vb, sizeof vb), k, c, &sb);
+        if (ovf) loom_strbuf_puts(&sb, " = (overflows int64)");
+        else loom_strbuf_printf(&sb, " = %lld", (long long)want);
+        loom_strbuf_puts(&sb, " (");
+        origin_note(e, fr, r, name, &sb);
+        loom_strbuf_printf(&sb, "), got %lld", (long long)d);
+        return shape_error(&sb);
+      }
+      l += 4;
+      break;
+    }
+    default: { /* LOOM_VM_AXIS_EXPR */
+      uint32_t r = l[1], text = l[2], n = l[3];
+      if (fr->I[r] != d) {
+        loom_strbuf_init(&sb, NULL);
+        loom_strbuf_printf(&sb, "input '%s' axis %u: expected %s = %lld", in, ax, loom_vm_exec_str(e, text), (long long)fr->I[r]);
+        for (uint32_t i = 0; i < n; i++) {
+          loom_strbuf_puts(&sb, i ? ", " : " (");
+          origin_note(e, fr, l[4 + i], name, &sb);
+        }
+        loom_strbuf_printf(&sb, "%s, got %lld", n ? ")" : "", (long long)d);
+        return shape_error(&sb);
+      }
+      l += 4 + n;
+      break;
+    }
+    }
+  }
+  return LOOM_OK;
+}
+
+static loom_status builtin(loom_vm *vm, frame *fr, uint32_t id, const uint32_t *l) {
+  uint32_t nobj = l[0];
+  const uint32_t *o = l + 1, *iv = l + 2 + nobj;
+  loom_vm_obj **R = fr->R;
+  for (uint32_t i = (id == LOOM_VM_BUILTIN_COPY); i < nobj; i++)
+    if (!R[o[i]]) return LOOM_ERROR(FAILED_PRECONDITION, "builtin %s: register r%u is empty", loom_vm_builtin_table[id].name, o[i]);
+  switch (id) {
+  case LOOM_VM_BUILTIN_COPY: {
+    loom_tensor *src = (loom_tensor *)R[o[1]], *dst;
+    LOOM_PROPAGATE(loom_tensor_alloc(vm->cpu, src->dtype, src->rank, src->shape, &dst));
+    size_t nb;
+    loom_status st = loom_tensor_nbytes(src->dtype, src->rank, src->shape, &nb);
+    if (st) {
+      loom_vm_obj_release(&dst->hdr);
+      return st;
+    }
+    vm->cpu->vt->copy(vm->cpu, dst->data, src->data, nb);
+    loom_vm_obj_release(R[o[0]]);
+    R[o[0]] = &dst->hdr;
+    return LOOM_OK;
+  }
+  case LOOM_VM_BUILTIN_ZERO: {
+    loom_tensor *t = (loom_tensor *)R[o[0]];
+    size_t nb;
+    LOOM_PROPAGATE(loom_tensor_nbytes(t->dtype, t->rank, t->shape, &nb));
+    vm->cpu->vt->zero(vm->cpu, t->data, nb);
+    return LOOM_OK;
+  }
+  case LOOM_VM_BUILTIN_ASSERT_EQ:
+    if (fr->I[iv[0]] != fr->I[iv[1]])
+      return LOOM_ERROR(INVALID_ARGUMENT, "assertion failed: %lld != %lld", (long long)fr->I[iv[0]], (long long)fr->I[iv[1]]);
+    return LOOM_OK;
+  default: { /* PRINT */
+    loom_vm_obj *x = R[o[0]];
+    fprintf(stderr, "%s", loom_vm_obj_kind_name(x->kind));
+    if (x->kind == LOOM_VM_OBJ_TENSOR) {
+      loom_tensor *t = (loom_tensor *)x;
+      fprintf(stderr, " %s(", loom_dtype_name(t->dtype));
+      for (int32_t i = 0; i < t->rank; i++) fprintf(stderr, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+      fprintf(stderr, ")");
+    }
+    fprintf(stderr, "\n");
+    return LOOM_OK;
+  }
+  }
+}
+
+/* ------------------------------------------------------------------ the loop */
+
+static loom_status run(loom_vm *vm, uint32_t fn, loom_vm_obj *const *args, const int64_t *iargs, loom_vm_obj **out);
+
+#define CHECKED(opname, expr)                                                          \
+  do {                                                                                 \
+    if (LOOM_UNLIKELY(expr)) {                                                         \
+      st = LOOM_ERROR(OUT_OF_RANGE, "%s overflows int64: %lld and %lld", opname,       \
+                      (long long)I[LOOM_VM_B(in)], (long long)I[LOOM_VM_C(in)]);       \
+      goto fail;                                                                       \
+    }                                                                                  \
+  } while (0)
+
+#define NEED(reg)                                                                      \
+  do {                                                                                 \
+    if (LOOM_UNLIKELY(!R[reg])) {                                                      \
+      st = LOOM_ERROR(FAILED_PRECONDITION, "register r%u is empty", (unsigned)(reg));   \
+      goto fail;                                                                       \
+    }                                                                                  \
+  } while (0)
+
+#define LOOM_VM_LOOP_NAME loop_fast
+#define LOOM_VM_LOOP_PROFILE 0
+#include "vm/interp_loop.h"
+#undef LOOM_VM_LOOP_NAME
+#undef LOOM_VM_LOOP_PROFILE
+#define LOOM_VM_LOOP_NAME loop_profile
+#define LOOM_VM_LOOP_PROFILE 1
+#include "vm/interp_loop.h"
+#undef LOOM_VM_LOOP_NAME
+#undef LOOM_VM_LOOP_PROFILE
+
+static loom_status run(loom_vm *vm, uint32_t fn, loom_vm_obj *const *args, const int64_t *iargs, loom_vm_obj **out) {
+  const loom_vm_func *f = &vm->exe->funcs[fn];
+  *out = NULL;
+  if (vm->depth >= LOOM_VM_MAX_DEPTH) return LOOM_ERROR(OUT_OF_RANGE, "call depth exceeds %u", LOOM_VM_MAX_DEPTH);
+  size_t nb = f->nobj * sizeof(loom_vm_obj *) + f->nint * (sizeof(int64_t) + 2 * sizeof(uint32_t));
+  /* small frames live on the C stack */
+  _Alignas(16) uint8_t local[2048];
+  uint8_t *mem = nb <= sizeof local ? local : loom_alloc(vm->alloc, nb);
+  if (!mem) return LOOM_OOM();
+  frame fr = {f, (loom_vm_obj **)mem, (int64_t *)(mem + f->nobj * sizeof(loom_vm_obj *)), NULL};
+  fr.orig = (uint32_t *)(fr.I + f->nint);
+  memset(fr.R, 0, f->nobj * sizeof(loom_vm_obj *));
+  memset(fr.I, 0, f->nint * sizeof(int64_t));
+  memset(fr.orig, 0xFF, f->nint * 2 * sizeof(uint32_t));
+  for (uint32_t i = 0; i < f->nparams; i++) {
+    fr.R[i] = args[i];
+    args[i]->refs++;
+  }
+  for (uint32_t i = 0; i < f->nint_params; i++) fr.I[i] = iargs[i];
+  vm->depth++;
+  loom_status st = vm->profile ? loop_profile(vm, &fr, out) : loop_fast(vm, &fr, out);
+  vm->depth--;
+  for (uint32_t i = 0; i < f->nobj; i++) loom_vm_obj_release(fr.R[i]);
+  if (mem != local) loom_free(vm->alloc, mem, nb);
+  return st;
+}
+
+loom_status loom_vm_call(loom_vm *vm, uint32_t fn, loom_vm_obj *const *args, uint32_t nargs, loom_vm_obj **out) {
+  *out = NULL;
+  const loom_vm_exec *e = vm->exe;
+  if (fn >= e->nfuncs) return LOOM_ERROR(NOT_FOUND, "function index %u out of range (%u functions)", fn, e->nfuncs);
+  const loom_vm_func *f = &e->funcs[fn];
+  const char *fname = loom_vm_exec_str(e, f->name);
+  if (f->nint_params) return LOOM_ERROR(INVALID_ARGUMENT, "function '%s' takes int parameters: it is internal", fname);
+  if (nargs != f->nparams)
+    return LOOM_ERROR(INVALID_ARGUMENT, "function '%s' takes %u inputs, got %u", fname, f->nparams, nargs);
+  for (uint32_t i = 0; i < nargs; i++) {
+    const loom_vm_param *p = &f->params[i];
+    const char *pn = loom_vm_exec_str(e, p->name);
+    if (!args[i] || args[i]->kind != LOOM_VM_OBJ_TENSOR)
+      return LOOM_ERROR(TYPE_ERROR, "input '%s' of '%s': expected a tensor, got %s", pn, fname,
+                        args[i] ? loom_vm_obj_kind_name(args[i]->kind) : "nothing");
+    const loom_tensor *t = (const loom_tensor *)args[i];
+    if (p->dtype != LOOM_VM_ANY_DTYPE && t->dtype != (loom_dtype)p->dtype)
+      return LOOM_ERROR(TYPE_ERROR, "input '%s' of '%s': expected dtype %s, got %s", pn, fname,
+                        loom_dtype_name((loom_dtype)p->dtype), loom_dtype_name(t->dtype));
+    if ((uint32_t)t->rank != p->rank)
+      return LOOM_ERROR(TYPE_ERROR, "input '%s' of '%s': expected rank %u, got %d", pn, fname, p->rank, t->rank);
+    if (!loom_tensor_is_contiguous(t))
+      return LOOM_ERROR(INVALID_ARGUMENT, "input '%s' of '%s': strided tensors are not supported, pass a dense one", pn, fname);
+  }
+  uint32_t saved = loom_cpu_fpenv_enter();
+  loom_status st = run(vm, fn, args, NULL, out);
+  loom_cpu_fpenv_leave(saved);
+  return st;
+}
+
+void loom_vm_profile_print(loom_vm *vm, FILE *out) {
+  const loom_vm_exec *e = vm->exe;
+  fprintf(out, "profile: instructions\n  %-10s %10s %12s %10s\n", "opcode", "count", "total us", "ns/insn");
+  for (uint32_t i = 0; i < LOOM_VM_OP_COUNT; i++) {
+    prof_entry *p = &vm->op_prof[i];
+    if (!p->count) continue;
+    fprintf(out, "  %-10s %10llu %12.1f %10.1f\n", loom_vm_opinfo_table[i].name, (unsigned long long)p->count, p->ns / 1e3,
+            (double)p->ns / (double)p->count);
+    *p = (prof_entry){0, 0};
+  }
+  fprintf(out, "profile: kernels\n  %-24s %10s %12s %10s\n", "kernel", "calls", "total us", "us/call");
+  for (uint32_t i = 0; i < e->nkernels; i++) {
+    prof_entry *p = &vm->kernel_prof[i];
+    if (!p->count) continue;
+    fprintf(out, "  %-24s %10llu %12.1f %10.3f\n", loom_vm_exec_str(e, e->kernels[i].name), (unsigned long long)p->count,
+            p->ns / 1e3, (double)p->ns / 1e3 / (double)p->count);
+    *p = (prof_entry){0, 0};
+  }
+}

@@ -1,0 +1,153 @@
+/* object.h — runtime objects of the VM: devices, storage, tensors, tuples.
+ *
+ * Every object starts with a loom_vm_obj header (kind + reference count); the VM's
+ * object registers hold loom_vm_obj pointers. Reference counts are plain integers:
+ * objects belong to one thread at a time (the one calling the VM).
+ *
+ *   loom_device   a table of function pointers (CPU now) plus a pooled allocator:
+ *                 released storage goes back to a per-size-class free list of its
+ *                 device and is reused by the next allocation of that class.
+ *   loom_storage  a block of device memory (from the pool, a foreign owner such as a
+ *                 memory-mapped executable, or a DLPack producer).
+ *   loom_tensor   dtype, rank, shape, strides (in elements), device, a data pointer
+ *                 and the storage that keeps the data alive. Converts to and from
+ *                 DLPack's DLManagedTensor without copying.
+ *   loom_tuple    a fixed-size array of objects (multiple results). */
+#ifndef LOOM_VM_OBJECT_H
+#define LOOM_VM_OBJECT_H
+
+#include <dlpack/dlpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/alloc.h"
+#include "base/dtype.h"
+#include "base/status.h"
+
+#define LOOM_VM_MAX_RANK 16 /* most dims a tensor may have (checked at load and call) */
+
+typedef enum loom_vm_obj_kind {
+  LOOM_VM_OBJ_ANY = 0,     /* in register declarations only: any kind */
+  LOOM_VM_OBJ_TENSOR = 1,  /* loom_tensor */
+  LOOM_VM_OBJ_STORAGE = 2, /* loom_storage */
+  LOOM_VM_OBJ_TUPLE = 3,   /* loom_tuple */
+  LOOM_VM_OBJ_KIND_COUNT
+} loom_vm_obj_kind;
+
+typedef struct loom_vm_obj {
+  uint32_t kind; /* loom_vm_obj_kind */
+  uint32_t refs; /* reference count; the object is freed when it drops to 0 */
+} loom_vm_obj;
+
+typedef struct loom_device loom_device;
+typedef struct loom_storage loom_storage;
+
+/* What a device implements. */
+typedef struct loom_device_vtable {
+  const char *name; /* "cpu" */
+  /* Raw memory: `size` bytes aligned to `align`, or NULL. */
+  void *(*alloc)(loom_device *dev, size_t size, size_t align);
+  void (*free)(loom_device *dev, void *ptr, size_t size);
+  /* Copies n bytes between two buffers of this device. */
+  void (*copy)(loom_device *dev, void *dst, const void *src, size_t n);
+  /* Sets n bytes to zero. */
+  void (*zero)(loom_device *dev, void *dst, size_t n);
+} loom_device_vtable;
+
+#define LOOM_DEVICE_POOL_CLASSES 48 /* size classes 2^6 .. 2^53 bytes */
+
+struct loom_device {
+  const loom_device_vtable *vt; /* the implementation */
+  loom_allocator *alloc;        /* host memory for objects */
+  int32_t dl_type;              /* DLDeviceType (kDLCPU) */
+  int32_t dl_id;                /* device ordinal */
+  uint32_t refs;                /* live storage + owners; freed (with its pool) at 0 */
+  loom_storage *pool[LOOM_DEVICE_POOL_CLASSES]; /* free lists per size class */
+  size_t pooled_bytes;          /* bytes held in the free lists */
+  uint64_t pool_hits, pool_misses; /* allocations served from / not from the pool */
+};
+
+struct loom_storage {
+  loom_vm_obj hdr;     /* kind STORAGE */
+  loom_device *device; /* holds a device reference while live */
+  void *data;          /* the bytes */
+  size_t size;         /* usable bytes */
+  int size_class;      /* pool class, or -1: not pooled (foreign memory) */
+  /* Foreign storage: called instead of returning to the pool. */
+  void (*release)(loom_storage *s);
+  void *owner;         /* the foreign owner's state */
+  loom_storage *next;  /* free-list link while pooled */
+};
+
+typedef struct loom_tensor {
+  loom_vm_obj hdr;        /* kind TENSOR */
+  loom_dtype dtype;       /* element type */
+  int32_t rank;           /* number of dims, 0..LOOM_VM_MAX_RANK */
+  void *data;             /* element 0 */
+  loom_device *device;    /* where data lives (owned through storage) */
+  loom_storage *storage;  /* keeps data alive (holds a reference), or NULL */
+  DLManagedTensor *dl;    /* foreign DLPack owner (deleted with the tensor), or NULL */
+  loom_allocator *alloc;  /* where this struct lives */
+  int64_t *shape;         /* rank dims */
+  int64_t *strides;       /* rank strides, in elements */
+  int64_t dims[];         /* storage for shape then strides */
+} loom_tensor;
+
+typedef struct loom_tuple {
+  loom_vm_obj hdr;        /* kind TUPLE */
+  loom_allocator *alloc;  /* where this struct lives */
+  uint32_t size;          /* number of items */
+  loom_vm_obj *items[];   /* each holds a reference (never NULL) */
+} loom_tuple;
+
+/* ---- objects ---- */
+void loom_vm_obj_retain(loom_vm_obj *o);
+/* Drops a reference; frees at zero. NULL is a no-op. */
+void loom_vm_obj_release(loom_vm_obj *o);
+const char *loom_vm_obj_kind_name(uint32_t kind);
+
+/* ---- devices ---- */
+/* A new CPU device with its own pool (one reference, the caller's). */
+LOOM_MUST_USE loom_status loom_device_cpu_create(loom_allocator *alloc, loom_device **out);
+void loom_device_retain(loom_device *d);
+void loom_device_release(loom_device *d);
+/* Frees every pooled block now. */
+void loom_device_trim(loom_device *d);
+
+/* ---- storage ---- */
+/* Storage of `size` bytes (64-byte aligned), from the pool when a block of its class is free. */
+LOOM_MUST_USE loom_status loom_storage_alloc(loom_device *d, size_t size, loom_storage **out);
+/* Storage over foreign memory; `release(s)` runs when the last reference goes. */
+LOOM_MUST_USE loom_status loom_storage_wrap(loom_device *d, void *data, size_t size,
+                                            void (*release)(loom_storage *), void *owner,
+                                            loom_storage **out);
+
+/* ---- tensors ---- */
+/* Byte size of a dense tensor; OUT_OF_RANGE on a negative dim or overflow. */
+LOOM_MUST_USE loom_status loom_tensor_nbytes(loom_dtype dt, int32_t rank, const int64_t *shape,
+                                             size_t *out);
+/* A dense row-major tensor with fresh storage from `d` (contents undefined). */
+LOOM_MUST_USE loom_status loom_tensor_alloc(loom_device *d, loom_dtype dt, int32_t rank,
+                                            const int64_t *shape, loom_tensor **out);
+/* A dense row-major view of `s` at byte `offset`; checks it fits. Retains s. */
+LOOM_MUST_USE loom_status loom_tensor_view(loom_storage *s, size_t offset, loom_dtype dt,
+                                           int32_t rank, const int64_t *shape, loom_tensor **out);
+size_t loom_tensor_numel(const loom_tensor *t);
+bool loom_tensor_is_contiguous(const loom_tensor *t);
+/* Zero-copy export: the DLManagedTensor holds a reference to t; its deleter drops it. */
+LOOM_MUST_USE loom_status loom_tensor_to_dlpack(loom_tensor *t, DLManagedTensor **out);
+/* Zero-copy import: the tensor owns `dl` and calls its deleter when freed (also on failure).
+ * Only CPU tensors with a dtype Loom knows are accepted. */
+LOOM_MUST_USE loom_status loom_tensor_from_dlpack(loom_allocator *alloc, loom_device *cpu,
+                                                  DLManagedTensor *dl, loom_tensor **out);
+/* Maps dtypes both ways; false when there is no counterpart. */
+bool loom_dtype_to_dl(loom_dtype dt, DLDataType *out);
+bool loom_dtype_from_dl(DLDataType t, loom_dtype *out);
+
+/* ---- tuples ---- */
+/* A tuple of n items (each retained). */
+LOOM_MUST_USE loom_status loom_tuple_new(loom_allocator *alloc, loom_vm_obj *const *items,
+                                         uint32_t n, loom_tuple **out);
+
+#endif

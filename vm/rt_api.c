@@ -1,0 +1,194 @@
+/* rt_api.c — the runtime C API of src/loomrt.h: artifacts (dlopen), signatures, calls. */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loomrt.h"
+#include "targets/cpu/threadpool.h"
+#include "vm/vm.h"
+
+struct loom_rt {
+  loom_vm_exec *exe;
+  loom_vm *vm;
+  loom_cpu_pool *pool;
+  void *dl;                           /* dlopen handle of an AOT artifact, or NULL */
+  const loom_artifact_kernel *kernels; /* from the artifact or the options */
+  uint32_t nkernels;
+  const loom_artifact_kernel *externs;
+  uint32_t nexterns;
+};
+
+static loom_kernel_fn resolve(void *ctx, const char *name, int is_extern) {
+  loom_rt *rt = ctx;
+  const loom_artifact_kernel *t = is_extern ? rt->externs : rt->kernels;
+  uint32_t n = is_extern ? rt->nexterns : rt->nkernels;
+  for (uint32_t i = 0; i < n; i++)
+    if (t[i].name && !strcmp(t[i].name, name)) return t[i].fn;
+  return NULL;
+}
+
+void loom_rt_close(loom_rt *rt) {
+  if (!rt) return;
+  loom_vm_destroy(rt->vm);
+  loom_vm_exec_free(rt->exe);
+  loom_cpu_pool_destroy(rt->pool);
+  if (rt->dl) dlclose(rt->dl);
+  free(rt);
+}
+
+static loom_status open_so(loom_rt *rt, const char *path) {
+  char buf[4096];
+  /* dlopen searches the library path for names without a slash */
+  snprintf(buf, sizeof buf, "%s%s", strchr(path, '/') ? "" : "./", path);
+  rt->dl = dlopen(buf, RTLD_NOW | RTLD_LOCAL);
+  if (!rt->dl) return LOOM_ERROR(NOT_FOUND, "cannot load artifact '%s': %s", path, dlerror());
+  const loom_artifact_desc *a = dlsym(rt->dl, LOOM_ARTIFACT_SYMBOL);
+  if (!a) return LOOM_ERROR(NOT_FOUND, "'%s' is a shared object without the symbol %s: not a Loom artifact", path, LOOM_ARTIFACT_SYMBOL);
+  if (a->magic != LOOM_ARTIFACT_MAGIC) return LOOM_ERROR(DATA_LOSS, "'%s': %s has a bad magic number", path, LOOM_ARTIFACT_SYMBOL);
+  if (a->abi_version != LOOM_KERNEL_ABI_VERSION)
+    return LOOM_ERROR(DATA_LOSS, "'%s': kernels were built for kernel ABI %u, this runtime has %u", path, a->abi_version,
+                      LOOM_KERNEL_ABI_VERSION);
+  rt->kernels = a->kernels;
+  rt->nkernels = a->nkernels;
+  return loom_status_annotate(loom_vm_exec_load(NULL, a->exec, a->exec_size, NULL, NULL, &rt->exe), __FILE__, __LINE__,
+                              "artifact '%s'", path);
+}
+
+loom_status loom_rt_open(const char *path, const loom_rt_options *opts, loom_rt **out) {
+  *out = NULL;
+  static const loom_rt_options none = {0};
+  if (!opts) opts = &none;
+  loom_rt *rt = calloc(1, sizeof *rt);
+  if (!rt) return LOOM_OOM();
+  rt->kernels = opts->kernels, rt->nkernels = opts->nkernels;
+  rt->externs = opts->externs, rt->nexterns = opts->nexterns;
+  loom_status st = LOOM_OK;
+  unsigned char head[8] = {0};
+  FILE *f = fopen(path, "rb");
+  if (!f) st = LOOM_ERROR(NOT_FOUND, "cannot open '%s'", path);
+  else {
+    size_t got = fread(head, 1, 8, f);
+    fclose(f);
+    if (got == 8 && !memcmp(head, "LOOMEXE", 8)) st = loom_vm_exec_load_file(NULL, path, &rt->exe);
+    else if (got >= 4 && !memcmp(head, "\x7f" "ELF", 4)) st = open_so(rt, path);
+    else st = LOOM_ERROR(DATA_LOSS, "'%s' is neither a Loom executable nor a shared-object artifact", path);
+  }
+  if (!st) st = loom_cpu_pool_create(NULL, opts->threads, &rt->pool);
+  if (!st) {
+    st = loom_vm_create(NULL, rt->exe, resolve, rt, rt->pool, &rt->vm);
+    if (st && !rt->dl && loom_status_code(st) == LOOM_CODE_NOT_FOUND)
+      st = loom_status_annotate(st, __FILE__, __LINE__,
+                                "while binding '%s': a plain executable takes its kernels from the host "
+                                "(loom_rt_options.kernels); run the AOT shared object instead", path);
+  }
+  if (st) {
+    loom_rt_close(rt);
+    return st;
+  }
+  loom_vm_set_user(rt->vm, opts->user);
+  *out = rt;
+  return LOOM_OK;
+}
+
+uint32_t loom_rt_function_count(const loom_rt *rt) { return rt->exe->nfuncs; }
+const char *loom_rt_function_name(const loom_rt *rt, uint32_t fn) {
+  return fn < rt->exe->nfuncs ? loom_vm_exec_str(rt->exe, rt->exe->funcs[fn].name) : NULL;
+}
+uint32_t loom_rt_function_find(const loom_rt *rt, const char *name) { return loom_vm_exec_find_func(rt->exe, name); }
+uint32_t loom_rt_param_count(const loom_rt *rt, uint32_t fn) { return fn < rt->exe->nfuncs ? rt->exe->funcs[fn].nparams : 0; }
+
+void loom_rt_param_get(const loom_rt *rt, uint32_t fn, uint32_t i, loom_rt_param *out) {
+  memset(out, 0, sizeof *out);
+  if (fn >= rt->exe->nfuncs || i >= rt->exe->funcs[fn].nparams) return;
+  const loom_vm_param *p = &rt->exe->funcs[fn].params[i];
+  out->name = loom_vm_exec_str(rt->exe, p->name);
+  out->dtype = p->dtype == LOOM_VM_ANY_DTYPE ? -1 : (int32_t)p->dtype;
+  out->rank = p->rank;
+  for (uint32_t d = 0; d < p->rank; d++) out->dims[d] = loom_vm_exec_str(rt->exe, p->dims[d]);
+}
+
+void loom_rt_signature_text(const loom_rt *rt, uint32_t fn, char *buf, size_t n) {
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "%s(", loom_rt_function_name(rt, fn) ? loom_rt_function_name(rt, fn) : "?");
+  for (uint32_t i = 0; i < loom_rt_param_count(rt, fn); i++) {
+    loom_rt_param p;
+    loom_rt_param_get(rt, fn, i, &p);
+    loom_strbuf_printf(&sb, "%s%s: %s(", i ? ", " : "", p.name, p.dtype < 0 ? "any" : loom_dtype_name((loom_dtype)p.dtype));
+    for (uint32_t d = 0; d < p.rank; d++) loom_strbuf_printf(&sb, "%s%s", d ? ", " : "", p.dims[d]);
+    loom_strbuf_puts(&sb, ")");
+  }
+  loom_strbuf_puts(&sb, ")");
+  snprintf(buf, n, "%s", loom_strbuf_cstr(&sb));
+  loom_strbuf_free(&sb);
+}
+
+loom_status loom_rt_call(loom_rt *rt, const char *fn, loom_tensor *const *inputs, uint32_t ninputs, loom_rt_outputs *out) {
+  out->count = 0;
+  out->items = NULL;
+  uint32_t i = loom_vm_exec_find_func(rt->exe, fn);
+  if (i == LOOM_VM_NONE) return LOOM_ERROR(NOT_FOUND, "no function '%s' in the executable", fn);
+  loom_vm_obj *args[LOOM_VM_MAX_RANK * 16];
+  if (ninputs > LOOM_ARRAY_LEN(args)) return LOOM_ERROR(INVALID_ARGUMENT, "%u inputs are too many", ninputs);
+  for (uint32_t k = 0; k < ninputs; k++) args[k] = inputs[k] ? &inputs[k]->hdr : NULL;
+  loom_vm_obj *res;
+  LOOM_PROPAGATE(loom_vm_call(rt->vm, i, args, ninputs, &res));
+  if (res->kind == LOOM_VM_OBJ_TUPLE) {
+    loom_tuple *t = (loom_tuple *)res;
+    out->items = calloc(t->size ? t->size : 1, sizeof *out->items);
+    if (!out->items) {
+      loom_vm_obj_release(res);
+      return LOOM_OOM();
+    }
+    for (uint32_t k = 0; k < t->size; k++) {
+      out->items[k] = t->items[k];
+      t->items[k]->refs++;
+    }
+    out->count = t->size;
+    loom_vm_obj_release(res);
+  } else {
+    out->items = calloc(1, sizeof *out->items);
+    if (!out->items) {
+      loom_vm_obj_release(res);
+      return LOOM_OOM();
+    }
+    out->items[0] = res;
+    out->count = 1;
+  }
+  return LOOM_OK;
+}
+
+void loom_rt_outputs_free(loom_rt_outputs *out) {
+  for (uint32_t i = 0; i < out->count; i++) loom_vm_obj_release(out->items[i]);
+  free(out->items);
+  out->items = NULL;
+  out->count = 0;
+}
+
+loom_status loom_rt_tensor_new(loom_rt *rt, loom_dtype dt, int32_t rank, const int64_t *shape, loom_tensor **out) {
+  return loom_tensor_alloc(loom_vm_device(rt->vm), dt, rank, shape, out);
+}
+
+void loom_tensor_release(loom_tensor *t) { loom_vm_obj_release(t ? &t->hdr : NULL); }
+
+loom_status loom_rt_set_threads(loom_rt *rt, uint32_t threads) {
+  loom_cpu_pool *p;
+  LOOM_PROPAGATE(loom_cpu_pool_create(NULL, threads, &p));
+  loom_vm_set_pool(rt->vm, p);
+  loom_cpu_pool_destroy(rt->pool);
+  rt->pool = p;
+  return LOOM_OK;
+}
+
+uint32_t loom_rt_threads(const loom_rt *rt) { return loom_cpu_pool_threads(rt->pool); }
+void loom_rt_set_profile(loom_rt *rt, bool on) { loom_vm_set_profile(rt->vm, on); }
+void loom_rt_profile_print(loom_rt *rt, FILE *f) { loom_vm_profile_print(rt->vm, f); }
+
+char *loom_rt_disasm(const loom_rt *rt) {
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_vm_exec_disasm(rt->exe, &sb);
+  char *s = sb.oom ? NULL : strdup(loom_strbuf_cstr(&sb));
+  loom_strbuf_free(&sb);
+  return s;
+}

@@ -1,0 +1,13 @@
+/* vm_internal.h — what the VM's own files share (not a public interface). */
+#ifndef LOOM_VM_VM_INTERNAL_H
+#define LOOM_VM_VM_INTERNAL_H
+
+#include "vm/exec.h"
+
+#define LOOM_VM_MAX_CALL_ARGS 256u /* operands of one call, buffers or symbols (stack arrays) */
+#define LOOM_VM_MAX_DEPTH 200u     /* nested VM calls */
+
+/* Verifies instruction pc of f (used by the loader and by the sanitized dispatch loop). */
+LOOM_MUST_USE loom_status loom_vm_verify_insn(const loom_vm_exec *e, const loom_vm_func *f, uint32_t pc);
+
+#endif
