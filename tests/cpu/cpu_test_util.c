@@ -1,5 +1,6 @@
 /* cpu_test_util.c — differential testing of compiled tensor programs. */
 #include "cpu_test_util.h"
+#include "targets/cpu/threadpool.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -50,6 +51,20 @@ void cpu_ctx_init(cpu_ctx *c, uint32_t threads) {
   c->ctx.num_threads = threads;
   c->ctx.parallel_for = threads > 1 ? pf_two : pf_serial;
   c->ctx.set_error = set_error;
+  if (threads == CPU_CTX_POOL) {
+    loom_cpu_pool *p = NULL;
+    loom_status s = loom_cpu_pool_create(NULL, 2, &p);
+    cr_assert_null(s, "%s", loom_status_text(s, 0));
+    c->pool = p;
+    c->ctx.num_threads = 2;
+    c->ctx.parallel_for = loom_cpu_pool_parallel_for;
+    c->ctx.pool = p;
+  }
+}
+
+void cpu_ctx_fini(cpu_ctx *c) {
+  if (c->pool) loom_cpu_pool_destroy(c->pool);
+  c->pool = NULL;
 }
 
 /* ---- data ---------------------------------------------------------------------------- */
@@ -170,12 +185,13 @@ int cpu_diff(tp_fixture *fx, loom_kernel_fn fn, const cpu_diff_opts *o, uint64_t
     }
     loom_status s = loom_tp_interpret(fx->cx, f, wargs, f->nparams);
     cr_assert_null(s, "interpreter: %s", loom_status_text(s, 0));
-    for (uint32_t threads = 1; threads <= 2; threads++) {
+    for (uint32_t threads = 1; threads <= CPU_CTX_POOL; threads++) {
       for (size_t i = 0; i < f->nparams; i++)
         if (f->params[i].is_buffer) memcpy(args[i].data, init[i], counts[i] * loom_dtype_size(f->params[i].buf->dtype));
       cpu_ctx c;
       cpu_ctx_init(&c, threads);
       int32_t rc = cpu_call(fx->cx, f, fn, args, f->nparams, &c);
+      cpu_ctx_fini(&c);
       cr_assert_eq(rc, 0, "kernel failed: %s", c.error);
       for (size_t i = 0; i < f->nparams; i++) {
         const loom_tp_param *p = &f->params[i];

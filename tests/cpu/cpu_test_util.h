@@ -6,13 +6,17 @@
 #include "../tensorprog/tp_test_util.h"
 #include "targets/cpu/codegen.h"
 
-/* A test-local kernel context: `threads` 1 runs parallel loops inline, 2 splits each
- * parallel loop into two halves, the second on a fresh pthread. */
+/* A kernel context: `threads` 1 runs parallel loops inline, 2 splits each parallel loop
+ * into two halves, the second on a fresh pthread (test-local), CPU_CTX_POOL uses the
+ * runtime's thread pool (targets/cpu/threadpool.h) with 2 threads. */
+enum { CPU_CTX_POOL = 3 };
 typedef struct cpu_ctx {
   loom_kernel_ctx ctx;
   char error[256]; /* last set_error message */
+  void *pool;      /* loom_cpu_pool for CPU_CTX_POOL */
 } cpu_ctx;
 void cpu_ctx_init(cpu_ctx *c, uint32_t threads);
+void cpu_ctx_fini(cpu_ctx *c);
 
 /* Fills a buffer of `count` elements of `t` with values from `rng`: floats in [-2, 2],
  * integers in [-50, 50] (unsigned [0, 100]), bools 0/1. */
@@ -33,7 +37,7 @@ typedef struct cpu_diff_opts {
 } cpu_diff_opts;
 
 /* Runs `fn` (compiled from f) and the interpreter on the same random inputs for
- * `trials` random shapes, with 1 and 2 threads, and asserts every buffer is equal
+ * `trials` random shapes, with 1 and 2 threads (test-local) and the runtime pool, and asserts every buffer is equal
  * (integers bit-exact, floats within tolerance). Returns the number of runs. */
 int cpu_diff(tp_fixture *fx, loom_kernel_fn fn, const cpu_diff_opts *o, uint64_t seed);
 
