@@ -8,98 +8,45 @@
  * kernel as GFLOP/s or GB/s, as a percent of the peak it is bound by, and for matmul as a
  * ratio to OpenBLAS cblas_sgemm with the same thread count; plus compile time per kernel.
  * Times are the best of several repetitions (the machine is shared: expect noise).
- * Parallel loops run on a bench-local spinning pool (the VM's thread pool replaces it). */
+ * Parallel loops run on the runtime's thread pool (targets/cpu/threadpool.h). */
 #include <cblas.h>
 #include <math.h>
 #include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/clock.h"
 #include "targets/cpu/codegen.h"
+#include "targets/cpu/threadpool.h"
 #include "tensorprog/tp_ir.h"
 
 void openblas_set_num_threads(int);
 
-/* ---- a tiny spinning pool: worker 1..T-1 wait on a generation counter ---------------- */
+/* ---- the runtime's thread pool (targets/cpu/threadpool.h) ---------------------------- */
 
 enum { MAXT = 16 };
 typedef struct pool {
+  loom_cpu_pool *p;
   int nthreads;
-  pthread_t tid[MAXT];
-  _Atomic unsigned gen;
-  _Atomic int pending;
-  _Atomic int quit;
-  loom_parallel_body body;
-  void *arg;
-  int64_t n;
-  _Atomic int32_t rc;
 } pool;
 
-static void chunk(pool *p, int w, int64_t *b, int64_t *e) {
-  int64_t q = p->n / p->nthreads, r = p->n % p->nthreads;
-  *b = w * q + (w < r ? w : r);
-  *e = *b + q + (w < r ? 1 : 0);
-}
-
-static void *worker(void *a) {
-  pool *p = ((void **)a)[0];
-  int w = (int)(intptr_t)((void **)a)[1];
-  free(a);
-  unsigned seen = 0;
-  for (;;) {
-    unsigned g;
-    for (int spins = 0; (g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen; spins++) {
-      if (atomic_load(&p->quit)) return NULL;
-      if (spins > 2000) sched_yield(); /* the machine is shared: do not hold a core */
-    }
-    seen = g;
-    int64_t b, e;
-    chunk(p, w, &b, &e);
-    if (b < e) {
-      int32_t rc = p->body(p->arg, b, e, (uint32_t)w);
-      if (rc) atomic_store(&p->rc, rc);
-    }
-    atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
-  }
-}
-
 static int32_t pool_for(void *pp, int64_t n, loom_parallel_body body, void *arg) {
-  pool *p = pp;
-  if (n <= 0) return 0;
-  if (p->nthreads == 1 || n == 1) return body(arg, 0, n, 0);
-  p->body = body;
-  p->arg = arg;
-  p->n = n;
-  atomic_store(&p->rc, 0);
-  atomic_store(&p->pending, p->nthreads - 1);
-  atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
-  int64_t b, e;
-  chunk(p, 0, &b, &e);
-  int32_t rc = b < e ? body(arg, b, e, 0) : 0;
-  for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; spins++)
-    if (spins > 2000) sched_yield();
-  return rc ? rc : atomic_load(&p->rc);
+  return loom_cpu_pool_parallel_for(((pool *)pp)->p, n, body, arg);
 }
 
-static void pool_start(pool *p, int n) {
-  memset(p, 0, sizeof *p);
+static int pool_start(pool *p, int n) {
   p->nthreads = n;
-  for (int w = 1; w < n; w++) {
-    void **a = malloc(2 * sizeof *a);
-    a[0] = p;
-    a[1] = (void *)(intptr_t)w;
-    pthread_create(&p->tid[w], NULL, worker, a);
+  loom_status s = loom_cpu_pool_create(NULL, (uint32_t)n, &p->p);
+  if (s) {
+    fprintf(stderr, "error: %s\n", loom_status_text(s, 0));
+    loom_status_free(s);
+    return -1;
   }
+  return 0;
 }
 
-static void pool_stop(pool *p) {
-  atomic_store(&p->quit, 1);
-  for (int w = 1; w < p->nthreads; w++) pthread_join(p->tid[w], NULL);
-}
+static void pool_stop(pool *p) { loom_cpu_pool_destroy(p->p); }
 
 static void set_error(const loom_kernel_ctx *c, const char *m) {
   (void)c;
@@ -405,9 +352,9 @@ int main(int argc, char **argv) {
   if (loom_cpu_jit_create(&opt, &g_jit)) return 1;
   openblas_set_num_threads(threads);
   pool pl;
-  pool_start(&pl, threads);
-  loom_kernel_ctx ctx = {LOOM_KERNEL_ABI_VERSION, sizeof(loom_kernel_ctx), (uint32_t)threads, 0, pool_for, &pl,
-                         set_error, NULL, NULL};
+  if (pool_start(&pl, threads)) return 1;
+  loom_kernel_ctx ctx = {LOOM_KERNEL_ABI_VERSION, sizeof(loom_kernel_ctx), (uint32_t)threads, 0,
+                         loom_cpu_pool_parallel_for, pl.p, set_error, NULL, NULL};
   g_peak = fma_peak(&pl);
   g_triad = triad_gbs(&pl, quick ? 4 << 20 : 16 << 20);
   printf("threads %d: FP32 FMA peak %.1f GFLOP/s, triad %.1f GB/s (shared machine: numbers are noisy)\n", threads,
