@@ -364,6 +364,11 @@ int main(int argc, char **argv) {
   if (prog_load(&mm, matmul_text) || prog_load(&add, add_text) || prog_load(&sm, softmax_text) ||
       prog_load(&ln, layernorm_text) || prog_load(&rms, rmsnorm_text))
     return 1;
+  if (getenv("LOOM_DUMP_OBJ")) { /* for inspecting the machine code: objdump -d $LOOM_DUMP_OBJ */
+    const loom_tp_func *fs[1] = {mm.f};
+    loom_status s = loom_cpu_emit_object(&opt, mm.cx, fs, 1, getenv("LOOM_DUMP_OBJ"));
+    if (s) loom_status_free(s);
+  }
   printf("compile time (parse+verify excluded; IR gen + O3 + machine code): matmul %.1f ms, add %.1f ms, "
          "softmax %.1f ms, layer_norm %.1f ms, rms_norm %.1f ms\n",
          mm.compile_ms, add.compile_ms, sm.compile_ms, ln.compile_ms, rms.compile_ms);
