@@ -132,7 +132,7 @@ static double triad_gbs(pool *p, int64_t n) {
   triad_arg t = {malloc((size_t)n * 4), malloc((size_t)n * 4), malloc((size_t)n * 4), n};
   for (int64_t i = 0; i < n; i++) t.a[i] = t.b[i] = t.c[i] = (float)i;
   double best = 1e30;
-  for (int rep = 0; rep < 8; rep++) {
+  for (int rep = 0; rep < 20; rep++) {
     double t0 = now_s();
     pool_for(p, n, triad_body, &t);
     double s = now_s() - t0;
@@ -295,14 +295,18 @@ static const char *add_text =
     "prim @add(X: Buffer[(r, c), f32], Y: Buffer[(r, c), f32], Z: Buffer[(r, c), f32]) {\n"
     "  for i in 0..r parallel { for j in 0..c vectorize { Y[i, j] = X[i, j] + Z[i, j] } }\n}\n";
 static const char *softmax_text =
+    /* exp computed once: stored into Y during the sum pass, then scaled in place (the
+     * row is in L1/L2 by then) */
     "prim @softmax(X: Buffer[(r, c), f32], Y: Buffer[(r, c), f32]) {\n"
     "  for i in 0..r parallel {\n"
     "    alloc acc: Local[(2,), f32]\n"
     "    acc[0] = -1.0e18\n"
     "    for j in 0..c reduce { acc[0] = max(acc[0], X[i, j]) }\n"
     "    acc[1] = 0.0\n"
-    "    for k in 0..c reduce { acc[1] = acc[1] + exp(X[i, k] - acc[0]) }\n"
-    "    for l in 0..c vectorize { Y[i, l] = exp(X[i, l] - acc[0]) * (1.0 / acc[1]) }\n"
+    "    for k in 0..c vectorize { Y[i, k] = exp(X[i, k] - acc[0]) }\n"
+    "    for k2 in 0..c reduce { acc[1] = acc[1] + Y[i, k2] }\n"
+    "    let inv: f32 = 1.0 / acc[1]\n"
+    "    for l in 0..c vectorize { Y[i, l] = Y[i, l] * inv }\n"
     "  }\n}\n";
 static const char *layernorm_text =
     "prim @layer_norm(X: Buffer[(r, c), f32], Y: Buffer[(r, c), f32], Z: Buffer[(r, c), f32], G: Buffer[(c,), f32],\n"
