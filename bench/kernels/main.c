@@ -211,18 +211,21 @@ static double g_peak, g_triad;
 
 static const char *matmul_text =
     /* The CPU matmul schedule (tensorprog text; targets/cpu/schedule rules are to produce it):
-     * 6x32 register tile (12 zmm accumulators in a Local buffer kept in registers by lane
+     * B column panel (k x 32) packed into a contiguous Local buffer (no cache-set conflicts
+     * for power-of-two n), 6x32 register tile (12 zmm accumulators in a Local buffer kept in registers by lane
      * mode), reduction over the tile innermost, A broadcast, B streamed; column panels in
      * parallel (each panel of B stays in L2 while all row tiles pass); symbolic tails: a
      * 1x32 kernel for m % 6 rows and a plain vectorised loop for n % 32 columns. */
     "prim @matmul(A: Buffer[(m, k), f32], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
     "  for jo in 0..n // 32 parallel {\n"
+    "    alloc Bp: Local[(k, 32), f32]\n"
+    "    for rp in 0..k { for jp in 0..32 vectorize { Bp[rp, jp] = B[rp, jo * 32 + jp] } }\n"
     "    for io in 0..m // 6 {\n"
     "      alloc acc: Local[(6, 32), f32]\n"
     "      for r in 0..k reduce {\n"
     "        for ii in 0..6 unroll {\n"
     "          let a: f32 = A[io * 6 + ii, r]\n"
-    "          for ji in 0..32 vectorize { acc[ii, ji] = acc[ii, ji] + a * B[r, jo * 32 + ji] }\n"
+    "          for ji in 0..32 vectorize { acc[ii, ji] = acc[ii, ji] + a * Bp[r, ji] }\n"
     "        }\n"
     "      }\n"
     "      for ii2 in 0..6 unroll { for ji2 in 0..32 vectorize { C[io * 6 + ii2, jo * 32 + ji2] = acc[ii2, ji2] } }\n"
@@ -231,7 +234,7 @@ static const char *matmul_text =
     "      alloc acc1: Local[(32,), f32]\n"
     "      for r1 in 0..k reduce {\n"
     "        let a1: f32 = A[m // 6 * 6 + it, r1]\n"
-    "        for ji1 in 0..32 vectorize { acc1[ji1] = acc1[ji1] + a1 * B[r1, jo * 32 + ji1] }\n"
+    "        for ji1 in 0..32 vectorize { acc1[ji1] = acc1[ji1] + a1 * Bp[r1, ji1] }\n"
     "      }\n"
     "      for ji3 in 0..32 vectorize { C[m // 6 * 6 + it, jo * 32 + ji3] = acc1[ji3] }\n"
     "    }\n"
