@@ -45,7 +45,6 @@ typedef struct cg {
   /* the LLVM function being generated */
   LLVMValueRef fn;
   LLVMValueRef ctxp;          /* the kernel ctx pointer */
-  LLVMBasicBlockRef fail_bb;  /* returns 1; NULL until needed */
   int reduce_depth;           /* enclosing reduce loops */
   int nbody;                  /* outlined bodies so far (naming) */
   /* bindings (innermost last) */

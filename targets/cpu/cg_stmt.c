@@ -68,7 +68,7 @@ static void push_let(cg *g, const loom_tp_stmt *l, LLVMValueRef v) {
 /* Where the builder was, to come back after generating another function. */
 typedef struct fn_state {
   LLVMValueRef fn, ctxp;
-  LLVMBasicBlockRef fail_bb, block;
+  LLVMBasicBlockRef block;
   size_t nsyms, nbufs, nlets, nheap;
   cg_symval *syms; /* the parent's bindings, restored at the end */
   cg_bufval *bufs;
@@ -112,10 +112,9 @@ static LLVMValueRef begin_env_fn(cg *g, const char *name, fn_state *saved, LLVMT
     LLVMAddAttributeAtIndex(fn, (unsigned)i + 1, LLVMCreateEnumAttribute(g->c, noalias, 0));
     LLVMAddAttributeAtIndex(fn, (unsigned)i + 1, LLVMCreateEnumAttribute(g->c, nocapture, 0));
   }
-  *saved = (fn_state){g->fn, g->ctxp, g->fail_bb, LLVMGetInsertBlock(g->b), g->syms.len, g->bufs.len, g->lets.len,
+  *saved = (fn_state){g->fn, g->ctxp, LLVMGetInsertBlock(g->b), g->syms.len, g->bufs.len, g->lets.len,
                       g->heap.len, NULL, NULL, NULL};
   g->fn = fn;
-  g->fail_bb = NULL;
   LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->c, fn, "entry"));
   /* Re-bind in place (the parent's values are restored by end_env_fn). */
   saved->syms = malloc((g->syms.len + 1) * sizeof *saved->syms);
@@ -140,7 +139,6 @@ static void end_env_fn(cg *g, const fn_state *saved) {
   LLVMBuildRet(g->b, LLVMConstInt(g->t_i32, 0, 0));
   g->fn = saved->fn;
   g->ctxp = saved->ctxp;
-  g->fail_bb = saved->fail_bb;
   g->syms.len = saved->nsyms;
   g->bufs.len = saved->nbufs;
   g->lets.len = saved->nlets;
@@ -558,11 +556,9 @@ static void emit_alloc(cg *g, loom_tp_buffer *buf) {
     LLVMDisposeBuilder(eb);
     if (total > 0) LLVMBuildMemSet(g->b, p, LLVMConstInt(g->t_i8, 0, 0), cg_i64(g, total), 64);
   } else {
-    LLVMTypeRef mt = LLVMFunctionType(g->t_ptr, &g->t_i64, 1, 0);
     LLVMValueRef mf = LLVMGetNamedFunction(g->mod, "calloc");
     LLVMTypeRef ct_params[2] = {g->t_i64, g->t_i64};
     LLVMTypeRef ct = LLVMFunctionType(g->t_ptr, ct_params, 2, 0);
-    (void)mt;
     if (!mf) mf = LLVMAddFunction(g->mod, "calloc", ct);
     LLVMValueRef one = cg_i64(g, 1);
     LLVMValueRef nz = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, bytes, cg_i64(g, 0), ""), bytes, one, "");
