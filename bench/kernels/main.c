@@ -211,15 +211,15 @@ static double g_peak, g_triad;
 
 static const char *matmul_text =
     /* The CPU matmul schedule (tensorprog text; the schedule rules are to produce it):
-     * column panels of 32 in parallel; when m >= 24 the B panel (k x 32) is packed into a
-     * contiguous Local buffer (no cache-set conflicts for power-of-two n; for small m
+     * column panels of 32 in parallel; when m >= 6 (a full row tile exists) the B panel (k x 32) is packed into a
+     * contiguous Local buffer (no cache-set conflicts for power-of-two n; for m < 6
      * packing costs more than it saves and B is read in place); a 6x32 register tile
      * (12 zmm accumulators: a Local buffer kept in registers by lane mode) with the
      * reduction innermost, A broadcast; symbolic tails: a 1x32 kernel for m % 6 rows and a
      * plain vectorised loop for n % 32 columns. */
     "prim @matmul(A: Buffer[(m, k), f32], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
     "  for jo in 0..n // 32 parallel {\n"
-    "    if m >= 24 {\n"
+    "    if m >= 6 {\n"
     "      alloc Bp: Local[(k, 32), f32]\n"
     "      for rp in 0..k { for jp in 0..32 vectorize { Bp[rp, jp] = B[rp, jo * 32 + jp] } }\n"
     "      for io in 0..m // 6 {\n"

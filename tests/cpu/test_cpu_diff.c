@@ -401,7 +401,7 @@ LOOM_TEST(cpu, register_tiled_matmul_with_symbolic_tails) {
   diff_program(
     "prim @matmul(A: Buffer[(m, k), f32], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
     "  for jo in 0..n // 32 parallel {\n"
-    "    if m >= 24 {\n"
+    "    if m >= 6 {\n"
     "      alloc Bp: Local[(k, 32), f32]\n"
     "      for rp in 0..k { for jp in 0..32 vectorize { Bp[rp, jp] = B[rp, jo * 32 + jp] } }\n"
     "      for io in 0..m // 6 {\n"
