@@ -394,8 +394,10 @@ int main(int argc, char **argv) {
       prog_load(&ln, layernorm_text) || prog_load(&rms, rmsnorm_text))
     return 1;
   if (getenv("LOOM_DUMP_OBJ")) { /* for inspecting the machine code: objdump -d $LOOM_DUMP_OBJ */
-    const loom_tp_func *fs[1] = {mm.f};
-    loom_status s = loom_cpu_emit_object(&opt, mm.cx, fs, 1, getenv("LOOM_DUMP_OBJ"));
+    const char *which = getenv("LOOM_DUMP_KERNEL"); /* matmul (default) or softmax */
+    prog *d = which && !strcmp(which, "softmax") ? &sm : &mm;
+    const loom_tp_func *fs[1] = {d->f};
+    loom_status s = loom_cpu_emit_object(&opt, d->cx, fs, 1, getenv("LOOM_DUMP_OBJ"));
     if (s) loom_status_free(s);
   }
   printf("compile time (parse+verify excluded; IR gen + O3 + machine code): matmul %.1f ms, add %.1f ms, "

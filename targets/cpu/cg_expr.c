@@ -9,7 +9,8 @@
  *   - f16/bf16 values live in float registers, rounded to the storage type after every
  *     operation; f32 arithmetic is done in f32 (the interpreter's double-then-round gives
  *     the same result for + - * / sqrt; math functions differ by at most a few ulp);
- *   - float min/max propagate NaN (llvm.minimum / llvm.maximum);
+ *   - float min/max propagate NaN (llvm.minimum / llvm.maximum), except inside reduce loops
+ *     without strict_fp, where they are maxnum/minnum with no-NaNs so they vectorise;
  *   - float -> int casts truncate toward zero, saturate at the int64 range (NaN -> 0),
  *     then wrap to the target width (llvm.fpto[su]i.sat.i64 + trunc); i64/u64 -> narrow
  *     floats go through double, as the interpreter does;
@@ -417,8 +418,20 @@ static LLVMValueRef float_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a
       r = LLVMBuildFSub(g->b, a[0], LLVMBuildFMul(g->b, a[1], q, ""), "");
       break;
     }
-    case LOOM_TP_OP_MIN: r = fast_flags(g, cg_call_intrinsic(g, "llvm.minimum", ty, a, 2)); break;
-    case LOOM_TP_OP_MAX: r = fast_flags(g, cg_call_intrinsic(g, "llvm.maximum", ty, a, 2)); break;
+    case LOOM_TP_OP_MIN:
+    case LOOM_TP_OP_MAX:
+      if (g->reduce_depth > 0 && !g->strict_fp) {
+        /* In a reduction: maxnum/minnum with no-NaNs, which the loop vectoriser turns into
+         * vector max reductions (llvm.maximum reductions stay scalar in LLVM 19). The cost:
+         * a NaN among the reduced values may be ignored instead of propagated (strict_fp
+         * keeps the interpreter's NaN propagation). */
+        r = cg_call_intrinsic(g, op == LOOM_TP_OP_MIN ? "llvm.minnum" : "llvm.maxnum", ty, a, 2);
+        LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc | LLVMFastMathAllowContract | LLVMFastMathNoNaNs |
+                                    LLVMFastMathNoSignedZeros);
+      } else {
+        r = cg_call_intrinsic(g, op == LOOM_TP_OP_MIN ? "llvm.minimum" : "llvm.maximum", ty, a, 2);
+      }
+      break;
     case LOOM_TP_OP_NEG: r = LLVMBuildFNeg(g->b, a[0], ""); break;
     case LOOM_TP_OP_ABS: r = cg_call_intrinsic(g, "llvm.fabs", ty, a, 1); break;
     case LOOM_TP_OP_EQ: return LLVMBuildFCmp(g->b, LLVMRealOEQ, a[0], a[1], "");
