@@ -69,17 +69,27 @@ static loom_status fail(binder *b, loom_code code, const char *what, size_t axis
   return s;
 }
 
-/* The pattern with bound variables replaced by their values. */
-static const loom_sym_expr *partial(binder *b, const loom_sym_expr *e) {
-  const loom_sym_expr *vs[32], *cs[32];
-  size_t n = 0;
-  for (size_t i = 0; i < b->n; i++) {
-    vs[n] = b->vars[i];
-    int64_t x;
-    loom_sym_env_get(b->env, b->vars[i], &x);
-    cs[n++] = loom_sym_const(b->cx, x);
+/* The pattern with every bound variable (bound here or before the call) replaced by
+ * its value. */
+typedef struct bound_vars {
+  binder *b;
+  const loom_sym_expr *vars[32], *values[32];
+  size_t n;
+} bound_vars;
+
+static void collect_bound(void *ud, const loom_sym_expr *v) {
+  bound_vars *bv = ud;
+  int64_t x;
+  if (bv->n < 32 && loom_sym_env_get(bv->b->env, v, &x)) {
+    bv->vars[bv->n] = v;
+    bv->values[bv->n++] = loom_sym_const(bv->b->cx, x);
   }
-  return n ? loom_sym_subst(b->cx, e, vs, cs, n) : e;
+}
+
+static const loom_sym_expr *partial(binder *b, const loom_sym_expr *e) {
+  bound_vars bv = {.b = b};
+  loom_sym_for_each_var(e, collect_bound, &bv);
+  return bv.n ? loom_sym_subst(b->cx, e, bv.vars, bv.values, bv.n) : e;
 }
 
 loom_status loom_sym_bind(loom_sym_ctx *cx, const loom_sym_expr *const *pattern,

@@ -14,7 +14,10 @@ typedef struct parser {
   loom_diag_list *diags;
   bool failed; /* an error was reported; unwind */
   bool oom;    /* memory ran out: the result is an out-of-memory status, not a diagnostic */
+  int depth;   /* nesting of expr(): bounded so hostile input cannot exhaust the stack */
 } parser;
+
+#define MAX_DEPTH 256
 
 static const loom_sym_expr *fail_at(parser *p, size_t at, const char *fmt, const char *arg) {
   if (!p->failed) loom_diag_add(p->diags, LOOM_DIAG_ERROR, (loom_loc){p->src, at}, fmt, arg);
@@ -58,6 +61,7 @@ static bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' &
 static bool is_name_char(char c) { return is_name_start(c) || (c >= '0' && c <= '9'); }
 
 static const loom_sym_expr *expr(parser *p);
+static const loom_sym_expr *or_(parser *p);
 
 /* atom := INT | NAME | '(' expr ')' | NAME '(' expr (',' expr)* ')' */
 static const loom_sym_expr *atom(parser *p) {
@@ -142,7 +146,10 @@ static const loom_sym_expr *unary(parser *p) {
   skip_ws(p);
   size_t at = p->pos;
   if (accept(p, "-")) {
+    if (p->depth >= MAX_DEPTH) return fail_at(p, at, "expression nested too deeply (more than %s levels)", "256");
+    p->depth++;
     const loom_sym_expr *e = unary(p);
+    p->depth--;
     return e ? check(p, loom_sym_neg(p->cx, e), at) : NULL;
   }
   return atom(p);
@@ -208,7 +215,10 @@ static const loom_sym_expr *not_(parser *p) {
   skip_ws(p);
   size_t at = p->pos;
   if (!peek(p, "!=") && accept(p, "!")) {
+    if (p->depth >= MAX_DEPTH) return fail_at(p, at, "expression nested too deeply (more than %s levels)", "256");
+    p->depth++;
     const loom_sym_expr *e = not_(p);
+    p->depth--;
     return e ? check(p, loom_sym_not(p->cx, e), at) : NULL;
   }
   return cmp(p);
@@ -230,6 +240,17 @@ static const loom_sym_expr *and_(parser *p) {
 
 /* expr := or ; or := and ('||' and)* */
 static const loom_sym_expr *expr(parser *p) {
+  if (p->depth >= MAX_DEPTH) {
+    skip_ws(p);
+    return fail_at(p, p->pos, "expression nested too deeply (more than %s levels)", "256");
+  }
+  p->depth++;
+  const loom_sym_expr *e = or_(p);
+  p->depth--;
+  return e;
+}
+
+static const loom_sym_expr *or_(parser *p) {
   const loom_sym_expr *e = and_(p);
   while (e) {
     skip_ws(p);
@@ -245,7 +266,7 @@ static const loom_sym_expr *expr(parser *p) {
 loom_status loom_sym_parse(loom_sym_ctx *cx, const loom_source *src, size_t *pos,
                            loom_sym_resolve_fn resolve, void *ud, loom_diag_list *diags,
                            const loom_sym_expr **out) {
-  parser p = {cx, src, *pos, resolve, ud, diags, false, false};
+  parser p = {cx, src, *pos, resolve, ud, diags, false, false, 0};
   *out = NULL;
   const loom_sym_expr *e = expr(&p);
   skip_ws(&p);

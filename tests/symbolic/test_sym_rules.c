@@ -198,12 +198,20 @@ LOOM_TEST(symbolic, parse_errors_have_column_and_caret) {
       {"(n + 1", "<t>:1:7: error: expected ')'"},
       {"n m", "<t>:1:3: error: unexpected 'm' after the expression"},
       {"", "expected an expression"},
+      {NULL, "nested too deeply"}, /* 100000 '(' */
+      {NULL, "nested too deeply"}, /* 100000 '-' */
   };
+  static char deep[2][100002];
+  memset(deep[0], '(', 100000);
+  memset(deep[1], '-', 100000);
+  deep[0][100000] = deep[1][100000] = 'n';
+  cases[6].text = deep[0];
+  cases[7].text = deep[1];
   for (size_t i = 0; i < LOOM_ARRAY_LEN(cases); i++) {
     const loom_sym_expr *e = NULL;
     loom_status s = loom_sym_parse_string(f.cx, f.names, "<t>", cases[i].text, &e);
-    cr_assert_eq(loom_status_code(s), LOOM_CODE_PARSE_ERROR, "'%s'", cases[i].text);
-    cr_assert(strstr(loom_status_message(s), cases[i].msg), "'%s': got\n%s", cases[i].text, loom_status_message(s));
+    cr_assert_eq(loom_status_code(s), LOOM_CODE_PARSE_ERROR, "'%.40s'", cases[i].text);
+    cr_assert(strstr(loom_status_message(s), cases[i].msg), "'%.40s': got\n%.400s", cases[i].text, loom_status_message(s));
     loom_status_free(s);
   }
   fx_free(&f);
@@ -254,6 +262,9 @@ LOOM_TEST(symbolic, binder_bare_affine_and_errors) {
   loom_sym_env_clear(env);
   cr_assert_eq(bind(&f, env, (const char *[]){"4*n - 1", "2*n + 1"}, (int64_t[]){15, 9}, 2), LOOM_OK);
   cr_assert(loom_sym_env_get(env, V(&f, "n"), &v) && v == 4);
+  /* a variable bound by an earlier input is used, not re-bound: m from n bound before */
+  cr_assert_eq(bind(&f, env, (const char *[]){"n*m + 1"}, (int64_t[]){13}, 1), LOOM_OK);
+  cr_assert(loom_sym_env_get(env, V(&f, "m"), &v) && v == 3);
   /* inconsistent */
   loom_sym_env_clear(env);
   loom_status s = bind(&f, env, (const char *[]){"n", "2*n + 1"}, (int64_t[]){4, 10}, 2);
@@ -329,4 +340,42 @@ LOOM_TEST(symbolic, out_of_memory_walk) {
   }
   cr_assert_lt(n, 100000);
   cr_log_info("out-of-memory walk: %ld steps", n);
+}
+
+/* The example at the top of sym.h, and the inspection API. */
+LOOM_TEST(symbolic, header_example_and_inspection) {
+  loom_sym_ctx *cx;
+  cr_assert_eq(loom_sym_ctx_create(NULL, &cx), LOOM_OK);
+  const loom_sym_expr *b = loom_sym_var_new(cx, "b", LOOM_SYM_VAR_SHAPE);
+  const loom_sym_expr *s = loom_sym_var_new(cx, "s", LOOM_SYM_VAR_SHAPE);
+  const loom_sym_expr *rows = loom_sym_mul(cx, b, s);
+  const loom_sym_expr *half = loom_sym_floordiv(cx, loom_sym_add(cx, rows, rows), loom_sym_const(cx, 2));
+  cr_assert_eq(half, rows);
+  /* 2*b + 3: ADD with operands [2*b, 3]; 2*b is MUL with operands [2, b] */
+  const loom_sym_expr *e = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_const(cx, 2), b), loom_sym_const(cx, 3));
+  cr_assert_eq(loom_sym_kind_of(e), LOOM_SYM_ADD);
+  cr_assert_eq(loom_sym_num_operands(e), 2);
+  const loom_sym_expr *t = loom_sym_operand(e, 0);
+  int64_t v;
+  cr_assert(loom_sym_is_const(loom_sym_operand(e, 1), &v) && v == 3);
+  cr_assert_eq(loom_sym_kind_of(t), LOOM_SYM_MUL);
+  cr_assert(loom_sym_is_const(loom_sym_operand(t, 0), &v) && v == 2);
+  cr_assert_eq(loom_sym_operand(t, 1), b);
+  const loom_sym_expr *var;
+  int64_t k, c;
+  cr_assert(loom_sym_as_affine(e, &var, &k, &c) && var == b && k == 2 && c == 3);
+  cr_assert(!loom_sym_as_affine(rows, &var, &k, &c));
+  cr_assert_str_eq(loom_sym_kind_name(LOOM_SYM_FLOORDIV), "floordiv");
+  cr_assert_str_eq(loom_sym_var_name(s), "s");
+  cr_assert_neq(loom_sym_var_id(b), loom_sym_var_id(s));
+  cr_assert_eq(loom_sym_hash(e), loom_sym_hash(loom_sym_add(cx, loom_sym_const(cx, 3), loom_sym_mul(cx, b, loom_sym_const(cx, 2)))));
+  /* subst: b -> s + 1 in 2*b + 3 gives 2*s + 5 */
+  const loom_sym_expr *vals[] = {loom_sym_add(cx, s, loom_sym_const(cx, 1))};
+  const loom_sym_expr *r = loom_sym_subst(cx, e, &b, vals, 1);
+  char *text = loom_sym_to_string(r);
+  cr_assert_str_eq(text, "2*s + 5");
+  free(text);
+  cr_assert(loom_sym_ctx_size(cx) > 5);
+  cr_assert_eq(loom_sym_ctx_take_error(cx), LOOM_OK);
+  loom_sym_ctx_destroy(cx);
 }
