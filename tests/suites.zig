@@ -45,5 +45,6 @@ pub const suites = .{
         "tests/vm/test_exec.c",
         "tests/fuzz/fuzz_exec.c",
         "tests/vm/test_aot.c",
+        "tests/vm/test_model.c",
     } },
 };

@@ -212,6 +212,8 @@ size_t loom_tensor_numel(const loom_tensor *t) {
 }
 
 bool loom_tensor_is_contiguous(const loom_tensor *t) {
+  for (int32_t i = 0; i < t->rank; i++)
+    if (t->shape[i] == 0) return true; /* no elements: any strides are dense */
   int64_t st = 1;
   for (int32_t i = t->rank - 1; i >= 0; i--) {
     if (t->shape[i] != 1 && t->strides[i] != st) return false;

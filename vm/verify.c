@@ -187,6 +187,8 @@ loom_status loom_vm_verify_insn(const loom_vm_exec *e, const loom_vm_func *f, ui
   if (op == LOOM_VM_OP_MOV && f->obj_kinds[a] != LOOM_VM_OBJ_ANY && f->obj_kinds[a] != f->obj_kinds[b])
     return BAD("MOV r%u (%s) := r%u (%s): kinds differ", a, loom_vm_obj_kind_name(f->obj_kinds[a]), b,
                loom_vm_obj_kind_name(f->obj_kinds[b]));
+  if (op == LOOM_VM_OP_ALLOC && LOOM_VM_C(in) != 0)
+    return BAD("ALLOC on device %u: only device 0 (the CPU) exists", LOOM_VM_C(in));
   if (oi->b == 'L') LOOM_PROPAGATE(verify_list(e, f, (loom_vm_op)op, a, LOOM_VM_BX(in)));
   if (op == LOOM_VM_OP_CALLB && a == LOOM_VM_BUILTIN_COPY) {
     /* output register must be a tensor register: checked by the list kinds */

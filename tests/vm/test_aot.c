@@ -199,3 +199,10 @@ LOOM_TEST(aot, npy_rejects_malformed_files) {
     FAILS_WITH(loom_npy_parse((const uint8_t *)cases[i].bytes, cases[i].n, &n), cases[i].msg);
   }
 }
+
+LOOM_TEST(aot, loom_run_links_no_llvm_and_no_gmp) {
+  loom_test_proc p = loom_test_run("ldd %s", loom_test_loom_run_bin());
+  cr_assert_eq(p.exit_code, 0, "%s", p.err);
+  cr_assert(strstr(p.out, "LLVM") == NULL && strstr(p.out, "gmp") == NULL, "ldd loom-run: %s", p.out);
+  loom_test_proc_free(&p);
+}

@@ -435,6 +435,7 @@ LOOM_TEST(vm, verifier_rejects_bad_bytecode_from_the_builder) {
       {loom_vm_insn_abc(LOOM_VM_OP_NOP, 0, 0, 0) | (1ull << 60), "reserved bits"},
       {loom_vm_insn_abx(LOOM_VM_OP_CALLK, 3, 0), "kernel 3 out of range"},
       {loom_vm_insn_abx(LOOM_VM_OP_CALLB, 1, 0), "objects: 0 given, signature needs 1"},
+      {loom_vm_insn_abc(LOOM_VM_OP_ALLOC, 1, 0, 3), "ALLOC on device 3: only device 0 (the CPU) exists"},
   };
   for (size_t i = 0; i < LOOM_ARRAY_LEN(cases); i++) {
     ctx c = begin();
@@ -490,4 +491,91 @@ LOOM_TEST(vm, storage_pool_reuses_blocks) {
   cr_assert_eq(d->pool_hits, 1);
   loom_vm_obj_release(&s2->hdr);
   loom_device_release(d);
+}
+
+static int ext_calls;
+static int32_t ext_fn(void *const *buf, const int64_t *sym, const loom_kernel_ctx *ctx) {
+  (void)ctx;
+  ext_calls++;
+  ((float *)buf[0])[0] = (float)sym[0];
+  return 0;
+}
+static loom_kernel_fn ext_resolve(void *ctx, const char *name, int is_extern) {
+  (void)ctx;
+  return is_extern && !strcmp(name, "host_fn") ? ext_fn : NULL;
+}
+
+LOOM_TEST(vm, externs_builtin_failures_and_call_depth) {
+  ctx c = begin();
+  uint32_t ex = loom_vm_builder_extern(c.b, "host_fn", 1, 1);
+  const char *dims[] = {"n"};
+  uint32_t x = loom_vm_fb_param(c.f, "x", LOOM_DTYPE_F32, 1, dims);
+  uint32_t n = loom_vm_fb_ireg(c.f, "n"), one = iconst(&c, 1), two = iconst(&c, 2);
+  loom_vm_fb_emit(c.f, loom_vm_insn_abc(LOOM_VM_OP_DIM, n, x, 0));
+  uint32_t lx[] = {1, x, 1, n};
+  loom_vm_fb_emit(c.f, loom_vm_insn_abx(LOOM_VM_OP_CALLX, ex, loom_vm_fb_list(c.f, lx, 4)));
+  uint32_t lp[] = {1, x, 0};
+  loom_vm_fb_emit(c.f, loom_vm_insn_abx(LOOM_VM_OP_CALLB, LOOM_VM_BUILTIN_PRINT, loom_vm_fb_list(c.f, lp, 3)));
+  uint32_t is3 = loom_vm_fb_ireg(c.f, NULL), three = iconst(&c, 3);
+  loom_vm_fb_emit(c.f, loom_vm_insn_abc(LOOM_VM_OP_IEQ, is3, n, three));
+  uint32_t j = loom_vm_fb_emit(c.f, 0);
+  uint32_t la[] = {0, 2, one, two};
+  loom_vm_fb_emit(c.f, loom_vm_insn_abx(LOOM_VM_OP_CALLB, LOOM_VM_BUILTIN_ASSERT_EQ, loom_vm_fb_list(c.f, la, 4)));
+  loom_vm_fb_emit(c.f, loom_vm_insn_abc(LOOM_VM_OP_RET, x, 0, 0));
+  /* n == 3: unbounded recursion main(x) -> main(x) */
+  loom_vm_fb_patch(c.f, j, loom_vm_insn_abx(LOOM_VM_OP_JMPIF, is3, loom_vm_fb_pc(c.f)));
+  uint32_t r = loom_vm_fb_reg(c.f, LOOM_VM_OBJ_TENSOR);
+  uint32_t lc[] = {0, 1, x, 0};
+  loom_vm_fb_emit(c.f, loom_vm_insn_abx(LOOM_VM_OP_CALL, r, loom_vm_fb_list(c.f, lc, 4)));
+  loom_vm_fb_emit(c.f, loom_vm_insn_abc(LOOM_VM_OP_RET, r, 0, 0));
+  loom_vm_exec *e;
+  OK(loom_vm_builder_finish(c.b, &e));
+  loom_vm_builder_free(c.b);
+  loom_vm *vm;
+  OK(loom_vm_create(NULL, e, ext_resolve, NULL, NULL, &vm));
+  for (int64_t len = 2; len <= 3; len++) {
+    loom_tensor *t;
+    OK(loom_tensor_alloc(loom_vm_device(vm), LOOM_DTYPE_F32, 1, &len, &t));
+    loom_vm_obj *out, *arg = &t->hdr;
+    ext_calls = 0;
+    FAILS_WITH(loom_vm_call(vm, 0, &arg, 1, &out), len == 2 ? "assertion failed: 1 != 2" : "call depth exceeds 200");
+    cr_assert_eq(ext_calls, len == 2 ? 1 : 200, "extern ran %d times", ext_calls);
+    cr_assert_float_eq(((float *)t->data)[0], (float)len, 0);
+    cr_assert_eq(t->hdr.refs, 1u);
+    loom_vm_obj_release(&t->hdr);
+  }
+  loom_vm_destroy(vm);
+  loom_vm_exec_free(e);
+}
+
+LOOM_TEST(vm, builder_out_of_memory_is_reported) {
+  for (long k = 0; k < 300; k++) {
+    loom_alloc_fail_after(k);
+    loom_vm_builder *b = NULL;
+    loom_status st = loom_vm_builder_new(NULL, &b);
+    loom_vm_exec *e = NULL;
+    if (!st) {
+      uint32_t kk = loom_vm_builder_kernel(b, "add", 3, 1);
+      loom_vm_fbuilder *f = loom_vm_builder_func(b, "main");
+      if (f) {
+        const char *dims[] = {"n"};
+        uint32_t x = loom_vm_fb_param(f, "x", LOOM_DTYPE_F32, 1, dims);
+        uint32_t n = loom_vm_fb_ireg(f, "n");
+        uint32_t l[] = {3, x, x, x, 1, n};
+        loom_vm_fb_emit(f, loom_vm_insn_abx(LOOM_VM_OP_CALLK, kk, loom_vm_fb_list(f, l, 6)));
+        loom_vm_fb_emit(f, loom_vm_insn_abc(LOOM_VM_OP_RET, x, 0, 0));
+      }
+      st = loom_vm_builder_finish(b, &e);
+    }
+    loom_alloc_fail_after(-1);
+    bool ok = st == LOOM_OK;
+    if (st) {
+      cr_assert_eq(loom_status_code(st), LOOM_CODE_RESOURCE_EXHAUSTED, "allocation %ld: %s", k, loom_status_text(st, 1));
+      loom_status_free(st);
+    }
+    loom_vm_exec_free(e);
+    loom_vm_builder_free(b);
+    if (ok) return;
+  }
+  cr_assert_fail("the builder never succeeded");
 }
