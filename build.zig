@@ -116,6 +116,10 @@ pub fn build(b: *std.Build) void {
     inline for (@import("bench/sources.zig").programs) |prog| {
         const lib = if (prog.runtime_only) libs.rt else libs.full;
         const exe = addProgram(cfg, prog.name, prog.files, lib, .normal);
+        // Optional `.system_libs` (e.g. openblas for the peer comparison), linked into that program only.
+        if (@hasField(@TypeOf(prog), "system_libs")) {
+            inline for (prog.system_libs) |l| exe.root_module.linkSystemLibrary(l, .{ .use_pkg_config = .no });
+        }
         bench_step.dependOn(&b.addInstallArtifact(exe, .{}).step);
     }
 

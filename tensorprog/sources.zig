@@ -11,5 +11,6 @@ pub const compiler = [_][]const u8{
     "tensorprog/rewrite.c",
     "tensorprog/schedule.c",
     "tensorprog/variants.c",
+    "tensorprog/schedule_cpu.c",
     "tensorprog/verify.c",
 };

@@ -55,6 +55,11 @@ pub const suites = .{
         "tests/legalize/test_legalize.c",
         "tests/legalize/test_opt_cli.c",
     } },
+    .{ .name = "cpu", .files = &[_][]const u8{
+        "tests/tensorprog/tp_test_util.c",
+        "tests/cpu/cpu_test_util.c",
+        "tests/cpu/test_cpu_diff.c",
+    } },
     .{ .name = "vm", .files = &[_][]const u8{
         "tests/vm/test_vm.c",
         "tests/vm/test_threadpool.c",

@@ -5,4 +5,7 @@ pub const runtime = [_][]const u8{
 };
 pub const compiler = [_][]const u8{
     "targets/cpu/host.c",
+    "targets/cpu/cg_expr.c",
+    "targets/cpu/cg_stmt.c",
+    "targets/cpu/cg_target.c",
 };

@@ -1,0 +1,431 @@
+/* bench/kernels — Loom's CPU kernels against this machine's limits and OpenBLAS.
+ *
+ *   scripts/zig build bench -Doptimize=ReleaseFast && zig-out/bin/bench-kernels [--threads T] [--quick]
+ *
+ * In ONE run it measures (1) the FP32 FMA peak (independent chains of 16-wide FMAs, per
+ * thread count), (2) triad bandwidth (a = b + s*c, arrays far larger than the caches),
+ * then JIT-compiles Loom tensor programs (tensorprog text -> targets/cpu) and reports each
+ * kernel as GFLOP/s or GB/s, as a percent of the peak it is bound by, and for matmul as a
+ * ratio to OpenBLAS cblas_sgemm with the same thread count; plus compile time per kernel.
+ * Times are the best of several repetitions (the machine is shared: expect noise).
+ * Parallel loops run on the runtime's thread pool (targets/cpu/threadpool.h). */
+#include <cblas.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "targets/cpu/codegen.h"
+#include "targets/cpu/threadpool.h"
+#include "tensorprog/tp_ir.h"
+
+void openblas_set_num_threads(int);
+
+/* ---- the runtime's thread pool (targets/cpu/threadpool.h) ---------------------------- */
+
+enum { MAXT = 16 };
+typedef struct pool {
+  loom_cpu_pool *p;
+  int nthreads;
+} pool;
+
+static int32_t pool_for(void *pp, int64_t n, loom_parallel_body body, void *arg) {
+  return loom_cpu_pool_parallel_for(((pool *)pp)->p, n, body, arg);
+}
+
+static int pool_start(pool *p, int n) {
+  p->nthreads = n;
+  loom_status s = loom_cpu_pool_create(NULL, (uint32_t)n, &p->p);
+  if (s) {
+    fprintf(stderr, "error: %s\n", loom_status_text(s, 0));
+    loom_status_free(s);
+    return -1;
+  }
+  return 0;
+}
+
+static void pool_stop(pool *p) { loom_cpu_pool_destroy(p->p); }
+
+static void set_error(const loom_kernel_ctx *c, const char *m) {
+  (void)c;
+  fprintf(stderr, "kernel error: %s\n", m);
+}
+
+/* ---- machine limits ------------------------------------------------------------------- */
+
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v8 __attribute__((vector_size(32)));
+
+typedef struct peak_arg {
+  int64_t iters;
+  float out;
+} peak_arg;
+
+/* 12 independent FMA chains (more than latency x ports), 512-bit and 256-bit variants:
+ * the peak is the faster of the two (min_vector_width lets clang use zmm registers even
+ * though the host tuning prefers 256-bit vectors). */
+#define FMA_BODY(name, vt, lanes, attr)                                              \
+  static attr int32_t name(void *a, int64_t b, int64_t e, uint32_t w) {              \
+    (void)w;                                                                         \
+    peak_arg *p = a;                                                                 \
+    vt x[12], m, c;                                                                  \
+    for (int i = 0; i < lanes; i++) {                                                \
+      m[i] = 0.999999f;                                                              \
+      c[i] = 1e-7f;                                                                  \
+    }                                                                                \
+    for (int k = 0; k < 12; k++) x[k] = m * (float)(k + 1);                          \
+    for (int64_t t = b; t < e; t++)                                                  \
+      for (int64_t i = 0; i < p->iters; i++)                                         \
+        for (int k = 0; k < 12; k++) x[k] = x[k] * m + c; /* contracts to one FMA */ \
+    float s = 0;                                                                     \
+    for (int k = 0; k < 12; k++) s += x[k][0];                                       \
+    p->out += s;                                                                     \
+    return 0;                                                                        \
+  }
+FMA_BODY(fma_body512, v16, 16, __attribute__((min_vector_width(512))))
+FMA_BODY(fma_body256, v8, 8, )
+
+static double now_s(void) { return (double)loom_clock_ns() * 1e-9; }
+
+static double fma_peak(pool *p) {
+  peak_arg a = {20000000 / 12, 0};
+  double g[2];
+  for (int v = 0; v < 2; v++) {
+    double best = 1e30;
+    for (int rep = 0; rep < 5; rep++) {
+      double t0 = now_s();
+      pool_for(p, p->nthreads, v ? fma_body256 : fma_body512, &a);
+      double t = now_s() - t0;
+      if (t < best) best = t;
+    }
+    g[v] = (double)p->nthreads * (double)a.iters * 12 * (v ? 8 : 16) * 2 / best * 1e-9;
+  }
+  printf("FMA peak: 512-bit %.1f GFLOP/s, 256-bit %.1f GFLOP/s\n", g[0], g[1]);
+  return g[0] > g[1] ? g[0] : g[1];
+}
+
+typedef struct triad_arg {
+  float *a, *b, *c;
+  int64_t n;
+} triad_arg;
+
+static __attribute__((min_vector_width(512))) int32_t triad_body(void *arg, int64_t b, int64_t e, uint32_t w) {
+  (void)w;
+  triad_arg *t = arg;
+  float *restrict x = t->a;
+  const float *restrict y = t->b, *restrict z = t->c;
+  int64_t i = b;
+  for (; i + 16 <= e; i += 16) { /* explicit 512-bit vectors: the C compiler here keeps this loop scalar */
+    v16 vy, vz;
+    memcpy(&vy, y + i, 64);
+    memcpy(&vz, z + i, 64);
+    v16 vx = vy + 3.0f * vz;
+    memcpy(x + i, &vx, 64);
+  }
+  for (; i < e; i++) x[i] = y[i] + 3.0f * z[i];
+  return 0;
+}
+
+static double triad_gbs(pool *p, int64_t n) {
+  triad_arg t = {malloc((size_t)n * 4), malloc((size_t)n * 4), malloc((size_t)n * 4), n};
+  for (int64_t i = 0; i < n; i++) t.a[i] = t.b[i] = t.c[i] = (float)i;
+  double best = 1e30;
+  for (int rep = 0; rep < 20; rep++) {
+    double t0 = now_s();
+    pool_for(p, n, triad_body, &t);
+    double s = now_s() - t0;
+    if (s < best) best = s;
+  }
+  free(t.a);
+  free(t.b);
+  free(t.c);
+  return 3.0 * 4.0 * (double)n / best * 1e-9;
+}
+
+/* ---- Loom kernels ------------------------------------------------------------------- */
+
+typedef struct prog {
+  loom_sym_ctx *cx;
+  loom_arena arena;
+  loom_diag_list diags;
+  loom_tp_func *f;
+  loom_kernel_fn fn;
+  double compile_ms;
+} prog;
+
+static loom_cpu_jit *g_jit;
+
+static int prog_load(prog *p, const char *text) {
+  memset(p, 0, sizeof *p);
+  if (loom_sym_ctx_create(NULL, &p->cx)) return -1;
+  loom_arena_init(&p->arena, NULL, 0);
+  loom_diag_list_init(&p->diags, NULL);
+  loom_source src = {"bench", text, strlen(text)};
+  size_t pos = 0;
+  loom_status s = loom_tp_parse_func(&p->arena, p->cx, &src, &pos, &p->diags, &p->f);
+  if (!s) s = loom_tp_verify(p->cx, p->f);
+  uint64_t t0 = loom_clock_ns();
+  const loom_tp_func *fs[1] = {p->f};
+  if (!s) s = loom_cpu_jit_compile(g_jit, p->cx, fs, 1, &p->fn);
+  p->compile_ms = (double)(loom_clock_ns() - t0) / 1e6;
+  if (s) {
+    fprintf(stderr, "error: %s\n", loom_status_text(s, 0));
+    loom_status_free(s);
+    return -1;
+  }
+  return 0;
+}
+
+static void prog_free(prog *p) {
+  loom_diag_list_destroy(&p->diags);
+  loom_arena_destroy(&p->arena);
+  loom_sym_ctx_destroy(p->cx);
+}
+
+/* Best time of `fn` over repetitions lasting at least ~0.3 s in all. */
+static double time_kernel(prog *p, void **bufs, const int64_t *syms, const loom_kernel_ctx *ctx) {
+  double best = 1e30, total = 0;
+  for (int rep = 0; rep < 200 && (rep < 3 || total < 0.3); rep++) {
+    double t0 = now_s();
+    if (p->fn(bufs, syms, ctx)) return -1;
+    double t = now_s() - t0;
+    total += t;
+    if (t < best) best = t;
+  }
+  return best;
+}
+
+static float *rnd(int64_t n) {
+  float *x = malloc((size_t)(n ? n : 1) * 4);
+  uint64_t s = 0x9e3779b97f4a7c15ull * (uint64_t)(n + 1);
+  for (int64_t i = 0; i < n; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x[i] = (float)((s >> 40) & 0xffff) / 65536.0f - 0.5f;
+  }
+  return x;
+}
+
+static double g_peak, g_triad;
+
+static const char *matmul_text =
+    /* The CPU matmul schedule (tensorprog text; the schedule rules are to produce it):
+     * column panels of 32 in parallel; when m >= 6 (a full row tile exists) the B panel (k x 32) is packed into a
+     * contiguous Local buffer (no cache-set conflicts for power-of-two n; for m < 6
+     * packing costs more than it saves and B is read in place); a 6x32 register tile
+     * (12 zmm accumulators: a Local buffer kept in registers by lane mode) with the
+     * reduction innermost, A broadcast; symbolic tails: a 1x32 kernel for m % 6 rows and a
+     * plain vectorised loop for n % 32 columns. */
+    "prim @matmul(A: Buffer[(m, k), f32], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
+    "  for jo in 0..n // 32 parallel {\n"
+    "    if m >= 6 {\n"
+    "      alloc Bp: Local[(k, 32), f32]\n"
+    "      for rp in 0..k { for jp in 0..32 vectorize { Bp[rp, jp] = B[rp, jo * 32 + jp] } }\n"
+    "      for io in 0..m // 6 {\n"
+    "        alloc acc: Local[(6, 32), f32]\n"
+    "        for r in 0..k reduce {\n"
+    "          for ii in 0..6 unroll {\n"
+    "            let a: f32 = A[io * 6 + ii, r]\n"
+    "            for ji in 0..32 vectorize { acc[ii, ji] = acc[ii, ji] + a * Bp[r, ji] }\n"
+    "          }\n"
+    "        }\n"
+    "        for ii2 in 0..6 unroll { for ji2 in 0..32 vectorize { C[io * 6 + ii2, jo * 32 + ji2] = acc[ii2, ji2] } }\n"
+    "      }\n"
+    "      for it in 0..m % 6 {\n"
+    "        alloc acc1: Local[(32,), f32]\n"
+    "        for r1 in 0..k reduce {\n"
+    "          let a1: f32 = A[m // 6 * 6 + it, r1]\n"
+    "          for ji1 in 0..32 vectorize { acc1[ji1] = acc1[ji1] + a1 * Bp[r1, ji1] }\n"
+    "        }\n"
+    "        for ji3 in 0..32 vectorize { C[m // 6 * 6 + it, jo * 32 + ji3] = acc1[ji3] }\n"
+    "      }\n"
+    "    } else {\n"
+    "      for iou in 0..m // 6 {\n"
+    "        alloc accu: Local[(6, 32), f32]\n"
+    "        for ru in 0..k reduce {\n"
+    "          for iiu in 0..6 unroll {\n"
+    "            let au: f32 = A[iou * 6 + iiu, ru]\n"
+    "            for jiu in 0..32 vectorize { accu[iiu, jiu] = accu[iiu, jiu] + au * B[ru, jo * 32 + jiu] }\n"
+    "          }\n"
+    "        }\n"
+    "        for ii2u in 0..6 unroll { for ji2u in 0..32 vectorize { C[iou * 6 + ii2u, jo * 32 + ji2u] = accu[ii2u, ji2u] } }\n"
+    "      }\n"
+    "      for itu in 0..m % 6 {\n"
+    "        alloc acc1u: Local[(32,), f32]\n"
+    "        for r1u in 0..k reduce {\n"
+    "          let a1u: f32 = A[m // 6 * 6 + itu, r1u]\n"
+    "          for ji1u in 0..32 vectorize { acc1u[ji1u] = acc1u[ji1u] + a1u * B[r1u, jo * 32 + ji1u] }\n"
+    "        }\n"
+    "        for ji3u in 0..32 vectorize { C[m // 6 * 6 + itu, jo * 32 + ji3u] = acc1u[ji3u] }\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "  for i in 0..m parallel {\n"
+    "    for jt in 0..n % 32 { C[i, n // 32 * 32 + jt] = 0.0 }\n"
+    "    for rt in 0..k {\n"
+    "      let at: f32 = A[i, rt]\n"
+    "      for jt2 in 0..n % 32 vectorize { C[i, n // 32 * 32 + jt2] = C[i, n // 32 * 32 + jt2] + at * B[rt, n // 32 * 32 + jt2] }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+static void bench_matmul(prog *p, pool *pl, const loom_kernel_ctx *ctx, int64_t m, int64_t k, int64_t n,
+                         double *out_ratio) {
+  float *A = rnd(m * k), *B = rnd(k * n), *C = malloc((size_t)(m * n) * 4), *R = malloc((size_t)(m * n) * 4);
+  void *bufs[3] = {A, B, C};
+  int64_t syms[3] = {m, k, n}; /* f->syms order: m, k, n (first appearance) */
+  double t = time_kernel(p, bufs, syms, ctx);
+  double tb = 1e30, total = 0;
+  for (int rep = 0; rep < 200 && (rep < 3 || total < 0.3); rep++) {
+    double t0 = now_s();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A, (int)k, B, (int)n, 0.0f,
+                R, (int)n);
+    double s = now_s() - t0;
+    total += s;
+    if (s < tb) tb = s;
+  }
+  double maxerr = 0;
+  for (int64_t i = 0; i < m * n; i++) maxerr = fmax(maxerr, fabs(C[i] - R[i]));
+  double gf = 2.0 * (double)m * (double)n * (double)k / t * 1e-9, gfb = 2.0 * (double)m * (double)n * (double)k / tb * 1e-9;
+  printf("  matmul %5lld x %5lld x %5lld  %7.1f GFLOP/s  %5.1f%% of peak  OpenBLAS %7.1f GFLOP/s  ratio %.2f  (max|diff| %.1e)\n",
+         (long long)m, (long long)k, (long long)n, gf, 100 * gf / g_peak, gfb, gf / gfb, maxerr);
+  if (out_ratio) *out_ratio = gf;
+  (void)pl;
+  free(A);
+  free(B);
+  free(C);
+  free(R);
+}
+
+static void bench_rowwise(const char *name, prog *p, const loom_kernel_ctx *ctx, int64_t rows, int64_t cols,
+                          int nbuf, double bytes_per_elem) {
+  float *X = rnd(rows * cols), *Y = malloc((size_t)(rows * cols) * 4), *Z = rnd(rows * cols);
+  float *G = rnd(cols), *Bt = rnd(cols);
+  void *bufs[5] = {X, Y, Z, G, Bt};
+  (void)nbuf;
+  int64_t syms[2] = {rows, cols};
+  double t = time_kernel(p, bufs, syms, ctx);
+  double gbs = bytes_per_elem * (double)(rows * cols) / t * 1e-9;
+  printf("  %-10s %5lld x %5lld  %7.3f ms  %6.1f GB/s  %5.1f%% of triad\n", name, (long long)rows, (long long)cols,
+         t * 1e3, gbs, 100 * gbs / g_triad);
+  free(X);
+  free(Y);
+  free(Z);
+  free(G);
+  free(Bt);
+}
+
+static const char *add_text =
+    "prim @add(X: Buffer[(r, c), f32], Y: Buffer[(r, c), f32], Z: Buffer[(r, c), f32]) {\n"
+    "  for i in 0..r parallel { for j in 0..c vectorize { Y[i, j] = X[i, j] + Z[i, j] } }\n}\n";
+static const char *softmax_text =
+    /* exp computed once: stored into Y during the sum pass, then scaled in place (the
+     * row is in L1/L2 by then) */
+    "prim @softmax(X: Buffer[(r, c), f32], Y: Buffer[(r, c), f32]) {\n"
+    "  for i in 0..r parallel {\n"
+    "    alloc acc: Local[(2,), f32]\n"
+    "    acc[0] = -1.0e18\n"
+    "    for j in 0..c reduce { acc[0] = max(acc[0], X[i, j]) }\n"
+    "    acc[1] = 0.0\n"
+    "    for k in 0..c vectorize { Y[i, k] = exp(X[i, k] - acc[0]) }\n"
+    "    for k2 in 0..c reduce { acc[1] = acc[1] + Y[i, k2] }\n"
+    "    let inv: f32 = 1.0 / acc[1]\n"
+    "    for l in 0..c vectorize { Y[i, l] = Y[i, l] * inv }\n"
+    "  }\n}\n";
+static const char *layernorm_text =
+    "prim @layer_norm(X: Buffer[(r, c), f32], Y: Buffer[(r, c), f32], Z: Buffer[(r, c), f32], G: Buffer[(c,), f32],\n"
+    "                 Bt: Buffer[(c,), f32]) {\n"
+    "  for i in 0..r parallel {\n"
+    "    alloc acc: Local[(2,), f32]\n"
+    "    acc[0] = 0.0\n"
+    "    for j in 0..c reduce { acc[0] = acc[0] + X[i, j] }\n"
+    "    let mean: f32 = acc[0] / f32(c)\n"
+    "    acc[1] = 0.0\n"
+    "    for k in 0..c reduce { acc[1] = acc[1] + (X[i, k] - mean) * (X[i, k] - mean) }\n"
+    "    let inv: f32 = rsqrt(acc[1] / f32(c) + 0.00001)\n"
+    "    for l in 0..c vectorize { Y[i, l] = (X[i, l] - mean) * inv * G[l] + Bt[l] }\n"
+    "  }\n}\n";
+static const char *rmsnorm_text =
+    "prim @rms_norm(X: Buffer[(r, c), f32], Y: Buffer[(r, c), f32], Z: Buffer[(r, c), f32], G: Buffer[(c,), f32]) {\n"
+    "  for i in 0..r parallel {\n"
+    "    alloc acc: Local[(1,), f32]\n"
+    "    acc[0] = 0.0\n"
+    "    for j in 0..c reduce { acc[0] = acc[0] + X[i, j] * X[i, j] }\n"
+    "    let inv: f32 = rsqrt(acc[0] / f32(c) + 0.00001)\n"
+    "    for l in 0..c vectorize { Y[i, l] = X[i, l] * inv * G[l] }\n"
+    "  }\n}\n";
+
+int main(int argc, char **argv) {
+  int threads = 2;
+  int quick = 0;
+  const char *cpu = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--quick")) quick = 1;
+    else if (!strcmp(argv[i], "--cpu") && i + 1 < argc) cpu = argv[++i];
+    else {
+      fprintf(stderr, "usage: bench-kernels [--threads T] [--quick] [--cpu NAME]\n");
+      return 2;
+    }
+  }
+  if (threads < 1 || threads > MAXT) threads = 2;
+  loom_cpu_options opt = {.cpu = cpu};
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  if (!loom_cpu_describe_target(&opt, &sb)) {
+    const char *d = loom_strbuf_cstr(&sb);
+    printf("target: %.*s\n", (int)(strchr(d, ' ') ? strchr(strchr(d, ' ') + 1, ' ') - d : (long)strlen(d)), d);
+  }
+  loom_strbuf_free(&sb);
+  if (loom_cpu_jit_create(&opt, &g_jit)) return 1;
+  openblas_set_num_threads(threads);
+  pool pl;
+  if (pool_start(&pl, threads)) return 1;
+  loom_kernel_ctx ctx = {LOOM_KERNEL_ABI_VERSION, sizeof(loom_kernel_ctx), (uint32_t)threads, 0,
+                         loom_cpu_pool_parallel_for, pl.p, set_error, NULL, NULL};
+  g_peak = fma_peak(&pl);
+  g_triad = triad_gbs(&pl, quick ? 4 << 20 : 16 << 20);
+  printf("threads %d: FP32 FMA peak %.1f GFLOP/s, triad %.1f GB/s (shared machine: numbers are noisy)\n", threads,
+         g_peak, g_triad);
+
+  prog mm, add, sm, ln, rms;
+  if (prog_load(&mm, matmul_text) || prog_load(&add, add_text) || prog_load(&sm, softmax_text) ||
+      prog_load(&ln, layernorm_text) || prog_load(&rms, rmsnorm_text))
+    return 1;
+  if (getenv("LOOM_DUMP_OBJ")) { /* for inspecting the machine code: objdump -d $LOOM_DUMP_OBJ */
+    const char *which = getenv("LOOM_DUMP_KERNEL"); /* matmul (default) or softmax */
+    prog *d = which && !strcmp(which, "softmax") ? &sm : &mm;
+    const loom_tp_func *fs[1] = {d->f};
+    loom_status s = loom_cpu_emit_object(&opt, d->cx, fs, 1, getenv("LOOM_DUMP_OBJ"));
+    if (s) loom_status_free(s);
+  }
+  printf("compile time (parse+verify excluded; IR gen + O3 + machine code): matmul %.1f ms, add %.1f ms, "
+         "softmax %.1f ms, layer_norm %.1f ms, rms_norm %.1f ms\n",
+         mm.compile_ms, add.compile_ms, sm.compile_ms, ln.compile_ms, rms.compile_ms);
+
+  printf("elementwise / row-wise (bytes moved: add 12 B/elem, softmax/norms 8 B/elem):\n");
+  bench_rowwise("add", &add, &ctx, 4096, quick ? 1024 : 4096, 3, 12);
+  bench_rowwise("softmax", &sm, &ctx, quick ? 512 : 2048, 3072, 2, 8);
+  bench_rowwise("layer_norm", &ln, &ctx, quick ? 2048 : 8192, 768, 2, 8);
+  bench_rowwise("rms_norm", &rms, &ctx, quick ? 2048 : 8192, 768, 2, 8);
+
+  printf("matmul (ratio = Loom / OpenBLAS, same thread count):\n");
+  static const int64_t sq[] = {1024, 1021};
+  for (size_t i = 0; i < (quick ? 1u : 2u); i++) bench_matmul(&mm, &pl, &ctx, sq[i], sq[i], sq[i], NULL);
+  static const int64_t ms[] = {1, 16, 128, 509, 512, 2048};
+  static const int64_t kn[][2] = {{768, 3072}, {3072, 768}};
+  for (size_t s = 0; s < 2; s++)
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+      if (quick && ms[i] > 512) continue;
+      bench_matmul(&mm, &pl, &ctx, ms[i], kn[s][0], kn[s][1], NULL);
+    }
+  prog_free(&mm);
+  prog_free(&add);
+  prog_free(&sm);
+  prog_free(&ln);
+  prog_free(&rms);
+  pool_stop(&pl);
+  loom_cpu_jit_destroy(g_jit);
+  return 0;
+}

@@ -1,0 +1,622 @@
+/* cg_expr.c — expressions of tensor programs (and their symbolic index arithmetic)
+ * lowered to LLVM IR.
+ *
+ * Semantics follow the reference interpreter (tensorprog/interp.c):
+ *   - index values are i64; floordiv/floormod round toward -inf; nsw is put on index
+ *     adds and multiplies (an overflowing index is an error in the interpreter);
+ *   - integer arithmetic wraps to the dtype; integer division by zero fails the kernel
+ *     (ctx->set_error, return 1); INT_MIN / -1 gives INT_MIN (remainder 0), no UB;
+ *   - f16/bf16 values live in float registers, rounded to the storage type after every
+ *     operation; f32 arithmetic is done in f32 (the interpreter's double-then-round gives
+ *     the same result for + - * / sqrt; math functions differ by at most a few ulp);
+ *   - float min/max propagate NaN (llvm.minimum / llvm.maximum), except inside reduce loops
+ *     without strict_fp, where they are maxnum/minnum with no-NaNs so they vectorise;
+ *   - float -> int casts truncate toward zero, saturate at the int64 range (NaN -> 0),
+ *     then wrap to the target width (llvm.fpto[su]i.sat.i64 + trunc); i64/u64 -> narrow
+ *     floats go through double, as the interpreter does;
+ *   - select, && and || evaluate lazily (branches) when an operand loads memory or
+ *     divides, so a guarded out-of-bounds load is never executed; otherwise `select`.
+ * tanh and erf call libm (tanhf/erff for f32: error <= 2 ulp per glibc's tables); f32 exp
+ * (and sigmoid) is inline code that vectorises (exp_f32 below: <= 2 ulp, including subnormal results). */
+#include <string.h>
+
+#include "targets/cpu/cg_internal.h"
+
+void cg_error(cg *g, loom_status s) {
+  if (!g->st) g->st = s;
+  else loom_status_free(s);
+}
+
+LLVMValueRef cg_i64(cg *g, int64_t v) { return LLVMConstInt(g->t_i64, (unsigned long long)v, 1); }
+
+/* Constants of type `ty`, splatted when `ty` is a vector (lane mode, cg_stmt.c). */
+static LLVMValueRef splat_const(LLVMTypeRef ty, LLVMValueRef scalar) {
+  unsigned n = LLVMGetVectorSize(ty);
+  LLVMValueRef xs[LOOM_CPU_MAX_LANES];
+  for (unsigned i = 0; i < n && i < LOOM_CPU_MAX_LANES; i++) xs[i] = scalar;
+  return LLVMConstVector(xs, n);
+}
+LLVMValueRef cg_kf(LLVMTypeRef ty, double v) {
+  if (LLVMGetTypeKind(ty) == LLVMVectorTypeKind) return splat_const(ty, LLVMConstReal(LLVMGetElementType(ty), v));
+  return LLVMConstReal(ty, v);
+}
+LLVMValueRef cg_ki(LLVMTypeRef ty, long long v) {
+  if (LLVMGetTypeKind(ty) == LLVMVectorTypeKind)
+    return splat_const(ty, LLVMConstInt(LLVMGetElementType(ty), (unsigned long long)v, 1));
+  return LLVMConstInt(ty, (unsigned long long)v, 1);
+}
+/* `scalar_ty`, as a vector of the same width when `like` is a vector. */
+static LLVMTypeRef like_ty(LLVMTypeRef like, LLVMTypeRef scalar_ty) {
+  if (LLVMGetTypeKind(like) == LLVMVectorTypeKind) return LLVMVectorType(scalar_ty, LLVMGetVectorSize(like));
+  return scalar_ty;
+}
+bool cg_is_vec(LLVMValueRef v) { return LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMVectorTypeKind; }
+
+LLVMValueRef cg_splat(cg *g, LLVMValueRef v, unsigned lanes) {
+  if (cg_is_vec(v)) return v;
+  LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(v), lanes);
+  LLVMValueRef ins = LLVMBuildInsertElement(g->b, LLVMGetPoison(vt), v, LLVMConstInt(g->t_i32, 0, 0), "");
+  return LLVMBuildShuffleVector(g->b, ins, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(g->t_i32, lanes)), "");
+}
+
+LLVMTypeRef cg_reg_type(cg *g, loom_dtype t) {
+  switch (t) {
+    case LOOM_DTYPE_BOOL: return g->t_i1;
+    case LOOM_DTYPE_I8: case LOOM_DTYPE_U8: return g->t_i8;
+    case LOOM_DTYPE_I16: case LOOM_DTYPE_U16: return g->t_i16;
+    case LOOM_DTYPE_I32: case LOOM_DTYPE_U32: return g->t_i32;
+    case LOOM_DTYPE_I64: case LOOM_DTYPE_U64: return g->t_i64;
+    case LOOM_DTYPE_F16: case LOOM_DTYPE_BF16: case LOOM_DTYPE_F32: return g->t_f32;
+    case LOOM_DTYPE_F64: return g->t_f64;
+    default: return g->t_i64;
+  }
+}
+
+LLVMTypeRef cg_mem_type(cg *g, loom_dtype t) {
+  switch (t) {
+    case LOOM_DTYPE_BOOL: return g->t_i8;
+    case LOOM_DTYPE_F16: return g->t_f16;
+    case LOOM_DTYPE_BF16: return g->t_i16;
+    default: return cg_reg_type(g, t);
+  }
+}
+
+LLVMValueRef cg_call_intrinsic(cg *g, const char *name, LLVMTypeRef overload, LLVMValueRef *args, unsigned n) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMTypeRef tys[2] = {overload, overload};
+  unsigned ntys = overload ? 1 : 0;
+  /* fpto[su]i.sat is overloaded on result and operand */
+  if (!strncmp(name, "llvm.fptosi.sat", 15) || !strncmp(name, "llvm.fptoui.sat", 15)) {
+    tys[0] = g->t_i64;
+    tys[1] = LLVMTypeOf(args[0]);
+    ntys = 2;
+  }
+  LLVMValueRef decl = LLVMGetIntrinsicDeclaration(g->mod, id, tys, ntys);
+  LLVMTypeRef fty = LLVMIntrinsicGetType(g->c, id, tys, ntys);
+  return LLVMBuildCall2(g->b, fty, decl, args, n, "");
+}
+
+/* Calls a libm function `name` of type T(T...). */
+static LLVMValueRef call_libm(cg *g, const char *name, LLVMTypeRef t, LLVMValueRef *args, unsigned n) {
+  LLVMTypeRef ps[3] = {t, t, t};
+  LLVMTypeRef fty = LLVMFunctionType(t, ps, n, 0);
+  LLVMValueRef fn = LLVMGetNamedFunction(g->mod, name);
+  if (!fn) fn = LLVMAddFunction(g->mod, name, fty);
+  return LLVMBuildCall2(g->b, fty, fn, args, n, "");
+}
+
+/* ---- failure exit ----------------------------------------------------------- */
+
+void cg_fail_if(cg *g, LLVMValueRef bad, const char *msg) {
+  LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(g->c, g->fn, "fail");
+  LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->c, g->fn, "ok");
+  LLVMValueRef br = LLVMBuildCondBr(g->b, bad, fail, ok);
+  (void)br;
+  LLVMPositionBuilderAtEnd(g->b, fail);
+  /* ctx->set_error(ctx, msg); return 1 */
+  LLVMValueRef slot = LLVMBuildStructGEP2(g->b, g->t_ctx, g->ctxp, 6, "");
+  LLVMValueRef fnp = LLVMBuildLoad2(g->b, g->t_ptr, slot, "set_error");
+  LLVMTypeRef ps[2] = {g->t_ptr, g->t_ptr};
+  LLVMTypeRef fty = LLVMFunctionType(g->t_void, ps, 2, 0);
+  LLVMValueRef text = LLVMBuildGlobalStringPtr(g->b, msg, "msg");
+  LLVMValueRef args[2] = {g->ctxp, text};
+  LLVMBuildCall2(g->b, fty, fnp, args, 2, "");
+  LLVMBuildRet(g->b, LLVMConstInt(g->t_i32, 1, 0));
+  LLVMPositionBuilderAtEnd(g->b, ok);
+}
+
+/* ---- symbolic expressions (i64) ---------------------------------------------- */
+
+static LLVMValueRef lookup_sym(cg *g, const loom_sym_expr *var) {
+  for (size_t i = g->syms.len; i-- > 0;)
+    if (g->syms.data[i].var == var) return g->syms.data[i].v;
+  cg_error(g, LOOM_ERROR(INTERNAL, "program @%s: symbolic variable '%s' is not bound in generated code",
+                         g->f->name, loom_sym_var_name(var)));
+  return cg_i64(g, 0);
+}
+
+static bool sym_nonneg(cg *g, const loom_sym_expr *e) {
+  loom_sym_interval iv = loom_sym_bounds(g->cx, e);
+  return !iv.lo_inf && iv.lo >= 0;
+}
+
+/* Integer division family on iN values. floor: round toward -inf (else toward zero);
+ * mod: the remainder. Division by a non-constant divisor checks for zero. */
+static LLVMValueRef int_divmod(cg *g, LLVMValueRef a, LLVMValueRef b, bool is_signed, bool floor, bool mod,
+                               bool a_nonneg) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
+  bool bconst = LLVMIsAConstantInt(b) != NULL;
+  long long bv = bconst ? LLVMConstIntGetSExtValue(b) : 0;
+  if (bconst && bv == 0) {
+    cg_fail_if(g, LLVMConstInt(g->t_i1, 1, 0), "integer division by zero");
+    return zero;
+  }
+  if (!bconst) cg_fail_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, b, zero, ""), "integer division by zero");
+  if (!is_signed) return mod ? LLVMBuildURem(g->b, a, b, "") : LLVMBuildUDiv(g->b, a, b, "");
+  if (bconst && bv > 0 && a_nonneg) return mod ? LLVMBuildURem(g->b, a, b, "") : LLVMBuildUDiv(g->b, a, b, "");
+  LLVMValueRef minus1 = LLVMConstAllOnes(t);
+  LLVMValueRef is_m1 = NULL, d = b;
+  if (!bconst || bv == -1) {
+    is_m1 = LLVMBuildICmp(g->b, LLVMIntEQ, b, minus1, "");
+    d = LLVMBuildSelect(g->b, is_m1, one, b, "");
+  }
+  LLVMValueRef q = LLVMBuildSDiv(g->b, a, d, ""), r = LLVMBuildSRem(g->b, a, d, "");
+  if (floor) {
+    /* r != 0 && (r ^ d) < 0: q -= 1, r += d */
+    LLVMValueRef adj = LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntNE, r, zero, ""),
+                                    LLVMBuildICmp(g->b, LLVMIntSLT, LLVMBuildXor(g->b, r, d, ""), zero, ""), "");
+    q = LLVMBuildSub(g->b, q, LLVMBuildZExt(g->b, adj, t, ""), "");
+    r = LLVMBuildSelect(g->b, adj, LLVMBuildAdd(g->b, r, d, ""), r, "");
+  }
+  if (is_m1) {
+    q = LLVMBuildSelect(g->b, is_m1, LLVMBuildSub(g->b, zero, a, ""), q, "");
+    r = LLVMBuildSelect(g->b, is_m1, zero, r, "");
+  }
+  return mod ? r : q;
+}
+
+static LLVMValueRef bool64(cg *g, LLVMValueRef i1) { return LLVMBuildZExt(g->b, i1, g->t_i64, ""); }
+static LLVMValueRef nz(cg *g, LLVMValueRef v) { return LLVMBuildICmp(g->b, LLVMIntNE, v, cg_i64(g, 0), ""); }
+
+LLVMValueRef cg_sym(cg *g, const loom_sym_expr *e) {
+  if (!e) {
+    cg_error(g, LOOM_ERROR(INTERNAL, "null symbolic expression"));
+    return cg_i64(g, 0);
+  }
+  loom_sym_kind k = loom_sym_kind_of(e);
+  size_t n = loom_sym_num_operands(e);
+  LLVMValueRef x[3] = {NULL, NULL, NULL};
+  if (k != LOOM_SYM_ADD && k != LOOM_SYM_MUL && k != LOOM_SYM_CONST && k != LOOM_SYM_VAR)
+    for (size_t i = 0; i < n && i < 3; i++) x[i] = cg_sym(g, loom_sym_operand(e, i));
+  switch (k) {
+    case LOOM_SYM_CONST: {
+      int64_t v;
+      if (!loom_sym_is_const(e, &v)) {
+        cg_error(g, LOOM_ERROR(OUT_OF_RANGE, "program @%s: a symbolic constant does not fit int64", g->f->name));
+        return cg_i64(g, 0);
+      }
+      return cg_i64(g, v);
+    }
+    case LOOM_SYM_VAR:
+      return lookup_sym(g, e);
+    case LOOM_SYM_ADD:
+    case LOOM_SYM_MUL: {
+      LLVMValueRef acc = NULL;
+      for (size_t i = 0; i < n; i++) {
+        LLVMValueRef v = cg_sym(g, loom_sym_operand(e, i));
+        if (!acc) acc = v;
+        else if (k == LOOM_SYM_ADD) acc = LLVMBuildNSWAdd(g->b, acc, v, "");
+        else acc = LLVMBuildNSWMul(g->b, acc, v, "");
+      }
+      return acc ? acc : cg_i64(g, k == LOOM_SYM_MUL ? 1 : 0);
+    }
+    case LOOM_SYM_FLOORDIV:
+    case LOOM_SYM_FLOORMOD:
+      return int_divmod(g, x[0], x[1], true, true, k == LOOM_SYM_FLOORMOD, sym_nonneg(g, loom_sym_operand(e, 0)));
+    case LOOM_SYM_MIN:
+      return LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, x[0], x[1], ""), x[0], x[1], "");
+    case LOOM_SYM_MAX:
+      return LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, x[0], x[1], ""), x[0], x[1], "");
+    case LOOM_SYM_EQ: return bool64(g, LLVMBuildICmp(g->b, LLVMIntEQ, x[0], x[1], ""));
+    case LOOM_SYM_NE: return bool64(g, LLVMBuildICmp(g->b, LLVMIntNE, x[0], x[1], ""));
+    case LOOM_SYM_LT: return bool64(g, LLVMBuildICmp(g->b, LLVMIntSLT, x[0], x[1], ""));
+    case LOOM_SYM_LE: return bool64(g, LLVMBuildICmp(g->b, LLVMIntSLE, x[0], x[1], ""));
+    case LOOM_SYM_AND: return bool64(g, LLVMBuildAnd(g->b, nz(g, x[0]), nz(g, x[1]), ""));
+    case LOOM_SYM_OR: return bool64(g, LLVMBuildOr(g->b, nz(g, x[0]), nz(g, x[1]), ""));
+    case LOOM_SYM_NOT: return bool64(g, LLVMBuildICmp(g->b, LLVMIntEQ, x[0], cg_i64(g, 0), ""));
+    case LOOM_SYM_SELECT: return LLVMBuildSelect(g->b, nz(g, x[0]), x[1], x[2], "");
+    default: break;
+  }
+  cg_error(g, LOOM_ERROR(UNIMPLEMENTED, "program @%s: symbolic kind '%s' in generated code", g->f->name,
+                         loom_sym_kind_name(k)));
+  return cg_i64(g, 0);
+}
+
+/* ---- memory ----------------------------------------------------------------- */
+
+static LLVMValueRef lookup_buf(cg *g, const loom_tp_buffer *buf) {
+  for (size_t i = g->bufs.len; i-- > 0;)
+    if (g->bufs.data[i].buf == buf) return g->bufs.data[i].ptr;
+  cg_error(g, LOOM_ERROR(INTERNAL, "program @%s: buffer '%s' is not bound in generated code", g->f->name, buf->name));
+  return LLVMConstPointerNull(g->t_ptr);
+}
+
+LLVMValueRef cg_elem_ptr(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *idx) {
+  LLVMValueRef base = lookup_buf(g, buf);
+  LLVMValueRef off = NULL;
+  for (int d = 0; d < buf->ndim; d++) {
+    LLVMValueRef i = cg_expr(g, idx[d]);
+    if (LLVMTypeOf(i) != g->t_i64) i = LLVMBuildSExt(g->b, i, g->t_i64, "");
+    if (!off) off = i;
+    else off = LLVMBuildNSWAdd(g->b, LLVMBuildNSWMul(g->b, off, cg_sym(g, buf->dims[d]), ""), i, "");
+  }
+  if (!off) off = cg_i64(g, 0);
+  return LLVMBuildInBoundsGEP2(g->b, cg_mem_type(g, buf->dtype), base, &off, 1, "");
+}
+
+/* float -> bf16 bits, round to nearest even, NaN kept quiet (as loom_f32_to_bf16). */
+static LLVMValueRef f32_to_bf16(cg *g, LLVMValueRef v) {
+  LLVMValueRef u = LLVMBuildBitCast(g->b, v, g->t_i32, "");
+  LLVMValueRef c16 = LLVMConstInt(g->t_i32, 16, 0);
+  LLVMValueRef hi = LLVMBuildLShr(g->b, u, c16, "");
+  LLVMValueRef rounding = LLVMBuildAdd(g->b, LLVMConstInt(g->t_i32, 0x7fff, 0),
+                                       LLVMBuildAnd(g->b, hi, LLVMConstInt(g->t_i32, 1, 0), ""), "");
+  LLVMValueRef rounded = LLVMBuildLShr(g->b, LLVMBuildAdd(g->b, u, rounding, ""), c16, "");
+  LLVMValueRef absu = LLVMBuildAnd(g->b, u, LLVMConstInt(g->t_i32, 0x7fffffff, 0), "");
+  LLVMValueRef isnan = LLVMBuildICmp(g->b, LLVMIntUGT, absu, LLVMConstInt(g->t_i32, 0x7f800000, 0), "");
+  LLVMValueRef quiet = LLVMBuildOr(g->b, hi, LLVMConstInt(g->t_i32, 0x40, 0), "");
+  return LLVMBuildTrunc(g->b, LLVMBuildSelect(g->b, isnan, quiet, rounded, ""), g->t_i16, "");
+}
+
+static LLVMValueRef bf16_to_f32(cg *g, LLVMValueRef bits) {
+  LLVMValueRef u = LLVMBuildShl(g->b, LLVMBuildZExt(g->b, bits, g->t_i32, ""), LLVMConstInt(g->t_i32, 16, 0), "");
+  return LLVMBuildBitCast(g->b, u, g->t_f32, "");
+}
+
+LLVMValueRef cg_to_mem(cg *g, loom_dtype t, LLVMValueRef v) {
+  switch (t) {
+    case LOOM_DTYPE_BOOL: return LLVMBuildZExt(g->b, v, g->t_i8, "");
+    case LOOM_DTYPE_F16: return LLVMBuildFPTrunc(g->b, v, g->t_f16, "");
+    case LOOM_DTYPE_BF16: return f32_to_bf16(g, v);
+    default: return v;
+  }
+}
+
+LLVMValueRef cg_from_mem(cg *g, loom_dtype t, LLVMValueRef v) {
+  switch (t) {
+    case LOOM_DTYPE_BOOL: return LLVMBuildICmp(g->b, LLVMIntNE, v, LLVMConstInt(g->t_i8, 0, 0), "");
+    case LOOM_DTYPE_F16: return LLVMBuildFPExt(g->b, v, g->t_f32, "");
+    case LOOM_DTYPE_BF16: return bf16_to_f32(g, v);
+    default: return v;
+  }
+}
+
+/* Rounds a float register value to the precision of `t` (f16/bf16). */
+static LLVMValueRef round_to(cg *g, loom_dtype t, LLVMValueRef v) {
+  if (t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16) return cg_from_mem(g, t, cg_to_mem(g, t, v));
+  return v;
+}
+
+/* ---- operators ------------------------------------------------------------------ */
+
+/* Does evaluating `e` load memory or divide (so it must not be speculated)? */
+static bool unsafe_to_speculate(const loom_tp_expr *e) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD: return true;
+    case LOOM_TP_EXPR_OP: {
+      loom_tp_op op = e->u.op.op;
+      if (!loom_dtype_is_float(e->u.op.args[0]->dtype) &&
+          (op == LOOM_TP_OP_DIV || op == LOOM_TP_OP_MOD || op == LOOM_TP_OP_FLOORDIV || op == LOOM_TP_OP_FLOORMOD))
+        return true;
+      for (int i = 0; i < loom_tp_op_arity(op); i++)
+        if (unsafe_to_speculate(e->u.op.args[i])) return true;
+      return false;
+    }
+    case LOOM_TP_EXPR_CAST: return unsafe_to_speculate(e->u.cast_arg);
+    case LOOM_TP_EXPR_SELECT:
+      return unsafe_to_speculate(e->u.select.cond) || unsafe_to_speculate(e->u.select.then_e) ||
+             unsafe_to_speculate(e->u.select.else_e);
+    default: return false;
+  }
+}
+
+/* cond ? then_e : else_e with branches (only the taken side runs). */
+static LLVMValueRef lazy_select(cg *g, LLVMValueRef cond, const loom_tp_expr *then_e, const loom_tp_expr *else_e,
+                                LLVMValueRef else_v) {
+  LLVMBasicBlockRef bt = LLVMAppendBasicBlockInContext(g->c, g->fn, "sel.then");
+  LLVMBasicBlockRef be = LLVMAppendBasicBlockInContext(g->c, g->fn, "sel.else");
+  LLVMBasicBlockRef bj = LLVMAppendBasicBlockInContext(g->c, g->fn, "sel.join");
+  LLVMBuildCondBr(g->b, cond, bt, be);
+  LLVMPositionBuilderAtEnd(g->b, bt);
+  LLVMValueRef vt = cg_expr(g, then_e);
+  LLVMBasicBlockRef bt_end = LLVMGetInsertBlock(g->b);
+  LLVMBuildBr(g->b, bj);
+  LLVMPositionBuilderAtEnd(g->b, be);
+  LLVMValueRef ve = else_e ? cg_expr(g, else_e) : else_v;
+  LLVMBasicBlockRef be_end = LLVMGetInsertBlock(g->b);
+  LLVMBuildBr(g->b, bj);
+  LLVMPositionBuilderAtEnd(g->b, bj);
+  LLVMValueRef phi = LLVMBuildPhi(g->b, LLVMTypeOf(vt), "");
+  LLVMValueRef vals[2] = {vt, ve};
+  LLVMBasicBlockRef bbs[2] = {bt_end, be_end};
+  LLVMAddIncoming(phi, vals, bbs, 2);
+  return phi;
+}
+
+static LLVMValueRef fast_flags(cg *g, LLVMValueRef v) {
+  /* Inside reduce loops: reassociation and contraction, so reductions vectorise and
+   * fuse into FMAs (results differ from the interpreter's order by rounding only). */
+  if (g->reduce_depth > 0 && !g->strict_fp && LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
+    LLVMSetFastMathFlags(v, LLVMFastMathAllowReassoc | LLVMFastMathAllowContract);
+  return v;
+}
+
+/* exp for f32, inline so loops vectorise (a libm call does not): Cephes' expf.
+ *   n = roundeven(x * log2(e)),  r = x - n*ln2 (two-part constant, exact product),
+ *   exp(r) ~ 1 + r + r^2 * P(r) with a degree-5 minimax P on [-ln2/2, ln2/2],
+ *   result = exp(r) * 2^n built from the exponent bits.
+ * Error <= 2 ulp for results in the normal range (checked against the interpreter's
+ * double exp in tests/cpu, including subnormal results); x > 88.7228 gives +inf,
+ * x < -104 gives 0, NaN stays NaN. */
+static LLVMValueRef exp_f32(cg *g, LLVMValueRef x) {
+  LLVMTypeRef t = LLVMTypeOf(x), it = like_ty(t, g->t_i32);
+  LLVMValueRef hi = cg_kf(t, 88.72283935546875), lo = cg_kf(t, -104.0);
+  LLVMValueRef xc = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOGT, x, hi, ""), hi, x, "");
+  xc = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOLT, xc, lo, ""), lo, xc, "");
+  LLVMValueRef fx = LLVMBuildFMul(g->b, xc, cg_kf(t, 1.44269504088896341), "");
+  fx = cg_call_intrinsic(g, "llvm.roundeven", t, &fx, 1);
+  LLVMValueRef r = LLVMBuildFSub(g->b, xc, LLVMBuildFMul(g->b, fx, cg_kf(t, 0.693359375), ""), "");
+  r = LLVMBuildFSub(g->b, r, LLVMBuildFMul(g->b, fx, cg_kf(t, -2.12194440e-4), ""), "");
+  static const double P[6] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
+                              4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1};
+  LLVMValueRef p = cg_kf(t, P[0]);
+  for (int i = 1; i < 6; i++) {
+    LLVMValueRef args[3] = {p, r, cg_kf(t, P[i])};
+    p = cg_call_intrinsic(g, "llvm.fma", t, args, 3);
+  }
+  LLVMValueRef r2 = LLVMBuildFMul(g->b, r, r, "");
+  LLVMValueRef a3[3] = {p, r2, LLVMBuildFAdd(g->b, r, cg_kf(t, 1.0), "")};
+  LLVMValueRef y = cg_call_intrinsic(g, "llvm.fma", t, a3, 3);
+  /* 2^n as 2^n1 * 2^n2 (n in [-150, 128], each half a normal exponent) */
+  LLVMValueRef n = LLVMBuildFPToSI(g->b, fx, it, "");
+  LLVMValueRef n1 = LLVMBuildAShr(g->b, n, cg_ki(it, 1), "");
+  LLVMValueRef n2 = LLVMBuildSub(g->b, n, n1, "");
+  LLVMValueRef half[2] = {n1, n2};
+  for (int i = 0; i < 2; i++) {
+    LLVMValueRef bits = LLVMBuildShl(g->b, LLVMBuildAdd(g->b, half[i], cg_ki(it, 127), ""),
+                                     cg_ki(it, 23), "");
+    y = LLVMBuildFMul(g->b, y, LLVMBuildBitCast(g->b, bits, t, ""), "");
+  }
+  y = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOGT, x, hi, ""), cg_kf(t, __builtin_inf()), y, "");
+  return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealUNO, x, x, ""), x, y, "");
+}
+
+static LLVMValueRef exp_any(cg *g, LLVMValueRef x) {
+  if (LLVMTypeOf(x) == g->t_f32 || like_ty(LLVMTypeOf(x), g->t_f32) == LLVMTypeOf(x)) return exp_f32(g, x);
+  return cg_call_intrinsic(g, "llvm.exp", LLVMTypeOf(x), &x, 1);
+}
+
+static LLVMValueRef float_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a) {
+  LLVMTypeRef ty = LLVMTypeOf(a[0]);
+  bool f32 = like_ty(ty, g->t_f32) == ty;
+  LLVMValueRef r = NULL;
+  switch (op) {
+    case LOOM_TP_OP_ADD: r = fast_flags(g, LLVMBuildFAdd(g->b, a[0], a[1], "")); break;
+    case LOOM_TP_OP_SUB: r = fast_flags(g, LLVMBuildFSub(g->b, a[0], a[1], "")); break;
+    case LOOM_TP_OP_MUL: r = fast_flags(g, LLVMBuildFMul(g->b, a[0], a[1], "")); break;
+    case LOOM_TP_OP_DIV: r = LLVMBuildFDiv(g->b, a[0], a[1], ""); break;
+    case LOOM_TP_OP_MOD: r = LLVMBuildFRem(g->b, a[0], a[1], ""); break;
+    case LOOM_TP_OP_FLOORDIV: {
+      LLVMValueRef q = LLVMBuildFDiv(g->b, a[0], a[1], "");
+      r = cg_call_intrinsic(g, "llvm.floor", ty, &q, 1);
+      break;
+    }
+    case LOOM_TP_OP_FLOORMOD: {
+      LLVMValueRef q = LLVMBuildFDiv(g->b, a[0], a[1], "");
+      q = cg_call_intrinsic(g, "llvm.floor", ty, &q, 1);
+      r = LLVMBuildFSub(g->b, a[0], LLVMBuildFMul(g->b, a[1], q, ""), "");
+      break;
+    }
+    case LOOM_TP_OP_MIN:
+    case LOOM_TP_OP_MAX:
+      if (g->reduce_depth > 0 && !g->strict_fp) {
+        /* In a reduction: maxnum/minnum with no-NaNs, which the loop vectoriser turns into
+         * vector max reductions (llvm.maximum reductions stay scalar in LLVM 19). The cost:
+         * a NaN among the reduced values may be ignored instead of propagated (strict_fp
+         * keeps the interpreter's NaN propagation). */
+        r = cg_call_intrinsic(g, op == LOOM_TP_OP_MIN ? "llvm.minnum" : "llvm.maxnum", ty, a, 2);
+        LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc | LLVMFastMathAllowContract | LLVMFastMathNoNaNs |
+                                    LLVMFastMathNoSignedZeros);
+      } else {
+        r = cg_call_intrinsic(g, op == LOOM_TP_OP_MIN ? "llvm.minimum" : "llvm.maximum", ty, a, 2);
+      }
+      break;
+    case LOOM_TP_OP_NEG: r = LLVMBuildFNeg(g->b, a[0], ""); break;
+    case LOOM_TP_OP_ABS: r = cg_call_intrinsic(g, "llvm.fabs", ty, a, 1); break;
+    case LOOM_TP_OP_EQ: return LLVMBuildFCmp(g->b, LLVMRealOEQ, a[0], a[1], "");
+    case LOOM_TP_OP_NE: return LLVMBuildFCmp(g->b, LLVMRealUNE, a[0], a[1], "");
+    case LOOM_TP_OP_LT: return LLVMBuildFCmp(g->b, LLVMRealOLT, a[0], a[1], "");
+    case LOOM_TP_OP_LE: return LLVMBuildFCmp(g->b, LLVMRealOLE, a[0], a[1], "");
+    case LOOM_TP_OP_GT: return LLVMBuildFCmp(g->b, LLVMRealOGT, a[0], a[1], "");
+    case LOOM_TP_OP_GE: return LLVMBuildFCmp(g->b, LLVMRealOGE, a[0], a[1], "");
+    case LOOM_TP_OP_EXP: r = exp_any(g, a[0]); break;
+    case LOOM_TP_OP_LOG: r = cg_call_intrinsic(g, "llvm.log", ty, a, 1); break;
+    case LOOM_TP_OP_SQRT: r = cg_call_intrinsic(g, "llvm.sqrt", ty, a, 1); break;
+    case LOOM_TP_OP_RSQRT: {
+      LLVMValueRef s = cg_call_intrinsic(g, "llvm.sqrt", ty, a, 1);
+      r = LLVMBuildFDiv(g->b, cg_kf(ty, 1.0), s, "");
+      break;
+    }
+    case LOOM_TP_OP_TANH: r = call_libm(g, f32 ? "tanhf" : "tanh", ty, a, 1); break;
+    case LOOM_TP_OP_ERF: r = call_libm(g, f32 ? "erff" : "erf", ty, a, 1); break;
+    case LOOM_TP_OP_SIGMOID: {
+      LLVMValueRef m = LLVMBuildFNeg(g->b, a[0], "");
+      LLVMValueRef e = exp_any(g, m);
+      r = LLVMBuildFDiv(g->b, cg_kf(ty, 1.0), LLVMBuildFAdd(g->b, cg_kf(ty, 1.0), e, ""), "");
+      break;
+    }
+    case LOOM_TP_OP_SIN: r = cg_call_intrinsic(g, "llvm.sin", ty, a, 1); break;
+    case LOOM_TP_OP_COS: r = cg_call_intrinsic(g, "llvm.cos", ty, a, 1); break;
+    case LOOM_TP_OP_FLOOR: r = cg_call_intrinsic(g, "llvm.floor", ty, a, 1); break;
+    case LOOM_TP_OP_CEIL: r = cg_call_intrinsic(g, "llvm.ceil", ty, a, 1); break;
+    case LOOM_TP_OP_ROUND: r = cg_call_intrinsic(g, "llvm.roundeven", ty, a, 1); break;
+    case LOOM_TP_OP_POW: r = cg_call_intrinsic(g, "llvm.pow", ty, a, 2); break;
+    case LOOM_TP_OP_FMA: r = cg_call_intrinsic(g, "llvm.fma", ty, a, 3); break;
+    default:
+      cg_error(g, LOOM_ERROR(TYPE_ERROR, "program @%s: '%s' is not defined on %s", g->f->name,
+                             loom_tp_op_spelling(op), loom_dtype_name(t)));
+      return LLVMGetUndef(ty);
+  }
+  return round_to(g, t, r);
+}
+
+static LLVMValueRef int_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a) {
+  bool s = loom_dtype_is_signed(t);
+  LLVMTypeRef ty = LLVMTypeOf(a[0]);
+  switch (op) {
+    case LOOM_TP_OP_ADD: return LLVMBuildAdd(g->b, a[0], a[1], "");
+    case LOOM_TP_OP_SUB: return LLVMBuildSub(g->b, a[0], a[1], "");
+    case LOOM_TP_OP_MUL: return LLVMBuildMul(g->b, a[0], a[1], "");
+    case LOOM_TP_OP_DIV: return int_divmod(g, a[0], a[1], s, false, false, false);
+    case LOOM_TP_OP_MOD: return int_divmod(g, a[0], a[1], s, false, true, false);
+    case LOOM_TP_OP_FLOORDIV: return int_divmod(g, a[0], a[1], s, true, false, false);
+    case LOOM_TP_OP_FLOORMOD: return int_divmod(g, a[0], a[1], s, true, true, false);
+    case LOOM_TP_OP_MIN:
+      return LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, s ? LLVMIntSLT : LLVMIntULT, a[0], a[1], ""), a[0], a[1], "");
+    case LOOM_TP_OP_MAX:
+      return LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, s ? LLVMIntSGT : LLVMIntUGT, a[0], a[1], ""), a[0], a[1], "");
+    case LOOM_TP_OP_NEG: return LLVMBuildSub(g->b, LLVMConstNull(ty), a[0], "");
+    case LOOM_TP_OP_ABS: {
+      LLVMValueRef n = LLVMBuildSub(g->b, LLVMConstNull(ty), a[0], "");
+      return LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, s ? LLVMIntSGT : LLVMIntUGT, a[0], n, ""), a[0], n, "");
+    }
+    case LOOM_TP_OP_EQ: return LLVMBuildICmp(g->b, LLVMIntEQ, a[0], a[1], "");
+    case LOOM_TP_OP_NE: return LLVMBuildICmp(g->b, LLVMIntNE, a[0], a[1], "");
+    case LOOM_TP_OP_LT: return LLVMBuildICmp(g->b, s ? LLVMIntSLT : LLVMIntULT, a[0], a[1], "");
+    case LOOM_TP_OP_LE: return LLVMBuildICmp(g->b, s ? LLVMIntSLE : LLVMIntULE, a[0], a[1], "");
+    case LOOM_TP_OP_GT: return LLVMBuildICmp(g->b, s ? LLVMIntSGT : LLVMIntUGT, a[0], a[1], "");
+    case LOOM_TP_OP_GE: return LLVMBuildICmp(g->b, s ? LLVMIntSGE : LLVMIntUGE, a[0], a[1], "");
+    case LOOM_TP_OP_AND: return LLVMBuildAnd(g->b, a[0], a[1], "");
+    case LOOM_TP_OP_OR: return LLVMBuildOr(g->b, a[0], a[1], "");
+    case LOOM_TP_OP_XOR: return LLVMBuildXor(g->b, a[0], a[1], "");
+    case LOOM_TP_OP_NOT: return LLVMBuildXor(g->b, a[0], LLVMConstAllOnes(ty), "");
+    default:
+      cg_error(g, LOOM_ERROR(TYPE_ERROR, "program @%s: '%s' is not defined on %s", g->f->name,
+                             loom_tp_op_spelling(op), loom_dtype_name(t)));
+      return LLVMGetUndef(ty);
+  }
+}
+
+static LLVMValueRef op_expr(cg *g, const loom_tp_expr *e) {
+  loom_tp_op op = e->u.op.op;
+  int n = loom_tp_op_arity(op);
+  loom_dtype t = e->u.op.args[0]->dtype;
+  if (t == LOOM_DTYPE_BOOL && (op == LOOM_TP_OP_AND || op == LOOM_TP_OP_OR) &&
+      unsafe_to_speculate(e->u.op.args[1])) {
+    LLVMValueRef a0 = cg_expr(g, e->u.op.args[0]);
+    /* a && b = a ? b : false;  a || b = a ? true : b */
+    if (op == LOOM_TP_OP_AND) return lazy_select(g, a0, e->u.op.args[1], NULL, LLVMConstInt(g->t_i1, 0, 0));
+    LLVMValueRef na = LLVMBuildNot(g->b, a0, "");
+    return lazy_select(g, na, e->u.op.args[1], NULL, LLVMConstInt(g->t_i1, 1, 0));
+  }
+  LLVMValueRef a[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < n; i++) a[i] = cg_expr(g, e->u.op.args[i]);
+  if (g->lanes) {
+    bool any = false;
+    for (int i = 0; i < n; i++) any = any || cg_is_vec(a[i]);
+    if (any)
+      for (int i = 0; i < n; i++) a[i] = cg_splat(g, a[i], g->lanes);
+  }
+  if (loom_dtype_is_float(t)) return float_op(g, op, t, a);
+  return int_op(g, op, t, a);
+}
+
+static LLVMValueRef cast_expr(cg *g, const loom_tp_expr *e) {
+  LLVMValueRef v = cg_expr(g, e->u.cast_arg);
+  loom_dtype from = e->u.cast_arg->dtype, to = e->dtype;
+  LLVMTypeRef tt = like_ty(LLVMTypeOf(v), cg_reg_type(g, to));
+  bool ff = loom_dtype_is_float(from), tf = loom_dtype_is_float(to);
+  if (ff && tf) {
+    LLVMTypeRef ft = LLVMTypeOf(v);
+    if (ft == like_ty(ft, g->t_f64) && to != LOOM_DTYPE_F64) v = LLVMBuildFPTrunc(g->b, v, like_ty(ft, g->t_f32), "");
+    else if (ft == like_ty(ft, g->t_f32) && to == LOOM_DTYPE_F64) v = LLVMBuildFPExt(g->b, v, like_ty(ft, g->t_f64), "");
+    return round_to(g, to, v);
+  }
+  if (ff) {
+    if (to == LOOM_DTYPE_BOOL) return LLVMBuildFCmp(g->b, LLVMRealUNE, v, LLVMConstReal(LLVMTypeOf(v), 0.0), "");
+    LLVMValueRef w = cg_call_intrinsic(g, loom_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", NULL, &v, 1);
+    return tt == g->t_i64 ? w : LLVMBuildTrunc(g->b, w, tt, "");
+  }
+  bool su = loom_dtype_kind_of(from) == LOOM_DTYPE_KIND_UINT || from == LOOM_DTYPE_BOOL;
+  if (tf) {
+    bool wide = loom_dtype_bits(from) > 32;
+    LLVMTypeRef mid = (wide || tt == like_ty(tt, g->t_f64)) ? like_ty(tt, g->t_f64) : tt;
+    LLVMValueRef r = su ? LLVMBuildUIToFP(g->b, v, mid, "") : LLVMBuildSIToFP(g->b, v, mid, "");
+    if (mid != tt) r = LLVMBuildFPTrunc(g->b, r, tt, "");
+    return round_to(g, to, r);
+  }
+  if (to == LOOM_DTYPE_BOOL) return LLVMBuildICmp(g->b, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "");
+  return LLVMBuildIntCast2(g->b, v, tt, su ? 0 : 1, "");
+}
+
+LLVMValueRef cg_expr(cg *g, const loom_tp_expr *e) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_CONST: {
+      LLVMTypeRef t = cg_reg_type(g, e->dtype);
+      if (loom_dtype_is_float(e->dtype)) {
+        LLVMValueRef c = LLVMConstReal(t, e->u.c.f);
+        if (e->dtype == LOOM_DTYPE_F16 || e->dtype == LOOM_DTYPE_BF16) {
+          /* round the literal to its storage precision on the host, once */
+          float x = (float)e->u.c.f;
+          x = e->dtype == LOOM_DTYPE_F16 ? loom_f16_to_f32(loom_f32_to_f16(x)) : loom_bf16_to_f32(loom_f32_to_bf16(x));
+          c = LLVMConstReal(t, x);
+        }
+        return c;
+      }
+      return LLVMConstInt(t, (unsigned long long)e->u.c.i, 0);
+    }
+    case LOOM_TP_EXPR_SYM: {
+      LLVMValueRef v = cg_sym(g, e->u.sym);
+      LLVMTypeRef t = cg_reg_type(g, e->dtype);
+      if (t == g->t_i64) return v;
+      if (t == g->t_i1) return nz(g, v);
+      if (loom_dtype_is_float(e->dtype)) return LLVMBuildSIToFP(g->b, v, t, "");
+      return LLVMBuildTrunc(g->b, v, t, "");
+    }
+    case LOOM_TP_EXPR_LOAD: {
+      LLVMValueRef p = cg_elem_ptr(g, e->u.load.buf, e->u.load.idx);
+      if (g->lanes && cg_expr_uses_lane(g, e)) {
+        LLVMTypeRef vt = LLVMVectorType(cg_mem_type(g, e->u.load.buf->dtype), g->lanes);
+        LLVMValueRef v = LLVMBuildLoad2(g->b, vt, p, "");
+        LLVMSetAlignment(v, (unsigned)loom_dtype_size(e->u.load.buf->dtype));
+        return v;
+      }
+      LLVMValueRef v = LLVMBuildLoad2(g->b, cg_mem_type(g, e->u.load.buf->dtype), p, "");
+      return cg_from_mem(g, e->u.load.buf->dtype, v);
+    }
+    case LOOM_TP_EXPR_LETREF:
+      for (size_t i = g->lets.len; i-- > 0;)
+        if (g->lets.data[i].let == e->u.let) return g->lets.data[i].v;
+      cg_error(g, LOOM_ERROR(INTERNAL, "program @%s: let '%s' is not bound in generated code", g->f->name,
+                             e->u.let->u.let.name));
+      return LLVMGetUndef(cg_reg_type(g, e->dtype));
+    case LOOM_TP_EXPR_OP:
+      return op_expr(g, e);
+    case LOOM_TP_EXPR_CAST:
+      return cast_expr(g, e);
+    case LOOM_TP_EXPR_SELECT: {
+      LLVMValueRef c = cg_expr(g, e->u.select.cond);
+      if (unsafe_to_speculate(e->u.select.then_e) || unsafe_to_speculate(e->u.select.else_e))
+        return lazy_select(g, c, e->u.select.then_e, e->u.select.else_e, NULL);
+      LLVMValueRef a = cg_expr(g, e->u.select.then_e), b = cg_expr(g, e->u.select.else_e);
+      if (g->lanes && (cg_is_vec(a) || cg_is_vec(b) || cg_is_vec(c))) {
+        a = cg_splat(g, a, g->lanes);
+        b = cg_splat(g, b, g->lanes);
+      }
+      return LLVMBuildSelect(g->b, c, a, b, "");
+    }
+  }
+  cg_error(g, LOOM_ERROR(INTERNAL, "bad expression kind"));
+  return cg_i64(g, 0);
+}

@@ -1,0 +1,88 @@
+/* cg_internal.h — state shared by the CPU code generator's files (cg_*.c).
+ *
+ * Values in registers: integers as iN of their dtype, bool as i1, f32/f64 as float/double,
+ * f16 and bf16 as float holding a value already rounded to the storage type (every
+ * arithmetic result of those dtypes is rounded again, as the interpreter does). Index
+ * values (symbolic expressions) are i64. */
+#ifndef LOOM_TARGETS_CPU_CG_INTERNAL_H
+#define LOOM_TARGETS_CPU_CG_INTERNAL_H
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "base/vec.h"
+#include "targets/cpu/codegen.h"
+
+/* A symbolic variable bound to an i64 value (signature symbols, loop variables). */
+typedef struct cg_symval {
+  const loom_sym_expr *var;
+  LLVMValueRef v;
+} cg_symval;
+
+/* A buffer bound to its data pointer. */
+typedef struct cg_bufval {
+  const loom_tp_buffer *buf;
+  LLVMValueRef ptr;
+} cg_bufval;
+
+/* A let bound to its value. */
+typedef struct cg_letval {
+  const loom_tp_stmt *let;
+  LLVMValueRef v;
+} cg_letval;
+
+typedef struct cg {
+  LLVMContextRef c;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  loom_sym_ctx *cx;
+  const loom_tp_func *f;
+  bool strict_fp;
+  /* types */
+  LLVMTypeRef t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_f32, t_f64, t_ptr, t_void;
+  LLVMTypeRef t_ctx;  /* struct loom_kernel_ctx */
+  LLVMTypeRef t_body; /* loom_parallel_body */
+  /* the LLVM function being generated */
+  LLVMValueRef fn;
+  LLVMValueRef ctxp;          /* the kernel ctx pointer */
+  int reduce_depth;           /* enclosing reduce loops */
+  int nbody;                  /* outlined bodies so far (naming) */
+  /* bindings (innermost last) */
+  LOOM_VEC(cg_symval) syms;
+  LOOM_VEC(cg_bufval) bufs;
+  LOOM_VEC(cg_letval) lets;
+  LOOM_VEC(LLVMValueRef) heap; /* malloc'd locals of the current seq scopes, freed at scope end */
+  loom_status st;             /* first error */
+  /* lane mode (explicit vector code of a VECTORIZE loop, cg_stmt.c): the loop variable
+   * is bound to 0 and accesses that use it become <lanes x T> loads and stores */
+  unsigned lanes;             /* 0: scalar code */
+  const loom_sym_expr *lane_var;
+} cg;
+
+enum { LOOM_CPU_MAX_LANES = 64 };
+
+/* cg_expr.c */
+LLVMTypeRef cg_reg_type(cg *g, loom_dtype t);  /* register type of a dtype */
+LLVMTypeRef cg_mem_type(cg *g, loom_dtype t);  /* memory type of a dtype */
+LLVMValueRef cg_sym(cg *g, const loom_sym_expr *e);
+LLVMValueRef cg_expr(cg *g, const loom_tp_expr *e);
+LLVMValueRef cg_elem_ptr(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *idx);
+LLVMValueRef cg_to_mem(cg *g, loom_dtype t, LLVMValueRef v);   /* register -> memory value */
+LLVMValueRef cg_from_mem(cg *g, loom_dtype t, LLVMValueRef v); /* memory -> register value */
+LLVMValueRef cg_i64(cg *g, int64_t v);
+LLVMValueRef cg_kf(LLVMTypeRef ty, double v);     /* float constant, splatted for vector types */
+LLVMValueRef cg_ki(LLVMTypeRef ty, long long v);  /* integer constant, splatted for vector types */
+bool cg_is_vec(LLVMValueRef v);
+LLVMValueRef cg_splat(cg *g, LLVMValueRef v, unsigned lanes);
+/* Lane mode: does `e` depend on the lane variable? */
+bool cg_expr_uses_lane(cg *g, const loom_tp_expr *e);
+/* Branches to the function's failure exit when `bad` (i1) is true, after ctx->set_error(msg). */
+void cg_fail_if(cg *g, LLVMValueRef bad, const char *msg);
+void cg_error(cg *g, loom_status s); /* records the first error */
+LLVMValueRef cg_call_intrinsic(cg *g, const char *name, LLVMTypeRef overload, LLVMValueRef *args, unsigned n);
+
+/* cg_stmt.c */
+loom_status cg_emit_kernel(cg *g, const loom_tp_func *f);
+void cg_stmt(cg *g, const loom_tp_stmt *s);
+
+#endif

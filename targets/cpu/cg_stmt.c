@@ -1,0 +1,694 @@
+/* cg_stmt.c — statements, loops, local buffers and parallel outlining; the kernel
+ * function of one tensor program.
+ *
+ * Shape of the generated code for `prim @p(...)`:
+ *
+ *   i32 @loom_kernel_p(ptr %buffers, ptr %symbols, ptr %ctx)    ; the ABI entry (vm/kernel_abi.h)
+ *     loads buffers[k] and symbols[j], calls @p.impl
+ *   internal i32 @p.impl(ptr noalias %A, ..., i64 %n, ..., ptr %ctx)
+ *     the body; buffer params are `noalias` so loads and stores reorder and vectorise
+ *     (after inlining the attribute becomes scoped alias metadata)
+ *
+ * A PARALLEL loop (not nested in another one) becomes
+ *   store every live binding (buffers, symbols, lets, ctx) into an arg struct on the stack;
+ *   rc = ctx->parallel_for(ctx->pool, extent, @p.par<K>, &arg); if rc != 0 return rc
+ *   internal i32 @p.par<K>(ptr %arg, i64 %begin, i64 %end, i32 %worker)   ; loom_parallel_body
+ *     loads the bindings, calls @p.par<K>.impl(noalias pointers..., begin, end)
+ *   which runs the loop over [begin, end). Nested parallel loops run serially.
+ *
+ * Loops: VECTORIZE attaches llvm.loop.vectorize.enable; UNROLL of a constant extent up
+ * to 64 is unrolled here (the body emitted once per iteration with the variable a
+ * constant), otherwise llvm.loop.unroll.full; reduce loops are plain loops whose float
+ * arithmetic may be reassociated (unless strict_fp). While a loop body is generated its
+ * variable gets the fact 0 <= v < extent, so floordiv/floormod of nonnegative indices
+ * become unsigned shifts and masks.
+ *
+ * Local buffers (alloc) are zero-filled like the interpreter's: on the stack (hoisted to
+ * the function entry) when their size is a constant up to 64 KiB, else malloc/free
+ * around their scope (a failed malloc fails the kernel). */
+#include <llvm-c/DebugInfo.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "targets/cpu/cg_internal.h"
+
+enum { STACK_ALLOC_MAX = 64 * 1024, UNROLL_MAX = 64 };
+
+/* ---- loop metadata ------------------------------------------------------------ */
+
+static void set_loop_md(cg *g, LLVMValueRef br, const char *key, LLVMValueRef val) {
+  LLVMMetadataRef ops[2];
+  ops[0] = LLVMMDStringInContext2(g->c, key, strlen(key));
+  unsigned nops = 1;
+  if (val) ops[nops++] = LLVMValueAsMetadata(val);
+  LLVMMetadataRef prop = LLVMMDNodeInContext2(g->c, ops, nops);
+  LLVMMetadataRef tmp = LLVMTemporaryMDNode(g->c, NULL, 0);
+  LLVMMetadataRef self_ops[2] = {tmp, prop};
+  LLVMMetadataRef loop = LLVMMDNodeInContext2(g->c, self_ops, 2);
+  LLVMMetadataReplaceAllUsesWith(tmp, loop); /* also disposes the temporary */
+  unsigned kind = LLVMGetMDKindIDInContext(g->c, "llvm.loop", 9);
+  LLVMSetMetadata(br, kind, LLVMMetadataAsValue(g->c, loop));
+}
+
+/* ---- bindings ------------------------------------------------------------------ */
+
+static void push_sym(cg *g, const loom_sym_expr *var, LLVMValueRef v) {
+  if (!LOOM_VEC_PUSH(NULL, &g->syms, ((cg_symval){var, v}))) cg_error(g, LOOM_OOM());
+}
+static void push_buf(cg *g, const loom_tp_buffer *b, LLVMValueRef p) {
+  if (!LOOM_VEC_PUSH(NULL, &g->bufs, ((cg_bufval){b, p}))) cg_error(g, LOOM_OOM());
+}
+static void push_let(cg *g, const loom_tp_stmt *l, LLVMValueRef v) {
+  if (!LOOM_VEC_PUSH(NULL, &g->lets, ((cg_letval){l, v}))) cg_error(g, LOOM_OOM());
+}
+
+/* ---- functions with the live bindings as parameters ------------------------------ */
+
+/* Where the builder was, to come back after generating another function. */
+typedef struct fn_state {
+  LLVMValueRef fn, ctxp;
+  LLVMBasicBlockRef block;
+  size_t nsyms, nbufs, nlets, nheap;
+  cg_symval *syms; /* the parent's bindings, restored at the end */
+  cg_bufval *bufs;
+  cg_letval *lets;
+} fn_state;
+
+/* The live bindings in parameter order: buffers, symbols, lets, then ctx. */
+static size_t env_count(cg *g) { return g->bufs.len + g->syms.len + g->lets.len + 1; }
+
+static void env_values(cg *g, LLVMValueRef *out) {
+  size_t k = 0;
+  for (size_t i = 0; i < g->bufs.len; i++) out[k++] = g->bufs.data[i].ptr;
+  for (size_t i = 0; i < g->syms.len; i++) out[k++] = g->syms.data[i].v;
+  for (size_t i = 0; i < g->lets.len; i++) out[k++] = g->lets.data[i].v;
+  out[k++] = g->ctxp;
+}
+
+/* Creates `name`(env..., extra...) -> i32, internal, with noalias buffer pointers, and
+ * moves the builder into its entry with every binding re-bound to the parameters.
+ * `extra_params` receives the values of the extra parameters. */
+static LLVMValueRef begin_env_fn(cg *g, const char *name, fn_state *saved, LLVMTypeRef *extra, size_t nextra,
+                                 LLVMValueRef *extra_params) {
+  size_t n = env_count(g);
+  LLVMValueRef *vals = malloc((n + nextra) * sizeof *vals);
+  LLVMTypeRef *tys = malloc((n + nextra) * sizeof *tys);
+  if (!vals || !tys) {
+    free(vals);
+    free(tys);
+    cg_error(g, LOOM_OOM());
+    return NULL;
+  }
+  env_values(g, vals);
+  for (size_t i = 0; i < n; i++) tys[i] = LLVMTypeOf(vals[i]);
+  for (size_t i = 0; i < nextra; i++) tys[n + i] = extra[i];
+  LLVMTypeRef fty = LLVMFunctionType(g->t_i32, tys, (unsigned)(n + nextra), 0);
+  LLVMValueRef fn = LLVMAddFunction(g->mod, name, fty);
+  LLVMSetLinkage(fn, LLVMInternalLinkage);
+  unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+  unsigned nocapture = LLVMGetEnumAttributeKindForName("nocapture", 9);
+  for (size_t i = 0; i < g->bufs.len; i++) {
+    LLVMAddAttributeAtIndex(fn, (unsigned)i + 1, LLVMCreateEnumAttribute(g->c, noalias, 0));
+    LLVMAddAttributeAtIndex(fn, (unsigned)i + 1, LLVMCreateEnumAttribute(g->c, nocapture, 0));
+  }
+  *saved = (fn_state){g->fn, g->ctxp, LLVMGetInsertBlock(g->b), g->syms.len, g->bufs.len, g->lets.len,
+                      g->heap.len, NULL, NULL, NULL};
+  g->fn = fn;
+  LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->c, fn, "entry"));
+  /* Re-bind in place (the parent's values are restored by end_env_fn). */
+  saved->syms = malloc((g->syms.len + 1) * sizeof *saved->syms);
+  saved->bufs = malloc((g->bufs.len + 1) * sizeof *saved->bufs);
+  saved->lets = malloc((g->lets.len + 1) * sizeof *saved->lets);
+  if (!saved->syms || !saved->bufs || !saved->lets) cg_error(g, LOOM_OOM());
+  if (saved->syms && g->syms.len) memcpy(saved->syms, g->syms.data, g->syms.len * sizeof *saved->syms);
+  if (saved->bufs && g->bufs.len) memcpy(saved->bufs, g->bufs.data, g->bufs.len * sizeof *saved->bufs);
+  if (saved->lets && g->lets.len) memcpy(saved->lets, g->lets.data, g->lets.len * sizeof *saved->lets);
+  size_t k = 0;
+  for (size_t i = 0; i < g->bufs.len; i++) g->bufs.data[i].ptr = LLVMGetParam(fn, (unsigned)k++);
+  for (size_t i = 0; i < g->syms.len; i++) g->syms.data[i].v = LLVMGetParam(fn, (unsigned)k++);
+  for (size_t i = 0; i < g->lets.len; i++) g->lets.data[i].v = LLVMGetParam(fn, (unsigned)k++);
+  g->ctxp = LLVMGetParam(fn, (unsigned)k++);
+  for (size_t i = 0; i < nextra; i++) extra_params[i] = LLVMGetParam(fn, (unsigned)k++);
+  free(vals);
+  free(tys);
+  return fn;
+}
+
+static void end_env_fn(cg *g, const fn_state *saved) {
+  LLVMBuildRet(g->b, LLVMConstInt(g->t_i32, 0, 0));
+  g->fn = saved->fn;
+  g->ctxp = saved->ctxp;
+  g->syms.len = saved->nsyms;
+  g->bufs.len = saved->nbufs;
+  g->lets.len = saved->nlets;
+  g->heap.len = saved->nheap;
+  if (saved->syms && g->syms.len) memcpy(g->syms.data, saved->syms, g->syms.len * sizeof *saved->syms);
+  if (saved->bufs && g->bufs.len) memcpy(g->bufs.data, saved->bufs, g->bufs.len * sizeof *saved->bufs);
+  if (saved->lets && g->lets.len) memcpy(g->lets.data, saved->lets, g->lets.len * sizeof *saved->lets);
+  free(saved->syms);
+  free(saved->bufs);
+  free(saved->lets);
+  LLVMPositionBuilderAtEnd(g->b, saved->block);
+}
+
+/* ---- loops ---------------------------------------------------------------------- */
+
+static void with_loop_fact(cg *g, const loom_tp_stmt *s, bool push) {
+  if (!push) {
+    loom_sym_facts_pop(g->cx);
+    return;
+  }
+  loom_sym_facts_push(g->cx);
+  loom_sym_interval iv = loom_sym_bounds(g->cx, s->u.loop.extent);
+  int64_t hi = iv.hi_inf ? INT64_MAX : iv.hi - 1;
+  if (hi >= 0) {
+    loom_status st = loom_sym_assume_range(g->cx, s->u.loop.var, 0, hi);
+    loom_status_free(st); /* a contradiction only means the loop never runs */
+  }
+}
+
+static void loop_body(cg *g, const loom_tp_stmt *s, LLVMValueRef iv) {
+  push_sym(g, s->u.loop.var, iv);
+  with_loop_fact(g, s, true);
+  if (s->u.loop.reduce) g->reduce_depth++;
+  cg_stmt(g, s->u.loop.body);
+  if (s->u.loop.reduce) g->reduce_depth--;
+  with_loop_fact(g, s, false);
+  g->syms.len--;
+}
+
+/* for v in [begin, end) { body } as a plain counted loop with `kind`'s metadata. */
+static void emit_range_loop(cg *g, const loom_tp_stmt *s, LLVMValueRef begin, LLVMValueRef end) {
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
+  LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(g->c, g->fn, "loop.head");
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->c, g->fn, "loop.body");
+  LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(g->c, g->fn, "loop.exit");
+  LLVMBuildBr(g->b, head);
+  LLVMPositionBuilderAtEnd(g->b, head);
+  LLVMValueRef iv = LLVMBuildPhi(g->b, g->t_i64, loom_sym_var_name(s->u.loop.var));
+  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, iv, end, ""), body, exit);
+  LLVMPositionBuilderAtEnd(g->b, body);
+  loop_body(g, s, iv);
+  LLVMValueRef next = LLVMBuildNUWAdd(g->b, iv, cg_i64(g, 1), "");
+  LLVMSetNSW(next, 1);
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
+  LLVMValueRef br = LLVMBuildBr(g->b, head);
+  LLVMValueRef vals[2] = {begin, next};
+  LLVMBasicBlockRef bbs[2] = {pre, latch};
+  LLVMAddIncoming(iv, vals, bbs, 2);
+  if (s->u.loop.kind == LOOM_TP_LOOP_VECTORIZE)
+    set_loop_md(g, br, "llvm.loop.vectorize.enable", LLVMConstInt(g->t_i1, 1, 0));
+  else if (s->u.loop.kind == LOOM_TP_LOOP_UNROLL)
+    set_loop_md(g, br, "llvm.loop.unroll.full", NULL);
+  LLVMPositionBuilderAtEnd(g->b, exit);
+}
+
+static bool in_parallel(cg *g) { return g->nbody < 0; }
+
+/* A PARALLEL loop: outlined body called through ctx->parallel_for. */
+static void emit_parallel(cg *g, const loom_tp_stmt *s, LLVMValueRef extent) {
+  char name[256];
+  int id = g->nbody++;
+  /* 1. The inner function: the loop over [begin, end), with noalias pointers. */
+  snprintf(name, sizeof name, "%s.par%d.impl", g->f->name, id);
+  fn_state outer;
+  LLVMTypeRef rng[2] = {g->t_i64, g->t_i64};
+  LLVMValueRef be[2];
+  size_t nenv = env_count(g);
+  LLVMValueRef *env = malloc(nenv * sizeof *env);
+  if (!env) {
+    cg_error(g, LOOM_OOM());
+    return;
+  }
+  env_values(g, env);
+  LLVMValueRef impl = begin_env_fn(g, name, &outer, rng, 2, be);
+  if (!impl) {
+    free(env);
+    return;
+  }
+  int saved_nbody = g->nbody;
+  g->nbody = -1; /* nested parallel loops run serially */
+  emit_range_loop(g, s, be[0], be[1]);
+  g->nbody = saved_nbody;
+  end_env_fn(g, &outer);
+
+  /* 2. The body: unpacks the arg struct and calls the inner function. */
+  LLVMTypeRef *tys = malloc(nenv * sizeof *tys);
+  LLVMValueRef *args = malloc((nenv + 2) * sizeof *args);
+  if (!tys || !args) {
+    free(env);
+    free(tys);
+    free(args);
+    cg_error(g, LOOM_OOM());
+    return;
+  }
+  for (size_t i = 0; i < nenv; i++) tys[i] = LLVMTypeOf(env[i]);
+  LLVMTypeRef st = LLVMStructTypeInContext(g->c, tys, (unsigned)nenv, 0);
+  snprintf(name, sizeof name, "%s.par%d", g->f->name, id);
+  LLVMValueRef body = LLVMAddFunction(g->mod, name, g->t_body);
+  LLVMSetLinkage(body, LLVMInternalLinkage);
+  LLVMBasicBlockRef here = LLVMGetInsertBlock(g->b);
+  LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->c, body, "entry"));
+  LLVMValueRef argp = LLVMGetParam(body, 0);
+  for (size_t i = 0; i < nenv; i++)
+    args[i] = LLVMBuildLoad2(g->b, tys[i], LLVMBuildStructGEP2(g->b, st, argp, (unsigned)i, ""), "");
+  args[nenv] = LLVMGetParam(body, 1);
+  args[nenv + 1] = LLVMGetParam(body, 2);
+  LLVMValueRef rc = LLVMBuildCall2(g->b, LLVMGlobalGetValueType(impl), impl, args, (unsigned)nenv + 2, "");
+  LLVMBuildRet(g->b, rc);
+
+  /* 3. The call site: fill the struct, call parallel_for, propagate failure. */
+  LLVMPositionBuilderAtEnd(g->b, here);
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(g->fn);
+  LLVMBuilderRef eb = LLVMCreateBuilderInContext(g->c);
+  LLVMValueRef first = LLVMGetFirstInstruction(entry);
+  if (first) LLVMPositionBuilderBefore(eb, first);
+  else LLVMPositionBuilderAtEnd(eb, entry);
+  LLVMValueRef slot = LLVMBuildAlloca(eb, st, "par.arg");
+  LLVMDisposeBuilder(eb);
+  for (size_t i = 0; i < nenv; i++) LLVMBuildStore(g->b, env[i], LLVMBuildStructGEP2(g->b, st, slot, (unsigned)i, ""));
+  LLVMValueRef pf = LLVMBuildLoad2(g->b, g->t_ptr, LLVMBuildStructGEP2(g->b, g->t_ctx, g->ctxp, 4, ""), "parallel_for");
+  LLVMValueRef pool = LLVMBuildLoad2(g->b, g->t_ptr, LLVMBuildStructGEP2(g->b, g->t_ctx, g->ctxp, 5, ""), "pool");
+  LLVMTypeRef pft_params[4] = {g->t_ptr, g->t_i64, g->t_ptr, g->t_ptr};
+  LLVMTypeRef pft = LLVMFunctionType(g->t_i32, pft_params, 4, 0);
+  LLVMValueRef cargs[4] = {pool, extent, body, slot};
+  LLVMValueRef r = LLVMBuildCall2(g->b, pft, pf, cargs, 4, "");
+  LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(g->c, g->fn, "par.fail");
+  LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->c, g->fn, "par.ok");
+  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntNE, r, LLVMConstInt(g->t_i32, 0, 0), ""), bad, ok);
+  LLVMPositionBuilderAtEnd(g->b, bad);
+  LLVMBuildRet(g->b, r);
+  LLVMPositionBuilderAtEnd(g->b, ok);
+  free(env);
+  free(tys);
+  free(args);
+}
+
+/* ---- lane mode: explicit vector code for small constant VECTORIZE loops ------------------
+ *
+ * `for v in 0..W vectorize { stores and lets }` with W a constant in [2, 64] whose
+ * accesses use v only as `... + v` in their LAST index (unit stride) becomes straight-line
+ * vector code: v is bound to 0, such loads/stores become <W x T> loads/stores at the
+ * address of lane 0, values that do not depend on v stay scalar and are broadcast where
+ * they meet a vector. Anything else (nested loops, ifs, v elsewhere in an index or as a
+ * value, gathers, f16/bf16/bool memory, libm calls, float->int casts) is left to LLVM's
+ * loop vectoriser through the loop metadata. This is what keeps a register tile of
+ * accumulators (a Local buffer indexed by unrolled constants and v) in vector registers. */
+
+typedef struct var_probe {
+  const loom_sym_expr *var;
+  bool found;
+} var_probe;
+
+static void probe_fn(void *ud, const loom_sym_expr *v) {
+  var_probe *p = ud;
+  if (v == p->var) p->found = true;
+}
+
+static bool sym_uses(const loom_sym_expr *e, const loom_sym_expr *var) {
+  var_probe p = {var, false};
+  loom_sym_for_each_var(e, probe_fn, &p);
+  return p.found;
+}
+
+bool cg_expr_uses_lane(cg *g, const loom_tp_expr *e) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_CONST: return false;
+    case LOOM_TP_EXPR_SYM: return sym_uses(e->u.sym, g->lane_var);
+    case LOOM_TP_EXPR_LOAD:
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (cg_expr_uses_lane(g, e->u.load.idx[d])) return true;
+      return false;
+    case LOOM_TP_EXPR_LETREF:
+      for (size_t i = g->lets.len; i-- > 0;)
+        if (g->lets.data[i].let == e->u.let) return cg_is_vec(g->lets.data[i].v);
+      return false;
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (cg_expr_uses_lane(g, e->u.op.args[i])) return true;
+      return false;
+    case LOOM_TP_EXPR_CAST: return cg_expr_uses_lane(g, e->u.cast_arg);
+    case LOOM_TP_EXPR_SELECT:
+      return cg_expr_uses_lane(g, e->u.select.cond) || cg_expr_uses_lane(g, e->u.select.then_e) ||
+             cg_expr_uses_lane(g, e->u.select.else_e);
+  }
+  return false;
+}
+
+static bool lane_dtype_ok(loom_dtype t) {
+  return t != LOOM_DTYPE_F16 && t != LOOM_DTYPE_BF16 && t != LOOM_DTYPE_BOOL;
+}
+
+/* An access's indices: v only in the last one, as `x + v` with x free of v. `uses`
+ * says whether v appears at all. */
+static bool lane_access_ok(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *idx, const loom_sym_expr *var,
+                           bool *uses);
+static bool lane_expr_ok(cg *g, const loom_tp_expr *e, const loom_sym_expr *var);
+
+static bool lane_access_ok(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *idx, const loom_sym_expr *var,
+                           bool *uses) {
+  *uses = false;
+  for (int d = 0; d < buf->ndim; d++) {
+    const loom_tp_expr *x = idx[d];
+    if (x->kind != LOOM_TP_EXPR_SYM) return false; /* loaded indices: left to LLVM */
+    if (!sym_uses(x->u.sym, var)) continue;
+    if (d != buf->ndim - 1) return false;
+    const loom_sym_expr *rest = loom_sym_sub(g->cx, x->u.sym, var);
+    if (!rest || sym_uses(rest, var)) return false;
+    *uses = true;
+  }
+  return lane_dtype_ok(buf->dtype) || !*uses;
+}
+
+static bool lane_expr_ok(cg *g, const loom_tp_expr *e, const loom_sym_expr *var) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_CONST: return true;
+    case LOOM_TP_EXPR_SYM: return !sym_uses(e->u.sym, var);
+    case LOOM_TP_EXPR_LETREF: return true;
+    case LOOM_TP_EXPR_LOAD: {
+      bool uses;
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (e->u.load.idx[d]->kind != LOOM_TP_EXPR_SYM && !lane_expr_ok(g, e->u.load.idx[d], var)) return false;
+      if (!lane_access_ok(g, e->u.load.buf, e->u.load.idx, var, &uses)) return false;
+      /* uniform loads must not hide v inside a loaded index */
+      return true;
+    }
+    case LOOM_TP_EXPR_OP: {
+      loom_tp_op op = e->u.op.op;
+      loom_dtype t = e->u.op.args[0]->dtype;
+      if (t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16) return false;
+      if (loom_dtype_is_float(t)) {
+        if (op == LOOM_TP_OP_TANH || op == LOOM_TP_OP_ERF) return false; /* libm calls */
+      } else {
+        switch (op) {
+          case LOOM_TP_OP_DIV: case LOOM_TP_OP_MOD: case LOOM_TP_OP_FLOORDIV: case LOOM_TP_OP_FLOORMOD: return false;
+          default: break;
+        }
+        if (t == LOOM_DTYPE_BOOL && (op == LOOM_TP_OP_AND || op == LOOM_TP_OP_OR) &&
+            cg_expr_uses_lane(g, e->u.op.args[1]))
+          return false;
+      }
+      for (int i = 0; i < loom_tp_op_arity(op); i++)
+        if (!lane_expr_ok(g, e->u.op.args[i], var)) return false;
+      return true;
+    }
+    case LOOM_TP_EXPR_CAST: {
+      loom_dtype from = e->u.cast_arg->dtype, to = e->dtype;
+      if (!lane_dtype_ok(from) || !lane_dtype_ok(to)) return false;
+      if (loom_dtype_is_float(from) && !loom_dtype_is_float(to)) return false;
+      if (!loom_dtype_is_float(from) && loom_dtype_bits(from) > 32 && loom_dtype_is_float(to)) return false;
+      return lane_expr_ok(g, e->u.cast_arg, var);
+    }
+    case LOOM_TP_EXPR_SELECT:
+      return lane_expr_ok(g, e->u.select.cond, var) && lane_expr_ok(g, e->u.select.then_e, var) &&
+             lane_expr_ok(g, e->u.select.else_e, var);
+  }
+  return false;
+}
+
+static bool lane_stmt_ok(cg *g, const loom_tp_stmt *s, const loom_sym_expr *var) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++)
+        if (!lane_stmt_ok(g, s->u.seq.items[i], var)) return false;
+      return true;
+    case LOOM_TP_STMT_STORE: {
+      bool uses;
+      if (!lane_access_ok(g, s->u.store.buf, s->u.store.idx, var, &uses) || !uses) return false;
+      if (!lane_dtype_ok(s->u.store.buf->dtype)) return false;
+      return lane_expr_ok(g, s->u.store.value, var);
+    }
+    case LOOM_TP_STMT_LET:
+      return lane_expr_ok(g, s->u.let.value, var);
+    default:
+      return false;
+  }
+}
+
+/* Lanes run statement by statement, not iteration by iteration, so a buffer the body
+ * writes must be accessed everywhere in the body at exactly the same indices (then lane
+ * j only ever touches its own elements and the order does not matter). */
+typedef struct access_list {
+  const loom_tp_buffer *buf[64];
+  loom_tp_expr *const *idx[64];
+  size_t n;
+  bool overflow;
+} access_list;
+
+static void collect_expr(const loom_tp_expr *e, access_list *l) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD:
+      if (l->n < 64) {
+        l->buf[l->n] = e->u.load.buf;
+        l->idx[l->n++] = e->u.load.idx;
+      } else {
+        l->overflow = true;
+      }
+      return;
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++) collect_expr(e->u.op.args[i], l);
+      return;
+    case LOOM_TP_EXPR_CAST: collect_expr(e->u.cast_arg, l); return;
+    case LOOM_TP_EXPR_SELECT:
+      collect_expr(e->u.select.cond, l);
+      collect_expr(e->u.select.then_e, l);
+      collect_expr(e->u.select.else_e, l);
+      return;
+    default: return;
+  }
+}
+
+static void collect_stmt(const loom_tp_stmt *s, access_list *loads, access_list *stores) {
+  if (s->kind == LOOM_TP_STMT_SEQ) {
+    for (size_t i = 0; i < s->u.seq.n; i++) collect_stmt(s->u.seq.items[i], loads, stores);
+  } else if (s->kind == LOOM_TP_STMT_STORE) {
+    collect_expr(s->u.store.value, loads);
+    if (stores->n < 64) {
+      stores->buf[stores->n] = s->u.store.buf;
+      stores->idx[stores->n++] = s->u.store.idx;
+    } else {
+      stores->overflow = true;
+    }
+  } else if (s->kind == LOOM_TP_STMT_LET) {
+    collect_expr(s->u.let.value, loads);
+  }
+}
+
+static bool same_index(const loom_tp_buffer *b, loom_tp_expr *const *x, loom_tp_expr *const *y) {
+  for (int d = 0; d < b->ndim; d++)
+    if (x[d]->kind != LOOM_TP_EXPR_SYM || y[d]->kind != LOOM_TP_EXPR_SYM || x[d]->u.sym != y[d]->u.sym) return false;
+  return true;
+}
+
+static bool lane_independent(const loom_tp_stmt *body) {
+  access_list loads = {.n = 0}, stores = {.n = 0};
+  collect_stmt(body, &loads, &stores);
+  if (loads.overflow || stores.overflow) return false;
+  for (size_t i = 0; i < stores.n; i++) {
+    for (size_t j = 0; j < stores.n; j++)
+      if (stores.buf[j] == stores.buf[i] && !same_index(stores.buf[i], stores.idx[i], stores.idx[j])) return false;
+    for (size_t j = 0; j < loads.n; j++)
+      if (loads.buf[j] == stores.buf[i] && !same_index(stores.buf[i], stores.idx[i], loads.idx[j])) return false;
+  }
+  return true;
+}
+
+static void emit_lanes(cg *g, const loom_tp_stmt *s, unsigned lanes) {
+  g->lanes = lanes;
+  g->lane_var = s->u.loop.var;
+  push_sym(g, s->u.loop.var, cg_i64(g, 0));
+  with_loop_fact(g, s, true);
+  if (s->u.loop.reduce) g->reduce_depth++;
+  cg_stmt(g, s->u.loop.body);
+  if (s->u.loop.reduce) g->reduce_depth--;
+  with_loop_fact(g, s, false);
+  g->syms.len--;
+  g->lanes = 0;
+  g->lane_var = NULL;
+}
+
+static void emit_for(cg *g, const loom_tp_stmt *s) {
+  int64_t c;
+  bool is_const = loom_sym_is_const(s->u.loop.extent, &c);
+  if (s->u.loop.kind == LOOM_TP_LOOP_VECTORIZE && is_const && c >= 2 && c <= LOOM_CPU_MAX_LANES && !g->lanes &&
+      lane_stmt_ok(g, s->u.loop.body, s->u.loop.var) && lane_independent(s->u.loop.body)) {
+    emit_lanes(g, s, (unsigned)c);
+    return;
+  }
+  if (s->u.loop.kind == LOOM_TP_LOOP_UNROLL && is_const && c <= UNROLL_MAX) {
+    for (int64_t i = 0; i < c; i++) loop_body(g, s, cg_i64(g, i));
+    return;
+  }
+  LLVMValueRef n = cg_sym(g, s->u.loop.extent);
+  if (s->u.loop.kind == LOOM_TP_LOOP_PARALLEL && !in_parallel(g) && !(is_const && c <= 1)) {
+    emit_parallel(g, s, n);
+    return;
+  }
+  emit_range_loop(g, s, cg_i64(g, 0), n);
+}
+
+/* ---- local buffers ------------------------------------------------------------------ */
+
+static void emit_alloc(cg *g, loom_tp_buffer *buf) {
+  size_t esize = loom_dtype_size(buf->dtype);
+  int64_t total = (int64_t)esize;
+  bool cst = true;
+  LLVMValueRef bytes = cg_i64(g, (int64_t)esize);
+  for (int d = 0; d < buf->ndim; d++) {
+    int64_t v;
+    if (cst && loom_sym_is_const(buf->dims[d], &v) && v >= 0 && !__builtin_mul_overflow(total, v, &total)) {
+    } else {
+      cst = false;
+    }
+    bytes = LLVMBuildMul(g->b, bytes, cg_sym(g, buf->dims[d]), "");
+  }
+  LLVMValueRef p;
+  if (cst && total <= STACK_ALLOC_MAX) {
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(g->fn);
+    LLVMBuilderRef eb = LLVMCreateBuilderInContext(g->c);
+    LLVMValueRef first = LLVMGetFirstInstruction(entry);
+    if (first) LLVMPositionBuilderBefore(eb, first);
+    else LLVMPositionBuilderAtEnd(eb, entry);
+    LLVMTypeRef at = LLVMArrayType2(cg_mem_type(g, buf->dtype), (uint64_t)(total / (int64_t)esize));
+    p = LLVMBuildAlloca(eb, at, buf->name);
+    LLVMSetAlignment(p, 64);
+    LLVMDisposeBuilder(eb);
+    if (total > 0) LLVMBuildMemSet(g->b, p, LLVMConstInt(g->t_i8, 0, 0), cg_i64(g, total), 64);
+  } else {
+    LLVMValueRef mf = LLVMGetNamedFunction(g->mod, "calloc");
+    LLVMTypeRef ct_params[2] = {g->t_i64, g->t_i64};
+    LLVMTypeRef ct = LLVMFunctionType(g->t_ptr, ct_params, 2, 0);
+    if (!mf) mf = LLVMAddFunction(g->mod, "calloc", ct);
+    LLVMValueRef one = cg_i64(g, 1);
+    LLVMValueRef nz = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, bytes, cg_i64(g, 0), ""), bytes, one, "");
+    LLVMValueRef args[2] = {nz, one};
+    p = LLVMBuildCall2(g->b, ct, mf, args, 2, buf->name);
+    char msg[160];
+    snprintf(msg, sizeof msg, "cannot allocate local buffer '%s'", buf->name);
+    cg_fail_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, p, LLVMConstPointerNull(g->t_ptr), ""), msg);
+    if (!LOOM_VEC_PUSH(NULL, &g->heap, p)) cg_error(g, LOOM_OOM());
+  }
+  push_buf(g, buf, p);
+}
+
+static void free_heap_to(cg *g, size_t mark) {
+  while (g->heap.len > mark) {
+    LLVMValueRef p = LOOM_VEC_POP(&g->heap);
+    LLVMTypeRef ft = LLVMFunctionType(g->t_void, &g->t_ptr, 1, 0);
+    LLVMValueRef ff = LLVMGetNamedFunction(g->mod, "free");
+    if (!ff) ff = LLVMAddFunction(g->mod, "free", ft);
+    LLVMBuildCall2(g->b, ft, ff, &p, 1, "");
+  }
+}
+
+/* ---- statements ------------------------------------------------------------------- */
+
+void cg_stmt(cg *g, const loom_tp_stmt *s) {
+  if (g->st) return;
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ: {
+      size_t ns = g->syms.len, nb = g->bufs.len, nl = g->lets.len, nh = g->heap.len;
+      for (size_t i = 0; i < s->u.seq.n && !g->st; i++) {
+        const loom_tp_stmt *c = s->u.seq.items[i];
+        if (c->kind == LOOM_TP_STMT_LET) push_let(g, c, cg_expr(g, c->u.let.value));
+        else if (c->kind == LOOM_TP_STMT_ALLOC) emit_alloc(g, c->u.alloc);
+        else cg_stmt(g, c);
+      }
+      free_heap_to(g, nh);
+      g->syms.len = ns;
+      g->bufs.len = nb;
+      g->lets.len = nl;
+      return;
+    }
+    case LOOM_TP_STMT_FOR:
+      emit_for(g, s);
+      return;
+    case LOOM_TP_STMT_STORE: {
+      LLVMValueRef v = cg_expr(g, s->u.store.value);
+      LLVMValueRef p = cg_elem_ptr(g, s->u.store.buf, s->u.store.idx);
+      if (g->lanes) { /* lane mode: every store is a vector store (lane_stmt_ok) */
+        LLVMValueRef st = LLVMBuildStore(g->b, cg_splat(g, v, g->lanes), p);
+        LLVMSetAlignment(st, (unsigned)loom_dtype_size(s->u.store.buf->dtype));
+        return;
+      }
+      LLVMBuildStore(g->b, cg_to_mem(g, s->u.store.buf->dtype, v), p);
+      return;
+    }
+    case LOOM_TP_STMT_IF: {
+      LLVMValueRef c = cg_expr(g, s->u.if_.cond);
+      LLVMBasicBlockRef bt = LLVMAppendBasicBlockInContext(g->c, g->fn, "if.then");
+      LLVMBasicBlockRef be = LLVMAppendBasicBlockInContext(g->c, g->fn, "if.else");
+      LLVMBasicBlockRef bj = LLVMAppendBasicBlockInContext(g->c, g->fn, "if.join");
+      LLVMBuildCondBr(g->b, c, bt, be);
+      LLVMPositionBuilderAtEnd(g->b, bt);
+      cg_stmt(g, s->u.if_.then_s);
+      LLVMBuildBr(g->b, bj);
+      LLVMPositionBuilderAtEnd(g->b, be);
+      if (s->u.if_.else_s) cg_stmt(g, s->u.if_.else_s);
+      LLVMBuildBr(g->b, bj);
+      LLVMPositionBuilderAtEnd(g->b, bj);
+      return;
+    }
+    case LOOM_TP_STMT_LET:
+    case LOOM_TP_STMT_ALLOC:
+      /* Outside a sequence nothing can see them; evaluate for effects (none) and drop. */
+      return;
+  }
+}
+
+/* ---- the kernel -------------------------------------------------------------------- */
+
+loom_status cg_emit_kernel(cg *g, const loom_tp_func *f) {
+  g->f = f;
+  g->nbody = 0;
+  g->reduce_depth = 0;
+  char sym[300];
+  loom_cpu_kernel_symbol(f, sym, sizeof sym);
+  LLVMTypeRef ps[3] = {g->t_ptr, g->t_ptr, g->t_ptr};
+  LLVMTypeRef kty = LLVMFunctionType(g->t_i32, ps, 3, 0);
+  if (LLVMGetNamedFunction(g->mod, sym))
+    return LOOM_ERROR(ALREADY_EXISTS, "program @%s is compiled twice into one module", f->name);
+  LLVMValueRef kfn = LLVMAddFunction(g->mod, sym, kty);
+  g->fn = kfn;
+  LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->c, kfn, "entry"));
+  LLVMValueRef bufs = LLVMGetParam(kfn, 0), syms = LLVMGetParam(kfn, 1);
+  g->ctxp = LLVMGetParam(kfn, 2);
+  /* buffers[k] for the k-th buffer param; symbols[j] for f->syms[j] */
+  unsigned k = 0;
+  for (size_t i = 0; i < f->nparams; i++) {
+    if (!f->params[i].is_buffer) continue;
+    LLVMValueRef idx = LLVMConstInt(g->t_i64, k++, 0);
+    LLVMValueRef p = LLVMBuildLoad2(g->b, g->t_ptr, LLVMBuildInBoundsGEP2(g->b, g->t_ptr, bufs, &idx, 1, ""),
+                                    f->params[i].buf->name);
+    push_buf(g, f->params[i].buf, p);
+  }
+  for (size_t j = 0; j < f->nsyms; j++) {
+    LLVMValueRef idx = LLVMConstInt(g->t_i64, j, 0);
+    LLVMValueRef v = LLVMBuildLoad2(g->b, g->t_i64, LLVMBuildInBoundsGEP2(g->b, g->t_i64, syms, &idx, 1, ""),
+                                    loom_sym_var_name(f->syms[j]));
+    push_sym(g, f->syms[j], v);
+  }
+  /* Scalar params are symbols too: their variable appears in f->syms. */
+  size_t nenv = env_count(g);
+  LLVMValueRef *env = malloc(nenv * sizeof *env);
+  if (!env) return LOOM_OOM();
+  env_values(g, env);
+  snprintf(sym, sizeof sym, "%s.impl", f->name);
+  fn_state outer;
+  LLVMValueRef impl = begin_env_fn(g, sym, &outer, NULL, 0, NULL);
+  if (impl) {
+    cg_stmt(g, f->body);
+    end_env_fn(g, &outer);
+    LLVMValueRef rc = LLVMBuildCall2(g->b, LLVMGlobalGetValueType(impl), impl, env, (unsigned)nenv, "");
+    LLVMBuildRet(g->b, rc);
+  }
+  free(env);
+  g->syms.len = 0;
+  g->bufs.len = 0;
+  g->lets.len = 0;
+  g->heap.len = 0;
+  loom_status st = g->st;
+  g->st = LOOM_OK;
+  return st;
+}

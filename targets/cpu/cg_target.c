@@ -1,0 +1,361 @@
+/* cg_target.c — the target machine, the module of a set of programs, the O3 pipeline
+ * (new pass manager), the ORC LLJIT and object-file emission.
+ *
+ * Every function gets "target-cpu" / "target-features" of the chosen machine; on a
+ * machine with AVX-512 also "prefer-vector-width"="512" (LLVM's default for Sapphire
+ * Rapids is 256; the compute kernels here are FMA-bound and gain from the full width). */
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "targets/cpu/cg_internal.h"
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static void init_llvm(void) {
+  LLVMInitializeNativeTarget();
+  LLVMInitializeNativeAsmPrinter();
+}
+
+void loom_cpu_kernel_symbol(const loom_tp_func *f, char *buf, size_t cap) {
+  snprintf(buf, cap, "loom_kernel_%s", f->name);
+}
+
+/* Takes an LLVMErrorRef into a status. */
+static loom_status from_llvm_error(LLVMErrorRef err, const char *what) {
+  char *m = LLVMGetErrorMessage(err);
+  loom_status s = LOOM_ERROR(INTERNAL, "%s: %s", what, m);
+  LLVMDisposeErrorMessage(m);
+  return s;
+}
+
+/* A target machine for `opt` (CPU and features of the host unless given). */
+static loom_status make_tm(const loom_cpu_options *opt, LLVMTargetMachineRef *out, char **out_cpu, char **out_feat) {
+  pthread_once(&init_once, init_llvm);
+  char *triple = LLVMGetDefaultTargetTriple();
+  LLVMTargetRef target;
+  char *err = NULL;
+  if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+    loom_status s = LOOM_ERROR(UNAVAILABLE, "no LLVM target for %s: %s", triple, err ? err : "?");
+    LLVMDisposeMessage(err);
+    LLVMDisposeMessage(triple);
+    return s;
+  }
+  char *cpu = opt && opt->cpu ? strdup(opt->cpu) : NULL;
+  char *feat = opt && opt->features ? strdup(opt->features) : NULL;
+  if (!cpu) {
+    char *h = LLVMGetHostCPUName();
+    cpu = strdup(h);
+    LLVMDisposeMessage(h);
+    if (!feat) {
+      char *hf = LLVMGetHostCPUFeatures();
+      feat = strdup(hf);
+      LLVMDisposeMessage(hf);
+    }
+  }
+  if (!feat) feat = strdup("");
+  if (!cpu || !feat) {
+    free(cpu);
+    free(feat);
+    LLVMDisposeMessage(triple);
+    return LOOM_OOM();
+  }
+  int lvl = opt ? opt->opt_level : 0;
+  LLVMCodeGenOptLevel cl = lvl < 0 ? LLVMCodeGenLevelNone : lvl == 1 ? LLVMCodeGenLevelLess
+                           : lvl == 2 ? LLVMCodeGenLevelDefault : LLVMCodeGenLevelAggressive;
+  *out = LLVMCreateTargetMachine(target, triple, cpu, feat, cl, LLVMRelocPIC, LLVMCodeModelDefault);
+  LLVMDisposeMessage(triple);
+  if (!*out) {
+    loom_status s = LOOM_ERROR(INVALID_ARGUMENT, "LLVM cannot make a target machine for cpu '%s'", cpu);
+    free(cpu);
+    free(feat);
+    return s;
+  }
+  if (out_cpu) *out_cpu = cpu;
+  else free(cpu);
+  if (out_feat) *out_feat = feat;
+  else free(feat);
+  return LOOM_OK;
+}
+
+loom_status loom_cpu_describe_target(const loom_cpu_options *opt, loom_strbuf *out) {
+  LLVMTargetMachineRef tm;
+  char *cpu, *feat;
+  LOOM_PROPAGATE(make_tm(opt, &tm, &cpu, &feat));
+  char *triple = LLVMGetTargetMachineTriple(tm);
+  loom_strbuf_printf(out, "%s %s %s", triple, cpu, feat);
+  LLVMDisposeMessage(triple);
+  LLVMDisposeTargetMachine(tm);
+  free(cpu);
+  free(feat);
+  return LOOM_OK;
+}
+
+loom_status loom_cpu_bind_symbols(loom_sym_ctx *cx, const loom_tp_func *f, const loom_tp_arg *args, size_t nargs,
+                                  int64_t *out_syms) {
+  if (nargs != f->nparams)
+    return LOOM_ERROR(INVALID_ARGUMENT, "program @%s takes %zu arguments, given %zu", f->name, f->nparams, nargs);
+  loom_sym_env *env;
+  LOOM_PROPAGATE(loom_sym_env_create(NULL, &env));
+  loom_status st = LOOM_OK;
+  for (size_t i = 0; i < nargs && !st; i++)
+    if (!f->params[i].is_buffer) st = loom_sym_env_set(env, f->params[i].scalar.var, args[i].scalar);
+  for (size_t i = 0; i < nargs && !st; i++) {
+    const loom_tp_param *p = &f->params[i];
+    if (!p->is_buffer) continue;
+    char what[160];
+    snprintf(what, sizeof what, "program @%s buffer '%s'", f->name, p->buf->name);
+    st = loom_sym_bind(cx, p->buf->dims, args[i].shape, (size_t)p->buf->ndim, env, what);
+  }
+  for (size_t j = 0; j < f->nsyms && !st; j++)
+    if (!loom_sym_env_get(env, f->syms[j], &out_syms[j]))
+      st = LOOM_ERROR(INVALID_ARGUMENT, "program @%s: symbol '%s' is not bound by the arguments", f->name,
+                      loom_sym_var_name(f->syms[j]));
+  loom_sym_env_destroy(env);
+  return st;
+}
+
+/* ---- module -------------------------------------------------------------------------- */
+
+static void cg_init(cg *g, LLVMContextRef c, loom_sym_ctx *cx, const loom_cpu_options *opt) {
+  memset(g, 0, sizeof *g);
+  g->c = c;
+  g->cx = cx;
+  g->strict_fp = opt && opt->strict_fp;
+  g->b = LLVMCreateBuilderInContext(c);
+  g->t_i1 = LLVMInt1TypeInContext(c);
+  g->t_i8 = LLVMInt8TypeInContext(c);
+  g->t_i16 = LLVMInt16TypeInContext(c);
+  g->t_i32 = LLVMInt32TypeInContext(c);
+  g->t_i64 = LLVMInt64TypeInContext(c);
+  g->t_f16 = LLVMHalfTypeInContext(c);
+  g->t_f32 = LLVMFloatTypeInContext(c);
+  g->t_f64 = LLVMDoubleTypeInContext(c);
+  g->t_ptr = LLVMPointerTypeInContext(c, 0);
+  g->t_void = LLVMVoidTypeInContext(c);
+  /* struct loom_kernel_ctx: u32 abi_version, size, num_threads, reserved; then
+   * parallel_for, pool, set_error, error_slot, user (pointers) */
+  LLVMTypeRef f[9] = {g->t_i32, g->t_i32, g->t_i32, g->t_i32, g->t_ptr, g->t_ptr, g->t_ptr, g->t_ptr, g->t_ptr};
+  g->t_ctx = LLVMStructTypeInContext(c, f, 9, 0);
+  LLVMTypeRef bp[4] = {g->t_ptr, g->t_i64, g->t_i64, g->t_i32};
+  g->t_body = LLVMFunctionType(g->t_i32, bp, 4, 0);
+}
+
+static void cg_fini(cg *g) {
+  LLVMDisposeBuilder(g->b);
+  LOOM_VEC_FREE(NULL, &g->syms);
+  LOOM_VEC_FREE(NULL, &g->bufs);
+  LOOM_VEC_FREE(NULL, &g->lets);
+  LOOM_VEC_FREE(NULL, &g->heap);
+}
+
+static void add_str_attr(LLVMContextRef c, LLVMValueRef fn, const char *k, const char *v) {
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(c, k, (unsigned)strlen(k), v, (unsigned)strlen(v)));
+}
+
+/* Builds the module of `fs` in context `c`, verified. */
+static loom_status build_module(LLVMContextRef c, LLVMTargetMachineRef tm, const char *cpu, const char *feat,
+                                const loom_cpu_options *opt, loom_sym_ctx *cx, const loom_tp_func *const *fs,
+                                size_t n, LLVMModuleRef *out) {
+  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("loom", c);
+  char *triple = LLVMGetTargetMachineTriple(tm);
+  LLVMSetTarget(mod, triple);
+  LLVMDisposeMessage(triple);
+  LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+  LLVMSetModuleDataLayout(mod, dl);
+  LLVMDisposeTargetData(dl);
+  cg g;
+  cg_init(&g, c, cx, opt);
+  g.mod = mod;
+  loom_status st = LOOM_OK;
+  for (size_t i = 0; i < n && !st; i++) st = cg_emit_kernel(&g, fs[i]);
+  cg_fini(&g);
+  if (!st) {
+    bool wide = strstr(feat, "+avx512f") != NULL;
+    unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
+      if (LLVMIsDeclaration(fn)) continue;
+      add_str_attr(c, fn, "target-cpu", cpu);
+      add_str_attr(c, fn, "target-features", feat);
+      if (wide) add_str_attr(c, fn, "prefer-vector-width", "512");
+      LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c, nounwind, 0));
+    }
+    char *msg = NULL;
+    if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+      st = LOOM_ERROR(INTERNAL, "generated LLVM IR does not verify: %s", msg ? msg : "?");
+    }
+    LLVMDisposeMessage(msg);
+  }
+  if (st) {
+    LLVMDisposeModule(mod);
+    return st;
+  }
+  *out = mod;
+  return LOOM_OK;
+}
+
+static loom_status optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, const loom_cpu_options *opt) {
+  int lvl = opt ? opt->opt_level : 0;
+  if (lvl < 0) return LOOM_OK;
+  char pipeline[32];
+  snprintf(pipeline, sizeof pipeline, "default<O%d>", lvl == 0 ? 3 : lvl);
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
+  LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
+  LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
+  LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
+  LLVMErrorRef err = LLVMRunPasses(mod, pipeline, tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (err) return from_llvm_error(err, "LLVM optimisation");
+  return LOOM_OK;
+}
+
+loom_status loom_cpu_emit_ir(const loom_cpu_options *opt, loom_sym_ctx *cx, const loom_tp_func *const *fs,
+                             size_t n, bool do_opt, loom_strbuf *out) {
+  LLVMTargetMachineRef tm;
+  char *cpu, *feat;
+  LOOM_PROPAGATE(make_tm(opt, &tm, &cpu, &feat));
+  LLVMContextRef c = LLVMContextCreate();
+  LLVMModuleRef mod = NULL;
+  loom_status st = build_module(c, tm, cpu, feat, opt, cx, fs, n, &mod);
+  if (!st && do_opt) st = optimize(mod, tm, opt);
+  if (!st) {
+    char *text = LLVMPrintModuleToString(mod);
+    loom_strbuf_puts(out, text);
+    LLVMDisposeMessage(text);
+  }
+  if (mod) LLVMDisposeModule(mod);
+  LLVMContextDispose(c);
+  LLVMDisposeTargetMachine(tm);
+  free(cpu);
+  free(feat);
+  return st;
+}
+
+loom_status loom_cpu_emit_object(const loom_cpu_options *opt, loom_sym_ctx *cx, const loom_tp_func *const *fs,
+                                 size_t n, const char *path) {
+  LLVMTargetMachineRef tm;
+  char *cpu, *feat;
+  LOOM_PROPAGATE(make_tm(opt, &tm, &cpu, &feat));
+  LLVMContextRef c = LLVMContextCreate();
+  LLVMModuleRef mod = NULL;
+  loom_status st = build_module(c, tm, cpu, feat, opt, cx, fs, n, &mod);
+  if (!st) st = optimize(mod, tm, opt);
+  if (!st) {
+    char *err = NULL;
+    if (LLVMTargetMachineEmitToFile(tm, mod, path, LLVMObjectFile, &err))
+      st = LOOM_ERROR(IO_ERROR, "cannot write object file '%s': %s", path, err ? err : "?");
+    LLVMDisposeMessage(err);
+  }
+  if (mod) LLVMDisposeModule(mod);
+  LLVMContextDispose(c);
+  LLVMDisposeTargetMachine(tm);
+  free(cpu);
+  free(feat);
+  return st;
+}
+
+/* ---- JIT ------------------------------------------------------------------------------ */
+
+struct loom_cpu_jit {
+  LLVMOrcLLJITRef lljit;
+  LLVMTargetMachineRef tm; /* for the optimisation pipeline (the JIT owns its own copy) */
+  char *cpu, *feat;
+  loom_cpu_options opt;
+  double t_irgen, t_opt, t_codegen; /* ms, last compile */
+};
+
+loom_status loom_cpu_jit_create(const loom_cpu_options *opt, loom_cpu_jit **out) {
+  loom_cpu_jit *j = calloc(1, sizeof *j);
+  if (!j) return LOOM_OOM();
+  if (opt) j->opt = *opt;
+  loom_status st = make_tm(opt, &j->tm, &j->cpu, &j->feat);
+  if (st) {
+    free(j);
+    return st;
+  }
+  LLVMTargetMachineRef jtm;
+  st = make_tm(opt, &jtm, NULL, NULL);
+  if (st) {
+    loom_cpu_jit_destroy(j);
+    return st;
+  }
+  LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
+  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(jtm));
+  LLVMErrorRef err = LLVMOrcCreateLLJIT(&j->lljit, builder); /* takes the builder */
+  if (err) {
+    j->lljit = NULL;
+    loom_cpu_jit_destroy(j);
+    return from_llvm_error(err, "cannot create the LLVM JIT");
+  }
+  /* Generated code calls libm (tanhf, erff, expf via llvm.exp) and calloc/free. */
+  LLVMOrcDefinitionGeneratorRef gen;
+  err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(j->lljit), NULL, NULL);
+  if (err) {
+    loom_cpu_jit_destroy(j);
+    return from_llvm_error(err, "cannot expose process symbols to the JIT");
+  }
+  LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(j->lljit), gen);
+  *out = j;
+  return LOOM_OK;
+}
+
+loom_status loom_cpu_jit_compile(loom_cpu_jit *j, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,
+                                 loom_kernel_fn *out_fns) {
+  uint64_t t0 = loom_clock_ns();
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(tsc);
+  LLVMModuleRef mod = NULL;
+  loom_status st = build_module(c, j->tm, j->cpu, j->feat, &j->opt, cx, fs, n, &mod);
+  uint64_t t1 = loom_clock_ns();
+  if (!st) st = optimize(mod, j->tm, &j->opt);
+  uint64_t t2 = loom_clock_ns();
+  if (st) {
+    if (mod) LLVMDisposeModule(mod);
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    return st;
+  }
+  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsc);
+  LLVMOrcDisposeThreadSafeContext(tsc); /* the module keeps it alive */
+  LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModule(j->lljit, LLVMOrcLLJITGetMainJITDylib(j->lljit), tsm);
+  if (err) /* the JIT took the module even on failure */
+    return from_llvm_error(err, "cannot add the module to the JIT (a kernel of that name already exists?)");
+  for (size_t i = 0; i < n; i++) {
+    char sym[300];
+    loom_cpu_kernel_symbol(fs[i], sym, sizeof sym);
+    LLVMOrcExecutorAddress addr = 0;
+    err = LLVMOrcLLJITLookup(j->lljit, &addr, sym);
+    if (err) return from_llvm_error(err, "JIT lookup of a kernel");
+    out_fns[i] = (loom_kernel_fn)(uintptr_t)addr;
+  }
+  uint64_t t3 = loom_clock_ns();
+  j->t_irgen = (double)(t1 - t0) / 1e6;
+  j->t_opt = (double)(t2 - t1) / 1e6;
+  j->t_codegen = (double)(t3 - t2) / 1e6;
+  return LOOM_OK;
+}
+
+void loom_cpu_jit_last_times(const loom_cpu_jit *j, double *irgen_ms, double *opt_ms, double *codegen_ms) {
+  if (irgen_ms) *irgen_ms = j->t_irgen;
+  if (opt_ms) *opt_ms = j->t_opt;
+  if (codegen_ms) *codegen_ms = j->t_codegen;
+}
+
+void loom_cpu_jit_destroy(loom_cpu_jit *j) {
+  if (!j) return;
+  if (j->lljit) {
+    LLVMErrorRef err = LLVMOrcDisposeLLJIT(j->lljit);
+    if (err) LLVMConsumeError(err);
+  }
+  if (j->tm) LLVMDisposeTargetMachine(j->tm);
+  free(j->cpu);
+  free(j->feat);
+  free(j);
+}

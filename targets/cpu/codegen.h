@@ -1,0 +1,89 @@
+/* codegen.h — CPU code generation: tensor programs -> LLVM IR -> machine code.
+ *
+ *     loom_cpu_jit *jit;
+ *     LOOM_PROPAGATE(loom_cpu_jit_create(NULL, &jit));          // host CPU, O3
+ *     loom_kernel_fn fn;
+ *     LOOM_PROPAGATE(loom_cpu_jit_compile(jit, cx, &f, 1, &fn)); // f: a verified loom_tp_func
+ *     int64_t syms[8];
+ *     LOOM_PROPAGATE(loom_cpu_bind_symbols(cx, f, args, nargs, syms));
+ *     void *bufs[] = {A, B, C};
+ *     int32_t rc = fn(bufs, syms, &ctx);                         // vm/kernel_abi.h
+ *     loom_cpu_jit_destroy(jit);                                 // frees the code
+ *
+ * Every program becomes ONE function with the kernel ABI of vm/kernel_abi.h:
+ *
+ *     int32_t kernel(void *const *buffers, const int64_t *symbols, const loom_kernel_ctx *ctx);
+ *
+ * THE ARGUMENT CONVENTION (the VM lowering follows it):
+ *   buffers[k]  data pointer of the k-th BUFFER parameter of the program, in declaration
+ *               order, scalar parameters skipped (dense row-major, element 0).
+ *   symbols[j]  value of f->syms[j]: the program's signature symbols, in the order the
+ *               program lists them (first appearance in buffer shapes, then scalar params,
+ *               i.e. exactly f->syms). Scalar parameters are passed ONLY here.
+ *   The kernel trusts these values: it does not re-check shapes against each other.
+ *   Buffers may alias only when none of the aliased ones is written (params are noalias).
+ *
+ * The function's symbol name is "loom_kernel_<program name>" (loom_cpu_kernel_symbol).
+ * A kernel returns 0, or 1 after ctx->set_error(...) on a run-time error (integer
+ * division by zero, a local buffer that cannot be allocated). Parallel loops call
+ * ctx->parallel_for with an outlined body; nested ones run serially inside the body.
+ *
+ * This header includes nothing from LLVM (the layer rule: callers outside targets/). */
+#ifndef LOOM_TARGETS_CPU_CODEGEN_H
+#define LOOM_TARGETS_CPU_CODEGEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "base/strbuf.h"
+#include "symbolic/sym.h"
+#include "tensorprog/tp_ir.h"
+#include "vm/kernel_abi.h"
+
+/* How to generate code. Zero-initialised = host CPU, O3, fast reductions. */
+typedef struct loom_cpu_options {
+  const char *cpu;      /* LLVM CPU name ("sapphirerapids", "x86-64-v3"); NULL = the host's */
+  const char *features; /* LLVM feature string ("+avx2,-avx512f"); NULL = host's (or cpu's when cpu set) */
+  int opt_level;        /* 0..3; 0 in this struct means 3 (use -1 for no optimisation) */
+  bool strict_fp;       /* no reassociation of float reductions (bit-exact to the interpreter's order) */
+  bool pic;             /* position-independent code (always on for objects) */
+} loom_cpu_options;
+
+/* The target machine a set of options resolves to: "x86_64-pc-linux-gnu sapphirerapids +avx512f,...". */
+loom_status loom_cpu_describe_target(const loom_cpu_options *opt, loom_strbuf *out);
+
+/* "loom_kernel_<name>" into buf (truncated to cap). */
+void loom_cpu_kernel_symbol(const loom_tp_func *f, char *buf, size_t cap);
+
+/* Computes symbols[] for a call of `f` from its arguments (one per param, as for
+ * loom_tp_interpret): binds the signature symbols from the buffer shapes and the scalar
+ * params; errors name the buffer and axis. `out_syms` has room for f->nsyms values. */
+loom_status loom_cpu_bind_symbols(loom_sym_ctx *cx, const loom_tp_func *f, const loom_tp_arg *args,
+                                  size_t nargs, int64_t *out_syms);
+
+/* LLVM IR text of the programs (after optimisation when optimize is true). */
+loom_status loom_cpu_emit_ir(const loom_cpu_options *opt, loom_sym_ctx *cx, const loom_tp_func *const *fs,
+                             size_t n, bool optimize, loom_strbuf *out);
+
+/* Writes an ELF object file with one global function per program (named as above). */
+loom_status loom_cpu_emit_object(const loom_cpu_options *opt, loom_sym_ctx *cx, const loom_tp_func *const *fs,
+                                 size_t n, const char *path);
+
+/* ---- JIT (ORC LLJIT) ------------------------------------------------------- */
+
+typedef struct loom_cpu_jit loom_cpu_jit;
+
+/* opt NULL = defaults. */
+loom_status loom_cpu_jit_create(const loom_cpu_options *opt, loom_cpu_jit **out);
+/* Compiles the programs into one module, optimises it and adds it to the JIT; out_fns[i]
+ * is the kernel of fs[i], valid until the JIT is destroyed. Program names must be unique
+ * within one JIT (the kernel symbol is derived from the name). */
+loom_status loom_cpu_jit_compile(loom_cpu_jit *jit, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,
+                                 loom_kernel_fn *out_fns);
+/* Milliseconds spent in the last compile: IR generation, optimisation, machine code. */
+void loom_cpu_jit_last_times(const loom_cpu_jit *jit, double *irgen_ms, double *opt_ms, double *codegen_ms);
+void loom_cpu_jit_destroy(loom_cpu_jit *jit);
+
+#endif

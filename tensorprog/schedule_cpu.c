@@ -1,0 +1,161 @@
+/* schedule_cpu.c — default CPU schedule rules (see tp_schedule_cpu.h). */
+#include "tensorprog/tp_schedule_cpu.h"
+
+#include <string.h>
+
+enum { VECTOR_SPLIT = 64 };
+
+typedef struct probe {
+  const loom_sym_expr *var;
+  bool found;
+} probe;
+
+static void probe_fn(void *ud, const loom_sym_expr *v) {
+  probe *p = ud;
+  if (v == p->var) p->found = true;
+}
+
+static bool uses(const loom_sym_expr *e, const loom_sym_expr *var) {
+  probe p = {var, false};
+  loom_sym_for_each_var(e, probe_fn, &p);
+  return p.found;
+}
+
+static bool expr_unit(loom_sym_ctx *cx, const loom_tp_expr *e, const loom_sym_expr *var);
+
+/* Indices of an access: var only as `x + var` in the last one. */
+static bool access_unit(loom_sym_ctx *cx, const loom_tp_buffer *b, loom_tp_expr *const *idx,
+                        const loom_sym_expr *var) {
+  for (int d = 0; d < b->ndim; d++) {
+    const loom_tp_expr *x = idx[d];
+    if (x->kind != LOOM_TP_EXPR_SYM) {
+      if (!expr_unit(cx, x, var)) return false;
+      continue;
+    }
+    if (!uses(x->u.sym, var)) continue;
+    if (d != b->ndim - 1) return false;
+    const loom_sym_expr *rest = loom_sym_sub(cx, x->u.sym, var);
+    if (!rest || uses(rest, var)) return false;
+  }
+  return true;
+}
+
+static bool expr_unit(loom_sym_ctx *cx, const loom_tp_expr *e, const loom_sym_expr *var) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_SYM: return true; /* a value, not an address */
+    case LOOM_TP_EXPR_LOAD: return access_unit(cx, e->u.load.buf, e->u.load.idx, var);
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (!expr_unit(cx, e->u.op.args[i], var)) return false;
+      return true;
+    case LOOM_TP_EXPR_CAST: return expr_unit(cx, e->u.cast_arg, var);
+    case LOOM_TP_EXPR_SELECT:
+      return expr_unit(cx, e->u.select.cond, var) && expr_unit(cx, e->u.select.then_e, var) &&
+             expr_unit(cx, e->u.select.else_e, var);
+    default: return true;
+  }
+}
+
+/* Body of only stores and lets with unit-stride accesses in `var`. */
+static bool vectorizable_body(loom_sym_ctx *cx, const loom_tp_stmt *s, const loom_sym_expr *var) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++)
+        if (!vectorizable_body(cx, s->u.seq.items[i], var)) return false;
+      return true;
+    case LOOM_TP_STMT_STORE:
+      return access_unit(cx, s->u.store.buf, s->u.store.idx, var) && expr_unit(cx, s->u.store.value, var);
+    case LOOM_TP_STMT_LET: return expr_unit(cx, s->u.let.value, var);
+    default: return false;
+  }
+}
+
+/* Rule 2 on every innermost loop under `s`. */
+static loom_status vectorize_inner(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *s,
+                                   loom_tp_stmt *par, loom_strbuf *why) {
+  if (s->kind == LOOM_TP_STMT_SEQ) {
+    for (size_t i = 0; i < s->u.seq.n; i++) LOOM_PROPAGATE(vectorize_inner(a, cx, f, s->u.seq.items[i], par, why));
+    return LOOM_OK;
+  }
+  if (s->kind == LOOM_TP_STMT_IF) {
+    LOOM_PROPAGATE(vectorize_inner(a, cx, f, s->u.if_.then_s, par, why));
+    return s->u.if_.else_s ? vectorize_inner(a, cx, f, s->u.if_.else_s, par, why) : LOOM_OK;
+  }
+  if (s->kind != LOOM_TP_STMT_FOR) return LOOM_OK;
+  const char *name = loom_sym_var_name(s->u.loop.var);
+  if (!vectorizable_body(cx, s->u.loop.body, s->u.loop.var)) {
+    loom_tp_stmt *body = s->u.loop.body;
+    return vectorize_inner(a, cx, f, body, par, why);
+  }
+  if (s->u.loop.reduce) {
+    loom_strbuf_printf(why, "loop %s: left serial (innermost, but a reduction)\n", name);
+    return LOOM_OK;
+  }
+  if (s == par) {
+    loom_tp_stmt *outer, *inner, *tail;
+    loom_status st = loom_tp_split(a, cx, f, s, VECTOR_SPLIT, &outer, &inner, &tail);
+    if (st) {
+      loom_strbuf_printf(why, "loop %s: parallel only (split refused: %s)\n", name, loom_status_message(st));
+      loom_status_free(st);
+      return LOOM_OK;
+    }
+    LOOM_PROPAGATE(loom_tp_set_kind(cx, inner, LOOM_TP_LOOP_VECTORIZE));
+    loom_strbuf_printf(why, "loop %s: split by %d, outer parallel, inner vectorized, symbolic tail\n", name,
+                       VECTOR_SPLIT);
+    return LOOM_OK;
+  }
+  if (s->u.loop.kind == LOOM_TP_LOOP_SERIAL) {
+    LOOM_PROPAGATE(loom_tp_set_kind(cx, s, LOOM_TP_LOOP_VECTORIZE));
+    loom_strbuf_printf(why, "loop %s: vectorize (innermost, unit stride)\n", name);
+  }
+  return LOOM_OK;
+}
+
+static bool is_matmul_like(const loom_tp_stmt *s) {
+  /* a reduce loop below a non-reduce loop whose body also stores (init + update) */
+  if (s->kind == LOOM_TP_STMT_SEQ) {
+    bool store = false, red = false;
+    for (size_t i = 0; i < s->u.seq.n; i++) {
+      const loom_tp_stmt *c = s->u.seq.items[i];
+      if (c->kind == LOOM_TP_STMT_STORE) store = true;
+      if (c->kind == LOOM_TP_STMT_FOR && c->u.loop.reduce && c->u.loop.body->kind != LOOM_TP_STMT_FOR) red = true;
+      if (is_matmul_like(c)) return true;
+    }
+    return store && red;
+  }
+  if (s->kind == LOOM_TP_STMT_FOR) return is_matmul_like(s->u.loop.body);
+  return false;
+}
+
+static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *s, loom_strbuf *why) {
+  if (s->kind != LOOM_TP_STMT_FOR) return LOOM_OK;
+  const char *name = loom_sym_var_name(s->u.loop.var);
+  loom_tp_stmt *par = NULL;
+  if (s->u.loop.kind == LOOM_TP_LOOP_SERIAL && !s->u.loop.reduce) {
+    loom_status st = loom_tp_set_kind(cx, s, LOOM_TP_LOOP_PARALLEL);
+    if (st) {
+      loom_strbuf_printf(why, "loop %s: left serial (%s)\n", name, loom_status_message(st));
+      loom_status_free(st);
+    } else {
+      loom_strbuf_printf(why, "loop %s: parallel (outermost, not a reduction)\n", name);
+      par = s;
+    }
+  } else if (s->u.loop.kind == LOOM_TP_LOOP_PARALLEL) {
+    par = s;
+  }
+  if (is_matmul_like(s))
+    loom_strbuf_printf(why, "nest %s: matmul-like (init + reduction); register tiling not applied by the rules "
+                            "yet (needs loop distribution): plain schedule\n", name);
+  return vectorize_inner(a, cx, f, s, par, why);
+}
+
+loom_status loom_tp_schedule_cpu(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_strbuf *why) {
+  loom_tp_stmt *body = f->body;
+  if (body->kind == LOOM_TP_STMT_SEQ) {
+    /* items may be replaced by the split: iterate over a snapshot of the count */
+    size_t n = body->u.seq.n;
+    for (size_t i = 0; i < n && i < body->u.seq.n; i++) LOOM_PROPAGATE(schedule_nest(a, cx, f, body->u.seq.items[i], why));
+    return LOOM_OK;
+  }
+  return schedule_nest(a, cx, f, body, why);
+}

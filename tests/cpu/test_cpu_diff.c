@@ -1,0 +1,518 @@
+/* test_cpu_diff.c — compiled tensor programs (JIT and AOT) against the reference
+ * interpreter on random shapes including 0, 1, primes and sizes that are not multiples
+ * of any tile or vector width, with 1 and 2 threads. Integers are compared bit-exactly;
+ * floats within the stated tolerance (rtol/atol per test: 1e-5 for f32 elementwise, where
+ * only libm-vs-LLVM math functions and reassociated reductions can differ). */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu_test_util.h"
+#include "tensorprog/tp_rewrite.h"
+#include "tensorprog/tp_schedule_cpu.h"
+
+static const int64_t small[] = {0, 1, 2, 3, 5, 7, 8, 13, 16, 17, 31, 33};
+static const int64_t medium[] = {0, 1, 3, 7, 16, 17, 31, 64, 97, 129};
+
+static cpu_diff_opts opts(const int64_t *sizes, size_t n, double tol) {
+  return (cpu_diff_opts){sizes, n, 6, tol, tol, NULL, 3};
+}
+
+/* Parses, JIT-compiles and differentially tests one program. */
+static void diff_program(const char *text, const cpu_diff_opts *o) {
+  tp_fixture fx;
+  cpu_parse_ok(&fx, text);
+  loom_cpu_jit *jit;
+  loom_status s = loom_cpu_jit_create(NULL, &jit);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_kernel_fn fn = cpu_jit(jit, &fx);
+  int runs = cpu_diff(&fx, fn, o, loom_test_seed());
+  cr_assert_gt(runs, 0);
+  loom_cpu_jit_destroy(jit);
+  tp_fixture_free(&fx);
+}
+
+LOOM_TEST(cpu, elementwise_f32) {
+  cpu_diff_opts o = opts(medium, 10, 1e-6);
+  diff_program("prim @ew(A: Buffer[(n, m), f32], B: Buffer[(n, m), f32], C: Buffer[(n, m), f32]) {\n"
+               "  for i in 0..n parallel { for j in 0..m vectorize {\n"
+               "    C[i, j] = max(A[i, j] * B[i, j] + A[i, j] - 1.5, B[i, j] / (abs(A[i, j]) + 1.0))\n"
+               "  } }\n}\n", &o);
+}
+
+LOOM_TEST(cpu, math_functions_f32) {
+  cpu_diff_opts o = opts(medium, 10, 1e-5);
+  diff_program("prim @mf(A: Buffer[(n,), f32], B: Buffer[(n,), f32], C: Buffer[(n, 9), f32]) {\n"
+               "  for i in 0..n vectorize {\n"
+               "    C[i, 0] = exp(A[i])\n"
+               "    C[i, 1] = log(abs(A[i]) + 0.5)\n"
+               "    C[i, 2] = sqrt(abs(B[i]))\n"
+               "    C[i, 3] = tanh(A[i]) + sigmoid(B[i])\n"
+               "    C[i, 4] = erf(A[i])\n"
+               "    C[i, 5] = rsqrt(abs(A[i]) + 1.0)\n"
+               "    C[i, 6] = floor(A[i] * 3.0) + ceil(B[i] * 3.0) + round(A[i] * 4.0)\n"
+               "    C[i, 7] = fma(A[i], B[i], 1.0) + pow(abs(A[i]) + 0.1, B[i])\n"
+               "    C[i, 8] = sin(A[i]) * cos(B[i]) + floormod(A[i], 0.75) + A[i] % 0.5\n"
+               "  }\n}\n", &o);
+}
+
+LOOM_TEST(cpu, broadcast_and_symbolic_shapes) {
+  cpu_diff_opts o = opts(small, 12, 1e-6);
+  diff_program("prim @bc(A: Buffer[(n, m + 1), f32], b: Buffer[(m + 1,), f32], C: Buffer[(n, m + 1), f32],\n"
+               "         H: Buffer[(2 * n,), f32]) {\n"
+               "  for i in 0..n parallel { for j in 0..m + 1 vectorize { C[i, j] = A[i, j] + b[j] } }\n"
+               "  for k in 0..2 * n { H[k] = A[k // 2, 0] * f32(k % 2) }\n"
+               "}\n", &o);
+}
+
+LOOM_TEST(cpu, reductions_sum_and_max) {
+  cpu_diff_opts o = opts(medium, 10, 1e-4);
+  diff_program("prim @red(A: Buffer[(n, m), f32], S: Buffer[(n,), f32], M: Buffer[(n,), f32]) {\n"
+               "  for i in 0..n parallel {\n"
+               "    S[i] = 0.0\n"
+               "    for k in 0..m reduce { S[i] = S[i] + A[i, k] }\n"
+               "    M[i] = -1.0e18\n"
+               "    for l in 0..m reduce { M[i] = max(M[i], A[i, l]) }\n"
+               "  }\n}\n", &o);
+}
+
+LOOM_TEST(cpu, integer_reductions_bit_exact) {
+  cpu_diff_opts o = opts(medium, 10, 0);
+  diff_program("prim @ired(A: Buffer[(n, m), i32], S: Buffer[(n,), i64], M: Buffer[(n,), i32]) {\n"
+               "  for i in 0..n {\n"
+               "    S[i] = 0i64\n"
+               "    for k in 0..m reduce { S[i] = S[i] + i64(A[i, k]) * i64(A[i, k]) }\n"
+               "    M[i] = -2147483648i32\n"
+               "    for l in 0..m reduce { M[i] = max(M[i], A[i, l] * 3i32 - 7i32) }\n"
+               "  }\n}\n", &o);
+}
+
+LOOM_TEST(cpu, softmax_multi_statement_with_locals) {
+  cpu_diff_opts o = opts(medium, 10, 1e-5);
+  diff_program("prim @softmax(X: Buffer[(n, m), f32], Y: Buffer[(n, m), f32]) {\n"
+               "  for i in 0..n parallel {\n"
+               "    alloc acc: Local[(2,), f32]\n"
+               "    acc[0] = -1.0e18\n"
+               "    for j in 0..m reduce { acc[0] = max(acc[0], X[i, j]) }\n"
+               "    acc[1] = 0.0\n"
+               "    for k in 0..m reduce { acc[1] = acc[1] + exp(X[i, k] - acc[0]) }\n"
+               "    for l in 0..m vectorize { Y[i, l] = exp(X[i, l] - acc[0]) / acc[1] }\n"
+               "  }\n}\n", &o);
+}
+
+LOOM_TEST(cpu, matmul) {
+  static const int64_t sz[] = {0, 1, 2, 5, 7, 16, 17, 33};
+  cpu_diff_opts o = opts(sz, 8, 1e-4);
+  diff_program("prim @mm(A: Buffer[(m, k), f32], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
+               "  for i in 0..m parallel { for j in 0..n {\n"
+               "    C[i, j] = 0.0\n"
+               "    for r in 0..k reduce { C[i, j] = C[i, j] + A[i, r] * B[r, j] }\n"
+               "  } }\n}\n", &o);
+}
+
+/* Index buffer of a gather: values in [0, rows of the table). */
+static void fill_gather(const loom_tp_func *f, size_t param, void *data, size_t count, const int64_t *shape,
+                        loom_test_rng *rng) {
+  (void)shape;
+  if (f->params[param].buf->dtype != LOOM_DTYPE_I64) {
+    cpu_fill(f->params[param].buf->dtype, data, count, rng);
+    return;
+  }
+  /* the table T is param 0 with shape (v, d): its rows come from its first dimension */
+  int64_t *ix = data;
+  for (size_t i = 0; i < count; i++) ix[i] = (int64_t)(loom_test_rng_next(rng) % 5);
+}
+
+LOOM_TEST(cpu, gather) {
+  static const int64_t sz[] = {5, 6, 7, 13};
+  cpu_diff_opts o = opts(sz, 4, 0);
+  o.fill = fill_gather;
+  diff_program("prim @gather(T: Buffer[(v, d), f32], I: Buffer[(n,), i64], Y: Buffer[(n, d), f32]) {\n"
+               "  for i in 0..n parallel { for j in 0..d vectorize { Y[i, j] = T[I[i], j] } }\n}\n", &o);
+}
+
+LOOM_TEST(cpu, lets_ifs_selects_casts_locals) {
+  cpu_diff_opts o = opts(small, 12, 1e-6);
+  diff_program("prim @p(X: Buffer[(n,), f32], Y: Buffer[(n,), i32], Z: Buffer[(n,), f64], W: Buffer[(n,), u8],\n"
+               "        Q: Buffer[(n,), i16], R: Buffer[(n,), bool]) {\n"
+               "  alloc T: Local[(2,), i32]\n"
+               "  T[0] = 10i32\n"
+               "  T[1] = T[0] * 3i32\n"
+               "  for i in 0..n {\n"
+               "    let t: f32 = X[i] * 2.0 + 1.0\n"
+               "    if i % 2 == 0 {\n"
+               "      Z[i] = f64(select(t > 3.0, t, -t))\n"
+               "    } else {\n"
+               "      Z[i] = f64(Y[i] + T[1]) / 4.0f64\n"
+               "    }\n"
+               "    W[i] = u8(X[i] * 100.0)\n"
+               "    Q[i] = i16(Y[i]) / (i16(Y[i]) * i16(Y[i]) + 1i16) + floordiv(i16(Y[i]), 7i16) + floormod(i16(Y[i]), -3i16)\n"
+               "    R[i] = Y[i] > 0i32 && X[i] < 0.5 || !(Y[i] % 3i32 == 0i32)\n"
+               "    if i > 0 { Y[i] = select(i > 1, Y[i - 1], Y[i] - 1i32) } \n"
+               "  }\n}\n", &o);
+}
+
+LOOM_TEST(cpu, half_precision_storage) {
+  cpu_diff_opts o = opts(medium, 10, 0);
+  diff_program("prim @h(A: Buffer[(n,), f16], B: Buffer[(n,), bf16], C: Buffer[(n,), f16], D: Buffer[(n,), bf16],\n"
+               "        E: Buffer[(n,), f32]) {\n"
+               "  for i in 0..n vectorize {\n"
+               "    C[i] = A[i] * A[i] + f16(B[i])\n"
+               "    D[i] = B[i] * 3.0 - bf16(A[i])\n"
+               "    E[i] = f32(A[i]) + f32(B[i])\n"
+               "  }\n}\n", &o);
+}
+
+LOOM_TEST(cpu, local_buffer_of_symbolic_size_in_parallel_loop) {
+  cpu_diff_opts o = opts(medium, 10, 1e-5);
+  diff_program("prim @loc(X: Buffer[(n, m), f32], Y: Buffer[(n, m), f32]) {\n"
+               "  for i in 0..n parallel {\n"
+               "    alloc T: Local[(m,), f32]\n"
+               "    for j in 0..m { T[j] = X[i, j] * 2.0 }\n"
+               "    for k in 0..m { Y[i, k] = T[m - 1 - k] + T[k] }\n"
+               "  }\n}\n", &o);
+}
+
+LOOM_TEST(cpu, scalar_params_and_unroll) {
+  cpu_diff_opts o = opts(small, 12, 1e-6);
+  o.scalar = 5;
+  diff_program("prim @sc(X: Buffer[(n, 4), f32], Y: Buffer[(n, 4), f32], s: i64) {\n"
+               "  for i in 0..n { for j in 0..4 unroll { Y[i, j] = X[i, j] * f32(s) + f32(j) } }\n}\n", &o);
+}
+
+/* ---- scheduled programs equal unscheduled ones -------------------------------------- */
+
+static const char *const mm_text =
+    "prim @mm(A: Buffer[(m, k), f32], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
+    "  for i in 0..m { for j in 0..n {\n"
+    "    C[i, j] = 0.0\n"
+    "    for r in 0..k reduce { C[i, j] = C[i, j] + A[i, r] * B[r, j] }\n"
+    "  } }\n}\n";
+
+LOOM_TEST(cpu, scheduled_split_vectorize_parallel_equals_unscheduled) {
+  tp_fixture plain, sched;
+  cpu_parse_ok(&plain, mm_text);
+  cpu_parse_ok(&sched, mm_text);
+  loom_tp_stmt *outer, *inner, *tail;
+  loom_status s = loom_tp_split(&sched.arena, sched.cx, sched.f, loom_tp_find_loop(sched.f, "j"), 8, &outer, &inner,
+                                &tail);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  cr_assert_null(loom_tp_set_kind(sched.cx, inner, LOOM_TP_LOOP_VECTORIZE));
+  loom_tp_stmt *io, *ii, *it;
+  s = loom_tp_split(&sched.arena, sched.cx, sched.f, loom_tp_find_loop(sched.f, "i"), 4, &io, &ii, &it);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  cr_assert_null(loom_tp_set_kind(sched.cx, io, LOOM_TP_LOOP_PARALLEL));
+  cr_assert_null(loom_tp_verify(sched.cx, sched.f));
+  loom_cpu_jit *jit, *jit2; /* one JIT per program: both are named @mm */
+  cr_assert_null(loom_cpu_jit_create(NULL, &jit));
+  cr_assert_null(loom_cpu_jit_create(NULL, &jit2));
+  loom_kernel_fn fp = cpu_jit(jit, &plain), fsch = cpu_jit(jit2, &sched);
+  static const int64_t dims[][3] = {{0, 3, 5}, {1, 1, 1}, {3, 7, 9}, {13, 5, 17}, {16, 16, 16}, {17, 31, 33}};
+  loom_test_rng rng = {loom_test_seed()};
+  for (size_t t = 0; t < sizeof dims / sizeof dims[0]; t++) {
+    int64_t m = dims[t][0], k = dims[t][1], n = dims[t][2];
+    int64_t sa[2] = {m, k}, sb[2] = {k, n}, sc[2] = {m, n};
+    float *A = malloc((size_t)(m * k + 1) * 4), *B = malloc((size_t)(k * n + 1) * 4);
+    float *C1 = malloc((size_t)(m * n + 1) * 4), *C2 = malloc((size_t)(m * n + 1) * 4);
+    cpu_fill(LOOM_DTYPE_F32, A, (size_t)(m * k), &rng);
+    cpu_fill(LOOM_DTYPE_F32, B, (size_t)(k * n), &rng);
+    for (uint32_t th = 1; th <= 2; th++) {
+      loom_tp_arg a1[3] = {{A, sa, 0}, {B, sb, 0}, {C1, sc, 0}}, a2[3] = {{A, sa, 0}, {B, sb, 0}, {C2, sc, 0}};
+      cpu_ctx c;
+      cpu_ctx_init(&c, th);
+      cr_assert_eq(cpu_call(plain.cx, plain.f, fp, a1, 3, &c), 0);
+      cr_assert_eq(cpu_call(sched.cx, sched.f, fsch, a2, 3, &c), 0);
+      for (int64_t e = 0; e < m * n; e++)
+        cr_assert_float_eq(C1[e], C2[e], 1e-4 * (1 + fabsf(C1[e])), "(%lld,%lld,%lld) elem %lld", (long long)m,
+                           (long long)k, (long long)n, (long long)e);
+    }
+    free(A);
+    free(B);
+    free(C1);
+    free(C2);
+  }
+  loom_cpu_jit_destroy(jit);
+  loom_cpu_jit_destroy(jit2);
+  tp_fixture_free(&plain);
+  tp_fixture_free(&sched);
+}
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+LOOM_TEST(cpu, integer_division_by_zero_fails_the_kernel) {
+  tp_fixture fx;
+  cpu_parse_ok(&fx, "prim @dz(A: Buffer[(n,), i32], B: Buffer[(n,), i32]) {\n"
+                    "  for i in 0..n parallel { B[i] = A[i] / B[i] }\n}\n");
+  loom_cpu_jit *jit;
+  cr_assert_null(loom_cpu_jit_create(NULL, &jit));
+  loom_kernel_fn fn = cpu_jit(jit, &fx);
+  int32_t A[4] = {1, 2, 3, 4}, B[4] = {1, 0, 1, 1};
+  int64_t shape[1] = {4};
+  loom_tp_arg args[2] = {{A, shape, 0}, {B, shape, 0}};
+  for (uint32_t th = 1; th <= 2; th++) {
+    cpu_ctx c;
+    cpu_ctx_init(&c, th);
+    int32_t B2[4] = {1, 0, 1, 1};
+    args[1].data = B2;
+    cr_assert_neq(cpu_call(fx.cx, fx.f, fn, args, 2, &c), 0);
+    cr_assert_str_eq(c.error, "integer division by zero");
+  }
+  (void)B;
+  loom_cpu_jit_destroy(jit);
+  tp_fixture_free(&fx);
+}
+
+LOOM_TEST(cpu, bad_cpu_name_is_an_error_or_works) {
+  /* A generic CPU works (no AVX); the result is the same. */
+  loom_cpu_options o = {.cpu = "x86-64"};
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_status s = loom_cpu_describe_target(&o, &sb);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  cr_assert(strstr(loom_strbuf_cstr(&sb), "x86-64") != NULL, "%s", loom_strbuf_cstr(&sb));
+  loom_strbuf_free(&sb);
+  tp_fixture fx;
+  cpu_parse_ok(&fx, "prim @g(A: Buffer[(n,), f32], B: Buffer[(n,), f32]) {\n"
+                    "  for i in 0..n vectorize { B[i] = A[i] * 2.0 + 1.0 }\n}\n");
+  loom_cpu_jit *jit;
+  cr_assert_null(loom_cpu_jit_create(&o, &jit));
+  loom_kernel_fn fn = cpu_jit(jit, &fx);
+  cpu_diff_opts d = opts(medium, 10, 0);
+  cpu_diff(&fx, fn, &d, 7);
+  loom_cpu_jit_destroy(jit);
+  tp_fixture_free(&fx);
+}
+
+LOOM_TEST(cpu, emitted_ir_has_noalias_and_vectorize_metadata) {
+  tp_fixture fx;
+  cpu_parse_ok(&fx, "prim @v(A: Buffer[(n,), f32], B: Buffer[(n,), f32]) {\n"
+                    "  for i in 0..n vectorize { B[i] = A[i] + 1.0 }\n}\n");
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  const loom_tp_func *fs[1] = {fx.f};
+  cr_assert_null(loom_cpu_emit_ir(NULL, fx.cx, fs, 1, false, &sb));
+  const char *ir = loom_strbuf_cstr(&sb);
+  cr_assert(strstr(ir, "define i32 @loom_kernel_v(ptr") != NULL, "%s", ir);
+  cr_assert(strstr(ir, "noalias") != NULL, "%s", ir);
+  cr_assert(strstr(ir, "llvm.loop.vectorize.enable") != NULL, "%s", ir);
+  loom_strbuf_free(&sb);
+  tp_fixture_free(&fx);
+}
+
+/* ---- AOT: object -> .so -> dlopen, same results as the JIT ------------------------------- */
+
+LOOM_TEST(cpu, aot_object_linked_into_shared_object_matches_jit) {
+  tp_fixture fx;
+  cpu_parse_ok(&fx, "prim @aot(X: Buffer[(n, m), f32], Y: Buffer[(n, m), f32]) {\n"
+                    "  for i in 0..n parallel {\n"
+                    "    alloc acc: Local[(1,), f32]\n"
+                    "    acc[0] = 0.0\n"
+                    "    for j in 0..m reduce { acc[0] = acc[0] + X[i, j] * X[i, j] }\n"
+                    "    for k in 0..m vectorize { Y[i, k] = X[i, k] * rsqrt(acc[0] / f32(m) + 0.00001) }\n"
+                    "  }\n}\n");
+  char dir[] = "/tmp/loom-aot-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  char obj[300], so[300];
+  snprintf(obj, sizeof obj, "%s/k.o", dir);
+  snprintf(so, sizeof so, "%s/k.so", dir);
+  const loom_tp_func *fs[1] = {fx.f};
+  loom_status s = loom_cpu_emit_object(NULL, fx.cx, fs, 1, obj);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_test_proc p = loom_test_run("cc -shared -o %s %s", so, obj);
+  cr_assert_eq(p.exit_code, 0, "cc: %s", p.err);
+  loom_test_proc_free(&p);
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  cr_assert_not_null(h, "%s", dlerror());
+  loom_kernel_fn aot = (loom_kernel_fn)(uintptr_t)dlsym(h, "loom_kernel_aot");
+  cr_assert_not_null(aot);
+  loom_cpu_jit *jit;
+  cr_assert_null(loom_cpu_jit_create(NULL, &jit));
+  loom_kernel_fn jf = cpu_jit(jit, &fx);
+  int64_t shape[2] = {13, 37};
+  size_t n = 13 * 37;
+  float *X = malloc(n * 4), *Y1 = malloc(n * 4), *Y2 = malloc(n * 4);
+  loom_test_rng rng = {42};
+  cpu_fill(LOOM_DTYPE_F32, X, n, &rng);
+  cpu_ctx c;
+  cpu_ctx_init(&c, 2);
+  loom_tp_arg a1[2] = {{X, shape, 0}, {Y1, shape, 0}}, a2[2] = {{X, shape, 0}, {Y2, shape, 0}};
+  cr_assert_eq(cpu_call(fx.cx, fx.f, aot, a1, 2, &c), 0);
+  cr_assert_eq(cpu_call(fx.cx, fx.f, jf, a2, 2, &c), 0);
+  cr_assert(memcmp(Y1, Y2, n * 4) == 0, "AOT and JIT results differ");
+  /* and both equal the interpreter */
+  cpu_diff_opts o = opts(medium, 10, 1e-5);
+  cpu_diff(&fx, aot, &o, 3);
+  free(X);
+  free(Y1);
+  free(Y2);
+  dlclose(h);
+  loom_cpu_jit_destroy(jit);
+  unlink(obj);
+  unlink(so);
+  rmdir(dir);
+  tp_fixture_free(&fx);
+}
+
+LOOM_TEST(cpu, exp_f32_accuracy_over_the_whole_range) {
+  tp_fixture fx;
+  cpu_parse_ok(&fx, "prim @e(X: Buffer[(n,), f32], Y: Buffer[(n,), f32]) {\n"
+                    "  for i in 0..n vectorize { Y[i] = exp(X[i]) }\n}\n");
+  loom_cpu_jit *jit;
+  cr_assert_null(loom_cpu_jit_create(NULL, &jit));
+  loom_kernel_fn fn = cpu_jit(jit, &fx);
+  enum { N = 20001 };
+  float *X = malloc(N * 4), *Y = malloc(N * 4);
+  for (int i = 0; i < N; i++) X[i] = -110.0f + 205.0f * (float)i / (N - 1); /* [-110, 95] */
+  X[0] = NAN;
+  X[1] = INFINITY;
+  X[2] = -INFINITY;
+  int64_t shape[1] = {N};
+  loom_tp_arg args[2] = {{X, shape, 0}, {Y, shape, 0}};
+  cpu_ctx c;
+  cpu_ctx_init(&c, 1);
+  cr_assert_eq(cpu_call(fx.cx, fx.f, fn, args, 2, &c), 0);
+  cr_assert(isnan(Y[0]));
+  cr_assert(isinf(Y[1]) && Y[1] > 0);
+  cr_assert_eq(Y[2], 0.0f);
+  for (int i = 3; i < N; i++) {
+    float want = (float)exp((double)X[i]);
+    if (isinf(want)) {
+      cr_assert(isinf(Y[i]), "exp(%g) = %g, want inf", X[i], Y[i]);
+      continue;
+    }
+    /* 2 ulp relative for normal results; subnormals within 2 of their ulp (2^-149) */
+    double tol = fmax(2.5 * fabs(want) * 1.1920929e-7, 2.5 * 1.4e-45);
+    cr_assert(fabs((double)Y[i] - want) <= tol, "exp(%.9g) = %.9g, want %.9g", X[i], Y[i], want);
+  }
+  free(X);
+  free(Y);
+  loom_cpu_jit_destroy(jit);
+  tp_fixture_free(&fx);
+}
+
+/* ---- lane mode (explicit vector code) ------------------------------------------------- */
+
+LOOM_TEST(cpu, register_tiled_matmul_with_symbolic_tails) {
+  static const int64_t sz[] = {0, 1, 5, 6, 7, 13, 31, 32, 33, 65, 70};
+  cpu_diff_opts o = opts(sz, 11, 1e-4);
+  o.trials = 10;
+  diff_program(
+    "prim @matmul(A: Buffer[(m, k), f32], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
+    "  for jo in 0..n // 32 parallel {\n"
+    "    if m >= 6 {\n"
+    "      alloc Bp: Local[(k, 32), f32]\n"
+    "      for rp in 0..k { for jp in 0..32 vectorize { Bp[rp, jp] = B[rp, jo * 32 + jp] } }\n"
+    "      for io in 0..m // 6 {\n"
+    "        alloc acc: Local[(6, 32), f32]\n"
+    "        for r in 0..k reduce {\n"
+    "          for ii in 0..6 unroll {\n"
+    "            let a: f32 = A[io * 6 + ii, r]\n"
+    "            for ji in 0..32 vectorize { acc[ii, ji] = acc[ii, ji] + a * Bp[r, ji] }\n"
+    "          }\n"
+    "        }\n"
+    "        for ii2 in 0..6 unroll { for ji2 in 0..32 vectorize { C[io * 6 + ii2, jo * 32 + ji2] = acc[ii2, ji2] } }\n"
+    "      }\n"
+    "      for it in 0..m % 6 {\n"
+    "        alloc acc1: Local[(32,), f32]\n"
+    "        for r1 in 0..k reduce {\n"
+    "          let a1: f32 = A[m // 6 * 6 + it, r1]\n"
+    "          for ji1 in 0..32 vectorize { acc1[ji1] = acc1[ji1] + a1 * Bp[r1, ji1] }\n"
+    "        }\n"
+    "        for ji3 in 0..32 vectorize { C[m // 6 * 6 + it, jo * 32 + ji3] = acc1[ji3] }\n"
+    "      }\n"
+    "    } else {\n"
+    "      for iou in 0..m // 6 {\n"
+    "        alloc accu: Local[(6, 32), f32]\n"
+    "        for ru in 0..k reduce {\n"
+    "          for iiu in 0..6 unroll {\n"
+    "            let au: f32 = A[iou * 6 + iiu, ru]\n"
+    "            for jiu in 0..32 vectorize { accu[iiu, jiu] = accu[iiu, jiu] + au * B[ru, jo * 32 + jiu] }\n"
+    "          }\n"
+    "        }\n"
+    "        for ii2u in 0..6 unroll { for ji2u in 0..32 vectorize { C[iou * 6 + ii2u, jo * 32 + ji2u] = accu[ii2u, ji2u] } }\n"
+    "      }\n"
+    "      for itu in 0..m % 6 {\n"
+    "        alloc acc1u: Local[(32,), f32]\n"
+    "        for r1u in 0..k reduce {\n"
+    "          let a1u: f32 = A[m // 6 * 6 + itu, r1u]\n"
+    "          for ji1u in 0..32 vectorize { acc1u[ji1u] = acc1u[ji1u] + a1u * B[r1u, jo * 32 + ji1u] }\n"
+    "        }\n"
+    "        for ji3u in 0..32 vectorize { C[m // 6 * 6 + itu, jo * 32 + ji3u] = acc1u[ji3u] }\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "  for i in 0..m parallel {\n"
+    "    for jt in 0..n % 32 { C[i, n // 32 * 32 + jt] = 0.0 }\n"
+    "    for rt in 0..k {\n"
+    "      let at: f32 = A[i, rt]\n"
+    "      for jt2 in 0..n % 32 vectorize { C[i, n // 32 * 32 + jt2] = C[i, n // 32 * 32 + jt2] + at * B[rt, n // 32 * 32 + jt2] }\n"
+    "    }\n"
+    "  }\n"
+    "}\n"
+      , &o);
+}
+
+LOOM_TEST(cpu, lane_mode_lets_selects_casts_and_uniform_loads) {
+  cpu_diff_opts o = opts(medium, 10, 1e-5);
+  diff_program("prim @lm(X: Buffer[(n, 16), f32], Y: Buffer[(n, 16), f32], I: Buffer[(n, 8), i32], J: Buffer[(n, 8), f64],\n"
+               "         s: Buffer[(n,), f32]) {\n"
+               "  for i in 0..n {\n"
+               "    for j in 0..16 vectorize {\n"
+               "      let t: f32 = X[i, j] * s[i] - 0.25\n"
+               "      Y[i, j] = select(t > 0.0, exp(t), sqrt(abs(t)) + f32(i)) + max(t, -0.5)\n"
+               "    }\n"
+               "    for k in 0..8 vectorize { J[i, k] = f64(I[i, k] * 3i32 + 1i32) / 2.0f64 + f64(X[i, k]) }\n"
+               "  }\n}\n", &o);
+}
+
+LOOM_TEST(cpu, lane_mode_refuses_cross_lane_dependences) {
+  /* A[i, j + 1] = A[i, j] + X: a recurrence; must run in order (falls back to a loop). */
+  cpu_diff_opts o = opts(small, 12, 1e-6);
+  diff_program("prim @rec(A: Buffer[(n, 9), f32], X: Buffer[(n, 9), f32]) {\n"
+               "  for i in 0..n { for j in 0..8 vectorize { A[i, j + 1] = A[i, j] + X[i, j] } }\n}\n", &o);
+}
+
+/* ---- default CPU schedule rules (tensorprog/schedule_cpu.c) ------------------------------ */
+
+static void schedule_and_diff(const char *text, const char *expect_why, const cpu_diff_opts *o) {
+  tp_fixture fx;
+  cpu_parse_ok(&fx, text);
+  loom_strbuf why;
+  loom_strbuf_init(&why, NULL);
+  loom_status s = loom_tp_schedule_cpu(&fx.arena, fx.cx, fx.f, &why);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  cr_assert_null(loom_tp_verify(fx.cx, fx.f));
+  cr_assert(strstr(loom_strbuf_cstr(&why), expect_why) != NULL, "why:\n%s", loom_strbuf_cstr(&why));
+  loom_cpu_jit *jit;
+  cr_assert_null(loom_cpu_jit_create(NULL, &jit));
+  loom_kernel_fn fn = cpu_jit(jit, &fx);
+  cpu_diff(&fx, fn, o, loom_test_seed());
+  loom_cpu_jit_destroy(jit);
+  loom_strbuf_free(&why);
+  tp_fixture_free(&fx);
+}
+
+LOOM_TEST(cpu, schedule_rules_elementwise_1d_2d_softmax_matmul) {
+  cpu_diff_opts o = opts(medium, 10, 1e-4);
+  schedule_and_diff("prim @a1(A: Buffer[(n,), f32], B: Buffer[(n,), f32]) {\n"
+                    "  for i in 0..n { B[i] = A[i] * 2.0 + 1.0 }\n}\n",
+                    "loop i: split by 64, outer parallel, inner vectorized", &o);
+  schedule_and_diff("prim @a2(A: Buffer[(n, m), f32], B: Buffer[(m,), f32], C: Buffer[(n, m), f32]) {\n"
+                    "  for i in 0..n { for j in 0..m { C[i, j] = A[i, j] + B[j] } }\n}\n",
+                    "loop j: vectorize", &o);
+  schedule_and_diff("prim @sm(X: Buffer[(n, m), f32], Y: Buffer[(n, m), f32]) {\n"
+                    "  for i in 0..n {\n"
+                    "    alloc acc: Local[(2,), f32]\n"
+                    "    acc[0] = -1.0e18\n"
+                    "    for j in 0..m reduce { acc[0] = max(acc[0], X[i, j]) }\n"
+                    "    acc[1] = 0.0\n"
+                    "    for k in 0..m reduce { acc[1] = acc[1] + exp(X[i, k] - acc[0]) }\n"
+                    "    for l in 0..m { Y[i, l] = exp(X[i, l] - acc[0]) / acc[1] }\n"
+                    "  }\n}\n",
+                    "loop j: left serial (innermost, but a reduction)", &o);
+  static const int64_t sz[] = {0, 1, 2, 5, 7, 16, 17, 33};
+  cpu_diff_opts om = opts(sz, 8, 1e-4);
+  schedule_and_diff(mm_text, "matmul-like", &om);
+}
