@@ -37,6 +37,7 @@ typedef struct parser {
   const char *fn;           /* function being parsed */
   const char *binding;      /* binding being parsed (for messages) */
   int depth;                /* nesting of struct info and if-branches (bounded) */
+  LOOM_VEC(const char *) prims; /* names of every `prim` in the file (prescan): call_tp may refer ahead */
 } parser;
 
 /* Deepest nesting of Tuple/Func struct info and `if` branches: hostile input cannot exhaust
@@ -694,6 +695,8 @@ static loom_status value(parser *p, loom_graph_expr **out) {
         bool found = false;
         for (size_t i = 0; i < m->tps.len; i++)
           if (!strcmp(loom_graph_tp_name(m->tps.data[i]), e->u.call.target)) found = true;
+        for (size_t i = 0; i < p->prims.len; i++)
+          if (p->prims.data[i] == e->u.call.target) found = true; /* defined later in the file */
         if (!found) return err(p, nb, "unknown tensor program @%s", e->u.call.target);
       } else {
         bool found = false;
@@ -1312,6 +1315,13 @@ static void prescan(parser *p) {
     } else if (is_kw(s, n, "extern")) {
       if (!skip_past(p, '[') || !skip_balanced(p, '[', ']')) break;
     } else if (is_kw(s, n, "prim")) {
+      const char *name;
+      loom_status st = global_name(p, &name);
+      if (st) {
+        loom_status_free(st);
+        break;
+      }
+      if (!LOOM_VEC_PUSH(p->m->alloc, &p->prims, name)) break;
       if (!skip_past(p, '{') || !skip_balanced(p, '{', '}')) break;
     } else {
       break;
@@ -1375,6 +1385,7 @@ loom_status loom_graph_parse(const loom_source *src, loom_diag_list *diags, loom
   parser p = {.m = m, .src = src, .ir_src = copy, .s = text, .len = src->len, .diags = diags};
   loom_status st = module(&p);
   LOOM_VEC_FREE(m->alloc, &p.vars);
+  LOOM_VEC_FREE(m->alloc, &p.prims);
   LOOM_VEC_FREE(m->alloc, &p.syms);
   LOOM_VEC_FREE(m->alloc, &p.fresh);
   if (st) {

@@ -23,6 +23,13 @@ LOOM_TEST(opt_cli, print_after_all_prints_each_stage) {
   loom_test_proc_free(&p);
 }
 
+LOOM_TEST(opt_cli, the_output_parses_back) {
+  loom_test_proc p = loom_test_run("%s opt models/mlp.loom --passes=legalize > /tmp/loom-opt-out.loom && %s check /tmp/loom-opt-out.loom",
+                                   loom_test_loom_bin(), loom_test_loom_bin());
+  cr_assert_eq(p.exit_code, 0, "%s%s", p.out, p.err);
+  loom_test_proc_free(&p);
+}
+
 LOOM_TEST(opt_cli, misuse_and_bad_files) {
   loom_test_proc p = loom_test_run("%s opt models/mlp.loom --passes=legalize,frobnicate", loom_test_loom_bin());
   cr_assert_eq(p.exit_code, 2);
