@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
+#include "tensorprog/tp_ir.h"
 
 typedef struct interp {
   loom_graph_module *m;
@@ -106,6 +107,48 @@ static loom_status leaf_value(interp *it, const loom_graph_expr *e, loom_graph_v
   }
 }
 
+/* call_tp(@prog, (args), sinfo) in destination-passing style: the call's arguments fill the
+ * program's parameters in order (tensors to buffers, scalar leaves to i64 parameters); the
+ * program's LAST buffer parameter is the destination, allocated here from `sinfo` evaluated
+ * under the bound symbols. The program runs in the tensor-program interpreter. */
+static loom_status run_tp(interp *it, const loom_graph_expr *c, const loom_graph_value *args, size_t n,
+                          loom_graph_value *out) {
+  loom_graph_module *m = it->m;
+  const loom_tp_func *tp = NULL;
+  for (size_t i = 0; i < loom_graph_module_num_tps(m) && !tp; i++)
+    if (!strcmp(loom_tp_func_name(loom_graph_module_tp_at(m, i)), c->u.call.target)) tp = loom_graph_module_tp_at(m, i);
+  if (!tp) return LOOM_ERROR(NOT_FOUND, "unknown tensor program @%s", c->u.call.target);
+  const loom_sinfo *os = c->u.call.out_sinfo;
+  if (!os || os->kind != LOOM_SINFO_TENSOR || os->ndim < 0 || !os->dims || os->ndim > 8)
+    return LOOM_ERROR(UNIMPLEMENTED, "call_tp(@%s): the interpreter needs a tensor result of known shape", tp->name);
+  if (n + 1 != tp->nparams)
+    return LOOM_ERROR(INVALID_ARGUMENT, "call_tp(@%s): %zu arguments for a program of %zu parameters (the last is the result)",
+                      tp->name, n, tp->nparams);
+  if (!tp->params[tp->nparams - 1].is_buffer)
+    return LOOM_ERROR(INVALID_ARGUMENT, "call_tp(@%s): the last parameter must be the result buffer", tp->name);
+  int64_t shape[8];
+  for (int d = 0; d < os->ndim; d++) LOOM_PROPAGATE(loom_sym_eval(m->cx, os->dims[d], it->env, &shape[d]));
+  LOOM_PROPAGATE(loom_graph_value_tensor(os->dtype, os->ndim, shape, out));
+  loom_tp_arg targs[64];
+  loom_status st = tp->nparams > 64 ? LOOM_ERROR(UNIMPLEMENTED, "call_tp(@%s): more than 64 parameters", tp->name) : LOOM_OK;
+  for (size_t i = 0; i < n && !st; i++) {
+    const loom_tp_param *prm = &tp->params[i];
+    if (prm->is_buffer && args[i].kind == LOOM_SINFO_TENSOR)
+      targs[i] = (loom_tp_arg){args[i].t.data, args[i].t.shape, 0};
+    else if (!prm->is_buffer && args[i].kind == LOOM_SINFO_SCALAR)
+      targs[i] = (loom_tp_arg){NULL, NULL, args[i].i};
+    else
+      st = LOOM_ERROR(TYPE_ERROR, "call_tp(@%s): argument %zu does not match parameter '%s'", tp->name, i,
+                      prm->is_buffer ? prm->buf->name : prm->scalar.name);
+  }
+  if (!st) {
+    targs[n] = (loom_tp_arg){out->t.data, out->t.shape, 0};
+    st = loom_tp_interpret(m->cx, tp, targs, n + 1);
+  }
+  if (st) loom_graph_value_free(out);
+  return st;
+}
+
 static loom_status eval_call(interp *it, const loom_graph_binding *b, loom_graph_value *out) {
   const loom_graph_expr *c = b->value;
   loom_graph_module *m = it->m;
@@ -161,7 +204,7 @@ static loom_status eval_call(interp *it, const loom_graph_binding *b, loom_graph
       break;
     }
     case LOOM_GRAPH_CALLEE_TP:
-      st = LOOM_ERROR(UNIMPLEMENTED, "the reference interpreter cannot run tensor program @%s yet", c->u.call.target);
+      st = run_tp(it, c, args, n, out);
       break;
     case LOOM_GRAPH_CALLEE_EXTERN:
       st = LOOM_ERROR(UNIMPLEMENTED, "the reference interpreter cannot call extern @%s", c->u.call.target);
