@@ -24,4 +24,9 @@
 
 loom_status loom_tp_schedule_cpu(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_strbuf *why);
 
+/* The register-tiled f32 matmul the CPU rules are meant to produce (6x32 tile, packed B
+ * panels, symbolic tails), as program text: benchmarked by bench-kernels and checked against
+ * the interpreter by the cpu suite until a rule generates it. */
+const char *loom_tp_cpu_matmul_tiled_text(void);
+
 #endif

@@ -20,6 +20,7 @@
 #include "targets/cpu/codegen.h"
 #include "targets/cpu/threadpool.h"
 #include "tensorprog/tp_ir.h"
+#include "tensorprog/tp_schedule_cpu.h"
 
 void openblas_set_num_threads(int);
 
@@ -209,66 +210,7 @@ static float *rnd(int64_t n) {
 
 static double g_peak, g_triad;
 
-static const char *matmul_text =
-    /* The CPU matmul schedule (tensorprog text; the schedule rules are to produce it):
-     * column panels of 32 in parallel; when m >= 6 (a full row tile exists) the B panel (k x 32) is packed into a
-     * contiguous Local buffer (no cache-set conflicts for power-of-two n; for m < 6
-     * packing costs more than it saves and B is read in place); a 6x32 register tile
-     * (12 zmm accumulators: a Local buffer kept in registers by lane mode) with the
-     * reduction innermost, A broadcast; symbolic tails: a 1x32 kernel for m % 6 rows and a
-     * plain vectorised loop for n % 32 columns. */
-    "prim @matmul(A: Buffer[(m, k), f32], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
-    "  for jo in 0..n // 32 parallel {\n"
-    "    if m >= 6 {\n"
-    "      alloc Bp: Local[(k, 32), f32]\n"
-    "      for rp in 0..k { for jp in 0..32 vectorize { Bp[rp, jp] = B[rp, jo * 32 + jp] } }\n"
-    "      for io in 0..m // 6 {\n"
-    "        alloc acc: Local[(6, 32), f32]\n"
-    "        for r in 0..k reduce {\n"
-    "          for ii in 0..6 unroll {\n"
-    "            let a: f32 = A[io * 6 + ii, r]\n"
-    "            for ji in 0..32 vectorize { acc[ii, ji] = acc[ii, ji] + a * Bp[r, ji] }\n"
-    "          }\n"
-    "        }\n"
-    "        for ii2 in 0..6 unroll { for ji2 in 0..32 vectorize { C[io * 6 + ii2, jo * 32 + ji2] = acc[ii2, ji2] } }\n"
-    "      }\n"
-    "      for it in 0..m % 6 {\n"
-    "        alloc acc1: Local[(32,), f32]\n"
-    "        for r1 in 0..k reduce {\n"
-    "          let a1: f32 = A[m // 6 * 6 + it, r1]\n"
-    "          for ji1 in 0..32 vectorize { acc1[ji1] = acc1[ji1] + a1 * Bp[r1, ji1] }\n"
-    "        }\n"
-    "        for ji3 in 0..32 vectorize { C[m // 6 * 6 + it, jo * 32 + ji3] = acc1[ji3] }\n"
-    "      }\n"
-    "    } else {\n"
-    "      for iou in 0..m // 6 {\n"
-    "        alloc accu: Local[(6, 32), f32]\n"
-    "        for ru in 0..k reduce {\n"
-    "          for iiu in 0..6 unroll {\n"
-    "            let au: f32 = A[iou * 6 + iiu, ru]\n"
-    "            for jiu in 0..32 vectorize { accu[iiu, jiu] = accu[iiu, jiu] + au * B[ru, jo * 32 + jiu] }\n"
-    "          }\n"
-    "        }\n"
-    "        for ii2u in 0..6 unroll { for ji2u in 0..32 vectorize { C[iou * 6 + ii2u, jo * 32 + ji2u] = accu[ii2u, ji2u] } }\n"
-    "      }\n"
-    "      for itu in 0..m % 6 {\n"
-    "        alloc acc1u: Local[(32,), f32]\n"
-    "        for r1u in 0..k reduce {\n"
-    "          let a1u: f32 = A[m // 6 * 6 + itu, r1u]\n"
-    "          for ji1u in 0..32 vectorize { acc1u[ji1u] = acc1u[ji1u] + a1u * B[r1u, jo * 32 + ji1u] }\n"
-    "        }\n"
-    "        for ji3u in 0..32 vectorize { C[m // 6 * 6 + itu, jo * 32 + ji3u] = acc1u[ji3u] }\n"
-    "      }\n"
-    "    }\n"
-    "  }\n"
-    "  for i in 0..m parallel {\n"
-    "    for jt in 0..n % 32 { C[i, n // 32 * 32 + jt] = 0.0 }\n"
-    "    for rt in 0..k {\n"
-    "      let at: f32 = A[i, rt]\n"
-    "      for jt2 in 0..n % 32 vectorize { C[i, n // 32 * 32 + jt2] = C[i, n // 32 * 32 + jt2] + at * B[rt, n // 32 * 32 + jt2] }\n"
-    "    }\n"
-    "  }\n"
-    "}\n";
+
 
 static void bench_matmul(prog *p, pool *pl, const loom_kernel_ctx *ctx, int64_t m, int64_t k, int64_t n,
                          double *out_ratio) {
@@ -390,7 +332,7 @@ int main(int argc, char **argv) {
          g_peak, g_triad);
 
   prog mm, add, sm, ln, rms;
-  if (prog_load(&mm, matmul_text) || prog_load(&add, add_text) || prog_load(&sm, softmax_text) ||
+  if (prog_load(&mm, loom_tp_cpu_matmul_tiled_text()) || prog_load(&add, add_text) || prog_load(&sm, softmax_text) ||
       prog_load(&ln, layernorm_text) || prog_load(&rms, rmsnorm_text))
     return 1;
   if (getenv("LOOM_DUMP_OBJ")) { /* for inspecting the machine code: objdump -d $LOOM_DUMP_OBJ */
