@@ -36,6 +36,7 @@
 #include "base/status.h"
 #include "base/strbuf.h"
 #include "symbolic/sym.h"
+#include "tensorprog/tp_pattern_kinds.h"
 
 typedef struct loom_graph_module loom_graph_module;
 typedef struct loom_graph_func loom_graph_func;
@@ -267,16 +268,10 @@ loom_status loom_graph_module_add_extern(loom_graph_module *m, const char *name,
 bool loom_graph_op_lookup(const char *name, size_t len, loom_graph_op *out);
 const char *loom_graph_op_name(loom_graph_op op);
 
-typedef enum loom_graph_pattern {
-  LOOM_GRAPH_PATTERN_ELEMWISE,      /* out[i] = f(in[i]), same shapes */
-  LOOM_GRAPH_PATTERN_BROADCAST,     /* elementwise with broadcasting */
-  LOOM_GRAPH_PATTERN_INJECTIVE,     /* each output element reads one input element (reshape, slice) */
-  LOOM_GRAPH_PATTERN_REDUCTION,     /* reduces axes */
-  LOOM_GRAPH_PATTERN_OUT_FUSABLE,   /* elementwise ops may fuse into its output (matmul, conv) */
-  LOOM_GRAPH_PATTERN_OPAQUE,        /* anything else */
-} loom_graph_pattern;
-loom_graph_pattern loom_graph_op_pattern(loom_graph_op op);
-const char *loom_graph_pattern_name(loom_graph_pattern p);
+/* The fusion hint of an operator: one of the access-pattern kinds of
+ * tensorprog/tp_patterns.def (the same kinds loom_tp_classify reads off programs);
+ * loom_tp_pattern_name spells them. */
+loom_tp_pattern loom_graph_op_pattern(loom_graph_op op);
 
 /* ---- expression constructors (arena of m; NULL on OOM) --------------------- */
 

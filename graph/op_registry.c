@@ -6,22 +6,19 @@
 
 typedef struct op_row {
   const char *name;
-  loom_graph_pattern pattern;
+  loom_tp_pattern pattern;
   int min_args, max_args;
   const loom_graph_op_impl *impl;
 } op_row;
 
 static const op_row table[] = {
 #define LOOM_GRAPH_OP(e, nm, family, pat, lo, hi) \
-  [LOOM_GRAPH_OP_##e] = {#nm, LOOM_GRAPH_PATTERN_##pat, lo, hi, &loom_graph_op_impl_##nm},
+  [LOOM_GRAPH_OP_##e] = {#nm, LOOM_TP_PATTERN_##pat, lo, hi, &loom_graph_op_impl_##nm},
 #include "graph/ops.def"
 #undef LOOM_GRAPH_OP
 };
 _Static_assert(sizeof table / sizeof table[0] == LOOM_GRAPH_OP_COUNT, "ops.def and the op table disagree");
 
-static const char *const pattern_names[] = {"elemwise", "broadcast", "injective", "reduction", "out_fusable", "opaque"};
-_Static_assert(sizeof pattern_names / sizeof pattern_names[0] == LOOM_GRAPH_PATTERN_OPAQUE + 1,
-               "pattern names");
 
 bool loom_graph_op_lookup(const char *name, size_t len, loom_graph_op *out) {
   for (size_t i = 0; i < LOOM_GRAPH_OP_COUNT; i++)
@@ -33,8 +30,7 @@ bool loom_graph_op_lookup(const char *name, size_t len, loom_graph_op *out) {
 }
 
 const char *loom_graph_op_name(loom_graph_op op) { return table[op].name; }
-loom_graph_pattern loom_graph_op_pattern(loom_graph_op op) { return table[op].pattern; }
-const char *loom_graph_pattern_name(loom_graph_pattern p) { return pattern_names[p]; }
+loom_tp_pattern loom_graph_op_pattern(loom_graph_op op) { return table[op].pattern; }
 const loom_graph_op_impl *loom_graph_op_impl_of(loom_graph_op op) { return table[op].impl; }
 void loom_graph_op_arity(loom_graph_op op, int *min_args, int *max_args) {
   *min_args = table[op].min_args;

@@ -11,7 +11,7 @@
  *               by any expression (transpose, reshape, slice, gather, pad with select);
  *   REDUCTION   an init store outside loops flagged `reduce` and an update store
  *               `O[S] = O[S] op e` inside them, S free of reduce variables;
- *   OUT_EWISE_FUSABLE  a REDUCTION whose update is a multiply-accumulate of two loads
+ *   OUT_FUSABLE  a REDUCTION whose update is a multiply-accumulate of two loads
  *               from different buffers that both use the reduce variables (matmul,
  *               convolution): an elementwise epilogue can be fused into its output;
  *   OPAQUE      anything else (several outputs, data-dependent store indices, local
@@ -194,7 +194,7 @@ loom_tp_class loom_tp_classify(const loom_tp_func *f) {
       if (x->kind == LOOM_TP_EXPR_CAST) x = x->u.cast_arg;
       if (y->kind == LOOM_TP_EXPR_CAST) y = y->u.cast_arg;
       if (x->kind == LOOM_TP_EXPR_LOAD && y->kind == LOOM_TP_EXPR_LOAD && x->u.load.buf != y->u.load.buf) {
-        out.pattern = LOOM_TP_PATTERN_OUT_EWISE_FUSABLE;
+        out.pattern = LOOM_TP_PATTERN_OUT_FUSABLE;
         out.reason = "multiply-accumulate of two inputs over reduce loops";
       }
     }

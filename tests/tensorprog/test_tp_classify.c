@@ -37,7 +37,7 @@ LOOM_TEST(tp_classify, each_kind) {
   expect_pattern("prim @p(A: Buffer[(m, k), f32], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
                  "  for i in 0..m { for j in 0..n { C[i, j] = 0.0\n"
                  "    for r in 0..k reduce { C[i, j] = C[i, j] + A[i, r] * B[r, j] } } } }",
-                 LOOM_TP_PATTERN_OUT_EWISE_FUSABLE);
+                 LOOM_TP_PATTERN_OUT_FUSABLE);
 }
 
 LOOM_TEST(tp_classify, opaque_programs) {
