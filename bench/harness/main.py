@@ -46,6 +46,14 @@ def thread_env(t):
     return env
 
 
+def fresh_caches(env, tag):
+    """Cold means cold: inductor's and Triton's on-disk caches go to a new directory per worker, so
+    no system reuses what an earlier run compiled (JAX's persistent cache is off by default)."""
+    d = os.path.join(ROOT, "bench", "out", "work", "cache-" + tag + "-" + str(os.getpid()) + "-" + str(time.time_ns()))
+    env.update(TORCHINDUCTOR_CACHE_DIR=os.path.join(d, "inductor"), TRITON_CACHE_DIR=os.path.join(d, "triton"))
+    return env
+
+
 def cores(t):
     return ",".join(str(c) for c in sorted(os.sched_getaffinity(0))[:t])
 
@@ -71,7 +79,9 @@ def run_worker(job, outdir, timeout):
     cmd = ["taskset", "-c", cores(job["threads"]), sys.executable, os.path.join(HERE, "worker.py"), jpath, rpath]
     logf = open(os.path.join(outdir, tag + ".log"), "w")
     try:
-        p = subprocess.run(cmd, env=thread_env(job["threads"]), stdout=logf, stderr=subprocess.STDOUT, timeout=timeout)
+        env = thread_env(job["threads"])
+        fresh_caches(env, tag)
+        p = subprocess.run(cmd, env=env, stdout=logf, stderr=subprocess.STDOUT, timeout=timeout)
         rc = p.returncode
     except subprocess.TimeoutExpired:
         rc = "timeout"
@@ -89,20 +99,21 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--systems", default=",".join(c.name for c in systems.ALL))
-    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--threads", default=None, help="comma list (default 1,2; --quick: see workloads.QUICK_THREADS)")
     ap.add_argument("--workloads", default="B1,B2,B3,B4,B5")
     ap.add_argument("--repeats", type=int, default=None)
     ap.add_argument("--tag", default=None, help="results file name (default: date, plus -quick)")
     args = ap.parse_args()
 
     quick = args.quick
-    threads = [int(t) for t in args.threads.split(",")]
+    threads = [int(t) for t in (args.threads or "1,2").split(",")]
     names = args.systems.split(",")
     wls = args.workloads.split(",")
     repeats = args.repeats or (5 if quick else 10)
     budget = 60 if quick else 900  # per worker: no new case or repeat round starts after this many s
     cap = 5 if quick else 60  # per call: a case slower than this skips the larger cases of that system
     timeout = 240 if quick else 3600
+    stream_budget = 90 if quick else 1800  # B5: requests after this many s (from process start) are not sent
 
     out = os.path.join(ROOT, "bench", "out")
     wdir = os.path.join(out, "work")
@@ -138,14 +149,19 @@ def main():
         if not shapes:
             continue
         paths = [os.path.join(models_dir, workloads.model_of(wl, s) + ".onnx") for s in shapes]
-        for t in threads:
+        wl_threads = workloads.QUICK_THREADS[wl] if quick and not args.threads else threads
+        for t in wl_threads:
             for name in names:
+                if quick and name in workloads.QUICK_EXCLUDE.get(wl, ()):
+                    results.append(dict(system=name, threads=t, workload=wl, status="n/a", cases=[],
+                                        error="left out of --quick (set-up takes minutes on 12 layers here); run bench/run"))
+                    continue
                 job = dict(system=name, threads=t, workload=wl, mode="stream" if wl == "B5" else "sweep",
-                           cases=shapes, model_paths=paths, repeats=repeats, budget_s=budget, cap_s=cap,
+                           cases=shapes, model_paths=paths, repeats=repeats, budget_s=budget, cap_s=cap, stream_budget_s=stream_budget,
                            ref_dir=ref_dir, ref_names=ref_names, workdir=wdir)
                 t0 = time.time()
                 res = run_worker(job, out, timeout)
-                log(f"{wl} {name:13s} t={t}: {res['status']:5s} {time.time() - t0:6.1f} s  {res.get('error') or ''}")
+                log(f"{wl} {name:13s} t={t}: {res['status']:5s} {time.time() - t0:6.1f} s  {(res.get('error') or '')[:150]}")
                 results.append(res)
             json.dump(results, open(os.path.join(out, "results.json"), "w"))
 

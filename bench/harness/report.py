@@ -27,13 +27,17 @@ def _rows(results, lim, tol):
         if r["workload"] == "B5":
             s = r.get("stream")
             row = dict(base, case="stream", status=r["status"], error=r.get("error") or "")
-            if s:
+            if s and s["requests"] == 0:
+                row.update(status="error")
+            elif s:
                 ok = s["max_err"] <= tol
                 row.update(status="ok" if ok else "wrong", err=s["max_err"], total_s=s["total_s"],
                            first_result_s=s["first_result_s"], p50_s=s["p50_s"], p99_s=s["p99_s"],
                            compilations=s["compilations"], startup_s=s["startup_s"], requests=s["requests"])
                 if not ok:
                     row["error"] = f"output differs from reference: rel err {s['max_err']:.2e} > {tol:g}"
+                elif not s.get("complete", True):
+                    row["status"] = "partial"
             rows.append(row)
             continue
         if not r.get("cases"):
@@ -101,7 +105,8 @@ def _markdown(rows, lim, tag, quick, tol, host):
         for t, p, b in zip(lim["threads"], lim["fma_gflops"], lim["triad_gbs"])) + f" ({lim['isa']}).\n")
     L.append(f"Cells are median latency in ms (lower is better); `wrong` = output differs from the float64 reference by "
              f"more than {tol:g} (max abs error / max abs reference), not timed; `err` = the system failed (see Errors); "
-             f"`n/a` = not available; `skip` = not run because the system was too slow on a smaller case or its time budget was spent. Loom's own column is **not available yet** (its compiled path is being built).\n")
+             f"`n/a` = not available or left out of this run; `skip` = not run because the system was too slow on a smaller case or its time budget was spent. "
+             f"`% roofline` = max(flops / FMA peak, weight bytes / triad bandwidth) / time; above 100 % means the weights came from cache (B2's 28 MB fit in this CPU's last-level cache). Loom's own column is **not available yet** (its compiled path is being built).\n")
     systems = _systems(rows)
     for wl in ["B1", "B2", "B3", "B4"]:
         wr = [r for r in rows if r["workload"] == wl]
@@ -152,14 +157,14 @@ def _markdown(rows, lim, tag, quick, tol, host):
     if b5:
         n = next((r.get("requests") for r in b5 if r.get("requests")), "?")
         L.append(f"\n## B5 request stream (gpt2_block, {n} seeded requests, batch 1..8, seq log-uniform 1..512), cold\n")
-        L.append("| system | threads | total s | startup s | compile s | first result s | p50 ms | p99 ms | compilations | status |")
-        L.append("|---|---|---|---|---|---|---|---|---|---|")
+        L.append("| system | threads | requests | total s | startup s | compile s | first result s | p50 ms | p99 ms | compilations | status |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|")
         for r in sorted(b5, key=lambda r: (r["threads"], ORDER.index(r["system"]) if r["system"] in ORDER else 99)):
             if r.get("total_s") is not None:
-                L.append(f"| {r['system']} | {r['threads']} | {r['total_s']:.2f} | {r['startup_s']:.2f} | {r.get('compile_s') or 0:.2f} | "
+                L.append(f"| {r['system']} | {r['threads']} | {r['requests']} | {r['total_s']:.2f} | {r['startup_s']:.2f} | {r.get('compile_s') or 0:.2f} | "
                          f"{r['first_result_s']:.2f} | {_fmt_ms(r['p50_s'])} | {_fmt_ms(r['p99_s'])} | {r['compilations']} | {r['status']} |")
             else:
-                L.append(f"| {r['system']} | {r['threads']} | | | | | | | | {r['status']} |")
+                L.append(f"| {r['system']} | {r['threads']} | 0 | | | | | | | | {r['status']} |")
     errs = {}
     for r in rows:
         if r["status"] != "ok" and r.get("error"):

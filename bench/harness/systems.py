@@ -125,8 +125,10 @@ class Iree(System):
         ):
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
-                err = [l for l in r.stderr.splitlines() if "error" in l][:2] or r.stderr.splitlines()[-3:]
-                raise RuntimeError(os.path.basename(cmd[0]) + " failed: " + " | ".join(l[:300] for l in err))
+                err = [l for l in r.stderr.splitlines() if "error" in l][:1] or r.stderr.splitlines()[-1:]
+                # the first error line names the failing op's source line and the reason; drop the path
+                msg = " | ".join(l.split(" for backend")[0].replace(self.workdir + "/", "")[:300] for l in err)
+                raise RuntimeError(os.path.basename(cmd[0]) + " failed: " + msg)
         rt.flags.parse_flags(f"--task_topology_max_group_count={self.threads}")
         self.mod = rt.load_vm_flatbuffer_file(vmfb, driver="local-task")
         import onnx
