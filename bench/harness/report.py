@@ -210,7 +210,7 @@ def _plots(rows, resdir, tag):
     b5 = [r for r in rows if r["workload"] == "B5" and r.get("total_s") is not None]
     if b5:
         fig, ax = plt.subplots(figsize=(8, 4.5))
-        labels = [f"{r['system']}\nt={r['threads']}" for r in b5]
+        labels = [f"{r['system']}\nt={r['threads']}" + (f"\n{r['requests']} req. only" if r["status"] == "partial" else "") for r in b5]
         startup = [r["startup_s"] for r in b5]
         comp = [r.get("compile_s") or 0 for r in b5]
         rest = [max(0.0, r["total_s"] - a - b) for r, a, b in zip(b5, startup, comp)]
