@@ -165,6 +165,15 @@ def main():
                 results.append(res)
             json.dump(results, open(os.path.join(out, "results.json"), "w"))
 
+    # Limits again at the end: on a shared machine one measurement can land in a busy moment and
+    # make every percentage too high; the best of the two is closer to what the hardware does.
+    log("machine limits again (bench-limits), best of start and end kept")
+    lim_end = measure_limits(max(threads), quick, out)
+    lim = dict(lim, fma_gflops=[max(a, b) for a, b in zip(lim["fma_gflops"], lim_end["fma_gflops"])],
+               triad_gbs=[max(a, b) for a, b in zip(lim["triad_gbs"], lim_end["triad_gbs"])],
+               measured=[dict(lim), lim_end])
+    json.dump(lim, open(os.path.join(out, "limits.json"), "w"))
+
     import report
 
     report.write(results, lim, resdir, tag, quick, TOL, host_info())

@@ -102,7 +102,10 @@ def _markdown(rows, lim, tag, quick, tol, host):
              "treat differences under ~20 % as noise. Medians and minima are over interleaved repeats.\n")
     L.append("Machine limits (bench-limits, same cores): " + "; ".join(
         f"{t} thread{'s' if t > 1 else ''}: FP32 FMA peak {p:.0f} GFLOP/s, triad {b:.1f} GB/s"
-        for t, p, b in zip(lim["threads"], lim["fma_gflops"], lim["triad_gbs"])) + f" ({lim['isa']}).\n")
+        for t, p, b in zip(lim["threads"], lim["fma_gflops"], lim["triad_gbs"])) + f" ({lim['isa']})"
+             + ("; best of a measurement at the start and one at the end of the run: "
+                + " / ".join(f"{m['fma_gflops']} GFLOP/s, {m['triad_gbs']} GB/s" for m in lim["measured"])
+                if "measured" in lim else "") + ".\n")
     L.append(f"Cells are median latency in ms (lower is better); `wrong` = output differs from the float64 reference by "
              f"more than {tol:g} (max abs error / max abs reference), not timed; `err` = the system failed (see Errors); "
              f"`n/a` = not available or left out of this run; `skip` = not run because the system was too slow on a smaller case or its time budget was spent. "
