@@ -169,7 +169,7 @@ static int run(const loom_cli_args *args) {
       break;
     }
     if (st) {
-      fprintf(stderr, "error: input '%s': %s\n", f->params[idx]->u.var.name, loom_status_message(st));
+      fprintf(stderr, "error: input '%s': %s\n", f->params[idx]->u.var.name, loom_status_text(st, 0));
       loom_status_free(st);
       rc = LOOM_EXIT_FAILURE;
       break;
@@ -213,7 +213,7 @@ static int run(const loom_cli_args *args) {
       if (rc == LOOM_EXIT_OK && !st) st = loom_sym_eval(loom_graph_module_sym(m), ps->dims[k], e2, &shape[k]);
       loom_sym_env_destroy(e2);
       if (rc == LOOM_EXIT_OK && st) {
-        fprintf(stderr, "error: parameter '%s' axis %d: %s\n", f->params[i]->u.var.name, k, loom_status_message(st));
+        fprintf(stderr, "error: parameter '%s' axis %d: %s\n", f->params[i]->u.var.name, k, loom_status_text(st, 0));
         rc = LOOM_EXIT_FAILURE;
       }
       loom_status_free(st);
