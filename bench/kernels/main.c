@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "bench/common/machine_limits.h"
 #include "targets/cpu/codegen.h"
 #include "targets/cpu/threadpool.h"
 #include "tensorprog/tp_ir.h"
@@ -31,10 +32,6 @@ typedef struct pool {
   loom_cpu_pool *p;
   int nthreads;
 } pool;
-
-static int32_t pool_for(void *pp, int64_t n, loom_parallel_body body, void *arg) {
-  return loom_cpu_pool_parallel_for(((pool *)pp)->p, n, body, arg);
-}
 
 static int pool_start(pool *p, int n) {
   p->nthreads = n;
@@ -54,96 +51,7 @@ static void set_error(const loom_kernel_ctx *c, const char *m) {
   fprintf(stderr, "kernel error: %s\n", m);
 }
 
-/* ---- machine limits ------------------------------------------------------------------- */
-
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v8 __attribute__((vector_size(32)));
-
-typedef struct peak_arg {
-  int64_t iters;
-  float out;
-} peak_arg;
-
-/* 12 independent FMA chains (more than latency x ports), 512-bit and 256-bit variants:
- * the peak is the faster of the two (min_vector_width lets clang use zmm registers even
- * though the host tuning prefers 256-bit vectors). */
-#define FMA_BODY(name, vt, lanes, attr)                                              \
-  static attr int32_t name(void *a, int64_t b, int64_t e, uint32_t w) {              \
-    (void)w;                                                                         \
-    peak_arg *p = a;                                                                 \
-    vt x[12], m, c;                                                                  \
-    for (int i = 0; i < lanes; i++) {                                                \
-      m[i] = 0.999999f;                                                              \
-      c[i] = 1e-7f;                                                                  \
-    }                                                                                \
-    for (int k = 0; k < 12; k++) x[k] = m * (float)(k + 1);                          \
-    for (int64_t t = b; t < e; t++)                                                  \
-      for (int64_t i = 0; i < p->iters; i++)                                         \
-        for (int k = 0; k < 12; k++) x[k] = x[k] * m + c; /* contracts to one FMA */ \
-    float s = 0;                                                                     \
-    for (int k = 0; k < 12; k++) s += x[k][0];                                       \
-    p->out += s;                                                                     \
-    return 0;                                                                        \
-  }
-FMA_BODY(fma_body512, v16, 16, __attribute__((min_vector_width(512))))
-FMA_BODY(fma_body256, v8, 8, )
-
 static double now_s(void) { return (double)loom_clock_ns() * 1e-9; }
-
-static double fma_peak(pool *p) {
-  peak_arg a = {20000000 / 12, 0};
-  double g[2];
-  for (int v = 0; v < 2; v++) {
-    double best = 1e30;
-    for (int rep = 0; rep < 5; rep++) {
-      double t0 = now_s();
-      pool_for(p, p->nthreads, v ? fma_body256 : fma_body512, &a);
-      double t = now_s() - t0;
-      if (t < best) best = t;
-    }
-    g[v] = (double)p->nthreads * (double)a.iters * 12 * (v ? 8 : 16) * 2 / best * 1e-9;
-  }
-  printf("FMA peak: 512-bit %.1f GFLOP/s, 256-bit %.1f GFLOP/s\n", g[0], g[1]);
-  return g[0] > g[1] ? g[0] : g[1];
-}
-
-typedef struct triad_arg {
-  float *a, *b, *c;
-  int64_t n;
-} triad_arg;
-
-static __attribute__((min_vector_width(512))) int32_t triad_body(void *arg, int64_t b, int64_t e, uint32_t w) {
-  (void)w;
-  triad_arg *t = arg;
-  float *restrict x = t->a;
-  const float *restrict y = t->b, *restrict z = t->c;
-  int64_t i = b;
-  for (; i + 16 <= e; i += 16) { /* explicit 512-bit vectors: the C compiler here keeps this loop scalar */
-    v16 vy, vz;
-    memcpy(&vy, y + i, 64);
-    memcpy(&vz, z + i, 64);
-    v16 vx = vy + 3.0f * vz;
-    memcpy(x + i, &vx, 64);
-  }
-  for (; i < e; i++) x[i] = y[i] + 3.0f * z[i];
-  return 0;
-}
-
-static double triad_gbs(pool *p, int64_t n) {
-  triad_arg t = {malloc((size_t)n * 4), malloc((size_t)n * 4), malloc((size_t)n * 4), n};
-  for (int64_t i = 0; i < n; i++) t.a[i] = t.b[i] = t.c[i] = (float)i;
-  double best = 1e30;
-  for (int rep = 0; rep < 20; rep++) {
-    double t0 = now_s();
-    pool_for(p, n, triad_body, &t);
-    double s = now_s() - t0;
-    if (s < best) best = s;
-  }
-  free(t.a);
-  free(t.b);
-  free(t.c);
-  return 3.0 * 4.0 * (double)n / best * 1e-9;
-}
 
 /* ---- Loom kernels ------------------------------------------------------------------- */
 
@@ -326,10 +234,13 @@ int main(int argc, char **argv) {
   if (pool_start(&pl, threads)) return 1;
   loom_kernel_ctx ctx = {LOOM_KERNEL_ABI_VERSION, sizeof(loom_kernel_ctx), (uint32_t)threads, 0,
                          loom_cpu_pool_parallel_for, pl.p, set_error, NULL, NULL};
-  g_peak = fma_peak(&pl);
-  g_triad = triad_gbs(&pl, quick ? 4 << 20 : 16 << 20);
-  printf("threads %d: FP32 FMA peak %.1f GFLOP/s, triad %.1f GB/s (shared machine: numbers are noisy)\n", threads,
-         g_peak, g_triad);
+  /* The same measurement as bench-limits (bench/common/machine_limits), so "% of peak" agrees. */
+  loom_bench_limits lim;
+  loom_bench_measure_limits(threads, quick ? (size_t)4 << 20 : (size_t)16 << 20, quick ? 0.05 : 0.2, &lim);
+  g_peak = lim.fma_gflops;
+  g_triad = lim.triad_gbs;
+  printf("threads %d: FP32 FMA peak %.1f GFLOP/s (%s, %d lanes), triad %.1f GB/s (bench/common/machine_limits)\n", threads,
+         g_peak, lim.isa, lim.lanes, g_triad);
 
   prog mm, add, sm, ln, rms;
   if (prog_load(&mm, loom_tp_cpu_matmul_tiled_text()) || prog_load(&add, add_text) || prog_load(&sm, softmax_text) ||
