@@ -335,12 +335,171 @@ static loom_status legalize_concat(loom_graph_module *m, const loom_graph_expr *
   return loom_graph_module_add_tp(m, *tp);
 }
 
-loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
-                                     loom_tp_func **out_tp) {
-  if (call->kind != LOOM_GRAPH_EXPR_CALL || call->u.call.callee != LOOM_GRAPH_CALLEE_OP)
-    return LOOM_ERROR(INVALID_ARGUMENT, "legalize: not an operator call");
-  if (!out || out->kind != LOOM_SINFO_TENSOR || out->dtype == LOOM_DTYPE_UNKNOWN)
-    return unsupported(call, "for a non-tensor result");
+static loom_status legalize_where(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                  loom_tp_func **tp) {
+  const loom_sinfo *in[3];
+  for (size_t i = 0; i < 3; i++) LOOM_PROPAGATE(tensor_arg(call, i, &in[i]));
+  if (in[0]->dtype != LOOM_DTYPE_BOOL || in[1]->dtype != in[2]->dtype) return unsupported(call, "for these dtypes");
+  if (out->ndim < 0 || !out->dims) return unsupported(call, "for a result of unknown shape");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  loom_tp_bcast modes[3][LOOM_TP_GEN_MAX_RANK];
+  const loom_tp_bcast *mp[3] = {modes[0], modes[1], modes[2]};
+  char key[64] = "";
+  for (int i = 0; i < 3; i++) {
+    if (i) strcat(key, "_");
+    modes_of(cx, in[i], out->dims, out->ndim, modes[i], key, sizeof key);
+  }
+  char name[256];
+  snprintf(name, sizeof name, "where_%s_%s", loom_dtype_name(in[1]->dtype), key);
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  const loom_dtype dts[3] = {LOOM_DTYPE_BOOL, in[1]->dtype, in[2]->dtype};
+  const int ranks[3] = {in[0]->ndim, in[1]->ndim, in[2]->ndim};
+  LOOM_PROPAGATE(loom_tp_gen_nary(loom_graph_module_arena(m), cx, name, "select(a, b, c)", 3, dts, out->dtype, ranks, mp, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legalize_broadcast_to(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                         loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  if (out->ndim < 0 || !out->dims || out->ndim > LOOM_TP_GEN_MAX_RANK) return unsupported(call, "for this result");
+  loom_tp_bcast modes[LOOM_TP_GEN_MAX_RANK];
+  const loom_tp_bcast *mp[1] = {modes};
+  char key[64] = "";
+  modes_of(loom_graph_module_sym(m), x, out->dims, out->ndim, modes, key, sizeof key);
+  char name[256];
+  snprintf(name, sizeof name, "broadcast_to_%s_r%d_%s", loom_dtype_name(x->dtype), out->ndim, key);
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  const int ranks[1] = {x->ndim};
+  LOOM_PROPAGATE(loom_tp_gen_nary(loom_graph_module_arena(m), loom_graph_module_sym(m), name, "a", 1, &x->dtype, out->dtype,
+                                  ranks, mp, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legalize_slice(loom_graph_module *m, const loom_graph_expr *call, loom_graph_legal *r) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  const loom_graph_attr *axes = loom_graph_call_attr(call, "axes"), *begin = loom_graph_call_attr(call, "begin");
+  const loom_graph_attr *strides = loom_graph_call_attr(call, "strides");
+  if (!begin) return unsupported(call, "without begin");
+  size_t n = axes ? axes->n : begin->n;
+  if (begin->n != n || (strides && strides->n != n) || n > 8) return unsupported(call, "for these attributes");
+  int64_t st[LOOM_TP_GEN_MAX_RANK];
+  const loom_sym_expr *beg[LOOM_TP_GEN_MAX_RANK] = {0};
+  unsigned mask = 0;
+  for (int k = 0; k < LOOM_TP_GEN_MAX_RANK; k++) st[k] = 1;
+  for (size_t i = 0; i < n; i++) {
+    int64_t v = (int64_t)i;
+    int ax;
+    if ((axes && !loom_sym_is_const(axes->syms[i], &v)) || !norm_axis(v, x->ndim, &ax))
+      return unsupported(call, "for non-constant axes");
+    int64_t sv = 1;
+    if (strides && (!loom_sym_is_const(strides->syms[i], &sv) || sv <= 0))
+      return unsupported(call, "for non-constant or non-positive strides yet");
+    /* Only begins provably within [0, extent): the reference clamps, the program indexes. */
+    if (loom_sym_prove_le(cx, loom_sym_const(cx, 0), begin->syms[i]) != LOOM_SYM_TRUE)
+      return unsupported(call, "for begins not provably >= 0 yet");
+    mask |= 1u << ax;
+    st[ax] = sv;
+    beg[ax] = begin->syms[i];
+  }
+  char key[128] = "";
+  for (int k = 0; k < x->ndim; k++)
+    if (mask >> k & 1) snprintf(key + strlen(key), sizeof key - strlen(key), "_a%ds%lld", k, (long long)st[k]);
+  char name[256];
+  snprintf(name, sizeof name, "strided_slice_%s_r%d%s", loom_dtype_name(x->dtype), x->ndim, key);
+  if (!(r->tp = find_tp(m, name))) {
+    LOOM_PROPAGATE(loom_tp_gen_slice(loom_graph_module_arena(m), cx, name, x->dtype, x->ndim, mask, st, &r->tp));
+    LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
+  }
+  for (int k = 0; k < x->ndim; k++)
+    if (mask >> k & 1) r->scalars[r->nscalars++] = beg[k];
+  return LOOM_OK;
+}
+
+static loom_status legalize_fill(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, double value,
+                                 loom_tp_func **tp) {
+  if (call->u.call.nargs != 0) return unsupported(call, "with a Shape operand yet");
+  if (out->ndim < 0 || out->ndim > LOOM_TP_GEN_MAX_RANK) return unsupported(call, "for this rank");
+  char text[64];
+  if (out->dtype == LOOM_DTYPE_BOOL) snprintf(text, sizeof text, "%s", value != 0 ? "true" : "false");
+  else if (loom_dtype_is_float(out->dtype)) {
+    snprintf(text, sizeof text, "%.17g", value);
+    if (!strpbrk(text, ".eEn")) strcat(text, ".0");
+  } else snprintf(text, sizeof text, "%lld", (long long)value);
+  char name[256];
+  snprintf(name, sizeof name, "fill_%s_r%d_%016llx", loom_dtype_name(out->dtype), out->ndim,
+           (unsigned long long)loom_hash_bytes(&value, sizeof value));
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_fill(loom_graph_module_arena(m), loom_graph_module_sym(m), name, out->dtype, out->ndim, text, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legalize_tri(loom_graph_module *m, const loom_graph_expr *call, bool upper, loom_graph_legal *r) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  if (x->ndim < 2) return unsupported(call, "below rank 2");
+  const loom_graph_attr *k = loom_graph_call_attr(call, "k");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s_r%d", upper ? "triu" : "tril", loom_dtype_name(x->dtype), x->ndim);
+  if (!(r->tp = find_tp(m, name))) {
+    LOOM_PROPAGATE(loom_tp_gen_tri(loom_graph_module_arena(m), cx, name, x->dtype, x->ndim, upper, &r->tp));
+    LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
+  }
+  r->scalars[r->nscalars++] = k && k->n == 1 ? k->syms[0] : loom_sym_const(cx, 0);
+  return LOOM_OK;
+}
+
+static loom_status legalize_take(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  const loom_sinfo *x, *idx;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(tensor_arg(call, 1, &idx));
+  if (!loom_dtype_is_int(idx->dtype)) return unsupported(call, "for non-integer indices");
+  int axis;
+  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return unsupported(call, "for this axis");
+  char name[256];
+  snprintf(name, sizeof name, "take_%s_r%d_a%d_%s_r%d", loom_dtype_name(x->dtype), x->ndim, axis, loom_dtype_name(idx->dtype),
+           idx->ndim);
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_take(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, axis,
+                                  idx->dtype, idx->ndim, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legalize_argext(loom_graph_module *m, const loom_graph_expr *call, bool is_max, loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  int axis;
+  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return unsupported(call, "for this axis");
+  bool keep = loom_graph_attr_get_int(call, "keepdims", 0) != 0;
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s_r%d_a%d%s", is_max ? "argmax" : "argmin", loom_dtype_name(x->dtype), x->ndim, axis,
+           keep ? "_k" : "");
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_argext(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, axis,
+                                    is_max, keep, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legalize_cumsum(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  int axis;
+  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return unsupported(call, "for this axis");
+  bool excl = loom_graph_attr_get_int(call, "exclusive", 0) != 0;
+  char name[256];
+  snprintf(name, sizeof name, "cumsum_%s_r%d_a%d%s", loom_dtype_name(x->dtype), x->ndim, axis, excl ? "_x" : "");
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_cumsum(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, axis,
+                                    excl, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+/* The lowering of ops whose programs take no scalar parameters. */
+static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                  loom_tp_func **out_tp) {
   loom_graph_op op = call->u.call.op;
   for (size_t i = 0; i < sizeof unary_table / sizeof unary_table[0]; i++)
     if (unary_table[i].op == op) return legalize_unary(m, call, out, unary_table[i].expr, out_tp);
@@ -370,7 +529,31 @@ loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr
     case LOOM_GRAPH_OP_FLATTEN: return legalize_reshape(m, call, out, out_tp);
     case LOOM_GRAPH_OP_PERMUTE_DIMS: return legalize_permute(m, call, out_tp);
     case LOOM_GRAPH_OP_CONCAT: return legalize_concat(m, call, out_tp);
+    case LOOM_GRAPH_OP_WHERE: return legalize_where(m, call, out, out_tp);
+    case LOOM_GRAPH_OP_BROADCAST_TO: return legalize_broadcast_to(m, call, out, out_tp);
+    case LOOM_GRAPH_OP_FULL: return legalize_fill(m, call, out, loom_graph_attr_get_float(call, "value", 0), out_tp);
+    case LOOM_GRAPH_OP_ONES: return legalize_fill(m, call, out, 1, out_tp);
+    case LOOM_GRAPH_OP_ZEROS: return legalize_fill(m, call, out, 0, out_tp);
+    case LOOM_GRAPH_OP_TAKE: return legalize_take(m, call, out_tp);
+    case LOOM_GRAPH_OP_ARGMAX: return legalize_argext(m, call, true, out_tp);
+    case LOOM_GRAPH_OP_ARGMIN: return legalize_argext(m, call, false, out_tp);
+    case LOOM_GRAPH_OP_CUMSUM: return legalize_cumsum(m, call, out_tp);
     default: return unsupported(call, "yet");
+  }
+}
+
+loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                     loom_graph_legal *result) {
+  memset(result, 0, sizeof *result);
+  if (call->kind != LOOM_GRAPH_EXPR_CALL || call->u.call.callee != LOOM_GRAPH_CALLEE_OP)
+    return LOOM_ERROR(INVALID_ARGUMENT, "legalize: not an operator call");
+  if (!out || out->kind != LOOM_SINFO_TENSOR || out->dtype == LOOM_DTYPE_UNKNOWN)
+    return unsupported(call, "for a non-tensor result");
+  switch (call->u.call.op) {
+    case LOOM_GRAPH_OP_STRIDED_SLICE: return legalize_slice(m, call, result);
+    case LOOM_GRAPH_OP_TRIL: return legalize_tri(m, call, false, result);
+    case LOOM_GRAPH_OP_TRIU: return legalize_tri(m, call, true, result);
+    default: return legalize_plain(m, call, out, &result->tp);
   }
 }
 
@@ -388,8 +571,9 @@ static loom_status legalize_seq(loom_graph_module *m, loom_graph_seq *seq, loom_
         continue;
       }
       if (v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP) continue;
-      loom_tp_func *tp;
-      loom_status s = loom_graph_legalize_call(m, v, v->sinfo, &tp);
+      loom_graph_legal lg;
+      loom_status s = loom_graph_legalize_call(m, v, v->sinfo, &lg);
+      loom_tp_func *tp = lg.tp;
       if (s && loom_status_code(s) == LOOM_CODE_UNIMPLEMENTED) {
         if (diags) loom_diag_add(diags, LOOM_DIAG_NOTE, v->loc, "kept as an operator: %s", loom_status_message(s));
         loom_status_free(s);
@@ -400,6 +584,17 @@ static loom_status legalize_seq(loom_graph_module *m, loom_graph_seq *seq, loom_
       loom_graph_expr *call = LOOM_ARENA_NEW(loom_graph_module_arena(m), loom_graph_expr);
       if (!call) return LOOM_OOM();
       *call = *v;
+      if (lg.nscalars) {
+        /* Scalar parameters follow the tensor arguments, as sym(...) leaves. */
+        size_t n = v->u.call.nargs + lg.nscalars;
+        loom_graph_expr **args = LOOM_ARENA_ARRAY(loom_graph_module_arena(m), loom_graph_expr *, n);
+        if (!args) return LOOM_OOM();
+        for (size_t k = 0; k < v->u.call.nargs; k++) args[k] = v->u.call.args[k];
+        for (size_t k = 0; k < lg.nscalars; k++)
+          if (!(args[v->u.call.nargs + k] = loom_graph_sym_new(m, lg.scalars[k]))) return LOOM_OOM();
+        call->u.call.args = args;
+        call->u.call.nargs = n;
+      }
       call->u.call.callee = LOOM_GRAPH_CALLEE_TP;
       call->u.call.target = loom_graph_module_intern(m, loom_tp_func_name(tp), strlen(loom_tp_func_name(tp)));
       call->u.call.nattrs = 0;

@@ -13,10 +13,18 @@
 
 #include "graph/graph.h"
 
-/* The tensor program for one operator call whose result has struct info `out`.
+/* What one operator call lowers to: a program, and the symbolic values of its i64 scalar
+ * parameters (a slice's begins, tril's k), passed after the call's tensor arguments. */
+typedef struct loom_graph_legal {
+  loom_tp_func *tp;
+  size_t nscalars;
+  const loom_sym_expr *scalars[8];
+} loom_graph_legal;
+
+/* The lowering of one operator call whose result has struct info `out`.
  * UNIMPLEMENTED (naming the op) when the op or this form of it has no legalization. */
 loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
-                                     loom_tp_func **out_tp);
+                                     loom_graph_legal *result);
 
 /* Rewrites every operator call of every function that can be legalized. Calls that
  * cannot stay as they are (counted in *out_kept, each named in `diags` as a note). */

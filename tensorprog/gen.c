@@ -153,41 +153,57 @@ static void bcast_input(const char *prefix, int r, int R, const loom_tp_bcast *m
   snprintf(load + strlen(load), load_cap - strlen(load), "]");
 }
 
-loom_status loom_tp_gen_binary(loom_arena *a, loom_sym_ctx *cx, const char *name, const char *expr, loom_dtype in,
-                               loom_dtype out, int ra, const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb,
-                               loom_tp_func **result) {
-  int R = ra > rb ? ra : rb;
+loom_status loom_tp_gen_nary(loom_arena *a, loom_sym_ctx *cx, const char *name, const char *expr, int n,
+                             const loom_dtype *in, loom_dtype out, const int *ranks, const loom_tp_bcast *const *modes,
+                             loom_tp_func **result) {
+  static const char *const vars[4] = {"a", "b", "c", "d"}, *const bufs[4] = {"A", "B", "C", "D"};
+  static const char *const prefixes[4] = {"a", "b", "c", "e"}; /* dims of guarded axes: a3, b3, ... */
+  if (n < 1 || n > 4) return LOOM_ERROR(INVALID_ARGUMENT, "elementwise generator takes 1 to 4 inputs, not %d", n);
+  int R = 0;
+  for (int i = 0; i < n; i++) {
+    if (ranks[i] < 0) return LOOM_ERROR(INVALID_ARGUMENT, "negative rank");
+    if (ranks[i] > R) R = ranks[i];
+  }
   LOOM_PROPAGATE(check_rank(R));
-  if (ra < 0 || rb < 0) return LOOM_ERROR(INVALID_ARGUMENT, "negative rank");
-  char da[LOOM_TP_GEN_MAX_RANK][12], db[LOOM_TP_GEN_MAX_RANK][12];
-  char la[512], lb[512];
-  bcast_input("a", ra, R, ma, da, la, sizeof la, "A");
-  bcast_input("b", rb, R, mb, db, lb, sizeof lb, "B");
-  const char *pa[LOOM_TP_GEN_MAX_RANK], *pb[LOOM_TP_GEN_MAX_RANK];
-  for (int j = 0; j < ra; j++) pa[j] = da[j];
-  for (int j = 0; j < rb; j++) pb[j] = db[j];
+  char dims[4][LOOM_TP_GEN_MAX_RANK][12], loads[4][512];
+  const char *pd[4][LOOM_TP_GEN_MAX_RANK], *repl[4];
+  for (int i = 0; i < n; i++) {
+    bcast_input(prefixes[i], ranks[i], R, modes[i], dims[i], loads[i], sizeof loads[i], bufs[i]);
+    for (int j = 0; j < ranks[i]; j++) pd[i][j] = dims[i][j];
+    repl[i] = loads[i];
+  }
   const char *const *d = dims_d();
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(A: ", name);
-  buffer_type(&sb, pa, ra, in);
-  loom_strbuf_puts(&sb, ", B: ");
-  buffer_type(&sb, pb, rb, in);
-  loom_strbuf_puts(&sb, ", C: ");
+  loom_strbuf_printf(&sb, "prim @%s(", name);
+  for (int i = 0; i < n; i++) {
+    loom_strbuf_printf(&sb, "%s: ", bufs[i]);
+    buffer_type(&sb, pd[i], ranks[i], in[i]);
+    loom_strbuf_puts(&sb, ", ");
+  }
+  loom_strbuf_puts(&sb, "Y: ");
   buffer_type(&sb, d, R, out);
   loom_strbuf_puts(&sb, ") {\n");
   int axes[LOOM_TP_GEN_MAX_RANK];
   all_axes(axes, R);
   open_loops(&sb, axes, R, "i", d, true, false);
-  loom_strbuf_puts(&sb, "C[");
+  loom_strbuf_puts(&sb, "Y[");
   for (int k = 0; k < R; k++) loom_strbuf_printf(&sb, "%si%d", k ? ", " : "", k);
   loom_strbuf_puts(&sb, "] = ");
-  const char *names[2] = {"a", "b"}, *repl[2] = {la, lb};
-  substitute(&sb, expr, names, repl, 2);
+  substitute(&sb, expr, vars, repl, n);
   loom_strbuf_putc(&sb, '\n');
   close_loops(&sb, R);
   loom_strbuf_puts(&sb, "}\n");
   return finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_binary(loom_arena *a, loom_sym_ctx *cx, const char *name, const char *expr, loom_dtype in,
+                               loom_dtype out, int ra, const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb,
+                               loom_tp_func **result) {
+  const loom_dtype ins[2] = {in, in};
+  const int ranks[2] = {ra, rb};
+  const loom_tp_bcast *const modes[2] = {ma, mb};
+  return loom_tp_gen_nary(a, cx, name, expr, 2, ins, out, ranks, modes, result);
 }
 
 /* The identity element of a reduction as a literal of dtype t. */
@@ -630,6 +646,205 @@ loom_status loom_tp_gen_concat(loom_arena *a, loom_sym_ctx *cx, const char *name
   }
   if (ninputs > 1) loom_strbuf_puts(&sb, "}\n");
   close_loops(&sb, rank);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+/* Index list "i0, i1, ..." of rank r into buf. */
+static void loop_indices(char *buf, size_t cap, int r) {
+  buf[0] = '\0';
+  for (int k = 0; k < r; k++) snprintf(buf + strlen(buf), cap - strlen(buf), "%si%d", k ? ", " : "", k);
+}
+
+loom_status loom_tp_gen_slice(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                              unsigned axes_mask, const int64_t *strides, loom_tp_func **result) {
+  LOOM_PROPAGATE(check_rank(rank));
+  const char *const *d = dims_d();
+  char an[LOOM_TP_GEN_MAX_RANK][8];
+  const char *pa[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < rank; k++) {
+    snprintf(an[k], sizeof an[k], "a%d", k);
+    pa[k] = an[k];
+  }
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
+  buffer_type(&sb, pa, rank, t);
+  for (int k = 0; k < rank; k++)
+    if (axes_mask >> k & 1) loom_strbuf_printf(&sb, ", b%d: i64", k);
+  loom_strbuf_puts(&sb, ", Y: ");
+  buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  all_axes(axes, rank);
+  open_loops(&sb, axes, rank, "i", d, true, false);
+  char yi[256];
+  loop_indices(yi, sizeof yi, rank);
+  loom_strbuf_printf(&sb, "Y[%s] = X[", yi);
+  for (int k = 0; k < rank; k++) {
+    if (axes_mask >> k & 1) loom_strbuf_printf(&sb, "%sb%d + i%d*%lld", k ? ", " : "", k, k, (long long)strides[k]);
+    else loom_strbuf_printf(&sb, "%si%d", k ? ", " : "", k);
+  }
+  loom_strbuf_puts(&sb, "]\n");
+  close_loops(&sb, rank);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_fill(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                             const char *value_text, loom_tp_func **result) {
+  LOOM_PROPAGATE(check_rank(rank));
+  const char *const *d = dims_d();
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(Y: ", name);
+  buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  all_axes(axes, rank);
+  open_loops(&sb, axes, rank, "i", d, true, false);
+  char yi[256];
+  loop_indices(yi, sizeof yi, rank);
+  loom_strbuf_printf(&sb, "Y[%s] = %s(%s)\n", yi, loom_dtype_name(t), value_text);
+  close_loops(&sb, rank);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_tri(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, bool upper,
+                            loom_tp_func **result) {
+  if (rank < 2) return LOOM_ERROR(INVALID_ARGUMENT, "tril/triu need rank >= 2, not %d", rank);
+  LOOM_PROPAGATE(check_rank(rank));
+  const char *const *d = dims_d();
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
+  buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ", k: i64, Y: ");
+  buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  all_axes(axes, rank);
+  open_loops(&sb, axes, rank, "i", d, true, false);
+  char yi[256];
+  loop_indices(yi, sizeof yi, rank);
+  loom_strbuf_printf(&sb, "Y[%s] = select(i%d - i%d %s k, X[%s], 0)\n", yi, rank - 1, rank - 2, upper ? ">=" : "<=", yi);
+  close_loops(&sb, rank);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_take(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                             loom_dtype index_t, int index_rank, loom_tp_func **result) {
+  int R = rank - 1 + index_rank;
+  if (axis < 0 || axis >= rank) return LOOM_ERROR(INVALID_ARGUMENT, "take axis %d is outside [0, %d)", axis, rank);
+  LOOM_PROPAGATE(check_rank(rank));
+  LOOM_PROPAGATE(check_rank(R));
+  const char *const *d = dims_d();
+  char an[LOOM_TP_GEN_MAX_RANK][8];
+  const char *pa[LOOM_TP_GEN_MAX_RANK], *pi[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < rank; k++) {
+    snprintf(an[k], sizeof an[k], "a%d", k);
+    pa[k] = k < axis ? d[k] : k > axis ? d[k - 1 + index_rank] : an[k];
+  }
+  for (int k = 0; k < index_rank; k++) pi[k] = d[axis + k];
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
+  buffer_type(&sb, pa, rank, t);
+  loom_strbuf_puts(&sb, ", I: ");
+  buffer_type(&sb, pi, index_rank, index_t);
+  loom_strbuf_puts(&sb, ", Y: ");
+  buffer_type(&sb, d, R, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  all_axes(axes, R);
+  open_loops(&sb, axes, R, "i", d, true, false);
+  char ii[256] = "", yi[256], xi[512] = "";
+  for (int k = 0; k < index_rank; k++) snprintf(ii + strlen(ii), sizeof ii - strlen(ii), "%si%d", k ? ", " : "", axis + k);
+  loop_indices(yi, sizeof yi, R);
+  loom_strbuf_printf(&sb, "let t: i64 = i64(I[%s])\n", index_rank ? ii : "");
+  for (int k = 0; k < rank; k++) {
+    size_t n = strlen(xi);
+    if (k < axis) snprintf(xi + n, sizeof xi - n, "%si%d", k ? ", " : "", k);
+    else if (k > axis) snprintf(xi + n, sizeof xi - n, "%si%d", k ? ", " : "", k - 1 + index_rank);
+    else snprintf(xi + n, sizeof xi - n, "%sselect(t < 0, t + a%d, t)", k ? ", " : "", k);
+  }
+  loom_strbuf_printf(&sb, "Y[%s] = X[%s]\n", yi, xi);
+  close_loops(&sb, R);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_argext(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                               bool is_max, bool keepdims, loom_tp_func **result) {
+  LOOM_PROPAGATE(check_rank(rank));
+  if (axis < 0 || axis >= rank) return LOOM_ERROR(INVALID_ARGUMENT, "axis %d is outside [0, %d)", axis, rank);
+  const char *const *d = dims_d();
+  const char *po[LOOM_TP_GEN_MAX_RANK];
+  int orank = 0;
+  char oi[256] = "", xr[256] = "";
+  for (int k = 0; k < rank; k++) {
+    if (k == axis && !keepdims) continue;
+    po[orank] = k == axis ? "1" : d[k];
+    char tok[8] = "0";
+    if (k != axis) snprintf(tok, sizeof tok, "i%d", k);
+    snprintf(oi + strlen(oi), sizeof oi - strlen(oi), "%s%s", orank ? ", " : "", tok);
+    orank++;
+  }
+  for (int k = 0; k < rank; k++) snprintf(xr + strlen(xr), sizeof xr - strlen(xr), "%s%s%d", k ? ", " : "", k == axis ? "r" : "i", k);
+  int keep[LOOM_TP_GEN_MAX_RANK], nk = 0;
+  for (int k = 0; k < rank; k++)
+    if (k != axis) keep[nk++] = k;
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
+  buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ", Y: ");
+  if (orank == 0) {
+    const char *one[1] = {"1"};
+    buffer_type(&sb, one, 1, LOOM_DTYPE_I64);
+    snprintf(oi, sizeof oi, "0");
+  } else {
+    buffer_type(&sb, po, orank, LOOM_DTYPE_I64);
+  }
+  loom_strbuf_puts(&sb, ") {\n");
+  open_loops(&sb, keep, nk, "i", d, true, false);
+  /* The first extreme: replace only on a strictly better value. */
+  loom_strbuf_printf(&sb, "alloc best: Local[(1,), %s]\nbest[0] = ", loom_dtype_name(t));
+  reduce_init(&sb, is_max ? LOOM_TP_REDUCE_MAX : LOOM_TP_REDUCE_MIN, t);
+  loom_strbuf_printf(&sb, "\nY[%s] = 0\n", oi);
+  loom_strbuf_printf(&sb, "for r%d in 0..%s reduce {\n", axis, d[axis]);
+  loom_strbuf_printf(&sb, "if X[%s] %s best[0] {\nbest[0] = X[%s]\nY[%s] = r%d\n}\n}\n", xr, is_max ? ">" : "<", xr, oi, axis);
+  close_loops(&sb, nk);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_cumsum(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                               bool exclusive, loom_tp_func **result) {
+  LOOM_PROPAGATE(check_rank(rank));
+  if (axis < 0 || axis >= rank) return LOOM_ERROR(INVALID_ARGUMENT, "cumsum axis %d is outside [0, %d)", axis, rank);
+  const char *const *d = dims_d();
+  int keep[LOOM_TP_GEN_MAX_RANK], nk = 0;
+  for (int k = 0; k < rank; k++)
+    if (k != axis) keep[nk++] = k;
+  char xj[256] = "";
+  for (int k = 0; k < rank; k++) snprintf(xj + strlen(xj), sizeof xj - strlen(xj), "%s%s%d", k ? ", " : "", k == axis ? "j" : "i", k);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
+  buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ", Y: ");
+  buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  open_loops(&sb, keep, nk, "i", d, true, false);
+  loom_strbuf_printf(&sb, "alloc acc: Local[(1,), %s]\n", loom_dtype_name(t));
+  loom_strbuf_printf(&sb, "for j%d in 0..%s {\n", axis, d[axis]);
+  if (exclusive) loom_strbuf_printf(&sb, "Y[%s] = acc[0]\nacc[0] = acc[0] + X[%s]\n", xj, xj);
+  else loom_strbuf_printf(&sb, "acc[0] = acc[0] + X[%s]\nY[%s] = acc[0]\n", xj, xj);
+  loom_strbuf_puts(&sb, "}\n");
+  close_loops(&sb, nk);
   loom_strbuf_puts(&sb, "}\n");
   return finish(a, cx, &sb, result);
 }

@@ -26,7 +26,13 @@ typedef enum loom_tp_bcast {
 loom_status loom_tp_gen_unary(loom_arena *a, loom_sym_ctx *cx, const char *name, const char *expr, loom_dtype in,
                               loom_dtype out, int rank, loom_tp_func **result);
 
-/* C = f(A, B) with broadcasting. `ra`/`rb` are the input ranks (<= the output rank
+/* Y = f(inputs...) with broadcasting, for n <= 4 inputs named a, b, c, d in `expr` (buffers
+ * A, B, C, D; result Y). Input i has dtype in[i], rank ranks[i] and axis modes modes[i]. */
+loom_status loom_tp_gen_nary(loom_arena *a, loom_sym_ctx *cx, const char *name, const char *expr, int n,
+                             const loom_dtype *in, loom_dtype out, const int *ranks, const loom_tp_bcast *const *modes,
+                             loom_tp_func **result);
+
+/* C = f(A, B) with broadcasting (loom_tp_gen_nary with two inputs of one dtype). `ra`/`rb` are the input ranks (<= the output rank
  * max(ra, rb)); `ma[d]`/`mb[d]` the mode of each input axis. `expr` is over `a`, `b`. */
 loom_status loom_tp_gen_binary(loom_arena *a, loom_sym_ctx *cx, const char *name, const char *expr, loom_dtype in,
                                loom_dtype out, int ra, const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb,
@@ -76,5 +82,32 @@ loom_status loom_tp_gen_permute(loom_arena *a, loom_sym_ctx *cx, const char *nam
 /* Y = concat(X0, ..., X{n-1}) along `axis` (n >= 1 inputs of one rank and dtype). */
 loom_status loom_tp_gen_concat(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                                int ninputs, loom_tp_func **result);
+
+/* Y = X[..., begin[k] + i*stride[k], ...] on the axes in `axes_mask`: the begins are i64
+ * scalar parameters b<axis> (symbolic at the call), the strides constants of the program. */
+loom_status loom_tp_gen_slice(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                              unsigned axes_mask, const int64_t *strides, loom_tp_func **result);
+
+/* Y = value everywhere (`value_text` is a literal of t, e.g. "-1000000000.0" or "true"). */
+loom_status loom_tp_gen_fill(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                             const char *value_text, loom_tp_func **result);
+
+/* tril (upper = false) / triu on the last two axes with the diagonal offset as i64 scalar `k`:
+ * keeps X where col - row <= k (tril) or >= k (triu), else 0. */
+loom_status loom_tp_gen_tri(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, bool upper,
+                            loom_tp_func **result);
+
+/* Y = take(X, I, axis): Y[pre, idx, post] = X[pre, I[idx], post]; negative indices count from
+ * the end (as ONNX Gather). */
+loom_status loom_tp_gen_take(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                             loom_dtype index_t, int index_rank, loom_tp_func **result);
+
+/* argmax / argmin along `axis` (first extreme; i64 result), keepdims or not. */
+loom_status loom_tp_gen_argext(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                               bool is_max, bool keepdims, loom_tp_func **result);
+
+/* Running sum along `axis` (exclusive: the sum of the elements before). */
+loom_status loom_tp_gen_cumsum(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                               bool exclusive, loom_tp_func **result);
 
 #endif

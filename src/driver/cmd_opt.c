@@ -87,6 +87,7 @@ const loom_cli_command loom_cmd_opt = {
         {NULL, NULL, NULL, false},
     },
     .run = run,
-    .details = "Passes: legalize (operator calls -> generated tensor programs), classify (report\n"
-               "each tensor program's access pattern). The module is verified after every pass.",
+    .details = "Passes: legalize (operator calls -> generated tensor programs), schedule (default CPU\n"
+               "schedule rules on every tensor program), classify (report each tensor program's access\n"
+               "pattern). The module is verified after every pass.",
 };

@@ -7,11 +7,13 @@
 #include "base/strbuf.h"
 #include "graph/legalize.h"
 #include "tensorprog/tp_pattern.h"
+#include "tensorprog/tp_schedule_cpu.h"
 
 /* The default pipeline. Each line is a pass of passes.def; later issues add normalize,
  * fold, CSE, DCE, library offload, fuse, merge, schedule, memory planning and VM lowering. */
 static const loom_pass_id default_pipeline[] = {
     LOOM_PASS_legalize, /* ops -> call_tp of generated tensor programs */
+    LOOM_PASS_schedule, /* default CPU schedules: parallel outer loops, vectorised inner loops */
 };
 
 size_t loom_pipeline_default(const loom_pass_id **out) {
@@ -44,6 +46,20 @@ static loom_status run_legalize(loom_graph_module *m, loom_diag_list *diags, FIL
   size_t done = 0, kept = 0;
   LOOM_PROPAGATE(loom_graph_legalize(m, diags, &done, &kept));
   if (report) fprintf(out, "// legalize: %zu calls lowered, %zu kept as operators\n", done, kept);
+  return LOOM_OK;
+}
+
+static loom_status run_schedule(loom_graph_module *m, loom_diag_list *diags, FILE *out, bool report) {
+  (void)diags;
+  for (size_t i = 0; i < loom_graph_module_num_tps(m); i++) {
+    loom_tp_func *tp = loom_graph_module_tp_at(m, i);
+    loom_strbuf why;
+    loom_strbuf_init(&why, NULL);
+    loom_status s = loom_tp_schedule_cpu(loom_graph_module_arena(m), loom_graph_module_sym(m), tp, &why);
+    if (!s && report) fprintf(out, "// schedule @%s:\n%s", loom_tp_func_name(tp), loom_strbuf_cstr(&why));
+    loom_strbuf_free(&why);
+    LOOM_RETURN_IF_ERROR(s, "while scheduling @%s", loom_tp_func_name(tp));
+  }
   return LOOM_OK;
 }
 

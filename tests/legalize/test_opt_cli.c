@@ -1,4 +1,5 @@
 /* test_opt_cli.c — `loom opt`: passes by name, print-after-all, timing, and misuse. */
+#include <stdio.h>
 #include <string.h>
 
 #include "support/loom_test.h"
@@ -13,6 +14,22 @@ LOOM_TEST(opt_cli, legalize_and_classify_the_mlp) {
   cr_assert(strstr(p.out, "h: Tensor[(b, 256), f32] = call_tp(@linear_f32_r2_bias, (x, w1, b1), Tensor[(b, 256), f32])") != NULL,
             "%s", p.out);
   cr_assert(strstr(p.out, "// legalize: 4 calls lowered, 0 kept as operators") == NULL, "report only with --print-after-all");
+  loom_test_proc_free(&p);
+}
+
+LOOM_TEST(opt_cli, the_default_pipeline_schedules_and_the_result_reparses) {
+  loom_test_proc p = loom_test_run("%s opt tests/graph/corpus/gpt2_tiny.loom --print-after-all > /tmp/loom-opt-all.txt && "
+                                   "%s opt tests/graph/corpus/gpt2_tiny.loom > /tmp/loom-opt-gpt2.loom && %s check /tmp/loom-opt-gpt2.loom",
+                                   loom_test_loom_bin(), loom_test_loom_bin(), loom_test_loom_bin());
+  cr_assert_eq(p.exit_code, 0, "%s%s", p.out, p.err);
+  loom_test_proc_free(&p);
+  p = loom_test_run("grep -c 'call_tp' /tmp/loom-opt-gpt2.loom; grep -c 'vectorize' /tmp/loom-opt-gpt2.loom; "
+                    "grep -c '// schedule @' /tmp/loom-opt-all.txt");
+  int calls = 0, vec = 0, sched = 0;
+  cr_assert_eq(sscanf(p.out, "%d %d %d", &calls, &vec, &sched), 3, "%s", p.out);
+  cr_assert_eq(calls, 32, "every binding of the GPT-2 block is lowered");
+  cr_assert_gt(vec, 0, "some loops are vectorised");
+  cr_assert_gt(sched, 10, "each program reports its schedule");
   loom_test_proc_free(&p);
 }
 
@@ -33,7 +50,7 @@ LOOM_TEST(opt_cli, the_output_parses_back) {
 LOOM_TEST(opt_cli, misuse_and_bad_files) {
   loom_test_proc p = loom_test_run("%s opt models/mlp.loom --passes=legalize,frobnicate", loom_test_loom_bin());
   cr_assert_eq(p.exit_code, 2);
-  cr_assert(strstr(p.err, "unknown pass 'frobnicate'; passes: legalize classify") != NULL, "%s", p.err);
+  cr_assert(strstr(p.err, "unknown pass 'frobnicate'; passes: legalize schedule classify") != NULL, "%s", p.err);
   loom_test_proc_free(&p);
   p = loom_test_run("%s opt /nonexistent.loom", loom_test_loom_bin());
   cr_assert_eq(p.exit_code, 1);

@@ -43,7 +43,8 @@ loom_test_proc loom_test_run(const char *fmt, ...) {
   if (fo >= 0) close(fo);
   if (fe >= 0) close(fe);
   char full[4300];
-  snprintf(full, sizeof full, "%s >%s 2>%s </dev/null", cmd, out_path, err_path);
+  /* A subshell, so that the redirections capture every command of a list (a; b && c). */
+  snprintf(full, sizeof full, "( %s ) >%s 2>%s </dev/null", cmd, out_path, err_path);
   int st = system(full);
   loom_test_proc p = {0};
   if (st == -1)
