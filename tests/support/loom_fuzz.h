@@ -18,9 +18,11 @@
 typedef void (*loom_fuzz_target)(const uint8_t *data, size_t len, void *ud);
 
 typedef struct loom_fuzz_opts {
-  size_t max_iterations; /* upper bound on mutants run */
-  double max_seconds;    /* time bound (LOOM_FUZZ_SECONDS overrides when larger) */
-  uint64_t seed;         /* PRNG seed; 0 means loom_test_seed() */
+  size_t max_iterations;    /* upper bound on mutants run */
+  double max_seconds;       /* time bound (LOOM_FUZZ_SECONDS overrides when larger) */
+  uint64_t seed;            /* PRNG seed; 0 means loom_test_seed() */
+  const char *const *dict;  /* optional tokens of the input language, inserted as mutations */
+  size_t ndict;
 } loom_fuzz_opts;
 
 /* Runs the target on every seed, then on mutants; returns the number of inputs run. */

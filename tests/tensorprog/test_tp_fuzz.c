@@ -18,6 +18,12 @@ static const char *const seeds[] = {
     "  for i in 0..floordiv(n + 3, 4) { for j in 0..min(d, 8) vectorize { O[i, j] = D[I[i], j] } }\n}\n"),
 };
 
+/* Tokens of the tensor-program text, inserted as mutations. */
+static const char *const dict[] = {"for ", " in 0..", " parallel", " vectorize", " reduce", "let ", ": f32 = ", "if ", " else ",
+                                   "alloc ", "Local[(4,), f32]", "Buffer[(n,), f32]", "[", "]", "(", ")", "{", "}", ",",
+                                   " = ", " + ", " * ", " // ", " % ", "floordiv(", "select(", "exp(", "f16(", "1.5f16",
+                                   "-inf", "nan", "true", "3i32", "99999999999999999999", "\n"};
+
 static void target(const uint8_t *data, size_t len, void *ud) {
   (void)ud;
   loom_sym_ctx *cx;
@@ -49,7 +55,7 @@ LOOM_TEST(tp_fuzz, parser_survives_mutants) {
     in[i] = (const uint8_t *)seeds[i];
     lens[i] = strlen(seeds[i]);
   }
-  loom_fuzz_opts o = {.max_iterations = 20000, .max_seconds = 4.0};
+  loom_fuzz_opts o = {.max_iterations = 20000, .max_seconds = 4.0, .dict = dict, .ndict = sizeof dict / sizeof dict[0]};
   size_t runs = loom_fuzz_run(&o, in, lens, 3, target, NULL);
   cr_assert_geq(runs, 100, "only %zu inputs ran", runs);
   cr_log_info("tensor-program parser fuzz: %zu inputs", runs);
