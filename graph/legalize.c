@@ -497,6 +497,110 @@ static loom_status legalize_cumsum(loom_graph_module *m, const loom_graph_expr *
   return loom_graph_module_add_tp(m, *tp);
 }
 
+/* A float attribute as a literal of dtype t. */
+static void literal_of(loom_dtype t, double v, char *buf, size_t cap) {
+  if (t == LOOM_DTYPE_BOOL) snprintf(buf, cap, "%s", v != 0 ? "true" : "false");
+  else if (loom_dtype_is_float(t)) {
+    snprintf(buf, cap, "%.17g", v);
+    if (!strpbrk(buf, ".eEn")) strncat(buf, ".0", cap - strlen(buf) - 1);
+  } else snprintf(buf, cap, "%lld", (long long)v);
+}
+
+static loom_status legalize_pad(loom_graph_module *m, const loom_graph_expr *call, loom_graph_legal *r) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  const loom_graph_attr *pads = loom_graph_call_attr(call, "pads");
+  if (!pads || pads->n != (size_t)(2 * x->ndim)) return unsupported(call, "without one before/after pad per axis");
+  double value = loom_graph_attr_get_float(call, "value", 0);
+  char text[64];
+  literal_of(x->dtype, value, text, sizeof text);
+  char name[256];
+  snprintf(name, sizeof name, "pad_%s_r%d_%016llx", loom_dtype_name(x->dtype), x->ndim,
+           (unsigned long long)loom_hash_bytes(&value, sizeof value));
+  if (!(r->tp = find_tp(m, name))) {
+    LOOM_PROPAGATE(loom_tp_gen_pad(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, text, &r->tp));
+    LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
+  }
+  for (int k = 0; k < x->ndim; k++) r->scalars[r->nscalars++] = pads->syms[k];
+  return LOOM_OK;
+}
+
+static loom_status legalize_arange(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                   loom_graph_legal *r) {
+  if (out->ndim != 1) return unsupported(call, "for a result that is not 1-d");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  const loom_graph_attr *start = loom_graph_call_attr(call, "start"), *step = loom_graph_call_attr(call, "step");
+  char name[64];
+  snprintf(name, sizeof name, "arange_%s", loom_dtype_name(out->dtype));
+  if (!(r->tp = find_tp(m, name))) {
+    LOOM_PROPAGATE(loom_tp_gen_arange(loom_graph_module_arena(m), cx, name, out->dtype, &r->tp));
+    LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
+  }
+  r->scalars[r->nscalars++] = start && start->n == 1 ? start->syms[0] : loom_sym_const(cx, 0);
+  r->scalars[r->nscalars++] = step && step->n == 1 ? step->syms[0] : loom_sym_const(cx, 1);
+  return LOOM_OK;
+}
+
+static loom_status legalize_tile(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  char name[64];
+  snprintf(name, sizeof name, "tile_%s_r%d", loom_dtype_name(x->dtype), x->ndim);
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_tile(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legalize_repeat(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  int axis;
+  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return unsupported(call, "for this axis");
+  int64_t reps = loom_graph_attr_get_int(call, "repeats", 1);
+  if (reps < 1) return unsupported(call, "for repeats < 1");
+  char name[128];
+  snprintf(name, sizeof name, "repeat_%s_r%d_a%d_x%lld", loom_dtype_name(x->dtype), x->ndim, axis, (long long)reps);
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_repeat(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, axis,
+                                    reps, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legalize_gather_elements(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  const loom_sinfo *x, *idx;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(tensor_arg(call, 1, &idx));
+  if (!loom_dtype_is_int(idx->dtype) || idx->ndim != x->ndim) return unsupported(call, "for these indices");
+  int axis;
+  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return unsupported(call, "for this axis");
+  char name[128];
+  snprintf(name, sizeof name, "gather_elements_%s_r%d_a%d_%s", loom_dtype_name(x->dtype), x->ndim, axis,
+           loom_dtype_name(idx->dtype));
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_gather_elements(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim,
+                                             axis, idx->dtype, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legalize_one_hot(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                    loom_tp_func **tp) {
+  const loom_sinfo *idx;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &idx));
+  if (!loom_dtype_is_int(idx->dtype) || out->ndim != idx->ndim + 1) return unsupported(call, "for these indices");
+  double on = loom_graph_attr_get_float(call, "on_value", 1), off = loom_graph_attr_get_float(call, "off_value", 0);
+  char on_t[64], off_t[64];
+  literal_of(out->dtype, on, on_t, sizeof on_t);
+  literal_of(out->dtype, off, off_t, sizeof off_t);
+  double key[2] = {on, off};
+  char name[128];
+  snprintf(name, sizeof name, "one_hot_%s_r%d_%s_%016llx", loom_dtype_name(idx->dtype), idx->ndim, loom_dtype_name(out->dtype),
+           (unsigned long long)loom_hash_bytes(key, sizeof key));
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_one_hot(loom_graph_module_arena(m), loom_graph_module_sym(m), name, idx->dtype, idx->ndim,
+                                     out->dtype, on_t, off_t, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
 /* The lowering of ops whose programs take no scalar parameters. */
 static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                   loom_tp_func **out_tp) {
@@ -538,6 +642,10 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
     case LOOM_GRAPH_OP_ARGMAX: return legalize_argext(m, call, true, out_tp);
     case LOOM_GRAPH_OP_ARGMIN: return legalize_argext(m, call, false, out_tp);
     case LOOM_GRAPH_OP_CUMSUM: return legalize_cumsum(m, call, out_tp);
+    case LOOM_GRAPH_OP_TILE: return legalize_tile(m, call, out_tp);
+    case LOOM_GRAPH_OP_REPEAT: return legalize_repeat(m, call, out_tp);
+    case LOOM_GRAPH_OP_GATHER_ELEMENTS: return legalize_gather_elements(m, call, out_tp);
+    case LOOM_GRAPH_OP_ONE_HOT: return legalize_one_hot(m, call, out, out_tp);
     default: return unsupported(call, "yet");
   }
 }
@@ -553,6 +661,8 @@ loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr
     case LOOM_GRAPH_OP_STRIDED_SLICE: return legalize_slice(m, call, result);
     case LOOM_GRAPH_OP_TRIL: return legalize_tri(m, call, false, result);
     case LOOM_GRAPH_OP_TRIU: return legalize_tri(m, call, true, result);
+    case LOOM_GRAPH_OP_PAD: return legalize_pad(m, call, result);
+    case LOOM_GRAPH_OP_ARANGE: return legalize_arange(m, call, out, result);
     default: return legalize_plain(m, call, out, &result->tp);
   }
 }

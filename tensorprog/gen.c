@@ -848,3 +848,162 @@ loom_status loom_tp_gen_cumsum(loom_arena *a, loom_sym_ctx *cx, const char *name
   loom_strbuf_puts(&sb, "}\n");
   return finish(a, cx, &sb, result);
 }
+
+/* "X: Buffer[(a0, a1, ...), t]" with dims named a<k>. */
+static void buffer_a(loom_strbuf *sb, const char *buf, int rank, loom_dtype t) {
+  char an[LOOM_TP_GEN_MAX_RANK][8];
+  const char *pa[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < rank; k++) {
+    snprintf(an[k], sizeof an[k], "a%d", k);
+    pa[k] = an[k];
+  }
+  loom_strbuf_printf(sb, "%s: ", buf);
+  buffer_type(sb, pa, rank, t);
+}
+
+loom_status loom_tp_gen_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                            const char *value_text, loom_tp_func **result) {
+  LOOM_PROPAGATE(check_rank(rank));
+  const char *const *d = dims_d();
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(", name);
+  buffer_a(&sb, "X", rank, t);
+  for (int k = 0; k < rank; k++) loom_strbuf_printf(&sb, ", p%d: i64", k);
+  loom_strbuf_puts(&sb, ", Y: ");
+  buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  all_axes(axes, rank);
+  open_loops(&sb, axes, rank, "i", d, true, false);
+  char yi[256], xi[512] = "", cond[1024] = "";
+  loop_indices(yi, sizeof yi, rank);
+  for (int k = 0; k < rank; k++) {
+    snprintf(xi + strlen(xi), sizeof xi - strlen(xi), "%si%d - p%d", k ? ", " : "", k, k);
+    snprintf(cond + strlen(cond), sizeof cond - strlen(cond), "%si%d >= p%d && i%d - p%d < a%d", k ? " && " : "", k, k, k,
+             k, k);
+  }
+  /* An if, not a select: compiled code must never load outside X. */
+  if (rank) loom_strbuf_printf(&sb, "if %s {\nY[%s] = X[%s]\n} else {\nY[%s] = %s(%s)\n}\n", cond, yi, xi, yi,
+                               loom_dtype_name(t), value_text);
+  else loom_strbuf_puts(&sb, "Y[] = X[]\n");
+  close_loops(&sb, rank);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_tile(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                             loom_tp_func **result) {
+  LOOM_PROPAGATE(check_rank(rank));
+  const char *const *d = dims_d();
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(", name);
+  buffer_a(&sb, "X", rank, t);
+  loom_strbuf_puts(&sb, ", Y: ");
+  buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  all_axes(axes, rank);
+  open_loops(&sb, axes, rank, "i", d, true, false);
+  char yi[256], xi[512] = "";
+  loop_indices(yi, sizeof yi, rank);
+  for (int k = 0; k < rank; k++) snprintf(xi + strlen(xi), sizeof xi - strlen(xi), "%sfloormod(i%d, a%d)", k ? ", " : "", k, k);
+  loom_strbuf_printf(&sb, "Y[%s] = X[%s]\n", yi, xi);
+  close_loops(&sb, rank);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_repeat(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                               int64_t repeats, loom_tp_func **result) {
+  LOOM_PROPAGATE(check_rank(rank));
+  if (axis < 0 || axis >= rank || repeats < 1) return LOOM_ERROR(INVALID_ARGUMENT, "repeat: bad axis or repeats");
+  const char *const *d = dims_d();
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(", name);
+  buffer_a(&sb, "X", rank, t);
+  loom_strbuf_puts(&sb, ", Y: ");
+  buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  all_axes(axes, rank);
+  open_loops(&sb, axes, rank, "i", d, true, false);
+  char yi[256], xi[512] = "";
+  loop_indices(yi, sizeof yi, rank);
+  for (int k = 0; k < rank; k++) {
+    size_t n = strlen(xi);
+    if (k == axis) snprintf(xi + n, sizeof xi - n, "%sfloordiv(i%d, %lld)", k ? ", " : "", k, (long long)repeats);
+    else snprintf(xi + n, sizeof xi - n, "%si%d", k ? ", " : "", k);
+  }
+  loom_strbuf_printf(&sb, "Y[%s] = X[%s]\n", yi, xi);
+  close_loops(&sb, rank);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_gather_elements(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                                        int axis, loom_dtype index_t, loom_tp_func **result) {
+  LOOM_PROPAGATE(check_rank(rank));
+  if (axis < 0 || axis >= rank) return LOOM_ERROR(INVALID_ARGUMENT, "gather_elements axis %d is outside [0, %d)", axis, rank);
+  const char *const *d = dims_d();
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(", name);
+  buffer_a(&sb, "X", rank, t);
+  loom_strbuf_puts(&sb, ", I: ");
+  buffer_type(&sb, d, rank, index_t);
+  loom_strbuf_puts(&sb, ", Y: ");
+  buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  all_axes(axes, rank);
+  open_loops(&sb, axes, rank, "i", d, true, false);
+  char yi[256], xi[512] = "";
+  loop_indices(yi, sizeof yi, rank);
+  for (int k = 0; k < rank; k++) {
+    size_t n = strlen(xi);
+    if (k == axis) snprintf(xi + n, sizeof xi - n, "%sselect(t < 0, t + a%d, t)", k ? ", " : "", k);
+    else snprintf(xi + n, sizeof xi - n, "%si%d", k ? ", " : "", k);
+  }
+  loom_strbuf_printf(&sb, "let t: i64 = i64(I[%s])\nY[%s] = X[%s]\n", yi, yi, xi);
+  close_loops(&sb, rank);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_one_hot(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype index_t, int index_rank,
+                                loom_dtype t, const char *on_text, const char *off_text, loom_tp_func **result) {
+  int R = index_rank + 1;
+  LOOM_PROPAGATE(check_rank(R));
+  const char *const *d = dims_d();
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(I: ", name);
+  buffer_type(&sb, d, index_rank, index_t);
+  loom_strbuf_puts(&sb, ", Y: ");
+  buffer_type(&sb, d, R, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  all_axes(axes, R);
+  open_loops(&sb, axes, R, "i", d, true, false);
+  char ii[256], yi[256];
+  loop_indices(ii, sizeof ii, index_rank);
+  loop_indices(yi, sizeof yi, R);
+  const char *tn = loom_dtype_name(t);
+  loom_strbuf_printf(&sb, "let t: i64 = i64(I[%s])\n", ii);
+  loom_strbuf_printf(&sb, "Y[%s] = select(select(t < 0, t + %s, t) == i%d, %s(%s), %s(%s))\n", yi, d[R - 1], R - 1, tn,
+                     on_text, tn, off_text);
+  close_loops(&sb, R);
+  loom_strbuf_puts(&sb, "}\n");
+  return finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_arange(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_tp_func **result) {
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(start: i64, step: i64, Y: Buffer[(d0,), %s]) {\n", name, loom_dtype_name(t));
+  loom_strbuf_printf(&sb, "for i0 in 0..d0 parallel {\nY[i0] = %s(start + i0*step)\n}\n}\n", loom_dtype_name(t));
+  return finish(a, cx, &sb, result);
+}

@@ -110,4 +110,29 @@ loom_status loom_tp_gen_argext(loom_arena *a, loom_sym_ctx *cx, const char *name
 loom_status loom_tp_gen_cumsum(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                                bool exclusive, loom_tp_func **result);
 
+/* Constant padding: Y = X shifted by the i64 scalars p<k> (pads before each axis; the extents of Y
+ * come from inference), `value_text` elsewhere. */
+loom_status loom_tp_gen_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                            const char *value_text, loom_tp_func **result);
+
+/* tile: Y[i] = X[i mod extent] on every axis. */
+loom_status loom_tp_gen_tile(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                             loom_tp_func **result);
+
+/* repeat: each element `repeats` times along `axis` (constant repeats). */
+loom_status loom_tp_gen_repeat(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                               int64_t repeats, loom_tp_func **result);
+
+/* gather_elements: Y has the shape of I; Y[i] = X[i with axis replaced by I[i]] (negative indices
+ * count from the end). */
+loom_status loom_tp_gen_gather_elements(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                                        int axis, loom_dtype index_t, loom_tp_func **result);
+
+/* one_hot: Y[..., j] = on if I[...] (negative: from the end) == j else off; Y's last axis is depth. */
+loom_status loom_tp_gen_one_hot(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype index_t, int index_rank,
+                                loom_dtype t, const char *on_text, const char *off_text, loom_tp_func **result);
+
+/* arange: Y[i] = t(start + i*step) with start and step as i64 scalar parameters. */
+loom_status loom_tp_gen_arange(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_tp_func **result);
+
 #endif

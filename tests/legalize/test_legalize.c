@@ -168,6 +168,12 @@ static const op_case more_cases[] = {
     {"x: Tensor[(n, 7), f32]", "argmin(x, axis=0, keepdims=true)", 1, {{{4, 7}}}},
     {"x: Tensor[(n, 7), f32]", "cumsum(x, axis=1)", 2, {{{4, 7}}, {{0, 7}}}},
     {"x: Tensor[(n, 7), i64]", "cumsum(x, axis=0, exclusive=true)", 1, {{{5, 7}}}},
+    {"x: Tensor[(n, 3), f32]", "pad(x, pads=[1, 0, 2, 2], value=-1.5)", 2, {{{4, 3}}, {{0, 3}}}},
+    {"x: Tensor[(n, 3), f32]", "tile(x, repeats=[2, 3])", 1, {{{4, 3}}}},
+    {"x: Tensor[(n, 3), f32]", "repeat(x, repeats=2, axis=1)", 1, {{{4, 3}}}},
+    {"x: Tensor[(n, 5), f32], i: Tensor[(n, 2), i64]", "gather_elements(x, i, axis=1)", 1, {{{3, 5}, {3, 2}}}, 5},
+    {"i: Tensor[(n,), i64]", "one_hot(i, depth=[6], on_value=2.0, off_value=-1.0, dtype=f32)", 1, {{{7}}}, 6},
+    {"x: Tensor[(n,), f32]", "arange(start=[2], end=[n + 2], step=[1], dtype=i64)", 1, {{{5}}}},
 };
 
 LOOM_TEST(legalize, where_slices_tri_take_arg_cumsum) {
