@@ -601,6 +601,89 @@ static loom_status legalize_one_hot(loom_graph_module *m, const loom_graph_expr 
   return loom_graph_module_add_tp(m, *tp);
 }
 
+/* A constant list attribute of 2 spatial entries (1 entry broadcasts; for padding, 4 entries are
+ * before/after and only the befores are kept). False if not constant. */
+static bool spatial_attr(const loom_graph_expr *call, const char *name, int64_t dflt, int64_t out[2]) {
+  out[0] = out[1] = dflt;
+  const loom_graph_attr *a = loom_graph_call_attr(call, name);
+  if (!a) return true;
+  int64_t v[4];
+  if (a->n != 1 && a->n != 2 && a->n != 4) return false;
+  for (size_t i = 0; i < a->n; i++)
+    if (!loom_sym_is_const(a->syms[i], &v[i])) return false;
+  out[0] = v[0];
+  out[1] = a->n == 1 ? v[0] : v[1];
+  return true;
+}
+
+static loom_status legalize_conv2d(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  const loom_sinfo *x, *w, *b = NULL;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(tensor_arg(call, 1, &w));
+  if (call->u.call.nargs > 2) LOOM_PROPAGATE(tensor_arg(call, 2, &b));
+  if (x->ndim != 4 || w->ndim != 4 || x->dtype != w->dtype) return unsupported(call, "for these operands");
+  loom_tp_conv2d p = {.groups = loom_graph_attr_get_int(call, "groups", 1)};
+  if (!spatial_attr(call, "strides", 1, p.stride) || !spatial_attr(call, "dilation", 1, p.dilation) ||
+      !spatial_attr(call, "padding", 0, p.pad))
+    return unsupported(call, "for non-constant spatial attributes");
+  loom_dtype acc = x->dtype == LOOM_DTYPE_F16 || x->dtype == LOOM_DTYPE_BF16 ? LOOM_DTYPE_F32 : x->dtype;
+  char name[256];
+  snprintf(name, sizeof name, "conv2d_%s_s%lldx%lld_d%lldx%lld_p%lldx%lld_g%lld%s", loom_dtype_name(x->dtype),
+           (long long)p.stride[0], (long long)p.stride[1], (long long)p.dilation[0], (long long)p.dilation[1],
+           (long long)p.pad[0], (long long)p.pad[1], (long long)p.groups, b ? "_bias" : "");
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_conv2d(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, acc, &p, b != NULL, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legalize_pool2d(loom_graph_module *m, const loom_graph_expr *call, bool is_max, loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  if (x->ndim != 4) return unsupported(call, "for a non-NCHW input");
+  loom_tp_conv2d p = {.dilation = {1, 1}};
+  if (!spatial_attr(call, "kernel", 1, p.kernel) || !spatial_attr(call, "strides", 0, p.stride) ||
+      !spatial_attr(call, "padding", 0, p.pad))
+    return unsupported(call, "for non-constant spatial attributes");
+  for (int i = 0; i < 2; i++)
+    if (!p.stride[i]) p.stride[i] = p.kernel[i]; /* default stride: the kernel */
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s_k%lldx%lld_s%lldx%lld_p%lldx%lld", is_max ? "max_pool2d" : "avg_pool2d",
+           loom_dtype_name(x->dtype), (long long)p.kernel[0], (long long)p.kernel[1], (long long)p.stride[0],
+           (long long)p.stride[1], (long long)p.pad[0], (long long)p.pad[1]);
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_pool2d(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, &p, is_max, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legalize_batch_norm(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  for (size_t i = 1; i < 5; i++) {
+    const loom_sinfo *p;
+    LOOM_PROPAGATE(tensor_arg(call, i, &p));
+    if (p->ndim != 1 || p->dtype != x->dtype) return unsupported(call, "for these parameters");
+  }
+  double eps = loom_graph_attr_get_float(call, "eps", 1e-5);
+  char name[128];
+  snprintf(name, sizeof name, "batch_norm_%s_r%d_%016llx", loom_dtype_name(x->dtype), x->ndim,
+           (unsigned long long)loom_hash_bytes(&eps, sizeof eps));
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_batch_norm(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, eps, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legalize_global_avg_pool2d(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  if (x->ndim != 4) return unsupported(call, "for a non-NCHW input");
+  char name[64];
+  snprintf(name, sizeof name, "global_avg_pool2d_%s", loom_dtype_name(x->dtype));
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_reduce(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_TP_REDUCE_MEAN,
+                                    x->dtype, 4, (1u << 2) | (1u << 3), true, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
 /* The lowering of ops whose programs take no scalar parameters. */
 static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                   loom_tp_func **out_tp) {
@@ -646,6 +729,11 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
     case LOOM_GRAPH_OP_REPEAT: return legalize_repeat(m, call, out_tp);
     case LOOM_GRAPH_OP_GATHER_ELEMENTS: return legalize_gather_elements(m, call, out_tp);
     case LOOM_GRAPH_OP_ONE_HOT: return legalize_one_hot(m, call, out, out_tp);
+    case LOOM_GRAPH_OP_CONV2D: return legalize_conv2d(m, call, out_tp);
+    case LOOM_GRAPH_OP_MAX_POOL2D: return legalize_pool2d(m, call, true, out_tp);
+    case LOOM_GRAPH_OP_AVG_POOL2D: return legalize_pool2d(m, call, false, out_tp);
+    case LOOM_GRAPH_OP_GLOBAL_AVG_POOL2D: return legalize_global_avg_pool2d(m, call, out_tp);
+    case LOOM_GRAPH_OP_BATCH_NORM: return legalize_batch_norm(m, call, out_tp);
     default: return unsupported(call, "yet");
   }
 }

@@ -135,4 +135,25 @@ loom_status loom_tp_gen_one_hot(loom_arena *a, loom_sym_ctx *cx, const char *nam
 /* arange: Y[i] = t(start + i*step) with start and step as i64 scalar parameters. */
 loom_status loom_tp_gen_arange(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_tp_func **result);
 
+/* Spatial parameters of 2-D convolution and pooling (constants of the program). */
+typedef struct loom_tp_conv2d {
+  int64_t stride[2], dilation[2], pad[2]; /* pad: before each spatial axis (after is implied by Y) */
+  int64_t groups;                         /* conv only */
+  int64_t kernel[2];                      /* pooling only */
+} loom_tp_conv2d;
+
+/* NCHW convolution: Y[n, o, y, x] = (bias[o]) + sum over the group's channels and the kernel window
+ * of X[n, g*cg + c, y*sh - ph + kh*dh, x*sw - pw + kw*dw] * W[o, c, kh, kw], out-of-range taps skipped.
+ * Accumulates in `acc`. */
+loom_status loom_tp_gen_conv2d(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
+                               const loom_tp_conv2d *p, bool bias, loom_tp_func **result);
+
+/* max_pool2d (is_max) / avg_pool2d (padding not counted) over NCHW. */
+loom_status loom_tp_gen_pool2d(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv2d *p,
+                               bool is_max, loom_tp_func **result);
+
+/* Inference batch norm on axis 1: Y = (X - mean[c]) / sqrt(var[c] + eps) * gamma[c] + beta[c]. */
+loom_status loom_tp_gen_batch_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                                   double eps, loom_tp_func **result);
+
 #endif

@@ -176,6 +176,23 @@ static const op_case more_cases[] = {
     {"x: Tensor[(n,), f32]", "arange(start=[2], end=[n + 2], step=[1], dtype=i64)", 1, {{{5}}}},
 };
 
+static const op_case cnn_cases[] = {
+    {"x: Tensor[(n, 3, h, w), f32], k: Tensor[(4, 3, 3, 3), f32]", "conv2d(x, k, padding=[1])", 2,
+     {{{2, 3, 5, 4}, {4, 3, 3, 3}}, {{1, 3, 1, 1}, {4, 3, 3, 3}}}},
+    {"x: Tensor[(n, 4, h, w), f32], k: Tensor[(6, 2, 3, 1), f32], bb: Tensor[(6,), f32]",
+     "conv2d(x, k, bb, strides=[2, 1], dilation=[1, 1], padding=[0, 1, 1, 0], groups=2)", 1,
+     {{{1, 4, 7, 5}, {6, 2, 3, 1}, {6}}}},
+    {"x: Tensor[(n, c, h, w), f32]", "max_pool2d(x, kernel=[3, 3], strides=[2, 2], padding=[1])", 2,
+     {{{1, 2, 7, 6}}, {{2, 1, 3, 3}}}},
+    {"x: Tensor[(n, c, h, w), f32]", "avg_pool2d(x, kernel=[2, 2], padding=[1])", 1, {{{1, 2, 5, 4}}}},
+    {"x: Tensor[(n, c, h, w), f32]", "global_avg_pool2d(x)", 1, {{{2, 3, 5, 4}}}},
+};
+
+/* batch_norm (5 inputs) is covered by the ResNet model in test_legalize_models.c. */
+LOOM_TEST(legalize, cnn_ops) {
+  for (size_t i = 0; i < sizeof cnn_cases / sizeof cnn_cases[0]; i++) run_case(&cnn_cases[i]);
+}
+
 LOOM_TEST(legalize, where_slices_tri_take_arg_cumsum) {
   for (size_t i = 0; i < sizeof more_cases / sizeof more_cases[0]; i++) run_case(&more_cases[i]);
 }
