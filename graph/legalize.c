@@ -684,6 +684,34 @@ static loom_status legalize_global_avg_pool2d(loom_graph_module *m, const loom_g
   return loom_graph_module_add_tp(m, *tp);
 }
 
+static loom_status legalize_attention(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  const loom_sinfo *q, *k, *v, *mk = NULL;
+  LOOM_PROPAGATE(tensor_arg(call, 0, &q));
+  LOOM_PROPAGATE(tensor_arg(call, 1, &k));
+  LOOM_PROPAGATE(tensor_arg(call, 2, &v));
+  if (call->u.call.nargs > 3) LOOM_PROPAGATE(tensor_arg(call, 3, &mk));
+  if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4 || k->dtype != q->dtype || v->dtype != q->dtype)
+    return unsupported(call, "for these operands");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  const loom_graph_attr *sc = loom_graph_call_attr(call, "scale");
+  bool causal = loom_graph_attr_get_int(call, "causal", 0) != 0;
+  char scale_text[64] = "", key[64] = "";
+  if (sc) literal_of(LOOM_DTYPE_F64, sc->kind == LOOM_GRAPH_ATTR_INT ? (double)sc->i : sc->f, scale_text, sizeof scale_text);
+  loom_tp_bcast modes[4];
+  if (mk) {
+    const loom_sym_expr *full[4] = {q->dims[0], q->dims[1], q->dims[2], k->dims[2]};
+    modes_of(cx, mk, full, 4, modes, key, sizeof key);
+  }
+  char name[256];
+  snprintf(name, sizeof name, "attention_%s%s%s%s%s_%016llx", loom_dtype_name(q->dtype), causal ? "_causal" : "",
+           mk ? "_mask_" : "", mk ? loom_dtype_name(mk->dtype) : "", key,
+           (unsigned long long)loom_hash_bytes(scale_text, strlen(scale_text)));
+  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_attention(loom_graph_module_arena(m), cx, name, q->dtype, sc ? scale_text : NULL, causal,
+                                       mk ? mk->ndim : -1, modes, mk ? mk->dtype : LOOM_DTYPE_BOOL, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
 /* The lowering of ops whose programs take no scalar parameters. */
 static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                   loom_tp_func **out_tp) {
@@ -734,6 +762,7 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
     case LOOM_GRAPH_OP_AVG_POOL2D: return legalize_pool2d(m, call, false, out_tp);
     case LOOM_GRAPH_OP_GLOBAL_AVG_POOL2D: return legalize_global_avg_pool2d(m, call, out_tp);
     case LOOM_GRAPH_OP_BATCH_NORM: return legalize_batch_norm(m, call, out_tp);
+    case LOOM_GRAPH_OP_ATTENTION: return legalize_attention(m, call, out_tp);
     default: return unsupported(call, "yet");
   }
 }

@@ -1091,3 +1091,56 @@ loom_status loom_tp_gen_batch_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   loom_strbuf_puts(&sb, "}\n");
   return finish(a, cx, &sb, result);
 }
+
+loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
+                                  bool causal, int mask_rank, const loom_tp_bcast *mask_modes, loom_dtype mask_t,
+                                  loom_tp_func **result) {
+  if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "attention of %s is not supported", loom_dtype_name(t));
+  if (mask_rank > 4) return LOOM_ERROR(INVALID_ARGUMENT, "attention mask of rank %d", mask_rank);
+  const char *tn = loom_dtype_name(t), *sn = t == LOOM_DTYPE_F64 ? "f64" : "f32";
+  /* The (b, h, s, t) axes are d0..d3 and the score loop variable is i3, so the mask's
+   * broadcast load (bcast_input) indexes them directly. */
+  char mdims[4][12], mload[512];
+  if (mask_rank >= 0) bcast_input("m", mask_rank, 4, mask_modes, mdims, mload, sizeof mload, "Mk");
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(Q: Buffer[(d0, d1, d2, dq), %s], K: Buffer[(d0, hk, d3, dq), %s], "
+                          "V: Buffer[(d0, hk, d3, dv), %s], ", name, tn, tn, tn);
+  if (mask_rank >= 0) {
+    const char *pm[4];
+    for (int k = 0; k < mask_rank; k++) pm[k] = mdims[k];
+    loom_strbuf_puts(&sb, "Mk: ");
+    buffer_type(&sb, pm, mask_rank, mask_t);
+    loom_strbuf_puts(&sb, ", ");
+  }
+  loom_strbuf_printf(&sb, "Y: Buffer[(d0, d1, d2, dv), %s]) {\n", tn);
+  loom_strbuf_puts(&sb, "for i0 in 0..d0 parallel {\nfor i1 in 0..d1 {\nfor i2 in 0..d2 {\n");
+  loom_strbuf_printf(&sb, "alloc P: Local[(d3,), %s]\nalloc R: Local[(2,), %s]\nR[0] = -inf%s\n", sn, sn,
+                     t == LOOM_DTYPE_F64 ? "f64" : "");
+  const char *kv = "floordiv(i1, floordiv(d1, hk))";
+  loom_strbuf_puts(&sb, "for i3 in 0..d3 {\n");
+  loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\n", sn);
+  loom_strbuf_printf(&sb, "for r in 0..dq reduce {\nS[0] = S[0] + %s(Q[i0, i1, i2, r]) * %s(K[i0, %s, i3, r])\n}\n", sn, sn, kv);
+  if (scale_text) loom_strbuf_printf(&sb, "let sc: %s = S[0] * %s(%s)\n", sn, sn, scale_text);
+  else loom_strbuf_printf(&sb, "let sc: %s = S[0] * rsqrt(%s(dq))\n", sn, sn);
+  const char *cur = "sc";
+  if (mask_rank >= 0) {
+    if (mask_t == LOOM_DTYPE_BOOL) loom_strbuf_printf(&sb, "let sm: %s = select(%s, sc, -inf%s)\n", sn, mload, t == LOOM_DTYPE_F64 ? "f64" : "");
+    else loom_strbuf_printf(&sb, "let sm: %s = sc + %s(%s)\n", sn, sn, mload);
+    cur = "sm";
+  }
+  if (causal) {
+    loom_strbuf_printf(&sb, "let sk: %s = select(i3 > i2 + (d3 - d2), -inf%s, %s)\n", sn, t == LOOM_DTYPE_F64 ? "f64" : "", cur);
+    cur = "sk";
+  }
+  loom_strbuf_printf(&sb, "P[i3] = %s\nR[0] = max(R[0], %s)\n}\n", cur, cur);
+  loom_strbuf_printf(&sb, "for j in 0..d3 {\nP[j] = select(R[0] == -inf%s, 0.0, exp(P[j] - R[0]))\nR[1] = R[1] + P[j]\n}\n",
+                     t == LOOM_DTYPE_F64 ? "f64" : "");
+  loom_strbuf_puts(&sb, "for e in 0..dv {\n");
+  loom_strbuf_printf(&sb, "alloc A: Local[(1,), %s]\n", sn);
+  loom_strbuf_printf(&sb, "for j2 in 0..d3 reduce {\nA[0] = A[0] + select(R[1] > 0.0, P[j2] / R[1], 0.0) * %s(V[i0, %s, j2, e])\n}\n",
+                     sn, kv);
+  loom_strbuf_printf(&sb, "Y[i0, i1, i2, e] = %s(A[0])\n}\n", t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F64 ? "" : tn);
+  loom_strbuf_puts(&sb, "}\n}\n}\n}\n");
+  return finish(a, cx, &sb, result);
+}

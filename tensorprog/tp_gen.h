@@ -156,4 +156,13 @@ loom_status loom_tp_gen_pool2d(loom_arena *a, loom_sym_ctx *cx, const char *name
 loom_status loom_tp_gen_batch_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                                    double eps, loom_tp_func **result);
 
+/* Attention over (b, h, s, d) queries and (b, hk, t, d) keys / (b, hk, t, dv) values, hk dividing h
+ * (grouped-query): Y = softmax(Q K^T * scale + mask) V with an optional mask of rank mask_rank
+ * broadcast to (b, h, s, t) by `mask_modes` (bool: keep where true; float: added), and causal
+ * masking `j > i + (t - s)`. scale_text: a literal, or NULL for 1/sqrt(d). Rows with no unmasked
+ * entry give 0 (as the reference). */
+loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
+                                  bool causal, int mask_rank, const loom_tp_bcast *mask_modes, loom_dtype mask_t,
+                                  loom_tp_func **result);
+
 #endif

@@ -188,6 +188,18 @@ static const op_case cnn_cases[] = {
     {"x: Tensor[(n, c, h, w), f32]", "global_avg_pool2d(x)", 1, {{{2, 3, 5, 4}}}},
 };
 
+static const op_case attention_cases[] = {
+    {"q: Tensor[(b, 4, s, 8), f32], k: Tensor[(b, 2, t, 8), f32], v: Tensor[(b, 2, t, 6), f32]", "attention(q, k, v)", 2,
+     {{{2, 4, 3, 8}, {2, 2, 5, 8}, {2, 2, 5, 6}}, {{1, 4, 1, 8}, {1, 2, 1, 8}, {1, 2, 1, 6}}}},
+    {"q: Tensor[(b, 2, s, 4), f32], k: Tensor[(b, 2, s, 4), f32], v: Tensor[(b, 2, s, 4), f32]",
+     "attention(q, k, v, causal=true, scale=0.25)", 1, {{{2, 2, 5, 4}, {2, 2, 5, 4}, {2, 2, 5, 4}}}},
+};
+
+/* attention with a mask (4 inputs) is covered by the BERT and Llama models in test_legalize_models.c. */
+LOOM_TEST(legalize, attention) {
+  for (size_t i = 0; i < sizeof attention_cases / sizeof attention_cases[0]; i++) run_case(&attention_cases[i]);
+}
+
 /* batch_norm (5 inputs) is covered by the ResNet model in test_legalize_models.c. */
 LOOM_TEST(legalize, cnn_ops) {
   for (size_t i = 0; i < sizeof cnn_cases / sizeof cnn_cases[0]; i++) run_case(&cnn_cases[i]);

@@ -126,6 +126,11 @@ LOOM_TEST(legalize_models, resnet_at_several_image_sizes) {
   check_model("models/resnet.loom", shapes, 3, 2, true);
 }
 
+LOOM_TEST(legalize_models, bert_block_with_padding_mask) {
+  static const binding shapes[] = {{"b", 1}, {"s", 3}};
+  check_model("models/bert_block.loom", shapes, 2, 1, false);
+}
+
 LOOM_TEST(legalize_models, gpt2_tiny_at_several_shapes) {
   static const binding shapes[] = {{"b", 1}, {"s", 1}, {"b", 2}, {"s", 3}, {"b", 1}, {"s", 7}};
   check_model("tests/graph/corpus/gpt2_tiny.loom", shapes, 2, 3, false);
