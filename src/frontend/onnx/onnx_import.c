@@ -646,6 +646,104 @@ static loom_status h_batchnorm(nctx *c, const op_entry *e, loom_graph_expr **out
   return emit(c, e->op, 5, c->args, c->n->outputs[0], out);
 }
 
+/* Slice: starts / ends / axes / steps from constant inputs (opset >= 10) or attributes;
+ * positive steps only (the graph op's limit). */
+static loom_status h_slice(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  int64_t st[16], en[16], ax[16], sp[16];
+  size_t ns, ne, na = 0, np = 0;
+  bool has_axes = false;
+  if (c->im->opset < 10) {
+    const int64_t *v;
+    bool pr;
+    LOOM_PROPAGATE(attr_ints(c, "starts", &v, &ns, &pr));
+    if (!pr || ns > 16) return BAD(c->n, "attribute 'starts' is required");
+    memcpy(st, v, ns * sizeof *v);
+    LOOM_PROPAGATE(attr_ints(c, "ends", &v, &ne, &pr));
+    if (!pr || ne > 16) return BAD(c->n, "attribute 'ends' is required");
+    memcpy(en, v, ne * sizeof *v);
+    LOOM_PROPAGATE(attr_ints(c, "axes", &v, &na, &has_axes));
+    if (na > 16) return UNSUP(c->n, "too many axes");
+    if (has_axes) memcpy(ax, v, na * sizeof *v);
+  } else {
+    if (c->n->n_attrs) return UNSUP(c->n, "attributes are inputs since opset 10");
+    LOOM_PROPAGATE(const_ints(c, 1, "starts", st, 16, &ns));
+    LOOM_PROPAGATE(const_ints(c, 2, "ends", en, 16, &ne));
+    if (has_input(c, 3)) {
+      LOOM_PROPAGATE(const_ints(c, 3, "axes", ax, 16, &na));
+      has_axes = true;
+    }
+    if (has_input(c, 4)) LOOM_PROPAGATE(const_ints(c, 4, "steps", sp, 16, &np));
+  }
+  if (ne != ns || (has_axes && na != ns) || (np && np != ns)) return BAD(c->n, "starts, ends, axes and steps differ in length");
+  int r = in_rank(c, 0);
+  if (!has_axes)
+    for (size_t k = 0; k < ns; k++) ax[k] = (int64_t)k;
+  LOOM_PROPAGATE(norm_axes(c, r, ax, ns));
+  const loom_sinfo *si = c->args[0]->sinfo;
+  const loom_sym_expr *b[16], *en_[16], *stp[16];
+  for (size_t k = 0; k < ns; k++) {
+    int64_t step = np ? sp[k] : 1;
+    if (step <= 0) return UNSUP(c->n, "step %lld on axis %lld (only positive steps)", (long long)step, (long long)ax[k]);
+    int64_t d, lo = st[k], hi = en[k];
+    if (si->dims && loom_sym_is_const(si->dims[ax[k]], &d)) {
+      if (lo < 0) lo = lo < -d ? 0 : lo + d;
+      if (hi < 0) hi = hi < -d ? 0 : hi + d;
+      lo = lo > d ? d : lo, hi = hi > d ? d : hi;
+    } else {
+      const int64_t big = (int64_t)1 << 40;
+      lo = lo > big ? big : lo < -big ? -big : lo;
+      hi = hi > big ? big : hi < -big ? -big : hi;
+    }
+    b[k] = loom_sym_const(c->im->cx, lo), en_[k] = loom_sym_const(c->im->cx, hi), stp[k] = loom_sym_const(c->im->cx, step);
+  }
+  add_attr(c, loom_graph_attr_ints(c->im->m, "axes", ns, ax));
+  add_attr(c, loom_graph_attr_syms(c->im->m, "begin", ns, b));
+  add_attr(c, loom_graph_attr_syms(c->im->m, "end", ns, en_));
+  if (np) add_attr(c, loom_graph_attr_syms(c->im->m, "strides", ns, stp));
+  return emit(c, e->op, 1, c->args, c->n->outputs[0], out);
+}
+
+/* Pad, constant mode: pads (and the value, axes) from constant inputs or attributes. */
+static loom_status h_pad(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  const loom_onnx_attr *mode = loom_onnx_node_attr(c->n, "mode");
+  if (mode && (mode->kind != LOOM_ONNX_ATTR_STRING || strcmp(mode->s, "constant") != 0))
+    return UNSUP(c->n, "mode '%s' is not supported (constant only)", mode->kind == LOOM_ONNX_ATTR_STRING ? mode->s : "?");
+  int64_t pads[32], ax[16];
+  size_t n, na = 0;
+  double value = 0;
+  int r = in_rank(c, 0);
+  if (r < 0) return UNSUP(c->n, "the input's rank is unknown");
+  if (c->im->opset < 11) {
+    const int64_t *v;
+    bool pr;
+    LOOM_PROPAGATE(attr_ints(c, "pads", &v, &n, &pr));
+    if (!pr || n > 32) return BAD(c->n, "attribute 'pads' is required");
+    memcpy(pads, v, n * sizeof *v);
+    LOOM_PROPAGATE(attr_float(c, "value", 0, &value));
+  } else {
+    LOOM_PROPAGATE(const_ints(c, 1, "pads", pads, 32, &n));
+    if (has_input(c, 2)) {
+      if (!c->consts[2] || c->consts[2]->numel != 1) return UNSUP(c->n, "input 2 (constant_value) must be a constant scalar");
+      value = scalar_f64(c->consts[2]);
+    }
+    if (has_input(c, 3)) LOOM_PROPAGATE(const_ints(c, 3, "axes", ax, 16, &na));
+  }
+  int64_t full[32] = {0};
+  if (na) {
+    LOOM_PROPAGATE(norm_axes(c, r, ax, na));
+    if (n != 2 * na) return BAD(c->n, "pads has %zu values for %zu axes", n, na);
+    for (size_t k = 0; k < na; k++) full[ax[k]] = pads[k], full[r + ax[k]] = pads[na + k];
+  } else {
+    if (n != 2 * (size_t)r) return BAD(c->n, "pads has %zu values for rank %d", n, r);
+    memcpy(full, pads, n * sizeof *pads);
+  }
+  for (int k = 0; k < 2 * r; k++)
+    if (full[k] < 0) return UNSUP(c->n, "negative pads are not supported");
+  add_attr(c, loom_graph_attr_ints(c->im->m, "pads", 2 * (size_t)r, full));
+  add_attr(c, loom_graph_attr_float(c->im->m, "value", value));
+  return emit(c, e->op, 1, c->args, c->n->outputs[0], out);
+}
+
 static loom_status h_gemm(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   int64_t ta, tb;
@@ -724,6 +822,8 @@ static const op_entry op_table[] = {
     {"Sum", NULL, h_variadic, 1, 8, NOATTR},
     {"Mean", NULL, h_variadic, 1, 8, NOATTR},
     {"Tile", "tile", h_tile, 2, 2, NOATTR},
+    {"Slice", "strided_slice", h_slice, 1, 5, " starts ends axes "},
+    {"Pad", "pad", h_pad, 1, 4, " mode pads value "},
     {"Expand", "broadcast_to", h_expand, 2, 2, NOATTR},
     {"BatchNormalization", "batch_norm", h_batchnorm, 5, 5, " epsilon momentum training_mode spatial "},
     {"GatherElements", "gather_elements", h_gather, 2, 2, " axis "},
@@ -778,6 +878,39 @@ static const op_entry op_table[] = {
     {"LayerNormalization", "layer_norm", h_layernorm, 2, 3, " axis epsilon stash_type "},
 };
 
+/* Constant folding: a node whose inputs are all constants is built alone in a scratch
+ * module and run in the interpreter; its result becomes a constant (so shape arithmetic
+ * feeding Reshape / axes / ConstantOfShape folds). False when it cannot be folded. */
+static bool fold_node(imp *im, const op_entry *e, const nctx *c, loom_onnx_tensor **out) {
+  *out = NULL;
+  imp sub = {.model = im->model, .g = im->g, .opset = im->opset};
+  if (loom_graph_module_create(NULL, &sub.m)) return false;
+  sub.cx = loom_graph_module_sym(sub.m);
+  loom_graph_builder_begin(&sub.b, sub.m, "main");
+  nctx c2 = *c;
+  c2.im = &sub;
+  bool ok = true;
+  for (size_t i = 0; i < c2.nargs && ok; i++)
+    if (c2.args[i]) ok = (c2.args[i] = const_of(&sub, c->consts[i])) != NULL;
+  loom_graph_expr *y = NULL;
+  loom_status s = ok ? e->h(&c2, e, &y) : LOOM_OK;
+  if (s) loom_status_free(s), ok = false;
+  if (ok && (s = loom_graph_builder_end(&sub.b, y, NULL, NULL))) loom_status_free(s), ok = false;
+  loom_graph_builder_reset(&sub.b);
+  loom_graph_value res;
+  if (ok && (s = loom_graph_eval(sub.m, "main", 0, NULL, NULL, &res))) loom_status_free(s), ok = false;
+  if (ok) {
+    if (res.kind == LOOM_SINFO_TENSOR && res.t.numel <= (1u << 20)) {
+      *out = new_tensor(im, res.t.dtype, (size_t)res.t.ndim, res.t.shape);
+      if (*out && (*out)->nbytes) memcpy((*out)->data, res.t.data, (*out)->nbytes);
+    }
+    loom_graph_value_free(&res);
+  }
+  free(sub.val_names), free(sub.vals), free(sub.val_consts), free(sub.sym_names), free(sub.syms);
+  loom_graph_module_destroy(sub.m);
+  return *out != NULL;
+}
+
 static loom_status import_node(imp *im, const loom_onnx_node *n) {
   if (*n->domain && strcmp(n->domain, "ai.onnx") != 0) return UNSUP(n, "domain '%s' is not supported", n->domain);
   if (strcmp(n->op_type, "Constant") == 0) {
@@ -830,6 +963,15 @@ static loom_status import_node(imp *im, const loom_onnx_node *n) {
   }
   for (size_t i = 1; i < n->n_outputs; i++)
     if (*n->outputs[i] && e->h != h_layernorm && e->h != h_dropout && e->h != h_batchnorm) return UNSUP(n, "output %zu is not supported", i);
+  bool all_const = c.nargs > 0 && n->n_outputs == 1;
+  for (size_t i = 0; i < c.nargs; i++)
+    if (c.args[i] && !c.consts[i]) all_const = false;
+  loom_onnx_tensor *folded_t;
+  if (all_const && fold_node(im, e, &c, &folded_t)) {
+    loom_graph_expr *k = const_of(im, folded_t);
+    if (!k) return LOOM_OOM();
+    return bind(im, n->outputs[0], k, folded_t);
+  }
   loom_graph_expr *y = NULL;
   LOOM_PROPAGATE(e->h(&c, e, &y));
   const loom_onnx_tensor *folded = NULL;
