@@ -744,6 +744,136 @@ static loom_status h_pad(nctx *c, const op_entry *e, loom_graph_expr **out) {
   return emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
 
+/* ReduceSumSquare / L1 / L2 / LogSum / LogSumExp: an elementwise op, a sum, an elementwise op. */
+static loom_status h_reduce_composite(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  const char *pre = NULL, *post = NULL;
+  if (strcmp(e->onnx, "ReduceSumSquare") == 0 || strcmp(e->onnx, "ReduceL2") == 0) pre = "mul";
+  if (strcmp(e->onnx, "ReduceL1") == 0) pre = "abs";
+  if (strcmp(e->onnx, "ReduceLogSumExp") == 0) pre = "exp";
+  if (strcmp(e->onnx, "ReduceL2") == 0) post = "sqrt";
+  if (strcmp(e->onnx, "ReduceLogSum") == 0 || strcmp(e->onnx, "ReduceLogSumExp") == 0) post = "log";
+  loom_graph_expr *x = c->args[0];
+  if (pre) {
+    loom_graph_expr *ab[2] = {x, x};
+    LOOM_PROPAGATE(emit(c, pre, strcmp(pre, "mul") == 0 ? 2 : 1, ab, NULL, &x));
+  }
+  loom_graph_expr *saved = c->args[0];
+  c->args[0] = x;
+  op_entry sum = *e;
+  sum.onnx = "ReduceSumComposite";
+  sum.op = "sum";
+  loom_graph_expr *y;
+  LOOM_PROPAGATE(h_reduce(c, &sum, &y));
+  c->args[0] = saved;
+  if (post) LOOM_PROPAGATE(emit(c, post, 1, &y, NULL, &y));
+  *out = y;
+  return LOOM_OK;
+}
+
+static loom_status h_cumsum(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  int64_t excl, rev, axis;
+  size_t n;
+  LOOM_PROPAGATE(attr_int(c, "exclusive", 0, &excl));
+  LOOM_PROPAGATE(attr_int(c, "reverse", 0, &rev));
+  if (rev) return UNSUP(c->n, "reverse=1 is not supported");
+  LOOM_PROPAGATE(const_ints(c, 1, "axis", &axis, 1, &n));
+  if (n != 1) return BAD(c->n, "axis must hold one value");
+  LOOM_PROPAGATE(norm_axes(c, in_rank(c, 0), &axis, 1));
+  add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
+  add_attr(c, loom_graph_attr_bool(c->im->m, "exclusive", excl != 0));
+  return emit(c, e->op, 1, c->args, c->n->outputs[0], out);
+}
+
+static loom_status ints_or(const nctx *c, const char *name, int64_t *buf, size_t want, int64_t dflt) {
+  const int64_t *v;
+  size_t n;
+  bool pr;
+  LOOM_PROPAGATE(attr_ints(c, name, &v, &n, &pr));
+  if (pr && n != want) return BAD(c->n, "attribute '%s' has %zu entries, expected %zu", name, n, want);
+  for (size_t k = 0; k < want; k++) buf[k] = pr ? v[k] : dflt;
+  return LOOM_OK;
+}
+
+/* Conv / MaxPool / AveragePool / GlobalAveragePool on (N, C, spatial...) inputs. */
+static loom_status h_conv_pool(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  int r = in_rank(c, 0);
+  bool conv = strcmp(e->onnx, "Conv") == 0, maxp = strcmp(e->onnx, "MaxPool") == 0;
+  if (strcmp(e->onnx, "GlobalAveragePool") == 0) {
+    if (r != 4) return UNSUP(c->n, "rank %d (only 2-D spatial inputs)", r);
+    return emit(c, "global_avg_pool2d", 1, c->args, c->n->outputs[0], out);
+  }
+  if (r < 3 || r > 4 || (!conv && r != 4)) return UNSUP(c->n, "rank %d input is not supported", r);
+  size_t ns = (size_t)r - 2;
+  const loom_onnx_attr *ap = loom_onnx_node_attr(c->n, "auto_pad");
+  if (ap && (ap->kind != LOOM_ONNX_ATTR_STRING || (strcmp(ap->s, "NOTSET") != 0 && strcmp(ap->s, "VALID") != 0)))
+    return UNSUP(c->n, "auto_pad '%s' is not supported", ap->kind == LOOM_ONNX_ATTR_STRING ? ap->s : "?");
+  int64_t pads[8], strides[4], dil[4], kern[4], v;
+  LOOM_PROPAGATE(ints_or(c, "pads", pads, 2 * ns, 0));
+  LOOM_PROPAGATE(ints_or(c, "strides", strides, ns, 1));
+  LOOM_PROPAGATE(ints_or(c, "dilations", dil, ns, 1));
+  if (!conv) {
+    if (!loom_onnx_node_attr(c->n, "kernel_shape")) return BAD(c->n, "attribute 'kernel_shape' is required");
+    LOOM_PROPAGATE(ints_or(c, "kernel_shape", kern, ns, 1));
+    LOOM_PROPAGATE(attr_int(c, "ceil_mode", 0, &v));
+    if (v) return UNSUP(c->n, "ceil_mode=1 is not supported");
+    LOOM_PROPAGATE(attr_int(c, "storage_order", 0, &v));
+    if (v) return UNSUP(c->n, "storage_order=1 is not supported");
+    for (size_t k = 0; k < ns; k++)
+      if (dil[k] != 1) return UNSUP(c->n, "dilations are not supported for pooling");
+    if (!maxp) {
+      LOOM_PROPAGATE(attr_int(c, "count_include_pad", 0, &v));
+      if (v) return UNSUP(c->n, "count_include_pad=1 is not supported");
+    }
+    if (c->n->n_outputs > 1 && *c->n->outputs[1]) return UNSUP(c->n, "the Indices output is not supported");
+    add_attr(c, loom_graph_attr_ints(c->im->m, "kernel", ns, kern));
+  } else {
+    LOOM_PROPAGATE(attr_int(c, "group", 1, &v));
+    add_attr(c, loom_graph_attr_int(c->im->m, "groups", v));
+    add_attr(c, loom_graph_attr_ints(c->im->m, "dilation", ns, dil));
+  }
+  add_attr(c, loom_graph_attr_ints(c->im->m, "strides", ns, strides));
+  add_attr(c, loom_graph_attr_ints(c->im->m, "padding", 2 * ns, pads));
+  const char *op = conv ? (ns == 1 ? "conv1d" : "conv2d") : maxp ? "max_pool2d" : "avg_pool2d";
+  return emit(c, op, conv ? c->nargs : 1, c->args, c->n->outputs[0], out);
+}
+
+/* Split into equal parts (the graph op's limit): each output is a tuple item. */
+static loom_status h_split(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  int64_t axis, sizes[64];
+  size_t n = c->n->n_outputs, ns = 0;
+  LOOM_PROPAGATE(attr_int(c, "axis", 0, &axis));
+  LOOM_PROPAGATE(norm_axes(c, in_rank(c, 0), &axis, 1));
+  if (c->im->opset < 13) {
+    const int64_t *v;
+    bool pr;
+    LOOM_PROPAGATE(attr_ints(c, "split", &v, &ns, &pr));
+    if (ns > 64) return UNSUP(c->n, "too many parts");
+    if (pr) memcpy(sizes, v, ns * sizeof *v);
+  } else if (has_input(c, 1)) {
+    LOOM_PROPAGATE(const_ints(c, 1, "split", sizes, 64, &ns));
+  }
+  for (size_t k = 1; k < ns; k++)
+    if (sizes[k] != sizes[0]) return UNSUP(c->n, "uneven split sizes are not supported");
+  if (ns && ns != n) return BAD(c->n, "split has %zu sizes for %zu outputs", ns, n);
+  const loom_sinfo *si = c->args[0]->sinfo;
+  int64_t d;
+  if (si->dims && loom_sym_is_const(si->dims[axis], &d) && d % (int64_t)n != 0)
+    return UNSUP(c->n, "uneven split (%lld into %zu) is not supported", (long long)d, n);
+  add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
+  add_attr(c, loom_graph_attr_int(c->im->m, "sections", (int64_t)n));
+  loom_graph_expr *t;
+  LOOM_PROPAGATE(emit(c, e->op, 1, c->args, NULL, &t));
+  for (size_t k = 0; k < n; k++) {
+    loom_graph_expr *g = loom_graph_tuple_get_new(c->im->m, t, k), *v;
+    if (!g) return LOOM_OOM();
+    loom_status st = loom_graph_builder_emit(&c->im->b, g, c->n->outputs[k], &v);
+    if (st) return st;
+    LOOM_PROPAGATE(bind(c->im, c->n->outputs[k], v, NULL));
+    if (k == 0) *out = v;
+  }
+  return LOOM_OK;
+}
+
 static loom_status h_gemm(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   int64_t ta, tb;
@@ -822,6 +952,17 @@ static const op_entry op_table[] = {
     {"Sum", NULL, h_variadic, 1, 8, NOATTR},
     {"Mean", NULL, h_variadic, 1, 8, NOATTR},
     {"Tile", "tile", h_tile, 2, 2, NOATTR},
+    {"ReduceSumSquare", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes "},
+    {"ReduceL1", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes "},
+    {"ReduceL2", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes "},
+    {"ReduceLogSum", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes "},
+    {"ReduceLogSumExp", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes "},
+    {"CumSum", "cumsum", h_cumsum, 2, 2, " exclusive reverse "},
+    {"Conv", NULL, h_conv_pool, 2, 3, " auto_pad dilations group kernel_shape pads strides "},
+    {"MaxPool", NULL, h_conv_pool, 1, 1, " auto_pad ceil_mode dilations kernel_shape pads storage_order strides "},
+    {"AveragePool", NULL, h_conv_pool, 1, 1, " auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides "},
+    {"GlobalAveragePool", NULL, h_conv_pool, 1, 1, NOATTR},
+    {"Split", "split", h_split, 1, 2, " axis split num_outputs "},
     {"Slice", "strided_slice", h_slice, 1, 5, " starts ends axes "},
     {"Pad", "pad", h_pad, 1, 4, " mode pads value "},
     {"Expand", "broadcast_to", h_expand, 2, 2, NOATTR},
@@ -962,8 +1103,10 @@ static loom_status import_node(imp *im, const loom_onnx_node *n) {
     c.args[c.nargs++] = im->vals[v];
   }
   for (size_t i = 1; i < n->n_outputs; i++)
-    if (*n->outputs[i] && e->h != h_layernorm && e->h != h_dropout && e->h != h_batchnorm) return UNSUP(n, "output %zu is not supported", i);
-  bool all_const = c.nargs > 0 && n->n_outputs == 1;
+    if (*n->outputs[i] && e->h != h_layernorm && e->h != h_dropout && e->h != h_batchnorm && e->h != h_split &&
+        e->h != h_conv_pool)
+      return UNSUP(n, "output %zu is not supported", i);
+  bool all_const = c.nargs > 0 && n->n_outputs == 1 && e->h != h_split;
   for (size_t i = 0; i < c.nargs; i++)
     if (c.args[i] && !c.consts[i]) all_const = false;
   loom_onnx_tensor *folded_t;
