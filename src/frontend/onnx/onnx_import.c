@@ -874,6 +874,45 @@ static loom_status h_split(nctx *c, const op_entry *e, loom_graph_expr **out) {
   return LOOM_OK;
 }
 
+/* Attention (opset 23) on 4-D (b, h, s, d) inputs with an optional mask; no past state,
+ * no softcap, only the first output. Causal only for square score matrices (ONNX aligns
+ * the causal mask top-left, the graph op bottom-right: the same when s == t). */
+static loom_status h_attention(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  for (size_t i = 0; i < 3; i++)
+    if (in_rank(c, i) != 4) return UNSUP(c->n, "input %zu has rank %d (only 4-D q, k, v)", i, in_rank(c, i));
+  if (c->nargs > 4) return UNSUP(c->n, "past key / value inputs are not supported");
+  for (size_t i = 1; i < c->n->n_outputs; i++)
+    if (*c->n->outputs[i]) return UNSUP(c->n, "output %zu is not supported", i);
+  int64_t causal, v;
+  double scale, softcap;
+  LOOM_PROPAGATE(attr_int(c, "is_causal", 0, &causal));
+  LOOM_PROPAGATE(attr_float(c, "softcap", 0, &softcap));
+  if (softcap != 0) return UNSUP(c->n, "softcap is not supported");
+  LOOM_PROPAGATE(attr_int(c, "qk_matmul_output_mode", 0, &v));
+  const loom_sinfo *q = c->args[0]->sinfo, *k = c->args[1]->sinfo;
+  int64_t d, sq, tk;
+  if (!loom_onnx_node_attr(c->n, "scale")) {
+    if (!loom_sym_is_const(q->dims[3], &d) || d <= 0) return UNSUP(c->n, "the default scale needs a static head size");
+    scale = 1.0 / sqrt((double)d);
+  } else {
+    LOOM_PROPAGATE(attr_float(c, "scale", 1.0, &scale));
+  }
+  if (causal && !(loom_sym_is_const(q->dims[2], &sq) && loom_sym_is_const(k->dims[2], &tk) && sq == tk))
+    return UNSUP(c->n, "is_causal with different query and key lengths is not supported");
+  add_attr(c, loom_graph_attr_float(c->im->m, "scale", scale));
+  add_attr(c, loom_graph_attr_bool(c->im->m, "causal", causal != 0));
+  return emit(c, e->op, c->nargs, c->args, c->n->outputs[0], out);
+}
+
+static loom_status h_gather(nctx *c, const op_entry *e, loom_graph_expr **out);
+
+static loom_status h_scatter(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  const loom_onnx_attr *red = loom_onnx_node_attr(c->n, "reduction");
+  if (red && (red->kind != LOOM_ONNX_ATTR_STRING || strcmp(red->s, "none") != 0))
+    return UNSUP(c->n, "reduction '%s' is not supported", red->kind == LOOM_ONNX_ATTR_STRING ? red->s : "?");
+  return h_gather(c, e, out);
+}
+
 static loom_status h_gemm(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   int64_t ta, tb;
@@ -952,6 +991,8 @@ static const op_entry op_table[] = {
     {"Sum", NULL, h_variadic, 1, 8, NOATTR},
     {"Mean", NULL, h_variadic, 1, 8, NOATTR},
     {"Tile", "tile", h_tile, 2, 2, NOATTR},
+    {"ScatterElements", "scatter_elements", h_scatter, 3, 3, " axis reduction "},
+    {"Attention", "attention", h_attention, 3, 6, " is_causal scale softcap qk_matmul_output_mode softmax_precision "},
     {"ReduceSumSquare", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes "},
     {"ReduceL1", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes "},
     {"ReduceL2", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes "},
@@ -1104,7 +1145,7 @@ static loom_status import_node(imp *im, const loom_onnx_node *n) {
   }
   for (size_t i = 1; i < n->n_outputs; i++)
     if (*n->outputs[i] && e->h != h_layernorm && e->h != h_dropout && e->h != h_batchnorm && e->h != h_split &&
-        e->h != h_conv_pool)
+        e->h != h_conv_pool && e->h != h_attention)
       return UNSUP(n, "output %zu is not supported", i);
   bool all_const = c.nargs > 0 && n->n_outputs == 1 && e->h != h_split;
   for (size_t i = 0; i < c.nargs; i++)
