@@ -108,3 +108,17 @@ LOOM_TEST(onnx, import_unsupported_attribute_names_the_node) {
   EXPECT_ERROR(import_pb(&model, &m, &gm), UNIMPLEMENTED, "node 0 (Add): attribute 'fmod' is not supported");
   loom_onnx_model_free(m);
 }
+
+LOOM_TEST(onnx, conformance_fold_int_inputs) {
+  /* The ReduceSum tests feed axes as a graph input: unsupported as is, passing when the
+   * runner freezes integer inputs to the test's values. */
+  loom_onnx_conformance_totals plain, fold;
+  loom_status s = loom_onnx_conformance_run(NODE_DIR, "test_reduce_sum_do_not_keepdims_example", NULL, &plain);
+  cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+  s = loom_onnx_conformance_run_ex(NODE_DIR, "test_reduce_sum_do_not_keepdims_example", true, NULL, &fold);
+  cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+  cr_assert_geq(plain.total, 1);
+  cr_assert_eq(plain.passed, plain.total - plain.unsupported);
+  cr_assert_geq(fold.passed_folded, 1, "no test passed with folded integer inputs");
+  cr_assert_eq(fold.failed, 0);
+}

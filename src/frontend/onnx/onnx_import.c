@@ -8,6 +8,7 @@
 
 typedef struct imp {
   const loom_onnx_model *model;
+  const loom_onnx_import_opts *opts;
   const loom_onnx_graph *g;
   loom_graph_module *m;
   loom_sym_ctx *cx;
@@ -1176,6 +1177,15 @@ static loom_status import_main(imp *im) {
   for (size_t i = 0; i < g->n_inputs; i++) {
     const loom_onnx_value *v = &g->inputs[i];
     if (loom_onnx_graph_find_initializer(g, v->name)) continue;
+    const loom_onnx_tensor *frozen = NULL;
+    for (size_t f = 0; im->opts && f < im->opts->n_frozen; f++)
+      if (strcmp(im->opts->frozen_names[f], v->name) == 0) frozen = im->opts->frozen_values[f];
+    if (frozen) {
+      loom_graph_expr *k = const_of(im, frozen);
+      if (!k) return LOOM_ERROR(UNIMPLEMENTED, "frozen input '%s' cannot be represented", v->name);
+      LOOM_PROPAGATE(bind(im, v->name, k, frozen));
+      continue;
+    }
     if (v->kind != LOOM_ONNX_TYPE_TENSOR) return LOOM_ERROR(UNIMPLEMENTED, "graph input '%s' is not a tensor", v->name);
     loom_dtype dt;
     if (!loom_onnx_elem_dtype(v->elem_type, &dt))
@@ -1209,8 +1219,13 @@ static loom_status import_main(imp *im) {
 }
 
 loom_status loom_onnx_import(const loom_onnx_model *model, loom_graph_module **out) {
+  return loom_onnx_import_ex(model, NULL, out);
+}
+
+loom_status loom_onnx_import_ex(const loom_onnx_model *model, const loom_onnx_import_opts *opts,
+                                loom_graph_module **out) {
   *out = NULL;
-  imp im = {.model = model, .g = model->graph, .opset = loom_onnx_model_opset(model, "")};
+  imp im = {.model = model, .opts = opts, .g = model->graph, .opset = loom_onnx_model_opset(model, "")};
   LOOM_PROPAGATE(loom_graph_module_create(NULL, &im.m));
   im.cx = loom_graph_module_sym(im.m);
   loom_graph_builder_begin(&im.b, im.m, "main");
