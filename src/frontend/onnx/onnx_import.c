@@ -559,6 +559,8 @@ static loom_status h_trilu(nctx *c, const op_entry *e, loom_graph_expr **out) {
   return emit(c, upper ? "triu" : "tril", 1, c->args, c->n->outputs[0], out);
 }
 
+static loom_status norm_flattened(nctx *c, const char *op, int64_t axis, size_t nin, double eps, loom_graph_expr **out);
+
 static loom_status h_rmsnorm(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t axis, stash;
   double eps;
@@ -566,7 +568,7 @@ static loom_status h_rmsnorm(nctx *c, const op_entry *e, loom_graph_expr **out) 
   LOOM_PROPAGATE(attr_float(c, "epsilon", 1e-5, &eps));
   LOOM_PROPAGATE(attr_int(c, "stash_type", 1, &stash));
   int r = in_rank(c, 0);
-  if (!(axis == -1 || (r >= 0 && axis == r - 1))) return UNSUP(c->n, "only the last axis is supported (axis %lld)", (long long)axis);
+  if (!(axis == -1 || (r >= 0 && axis == r - 1))) return norm_flattened(c, e->op, axis, 2, eps, out);
   add_attr(c, loom_graph_attr_float(c->im->m, "eps", eps));
   return emit(c, e->op, 2, c->args, c->n->outputs[0], out);
 }
@@ -947,6 +949,30 @@ static loom_status h_gemm(nctx *c, const op_entry *e, loom_graph_expr **out) {
   return LOOM_OK;
 }
 
+/* LayerNormalization / RMSNormalization over the axes from `axis` on: flatten x to 2-D at
+ * `axis`, the scale / bias to 1-D, normalize over the last axis, reshape back. */
+static loom_status norm_flattened(nctx *c, const char *op, int64_t axis, size_t nin, double eps, loom_graph_expr **out) {
+  const loom_sinfo *si = c->args[0]->sinfo;
+  if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims) return UNSUP(c->n, "the input's rank is unknown");
+  int r = si->ndim;
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r) return BAD(c->n, "axis %lld out of range for rank %d", (long long)axis, r);
+  loom_graph_module *m = c->im->m;
+  loom_graph_expr *a[3];
+  add_attr(c, loom_graph_attr_int(m, "axis", axis));
+  LOOM_PROPAGATE(emit(c, "flatten", 1, &c->args[0], NULL, &a[0]));
+  const loom_sym_expr *minus1 = loom_sym_const(c->im->cx, -1);
+  for (size_t i = 1; i < nin; i++) {
+    add_attr(c, loom_graph_attr_syms(m, "shape", 1, &minus1));
+    LOOM_PROPAGATE(emit(c, "reshape", 1, &c->args[i], NULL, &a[i]));
+  }
+  add_attr(c, loom_graph_attr_float(m, "eps", eps));
+  loom_graph_expr *y;
+  LOOM_PROPAGATE(emit(c, op, nin, a, NULL, &y));
+  add_attr(c, loom_graph_attr_syms(m, "shape", (size_t)r, si->dims));
+  return emit(c, "reshape", 1, &y, c->n->outputs[0], out);
+}
+
 static loom_status h_layernorm(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t axis, stash;
   double eps;
@@ -954,10 +980,10 @@ static loom_status h_layernorm(nctx *c, const op_entry *e, loom_graph_expr **out
   LOOM_PROPAGATE(attr_float(c, "epsilon", 1e-5, &eps));
   LOOM_PROPAGATE(attr_int(c, "stash_type", 1, &stash));
   int r = in_rank(c, 0);
-  if (!(axis == -1 || (r >= 0 && axis == r - 1))) return UNSUP(c->n, "only the last axis is supported (axis %lld)", (long long)axis);
   for (size_t i = 1; i < c->n->n_outputs; i++)
     if (*c->n->outputs[i]) return UNSUP(c->n, "output %zu (Mean / InvStdDev) is not supported", i);
   if (c->nargs < 3) return UNSUP(c->n, "the bias input B is required");
+  if (!(axis == -1 || (r >= 0 && axis == r - 1))) return norm_flattened(c, e->op, axis, 3, eps, out);
   add_attr(c, loom_graph_attr_float(c->im->m, "eps", eps));
   return emit(c, e->op, 3, c->args, c->n->outputs[0], out);
 }
