@@ -1,0 +1,50 @@
+/* onnx_import.h — ONNX model -> Loom graph module (@main).
+ *
+ *     loom_graph_module *gm;
+ *     LOOM_PROPAGATE(loom_onnx_import(model, &gm));   // @main(inputs...) -> output(s)
+ *
+ * Graph inputs without an initializer become parameters; their dynamic dims become
+ * symbolic vars named after dim_param (one var per distinct name; unnamed ones get
+ * fresh names unk0, unk1, ...). Initializers and Constant nodes become constants. Nodes
+ * map to graph ops through one table (onnx_import.c); constant shape operands (Reshape's
+ * shape, axes) are folded into attributes. One output: @main returns it; several: a
+ * tuple. An unsupported op, attribute or operand is an UNIMPLEMENTED status naming the
+ * node ("node 3 (Foo 'name'): ..."); a malformed attribute an INVALID_ARGUMENT one. */
+#ifndef LOOM_FRONTEND_ONNX_IMPORT_H
+#define LOOM_FRONTEND_ONNX_IMPORT_H
+#include <stdio.h>
+
+#include "base/status.h"
+#include "frontend/onnx/onnx_model.h"
+#include "graph/graph.h"
+
+LOOM_MUST_USE loom_status loom_onnx_import(const loom_onnx_model *model, loom_graph_module **out);
+
+/* Options: graph inputs taken as constants (specialization on known input values, like
+ * freezing parameters): they are not parameters of @main and fold like initializers. */
+typedef struct loom_onnx_import_opts {
+  size_t n_frozen;
+  const char *const *frozen_names;
+  const loom_onnx_tensor *const *frozen_values;
+} loom_onnx_import_opts;
+LOOM_MUST_USE loom_status loom_onnx_import_ex(const loom_onnx_model *model, const loom_onnx_import_opts *opts,
+                                              loom_graph_module **out);
+
+/* Conformance runner: every test directory under `dir` (name containing `filter`, when
+ * not NULL) is loaded, imported, and run in the reference interpreter on each
+ * test_data_set_N; outputs are compared with rtol 1e-3 / atol 1e-7 (exact for integers
+ * and bools). One line per test (`PASS|FAIL|UNSUPPORTED name (reason)`) and a per-family
+ * table go to `out` (may be NULL). */
+typedef struct loom_onnx_conformance_totals {
+  size_t passed, failed, unsupported, total;
+  size_t passed_folded; /* of `passed`: those that needed fold_int_inputs */
+} loom_onnx_conformance_totals;
+LOOM_MUST_USE loom_status loom_onnx_conformance_run(const char *dir, const char *filter, FILE *out,
+                                                    loom_onnx_conformance_totals *totals);
+/* With fold_int_inputs: a test whose import needs a constant operand that the test feeds
+ * as a graph input (axes, shape, pads, k, ...) is imported again per test data set with
+ * its integer inputs frozen to the set's values (loom_onnx_import_ex); such passes are
+ * marked "(integer inputs folded)" and counted in passed_folded. */
+LOOM_MUST_USE loom_status loom_onnx_conformance_run_ex(const char *dir, const char *filter, bool fold_int_inputs,
+                                                       FILE *out, loom_onnx_conformance_totals *totals);
+#endif
