@@ -3,7 +3,11 @@ pub const runtime = [_][]const u8{};
 pub const compiler = [_][]const u8{
     "tensorprog/classify.c",
     "tensorprog/fuse.c",
-    "tensorprog/gen.c",
+    "tensorprog/gen_common.c",
+    "tensorprog/gen_elemwise.c",
+    "tensorprog/gen_nn.c",
+    "tensorprog/gen_reduce.c",
+    "tensorprog/gen_shape.c",
     "tensorprog/interp.c",
     "tensorprog/ir.c",
     "tensorprog/parse.c",

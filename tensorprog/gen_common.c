@@ -1,0 +1,184 @@
+/* gen_common.c — what every program generator shares: writing buffer types and loop nests,
+ * broadcasting loads, reduction identities, substituting operands into expression templates,
+ * and parsing the finished text (see tp_gen.h for why generators write text). */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/strbuf.h"
+#include "tensorprog/gen_internal.h"
+
+/* Parses the generated text; a failure is a bug in the generator. */
+loom_status loom_tpg_finish(loom_arena *a, loom_sym_ctx *cx, loom_strbuf *sb, loom_tp_func **result) {
+  if (sb->oom) {
+    loom_strbuf_free(sb);
+    return LOOM_OOM();
+  }
+  /* The program text lives in the arena: diagnostics and names may point into it. */
+  char *text = loom_arena_strdup(a, loom_strbuf_cstr(sb));
+  loom_source *src = LOOM_ARENA_NEW(a, loom_source);
+  loom_strbuf_free(sb);
+  if (!text || !src) return LOOM_OOM();
+  *src = (loom_source){"<generated>", text, strlen(text)};
+  loom_diag_list diags;
+  loom_diag_list_init(&diags, NULL);
+  size_t pos = 0;
+  loom_status s = loom_tp_parse_func(a, cx, src, &pos, &diags, result);
+  loom_diag_list_destroy(&diags);
+  if (s) {
+    loom_status r = LOOM_ERROR(INTERNAL, "generated program does not parse: %s\n%s", loom_status_message(s), text);
+    loom_status_free(s);
+    return r;
+  }
+  return LOOM_OK;
+}
+
+/* Appends `expr` with each whole-word occurrence of a name in names[] replaced by repl[]. */
+void loom_tpg_substitute(loom_strbuf *sb, const char *expr, const char *const *names, const char *const *repl, int n) {
+  for (const char *p = expr; *p;) {
+    if (isalpha((unsigned char)*p) || *p == '_') {
+      const char *q = p;
+      while (isalnum((unsigned char)*q) || *q == '_') q++;
+      int hit = -1;
+      for (int i = 0; i < n; i++)
+        if ((size_t)(q - p) == strlen(names[i]) && !memcmp(p, names[i], (size_t)(q - p))) hit = i;
+      if (hit >= 0 && *q != '(') {
+        loom_strbuf_putc(sb, '(');
+        loom_strbuf_puts(sb, repl[hit]);
+        loom_strbuf_putc(sb, ')');
+      } else {
+        loom_strbuf_append(sb, p, (size_t)(q - p));
+      }
+      p = q;
+    } else {
+      loom_strbuf_putc(sb, *p++);
+    }
+  }
+}
+
+void loom_tpg_buffer_type(loom_strbuf *sb, const char *const *dims, int rank, loom_dtype t) {
+  loom_strbuf_puts(sb, "Buffer[(");
+  for (int d = 0; d < rank; d++) loom_strbuf_printf(sb, "%s%s", d ? ", " : "", dims[d]);
+  loom_strbuf_printf(sb, "%s), %s]", rank == 1 ? "," : "", loom_dtype_name(t));
+}
+
+/* Opens `for iD in 0..dD [parallel] {` for each listed axis. */
+void loom_tpg_open_loops(loom_strbuf *sb, const int *axes, int n, const char *var, const char *const *dims,
+                       bool parallel_first, bool reduce) {
+  for (int k = 0; k < n; k++)
+    loom_strbuf_printf(sb, "for %s%d in 0..%s%s%s {\n", var, axes[k], dims[axes[k]],
+                       parallel_first && k == 0 ? " parallel" : "", reduce ? " reduce" : "");
+}
+
+void loom_tpg_close_loops(loom_strbuf *sb, int n) {
+  for (int k = 0; k < n; k++) loom_strbuf_puts(sb, "}\n");
+}
+
+static char dim_names[LOOM_TP_GEN_MAX_RANK][8];
+static const char *dn[LOOM_TP_GEN_MAX_RANK];
+
+/* "d0", "d1", ... (static, read-only after the first call). */
+const char *const *loom_tpg_dims_d(void) {
+  if (!dn[0])
+    for (int d = 0; d < LOOM_TP_GEN_MAX_RANK; d++) {
+      snprintf(dim_names[d], sizeof dim_names[d], "d%d", d);
+      dn[d] = dim_names[d];
+    }
+  return dn;
+}
+
+loom_status loom_tpg_check_rank(int rank) {
+  if (rank < 0 || rank > LOOM_TP_GEN_MAX_RANK)
+    return LOOM_ERROR(INVALID_ARGUMENT, "rank %d is outside [0, %d]", rank, LOOM_TP_GEN_MAX_RANK);
+  return LOOM_OK;
+}
+
+void loom_tpg_all_axes(int *axes, int n) {
+  for (int d = 0; d < n; d++) axes[d] = d;
+}
+
+/* The dims of one broadcast input ("d3", "1" or "a3") and its load text. */
+void loom_tpg_bcast_input(const char *prefix, int r, int R, const loom_tp_bcast *m, char dims[][12], char *load,
+                        size_t load_cap, const char *buf) {
+  snprintf(load, load_cap, "%s[", buf);
+  for (int j = 0; j < r; j++) {
+    int d = j + R - r; /* aligned output axis */
+    char idx[64];
+    switch (m[j]) {
+      case LOOM_TP_BCAST_FULL:
+        snprintf(dims[j], 12, "d%d", d);
+        snprintf(idx, sizeof idx, "i%d", d);
+        break;
+      case LOOM_TP_BCAST_ONE:
+        snprintf(dims[j], 12, "1");
+        snprintf(idx, sizeof idx, "0");
+        break;
+      case LOOM_TP_BCAST_GUARD:
+        snprintf(dims[j], 12, "%s%d", prefix, d);
+        snprintf(idx, sizeof idx, "select(%s%d == 1, 0, i%d)", prefix, d, d);
+        break;
+    }
+    snprintf(load + strlen(load), load_cap - strlen(load), "%s%s", j ? ", " : "", idx);
+  }
+  snprintf(load + strlen(load), load_cap - strlen(load), "]");
+}
+
+/* The identity element of a reduction as a literal of dtype t. */
+void loom_tpg_reduce_init(loom_strbuf *sb, loom_tp_reduce_op op, loom_dtype t) {
+  bool fl = loom_dtype_is_float(t);
+  const char *suffix = (fl && t == LOOM_DTYPE_F32) || (!fl && t == LOOM_DTYPE_I64) ? "" : loom_dtype_name(t);
+  switch (op) {
+    case LOOM_TP_REDUCE_SUM: case LOOM_TP_REDUCE_MEAN:
+      loom_strbuf_printf(sb, "%s%s", fl ? "0.0" : "0", suffix);
+      return;
+    case LOOM_TP_REDUCE_PROD:
+      loom_strbuf_printf(sb, "%s%s", fl ? "1.0" : "1", suffix);
+      return;
+    case LOOM_TP_REDUCE_MAX: case LOOM_TP_REDUCE_MIN: {
+      bool mx = op == LOOM_TP_REDUCE_MAX;
+      if (fl) {
+        loom_strbuf_printf(sb, "%sinf%s", mx ? "-" : "", suffix);
+      } else {
+        /* the extreme value of the integer type */
+        unsigned bits = loom_dtype_bits(t);
+        bool sgn = loom_dtype_is_signed(t);
+        if (t == LOOM_DTYPE_BOOL) loom_strbuf_puts(sb, mx ? "false" : "true");
+        else if (sgn && mx) loom_strbuf_printf(sb, "%lld%s", bits == 64 ? (long long)INT64_MIN + 1 : -(1LL << (bits - 1)), suffix);
+        else if (sgn) loom_strbuf_printf(sb, "%lld%s", bits == 64 ? (long long)INT64_MAX : (1LL << (bits - 1)) - 1, suffix);
+        else if (mx) loom_strbuf_printf(sb, "0%s", suffix);
+        else loom_strbuf_printf(sb, "%llu%s", bits == 64 ? 18446744073709551615ULL : (1ULL << bits) - 1, suffix);
+      }
+      return;
+    }
+  }
+}
+
+/* Index text for rank dims with axis `axis` replaced by `var`. */
+void loom_tpg_index_with(char *out, size_t cap, int rank, int axis, const char *var) {
+  out[0] = '\0';
+  for (int k = 0; k < rank; k++) {
+    if (k == axis) snprintf(out + strlen(out), cap - strlen(out), "%s%s", k ? ", " : "", var);
+    else snprintf(out + strlen(out), cap - strlen(out), "%si%d", k ? ", " : "", k);
+  }
+}
+
+/* The accumulation dtype for statistics of t. */
+loom_dtype loom_tpg_stat_type(loom_dtype t) { return t == LOOM_DTYPE_F64 ? LOOM_DTYPE_F64 : LOOM_DTYPE_F32; }
+
+/* Index list "i0, i1, ..." of rank r into buf. */
+void loom_tpg_loop_indices(char *buf, size_t cap, int r) {
+  buf[0] = '\0';
+  for (int k = 0; k < r; k++) snprintf(buf + strlen(buf), cap - strlen(buf), "%si%d", k ? ", " : "", k);
+}
+
+/* "X: Buffer[(a0, a1, ...), t]" with dims named a<k>. */
+void loom_tpg_buffer_a(loom_strbuf *sb, const char *buf, int rank, loom_dtype t) {
+  char an[LOOM_TP_GEN_MAX_RANK][8];
+  const char *pa[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < rank; k++) {
+    snprintf(an[k], sizeof an[k], "a%d", k);
+    pa[k] = an[k];
+  }
+  loom_strbuf_printf(sb, "%s: ", buf);
+  loom_tpg_buffer_type(sb, pa, rank, t);
+}

@@ -1,0 +1,41 @@
+/* gen_internal.h — helpers shared by the program generators (gen_*.c). Generated programs name
+ * their dims d0, d1, ... (a0, ... for a second buffer), loop variables i<axis>, reduction
+ * variables r<axis>. */
+#ifndef LOOM_TENSORPROG_GEN_INTERNAL_H
+#define LOOM_TENSORPROG_GEN_INTERNAL_H
+
+#include <stddef.h>
+
+#include "base/strbuf.h"
+#include "tensorprog/tp_gen.h"
+
+/* Parses the generated text into `result`; a parse failure is a bug in the generator (INTERNAL). */
+loom_status loom_tpg_finish(loom_arena *a, loom_sym_ctx *cx, loom_strbuf *sb, loom_tp_func **result);
+/* Appends `expr` with each whole-word occurrence of names[i] replaced by (repl[i]). */
+void loom_tpg_substitute(loom_strbuf *sb, const char *expr, const char *const *names, const char *const *repl, int n);
+/* Appends "Buffer[(dims...), t]". */
+void loom_tpg_buffer_type(loom_strbuf *sb, const char *const *dims, int rank, loom_dtype t);
+/* Appends "X: Buffer[(a0, a1, ...), t]" with dims named a<k>. */
+void loom_tpg_buffer_a(loom_strbuf *sb, const char *buf, int rank, loom_dtype t);
+/* Opens one loop per listed axis: `for <var><axis> in 0..<dims[axis]> [parallel on the first] [reduce]`. */
+void loom_tpg_open_loops(loom_strbuf *sb, const int *axes, int n, const char *var, const char *const *dims,
+                         bool parallel_first, bool reduce);
+void loom_tpg_close_loops(loom_strbuf *sb, int n);
+/* The dim names "d0", "d1", ... */
+const char *const *loom_tpg_dims_d(void);
+loom_status loom_tpg_check_rank(int rank);
+/* axes[k] = k for k < n. */
+void loom_tpg_all_axes(int *axes, int n);
+/* The dims of one broadcast input ("d3", "1" or "<prefix>3") and its load text `buf[...]`. */
+void loom_tpg_bcast_input(const char *prefix, int r, int R, const loom_tp_bcast *m, char dims[][12], char *load,
+                          size_t load_cap, const char *buf);
+/* The identity element of a reduction as a literal of dtype t. */
+void loom_tpg_reduce_init(loom_strbuf *sb, loom_tp_reduce_op op, loom_dtype t);
+/* Index text "i0, .., var, .." of rank dims with axis `axis` replaced by `var`. */
+void loom_tpg_index_with(char *out, size_t cap, int rank, int axis, const char *var);
+/* The accumulation dtype for statistics of t (f64 for f64, else f32). */
+loom_dtype loom_tpg_stat_type(loom_dtype t);
+/* Index list "i0, i1, ..." of rank r. */
+void loom_tpg_loop_indices(char *buf, size_t cap, int r);
+
+#endif

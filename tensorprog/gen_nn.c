@@ -1,0 +1,246 @@
+/* gen_nn.c — generators of the contraction-heavy programs: batched matmul, linear, 2-D
+ * convolution and pooling, batch norm, and attention. */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/strbuf.h"
+#include "tensorprog/gen_internal.h"
+
+loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int ra,
+                               const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb, loom_tp_func **result) {
+  if (ra < 2 || rb < 2) return LOOM_ERROR(INVALID_ARGUMENT, "matmul generator needs ranks >= 2 (given %d and %d)", ra, rb);
+  int nba = ra - 2, nbb = rb - 2, NB = nba > nbb ? nba : nbb, R = NB + 2;
+  LOOM_PROPAGATE(loom_tpg_check_rank(R));
+  /* Batch dims via the broadcast helper, then the matrix dims m, k / k, n. */
+  char da[LOOM_TP_GEN_MAX_RANK][12], db[LOOM_TP_GEN_MAX_RANK][12], la[512], lb[512];
+  loom_tpg_bcast_input("a", nba, NB, ma, da, la, sizeof la, "A");
+  loom_tpg_bcast_input("b", nbb, NB, mb, db, lb, sizeof lb, "B");
+  const char *pa[LOOM_TP_GEN_MAX_RANK], *pb[LOOM_TP_GEN_MAX_RANK], *pc[LOOM_TP_GEN_MAX_RANK];
+  for (int j = 0; j < nba; j++) pa[j] = da[j];
+  for (int j = 0; j < nbb; j++) pb[j] = db[j];
+  const char *const *d = loom_tpg_dims_d();
+  for (int j = 0; j < NB; j++) pc[j] = d[j];
+  pa[nba] = "m", pa[nba + 1] = "k";
+  pb[nbb] = "k", pb[nbb + 1] = "n";
+  pc[NB] = "m", pc[NB + 1] = "n";
+  /* Loads: strip the closing ']' of the batch part and append the matrix indices. */
+  la[strlen(la) - 1] = '\0';
+  lb[strlen(lb) - 1] = '\0';
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(A: ", name);
+  loom_tpg_buffer_type(&sb, pa, ra, t);
+  loom_strbuf_puts(&sb, ", B: ");
+  loom_tpg_buffer_type(&sb, pb, rb, t);
+  loom_strbuf_puts(&sb, ", C: ");
+  loom_tpg_buffer_type(&sb, pc, R, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_all_axes(axes, NB);
+  loom_tpg_open_loops(&sb, axes, NB, "i", d, true, false);
+  loom_strbuf_printf(&sb, "for im in 0..m%s {\nfor jn in 0..n {\n", NB ? "" : " parallel");
+  char cidx[512] = "";
+  for (int j = 0; j < NB; j++) snprintf(cidx + strlen(cidx), sizeof cidx - strlen(cidx), "i%d, ", j);
+  strcat(cidx, "im, jn");
+  bool widen = acc != t;
+  const char *accn = loom_dtype_name(acc);
+  if (widen) {
+    loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\nS[0] = %s(0.0)\n", accn, accn);
+    loom_strbuf_printf(&sb, "for rk in 0..k reduce {\nS[0] = S[0] + %s(%s%sim, rk]) * %s(%s%srk, jn])\n}\n", accn, la,
+                       nba ? ", " : "", accn, lb, nbb ? ", " : "");
+    loom_strbuf_printf(&sb, "C[%s] = %s(S[0])\n", cidx, loom_dtype_name(t));
+  } else {
+    loom_strbuf_printf(&sb, "C[%s] = ", cidx);
+    loom_tpg_reduce_init(&sb, LOOM_TP_REDUCE_SUM, t);
+    loom_strbuf_printf(&sb, "\nfor rk in 0..k reduce {\nC[%s] = C[%s] + %s%sim, rk] * %s%srk, jn]\n}\n", cidx, cidx, la,
+                       nba ? ", " : "", lb, nbb ? ", " : "");
+  }
+  loom_strbuf_puts(&sb, "}\n}\n");
+  loom_tpg_close_loops(&sb, NB);
+  loom_strbuf_puts(&sb, "}\n");
+  return loom_tpg_finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_linear(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int rank,
+                               bool bias, loom_tp_func **result) {
+  if (rank < 1) return LOOM_ERROR(INVALID_ARGUMENT, "linear needs an input of rank >= 1");
+  LOOM_PROPAGATE(loom_tpg_check_rank(rank));
+  const char *const *d = loom_tpg_dims_d();
+  const char *px[LOOM_TP_GEN_MAX_RANK], *py[LOOM_TP_GEN_MAX_RANK], *pw[2] = {"n", "k"}, *pb[1] = {"n"};
+  for (int j = 0; j < rank - 1; j++) px[j] = py[j] = d[j];
+  px[rank - 1] = "k";
+  py[rank - 1] = "n";
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
+  loom_tpg_buffer_type(&sb, px, rank, t);
+  loom_strbuf_puts(&sb, ", W: ");
+  loom_tpg_buffer_type(&sb, pw, 2, t);
+  if (bias) {
+    loom_strbuf_puts(&sb, ", Bias: ");
+    loom_tpg_buffer_type(&sb, pb, 1, t);
+  }
+  loom_strbuf_puts(&sb, ", Y: ");
+  loom_tpg_buffer_type(&sb, py, rank, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_all_axes(axes, rank - 1);
+  loom_tpg_open_loops(&sb, axes, rank - 1, "i", d, true, false);
+  loom_strbuf_printf(&sb, "for jn in 0..n%s {\n", rank == 1 ? " parallel" : "");
+  char lead[256] = "";
+  for (int j = 0; j < rank - 1; j++) snprintf(lead + strlen(lead), sizeof lead - strlen(lead), "i%d, ", j);
+  const char *accn = loom_dtype_name(acc), *tn = loom_dtype_name(t);
+  if (acc != t) {
+    loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\n", accn);
+    if (bias) loom_strbuf_printf(&sb, "S[0] = %s(Bias[jn])\n", accn);
+    else loom_strbuf_printf(&sb, "S[0] = %s(0.0)\n", accn);
+    loom_strbuf_printf(&sb, "for rk in 0..k reduce {\nS[0] = S[0] + %s(X[%srk]) * %s(W[jn, rk])\n}\n", accn, lead, accn);
+    loom_strbuf_printf(&sb, "Y[%sjn] = %s(S[0])\n", lead, tn);
+  } else {
+    loom_strbuf_printf(&sb, "Y[%sjn] = ", lead);
+    if (bias) loom_strbuf_puts(&sb, "Bias[jn]");
+    else loom_tpg_reduce_init(&sb, LOOM_TP_REDUCE_SUM, t);
+    loom_strbuf_printf(&sb, "\nfor rk in 0..k reduce {\nY[%sjn] = Y[%sjn] + X[%srk] * W[jn, rk]\n}\n", lead, lead, lead);
+  }
+  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_loops(&sb, rank - 1);
+  loom_strbuf_puts(&sb, "}\n");
+  return loom_tpg_finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_conv2d(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
+                               const loom_tp_conv2d *p, bool bias, loom_tp_func **result) {
+  if (p->groups < 1) return LOOM_ERROR(INVALID_ARGUMENT, "conv2d: groups must be >= 1");
+  const char *tn = loom_dtype_name(t), *an = loom_dtype_name(acc);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: Buffer[(n, c, h, w), %s], W: Buffer[(o, cg, kh, kw), %s], ", name, tn, tn);
+  if (bias) loom_strbuf_printf(&sb, "Bias: Buffer[(o,), %s], ", tn);
+  loom_strbuf_printf(&sb, "Y: Buffer[(n, o, oh, ow), %s]) {\n", tn);
+  loom_strbuf_puts(&sb, "for i0 in 0..n parallel {\nfor i1 in 0..o {\nfor i2 in 0..oh {\nfor i3 in 0..ow {\n");
+  loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\n", an);
+  if (bias) loom_strbuf_printf(&sb, "S[0] = %s(Bias[i1])\n", an);
+  char yh[128], yw[128];
+  snprintf(yh, sizeof yh, "i2*%lld - %lld + rh*%lld", (long long)p->stride[0], (long long)p->pad[0], (long long)p->dilation[0]);
+  snprintf(yw, sizeof yw, "i3*%lld - %lld + rw*%lld", (long long)p->stride[1], (long long)p->pad[1], (long long)p->dilation[1]);
+  loom_strbuf_puts(&sb, "for rc in 0..cg reduce {\nfor rh in 0..kh reduce {\nfor rw in 0..kw reduce {\n");
+  loom_strbuf_printf(&sb, "if %s >= 0 && %s < h && %s >= 0 && %s < w {\n", yh, yh, yw, yw);
+  loom_strbuf_printf(&sb, "S[0] = S[0] + %s(X[i0, floordiv(i1, floordiv(o, %lld))*cg + rc, %s, %s]) * %s(W[i1, rc, rh, rw])\n",
+                     an, (long long)p->groups, yh, yw, an);
+  loom_strbuf_puts(&sb, "}\n}\n}\n}\n");
+  loom_strbuf_printf(&sb, "Y[i0, i1, i2, i3] = %s(S[0])\n", tn);
+  loom_strbuf_puts(&sb, "}\n}\n}\n}\n}\n");
+  return loom_tpg_finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_pool2d(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv2d *p,
+                               bool is_max, loom_tp_func **result) {
+  const char *tn = loom_dtype_name(t);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: Buffer[(n, c, h, w), %s], Y: Buffer[(n, c, oh, ow), %s]) {\n", name, tn, tn);
+  loom_strbuf_puts(&sb, "for i0 in 0..n parallel {\nfor i1 in 0..c {\nfor i2 in 0..oh {\nfor i3 in 0..ow {\n");
+  loom_strbuf_printf(&sb, "alloc S: Local[(2,), %s]\n", tn);
+  if (is_max) {
+    loom_strbuf_puts(&sb, "S[0] = ");
+    loom_tpg_reduce_init(&sb, LOOM_TP_REDUCE_MAX, t);
+    loom_strbuf_putc(&sb, '\n');
+  }
+  char yh[128], yw[128];
+  snprintf(yh, sizeof yh, "i2*%lld - %lld + rh", (long long)p->stride[0], (long long)p->pad[0]);
+  snprintf(yw, sizeof yw, "i3*%lld - %lld + rw", (long long)p->stride[1], (long long)p->pad[1]);
+  loom_strbuf_printf(&sb, "for rh in 0..%lld reduce {\nfor rw in 0..%lld reduce {\n", (long long)p->kernel[0],
+                     (long long)p->kernel[1]);
+  loom_strbuf_printf(&sb, "if %s >= 0 && %s < h && %s >= 0 && %s < w {\n", yh, yh, yw, yw);
+  if (is_max) loom_strbuf_printf(&sb, "S[0] = max(S[0], X[i0, i1, %s, %s])\n", yh, yw);
+  else loom_strbuf_printf(&sb, "S[0] = S[0] + X[i0, i1, %s, %s]\nS[1] = S[1] + %s(1)\n", yh, yw, tn);
+  loom_strbuf_puts(&sb, "}\n}\n}\n");
+  if (is_max) loom_strbuf_puts(&sb, "Y[i0, i1, i2, i3] = S[0]\n");
+  else loom_strbuf_puts(&sb, "Y[i0, i1, i2, i3] = S[0] / S[1]\n");
+  loom_strbuf_puts(&sb, "}\n}\n}\n}\n}\n");
+  return loom_tpg_finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_batch_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                                   double eps, loom_tp_func **result) {
+  if (rank < 2) return LOOM_ERROR(INVALID_ARGUMENT, "batch_norm needs rank >= 2");
+  LOOM_PROPAGATE(loom_tpg_check_rank(rank));
+  const char *const *d = loom_tpg_dims_d();
+  const char *tn = loom_dtype_name(t), *one[1] = {"d1"};
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
+  loom_tpg_buffer_type(&sb, d, rank, t);
+  static const char *const names[4] = {"gamma", "beta", "mean", "var"};
+  for (int i = 0; i < 4; i++) {
+    loom_strbuf_printf(&sb, ", %s: ", names[i]);
+    loom_tpg_buffer_type(&sb, one, 1, t);
+  }
+  loom_strbuf_puts(&sb, ", Y: ");
+  loom_tpg_buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_all_axes(axes, rank);
+  loom_tpg_open_loops(&sb, axes, rank, "i", d, true, false);
+  char yi[256], epsbuf[64];
+  loom_tpg_loop_indices(yi, sizeof yi, rank);
+  snprintf(epsbuf, sizeof epsbuf, "%.17g", eps);
+  if (!strpbrk(epsbuf, ".eEn")) strcat(epsbuf, ".0");
+  loom_strbuf_printf(&sb, "Y[%s] = (X[%s] - mean[i1]) * rsqrt(var[i1] + %s(%s)) * gamma[i1] + beta[i1]\n", yi, yi, tn, epsbuf);
+  loom_tpg_close_loops(&sb, rank);
+  loom_strbuf_puts(&sb, "}\n");
+  return loom_tpg_finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
+                                  bool causal, int mask_rank, const loom_tp_bcast *mask_modes, loom_dtype mask_t,
+                                  loom_tp_func **result) {
+  if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "attention of %s is not supported", loom_dtype_name(t));
+  if (mask_rank > 4) return LOOM_ERROR(INVALID_ARGUMENT, "attention mask of rank %d", mask_rank);
+  const char *tn = loom_dtype_name(t), *sn = t == LOOM_DTYPE_F64 ? "f64" : "f32";
+  /* The (b, h, s, t) axes are d0..d3 and the score loop variable is i3, so the mask's
+   * broadcast load (loom_tpg_bcast_input) indexes them directly. */
+  char mdims[4][12], mload[512];
+  if (mask_rank >= 0) loom_tpg_bcast_input("m", mask_rank, 4, mask_modes, mdims, mload, sizeof mload, "Mk");
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(Q: Buffer[(d0, d1, d2, dq), %s], K: Buffer[(d0, hk, d3, dq), %s], "
+                          "V: Buffer[(d0, hk, d3, dv), %s], ", name, tn, tn, tn);
+  if (mask_rank >= 0) {
+    const char *pm[4];
+    for (int k = 0; k < mask_rank; k++) pm[k] = mdims[k];
+    loom_strbuf_puts(&sb, "Mk: ");
+    loom_tpg_buffer_type(&sb, pm, mask_rank, mask_t);
+    loom_strbuf_puts(&sb, ", ");
+  }
+  loom_strbuf_printf(&sb, "Y: Buffer[(d0, d1, d2, dv), %s]) {\n", tn);
+  loom_strbuf_puts(&sb, "for i0 in 0..d0 parallel {\nfor i1 in 0..d1 {\nfor i2 in 0..d2 {\n");
+  loom_strbuf_printf(&sb, "alloc P: Local[(d3,), %s]\nalloc R: Local[(2,), %s]\nR[0] = -inf%s\n", sn, sn,
+                     t == LOOM_DTYPE_F64 ? "f64" : "");
+  const char *kv = "floordiv(i1, floordiv(d1, hk))";
+  loom_strbuf_puts(&sb, "for i3 in 0..d3 {\n");
+  loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\n", sn);
+  loom_strbuf_printf(&sb, "for r in 0..dq reduce {\nS[0] = S[0] + %s(Q[i0, i1, i2, r]) * %s(K[i0, %s, i3, r])\n}\n", sn, sn, kv);
+  if (scale_text) loom_strbuf_printf(&sb, "let sc: %s = S[0] * %s(%s)\n", sn, sn, scale_text);
+  else loom_strbuf_printf(&sb, "let sc: %s = S[0] * rsqrt(%s(dq))\n", sn, sn);
+  const char *cur = "sc";
+  if (mask_rank >= 0) {
+    if (mask_t == LOOM_DTYPE_BOOL) loom_strbuf_printf(&sb, "let sm: %s = select(%s, sc, -inf%s)\n", sn, mload, t == LOOM_DTYPE_F64 ? "f64" : "");
+    else loom_strbuf_printf(&sb, "let sm: %s = sc + %s(%s)\n", sn, sn, mload);
+    cur = "sm";
+  }
+  if (causal) {
+    loom_strbuf_printf(&sb, "let sk: %s = select(i3 > i2 + (d3 - d2), -inf%s, %s)\n", sn, t == LOOM_DTYPE_F64 ? "f64" : "", cur);
+    cur = "sk";
+  }
+  loom_strbuf_printf(&sb, "P[i3] = %s\nR[0] = max(R[0], %s)\n}\n", cur, cur);
+  loom_strbuf_printf(&sb, "for j in 0..d3 {\nP[j] = select(R[0] == -inf%s, 0.0, exp(P[j] - R[0]))\nR[1] = R[1] + P[j]\n}\n",
+                     t == LOOM_DTYPE_F64 ? "f64" : "");
+  loom_strbuf_puts(&sb, "for e in 0..dv {\n");
+  loom_strbuf_printf(&sb, "alloc A: Local[(1,), %s]\n", sn);
+  loom_strbuf_printf(&sb, "for j2 in 0..d3 reduce {\nA[0] = A[0] + select(R[1] > 0.0, P[j2] / R[1], 0.0) * %s(V[i0, %s, j2, e])\n}\n",
+                     sn, kv);
+  loom_strbuf_printf(&sb, "Y[i0, i1, i2, e] = %s(A[0])\n}\n", t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F64 ? "" : tn);
+  loom_strbuf_puts(&sb, "}\n}\n}\n}\n");
+  return loom_tpg_finish(a, cx, &sb, result);
+}
