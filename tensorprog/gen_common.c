@@ -182,3 +182,19 @@ void loom_tpg_buffer_a(loom_strbuf *sb, const char *buf, int rank, loom_dtype t)
   loom_strbuf_printf(sb, "%s: ", buf);
   loom_tpg_buffer_type(sb, pa, rank, t);
 }
+
+void loom_tpg_open_output_nest(loom_strbuf *sb, int rank, loom_dtype t, char *yi, size_t yi_cap) {
+  const char *const *d = loom_tpg_dims_d();
+  loom_strbuf_puts(sb, "Y: ");
+  loom_tpg_buffer_type(sb, d, rank, t);
+  loom_strbuf_puts(sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_all_axes(axes, rank);
+  loom_tpg_open_loops(sb, axes, rank, "i", d, true, false);
+  loom_tpg_loop_indices(yi, yi_cap, rank);
+}
+
+void loom_tpg_close_program(loom_strbuf *sb, int nloops) {
+  loom_tpg_close_loops(sb, nloops);
+  loom_strbuf_puts(sb, "}\n");
+}

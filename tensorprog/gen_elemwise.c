@@ -29,8 +29,7 @@ loom_status loom_tp_gen_unary(loom_arena *a, loom_sym_ctx *cx, const char *name,
   loom_strbuf_puts(&sb, "] = ");
   loom_tpg_substitute(&sb, expr, names, repl, 1);
   loom_strbuf_putc(&sb, '\n');
-  loom_tpg_close_loops(&sb, rank);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, rank);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
@@ -73,8 +72,7 @@ loom_status loom_tp_gen_nary(loom_arena *a, loom_sym_ctx *cx, const char *name, 
   loom_strbuf_puts(&sb, "] = ");
   loom_tpg_substitute(&sb, expr, vars, repl, n);
   loom_strbuf_putc(&sb, '\n');
-  loom_tpg_close_loops(&sb, R);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, R);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
@@ -102,8 +100,7 @@ loom_status loom_tp_gen_fill(loom_arena *a, loom_sym_ctx *cx, const char *name, 
   char yi[256];
   loom_tpg_loop_indices(yi, sizeof yi, rank);
   loom_strbuf_printf(&sb, "Y[%s] = %s(%s)\n", yi, loom_dtype_name(t), value_text);
-  loom_tpg_close_loops(&sb, rank);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, rank);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
@@ -125,7 +122,6 @@ loom_status loom_tp_gen_tri(loom_arena *a, loom_sym_ctx *cx, const char *name, l
   char yi[256];
   loom_tpg_loop_indices(yi, sizeof yi, rank);
   loom_strbuf_printf(&sb, "Y[%s] = select(i%d - i%d %s k, X[%s], 0)\n", yi, rank - 1, rank - 2, upper ? ">=" : "<=", yi);
-  loom_tpg_close_loops(&sb, rank);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, rank);
   return loom_tpg_finish(a, cx, &sb, result);
 }

@@ -21,6 +21,11 @@ void loom_tpg_buffer_a(loom_strbuf *sb, const char *buf, int rank, loom_dtype t)
 void loom_tpg_open_loops(loom_strbuf *sb, const int *axes, int n, const char *var, const char *const *dims,
                          bool parallel_first, bool reduce);
 void loom_tpg_close_loops(loom_strbuf *sb, int n);
+/* Ends a parameter list with the result `Y: Buffer[(d0, ...), t]`, opens the loop nest over every
+ * axis of Y (outermost parallel) and writes Y's index list "i0, i1, ..." into `yi`. */
+void loom_tpg_open_output_nest(loom_strbuf *sb, int rank, loom_dtype t, char *yi, size_t yi_cap);
+/* Closes `nloops` loops and the program. */
+void loom_tpg_close_program(loom_strbuf *sb, int nloops);
 /* The dim names "d0", "d1", ... */
 const char *const *loom_tpg_dims_d(void);
 loom_status loom_tpg_check_rank(int rank);

@@ -56,8 +56,7 @@ loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name
                        nba ? ", " : "", lb, nbb ? ", " : "");
   }
   loom_strbuf_puts(&sb, "}\n}\n");
-  loom_tpg_close_loops(&sb, NB);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, NB);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
@@ -176,19 +175,13 @@ loom_status loom_tp_gen_batch_norm(loom_arena *a, loom_sym_ctx *cx, const char *
     loom_strbuf_printf(&sb, ", %s: ", names[i]);
     loom_tpg_buffer_type(&sb, one, 1, t);
   }
-  loom_strbuf_puts(&sb, ", Y: ");
-  loom_tpg_buffer_type(&sb, d, rank, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, rank);
-  loom_tpg_open_loops(&sb, axes, rank, "i", d, true, false);
   char yi[256], epsbuf[64];
-  loom_tpg_loop_indices(yi, sizeof yi, rank);
+  loom_strbuf_puts(&sb, ", ");
+  loom_tpg_open_output_nest(&sb, rank, t, yi, sizeof yi);
   snprintf(epsbuf, sizeof epsbuf, "%.17g", eps);
   if (!strpbrk(epsbuf, ".eEn")) strcat(epsbuf, ".0");
   loom_strbuf_printf(&sb, "Y[%s] = (X[%s] - mean[i1]) * rsqrt(var[i1] + %s(%s)) * gamma[i1] + beta[i1]\n", yi, yi, tn, epsbuf);
-  loom_tpg_close_loops(&sb, rank);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, rank);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 

@@ -68,8 +68,7 @@ loom_status loom_tp_gen_reduce(loom_arena *a, loom_sym_ctx *cx, const char *name
     for (int k = 0; k < nr; k++) loom_strbuf_printf(&sb, "%s%s", k ? "*" : "", d[red[k]]);
     loom_strbuf_puts(&sb, ")\n");
   }
-  loom_tpg_close_loops(&sb, nk);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, nk);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
@@ -107,8 +106,7 @@ loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *nam
     loom_strbuf_printf(&sb, "for j in 0..%s {\nY[%s] = %s(%s(X[%s]) - M[0] - log(S[0]))\n}\n", d[axis], xj, tn, sc, xj);
   else
     loom_strbuf_printf(&sb, "for j in 0..%s {\nY[%s] = %s(exp(%s(X[%s]) - M[0]) / S[0])\n}\n", d[axis], xj, tn, sc, xj);
-  loom_tpg_close_loops(&sb, nk);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, nk);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
@@ -172,8 +170,7 @@ loom_status loom_tp_gen_layer_norm(loom_arena *a, loom_sym_ctx *cx, const char *
     loom_strbuf_printf(&sb, "Y[%s] = %s((%s(X[%s]) - mean) * inv * %s(gamma[%s]) + %s(beta[%s]))\n", xj, tn, sc, xj, sc, gj,
                        sc, gj);
   loom_tpg_close_loops(&sb, naxes);
-  loom_tpg_close_loops(&sb, first);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, first);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
@@ -217,8 +214,7 @@ loom_status loom_tp_gen_argext(loom_arena *a, loom_sym_ctx *cx, const char *name
   loom_strbuf_printf(&sb, "\nY[%s] = 0\n", oi);
   loom_strbuf_printf(&sb, "for r%d in 0..%s reduce {\n", axis, d[axis]);
   loom_strbuf_printf(&sb, "if X[%s] %s best[0] {\nbest[0] = X[%s]\nY[%s] = r%d\n}\n}\n", xr, is_max ? ">" : "<", xr, oi, axis);
-  loom_tpg_close_loops(&sb, nk);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, nk);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
@@ -245,7 +241,6 @@ loom_status loom_tp_gen_cumsum(loom_arena *a, loom_sym_ctx *cx, const char *name
   if (exclusive) loom_strbuf_printf(&sb, "Y[%s] = acc[0]\nacc[0] = acc[0] + X[%s]\n", xj, xj);
   else loom_strbuf_printf(&sb, "acc[0] = acc[0] + X[%s]\nY[%s] = acc[0]\n", xj, xj);
   loom_strbuf_puts(&sb, "}\n");
-  loom_tpg_close_loops(&sb, nk);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, nk);
   return loom_tpg_finish(a, cx, &sb, result);
 }

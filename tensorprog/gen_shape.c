@@ -46,8 +46,7 @@ loom_status loom_tp_gen_reshape(loom_arena *a, loom_sym_ctx *cx, const char *nam
     else loom_strbuf_printf(&sb, ", floormod(floordiv(%s, %s), a%d)", flat, stride, m);
   }
   loom_strbuf_puts(&sb, "]\n");
-  loom_tpg_close_loops(&sb, rank_out);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, rank_out);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
@@ -80,8 +79,7 @@ loom_status loom_tp_gen_permute(loom_arena *a, loom_sym_ctx *cx, const char *nam
   loom_strbuf_puts(&sb, "] = X[");
   for (int m = 0; m < rank; m++) loom_strbuf_printf(&sb, "%s%s", m ? ", " : "", xi[m]);
   loom_strbuf_puts(&sb, "]\n");
-  loom_tpg_close_loops(&sb, rank);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, rank);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
@@ -130,15 +128,13 @@ loom_status loom_tp_gen_concat(loom_arena *a, loom_sym_ctx *cx, const char *name
     snprintf(off + strlen(off), sizeof off - strlen(off), " + e%d", i);
   }
   if (ninputs > 1) loom_strbuf_puts(&sb, "}\n");
-  loom_tpg_close_loops(&sb, rank);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, rank);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
 loom_status loom_tp_gen_slice(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                               unsigned axes_mask, const int64_t *strides, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
-  const char *const *d = loom_tpg_dims_d();
   char an[LOOM_TP_GEN_MAX_RANK][8];
   const char *pa[LOOM_TP_GEN_MAX_RANK];
   for (int k = 0; k < rank; k++) {
@@ -151,22 +147,16 @@ loom_status loom_tp_gen_slice(loom_arena *a, loom_sym_ctx *cx, const char *name,
   loom_tpg_buffer_type(&sb, pa, rank, t);
   for (int k = 0; k < rank; k++)
     if (axes_mask >> k & 1) loom_strbuf_printf(&sb, ", b%d: i64", k);
-  loom_strbuf_puts(&sb, ", Y: ");
-  loom_tpg_buffer_type(&sb, d, rank, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, rank);
-  loom_tpg_open_loops(&sb, axes, rank, "i", d, true, false);
   char yi[256];
-  loom_tpg_loop_indices(yi, sizeof yi, rank);
+  loom_strbuf_puts(&sb, ", ");
+  loom_tpg_open_output_nest(&sb, rank, t, yi, sizeof yi);
   loom_strbuf_printf(&sb, "Y[%s] = X[", yi);
   for (int k = 0; k < rank; k++) {
     if (axes_mask >> k & 1) loom_strbuf_printf(&sb, "%sb%d + i%d*%lld", k ? ", " : "", k, k, (long long)strides[k]);
     else loom_strbuf_printf(&sb, "%si%d", k ? ", " : "", k);
   }
   loom_strbuf_puts(&sb, "]\n");
-  loom_tpg_close_loops(&sb, rank);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, rank);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
@@ -207,28 +197,21 @@ loom_status loom_tp_gen_take(loom_arena *a, loom_sym_ctx *cx, const char *name, 
     else snprintf(xi + n, sizeof xi - n, "%sselect(t < 0, t + a%d, t)", k ? ", " : "", k);
   }
   loom_strbuf_printf(&sb, "Y[%s] = X[%s]\n", yi, xi);
-  loom_tpg_close_loops(&sb, R);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, R);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
 loom_status loom_tp_gen_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                             const char *value_text, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
-  const char *const *d = loom_tpg_dims_d();
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
   loom_strbuf_printf(&sb, "prim @%s(", name);
   loom_tpg_buffer_a(&sb, "X", rank, t);
   for (int k = 0; k < rank; k++) loom_strbuf_printf(&sb, ", p%d: i64", k);
-  loom_strbuf_puts(&sb, ", Y: ");
-  loom_tpg_buffer_type(&sb, d, rank, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, rank);
-  loom_tpg_open_loops(&sb, axes, rank, "i", d, true, false);
   char yi[256], xi[512] = "", cond[1024] = "";
-  loom_tpg_loop_indices(yi, sizeof yi, rank);
+  loom_strbuf_puts(&sb, ", ");
+  loom_tpg_open_output_nest(&sb, rank, t, yi, sizeof yi);
   for (int k = 0; k < rank; k++) {
     snprintf(xi + strlen(xi), sizeof xi - strlen(xi), "%si%d - p%d", k ? ", " : "", k, k);
     snprintf(cond + strlen(cond), sizeof cond - strlen(cond), "%si%d >= p%d && i%d - p%d < a%d", k ? " && " : "", k, k, k,
@@ -238,31 +221,23 @@ loom_status loom_tp_gen_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, l
   if (rank) loom_strbuf_printf(&sb, "if %s {\nY[%s] = X[%s]\n} else {\nY[%s] = %s(%s)\n}\n", cond, yi, xi, yi,
                                loom_dtype_name(t), value_text);
   else loom_strbuf_puts(&sb, "Y[] = X[]\n");
-  loom_tpg_close_loops(&sb, rank);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, rank);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
 loom_status loom_tp_gen_tile(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                              loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
-  const char *const *d = loom_tpg_dims_d();
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
   loom_strbuf_printf(&sb, "prim @%s(", name);
   loom_tpg_buffer_a(&sb, "X", rank, t);
-  loom_strbuf_puts(&sb, ", Y: ");
-  loom_tpg_buffer_type(&sb, d, rank, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, rank);
-  loom_tpg_open_loops(&sb, axes, rank, "i", d, true, false);
   char yi[256], xi[512] = "";
-  loom_tpg_loop_indices(yi, sizeof yi, rank);
+  loom_strbuf_puts(&sb, ", ");
+  loom_tpg_open_output_nest(&sb, rank, t, yi, sizeof yi);
   for (int k = 0; k < rank; k++) snprintf(xi + strlen(xi), sizeof xi - strlen(xi), "%sfloormod(i%d, a%d)", k ? ", " : "", k, k);
   loom_strbuf_printf(&sb, "Y[%s] = X[%s]\n", yi, xi);
-  loom_tpg_close_loops(&sb, rank);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, rank);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
@@ -270,27 +245,20 @@ loom_status loom_tp_gen_repeat(loom_arena *a, loom_sym_ctx *cx, const char *name
                                int64_t repeats, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
   if (axis < 0 || axis >= rank || repeats < 1) return LOOM_ERROR(INVALID_ARGUMENT, "repeat: bad axis or repeats");
-  const char *const *d = loom_tpg_dims_d();
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
   loom_strbuf_printf(&sb, "prim @%s(", name);
   loom_tpg_buffer_a(&sb, "X", rank, t);
-  loom_strbuf_puts(&sb, ", Y: ");
-  loom_tpg_buffer_type(&sb, d, rank, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, rank);
-  loom_tpg_open_loops(&sb, axes, rank, "i", d, true, false);
   char yi[256], xi[512] = "";
-  loom_tpg_loop_indices(yi, sizeof yi, rank);
+  loom_strbuf_puts(&sb, ", ");
+  loom_tpg_open_output_nest(&sb, rank, t, yi, sizeof yi);
   for (int k = 0; k < rank; k++) {
     size_t n = strlen(xi);
     if (k == axis) snprintf(xi + n, sizeof xi - n, "%sfloordiv(i%d, %lld)", k ? ", " : "", k, (long long)repeats);
     else snprintf(xi + n, sizeof xi - n, "%si%d", k ? ", " : "", k);
   }
   loom_strbuf_printf(&sb, "Y[%s] = X[%s]\n", yi, xi);
-  loom_tpg_close_loops(&sb, rank);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, rank);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
@@ -305,22 +273,16 @@ loom_status loom_tp_gen_gather_elements(loom_arena *a, loom_sym_ctx *cx, const c
   loom_tpg_buffer_a(&sb, "X", rank, t);
   loom_strbuf_puts(&sb, ", I: ");
   loom_tpg_buffer_type(&sb, d, rank, index_t);
-  loom_strbuf_puts(&sb, ", Y: ");
-  loom_tpg_buffer_type(&sb, d, rank, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, rank);
-  loom_tpg_open_loops(&sb, axes, rank, "i", d, true, false);
   char yi[256], xi[512] = "";
-  loom_tpg_loop_indices(yi, sizeof yi, rank);
+  loom_strbuf_puts(&sb, ", ");
+  loom_tpg_open_output_nest(&sb, rank, t, yi, sizeof yi);
   for (int k = 0; k < rank; k++) {
     size_t n = strlen(xi);
     if (k == axis) snprintf(xi + n, sizeof xi - n, "%sselect(t < 0, t + a%d, t)", k ? ", " : "", k);
     else snprintf(xi + n, sizeof xi - n, "%si%d", k ? ", " : "", k);
   }
   loom_strbuf_printf(&sb, "let t: i64 = i64(I[%s])\nY[%s] = X[%s]\n", yi, yi, xi);
-  loom_tpg_close_loops(&sb, rank);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, rank);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
@@ -346,8 +308,7 @@ loom_status loom_tp_gen_one_hot(loom_arena *a, loom_sym_ctx *cx, const char *nam
   loom_strbuf_printf(&sb, "let t: i64 = i64(I[%s])\n", ii);
   loom_strbuf_printf(&sb, "Y[%s] = select(select(t < 0, t + %s, t) == i%d, %s(%s), %s(%s))\n", yi, d[R - 1], R - 1, tn,
                      on_text, tn, off_text);
-  loom_tpg_close_loops(&sb, R);
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, R);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
