@@ -4,15 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/file.h"
 #include "driver/commands.h"
+#include "driver/graph_file.h"
 #include "driver/pipeline.h"
-
-static int fail(loom_status s) {
-  loom_status_fprint(stderr, s);
-  loom_status_free(s);
-  return LOOM_EXIT_FAILURE;
-}
 
 static int run(const loom_cli_args *args) {
   const char *path = args->positional[0];
@@ -37,21 +31,13 @@ static int run(const loom_cli_args *args) {
     npasses = loom_pipeline_default(&def);
     memcpy(passes, def, npasses * sizeof *def);
   }
-  char *text;
-  size_t len;
-  loom_status s = loom_file_read(path, &text, &len);
-  if (s) return fail(s);
-  /* The source outlives the module: nodes keep locations into it. */
-  loom_source src = {path, text, len};
   loom_diag_list diags;
-  loom_diag_list_init(&diags, NULL);
   loom_graph_module *m = NULL;
-  s = loom_graph_parse(&src, &diags, &m);
-  if (!s) s = loom_graph_verify(m, &diags);
+  if (loom_driver_load_graph(path, &diags, &m)) return LOOM_EXIT_FAILURE;
   loom_pass_options opts = {.print_after_all = loom_cli_flag(args, "--print-after-all"),
                             .verify_each = true,
                             .time_passes = loom_cli_flag(args, "--time")};
-  if (!s) s = loom_pipeline_run(m, passes, npasses, &opts, &diags);
+  loom_status s = loom_pipeline_run(m, passes, npasses, &opts, &diags);
   int rc = LOOM_EXIT_OK;
   if (s) {
     if (diags.errors) loom_diag_list_print(stderr, &diags);
@@ -70,7 +56,6 @@ static int run(const loom_cli_args *args) {
   }
   loom_graph_module_destroy(m);
   loom_diag_list_destroy(&diags);
-  free(text);
   return rc;
 }
 

@@ -2,35 +2,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/file.h"
 #include "driver/graph_file.h"
 
 int loom_driver_load_graph(const char *path, loom_diag_list *dl, loom_graph_module **out) {
   *out = NULL;
   loom_diag_list_init(dl, NULL);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fprintf(stderr, "error: cannot open '%s'\n", path);
-    loom_diag_list_destroy(dl);
-    return 1;
-  }
-  size_t cap = 1 << 16, len = 0;
-  char *text = malloc(cap);
-  while (text) {
-    size_t n = fread(text + len, 1, cap - len, f);
-    len += n;
-    if (len < cap) break;
-    char *t = realloc(text, cap * 2);
-    if (!t) {
-      free(text);
-      text = NULL;
-      break;
-    }
-    text = t;
-    cap *= 2;
-  }
-  fclose(f);
-  if (!text) {
-    fprintf(stderr, "error: out of memory reading '%s'\n", path);
+  char *text;
+  size_t len;
+  loom_status rs = loom_file_read(path, &text, &len);
+  if (rs) {
+    loom_status_fprint(stderr, rs);
+    loom_status_free(rs);
     loom_diag_list_destroy(dl);
     return 1;
   }
