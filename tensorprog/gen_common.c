@@ -74,18 +74,10 @@ void loom_tpg_close_loops(loom_strbuf *sb, int n) {
   for (int k = 0; k < n; k++) loom_strbuf_puts(sb, "}\n");
 }
 
-static char dim_names[LOOM_TP_GEN_MAX_RANK][8];
-static const char *dn[LOOM_TP_GEN_MAX_RANK];
+static const char *const dim_names[] = {"d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7"};
+_Static_assert(sizeof dim_names / sizeof dim_names[0] == LOOM_TP_GEN_MAX_RANK, "one dim name per rank");
 
-/* "d0", "d1", ... (static, read-only after the first call). */
-const char *const *loom_tpg_dims_d(void) {
-  if (!dn[0])
-    for (int d = 0; d < LOOM_TP_GEN_MAX_RANK; d++) {
-      snprintf(dim_names[d], sizeof dim_names[d], "d%d", d);
-      dn[d] = dim_names[d];
-    }
-  return dn;
-}
+const char *const *loom_tpg_dims_d(void) { return dim_names; }
 
 loom_status loom_tpg_check_rank(int rank) {
   if (rank < 0 || rank > LOOM_TP_GEN_MAX_RANK)
