@@ -129,20 +129,23 @@ pub fn build(b: *std.Build) void {
     const loom_san = b.addInstallArtifact(addProgram(cfg, "loom-san", &@import("src/driver/sources.zig").loom_main, san.full, .sanitized), .{});
     const loom_run_san = b.addInstallArtifact(addProgram(cfg, "loom-run-san", &@import("src/driver/sources.zig").loom_run_main, san.rt, .sanitized), .{});
     var previous: ?*std.Build.Step = null;
+    const only_suite = b.option([]const u8, "suite", "Build and run only this test suite (e.g. -Dsuite=e2e)");
     inline for (test_suites) |suite| {
-        const exe = addTestSuite(cfg, suite.name, suite.files, san.full);
-        const run = b.addRunArtifact(exe);
-        run.setCwd(b.path("."));
-        run.stdio = .inherit;
-        setSanitizerEnv(run);
-        // CLI-level tests find the sanitized programs through these variables.
-        run.setEnvironmentVariable("LOOM_BIN", b.getInstallPath(.bin, "loom-san"));
-        run.setEnvironmentVariable("LOOM_RUN_BIN", b.getInstallPath(.bin, "loom-run-san"));
-        run.step.dependOn(&loom_san.step);
-        run.step.dependOn(&loom_run_san.step);
-        if (previous) |p| run.step.dependOn(p);
-        previous = &run.step;
-        test_step.dependOn(&run.step);
+        if (only_suite == null or std.mem.eql(u8, only_suite.?, suite.name)) {
+            const exe = addTestSuite(cfg, suite.name, suite.files, san.full);
+            const run = b.addRunArtifact(exe);
+            run.setCwd(b.path("."));
+            run.stdio = .inherit;
+            setSanitizerEnv(run);
+            // CLI-level tests find the sanitized programs through these variables.
+            run.setEnvironmentVariable("LOOM_BIN", b.getInstallPath(.bin, "loom-san"));
+            run.setEnvironmentVariable("LOOM_RUN_BIN", b.getInstallPath(.bin, "loom-run-san"));
+            run.step.dependOn(&loom_san.step);
+            run.step.dependOn(&loom_run_san.step);
+            if (previous) |p| run.step.dependOn(p);
+            previous = &run.step;
+            test_step.dependOn(&run.step);
+        }
     }
 }
 

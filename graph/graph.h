@@ -248,6 +248,8 @@ loom_arena *loom_graph_module_arena(loom_graph_module *m);
 const char *loom_graph_module_intern(loom_graph_module *m, const char *s, size_t len);
 
 size_t loom_graph_module_num_funcs(const loom_graph_module *m);
+/* Var ids of the module are below this (for per-var tables). */
+uint32_t loom_graph_module_num_var_ids(const loom_graph_module *m);
 loom_graph_func *loom_graph_module_func_at(const loom_graph_module *m, size_t i);
 loom_graph_func *loom_graph_module_find_func(const loom_graph_module *m, const char *name);
 size_t loom_graph_module_num_tps(const loom_graph_module *m);

@@ -46,6 +46,7 @@ const char *loom_graph_module_intern(loom_graph_module *m, const char *s, size_t
 }
 
 size_t loom_graph_module_num_funcs(const loom_graph_module *m) { return m->funcs.len; }
+uint32_t loom_graph_module_num_var_ids(const loom_graph_module *m) { return m->next_var_id; }
 loom_graph_func *loom_graph_module_func_at(const loom_graph_module *m, size_t i) { return m->funcs.data[i]; }
 size_t loom_graph_module_num_tps(const loom_graph_module *m) { return m->tps.len; }
 loom_tp_func *loom_graph_module_tp_at(const loom_graph_module *m, size_t i) { return m->tps.data[i]; }

@@ -20,4 +20,5 @@ pub const compiler = [_][]const u8{
     "graph/legalize.c",
     "graph/npy_io.c",
     "graph/tp_bridge.c",
+    "graph/memplan.c",
 };

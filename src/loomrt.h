@@ -43,6 +43,12 @@ typedef struct loom_rt_options {
 /* Opens an AOT artifact (.so exporting loom_artifact_v1) or an executable file (by its
  * magic), verifies it and binds every kernel. `opts` may be NULL. */
 LOOM_MUST_USE loom_status loom_rt_open(const char *path, const loom_rt_options *opts, loom_rt **out);
+/* Opens a runtime on an executable already in memory (vm/exec.h), taking ownership of it
+ * (freed by loom_rt_close, also on failure); kernels come from opts->kernels. */
+typedef struct loom_vm_exec loom_vm_exec;
+LOOM_MUST_USE loom_status loom_rt_open_exec(loom_vm_exec *exe, const loom_rt_options *opts, loom_rt **out);
+/* The runtime's CPU device (its allocator statistics: vm/object.h). */
+loom_device *loom_rt_device(loom_rt *rt);
 void loom_rt_close(loom_rt *rt);
 
 /* ---- functions and their symbolic signatures ---- */

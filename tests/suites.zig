@@ -70,4 +70,8 @@ pub const suites = .{
         "tests/vm/test_aot.c",
         "tests/vm/test_model.c",
     } },
+    .{ .name = "e2e", .files = &[_][]const u8{
+        "tests/e2e/e2e_util.c",
+        "tests/e2e/test_e2e_models.c",
+    } },
 };

@@ -26,6 +26,7 @@
 
 #define LOOM_VM_FORMAT_VERSION 1u
 #define LOOM_VM_MAX_REGS 65535u /* registers of each bank per function */
+#define LOOM_VM_MAX_CALL_ARGS 256u /* operands of one call, buffers or symbols (checked at load) */
 
 typedef enum loom_vm_section {
 #define LOOM_VM_SECTIONS(X) \

@@ -166,6 +166,19 @@ static loom_status shape_error(loom_strbuf *sb) {
   return s;
 }
 
+/* CHECK failed: "guard failed: MESSAGE (b = 3 from input 'x' axis 0, ...)". */
+static loom_status check_failed(const loom_vm_exec *e, const frame *fr, const uint32_t *l) {
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_puts(&sb, loom_vm_exec_str(e, l[0]));
+  for (uint32_t i = 0; i < l[1]; i++) {
+    loom_strbuf_puts(&sb, i ? ", " : " (");
+    origin_note(e, fr, l[2 + i], LOOM_VM_NONE, &sb);
+  }
+  if (l[1]) loom_strbuf_puts(&sb, ")");
+  return shape_error(&sb);
+}
+
 /* MATCH: checks tensor t against the pattern at list offset `off`, binding vars. */
 static loom_status match(const loom_vm_exec *e, frame *fr, const loom_tensor *t, uint32_t off) {
   const uint32_t *l = fr->f->lists + off;

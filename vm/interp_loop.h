@@ -298,6 +298,13 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, frame *fr, loom_vm_obj **out) 
       st = builtin(vm, fr, LOOM_VM_A(in), lists + LOOM_VM_BX(in));
       if (st) goto fail;
       DISPATCH();
+    /* Synopsis: error unless I[A] != 0 */
+    CASE(CHECK):
+      if (LOOM_UNLIKELY(I[LOOM_VM_A(in)] == 0)) {
+        st = check_failed(e, fr, lists + LOOM_VM_BX(in));
+        goto fail;
+      }
+      DISPATCH();
 #if USE_SWITCH
     default:
       st = LOOM_ERROR(INTERNAL, "unknown opcode %u", (unsigned)cur);

@@ -58,6 +58,8 @@ void loom_device_release(loom_device *d) {
   loom_free(d->alloc, d, sizeof *d);
 }
 
+void loom_device_reset_peak(loom_device *d) { d->peak_live_bytes = d->live_bytes; }
+
 /* ---------------------------------------------------------------- storage */
 
 /* Smallest class whose block (2^(c+6) bytes) holds `size`; -1 if too large. */
@@ -92,6 +94,8 @@ loom_status loom_storage_alloc(loom_device *d, size_t size, loom_storage **out) 
   s->device = d;
   s->size = size;
   s->size_class = c;
+  d->live_bytes += size;
+  if (d->live_bytes > d->peak_live_bytes) d->peak_live_bytes = d->live_bytes;
   s->release = NULL;
   s->owner = NULL;
   s->next = NULL;
@@ -125,6 +129,7 @@ static void storage_free(loom_storage *s) {
     loom_free(d->alloc, s, sizeof *s);
   } else {
     /* back to the pool; pooled blocks hold no device reference */
+    d->live_bytes -= s->size;
     s->next = d->pool[s->size_class];
     d->pool[s->size_class] = s;
     d->pooled_bytes += (size_t)1 << (s->size_class + 6);

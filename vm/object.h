@@ -66,6 +66,8 @@ struct loom_device {
   loom_storage *pool[LOOM_DEVICE_POOL_CLASSES]; /* free lists per size class */
   size_t pooled_bytes;          /* bytes held in the free lists */
   uint64_t pool_hits, pool_misses; /* allocations served from / not from the pool */
+  size_t live_bytes;            /* bytes requested by pooled storage now live */
+  size_t peak_live_bytes;       /* high-water mark of live_bytes (loom_device_reset_peak) */
 };
 
 struct loom_storage {
@@ -114,6 +116,8 @@ void loom_device_retain(loom_device *d);
 void loom_device_release(loom_device *d);
 /* Frees every pooled block now. */
 void loom_device_trim(loom_device *d);
+/* Starts a new high-water mark: peak_live_bytes := live_bytes. */
+void loom_device_reset_peak(loom_device *d);
 
 /* ---- storage ---- */
 /* Storage of `size` bytes (64-byte aligned), from the pool when a block of its class is free. */

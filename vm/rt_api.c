@@ -54,14 +54,40 @@ static loom_status open_so(loom_rt *rt, const char *path) {
                               "artifact '%s'", path);
 }
 
-loom_status loom_rt_open(const char *path, const loom_rt_options *opts, loom_rt **out) {
-  *out = NULL;
-  static const loom_rt_options none = {0};
-  if (!opts) opts = &none;
+/* Creates the pool and the VM once rt->exe is set (or st already failed); closes rt on failure. */
+static loom_status finish_open(loom_rt *rt, loom_status st, const char *what, const loom_rt_options *opts, loom_rt **out) {
+  if (!st) st = loom_cpu_pool_create(NULL, opts->threads, &rt->pool);
+  if (!st) {
+    st = loom_vm_create(NULL, rt->exe, resolve, rt, rt->pool, &rt->vm);
+    if (st && !rt->dl && !opts->nkernels && loom_status_code(st) == LOOM_CODE_NOT_FOUND)
+      st = loom_status_annotate(st, __FILE__, __LINE__,
+                                "while binding '%s': a plain executable takes its kernels from the host "
+                                "(loom_rt_options.kernels); run the AOT shared object instead", what);
+  }
+  if (st) {
+    loom_rt_close(rt);
+    return st;
+  }
+  loom_vm_set_user(rt->vm, opts->user);
+  *out = rt;
+  return LOOM_OK;
+}
+
+static const loom_rt_options no_options = {0};
+
+static loom_rt *rt_new(const loom_rt_options *opts) {
   loom_rt *rt = calloc(1, sizeof *rt);
-  if (!rt) return LOOM_OOM();
+  if (!rt) return NULL;
   rt->kernels = opts->kernels, rt->nkernels = opts->nkernels;
   rt->externs = opts->externs, rt->nexterns = opts->nexterns;
+  return rt;
+}
+
+loom_status loom_rt_open(const char *path, const loom_rt_options *opts, loom_rt **out) {
+  *out = NULL;
+  if (!opts) opts = &no_options;
+  loom_rt *rt = rt_new(opts);
+  if (!rt) return LOOM_OOM();
   loom_status st = LOOM_OK;
   unsigned char head[8] = {0};
   FILE *f = fopen(path, "rb");
@@ -73,22 +99,22 @@ loom_status loom_rt_open(const char *path, const loom_rt_options *opts, loom_rt 
     else if (got >= 4 && !memcmp(head, "\x7f" "ELF", 4)) st = open_so(rt, path);
     else st = LOOM_ERROR(DATA_LOSS, "'%s' is neither a Loom executable nor a shared-object artifact", path);
   }
-  if (!st) st = loom_cpu_pool_create(NULL, opts->threads, &rt->pool);
-  if (!st) {
-    st = loom_vm_create(NULL, rt->exe, resolve, rt, rt->pool, &rt->vm);
-    if (st && !rt->dl && loom_status_code(st) == LOOM_CODE_NOT_FOUND)
-      st = loom_status_annotate(st, __FILE__, __LINE__,
-                                "while binding '%s': a plain executable takes its kernels from the host "
-                                "(loom_rt_options.kernels); run the AOT shared object instead", path);
-  }
-  if (st) {
-    loom_rt_close(rt);
-    return st;
-  }
-  loom_vm_set_user(rt->vm, opts->user);
-  *out = rt;
-  return LOOM_OK;
+  return finish_open(rt, st, path, opts, out);
 }
+
+loom_status loom_rt_open_exec(loom_vm_exec *exe, const loom_rt_options *opts, loom_rt **out) {
+  *out = NULL;
+  if (!opts) opts = &no_options;
+  loom_rt *rt = rt_new(opts);
+  if (!rt) {
+    loom_vm_exec_free(exe);
+    return LOOM_OOM();
+  }
+  rt->exe = exe;
+  return finish_open(rt, LOOM_OK, "the executable", opts, out);
+}
+
+loom_device *loom_rt_device(loom_rt *rt) { return loom_vm_device(rt->vm); }
 
 uint32_t loom_rt_function_count(const loom_rt *rt) { return rt->exe->nfuncs; }
 const char *loom_rt_function_name(const loom_rt *rt, uint32_t fn) {

@@ -129,6 +129,10 @@ static loom_status verify_list(const loom_vm_exec *e, const loom_vm_func *f, loo
     return LOOM_OK;
   }
   case LOOM_VM_OP_SHAPE: return counted(e, f, &r, 'I', LOOM_VM_NONE, "shape dims");
+  case LOOM_VM_OP_CHECK:
+    LOOM_PROPAGATE(word(&r, &w));
+    if (!str_ok(e, w)) return BAD("check message string %u out of range", w);
+    return counted(e, f, &r, 'I', LOOM_VM_NONE, "check values");
   case LOOM_VM_OP_VIEW:
     LOOM_PROPAGATE(word(&r, &w));
     LOOM_RETURN_IF_ERROR(operand(e, f, 'S', w, "storage"), "in VIEW list");

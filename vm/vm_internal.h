@@ -4,7 +4,6 @@
 
 #include "vm/exec.h"
 
-#define LOOM_VM_MAX_CALL_ARGS 256u /* operands of one call, buffers or symbols (stack arrays) */
 #define LOOM_VM_MAX_DEPTH 200u     /* nested VM calls */
 
 /* Verifies instruction pc of f (used by the loader and by the sanitized dispatch loop). */

@@ -2,6 +2,8 @@
 pub const runtime = [_][]const u8{};
 pub const compiler = [_][]const u8{
     "src/driver/pipeline.c",
+    "src/driver/lower_vm.c",
+    "src/driver/compile.c",
 };
 /// The `loom` program (links libloom).
 pub const loom_main = [_][]const u8{
@@ -17,9 +19,14 @@ pub const loom_main = [_][]const u8{
     "src/driver/cmd_opt.c",
     "src/driver/graph_file.c",
     "src/driver/cmd_disasm.c",
+    "src/driver/cmd_compile.c",
+    "src/driver/cmd_run.c",
+    "src/driver/cmd_inspect.c",
+    "src/driver/run_tool.c",
 };
 /// The `loom-run` program (links libloomrt only).
 pub const loom_run_main = [_][]const u8{
     "src/driver/cli.c",
     "src/driver/loom_run_main.c",
+    "src/driver/run_tool.c",
 };

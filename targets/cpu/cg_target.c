@@ -11,6 +11,7 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,9 +162,20 @@ static void add_str_attr(LLVMContextRef c, LLVMValueRef fn, const char *k, const
 }
 
 /* Builds the module of `fs` in context `c`, verified. */
+/* LLVM's diagnostics: optimisation remarks and "loop not vectorized" warnings (our loops
+ * carry vectorize hints that cannot always be honoured) are dropped; errors are printed. */
+static void diagnostic(LLVMDiagnosticInfoRef info, void *ud) {
+  (void)ud;
+  if (LLVMGetDiagInfoSeverity(info) != LLVMDSError) return;
+  char *d = LLVMGetDiagInfoDescription(info);
+  fprintf(stderr, "LLVM: %s\n", d);
+  LLVMDisposeMessage(d);
+}
+
 static loom_status build_module(LLVMContextRef c, LLVMTargetMachineRef tm, const char *cpu, const char *feat,
                                 const loom_cpu_options *opt, loom_sym_ctx *cx, const loom_tp_func *const *fs,
                                 size_t n, LLVMModuleRef *out) {
+  LLVMContextSetDiagnosticHandler(c, diagnostic, NULL);
   LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("loom", c);
   char *triple = LLVMGetTargetMachineTriple(tm);
   LLVMSetTarget(mod, triple);

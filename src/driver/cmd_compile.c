@@ -1,0 +1,57 @@
+/* cmd_compile.c — `loom compile FILE.loom -o model.so`: the whole pipeline once, then an
+ * AOT artifact (kernels + executable in one shared object) that runs for every shape. */
+#include <stdio.h>
+#include <string.h>
+
+#include "driver/commands.h"
+#include "loom.h"
+#include "vm/exec.h"
+
+static int run(const loom_cli_args *args) {
+  const char *target = loom_cli_get(args, "--target");
+  if (target && strcmp(target, "cpu") != 0)
+    return loom_cli_usage_error(args, "--target '%s': only 'cpu' is available in this build's compile path", target);
+  loom_compile_options o = {.cpu = loom_cli_get(args, "--cpu"), .print_after_all = loom_cli_flag(args, "--print-after-all"),
+                            .time_passes = loom_cli_flag(args, "--time"), .report = stderr};
+  loom_compiled *c;
+  loom_status st = loom_compile_file(args->positional[0], &o, &c);
+  if (!st) {
+    st = loom_compiled_save(c, loom_cli_get(args, "-o"));
+    if (!st) {
+      const loom_vm_exec *e = loom_compiled_exec(c);
+      uint32_t ninsn = 0;
+      for (uint32_t i = 0; i < e->nfuncs; i++) ninsn += e->funcs[i].ncode;
+      loom_compile_times t = loom_compiled_times(c);
+      printf("compiled %s -> %s: %u functions, %u kernels, %u instructions, %u constants\n", args->positional[0],
+             loom_cli_get(args, "-o"), e->nfuncs, e->nkernels, ninsn, e->nconsts);
+      printf("compile time: passes %.1f ms, planning + VM lowering %.1f ms, codegen + link %.1f ms\n", t.passes_ms,
+             t.lower_ms, t.codegen_ms);
+    }
+    loom_compiled_free(c);
+  }
+  if (st) {
+    loom_status_fprint(stderr, st);
+    loom_status_free(st);
+    return LOOM_EXIT_FAILURE;
+  }
+  return LOOM_EXIT_OK;
+}
+
+const loom_cli_command loom_cmd_compile = {
+    .name = "compile",
+    .summary = "compile a module once into an AOT artifact that runs for every shape",
+    .positional = "FILE",
+    .min_positional = 1,
+    .max_positional = 1,
+    .opts = (const loom_cli_opt[]){
+        {"-o", "OUT.so", "the artifact to write (required)", false},
+        {"--target", "cpu", "code generation target (cpu)", false},
+        {"--cpu", "NAME", "LLVM CPU name for the kernels (default: this machine)", false},
+        {"--time", NULL, "report each pass's time", false},
+        {"--print-after-all", NULL, "print the module after every pass", false},
+        {NULL, NULL, NULL, false},
+    },
+    .run = run,
+    .details = "Runs the default pipeline, plans memory, lowers to VM bytecode, compiles the kernels with LLVM\n"
+               "and links one shared object (with `cc`, or $LOOM_CC). Run it with `loom-run OUT.so --bind b=4`.",
+};

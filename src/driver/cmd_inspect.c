@@ -1,0 +1,115 @@
+/* cmd_inspect.c — `loom inspect FILE --memory|--kernels|--shapes`: what compiling a module
+ * decides, without making machine code: the memory plan with its symbolic peak, the kernels
+ * and their access patterns, and the symbolic shapes of every function. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver/commands.h"
+#include "graph/memplan.h"
+#include "loom.h"
+#include "tensorprog/tp.h"
+#include "tensorprog/tp_ir.h"
+#include "tensorprog/tp_pattern.h"
+#include "vm/exec.h"
+
+static loom_status print_memory(loom_graph_module *m) {
+  for (size_t i = 0; i < loom_graph_module_num_funcs(m); i++) {
+    loom_memplan *p;
+    LOOM_PROPAGATE(loom_memplan_build(m, loom_graph_module_func_at(m, i), &p));
+    loom_strbuf sb;
+    loom_strbuf_init(&sb, NULL);
+    loom_memplan_print(p, &sb);
+    fputs(loom_strbuf_cstr(&sb), stdout);
+    loom_strbuf_free(&sb);
+    loom_memplan_free(p);
+  }
+  return LOOM_OK;
+}
+
+static void print_kernels(const loom_compiled *c) {
+  const loom_vm_exec *e = loom_compiled_exec(c);
+  loom_graph_module *m = loom_compiled_module(c);
+  printf("%u kernels\n", e->nkernels);
+  for (uint32_t k = 0; k < e->nkernels; k++) {
+    const char *name = loom_vm_exec_str(e, e->kernels[k].name);
+    for (size_t i = 0; i < loom_graph_module_num_tps(m); i++) {
+      const loom_tp_func *tp = loom_graph_module_tp_at(m, i);
+      if (strcmp(loom_tp_func_name(tp), name) != 0) continue;
+      loom_tp_class cl = loom_tp_classify(tp);
+      printf("  %-40s %-26s buffers %u, symbols (", name, loom_tp_pattern_name(cl.pattern), e->kernels[k].nbuf);
+      for (size_t j = 0; j < tp->nsyms; j++) printf("%s%s", j ? ", " : "", loom_sym_var_name(tp->syms[j]));
+      printf(")\n");
+    }
+  }
+}
+
+static void print_shapes(loom_graph_module *m) {
+  for (size_t i = 0; i < loom_graph_module_num_funcs(m); i++) {
+    const loom_graph_func *f = loom_graph_module_func_at(m, i);
+    loom_strbuf sb;
+    loom_strbuf_init(&sb, NULL);
+    loom_strbuf_printf(&sb, "@%s\n", f->name);
+    for (size_t k = 0; k < f->nparams; k++) {
+      loom_strbuf_printf(&sb, "  param  %-12s ", f->params[k]->u.var.name);
+      loom_sinfo_print(f->params[k]->sinfo, &sb);
+      loom_strbuf_puts(&sb, "\n");
+    }
+    size_t guards = 0;
+    for (size_t bi = 0; bi < f->body->nblocks; bi++) {
+      const loom_graph_block *blk = f->body->blocks[bi];
+      for (size_t j = 0; j < blk->n; j++) {
+        const loom_graph_binding *b = blk->bindings[j];
+        loom_strbuf_printf(&sb, "  %-6s %-12s ", b->kind == LOOM_GRAPH_BIND_MATCH_CAST ? "match" : "let", b->var->u.var.name);
+        loom_sinfo_print(b->var->sinfo, &sb);
+        for (size_t g = 0; g < b->nguards; g++) {
+          loom_strbuf_puts(&sb, g ? ", " : "   guard ");
+          loom_sym_print(b->guards[g], &sb);
+        }
+        guards += b->nguards;
+        loom_strbuf_puts(&sb, "\n");
+      }
+    }
+    loom_strbuf_printf(&sb, "  returns ");
+    loom_sinfo_print(f->ret, &sb);
+    loom_strbuf_printf(&sb, "\n  %zu run-time guards\n", guards);
+    fputs(loom_strbuf_cstr(&sb), stdout);
+    loom_strbuf_free(&sb);
+  }
+}
+
+static int run(const loom_cli_args *args) {
+  bool mem = loom_cli_flag(args, "--memory"), ker = loom_cli_flag(args, "--kernels"), shp = loom_cli_flag(args, "--shapes");
+  if (!mem && !ker && !shp) return loom_cli_usage_error(args, "say what to inspect: --memory, --kernels or --shapes");
+  loom_compile_options o = {.report = stderr};
+  loom_compiled *c;
+  loom_status st = loom_compile_file(args->positional[0], &o, &c);
+  if (!st) {
+    if (shp) print_shapes(loom_compiled_module(c));
+    if (ker) print_kernels(c);
+    if (mem) st = print_memory(loom_compiled_module(c));
+    loom_compiled_free(c);
+  }
+  if (st) {
+    loom_status_fprint(stderr, st);
+    loom_status_free(st);
+    return LOOM_EXIT_FAILURE;
+  }
+  return LOOM_EXIT_OK;
+}
+
+const loom_cli_command loom_cmd_inspect = {
+    .name = "inspect",
+    .summary = "show what compiling a module decides: memory plan, kernels, symbolic shapes",
+    .positional = "FILE",
+    .min_positional = 1,
+    .max_positional = 1,
+    .opts = (const loom_cli_opt[]){
+        {"--memory", NULL, "the memory plan of every function: storages, lifetimes, symbolic peak", false},
+        {"--kernels", NULL, "the kernels: access pattern, buffers, symbols", false},
+        {"--shapes", NULL, "the symbolic struct info of every binding and the run-time guards", false},
+        {NULL, NULL, NULL, false},
+    },
+    .run = run,
+    .details = "Example: loom inspect models/gpt2_block.loom --memory  (peak = ... bytes, a formula in b and s)",
+};

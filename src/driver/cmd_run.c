@@ -1,0 +1,50 @@
+/* cmd_run.c — `loom run FILE.loom|ARTIFACT ...`: a module is compiled in process (JIT) and
+ * run; an artifact is loaded as `loom-run` does. The flags are loom-run's (run_tool.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "driver/commands.h"
+#include "driver/run_tool.h"
+#include "loom.h"
+
+static bool is_module_text(const char *path) {
+  size_t n = strlen(path);
+  return n > 5 && !strcmp(path + n - 5, ".loom");
+}
+
+static int run(const loom_cli_args *args) {
+  const char *path = args->positional[0];
+  loom_rt *rt = NULL;
+  loom_compiled *c = NULL;
+  loom_status st;
+  if (is_module_text(path)) {
+    loom_compile_options o = {.cpu = loom_cli_get(args, "--cpu"), .report = stderr};
+    st = loom_compile_file(path, &o, &c);
+    if (!st) st = loom_compiled_open(c, NULL, &rt);
+  } else {
+    st = loom_rt_open(path, NULL, &rt);
+  }
+  if (!st) st = loom_run_tool(args, rt);
+  loom_rt_close(rt);
+  loom_compiled_free(c);
+  if (st) {
+    loom_status_fprint(stderr, st);
+    loom_status_free(st);
+    return LOOM_EXIT_FAILURE;
+  }
+  return LOOM_EXIT_OK;
+}
+
+const loom_cli_command loom_cmd_run = {
+    .name = "run",
+    .summary = "compile a module in process (JIT) or load an artifact, and run a function",
+    .positional = "FILE",
+    .min_positional = 1,
+    .max_positional = 1,
+    .opts = (const loom_cli_opt[]){LOOM_RUN_TOOL_OPTS,
+                                   {"--cpu", "NAME", "LLVM CPU name for JIT kernels (default: this machine)", false},
+                                   {NULL, NULL, NULL, false}},
+    .run = run,
+    .details = "FILE is a .loom module (compiled now) or an artifact from `loom compile` (as loom-run takes).\n"
+               "Example: loom run models/mlp.loom --bind b=7 --repeat 10",
+};

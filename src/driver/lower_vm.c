@@ -1,0 +1,726 @@
+/* lower_vm.c — graph functions -> VM bytecode (see lower_vm.h). */
+#include "driver/lower_vm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/map.h"
+#include "graph/memplan.h"
+#include "tensorprog/tp.h"
+#include "tensorprog/tp_ir.h"
+
+typedef struct lower {
+  loom_graph_module *m;
+  loom_sym_ctx *cx;
+  loom_vm_builder *b;
+  loom_map kernels;   /* tp name (interned pointer) -> kernel index + 1 */
+  loom_map consts;    /* constant data pointer -> builder const index + 1 */
+  /* per function */
+  const loom_graph_func *f;
+  loom_vm_fbuilder *fb;
+  const loom_memplan *plan;
+  loom_map var_reg;   /* graph var id -> object register */
+  loom_map sym_reg;   /* symbolic expression -> int register holding its value */
+  uint32_t *storage_reg;
+  uint32_t zero_reg;  /* int register holding 0 (view offsets) */
+  const char *where;  /* the binding being lowered, for messages */
+  const char *dbg;    /* debug text of the binding's main instructions */
+  uint32_t nconsts;
+  loom_status err;    /* first error */
+} lower;
+
+#define FAIL(l, ...) ((l)->err ? (void)0 : (void)((l)->err = LOOM_ERROR(__VA_ARGS__)))
+#define NOREG LOOM_VM_NONE
+
+static loom_vm_insn abc(loom_vm_op op, uint32_t a, uint32_t b, uint32_t c) { return loom_vm_insn_abc(op, a, b, c); }
+static loom_vm_insn abx(loom_vm_op op, uint32_t a, uint32_t bx) { return loom_vm_insn_abx(op, a, bx); }
+
+static void oom(lower *l) {
+  if (!l->err) l->err = LOOM_OOM();
+}
+
+/* Emits an instruction that carries the binding's debug text (errors at it name the binding). */
+static void emit_main(lower *l, loom_vm_insn in) {
+  if (l->dbg) loom_vm_fb_debug(l->fb, l->dbg);
+  loom_vm_fb_emit(l->fb, in);
+}
+
+/* ---- int registers for symbolic expressions ---------------------------------- */
+
+static uint32_t sym_reg(lower *l, const loom_sym_expr *e);
+
+static uint32_t const_reg(lower *l, int64_t v) {
+  const loom_sym_expr *c = loom_sym_const(l->cx, v);
+  return c ? sym_reg(l, c) : (oom(l), NOREG);
+}
+
+static uint32_t fold(lower *l, const loom_sym_expr *e, loom_vm_op op) {
+  uint32_t acc = sym_reg(l, loom_sym_operand(e, 0));
+  for (size_t i = 1; i < loom_sym_num_operands(e) && acc != NOREG; i++) {
+    uint32_t r = sym_reg(l, loom_sym_operand(e, i));
+    if (r == NOREG) return NOREG;
+    uint32_t d = loom_vm_fb_ireg(l->fb, NULL);
+    loom_vm_fb_emit(l->fb, abc(op, d, acc, r));
+    acc = d;
+  }
+  return acc;
+}
+
+static uint32_t sym_reg(lower *l, const loom_sym_expr *e) {
+  if (l->err) return NOREG;
+  if (!e) {
+    l->err = loom_sym_ctx_take_error(l->cx);
+    if (!l->err) oom(l);
+    return NOREG;
+  }
+  uint64_t r;
+  if (loom_map_get(&l->sym_reg, (uint64_t)(uintptr_t)e, &r)) return (uint32_t)r;
+  uint32_t d = NOREG;
+  int64_t v;
+  loom_sym_kind k = loom_sym_kind_of(e);
+  if (loom_sym_is_const(e, &v)) {
+    d = loom_vm_fb_ireg(l->fb, NULL);
+    loom_vm_fb_emit(l->fb, abx(LOOM_VM_OP_ICONST, d, loom_vm_builder_intconst(l->b, v)));
+  } else if (k == LOOM_SYM_VAR) {
+    FAIL(l, INTERNAL, "function @%s, %s: symbolic variable '%s' is used before any parameter or match_cast defines it",
+         l->f->name, l->where, loom_sym_var_name(e));
+    return NOREG;
+  } else if (k == LOOM_SYM_ADD) {
+    d = fold(l, e, LOOM_VM_OP_IADD);
+  } else if (k == LOOM_SYM_MUL) {
+    d = fold(l, e, LOOM_VM_OP_IMUL);
+  } else if (k == LOOM_SYM_SELECT) { /* b + c*(a - b) with c in {0, 1} */
+    uint32_t c = sym_reg(l, loom_sym_operand(e, 0)), a = sym_reg(l, loom_sym_operand(e, 1)),
+             b = sym_reg(l, loom_sym_operand(e, 2));
+    if (c == NOREG || a == NOREG || b == NOREG) return NOREG;
+    uint32_t t = loom_vm_fb_ireg(l->fb, NULL);
+    loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_ISUB, t, a, b));
+    loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_IMUL, t, t, c));
+    d = loom_vm_fb_ireg(l->fb, NULL);
+    loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_IADD, d, b, t));
+  } else if (k == LOOM_SYM_NOT) {
+    uint32_t a = sym_reg(l, loom_sym_operand(e, 0)), z = const_reg(l, 0);
+    if (a == NOREG || z == NOREG) return NOREG;
+    d = loom_vm_fb_ireg(l->fb, NULL);
+    loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_IEQ, d, a, z));
+  } else {
+    loom_vm_op op;
+    switch (k) {
+    case LOOM_SYM_FLOORDIV: op = LOOM_VM_OP_IFLOORDIV; break;
+    case LOOM_SYM_FLOORMOD: op = LOOM_VM_OP_IFLOORMOD; break;
+    case LOOM_SYM_MIN: op = LOOM_VM_OP_IMIN; break;
+    case LOOM_SYM_MAX: op = LOOM_VM_OP_IMAX; break;
+    case LOOM_SYM_EQ: op = LOOM_VM_OP_IEQ; break;
+    case LOOM_SYM_NE: op = LOOM_VM_OP_INE; break;
+    case LOOM_SYM_LT: op = LOOM_VM_OP_ILT; break;
+    case LOOM_SYM_LE: op = LOOM_VM_OP_ILE; break;
+    case LOOM_SYM_AND: op = LOOM_VM_OP_IMIN; break; /* on 0/1 values */
+    case LOOM_SYM_OR: op = LOOM_VM_OP_IMAX; break;
+    default:
+      FAIL(l, UNIMPLEMENTED, "function @%s, %s: no VM form for a '%s' expression", l->f->name, l->where,
+           loom_sym_kind_name(k));
+      return NOREG;
+    }
+    d = fold(l, e, op);
+  }
+  if (d != NOREG && !loom_map_put(&l->sym_reg, (uint64_t)(uintptr_t)e, d)) oom(l);
+  return d;
+}
+
+/* ---- shape matching ----------------------------------------------------------- */
+
+typedef LOOM_VEC(uint32_t) words;
+
+static void push(lower *l, words *w, uint32_t v) {
+  if (!LOOM_VEC_PUSH(NULL, w, v)) oom(l);
+}
+
+static bool is_bound(lower *l, const loom_sym_expr *var) { return loom_map_contains(&l->sym_reg, (uint64_t)(uintptr_t)var); }
+
+typedef struct var_scan {
+  lower *l;
+  const loom_map *pending; /* vars bound earlier in the same MATCH */
+  bool unbound;            /* some var is neither bound nor pending */
+  bool uses_pending;
+  words regs;              /* registers of the vars, for messages */
+} var_scan;
+
+static void scan_var(void *ud, const loom_sym_expr *v) {
+  var_scan *s = ud;
+  uint64_t r;
+  if (loom_map_get(s->pending, (uint64_t)(uintptr_t)v, &r)) {
+    s->uses_pending = true;
+    push(s->l, &s->regs, (uint32_t)r);
+  } else if (loom_map_get(&s->l->sym_reg, (uint64_t)(uintptr_t)v, &r)) {
+    push(s->l, &s->regs, (uint32_t)r);
+  } else {
+    s->unbound = true;
+  }
+}
+
+static bool fits32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
+
+/* Emits MATCH of register `reg` (named `name` in errors) against tensor info `si`.
+ * With `defer`, axes that need vars no earlier instruction binds are left ANY and
+ * flagged in defer[axis]; without it they are errors. Returns false on error. */
+static bool emit_match(lower *l, uint32_t reg, const char *name, const loom_sinfo *si, bool *defer, bool recheck) {
+  if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims || si->ndim > LOOM_VM_MAX_RANK) {
+    FAIL(l, UNIMPLEMENTED, "function @%s: '%s' needs a tensor of known rank to be matched at run time", l->f->name, name);
+    return false;
+  }
+  words w = {0};
+  loom_map pending;
+  loom_map_init(&pending, NULL);
+  push(l, &w, loom_vm_builder_str(l->b, name));
+  push(l, &w, si->dtype == LOOM_DTYPE_UNKNOWN ? LOOM_VM_ANY_DTYPE : (uint32_t)si->dtype);
+  push(l, &w, (uint32_t)si->ndim);
+  words pre = {0}; /* EXPR registers to compute before the MATCH: done by sym_reg already */
+  for (int ax = 0; ax < si->ndim && !l->err; ax++) {
+    const loom_sym_expr *e = si->dims[ax];
+    int64_t v, k, c;
+    const loom_sym_expr *var;
+    bool rechecking = recheck && !(defer && defer[ax]);
+    if (rechecking) {
+      push(l, &w, LOOM_VM_AXIS_ANY);
+      continue;
+    }
+    if (loom_sym_is_const(e, &v)) {
+      push(l, &w, LOOM_VM_AXIS_CONST);
+      push(l, &w, loom_vm_builder_intconst(l->b, v));
+      if (defer) defer[ax] = false;
+      continue;
+    }
+    bool affine = loom_sym_as_affine(e, &var, &k, &c) && fits32(k) && fits32(c);
+    if (affine && k > 0 && !is_bound(l, var) && !loom_map_contains(&pending, (uint64_t)(uintptr_t)var)) {
+      uint32_t r = loom_vm_fb_ireg(l->fb, loom_sym_var_name(var));
+      push(l, &w, LOOM_VM_AXIS_BIND);
+      push(l, &w, r);
+      push(l, &w, (uint32_t)(int32_t)k);
+      push(l, &w, (uint32_t)(int32_t)c);
+      if (!loom_map_put(&pending, (uint64_t)(uintptr_t)var, r)) oom(l);
+      if (defer) defer[ax] = false;
+      continue;
+    }
+    if (affine) {
+      uint64_t r;
+      if (!loom_map_get(&pending, (uint64_t)(uintptr_t)var, &r)) loom_map_get(&l->sym_reg, (uint64_t)(uintptr_t)var, &r);
+      push(l, &w, LOOM_VM_AXIS_AFFINE);
+      push(l, &w, (uint32_t)r);
+      push(l, &w, (uint32_t)(int32_t)k);
+      push(l, &w, (uint32_t)(int32_t)c);
+      if (defer) defer[ax] = false;
+      continue;
+    }
+    var_scan s = {l, &pending, false, false, {0}};
+    loom_sym_for_each_var(e, scan_var, &s);
+    if (s.unbound || s.uses_pending) {
+      LOOM_VEC_FREE(NULL, &s.regs);
+      if (defer && !recheck) {
+        defer[ax] = true;
+        push(l, &w, LOOM_VM_AXIS_ANY);
+        continue;
+      }
+      char *t = loom_sym_to_string(e);
+      FAIL(l, UNIMPLEMENTED, "function @%s: '%s' axis %d is %s, whose variables no parameter or match_cast defines",
+           l->f->name, name, ax, t ? t : "?");
+      free(t);
+      break;
+    }
+    uint32_t r = sym_reg(l, e);
+    char *t = loom_sym_to_string(e);
+    push(l, &w, LOOM_VM_AXIS_EXPR);
+    push(l, &w, r);
+    push(l, &w, loom_vm_builder_str(l->b, t ? t : "?"));
+    free(t);
+    push(l, &w, (uint32_t)s.regs.len);
+    for (size_t i = 0; i < s.regs.len; i++) push(l, &w, s.regs.data[i]);
+    LOOM_VEC_FREE(NULL, &s.regs);
+    if (defer) defer[ax] = false;
+  }
+  LOOM_VEC_FREE(NULL, &pre);
+  if (!l->err) {
+    emit_main(l, abx(LOOM_VM_OP_MATCH, reg, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+    uint64_t key, r;
+    for (size_t it = 0; loom_map_next(&pending, &it, &key, &r);)
+      if (!loom_map_put(&l->sym_reg, key, r)) oom(l);
+  }
+  LOOM_VEC_FREE(NULL, &w);
+  loom_map_destroy(&pending);
+  return !l->err;
+}
+
+/* ---- object registers ----------------------------------------------------------- */
+
+static loom_vm_obj_kind kind_of(const loom_sinfo *si) {
+  if (!si) return LOOM_VM_OBJ_ANY;
+  if (si->kind == LOOM_SINFO_TENSOR) return LOOM_VM_OBJ_TENSOR;
+  if (si->kind == LOOM_SINFO_TUPLE) return LOOM_VM_OBJ_TUPLE;
+  return LOOM_VM_OBJ_ANY;
+}
+
+static uint32_t const_index(lower *l, const loom_graph_expr *c) {
+  uint64_t idx;
+  if (loom_map_get(&l->consts, (uint64_t)(uintptr_t)c->u.cnst.data, &idx)) return (uint32_t)idx - 1;
+  const loom_sinfo *si = c->sinfo;
+  int64_t dims[LOOM_VM_MAX_RANK];
+  if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || si->ndim > LOOM_VM_MAX_RANK || !si->dims) {
+    FAIL(l, UNIMPLEMENTED, "function @%s, %s: a constant of unknown shape", l->f->name, l->where);
+    return NOREG;
+  }
+  for (int i = 0; i < si->ndim; i++)
+    if (!loom_sym_is_const(si->dims[i], &dims[i])) {
+      FAIL(l, UNIMPLEMENTED, "function @%s, %s: a constant with a symbolic dim", l->f->name, l->where);
+      return NOREG;
+    }
+  char name[32];
+  if (!c->u.cnst.name) snprintf(name, sizeof name, "const%u", l->nconsts);
+  l->nconsts++;
+  uint32_t k = loom_vm_builder_const(l->b, c->u.cnst.name ? c->u.cnst.name : name, si->dtype, (uint32_t)si->ndim, dims,
+                                     c->u.cnst.data);
+  if (!loom_map_put(&l->consts, (uint64_t)(uintptr_t)c->u.cnst.data, (uint64_t)k + 1)) oom(l);
+  return k;
+}
+
+/* The register holding leaf `e` (a var, or a constant loaded here). */
+static uint32_t leaf_reg(lower *l, const loom_graph_expr *e) {
+  if (l->err) return NOREG;
+  uint64_t r;
+  if (e->kind == LOOM_GRAPH_EXPR_VAR) {
+    if (loom_map_get(&l->var_reg, e->u.var.id, &r)) return (uint32_t)r;
+    FAIL(l, INTERNAL, "function @%s, %s: '%s' has no register", l->f->name, l->where, e->u.var.name);
+    return NOREG;
+  }
+  if (e->kind == LOOM_GRAPH_EXPR_CONST) {
+    uint32_t k = const_index(l, e);
+    if (k == NOREG) return NOREG;
+    uint32_t d = loom_vm_fb_reg(l->fb, LOOM_VM_OBJ_TENSOR);
+    loom_vm_fb_emit(l->fb, abx(LOOM_VM_OP_TCONST, d, k));
+    return d;
+  }
+  FAIL(l, UNIMPLEMENTED, "function @%s, %s: a %s operand has no VM form here", l->f->name, l->where,
+       e->kind == LOOM_GRAPH_EXPR_SHAPE ? "shape" : e->kind == LOOM_GRAPH_EXPR_SYM ? "scalar" : "non-leaf");
+  return NOREG;
+}
+
+static uint32_t new_var_reg(lower *l, const loom_graph_expr *var) {
+  uint32_t r = loom_vm_fb_reg(l->fb, kind_of(var->sinfo));
+  if (!loom_map_put(&l->var_reg, var->u.var.id, r)) oom(l);
+  return r;
+}
+
+/* ---- calls ---------------------------------------------------------------------- */
+
+static uint32_t kernel_index(lower *l, const loom_tp_func *tp) {
+  uint64_t k;
+  if (loom_map_get(&l->kernels, (uint64_t)(uintptr_t)tp, &k)) return (uint32_t)k - 1;
+  uint32_t nbuf = 0;
+  for (size_t i = 0; i < tp->nparams; i++) nbuf += tp->params[i].is_buffer;
+  uint32_t idx = loom_vm_builder_kernel(l->b, tp->name, nbuf, (uint32_t)tp->nsyms);
+  if (!loom_map_put(&l->kernels, (uint64_t)(uintptr_t)tp, (uint64_t)idx + 1)) oom(l);
+  return idx;
+}
+
+static const loom_tp_func *find_tp(lower *l, const char *name) {
+  for (size_t i = 0; i < loom_graph_module_num_tps(l->m); i++)
+    if (!strcmp(loom_tp_func_name(loom_graph_module_tp_at(l->m, i)), name)) return loom_graph_module_tp_at(l->m, i);
+  return NULL;
+}
+
+/* Destination of binding `bi`: a view into its planned storage, or a fresh tensor. */
+static uint32_t emit_output(lower *l, uint32_t bi, const loom_graph_expr *var) {
+  const loom_sinfo *si = var->sinfo;
+  uint32_t t = l->plan->tensor_of[bi];
+  if (t == LOOM_MEMPLAN_NONE) {
+    FAIL(l, INTERNAL, "function @%s, %s: no planned storage", l->f->name, l->where);
+    return NOREG;
+  }
+  words w = {0};
+  const loom_memplan_storage *st = &l->plan->storages[l->plan->tensors[t].storage];
+  uint32_t s = l->plan->tensors[t].storage;
+  if (!st->output) {
+    if (l->storage_reg[s] == NOREG) {
+      uint32_t size = sym_reg(l, st->size);
+      if (size == NOREG) return NOREG;
+      l->storage_reg[s] = loom_vm_fb_reg(l->fb, LOOM_VM_OBJ_STORAGE);
+      loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_ALLOC, l->storage_reg[s], size, 0));
+    }
+    push(l, &w, l->storage_reg[s]);
+    push(l, &w, (uint32_t)si->dtype);
+    push(l, &w, l->zero_reg);
+  } else {
+    push(l, &w, (uint32_t)si->dtype);
+    push(l, &w, 0);
+  }
+  push(l, &w, (uint32_t)si->ndim);
+  for (int d = 0; d < si->ndim; d++) push(l, &w, sym_reg(l, si->dims[d]));
+  uint32_t dst = new_var_reg(l, var);
+  if (!l->err)
+    emit_main(l, abx(st->output ? LOOM_VM_OP_EMPTY : LOOM_VM_OP_VIEW, dst, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+  LOOM_VEC_FREE(NULL, &w);
+  return dst;
+}
+
+/* Solves the program's signature symbols from the struct info at the call. */
+static void solve_syms(lower *l, const loom_tp_func *tp, const loom_graph_expr *call, const loom_sinfo *out,
+                       const loom_sym_expr **val) {
+  for (size_t j = 0; j < tp->nsyms; j++) val[j] = NULL;
+  for (size_t i = 0; i < tp->nparams; i++) {
+    const loom_tp_param *p = &tp->params[i];
+    const loom_graph_expr *arg = i < call->u.call.nargs ? call->u.call.args[i] : NULL;
+    if (!p->is_buffer) {
+      const loom_sym_expr *v = NULL;
+      if (arg && arg->kind == LOOM_GRAPH_EXPR_SYM) v = arg->u.sym;
+      else if (arg && arg->sinfo && arg->sinfo->kind == LOOM_SINFO_SCALAR && arg->sinfo->value) v = arg->sinfo->value;
+      for (size_t j = 0; j < tp->nsyms; j++)
+        if (tp->syms[j] == p->scalar.var) val[j] = v;
+      continue;
+    }
+    const loom_sinfo *si = i + 1 == tp->nparams ? out : arg ? arg->sinfo : NULL;
+    if (!si || si->kind != LOOM_SINFO_TENSOR || !si->dims || si->ndim != p->buf->ndim) continue;
+    for (int ax = 0; ax < si->ndim; ax++) {
+      const loom_sym_expr *var;
+      int64_t k, c;
+      if (!loom_sym_as_affine(p->buf->dims[ax], &var, &k, &c)) continue;
+      for (size_t j = 0; j < tp->nsyms; j++) {
+        if (tp->syms[j] != var || val[j]) continue;
+        const loom_sym_expr *g = si->dims[ax];
+        if (c) g = loom_sym_sub(l->cx, g, loom_sym_const(l->cx, c));
+        if (k != 1) g = loom_sym_floordiv(l->cx, g, loom_sym_const(l->cx, k));
+        val[j] = g;
+      }
+    }
+  }
+}
+
+static void emit_call_tp(lower *l, uint32_t bi, const loom_graph_binding *b) {
+  const loom_graph_expr *c = b->value;
+  const loom_tp_func *tp = find_tp(l, c->u.call.target);
+  if (!tp) {
+    FAIL(l, NOT_FOUND, "function @%s, %s: unknown tensor program @%s", l->f->name, l->where, c->u.call.target);
+    return;
+  }
+  if (c->u.call.nargs + 1 != tp->nparams || tp->nparams > LOOM_VM_MAX_CALL_ARGS || tp->nsyms > LOOM_VM_MAX_CALL_ARGS) {
+    FAIL(l, INVALID_ARGUMENT, "function @%s, %s: %zu arguments for @%s of %zu parameters (the last is the result)",
+         l->f->name, l->where, c->u.call.nargs, tp->name, tp->nparams);
+    return;
+  }
+  const loom_sym_expr *val[LOOM_VM_MAX_CALL_ARGS];
+  solve_syms(l, tp, c, b->var->sinfo, val);
+  words w = {0};
+  uint32_t nbuf = 0;
+  for (size_t i = 0; i < tp->nparams; i++) nbuf += tp->params[i].is_buffer;
+  push(l, &w, nbuf);
+  for (size_t i = 0; i + 1 < tp->nparams; i++)
+    if (tp->params[i].is_buffer) push(l, &w, leaf_reg(l, c->u.call.args[i]));
+  uint32_t symregs[LOOM_VM_MAX_CALL_ARGS];
+  for (size_t j = 0; j < tp->nsyms && !l->err; j++) {
+    if (!val[j]) {
+      FAIL(l, UNIMPLEMENTED, "function @%s, %s: cannot tell the value of @%s's symbol '%s' from the call", l->f->name,
+           l->where, tp->name, loom_sym_var_name(tp->syms[j]));
+      break;
+    }
+    symregs[j] = sym_reg(l, val[j]);
+  }
+  uint32_t dst = emit_output(l, bi, b->var);
+  push(l, &w, dst);
+  push(l, &w, (uint32_t)tp->nsyms);
+  for (size_t j = 0; j < tp->nsyms; j++) push(l, &w, symregs[j]);
+  uint32_t k = kernel_index(l, tp);
+  if (!l->err) emit_main(l, abx(LOOM_VM_OP_CALLK, k, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+  LOOM_VEC_FREE(NULL, &w);
+}
+
+static void emit_call_extern(lower *l, uint32_t bi, const loom_graph_binding *b) {
+  const loom_graph_expr *c = b->value;
+  words bufs = {0}, syms = {0};
+  const loom_sinfo *infos[LOOM_VM_MAX_CALL_ARGS];
+  uint32_t n = 0;
+  for (size_t i = 0; i < c->u.call.nargs && !l->err; i++) {
+    const loom_graph_expr *a = c->u.call.args[i];
+    if (a->kind == LOOM_GRAPH_EXPR_SYM) continue;
+    if (n + 1 >= LOOM_VM_MAX_CALL_ARGS) break;
+    infos[n++] = a->sinfo;
+    push(l, &bufs, leaf_reg(l, a));
+  }
+  infos[n++] = b->var->sinfo;
+  for (uint32_t i = 0; i < n && !l->err; i++) {
+    const loom_sinfo *si = infos[i];
+    if (!si || si->kind != LOOM_SINFO_TENSOR || !si->dims) {
+      FAIL(l, UNIMPLEMENTED, "function @%s, %s: call_extern needs tensors of known shape", l->f->name, l->where);
+      break;
+    }
+    for (int d = 0; d < si->ndim; d++) push(l, &syms, sym_reg(l, si->dims[d]));
+  }
+  for (size_t i = 0; i < c->u.call.nargs && !l->err; i++)
+    if (c->u.call.args[i]->kind == LOOM_GRAPH_EXPR_SYM) push(l, &syms, sym_reg(l, c->u.call.args[i]->u.sym));
+  uint32_t dst = emit_output(l, bi, b->var);
+  push(l, &bufs, dst);
+  if (!l->err) {
+    uint32_t k = loom_vm_builder_extern(l->b, c->u.call.target, (uint32_t)bufs.len, (uint32_t)syms.len);
+    words w = {0};
+    push(l, &w, (uint32_t)bufs.len);
+    for (size_t i = 0; i < bufs.len; i++) push(l, &w, bufs.data[i]);
+    push(l, &w, (uint32_t)syms.len);
+    for (size_t i = 0; i < syms.len; i++) push(l, &w, syms.data[i]);
+    if (!l->err) emit_main(l, abx(LOOM_VM_OP_CALLX, k, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+    LOOM_VEC_FREE(NULL, &w);
+  }
+  LOOM_VEC_FREE(NULL, &bufs);
+  LOOM_VEC_FREE(NULL, &syms);
+}
+
+static void emit_call_func(lower *l, const loom_graph_binding *b) {
+  const loom_graph_expr *c = b->value;
+  size_t idx = loom_graph_module_num_funcs(l->m);
+  for (size_t i = 0; i < loom_graph_module_num_funcs(l->m); i++)
+    if (!strcmp(loom_graph_module_func_at(l->m, i)->name, c->u.call.target)) idx = i;
+  if (idx == loom_graph_module_num_funcs(l->m)) {
+    FAIL(l, NOT_FOUND, "function @%s, %s: unknown function @%s", l->f->name, l->where, c->u.call.target);
+    return;
+  }
+  words w = {0};
+  push(l, &w, (uint32_t)idx);
+  push(l, &w, (uint32_t)c->u.call.nargs);
+  for (size_t i = 0; i < c->u.call.nargs; i++) push(l, &w, leaf_reg(l, c->u.call.args[i]));
+  push(l, &w, 0);
+  uint32_t dst = new_var_reg(l, b->var);
+  if (!l->err) emit_main(l, abx(LOOM_VM_OP_CALL, dst, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+  LOOM_VEC_FREE(NULL, &w);
+}
+
+/* ---- guards ------------------------------------------------------------------------ */
+
+static void collect_reg(void *ud, const loom_sym_expr *v) {
+  var_scan *s = ud;
+  uint64_t r;
+  if (loom_map_get(&s->l->sym_reg, (uint64_t)(uintptr_t)v, &r)) push(s->l, &s->regs, (uint32_t)r);
+}
+
+static void emit_guards(lower *l, const loom_graph_binding *b) {
+  for (size_t i = 0; i < b->nguards && !l->err; i++) {
+    int64_t v;
+    if (loom_sym_is_const(b->guards[i], &v) && v) continue;
+    uint32_t r = sym_reg(l, b->guards[i]);
+    char *g = loom_sym_to_string(b->guards[i]);
+    loom_strbuf msg;
+    loom_strbuf_init(&msg, NULL);
+    loom_strbuf_printf(&msg, "guard of '%s' failed: %s (%s)", b->var->u.var.name, b->guard_why ? b->guard_why[i] : "",
+                       g ? g : "?");
+    free(g);
+    var_scan s = {l, NULL, false, false, {0}};
+    loom_sym_for_each_var(b->guards[i], collect_reg, &s);
+    words w = {0};
+    push(l, &w, loom_vm_builder_str(l->b, loom_strbuf_cstr(&msg)));
+    push(l, &w, (uint32_t)s.regs.len);
+    for (size_t k = 0; k < s.regs.len; k++) push(l, &w, s.regs.data[k]);
+    if (msg.oom) oom(l);
+    if (!l->err) emit_main(l, abx(LOOM_VM_OP_CHECK, r, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+    loom_strbuf_free(&msg);
+    LOOM_VEC_FREE(NULL, &w);
+    LOOM_VEC_FREE(NULL, &s.regs);
+  }
+}
+
+/* ---- bindings ------------------------------------------------------------------------ */
+
+static void emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
+  const loom_graph_expr *v = b->value;
+  loom_strbuf dbg;
+  loom_strbuf_init(&dbg, NULL);
+  loom_strbuf_printf(&dbg, "%s = ", b->var->u.var.name);
+  if (b->kind == LOOM_GRAPH_BIND_MATCH_CAST) loom_strbuf_puts(&dbg, "match_cast(...)");
+  else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_TP) loom_strbuf_printf(&dbg, "call_tp(@%s, ...)", v->u.call.target);
+  else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_EXTERN) loom_strbuf_printf(&dbg, "call_extern(%s, ...)", v->u.call.target);
+  else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_FUNC) loom_strbuf_printf(&dbg, "@%s(...)", v->u.call.target);
+  else if (v->kind == LOOM_GRAPH_EXPR_CALL) loom_strbuf_printf(&dbg, "%s(...)", loom_graph_op_name(v->u.call.op));
+  else loom_strbuf_puts(&dbg, v->kind == LOOM_GRAPH_EXPR_TUPLE ? "(...)" : "...");
+  l->dbg = dbg.oom ? NULL : loom_strbuf_cstr(&dbg);
+  emit_guards(l, b);
+  if (b->kind == LOOM_GRAPH_BIND_MATCH_CAST) {
+    uint32_t src = leaf_reg(l, v);
+    uint32_t dst = new_var_reg(l, b->var);
+    if (!l->err) loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_MOV, dst, src, 0));
+    emit_match(l, dst, b->var->u.var.name, b->var->sinfo, NULL, false);
+    l->dbg = NULL;
+    loom_strbuf_free(&dbg);
+    return;
+  }
+  switch (v->kind) {
+  case LOOM_GRAPH_EXPR_VAR:
+  case LOOM_GRAPH_EXPR_CONST: {
+    uint32_t src = leaf_reg(l, v);
+    uint32_t dst = new_var_reg(l, b->var);
+    loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_MOV, dst, src, 0));
+    break;
+  }
+  case LOOM_GRAPH_EXPR_TUPLE: {
+    words w = {0};
+    push(l, &w, (uint32_t)v->u.tuple.n);
+    for (size_t i = 0; i < v->u.tuple.n; i++) push(l, &w, leaf_reg(l, v->u.tuple.items[i]));
+    uint32_t dst = new_var_reg(l, b->var);
+    if (!l->err) emit_main(l, abx(LOOM_VM_OP_TUPLE, dst, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+    LOOM_VEC_FREE(NULL, &w);
+    break;
+  }
+  case LOOM_GRAPH_EXPR_TUPLE_GET: {
+    uint32_t t = leaf_reg(l, v->u.get.tuple);
+    uint32_t dst = new_var_reg(l, b->var);
+    if (!l->err) emit_main(l, abc(LOOM_VM_OP_TGET, dst, t, (uint32_t)v->u.get.index));
+    break;
+  }
+  case LOOM_GRAPH_EXPR_CALL:
+    switch (v->u.call.callee) {
+    case LOOM_GRAPH_CALLEE_TP: emit_call_tp(l, bi, b); break;
+    case LOOM_GRAPH_CALLEE_EXTERN: emit_call_extern(l, bi, b); break;
+    case LOOM_GRAPH_CALLEE_FUNC: emit_call_func(l, b); break;
+    default:
+      FAIL(l, UNIMPLEMENTED, "function @%s, binding '%s': operator '%s' was not lowered to a tensor program (pass "
+           "'legalize' has no legalization for this form of it)", l->f->name, b->var->u.var.name,
+           loom_graph_op_name(v->u.call.op));
+      break;
+    }
+    break;
+  default:
+    FAIL(l, UNIMPLEMENTED, "function @%s, binding '%s': %s has no VM lowering yet", l->f->name, b->var->u.var.name,
+         v->kind == LOOM_GRAPH_EXPR_IF ? "'if'" : v->kind == LOOM_GRAPH_EXPR_SHAPE ? "a shape value" : "a scalar value");
+    break;
+  }
+  if (dbg.oom) oom(l);
+  l->dbg = NULL;
+  loom_strbuf_free(&dbg);
+}
+
+/* ---- liveness of registers ------------------------------------------------------------- */
+
+typedef struct last_ctx {
+  uint32_t *last; /* var id -> last binding index + 1 using it (0: never) */
+  uint32_t nids;
+  uint32_t at;
+} last_ctx;
+
+static void note_use(last_ctx *c, const loom_graph_expr *e);
+
+static void note_use(last_ctx *c, const loom_graph_expr *e) {
+  if (!e) return;
+  switch (e->kind) {
+  case LOOM_GRAPH_EXPR_VAR:
+    if (e->u.var.id < c->nids) c->last[e->u.var.id] = c->at + 1;
+    break;
+  case LOOM_GRAPH_EXPR_TUPLE:
+    for (size_t i = 0; i < e->u.tuple.n; i++) note_use(c, e->u.tuple.items[i]);
+    break;
+  case LOOM_GRAPH_EXPR_TUPLE_GET: note_use(c, e->u.get.tuple); break;
+  case LOOM_GRAPH_EXPR_CALL:
+    for (size_t i = 0; i < e->u.call.nargs; i++) note_use(c, e->u.call.args[i]);
+    break;
+  default: break;
+  }
+}
+
+static void emit_kill(lower *l, const loom_graph_expr *var) {
+  uint64_t r;
+  if (loom_map_get(&l->var_reg, var->u.var.id, &r)) loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_KILL, (uint32_t)r, 0, 0));
+}
+
+/* ---- functions ------------------------------------------------------------------------------ */
+
+static void lower_func(lower *l, const loom_graph_func *f, uint32_t nids) {
+  l->f = f;
+  l->where = "entry";
+  l->fb = loom_vm_builder_func(l->b, f->name);
+  loom_map_clear(&l->var_reg);
+  loom_map_clear(&l->sym_reg);
+  /* parameters: R[0 .. nparams) */
+  for (size_t i = 0; i < f->nparams && !l->err; i++) {
+    const loom_graph_expr *p = f->params[i];
+    const loom_sinfo *si = p->sinfo;
+    if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims || si->ndim > LOOM_VM_MAX_RANK) {
+      FAIL(l, UNIMPLEMENTED, "function @%s: parameter '%s' must be a tensor of known rank to be compiled", f->name,
+           p->u.var.name);
+      return;
+    }
+    char *texts[LOOM_VM_MAX_RANK];
+    for (int d = 0; d < si->ndim; d++) texts[d] = loom_sym_to_string(si->dims[d]);
+    uint32_t r = loom_vm_fb_param(l->fb, p->u.var.name, si->dtype == LOOM_DTYPE_UNKNOWN ? LOOM_VM_ANY_DTYPE : (uint32_t)si->dtype,
+                                  (uint32_t)si->ndim, (const char *const *)texts);
+    for (int d = 0; d < si->ndim; d++) free(texts[d]);
+    if (!loom_map_put(&l->var_reg, p->u.var.id, r)) oom(l);
+  }
+  loom_status st = loom_memplan_build(l->m, f, (loom_memplan **)&l->plan);
+  if (st) {
+    if (!l->err) l->err = st;
+    else loom_status_free(st);
+    return;
+  }
+  l->storage_reg = malloc(sizeof *l->storage_reg * (l->plan->nstorages + 1));
+  uint32_t *last = calloc(nids + 1, sizeof *last);
+  bool *defer = calloc((f->nparams + 1) * LOOM_VM_MAX_RANK, sizeof *defer);
+  if (!l->storage_reg || !last || !defer) oom(l);
+  for (uint32_t s = 0; l->storage_reg && s < l->plan->nstorages; s++) l->storage_reg[s] = NOREG;
+  /* shape binding at entry, then the axes that needed later parameters */
+  for (size_t i = 0; i < f->nparams && !l->err; i++)
+    emit_match(l, (uint32_t)i, f->params[i]->u.var.name, f->params[i]->sinfo, defer + i * LOOM_VM_MAX_RANK, false);
+  for (size_t i = 0; i < f->nparams && !l->err; i++) {
+    bool any = false;
+    for (int d = 0; d < f->params[i]->sinfo->ndim; d++) any |= defer[i * LOOM_VM_MAX_RANK + d];
+    if (any) emit_match(l, (uint32_t)i, f->params[i]->u.var.name, f->params[i]->sinfo, defer + i * LOOM_VM_MAX_RANK, true);
+  }
+  l->zero_reg = const_reg(l, 0);
+  /* liveness: last use of every var */
+  const loom_memplan *p = l->plan;
+  last_ctx lc = {last, nids, 0};
+  for (uint32_t i = 0; last && i < p->nbindings; i++) {
+    lc.at = i;
+    note_use(&lc, p->bindings[i]->value);
+  }
+  lc.at = p->nbindings;
+  if (last) note_use(&lc, f->body->result);
+  for (uint32_t i = 0; i < p->nbindings && !l->err; i++) {
+    const loom_graph_binding *b = p->bindings[i];
+    l->where = b->var->u.var.name;
+    emit_binding(l, i, b);
+    if (l->err) break;
+    /* releases: values whose last use is this binding (or never used), and storages */
+    for (size_t k = 0; k < f->nparams; k++)
+      if (last[f->params[k]->u.var.id] == i + 1) emit_kill(l, f->params[k]);
+    for (uint32_t j = 0; j <= i; j++) {
+      const loom_graph_expr *v = p->bindings[j]->var;
+      uint32_t lu = v->u.var.id < nids ? last[v->u.var.id] : 0;
+      if (lu == i + 1 || (lu == 0 && j == i)) emit_kill(l, v);
+    }
+    for (uint32_t s = 0; s < p->nstorages; s++)
+      if (!p->storages[s].output && p->storages[s].last == i && l->storage_reg[s] != NOREG)
+        loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_KILL, l->storage_reg[s], 0, 0));
+  }
+  if (!l->err) {
+    l->where = "return";
+    uint32_t r = leaf_reg(l, f->body->result);
+    if (!l->err) loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_RET, r, 0, 0));
+  }
+  free(l->storage_reg);
+  l->storage_reg = NULL;
+  free(last);
+  free(defer);
+  loom_memplan_free((loom_memplan *)l->plan);
+  l->plan = NULL;
+}
+
+loom_status loom_lower_vm(loom_graph_module *m, loom_vm_exec **out) {
+  *out = NULL;
+  lower l = {.m = m, .cx = loom_graph_module_sym(m)};
+  LOOM_PROPAGATE(loom_vm_builder_new(NULL, &l.b));
+  loom_map_init(&l.kernels, NULL);
+  loom_map_init(&l.consts, NULL);
+  loom_map_init(&l.var_reg, NULL);
+  loom_map_init(&l.sym_reg, NULL);
+  uint32_t nids = loom_graph_module_num_var_ids(m);
+  for (size_t i = 0; i < loom_graph_module_num_funcs(m) && !l.err; i++) lower_func(&l, loom_graph_module_func_at(m, i), nids);
+  loom_status st = l.err;
+  if (!st) st = loom_status_annotate(loom_vm_builder_finish(l.b, out), __FILE__, __LINE__, "while building the executable");
+  loom_vm_builder_free(l.b);
+  loom_map_destroy(&l.kernels);
+  loom_map_destroy(&l.consts);
+  loom_map_destroy(&l.var_reg);
+  loom_map_destroy(&l.sym_reg);
+  return st;
+}

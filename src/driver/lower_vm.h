@@ -1,0 +1,35 @@
+/* lower_vm.h — VM lowering: a legalized graph module -> a VM executable (vm/exec.h).
+ *
+ * Per graph function, in order:
+ *   - entry: one MATCH per tensor parameter binds the symbolic vars from the actual dims
+ *     (bare vars and affine forms k*v + c bind; later occurrences check); axes whose
+ *     expressions need vars bound by a later parameter are checked by a second MATCH;
+ *   - every binding: its guards as CHECK instructions (the message names the op, operand,
+ *     axis and values), then
+ *       call_tp      the output from the memory plan (graph/memplan.h): ALLOC of the
+ *                    storage at its first tensor, a VIEW into it (EMPTY for a returned
+ *                    tensor), then CALLK with the kernel ABI of targets/cpu/codegen.h:
+ *                    buffers = args then output, symbols = the program's f->syms solved
+ *                    at compile time from the call's struct info (int registers);
+ *       call_extern  CALLX: buffers = tensor args then output; symbols = every buffer's
+ *                    dims in order, then the scalar args (libcall's convention);
+ *       @f(...)      CALL; match_cast: MOV + MATCH (binds the vars it defines);
+ *       tuples, tuple items, constants (weights go to the executable's DATA);
+ *   - KILL of every register after its last use, and of every storage after the plan's
+ *     last use; RET of the result.
+ * Symbolic expressions are computed once per function into int registers (IADD, IMUL,
+ * IFLOORDIV, ... with overflow checks in the VM).
+ *
+ * What does not lower (an operator the legalize pass kept, `if`, shape or scalar values
+ * bound to vars) is an UNIMPLEMENTED error naming the function and the binding. */
+#ifndef LOOM_DRIVER_LOWER_VM_H
+#define LOOM_DRIVER_LOWER_VM_H
+
+#include "graph/graph.h"
+#include "vm/exec.h"
+
+/* The executable of every graph function of `m`. Its kernel table names tensor programs
+ * of `m` (kernel name = program name). */
+LOOM_MUST_USE loom_status loom_lower_vm(loom_graph_module *m, loom_vm_exec **out);
+
+#endif

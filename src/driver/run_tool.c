@@ -1,0 +1,234 @@
+/* run_tool.c — what `loom-run ARTIFACT` and `loom run FILE` share: inputs from flags
+ * (random from the symbolic signature, or .npy files), repeated timed calls, printing and
+ * saving outputs. Uses only the runtime API (links into loom-run with libloomrt alone). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/npy.h"
+#include "base/status.h"
+#include "driver/run_tool.h"
+#include "vm/symeval.h"
+
+#define MAX_VARS 64
+#define MAX_INPUTS 256
+
+typedef struct binds {
+  char *names[MAX_VARS];
+  int64_t values[MAX_VARS];
+  size_t n;
+} binds;
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rng(void) {
+  uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static void fill_random(loom_tensor *t) {
+  size_t n = loom_tensor_numel(t);
+  for (size_t i = 0; i < n; i++) {
+    double u = (double)(rng() >> 11) / 9007199254740992.0; /* [0, 1) */
+    switch (t->dtype) {
+    case LOOM_DTYPE_F32: ((float *)t->data)[i] = (float)(2 * u - 1); break;
+    case LOOM_DTYPE_F64: ((double *)t->data)[i] = 2 * u - 1; break;
+    case LOOM_DTYPE_F16: ((uint16_t *)t->data)[i] = loom_f32_to_f16((float)(2 * u - 1)); break;
+    case LOOM_DTYPE_BF16: ((uint16_t *)t->data)[i] = loom_f32_to_bf16((float)(2 * u - 1)); break;
+    case LOOM_DTYPE_BOOL: ((uint8_t *)t->data)[i] = u < 0.5; break;
+    default: { /* integers: [0, 10) */
+      int64_t v = (int64_t)(u * 10);
+      memcpy((char *)t->data + i * loom_dtype_size(t->dtype), &v, loom_dtype_size(t->dtype));
+    }
+    }
+  }
+}
+
+static double elem(const loom_tensor *t, size_t i) {
+  const char *p = (const char *)t->data + i * loom_dtype_size(t->dtype);
+  switch (t->dtype) {
+  case LOOM_DTYPE_F32: return *(const float *)p;
+  case LOOM_DTYPE_F64: return *(const double *)p;
+  case LOOM_DTYPE_F16: return loom_f16_to_f32(*(const uint16_t *)p);
+  case LOOM_DTYPE_BF16: return loom_bf16_to_f32(*(const uint16_t *)p);
+  case LOOM_DTYPE_BOOL: case LOOM_DTYPE_U8: return *(const uint8_t *)p;
+  case LOOM_DTYPE_I8: return *(const int8_t *)p;
+  case LOOM_DTYPE_I16: return *(const int16_t *)p;
+  case LOOM_DTYPE_U16: return *(const uint16_t *)p;
+  case LOOM_DTYPE_I32: return *(const int32_t *)p;
+  case LOOM_DTYPE_U32: return *(const uint32_t *)p;
+  case LOOM_DTYPE_I64: return (double)*(const int64_t *)p;
+  default: return (double)*(const uint64_t *)p;
+  }
+}
+
+static loom_status parse_binds(const char *spec, binds *b) {
+  const char *p = spec;
+  while (*p) {
+    const char *eq = strchr(p, '=');
+    if (!eq || eq == p) return LOOM_ERROR(INVALID_ARGUMENT, "--bind '%s': expected VAR=VALUE,...", spec);
+    if (b->n == MAX_VARS) return LOOM_ERROR(INVALID_ARGUMENT, "--bind: more than %d vars", MAX_VARS);
+    char *end;
+    long long v = strtoll(eq + 1, &end, 10);
+    if (end == eq + 1 || (*end && *end != ',')) return LOOM_ERROR(INVALID_ARGUMENT, "--bind '%s': value of '%.*s' is not an integer", spec, (int)(eq - p), p);
+    b->names[b->n] = strndup(p, (size_t)(eq - p));
+    b->values[b->n++] = v;
+    p = *end ? end + 1 : end;
+  }
+  return LOOM_OK;
+}
+
+/* "random:(2,7,768)" or "@file.npy" for parameter `pi` of fn. */
+static loom_status make_input(loom_rt *rt, uint32_t fn, uint32_t pi, const char *spec, loom_tensor **out) {
+  *out = NULL;
+  loom_rt_param p;
+  loom_rt_param_get(rt, fn, pi, &p);
+  loom_dtype dt = p.dtype < 0 ? LOOM_DTYPE_F32 : (loom_dtype)p.dtype;
+  if (spec[0] == '@') {
+    loom_npy n;
+    LOOM_PROPAGATE(loom_npy_read(spec + 1, &n));
+    loom_status st = loom_rt_tensor_new(rt, n.dtype, n.rank, n.shape, out);
+    if (!st && n.nbytes) memcpy((*out)->data, n.data, n.nbytes);
+    loom_npy_free(&n);
+    return st;
+  }
+  if (strncmp(spec, "random:(", 8) != 0)
+    return LOOM_ERROR(INVALID_ARGUMENT, "input '%s': '%s' is neither random:(D0,D1,...) nor @FILE.npy", p.name, spec);
+  int64_t shape[LOOM_VM_MAX_RANK];
+  int32_t rank = 0;
+  const char *s = spec + 8;
+  while (*s != ')') {
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || v < 0 || rank == LOOM_VM_MAX_RANK)
+      return LOOM_ERROR(INVALID_ARGUMENT, "input '%s': bad shape in '%s'", p.name, spec);
+    shape[rank++] = v;
+    s = end;
+    while (*s == ' ' || *s == ',') s++;
+    if (!*s) return LOOM_ERROR(INVALID_ARGUMENT, "input '%s': missing ')' in '%s'", p.name, spec);
+  }
+  LOOM_PROPAGATE(loom_rt_tensor_new(rt, dt, rank, shape, out));
+  fill_random(*out);
+  return LOOM_OK;
+}
+
+static loom_status input_from_binds(loom_rt *rt, uint32_t fn, uint32_t pi, const binds *b, loom_tensor **out) {
+  loom_rt_param p;
+  loom_rt_param_get(rt, fn, pi, &p);
+  int64_t shape[LOOM_VM_MAX_RANK];
+  for (uint32_t d = 0; d < p.rank; d++)
+    LOOM_RETURN_IF_ERROR(loom_vm_symeval(p.dims[d], (const char *const *)b->names, b->values, b->n, &shape[d]),
+                         "while making input '%s' axis %u from its signature", p.name, d);
+  LOOM_PROPAGATE(loom_rt_tensor_new(rt, p.dtype < 0 ? LOOM_DTYPE_F32 : (loom_dtype)p.dtype, (int32_t)p.rank, shape, out));
+  fill_random(*out);
+  return LOOM_OK;
+}
+
+static void print_output(uint32_t i, const loom_vm_obj *o) {
+  if (o->kind != LOOM_VM_OBJ_TENSOR) {
+    printf("output %u: %s\n", i, loom_vm_obj_kind_name(o->kind));
+    return;
+  }
+  const loom_tensor *t = (const loom_tensor *)o;
+  printf("output %u: %s(", i, loom_dtype_name(t->dtype));
+  for (int32_t d = 0; d < t->rank; d++) printf("%s%lld", d ? ", " : "", (long long)t->shape[d]);
+  size_t n = loom_tensor_numel(t);
+  double sum = 0;
+  for (size_t k = 0; k < n; k++) sum += elem(t, k);
+  printf(") sum=%.6g first=[", sum);
+  for (size_t k = 0; k < n && k < 6; k++) printf("%s%.6g", k ? ", " : "", elem(t, k));
+  printf("%s]\n", n > 6 ? ", ..." : "");
+}
+
+static loom_status run_inputs(const loom_cli_args *args, loom_rt *rt, binds *b);
+
+loom_status loom_run_tool(const loom_cli_args *args, loom_rt *rt) {
+  binds bs = {0}, *b = &bs;
+  loom_status st = run_inputs(args, rt, b);
+  for (size_t i = 0; i < b->n; i++) free(b->names[i]);
+  return st;
+}
+
+static loom_status run_inputs(const loom_cli_args *args, loom_rt *rt, binds *b) {
+  const char *fname = loom_cli_get(args, "--fn") ? loom_cli_get(args, "--fn") : "main";
+  if (loom_cli_flag(args, "--list")) {
+    for (uint32_t i = 0; i < loom_rt_function_count(rt); i++) {
+      char buf[2048];
+      loom_rt_signature_text(rt, i, buf, sizeof buf);
+      printf("%s\n", buf);
+    }
+    return LOOM_OK;
+  }
+  uint32_t fn = loom_rt_function_find(rt, fname);
+  if (fn == UINT32_MAX) return LOOM_ERROR(NOT_FOUND, "no function '%s' in '%s' (--list shows them)", fname, args->positional[0]);
+  const char *threads = loom_cli_get(args, "--threads");
+  if (threads) LOOM_PROPAGATE(loom_rt_set_threads(rt, (uint32_t)strtoul(threads, NULL, 10)));
+  if (loom_cli_get(args, "--bind")) LOOM_PROPAGATE(parse_binds(loom_cli_get(args, "--bind"), b));
+  uint32_t np = loom_rt_param_count(rt, fn);
+  if (np > MAX_INPUTS) return LOOM_ERROR(UNIMPLEMENTED, "%u parameters", np);
+  loom_tensor *inputs[MAX_INPUTS] = {0};
+  loom_status st = LOOM_OK;
+  for (int i = 0; !st && i < loom_cli_count(args, "--input"); i++) {
+    const char *v = loom_cli_value_at(args, "--input", i);
+    const char *eq = strchr(v, '=');
+    if (!eq) {
+      st = LOOM_ERROR(INVALID_ARGUMENT, "--input '%s': expected NAME=random:(...) or NAME=@FILE.npy", v);
+      break;
+    }
+    uint32_t pi = UINT32_MAX;
+    for (uint32_t k = 0; k < np; k++) {
+      loom_rt_param p;
+      loom_rt_param_get(rt, fn, k, &p);
+      if (strlen(p.name) == (size_t)(eq - v) && !strncmp(p.name, v, (size_t)(eq - v))) pi = k;
+    }
+    if (pi == UINT32_MAX) st = LOOM_ERROR(NOT_FOUND, "--input '%.*s': '%s' has no such parameter", (int)(eq - v), v, fname);
+    else if (inputs[pi]) st = LOOM_ERROR(INVALID_ARGUMENT, "--input '%.*s' given twice", (int)(eq - v), v);
+    else st = make_input(rt, fn, pi, eq + 1, &inputs[pi]);
+  }
+  for (uint32_t k = 0; !st && k < np; k++) {
+    if (inputs[k]) continue;
+    loom_rt_param p;
+    loom_rt_param_get(rt, fn, k, &p);
+    if (!loom_cli_get(args, "--bind"))
+      st = LOOM_ERROR(INVALID_ARGUMENT, "input '%s' is missing: give --input %s=... or --bind vars", p.name, p.name);
+    else st = input_from_binds(rt, fn, k, b, &inputs[k]);
+  }
+  long repeat = loom_cli_get(args, "--repeat") ? strtol(loom_cli_get(args, "--repeat"), NULL, 10) : 1;
+  if (repeat < 1) repeat = 1;
+  loom_rt_set_profile(rt, loom_cli_flag(args, "--profile"));
+  loom_rt_outputs out = {0};
+  double best = INFINITY, total = 0;
+  for (long r = 0; !st && r < repeat; r++) {
+    loom_rt_outputs_free(&out);
+    uint64_t t0 = loom_clock_ns();
+    st = loom_rt_call(rt, fname, inputs, np, &out);
+    double ms = (double)(loom_clock_ns() - t0) / 1e6;
+    total += ms;
+    if (ms < best) best = ms;
+  }
+  if (!st) {
+    for (uint32_t i = 0; i < out.count; i++) print_output(i, out.items[i]);
+    if (repeat > 1) printf("time: %ld runs, mean %.4f ms, min %.4f ms\n", repeat, total / (double)repeat, best);
+    if (loom_cli_flag(args, "--profile")) loom_rt_profile_print(rt, stdout);
+    const char *path = loom_cli_get(args, "--output");
+    for (uint32_t i = 0; path && !st && i < out.count; i++) {
+      if (out.items[i]->kind != LOOM_VM_OBJ_TENSOR) continue;
+      const loom_tensor *t = (const loom_tensor *)out.items[i];
+      char name[4096];
+      if (out.count == 1) snprintf(name, sizeof name, "%s", path);
+      else {
+        size_t l = strlen(path);
+        bool npy = l > 4 && !strcmp(path + l - 4, ".npy");
+        snprintf(name, sizeof name, "%.*s.%u.npy", (int)(npy ? l - 4 : l), path, i);
+      }
+      st = loom_npy_write(name, t->dtype, t->rank, t->shape, t->data);
+    }
+  }
+  loom_rt_outputs_free(&out);
+  for (uint32_t k = 0; k < np; k++) loom_tensor_release(inputs[k]);
+  return st;
+}
+

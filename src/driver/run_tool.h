@@ -1,0 +1,23 @@
+/* run_tool.h — the part of `loom-run` that `loom run` shares (src/driver/run_tool.c). */
+#ifndef LOOM_DRIVER_RUN_TOOL_H
+#define LOOM_DRIVER_RUN_TOOL_H
+
+#include "driver/cli.h"
+#include "loomrt.h"
+
+/* The options both commands take (terminated by a NULL name; `extra` entries may follow
+ * in a command's own table, see LOOM_RUN_TOOL_OPTS). */
+#define LOOM_RUN_TOOL_OPTS                                                                                         \
+  {"--fn", "NAME", "function to run (default: main)", false},                                                     \
+      {"--input", "NAME=SPEC", "input NAME: random:(D0,D1,...) or @FILE.npy", true},                              \
+      {"--bind", "VAR=N,...", "values of symbolic vars; inputs not given are made random from the signature", false}, \
+      {"--output", "FILE.npy", "write the output (several: FILE.0.npy, FILE.1.npy, ...)", false},                 \
+      {"--repeat", "N", "run N times and print the mean and best time", false},                                   \
+      {"--profile", NULL, "print per-instruction and per-kernel times", false},                                   \
+      {"--threads", "N", "threads for kernels (default: LOOM_NUM_THREADS or all cores)", false},                  \
+      {"--list", NULL, "list the functions and their symbolic signatures", false}
+
+/* Runs the function the flags name on `rt` (inputs, --repeat, printing, --output). */
+loom_status loom_run_tool(const loom_cli_args *args, loom_rt *rt);
+
+#endif
