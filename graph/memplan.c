@@ -359,6 +359,43 @@ done:
   return LOOM_OK;
 }
 
+static loom_status total_peak(loom_graph_module *m, const loom_graph_func *f, int depth, const loom_sym_expr **out) {
+  if (depth > 16) return LOOM_ERROR(UNIMPLEMENTED, "@%s: calls nest deeper than 16 (recursion?)", f->name);
+  loom_memplan *p;
+  LOOM_PROPAGATE(loom_memplan_build(m, f, &p));
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  const loom_sym_expr *total = p->peak;
+  loom_status st = LOOM_OK;
+  for (uint32_t i = 0; i < p->nbindings && !st; i++) {
+    const loom_graph_expr *v = p->bindings[i]->value;
+    if (v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_FUNC) continue;
+    const loom_graph_func *g = loom_graph_module_find_func(m, v->u.call.target);
+    const loom_sym_expr *sub = NULL;
+    st = g ? total_peak(m, g, depth + 1, &sub) : LOOM_ERROR(NOT_FOUND, "unknown function @%s", v->u.call.target);
+    if (st) break;
+    /* the callee's vars are its own: at this call they are the caller's arguments' dims */
+    LOOM_VEC(const loom_sym_expr *) from = {0}, to = {0};
+    for (size_t a = 0; a < g->nparams && a < v->u.call.nargs && !st; a++) {
+      const loom_sinfo *ps = g->params[a]->sinfo, *as = v->u.call.args[a]->sinfo;
+      if (!ps->dims || !as || !as->dims || ps->ndim != as->ndim) continue;
+      for (int d = 0; d < ps->ndim; d++)
+        if (loom_sym_is_var(ps->dims[d]) && (!LOOM_VEC_PUSH(NULL, &from, ps->dims[d]) || !LOOM_VEC_PUSH(NULL, &to, as->dims[d])))
+          st = LOOM_OOM();
+    }
+    if (!st) total = loom_sym_add(cx, total, loom_sym_subst(cx, sub, from.data, to.data, from.len));
+    LOOM_VEC_FREE(NULL, &from);
+    LOOM_VEC_FREE(NULL, &to);
+  }
+  loom_memplan_free(p);
+  if (!st && !total) st = loom_sym_ctx_take_error(cx);
+  *out = st ? NULL : total;
+  return st;
+}
+
+loom_status loom_memplan_total_peak(loom_graph_module *m, const loom_graph_func *f, const loom_sym_expr **out) {
+  return total_peak(m, f, 0, out);
+}
+
 void loom_memplan_free(loom_memplan *p) {
   if (!p) return;
   loom_allocator *alloc = p->arena.alloc;

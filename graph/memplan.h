@@ -72,6 +72,12 @@ typedef struct loom_memplan {
 LOOM_MUST_USE loom_status loom_memplan_build(loom_graph_module *m, const loom_graph_func *f, loom_memplan **out);
 void loom_memplan_free(loom_memplan *p);
 
+/* Upper bound of what one call of `f` allocates including the graph functions it calls:
+ * peak(f) + the sum over its call sites of the callee's total (calls run one at a time, a
+ * callee's storages are released when it returns, its outputs stay with the caller). */
+LOOM_MUST_USE loom_status loom_memplan_total_peak(loom_graph_module *m, const loom_graph_func *f,
+                                                  const loom_sym_expr **out);
+
 /* The plan as text: one line per storage (size, lifetime, tensors) and the peak. */
 void loom_memplan_print(const loom_memplan *p, loom_strbuf *sb);
 

@@ -20,6 +20,18 @@ static loom_status print_memory(loom_graph_module *m) {
     loom_strbuf sb;
     loom_strbuf_init(&sb, NULL);
     loom_memplan_print(p, &sb);
+    const loom_sym_expr *total;
+    loom_status st = loom_memplan_total_peak(m, loom_graph_module_func_at(m, i), &total);
+    if (st) {
+      loom_strbuf_free(&sb);
+      loom_memplan_free(p);
+      return st;
+    }
+    if (total != p->peak) {
+      loom_strbuf_puts(&sb, "  with the functions it calls: ");
+      loom_sym_print(total, &sb);
+      loom_strbuf_puts(&sb, " bytes\n");
+    }
     fputs(loom_strbuf_cstr(&sb), stdout);
     loom_strbuf_free(&sb);
     loom_memplan_free(p);

@@ -22,6 +22,7 @@ pub const loom_main = [_][]const u8{
     "src/driver/cmd_compile.c",
     "src/driver/cmd_run.c",
     "src/driver/cmd_inspect.c",
+    "src/driver/cmd_demo.c",
     "src/driver/run_tool.c",
 };
 /// The `loom-run` program (links libloomrt only).
