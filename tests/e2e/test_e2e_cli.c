@@ -1,0 +1,137 @@
+/* test_e2e_cli.c — `loom compile` / `loom run` / `loom inspect` and loom-run on compiled
+ * artifacts: one artifact for every shape, clear errors for bad shapes, failed guards and
+ * modules that cannot be compiled, and a runtime that stays usable after a bad call. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "e2e/e2e_util.h"
+
+static void tmpdir(char *buf, size_t n) {
+  snprintf(buf, n, "/tmp/loom-e2e-XXXXXX");
+  cr_assert_not_null(mkdtemp(buf));
+}
+
+static void expect(loom_test_proc *p, int code, const char *out_has, const char *err_has) {
+  cr_assert_eq(p->exit_code, code, "exit %d (want %d)\nstdout: %s\nstderr: %s", p->exit_code, code, p->out, p->err);
+  if (out_has) cr_assert(strstr(p->out, out_has), "stdout lacks '%s':\n%s", out_has, p->out);
+  if (err_has) cr_assert(strstr(p->err, err_has), "stderr lacks '%s':\n%s", err_has, p->err);
+}
+
+LOOM_TEST(e2e_cli, compile_once_run_every_batch_size_with_loom_run) {
+  char dir[64], so[128];
+  tmpdir(dir, sizeof dir);
+  snprintf(so, sizeof so, "%s/mlp.so", dir);
+  loom_test_proc p = loom_test_run("%s compile models/mlp.loom -o %s", loom_test_loom_bin(), so);
+  expect(&p, 0, "3 kernels", NULL);
+  loom_test_proc_free(&p);
+  static const int bs[] = {1, 2, 7, 64};
+  for (size_t i = 0; i < 4; i++) {
+    p = loom_test_run("%s %s --bind b=%d", loom_test_loom_run_bin(), so, bs[i]);
+    char want[64];
+    snprintf(want, sizeof want, "output 0: f32(%d, 10)", bs[i]);
+    expect(&p, 0, want, NULL);
+    loom_test_proc_free(&p);
+  }
+  /* a wrong input shape: the error names the input, the axis and both values */
+  p = loom_test_run("%s %s --bind b=3 --input 'x=random:(3,783)'", loom_test_loom_run_bin(), so);
+  expect(&p, 1, NULL, "input 'x' axis 1: expected 784, got 783");
+  loom_test_proc_free(&p);
+  unlink(so);
+  rmdir(dir);
+}
+
+LOOM_TEST(e2e_cli, loom_run_jit_guard_and_match_cast_errors) {
+  loom_test_proc p = loom_test_run("%s run tests/e2e/data/guard.loom --bind n=6,m=1", loom_test_loom_bin());
+  expect(&p, 0, "output 0: f32(6)", NULL);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s run tests/e2e/data/guard.loom --bind n=6,m=5", loom_test_loom_bin());
+  expect(&p, 1, NULL, "guard of 'z' failed: add: operand 0 axis 0 is n, operand 1 axis 0 is m");
+  cr_assert(strstr(p.err, "n = 6 from input 'x' axis 0, m = 5 from input 'y' axis 0"), "%s", p.err);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s run tests/e2e/data/match_cast.loom --bind n=8,k=4", loom_test_loom_bin());
+  expect(&p, 0, "output 0: f32(4, 2)", NULL);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s run tests/e2e/data/match_cast.loom --bind n=7,k=3", loom_test_loom_bin());
+  expect(&p, 1, NULL, "input 'y' axis 0: expected 2*k, got 7 (7 - 0 is not divisible by 2)");
+  loom_test_proc_free(&p);
+}
+
+LOOM_TEST(e2e_cli, a_module_that_cannot_compile_names_function_binding_and_pass) {
+  char dir[64], so[128];
+  tmpdir(dir, sizeof dir);
+  snprintf(so, sizeof so, "%s/x.so", dir);
+  loom_test_proc p = loom_test_run("%s compile tests/e2e/data/scatter.loom -o %s", loom_test_loom_bin(), so);
+  expect(&p, 1, NULL, "function @main, binding 'y': operator 'scatter_elements' was not lowered");
+  cr_assert(strstr(p.err, "pass 'legalize'"), "%s", p.err);
+  loom_test_proc_free(&p);
+  struct stat sb;
+  cr_assert_neq(stat(so, &sb), 0, "a failed compile left %s behind", so);
+  /* an unwritable destination: an error, nothing half-written */
+  p = loom_test_run("%s compile models/mlp.loom -o /nonexistent-dir/m.so", loom_test_loom_bin());
+  expect(&p, 1, NULL, "/nonexistent-dir/m.so");
+  loom_test_proc_free(&p);
+  rmdir(dir);
+}
+
+LOOM_TEST(e2e_cli, inspect_memory_kernels_shapes) {
+  loom_test_proc p = loom_test_run("%s inspect models/mlp.loom --memory --kernels --shapes", loom_test_loom_bin());
+  expect(&p, 0, "memory plan of @main: 4 tensors in 3 storages", NULL);
+  cr_assert(strstr(p.out, "storage s0: 1024*b bytes, h .. y: h, logits"), "%s", p.out);
+  cr_assert(strstr(p.out, "peak = 2088*b bytes (without reuse: 2128*b bytes)"), "%s", p.out);
+  cr_assert(strstr(p.out, "linear_f32_r2_bias"), "%s", p.out);
+  cr_assert(strstr(p.out, "param  x            Tensor[(b, 784), f32]"), "%s", p.out);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s inspect models/mlp.loom", loom_test_loom_bin());
+  expect(&p, 2, NULL, "--memory");
+  loom_test_proc_free(&p);
+}
+
+/* The C API: an AOT artifact through loom_rt_open; a bad call leaves it usable; the JIT and
+ * the artifact give identical results. */
+LOOM_TEST(e2e_cli, artifact_stays_usable_after_a_bad_call_and_equals_the_jit) {
+  char dir[64], so[128];
+  tmpdir(dir, sizeof dir);
+  snprintf(so, sizeof so, "%s/mlp.so", dir);
+  loom_compiled *c;
+  cr_assert_null(loom_compile_file("models/mlp.loom", NULL, &c));
+  loom_status s = loom_compiled_save(c, so);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_rt *aot, *jit;
+  cr_assert_null(loom_rt_open(so, NULL, &aot));
+  cr_assert_null(loom_compiled_open(c, NULL, &jit));
+  static const int64_t wshape[][2] = {{256, 784}, {256, 0}, {10, 256}, {10, 0}};
+  loom_tensor *in[5];
+  int64_t xs[2] = {5, 784};
+  cr_assert_null(loom_rt_tensor_new(aot, LOOM_DTYPE_F32, 2, xs, &in[0]));
+  for (int i = 0; i < 4; i++)
+    cr_assert_null(loom_rt_tensor_new(aot, LOOM_DTYPE_F32, wshape[i][1] ? 2 : 1, wshape[i], &in[1 + i]));
+  for (int i = 0; i < 5; i++)
+    for (size_t k = 0; k < loom_tensor_numel(in[i]); k++) ((float *)in[i]->data)[k] = (float)((k * 37 + (size_t)i) % 101) / 101.0f - 0.5f;
+  /* bad calls: b1 given where x belongs (rank), w2 where w1 belongs (dims) */
+  loom_tensor *bad[5] = {in[2], in[1], in[2], in[3], in[4]}, *bad2[5] = {in[0], in[3], in[2], in[3], in[4]};
+  loom_rt_outputs o1, o2;
+  s = loom_rt_call(aot, "main", bad, 5, &o1);
+  cr_assert_not_null(s);
+  cr_assert(strstr(loom_status_text(s, 0), "'x'") && strstr(loom_status_text(s, 0), "rank 2, got 1"), "%s", loom_status_text(s, 0));
+  loom_status_free(s);
+  s = loom_rt_call(aot, "main", bad2, 5, &o1);
+  cr_assert_not_null(s);
+  cr_assert(strstr(loom_status_text(s, 0), "input 'w1' axis 0: expected 256, got 10"), "%s", loom_status_text(s, 0));
+  loom_status_free(s);
+  cr_assert_null(loom_rt_call(aot, "main", in, 5, &o1));
+  cr_assert_null(loom_rt_call(jit, "main", in, 5, &o2));
+  const loom_tensor *a = (const loom_tensor *)o1.items[0], *b = (const loom_tensor *)o2.items[0];
+  cr_assert_eq(loom_tensor_numel(a), 50);
+  cr_assert_eq(memcmp(a->data, b->data, 50 * sizeof(float)), 0, "the AOT artifact and the JIT differ");
+  loom_rt_outputs_free(&o1);
+  loom_rt_outputs_free(&o2);
+  for (int i = 0; i < 5; i++) loom_tensor_release(in[i]);
+  loom_rt_close(aot);
+  loom_rt_close(jit);
+  loom_compiled_free(c);
+  unlink(so);
+  rmdir(dir);
+}
