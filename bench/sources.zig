@@ -5,5 +5,6 @@ pub const programs = .{
     // .{ .name = "bench-example", .files = &[_][]const u8{"bench/example/main.c"}, .runtime_only = false },
     .{ .name = "bench-symbolic", .files = &[_][]const u8{"bench/symbolic/bench_symbolic.c"}, .runtime_only = false },
     .{ .name = "bench-vm", .files = &[_][]const u8{"bench/vm/main.c"}, .runtime_only = true },
+    .{ .name = "bench-e2e", .files = &[_][]const u8{ "bench/e2e/main.c", "bench/common/machine_limits.c" }, .runtime_only = false },
     .{ .name = "bench-limits", .files = &[_][]const u8{ "bench/limits/limits.c", "bench/common/machine_limits.c" }, .runtime_only = true },
 };

@@ -88,6 +88,8 @@ uint32_t loom_rt_threads(const loom_rt *rt);
 void loom_rt_set_profile(loom_rt *rt, bool on);
 /* Prints per-instruction and per-kernel times gathered since the last print. */
 void loom_rt_profile_print(loom_rt *rt, FILE *f);
+/* Nanoseconds spent inside kernels (profiling on) since the last print or call; resets them. */
+uint64_t loom_rt_profile_kernel_ns(loom_rt *rt);
 /* The disassembly of the loaded executable (malloc'd; free()). */
 char *loom_rt_disasm(const loom_rt *rt);
 

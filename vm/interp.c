@@ -397,6 +397,12 @@ loom_status loom_vm_call(loom_vm *vm, uint32_t fn, loom_vm_obj *const *args, uin
   return st;
 }
 
+uint64_t loom_vm_profile_kernel_ns(loom_vm *vm) {
+  uint64_t ns = 0;
+  for (uint32_t i = 0; i < vm->exe->nkernels; i++) ns += vm->kernel_prof[i].ns, vm->kernel_prof[i] = (prof_entry){0, 0};
+  return ns;
+}
+
 void loom_vm_profile_print(loom_vm *vm, FILE *out) {
   const loom_vm_exec *e = vm->exe;
   fprintf(out, "profile: instructions\n  %-10s %10s %12s %10s\n", "opcode", "count", "total us", "ns/insn");

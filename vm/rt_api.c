@@ -209,6 +209,7 @@ loom_status loom_rt_set_threads(loom_rt *rt, uint32_t threads) {
 uint32_t loom_rt_threads(const loom_rt *rt) { return loom_cpu_pool_threads(rt->pool); }
 void loom_rt_set_profile(loom_rt *rt, bool on) { loom_vm_set_profile(rt->vm, on); }
 void loom_rt_profile_print(loom_rt *rt, FILE *f) { loom_vm_profile_print(rt->vm, f); }
+uint64_t loom_rt_profile_kernel_ns(loom_rt *rt) { return loom_vm_profile_kernel_ns(rt->vm); }
 
 char *loom_rt_disasm(const loom_rt *rt) {
   loom_strbuf sb;

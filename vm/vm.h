@@ -41,5 +41,7 @@ LOOM_MUST_USE loom_status loom_vm_call(loom_vm *vm, uint32_t fn, loom_vm_obj *co
 void loom_vm_set_profile(loom_vm *vm, bool on);
 /* Prints per-opcode and per-kernel counts and times, and resets them. */
 void loom_vm_profile_print(loom_vm *vm, FILE *f);
+/* Nanoseconds spent inside kernels since the last print or call of this (and resets them). */
+uint64_t loom_vm_profile_kernel_ns(loom_vm *vm);
 
 #endif
