@@ -241,9 +241,15 @@ loom_status loom_compiled_save(loom_compiled *c, const char *path) {
     st = sb.oom ? LOOM_OOM() : write_text(p[3], loom_strbuf_cstr(&sb));
   }
   if (!st) {
-    const char *cc = getenv("LOOM_CC") && *getenv("LOOM_CC") ? getenv("LOOM_CC") : "cc";
-    char *argv[] = {(char *)cc, "-shared", "-fPIC", "-O1", "-o", p[4], p[0], p[2], p[3], "-lm", NULL};
-    st = run_cc(argv, p[5]);
+    /* $LOOM_CC, else cc, else clang-19 (installed with LLVM by scripts/setup) */
+    const char *env = getenv("LOOM_CC");
+    const char *ccs[] = {env && *env ? env : "cc", "clang-19"};
+    for (int k = 0; k < (env && *env ? 1 : 2); k++) {
+      char *argv[] = {(char *)ccs[k], "-shared", "-fPIC", "-O1", "-o", p[4], p[0], p[2], p[3], "-lm", NULL};
+      loom_status_free(st);
+      st = run_cc(argv, p[5]);
+      if (!st || loom_status_code(st) != LOOM_CODE_UNAVAILABLE) break;
+    }
   }
   if (!st && rename(p[4], path) != 0) {
     /* across file systems: copy, then move into place */
