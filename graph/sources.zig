@@ -3,6 +3,7 @@ pub const runtime = [_][]const u8{};
 pub const compiler = [_][]const u8{
     "graph/sinfo.c",
     "graph/module.c",
+    "graph/extern.c",
     "graph/tensor.c",
     "graph/op_registry.c",
     "graph/op_elemwise.c",
