@@ -19,6 +19,7 @@ pub const compiler = [_][]const u8{
     "graph/verify.c",
     "graph/interp.c",
     "graph/legalize.c",
+    "graph/offload.c",
     "graph/npy_io.c",
     "graph/tp_bridge.c",
 };
