@@ -3,6 +3,7 @@
 pub const programs = .{
     .{ .name = "bench-kernels", .files = &[_][]const u8{ "bench/kernels/main.c", "bench/common/machine_limits.c" }, .runtime_only = false, .system_libs = &[_][]const u8{"openblas"} },
     // .{ .name = "bench-example", .files = &[_][]const u8{"bench/example/main.c"}, .runtime_only = false },
+    .{ .name = "bench-libcall", .files = &[_][]const u8{"bench/libcall/main.c"}, .runtime_only = false, .system_libs = &[_][]const u8{"openblas"} },
     .{ .name = "bench-symbolic", .files = &[_][]const u8{"bench/symbolic/bench_symbolic.c"}, .runtime_only = false },
     .{ .name = "bench-vm", .files = &[_][]const u8{"bench/vm/main.c"}, .runtime_only = true },
     .{ .name = "bench-e2e", .files = &[_][]const u8{ "bench/e2e/main.c", "bench/common/machine_limits.c" }, .runtime_only = false },

@@ -35,6 +35,7 @@
 #include "base/intern.h"
 #include "base/status.h"
 #include "base/strbuf.h"
+#include "libcall/decl.h"
 #include "symbolic/sym.h"
 #include "tensorprog/tp_pattern_kinds.h"
 
@@ -233,10 +234,12 @@ typedef struct loom_graph_const {
   loom_graph_expr *expr;      /* a CONST expression */
 } loom_graph_const;
 
-/* A declared external function (libcall/). */
+/* A declared external function (libcall/; docs/libcall.md). */
 typedef struct loom_graph_extern {
-  const char *name;           /* interned symbol name */
-  const loom_sinfo *sig;      /* FUNC struct info */
+  const char *name;           /* interned name (without '@') */
+  const loom_sinfo *sig;      /* FUNC struct info: params -> result (symbolic dims of the params) */
+  const char *const *param_names; /* sig->nfields names (the named text form), or NULL */
+  const loom_libcall_decl *decl;  /* symbol, library, ABI, purity; NULL: kernel ABI, symbol = name, not pure */
 } loom_graph_extern;
 
 /* ---- module --------------------------------------------------------------- */
@@ -263,6 +266,21 @@ loom_status loom_graph_module_add_func(loom_graph_module *m, loom_graph_func *f)
 loom_status loom_graph_module_add_tp(loom_graph_module *m, loom_tp_func *tp);
 loom_status loom_graph_module_add_const(loom_graph_module *m, const char *name, loom_graph_expr *c);
 loom_status loom_graph_module_add_extern(loom_graph_module *m, const char *name, const loom_sinfo *sig);
+/* Declares an extern with parameter names (may be NULL) and a libcall declaration (may be
+ * NULL); both are copied into the module. The declaration is checked against the signature
+ * (loom_libcall_decl_lower): errors name the extern and the C argument. */
+loom_status loom_graph_module_declare_extern(loom_graph_module *m, const char *name, const loom_sinfo *sig,
+                                             const char *const *param_names, const loom_libcall_decl *decl);
+/* The extern called `name`, or NULL. */
+const loom_graph_extern *loom_graph_module_find_extern(const loom_graph_module *m, const char *name);
+/* The run-side signature of `ex` (buffer/symbol layout, C arguments), allocated in `a`. */
+loom_status loom_graph_extern_sig(const loom_graph_extern *ex, loom_arena *a, loom_libcall_sig *out);
+/* The run-side signatures of every extern (array in `a`): what loom_libcall_lib_create loads. */
+loom_status loom_graph_module_libcall_sigs(const loom_graph_module *m, loom_arena *a, loom_libcall_sig **out,
+                                           size_t *out_n);
+/* The directory of the file the module was parsed from ("." when unknown): relative
+ * `library` paths of extern declarations are taken from here. */
+const char *loom_graph_module_source_dir(const loom_graph_module *m);
 
 /* ---- operators ------------------------------------------------------------- */
 

@@ -18,6 +18,8 @@ struct loom_graph_module {
   uint32_t next_var_id;                  /* ids of graph vars */
   uint32_t next_fresh;                   /* counter for fresh symbol names */
   const loom_sinfo *object;              /* the shared Object info */
+  const char *dir;                       /* directory of the parsed file (arena), or NULL */
+  loom_libcall_lib *libcall;             /* the externs, loaded when the interpreter first calls one */
 };
 
 /* ---- operator implementations -------------------------------------------- */
@@ -108,6 +110,10 @@ const loom_sym_expr *loom_graph_dims_prod(loom_sym_ctx *cx, int n, const loom_sy
 
 /* Evaluates a symbolic expression with the bound vars. */
 loom_status loom_graph_ecx_sym(loom_graph_ecx *ec, const loom_sym_expr *e, int64_t *out);
+/* Calls extern `call` (graph/extern.c) through libcall: the result is allocated from the
+ * call's result struct info evaluated under `env`. */
+loom_status loom_graph_eval_extern(loom_graph_module *m, const loom_graph_expr *call, const loom_sym_env *env,
+                                   const loom_graph_value *args, loom_graph_value *out);
 /* The elements of `t` as a malloc'd array of doubles (NULL on OOM); the hot loops of the
  * reference read these instead of converting element by element. */
 double *loom_graph_tensor_to_f64(const loom_graph_tensor *t);

@@ -207,7 +207,7 @@ static loom_status eval_call(interp *it, const loom_graph_binding *b, loom_graph
       st = run_tp(it, c, args, n, out);
       break;
     case LOOM_GRAPH_CALLEE_EXTERN:
-      st = LOOM_ERROR(UNIMPLEMENTED, "the reference interpreter cannot call extern @%s", c->u.call.target);
+      st = loom_graph_eval_extern(m, c, it->env, args, out);
       break;
     }
   }

@@ -33,6 +33,7 @@ void loom_graph_module_destroy(loom_graph_module *m) {
   LOOM_VEC_FREE(m->alloc, &m->tps);
   LOOM_VEC_FREE(m->alloc, &m->consts);
   LOOM_VEC_FREE(m->alloc, &m->externs);
+  loom_libcall_lib_destroy(m->libcall);
   loom_sym_ctx_destroy(m->cx);
   loom_interner_destroy(&m->names);
   loom_arena_destroy(&m->arena);
@@ -85,16 +86,6 @@ loom_status loom_graph_module_add_const(loom_graph_module *m, const char *name, 
   c->u.cnst.name = n;
   loom_graph_const k = {n, c};
   if (!LOOM_VEC_PUSH(m->alloc, &m->consts, k)) return LOOM_OOM();
-  return LOOM_OK;
-}
-
-loom_status loom_graph_module_add_extern(loom_graph_module *m, const char *name, const loom_sinfo *sig) {
-  const char *n = loom_graph_module_intern(m, name, strlen(name));
-  if (!n) return LOOM_OOM();
-  for (size_t i = 0; i < m->externs.len; i++)
-    if (m->externs.data[i].name == n) return LOOM_ERROR(ALREADY_EXISTS, "extern \"%s\" is declared twice", name);
-  loom_graph_extern e = {n, sig};
-  if (!LOOM_VEC_PUSH(m->alloc, &m->externs, e)) return LOOM_OOM();
   return LOOM_OK;
 }
 
@@ -537,13 +528,14 @@ static const loom_sinfo *subst_sinfo(loom_graph_module *m, const loom_sinfo *si,
 
 /* The callee's result with its params' symbolic vars replaced by the argument dims (where
  * the param dim is a bare var, the usual case). */
-static const loom_sinfo *subst_result(loom_graph_module *m, const loom_graph_func *f, const loom_graph_expr *call) {
+static const loom_sinfo *subst_result(loom_graph_module *m, size_t nparams, const loom_sinfo *const *params,
+                                      const loom_sinfo *ret, const loom_graph_expr *call) {
   LOOM_VEC(const loom_sym_expr *) from = {0};
   LOOM_VEC(const loom_sym_expr *) to = {0};
-  const loom_sinfo *r = f->ret;
+  const loom_sinfo *r = ret;
   bool ok = true;
-  for (size_t i = 0; i < f->nparams && i < call->u.call.nargs && ok; i++) {
-    const loom_sinfo *p = f->params[i]->sinfo, *a = call->u.call.args[i]->sinfo;
+  for (size_t i = 0; i < nparams && i < call->u.call.nargs && ok; i++) {
+    const loom_sinfo *p = params[i], *a = call->u.call.args[i]->sinfo;
     if (p->dims && a->dims && p->ndim == a->ndim && (p->kind == LOOM_SINFO_TENSOR || p->kind == LOOM_SINFO_SHAPE))
       for (int k = 0; k < p->ndim && ok; k++)
         if (loom_sym_is_var(p->dims[k])) {
@@ -581,7 +573,7 @@ loom_status loom_graph_infer_call(loom_graph_module *m, const loom_graph_expr *c
     char what[160];
     snprintf(what, sizeof what, "@%s", f->name);
     st = check_signature(&ic, what, f->nparams, ps);
-    if (!st) si = subst_result(m, f, call);
+    if (!st) si = subst_result(m, f->nparams, ps, f->ret, call);
     break;
   }
   case LOOM_GRAPH_CALLEE_TP:
@@ -591,12 +583,24 @@ loom_status loom_graph_infer_call(loom_graph_module *m, const loom_graph_expr *c
     const loom_graph_extern *ex = NULL;
     for (size_t i = 0; i < m->externs.len; i++)
       if (!strcmp(m->externs.data[i].name, call->u.call.target)) ex = &m->externs.data[i];
-    if (ex) {
-      char what[160];
-      snprintf(what, sizeof what, "extern \"%s\"", ex->name);
-      st = check_signature(&ic, what, ex->sig->nfields, ex->sig->fields);
-    }
+    char what[160];
+    snprintf(what, sizeof what, "extern @%s", ex ? ex->name : call->u.call.target);
+    if (ex) st = check_signature(&ic, what, ex->sig->nfields, ex->sig->fields);
     si = call->u.call.out_sinfo;
+    /* the declaration gives the result shape: the call's result must not contradict it */
+    const loom_sinfo *decl = !st && ex ? subst_result(m, ex->sig->nfields, ex->sig->fields, ex->sig->ret, call) : NULL;
+    if (!st && ex && !decl) st = LOOM_OOM();
+    if (!st && ex && si && loom_sinfo_is_base_of(m->cx, si, decl) == LOOM_SYM_FALSE) {
+      loom_strbuf a, b;
+      loom_strbuf_init(&a, NULL);
+      loom_strbuf_init(&b, NULL);
+      loom_sinfo_print(si, &a);
+      loom_sinfo_print(decl, &b);
+      st = LOOM_ERROR(TYPE_ERROR, "call of %s: the call's result is %s, the declaration gives %s", what,
+                      loom_strbuf_cstr(&a), loom_strbuf_cstr(&b));
+      loom_strbuf_free(&a);
+      loom_strbuf_free(&b);
+    }
     break;
   }
   }

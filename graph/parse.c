@@ -75,6 +75,14 @@ static loom_status sem_err(parser *p, size_t off, loom_status cause) {
   return st;
 }
 
+/* A declaration error at `off`: the message and code of `cause`. */
+static loom_status decl_err(parser *p, size_t off, loom_status cause) {
+  loom_diag_add(p->diags, LOOM_DIAG_ERROR, (loom_loc){p->src, off}, "%s", loom_status_message(cause));
+  loom_code code = loom_status_code(cause);
+  loom_status_free(cause);
+  return loom_diag_list_status(p->diags, code);
+}
+
 static void skip_ws(parser *p) {
   while (p->pos < p->len) {
     char c = p->s[p->pos];
@@ -1223,25 +1231,199 @@ static loom_status constant(parser *p) {
   return loom_graph_module_add_const(m, name, e);
 }
 
-/* extern := 'extern' '@' name ':' sinfo   (a Func) */
+/* string := '"' [^"\n]* '"' */
+static loom_status string_lit(parser *p, const char **out) {
+  size_t b = (skip_ws(p), p->pos);
+  if (peek(p) != '"') return err(p, b, "expected a \"string\"");
+  size_t e = ++p->pos;
+  while (e < p->len && p->s[e] != '"' && p->s[e] != '\n') e++;
+  if (e >= p->len || p->s[e] != '"') return err(p, b, "unterminated string");
+  *out = loom_arena_strndup(&p->m->arena, p->s + p->pos, e - p->pos);
+  p->pos = e + 1;
+  return *out ? LOOM_OK : LOOM_OOM();
+}
+
+/* The conversion spelled `s` (i32 i64 f32 f64), or VOID when it is none. */
+static loom_libcall_ctype ctype_word(const char *s, size_t n) {
+  for (int t = LOOM_LIBCALL_CT_I32; t < LOOM_LIBCALL_CT_COUNT; t++)
+    if (is_kw(s, n, loom_libcall_ctype_name((loom_libcall_ctype)t))) return (loom_libcall_ctype)t;
+  return LOOM_LIBCALL_CT_VOID;
+}
+
+/* carg := INT | name | ('i32' | 'i64' | 'f32' | 'f64') '(' (name | INT) ')' */
+static loom_status c_arg(parser *p, loom_libcall_cref *out) {
+  memset(out, 0, sizeof *out);
+  size_t b = (skip_ws(p), p->pos);
+  const char *s;
+  size_t n;
+  bool wrapped = false;
+  if (ident(p, &s, &n)) {
+    loom_libcall_ctype t = ctype_word(s, n);
+    if (t != LOOM_LIBCALL_CT_VOID && peek(p) == '(') {
+      p->pos++;
+      out->cast = t;
+      wrapped = true;
+    } else {
+      p->pos = b;
+    }
+  }
+  if (ident(p, &s, &n)) {
+    if (!(out->name = loom_graph_module_intern(p->m, s, n))) return LOOM_OOM();
+  } else {
+    double d;
+    bool is_int;
+    LOOM_PROPAGATE(number(p, &d, &is_int, &out->value));
+    if (!is_int) return err(p, b, "a constant C argument is an integer (convert it: f64(2))");
+  }
+  return wrapped ? expect(p, ")") : LOOM_OK;
+}
+
+/* ext_attr := 'symbol' '=' string | 'library' '=' string | 'pure'
+ *           | 'abi' '=' ('kernel' | 'c' '(' carg,* ')' ('->' ('i32' | 'void'))?) */
+static loom_status extern_attrs(parser *p, loom_libcall_decl *d, bool *any) {
+  LOOM_VEC(loom_libcall_cref) cargs = {0};
+  loom_status st = LOOM_OK;
+  for (;;) {
+    size_t b = (skip_ws(p), p->pos);
+    const char *s;
+    size_t n;
+    if (!ident(p, &s, &n)) break;
+    if (is_kw(s, n, "pure")) {
+      d->pure = *any = true;
+    } else if (is_kw(s, n, "symbol") || is_kw(s, n, "library")) {
+      const char **slot = is_kw(s, n, "symbol") ? &d->symbol : &d->library;
+      if (*slot) st = err(p, b, "'%.*s' is given twice", (int)n, s);
+      if (!st) st = expect(p, "=");
+      if (!st) st = string_lit(p, slot);
+      if (!st && !(*slot)[0]) st = err(p, b, "'%.*s' is empty", (int)n, s);
+      *any = true;
+    } else if (is_kw(s, n, "abi")) {
+      *any = true;
+      st = expect(p, "=");
+      size_t ab = (skip_ws(p), p->pos);
+      if (!st && !ident(p, &s, &n)) st = err(p, ab, "expected 'kernel' or 'c(...)' after abi=");
+      if (!st && is_kw(s, n, "kernel")) {
+        d->abi = LOOM_LIBCALL_ABI_KERNEL;
+      } else if (!st && is_kw(s, n, "c")) {
+        d->abi = LOOM_LIBCALL_ABI_C;
+        st = expect(p, "(");
+        while (!st && peek(p) != ')') {
+          loom_libcall_cref c;
+          st = c_arg(p, &c);
+          if (!st && !LOOM_VEC_PUSH(p->m->alloc, &cargs, c)) st = LOOM_OOM();
+          if (!st && !accept(p, ",")) break;
+        }
+        if (!st) st = expect(p, ")");
+        if (!st && accept(p, "->")) {
+          size_t rb = (skip_ws(p), p->pos);
+          if (!ident(p, &s, &n) || (!is_kw(s, n, "void") && !is_kw(s, n, "i32")))
+            st = err(p, rb, "a C function returns void or i32 (a status: nonzero is a failure)");
+          else d->ret = is_kw(s, n, "i32") ? LOOM_LIBCALL_CT_I32 : LOOM_LIBCALL_CT_VOID;
+        }
+      } else if (!st) {
+        st = err(p, ab, "unknown ABI '%.*s' (expected 'kernel' or 'c(...)')", (int)n, s);
+      }
+    } else {
+      p->pos = b;
+      break;
+    }
+    if (st) break;
+  }
+  if (!st && cargs.len) {
+    loom_libcall_cref *c = LOOM_ARENA_ARRAY(&p->m->arena, loom_libcall_cref, cargs.len);
+    if (!c) st = LOOM_OOM();
+    else memcpy(c, cargs.data, cargs.len * sizeof *c);
+    d->cargs = c;
+    d->ncargs = cargs.len;
+  }
+  LOOM_VEC_FREE(p->m->alloc, &cargs);
+  return st;
+}
+
+/* extern := 'extern' '@' name ':' sinfo ext_attr*                               (a Func)
+ *         | 'extern' '@' name '(' (name ':' sinfo),* ')' '->' sinfo ext_attr*    (named parameters) */
 static loom_status extern_decl(parser *p) {
   size_t b = (skip_ws(p), p->pos);
   const char *name;
-  const loom_sinfo *si;
+  const loom_sinfo *si = NULL;
   LOOM_PROPAGATE(global_name(p, &name));
-  LOOM_PROPAGATE(expect(p, ":"));
   p->syms.len = 0;
-  p->sym_mode = SYM_DEFINE;
-  loom_status st = sinfo(p, &si);
-  p->sym_mode = SYM_RESOLVE;
-  LOOM_PROPAGATE(st);
-  if (si->kind != LOOM_SINFO_FUNC) return err(p, b, "an extern needs a Func[...] struct info");
-  st = loom_graph_module_add_extern(p->m, name, si);
-  if (st) {
-    loom_status_free(st);
-    return err(p, b, "extern @%s is declared twice", name);
+  loom_status st = LOOM_OK;
+  LOOM_VEC(const char *) names = {0};
+  LOOM_VEC(const loom_sinfo *) params = {0};
+  bool named = accept(p, "(");
+  if (named) {
+    while (!st && peek(p) != ')') {
+      size_t pb = (skip_ws(p), p->pos);
+      const char *pn;
+      const loom_sinfo *ps = NULL;
+      st = expect_ident(p, "a parameter name", &pn);
+      if (!st && reserved(pn)) st = err(p, pb, "'%s' is a reserved word and cannot name a parameter", pn);
+      if (!st) st = expect(p, ":");
+      if (!st) {
+        p->sym_mode = SYM_DEFINE;
+        st = sinfo(p, &ps);
+        p->sym_mode = SYM_RESOLVE;
+      }
+      if (!st && (!LOOM_VEC_PUSH(p->m->alloc, &names, pn) || !LOOM_VEC_PUSH(p->m->alloc, &params, ps))) st = LOOM_OOM();
+      if (!st && !accept(p, ",")) break;
+    }
+    if (!st) st = expect(p, ")");
+    if (!st) st = expect(p, "->");
+    const loom_sinfo *ret = NULL;
+    if (!st) st = sinfo(p, &ret); /* the result's dims are expressions of the parameters' dims */
+    if (!st && !(si = loom_sinfo_func(p->m, params.len, params.data, ret))) st = LOOM_OOM();
+  } else {
+    st = expect(p, ":");
+    p->sym_mode = SYM_DEFINE;
+    if (!st) st = sinfo(p, &si);
+    p->sym_mode = SYM_RESOLVE;
+    if (!st && si->kind != LOOM_SINFO_FUNC) st = err(p, b, "an extern needs a Func[...] struct info");
   }
-  return LOOM_OK;
+  loom_libcall_decl d = {0};
+  bool any = false;
+  if (!st) st = extern_attrs(p, &d, &any);
+  if (!st) {
+    loom_status ds = loom_graph_module_declare_extern(p->m, name, si, named ? names.data : NULL, any ? &d : NULL);
+    if (ds) {
+      st = loom_status_code(ds) == LOOM_CODE_RESOURCE_EXHAUSTED ? ds : decl_err(p, b, ds);
+    }
+  }
+  LOOM_VEC_FREE(p->m->alloc, &names);
+  LOOM_VEC_FREE(p->m->alloc, &params);
+  return st;
+}
+
+/* Skips one extern declaration (prescan), after the `extern` keyword. */
+static bool skip_balanced(parser *p, char open, char close);
+static bool skip_past(parser *p, char c);
+static bool skip_extern(parser *p) {
+  if (peek(p) == '@') p->pos++;
+  const char *s;
+  size_t n;
+  if (!ident(p, &s, &n)) return false;
+  if (peek(p) == '(' && !skip_balanced(p, '(', ')')) return false;
+  if (!skip_past(p, '[') || !skip_balanced(p, '[', ']')) return false;
+  for (;;) {
+    size_t b = (skip_ws(p), p->pos);
+    if (!ident(p, &s, &n)) return true;
+    if (is_kw(s, n, "symbol") || is_kw(s, n, "library")) {
+      if (!skip_past(p, '"')) return false;
+      p->pos++;
+      if (!skip_past(p, '"')) return false;
+      p->pos++;
+    } else if (is_kw(s, n, "abi")) {
+      accept(p, "=");
+      if (!ident(p, &s, &n)) return false;
+      if (is_kw(s, n, "c")) {
+        if (peek(p) != '(' || !skip_balanced(p, '(', ')')) return false;
+        if (accept(p, "->") && !ident(p, &s, &n)) return false;
+      }
+    } else if (!is_kw(s, n, "pure")) {
+      p->pos = b;
+      return true;
+    }
+  }
 }
 
 /* Skips a bracketed region starting at `open` (comments and strings inside are skipped). */
@@ -1313,7 +1495,7 @@ static void prescan(parser *p) {
     } else if (is_kw(s, n, "const")) {
       if (!skip_past(p, '=') || !skip_past(p, '[') || !skip_balanced(p, '[', ']')) break;
     } else if (is_kw(s, n, "extern")) {
-      if (!skip_past(p, '[') || !skip_balanced(p, '[', ']')) break;
+      if (!skip_extern(p)) break;
     } else if (is_kw(s, n, "prim")) {
       const char *name;
       loom_status st = global_name(p, &name);
@@ -1379,6 +1561,11 @@ loom_status loom_graph_parse(const loom_source *src, loom_diag_list *diags, loom
   copy->text = text;
   copy->len = src->len;
   if (!copy->name) {
+    loom_graph_module_destroy(m);
+    return LOOM_OOM();
+  }
+  const char *slash = src->name ? strrchr(src->name, '/') : NULL;
+  if (slash && !(m->dir = loom_arena_strndup(&m->arena, src->name, slash == src->name ? 1 : (size_t)(slash - src->name)))) {
     loom_graph_module_destroy(m);
     return LOOM_OOM();
   }

@@ -228,8 +228,20 @@ void loom_graph_print_func(const loom_graph_module *m, const loom_graph_func *f,
 void loom_graph_print_module(const loom_graph_module *m, loom_strbuf *sb) {
   bool first = true;
   for (size_t i = 0; i < m->externs.len; i++) {
-    loom_strbuf_printf(sb, "extern @%s: ", m->externs.data[i].name);
-    loom_sinfo_print(m->externs.data[i].sig, sb);
+    const loom_graph_extern *e = &m->externs.data[i];
+    if (e->param_names) {
+      loom_strbuf_printf(sb, "extern @%s(", e->name);
+      for (size_t k = 0; k < e->sig->nfields; k++) {
+        loom_strbuf_printf(sb, "%s%s: ", k ? ", " : "", e->param_names[k]);
+        loom_sinfo_print(e->sig->fields[k], sb);
+      }
+      loom_strbuf_puts(sb, ") -> ");
+      loom_sinfo_print(e->sig->ret, sb);
+    } else {
+      loom_strbuf_printf(sb, "extern @%s: ", e->name);
+      loom_sinfo_print(e->sig, sb);
+    }
+    loom_libcall_decl_print(e->decl, sb);
     loom_strbuf_putc(sb, '\n');
     first = false;
   }

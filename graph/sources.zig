@@ -3,6 +3,7 @@ pub const runtime = [_][]const u8{};
 pub const compiler = [_][]const u8{
     "graph/sinfo.c",
     "graph/module.c",
+    "graph/extern.c",
     "graph/tensor.c",
     "graph/op_registry.c",
     "graph/op_elemwise.c",
@@ -18,6 +19,7 @@ pub const compiler = [_][]const u8{
     "graph/verify.c",
     "graph/interp.c",
     "graph/legalize.c",
+    "graph/offload.c",
     "graph/npy_io.c",
     "graph/tp_bridge.c",
     "graph/memplan.c",

@@ -5,7 +5,7 @@
  *   symbols    every symbolic var used is defined before: in a param's struct info, a
  *              match_cast target, or as a fresh symbol an op introduces (nonzero)
  *   anf        call arguments, tuple fields, if conditions and results are leaves
- *   dataflow   dataflow blocks hold no `if` and no external call (they are pure)
+ *   dataflow   dataflow blocks hold no `if` and no call of an extern not declared `pure`
  *   sinfo      each binding's struct info agrees with re-inference (which also checks
  *              attributes and call signatures); the function result fits its declared info */
 #include <stdio.h>
@@ -164,8 +164,12 @@ static void verify_binding(vctx *v, const loom_graph_block *blk, const loom_grap
           report(v, b, b->loc, "symbolic variable '%s' in attribute '%s' is not defined here", loom_sym_var_name(w.bad),
                  e->u.call.attrs[i].name);
       }
-    if (e->u.call.callee == LOOM_GRAPH_CALLEE_EXTERN && blk->dataflow)
-      report(v, b, b->loc, "external call @%s inside a dataflow block (externs may have side effects)", e->u.call.target);
+    if (e->u.call.callee == LOOM_GRAPH_CALLEE_EXTERN && blk->dataflow) {
+      const loom_graph_extern *ex = loom_graph_module_find_extern(m, e->u.call.target);
+      if (!ex || !ex->decl || !ex->decl->pure)
+        report(v, b, b->loc, "external call @%s inside a dataflow block (the extern is not declared pure)",
+               e->u.call.target);
+    }
     if (e->u.call.out_sinfo) use_syms_sinfo(v, b, b->loc, e->u.call.out_sinfo, "the call's result struct info");
     {
       loom_graph_infer_result r;

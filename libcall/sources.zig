@@ -1,3 +1,8 @@
 //! libcall/: source list (runtime part goes into libloomrt, compiler part into libloom only).
-pub const runtime = [_][]const u8{};
-pub const compiler = [_][]const u8{};
+pub const runtime = [_][]const u8{
+    "libcall/call.c",
+    "libcall/blas.c",
+};
+pub const compiler = [_][]const u8{
+    "libcall/decl.c",
+};

@@ -62,6 +62,10 @@ pub const suites = .{
         "tests/cpu/cpu_test_util.c",
         "tests/cpu/test_cpu_diff.c",
     } },
+    .{ .name = "libcall", .files = &[_][]const u8{
+        "tests/libcall/test_libcall.c",
+        "tests/libcall/test_decl.c",
+    } },
     .{ .name = "vm", .files = &[_][]const u8{
         "tests/vm/test_vm.c",
         "tests/vm/test_threadpool.c",

@@ -74,5 +74,6 @@ const loom_cli_command loom_cmd_opt = {
     .run = run,
     .details = "Passes: legalize (operator calls -> generated tensor programs), schedule (default CPU\n"
                "schedule rules on every tensor program), classify (report each tensor program's access\n"
-               "pattern). The module is verified after every pass.",
+               "pattern), offload (matmul/linear to BLAS above a row threshold, guarded by the shape;\n"
+               "LOOM_OFFLOAD_THRESHOLD overrides the measured default). The module is verified after every pass.",
 };

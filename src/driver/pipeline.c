@@ -1,11 +1,13 @@
 /* pipeline.c — the pass manager and THE compile pipeline, one list read top to bottom. */
 #include "driver/pipeline.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/clock.h"
 #include "base/strbuf.h"
 #include "graph/legalize.h"
+#include "graph/offload.h"
 #include "tensorprog/tp_pattern.h"
 #include "tensorprog/tp_schedule_cpu.h"
 
@@ -71,6 +73,26 @@ static loom_status run_classify(loom_graph_module *m, loom_diag_list *diags, FIL
     loom_tp_class c = loom_tp_classify(tp);
     fprintf(out, "// @%s: %s (%s)\n", loom_tp_func_name(tp), loom_tp_pattern_name(c.pattern), c.reason);
   }
+  return LOOM_OK;
+}
+
+/* offload: the threshold is LOOM_OFFLOAD_DEFAULT_THRESHOLD rows (measured; docs/libcall.md),
+ * or LOOM_OFFLOAD_THRESHOLD from the environment. */
+static loom_status run_offload(loom_graph_module *m, loom_diag_list *diags, FILE *out, bool report) {
+  (void)diags;
+  int64_t thr = LOOM_OFFLOAD_DEFAULT_THRESHOLD;
+  const char *env = getenv("LOOM_OFFLOAD_THRESHOLD");
+  if (env && *env) {
+    char *end;
+    long long v = strtoll(env, &end, 10);
+    if (*end || v < 0) return LOOM_ERROR(INVALID_ARGUMENT, "LOOM_OFFLOAD_THRESHOLD='%s' is not a row count >= 0", env);
+    thr = v;
+  }
+  loom_graph_offload_stats st;
+  LOOM_PROPAGATE(loom_graph_offload(m, thr, &st));
+  if (report)
+    fprintf(out, "// offload (threshold %lld rows): %zu guarded, %zu to BLAS, %zu kept generated, %zu not BLAS-shaped\n",
+            (long long)thr, st.guarded, st.library, st.generated, st.skipped);
   return LOOM_OK;
 }
 
