@@ -11,6 +11,7 @@
 #include "base/file.h"
 #include "driver/lower_vm.h"
 #include "driver/pipeline.h"
+#include "libcall/libcall.h"
 #include "loom.h"
 #include "targets/cpu/codegen.h"
 #include "tensorprog/tp.h"
@@ -23,6 +24,7 @@ struct loom_compiled {
   char *cpu_name, *features;
   loom_cpu_jit *jit;               /* made by the first loom_compiled_open */
   loom_artifact_kernel *kernels;   /* exe->nkernels entries (JIT functions) */
+  loom_libcall_lib *externs;       /* the module's declared externs, loaded by the first open */
   loom_compile_times times;
 };
 
@@ -30,6 +32,7 @@ void loom_compiled_free(loom_compiled *c) {
   if (!c) return;
   loom_vm_exec_free(c->exe);
   if (c->jit) loom_cpu_jit_destroy(c->jit);
+  loom_libcall_lib_destroy(c->externs);
   free(c->kernels);
   free(c->cpu_name);
   free(c->features);
@@ -137,12 +140,29 @@ static loom_status jit_kernels(loom_compiled *c) {
   return st;
 }
 
+/* Loads the externs the module declares (libcall/), once. */
+static loom_status load_externs(loom_compiled *c) {
+  if (c->externs || !loom_graph_module_num_externs(c->m)) return LOOM_OK;
+  loom_arena a;
+  loom_arena_init(&a, NULL, 0);
+  loom_libcall_sig *sigs;
+  size_t n;
+  loom_status st = loom_graph_module_libcall_sigs(c->m, &a, &sigs, &n);
+  loom_libcall_options lo = {.search_dir = loom_graph_module_source_dir(c->m)};
+  if (!st) st = loom_libcall_lib_create(NULL, sigs, (uint32_t)n, &lo, &c->externs);
+  if (!st) st = loom_libcall_lib_check_exec(c->externs, c->exe);
+  loom_arena_destroy(&a);
+  return st;
+}
+
 loom_status loom_compiled_open(loom_compiled *c, const loom_rt_options *opts, loom_rt **out) {
   *out = NULL;
   LOOM_PROPAGATE(jit_kernels(c));
+  LOOM_PROPAGATE(load_externs(c));
   loom_rt_options o = opts ? *opts : (loom_rt_options){0};
   o.kernels = c->kernels;
   o.nkernels = c->exe->nkernels;
+  if (c->externs && !o.nexterns) o.externs = loom_libcall_lib_externs(c->externs, &o.nexterns);
   /* the runtime owns its executable: hand it a copy through the file format */
   uint8_t *bytes;
   size_t len;

@@ -3,6 +3,7 @@
  * planned memory peak; the GPT-2-style decoder runs a prefill and then decode steps with a
  * growing KV cache on the same compiled module. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "e2e/e2e_util.h"
 
@@ -73,4 +74,26 @@ LOOM_TEST(e2e, gpt2_decoder_prefill_then_decode_with_growing_cache) {
   }
   e2e_io_free(&prev);
   e2e_model_free(&md);
+}
+
+/* A user kernel (libcall, C ABI through libffi) inside a compiled module: built here with cc,
+ * called by CALLX with the VM's buffer/symbol layout, equal to the interpreter's call. */
+LOOM_TEST(e2e, user_kernel_extern_in_a_compiled_module) {
+  char dir[] = "/tmp/loom-uk-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  loom_test_proc p = loom_test_run("cc -O2 -shared -fPIC -o %s/scale_rows.so models/user_kernel/scale_rows.c && "
+                                   "cp models/user_kernel/scale_rows.loom %s/", dir, dir);
+  cr_assert_eq(p.exit_code, 0, "%s", p.err);
+  loom_test_proc_free(&p);
+  char path[128];
+  snprintf(path, sizeof path, "%s/scale_rows.loom", dir);
+  e2e_model md = e2e_compile(path);
+  static const e2e_bind s[] = {{"n", 1}, {"m", 1}, {"n", 3}, {"m", 5}, {"n", 17}, {"m", 64}};
+  for (size_t k = 0; k < 3; k++) {
+    double err = e2e_check(&md, "main", s + 2 * k, 2, false, NULL);
+    cr_assert_lt(err, 1e-6, "shape set %zu: relative error %g", k, err);
+  }
+  e2e_model_free(&md);
+  p = loom_test_run("rm -rf %s", dir);
+  loom_test_proc_free(&p);
 }
