@@ -288,6 +288,25 @@ static loom_status place(loom_graph_module *m, loom_memplan *p, const loom_map *
   return LOOM_OK;
 }
 
+/* Bytes of the tensors made inside a branch (own storage each, not reused; nested ifs take
+ * their larger branch). */
+static const loom_sym_expr *seq_bytes(loom_sym_ctx *cx, const loom_graph_seq *seq) {
+  const loom_sym_expr *sum = loom_sym_const(cx, 0);
+  for (size_t i = 0; i < seq->nblocks; i++)
+    for (size_t j = 0; j < seq->blocks[i]->n; j++) {
+      const loom_graph_binding *b = seq->blocks[i]->bindings[j];
+      const loom_graph_expr *v = b->value;
+      if (v->kind == LOOM_GRAPH_EXPR_IF)
+        sum = loom_sym_add(cx, sum, loom_sym_max(cx, seq_bytes(cx, v->u.if_.then_seq), seq_bytes(cx, v->u.if_.else_seq)));
+      else if (v->kind == LOOM_GRAPH_EXPR_CALL &&
+               (v->u.call.callee == LOOM_GRAPH_CALLEE_TP || v->u.call.callee == LOOM_GRAPH_CALLEE_EXTERN)) {
+        const loom_sym_expr *t = tensor_bytes(cx, b->var->sinfo);
+        if (t) sum = loom_sym_add(cx, sum, t);
+      }
+    }
+  return sum;
+}
+
 loom_status loom_memplan_build(loom_graph_module *m, const loom_graph_func *f, loom_memplan **out) {
   *out = NULL;
   loom_memplan *p = loom_alloc_zero(m->alloc, sizeof *p);
@@ -348,6 +367,17 @@ loom_status loom_memplan_build(loom_graph_module *m, const loom_graph_func *f, l
   uc.returned = true;
   expr_uses(f->body->result, mark_use, &uc);
   st = place(m, p, &defs);
+  /* tensors inside `if` branches: storage of their own, added to the peak */
+  p->branches = loom_sym_const(cx, 0);
+  for (uint32_t i = 0; !st && i < p->nbindings; i++) {
+    const loom_graph_expr *v = p->bindings[i]->value;
+    if (v->kind == LOOM_GRAPH_EXPR_IF)
+      p->branches = loom_sym_add(cx, p->branches, loom_sym_max(cx, seq_bytes(cx, v->u.if_.then_seq), seq_bytes(cx, v->u.if_.else_seq)));
+  }
+  if (!st) {
+    p->peak = loom_sym_add(cx, p->peak, p->branches);
+    if (!p->peak || !p->branches) st = loom_sym_ctx_take_error(cx);
+  }
 done:
   analysis_free(&a);
   loom_map_destroy(&defs);
@@ -426,6 +456,12 @@ void loom_memplan_print(const loom_memplan *p, loom_strbuf *sb) {
       first = false;
     }
     loom_strbuf_puts(sb, "\n");
+  }
+  int64_t zero;
+  if (!loom_sym_is_const(p->branches, &zero) || zero) {
+    loom_strbuf_puts(sb, "  tensors inside if branches (own storage): ");
+    loom_sym_print(p->branches, sb);
+    loom_strbuf_puts(sb, " bytes\n");
   }
   loom_strbuf_puts(sb, "  peak = ");
   loom_sym_print(p->peak, sb);

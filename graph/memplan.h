@@ -24,7 +24,8 @@
  * sum of all storage sizes: an upper bound of what one call holds at any moment (exact
  * when every storage is live at once), printed as one symbolic expression.
  *
- * Bindings inside `if` branches are not planned (the VM lowering does not take `if` yet). */
+ * Tensors made inside `if` branches get storage of their own (not reused); the peak adds,
+ * per `if`, the larger branch's total. */
 #ifndef LOOM_GRAPH_MEMPLAN_H
 #define LOOM_GRAPH_MEMPLAN_H
 
@@ -63,7 +64,8 @@ typedef struct loom_memplan {
   loom_memplan_tensor *tensors;
   uint32_t nstorages;
   loom_memplan_storage *storages;
-  const loom_sym_expr *peak;            /* bytes: sum of storage sizes */
+  const loom_sym_expr *branches;        /* bytes made inside `if` branches (larger branch each) */
+  const loom_sym_expr *peak;            /* bytes: sum of storage sizes + branches */
   const loom_sym_expr *naive;           /* bytes without reuse: sum of tensor sizes */
 } loom_memplan;
 

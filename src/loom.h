@@ -27,6 +27,9 @@ typedef struct loom_compile_options {
   bool print_after_all;  /* print the module after every pass */
   bool time_passes;      /* report each pass's time */
   bool no_verify;        /* skip the verifier between passes (it is on by default) */
+  bool offload;          /* run the `offload` pass (matmul/linear to BLAS above a measured row
+                            count, libcall/) before legalize; JIT only for now: AOT artifacts do
+                            not carry extern signatures yet */
   FILE *report;          /* where printing and timings go (stderr when NULL) */
 } loom_compile_options;
 

@@ -12,7 +12,8 @@ static int run(const loom_cli_args *args) {
   if (target && strcmp(target, "cpu") != 0)
     return loom_cli_usage_error(args, "--target '%s': only 'cpu' is available in this build's compile path", target);
   loom_compile_options o = {.cpu = loom_cli_get(args, "--cpu"), .print_after_all = loom_cli_flag(args, "--print-after-all"),
-                            .time_passes = loom_cli_flag(args, "--time"), .report = stderr};
+                            .time_passes = loom_cli_flag(args, "--time"), .offload = loom_cli_flag(args, "--offload"),
+                            .report = stderr};
   loom_compiled *c;
   loom_status st = loom_compile_file(args->positional[0], &o, &c);
   if (!st) {
@@ -48,6 +49,7 @@ const loom_cli_command loom_cmd_compile = {
         {"--target", "cpu", "code generation target (cpu)", false},
         {"--cpu", "NAME", "LLVM CPU name for the kernels (default: this machine)", false},
         {"--time", NULL, "report each pass's time", false},
+        {"--offload", NULL, "hand large matmuls to BLAS (not yet in AOT artifacts: an error)", false},
         {"--print-after-all", NULL, "print the module after every pass", false},
         {NULL, NULL, NULL, false},
     },

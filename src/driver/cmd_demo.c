@@ -310,7 +310,7 @@ static int run(const loom_cli_args *args) {
   static stats S;
   memset(&S, 0, sizeof S);
   uint64_t t0 = loom_clock_ns();
-  loom_compile_options o = {.report = stderr};
+  loom_compile_options o = {.offload = loom_cli_flag(args, "--offload"), .report = stderr};
   loom_status st = d.V < 1 ? LOOM_ERROR(INVALID_ARGUMENT, "--vocab must be positive") : loom_compile_file(path, &o, &d.c);
   double compile_ms = (double)(loom_clock_ns() - t0) / 1e6;
   if (!st) {
@@ -321,8 +321,9 @@ static int run(const loom_cli_args *args) {
     if (!st) {
       const char *th = loom_cli_get(args, "--threads");
       if (th) st = loom_rt_set_threads(d.rt, (uint32_t)strtoul(th, NULL, 10));
-      printf("compiled %s once in %.0f ms (passes %.0f ms, planning + VM lowering %.0f ms, LLVM %.0f ms), %u threads\n", path,
-             compile_ms, t.passes_ms, t.lower_ms, t.codegen_ms, loom_rt_threads(d.rt));
+      printf("compiled %s once in %.0f ms (passes %.0f ms, planning + VM lowering %.0f ms, LLVM %.0f ms), %u threads%s\n", path,
+             compile_ms, t.passes_ms, t.lower_ms, t.codegen_ms, loom_rt_threads(d.rt),
+             o.offload ? ", matmuls offloaded to BLAS" : ", generated kernels only");
     }
   }
   if (!st) {
@@ -393,6 +394,7 @@ const loom_cli_command loom_cmd_demo = {
         {"--seed", "N", "seed of the weights (default 42)", false},
         {"--threads", "N", "kernel threads (default: all cores)", false},
         {"--check", NULL, "compare the first requests with the reference interpreter", false},
+        {"--offload", NULL, "hand large matmuls to BLAS (the offload pass, libcall/)", false},
         {NULL, NULL, NULL, false},
     },
     .run = run,

@@ -18,7 +18,7 @@ static int run(const loom_cli_args *args) {
   loom_compiled *c = NULL;
   loom_status st;
   if (is_module_text(path)) {
-    loom_compile_options o = {.cpu = loom_cli_get(args, "--cpu"), .report = stderr};
+    loom_compile_options o = {.cpu = loom_cli_get(args, "--cpu"), .offload = loom_cli_flag(args, "--offload"), .report = stderr};
     st = loom_compile_file(path, &o, &c);
     if (!st) st = loom_compiled_open(c, NULL, &rt);
   } else {
@@ -43,6 +43,7 @@ const loom_cli_command loom_cmd_run = {
     .max_positional = 1,
     .opts = (const loom_cli_opt[]){LOOM_RUN_TOOL_OPTS,
                                    {"--cpu", "NAME", "LLVM CPU name for JIT kernels (default: this machine)", false},
+                                   {"--offload", NULL, "hand large matmuls to BLAS (the offload pass; JIT only)", false},
                                    {NULL, NULL, NULL, false}},
     .run = run,
     .details = "FILE is a .loom module (compiled now) or an artifact from `loom compile` (as loom-run takes).\n"

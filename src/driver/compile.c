@@ -57,8 +57,13 @@ loom_status loom_compile(loom_graph_module *m, const loom_compile_options *opts,
   }
   c->cpu.cpu = c->cpu_name;
   c->cpu.features = c->features;
-  const loom_pass_id *passes;
-  size_t n = loom_pipeline_default(&passes);
+  const loom_pass_id *dflt;
+  size_t nd = loom_pipeline_default(&dflt), n = 0;
+  loom_pass_id passes[64];
+  for (size_t i = 0; i < nd && n + 1 < 64; i++) {
+    if (opts->offload && dflt[i] == LOOM_PASS_legalize) passes[n++] = LOOM_PASS_offload;
+    passes[n++] = dflt[i];
+  }
   loom_pass_options po = {.print_after_all = opts->print_after_all, .verify_each = !opts->no_verify,
                           .time_passes = opts->time_passes, .out = opts->report ? opts->report : stderr};
   loom_diag_list diags;
@@ -215,6 +220,10 @@ static void remove_dir(const char *dir, const char *const *files, size_t n) {
 }
 
 loom_status loom_compiled_save(loom_compiled *c, const char *path) {
+  if (c->exe->nexterns)
+    return LOOM_ERROR(UNIMPLEMENTED, "'%s': the module calls %u external functions (e.g. '%s'); AOT artifacts do not "
+                      "carry extern signatures yet: run it with `loom run` (JIT), or compile without --offload",
+                      path, c->exe->nexterns, loom_vm_exec_str(c->exe, c->exe->externs[0].name));
   static const char *const files[] = {"kernels.o", "exec.bin", "blob.S", "desc.c", "out.so", "cc.log"};
   char dir[] = "/tmp/loom-aot-XXXXXX";
   if (!mkdtemp(dir)) return LOOM_ERROR(IO_ERROR, "cannot make a temporary directory: %s", strerror(errno));

@@ -327,16 +327,23 @@ static const loom_tp_func *find_tp(lower *l, const char *name) {
 }
 
 /* Destination of binding `bi`: a view into its planned storage, or a fresh tensor. */
+/* Destination of binding `bi` (NOREG: a binding inside an `if` branch, which gets storage of
+ * its own; the plan counts it in its `if` term). */
 static uint32_t emit_output(lower *l, uint32_t bi, const loom_graph_expr *var) {
   const loom_sinfo *si = var->sinfo;
-  uint32_t t = l->plan->tensor_of[bi];
-  if (t == LOOM_MEMPLAN_NONE) {
+  uint32_t t = bi == NOREG ? LOOM_MEMPLAN_NONE : l->plan->tensor_of[bi];
+  if (bi != NOREG && t == LOOM_MEMPLAN_NONE) {
     FAIL(l, INTERNAL, "function @%s, %s: no planned storage", l->f->name, l->where);
     return NOREG;
   }
+  if (si->kind != LOOM_SINFO_TENSOR || !si->dims || si->ndim < 0 || si->dtype == LOOM_DTYPE_UNKNOWN) {
+    FAIL(l, UNIMPLEMENTED, "function @%s, %s: the result needs a tensor type of known dtype and shape", l->f->name, l->where);
+    return NOREG;
+  }
   words w = {0};
-  const loom_memplan_storage *st = &l->plan->storages[l->plan->tensors[t].storage];
-  uint32_t s = l->plan->tensors[t].storage;
+  static const loom_memplan_storage own = {.output = true};
+  const loom_memplan_storage *st = t == LOOM_MEMPLAN_NONE ? &own : &l->plan->storages[l->plan->tensors[t].storage];
+  uint32_t s = t == LOOM_MEMPLAN_NONE ? 0 : l->plan->tensors[t].storage;
   if (!st->output) {
     if (l->storage_reg[s] == NOREG) {
       uint32_t size = sym_reg(l, st->size);
@@ -523,6 +530,60 @@ static void emit_guards(lower *l, const loom_graph_binding *b) {
 
 /* ---- bindings ------------------------------------------------------------------------ */
 
+static void emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b);
+
+/* A branch of `if`: its bindings (storage of their own), then result -> dst, then releases. */
+static void emit_branch(lower *l, const loom_graph_seq *seq, uint32_t dst) {
+  for (size_t i = 0; i < seq->nblocks && !l->err; i++)
+    for (size_t j = 0; j < seq->blocks[i]->n && !l->err; j++) emit_binding(l, NOREG, seq->blocks[i]->bindings[j]);
+  uint32_t r = leaf_reg(l, seq->result);
+  if (l->err) return;
+  loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_MOV, dst, r, 0));
+  for (size_t i = 0; i < seq->nblocks; i++)
+    for (size_t j = 0; j < seq->blocks[i]->n; j++) {
+      uint64_t reg;
+      if (loom_map_get(&l->var_reg, seq->blocks[i]->bindings[j]->var->u.var.id, &reg))
+        loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_KILL, (uint32_t)reg, 0, 0));
+    }
+}
+
+static bool copy_map(lower *l, loom_map *dst, const loom_map *src) {
+  loom_map_clear(dst);
+  uint64_t k, v;
+  for (size_t it = 0; loom_map_next(src, &it, &k, &v);)
+    if (!loom_map_put(dst, k, v)) {
+      oom(l);
+      return false;
+    }
+  return true;
+}
+
+/* if (sym(cond)) { then } else { else }: int registers computed inside a branch are valid
+ * only there, so the expression cache is restored after each branch. */
+static void emit_if(lower *l, const loom_graph_binding *b) {
+  const loom_graph_expr *v = b->value, *c = v->u.if_.cond;
+  if (c->kind != LOOM_GRAPH_EXPR_SYM) {
+    FAIL(l, UNIMPLEMENTED, "function @%s, binding '%s': 'if' on a tensor condition has no VM lowering yet (a symbolic "
+         "condition, sym(...), has)", l->f->name, b->var->u.var.name);
+    return;
+  }
+  uint32_t r = sym_reg(l, c->u.sym);
+  uint32_t dst = new_var_reg(l, b->var);
+  if (l->err) return;
+  loom_map saved;
+  loom_map_init(&saved, NULL);
+  if (copy_map(l, &saved, &l->sym_reg)) {
+    uint32_t jelse = loom_vm_fb_emit(l->fb, abx(LOOM_VM_OP_JMPIFNOT, r, 0));
+    emit_branch(l, v->u.if_.then_seq, dst);
+    uint32_t jend = loom_vm_fb_emit(l->fb, abx(LOOM_VM_OP_JMP, 0, 0));
+    loom_vm_fb_patch(l->fb, jelse, abx(LOOM_VM_OP_JMPIFNOT, r, loom_vm_fb_pc(l->fb)));
+    if (copy_map(l, &l->sym_reg, &saved)) emit_branch(l, v->u.if_.else_seq, dst);
+    loom_vm_fb_patch(l->fb, jend, abx(LOOM_VM_OP_JMP, 0, loom_vm_fb_pc(l->fb)));
+    copy_map(l, &l->sym_reg, &saved);
+  }
+  loom_map_destroy(&saved);
+}
+
 static void emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
   const loom_graph_expr *v = b->value;
   loom_strbuf dbg;
@@ -580,9 +641,10 @@ static void emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
       break;
     }
     break;
+  case LOOM_GRAPH_EXPR_IF: emit_if(l, b); break;
   default:
     FAIL(l, UNIMPLEMENTED, "function @%s, binding '%s': %s has no VM lowering yet", l->f->name, b->var->u.var.name,
-         v->kind == LOOM_GRAPH_EXPR_IF ? "'if'" : v->kind == LOOM_GRAPH_EXPR_SHAPE ? "a shape value" : "a scalar value");
+         v->kind == LOOM_GRAPH_EXPR_SHAPE ? "a shape value" : "a scalar value");
     break;
   }
   if (dbg.oom) oom(l);
@@ -613,6 +675,16 @@ static void note_use(last_ctx *c, const loom_graph_expr *e) {
   case LOOM_GRAPH_EXPR_CALL:
     for (size_t i = 0; i < e->u.call.nargs; i++) note_use(c, e->u.call.args[i]);
     break;
+  case LOOM_GRAPH_EXPR_IF: { /* a use inside a branch counts at the `if` */
+    note_use(c, e->u.if_.cond);
+    const loom_graph_seq *seqs[2] = {e->u.if_.then_seq, e->u.if_.else_seq};
+    for (int k = 0; k < 2; k++) {
+      for (size_t i = 0; i < seqs[k]->nblocks; i++)
+        for (size_t j = 0; j < seqs[k]->blocks[i]->n; j++) note_use(c, seqs[k]->blocks[i]->bindings[j]->value);
+      note_use(c, seqs[k]->result);
+    }
+    break;
+  }
   default: break;
   }
 }

@@ -58,6 +58,18 @@ LOOM_TEST(cpu, math_functions_f32) {
                "  }\n}\n", &o);
 }
 
+/* The inline tanh (cg_expr.c tanh_f32): both branches of its select, saturation, tiny inputs. */
+LOOM_TEST(cpu, inline_tanh_f32_across_its_range) {
+  cpu_diff_opts o = opts(medium, 10, 1e-6);
+  diff_program("prim @th(A: Buffer[(n,), f32], C: Buffer[(n, 4), f32]) {\n"
+               "  for i in 0..n vectorize {\n"
+               "    C[i, 0] = tanh(A[i])\n"
+               "    C[i, 1] = tanh(A[i] * 12.0)\n"
+               "    C[i, 2] = tanh(A[i] * 0.001)\n"
+               "    C[i, 3] = tanh(A[i] * 100.0)\n"
+               "  }\n}\n", &o);
+}
+
 LOOM_TEST(cpu, broadcast_and_symbolic_shapes) {
   cpu_diff_opts o = opts(small, 12, 1e-6);
   diff_program("prim @bc(A: Buffer[(n, m + 1), f32], b: Buffer[(m + 1,), f32], C: Buffer[(n, m + 1), f32],\n"
