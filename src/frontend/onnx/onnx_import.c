@@ -18,6 +18,46 @@ loom_status oimp_node_err(loom_code code, const loom_onnx_node *n, const char *f
                           *n->name ? " '" : "", n->name, *n->name ? "'" : "", msg);
 }
 
+static bool name_used(const imp *im, const char *n) {
+  for (size_t i = 0; i < im->nused; i++)
+    if (im->used[i] == n) return true;
+  return false;
+}
+
+const char *oimp_ir_name(imp *im, const char *onnx) {
+  static const char *const reserved[] = {"return", "dataflow", "output", "if", "else", "match_cast", "fn", "const",
+                                         "extern", "prim", "shape", "sym", "call_tp", "call_extern"};
+  size_t n = strlen(onnx);
+  if (n > 200) n = 200;
+  char buf[256];
+  size_t k = 0;
+  if (n == 0 || (onnx[0] >= '0' && onnx[0] <= '9')) buf[k++] = 'v';
+  for (size_t i = 0; i < n; i++) {
+    char ch = onnx[i];
+    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
+    buf[k++] = ok ? ch : '_';
+  }
+  buf[k] = 0;
+  bool clash = buf[0] == 't' && k > 1 && strspn(buf + 1, "0123456789") == k - 1; /* the builder's tN */
+  for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+    if (strcmp(buf, reserved[i]) == 0) clash = true;
+  if (clash) buf[k++] = '_', buf[k] = 0;
+  const char *r = loom_graph_module_intern(im->m, buf, k);
+  for (unsigned s = 2; r && name_used(im, r); s++) {
+    int w = snprintf(buf + k, sizeof buf - k, "_%u", s);
+    r = loom_graph_module_intern(im->m, buf, k + (size_t)w);
+  }
+  if (!r) return NULL;
+  if (im->nused == im->capused) {
+    size_t c = im->capused ? im->capused * 2 : 64;
+    const char **a = realloc(im->used, c * sizeof *a);
+    if (!a) return NULL;
+    im->used = a, im->capused = c;
+  }
+  im->used[im->nused++] = r;
+  return r;
+}
+
 loom_status oimp_bind(imp *im, const char *name, loom_graph_expr *e, const loom_onnx_tensor *t) {
   if (im->nvals == im->capvals) {
     size_t c = im->capvals ? im->capvals * 2 : 64;
@@ -185,6 +225,7 @@ void oimp_add_attr(nctx *c, loom_graph_attr a) { c->attrs[c->nattrs++] = a; }
 /* Emits `op` on c->args with c->attrs, returning the var. */
 loom_status oimp_emit(nctx *c, const char *op, size_t nargs, loom_graph_expr *const *args, const char *name,
                         loom_graph_expr **out) {
+  if (name && !(name = oimp_ir_name(c->im, name))) return LOOM_OOM();
   loom_status s = loom_graph_builder_op(&c->im->b, op, nargs, args, c->nattrs, c->attrs, name, out);
   c->nattrs = 0;
   if (s) {
@@ -873,7 +914,9 @@ static loom_status h_split(nctx *c, const op_entry *e, loom_graph_expr **out) {
   for (size_t k = 0; k < n; k++) {
     loom_graph_expr *g = loom_graph_tuple_get_new(c->im->m, t, k), *v;
     if (!g) return LOOM_OOM();
-    loom_status st = loom_graph_builder_emit(&c->im->b, g, c->n->outputs[k], &v);
+    const char *nm = oimp_ir_name(c->im, c->n->outputs[k]);
+    if (!nm) return LOOM_OOM();
+    loom_status st = loom_graph_builder_emit(&c->im->b, g, nm, &v);
     if (st) return st;
     LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[k], v, NULL));
     if (k == 0) *out = v;
@@ -1119,7 +1162,7 @@ static bool fold_node(imp *im, const op_entry *e, const nctx *c, loom_onnx_tenso
     }
     loom_graph_value_free(&res);
   }
-  free(sub.val_names), free(sub.vals), free(sub.val_consts), free(sub.sym_names), free(sub.syms);
+  free(sub.val_names), free(sub.vals), free(sub.val_consts), free(sub.sym_names), free(sub.syms), free(sub.used);
   loom_graph_module_destroy(sub.m);
   return *out != NULL;
 }
@@ -1199,6 +1242,36 @@ static loom_status import_node(imp *im, const loom_onnx_node *n) {
   return oimp_bind(im, n->outputs[0], y, folded);
 }
 
+/* Gives a module-constant name to a constant operand that is not 0-d (the text format
+ * writes only 0-d constants inline): the ONNX name it came from when there is one, else kN. */
+static loom_status name_const(imp *im, loom_graph_expr *e) {
+  if (e->kind != LOOM_GRAPH_EXPR_CONST || e->u.cnst.name || (e->sinfo->ndim == 0)) return LOOM_OK;
+  const char *src = NULL;
+  for (size_t i = 0; i < im->nvals && !src; i++)
+    if (im->vals[i] == e) src = im->val_names[i];
+  char buf[32];
+  if (!src) snprintf(buf, sizeof buf, "k%u", im->nconst++), src = buf;
+  const char *nm = oimp_ir_name(im, src);
+  if (!nm) return LOOM_OOM();
+  return loom_graph_module_add_const(im->m, nm, e);
+}
+
+static loom_status name_consts(imp *im, const loom_graph_seq *s) {
+  for (size_t i = 0; i < s->nblocks; i++)
+    for (size_t j = 0; j < s->blocks[i]->n; j++) {
+      loom_graph_expr *v = s->blocks[i]->bindings[j]->value;
+      if (v->kind == LOOM_GRAPH_EXPR_CALL)
+        for (size_t a = 0; a < v->u.call.nargs; a++) LOOM_PROPAGATE(name_const(im, v->u.call.args[a]));
+      else if (v->kind == LOOM_GRAPH_EXPR_TUPLE)
+        for (size_t a = 0; a < v->u.tuple.n; a++) LOOM_PROPAGATE(name_const(im, v->u.tuple.items[a]));
+      else if (v->kind == LOOM_GRAPH_EXPR_IF) {
+        LOOM_PROPAGATE(name_consts(im, v->u.if_.then_seq));
+        LOOM_PROPAGATE(name_consts(im, v->u.if_.else_seq));
+      } else LOOM_PROPAGATE(name_const(im, v));
+    }
+  return name_const(im, s->result);
+}
+
 static loom_status import_main(imp *im) {
   const loom_onnx_graph *g = im->g;
   for (size_t i = 0; i < g->n_initializers; i++) {
@@ -1233,7 +1306,8 @@ static loom_status import_main(imp *im) {
       si = loom_sinfo_tensor(im->m, dt, (int)v->rank, dims, NULL);
     }
     if (!si) return LOOM_OOM();
-    loom_graph_expr *p = loom_graph_builder_param(&im->b, v->name, si);
+    const char *nm = oimp_ir_name(im, v->name);
+    loom_graph_expr *p = nm ? loom_graph_builder_param(&im->b, nm, si) : NULL;
     if (!p) return LOOM_OOM();
     LOOM_PROPAGATE(oimp_bind(im, v->name, p, NULL));
   }
@@ -1247,7 +1321,9 @@ static loom_status import_main(imp *im) {
   }
   loom_graph_expr *r = res[0];
   if (g->n_outputs > 1 && !(r = loom_graph_tuple_new(im->m, g->n_outputs, res))) return LOOM_OOM();
-  return loom_graph_builder_end(&im->b, r, NULL, NULL);
+  loom_graph_func *f;
+  LOOM_PROPAGATE(loom_graph_builder_end(&im->b, r, NULL, &f));
+  return name_consts(im, f->body);
 }
 
 loom_status loom_onnx_import(const loom_onnx_model *model, loom_graph_module **out) {
@@ -1263,7 +1339,7 @@ loom_status loom_onnx_import_ex(const loom_onnx_model *model, const loom_onnx_im
   loom_graph_builder_begin(&im.b, im.m, "main");
   loom_status s = import_main(&im);
   loom_graph_builder_reset(&im.b);
-  free(im.val_names), free(im.vals), free(im.val_consts), free(im.sym_names), free(im.syms);
+  free(im.val_names), free(im.vals), free(im.val_consts), free(im.sym_names), free(im.syms), free(im.used);
   if (s) {
     loom_graph_module_destroy(im.m);
     return loom_status_annotate(s, __FILE__, __LINE__, "while importing %s", model->path);

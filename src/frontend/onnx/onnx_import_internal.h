@@ -21,7 +21,10 @@ typedef struct imp {
   size_t nsyms, capsyms;               /* dim_param name -> symbolic var */
   const char **sym_names;
   const loom_sym_expr **syms;
-  unsigned unk;                        /* next unkN / shape-value var number */
+  unsigned unk;                        /* next unkN var number */
+  size_t nused, capused;               /* IR names given out (interned in m) */
+  const char **used;
+  unsigned nconst;                     /* next kN constant name */
 } imp;
 
 /* One node being imported. */
@@ -55,6 +58,9 @@ loom_status oimp_node_err(loom_code code, const loom_onnx_node *n, const char *f
 #define UNSUP(n, ...) oimp_node_err(LOOM_CODE_UNIMPLEMENTED, n, __VA_ARGS__)
 #define BAD(n, ...) oimp_node_err(LOOM_CODE_INVALID_ARGUMENT, n, __VA_ARGS__)
 
+/* A legal, unused IR variable name for ONNX name `onnx` ([A-Za-z_][A-Za-z0-9_]*, not a
+ * reserved word, not of the builder's tN form; _2, _3, ... on a clash); NULL on OOM. */
+const char *oimp_ir_name(imp *im, const char *onnx);
 loom_status oimp_bind(imp *im, const char *name, loom_graph_expr *e, const loom_onnx_tensor *t);
 loom_graph_expr *oimp_const_of(imp *im, const loom_onnx_tensor *t);
 loom_onnx_tensor *oimp_new_tensor(imp *im, loom_dtype dt, size_t rank, const int64_t *dims);
