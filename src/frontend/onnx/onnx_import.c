@@ -194,6 +194,50 @@ loom_status oimp_const_ints(const nctx *c, size_t i, const char *what, int64_t *
   return LOOM_OK;
 }
 
+/* Shape-like operand i (ConstantOfShape's shape, Expand's shape, Tile's repeats) as symbolic
+ * dims: its values when it is a constant; when it is computed at run time (a 1-D integer
+ * tensor of static length n), `tensor_to_shape` then a match_cast to Shape[(v_0, ..., v_n-1)]
+ * binds each element to a fresh symbolic var named after the ONNX value (its elements must
+ * be dims: >= 0, checked when it runs). */
+static loom_status shape_syms(nctx *c, size_t i, const char *what, const loom_sym_expr **dims, size_t cap, size_t *n) {
+  imp *im = c->im;
+  if (c->consts[i]) {
+    int64_t v[16];
+    LOOM_PROPAGATE(oimp_const_ints(c, i, what, v, cap < 16 ? cap : 16, n));
+    for (size_t k = 0; k < *n; k++)
+      if (!(dims[k] = loom_sym_const(im->cx, v[k]))) return LOOM_OOM();
+    return LOOM_OK;
+  }
+  const loom_sinfo *si = c->args[i]->sinfo;
+  int64_t len;
+  if (si->kind != LOOM_SINFO_TENSOR || si->ndim != 1 || !si->dims || !loom_sym_is_const(si->dims[0], &len) ||
+      len > (int64_t)cap || (si->dtype != LOOM_DTYPE_I64 && si->dtype != LOOM_DTYPE_I32))
+    return UNSUP(c->n, "input %zu (%s) must be a constant or a 1-D integer tensor of static length", i, what);
+  loom_graph_expr *sv;
+  LOOM_PROPAGATE(oimp_emit(c, "tensor_to_shape", 1, &c->args[i], NULL, &sv));
+  for (int64_t k = 0; k < len; k++) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s_%lld", c->n->inputs[i], (long long)k);
+    const char *nm = oimp_ir_name(im, buf);
+    for (size_t j = 0; nm && j < im->nsyms; j++) /* not a dim_param's name */
+      if (strcmp(im->sym_names[j], nm) == 0) j = 0, nm = oimp_ir_name(im, buf);
+    if (!nm || !(dims[k] = loom_sym_var_new(im->cx, nm, LOOM_SYM_VAR_SHAPE))) return LOOM_OOM();
+  }
+  const loom_sinfo *to = loom_sinfo_shape(im->m, (int)len, dims);
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s_dims", c->n->inputs[i]);
+  const char *nm = oimp_ir_name(im, buf);
+  if (!nm) return LOOM_OOM();
+  loom_status s = loom_graph_builder_match_cast(&im->b, sv, to, nm, &sv);
+  if (s) {
+    loom_status e = oimp_node_err(loom_status_code(s), c->n, "%s", loom_status_message(s));
+    loom_status_free(s);
+    return e;
+  }
+  *n = (size_t)len;
+  return LOOM_OK;
+}
+
 /* Axes from the attribute `axes` (opset < since) or input 1 (opset >= since). */
 loom_status oimp_get_axes(const nctx *c, int64_t since, int64_t *buf, size_t cap, size_t *n, bool *present) {
   if (c->im->opset >= since) {
@@ -517,15 +561,29 @@ static loom_status h_size(nctx *c, const op_entry *e, loom_graph_expr **out) {
 
 static loom_status h_constant_of_shape(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
-  int64_t shp[16];
-  size_t n;
-  LOOM_PROPAGATE(oimp_const_ints(c, 0, "shape", shp, 16, &n));
   const loom_onnx_attr *a = loom_onnx_node_attr(c->n, "value");
   loom_dtype dt = LOOM_DTYPE_F32;
   if (a) {
     if (a->kind != LOOM_ONNX_ATTR_TENSOR || a->t->numel != 1) return BAD(c->n, "attribute 'value' must be a one-element tensor");
     dt = a->t->dtype;
   }
+  if (!c->consts[0]) { /* a shape known at run time: full(shape=[v_0, ...]) */
+    const loom_sym_expr *dims[16];
+    size_t n;
+    LOOM_PROPAGATE(shape_syms(c, 0, "shape", dims, 16, &n));
+    double v = 0;
+    if (a) {
+      loom_graph_tensor g = {.dtype = dt, .ndim = 0, .numel = 1, .data = a->t->data};
+      v = loom_graph_tensor_get_f64(&g, 0);
+    }
+    oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", n, dims));
+    oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
+    oimp_add_attr(c, loom_graph_attr_float(c->im->m, "value", v));
+    return oimp_emit(c, "full", 0, NULL, c->n->outputs[0], out);
+  }
+  int64_t shp[16];
+  size_t n;
+  LOOM_PROPAGATE(oimp_const_ints(c, 0, "shape", shp, 16, &n));
   loom_onnx_tensor *t = oimp_new_tensor(c->im, dt, n, shp);
   if (!t) return LOOM_OOM();
   size_t es = loom_dtype_size(dt);
@@ -651,27 +709,32 @@ static loom_status h_variadic(nctx *c, const op_entry *e, loom_graph_expr **out)
 }
 
 static loom_status h_tile(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  int64_t rep[16];
+  const loom_sym_expr *rep[16];
   size_t n;
-  LOOM_PROPAGATE(oimp_const_ints(c, 1, "repeats", rep, 16, &n));
-  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "repeats", n, rep));
+  LOOM_PROPAGATE(shape_syms(c, 1, "repeats", rep, 16, &n));
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "repeats", n, rep));
   return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
 
+/* Expand: bidirectional broadcast to `shape` (a 1 there keeps the input's dim). With a
+ * shape known at run time, each overlapping dim is select(v == 1, in, v). */
 static loom_status h_expand(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  int64_t shp[16];
+  const loom_sym_expr *shp[16];
   size_t n;
-  LOOM_PROPAGATE(oimp_const_ints(c, 1, "shape", shp, 16, &n));
+  LOOM_PROPAGATE(shape_syms(c, 1, "shape", shp, 16, &n));
   const loom_sinfo *si = c->args[0]->sinfo;
   if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims) return UNSUP(c->n, "the input's rank is unknown");
   size_t r = (size_t)si->ndim, o = r > n ? r : n;
-  const loom_sym_expr *dims[16];
+  const loom_sym_expr *dims[16], *one = loom_sym_const(c->im->cx, 1);
   if (o > 16) return UNSUP(c->n, "rank over 16");
-  for (size_t k = 0; k < o; k++) { /* bidirectional: a 1 in `shape` keeps the input's dim */
+  for (size_t k = 0; k < o; k++) {
     ssize_t ik = (ssize_t)k - (ssize_t)(o - r), sk = (ssize_t)k - (ssize_t)(o - n);
-    const loom_sym_expr *in = ik >= 0 ? si->dims[ik] : NULL;
-    int64_t want = sk >= 0 ? shp[sk] : 1;
-    dims[k] = want == 1 && in ? in : loom_sym_const(c->im->cx, want);
+    const loom_sym_expr *in = ik >= 0 ? si->dims[ik] : NULL, *want = sk >= 0 ? shp[sk] : one;
+    int64_t w;
+    if (!in) dims[k] = want;
+    else if (loom_sym_is_const(want, &w)) dims[k] = w == 1 ? in : want;
+    else dims[k] = loom_sym_select(c->im->cx, loom_sym_cmp(c->im->cx, LOOM_SYM_EQ, want, one), in, want);
+    if (!dims[k]) return LOOM_OOM();
   }
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", o, dims));
   return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
