@@ -103,3 +103,38 @@ LOOM_TEST(onnx, import_renames_names_that_are_not_identifiers) {
   loom_graph_module_destroy(gm);
   loom_onnx_model_free(m);
 }
+
+/* Expand with its shape fed at run time: the shape's values become symbolic vars, bound when
+ * @main runs; a negative value is a clear error, not a wrong answer. */
+LOOM_TEST(onnx, runtime_shape_operand_binds_symbols) {
+  loom_onnx_model *m;
+  loom_status s = loom_onnx_model_load(NODE_DIR "/test_expand_dim_changed/model.onnx", &m);
+  cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+  loom_graph_module *gm = NULL;
+  s = loom_onnx_import(m, &gm);
+  cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+  for (int neg = 0; neg < 2; neg++) {
+    loom_graph_value args[2];
+    int64_t xs[2] = {3, 1}, ss[1] = {3};
+    cr_assert(loom_graph_value_tensor(LOOM_DTYPE_F32, 2, xs, &args[0]) == LOOM_OK);
+    cr_assert(loom_graph_value_tensor(LOOM_DTYPE_I64, 1, ss, &args[1]) == LOOM_OK);
+    for (size_t i = 0; i < 3; i++) loom_graph_tensor_set_f64(&args[0].t, i, (double)i);
+    int64_t shape[3] = {2, 1, neg ? -6 : 6};
+    for (size_t i = 0; i < 3; i++) loom_graph_tensor_set_i64(&args[1].t, i, shape[i]);
+    loom_graph_value res;
+    s = loom_graph_eval(gm, "main", 2, args, NULL, &res);
+    if (neg) {
+      EXPECT_ERROR(s, INVALID_ARGUMENT, "element 2 is -6; a shape holds dims >= 0");
+    } else {
+      cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+      cr_assert_eq(res.t.ndim, 3);
+      cr_assert(res.t.shape[0] == 2 && res.t.shape[1] == 3 && res.t.shape[2] == 6);
+      cr_assert_eq(loom_graph_tensor_get_f64(&res.t, 6 * 2 + 5), 2.0); /* [0][2][5] = data[2][0] */
+      loom_graph_value_free(&res);
+    }
+    loom_graph_value_free(&args[0]);
+    loom_graph_value_free(&args[1]);
+  }
+  loom_graph_module_destroy(gm);
+  loom_onnx_model_free(m);
+}

@@ -132,7 +132,10 @@ loom_onnx_tensor *oimp_new_tensor(imp *im, loom_dtype dt, size_t rank, const int
   t->name = "", t->dtype = dt, t->rank = rank, t->numel = 1;
   t->dims = loom_arena_array(a, rank ? rank : 1, sizeof(int64_t), _Alignof(int64_t));
   if (!t->dims) return NULL;
-  for (size_t k = 0; k < rank; k++) t->dims[k] = dims[k], t->numel *= dims[k];
+  for (size_t k = 0; k < rank; k++) {
+    if (dims[k] < 0 || (dims[k] && t->numel > OIMP_FOLD_MAX / dims[k])) return NULL; /* see OIMP_FOLD_MAX */
+    t->dims[k] = dims[k], t->numel *= dims[k];
+  }
   t->nbytes = (size_t)t->numel * loom_dtype_size(dt);
   t->data = loom_arena_alloc_zero(a, t->nbytes ? t->nbytes : 1, 16);
   return t->data ? t : NULL;
@@ -581,9 +584,14 @@ static loom_status h_constant_of_shape(nctx *c, const op_entry *e, loom_graph_ex
     oimp_add_attr(c, loom_graph_attr_float(c->im->m, "value", v));
     return oimp_emit(c, "full", 0, NULL, c->n->outputs[0], out);
   }
-  int64_t shp[16];
+  int64_t shp[16], numel = 1;
   size_t n;
   LOOM_PROPAGATE(oimp_const_ints(c, 0, "shape", shp, 16, &n));
+  for (size_t k = 0; k < n; k++) {
+    if (shp[k] < 0) return BAD(c->n, "shape[%zu] is %lld", k, (long long)shp[k]);
+    if (shp[k] && numel > OIMP_FOLD_MAX / shp[k]) return UNSUP(c->n, "a constant of over %d elements", OIMP_FOLD_MAX);
+    numel *= shp[k];
+  }
   loom_onnx_tensor *t = oimp_new_tensor(c->im, dt, n, shp);
   if (!t) return LOOM_OOM();
   size_t es = loom_dtype_size(dt);

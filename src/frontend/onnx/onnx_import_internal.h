@@ -63,6 +63,9 @@ loom_status oimp_node_err(loom_code code, const loom_onnx_node *n, const char *f
 const char *oimp_ir_name(imp *im, const char *onnx);
 loom_status oimp_bind(imp *im, const char *name, loom_graph_expr *e, const loom_onnx_tensor *t);
 loom_graph_expr *oimp_const_of(imp *im, const loom_onnx_tensor *t);
+/* Constants the importer makes (folded nodes, ConstantOfShape, EyeLike) hold at most this many
+ * elements; oimp_new_tensor returns NULL for more (or a negative dim). */
+#define OIMP_FOLD_MAX (1 << 24)
 loom_onnx_tensor *oimp_new_tensor(imp *im, loom_dtype dt, size_t rank, const int64_t *dims);
 loom_status oimp_fold_const(nctx *c, loom_onnx_tensor *t, loom_graph_expr **out);
 double oimp_scalar_f64(const loom_onnx_tensor *t);

@@ -460,6 +460,7 @@ static loom_status h_eyelike(nctx *c, const op_entry *e, loom_graph_expr **out) 
   for (int i = 0; i < 2; i++) LOOM_PROPAGATE(static_dim(c, c->args[0], i, "EyeLike", &dims[i]));
   loom_dtype dt = c->args[0]->sinfo->dtype;
   if (dtc >= 0 && !loom_onnx_elem_dtype((int32_t)dtc, &dt)) return UNSUP(c->n, "dtype %s is not supported", loom_onnx_elem_name((int32_t)dtc));
+  if (dims[1] && dims[0] > OIMP_FOLD_MAX / dims[1]) return UNSUP(c->n, "a constant of over %d elements", OIMP_FOLD_MAX);
   loom_onnx_tensor *t = oimp_new_tensor(c->im, dt, 2, dims);
   if (!t) return LOOM_OOM();
   loom_graph_tensor g = {.dtype = dt, .ndim = 2, .numel = (size_t)t->numel, .data = t->data};
