@@ -553,6 +553,38 @@ static loom_status eval_shape_of(loom_graph_ecx *ec, const loom_graph_value *arg
   return LOOM_OK;
 }
 
+/* ---- tensor_to_shape ----------------------------------------------------------------------- */
+
+/* A 1-D integer tensor of static length n -> Shape[n] (the values are known only at run time;
+ * a match_cast to Shape[(a, b, ...)] names them as symbolic vars). */
+static loom_status infer_tensor_to_shape(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  if (x->ndim != 1) return loom_graph_icx_error(ic, "operand 0 has rank %d, expected 1", x->ndim);
+  if (x->dtype != LOOM_DTYPE_I64 && x->dtype != LOOM_DTYPE_I32 && x->dtype != LOOM_DTYPE_UNKNOWN)
+    return loom_graph_icx_error(ic, "operand 0 has dtype %s, expected i64 or i32", loom_dtype_name(x->dtype));
+  int64_t n;
+  if (!loom_sym_is_const(x->dims[0], &n) || n > 64)
+    return loom_graph_icx_error(ic, "operand 0 needs a static length of at most 64");
+  *out = loom_sinfo_shape(ic->m, (int)n, NULL);
+  return LOOM_OK;
+}
+
+static loom_status eval_tensor_to_shape(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t;
+  for (size_t i = 0; i < x->numel; i++)
+    if (loom_graph_tensor_get_i64(x, i) < 0)
+      return LOOM_ERROR(INVALID_ARGUMENT, "%s: element %zu is %lld; a shape holds dims >= 0", ec->op, i,
+                        (long long)loom_graph_tensor_get_i64(x, i));
+  memset(out, 0, sizeof *out);
+  out->kind = LOOM_SINFO_SHAPE;
+  out->n = x->numel;
+  out->dims = malloc((out->n ? out->n : 1) * sizeof *out->dims);
+  if (!out->dims) return LOOM_OOM();
+  for (size_t i = 0; i < x->numel; i++) out->dims[i] = loom_graph_tensor_get_i64(x, i);
+  return LOOM_OK;
+}
+
 /* ---- split / pad / tile / repeat ------------------------------------------------------- */
 
 static const loom_graph_attr_spec split_attrs[] = {
@@ -725,6 +757,7 @@ const loom_graph_op_impl loom_graph_op_impl_broadcast_to = {bcast_attrs, infer_b
 const loom_graph_op_impl loom_graph_op_impl_concat = {axis_attrs, infer_concat, eval_concat, NULL};
 const loom_graph_op_impl loom_graph_op_impl_strided_slice = {slice_attrs, infer_slice, eval_slice, NULL};
 const loom_graph_op_impl loom_graph_op_impl_shape_of = {no_attrs, infer_shape_of, eval_shape_of, NULL};
+const loom_graph_op_impl loom_graph_op_impl_tensor_to_shape = {no_attrs, infer_tensor_to_shape, eval_tensor_to_shape, NULL};
 const loom_graph_op_impl loom_graph_op_impl_split = {split_attrs, infer_split, eval_split, NULL};
 const loom_graph_op_impl loom_graph_op_impl_pad = {pad_attrs, infer_pad, eval_pad, NULL};
 const loom_graph_op_impl loom_graph_op_impl_tile = {tile_attrs, infer_tile_repeat, eval_tile_repeat, NULL};

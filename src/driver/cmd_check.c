@@ -54,7 +54,7 @@ static int run(const loom_cli_args *args) {
 const loom_cli_command loom_cmd_check = {
     .name = "check",
     .summary = "parse and verify a .loom module; print the inferred struct info of every binding",
-    .positional = "FILE.loom",
+    .positional = "FILE.loom|FILE.onnx",
     .min_positional = 1,
     .max_positional = 1,
     .opts = (const loom_cli_opt[]){{NULL, NULL, NULL, false}},

@@ -280,7 +280,7 @@ done:
 const loom_cli_command loom_cmd_eval = {
     .name = "eval",
     .summary = "run a graph function of a .loom module in the reference interpreter",
-    .positional = "FILE.loom",
+    .positional = "FILE.loom|FILE.onnx",
     .min_positional = 1,
     .max_positional = 1,
     .opts = (const loom_cli_opt[]){{"--fn", "NAME", "function to run (default main)", false},

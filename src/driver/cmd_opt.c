@@ -62,7 +62,7 @@ static int run(const loom_cli_args *args) {
 const loom_cli_command loom_cmd_opt = {
     .name = "opt",
     .summary = "run compiler passes on a module and print the result",
-    .positional = "FILE.loom",
+    .positional = "FILE.loom|FILE.onnx",
     .min_positional = 1,
     .max_positional = 1,
     .opts = (const loom_cli_opt[]){

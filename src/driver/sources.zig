@@ -14,6 +14,7 @@ pub const loom_main = [_][]const u8{
     "src/driver/cmd_sym.c",
     "src/driver/cmd_onnx_info.c",
     "src/driver/cmd_conformance.c",
+    "src/driver/cmd_import.c",
     "src/driver/cmd_check.c",
     "src/driver/cmd_eval.c",
     "src/driver/cmd_opt.c",

@@ -1,32 +1,14 @@
 /* onnx_import.c — ONNX nodes -> graph ops through one table (see onnx_import.h). */
 #include "frontend/onnx/onnx_import.h"
+#include "frontend/onnx/onnx_import_internal.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct imp {
-  const loom_onnx_model *model;
-  const loom_onnx_import_opts *opts;
-  const loom_onnx_graph *g;
-  loom_graph_module *m;
-  loom_sym_ctx *cx;
-  loom_graph_builder b;
-  int64_t opset;
-  size_t nvals, capvals;
-  const char **val_names;   /* interned in the ONNX model */
-  loom_graph_expr **vals;
-  const loom_onnx_tensor **val_consts; /* the constant tensor, when known */
-  size_t nsyms, capsyms;
-  const char **sym_names;
-  const loom_sym_expr **syms;
-  unsigned unk;
-} imp;
 
-static loom_status node_err(loom_code code, const loom_onnx_node *n, const char *fmt, ...)
-    LOOM_PRINTF(3, 4);
-static loom_status node_err(loom_code code, const loom_onnx_node *n, const char *fmt, ...) {
+loom_status oimp_node_err(loom_code code, const loom_onnx_node *n, const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -35,10 +17,48 @@ static loom_status node_err(loom_code code, const loom_onnx_node *n, const char 
   return loom_status_make(code, __FILE__, __LINE__, "node %zu (%s%s%s%s): %s", n->index, n->op_type,
                           *n->name ? " '" : "", n->name, *n->name ? "'" : "", msg);
 }
-#define UNSUP(n, ...) node_err(LOOM_CODE_UNIMPLEMENTED, n, __VA_ARGS__)
-#define BAD(n, ...) node_err(LOOM_CODE_INVALID_ARGUMENT, n, __VA_ARGS__)
 
-static loom_status bind(imp *im, const char *name, loom_graph_expr *e, const loom_onnx_tensor *t) {
+static bool name_used(const imp *im, const char *n) {
+  for (size_t i = 0; i < im->nused; i++)
+    if (im->used[i] == n) return true;
+  return false;
+}
+
+const char *oimp_ir_name(imp *im, const char *onnx) {
+  static const char *const reserved[] = {"return", "dataflow", "output", "if", "else", "match_cast", "fn", "const",
+                                         "extern", "prim", "shape", "sym", "call_tp", "call_extern"};
+  size_t n = strlen(onnx);
+  if (n > 200) n = 200;
+  char buf[256];
+  size_t k = 0;
+  if (n == 0 || (onnx[0] >= '0' && onnx[0] <= '9')) buf[k++] = 'v';
+  for (size_t i = 0; i < n; i++) {
+    char ch = onnx[i];
+    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
+    buf[k++] = ok ? ch : '_';
+  }
+  buf[k] = 0;
+  bool clash = buf[0] == 't' && k > 1 && strspn(buf + 1, "0123456789") == k - 1; /* the builder's tN */
+  for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+    if (strcmp(buf, reserved[i]) == 0) clash = true;
+  if (clash) buf[k++] = '_', buf[k] = 0;
+  const char *r = loom_graph_module_intern(im->m, buf, k);
+  for (unsigned s = 2; r && name_used(im, r); s++) {
+    int w = snprintf(buf + k, sizeof buf - k, "_%u", s);
+    r = loom_graph_module_intern(im->m, buf, k + (size_t)w);
+  }
+  if (!r) return NULL;
+  if (im->nused == im->capused) {
+    size_t c = im->capused ? im->capused * 2 : 64;
+    const char **a = realloc(im->used, c * sizeof *a);
+    if (!a) return NULL;
+    im->used = a, im->capused = c;
+  }
+  im->used[im->nused++] = r;
+  return r;
+}
+
+loom_status oimp_bind(imp *im, const char *name, loom_graph_expr *e, const loom_onnx_tensor *t) {
   if (im->nvals == im->capvals) {
     size_t c = im->capvals ? im->capvals * 2 : 64;
     const char **a = realloc(im->val_names, c * sizeof *a);
@@ -95,7 +115,7 @@ static const loom_sym_expr *dim_sym(imp *im, const loom_onnx_dim *d) {
   return v;
 }
 
-static loom_graph_expr *const_of(imp *im, const loom_onnx_tensor *t) {
+loom_graph_expr *oimp_const_of(imp *im, const loom_onnx_tensor *t) {
   const loom_sym_expr *dims[16];
   if (t->rank > 16) return NULL;
   for (size_t k = 0; k < t->rank; k++) dims[k] = loom_sym_const(im->cx, t->dims[k]);
@@ -105,14 +125,17 @@ static loom_graph_expr *const_of(imp *im, const loom_onnx_tensor *t) {
 }
 
 /* A fresh host tensor in the module arena (for folded constants). */
-static loom_onnx_tensor *new_tensor(imp *im, loom_dtype dt, size_t rank, const int64_t *dims) {
+loom_onnx_tensor *oimp_new_tensor(imp *im, loom_dtype dt, size_t rank, const int64_t *dims) {
   loom_arena *a = loom_graph_module_arena(im->m);
   loom_onnx_tensor *t = LOOM_ARENA_NEW(a, loom_onnx_tensor);
   if (!t) return NULL;
   t->name = "", t->dtype = dt, t->rank = rank, t->numel = 1;
   t->dims = loom_arena_array(a, rank ? rank : 1, sizeof(int64_t), _Alignof(int64_t));
   if (!t->dims) return NULL;
-  for (size_t k = 0; k < rank; k++) t->dims[k] = dims[k], t->numel *= dims[k];
+  for (size_t k = 0; k < rank; k++) {
+    if (dims[k] < 0 || (dims[k] && t->numel > OIMP_FOLD_MAX / dims[k])) return NULL; /* see OIMP_FOLD_MAX */
+    t->dims[k] = dims[k], t->numel *= dims[k];
+  }
   t->nbytes = (size_t)t->numel * loom_dtype_size(dt);
   t->data = loom_arena_alloc_zero(a, t->nbytes ? t->nbytes : 1, 16);
   return t->data ? t : NULL;
@@ -120,24 +143,15 @@ static loom_onnx_tensor *new_tensor(imp *im, loom_dtype dt, size_t rank, const i
 
 /* ---- node context ---------------------------------------------------------- */
 
-typedef struct nctx {
-  imp *im;
-  const loom_onnx_node *n;
-  size_t nargs;
-  loom_graph_expr *args[8];
-  const loom_onnx_tensor *consts[8]; /* constant value of each input, or NULL */
-  size_t nattrs;
-  loom_graph_attr attrs[8];
-} nctx;
 
-static bool has_input(const nctx *c, size_t i) { return i < c->n->n_inputs && *c->n->inputs[i]; }
+bool oimp_has_input(const nctx *c, size_t i) { return i < c->n->n_inputs && *c->n->inputs[i]; }
 
-static int in_rank(const nctx *c, size_t i) {
+int oimp_in_rank(const nctx *c, size_t i) {
   const loom_sinfo *s = c->args[i] ? c->args[i]->sinfo : NULL;
   return s && s->kind == LOOM_SINFO_TENSOR ? s->ndim : LOOM_SINFO_NDIM_UNKNOWN;
 }
 
-static loom_status attr_int(const nctx *c, const char *name, int64_t def, int64_t *out) {
+loom_status oimp_attr_int(const nctx *c, const char *name, int64_t def, int64_t *out) {
   const loom_onnx_attr *a = loom_onnx_node_attr(c->n, name);
   *out = def;
   if (!a) return LOOM_OK;
@@ -147,7 +161,7 @@ static loom_status attr_int(const nctx *c, const char *name, int64_t def, int64_
   return LOOM_OK;
 }
 
-static loom_status attr_float(const nctx *c, const char *name, double def, double *out) {
+loom_status oimp_attr_float(const nctx *c, const char *name, double def, double *out) {
   const loom_onnx_attr *a = loom_onnx_node_attr(c->n, name);
   *out = def;
   if (!a) return LOOM_OK;
@@ -158,7 +172,7 @@ static loom_status attr_float(const nctx *c, const char *name, double def, doubl
 }
 
 /* Integers from attribute `name` (INTS), or NULL/0 when absent. */
-static loom_status attr_ints(const nctx *c, const char *name, const int64_t **v, size_t *n, bool *present) {
+loom_status oimp_attr_ints(const nctx *c, const char *name, const int64_t **v, size_t *n, bool *present) {
   const loom_onnx_attr *a = loom_onnx_node_attr(c->n, name);
   *v = NULL, *n = 0, *present = a != NULL;
   if (!a) return LOOM_OK;
@@ -169,7 +183,7 @@ static loom_status attr_ints(const nctx *c, const char *name, const int64_t **v,
 }
 
 /* Integers of constant input `i` (i64 / i32), folded. */
-static loom_status const_ints(const nctx *c, size_t i, const char *what, int64_t *buf, size_t cap, size_t *n) {
+loom_status oimp_const_ints(const nctx *c, size_t i, const char *what, int64_t *buf, size_t cap, size_t *n) {
   const loom_onnx_tensor *t = c->consts[i];
   if (!t) return UNSUP(c->n, "input %zu (%s) must be a constant (initializer or Constant)", i, what);
   if (t->rank > 1 || (size_t)t->numel > cap)
@@ -183,22 +197,66 @@ static loom_status const_ints(const nctx *c, size_t i, const char *what, int64_t
   return LOOM_OK;
 }
 
+/* Shape-like operand i (ConstantOfShape's shape, Expand's shape, Tile's repeats) as symbolic
+ * dims: its values when it is a constant; when it is computed at run time (a 1-D integer
+ * tensor of static length n), `tensor_to_shape` then a match_cast to Shape[(v_0, ..., v_n-1)]
+ * binds each element to a fresh symbolic var named after the ONNX value (its elements must
+ * be dims: >= 0, checked when it runs). */
+static loom_status shape_syms(nctx *c, size_t i, const char *what, const loom_sym_expr **dims, size_t cap, size_t *n) {
+  imp *im = c->im;
+  if (c->consts[i]) {
+    int64_t v[16];
+    LOOM_PROPAGATE(oimp_const_ints(c, i, what, v, cap < 16 ? cap : 16, n));
+    for (size_t k = 0; k < *n; k++)
+      if (!(dims[k] = loom_sym_const(im->cx, v[k]))) return LOOM_OOM();
+    return LOOM_OK;
+  }
+  const loom_sinfo *si = c->args[i]->sinfo;
+  int64_t len;
+  if (si->kind != LOOM_SINFO_TENSOR || si->ndim != 1 || !si->dims || !loom_sym_is_const(si->dims[0], &len) ||
+      len > (int64_t)cap || (si->dtype != LOOM_DTYPE_I64 && si->dtype != LOOM_DTYPE_I32))
+    return UNSUP(c->n, "input %zu (%s) must be a constant or a 1-D integer tensor of static length", i, what);
+  loom_graph_expr *sv;
+  LOOM_PROPAGATE(oimp_emit(c, "tensor_to_shape", 1, &c->args[i], NULL, &sv));
+  for (int64_t k = 0; k < len; k++) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s_%lld", c->n->inputs[i], (long long)k);
+    const char *nm = oimp_ir_name(im, buf);
+    for (size_t j = 0; nm && j < im->nsyms; j++) /* not a dim_param's name */
+      if (strcmp(im->sym_names[j], nm) == 0) j = 0, nm = oimp_ir_name(im, buf);
+    if (!nm || !(dims[k] = loom_sym_var_new(im->cx, nm, LOOM_SYM_VAR_SHAPE))) return LOOM_OOM();
+  }
+  const loom_sinfo *to = loom_sinfo_shape(im->m, (int)len, dims);
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s_dims", c->n->inputs[i]);
+  const char *nm = oimp_ir_name(im, buf);
+  if (!nm) return LOOM_OOM();
+  loom_status s = loom_graph_builder_match_cast(&im->b, sv, to, nm, &sv);
+  if (s) {
+    loom_status e = oimp_node_err(loom_status_code(s), c->n, "%s", loom_status_message(s));
+    loom_status_free(s);
+    return e;
+  }
+  *n = (size_t)len;
+  return LOOM_OK;
+}
+
 /* Axes from the attribute `axes` (opset < since) or input 1 (opset >= since). */
-static loom_status get_axes(const nctx *c, int64_t since, int64_t *buf, size_t cap, size_t *n, bool *present) {
+loom_status oimp_get_axes(const nctx *c, int64_t since, int64_t *buf, size_t cap, size_t *n, bool *present) {
   if (c->im->opset >= since) {
     if (loom_onnx_node_attr(c->n, "axes")) return BAD(c->n, "attribute 'axes' is an input since opset %lld", (long long)since);
-    *present = has_input(c, 1), *n = 0;
+    *present = oimp_has_input(c, 1), *n = 0;
     if (!*present) return LOOM_OK;
-    return const_ints(c, 1, "axes", buf, cap, n);
+    return oimp_const_ints(c, 1, "axes", buf, cap, n);
   }
   const int64_t *v;
-  LOOM_PROPAGATE(attr_ints(c, "axes", &v, n, present));
+  LOOM_PROPAGATE(oimp_attr_ints(c, "axes", &v, n, present));
   if (*n > cap) return UNSUP(c->n, "too many axes");
   for (size_t k = 0; k < *n; k++) buf[k] = v[k];
   return LOOM_OK;
 }
 
-static loom_status norm_axes(const nctx *c, int rank, int64_t *ax, size_t n) {
+loom_status oimp_norm_axes(const nctx *c, int rank, int64_t *ax, size_t n) {
   for (size_t k = 0; k < n; k++) {
     if (ax[k] < 0) {
       if (rank < 0) return UNSUP(c->n, "a negative axis needs a known rank");
@@ -209,16 +267,17 @@ static loom_status norm_axes(const nctx *c, int rank, int64_t *ax, size_t n) {
   return LOOM_OK;
 }
 
-static void add_attr(nctx *c, loom_graph_attr a) { c->attrs[c->nattrs++] = a; }
+void oimp_add_attr(nctx *c, loom_graph_attr a) { c->attrs[c->nattrs++] = a; }
 
 /* Emits `op` on c->args with c->attrs, returning the var. */
-static loom_status emit(nctx *c, const char *op, size_t nargs, loom_graph_expr *const *args, const char *name,
+loom_status oimp_emit(nctx *c, const char *op, size_t nargs, loom_graph_expr *const *args, const char *name,
                         loom_graph_expr **out) {
+  if (name && !(name = oimp_ir_name(c->im, name))) return LOOM_OOM();
   loom_status s = loom_graph_builder_op(&c->im->b, op, nargs, args, c->nattrs, c->attrs, name, out);
   c->nattrs = 0;
   if (s) {
     const loom_onnx_node *n = c->n;
-    loom_status e = node_err(loom_status_code(s), n, "%s", loom_status_message(s));
+    loom_status e = oimp_node_err(loom_status_code(s), n, "%s", loom_status_message(s));
     loom_status_free(s);
     return e;
   }
@@ -227,59 +286,55 @@ static loom_status emit(nctx *c, const char *op, size_t nargs, loom_graph_expr *
 
 /* ---- handlers: each emits the node's first output into *out ------------------- */
 
-typedef struct op_entry op_entry;
-typedef loom_status (*handler)(nctx *c, const op_entry *e, loom_graph_expr **out);
-struct op_entry {
-  const char *onnx;   /* op type */
-  const char *op;     /* graph op */
-  handler h;
-  int min_in, max_in; /* accepted input counts */
-  const char *attrs;  /* accepted attribute names, space-separated with leading/trailing space */
-};
 
-static loom_status h_simple(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  return emit(c, e->op, c->nargs, c->args, c->n->outputs[0], out);
+loom_status oimp_h_simple(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  return oimp_emit(c, e->op, c->nargs, c->args, c->n->outputs[0], out);
 }
 
-static loom_status h_identity(nctx *c, const op_entry *e, loom_graph_expr **out) {
+loom_status oimp_h_identity(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   *out = c->args[0];
   return LOOM_OK;
 }
 
 static loom_status h_minmax(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  if (c->nargs == 1) return h_identity(c, e, out);
-  if (c->nargs != 2) return UNSUP(c->n, "only 1 or 2 inputs are supported, not %zu", c->nargs);
-  return h_simple(c, e, out);
+  if (c->nargs == 1) return oimp_h_identity(c, e, out);
+  loom_graph_expr *y = c->args[0], *ab[2];
+  for (size_t i = 1; i < c->nargs; i++) {
+    ab[0] = y, ab[1] = c->args[i];
+    LOOM_PROPAGATE(oimp_emit(c, e->op, 2, ab, i + 1 == c->nargs ? c->n->outputs[0] : NULL, &y));
+  }
+  *out = y;
+  return LOOM_OK;
 }
 
 static loom_status h_axis(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t axis;
   bool softmax = strcmp(e->onnx, "Softmax") == 0 || strcmp(e->onnx, "LogSoftmax") == 0;
-  LOOM_PROPAGATE(attr_int(c, "axis", softmax ? (c->im->opset >= 13 ? -1 : 1) : (strcmp(e->onnx, "Flatten") == 0 ? 1 : 0), &axis));
-  int r = in_rank(c, 0);
+  LOOM_PROPAGATE(oimp_attr_int(c, "axis", softmax ? (c->im->opset >= 13 ? -1 : 1) : (strcmp(e->onnx, "Flatten") == 0 ? 1 : 0), &axis));
+  int r = oimp_in_rank(c, 0);
   if (axis < 0 && r >= 0 && !(strcmp(e->onnx, "Flatten") == 0 && axis + r < 0)) axis += r;
   if (softmax && c->im->opset < 13 && r >= 0 && axis != r - 1)
     return UNSUP(c->n, "%s before opset 13 flattens at axis %lld; only the last axis is supported", e->onnx, (long long)axis);
-  add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  return h_simple(c, e, out);
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
+  return oimp_h_simple(c, e, out);
 }
 
 static loom_status h_cast(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t to;
-  LOOM_PROPAGATE(attr_int(c, "to", -1, &to));
+  LOOM_PROPAGATE(oimp_attr_int(c, "to", -1, &to));
   if (to < 0) return BAD(c->n, "attribute 'to' is required");
   loom_dtype dt;
   if (!loom_onnx_elem_dtype((int32_t)to, &dt)) return UNSUP(c->n, "cast to %s is not supported", loom_onnx_elem_name((int32_t)to));
-  add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
-  return emit(c, e->op, 1, c->args, c->n->outputs[0], out);
+  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
+  return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
 
 static loom_status h_reshape(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t shp[16], allowzero;
   size_t n;
-  LOOM_PROPAGATE(attr_int(c, "allowzero", 0, &allowzero));
-  LOOM_PROPAGATE(const_ints(c, 1, "shape", shp, 16, &n));
+  LOOM_PROPAGATE(oimp_attr_int(c, "allowzero", 0, &allowzero));
+  LOOM_PROPAGATE(oimp_const_ints(c, 1, "shape", shp, 16, &n));
   const loom_sinfo *si = c->args[0]->sinfo;
   const loom_sym_expr *dims[16];
   for (size_t k = 0; k < n; k++) {
@@ -291,63 +346,63 @@ static loom_status h_reshape(nctx *c, const op_entry *e, loom_graph_expr **out) 
       dims[k] = loom_sym_const(c->im->cx, shp[k]);
     }
   }
-  add_attr(c, loom_graph_attr_syms(c->im->m, "shape", n, dims));
-  return emit(c, e->op, 1, c->args, c->n->outputs[0], out);
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", n, dims));
+  return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
 
 static loom_status h_transpose(nctx *c, const op_entry *e, loom_graph_expr **out) {
   const int64_t *perm;
   size_t n;
   bool present;
-  LOOM_PROPAGATE(attr_ints(c, "perm", &perm, &n, &present));
-  if (present) add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, perm));
-  return emit(c, e->op, 1, c->args, c->n->outputs[0], out);
+  LOOM_PROPAGATE(oimp_attr_ints(c, "perm", &perm, &n, &present));
+  if (present) oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, perm));
+  return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
 
 static loom_status h_axes_shape(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t ax[16];
   size_t n;
   bool present;
-  LOOM_PROPAGATE(get_axes(c, 13, ax, 16, &n, &present));
+  LOOM_PROPAGATE(oimp_get_axes(c, 13, ax, 16, &n, &present));
   bool unsq = strcmp(e->onnx, "Unsqueeze") == 0;
   if (unsq && !present) return BAD(c->n, "axes are required");
-  int r = in_rank(c, 0);
-  LOOM_PROPAGATE(norm_axes(c, unsq ? (r < 0 ? r : r + (int)n) : r, ax, n));
-  if (present) add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, ax));
-  return emit(c, e->op, 1, c->args, c->n->outputs[0], out);
+  int r = oimp_in_rank(c, 0);
+  LOOM_PROPAGATE(oimp_norm_axes(c, unsq ? (r < 0 ? r : r + (int)n) : r, ax, n));
+  if (present) oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, ax));
+  return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
 
-static loom_status h_reduce(nctx *c, const op_entry *e, loom_graph_expr **out) {
+loom_status oimp_h_reduce(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t ax[16], keep, noop;
   size_t n;
   bool present;
-  LOOM_PROPAGATE(attr_int(c, "keepdims", 1, &keep));
-  LOOM_PROPAGATE(attr_int(c, "noop_with_empty_axes", 0, &noop));
-  LOOM_PROPAGATE(get_axes(c, strcmp(e->onnx, "ReduceSum") == 0 ? 13 : 18, ax, 16, &n, &present));
-  if (n == 0 && noop) return h_identity(c, e, out);
-  int r = in_rank(c, 0);
-  LOOM_PROPAGATE(norm_axes(c, r, ax, n));
+  LOOM_PROPAGATE(oimp_attr_int(c, "keepdims", 1, &keep));
+  LOOM_PROPAGATE(oimp_attr_int(c, "noop_with_empty_axes", 0, &noop));
+  LOOM_PROPAGATE(oimp_get_axes(c, strcmp(e->onnx, "ReduceSum") == 0 ? 13 : 18, ax, 16, &n, &present));
+  if (n == 0 && noop) return oimp_h_identity(c, e, out);
+  int r = oimp_in_rank(c, 0);
+  LOOM_PROPAGATE(oimp_norm_axes(c, r, ax, n));
   if (n == 0) {
     if (r < 0) return UNSUP(c->n, "reducing all axes needs a known rank");
     for (int k = 0; k < r; k++) ax[k] = k;
     n = (size_t)r;
   }
-  add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, ax));
-  add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", keep != 0));
-  return emit(c, e->op, 1, c->args, c->n->outputs[0], out);
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, ax));
+  oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", keep != 0));
+  return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
 
 static loom_status h_concat(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t axis;
   if (!loom_onnx_node_attr(c->n, "axis")) return BAD(c->n, "attribute 'axis' is required");
-  LOOM_PROPAGATE(attr_int(c, "axis", 0, &axis));
-  int r = in_rank(c, 0);
+  LOOM_PROPAGATE(oimp_attr_int(c, "axis", 0, &axis));
+  int r = oimp_in_rank(c, 0);
   if (axis < 0 && r >= 0) axis += r;
-  add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  return h_simple(c, e, out);
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
+  return oimp_h_simple(c, e, out);
 }
 
-static double scalar_f64(const loom_onnx_tensor *t) {
+double oimp_scalar_f64(const loom_onnx_tensor *t) {
   loom_graph_tensor g = {.dtype = t->dtype, .ndim = 0, .numel = 1, .data = t->data};
   return loom_graph_tensor_get_f64(&g, 0);
 }
@@ -357,39 +412,39 @@ static loom_status h_clip(nctx *c, const op_entry *e, loom_graph_expr **out) {
   bool has_lo = false, has_hi = false;
   if (c->im->opset < 11) {
     has_lo = loom_onnx_node_attr(c->n, "min") != NULL, has_hi = loom_onnx_node_attr(c->n, "max") != NULL;
-    LOOM_PROPAGATE(attr_float(c, "min", 0, &lo));
-    LOOM_PROPAGATE(attr_float(c, "max", 0, &hi));
+    LOOM_PROPAGATE(oimp_attr_float(c, "min", 0, &lo));
+    LOOM_PROPAGATE(oimp_attr_float(c, "max", 0, &hi));
   } else {
     for (size_t i = 1; i < 3; i++) {
-      if (!has_input(c, i)) continue;
+      if (!oimp_has_input(c, i)) continue;
       const loom_onnx_tensor *t = c->consts[i];
       if (!t || t->numel != 1) {
         /* a runtime bound: maximum / minimum with broadcasting */
         loom_graph_expr *y = c->args[0], *ab[2];
         for (size_t j = 1; j < 3; j++) {
-          if (!has_input(c, j)) continue;
+          if (!oimp_has_input(c, j)) continue;
           ab[0] = y, ab[1] = c->args[j];
-          LOOM_PROPAGATE(emit(c, j == 1 ? "maximum" : "minimum", 2, ab, NULL, &y));
+          LOOM_PROPAGATE(oimp_emit(c, j == 1 ? "maximum" : "minimum", 2, ab, NULL, &y));
         }
         *out = y;
         return LOOM_OK;
       }
-      if (i == 1) has_lo = true, lo = scalar_f64(t);
-      else has_hi = true, hi = scalar_f64(t);
+      if (i == 1) has_lo = true, lo = oimp_scalar_f64(t);
+      else has_hi = true, hi = oimp_scalar_f64(t);
     }
   }
-  if (has_lo) add_attr(c, loom_graph_attr_float(c->im->m, "min", lo));
-  if (has_hi) add_attr(c, loom_graph_attr_float(c->im->m, "max", hi));
-  return emit(c, e->op, 1, c->args, c->n->outputs[0], out);
+  if (has_lo) oimp_add_attr(c, loom_graph_attr_float(c->im->m, "min", lo));
+  if (has_hi) oimp_add_attr(c, loom_graph_attr_float(c->im->m, "max", hi));
+  return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
 
 static loom_status h_pow(nctx *c, const op_entry *e, loom_graph_expr **out) {
   const loom_sinfo *a = c->args[0]->sinfo, *b = c->args[1]->sinfo;
   if (a->dtype != LOOM_DTYPE_UNKNOWN && b->dtype != LOOM_DTYPE_UNKNOWN && a->dtype != b->dtype) {
-    add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", a->dtype));
-    LOOM_PROPAGATE(emit(c, "cast", 1, &c->args[1], NULL, &c->args[1]));
+    oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", a->dtype));
+    LOOM_PROPAGATE(oimp_emit(c, "cast", 1, &c->args[1], NULL, &c->args[1]));
   }
-  return h_simple(c, e, out);
+  return oimp_h_simple(c, e, out);
 }
 
 /* Shape of a statically shaped input, folded to an int64 constant. */
@@ -399,26 +454,26 @@ static loom_status h_shape(nctx *c, const op_entry *e, loom_graph_expr **out) {
   const loom_sinfo *si = c->args[0]->sinfo;
   if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims) return UNSUP(c->n, "the input's rank is unknown");
   int r = si->ndim;
-  LOOM_PROPAGATE(attr_int(c, "start", 0, &start));
-  LOOM_PROPAGATE(attr_int(c, "end", r, &end));
+  LOOM_PROPAGATE(oimp_attr_int(c, "start", 0, &start));
+  LOOM_PROPAGATE(oimp_attr_int(c, "end", r, &end));
   if (start < 0) start += r;
   if (end < 0) end += r;
   start = start < 0 ? 0 : start > r ? r : start;
   end = end < start ? start : end > r ? r : end;
   int64_t n = end - start;
-  loom_onnx_tensor *t = new_tensor(c->im, LOOM_DTYPE_I64, 1, &n);
+  loom_onnx_tensor *t = oimp_new_tensor(c->im, LOOM_DTYPE_I64, 1, &n);
   if (!t) return LOOM_OOM();
   for (int64_t k = 0; k < n; k++)
     if (!loom_sym_is_const(si->dims[start + k], &((int64_t *)t->data)[k]))
       return UNSUP(c->n, "dim %lld of the input is symbolic (only static shapes are folded)", (long long)(start + k));
-  loom_graph_expr *k = const_of(c->im, t);
+  loom_graph_expr *k = oimp_const_of(c->im, t);
   if (!k) return LOOM_OOM();
   c->consts[0] = t; /* handed back through bind below */
   *out = k;
   return LOOM_OK;
 }
 
-static bool is_signed_int(loom_dtype dt) {
+bool oimp_is_signed_int(loom_dtype dt) {
   return dt == LOOM_DTYPE_I8 || dt == LOOM_DTYPE_I16 || dt == LOOM_DTYPE_I32 || dt == LOOM_DTYPE_I64;
 }
 
@@ -426,45 +481,66 @@ static bool is_signed_int(loom_dtype dt) {
  * the remainder is nonzero and the signs differ. */
 static loom_status h_div(nctx *c, const op_entry *e, loom_graph_expr **out) {
   loom_dtype dt = c->args[0]->sinfo->dtype;
-  if (!is_signed_int(dt)) return h_simple(c, e, out);
+  if (!oimp_is_signed_int(dt)) return oimp_h_simple(c, e, out);
   loom_graph_module *m = c->im->m;
   loom_graph_expr *a = c->args[0], *b = c->args[1], *q, *r, *zero = loom_graph_const_scalar(m, dt, 0), *t[2], *nz, *sa, *sb, *d;
   if (!zero) return LOOM_OOM();
   loom_graph_expr *ab[2] = {a, b};
-  LOOM_PROPAGATE(emit(c, "div", 2, ab, NULL, &q));
-  LOOM_PROPAGATE(emit(c, "mod", 2, ab, NULL, &r));
+  LOOM_PROPAGATE(oimp_emit(c, "div", 2, ab, NULL, &q));
+  LOOM_PROPAGATE(oimp_emit(c, "mod", 2, ab, NULL, &r));
   t[0] = r, t[1] = zero;
-  LOOM_PROPAGATE(emit(c, "not_equal", 2, t, NULL, &nz));
+  LOOM_PROPAGATE(oimp_emit(c, "not_equal", 2, t, NULL, &nz));
   t[0] = a;
-  LOOM_PROPAGATE(emit(c, "less", 2, t, NULL, &sa));
+  LOOM_PROPAGATE(oimp_emit(c, "less", 2, t, NULL, &sa));
   t[0] = b;
-  LOOM_PROPAGATE(emit(c, "less", 2, t, NULL, &sb));
+  LOOM_PROPAGATE(oimp_emit(c, "less", 2, t, NULL, &sb));
   t[0] = sa, t[1] = sb;
-  LOOM_PROPAGATE(emit(c, "logical_xor", 2, t, NULL, &d));
+  LOOM_PROPAGATE(oimp_emit(c, "logical_xor", 2, t, NULL, &d));
   t[0] = nz, t[1] = d;
-  LOOM_PROPAGATE(emit(c, "logical_and", 2, t, NULL, &d));
-  add_attr(c, loom_graph_attr_dtype(m, "dtype", dt));
-  LOOM_PROPAGATE(emit(c, "cast", 1, &d, NULL, &d));
+  LOOM_PROPAGATE(oimp_emit(c, "logical_and", 2, t, NULL, &d));
+  oimp_add_attr(c, loom_graph_attr_dtype(m, "dtype", dt));
+  LOOM_PROPAGATE(oimp_emit(c, "cast", 1, &d, NULL, &d));
   t[0] = q, t[1] = d;
-  return emit(c, "add", 2, t, c->n->outputs[0], out);
+  return oimp_emit(c, "add", 2, t, c->n->outputs[0], out);
 }
 
 static loom_status h_mod(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t fmod;
-  LOOM_PROPAGATE(attr_int(c, "fmod", 0, &fmod));
-  if (fmod) return UNSUP(c->n, "fmod=1 (C fmod, sign of the dividend) is not supported");
-  return h_simple(c, e, out);
+  LOOM_PROPAGATE(oimp_attr_int(c, "fmod", 0, &fmod));
+  if (!fmod) return oimp_h_simple(c, e, out);
+  /* C fmod (sign of the dividend) from the floored mod (sign of the divisor): where the
+   * remainder is nonzero and the operands' signs differ, subtract the divisor. */
+  loom_graph_module *m = c->im->m;
+  loom_dtype dt = c->args[0]->sinfo->dtype;
+  loom_graph_expr *a = c->args[0], *b = c->args[1], *r, *zero = loom_graph_const_scalar(m, dt, 0), *t[3], *nz, *sa, *sb, *d, *rb;
+  if (!zero) return LOOM_OOM();
+  t[0] = a, t[1] = b;
+  LOOM_PROPAGATE(oimp_emit(c, "mod", 2, t, NULL, &r));
+  t[0] = r, t[1] = zero;
+  LOOM_PROPAGATE(oimp_emit(c, "not_equal", 2, t, NULL, &nz));
+  t[0] = a;
+  LOOM_PROPAGATE(oimp_emit(c, "less", 2, t, NULL, &sa));
+  t[0] = b;
+  LOOM_PROPAGATE(oimp_emit(c, "less", 2, t, NULL, &sb));
+  t[0] = sa, t[1] = sb;
+  LOOM_PROPAGATE(oimp_emit(c, "logical_xor", 2, t, NULL, &d));
+  t[0] = nz, t[1] = d;
+  LOOM_PROPAGATE(oimp_emit(c, "logical_and", 2, t, NULL, &d));
+  t[0] = r, t[1] = b;
+  LOOM_PROPAGATE(oimp_emit(c, "sub", 2, t, NULL, &rb));
+  t[0] = d, t[1] = rb, t[2] = r;
+  return oimp_emit(c, "where", 3, t, c->n->outputs[0], out);
 }
 
 static loom_status h_castlike(nctx *c, const op_entry *e, loom_graph_expr **out) {
   loom_dtype dt = c->args[1]->sinfo->dtype;
   if (dt == LOOM_DTYPE_UNKNOWN) return UNSUP(c->n, "the target dtype is unknown");
-  add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
-  return emit(c, e->op, 1, c->args, c->n->outputs[0], out);
+  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
+  return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
 
-static loom_status fold_const(nctx *c, loom_onnx_tensor *t, loom_graph_expr **out) {
-  loom_graph_expr *k = const_of(c->im, t);
+loom_status oimp_fold_const(nctx *c, loom_onnx_tensor *t, loom_graph_expr **out) {
+  loom_graph_expr *k = oimp_const_of(c->im, t);
   if (!k) return LOOM_OOM();
   c->consts[0] = t;
   *out = k;
@@ -480,29 +556,48 @@ static loom_status h_size(nctx *c, const op_entry *e, loom_graph_expr **out) {
     if (!loom_sym_is_const(si->dims[k], &d)) return UNSUP(c->n, "dim %d of the input is symbolic (only static sizes are folded)", k);
     n *= d;
   }
-  loom_onnx_tensor *t = new_tensor(c->im, LOOM_DTYPE_I64, 0, NULL);
+  loom_onnx_tensor *t = oimp_new_tensor(c->im, LOOM_DTYPE_I64, 0, NULL);
   if (!t) return LOOM_OOM();
   *(int64_t *)t->data = n;
-  return fold_const(c, t, out);
+  return oimp_fold_const(c, t, out);
 }
 
 static loom_status h_constant_of_shape(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
-  int64_t shp[16];
-  size_t n;
-  LOOM_PROPAGATE(const_ints(c, 0, "shape", shp, 16, &n));
   const loom_onnx_attr *a = loom_onnx_node_attr(c->n, "value");
   loom_dtype dt = LOOM_DTYPE_F32;
   if (a) {
     if (a->kind != LOOM_ONNX_ATTR_TENSOR || a->t->numel != 1) return BAD(c->n, "attribute 'value' must be a one-element tensor");
     dt = a->t->dtype;
   }
-  loom_onnx_tensor *t = new_tensor(c->im, dt, n, shp);
+  if (!c->consts[0]) { /* a shape known at run time: full(shape=[v_0, ...]) */
+    const loom_sym_expr *dims[16];
+    size_t n;
+    LOOM_PROPAGATE(shape_syms(c, 0, "shape", dims, 16, &n));
+    double v = 0;
+    if (a) {
+      loom_graph_tensor g = {.dtype = dt, .ndim = 0, .numel = 1, .data = a->t->data};
+      v = loom_graph_tensor_get_f64(&g, 0);
+    }
+    oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", n, dims));
+    oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
+    oimp_add_attr(c, loom_graph_attr_float(c->im->m, "value", v));
+    return oimp_emit(c, "full", 0, NULL, c->n->outputs[0], out);
+  }
+  int64_t shp[16], numel = 1;
+  size_t n;
+  LOOM_PROPAGATE(oimp_const_ints(c, 0, "shape", shp, 16, &n));
+  for (size_t k = 0; k < n; k++) {
+    if (shp[k] < 0) return BAD(c->n, "shape[%zu] is %lld", k, (long long)shp[k]);
+    if (shp[k] && numel > OIMP_FOLD_MAX / shp[k]) return UNSUP(c->n, "a constant of over %d elements", OIMP_FOLD_MAX);
+    numel *= shp[k];
+  }
+  loom_onnx_tensor *t = oimp_new_tensor(c->im, dt, n, shp);
   if (!t) return LOOM_OOM();
   size_t es = loom_dtype_size(dt);
   if (a)
     for (int64_t i = 0; i < t->numel; i++) memcpy((char *)t->data + (size_t)i * es, a->t->data, es);
-  return fold_const(c, t, out);
+  return oimp_fold_const(c, t, out);
 }
 
 static loom_status h_range(nctx *c, const op_entry *e, loom_graph_expr **out) {
@@ -510,12 +605,12 @@ static loom_status h_range(nctx *c, const op_entry *e, loom_graph_expr **out) {
   for (size_t i = 0; i < 3; i++)
     if (!c->consts[i] || c->consts[i]->numel != 1) return UNSUP(c->n, "input %zu must be a constant scalar", i);
   loom_dtype dt = c->consts[0]->dtype;
-  double st = scalar_f64(c->consts[0]), lim = scalar_f64(c->consts[1]), d = scalar_f64(c->consts[2]);
+  double st = oimp_scalar_f64(c->consts[0]), lim = oimp_scalar_f64(c->consts[1]), d = oimp_scalar_f64(c->consts[2]);
   if (d == 0) return BAD(c->n, "delta is 0");
   double nn = ceil((lim - st) / d);
   int64_t n = nn > 0 ? (int64_t)nn : 0;
   if (n > (1 << 24)) return UNSUP(c->n, "range of %lld elements is too large to fold", (long long)n);
-  loom_onnx_tensor *t = new_tensor(c->im, dt, 1, &n);
+  loom_onnx_tensor *t = oimp_new_tensor(c->im, dt, 1, &n);
   if (!t) return LOOM_OOM();
   loom_graph_tensor g = {.dtype = dt, .ndim = 1, .numel = (size_t)n, .data = t->data};
   bool integral = !(dt == LOOM_DTYPE_F32 || dt == LOOM_DTYPE_F64 || dt == LOOM_DTYPE_F16 || dt == LOOM_DTYPE_BF16);
@@ -523,40 +618,52 @@ static loom_status h_range(nctx *c, const op_entry *e, loom_graph_expr **out) {
     if (integral) loom_graph_tensor_set_i64(&g, (size_t)i, (int64_t)st + i * (int64_t)d);
     else loom_graph_tensor_set_f64(&g, (size_t)i, st + (double)i * d);
   }
-  return fold_const(c, t, out);
+  return oimp_fold_const(c, t, out);
 }
 
 static loom_status h_argminmax(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t axis, keep, last;
-  LOOM_PROPAGATE(attr_int(c, "axis", 0, &axis));
-  LOOM_PROPAGATE(attr_int(c, "keepdims", 1, &keep));
-  LOOM_PROPAGATE(attr_int(c, "select_last_index", 0, &last));
-  if (last) return UNSUP(c->n, "select_last_index=1 is not supported");
-  int r = in_rank(c, 0);
+  LOOM_PROPAGATE(oimp_attr_int(c, "axis", 0, &axis));
+  LOOM_PROPAGATE(oimp_attr_int(c, "keepdims", 1, &keep));
+  LOOM_PROPAGATE(oimp_attr_int(c, "select_last_index", 0, &last));
+  int r = oimp_in_rank(c, 0);
   if (axis < 0 && r >= 0) axis += r;
-  add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", keep != 0));
-  return emit(c, e->op, 1, c->args, c->n->outputs[0], out);
+  if (!last) {
+    oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
+    oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", keep != 0));
+    return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
+  }
+  /* the last extreme: the first one of the input reversed along the axis, d - 1 - i */
+  loom_graph_expr *rev, *i, *k;
+  int64_t d;
+  LOOM_PROPAGATE(oimp_reverse_axis(c, c->args[0], axis, &rev));
+  if (!loom_sym_is_const(rev->sinfo->dims[axis], &d)) return UNSUP(c->n, "select_last_index needs a static axis");
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
+  oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", keep != 0));
+  LOOM_PROPAGATE(oimp_emit(c, e->op, 1, &rev, NULL, &i));
+  if (!(k = loom_graph_const_scalar(c->im->m, LOOM_DTYPE_I64, (double)(d - 1)))) return LOOM_OOM();
+  loom_graph_expr *ab[2] = {k, i};
+  return oimp_emit(c, "sub", 2, ab, c->n->outputs[0], out);
 }
 
 static loom_status h_dropout(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  if (has_input(c, 2)) {
+  if (oimp_has_input(c, 2)) {
     const loom_onnx_tensor *t = c->consts[2];
-    if (!t || t->numel != 1 || scalar_f64(t) != 0) return UNSUP(c->n, "training_mode must be a constant false");
+    if (!t || t->numel != 1 || oimp_scalar_f64(t) != 0) return UNSUP(c->n, "training_mode must be a constant false");
   }
   for (size_t i = 1; i < c->n->n_outputs; i++)
     if (*c->n->outputs[i]) return UNSUP(c->n, "the mask output is not supported");
-  return h_identity(c, e, out);
+  return oimp_h_identity(c, e, out);
 }
 
 static loom_status h_trilu(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   int64_t upper, k = 0;
   size_t n = 0;
-  LOOM_PROPAGATE(attr_int(c, "upper", 1, &upper));
-  if (has_input(c, 1)) LOOM_PROPAGATE(const_ints(c, 1, "k", &k, 1, &n));
-  add_attr(c, loom_graph_attr_ints(c->im->m, "k", 1, &k));
-  return emit(c, upper ? "triu" : "tril", 1, c->args, c->n->outputs[0], out);
+  LOOM_PROPAGATE(oimp_attr_int(c, "upper", 1, &upper));
+  if (oimp_has_input(c, 1)) LOOM_PROPAGATE(oimp_const_ints(c, 1, "k", &k, 1, &n));
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "k", 1, &k));
+  return oimp_emit(c, upper ? "triu" : "tril", 1, c->args, c->n->outputs[0], out);
 }
 
 static loom_status norm_flattened(nctx *c, const char *op, int64_t axis, size_t nin, double eps, loom_graph_expr **out);
@@ -564,13 +671,13 @@ static loom_status norm_flattened(nctx *c, const char *op, int64_t axis, size_t 
 static loom_status h_rmsnorm(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t axis, stash;
   double eps;
-  LOOM_PROPAGATE(attr_int(c, "axis", -1, &axis));
-  LOOM_PROPAGATE(attr_float(c, "epsilon", 1e-5, &eps));
-  LOOM_PROPAGATE(attr_int(c, "stash_type", 1, &stash));
-  int r = in_rank(c, 0);
+  LOOM_PROPAGATE(oimp_attr_int(c, "axis", -1, &axis));
+  LOOM_PROPAGATE(oimp_attr_float(c, "epsilon", 1e-5, &eps));
+  LOOM_PROPAGATE(oimp_attr_int(c, "stash_type", 1, &stash));
+  int r = oimp_in_rank(c, 0);
   if (!(axis == -1 || (r >= 0 && axis == r - 1))) return norm_flattened(c, e->op, axis, 2, eps, out);
-  add_attr(c, loom_graph_attr_float(c->im->m, "eps", eps));
-  return emit(c, e->op, 2, c->args, c->n->outputs[0], out);
+  oimp_add_attr(c, loom_graph_attr_float(c->im->m, "eps", eps));
+  return oimp_emit(c, e->op, 2, c->args, c->n->outputs[0], out);
 }
 
 static loom_status h_gelu(nctx *c, const op_entry *e, loom_graph_expr **out) {
@@ -582,14 +689,14 @@ static loom_status h_gelu(nctx *c, const op_entry *e, loom_graph_expr **out) {
     if (strcmp(a->s, "tanh") == 0) tanh_ = true;
     else if (strcmp(a->s, "none") != 0) return BAD(c->n, "attribute 'approximate' is '%s' (none | tanh)", a->s);
   }
-  return emit(c, tanh_ ? "gelu_tanh" : "gelu", 1, c->args, c->n->outputs[0], out);
+  return oimp_emit(c, tanh_ ? "gelu_tanh" : "gelu", 1, c->args, c->n->outputs[0], out);
 }
 
 static loom_status h_reciprocal(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   loom_graph_expr *ab[2] = {loom_graph_const_scalar(c->im->m, c->args[0]->sinfo->dtype, 1.0), c->args[0]};
   if (!ab[0]) return LOOM_OOM();
-  return emit(c, "div", 2, ab, c->n->outputs[0], out);
+  return oimp_emit(c, "div", 2, ab, c->n->outputs[0], out);
 }
 
 /* Sum / Mean of N inputs: a chain of adds (Mean divides by N). */
@@ -598,55 +705,60 @@ static loom_status h_variadic(nctx *c, const op_entry *e, loom_graph_expr **out)
   loom_graph_expr *y = c->args[0], *ab[2];
   for (size_t i = 1; i < c->nargs; i++) {
     ab[0] = y, ab[1] = c->args[i];
-    LOOM_PROPAGATE(emit(c, "add", 2, ab, i + 1 == c->nargs && !mean ? c->n->outputs[0] : NULL, &y));
+    LOOM_PROPAGATE(oimp_emit(c, "add", 2, ab, i + 1 == c->nargs && !mean ? c->n->outputs[0] : NULL, &y));
   }
   if (mean && c->nargs > 1) {
     ab[0] = y, ab[1] = loom_graph_const_scalar(c->im->m, y->sinfo->dtype, (double)c->nargs);
     if (!ab[1]) return LOOM_OOM();
-    LOOM_PROPAGATE(emit(c, "div", 2, ab, c->n->outputs[0], &y));
+    LOOM_PROPAGATE(oimp_emit(c, "div", 2, ab, c->n->outputs[0], &y));
   }
   *out = y;
   return LOOM_OK;
 }
 
 static loom_status h_tile(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  int64_t rep[16];
+  const loom_sym_expr *rep[16];
   size_t n;
-  LOOM_PROPAGATE(const_ints(c, 1, "repeats", rep, 16, &n));
-  add_attr(c, loom_graph_attr_ints(c->im->m, "repeats", n, rep));
-  return emit(c, e->op, 1, c->args, c->n->outputs[0], out);
+  LOOM_PROPAGATE(shape_syms(c, 1, "repeats", rep, 16, &n));
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "repeats", n, rep));
+  return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
 
+/* Expand: bidirectional broadcast to `shape` (a 1 there keeps the input's dim). With a
+ * shape known at run time, each overlapping dim is select(v == 1, in, v). */
 static loom_status h_expand(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  int64_t shp[16];
+  const loom_sym_expr *shp[16];
   size_t n;
-  LOOM_PROPAGATE(const_ints(c, 1, "shape", shp, 16, &n));
+  LOOM_PROPAGATE(shape_syms(c, 1, "shape", shp, 16, &n));
   const loom_sinfo *si = c->args[0]->sinfo;
   if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims) return UNSUP(c->n, "the input's rank is unknown");
   size_t r = (size_t)si->ndim, o = r > n ? r : n;
-  const loom_sym_expr *dims[16];
+  const loom_sym_expr *dims[16], *one = loom_sym_const(c->im->cx, 1);
   if (o > 16) return UNSUP(c->n, "rank over 16");
-  for (size_t k = 0; k < o; k++) { /* bidirectional: a 1 in `shape` keeps the input's dim */
+  for (size_t k = 0; k < o; k++) {
     ssize_t ik = (ssize_t)k - (ssize_t)(o - r), sk = (ssize_t)k - (ssize_t)(o - n);
-    const loom_sym_expr *in = ik >= 0 ? si->dims[ik] : NULL;
-    int64_t want = sk >= 0 ? shp[sk] : 1;
-    dims[k] = want == 1 && in ? in : loom_sym_const(c->im->cx, want);
+    const loom_sym_expr *in = ik >= 0 ? si->dims[ik] : NULL, *want = sk >= 0 ? shp[sk] : one;
+    int64_t w;
+    if (!in) dims[k] = want;
+    else if (loom_sym_is_const(want, &w)) dims[k] = w == 1 ? in : want;
+    else dims[k] = loom_sym_select(c->im->cx, loom_sym_cmp(c->im->cx, LOOM_SYM_EQ, want, one), in, want);
+    if (!dims[k]) return LOOM_OOM();
   }
-  add_attr(c, loom_graph_attr_syms(c->im->m, "shape", o, dims));
-  return emit(c, e->op, 1, c->args, c->n->outputs[0], out);
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", o, dims));
+  return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
 
 static loom_status h_batchnorm(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t train;
   double eps, mom;
-  LOOM_PROPAGATE(attr_int(c, "training_mode", 0, &train));
-  LOOM_PROPAGATE(attr_float(c, "epsilon", 1e-5, &eps));
-  LOOM_PROPAGATE(attr_float(c, "momentum", 0.9, &mom));
+  LOOM_PROPAGATE(oimp_attr_int(c, "training_mode", 0, &train));
+  LOOM_PROPAGATE(oimp_attr_float(c, "epsilon", 1e-5, &eps));
+  LOOM_PROPAGATE(oimp_attr_float(c, "momentum", 0.9, &mom));
   if (train) return UNSUP(c->n, "training_mode=1 is not supported");
   for (size_t i = 1; i < c->n->n_outputs; i++)
     if (*c->n->outputs[i]) return UNSUP(c->n, "output %zu (running statistics) is not supported", i);
-  add_attr(c, loom_graph_attr_float(c->im->m, "eps", eps));
-  return emit(c, e->op, 5, c->args, c->n->outputs[0], out);
+  oimp_add_attr(c, loom_graph_attr_float(c->im->m, "eps", eps));
+  return oimp_emit(c, e->op, 5, c->args, c->n->outputs[0], out);
 }
 
 /* Slice: starts / ends / axes / steps from constant inputs (opset >= 10) or attributes;
@@ -658,30 +770,30 @@ static loom_status h_slice(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (c->im->opset < 10) {
     const int64_t *v;
     bool pr;
-    LOOM_PROPAGATE(attr_ints(c, "starts", &v, &ns, &pr));
+    LOOM_PROPAGATE(oimp_attr_ints(c, "starts", &v, &ns, &pr));
     if (!pr || ns > 16) return BAD(c->n, "attribute 'starts' is required");
     memcpy(st, v, ns * sizeof *v);
-    LOOM_PROPAGATE(attr_ints(c, "ends", &v, &ne, &pr));
+    LOOM_PROPAGATE(oimp_attr_ints(c, "ends", &v, &ne, &pr));
     if (!pr || ne > 16) return BAD(c->n, "attribute 'ends' is required");
     memcpy(en, v, ne * sizeof *v);
-    LOOM_PROPAGATE(attr_ints(c, "axes", &v, &na, &has_axes));
+    LOOM_PROPAGATE(oimp_attr_ints(c, "axes", &v, &na, &has_axes));
     if (na > 16) return UNSUP(c->n, "too many axes");
     if (has_axes) memcpy(ax, v, na * sizeof *v);
   } else {
     if (c->n->n_attrs) return UNSUP(c->n, "attributes are inputs since opset 10");
-    LOOM_PROPAGATE(const_ints(c, 1, "starts", st, 16, &ns));
-    LOOM_PROPAGATE(const_ints(c, 2, "ends", en, 16, &ne));
-    if (has_input(c, 3)) {
-      LOOM_PROPAGATE(const_ints(c, 3, "axes", ax, 16, &na));
+    LOOM_PROPAGATE(oimp_const_ints(c, 1, "starts", st, 16, &ns));
+    LOOM_PROPAGATE(oimp_const_ints(c, 2, "ends", en, 16, &ne));
+    if (oimp_has_input(c, 3)) {
+      LOOM_PROPAGATE(oimp_const_ints(c, 3, "axes", ax, 16, &na));
       has_axes = true;
     }
-    if (has_input(c, 4)) LOOM_PROPAGATE(const_ints(c, 4, "steps", sp, 16, &np));
+    if (oimp_has_input(c, 4)) LOOM_PROPAGATE(oimp_const_ints(c, 4, "steps", sp, 16, &np));
   }
   if (ne != ns || (has_axes && na != ns) || (np && np != ns)) return BAD(c->n, "starts, ends, axes and steps differ in length");
-  int r = in_rank(c, 0);
+  int r = oimp_in_rank(c, 0);
   if (!has_axes)
     for (size_t k = 0; k < ns; k++) ax[k] = (int64_t)k;
-  LOOM_PROPAGATE(norm_axes(c, r, ax, ns));
+  LOOM_PROPAGATE(oimp_norm_axes(c, r, ax, ns));
   const loom_sinfo *si = c->args[0]->sinfo;
   const loom_sym_expr *b[16], *en_[16], *stp[16];
   for (size_t k = 0; k < ns; k++) {
@@ -699,11 +811,11 @@ static loom_status h_slice(nctx *c, const op_entry *e, loom_graph_expr **out) {
     }
     b[k] = loom_sym_const(c->im->cx, lo), en_[k] = loom_sym_const(c->im->cx, hi), stp[k] = loom_sym_const(c->im->cx, step);
   }
-  add_attr(c, loom_graph_attr_ints(c->im->m, "axes", ns, ax));
-  add_attr(c, loom_graph_attr_syms(c->im->m, "begin", ns, b));
-  add_attr(c, loom_graph_attr_syms(c->im->m, "end", ns, en_));
-  if (np) add_attr(c, loom_graph_attr_syms(c->im->m, "strides", ns, stp));
-  return emit(c, e->op, 1, c->args, c->n->outputs[0], out);
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", ns, ax));
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "begin", ns, b));
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "end", ns, en_));
+  if (np) oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "strides", ns, stp));
+  return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
 
 /* Pad, constant mode: pads (and the value, axes) from constant inputs or attributes. */
@@ -714,26 +826,26 @@ static loom_status h_pad(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t pads[32], ax[16];
   size_t n, na = 0;
   double value = 0;
-  int r = in_rank(c, 0);
+  int r = oimp_in_rank(c, 0);
   if (r < 0) return UNSUP(c->n, "the input's rank is unknown");
   if (c->im->opset < 11) {
     const int64_t *v;
     bool pr;
-    LOOM_PROPAGATE(attr_ints(c, "pads", &v, &n, &pr));
+    LOOM_PROPAGATE(oimp_attr_ints(c, "pads", &v, &n, &pr));
     if (!pr || n > 32) return BAD(c->n, "attribute 'pads' is required");
     memcpy(pads, v, n * sizeof *v);
-    LOOM_PROPAGATE(attr_float(c, "value", 0, &value));
+    LOOM_PROPAGATE(oimp_attr_float(c, "value", 0, &value));
   } else {
-    LOOM_PROPAGATE(const_ints(c, 1, "pads", pads, 32, &n));
-    if (has_input(c, 2)) {
+    LOOM_PROPAGATE(oimp_const_ints(c, 1, "pads", pads, 32, &n));
+    if (oimp_has_input(c, 2)) {
       if (!c->consts[2] || c->consts[2]->numel != 1) return UNSUP(c->n, "input 2 (constant_value) must be a constant scalar");
-      value = scalar_f64(c->consts[2]);
+      value = oimp_scalar_f64(c->consts[2]);
     }
-    if (has_input(c, 3)) LOOM_PROPAGATE(const_ints(c, 3, "axes", ax, 16, &na));
+    if (oimp_has_input(c, 3)) LOOM_PROPAGATE(oimp_const_ints(c, 3, "axes", ax, 16, &na));
   }
   int64_t full[32] = {0};
   if (na) {
-    LOOM_PROPAGATE(norm_axes(c, r, ax, na));
+    LOOM_PROPAGATE(oimp_norm_axes(c, r, ax, na));
     if (n != 2 * na) return BAD(c->n, "pads has %zu values for %zu axes", n, na);
     for (size_t k = 0; k < na; k++) full[ax[k]] = pads[k], full[r + ax[k]] = pads[na + k];
   } else {
@@ -742,9 +854,9 @@ static loom_status h_pad(nctx *c, const op_entry *e, loom_graph_expr **out) {
   }
   for (int k = 0; k < 2 * r; k++)
     if (full[k] < 0) return UNSUP(c->n, "negative pads are not supported");
-  add_attr(c, loom_graph_attr_ints(c->im->m, "pads", 2 * (size_t)r, full));
-  add_attr(c, loom_graph_attr_float(c->im->m, "value", value));
-  return emit(c, e->op, 1, c->args, c->n->outputs[0], out);
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "pads", 2 * (size_t)r, full));
+  oimp_add_attr(c, loom_graph_attr_float(c->im->m, "value", value));
+  return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
 
 /* ReduceSumSquare / L1 / L2 / LogSum / LogSumExp: an elementwise op, a sum, an elementwise op. */
@@ -758,7 +870,7 @@ static loom_status h_reduce_composite(nctx *c, const op_entry *e, loom_graph_exp
   loom_graph_expr *x = c->args[0];
   if (pre) {
     loom_graph_expr *ab[2] = {x, x};
-    LOOM_PROPAGATE(emit(c, pre, strcmp(pre, "mul") == 0 ? 2 : 1, ab, NULL, &x));
+    LOOM_PROPAGATE(oimp_emit(c, pre, strcmp(pre, "mul") == 0 ? 2 : 1, ab, NULL, &x));
   }
   loom_graph_expr *saved = c->args[0];
   c->args[0] = x;
@@ -766,9 +878,9 @@ static loom_status h_reduce_composite(nctx *c, const op_entry *e, loom_graph_exp
   sum.onnx = "ReduceSumComposite";
   sum.op = "sum";
   loom_graph_expr *y;
-  LOOM_PROPAGATE(h_reduce(c, &sum, &y));
+  LOOM_PROPAGATE(oimp_h_reduce(c, &sum, &y));
   c->args[0] = saved;
-  if (post) LOOM_PROPAGATE(emit(c, post, 1, &y, NULL, &y));
+  if (post) LOOM_PROPAGATE(oimp_emit(c, post, 1, &y, NULL, &y));
   *out = y;
   return LOOM_OK;
 }
@@ -776,22 +888,26 @@ static loom_status h_reduce_composite(nctx *c, const op_entry *e, loom_graph_exp
 static loom_status h_cumsum(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t excl, rev, axis;
   size_t n;
-  LOOM_PROPAGATE(attr_int(c, "exclusive", 0, &excl));
-  LOOM_PROPAGATE(attr_int(c, "reverse", 0, &rev));
-  if (rev) return UNSUP(c->n, "reverse=1 is not supported");
-  LOOM_PROPAGATE(const_ints(c, 1, "axis", &axis, 1, &n));
+  LOOM_PROPAGATE(oimp_attr_int(c, "exclusive", 0, &excl));
+  LOOM_PROPAGATE(oimp_attr_int(c, "reverse", 0, &rev));
+  LOOM_PROPAGATE(oimp_const_ints(c, 1, "axis", &axis, 1, &n));
   if (n != 1) return BAD(c->n, "axis must hold one value");
-  LOOM_PROPAGATE(norm_axes(c, in_rank(c, 0), &axis, 1));
-  add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  add_attr(c, loom_graph_attr_bool(c->im->m, "exclusive", excl != 0));
-  return emit(c, e->op, 1, c->args, c->n->outputs[0], out);
+  LOOM_PROPAGATE(oimp_norm_axes(c, oimp_in_rank(c, 0), &axis, 1));
+  loom_graph_expr *x = c->args[0], *y;
+  if (rev) LOOM_PROPAGATE(oimp_reverse_axis(c, x, axis, &x)); /* reverse, scan, reverse */
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
+  oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "exclusive", excl != 0));
+  LOOM_PROPAGATE(oimp_emit(c, e->op, 1, &x, rev ? NULL : c->n->outputs[0], &y));
+  if (rev) LOOM_PROPAGATE(oimp_reverse_axis(c, y, axis, &y));
+  *out = y;
+  return LOOM_OK;
 }
 
 static loom_status ints_or(const nctx *c, const char *name, int64_t *buf, size_t want, int64_t dflt) {
   const int64_t *v;
   size_t n;
   bool pr;
-  LOOM_PROPAGATE(attr_ints(c, name, &v, &n, &pr));
+  LOOM_PROPAGATE(oimp_attr_ints(c, name, &v, &n, &pr));
   if (pr && n != want) return BAD(c->n, "attribute '%s' has %zu entries, expected %zu", name, n, want);
   for (size_t k = 0; k < want; k++) buf[k] = pr ? v[k] : dflt;
   return LOOM_OK;
@@ -799,11 +915,11 @@ static loom_status ints_or(const nctx *c, const char *name, int64_t *buf, size_t
 
 /* Conv / MaxPool / AveragePool / GlobalAveragePool on (N, C, spatial...) inputs. */
 static loom_status h_conv_pool(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  int r = in_rank(c, 0);
+  int r = oimp_in_rank(c, 0);
   bool conv = strcmp(e->onnx, "Conv") == 0, maxp = strcmp(e->onnx, "MaxPool") == 0;
   if (strcmp(e->onnx, "GlobalAveragePool") == 0) {
     if (r != 4) return UNSUP(c->n, "rank %d (only 2-D spatial inputs)", r);
-    return emit(c, "global_avg_pool2d", 1, c->args, c->n->outputs[0], out);
+    return oimp_emit(c, "global_avg_pool2d", 1, c->args, c->n->outputs[0], out);
   }
   if (r < 3 || r > 4 || (!conv && r != 4)) return UNSUP(c->n, "rank %d input is not supported", r);
   size_t ns = (size_t)r - 2;
@@ -817,43 +933,43 @@ static loom_status h_conv_pool(nctx *c, const op_entry *e, loom_graph_expr **out
   if (!conv) {
     if (!loom_onnx_node_attr(c->n, "kernel_shape")) return BAD(c->n, "attribute 'kernel_shape' is required");
     LOOM_PROPAGATE(ints_or(c, "kernel_shape", kern, ns, 1));
-    LOOM_PROPAGATE(attr_int(c, "ceil_mode", 0, &v));
+    LOOM_PROPAGATE(oimp_attr_int(c, "ceil_mode", 0, &v));
     if (v) return UNSUP(c->n, "ceil_mode=1 is not supported");
-    LOOM_PROPAGATE(attr_int(c, "storage_order", 0, &v));
+    LOOM_PROPAGATE(oimp_attr_int(c, "storage_order", 0, &v));
     if (v) return UNSUP(c->n, "storage_order=1 is not supported");
     for (size_t k = 0; k < ns; k++)
       if (dil[k] != 1) return UNSUP(c->n, "dilations are not supported for pooling");
     if (!maxp) {
-      LOOM_PROPAGATE(attr_int(c, "count_include_pad", 0, &v));
+      LOOM_PROPAGATE(oimp_attr_int(c, "count_include_pad", 0, &v));
       if (v) return UNSUP(c->n, "count_include_pad=1 is not supported");
     }
     if (c->n->n_outputs > 1 && *c->n->outputs[1]) return UNSUP(c->n, "the Indices output is not supported");
-    add_attr(c, loom_graph_attr_ints(c->im->m, "kernel", ns, kern));
+    oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "kernel", ns, kern));
   } else {
-    LOOM_PROPAGATE(attr_int(c, "group", 1, &v));
-    add_attr(c, loom_graph_attr_int(c->im->m, "groups", v));
-    add_attr(c, loom_graph_attr_ints(c->im->m, "dilation", ns, dil));
+    LOOM_PROPAGATE(oimp_attr_int(c, "group", 1, &v));
+    oimp_add_attr(c, loom_graph_attr_int(c->im->m, "groups", v));
+    oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "dilation", ns, dil));
   }
-  add_attr(c, loom_graph_attr_ints(c->im->m, "strides", ns, strides));
-  add_attr(c, loom_graph_attr_ints(c->im->m, "padding", 2 * ns, pads));
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "strides", ns, strides));
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "padding", 2 * ns, pads));
   const char *op = conv ? (ns == 1 ? "conv1d" : "conv2d") : maxp ? "max_pool2d" : "avg_pool2d";
-  return emit(c, op, conv ? c->nargs : 1, c->args, c->n->outputs[0], out);
+  return oimp_emit(c, op, conv ? c->nargs : 1, c->args, c->n->outputs[0], out);
 }
 
 /* Split into equal parts (the graph op's limit): each output is a tuple item. */
 static loom_status h_split(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t axis, sizes[64];
   size_t n = c->n->n_outputs, ns = 0;
-  LOOM_PROPAGATE(attr_int(c, "axis", 0, &axis));
-  LOOM_PROPAGATE(norm_axes(c, in_rank(c, 0), &axis, 1));
+  LOOM_PROPAGATE(oimp_attr_int(c, "axis", 0, &axis));
+  LOOM_PROPAGATE(oimp_norm_axes(c, oimp_in_rank(c, 0), &axis, 1));
   if (c->im->opset < 13) {
     const int64_t *v;
     bool pr;
-    LOOM_PROPAGATE(attr_ints(c, "split", &v, &ns, &pr));
+    LOOM_PROPAGATE(oimp_attr_ints(c, "split", &v, &ns, &pr));
     if (ns > 64) return UNSUP(c->n, "too many parts");
     if (pr) memcpy(sizes, v, ns * sizeof *v);
-  } else if (has_input(c, 1)) {
-    LOOM_PROPAGATE(const_ints(c, 1, "split", sizes, 64, &ns));
+  } else if (oimp_has_input(c, 1)) {
+    LOOM_PROPAGATE(oimp_const_ints(c, 1, "split", sizes, 64, &ns));
   }
   for (size_t k = 1; k < ns; k++)
     if (sizes[k] != sizes[0]) return UNSUP(c->n, "uneven split sizes are not supported");
@@ -862,16 +978,18 @@ static loom_status h_split(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t d;
   if (si->dims && loom_sym_is_const(si->dims[axis], &d) && d % (int64_t)n != 0)
     return UNSUP(c->n, "uneven split (%lld into %zu) is not supported", (long long)d, n);
-  add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  add_attr(c, loom_graph_attr_int(c->im->m, "sections", (int64_t)n));
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "sections", (int64_t)n));
   loom_graph_expr *t;
-  LOOM_PROPAGATE(emit(c, e->op, 1, c->args, NULL, &t));
+  LOOM_PROPAGATE(oimp_emit(c, e->op, 1, c->args, NULL, &t));
   for (size_t k = 0; k < n; k++) {
     loom_graph_expr *g = loom_graph_tuple_get_new(c->im->m, t, k), *v;
     if (!g) return LOOM_OOM();
-    loom_status st = loom_graph_builder_emit(&c->im->b, g, c->n->outputs[k], &v);
+    const char *nm = oimp_ir_name(c->im, c->n->outputs[k]);
+    if (!nm) return LOOM_OOM();
+    loom_status st = loom_graph_builder_emit(&c->im->b, g, nm, &v);
     if (st) return st;
-    LOOM_PROPAGATE(bind(c->im, c->n->outputs[k], v, NULL));
+    LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[k], v, NULL));
     if (k == 0) *out = v;
   }
   return LOOM_OK;
@@ -882,29 +1000,29 @@ static loom_status h_split(nctx *c, const op_entry *e, loom_graph_expr **out) {
  * the causal mask top-left, the graph op bottom-right: the same when s == t). */
 static loom_status h_attention(nctx *c, const op_entry *e, loom_graph_expr **out) {
   for (size_t i = 0; i < 3; i++)
-    if (in_rank(c, i) != 4) return UNSUP(c->n, "input %zu has rank %d (only 4-D q, k, v)", i, in_rank(c, i));
+    if (oimp_in_rank(c, i) != 4) return UNSUP(c->n, "input %zu has rank %d (only 4-D q, k, v)", i, oimp_in_rank(c, i));
   if (c->nargs > 4) return UNSUP(c->n, "past key / value inputs are not supported");
   for (size_t i = 1; i < c->n->n_outputs; i++)
     if (*c->n->outputs[i]) return UNSUP(c->n, "output %zu is not supported", i);
   int64_t causal, v;
   double scale, softcap;
-  LOOM_PROPAGATE(attr_int(c, "is_causal", 0, &causal));
-  LOOM_PROPAGATE(attr_float(c, "softcap", 0, &softcap));
+  LOOM_PROPAGATE(oimp_attr_int(c, "is_causal", 0, &causal));
+  LOOM_PROPAGATE(oimp_attr_float(c, "softcap", 0, &softcap));
   if (softcap != 0) return UNSUP(c->n, "softcap is not supported");
-  LOOM_PROPAGATE(attr_int(c, "qk_matmul_output_mode", 0, &v));
+  LOOM_PROPAGATE(oimp_attr_int(c, "qk_matmul_output_mode", 0, &v));
   const loom_sinfo *q = c->args[0]->sinfo, *k = c->args[1]->sinfo;
   int64_t d, sq, tk;
   if (!loom_onnx_node_attr(c->n, "scale")) {
     if (!loom_sym_is_const(q->dims[3], &d) || d <= 0) return UNSUP(c->n, "the default scale needs a static head size");
     scale = 1.0 / sqrt((double)d);
   } else {
-    LOOM_PROPAGATE(attr_float(c, "scale", 1.0, &scale));
+    LOOM_PROPAGATE(oimp_attr_float(c, "scale", 1.0, &scale));
   }
   if (causal && !(loom_sym_is_const(q->dims[2], &sq) && loom_sym_is_const(k->dims[2], &tk) && sq == tk))
     return UNSUP(c->n, "is_causal with different query and key lengths is not supported");
-  add_attr(c, loom_graph_attr_float(c->im->m, "scale", scale));
-  add_attr(c, loom_graph_attr_bool(c->im->m, "causal", causal != 0));
-  return emit(c, e->op, c->nargs, c->args, c->n->outputs[0], out);
+  oimp_add_attr(c, loom_graph_attr_float(c->im->m, "scale", scale));
+  oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "causal", causal != 0));
+  return oimp_emit(c, e->op, c->nargs, c->args, c->n->outputs[0], out);
 }
 
 static loom_status h_gather(nctx *c, const op_entry *e, loom_graph_expr **out);
@@ -920,30 +1038,30 @@ static loom_status h_gemm(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   int64_t ta, tb;
   double alpha, beta;
-  LOOM_PROPAGATE(attr_int(c, "transA", 0, &ta));
-  LOOM_PROPAGATE(attr_int(c, "transB", 0, &tb));
-  LOOM_PROPAGATE(attr_float(c, "alpha", 1.0, &alpha));
-  LOOM_PROPAGATE(attr_float(c, "beta", 1.0, &beta));
+  LOOM_PROPAGATE(oimp_attr_int(c, "transA", 0, &ta));
+  LOOM_PROPAGATE(oimp_attr_int(c, "transB", 0, &tb));
+  LOOM_PROPAGATE(oimp_attr_float(c, "alpha", 1.0, &alpha));
+  LOOM_PROPAGATE(oimp_attr_float(c, "beta", 1.0, &beta));
   loom_graph_expr *a = c->args[0], *b = c->args[1], *y;
-  if (ta) LOOM_PROPAGATE(emit(c, "permute_dims", 1, &a, NULL, &a));
-  if (tb) LOOM_PROPAGATE(emit(c, "permute_dims", 1, &b, NULL, &b));
+  if (ta) LOOM_PROPAGATE(oimp_emit(c, "permute_dims", 1, &a, NULL, &a));
+  if (tb) LOOM_PROPAGATE(oimp_emit(c, "permute_dims", 1, &b, NULL, &b));
   loom_graph_expr *ab[2] = {a, b};
-  LOOM_PROPAGATE(emit(c, "matmul", 2, ab, c->nargs > 2 || alpha != 1.0 ? NULL : c->n->outputs[0], &y));
+  LOOM_PROPAGATE(oimp_emit(c, "matmul", 2, ab, c->nargs > 2 || alpha != 1.0 ? NULL : c->n->outputs[0], &y));
   if (alpha != 1.0) {
     const loom_sinfo *si = y->sinfo;
     ab[0] = y, ab[1] = loom_graph_const_scalar(c->im->m, si->dtype, alpha);
     if (!ab[1]) return LOOM_OOM();
-    LOOM_PROPAGATE(emit(c, "mul", 2, ab, c->nargs > 2 ? NULL : c->n->outputs[0], &y));
+    LOOM_PROPAGATE(oimp_emit(c, "mul", 2, ab, c->nargs > 2 ? NULL : c->n->outputs[0], &y));
   }
   if (c->nargs > 2) {
     loom_graph_expr *cc = c->args[2];
     if (beta != 1.0) {
       ab[0] = cc, ab[1] = loom_graph_const_scalar(c->im->m, y->sinfo->dtype, beta);
       if (!ab[1]) return LOOM_OOM();
-      LOOM_PROPAGATE(emit(c, "mul", 2, ab, NULL, &cc));
+      LOOM_PROPAGATE(oimp_emit(c, "mul", 2, ab, NULL, &cc));
     }
     ab[0] = y, ab[1] = cc;
-    LOOM_PROPAGATE(emit(c, "add", 2, ab, c->n->outputs[0], &y));
+    LOOM_PROPAGATE(oimp_emit(c, "add", 2, ab, c->n->outputs[0], &y));
   }
   *out = y;
   return LOOM_OK;
@@ -959,132 +1077,132 @@ static loom_status norm_flattened(nctx *c, const char *op, int64_t axis, size_t 
   if (axis < 0 || axis >= r) return BAD(c->n, "axis %lld out of range for rank %d", (long long)axis, r);
   loom_graph_module *m = c->im->m;
   loom_graph_expr *a[3];
-  add_attr(c, loom_graph_attr_int(m, "axis", axis));
-  LOOM_PROPAGATE(emit(c, "flatten", 1, &c->args[0], NULL, &a[0]));
+  oimp_add_attr(c, loom_graph_attr_int(m, "axis", axis));
+  LOOM_PROPAGATE(oimp_emit(c, "flatten", 1, &c->args[0], NULL, &a[0]));
   const loom_sym_expr *minus1 = loom_sym_const(c->im->cx, -1);
   for (size_t i = 1; i < nin; i++) {
-    add_attr(c, loom_graph_attr_syms(m, "shape", 1, &minus1));
-    LOOM_PROPAGATE(emit(c, "reshape", 1, &c->args[i], NULL, &a[i]));
+    oimp_add_attr(c, loom_graph_attr_syms(m, "shape", 1, &minus1));
+    LOOM_PROPAGATE(oimp_emit(c, "reshape", 1, &c->args[i], NULL, &a[i]));
   }
-  add_attr(c, loom_graph_attr_float(m, "eps", eps));
+  oimp_add_attr(c, loom_graph_attr_float(m, "eps", eps));
   loom_graph_expr *y;
-  LOOM_PROPAGATE(emit(c, op, nin, a, NULL, &y));
-  add_attr(c, loom_graph_attr_syms(m, "shape", (size_t)r, si->dims));
-  return emit(c, "reshape", 1, &y, c->n->outputs[0], out);
+  LOOM_PROPAGATE(oimp_emit(c, op, nin, a, NULL, &y));
+  oimp_add_attr(c, loom_graph_attr_syms(m, "shape", (size_t)r, si->dims));
+  return oimp_emit(c, "reshape", 1, &y, c->n->outputs[0], out);
 }
 
 static loom_status h_layernorm(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t axis, stash;
   double eps;
-  LOOM_PROPAGATE(attr_int(c, "axis", -1, &axis));
-  LOOM_PROPAGATE(attr_float(c, "epsilon", 1e-5, &eps));
-  LOOM_PROPAGATE(attr_int(c, "stash_type", 1, &stash));
-  int r = in_rank(c, 0);
-  for (size_t i = 1; i < c->n->n_outputs; i++)
-    if (*c->n->outputs[i]) return UNSUP(c->n, "output %zu (Mean / InvStdDev) is not supported", i);
+  LOOM_PROPAGATE(oimp_attr_int(c, "axis", -1, &axis));
+  LOOM_PROPAGATE(oimp_attr_float(c, "epsilon", 1e-5, &eps));
+  LOOM_PROPAGATE(oimp_attr_int(c, "stash_type", 1, &stash));
+  int r = oimp_in_rank(c, 0);
   if (c->nargs < 3) return UNSUP(c->n, "the bias input B is required");
+  if ((c->n->n_outputs > 1 && *c->n->outputs[1]) || (c->n->n_outputs > 2 && *c->n->outputs[2]))
+    LOOM_PROPAGATE(oimp_layernorm_stats(c, axis, eps));
   if (!(axis == -1 || (r >= 0 && axis == r - 1))) return norm_flattened(c, e->op, axis, 3, eps, out);
-  add_attr(c, loom_graph_attr_float(c->im->m, "eps", eps));
-  return emit(c, e->op, 3, c->args, c->n->outputs[0], out);
+  oimp_add_attr(c, loom_graph_attr_float(c->im->m, "eps", eps));
+  return oimp_emit(c, e->op, 3, c->args, c->n->outputs[0], out);
 }
 
 static loom_status h_gather(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t axis;
-  LOOM_PROPAGATE(attr_int(c, "axis", 0, &axis));
-  int r = in_rank(c, 0);
+  LOOM_PROPAGATE(oimp_attr_int(c, "axis", 0, &axis));
+  int r = oimp_in_rank(c, 0);
   if (axis < 0 && r >= 0) axis += r;
-  add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  return h_simple(c, e, out);
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
+  return oimp_h_simple(c, e, out);
 }
 
 #define NOATTR " "
 static const op_entry op_table[] = {
-    {"Add", "add", h_simple, 2, 2, NOATTR},
-    {"Sub", "sub", h_simple, 2, 2, NOATTR},
-    {"Mul", "mul", h_simple, 2, 2, NOATTR},
-    {"Div", "div", h_div, 2, 2, NOATTR},
-    {"Mod", "mod", h_mod, 2, 2, " fmod "},
-    {"CastLike", "cast", h_castlike, 2, 2, " saturate "},
-    {"Size", NULL, h_size, 1, 1, NOATTR},
-    {"ConstantOfShape", NULL, h_constant_of_shape, 1, 1, " value "},
-    {"Range", NULL, h_range, 3, 3, NOATTR},
-    {"ArgMax", "argmax", h_argminmax, 1, 1, " axis keepdims select_last_index "},
-    {"ArgMin", "argmin", h_argminmax, 1, 1, " axis keepdims select_last_index "},
-    {"Dropout", NULL, h_dropout, 1, 3, " seed ratio is_test "},
-    {"Trilu", NULL, h_trilu, 1, 2, " upper "},
-    {"RMSNormalization", "rms_norm", h_rmsnorm, 2, 2, " axis epsilon stash_type "},
-    {"Gelu", NULL, h_gelu, 1, 1, " approximate "},
-    {"Reciprocal", NULL, h_reciprocal, 1, 1, NOATTR},
-    {"Sum", NULL, h_variadic, 1, 8, NOATTR},
-    {"Mean", NULL, h_variadic, 1, 8, NOATTR},
-    {"Tile", "tile", h_tile, 2, 2, NOATTR},
-    {"ScatterElements", "scatter_elements", h_scatter, 3, 3, " axis reduction "},
-    {"Attention", "attention", h_attention, 3, 6, " is_causal scale softcap qk_matmul_output_mode softmax_precision "},
-    {"ReduceSumSquare", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes "},
-    {"ReduceL1", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes "},
-    {"ReduceL2", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes "},
-    {"ReduceLogSum", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes "},
-    {"ReduceLogSumExp", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes "},
-    {"CumSum", "cumsum", h_cumsum, 2, 2, " exclusive reverse "},
-    {"Conv", NULL, h_conv_pool, 2, 3, " auto_pad dilations group kernel_shape pads strides "},
-    {"MaxPool", NULL, h_conv_pool, 1, 1, " auto_pad ceil_mode dilations kernel_shape pads storage_order strides "},
-    {"AveragePool", NULL, h_conv_pool, 1, 1, " auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides "},
-    {"GlobalAveragePool", NULL, h_conv_pool, 1, 1, NOATTR},
-    {"Split", "split", h_split, 1, 2, " axis split num_outputs "},
-    {"Slice", "strided_slice", h_slice, 1, 5, " starts ends axes "},
-    {"Pad", "pad", h_pad, 1, 4, " mode pads value "},
-    {"Expand", "broadcast_to", h_expand, 2, 2, NOATTR},
-    {"BatchNormalization", "batch_norm", h_batchnorm, 5, 5, " epsilon momentum training_mode spatial "},
-    {"GatherElements", "gather_elements", h_gather, 2, 2, " axis "},
-    {"Pow", "pow", h_pow, 2, 2, NOATTR},
-    {"Shape", NULL, h_shape, 1, 1, " start end "},
-    {"Neg", "neg", h_simple, 1, 1, NOATTR},
-    {"Abs", "abs", h_simple, 1, 1, NOATTR},
-    {"Exp", "exp", h_simple, 1, 1, NOATTR},
-    {"Log", "log", h_simple, 1, 1, NOATTR},
-    {"Sqrt", "sqrt", h_simple, 1, 1, NOATTR},
-    {"Tanh", "tanh", h_simple, 1, 1, NOATTR},
-    {"Sigmoid", "sigmoid", h_simple, 1, 1, NOATTR},
-    {"Relu", "relu", h_simple, 1, 1, NOATTR},
-    {"Erf", "erf", h_simple, 1, 1, NOATTR},
-    {"Sin", "sin", h_simple, 1, 1, NOATTR},
-    {"Cos", "cos", h_simple, 1, 1, NOATTR},
-    {"Floor", "floor", h_simple, 1, 1, NOATTR},
-    {"Ceil", "ceil", h_simple, 1, 1, NOATTR},
-    {"Round", "round", h_simple, 1, 1, NOATTR},
-    {"Sign", "sign", h_simple, 1, 1, NOATTR},
-    {"Not", "not", h_simple, 1, 1, NOATTR},
-    {"Equal", "equal", h_simple, 2, 2, NOATTR},
-    {"Less", "less", h_simple, 2, 2, NOATTR},
-    {"LessOrEqual", "less_equal", h_simple, 2, 2, NOATTR},
-    {"Greater", "greater", h_simple, 2, 2, NOATTR},
-    {"GreaterOrEqual", "greater_equal", h_simple, 2, 2, NOATTR},
-    {"And", "logical_and", h_simple, 2, 2, NOATTR},
-    {"Or", "logical_or", h_simple, 2, 2, NOATTR},
-    {"Xor", "logical_xor", h_simple, 2, 2, NOATTR},
-    {"Where", "where", h_simple, 3, 3, NOATTR},
-    {"Max", "maximum", h_minmax, 1, 8, NOATTR},
-    {"Min", "minimum", h_minmax, 1, 8, NOATTR},
-    {"MatMul", "matmul", h_simple, 2, 2, NOATTR},
-    {"Gemm", "matmul", h_gemm, 2, 3, " transA transB alpha beta "},
-    {"Softmax", "softmax", h_axis, 1, 1, " axis "},
-    {"LogSoftmax", "log_softmax", h_axis, 1, 1, " axis "},
-    {"Identity", NULL, h_identity, 1, 1, NOATTR},
-    {"Cast", "cast", h_cast, 1, 1, " to saturate "},
-    {"Reshape", "reshape", h_reshape, 2, 2, " allowzero "},
-    {"Transpose", "permute_dims", h_transpose, 1, 1, " perm "},
-    {"Unsqueeze", "expand_dims", h_axes_shape, 1, 2, " axes "},
-    {"Squeeze", "squeeze", h_axes_shape, 1, 2, " axes "},
-    {"Concat", "concat", h_concat, 1, 8, " axis "},
-    {"ReduceSum", "sum", h_reduce, 1, 2, " axes keepdims noop_with_empty_axes "},
-    {"ReduceMean", "mean", h_reduce, 1, 2, " axes keepdims noop_with_empty_axes "},
-    {"ReduceMax", "max", h_reduce, 1, 2, " axes keepdims noop_with_empty_axes "},
-    {"ReduceMin", "min", h_reduce, 1, 2, " axes keepdims noop_with_empty_axes "},
-    {"ReduceProd", "prod", h_reduce, 1, 2, " axes keepdims noop_with_empty_axes "},
-    {"Gather", "take", h_gather, 2, 2, " axis "},
-    {"Flatten", "flatten", h_axis, 1, 1, " axis "},
-    {"Clip", "clip", h_clip, 1, 3, " min max "},
-    {"LayerNormalization", "layer_norm", h_layernorm, 2, 3, " axis epsilon stash_type "},
+    {"Add", "add", oimp_h_simple, 2, 2, NOATTR, false},
+    {"Sub", "sub", oimp_h_simple, 2, 2, NOATTR, false},
+    {"Mul", "mul", oimp_h_simple, 2, 2, NOATTR, false},
+    {"Div", "div", h_div, 2, 2, NOATTR, false},
+    {"Mod", "mod", h_mod, 2, 2, " fmod ", false},
+    {"CastLike", "cast", h_castlike, 2, 2, " saturate ", false},
+    {"Size", NULL, h_size, 1, 1, NOATTR, false},
+    {"ConstantOfShape", NULL, h_constant_of_shape, 1, 1, " value ", false},
+    {"Range", NULL, h_range, 3, 3, NOATTR, false},
+    {"ArgMax", "argmax", h_argminmax, 1, 1, " axis keepdims select_last_index ", false},
+    {"ArgMin", "argmin", h_argminmax, 1, 1, " axis keepdims select_last_index ", false},
+    {"Dropout", NULL, h_dropout, 1, 3, " seed ratio is_test ", false},
+    {"Trilu", NULL, h_trilu, 1, 2, " upper ", false},
+    {"RMSNormalization", "rms_norm", h_rmsnorm, 2, 2, " axis epsilon stash_type ", false},
+    {"Gelu", NULL, h_gelu, 1, 1, " approximate ", false},
+    {"Reciprocal", NULL, h_reciprocal, 1, 1, NOATTR, false},
+    {"Sum", NULL, h_variadic, 1, 8, NOATTR, false},
+    {"Mean", NULL, h_variadic, 1, 8, NOATTR, false},
+    {"Tile", "tile", h_tile, 2, 2, NOATTR, false},
+    {"ScatterElements", "scatter_elements", h_scatter, 3, 3, " axis reduction ", false},
+    {"Attention", "attention", h_attention, 3, 6, " is_causal scale softcap qk_matmul_output_mode softmax_precision ", false},
+    {"ReduceSumSquare", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"ReduceL1", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"ReduceL2", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"ReduceLogSum", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"ReduceLogSumExp", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"CumSum", "cumsum", h_cumsum, 2, 2, " exclusive reverse ", false},
+    {"Conv", NULL, h_conv_pool, 2, 3, " auto_pad dilations group kernel_shape pads strides ", false},
+    {"MaxPool", NULL, h_conv_pool, 1, 1, " auto_pad ceil_mode dilations kernel_shape pads storage_order strides ", false},
+    {"AveragePool", NULL, h_conv_pool, 1, 1, " auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides ", false},
+    {"GlobalAveragePool", NULL, h_conv_pool, 1, 1, NOATTR, false},
+    {"Split", "split", h_split, 1, 2, " axis split num_outputs ", false},
+    {"Slice", "strided_slice", h_slice, 1, 5, " starts ends axes ", false},
+    {"Pad", "pad", h_pad, 1, 4, " mode pads value ", false},
+    {"Expand", "broadcast_to", h_expand, 2, 2, NOATTR, false},
+    {"BatchNormalization", "batch_norm", h_batchnorm, 5, 5, " epsilon momentum training_mode spatial ", false},
+    {"GatherElements", "gather_elements", h_gather, 2, 2, " axis ", false},
+    {"Pow", "pow", h_pow, 2, 2, NOATTR, false},
+    {"Shape", NULL, h_shape, 1, 1, " start end ", false},
+    {"Neg", "neg", oimp_h_simple, 1, 1, NOATTR, false},
+    {"Abs", "abs", oimp_h_simple, 1, 1, NOATTR, false},
+    {"Exp", "exp", oimp_h_simple, 1, 1, NOATTR, false},
+    {"Log", "log", oimp_h_simple, 1, 1, NOATTR, false},
+    {"Sqrt", "sqrt", oimp_h_simple, 1, 1, NOATTR, false},
+    {"Tanh", "tanh", oimp_h_simple, 1, 1, NOATTR, false},
+    {"Sigmoid", "sigmoid", oimp_h_simple, 1, 1, NOATTR, false},
+    {"Relu", "relu", oimp_h_simple, 1, 1, NOATTR, false},
+    {"Erf", "erf", oimp_h_simple, 1, 1, NOATTR, false},
+    {"Sin", "sin", oimp_h_simple, 1, 1, NOATTR, false},
+    {"Cos", "cos", oimp_h_simple, 1, 1, NOATTR, false},
+    {"Floor", "floor", oimp_h_simple, 1, 1, NOATTR, false},
+    {"Ceil", "ceil", oimp_h_simple, 1, 1, NOATTR, false},
+    {"Round", "round", oimp_h_simple, 1, 1, NOATTR, false},
+    {"Sign", "sign", oimp_h_simple, 1, 1, NOATTR, false},
+    {"Not", "not", oimp_h_simple, 1, 1, NOATTR, false},
+    {"Equal", "equal", oimp_h_simple, 2, 2, NOATTR, false},
+    {"Less", "less", oimp_h_simple, 2, 2, NOATTR, false},
+    {"LessOrEqual", "less_equal", oimp_h_simple, 2, 2, NOATTR, false},
+    {"Greater", "greater", oimp_h_simple, 2, 2, NOATTR, false},
+    {"GreaterOrEqual", "greater_equal", oimp_h_simple, 2, 2, NOATTR, false},
+    {"And", "logical_and", oimp_h_simple, 2, 2, NOATTR, false},
+    {"Or", "logical_or", oimp_h_simple, 2, 2, NOATTR, false},
+    {"Xor", "logical_xor", oimp_h_simple, 2, 2, NOATTR, false},
+    {"Where", "where", oimp_h_simple, 3, 3, NOATTR, false},
+    {"Max", "maximum", h_minmax, 1, 8, NOATTR, false},
+    {"Min", "minimum", h_minmax, 1, 8, NOATTR, false},
+    {"MatMul", "matmul", oimp_h_simple, 2, 2, NOATTR, false},
+    {"Gemm", "matmul", h_gemm, 2, 3, " transA transB alpha beta ", false},
+    {"Softmax", "softmax", h_axis, 1, 1, " axis ", false},
+    {"LogSoftmax", "log_softmax", h_axis, 1, 1, " axis ", false},
+    {"Identity", NULL, oimp_h_identity, 1, 1, NOATTR, false},
+    {"Cast", "cast", h_cast, 1, 1, " to saturate ", false},
+    {"Reshape", "reshape", h_reshape, 2, 2, " allowzero ", false},
+    {"Transpose", "permute_dims", h_transpose, 1, 1, " perm ", false},
+    {"Unsqueeze", "expand_dims", h_axes_shape, 1, 2, " axes ", false},
+    {"Squeeze", "squeeze", h_axes_shape, 1, 2, " axes ", false},
+    {"Concat", "concat", h_concat, 1, 8, " axis ", false},
+    {"ReduceSum", "sum", oimp_h_reduce, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"ReduceMean", "mean", oimp_h_reduce, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"ReduceMax", "max", oimp_h_reduce, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"ReduceMin", "min", oimp_h_reduce, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"ReduceProd", "prod", oimp_h_reduce, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"Gather", "take", h_gather, 2, 2, " axis ", false},
+    {"Flatten", "flatten", h_axis, 1, 1, " axis ", false},
+    {"Clip", "clip", h_clip, 1, 3, " min max ", false},
+    {"LayerNormalization", "layer_norm", h_layernorm, 2, 3, " axis epsilon stash_type ", true},
 };
 
 /* Constant folding: a node whose inputs are all constants is built alone in a scratch
@@ -1100,7 +1218,7 @@ static bool fold_node(imp *im, const op_entry *e, const nctx *c, loom_onnx_tenso
   c2.im = &sub;
   bool ok = true;
   for (size_t i = 0; i < c2.nargs && ok; i++)
-    if (c2.args[i]) ok = (c2.args[i] = const_of(&sub, c->consts[i])) != NULL;
+    if (c2.args[i]) ok = (c2.args[i] = oimp_const_of(&sub, c->consts[i])) != NULL;
   loom_graph_expr *y = NULL;
   loom_status s = ok ? e->h(&c2, e, &y) : LOOM_OK;
   if (s) loom_status_free(s), ok = false;
@@ -1110,12 +1228,12 @@ static bool fold_node(imp *im, const op_entry *e, const nctx *c, loom_onnx_tenso
   if (ok && (s = loom_graph_eval(sub.m, "main", 0, NULL, NULL, &res))) loom_status_free(s), ok = false;
   if (ok) {
     if (res.kind == LOOM_SINFO_TENSOR && res.t.numel <= (1u << 20)) {
-      *out = new_tensor(im, res.t.dtype, (size_t)res.t.ndim, res.t.shape);
+      *out = oimp_new_tensor(im, res.t.dtype, (size_t)res.t.ndim, res.t.shape);
       if (*out && (*out)->nbytes) memcpy((*out)->data, res.t.data, (*out)->nbytes);
     }
     loom_graph_value_free(&res);
   }
-  free(sub.val_names), free(sub.vals), free(sub.val_consts), free(sub.sym_names), free(sub.syms);
+  free(sub.val_names), free(sub.vals), free(sub.val_consts), free(sub.sym_names), free(sub.syms), free(sub.used);
   loom_graph_module_destroy(sub.m);
   return *out != NULL;
 }
@@ -1134,24 +1252,26 @@ static loom_status import_node(imp *im, const loom_onnx_node *n) {
       loom_onnx_attr_kind want = isf ? (list ? LOOM_ONNX_ATTR_FLOATS : LOOM_ONNX_ATTR_FLOAT) : (list ? LOOM_ONNX_ATTR_INTS : LOOM_ONNX_ATTR_INT);
       if (a->kind != want) return BAD(n, "attribute '%s' must be %s, not %s", an, loom_onnx_attr_kind_name(want), loom_onnx_attr_kind_name(a->kind));
       int64_t cnt = list ? (int64_t)a->count : 1;
-      loom_onnx_tensor *t = new_tensor(im, isf ? LOOM_DTYPE_F32 : LOOM_DTYPE_I64, list ? 1 : 0, &cnt);
+      loom_onnx_tensor *t = oimp_new_tensor(im, isf ? LOOM_DTYPE_F32 : LOOM_DTYPE_I64, list ? 1 : 0, &cnt);
       if (!t) return LOOM_OOM();
       for (int64_t k = 0; k < cnt; k++) {
         if (isf) ((float *)t->data)[k] = list ? a->floats[k] : a->f;
         else ((int64_t *)t->data)[k] = list ? a->ints[k] : a->i;
       }
-      loom_graph_expr *k = const_of(im, t);
+      loom_graph_expr *k = oimp_const_of(im, t);
       if (!k) return LOOM_OOM();
-      return bind(im, n->outputs[0], k, t);
+      return oimp_bind(im, n->outputs[0], k, t);
     }
     if (a->kind != LOOM_ONNX_ATTR_TENSOR) return BAD(n, "attribute 'value' must be tensor, not %s", loom_onnx_attr_kind_name(a->kind));
-    loom_graph_expr *k = const_of(im, a->t);
+    loom_graph_expr *k = oimp_const_of(im, a->t);
     if (!k) return UNSUP(n, "the constant tensor cannot be represented");
-    return bind(im, n->outputs[0], k, a->t);
+    return oimp_bind(im, n->outputs[0], k, a->t);
   }
   const op_entry *e = NULL;
   for (size_t i = 0; i < sizeof op_table / sizeof op_table[0]; i++)
     if (strcmp(op_table[i].onnx, n->op_type) == 0) e = &op_table[i];
+  for (size_t i = 0; !e && i < oimp_nn_table_len; i++)
+    if (strcmp(oimp_nn_table[i].onnx, n->op_type) == 0) e = &oimp_nn_table[i];
   if (!e) return UNSUP(n, "op type %s is not supported", n->op_type);
   for (size_t i = 0; i < n->n_attrs; i++) {
     char key[80];
@@ -1171,34 +1291,64 @@ static loom_status import_node(imp *im, const loom_onnx_node *n) {
     c.args[c.nargs++] = im->vals[v];
   }
   for (size_t i = 1; i < n->n_outputs; i++)
-    if (*n->outputs[i] && e->h != h_layernorm && e->h != h_dropout && e->h != h_batchnorm && e->h != h_split &&
+    if (*n->outputs[i] && !e->multi_out && e->h != h_layernorm && e->h != h_dropout && e->h != h_batchnorm && e->h != h_split &&
         e->h != h_conv_pool && e->h != h_attention)
       return UNSUP(n, "output %zu is not supported", i);
-  bool all_const = c.nargs > 0 && n->n_outputs == 1 && e->h != h_split;
+  bool all_const = c.nargs > 0 && n->n_outputs == 1 && e->h != h_split && !e->multi_out;
   for (size_t i = 0; i < c.nargs; i++)
     if (c.args[i] && !c.consts[i]) all_const = false;
   loom_onnx_tensor *folded_t;
   if (all_const && fold_node(im, e, &c, &folded_t)) {
-    loom_graph_expr *k = const_of(im, folded_t);
+    loom_graph_expr *k = oimp_const_of(im, folded_t);
     if (!k) return LOOM_OOM();
-    return bind(im, n->outputs[0], k, folded_t);
+    return oimp_bind(im, n->outputs[0], k, folded_t);
   }
   loom_graph_expr *y = NULL;
   LOOM_PROPAGATE(e->h(&c, e, &y));
   const loom_onnx_tensor *folded = NULL;
-  if (e->h == h_shape || e->h == h_identity || e->h == h_size || e->h == h_constant_of_shape || e->h == h_range ||
+  if (e->h == h_shape || e->h == oimp_h_identity || e->h == h_size || e->h == h_constant_of_shape || e->h == h_range ||
       e->h == h_dropout)
     folded = c.consts[0];
-  if (e->h == h_dropout || e->h == h_identity || e->h == h_minmax) folded = y == c.args[0] ? c.consts[0] : NULL;
-  return bind(im, n->outputs[0], y, folded);
+  if (e->h == h_dropout || e->h == oimp_h_identity || e->h == h_minmax) folded = y == c.args[0] ? c.consts[0] : NULL;
+  return oimp_bind(im, n->outputs[0], y, folded);
+}
+
+/* Gives a module-constant name to a constant operand that is not 0-d (the text format
+ * writes only 0-d constants inline): the ONNX name it came from when there is one, else kN. */
+static loom_status name_const(imp *im, loom_graph_expr *e) {
+  if (e->kind != LOOM_GRAPH_EXPR_CONST || e->u.cnst.name || (e->sinfo->ndim == 0)) return LOOM_OK;
+  const char *src = NULL;
+  for (size_t i = 0; i < im->nvals && !src; i++)
+    if (im->vals[i] == e) src = im->val_names[i];
+  char buf[32];
+  if (!src) snprintf(buf, sizeof buf, "k%u", im->nconst++), src = buf;
+  const char *nm = oimp_ir_name(im, src);
+  if (!nm) return LOOM_OOM();
+  return loom_graph_module_add_const(im->m, nm, e);
+}
+
+static loom_status name_consts(imp *im, const loom_graph_seq *s) {
+  for (size_t i = 0; i < s->nblocks; i++)
+    for (size_t j = 0; j < s->blocks[i]->n; j++) {
+      loom_graph_expr *v = s->blocks[i]->bindings[j]->value;
+      if (v->kind == LOOM_GRAPH_EXPR_CALL)
+        for (size_t a = 0; a < v->u.call.nargs; a++) LOOM_PROPAGATE(name_const(im, v->u.call.args[a]));
+      else if (v->kind == LOOM_GRAPH_EXPR_TUPLE)
+        for (size_t a = 0; a < v->u.tuple.n; a++) LOOM_PROPAGATE(name_const(im, v->u.tuple.items[a]));
+      else if (v->kind == LOOM_GRAPH_EXPR_IF) {
+        LOOM_PROPAGATE(name_consts(im, v->u.if_.then_seq));
+        LOOM_PROPAGATE(name_consts(im, v->u.if_.else_seq));
+      } else LOOM_PROPAGATE(name_const(im, v));
+    }
+  return name_const(im, s->result);
 }
 
 static loom_status import_main(imp *im) {
   const loom_onnx_graph *g = im->g;
   for (size_t i = 0; i < g->n_initializers; i++) {
-    loom_graph_expr *k = const_of(im, &g->initializers[i]);
+    loom_graph_expr *k = oimp_const_of(im, &g->initializers[i]);
     if (!k) return LOOM_ERROR(UNIMPLEMENTED, "initializer '%s' cannot be represented", g->initializers[i].name);
-    LOOM_PROPAGATE(bind(im, g->initializers[i].name, k, &g->initializers[i]));
+    LOOM_PROPAGATE(oimp_bind(im, g->initializers[i].name, k, &g->initializers[i]));
   }
   for (size_t i = 0; i < g->n_inputs; i++) {
     const loom_onnx_value *v = &g->inputs[i];
@@ -1207,9 +1357,9 @@ static loom_status import_main(imp *im) {
     for (size_t f = 0; im->opts && f < im->opts->n_frozen; f++)
       if (strcmp(im->opts->frozen_names[f], v->name) == 0) frozen = im->opts->frozen_values[f];
     if (frozen) {
-      loom_graph_expr *k = const_of(im, frozen);
+      loom_graph_expr *k = oimp_const_of(im, frozen);
       if (!k) return LOOM_ERROR(UNIMPLEMENTED, "frozen input '%s' cannot be represented", v->name);
-      LOOM_PROPAGATE(bind(im, v->name, k, frozen));
+      LOOM_PROPAGATE(oimp_bind(im, v->name, k, frozen));
       continue;
     }
     if (v->kind != LOOM_ONNX_TYPE_TENSOR) return LOOM_ERROR(UNIMPLEMENTED, "graph input '%s' is not a tensor", v->name);
@@ -1227,9 +1377,10 @@ static loom_status import_main(imp *im) {
       si = loom_sinfo_tensor(im->m, dt, (int)v->rank, dims, NULL);
     }
     if (!si) return LOOM_OOM();
-    loom_graph_expr *p = loom_graph_builder_param(&im->b, v->name, si);
+    const char *nm = oimp_ir_name(im, v->name);
+    loom_graph_expr *p = nm ? loom_graph_builder_param(&im->b, nm, si) : NULL;
     if (!p) return LOOM_OOM();
-    LOOM_PROPAGATE(bind(im, v->name, p, NULL));
+    LOOM_PROPAGATE(oimp_bind(im, v->name, p, NULL));
   }
   for (size_t i = 0; i < g->n_nodes; i++) LOOM_PROPAGATE(import_node(im, &g->nodes[i]));
   loom_graph_expr *res[64];
@@ -1241,7 +1392,9 @@ static loom_status import_main(imp *im) {
   }
   loom_graph_expr *r = res[0];
   if (g->n_outputs > 1 && !(r = loom_graph_tuple_new(im->m, g->n_outputs, res))) return LOOM_OOM();
-  return loom_graph_builder_end(&im->b, r, NULL, NULL);
+  loom_graph_func *f;
+  LOOM_PROPAGATE(loom_graph_builder_end(&im->b, r, NULL, &f));
+  return name_consts(im, f->body);
 }
 
 loom_status loom_onnx_import(const loom_onnx_model *model, loom_graph_module **out) {
@@ -1257,7 +1410,7 @@ loom_status loom_onnx_import_ex(const loom_onnx_model *model, const loom_onnx_im
   loom_graph_builder_begin(&im.b, im.m, "main");
   loom_status s = import_main(&im);
   loom_graph_builder_reset(&im.b);
-  free(im.val_names), free(im.vals), free(im.val_consts), free(im.sym_names), free(im.syms);
+  free(im.val_names), free(im.vals), free(im.val_consts), free(im.sym_names), free(im.syms), free(im.used);
   if (s) {
     loom_graph_module_destroy(im.m);
     return loom_status_annotate(s, __FILE__, __LINE__, "while importing %s", model->path);

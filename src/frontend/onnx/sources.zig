@@ -7,5 +7,6 @@ pub const compiler = [_][]const u8{
     "src/frontend/onnx/onnx_print.c",
     "src/frontend/onnx/onnx_wire.c",
     "src/frontend/onnx/onnx_import.c",
+    "src/frontend/onnx/onnx_import_nn.c",
     "src/frontend/onnx/conformance.c",
 };

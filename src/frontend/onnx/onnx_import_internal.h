@@ -1,0 +1,95 @@
+/* onnx_import_internal.h — what the importer's files share (onnx_import.c: the driver, the
+ * table of direct mappings and the shape ops; onnx_import_nn.c: ops composed of several
+ * graph ops — losses, activations, normalizations, index tricks). Not a public interface. */
+#ifndef LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
+#define LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
+#include "frontend/onnx/onnx_import.h"
+
+/* One import: the ONNX graph being read and the graph module being built. */
+typedef struct imp {
+  const loom_onnx_model *model;
+  const loom_onnx_import_opts *opts;
+  const loom_onnx_graph *g;
+  loom_graph_module *m;
+  loom_sym_ctx *cx;
+  loom_graph_builder b;
+  int64_t opset;                       /* of the ai.onnx domain */
+  size_t nvals, capvals;               /* ONNX value name -> graph expr */
+  const char **val_names;              /* interned in the ONNX model */
+  loom_graph_expr **vals;
+  const loom_onnx_tensor **val_consts; /* the constant tensor, when known */
+  size_t nsyms, capsyms;               /* dim_param name -> symbolic var */
+  const char **sym_names;
+  const loom_sym_expr **syms;
+  unsigned unk;                        /* next unkN var number */
+  size_t nused, capused;               /* IR names given out (interned in m) */
+  const char **used;
+  unsigned nconst;                     /* next kN constant name */
+} imp;
+
+/* One node being imported. */
+typedef struct nctx {
+  imp *im;
+  const loom_onnx_node *n;
+  size_t nargs;
+  loom_graph_expr *args[8];          /* one per input; NULL for an omitted optional one */
+  const loom_onnx_tensor *consts[8]; /* constant value of each input, or NULL */
+  size_t nattrs;                     /* attributes for the next oimp_emit */
+  loom_graph_attr attrs[8];
+} nctx;
+
+typedef struct op_entry op_entry;
+/* Emits the node's first output into *out (other outputs: oimp_bind them). */
+typedef loom_status (*handler)(nctx *c, const op_entry *e, loom_graph_expr **out);
+struct op_entry {
+  const char *onnx;   /* op type */
+  const char *op;     /* graph op (or NULL when the handler picks) */
+  handler h;
+  int min_in, max_in; /* accepted input counts */
+  const char *attrs;  /* accepted attribute names, space-separated with leading/trailing space */
+  bool multi_out;     /* the handler binds outputs after the first itself */
+};
+
+/* The composite ops of onnx_import_nn.c. */
+extern const op_entry oimp_nn_table[];
+extern const size_t oimp_nn_table_len;
+
+loom_status oimp_node_err(loom_code code, const loom_onnx_node *n, const char *fmt, ...) LOOM_PRINTF(3, 4);
+#define UNSUP(n, ...) oimp_node_err(LOOM_CODE_UNIMPLEMENTED, n, __VA_ARGS__)
+#define BAD(n, ...) oimp_node_err(LOOM_CODE_INVALID_ARGUMENT, n, __VA_ARGS__)
+
+/* A legal, unused IR variable name for ONNX name `onnx` ([A-Za-z_][A-Za-z0-9_]*, not a
+ * reserved word, not of the builder's tN form; _2, _3, ... on a clash); NULL on OOM. */
+const char *oimp_ir_name(imp *im, const char *onnx);
+loom_status oimp_bind(imp *im, const char *name, loom_graph_expr *e, const loom_onnx_tensor *t);
+loom_graph_expr *oimp_const_of(imp *im, const loom_onnx_tensor *t);
+/* Constants the importer makes (folded nodes, ConstantOfShape, EyeLike) hold at most this many
+ * elements; oimp_new_tensor returns NULL for more (or a negative dim). */
+#define OIMP_FOLD_MAX (1 << 24)
+loom_onnx_tensor *oimp_new_tensor(imp *im, loom_dtype dt, size_t rank, const int64_t *dims);
+loom_status oimp_fold_const(nctx *c, loom_onnx_tensor *t, loom_graph_expr **out);
+double oimp_scalar_f64(const loom_onnx_tensor *t);
+bool oimp_is_signed_int(loom_dtype dt);
+
+bool oimp_has_input(const nctx *c, size_t i);
+int oimp_in_rank(const nctx *c, size_t i);
+loom_status oimp_attr_int(const nctx *c, const char *name, int64_t def, int64_t *out);
+loom_status oimp_attr_float(const nctx *c, const char *name, double def, double *out);
+loom_status oimp_attr_ints(const nctx *c, const char *name, const int64_t **v, size_t *n, bool *present);
+loom_status oimp_const_ints(const nctx *c, size_t i, const char *what, int64_t *buf, size_t cap, size_t *n);
+loom_status oimp_get_axes(const nctx *c, int64_t since, int64_t *buf, size_t cap, size_t *n, bool *present);
+loom_status oimp_norm_axes(const nctx *c, int rank, int64_t *ax, size_t n);
+void oimp_add_attr(nctx *c, loom_graph_attr a);
+/* Emits graph op `op` on args with c->attrs (then cleared); errors name the node. */
+loom_status oimp_emit(nctx *c, const char *op, size_t nargs, loom_graph_expr *const *args, const char *name,
+                      loom_graph_expr **out);
+
+loom_status oimp_h_simple(nctx *c, const op_entry *e, loom_graph_expr **out);
+loom_status oimp_h_identity(nctx *c, const op_entry *e, loom_graph_expr **out);
+loom_status oimp_h_reduce(nctx *c, const op_entry *e, loom_graph_expr **out);
+
+/* From onnx_import_nn.c: x reversed along a static axis; LayerNormalization's Mean and
+ * InvStdDev outputs (bound when the node names them). */
+loom_status oimp_reverse_axis(nctx *c, loom_graph_expr *x, int64_t axis, loom_graph_expr **y);
+loom_status oimp_layernorm_stats(nctx *c, int64_t axis, double eps);
+#endif

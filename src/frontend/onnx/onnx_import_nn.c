@@ -1,0 +1,559 @@
+/* onnx_import_nn.c — ONNX ops the importer builds from several graph ops: losses
+ * (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), activations (Elu, Selu, HardSwish,
+ * ...), hyperbolic and inverse-hyperbolic functions, normalizations (LpNormalization,
+ * MeanVarianceNormalization, InstanceNormalization, GroupNormalization), Hardmax, OneHot,
+ * EyeLike, DepthToSpace / SpaceToDepth, GlobalMaxPool. Each follows the ONNX reference
+ * (the function body in the operator's schema where there is one). */
+#include <math.h>
+#include <string.h>
+
+#include "frontend/onnx/onnx_import_internal.h"
+
+/* ---- small emitters ---------------------------------------------------------------- */
+
+static loom_status op1(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr **y) {
+  return oimp_emit(c, op, 1, &x, NULL, y);
+}
+
+static loom_status op2(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr **y) {
+  loom_graph_expr *ab[2] = {a, b};
+  return oimp_emit(c, op, 2, ab, NULL, y);
+}
+
+static loom_status op3(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr *d,
+                       loom_graph_expr **y) {
+  loom_graph_expr *abd[3] = {a, b, d};
+  return oimp_emit(c, op, 3, abd, NULL, y);
+}
+
+/* A rank-0 constant of dtype dt. */
+static loom_status scalar(nctx *c, loom_dtype dt, double v, loom_graph_expr **out) {
+  *out = loom_graph_const_scalar(c->im->m, dt, v);
+  return *out ? LOOM_OK : LOOM_OOM();
+}
+
+/* x (op) v, with v a scalar of x's dtype. */
+static loom_status op_k(nctx *c, const char *op, loom_graph_expr *x, double v, loom_graph_expr **y) {
+  loom_graph_expr *k;
+  LOOM_PROPAGATE(scalar(c, x->sinfo->dtype, v, &k));
+  return op2(c, op, x, k, y);
+}
+
+/* v (op) x. */
+static loom_status k_op(nctx *c, const char *op, double v, loom_graph_expr *x, loom_graph_expr **y) {
+  loom_graph_expr *k;
+  LOOM_PROPAGATE(scalar(c, x->sinfo->dtype, v, &k));
+  return op2(c, op, k, x, y);
+}
+
+static loom_status reduce(nctx *c, const char *op, loom_graph_expr *x, size_t n, const int64_t *axes, bool keep,
+                          loom_graph_expr **y) {
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, axes));
+  oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", keep));
+  return op1(c, op, x, y);
+}
+
+/* Every axis of x (for reductions to a scalar). */
+static loom_status all_axes(nctx *c, loom_graph_expr *x, int64_t *ax, size_t *n) {
+  const loom_sinfo *s = x->sinfo;
+  if (s->kind != LOOM_SINFO_TENSOR || s->ndim < 0) return UNSUP(c->n, "the rank of an intermediate is unknown");
+  for (int k = 0; k < s->ndim; k++) ax[k] = k;
+  *n = (size_t)s->ndim;
+  return LOOM_OK;
+}
+
+/* The static extent of axis `axis` of x. */
+static loom_status static_dim(nctx *c, loom_graph_expr *x, int64_t axis, const char *why, int64_t *d) {
+  const loom_sinfo *s = x->sinfo;
+  if (s->kind != LOOM_SINFO_TENSOR || !s->dims || axis < 0 || axis >= s->ndim || !loom_sym_is_const(s->dims[axis], d))
+    return UNSUP(c->n, "%s needs a static extent on axis %lld", why, (long long)axis);
+  return LOOM_OK;
+}
+
+static loom_status attr_str(const nctx *c, const char *name, const char *def, const char **out) {
+  const loom_onnx_attr *a = loom_onnx_node_attr(c->n, name);
+  *out = def;
+  if (!a) return LOOM_OK;
+  if (a->kind != LOOM_ONNX_ATTR_STRING)
+    return BAD(c->n, "attribute '%s' must be string, not %s", name, loom_onnx_attr_kind_name(a->kind));
+  *out = a->s;
+  return LOOM_OK;
+}
+
+/* x reversed along `axis` (static extent): take with the indices d-1 .. 0. */
+loom_status oimp_reverse_axis(nctx *c, loom_graph_expr *x, int64_t axis, loom_graph_expr **y) {
+  int64_t d;
+  LOOM_PROPAGATE(static_dim(c, x, axis, "reversing", &d));
+  loom_onnx_tensor *t = oimp_new_tensor(c->im, LOOM_DTYPE_I64, 1, &d);
+  if (!t) return LOOM_OOM();
+  for (int64_t i = 0; i < d; i++) ((int64_t *)t->data)[i] = d - 1 - i;
+  loom_graph_expr *idx = oimp_const_of(c->im, t);
+  if (!idx) return LOOM_OOM();
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
+  return op2(c, "take", x, idx, y);
+}
+
+/* Moves the last axis of y (rank r) to position `axis`. */
+static loom_status last_axis_to(nctx *c, loom_graph_expr *y, int r, int64_t axis, loom_graph_expr **out) {
+  if (axis == r - 1) return *out = y, LOOM_OK;
+  int64_t perm[16];
+  for (int k = 0; k < r; k++) perm[k] = k < axis ? k : k == axis ? r - 1 : k - 1;
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", (size_t)r, perm));
+  return op1(c, "permute_dims", y, out);
+}
+
+/* ---- losses -------------------------------------------------------------------------- */
+
+/* NLL of log-probabilities x (N, C, d...) at targets t (N, d...), optional class weights w
+ * (C), attributes reduction (none | sum | mean) and ignore_index. Mean divides by the sum of
+ * the weights that applied (the count of targets not ignored when there are no weights). */
+static loom_status nll(nctx *c, loom_graph_expr *x, loom_graph_expr *t, loom_graph_expr *w, loom_graph_expr **out) {
+  const char *red;
+  LOOM_PROPAGATE(attr_str(c, "reduction", "mean", &red));
+  bool none = strcmp(red, "none") == 0, sum = strcmp(red, "sum") == 0, mean = strcmp(red, "mean") == 0;
+  if (!none && !sum && !mean) return BAD(c->n, "attribute 'reduction' is '%s' (none | sum | mean)", red);
+  const loom_onnx_attr *ia = loom_onnx_node_attr(c->n, "ignore_index");
+  if (ia && ia->kind != LOOM_ONNX_ATTR_INT) return BAD(c->n, "attribute 'ignore_index' must be int");
+  if (oimp_in_rank(c, 0) < 2) return UNSUP(c->n, "input rank %d (at least 2: N, C)", oimp_in_rank(c, 0));
+  loom_dtype xdt = x->sinfo->dtype, tdt = t->sinfo->dtype;
+  loom_graph_expr *mask = NULL, *k, *g, *loss, *wt = NULL;
+  if (ia) {
+    LOOM_PROPAGATE(op_k(c, "not_equal", t, (double)ia->i, &mask));
+    LOOM_PROPAGATE(scalar(c, tdt, 0, &k));
+    LOOM_PROPAGATE(op3(c, "where", mask, t, k, &t));
+  }
+  int64_t one = 1;
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &one));
+  LOOM_PROPAGATE(op1(c, "expand_dims", t, &g));
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 1));
+  LOOM_PROPAGATE(op2(c, "gather_elements", x, g, &g));
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &one));
+  LOOM_PROPAGATE(op1(c, "squeeze", g, &g));
+  LOOM_PROPAGATE(op1(c, "neg", g, &loss));
+  if (w) {
+    oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 0));
+    LOOM_PROPAGATE(op2(c, "take", w, t, &wt));
+  }
+  if (mask) {
+    loom_graph_expr *mf;
+    oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", xdt));
+    LOOM_PROPAGATE(op1(c, "cast", mask, &mf));
+    if (wt) LOOM_PROPAGATE(op2(c, "mul", wt, mf, &wt));
+    else wt = mf;
+  }
+  if (wt) LOOM_PROPAGATE(op2(c, "mul", loss, wt, &loss));
+  if (none) return *out = loss, LOOM_OK;
+  int64_t ax[16];
+  size_t n;
+  LOOM_PROPAGATE(all_axes(c, loss, ax, &n));
+  if (sum || !wt) return reduce(c, sum ? "sum" : "mean", loss, n, ax, false, out);
+  loom_graph_expr *num, *den;
+  LOOM_PROPAGATE(reduce(c, "sum", loss, n, ax, false, &num));
+  LOOM_PROPAGATE(reduce(c, "sum", wt, n, ax, false, &den));
+  return op2(c, "div", num, den, out);
+}
+
+static loom_status h_nll(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  return nll(c, c->args[0], c->args[1], c->nargs > 2 ? c->args[2] : NULL, out);
+}
+
+/* SoftmaxCrossEntropyLoss: log_softmax over the class axis 1, then NLL; output 1 is the
+ * log-probabilities. */
+static loom_status h_sce(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  loom_graph_expr *lp;
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 1));
+  LOOM_PROPAGATE(op1(c, "log_softmax", c->args[0], &lp));
+  LOOM_PROPAGATE(nll(c, lp, c->args[1], c->nargs > 2 ? c->args[2] : NULL, out));
+  if (c->n->n_outputs > 1 && *c->n->outputs[1]) LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[1], lp, NULL));
+  return LOOM_OK;
+}
+
+/* ---- activations and elementwise functions ---------------------------------------------- */
+
+static loom_status h_act(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  const char *o = e->onnx;
+  loom_graph_expr *x = c->args[0], *t, *u, *v, *z;
+  double alpha, beta, gamma;
+  if (!strcmp(o, "LeakyRelu") || !strcmp(o, "Elu") || !strcmp(o, "Celu") || !strcmp(o, "ThresholdedRelu")) {
+    LOOM_PROPAGATE(oimp_attr_float(c, "alpha", !strcmp(o, "LeakyRelu") ? 0.01 : 1.0, &alpha));
+    if (!strcmp(o, "ThresholdedRelu")) { /* x > alpha ? x : 0 */
+      LOOM_PROPAGATE(op_k(c, "greater", x, alpha, &t));
+      LOOM_PROPAGATE(scalar(c, x->sinfo->dtype, 0, &z));
+      return op3(c, "where", t, x, z, out);
+    }
+    if (!strcmp(o, "Celu")) { /* max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) */
+      LOOM_PROPAGATE(op_k(c, "div", x, alpha, &t));
+      LOOM_PROPAGATE(op1(c, "exp", t, &t));
+      LOOM_PROPAGATE(op_k(c, "sub", t, 1, &t));
+      LOOM_PROPAGATE(op_k(c, "mul", t, alpha, &t));
+      LOOM_PROPAGATE(op_k(c, "minimum", t, 0, &t));
+      LOOM_PROPAGATE(op_k(c, "maximum", x, 0, &u));
+      return op2(c, "add", u, t, out);
+    }
+    LOOM_PROPAGATE(op_k(c, "less", x, 0, &t));
+    if (!strcmp(o, "LeakyRelu")) LOOM_PROPAGATE(op_k(c, "mul", x, alpha, &u));
+    else { /* Elu: alpha * (exp(x) - 1) */
+      LOOM_PROPAGATE(op1(c, "exp", x, &u));
+      LOOM_PROPAGATE(op_k(c, "sub", u, 1, &u));
+      LOOM_PROPAGATE(op_k(c, "mul", u, alpha, &u));
+    }
+    return op3(c, "where", t, u, x, out);
+  }
+  if (!strcmp(o, "Selu")) { /* gamma * (x <= 0 ? alpha * exp(x) - alpha : x) */
+    LOOM_PROPAGATE(oimp_attr_float(c, "alpha", 1.67326319217681884765625, &alpha));
+    LOOM_PROPAGATE(oimp_attr_float(c, "gamma", 1.05070102214813232421875, &gamma));
+    LOOM_PROPAGATE(op_k(c, "less_equal", x, 0, &t));
+    LOOM_PROPAGATE(op1(c, "exp", x, &u));
+    LOOM_PROPAGATE(op_k(c, "mul", u, alpha, &u));
+    LOOM_PROPAGATE(op_k(c, "sub", u, alpha, &u));
+    LOOM_PROPAGATE(op3(c, "where", t, u, x, &v));
+    return op_k(c, "mul", v, gamma, out);
+  }
+  if (!strcmp(o, "HardSigmoid") || !strcmp(o, "HardSwish")) { /* clip(alpha * x + beta, 0, 1) (* x) */
+    bool swish = !strcmp(o, "HardSwish");
+    alpha = 1.0 / 6, beta = 0.5;
+    if (!swish) {
+      LOOM_PROPAGATE(oimp_attr_float(c, "alpha", 0.2, &alpha));
+      LOOM_PROPAGATE(oimp_attr_float(c, "beta", 0.5, &beta));
+    }
+    LOOM_PROPAGATE(op_k(c, "mul", x, alpha, &t));
+    LOOM_PROPAGATE(op_k(c, "add", t, beta, &t));
+    oimp_add_attr(c, loom_graph_attr_float(c->im->m, "min", 0));
+    oimp_add_attr(c, loom_graph_attr_float(c->im->m, "max", 1));
+    LOOM_PROPAGATE(op1(c, "clip", t, &t));
+    return swish ? op2(c, "mul", x, t, out) : (*out = t, LOOM_OK);
+  }
+  if (!strcmp(o, "Softplus") || !strcmp(o, "Mish")) { /* log(exp(x) + 1); Mish: x * tanh(softplus) */
+    LOOM_PROPAGATE(op1(c, "exp", x, &t));
+    LOOM_PROPAGATE(op_k(c, "add", t, 1, &t));
+    LOOM_PROPAGATE(op1(c, "log", t, &t));
+    if (!strcmp(o, "Softplus")) return *out = t, LOOM_OK;
+    LOOM_PROPAGATE(op1(c, "tanh", t, &t));
+    return op2(c, "mul", x, t, out);
+  }
+  if (!strcmp(o, "Softsign")) { /* x / (1 + |x|) */
+    LOOM_PROPAGATE(op1(c, "abs", x, &t));
+    LOOM_PROPAGATE(op_k(c, "add", t, 1, &t));
+    return op2(c, "div", x, t, out);
+  }
+  if (!strcmp(o, "Shrink")) { /* x < -l ? x + bias : x > l ? x - bias : 0 */
+    double l, bias;
+    LOOM_PROPAGATE(oimp_attr_float(c, "lambd", 0.5, &l));
+    LOOM_PROPAGATE(oimp_attr_float(c, "bias", 0.0, &bias));
+    LOOM_PROPAGATE(op_k(c, "greater", x, l, &t));
+    LOOM_PROPAGATE(op_k(c, "sub", x, bias, &u));
+    LOOM_PROPAGATE(scalar(c, x->sinfo->dtype, 0, &z));
+    LOOM_PROPAGATE(op3(c, "where", t, u, z, &v));
+    LOOM_PROPAGATE(op_k(c, "less", x, -l, &t));
+    LOOM_PROPAGATE(op_k(c, "add", x, bias, &u));
+    return op3(c, "where", t, u, v, out);
+  }
+  if (!strcmp(o, "PRelu")) { /* x < 0 ? slope * x : x */
+    LOOM_PROPAGATE(op_k(c, "less", x, 0, &t));
+    LOOM_PROPAGATE(op2(c, "mul", x, c->args[1], &u));
+    return op3(c, "where", t, u, x, out);
+  }
+  if (!strcmp(o, "Swish")) { /* x * sigmoid(alpha * x) */
+    LOOM_PROPAGATE(oimp_attr_float(c, "alpha", 1.0, &alpha));
+    LOOM_PROPAGATE(op_k(c, "mul", x, alpha, &t));
+    LOOM_PROPAGATE(op1(c, "sigmoid", t, &t));
+    return op2(c, "mul", x, t, out);
+  }
+  if (!strcmp(o, "Tan")) {
+    LOOM_PROPAGATE(op1(c, "sin", x, &t));
+    LOOM_PROPAGATE(op1(c, "cos", x, &u));
+    return op2(c, "div", t, u, out);
+  }
+  if (!strcmp(o, "Sinh") || !strcmp(o, "Cosh")) { /* (exp(x) -+ exp(-x)) / 2 */
+    LOOM_PROPAGATE(op1(c, "exp", x, &t));
+    LOOM_PROPAGATE(op1(c, "neg", x, &u));
+    LOOM_PROPAGATE(op1(c, "exp", u, &u));
+    LOOM_PROPAGATE(op2(c, !strcmp(o, "Sinh") ? "sub" : "add", t, u, &v));
+    return op_k(c, "mul", v, 0.5, out);
+  }
+  if (!strcmp(o, "Asinh") || !strcmp(o, "Acosh")) { /* log(x + sqrt(x^2 +- 1)) */
+    LOOM_PROPAGATE(op2(c, "mul", x, x, &t));
+    LOOM_PROPAGATE(op_k(c, !strcmp(o, "Asinh") ? "add" : "sub", t, 1, &t));
+    LOOM_PROPAGATE(op1(c, "sqrt", t, &t));
+    LOOM_PROPAGATE(op2(c, "add", x, t, &t));
+    return op1(c, "log", t, out);
+  }
+  if (!strcmp(o, "Atanh")) { /* log((1 + x) / (1 - x)) / 2 */
+    LOOM_PROPAGATE(k_op(c, "add", 1, x, &t));
+    LOOM_PROPAGATE(k_op(c, "sub", 1, x, &u));
+    LOOM_PROPAGATE(op2(c, "div", t, u, &t));
+    LOOM_PROPAGATE(op1(c, "log", t, &t));
+    return op_k(c, "mul", t, 0.5, out);
+  }
+  if (!strcmp(o, "IsNaN")) return op2(c, "not_equal", x, x, out);
+  if (!strcmp(o, "IsInf")) {
+    int64_t pos, neg;
+    LOOM_PROPAGATE(oimp_attr_int(c, "detect_positive", 1, &pos));
+    LOOM_PROPAGATE(oimp_attr_int(c, "detect_negative", 1, &neg));
+    if (!pos && !neg) return op_k(c, "less", x, -INFINITY, out); /* all false */
+    if (pos && neg) LOOM_PROPAGATE(op1(c, "abs", x, &x));
+    return op_k(c, "equal", x, pos ? INFINITY : -INFINITY, out);
+  }
+  return UNSUP(c->n, "op type %s has no composition", o);
+}
+
+/* ---- normalizations ------------------------------------------------------------------------ */
+
+static loom_status h_lpnorm(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  int64_t axis, p;
+  LOOM_PROPAGATE(oimp_attr_int(c, "axis", -1, &axis));
+  LOOM_PROPAGATE(oimp_attr_int(c, "p", 2, &p));
+  if (p != 1 && p != 2) return BAD(c->n, "p is %lld (1 | 2)", (long long)p);
+  LOOM_PROPAGATE(oimp_norm_axes(c, oimp_in_rank(c, 0), &axis, 1));
+  loom_graph_expr *x = c->args[0], *t;
+  if (p == 1) LOOM_PROPAGATE(op1(c, "abs", x, &t));
+  else LOOM_PROPAGATE(op2(c, "mul", x, x, &t));
+  LOOM_PROPAGATE(reduce(c, "sum", t, 1, &axis, true, &t));
+  if (p == 2) LOOM_PROPAGATE(op1(c, "sqrt", t, &t));
+  loom_graph_expr *z, *one; /* a zero norm divides by 1 (the reference's choice) */
+  LOOM_PROPAGATE(op_k(c, "equal", t, 0, &z));
+  LOOM_PROPAGATE(scalar(c, t->sinfo->dtype, 1, &one));
+  LOOM_PROPAGATE(op3(c, "where", z, one, t, &t));
+  return op2(c, "div", x, t, out);
+}
+
+/* The schema's function: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes`. */
+static loom_status h_mvn(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  int64_t ax[16] = {0, 2, 3};
+  size_t n = 3;
+  const int64_t *v;
+  bool pr;
+  LOOM_PROPAGATE(oimp_attr_ints(c, "axes", &v, &n, &pr));
+  if (!pr) n = 3;
+  else if (n > 16) return UNSUP(c->n, "too many axes");
+  else memcpy(ax, v, n * sizeof *v);
+  LOOM_PROPAGATE(oimp_norm_axes(c, oimp_in_rank(c, 0), ax, n));
+  loom_graph_expr *x = c->args[0], *m, *m2, *x2, *ex2, *var, *d;
+  LOOM_PROPAGATE(reduce(c, "mean", x, n, ax, true, &m));
+  LOOM_PROPAGATE(op2(c, "mul", m, m, &m2));
+  LOOM_PROPAGATE(op2(c, "mul", x, x, &x2));
+  LOOM_PROPAGATE(reduce(c, "mean", x2, n, ax, true, &ex2));
+  LOOM_PROPAGATE(op2(c, "sub", ex2, m2, &var));
+  LOOM_PROPAGATE(op1(c, "sqrt", var, &var));
+  LOOM_PROPAGATE(op_k(c, "add", var, 1e-9, &var));
+  LOOM_PROPAGATE(op2(c, "sub", x, m, &d));
+  return op2(c, "div", d, var, out);
+}
+
+/* InstanceNormalization = group_norm with one group per channel; GroupNormalization maps
+ * directly (before opset 21 its scale and bias are per group: repeated per channel). */
+static loom_status h_groupnorm(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  bool inst = !strcmp(e->onnx, "InstanceNormalization");
+  double eps;
+  int64_t groups, ch;
+  LOOM_PROPAGATE(oimp_attr_float(c, "epsilon", 1e-5, &eps));
+  LOOM_PROPAGATE(static_dim(c, c->args[0], 1, e->onnx, &ch));
+  if (inst) groups = ch;
+  else {
+    if (!loom_onnx_node_attr(c->n, "num_groups")) return BAD(c->n, "attribute 'num_groups' is required");
+    LOOM_PROPAGATE(oimp_attr_int(c, "num_groups", 1, &groups));
+    if (groups <= 0 || ch % groups) return BAD(c->n, "num_groups %lld does not divide the %lld channels", (long long)groups, (long long)ch);
+  }
+  loom_graph_expr *a[3] = {c->args[0], c->args[1], c->args[2]};
+  int64_t sd;
+  if (!inst && ch != groups && loom_sym_is_const(a[1]->sinfo->dims[0], &sd) && sd == groups) {
+    for (int i = 1; i < 3; i++) {
+      oimp_add_attr(c, loom_graph_attr_int(c->im->m, "repeats", ch / groups));
+      oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 0));
+      LOOM_PROPAGATE(op1(c, "repeat", a[i], &a[i]));
+    }
+  }
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "num_groups", groups));
+  oimp_add_attr(c, loom_graph_attr_float(c->im->m, "eps", eps));
+  return oimp_emit(c, "group_norm", 3, a, c->n->outputs[0], out);
+}
+
+/* LayerNormalization's optional outputs: Mean and InvStdDev over the axes from `axis` on,
+ * kept as size-1 dims (in f32 when stash_type is 1). */
+loom_status oimp_layernorm_stats(nctx *c, int64_t axis, double eps) {
+  int r = oimp_in_rank(c, 0);
+  if (r < 0) return UNSUP(c->n, "the input's rank is unknown");
+  if (axis < 0) axis += r;
+  int64_t ax[16], stash;
+  size_t n = 0;
+  for (int64_t k = axis; k < r; k++) ax[n++] = k;
+  LOOM_PROPAGATE(oimp_attr_int(c, "stash_type", 1, &stash));
+  loom_graph_expr *x = c->args[0], *m, *d, *var;
+  if (stash == 1 && x->sinfo->dtype != LOOM_DTYPE_F32) {
+    oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_F32));
+    LOOM_PROPAGATE(op1(c, "cast", x, &x));
+  }
+  LOOM_PROPAGATE(reduce(c, "mean", x, n, ax, true, &m));
+  LOOM_PROPAGATE(op2(c, "sub", x, m, &d));
+  LOOM_PROPAGATE(op2(c, "mul", d, d, &d));
+  LOOM_PROPAGATE(reduce(c, "mean", d, n, ax, true, &var));
+  LOOM_PROPAGATE(op_k(c, "add", var, eps, &var));
+  LOOM_PROPAGATE(op1(c, "rsqrt", var, &var));
+  if (c->n->n_outputs > 1 && *c->n->outputs[1]) LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[1], m, NULL));
+  if (c->n->n_outputs > 2 && *c->n->outputs[2]) LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[2], var, NULL));
+  return LOOM_OK;
+}
+
+/* ---- index and layout ------------------------------------------------------------------------ */
+
+/* Hardmax: one_hot(argmax) along `axis`, in x's dtype. */
+static loom_status h_hardmax(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  int64_t axis, d;
+  int r = oimp_in_rank(c, 0);
+  LOOM_PROPAGATE(oimp_attr_int(c, "axis", c->im->opset >= 13 ? -1 : 1, &axis));
+  LOOM_PROPAGATE(oimp_norm_axes(c, r, &axis, 1));
+  if (c->im->opset < 13 && axis != r - 1) return UNSUP(c->n, "Hardmax before opset 13 flattens at axis %lld; only the last axis is supported", (long long)axis);
+  LOOM_PROPAGATE(static_dim(c, c->args[0], axis, "Hardmax", &d));
+  loom_graph_expr *am, *oh;
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
+  oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", false));
+  LOOM_PROPAGATE(op1(c, "argmax", c->args[0], &am));
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "depth", 1, &d));
+  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", c->args[0]->sinfo->dtype));
+  LOOM_PROPAGATE(op1(c, "one_hot", am, &oh));
+  return last_axis_to(c, oh, r, axis, out);
+}
+
+/* OneHot(indices, depth, values = [off, on]); negative indices count from depth. */
+static loom_status h_onehot(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  int64_t axis;
+  LOOM_PROPAGATE(oimp_attr_int(c, "axis", -1, &axis));
+  const loom_onnx_tensor *dt = c->consts[1], *vt = c->consts[2];
+  if (!dt || dt->numel != 1) return UNSUP(c->n, "input 1 (depth) must be a constant scalar");
+  if (!vt || vt->numel != 2) return UNSUP(c->n, "input 2 (values) must be a constant [off, on]");
+  int64_t d = (int64_t)oimp_scalar_f64(dt);
+  if (d <= 0) return BAD(c->n, "depth is %lld", (long long)d);
+  loom_graph_tensor vg = {.dtype = vt->dtype, .ndim = 1, .numel = 2, .data = vt->data};
+  int r = oimp_in_rank(c, 0);
+  if (r < 0) return UNSUP(c->n, "the indices' rank is unknown");
+  if (axis < 0) axis += r + 1;
+  if (axis < 0 || axis > r) return BAD(c->n, "axis out of range for rank %d", r + 1);
+  loom_graph_expr *idx = c->args[0], *neg, *wrapped, *oh;
+  if (idx->sinfo->dtype != LOOM_DTYPE_I64) {
+    oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_I64));
+    LOOM_PROPAGATE(op1(c, "cast", idx, &idx));
+  }
+  LOOM_PROPAGATE(op_k(c, "less", idx, 0, &neg));
+  LOOM_PROPAGATE(op_k(c, "add", idx, (double)d, &wrapped));
+  LOOM_PROPAGATE(op3(c, "where", neg, wrapped, idx, &idx));
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "depth", 1, &d));
+  oimp_add_attr(c, loom_graph_attr_float(c->im->m, "off_value", loom_graph_tensor_get_f64(&vg, 0)));
+  oimp_add_attr(c, loom_graph_attr_float(c->im->m, "on_value", loom_graph_tensor_get_f64(&vg, 1)));
+  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", vt->dtype));
+  LOOM_PROPAGATE(op1(c, "one_hot", idx, &oh));
+  return last_axis_to(c, oh, r + 1, axis, out);
+}
+
+/* EyeLike of a statically shaped 2-D input: a constant. */
+static loom_status h_eyelike(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  int64_t k, dtc, dims[2];
+  LOOM_PROPAGATE(oimp_attr_int(c, "k", 0, &k));
+  LOOM_PROPAGATE(oimp_attr_int(c, "dtype", -1, &dtc));
+  if (oimp_in_rank(c, 0) != 2) return BAD(c->n, "the input must be 2-D");
+  for (int i = 0; i < 2; i++) LOOM_PROPAGATE(static_dim(c, c->args[0], i, "EyeLike", &dims[i]));
+  loom_dtype dt = c->args[0]->sinfo->dtype;
+  if (dtc >= 0 && !loom_onnx_elem_dtype((int32_t)dtc, &dt)) return UNSUP(c->n, "dtype %s is not supported", loom_onnx_elem_name((int32_t)dtc));
+  if (dims[1] && dims[0] > OIMP_FOLD_MAX / dims[1]) return UNSUP(c->n, "a constant of over %d elements", OIMP_FOLD_MAX);
+  loom_onnx_tensor *t = oimp_new_tensor(c->im, dt, 2, dims);
+  if (!t) return LOOM_OOM();
+  loom_graph_tensor g = {.dtype = dt, .ndim = 2, .numel = (size_t)t->numel, .data = t->data};
+  for (int64_t i = 0; i < dims[0]; i++)
+    if (i + k >= 0 && i + k < dims[1]) loom_graph_tensor_set_f64(&g, (size_t)(i * dims[1] + i + k), 1.0);
+  return oimp_fold_const(c, t, out);
+}
+
+/* DepthToSpace (DCR / CRD) and SpaceToDepth on (N, C, H, W): reshape, permute, reshape. */
+static loom_status h_depth_space(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  bool d2s = !strcmp(e->onnx, "DepthToSpace");
+  int64_t b, ch;
+  const char *mode;
+  if (!loom_onnx_node_attr(c->n, "blocksize")) return BAD(c->n, "attribute 'blocksize' is required");
+  LOOM_PROPAGATE(oimp_attr_int(c, "blocksize", 1, &b));
+  LOOM_PROPAGATE(attr_str(c, "mode", "DCR", &mode));
+  if (b <= 0) return BAD(c->n, "blocksize is %lld", (long long)b);
+  if (oimp_in_rank(c, 0) != 4) return UNSUP(c->n, "only 4-D inputs");
+  bool crd = d2s && !strcmp(mode, "CRD");
+  if (d2s && !crd && strcmp(mode, "DCR")) return BAD(c->n, "mode '%s' (DCR | CRD)", mode);
+  LOOM_PROPAGATE(static_dim(c, c->args[0], 1, e->onnx, &ch));
+  loom_sym_ctx *cx = c->im->cx;
+  const loom_sym_expr *const *in = c->args[0]->sinfo->dims, *B = loom_sym_const(cx, b), *s6[6], *s4[4];
+  const loom_sym_expr *N = in[0], *H = in[2], *W = in[3];
+  int64_t perm[6];
+  if (d2s) {
+    if (ch % (b * b)) return BAD(c->n, "%lld channels are not a multiple of blocksize^2 = %lld", (long long)ch, (long long)(b * b));
+    const loom_sym_expr *C2 = loom_sym_const(cx, ch / (b * b));
+    if (crd) s6[0] = N, s6[1] = C2, s6[2] = B, s6[3] = B, s6[4] = H, s6[5] = W;
+    else s6[0] = N, s6[1] = B, s6[2] = B, s6[3] = C2, s6[4] = H, s6[5] = W;
+    static const int64_t p_crd[6] = {0, 1, 4, 2, 5, 3}, p_dcr[6] = {0, 3, 4, 1, 5, 2};
+    memcpy(perm, crd ? p_crd : p_dcr, sizeof perm);
+    s4[0] = N, s4[1] = C2, s4[2] = loom_sym_mul(cx, H, B), s4[3] = loom_sym_mul(cx, W, B);
+  } else {
+    s6[0] = N, s6[1] = loom_sym_const(cx, ch), s6[2] = loom_sym_floordiv(cx, H, B), s6[3] = B;
+    s6[4] = loom_sym_floordiv(cx, W, B), s6[5] = B;
+    static const int64_t p[6] = {0, 3, 5, 1, 2, 4};
+    memcpy(perm, p, sizeof perm);
+    s4[0] = N, s4[1] = loom_sym_const(cx, ch * b * b), s4[2] = s6[2], s4[3] = s6[4];
+  }
+  loom_graph_expr *y;
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 6, s6));
+  LOOM_PROPAGATE(op1(c, "reshape", c->args[0], &y));
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 6, perm));
+  LOOM_PROPAGATE(op1(c, "permute_dims", y, &y));
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 4, s4));
+  return oimp_emit(c, "reshape", 1, &y, c->n->outputs[0], out);
+}
+
+static loom_status h_global_max_pool(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  int r = oimp_in_rank(c, 0);
+  if (r < 3) return UNSUP(c->n, "rank %d input (N, C, spatial...)", r);
+  int64_t ax[16];
+  for (int k = 2; k < r; k++) ax[k - 2] = k;
+  return reduce(c, "max", c->args[0], (size_t)r - 2, ax, true, out);
+}
+
+#define NOATTR " "
+const op_entry oimp_nn_table[] = {
+    {"NegativeLogLikelihoodLoss", NULL, h_nll, 2, 3, " ignore_index reduction ", false},
+    {"SoftmaxCrossEntropyLoss", NULL, h_sce, 2, 3, " ignore_index reduction ", true},
+    {"LeakyRelu", NULL, h_act, 1, 1, " alpha ", false},
+    {"Elu", NULL, h_act, 1, 1, " alpha ", false},
+    {"Celu", NULL, h_act, 1, 1, " alpha ", false},
+    {"Selu", NULL, h_act, 1, 1, " alpha gamma ", false},
+    {"ThresholdedRelu", NULL, h_act, 1, 1, " alpha ", false},
+    {"HardSigmoid", NULL, h_act, 1, 1, " alpha beta ", false},
+    {"HardSwish", NULL, h_act, 1, 1, NOATTR, false},
+    {"Softplus", NULL, h_act, 1, 1, NOATTR, false},
+    {"Softsign", NULL, h_act, 1, 1, NOATTR, false},
+    {"Mish", NULL, h_act, 1, 1, NOATTR, false},
+    {"Shrink", NULL, h_act, 1, 1, " bias lambd ", false},
+    {"PRelu", NULL, h_act, 2, 2, NOATTR, false},
+    {"Swish", NULL, h_act, 1, 1, " alpha ", false},
+    {"Tan", NULL, h_act, 1, 1, NOATTR, false},
+    {"Sinh", NULL, h_act, 1, 1, NOATTR, false},
+    {"Cosh", NULL, h_act, 1, 1, NOATTR, false},
+    {"Asinh", NULL, h_act, 1, 1, NOATTR, false},
+    {"Acosh", NULL, h_act, 1, 1, NOATTR, false},
+    {"Atanh", NULL, h_act, 1, 1, NOATTR, false},
+    {"IsNaN", NULL, h_act, 1, 1, NOATTR, false},
+    {"IsInf", NULL, h_act, 1, 1, " detect_negative detect_positive ", false},
+    {"LpNormalization", NULL, h_lpnorm, 1, 1, " axis p ", false},
+    {"MeanVarianceNormalization", NULL, h_mvn, 1, 1, " axes ", false},
+    {"InstanceNormalization", NULL, h_groupnorm, 3, 3, " epsilon ", false},
+    {"GroupNormalization", NULL, h_groupnorm, 3, 3, " epsilon num_groups stash_type ", false},
+    {"Hardmax", NULL, h_hardmax, 1, 1, " axis ", false},
+    {"OneHot", NULL, h_onehot, 3, 3, " axis ", false},
+    {"EyeLike", NULL, h_eyelike, 1, 1, " dtype k ", false},
+    {"DepthToSpace", NULL, h_depth_space, 1, 1, " blocksize mode ", false},
+    {"SpaceToDepth", NULL, h_depth_space, 1, 1, " blocksize ", false},
+    {"GlobalMaxPool", NULL, h_global_max_pool, 1, 1, NOATTR, false},
+    {"NonZero", "nonzero", oimp_h_simple, 1, 1, NOATTR, false},
+};
+const size_t oimp_nn_table_len = sizeof oimp_nn_table / sizeof oimp_nn_table[0];

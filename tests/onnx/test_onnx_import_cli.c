@@ -1,0 +1,140 @@
+/* test_onnx_import_cli.c — `loom import MODEL.onnx -o OUT.loom` and the commands that take a
+ * .onnx file directly (check, eval): the written text re-parses; a failed import leaves no
+ * output file and names the node; ONNX names that are not IR identifiers are renamed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "frontend/onnx/onnx_import.h"
+#include "onnx/onnx_test.h"
+
+static bool exists(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0;
+}
+
+LOOM_TEST(onnx, import_cli_writes_text_that_checks) {
+  char out[] = "/tmp/loom_import_XXXXXX";
+  int fd = mkstemp(out);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  loom_test_proc p = loom_test_run("%s import %s/test_sce_mean_weight/model.onnx -o %s", loom_test_loom_bin(), NODE_DIR, out);
+  cr_assert_eq(p.exit_code, 0, "%s", p.err);
+  loom_test_proc_free(&p);
+  p = loom_test_run("cat %s", out);
+  cr_assert(strstr(p.out, "log_softmax(x, axis=1)") && strstr(p.out, "gather_elements("), "%s", p.out);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s check %s", loom_test_loom_bin(), out);
+  cr_assert_eq(p.exit_code, 0, "%s", p.err);
+  cr_assert(strstr(p.out, "0 unknown dims"), "%s", p.out);
+  loom_test_proc_free(&p);
+  remove(out);
+}
+
+LOOM_TEST(onnx, check_and_eval_take_onnx_directly) {
+  loom_test_proc p = loom_test_run("%s check %s/test_gemm_default_single_elem_vector_bias/model.onnx", loom_test_loom_bin(), NODE_DIR);
+  cr_assert_eq(p.exit_code, 0, "%s", p.err);
+  cr_assert(strstr(p.out, "matmul(a, b)"), "%s", p.out);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s eval %s/test_gemm_default_single_elem_vector_bias/model.onnx --input 'a=random:(3,7)' "
+                    "--input 'b=random:(7,3)' --input 'c=random:(1)'",
+                    loom_test_loom_bin(), NODE_DIR);
+  cr_assert_eq(p.exit_code, 0, "%s", p.err);
+  loom_test_proc_free(&p);
+}
+
+LOOM_TEST(onnx, import_cli_failure_leaves_no_file) {
+  char dir[] = "/tmp/loom_import_dir_XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  char out[128];
+  snprintf(out, sizeof out, "%s/out.loom", dir);
+  /* an unsupported op: the node is named, nothing is written */
+  loom_test_proc p = loom_test_run("%s import %s/test_loop11/model.onnx -o %s", loom_test_loom_bin(), NODE_DIR, out);
+  cr_assert_eq(p.exit_code, 1);
+  cr_assert(strstr(p.err, "node 0 (Loop)") || strstr(p.err, "node 0 (Loop "), "%s", p.err);
+  cr_assert(!exists(out), "a failed import left %s", out);
+  loom_test_proc_free(&p);
+  /* a truncated file */
+  p = loom_test_run("head -c 100 %s/test_add/model.onnx > %s/cut.onnx && %s import %s/cut.onnx -o %s", NODE_DIR, dir,
+                    loom_test_loom_bin(), dir, out);
+  cr_assert_eq(p.exit_code, 1);
+  cr_assert(strstr(p.err, "truncated"), "%s", p.err);
+  cr_assert(!exists(out));
+  loom_test_proc_free(&p);
+  /* not an .onnx path */
+  p = loom_test_run("%s import %s/cut.loom", loom_test_loom_bin(), dir);
+  cr_assert_eq(p.exit_code, 1);
+  cr_assert(strstr(p.err, "expected an ONNX model"), "%s", p.err);
+  loom_test_proc_free(&p);
+  p = loom_test_run("rm -rf %s", dir);
+  loom_test_proc_free(&p);
+}
+
+LOOM_TEST(onnx, import_renames_names_that_are_not_identifiers) {
+  pb g = {0}, model = {0};
+  const char *ins[] = {"0/in", NULL}, *outs[] = {"t0", NULL}, *ins2[] = {"t0", NULL}, *outs2[] = {"return", NULL};
+  pb_node(&g, "Relu", NULL, ins, outs, NULL);
+  pb_node(&g, "Neg", NULL, ins2, outs2, NULL);
+  const char *dims[] = {"n"};
+  pb_value_info(&g, 11, "0/in", 1, 1, dims);
+  pb_value_info(&g, 12, "return", 1, 1, dims);
+  pb_model(&model, 13, &g);
+  loom_onnx_model *m = NULL;
+  loom_status s = loom_onnx_model_parse(model.d, model.len, "mem.onnx", NULL, &m);
+  pb_free(&model);
+  cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+  loom_graph_module *gm = NULL;
+  s = loom_onnx_import(m, &gm);
+  cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_graph_print_module(gm, &sb);
+  cr_assert(strstr(sb.data, "v0_in: Tensor[(n,), f32]") && strstr(sb.data, "t0_: ") && strstr(sb.data, "return_: "), "%s", sb.data);
+  loom_source src = {"printed", sb.data, sb.len};
+  loom_diag_list dl;
+  loom_diag_list_init(&dl, NULL);
+  loom_graph_module *back = NULL;
+  s = loom_graph_parse(&src, &dl, &back);
+  cr_assert(s == LOOM_OK, "%s\n%s", loom_status_text(s, 1), sb.data);
+  loom_graph_module_destroy(back);
+  loom_diag_list_destroy(&dl);
+  loom_strbuf_free(&sb);
+  loom_graph_module_destroy(gm);
+  loom_onnx_model_free(m);
+}
+
+/* Expand with its shape fed at run time: the shape's values become symbolic vars, bound when
+ * @main runs; a negative value is a clear error, not a wrong answer. */
+LOOM_TEST(onnx, runtime_shape_operand_binds_symbols) {
+  loom_onnx_model *m;
+  loom_status s = loom_onnx_model_load(NODE_DIR "/test_expand_dim_changed/model.onnx", &m);
+  cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+  loom_graph_module *gm = NULL;
+  s = loom_onnx_import(m, &gm);
+  cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+  for (int neg = 0; neg < 2; neg++) {
+    loom_graph_value args[2];
+    int64_t xs[2] = {3, 1}, ss[1] = {3};
+    cr_assert(loom_graph_value_tensor(LOOM_DTYPE_F32, 2, xs, &args[0]) == LOOM_OK);
+    cr_assert(loom_graph_value_tensor(LOOM_DTYPE_I64, 1, ss, &args[1]) == LOOM_OK);
+    for (size_t i = 0; i < 3; i++) loom_graph_tensor_set_f64(&args[0].t, i, (double)i);
+    int64_t shape[3] = {2, 1, neg ? -6 : 6};
+    for (size_t i = 0; i < 3; i++) loom_graph_tensor_set_i64(&args[1].t, i, shape[i]);
+    loom_graph_value res;
+    s = loom_graph_eval(gm, "main", 2, args, NULL, &res);
+    if (neg) {
+      EXPECT_ERROR(s, INVALID_ARGUMENT, "element 2 is -6; a shape holds dims >= 0");
+    } else {
+      cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+      cr_assert_eq(res.t.ndim, 3);
+      cr_assert(res.t.shape[0] == 2 && res.t.shape[1] == 3 && res.t.shape[2] == 6);
+      cr_assert_eq(loom_graph_tensor_get_f64(&res.t, 6 * 2 + 5), 2.0); /* [0][2][5] = data[2][0] */
+      loom_graph_value_free(&res);
+    }
+    loom_graph_value_free(&args[0]);
+    loom_graph_value_free(&args[1]);
+  }
+  loom_graph_module_destroy(gm);
+  loom_onnx_model_free(m);
+}
