@@ -7,9 +7,9 @@
 #include "driver/run_tool.h"
 #include "loom.h"
 
-static bool is_module_text(const char *path) {
+static bool is_module(const char *path) {
   size_t n = strlen(path);
-  return n > 5 && !strcmp(path + n - 5, ".loom");
+  return (n > 5 && !strcmp(path + n - 5, ".loom")) || (n > 5 && !strcmp(path + n - 5, ".onnx"));
 }
 
 static int run(const loom_cli_args *args) {
@@ -17,7 +17,7 @@ static int run(const loom_cli_args *args) {
   loom_rt *rt = NULL;
   loom_compiled *c = NULL;
   loom_status st;
-  if (is_module_text(path)) {
+  if (is_module(path)) {
     loom_compile_options o = {.cpu = loom_cli_get(args, "--cpu"), .offload = loom_cli_flag(args, "--offload"), .report = stderr};
     st = loom_compile_file(path, &o, &c);
     if (!st) st = loom_compiled_open(c, NULL, &rt);
@@ -46,6 +46,6 @@ const loom_cli_command loom_cmd_run = {
                                    {"--offload", NULL, "hand large matmuls to BLAS (the offload pass; JIT only)", false},
                                    {NULL, NULL, NULL, false}},
     .run = run,
-    .details = "FILE is a .loom module (compiled now) or an artifact from `loom compile` (as loom-run takes).\n"
+    .details = "FILE is a .loom module or an .onnx model (compiled now) or an artifact from `loom compile` (as loom-run takes).\n"
                "Example: loom run models/mlp.loom --bind b=7 --repeat 10",
 };

@@ -11,6 +11,7 @@
 #include "base/file.h"
 #include "driver/lower_vm.h"
 #include "driver/pipeline.h"
+#include "frontend/onnx/onnx_import.h"
 #include "libcall/libcall.h"
 #include "loom.h"
 #include "targets/cpu/codegen.h"
@@ -84,8 +85,38 @@ loom_status loom_compile(loom_graph_module *m, const loom_compile_options *opts,
   return LOOM_OK;
 }
 
+/* An ONNX model: loaded, imported to @main, verified. */
+static loom_status load_onnx(const char *path, loom_graph_module **m) {
+  loom_onnx_model *model;
+  LOOM_PROPAGATE(loom_onnx_model_load(path, &model));
+  loom_status st = loom_onnx_import(model, m);
+  loom_onnx_model_free(model);
+  if (st) return st;
+  loom_diag_list dl;
+  loom_diag_list_init(&dl, NULL);
+  st = loom_graph_verify(*m, &dl);
+  if (st && dl.errors) {
+    loom_status_free(st);
+    st = loom_diag_list_status(&dl, LOOM_CODE_INVALID_ARGUMENT);
+  }
+  loom_diag_list_destroy(&dl);
+  return st;
+}
+
 loom_status loom_compile_file(const char *path, const loom_compile_options *opts, loom_compiled **out) {
   *out = NULL;
+  size_t plen = strlen(path);
+  if (plen >= 5 && !strcmp(path + plen - 5, ".onnx")) {
+    loom_graph_module *m = NULL;
+    loom_status st = load_onnx(path, &m);
+    if (!st) st = loom_compile(m, opts, out);
+    if (st) {
+      loom_graph_module_destroy(m);
+      return loom_status_annotate(st, __FILE__, __LINE__, "while compiling '%s'", path);
+    }
+    (*out)->owns_module = true;
+    return LOOM_OK;
+  }
   char *text;
   size_t len;
   LOOM_PROPAGATE(loom_file_read(path, &text, &len));

@@ -58,8 +58,9 @@ static void set_reason(char *why, size_t cap, loom_status s) {
 }
 
 /* Runs one test directory. */
-static result run_test(const char *tdir, bool fold_int, bool *folded, char *family_out, size_t fcap, char *why,
-                       size_t cap) {
+static result run_test(const char *tdir, const loom_onnx_conformance_opts *opts, bool *folded, char *family_out,
+                       size_t fcap, char *why, size_t cap) {
+  bool fold_int = opts->fold_int_inputs;
   *folded = false;
   char path[4096];
   snprintf(path, sizeof path, "%s/model.onnx", tdir);
@@ -148,7 +149,7 @@ static result run_test(const char *tdir, bool fold_int, bool *folded, char *fami
     }
     if (r == R_PASS) {
       loom_graph_value res;
-      s = loom_graph_eval(gm, "main", nargs, args, NULL, &res);
+      s = opts->eval ? opts->eval(opts->eval_ctx, gm, nargs, args, &res) : loom_graph_eval(gm, "main", nargs, args, NULL, &res);
       if (s) {
         r = loom_status_code(s) == LOOM_CODE_UNIMPLEMENTED ? R_UNSUP : R_FAIL;
         set_reason(why, cap, s);
@@ -185,6 +186,13 @@ loom_status loom_onnx_conformance_run(const char *dir, const char *filter, FILE 
 
 loom_status loom_onnx_conformance_run_ex(const char *dir, const char *filter, bool fold_int, FILE *out,
                                          loom_onnx_conformance_totals *tot) {
+  loom_onnx_conformance_opts o = {.fold_int_inputs = fold_int};
+  return loom_onnx_conformance_run_opts(dir, filter, &o, out, tot);
+}
+
+loom_status loom_onnx_conformance_run_opts(const char *dir, const char *filter, const loom_onnx_conformance_opts *opts,
+                                           FILE *out, loom_onnx_conformance_totals *tot) {
+  bool fold_int = opts->fold_int_inputs;
   *tot = (loom_onnx_conformance_totals){0};
   DIR *d = opendir(dir);
   if (!d) return LOOM_ERROR(NOT_FOUND, "%s: cannot open the conformance directory", dir);
@@ -206,7 +214,7 @@ loom_status loom_onnx_conformance_run_ex(const char *dir, const char *filter, bo
     struct stat st;
     if (stat(tdir, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
     bool folded;
-    result r = run_test(tdir, fold_int, &folded, fam, sizeof fam, why, sizeof why);
+    result r = run_test(tdir, opts, &folded, fam, sizeof fam, why, sizeof why);
     if (r == R_PASS && folded) tot->passed_folded++;
     size_t f = 0;
     while (f < nf && strcmp(fams[f].name, fam) != 0) f++;

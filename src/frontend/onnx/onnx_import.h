@@ -47,4 +47,20 @@ LOOM_MUST_USE loom_status loom_onnx_conformance_run(const char *dir, const char 
  * marked "(integer inputs folded)" and counted in passed_folded. */
 LOOM_MUST_USE loom_status loom_onnx_conformance_run_ex(const char *dir, const char *filter, bool fold_int_inputs,
                                                        FILE *out, loom_onnx_conformance_totals *totals);
+
+/* How a test's imported module is run: the reference interpreter (NULL `eval`), or a hook
+ * (the driver's compiled path: pipeline, VM lowering, JIT). `m` is the module imported for
+ * the test (the hook may change it, e.g. legalize it, and reuse work while `m` stays the
+ * same); on success *out is the result as loom_graph_eval gives it. An UNIMPLEMENTED status
+ * counts the test as unsupported. */
+typedef loom_status (*loom_onnx_eval_fn)(void *ctx, loom_graph_module *m, size_t nargs, const loom_graph_value *args,
+                                         loom_graph_value *out);
+typedef struct loom_onnx_conformance_opts {
+  bool fold_int_inputs;
+  loom_onnx_eval_fn eval; /* NULL: loom_graph_eval */
+  void *eval_ctx;
+} loom_onnx_conformance_opts;
+LOOM_MUST_USE loom_status loom_onnx_conformance_run_opts(const char *dir, const char *filter,
+                                                         const loom_onnx_conformance_opts *opts, FILE *out,
+                                                         loom_onnx_conformance_totals *totals);
 #endif
