@@ -79,5 +79,6 @@ pub const suites = .{
         "tests/e2e/e2e_util.c",
         "tests/e2e/test_e2e_models.c",
         "tests/e2e/test_e2e_cli.c",
+        "tests/e2e/test_memplan.c",
     } },
 };

@@ -16,12 +16,19 @@ typedef struct compiled_eval {
   loom_graph_module *m; /* the module `c` was compiled from */
   loom_compiled *c;
   loom_rt *rt;
+  loom_code failed;  /* the compile's status code when it failed (repeated for later data sets) */
+  char why[512];
 } compiled_eval;
 
 static void compiled_eval_reset(compiled_eval *ce) {
   loom_rt_close(ce->rt);
   loom_compiled_free(ce->c);
   *ce = (compiled_eval){0};
+}
+
+static void compiled_eval_forget(void *ctx, loom_graph_module *m) {
+  compiled_eval *ce = ctx;
+  if (ce->m == m) compiled_eval_reset(ce);
 }
 
 static loom_status to_value(const loom_vm_obj *o, loom_graph_value *out) {
@@ -38,8 +45,8 @@ static loom_status compiled_eval_run(void *ctx, loom_graph_module *m, size_t nar
   compiled_eval *ce = ctx;
   if (ce->m != m) {
     compiled_eval_reset(ce);
-    LOOM_PROPAGATE(loom_compile(m, NULL, &ce->c));
     ce->m = m;
+    LOOM_PROPAGATE(loom_compile(m, NULL, &ce->c));
     LOOM_PROPAGATE(loom_compiled_open(ce->c, NULL, &ce->rt));
   }
   if (!ce->rt) return LOOM_ERROR(FAILED_PRECONDITION, "the module did not compile");
@@ -72,7 +79,7 @@ static int run(const loom_cli_args *args) {
   loom_onnx_conformance_totals t;
   compiled_eval ce = {0};
   loom_onnx_conformance_opts o = {.fold_int_inputs = loom_cli_flag(args, "--fold-int-inputs")};
-  if (loom_cli_flag(args, "--compiled")) o.eval = compiled_eval_run, o.eval_ctx = &ce;
+  if (loom_cli_flag(args, "--compiled")) o.eval = compiled_eval_run, o.forget = compiled_eval_forget, o.eval_ctx = &ce;
   loom_status s = loom_onnx_conformance_run_opts(args->positional[0], loom_cli_get(args, "--filter"), &o, stdout, &t);
   compiled_eval_reset(&ce);
   if (s) {

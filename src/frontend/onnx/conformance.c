@@ -118,7 +118,8 @@ static result run_test(const char *tdir, const loom_onnx_conformance_opts *opts,
         if (dt == LOOM_DTYPE_I64 || dt == LOOM_DTYPE_I32) frozen[j] = true, fnames[nfz] = g->inputs[i].name, fvals[nfz++] = ts->inputs[j];
         j++;
       }
-      loom_graph_module_destroy(gm);
+      if (opts->forget) opts->forget(opts->eval_ctx, gm);
+  loom_graph_module_destroy(gm);
       gm = NULL;
       loom_onnx_import_opts o = {nfz, fnames, fvals};
       s = loom_onnx_import_ex(model, &o, &gm);
@@ -174,6 +175,7 @@ static result run_test(const char *tdir, const loom_onnx_conformance_opts *opts,
     loom_onnx_test_set_free(ts);
   }
   if (r == R_PASS && nsets == 0) r = R_FAIL, snprintf(why, cap, "no test_data_set_N");
+  if (opts->forget) opts->forget(opts->eval_ctx, gm);
   loom_graph_module_destroy(gm);
   loom_onnx_model_free(model);
   return r;

@@ -58,6 +58,7 @@ typedef loom_status (*loom_onnx_eval_fn)(void *ctx, loom_graph_module *m, size_t
 typedef struct loom_onnx_conformance_opts {
   bool fold_int_inputs;
   loom_onnx_eval_fn eval; /* NULL: loom_graph_eval */
+  void (*forget)(void *ctx, loom_graph_module *m); /* called before a module given to eval is destroyed */
   void *eval_ctx;
 } loom_onnx_conformance_opts;
 LOOM_MUST_USE loom_status loom_onnx_conformance_run_opts(const char *dir, const char *filter,
