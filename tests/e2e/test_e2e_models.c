@@ -97,3 +97,19 @@ LOOM_TEST(e2e, user_kernel_extern_in_a_compiled_module) {
   p = loom_test_run("rm -rf %s", dir);
   loom_test_proc_free(&p);
 }
+
+/* Random shapes (seeded: LOOM_TEST_SEED): equal to the interpreter and within the planned peak. */
+LOOM_TEST(e2e, gpt2_tiny_random_shapes_within_the_planned_peak) {
+  loom_test_rng r = {loom_test_seed()};
+  e2e_model md = e2e_compile("tests/graph/corpus/gpt2_tiny.loom");
+  for (int k = 0; k < 8; k++) {
+    e2e_bind b[] = {{"b", loom_test_rng_range(&r, 1, 4)}, {"s", loom_test_rng_range(&r, 0, 40)}};
+    e2e_io io = {0};
+    double err = e2e_check(&md, "main", b, 2, false, &io);
+    cr_assert_lt(err, 1e-4, "b = %lld, s = %lld (seed %llu): relative error %g", (long long)b[0].value,
+                 (long long)b[1].value, (unsigned long long)loom_test_seed(), err);
+    cr_assert_leq(io.used, (size_t)io.planned);
+    e2e_io_free(&io);
+  }
+  e2e_model_free(&md);
+}
