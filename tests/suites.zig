@@ -70,4 +70,7 @@ pub const suites = .{
         "tests/vm/test_aot.c",
         "tests/vm/test_model.c",
     } },
+    .{ .name = "passes", .files = &[_][]const u8{
+        "tests/passes/test_passes.c",
+    } },
 };
