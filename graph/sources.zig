@@ -23,4 +23,10 @@ pub const compiler = [_][]const u8{
     "graph/npy_io.c",
     "graph/tp_bridge.c",
     "graph/memplan.c",
+    "graph/pass_util.c",
+    "graph/pass_normalize.c",
+    "graph/pass_fold.c",
+    "graph/pass_cse.c",
+    "graph/pass_dce.c",
+    "graph/pass_simplify.c",
 };

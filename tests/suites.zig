@@ -81,4 +81,7 @@ pub const suites = .{
         "tests/e2e/test_e2e_cli.c",
         "tests/e2e/test_memplan.c",
     } },
+    .{ .name = "passes", .files = &[_][]const u8{
+        "tests/passes/test_passes.c",
+    } },
 };

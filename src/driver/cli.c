@@ -21,7 +21,8 @@ void loom_cli_print_help(const char *program, const loom_cli_command *cmd) {
   for (int i = 0; cmd->opts && cmd->opts[i].name; i++) {
     const loom_cli_opt *o = &cmd->opts[i];
     char left[64];
-    snprintf(left, sizeof left, "%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+    if (o->metavar && o->metavar[0] == '[') snprintf(left, sizeof left, "%s%s", o->name, o->metavar);
+    else snprintf(left, sizeof left, "%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
     printf("  %-28s %s%s\n", left, o->help, o->repeatable ? " (repeatable)" : "");
   }
   printf("  %-28s %s\n", "--help", "show this help");
@@ -92,6 +93,8 @@ int loom_cli_dispatch(const char *program, const loom_cli_command *cmd, int argc
     if (o->metavar) {
       if (eq) {
         value = eq + 1;
+      } else if (o->metavar[0] == '[') {
+        value = "";
       } else if (i + 1 < argc) {
         value = argv[++i];
       } else {

@@ -4,7 +4,8 @@
  * options, and the function that runs it. The parser gives every command
  * `--help`, checks option names and positional counts, and turns misuse into
  * "loom CMD: error: ..." on stderr with exit code 2. Options are `--name VALUE`
- * or `--name=VALUE`; flags are `--name`. */
+ * or `--name=VALUE`; flags are `--name`; an option with an optional value is
+ * `--name` or `--name=VALUE`. */
 #ifndef LOOM_DRIVER_CLI_H
 #define LOOM_DRIVER_CLI_H
 
@@ -19,7 +20,8 @@ enum {
 
 typedef struct loom_cli_opt {
   const char *name;    /* "--fn" */
-  const char *metavar; /* "NAME" when the option takes a value; NULL for a flag */
+  const char *metavar; /* "NAME" when the option takes a value; NULL for a flag; "[=N]": an
+                          optional value (`--name` alone gives "") */
   const char *help;    /* one line */
   bool repeatable;     /* may be given more than once */
 } loom_cli_opt;

@@ -1,5 +1,5 @@
-/* cmd_opt.c — `loom opt FILE.loom --passes=legalize,classify [--print-after-all] [--time]`:
- * runs passes on a module and prints the result. */
+/* cmd_opt.c — `loom opt FILE.loom [--passes=normalize,fold,...] [--print-after-all] [--time]
+ * [--check-passes[=N]]`: runs passes on a module and prints the result. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,12 +31,22 @@ static int run(const loom_cli_args *args) {
     npasses = loom_pipeline_default(&def);
     memcpy(passes, def, npasses * sizeof *def);
   }
+  int check = 0;
+  const char *cv = loom_cli_get(args, "--check-passes");
+  if (cv) {
+    char *end;
+    long k = *cv ? strtol(cv, &end, 10) : 3;
+    if (*cv && (*end || k < 1 || k > 1000))
+      return loom_cli_usage_error(args, "--check-passes takes a number of input sets from 1 to 1000, got '%s'", cv);
+    check = (int)k;
+  }
   loom_diag_list diags;
   loom_graph_module *m = NULL;
   if (loom_driver_load_graph(path, &diags, &m)) return LOOM_EXIT_FAILURE;
   loom_pass_options opts = {.print_after_all = loom_cli_flag(args, "--print-after-all"),
                             .verify_each = true,
-                            .time_passes = loom_cli_flag(args, "--time")};
+                            .time_passes = loom_cli_flag(args, "--time"),
+                            .check_numerics = check};
   loom_status s = loom_pipeline_run(m, passes, npasses, &opts, &diags);
   int rc = LOOM_EXIT_OK;
   if (s) {
@@ -69,11 +79,16 @@ const loom_cli_command loom_cmd_opt = {
         {"--passes", "P1,P2,...", "passes to run, in order (default: the pipeline)", false},
         {"--print-after-all", NULL, "print the module after every pass", false},
         {"--time", NULL, "report the time of every pass", false},
+        {"--check-passes", "[=N]", "run the module before and after every pass on N random shape sets (default 3)", false},
         {NULL, NULL, NULL, false},
     },
     .run = run,
-    .details = "Passes: legalize (operator calls -> generated tensor programs), schedule (default CPU\n"
-               "schedule rules on every tensor program), classify (report each tensor program's access\n"
-               "pattern), offload (matmul/linear to BLAS above a row threshold, guarded by the shape;\n"
-               "LOOM_OFFLOAD_THRESHOLD overrides the measured default). The module is verified after every pass.",
+    .details = "Passes: normalize (canonical form), simplify (algebraic rewrites), fold (constants and\n"
+               "shape computations), cse, dce, offload (matmul/linear to BLAS above a row threshold, guarded\n"
+               "by the shape; LOOM_OFFLOAD_THRESHOLD overrides the measured default), legalize (operator calls\n"
+               "-> generated tensor programs), schedule (default CPU schedule rules on every tensor program),\n"
+               "classify (report each tensor program's access pattern); docs/passes.md. The module is verified\n"
+               "after every pass; --check-passes also runs it in the reference interpreter before and after\n"
+               "each pass on random inputs at random symbolic-var values and fails naming the pass that\n"
+               "changed a result.",
 };

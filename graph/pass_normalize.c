@@ -1,0 +1,118 @@
+/* pass_normalize.c — the canonical form the other passes rely on (loom_graph_normalize).
+ *
+ * After normalize:
+ *   - no binding's value is a bare leaf: `y = x`, `y = const(...)`, `y = shape(...)`,
+ *     `y = sym(...)` are propagated into the uses of y (copy and literal propagation), so
+ *     fold and simplify see literals directly as operands;
+ *   - a match_cast that is statically true and defines no symbol is a plain copy, and is
+ *     propagated like one (one that defines a symbol always stays: it is the symbol's
+ *     definition);
+ *   - `t.i` of a tuple `t = (a, b, ...)` built in the function is the field itself;
+ *   - commutative operators list var operands in definition order and literals last,
+ *     so `add(b, a)` and `add(a, b)` are the same expression for CSE and a constant is
+ *     always operand 1 for simplify;
+ *   - adjacent dataflow blocks are one block; each block's outputs are exactly the vars
+ *     used after it; no block is empty. */
+#include <string.h>
+
+#include "graph/pass_internal.h"
+
+static bool commutative(loom_graph_op op) {
+  switch (op) {
+  case LOOM_GRAPH_OP_ADD:
+  case LOOM_GRAPH_OP_MUL:
+  case LOOM_GRAPH_OP_MAXIMUM:
+  case LOOM_GRAPH_OP_MINIMUM:
+  case LOOM_GRAPH_OP_EQUAL:
+  case LOOM_GRAPH_OP_NOT_EQUAL:
+  case LOOM_GRAPH_OP_LOGICAL_AND:
+  case LOOM_GRAPH_OP_LOGICAL_OR:
+  case LOOM_GRAPH_OP_LOGICAL_XOR:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* Sort key of an operand: vars by definition order, then literals. */
+static uint64_t operand_key(const loom_graph_expr *e) {
+  return e->kind == LOOM_GRAPH_EXPR_VAR ? e->u.var.id : UINT64_MAX;
+}
+
+static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
+  loom_graph_expr *v = b->value;
+  bool ok;
+  /* y = leaf  ->  uses of y read the leaf */
+  if (b->kind == LOOM_GRAPH_BIND_VAR && loom_graph_expr_is_leaf(v)) {
+    loom_pass_replace_var(p, b, v, &ok);
+    *drop = ok;
+    return LOOM_OK;
+  }
+  /* y = match_cast(x, S)  ->  uses of y read x   if S is statically a base of x and defines no symbol */
+  if (b->kind == LOOM_GRAPH_BIND_MATCH_CAST && loom_graph_expr_is_leaf(v) && loom_pass_sinfo_in_scope(p, b->var->sinfo) &&
+      loom_sinfo_is_base_of(p->cx, b->var->sinfo, v->sinfo) == LOOM_SYM_TRUE) {
+    loom_pass_replace_var(p, b, v, &ok);
+    *drop = ok;
+    return LOOM_OK;
+  }
+  /* y = t.i with t = (a0, a1, ...)  ->  uses of y read a_i */
+  if (b->kind == LOOM_GRAPH_BIND_VAR && v->kind == LOOM_GRAPH_EXPR_TUPLE_GET) {
+    loom_graph_binding *tb = loom_pass_producer(p, v->u.get.tuple);
+    if (tb && tb->kind == LOOM_GRAPH_BIND_VAR && tb->value->kind == LOOM_GRAPH_EXPR_TUPLE &&
+        v->u.get.index < tb->value->u.tuple.n) {
+      loom_pass_replace_var(p, b, tb->value->u.tuple.items[v->u.get.index], &ok);
+      *drop = ok;
+    }
+    return LOOM_OK;
+  }
+  /* op(a, b) -> op(b, a)   for commutative ops, ordered by operand_key */
+  if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_OP && commutative(v->u.call.op) &&
+      v->u.call.nargs == 2 && operand_key(v->u.call.args[0]) > operand_key(v->u.call.args[1])) {
+    loom_graph_expr *args[2] = {v->u.call.args[1], v->u.call.args[0]};
+    loom_graph_expr *c = loom_pass_call_copy(p->m, v, 2, args, v->u.call.nattrs, v->u.call.attrs);
+    if (!c) return LOOM_OOM();
+    return loom_pass_set_value(p, b, c, &ok);
+  }
+  return LOOM_OK;
+}
+
+/* Merges runs of adjacent dataflow blocks of s (and of nested branches). */
+static loom_status merge_blocks(loom_graph_module *m, loom_graph_seq *s, size_t *changed) {
+  loom_arena *a = loom_graph_module_arena(m);
+  loom_graph_block **blocks = (loom_graph_block **)s->blocks;
+  size_t k = 0;
+  for (size_t i = 0; i < s->nblocks; i++) {
+    loom_graph_block *blk = blocks[i];
+    for (size_t j = 0; j < blk->n; j++)
+      if (blk->bindings[j]->value->kind == LOOM_GRAPH_EXPR_IF) {
+        LOOM_PROPAGATE(merge_blocks(m, blk->bindings[j]->value->u.if_.then_seq, changed));
+        LOOM_PROPAGATE(merge_blocks(m, blk->bindings[j]->value->u.if_.else_seq, changed));
+      }
+    if (k && blk->dataflow && blocks[k - 1]->dataflow) {
+      loom_graph_block *prev = blocks[k - 1];
+      loom_graph_binding **bs = LOOM_ARENA_ARRAY(a, loom_graph_binding *, prev->n + blk->n);
+      if (!bs) return LOOM_OOM();
+      memcpy(bs, prev->bindings, prev->n * sizeof *bs);
+      memcpy(bs + prev->n, blk->bindings, blk->n * sizeof *bs);
+      prev->bindings = bs;
+      prev->n += blk->n;
+      (*changed)++;
+      continue;
+    }
+    blocks[k++] = blk;
+  }
+  s->nblocks = k;
+  return LOOM_OK;
+}
+
+loom_status loom_graph_normalize(loom_graph_module *m, size_t *out_changed) {
+  loom_pass p = {.m = m, .visit = visit};
+  LOOM_PROPAGATE(loom_pass_run(&p));
+  size_t merged = 0;
+  for (size_t i = 0; i < m->funcs.len; i++) {
+    LOOM_PROPAGATE(merge_blocks(m, m->funcs.data[i]->body, &merged));
+    LOOM_PROPAGATE(loom_pass_fix_outputs(m, m->funcs.data[i]->body));
+  }
+  if (out_changed) *out_changed = p.changed + merged;
+  return LOOM_OK;
+}

@@ -1,0 +1,212 @@
+/* pass_simplify.c — algebraic simplification of operator calls (loom_graph_simplify).
+ *
+ * Each rule rewrites one binding where it stands: either its uses read an operand instead
+ * (the rule's result is an existing value), or its value becomes a simpler call on the
+ * operands of its producer. A rewrite is made only when the binding's struct info
+ * provably still holds (the symbolic prover decides shape equalities), and a new
+ * attribute only names symbols in scope before the binding. */
+#include <string.h>
+
+#include "graph/pass_internal.h"
+
+/* The operator call that defines var e, or NULL. */
+static const loom_graph_expr *producer_call(loom_pass *p, const loom_graph_expr *e, loom_graph_op op) {
+  loom_graph_binding *b = loom_pass_producer(p, e);
+  if (!b || b->kind != LOOM_GRAPH_BIND_VAR || b->value->kind != LOOM_GRAPH_EXPR_CALL ||
+      b->value->u.call.callee != LOOM_GRAPH_CALLEE_OP || b->value->u.call.op != op)
+    return NULL;
+  return b->value;
+}
+
+static bool reshape_like(loom_graph_op op) {
+  return op == LOOM_GRAPH_OP_RESHAPE || op == LOOM_GRAPH_OP_EXPAND_DIMS || op == LOOM_GRAPH_OP_SQUEEZE ||
+         op == LOOM_GRAPH_OP_FLATTEN;
+}
+
+/* The reshape-like call that defines var e, or NULL. */
+static const loom_graph_expr *reshape_producer(loom_pass *p, const loom_graph_expr *e) {
+  loom_graph_binding *b = loom_pass_producer(p, e);
+  if (!b || b->kind != LOOM_GRAPH_BIND_VAR || b->value->kind != LOOM_GRAPH_EXPR_CALL ||
+      b->value->u.call.callee != LOOM_GRAPH_CALLEE_OP || !reshape_like(b->value->u.call.op))
+    return NULL;
+  return b->value;
+}
+
+/* Whether tensors a and b provably have the same rank and dims. */
+static bool same_dims(loom_pass *p, const loom_sinfo *a, const loom_sinfo *b) {
+  if (a->kind != LOOM_SINFO_TENSOR || b->kind != LOOM_SINFO_TENSOR || a->ndim < 0 || a->ndim != b->ndim) return false;
+  if (!a->ndim) return true;
+  if (!a->dims || !b->dims) return false;
+  for (int i = 0; i < a->ndim; i++)
+    if (a->dims[i] != b->dims[i] && loom_sym_prove_eq(p->cx, a->dims[i], b->dims[i]) != LOOM_SYM_TRUE) return false;
+  return true;
+}
+
+/* permute_dims axes (default: reversed) of a call on a rank-n operand; false when not constant. */
+static bool perm_of(const loom_graph_expr *c, int n, int64_t *axes) {
+  if (n < 0 || n > 8) return false;
+  const loom_graph_attr *a = loom_graph_call_attr(c, "axes");
+  if (!a) {
+    for (int i = 0; i < n; i++) axes[i] = n - 1 - i;
+    return true;
+  }
+  if (a->kind != LOOM_GRAPH_ATTR_SYMS || (int)a->n != n) return false;
+  for (int i = 0; i < n; i++) {
+    if (!loom_sym_is_const(a->syms[i], &axes[i])) return false;
+    if (axes[i] < 0) axes[i] += n;
+  }
+  return true;
+}
+
+static bool identity_perm(const int64_t *axes, int n) {
+  for (int i = 0; i < n; i++)
+    if (axes[i] != i) return false;
+  return true;
+}
+
+/* All constant `name` entries equal v (absent counts as `dflt`). */
+static bool attr_all(const loom_graph_expr *c, const char *name, int64_t v, bool absent_ok) {
+  const loom_graph_attr *a = loom_graph_call_attr(c, name);
+  if (!a) return absent_ok;
+  if (a->kind == LOOM_GRAPH_ATTR_INT) return a->i == v;
+  if (a->kind != LOOM_GRAPH_ATTR_SYMS) return false;
+  for (size_t i = 0; i < a->n; i++) {
+    int64_t k;
+    if (!loom_sym_is_const(a->syms[i], &k) || k != v) return false;
+  }
+  return true;
+}
+
+/* Uses of b read `x` (when its struct info provably fits). */
+static void forward(loom_pass *p, loom_graph_binding *b, loom_graph_expr *x, bool *drop) {
+  bool ok;
+  loom_pass_replace_var(p, b, x, &ok);
+  *drop = ok;
+}
+
+static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
+  const loom_graph_expr *v = b->value;
+  if (b->kind != LOOM_GRAPH_BIND_VAR || v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP)
+    return LOOM_OK;
+  const loom_sinfo *out = b->var->sinfo;
+  size_t n = v->u.call.nargs;
+  loom_graph_expr *x = n ? v->u.call.args[0] : NULL;
+  loom_graph_expr *y = n > 1 ? v->u.call.args[1] : NULL;
+  bool ok;
+  switch (v->u.call.op) {
+  /* dropout(x) -> x   (identity at inference) */
+  case LOOM_GRAPH_OP_DROPOUT:
+    forward(p, b, x, drop);
+    return LOOM_OK;
+
+  /* cast(x, dtype=t) -> x   if x has dtype t */
+  case LOOM_GRAPH_OP_CAST:
+    if (x->sinfo->kind == LOOM_SINFO_TENSOR && x->sinfo->dtype == out->dtype) forward(p, b, x, drop);
+    return LOOM_OK;
+
+  /* neg(neg(x)) -> x */
+  case LOOM_GRAPH_OP_NEG: {
+    const loom_graph_expr *inner = producer_call(p, x, LOOM_GRAPH_OP_NEG);
+    if (inner) forward(p, b, inner->u.call.args[0], drop);
+    return LOOM_OK;
+  }
+
+  /* concat(x) -> x */
+  case LOOM_GRAPH_OP_CONCAT:
+    if (n == 1) forward(p, b, x, drop);
+    return LOOM_OK;
+
+  /* mul(x, 1) -> x, mul(1, x) -> x, div(x, 1) -> x   if the result is x's shape and dtype */
+  case LOOM_GRAPH_OP_MUL:
+  case LOOM_GRAPH_OP_DIV:
+    if (loom_pass_const_all(y, 1) && same_dims(p, out, x->sinfo) && out->dtype == x->sinfo->dtype) forward(p, b, x, drop);
+    else if (v->u.call.op == LOOM_GRAPH_OP_MUL && loom_pass_const_all(x, 1) && same_dims(p, out, y->sinfo) &&
+             out->dtype == y->sinfo->dtype)
+      forward(p, b, y, drop);
+    return LOOM_OK;
+
+  /* add(x, 0) -> x, add(0, x) -> x, sub(x, 0) -> x   if the result is x's shape and dtype */
+  case LOOM_GRAPH_OP_ADD:
+  case LOOM_GRAPH_OP_SUB:
+    if (loom_pass_const_all(y, 0) && same_dims(p, out, x->sinfo) && out->dtype == x->sinfo->dtype) forward(p, b, x, drop);
+    else if (v->u.call.op == LOOM_GRAPH_OP_ADD && loom_pass_const_all(x, 0) && same_dims(p, out, y->sinfo) &&
+             out->dtype == y->sinfo->dtype)
+      forward(p, b, y, drop);
+    return LOOM_OK;
+
+  /* broadcast_to(x, shape) -> x   if shape provably equals x's dims */
+  case LOOM_GRAPH_OP_BROADCAST_TO:
+    if (same_dims(p, out, x->sinfo)) forward(p, b, x, drop);
+    return LOOM_OK;
+
+  /* strided_slice(x) -> x   if every begin is 0, every stride 1 and the result has x's dims */
+  case LOOM_GRAPH_OP_STRIDED_SLICE:
+    if (attr_all(v, "begin", 0, false) && attr_all(v, "strides", 1, true) && same_dims(p, out, x->sinfo))
+      forward(p, b, x, drop);
+    return LOOM_OK;
+
+  case LOOM_GRAPH_OP_PERMUTE_DIMS: {
+    int64_t q[8], p1[8];
+    int r = x->sinfo->kind == LOOM_SINFO_TENSOR ? x->sinfo->ndim : -1;
+    if (!perm_of(v, r, q)) return LOOM_OK;
+    /* permute_dims(x, identity) -> x */
+    if (identity_perm(q, r)) {
+      forward(p, b, x, drop);
+      return LOOM_OK;
+    }
+    /* permute_dims(permute_dims(x, p1), p2) -> permute_dims(x, p1[p2[i]]) */
+    const loom_graph_expr *inner = producer_call(p, x, LOOM_GRAPH_OP_PERMUTE_DIMS);
+    loom_graph_expr *ix = inner ? inner->u.call.args[0] : NULL;
+    if (!inner || !perm_of(inner, ix->sinfo->kind == LOOM_SINFO_TENSOR ? ix->sinfo->ndim : -1, p1) || ix->sinfo->ndim != r)
+      return LOOM_OK;
+    int64_t c[8];
+    for (int i = 0; i < r; i++) c[i] = p1[q[i]];
+    if (identity_perm(c, r)) {
+      forward(p, b, ix, drop);
+      return LOOM_OK;
+    }
+    loom_graph_attr at = loom_graph_attr_ints(p->m, "axes", (size_t)r, c);
+    if (!at.name || !at.syms) return LOOM_OOM();
+    loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 1, &ix, 1, &at);
+    if (!nc) return LOOM_OOM();
+    return loom_pass_set_value(p, b, nc, &ok);
+  }
+
+  case LOOM_GRAPH_OP_RESHAPE:
+  case LOOM_GRAPH_OP_EXPAND_DIMS:
+  case LOOM_GRAPH_OP_SQUEEZE:
+  case LOOM_GRAPH_OP_FLATTEN: {
+    /* reshape(x, shape) -> x   if the result provably has x's dims (likewise expand_dims, squeeze, flatten) */
+    if (same_dims(p, out, x->sinfo)) {
+      forward(p, b, x, drop);
+      return LOOM_OK;
+    }
+    /* reshape(reshape(x, A), B) -> reshape(x, B)   for any chain of reshape-likes; B is the
+     * result's dims, which must be in scope before this binding */
+    const loom_graph_expr *inner = reshape_producer(p, x);
+    if (!inner || out->kind != LOOM_SINFO_TENSOR || out->ndim < 0 || (out->ndim && !out->dims) ||
+        !loom_pass_sinfo_in_scope(p, out))
+      return LOOM_OK;
+    loom_graph_expr *ix = inner->u.call.args[0];
+    if (same_dims(p, out, ix->sinfo)) {
+      forward(p, b, ix, drop);
+      return LOOM_OK;
+    }
+    loom_graph_attr at = loom_graph_attr_syms(p->m, "shape", (size_t)out->ndim, out->dims);
+    if (!at.name || !at.syms) return LOOM_OOM();
+    loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 1, &ix, 1, &at);
+    if (!nc) return LOOM_OOM();
+    nc->u.call.op = LOOM_GRAPH_OP_RESHAPE;
+    return loom_pass_set_value(p, b, nc, &ok);
+  }
+  default:
+    return LOOM_OK;
+  }
+}
+
+loom_status loom_graph_simplify(loom_graph_module *m, size_t *out_changed) {
+  loom_pass p = {.m = m, .visit = visit};
+  LOOM_PROPAGATE(loom_pass_run(&p));
+  if (out_changed) *out_changed = p.changed;
+  return LOOM_OK;
+}

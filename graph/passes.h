@@ -1,0 +1,56 @@
+/* passes.h — the graph-level optimisation passes (docs/passes.md).
+ *
+ *     size_t n;
+ *     LOOM_PROPAGATE(loom_graph_normalize(m, &n));
+ *     LOOM_PROPAGATE(loom_graph_simplify(m, &n));
+ *     LOOM_PROPAGATE(loom_graph_fold(m, &n));
+ *     LOOM_PROPAGATE(loom_graph_cse(m, &n));
+ *     LOOM_PROPAGATE(loom_graph_dce(m, &n));
+ *
+ * Each pass rewrites every graph function of the module in place and reports how many
+ * rewrites it made in *out_changed (optional). None of them moves a binding: a rewrite
+ * replaces a binding's value where it stands or replaces the uses of a var by an
+ * earlier leaf, and every new use of a symbolic var is checked to be in scope at that
+ * point (a symbol defined by a match_cast is never used above it). After each pass
+ * every dataflow block's `output` list is exactly the vars used after the block, and
+ * empty blocks are gone. */
+#ifndef LOOM_GRAPH_PASSES_H
+#define LOOM_GRAPH_PASSES_H
+
+#include "graph/graph.h"
+
+/* Canonical form: bindings of leaves propagated into their uses (copy and literal
+ * propagation), statically true match_casts that define no symbol removed, tuple-gets
+ * of a tuple built in the function replaced by the field, commutative operators with
+ * their literal operands last and var operands by definition order, adjacent dataflow
+ * blocks merged. */
+loom_status loom_graph_normalize(loom_graph_module *m, size_t *out_changed);
+
+/* Constant folding: operator calls whose operands are all constants (and whose
+ * attributes and result shape are constant, at most LOOM_GRAPH_FOLD_MAX_ELEMS elements)
+ * are evaluated with the interpreter's reference implementations; shape computations
+ * become symbolic literals: a binding whose struct info is a Shape of known dims
+ * (shape_of(x) of a tensor with symbolic dims) becomes `shape(b, s)`, a Scalar i64 of
+ * known value becomes `sym(e)`, and a Shape literal operand of reshape / zeros / ones /
+ * full becomes the `shape` attribute. */
+#define LOOM_GRAPH_FOLD_MAX_ELEMS 16384
+loom_status loom_graph_fold(loom_graph_module *m, size_t *out_changed);
+
+/* Common subexpression elimination over pure bindings (operator calls, call_tp, tuples,
+ * tuple-gets) with equal struct info: a later equal binding's uses become the earlier
+ * var. An `if` branch sees the bindings before the `if`; its own are forgotten after it. */
+loom_status loom_graph_cse(loom_graph_module *m, size_t *out_changed);
+
+/* Dead-code elimination: removes bindings whose var is never used, keeping match_casts
+ * and external calls (side effects), `if`s whose branches hold them, and every binding
+ * that defines a symbolic var used by live code; removes module constants nothing uses. */
+loom_status loom_graph_dce(loom_graph_module *m, size_t *out_changed);
+
+/* Algebraic simplification: permute_dims compositions, reshape chains (reshape,
+ * expand_dims, squeeze, flatten) into one reshape, reshape-likes / broadcast_to /
+ * strided_slice / permute_dims that provably keep their input as it is, mul/div by one,
+ * add/sub of zero, cast to the same dtype, dropout, neg(neg(x)), one-operand concat.
+ * Shape equalities are decided by the symbolic prover. */
+loom_status loom_graph_simplify(loom_graph_module *m, size_t *out_changed);
+
+#endif

@@ -1,0 +1,464 @@
+/* test_passes.c — the graph passes as IR text in, IR text out (the whole printed function is
+ * asserted), the numeric check catching a deliberately wrong rewrite, and the default
+ * pipeline on a module whose symbols are defined by match_cast and by nonzero's fresh count,
+ * with every intermediate module verified and checked numerically. */
+#define _POSIX_C_SOURCE 200809L /* open_memstream, strndup */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver/pipeline.h"
+#include "graph/passes.h"
+#include "support/loom_test.h"
+
+static loom_graph_module *parse(const char *text) {
+  loom_source src = {"test.loom", text, strlen(text)};
+  loom_diag_list diags;
+  loom_diag_list_init(&diags, NULL);
+  loom_graph_module *m = NULL;
+  loom_status s = loom_graph_parse(&src, &diags, &m);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_diag_list_destroy(&diags);
+  return m;
+}
+
+static void verify(loom_graph_module *m) {
+  loom_diag_list diags;
+  loom_diag_list_init(&diags, NULL);
+  loom_status s = loom_graph_verify(m, &diags);
+  if (s) loom_diag_list_print(stderr, &diags);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_diag_list_destroy(&diags);
+}
+
+typedef loom_status (*pass_fn)(loom_graph_module *m, size_t *out_changed);
+
+/* Runs the passes in order on `in` and asserts the printed module is `want`, that it verifies
+ * and that it parses back to the same text. */
+static void expect(const char *in, const pass_fn *passes, size_t n, const char *want) {
+  loom_graph_module *m = parse(in);
+  for (size_t i = 0; i < n; i++) {
+    loom_status s = passes[i](m, NULL);
+    cr_assert_null(s, "%s", loom_status_text(s, 0));
+    verify(m);
+  }
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_graph_print_module(m, &sb);
+  cr_assert_str_eq(loom_strbuf_cstr(&sb), want);
+  loom_graph_module *back = parse(loom_strbuf_cstr(&sb));
+  cr_assert(loom_graph_module_equal(m, back), "the result does not parse back to itself");
+  loom_graph_module_destroy(back);
+  loom_strbuf_free(&sb);
+  loom_graph_module_destroy(m);
+}
+
+LOOM_TEST(passes, normalize_propagates_leaves_and_orders_operands) {
+  static const pass_fn p[] = {loom_graph_normalize};
+  expect("fn @main(x: Tensor[(n, 4), f32], y: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {\n"
+         "  dataflow {\n"
+         "    a = x\n"
+         "    b = add(const(2.0, f32), a)\n"
+         "    c = add(y, b)\n"
+         "    t = (c, a)\n"
+         "    d = t.0\n"
+         "    output d\n"
+         "  }\n"
+         "  dataflow {\n"
+         "    e = match_cast(d, Tensor[(n, 4), f32])\n"
+         "    f = mul(e, y)\n"
+         "    output f\n"
+         "  }\n"
+         "  return f\n"
+         "}\n",
+         p, 1,
+         "fn @main(x: Tensor[(n, 4), f32], y: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {\n"
+         "  dataflow {\n"
+         "    b: Tensor[(n, 4), f32] = add(x, const(2.0, f32))\n"
+         "    c: Tensor[(n, 4), f32] = add(y, b)\n"
+         "    t: Tuple[Tensor[(n, 4), f32], Tensor[(n, 4), f32]] = (c, x)\n"
+         "    f: Tensor[(n, 4), f32] = mul(y, c)\n"
+         "    output f\n"
+         "  }\n"
+         "  return f\n"
+         "}\n");
+}
+
+LOOM_TEST(passes, normalize_keeps_a_match_cast_that_defines_a_symbol) {
+  static const pass_fn p[] = {loom_graph_normalize};
+  expect("fn @main(x: Tensor[(n, 4), f32]) -> Object {\n"
+         "  y = match_cast(x, Tensor[(k, 4), f32])\n"
+         "  z = relu(y)\n"
+         "  return z\n"
+         "}\n",
+         p, 1,
+         "fn @main(x: Tensor[(n, 4), f32]) -> Object {\n"
+         "  y: Tensor[(k, 4), f32] = match_cast(x, Tensor[(k, 4), f32])\n"
+         "  z: Tensor[(k, 4), f32] = relu(y)\n"
+         "  return z\n"
+         "}\n");
+}
+
+LOOM_TEST(passes, fold_evaluates_constants_and_turns_shapes_into_symbols) {
+  static const pass_fn p[] = {loom_graph_fold, loom_graph_dce};
+  expect("const @k: Tensor[(2, 3), f32] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]\n"
+         "fn @main(x: Tensor[(b, s, 6), f32], y: Tensor[(b, s), f32]) -> Object {\n"
+         "  dataflow {\n"
+         "    kt = permute_dims(@k)\n"
+         "    kk = mul(kt, const(2.0, f32))\n"
+         "    k0 = sum(kk, axes=[0, 1])\n"
+         "    sh = shape_of(y)\n"
+         "    z = zeros(sh, dtype=f32)\n"
+         "    r = reshape(x, shape(b, s, 2, 3))\n"
+         "    out = (r, kk, z, k0, sh)\n"
+         "    output out\n"
+         "  }\n"
+         "  return out\n"
+         "}\n",
+         p, 2,
+         "const @main_kk: Tensor[(3, 2), f32] = [2.0, 8.0, 4.0, 1e+01, 6.0, 12.0]\n"
+         "\n"
+         "fn @main(x: Tensor[(b, s, 6), f32], y: Tensor[(b, s), f32]) -> Object {\n"
+         "  dataflow {\n"
+         "    z: Tensor[(b, s), f32] = zeros(dtype=f32, shape=[b, s])\n"
+         "    r: Tensor[(b, s, 2, 3), f32] = reshape(x, shape=[b, s, 2, 3])\n"
+         "    out: Tuple[Tensor[(b, s, 2, 3), f32], Tensor[(3, 2), f32], Tensor[(b, s), f32], Tensor[(), f32], "
+         "Shape[(b, s)]] = (r, @main_kk, z, const(42.0, f32), shape(b, s))\n"
+         "    output out\n"
+         "  }\n"
+         "  return out\n"
+         "}\n");
+}
+
+LOOM_TEST(passes, fold_leaves_symbolic_and_large_values_alone) {
+  static const pass_fn p[] = {loom_graph_fold};
+  const char *text = "fn @main(x: Tensor[(n, 4), f32]) -> Object {\n"
+                     "  dataflow {\n"
+                     "    a: Tensor[(n, 4), f32] = ones(dtype=f32, shape=[n, 4])\n"
+                     "    b: Tensor[(512, 512), f32] = zeros(dtype=f32, shape=[512, 512])\n"
+                     "    c: Tensor[(n, 4), f32] = add(x, a)\n"
+                     "    out: Tuple[Tensor[(n, 4), f32], Tensor[(512, 512), f32]] = (c, b)\n"
+                     "    output out\n"
+                     "  }\n"
+                     "  return out\n"
+                     "}\n";
+  expect(text, p, 1, text);
+}
+
+/* b and d are a and c again; e (in a branch) is a; but the branch's sqrt(a) is not visible
+ * after the `if`, so i stays. */
+LOOM_TEST(passes, cse_merges_equal_bindings_within_scope) {
+  static const pass_fn p[] = {loom_graph_normalize, loom_graph_cse, loom_graph_dce};
+  expect("fn @main(x: Tensor[(n, 4), f32], flag: Tensor[(), bool]) -> Object {\n"
+         "  dataflow {\n"
+         "    a = exp(x)\n"
+         "    b = exp(x)\n"
+         "    c = add(a, b)\n"
+         "    d = add(b, a)\n"
+         "    output a, c, d\n"
+         "  }\n"
+         "  z = if (flag) {\n"
+         "    e = exp(x)\n"
+         "    e2 = sqrt(e)\n"
+         "    f = relu(e2)\n"
+         "    return f\n"
+         "  } else {\n"
+         "    g = sqrt(a)\n"
+         "    return g\n"
+         "  }\n"
+         "  dataflow {\n"
+         "    h = relu(c)\n"
+         "    i = sqrt(a)\n"
+         "    k = add(h, d)\n"
+         "    l = add(k, i)\n"
+         "    output l\n"
+         "  }\n"
+         "  out = (z, l)\n"
+         "  return out\n"
+         "}\n",
+         p, 3,
+         "fn @main(x: Tensor[(n, 4), f32], flag: Tensor[(), bool]) -> Object {\n"
+         "  dataflow {\n"
+         "    a: Tensor[(n, 4), f32] = exp(x)\n"
+         "    c: Tensor[(n, 4), f32] = add(a, a)\n"
+         "    output a, c\n"
+         "  }\n"
+         "  z: Tensor[(n, 4), f32] = if (flag) {\n"
+         "    e2: Tensor[(n, 4), f32] = sqrt(a)\n"
+         "    f: Tensor[(n, 4), f32] = relu(e2)\n"
+         "    return f\n"
+         "  } else {\n"
+         "    g: Tensor[(n, 4), f32] = sqrt(a)\n"
+         "    return g\n"
+         "  }\n"
+         "  dataflow {\n"
+         "    h: Tensor[(n, 4), f32] = relu(c)\n"
+         "    i: Tensor[(n, 4), f32] = sqrt(a)\n"
+         "    k: Tensor[(n, 4), f32] = add(c, h)\n"
+         "    l: Tensor[(n, 4), f32] = add(i, k)\n"
+         "    output l\n"
+         "  }\n"
+         "  out: Tuple[Tensor[(n, 4), f32], Tensor[(n, 4), f32]] = (z, l)\n"
+         "  return out\n"
+         "}\n");
+}
+
+LOOM_TEST(passes, cse_keeps_bindings_with_their_own_fresh_symbols) {
+  static const pass_fn p[] = {loom_graph_cse};
+  const char *text = "fn @main(x: Tensor[(n, 4), f32]) -> Object {\n"
+                     "  dataflow {\n"
+                     "    a: Tensor[(2, a_nnz0), i64] = nonzero(x)\n"
+                     "    b: Tensor[(2, b_nnz1), i64] = nonzero(x)\n"
+                     "    out: Tuple[Tensor[(2, a_nnz0), i64], Tensor[(2, b_nnz1), i64]] = (a, b)\n"
+                     "    output out\n"
+                     "  }\n"
+                     "  return out\n"
+                     "}\n";
+  expect(text, p, 1, text);
+}
+
+LOOM_TEST(passes, dce_removes_dead_code_but_keeps_checks_effects_and_symbol_definitions) {
+  static const pass_fn p[] = {loom_graph_fold, loom_graph_dce};
+  expect("extern @k: Func[(Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32]]\n"
+         "const @unused: Tensor[(2,), f32] = [1.0, 2.0]\n"
+         "fn @main(x: Tensor[(n, 4), f32], y: Tensor[(m, 4), f32]) -> Object {\n"
+         "  dataflow {\n"
+         "    dead = exp(x)\n"
+         "    nz = nonzero(x)\n"
+         "    c = shape_of(nz)\n"
+         "    o = ones(c, dtype=f32)\n"
+         "    output o\n"
+         "  }\n"
+         "  e = call_extern(@k, (x,), Tensor[(n, 4), f32])\n"
+         "  yy = match_cast(y, Tensor[(p, 4), f32])\n"
+         "  s = shape_of(yy)\n"
+         "  z = zeros(s, dtype=f32)\n"
+         "  out = (o, z)\n"
+         "  return out\n"
+         "}\n",
+         p, 2,
+         "extern @k: Func[(Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32]]\n"
+         "\n"
+         "fn @main(x: Tensor[(n, 4), f32], y: Tensor[(m, 4), f32]) -> Object {\n"
+         "  dataflow {\n"
+         "    nz: Tensor[(2, nz_nnz0), i64] = nonzero(x)\n"
+         "    o: Tensor[(2, nz_nnz0), f32] = ones(dtype=f32, shape=[2, nz_nnz0])\n"
+         "    output o\n"
+         "  }\n"
+         "  e: Tensor[(n, 4), f32] = call_extern(@k, (x,), Tensor[(n, 4), f32])\n"
+         "  yy: Tensor[(p, 4), f32] = match_cast(y, Tensor[(p, 4), f32])\n"
+         "  z: Tensor[(p, 4), f32] = zeros(dtype=f32, shape=[p, 4])\n"
+         "  out: Tuple[Tensor[(2, nz_nnz0), f32], Tensor[(p, 4), f32]] = (o, z)\n"
+         "  return out\n"
+         "}\n");
+}
+
+LOOM_TEST(passes, simplify_algebra_and_shape_chains) {
+  static const pass_fn p[] = {loom_graph_simplify, loom_graph_dce};
+  expect("fn @main(x: Tensor[(b, s, 64), f32], y: Tensor[(b, s, 64), i32]) -> Object {\n"
+         "  dataflow {\n"
+         "    p1 = permute_dims(x, axes=[0, 2, 1])\n"
+         "    p2 = permute_dims(p1, axes=[0, 2, 1])\n"
+         "    q1 = permute_dims(x, axes=[1, 0, 2])\n"
+         "    q2 = permute_dims(q1, axes=[0, 2, 1])\n"
+         "    r1 = reshape(x, shape=[b, s, 8, 8])\n"
+         "    r2 = reshape(r1, shape=[b * s, 64])\n"
+         "    r3 = expand_dims(r2, axes=[0])\n"
+         "    r4 = reshape(x, shape=[b, s, 64])\n"
+         "    m1 = mul(x, const(1.0, f32))\n"
+         "    a1 = add(m1, const(0.0, f32))\n"
+         "    c1 = cast(y, dtype=i32)\n"
+         "    c2 = cast(y, dtype=f32)\n"
+         "    d1 = dropout(a1, rate=0.1)\n"
+         "    n1 = neg(d1)\n"
+         "    n2 = neg(n1)\n"
+         "    w = mul(x, const(2.0, f32))\n"
+         "    bc = broadcast_to(x, shape=[b, s, 64])\n"
+         "    sl = strided_slice(x, axes=[2], begin=[0], end=[64])\n"
+         "    out = (p2, q2, r3, r4, c1, c2, n2, w, bc, sl)\n"
+         "    output out\n"
+         "  }\n"
+         "  return out\n"
+         "}\n",
+         p, 2,
+         "fn @main(x: Tensor[(b, s, 64), f32], y: Tensor[(b, s, 64), i32]) -> Object {\n"
+         "  dataflow {\n"
+         "    q2: Tensor[(s, 64, b), f32] = permute_dims(x, axes=[1, 2, 0])\n"
+         "    r3: Tensor[(1, b*s, 64), f32] = reshape(x, shape=[1, b*s, 64])\n"
+         "    c2: Tensor[(b, s, 64), f32] = cast(y, dtype=f32)\n"
+         "    w: Tensor[(b, s, 64), f32] = mul(x, const(2.0, f32))\n"
+         "    out: Tuple[Tensor[(b, s, 64), f32], Tensor[(s, 64, b), f32], Tensor[(1, b*s, 64), f32], Tensor[(b, s, 64), f32], "
+         "Tensor[(b, s, 64), i32], Tensor[(b, s, 64), f32], Tensor[(b, s, 64), f32], Tensor[(b, s, 64), f32], "
+         "Tensor[(b, s, 64), f32], Tensor[(b, s, 64), f32]] = (x, q2, r3, x, y, c2, x, w, x, x)\n"
+         "    output out\n"
+         "  }\n"
+         "  return out\n"
+         "}\n");
+}
+
+LOOM_TEST(passes, simplify_keeps_a_broadcasting_multiply_by_one) {
+  static const pass_fn p[] = {loom_graph_simplify};
+  const char *text = "const @ones: Tensor[(3, 1), f32] = [1.0, 1.0, 1.0]\n"
+                     "\n"
+                     "fn @main(x: Tensor[(n,), f32]) -> Object {\n"
+                     "  dataflow {\n"
+                     "    y: Tensor[(3, n), f32] = mul(x, @ones)\n"
+                     "    output y\n"
+                     "  }\n"
+                     "  return y\n"
+                     "}\n";
+  expect(text, p, 1, text);
+}
+
+/* ---- the numeric check ---------------------------------------------------------------------- */
+
+static const char *small_model = "fn @main(x: Tensor[(n, 4), f32], y: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {\n"
+                                 "  dataflow {\n"
+                                 "    a = add(x, y)\n"
+                                 "    b = mul(a, const(1.0, f32))\n"
+                                 "    c = relu(b)\n"
+                                 "    output c\n"
+                                 "  }\n"
+                                 "  return c\n"
+                                 "}\n";
+
+LOOM_TEST(passes, the_numeric_check_catches_a_wrong_rewrite) {
+  loom_graph_module *m = parse(small_model);
+  loom_diag_list diags;
+  loom_diag_list_init(&diags, NULL);
+  loom_pipeline_check *c;
+  cr_assert_null(loom_pipeline_check_begin(m, 4, 7, &diags, &c));
+  cr_assert_eq(loom_pipeline_check_count(c), 4, "every input set is usable");
+  /* A right rewrite passes. */
+  cr_assert_null(loom_graph_simplify(m, NULL));
+  cr_assert_null(loom_pipeline_check_after(c, "simplify"));
+  /* A wrong one (add turned into sub) is caught and named. */
+  loom_graph_func *f = loom_graph_module_find_func(m, "main");
+  loom_graph_expr *v = f->body->blocks[0]->bindings[0]->value;
+  cr_assert_eq(v->u.call.op, LOOM_GRAPH_OP_ADD);
+  v->u.call.op = LOOM_GRAPH_OP_SUB;
+  loom_status s = loom_pipeline_check_after(c, "bad_rewrite");
+  cr_assert_not_null(s);
+  cr_assert(strstr(loom_status_message(s), "pass 'bad_rewrite' changed the result of @main at n=1") != NULL, "%s",
+            loom_status_message(s));
+  loom_status_free(s);
+  loom_pipeline_check_end(c);
+  loom_diag_list_destroy(&diags);
+  loom_graph_module_destroy(m);
+}
+
+LOOM_TEST(passes, the_numeric_check_uses_one_and_primes) {
+  /* Returning z instead of x is wrong for every shape but 1 x 1: the prime set catches it. */
+  loom_graph_module *m = parse("fn @main(x: Tensor[(n, k), f32]) -> Tensor[(n, k), f32] {\n"
+                               "  dataflow {\n"
+                               "    y = sum(x, axes=[0, 1], keepdims=true)\n"
+                               "    z = broadcast_to(y, shape=[n, k])\n"
+                               "    output z\n"
+                               "  }\n"
+                               "  return x\n"
+                               "}\n");
+  loom_pipeline_check *c;
+  cr_assert_null(loom_pipeline_check_begin(m, 2, 1, NULL, &c));
+  cr_assert_eq(loom_pipeline_check_count(c), 2);
+  loom_graph_func *f = loom_graph_module_find_func(m, "main");
+  f->body->result = f->body->blocks[0]->bindings[1]->var;
+  loom_status s = loom_pipeline_check_after(c, "sum_everything");
+  cr_assert_not_null(s);
+  cr_assert(strstr(loom_status_message(s), "pass 'sum_everything' changed the result of @main at n=2, k=3") != NULL, "%s",
+            loom_status_message(s));
+  loom_status_free(s);
+  loom_pipeline_check_end(c);
+  loom_graph_module_destroy(m);
+}
+
+/* ---- the default pipeline and symbolic-var scope -------------------------------------------------- */
+
+static const char *scoped_model =
+    "fn @main(x: Tensor[(n, 4), f32], y: Tensor[(m, 4), f32]) -> Object {\n"
+    "  dataflow {\n"
+    "    a = exp(x)\n"
+    "    s0 = shape_of(x)\n"
+    "    z0 = zeros(s0, dtype=f32)\n"
+    "    output a, z0\n"
+    "  }\n"
+    "  yy = match_cast(y, Tensor[(p, 4), f32])\n"
+    "  dataflow {\n"
+    "    s1 = shape_of(yy)\n"
+    "    z1 = ones(s1, dtype=f32)\n"
+    "    e1 = exp(z1)\n"
+    "    e2 = exp(z1)\n"
+    "    w = add(e1, e2)\n"
+    "    w1 = mul(w, const(1.0, f32))\n"
+    "    r1 = reshape(w1, shape(p * 4))\n"
+    "    r2 = reshape(r1, shape(p, 4))\n"
+    "    nz = nonzero(x)\n"
+    "    c = shape_of(nz)\n"
+    "    o = ones(c, dtype=f32)\n"
+    "    output r2, o\n"
+    "  }\n"
+    "  out = (a, z0, r2, o)\n"
+    "  return out\n"
+    "}\n";
+
+LOOM_TEST(passes, the_default_pipeline_respects_match_cast_scope) {
+  loom_graph_module *m = parse(scoped_model);
+  const loom_pass_id *passes;
+  size_t n = loom_pipeline_default(&passes);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  cr_assert_not_null(out);
+  loom_pass_options opts = {.print_after_all = true, .verify_each = true, .out = out, .check_numerics = 4};
+  loom_diag_list diags;
+  loom_diag_list_init(&diags, NULL);
+  loom_status s = loom_pipeline_run(m, passes, n, &opts, &diags);
+  fclose(out);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  /* Every intermediate module was verified (verify_each) and printed; each parses and verifies. */
+  size_t stages = 0;
+  for (char *at = strstr(text, "// ---- after "); at; at = strstr(at + 1, "// ---- after ")) {
+    /* The module runs to the next report line (reports start at column 0 with "//"). */
+    char *body = strchr(at, '\n') + 1, *end = strstr(body, "\n//");
+    char *copy = strndup(body, end ? (size_t)(end + 1 - body) : strlen(body));
+    loom_graph_module *mid = parse(copy);
+    verify(mid);
+    loom_graph_module_destroy(mid);
+    free(copy);
+    stages++;
+  }
+  cr_assert_eq(stages, n);
+  cr_assert(strstr(text, "// numeric check: 4 input sets agreed after every pass") != NULL, "%s", text);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_graph_print_module(m, &sb);
+  const char *fin = loom_strbuf_cstr(&sb);
+  /* The match_cast defining p stays (its var is no longer read; p is), before every use of p. */
+  const char *mc = strstr(fin, "yy: Tensor[(p, 4), f32] = match_cast(y, Tensor[(p, 4), f32])");
+  cr_assert_not_null(mc, "%s", fin);
+  const char *first_p = strstr(fin, "(p, 4)");
+  cr_assert(first_p > mc, "p is used above its match_cast:\n%s", fin);
+  /* nonzero stays for its count; shape_of is gone; the reshape chain and the x*1 are gone; one exp. */
+  cr_assert(strstr(fin, "nz: Tensor[(2, nz_nnz0), i64] = nonzero(x)") != NULL, "%s", fin);
+  cr_assert(strstr(fin, "shape_of") == NULL, "%s", fin);
+  cr_assert(strstr(fin, "r1") == NULL && strstr(fin, "w1") == NULL && strstr(fin, "e2") == NULL, "%s", fin);
+  loom_strbuf_free(&sb);
+  free(text);
+  loom_diag_list_destroy(&diags);
+  loom_graph_module_destroy(m);
+}
+
+LOOM_TEST(passes, check_passes_on_the_command_line) {
+  loom_test_proc p = loom_test_run("%s opt tests/graph/corpus/gpt2_tiny.loom --check-passes=2 --print-after-all | grep '^// '",
+                                   loom_test_loom_bin());
+  cr_assert_eq(p.exit_code, 0, "%s%s", p.out, p.err);
+  cr_assert(strstr(p.out, "// numeric check: 2 input sets agreed after every pass") != NULL, "%s", p.out);
+  cr_assert(strstr(p.out, "// cse: ") != NULL && strstr(p.out, "// ---- after dce ----") != NULL, "%s", p.out);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s opt models/mlp.loom --check-passes=0", loom_test_loom_bin());
+  cr_assert_eq(p.exit_code, 2);
+  cr_assert(strstr(p.err, "--check-passes takes a number of input sets from 1 to 1000, got '0'") != NULL, "%s", p.err);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s opt --help", loom_test_loom_bin());
+  cr_assert(strstr(p.out, "--check-passes[=N]") != NULL, "%s", p.out);
+  loom_test_proc_free(&p);
+}
