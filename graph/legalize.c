@@ -163,6 +163,8 @@ static loom_status legalize_binary(loom_graph_module *m, const loom_graph_expr *
   LOOM_PROPAGATE(tensor_arg(call, 1, &b));
   if (a->dtype != b->dtype) return unsupported(call, "for operands of different dtypes");
   if (out->ndim < 0 || !out->dims) return unsupported(call, "for a result of unknown shape");
+  if (e->op == LOOM_GRAPH_OP_POW && !loom_dtype_is_float(a->dtype))
+    return unsupported(call, "for integer operands (tensor programs define pow on floats only)");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   loom_tp_bcast ma[LOOM_TP_GEN_MAX_RANK], mb[LOOM_TP_GEN_MAX_RANK];
   char key[64] = "";

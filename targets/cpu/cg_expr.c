@@ -539,7 +539,7 @@ static LLVMValueRef op_expr(cg *g, const loom_tp_expr *e) {
   loom_tp_op op = e->u.op.op;
   int n = loom_tp_op_arity(op);
   loom_dtype t = e->u.op.args[0]->dtype;
-  if (t == LOOM_DTYPE_BOOL && (op == LOOM_TP_OP_AND || op == LOOM_TP_OP_OR) &&
+  if (t == LOOM_DTYPE_BOOL && (op == LOOM_TP_OP_AND || op == LOOM_TP_OP_OR) && !g->lanes &&
       unsafe_to_speculate(e->u.op.args[1])) {
     LLVMValueRef a0 = cg_expr(g, e->u.op.args[0]);
     /* a && b = a ? b : false;  a || b = a ? true : b */
@@ -634,7 +634,9 @@ LLVMValueRef cg_expr(cg *g, const loom_tp_expr *e) {
       return cast_expr(g, e);
     case LOOM_TP_EXPR_SELECT: {
       LLVMValueRef c = cg_expr(g, e->u.select.cond);
-      if (unsafe_to_speculate(e->u.select.then_e) || unsafe_to_speculate(e->u.select.else_e))
+      /* a per-lane condition cannot branch: vector code evaluates both sides (the loads of a
+       * vectorised loop are at its own in-bounds indices) */
+      if (!cg_is_vec(c) && (unsafe_to_speculate(e->u.select.then_e) || unsafe_to_speculate(e->u.select.else_e)))
         return lazy_select(g, c, e->u.select.then_e, e->u.select.else_e, NULL);
       LLVMValueRef a = cg_expr(g, e->u.select.then_e), b = cg_expr(g, e->u.select.else_e);
       if (g->lanes && (cg_is_vec(a) || cg_is_vec(b) || cg_is_vec(c))) {

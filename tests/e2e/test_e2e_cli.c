@@ -135,3 +135,27 @@ LOOM_TEST(e2e_cli, artifact_stays_usable_after_a_bad_call_and_equals_the_jit) {
   unlink(so);
   rmdir(dir);
 }
+
+/* ONNX backend tests through the compiled path (pipeline, VM lowering, JIT): families that
+ * cover the transformer and CNN ops; no test may fail and the pass counts may not drop. */
+LOOM_TEST(e2e_cli, onnx_conformance_families_through_the_compiled_path) {
+  static const struct {
+    const char *filter;
+    int floor;
+  } fams[] = {{"test_gemm", 11}, {"test_matmul", 4}, {"test_softmax", 21}, {"test_relu", 2}, {"test_conv_", 3},
+              {"test_layer_normalization", 57}, {"test_where", 2}, {"test_sign", 1}};
+  for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++) {
+    loom_test_proc p = loom_test_run("%s conformance ../shared/conformance/onnx-backend-1.22/node --compiled --filter %s",
+                                     loom_test_loom_bin(), fams[i].filter);
+    int pass = 0, fail = -1, unsup = 0, total = 0;
+    const char *last = NULL;
+    for (const char *q = p.out; (q = strstr(q, " passed, ")); q++) last = q;
+    cr_assert_not_null(last, "%s: no totals:\n%s%s", fams[i].filter, p.out, p.err);
+    while (last > p.out && last[-1] != '\n') last--;
+    cr_assert_eq(sscanf(last, "%d passed, %d failed, %d unsupported of %d", &pass, &fail, &unsup, &total), 4, "%s", last);
+    cr_assert_eq(fail, 0, "%s: compiled failures:\n%s", fams[i].filter, p.out);
+    cr_assert_geq(pass, fams[i].floor, "%s: %d passed (floor %d)\n%s", fams[i].filter, pass, fams[i].floor, p.out);
+    cr_log_info("compiled conformance %s: %d passed, %d unsupported", fams[i].filter, pass, unsup);
+    loom_test_proc_free(&p);
+  }
+}
