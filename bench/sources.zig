@@ -8,4 +8,5 @@ pub const programs = .{
     .{ .name = "bench-vm", .files = &[_][]const u8{"bench/vm/main.c"}, .runtime_only = true },
     .{ .name = "bench-e2e", .files = &[_][]const u8{ "bench/e2e/main.c", "bench/common/machine_limits.c" }, .runtime_only = false },
     .{ .name = "bench-limits", .files = &[_][]const u8{ "bench/limits/limits.c", "bench/common/machine_limits.c" }, .runtime_only = true },
+    .{ .name = "bench-loom-serve", .files = &[_][]const u8{"bench/loomserve/main.c"}, .runtime_only = false },
 };

@@ -154,7 +154,7 @@ def main():
             for name in names:
                 if quick and name in workloads.QUICK_EXCLUDE.get(wl, ()):
                     results.append(dict(system=name, threads=t, workload=wl, status="n/a", cases=[],
-                                        error="left out of --quick (takes minutes here); run bench/run"))
+                                        error="left out of --quick (to stay under 15 minutes); run bench/run"))
                     continue
                 job = dict(system=name, threads=t, workload=wl, mode="stream" if wl == "B5" else "sweep",
                            cases=shapes, model_paths=paths, repeats=repeats, budget_s=budget, cap_s=cap, stream_budget_s=stream_budget,

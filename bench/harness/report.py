@@ -14,7 +14,7 @@ import numpy as np
 
 import workloads
 
-ORDER = ["loom", "ort", "tvm", "iree", "jax-jit", "jax-pow2", "torch-eager", "torch-compile"]
+ORDER = ["loom", "loom-offload", "ort", "tvm", "iree", "iree-nodt", "jax-jit", "jax-pow2", "torch-eager", "torch-compile"]
 
 
 def _rows(results, lim, tol):
@@ -87,6 +87,14 @@ def write(results, lim, resdir, tag, quick, tol, host):
         print("plots failed:", ex)
 
 
+def _is_loom(s):
+    return s.startswith("loom")
+
+
+def _ratio(a, b):
+    return f"{a / b:.2f}x" if a and b else ""
+
+
 def _systems(rows):
     present = {r["system"] for r in rows}
     return [s for s in ORDER if s in present]
@@ -109,7 +117,7 @@ def _markdown(rows, lim, tag, quick, tol, host):
     L.append(f"Cells are median latency in ms (lower is better); `wrong` = output differs from the float64 reference by "
              f"more than {tol:g} (max abs error / max abs reference), not timed; `err` = the system failed (see Errors); "
              f"`n/a` = not available or left out of this run; `skip` = not run because the system was too slow on a smaller case or its time budget was spent. "
-             f"`% roofline` = max(flops / FMA peak, weight bytes / triad bandwidth) / time; above 100 % means the weights came from cache (B2's 28 MB fit in this CPU's last-level cache). Loom's own column is **not available yet** (its compiled path is being built).\n")
+             f"`% roofline` = max(flops / FMA peak, weight bytes / triad bandwidth) / time; above 100 % means the weights came from cache (B2's 28 MB fit in this CPU's last-level cache). `loom` = Loom's generated kernels, `loom-offload` = the same with large matmuls handed to OpenBLAS; each compiles the ONNX file once with symbolic shapes and runs every shape on it. `loom ÷ best` = Loom's median over the best peer's (below 1 = Loom is faster).\n")
     systems = _systems(rows)
     for wl in ["B1", "B2", "B3", "B4"]:
         wr = [r for r in rows if r["workload"] == wl]
@@ -119,10 +127,12 @@ def _markdown(rows, lim, tag, quick, tol, host):
             tr = [r for r in wr if r["threads"] == t]
             cases = list(dict.fromkeys(r["case"] for r in tr if r["case"] != "*"))
             L.append(f"\n## {wl} ({workloads.model_of(wl, {'phase': 'prefill'}) if wl != 'B3' else 'gpt2 prefill/decode'}), {t} thread{'s' if t > 1 else ''}\n")
-            L.append("| case | " + " | ".join(systems) + " | best peer | best peer % roofline |")
-            L.append("|---|" + "---|" * (len(systems) + 2))
+            looms = [s for s in systems if _is_loom(s)]
+            L.append("| case | " + " | ".join(systems) + " | best peer | best peer % roofline |"
+                     + "".join(f" {s} ÷ best |" for s in looms))
+            L.append("|---|" + "---|" * (len(systems) + 2 + len(looms)))
             for c in cases:
-                cells, best = [], None
+                cells, best, mine = [], None, {}
                 for s in systems:
                     m = [r for r in tr if r["system"] == s and r["case"] in (c, "*")]
                     if not m:
@@ -131,18 +141,21 @@ def _markdown(rows, lim, tag, quick, tol, host):
                     r = m[0]
                     if r["status"] == "ok" and r.get("median_s"):
                         cells.append(_fmt_ms(r["median_s"]))
-                        if s != "loom" and (best is None or r["median_s"] < best["median_s"]):
+                        if _is_loom(s):
+                            mine[s] = r["median_s"]
+                        elif best is None or r["median_s"] < best["median_s"]:
                             best = r
                     else:
                         cells.append({"wrong": "wrong", "n/a": "n/a", "skipped": "skip"}.get(r["status"], "err"))
                 bp = f"{best['system']}" if best else ""
                 bpr = f"{best['roofline_pct']:.0f} %" if best else ""
-                L.append(f"| {c.split(':', 1)[1]} | " + " | ".join(cells) + f" | {bp} | {bpr} |")
+                L.append(f"| {c.split(':', 1)[1]} | " + " | ".join(cells) + f" | {bp} | {bpr} |"
+                         + "".join(f" {_ratio(mine.get(s), best and best['median_s'])} |" for s in looms))
             # summary: compile time, compilations, geometric mean over cases all systems completed
             L.append("\n| system | compile / session s | compilations | first-call max s | geomean ms (cases all ok) | median % peak | median % triad |")
             L.append("|---|---|---|---|---|---|---|")
             common = [c for c in cases if all(any(r["system"] == s and r["case"] == c and r["status"] == "ok" and r.get("median_s")
-                                                  for r in tr) for s in systems if s != "loom" and any(
+                                                  for r in tr) for s in systems if not _is_loom(s) and any(
                 r["system"] == s and r["status"] == "ok" for r in tr))]
             for s in systems:
                 sr = [r for r in tr if r["system"] == s]
@@ -156,6 +169,7 @@ def _markdown(rows, lim, tag, quick, tol, host):
                 tb = f"{np.median([r['pct_triad'] for r in ok]):.1f}" if ok else "—"
                 L.append(f"| {s} | {cs:.2f} | {comp} | {fmax:.2f} | {g} | {pk} | {tb} |" if cs is not None else
                          f"| {s} | — | {comp} | — | {g} | {pk} | {tb} |")
+    L += _loom_vs_peers(rows, systems)
     b5 = [r for r in rows if r["workload"] == "B5"]
     if b5:
         n = next((r.get("requests") for r in b5 if r.get("requests")), "?")
@@ -178,6 +192,30 @@ def _markdown(rows, lim, tag, quick, tol, host):
             L.append(f"- **{s}** ({', '.join(sorted(set(where)))}): {e}")
     L.append("")
     return "\n".join(L)
+
+
+def _loom_vs_peers(rows, systems):
+    """Geometric mean over the cases both completed of Loom's median / the peer's median, per workload
+    and thread count (above 1: Loom is slower), with the number of cases it covers."""
+    looms = [s for s in systems if _is_loom(s)]
+    peers = [s for s in systems if not _is_loom(s)]
+    ok = {(r["workload"], r["threads"], r["system"], r["case"]): r["median_s"] for r in rows
+          if r["status"] == "ok" and r.get("median_s")}
+    groups = sorted({(w, t) for (w, t, s, c) in ok if _is_loom(s)})
+    if not groups:
+        return []
+    L = ["\n## Loom ÷ each peer (geometric mean of median ratios over the cases both ran; below 1 = Loom faster)\n",
+         "| workload | threads | loom system | " + " | ".join(peers) + " |", "|---|---|---|" + "---|" * len(peers)]
+    for w, t in groups:
+        for ls in looms:
+            cells = []
+            for p in peers:
+                rs = [ok[(w, t, ls, c)] / ok[(w, t, p, c)] for (w2, t2, s, c) in ok
+                      if (w2, t2, s) == (w, t, ls) and (w, t, p, c) in ok]
+                cells.append(f"{math.exp(np.mean(np.log(rs))):.2f} ({len(rs)})" if rs else "—")
+            if any(c != "—" for c in cells):
+                L.append(f"| {w} | {t} | {ls} | " + " | ".join(cells) + " |")
+    return L
 
 
 def _plots(rows, resdir, tag):

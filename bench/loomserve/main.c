@@ -1,0 +1,212 @@
+/* bench/loomserve — Loom's column of the side-by-side benchmarks (bench/harness/systems.py, class Loom).
+ *
+ *   bench-loom-serve MODEL.onnx --in IN_FILE --out OUT_FILE [--threads T] [--offload]
+ *
+ * Compiles MODEL once (loom_compile_file: symbolic shapes, one executable for every shape), JITs its
+ * kernels into this process, then serves calls until stdin closes. The Python worker drives it over
+ * two pipes with one line per message; tensors travel through two files mapped by both processes
+ * (in /dev/shm), so a call moves no tensor through a pipe and reads or writes no file:
+ *
+ *   -> (after compiling)  ready PASSES_MS LOWER_MS CODEGEN_MS N NAME_1 ... NAME_N   the parameters, in order
+ *                         error MESSAGE                                             and exit 1
+ *   <- call IN_BYTES N (DTYPE RANK D_1 ... D_RANK OFFSET){N}   inputs at OFFSET of IN_FILE (IN_BYTES long)
+ *   -> ok OUT_BYTES DTYPE RANK D_1 ... D_RANK CALL_NS          output 0, copied to OUT_FILE offset 0
+ *      error MESSAGE                                           the server stays usable
+ *   <- quit  (or end of input)
+ *
+ * The worker owns IN_FILE (it grows it; a new IN_BYTES makes this side map it again) and this side
+ * owns OUT_FILE (grown to the largest output so far). Inputs are passed to loom_rt_call zero-copy
+ * (storage wrapped over the mapping); output 0 is copied out (it lives in the runtime's pool).
+ * CALL_NS is the time of loom_rt_call plus that copy, for reference: the harness times the whole
+ * round trip in Python, like every other system's call. Messages have their newlines replaced by
+ * " | " so that one message is one line. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "loom.h"
+
+#define MAX_INPUTS 64
+
+typedef struct mapping {
+  int fd;
+  void *base;  /* NULL when not mapped */
+  size_t size; /* bytes mapped */
+} mapping;
+
+typedef struct server {
+  loom_rt *rt;
+  mapping in, out;
+} server;
+
+/* Prints `s` (or `what` when s is LOOM_OK) as one protocol line, and frees s. */
+static void reply_error(const char *what, loom_status s) {
+  const char *text = s ? loom_status_text(s, 0) : what;
+  fputs("error ", stdout);
+  for (const char *p = text; *p; p++) {
+    if (*p == '\n') fputs(" | ", stdout);
+    else putchar(*p);
+  }
+  putchar('\n');
+  fflush(stdout);
+  loom_status_free(s);
+}
+
+static void unmap(mapping *m) {
+  if (m->base) munmap(m->base, m->size);
+  m->base = NULL;
+  m->size = 0;
+}
+
+/* Maps the first `size` bytes of m->fd (again when the size changed). */
+static loom_status map_to(mapping *m, size_t size, int prot) {
+  if (m->base && m->size == size) return LOOM_OK;
+  unmap(m);
+  if (size == 0) return LOOM_OK;
+  void *p = mmap(NULL, size, prot, MAP_SHARED, m->fd, 0);
+  if (p == MAP_FAILED) return LOOM_ERROR(INTERNAL, "mmap of %zu bytes failed", size);
+  m->base = p;
+  m->size = size;
+  return LOOM_OK;
+}
+
+static void no_release(loom_storage *s) { (void)s; }
+
+/* Reads one input spec "DTYPE RANK D_1 ... D_RANK OFFSET" from `*p` and wraps the bytes it names. */
+static loom_status wrap_input(server *sv, char **p, loom_tensor **out) {
+  *out = NULL;
+  char *tok = strtok_r(NULL, " \n", p);
+  loom_dtype dt;
+  if (!tok || !loom_dtype_parse(tok, strlen(tok), &dt)) return LOOM_ERROR(INVALID_ARGUMENT, "bad dtype '%s'", tok ? tok : "");
+  tok = strtok_r(NULL, " \n", p);
+  int rank = tok ? atoi(tok) : -1;
+  if (rank < 0 || rank > LOOM_VM_MAX_RANK) return LOOM_ERROR(INVALID_ARGUMENT, "bad rank '%s'", tok ? tok : "");
+  int64_t shape[LOOM_VM_MAX_RANK];
+  for (int k = 0; k < rank; k++) {
+    tok = strtok_r(NULL, " \n", p);
+    if (!tok) return LOOM_ERROR(INVALID_ARGUMENT, "missing dim %d", k);
+    shape[k] = strtoll(tok, NULL, 10);
+  }
+  tok = strtok_r(NULL, " \n", p);
+  if (!tok) return LOOM_ERROR(INVALID_ARGUMENT, "missing offset");
+  size_t offset = strtoull(tok, NULL, 10), nbytes;
+  LOOM_PROPAGATE(loom_tensor_nbytes(dt, rank, shape, &nbytes));
+  if (offset > sv->in.size || nbytes > sv->in.size - offset)
+    return LOOM_ERROR(OUT_OF_RANGE, "input [%zu, +%zu) lies outside the %zu-byte input file", offset, nbytes, sv->in.size);
+  loom_storage *st;
+  LOOM_PROPAGATE(loom_storage_wrap(loom_rt_device(sv->rt), (char *)sv->in.base + offset, nbytes, no_release, NULL, &st));
+  loom_status s = loom_tensor_view(st, 0, dt, rank, shape, out);
+  loom_vm_obj_release(&st->hdr);
+  return s;
+}
+
+/* Copies output 0 to OUT_FILE (grown as needed) and writes the `ok` line. */
+static loom_status send_output(server *sv, loom_rt_outputs *o, uint64_t t0) {
+  if (o->count == 0 || o->items[0]->kind != LOOM_VM_OBJ_TENSOR) return LOOM_ERROR(INTERNAL, "output 0 is not a tensor");
+  const loom_tensor *t = (const loom_tensor *)o->items[0];
+  if (!loom_tensor_is_contiguous(t)) return LOOM_ERROR(UNIMPLEMENTED, "output 0 is not contiguous");
+  size_t nbytes;
+  LOOM_PROPAGATE(loom_tensor_nbytes(t->dtype, t->rank, t->shape, &nbytes));
+  if (nbytes > sv->out.size) {
+    size_t size = (nbytes + 4095) & ~(size_t)4095;
+    if (ftruncate(sv->out.fd, (off_t)size)) return LOOM_ERROR(INTERNAL, "cannot grow the output file to %zu bytes", size);
+    LOOM_PROPAGATE(map_to(&sv->out, size, PROT_READ | PROT_WRITE));
+  }
+  if (nbytes) memcpy(sv->out.base, t->data, nbytes);
+  uint64_t ns = loom_clock_ns() - t0;
+  printf("ok %zu %s %d", sv->out.size, loom_dtype_name(t->dtype), t->rank);
+  for (int k = 0; k < t->rank; k++) printf(" %lld", (long long)t->shape[k]);
+  printf(" %llu\n", (unsigned long long)ns);
+  fflush(stdout);
+  return LOOM_OK;
+}
+
+/* "call IN_BYTES N specs...": one call of @main. */
+static loom_status serve_call(server *sv, char *line) {
+  char *p;
+  strtok_r(line, " \n", &p); /* "call" */
+  char *tok = strtok_r(NULL, " \n", &p);
+  size_t in_bytes = tok ? strtoull(tok, NULL, 10) : 0;
+  tok = strtok_r(NULL, " \n", &p);
+  int n = tok ? atoi(tok) : -1;
+  if (n < 0 || n > MAX_INPUTS) return LOOM_ERROR(INVALID_ARGUMENT, "bad input count '%s'", tok ? tok : "");
+  LOOM_PROPAGATE(map_to(&sv->in, in_bytes, PROT_READ | PROT_WRITE));
+  loom_tensor *in[MAX_INPUTS] = {0};
+  loom_status s = LOOM_OK;
+  for (int i = 0; i < n && !s; i++) s = loom_status_annotate(wrap_input(sv, &p, &in[i]), __FILE__, __LINE__, "input %d", i);
+  loom_rt_outputs o = {0};
+  uint64_t t0 = loom_clock_ns();
+  if (!s) s = loom_rt_call(sv->rt, "main", in, (uint32_t)n, &o);
+  if (!s) s = send_output(sv, &o, t0);
+  loom_rt_outputs_free(&o);
+  for (int i = 0; i < n; i++) loom_tensor_release(in[i]);
+  return s;
+}
+
+static int usage(void) {
+  fprintf(stderr, "usage: bench-loom-serve MODEL.onnx --in IN_FILE --out OUT_FILE [--threads T] [--offload]\n");
+  return 2;
+}
+
+int main(int argc, char **argv) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL); /* a worker killed by its timeout takes this process with it */
+  const char *model = NULL, *in_path = NULL, *out_path = NULL;
+  loom_compile_options co = {0};
+  loom_rt_options ro = {0};
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--in") && i + 1 < argc) in_path = argv[++i];
+    else if (!strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) ro.threads = (uint32_t)atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--offload")) co.offload = true;
+    else if (argv[i][0] != '-' && !model) model = argv[i];
+    else return usage();
+  }
+  if (!model || !in_path || !out_path) return usage();
+  server sv = {.in = {.fd = open(in_path, O_RDWR)}, .out = {.fd = open(out_path, O_RDWR | O_CREAT | O_TRUNC, 0600)}};
+  if (sv.in.fd < 0 || sv.out.fd < 0) {
+    reply_error("cannot open the input or output file", LOOM_OK);
+    return 1;
+  }
+  loom_compiled *c = NULL;
+  loom_status s = loom_compile_file(model, &co, &c);
+  if (!s) s = loom_compiled_open(c, &ro, &sv.rt);
+  if (s) {
+    reply_error(NULL, s);
+    loom_compiled_free(c);
+    return 1;
+  }
+  loom_compile_times t = loom_compiled_times(c);
+  uint32_t fn = loom_rt_function_find(sv.rt, "main"), np = fn == UINT32_MAX ? 0 : loom_rt_param_count(sv.rt, fn);
+  printf("ready %.1f %.1f %.1f %u", t.passes_ms, t.lower_ms, t.codegen_ms, np);
+  for (uint32_t i = 0; i < np; i++) {
+    loom_rt_param prm;
+    loom_rt_param_get(sv.rt, fn, i, &prm);
+    printf(" %s", prm.name);
+  }
+  printf("\n");
+  fflush(stdout);
+
+  char *line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, stdin) > 0) {
+    if (!strncmp(line, "quit", 4)) break;
+    if (!strncmp(line, "call ", 5)) s = serve_call(&sv, line);
+    else s = LOOM_ERROR(INVALID_ARGUMENT, "unknown request '%.40s'", line);
+    if (s) reply_error(NULL, s);
+  }
+  free(line);
+  unmap(&sv.in);
+  unmap(&sv.out);
+  close(sv.in.fd);
+  close(sv.out.fd);
+  loom_rt_close(sv.rt);
+  loom_compiled_free(c);
+  return 0;
+}
