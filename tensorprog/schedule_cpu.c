@@ -133,6 +133,7 @@ typedef struct mm_nest {
   loom_tp_stmt *loops[MAX_CHAIN];
   const loom_tp_buffer *c;               /* the output */
   const loom_tp_buffer *b;               /* the operand indexed by j, not by i (packed) */
+  bool b_unit;                           /* b's index uses j only as `+ j` in its last index */
   const char *b_batch[MAX_CHAIN];        /* names of batch loop variables b's indices use */
   int nb_batch;
 } mm_nest;
@@ -174,7 +175,7 @@ static bool is_access(const loom_tp_expr *e, const loom_tp_buffer *buf, loom_tp_
 }
 
 /* Recognises the nest (without changing it); false: not a matmul the rule tiles. */
-static bool match_matmul(loom_tp_stmt *top, mm_nest *m) {
+static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
   *m = (mm_nest){0};
   loom_tp_stmt *l = top;
   while (l && l->kind == LOOM_TP_STMT_FOR && !l->u.loop.reduce && m->nloops < MAX_CHAIN) {
@@ -211,6 +212,7 @@ static bool match_matmul(loom_tp_stmt *top, mm_nest *m) {
   if (expr_uses(x, j) || y->kind != LOOM_TP_EXPR_LOAD || expr_uses(y, i)) return false;
   m->c = c;
   m->b = y->u.load.buf;
+  m->b_unit = access_unit(cx, y->u.load.buf, y->u.load.idx, j);
   for (int k = 0; k < m->nloops - 2; k++)
     if (expr_uses(y, m->loops[k]->u.loop.var)) m->b_batch[m->nb_batch++] = loom_sym_var_name(m->loops[k]->u.loop.var);
   return true;
@@ -222,6 +224,7 @@ typedef struct mm_ctx {
   loom_tp_func *view;                    /* body: the copy being transformed */
   const mm_nest *m;
   int nbatch;
+  bool pack;                             /* pack B panels (cache_read) */
   loom_strbuf *why;
 } mm_ctx;
 
@@ -269,13 +272,20 @@ static loom_status micro_tile(mm_ctx *c, loom_tp_stmt *tile, const char *ii, con
 }
 
 /* Row tiles of the i loop `il` (body: [for ji {] init; for r [}]). */
-static loom_status row_tiles(mm_ctx *c, loom_tp_stmt *il, const char *ji, bool parallel) {
+static loom_status row_tiles(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_t width, bool parallel) {
   loom_tp_stmt *io, *ii, *it;
-  LOOM_PROPAGATE(loom_tp_split(c->a, c->cx, c->view, il, TILE_ROWS, &io, &ii, &it));
+  loom_status st = loom_tp_split(c->a, c->cx, c->view, il, TILE_ROWS, &io, &ii, &it);
+  if (st && loom_status_code(st) == LOOM_CODE_FAILED_PRECONDITION) { /* fewer rows than a tile: rows one by one */
+    loom_status_free(st);
+    loom_strbuf_printf(c->why, "1x%lld rows\n", (long long)width);
+    return micro_tile(c, il, NULL, ji);
+  }
+  LOOM_PROPAGATE(st);
   const char *iin = loom_sym_var_name(ii->u.loop.var);
   LOOM_PROPAGATE(micro_tile(c, io, iin, ji));
   if (parallel) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, io, LOOM_TP_LOOP_PARALLEL));
   if (it) LOOM_PROPAGATE(micro_tile(c, it, NULL, ji));
+  loom_strbuf_printf(c->why, "%dx%lld register tiles + 1x%lld row tail\n", TILE_ROWS, (long long)width, (long long)width);
   return LOOM_OK;
 }
 
@@ -293,7 +303,8 @@ static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost
     loom_tp_stmt *il;
     LOOM_PROPAGATE(sink(c, top, 0, &il));
     for (int k = 0; k <= c->nbatch; k++) il = child_loop(il);
-    return row_tiles(c, il, NULL, true);
+    loom_strbuf_printf(c->why, "  columns %s one by one: ", loom_sym_var_name(top->u.loop.var));
+    return row_tiles(c, il, NULL, 1, true);
   }
   loom_tp_stmt *jo, *ji, *jt;
   loom_status st = loom_tp_split(c->a, c->cx, c->view, top, width, &jo, &ji, &jt);
@@ -306,21 +317,57 @@ static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost
   LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &ji));
   loom_tp_stmt *il = jo;
   for (int k = 0; k <= c->nbatch; k++) il = child_loop(il);
-  LOOM_PROPAGATE(row_tiles(c, il, jin, !outermost));
+  loom_strbuf_printf(c->why, "  panel %s: %lld columns, %s, ", loom_sym_var_name(jo->u.loop.var), (long long)width,
+                     c->pack ? "B packed" : "B in place");
+  LOOM_PROPAGATE(row_tiles(c, il, jin, width, !outermost));
   /* pack B at the deepest batch loop its indices use (B shared across the others) */
   loom_tp_stmt *at = jo, *l = jo;
   for (int k = 0; k < c->nbatch; k++) {
     l = child_loop(l);
     if (in_names(c->m->b_batch, c->m->nb_batch, loom_sym_var_name(l->u.loop.var))) at = l;
   }
-  loom_tp_stmt *fill;
-  LOOM_PROPAGATE(loom_tp_cache_read(c->a, c->cx, at, c->m->b, "Bp", &fill));
-  LOOM_PROPAGATE(set_kind_named(c->cx, fill, jin, LOOM_TP_LOOP_VECTORIZE));
+  if (c->pack) {
+    loom_tp_stmt *fill;
+    LOOM_PROPAGATE(loom_tp_cache_read(c->a, c->cx, at, c->m->b, "Bp", &fill));
+    LOOM_PROPAGATE(set_kind_named(c->cx, fill, jin, LOOM_TP_LOOP_VECTORIZE));
+  }
   if (outermost) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
-  loom_strbuf_printf(c->why, "  panel %s: %lld columns, B packed, %dx%lld register tile + 1x%lld row tail\n",
-                     loom_sym_var_name(jo->u.loop.var), (long long)width, TILE_ROWS, (long long)width,
-                     (long long)width);
+
   return jt ? panels(c, jt, w + 1, false) : LOOM_OK;
+}
+
+/* The reduction loop's variable name. */
+static const char *red_name(const mm_nest *m) {
+  return loom_sym_var_name(strip_seq(m->loops[m->nloops - 1]->u.loop.body)->u.seq.items[1]->u.loop.var);
+}
+
+/* The j loop to the top of the nest (j, batch loops, i). */
+static loom_status j_to_top(mm_ctx *c, loom_tp_stmt *top, mm_nest *m) {
+  if (!match_matmul(c->cx, top, m)) return LOOM_ERROR(INTERNAL, "the copy does not match");
+  for (int k = 0; k < m->nloops; k++) m->loops[k]->u.loop.kind = LOOM_TP_LOOP_SERIAL;
+  c->nbatch = m->nloops - 2;
+  for (int t = m->nloops - 2; t >= 0; t--) LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, m->loops[t]));
+  return LOOM_OK;
+}
+
+/* Below SMALL_M rows (the i extent) packing costs more than it saves: B with unit stride in
+ * j is used in place by 1-row tiles (fewer rows than one full tile); B indexed `[j, r]`
+ * (linear's W, where packing is a transposition) is used by dot products over r (vectorised
+ * by LLVM), j outermost and parallel so each row of B is read once. */
+enum { SMALL_M_UNIT = TILE_ROWS, SMALL_M_TRANSPOSED = 48 };
+
+static loom_status small_m(void *ud, loom_tp_func *view) {
+  const mm_ctx *outer = ud;
+  mm_nest m;
+  mm_ctx c = *outer;
+  c.view = view;
+  c.m = &m;
+  c.pack = false;
+  LOOM_PROPAGATE(j_to_top(&c, view->body, &m));
+  if (m.b_unit) return panels(&c, view->body, 0, true);
+  loom_strbuf_printf(c.why, "  dot products over %s, %s outermost and parallel\n", red_name(&m),
+                     loom_sym_var_name(view->body->u.loop.var));
+  return loom_tp_set_kind(c.cx, view->body, LOOM_TP_LOOP_PARALLEL);
 }
 
 /* Tiles the matmul nest held by *slot; on refusal leaves it unchanged and says why. */
@@ -332,30 +379,33 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
   loom_tp_func view = *f;
   view.body = copy;
   mm_nest m;
-  loom_strbuf steps;
+  loom_strbuf small, steps;
+  loom_strbuf_init(&small, NULL);
   loom_strbuf_init(&steps, NULL);
-  mm_ctx c = {a, cx, &view, &m, 0, &steps};
-  loom_status st = match_matmul(copy, &m) ? LOOM_OK : LOOM_ERROR(INTERNAL, "the copy does not match");
-  for (int k = 0; k < m.nloops && !st; k++) m.loops[k]->u.loop.kind = LOOM_TP_LOOP_SERIAL;
-  if (!st) {
-    c.nbatch = m.nloops - 2;
-    /* the j loop to the top */
-    for (int t = m.nloops - 2; t >= 0 && !st; t--) st = loom_tp_reorder(a, cx, &view, m.loops[t]);
-  }
-  if (!st) st = panels(&c, view.body, 0, true);
+  mm_ctx c = {a, cx, &view, &m, 0, true, &small};
+  int64_t limit = orig->b_unit ? SMALL_M_UNIT : SMALL_M_TRANSPOSED;
+  const loom_sym_expr *rows = orig->loops[orig->nloops - 2]->u.loop.extent;
+  const loom_sym_expr *guard = loom_sym_cmp(cx, LOOM_SYM_LT, rows, loom_sym_const(cx, limit));
+  loom_status st = guard ? loom_tp_add_variant(a, cx, &view, guard, small_m, &c) : LOOM_OOM();
+  c.why = &steps;
+  if (!st) st = j_to_top(&c, view.body->u.if_.else_s, &m);
+  if (!st) st = panels(&c, view.body->u.if_.else_s, 0, true);
   if (st) {
     loom_strbuf_printf(why, "nest %s: matmul, register tiling refused (%s): plain schedule\n",
                        loom_sym_var_name(orig->loops[0]->u.loop.var), loom_status_message(st));
     loom_status_free(st);
-    loom_strbuf_free(&steps);
-    return LOOM_OK;
+  } else {
+    loom_strbuf sb;
+    loom_strbuf_init(&sb, NULL);
+    loom_sym_print(rows, &sb);
+    loom_strbuf_printf(why, "nest %s: matmul (init + reduction over %s), register-tiled:\n%s  variant %s < %lld:\n%s",
+                       loom_sym_var_name(orig->loops[0]->u.loop.var), red_name(orig), loom_strbuf_cstr(&steps), loom_strbuf_cstr(&sb), (long long)limit, loom_strbuf_cstr(&small));
+    loom_strbuf_free(&sb);
+    *slot = view.body;
+    *done = true;
   }
-  loom_strbuf_printf(why, "nest %s: matmul (init + reduction over %s), register-tiled:\n%s",
-                     loom_sym_var_name(orig->loops[0]->u.loop.var), loom_sym_var_name(orig->loops[1]->u.loop.var),
-                     loom_strbuf_cstr(&steps));
+  loom_strbuf_free(&small);
   loom_strbuf_free(&steps);
-  *slot = view.body;
-  *done = true;
   return LOOM_OK;
 }
 
@@ -364,7 +414,7 @@ static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
   loom_tp_stmt *s = *slot;
   if (s->kind != LOOM_TP_STMT_FOR) return LOOM_OK;
   mm_nest m;
-  if (match_matmul(s, &m)) {
+  if (match_matmul(cx, s, &m)) {
     bool done;
     LOOM_PROPAGATE(tile_matmul(a, cx, f, slot, &m, why, &done));
     if (done) return LOOM_OK;

@@ -191,7 +191,7 @@ LOOM_TEST(tp_schedule, cache_read_packs_the_footprint) {
   check_schedule(matmul, true, pack_b, "      Bp[j, r] = B[r, j]\n");
 }
 LOOM_TEST(tp_schedule, cpu_rule_register_tiles_matmul_and_round_trips) {
-  check_schedule(matmul, true, cpu_rule, "      for r in 0..k reduce {\n        for i_i in 0..6 unroll {\n          for j_i in 0..32 vectorize {\n");
+  check_schedule(matmul, true, cpu_rule, "acc[i_i, j_i] = acc[i_i, j_i] + A[6*i_o + i_i, r] * Bp[r, j_i]\n");
 }
 
 LOOM_TEST(tp_schedule, distribute_and_caches_refuse_what_they_cannot_prove) {
