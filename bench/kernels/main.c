@@ -67,6 +67,7 @@ typedef struct prog {
   loom_tp_func *f;
   loom_kernel_fn fn;
   double compile_ms;
+  double schedule_ms, irgen_ms, opt_ms, codegen_ms; /* parts of compile_ms (generated kernels) */
 } prog;
 
 static loom_cpu_jit *g_jit;
@@ -197,18 +198,25 @@ static int prog_generate(prog *p, gen_fn gen) {
   loom_strbuf why;
   loom_strbuf_init(&why, NULL);
   if (!s) s = loom_tp_schedule_cpu(&p->arena, p->cx, p->f, &why);
+  p->schedule_ms = (double)(loom_clock_ns() - t0) / 1e6;
   if (!s && !strstr(loom_strbuf_cstr(&why), "register-tiled"))
     fprintf(stderr, "note: @%s not register-tiled:\n%s", p->f->name, loom_strbuf_cstr(&why));
   loom_strbuf_free(&why);
   const loom_tp_func *fs[1] = {p->f};
   if (!s) s = loom_cpu_jit_compile(g_jit, p->cx, fs, 1, &p->fn);
   p->compile_ms = (double)(loom_clock_ns() - t0) / 1e6;
+  loom_cpu_jit_last_times(g_jit, &p->irgen_ms, &p->opt_ms, &p->codegen_ms);
   if (s) {
     fprintf(stderr, "error: %s\n", loom_status_text(s, 0));
     loom_status_free(s);
     return -1;
   }
   return 0;
+}
+
+static void print_compile(const char *name, const prog *p) {
+  printf("  compile %-15s %7.1f ms (schedule %.1f, IR gen %.1f, O3 %.1f, machine code %.1f)\n", name, p->compile_ms,
+         p->schedule_ms, p->irgen_ms, p->opt_ms, p->codegen_ms);
 }
 
 /* The program's symbols in its own order, by name. */
@@ -376,14 +384,16 @@ int main(int argc, char **argv) {
 
   prog lin, gmm, bmm;
   if (prog_generate(&lin, gen_linear) || prog_generate(&gmm, gen_matmul) || prog_generate(&bmm, gen_bmm)) return 1;
-  printf("generated kernels (legalized program + default CPU schedule rule; compile = schedule + IR gen + O3 + "
-         "machine code): linear %.1f ms, matmul %.1f ms, batched matmul %.1f ms\n",
-         lin.compile_ms, gmm.compile_ms, bmm.compile_ms);
+  printf("generated kernels (legalized program + default CPU schedule rule):\n");
+  print_compile("linear", &lin);
+  print_compile("matmul", &gmm);
+  print_compile("batched matmul", &bmm);
   for (size_t i = 0; i < (quick ? 1u : 2u); i++) bench_generated("matmul", &gmm, 1, 1, sq[i], sq[i], sq[i]);
   for (size_t s = 0; s < 2; s++)
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
       if (quick && ms[i] > 512) continue;
       bench_generated("linear", &lin, 0, 1, ms[i], kn[s][0], kn[s][1]);
+      bench_generated("matmul", &gmm, 1, 1, ms[i], kn[s][0], kn[s][1]);
     }
   static const int64_t seqs[] = {128, 509, 512};
   for (size_t i = 0; i < sizeof seqs / sizeof seqs[0]; i++) {
