@@ -354,7 +354,7 @@ static loom_status j_to_top(mm_ctx *c, loom_tp_stmt *top, mm_nest *m) {
  * j is used in place by 1-row tiles (fewer rows than one full tile); B indexed `[j, r]`
  * (linear's W, where packing is a transposition) is used by dot products over r (vectorised
  * by LLVM), j outermost and parallel so each row of B is read once. */
-enum { SMALL_M_UNIT = TILE_ROWS, SMALL_M_TRANSPOSED = 48 };
+enum { SMALL_M_UNIT = TILE_ROWS, SMALL_M_TRANSPOSED = 12 };
 
 static loom_status small_m(void *ud, loom_tp_func *view) {
   const mm_ctx *outer = ud;
