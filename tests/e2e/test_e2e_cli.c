@@ -69,6 +69,10 @@ LOOM_TEST(e2e_cli, a_module_that_cannot_compile_names_function_binding_and_pass)
   loom_test_proc_free(&p);
   struct stat sb;
   cr_assert_neq(stat(so, &sb), 0, "a failed compile left %s behind", so);
+  /* no destination: a usage error, not a crash */
+  p = loom_test_run("%s compile models/mlp.loom", loom_test_loom_bin());
+  expect(&p, 2, NULL, "-o OUT.so");
+  loom_test_proc_free(&p);
   /* an unwritable destination: an error, nothing half-written */
   p = loom_test_run("%s compile models/mlp.loom -o /nonexistent-dir/m.so", loom_test_loom_bin());
   expect(&p, 1, NULL, "/nonexistent-dir/m.so");
