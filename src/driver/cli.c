@@ -1,6 +1,8 @@
 /* cli.c — option parsing, help and usage errors for every command. */
 #include "driver/cli.h"
 
+#include "base/status.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,3 +154,10 @@ const char *loom_cli_get(const loom_cli_args *a, const char *name) {
 }
 
 bool loom_cli_flag(const loom_cli_args *a, const char *name) { return loom_cli_count(a, name) > 0; }
+
+int loom_cli_exit(loom_status st) {
+  if (!st) return LOOM_EXIT_OK;
+  loom_status_fprint(stderr, st);
+  loom_status_free(st);
+  return LOOM_EXIT_FAILURE;
+}

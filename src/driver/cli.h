@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include "base/compiler.h"
+#include "base/status.h"
 
 enum {
   LOOM_EXIT_OK = 0,      /* success */
@@ -59,6 +60,10 @@ bool loom_cli_flag(const loom_cli_args *a, const char *name);
 /* Number of times `name` was given, and its i-th value. */
 int loom_cli_count(const loom_cli_args *a, const char *name);
 const char *loom_cli_value_at(const loom_cli_args *a, const char *name, int i);
+
+/* The exit code of a command that ends with status `st`: LOOM_EXIT_OK, or the
+ * error printed to stderr (and freed) and LOOM_EXIT_FAILURE. */
+int loom_cli_exit(loom_status st);
 
 /* Prints "PROGRAM CMD: error: ..." and a hint, returns LOOM_EXIT_USAGE. */
 int loom_cli_usage_error(const loom_cli_args *a, const char *fmt, ...) LOOM_PRINTF(2, 3);

@@ -8,6 +8,7 @@
 #include "vm/exec.h"
 
 static int run(const loom_cli_args *args) {
+  if (!loom_cli_get(args, "-o")) return loom_cli_usage_error(args, "say where to write the artifact: -o OUT.so");
   const char *target = loom_cli_get(args, "--target");
   if (target && strcmp(target, "cpu") != 0)
     return loom_cli_usage_error(args, "--target '%s': only 'cpu' is available in this build's compile path", target);
@@ -30,12 +31,7 @@ static int run(const loom_cli_args *args) {
     }
     loom_compiled_free(c);
   }
-  if (st) {
-    loom_status_fprint(stderr, st);
-    loom_status_free(st);
-    return LOOM_EXIT_FAILURE;
-  }
-  return LOOM_EXIT_OK;
+  return loom_cli_exit(st);
 }
 
 const loom_cli_command loom_cmd_compile = {

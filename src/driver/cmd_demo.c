@@ -370,12 +370,7 @@ static int run(const loom_cli_args *args) {
   loom_rt_close(d.rt);
   loom_compiled_free(d.c);
   loom_graph_module_destroy(d.ref);
-  if (st) {
-    loom_status_fprint(stderr, st);
-    loom_status_free(st);
-    return LOOM_EXIT_FAILURE;
-  }
-  return LOOM_EXIT_OK;
+  return loom_cli_exit(st);
 }
 
 const loom_cli_command loom_cmd_demo = {

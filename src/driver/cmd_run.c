@@ -27,12 +27,7 @@ static int run(const loom_cli_args *args) {
   if (!st) st = loom_run_tool(args, rt);
   loom_rt_close(rt);
   loom_compiled_free(c);
-  if (st) {
-    loom_status_fprint(stderr, st);
-    loom_status_free(st);
-    return LOOM_EXIT_FAILURE;
-  }
-  return LOOM_EXIT_OK;
+  return loom_cli_exit(st);
 }
 
 const loom_cli_command loom_cmd_run = {

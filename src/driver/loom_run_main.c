@@ -20,12 +20,7 @@ static int run(const loom_cli_args *args) {
     st = loom_run_tool(args, rt);
     loom_rt_close(rt);
   }
-  if (st) {
-    loom_status_fprint(stderr, st);
-    loom_status_free(st);
-    return LOOM_EXIT_FAILURE;
-  }
-  return LOOM_EXIT_OK;
+  return loom_cli_exit(st);
 }
 
 static const loom_cli_command run_command = {
