@@ -42,6 +42,7 @@ def thread_env(t):
         XLA_FLAGS=f"--xla_cpu_multi_thread_eigen={'false' if t == 1 else 'true'} intra_op_parallelism_threads={t}",
         JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="3",
         TORCHINDUCTOR_COMPILE_THREADS="1", PYTHONHASHSEED="0",
+        LOOM_NUM_THREADS=str(t), LOOM_COMPILE_THREADS=str(t),  # Loom: kernels and its parallel JIT on the T cores
     )
     return env
 
@@ -135,7 +136,7 @@ def main():
     cases = workloads.QUICK if quick else workloads.full_cases()
     stream = workloads.stream(workloads.QUICK_B5_REQUESTS if quick else workloads.B5_REQUESTS)
 
-    log("references (float64 NumPy; Loom's interpreter replaces this)")
+    log("references (float64 NumPy, harness/modeldefs.py)")
     ref_dir = os.path.join(out, "ref")
     ref_names = {}
     for wl in wls:

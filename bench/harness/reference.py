@@ -1,9 +1,10 @@
 """reference.py — the outputs every system is checked against.
 
-Today: the float64 NumPy implementation of each model (modeldefs.py, same weights as the ONNX file).
-When Loom's interpreter runs ONNX models, `compute` calls it instead (in float64 where it can), so
-that the harness checks every system — Loom's compiled path included — against Loom's own reference
-semantics. Nothing else in the harness needs to change: results are cached as .npy per case.
+The float64 NumPy implementation of each model (modeldefs.py, same weights as the ONNX file), written
+independently of every system, Loom included. Loom's interpreter is not used: Loom's ONNX importer
+does not read B2/B3/B5's models yet, and an independent reference also catches importer bugs that the
+interpreter would share with Loom's compiled path (bench/README.md, "The reference"). Results are
+cached as .npy per case.
 """
 import hashlib
 import os
