@@ -31,8 +31,7 @@ QUICK_B5_REQUESTS = 30
 QUICK_THREADS = {"B1": [1, 2], "B2": [1], "B3": [1], "B4": [1], "B5": [1]}
 QUICK_EXCLUDE = {"B1": {"iree-nodt"},  # `iree` compiles B1; iree-nodt is there for B2-B5
                  "B3": {"tvm", "iree", "iree-nodt", "torch-compile"},
-                 # loom's generated matmul kernels need minutes for one B4 case: full run only
-                 "B4": {"tvm", "iree", "iree-nodt", "torch-compile", "loom"},
+                 "B4": {"tvm", "iree", "iree-nodt", "torch-compile"},
                  # TVM's default pipeline needs minutes for one large request here: full run only
                  "B5": {"tvm"}}
 
