@@ -137,6 +137,15 @@ const loom_artifact_kernel *loom_libcall_lib_externs(const loom_libcall_lib *lib
 /* Checks that every extern `exe` calls is in the lib with the same buffer and symbol counts. */
 LOOM_MUST_USE loom_status loom_libcall_lib_check_exec(const loom_libcall_lib *lib, const loom_vm_exec *exe);
 
+/* ---- signatures as text (libcall/sigtext.c): what an AOT artifact carries ---- */
+typedef struct loom_arena loom_arena;
+/* Appends one line per signature. */
+void loom_libcall_sigs_encode(const loom_libcall_sig *sigs, uint32_t n, loom_strbuf *sb);
+/* Parses text from loom_libcall_sigs_encode (syntax and ranges checked: DATA_LOSS naming the
+ * line); the signatures live in `a`. loom_libcall_lib_create checks their consistency. */
+LOOM_MUST_USE loom_status loom_libcall_sigs_decode(const char *text, size_t len, loom_arena *a, loom_libcall_sig **out,
+                                                   uint32_t *n);
+
 /* ---- built-ins (libcall/blas.c) ---- */
 
 /* A built-in binding: checks a signature at load, then runs with it. */

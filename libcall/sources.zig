@@ -2,6 +2,7 @@
 pub const runtime = [_][]const u8{
     "libcall/call.c",
     "libcall/blas.c",
+    "libcall/sigtext.c",
 };
 pub const compiler = [_][]const u8{
     "libcall/decl.c",

@@ -46,7 +46,7 @@ static loom_tp_stmt *find_loop_in(loom_tp_stmt *s, const char *name) {
 
 loom_tp_stmt *loom_tp_find_loop(loom_tp_func *f, const char *name) { return find_loop_in(f->body, name); }
 
-static loom_status replace(loom_tp_func *f, const loom_tp_stmt *old, loom_tp_stmt *with) {
+loom_status loom_tp_replace(loom_tp_func *f, const loom_tp_stmt *old, loom_tp_stmt *with) {
   loom_tp_stmt **slot = find_slot(&f->body, old);
   if (!slot) return LOOM_ERROR(INVALID_ARGUMENT, "program @%s: the loop is not part of the program", f->name);
   *slot = with;
@@ -123,7 +123,7 @@ loom_status loom_tp_split(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom
     result = tail ? loom_tp_seq(a, both, 2) : NULL;
     if (!result) return LOOM_OOM();
   }
-  LOOM_PROPAGATE(replace(f, loop, result));
+  LOOM_PROPAGATE(loom_tp_replace(f, loop, result));
   if (out_outer) *out_outer = outer;
   if (out_inner) *out_inner = inner;
   if (out_tail) *out_tail = tail;
@@ -150,7 +150,7 @@ loom_status loom_tp_fuse(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_
   loom_tp_stmt *body = loom_tp_stmt_copy_subst(a, cx, inner->u.loop.body, vars, vals, 2);
   loom_tp_stmt *fused = loom_tp_for(a, k, extent, outer->u.loop.kind, outer->u.loop.reduce, body);
   if (!fused) return LOOM_OOM();
-  LOOM_PROPAGATE(replace(f, outer, fused));
+  LOOM_PROPAGATE(loom_tp_replace(f, outer, fused));
   if (out_fused) *out_fused = fused;
   return LOOM_OK;
 }
@@ -195,3 +195,4 @@ loom_status loom_tp_set_kind(loom_sym_ctx *cx, loom_tp_stmt *loop, loom_tp_loop_
   loop->u.loop.kind = kind;
   return LOOM_OK;
 }
+

@@ -111,24 +111,314 @@ static loom_status vectorize_inner(loom_arena *a, loom_sym_ctx *cx, loom_tp_func
   return LOOM_OK;
 }
 
-static bool is_matmul_like(const loom_tp_stmt *s) {
-  /* a reduce loop below a non-reduce loop whose body also stores (init + update) */
-  if (s->kind == LOOM_TP_STMT_SEQ) {
-    bool store = false, red = false;
-    for (size_t i = 0; i < s->u.seq.n; i++) {
-      const loom_tp_stmt *c = s->u.seq.items[i];
-      if (c->kind == LOOM_TP_STMT_STORE) store = true;
-      if (c->kind == LOOM_TP_STMT_FOR && c->u.loop.reduce && c->u.loop.body->kind != LOOM_TP_STMT_FOR) red = true;
-      if (is_matmul_like(c)) return true;
-    }
-    return store && red;
+/* ---- matmul: register-blocked microkernel ---------------------------------------------
+ *
+ * A nest `for b.. { for i { for j { C[.., i, j] = init; for r reduce { C[.., i, j] =
+ * C[.., i, j] + a * b } } } }` (a free of j, b a load free of i; f32) becomes column panels
+ * of PANEL_WIDTHS[0] (then narrower panels for the column tail, down to 1), each with its B
+ * panel packed (cache_read) and row tiles of TILE_ROWS (then 1 for the row tail) whose
+ * accumulators live in a Local (cache_write) that lane mode keeps in registers:
+ *
+ *   for jo parallel { for b.. { alloc Bp; pack; for io { alloc acc; init; for r reduce {
+ *     for ii unroll { for ji vectorize { acc[ii, ji] += a * Bp[r, ji] } } }; write back }
+ *     row tail } }  column tail (the same, narrower)
+ *
+ * built from split, reorder, fuse, distribute, cache_read/cache_write and loop kinds; the
+ * nest is transformed as a copy and installed only when every step applied. */
+enum { TILE_ROWS = 6, MAX_CHAIN = 12 };
+static const int64_t PANEL_WIDTHS[] = {32, 16, 8, 4, 1};
+
+typedef struct mm_nest {
+  int nloops;                            /* non-reduce loops around the init + reduction */
+  loom_tp_stmt *loops[MAX_CHAIN];
+  const loom_tp_buffer *c;               /* the output */
+  const loom_tp_buffer *b;               /* the operand indexed by j, not by i (packed) */
+  bool b_unit;                           /* b's index uses j only as `+ j` in its last index */
+  const char *b_batch[MAX_CHAIN];        /* names of batch loop variables b's indices use */
+  int nb_batch;
+} mm_nest;
+
+static loom_tp_stmt *strip_seq(loom_tp_stmt *s) {
+  while (s->kind == LOOM_TP_STMT_SEQ && s->u.seq.n == 1) s = s->u.seq.items[0];
+  return s;
+}
+
+static loom_tp_stmt *child_loop(loom_tp_stmt *l) {
+  loom_tp_stmt *c = strip_seq(l->u.loop.body);
+  return c->kind == LOOM_TP_STMT_FOR ? c : NULL;
+}
+
+static bool expr_uses(const loom_tp_expr *e, const loom_sym_expr *var) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_SYM: return uses(e->u.sym, var);
+    case LOOM_TP_EXPR_LOAD:
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (expr_uses(e->u.load.idx[d], var)) return true;
+      return false;
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (expr_uses(e->u.op.args[i], var)) return true;
+      return false;
+    case LOOM_TP_EXPR_CAST: return expr_uses(e->u.cast_arg, var);
+    case LOOM_TP_EXPR_SELECT:
+      return expr_uses(e->u.select.cond, var) || expr_uses(e->u.select.then_e, var) ||
+             expr_uses(e->u.select.else_e, var);
+    default: return false;
   }
-  if (s->kind == LOOM_TP_STMT_FOR) return is_matmul_like(s->u.loop.body);
+}
+
+static bool is_access(const loom_tp_expr *e, const loom_tp_buffer *buf, loom_tp_expr *const *idx) {
+  if (e->kind != LOOM_TP_EXPR_LOAD || e->u.load.buf != buf) return false;
+  for (int d = 0; d < buf->ndim; d++)
+    if (e->u.load.idx[d]->kind != LOOM_TP_EXPR_SYM || e->u.load.idx[d]->u.sym != idx[d]->u.sym) return false;
+  return true;
+}
+
+/* Recognises the nest (without changing it); false: not a matmul the rule tiles. */
+static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
+  *m = (mm_nest){0};
+  loom_tp_stmt *l = top;
+  while (l && l->kind == LOOM_TP_STMT_FOR && !l->u.loop.reduce && m->nloops < MAX_CHAIN) {
+    m->loops[m->nloops++] = l;
+    l = child_loop(l);
+  }
+  if (m->nloops < 2 || l) return false;
+  loom_tp_stmt *body = m->loops[m->nloops - 1]->u.loop.body;
+  if (body->kind != LOOM_TP_STMT_SEQ || body->u.seq.n != 2) return false;
+  loom_tp_stmt *init = body->u.seq.items[0], *red = body->u.seq.items[1];
+  if (init->kind != LOOM_TP_STMT_STORE || red->kind != LOOM_TP_STMT_FOR || !red->u.loop.reduce) return false;
+  loom_tp_stmt *upd = strip_seq(red->u.loop.body);
+  const loom_tp_buffer *c = init->u.store.buf;
+  if (upd->kind != LOOM_TP_STMT_STORE || upd->u.store.buf != c || c->dtype != LOOM_DTYPE_F32) return false;
+  const loom_sym_expr *i = m->loops[m->nloops - 2]->u.loop.var, *j = m->loops[m->nloops - 1]->u.loop.var;
+  loom_tp_expr *const *idx = init->u.store.idx;
+  for (int d = 0; d < c->ndim; d++)
+    if (idx[d]->kind != LOOM_TP_EXPR_SYM || upd->u.store.idx[d]->kind != LOOM_TP_EXPR_SYM ||
+        idx[d]->u.sym != upd->u.store.idx[d]->u.sym || uses(idx[d]->u.sym, red->u.loop.var))
+      return false;
+  if (c->ndim < 2 || idx[c->ndim - 1]->u.sym != j) return false;
+  const loom_tp_expr *v = upd->u.store.value;
+  if (v->kind != LOOM_TP_EXPR_OP || v->u.op.op != LOOM_TP_OP_ADD) return false;
+  const loom_tp_expr *prod = is_access(v->u.op.args[0], c, idx)   ? v->u.op.args[1]
+                             : is_access(v->u.op.args[1], c, idx) ? v->u.op.args[0]
+                                                                  : NULL;
+  if (!prod || prod->kind != LOOM_TP_EXPR_OP || prod->u.op.op != LOOM_TP_OP_MUL) return false;
+  const loom_tp_expr *x = prod->u.op.args[0], *y = prod->u.op.args[1];
+  if (expr_uses(x, j)) {
+    const loom_tp_expr *t = x;
+    x = y;
+    y = t;
+  }
+  if (expr_uses(x, j) || y->kind != LOOM_TP_EXPR_LOAD || expr_uses(y, i)) return false;
+  m->c = c;
+  m->b = y->u.load.buf;
+  m->b_unit = access_unit(cx, y->u.load.buf, y->u.load.idx, j);
+  for (int k = 0; k < m->nloops - 2; k++)
+    if (expr_uses(y, m->loops[k]->u.loop.var)) m->b_batch[m->nb_batch++] = loom_sym_var_name(m->loops[k]->u.loop.var);
+  return true;
+}
+
+typedef struct mm_ctx {
+  loom_arena *a;
+  loom_sym_ctx *cx;
+  loom_tp_func *view;                    /* body: the copy being transformed */
+  const mm_nest *m;
+  int nbatch;
+  bool pack;                             /* pack B panels (cache_read) */
+  loom_strbuf *why;
+} mm_ctx;
+
+/* Moves the header of `l` down `times` levels of a perfect nest; returns the node holding it. */
+static loom_status sink(mm_ctx *c, loom_tp_stmt *l, int times, loom_tp_stmt **out) {
+  for (int t = 0; t < times; t++) {
+    loom_tp_stmt *child = child_loop(l);
+    LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, l));
+    l = child;
+  }
+  *out = l;
+  return LOOM_OK;
+}
+
+/* Sets `kind` on every loop under `s` whose variable is named `name`. */
+static loom_status set_kind_named(loom_sym_ctx *cx, loom_tp_stmt *s, const char *name, loom_tp_loop_kind kind) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) LOOM_PROPAGATE(set_kind_named(cx, s->u.seq.items[i], name, kind));
+      return LOOM_OK;
+    case LOOM_TP_STMT_FOR:
+      if (!strcmp(loom_sym_var_name(s->u.loop.var), name)) LOOM_PROPAGATE(loom_tp_set_kind(cx, s, kind));
+      return set_kind_named(cx, s->u.loop.body, name, kind);
+    case LOOM_TP_STMT_IF:
+      LOOM_PROPAGATE(set_kind_named(cx, s->u.if_.then_s, name, kind));
+      return s->u.if_.else_s ? set_kind_named(cx, s->u.if_.else_s, name, kind) : LOOM_OK;
+    default: return LOOM_OK;
+  }
+}
+
+/* One register tile at `tile` (body: [for ii {] [for ji {] init; for r {upd} [}] [}]): the
+ * accumulator in a Local, the init and the reduction distributed apart, r moved outermost. */
+static loom_status micro_tile(mm_ctx *c, loom_tp_stmt *tile, const char *ii, const char *ji) {
+  loom_tp_stmt *nest = strip_seq(tile->u.loop.body); /* kept by cache_write, which wraps it */
+  LOOM_PROPAGATE(loom_tp_cache_write(c->a, c->cx, tile, c->m->c, "acc", NULL, NULL));
+  if (!ii && !ji) return LOOM_OK; /* a single accumulator: nothing to move */
+  loom_tp_stmt **parts;
+  if (ii && ji) LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, child_loop(nest), NULL, NULL));
+  LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, nest, &parts, NULL));
+  if (ii && ji) LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, child_loop(parts[1])));
+  LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, parts[1]));
+  if (ii) LOOM_PROPAGATE(set_kind_named(c->cx, tile->u.loop.body, ii, LOOM_TP_LOOP_UNROLL));
+  if (ji) LOOM_PROPAGATE(set_kind_named(c->cx, tile->u.loop.body, ji, LOOM_TP_LOOP_VECTORIZE));
+  return LOOM_OK;
+}
+
+/* Row tiles of the i loop `il` (body: [for ji {] init; for r [}]). */
+static loom_status row_tiles(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_t width, bool parallel) {
+  loom_tp_stmt *io, *ii, *it;
+  loom_status st = loom_tp_split(c->a, c->cx, c->view, il, TILE_ROWS, &io, &ii, &it);
+  if (st && loom_status_code(st) == LOOM_CODE_FAILED_PRECONDITION) { /* fewer rows than a tile: rows one by one */
+    loom_status_free(st);
+    loom_strbuf_printf(c->why, "1x%lld rows\n", (long long)width);
+    return micro_tile(c, il, NULL, ji);
+  }
+  LOOM_PROPAGATE(st);
+  const char *iin = loom_sym_var_name(ii->u.loop.var);
+  LOOM_PROPAGATE(micro_tile(c, io, iin, ji));
+  if (parallel) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, io, LOOM_TP_LOOP_PARALLEL));
+  if (it) LOOM_PROPAGATE(micro_tile(c, it, NULL, ji));
+  loom_strbuf_printf(c->why, "%dx%lld register tiles + 1x%lld row tail\n", TILE_ROWS, (long long)width, (long long)width);
+  return LOOM_OK;
+}
+
+static bool in_names(const char *const *names, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(names[i], name)) return true;
   return false;
 }
 
-static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *s, loom_strbuf *why) {
+/* `top`: a loop over columns with, below it, nbatch batch loops, the i loop and the body.
+ * Tiles it with panels of PANEL_WIDTHS[w] and its column tail with the next widths. */
+static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost) {
+  int64_t width = PANEL_WIDTHS[w];
+  if (width == 1) {
+    loom_tp_stmt *il;
+    LOOM_PROPAGATE(sink(c, top, 0, &il));
+    for (int k = 0; k <= c->nbatch; k++) il = child_loop(il);
+    loom_strbuf_printf(c->why, "  columns %s one by one: ", loom_sym_var_name(top->u.loop.var));
+    return row_tiles(c, il, NULL, 1, true);
+  }
+  loom_tp_stmt *jo, *ji, *jt;
+  loom_status st = loom_tp_split(c->a, c->cx, c->view, top, width, &jo, &ji, &jt);
+  if (st && loom_status_code(st) == LOOM_CODE_FAILED_PRECONDITION) { /* extent known to be small */
+    loom_status_free(st);
+    return panels(c, top, w + 1, outermost);
+  }
+  LOOM_PROPAGATE(st);
+  const char *jin = loom_sym_var_name(ji->u.loop.var);
+  LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &ji));
+  loom_tp_stmt *il = jo;
+  for (int k = 0; k <= c->nbatch; k++) il = child_loop(il);
+  loom_strbuf_printf(c->why, "  panel %s: %lld columns, %s, ", loom_sym_var_name(jo->u.loop.var), (long long)width,
+                     c->pack ? "B packed" : "B in place");
+  LOOM_PROPAGATE(row_tiles(c, il, jin, width, !outermost));
+  /* pack B at the deepest batch loop its indices use (B shared across the others) */
+  loom_tp_stmt *at = jo, *l = jo;
+  for (int k = 0; k < c->nbatch; k++) {
+    l = child_loop(l);
+    if (in_names(c->m->b_batch, c->m->nb_batch, loom_sym_var_name(l->u.loop.var))) at = l;
+  }
+  if (c->pack) {
+    loom_tp_stmt *fill;
+    LOOM_PROPAGATE(loom_tp_cache_read(c->a, c->cx, at, c->m->b, "Bp", &fill));
+    LOOM_PROPAGATE(set_kind_named(c->cx, fill, jin, LOOM_TP_LOOP_VECTORIZE));
+  }
+  if (outermost) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
+
+  return jt ? panels(c, jt, w + 1, false) : LOOM_OK;
+}
+
+/* The reduction loop's variable name. */
+static const char *red_name(const mm_nest *m) {
+  return loom_sym_var_name(strip_seq(m->loops[m->nloops - 1]->u.loop.body)->u.seq.items[1]->u.loop.var);
+}
+
+/* The j loop to the top of the nest (j, batch loops, i). */
+static loom_status j_to_top(mm_ctx *c, loom_tp_stmt *top, mm_nest *m) {
+  if (!match_matmul(c->cx, top, m)) return LOOM_ERROR(INTERNAL, "the copy does not match");
+  for (int k = 0; k < m->nloops; k++) m->loops[k]->u.loop.kind = LOOM_TP_LOOP_SERIAL;
+  c->nbatch = m->nloops - 2;
+  for (int t = m->nloops - 2; t >= 0; t--) LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, m->loops[t]));
+  return LOOM_OK;
+}
+
+/* Below SMALL_M rows (the i extent) packing costs more than it saves: B with unit stride in
+ * j is used in place by 1-row tiles (fewer rows than one full tile); B indexed `[j, r]`
+ * (linear's W, where packing is a transposition) is used by dot products over r (vectorised
+ * by LLVM), j outermost and parallel so each row of B is read once. */
+enum { SMALL_M_UNIT = TILE_ROWS, SMALL_M_TRANSPOSED = 12 };
+
+static loom_status small_m(void *ud, loom_tp_func *view) {
+  const mm_ctx *outer = ud;
+  mm_nest m;
+  mm_ctx c = *outer;
+  c.view = view;
+  c.m = &m;
+  c.pack = false;
+  LOOM_PROPAGATE(j_to_top(&c, view->body, &m));
+  if (m.b_unit) return panels(&c, view->body, 0, true);
+  loom_strbuf_printf(c.why, "  dot products over %s, %s outermost and parallel\n", red_name(&m),
+                     loom_sym_var_name(view->body->u.loop.var));
+  return loom_tp_set_kind(c.cx, view->body, LOOM_TP_LOOP_PARALLEL);
+}
+
+/* Tiles the matmul nest held by *slot; on refusal leaves it unchanged and says why. */
+static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
+                               const mm_nest *orig, loom_strbuf *why, bool *done) {
+  *done = false;
+  loom_tp_stmt *copy = loom_tp_stmt_copy_subst(a, cx, *slot, NULL, NULL, 0);
+  if (!copy) return LOOM_OOM();
+  loom_tp_func view = *f;
+  view.body = copy;
+  mm_nest m;
+  loom_strbuf small, steps;
+  loom_strbuf_init(&small, NULL);
+  loom_strbuf_init(&steps, NULL);
+  mm_ctx c = {a, cx, &view, &m, 0, true, &small};
+  int64_t limit = orig->b_unit ? SMALL_M_UNIT : SMALL_M_TRANSPOSED;
+  const loom_sym_expr *rows = orig->loops[orig->nloops - 2]->u.loop.extent;
+  const loom_sym_expr *guard = loom_sym_cmp(cx, LOOM_SYM_LT, rows, loom_sym_const(cx, limit));
+  loom_status st = guard ? loom_tp_add_variant(a, cx, &view, guard, small_m, &c) : LOOM_OOM();
+  c.why = &steps;
+  if (!st) st = j_to_top(&c, view.body->u.if_.else_s, &m);
+  if (!st) st = panels(&c, view.body->u.if_.else_s, 0, true);
+  if (st) {
+    loom_strbuf_printf(why, "nest %s: matmul, register tiling refused (%s): plain schedule\n",
+                       loom_sym_var_name(orig->loops[0]->u.loop.var), loom_status_message(st));
+    loom_status_free(st);
+  } else {
+    loom_strbuf sb;
+    loom_strbuf_init(&sb, NULL);
+    loom_sym_print(rows, &sb);
+    loom_strbuf_printf(why, "nest %s: matmul (init + reduction over %s), register-tiled:\n%s  variant %s < %lld:\n%s",
+                       loom_sym_var_name(orig->loops[0]->u.loop.var), red_name(orig), loom_strbuf_cstr(&steps), loom_strbuf_cstr(&sb), (long long)limit, loom_strbuf_cstr(&small));
+    loom_strbuf_free(&sb);
+    *slot = view.body;
+    *done = true;
+  }
+  loom_strbuf_free(&small);
+  loom_strbuf_free(&steps);
+  return LOOM_OK;
+}
+
+static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
+                                 loom_strbuf *why) {
+  loom_tp_stmt *s = *slot;
   if (s->kind != LOOM_TP_STMT_FOR) return LOOM_OK;
+  mm_nest m;
+  if (match_matmul(cx, s, &m)) {
+    bool done;
+    LOOM_PROPAGATE(tile_matmul(a, cx, f, slot, &m, why, &done));
+    if (done) return LOOM_OK;
+  }
   const char *name = loom_sym_var_name(s->u.loop.var);
   loom_tp_stmt *par = NULL;
   if (s->u.loop.kind == LOOM_TP_LOOP_SERIAL && !s->u.loop.reduce) {
@@ -143,9 +433,6 @@ static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
   } else if (s->u.loop.kind == LOOM_TP_LOOP_PARALLEL) {
     par = s;
   }
-  if (is_matmul_like(s))
-    loom_strbuf_printf(why, "nest %s: matmul-like (init + reduction); register tiling not applied by the rules "
-                            "yet (needs loop distribution): plain schedule\n", name);
   return vectorize_inner(a, cx, f, s, par, why);
 }
 
@@ -154,10 +441,10 @@ loom_status loom_tp_schedule_cpu(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
   if (body->kind == LOOM_TP_STMT_SEQ) {
     /* items may be replaced by the split: iterate over a snapshot of the count */
     size_t n = body->u.seq.n;
-    for (size_t i = 0; i < n && i < body->u.seq.n; i++) LOOM_PROPAGATE(schedule_nest(a, cx, f, body->u.seq.items[i], why));
+    for (size_t i = 0; i < n && i < body->u.seq.n; i++) LOOM_PROPAGATE(schedule_nest(a, cx, f, &body->u.seq.items[i], why));
     return LOOM_OK;
   }
-  return schedule_nest(a, cx, f, body, why);
+  return schedule_nest(a, cx, f, &f->body, why);
 }
 
 const char *loom_tp_cpu_matmul_tiled_text(void) {

@@ -17,4 +17,5 @@ pub const compiler = [_][]const u8{
     "tensorprog/variants.c",
     "tensorprog/schedule_cpu.c",
     "tensorprog/verify.c",
+    "tensorprog/schedule_mem.c",
 };

@@ -51,6 +51,38 @@ loom_status loom_tp_reorder(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, lo
  * UNROLL of a non-constant extent or one above 64. */
 loom_status loom_tp_set_kind(loom_sym_ctx *cx, loom_tp_stmt *loop, loom_tp_loop_kind kind);
 
+/* Replaces the statement `old` (anywhere in f's body) by `with`. */
+loom_status loom_tp_replace(loom_tp_func *f, const loom_tp_stmt *old, loom_tp_stmt *with);
+
+/* Loop distribution: `for v { S1; S2; ... }` becomes `for v { S1 }; for v' { S2 }; ...`
+ * (each later loop a copy with a fresh variable). Applies to a non-reduce loop whose body
+ * is a sequence without lets or allocs at its top, when iterations are independent: every
+ * buffer the body writes is accessed everywhere in the body at one index tuple in which
+ * some index is `v + rest`, rest free of v and of the body's loop variables (the init
+ * store and the reduction of a matmul over `j`). Out: the new loops (arena array). */
+loom_status loom_tp_distribute(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop,
+                               loom_tp_stmt ***out_loops, size_t *out_n);
+
+/* Footprint of `buf` inside `loop`: its first access fixes a template — the indices and
+ * the enclosing loops (inside `loop`, outer to inner) whose variables they use; every other
+ * access must be the template with loops of equal extents in place of the template's (tail
+ * copies of a split), none under an `if`, footprint extents free of the body's loops.
+ *
+ * cache_read (packing): a Local `name` with one axis per footprint loop is filled at the
+ * start of the loop body — `for u.. { name[u..] = buf[template(u..)] }` — and every load of
+ * `buf` in the body reads it instead. Refused when the body writes `buf`. The fill reads
+ * the whole footprint box. Out: the fill nest (its loops serial).
+ *
+ * cache_write (accumulator): every access of `buf` in the body goes to a Local `name`
+ * instead; it is loaded from `buf` first unless the first access is a store covering the
+ * box (then NULL), and written back after the body when the body stores. Refused when two
+ * footprint points could be one element (each footprint variable must stand alone, with
+ * unit coefficient, in some index). Out: the load and write-back nests (or NULL). */
+loom_status loom_tp_cache_read(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *loop, const loom_tp_buffer *buf,
+                               const char *name, loom_tp_stmt **out_fill);
+loom_status loom_tp_cache_write(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *loop, const loom_tp_buffer *buf,
+                                const char *name, loom_tp_stmt **out_load, loom_tp_stmt **out_store);
+
 /* Shape-range variant: wraps the body as `if guard { variant } else { body }`. The variant
  * is a copy of the body simplified under the guard's facts (`m == 1`, `n <= 64`,
  * `floormod(k, 8) == 0`, and conjunctions of those), then scheduled by `schedule`

@@ -5,6 +5,12 @@
  *     // why: one line per decision, e.g. "loop i: parallel (outermost, not a reduction)"
  *
  * Rules, applied to every top-level loop nest of the program:
+ *   0. a matmul-shaped nest (init store + `C = C + a * b` reduction, f32: matmul, batched
+ *      matmul, linear) is register-tiled: column panels of 32 (then 16, 8, 4, 1 for the
+ *      tail) in parallel, B panels packed (cache_read), 6-row tiles whose accumulators are a
+ *      Local kept in registers by lane mode (cache_write + distribute + reorder), a 1-row
+ *      tail; plus a variant for few rows (dot products for linear's W, unpacked 1-row tiles
+ *      for matmul). Built on a copy; when a primitive refuses, the nest keeps rules 1-3;
  *   1. the outermost loop of a nest, when it is serial and not a reduction, becomes
  *      PARALLEL (rows of softmax / norms, output rows of a matmul);
  *   2. an innermost non-reduce loop whose statements only store, and whose variable
@@ -12,10 +18,8 @@
  *      VECTORIZE; when that loop is also the parallel one (a 1-D nest), it is split by
  *      64 first: parallel outer, vectorized inner of 64 lanes, symbolic tail;
  *   3. anything else stays as it is, and `why` says why (e.g. a reduction innermost).
- * Matmul register tiling (the 6x32 tile of bench/kernels) is NOT produced here yet: it
- * needs loop distribution of the init store out of the j loop, which tp_rewrite.h does
- * not offer; a matmul gets rule 1 (and says so). Rules never make a program incorrect:
- * every change is a primitive of tp_rewrite.h, which refuses what it cannot prove. */
+ * Rules never make a program incorrect: every change is a primitive of tp_rewrite.h,
+ * which refuses what it cannot prove. docs/codegen.md describes the matmul form. */
 #ifndef LOOM_TENSORPROG_TP_SCHEDULE_CPU_H
 #define LOOM_TENSORPROG_TP_SCHEDULE_CPU_H
 
@@ -24,9 +28,9 @@
 
 loom_status loom_tp_schedule_cpu(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_strbuf *why);
 
-/* The register-tiled f32 matmul the CPU rules are meant to produce (6x32 tile, packed B
- * panels, symbolic tails), as program text: benchmarked by bench-kernels and checked against
- * the interpreter by the cpu suite until a rule generates it. */
+/* A hand-written register-tiled f32 matmul (6x32 tile, packed B panels, symbolic tails), as
+ * program text: the form rule 0 was modelled on, kept as a benchmark reference and a
+ * differential test. */
 const char *loom_tp_cpu_matmul_tiled_text(void);
 
 #endif

@@ -23,7 +23,14 @@ static loom_status assume_guard(loom_sym_ctx *cx, const loom_sym_expr *g) {
   bool lt = k == LOOM_SYM_LT;
   if (loom_sym_is_var(a) && loom_sym_is_const(b, &c)) return loom_sym_assume_range(cx, a, INT64_MIN, lt ? c - 1 : c);
   if (loom_sym_is_const(a, &c) && loom_sym_is_var(b)) return loom_sym_assume_range(cx, b, lt ? c + 1 : c, INT64_MAX);
-  return LOOM_OK;
+  /* any other form a <= b with b - a = ±v + c (canonical forms such as -5 <= -m) */
+  const loom_sym_expr *diff = loom_sym_sub(cx, b, a), *v;
+  int64_t coef, off;
+  if (!diff || !loom_sym_as_affine(diff, &v, &coef, &off) || (coef != 1 && coef != -1)) return LOOM_OK;
+  int64_t need = lt ? 1 : 0; /* coef*v + off >= need */
+  if (off < INT64_MIN / 2 || off > INT64_MAX / 2) return LOOM_OK;
+  return coef == 1 ? loom_sym_assume_range(cx, v, need - off, INT64_MAX)
+                   : loom_sym_assume_range(cx, v, INT64_MIN, off - need);
 }
 
 /* The guard as a bool tensor-program expression (comparisons of index values). */

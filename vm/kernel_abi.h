@@ -83,7 +83,8 @@ struct loom_kernel_ctx {
  *     const loom_artifact_desc loom_artifact_v1 = {LOOM_ARTIFACT_MAGIC, LOOM_KERNEL_ABI_VERSION,
  *                                                exe, sizeof exe, 1, ks};
  */
-#define LOOM_ARTIFACT_MAGIC 0x314D4C41u /* "ALM1" little-endian */
+#define LOOM_ARTIFACT_MAGIC 0x314D4C41u  /* "ALM1" little-endian: the fields up to `kernels` */
+#define LOOM_ARTIFACT_MAGIC2 0x324D4C41u /* "ALM2": also `externs` */
 #define LOOM_ARTIFACT_SYMBOL "loom_artifact_v1"
 
 typedef struct loom_artifact_kernel {
@@ -98,6 +99,10 @@ typedef struct loom_artifact_desc {
   uint64_t exec_size;                  /* their length */
   uint32_t nkernels;                   /* entries in kernels */
   const loom_artifact_kernel *kernels; /* name -> function */
+  /* ALM2 only: the signatures of the externs the executable calls (libcall/libcall.h text,
+   * loom_libcall_sigs_encode), or NULL. Relative library paths are taken from the
+   * artifact's directory. */
+  const char *externs;
 } loom_artifact_desc;
 
 #ifdef __cplusplus

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/arena.h"
+#include "libcall/libcall.h"
 #include "loomrt.h"
 #include "targets/cpu/threadpool.h"
 #include "vm/vm.h"
@@ -16,6 +18,7 @@ struct loom_rt {
   uint32_t nkernels;
   const loom_artifact_kernel *externs;
   uint32_t nexterns;
+  loom_libcall_lib *lib;               /* externs an ALM2 artifact declares, or NULL */
 };
 
 static loom_kernel_fn resolve(void *ctx, const char *name, int is_extern) {
@@ -32,6 +35,7 @@ void loom_rt_close(loom_rt *rt) {
   loom_vm_destroy(rt->vm);
   loom_vm_exec_free(rt->exe);
   loom_cpu_pool_destroy(rt->pool);
+  loom_libcall_lib_destroy(rt->lib);
   if (rt->dl) dlclose(rt->dl);
   free(rt);
 }
@@ -44,14 +48,33 @@ static loom_status open_so(loom_rt *rt, const char *path) {
   if (!rt->dl) return LOOM_ERROR(NOT_FOUND, "cannot load artifact '%s': %s", path, dlerror());
   const loom_artifact_desc *a = dlsym(rt->dl, LOOM_ARTIFACT_SYMBOL);
   if (!a) return LOOM_ERROR(NOT_FOUND, "'%s' is a shared object without the symbol %s: not a Loom artifact", path, LOOM_ARTIFACT_SYMBOL);
-  if (a->magic != LOOM_ARTIFACT_MAGIC) return LOOM_ERROR(DATA_LOSS, "'%s': %s has a bad magic number", path, LOOM_ARTIFACT_SYMBOL);
+  if (a->magic != LOOM_ARTIFACT_MAGIC && a->magic != LOOM_ARTIFACT_MAGIC2)
+    return LOOM_ERROR(DATA_LOSS, "'%s': %s has a bad magic number", path, LOOM_ARTIFACT_SYMBOL);
   if (a->abi_version != LOOM_KERNEL_ABI_VERSION)
     return LOOM_ERROR(DATA_LOSS, "'%s': kernels were built for kernel ABI %u, this runtime has %u", path, a->abi_version,
                       LOOM_KERNEL_ABI_VERSION);
   rt->kernels = a->kernels;
   rt->nkernels = a->nkernels;
-  return loom_status_annotate(loom_vm_exec_load(NULL, a->exec, a->exec_size, NULL, NULL, &rt->exe), __FILE__, __LINE__,
-                              "artifact '%s'", path);
+  LOOM_RETURN_IF_ERROR(loom_vm_exec_load(NULL, a->exec, a->exec_size, NULL, NULL, &rt->exe), "artifact '%s'", path);
+  if (a->magic == LOOM_ARTIFACT_MAGIC2 && a->externs && !rt->nexterns) {
+    /* the externs the artifact declares: loaded now (libraries relative to the artifact) */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", buf);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    loom_arena ar;
+    loom_arena_init(&ar, NULL, 0);
+    loom_libcall_sig *sigs;
+    uint32_t n;
+    loom_status st = loom_libcall_sigs_decode(a->externs, strlen(a->externs), &ar, &sigs, &n);
+    loom_libcall_options lo = {.search_dir = dir};
+    if (!st) st = loom_libcall_lib_create(NULL, sigs, n, &lo, &rt->lib);
+    if (!st) st = loom_libcall_lib_check_exec(rt->lib, rt->exe);
+    loom_arena_destroy(&ar);
+    LOOM_RETURN_IF_ERROR(st, "artifact '%s': its external functions", path);
+    rt->externs = loom_libcall_lib_externs(rt->lib, &rt->nexterns);
+  }
+  return LOOM_OK;
 }
 
 /* Creates the pool and the VM once rt->exe is set (or st already failed); closes rt on failure. */

@@ -8,7 +8,11 @@
  * kernel as GFLOP/s or GB/s, as a percent of the peak it is bound by, and for matmul as a
  * ratio to OpenBLAS cblas_sgemm with the same thread count; plus compile time per kernel.
  * Times are the best of several repetitions (the machine is shared: expect noise).
- * Parallel loops run on the runtime's thread pool (targets/cpu/threadpool.h). */
+ * Parallel loops run on the runtime's thread pool (targets/cpu/threadpool.h).
+ *
+ * "generated" kernels are what `loom compile` runs: the program legalization generates
+ * (tensorprog/gen_nn.c: linear X·Wᵀ + bias, matmul, batched matmul) scheduled by the default
+ * CPU rule (loom_tp_schedule_cpu); compile time includes the schedule. */
 #include <cblas.h>
 #include <math.h>
 #include <pthread.h>
@@ -20,6 +24,7 @@
 #include "bench/common/machine_limits.h"
 #include "targets/cpu/codegen.h"
 #include "targets/cpu/threadpool.h"
+#include "tensorprog/tp_gen.h"
 #include "tensorprog/tp_ir.h"
 #include "tensorprog/tp_schedule_cpu.h"
 
@@ -62,6 +67,7 @@ typedef struct prog {
   loom_tp_func *f;
   loom_kernel_fn fn;
   double compile_ms;
+  double schedule_ms, irgen_ms, opt_ms, codegen_ms; /* parts of compile_ms (generated kernels) */
 } prog;
 
 static loom_cpu_jit *g_jit;
@@ -117,6 +123,7 @@ static float *rnd(int64_t n) {
 }
 
 static double g_peak, g_triad;
+static loom_kernel_ctx *g_ctx;
 
 
 
@@ -164,6 +171,106 @@ static void bench_rowwise(const char *name, prog *p, const loom_kernel_ctx *ctx,
   free(Z);
   free(G);
   free(Bt);
+}
+
+/* ---- generated (default-rule) kernels ------------------------------------------------- */
+
+typedef loom_status (*gen_fn)(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out);
+
+static loom_status gen_linear(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_linear(a, cx, "gen_linear", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 2, true, out);
+}
+static loom_status gen_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul(a, cx, "gen_matmul", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 2, NULL, 2, NULL, out);
+}
+static loom_status gen_bmm(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  static const loom_tp_bcast m[] = {LOOM_TP_BCAST_FULL, LOOM_TP_BCAST_FULL};
+  return loom_tp_gen_matmul(a, cx, "gen_bmm", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 4, m, 4, m, out);
+}
+
+static int prog_generate(prog *p, gen_fn gen) {
+  memset(p, 0, sizeof *p);
+  if (loom_sym_ctx_create(NULL, &p->cx)) return -1;
+  loom_arena_init(&p->arena, NULL, 0);
+  loom_diag_list_init(&p->diags, NULL);
+  loom_status s = gen(&p->arena, p->cx, &p->f);
+  uint64_t t0 = loom_clock_ns();
+  loom_strbuf why;
+  loom_strbuf_init(&why, NULL);
+  if (!s) s = loom_tp_schedule_cpu(&p->arena, p->cx, p->f, &why);
+  p->schedule_ms = (double)(loom_clock_ns() - t0) / 1e6;
+  if (!s && !strstr(loom_strbuf_cstr(&why), "register-tiled"))
+    fprintf(stderr, "note: @%s not register-tiled:\n%s", p->f->name, loom_strbuf_cstr(&why));
+  loom_strbuf_free(&why);
+  const loom_tp_func *fs[1] = {p->f};
+  if (!s) s = loom_cpu_jit_compile(g_jit, p->cx, fs, 1, &p->fn);
+  p->compile_ms = (double)(loom_clock_ns() - t0) / 1e6;
+  loom_cpu_jit_last_times(g_jit, &p->irgen_ms, &p->opt_ms, &p->codegen_ms);
+  if (s) {
+    fprintf(stderr, "error: %s\n", loom_status_text(s, 0));
+    loom_status_free(s);
+    return -1;
+  }
+  return 0;
+}
+
+static void print_compile(const char *name, const prog *p) {
+  printf("  compile %-15s %7.1f ms (schedule %.1f, IR gen %.1f, O3 %.1f, machine code %.1f)\n", name, p->compile_ms,
+         p->schedule_ms, p->irgen_ms, p->opt_ms, p->codegen_ms);
+}
+
+/* The program's symbols in its own order, by name. */
+static void bind_syms(const loom_tp_func *f, const char *const *names, const int64_t *values, size_t n,
+                      int64_t *syms) {
+  for (size_t j = 0; j < f->nsyms; j++) {
+    syms[j] = 0;
+    for (size_t i = 0; i < n; i++)
+      if (!strcmp(loom_sym_var_name(f->syms[j]), names[i])) syms[j] = values[i];
+  }
+}
+
+static double time_blas(int batch, int64_t m, int64_t k, int64_t n, const float *A, const float *B, float *R,
+                        bool bt) {
+  double tb = 1e30, total = 0;
+  for (int rep = 0; rep < 200 && (rep < 3 || total < 0.3); rep++) {
+    double t0 = now_s();
+    for (int b = 0; b < batch; b++)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, bt ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, 1.0f,
+                  A + b * m * k, (int)k, B + b * k * n, bt ? (int)k : (int)n, 0.0f, R + b * m * n, (int)n);
+    double s = now_s() - t0;
+    total += s;
+    if (s < tb) tb = s;
+  }
+  return tb;
+}
+
+/* kind 0: linear Y = X·Wᵀ + bias (OpenBLAS: sgemm NoTrans/Trans, bias not added — a rounding
+ * error in the ratio); 1: matmul; 2: batched matmul of `batch` (b=1, heads) problems. */
+static void bench_generated(const char *label, prog *p, int kind, int64_t batch, int64_t m, int64_t k, int64_t n) {
+  float *A = rnd(batch * m * k), *B = rnd(batch * k * n), *bias = rnd(n);
+  float *C = malloc((size_t)(batch * m * n + 1) * 4), *R = malloc((size_t)(batch * m * n + 1) * 4);
+  int64_t syms[8];
+  static const char *const names[] = {"d0", "d1", "m", "k", "n"};
+  int64_t vals[] = {kind == 2 ? 1 : m, batch, m, k, n};
+  bind_syms(p->f, names, vals, 5, syms);
+  void *bufs[4] = {A, B, kind == 0 ? (void *)bias : (void *)C, C};
+  loom_kernel_ctx *ctx = g_ctx;
+  double t = time_kernel(p, bufs, syms, ctx);
+  double tb = time_blas((int)batch, m, k, n, A, B, R, kind == 0);
+  double maxerr = 0;
+  for (int64_t i = 0; i < batch * m * n; i++)
+    maxerr = fmax(maxerr, fabs(C[i] - R[i] - (kind == 0 ? bias[i % n] : 0.0f)));
+  double flop = 2.0 * (double)batch * (double)m * (double)n * (double)k;
+  double gf = flop / t * 1e-9, gfb = flop / tb * 1e-9;
+  printf("  %-7s %3lldx %5lld x %5lld x %5lld  %7.1f GFLOP/s  %5.1f%% of peak  OpenBLAS %7.1f  ratio %.2f  "
+         "(max|diff| %.1e)\n",
+         label, (long long)batch, (long long)m, (long long)k, (long long)n, gf, 100 * gf / g_peak, gfb, gf / gfb,
+         maxerr);
+  free(A);
+  free(B);
+  free(bias);
+  free(C);
+  free(R);
 }
 
 static const char *add_text =
@@ -235,6 +342,7 @@ int main(int argc, char **argv) {
   loom_kernel_ctx ctx = {LOOM_KERNEL_ABI_VERSION, sizeof(loom_kernel_ctx), (uint32_t)threads, 0,
                          loom_cpu_pool_parallel_for, pl.p, set_error, NULL, NULL};
   /* The same measurement as bench-limits (bench/common/machine_limits), so "% of peak" agrees. */
+  g_ctx = &ctx;
   loom_bench_limits lim;
   loom_bench_measure_limits(threads, quick ? (size_t)4 << 20 : (size_t)16 << 20, quick ? 0.05 : 0.2, &lim);
   g_peak = lim.fma_gflops;
@@ -273,6 +381,28 @@ int main(int argc, char **argv) {
       if (quick && ms[i] > 512) continue;
       bench_matmul(&mm, &pl, &ctx, ms[i], kn[s][0], kn[s][1], NULL);
     }
+
+  prog lin, gmm, bmm;
+  if (prog_generate(&lin, gen_linear) || prog_generate(&gmm, gen_matmul) || prog_generate(&bmm, gen_bmm)) return 1;
+  printf("generated kernels (legalized program + default CPU schedule rule):\n");
+  print_compile("linear", &lin);
+  print_compile("matmul", &gmm);
+  print_compile("batched matmul", &bmm);
+  for (size_t i = 0; i < (quick ? 1u : 2u); i++) bench_generated("matmul", &gmm, 1, 1, sq[i], sq[i], sq[i]);
+  for (size_t s = 0; s < 2; s++)
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+      if (quick && ms[i] > 512) continue;
+      bench_generated("linear", &lin, 0, 1, ms[i], kn[s][0], kn[s][1]);
+      bench_generated("matmul", &gmm, 1, 1, ms[i], kn[s][0], kn[s][1]);
+    }
+  static const int64_t seqs[] = {128, 509, 512};
+  for (size_t i = 0; i < sizeof seqs / sizeof seqs[0]; i++) {
+    bench_generated("q*k^T", &bmm, 2, 12, seqs[i], 64, seqs[i]);
+    bench_generated("p*v", &bmm, 2, 12, seqs[i], seqs[i], 64);
+  }
+  prog_free(&lin);
+  prog_free(&gmm);
+  prog_free(&bmm);
   prog_free(&mm);
   prog_free(&add);
   prog_free(&sm);

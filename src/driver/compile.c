@@ -250,11 +250,36 @@ static void remove_dir(const char *dir, const char *const *files, size_t n) {
   rmdir(dir);
 }
 
+/* The module's extern signatures as a C string literal (NULL when there are none). */
+static loom_status externs_literal(loom_compiled *c, loom_strbuf *out) {
+  if (!loom_graph_module_num_externs(c->m)) {
+    loom_strbuf_puts(out, "0");
+    return LOOM_OK;
+  }
+  loom_arena a;
+  loom_arena_init(&a, NULL, 0);
+  loom_libcall_sig *sigs;
+  size_t n;
+  loom_status st = loom_graph_module_libcall_sigs(c->m, &a, &sigs, &n);
+  if (!st) {
+    loom_strbuf text;
+    loom_strbuf_init(&text, NULL);
+    loom_libcall_sigs_encode(sigs, (uint32_t)n, &text);
+    loom_strbuf_putc(out, '"');
+    for (const char *p = loom_strbuf_cstr(&text); *p; p++) {
+      if (*p == '\n') loom_strbuf_puts(out, "\\n");
+      else if (*p == '"' || *p == '\\') loom_strbuf_printf(out, "\\%c", *p);
+      else loom_strbuf_putc(out, *p);
+    }
+    loom_strbuf_putc(out, '"');
+    if (text.oom) st = LOOM_OOM();
+    loom_strbuf_free(&text);
+  }
+  loom_arena_destroy(&a);
+  return st;
+}
+
 loom_status loom_compiled_save(loom_compiled *c, const char *path) {
-  if (c->exe->nexterns)
-    return LOOM_ERROR(UNIMPLEMENTED, "'%s': the module calls %u external functions (e.g. '%s'); AOT artifacts do not "
-                      "carry extern signatures yet: run it with `loom run` (JIT), or compile without --offload",
-                      path, c->exe->nexterns, loom_vm_exec_str(c->exe, c->exe->externs[0].name));
   static const char *const files[] = {"kernels.o", "exec.bin", "blob.S", "desc.c", "out.so", "cc.log"};
   char dir[] = "/tmp/loom-aot-XXXXXX";
   if (!mkdtemp(dir)) return LOOM_ERROR(IO_ERROR, "cannot make a temporary directory: %s", strerror(errno));
@@ -284,7 +309,8 @@ loom_status loom_compiled_save(loom_compiled *c, const char *path) {
     loom_strbuf_clear(&sb);
     loom_strbuf_puts(&sb, "#include <stdint.h>\ntypedef int32_t (*kfn)(void *const *, const int64_t *, const void *);\n"
                           "typedef struct { const char *name; kfn fn; } kent;\n"
-                          "typedef struct { uint32_t magic, abi; const unsigned char *exec; uint64_t size; uint32_t n; const kent *k; } desc;\n"
+                          "typedef struct { uint32_t magic, abi; const unsigned char *exec; uint64_t size; uint32_t n; const kent *k; "
+                          "const char *externs; } desc;\n"
                           "extern const unsigned char loom_exec_bytes[];\n");
     char sym[256];
     for (uint32_t k = 0; k < n; k++) {
@@ -296,9 +322,13 @@ loom_status loom_compiled_save(loom_compiled *c, const char *path) {
       loom_cpu_kernel_symbol(fs[k], sym, sizeof sym);
       loom_strbuf_printf(&sb, "  {\"%s\", %s},\n", loom_tp_func_name(fs[k]), sym);
     }
-    loom_strbuf_printf(&sb, "  {0, 0}\n};\n__attribute__((visibility(\"default\"))) const desc %s = {0x%08xu, %uu, loom_exec_bytes, %zuu, %uu, kernels};\n",
-                       LOOM_ARTIFACT_SYMBOL, LOOM_ARTIFACT_MAGIC, LOOM_KERNEL_ABI_VERSION, len, n);
-    st = sb.oom ? LOOM_OOM() : write_text(p[3], loom_strbuf_cstr(&sb));
+    loom_strbuf ext;
+    loom_strbuf_init(&ext, NULL);
+    st = externs_literal(c, &ext);
+    loom_strbuf_printf(&sb, "  {0, 0}\n};\n__attribute__((visibility(\"default\"))) const desc %s = {0x%08xu, %uu, loom_exec_bytes, %zuu, %uu, kernels, %s};\n",
+                       LOOM_ARTIFACT_SYMBOL, LOOM_ARTIFACT_MAGIC2, LOOM_KERNEL_ABI_VERSION, len, n, loom_strbuf_cstr(&ext));
+    if (!st) st = sb.oom || ext.oom ? LOOM_OOM() : write_text(p[3], loom_strbuf_cstr(&sb));
+    loom_strbuf_free(&ext);
   }
   if (!st) {
     /* $LOOM_CC, else cc, else clang-19 (installed with LLVM by scripts/setup) */

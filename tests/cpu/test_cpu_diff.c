@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cpu_test_util.h"
+#include "tensorprog/tp_gen.h"
 #include "tensorprog/tp_rewrite.h"
 #include "tensorprog/tp_schedule_cpu.h"
 
@@ -473,5 +474,85 @@ LOOM_TEST(cpu, schedule_rules_elementwise_1d_2d_softmax_matmul) {
                     "loop j: left serial (innermost, but a reduction)", &o);
   static const int64_t sz[] = {0, 1, 2, 5, 7, 16, 17, 33};
   cpu_diff_opts om = opts(sz, 8, 1e-4);
-  schedule_and_diff(mm_text, "matmul-like", &om);
+  schedule_and_diff(mm_text, "register-tiled", &om);
 }
+
+/* The default rule on the programs legalization generates for matmul, batched matmul and
+ * linear: register-tiled (panels of 32/16/8/4/1 columns, 6-row tiles, packed B), equal to
+ * the interpreter for every extent incl. 0, 1, primes and non-multiples of 6/32. */
+typedef loom_status (*gen_fn)(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out);
+
+static void generated_schedule_and_diff(gen_fn gen, const char *expect_why) {
+  loom_arena a;
+  loom_arena_init(&a, NULL, 0);
+  loom_sym_ctx *cx;
+  cr_assert_null(loom_sym_ctx_create(NULL, &cx));
+  loom_tp_func *f;
+  loom_status s = gen(&a, cx, &f);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_strbuf text;
+  loom_strbuf_init(&text, NULL);
+  loom_tp_print_func(f, &text);
+  static const int64_t sz[] = {0, 1, 2, 3, 5, 6, 7, 13, 17, 31, 33, 37};
+  cpu_diff_opts o = opts(sz, 12, 1e-4);
+  o.trials = 8;
+  schedule_and_diff(loom_strbuf_cstr(&text), expect_why, &o);
+  loom_strbuf_free(&text);
+  loom_sym_ctx_destroy(cx);
+  loom_arena_destroy(&a);
+}
+
+static loom_status gen_mm22(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul(a, cx, "mm22", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 2, NULL, 2, NULL, out);
+}
+static loom_status gen_mm32(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  static const loom_tp_bcast ma[] = {LOOM_TP_BCAST_FULL};
+  return loom_tp_gen_matmul(a, cx, "mm32", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 3, ma, 2, NULL, out);
+}
+static loom_status gen_mm44(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  static const loom_tp_bcast m[] = {LOOM_TP_BCAST_FULL, LOOM_TP_BCAST_FULL};
+  return loom_tp_gen_matmul(a, cx, "mm44", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 4, m, 4, m, out);
+}
+static loom_status gen_mm43(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  /* B shared across the outer batch axis */
+  static const loom_tp_bcast ma[] = {LOOM_TP_BCAST_FULL, LOOM_TP_BCAST_FULL}, mb[] = {LOOM_TP_BCAST_FULL};
+  return loom_tp_gen_matmul(a, cx, "mm43", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 4, ma, 3, mb, out);
+}
+
+static loom_status gen_linear_bias(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_linear(a, cx, "lin_b", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 2, true, out);
+}
+static loom_status gen_linear3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_linear(a, cx, "lin3", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 3, false, out);
+}
+
+static const char *const tiled = "register-tiled";
+
+LOOM_TEST(cpu, schedule_rule_tiles_generated_matmul) { generated_schedule_and_diff(gen_mm22, tiled); }
+LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_rank3_shared_b) { generated_schedule_and_diff(gen_mm32, tiled); }
+LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_rank4) { generated_schedule_and_diff(gen_mm44, tiled); }
+LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_broadcast_b) { generated_schedule_and_diff(gen_mm43, tiled); }
+static void fill_identity_index(const loom_tp_func *f, size_t param, void *data, size_t count, const int64_t *shape,
+                                loom_test_rng *rng) {
+  if (param != 1) {
+    cpu_fill(f->params[param].buf->dtype, data, count, rng);
+    return;
+  }
+  (void)shape;
+  for (size_t x = 0; x < count; x++) ((int64_t *)data)[x] = (int64_t)(count - 1 - x);
+}
+
+LOOM_TEST(cpu, schedule_rule_falls_back_when_packing_refuses) {
+  /* B's row comes from a load (a gather): not packable, so the rule keeps the plain schedule */
+  static const int64_t sz[] = {0, 1, 2, 5, 7, 13, 33};
+  cpu_diff_opts o = opts(sz, 7, 1e-4);
+  o.fill = fill_identity_index;
+  schedule_and_diff("prim @mmg(A: Buffer[(m, k), f32], I: Buffer[(k,), i64], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
+                    "  for i in 0..m { for j in 0..n {\n"
+                    "    C[i, j] = 0.0\n"
+                    "    for r in 0..k reduce { C[i, j] = C[i, j] + A[i, r] * B[I[r], j] }\n"
+                    "  } }\n}\n",
+                    "register tiling refused (cache_read of 'B'", &o);
+}
+LOOM_TEST(cpu, schedule_rule_tiles_generated_linear_with_bias) { generated_schedule_and_diff(gen_linear_bias, tiled); }
+LOOM_TEST(cpu, schedule_rule_tiles_generated_linear_rank3) { generated_schedule_and_diff(gen_linear3, tiled); }

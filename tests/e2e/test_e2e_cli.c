@@ -159,3 +159,33 @@ LOOM_TEST(e2e_cli, onnx_conformance_families_through_the_compiled_path) {
     loom_test_proc_free(&p);
   }
 }
+
+/* An AOT artifact carries the signatures of the externs it calls: a user kernel (C ABI,
+ * library next to the artifact) and BLAS offload both run under loom-run, equal to the JIT. */
+LOOM_TEST(e2e_cli, aot_artifacts_carry_their_externs) {
+  char dir[64];
+  tmpdir(dir, sizeof dir);
+  loom_test_proc p = loom_test_run("cc -O2 -shared -fPIC -o %s/scale_rows.so models/user_kernel/scale_rows.c && "
+                                   "cp models/user_kernel/scale_rows.loom %s/ && %s compile %s/scale_rows.loom -o %s/m.so",
+                                   dir, dir, loom_test_loom_bin(), dir, dir);
+  expect(&p, 0, "2 kernels", NULL);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s %s/m.so --bind n=3,m=5", loom_test_loom_run_bin(), dir);
+  expect(&p, 0, "output 0: f32(3, 5)", NULL);
+  loom_test_proc q = loom_test_run("%s run %s/scale_rows.loom --bind n=3,m=5", loom_test_loom_bin(), dir);
+  expect(&q, 0, "output 0: f32(3, 5)", NULL);
+  cr_assert_str_eq(p.out, q.out, "the artifact and the JIT differ:\n%s\n%s", p.out, q.out);
+  loom_test_proc_free(&p);
+  loom_test_proc_free(&q);
+  /* the library missing next to the artifact: a load-time error naming extern and symbol */
+  p = loom_test_run("rm %s/scale_rows.so && %s %s/m.so --bind n=3,m=5", dir, loom_test_loom_run_bin(), dir);
+  expect(&p, 1, NULL, "scale_rows");
+  loom_test_proc_free(&p);
+  /* BLAS offload in an artifact */
+  p = loom_test_run("%s compile models/mlp.loom --offload -o %s/o.so && %s %s/o.so --bind b=33", loom_test_loom_bin(), dir,
+                    loom_test_loom_run_bin(), dir);
+  expect(&p, 0, "output 0: f32(33, 10)", NULL);
+  loom_test_proc_free(&p);
+  p = loom_test_run("rm -rf %s", dir);
+  loom_test_proc_free(&p);
+}

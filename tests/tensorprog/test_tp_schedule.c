@@ -1,9 +1,11 @@
 /* test_tp_schedule.c — schedule primitives preserve results on shapes smaller than the
- * tile, not divisible by it and divisible by it; scheduled programs verify and round-trip. */
+ * tile, not divisible by it and divisible by it; scheduled programs verify and round-trip.
+ * Also distribution, cache_read/cache_write and the CPU matmul rule built on them. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "tensorprog/tp_rewrite.h"
+#include "tensorprog/tp_schedule_cpu.h"
 #include "tp_test_util.h"
 
 static const char *const matmul =
@@ -154,5 +156,72 @@ LOOM_TEST(tp_schedule, split_of_provably_divisible_extent_has_no_tail) {
   char *out = tp_print(fx.f);
   cr_assert(strstr(out, "for i_o in 0..(2*n) {") != NULL, "%s", out);
   free(out);
+  tp_fixture_free(&fx);
+}
+
+/* ---- distribution, cache_read, cache_write, and the CPU rule built on them ---------------- */
+
+static loom_status distribute_j(tp_fixture *fx) {
+  return loom_tp_distribute(&fx->arena, fx->cx, fx->f, loom_tp_find_loop(fx->f, "j"), NULL, NULL);
+}
+static loom_status accumulate_row(tp_fixture *fx) {
+  return loom_tp_cache_write(&fx->arena, fx->cx, loom_tp_find_loop(fx->f, "i"), fx->f->params[2].buf, "acc", NULL,
+                             NULL);
+}
+static loom_status pack_b(tp_fixture *fx) {
+  return loom_tp_cache_read(&fx->arena, fx->cx, loom_tp_find_loop(fx->f, "i"), fx->f->params[1].buf, "Bp", NULL);
+}
+static loom_status cpu_rule(tp_fixture *fx) {
+  loom_strbuf why;
+  loom_strbuf_init(&why, NULL);
+  loom_status s = loom_tp_schedule_cpu(&fx->arena, fx->cx, fx->f, &why);
+  if (!s && !strstr(loom_strbuf_cstr(&why), "register-tiled"))
+    s = LOOM_ERROR(INTERNAL, "not tiled: %s", loom_strbuf_cstr(&why));
+  loom_strbuf_free(&why);
+  return s;
+}
+
+LOOM_TEST(tp_schedule, distribute_separates_init_from_reduction) {
+  check_schedule(matmul, true, distribute_j, "    for j in 0..n {\n      C[i, j] = 0.0\n    }\n    for j in 0..n {\n");
+}
+LOOM_TEST(tp_schedule, cache_write_accumulates_a_row_in_a_local) {
+  check_schedule(matmul, true, accumulate_row, "alloc acc: Local[(n,), f32]");
+}
+LOOM_TEST(tp_schedule, cache_read_packs_the_footprint) {
+  check_schedule(matmul, true, pack_b, "      Bp[j, r] = B[r, j]\n");
+}
+LOOM_TEST(tp_schedule, cpu_rule_register_tiles_matmul_and_round_trips) {
+  check_schedule(matmul, true, cpu_rule, "acc[i_i, j_i] = acc[i_i, j_i] + A[6*i_o + i_i, r] * Bp[r, j_i]\n");
+}
+
+LOOM_TEST(tp_schedule, distribute_and_caches_refuse_what_they_cannot_prove) {
+  tp_fixture fx;
+  cr_assert_null(tp_parse(&fx, "prim @p(A: Buffer[(n + 1,), f32], B: Buffer[(n,), f32], C: Buffer[(2 * n,), f32]) {\n"
+                               "  for i in 0..n {\n    A[i + 1] = A[i] + 1.0\n    B[i] = A[i]\n  }\n"
+                               "  for j in 0..n {\n    C[j] = 1.0\n    C[2 * j] = B[j]\n  }\n"
+                               "  for l in 0..n {\n    for t in 0..2 {\n      for u in 0..2 {\n        C[l + t + u] = B[l]\n      }\n    }\n  }\n}\n"));
+  char *before = tp_print(fx.f);
+  loom_tp_stmt *i = loom_tp_find_loop(fx.f, "i"), *j = loom_tp_find_loop(fx.f, "j"), *l = loom_tp_find_loop(fx.f, "l");
+  struct {
+    loom_status s;
+    const char *why;
+  } cases[] = {
+      {loom_tp_distribute(&fx.arena, fx.cx, fx.f, i, NULL, NULL), "two iterations may access one element of 'A'"},
+      {loom_tp_distribute(&fx.arena, fx.cx, fx.f, j, NULL, NULL), "two iterations may access one element of 'C'"},
+      {loom_tp_cache_read(&fx.arena, fx.cx, l, fx.f->params[2].buf, "Cp", NULL), "the loop writes it"},
+      {loom_tp_cache_write(&fx.arena, fx.cx, j, fx.f->params[2].buf, "acc", NULL, NULL), "different indices"},
+      {loom_tp_cache_write(&fx.arena, fx.cx, l, fx.f->params[2].buf, "acc", NULL, NULL),
+       "two footprint points may be one element"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    cr_assert_not_null(cases[k].s, "case %zu should not apply", k);
+    cr_assert_eq(loom_status_code(cases[k].s), LOOM_CODE_FAILED_PRECONDITION);
+    cr_assert(strstr(loom_status_message(cases[k].s), cases[k].why) != NULL, "%s", loom_status_message(cases[k].s));
+    loom_status_free(cases[k].s);
+  }
+  char *after = tp_print(fx.f);
+  cr_assert_str_eq(after, before);
+  free(before);
+  free(after);
   tp_fixture_free(&fx);
 }
