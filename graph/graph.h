@@ -284,6 +284,12 @@ const char *loom_graph_module_source_dir(const loom_graph_module *m);
 
 /* ---- operators ------------------------------------------------------------- */
 
+/* Is `op` a view: the same elements in the same row-major order under another shape
+ * (reshape, expand_dims, squeeze, flatten)? Views are not legalized to programs: the VM
+ * lowering gives the result the input's memory (no copy) and memory planning treats it as
+ * an alias of its input. */
+bool loom_graph_op_is_view(loom_graph_op op);
+
 /* Operator by name ("matmul"); false when unknown. */
 bool loom_graph_op_lookup(const char *name, size_t len, loom_graph_op *out);
 const char *loom_graph_op_name(loom_graph_op op);

@@ -800,6 +800,8 @@ static loom_status legalize_seq(loom_graph_module *m, loom_graph_seq *seq, loom_
         continue;
       }
       if (v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP) continue;
+      /* views keep their op: the VM gives them the input's memory (loom_graph_op_is_view) */
+      if (loom_graph_op_is_view(v->u.call.op) && v->u.call.nargs == 1) continue;
       loom_graph_legal lg;
       loom_status s = loom_graph_legalize_call(m, v, v->sinfo, &lg);
       loom_tp_func *tp = lg.tp;

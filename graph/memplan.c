@@ -81,6 +81,8 @@ static void define(analysis *a, const loom_graph_binding *b, int depth) {
       int32_t t = (int32_t)a->tensor_binding.len;
       if (!LOOM_VEC_PUSH(a->alloc, &a->tensor_binding, (int32_t)(a->bindings.len - 1))) a->oom = true;
       src_add(a, dst, t);
+    } else if (v->u.call.callee == LOOM_GRAPH_CALLEE_OP && loom_graph_op_is_view(v->u.call.op) && v->u.call.nargs) {
+      src_union(a, dst, v->u.call.args[0]); /* a view shares its input's memory */
     } else if (v->u.call.callee == LOOM_GRAPH_CALLEE_FUNC) {
       uint64_t mask = callee_returns(a->m, v->u.call.target, depth);
       for (size_t i = 0; i < v->u.call.nargs; i++)

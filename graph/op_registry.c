@@ -36,3 +36,8 @@ void loom_graph_op_arity(loom_graph_op op, int *min_args, int *max_args) {
   *min_args = table[op].min_args;
   *max_args = table[op].max_args;
 }
+
+bool loom_graph_op_is_view(loom_graph_op op) {
+  return op == LOOM_GRAPH_OP_RESHAPE || op == LOOM_GRAPH_OP_EXPAND_DIMS || op == LOOM_GRAPH_OP_SQUEEZE ||
+         op == LOOM_GRAPH_OP_FLATTEN;
+}

@@ -52,6 +52,11 @@ static void list_text(const loom_vm_exec *e, const loom_vm_func *f, loom_vm_op o
     loom_strbuf_puts(sb, ")");
     return;
   }
+  case LOOM_VM_OP_RESHAPE:
+    loom_strbuf_printf(sb, "r%u as (", l[0]);
+    regs(f, 'I', l + 2, l[1], sb);
+    loom_strbuf_puts(sb, ")");
+    return;
   case LOOM_VM_OP_CHECK:
     loom_strbuf_printf(sb, "\"%s\" (", loom_vm_exec_str(e, l[0]));
     regs(f, 'I', l + 2, l[1], sb);

@@ -166,6 +166,27 @@ static loom_status shape_error(loom_strbuf *sb) {
   return s;
 }
 
+/* RESHAPE: a dense view of src's elements under `rank` dims from int registers. */
+static loom_status reshape_view(const loom_tensor *src, uint32_t rank, const int64_t *I, const uint32_t *regs,
+                                loom_tensor **out) {
+  int64_t dims[LOOM_VM_MAX_RANK], n = 1, want = (int64_t)loom_tensor_numel(src);
+  for (uint32_t i = 0; i < rank; i++) {
+    dims[i] = I[regs[i]];
+    if (dims[i] < 0 || __builtin_mul_overflow(n, dims[i], &n))
+      return LOOM_ERROR(OUT_OF_RANGE, "reshape: axis %u has size %lld", i, (long long)dims[i]);
+  }
+  if (n != want) return LOOM_ERROR(INVALID_ARGUMENT, "reshape of %lld elements to %lld", (long long)want, (long long)n);
+  int64_t stride = 1;
+  for (int32_t d = src->rank - 1; d >= 0; d--) {
+    if (src->shape[d] != 1 && src->strides[d] != stride)
+      return LOOM_ERROR(UNIMPLEMENTED, "reshape of a strided (non-dense) tensor");
+    stride *= src->shape[d];
+  }
+  if (!src->storage) return LOOM_ERROR(UNIMPLEMENTED, "reshape of a tensor without storage");
+  size_t off = (size_t)((const char *)src->data - (const char *)src->storage->data);
+  return loom_tensor_view(src->storage, off, src->dtype, (int32_t)rank, dims, out);
+}
+
 /* CHECK failed: "guard failed: MESSAGE (b = 3 from input 'x' axis 0, ...)". */
 static loom_status check_failed(const loom_vm_exec *e, const frame *fr, const uint32_t *l) {
   loom_strbuf sb;

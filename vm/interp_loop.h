@@ -298,6 +298,17 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, frame *fr, loom_vm_obj **out) 
       st = builtin(vm, fr, LOOM_VM_A(in), lists + LOOM_VM_BX(in));
       if (st) goto fail;
       DISPATCH();
+    /* Synopsis: R[A] := R[L[0]] under other dims (a view) */
+    CASE(RESHAPE): {
+      const uint32_t *l = lists + LOOM_VM_BX(in);
+      NEED(l[0]);
+      loom_tensor *t;
+      st = reshape_view((const loom_tensor *)R[l[0]], l[1], I, l + 2, &t);
+      if (st) goto fail;
+      loom_vm_obj_release(R[LOOM_VM_A(in)]);
+      R[LOOM_VM_A(in)] = &t->hdr;
+      DISPATCH();
+    }
     /* Synopsis: error unless I[A] != 0 */
     CASE(CHECK):
       if (LOOM_UNLIKELY(I[LOOM_VM_A(in)] == 0)) {

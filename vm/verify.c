@@ -129,6 +129,12 @@ static loom_status verify_list(const loom_vm_exec *e, const loom_vm_func *f, loo
     return LOOM_OK;
   }
   case LOOM_VM_OP_SHAPE: return counted(e, f, &r, 'I', LOOM_VM_NONE, "shape dims");
+  case LOOM_VM_OP_RESHAPE:
+    LOOM_PROPAGATE(word(&r, &w));
+    LOOM_RETURN_IF_ERROR(operand(e, f, 'T', w, "source"), "in RESHAPE list");
+    LOOM_PROPAGATE(word(&r, &n));
+    if (n > LOOM_VM_MAX_RANK) return BAD("rank %u exceeds %d", n, LOOM_VM_MAX_RANK);
+    return reg_list(e, f, &r, 'I', n, "dim");
   case LOOM_VM_OP_CHECK:
     LOOM_PROPAGATE(word(&r, &w));
     if (!str_ok(e, w)) return BAD("check message string %u out of range", w);

@@ -476,6 +476,22 @@ static void emit_call_extern(lower *l, uint32_t bi, const loom_graph_binding *b)
   LOOM_VEC_FREE(NULL, &syms);
 }
 
+/* A view op (loom_graph_op_is_view): the input's memory under the result's dims. */
+static void emit_view(lower *l, const loom_graph_binding *b) {
+  const loom_sinfo *si = b->var->sinfo;
+  if (si->kind != LOOM_SINFO_TENSOR || !si->dims || si->ndim < 0) {
+    FAIL(l, UNIMPLEMENTED, "function @%s, binding '%s': a view needs a result of known shape", l->f->name, l->where);
+    return;
+  }
+  words w = {0};
+  push(l, &w, leaf_reg(l, b->value->u.call.args[0]));
+  push(l, &w, (uint32_t)si->ndim);
+  for (int d = 0; d < si->ndim; d++) push(l, &w, sym_reg(l, si->dims[d]));
+  uint32_t dst = new_var_reg(l, b->var);
+  if (!l->err) emit_main(l, abx(LOOM_VM_OP_RESHAPE, dst, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+  LOOM_VEC_FREE(NULL, &w);
+}
+
 static void emit_call_func(lower *l, const loom_graph_binding *b) {
   const loom_graph_expr *c = b->value;
   size_t idx = loom_graph_module_num_funcs(l->m);
@@ -635,6 +651,10 @@ static void emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
     case LOOM_GRAPH_CALLEE_EXTERN: emit_call_extern(l, bi, b); break;
     case LOOM_GRAPH_CALLEE_FUNC: emit_call_func(l, b); break;
     default:
+      if (loom_graph_op_is_view(v->u.call.op) && v->u.call.nargs == 1) {
+        emit_view(l, b);
+        break;
+      }
       FAIL(l, UNIMPLEMENTED, "function @%s, binding '%s': operator '%s' was not lowered to a tensor program (pass "
            "'legalize' has no legalization for this form of it)", l->f->name, b->var->u.var.name,
            loom_graph_op_name(v->u.call.op));
