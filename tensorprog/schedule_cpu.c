@@ -126,7 +126,7 @@ static loom_status vectorize_inner(loom_arena *a, loom_sym_ctx *cx, loom_tp_func
  * built from split, reorder, fuse, distribute, cache_read/cache_write and loop kinds; the
  * nest is transformed as a copy and installed only when every step applied. */
 enum { TILE_ROWS = 6, MAX_CHAIN = 12 };
-static const int64_t PANEL_WIDTHS[] = {32, 16, 8, 4, 1};
+static const int64_t PANEL_WIDTHS[] = {32, 8, 1};
 
 typedef struct mm_nest {
   int nloops;                            /* non-reduce loops around the init + reduction */

@@ -6,7 +6,7 @@
  *
  * Rules, applied to every top-level loop nest of the program:
  *   0. a matmul-shaped nest (init store + `C = C + a * b` reduction, f32: matmul, batched
- *      matmul, linear) is register-tiled: column panels of 32 (then 16, 8, 4, 1 for the
+ *      matmul, linear) is register-tiled: column panels of 32 (then 8, 1 for the
  *      tail) in parallel, B panels packed (cache_read), 6-row tiles whose accumulators are a
  *      Local kept in registers by lane mode (cache_write + distribute + reorder), a 1-row
  *      tail; plus a variant for few rows (dot products for linear's W, unpacked 1-row tiles

@@ -176,12 +176,7 @@ static loom_status reshape_view(const loom_tensor *src, uint32_t rank, const int
       return LOOM_ERROR(OUT_OF_RANGE, "reshape: axis %u has size %lld", i, (long long)dims[i]);
   }
   if (n != want) return LOOM_ERROR(INVALID_ARGUMENT, "reshape of %lld elements to %lld", (long long)want, (long long)n);
-  int64_t stride = 1;
-  for (int32_t d = src->rank - 1; d >= 0; d--) {
-    if (src->shape[d] != 1 && src->strides[d] != stride)
-      return LOOM_ERROR(UNIMPLEMENTED, "reshape of a strided (non-dense) tensor");
-    stride *= src->shape[d];
-  }
+  if (!loom_tensor_is_contiguous(src)) return LOOM_ERROR(UNIMPLEMENTED, "reshape of a strided (non-dense) tensor");
   if (!src->storage) return LOOM_ERROR(UNIMPLEMENTED, "reshape of a tensor without storage");
   size_t off = (size_t)((const char *)src->data - (const char *)src->storage->data);
   return loom_tensor_view(src->storage, off, src->dtype, (int32_t)rank, dims, out);

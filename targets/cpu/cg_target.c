@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "targets/cpu/cg_internal.h"
@@ -319,39 +320,158 @@ loom_status loom_cpu_jit_create(const loom_cpu_options *opt, loom_cpu_jit **out)
   return LOOM_OK;
 }
 
+/* One worker of a parallel compile: programs [begin, end) -> an object file in memory.
+ * IR generation touches the shared symbolic context, so it runs under `irgen_lock`;
+ * optimisation and machine code (most of the time) run in parallel, each worker with its own
+ * LLVM context and target machine. */
+typedef struct jit_part {
+  loom_cpu_jit *j;
+  loom_sym_ctx *cx;
+  const loom_tp_func **fs; /* this part's programs */
+  size_t n;
+  size_t cost;             /* estimated: printed size of its programs */
+  pthread_mutex_t *irgen_lock;
+  LLVMMemoryBufferRef obj;
+  loom_status st;
+  uint64_t irgen_ns, opt_ns, mc_ns;
+} jit_part;
+
+static void *jit_part_run(void *arg) {
+  jit_part *p = arg;
+  LLVMTargetMachineRef tm;
+  p->st = make_tm(&p->j->opt, &tm, NULL, NULL);
+  if (p->st) return NULL;
+  LLVMContextRef c = LLVMContextCreate();
+  LLVMModuleRef mod = NULL;
+  uint64_t t0 = loom_clock_ns();
+  pthread_mutex_lock(p->irgen_lock);
+  p->st = build_module(c, tm, p->j->cpu, p->j->feat, &p->j->opt, p->cx, p->fs, p->n, &mod);
+  pthread_mutex_unlock(p->irgen_lock);
+  uint64_t t1 = loom_clock_ns();
+  if (!p->st) p->st = optimize(mod, tm, &p->j->opt);
+  uint64_t t2 = loom_clock_ns();
+  if (!p->st) {
+    char *err = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, &p->obj))
+      p->st = LOOM_ERROR(INTERNAL, "LLVM cannot emit machine code: %s", err ? err : "?");
+    LLVMDisposeMessage(err);
+  }
+  p->irgen_ns = t1 - t0, p->opt_ns = t2 - t1, p->mc_ns = loom_clock_ns() - t2;
+  if (mod) LLVMDisposeModule(mod);
+  LLVMContextDispose(c);
+  LLVMDisposeTargetMachine(tm);
+  return NULL;
+}
+
+/* Compile threads: LOOM_COMPILE_THREADS, else the online CPUs (at most 8). */
+static size_t compile_threads(size_t n) {
+  const char *env = getenv("LOOM_COMPILE_THREADS");
+  long t = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+  if (t < 1) t = 1;
+  if (t > 8) t = 8;
+  return (size_t)t < n ? (size_t)t : n;
+}
+
 loom_status loom_cpu_jit_compile(loom_cpu_jit *j, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,
                                  loom_kernel_fn *out_fns) {
   uint64_t t0 = loom_clock_ns();
-  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(tsc);
-  LLVMModuleRef mod = NULL;
-  loom_status st = build_module(c, j->tm, j->cpu, j->feat, &j->opt, cx, fs, n, &mod);
-  uint64_t t1 = loom_clock_ns();
-  if (!st) st = optimize(mod, j->tm, &j->opt);
-  uint64_t t2 = loom_clock_ns();
-  if (st) {
-    if (mod) LLVMDisposeModule(mod);
-    LLVMOrcDisposeThreadSafeContext(tsc);
-    return st;
+  size_t np = n ? compile_threads(n) : 0;
+  jit_part parts[8];
+  pthread_t th[8];
+  bool started[8] = {false};
+  pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  const loom_tp_func **order = calloc(n ? 2 * n : 1, sizeof *order);
+  size_t *cost = calloc(n ? n : 1, sizeof *cost);
+  if (!order || !cost) {
+    free(order);
+    free(cost);
+    return LOOM_OOM();
   }
-  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsc);
-  LLVMOrcDisposeThreadSafeContext(tsc); /* the module keeps it alive */
-  LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModule(j->lljit, LLVMOrcLLJITGetMainJITDylib(j->lljit), tsm);
-  if (err) /* the JIT took the module even on failure */
-    return from_llvm_error(err, "cannot add the module to the JIT (a kernel of that name already exists?)");
+  /* balance the parts: programs by estimated cost (printed size), largest first, each to the
+   * part with the least so far */
   for (size_t i = 0; i < n; i++) {
+    loom_strbuf sb;
+    loom_strbuf_init(&sb, NULL);
+    loom_tp_print_func(fs[i], &sb);
+    cost[i] = sb.len;
+    loom_strbuf_free(&sb);
+    order[i] = fs[i];
+  }
+  for (size_t i = 1; i < n; i++) /* insertion sort by cost, descending (n is small) */
+    for (size_t k = i; k > 0 && cost[k] > cost[k - 1]; k--) {
+      size_t tc = cost[k];
+      cost[k] = cost[k - 1], cost[k - 1] = tc;
+      const loom_tp_func *tf = order[k];
+      order[k] = order[k - 1], order[k - 1] = tf;
+    }
+  for (size_t k = 0; k < np; k++) parts[k] = (jit_part){.j = j, .cx = cx, .fs = order + n + 0, .irgen_lock = &lock};
+  size_t per[8] = {0};
+  const loom_tp_func **slots = order + n; /* parts' arrays, laid out after counting */
+  size_t *assign = calloc(n ? n : 1, sizeof *assign);
+  if (!assign) {
+    free(order);
+    free(cost);
+    return LOOM_OOM();
+  }
+  for (size_t i = 0; i < n; i++) {
+    size_t best = 0;
+    for (size_t k = 1; k < np; k++)
+      if (parts[k].cost < parts[best].cost) best = k;
+    parts[best].cost += cost[i];
+    assign[i] = best;
+    per[best]++;
+  }
+  size_t at = 0;
+  for (size_t k = 0; k < np; k++) {
+    parts[k].fs = slots + at;
+    for (size_t i = 0; i < n; i++)
+      if (assign[i] == k) slots[at + parts[k].n++] = order[i];
+    at += per[k];
+  }
+  free(assign);
+  for (size_t k = 1; k < np; k++) started[k] = pthread_create(&th[k], NULL, jit_part_run, &parts[k]) == 0;
+  if (np) jit_part_run(&parts[0]); /* the calling thread takes the first part */
+  for (size_t k = 1; k < np; k++) {
+    if (started[k]) pthread_join(th[k], NULL);
+    else jit_part_run(&parts[k]); /* no thread: compile it here */
+  }
+  uint64_t t1 = loom_clock_ns();
+  free(order);
+  free(cost);
+  loom_status st = LOOM_OK;
+  uint64_t irgen = 0, opt = 0;
+  for (size_t k = 0; k < np; k++) {
+    irgen += parts[k].irgen_ns, opt += parts[k].opt_ns;
+    if (!st && parts[k].st) st = parts[k].st;
+    else if (parts[k].st) loom_status_free(parts[k].st);
+  }
+  for (size_t k = 0; k < np; k++) {
+    if (!parts[k].obj) continue;
+    if (st) {
+      LLVMDisposeMemoryBuffer(parts[k].obj);
+      continue;
+    }
+    LLVMErrorRef err = LLVMOrcLLJITAddObjectFile(j->lljit, LLVMOrcLLJITGetMainJITDylib(j->lljit), parts[k].obj);
+    if (err) st = from_llvm_error(err, "cannot add kernels to the JIT (a kernel of that name already exists?)");
+  }
+  for (size_t i = 0; i < n && !st; i++) {
     char sym[300];
     loom_cpu_kernel_symbol(fs[i], sym, sizeof sym);
     LLVMOrcExecutorAddress addr = 0;
-    err = LLVMOrcLLJITLookup(j->lljit, &addr, sym);
-    if (err) return from_llvm_error(err, "JIT lookup of a kernel");
-    out_fns[i] = (loom_kernel_fn)(uintptr_t)addr;
+    LLVMErrorRef err = LLVMOrcLLJITLookup(j->lljit, &addr, sym);
+    if (err) st = from_llvm_error(err, "JIT lookup of a kernel");
+    else out_fns[i] = (loom_kernel_fn)(uintptr_t)addr;
   }
-  uint64_t t3 = loom_clock_ns();
-  j->t_irgen = (double)(t1 - t0) / 1e6;
-  j->t_opt = (double)(t2 - t1) / 1e6;
-  j->t_codegen = (double)(t3 - t2) / 1e6;
-  return LOOM_OK;
+  uint64_t t2 = loom_clock_ns();
+  /* wall time split in proportion to the workers' summed phase times, plus linking */
+  double wall = (double)(t1 - t0) / 1e6, sum = (double)(irgen + opt) / 1e6;
+  uint64_t mc = 0;
+  for (size_t k = 0; k < np; k++) mc += parts[k].mc_ns;
+  double total = sum + (double)mc / 1e6;
+  j->t_irgen = total > 0 ? wall * ((double)irgen / 1e6) / total : 0;
+  j->t_opt = total > 0 ? wall * ((double)opt / 1e6) / total : 0;
+  j->t_codegen = (total > 0 ? wall * ((double)mc / 1e6) / total : 0) + (double)(t2 - t1) / 1e6;
+  return st;
 }
 
 void loom_cpu_jit_last_times(const loom_cpu_jit *j, double *irgen_ms, double *opt_ms, double *codegen_ms) {
