@@ -10,9 +10,12 @@
  *     reading it are not out_fusable (matmul/conv: the schedule rules tile those, and a
  *     recomputed operand would be recomputed n times), and its struct info defines no
  *     symbol (a symbol's definition must not disappear);
- *   - a producer that calls math intrinsics or divides (exp, tanh, erf, ...) joins only
- *     when the group reads each of its elements once (one load, indexed by distinct loop
- *     variables covering the whole nest): elementwise work is never repeated per reader;
+ *   - the group reads the producer in one pass (every load in one innermost loop: loads
+ *     in one statement are one value to LLVM), so it is not recomputed per pass; one that
+ *     calls math intrinsics or divides (exp, tanh, erf, ...) must moreover be read once
+ *     per element (one load, indexed by distinct loop variables covering the whole nest).
+ *     softmax (three loops) and layer_norm (two) therefore take no producer: measured, the
+ *     mask recomputed in softmax's serial reductions was slower than the separate call;
  *   - every trial group is merged: it is kept only when every intermediate disappears
  *     (inlined into its readers); an intermediate that would stay a Local buffer of full
  *     size keeps the group from growing by that producer.
@@ -227,9 +230,12 @@ static bool stmt_costly(const loom_tp_stmt *s) {
 typedef struct read_scan {
   const loom_tp_buffer *buf;
   const loom_sym_expr *loops[32];
+  const loom_tp_stmt *nests[32]; /* the enclosing FOR statements */
   int depth;
   int loads;
   bool once;
+  const loom_tp_stmt *pass; /* the innermost loop of the first load (NULL: none or outside loops) */
+  bool one_pass;            /* every load lies in that same innermost loop */
 } read_scan;
 
 static void scan_reads_expr(read_scan *r, const loom_tp_expr *e) {
@@ -237,6 +243,11 @@ static void scan_reads_expr(read_scan *r, const loom_tp_expr *e) {
   case LOOM_TP_EXPR_LOAD:
     for (int d = 0; d < e->u.load.buf->ndim; d++) scan_reads_expr(r, e->u.load.idx[d]);
     if (e->u.load.buf != r->buf) return;
+    {
+      const loom_tp_stmt *inner = r->depth ? r->nests[r->depth - 1] : NULL;
+      if (r->loads && inner != r->pass) r->one_pass = false;
+      r->pass = inner;
+    }
     r->loads++;
     if (r->depth != r->buf->ndim) r->once = false;
     for (int d = 0; d < r->buf->ndim && r->once; d++) {
@@ -278,6 +289,7 @@ static void scan_reads(read_scan *r, const loom_tp_stmt *s) {
       r->once = false;
       return;
     }
+    r->nests[r->depth] = s;
     r->loops[r->depth++] = s->u.loop.var;
     scan_reads(r, s->u.loop.body);
     r->depth--;
@@ -299,15 +311,20 @@ static void scan_reads(read_scan *r, const loom_tp_stmt *s) {
   }
 }
 
-/* Whether program f reads its parameter buffer named `name` once per element. */
-static bool reads_once(const loom_tp_func *f, const char *name) {
+/* How program f reads its parameter buffer named `name`: *one_pass when every load lies
+ * in one innermost loop (a recomputed producer is then computed once per iteration there:
+ * loads of one statement are one value to LLVM), *once when there is one load, indexed by
+ * distinct loop variables covering its whole loop nest (each element read once). */
+static void read_kind(const loom_tp_func *f, const char *name, bool *one_pass, bool *once) {
+  *one_pass = *once = false;
   for (size_t i = 0; i < f->nparams; i++) {
     if (!f->params[i].is_buffer || strcmp(f->params[i].buf->name, name)) continue;
-    read_scan r = {.buf = f->params[i].buf, .once = true};
+    read_scan r = {.buf = f->params[i].buf, .once = true, .one_pass = true};
     scan_reads(&r, f->body);
-    return r.loads == 1 && r.once;
+    *one_pass = r.one_pass;
+    *once = r.loads == 1 && r.once;
+    return;
   }
-  return false;
 }
 
 /* ---- names inside merged programs ------------------------------------------------------ */
@@ -545,6 +562,10 @@ static loom_status merge_group(fuser *fz, const loom_graph_block *blk, const siz
   size_t inlined = 0;
   if ((st = loom_tp_inline_locals(a, fz->cx, f, &inlined))) goto done;
   if (inlined != n - 1) goto done;
+  /* One body is left, wrapped in the merge's sequence: unwrap it, so the schedule rules see
+   * its loop nests at the top as in any generated program. */
+  while (f->body->kind == LOOM_TP_STMT_SEQ && f->body->u.seq.n == 1 && f->body->u.seq.items[0]->kind == LOOM_TP_STMT_SEQ)
+    f->body = f->body->u.seq.items[0];
   if ((st = loom_tp_verify(fz->cx, f))) {
     st = loom_status_annotate(st, __FILE__, __LINE__, "fuse: the merged program of the group rooted at '%s' is ill-formed",
                               root->var->u.var.name);
@@ -745,12 +766,15 @@ static loom_status grow_group(fuser *fz, loom_graph_block *blk, size_t r, bool *
           continue;
         }
         if (uses_in_group(blk, mem, *nm, e) != uses_of(fz, e)) continue; /* used outside: stays materialised */
-        if (stmt_costly(ptp->body)) {
-          const char *bn = input_name(&cur, e);
-          if (!bn || !reads_once(cur.prog, bn)) {
-            rejected[p] = true;
-            continue;
-          }
+        /* Recomputation: the group must read the producer in one pass (softmax's three
+         * loops would each recompute it, in serial reductions), and read each element of a
+         * costly one once. */
+        const char *bn = input_name(&cur, e);
+        bool one_pass = false, once = false;
+        if (bn) read_kind(cur.prog, bn, &one_pass, &once);
+        if (!one_pass || (!once && stmt_costly(ptp->body))) {
+          rejected[p] = true;
+          continue;
         }
         size_t trial[MAX_GROUP], nt = *nm;
         memcpy(trial, mem, *nm * sizeof *mem);
