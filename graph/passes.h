@@ -53,4 +53,21 @@ loom_status loom_graph_dce(loom_graph_module *m, size_t *out_changed);
  * Shape equalities are decided by the symbolic prover. */
 loom_status loom_graph_simplify(loom_graph_module *m, size_t *out_changed);
 
+/* Fusion (after legalize): over each dataflow block, chains of elementwise / broadcast /
+ * injective `call_tp`s fuse into their consumer (any program but an out_fusable one:
+ * reductions, other elementwise programs); each group becomes one call of one merged
+ * program (loom_tp_merge + loom_tp_inline_locals) whose operands are the group's symbols
+ * (`sym(b)`, ...) then its external tensor inputs. A producer fuses only when every use
+ * of its var is in the group, when its struct info defines no symbol, when every
+ * intermediate disappears from the merged program, when the group reads it in one pass
+ * (one innermost loop), and (for one computing math intrinsics or divisions) when the
+ * group reads each of its elements once. The fused call stands at the group's last binding, after every match_cast that
+ * defines a symbol it passes. Programs no call uses any more are removed. */
+typedef struct loom_graph_fuse_stats {
+  size_t groups;   /* fused calls made, each replacing two or more call_tp */
+  size_t absorbed; /* call_tp bindings that disappeared into a group */
+  size_t programs; /* merged programs added (equal groups share one) */
+} loom_graph_fuse_stats;
+loom_status loom_graph_fuse(loom_graph_module *m, loom_graph_fuse_stats *out);
+
 #endif

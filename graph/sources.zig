@@ -29,4 +29,5 @@ pub const compiler = [_][]const u8{
     "graph/pass_cse.c",
     "graph/pass_dce.c",
     "graph/pass_simplify.c",
+    "graph/pass_fuse.c",
 };

@@ -135,6 +135,11 @@ loom_status loom_tp_merge(loom_arena *a, loom_sym_ctx *cx, const char *name, con
   collect col = {&syms, false};
   for (size_t i = 0; i < nbufs; i++)
     for (int d = 0; d < bufs[i].ndim; d++) loom_sym_for_each_var(bufs[i].dims[d], collect_var, &col);
+  /* ... and those only a scalar argument uses (`tril(x, k=past)`), after them. */
+  for (size_t ci = 0; ci < ncalls; ci++)
+    for (size_t i = 0; calls[ci].scalar_args && i < calls[ci].prog->nparams; i++)
+      if (!calls[ci].prog->params[i].is_buffer && calls[ci].scalar_args[i])
+        loom_sym_for_each_var(calls[ci].scalar_args[i], collect_var, &col);
   if (col.oom) {
     st = LOOM_OOM();
     goto done;

@@ -14,8 +14,8 @@
  *      injective store into their readers, so they disappear.
  *
  * The merged program's parameters are one i64 scalar per group symbol (in first
- * appearance order in the group's shapes), then the group's parameter buffers in
- * order. Symbols are passed explicitly because products like `b*s` cannot be
+ * appearance order in the group's shapes, then in the calls' scalar arguments), then
+ * the group's parameter buffers in order. Symbols are passed explicitly because products like `b*s` cannot be
  * bound from shapes alone. */
 #ifndef LOOM_TENSORPROG_TP_FUSE_H
 #define LOOM_TENSORPROG_TP_FUSE_H

@@ -13,8 +13,8 @@
 #include "tensorprog/tp_pattern.h"
 #include "tensorprog/tp_schedule_cpu.h"
 
-/* The default pipeline. Each line is a pass of passes.def; later issues add library
- * offload, fuse, merge, memory planning and VM lowering. */
+/* The default pipeline. Each line is a pass of passes.def; memory planning and VM
+ * lowering follow it (compile.c). */
 static const loom_pass_id default_pipeline[] = {
     LOOM_PASS_normalize, /* canonical form: leaves propagated, commutative operands ordered */
     LOOM_PASS_simplify,  /* algebraic rewrites (transpose/reshape chains, x*1, ...) */
@@ -22,6 +22,7 @@ static const loom_pass_id default_pipeline[] = {
     LOOM_PASS_cse,       /* equal pure bindings computed once */
     LOOM_PASS_dce,       /* dead bindings and constants removed */
     LOOM_PASS_legalize, /* ops -> call_tp of generated tensor programs */
+    LOOM_PASS_fuse,     /* elementwise/injective chains merged into their consumers: one program per group */
     LOOM_PASS_schedule, /* default CPU schedules: parallel outer loops, vectorised inner loops */
 };
 
@@ -137,6 +138,16 @@ static loom_status run_simplify(loom_graph_module *m, loom_diag_list *diags, FIL
   (void)diags;
   size_t n = 0;
   return report_count(loom_graph_simplify(m, &n), out, report, "simplify", n);
+}
+
+static loom_status run_fuse(loom_graph_module *m, loom_diag_list *diags, FILE *out, bool report) {
+  (void)diags;
+  loom_graph_fuse_stats st;
+  LOOM_PROPAGATE(loom_graph_fuse(m, &st));
+  if (report)
+    fprintf(out, "// fuse: %zu groups, %zu calls fused into them, %zu merged programs\n", st.groups, st.absorbed,
+            st.programs);
+  return LOOM_OK;
 }
 
 typedef loom_status (*pass_fn)(loom_graph_module *m, loom_diag_list *diags, FILE *out, bool report);

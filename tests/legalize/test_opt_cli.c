@@ -25,11 +25,15 @@ LOOM_TEST(opt_cli, the_default_pipeline_schedules_and_the_result_reparses) {
   loom_test_proc_free(&p);
   p = loom_test_run("grep -c 'call_tp' /tmp/loom-opt-gpt2.loom; grep -c 'vectorize' /tmp/loom-opt-gpt2.loom; "
                     "grep -c '// schedule @' /tmp/loom-opt-all.txt; grep -cE '= (reshape|squeeze|expand_dims|flatten)[(]' "
-                    "/tmp/loom-opt-gpt2.loom");
-  int calls = 0, vec = 0, sched = 0, views = 0;
-  cr_assert_eq(sscanf(p.out, "%d %d %d %d", &calls, &vec, &sched, &views), 4, "%s", p.out);
-  cr_assert_eq(calls + views, 32, "every binding of the GPT-2 block is lowered or a view (%d + %d)", calls, views);
+                    "/tmp/loom-opt-gpt2.loom; grep -cE '^    [A-Za-z0-9_]+: ' /tmp/loom-opt-gpt2.loom");
+  int calls = 0, vec = 0, sched = 0, views = 0, bindings = 0;
+  cr_assert_eq(sscanf(p.out, "%d %d %d %d %d", &calls, &vec, &sched, &views, &bindings), 5, "%s", p.out);
+  cr_assert_eq(calls + views, bindings, "every binding of the GPT-2 block is lowered or a view (%d + %d of %d)", calls,
+               views, bindings);
   cr_assert_eq(views, 4, "the block's reshapes stay views");
+  /* 28 calls after legalize; fuse merges the scale and the causal mask into one call and the
+   * bias adds into their consumers (docs/passes.md). */
+  cr_assert_eq(calls, 21, "the fused block makes 21 calls");
   cr_assert_gt(vec, 0, "some loops are vectorised");
   cr_assert_gt(sched, 10, "each program reports its schedule");
   loom_test_proc_free(&p);
@@ -52,7 +56,7 @@ LOOM_TEST(opt_cli, the_output_parses_back) {
 LOOM_TEST(opt_cli, misuse_and_bad_files) {
   loom_test_proc p = loom_test_run("%s opt models/mlp.loom --passes=legalize,frobnicate", loom_test_loom_bin());
   cr_assert_eq(p.exit_code, 2);
-  cr_assert(strstr(p.err, "unknown pass 'frobnicate'; passes: legalize schedule classify offload normalize fold cse dce simplify") != NULL, "%s", p.err);
+  cr_assert(strstr(p.err, "unknown pass 'frobnicate'; passes: legalize schedule classify offload normalize fold cse dce simplify fuse") != NULL, "%s", p.err);
   loom_test_proc_free(&p);
   p = loom_test_run("%s opt /nonexistent.loom", loom_test_loom_bin());
   cr_assert_eq(p.exit_code, 1);

@@ -136,3 +136,36 @@ LOOM_TEST(tp_fuse, unprovable_shape_match_is_refused_with_a_message) {
   loom_status_free(st);
   tp_fixture_free(&fx);
 }
+
+LOOM_TEST(tp_fuse, a_symbol_only_a_scalar_argument_uses_becomes_a_parameter) {
+  tp_fixture fx;
+  cr_assert_null(tp_parse(&fx, "prim @tr(X: Buffer[(n, m), f32], k: i64, Y: Buffer[(n, m), f32]) {\n"
+                               "  for i in 0..n { for j in 0..m { Y[i, j] = select(j - i <= k, X[i, j], 0.0) } }\n}\n"));
+  const loom_sym_expr *b = loom_sym_var_new(fx.cx, "b", LOOM_SYM_VAR_SHAPE);
+  const loom_sym_expr *past = loom_sym_var_new(fx.cx, "past", LOOM_SYM_VAR_SHAPE);
+  const loom_sym_expr *dims[2] = {b, loom_sym_const(fx.cx, 4)};
+  loom_tp_group_buf bufs[2] = {{"X", LOOM_DTYPE_F32, 2, dims, true}, {"Y", LOOM_DTYPE_F32, 2, dims, true}};
+  size_t args[3] = {0, 0, 1};
+  const loom_sym_expr *scalars[3] = {NULL, loom_sym_sub(fx.cx, past, loom_sym_const(fx.cx, 1)), NULL};
+  loom_tp_group_call call = {fx.f, args, scalars};
+  loom_tp_func *g;
+  loom_status st = loom_tp_merge(&fx.arena, fx.cx, "g", bufs, 2, &call, 1, &g);
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  cr_assert_null(loom_tp_verify(fx.cx, g));
+  char *out = tp_print(g);
+  cr_assert(strstr(out, "prim @g(b: i64, past: i64, X: Buffer[(b, 4), f32], Y: Buffer[(b, 4), f32])") != NULL, "%s", out);
+  cr_assert(strstr(out, "select(j - i - past + 1 <= 0, X[i, j], 0.0)") != NULL ||
+                strstr(out, "<= past - 1") != NULL,
+            "%s", out);
+  float X[3 * 4], Y1[3 * 4], Y2[3 * 4];
+  for (int i = 0; i < 12; i++) X[i] = (float)i + 1.0f;
+  int64_t sh[2] = {3, 4};
+  loom_tp_arg a1[3] = {{X, sh, 0}, {NULL, NULL, 1}, {Y1, sh, 0}}; /* k = past - 1 at past = 2 */
+  cr_assert_null(loom_tp_interpret(fx.cx, fx.f, a1, 3));
+  loom_tp_arg a2[4] = {{NULL, NULL, 3}, {NULL, NULL, 2}, {X, sh, 0}, {Y2, sh, 0}};
+  st = loom_tp_interpret(fx.cx, g, a2, 4);
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  cr_assert_arr_eq(Y1, Y2, sizeof Y1);
+  free(out);
+  tp_fixture_free(&fx);
+}

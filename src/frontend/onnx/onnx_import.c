@@ -1284,6 +1284,7 @@ static loom_status import_node(imp *im, const loom_onnx_node *n) {
   if ((int)last < e->min_in || (int)last > e->max_in)
     return UNSUP(n, "%zu inputs (supported: %d to %d)", last, e->min_in, e->max_in);
   for (size_t i = 0; i < last; i++) {
+    if (!*n->inputs[i] && (int)i < e->min_in) return BAD(n, "input %zu is required but has no name", i);
     if (!*n->inputs[i]) { c.args[c.nargs++] = NULL; continue; }
     ssize_t v = find_val(im, n->inputs[i]);
     if (v < 0) return BAD(n, "input %zu '%s' is not defined", i, n->inputs[i]);

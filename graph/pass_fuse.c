@@ -1,0 +1,920 @@
+/* pass_fuse.c — graph-level fusion of tensor-program calls (docs/passes.md, "fuse").
+ *
+ * Runs after legalize. Over each dataflow block, `call_tp` bindings are grouped by the
+ * access pattern loom_tp_classify reads off each program, and each group of two or more
+ * calls becomes ONE call of ONE merged program (loom_tp_merge + loom_tp_inline_locals):
+ *
+ *   - groups grow backwards from a root (the last binding not yet in a group): a
+ *     producer joins when it is an elementwise, broadcast or injective program, every
+ *     use of its var is inside the group (otherwise it stays materialised), the members
+ *     reading it are not out_fusable (matmul/conv: the schedule rules tile those, and a
+ *     recomputed operand would be recomputed n times), and its struct info defines no
+ *     symbol (a symbol's definition must not disappear);
+ *   - the group reads the producer in one pass (every load in one innermost loop: loads
+ *     in one statement are one value to LLVM), so it is not recomputed per pass; one that
+ *     calls math intrinsics or divides (exp, tanh, erf, ...) must moreover be read once
+ *     per element (one load, indexed by distinct loop variables covering the whole nest).
+ *     softmax (three loops) and layer_norm (two) therefore take no producer: measured, the
+ *     mask recomputed in softmax's serial reductions was slower than the separate call;
+ *   - every trial group is merged: it is kept only when every intermediate disappears
+ *     (inlined into its readers); an intermediate that would stay a Local buffer of full
+ *     size keeps the group from growing by that producer.
+ *
+ * The fused call stands where the root stood, so nothing moves above a binding it was
+ * below: every symbol the merged program takes as an i64 parameter (the group's shape
+ * symbols, passed as `sym(...)` arguments before the tensor inputs) is checked to be
+ * defined before the root (a match_cast above the group, a parameter), never after. The
+ * root's guards and its members' guards stay on the fused binding. Merged programs are
+ * named `fused_<root program>_<hash of its text>`, so equal groups share one program;
+ * programs no call uses any more after fusion are removed from the module. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/hash.h"
+#include "base/strbuf.h"
+#include "graph/pass_internal.h"
+#include "tensorprog/tp.h"
+#include "tensorprog/tp_fuse.h"
+#include "tensorprog/tp_ir.h"
+#include "tensorprog/tp_pattern.h"
+
+enum {
+  MAX_GROUP = 64,  /* calls in one group (bounds the work of the trial merges) */
+  MAX_INPUTS = 64, /* tensor inputs of one group */
+};
+
+typedef struct sym_def {
+  const loom_sym_expr *var;
+  size_t pos; /* position of the binding that defines it first (0: a parameter) */
+} sym_def;
+
+typedef struct fuser {
+  loom_graph_module *m;
+  loom_sym_ctx *cx;
+  loom_arena scratch;     /* trial merges, reset after each */
+  loom_map progs;         /* interned program name -> loom_tp_func * */
+  loom_map kinds;         /* loom_tp_func * -> pattern + 1 */
+  loom_map uses;          /* var id -> uses in the function */
+  loom_map pos;           /* binding address -> position in the function (1, 2, ...) */
+  LOOM_VEC(sym_def) defs; /* symbols of the function, where first defined */
+  size_t npos;
+  loom_map absorbed_progs; /* programs of absorbed calls: removed if no call is left */
+  loom_graph_fuse_stats stats;
+  bool oom;
+} fuser;
+
+/* ---- the function before fusion: uses, positions, symbol definitions ---------------- */
+
+static void count_leaf(fuser *fz, const loom_graph_expr *e) {
+  if (!e || e->kind != LOOM_GRAPH_EXPR_VAR) return;
+  uint64_t n = 0;
+  loom_map_get(&fz->uses, e->u.var.id, &n);
+  if (!loom_map_put(&fz->uses, e->u.var.id, n + 1)) fz->oom = true;
+}
+
+typedef struct def_walk {
+  fuser *fz;
+  size_t pos;
+} def_walk;
+
+static void define_cb(void *ud, const loom_sym_expr *var) {
+  def_walk *w = ud;
+  for (size_t i = 0; i < w->fz->defs.len; i++)
+    if (w->fz->defs.data[i].var == var) return;
+  sym_def d = {var, w->pos};
+  if (!LOOM_VEC_PUSH(w->fz->m->alloc, &w->fz->defs, d)) w->fz->oom = true;
+}
+
+static void define_sinfo(def_walk *w, const loom_sinfo *si) {
+  if (!si) return;
+  if (si->dims)
+    for (int i = 0; i < si->ndim; i++) loom_sym_for_each_var(si->dims[i], define_cb, w);
+  if (si->value) loom_sym_for_each_var(si->value, define_cb, w);
+  for (size_t i = 0; i < si->nfields; i++) define_sinfo(w, si->fields[i]);
+  define_sinfo(w, si->ret);
+}
+
+static void prepass_seq(fuser *fz, const loom_graph_seq *s) {
+  for (size_t bi = 0; bi < s->nblocks; bi++) {
+    const loom_graph_block *blk = s->blocks[bi];
+    for (size_t i = 0; i < blk->n; i++) {
+      const loom_graph_binding *b = blk->bindings[i];
+      const loom_graph_expr *v = b->value;
+      switch (v->kind) {
+      case LOOM_GRAPH_EXPR_CALL:
+        for (size_t k = 0; k < v->u.call.nargs; k++) count_leaf(fz, v->u.call.args[k]);
+        break;
+      case LOOM_GRAPH_EXPR_TUPLE:
+        for (size_t k = 0; k < v->u.tuple.n; k++) count_leaf(fz, v->u.tuple.items[k]);
+        break;
+      case LOOM_GRAPH_EXPR_TUPLE_GET:
+        count_leaf(fz, v->u.get.tuple);
+        break;
+      case LOOM_GRAPH_EXPR_IF:
+        count_leaf(fz, v->u.if_.cond);
+        prepass_seq(fz, v->u.if_.then_seq);
+        prepass_seq(fz, v->u.if_.else_seq);
+        break;
+      default:
+        count_leaf(fz, v);
+        break;
+      }
+      if (!loom_map_put(&fz->pos, (uint64_t)(uintptr_t)b, ++fz->npos)) fz->oom = true;
+      def_walk w = {fz, fz->npos};
+      define_sinfo(&w, b->var->sinfo);
+    }
+  }
+  count_leaf(fz, s->result);
+}
+
+static size_t uses_of(const fuser *fz, const loom_graph_expr *var) {
+  uint64_t n = 0;
+  loom_map_get(&fz->uses, var->u.var.id, &n);
+  return (size_t)n;
+}
+
+static size_t pos_of(const fuser *fz, const loom_graph_binding *b) {
+  uint64_t n = 0;
+  loom_map_get(&fz->pos, (uint64_t)(uintptr_t)b, &n);
+  return (size_t)n;
+}
+
+typedef struct scope_probe {
+  const fuser *fz;
+  size_t before; /* every var must be defined at a position below this */
+  bool ok;
+} scope_probe;
+
+static void scope_cb(void *ud, const loom_sym_expr *var) {
+  scope_probe *p = ud;
+  for (size_t i = 0; i < p->fz->defs.len; i++)
+    if (p->fz->defs.data[i].var == var) {
+      if (p->fz->defs.data[i].pos >= p->before) p->ok = false;
+      return;
+    }
+  p->ok = false;
+}
+
+/* Whether every symbol of `si` is defined above position `before`. */
+static bool sinfo_defined_before(const fuser *fz, const loom_sinfo *si, size_t before) {
+  scope_probe p = {fz, before, true};
+  if (si->dims)
+    for (int i = 0; i < si->ndim; i++) loom_sym_for_each_var(si->dims[i], scope_cb, &p);
+  if (si->value) loom_sym_for_each_var(si->value, scope_cb, &p);
+  return p.ok;
+}
+
+/* ---- programs: lookup, pattern, cost ---------------------------------------------------- */
+
+static loom_tp_func *prog_of(fuser *fz, const loom_graph_binding *b) {
+  const loom_graph_expr *v = b->value;
+  if (b->kind != LOOM_GRAPH_BIND_VAR || v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_TP)
+    return NULL;
+  uint64_t p;
+  return loom_map_get(&fz->progs, (uint64_t)(uintptr_t)v->u.call.target, &p) ? (loom_tp_func *)(uintptr_t)p : NULL;
+}
+
+static loom_tp_pattern pattern_of(fuser *fz, const loom_tp_func *tp) {
+  uint64_t k;
+  if (loom_map_get(&fz->kinds, (uint64_t)(uintptr_t)tp, &k)) return (loom_tp_pattern)(k - 1);
+  loom_tp_pattern pat = loom_tp_classify(tp).pattern;
+  if (!loom_map_put(&fz->kinds, (uint64_t)(uintptr_t)tp, (uint64_t)pat + 1)) fz->oom = true;
+  return pat;
+}
+
+static bool expr_costly(const loom_tp_expr *e) {
+  switch (e->kind) {
+  case LOOM_TP_EXPR_LOAD:
+    for (int d = 0; d < e->u.load.buf->ndim; d++)
+      if (expr_costly(e->u.load.idx[d])) return true;
+    return false;
+  case LOOM_TP_EXPR_OP:
+    if (e->u.op.op == LOOM_TP_OP_DIV || e->u.op.op == LOOM_TP_OP_MOD ||
+        (loom_tp_op_class_of(e->u.op.op) == LOOM_TP_CLASS_MATH && e->u.op.op != LOOM_TP_OP_FMA))
+      return true;
+    for (int k = 0; k < loom_tp_op_arity(e->u.op.op); k++)
+      if (expr_costly(e->u.op.args[k])) return true;
+    return false;
+  case LOOM_TP_EXPR_CAST:
+    return expr_costly(e->u.cast_arg);
+  case LOOM_TP_EXPR_SELECT:
+    return expr_costly(e->u.select.cond) || expr_costly(e->u.select.then_e) || expr_costly(e->u.select.else_e);
+  default:
+    return false;
+  }
+}
+
+/* Whether a program computes a math intrinsic or a division per element. */
+static bool stmt_costly(const loom_tp_stmt *s) {
+  switch (s->kind) {
+  case LOOM_TP_STMT_SEQ:
+    for (size_t i = 0; i < s->u.seq.n; i++)
+      if (stmt_costly(s->u.seq.items[i])) return true;
+    return false;
+  case LOOM_TP_STMT_FOR:
+    return stmt_costly(s->u.loop.body);
+  case LOOM_TP_STMT_STORE:
+    return expr_costly(s->u.store.value);
+  case LOOM_TP_STMT_LET:
+    return expr_costly(s->u.let.value);
+  case LOOM_TP_STMT_IF:
+    return expr_costly(s->u.if_.cond) || stmt_costly(s->u.if_.then_s) || (s->u.if_.else_s && stmt_costly(s->u.if_.else_s));
+  default:
+    return false;
+  }
+}
+
+/* Counts the loads of `buf` and whether each reads every element once: its indices are
+ * distinct enclosing loop variables, as many as there are enclosing loops. */
+typedef struct read_scan {
+  const loom_tp_buffer *buf;
+  const loom_sym_expr *loops[32];
+  const loom_tp_stmt *nests[32]; /* the enclosing FOR statements */
+  int depth;
+  int loads;
+  bool once;
+  const loom_tp_stmt *pass; /* the innermost loop of the first load (NULL: none or outside loops) */
+  bool one_pass;            /* every load lies in that same innermost loop */
+} read_scan;
+
+static void scan_reads_expr(read_scan *r, const loom_tp_expr *e) {
+  switch (e->kind) {
+  case LOOM_TP_EXPR_LOAD:
+    for (int d = 0; d < e->u.load.buf->ndim; d++) scan_reads_expr(r, e->u.load.idx[d]);
+    if (e->u.load.buf != r->buf) return;
+    {
+      const loom_tp_stmt *inner = r->depth ? r->nests[r->depth - 1] : NULL;
+      if (r->loads && inner != r->pass) r->one_pass = false;
+      r->pass = inner;
+    }
+    r->loads++;
+    if (r->depth != r->buf->ndim) r->once = false;
+    for (int d = 0; d < r->buf->ndim && r->once; d++) {
+      const loom_tp_expr *x = e->u.load.idx[d];
+      if (x->kind != LOOM_TP_EXPR_SYM || !loom_sym_is_var(x->u.sym)) {
+        r->once = false;
+        break;
+      }
+      bool enclosing = false;
+      for (int k = 0; k < r->depth; k++) enclosing |= r->loops[k] == x->u.sym;
+      for (int k = 0; k < d; k++)
+        if (e->u.load.idx[k]->u.sym == x->u.sym) enclosing = false;
+      if (!enclosing) r->once = false;
+    }
+    return;
+  case LOOM_TP_EXPR_OP:
+    for (int k = 0; k < loom_tp_op_arity(e->u.op.op); k++) scan_reads_expr(r, e->u.op.args[k]);
+    return;
+  case LOOM_TP_EXPR_CAST:
+    scan_reads_expr(r, e->u.cast_arg);
+    return;
+  case LOOM_TP_EXPR_SELECT:
+    scan_reads_expr(r, e->u.select.cond);
+    scan_reads_expr(r, e->u.select.then_e);
+    scan_reads_expr(r, e->u.select.else_e);
+    return;
+  default:
+    return;
+  }
+}
+
+static void scan_reads(read_scan *r, const loom_tp_stmt *s) {
+  switch (s->kind) {
+  case LOOM_TP_STMT_SEQ:
+    for (size_t i = 0; i < s->u.seq.n; i++) scan_reads(r, s->u.seq.items[i]);
+    return;
+  case LOOM_TP_STMT_FOR:
+    if (r->depth >= 32) {
+      r->once = false;
+      return;
+    }
+    r->nests[r->depth] = s;
+    r->loops[r->depth++] = s->u.loop.var;
+    scan_reads(r, s->u.loop.body);
+    r->depth--;
+    return;
+  case LOOM_TP_STMT_STORE:
+    for (int d = 0; d < s->u.store.buf->ndim; d++) scan_reads_expr(r, s->u.store.idx[d]);
+    scan_reads_expr(r, s->u.store.value);
+    return;
+  case LOOM_TP_STMT_LET:
+    scan_reads_expr(r, s->u.let.value);
+    return;
+  case LOOM_TP_STMT_IF:
+    scan_reads_expr(r, s->u.if_.cond);
+    scan_reads(r, s->u.if_.then_s);
+    if (s->u.if_.else_s) scan_reads(r, s->u.if_.else_s);
+    return;
+  default:
+    return;
+  }
+}
+
+/* How program f reads its parameter buffer named `name`: *one_pass when every load lies
+ * in one innermost loop (a recomputed producer is then computed once per iteration there:
+ * loads of one statement are one value to LLVM), *once when there is one load, indexed by
+ * distinct loop variables covering its whole loop nest (each element read once). */
+static void read_kind(const loom_tp_func *f, const char *name, bool *one_pass, bool *once) {
+  *one_pass = *once = false;
+  for (size_t i = 0; i < f->nparams; i++) {
+    if (!f->params[i].is_buffer || strcmp(f->params[i].buf->name, name)) continue;
+    read_scan r = {.buf = f->params[i].buf, .once = true, .one_pass = true};
+    scan_reads(&r, f->body);
+    *one_pass = r.one_pass;
+    *once = r.loads == 1 && r.once;
+    return;
+  }
+}
+
+/* ---- names inside merged programs ------------------------------------------------------ */
+
+typedef LOOM_VEC(const char *) name_vec;
+
+static bool has_name(const name_vec *v, const char *s) {
+  for (size_t i = 0; i < v->len; i++)
+    if (!strcmp(v->data[i], s)) return true;
+  return false;
+}
+
+/* Loop variables, lets and local buffers of a program body: merged buffers must not
+ * shadow them (the text format has one namespace per program). */
+static void body_names(fuser *fz, const loom_tp_stmt *s, name_vec *out) {
+  const char *n = NULL;
+  switch (s->kind) {
+  case LOOM_TP_STMT_SEQ:
+    for (size_t i = 0; i < s->u.seq.n; i++) body_names(fz, s->u.seq.items[i], out);
+    return;
+  case LOOM_TP_STMT_FOR:
+    n = loom_sym_var_name(s->u.loop.var);
+    body_names(fz, s->u.loop.body, out);
+    break;
+  case LOOM_TP_STMT_LET:
+    n = s->u.let.name;
+    break;
+  case LOOM_TP_STMT_IF:
+    body_names(fz, s->u.if_.then_s, out);
+    if (s->u.if_.else_s) body_names(fz, s->u.if_.else_s, out);
+    return;
+  case LOOM_TP_STMT_ALLOC:
+    n = s->u.alloc->name;
+    break;
+  default:
+    return;
+  }
+  if (n && !has_name(out, n) && !LOOM_VEC_PUSH(fz->m->alloc, out, n)) fz->oom = true;
+}
+
+/* Words of the program text a buffer may not be called. */
+static bool reserved_word(const char *s) {
+  static const char *const words[] = {"prim", "for", "in", "let", "if", "else", "alloc", "reduce", "true", "false",
+                                      "inf", "nan", "select", "Buffer", "Local", "Shared", "i64"};
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+    if (!strcmp(s, words[i])) return true;
+  loom_dtype dt;
+  if (loom_dtype_parse(s, strlen(s), &dt)) return true;
+  for (int op = 0; op < LOOM_TP_OP_COUNT; op++)
+    if (!strcmp(s, loom_tp_op_spelling((loom_tp_op)op))) return true;
+  for (int k = 0; k < LOOM_TP_LOOP_KIND_COUNT; k++)
+    if (!strcmp(s, loom_tp_loop_kind_name((loom_tp_loop_kind)k))) return true;
+  return false;
+}
+
+static bool plain_identifier(const char *s) {
+  if (!*s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return false;
+  for (const char *c = s; *c; c++)
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_')) return false;
+  return strlen(s) < 64;
+}
+
+/* A name for a group buffer: the graph var's name when it is free, else `base_N`. */
+static const char *pick_name(fuser *fz, loom_arena *a, const char *want, const char *fallback, name_vec *taken) {
+  const char *base = want && plain_identifier(want) && !reserved_word(want) ? want : fallback;
+  const char *n = loom_arena_strdup(a, base);
+  for (unsigned k = 1; n && has_name(taken, n); k++) n = loom_arena_printf(a, "%s_%u", base, k);
+  if (!n || !LOOM_VEC_PUSH(fz->m->alloc, taken, n)) {
+    fz->oom = true;
+    return NULL;
+  }
+  return n;
+}
+
+/* ---- merging a group ------------------------------------------------------------------- */
+
+/* The value of a scalar argument, or NULL. */
+static const loom_sym_expr *scalar_value(const loom_graph_expr *e) {
+  if (e->kind == LOOM_GRAPH_EXPR_SYM) return e->u.sym;
+  if (e->sinfo && e->sinfo->kind == LOOM_SINFO_SCALAR) return e->sinfo->value;
+  return NULL;
+}
+
+static bool tensor_known(const loom_sinfo *si) {
+  return si && si->kind == LOOM_SINFO_TENSOR && si->dtype != LOOM_DTYPE_UNKNOWN && si->ndim >= 0 &&
+         (si->ndim == 0 || si->dims);
+}
+
+static bool same_leaf(const loom_graph_expr *a, const loom_graph_expr *b) {
+  if (a->kind == LOOM_GRAPH_EXPR_VAR && b->kind == LOOM_GRAPH_EXPR_VAR) return a->u.var.id == b->u.var.id;
+  return a == b;
+}
+
+typedef struct sym_collect {
+  fuser *fz;
+  LOOM_VEC(const loom_sym_expr *) v;
+} sym_collect;
+
+static void collect_cb(void *ud, const loom_sym_expr *var) {
+  sym_collect *c = ud;
+  for (size_t i = 0; i < c->v.len; i++)
+    if (c->v.data[i] == var) return;
+  if (!LOOM_VEC_PUSH(c->fz->m->alloc, &c->v, var)) c->fz->oom = true;
+}
+
+/* A merged group: the program and the tensor inputs its buffer parameters take, in order. */
+typedef struct merged {
+  loom_tp_func *prog;
+  size_t ninputs;
+  const loom_graph_expr *inputs[MAX_INPUTS];
+} merged;
+
+/* The index in mem[0..n) of the member binding `e` (a var), or -1. */
+static int member_index(const loom_graph_block *blk, const size_t *mem, size_t n, const loom_graph_expr *e) {
+  if (e->kind != LOOM_GRAPH_EXPR_VAR) return -1;
+  for (size_t j = 0; j < n; j++)
+    if (blk->bindings[mem[j]]->var->u.var.id == e->u.var.id) return (int)j;
+  return -1;
+}
+
+/* Merges the calls of blk->bindings[mem[0..n)] (in program order; the last is the root)
+ * into one program in `a`. *ok is false (no error) when the group cannot be one program:
+ * an operand of unknown shape, a scalar of unknown value, a shape the merge cannot prove,
+ * an intermediate that would stay a buffer, a symbol not defined above the root. */
+static loom_status merge_group(fuser *fz, const loom_graph_block *blk, const size_t *mem, size_t n, loom_arena *a,
+                               const char *name, merged *out, bool *ok) {
+  *ok = false;
+  loom_status st = LOOM_OK;
+  const loom_graph_binding *root = blk->bindings[mem[n - 1]];
+  loom_tp_group_buf bufs[MAX_INPUTS + MAX_GROUP];
+  const loom_graph_expr *leaf_of[MAX_INPUTS + MAX_GROUP]; /* the graph value each buffer holds */
+  loom_tp_group_call calls[MAX_GROUP];
+  size_t nbufs = 0, ninputs = 0;
+  name_vec taken = {0};
+  sym_collect syms = {fz, {0}};
+
+  /* Which member defines a var (its index in mem), or -1. */
+#define MEMBER_OF(e) member_index(blk, mem, n, (e))
+  /* 1. External inputs, in order of first use. */
+  for (size_t j = 0; j < n; j++) {
+    const loom_graph_expr *c = blk->bindings[mem[j]]->value;
+    const loom_tp_func *tp = prog_of(fz, blk->bindings[mem[j]]);
+    if (!tp || tp->nparams != c->u.call.nargs + 1 || !tp->params[tp->nparams - 1].is_buffer) goto done;
+    for (size_t i = 0; i < c->u.call.nargs; i++) {
+      const loom_graph_expr *e = c->u.call.args[i];
+      if (!tp->params[i].is_buffer) {
+        if (!scalar_value(e)) goto done;
+        continue;
+      }
+      if (!tensor_known(e->sinfo) || (e->kind != LOOM_GRAPH_EXPR_VAR && e->kind != LOOM_GRAPH_EXPR_CONST)) goto done;
+      if (MEMBER_OF(e) >= 0) continue;
+      bool seen = false;
+      for (size_t k = 0; k < ninputs && !seen; k++) seen = same_leaf(leaf_of[k], e);
+      if (seen) continue;
+      if (ninputs == MAX_INPUTS) goto done;
+      leaf_of[ninputs++] = e;
+    }
+  }
+  /* 2. Intermediates (members but the root), then the root's result, last. */
+  nbufs = ninputs;
+  for (size_t j = 0; j < n; j++) {
+    const loom_graph_expr *v = blk->bindings[mem[j]]->var;
+    if (!tensor_known(v->sinfo)) goto done;
+    leaf_of[nbufs++] = v;
+  }
+  /* 3. Names: no clash with the group's symbols or the members' loops, lets and locals. */
+  for (size_t k = 0; k < nbufs; k++) {
+    const loom_sinfo *si = leaf_of[k]->sinfo;
+    for (int d = 0; d < si->ndim; d++) loom_sym_for_each_var(si->dims[d], collect_cb, &syms);
+  }
+  for (size_t j = 0; j < n; j++) {
+    const loom_graph_expr *c = blk->bindings[mem[j]]->value;
+    for (size_t i = 0; i < c->u.call.nargs; i++)
+      if (c->u.call.args[i]->kind == LOOM_GRAPH_EXPR_SYM || c->u.call.args[i]->sinfo->kind == LOOM_SINFO_SCALAR)
+        loom_sym_for_each_var(scalar_value(c->u.call.args[i]), collect_cb, &syms);
+    body_names(fz, prog_of(fz, blk->bindings[mem[j]])->body, &taken);
+  }
+  if (fz->oom) goto oom;
+  for (size_t k = 0; k < syms.v.len; k++) {
+    const char *sn = loom_sym_var_name(syms.v.data[k]);
+    if (has_name(&taken, sn)) goto done; /* a shape symbol named like a loop variable */
+    if (!LOOM_VEC_PUSH(fz->m->alloc, &taken, sn)) goto oom;
+  }
+  /* The fused call stands at the root: each symbol it passes must be defined above it. */
+  {
+    scope_probe p = {fz, pos_of(fz, root), true};
+    for (size_t k = 0; k < syms.v.len; k++) scope_cb(&p, syms.v.data[k]);
+    if (!p.ok) goto done;
+  }
+  for (size_t k = 0; k < nbufs; k++) {
+    const loom_graph_expr *e = leaf_of[k];
+    char fallback[16];
+    snprintf(fallback, sizeof fallback, k < ninputs ? "in%zu" : "t%zu", k);
+    const char *nm = pick_name(fz, a, e->kind == LOOM_GRAPH_EXPR_VAR ? e->u.var.name : NULL, fallback, &taken);
+    if (!nm) goto oom;
+    bufs[k] = (loom_tp_group_buf){nm, e->sinfo->dtype, e->sinfo->ndim, e->sinfo->dims, k < ninputs || k + 1 == nbufs};
+  }
+  /* 4. The calls. */
+  for (size_t j = 0; j < n; j++) {
+    const loom_graph_binding *b = blk->bindings[mem[j]];
+    const loom_graph_expr *c = b->value;
+    const loom_tp_func *tp = prog_of(fz, b);
+    size_t *ba = LOOM_ARENA_ARRAY(a, size_t, tp->nparams);
+    const loom_sym_expr **sa = LOOM_ARENA_ARRAY(a, const loom_sym_expr *, tp->nparams);
+    if (!ba || !sa) goto oom;
+    for (size_t i = 0; i < tp->nparams; i++) {
+      sa[i] = NULL;
+      ba[i] = 0;
+      if (i + 1 == tp->nparams) {
+        ba[i] = ninputs + j;
+      } else if (!tp->params[i].is_buffer) {
+        sa[i] = scalar_value(c->u.call.args[i]);
+      } else {
+        const loom_graph_expr *e = c->u.call.args[i];
+        int mj = MEMBER_OF(e);
+        if (mj >= 0) {
+          ba[i] = ninputs + (size_t)mj;
+        } else {
+          for (size_t k = 0; k < ninputs; k++)
+            if (same_leaf(leaf_of[k], e)) ba[i] = k;
+        }
+      }
+    }
+    calls[j] = (loom_tp_group_call){tp, ba, sa};
+  }
+#undef MEMBER_OF
+  loom_tp_func *f = NULL;
+  st = loom_tp_merge(a, fz->cx, name, bufs, nbufs, calls, n, &f);
+  if (st) {
+    if (loom_status_code(st) == LOOM_CODE_RESOURCE_EXHAUSTED) goto done;
+    loom_status_free(st); /* a shape the merge cannot prove equal: not one program */
+    st = LOOM_OK;
+    goto done;
+  }
+  size_t inlined = 0;
+  if ((st = loom_tp_inline_locals(a, fz->cx, f, &inlined))) goto done;
+  if (inlined != n - 1) goto done;
+  /* One body is left, wrapped in the merge's sequence: unwrap it, so the schedule rules see
+   * its loop nests at the top as in any generated program. */
+  while (f->body->kind == LOOM_TP_STMT_SEQ && f->body->u.seq.n == 1 && f->body->u.seq.items[0]->kind == LOOM_TP_STMT_SEQ)
+    f->body = f->body->u.seq.items[0];
+  if ((st = loom_tp_verify(fz->cx, f))) {
+    st = loom_status_annotate(st, __FILE__, __LINE__, "fuse: the merged program of the group rooted at '%s' is ill-formed",
+                              root->var->u.var.name);
+    goto done;
+  }
+  out->prog = f;
+  out->ninputs = ninputs;
+  memcpy(out->inputs, leaf_of, ninputs * sizeof *leaf_of);
+  *ok = true;
+  goto done;
+oom:
+  st = LOOM_OOM();
+done:
+  LOOM_VEC_FREE(fz->m->alloc, &taken);
+  LOOM_VEC_FREE(fz->m->alloc, &syms.v);
+  return st;
+}
+
+/* ---- grouping over a dataflow block ---------------------------------------------------- */
+
+/* Index in blk (below `before`) of the binding that defines var `e`, or -1. */
+static int def_index(const loom_graph_block *blk, const loom_graph_expr *e, size_t before) {
+  if (e->kind != LOOM_GRAPH_EXPR_VAR) return -1;
+  for (size_t i = 0; i < before; i++)
+    if (blk->bindings[i]->var->u.var.id == e->u.var.id) return (int)i;
+  return -1;
+}
+
+/* Occurrences of var `e` among the members' operands. */
+static size_t uses_in_group(const loom_graph_block *blk, const size_t *mem, size_t n, const loom_graph_expr *e) {
+  size_t k = 0;
+  for (size_t j = 0; j < n; j++) {
+    const loom_graph_expr *c = blk->bindings[mem[j]]->value;
+    for (size_t i = 0; i < c->u.call.nargs; i++)
+      k += c->u.call.args[i]->kind == LOOM_GRAPH_EXPR_VAR && c->u.call.args[i]->u.var.id == e->u.var.id;
+  }
+  return k;
+}
+
+/* Whether a member reading `e` is out_fusable (it takes no producer). */
+static bool read_by_out_fusable(fuser *fz, const loom_graph_block *blk, const size_t *mem, size_t n,
+                                const loom_graph_expr *e) {
+  for (size_t j = 0; j < n; j++) {
+    const loom_graph_binding *b = blk->bindings[mem[j]];
+    const loom_graph_expr *c = b->value;
+    for (size_t i = 0; i < c->u.call.nargs; i++)
+      if (c->u.call.args[i]->kind == LOOM_GRAPH_EXPR_VAR && c->u.call.args[i]->u.var.id == e->u.var.id &&
+          pattern_of(fz, prog_of(fz, b)) == LOOM_TP_PATTERN_OUT_FUSABLE)
+        return true;
+  }
+  return false;
+}
+
+/* Name of the buffer parameter of merged program `g` holding input `e`, or NULL. */
+static const char *input_name(const merged *g, const loom_graph_expr *e) {
+  size_t k = 0;
+  for (size_t i = 0; i < g->prog->nparams; i++) {
+    if (!g->prog->params[i].is_buffer) continue;
+    if (k < g->ninputs && same_leaf(g->inputs[k], e)) return g->prog->params[i].buf->name;
+    k++;
+  }
+  return NULL;
+}
+
+/* Names `f` `fused_<root>_<hash of its text>` and adds it to the module, or finds the
+ * equal program an earlier group made. */
+static loom_status install(fuser *fz, loom_tp_func *f, const char *root_prog, const char **out_name) {
+  loom_arena *a = loom_graph_module_arena(fz->m);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  f->name = loom_arena_printf(a, "fused_%s", root_prog);
+  if (!f->name) return LOOM_OOM();
+  loom_tp_print_func(f, &sb);
+  uint64_t h = loom_hash_bytes(loom_strbuf_cstr(&sb), strlen(loom_strbuf_cstr(&sb)));
+  loom_status st = LOOM_OK;
+  for (unsigned k = 0;; k++) {
+    f->name = k ? loom_arena_printf(a, "fused_%s_%016llx_%u", root_prog, (unsigned long long)h, k)
+                : loom_arena_printf(a, "fused_%s_%016llx", root_prog, (unsigned long long)h);
+    const char *in = f->name ? loom_graph_module_intern(fz->m, f->name, strlen(f->name)) : NULL;
+    if (!in) {
+      st = LOOM_OOM();
+      break;
+    }
+    uint64_t p;
+    if (!loom_map_get(&fz->progs, (uint64_t)(uintptr_t)in, &p)) {
+      if ((st = loom_graph_module_add_tp(fz->m, f))) break;
+      if (!loom_map_put(&fz->progs, (uint64_t)(uintptr_t)in, (uint64_t)(uintptr_t)f)) st = LOOM_OOM();
+      fz->stats.programs++;
+      *out_name = in;
+      break;
+    }
+    /* The same name: the same program when the texts agree. */
+    loom_strbuf x, y;
+    loom_strbuf_init(&x, NULL);
+    loom_strbuf_init(&y, NULL);
+    loom_tp_print_func((const loom_tp_func *)(uintptr_t)p, &x);
+    loom_tp_print_func(f, &y);
+    bool same = !x.oom && !y.oom && !strcmp(loom_strbuf_cstr(&x), loom_strbuf_cstr(&y));
+    loom_strbuf_free(&x);
+    loom_strbuf_free(&y);
+    if (same) {
+      *out_name = in;
+      break;
+    }
+  }
+  loom_strbuf_free(&sb);
+  return st;
+}
+
+/* Replaces the members of a group by one call of its merged program at the root. */
+static loom_status rewrite_group(fuser *fz, loom_graph_block *blk, const size_t *mem, size_t n, bool *drop) {
+  loom_graph_module *m = fz->m;
+  loom_arena *a = loom_graph_module_arena(m);
+  loom_graph_binding *root = blk->bindings[mem[n - 1]];
+  const loom_tp_func *root_tp = prog_of(fz, root);
+  merged g;
+  bool ok;
+  LOOM_PROPAGATE(merge_group(fz, blk, mem, n, a, "fused", &g, &ok));
+  if (!ok) return LOOM_ERROR(INTERNAL, "fuse: the group rooted at '%s' merged as a trial but not in the module",
+                             root->var->u.var.name);
+  const char *name = NULL;
+  LOOM_PROPAGATE(install(fz, g.prog, root_tp->name, &name));
+  /* Operands: the symbols, then the tensor inputs (the result is the last parameter). */
+  size_t nargs = g.prog->nparams - 1, k = 0;
+  loom_graph_expr **args = LOOM_ARENA_ARRAY(a, loom_graph_expr *, nargs ? nargs : 1);
+  if (!args) return LOOM_OOM();
+  for (size_t i = 0; i < nargs; i++) {
+    const loom_tp_param *p = &g.prog->params[i];
+    args[i] = p->is_buffer ? (loom_graph_expr *)g.inputs[k++] : loom_graph_sym_new(m, p->scalar.var);
+    if (!args[i]) return LOOM_OOM();
+  }
+  loom_graph_expr *call = loom_graph_call_tp(m, name, nargs, args, root->var->sinfo);
+  if (!call) return LOOM_OOM();
+  call->sinfo = root->var->sinfo;
+  call->loc = root->value->loc;
+  /* Every member's guards stay: they are what made its struct info exact. */
+  size_t ng = 0;
+  for (size_t j = 0; j < n; j++) ng += blk->bindings[mem[j]]->nguards;
+  const loom_sym_expr **guards = LOOM_ARENA_ARRAY(a, const loom_sym_expr *, ng ? ng : 1);
+  const char **why = LOOM_ARENA_ARRAY(a, const char *, ng ? ng : 1);
+  if (!guards || !why) return LOOM_OOM();
+  size_t gi = 0;
+  for (size_t j = 0; j < n; j++) {
+    const loom_graph_binding *b = blk->bindings[mem[j]];
+    for (size_t q = 0; q < b->nguards; q++) {
+      bool dup = false;
+      for (size_t r = 0; r < gi && !dup; r++) dup = guards[r] == b->guards[q];
+      if (dup) continue;
+      guards[gi] = b->guards[q];
+      why[gi++] = b->guard_why ? b->guard_why[q] : "";
+    }
+  }
+  for (size_t j = 0; j < n; j++) {
+    const char *t = blk->bindings[mem[j]]->value->u.call.target;
+    if (!loom_map_put(&fz->absorbed_progs, (uint64_t)(uintptr_t)t, 1)) return LOOM_OOM();
+    if (j + 1 < n) drop[mem[j]] = true;
+  }
+  root->value = call;
+  root->nguards = gi;
+  root->guards = guards;
+  root->guard_why = why;
+  fz->stats.groups++;
+  fz->stats.absorbed += n - 1;
+  return LOOM_OK;
+}
+
+static void insert_sorted(size_t *mem, size_t *n, size_t x) {
+  size_t i = (*n)++;
+  while (i > 0 && mem[i - 1] > x) {
+    mem[i] = mem[i - 1];
+    i--;
+  }
+  mem[i] = x;
+}
+
+/* Grows the group rooted at blk->bindings[r] (see the banner); *nm members in mem. */
+static loom_status grow_group(fuser *fz, loom_graph_block *blk, size_t r, bool *assigned, bool *rejected, size_t *mem,
+                              size_t *nm) {
+  merged cur;
+  bool ok;
+  loom_arena_reset(&fz->scratch);
+  LOOM_PROPAGATE(merge_group(fz, blk, mem, *nm, &fz->scratch, "trial", &cur, &ok));
+  if (!ok) return LOOM_OK;
+  for (bool grew = true; grew && *nm < MAX_GROUP;) {
+    grew = false;
+    for (size_t jj = 0; jj < *nm && !grew; jj++) {
+      const loom_graph_expr *c = blk->bindings[mem[jj]]->value;
+      for (size_t i = 0; i < c->u.call.nargs && !grew; i++) {
+        const loom_graph_expr *e = c->u.call.args[i];
+        int p = def_index(blk, e, r);
+        if (p < 0 || assigned[p] || rejected[p]) continue;
+        const loom_graph_binding *pb = blk->bindings[p];
+        const loom_tp_func *ptp = prog_of(fz, pb);
+        loom_tp_pattern pat = ptp ? pattern_of(fz, ptp) : LOOM_TP_PATTERN_OPAQUE;
+        if ((pat != LOOM_TP_PATTERN_ELEMWISE && pat != LOOM_TP_PATTERN_BROADCAST && pat != LOOM_TP_PATTERN_INJECTIVE) ||
+            read_by_out_fusable(fz, blk, mem, *nm, e) || !sinfo_defined_before(fz, pb->var->sinfo, pos_of(fz, pb))) {
+          rejected[p] = true;
+          continue;
+        }
+        if (uses_in_group(blk, mem, *nm, e) != uses_of(fz, e)) continue; /* used outside: stays materialised */
+        /* Recomputation: the group must read the producer in one pass (softmax's three
+         * loops would each recompute it, in serial reductions), and read each element of a
+         * costly one once. */
+        const char *bn = input_name(&cur, e);
+        bool one_pass = false, once = false;
+        if (bn) read_kind(cur.prog, bn, &one_pass, &once);
+        if (!one_pass || (!once && stmt_costly(ptp->body))) {
+          rejected[p] = true;
+          continue;
+        }
+        size_t trial[MAX_GROUP], nt = *nm;
+        memcpy(trial, mem, *nm * sizeof *mem);
+        insert_sorted(trial, &nt, (size_t)p);
+        merged next;
+        LOOM_PROPAGATE(merge_group(fz, blk, trial, nt, &fz->scratch, "trial", &next, &ok));
+        if (!ok) {
+          rejected[p] = true;
+          continue;
+        }
+        memcpy(mem, trial, nt * sizeof *trial);
+        *nm = nt;
+        assigned[p] = true;
+        cur = next;
+        grew = true;
+      }
+    }
+  }
+  return fz->oom ? LOOM_OOM() : LOOM_OK;
+}
+
+static loom_status fuse_block(fuser *fz, loom_graph_block *blk) {
+  size_t n = blk->n;
+  bool *flags = calloc(3 * (n ? n : 1), sizeof *flags);
+  if (!flags) return LOOM_OOM();
+  bool *assigned = flags, *rejected = flags + n, *drop = flags + 2 * n;
+  loom_status st = LOOM_OK;
+  for (size_t r = n; r-- > 0 && !st;) {
+    if (assigned[r] || !prog_of(fz, blk->bindings[r])) continue;
+    assigned[r] = true;
+    memset(rejected, 0, n * sizeof *rejected);
+    size_t mem[MAX_GROUP] = {r}, nm = 1;
+    st = grow_group(fz, blk, r, assigned, rejected, mem, &nm);
+    if (!st && nm > 1) st = rewrite_group(fz, blk, mem, nm, drop);
+  }
+  if (!st) {
+    loom_graph_binding **kept = LOOM_ARENA_ARRAY(loom_graph_module_arena(fz->m), loom_graph_binding *, n ? n : 1);
+    if (!kept) st = LOOM_OOM();
+    size_t nk = 0;
+    for (size_t i = 0; i < n && !st; i++)
+      if (!drop[i]) kept[nk++] = blk->bindings[i];
+    if (!st) {
+      blk->bindings = kept;
+      blk->n = nk;
+    }
+  }
+  free(flags);
+  return st;
+}
+
+static loom_status fuse_seq(fuser *fz, loom_graph_seq *s) {
+  for (size_t bi = 0; bi < s->nblocks; bi++) {
+    loom_graph_block *blk = s->blocks[bi];
+    if (blk->dataflow) {
+      LOOM_PROPAGATE(fuse_block(fz, blk));
+      continue;
+    }
+    for (size_t i = 0; i < blk->n; i++) {
+      loom_graph_expr *v = blk->bindings[i]->value;
+      if (v->kind != LOOM_GRAPH_EXPR_IF) continue;
+      LOOM_PROPAGATE(fuse_seq(fz, v->u.if_.then_seq));
+      LOOM_PROPAGATE(fuse_seq(fz, v->u.if_.else_seq));
+    }
+  }
+  return LOOM_OK;
+}
+
+/* ---- programs no call uses any more ----------------------------------------------------- */
+
+static loom_status mark_called(loom_map *called, const loom_graph_seq *s) {
+  for (size_t bi = 0; bi < s->nblocks; bi++)
+    for (size_t i = 0; i < s->blocks[bi]->n; i++) {
+      const loom_graph_expr *v = s->blocks[bi]->bindings[i]->value;
+      if (v->kind == LOOM_GRAPH_EXPR_IF) {
+        LOOM_PROPAGATE(mark_called(called, v->u.if_.then_seq));
+        LOOM_PROPAGATE(mark_called(called, v->u.if_.else_seq));
+      } else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_TP &&
+                 !loom_map_put(called, (uint64_t)(uintptr_t)v->u.call.target, 1)) {
+        return LOOM_OOM();
+      }
+    }
+  return LOOM_OK;
+}
+
+static loom_status drop_unused_programs(fuser *fz) {
+  loom_graph_module *m = fz->m;
+  loom_map called;
+  loom_map_init(&called, m->alloc);
+  loom_status st = LOOM_OK;
+  for (size_t fi = 0; fi < m->funcs.len && !st; fi++) st = mark_called(&called, m->funcs.data[fi]->body);
+  size_t k = 0;
+  for (size_t i = 0; i < m->tps.len && !st; i++) {
+    loom_tp_func *tp = m->tps.data[i];
+    const char *in = loom_graph_module_intern(m, tp->name, strlen(tp->name));
+    if (!in) st = LOOM_OOM();
+    else if (!loom_map_contains(&fz->absorbed_progs, (uint64_t)(uintptr_t)in) ||
+             loom_map_contains(&called, (uint64_t)(uintptr_t)in))
+      m->tps.data[k++] = tp;
+  }
+  if (!st) m->tps.len = k;
+  loom_map_destroy(&called);
+  return st;
+}
+
+/* ---- the pass ----------------------------------------------------------------------------- */
+
+loom_status loom_graph_fuse(loom_graph_module *m, loom_graph_fuse_stats *out) {
+  fuser fz = {.m = m, .cx = m->cx};
+  loom_arena_init(&fz.scratch, m->alloc, 0);
+  loom_map_init(&fz.progs, m->alloc);
+  loom_map_init(&fz.kinds, m->alloc);
+  loom_map_init(&fz.uses, m->alloc);
+  loom_map_init(&fz.pos, m->alloc);
+  loom_map_init(&fz.absorbed_progs, m->alloc);
+  loom_status st = LOOM_OK;
+  for (size_t i = 0; i < m->tps.len && !st; i++) {
+    const char *in = loom_graph_module_intern(m, m->tps.data[i]->name, strlen(m->tps.data[i]->name));
+    if (!in || !loom_map_put(&fz.progs, (uint64_t)(uintptr_t)in, (uint64_t)(uintptr_t)m->tps.data[i])) st = LOOM_OOM();
+  }
+  for (size_t fi = 0; fi < m->funcs.len && !st; fi++) {
+    loom_graph_func *f = m->funcs.data[fi];
+    loom_map_clear(&fz.uses);
+    loom_map_clear(&fz.pos);
+    fz.defs.len = 0;
+    fz.npos = 0;
+    def_walk w = {&fz, 0};
+    for (size_t i = 0; i < f->nparams; i++) define_sinfo(&w, f->params[i]->sinfo);
+    prepass_seq(&fz, f->body);
+    st = fz.oom ? LOOM_OOM() : fuse_seq(&fz, f->body);
+    if (!st) st = loom_pass_fix_outputs(m, f->body);
+    if (st) st = loom_status_annotate(st, __FILE__, __LINE__, "while fusing @%s", f->name);
+  }
+  if (!st) st = drop_unused_programs(&fz);
+  if (!st && out) *out = fz.stats;
+  LOOM_VEC_FREE(m->alloc, &fz.defs);
+  loom_map_destroy(&fz.progs);
+  loom_map_destroy(&fz.kinds);
+  loom_map_destroy(&fz.uses);
+  loom_map_destroy(&fz.pos);
+  loom_map_destroy(&fz.absorbed_progs);
+  loom_arena_destroy(&fz.scratch);
+  return st;
+}

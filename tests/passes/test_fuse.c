@@ -1,0 +1,299 @@
+/* test_fuse.c — the fuse pass as IR text in, IR text out: a chain of elementwise calls, a
+ * producer fused into a reduction and into layer_norm, a producer with a use outside the
+ * group kept materialised, a costly producer kept out of a consumer that reads it thrice,
+ * matmul (out_fusable) left alone, and a group whose symbol a match_cast defines between its
+ * members. Every case runs legalize then fuse through the pass manager with the verifier
+ * after each pass and the numeric check (interpreter before and after, random shapes). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver/pipeline.h"
+#include "graph/passes.h"
+#include "support/loom_test.h"
+#include "tensorprog/tp.h"
+
+typedef struct fused {
+  loom_graph_module *m;
+  char *fn;   /* @main printed */
+  char *text; /* the whole module printed */
+} fused;
+
+/* Parses `in`, runs legalize and fuse (and schedule if asked; verified and numerically checked after each), and
+ * checks that the printed module parses back to itself. */
+static fused run_passes(const char *in, bool schedule) {
+  loom_source src = {"test.loom", in, strlen(in)};
+  loom_diag_list diags;
+  loom_diag_list_init(&diags, NULL);
+  fused r = {0};
+  loom_status s = loom_graph_parse(&src, &diags, &r.m);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  static const loom_pass_id passes[] = {LOOM_PASS_legalize, LOOM_PASS_fuse, LOOM_PASS_schedule};
+  loom_pass_options o = {.verify_each = true, .check_numerics = 3};
+  s = loom_pipeline_run(r.m, passes, schedule ? 3 : 2, &o, &diags);
+  if (s) loom_diag_list_print(stderr, &diags);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_diag_list_destroy(&diags);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_graph_print_func(r.m, loom_graph_module_find_func(r.m, "main"), &sb);
+  r.fn = strdup(loom_strbuf_cstr(&sb));
+  loom_strbuf_clear(&sb);
+  loom_graph_print_module(r.m, &sb);
+  r.text = strdup(loom_strbuf_cstr(&sb));
+  loom_strbuf_free(&sb);
+  loom_source back_src = {"back.loom", r.text, strlen(r.text)};
+  loom_graph_module *back = NULL;
+  loom_diag_list_init(&diags, NULL);
+  s = loom_graph_parse(&back_src, &diags, &back);
+  cr_assert_null(s, "%s\n%s", loom_status_text(s, 0), r.text);
+  cr_assert(loom_graph_module_equal(r.m, back), "the result does not parse back to itself:\n%s", r.text);
+  loom_graph_module_destroy(back);
+  loom_diag_list_destroy(&diags);
+  return r;
+}
+
+static fused run_fuse(const char *in) { return run_passes(in, false); }
+
+static void fused_free(fused *r) {
+  free(r->fn);
+  free(r->text);
+  loom_graph_module_destroy(r->m);
+}
+
+/* The printed program @name. */
+static char *prog_text(const fused *r, const char *name) {
+  for (size_t i = 0; i < loom_graph_module_num_tps(r->m); i++) {
+    loom_tp_func *tp = loom_graph_module_tp_at(r->m, i);
+    if (strcmp(loom_tp_func_name(tp), name)) continue;
+    loom_strbuf sb;
+    loom_strbuf_init(&sb, NULL);
+    loom_tp_print_func(tp, &sb);
+    char *t = strdup(loom_strbuf_cstr(&sb));
+    loom_strbuf_free(&sb);
+    return t;
+  }
+  cr_assert_fail("no program @%s in\n%s", name, r->text);
+  return NULL;
+}
+
+/* The name of the program the binding `var` calls (printed `var: ... = call_tp(@NAME, `). */
+static char *callee_of(const fused *r, const char *var) {
+  char key[64];
+  snprintf(key, sizeof key, "    %s: ", var);
+  const char *p = strstr(r->fn, key);
+  cr_assert_not_null(p, "no binding '%s' in\n%s", var, r->fn);
+  p = strstr(p, "call_tp(@");
+  cr_assert_not_null(p);
+  p += strlen("call_tp(@");
+  return strndup(p, strcspn(p, ","));
+}
+
+LOOM_TEST(passes, fuse_merges_an_elementwise_chain_into_one_call) {
+  fused r = run_fuse("fn @main(x: Tensor[(n, 4), f32], y: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {\n"
+                     "  dataflow {\n"
+                     "    a = add(x, y)\n"
+                     "    b = relu(a)\n"
+                     "    c = mul(b, const(2.0, f32))\n"
+                     "    output c\n"
+                     "  }\n"
+                     "  return c\n"
+                     "}\n");
+  char *name = callee_of(&r, "c");
+  char want[1024];
+  snprintf(want, sizeof want,
+           "fn @main(x: Tensor[(n, 4), f32], y: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {\n"
+           "  dataflow {\n"
+           "    c: Tensor[(n, 4), f32] = call_tp(@%s, (sym(n), x, y, const(2.0, f32)), Tensor[(n, 4), f32])\n"
+           "    output c\n"
+           "  }\n"
+           "  return c\n"
+           "}\n",
+           name);
+  cr_assert_str_eq(r.fn, want);
+  cr_assert(!strncmp(name, "fused_mul_f32_", 14), "%s", name);
+  char *p = prog_text(&r, name);
+  snprintf(want, sizeof want,
+           "prim @%s(n: i64, x: Buffer[(n, 4), f32], y: Buffer[(n, 4), f32], in2: Buffer[(), f32], "
+           "c: Buffer[(n, 4), f32]) {\n"
+           "  for i0 in 0..n parallel {\n"
+           "    for i1 in 0..4 {\n"
+           "      c[i0, i1] = max(x[i0, i1] + y[i0, i1], 0.0) * in2[]\n"
+           "    }\n"
+           "  }\n"
+           "}\n",
+           name);
+  cr_assert_str_eq(p, want);
+  cr_assert_eq(loom_graph_module_num_tps(r.m), 1, "the programs of the absorbed calls are gone:\n%s", r.text);
+  free(p);
+  free(name);
+  fused_free(&r);
+}
+
+/* exp(o) is read once per element by the sum: it is computed inside the reduction. layer_norm
+ * reads its input in two passes (the moments, then the normalisation): the residual add would
+ * be computed twice, so it stays a call. */
+LOOM_TEST(passes, fuse_puts_a_producer_into_a_reduction_read_in_one_pass) {
+  fused r = run_fuse("fn @main(x: Tensor[(b, s, 8), f32], o: Tensor[(b, s, 8), f32], g: Tensor[(8,), f32],\n"
+                     "         be: Tensor[(8,), f32]) -> Object {\n"
+                     "  dataflow {\n"
+                     "    e = exp(o)\n"
+                     "    t = sum(e, axes=[2])\n"
+                     "    x1 = add(x, o)\n"
+                     "    h = layer_norm(x1, g, be, eps=1e-05)\n"
+                     "    out = (t, h)\n"
+                     "    output out\n"
+                     "  }\n"
+                     "  return out\n"
+                     "}\n");
+  char *nt = callee_of(&r, "t"), *nh = callee_of(&r, "h");
+  char want[2048];
+  snprintf(want, sizeof want,
+           "fn @main(x: Tensor[(b, s, 8), f32], o: Tensor[(b, s, 8), f32], g: Tensor[(8,), f32], be: Tensor[(8,), f32]) "
+           "-> Object {\n"
+           "  dataflow {\n"
+           "    t: Tensor[(b, s), f32] = call_tp(@%s, (sym(b), sym(s), o), Tensor[(b, s), f32])\n"
+           "    x1: Tensor[(b, s, 8), f32] = call_tp(@add_f32_FFF_FFF, (x, o), Tensor[(b, s, 8), f32])\n"
+           "    h: Tensor[(b, s, 8), f32] = call_tp(@%s, (x1, g, be), Tensor[(b, s, 8), f32])\n"
+           "    out: Tuple[Tensor[(b, s), f32], Tensor[(b, s, 8), f32]] = (t, h)\n"
+           "    output out\n"
+           "  }\n"
+           "  return out\n"
+           "}\n",
+           nt, nh);
+  cr_assert_str_eq(r.fn, want);
+  cr_assert(!strncmp(nh, "layer_norm_f32_r3_", 18), "%s", nh);
+  char *pt = prog_text(&r, nt);
+  cr_assert(strstr(pt, "t[i0, i1] = t[i0, i1] + exp(o[i0, i1, ") != NULL, "%s", pt);
+  cr_assert(strstr(pt, "alloc") == NULL, "%s", pt);
+  free(pt);
+  free(nt);
+  free(nh);
+  fused_free(&r);
+}
+
+LOOM_TEST(passes, fuse_keeps_a_producer_used_outside_the_group) {
+  /* a feeds the sum and the tuple: it stays materialised; the sum fuses nothing. c (used
+   * once) still fuses into d. */
+  fused r = run_fuse("fn @main(x: Tensor[(n, 5), f32], y: Tensor[(n, 5), f32]) -> Object {\n"
+                     "  dataflow {\n"
+                     "    a = add(x, y)\n"
+                     "    t = sum(a, axes=[1])\n"
+                     "    c = sub(a, y)\n"
+                     "    d = neg(c)\n"
+                     "    out = (a, t, d)\n"
+                     "    output out\n"
+                     "  }\n"
+                     "  return out\n"
+                     "}\n");
+  char *nd = callee_of(&r, "d");
+  char want[2048];
+  snprintf(want, sizeof want,
+           "fn @main(x: Tensor[(n, 5), f32], y: Tensor[(n, 5), f32]) -> Object {\n"
+           "  dataflow {\n"
+           "    a: Tensor[(n, 5), f32] = call_tp(@add_f32_FF_FF, (x, y), Tensor[(n, 5), f32])\n"
+           "    t: Tensor[(n,), f32] = call_tp(@sum_f32_r2_a2, (a,), Tensor[(n,), f32])\n"
+           "    d: Tensor[(n, 5), f32] = call_tp(@%s, (sym(n), a, y), Tensor[(n, 5), f32])\n"
+           "    out: Tuple[Tensor[(n, 5), f32], Tensor[(n,), f32], Tensor[(n, 5), f32]] = (a, t, d)\n"
+           "    output out\n"
+           "  }\n"
+           "  return out\n"
+           "}\n",
+           nd);
+  cr_assert_str_eq(r.fn, want);
+  char *pd = prog_text(&r, nd);
+  cr_assert(strstr(pd, "d[i0, i1] = -(a[i0, i1] - y[i0, i1])") != NULL, "%s", pd);
+  free(pd);
+  free(nd);
+  fused_free(&r);
+}
+
+LOOM_TEST(passes, fuse_keeps_producers_out_of_repeated_reads_and_leaves_matmul_alone) {
+  /* softmax reads its input in three loops (max, sum, normalise): neither exp(x) nor the
+   * cheap add is recomputed there; a costly producer read twice in one statement (e*e) stays
+   * too; the chain feeding the where is one call. The matmul takes no producer and no
+   * epilogue (the schedule rules tile it as it is). */
+  fused r = run_fuse("fn @main(x: Tensor[(n, 6), f32], y: Tensor[(n, 6), f32], w: Tensor[(6, 3), f32],\n"
+                     "         bias: Tensor[(3,), f32]) -> Object {\n"
+                     "  dataflow {\n"
+                     "    e = exp(x)\n"
+                     "    p = softmax(e, axis=-1)\n"
+                     "    a = add(x, y)\n"
+                     "    q = softmax(a, axis=-1)\n"
+                     "    e2 = exp(y)\n"
+                     "    sq = mul(e2, e2)\n"
+                     "    m = mul(x, const(0.5, f32))\n"
+                     "    k = greater(x, y)\n"
+                     "    wm = where(k, m, y)\n"
+                     "    z = sub(x, y)\n"
+                     "    h = matmul(z, w)\n"
+                     "    hb = add(h, bias)\n"
+                     "    out = (p, q, hb, sq, wm)\n"
+                     "    output out\n"
+                     "  }\n"
+                     "  return out\n"
+                     "}\n");
+  cr_assert(strstr(r.fn, "    e: Tensor[(n, 6), f32] = call_tp(@exp_f32_f32_r2, (x,), ") != NULL, "%s", r.fn);
+  cr_assert(strstr(r.fn, "    p: Tensor[(n, 6), f32] = call_tp(@softmax_f32_r2_a1, (e,), ") != NULL, "%s", r.fn);
+  cr_assert(strstr(r.fn, "    a: Tensor[(n, 6), f32] = call_tp(@add_f32_FF_FF, (x, y), ") != NULL, "%s", r.fn);
+  cr_assert(strstr(r.fn, "    q: Tensor[(n, 6), f32] = call_tp(@softmax_f32_r2_a1, (a,), ") != NULL, "%s", r.fn);
+  cr_assert(strstr(r.fn, "    e2: Tensor[(n, 6), f32] = call_tp(@exp_f32_f32_r2, (y,), ") != NULL, "%s", r.fn);
+  cr_assert(strstr(r.fn, "    wm: Tensor[(n, 6), f32] = call_tp(@fused_where_") != NULL, "%s", r.fn);
+  cr_assert(strstr(r.fn, "    m: ") == NULL && strstr(r.fn, "    k: ") == NULL, "%s", r.fn);
+  cr_assert(strstr(r.fn, "    z: Tensor[(n, 6), f32] = call_tp(@sub_f32_FF_FF, (x, y), ") != NULL, "%s", r.fn);
+  cr_assert(strstr(r.fn, "    h: Tensor[(n, 3), f32] = call_tp(@matmul_f32_2_2__, (z, w), ") != NULL, "%s", r.fn);
+  cr_assert(strstr(r.fn, "    hb: Tensor[(n, 3), f32] = call_tp(@add_f32_FF_F, (h, bias), ") != NULL, "%s", r.fn);
+  fused_free(&r);
+}
+
+LOOM_TEST(passes, fuse_places_the_group_after_the_match_cast_that_defines_its_symbol) {
+  /* The group {a, c} needs k, defined by the match_cast between its members: the fused call
+   * stands at c, below the match_cast, and passes sym(k) there (at a it would use k above
+   * its definition). */
+  fused r = run_fuse("fn @main(x: Tensor[(n, 4), f32], y: Tensor[(m, 4), f32]) -> Tensor[(n + k, 4), f32] {\n"
+                     "  dataflow {\n"
+                     "    a = relu(x)\n"
+                     "    z = match_cast(y, Tensor[(k, 4), f32])\n"
+                     "    c = concat(a, z, axis=0)\n"
+                     "    output c\n"
+                     "  }\n"
+                     "  return c\n"
+                     "}\n");
+  char *nc = callee_of(&r, "c");
+  char want[2048];
+  snprintf(want, sizeof want,
+           "fn @main(x: Tensor[(n, 4), f32], y: Tensor[(m, 4), f32]) -> Tensor[(n + k, 4), f32] {\n"
+           "  dataflow {\n"
+           "    z: Tensor[(k, 4), f32] = match_cast(y, Tensor[(k, 4), f32])\n"
+           "    c: Tensor[(n + k, 4), f32] = call_tp(@%s, (sym(n), sym(k), x, z), Tensor[(n + k, 4), f32])\n"
+           "    output c\n"
+           "  }\n"
+           "  return c\n"
+           "}\n",
+           nc);
+  cr_assert_str_eq(r.fn, want);
+  free(nc);
+  fused_free(&r);
+}
+
+LOOM_TEST(passes, fuse_results_are_scheduled_like_generated_programs) {
+  /* The merged program's loop nest stands at the top of its body: the CPU rules make the
+   * outer loop parallel and vectorise the unit-stride inner loop. */
+  fused r = run_passes("fn @main(x: Tensor[(n, 40), f32], y: Tensor[(40,), f32]) -> Tensor[(n, 40), f32] {\n"
+                       "  dataflow {\n"
+                       "    a = add(x, y)\n"
+                       "    c = tanh(a)\n"
+                       "    output c\n"
+                       "  }\n"
+                       "  return c\n"
+                       "}\n",
+                       true);
+  char *nc = callee_of(&r, "c");
+  char *pc = prog_text(&r, nc);
+  cr_assert(strstr(pc, "for i0 in 0..n parallel {\n    for i1 in 0..40 vectorize {\n      c[i0, i1] = tanh(x[i0, i1] + y[i1])") !=
+                NULL,
+            "%s", pc);
+  free(pc);
+  free(nc);
+  fused_free(&r);
+}
