@@ -255,6 +255,8 @@ size_t loom_graph_module_num_funcs(const loom_graph_module *m);
 uint32_t loom_graph_module_num_var_ids(const loom_graph_module *m);
 loom_graph_func *loom_graph_module_func_at(const loom_graph_module *m, size_t i);
 loom_graph_func *loom_graph_module_find_func(const loom_graph_module *m, const char *name);
+/* The tensor program called `name`, or NULL. */
+loom_tp_func *loom_graph_module_find_tp(const loom_graph_module *m, const char *name);
 size_t loom_graph_module_num_tps(const loom_graph_module *m);
 loom_tp_func *loom_graph_module_tp_at(const loom_graph_module *m, size_t i);
 size_t loom_graph_module_num_consts(const loom_graph_module *m);

@@ -114,9 +114,7 @@ static loom_status leaf_value(interp *it, const loom_graph_expr *e, loom_graph_v
 static loom_status run_tp(interp *it, const loom_graph_expr *c, const loom_graph_value *args, size_t n,
                           loom_graph_value *out) {
   loom_graph_module *m = it->m;
-  const loom_tp_func *tp = NULL;
-  for (size_t i = 0; i < loom_graph_module_num_tps(m) && !tp; i++)
-    if (!strcmp(loom_tp_func_name(loom_graph_module_tp_at(m, i)), c->u.call.target)) tp = loom_graph_module_tp_at(m, i);
+  const loom_tp_func *tp = loom_graph_module_find_tp(m, c->u.call.target);
   if (!tp) return LOOM_ERROR(NOT_FOUND, "unknown tensor program @%s", c->u.call.target);
   const loom_sinfo *os = c->u.call.out_sinfo;
   if (!os || os->kind != LOOM_SINFO_TENSOR || os->ndim < 0 || !os->dims || os->ndim > 8)

@@ -77,14 +77,6 @@ static const reduce_entry reduce_table[] = {
     {LOOM_GRAPH_OP_PROD, LOOM_TP_REDUCE_PROD},
 };
 
-/* The program named `name` if the module has it already. */
-static loom_tp_func *find_tp(loom_graph_module *m, const char *name) {
-  for (size_t i = 0; i < loom_graph_module_num_tps(m); i++) {
-    loom_tp_func *tp = loom_graph_module_tp_at(m, i);
-    if (!strcmp(loom_tp_func_name(tp), name)) return tp;
-  }
-  return NULL;
-}
 
 static loom_status unsupported(const loom_graph_expr *call, const char *why) {
   return LOOM_ERROR(UNIMPLEMENTED, "%s: no legalization %s", loom_graph_op_name(call->u.call.op), why);
@@ -126,7 +118,7 @@ static loom_status legalize_unary(loom_graph_module *m, const loom_graph_expr *c
   char name[256];
   snprintf(name, sizeof name, "%s_%s_%s_r%d", loom_graph_op_name(call->u.call.op), loom_dtype_name(x->dtype),
            loom_dtype_name(out->dtype), x->ndim);
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_unary(loom_graph_module_arena(m), loom_graph_module_sym(m), name, expr, x->dtype,
                                    out->dtype, x->ndim, tp));
   return loom_graph_module_add_tp(m, *tp);
@@ -150,7 +142,7 @@ static loom_status legalize_clip(loom_graph_module *m, const loom_graph_expr *ca
   char name[256];
   snprintf(name, sizeof name, "clip_%s_r%d_%016llx", loom_dtype_name(x->dtype), x->ndim,
            (unsigned long long)loom_hash_bytes(expr, strlen(expr)));
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_unary(loom_graph_module_arena(m), loom_graph_module_sym(m), name, expr, x->dtype,
                                    out->dtype, x->ndim, tp));
   return loom_graph_module_add_tp(m, *tp);
@@ -174,7 +166,7 @@ static loom_status legalize_binary(loom_graph_module *m, const loom_graph_expr *
   const char *expr = loom_dtype_is_float(a->dtype) || !e->int_expr ? e->expr : e->int_expr;
   char name[256];
   snprintf(name, sizeof name, "%s_%s_%s", loom_graph_op_name(call->u.call.op), loom_dtype_name(a->dtype), key);
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_binary(loom_graph_module_arena(m), cx, name, expr, a->dtype, out->dtype, a->ndim, ma,
                                     b->ndim, mb, tp));
   return loom_graph_module_add_tp(m, *tp);
@@ -208,7 +200,7 @@ static loom_status legalize_reduce(loom_graph_module *m, const loom_graph_expr *
   char name[256];
   snprintf(name, sizeof name, "%s_%s_r%d_a%x%s", loom_graph_op_name(call->u.call.op), loom_dtype_name(x->dtype),
            x->ndim, mask, keep ? "_k" : "");
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_reduce(loom_graph_module_arena(m), loom_graph_module_sym(m), name, kind, x->dtype,
                                     x->ndim, mask, keep, tp));
   return loom_graph_module_add_tp(m, *tp);
@@ -221,7 +213,7 @@ static loom_status legalize_softmax(loom_graph_module *m, const loom_graph_expr 
   if (!norm_axis(loom_graph_attr_get_int(call, "axis", -1), x->ndim, &axis)) return unsupported(call, "for this axis");
   char name[256];
   snprintf(name, sizeof name, "%s_%s_r%d_a%d", log ? "log_softmax" : "softmax", loom_dtype_name(x->dtype), x->ndim, axis);
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_softmax(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim,
                                      axis, log, tp));
   return loom_graph_module_add_tp(m, *tp);
@@ -236,7 +228,7 @@ static loom_status legalize_norm(loom_graph_module *m, const loom_graph_expr *ca
   char name[256];
   snprintf(name, sizeof name, "%s_%s_r%d_%016llx", rms ? "rms_norm" : "layer_norm", loom_dtype_name(x->dtype), x->ndim,
            (unsigned long long)loom_hash_bytes(&eps, sizeof eps));
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_layer_norm(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim,
                                         1, eps, rms, tp));
   return loom_graph_module_add_tp(m, *tp);
@@ -263,7 +255,7 @@ static loom_status legalize_matmul(loom_graph_module *m, const loom_graph_expr *
   loom_dtype acc = a->dtype == LOOM_DTYPE_F16 || a->dtype == LOOM_DTYPE_BF16 ? LOOM_DTYPE_F32 : a->dtype;
   char name[256];
   snprintf(name, sizeof name, "matmul_%s_%d_%d_%s", loom_dtype_name(a->dtype), a->ndim, b->ndim, key);
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_matmul(loom_graph_module_arena(m), cx, name, a->dtype, acc, a->ndim, ma, b->ndim, mb, tp));
   return loom_graph_module_add_tp(m, *tp);
 }
@@ -278,7 +270,7 @@ static loom_status legalize_linear(loom_graph_module *m, const loom_graph_expr *
   loom_dtype acc = x->dtype == LOOM_DTYPE_F16 || x->dtype == LOOM_DTYPE_BF16 ? LOOM_DTYPE_F32 : x->dtype;
   char name[256];
   snprintf(name, sizeof name, "linear_%s_r%d%s", loom_dtype_name(x->dtype), x->ndim, bias ? "_bias" : "");
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_linear(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, acc, x->ndim,
                                     bias != NULL, tp));
   return loom_graph_module_add_tp(m, *tp);
@@ -293,7 +285,7 @@ static loom_status legalize_reshape(loom_graph_module *m, const loom_graph_expr 
   if (out->ndim < 0 || out->ndim > LOOM_TP_GEN_MAX_RANK) return unsupported(call, "for this result rank");
   char name[256];
   snprintf(name, sizeof name, "reshape_%s_%d_%d", loom_dtype_name(x->dtype), x->ndim, out->ndim);
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_reshape(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim,
                                      out->ndim, tp));
   return loom_graph_module_add_tp(m, *tp);
@@ -313,7 +305,7 @@ static loom_status legalize_permute(loom_graph_module *m, const loom_graph_expr 
   }
   char name[256];
   snprintf(name, sizeof name, "permute_dims_%s_%s", loom_dtype_name(x->dtype), key);
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_permute(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim,
                                      perm, tp));
   return loom_graph_module_add_tp(m, *tp);
@@ -331,7 +323,7 @@ static loom_status legalize_concat(loom_graph_module *m, const loom_graph_expr *
   if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return unsupported(call, "for this axis");
   char name[256];
   snprintf(name, sizeof name, "concat_%s_r%d_a%d_n%zu", loom_dtype_name(x->dtype), x->ndim, axis, call->u.call.nargs);
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_concat(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, axis,
                                     (int)call->u.call.nargs, tp));
   return loom_graph_module_add_tp(m, *tp);
@@ -353,7 +345,7 @@ static loom_status legalize_where(loom_graph_module *m, const loom_graph_expr *c
   }
   char name[256];
   snprintf(name, sizeof name, "where_%s_%s", loom_dtype_name(in[1]->dtype), key);
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   const loom_dtype dts[3] = {LOOM_DTYPE_BOOL, in[1]->dtype, in[2]->dtype};
   const int ranks[3] = {in[0]->ndim, in[1]->ndim, in[2]->ndim};
   LOOM_PROPAGATE(loom_tp_gen_nary(loom_graph_module_arena(m), cx, name, "select(a, b, c)", 3, dts, out->dtype, ranks, mp, tp));
@@ -371,7 +363,7 @@ static loom_status legalize_broadcast_to(loom_graph_module *m, const loom_graph_
   modes_of(loom_graph_module_sym(m), x, out->dims, out->ndim, modes, key, sizeof key);
   char name[256];
   snprintf(name, sizeof name, "broadcast_to_%s_r%d_%s", loom_dtype_name(x->dtype), out->ndim, key);
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   const int ranks[1] = {x->ndim};
   LOOM_PROPAGATE(loom_tp_gen_nary(loom_graph_module_arena(m), loom_graph_module_sym(m), name, "a", 1, &x->dtype, out->dtype,
                                   ranks, mp, tp));
@@ -411,7 +403,7 @@ static loom_status legalize_slice(loom_graph_module *m, const loom_graph_expr *c
     if (mask >> k & 1) snprintf(key + strlen(key), sizeof key - strlen(key), "_a%ds%lld", k, (long long)st[k]);
   char name[256];
   snprintf(name, sizeof name, "strided_slice_%s_r%d%s", loom_dtype_name(x->dtype), x->ndim, key);
-  if (!(r->tp = find_tp(m, name))) {
+  if (!(r->tp = loom_graph_module_find_tp(m, name))) {
     LOOM_PROPAGATE(loom_tp_gen_slice(loom_graph_module_arena(m), cx, name, x->dtype, x->ndim, mask, st, &r->tp));
     LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
   }
@@ -433,7 +425,7 @@ static loom_status legalize_fill(loom_graph_module *m, const loom_graph_expr *ca
   char name[256];
   snprintf(name, sizeof name, "fill_%s_r%d_%016llx", loom_dtype_name(out->dtype), out->ndim,
            (unsigned long long)loom_hash_bytes(&value, sizeof value));
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_fill(loom_graph_module_arena(m), loom_graph_module_sym(m), name, out->dtype, out->ndim, text, tp));
   return loom_graph_module_add_tp(m, *tp);
 }
@@ -446,7 +438,7 @@ static loom_status legalize_tri(loom_graph_module *m, const loom_graph_expr *cal
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   char name[256];
   snprintf(name, sizeof name, "%s_%s_r%d", upper ? "triu" : "tril", loom_dtype_name(x->dtype), x->ndim);
-  if (!(r->tp = find_tp(m, name))) {
+  if (!(r->tp = loom_graph_module_find_tp(m, name))) {
     LOOM_PROPAGATE(loom_tp_gen_tri(loom_graph_module_arena(m), cx, name, x->dtype, x->ndim, upper, &r->tp));
     LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
   }
@@ -464,7 +456,7 @@ static loom_status legalize_take(loom_graph_module *m, const loom_graph_expr *ca
   char name[256];
   snprintf(name, sizeof name, "take_%s_r%d_a%d_%s_r%d", loom_dtype_name(x->dtype), x->ndim, axis, loom_dtype_name(idx->dtype),
            idx->ndim);
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_take(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, axis,
                                   idx->dtype, idx->ndim, tp));
   return loom_graph_module_add_tp(m, *tp);
@@ -479,7 +471,7 @@ static loom_status legalize_argext(loom_graph_module *m, const loom_graph_expr *
   char name[256];
   snprintf(name, sizeof name, "%s_%s_r%d_a%d%s", is_max ? "argmax" : "argmin", loom_dtype_name(x->dtype), x->ndim, axis,
            keep ? "_k" : "");
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_argext(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, axis,
                                     is_max, keep, tp));
   return loom_graph_module_add_tp(m, *tp);
@@ -493,7 +485,7 @@ static loom_status legalize_cumsum(loom_graph_module *m, const loom_graph_expr *
   bool excl = loom_graph_attr_get_int(call, "exclusive", 0) != 0;
   char name[256];
   snprintf(name, sizeof name, "cumsum_%s_r%d_a%d%s", loom_dtype_name(x->dtype), x->ndim, axis, excl ? "_x" : "");
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_cumsum(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, axis,
                                     excl, tp));
   return loom_graph_module_add_tp(m, *tp);
@@ -519,7 +511,7 @@ static loom_status legalize_pad(loom_graph_module *m, const loom_graph_expr *cal
   char name[256];
   snprintf(name, sizeof name, "pad_%s_r%d_%016llx", loom_dtype_name(x->dtype), x->ndim,
            (unsigned long long)loom_hash_bytes(&value, sizeof value));
-  if (!(r->tp = find_tp(m, name))) {
+  if (!(r->tp = loom_graph_module_find_tp(m, name))) {
     LOOM_PROPAGATE(loom_tp_gen_pad(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, text, &r->tp));
     LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
   }
@@ -534,7 +526,7 @@ static loom_status legalize_arange(loom_graph_module *m, const loom_graph_expr *
   const loom_graph_attr *start = loom_graph_call_attr(call, "start"), *step = loom_graph_call_attr(call, "step");
   char name[64];
   snprintf(name, sizeof name, "arange_%s", loom_dtype_name(out->dtype));
-  if (!(r->tp = find_tp(m, name))) {
+  if (!(r->tp = loom_graph_module_find_tp(m, name))) {
     LOOM_PROPAGATE(loom_tp_gen_arange(loom_graph_module_arena(m), cx, name, out->dtype, &r->tp));
     LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
   }
@@ -548,7 +540,7 @@ static loom_status legalize_tile(loom_graph_module *m, const loom_graph_expr *ca
   LOOM_PROPAGATE(tensor_arg(call, 0, &x));
   char name[64];
   snprintf(name, sizeof name, "tile_%s_r%d", loom_dtype_name(x->dtype), x->ndim);
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_tile(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, tp));
   return loom_graph_module_add_tp(m, *tp);
 }
@@ -562,7 +554,7 @@ static loom_status legalize_repeat(loom_graph_module *m, const loom_graph_expr *
   if (reps < 1) return unsupported(call, "for repeats < 1");
   char name[128];
   snprintf(name, sizeof name, "repeat_%s_r%d_a%d_x%lld", loom_dtype_name(x->dtype), x->ndim, axis, (long long)reps);
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_repeat(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, axis,
                                     reps, tp));
   return loom_graph_module_add_tp(m, *tp);
@@ -578,7 +570,7 @@ static loom_status legalize_gather_elements(loom_graph_module *m, const loom_gra
   char name[128];
   snprintf(name, sizeof name, "gather_elements_%s_r%d_a%d_%s", loom_dtype_name(x->dtype), x->ndim, axis,
            loom_dtype_name(idx->dtype));
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_gather_elements(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim,
                                              axis, idx->dtype, tp));
   return loom_graph_module_add_tp(m, *tp);
@@ -597,7 +589,7 @@ static loom_status legalize_one_hot(loom_graph_module *m, const loom_graph_expr 
   char name[128];
   snprintf(name, sizeof name, "one_hot_%s_r%d_%s_%016llx", loom_dtype_name(idx->dtype), idx->ndim, loom_dtype_name(out->dtype),
            (unsigned long long)loom_hash_bytes(key, sizeof key));
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_one_hot(loom_graph_module_arena(m), loom_graph_module_sym(m), name, idx->dtype, idx->ndim,
                                      out->dtype, on_t, off_t, tp));
   return loom_graph_module_add_tp(m, *tp);
@@ -633,7 +625,7 @@ static loom_status legalize_conv2d(loom_graph_module *m, const loom_graph_expr *
   snprintf(name, sizeof name, "conv2d_%s_s%lldx%lld_d%lldx%lld_p%lldx%lld_g%lld%s", loom_dtype_name(x->dtype),
            (long long)p.stride[0], (long long)p.stride[1], (long long)p.dilation[0], (long long)p.dilation[1],
            (long long)p.pad[0], (long long)p.pad[1], (long long)p.groups, b ? "_bias" : "");
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_conv2d(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, acc, &p, b != NULL, tp));
   return loom_graph_module_add_tp(m, *tp);
 }
@@ -652,7 +644,7 @@ static loom_status legalize_pool2d(loom_graph_module *m, const loom_graph_expr *
   snprintf(name, sizeof name, "%s_%s_k%lldx%lld_s%lldx%lld_p%lldx%lld", is_max ? "max_pool2d" : "avg_pool2d",
            loom_dtype_name(x->dtype), (long long)p.kernel[0], (long long)p.kernel[1], (long long)p.stride[0],
            (long long)p.stride[1], (long long)p.pad[0], (long long)p.pad[1]);
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_pool2d(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, &p, is_max, tp));
   return loom_graph_module_add_tp(m, *tp);
 }
@@ -669,7 +661,7 @@ static loom_status legalize_batch_norm(loom_graph_module *m, const loom_graph_ex
   char name[128];
   snprintf(name, sizeof name, "batch_norm_%s_r%d_%016llx", loom_dtype_name(x->dtype), x->ndim,
            (unsigned long long)loom_hash_bytes(&eps, sizeof eps));
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_batch_norm(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, eps, tp));
   return loom_graph_module_add_tp(m, *tp);
 }
@@ -680,7 +672,7 @@ static loom_status legalize_global_avg_pool2d(loom_graph_module *m, const loom_g
   if (x->ndim != 4) return unsupported(call, "for a non-NCHW input");
   char name[64];
   snprintf(name, sizeof name, "global_avg_pool2d_%s", loom_dtype_name(x->dtype));
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_reduce(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_TP_REDUCE_MEAN,
                                     x->dtype, 4, (1u << 2) | (1u << 3), true, tp));
   return loom_graph_module_add_tp(m, *tp);
@@ -708,7 +700,7 @@ static loom_status legalize_attention(loom_graph_module *m, const loom_graph_exp
   snprintf(name, sizeof name, "attention_%s%s%s%s%s_%016llx", loom_dtype_name(q->dtype), causal ? "_causal" : "",
            mk ? "_mask_" : "", mk ? loom_dtype_name(mk->dtype) : "", key,
            (unsigned long long)loom_hash_bytes(scale_text, strlen(scale_text)));
-  if ((*tp = find_tp(m, name))) return LOOM_OK;
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_attention(loom_graph_module_arena(m), cx, name, q->dtype, sc ? scale_text : NULL, causal,
                                        mk ? mk->ndim : -1, modes, mk ? mk->dtype : LOOM_DTYPE_BOOL, tp));
   return loom_graph_module_add_tp(m, *tp);

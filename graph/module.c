@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
+#include "graph/tp_bridge.h"
 
 /* ---- module ------------------------------------------------------------------ */
 
@@ -58,6 +59,12 @@ const loom_graph_const *loom_graph_module_const_at(const loom_graph_module *m, s
 size_t loom_graph_module_num_externs(const loom_graph_module *m) { return m->externs.len; }
 const loom_graph_extern *loom_graph_module_extern_at(const loom_graph_module *m, size_t i) {
   return &m->externs.data[i];
+}
+
+loom_tp_func *loom_graph_module_find_tp(const loom_graph_module *m, const char *name) {
+  for (size_t i = 0; i < m->tps.len; i++)
+    if (!strcmp(loom_graph_tp_name(m->tps.data[i]), name)) return m->tps.data[i];
+  return NULL;
 }
 
 loom_graph_func *loom_graph_module_find_func(const loom_graph_module *m, const char *name) {

@@ -45,14 +45,12 @@ static void print_kernels(const loom_compiled *c) {
   printf("%u kernels\n", e->nkernels);
   for (uint32_t k = 0; k < e->nkernels; k++) {
     const char *name = loom_vm_exec_str(e, e->kernels[k].name);
-    for (size_t i = 0; i < loom_graph_module_num_tps(m); i++) {
-      const loom_tp_func *tp = loom_graph_module_tp_at(m, i);
-      if (strcmp(loom_tp_func_name(tp), name) != 0) continue;
-      loom_tp_class cl = loom_tp_classify(tp);
-      printf("  %-40s %-26s buffers %u, symbols (", name, loom_tp_pattern_name(cl.pattern), e->kernels[k].nbuf);
-      for (size_t j = 0; j < tp->nsyms; j++) printf("%s%s", j ? ", " : "", loom_sym_var_name(tp->syms[j]));
-      printf(")\n");
-    }
+    const loom_tp_func *tp = loom_graph_module_find_tp(m, name);
+    if (!tp) continue;
+    loom_tp_class cl = loom_tp_classify(tp);
+    printf("  %-40s %-26s buffers %u, symbols (", name, loom_tp_pattern_name(cl.pattern), e->kernels[k].nbuf);
+    for (size_t j = 0; j < tp->nsyms; j++) printf("%s%s", j ? ", " : "", loom_sym_var_name(tp->syms[j]));
+    printf(")\n");
   }
 }
 

@@ -145,9 +145,7 @@ loom_status loom_compile_file(const char *path, const loom_compile_options *opts
 static loom_status kernel_programs(const loom_compiled *c, const loom_tp_func **fs) {
   for (uint32_t k = 0; k < c->exe->nkernels; k++) {
     const char *name = loom_vm_exec_str(c->exe, c->exe->kernels[k].name);
-    fs[k] = NULL;
-    for (size_t i = 0; i < loom_graph_module_num_tps(c->m) && !fs[k]; i++)
-      if (!strcmp(loom_tp_func_name(loom_graph_module_tp_at(c->m, i)), name)) fs[k] = loom_graph_module_tp_at(c->m, i);
+    fs[k] = loom_graph_module_find_tp(c->m, name);
     if (!fs[k]) return LOOM_ERROR(INTERNAL, "kernel '%s' has no tensor program in the module", name);
   }
   return LOOM_OK;

@@ -174,7 +174,6 @@ static bool emit_match(lower *l, uint32_t reg, const char *name, const loom_sinf
   push(l, &w, loom_vm_builder_str(l->b, name));
   push(l, &w, si->dtype == LOOM_DTYPE_UNKNOWN ? LOOM_VM_ANY_DTYPE : (uint32_t)si->dtype);
   push(l, &w, (uint32_t)si->ndim);
-  words pre = {0}; /* EXPR registers to compute before the MATCH: done by sym_reg already */
   for (int ax = 0; ax < si->ndim && !l->err; ax++) {
     const loom_sym_expr *e = si->dims[ax];
     int64_t v, k, c;
@@ -237,7 +236,6 @@ static bool emit_match(lower *l, uint32_t reg, const char *name, const loom_sinf
     LOOM_VEC_FREE(NULL, &s.regs);
     if (defer) defer[ax] = false;
   }
-  LOOM_VEC_FREE(NULL, &pre);
   if (!l->err) {
     emit_main(l, abx(LOOM_VM_OP_MATCH, reg, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
     uint64_t key, r;
@@ -320,12 +318,6 @@ static uint32_t kernel_index(lower *l, const loom_tp_func *tp) {
   return idx;
 }
 
-static const loom_tp_func *find_tp(lower *l, const char *name) {
-  for (size_t i = 0; i < loom_graph_module_num_tps(l->m); i++)
-    if (!strcmp(loom_tp_func_name(loom_graph_module_tp_at(l->m, i)), name)) return loom_graph_module_tp_at(l->m, i);
-  return NULL;
-}
-
 /* Destination of binding `bi`: a view into its planned storage, or a fresh tensor. */
 /* Destination of binding `bi` (NOREG: a binding inside an `if` branch, which gets storage of
  * its own; the plan counts it in its `if` term). */
@@ -401,7 +393,7 @@ static void solve_syms(lower *l, const loom_tp_func *tp, const loom_graph_expr *
 
 static void emit_call_tp(lower *l, uint32_t bi, const loom_graph_binding *b) {
   const loom_graph_expr *c = b->value;
-  const loom_tp_func *tp = find_tp(l, c->u.call.target);
+  const loom_tp_func *tp = loom_graph_module_find_tp(l->m, c->u.call.target);
   if (!tp) {
     FAIL(l, NOT_FOUND, "function @%s, %s: unknown tensor program @%s", l->f->name, l->where, c->u.call.target);
     return;
