@@ -1116,7 +1116,7 @@ static loom_status h_gather(nctx *c, const op_entry *e, loom_graph_expr **out) {
 }
 
 #define NOATTR " "
-static const op_entry op_table[] = {
+const op_entry oimp_core_table[] = {
     {"Add", "add", oimp_h_simple, 2, 2, NOATTR, false},
     {"Sub", "sub", oimp_h_simple, 2, 2, NOATTR, false},
     {"Mul", "mul", oimp_h_simple, 2, 2, NOATTR, false},
@@ -1128,7 +1128,7 @@ static const op_entry op_table[] = {
     {"Range", NULL, h_range, 3, 3, NOATTR, false},
     {"ArgMax", "argmax", h_argminmax, 1, 1, " axis keepdims select_last_index ", false},
     {"ArgMin", "argmin", h_argminmax, 1, 1, " axis keepdims select_last_index ", false},
-    {"Dropout", NULL, h_dropout, 1, 3, " seed ratio is_test ", false},
+    {"Dropout", NULL, h_dropout, 1, 3, " seed ratio is_test ", true},
     {"Trilu", NULL, h_trilu, 1, 2, " upper ", false},
     {"RMSNormalization", "rms_norm", h_rmsnorm, 2, 2, " axis epsilon stash_type ", false},
     {"Gelu", NULL, h_gelu, 1, 1, " approximate ", false},
@@ -1137,22 +1137,22 @@ static const op_entry op_table[] = {
     {"Mean", NULL, h_variadic, 1, 8, NOATTR, false},
     {"Tile", "tile", h_tile, 2, 2, NOATTR, false},
     {"ScatterElements", "scatter_elements", h_scatter, 3, 3, " axis reduction ", false},
-    {"Attention", "attention", h_attention, 3, 6, " is_causal scale softcap qk_matmul_output_mode softmax_precision ", false},
+    {"Attention", "attention", h_attention, 3, 6, " is_causal scale softcap qk_matmul_output_mode softmax_precision ", true},
     {"ReduceSumSquare", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
     {"ReduceL1", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
     {"ReduceL2", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
     {"ReduceLogSum", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
     {"ReduceLogSumExp", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
     {"CumSum", "cumsum", h_cumsum, 2, 2, " exclusive reverse ", false},
-    {"Conv", NULL, h_conv_pool, 2, 3, " auto_pad dilations group kernel_shape pads strides ", false},
-    {"MaxPool", NULL, h_conv_pool, 1, 1, " auto_pad ceil_mode dilations kernel_shape pads storage_order strides ", false},
-    {"AveragePool", NULL, h_conv_pool, 1, 1, " auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides ", false},
-    {"GlobalAveragePool", NULL, h_conv_pool, 1, 1, NOATTR, false},
-    {"Split", "split", h_split, 1, 2, " axis split num_outputs ", false},
+    {"Conv", NULL, h_conv_pool, 2, 3, " auto_pad dilations group kernel_shape pads strides ", true},
+    {"MaxPool", NULL, h_conv_pool, 1, 1, " auto_pad ceil_mode dilations kernel_shape pads storage_order strides ", true},
+    {"AveragePool", NULL, h_conv_pool, 1, 1, " auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides ", true},
+    {"GlobalAveragePool", NULL, h_conv_pool, 1, 1, NOATTR, true},
+    {"Split", "split", h_split, 1, 2, " axis split num_outputs ", true},
     {"Slice", "strided_slice", h_slice, 1, 5, " starts ends axes ", false},
     {"Pad", "pad", h_pad, 1, 4, " mode pads value ", false},
     {"Expand", "broadcast_to", h_expand, 2, 2, NOATTR, false},
-    {"BatchNormalization", "batch_norm", h_batchnorm, 5, 5, " epsilon momentum training_mode spatial ", false},
+    {"BatchNormalization", "batch_norm", h_batchnorm, 5, 5, " epsilon momentum training_mode spatial ", true},
     {"GatherElements", "gather_elements", h_gather, 2, 2, " axis ", false},
     {"Pow", "pow", h_pow, 2, 2, NOATTR, false},
     {"Shape", NULL, h_shape, 1, 1, " start end ", false},
@@ -1204,6 +1204,7 @@ static const op_entry op_table[] = {
     {"Clip", "clip", h_clip, 1, 3, " min max ", false},
     {"LayerNormalization", "layer_norm", h_layernorm, 2, 3, " axis epsilon stash_type ", true},
 };
+const size_t oimp_core_table_len = sizeof oimp_core_table / sizeof oimp_core_table[0];
 
 /* Constant folding: a node whose inputs are all constants is built alone in a scratch
  * module and run in the interpreter; its result becomes a constant (so shape arithmetic
@@ -1238,6 +1239,22 @@ static bool fold_node(imp *im, const op_entry *e, const nctx *c, loom_onnx_tenso
   return *out != NULL;
 }
 
+/* The entry for an op type, searched in every family's table (onnx_tables.def). */
+static const op_entry *find_entry(const char *op_type) {
+  static const struct {
+    const op_entry *rows;
+    const size_t *len;
+  } tables[] = {
+#define OIMP_TABLE(family) {oimp_##family##_table, &oimp_##family##_table_len},
+#include "frontend/onnx/onnx_tables.def"
+#undef OIMP_TABLE
+  };
+  for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+    for (size_t i = 0; i < *tables[t].len; i++)
+      if (strcmp(tables[t].rows[i].onnx, op_type) == 0) return &tables[t].rows[i];
+  return NULL;
+}
+
 static loom_status import_node(imp *im, const loom_onnx_node *n) {
   if (*n->domain && strcmp(n->domain, "ai.onnx") != 0) return UNSUP(n, "domain '%s' is not supported", n->domain);
   if (strcmp(n->op_type, "Constant") == 0) {
@@ -1267,11 +1284,7 @@ static loom_status import_node(imp *im, const loom_onnx_node *n) {
     if (!k) return UNSUP(n, "the constant tensor cannot be represented");
     return oimp_bind(im, n->outputs[0], k, a->t);
   }
-  const op_entry *e = NULL;
-  for (size_t i = 0; i < sizeof op_table / sizeof op_table[0]; i++)
-    if (strcmp(op_table[i].onnx, n->op_type) == 0) e = &op_table[i];
-  for (size_t i = 0; !e && i < oimp_nn_table_len; i++)
-    if (strcmp(oimp_nn_table[i].onnx, n->op_type) == 0) e = &oimp_nn_table[i];
+  const op_entry *e = find_entry(n->op_type);
   if (!e) return UNSUP(n, "op type %s is not supported", n->op_type);
   for (size_t i = 0; i < n->n_attrs; i++) {
     char key[80];
@@ -1292,10 +1305,9 @@ static loom_status import_node(imp *im, const loom_onnx_node *n) {
     c.args[c.nargs++] = im->vals[v];
   }
   for (size_t i = 1; i < n->n_outputs; i++)
-    if (*n->outputs[i] && !e->multi_out && e->h != h_layernorm && e->h != h_dropout && e->h != h_batchnorm && e->h != h_split &&
-        e->h != h_conv_pool && e->h != h_attention)
+    if (*n->outputs[i] && !e->multi_out)
       return UNSUP(n, "output %zu is not supported", i);
-  bool all_const = c.nargs > 0 && n->n_outputs == 1 && e->h != h_split && !e->multi_out;
+  bool all_const = c.nargs > 0 && n->n_outputs == 1 && !e->multi_out;
   for (size_t i = 0; i < c.nargs; i++)
     if (c.args[i] && !c.consts[i]) all_const = false;
   loom_onnx_tensor *folded_t;

@@ -47,12 +47,15 @@ struct op_entry {
   handler h;
   int min_in, max_in; /* accepted input counts */
   const char *attrs;  /* accepted attribute names, space-separated with leading/trailing space */
-  bool multi_out;     /* the handler binds outputs after the first itself */
+  bool multi_out;     /* the handler binds (or refuses) the outputs after the first itself */
 };
 
-/* The composite ops of onnx_import_nn.c. */
-extern const op_entry oimp_nn_table[];
-extern const size_t oimp_nn_table_len;
+/* Each family's table (oimp_<family>_table in onnx_import_<family>.c; the list is onnx_tables.def). */
+#define OIMP_TABLE(family)                          \
+  extern const op_entry oimp_##family##_table[]; \
+  extern const size_t oimp_##family##_table_len;
+#include "frontend/onnx/onnx_tables.def"
+#undef OIMP_TABLE
 
 loom_status oimp_node_err(loom_code code, const loom_onnx_node *n, const char *fmt, ...) LOOM_PRINTF(3, 4);
 #define UNSUP(n, ...) oimp_node_err(LOOM_CODE_UNIMPLEMENTED, n, __VA_ARGS__)
