@@ -535,6 +535,23 @@ static loom_status legalize_arange(loom_graph_module *m, const loom_graph_expr *
   return LOOM_OK;
 }
 
+static loom_status legalize_sym_tensor(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                       loom_graph_legal *r) {
+  const loom_graph_attr *v = loom_graph_call_attr(call, "values");
+  size_t cap = sizeof r->scalars / sizeof r->scalars[0];
+  if (!v || v->n > cap) return unsupported(call, "with more values than a program takes scalars");
+  bool scalar = out->ndim == 0;
+  char name[64];
+  snprintf(name, sizeof name, "sym_tensor_%s_n%zu%s", loom_dtype_name(out->dtype), v->n, scalar ? "_s" : "");
+  if (!(r->tp = loom_graph_module_find_tp(m, name))) {
+    LOOM_PROPAGATE(loom_tp_gen_sym_tensor(loom_graph_module_arena(m), loom_graph_module_sym(m), name, out->dtype, (int)v->n,
+                                          scalar, &r->tp));
+    LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
+  }
+  for (size_t k = 0; k < v->n; k++) r->scalars[r->nscalars++] = v->syms[k];
+  return LOOM_OK;
+}
+
 static loom_status legalize_tile(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
   const loom_sinfo *x;
   LOOM_PROPAGATE(tensor_arg(call, 0, &x));
@@ -774,6 +791,7 @@ loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr
     case LOOM_GRAPH_OP_TRIU: return legalize_tri(m, call, true, result);
     case LOOM_GRAPH_OP_PAD: return legalize_pad(m, call, result);
     case LOOM_GRAPH_OP_ARANGE: return legalize_arange(m, call, out, result);
+    case LOOM_GRAPH_OP_SYM_TENSOR: return legalize_sym_tensor(m, call, out, result);
     default: return legalize_plain(m, call, out, &result->tp);
   }
 }

@@ -1,5 +1,5 @@
 /* op_create.c — tensors made from attributes: zeros, ones, full (symbolic shape), arange
- * (symbolic bounds), and the triangle masks tril / triu. */
+ * (symbolic bounds), sym_tensor (symbolic values), and the triangle masks tril / triu. */
 #include <string.h>
 
 #include "graph/graph_internal.h"
@@ -15,6 +15,10 @@ static const loom_graph_attr_spec arange_attrs[] = {{"start", LOOM_GRAPH_ATTR_SY
                                                     {"step", LOOM_GRAPH_ATTR_SYMS, false},
                                                     {"dtype", LOOM_GRAPH_ATTR_DTYPE, false},
                                                     {NULL, 0, false}};
+static const loom_graph_attr_spec sym_tensor_attrs[] = {{"values", LOOM_GRAPH_ATTR_SYMS, true},
+                                                       {"scalar", LOOM_GRAPH_ATTR_INT, false},
+                                                       {"dtype", LOOM_GRAPH_ATTR_DTYPE, false},
+                                                       {NULL, 0, false}};
 static const loom_graph_attr_spec tri_attrs[] = {{"k", LOOM_GRAPH_ATTR_SYMS, false}, {NULL, 0, false}};
 
 static loom_dtype dtype_attr(const loom_graph_expr *call, loom_dtype dflt) {
@@ -99,6 +103,40 @@ static loom_status eval_arange(loom_graph_ecx *ec, const loom_graph_value *args,
   return LOOM_OK;
 }
 
+/* sym_tensor: the symbolic `values` as an integer tensor, shape (n,), or () when `scalar` is 1
+ * (then exactly one value). The ONNX importer's shape computations (Shape -> Gather -> Concat)
+ * become these; their values are known wherever the vars are bound. */
+static bool is_int_dtype(loom_dtype dt) {
+  loom_dtype_kind k = loom_dtype_kind_of(dt);
+  return k == LOOM_DTYPE_KIND_SINT || k == LOOM_DTYPE_KIND_UINT || k == LOOM_DTYPE_KIND_BOOL;
+}
+
+static loom_status infer_sym_tensor(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_graph_attr *v = loom_graph_call_attr(ic->call, "values");
+  bool scalar = loom_graph_attr_get_int(ic->call, "scalar", 0) != 0;
+  loom_dtype dt = dtype_attr(ic->call, LOOM_DTYPE_I64);
+  if (!is_int_dtype(dt)) return loom_graph_icx_error(ic, "dtype %s is not an integer type", loom_dtype_name(dt));
+  if (scalar && v->n != 1) return loom_graph_icx_error(ic, "a scalar takes one value, got %zu", v->n);
+  const loom_sym_expr *n = loom_sym_const(ic->cx, (int64_t)v->n);
+  *out = loom_sinfo_tensor(ic->m, dt, scalar ? 0 : 1, scalar ? NULL : &n, NULL);
+  return *out ? LOOM_OK : LOOM_OOM();
+}
+
+static loom_status eval_sym_tensor(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  (void)args;
+  const loom_graph_attr *v = loom_graph_call_attr(ec->call, "values");
+  bool scalar = loom_graph_attr_get_int(ec->call, "scalar", 0) != 0;
+  int64_t n = (int64_t)v->n;
+  LOOM_PROPAGATE(loom_graph_value_tensor(dtype_attr(ec->call, LOOM_DTYPE_I64), scalar ? 0 : 1, &n, out));
+  for (size_t i = 0; i < v->n; i++) {
+    int64_t x;
+    loom_status s = loom_graph_ecx_sym(ec, v->syms[i], &x);
+    if (s) return loom_graph_value_free(out), s;
+    loom_graph_tensor_set_i64(&out->t, i, x);
+  }
+  return LOOM_OK;
+}
+
 static loom_status infer_tri(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x;
   const loom_graph_attr *ka = loom_graph_call_attr(ic->call, "k");
@@ -131,5 +169,6 @@ const loom_graph_op_impl loom_graph_op_impl_zeros = {fill_attrs, infer_fill, eva
 const loom_graph_op_impl loom_graph_op_impl_ones = {fill_attrs, infer_fill, eval_fill, NULL};
 const loom_graph_op_impl loom_graph_op_impl_full = {full_attrs, infer_fill, eval_fill, NULL};
 const loom_graph_op_impl loom_graph_op_impl_arange = {arange_attrs, infer_arange, eval_arange, NULL};
+const loom_graph_op_impl loom_graph_op_impl_sym_tensor = {sym_tensor_attrs, infer_sym_tensor, eval_sym_tensor, NULL};
 const loom_graph_op_impl loom_graph_op_impl_tril = {tri_attrs, infer_tri, eval_tri, NULL};
 const loom_graph_op_impl loom_graph_op_impl_triu = {tri_attrs, infer_tri, eval_tri, NULL};

@@ -7,7 +7,9 @@
  *   - a match_cast that is statically true and defines no symbol is a plain copy, and is
  *     propagated like one (one that defines a symbol always stays: it is the symbol's
  *     definition);
- *   - `t.i` of a tuple `t = (a, b, ...)` built in the function is the field itself;
+ *   - `t.i` of a tuple `t = (a, b, ...)` built in the function is the field itself, and
+ *     `t.i` of `t = split(x, ...)` is a strided_slice of x (when the split is provably even),
+ *     so a split leaves no tuple behind for the later passes;
  *   - commutative operators list var operands in definition order and literals last,
  *     so `add(b, a)` and `add(a, b)` are the same expression for CSE and a constant is
  *     always operand 1 for simplify;
@@ -39,6 +41,27 @@ static uint64_t operand_key(const loom_graph_expr *e) {
   return e->kind == LOOM_GRAPH_EXPR_VAR ? e->u.var.id : UINT64_MAX;
 }
 
+/* y = split(x, axis=a, sections=k).i  ->  y = strided_slice(x, axes=[a], begin=[i*d/k], end=[(i+1)*d/k])
+ * where d is x's axis a, provably a multiple of k. */
+static loom_status split_part(loom_pass *p, loom_graph_binding *b, const loom_graph_expr *split, size_t i) {
+  const loom_sinfo *x = split->u.call.args[0]->sinfo;
+  int64_t k = loom_graph_attr_get_int(split, "sections", 1), axis = loom_graph_attr_get_int(split, "axis", 0);
+  if (x->kind != LOOM_SINFO_TENSOR || x->ndim < 0 || !x->dims || k < 1) return LOOM_OK;
+  if (axis < 0) axis += x->ndim;
+  if (axis < 0 || axis >= x->ndim || loom_sym_prove_divisible(p->cx, x->dims[axis], k) != LOOM_SYM_TRUE) return LOOM_OK;
+  const loom_sym_expr *part = loom_sym_floordiv(p->cx, x->dims[axis], loom_sym_const(p->cx, k));
+  const loom_sym_expr *lo = loom_sym_mul(p->cx, part, loom_sym_const(p->cx, (int64_t)i));
+  const loom_sym_expr *hi = loom_sym_mul(p->cx, part, loom_sym_const(p->cx, (int64_t)i + 1));
+  if (!lo || !hi) return loom_sym_ctx_take_error(p->cx);
+  loom_graph_attr attrs[3] = {loom_graph_attr_ints(p->m, "axes", 1, &axis), loom_graph_attr_syms(p->m, "begin", 1, &lo),
+                              loom_graph_attr_syms(p->m, "end", 1, &hi)};
+  loom_graph_expr *c = loom_pass_call_copy(p->m, split, 1, split->u.call.args, 3, attrs);
+  if (!c) return LOOM_OOM();
+  c->u.call.op = LOOM_GRAPH_OP_STRIDED_SLICE;
+  bool ok;
+  return loom_pass_set_value(p, b, c, &ok);
+}
+
 static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   loom_graph_expr *v = b->value;
   bool ok;
@@ -63,6 +86,9 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
       loom_pass_replace_var(p, b, tb->value->u.tuple.items[v->u.get.index], &ok);
       *drop = ok;
     }
+    if (tb && tb->kind == LOOM_GRAPH_BIND_VAR && tb->value->kind == LOOM_GRAPH_EXPR_CALL &&
+        tb->value->u.call.callee == LOOM_GRAPH_CALLEE_OP && tb->value->u.call.op == LOOM_GRAPH_OP_SPLIT)
+      return split_part(p, b, tb->value, v->u.get.index);
     return LOOM_OK;
   }
   /* op(a, b) -> op(b, a)   for commutative ops, ordered by operand_key */

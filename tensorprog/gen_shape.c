@@ -319,3 +319,19 @@ loom_status loom_tp_gen_arange(loom_arena *a, loom_sym_ctx *cx, const char *name
   loom_strbuf_printf(&sb, "for i0 in 0..d0 parallel {\nY[i0] = %s(start + i0*step)\n}\n}\n", loom_dtype_name(t));
   return loom_tpg_finish(a, cx, &sb, result);
 }
+
+loom_status loom_tp_gen_sym_tensor(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, bool scalar,
+                                   loom_tp_func **result) {
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  const char *tn = loom_dtype_name(t);
+  loom_strbuf_printf(&sb, "prim @%s(", name);
+  for (int k = 0; k < n; k++) loom_strbuf_printf(&sb, "v%d: i64, ", k);
+  if (scalar) loom_strbuf_printf(&sb, "Y: Buffer[(), %s]) {\nY[] = %s(v0)\n}\n", tn, tn);
+  else {
+    loom_strbuf_printf(&sb, "Y: Buffer[(%d,), %s]) {\n", n, tn);
+    for (int k = 0; k < n; k++) loom_strbuf_printf(&sb, "Y[%d] = %s(v%d)\n", k, tn, k);
+    loom_strbuf_puts(&sb, "}\n");
+  }
+  return loom_tpg_finish(a, cx, &sb, result);
+}

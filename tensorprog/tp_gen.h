@@ -135,6 +135,10 @@ loom_status loom_tp_gen_one_hot(loom_arena *a, loom_sym_ctx *cx, const char *nam
 /* arange: Y[i] = t(start + i*step) with start and step as i64 scalar parameters. */
 loom_status loom_tp_gen_arange(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_tp_func **result);
 
+/* sym_tensor: Y[k] = t(vk) for n i64 scalar parameters v0..v(n-1); Y is (n,), or () when scalar (n = 1). */
+loom_status loom_tp_gen_sym_tensor(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, bool scalar,
+                                   loom_tp_func **result);
+
 /* Spatial parameters of 2-D convolution and pooling (constants of the program). */
 typedef struct loom_tp_conv2d {
   int64_t stride[2], dilation[2], pad[2]; /* pad: before each spatial axis (after is implied by Y) */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/file.h"
+#include "frontend/onnx/onnx_import.h"
 #include "graph/memplan.h"
 
 typedef struct env_fill {
@@ -29,6 +30,17 @@ static void bind_var(void *ud, const loom_sym_expr *var) {
 }
 
 loom_graph_module *e2e_load(const char *path) {
+  size_t n = strlen(path);
+  if (n > 5 && strcmp(path + n - 5, ".onnx") == 0) {
+    loom_onnx_model *om;
+    loom_status s = loom_onnx_model_load(path, &om);
+    cr_assert_null(s, "%s", loom_status_text(s, 0));
+    loom_graph_module *m = NULL;
+    s = loom_onnx_import(om, &m);
+    loom_onnx_model_free(om);
+    cr_assert_null(s, "%s", loom_status_text(s, 0));
+    return m;
+  }
   char *text;
   size_t len;
   cr_assert_null(loom_file_read(path, &text, &len), "cannot read %s", path);

@@ -36,6 +36,15 @@ LOOM_TEST(e2e, gpt2_small_block) {
   sweep("models/gpt2_block.loom", s, 2, 2, false, 1e-4);
 }
 
+/* A transformer exported from PyTorch (models/tiny_transformer/gen.py): its Shape -> Gather ->
+ * Concat -> Reshape chains were folded to symbolic dims at import, so one compiled module runs
+ * every (batch, seq). */
+LOOM_TEST(e2e, pytorch_exported_transformer_batch_and_sequence_sweep) {
+  static const e2e_bind s[] = {{"batch", 1}, {"seq", 1}, {"batch", 2}, {"seq", 7},  {"batch", 3}, {"seq", 16},
+                               {"batch", 1}, {"seq", 61}, {"batch", 2}, {"seq", 0}, {"batch", 5}, {"seq", 33}};
+  sweep("models/tiny_transformer/model.onnx", s, 2, sizeof s / sizeof s[0] / 2, false, 1e-4);
+}
+
 LOOM_TEST(e2e, bert_block_with_padding_mask) {
   static const e2e_bind s[] = {{"b", 1}, {"s", 1}, {"b", 2}, {"s", 7}, {"b", 1}, {"s", 13}};
   sweep("models/bert_block.loom", s, 2, 3, false, 1e-4);

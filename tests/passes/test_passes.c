@@ -84,6 +84,37 @@ LOOM_TEST(passes, normalize_propagates_leaves_and_orders_operands) {
          "}\n");
 }
 
+/* The parts of an even split become strided slices (the dead split goes with dce); an
+ * uneven (unproved) split stays. */
+LOOM_TEST(passes, normalize_turns_split_parts_into_slices) {
+  static const pass_fn p[] = {loom_graph_normalize, loom_graph_dce};
+  expect("fn @main(x: Tensor[(b, 3 * d), f32], y: Tensor[(b, n), f32]) -> Object {\n"
+         "  dataflow {\n"
+         "    t = split(x, axis=1, sections=3)\n"
+         "    q = t.0\n"
+         "    v = t.2\n"
+         "    u = split(y, axis=1, sections=2)\n"
+         "    w = u.1\n"
+         "    r = (q, v, w)\n"
+         "    output r\n"
+         "  }\n"
+         "  return r\n"
+         "}\n",
+         p, 2,
+         "fn @main(x: Tensor[(b, 3*d), f32], y: Tensor[(b, n), f32]) -> Object {\n"
+         "  dataflow {\n"
+         "    q: Tensor[(b, d), f32] = strided_slice(x, axes=[1], begin=[0], end=[d])\n"
+         "    v: Tensor[(b, d), f32] = strided_slice(x, axes=[1], begin=[2*d], end=[3*d])\n"
+         "    u: Tuple[Tensor[(b, floordiv(n, 2)), f32], Tensor[(b, floordiv(n, 2)), f32]] = split(y, axis=1, sections=2)"
+         "  // guard: floormod(n, 2) == 0\n"
+         "    w: Tensor[(b, floordiv(n, 2)), f32] = u.1\n"
+         "    r: Tuple[Tensor[(b, d), f32], Tensor[(b, d), f32], Tensor[(b, floordiv(n, 2)), f32]] = (q, v, w)\n"
+         "    output r\n"
+         "  }\n"
+         "  return r\n"
+         "}\n");
+}
+
 LOOM_TEST(passes, normalize_keeps_a_match_cast_that_defines_a_symbol) {
   static const pass_fn p[] = {loom_graph_normalize};
   expect("fn @main(x: Tensor[(n, 4), f32]) -> Object {\n"

@@ -1,6 +1,7 @@
 /* onnx_import.c — ONNX nodes -> graph ops through one table (see onnx_import.h). */
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/onnx/onnx_import_internal.h"
+#include "graph/passes.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -70,11 +71,15 @@ loom_status oimp_bind(imp *im, const char *name, loom_graph_expr *e, const loom_
     const loom_onnx_tensor **k = realloc(im->val_consts, c * sizeof *k);
     if (!k) return LOOM_OOM();
     im->val_consts = k;
+    const oimp_symval **sy = realloc(im->val_syms, c * sizeof *sy);
+    if (!sy) return LOOM_OOM();
+    im->val_syms = sy;
     im->capvals = c;
   }
   im->val_names[im->nvals] = name;
   im->vals[im->nvals] = e;
   im->val_consts[im->nvals] = t;
+  im->val_syms[im->nvals] = NULL;
   im->nvals++;
   return LOOM_OK;
 }
@@ -83,6 +88,17 @@ static ssize_t find_val(const imp *im, const char *name) {
   for (size_t i = im->nvals; i-- > 0;)
     if (im->val_names[i] == name || strcmp(im->val_names[i], name) == 0) return (ssize_t)i;
   return -1;
+}
+
+/* The graph expr of value v: a symbolic value is materialised (sym_tensor) on its first use as
+ * a tensor, so shape computations consumed only symbolically leave nothing in the graph. */
+static loom_status value_expr(imp *im, size_t v, loom_graph_expr **out) {
+  if (!im->vals[v]) {
+    LOOM_PROPAGATE(oimp_symval_expr(im, im->val_names[v], im->val_syms[v], &im->vals[v]));
+    im->nsymvals++;
+  }
+  *out = im->vals[v];
+  return LOOM_OK;
 }
 
 static const loom_sym_expr *dim_sym(imp *im, const loom_onnx_dim *d) {
@@ -204,6 +220,7 @@ loom_status oimp_const_ints(const nctx *c, size_t i, const char *what, int64_t *
  * be dims: >= 0, checked when it runs). */
 static loom_status shape_syms(nctx *c, size_t i, const char *what, const loom_sym_expr **dims, size_t cap, size_t *n) {
   imp *im = c->im;
+  if (c->syms[i]) return oimp_sym_ints(c, i, what, dims, cap, n);
   if (c->consts[i]) {
     int64_t v[16];
     LOOM_PROPAGATE(oimp_const_ints(c, i, what, v, cap < 16 ? cap : 16, n));
@@ -330,21 +347,20 @@ static loom_status h_cast(nctx *c, const op_entry *e, loom_graph_expr **out) {
   return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
 
+/* Reshape to a constant shape or one computed from shapes (symbolic elements): 0 copies the
+ * input's dim (unless allowzero), -1 is inferred by the graph op. */
 static loom_status h_reshape(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  int64_t shp[16], allowzero;
+  int64_t allowzero, k0;
   size_t n;
-  LOOM_PROPAGATE(oimp_attr_int(c, "allowzero", 0, &allowzero));
-  LOOM_PROPAGATE(oimp_const_ints(c, 1, "shape", shp, 16, &n));
-  const loom_sinfo *si = c->args[0]->sinfo;
   const loom_sym_expr *dims[16];
+  LOOM_PROPAGATE(oimp_attr_int(c, "allowzero", 0, &allowzero));
+  LOOM_PROPAGATE(oimp_sym_ints(c, 1, "shape", dims, 16, &n));
+  const loom_sinfo *si = c->args[0]->sinfo;
   for (size_t k = 0; k < n; k++) {
-    if (shp[k] == 0 && !allowzero) {
-      if (si->kind != LOOM_SINFO_TENSOR || !si->dims || (int)k >= si->ndim)
-        return UNSUP(c->n, "shape 0 (copy) needs the input's dims");
-      dims[k] = si->dims[k];
-    } else {
-      dims[k] = loom_sym_const(c->im->cx, shp[k]);
-    }
+    if (!loom_sym_is_const(dims[k], &k0) || k0 != 0 || allowzero) continue;
+    if (si->kind != LOOM_SINFO_TENSOR || !si->dims || (int)k >= si->ndim)
+      return UNSUP(c->n, "shape 0 (copy) needs the input's dims");
+    dims[k] = si->dims[k];
   }
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", n, dims));
   return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
@@ -447,30 +463,11 @@ static loom_status h_pow(nctx *c, const op_entry *e, loom_graph_expr **out) {
   return oimp_h_simple(c, e, out);
 }
 
-/* Shape of a statically shaped input, folded to an int64 constant. */
+/* Shape and Size of a ranked input are symbolic values (onnx_import_symval.c); these handlers
+ * see only inputs of unknown rank. */
 static loom_status h_shape(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  (void)e;
-  int64_t start, end;
-  const loom_sinfo *si = c->args[0]->sinfo;
-  if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims) return UNSUP(c->n, "the input's rank is unknown");
-  int r = si->ndim;
-  LOOM_PROPAGATE(oimp_attr_int(c, "start", 0, &start));
-  LOOM_PROPAGATE(oimp_attr_int(c, "end", r, &end));
-  if (start < 0) start += r;
-  if (end < 0) end += r;
-  start = start < 0 ? 0 : start > r ? r : start;
-  end = end < start ? start : end > r ? r : end;
-  int64_t n = end - start;
-  loom_onnx_tensor *t = oimp_new_tensor(c->im, LOOM_DTYPE_I64, 1, &n);
-  if (!t) return LOOM_OOM();
-  for (int64_t k = 0; k < n; k++)
-    if (!loom_sym_is_const(si->dims[start + k], &((int64_t *)t->data)[k]))
-      return UNSUP(c->n, "dim %lld of the input is symbolic (only static shapes are folded)", (long long)(start + k));
-  loom_graph_expr *k = oimp_const_of(c->im, t);
-  if (!k) return LOOM_OOM();
-  c->consts[0] = t; /* handed back through bind below */
-  *out = k;
-  return LOOM_OK;
+  (void)e, (void)out;
+  return UNSUP(c->n, "the input's rank is unknown");
 }
 
 bool oimp_is_signed_int(loom_dtype dt) {
@@ -542,24 +539,9 @@ static loom_status h_castlike(nctx *c, const op_entry *e, loom_graph_expr **out)
 loom_status oimp_fold_const(nctx *c, loom_onnx_tensor *t, loom_graph_expr **out) {
   loom_graph_expr *k = oimp_const_of(c->im, t);
   if (!k) return LOOM_OOM();
-  c->consts[0] = t;
+  c->folded = t;
   *out = k;
   return LOOM_OK;
-}
-
-static loom_status h_size(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  (void)e;
-  const loom_sinfo *si = c->args[0]->sinfo;
-  if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims) return UNSUP(c->n, "the input's rank is unknown");
-  int64_t n = 1, d;
-  for (int k = 0; k < si->ndim; k++) {
-    if (!loom_sym_is_const(si->dims[k], &d)) return UNSUP(c->n, "dim %d of the input is symbolic (only static sizes are folded)", k);
-    n *= d;
-  }
-  loom_onnx_tensor *t = oimp_new_tensor(c->im, LOOM_DTYPE_I64, 0, NULL);
-  if (!t) return LOOM_OOM();
-  *(int64_t *)t->data = n;
-  return oimp_fold_const(c, t, out);
 }
 
 static loom_status h_constant_of_shape(nctx *c, const op_entry *e, loom_graph_expr **out) {
@@ -600,8 +582,25 @@ static loom_status h_constant_of_shape(nctx *c, const op_entry *e, loom_graph_ex
   return oimp_fold_const(c, t, out);
 }
 
+/* Range(start, limit, delta) with symbolic start / limit (computed from shapes) and a positive
+ * constant delta: arange with symbolic bounds. */
+static loom_status h_range_sym(nctx *c, loom_graph_expr **out) {
+  oimp_symval v[3];
+  const char *names[3] = {"start", "end", "step"};
+  int64_t d;
+  for (size_t i = 0; i < 3; i++)
+    if (!oimp_symval_of(c, i, &v[i]) || v[i].n != 1 || v[i].dtype == LOOM_DTYPE_BOOL)
+      return UNSUP(c->n, "input %zu must be a constant scalar or computed from shapes", i);
+  if (!loom_sym_is_const(v[2].v[0], &d) || d <= 0) return UNSUP(c->n, "delta must be a positive constant when the bounds are symbolic");
+  for (size_t i = 0; i < 3; i++) oimp_add_attr(c, loom_graph_attr_syms(c->im->m, names[i], 1, v[i].v));
+  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", v[0].dtype));
+  return oimp_emit(c, "arange", 0, NULL, c->n->outputs[0], out);
+}
+
 static loom_status h_range(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
+  for (size_t i = 0; i < 3; i++)
+    if (c->syms[i]) return h_range_sym(c, out);
   for (size_t i = 0; i < 3; i++)
     if (!c->consts[i] || c->consts[i]->numel != 1) return UNSUP(c->n, "input %zu must be a constant scalar", i);
   loom_dtype dt = c->consts[0]->dtype;
@@ -658,11 +657,13 @@ static loom_status h_dropout(nctx *c, const op_entry *e, loom_graph_expr **out) 
 
 static loom_status h_trilu(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
-  int64_t upper, k = 0;
-  size_t n = 0;
+  int64_t upper;
+  size_t n = 1;
+  const loom_sym_expr *k = loom_sym_const(c->im->cx, 0);
   LOOM_PROPAGATE(oimp_attr_int(c, "upper", 1, &upper));
-  if (oimp_has_input(c, 1)) LOOM_PROPAGATE(oimp_const_ints(c, 1, "k", &k, 1, &n));
-  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "k", 1, &k));
+  if (oimp_has_input(c, 1)) LOOM_PROPAGATE(oimp_sym_ints(c, 1, "k", &k, 1, &n));
+  if (n != 1) return BAD(c->n, "input 1 (k) must hold one value, got %zu", n);
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "k", 1, &k));
   return oimp_emit(c, upper ? "triu" : "tril", 1, c->args, c->n->outputs[0], out);
 }
 
@@ -761,28 +762,31 @@ static loom_status h_batchnorm(nctx *c, const op_entry *e, loom_graph_expr **out
   return oimp_emit(c, e->op, 5, c->args, c->n->outputs[0], out);
 }
 
-/* Slice: starts / ends / axes / steps from constant inputs (opset >= 10) or attributes;
- * positive steps only (the graph op's limit). */
+/* Slice: starts / ends / axes / steps from constant inputs (opset >= 10; starts and ends may
+ * also be computed from shapes, i.e. symbolic) or attributes; positive steps only (the graph
+ * op's limit). */
 static loom_status h_slice(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  int64_t st[16], en[16], ax[16], sp[16];
+  int64_t ax[16], sp[16];
+  const loom_sym_expr *st[16], *en[16];
   size_t ns, ne, na = 0, np = 0;
   bool has_axes = false;
+  loom_sym_ctx *cx = c->im->cx;
   if (c->im->opset < 10) {
     const int64_t *v;
     bool pr;
     LOOM_PROPAGATE(oimp_attr_ints(c, "starts", &v, &ns, &pr));
     if (!pr || ns > 16) return BAD(c->n, "attribute 'starts' is required");
-    memcpy(st, v, ns * sizeof *v);
+    for (size_t k = 0; k < ns; k++) st[k] = loom_sym_const(cx, v[k]);
     LOOM_PROPAGATE(oimp_attr_ints(c, "ends", &v, &ne, &pr));
     if (!pr || ne > 16) return BAD(c->n, "attribute 'ends' is required");
-    memcpy(en, v, ne * sizeof *v);
+    for (size_t k = 0; k < ne; k++) en[k] = loom_sym_const(cx, v[k]);
     LOOM_PROPAGATE(oimp_attr_ints(c, "axes", &v, &na, &has_axes));
     if (na > 16) return UNSUP(c->n, "too many axes");
     if (has_axes) memcpy(ax, v, na * sizeof *v);
   } else {
     if (c->n->n_attrs) return UNSUP(c->n, "attributes are inputs since opset 10");
-    LOOM_PROPAGATE(oimp_const_ints(c, 1, "starts", st, 16, &ns));
-    LOOM_PROPAGATE(oimp_const_ints(c, 2, "ends", en, 16, &ne));
+    LOOM_PROPAGATE(oimp_sym_ints(c, 1, "starts", st, 16, &ns));
+    LOOM_PROPAGATE(oimp_sym_ints(c, 2, "ends", en, 16, &ne));
     if (oimp_has_input(c, 3)) {
       LOOM_PROPAGATE(oimp_const_ints(c, 3, "axes", ax, 16, &na));
       has_axes = true;
@@ -795,11 +799,13 @@ static loom_status h_slice(nctx *c, const op_entry *e, loom_graph_expr **out) {
     for (size_t k = 0; k < ns; k++) ax[k] = (int64_t)k;
   LOOM_PROPAGATE(oimp_norm_axes(c, r, ax, ns));
   const loom_sinfo *si = c->args[0]->sinfo;
-  const loom_sym_expr *b[16], *en_[16], *stp[16];
+  const loom_sym_expr *stp[16];
   for (size_t k = 0; k < ns; k++) {
     int64_t step = np ? sp[k] : 1;
     if (step <= 0) return UNSUP(c->n, "step %lld on axis %lld (only positive steps)", (long long)step, (long long)ax[k]);
-    int64_t d, lo = st[k], hi = en[k];
+    stp[k] = loom_sym_const(cx, step);
+    int64_t d, lo, hi;
+    if (!loom_sym_is_const(st[k], &lo) || !loom_sym_is_const(en[k], &hi)) continue; /* symbolic: the op clamps */
     if (si->dims && loom_sym_is_const(si->dims[ax[k]], &d)) {
       if (lo < 0) lo = lo < -d ? 0 : lo + d;
       if (hi < 0) hi = hi < -d ? 0 : hi + d;
@@ -809,11 +815,11 @@ static loom_status h_slice(nctx *c, const op_entry *e, loom_graph_expr **out) {
       lo = lo > big ? big : lo < -big ? -big : lo;
       hi = hi > big ? big : hi < -big ? -big : hi;
     }
-    b[k] = loom_sym_const(c->im->cx, lo), en_[k] = loom_sym_const(c->im->cx, hi), stp[k] = loom_sym_const(c->im->cx, step);
+    st[k] = loom_sym_const(cx, lo), en[k] = loom_sym_const(cx, hi);
   }
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", ns, ax));
-  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "begin", ns, b));
-  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "end", ns, en_));
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "begin", ns, st));
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "end", ns, en));
   if (np) oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "strides", ns, stp));
   return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
@@ -1123,7 +1129,7 @@ const op_entry oimp_core_table[] = {
     {"Div", "div", h_div, 2, 2, NOATTR, false},
     {"Mod", "mod", h_mod, 2, 2, " fmod ", false},
     {"CastLike", "cast", h_castlike, 2, 2, " saturate ", false},
-    {"Size", NULL, h_size, 1, 1, NOATTR, false},
+    {"Size", NULL, h_shape, 1, 1, NOATTR, false},
     {"ConstantOfShape", NULL, h_constant_of_shape, 1, 1, " value ", false},
     {"Range", NULL, h_range, 3, 3, NOATTR, false},
     {"ArgMax", "argmax", h_argminmax, 1, 1, " axis keepdims select_last_index ", false},
@@ -1234,7 +1240,7 @@ static bool fold_node(imp *im, const op_entry *e, const nctx *c, loom_onnx_tenso
     }
     loom_graph_value_free(&res);
   }
-  free(sub.val_names), free(sub.vals), free(sub.val_consts), free(sub.sym_names), free(sub.syms), free(sub.used);
+  free(sub.val_names), free(sub.vals), free(sub.val_consts), free(sub.val_syms), free(sub.sym_names), free(sub.syms), free(sub.used);
   loom_graph_module_destroy(sub.m);
   return *out != NULL;
 }
@@ -1292,6 +1298,7 @@ static loom_status import_node(imp *im, const loom_onnx_node *n) {
     if (!strstr(e->attrs, key)) return UNSUP(n, "attribute '%s' is not supported", n->attrs[i].name);
   }
   nctx c = {.im = im, .n = n};
+  size_t vidx[8];
   size_t last = n->n_inputs;
   while (last > 0 && !*n->inputs[last - 1]) last--;
   if ((int)last < e->min_in || (int)last > e->max_in)
@@ -1302,28 +1309,35 @@ static loom_status import_node(imp *im, const loom_onnx_node *n) {
     ssize_t v = find_val(im, n->inputs[i]);
     if (v < 0) return BAD(n, "input %zu '%s' is not defined", i, n->inputs[i]);
     c.consts[c.nargs] = im->val_consts[v];
-    c.args[c.nargs++] = im->vals[v];
+    c.syms[c.nargs] = im->val_syms[v];
+    vidx[c.nargs] = (size_t)v;
+    c.args[c.nargs++] = im->vals[v]; /* NULL for a symbolic value not yet materialised */
   }
   for (size_t i = 1; i < n->n_outputs; i++)
     if (*n->outputs[i] && !e->multi_out)
       return UNSUP(n, "output %zu is not supported", i);
   bool all_const = c.nargs > 0 && n->n_outputs == 1 && !e->multi_out;
   for (size_t i = 0; i < c.nargs; i++)
-    if (c.args[i] && !c.consts[i]) all_const = false;
+    if ((c.args[i] || c.syms[i]) && !c.consts[i]) all_const = false;
   loom_onnx_tensor *folded_t;
   if (all_const && fold_node(im, e, &c, &folded_t)) {
     loom_graph_expr *k = oimp_const_of(im, folded_t);
     if (!k) return LOOM_OOM();
     return oimp_bind(im, n->outputs[0], k, folded_t);
   }
+  oimp_symval *sv = NULL;
+  if (n->n_outputs == 1) LOOM_PROPAGATE(oimp_symval_node(&c, &sv));
+  if (sv) return oimp_symval_bind(im, n->outputs[0], sv);
+  for (size_t i = 0; i < c.nargs; i++)
+    if (!c.args[i] && c.syms[i]) LOOM_PROPAGATE(value_expr(im, vidx[i], &c.args[i]));
   loom_graph_expr *y = NULL;
   LOOM_PROPAGATE(e->h(&c, e, &y));
-  const loom_onnx_tensor *folded = NULL;
-  if (e->h == h_shape || e->h == oimp_h_identity || e->h == h_size || e->h == h_constant_of_shape || e->h == h_range ||
-      e->h == h_dropout)
-    folded = c.consts[0];
-  if (e->h == h_dropout || e->h == oimp_h_identity || e->h == h_minmax) folded = y == c.args[0] ? c.consts[0] : NULL;
-  return oimp_bind(im, n->outputs[0], y, folded);
+  /* a handler that folded its result recorded it; one that passed its input through keeps the
+   * input's constant or symbolic value */
+  bool same = y == c.args[0];
+  LOOM_PROPAGATE(oimp_bind(im, n->outputs[0], y, c.folded ? c.folded : same ? c.consts[0] : NULL));
+  if (same && !c.folded) im->val_syms[im->nvals - 1] = c.syms[0];
+  return LOOM_OK;
 }
 
 /* Gives a module-constant name to a constant operand that is not 0-d (the text format
@@ -1401,13 +1415,16 @@ static loom_status import_main(imp *im) {
   for (size_t i = 0; i < g->n_outputs; i++) {
     ssize_t v = find_val(im, g->outputs[i].name);
     if (v < 0) return LOOM_ERROR(INVALID_ARGUMENT, "graph output '%s' is not produced", g->outputs[i].name);
-    res[i] = im->vals[v];
+    LOOM_PROPAGATE(value_expr(im, (size_t)v, &res[i]));
   }
   loom_graph_expr *r = res[0];
   if (g->n_outputs > 1 && !(r = loom_graph_tuple_new(im->m, g->n_outputs, res))) return LOOM_OOM();
   loom_graph_func *f;
   LOOM_PROPAGATE(loom_graph_builder_end(&im->b, r, NULL, &f));
-  return name_consts(im, f->body);
+  LOOM_PROPAGATE(name_consts(im, f->body));
+  /* a shape computation materialised for a handler that then used only its symbolic value
+   * (Reshape's shape, Expand's shape, ...) is dead: drop it */
+  return im->nsymvals ? loom_graph_dce(im->m, NULL) : LOOM_OK;
 }
 
 loom_status loom_onnx_import(const loom_onnx_model *model, loom_graph_module **out) {
@@ -1423,7 +1440,7 @@ loom_status loom_onnx_import_ex(const loom_onnx_model *model, const loom_onnx_im
   loom_graph_builder_begin(&im.b, im.m, "main");
   loom_status s = import_main(&im);
   loom_graph_builder_reset(&im.b);
-  free(im.val_names), free(im.vals), free(im.val_consts), free(im.sym_names), free(im.syms), free(im.used);
+  free(im.val_names), free(im.vals), free(im.val_consts), free(im.val_syms), free(im.sym_names), free(im.syms), free(im.used);
   if (s) {
     loom_graph_module_destroy(im.m);
     return loom_status_annotate(s, __FILE__, __LINE__, "while importing %s", model->path);

@@ -5,6 +5,16 @@
 #define LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
 #include "frontend/onnx/onnx_import.h"
 
+/* A small integer value computed from shapes whose elements are symbolic expressions
+ * (onnx_import_symval.c): rank 0 (one element) or 1. */
+#define OIMP_SYMVAL_MAX 16
+typedef struct oimp_symval {
+  loom_dtype dtype; /* i64, i32 or bool */
+  int rank;
+  size_t n;
+  const loom_sym_expr *v[OIMP_SYMVAL_MAX];
+} oimp_symval;
+
 /* One import: the ONNX graph being read and the graph module being built. */
 typedef struct imp {
   const loom_onnx_model *model;
@@ -18,6 +28,8 @@ typedef struct imp {
   const char **val_names;              /* interned in the ONNX model */
   loom_graph_expr **vals;
   const loom_onnx_tensor **val_consts; /* the constant tensor, when known */
+  const oimp_symval **val_syms;        /* the symbolic value, when computed from shapes */
+  size_t nsymvals;                     /* symbolic values materialised as sym_tensor ops */
   size_t nsyms, capsyms;               /* dim_param name -> symbolic var */
   const char **sym_names;
   const loom_sym_expr **syms;
@@ -34,6 +46,8 @@ typedef struct nctx {
   size_t nargs;
   loom_graph_expr *args[8];          /* one per input; NULL for an omitted optional one */
   const loom_onnx_tensor *consts[8]; /* constant value of each input, or NULL */
+  const oimp_symval *syms[8];        /* symbolic value of each input (not constant), or NULL */
+  const loom_onnx_tensor *folded;    /* the result, when the handler folded it (oimp_fold_const) */
   size_t nattrs;                     /* attributes for the next oimp_emit */
   loom_graph_attr attrs[8];
 } nctx;
@@ -86,6 +100,18 @@ void oimp_add_attr(nctx *c, loom_graph_attr a);
 /* Emits graph op `op` on args with c->attrs (then cleared); errors name the node. */
 loom_status oimp_emit(nctx *c, const char *op, size_t nargs, loom_graph_expr *const *args, const char *name,
                       loom_graph_expr **out);
+
+/* onnx_import_symval.c. The symbolic value of the node's result when its op is a shape
+ * computation on shapes / symbolic values (else *out NULL: import the node normally). */
+loom_status oimp_symval_node(nctx *c, oimp_symval **out);
+/* Binds ONNX value `name` to sv: a constant when every element is one, else a sym_tensor op. */
+loom_status oimp_symval_bind(imp *im, const char *name, const oimp_symval *sv);
+/* Emits the sym_tensor op holding sv (named after ONNX value `name`). */
+loom_status oimp_symval_expr(imp *im, const char *name, const oimp_symval *sv, loom_graph_expr **out);
+/* Elements of input i as a symbolic value (from its symbolic value or a small integer constant). */
+bool oimp_symval_of(const nctx *c, size_t i, oimp_symval *out);
+/* Integers of input i as symbolic exprs: a constant or a value computed from shapes. */
+loom_status oimp_sym_ints(const nctx *c, size_t i, const char *what, const loom_sym_expr **buf, size_t cap, size_t *n);
 
 loom_status oimp_h_simple(nctx *c, const op_entry *e, loom_graph_expr **out);
 loom_status oimp_h_identity(nctx *c, const op_entry *e, loom_graph_expr **out);
