@@ -480,8 +480,261 @@ static loom_status eval_resize(loom_graph_ecx *ec, const loom_graph_value *args,
   return st;
 }
 
+/* ---- grid sampling ------------------------------------------------------------------------ */
+
+static const loom_graph_attr_spec grid_attrs[] = {{"mode", LOOM_GRAPH_ATTR_STR, false},
+                                                  {"padding_mode", LOOM_GRAPH_ATTR_STR, false},
+                                                  {"align_corners", LOOM_GRAPH_ATTR_BOOL, false},
+                                                  {NULL, 0, false}};
+static const char *const grid_modes[] = {"nearest", "linear", "cubic", NULL};
+static const char *const grid_pads[] = {"zeros", "border", "reflection", NULL};
+
+/* grid_sample(x (N, C, D_1..D_n), grid (N, O_1..O_n, n)) -> (N, C, O_1..O_n); grid holds
+ * normalised coordinates in [-1, 1], the last entry for the first spatial axis. */
+static loom_status infer_grid(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x, *g;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 1, true, &g));
+  int n = x->ndim - 2;
+  if (n < 1 || n > MAXS) return loom_graph_icx_error(ic, "operand 0 has rank %d; expected (N, C, spatial...) of rank 3 to %d", x->ndim, MAXS + 2);
+  if (g->ndim != n + 2) return loom_graph_icx_error(ic, "operand 1 (grid) has rank %d; expected %d (N, out spatial..., %d)", g->ndim, n + 2, n);
+  if (!loom_dtype_is_float(x->dtype) || !loom_dtype_is_float(g->dtype)) return loom_graph_icx_error(ic, "operands must be float tensors");
+  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 0, g->dims[0], 0, 0, x->dims[0]));
+  int64_t last;
+  if (loom_sym_is_const(g->dims[n + 1], &last) && last != n)
+    return loom_graph_icx_error(ic, "operand 1 (grid) axis %d is %lld; expected %d coordinates", n + 1, (long long)last, n);
+  if (pick(str_attr(ic->call, "mode", "linear"), grid_modes) < 0) return loom_graph_icx_error(ic, "mode \"%s\" is not nearest, linear or cubic", str_attr(ic->call, "mode", ""));
+  if (pick(str_attr(ic->call, "padding_mode", "zeros"), grid_pads) < 0)
+    return loom_graph_icx_error(ic, "padding_mode \"%s\" is not zeros, border or reflection", str_attr(ic->call, "padding_mode", ""));
+  const loom_sym_expr *d[MAXS + 2] = {x->dims[0], x->dims[1]};
+  for (int i = 0; i < n; i++) d[2 + i] = g->dims[1 + i];
+  *out = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, d, x->device);
+  return LOOM_OK;
+}
+
+/* Reflects x into [lo, hi] by the nearer border until it lies inside (the reference's
+ * _gs_reflect). */
+static double gs_reflect(double x, double lo, double hi) {
+  double rng = hi - lo;
+  if (x < lo) {
+    double dx = lo - x;
+    int64_t k = (int64_t)(dx / rng);
+    double r = dx - (double)k * rng;
+    return k % 2 == 0 ? lo + r : hi - r;
+  }
+  if (x > hi) {
+    double dx = x - hi;
+    int64_t k = (int64_t)(dx / rng);
+    double r = dx - (double)k * rng;
+    return k % 2 == 0 ? hi - r : lo + r;
+  }
+  return x;
+}
+
+/* Index i of an axis of extent d under the padding mode; -1 for a zero. */
+static int64_t gs_index(int64_t i, int64_t d, int pad, double lo, double hi) {
+  if (pad == 0) return i >= 0 && i < d ? i : -1;
+  if (pad == 1) return i < 0 ? 0 : i > d - 1 ? d - 1 : i;
+  return (int64_t)gs_reflect((double)i, lo, hi);
+}
+
+static loom_status eval_grid(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t, *g = &args[1].t;
+  int n = x->ndim - 2, mode = pick(str_attr(ec->call, "mode", "linear"), grid_modes);
+  int pad = pick(str_attr(ec->call, "padding_mode", "zeros"), grid_pads);
+  bool ac = loom_graph_attr_get_int(ec->call, "align_corners", 0) != 0;
+  if (g->shape[0] != x->shape[0] || g->shape[n + 1] != n)
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: grid shape does not fit the input (batch %lld vs %lld, last axis %lld vs %d)", ec->op,
+                      (long long)g->shape[0], (long long)x->shape[0], (long long)g->shape[n + 1], n);
+  int64_t shape[MAXS + 2] = {x->shape[0], x->shape[1]}, ist[MAXS + 2];
+  for (int i = 0; i < n; i++) shape[2 + i] = g->shape[1 + i];
+  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, shape, out));
+  if (!out->t.numel) return LOOM_OK;
+  double *xd = loom_graph_tensor_to_f64(x), *gd = loom_graph_tensor_to_f64(g);
+  if (!xd || !gd) {
+    free(xd), free(gd);
+    return LOOM_OOM();
+  }
+  loom_graph_strides(x->ndim, x->shape, ist);
+  int64_t oi[MAXS + 2] = {0}, npos = 1;
+  for (int i = 0; i < n; i++) npos *= shape[2 + i];
+  size_t o = 0;
+  do {
+    int64_t pos = 0; /* flat output spatial position */
+    for (int i = 0; i < n; i++) pos = pos * shape[2 + i] + oi[2 + i];
+    const double *gp = gd + (size_t)((oi[0] * npos + pos) * n);
+    double xc[MAXS], lo[MAXS], hi[MAXS];
+    int ntap = mode == 2 ? 4 : mode == 1 ? 2 : 1;
+    int64_t base[MAXS];
+    double w[MAXS][4];
+    for (int i = 0; i < n; i++) {
+      double dim = (double)x->shape[2 + i], v = gp[n - 1 - i];
+      lo[i] = ac ? 0 : -0.5, hi[i] = ac ? dim - 1 : dim - 0.5;
+      double c = (float)(ac ? (v + 1) / 2 * (dim - 1) : ((v + 1) * dim - 1) / 2);
+      if (mode == 0) c = nearbyint(c);
+      if (c < lo[i] || c > hi[i]) {
+        if (pad == 1) c = c < 0 ? 0 : c > dim - 1 ? dim - 1 : c;
+        else if (pad == 2) c = gs_reflect(c, lo[i], hi[i]);
+      }
+      xc[i] = c;
+      if (mode == 0) {
+        base[i] = (int64_t)c, w[i][0] = 1;
+      } else {
+        double f0 = floor(c), t = c - f0;
+        base[i] = (int64_t)f0 - (mode == 2);
+        if (mode == 1) w[i][0] = 1 - t, w[i][1] = t;
+        else w[i][0] = cubic_w(t + 1, -0.75), w[i][1] = cubic_w(t, -0.75), w[i][2] = cubic_w(1 - t, -0.75), w[i][3] = cubic_w(2 - t, -0.75);
+      }
+    }
+    (void)xc;
+    int64_t tap[MAXS] = {0}, tshape[MAXS];
+    for (int i = 0; i < n; i++) tshape[i] = ntap;
+    double acc = 0;
+    do {
+      double wt = 1;
+      int64_t off = oi[0] * ist[0] + oi[1] * ist[1];
+      bool zero = false;
+      for (int i = 0; i < n; i++) {
+        int64_t j = gs_index(base[i] + tap[i], x->shape[2 + i], pad, lo[i], hi[i]);
+        if (j < 0 || j >= x->shape[2 + i]) zero = true;
+        else off += j * ist[2 + i];
+        wt *= w[i][tap[i]];
+      }
+      if (!zero) acc += wt * xd[off];
+    } while (loom_graph_index_next(n, tshape, tap));
+    loom_graph_tensor_set_f64(&out->t, o++, acc);
+  } while (loom_graph_index_next(x->ndim, shape, oi));
+  free(xd), free(gd);
+  return LOOM_OK;
+}
+
+/* ---- transposed convolution ------------------------------------------------------------- */
+
+static const loom_graph_attr_spec convt_attrs[] = {{"strides", LOOM_GRAPH_ATTR_SYMS, false},
+                                                   {"padding", LOOM_GRAPH_ATTR_SYMS, false},
+                                                   {"dilation", LOOM_GRAPH_ATTR_SYMS, false},
+                                                   {"output_padding", LOOM_GRAPH_ATTR_SYMS, false},
+                                                   {"groups", LOOM_GRAPH_ATTR_INT, false},
+                                                   {NULL, 0, false}};
+
+typedef struct convt_par {
+  int n;
+  int64_t s[MAXS], d[MAXS], op[MAXS], lo[MAXS], hi[MAXS], groups;
+} convt_par;
+
+static loom_status read_convt(loom_graph_icx *ic, int ndim, convt_par *p) {
+  p->n = ndim - 2;
+  if (p->n < 1 || p->n > MAXS) return loom_graph_icx_error(ic, "operand 0 has rank %d; expected (N, C, spatial...) of rank 3 to %d", ndim, MAXS + 2);
+  int64_t pads[2 * MAXS];
+  LOOM_PROPAGATE(ints_n(ic, "strides", p->n, 1, 1, p->s));
+  LOOM_PROPAGATE(ints_n(ic, "dilation", p->n, 1, 1, p->d));
+  LOOM_PROPAGATE(ints_n(ic, "output_padding", p->n, 0, 0, p->op));
+  LOOM_PROPAGATE(ints_n(ic, "padding", 2 * p->n, 0, INT64_MIN, pads)); /* a negative end pad: output_shape beyond the full extent */
+  for (int i = 0; i < p->n; i++) p->lo[i] = pads[i], p->hi[i] = pads[p->n + i];
+  p->groups = loom_graph_attr_get_int(ic->call, "groups", 1);
+  if (p->groups < 1) return loom_graph_icx_error(ic, "groups must be >= 1");
+  return LOOM_OK;
+}
+
+/* conv_transpose(x (N, C, in...), w (C, O/groups, k...), b (O)?): out = s * (in - 1) +
+ * output_padding + d * (k - 1) + 1 - lo - hi per spatial axis. */
+static loom_status infer_convt(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x, *w;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 1, true, &w));
+  convt_par p;
+  LOOM_PROPAGATE(read_convt(ic, x->ndim, &p));
+  if (w->ndim != x->ndim) return loom_graph_icx_error(ic, "operand 1 has rank %d; operand 0 has rank %d", w->ndim, x->ndim);
+  if (x->dtype != w->dtype) return loom_graph_icx_error(ic, "operand 0 has dtype %s, operand 1 has dtype %s", loom_dtype_name(x->dtype), loom_dtype_name(w->dtype));
+  loom_sym_ctx *cx = ic->cx;
+  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 0, w->dims[0], 0, 1, x->dims[1]));
+  if (p.groups > 1 && loom_sym_prove_divisible(cx, x->dims[1], p.groups) == LOOM_SYM_FALSE)
+    return loom_graph_icx_error(ic, "operand 0 axis 1 is %s, not a multiple of groups %lld", loom_graph_sym_str(ic->m, x->dims[1]), (long long)p.groups);
+  const loom_sym_expr *d[MAXS + 2] = {x->dims[0], loom_sym_mul(cx, w->dims[1], loom_sym_const(cx, p.groups))};
+  if (ic->call->u.call.nargs == 3) {
+    const loom_sinfo *b;
+    LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 2, true, &b));
+    if (b->ndim != 1) return loom_graph_icx_error(ic, "operand 2 (bias) must have rank 1");
+    if (loom_sym_prove_eq(cx, b->dims[0], d[1]) == LOOM_SYM_FALSE)
+      return loom_graph_icx_error(ic, "operand 2 (bias) has %s values for %s output channels", loom_graph_sym_str(ic->m, b->dims[0]), loom_graph_sym_str(ic->m, d[1]));
+  }
+  for (int i = 0; i < p.n; i++) {
+    /* s * in + d * k + (op - lo - hi - s - d + 1) */
+    const loom_sym_expr *e = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_const(cx, p.s[i]), x->dims[2 + i]),
+                                          loom_sym_mul(cx, loom_sym_const(cx, p.d[i]), w->dims[2 + i]));
+    d[2 + i] = loom_sym_add(cx, e, loom_sym_const(cx, p.op[i] - p.lo[i] - p.hi[i] - p.s[i] - p.d[i] + 1));
+    if (!d[2 + i]) return loom_sym_ctx_take_error(cx);
+  }
+  *out = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, d, x->device);
+  return LOOM_OK;
+}
+
+static loom_status eval_convt(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t, *w = &args[1].t, *b = ec->call->u.call.nargs == 3 ? &args[2].t : NULL;
+  loom_graph_icx ic = icx_of(ec);
+  convt_par p;
+  LOOM_PROPAGATE(read_convt(&ic, x->ndim, &p));
+  int64_t C = x->shape[1], G = p.groups, CG = C / G, OG = w->shape[1], O = OG * G;
+  if (C % G || w->shape[0] != C)
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand 0 has %lld channels, operand 1 axis 0 is %lld, groups %lld", ec->op, (long long)C,
+                      (long long)w->shape[0], (long long)G);
+  int64_t shape[MAXS + 2] = {x->shape[0], O}, xst[MAXS + 2], wst[MAXS + 2], yst[MAXS + 2];
+  for (int i = 0; i < p.n; i++) {
+    shape[2 + i] = p.s[i] * (x->shape[2 + i] - 1) + p.op[i] + p.d[i] * (w->shape[2 + i] - 1) + 1 - p.lo[i] - p.hi[i];
+    if (shape[2 + i] < 0) return LOOM_ERROR(INVALID_ARGUMENT, "%s: spatial axis %d has a negative output extent", ec->op, i);
+  }
+  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, shape, out));
+  if (!out->t.numel) return LOOM_OK;
+  size_t ny = out->t.numel;
+  double *y = calloc(ny, sizeof *y), *xd = loom_graph_tensor_to_f64(x), *wd = loom_graph_tensor_to_f64(w);
+  if (!y || (!xd && x->numel) || (!wd && w->numel)) {
+    free(y), free(xd), free(wd);
+    return LOOM_OOM();
+  }
+  loom_graph_strides(x->ndim, x->shape, xst);
+  loom_graph_strides(w->ndim, w->shape, wst);
+  loom_graph_strides(x->ndim, shape, yst);
+  int64_t sp_in[MAXS], sp_k[MAXS];
+  for (int i = 0; i < p.n; i++) sp_in[i] = x->shape[2 + i], sp_k[i] = w->shape[2 + i];
+  for (int64_t nb = 0; nb < x->shape[0]; nb++)
+    for (int64_t c = 0; c < C; c++) {
+      int64_t g = c / CG;
+      int64_t ii[MAXS] = {0};
+      if (!x->numel) break;
+      do {
+        int64_t xo = nb * xst[0] + c * xst[1];
+        for (int i = 0; i < p.n; i++) xo += ii[i] * xst[2 + i];
+        double xv = xd[xo];
+        int64_t kk[MAXS] = {0};
+        do {
+          int64_t yo = 0;
+          bool in = true;
+          for (int i = 0; i < p.n && in; i++) {
+            int64_t q = ii[i] * p.s[i] - p.lo[i] + kk[i] * p.d[i];
+            if (q < 0 || q >= shape[2 + i]) in = false;
+            yo += q * yst[2 + i];
+          }
+          if (!in) continue;
+          int64_t wo = c * wst[0];
+          for (int i = 0; i < p.n; i++) wo += kk[i] * wst[2 + i];
+          for (int64_t oc = 0; oc < OG; oc++) y[nb * yst[0] + (g * OG + oc) * yst[1] + yo] += xv * wd[wo + oc * wst[1]];
+        } while (loom_graph_index_next(p.n, sp_k, kk));
+      } while (loom_graph_index_next(p.n, sp_in, ii));
+    }
+  int64_t sp = ny / (size_t)(shape[0] * O);
+  for (size_t i = 0; i < ny; i++) {
+    double v = y[i];
+    if (b) v += loom_graph_tensor_get_f64(b, (size_t)((int64_t)i / sp % O));
+    loom_graph_tensor_set_f64(&out->t, i, v);
+  }
+  free(y), free(xd), free(wd);
+  return LOOM_OK;
+}
+
 const loom_graph_op_impl loom_graph_op_impl_max_pool = {pool_attrs, infer_pool, eval_pool, NULL};
 const loom_graph_op_impl loom_graph_op_impl_max_pool_indices = {pool_attrs, infer_pool, eval_pool, NULL};
 const loom_graph_op_impl loom_graph_op_impl_avg_pool = {pool_attrs, infer_pool, eval_pool, NULL};
 const loom_graph_op_impl loom_graph_op_impl_lp_pool = {pool_attrs, infer_pool, eval_pool, NULL};
 const loom_graph_op_impl loom_graph_op_impl_resize = {resize_attrs, infer_resize, eval_resize, NULL};
+const loom_graph_op_impl loom_graph_op_impl_grid_sample = {grid_attrs, infer_grid, eval_grid, NULL};
+const loom_graph_op_impl loom_graph_op_impl_conv_transpose = {convt_attrs, infer_convt, eval_convt, NULL};

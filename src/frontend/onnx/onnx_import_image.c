@@ -282,6 +282,131 @@ static loom_status emit_resize(nctx *c, const char *mode, const char *coord, con
   return oimp_emit(c, "resize", nargs, args, c->n->outputs[0], out);
 }
 
+/* ---- GridSample, ConvTranspose ----------------------------------------------------------- */
+
+static loom_status h_grid_sample(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  const char *mode, *pad;
+  int64_t ac;
+  LOOM_PROPAGATE(attr_s(c, "mode", "linear", &mode));
+  LOOM_PROPAGATE(attr_s(c, "padding_mode", "zeros", &pad));
+  LOOM_PROPAGATE(oimp_attr_int(c, "align_corners", 0, &ac));
+  if (!strcmp(mode, "bilinear")) mode = "linear"; /* opset 16 spellings */
+  if (!strcmp(mode, "bicubic")) mode = "cubic";
+  if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic")) return BAD(c->n, "mode '%s' is not nearest, linear or cubic", mode);
+  if (strcmp(pad, "zeros") && strcmp(pad, "border") && strcmp(pad, "reflection")) return BAD(c->n, "padding_mode '%s' is not zeros, border or reflection", pad);
+  oimp_add_attr(c, attr_str(c->im, "mode", mode));
+  oimp_add_attr(c, attr_str(c->im, "padding_mode", pad));
+  if (ac) oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "align_corners", true));
+  return oimp_emit(c, "grid_sample", 2, c->args, c->n->outputs[0], out);
+}
+
+/* ConvTranspose: output_shape and auto_pad SAME_* become explicit padding (before, after) of
+ * the full transposed convolution s * (in - 1) + output_padding + d * (k - 1) + 1. */
+static loom_status h_conv_transpose(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  int r = oimp_in_rank(c, 0);
+  if (r < 3 || r > MAXS + 2) return UNSUP(c->n, "rank %d input (N, C, spatial...)", r);
+  size_t ns = (size_t)r - 2;
+  int64_t pads[2 * MAXS], strides[MAXS], dil[MAXS], kern[MAXS], opad[MAXS], oshape[MAXS], g;
+  const char *ap;
+  LOOM_PROPAGATE(ints_or(c, "pads", pads, 2 * ns, 0));
+  LOOM_PROPAGATE(ints_or(c, "strides", strides, ns, 1));
+  LOOM_PROPAGATE(ints_or(c, "dilations", dil, ns, 1));
+  LOOM_PROPAGATE(ints_or(c, "output_padding", opad, ns, 0));
+  LOOM_PROPAGATE(oimp_attr_int(c, "group", 1, &g));
+  LOOM_PROPAGATE(attr_s(c, "auto_pad", "NOTSET", &ap));
+  for (size_t k = 0; k < ns; k++) kern[k] = const_dim(c, 1, (int)k + 2);
+  bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"), has_os = loom_onnx_node_attr(c->n, "output_shape") != NULL;
+  if (!same && strcmp(ap, "NOTSET") && strcmp(ap, "VALID")) return BAD(c->n, "auto_pad '%s' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER", ap);
+  if (!strcmp(ap, "VALID"))
+    for (size_t k = 0; k < 2 * ns; k++) pads[k] = 0;
+  if (has_os) {
+    const int64_t *v;
+    size_t n;
+    bool pr;
+    LOOM_PROPAGATE(oimp_attr_ints(c, "output_shape", &v, &n, &pr));
+    if (n != ns && n != ns + 2) return BAD(c->n, "output_shape has %zu entries for %zu spatial axes", n, ns);
+    for (size_t k = 0; k < ns; k++) oshape[k] = v[n - ns + k];
+  }
+  if (same || has_os) {
+    for (size_t k = 0; k < ns; k++) {
+      int64_t in = const_dim(c, 0, (int)k + 2);
+      if (in < 0 || kern[k] < 0) return UNSUP(c->n, "output_shape / auto_pad need constant input and kernel extents (axis %zu)", k);
+      int64_t full = strides[k] * (in - 1) + opad[k] + dil[k] * (kern[k] - 1) + 1, want = has_os ? oshape[k] : in * strides[k];
+      if (same) {
+        int64_t tot = full - want;
+        pads[k] = !strcmp(ap, "SAME_UPPER") ? tot / 2 : tot - tot / 2;
+        pads[ns + k] = tot - pads[k];
+      } else {
+        pads[ns + k] = full - pads[k] - want; /* the reference keeps the given pads before */
+      }
+    }
+  }
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "strides", ns, strides));
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "padding", 2 * ns, pads));
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "dilation", ns, dil));
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "output_padding", ns, opad));
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "groups", g));
+  return oimp_emit(c, "conv_transpose", c->nargs, c->args, c->n->outputs[0], out);
+}
+
+/* ---- LRN ------------------------------------------------------------------------------------ */
+
+static loom_status scalar_const(nctx *c, loom_dtype dt, double v, loom_graph_expr **out) {
+  loom_onnx_tensor *t = oimp_new_tensor(c->im, dt, 0, NULL);
+  if (!t) return LOOM_OOM();
+  if (dt == LOOM_DTYPE_F32) *(float *)t->data = (float)v;
+  else *(double *)t->data = v;
+  *out = oimp_const_of(c->im, t);
+  return *out ? LOOM_OK : LOOM_OOM();
+}
+
+/* LRN: x / (bias + alpha * mean of x^2 over `size` channels around c)^beta; the channel window
+ * is an avg_pool (padding counted) over (N, 1, C, rest). */
+static loom_status h_lrn(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  imp *im = c->im;
+  const loom_sinfo *si = c->args[0]->sinfo;
+  int r = oimp_in_rank(c, 0);
+  if (r < 3 || !si->dims) return UNSUP(c->n, "rank %d input (N, C, spatial...)", r);
+  if (si->dtype != LOOM_DTYPE_F32 && si->dtype != LOOM_DTYPE_F64) return UNSUP(c->n, "dtype %s (f32 or f64 only)", loom_dtype_name(si->dtype));
+  double alpha, beta, bias;
+  int64_t size;
+  LOOM_PROPAGATE(oimp_attr_float(c, "alpha", 1e-4, &alpha));
+  LOOM_PROPAGATE(oimp_attr_float(c, "beta", 0.75, &beta));
+  LOOM_PROPAGATE(oimp_attr_float(c, "bias", 1, &bias));
+  if (!loom_onnx_node_attr(c->n, "size")) return BAD(c->n, "attribute 'size' is required");
+  LOOM_PROPAGATE(oimp_attr_int(c, "size", 1, &size));
+  if (size < 1) return BAD(c->n, "size is %lld; must be >= 1", (long long)size);
+  loom_graph_expr *x = c->args[0], *sq, *pooled, *k, *t;
+  loom_graph_expr *xx[2] = {x, x};
+  LOOM_PROPAGATE(oimp_emit(c, "mul", 2, xx, NULL, &sq));
+  const loom_sym_expr *rest = loom_sym_const(im->cx, 1);
+  for (int k2 = 2; k2 < r; k2++) rest = loom_sym_mul(im->cx, rest, si->dims[k2]);
+  const loom_sym_expr *d4[4] = {si->dims[0], loom_sym_const(im->cx, 1), si->dims[1], rest};
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 4, d4));
+  LOOM_PROPAGATE(oimp_emit(c, "reshape", 1, &sq, NULL, &sq));
+  int64_t kern[2] = {size, 1}, pads[4] = {(size - 1) / 2, 0, size - 1 - (size - 1) / 2, 0};
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "kernel", 2, kern));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "padding", 4, pads));
+  oimp_add_attr(c, loom_graph_attr_bool(im->m, "count_include_pad", true));
+  LOOM_PROPAGATE(oimp_emit(c, "avg_pool", 1, &sq, NULL, &pooled));
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", (size_t)r, si->dims));
+  LOOM_PROPAGATE(oimp_emit(c, "reshape", 1, &pooled, NULL, &pooled));
+  LOOM_PROPAGATE(scalar_const(c, si->dtype, alpha, &k));
+  loom_graph_expr *a[2] = {pooled, k};
+  LOOM_PROPAGATE(oimp_emit(c, "mul", 2, a, NULL, &t));
+  LOOM_PROPAGATE(scalar_const(c, si->dtype, bias, &k));
+  a[0] = t, a[1] = k;
+  LOOM_PROPAGATE(oimp_emit(c, "add", 2, a, NULL, &t));
+  LOOM_PROPAGATE(scalar_const(c, si->dtype, beta, &k));
+  a[0] = t, a[1] = k;
+  LOOM_PROPAGATE(oimp_emit(c, "pow", 2, a, NULL, &t));
+  a[0] = x, a[1] = t;
+  return oimp_emit(c, "div", 2, a, c->n->outputs[0], out);
+}
+
 #define NOATTR " "
 #define POOL " auto_pad ceil_mode dilations kernel_shape pads strides "
 const op_entry oimp_image_table[] = {
@@ -290,6 +415,9 @@ const op_entry oimp_image_table[] = {
     {"AveragePool", NULL, h_pool, 1, 1, POOL "count_include_pad ", false},
     {"LpPool", NULL, h_pool, 1, 1, POOL "p ", false},
     {"GlobalAveragePool", NULL, h_pool, 1, 1, NOATTR, false},
+    {"GridSample", NULL, h_grid_sample, 2, 2, " align_corners mode padding_mode ", false},
+    {"ConvTranspose", NULL, h_conv_transpose, 2, 3, " auto_pad dilations group kernel_shape output_padding output_shape pads strides ", false},
+    {"LRN", NULL, h_lrn, 1, 1, " alpha beta bias size ", false},
     {"Resize", NULL, h_resize, 1, 4,
      " antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value keep_aspect_ratio_policy mode nearest_mode ",
      false},
