@@ -11,6 +11,7 @@ pub const compiler = [_][]const u8{
     "graph/op_reduce.c",
     "graph/op_nn.c",
     "graph/op_conv.c",
+    "graph/op_image.c",
     "graph/op_shape.c",
     "graph/op_index.c",
     "graph/op_create.c",

@@ -51,6 +51,7 @@ pub const suites = .{
         "tests/graph/test_text.c",
         "tests/graph/test_verify.c",
         "tests/graph/test_interp.c",
+        "tests/graph/test_image.c",
         "tests/graph/test_models.c",
         "tests/fuzz/fuzz_graph_parse.c",
     } },

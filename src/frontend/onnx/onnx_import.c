@@ -909,59 +909,6 @@ static loom_status h_cumsum(nctx *c, const op_entry *e, loom_graph_expr **out) {
   return LOOM_OK;
 }
 
-static loom_status ints_or(const nctx *c, const char *name, int64_t *buf, size_t want, int64_t dflt) {
-  const int64_t *v;
-  size_t n;
-  bool pr;
-  LOOM_PROPAGATE(oimp_attr_ints(c, name, &v, &n, &pr));
-  if (pr && n != want) return BAD(c->n, "attribute '%s' has %zu entries, expected %zu", name, n, want);
-  for (size_t k = 0; k < want; k++) buf[k] = pr ? v[k] : dflt;
-  return LOOM_OK;
-}
-
-/* Conv / MaxPool / AveragePool / GlobalAveragePool on (N, C, spatial...) inputs. */
-static loom_status h_conv_pool(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  int r = oimp_in_rank(c, 0);
-  bool conv = strcmp(e->onnx, "Conv") == 0, maxp = strcmp(e->onnx, "MaxPool") == 0;
-  if (strcmp(e->onnx, "GlobalAveragePool") == 0) {
-    if (r != 4) return UNSUP(c->n, "rank %d (only 2-D spatial inputs)", r);
-    return oimp_emit(c, "global_avg_pool2d", 1, c->args, c->n->outputs[0], out);
-  }
-  if (r < 3 || r > 4 || (!conv && r != 4)) return UNSUP(c->n, "rank %d input is not supported", r);
-  size_t ns = (size_t)r - 2;
-  const loom_onnx_attr *ap = loom_onnx_node_attr(c->n, "auto_pad");
-  if (ap && (ap->kind != LOOM_ONNX_ATTR_STRING || (strcmp(ap->s, "NOTSET") != 0 && strcmp(ap->s, "VALID") != 0)))
-    return UNSUP(c->n, "auto_pad '%s' is not supported", ap->kind == LOOM_ONNX_ATTR_STRING ? ap->s : "?");
-  int64_t pads[8], strides[4], dil[4], kern[4], v;
-  LOOM_PROPAGATE(ints_or(c, "pads", pads, 2 * ns, 0));
-  LOOM_PROPAGATE(ints_or(c, "strides", strides, ns, 1));
-  LOOM_PROPAGATE(ints_or(c, "dilations", dil, ns, 1));
-  if (!conv) {
-    if (!loom_onnx_node_attr(c->n, "kernel_shape")) return BAD(c->n, "attribute 'kernel_shape' is required");
-    LOOM_PROPAGATE(ints_or(c, "kernel_shape", kern, ns, 1));
-    LOOM_PROPAGATE(oimp_attr_int(c, "ceil_mode", 0, &v));
-    if (v) return UNSUP(c->n, "ceil_mode=1 is not supported");
-    LOOM_PROPAGATE(oimp_attr_int(c, "storage_order", 0, &v));
-    if (v) return UNSUP(c->n, "storage_order=1 is not supported");
-    for (size_t k = 0; k < ns; k++)
-      if (dil[k] != 1) return UNSUP(c->n, "dilations are not supported for pooling");
-    if (!maxp) {
-      LOOM_PROPAGATE(oimp_attr_int(c, "count_include_pad", 0, &v));
-      if (v) return UNSUP(c->n, "count_include_pad=1 is not supported");
-    }
-    if (c->n->n_outputs > 1 && *c->n->outputs[1]) return UNSUP(c->n, "the Indices output is not supported");
-    oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "kernel", ns, kern));
-  } else {
-    LOOM_PROPAGATE(oimp_attr_int(c, "group", 1, &v));
-    oimp_add_attr(c, loom_graph_attr_int(c->im->m, "groups", v));
-    oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "dilation", ns, dil));
-  }
-  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "strides", ns, strides));
-  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "padding", 2 * ns, pads));
-  const char *op = conv ? (ns == 1 ? "conv1d" : "conv2d") : maxp ? "max_pool2d" : "avg_pool2d";
-  return oimp_emit(c, op, conv ? c->nargs : 1, c->args, c->n->outputs[0], out);
-}
-
 /* Split into equal parts (the graph op's limit): each output is a tuple item. */
 static loom_status h_split(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t axis, sizes[64];
@@ -1150,10 +1097,6 @@ const op_entry oimp_core_table[] = {
     {"ReduceLogSum", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
     {"ReduceLogSumExp", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
     {"CumSum", "cumsum", h_cumsum, 2, 2, " exclusive reverse ", false},
-    {"Conv", NULL, h_conv_pool, 2, 3, " auto_pad dilations group kernel_shape pads strides ", true},
-    {"MaxPool", NULL, h_conv_pool, 1, 1, " auto_pad ceil_mode dilations kernel_shape pads storage_order strides ", true},
-    {"AveragePool", NULL, h_conv_pool, 1, 1, " auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides ", true},
-    {"GlobalAveragePool", NULL, h_conv_pool, 1, 1, NOATTR, true},
     {"Split", "split", h_split, 1, 2, " axis split num_outputs ", true},
     {"Slice", "strided_slice", h_slice, 1, 5, " starts ends axes ", false},
     {"Pad", "pad", h_pad, 1, 4, " mode pads value ", false},

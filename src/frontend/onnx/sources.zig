@@ -9,5 +9,6 @@ pub const compiler = [_][]const u8{
     "src/frontend/onnx/onnx_import.c",
     "src/frontend/onnx/onnx_import_nn.c",
     "src/frontend/onnx/onnx_import_symval.c",
+    "src/frontend/onnx/onnx_import_image.c",
     "src/frontend/onnx/conformance.c",
 };

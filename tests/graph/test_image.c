@@ -1,0 +1,150 @@
+/* test_image.c — the N-d spatial ops of graph/op_image.c on the reference interpreter:
+ * hand-computed pooling (dilation, ceil mode, counted padding, Lp, argmax indices, an empty
+ * batch), resize (static and run-time sizes), grid sampling, transposed convolution, and
+ * the inference errors for bad attributes. */
+#include <math.h>
+
+#include "tests/graph/graph_test_util.h"
+
+static void expect_t(const loom_graph_value *v, int nd, const int64_t *shape, const double *want, double tol) {
+  cr_assert_eq(v->kind, LOOM_SINFO_TENSOR);
+  cr_assert_eq(v->t.ndim, nd);
+  size_t n = 1;
+  for (int i = 0; i < nd; i++) {
+    cr_assert_eq(v->t.shape[i], shape[i], "axis %d: %lld vs %lld", i, (long long)v->t.shape[i], (long long)shape[i]);
+    n *= (size_t)shape[i];
+  }
+  for (size_t i = 0; i < n; i++) {
+    double g = loom_graph_tensor_get_f64(&v->t, i);
+    cr_assert(fabs(g - want[i]) <= tol, "element %zu: got %.9g want %.9g", i, g, want[i]);
+  }
+}
+
+static loom_graph_value run(loom_graph_module *m, size_t n, loom_graph_value *args) {
+  loom_graph_value out;
+  loom_status st = loom_graph_eval(m, "main", n, args, NULL, &out);
+  cr_assert(!st, "eval failed: %s", st ? loom_status_text(st, 0) : "");
+  return out;
+}
+
+static void expect_parse_error(const char *text, const char *needle) {
+  char *err;
+  loom_graph_module *m = gt_parse(text, &err);
+  cr_assert_null(m, "parse should fail");
+  cr_assert(err && strstr(err, needle), "error '%s' lacks '%s'", err ? err : "", needle);
+  free(err);
+}
+
+LOOM_TEST(graph_image, pool_1d_variants) {
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(x: Tensor[(b, 1, 5), f32]) -> Object {\n"
+      "  a = max_pool(x, kernel=[2], strides=[2], ceil_mode=true)\n"
+      "  i = max_pool_indices(x, kernel=[2], strides=[2], ceil_mode=true)\n"
+      "  c = avg_pool(x, kernel=[3], padding=[1, 1], count_include_pad=true)\n"
+      "  e = avg_pool(x, kernel=[3], padding=[1, 1])\n"
+      "  l = lp_pool(x, kernel=[2], p=2)\n"
+      "  d = max_pool(x, kernel=[2], dilation=[2])\n"
+      "  r = (a, i, c, e, l, d)\n  return r\n}\n");
+  double xv[] = {1, 3, 2, 5, 4};
+  loom_graph_value x = gt_tensor(LOOM_DTYPE_F32, 3, (int64_t[]){1, 1, 5}, xv);
+  loom_graph_value r = run(m, 1, &x);
+  /* ceil mode: windows [1 3] [2 5] [4] */
+  expect_t(&r.items[0], 3, (int64_t[]){1, 1, 3}, (double[]){3, 5, 4}, 0);
+  expect_t(&r.items[1], 3, (int64_t[]){1, 1, 3}, (double[]){1, 3, 4}, 0);
+  expect_t(&r.items[2], 3, (int64_t[]){1, 1, 5}, (double[]){4.0 / 3, 2, 10.0 / 3, 11.0 / 3, 3}, 1e-6);
+  expect_t(&r.items[3], 3, (int64_t[]){1, 1, 5}, (double[]){2, 2, 10.0 / 3, 11.0 / 3, 4.5}, 1e-6);
+  expect_t(&r.items[4], 3, (int64_t[]){1, 1, 4}, (double[]){sqrt(10), sqrt(13), sqrt(29), sqrt(41)}, 1e-5);
+  expect_t(&r.items[5], 3, (int64_t[]){1, 1, 3}, (double[]){2, 5, 4}, 0);
+  loom_graph_value_free(&r);
+  loom_graph_value_free(&x);
+  /* an empty batch and a size-1 spatial axis */
+  loom_graph_value e = gt_tensor(LOOM_DTYPE_F32, 3, (int64_t[]){0, 1, 5}, NULL);
+  r = run(m, 1, &e);
+  expect_t(&r.items[0], 3, (int64_t[]){0, 1, 3}, NULL, 0);
+  loom_graph_value_free(&r);
+  loom_graph_value_free(&e);
+  loom_graph_module_destroy(m);
+
+  m = gt_parse_ok(
+      "fn @main(x: Tensor[(1, 1, 1, 3, 1), f32]) -> Object {\n"
+      "  a = max_pool(x, kernel=[1, 2, 1], strides=[1, 1, 1], padding=[0, 0, 0, 0, 1, 0])\n"
+      "  i = max_pool_indices(x, kernel=[1, 2, 1], padding=[0, 0, 0, 0, 1, 0], storage_order=1)\n"
+      "  r = (a, i)\n  return r\n}\n");
+  x = gt_tensor(LOOM_DTYPE_F32, 5, (int64_t[]){1, 1, 1, 3, 1}, (double[]){7, 9, 8});
+  r = run(m, 1, &x);
+  expect_t(&r.items[0], 5, (int64_t[]){1, 1, 1, 3, 1}, (double[]){9, 9, 8}, 0);
+  expect_t(&r.items[1], 5, (int64_t[]){1, 1, 1, 3, 1}, (double[]){1, 1, 2}, 0);
+  loom_graph_value_free(&r);
+  loom_graph_value_free(&x);
+  loom_graph_module_destroy(m);
+}
+
+LOOM_TEST(graph_image, resize_static_and_runtime) {
+  loom_graph_module *m = gt_parse_ok(
+      "const @s2: Tensor[(4,), f64] = [1, 1, 2, 2]\n"
+      "const @s1: Tensor[(1,), f64] = [1.6666666666666667]\n"
+      "const @n5: Tensor[(1,), i64] = [5]\n"
+      "fn @main(x: Tensor[(1, 1, 2, 2), f32], y: Tensor[(3,), f32]) -> Object {\n"
+      "  a = resize(x, @s2, size=[1, 1, 4, 4], coord=\"asymmetric\", nearest_mode=\"floor\")\n"
+      "  b = resize(y, @s1, size=[5], mode=\"linear\", coord=\"align_corners\")\n"
+      "  c = resize(y, @n5, by=\"sizes\", mode=\"linear\", coord=\"align_corners\")\n"
+      "  d = resize(y, @s1, size=[5], mode=\"cubic\", coord=\"align_corners\")\n"
+      "  r = (a, b, c, d)\n  return r\n}\n");
+  loom_graph_value args[2] = {gt_tensor(LOOM_DTYPE_F32, 4, (int64_t[]){1, 1, 2, 2}, (double[]){1, 2, 3, 4}),
+                              gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){3}, (double[]){0, 10, 20})};
+  loom_graph_value r = run(m, 2, args);
+  expect_t(&r.items[0], 4, (int64_t[]){1, 1, 4, 4}, (double[]){1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}, 0);
+  expect_t(&r.items[1], 1, (int64_t[]){5}, (double[]){0, 5, 10, 15, 20}, 1e-5);
+  expect_t(&r.items[2], 1, (int64_t[]){5}, (double[]){0, 5, 10, 15, 20}, 1e-5);
+  /* cubic on a linear ramp: the interior stays on the ramp; the ends use edge padding */
+  cr_assert(fabs(loom_graph_tensor_get_f64(&r.items[3].t, 2) - 10) < 1e-5);
+  loom_graph_value_free(&r);
+  loom_graph_value_free(&args[0]);
+  loom_graph_value_free(&args[1]);
+  loom_graph_module_destroy(m);
+}
+
+LOOM_TEST(graph_image, grid_sample_and_conv_transpose) {
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(x: Tensor[(1, 1, 2, 2), f32], g: Tensor[(1, 1, 5, 2), f32], v: Tensor[(1, 1, 3), f32],\n"
+      "         w: Tensor[(1, 1, 2), f32]) -> Object {\n"
+      "  a = grid_sample(x, g, align_corners=true)\n"
+      "  n = grid_sample(x, g, mode=\"nearest\", padding_mode=\"border\", align_corners=true)\n"
+      "  t = conv_transpose(v, w, strides=[2])\n"
+      "  p = conv_transpose(v, w, strides=[2], padding=[1, 1])\n"
+      "  r = (a, n, t, p)\n  return r\n}\n");
+  loom_graph_value args[4] = {gt_tensor(LOOM_DTYPE_F32, 4, (int64_t[]){1, 1, 2, 2}, (double[]){1, 2, 3, 4}),
+                              gt_tensor(LOOM_DTYPE_F32, 4, (int64_t[]){1, 1, 5, 2}, (double[]){-1, -1, 1, -1, 0, 0, 1, 1, -3, 0}),
+                              gt_tensor(LOOM_DTYPE_F32, 3, (int64_t[]){1, 1, 3}, (double[]){1, 2, 3}),
+                              gt_tensor(LOOM_DTYPE_F32, 3, (int64_t[]){1, 1, 2}, (double[]){1, 10})};
+  loom_graph_value r = run(m, 4, args);
+  /* (x, y) = (-3, 0) lies outside: zeros padding gives 0, border clamps to column 0; nearest rounds 0.5 to even */
+  expect_t(&r.items[0], 4, (int64_t[]){1, 1, 1, 5}, (double[]){1, 2, 2.5, 4, 0}, 1e-6);
+  expect_t(&r.items[1], 4, (int64_t[]){1, 1, 1, 5}, (double[]){1, 2, 1, 4, 1}, 1e-6);
+  expect_t(&r.items[2], 3, (int64_t[]){1, 1, 6}, (double[]){1, 10, 2, 20, 3, 30}, 0);
+  expect_t(&r.items[3], 3, (int64_t[]){1, 1, 4}, (double[]){10, 2, 20, 3}, 0);
+  loom_graph_value_free(&r);
+  for (int i = 0; i < 4; i++) loom_graph_value_free(&args[i]);
+  loom_graph_module_destroy(m);
+}
+
+LOOM_TEST(graph_image, bad_attributes) {
+  expect_parse_error("fn @main(x: Tensor[(1, 1, 5), f32]) -> Object {\n  a = max_pool(x, kernel=[2, 2])\n  return a\n}\n",
+                     "a 2-entry kernel needs rank 4");
+  expect_parse_error("fn @main(x: Tensor[(1, 1, 5), f32]) -> Object {\n  a = avg_pool(x, kernel=[2], strides=[0])\n  return a\n}\n",
+                     "attribute 'strides' entry 0 is 0");
+  expect_parse_error("fn @main(x: Tensor[(1, 1, n), f32]) -> Object {\n  a = avg_pool(x, kernel=[2], ceil_mode=true)\n  return a\n}\n",
+                     "ceil_mode needs a constant extent");
+  expect_parse_error("const @s: Tensor[(1,), f64] = [2]\nfn @main(x: Tensor[(3,), f32]) -> Object {\n"
+                     "  a = resize(x, @s, size=[6], mode=\"bogus\")\n  return a\n}\n",
+                     "mode \"bogus\" is not nearest, linear or cubic");
+  expect_parse_error("const @s: Tensor[(2,), f64] = [2, 2]\nfn @main(x: Tensor[(3,), f32]) -> Object {\n"
+                     "  a = resize(x, @s, by=\"scales\")\n  return a\n}\n",
+                     "has 2 values for 1 resized axes");
+  expect_parse_error("fn @main(x: Tensor[(1, 1, 2, 2), f32], g: Tensor[(1, 3, 3, 3), f32]) -> Object {\n"
+                     "  a = grid_sample(x, g, padding_mode=\"wrap\")\n  return a\n}\n",
+                     "axis 3 is 3; expected 2 coordinates");
+  expect_parse_error("fn @main(x: Tensor[(1, 2, 4), f32], w: Tensor[(3, 1, 2), f32]) -> Object {\n"
+                     "  a = conv_transpose(x, w)\n  return a\n}\n",
+                     "operand 1 axis 0 is 3");
+}
