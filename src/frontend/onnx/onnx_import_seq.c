@@ -1,0 +1,487 @@
+/* onnx_import_seq.c — sequence-model ops: Attention (opset 23/24), RotaryEmbedding,
+ * TensorScatter, CausalConvWithState, and the recurrences (RNN, GRU, LSTM) unrolled over a
+ * static sequence length. Each follows the ONNX reference implementation
+ * (onnx/reference/ops/op_*.py), which produced the conformance data. */
+#include <math.h>
+#include <string.h>
+
+#include "frontend/onnx/onnx_import_internal.h"
+
+/* ---- small emitters ---------------------------------------------------------------- */
+
+static loom_status op1(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr **y) {
+  return oimp_emit(c, op, 1, &x, NULL, y);
+}
+
+static loom_status op2(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr **y) {
+  loom_graph_expr *ab[2] = {a, b};
+  return oimp_emit(c, op, 2, ab, NULL, y);
+}
+
+static loom_status op3(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr *d,
+                       loom_graph_expr **y) {
+  loom_graph_expr *abd[3] = {a, b, d};
+  return oimp_emit(c, op, 3, abd, NULL, y);
+}
+
+/* A rank-0 constant of dtype dt. */
+static loom_status scalar(nctx *c, loom_dtype dt, double v, loom_graph_expr **out) {
+  *out = loom_graph_const_scalar(c->im->m, dt, v);
+  return *out ? LOOM_OK : LOOM_OOM();
+}
+
+/* x (op) v, with v a scalar of x's dtype. */
+static loom_status op_k(nctx *c, const char *op, loom_graph_expr *x, double v, loom_graph_expr **y) {
+  loom_graph_expr *k;
+  LOOM_PROPAGATE(scalar(c, x->sinfo->dtype, v, &k));
+  return op2(c, op, x, k, y);
+}
+
+static loom_status permute(nctx *c, loom_graph_expr *x, size_t n, const int64_t *perm, loom_graph_expr **y) {
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, perm));
+  return op1(c, "permute_dims", x, y);
+}
+
+static loom_status reshape(nctx *c, loom_graph_expr *x, size_t n, const loom_sym_expr *const *dims, loom_graph_expr **y) {
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", n, dims));
+  return op1(c, "reshape", x, y);
+}
+
+static loom_status expand_dims(nctx *c, loom_graph_expr *x, size_t n, const int64_t *axes, loom_graph_expr **y) {
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, axes));
+  return op1(c, "expand_dims", x, y);
+}
+
+/* arange(start, end) of i64. */
+static loom_status arange(nctx *c, const loom_sym_expr *start, const loom_sym_expr *end, loom_graph_expr **y) {
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "start", 1, &start));
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "end", 1, &end));
+  return oimp_emit(c, "arange", 0, NULL, NULL, y);
+}
+
+static loom_status concat(nctx *c, loom_graph_expr *a, loom_graph_expr *b, int64_t axis, loom_graph_expr **y) {
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
+  return op2(c, "concat", a, b, y);
+}
+
+/* x[begin:end] along `axis`. */
+static loom_status slice(nctx *c, loom_graph_expr *x, int64_t axis, const loom_sym_expr *begin, const loom_sym_expr *end,
+                         loom_graph_expr **y) {
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &axis));
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "begin", 1, &begin));
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "end", 1, &end));
+  return op1(c, "strided_slice", x, y);
+}
+
+static loom_status attr_str(const nctx *c, const char *name, const char *def, const char **out) {
+  const loom_onnx_attr *a = loom_onnx_node_attr(c->n, name);
+  *out = def;
+  if (!a) return LOOM_OK;
+  if (a->kind != LOOM_ONNX_ATTR_STRING)
+    return BAD(c->n, "attribute '%s' must be string, not %s", name, loom_onnx_attr_kind_name(a->kind));
+  *out = a->s;
+  return LOOM_OK;
+}
+
+static bool wants_output(const nctx *c, size_t i) {
+  return c->n->n_outputs > i && *c->n->outputs[i];
+}
+
+/* The dims of a tensor operand (NULL when its rank is unknown). */
+static const loom_sym_expr *const *dims_of(const loom_graph_expr *x) {
+  const loom_sinfo *s = x->sinfo;
+  return s->kind == LOOM_SINFO_TENSOR && s->ndim >= 0 ? s->dims : NULL;
+}
+
+static bool sym_eq(nctx *c, const loom_sym_expr *a, const loom_sym_expr *b) {
+  return a == b || loom_sym_prove_eq(c->im->cx, a, b) == LOOM_SYM_TRUE;
+}
+
+/* ---- Attention ------------------------------------------------------------------------ */
+
+/* (b, s, heads * d) -> (b, heads, s, d). */
+static loom_status split_heads(nctx *c, loom_graph_expr *x, int64_t heads, loom_graph_expr **y) {
+  loom_sym_ctx *cx = c->im->cx;
+  const loom_sym_expr *const *d = dims_of(x), *s4[4];
+  int64_t hid;
+  if (loom_sym_is_const(d[2], &hid) && hid % heads)
+    return BAD(c->n, "hidden size %lld is not a multiple of %lld heads", (long long)hid, (long long)heads);
+  s4[0] = d[0], s4[1] = d[1], s4[2] = loom_sym_const(cx, heads), s4[3] = loom_sym_floordiv(cx, d[2], s4[2]);
+  static const int64_t p[4] = {0, 2, 1, 3};
+  LOOM_PROPAGATE(reshape(c, x, 4, s4, y));
+  return permute(c, *y, 4, p, y);
+}
+
+/* The combination of a keep-mask `allowed` (bool) with the mask so far (bool: keep; float:
+ * added; NULL: none). */
+static loom_status and_mask(nctx *c, loom_dtype dt, loom_graph_expr *allowed, loom_graph_expr **mask) {
+  if (!*mask) return *mask = allowed, LOOM_OK;
+  if ((*mask)->sinfo->dtype == LOOM_DTYPE_BOOL) return op2(c, "logical_and", *mask, allowed, mask);
+  loom_graph_expr *ninf;
+  LOOM_PROPAGATE(scalar(c, dt, -INFINITY, &ninf));
+  return op3(c, "where", allowed, *mask, ninf, mask);
+}
+
+/* softmax(q k^T * scale [softcapped] + bias) v composed of graph ops, for what the graph op
+ * `attention` does not do (softcap, the qk_matmul_output output). q (b, h, s, d), k and v
+ * (b, hk, t, .), mask bool / float / NULL broadcast to (b, h, s, t). A row whose bias is
+ * all -inf gives 0 (the reference's fully-masked-row guard). */
+static loom_status attention_composed(nctx *c, loom_graph_expr *q, loom_graph_expr *k, loom_graph_expr *v,
+                                      loom_graph_expr *mask, double scale, double softcap, int64_t mode,
+                                      loom_graph_expr **y, loom_graph_expr **qk_out) {
+  loom_dtype dt = q->sinfo->dtype;
+  int64_t h, hk;
+  if (!sym_eq(c, dims_of(q)[1], dims_of(k)[1])) {
+    if (!loom_sym_is_const(dims_of(q)[1], &h) || !loom_sym_is_const(dims_of(k)[1], &hk) || hk <= 0 || h % hk)
+      return UNSUP(c->n, "grouped-query attention needs static head counts that divide");
+    for (int i = 0; i < 2; i++) {
+      oimp_add_attr(c, loom_graph_attr_int(c->im->m, "repeats", h / hk));
+      oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 1));
+      LOOM_PROPAGATE(op1(c, "repeat", i ? v : k, i ? &v : &k));
+    }
+  }
+  loom_graph_expr *bias = mask, *qk, *t, *p;
+  if (mask && mask->sinfo->dtype == LOOM_DTYPE_BOOL) {
+    loom_graph_expr *zero, *ninf;
+    LOOM_PROPAGATE(scalar(c, dt, 0, &zero));
+    LOOM_PROPAGATE(scalar(c, dt, -INFINITY, &ninf));
+    LOOM_PROPAGATE(op3(c, "where", mask, zero, ninf, &bias));
+  }
+  static const int64_t kt[4] = {0, 1, 3, 2};
+  double sq = sqrt(scale);
+  LOOM_PROPAGATE(op_k(c, "mul", q, sq, &q));
+  LOOM_PROPAGATE(op_k(c, "mul", k, sq, &k));
+  LOOM_PROPAGATE(permute(c, k, 4, kt, &k));
+  LOOM_PROPAGATE(op2(c, "matmul", q, k, &qk));
+  if (softcap > 0) {
+    LOOM_PROPAGATE(op_k(c, "div", qk, softcap, &t));
+    LOOM_PROPAGATE(op1(c, "tanh", t, &t));
+    LOOM_PROPAGATE(op_k(c, "mul", t, softcap, &qk));
+  }
+  loom_graph_expr *withb = qk;
+  if (bias) LOOM_PROPAGATE(op2(c, "add", qk, bias, &withb));
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", -1));
+  LOOM_PROPAGATE(op1(c, "softmax", withb, &p));
+  if (bias) {
+    int64_t last = -1;
+    loom_graph_expr *mx, *dead, *zero;
+    if (bias->sinfo->ndim < 1) return UNSUP(c->n, "a rank-0 attention mask");
+    last = bias->sinfo->ndim - 1;
+    oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &last));
+    oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", true));
+    LOOM_PROPAGATE(op1(c, "max", bias, &mx));
+    LOOM_PROPAGATE(op_k(c, "equal", mx, -INFINITY, &dead));
+    LOOM_PROPAGATE(scalar(c, dt, 0, &zero));
+    LOOM_PROPAGATE(op3(c, "where", dead, zero, p, &p));
+  }
+  *qk_out = mode == 3 ? p : mode == 2 ? withb : qk;
+  return op2(c, "matmul", p, v, y);
+}
+
+/* Attention (opset 23; nonpad_kv_seqlen from 24): 3-D inputs split into q_num_heads /
+ * kv_num_heads heads, past key / value concatenated ahead of the new ones (present_key /
+ * present_value), a bool or float attn_mask shorter than the key length padded with
+ * "masked", is_causal aligned at the past length (top-left without a past, per batch at
+ * nonpad_kv_seqlen - q_len with one), nonpad_kv_seqlen masking the padded keys. The graph
+ * op `attention` does the work unless softcap or the qk_matmul_output output needs the
+ * composed form. */
+static loom_status h_attention(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  loom_sym_ctx *cx = c->im->cx;
+  int r = oimp_in_rank(c, 0);
+  if (r != 3 && r != 4) return UNSUP(c->n, "input 0 (Q) has rank %d (3 or 4)", r);
+  for (size_t i = 1; i < 3; i++)
+    if (oimp_in_rank(c, i) != r) return BAD(c->n, "input %zu has rank %d, Q has %d", i, oimp_in_rank(c, i), r);
+  int64_t causal, mode, hq, hkv;
+  double scale, softcap;
+  LOOM_PROPAGATE(oimp_attr_int(c, "is_causal", 0, &causal));
+  LOOM_PROPAGATE(oimp_attr_float(c, "softcap", 0, &softcap));
+  LOOM_PROPAGATE(oimp_attr_int(c, "qk_matmul_output_mode", 0, &mode));
+  LOOM_PROPAGATE(oimp_attr_int(c, "q_num_heads", 0, &hq));
+  LOOM_PROPAGATE(oimp_attr_int(c, "kv_num_heads", 0, &hkv));
+  if (mode < 0 || mode > 3) return BAD(c->n, "qk_matmul_output_mode %lld (0 to 3)", (long long)mode);
+  if (softcap < 0) return BAD(c->n, "softcap %g is negative", softcap);
+  loom_graph_expr *q = c->args[0], *k = c->args[1], *v = c->args[2];
+  loom_graph_expr *mask = c->nargs > 3 ? c->args[3] : NULL;
+  loom_graph_expr *pk = c->nargs > 4 ? c->args[4] : NULL, *pv = c->nargs > 5 ? c->args[5] : NULL;
+  loom_graph_expr *nonpad = c->nargs > 6 ? c->args[6] : NULL;
+  loom_dtype dt = q->sinfo->dtype;
+  if (!loom_dtype_is_float(dt)) return BAD(c->n, "Q has dtype %s (a float type)", loom_dtype_name(dt));
+  if (!pk != !pv) return BAD(c->n, "past_key and past_value must be given together");
+  if (nonpad && pk) return BAD(c->n, "nonpad_kv_seqlen cannot be combined with past_key / past_value");
+  if (r == 3) {
+    if (hq <= 0 || hkv <= 0)
+      return BAD(c->n, "3-D inputs need q_num_heads and kv_num_heads (got %lld and %lld)", (long long)hq, (long long)hkv);
+    LOOM_PROPAGATE(split_heads(c, q, hq, &q));
+    LOOM_PROPAGATE(split_heads(c, k, hkv, &k));
+    LOOM_PROPAGATE(split_heads(c, v, hkv, &v));
+  }
+  if (pk) {
+    if (oimp_in_rank(c, 4) != 4 || oimp_in_rank(c, 5) != 4) return BAD(c->n, "past_key and past_value must be 4-D");
+    LOOM_PROPAGATE(concat(c, pk, k, 2, &k));
+    LOOM_PROPAGATE(concat(c, pv, v, 2, &v));
+  }
+  if (wants_output(c, 1)) LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[1], k, NULL));
+  if (wants_output(c, 2)) LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[2], v, NULL));
+  const loom_sym_expr *S = dims_of(q)[2], *T = dims_of(k)[2], *P = pk ? dims_of(pk)[2] : loom_sym_const(cx, 0);
+  int64_t d;
+  if (!loom_onnx_node_attr(c->n, "scale")) {
+    if (!loom_sym_is_const(dims_of(q)[3], &d) || d <= 0) return UNSUP(c->n, "the default scale needs a static head size");
+    scale = 1.0 / sqrt((double)d);
+  } else {
+    LOOM_PROPAGATE(oimp_attr_float(c, "scale", 1.0, &scale));
+  }
+  if (mask) {
+    const loom_sinfo *ms = mask->sinfo;
+    if (ms->ndim < 1 || ms->ndim > 4) return UNSUP(c->n, "attn_mask of rank %d (1 to 4)", ms->ndim);
+    if (ms->dtype != LOOM_DTYPE_BOOL && ms->dtype != dt)
+      return BAD(c->n, "attn_mask has dtype %s (bool or Q's %s)", loom_dtype_name(ms->dtype), loom_dtype_name(dt));
+    const loom_sym_expr *tm = ms->dims[ms->ndim - 1];
+    if (!sym_eq(c, tm, T)) {
+      int64_t a, b;
+      if (!loom_sym_is_const(tm, &a) || !loom_sym_is_const(T, &b) || a > b)
+        return UNSUP(c->n, "attn_mask's last axis differs from the key length; it must be static and shorter");
+      const loom_sym_expr *pads[8];
+      for (int i = 0; i < 2 * ms->ndim; i++) pads[i] = loom_sym_const(cx, 0);
+      pads[2 * ms->ndim - 1] = loom_sym_const(cx, b - a);
+      oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "pads", (size_t)(2 * ms->ndim), pads));
+      oimp_add_attr(c, loom_graph_attr_float(c->im->m, "value", ms->dtype == LOOM_DTYPE_BOOL ? 0.0 : -INFINITY));
+      LOOM_PROPAGATE(op1(c, "pad", mask, &mask));
+    }
+  }
+  bool composed = softcap > 0 || wants_output(c, 3);
+  /* The graph op's causal mask is aligned bottom-right (j <= i + t - s): ONNX's when the
+   * past length is t - s. */
+  bool graph_causal = causal && !nonpad && !composed && sym_eq(c, loom_sym_add(cx, P, S), T);
+  loom_graph_expr *jj = NULL, *nb = NULL;
+  if ((causal && !graph_causal) || nonpad) LOOM_PROPAGATE(arange(c, loom_sym_const(cx, 0), T, &jj));
+  if (nonpad) {
+    if (oimp_in_rank(c, 6) != 1) return BAD(c->n, "nonpad_kv_seqlen must be 1-D");
+    static const int64_t ax3[3] = {1, 2, 3};
+    nb = nonpad;
+    if (nb->sinfo->dtype != LOOM_DTYPE_I64) {
+      oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_I64));
+      LOOM_PROPAGATE(op1(c, "cast", nb, &nb));
+    }
+    LOOM_PROPAGATE(expand_dims(c, nb, 3, ax3, &nb)); /* (b, 1, 1, 1) */
+  }
+  if (causal && !graph_causal) {
+    /* allowed[i, j] = j <= i + offset; offset = past length, or nonpad_kv_seqlen[b] - s. */
+    loom_graph_expr *ii, *allowed;
+    static const int64_t ax1 = 1;
+    /* i + offset: arange(P, P + s), or arange(-s, 0) + nonpad_kv_seqlen[b] */
+    const loom_sym_expr *i0 = nonpad ? loom_sym_neg(cx, S) : P;
+    LOOM_PROPAGATE(arange(c, i0, loom_sym_add(cx, i0, S), &ii));
+    LOOM_PROPAGATE(expand_dims(c, ii, 1, &ax1, &ii)); /* (s, 1) */
+    if (nonpad) LOOM_PROPAGATE(op2(c, "add", ii, nb, &ii)); /* (b, 1, s, 1) */
+    LOOM_PROPAGATE(op2(c, "less_equal", jj, ii, &allowed));
+    LOOM_PROPAGATE(and_mask(c, dt, allowed, &mask));
+  }
+  if (nonpad) {
+    loom_graph_expr *keep;
+    LOOM_PROPAGATE(op2(c, "less", jj, nb, &keep)); /* (b, 1, 1, t) */
+    LOOM_PROPAGATE(and_mask(c, dt, keep, &mask));
+  }
+  loom_graph_expr *y, *qk = NULL;
+  const char *yname = r == 4 ? c->n->outputs[0] : NULL;
+  if (composed) {
+    LOOM_PROPAGATE(attention_composed(c, q, k, v, mask, scale, softcap, mode, &y, &qk));
+    if (wants_output(c, 3)) LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[3], qk, NULL));
+  } else {
+    loom_graph_expr *a[4] = {q, k, v, mask};
+    oimp_add_attr(c, loom_graph_attr_float(c->im->m, "scale", scale));
+    oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "causal", graph_causal));
+    LOOM_PROPAGATE(oimp_emit(c, e->op, mask ? 4 : 3, a, yname, &y));
+  }
+  if (r == 4) return *out = y, LOOM_OK;
+  static const int64_t p[4] = {0, 2, 1, 3};
+  const loom_sym_expr *const *yd = dims_of(y), *s3[3];
+  LOOM_PROPAGATE(permute(c, y, 4, p, &y));
+  s3[0] = yd[0], s3[1] = yd[2], s3[2] = loom_sym_mul(cx, yd[1], yd[3]);
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 3, s3));
+  return oimp_emit(c, "reshape", 1, &y, c->n->outputs[0], out);
+}
+
+/* ---- RotaryEmbedding ---------------------------------------------------------------------- */
+
+/* x[begin:end:step] along `axis`, static bounds. */
+static loom_status slice_k(nctx *c, loom_graph_expr *x, int64_t axis, int64_t begin, int64_t end, int64_t step,
+                           loom_graph_expr **y) {
+  loom_sym_ctx *cx = c->im->cx;
+  const loom_sym_expr *st = loom_sym_const(cx, step);
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "strides", 1, &st));
+  return slice(c, x, axis, loom_sym_const(cx, begin), loom_sym_const(cx, end), y);
+}
+
+/* RotaryEmbedding (opset 23): input (b, h, s, d) or (b, s, h * d) with num_heads; the
+ * first rotary_embedding_dim (default d) features rotated in halves, or in even / odd
+ * pairs when interleaved; cos / sin caches (max_pos, r / 2) gathered at position_ids
+ * (b, s), or given as (b, s, r / 2). */
+static loom_status h_rotary(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  loom_sym_ctx *cx = c->im->cx;
+  int64_t inter, rd, nh, d;
+  LOOM_PROPAGATE(oimp_attr_int(c, "interleaved", 0, &inter));
+  LOOM_PROPAGATE(oimp_attr_int(c, "rotary_embedding_dim", 0, &rd));
+  LOOM_PROPAGATE(oimp_attr_int(c, "num_heads", 0, &nh));
+  int r = oimp_in_rank(c, 0);
+  loom_graph_expr *x = c->args[0], *cs = c->args[1], *sn = c->args[2];
+  static const int64_t p0213[4] = {0, 2, 1, 3};
+  if (r == 4) {
+    LOOM_PROPAGATE(permute(c, x, 4, p0213, &x));
+  } else if (r == 3) {
+    if (nh <= 0) return BAD(c->n, "a 3-D input needs num_heads (got %lld)", (long long)nh);
+    LOOM_PROPAGATE(split_heads(c, x, nh, &x));
+    LOOM_PROPAGATE(permute(c, x, 4, p0213, &x));
+  } else {
+    return UNSUP(c->n, "input 0 has rank %d (3 or 4)", r);
+  }
+  if (!loom_sym_is_const(dims_of(x)[3], &d)) return UNSUP(c->n, "the head size must be static");
+  if (rd == 0) rd = d;
+  if (rd < 0 || rd > d || rd % 2)
+    return BAD(c->n, "rotary_embedding_dim %lld must be even and at most the head size %lld", (long long)rd, (long long)d);
+  if (c->nargs > 3 && c->args[3]) {
+    oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 0));
+    LOOM_PROPAGATE(op2(c, "take", cs, c->args[3], &cs));
+    oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 0));
+    LOOM_PROPAGATE(op2(c, "take", sn, c->args[3], &sn));
+  }
+  int64_t half;
+  if (oimp_in_rank(c, 1) < 1 || !loom_sym_is_const(dims_of(cs)[dims_of(cs) ? cs->sinfo->ndim - 1 : 0], &half) || half != rd / 2)
+    return BAD(c->n, "the caches' last axis must be rotary_embedding_dim / 2 = %lld", (long long)(rd / 2));
+  static const int64_t ax2 = 2;
+  LOOM_PROPAGATE(expand_dims(c, cs, 1, &ax2, &cs)); /* (b, s, 1, r / 2) */
+  LOOM_PROPAGATE(expand_dims(c, sn, 1, &ax2, &sn));
+  loom_graph_expr *rot = x, *keep = NULL, *x1, *x2, *t1, *t2, *re, *im;
+  if (rd < d) {
+    LOOM_PROPAGATE(slice_k(c, x, 3, 0, rd, 1, &rot));
+    LOOM_PROPAGATE(slice_k(c, x, 3, rd, d, 1, &keep));
+  }
+  if (inter) {
+    LOOM_PROPAGATE(slice_k(c, rot, 3, 0, rd, 2, &x1));
+    LOOM_PROPAGATE(slice_k(c, rot, 3, 1, rd, 2, &x2));
+  } else {
+    LOOM_PROPAGATE(slice_k(c, rot, 3, 0, rd / 2, 1, &x1));
+    LOOM_PROPAGATE(slice_k(c, rot, 3, rd / 2, rd, 1, &x2));
+  }
+  LOOM_PROPAGATE(op2(c, "mul", cs, x1, &t1));
+  LOOM_PROPAGATE(op2(c, "mul", sn, x2, &t2));
+  LOOM_PROPAGATE(op2(c, "sub", t1, t2, &re));
+  LOOM_PROPAGATE(op2(c, "mul", sn, x1, &t1));
+  LOOM_PROPAGATE(op2(c, "mul", cs, x2, &t2));
+  LOOM_PROPAGATE(op2(c, "add", t1, t2, &im));
+  if (inter) {
+    static const int64_t ax4 = 4;
+    LOOM_PROPAGATE(expand_dims(c, re, 1, &ax4, &re));
+    LOOM_PROPAGATE(expand_dims(c, im, 1, &ax4, &im));
+    LOOM_PROPAGATE(concat(c, re, im, 4, &rot));
+    const loom_sym_expr *const *xd = dims_of(x), *s4[4] = {xd[0], xd[1], xd[2], loom_sym_const(cx, rd)};
+    LOOM_PROPAGATE(reshape(c, rot, 4, s4, &rot));
+  } else {
+    LOOM_PROPAGATE(concat(c, re, im, 3, &rot));
+  }
+  if (keep) LOOM_PROPAGATE(concat(c, rot, keep, 3, &rot));
+  if (r == 4) {
+    oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 4, p0213));
+    return oimp_emit(c, "permute_dims", 1, &rot, c->n->outputs[0], out);
+  }
+  const loom_sym_expr *const *in = dims_of(c->args[0]);
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 3, in));
+  return oimp_emit(c, "reshape", 1, &rot, c->n->outputs[0], out);
+}
+
+/* ---- TensorScatter -------------------------------------------------------------------------- */
+
+/* TensorScatter (opset 24): present = past with update written along `axis` (default -2)
+ * at write_indices[b] + j (mod the cache length when mode is circular), per batch b. A
+ * scatter_elements with those indices broadcast to the update's shape. */
+static loom_status h_tensor_scatter(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  loom_sym_ctx *cx = c->im->cx;
+  const char *mode;
+  int64_t axis;
+  LOOM_PROPAGATE(attr_str(c, "mode", "linear", &mode));
+  LOOM_PROPAGATE(oimp_attr_int(c, "axis", -2, &axis));
+  bool circ = !strcmp(mode, "circular");
+  if (!circ && strcmp(mode, "linear")) return BAD(c->n, "mode '%s' (linear | circular)", mode);
+  int r = oimp_in_rank(c, 0);
+  if (r < 2 || oimp_in_rank(c, 1) != r) return BAD(c->n, "past_cache (rank %d) and update (rank %d) must have one rank >= 2", r, oimp_in_rank(c, 1));
+  LOOM_PROPAGATE(oimp_norm_axes(c, r, &axis, 1));
+  if (axis == 0) return BAD(c->n, "axis 0 is the batch axis");
+  loom_graph_expr *past = c->args[0], *upd = c->args[1], *idx, *w;
+  const loom_sym_expr *const *ud = dims_of(upd), *one = loom_sym_const(cx, 1), *s[16];
+  LOOM_PROPAGATE(arange(c, loom_sym_const(cx, 0), ud[axis], &idx));
+  for (int k = 0; k < r; k++) s[k] = k == axis ? ud[axis] : one;
+  LOOM_PROPAGATE(reshape(c, idx, (size_t)r, s, &idx));
+  if (c->nargs > 2 && c->args[2]) {
+    if (oimp_in_rank(c, 2) != 1) return BAD(c->n, "write_indices must be 1-D");
+    w = c->args[2];
+    if (w->sinfo->dtype != LOOM_DTYPE_I64) {
+      oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_I64));
+      LOOM_PROPAGATE(op1(c, "cast", w, &w));
+    }
+    for (int k = 0; k < r; k++) s[k] = k == 0 ? ud[0] : one;
+    LOOM_PROPAGATE(reshape(c, w, (size_t)r, s, &w));
+    LOOM_PROPAGATE(op2(c, "add", idx, w, &idx));
+  }
+  if (circ) {
+    int64_t len;
+    if (!loom_sym_is_const(dims_of(past)[axis], &len) || len <= 0) return UNSUP(c->n, "circular mode needs a static cache length");
+    LOOM_PROPAGATE(op_k(c, "mod", idx, (double)len, &idx));
+  }
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)r, ud));
+  LOOM_PROPAGATE(op1(c, "broadcast_to", idx, &idx));
+  loom_graph_expr *a[3] = {past, idx, upd};
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
+  return oimp_emit(c, "scatter_elements", 3, a, c->n->outputs[0], out);
+}
+
+/* ---- CausalConvWithState ---------------------------------------------------------------- */
+
+/* CausalConvWithState (opset 27): a depthwise conv1d of [past_state (zeros), input] along
+ * the length with kernel (C, 1, k), optional bias and silu; present_state is the last k - 1
+ * columns of the padded input. */
+static loom_status h_causal_conv(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  loom_sym_ctx *cx = c->im->cx;
+  const char *act;
+  LOOM_PROPAGATE(attr_str(c, "activation", "none", &act));
+  bool silu = !strcmp(act, "silu") || !strcmp(act, "swish");
+  if (!silu && strcmp(act, "none")) return BAD(c->n, "activation '%s' (none | silu | swish)", act);
+  if (oimp_in_rank(c, 0) != 3 || oimp_in_rank(c, 1) != 3) return BAD(c->n, "input and weight must be 3-D");
+  loom_graph_expr *x = c->args[0], *w = c->args[1], *pad, *y;
+  int64_t k, ch;
+  if (!loom_sym_is_const(dims_of(w)[2], &k) || k < 1) return UNSUP(c->n, "the kernel size must be static");
+  if (!loom_sym_is_const(dims_of(x)[1], &ch) || ch < 1) return UNSUP(c->n, "the channel count must be static");
+  if (c->nargs > 3 && c->args[3]) {
+    if (oimp_in_rank(c, 3) != 3) return BAD(c->n, "past_state must be 3-D");
+    LOOM_PROPAGATE(concat(c, c->args[3], x, 2, &pad));
+  } else {
+    const loom_sym_expr *pads[6];
+    for (int i = 0; i < 6; i++) pads[i] = loom_sym_const(cx, 0);
+    pads[2] = loom_sym_const(cx, k - 1);
+    oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "pads", 6, pads));
+    LOOM_PROPAGATE(op1(c, "pad", x, &pad));
+  }
+  loom_graph_expr *a[3] = {pad, w, c->nargs > 2 ? c->args[2] : NULL};
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "groups", ch));
+  LOOM_PROPAGATE(oimp_emit(c, "conv1d", a[2] ? 3 : 2, a, silu ? NULL : c->n->outputs[0], &y));
+  if (silu) LOOM_PROPAGATE(oimp_emit(c, "silu", 1, &y, c->n->outputs[0], &y));
+  if (wants_output(c, 1)) {
+    const loom_sym_expr *L = dims_of(pad)[2];
+    loom_graph_expr *st;
+    LOOM_PROPAGATE(slice(c, pad, 2, loom_sym_sub(cx, L, loom_sym_const(cx, k - 1)), L, &st));
+    LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[1], st, NULL));
+  }
+  *out = y;
+  return LOOM_OK;
+}
+
+#define NOATTR " "
+const op_entry oimp_seq_table[] = {
+    {"Attention", "attention", h_attention, 3, 7,
+     " is_causal scale softcap qk_matmul_output_mode softmax_precision q_num_heads kv_num_heads ", true},
+    {"RotaryEmbedding", NULL, h_rotary, 3, 4, " interleaved rotary_embedding_dim num_heads ", false},
+    {"TensorScatter", NULL, h_tensor_scatter, 2, 3, " mode axis ", false},
+    {"CausalConvWithState", NULL, h_causal_conv, 2, 4, " activation ", true},
+};
+const size_t oimp_seq_table_len = sizeof oimp_seq_table / sizeof oimp_seq_table[0];
