@@ -476,6 +476,135 @@ static loom_status h_causal_conv(nctx *c, const op_entry *e, loom_graph_expr **o
   return LOOM_OK;
 }
 
+/* ---- LinearAttention --------------------------------------------------------------------- */
+
+/* x cast to f32 when it is another float type (the reference's working precision). */
+static loom_status to_f32(nctx *c, loom_graph_expr *x, loom_graph_expr **y) {
+  if (x->sinfo->dtype == LOOM_DTYPE_F32) return *y = x, LOOM_OK;
+  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_F32));
+  return op1(c, "cast", x, y);
+}
+
+static loom_status cast_to(nctx *c, loom_graph_expr *x, loom_dtype dt, const char *name, loom_graph_expr **y) {
+  if (x->sinfo->dtype == dt && !name) return *y = x, LOOM_OK;
+  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
+  return oimp_emit(c, "cast", 1, &x, name, y);
+}
+
+/* Step t of (b, h, T, x): (b, h, 1, x). */
+static loom_status step_of(nctx *c, loom_graph_expr *x, int64_t t, loom_graph_expr **y) {
+  return slice_k(c, x, 2, t, t + 1, 1, y);
+}
+
+/* LinearAttention (opset 27): the recurrence over the (static) sequence length, unrolled:
+ * per step, state (b, hk, dk, dv) *= exp(decay) (gated), v -= state^T k scaled by beta
+ * (delta), state += k v^T, out = scale * q state (the state repeated for grouped heads). */
+static loom_status h_linear_attention(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  loom_sym_ctx *cx = c->im->cx;
+  const char *rule;
+  int64_t hq, hk, T, dk, dv;
+  double scale;
+  LOOM_PROPAGATE(attr_str(c, "update_rule", "gated_delta", &rule));
+  LOOM_PROPAGATE(oimp_attr_int(c, "q_num_heads", 0, &hq));
+  LOOM_PROPAGATE(oimp_attr_int(c, "kv_num_heads", 0, &hk));
+  LOOM_PROPAGATE(oimp_attr_float(c, "scale", 0, &scale));
+  bool gated = !strcmp(rule, "gated") || !strcmp(rule, "gated_delta");
+  bool delta = !strcmp(rule, "delta") || !strcmp(rule, "gated_delta");
+  if (!gated && !delta && strcmp(rule, "linear")) return BAD(c->n, "update_rule '%s' (linear | gated | delta | gated_delta)", rule);
+  if (hq <= 0 || hk <= 0 || hq % hk)
+    return BAD(c->n, "q_num_heads (%lld) must be a positive multiple of kv_num_heads (%lld)", (long long)hq, (long long)hk);
+  loom_graph_expr *decay = c->nargs > 4 ? c->args[4] : NULL, *beta = c->nargs > 5 ? c->args[5] : NULL;
+  if (gated != (decay != NULL)) return BAD(c->n, "update_rule '%s' %s the decay input", rule, gated ? "needs" : "forbids");
+  if (delta != (beta != NULL)) return BAD(c->n, "update_rule '%s' %s the beta input", rule, delta ? "needs" : "forbids");
+  for (size_t i = 0; i < 3; i++)
+    if (oimp_in_rank(c, i) != 3) return BAD(c->n, "input %zu must be 3-D (b, T, heads * d), got rank %d", i, oimp_in_rank(c, i));
+  loom_dtype dt = c->args[0]->sinfo->dtype;
+  if (!loom_dtype_is_float(dt)) return BAD(c->n, "query has dtype %s (a float type)", loom_dtype_name(dt));
+  loom_graph_expr *q, *k, *v, *st, *dec = NULL, *bet = NULL;
+  LOOM_PROPAGATE(split_heads(c, c->args[0], hq, &q));
+  LOOM_PROPAGATE(split_heads(c, c->args[1], hk, &k));
+  LOOM_PROPAGATE(split_heads(c, c->args[2], hk, &v));
+  if (!loom_sym_is_const(dims_of(q)[2], &T)) return UNSUP(c->n, "the sequence length must be static (the recurrence is unrolled)");
+  if (!loom_sym_is_const(dims_of(q)[3], &dk) || !loom_sym_is_const(dims_of(v)[3], &dv))
+    return UNSUP(c->n, "the head sizes must be static");
+  LOOM_PROPAGATE(to_f32(c, q, &q));
+  LOOM_PROPAGATE(to_f32(c, k, &k));
+  LOOM_PROPAGATE(to_f32(c, v, &v));
+  if (decay) {
+    int64_t last;
+    if (oimp_in_rank(c, 4) != 3 || !loom_sym_is_const(dims_of(decay)[2], &last) || (last != hk && last != hk * dk))
+      return BAD(c->n, "decay must be (b, T, kv_num_heads) or (b, T, kv_num_heads * d_k)");
+    LOOM_PROPAGATE(split_heads(c, decay, hk, &dec)); /* (b, hk, T, 1 | dk) */
+    LOOM_PROPAGATE(to_f32(c, dec, &dec));
+  }
+  if (beta) {
+    int64_t last;
+    if (oimp_in_rank(c, 5) != 3 || !loom_sym_is_const(dims_of(beta)[2], &last) || (last != hk && last != 1))
+      return BAD(c->n, "beta must be (b, T, kv_num_heads) or (b, T, 1)");
+    LOOM_PROPAGATE(split_heads(c, beta, last, &bet)); /* (b, hk | 1, T, 1) */
+    LOOM_PROPAGATE(to_f32(c, bet, &bet));
+  }
+  loom_dtype st_dt = dt;
+  const loom_sym_expr *sd[4] = {dims_of(q)[0], loom_sym_const(cx, hk), loom_sym_const(cx, dk), loom_sym_const(cx, dv)};
+  if (c->nargs > 3 && c->args[3]) {
+    st = c->args[3];
+    if (oimp_in_rank(c, 3) != 4) return BAD(c->n, "past_state must be 4-D (b, kv_num_heads, d_k, d_v)");
+    st_dt = st->sinfo->dtype;
+    LOOM_PROPAGATE(to_f32(c, st, &st));
+  } else {
+    oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 4, sd));
+    oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_F32));
+    LOOM_PROPAGATE(oimp_emit(c, "zeros", 0, NULL, NULL, &st));
+  }
+  if (scale == 0) scale = 1.0 / sqrt((double)dk);
+  static const int64_t tr[4] = {0, 1, 3, 2};
+  loom_graph_expr *outs = NULL;
+  for (int64_t t = 0; t < T; t++) {
+    loom_graph_expr *qt, *kt, *vt, *kc, *x, *o;
+    LOOM_PROPAGATE(step_of(c, q, t, &qt)); /* (b, hq, 1, dk) */
+    LOOM_PROPAGATE(step_of(c, k, t, &kt)); /* (b, hk, 1, dk) */
+    LOOM_PROPAGATE(step_of(c, v, t, &vt)); /* (b, hk, 1, dv) */
+    if (dec) {
+      LOOM_PROPAGATE(step_of(c, dec, t, &x));
+      LOOM_PROPAGATE(permute(c, x, 4, tr, &x)); /* (b, hk, 1 | dk, 1) */
+      LOOM_PROPAGATE(op1(c, "exp", x, &x));
+      LOOM_PROPAGATE(op2(c, "mul", st, x, &st));
+    }
+    if (bet) {
+      loom_graph_expr *got, *bt;
+      LOOM_PROPAGATE(op2(c, "matmul", kt, st, &got)); /* (b, hk, 1, dv) */
+      LOOM_PROPAGATE(op2(c, "sub", vt, got, &vt));
+      LOOM_PROPAGATE(step_of(c, bet, t, &bt)); /* (b, hk | 1, 1, 1) */
+      LOOM_PROPAGATE(op2(c, "mul", bt, vt, &vt));
+    }
+    LOOM_PROPAGATE(permute(c, kt, 4, tr, &kc)); /* (b, hk, dk, 1) */
+    LOOM_PROPAGATE(op2(c, "mul", kc, vt, &x));
+    LOOM_PROPAGATE(op2(c, "add", st, x, &st));
+    x = st;
+    if (hq != hk) {
+      oimp_add_attr(c, loom_graph_attr_int(c->im->m, "repeats", hq / hk));
+      oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 1));
+      LOOM_PROPAGATE(op1(c, "repeat", st, &x));
+    }
+    LOOM_PROPAGATE(op2(c, "matmul", qt, x, &o)); /* (b, hq, 1, dv) */
+    LOOM_PROPAGATE(op_k(c, "mul", o, scale, &o));
+    if (!outs) outs = o;
+    else LOOM_PROPAGATE(concat(c, outs, o, 2, &outs));
+  }
+  if (!outs) return UNSUP(c->n, "an empty sequence");
+  static const int64_t p0213[4] = {0, 2, 1, 3};
+  const loom_sym_expr *s3[3] = {dims_of(q)[0], loom_sym_const(cx, T), loom_sym_const(cx, hq * dv)};
+  LOOM_PROPAGATE(permute(c, outs, 4, p0213, &outs));
+  LOOM_PROPAGATE(reshape(c, outs, 3, s3, &outs));
+  if (wants_output(c, 1)) {
+    loom_graph_expr *ps;
+    LOOM_PROPAGATE(cast_to(c, st, st_dt, NULL, &ps));
+    LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[1], ps, NULL));
+  }
+  return cast_to(c, outs, dt, c->n->outputs[0], out);
+}
+
 #define NOATTR " "
 const op_entry oimp_seq_table[] = {
     {"Attention", "attention", h_attention, 3, 7,
@@ -483,5 +612,6 @@ const op_entry oimp_seq_table[] = {
     {"RotaryEmbedding", NULL, h_rotary, 3, 4, " interleaved rotary_embedding_dim num_heads ", false},
     {"TensorScatter", NULL, h_tensor_scatter, 2, 3, " mode axis ", false},
     {"CausalConvWithState", NULL, h_causal_conv, 2, 4, " activation ", true},
+    {"LinearAttention", NULL, h_linear_attention, 3, 6, " chunk_size kv_num_heads q_num_heads scale update_rule ", true},
 };
 const size_t oimp_seq_table_len = sizeof oimp_seq_table / sizeof oimp_seq_table[0];
