@@ -3,6 +3,7 @@
  * static sequence length. Each follows the ONNX reference implementation
  * (onnx/reference/ops/op_*.py), which produced the conformance data. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "frontend/onnx/onnx_import_internal.h"
@@ -605,6 +606,265 @@ static loom_status h_linear_attention(nctx *c, const op_entry *e, loom_graph_exp
   return cast_to(c, outs, dt, c->n->outputs[0], out);
 }
 
+/* ---- RNN, GRU, LSTM ------------------------------------------------------------------------ */
+
+/* One recurrence being unrolled. */
+typedef struct rnn {
+  int gates;                 /* 1 (RNN), 3 (GRU: z r h), 4 (LSTM: i o f c) */
+  int64_t H;                 /* hidden size */
+  double clip;               /* > 0: gate pre-activations clipped to [-clip, clip] */
+  bool lbr;                  /* GRU linear_before_reset */
+  const char *act[3];        /* f, g, h of the direction being built */
+  loom_graph_expr *lens;     /* sequence_lens as (b, 1) i64, or NULL */
+} rnn;
+
+static loom_status rnn_act(nctx *c, const rnn *rn, int which, loom_graph_expr *x, loom_graph_expr **y) {
+  if (rn->clip > 0) {
+    oimp_add_attr(c, loom_graph_attr_float(c->im->m, "min", -rn->clip));
+    oimp_add_attr(c, loom_graph_attr_float(c->im->m, "max", rn->clip));
+    LOOM_PROPAGATE(op1(c, "clip", x, &x));
+  }
+  const char *a = rn->act[which];
+  if (!strcmp(a, "Sigmoid")) return op1(c, "sigmoid", x, y);
+  if (!strcmp(a, "Tanh")) return op1(c, "tanh", x, y);
+  if (!strcmp(a, "Relu")) return op1(c, "relu", x, y);
+  return UNSUP(c->n, "activation '%s' is not supported (Sigmoid, Tanh, Relu)", a);
+}
+
+/* x[d] of a (D, ...) operand. */
+static loom_status dir_of(nctx *c, loom_graph_expr *x, int64_t d, loom_graph_expr **y) {
+  static const int64_t ax0 = 0;
+  LOOM_PROPAGATE(slice_k(c, x, 0, d, d + 1, 1, y));
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &ax0));
+  return op1(c, "squeeze", *y, y);
+}
+
+/* x @ w^T (+ b). */
+static loom_status lin(nctx *c, loom_graph_expr *x, loom_graph_expr *w, loom_graph_expr *b, loom_graph_expr **y) {
+  loom_graph_expr *a[3] = {x, w, b};
+  return oimp_emit(c, "linear", b ? 3 : 2, a, NULL, y);
+}
+
+/* Rows / elements [g * H, (g + n) * H) of a (G * H, ...) weight or (G * H) bias (axis 0) or
+ * of gate pre-activations (b, G * H) (axis 1). */
+static loom_status gate_k(nctx *c, const rnn *rn, loom_graph_expr *x, int64_t axis, int g, int n, loom_graph_expr **y) {
+  if (!x) return *y = NULL, LOOM_OK;
+  return slice_k(c, x, axis, g * rn->H, (g + n) * rn->H, 1, y);
+}
+
+/* One direction over X (T, b, in): the hidden state per step into ys[t] (position t, also
+ * for the reverse direction), the final h (and c) into *hl, *cl. W (G*H, in), R (G*H, H),
+ * wb / rb (G*H) or NULL, p (3H) or NULL, h0 / c0 (b, H). */
+static loom_status rnn_dir(nctx *c, const rnn *rn, loom_graph_expr *X, int64_t T, bool rev, loom_graph_expr *W,
+                           loom_graph_expr *R, loom_graph_expr *wb, loom_graph_expr *rb, loom_graph_expr *p,
+                           loom_graph_expr *h, loom_graph_expr *cc, loom_graph_expr **ys, loom_graph_expr **hl,
+                           loom_graph_expr **cl) {
+  static const int64_t ax0 = 0;
+  loom_graph_expr *xw, *rzr = NULL, *rh = NULL, *rbzr = NULL, *rbh = NULL, *pi = NULL, *po = NULL, *pf = NULL, *zero;
+  LOOM_PROPAGATE(lin(c, X, W, wb, &xw)); /* (T, b, G*H) */
+  LOOM_PROPAGATE(scalar(c, X->sinfo->dtype, 0, &zero));
+  if (rn->gates == 3) {
+    LOOM_PROPAGATE(gate_k(c, rn, R, 0, 0, 2, &rzr));
+    LOOM_PROPAGATE(gate_k(c, rn, R, 0, 2, 1, &rh));
+    LOOM_PROPAGATE(gate_k(c, rn, rb, 0, 0, 2, &rbzr));
+    LOOM_PROPAGATE(gate_k(c, rn, rb, 0, 2, 1, &rbh));
+  }
+  if (p) {
+    LOOM_PROPAGATE(gate_k(c, rn, p, 0, 0, 1, &pi));
+    LOOM_PROPAGATE(gate_k(c, rn, p, 0, 1, 1, &po));
+    LOOM_PROPAGATE(gate_k(c, rn, p, 0, 2, 1, &pf));
+  }
+  for (int64_t s = 0; s < T; s++) {
+    int64_t t = rev ? T - 1 - s : s;
+    loom_graph_expr *xt, *g, *hn, *cn = NULL, *a, *b2;
+    LOOM_PROPAGATE(slice_k(c, xw, 0, t, t + 1, 1, &xt));
+    oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &ax0));
+    LOOM_PROPAGATE(op1(c, "squeeze", xt, &xt)); /* (b, G*H) */
+    if (rn->gates == 1) {
+      LOOM_PROPAGATE(lin(c, h, R, rb, &g));
+      LOOM_PROPAGATE(op2(c, "add", xt, g, &g));
+      LOOM_PROPAGATE(rnn_act(c, rn, 0, g, &hn));
+    } else if (rn->gates == 3) {
+      loom_graph_expr *z, *r, *hh;
+      LOOM_PROPAGATE(lin(c, h, rzr, rbzr, &g));
+      LOOM_PROPAGATE(gate_k(c, rn, xt, 1, 0, 2, &a));
+      LOOM_PROPAGATE(op2(c, "add", a, g, &g));
+      LOOM_PROPAGATE(gate_k(c, rn, g, 1, 0, 1, &z));
+      LOOM_PROPAGATE(gate_k(c, rn, g, 1, 1, 1, &r));
+      LOOM_PROPAGATE(rnn_act(c, rn, 0, z, &z));
+      LOOM_PROPAGATE(rnn_act(c, rn, 0, r, &r));
+      if (rn->lbr) {
+        LOOM_PROPAGATE(lin(c, h, rh, rbh, &b2));
+        LOOM_PROPAGATE(op2(c, "mul", r, b2, &b2));
+      } else {
+        LOOM_PROPAGATE(op2(c, "mul", r, h, &b2));
+        LOOM_PROPAGATE(lin(c, b2, rh, rbh, &b2));
+      }
+      LOOM_PROPAGATE(gate_k(c, rn, xt, 1, 2, 1, &a));
+      LOOM_PROPAGATE(op2(c, "add", a, b2, &hh));
+      LOOM_PROPAGATE(rnn_act(c, rn, 1, hh, &hh));
+      /* (1 - z) * hh + z * h = hh + z * (h - hh) */
+      LOOM_PROPAGATE(op2(c, "sub", h, hh, &a));
+      LOOM_PROPAGATE(op2(c, "mul", z, a, &a));
+      LOOM_PROPAGATE(op2(c, "add", hh, a, &hn));
+    } else {
+      loom_graph_expr *gi, *go, *gf, *gc;
+      LOOM_PROPAGATE(lin(c, h, R, rb, &g));
+      LOOM_PROPAGATE(op2(c, "add", xt, g, &g));
+      LOOM_PROPAGATE(gate_k(c, rn, g, 1, 0, 1, &gi));
+      LOOM_PROPAGATE(gate_k(c, rn, g, 1, 1, 1, &go));
+      LOOM_PROPAGATE(gate_k(c, rn, g, 1, 2, 1, &gf));
+      LOOM_PROPAGATE(gate_k(c, rn, g, 1, 3, 1, &gc));
+      if (p) {
+        LOOM_PROPAGATE(op2(c, "mul", pi, cc, &a));
+        LOOM_PROPAGATE(op2(c, "add", gi, a, &gi));
+        LOOM_PROPAGATE(op2(c, "mul", pf, cc, &a));
+        LOOM_PROPAGATE(op2(c, "add", gf, a, &gf));
+      }
+      LOOM_PROPAGATE(rnn_act(c, rn, 0, gi, &gi));
+      LOOM_PROPAGATE(rnn_act(c, rn, 0, gf, &gf));
+      LOOM_PROPAGATE(rnn_act(c, rn, 1, gc, &gc));
+      LOOM_PROPAGATE(op2(c, "mul", gf, cc, &a));
+      LOOM_PROPAGATE(op2(c, "mul", gi, gc, &b2));
+      LOOM_PROPAGATE(op2(c, "add", a, b2, &cn));
+      if (p) {
+        LOOM_PROPAGATE(op2(c, "mul", po, cn, &a));
+        LOOM_PROPAGATE(op2(c, "add", go, a, &go));
+      }
+      LOOM_PROPAGATE(rnn_act(c, rn, 0, go, &go));
+      LOOM_PROPAGATE(rnn_act(c, rn, 2, cn, &a));
+      LOOM_PROPAGATE(op2(c, "mul", go, a, &hn));
+    }
+    if (rn->lens) { /* steps at or past a batch row's length keep its state and output 0 */
+      loom_graph_expr *live, *tk;
+      LOOM_PROPAGATE(scalar(c, LOOM_DTYPE_I64, (double)t, &tk));
+      LOOM_PROPAGATE(op2(c, "less", tk, rn->lens, &live));
+      LOOM_PROPAGATE(op3(c, "where", live, hn, zero, &ys[t]));
+      LOOM_PROPAGATE(op3(c, "where", live, hn, h, &hn));
+      if (cn) LOOM_PROPAGATE(op3(c, "where", live, cn, cc, &cn));
+    } else {
+      ys[t] = hn;
+    }
+    h = hn;
+    if (cn) cc = cn;
+  }
+  *hl = h, *cl = cc;
+  return LOOM_OK;
+}
+
+/* The activation names of direction d (defaults: RNN Tanh; GRU Sigmoid, Tanh; LSTM Sigmoid,
+ * Tanh, Tanh). */
+static loom_status rnn_acts(nctx *c, rnn *rn, int64_t d, int64_t ndir) {
+  static const char *const defs[3][3] = {{"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}};
+  int nf = rn->gates == 1 ? 1 : rn->gates == 3 ? 2 : 3;
+  for (int i = 0; i < nf; i++) rn->act[i] = defs[nf - 1][i];
+  const loom_onnx_attr *a = loom_onnx_node_attr(c->n, "activations");
+  if (!a) return LOOM_OK;
+  if (a->kind != LOOM_ONNX_ATTR_STRINGS) return BAD(c->n, "attribute 'activations' must be strings");
+  if ((int64_t)a->count != nf * ndir)
+    return BAD(c->n, "activations has %zu names, %lld expected", a->count, (long long)(nf * ndir));
+  for (int i = 0; i < nf; i++) rn->act[i] = a->strings[d * nf + i];
+  return LOOM_OK;
+}
+
+/* RNN, GRU and LSTM: the recurrence unrolled over the static sequence length, per
+ * direction (forward, reverse, bidirectional), with layout, bias, initial state, peepholes,
+ * clip, custom Sigmoid / Tanh / Relu activations and sequence_lens (forward only). */
+static loom_status h_rnn(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  loom_sym_ctx *cx = c->im->cx;
+  rnn rn = {.gates = !strcmp(e->onnx, "RNN") ? 1 : !strcmp(e->onnx, "GRU") ? 3 : 4};
+  const char *dir;
+  int64_t hs, layout, lbr = 0, ifg = 0, T;
+  LOOM_PROPAGATE(oimp_attr_int(c, "hidden_size", 0, &hs));
+  LOOM_PROPAGATE(oimp_attr_int(c, "layout", 0, &layout));
+  LOOM_PROPAGATE(oimp_attr_float(c, "clip", 0, &rn.clip));
+  LOOM_PROPAGATE(attr_str(c, "direction", "forward", &dir));
+  if (rn.gates == 3) LOOM_PROPAGATE(oimp_attr_int(c, "linear_before_reset", 0, &lbr));
+  if (rn.gates == 4) LOOM_PROPAGATE(oimp_attr_int(c, "input_forget", 0, &ifg));
+  if (ifg) return UNSUP(c->n, "input_forget is not supported");
+  rn.lbr = lbr != 0;
+  int64_t ndir = !strcmp(dir, "bidirectional") ? 2 : 1;
+  if (ndir == 1 && strcmp(dir, "forward") && strcmp(dir, "reverse"))
+    return BAD(c->n, "direction '%s' (forward | reverse | bidirectional)", dir);
+  if (layout != 0 && layout != 1) return BAD(c->n, "layout %lld (0 or 1)", (long long)layout);
+  if (oimp_in_rank(c, 0) != 3 || oimp_in_rank(c, 1) != 3 || oimp_in_rank(c, 2) != 3)
+    return BAD(c->n, "X, W and R must be 3-D");
+  loom_graph_expr *X = c->args[0], *W = c->args[1], *R = c->args[2];
+  int64_t rh, wd;
+  if (!loom_sym_is_const(dims_of(R)[2], &rh)) return UNSUP(c->n, "the hidden size must be static");
+  if (hs && hs != rh) return BAD(c->n, "hidden_size %lld but R has %lld columns", (long long)hs, (long long)rh);
+  rn.H = rh;
+  if (loom_sym_is_const(dims_of(W)[0], &wd) && wd != ndir)
+    return BAD(c->n, "W has %lld directions, direction '%s' needs %lld", (long long)wd, dir, (long long)ndir);
+  static const int64_t p102[3] = {1, 0, 2};
+  if (layout) LOOM_PROPAGATE(permute(c, X, 3, p102, &X));
+  if (!loom_sym_is_const(dims_of(X)[0], &T) || T < 1)
+    return UNSUP(c->n, "the sequence length must be static and positive (the recurrence is unrolled)");
+  loom_graph_expr *B = c->nargs > 3 ? c->args[3] : NULL, *h0 = c->nargs > 5 ? c->args[5] : NULL;
+  loom_graph_expr *c0 = rn.gates == 4 && c->nargs > 6 ? c->args[6] : NULL, *P = rn.gates == 4 && c->nargs > 7 ? c->args[7] : NULL;
+  if (c->nargs > 4 && c->args[4]) {
+    if (ndir != 1 || !strcmp(dir, "reverse")) return UNSUP(c->n, "sequence_lens with direction '%s'", dir);
+    static const int64_t ax1 = 1;
+    loom_graph_expr *l = c->args[4];
+    if (oimp_in_rank(c, 4) != 1) return BAD(c->n, "sequence_lens must be 1-D");
+    LOOM_PROPAGATE(cast_to(c, l, LOOM_DTYPE_I64, NULL, &l));
+    LOOM_PROPAGATE(expand_dims(c, l, 1, &ax1, &rn.lens)); /* (b, 1) */
+  }
+  if (layout) {
+    if (h0) LOOM_PROPAGATE(permute(c, h0, 3, p102, &h0));
+    if (c0) LOOM_PROPAGATE(permute(c, c0, 3, p102, &c0));
+  }
+  loom_graph_expr *zs;
+  const loom_sym_expr *zd[2] = {dims_of(X)[1], loom_sym_const(cx, rn.H)};
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 2, zd));
+  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", X->sinfo->dtype));
+  LOOM_PROPAGATE(oimp_emit(c, "zeros", 0, NULL, NULL, &zs));
+  loom_graph_expr **ys = calloc((size_t)(T * ndir), sizeof *ys);
+  loom_graph_expr *yd[2], *hd[2], *cd[2];
+  if (!ys) return LOOM_OOM();
+  loom_status st = LOOM_OK;
+  static const int64_t ax0 = 0, ax1 = 1;
+  for (int64_t d = 0; d < ndir && !st; d++) {
+    loom_graph_expr *Wd, *Rd, *bd = NULL, *wb = NULL, *rb = NULL, *pd = NULL, *hi = zs, *ci = zs, *hl, *cl;
+    if ((st = rnn_acts(c, &rn, d, ndir))) break;
+    if ((st = dir_of(c, W, d, &Wd)) || (st = dir_of(c, R, d, &Rd))) break;
+    if (B && ((st = dir_of(c, B, d, &bd)) || (st = slice_k(c, bd, 0, 0, rn.gates * rn.H, 1, &wb)) ||
+              (st = slice_k(c, bd, 0, rn.gates * rn.H, 2 * rn.gates * rn.H, 1, &rb))))
+      break;
+    if (P && (st = dir_of(c, P, d, &pd))) break;
+    if (h0 && (st = dir_of(c, h0, d, &hi))) break;
+    if (c0 && (st = dir_of(c, c0, d, &ci))) break;
+    if ((st = rnn_dir(c, &rn, X, T, d == 1 || !strcmp(dir, "reverse"), Wd, Rd, wb, rb, pd, hi, ci, ys + d * T, &hl, &cl)))
+      break;
+    for (int64_t t = 0; t < T && !st; t++) st = expand_dims(c, ys[d * T + t], 1, &ax0, &ys[d * T + t]);
+    if (!st) st = oimp_emit(c, "concat", (size_t)T, ys + d * T, NULL, &yd[d]); /* (T, b, H) */
+    if (!st) st = expand_dims(c, yd[d], 1, &ax1, &yd[d]);
+    if (!st) st = expand_dims(c, hl, 1, &ax0, &hd[d]);
+    if (!st) st = expand_dims(c, cl, 1, &ax0, &cd[d]);
+  }
+  free(ys);
+  LOOM_PROPAGATE(st);
+  loom_graph_expr *Y = yd[0], *Yh = hd[0], *Yc = cd[0];
+  if (ndir == 2) {
+    LOOM_PROPAGATE(concat(c, yd[0], yd[1], 1, &Y));
+    LOOM_PROPAGATE(concat(c, hd[0], hd[1], 0, &Yh));
+    LOOM_PROPAGATE(concat(c, cd[0], cd[1], 0, &Yc));
+  }
+  if (layout) {
+    static const int64_t p2013[4] = {2, 0, 1, 3};
+    LOOM_PROPAGATE(permute(c, Y, 4, p2013, &Y));
+    LOOM_PROPAGATE(permute(c, Yh, 3, p102, &Yh));
+    LOOM_PROPAGATE(permute(c, Yc, 3, p102, &Yc));
+  }
+  if (wants_output(c, 1)) LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[1], Yh, NULL));
+  if (wants_output(c, 2)) {
+    if (rn.gates != 4) return BAD(c->n, "%s has two outputs", e->onnx);
+    LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[2], Yc, NULL));
+  }
+  *out = Y;
+  return LOOM_OK;
+}
+
 #define NOATTR " "
 const op_entry oimp_seq_table[] = {
     {"Attention", "attention", h_attention, 3, 7,
@@ -612,6 +872,9 @@ const op_entry oimp_seq_table[] = {
     {"RotaryEmbedding", NULL, h_rotary, 3, 4, " interleaved rotary_embedding_dim num_heads ", false},
     {"TensorScatter", NULL, h_tensor_scatter, 2, 3, " mode axis ", false},
     {"CausalConvWithState", NULL, h_causal_conv, 2, 4, " activation ", true},
+    {"RNN", NULL, h_rnn, 3, 6, " activations clip direction hidden_size layout ", true},
+    {"GRU", NULL, h_rnn, 3, 6, " activations clip direction hidden_size layout linear_before_reset ", true},
+    {"LSTM", NULL, h_rnn, 3, 8, " activations clip direction hidden_size input_forget layout ", true},
     {"LinearAttention", NULL, h_linear_attention, 3, 6, " chunk_size kv_num_heads q_num_heads scale update_rule ", true},
 };
 const size_t oimp_seq_table_len = sizeof oimp_seq_table / sizeof oimp_seq_table[0];
