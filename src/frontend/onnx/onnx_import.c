@@ -948,36 +948,6 @@ static loom_status h_split(nctx *c, const op_entry *e, loom_graph_expr **out) {
   return LOOM_OK;
 }
 
-/* Attention (opset 23) on 4-D (b, h, s, d) inputs with an optional mask; no past state,
- * no softcap, only the first output. Causal only for square score matrices (ONNX aligns
- * the causal mask top-left, the graph op bottom-right: the same when s == t). */
-static loom_status h_attention(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  for (size_t i = 0; i < 3; i++)
-    if (oimp_in_rank(c, i) != 4) return UNSUP(c->n, "input %zu has rank %d (only 4-D q, k, v)", i, oimp_in_rank(c, i));
-  if (c->nargs > 4) return UNSUP(c->n, "past key / value inputs are not supported");
-  for (size_t i = 1; i < c->n->n_outputs; i++)
-    if (*c->n->outputs[i]) return UNSUP(c->n, "output %zu is not supported", i);
-  int64_t causal, v;
-  double scale, softcap;
-  LOOM_PROPAGATE(oimp_attr_int(c, "is_causal", 0, &causal));
-  LOOM_PROPAGATE(oimp_attr_float(c, "softcap", 0, &softcap));
-  if (softcap != 0) return UNSUP(c->n, "softcap is not supported");
-  LOOM_PROPAGATE(oimp_attr_int(c, "qk_matmul_output_mode", 0, &v));
-  const loom_sinfo *q = c->args[0]->sinfo, *k = c->args[1]->sinfo;
-  int64_t d, sq, tk;
-  if (!loom_onnx_node_attr(c->n, "scale")) {
-    if (!loom_sym_is_const(q->dims[3], &d) || d <= 0) return UNSUP(c->n, "the default scale needs a static head size");
-    scale = 1.0 / sqrt((double)d);
-  } else {
-    LOOM_PROPAGATE(oimp_attr_float(c, "scale", 1.0, &scale));
-  }
-  if (causal && !(loom_sym_is_const(q->dims[2], &sq) && loom_sym_is_const(k->dims[2], &tk) && sq == tk))
-    return UNSUP(c->n, "is_causal with different query and key lengths is not supported");
-  oimp_add_attr(c, loom_graph_attr_float(c->im->m, "scale", scale));
-  oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "causal", causal != 0));
-  return oimp_emit(c, e->op, c->nargs, c->args, c->n->outputs[0], out);
-}
-
 static loom_status h_gather(nctx *c, const op_entry *e, loom_graph_expr **out);
 
 static loom_status h_scatter(nctx *c, const op_entry *e, loom_graph_expr **out) {
@@ -1090,7 +1060,6 @@ const op_entry oimp_core_table[] = {
     {"Mean", NULL, h_variadic, 1, 8, NOATTR, false},
     {"Tile", "tile", h_tile, 2, 2, NOATTR, false},
     {"ScatterElements", "scatter_elements", h_scatter, 3, 3, " axis reduction ", false},
-    {"Attention", "attention", h_attention, 3, 6, " is_causal scale softcap qk_matmul_output_mode softmax_precision ", true},
     {"ReduceSumSquare", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
     {"ReduceL1", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
     {"ReduceL2", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
