@@ -11,6 +11,7 @@ pub const suites = .{
         "tests/base/test_diag.c",
         "tests/base/test_dtype.c",
         "tests/base/test_intern.c",
+        "tests/base/test_lowp.c",
         "tests/base/test_map.c",
         "tests/base/test_status.c",
         "tests/base/test_strbuf.c",
@@ -42,6 +43,7 @@ pub const suites = .{
         "tests/onnx/test_onnx_conformance.c",
         "tests/onnx/test_conformance_run.c",
         "tests/onnx/test_onnx_import_cli.c",
+        "tests/onnx/test_onnx_quant.c",
         "tests/fuzz/fuzz_onnx_model.c",
         "tests/fuzz/test_fuzz_onnx.c",
     } },
@@ -51,6 +53,7 @@ pub const suites = .{
         "tests/graph/test_verify.c",
         "tests/graph/test_interp.c",
         "tests/graph/test_models.c",
+        "tests/graph/test_lowp.c",
         "tests/fuzz/fuzz_graph_parse.c",
     } },
     .{ .name = "legalize", .files = &[_][]const u8{

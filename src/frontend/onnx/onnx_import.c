@@ -320,16 +320,6 @@ static loom_status h_axis(nctx *c, const op_entry *e, loom_graph_expr **out) {
   return oimp_h_simple(c, e, out);
 }
 
-static loom_status h_cast(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  int64_t to;
-  LOOM_PROPAGATE(oimp_attr_int(c, "to", -1, &to));
-  if (to < 0) return BAD(c->n, "attribute 'to' is required");
-  loom_dtype dt;
-  if (!loom_onnx_elem_dtype((int32_t)to, &dt)) return UNSUP(c->n, "cast to %s is not supported", loom_onnx_elem_name((int32_t)to));
-  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
-  return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
-}
-
 static loom_status h_reshape(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t shp[16], allowzero;
   size_t n;
@@ -530,13 +520,6 @@ static loom_status h_mod(nctx *c, const op_entry *e, loom_graph_expr **out) {
   LOOM_PROPAGATE(oimp_emit(c, "sub", 2, t, NULL, &rb));
   t[0] = d, t[1] = rb, t[2] = r;
   return oimp_emit(c, "where", 3, t, c->n->outputs[0], out);
-}
-
-static loom_status h_castlike(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  loom_dtype dt = c->args[1]->sinfo->dtype;
-  if (dt == LOOM_DTYPE_UNKNOWN) return UNSUP(c->n, "the target dtype is unknown");
-  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
-  return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
 
 loom_status oimp_fold_const(nctx *c, loom_onnx_tensor *t, loom_graph_expr **out) {
@@ -1122,7 +1105,6 @@ const op_entry oimp_core_table[] = {
     {"Mul", "mul", oimp_h_simple, 2, 2, NOATTR, false},
     {"Div", "div", h_div, 2, 2, NOATTR, false},
     {"Mod", "mod", h_mod, 2, 2, " fmod ", false},
-    {"CastLike", "cast", h_castlike, 2, 2, " saturate ", false},
     {"Size", NULL, h_size, 1, 1, NOATTR, false},
     {"ConstantOfShape", NULL, h_constant_of_shape, 1, 1, " value ", false},
     {"Range", NULL, h_range, 3, 3, NOATTR, false},
@@ -1188,7 +1170,6 @@ const op_entry oimp_core_table[] = {
     {"Softmax", "softmax", h_axis, 1, 1, " axis ", false},
     {"LogSoftmax", "log_softmax", h_axis, 1, 1, " axis ", false},
     {"Identity", NULL, oimp_h_identity, 1, 1, NOATTR, false},
-    {"Cast", "cast", h_cast, 1, 1, " to saturate ", false},
     {"Reshape", "reshape", h_reshape, 2, 2, " allowzero ", false},
     {"Transpose", "permute_dims", h_transpose, 1, 1, " perm ", false},
     {"Unsqueeze", "expand_dims", h_axes_shape, 1, 2, " axes ", false},

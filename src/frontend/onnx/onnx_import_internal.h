@@ -1,6 +1,7 @@
 /* onnx_import_internal.h — what the importer's files share (onnx_import.c: the driver, the
  * table of direct mappings and the shape ops; onnx_import_nn.c: ops composed of several
- * graph ops — losses, activations, normalizations, index tricks). Not a public interface. */
+ * graph ops — losses, activations, normalizations, index tricks; onnx_import_quant.c: casts
+ * and quantization). Not a public interface. */
 #ifndef LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
 #define LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
 #include "frontend/onnx/onnx_import.h"
