@@ -1,7 +1,7 @@
 /* onnx_import_quant.c — ONNX casts and quantization: Cast / CastLike (with saturate and
  * round_mode for the float8 / e8m0 targets), BitCast, QuantizeLinear / DequantizeLinear
- * (per-tensor, per-axis, blocked), DynamicQuantizeLinear, QLinearMatMul, MatMulInteger and
- * ConvInteger. Each is composed of graph ops and follows ONNX's reference implementation
+ * (per-tensor, per-axis, blocked), DynamicQuantizeLinear, QLinearMatMul, QLinearConv,
+ * MatMulInteger and ConvInteger. Each is composed of graph ops and follows ONNX's reference implementation
  * (onnx/reference/ops/op_*.py), including where it computes in int32 or float64. The
  * low-precision element types themselves are in src/base/lowp.h. */
 #include <math.h>
@@ -355,38 +355,29 @@ static loom_status h_matmul_integer(nctx *c, const op_entry *e, loom_graph_expr 
   return oimp_emit(c, "matmul", 2, ab, c->n->outputs[0], out);
 }
 
-/* The reference: C = (a - a_zp) @ (b - b_zp) in int32; D = C * (a_scale * b_scale / y_scale)
- * (the scale product in the scales' dtype, the rest in float64 as NumPy promotes), + y_zp,
- * rounded half to even and clamped to y_zp's type. Scalar scales and zero points only. */
-static loom_status h_qlinear_matmul(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  (void)e;
-  static const size_t scalars[] = {1, 2, 4, 5, 6, 7};
-  for (size_t k = 0; k < 6; k++) {
-    size_t i = scalars[k];
-    if (!oimp_has_input(c, i)) {
-      if (i == 2 || i == 5 || i == 7) continue;
-      return BAD(c->n, "input %zu (a scale) is required", i);
-    }
-    const loom_sinfo *s = c->args[i]->sinfo;
-    bool single = s->kind == LOOM_SINFO_TENSOR && s->ndim >= 0 && s->dims;
-    for (int d = 0; single && d < s->ndim; d++) single = is_one(s->dims[d]);
-    if (!single) return UNSUP(c->n, "input %zu: only per-tensor (one-element) scales and zero points are supported", i);
-  }
-  loom_dtype odt = oimp_has_input(c, 7) ? c->args[7]->sinfo->dtype : c->args[0]->sinfo->dtype;
+/* Whether input i is absent (optional) or has one element. */
+static bool single_or_absent(const nctx *c, size_t i) {
+  if (!oimp_has_input(c, i)) return true;
+  const loom_sinfo *s = c->args[i]->sinfo;
+  bool single = s->kind == LOOM_SINFO_TENSOR && s->ndim >= 0 && s->dims;
+  for (int d = 0; single && d < s->ndim; d++) single = is_one(s->dims[d]);
+  return single;
+}
+
+/* The reference's requantization of an int32 accumulator: acc * scale (scale = x_scale *
+ * w_scale / y_scale in the scales' dtype; acc and the rest in float64, as NumPy promotes int32
+ * times float32), + y_zero_point (input `yz`), rounded half to even, clamped to `odt`. */
+static loom_status requantize(nctx *c, loom_graph_expr *acc, loom_graph_expr *scale, size_t yz, loom_dtype odt,
+                              loom_graph_expr **out) {
   double lo, hi;
   if (!int_range(odt, &lo, &hi)) return BAD(c->n, "output type %s is not an integer type", loom_dtype_name(odt));
-  loom_graph_expr *a, *b, *m, *s, *y;
-  LOOM_PROPAGATE(centered(c, 0, 2, 0, NULL, &a));
-  LOOM_PROPAGATE(centered(c, 3, 5, 0, NULL, &b));
-  LOOM_PROPAGATE(emit2(c, "matmul", a, b, &m));
-  LOOM_PROPAGATE(emit2(c, "mul", c->args[1], c->args[4], &s));
-  LOOM_PROPAGATE(emit2(c, "div", s, c->args[6], &s));
-  LOOM_PROPAGATE(to_dtype(c, s, LOOM_DTYPE_F64, &s));
-  LOOM_PROPAGATE(to_dtype(c, m, LOOM_DTYPE_F64, &m));
-  LOOM_PROPAGATE(emit2(c, "mul", m, s, &y));
-  if (oimp_has_input(c, 7)) {
+  loom_graph_expr *y;
+  LOOM_PROPAGATE(to_dtype(c, scale, LOOM_DTYPE_F64, &scale));
+  LOOM_PROPAGATE(to_dtype(c, acc, LOOM_DTYPE_F64, &acc));
+  LOOM_PROPAGATE(emit2(c, "mul", acc, scale, &y));
+  if (oimp_has_input(c, yz)) {
     loom_graph_expr *z;
-    LOOM_PROPAGATE(to_dtype(c, c->args[7], LOOM_DTYPE_F64, &z));
+    LOOM_PROPAGATE(to_dtype(c, c->args[yz], LOOM_DTYPE_F64, &z));
     LOOM_PROPAGATE(emit2(c, "add", y, z, &y));
   }
   LOOM_PROPAGATE(emit1(c, "round", y, &y));
@@ -395,24 +386,79 @@ static loom_status h_qlinear_matmul(nctx *c, const op_entry *e, loom_graph_expr 
   return oimp_emit(c, "cast", 1, &y, c->n->outputs[0], out);
 }
 
-/* Conv of (x - x_zero_point) and (w - w_zero_point) in int32 (a 1-D w_zero_point is per
- * output channel), by the importer's Conv. */
-static loom_status h_conv_integer(nctx *c, const op_entry *e, loom_graph_expr **out) {
+/* The reference: C = (a - a_zp) @ (b - b_zp) in int32, requantized with a_scale * b_scale /
+ * y_scale into y_zp's type (a's without one). Per-tensor scales and zero points only. */
+static loom_status h_qlinear_matmul(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
+  for (size_t i = 1; i < 8; i++) {
+    if (i == 3) continue;
+    if ((i == 1 || i == 4 || i == 6) && !oimp_has_input(c, i)) return BAD(c->n, "input %zu (a scale) is required", i);
+    if (!single_or_absent(c, i))
+      return UNSUP(c->n, "input %zu: only per-tensor (one-element) scales and zero points are supported", i);
+  }
+  loom_dtype odt = oimp_has_input(c, 7) ? c->args[7]->sinfo->dtype : c->args[0]->sinfo->dtype;
+  loom_graph_expr *a, *b, *m, *s;
+  LOOM_PROPAGATE(centered(c, 0, 2, 0, NULL, &a));
+  LOOM_PROPAGATE(centered(c, 3, 5, 0, NULL, &b));
+  LOOM_PROPAGATE(emit2(c, "matmul", a, b, &m));
+  LOOM_PROPAGATE(emit2(c, "mul", c->args[1], c->args[4], &s));
+  LOOM_PROPAGATE(emit2(c, "div", s, c->args[6], &s));
+  return requantize(c, m, s, 7, odt, out);
+}
+
+/* Conv of (input x - input xz) and (input w - input wz) in int32 (a 1-D w zero point is per
+ * output channel) by the importer's Conv handler; *r is the weights' rank. */
+static loom_status conv_centered(nctx *c, size_t x, size_t xz, size_t w, size_t wz, int *r, loom_graph_expr **out) {
   const op_entry *conv = NULL;
   for (size_t i = 0; i < oimp_core_table_len; i++)
     if (!strcmp(oimp_core_table[i].onnx, "Conv")) conv = &oimp_core_table[i];
   if (!conv) return UNSUP(c->n, "Conv is not supported");
-  int r = oimp_in_rank(c, 1);
-  if (r < 3 || r > 8) return UNSUP(c->n, "weights of rank %d", r);
-  const loom_sym_expr *one = loom_sym_const(c->im->cx, 1), *wz[8];
-  for (int k = 0; k < r; k++) wz[k] = k == 0 ? NULL : one;
-  loom_graph_expr *x, *w;
-  LOOM_PROPAGATE(centered(c, 0, 2, 0, NULL, &x));
-  LOOM_PROPAGATE(centered(c, 1, 3, r, wz, &w));
-  c->args[0] = x, c->args[1] = w, c->nargs = 2;
+  *r = oimp_in_rank(c, w);
+  if (*r < 3 || *r > 8) return UNSUP(c->n, "weights of rank %d", *r);
+  if (!single_or_absent(c, xz)) return UNSUP(c->n, "input %zu: only a per-tensor x zero point is supported", xz);
+  const loom_sym_expr *one = loom_sym_const(c->im->cx, 1), *wzs[8];
+  for (int k = 0; k < *r; k++) wzs[k] = k == 0 ? NULL : one;
+  loom_graph_expr *xi, *wi;
+  LOOM_PROPAGATE(centered(c, x, xz, 0, NULL, &xi));
+  LOOM_PROPAGATE(centered(c, w, wz, *r, wzs, &wi));
+  c->args[0] = xi, c->args[1] = wi, c->nargs = 2;
   c->consts[0] = c->consts[1] = NULL;
   return conv->h(c, conv, out);
+}
+
+static loom_status h_conv_integer(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  int r;
+  return conv_centered(c, 0, 2, 1, 3, &r, out);
+}
+
+/* The reference: conv of the centered inputs in int32 (the bias input B is not supported: the
+ * importer takes at most 8 inputs), requantized with x_scale *
+ * w_scale / y_scale (w_scale per output channel when 1-D) into y_zp's type (x's without one). */
+static loom_status h_qlinear_conv(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  for (size_t i = 1; i < 8; i++)
+    if ((i == 1 || i == 4 || i == 6) && !oimp_has_input(c, i)) return BAD(c->n, "input %zu (a scale) is required", i);
+  if (!single_or_absent(c, 1) || !single_or_absent(c, 6) || !single_or_absent(c, 7))
+    return UNSUP(c->n, "only per-tensor x and y scales and zero points are supported");
+  loom_dtype odt = oimp_has_input(c, 7) ? c->args[7]->sinfo->dtype : c->args[0]->sinfo->dtype;
+  loom_graph_expr *xs = c->args[1], *ws = c->args[4], *ys = c->args[6], *acc, *s;
+  int r;
+  LOOM_PROPAGATE(conv_centered(c, 0, 2, 3, 5, &r, &acc));
+  if (ws->sinfo->kind != LOOM_SINFO_TENSOR || ws->sinfo->ndim < 0 || !ws->sinfo->dims)
+    return UNSUP(c->n, "the shape of w_scale is unknown");
+  bool single = true;
+  for (int d = 0; d < ws->sinfo->ndim; d++) single = single && is_one(ws->sinfo->dims[d]);
+  if (!single) { /* per output channel: (1, O, 1, ...) */
+    if (ws->sinfo->ndim != 1) return BAD(c->n, "w_scale has rank %d (a scalar or 1-D)", ws->sinfo->ndim);
+    const loom_sym_expr *one = loom_sym_const(c->im->cx, 1), *d[8];
+    for (int k = 0; k < r; k++) d[k] = k == 1 ? ws->sinfo->dims[0] : one;
+    oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)r, d));
+    LOOM_PROPAGATE(emit1(c, "reshape", ws, &ws));
+  }
+  LOOM_PROPAGATE(emit2(c, "mul", xs, ws, &s));
+  LOOM_PROPAGATE(emit2(c, "div", s, ys, &s));
+  return requantize(c, acc, s, 7, odt, out);
 }
 
 const op_entry oimp_quant_table[] = {
@@ -425,5 +471,6 @@ const op_entry oimp_quant_table[] = {
     {"QLinearMatMul", NULL, h_qlinear_matmul, 6, 8, NOATTR, false},
     {"MatMulInteger", NULL, h_matmul_integer, 2, 4, NOATTR, false},
     {"ConvInteger", NULL, h_conv_integer, 2, 4, " auto_pad dilations group kernel_shape pads strides ", false},
+    {"QLinearConv", NULL, h_qlinear_conv, 8, 8, " auto_pad dilations group kernel_shape pads strides ", false},
 };
 const size_t oimp_quant_table_len = sizeof oimp_quant_table / sizeof oimp_quant_table[0];
