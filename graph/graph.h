@@ -390,6 +390,7 @@ loom_graph_attr loom_graph_attr_int(loom_graph_module *m, const char *name, int6
 loom_graph_attr loom_graph_attr_float(loom_graph_module *m, const char *name, double v);
 loom_graph_attr loom_graph_attr_bool(loom_graph_module *m, const char *name, bool v);
 loom_graph_attr loom_graph_attr_dtype(loom_graph_module *m, const char *name, loom_dtype v);
+loom_graph_attr loom_graph_attr_str(loom_graph_module *m, const char *name, const char *v); /* v interned */
 loom_graph_attr loom_graph_attr_ints(loom_graph_module *m, const char *name, size_t n, const int64_t *v);
 loom_graph_attr loom_graph_attr_syms(loom_graph_module *m, const char *name, size_t n,
                                      const loom_sym_expr *const *v);

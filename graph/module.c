@@ -261,6 +261,10 @@ loom_graph_attr loom_graph_attr_float(loom_graph_module *m, const char *name, do
 loom_graph_attr loom_graph_attr_bool(loom_graph_module *m, const char *name, bool v) {
   return (loom_graph_attr){.name = loom_intern_cstr(&m->names, name), .kind = LOOM_GRAPH_ATTR_BOOL, .i = v};
 }
+loom_graph_attr loom_graph_attr_str(loom_graph_module *m, const char *name, const char *v) {
+  return (loom_graph_attr){.name = loom_intern_cstr(&m->names, name), .kind = LOOM_GRAPH_ATTR_STR,
+                           .s = loom_intern_cstr(&m->names, v)};
+}
 loom_graph_attr loom_graph_attr_dtype(loom_graph_module *m, const char *name, loom_dtype v) {
   return (loom_graph_attr){.name = loom_intern_cstr(&m->names, name), .kind = LOOM_GRAPH_ATTR_DTYPE, .dtype = v};
 }
@@ -468,6 +472,35 @@ static loom_status check_attrs(loom_graph_icx *ic, const loom_graph_op_impl *imp
   return LOOM_OK;
 }
 
+/* Ops that only move or convert elements; the rest refuse the low-precision dtypes
+ * (loom_dtype_is_lowp), which carry no arithmetic: cast them to a wider type first. */
+static bool takes_lowp(loom_graph_op op) {
+  switch (op) {
+  case LOOM_GRAPH_OP_CAST: case LOOM_GRAPH_OP_BITCAST: case LOOM_GRAPH_OP_RESHAPE: case LOOM_GRAPH_OP_PERMUTE_DIMS:
+  case LOOM_GRAPH_OP_EXPAND_DIMS: case LOOM_GRAPH_OP_SQUEEZE: case LOOM_GRAPH_OP_FLATTEN:
+  case LOOM_GRAPH_OP_BROADCAST_TO: case LOOM_GRAPH_OP_CONCAT: case LOOM_GRAPH_OP_STRIDED_SLICE:
+  case LOOM_GRAPH_OP_SHAPE_OF: case LOOM_GRAPH_OP_SPLIT: case LOOM_GRAPH_OP_TILE: case LOOM_GRAPH_OP_REPEAT:
+  case LOOM_GRAPH_OP_TAKE: case LOOM_GRAPH_OP_GATHER_ELEMENTS: case LOOM_GRAPH_OP_SCATTER_ELEMENTS:
+    return true;
+  default: return false;
+  }
+}
+
+static loom_status check_lowp(loom_graph_icx *ic, const loom_sinfo *result) {
+  loom_graph_op op = ic->call->u.call.op;
+  if (takes_lowp(op)) return LOOM_OK;
+  for (size_t i = 0; i < ic->call->u.call.nargs; i++) {
+    const loom_sinfo *a = ic->call->u.call.args[i]->sinfo;
+    if ((a->kind == LOOM_SINFO_TENSOR || a->kind == LOOM_SINFO_SCALAR) && loom_dtype_is_lowp(a->dtype))
+      return loom_graph_icx_error(ic, "operand %zu has dtype %s, which only data movement and cast accept", i,
+                                  loom_dtype_name(a->dtype));
+  }
+  if ((result->kind == LOOM_SINFO_TENSOR || result->kind == LOOM_SINFO_SCALAR) && loom_dtype_is_lowp(result->dtype))
+    return loom_graph_icx_error(ic, "result dtype %s is accepted only by data movement and cast",
+                                loom_dtype_name(result->dtype));
+  return LOOM_OK;
+}
+
 static loom_status infer_op(loom_graph_icx *ic, const loom_sinfo **out) {
   loom_graph_op op = ic->call->u.call.op;
   int lo, hi;
@@ -487,7 +520,7 @@ static loom_status infer_op(loom_graph_icx *ic, const loom_sinfo **out) {
     loom_status st = loom_sym_ctx_take_error(ic->cx);
     return st ? st : LOOM_OOM();
   }
-  return LOOM_OK;
+  return check_lowp(ic, *out);
 }
 
 /* Signature check of a call to a graph function / extern: each argument against the param. */

@@ -3,12 +3,19 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/lowp.h"
 #include "graph/graph_internal.h"
 
 static const loom_graph_attr_spec no_attrs[] = {{NULL, 0, false}};
 static const loom_graph_attr_spec clip_attrs[] = {
     {"min", LOOM_GRAPH_ATTR_FLOAT, false}, {"max", LOOM_GRAPH_ATTR_FLOAT, false}, {NULL, 0, false}};
-static const loom_graph_attr_spec cast_attrs[] = {{"dtype", LOOM_GRAPH_ATTR_DTYPE, true}, {NULL, 0, false}};
+/* saturate (default true) and round_mode ("up" default, "down", "nearest") matter only for a
+ * float8 / e8m0 result: base/lowp.h has their meaning. */
+static const loom_graph_attr_spec cast_attrs[] = {{"dtype", LOOM_GRAPH_ATTR_DTYPE, true},
+                                                  {"saturate", LOOM_GRAPH_ATTR_BOOL, false},
+                                                  {"round_mode", LOOM_GRAPH_ATTR_STR, false},
+                                                  {NULL, 0, false}};
+static const loom_graph_attr_spec bitcast_attrs[] = {{"dtype", LOOM_GRAPH_ATTR_DTYPE, true}, {NULL, 0, false}};
 static const loom_graph_attr_spec dropout_attrs[] = {{"rate", LOOM_GRAPH_ATTR_FLOAT, false}, {NULL, 0, false}};
 
 static loom_graph_op op_of(const loom_graph_expr *call) { return call->u.call.op; }
@@ -26,6 +33,10 @@ static loom_status infer_unary(loom_graph_icx *ic, const loom_sinfo **out) {
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, false, &x));
   loom_graph_op op = op_of(ic->call);
   loom_dtype dt = x->dtype;
+  const loom_graph_attr *rm = loom_graph_call_attr(ic->call, "round_mode");
+  loom_lowp_round mode;
+  if (rm && !loom_lowp_round_parse(rm->s, &mode))
+    return loom_graph_icx_error(ic, "round_mode \"%s\" is not one of \"up\", \"down\", \"nearest\"", rm->s);
   if (op == LOOM_GRAPH_OP_CAST) dt = loom_graph_call_attr(ic->call, "dtype")->dtype;
   else if (op == LOOM_GRAPH_OP_NOT) dt = LOOM_DTYPE_BOOL;
   else if (dt != LOOM_DTYPE_UNKNOWN && !loom_dtype_is_float(dt) && op != LOOM_GRAPH_OP_NEG &&
@@ -64,6 +75,21 @@ static double unary_f(loom_graph_op op, double x, double lo, double hi) {
   }
 }
 
+/* Cast to a float8 / float4 / e8m0 type, honouring saturate and round_mode. */
+static loom_status cast_lowp(loom_graph_ecx *ec, const loom_graph_tensor *x, loom_graph_tensor *y) {
+  bool sat = loom_graph_attr_get_int(ec->call, "saturate", 1) != 0;
+  const loom_graph_attr *rm = loom_graph_call_attr(ec->call, "round_mode");
+  loom_lowp_round mode = LOOM_LOWP_ROUND_UP;
+  if (rm && !loom_lowp_round_parse(rm->s, &mode))
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: unknown round_mode \"%s\"", ec->op, rm->s);
+  uint8_t *d = y->data;
+  for (size_t i = 0; i < x->numel; i++) {
+    double v = loom_graph_tensor_get_f64(x, i);
+    d[i] = y->dtype == LOOM_DTYPE_F8E8M0 ? loom_lowp_e8m0(v, sat, mode) : loom_lowp_from_f64(y->dtype, v, sat);
+  }
+  return LOOM_OK;
+}
+
 static loom_status eval_unary(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t;
   loom_graph_op op = op_of(ec->call);
@@ -73,6 +99,7 @@ static loom_status eval_unary(loom_graph_ecx *ec, const loom_graph_value *args, 
   LOOM_PROPAGATE(loom_graph_value_tensor(dt, x->ndim, x->shape, out));
   double lo = loom_graph_attr_get_float(ec->call, "min", -INFINITY);
   double hi = loom_graph_attr_get_float(ec->call, "max", INFINITY);
+  if (op == LOOM_GRAPH_OP_CAST && loom_dtype_is_lowp(dt) && loom_dtype_is_float(dt)) return cast_lowp(ec, x, &out->t);
   bool int_path = (loom_dtype_is_int(x->dtype) && loom_dtype_is_int(dt)) &&
                   (op == LOOM_GRAPH_OP_NEG || op == LOOM_GRAPH_OP_ABS || op == LOOM_GRAPH_OP_CAST ||
                    op == LOOM_GRAPH_OP_DROPOUT);
@@ -88,6 +115,45 @@ static loom_status eval_unary(loom_graph_ecx *ec, const loom_graph_value *args, 
   }
   return LOOM_OK;
 }
+
+/* ---- bitcast ----------------------------------------------------------------------- */
+
+/* The element's bits reinterpreted: widths must agree (i4 <-> u4 <-> f4e2m1, f32 <-> i32, ...). */
+static loom_status infer_bitcast(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, false, &x));
+  loom_dtype dt = loom_graph_call_attr(ic->call, "dtype")->dtype;
+  if (x->dtype != LOOM_DTYPE_UNKNOWN && loom_dtype_width(x->dtype) != loom_dtype_width(dt))
+    return loom_graph_icx_error(ic, "operand 0 has dtype %s (%u bits), dtype %s has %u bits", loom_dtype_name(x->dtype),
+                                loom_dtype_width(x->dtype), loom_dtype_name(dt), loom_dtype_width(dt));
+  *out = loom_sinfo_tensor(ic->m, dt, x->ndim, x->dims, x->device);
+  return LOOM_OK;
+}
+
+/* Storage bytes are copied; a sub-byte value keeps its low `width` bits (sign-extended for
+ * i4 / i2) and a bool result is normalised to 0 / 1 (Loom's bool invariant). */
+static loom_status eval_bitcast(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t;
+  loom_dtype dt = loom_graph_call_attr(ec->call, "dtype")->dtype;
+  if (loom_dtype_width(x->dtype) != loom_dtype_width(dt))
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s and %s differ in width", ec->op, loom_dtype_name(x->dtype),
+                      loom_dtype_name(dt));
+  LOOM_PROPAGATE(loom_graph_value_tensor(dt, x->ndim, x->shape, out));
+  size_t es = loom_dtype_size(dt);
+  unsigned w = loom_dtype_width(dt);
+  memcpy(out->t.data, x->data, x->numel * es);
+  uint8_t *b = out->t.data;
+  if (w < 8)
+    for (size_t i = 0; i < x->numel; i++) {
+      b[i] &= (uint8_t)((1u << w) - 1);
+      if (loom_dtype_is_int(dt) && loom_dtype_is_signed(dt)) b[i] = loom_lowp_from_i64(dt, b[i]);
+    }
+  if (dt == LOOM_DTYPE_BOOL)
+    for (size_t i = 0; i < x->numel; i++) b[i] = b[i] != 0;
+  return LOOM_OK;
+}
+
+const loom_graph_op_impl loom_graph_op_impl_bitcast = {bitcast_attrs, infer_bitcast, eval_bitcast, NULL};
 
 /* ---- binary and where --------------------------------------------------------------- */
 

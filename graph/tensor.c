@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/lowp.h"
 #include "graph/graph_internal.h"
 
 loom_status loom_graph_tensor_alloc(loom_dtype dt, int ndim, const int64_t *shape, loom_graph_tensor *out) {
@@ -85,7 +86,7 @@ double loom_graph_tensor_get_f64(const loom_graph_tensor *t, size_t i) {
   case LOOM_DTYPE_BF16: return loom_bf16_to_f32(*(const uint16_t *)p);
   case LOOM_DTYPE_F32: return *(const float *)p;
   case LOOM_DTYPE_F64: return *(const double *)p;
-  default: return 0;
+  default: return loom_dtype_is_lowp(t->dtype) ? loom_lowp_to_f64(t->dtype, *(const uint8_t *)p) : 0;
   }
 }
 
@@ -128,7 +129,9 @@ void loom_graph_tensor_set_f64(loom_graph_tensor *t, size_t i, double v) {
   case LOOM_DTYPE_BF16: *(uint16_t *)p = loom_f32_to_bf16((float)v); break;
   case LOOM_DTYPE_F32: *(float *)p = (float)v; break;
   case LOOM_DTYPE_F64: *(double *)p = v; break;
-  default: break;
+  default: /* lowp: float8 saturates (ONNX Cast's default); cast with saturate=false uses lowp.h itself */
+    if (loom_dtype_is_lowp(t->dtype)) *(uint8_t *)p = loom_lowp_from_f64(t->dtype, v, true);
+    break;
   }
 }
 
@@ -138,6 +141,9 @@ void loom_graph_tensor_set_i64(loom_graph_tensor *t, size_t i, int64_t v) {
   case LOOM_DTYPE_I64: *(int64_t *)p = v; break;
   case LOOM_DTYPE_U64: *(uint64_t *)p = (uint64_t)v; break;
   case LOOM_DTYPE_I32: *(int32_t *)p = (int32_t)(uint32_t)v; break;
+  case LOOM_DTYPE_I4: case LOOM_DTYPE_U4: case LOOM_DTYPE_I2: case LOOM_DTYPE_U2:
+    *(uint8_t *)p = loom_lowp_from_i64(t->dtype, v);
+    break;
   default: loom_graph_tensor_set_f64(t, i, (double)v); break;
   }
 }

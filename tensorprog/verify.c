@@ -9,7 +9,9 @@
  *   - operator operand dtypes agree: ARITH same numeric dtype; CMP same dtype; LOGIC
  *     bool or integer; MATH float; select's condition bool and branches alike;
  *   - a store's value has the buffer's dtype; an if's condition is bool;
- *   - loop variables are not reused by nested loops. */
+ *   - loop variables are not reused by nested loops;
+ *   - no value has a low-precision dtype (loom_dtype_is_lowp: float8, int4, ...): those
+ *     live only in graph functions run by the reference interpreter. */
 #include <string.h>
 
 #include "base/strbuf.h"
@@ -101,6 +103,11 @@ static void check_op(verifier *v, const loom_tp_expr *e) {
 
 static void check_expr(verifier *v, const loom_tp_expr *e) {
   if (v->err) return;
+  if (loom_dtype_is_lowp(e->dtype)) {
+    fail(v, LOOM_ERROR(UNIMPLEMENTED, "program @%s: a value of dtype %s: tensor programs do not take the low-precision dtypes",
+                       v->f->name, loom_dtype_name(e->dtype)));
+    return;
+  }
   switch (e->kind) {
     case LOOM_TP_EXPR_CONST:
       return;

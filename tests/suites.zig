@@ -11,6 +11,7 @@ pub const suites = .{
         "tests/base/test_diag.c",
         "tests/base/test_dtype.c",
         "tests/base/test_intern.c",
+        "tests/base/test_lowp.c",
         "tests/base/test_map.c",
         "tests/base/test_status.c",
         "tests/base/test_strbuf.c",
@@ -44,6 +45,7 @@ pub const suites = .{
         "tests/onnx/test_onnx_import_cli.c",
         "tests/onnx/test_onnx_symbolic_shapes.c",
         "tests/onnx/test_onnx_seq.c",
+        "tests/onnx/test_onnx_quant.c",
         "tests/fuzz/fuzz_onnx_model.c",
         "tests/fuzz/test_fuzz_onnx.c",
     } },
@@ -54,6 +56,7 @@ pub const suites = .{
         "tests/graph/test_interp.c",
         "tests/graph/test_image.c",
         "tests/graph/test_models.c",
+        "tests/graph/test_lowp.c",
         "tests/fuzz/fuzz_graph_parse.c",
     } },
     .{ .name = "legalize", .files = &[_][]const u8{

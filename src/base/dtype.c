@@ -5,12 +5,12 @@
 
 typedef struct dtype_info {
   const char *name;
-  unsigned bits;
+  unsigned bits, width;
   loom_dtype_kind kind;
 } dtype_info;
 
 static const dtype_info infos[] = {
-#define LOOM_DTYPE(e, name, bits, kind) {#name, bits, LOOM_DTYPE_KIND_##kind},
+#define LOOM_DTYPE(e, name, bits, width, kind) {#name, bits, width, LOOM_DTYPE_KIND_##kind},
 #include "base/dtypes.def"
 #undef LOOM_DTYPE
 };
@@ -32,6 +32,8 @@ bool loom_dtype_parse(const char *s, size_t len, loom_dtype *out) {
 }
 
 unsigned loom_dtype_bits(loom_dtype t) { return infos[t].bits; }
+unsigned loom_dtype_width(loom_dtype t) { return infos[t].width; }
+bool loom_dtype_is_lowp(loom_dtype t) { return t > LOOM_DTYPE_F64 && t < LOOM_DTYPE_COUNT; }
 size_t loom_dtype_size(loom_dtype t) { return infos[t].bits / 8; }
 loom_dtype_kind loom_dtype_kind_of(loom_dtype t) { return infos[t].kind; }
 bool loom_dtype_is_float(loom_dtype t) { return infos[t].kind == LOOM_DTYPE_KIND_FLOAT; }

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 typedef enum loom_dtype {
-#define LOOM_DTYPE(e, name, bits, kind) LOOM_DTYPE_##e,
+#define LOOM_DTYPE(e, name, bits, width, kind) LOOM_DTYPE_##e,
 #include "base/dtypes.def"
 #undef LOOM_DTYPE
   LOOM_DTYPE_COUNT
@@ -17,18 +17,22 @@ typedef enum loom_dtype_kind {
   LOOM_DTYPE_KIND_BOOL,  /* bool, one byte, 0 or 1 */
   LOOM_DTYPE_KIND_SINT,  /* two's-complement signed integer */
   LOOM_DTYPE_KIND_UINT,  /* unsigned integer */
-  LOOM_DTYPE_KIND_FLOAT, /* IEEE binary (f16, f32, f64) or bfloat16 */
+  LOOM_DTYPE_KIND_FLOAT, /* IEEE binary (f16, f32, f64), bfloat16, or a float8 / float4 / e8m0 format */
 } loom_dtype_kind;
 
 const char *loom_dtype_name(loom_dtype t);
 /* Parses a dtype spelling ("f32"); false if unknown. */
 bool loom_dtype_parse(const char *s, size_t len, loom_dtype *out);
-unsigned loom_dtype_bits(loom_dtype t);
-size_t loom_dtype_size(loom_dtype t); /* bytes */
+unsigned loom_dtype_bits(loom_dtype t);  /* storage width */
+unsigned loom_dtype_width(loom_dtype t); /* value width (4 for i4, stored in 8 bits) */
+size_t loom_dtype_size(loom_dtype t);    /* bytes */
 loom_dtype_kind loom_dtype_kind_of(loom_dtype t);
 bool loom_dtype_is_float(loom_dtype t);
 bool loom_dtype_is_int(loom_dtype t); /* signed or unsigned integer (not bool) */
 bool loom_dtype_is_signed(loom_dtype t);
+/* The low-precision types (float8, float4, e8m0, 4- and 2-bit integers; base/lowp.h):
+ * values only the data-movement and conversion ops handle. */
+bool loom_dtype_is_lowp(loom_dtype t);
 
 /* Half-precision conversions (round to nearest even; NaN and infinities kept). */
 float loom_f16_to_f32(uint16_t h);

@@ -10,6 +10,7 @@ pub const runtime = [_][]const u8{
     "src/base/hash.c",
     "src/base/intern.c",
     "src/base/log.c",
+    "src/base/lowp.c",
     "src/base/map.c",
     "src/base/npy.c",
     "src/base/status.c",

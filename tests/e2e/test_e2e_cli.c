@@ -80,6 +80,19 @@ LOOM_TEST(e2e_cli, a_module_that_cannot_compile_names_function_binding_and_pass)
   rmdir(dir);
 }
 
+LOOM_TEST(e2e_cli, low_precision_dtypes_are_refused_by_compile_and_run_in_eval) {
+  char dir[64], so[128];
+  tmpdir(dir, sizeof dir);
+  snprintf(so, sizeof so, "%s/x.so", dir);
+  loom_test_proc p = loom_test_run("%s compile tests/e2e/data/lowp.loom -o %s", loom_test_loom_bin(), so);
+  expect(&p, 1, NULL, "function @main: 'q' has dtype i4; the low-precision dtypes run on the reference interpreter only");
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s eval tests/e2e/data/lowp.loom --input 'x=random:(7)'", loom_test_loom_bin());
+  expect(&p, 0, "result: i4 (7, 1)", NULL);
+  loom_test_proc_free(&p);
+  rmdir(dir);
+}
+
 LOOM_TEST(e2e_cli, inspect_memory_kernels_shapes) {
   loom_test_proc p = loom_test_run("%s inspect models/mlp.loom --memory --kernels --shapes", loom_test_loom_bin());
   expect(&p, 0, "memory plan of @main: 4 tensors in 3 storages", NULL);

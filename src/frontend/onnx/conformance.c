@@ -19,10 +19,6 @@ typedef struct family {
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 static int cmp_fam(const void *a, const void *b) { return strcmp(((const family *)a)->name, ((const family *)b)->name); }
 
-static bool is_float(loom_dtype dt) {
-  return dt == LOOM_DTYPE_F32 || dt == LOOM_DTYPE_F64 || dt == LOOM_DTYPE_F16 || dt == LOOM_DTYPE_BF16;
-}
-
 /* Compares one output; on mismatch writes why into `why`. */
 static bool compare(const loom_graph_value *got, const loom_onnx_tensor *want, char *why, size_t cap) {
   if (got->kind != LOOM_SINFO_TENSOR) return snprintf(why, cap, "output is not a tensor"), false;
@@ -35,7 +31,7 @@ static bool compare(const loom_graph_value *got, const loom_onnx_tensor *want, c
       return snprintf(why, cap, "dim %zu is %lld, expected %lld", k, (long long)t->shape[k], (long long)want->dims[k]), false;
   loom_graph_tensor w = {.dtype = want->dtype, .ndim = (int)want->rank, .numel = (size_t)want->numel, .data = want->data};
   for (size_t i = 0; i < t->numel; i++) {
-    if (is_float(t->dtype)) {
+    if (loom_dtype_is_float(t->dtype)) {
       double a = loom_graph_tensor_get_f64(t, i), e = loom_graph_tensor_get_f64(&w, i);
       if (isnan(a) && isnan(e)) continue;
       if (a == e) continue;

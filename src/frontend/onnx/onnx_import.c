@@ -337,16 +337,6 @@ static loom_status h_axis(nctx *c, const op_entry *e, loom_graph_expr **out) {
   return oimp_h_simple(c, e, out);
 }
 
-static loom_status h_cast(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  int64_t to;
-  LOOM_PROPAGATE(oimp_attr_int(c, "to", -1, &to));
-  if (to < 0) return BAD(c->n, "attribute 'to' is required");
-  loom_dtype dt;
-  if (!loom_onnx_elem_dtype((int32_t)to, &dt)) return UNSUP(c->n, "cast to %s is not supported", loom_onnx_elem_name((int32_t)to));
-  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
-  return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
-}
-
 /* Reshape to a constant shape or one computed from shapes (symbolic elements): 0 copies the
  * input's dim (unless allowzero), -1 is inferred by the graph op. */
 static loom_status h_reshape(nctx *c, const op_entry *e, loom_graph_expr **out) {
@@ -527,13 +517,6 @@ static loom_status h_mod(nctx *c, const op_entry *e, loom_graph_expr **out) {
   LOOM_PROPAGATE(oimp_emit(c, "sub", 2, t, NULL, &rb));
   t[0] = d, t[1] = rb, t[2] = r;
   return oimp_emit(c, "where", 3, t, c->n->outputs[0], out);
-}
-
-static loom_status h_castlike(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  loom_dtype dt = c->args[1]->sinfo->dtype;
-  if (dt == LOOM_DTYPE_UNKNOWN) return UNSUP(c->n, "the target dtype is unknown");
-  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
-  return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
 
 loom_status oimp_fold_const(nctx *c, loom_onnx_tensor *t, loom_graph_expr **out) {
@@ -1045,7 +1028,6 @@ const op_entry oimp_core_table[] = {
     {"Mul", "mul", oimp_h_simple, 2, 2, NOATTR, false},
     {"Div", "div", h_div, 2, 2, NOATTR, false},
     {"Mod", "mod", h_mod, 2, 2, " fmod ", false},
-    {"CastLike", "cast", h_castlike, 2, 2, " saturate ", false},
     {"Size", NULL, h_shape, 1, 1, NOATTR, false},
     {"ConstantOfShape", NULL, h_constant_of_shape, 1, 1, " value ", false},
     {"Range", NULL, h_range, 3, 3, NOATTR, false},
@@ -1106,7 +1088,6 @@ const op_entry oimp_core_table[] = {
     {"Softmax", "softmax", h_axis, 1, 1, " axis ", false},
     {"LogSoftmax", "log_softmax", h_axis, 1, 1, " axis ", false},
     {"Identity", NULL, oimp_h_identity, 1, 1, NOATTR, false},
-    {"Cast", "cast", h_cast, 1, 1, " to saturate ", false},
     {"Reshape", "reshape", h_reshape, 2, 2, " allowzero ", false},
     {"Transpose", "permute_dims", h_transpose, 1, 1, " perm ", false},
     {"Unsqueeze", "expand_dims", h_axes_shape, 1, 2, " axes ", false},
@@ -1157,8 +1138,7 @@ static bool fold_node(imp *im, const op_entry *e, const nctx *c, loom_onnx_tenso
   return *out != NULL;
 }
 
-/* The entry for an op type, searched in every family's table (onnx_tables.def). */
-static const op_entry *find_entry(const char *op_type) {
+const op_entry *oimp_find_entry(const char *op_type) {
   static const struct {
     const op_entry *rows;
     const size_t *len;
@@ -1202,7 +1182,7 @@ static loom_status import_node(imp *im, const loom_onnx_node *n) {
     if (!k) return UNSUP(n, "the constant tensor cannot be represented");
     return oimp_bind(im, n->outputs[0], k, a->t);
   }
-  const op_entry *e = find_entry(n->op_type);
+  const op_entry *e = oimp_find_entry(n->op_type);
   if (!e) return UNSUP(n, "op type %s is not supported", n->op_type);
   for (size_t i = 0; i < n->n_attrs; i++) {
     char key[80];

@@ -1,7 +1,9 @@
 /* onnx_import_internal.h — what the importer's files share (onnx_import.c: the driver, the
  * table of direct mappings and the shape ops; onnx_import_nn.c: ops composed of several
  * graph ops — losses, activations, normalizations, index tricks; onnx_import_seq.c: attention,
- * rotary embedding, recurrences). Not a public interface. */
+ * rotary embedding, recurrences; onnx_import_quant.c: casts and quantization; onnx_import_image.c:
+ * convolution, pooling, resize; onnx_import_symval.c: shape computations as symbolic values).
+ * Not a public interface. */
 #ifndef LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
 #define LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
 #include "frontend/onnx/onnx_import.h"
@@ -71,6 +73,8 @@ struct op_entry {
   extern const size_t oimp_##family##_table_len;
 #include "frontend/onnx/onnx_tables.def"
 #undef OIMP_TABLE
+/* The entry for an op type, searched in every family's table; NULL when none has it. */
+const op_entry *oimp_find_entry(const char *op_type);
 
 loom_status oimp_node_err(loom_code code, const loom_onnx_node *n, const char *fmt, ...) LOOM_PRINTF(3, 4);
 #define UNSUP(n, ...) oimp_node_err(LOOM_CODE_UNIMPLEMENTED, n, __VA_ARGS__)

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/lowp.h"
 #include "frontend/onnx/onnx_internal.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -212,6 +213,44 @@ static loom_status check_count(const char *file, const char *what, const char *f
                     what, field, have, numel);
 }
 
+/* Copies the typed field's `n` values into `dst` (packed types: their n packed bytes into `packed`). */
+static loom_status decode_typed(const Onnx__TensorProto *tp, const char *file, const char *what, loom_dtype dt,
+                                size_t n, void *dst, uint8_t *packed) {
+  switch (dt) {
+  case LOOM_DTYPE_F32: memcpy(dst, tp->float_data, n * 4); break;
+  case LOOM_DTYPE_I32: memcpy(dst, tp->int32_data, n * 4); break;
+  case LOOM_DTYPE_I64: memcpy(dst, tp->int64_data, n * 8); break;
+  case LOOM_DTYPE_F64: memcpy(dst, tp->double_data, n * 8); break;
+  case LOOM_DTYPE_U64: memcpy(dst, tp->uint64_data, n * 8); break;
+  case LOOM_DTYPE_U32:
+    for (size_t i = 0; i < n; i++) ((uint32_t *)dst)[i] = (uint32_t)tp->uint64_data[i];
+    break;
+  case LOOM_DTYPE_BOOL:
+    for (size_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = tp->int32_data[i] != 0;
+    break;
+  case LOOM_DTYPE_I16: case LOOM_DTYPE_U16: case LOOM_DTYPE_F16: case LOOM_DTYPE_BF16:
+    /* 16-bit types travel in int32_data; half floats as their bit patterns. */
+    for (size_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = (uint16_t)(uint32_t)tp->int32_data[i];
+    break;
+  default:
+    if (loom_dtype_size(dt) != 1)
+      return LOOM_ERROR(INTERNAL, "%s: %s: no typed-field decoder for %s", file, what, loom_dtype_name(dt));
+    /* i8, u8, float8 (bit patterns), and the packed bytes of the 4- / 2-bit types */
+    for (size_t i = 0; i < n; i++) packed[i] = (uint8_t)(uint32_t)tp->int32_data[i];
+    break;
+  }
+  return LOOM_OK;
+}
+
+/* One element per byte from the packed 4- / 2-bit codes (signed integers sign-extended). */
+static void unpack(loom_dtype dt, const uint8_t *packed, size_t n, uint8_t *dst) {
+  unsigned width = loom_dtype_width(dt), per = 8 / width, mask = (1u << width) - 1;
+  for (size_t i = 0; i < n; i++) {
+    uint8_t code = (uint8_t)((packed[i / per] >> ((i % per) * width)) & mask);
+    dst[i] = loom_dtype_is_int(dt) ? loom_lowp_from_i64(dt, code) : code;
+  }
+}
+
 loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *file, const char *what,
                                     const char *dir, loom_arena *arena, loom_onnx_tensor *out) {
   const char *name = tp->name ? tp->name : "";
@@ -247,15 +286,18 @@ loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *fil
                       what, numel, loom_dtype_name(dt));
   out->numel = numel;
   out->nbytes = nbytes;
+  /* 4- and 2-bit types are packed in the file, first element in the low bits */
+  unsigned width = loom_dtype_width(dt), per = 8 / width;
+  size_t fbytes = width < 8 ? (size_t)numel / per + ((size_t)numel % per != 0) : nbytes;
 
   /* Where the bytes are, and whether there are as many as the dims say. */
   bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
   if (tp->has_data_location && !external && tp->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__DEFAULT)
     return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: unknown data_location %d", file, what,
                       (int)tp->data_location);
-  if (!external && tp->has_raw_data && tp->raw_data.len != nbytes)
+  if (!external && tp->has_raw_data && tp->raw_data.len != fbytes)
     return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: raw_data has %zu bytes but %s dims need %zu", file,
-                      what, tp->raw_data.len, loom_dtype_name(dt), nbytes);
+                      what, tp->raw_data.len, loom_dtype_name(dt), fbytes);
   if (!external && !tp->has_raw_data) {
     size_t have;
     const char *field;
@@ -264,42 +306,20 @@ loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *fil
     case LOOM_DTYPE_I64: have = tp->n_int64_data, field = "int64_data"; break;
     case LOOM_DTYPE_F64: have = tp->n_double_data, field = "double_data"; break;
     case LOOM_DTYPE_U32: case LOOM_DTYPE_U64: have = tp->n_uint64_data, field = "uint64_data"; break;
-    default: have = tp->n_int32_data, field = "int32_data"; break;
+    default: have = tp->n_int32_data, field = "int32_data"; break; /* packed types: one byte per entry */
     }
-    LOOM_PROPAGATE(check_count(file, what, field, have, numel));
+    LOOM_PROPAGATE(check_count(file, what, field, have, width < 8 ? (int64_t)fbytes : numel));
   }
   if (nbytes == 0) return LOOM_OK;
   out->data = loom_arena_alloc(arena, nbytes, 16);
-  if (!out->data) return LOOM_ERROR(RESOURCE_EXHAUSTED, "%s: %s: out of memory for %zu bytes", file, what, nbytes);
+  uint8_t *packed = width < 8 ? loom_arena_alloc(arena, fbytes, 16) : out->data;
+  if (!out->data || !packed)
+    return LOOM_ERROR(RESOURCE_EXHAUSTED, "%s: %s: out of memory for %zu bytes", file, what, nbytes);
 
-  if (external) return read_external(tp, file, what, dir, nbytes, out->data);
-  if (tp->has_raw_data) {
-    memcpy(out->data, tp->raw_data.data, nbytes);
-    return LOOM_OK;
-  }
-  size_t n = (size_t)numel;
-  switch (dt) {
-  case LOOM_DTYPE_F32: memcpy(out->data, tp->float_data, nbytes); break;
-  case LOOM_DTYPE_I32: memcpy(out->data, tp->int32_data, nbytes); break;
-  case LOOM_DTYPE_I64: memcpy(out->data, tp->int64_data, nbytes); break;
-  case LOOM_DTYPE_F64: memcpy(out->data, tp->double_data, nbytes); break;
-  case LOOM_DTYPE_U64: memcpy(out->data, tp->uint64_data, nbytes); break;
-  case LOOM_DTYPE_U32:
-    for (size_t i = 0; i < n; i++) ((uint32_t *)out->data)[i] = (uint32_t)tp->uint64_data[i];
-    break;
-  case LOOM_DTYPE_BOOL:
-    for (size_t i = 0; i < n; i++) ((uint8_t *)out->data)[i] = tp->int32_data[i] != 0;
-    break;
-  case LOOM_DTYPE_I8: case LOOM_DTYPE_U8:
-    for (size_t i = 0; i < n; i++) ((uint8_t *)out->data)[i] = (uint8_t)(uint32_t)tp->int32_data[i];
-    break;
-  case LOOM_DTYPE_I16: case LOOM_DTYPE_U16: case LOOM_DTYPE_F16: case LOOM_DTYPE_BF16:
-    /* 16-bit types travel in int32_data; half floats as their bit patterns. */
-    for (size_t i = 0; i < n; i++) ((uint16_t *)out->data)[i] = (uint16_t)(uint32_t)tp->int32_data[i];
-    break;
-  default:
-    return LOOM_ERROR(INTERNAL, "%s: %s: no typed-field decoder for %s", file, what, loom_dtype_name(dt));
-  }
+  if (external) LOOM_PROPAGATE(read_external(tp, file, what, dir, fbytes, packed));
+  else if (tp->has_raw_data) memcpy(packed, tp->raw_data.data, fbytes);
+  else LOOM_PROPAGATE(decode_typed(tp, file, what, dt, width < 8 ? fbytes : (size_t)numel, out->data, packed));
+  if (width < 8) unpack(dt, packed, (size_t)numel, out->data);
   return LOOM_OK;
 }
 

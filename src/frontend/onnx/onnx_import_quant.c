@@ -1,0 +1,474 @@
+/* onnx_import_quant.c — ONNX casts and quantization: Cast / CastLike (with saturate and
+ * round_mode for the float8 / e8m0 targets), BitCast, QuantizeLinear / DequantizeLinear
+ * (per-tensor, per-axis, blocked), DynamicQuantizeLinear, QLinearMatMul, QLinearConv,
+ * MatMulInteger and ConvInteger. Each is composed of graph ops and follows ONNX's reference implementation
+ * (onnx/reference/ops/op_*.py), including where it computes in int32 or float64. The
+ * low-precision element types themselves are in src/base/lowp.h. */
+#include <math.h>
+#include <string.h>
+
+#include "frontend/onnx/onnx_import_internal.h"
+
+#define NOATTR " "
+
+/* ---- small emitters ---------------------------------------------------------------- */
+
+static loom_status emit1(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr **y) {
+  return oimp_emit(c, op, 1, &x, NULL, y);
+}
+
+static loom_status emit2(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr **y) {
+  loom_graph_expr *ab[2] = {a, b};
+  return oimp_emit(c, op, 2, ab, NULL, y);
+}
+
+/* x converted to dt (x itself when it already is). */
+static loom_status to_dtype(nctx *c, loom_graph_expr *x, loom_dtype dt, loom_graph_expr **y) {
+  if (x->sinfo->dtype == dt) return *y = x, LOOM_OK;
+  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
+  return emit1(c, "cast", x, y);
+}
+
+/* x (op) v, v a scalar of x's dtype. */
+static loom_status op_k(nctx *c, const char *op, loom_graph_expr *x, double v, loom_graph_expr **y) {
+  loom_graph_expr *k = loom_graph_const_scalar(c->im->m, x->sinfo->dtype, v);
+  if (!k) return LOOM_OOM();
+  return emit2(c, op, x, k, y);
+}
+
+static loom_status clip(nctx *c, loom_graph_expr *x, double lo, double hi, loom_graph_expr **y) {
+  oimp_add_attr(c, loom_graph_attr_float(c->im->m, "min", lo));
+  oimp_add_attr(c, loom_graph_attr_float(c->im->m, "max", hi));
+  return emit1(c, "clip", x, y);
+}
+
+/* The reduction of x over every axis to a scalar. */
+static loom_status reduce_all(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr **y) {
+  const loom_sinfo *s = x->sinfo;
+  if (s->kind != LOOM_SINFO_TENSOR || s->ndim < 0) return UNSUP(c->n, "the input's rank is unknown");
+  int64_t ax[16];
+  for (int k = 0; k < s->ndim && k < 16; k++) ax[k] = k;
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", (size_t)s->ndim, ax));
+  oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", false));
+  return emit1(c, op, x, y);
+}
+
+static loom_status attr_str(const nctx *c, const char *name, const char *def, const char **out) {
+  const loom_onnx_attr *a = loom_onnx_node_attr(c->n, name);
+  *out = def;
+  if (!a) return LOOM_OK;
+  if (a->kind != LOOM_ONNX_ATTR_STRING)
+    return BAD(c->n, "attribute '%s' must be string, not %s", name, loom_onnx_attr_kind_name(a->kind));
+  *out = a->s;
+  return LOOM_OK;
+}
+
+/* The element type named by an ONNX type code attribute. */
+static loom_status attr_dtype(const nctx *c, const char *name, int64_t code, loom_dtype *out) {
+  if (!loom_onnx_elem_dtype((int32_t)code, out))
+    return UNSUP(c->n, "%s %s is not supported", name, loom_onnx_elem_name((int32_t)code));
+  return LOOM_OK;
+}
+
+/* The integer range of a quantized integer type. */
+static bool int_range(loom_dtype dt, double *lo, double *hi) {
+  if (!loom_dtype_is_int(dt) || loom_dtype_width(dt) > 16) return false;
+  unsigned w = loom_dtype_width(dt);
+  *lo = loom_dtype_is_signed(dt) ? -ldexp(1, (int)w - 1) : 0;
+  *hi = loom_dtype_is_signed(dt) ? ldexp(1, (int)w - 1) - 1 : ldexp(1, (int)w) - 1;
+  return true;
+}
+
+/* ---- Cast, CastLike, BitCast ---------------------------------------------------------- */
+
+/* Cast (`to`) / CastLike (the second input's dtype). saturate (default 1) applies to the float8
+ * targets, round_mode ("up" default, "down", "nearest") to e8m0. */
+static loom_status h_cast(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  loom_dtype dt;
+  if (!strcmp(e->onnx, "CastLike")) {
+    dt = c->args[1]->sinfo->dtype;
+    if (dt == LOOM_DTYPE_UNKNOWN) return UNSUP(c->n, "the target dtype is unknown");
+  } else {
+    int64_t to;
+    LOOM_PROPAGATE(oimp_attr_int(c, "to", -1, &to));
+    if (to < 0) return BAD(c->n, "attribute 'to' is required");
+    if (!loom_onnx_elem_dtype((int32_t)to, &dt))
+      return UNSUP(c->n, "cast to %s is not supported", loom_onnx_elem_name((int32_t)to));
+  }
+  int64_t sat;
+  const char *rm;
+  LOOM_PROPAGATE(oimp_attr_int(c, "saturate", 1, &sat));
+  LOOM_PROPAGATE(attr_str(c, "round_mode", "up", &rm));
+  if (strcmp(rm, "up") && strcmp(rm, "down") && strcmp(rm, "nearest"))
+    return BAD(c->n, "attribute 'round_mode' is '%s' (up | down | nearest)", rm);
+  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
+  if (loom_dtype_is_lowp(dt) && loom_dtype_is_float(dt) && !sat)
+    oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "saturate", false));
+  if (dt == LOOM_DTYPE_F8E8M0 && strcmp(rm, "up")) oimp_add_attr(c, loom_graph_attr_str(c->im->m, "round_mode", rm));
+  return oimp_emit(c, "cast", 1, c->args, c->n->outputs[0], out);
+}
+
+static loom_status h_bitcast(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  int64_t to;
+  loom_dtype dt;
+  LOOM_PROPAGATE(oimp_attr_int(c, "to", -1, &to));
+  if (to < 0) return BAD(c->n, "attribute 'to' is required");
+  LOOM_PROPAGATE(attr_dtype(c, "bitcast to", to, &dt));
+  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
+  return oimp_emit(c, "bitcast", 1, c->args, c->n->outputs[0], out);
+}
+
+/* ---- scales and zero points ------------------------------------------------------------ */
+
+/* How a scale / zero point applies to x. */
+typedef struct qlayout {
+  int rank;      /* x's rank */
+  int64_t axis;  /* normalised quantization axis */
+  int64_t block; /* block_size, 0: per-tensor or per-axis */
+} qlayout;
+
+static loom_status get_layout(nctx *c, qlayout *q) {
+  LOOM_PROPAGATE(oimp_attr_int(c, "axis", 1, &q->axis));
+  LOOM_PROPAGATE(oimp_attr_int(c, "block_size", 0, &q->block));
+  if (q->block < 0) return BAD(c->n, "block_size is %lld (must be >= 0)", (long long)q->block);
+  q->rank = oimp_in_rank(c, 0);
+  if (q->rank < 0) return UNSUP(c->n, "the rank of input 0 is unknown");
+  return LOOM_OK;
+}
+
+static bool is_one(const loom_sym_expr *d) {
+  int64_t v;
+  return loom_sym_is_const(d, &v) && v == 1;
+}
+
+/* p (input `pi`, a scale or zero point) shaped to broadcast against x: one element as is;
+ * per-axis (1-D, x's extent on the axis) reshaped to (1.., C, ..1); blocked (x's rank, the
+ * axis extent ceil(d / block_size)) repeated block_size times along the axis and cut to d. */
+static loom_status shape_param(nctx *c, const qlayout *q, size_t pi, loom_graph_expr **out) {
+  loom_graph_expr *p = c->args[pi], *x = c->args[0];
+  const loom_sinfo *ps = p->sinfo, *xs = x->sinfo;
+  if (ps->kind != LOOM_SINFO_TENSOR || ps->ndim < 0 || !ps->dims) return UNSUP(c->n, "the shape of input %zu is unknown", pi);
+  bool single = true;
+  for (int k = 0; k < ps->ndim; k++) single = single && is_one(ps->dims[k]);
+  if (single && ps->ndim <= q->rank) return *out = p, LOOM_OK;
+  if (single) {
+    oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 0, NULL));
+    return emit1(c, "reshape", p, out);
+  }
+  if (q->axis < -q->rank || q->axis >= q->rank)
+    return BAD(c->n, "axis %lld is out of range for input 0 of rank %d", (long long)q->axis, q->rank);
+  int64_t axis = q->axis < 0 ? q->axis + q->rank : q->axis;
+  if (!xs->dims) return UNSUP(c->n, "the dims of input 0 are unknown");
+  if (!q->block) {
+    if (ps->ndim != 1)
+      return BAD(c->n, "input %zu has rank %d; per-axis quantization needs a 1-D tensor (or block_size)", pi, ps->ndim);
+    int64_t a, b;
+    if (loom_sym_is_const(ps->dims[0], &a) && loom_sym_is_const(xs->dims[axis], &b) && a != b)
+      return BAD(c->n, "input %zu has %lld elements, input 0 has %lld on axis %lld", pi, (long long)a, (long long)b,
+                 (long long)axis);
+    const loom_sym_expr *d[16];
+    for (int k = 0; k < q->rank && k < 16; k++) d[k] = k == axis ? ps->dims[0] : loom_sym_const(c->im->cx, 1);
+    oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)q->rank, d));
+    return emit1(c, "reshape", p, out);
+  }
+  if (ps->ndim != q->rank)
+    return BAD(c->n, "input %zu has rank %d, input 0 has rank %d (blocked quantization)", pi, ps->ndim, q->rank);
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "repeats", q->block));
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
+  LOOM_PROPAGATE(emit1(c, "repeat", p, &p));
+  int64_t a, b;
+  if (loom_sym_is_const(p->sinfo->dims[axis], &a) && loom_sym_is_const(xs->dims[axis], &b)) {
+    if (a < b || a - b >= q->block)
+      return BAD(c->n, "input %zu has %lld blocks of %lld on axis %lld, input 0 has %lld", pi,
+                 (long long)(a / q->block), (long long)q->block, (long long)axis, (long long)b);
+    if (a == b) return *out = p, LOOM_OK;
+  }
+  const loom_sym_expr *zero = loom_sym_const(c->im->cx, 0), *end = xs->dims[axis], *ax = loom_sym_const(c->im->cx, axis);
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "axes", 1, &ax));
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "begin", 1, &zero));
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "end", 1, &end));
+  return emit1(c, "strided_slice", p, out);
+}
+
+/* ---- QuantizeLinear / DequantizeLinear ------------------------------------------------- */
+
+static bool is_quant_type(loom_dtype dt) {
+  double lo, hi;
+  return int_range(dt, &lo, &hi) || dt == LOOM_DTYPE_F8E4M3FN || dt == LOOM_DTYPE_F8E4M3FNUZ ||
+         dt == LOOM_DTYPE_F8E5M2 || dt == LOOM_DTYPE_F8E5M2FNUZ || dt == LOOM_DTYPE_F4E2M1;
+}
+
+/* The float dtype NumPy computes a / b in for the reference's operand dtypes. */
+static loom_dtype common_float(loom_dtype a, loom_dtype b) {
+  if (a == b && loom_dtype_is_float(a)) return a;
+  if (a == LOOM_DTYPE_F64 || b == LOOM_DTYPE_F64 || !loom_dtype_is_float(a) || !loom_dtype_is_float(b))
+    return LOOM_DTYPE_F64;
+  return LOOM_DTYPE_F32;
+}
+
+/* y = saturate(round(x / y_scale) + y_zero_point): integers round half to even in int32 and
+ * clamp to the type's range; float8 converts x / y_scale with `saturate` (the reference ignores
+ * their zero point, which must be 0); float4 adds the zero point first and always saturates. */
+static loom_status h_quantize(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  qlayout q;
+  int64_t sat, odt_code, prec;
+  LOOM_PROPAGATE(get_layout(c, &q));
+  LOOM_PROPAGATE(oimp_attr_int(c, "saturate", 1, &sat));
+  LOOM_PROPAGATE(oimp_attr_int(c, "output_dtype", 0, &odt_code));
+  LOOM_PROPAGATE(oimp_attr_int(c, "precision", 0, &prec));
+  bool has_zp = oimp_has_input(c, 2);
+  loom_dtype odt = LOOM_DTYPE_U8;
+  if (odt_code) LOOM_PROPAGATE(attr_dtype(c, "output_dtype", odt_code, &odt));
+  if (has_zp) {
+    loom_dtype z = c->args[2]->sinfo->dtype;
+    if (odt_code && z != odt)
+      return BAD(c->n, "output_dtype is %s but the zero point is %s", loom_dtype_name(odt), loom_dtype_name(z));
+    odt = z;
+  }
+  if (!is_quant_type(odt)) return BAD(c->n, "output type %s is not a quantized type", loom_dtype_name(odt));
+  loom_graph_expr *x = c->args[0], *s, *zp = NULL, *y;
+  LOOM_PROPAGATE(shape_param(c, &q, 1, &s));
+  if (has_zp) LOOM_PROPAGATE(shape_param(c, &q, 2, &zp));
+  loom_dtype cdt = common_float(x->sinfo->dtype, s->sinfo->dtype);
+  if (prec) LOOM_PROPAGATE(attr_dtype(c, "precision", prec, &cdt));
+  LOOM_PROPAGATE(to_dtype(c, x, cdt, &x));
+  LOOM_PROPAGATE(to_dtype(c, s, cdt, &s));
+  LOOM_PROPAGATE(emit2(c, "div", x, s, &y));
+  double lo, hi;
+  if (int_range(odt, &lo, &hi)) {
+    LOOM_PROPAGATE(emit1(c, "round", y, &y));
+    LOOM_PROPAGATE(to_dtype(c, y, LOOM_DTYPE_I32, &y));
+    if (zp) {
+      LOOM_PROPAGATE(to_dtype(c, zp, LOOM_DTYPE_I32, &zp));
+      LOOM_PROPAGATE(emit2(c, "add", y, zp, &y));
+    }
+    LOOM_PROPAGATE(clip(c, y, lo, hi, &y));
+  } else if (odt == LOOM_DTYPE_F4E2M1 && zp) {
+    LOOM_PROPAGATE(to_dtype(c, zp, cdt, &zp));
+    LOOM_PROPAGATE(emit2(c, "add", y, zp, &y));
+  }
+  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", odt));
+  if (!sat && odt != LOOM_DTYPE_F4E2M1 && loom_dtype_is_float(odt))
+    oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "saturate", false));
+  return oimp_emit(c, "cast", 1, &y, c->n->outputs[0], out);
+}
+
+/* y = (x - x_zero_point) * x_scale in float32 (float64 for 32-bit integer x, as NumPy), then
+ * the scale's dtype or output_dtype. float8 / float4 inputs have no zero point to subtract. */
+static loom_status h_dequantize(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  qlayout q;
+  int64_t odt_code;
+  LOOM_PROPAGATE(get_layout(c, &q));
+  LOOM_PROPAGATE(oimp_attr_int(c, "output_dtype", 0, &odt_code));
+  loom_graph_expr *x = c->args[0], *s, *zp, *y;
+  loom_dtype xdt = x->sinfo->dtype, odt = c->args[1]->sinfo->dtype;
+  if (odt_code) LOOM_PROPAGATE(attr_dtype(c, "output_dtype", odt_code, &odt));
+  if (!loom_dtype_is_float(odt) || loom_dtype_is_lowp(odt))
+    return BAD(c->n, "output type %s is not float32, float16, bfloat16 or float64", loom_dtype_name(odt));
+  loom_dtype cdt = loom_dtype_is_int(xdt) && loom_dtype_width(xdt) >= 32 ? LOOM_DTYPE_F64 : LOOM_DTYPE_F32;
+  LOOM_PROPAGATE(to_dtype(c, x, cdt, &y));
+  if (oimp_has_input(c, 2) && !loom_dtype_is_float(xdt)) {
+    if (c->args[2]->sinfo->dtype != xdt)
+      return BAD(c->n, "the zero point is %s but x is %s", loom_dtype_name(c->args[2]->sinfo->dtype), loom_dtype_name(xdt));
+    LOOM_PROPAGATE(shape_param(c, &q, 2, &zp));
+    LOOM_PROPAGATE(to_dtype(c, zp, cdt, &zp));
+    LOOM_PROPAGATE(emit2(c, "sub", y, zp, &y));
+  }
+  LOOM_PROPAGATE(shape_param(c, &q, 1, &s));
+  LOOM_PROPAGATE(to_dtype(c, s, cdt, &s));
+  LOOM_PROPAGATE(emit2(c, "mul", y, s, &y));
+  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", odt));
+  return oimp_emit(c, "cast", 1, &y, c->n->outputs[0], out);
+}
+
+/* The reference: scale = (max(0, max x) - min(0, min x)) / 255 (1 / 255 when they are equal),
+ * zero point = round(clip(-min / scale, 0, 255)), y = clip(round(x / scale) + zp, 0, 255) as
+ * uint8; all in float32. */
+static loom_status h_dynamic_quantize(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  loom_graph_expr *x = c->args[0], *mx, *mn, *rng, *eq, *one, *scale, *zp, *y;
+  if (x->sinfo->dtype != LOOM_DTYPE_F32) return UNSUP(c->n, "input of dtype %s (float32 only)", loom_dtype_name(x->sinfo->dtype));
+  LOOM_PROPAGATE(reduce_all(c, "max", x, &mx));
+  LOOM_PROPAGATE(op_k(c, "maximum", mx, 0, &mx));
+  LOOM_PROPAGATE(reduce_all(c, "min", x, &mn));
+  LOOM_PROPAGATE(op_k(c, "minimum", mn, 0, &mn));
+  LOOM_PROPAGATE(emit2(c, "sub", mx, mn, &rng));
+  LOOM_PROPAGATE(emit2(c, "equal", mx, mn, &eq));
+  if (!(one = loom_graph_const_scalar(c->im->m, LOOM_DTYPE_F32, 1))) return LOOM_OOM();
+  loom_graph_expr *w[3] = {eq, one, rng};
+  LOOM_PROPAGATE(oimp_emit(c, "where", 3, w, NULL, &rng));
+  LOOM_PROPAGATE(op_k(c, "div", rng, 255, &scale));
+  LOOM_PROPAGATE(emit2(c, "div", mn, scale, &zp));
+  LOOM_PROPAGATE(emit1(c, "neg", zp, &zp));
+  LOOM_PROPAGATE(clip(c, zp, 0, 255, &zp));
+  LOOM_PROPAGATE(emit1(c, "round", zp, &zp));
+  LOOM_PROPAGATE(emit2(c, "div", x, scale, &y));
+  LOOM_PROPAGATE(emit1(c, "round", y, &y));
+  LOOM_PROPAGATE(emit2(c, "add", y, zp, &y));
+  LOOM_PROPAGATE(clip(c, y, 0, 255, &y));
+  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_U8));
+  LOOM_PROPAGATE(oimp_emit(c, "cast", 1, &y, c->n->outputs[0], out));
+  if (c->n->n_outputs > 1 && *c->n->outputs[1]) LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[1], scale, NULL));
+  if (c->n->n_outputs > 2 && *c->n->outputs[2]) {
+    LOOM_PROPAGATE(to_dtype(c, zp, LOOM_DTYPE_U8, &zp));
+    LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[2], zp, NULL));
+  }
+  return LOOM_OK;
+}
+
+/* ---- integer matmul and convolution ---------------------------------------------------- */
+
+/* cast(input i, int32) - cast(input zi, int32) (the zero point omitted: 0); a 1-D zero point
+ * of more than one element is reshaped by `zshape` first (rank `zr`) so it broadcasts. */
+static loom_status centered(nctx *c, size_t i, size_t zi, int zr, const loom_sym_expr *const *zshape,
+                            loom_graph_expr **out) {
+  loom_graph_expr *v, *z;
+  LOOM_PROPAGATE(to_dtype(c, c->args[i], LOOM_DTYPE_I32, &v));
+  if (!oimp_has_input(c, zi)) return *out = v, LOOM_OK;
+  z = c->args[zi];
+  const loom_sinfo *zs = z->sinfo;
+  if (zs->kind != LOOM_SINFO_TENSOR || zs->ndim < 0 || !zs->dims) return UNSUP(c->n, "the shape of input %zu is unknown", zi);
+  bool single = true;
+  for (int k = 0; k < zs->ndim; k++) single = single && is_one(zs->dims[k]);
+  if (!single) {
+    if (zs->ndim != 1 || !zshape) return UNSUP(c->n, "input %zu: only a scalar or 1-D zero point is supported", zi);
+    const loom_sym_expr *d[8];
+    for (int k = 0; k < zr; k++) d[k] = zshape[k] ? zshape[k] : zs->dims[0];
+    oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)zr, d));
+    LOOM_PROPAGATE(emit1(c, "reshape", z, &z));
+  }
+  LOOM_PROPAGATE(to_dtype(c, z, LOOM_DTYPE_I32, &z));
+  return emit2(c, "sub", v, z, out);
+}
+
+/* (A - a_zero_point) @ (B - b_zero_point) in int32; a 1-D a_zero_point is per row of A. */
+static loom_status h_matmul_integer(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  const loom_sym_expr *one = loom_sym_const(c->im->cx, 1), *row[2] = {NULL, one}, *col[1] = {NULL};
+  loom_graph_expr *a, *b;
+  LOOM_PROPAGATE(centered(c, 0, 2, 2, row, &a));
+  LOOM_PROPAGATE(centered(c, 1, 3, 1, col, &b));
+  loom_graph_expr *ab[2] = {a, b};
+  return oimp_emit(c, "matmul", 2, ab, c->n->outputs[0], out);
+}
+
+/* Whether input i is absent (optional) or has one element. */
+static bool single_or_absent(const nctx *c, size_t i) {
+  if (!oimp_has_input(c, i)) return true;
+  const loom_sinfo *s = c->args[i]->sinfo;
+  bool single = s->kind == LOOM_SINFO_TENSOR && s->ndim >= 0 && s->dims;
+  for (int d = 0; single && d < s->ndim; d++) single = is_one(s->dims[d]);
+  return single;
+}
+
+/* The reference's requantization of an int32 accumulator: acc * scale (scale = x_scale *
+ * w_scale / y_scale in the scales' dtype; acc and the rest in float64, as NumPy promotes int32
+ * times float32), + y_zero_point (input `yz`), rounded half to even, clamped to `odt`. */
+static loom_status requantize(nctx *c, loom_graph_expr *acc, loom_graph_expr *scale, size_t yz, loom_dtype odt,
+                              loom_graph_expr **out) {
+  double lo, hi;
+  if (!int_range(odt, &lo, &hi)) return BAD(c->n, "output type %s is not an integer type", loom_dtype_name(odt));
+  loom_graph_expr *y;
+  LOOM_PROPAGATE(to_dtype(c, scale, LOOM_DTYPE_F64, &scale));
+  LOOM_PROPAGATE(to_dtype(c, acc, LOOM_DTYPE_F64, &acc));
+  LOOM_PROPAGATE(emit2(c, "mul", acc, scale, &y));
+  if (oimp_has_input(c, yz)) {
+    loom_graph_expr *z;
+    LOOM_PROPAGATE(to_dtype(c, c->args[yz], LOOM_DTYPE_F64, &z));
+    LOOM_PROPAGATE(emit2(c, "add", y, z, &y));
+  }
+  LOOM_PROPAGATE(emit1(c, "round", y, &y));
+  LOOM_PROPAGATE(clip(c, y, lo, hi, &y));
+  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", odt));
+  return oimp_emit(c, "cast", 1, &y, c->n->outputs[0], out);
+}
+
+/* The reference: C = (a - a_zp) @ (b - b_zp) in int32, requantized with a_scale * b_scale /
+ * y_scale into y_zp's type (a's without one). Per-tensor scales and zero points only. */
+static loom_status h_qlinear_matmul(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  for (size_t i = 1; i < 8; i++) {
+    if (i == 3) continue;
+    if ((i == 1 || i == 4 || i == 6) && !oimp_has_input(c, i)) return BAD(c->n, "input %zu (a scale) is required", i);
+    if (!single_or_absent(c, i))
+      return UNSUP(c->n, "input %zu: only per-tensor (one-element) scales and zero points are supported", i);
+  }
+  loom_dtype odt = oimp_has_input(c, 7) ? c->args[7]->sinfo->dtype : c->args[0]->sinfo->dtype;
+  loom_graph_expr *a, *b, *m, *s;
+  LOOM_PROPAGATE(centered(c, 0, 2, 0, NULL, &a));
+  LOOM_PROPAGATE(centered(c, 3, 5, 0, NULL, &b));
+  LOOM_PROPAGATE(emit2(c, "matmul", a, b, &m));
+  LOOM_PROPAGATE(emit2(c, "mul", c->args[1], c->args[4], &s));
+  LOOM_PROPAGATE(emit2(c, "div", s, c->args[6], &s));
+  return requantize(c, m, s, 7, odt, out);
+}
+
+/* Conv of (input x - input xz) and (input w - input wz) in int32 (a 1-D w zero point is per
+ * output channel) by the importer's Conv handler; *r is the weights' rank. */
+static loom_status conv_centered(nctx *c, size_t x, size_t xz, size_t w, size_t wz, int *r, loom_graph_expr **out) {
+  const op_entry *conv = oimp_find_entry("Conv");
+  if (!conv) return UNSUP(c->n, "Conv is not supported");
+  *r = oimp_in_rank(c, w);
+  if (*r < 3 || *r > 8) return UNSUP(c->n, "weights of rank %d", *r);
+  if (!single_or_absent(c, xz)) return UNSUP(c->n, "input %zu: only a per-tensor x zero point is supported", xz);
+  const loom_sym_expr *one = loom_sym_const(c->im->cx, 1), *wzs[8];
+  for (int k = 0; k < *r; k++) wzs[k] = k == 0 ? NULL : one;
+  loom_graph_expr *xi, *wi;
+  LOOM_PROPAGATE(centered(c, x, xz, 0, NULL, &xi));
+  LOOM_PROPAGATE(centered(c, w, wz, *r, wzs, &wi));
+  c->args[0] = xi, c->args[1] = wi, c->nargs = 2;
+  c->consts[0] = c->consts[1] = NULL;
+  return conv->h(c, conv, out);
+}
+
+static loom_status h_conv_integer(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  int r;
+  return conv_centered(c, 0, 2, 1, 3, &r, out);
+}
+
+/* The reference: conv of the centered inputs in int32 (the bias input B is not supported: the
+ * importer takes at most 8 inputs), requantized with x_scale *
+ * w_scale / y_scale (w_scale per output channel when 1-D) into y_zp's type (x's without one). */
+static loom_status h_qlinear_conv(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  for (size_t i = 1; i < 8; i++)
+    if ((i == 1 || i == 4 || i == 6) && !oimp_has_input(c, i)) return BAD(c->n, "input %zu (a scale) is required", i);
+  if (!single_or_absent(c, 1) || !single_or_absent(c, 6) || !single_or_absent(c, 7))
+    return UNSUP(c->n, "only per-tensor x and y scales and zero points are supported");
+  loom_dtype odt = oimp_has_input(c, 7) ? c->args[7]->sinfo->dtype : c->args[0]->sinfo->dtype;
+  loom_graph_expr *xs = c->args[1], *ws = c->args[4], *ys = c->args[6], *acc, *s;
+  int r;
+  LOOM_PROPAGATE(conv_centered(c, 0, 2, 3, 5, &r, &acc));
+  if (ws->sinfo->kind != LOOM_SINFO_TENSOR || ws->sinfo->ndim < 0 || !ws->sinfo->dims)
+    return UNSUP(c->n, "the shape of w_scale is unknown");
+  bool single = true;
+  for (int d = 0; d < ws->sinfo->ndim; d++) single = single && is_one(ws->sinfo->dims[d]);
+  if (!single) { /* per output channel: (1, O, 1, ...) */
+    if (ws->sinfo->ndim != 1) return BAD(c->n, "w_scale has rank %d (a scalar or 1-D)", ws->sinfo->ndim);
+    const loom_sym_expr *one = loom_sym_const(c->im->cx, 1), *d[8];
+    for (int k = 0; k < r; k++) d[k] = k == 1 ? ws->sinfo->dims[0] : one;
+    oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)r, d));
+    LOOM_PROPAGATE(emit1(c, "reshape", ws, &ws));
+  }
+  LOOM_PROPAGATE(emit2(c, "mul", xs, ws, &s));
+  LOOM_PROPAGATE(emit2(c, "div", s, ys, &s));
+  return requantize(c, acc, s, 7, odt, out);
+}
+
+const op_entry oimp_quant_table[] = {
+    {"Cast", NULL, h_cast, 1, 1, " to saturate round_mode ", false},
+    {"CastLike", NULL, h_cast, 2, 2, " saturate round_mode ", false},
+    {"BitCast", NULL, h_bitcast, 1, 1, " to ", false},
+    {"QuantizeLinear", NULL, h_quantize, 2, 3, " axis saturate block_size output_dtype precision ", false},
+    {"DequantizeLinear", NULL, h_dequantize, 2, 3, " axis block_size output_dtype ", false},
+    {"DynamicQuantizeLinear", NULL, h_dynamic_quantize, 1, 1, NOATTR, true},
+    {"QLinearMatMul", NULL, h_qlinear_matmul, 6, 8, NOATTR, false},
+    {"MatMulInteger", NULL, h_matmul_integer, 2, 4, NOATTR, false},
+    {"ConvInteger", NULL, h_conv_integer, 2, 4, " auto_pad dilations group kernel_shape pads strides ", false},
+    {"QLinearConv", NULL, h_qlinear_conv, 8, 8, " auto_pad dilations group kernel_shape pads strides ", false},
+};
+const size_t oimp_quant_table_len = sizeof oimp_quant_table / sizeof oimp_quant_table[0];
