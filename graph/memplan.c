@@ -330,7 +330,7 @@ loom_status loom_memplan_build(loom_graph_module *m, const loom_graph_func *f, l
     st = LOOM_OOM();
     goto done;
   }
-  memcpy(p->bindings, a.bindings.data, a.bindings.len * sizeof *p->bindings);
+  if (a.bindings.len) memcpy(p->bindings, a.bindings.data, a.bindings.len * sizeof *p->bindings);
   for (uint32_t i = 0; i < p->nbindings; i++) p->tensor_of[i] = LOOM_MEMPLAN_NONE;
   /* var definitions: params at 0, then each binding's struct info at index + 1 */
   def_ctx dc = {&defs, 0, false};

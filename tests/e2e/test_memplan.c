@@ -94,3 +94,14 @@ LOOM_TEST(memplan, vars_defined_by_match_cast_are_never_needed_before_it) {
   cr_assert_null(strstr(p, "max(4*n, 8*k)"), "%s", p);
   free(p);
 }
+
+/* A function whose only binding is a view plans no storage at all (it used to copy from an empty
+ * binding list). */
+LOOM_TEST(memplan, a_function_of_views_only_has_an_empty_plan) {
+  char *p = plan_text("fn @main(x: Tensor[(n, 4), f32]) -> Tensor[(4 * n,), f32] {\n"
+                      "  dataflow {\n    y = reshape(x, shape=[4 * n])\n    output y\n  }\n  return y\n}\n");
+  static const char *const want[] = {"memory plan of @main: "};
+  expect_lines(p, want, 1);
+  cr_assert_null(strstr(p, "storage s0"), "%s", p);
+  free(p);
+}
