@@ -8,5 +8,6 @@ pub const compiler = [_][]const u8{
     "src/frontend/onnx/onnx_wire.c",
     "src/frontend/onnx/onnx_import.c",
     "src/frontend/onnx/onnx_import_nn.c",
+    "src/frontend/onnx/onnx_import_misc.c",
     "src/frontend/onnx/conformance.c",
 };
