@@ -1,5 +1,5 @@
-/* op_misc.c — sorting, n-d indexing, linear-algebra and detection ops that fit no other
- * family: topk, gather_nd, scatter_nd, det, non_max_suppression. Each result shape that
+/* op_misc.c — sorting, n-d indexing, linear-algebra, signal and detection ops that fit no
+ * other family: topk, gather_nd, scatter_nd, det, dft, non_max_suppression. Each result shape that
  * depends on data (topk with a run-time k, non_max_suppression) is a fresh symbol. */
 #include <math.h>
 #include <stdlib.h>
@@ -14,6 +14,11 @@ static const loom_graph_attr_spec topk_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, 
 static const loom_graph_attr_spec nd_attrs[] = {
     {"batch_dims", LOOM_GRAPH_ATTR_INT, false}, {"reduction", LOOM_GRAPH_ATTR_STR, false}, {NULL, 0, false}};
 static const loom_graph_attr_spec no_attrs[] = {{NULL, 0, false}};
+static const loom_graph_attr_spec dft_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, true},
+                                                 {"inverse", LOOM_GRAPH_ATTR_BOOL, false},
+                                                 {"onesided", LOOM_GRAPH_ATTR_BOOL, false},
+                                                 {"length", LOOM_GRAPH_ATTR_SYMS, false},
+                                                 {NULL, 0, false}};
 static const loom_graph_attr_spec nms_attrs[] = {{"center_point_box", LOOM_GRAPH_ATTR_BOOL, false}, {NULL, 0, false}};
 
 static loom_status int_operand(loom_graph_icx *ic, size_t i, const loom_sinfo **out) {
@@ -279,6 +284,75 @@ static loom_status eval_det(loom_graph_ecx *ec, const loom_graph_value *args, lo
   return LOOM_OK;
 }
 
+/* ---- dft ------------------------------------------------------------------------------------- */
+
+/* dft(x, axis=a, inverse=false, onesided=false, length=[n]): x is (..., 1) real or (..., 2)
+ * complex (re, im); along axis a (not the last) the signal is cut or zero-padded to n (default:
+ * its extent) and transformed: y[k] = sum_j x[j] e^(-+2 pi i j k / n) (the inverse divides by
+ * n). The result is (..., 2) with axis a of n, or floor(n / 2) + 1 when onesided (forward). */
+static loom_status infer_dft(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  if (x->dtype != LOOM_DTYPE_UNKNOWN && !loom_dtype_is_float(x->dtype))
+    return loom_graph_icx_error(ic, "operand 0 has dtype %s; a float dtype is required", loom_dtype_name(x->dtype));
+  int64_t c;
+  if (x->ndim < 2 || !loom_sym_is_const(x->dims[x->ndim - 1], &c) || (c != 1 && c != 2))
+    return loom_graph_icx_error(ic, "operand 0 must be (..., 1) real or (..., 2) complex, got %s", loom_graph_dims_str(ic->m, x->ndim, x->dims));
+  int a;
+  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), x->ndim - 1, "axis", &a));
+  const loom_graph_attr *la = loom_graph_call_attr(ic->call, "length");
+  if (la && la->n != 1) return loom_graph_icx_error(ic, "length must be one value");
+  const loom_sym_expr *n = la ? la->syms[0] : x->dims[a];
+  int64_t nc;
+  if (loom_sym_is_const(n, &nc) && nc < 1) return loom_graph_icx_error(ic, "length is %lld (at least 1)", (long long)nc);
+  bool inv = loom_graph_attr_get_int(ic->call, "inverse", 0) != 0, one = loom_graph_attr_get_int(ic->call, "onesided", 0) != 0;
+  if (inv && one) return loom_graph_icx_error(ic, "onesided applies to the forward transform only");
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)x->ndim);
+  if (!d) return LOOM_OOM();
+  for (int i = 0; i < x->ndim; i++) d[i] = x->dims[i];
+  d[a] = one ? loom_sym_add(ic->cx, loom_sym_floordiv(ic->cx, n, loom_sym_const(ic->cx, 2)), loom_sym_const(ic->cx, 1)) : n;
+  d[x->ndim - 1] = loom_sym_const(ic->cx, 2);
+  *out = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, d, x->device);
+  return LOOM_OK;
+}
+
+static loom_status eval_dft(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *x = &args[0].t;
+  int a = (int)loom_graph_attr_get_int(ec->call, "axis", 0);
+  if (a < 0) a += x->ndim - 1;
+  const loom_graph_attr *la = loom_graph_call_attr(ec->call, "length");
+  int64_t n = x->shape[a], c = x->shape[x->ndim - 1];
+  if (la) LOOM_PROPAGATE(loom_graph_ecx_sym(ec, la->syms[0], &n));
+  if (n < 1) return LOOM_ERROR(INVALID_ARGUMENT, "%s: length is %lld (at least 1)", ec->op, (long long)n);
+  bool inv = loom_graph_attr_get_int(ec->call, "inverse", 0) != 0, one = loom_graph_attr_get_int(ec->call, "onesided", 0) != 0;
+  int64_t sh[8], m = one ? n / 2 + 1 : n, len = x->shape[a], use = len < n ? len : n;
+  memcpy(sh, x->shape, sizeof sh);
+  sh[a] = m, sh[x->ndim - 1] = 2;
+  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, sh, out));
+  size_t outer = 1, inner = 1;
+  for (int i = 0; i < a; i++) outer *= (size_t)x->shape[i];
+  for (int i = a + 1; i < x->ndim - 1; i++) inner *= (size_t)x->shape[i];
+  double *v = loom_graph_tensor_to_f64(x), sign = inv ? 1 : -1;
+  if (!v) return LOOM_OOM();
+  for (size_t o = 0; o < outer; o++)
+    for (size_t in = 0; in < inner; in++)
+      for (int64_t k = 0; k < m; k++) {
+        double re = 0, im = 0;
+        for (int64_t j = 0; j < use; j++) {
+          const double *p = v + ((o * (size_t)len + (size_t)j) * inner + in) * (size_t)c;
+          double ang = sign * 2 * M_PI * (double)((j * k) % n) / (double)n, cr = cos(ang), ci = sin(ang);
+          double xr = p[0], xi = c == 2 ? p[1] : 0;
+          re += xr * cr - xi * ci, im += xr * ci + xi * cr;
+        }
+        if (inv) re /= (double)n, im /= (double)n;
+        size_t e = ((o * (size_t)m + (size_t)k) * inner + in) * 2;
+        loom_graph_tensor_set_f64(&out->t, e, re);
+        loom_graph_tensor_set_f64(&out->t, e + 1, im);
+      }
+  free(v);
+  return LOOM_OK;
+}
+
 /* ---- non_max_suppression ----------------------------------------------------------------------- */
 
 /* non_max_suppression(boxes (B, N, 4), scores (B, C, N), max_per_class (1), iou (1),
@@ -373,4 +447,5 @@ const loom_graph_op_impl loom_graph_op_impl_topk = {topk_attrs, infer_topk, eval
 const loom_graph_op_impl loom_graph_op_impl_gather_nd = {nd_attrs, infer_gather_nd, eval_nd, NULL};
 const loom_graph_op_impl loom_graph_op_impl_scatter_nd = {nd_attrs, infer_gather_nd, eval_nd, NULL};
 const loom_graph_op_impl loom_graph_op_impl_det = {no_attrs, infer_det, eval_det, NULL};
+const loom_graph_op_impl loom_graph_op_impl_dft = {dft_attrs, infer_dft, eval_dft, NULL};
 const loom_graph_op_impl loom_graph_op_impl_non_max_suppression = {nms_attrs, infer_nms, eval_nms, NULL};

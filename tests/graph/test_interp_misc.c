@@ -256,3 +256,28 @@ LOOM_TEST(graph_interp_misc, det_and_non_max_suppression) {
   expect_parse_error("fn @main(x: Tensor[(2, 3), f32]) -> Object {\n  d = det(x)\n  return d\n}\n",
                      "operand 0 axis 0 is 2, operand 0 axis 1 is 3");
 }
+
+LOOM_TEST(graph_interp_misc, dft_forward_inverse_onesided_length) {
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(x: Tensor[(4, 1), f32]) -> Object {\n"
+      "  f = dft(x, axis=0)\n  h = dft(x, axis=0, onesided=true)\n  s = dft(x, axis=0, length=[2])\n"
+      "  b = dft(f, axis=0, inverse=true)\n  p = dft(x, axis=-1, length=[5])\n  r = (f, h, s, b, p)\n  return r\n}\n");
+  loom_graph_value a[1] = {gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){4, 1}, (double[]){1, 2, 3, 4})};
+  loom_graph_value r = run_ok(m, 1, a);
+  expect_values(&r.items[0], 2, (int64_t[]){4, 2}, (double[]){10, 0, -2, 2, -2, 0, -2, -2}, 1e-5);
+  expect_values(&r.items[1], 2, (int64_t[]){3, 2}, (double[]){10, 0, -2, 2, -2, 0}, 1e-5);
+  expect_values(&r.items[2], 2, (int64_t[]){2, 2}, (double[]){3, 0, -1, 0}, 1e-5);
+  expect_values(&r.items[3], 2, (int64_t[]){4, 2}, (double[]){1, 0, 2, 0, 3, 0, 4, 0}, 1e-5);
+  /* zero-padded to 5: y[k] = sum_j x[j] e^(-2 pi i j k / 5); y[0] = 10 */
+  double re1 = 0, im1 = 0;
+  for (int j = 0; j < 4; j++) re1 += (j + 1) * cos(-2 * M_PI * j / 5), im1 += (j + 1) * sin(-2 * M_PI * j / 5);
+  cr_assert_eq(r.items[4].t.shape[0], 5);
+  cr_assert(fabs(loom_graph_tensor_get_f64(&r.items[4].t, 0) - 10) < 1e-5);
+  cr_assert(fabs(loom_graph_tensor_get_f64(&r.items[4].t, 2) - re1) < 1e-5 && fabs(loom_graph_tensor_get_f64(&r.items[4].t, 3) - im1) < 1e-5);
+  loom_graph_value_free(&r);
+  free_args(a, 1);
+  loom_graph_module_destroy(m);
+  expect_parse_error("fn @main(x: Tensor[(4, 3), f32]) -> Object {\n  f = dft(x, axis=0)\n  return f\n}\n",
+                     "(..., 1) real or (..., 2) complex");
+  expect_parse_error("fn @main(x: Tensor[(4, 1), f32]) -> Object {\n  f = dft(x, axis=1)\n  return f\n}\n", "axis");
+}
