@@ -289,7 +289,9 @@ static loom_status eval_det(loom_graph_ecx *ec, const loom_graph_value *args, lo
 /* dft(x, axis=a, inverse=false, onesided=false, length=[n]): x is (..., 1) real or (..., 2)
  * complex (re, im); along axis a (not the last) the signal is cut or zero-padded to n (default:
  * its extent) and transformed: y[k] = sum_j x[j] e^(-+2 pi i j k / n) (the inverse divides by
- * n). The result is (..., 2) with axis a of n, or floor(n / 2) + 1 when onesided (forward). */
+ * n). The result is (..., 2) with axis a of n, or floor(n / 2) + 1 when onesided. The inverse
+ * with onesided reads the m bins of a onesided spectrum (the rest by Hermitian symmetry,
+ * X[n - k] = conj(X[k])) and gives the real signal (..., n, 1), n = 2 (m - 1) by default. */
 static loom_status infer_dft(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
@@ -302,16 +304,16 @@ static loom_status infer_dft(loom_graph_icx *ic, const loom_sinfo **out) {
   LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), x->ndim - 1, "axis", &a));
   const loom_graph_attr *la = loom_graph_call_attr(ic->call, "length");
   if (la && la->n != 1) return loom_graph_icx_error(ic, "length must be one value");
-  const loom_sym_expr *n = la ? la->syms[0] : x->dims[a];
+  bool inv = loom_graph_attr_get_int(ic->call, "inverse", 0) != 0, one = loom_graph_attr_get_int(ic->call, "onesided", 0) != 0;
+  const loom_sym_expr *two = loom_sym_const(ic->cx, 2), *n = la ? la->syms[0] : x->dims[a];
+  if (inv && one && !la) n = loom_sym_mul(ic->cx, two, loom_sym_sub(ic->cx, x->dims[a], loom_sym_const(ic->cx, 1)));
   int64_t nc;
   if (loom_sym_is_const(n, &nc) && nc < 1) return loom_graph_icx_error(ic, "length is %lld (at least 1)", (long long)nc);
-  bool inv = loom_graph_attr_get_int(ic->call, "inverse", 0) != 0, one = loom_graph_attr_get_int(ic->call, "onesided", 0) != 0;
-  if (inv && one) return loom_graph_icx_error(ic, "onesided applies to the forward transform only");
   const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)x->ndim);
   if (!d) return LOOM_OOM();
   for (int i = 0; i < x->ndim; i++) d[i] = x->dims[i];
-  d[a] = one ? loom_sym_add(ic->cx, loom_sym_floordiv(ic->cx, n, loom_sym_const(ic->cx, 2)), loom_sym_const(ic->cx, 1)) : n;
-  d[x->ndim - 1] = loom_sym_const(ic->cx, 2);
+  d[a] = one && !inv ? loom_sym_add(ic->cx, loom_sym_floordiv(ic->cx, n, two), loom_sym_const(ic->cx, 1)) : n;
+  d[x->ndim - 1] = inv && one ? loom_sym_const(ic->cx, 1) : two;
   *out = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, d, x->device);
   return LOOM_OK;
 }
@@ -321,13 +323,14 @@ static loom_status eval_dft(loom_graph_ecx *ec, const loom_graph_value *args, lo
   int a = (int)loom_graph_attr_get_int(ec->call, "axis", 0);
   if (a < 0) a += x->ndim - 1;
   const loom_graph_attr *la = loom_graph_call_attr(ec->call, "length");
-  int64_t n = x->shape[a], c = x->shape[x->ndim - 1];
+  bool inv = loom_graph_attr_get_int(ec->call, "inverse", 0) != 0, one = loom_graph_attr_get_int(ec->call, "onesided", 0) != 0;
+  bool half = inv && one; /* a onesided spectrum in, a real signal out */
+  int64_t n = half ? 2 * (x->shape[a] - 1) : x->shape[a], c = x->shape[x->ndim - 1];
   if (la) LOOM_PROPAGATE(loom_graph_ecx_sym(ec, la->syms[0], &n));
   if (n < 1) return LOOM_ERROR(INVALID_ARGUMENT, "%s: length is %lld (at least 1)", ec->op, (long long)n);
-  bool inv = loom_graph_attr_get_int(ec->call, "inverse", 0) != 0, one = loom_graph_attr_get_int(ec->call, "onesided", 0) != 0;
-  int64_t sh[8], m = one ? n / 2 + 1 : n, len = x->shape[a], use = len < n ? len : n;
+  int64_t sh[8], m = one && !inv ? n / 2 + 1 : n, len = x->shape[a], use = len < n ? len : n;
   memcpy(sh, x->shape, sizeof sh);
-  sh[a] = m, sh[x->ndim - 1] = 2;
+  sh[a] = m, sh[x->ndim - 1] = half ? 1 : 2;
   LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, sh, out));
   size_t outer = 1, inner = 1;
   for (int i = 0; i < a; i++) outer *= (size_t)x->shape[i];
@@ -338,16 +341,20 @@ static loom_status eval_dft(loom_graph_ecx *ec, const loom_graph_value *args, lo
     for (size_t in = 0; in < inner; in++)
       for (int64_t k = 0; k < m; k++) {
         double re = 0, im = 0;
-        for (int64_t j = 0; j < use; j++) {
-          const double *p = v + ((o * (size_t)len + (size_t)j) * inner + in) * (size_t)c;
+        for (int64_t j = 0; j < (half ? n : use); j++) {
+          int64_t src = j;
+          bool conj = false;
+          if (half && j >= len) src = n - j, conj = true; /* X[n - k] = conj(X[k]) */
+          if (src < 0 || src >= len) continue;
+          const double *p = v + ((o * (size_t)len + (size_t)src) * inner + in) * (size_t)c;
           double ang = sign * 2 * M_PI * (double)((j * k) % n) / (double)n, cr = cos(ang), ci = sin(ang);
-          double xr = p[0], xi = c == 2 ? p[1] : 0;
+          double xr = p[0], xi = c == 2 ? (conj ? -p[1] : p[1]) : 0;
           re += xr * cr - xi * ci, im += xr * ci + xi * cr;
         }
         if (inv) re /= (double)n, im /= (double)n;
-        size_t e = ((o * (size_t)m + (size_t)k) * inner + in) * 2;
+        size_t e = ((o * (size_t)m + (size_t)k) * inner + in) * (half ? 1 : 2);
         loom_graph_tensor_set_f64(&out->t, e, re);
-        loom_graph_tensor_set_f64(&out->t, e + 1, im);
+        if (!half) loom_graph_tensor_set_f64(&out->t, e + 1, im);
       }
   free(v);
   return LOOM_OK;

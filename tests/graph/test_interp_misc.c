@@ -261,7 +261,8 @@ LOOM_TEST(graph_interp_misc, dft_forward_inverse_onesided_length) {
   loom_graph_module *m = gt_parse_ok(
       "fn @main(x: Tensor[(4, 1), f32]) -> Object {\n"
       "  f = dft(x, axis=0)\n  h = dft(x, axis=0, onesided=true)\n  s = dft(x, axis=0, length=[2])\n"
-      "  b = dft(f, axis=0, inverse=true)\n  p = dft(x, axis=-1, length=[5])\n  r = (f, h, s, b, p)\n  return r\n}\n");
+      "  b = dft(f, axis=0, inverse=true)\n  p = dft(x, axis=-1, length=[5])\n  i = dft(h, axis=0, inverse=true, onesided=true)\n"
+      "  r = (f, h, s, b, p, i)\n  return r\n}\n");
   loom_graph_value a[1] = {gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){4, 1}, (double[]){1, 2, 3, 4})};
   loom_graph_value r = run_ok(m, 1, a);
   expect_values(&r.items[0], 2, (int64_t[]){4, 2}, (double[]){10, 0, -2, 2, -2, 0, -2, -2}, 1e-5);
@@ -274,6 +275,8 @@ LOOM_TEST(graph_interp_misc, dft_forward_inverse_onesided_length) {
   cr_assert_eq(r.items[4].t.shape[0], 5);
   cr_assert(fabs(loom_graph_tensor_get_f64(&r.items[4].t, 0) - 10) < 1e-5);
   cr_assert(fabs(loom_graph_tensor_get_f64(&r.items[4].t, 2) - re1) < 1e-5 && fabs(loom_graph_tensor_get_f64(&r.items[4].t, 3) - im1) < 1e-5);
+  /* the onesided spectrum's inverse: the real signal of 2 * (3 - 1) samples */
+  expect_values(&r.items[5], 2, (int64_t[]){4, 1}, (double[]){1, 2, 3, 4}, 1e-5);
   loom_graph_value_free(&r);
   free_args(a, 1);
   loom_graph_module_destroy(m);

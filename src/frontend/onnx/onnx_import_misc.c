@@ -679,10 +679,11 @@ static loom_status h_nms(nctx *c, const op_entry *e, loom_graph_expr **out) {
 /* ---- DFT ---------------------------------------------------------------------------------------- */
 
 /* One dft of x along `axis`. */
-static loom_status dft1(nctx *c, loom_graph_expr *x, int64_t axis, const loom_sym_expr *len, bool onesided,
+static loom_status dft1(nctx *c, loom_graph_expr *x, int64_t axis, const loom_sym_expr *len, bool onesided, bool inverse,
                         const char *name, loom_graph_expr **y) {
   if (len) oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "length", 1, &len));
   if (onesided) oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "onesided", true));
+  if (inverse) oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "inverse", true));
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
   return oimp_emit(c, "dft", 1, &x, name, y);
 }
@@ -690,15 +691,16 @@ static loom_status dft1(nctx *c, loom_graph_expr *x, int64_t axis, const loom_sy
 /* DFT over a static axis (attribute before opset 20, else a constant input), or over an axis
  * known only at run time: then every candidate axis is transformed and `where` picks one (not
  * with onesided, whose result shape depends on the axis). dft_length: a constant or a run-time
- * scalar (a symbolic dim). The graph op computes the inverse too, but the suite's inverse
- * outputs carry numpy's float32 FFT rounding (about 2e-7 where the exact value is 0), beyond
- * the runner's absolute tolerance: the inverse is refused rather than reported as wrong. */
+ * scalar (a symbolic dim). The inverse of a onesided spectrum gives a real signal. The graph
+ * op computes the complex inverse too, but the suite's outputs for it carry numpy's float32
+ * FFT rounding (about 2e-7 where the exact value is 0), beyond the runner's absolute
+ * tolerance: that case is refused rather than reported as wrong. */
 static loom_status h_dft(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   int64_t inverse, onesided, axis = 1;
   LOOM_PROPAGATE(oimp_attr_int(c, "inverse", 0, &inverse));
   LOOM_PROPAGATE(oimp_attr_int(c, "onesided", 0, &onesided));
-  if (inverse) return UNSUP(c->n, "the inverse DFT is not enabled (float32 rounding of the reference outputs)");
+  if (inverse && !onesided) return UNSUP(c->n, "the complex inverse DFT is not enabled (float32 rounding of the reference outputs)");
   int r = oimp_in_rank(c, 0);
   if (r < 2) return UNSUP(c->n, "the input's rank must be known and at least 2");
   bool runtime_axis = false;
@@ -716,7 +718,7 @@ static loom_status h_dft(nctx *c, const op_entry *e, loom_graph_expr **out) {
   }
   const loom_sym_expr *len = NULL;
   if (oimp_has_input(c, 1)) LOOM_PROPAGATE(scalar_sym(c, 1, &len));
-  if (!runtime_axis) return dft1(c, c->args[0], axis, len, onesided != 0, c->n->outputs[0], out);
+  if (!runtime_axis) return dft1(c, c->args[0], axis, len, onesided != 0, inverse != 0, c->n->outputs[0], out);
   if (onesided) return UNSUP(c->n, "onesided with an axis known only at run time (the result shape depends on it)");
   loom_dtype adt = c->args[2]->sinfo->dtype;
   if (adt != LOOM_DTYPE_I64 && adt != LOOM_DTYPE_I32) return BAD(c->n, "input 2 (axis) must be int32 or int64");
@@ -724,7 +726,7 @@ static loom_status h_dft(nctx *c, const op_entry *e, loom_graph_expr **out) {
   LOOM_PROPAGATE(as_scalar(c, c->args[2], &ax));
   for (int k = r - 2; k >= 0; k--) {
     loom_graph_expr *yk, *is, *is2;
-    LOOM_PROPAGATE(dft1(c, c->args[0], k, len, false, NULL, &yk));
+    LOOM_PROPAGATE(dft1(c, c->args[0], k, len, false, false, NULL, &yk));
     if (!y) {
       y = yk;
       continue;
@@ -736,6 +738,51 @@ static loom_status h_dft(nctx *c, const op_entry *e, loom_graph_expr **out) {
   }
   *out = y;
   return LOOM_OK;
+}
+
+/* STFT(signal (B, L, 1 or 2), frame_step, window?, frame_length?): the F = (L - n) / step + 1
+ * frames x[f * step + j] (a `take` with computed indices), times the window, then a DFT of
+ * each frame along its n samples (onesided by default). Step and length may be run-time
+ * scalars (symbolic dims). */
+static loom_status h_stft(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  int64_t onesided;
+  LOOM_PROPAGATE(oimp_attr_int(c, "onesided", 1, &onesided));
+  int r;
+  const loom_sym_expr *const *d;
+  LOOM_PROPAGATE(dims_of(c, c->args[0], &r, &d));
+  if (r != 3) return BAD(c->n, "the signal has rank %d (3: batch, samples, 1 or 2)", r);
+  loom_sym_ctx *cx = c->im->cx;
+  const loom_sym_expr *step, *n, *one = loom_sym_const(cx, 1);
+  LOOM_PROPAGATE(scalar_sym(c, 1, &step));
+  bool win = c->nargs > 2 && c->args[2];
+  if (c->nargs > 3 && c->args[3]) LOOM_PROPAGATE(scalar_sym(c, 3, &n));
+  else if (win) {
+    int rw;
+    const loom_sym_expr *const *dw;
+    LOOM_PROPAGATE(dims_of(c, c->args[2], &rw, &dw));
+    if (rw != 1) return BAD(c->n, "the window has rank %d (1)", rw);
+    n = dw[0];
+  } else n = d[1];
+  const loom_sym_expr *nf = loom_sym_add(cx, loom_sym_floordiv(cx, loom_sym_sub(cx, d[1], n), step), one);
+  loom_graph_expr *fi, *st, *j, *idx, *fr;
+  LOOM_PROPAGATE(iota(c, nf, &fi));
+  LOOM_PROPAGATE(vec_at(c, fi, nf, 2, 0, &fi));
+  LOOM_PROPAGATE(cast(c, c->args[1], LOOM_DTYPE_I64, &st));
+  LOOM_PROPAGATE(as_scalar(c, st, &st));
+  LOOM_PROPAGATE(op2(c, "mul", fi, st, &fi));
+  LOOM_PROPAGATE(iota(c, n, &j));
+  LOOM_PROPAGATE(vec_at(c, j, n, 2, 1, &j));
+  LOOM_PROPAGATE(op2(c, "add", fi, j, &idx));
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 1));
+  LOOM_PROPAGATE(op2(c, "take", c->args[0], idx, &fr));
+  if (win) {
+    loom_graph_expr *w;
+    LOOM_PROPAGATE(cast(c, c->args[2], c->args[0]->sinfo->dtype, &w));
+    LOOM_PROPAGATE(vec_at(c, w, n, 4, 2, &w));
+    LOOM_PROPAGATE(op2(c, "mul", fr, w, &fr));
+  }
+  return dft1(c, fr, 2, NULL, onesided != 0, false, c->n->outputs[0], out);
 }
 
 #define NOATTR " "
@@ -766,6 +813,7 @@ const op_entry oimp_misc_table[] = {
     {"ScatterND", "scatter_nd", h_nd, 3, 3, " reduction ", false},
     {"Det", "det", oimp_h_simple, 1, 1, NOATTR, false},
     {"DFT", "dft", h_dft, 1, 3, " axis inverse onesided ", false},
+    {"STFT", NULL, h_stft, 2, 4, " onesided ", false},
     {"NonMaxSuppression", "non_max_suppression", h_nms, 2, 5, " center_point_box ", false},
 };
 const size_t oimp_misc_table_len = sizeof oimp_misc_table / sizeof oimp_misc_table[0];
