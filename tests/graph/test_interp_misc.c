@@ -284,3 +284,30 @@ LOOM_TEST(graph_interp_misc, dft_forward_inverse_onesided_length) {
                      "(..., 1) real or (..., 2) complex");
   expect_parse_error("fn @main(x: Tensor[(4, 1), f32]) -> Object {\n  f = dft(x, axis=1)\n  return f\n}\n", "axis");
 }
+
+/* A Tuple whose items share a fresh extent (topk with a run-time k, unique) is written with the
+ * declared names, parses back, and verifies. */
+LOOM_TEST(graph_interp_misc, fresh_extents_inside_tuples_round_trip) {
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(x: Tensor[(3, 4), f32], k: Tensor[(1,), i64]) -> Object {\n"
+      "  t: Tuple[Tensor[(3, kk), f32], Tensor[(3, kk), i64]] = topk(x, k)\n"
+      "  u: Tuple[Tensor[(nu,), f32], Tensor[(nu,), i64], Tensor[(12,), i64], Tensor[(nu,), i64]] = unique(x, indices=true)\n"
+      "  v: Tensor[(3, kk), f32] = t.0\n  r = (v, u)\n  return r\n}\n");
+  loom_diag_list dl;
+  loom_diag_list_init(&dl, NULL);
+  loom_status st = loom_graph_verify(m, &dl);
+  cr_assert(!st, "%s", st ? loom_status_text(st, 0) : "");
+  loom_diag_list_destroy(&dl);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_graph_print_module(m, &sb);
+  cr_assert(strstr(loom_strbuf_cstr(&sb), "Tensor[(3, kk), i64]"), "%s", loom_strbuf_cstr(&sb));
+  loom_graph_module *back = gt_parse_ok(loom_strbuf_cstr(&sb));
+  loom_graph_module_destroy(back);
+  loom_strbuf_free(&sb);
+  loom_graph_module_destroy(m);
+  /* a new name where the op's extent is not fresh is still an error */
+  expect_parse_error("fn @main(x: Tensor[(3, 4), f32], k: Tensor[(1,), i64]) -> Object {\n"
+                     "  t: Tuple[Tensor[(zz, kk), f32], Tensor[(3, kk), i64]] = topk(x, k)\n  return t\n}\n",
+                     "zz");
+}

@@ -615,8 +615,10 @@ static loom_status range_runtime(nctx *c, loom_dtype dt, loom_graph_expr **out) 
   for (size_t i = 0; i < 3; i++) {
     const loom_sinfo *si = c->args[i]->sinfo;
     if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims) return UNSUP(c->n, "input %zu's rank is unknown", i);
-    for (int d = 0; d < si->ndim; d++)
-      if (!loom_sym_is_const(si->dims[d], &(int64_t){0})) return UNSUP(c->n, "input %zu must be a scalar", i);
+    for (int d = 0; d < si->ndim; d++) {
+      int64_t e;
+      if (!loom_sym_is_const(si->dims[d], &e) || e != 1) return BAD(c->n, "input %zu must be a scalar (one value)", i);
+    }
     v[i] = c->args[i];
     if (si->ndim) {
       oimp_add_attr(c, loom_graph_attr_syms(m, "shape", 0, NULL));
