@@ -482,12 +482,12 @@ static loom_status legalize_cumsum(loom_graph_module *m, const loom_graph_expr *
   LOOM_PROPAGATE(tensor_arg(call, 0, &x));
   int axis;
   if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return unsupported(call, "for this axis");
-  bool excl = loom_graph_attr_get_int(call, "exclusive", 0) != 0;
+  bool excl = loom_graph_attr_get_int(call, "exclusive", 0) != 0, prod = call->u.call.op == LOOM_GRAPH_OP_CUMPROD;
   char name[256];
-  snprintf(name, sizeof name, "cumsum_%s_r%d_a%d%s", loom_dtype_name(x->dtype), x->ndim, axis, excl ? "_x" : "");
+  snprintf(name, sizeof name, "%s_%s_r%d_a%d%s", prod ? "cumprod" : "cumsum", loom_dtype_name(x->dtype), x->ndim, axis, excl ? "_x" : "");
   if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_cumsum(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, axis,
-                                    excl, tp));
+  LOOM_PROPAGATE((prod ? loom_tp_gen_cumprod : loom_tp_gen_cumsum)(loom_graph_module_arena(m), loom_graph_module_sym(m), name,
+                                                                    x->dtype, x->ndim, axis, excl, tp));
   return loom_graph_module_add_tp(m, *tp);
 }
 
@@ -763,7 +763,8 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
     case LOOM_GRAPH_OP_TAKE: return legalize_take(m, call, out_tp);
     case LOOM_GRAPH_OP_ARGMAX: return legalize_argext(m, call, true, out_tp);
     case LOOM_GRAPH_OP_ARGMIN: return legalize_argext(m, call, false, out_tp);
-    case LOOM_GRAPH_OP_CUMSUM: return legalize_cumsum(m, call, out_tp);
+    case LOOM_GRAPH_OP_CUMSUM:
+    case LOOM_GRAPH_OP_CUMPROD: return legalize_cumsum(m, call, out_tp);
     case LOOM_GRAPH_OP_TILE: return legalize_tile(m, call, out_tp);
     case LOOM_GRAPH_OP_REPEAT: return legalize_repeat(m, call, out_tp);
     case LOOM_GRAPH_OP_GATHER_ELEMENTS: return legalize_gather_elements(m, call, out_tp);

@@ -1,5 +1,6 @@
 /* op_elemwise.c — elementwise unary and binary operators (NumPy broadcasting), clip, cast,
- * dropout and where: attributes, inference and reference implementations. */
+ * dropout, where and the bitwise / shift operators on integers: attributes, inference and
+ * reference implementations. */
 #include <math.h>
 #include <string.h>
 
@@ -24,6 +25,35 @@ static bool is_logic(loom_graph_op op) {
   return op == LOOM_GRAPH_OP_NOT || (op >= LOOM_GRAPH_OP_EQUAL && op <= LOOM_GRAPH_OP_LOGICAL_XOR);
 }
 
+/* Ops defined on integer dtypes only (bool excluded). */
+static bool is_bitwise(loom_graph_op op) {
+  return op == LOOM_GRAPH_OP_BITWISE_NOT || (op >= LOOM_GRAPH_OP_BITWISE_AND && op <= LOOM_GRAPH_OP_SHIFT_RIGHT);
+}
+
+static bool is_unsigned(loom_dtype dt) {
+  return dt == LOOM_DTYPE_U8 || dt == LOOM_DTYPE_U16 || dt == LOOM_DTYPE_U32 || dt == LOOM_DTYPE_U64;
+}
+
+/* v wrapped (two's complement) to the width of integer dtype dt. */
+static int64_t wrap_int(loom_dtype dt, uint64_t v) {
+  unsigned w = 8 * (unsigned)loom_dtype_size(dt);
+  if (w >= 64) return (int64_t)v;
+  v &= ((uint64_t)1 << w) - 1;
+  if (!is_unsigned(dt) && (v >> (w - 1))) v |= ~(((uint64_t)1 << w) - 1);
+  return (int64_t)v;
+}
+
+/* a << b, a >> b in a's dtype (logical shift for unsigned dtypes); shifts past the width give
+ * 0 (or -1 for a negative signed a shifted right). */
+static int64_t shift_i(loom_graph_op op, loom_dtype dt, int64_t a, int64_t b) {
+  unsigned w = 8 * (unsigned)loom_dtype_size(dt);
+  uint64_t ua = is_unsigned(dt) && w < 64 ? (uint64_t)a & (((uint64_t)1 << w) - 1) : (uint64_t)a;
+  if (op == LOOM_GRAPH_OP_SHIFT_LEFT) return b < 0 || b >= (int64_t)w ? 0 : wrap_int(dt, ua << b);
+  if (is_unsigned(dt)) return b < 0 || b >= (int64_t)w ? 0 : (int64_t)(ua >> b);
+  if (b < 0 || b >= (int64_t)w) return a < 0 ? -1 : 0;
+  return a < 0 ? (int64_t)~(~(uint64_t)a >> b) : (int64_t)((uint64_t)a >> b);
+}
+
 /* ---- unary ----------------------------------------------------------------------- */
 
 /* Result: same shape; dtype kept, except not (bool) and cast (attr). Float-only ops reject
@@ -39,7 +69,10 @@ static loom_status infer_unary(loom_graph_icx *ic, const loom_sinfo **out) {
     return loom_graph_icx_error(ic, "round_mode \"%s\" is not one of \"up\", \"down\", \"nearest\"", rm->s);
   if (op == LOOM_GRAPH_OP_CAST) dt = loom_graph_call_attr(ic->call, "dtype")->dtype;
   else if (op == LOOM_GRAPH_OP_NOT) dt = LOOM_DTYPE_BOOL;
-  else if (dt != LOOM_DTYPE_UNKNOWN && !loom_dtype_is_float(dt) && op != LOOM_GRAPH_OP_NEG &&
+  else if (op == LOOM_GRAPH_OP_BITWISE_NOT) {
+    if (dt != LOOM_DTYPE_UNKNOWN && !loom_dtype_is_int(dt))
+      return loom_graph_icx_error(ic, "operand 0 has dtype %s; an integer dtype is required", loom_dtype_name(dt));
+  } else if (dt != LOOM_DTYPE_UNKNOWN && !loom_dtype_is_float(dt) && op != LOOM_GRAPH_OP_NEG &&
            op != LOOM_GRAPH_OP_ABS && op != LOOM_GRAPH_OP_RELU && op != LOOM_GRAPH_OP_SIGN &&
            op != LOOM_GRAPH_OP_CLIP && op != LOOM_GRAPH_OP_DROPOUT)
     return loom_graph_icx_error(ic, "operand 0 has dtype %s; a float dtype is required", loom_dtype_name(dt));
@@ -65,6 +98,9 @@ static double unary_f(loom_graph_op op, double x, double lo, double hi) {
   case LOOM_GRAPH_OP_ERF: return erf(x);
   case LOOM_GRAPH_OP_SIN: return sin(x);
   case LOOM_GRAPH_OP_COS: return cos(x);
+  case LOOM_GRAPH_OP_ASIN: return asin(x);
+  case LOOM_GRAPH_OP_ACOS: return acos(x);
+  case LOOM_GRAPH_OP_ATAN: return atan(x);
   case LOOM_GRAPH_OP_FLOOR: return floor(x);
   case LOOM_GRAPH_OP_CEIL: return ceil(x);
   case LOOM_GRAPH_OP_ROUND: return nearbyint(x);
@@ -102,12 +138,13 @@ static loom_status eval_unary(loom_graph_ecx *ec, const loom_graph_value *args, 
   if (op == LOOM_GRAPH_OP_CAST && loom_dtype_is_lowp(dt) && loom_dtype_is_float(dt)) return cast_lowp(ec, x, &out->t);
   bool int_path = (loom_dtype_is_int(x->dtype) && loom_dtype_is_int(dt)) &&
                   (op == LOOM_GRAPH_OP_NEG || op == LOOM_GRAPH_OP_ABS || op == LOOM_GRAPH_OP_CAST ||
-                   op == LOOM_GRAPH_OP_DROPOUT);
+                   op == LOOM_GRAPH_OP_DROPOUT || op == LOOM_GRAPH_OP_BITWISE_NOT);
   for (size_t i = 0; i < x->numel; i++) {
     if (int_path) {
       int64_t v = loom_graph_tensor_get_i64(x, i);
       if (op == LOOM_GRAPH_OP_NEG) v = (int64_t)(0 - (uint64_t)v);
       if (op == LOOM_GRAPH_OP_ABS && v < 0) v = (int64_t)(0 - (uint64_t)v);
+      if (op == LOOM_GRAPH_OP_BITWISE_NOT) v = wrap_int(dt, ~(uint64_t)v);
       loom_graph_tensor_set_i64(&out->t, i, v);
     } else {
       loom_graph_tensor_set_f64(&out->t, i, unary_f(op, loom_graph_tensor_get_f64(x, i), lo, hi));
@@ -175,6 +212,8 @@ static loom_status infer_bcast(loom_graph_icx *ic, const loom_sinfo **out) {
                                   loom_dtype_name(s[first]->dtype), i, loom_dtype_name(s[i]->dtype));
   }
   if (is_logic(op)) dt = LOOM_DTYPE_BOOL;
+  if (is_bitwise(op) && dt != LOOM_DTYPE_UNKNOWN && !loom_dtype_is_int(dt))
+    return loom_graph_icx_error(ic, "operands have dtype %s; an integer dtype is required", loom_dtype_name(dt));
   bool known = true;
   int nd = 0;
   for (size_t i = 0; i < n; i++) {
@@ -265,6 +304,9 @@ static loom_status binary_i(loom_graph_ecx *ec, loom_graph_op op, int64_t a, int
     return LOOM_OK;
   case LOOM_GRAPH_OP_MAXIMUM: *r = a > b ? a : b; return LOOM_OK;
   case LOOM_GRAPH_OP_MINIMUM: *r = a < b ? a : b; return LOOM_OK;
+  case LOOM_GRAPH_OP_BITWISE_AND: *r = (int64_t)(ua & ub); return LOOM_OK;
+  case LOOM_GRAPH_OP_BITWISE_OR: *r = (int64_t)(ua | ub); return LOOM_OK;
+  case LOOM_GRAPH_OP_BITWISE_XOR: *r = (int64_t)(ua ^ ub); return LOOM_OK;
   default: *r = (int64_t)binary_f(op, (double)a, (double)b); return LOOM_OK;
   }
 }
@@ -306,7 +348,9 @@ static loom_status eval_bcast(loom_graph_ecx *ec, const loom_graph_value *args, 
       else loom_graph_tensor_set_f64(&out->t, o, loom_graph_tensor_get_f64(c ? &args[1].t : &args[2].t, c ? ib : ic));
     } else if (ints && !is_logic(op) && op != LOOM_GRAPH_OP_POW) {
       int64_t r;
-      LOOM_PROPAGATE(binary_i(ec, op, loom_graph_tensor_get_i64(&args[0].t, ia), loom_graph_tensor_get_i64(&args[1].t, ib), &r));
+      int64_t a = loom_graph_tensor_get_i64(&args[0].t, ia), b = loom_graph_tensor_get_i64(&args[1].t, ib);
+      if (op == LOOM_GRAPH_OP_SHIFT_LEFT || op == LOOM_GRAPH_OP_SHIFT_RIGHT) r = shift_i(op, in_dt, a, b);
+      else LOOM_PROPAGATE(binary_i(ec, op, a, b, &r));
       loom_graph_tensor_set_i64(&out->t, o, r);
     } else if (ints && is_logic(op) && op <= LOOM_GRAPH_OP_GREATER_EQUAL) {
       int64_t a = loom_graph_tensor_get_i64(&args[0].t, ia), b = loom_graph_tensor_get_i64(&args[1].t, ib);
@@ -350,6 +394,10 @@ UNARY(not, no_attrs)
 UNARY(clip, clip_attrs)
 UNARY(cast, cast_attrs)
 UNARY(dropout, dropout_attrs)
+UNARY(asin, no_attrs)
+UNARY(acos, no_attrs)
+UNARY(atan, no_attrs)
+UNARY(bitwise_not, no_attrs)
 BINARY(add)
 BINARY(sub)
 BINARY(mul)
@@ -367,4 +415,9 @@ BINARY(greater_equal)
 BINARY(logical_and)
 BINARY(logical_or)
 BINARY(logical_xor)
+BINARY(bitwise_and)
+BINARY(bitwise_or)
+BINARY(bitwise_xor)
+BINARY(shift_left)
+BINARY(shift_right)
 BINARY(where)

@@ -1,11 +1,14 @@
-/* op_index.c — indexing: take (gather along an axis) and nonzero (data-dependent count,
- * a fresh symbol). */
+/* op_index.c — indexing: take (gather along an axis), nonzero and unique (data-dependent
+ * counts, fresh symbols), gather / scatter elements, one_hot, cumsum / cumprod. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph_internal.h"
 
 static const loom_graph_attr_spec take_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, false}, {NULL, 0, false}};
+static const loom_graph_attr_spec scatter_attrs[] = {
+    {"axis", LOOM_GRAPH_ATTR_INT, false}, {"reduction", LOOM_GRAPH_ATTR_STR, false}, {NULL, 0, false}};
 static const loom_graph_attr_spec no_attrs[] = {{NULL, 0, false}};
 
 /* take(x, idx, axis): x.shape[:axis] + idx.shape + x.shape[axis+1:]. */
@@ -89,34 +92,144 @@ static loom_status eval_nonzero(loom_graph_ecx *ec, const loom_graph_value *args
   return LOOM_OK;
 }
 
-/* unique(x): the sorted distinct values of x (flattened), (u,) with u a fresh symbol. */
+/* unique(x, axis?, sorted=true, indices=false): the distinct values of x flattened (or its
+ * distinct slices along `axis`), in ascending (lexicographic for slices) order or, with
+ * sorted=false, in order of first occurrence; u (their count) is fresh. With indices=true the
+ * result is Tuple(values, first (u) i64, inverse (n) i64, counts (u) i64): where each one
+ * first occurs, which one each element / slice is, how often each occurs. */
+static const loom_graph_attr_spec unique_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, false},
+                                                    {"sorted", LOOM_GRAPH_ATTR_BOOL, false},
+                                                    {"indices", LOOM_GRAPH_ATTR_BOOL, false},
+                                                    {NULL, 0, false}};
+
 static loom_status infer_unique(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x;
-  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, false, &x));
-  const loom_sym_expr *u = loom_graph_icx_fresh(ic, "uniq");
+  bool has_axis = loom_graph_call_attr(ic->call, "axis") != NULL;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, has_axis, &x));
+  const loom_sym_expr *u = loom_graph_icx_fresh(ic, "uniq"), *n;
   if (!u) return loom_sym_ctx_take_error(ic->cx);
-  *out = loom_sinfo_tensor(ic->m, x->dtype, 1, &u, x->device);
+  const loom_sinfo *y;
+  if (has_axis) {
+    int a;
+    LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), x->ndim, "axis", &a));
+    const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)x->ndim);
+    if (!d) return LOOM_OOM();
+    for (int i = 0; i < x->ndim; i++) d[i] = i == a ? u : x->dims[i];
+    y = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, d, x->device);
+    n = x->dims[a];
+  } else {
+    y = loom_sinfo_tensor(ic->m, x->dtype, 1, &u, x->device);
+    n = x->dims ? loom_graph_dims_prod(ic->cx, x->ndim, x->dims) : NULL;
+  }
+  if (!loom_graph_attr_get_int(ic->call, "indices", 0)) return *out = y, LOOM_OK;
+  if (!n) return loom_graph_icx_error(ic, "indices=true needs the dims of operand 0");
+  const loom_sinfo *p[4] = {y, loom_sinfo_tensor(ic->m, LOOM_DTYPE_I64, 1, &u, x->device),
+                            loom_sinfo_tensor(ic->m, LOOM_DTYPE_I64, 1, &n, x->device), NULL};
+  p[3] = p[1];
+  *out = loom_sinfo_tuple(ic->m, 4, p);
   return LOOM_OK;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
+/* Slices of a [outer, len, inner] view compared lexicographically (ties: lower index). */
+typedef struct slices {
+  const double *v;
+  size_t outer, len, inner;
+} slices;
+
+static int cmp_slice(const slices *s, int64_t a, int64_t b) {
+  for (size_t o = 0; o < s->outer; o++)
+    for (size_t i = 0; i < s->inner; i++) {
+      double x = s->v[(o * s->len + (size_t)a) * s->inner + i], y = s->v[(o * s->len + (size_t)b) * s->inner + i];
+      if (x != y) return x < y ? -1 : 1;
+    }
+  return 0;
+}
+
+/* Stable merge sort of idx[0..n) by cmp_slice. */
+static void sort_slices(const slices *s, int64_t *idx, int64_t *tmp, size_t n) {
+  if (n < 2) return;
+  size_t h = n / 2;
+  sort_slices(s, idx, tmp, h);
+  sort_slices(s, idx + h, tmp, n - h);
+  size_t i = 0, j = h, k = 0;
+  while (i < h && j < n) tmp[k++] = cmp_slice(s, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
+  while (i < h) tmp[k++] = idx[i++];
+  while (j < n) tmp[k++] = idx[j++];
+  memcpy(idx, tmp, n * sizeof *idx);
 }
 
 static loom_status eval_unique(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
-  (void)ec;
   const loom_graph_tensor *x = &args[0].t;
+  bool has_axis = loom_graph_call_attr(ec->call, "axis") != NULL;
+  bool sorted = loom_graph_attr_get_int(ec->call, "sorted", 1) != 0, full = loom_graph_attr_get_int(ec->call, "indices", 0) != 0;
+  int64_t axis = loom_graph_attr_get_int(ec->call, "axis", 0);
+  int a = has_axis ? (int)(axis < 0 ? axis + x->ndim : axis) : 0;
+  slices s = {.outer = 1, .len = x->numel, .inner = 1};
+  if (has_axis) {
+    s.len = (size_t)x->shape[a];
+    for (int i = 0; i < a; i++) s.outer *= (size_t)x->shape[i];
+    for (int i = a + 1; i < x->ndim; i++) s.inner *= (size_t)x->shape[i];
+  }
+  size_t n = s.len, cnt = n ? n : 1;
   double *v = loom_graph_tensor_to_f64(x);
-  if (!v) return LOOM_OOM();
-  qsort(v, x->numel, sizeof *v, cmp_double);
-  size_t n = 0;
-  for (size_t i = 0; i < x->numel; i++)
-    if (!n || v[i] != v[n - 1]) v[n++] = v[i];
-  int64_t sh = (int64_t)n;
-  loom_status st = loom_graph_value_tensor(x->dtype, 1, &sh, out);
-  for (size_t i = 0; !st && i < n; i++) loom_graph_tensor_set_f64(&out->t, i, v[i]);
-  free(v);
+  int64_t *idx = malloc(cnt * sizeof *idx), *tmp = malloc(cnt * sizeof *tmp), *grp = malloc(cnt * sizeof *grp);
+  int64_t *first = malloc(cnt * sizeof *first), *count = calloc(cnt, sizeof *count), *rank = malloc(cnt * sizeof *rank);
+  loom_status st = v && idx && tmp && grp && first && count && rank ? LOOM_OK : LOOM_OOM();
+  size_t u = 0;
+  if (!st) {
+    s.v = v;
+    for (size_t i = 0; i < n; i++) idx[i] = (int64_t)i;
+    sort_slices(&s, idx, tmp, n);
+    for (size_t i = 0; i < n; i++) { /* groups in sorted order; first = the lowest index */
+      if (!u || cmp_slice(&s, idx[i], first[u - 1])) first[u++] = idx[i];
+      grp[idx[i]] = (int64_t)u - 1;
+      count[u - 1]++;
+    }
+    for (size_t g = 0; g < u; g++) rank[g] = (int64_t)g;
+    if (!sorted) { /* order groups by first occurrence: rank[g] = position of group g */
+      for (size_t g = 0; g < u; g++) tmp[g] = (int64_t)g;
+      for (size_t g = 1; g < u; g++) /* insertion sort by first index */
+        for (size_t h = g; h > 0 && first[tmp[h]] < first[tmp[h - 1]]; h--) {
+          int64_t t = tmp[h];
+          tmp[h] = tmp[h - 1], tmp[h - 1] = t;
+        }
+      for (size_t g = 0; g < u; g++) rank[tmp[g]] = (int64_t)g;
+    }
+  }
+  int64_t sh[8];
+  if (!st) {
+    if (has_axis) memcpy(sh, x->shape, sizeof sh), sh[a] = (int64_t)u;
+    else sh[0] = (int64_t)u;
+  }
+  loom_graph_value *y = out;
+  if (!st && full) {
+    memset(out, 0, sizeof *out);
+    out->kind = LOOM_SINFO_TUPLE, out->n = 4;
+    if (!(out->items = calloc(4, sizeof *out->items))) st = LOOM_OOM();
+    y = out->items;
+  }
+  if (!st) st = loom_graph_value_tensor(x->dtype, has_axis ? x->ndim : 1, sh, y);
+  for (size_t g = 0; !st && g < u; g++) { /* group g goes to position rank[g] */
+    size_t r = (size_t)rank[g];
+    for (size_t o = 0; o < s.outer; o++)
+      for (size_t i = 0; i < s.inner; i++) {
+        size_t src = (o * s.len + (size_t)first[g]) * s.inner + i, dst = (o * u + r) * s.inner + i;
+        if (loom_dtype_is_int(x->dtype)) loom_graph_tensor_set_i64(&y->t, dst, loom_graph_tensor_get_i64(x, src));
+        else loom_graph_tensor_set_f64(&y->t, dst, v[src]);
+      }
+  }
+  if (!st && full) {
+    int64_t nu = (int64_t)u, nn = (int64_t)n;
+    st = loom_graph_value_tensor(LOOM_DTYPE_I64, 1, &nu, &out->items[1]);
+    if (!st) st = loom_graph_value_tensor(LOOM_DTYPE_I64, 1, &nn, &out->items[2]);
+    if (!st) st = loom_graph_value_tensor(LOOM_DTYPE_I64, 1, &nu, &out->items[3]);
+    for (size_t g = 0; !st && g < u; g++) {
+      ((int64_t *)out->items[1].t.data)[rank[g]] = first[g];
+      ((int64_t *)out->items[3].t.data)[rank[g]] = count[g];
+    }
+    for (size_t i = 0; !st && i < n; i++) ((int64_t *)out->items[2].t.data)[i] = rank[grp[i]];
+  }
+  free(v), free(idx), free(tmp), free(grp), free(first), free(count), free(rank);
   return st;
 }
 
@@ -148,6 +261,9 @@ static loom_status infer_elements(loom_graph_icx *ic, const loom_sinfo **out) {
   int a;
   LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), x->ndim, "axis", &a));
   if (ic->call->u.call.op == LOOM_GRAPH_OP_SCATTER_ELEMENTS) {
+    const loom_graph_attr *r = loom_graph_call_attr(ic->call, "reduction");
+    if (r && strcmp(r->s, "none") && strcmp(r->s, "add") && strcmp(r->s, "mul") && strcmp(r->s, "min") && strcmp(r->s, "max"))
+      return loom_graph_icx_error(ic, "reduction is \"%s\" (none | add | mul | min | max)", r->s);
     const loom_sinfo *u;
     LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 2, true, &u));
     if (u->ndim != idx->ndim) return loom_graph_icx_error(ic, "operand 2 has rank %d, operand 1 has rank %d", u->ndim, idx->ndim);
@@ -158,6 +274,20 @@ static loom_status infer_elements(loom_graph_icx *ic, const loom_sinfo **out) {
   }
   *out = loom_sinfo_tensor(ic->m, x->dtype, idx->ndim, idx->dims, x->device);
   return LOOM_OK;
+}
+
+/* dst[i] (op) src[j] for scatter reductions: op is '+', '*', '<' (min), '>' (max); integers
+ * in int64 (wrapping), floats in double. */
+static void combine(loom_graph_tensor *dst, size_t i, const loom_graph_tensor *src, size_t j, char op) {
+  if (loom_dtype_is_int(dst->dtype)) {
+    int64_t a = loom_graph_tensor_get_i64(dst, i), b = loom_graph_tensor_get_i64(src, j);
+    int64_t r = op == '+' ? (int64_t)((uint64_t)a + (uint64_t)b) : op == '*' ? (int64_t)((uint64_t)a * (uint64_t)b)
+              : op == '<' ? (a < b ? a : b) : (a > b ? a : b);
+    loom_graph_tensor_set_i64(dst, i, r);
+  } else {
+    double a = loom_graph_tensor_get_f64(dst, i), b = loom_graph_tensor_get_f64(src, j);
+    loom_graph_tensor_set_f64(dst, i, op == '+' ? a + b : op == '*' ? a * b : op == '<' ? fmin(a, b) : fmax(a, b));
+  }
 }
 
 static loom_status eval_elements(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
@@ -178,6 +308,8 @@ static loom_status eval_elements(loom_graph_ecx *ec, const loom_graph_value *arg
   int64_t idx[8] = {0}, st[8];
   loom_graph_strides(x->ndim, x->shape, st);
   size_t i = 0, es = loom_dtype_size(x->dtype);
+  const loom_graph_attr *ra = scatter ? loom_graph_call_attr(ec->call, "reduction") : NULL;
+  char red = !ra || !strcmp(ra->s, "none") ? 0 : !strcmp(ra->s, "add") ? '+' : !strcmp(ra->s, "mul") ? '*' : !strcmp(ra->s, "min") ? '<' : '>';
   do {
     int64_t j = loom_graph_tensor_get_i64(ix, i);
     if (j < 0) j += x->shape[a];
@@ -186,7 +318,8 @@ static loom_status eval_elements(loom_graph_ecx *ec, const loom_graph_value *arg
                         (long long)loom_graph_tensor_get_i64(ix, i), i, a, (long long)x->shape[a]);
     size_t off = 0;
     for (int k = 0; k < x->ndim; k++) off += (size_t)((k == a ? j : idx[k]) * st[k]);
-    if (scatter) memcpy((char *)out->t.data + off * es, (const char *)args[2].t.data + i * es, es);
+    if (scatter && red) combine(&out->t, off, &args[2].t, i, red);
+    else if (scatter) memcpy((char *)out->t.data + off * es, (const char *)args[2].t.data + i * es, es);
     else memcpy((char *)out->t.data + i * es, (const char *)x->data + off * es, es);
     i++;
   } while (loom_graph_index_next(ix->ndim, ix->shape, idx));
@@ -241,6 +374,7 @@ static loom_status eval_cumsum(loom_graph_ecx *ec, const loom_graph_value *args,
   int64_t axis = loom_graph_attr_get_int(ec->call, "axis", 0);
   int a = (int)(axis < 0 ? axis + x->ndim : axis);
   bool excl = loom_graph_attr_get_int(ec->call, "exclusive", 0) != 0;
+  bool prod = ec->call->u.call.op == LOOM_GRAPH_OP_CUMPROD;
   LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, x->shape, out));
   size_t outer = 1, inner = 1, len = (size_t)x->shape[a];
   for (int i = 0; i < a; i++) outer *= (size_t)x->shape[i];
@@ -248,20 +382,20 @@ static loom_status eval_cumsum(loom_graph_ecx *ec, const loom_graph_value *args,
   bool ints = loom_dtype_is_int(x->dtype);
   for (size_t o = 0; o < outer; o++)
     for (size_t in = 0; in < inner; in++) {
-      double acc = 0;
-      int64_t iacc = 0;
+      double acc = prod ? 1 : 0;
+      int64_t iacc = prod ? 1 : 0;
       for (size_t k = 0; k < len; k++) {
         size_t e = (o * len + k) * inner + in;
         if (ints) {
           int64_t v = loom_graph_tensor_get_i64(x, e);
-          if (!excl) iacc = (int64_t)((uint64_t)iacc + (uint64_t)v);
-          loom_graph_tensor_set_i64(&out->t, e, iacc);
-          if (excl) iacc = (int64_t)((uint64_t)iacc + (uint64_t)v);
+          int64_t next = prod ? (int64_t)((uint64_t)iacc * (uint64_t)v) : (int64_t)((uint64_t)iacc + (uint64_t)v);
+          loom_graph_tensor_set_i64(&out->t, e, excl ? iacc : next);
+          iacc = next;
         } else {
           double v = loom_graph_tensor_get_f64(x, e);
-          if (!excl) acc += v;
-          loom_graph_tensor_set_f64(&out->t, e, acc);
-          if (excl) acc += v;
+          double next = prod ? acc * v : acc + v;
+          loom_graph_tensor_set_f64(&out->t, e, excl ? acc : next);
+          acc = next;
         }
       }
     }
@@ -271,7 +405,8 @@ static loom_status eval_cumsum(loom_graph_ecx *ec, const loom_graph_value *args,
 const loom_graph_op_impl loom_graph_op_impl_take = {take_attrs, infer_take, eval_take, NULL};
 const loom_graph_op_impl loom_graph_op_impl_nonzero = {no_attrs, infer_nonzero, eval_nonzero, NULL};
 const loom_graph_op_impl loom_graph_op_impl_gather_elements = {take_attrs, infer_elements, eval_elements, NULL};
-const loom_graph_op_impl loom_graph_op_impl_scatter_elements = {take_attrs, infer_elements, eval_elements, NULL};
+const loom_graph_op_impl loom_graph_op_impl_scatter_elements = {scatter_attrs, infer_elements, eval_elements, NULL};
 const loom_graph_op_impl loom_graph_op_impl_one_hot = {one_hot_attrs, infer_one_hot, eval_one_hot, NULL};
 const loom_graph_op_impl loom_graph_op_impl_cumsum = {cumsum_attrs, infer_cumsum, eval_cumsum, NULL};
-const loom_graph_op_impl loom_graph_op_impl_unique = {no_attrs, infer_unique, eval_unique, NULL};
+const loom_graph_op_impl loom_graph_op_impl_cumprod = {cumsum_attrs, infer_cumsum, eval_cumsum, NULL};
+const loom_graph_op_impl loom_graph_op_impl_unique = {unique_attrs, infer_unique, eval_unique, NULL};

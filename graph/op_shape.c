@@ -587,8 +587,10 @@ static loom_status eval_tensor_to_shape(loom_graph_ecx *ec, const loom_graph_val
 
 /* ---- split / pad / tile / repeat ------------------------------------------------------- */
 
-static const loom_graph_attr_spec split_attrs[] = {
-    {"axis", LOOM_GRAPH_ATTR_INT, false}, {"sections", LOOM_GRAPH_ATTR_INT, true}, {NULL, 0, false}};
+static const loom_graph_attr_spec split_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, false},
+                                                  {"sections", LOOM_GRAPH_ATTR_INT, false},
+                                                  {"sizes", LOOM_GRAPH_ATTR_SYMS, false},
+                                                  {NULL, 0, false}};
 static const loom_graph_attr_spec pad_attrs[] = {
     {"pads", LOOM_GRAPH_ATTR_SYMS, true}, {"value", LOOM_GRAPH_ATTR_FLOAT, false}, {NULL, 0, false}};
 static const loom_graph_attr_spec tile_attrs[] = {{"repeats", LOOM_GRAPH_ATTR_SYMS, true}, {NULL, 0, false}};
@@ -596,30 +598,55 @@ static const loom_graph_attr_spec repeat_attrs[] = {
     {"repeats", LOOM_GRAPH_ATTR_INT, true}, {"axis", LOOM_GRAPH_ATTR_INT, false}, {NULL, 0, false}};
 
 /* split(x, sections=k, axis=a): a Tuple of k tensors with axis a of floordiv(d, k); d must be
- * a multiple of k (proved, or guarded). */
+ * a multiple of k (proved, or guarded). split(x, sizes=[s0, s1, ...], axis=a): parts of
+ * extents s0, s1, ... (symbolic, >= 0) along a; their sum must be d (proved, or guarded). */
 static loom_status infer_split(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
   int a;
   LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), x->ndim, "axis", &a));
-  int64_t k = loom_graph_attr_get_int(ic->call, "sections", 1);
-  if (k < 1 || k > 1024) return loom_graph_icx_error(ic, "sections must be in [1, 1024], got %lld", (long long)k);
+  const loom_graph_attr *sz = loom_graph_call_attr(ic->call, "sizes"), *sec = loom_graph_call_attr(ic->call, "sections");
+  if (!sz == !sec) return loom_graph_icx_error(ic, "give exactly one of 'sections' and 'sizes'");
+  int64_t k = sz ? (int64_t)sz->n : loom_graph_attr_get_int(ic->call, "sections", 1);
+  if (k < 1 || k > 1024) return loom_graph_icx_error(ic, "%s must be in [1, 1024], got %lld", sz ? "the number of sizes" : "sections", (long long)k);
   loom_sym_ctx *cx = ic->cx;
-  loom_sym_truth t = loom_sym_prove_divisible(cx, x->dims[a], k);
-  if (t == LOOM_SYM_FALSE)
-    return loom_graph_icx_error(ic, "operand 0 axis %d is %s, not a multiple of %lld sections", a, loom_graph_sym_str(ic->m, x->dims[a]), (long long)k);
-  if (t == LOOM_SYM_UNKNOWN) {
-    char why[256];
-    snprintf(why, sizeof why, "split: operand 0 axis %d is %s: must be a multiple of %lld", a, loom_graph_sym_str(ic->m, x->dims[a]), (long long)k);
-    LOOM_PROPAGATE(loom_graph_icx_guard(ic, loom_sym_cmp(cx, LOOM_SYM_EQ, loom_sym_floormod(cx, x->dims[a], loom_sym_const(cx, k)), loom_sym_const(cx, 0)), why));
+  char why[256];
+  const loom_sym_expr *total = loom_sym_const(cx, 0);
+  if (sz) {
+    for (int64_t i = 0; i < k; i++) {
+      int64_t c;
+      if (loom_sym_is_const(sz->syms[i], &c) && c < 0) return loom_graph_icx_error(ic, "sizes[%lld] is %lld", (long long)i, (long long)c);
+      total = loom_sym_add(cx, total, sz->syms[i]);
+    }
+    loom_sym_truth t = loom_sym_prove_eq(cx, total, x->dims[a]);
+    if (t == LOOM_SYM_FALSE)
+      return loom_graph_icx_error(ic, "sizes add up to %s, operand 0 axis %d is %s", loom_graph_sym_str(ic->m, total), a, loom_graph_sym_str(ic->m, x->dims[a]));
+    if (t == LOOM_SYM_UNKNOWN) {
+      snprintf(why, sizeof why, "split: operand 0 axis %d is %s: the sizes add up to %s", a, loom_graph_sym_str(ic->m, x->dims[a]), loom_graph_sym_str(ic->m, total));
+      LOOM_PROPAGATE(loom_graph_icx_guard(ic, loom_sym_cmp(cx, LOOM_SYM_EQ, total, x->dims[a]), why));
+    }
+  } else {
+    loom_sym_truth t = loom_sym_prove_divisible(cx, x->dims[a], k);
+    if (t == LOOM_SYM_FALSE)
+      return loom_graph_icx_error(ic, "operand 0 axis %d is %s, not a multiple of %lld sections", a, loom_graph_sym_str(ic->m, x->dims[a]), (long long)k);
+    if (t == LOOM_SYM_UNKNOWN) {
+      snprintf(why, sizeof why, "split: operand 0 axis %d is %s: must be a multiple of %lld", a, loom_graph_sym_str(ic->m, x->dims[a]), (long long)k);
+      LOOM_PROPAGATE(loom_graph_icx_guard(ic, loom_sym_cmp(cx, LOOM_SYM_EQ, loom_sym_floormod(cx, x->dims[a], loom_sym_const(cx, k)), loom_sym_const(cx, 0)), why));
+    }
   }
-  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)x->ndim);
   const loom_sinfo **parts = LOOM_ARENA_ARRAY(loom_graph_module_arena(ic->m), const loom_sinfo *, (size_t)k);
-  if (!d || !parts) return LOOM_OOM();
-  for (int i = 0; i < x->ndim; i++) d[i] = x->dims[i];
-  d[a] = loom_sym_floordiv(cx, x->dims[a], loom_sym_const(cx, k));
-  const loom_sinfo *part = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, d, x->device);
-  for (int64_t i = 0; i < k; i++) parts[i] = part;
+  if (!parts) return LOOM_OOM();
+  for (int64_t p = 0; p < k; p++) {
+    if (p > 0 && !sz) {
+      parts[p] = parts[0];
+      continue;
+    }
+    const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)x->ndim);
+    if (!d) return LOOM_OOM();
+    for (int i = 0; i < x->ndim; i++) d[i] = x->dims[i];
+    d[a] = sz ? sz->syms[p] : loom_sym_floordiv(cx, x->dims[a], loom_sym_const(cx, k));
+    if (!(parts[p] = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, d, x->device))) return LOOM_OOM();
+  }
   *out = loom_sinfo_tuple(ic->m, (size_t)k, parts);
   return LOOM_OK;
 }
@@ -628,9 +655,17 @@ static loom_status eval_split(loom_graph_ecx *ec, const loom_graph_value *args, 
   const loom_graph_tensor *x = &args[0].t;
   int64_t axis = loom_graph_attr_get_int(ec->call, "axis", 0);
   int a = (int)(axis < 0 ? axis + x->ndim : axis);
-  int64_t k = loom_graph_attr_get_int(ec->call, "sections", 1);
-  if (x->shape[a] % k)
-    return LOOM_ERROR(INVALID_ARGUMENT, "split: operand 0 axis %d is %lld, not a multiple of %lld", a, (long long)x->shape[a], (long long)k);
+  const loom_graph_attr *sz = loom_graph_call_attr(ec->call, "sizes");
+  int64_t k = sz ? (int64_t)sz->n : loom_graph_attr_get_int(ec->call, "sections", 1), len[1024], total = 0;
+  for (int64_t p = 0; p < k; p++) {
+    if (sz) LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sz->syms[p], &len[p]));
+    else len[p] = x->shape[a] / k;
+    if (len[p] < 0) return LOOM_ERROR(INVALID_ARGUMENT, "split: size %lld is %lld", (long long)p, (long long)len[p]);
+    total += len[p];
+  }
+  if (total != x->shape[a])
+    return LOOM_ERROR(INVALID_ARGUMENT, "split: operand 0 axis %d is %lld; the %s give %lld", a, (long long)x->shape[a],
+                      sz ? "sizes" : "sections", (long long)total);
   memset(out, 0, sizeof *out);
   out->kind = LOOM_SINFO_TUPLE;
   out->n = (size_t)k;
@@ -638,15 +673,17 @@ static loom_status eval_split(loom_graph_ecx *ec, const loom_graph_value *args, 
   if (!out->items) return LOOM_OOM();
   int64_t sh[8];
   memcpy(sh, x->shape, sizeof sh);
-  sh[a] = x->shape[a] / k;
-  size_t outer = 1, inner = 1, es = loom_dtype_size(x->dtype);
+  size_t outer = 1, inner = 1, es = loom_dtype_size(x->dtype), row = (size_t)x->shape[a];
   for (int i = 0; i < a; i++) outer *= (size_t)x->shape[i];
   for (int i = a + 1; i < x->ndim; i++) inner *= (size_t)x->shape[i];
-  size_t chunk = (size_t)sh[a] * inner * es;
+  size_t at = 0;
   for (int64_t p = 0; p < k; p++) {
+    sh[a] = len[p];
     LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, sh, &out->items[p]));
-    for (size_t o = 0; o < outer; o++)
-      memcpy((char *)out->items[p].t.data + o * chunk, (const char *)x->data + (o * (size_t)k + (size_t)p) * chunk, chunk);
+    size_t chunk = (size_t)len[p] * inner * es;
+    for (size_t o = 0; chunk && o < outer; o++)
+      memcpy((char *)out->items[p].t.data + o * chunk, (const char *)x->data + (o * row + at) * inner * es, chunk);
+    at += (size_t)len[p];
   }
   return LOOM_OK;
 }

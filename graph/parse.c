@@ -817,6 +817,14 @@ static void add_fresh(parser *p, const loom_sinfo *si) {
 /* The declared annotation may name fresh symbols the op made (nonzero's count): pair them
  * position by position and rewrite the inferred info with the declared names. */
 static const loom_sinfo *rename_fresh(parser *p, const loom_sinfo *declared, const loom_sinfo *inferred) {
+  if (p->fresh.len && declared->kind == LOOM_SINFO_TUPLE && inferred->kind == LOOM_SINFO_TUPLE &&
+      declared->nfields == inferred->nfields) { /* item by item (topk, unique) */
+    const loom_sinfo **f = LOOM_ARENA_ARRAY(loom_graph_module_arena(p->m), const loom_sinfo *, inferred->nfields ? inferred->nfields : 1);
+    if (!f) return NULL;
+    for (size_t i = 0; i < inferred->nfields; i++)
+      if (!(f[i] = rename_fresh(p, declared->fields[i], inferred->fields[i]))) return NULL;
+    return loom_sinfo_tuple(p->m, inferred->nfields, f);
+  }
   if (!p->fresh.len || !declared->dims || !inferred->dims || declared->ndim != inferred->ndim ||
       declared->kind != inferred->kind || (inferred->kind != LOOM_SINFO_TENSOR && inferred->kind != LOOM_SINFO_SHAPE))
     return inferred;

@@ -42,17 +42,35 @@ static uint64_t operand_key(const loom_graph_expr *e) {
 }
 
 /* y = split(x, axis=a, sections=k).i  ->  y = strided_slice(x, axes=[a], begin=[i*d/k], end=[(i+1)*d/k])
- * where d is x's axis a, provably a multiple of k. */
+ * where d is x's axis a, provably a multiple of k; with sizes=[s0, s1, ...] (provably adding up
+ * to d) the part runs from s0 + ... + s(i-1) for s_i. Unproved splits keep their guard and stay. */
 static loom_status split_part(loom_pass *p, loom_graph_binding *b, const loom_graph_expr *split, size_t i) {
   const loom_sinfo *x = split->u.call.args[0]->sinfo;
-  int64_t k = loom_graph_attr_get_int(split, "sections", 1), axis = loom_graph_attr_get_int(split, "axis", 0);
-  if (x->kind != LOOM_SINFO_TENSOR || x->ndim < 0 || !x->dims || k < 1) return LOOM_OK;
+  int64_t axis = loom_graph_attr_get_int(split, "axis", 0);
+  if (x->kind != LOOM_SINFO_TENSOR || x->ndim < 0 || !x->dims) return LOOM_OK;
   if (axis < 0) axis += x->ndim;
-  if (axis < 0 || axis >= x->ndim || loom_sym_prove_divisible(p->cx, x->dims[axis], k) != LOOM_SYM_TRUE) return LOOM_OK;
-  const loom_sym_expr *part = loom_sym_floordiv(p->cx, x->dims[axis], loom_sym_const(p->cx, k));
-  const loom_sym_expr *lo = loom_sym_mul(p->cx, part, loom_sym_const(p->cx, (int64_t)i));
-  const loom_sym_expr *hi = loom_sym_mul(p->cx, part, loom_sym_const(p->cx, (int64_t)i + 1));
-  if (!lo || !hi) return loom_sym_ctx_take_error(p->cx);
+  if (axis < 0 || axis >= x->ndim) return LOOM_OK;
+  loom_sym_ctx *cx = p->cx;
+  const loom_sym_expr *d = x->dims[axis], *lo, *hi;
+  const loom_graph_attr *sizes = loom_graph_call_attr(split, "sizes");
+  if (sizes) {
+    if (i >= sizes->n) return LOOM_OK;
+    const loom_sym_expr *total = loom_sym_const(cx, 0);
+    lo = total;
+    for (size_t k = 0; k < sizes->n && total; k++) {
+      if (k == i) lo = total;
+      total = loom_sym_add(cx, total, sizes->syms[k]);
+    }
+    if (!total || loom_sym_prove_eq(cx, total, d) != LOOM_SYM_TRUE) return LOOM_OK;
+    hi = loom_sym_add(cx, lo, sizes->syms[i]);
+  } else {
+    int64_t k = loom_graph_attr_get_int(split, "sections", 1);
+    if (k < 1 || loom_sym_prove_divisible(cx, d, k) != LOOM_SYM_TRUE) return LOOM_OK;
+    const loom_sym_expr *part = loom_sym_floordiv(cx, d, loom_sym_const(cx, k));
+    lo = loom_sym_mul(cx, part, loom_sym_const(cx, (int64_t)i));
+    hi = loom_sym_mul(cx, part, loom_sym_const(cx, (int64_t)i + 1));
+  }
+  if (!lo || !hi) return loom_sym_ctx_take_error(cx);
   loom_graph_attr attrs[3] = {loom_graph_attr_ints(p->m, "axes", 1, &axis), loom_graph_attr_syms(p->m, "begin", 1, &lo),
                               loom_graph_attr_syms(p->m, "end", 1, &hi)};
   loom_graph_expr *c = loom_pass_call_copy(p->m, split, 1, split->u.call.args, 3, attrs);

@@ -15,6 +15,7 @@ pub const compiler = [_][]const u8{
     "graph/op_shape.c",
     "graph/op_index.c",
     "graph/op_create.c",
+    "graph/op_misc.c",
     "graph/print.c",
     "graph/parse.c",
     "graph/verify.c",

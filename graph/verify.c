@@ -106,6 +106,18 @@ static void verify_seq(vctx *v, const loom_graph_seq *s);
 /* Positions where `inferred` has a var not yet defined (a fresh symbol) and `declared` has a
  * var: the declared one stands for it. */
 static const loom_sinfo *rename_fresh(vctx *v, const loom_sinfo *declared, const loom_sinfo *inferred) {
+  if (declared->kind == LOOM_SINFO_TUPLE && inferred->kind == LOOM_SINFO_TUPLE && declared->nfields == inferred->nfields) {
+    /* item by item (topk, unique: Tuples whose extents are fresh) */
+    const loom_sinfo **f = LOOM_ARENA_ARRAY(loom_graph_module_arena(v->m), const loom_sinfo *, inferred->nfields ? inferred->nfields : 1);
+    if (!f) return inferred;
+    bool changed = false;
+    for (size_t i = 0; i < inferred->nfields; i++) {
+      f[i] = rename_fresh(v, declared->fields[i], inferred->fields[i]);
+      changed = changed || f[i] != inferred->fields[i];
+    }
+    const loom_sinfo *r = changed ? loom_sinfo_tuple(v->m, inferred->nfields, f) : inferred;
+    return r ? r : inferred;
+  }
   if (!declared->dims || !inferred->dims || declared->ndim != inferred->ndim || declared->kind != inferred->kind ||
       (inferred->kind != LOOM_SINFO_TENSOR && inferred->kind != LOOM_SINFO_SHAPE))
     return inferred;

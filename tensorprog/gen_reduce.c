@@ -218,10 +218,11 @@ loom_status loom_tp_gen_argext(loom_arena *a, loom_sym_ctx *cx, const char *name
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
-loom_status loom_tp_gen_cumsum(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
-                               bool exclusive, loom_tp_func **result) {
+/* Running sum (prod false) or product along `axis`; the accumulator starts at 0 / 1. */
+static loom_status gen_cumulative(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                                  bool exclusive, bool prod, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
-  if (axis < 0 || axis >= rank) return LOOM_ERROR(INVALID_ARGUMENT, "cumsum axis %d is outside [0, %d)", axis, rank);
+  if (axis < 0 || axis >= rank) return LOOM_ERROR(INVALID_ARGUMENT, "%s axis %d is outside [0, %d)", prod ? "cumprod" : "cumsum", axis, rank);
   const char *const *d = loom_tpg_dims_d();
   int keep[LOOM_TP_GEN_MAX_RANK], nk = 0;
   for (int k = 0; k < rank; k++)
@@ -237,10 +238,26 @@ loom_status loom_tp_gen_cumsum(loom_arena *a, loom_sym_ctx *cx, const char *name
   loom_strbuf_puts(&sb, ") {\n");
   loom_tpg_open_loops(&sb, keep, nk, "i", d, true, false);
   loom_strbuf_printf(&sb, "alloc acc: Local[(1,), %s]\n", loom_dtype_name(t));
+  if (prod) {
+    loom_strbuf_puts(&sb, "acc[0] = ");
+    loom_tpg_reduce_init(&sb, LOOM_TP_REDUCE_PROD, t);
+    loom_strbuf_puts(&sb, "\n");
+  }
+  const char *op = prod ? "*" : "+";
   loom_strbuf_printf(&sb, "for j%d in 0..%s {\n", axis, d[axis]);
-  if (exclusive) loom_strbuf_printf(&sb, "Y[%s] = acc[0]\nacc[0] = acc[0] + X[%s]\n", xj, xj);
-  else loom_strbuf_printf(&sb, "acc[0] = acc[0] + X[%s]\nY[%s] = acc[0]\n", xj, xj);
+  if (exclusive) loom_strbuf_printf(&sb, "Y[%s] = acc[0]\nacc[0] = acc[0] %s X[%s]\n", xj, op, xj);
+  else loom_strbuf_printf(&sb, "acc[0] = acc[0] %s X[%s]\nY[%s] = acc[0]\n", op, xj, xj);
   loom_strbuf_puts(&sb, "}\n");
   loom_tpg_close_program(&sb, nk);
   return loom_tpg_finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_cumsum(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                               bool exclusive, loom_tp_func **result) {
+  return gen_cumulative(a, cx, name, t, rank, axis, exclusive, false, result);
+}
+
+loom_status loom_tp_gen_cumprod(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                                bool exclusive, loom_tp_func **result) {
+  return gen_cumulative(a, cx, name, t, rank, axis, exclusive, true, result);
 }

@@ -109,6 +109,9 @@ loom_status loom_tp_gen_argext(loom_arena *a, loom_sym_ctx *cx, const char *name
 /* Running sum along `axis` (exclusive: the sum of the elements before). */
 loom_status loom_tp_gen_cumsum(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                                bool exclusive, loom_tp_func **result);
+/* The same with a running product (the first is 1 when exclusive). */
+loom_status loom_tp_gen_cumprod(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                                bool exclusive, loom_tp_func **result);
 
 /* Constant padding: Y = X shifted by the i64 scalars p<k> (pads before each axis; the extents of Y
  * come from inference), `value_text` elsewhere. */

@@ -175,6 +175,8 @@ static const op_case more_cases[] = {
     {"x: Tensor[(n, 7), f32]", "argmin(x, axis=0, keepdims=true)", 1, {{{4, 7}}}},
     {"x: Tensor[(n, 7), f32]", "cumsum(x, axis=1)", 2, {{{4, 7}}, {{0, 7}}}},
     {"x: Tensor[(n, 7), i64]", "cumsum(x, axis=0, exclusive=true)", 1, {{{5, 7}}}},
+    {"x: Tensor[(n, 7), f32]", "cumprod(x, axis=1)", 2, {{{4, 7}}, {{0, 7}}}},
+    {"x: Tensor[(n, 3), i32]", "cumprod(x, axis=0, exclusive=true)", 1, {{{5, 3}}}},
     {"x: Tensor[(n, 3), f32]", "pad(x, pads=[1, 0, 2, 2], value=-1.5)", 2, {{{4, 3}}, {{0, 3}}}},
     {"x: Tensor[(n, 3), f32]", "tile(x, repeats=[2, 3])", 1, {{{4, 3}}}},
     {"x: Tensor[(n, 3), f32]", "repeat(x, repeats=2, axis=1)", 1, {{{4, 3}}}},

@@ -214,11 +214,8 @@ loom_status oimp_const_ints(const nctx *c, size_t i, const char *what, int64_t *
 }
 
 /* Shape-like operand i (ConstantOfShape's shape, Expand's shape, Tile's repeats) as symbolic
- * dims: its values when it is a constant; when it is computed at run time (a 1-D integer
- * tensor of static length n), `tensor_to_shape` then a match_cast to Shape[(v_0, ..., v_n-1)]
- * binds each element to a fresh symbolic var named after the ONNX value (its elements must
- * be dims: >= 0, checked when it runs). */
-static loom_status shape_syms(nctx *c, size_t i, const char *what, const loom_sym_expr **dims, size_t cap, size_t *n) {
+ * dims: its values when it is a constant; else those of oimp_runtime_syms. */
+loom_status oimp_shape_syms(nctx *c, size_t i, const char *what, const loom_sym_expr **dims, size_t cap, size_t *n) {
   imp *im = c->im;
   if (c->syms[i]) return oimp_sym_ints(c, i, what, dims, cap, n);
   if (c->consts[i]) {
@@ -233,19 +230,29 @@ static loom_status shape_syms(nctx *c, size_t i, const char *what, const loom_sy
   if (si->kind != LOOM_SINFO_TENSOR || si->ndim != 1 || !si->dims || !loom_sym_is_const(si->dims[0], &len) ||
       len > (int64_t)cap || (si->dtype != LOOM_DTYPE_I64 && si->dtype != LOOM_DTYPE_I32))
     return UNSUP(c->n, "input %zu (%s) must be a constant or a 1-D integer tensor of static length", i, what);
+  *n = (size_t)len;
+  return oimp_runtime_syms(c, c->args[i], c->n->inputs[i], dims, *n);
+}
+
+/* The n values of v (a 1-D i32 / i64 tensor of static length n, computed at run time) as
+ * symbolic dims: `tensor_to_shape` then a match_cast to Shape[(v_0, ..., v_n-1)] binds each
+ * element to a fresh symbolic var named after `onnx` (they must be dims: >= 0, checked when
+ * it runs). */
+loom_status oimp_runtime_syms(nctx *c, loom_graph_expr *v, const char *onnx, const loom_sym_expr **dims, size_t n) {
+  imp *im = c->im;
   loom_graph_expr *sv;
-  LOOM_PROPAGATE(oimp_emit(c, "tensor_to_shape", 1, &c->args[i], NULL, &sv));
-  for (int64_t k = 0; k < len; k++) {
+  LOOM_PROPAGATE(oimp_emit(c, "tensor_to_shape", 1, &v, NULL, &sv));
+  for (size_t k = 0; k < n; k++) {
     char buf[256];
-    snprintf(buf, sizeof buf, "%s_%lld", c->n->inputs[i], (long long)k);
+    snprintf(buf, sizeof buf, "%s_%zu", onnx, k);
     const char *nm = oimp_ir_name(im, buf);
     for (size_t j = 0; nm && j < im->nsyms; j++) /* not a dim_param's name */
       if (strcmp(im->sym_names[j], nm) == 0) j = 0, nm = oimp_ir_name(im, buf);
     if (!nm || !(dims[k] = loom_sym_var_new(im->cx, nm, LOOM_SYM_VAR_SHAPE))) return LOOM_OOM();
   }
-  const loom_sinfo *to = loom_sinfo_shape(im->m, (int)len, dims);
+  const loom_sinfo *to = loom_sinfo_shape(im->m, (int)n, dims);
   char buf[256];
-  snprintf(buf, sizeof buf, "%s_dims", c->n->inputs[i]);
+  snprintf(buf, sizeof buf, "%s_dims", onnx);
   const char *nm = oimp_ir_name(im, buf);
   if (!nm) return LOOM_OOM();
   loom_status s = loom_graph_builder_match_cast(&im->b, sv, to, nm, &sv);
@@ -254,7 +261,6 @@ static loom_status shape_syms(nctx *c, size_t i, const char *what, const loom_sy
     loom_status_free(s);
     return e;
   }
-  *n = (size_t)len;
   return LOOM_OK;
 }
 
@@ -538,7 +544,7 @@ static loom_status h_constant_of_shape(nctx *c, const op_entry *e, loom_graph_ex
   if (!c->consts[0]) { /* a shape known at run time: full(shape=[v_0, ...]) */
     const loom_sym_expr *dims[16];
     size_t n;
-    LOOM_PROPAGATE(shape_syms(c, 0, "shape", dims, 16, &n));
+    LOOM_PROPAGATE(oimp_shape_syms(c, 0, "shape", dims, 16, &n));
     double v = 0;
     if (a) {
       loom_graph_tensor g = {.dtype = dt, .ndim = 0, .numel = 1, .data = a->t->data};
@@ -580,13 +586,59 @@ static loom_status h_range_sym(nctx *c, loom_graph_expr **out) {
   return oimp_emit(c, "arange", 0, NULL, c->n->outputs[0], out);
 }
 
+/* Range over values known at run time: n = max(ceil((limit - start) / delta), 0) becomes a
+ * symbolic dim, then start + delta * arange(n) (computed in f64, cast to the dtype). */
+static loom_status range_runtime(nctx *c, loom_dtype dt, loom_graph_expr **out) {
+  loom_graph_module *m = c->im->m;
+  loom_graph_expr *v[3], *t[2], *n, *k;
+  c->consts[0] = NULL; /* the result is not input 0's constant (see import_node) */
+  for (size_t i = 0; i < 3; i++) {
+    const loom_sinfo *si = c->args[i]->sinfo;
+    if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims) return UNSUP(c->n, "input %zu's rank is unknown", i);
+    for (int d = 0; d < si->ndim; d++) {
+      int64_t e;
+      if (!loom_sym_is_const(si->dims[d], &e) || e != 1) return BAD(c->n, "input %zu must be a scalar (one value)", i);
+    }
+    v[i] = c->args[i];
+    if (si->ndim) {
+      oimp_add_attr(c, loom_graph_attr_syms(m, "shape", 0, NULL));
+      LOOM_PROPAGATE(oimp_emit(c, "reshape", 1, &v[i], NULL, &v[i]));
+    }
+    oimp_add_attr(c, loom_graph_attr_dtype(m, "dtype", LOOM_DTYPE_F64));
+    LOOM_PROPAGATE(oimp_emit(c, "cast", 1, &v[i], NULL, &v[i]));
+  }
+  t[0] = v[1], t[1] = v[0];
+  LOOM_PROPAGATE(oimp_emit(c, "sub", 2, t, NULL, &n));
+  t[0] = n, t[1] = v[2];
+  LOOM_PROPAGATE(oimp_emit(c, "div", 2, t, NULL, &n));
+  LOOM_PROPAGATE(oimp_emit(c, "ceil", 1, &n, NULL, &n));
+  if (!(t[1] = loom_graph_const_scalar(m, LOOM_DTYPE_F64, 0))) return LOOM_OOM();
+  t[0] = n;
+  LOOM_PROPAGATE(oimp_emit(c, "maximum", 2, t, NULL, &n));
+  oimp_add_attr(c, loom_graph_attr_dtype(m, "dtype", LOOM_DTYPE_I64));
+  LOOM_PROPAGATE(oimp_emit(c, "cast", 1, &n, NULL, &n));
+  const loom_sym_expr *one = loom_sym_const(c->im->cx, 1), *len;
+  oimp_add_attr(c, loom_graph_attr_syms(m, "shape", 1, &one));
+  LOOM_PROPAGATE(oimp_emit(c, "reshape", 1, &n, NULL, &n));
+  LOOM_PROPAGATE(oimp_runtime_syms(c, n, c->n->outputs[0], &len, 1));
+  oimp_add_attr(c, loom_graph_attr_syms(m, "end", 1, &len));
+  oimp_add_attr(c, loom_graph_attr_dtype(m, "dtype", LOOM_DTYPE_F64));
+  LOOM_PROPAGATE(oimp_emit(c, "arange", 0, NULL, NULL, &k));
+  t[0] = k, t[1] = v[2];
+  LOOM_PROPAGATE(oimp_emit(c, "mul", 2, t, NULL, &k));
+  t[0] = k, t[1] = v[0];
+  LOOM_PROPAGATE(oimp_emit(c, "add", 2, t, NULL, &k));
+  oimp_add_attr(c, loom_graph_attr_dtype(m, "dtype", dt));
+  return oimp_emit(c, "cast", 1, &k, c->n->outputs[0], out);
+}
+
 static loom_status h_range(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
+  loom_dtype dt = c->args[0]->sinfo->dtype;
   for (size_t i = 0; i < 3; i++)
     if (c->syms[i]) return h_range_sym(c, out);
   for (size_t i = 0; i < 3; i++)
-    if (!c->consts[i] || c->consts[i]->numel != 1) return UNSUP(c->n, "input %zu must be a constant scalar", i);
-  loom_dtype dt = c->consts[0]->dtype;
+    if (!c->consts[i] || c->consts[i]->numel != 1) return range_runtime(c, dt, out);
   double st = oimp_scalar_f64(c->consts[0]), lim = oimp_scalar_f64(c->consts[1]), d = oimp_scalar_f64(c->consts[2]);
   if (d == 0) return BAD(c->n, "delta is 0");
   double nn = ceil((lim - st) / d);
@@ -628,13 +680,25 @@ static loom_status h_argminmax(nctx *c, const op_entry *e, loom_graph_expr **out
   return oimp_emit(c, "sub", 2, ab, c->n->outputs[0], out);
 }
 
+/* Dropout at inference (no training_mode, or a constant false): y = x and a mask of all
+ * true (output 1, when named). */
 static loom_status h_dropout(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (oimp_has_input(c, 2)) {
     const loom_onnx_tensor *t = c->consts[2];
     if (!t || t->numel != 1 || oimp_scalar_f64(t) != 0) return UNSUP(c->n, "training_mode must be a constant false");
   }
-  for (size_t i = 1; i < c->n->n_outputs; i++)
-    if (*c->n->outputs[i]) return UNSUP(c->n, "the mask output is not supported");
+  if (c->n->n_outputs > 1 && *c->n->outputs[1]) {
+    const loom_sinfo *si = c->args[0]->sinfo;
+    if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims) return UNSUP(c->n, "the mask needs the input's rank");
+    loom_graph_expr *mask;
+    oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)si->ndim, si->dims));
+    oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_BOOL));
+    oimp_add_attr(c, loom_graph_attr_float(c->im->m, "value", 1));
+    LOOM_PROPAGATE(oimp_emit(c, "full", 0, NULL, c->n->outputs[1], &mask));
+    LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[1], mask, NULL));
+  }
+  for (size_t i = 2; i < c->n->n_outputs; i++)
+    if (*c->n->outputs[i]) return BAD(c->n, "Dropout has two outputs");
   return oimp_h_identity(c, e, out);
 }
 
@@ -703,7 +767,7 @@ static loom_status h_variadic(nctx *c, const op_entry *e, loom_graph_expr **out)
 static loom_status h_tile(nctx *c, const op_entry *e, loom_graph_expr **out) {
   const loom_sym_expr *rep[16];
   size_t n;
-  LOOM_PROPAGATE(shape_syms(c, 1, "repeats", rep, 16, &n));
+  LOOM_PROPAGATE(oimp_shape_syms(c, 1, "repeats", rep, 16, &n));
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "repeats", n, rep));
   return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
@@ -713,7 +777,7 @@ static loom_status h_tile(nctx *c, const op_entry *e, loom_graph_expr **out) {
 static loom_status h_expand(nctx *c, const op_entry *e, loom_graph_expr **out) {
   const loom_sym_expr *shp[16];
   size_t n;
-  LOOM_PROPAGATE(shape_syms(c, 1, "shape", shp, 16, &n));
+  LOOM_PROPAGATE(oimp_shape_syms(c, 1, "shape", shp, 16, &n));
   const loom_sinfo *si = c->args[0]->sinfo;
   if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims) return UNSUP(c->n, "the input's rank is unknown");
   size_t r = (size_t)si->ndim, o = r > n ? r : n;
@@ -874,71 +938,6 @@ static loom_status h_reduce_composite(nctx *c, const op_entry *e, loom_graph_exp
   return LOOM_OK;
 }
 
-static loom_status h_cumsum(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  int64_t excl, rev, axis;
-  size_t n;
-  LOOM_PROPAGATE(oimp_attr_int(c, "exclusive", 0, &excl));
-  LOOM_PROPAGATE(oimp_attr_int(c, "reverse", 0, &rev));
-  LOOM_PROPAGATE(oimp_const_ints(c, 1, "axis", &axis, 1, &n));
-  if (n != 1) return BAD(c->n, "axis must hold one value");
-  LOOM_PROPAGATE(oimp_norm_axes(c, oimp_in_rank(c, 0), &axis, 1));
-  loom_graph_expr *x = c->args[0], *y;
-  if (rev) LOOM_PROPAGATE(oimp_reverse_axis(c, x, axis, &x)); /* reverse, scan, reverse */
-  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "exclusive", excl != 0));
-  LOOM_PROPAGATE(oimp_emit(c, e->op, 1, &x, rev ? NULL : c->n->outputs[0], &y));
-  if (rev) LOOM_PROPAGATE(oimp_reverse_axis(c, y, axis, &y));
-  *out = y;
-  return LOOM_OK;
-}
-
-/* Split into equal parts (the graph op's limit): each output is a tuple item. */
-static loom_status h_split(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  int64_t axis, sizes[64];
-  size_t n = c->n->n_outputs, ns = 0;
-  LOOM_PROPAGATE(oimp_attr_int(c, "axis", 0, &axis));
-  LOOM_PROPAGATE(oimp_norm_axes(c, oimp_in_rank(c, 0), &axis, 1));
-  if (c->im->opset < 13) {
-    const int64_t *v;
-    bool pr;
-    LOOM_PROPAGATE(oimp_attr_ints(c, "split", &v, &ns, &pr));
-    if (ns > 64) return UNSUP(c->n, "too many parts");
-    if (pr) memcpy(sizes, v, ns * sizeof *v);
-  } else if (oimp_has_input(c, 1)) {
-    LOOM_PROPAGATE(oimp_const_ints(c, 1, "split", sizes, 64, &ns));
-  }
-  for (size_t k = 1; k < ns; k++)
-    if (sizes[k] != sizes[0]) return UNSUP(c->n, "uneven split sizes are not supported");
-  if (ns && ns != n) return BAD(c->n, "split has %zu sizes for %zu outputs", ns, n);
-  const loom_sinfo *si = c->args[0]->sinfo;
-  int64_t d;
-  if (si->dims && loom_sym_is_const(si->dims[axis], &d) && d % (int64_t)n != 0)
-    return UNSUP(c->n, "uneven split (%lld into %zu) is not supported", (long long)d, n);
-  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "sections", (int64_t)n));
-  loom_graph_expr *t;
-  LOOM_PROPAGATE(oimp_emit(c, e->op, 1, c->args, NULL, &t));
-  for (size_t k = 0; k < n; k++) {
-    loom_graph_expr *g = loom_graph_tuple_get_new(c->im->m, t, k), *v;
-    if (!g) return LOOM_OOM();
-    const char *nm = oimp_ir_name(c->im, c->n->outputs[k]);
-    if (!nm) return LOOM_OOM();
-    loom_status st = loom_graph_builder_emit(&c->im->b, g, nm, &v);
-    if (st) return st;
-    LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[k], v, NULL));
-    if (k == 0) *out = v;
-  }
-  return LOOM_OK;
-}
-
-static loom_status h_gather(nctx *c, const op_entry *e, loom_graph_expr **out);
-
-static loom_status h_scatter(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  const loom_onnx_attr *red = loom_onnx_node_attr(c->n, "reduction");
-  if (red && (red->kind != LOOM_ONNX_ATTR_STRING || strcmp(red->s, "none") != 0))
-    return UNSUP(c->n, "reduction '%s' is not supported", red->kind == LOOM_ONNX_ATTR_STRING ? red->s : "?");
-  return h_gather(c, e, out);
-}
 
 static loom_status h_gemm(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
@@ -1041,14 +1040,11 @@ const op_entry oimp_core_table[] = {
     {"Sum", NULL, h_variadic, 1, 8, NOATTR, false},
     {"Mean", NULL, h_variadic, 1, 8, NOATTR, false},
     {"Tile", "tile", h_tile, 2, 2, NOATTR, false},
-    {"ScatterElements", "scatter_elements", h_scatter, 3, 3, " axis reduction ", false},
     {"ReduceSumSquare", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
     {"ReduceL1", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
     {"ReduceL2", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
     {"ReduceLogSum", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
     {"ReduceLogSumExp", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
-    {"CumSum", "cumsum", h_cumsum, 2, 2, " exclusive reverse ", false},
-    {"Split", "split", h_split, 1, 2, " axis split num_outputs ", true},
     {"Slice", "strided_slice", h_slice, 1, 5, " starts ends axes ", false},
     {"Pad", "pad", h_pad, 1, 4, " mode pads value ", false},
     {"Expand", "broadcast_to", h_expand, 2, 2, NOATTR, false},

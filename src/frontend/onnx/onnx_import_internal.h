@@ -101,6 +101,12 @@ loom_status oimp_attr_ints(const nctx *c, const char *name, const int64_t **v, s
 loom_status oimp_const_ints(const nctx *c, size_t i, const char *what, int64_t *buf, size_t cap, size_t *n);
 loom_status oimp_get_axes(const nctx *c, int64_t since, int64_t *buf, size_t cap, size_t *n, bool *present);
 loom_status oimp_norm_axes(const nctx *c, int rank, int64_t *ax, size_t n);
+/* Shape-like input i as symbolic dims: a constant's values, or (a 1-D integer tensor of
+ * static length known at run time) oimp_runtime_syms of it. */
+loom_status oimp_shape_syms(nctx *c, size_t i, const char *what, const loom_sym_expr **dims, size_t cap, size_t *n);
+/* The n values of v (1-D i32 / i64, static length n, computed at run time) bound to fresh
+ * symbolic vars named after ONNX value `onnx` (tensor_to_shape + match_cast). */
+loom_status oimp_runtime_syms(nctx *c, loom_graph_expr *v, const char *onnx, const loom_sym_expr **dims, size_t n);
 void oimp_add_attr(nctx *c, loom_graph_attr a);
 /* Emits graph op `op` on args with c->attrs (then cleared); errors name the node. */
 loom_status oimp_emit(nctx *c, const char *op, size_t nargs, loom_graph_expr *const *args, const char *name,

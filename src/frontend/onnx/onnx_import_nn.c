@@ -1,7 +1,7 @@
 /* onnx_import_nn.c — ONNX ops the importer builds from several graph ops: losses
  * (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), activations (Elu, Selu, HardSwish,
  * ...), hyperbolic and inverse-hyperbolic functions, normalizations (LpNormalization,
- * MeanVarianceNormalization, InstanceNormalization, GroupNormalization), Hardmax, OneHot,
+ * MeanVarianceNormalization, InstanceNormalization, GroupNormalization), Hardmax,
  * EyeLike, DepthToSpace / SpaceToDepth, GlobalMaxPool. Each follows the ONNX reference
  * (the function body in the operator's schema where there is one). */
 #include <math.h>
@@ -419,37 +419,6 @@ static loom_status h_hardmax(nctx *c, const op_entry *e, loom_graph_expr **out) 
   return last_axis_to(c, oh, r, axis, out);
 }
 
-/* OneHot(indices, depth, values = [off, on]); negative indices count from depth. */
-static loom_status h_onehot(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  (void)e;
-  int64_t axis;
-  LOOM_PROPAGATE(oimp_attr_int(c, "axis", -1, &axis));
-  const loom_onnx_tensor *dt = c->consts[1], *vt = c->consts[2];
-  if (!dt || dt->numel != 1) return UNSUP(c->n, "input 1 (depth) must be a constant scalar");
-  if (!vt || vt->numel != 2) return UNSUP(c->n, "input 2 (values) must be a constant [off, on]");
-  int64_t d = (int64_t)oimp_scalar_f64(dt);
-  if (d <= 0) return BAD(c->n, "depth is %lld", (long long)d);
-  loom_graph_tensor vg = {.dtype = vt->dtype, .ndim = 1, .numel = 2, .data = vt->data};
-  int r = oimp_in_rank(c, 0);
-  if (r < 0) return UNSUP(c->n, "the indices' rank is unknown");
-  if (axis < 0) axis += r + 1;
-  if (axis < 0 || axis > r) return BAD(c->n, "axis out of range for rank %d", r + 1);
-  loom_graph_expr *idx = c->args[0], *neg, *wrapped, *oh;
-  if (idx->sinfo->dtype != LOOM_DTYPE_I64) {
-    oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_I64));
-    LOOM_PROPAGATE(op1(c, "cast", idx, &idx));
-  }
-  LOOM_PROPAGATE(op_k(c, "less", idx, 0, &neg));
-  LOOM_PROPAGATE(op_k(c, "add", idx, (double)d, &wrapped));
-  LOOM_PROPAGATE(op3(c, "where", neg, wrapped, idx, &idx));
-  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "depth", 1, &d));
-  oimp_add_attr(c, loom_graph_attr_float(c->im->m, "off_value", loom_graph_tensor_get_f64(&vg, 0)));
-  oimp_add_attr(c, loom_graph_attr_float(c->im->m, "on_value", loom_graph_tensor_get_f64(&vg, 1)));
-  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", vt->dtype));
-  LOOM_PROPAGATE(op1(c, "one_hot", idx, &oh));
-  return last_axis_to(c, oh, r + 1, axis, out);
-}
-
 /* EyeLike of a statically shaped 2-D input: a constant. */
 static loom_status h_eyelike(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
@@ -549,7 +518,6 @@ const op_entry oimp_nn_table[] = {
     {"InstanceNormalization", NULL, h_groupnorm, 3, 3, " epsilon ", false},
     {"GroupNormalization", NULL, h_groupnorm, 3, 3, " epsilon num_groups stash_type ", false},
     {"Hardmax", NULL, h_hardmax, 1, 1, " axis ", false},
-    {"OneHot", NULL, h_onehot, 3, 3, " axis ", false},
     {"EyeLike", NULL, h_eyelike, 1, 1, " dtype k ", false},
     {"DepthToSpace", NULL, h_depth_space, 1, 1, " blocksize mode ", false},
     {"SpaceToDepth", NULL, h_depth_space, 1, 1, " blocksize ", false},
