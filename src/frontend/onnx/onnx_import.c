@@ -307,6 +307,48 @@ loom_status oimp_emit(nctx *c, const char *op, size_t nargs, loom_graph_expr *co
   return LOOM_OK;
 }
 
+loom_status oimp_op1(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr **y) {
+  return oimp_emit(c, op, 1, &x, NULL, y);
+}
+
+loom_status oimp_op2(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr **y) {
+  loom_graph_expr *ab[2] = {a, b};
+  return oimp_emit(c, op, 2, ab, NULL, y);
+}
+
+loom_status oimp_op3(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr *d,
+                     loom_graph_expr **y) {
+  loom_graph_expr *abd[3] = {a, b, d};
+  return oimp_emit(c, op, 3, abd, NULL, y);
+}
+
+loom_status oimp_scalar(nctx *c, loom_dtype dt, double v, loom_graph_expr **out) {
+  *out = loom_graph_const_scalar(c->im->m, dt, v);
+  return *out ? LOOM_OK : LOOM_OOM();
+}
+
+loom_status oimp_op_k(nctx *c, const char *op, loom_graph_expr *x, double v, loom_graph_expr **y) {
+  loom_graph_expr *k;
+  LOOM_PROPAGATE(oimp_scalar(c, x->sinfo->dtype, v, &k));
+  return oimp_op2(c, op, x, k, y);
+}
+
+loom_status oimp_k_op(nctx *c, const char *op, double v, loom_graph_expr *x, loom_graph_expr **y) {
+  loom_graph_expr *k;
+  LOOM_PROPAGATE(oimp_scalar(c, x->sinfo->dtype, v, &k));
+  return oimp_op2(c, op, k, x, y);
+}
+
+loom_status oimp_attr_str(const nctx *c, const char *name, const char *def, const char **out) {
+  const loom_onnx_attr *a = loom_onnx_node_attr(c->n, name);
+  *out = def;
+  if (!a) return LOOM_OK;
+  if (a->kind != LOOM_ONNX_ATTR_STRING)
+    return BAD(c->n, "attribute '%s' must be string, not %s", name, loom_onnx_attr_kind_name(a->kind));
+  *out = a->s;
+  return LOOM_OK;
+}
+
 /* ---- handlers: each emits the node's first output into *out ------------------- */
 
 

@@ -124,6 +124,17 @@ bool oimp_symval_of(const nctx *c, size_t i, oimp_symval *out);
 /* Integers of input i as symbolic exprs: a constant or a value computed from shapes. */
 loom_status oimp_sym_ints(const nctx *c, size_t i, const char *what, const loom_sym_expr **buf, size_t cap, size_t *n);
 
+/* Small emitters for composite ops (unnamed results): op on one, two or three operands; a
+ * rank-0 constant; x (op) v and v (op) x with v a scalar of x's dtype; a string attribute. */
+loom_status oimp_op1(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr **y);
+loom_status oimp_op2(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr **y);
+loom_status oimp_op3(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr *d,
+                     loom_graph_expr **y);
+loom_status oimp_scalar(nctx *c, loom_dtype dt, double v, loom_graph_expr **out);
+loom_status oimp_op_k(nctx *c, const char *op, loom_graph_expr *x, double v, loom_graph_expr **y);
+loom_status oimp_k_op(nctx *c, const char *op, double v, loom_graph_expr *x, loom_graph_expr **y);
+loom_status oimp_attr_str(const nctx *c, const char *name, const char *def, const char **out);
+
 loom_status oimp_h_simple(nctx *c, const op_entry *e, loom_graph_expr **out);
 loom_status oimp_h_identity(nctx *c, const op_entry *e, loom_graph_expr **out);
 loom_status oimp_h_reduce(nctx *c, const op_entry *e, loom_graph_expr **out);

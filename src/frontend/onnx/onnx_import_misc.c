@@ -8,50 +8,10 @@
 
 #include "frontend/onnx/onnx_import_internal.h"
 
-/* ---- small emitters ---------------------------------------------------------------- */
-
-static loom_status op1(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr **y) {
-  return oimp_emit(c, op, 1, &x, NULL, y);
-}
-
-static loom_status op2(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr **y) {
-  loom_graph_expr *ab[2] = {a, b};
-  return oimp_emit(c, op, 2, ab, NULL, y);
-}
-
-static loom_status op3(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr *d,
-                       loom_graph_expr **y) {
-  loom_graph_expr *abd[3] = {a, b, d};
-  return oimp_emit(c, op, 3, abd, NULL, y);
-}
-
-/* A rank-0 constant of dtype dt. */
-static loom_status scalar(nctx *c, loom_dtype dt, double v, loom_graph_expr **out) {
-  *out = loom_graph_const_scalar(c->im->m, dt, v);
-  return *out ? LOOM_OK : LOOM_OOM();
-}
-
-/* x (op) v, with v a scalar of x's dtype. */
-static loom_status op_k(nctx *c, const char *op, loom_graph_expr *x, double v, loom_graph_expr **y) {
-  loom_graph_expr *k;
-  LOOM_PROPAGATE(scalar(c, x->sinfo->dtype, v, &k));
-  return op2(c, op, x, k, y);
-}
-
 static loom_status cast(nctx *c, loom_graph_expr *x, loom_dtype dt, loom_graph_expr **y) {
   if (x->sinfo->dtype == dt) return *y = x, LOOM_OK;
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
-  return op1(c, "cast", x, y);
-}
-
-static loom_status attr_str(const nctx *c, const char *name, const char *def, const char **out) {
-  const loom_onnx_attr *a = loom_onnx_node_attr(c->n, name);
-  *out = def;
-  if (!a) return LOOM_OK;
-  if (a->kind != LOOM_ONNX_ATTR_STRING)
-    return BAD(c->n, "attribute '%s' must be string, not %s", name, loom_onnx_attr_kind_name(a->kind));
-  *out = a->s;
-  return LOOM_OK;
+  return oimp_op1(c, "cast", x, y);
 }
 
 /* A STR graph attribute (name and text interned in the module). */
@@ -96,7 +56,7 @@ static loom_status as_scalar(nctx *c, loom_graph_expr *x, loom_graph_expr **y) {
   LOOM_PROPAGATE(dims_of(c, x, &r, &d));
   if (r == 0) return *y = x, LOOM_OK;
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 0, NULL));
-  return op1(c, "reshape", x, y);
+  return oimp_op1(c, "reshape", x, y);
 }
 
 /* A scalar integer operand i known at run time as one symbolic dim (>= 0, checked when it
@@ -114,7 +74,7 @@ static loom_status scalar_sym(nctx *c, size_t i, const loom_sym_expr **out) {
   int64_t one = 1;
   const loom_sym_expr *s1 = loom_sym_const(c->im->cx, one);
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 1, &s1));
-  LOOM_PROPAGATE(op1(c, "reshape", x, &x));
+  LOOM_PROPAGATE(oimp_op1(c, "reshape", x, &x));
   return oimp_runtime_syms(c, x, c->n->inputs[i], out, 1);
 }
 
@@ -123,7 +83,7 @@ static loom_status scalar_sym(nctx *c, size_t i, const loom_sym_expr **out) {
 static loom_status h_bitshift(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   const char *dir;
-  LOOM_PROPAGATE(attr_str(c, "direction", "", &dir));
+  LOOM_PROPAGATE(oimp_attr_str(c, "direction", "", &dir));
   bool left = !strcmp(dir, "LEFT");
   if (!left && strcmp(dir, "RIGHT")) return BAD(c->n, "attribute 'direction' is '%s' (LEFT | RIGHT)", dir);
   return oimp_emit(c, left ? "shift_left" : "shift_right", 2, c->args, c->n->outputs[0], out);
@@ -191,7 +151,7 @@ static loom_status cumulate(nctx *c, const char *op, loom_graph_expr *x, int64_t
   if (rev) LOOM_PROPAGATE(oimp_reverse_axis(c, x, axis, &x)); /* reverse, scan, reverse */
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
   oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "exclusive", excl));
-  LOOM_PROPAGATE(op1(c, op, x, y));
+  LOOM_PROPAGATE(oimp_op1(c, op, x, y));
   if (rev) LOOM_PROPAGATE(oimp_reverse_axis(c, *y, axis, y));
   return LOOM_OK;
 }
@@ -223,10 +183,10 @@ static loom_status h_cum(nctx *c, const op_entry *e, loom_graph_expr **out) {
       y = yk;
       continue;
     }
-    LOOM_PROPAGATE(op_k(c, "equal", ax, k, &is));
-    LOOM_PROPAGATE(op_k(c, "equal", ax, k - r, &is2));
-    LOOM_PROPAGATE(op2(c, "logical_or", is, is2, &is));
-    LOOM_PROPAGATE(op3(c, "where", is, yk, y, &y));
+    LOOM_PROPAGATE(oimp_op_k(c, "equal", ax, k, &is));
+    LOOM_PROPAGATE(oimp_op_k(c, "equal", ax, k - r, &is2));
+    LOOM_PROPAGATE(oimp_op2(c, "logical_or", is, is2, &is));
+    LOOM_PROPAGATE(oimp_op3(c, "where", is, yk, y, &y));
   }
   *out = y;
   return LOOM_OK;
@@ -238,7 +198,7 @@ static loom_status h_scatter(nctx *c, const op_entry *e, loom_graph_expr **out) 
   int64_t axis;
   const char *red;
   LOOM_PROPAGATE(oimp_attr_int(c, "axis", 0, &axis));
-  LOOM_PROPAGATE(attr_str(c, "reduction", "none", &red));
+  LOOM_PROPAGATE(oimp_attr_str(c, "reduction", "none", &red));
   if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "min") && strcmp(red, "max"))
     return BAD(c->n, "attribute 'reduction' is '%s' (none | add | mul | min | max)", red);
   LOOM_PROPAGATE(oimp_norm_axes(c, oimp_in_rank(c, 0), &axis, 1));
@@ -265,12 +225,12 @@ static loom_status h_compress(nctx *c, const op_entry *e, loom_graph_expr **out)
     const loom_sym_expr *all = loom_sym_const(c->im->cx, 1);
     for (int k = 0; k < r; k++) all = loom_sym_mul(c->im->cx, all, d[k]);
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 1, &all));
-    LOOM_PROPAGATE(op1(c, "reshape", x, &x));
+    LOOM_PROPAGATE(oimp_op1(c, "reshape", x, &x));
   }
-  LOOM_PROPAGATE(op1(c, "nonzero", c->args[1], &nz));
+  LOOM_PROPAGATE(oimp_op1(c, "nonzero", c->args[1], &nz));
   const loom_sym_expr *cnt = nz->sinfo->dims[1];
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 1, &cnt));
-  LOOM_PROPAGATE(op1(c, "reshape", nz, &idx));
+  LOOM_PROPAGATE(oimp_op1(c, "reshape", nz, &idx));
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
   return oimp_emit(c, "take", 2, (loom_graph_expr *[]){x, idx}, c->n->outputs[0], out);
 }
@@ -289,7 +249,7 @@ static loom_status vec_at(nctx *c, loom_graph_expr *x, const loom_sym_expr *n, i
   const loom_sym_expr *sh[16], *one = loom_sym_const(c->im->cx, 1);
   for (int k = 0; k < r; k++) sh[k] = k == at ? n : one;
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)r, sh));
-  return op1(c, "reshape", x, y);
+  return oimp_op1(c, "reshape", x, y);
 }
 
 /* Moves the last axis of y (rank r) to position `axis`. */
@@ -298,7 +258,7 @@ static loom_status last_axis_to(nctx *c, loom_graph_expr *y, int r, int64_t axis
   int64_t perm[16];
   for (int k = 0; k < r; k++) perm[k] = k < axis ? k : k == axis ? r - 1 : k - 1;
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", (size_t)r, perm));
-  return op1(c, "permute_dims", y, out);
+  return oimp_op1(c, "permute_dims", y, out);
 }
 
 /* OneHot(indices, depth, values = [off, on]); indices of any numeric dtype (truncated),
@@ -320,14 +280,14 @@ static loom_status h_onehot(nctx *c, const op_entry *e, loom_graph_expr **out) {
   LOOM_PROPAGATE(scalar_sym(c, 1, &depth));
   loom_graph_expr *idx, *neg, *wrapped, *oh, *dep;
   LOOM_PROPAGATE(cast(c, c->args[0], LOOM_DTYPE_I64, &idx));
-  if (c->consts[1]) LOOM_PROPAGATE(scalar(c, LOOM_DTYPE_I64, (double)(int64_t)oimp_scalar_f64(c->consts[1]), &dep));
+  if (c->consts[1]) LOOM_PROPAGATE(oimp_scalar(c, LOOM_DTYPE_I64, (double)(int64_t)oimp_scalar_f64(c->consts[1]), &dep));
   else {
     LOOM_PROPAGATE(cast(c, c->args[1], LOOM_DTYPE_I64, &dep));
     LOOM_PROPAGATE(as_scalar(c, dep, &dep));
   }
-  LOOM_PROPAGATE(op_k(c, "less", idx, 0, &neg));
-  LOOM_PROPAGATE(op2(c, "add", idx, dep, &wrapped));
-  LOOM_PROPAGATE(op3(c, "where", neg, wrapped, idx, &idx));
+  LOOM_PROPAGATE(oimp_op_k(c, "less", idx, 0, &neg));
+  LOOM_PROPAGATE(oimp_op2(c, "add", idx, dep, &wrapped));
+  LOOM_PROPAGATE(oimp_op3(c, "where", neg, wrapped, idx, &idx));
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "depth", 1, &depth));
   const loom_onnx_tensor *vt = c->consts[2];
   if (vt) {
@@ -335,16 +295,16 @@ static loom_status h_onehot(nctx *c, const op_entry *e, loom_graph_expr **out) {
     oimp_add_attr(c, loom_graph_attr_float(c->im->m, "off_value", loom_graph_tensor_get_f64(&vg, 0)));
     oimp_add_attr(c, loom_graph_attr_float(c->im->m, "on_value", loom_graph_tensor_get_f64(&vg, 1)));
     oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", vt->dtype));
-    LOOM_PROPAGATE(op1(c, "one_hot", idx, &oh));
+    LOOM_PROPAGATE(oimp_op1(c, "one_hot", idx, &oh));
   } else { /* where(one_hot, values[1], values[0]) */
     loom_graph_expr *i0, *i1, *on, *off;
     oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_BOOL));
-    LOOM_PROPAGATE(op1(c, "one_hot", idx, &oh));
-    LOOM_PROPAGATE(scalar(c, LOOM_DTYPE_I64, 0, &i0));
-    LOOM_PROPAGATE(scalar(c, LOOM_DTYPE_I64, 1, &i1));
-    LOOM_PROPAGATE(op2(c, "take", c->args[2], i0, &off));
-    LOOM_PROPAGATE(op2(c, "take", c->args[2], i1, &on));
-    LOOM_PROPAGATE(op3(c, "where", oh, on, off, &oh));
+    LOOM_PROPAGATE(oimp_op1(c, "one_hot", idx, &oh));
+    LOOM_PROPAGATE(oimp_scalar(c, LOOM_DTYPE_I64, 0, &i0));
+    LOOM_PROPAGATE(oimp_scalar(c, LOOM_DTYPE_I64, 1, &i1));
+    LOOM_PROPAGATE(oimp_op2(c, "take", c->args[2], i0, &off));
+    LOOM_PROPAGATE(oimp_op2(c, "take", c->args[2], i1, &on));
+    LOOM_PROPAGATE(oimp_op3(c, "where", oh, on, off, &oh));
   }
   return last_axis_to(c, oh, r + 1, axis, out);
 }
@@ -367,20 +327,20 @@ static loom_status h_window(nctx *c, const op_entry *e, loom_graph_expr **out) {
   LOOM_PROPAGATE(cast(c, i, LOOM_DTYPE_F64, &i));
   LOOM_PROPAGATE(cast(c, c->args[0], LOOM_DTYPE_F64, &nn));
   LOOM_PROPAGATE(as_scalar(c, nn, &nn));
-  if (!periodic) LOOM_PROPAGATE(op_k(c, "sub", nn, 1, &nn));
-  LOOM_PROPAGATE(op_k(c, "mul", i, 2 * M_PI, &t));
-  LOOM_PROPAGATE(op2(c, "div", t, nn, &t));
-  LOOM_PROPAGATE(op1(c, "cos", t, &w));
+  if (!periodic) LOOM_PROPAGATE(oimp_op_k(c, "sub", nn, 1, &nn));
+  LOOM_PROPAGATE(oimp_op_k(c, "mul", i, 2 * M_PI, &t));
+  LOOM_PROPAGATE(oimp_op2(c, "div", t, nn, &t));
+  LOOM_PROPAGATE(oimp_op1(c, "cos", t, &w));
   const char *o = e->onnx;
   double a0 = !strcmp(o, "HannWindow") ? 0.5 : !strcmp(o, "HammingWindow") ? 25.0 / 46 : 0.42;
   double a1 = !strcmp(o, "HammingWindow") ? 21.0 / 46 : 0.5;
-  LOOM_PROPAGATE(op_k(c, "mul", w, -a1, &w));
-  LOOM_PROPAGATE(op_k(c, "add", w, a0, &w));
+  LOOM_PROPAGATE(oimp_op_k(c, "mul", w, -a1, &w));
+  LOOM_PROPAGATE(oimp_op_k(c, "add", w, a0, &w));
   if (!strcmp(o, "BlackmanWindow")) {
-    LOOM_PROPAGATE(op_k(c, "mul", t, 2, &u));
-    LOOM_PROPAGATE(op1(c, "cos", u, &u));
-    LOOM_PROPAGATE(op_k(c, "mul", u, 0.08, &u));
-    LOOM_PROPAGATE(op2(c, "add", w, u, &w));
+    LOOM_PROPAGATE(oimp_op_k(c, "mul", t, 2, &u));
+    LOOM_PROPAGATE(oimp_op1(c, "cos", u, &u));
+    LOOM_PROPAGATE(oimp_op_k(c, "mul", u, 0.08, &u));
+    LOOM_PROPAGATE(oimp_op2(c, "add", w, u, &w));
   }
   return cast(c, w, dt, out);
 }
@@ -403,12 +363,12 @@ static loom_status h_revseq(nctx *c, const op_entry *e, loom_graph_expr **out) {
   LOOM_PROPAGATE(vec_at(c, t, d[ta], r, (int)ta, &t));
   LOOM_PROPAGATE(cast(c, c->args[1], LOOM_DTYPE_I64, &l));
   LOOM_PROPAGATE(vec_at(c, l, d[ba], r, (int)ba, &l));
-  LOOM_PROPAGATE(op2(c, "less", t, l, &lt));
-  LOOM_PROPAGATE(op_k(c, "sub", l, 1, &rv));
-  LOOM_PROPAGATE(op2(c, "sub", rv, t, &rv));
-  LOOM_PROPAGATE(op3(c, "where", lt, rv, t, &idx));
+  LOOM_PROPAGATE(oimp_op2(c, "less", t, l, &lt));
+  LOOM_PROPAGATE(oimp_op_k(c, "sub", l, 1, &rv));
+  LOOM_PROPAGATE(oimp_op2(c, "sub", rv, t, &rv));
+  LOOM_PROPAGATE(oimp_op3(c, "where", lt, rv, t, &idx));
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)r, d));
-  LOOM_PROPAGATE(op1(c, "broadcast_to", idx, &idx));
+  LOOM_PROPAGATE(oimp_op1(c, "broadcast_to", idx, &idx));
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", ta));
   return oimp_emit(c, "gather_elements", 2, (loom_graph_expr *[]){c->args[0], idx}, c->n->outputs[0], out);
 }
@@ -467,13 +427,13 @@ static loom_status ein_diag(nctx *c, ein_term *t, int p, int q) {
   LOOM_PROPAGATE(iota(c, d[p], &ip));
   LOOM_PROPAGATE(vec_at(c, ip, d[p], r, p, &iq));
   LOOM_PROPAGATE(vec_at(c, ip, d[p], r, q, &ip));
-  LOOM_PROPAGATE(op2(c, "equal", iq, ip, &m));
+  LOOM_PROPAGATE(oimp_op2(c, "equal", iq, ip, &m));
   LOOM_PROPAGATE(cast(c, m, t->x->sinfo->dtype, &m));
-  LOOM_PROPAGATE(op2(c, "mul", t->x, m, &y));
+  LOOM_PROPAGATE(oimp_op2(c, "mul", t->x, m, &y));
   int64_t ax = q;
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &ax));
   oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", false));
-  LOOM_PROPAGATE(op1(c, "sum", y, &t->x));
+  LOOM_PROPAGATE(oimp_op1(c, "sum", y, &t->x));
   memmove(t->lab + q, t->lab + q + 1, (size_t)(t->n - q - 1));
   t->n--;
   return LOOM_OK;
@@ -485,7 +445,7 @@ static loom_status ein_diag(nctx *c, ein_term *t, int p, int q) {
 static loom_status h_einsum(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   const char *eq;
-  LOOM_PROPAGATE(attr_str(c, "equation", NULL, &eq));
+  LOOM_PROPAGATE(oimp_attr_str(c, "equation", NULL, &eq));
   if (!eq) return BAD(c->n, "attribute 'equation' is required");
   char buf[256];
   size_t k = 0;
@@ -571,13 +531,13 @@ static loom_status h_einsum(nctx *c, const op_entry *e, loom_graph_expr **out) {
     loom_graph_expr *x = t[a].x;
     if (!ident) {
       oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", (size_t)np, perm));
-      LOOM_PROPAGATE(op1(c, "permute_dims", x, &x));
+      LOOM_PROPAGATE(oimp_op1(c, "permute_dims", x, &x));
     }
     if (np != nl) {
       oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)nl, sh));
-      LOOM_PROPAGATE(op1(c, "reshape", x, &x));
+      LOOM_PROPAGATE(oimp_op1(c, "reshape", x, &x));
     }
-    if (y) LOOM_PROPAGATE(op2(c, "mul", y, x, &y));
+    if (y) LOOM_PROPAGATE(oimp_op2(c, "mul", y, x, &y));
     else y = x;
   }
   if (nl > o.n) {
@@ -585,7 +545,7 @@ static loom_status h_einsum(nctx *c, const op_entry *e, loom_graph_expr **out) {
     for (int j = o.n; j < nl; j++) ax[j - o.n] = j;
     oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", (size_t)(nl - o.n), ax));
     oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", false));
-    LOOM_PROPAGATE(op1(c, "sum", y, &y));
+    LOOM_PROPAGATE(oimp_op1(c, "sum", y, &y));
   }
   *out = y;
   return LOOM_OK;
@@ -648,7 +608,7 @@ static loom_status h_nd(nctx *c, const op_entry *e, loom_graph_expr **out) {
   bool scatter = !strcmp(e->onnx, "ScatterND");
   if (scatter) {
     const char *red;
-    LOOM_PROPAGATE(attr_str(c, "reduction", "none", &red));
+    LOOM_PROPAGATE(oimp_attr_str(c, "reduction", "none", &red));
     if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "min") && strcmp(red, "max"))
       return BAD(c->n, "attribute 'reduction' is '%s' (none | add | mul | min | max)", red);
     if (strcmp(red, "none")) LOOM_PROPAGATE(add_str_attr(c, "reduction", red));
@@ -670,7 +630,7 @@ static loom_status h_nms(nctx *c, const op_entry *e, loom_graph_expr **out) {
   static const double dflt[5] = {0, 0, 0, 0, -INFINITY};
   for (size_t i = 2; i < 5; i++) {
     if (i < c->nargs && c->args[i]) a[i] = c->args[i];
-    else LOOM_PROPAGATE(scalar(c, i == 2 ? LOOM_DTYPE_I64 : LOOM_DTYPE_F32, dflt[i], &a[i]));
+    else LOOM_PROPAGATE(oimp_scalar(c, i == 2 ? LOOM_DTYPE_I64 : LOOM_DTYPE_F32, dflt[i], &a[i]));
   }
   if (cpb) oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "center_point_box", true));
   return oimp_emit(c, e->op, 5, a, c->n->outputs[0], out);
@@ -731,10 +691,10 @@ static loom_status h_dft(nctx *c, const op_entry *e, loom_graph_expr **out) {
       y = yk;
       continue;
     }
-    LOOM_PROPAGATE(op_k(c, "equal", ax, k, &is));
-    LOOM_PROPAGATE(op_k(c, "equal", ax, k - r, &is2));
-    LOOM_PROPAGATE(op2(c, "logical_or", is, is2, &is));
-    LOOM_PROPAGATE(op3(c, "where", is, yk, y, &y));
+    LOOM_PROPAGATE(oimp_op_k(c, "equal", ax, k, &is));
+    LOOM_PROPAGATE(oimp_op_k(c, "equal", ax, k - r, &is2));
+    LOOM_PROPAGATE(oimp_op2(c, "logical_or", is, is2, &is));
+    LOOM_PROPAGATE(oimp_op3(c, "where", is, yk, y, &y));
   }
   *out = y;
   return LOOM_OK;
@@ -770,17 +730,17 @@ static loom_status h_stft(nctx *c, const op_entry *e, loom_graph_expr **out) {
   LOOM_PROPAGATE(vec_at(c, fi, nf, 2, 0, &fi));
   LOOM_PROPAGATE(cast(c, c->args[1], LOOM_DTYPE_I64, &st));
   LOOM_PROPAGATE(as_scalar(c, st, &st));
-  LOOM_PROPAGATE(op2(c, "mul", fi, st, &fi));
+  LOOM_PROPAGATE(oimp_op2(c, "mul", fi, st, &fi));
   LOOM_PROPAGATE(iota(c, n, &j));
   LOOM_PROPAGATE(vec_at(c, j, n, 2, 1, &j));
-  LOOM_PROPAGATE(op2(c, "add", fi, j, &idx));
+  LOOM_PROPAGATE(oimp_op2(c, "add", fi, j, &idx));
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 1));
-  LOOM_PROPAGATE(op2(c, "take", c->args[0], idx, &fr));
+  LOOM_PROPAGATE(oimp_op2(c, "take", c->args[0], idx, &fr));
   if (win) {
     loom_graph_expr *w;
     LOOM_PROPAGATE(cast(c, c->args[2], c->args[0]->sinfo->dtype, &w));
     LOOM_PROPAGATE(vec_at(c, w, n, 4, 2, &w));
-    LOOM_PROPAGATE(op2(c, "mul", fr, w, &fr));
+    LOOM_PROPAGATE(oimp_op2(c, "mul", fr, w, &fr));
   }
   return dft1(c, fr, 2, NULL, onesided != 0, false, c->n->outputs[0], out);
 }

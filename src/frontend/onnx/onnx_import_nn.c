@@ -9,48 +9,11 @@
 
 #include "frontend/onnx/onnx_import_internal.h"
 
-/* ---- small emitters ---------------------------------------------------------------- */
-
-static loom_status op1(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr **y) {
-  return oimp_emit(c, op, 1, &x, NULL, y);
-}
-
-static loom_status op2(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr **y) {
-  loom_graph_expr *ab[2] = {a, b};
-  return oimp_emit(c, op, 2, ab, NULL, y);
-}
-
-static loom_status op3(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr *d,
-                       loom_graph_expr **y) {
-  loom_graph_expr *abd[3] = {a, b, d};
-  return oimp_emit(c, op, 3, abd, NULL, y);
-}
-
-/* A rank-0 constant of dtype dt. */
-static loom_status scalar(nctx *c, loom_dtype dt, double v, loom_graph_expr **out) {
-  *out = loom_graph_const_scalar(c->im->m, dt, v);
-  return *out ? LOOM_OK : LOOM_OOM();
-}
-
-/* x (op) v, with v a scalar of x's dtype. */
-static loom_status op_k(nctx *c, const char *op, loom_graph_expr *x, double v, loom_graph_expr **y) {
-  loom_graph_expr *k;
-  LOOM_PROPAGATE(scalar(c, x->sinfo->dtype, v, &k));
-  return op2(c, op, x, k, y);
-}
-
-/* v (op) x. */
-static loom_status k_op(nctx *c, const char *op, double v, loom_graph_expr *x, loom_graph_expr **y) {
-  loom_graph_expr *k;
-  LOOM_PROPAGATE(scalar(c, x->sinfo->dtype, v, &k));
-  return op2(c, op, k, x, y);
-}
-
 static loom_status reduce(nctx *c, const char *op, loom_graph_expr *x, size_t n, const int64_t *axes, bool keep,
                           loom_graph_expr **y) {
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, axes));
   oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", keep));
-  return op1(c, op, x, y);
+  return oimp_op1(c, op, x, y);
 }
 
 /* Every axis of x (for reductions to a scalar). */
@@ -70,16 +33,6 @@ static loom_status static_dim(nctx *c, loom_graph_expr *x, int64_t axis, const c
   return LOOM_OK;
 }
 
-static loom_status attr_str(const nctx *c, const char *name, const char *def, const char **out) {
-  const loom_onnx_attr *a = loom_onnx_node_attr(c->n, name);
-  *out = def;
-  if (!a) return LOOM_OK;
-  if (a->kind != LOOM_ONNX_ATTR_STRING)
-    return BAD(c->n, "attribute '%s' must be string, not %s", name, loom_onnx_attr_kind_name(a->kind));
-  *out = a->s;
-  return LOOM_OK;
-}
-
 /* x reversed along `axis` (static extent): take with the indices d-1 .. 0. */
 loom_status oimp_reverse_axis(nctx *c, loom_graph_expr *x, int64_t axis, loom_graph_expr **y) {
   int64_t d;
@@ -90,7 +43,7 @@ loom_status oimp_reverse_axis(nctx *c, loom_graph_expr *x, int64_t axis, loom_gr
   loom_graph_expr *idx = oimp_const_of(c->im, t);
   if (!idx) return LOOM_OOM();
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  return op2(c, "take", x, idx, y);
+  return oimp_op2(c, "take", x, idx, y);
 }
 
 /* Moves the last axis of y (rank r) to position `axis`. */
@@ -99,7 +52,7 @@ static loom_status last_axis_to(nctx *c, loom_graph_expr *y, int r, int64_t axis
   int64_t perm[16];
   for (int k = 0; k < r; k++) perm[k] = k < axis ? k : k == axis ? r - 1 : k - 1;
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", (size_t)r, perm));
-  return op1(c, "permute_dims", y, out);
+  return oimp_op1(c, "permute_dims", y, out);
 }
 
 /* ---- losses -------------------------------------------------------------------------- */
@@ -109,7 +62,7 @@ static loom_status last_axis_to(nctx *c, loom_graph_expr *y, int r, int64_t axis
  * the weights that applied (the count of targets not ignored when there are no weights). */
 static loom_status nll(nctx *c, loom_graph_expr *x, loom_graph_expr *t, loom_graph_expr *w, loom_graph_expr **out) {
   const char *red;
-  LOOM_PROPAGATE(attr_str(c, "reduction", "mean", &red));
+  LOOM_PROPAGATE(oimp_attr_str(c, "reduction", "mean", &red));
   bool none = strcmp(red, "none") == 0, sum = strcmp(red, "sum") == 0, mean = strcmp(red, "mean") == 0;
   if (!none && !sum && !mean) return BAD(c->n, "attribute 'reduction' is '%s' (none | sum | mean)", red);
   const loom_onnx_attr *ia = loom_onnx_node_attr(c->n, "ignore_index");
@@ -118,30 +71,30 @@ static loom_status nll(nctx *c, loom_graph_expr *x, loom_graph_expr *t, loom_gra
   loom_dtype xdt = x->sinfo->dtype, tdt = t->sinfo->dtype;
   loom_graph_expr *mask = NULL, *k, *g, *loss, *wt = NULL;
   if (ia) {
-    LOOM_PROPAGATE(op_k(c, "not_equal", t, (double)ia->i, &mask));
-    LOOM_PROPAGATE(scalar(c, tdt, 0, &k));
-    LOOM_PROPAGATE(op3(c, "where", mask, t, k, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, "not_equal", t, (double)ia->i, &mask));
+    LOOM_PROPAGATE(oimp_scalar(c, tdt, 0, &k));
+    LOOM_PROPAGATE(oimp_op3(c, "where", mask, t, k, &t));
   }
   int64_t one = 1;
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &one));
-  LOOM_PROPAGATE(op1(c, "expand_dims", t, &g));
+  LOOM_PROPAGATE(oimp_op1(c, "expand_dims", t, &g));
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 1));
-  LOOM_PROPAGATE(op2(c, "gather_elements", x, g, &g));
+  LOOM_PROPAGATE(oimp_op2(c, "gather_elements", x, g, &g));
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &one));
-  LOOM_PROPAGATE(op1(c, "squeeze", g, &g));
-  LOOM_PROPAGATE(op1(c, "neg", g, &loss));
+  LOOM_PROPAGATE(oimp_op1(c, "squeeze", g, &g));
+  LOOM_PROPAGATE(oimp_op1(c, "neg", g, &loss));
   if (w) {
     oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 0));
-    LOOM_PROPAGATE(op2(c, "take", w, t, &wt));
+    LOOM_PROPAGATE(oimp_op2(c, "take", w, t, &wt));
   }
   if (mask) {
     loom_graph_expr *mf;
     oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", xdt));
-    LOOM_PROPAGATE(op1(c, "cast", mask, &mf));
-    if (wt) LOOM_PROPAGATE(op2(c, "mul", wt, mf, &wt));
+    LOOM_PROPAGATE(oimp_op1(c, "cast", mask, &mf));
+    if (wt) LOOM_PROPAGATE(oimp_op2(c, "mul", wt, mf, &wt));
     else wt = mf;
   }
-  if (wt) LOOM_PROPAGATE(op2(c, "mul", loss, wt, &loss));
+  if (wt) LOOM_PROPAGATE(oimp_op2(c, "mul", loss, wt, &loss));
   if (none) return *out = loss, LOOM_OK;
   int64_t ax[16];
   size_t n;
@@ -150,7 +103,7 @@ static loom_status nll(nctx *c, loom_graph_expr *x, loom_graph_expr *t, loom_gra
   loom_graph_expr *num, *den;
   LOOM_PROPAGATE(reduce(c, "sum", loss, n, ax, false, &num));
   LOOM_PROPAGATE(reduce(c, "sum", wt, n, ax, false, &den));
-  return op2(c, "div", num, den, out);
+  return oimp_op2(c, "div", num, den, out);
 }
 
 static loom_status h_nll(nctx *c, const op_entry *e, loom_graph_expr **out) {
@@ -164,7 +117,7 @@ static loom_status h_sce(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   loom_graph_expr *lp;
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 1));
-  LOOM_PROPAGATE(op1(c, "log_softmax", c->args[0], &lp));
+  LOOM_PROPAGATE(oimp_op1(c, "log_softmax", c->args[0], &lp));
   LOOM_PROPAGATE(nll(c, lp, c->args[1], c->nargs > 2 ? c->args[2] : NULL, out));
   if (c->n->n_outputs > 1 && *c->n->outputs[1]) LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[1], lp, NULL));
   return LOOM_OK;
@@ -179,37 +132,37 @@ static loom_status h_act(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (!strcmp(o, "LeakyRelu") || !strcmp(o, "Elu") || !strcmp(o, "Celu") || !strcmp(o, "ThresholdedRelu")) {
     LOOM_PROPAGATE(oimp_attr_float(c, "alpha", !strcmp(o, "LeakyRelu") ? 0.01 : 1.0, &alpha));
     if (!strcmp(o, "ThresholdedRelu")) { /* x > alpha ? x : 0 */
-      LOOM_PROPAGATE(op_k(c, "greater", x, alpha, &t));
-      LOOM_PROPAGATE(scalar(c, x->sinfo->dtype, 0, &z));
-      return op3(c, "where", t, x, z, out);
+      LOOM_PROPAGATE(oimp_op_k(c, "greater", x, alpha, &t));
+      LOOM_PROPAGATE(oimp_scalar(c, x->sinfo->dtype, 0, &z));
+      return oimp_op3(c, "where", t, x, z, out);
     }
     if (!strcmp(o, "Celu")) { /* max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) */
-      LOOM_PROPAGATE(op_k(c, "div", x, alpha, &t));
-      LOOM_PROPAGATE(op1(c, "exp", t, &t));
-      LOOM_PROPAGATE(op_k(c, "sub", t, 1, &t));
-      LOOM_PROPAGATE(op_k(c, "mul", t, alpha, &t));
-      LOOM_PROPAGATE(op_k(c, "minimum", t, 0, &t));
-      LOOM_PROPAGATE(op_k(c, "maximum", x, 0, &u));
-      return op2(c, "add", u, t, out);
+      LOOM_PROPAGATE(oimp_op_k(c, "div", x, alpha, &t));
+      LOOM_PROPAGATE(oimp_op1(c, "exp", t, &t));
+      LOOM_PROPAGATE(oimp_op_k(c, "sub", t, 1, &t));
+      LOOM_PROPAGATE(oimp_op_k(c, "mul", t, alpha, &t));
+      LOOM_PROPAGATE(oimp_op_k(c, "minimum", t, 0, &t));
+      LOOM_PROPAGATE(oimp_op_k(c, "maximum", x, 0, &u));
+      return oimp_op2(c, "add", u, t, out);
     }
-    LOOM_PROPAGATE(op_k(c, "less", x, 0, &t));
-    if (!strcmp(o, "LeakyRelu")) LOOM_PROPAGATE(op_k(c, "mul", x, alpha, &u));
+    LOOM_PROPAGATE(oimp_op_k(c, "less", x, 0, &t));
+    if (!strcmp(o, "LeakyRelu")) LOOM_PROPAGATE(oimp_op_k(c, "mul", x, alpha, &u));
     else { /* Elu: alpha * (exp(x) - 1) */
-      LOOM_PROPAGATE(op1(c, "exp", x, &u));
-      LOOM_PROPAGATE(op_k(c, "sub", u, 1, &u));
-      LOOM_PROPAGATE(op_k(c, "mul", u, alpha, &u));
+      LOOM_PROPAGATE(oimp_op1(c, "exp", x, &u));
+      LOOM_PROPAGATE(oimp_op_k(c, "sub", u, 1, &u));
+      LOOM_PROPAGATE(oimp_op_k(c, "mul", u, alpha, &u));
     }
-    return op3(c, "where", t, u, x, out);
+    return oimp_op3(c, "where", t, u, x, out);
   }
   if (!strcmp(o, "Selu")) { /* gamma * (x <= 0 ? alpha * exp(x) - alpha : x) */
     LOOM_PROPAGATE(oimp_attr_float(c, "alpha", 1.67326319217681884765625, &alpha));
     LOOM_PROPAGATE(oimp_attr_float(c, "gamma", 1.05070102214813232421875, &gamma));
-    LOOM_PROPAGATE(op_k(c, "less_equal", x, 0, &t));
-    LOOM_PROPAGATE(op1(c, "exp", x, &u));
-    LOOM_PROPAGATE(op_k(c, "mul", u, alpha, &u));
-    LOOM_PROPAGATE(op_k(c, "sub", u, alpha, &u));
-    LOOM_PROPAGATE(op3(c, "where", t, u, x, &v));
-    return op_k(c, "mul", v, gamma, out);
+    LOOM_PROPAGATE(oimp_op_k(c, "less_equal", x, 0, &t));
+    LOOM_PROPAGATE(oimp_op1(c, "exp", x, &u));
+    LOOM_PROPAGATE(oimp_op_k(c, "mul", u, alpha, &u));
+    LOOM_PROPAGATE(oimp_op_k(c, "sub", u, alpha, &u));
+    LOOM_PROPAGATE(oimp_op3(c, "where", t, u, x, &v));
+    return oimp_op_k(c, "mul", v, gamma, out);
   }
   if (!strcmp(o, "HardSigmoid") || !strcmp(o, "HardSwish")) { /* clip(alpha * x + beta, 0, 1) (* x) */
     bool swish = !strcmp(o, "HardSwish");
@@ -218,83 +171,83 @@ static loom_status h_act(nctx *c, const op_entry *e, loom_graph_expr **out) {
       LOOM_PROPAGATE(oimp_attr_float(c, "alpha", 0.2, &alpha));
       LOOM_PROPAGATE(oimp_attr_float(c, "beta", 0.5, &beta));
     }
-    LOOM_PROPAGATE(op_k(c, "mul", x, alpha, &t));
-    LOOM_PROPAGATE(op_k(c, "add", t, beta, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, "mul", x, alpha, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, "add", t, beta, &t));
     oimp_add_attr(c, loom_graph_attr_float(c->im->m, "min", 0));
     oimp_add_attr(c, loom_graph_attr_float(c->im->m, "max", 1));
-    LOOM_PROPAGATE(op1(c, "clip", t, &t));
-    return swish ? op2(c, "mul", x, t, out) : (*out = t, LOOM_OK);
+    LOOM_PROPAGATE(oimp_op1(c, "clip", t, &t));
+    return swish ? oimp_op2(c, "mul", x, t, out) : (*out = t, LOOM_OK);
   }
   if (!strcmp(o, "Softplus") || !strcmp(o, "Mish")) { /* log(exp(x) + 1); Mish: x * tanh(softplus) */
-    LOOM_PROPAGATE(op1(c, "exp", x, &t));
-    LOOM_PROPAGATE(op_k(c, "add", t, 1, &t));
-    LOOM_PROPAGATE(op1(c, "log", t, &t));
+    LOOM_PROPAGATE(oimp_op1(c, "exp", x, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, "add", t, 1, &t));
+    LOOM_PROPAGATE(oimp_op1(c, "log", t, &t));
     if (!strcmp(o, "Softplus")) return *out = t, LOOM_OK;
-    LOOM_PROPAGATE(op1(c, "tanh", t, &t));
-    return op2(c, "mul", x, t, out);
+    LOOM_PROPAGATE(oimp_op1(c, "tanh", t, &t));
+    return oimp_op2(c, "mul", x, t, out);
   }
   if (!strcmp(o, "Softsign")) { /* x / (1 + |x|) */
-    LOOM_PROPAGATE(op1(c, "abs", x, &t));
-    LOOM_PROPAGATE(op_k(c, "add", t, 1, &t));
-    return op2(c, "div", x, t, out);
+    LOOM_PROPAGATE(oimp_op1(c, "abs", x, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, "add", t, 1, &t));
+    return oimp_op2(c, "div", x, t, out);
   }
   if (!strcmp(o, "Shrink")) { /* x < -l ? x + bias : x > l ? x - bias : 0 */
     double l, bias;
     LOOM_PROPAGATE(oimp_attr_float(c, "lambd", 0.5, &l));
     LOOM_PROPAGATE(oimp_attr_float(c, "bias", 0.0, &bias));
-    LOOM_PROPAGATE(op_k(c, "greater", x, l, &t));
-    LOOM_PROPAGATE(op_k(c, "sub", x, bias, &u));
-    LOOM_PROPAGATE(scalar(c, x->sinfo->dtype, 0, &z));
-    LOOM_PROPAGATE(op3(c, "where", t, u, z, &v));
-    LOOM_PROPAGATE(op_k(c, "less", x, -l, &t));
-    LOOM_PROPAGATE(op_k(c, "add", x, bias, &u));
-    return op3(c, "where", t, u, v, out);
+    LOOM_PROPAGATE(oimp_op_k(c, "greater", x, l, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, "sub", x, bias, &u));
+    LOOM_PROPAGATE(oimp_scalar(c, x->sinfo->dtype, 0, &z));
+    LOOM_PROPAGATE(oimp_op3(c, "where", t, u, z, &v));
+    LOOM_PROPAGATE(oimp_op_k(c, "less", x, -l, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, "add", x, bias, &u));
+    return oimp_op3(c, "where", t, u, v, out);
   }
   if (!strcmp(o, "PRelu")) { /* x < 0 ? slope * x : x */
-    LOOM_PROPAGATE(op_k(c, "less", x, 0, &t));
-    LOOM_PROPAGATE(op2(c, "mul", x, c->args[1], &u));
-    return op3(c, "where", t, u, x, out);
+    LOOM_PROPAGATE(oimp_op_k(c, "less", x, 0, &t));
+    LOOM_PROPAGATE(oimp_op2(c, "mul", x, c->args[1], &u));
+    return oimp_op3(c, "where", t, u, x, out);
   }
   if (!strcmp(o, "Swish")) { /* x * sigmoid(alpha * x) */
     LOOM_PROPAGATE(oimp_attr_float(c, "alpha", 1.0, &alpha));
-    LOOM_PROPAGATE(op_k(c, "mul", x, alpha, &t));
-    LOOM_PROPAGATE(op1(c, "sigmoid", t, &t));
-    return op2(c, "mul", x, t, out);
+    LOOM_PROPAGATE(oimp_op_k(c, "mul", x, alpha, &t));
+    LOOM_PROPAGATE(oimp_op1(c, "sigmoid", t, &t));
+    return oimp_op2(c, "mul", x, t, out);
   }
   if (!strcmp(o, "Tan")) {
-    LOOM_PROPAGATE(op1(c, "sin", x, &t));
-    LOOM_PROPAGATE(op1(c, "cos", x, &u));
-    return op2(c, "div", t, u, out);
+    LOOM_PROPAGATE(oimp_op1(c, "sin", x, &t));
+    LOOM_PROPAGATE(oimp_op1(c, "cos", x, &u));
+    return oimp_op2(c, "div", t, u, out);
   }
   if (!strcmp(o, "Sinh") || !strcmp(o, "Cosh")) { /* (exp(x) -+ exp(-x)) / 2 */
-    LOOM_PROPAGATE(op1(c, "exp", x, &t));
-    LOOM_PROPAGATE(op1(c, "neg", x, &u));
-    LOOM_PROPAGATE(op1(c, "exp", u, &u));
-    LOOM_PROPAGATE(op2(c, !strcmp(o, "Sinh") ? "sub" : "add", t, u, &v));
-    return op_k(c, "mul", v, 0.5, out);
+    LOOM_PROPAGATE(oimp_op1(c, "exp", x, &t));
+    LOOM_PROPAGATE(oimp_op1(c, "neg", x, &u));
+    LOOM_PROPAGATE(oimp_op1(c, "exp", u, &u));
+    LOOM_PROPAGATE(oimp_op2(c, !strcmp(o, "Sinh") ? "sub" : "add", t, u, &v));
+    return oimp_op_k(c, "mul", v, 0.5, out);
   }
   if (!strcmp(o, "Asinh") || !strcmp(o, "Acosh")) { /* log(x + sqrt(x^2 +- 1)) */
-    LOOM_PROPAGATE(op2(c, "mul", x, x, &t));
-    LOOM_PROPAGATE(op_k(c, !strcmp(o, "Asinh") ? "add" : "sub", t, 1, &t));
-    LOOM_PROPAGATE(op1(c, "sqrt", t, &t));
-    LOOM_PROPAGATE(op2(c, "add", x, t, &t));
-    return op1(c, "log", t, out);
+    LOOM_PROPAGATE(oimp_op2(c, "mul", x, x, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, !strcmp(o, "Asinh") ? "add" : "sub", t, 1, &t));
+    LOOM_PROPAGATE(oimp_op1(c, "sqrt", t, &t));
+    LOOM_PROPAGATE(oimp_op2(c, "add", x, t, &t));
+    return oimp_op1(c, "log", t, out);
   }
   if (!strcmp(o, "Atanh")) { /* log((1 + x) / (1 - x)) / 2 */
-    LOOM_PROPAGATE(k_op(c, "add", 1, x, &t));
-    LOOM_PROPAGATE(k_op(c, "sub", 1, x, &u));
-    LOOM_PROPAGATE(op2(c, "div", t, u, &t));
-    LOOM_PROPAGATE(op1(c, "log", t, &t));
-    return op_k(c, "mul", t, 0.5, out);
+    LOOM_PROPAGATE(oimp_k_op(c, "add", 1, x, &t));
+    LOOM_PROPAGATE(oimp_k_op(c, "sub", 1, x, &u));
+    LOOM_PROPAGATE(oimp_op2(c, "div", t, u, &t));
+    LOOM_PROPAGATE(oimp_op1(c, "log", t, &t));
+    return oimp_op_k(c, "mul", t, 0.5, out);
   }
-  if (!strcmp(o, "IsNaN")) return op2(c, "not_equal", x, x, out);
+  if (!strcmp(o, "IsNaN")) return oimp_op2(c, "not_equal", x, x, out);
   if (!strcmp(o, "IsInf")) {
     int64_t pos, neg;
     LOOM_PROPAGATE(oimp_attr_int(c, "detect_positive", 1, &pos));
     LOOM_PROPAGATE(oimp_attr_int(c, "detect_negative", 1, &neg));
-    if (!pos && !neg) return op_k(c, "less", x, -INFINITY, out); /* all false */
-    if (pos && neg) LOOM_PROPAGATE(op1(c, "abs", x, &x));
-    return op_k(c, "equal", x, pos ? INFINITY : -INFINITY, out);
+    if (!pos && !neg) return oimp_op_k(c, "less", x, -INFINITY, out); /* all false */
+    if (pos && neg) LOOM_PROPAGATE(oimp_op1(c, "abs", x, &x));
+    return oimp_op_k(c, "equal", x, pos ? INFINITY : -INFINITY, out);
   }
   return UNSUP(c->n, "op type %s has no composition", o);
 }
@@ -309,15 +262,15 @@ static loom_status h_lpnorm(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (p != 1 && p != 2) return BAD(c->n, "p is %lld (1 | 2)", (long long)p);
   LOOM_PROPAGATE(oimp_norm_axes(c, oimp_in_rank(c, 0), &axis, 1));
   loom_graph_expr *x = c->args[0], *t;
-  if (p == 1) LOOM_PROPAGATE(op1(c, "abs", x, &t));
-  else LOOM_PROPAGATE(op2(c, "mul", x, x, &t));
+  if (p == 1) LOOM_PROPAGATE(oimp_op1(c, "abs", x, &t));
+  else LOOM_PROPAGATE(oimp_op2(c, "mul", x, x, &t));
   LOOM_PROPAGATE(reduce(c, "sum", t, 1, &axis, true, &t));
-  if (p == 2) LOOM_PROPAGATE(op1(c, "sqrt", t, &t));
+  if (p == 2) LOOM_PROPAGATE(oimp_op1(c, "sqrt", t, &t));
   loom_graph_expr *z, *one; /* a zero norm divides by 1 (the reference's choice) */
-  LOOM_PROPAGATE(op_k(c, "equal", t, 0, &z));
-  LOOM_PROPAGATE(scalar(c, t->sinfo->dtype, 1, &one));
-  LOOM_PROPAGATE(op3(c, "where", z, one, t, &t));
-  return op2(c, "div", x, t, out);
+  LOOM_PROPAGATE(oimp_op_k(c, "equal", t, 0, &z));
+  LOOM_PROPAGATE(oimp_scalar(c, t->sinfo->dtype, 1, &one));
+  LOOM_PROPAGATE(oimp_op3(c, "where", z, one, t, &t));
+  return oimp_op2(c, "div", x, t, out);
 }
 
 /* The schema's function: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes`. */
@@ -334,14 +287,14 @@ static loom_status h_mvn(nctx *c, const op_entry *e, loom_graph_expr **out) {
   LOOM_PROPAGATE(oimp_norm_axes(c, oimp_in_rank(c, 0), ax, n));
   loom_graph_expr *x = c->args[0], *m, *m2, *x2, *ex2, *var, *d;
   LOOM_PROPAGATE(reduce(c, "mean", x, n, ax, true, &m));
-  LOOM_PROPAGATE(op2(c, "mul", m, m, &m2));
-  LOOM_PROPAGATE(op2(c, "mul", x, x, &x2));
+  LOOM_PROPAGATE(oimp_op2(c, "mul", m, m, &m2));
+  LOOM_PROPAGATE(oimp_op2(c, "mul", x, x, &x2));
   LOOM_PROPAGATE(reduce(c, "mean", x2, n, ax, true, &ex2));
-  LOOM_PROPAGATE(op2(c, "sub", ex2, m2, &var));
-  LOOM_PROPAGATE(op1(c, "sqrt", var, &var));
-  LOOM_PROPAGATE(op_k(c, "add", var, 1e-9, &var));
-  LOOM_PROPAGATE(op2(c, "sub", x, m, &d));
-  return op2(c, "div", d, var, out);
+  LOOM_PROPAGATE(oimp_op2(c, "sub", ex2, m2, &var));
+  LOOM_PROPAGATE(oimp_op1(c, "sqrt", var, &var));
+  LOOM_PROPAGATE(oimp_op_k(c, "add", var, 1e-9, &var));
+  LOOM_PROPAGATE(oimp_op2(c, "sub", x, m, &d));
+  return oimp_op2(c, "div", d, var, out);
 }
 
 /* InstanceNormalization = group_norm with one group per channel; GroupNormalization maps
@@ -364,7 +317,7 @@ static loom_status h_groupnorm(nctx *c, const op_entry *e, loom_graph_expr **out
     for (int i = 1; i < 3; i++) {
       oimp_add_attr(c, loom_graph_attr_int(c->im->m, "repeats", ch / groups));
       oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 0));
-      LOOM_PROPAGATE(op1(c, "repeat", a[i], &a[i]));
+      LOOM_PROPAGATE(oimp_op1(c, "repeat", a[i], &a[i]));
     }
   }
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "num_groups", groups));
@@ -385,14 +338,14 @@ loom_status oimp_layernorm_stats(nctx *c, int64_t axis, double eps) {
   loom_graph_expr *x = c->args[0], *m, *d, *var;
   if (stash == 1 && x->sinfo->dtype != LOOM_DTYPE_F32) {
     oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_F32));
-    LOOM_PROPAGATE(op1(c, "cast", x, &x));
+    LOOM_PROPAGATE(oimp_op1(c, "cast", x, &x));
   }
   LOOM_PROPAGATE(reduce(c, "mean", x, n, ax, true, &m));
-  LOOM_PROPAGATE(op2(c, "sub", x, m, &d));
-  LOOM_PROPAGATE(op2(c, "mul", d, d, &d));
+  LOOM_PROPAGATE(oimp_op2(c, "sub", x, m, &d));
+  LOOM_PROPAGATE(oimp_op2(c, "mul", d, d, &d));
   LOOM_PROPAGATE(reduce(c, "mean", d, n, ax, true, &var));
-  LOOM_PROPAGATE(op_k(c, "add", var, eps, &var));
-  LOOM_PROPAGATE(op1(c, "rsqrt", var, &var));
+  LOOM_PROPAGATE(oimp_op_k(c, "add", var, eps, &var));
+  LOOM_PROPAGATE(oimp_op1(c, "rsqrt", var, &var));
   if (c->n->n_outputs > 1 && *c->n->outputs[1]) LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[1], m, NULL));
   if (c->n->n_outputs > 2 && *c->n->outputs[2]) LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[2], var, NULL));
   return LOOM_OK;
@@ -412,10 +365,10 @@ static loom_status h_hardmax(nctx *c, const op_entry *e, loom_graph_expr **out) 
   loom_graph_expr *am, *oh;
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
   oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", false));
-  LOOM_PROPAGATE(op1(c, "argmax", c->args[0], &am));
+  LOOM_PROPAGATE(oimp_op1(c, "argmax", c->args[0], &am));
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "depth", 1, &d));
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", c->args[0]->sinfo->dtype));
-  LOOM_PROPAGATE(op1(c, "one_hot", am, &oh));
+  LOOM_PROPAGATE(oimp_op1(c, "one_hot", am, &oh));
   return last_axis_to(c, oh, r, axis, out);
 }
 
@@ -445,7 +398,7 @@ static loom_status h_depth_space(nctx *c, const op_entry *e, loom_graph_expr **o
   const char *mode;
   if (!loom_onnx_node_attr(c->n, "blocksize")) return BAD(c->n, "attribute 'blocksize' is required");
   LOOM_PROPAGATE(oimp_attr_int(c, "blocksize", 1, &b));
-  LOOM_PROPAGATE(attr_str(c, "mode", "DCR", &mode));
+  LOOM_PROPAGATE(oimp_attr_str(c, "mode", "DCR", &mode));
   if (b <= 0) return BAD(c->n, "blocksize is %lld", (long long)b);
   if (oimp_in_rank(c, 0) != 4) return UNSUP(c->n, "only 4-D inputs");
   bool crd = d2s && !strcmp(mode, "CRD");
@@ -472,9 +425,9 @@ static loom_status h_depth_space(nctx *c, const op_entry *e, loom_graph_expr **o
   }
   loom_graph_expr *y;
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 6, s6));
-  LOOM_PROPAGATE(op1(c, "reshape", c->args[0], &y));
+  LOOM_PROPAGATE(oimp_op1(c, "reshape", c->args[0], &y));
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 6, perm));
-  LOOM_PROPAGATE(op1(c, "permute_dims", y, &y));
+  LOOM_PROPAGATE(oimp_op1(c, "permute_dims", y, &y));
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 4, s4));
   return oimp_emit(c, "reshape", 1, &y, c->n->outputs[0], out);
 }

@@ -11,35 +11,17 @@
 
 #define NOATTR " "
 
-/* ---- small emitters ---------------------------------------------------------------- */
-
-static loom_status emit1(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr **y) {
-  return oimp_emit(c, op, 1, &x, NULL, y);
-}
-
-static loom_status emit2(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr **y) {
-  loom_graph_expr *ab[2] = {a, b};
-  return oimp_emit(c, op, 2, ab, NULL, y);
-}
-
 /* x converted to dt (x itself when it already is). */
 static loom_status to_dtype(nctx *c, loom_graph_expr *x, loom_dtype dt, loom_graph_expr **y) {
   if (x->sinfo->dtype == dt) return *y = x, LOOM_OK;
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
-  return emit1(c, "cast", x, y);
-}
-
-/* x (op) v, v a scalar of x's dtype. */
-static loom_status op_k(nctx *c, const char *op, loom_graph_expr *x, double v, loom_graph_expr **y) {
-  loom_graph_expr *k = loom_graph_const_scalar(c->im->m, x->sinfo->dtype, v);
-  if (!k) return LOOM_OOM();
-  return emit2(c, op, x, k, y);
+  return oimp_op1(c, "cast", x, y);
 }
 
 static loom_status clip(nctx *c, loom_graph_expr *x, double lo, double hi, loom_graph_expr **y) {
   oimp_add_attr(c, loom_graph_attr_float(c->im->m, "min", lo));
   oimp_add_attr(c, loom_graph_attr_float(c->im->m, "max", hi));
-  return emit1(c, "clip", x, y);
+  return oimp_op1(c, "clip", x, y);
 }
 
 /* The reduction of x over every axis to a scalar. */
@@ -50,17 +32,7 @@ static loom_status reduce_all(nctx *c, const char *op, loom_graph_expr *x, loom_
   for (int k = 0; k < s->ndim && k < 16; k++) ax[k] = k;
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", (size_t)s->ndim, ax));
   oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", false));
-  return emit1(c, op, x, y);
-}
-
-static loom_status attr_str(const nctx *c, const char *name, const char *def, const char **out) {
-  const loom_onnx_attr *a = loom_onnx_node_attr(c->n, name);
-  *out = def;
-  if (!a) return LOOM_OK;
-  if (a->kind != LOOM_ONNX_ATTR_STRING)
-    return BAD(c->n, "attribute '%s' must be string, not %s", name, loom_onnx_attr_kind_name(a->kind));
-  *out = a->s;
-  return LOOM_OK;
+  return oimp_op1(c, op, x, y);
 }
 
 /* The element type named by an ONNX type code attribute. */
@@ -98,7 +70,7 @@ static loom_status h_cast(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t sat;
   const char *rm;
   LOOM_PROPAGATE(oimp_attr_int(c, "saturate", 1, &sat));
-  LOOM_PROPAGATE(attr_str(c, "round_mode", "up", &rm));
+  LOOM_PROPAGATE(oimp_attr_str(c, "round_mode", "up", &rm));
   if (strcmp(rm, "up") && strcmp(rm, "down") && strcmp(rm, "nearest"))
     return BAD(c->n, "attribute 'round_mode' is '%s' (up | down | nearest)", rm);
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
@@ -154,7 +126,7 @@ static loom_status shape_param(nctx *c, const qlayout *q, size_t pi, loom_graph_
   if (single && ps->ndim <= q->rank) return *out = p, LOOM_OK;
   if (single) {
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 0, NULL));
-    return emit1(c, "reshape", p, out);
+    return oimp_op1(c, "reshape", p, out);
   }
   if (q->axis < -q->rank || q->axis >= q->rank)
     return BAD(c->n, "axis %lld is out of range for input 0 of rank %d", (long long)q->axis, q->rank);
@@ -170,13 +142,13 @@ static loom_status shape_param(nctx *c, const qlayout *q, size_t pi, loom_graph_
     const loom_sym_expr *d[16];
     for (int k = 0; k < q->rank && k < 16; k++) d[k] = k == axis ? ps->dims[0] : loom_sym_const(c->im->cx, 1);
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)q->rank, d));
-    return emit1(c, "reshape", p, out);
+    return oimp_op1(c, "reshape", p, out);
   }
   if (ps->ndim != q->rank)
     return BAD(c->n, "input %zu has rank %d, input 0 has rank %d (blocked quantization)", pi, ps->ndim, q->rank);
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "repeats", q->block));
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  LOOM_PROPAGATE(emit1(c, "repeat", p, &p));
+  LOOM_PROPAGATE(oimp_op1(c, "repeat", p, &p));
   int64_t a, b;
   if (loom_sym_is_const(p->sinfo->dims[axis], &a) && loom_sym_is_const(xs->dims[axis], &b)) {
     if (a < b || a - b >= q->block)
@@ -188,7 +160,7 @@ static loom_status shape_param(nctx *c, const qlayout *q, size_t pi, loom_graph_
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "axes", 1, &ax));
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "begin", 1, &zero));
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "end", 1, &end));
-  return emit1(c, "strided_slice", p, out);
+  return oimp_op1(c, "strided_slice", p, out);
 }
 
 /* ---- QuantizeLinear / DequantizeLinear ------------------------------------------------- */
@@ -235,19 +207,19 @@ static loom_status h_quantize(nctx *c, const op_entry *e, loom_graph_expr **out)
   if (prec) LOOM_PROPAGATE(attr_dtype(c, "precision", prec, &cdt));
   LOOM_PROPAGATE(to_dtype(c, x, cdt, &x));
   LOOM_PROPAGATE(to_dtype(c, s, cdt, &s));
-  LOOM_PROPAGATE(emit2(c, "div", x, s, &y));
+  LOOM_PROPAGATE(oimp_op2(c, "div", x, s, &y));
   double lo, hi;
   if (int_range(odt, &lo, &hi)) {
-    LOOM_PROPAGATE(emit1(c, "round", y, &y));
+    LOOM_PROPAGATE(oimp_op1(c, "round", y, &y));
     LOOM_PROPAGATE(to_dtype(c, y, LOOM_DTYPE_I32, &y));
     if (zp) {
       LOOM_PROPAGATE(to_dtype(c, zp, LOOM_DTYPE_I32, &zp));
-      LOOM_PROPAGATE(emit2(c, "add", y, zp, &y));
+      LOOM_PROPAGATE(oimp_op2(c, "add", y, zp, &y));
     }
     LOOM_PROPAGATE(clip(c, y, lo, hi, &y));
   } else if (odt == LOOM_DTYPE_F4E2M1 && zp) {
     LOOM_PROPAGATE(to_dtype(c, zp, cdt, &zp));
-    LOOM_PROPAGATE(emit2(c, "add", y, zp, &y));
+    LOOM_PROPAGATE(oimp_op2(c, "add", y, zp, &y));
   }
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", odt));
   if (!sat && odt != LOOM_DTYPE_F4E2M1 && loom_dtype_is_float(odt))
@@ -275,11 +247,11 @@ static loom_status h_dequantize(nctx *c, const op_entry *e, loom_graph_expr **ou
       return BAD(c->n, "the zero point is %s but x is %s", loom_dtype_name(c->args[2]->sinfo->dtype), loom_dtype_name(xdt));
     LOOM_PROPAGATE(shape_param(c, &q, 2, &zp));
     LOOM_PROPAGATE(to_dtype(c, zp, cdt, &zp));
-    LOOM_PROPAGATE(emit2(c, "sub", y, zp, &y));
+    LOOM_PROPAGATE(oimp_op2(c, "sub", y, zp, &y));
   }
   LOOM_PROPAGATE(shape_param(c, &q, 1, &s));
   LOOM_PROPAGATE(to_dtype(c, s, cdt, &s));
-  LOOM_PROPAGATE(emit2(c, "mul", y, s, &y));
+  LOOM_PROPAGATE(oimp_op2(c, "mul", y, s, &y));
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", odt));
   return oimp_emit(c, "cast", 1, &y, c->n->outputs[0], out);
 }
@@ -292,22 +264,22 @@ static loom_status h_dynamic_quantize(nctx *c, const op_entry *e, loom_graph_exp
   loom_graph_expr *x = c->args[0], *mx, *mn, *rng, *eq, *one, *scale, *zp, *y;
   if (x->sinfo->dtype != LOOM_DTYPE_F32) return UNSUP(c->n, "input of dtype %s (float32 only)", loom_dtype_name(x->sinfo->dtype));
   LOOM_PROPAGATE(reduce_all(c, "max", x, &mx));
-  LOOM_PROPAGATE(op_k(c, "maximum", mx, 0, &mx));
+  LOOM_PROPAGATE(oimp_op_k(c, "maximum", mx, 0, &mx));
   LOOM_PROPAGATE(reduce_all(c, "min", x, &mn));
-  LOOM_PROPAGATE(op_k(c, "minimum", mn, 0, &mn));
-  LOOM_PROPAGATE(emit2(c, "sub", mx, mn, &rng));
-  LOOM_PROPAGATE(emit2(c, "equal", mx, mn, &eq));
+  LOOM_PROPAGATE(oimp_op_k(c, "minimum", mn, 0, &mn));
+  LOOM_PROPAGATE(oimp_op2(c, "sub", mx, mn, &rng));
+  LOOM_PROPAGATE(oimp_op2(c, "equal", mx, mn, &eq));
   if (!(one = loom_graph_const_scalar(c->im->m, LOOM_DTYPE_F32, 1))) return LOOM_OOM();
   loom_graph_expr *w[3] = {eq, one, rng};
   LOOM_PROPAGATE(oimp_emit(c, "where", 3, w, NULL, &rng));
-  LOOM_PROPAGATE(op_k(c, "div", rng, 255, &scale));
-  LOOM_PROPAGATE(emit2(c, "div", mn, scale, &zp));
-  LOOM_PROPAGATE(emit1(c, "neg", zp, &zp));
+  LOOM_PROPAGATE(oimp_op_k(c, "div", rng, 255, &scale));
+  LOOM_PROPAGATE(oimp_op2(c, "div", mn, scale, &zp));
+  LOOM_PROPAGATE(oimp_op1(c, "neg", zp, &zp));
   LOOM_PROPAGATE(clip(c, zp, 0, 255, &zp));
-  LOOM_PROPAGATE(emit1(c, "round", zp, &zp));
-  LOOM_PROPAGATE(emit2(c, "div", x, scale, &y));
-  LOOM_PROPAGATE(emit1(c, "round", y, &y));
-  LOOM_PROPAGATE(emit2(c, "add", y, zp, &y));
+  LOOM_PROPAGATE(oimp_op1(c, "round", zp, &zp));
+  LOOM_PROPAGATE(oimp_op2(c, "div", x, scale, &y));
+  LOOM_PROPAGATE(oimp_op1(c, "round", y, &y));
+  LOOM_PROPAGATE(oimp_op2(c, "add", y, zp, &y));
   LOOM_PROPAGATE(clip(c, y, 0, 255, &y));
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_U8));
   LOOM_PROPAGATE(oimp_emit(c, "cast", 1, &y, c->n->outputs[0], out));
@@ -338,10 +310,10 @@ static loom_status centered(nctx *c, size_t i, size_t zi, int zr, const loom_sym
     const loom_sym_expr *d[8];
     for (int k = 0; k < zr; k++) d[k] = zshape[k] ? zshape[k] : zs->dims[0];
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)zr, d));
-    LOOM_PROPAGATE(emit1(c, "reshape", z, &z));
+    LOOM_PROPAGATE(oimp_op1(c, "reshape", z, &z));
   }
   LOOM_PROPAGATE(to_dtype(c, z, LOOM_DTYPE_I32, &z));
-  return emit2(c, "sub", v, z, out);
+  return oimp_op2(c, "sub", v, z, out);
 }
 
 /* (A - a_zero_point) @ (B - b_zero_point) in int32; a 1-D a_zero_point is per row of A. */
@@ -374,13 +346,13 @@ static loom_status requantize(nctx *c, loom_graph_expr *acc, loom_graph_expr *sc
   loom_graph_expr *y;
   LOOM_PROPAGATE(to_dtype(c, scale, LOOM_DTYPE_F64, &scale));
   LOOM_PROPAGATE(to_dtype(c, acc, LOOM_DTYPE_F64, &acc));
-  LOOM_PROPAGATE(emit2(c, "mul", acc, scale, &y));
+  LOOM_PROPAGATE(oimp_op2(c, "mul", acc, scale, &y));
   if (oimp_has_input(c, yz)) {
     loom_graph_expr *z;
     LOOM_PROPAGATE(to_dtype(c, c->args[yz], LOOM_DTYPE_F64, &z));
-    LOOM_PROPAGATE(emit2(c, "add", y, z, &y));
+    LOOM_PROPAGATE(oimp_op2(c, "add", y, z, &y));
   }
-  LOOM_PROPAGATE(emit1(c, "round", y, &y));
+  LOOM_PROPAGATE(oimp_op1(c, "round", y, &y));
   LOOM_PROPAGATE(clip(c, y, lo, hi, &y));
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", odt));
   return oimp_emit(c, "cast", 1, &y, c->n->outputs[0], out);
@@ -400,9 +372,9 @@ static loom_status h_qlinear_matmul(nctx *c, const op_entry *e, loom_graph_expr 
   loom_graph_expr *a, *b, *m, *s;
   LOOM_PROPAGATE(centered(c, 0, 2, 0, NULL, &a));
   LOOM_PROPAGATE(centered(c, 3, 5, 0, NULL, &b));
-  LOOM_PROPAGATE(emit2(c, "matmul", a, b, &m));
-  LOOM_PROPAGATE(emit2(c, "mul", c->args[1], c->args[4], &s));
-  LOOM_PROPAGATE(emit2(c, "div", s, c->args[6], &s));
+  LOOM_PROPAGATE(oimp_op2(c, "matmul", a, b, &m));
+  LOOM_PROPAGATE(oimp_op2(c, "mul", c->args[1], c->args[4], &s));
+  LOOM_PROPAGATE(oimp_op2(c, "div", s, c->args[6], &s));
   return requantize(c, m, s, 7, odt, out);
 }
 
@@ -452,10 +424,10 @@ static loom_status h_qlinear_conv(nctx *c, const op_entry *e, loom_graph_expr **
     const loom_sym_expr *one = loom_sym_const(c->im->cx, 1), *d[8];
     for (int k = 0; k < r; k++) d[k] = k == 1 ? ws->sinfo->dims[0] : one;
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)r, d));
-    LOOM_PROPAGATE(emit1(c, "reshape", ws, &ws));
+    LOOM_PROPAGATE(oimp_op1(c, "reshape", ws, &ws));
   }
-  LOOM_PROPAGATE(emit2(c, "mul", xs, ws, &s));
-  LOOM_PROPAGATE(emit2(c, "div", s, ys, &s));
+  LOOM_PROPAGATE(oimp_op2(c, "mul", xs, ws, &s));
+  LOOM_PROPAGATE(oimp_op2(c, "div", s, ys, &s));
   return requantize(c, acc, s, 7, odt, out);
 }
 

@@ -8,49 +8,19 @@
 
 #include "frontend/onnx/onnx_import_internal.h"
 
-/* ---- small emitters ---------------------------------------------------------------- */
-
-static loom_status op1(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr **y) {
-  return oimp_emit(c, op, 1, &x, NULL, y);
-}
-
-static loom_status op2(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr **y) {
-  loom_graph_expr *ab[2] = {a, b};
-  return oimp_emit(c, op, 2, ab, NULL, y);
-}
-
-static loom_status op3(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr *d,
-                       loom_graph_expr **y) {
-  loom_graph_expr *abd[3] = {a, b, d};
-  return oimp_emit(c, op, 3, abd, NULL, y);
-}
-
-/* A rank-0 constant of dtype dt. */
-static loom_status scalar(nctx *c, loom_dtype dt, double v, loom_graph_expr **out) {
-  *out = loom_graph_const_scalar(c->im->m, dt, v);
-  return *out ? LOOM_OK : LOOM_OOM();
-}
-
-/* x (op) v, with v a scalar of x's dtype. */
-static loom_status op_k(nctx *c, const char *op, loom_graph_expr *x, double v, loom_graph_expr **y) {
-  loom_graph_expr *k;
-  LOOM_PROPAGATE(scalar(c, x->sinfo->dtype, v, &k));
-  return op2(c, op, x, k, y);
-}
-
 static loom_status permute(nctx *c, loom_graph_expr *x, size_t n, const int64_t *perm, loom_graph_expr **y) {
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, perm));
-  return op1(c, "permute_dims", x, y);
+  return oimp_op1(c, "permute_dims", x, y);
 }
 
 static loom_status reshape(nctx *c, loom_graph_expr *x, size_t n, const loom_sym_expr *const *dims, loom_graph_expr **y) {
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", n, dims));
-  return op1(c, "reshape", x, y);
+  return oimp_op1(c, "reshape", x, y);
 }
 
 static loom_status expand_dims(nctx *c, loom_graph_expr *x, size_t n, const int64_t *axes, loom_graph_expr **y) {
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, axes));
-  return op1(c, "expand_dims", x, y);
+  return oimp_op1(c, "expand_dims", x, y);
 }
 
 /* arange(start, end) of i64. */
@@ -62,7 +32,7 @@ static loom_status arange(nctx *c, const loom_sym_expr *start, const loom_sym_ex
 
 static loom_status concat(nctx *c, loom_graph_expr *a, loom_graph_expr *b, int64_t axis, loom_graph_expr **y) {
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  return op2(c, "concat", a, b, y);
+  return oimp_op2(c, "concat", a, b, y);
 }
 
 /* x[begin:end] along `axis`. */
@@ -71,17 +41,7 @@ static loom_status slice(nctx *c, loom_graph_expr *x, int64_t axis, const loom_s
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &axis));
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "begin", 1, &begin));
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "end", 1, &end));
-  return op1(c, "strided_slice", x, y);
-}
-
-static loom_status attr_str(const nctx *c, const char *name, const char *def, const char **out) {
-  const loom_onnx_attr *a = loom_onnx_node_attr(c->n, name);
-  *out = def;
-  if (!a) return LOOM_OK;
-  if (a->kind != LOOM_ONNX_ATTR_STRING)
-    return BAD(c->n, "attribute '%s' must be string, not %s", name, loom_onnx_attr_kind_name(a->kind));
-  *out = a->s;
-  return LOOM_OK;
+  return oimp_op1(c, "strided_slice", x, y);
 }
 
 static bool wants_output(const nctx *c, size_t i) {
@@ -117,10 +77,10 @@ static loom_status split_heads(nctx *c, loom_graph_expr *x, int64_t heads, loom_
  * added; NULL: none). */
 static loom_status and_mask(nctx *c, loom_dtype dt, loom_graph_expr *allowed, loom_graph_expr **mask) {
   if (!*mask) return *mask = allowed, LOOM_OK;
-  if ((*mask)->sinfo->dtype == LOOM_DTYPE_BOOL) return op2(c, "logical_and", *mask, allowed, mask);
+  if ((*mask)->sinfo->dtype == LOOM_DTYPE_BOOL) return oimp_op2(c, "logical_and", *mask, allowed, mask);
   loom_graph_expr *ninf;
-  LOOM_PROPAGATE(scalar(c, dt, -INFINITY, &ninf));
-  return op3(c, "where", allowed, *mask, ninf, mask);
+  LOOM_PROPAGATE(oimp_scalar(c, dt, -INFINITY, &ninf));
+  return oimp_op3(c, "where", allowed, *mask, ninf, mask);
 }
 
 /* softmax(q k^T * scale [softcapped] + bias) v composed of graph ops, for what the graph op
@@ -138,31 +98,31 @@ static loom_status attention_composed(nctx *c, loom_graph_expr *q, loom_graph_ex
     for (int i = 0; i < 2; i++) {
       oimp_add_attr(c, loom_graph_attr_int(c->im->m, "repeats", h / hk));
       oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 1));
-      LOOM_PROPAGATE(op1(c, "repeat", i ? v : k, i ? &v : &k));
+      LOOM_PROPAGATE(oimp_op1(c, "repeat", i ? v : k, i ? &v : &k));
     }
   }
   loom_graph_expr *bias = mask, *qk, *t, *p;
   if (mask && mask->sinfo->dtype == LOOM_DTYPE_BOOL) {
     loom_graph_expr *zero, *ninf;
-    LOOM_PROPAGATE(scalar(c, dt, 0, &zero));
-    LOOM_PROPAGATE(scalar(c, dt, -INFINITY, &ninf));
-    LOOM_PROPAGATE(op3(c, "where", mask, zero, ninf, &bias));
+    LOOM_PROPAGATE(oimp_scalar(c, dt, 0, &zero));
+    LOOM_PROPAGATE(oimp_scalar(c, dt, -INFINITY, &ninf));
+    LOOM_PROPAGATE(oimp_op3(c, "where", mask, zero, ninf, &bias));
   }
   static const int64_t kt[4] = {0, 1, 3, 2};
   double sq = sqrt(scale);
-  LOOM_PROPAGATE(op_k(c, "mul", q, sq, &q));
-  LOOM_PROPAGATE(op_k(c, "mul", k, sq, &k));
+  LOOM_PROPAGATE(oimp_op_k(c, "mul", q, sq, &q));
+  LOOM_PROPAGATE(oimp_op_k(c, "mul", k, sq, &k));
   LOOM_PROPAGATE(permute(c, k, 4, kt, &k));
-  LOOM_PROPAGATE(op2(c, "matmul", q, k, &qk));
+  LOOM_PROPAGATE(oimp_op2(c, "matmul", q, k, &qk));
   if (softcap > 0) {
-    LOOM_PROPAGATE(op_k(c, "div", qk, softcap, &t));
-    LOOM_PROPAGATE(op1(c, "tanh", t, &t));
-    LOOM_PROPAGATE(op_k(c, "mul", t, softcap, &qk));
+    LOOM_PROPAGATE(oimp_op_k(c, "div", qk, softcap, &t));
+    LOOM_PROPAGATE(oimp_op1(c, "tanh", t, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, "mul", t, softcap, &qk));
   }
   loom_graph_expr *withb = qk;
-  if (bias) LOOM_PROPAGATE(op2(c, "add", qk, bias, &withb));
+  if (bias) LOOM_PROPAGATE(oimp_op2(c, "add", qk, bias, &withb));
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", -1));
-  LOOM_PROPAGATE(op1(c, "softmax", withb, &p));
+  LOOM_PROPAGATE(oimp_op1(c, "softmax", withb, &p));
   if (bias) {
     int64_t last = -1;
     loom_graph_expr *mx, *dead, *zero;
@@ -170,13 +130,13 @@ static loom_status attention_composed(nctx *c, loom_graph_expr *q, loom_graph_ex
     last = bias->sinfo->ndim - 1;
     oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &last));
     oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", true));
-    LOOM_PROPAGATE(op1(c, "max", bias, &mx));
-    LOOM_PROPAGATE(op_k(c, "equal", mx, -INFINITY, &dead));
-    LOOM_PROPAGATE(scalar(c, dt, 0, &zero));
-    LOOM_PROPAGATE(op3(c, "where", dead, zero, p, &p));
+    LOOM_PROPAGATE(oimp_op1(c, "max", bias, &mx));
+    LOOM_PROPAGATE(oimp_op_k(c, "equal", mx, -INFINITY, &dead));
+    LOOM_PROPAGATE(oimp_scalar(c, dt, 0, &zero));
+    LOOM_PROPAGATE(oimp_op3(c, "where", dead, zero, p, &p));
   }
   *qk_out = mode == 3 ? p : mode == 2 ? withb : qk;
-  return op2(c, "matmul", p, v, y);
+  return oimp_op2(c, "matmul", p, v, y);
 }
 
 /* Attention (opset 23; nonpad_kv_seqlen from 24): 3-D inputs split into q_num_heads /
@@ -246,7 +206,7 @@ static loom_status h_attention(nctx *c, const op_entry *e, loom_graph_expr **out
       pads[2 * ms->ndim - 1] = loom_sym_const(cx, b - a);
       oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "pads", (size_t)(2 * ms->ndim), pads));
       oimp_add_attr(c, loom_graph_attr_float(c->im->m, "value", ms->dtype == LOOM_DTYPE_BOOL ? 0.0 : -INFINITY));
-      LOOM_PROPAGATE(op1(c, "pad", mask, &mask));
+      LOOM_PROPAGATE(oimp_op1(c, "pad", mask, &mask));
     }
   }
   bool composed = softcap > 0 || wants_output(c, 3);
@@ -261,7 +221,7 @@ static loom_status h_attention(nctx *c, const op_entry *e, loom_graph_expr **out
     nb = nonpad;
     if (nb->sinfo->dtype != LOOM_DTYPE_I64) {
       oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_I64));
-      LOOM_PROPAGATE(op1(c, "cast", nb, &nb));
+      LOOM_PROPAGATE(oimp_op1(c, "cast", nb, &nb));
     }
     LOOM_PROPAGATE(expand_dims(c, nb, 3, ax3, &nb)); /* (b, 1, 1, 1) */
   }
@@ -273,13 +233,13 @@ static loom_status h_attention(nctx *c, const op_entry *e, loom_graph_expr **out
     const loom_sym_expr *i0 = nonpad ? loom_sym_neg(cx, S) : P;
     LOOM_PROPAGATE(arange(c, i0, loom_sym_add(cx, i0, S), &ii));
     LOOM_PROPAGATE(expand_dims(c, ii, 1, &ax1, &ii)); /* (s, 1) */
-    if (nonpad) LOOM_PROPAGATE(op2(c, "add", ii, nb, &ii)); /* (b, 1, s, 1) */
-    LOOM_PROPAGATE(op2(c, "less_equal", jj, ii, &allowed));
+    if (nonpad) LOOM_PROPAGATE(oimp_op2(c, "add", ii, nb, &ii)); /* (b, 1, s, 1) */
+    LOOM_PROPAGATE(oimp_op2(c, "less_equal", jj, ii, &allowed));
     LOOM_PROPAGATE(and_mask(c, dt, allowed, &mask));
   }
   if (nonpad) {
     loom_graph_expr *keep;
-    LOOM_PROPAGATE(op2(c, "less", jj, nb, &keep)); /* (b, 1, 1, t) */
+    LOOM_PROPAGATE(oimp_op2(c, "less", jj, nb, &keep)); /* (b, 1, 1, t) */
     LOOM_PROPAGATE(and_mask(c, dt, keep, &mask));
   }
   loom_graph_expr *y, *qk = NULL;
@@ -342,9 +302,9 @@ static loom_status h_rotary(nctx *c, const op_entry *e, loom_graph_expr **out) {
     return BAD(c->n, "rotary_embedding_dim %lld must be even and at most the head size %lld", (long long)rd, (long long)d);
   if (c->nargs > 3 && c->args[3]) {
     oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 0));
-    LOOM_PROPAGATE(op2(c, "take", cs, c->args[3], &cs));
+    LOOM_PROPAGATE(oimp_op2(c, "take", cs, c->args[3], &cs));
     oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 0));
-    LOOM_PROPAGATE(op2(c, "take", sn, c->args[3], &sn));
+    LOOM_PROPAGATE(oimp_op2(c, "take", sn, c->args[3], &sn));
   }
   int64_t half;
   if (oimp_in_rank(c, 1) < 1 || !loom_sym_is_const(dims_of(cs)[dims_of(cs) ? cs->sinfo->ndim - 1 : 0], &half) || half != rd / 2)
@@ -364,12 +324,12 @@ static loom_status h_rotary(nctx *c, const op_entry *e, loom_graph_expr **out) {
     LOOM_PROPAGATE(slice_k(c, rot, 3, 0, rd / 2, 1, &x1));
     LOOM_PROPAGATE(slice_k(c, rot, 3, rd / 2, rd, 1, &x2));
   }
-  LOOM_PROPAGATE(op2(c, "mul", cs, x1, &t1));
-  LOOM_PROPAGATE(op2(c, "mul", sn, x2, &t2));
-  LOOM_PROPAGATE(op2(c, "sub", t1, t2, &re));
-  LOOM_PROPAGATE(op2(c, "mul", sn, x1, &t1));
-  LOOM_PROPAGATE(op2(c, "mul", cs, x2, &t2));
-  LOOM_PROPAGATE(op2(c, "add", t1, t2, &im));
+  LOOM_PROPAGATE(oimp_op2(c, "mul", cs, x1, &t1));
+  LOOM_PROPAGATE(oimp_op2(c, "mul", sn, x2, &t2));
+  LOOM_PROPAGATE(oimp_op2(c, "sub", t1, t2, &re));
+  LOOM_PROPAGATE(oimp_op2(c, "mul", sn, x1, &t1));
+  LOOM_PROPAGATE(oimp_op2(c, "mul", cs, x2, &t2));
+  LOOM_PROPAGATE(oimp_op2(c, "add", t1, t2, &im));
   if (inter) {
     static const int64_t ax4 = 4;
     LOOM_PROPAGATE(expand_dims(c, re, 1, &ax4, &re));
@@ -400,7 +360,7 @@ static loom_status h_tensor_scatter(nctx *c, const op_entry *e, loom_graph_expr 
   loom_sym_ctx *cx = c->im->cx;
   const char *mode;
   int64_t axis;
-  LOOM_PROPAGATE(attr_str(c, "mode", "linear", &mode));
+  LOOM_PROPAGATE(oimp_attr_str(c, "mode", "linear", &mode));
   LOOM_PROPAGATE(oimp_attr_int(c, "axis", -2, &axis));
   bool circ = !strcmp(mode, "circular");
   if (!circ && strcmp(mode, "linear")) return BAD(c->n, "mode '%s' (linear | circular)", mode);
@@ -418,19 +378,19 @@ static loom_status h_tensor_scatter(nctx *c, const op_entry *e, loom_graph_expr 
     w = c->args[2];
     if (w->sinfo->dtype != LOOM_DTYPE_I64) {
       oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_I64));
-      LOOM_PROPAGATE(op1(c, "cast", w, &w));
+      LOOM_PROPAGATE(oimp_op1(c, "cast", w, &w));
     }
     for (int k = 0; k < r; k++) s[k] = k == 0 ? ud[0] : one;
     LOOM_PROPAGATE(reshape(c, w, (size_t)r, s, &w));
-    LOOM_PROPAGATE(op2(c, "add", idx, w, &idx));
+    LOOM_PROPAGATE(oimp_op2(c, "add", idx, w, &idx));
   }
   if (circ) {
     int64_t len;
     if (!loom_sym_is_const(dims_of(past)[axis], &len) || len <= 0) return UNSUP(c->n, "circular mode needs a static cache length");
-    LOOM_PROPAGATE(op_k(c, "mod", idx, (double)len, &idx));
+    LOOM_PROPAGATE(oimp_op_k(c, "mod", idx, (double)len, &idx));
   }
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)r, ud));
-  LOOM_PROPAGATE(op1(c, "broadcast_to", idx, &idx));
+  LOOM_PROPAGATE(oimp_op1(c, "broadcast_to", idx, &idx));
   loom_graph_expr *a[3] = {past, idx, upd};
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
   return oimp_emit(c, "scatter_elements", 3, a, c->n->outputs[0], out);
@@ -445,7 +405,7 @@ static loom_status h_causal_conv(nctx *c, const op_entry *e, loom_graph_expr **o
   (void)e;
   loom_sym_ctx *cx = c->im->cx;
   const char *act;
-  LOOM_PROPAGATE(attr_str(c, "activation", "none", &act));
+  LOOM_PROPAGATE(oimp_attr_str(c, "activation", "none", &act));
   bool silu = !strcmp(act, "silu") || !strcmp(act, "swish");
   if (!silu && strcmp(act, "none")) return BAD(c->n, "activation '%s' (none | silu | swish)", act);
   if (oimp_in_rank(c, 0) != 3 || oimp_in_rank(c, 1) != 3) return BAD(c->n, "input and weight must be 3-D");
@@ -461,7 +421,7 @@ static loom_status h_causal_conv(nctx *c, const op_entry *e, loom_graph_expr **o
     for (int i = 0; i < 6; i++) pads[i] = loom_sym_const(cx, 0);
     pads[2] = loom_sym_const(cx, k - 1);
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "pads", 6, pads));
-    LOOM_PROPAGATE(op1(c, "pad", x, &pad));
+    LOOM_PROPAGATE(oimp_op1(c, "pad", x, &pad));
   }
   loom_graph_expr *a[3] = {pad, w, c->nargs > 2 ? c->args[2] : NULL};
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "groups", ch));
@@ -483,7 +443,7 @@ static loom_status h_causal_conv(nctx *c, const op_entry *e, loom_graph_expr **o
 static loom_status to_f32(nctx *c, loom_graph_expr *x, loom_graph_expr **y) {
   if (x->sinfo->dtype == LOOM_DTYPE_F32) return *y = x, LOOM_OK;
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_F32));
-  return op1(c, "cast", x, y);
+  return oimp_op1(c, "cast", x, y);
 }
 
 static loom_status cast_to(nctx *c, loom_graph_expr *x, loom_dtype dt, const char *name, loom_graph_expr **y) {
@@ -506,7 +466,7 @@ static loom_status h_linear_attention(nctx *c, const op_entry *e, loom_graph_exp
   const char *rule;
   int64_t hq, hk, T, dk, dv;
   double scale;
-  LOOM_PROPAGATE(attr_str(c, "update_rule", "gated_delta", &rule));
+  LOOM_PROPAGATE(oimp_attr_str(c, "update_rule", "gated_delta", &rule));
   LOOM_PROPAGATE(oimp_attr_int(c, "q_num_heads", 0, &hq));
   LOOM_PROPAGATE(oimp_attr_int(c, "kv_num_heads", 0, &hk));
   LOOM_PROPAGATE(oimp_attr_float(c, "scale", 0, &scale));
@@ -569,27 +529,27 @@ static loom_status h_linear_attention(nctx *c, const op_entry *e, loom_graph_exp
     if (dec) {
       LOOM_PROPAGATE(step_of(c, dec, t, &x));
       LOOM_PROPAGATE(permute(c, x, 4, tr, &x)); /* (b, hk, 1 | dk, 1) */
-      LOOM_PROPAGATE(op1(c, "exp", x, &x));
-      LOOM_PROPAGATE(op2(c, "mul", st, x, &st));
+      LOOM_PROPAGATE(oimp_op1(c, "exp", x, &x));
+      LOOM_PROPAGATE(oimp_op2(c, "mul", st, x, &st));
     }
     if (bet) {
       loom_graph_expr *got, *bt;
-      LOOM_PROPAGATE(op2(c, "matmul", kt, st, &got)); /* (b, hk, 1, dv) */
-      LOOM_PROPAGATE(op2(c, "sub", vt, got, &vt));
+      LOOM_PROPAGATE(oimp_op2(c, "matmul", kt, st, &got)); /* (b, hk, 1, dv) */
+      LOOM_PROPAGATE(oimp_op2(c, "sub", vt, got, &vt));
       LOOM_PROPAGATE(step_of(c, bet, t, &bt)); /* (b, hk | 1, 1, 1) */
-      LOOM_PROPAGATE(op2(c, "mul", bt, vt, &vt));
+      LOOM_PROPAGATE(oimp_op2(c, "mul", bt, vt, &vt));
     }
     LOOM_PROPAGATE(permute(c, kt, 4, tr, &kc)); /* (b, hk, dk, 1) */
-    LOOM_PROPAGATE(op2(c, "mul", kc, vt, &x));
-    LOOM_PROPAGATE(op2(c, "add", st, x, &st));
+    LOOM_PROPAGATE(oimp_op2(c, "mul", kc, vt, &x));
+    LOOM_PROPAGATE(oimp_op2(c, "add", st, x, &st));
     x = st;
     if (hq != hk) {
       oimp_add_attr(c, loom_graph_attr_int(c->im->m, "repeats", hq / hk));
       oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 1));
-      LOOM_PROPAGATE(op1(c, "repeat", st, &x));
+      LOOM_PROPAGATE(oimp_op1(c, "repeat", st, &x));
     }
-    LOOM_PROPAGATE(op2(c, "matmul", qt, x, &o)); /* (b, hq, 1, dv) */
-    LOOM_PROPAGATE(op_k(c, "mul", o, scale, &o));
+    LOOM_PROPAGATE(oimp_op2(c, "matmul", qt, x, &o)); /* (b, hq, 1, dv) */
+    LOOM_PROPAGATE(oimp_op_k(c, "mul", o, scale, &o));
     if (!outs) outs = o;
     else LOOM_PROPAGATE(concat(c, outs, o, 2, &outs));
   }
@@ -622,12 +582,12 @@ static loom_status rnn_act(nctx *c, const rnn *rn, int which, loom_graph_expr *x
   if (rn->clip > 0) {
     oimp_add_attr(c, loom_graph_attr_float(c->im->m, "min", -rn->clip));
     oimp_add_attr(c, loom_graph_attr_float(c->im->m, "max", rn->clip));
-    LOOM_PROPAGATE(op1(c, "clip", x, &x));
+    LOOM_PROPAGATE(oimp_op1(c, "clip", x, &x));
   }
   const char *a = rn->act[which];
-  if (!strcmp(a, "Sigmoid")) return op1(c, "sigmoid", x, y);
-  if (!strcmp(a, "Tanh")) return op1(c, "tanh", x, y);
-  if (!strcmp(a, "Relu")) return op1(c, "relu", x, y);
+  if (!strcmp(a, "Sigmoid")) return oimp_op1(c, "sigmoid", x, y);
+  if (!strcmp(a, "Tanh")) return oimp_op1(c, "tanh", x, y);
+  if (!strcmp(a, "Relu")) return oimp_op1(c, "relu", x, y);
   return UNSUP(c->n, "activation '%s' is not supported (Sigmoid, Tanh, Relu)", a);
 }
 
@@ -636,7 +596,7 @@ static loom_status dir_of(nctx *c, loom_graph_expr *x, int64_t d, loom_graph_exp
   static const int64_t ax0 = 0;
   LOOM_PROPAGATE(slice_k(c, x, 0, d, d + 1, 1, y));
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &ax0));
-  return op1(c, "squeeze", *y, y);
+  return oimp_op1(c, "squeeze", *y, y);
 }
 
 /* x @ w^T (+ b). */
@@ -662,7 +622,7 @@ static loom_status rnn_dir(nctx *c, const rnn *rn, loom_graph_expr *X, int64_t T
   static const int64_t ax0 = 0;
   loom_graph_expr *xw, *rzr = NULL, *rh = NULL, *rbzr = NULL, *rbh = NULL, *pi = NULL, *po = NULL, *pf = NULL, *zero;
   LOOM_PROPAGATE(lin(c, X, W, wb, &xw)); /* (T, b, G*H) */
-  LOOM_PROPAGATE(scalar(c, X->sinfo->dtype, 0, &zero));
+  LOOM_PROPAGATE(oimp_scalar(c, X->sinfo->dtype, 0, &zero));
   if (rn->gates == 3) {
     LOOM_PROPAGATE(gate_k(c, rn, R, 0, 0, 2, &rzr));
     LOOM_PROPAGATE(gate_k(c, rn, R, 0, 2, 1, &rh));
@@ -679,69 +639,69 @@ static loom_status rnn_dir(nctx *c, const rnn *rn, loom_graph_expr *X, int64_t T
     loom_graph_expr *xt, *g, *hn, *cn = NULL, *a, *b2;
     LOOM_PROPAGATE(slice_k(c, xw, 0, t, t + 1, 1, &xt));
     oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &ax0));
-    LOOM_PROPAGATE(op1(c, "squeeze", xt, &xt)); /* (b, G*H) */
+    LOOM_PROPAGATE(oimp_op1(c, "squeeze", xt, &xt)); /* (b, G*H) */
     if (rn->gates == 1) {
       LOOM_PROPAGATE(lin(c, h, R, rb, &g));
-      LOOM_PROPAGATE(op2(c, "add", xt, g, &g));
+      LOOM_PROPAGATE(oimp_op2(c, "add", xt, g, &g));
       LOOM_PROPAGATE(rnn_act(c, rn, 0, g, &hn));
     } else if (rn->gates == 3) {
       loom_graph_expr *z, *r, *hh;
       LOOM_PROPAGATE(lin(c, h, rzr, rbzr, &g));
       LOOM_PROPAGATE(gate_k(c, rn, xt, 1, 0, 2, &a));
-      LOOM_PROPAGATE(op2(c, "add", a, g, &g));
+      LOOM_PROPAGATE(oimp_op2(c, "add", a, g, &g));
       LOOM_PROPAGATE(gate_k(c, rn, g, 1, 0, 1, &z));
       LOOM_PROPAGATE(gate_k(c, rn, g, 1, 1, 1, &r));
       LOOM_PROPAGATE(rnn_act(c, rn, 0, z, &z));
       LOOM_PROPAGATE(rnn_act(c, rn, 0, r, &r));
       if (rn->lbr) {
         LOOM_PROPAGATE(lin(c, h, rh, rbh, &b2));
-        LOOM_PROPAGATE(op2(c, "mul", r, b2, &b2));
+        LOOM_PROPAGATE(oimp_op2(c, "mul", r, b2, &b2));
       } else {
-        LOOM_PROPAGATE(op2(c, "mul", r, h, &b2));
+        LOOM_PROPAGATE(oimp_op2(c, "mul", r, h, &b2));
         LOOM_PROPAGATE(lin(c, b2, rh, rbh, &b2));
       }
       LOOM_PROPAGATE(gate_k(c, rn, xt, 1, 2, 1, &a));
-      LOOM_PROPAGATE(op2(c, "add", a, b2, &hh));
+      LOOM_PROPAGATE(oimp_op2(c, "add", a, b2, &hh));
       LOOM_PROPAGATE(rnn_act(c, rn, 1, hh, &hh));
       /* (1 - z) * hh + z * h = hh + z * (h - hh) */
-      LOOM_PROPAGATE(op2(c, "sub", h, hh, &a));
-      LOOM_PROPAGATE(op2(c, "mul", z, a, &a));
-      LOOM_PROPAGATE(op2(c, "add", hh, a, &hn));
+      LOOM_PROPAGATE(oimp_op2(c, "sub", h, hh, &a));
+      LOOM_PROPAGATE(oimp_op2(c, "mul", z, a, &a));
+      LOOM_PROPAGATE(oimp_op2(c, "add", hh, a, &hn));
     } else {
       loom_graph_expr *gi, *go, *gf, *gc;
       LOOM_PROPAGATE(lin(c, h, R, rb, &g));
-      LOOM_PROPAGATE(op2(c, "add", xt, g, &g));
+      LOOM_PROPAGATE(oimp_op2(c, "add", xt, g, &g));
       LOOM_PROPAGATE(gate_k(c, rn, g, 1, 0, 1, &gi));
       LOOM_PROPAGATE(gate_k(c, rn, g, 1, 1, 1, &go));
       LOOM_PROPAGATE(gate_k(c, rn, g, 1, 2, 1, &gf));
       LOOM_PROPAGATE(gate_k(c, rn, g, 1, 3, 1, &gc));
       if (p) {
-        LOOM_PROPAGATE(op2(c, "mul", pi, cc, &a));
-        LOOM_PROPAGATE(op2(c, "add", gi, a, &gi));
-        LOOM_PROPAGATE(op2(c, "mul", pf, cc, &a));
-        LOOM_PROPAGATE(op2(c, "add", gf, a, &gf));
+        LOOM_PROPAGATE(oimp_op2(c, "mul", pi, cc, &a));
+        LOOM_PROPAGATE(oimp_op2(c, "add", gi, a, &gi));
+        LOOM_PROPAGATE(oimp_op2(c, "mul", pf, cc, &a));
+        LOOM_PROPAGATE(oimp_op2(c, "add", gf, a, &gf));
       }
       LOOM_PROPAGATE(rnn_act(c, rn, 0, gi, &gi));
       LOOM_PROPAGATE(rnn_act(c, rn, 0, gf, &gf));
       LOOM_PROPAGATE(rnn_act(c, rn, 1, gc, &gc));
-      LOOM_PROPAGATE(op2(c, "mul", gf, cc, &a));
-      LOOM_PROPAGATE(op2(c, "mul", gi, gc, &b2));
-      LOOM_PROPAGATE(op2(c, "add", a, b2, &cn));
+      LOOM_PROPAGATE(oimp_op2(c, "mul", gf, cc, &a));
+      LOOM_PROPAGATE(oimp_op2(c, "mul", gi, gc, &b2));
+      LOOM_PROPAGATE(oimp_op2(c, "add", a, b2, &cn));
       if (p) {
-        LOOM_PROPAGATE(op2(c, "mul", po, cn, &a));
-        LOOM_PROPAGATE(op2(c, "add", go, a, &go));
+        LOOM_PROPAGATE(oimp_op2(c, "mul", po, cn, &a));
+        LOOM_PROPAGATE(oimp_op2(c, "add", go, a, &go));
       }
       LOOM_PROPAGATE(rnn_act(c, rn, 0, go, &go));
       LOOM_PROPAGATE(rnn_act(c, rn, 2, cn, &a));
-      LOOM_PROPAGATE(op2(c, "mul", go, a, &hn));
+      LOOM_PROPAGATE(oimp_op2(c, "mul", go, a, &hn));
     }
     if (rn->lens) { /* steps at or past a batch row's length keep its state and output 0 */
       loom_graph_expr *live, *tk;
-      LOOM_PROPAGATE(scalar(c, LOOM_DTYPE_I64, (double)t, &tk));
-      LOOM_PROPAGATE(op2(c, "less", tk, rn->lens, &live));
-      LOOM_PROPAGATE(op3(c, "where", live, hn, zero, &ys[t]));
-      LOOM_PROPAGATE(op3(c, "where", live, hn, h, &hn));
-      if (cn) LOOM_PROPAGATE(op3(c, "where", live, cn, cc, &cn));
+      LOOM_PROPAGATE(oimp_scalar(c, LOOM_DTYPE_I64, (double)t, &tk));
+      LOOM_PROPAGATE(oimp_op2(c, "less", tk, rn->lens, &live));
+      LOOM_PROPAGATE(oimp_op3(c, "where", live, hn, zero, &ys[t]));
+      LOOM_PROPAGATE(oimp_op3(c, "where", live, hn, h, &hn));
+      if (cn) LOOM_PROPAGATE(oimp_op3(c, "where", live, cn, cc, &cn));
     } else {
       ys[t] = hn;
     }
@@ -778,7 +738,7 @@ static loom_status h_rnn(nctx *c, const op_entry *e, loom_graph_expr **out) {
   LOOM_PROPAGATE(oimp_attr_int(c, "hidden_size", 0, &hs));
   LOOM_PROPAGATE(oimp_attr_int(c, "layout", 0, &layout));
   LOOM_PROPAGATE(oimp_attr_float(c, "clip", 0, &rn.clip));
-  LOOM_PROPAGATE(attr_str(c, "direction", "forward", &dir));
+  LOOM_PROPAGATE(oimp_attr_str(c, "direction", "forward", &dir));
   if (rn.gates == 3) LOOM_PROPAGATE(oimp_attr_int(c, "linear_before_reset", 0, &lbr));
   if (rn.gates == 4) LOOM_PROPAGATE(oimp_attr_int(c, "input_forget", 0, &ifg));
   if (ifg) return UNSUP(c->n, "input_forget is not supported");
