@@ -57,6 +57,7 @@ pub const suites = .{
         "tests/graph/test_image.c",
         "tests/graph/test_models.c",
         "tests/graph/test_lowp.c",
+        "tests/graph/test_dyn.c",
         "tests/fuzz/fuzz_graph_parse.c",
     } },
     .{ .name = "legalize", .files = &[_][]const u8{

@@ -344,6 +344,7 @@ static loom_status h_reshape(nctx *c, const op_entry *e, loom_graph_expr **out) 
   size_t n;
   const loom_sym_expr *dims[16];
   LOOM_PROPAGATE(oimp_attr_int(c, "allowzero", 0, &allowzero));
+  if (oimp_runtime_input(c, 1)) return oimp_dyn_reshape(c, e, allowzero != 0, out);
   LOOM_PROPAGATE(oimp_sym_ints(c, 1, "shape", dims, 16, &n));
   const loom_sinfo *si = c->args[0]->sinfo;
   for (size_t k = 0; k < n; k++) {
@@ -369,6 +370,7 @@ static loom_status h_axes_shape(nctx *c, const op_entry *e, loom_graph_expr **ou
   int64_t ax[16];
   size_t n;
   bool present;
+  if (c->im->opset >= 13 && oimp_runtime_input(c, 1)) return oimp_dyn_axes_shape(c, e, out);
   LOOM_PROPAGATE(oimp_get_axes(c, 13, ax, 16, &n, &present));
   bool unsq = strcmp(e->onnx, "Unsqueeze") == 0;
   if (unsq && !present) return BAD(c->n, "axes are required");
@@ -384,7 +386,9 @@ loom_status oimp_h_reduce(nctx *c, const op_entry *e, loom_graph_expr **out) {
   bool present;
   LOOM_PROPAGATE(oimp_attr_int(c, "keepdims", 1, &keep));
   LOOM_PROPAGATE(oimp_attr_int(c, "noop_with_empty_axes", 0, &noop));
-  LOOM_PROPAGATE(oimp_get_axes(c, strcmp(e->onnx, "ReduceSum") == 0 ? 13 : 18, ax, 16, &n, &present));
+  int64_t since = strcmp(e->onnx, "ReduceSum") == 0 ? 13 : 18;
+  if (c->im->opset >= since && oimp_runtime_input(c, 1)) return oimp_dyn_reduce(c, e, keep != 0, noop != 0, out);
+  LOOM_PROPAGATE(oimp_get_axes(c, since, ax, 16, &n, &present));
   if (n == 0 && noop) return oimp_h_identity(c, e, out);
   int r = oimp_in_rank(c, 0);
   LOOM_PROPAGATE(oimp_norm_axes(c, r, ax, n));
@@ -583,6 +587,8 @@ static loom_status h_range_sym(nctx *c, loom_graph_expr **out) {
 static loom_status h_range(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   for (size_t i = 0; i < 3; i++)
+    if (oimp_runtime_input(c, i)) return oimp_dyn_range(c, out);
+  for (size_t i = 0; i < 3; i++)
     if (c->syms[i]) return h_range_sym(c, out);
   for (size_t i = 0; i < 3; i++)
     if (!c->consts[i] || c->consts[i]->numel != 1) return UNSUP(c->n, "input %zu must be a constant scalar", i);
@@ -644,6 +650,7 @@ static loom_status h_trilu(nctx *c, const op_entry *e, loom_graph_expr **out) {
   size_t n = 1;
   const loom_sym_expr *k = loom_sym_const(c->im->cx, 0);
   LOOM_PROPAGATE(oimp_attr_int(c, "upper", 1, &upper));
+  if (oimp_runtime_input(c, 1)) return oimp_dyn_trilu(c, upper != 0, out);
   if (oimp_has_input(c, 1)) LOOM_PROPAGATE(oimp_sym_ints(c, 1, "k", &k, 1, &n));
   if (n != 1) return BAD(c->n, "input 1 (k) must hold one value, got %zu", n);
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "k", 1, &k));
@@ -768,6 +775,8 @@ static loom_status h_slice(nctx *c, const op_entry *e, loom_graph_expr **out) {
     if (has_axes) memcpy(ax, v, na * sizeof *v);
   } else {
     if (c->n->n_attrs) return UNSUP(c->n, "attributes are inputs since opset 10");
+    for (size_t i = 1; i < 5; i++)
+      if (oimp_runtime_input(c, i)) return oimp_dyn_slice(c, e, out);
     LOOM_PROPAGATE(oimp_sym_ints(c, 1, "starts", st, 16, &ns));
     LOOM_PROPAGATE(oimp_sym_ints(c, 2, "ends", en, 16, &ne));
     if (oimp_has_input(c, 3)) {
@@ -825,6 +834,8 @@ static loom_status h_pad(nctx *c, const op_entry *e, loom_graph_expr **out) {
     memcpy(pads, v, n * sizeof *v);
     LOOM_PROPAGATE(oimp_attr_float(c, "value", 0, &value));
   } else {
+    for (size_t i = 1; i < 4; i++)
+      if (oimp_runtime_input(c, i)) return oimp_dyn_pad(c, e, out);
     LOOM_PROPAGATE(oimp_const_ints(c, 1, "pads", pads, 32, &n));
     if (oimp_has_input(c, 2)) {
       if (!c->consts[2] || c->consts[2]->numel != 1) return UNSUP(c->n, "input 2 (constant_value) must be a constant scalar");
@@ -879,6 +890,7 @@ static loom_status h_cumsum(nctx *c, const op_entry *e, loom_graph_expr **out) {
   size_t n;
   LOOM_PROPAGATE(oimp_attr_int(c, "exclusive", 0, &excl));
   LOOM_PROPAGATE(oimp_attr_int(c, "reverse", 0, &rev));
+  if (oimp_runtime_input(c, 1)) return oimp_dyn_cumsum(c, e, excl != 0, rev != 0, out);
   LOOM_PROPAGATE(oimp_const_ints(c, 1, "axis", &axis, 1, &n));
   if (n != 1) return BAD(c->n, "axis must hold one value");
   LOOM_PROPAGATE(oimp_norm_axes(c, oimp_in_rank(c, 0), &axis, 1));
