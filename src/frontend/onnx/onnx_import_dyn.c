@@ -23,7 +23,7 @@ static loom_status int_input(const nctx *c, size_t i, const char *what, bool sca
     return LOOM_OK;
   }
   if (!isint || si->ndim != 1 || !si->dims || !loom_sym_is_const(si->dims[0], len))
-    return UNSUP(c->n, "input %zu (%s) is computed at run time: it must be a 1-D integer tensor of static length", i, what);
+    return UNSUP(c->n, "input %zu (%s) must be a constant or a 1-D integer tensor of static length (it is computed at run time)", i, what);
   return LOOM_OK;
 }
 
