@@ -409,3 +409,20 @@ LOOM_TEST(graph_dyn, legalization_refuses_runtime_operands) {
   loom_diag_list_destroy(&dl);
   loom_graph_module_destroy(m);
 }
+
+LOOM_TEST(graph_dyn, printed_forms_parse_back_with_their_fresh_dims) {
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(x: Tensor[(n, 1, 3), f32], a: Tensor[(2,), i64], s: Tensor[(2,), i64], k: Tensor[(), i64],"
+      " p: Tensor[(6,), i64]) -> Object {\n"
+      "  y = sum(x, a, keepdims=true)\n  z = reshape(x, s, allowzero=true)\n  t = triu(z, k)\n"
+      "  c = cumsum(x, k, reverse=true)\n  q = pad(x, p)\n  u = strided_slice(x, s, s, a)\n  r = (y, t, c, q, u)\n  return r\n}\n");
+  char *once = gt_print(m);
+  loom_graph_module *m2 = gt_parse_ok(once);
+  char *twice = gt_print(m2);
+  cr_assert_str_eq(once, twice);
+  cr_assert(strstr(once, "= sum(x, a, keepdims=true)"), "%s", once);
+  free(once);
+  free(twice);
+  loom_graph_module_destroy(m2);
+  loom_graph_module_destroy(m);
+}
