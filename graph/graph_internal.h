@@ -89,6 +89,9 @@ loom_status loom_graph_icx_axis(loom_graph_icx *ic, int64_t axis, int ndim, cons
 /* Constant int list attribute (axes); error when an element is not constant. */
 loom_status loom_graph_icx_ints(loom_graph_icx *ic, const char *name, int64_t *buf, size_t cap,
                                 size_t *n, bool *present);
+/* Operand i as a run-time integer list (axes, shape, k): a 0-d or 1-D i32/i64 tensor of static
+ * length, *len (1 for 0-d); the values are read when the op runs. */
+loom_status loom_graph_icx_int_operand(loom_graph_icx *ic, size_t i, const char *what, int64_t *len);
 /* Broadcasts dims a (rank na) and b (rank nb) into out (rank max); records guards. `ia`, `ib`
  * are operand indices for messages. */
 loom_status loom_graph_icx_broadcast(loom_graph_icx *ic, size_t ia, int na, const loom_sym_expr *const *a,
@@ -110,6 +113,12 @@ const loom_sym_expr *loom_graph_dims_prod(loom_sym_ctx *cx, int n, const loom_sy
 
 /* Evaluates a symbolic expression with the bound vars. */
 loom_status loom_graph_ecx_sym(loom_graph_ecx *ec, const loom_sym_expr *e, int64_t *out);
+/* The values of run-time integer operand i (tensor t), at most cap; error naming op and operand. */
+loom_status loom_graph_ecx_int_operand(loom_graph_ecx *ec, const loom_graph_tensor *t, size_t i, const char *what,
+                                       int64_t *buf, size_t cap, size_t *n);
+/* Marks run-time `axes` (operand i) in mask[ndim]; INVALID_ARGUMENT naming the value when one is
+ * out of range or listed twice. */
+loom_status loom_graph_ecx_axes(loom_graph_ecx *ec, size_t i, const int64_t *axes, size_t n, int ndim, bool *mask);
 /* Calls extern `call` (graph/extern.c) through libcall: the result is allocated from the
  * call's result struct info evaluated under `env`. */
 loom_status loom_graph_eval_extern(loom_graph_module *m, const loom_graph_expr *call, const loom_sym_env *env,

@@ -482,6 +482,7 @@ static loom_status legalize_cumsum(loom_graph_module *m, const loom_graph_expr *
   LOOM_PROPAGATE(tensor_arg(call, 0, &x));
   int axis;
   if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return unsupported(call, "for this axis");
+  if (loom_graph_attr_get_int(call, "reverse", 0)) return unsupported(call, "with reverse yet");
   bool excl = loom_graph_attr_get_int(call, "exclusive", 0) != 0, prod = call->u.call.op == LOOM_GRAPH_OP_CUMPROD;
   char name[256];
   snprintf(name, sizeof name, "%s_%s_r%d_a%d%s", prod ? "cumprod" : "cumsum", loom_dtype_name(x->dtype), x->ndim, axis, excl ? "_x" : "");
@@ -779,6 +780,24 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
   }
 }
 
+/* The name of the run-time operand (read when the op runs, e.g. ONNX axes given as a graph
+ * input) that a call takes, or NULL: those forms have data-dependent dims and no tensor program. */
+static const char *runtime_operand(const loom_graph_expr *call) {
+  size_t n = call->u.call.nargs;
+  switch (call->u.call.op) {
+    case LOOM_GRAPH_OP_SUM: case LOOM_GRAPH_OP_MEAN: case LOOM_GRAPH_OP_MAX: case LOOM_GRAPH_OP_MIN:
+    case LOOM_GRAPH_OP_PROD: case LOOM_GRAPH_OP_EXPAND_DIMS: case LOOM_GRAPH_OP_SQUEEZE: return n > 1 ? "axes" : NULL;
+    case LOOM_GRAPH_OP_TRIL: case LOOM_GRAPH_OP_TRIU: return n > 1 ? "k" : NULL;
+    case LOOM_GRAPH_OP_CUMSUM: return n > 1 ? "axis" : NULL;
+    case LOOM_GRAPH_OP_RESHAPE:
+      return n > 1 && call->u.call.args[1]->sinfo && call->u.call.args[1]->sinfo->kind == LOOM_SINFO_TENSOR ? "shape" : NULL;
+    case LOOM_GRAPH_OP_STRIDED_SLICE: return n > 1 ? "starts/ends" : NULL;
+    case LOOM_GRAPH_OP_PAD: return n > 1 ? "pads" : NULL;
+    case LOOM_GRAPH_OP_ARANGE: return n > 0 ? "start/limit/delta" : NULL;
+    default: return NULL;
+  }
+}
+
 loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                      loom_graph_legal *result) {
   memset(result, 0, sizeof *result);
@@ -786,6 +805,9 @@ loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr
     return LOOM_ERROR(INVALID_ARGUMENT, "legalize: not an operator call");
   if (!out || out->kind != LOOM_SINFO_TENSOR || out->dtype == LOOM_DTYPE_UNKNOWN)
     return unsupported(call, "for a non-tensor result");
+  const char *rt = runtime_operand(call);
+  if (rt) return LOOM_ERROR(UNIMPLEMENTED, "%s: no legalization for a run-time %s operand (interpreter only)",
+                            loom_graph_op_name(call->u.call.op), rt);
   /* float8, int4, ...: the reference interpreter runs them; tensor programs do not take them */
   for (size_t i = 0; i <= call->u.call.nargs; i++) {
     const loom_sinfo *si = i < call->u.call.nargs ? call->u.call.args[i]->sinfo : out;

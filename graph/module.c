@@ -359,6 +359,49 @@ loom_status loom_graph_icx_axis(loom_graph_icx *ic, int64_t axis, int ndim, cons
   return LOOM_OK;
 }
 
+/* Operand i as a run-time integer list (axes, a shape, k): a 0-d or 1-D i32/i64 tensor whose
+ * length is static; *len is that length (1 for 0-d). */
+loom_status loom_graph_icx_int_operand(loom_graph_icx *ic, size_t i, const char *what, int64_t *len) {
+  const loom_sinfo *s = loom_graph_icx_arg(ic, i);
+  if (s->kind != LOOM_SINFO_TENSOR)
+    return loom_graph_icx_error(ic, "operand %zu (%s) must be a Tensor, got %s", i, what, kind_word(s));
+  if (s->dtype != LOOM_DTYPE_I64 && s->dtype != LOOM_DTYPE_I32)
+    return loom_graph_icx_error(ic, "operand %zu (%s) has dtype %s, expected i32 or i64", i, what,
+                                s->dtype == LOOM_DTYPE_UNKNOWN ? "?" : loom_dtype_name(s->dtype));
+  if (s->ndim == 0) {
+    *len = 1;
+    return LOOM_OK;
+  }
+  if (s->ndim != 1 || !s->dims || !loom_sym_is_const(s->dims[0], len))
+    return loom_graph_icx_error(ic, "operand %zu (%s) must be a 0-d or 1-D tensor of static length", i, what);
+  return LOOM_OK;
+}
+
+loom_status loom_graph_ecx_int_operand(loom_graph_ecx *ec, const loom_graph_tensor *t, size_t i, const char *what,
+                                       int64_t *buf, size_t cap, size_t *n) {
+  if (t->ndim > 1 || t->numel > cap)
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand %zu (%s) has %zu values in rank %d, at most %zu in rank <= 1",
+                      ec->op, i, what, t->numel, t->ndim, cap);
+  for (size_t k = 0; k < t->numel; k++) buf[k] = loom_graph_tensor_get_i64(t, k);
+  *n = t->numel;
+  return LOOM_OK;
+}
+
+loom_status loom_graph_ecx_axes(loom_graph_ecx *ec, size_t i, const int64_t *axes, size_t n, int ndim, bool *mask) {
+  for (int k = 0; k < ndim; k++) mask[k] = false;
+  for (size_t k = 0; k < n; k++) {
+    int64_t a = axes[k] < 0 ? axes[k] + ndim : axes[k];
+    if (a < 0 || a >= ndim)
+      return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand %zu (axes) value %lld is out of range for rank %d", ec->op, i,
+                        (long long)axes[k], ndim);
+    if (mask[a])
+      return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand %zu (axes) lists axis %lld twice (as %lld)", ec->op, i,
+                        (long long)a, (long long)axes[k]);
+    mask[a] = true;
+  }
+  return LOOM_OK;
+}
+
 loom_status loom_graph_icx_ints(loom_graph_icx *ic, const char *name, int64_t *buf, size_t cap,
                                 size_t *n, bool *present) {
   const loom_graph_attr *a = loom_graph_call_attr(ic->call, name);

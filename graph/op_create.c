@@ -1,5 +1,8 @@
 /* op_create.c — tensors made from attributes: zeros, ones, full (symbolic shape), arange
- * (symbolic bounds), sym_tensor (symbolic values), and the triangle masks tril / triu. */
+ * (symbolic bounds, or run-time scalar operands start, limit, delta: then a fresh length),
+ * sym_tensor (symbolic values), and the triangle masks tril / triu (k an attribute or a
+ * run-time operand 1). */
+#include <math.h>
 #include <string.h>
 
 #include "graph/graph_internal.h"
@@ -11,7 +14,7 @@ static const loom_graph_attr_spec full_attrs[] = {{"shape", LOOM_GRAPH_ATTR_SYMS
                                                   {"value", LOOM_GRAPH_ATTR_FLOAT, true},
                                                   {NULL, 0, false}};
 static const loom_graph_attr_spec arange_attrs[] = {{"start", LOOM_GRAPH_ATTR_SYMS, false},
-                                                    {"end", LOOM_GRAPH_ATTR_SYMS, true},
+                                                    {"end", LOOM_GRAPH_ATTR_SYMS, false},
                                                     {"step", LOOM_GRAPH_ATTR_SYMS, false},
                                                     {"dtype", LOOM_GRAPH_ATTR_DTYPE, false},
                                                     {NULL, 0, false}};
@@ -77,7 +80,65 @@ static const loom_sym_expr *sym_attr(loom_graph_icx *ic, const char *name, int64
 
 /* arange(start, end, step): length max(ceildiv(end - start, step), 0) for a positive
  * constant step. */
+/* arange(start, limit, delta) on run-time scalars of one numeric dtype (ONNX Range): a 1-D
+ * result of that dtype with a fresh length max(ceil((limit - start) / delta), 0). */
+static loom_status infer_arange_dyn(loom_graph_icx *ic, const loom_sinfo **out) {
+  static const char *what[3] = {"start", "limit", "delta"};
+  if (ic->call->u.call.nargs != 3) return loom_graph_icx_error(ic, "takes no operand or three (start, limit, delta)");
+  if (loom_graph_call_attr(ic->call, "start") || loom_graph_call_attr(ic->call, "end") ||
+      loom_graph_call_attr(ic->call, "step") || loom_graph_call_attr(ic->call, "dtype"))
+    return loom_graph_icx_error(ic, "give the bounds either as operands or as attributes, not both");
+  loom_dtype dt = LOOM_DTYPE_UNKNOWN;
+  for (size_t i = 0; i < 3; i++) {
+    const loom_sinfo *s;
+    LOOM_PROPAGATE(loom_graph_icx_tensor(ic, i, true, &s));
+    int64_t len;
+    if (s->ndim > 1 || (s->ndim == 1 && (!loom_sym_is_const(s->dims[0], &len) || len != 1)))
+      return loom_graph_icx_error(ic, "operand %zu (%s) must hold one value", i, what[i]);
+    if (i == 0) dt = s->dtype;
+    else if (s->dtype != dt)
+      return loom_graph_icx_error(ic, "operand %zu (%s) has dtype %s, operand 0 has %s", i, what[i], loom_dtype_name(s->dtype),
+                                  loom_dtype_name(dt));
+  }
+  if (dt == LOOM_DTYPE_UNKNOWN || dt == LOOM_DTYPE_BOOL || loom_dtype_is_lowp(dt))
+    return loom_graph_icx_error(ic, "operand 0 (start) has dtype %s; expected an integer or float type",
+                                dt == LOOM_DTYPE_UNKNOWN ? "?" : loom_dtype_name(dt));
+  const loom_sym_expr *len = loom_graph_icx_fresh(ic, "range");
+  if (!len) return loom_sym_ctx_take_error(ic->cx);
+  *out = loom_sinfo_tensor(ic->m, dt, 1, &len, NULL);
+  return LOOM_OK;
+}
+
+static loom_status eval_arange_dyn(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  loom_dtype dt = args[0].t.dtype;
+  int64_t n;
+  if (loom_dtype_is_int(dt)) {
+    int64_t s = loom_graph_tensor_get_i64(&args[0].t, 0), e = loom_graph_tensor_get_i64(&args[1].t, 0),
+            d = loom_graph_tensor_get_i64(&args[2].t, 0);
+    if (d == 0) return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand 2 (delta) is 0 (start %lld, limit %lld)", ec->op, (long long)s, (long long)e);
+    double q = ceil(((double)e - (double)s) / (double)d);
+    if (q > (double)(1 << 30))
+      return LOOM_ERROR(INVALID_ARGUMENT, "%s: start %lld, limit %lld, delta %lld give %.0f elements (above 2^30)", ec->op,
+                        (long long)s, (long long)e, (long long)d, q);
+    n = q > 0 ? (int64_t)q : 0;
+    LOOM_PROPAGATE(loom_graph_value_tensor(dt, 1, &n, out));
+    for (int64_t i = 0; i < n; i++) loom_graph_tensor_set_i64(&out->t, (size_t)i, s + i * d);
+    return LOOM_OK;
+  }
+  double s = loom_graph_tensor_get_f64(&args[0].t, 0), e = loom_graph_tensor_get_f64(&args[1].t, 0),
+         d = loom_graph_tensor_get_f64(&args[2].t, 0);
+  double q = ceil((e - s) / d);
+  if (d == 0 || q != q || q > (double)(1 << 30))
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: start %g, limit %g, delta %g do not give a length of at most 2^30", ec->op, s, e, d);
+  n = q > 0 ? (int64_t)q : 0;
+  LOOM_PROPAGATE(loom_graph_value_tensor(dt, 1, &n, out));
+  for (int64_t i = 0; i < n; i++) loom_graph_tensor_set_f64(&out->t, (size_t)i, s + (double)i * d);
+  return LOOM_OK;
+}
+
 static loom_status infer_arange(loom_graph_icx *ic, const loom_sinfo **out) {
+  if (ic->call->u.call.nargs) return infer_arange_dyn(ic, out);
+  if (!loom_graph_call_attr(ic->call, "end")) return loom_graph_icx_error(ic, "missing attribute 'end'");
   const loom_sym_expr *s = sym_attr(ic, "start", 0), *e = sym_attr(ic, "end", 0), *st = sym_attr(ic, "step", 1);
   if (!s || !e || !st) return loom_graph_icx_error(ic, "start, end and step must be single values");
   int64_t c;
@@ -91,7 +152,7 @@ static loom_status infer_arange(loom_graph_icx *ic, const loom_sinfo **out) {
 }
 
 static loom_status eval_arange(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
-  (void)args;
+  if (ec->call->u.call.nargs) return eval_arange_dyn(ec, args, out);
   loom_graph_icx ic = {.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
   int64_t s, e, st;
   LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(&ic, "start", 0), &s));
@@ -142,6 +203,12 @@ static loom_status infer_tri(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_graph_attr *ka = loom_graph_call_attr(ic->call, "k");
   if (ka && ka->kind == LOOM_GRAPH_ATTR_SYMS && ka->n != 1) return loom_graph_icx_error(ic, "k must be one value");
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, false, &x));
+  if (ic->call->u.call.nargs == 2) { /* run-time k: one integer */
+    int64_t n;
+    if (ka) return loom_graph_icx_error(ic, "give k either as operand 1 or as attribute 'k', not both");
+    LOOM_PROPAGATE(loom_graph_icx_int_operand(ic, 1, "k", &n));
+    if (n != 1) return loom_graph_icx_error(ic, "operand 1 (k) has %lld values, expected one", (long long)n);
+  }
   if (x->ndim >= 0 && x->ndim < 2) return loom_graph_icx_error(ic, "operand 0 must have rank >= 2, got %d", x->ndim);
   *out = x;
   return LOOM_OK;
@@ -151,7 +218,8 @@ static loom_status eval_tri(loom_graph_ecx *ec, const loom_graph_value *args, lo
   const loom_graph_tensor *x = &args[0].t;
   const loom_graph_attr *ka = loom_graph_call_attr(ec->call, "k");
   int64_t k = 0;
-  if (ka && ka->kind == LOOM_GRAPH_ATTR_INT) k = ka->i;
+  if (ec->call->u.call.nargs == 2) k = loom_graph_tensor_get_i64(&args[1].t, 0);
+  else if (ka && ka->kind == LOOM_GRAPH_ATTR_INT) k = ka->i;
   else if (ka) LOOM_PROPAGATE(loom_graph_ecx_sym(ec, ka->syms[0], &k));
   bool lower = ec->call->u.call.op == LOOM_GRAPH_OP_TRIL;
   LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, x->shape, out));

@@ -240,8 +240,10 @@ static const loom_graph_attr_spec one_hot_attrs[] = {{"depth", LOOM_GRAPH_ATTR_S
                                                      {"off_value", LOOM_GRAPH_ATTR_FLOAT, false},
                                                      {"dtype", LOOM_GRAPH_ATTR_DTYPE, false},
                                                      {NULL, 0, false}};
-static const loom_graph_attr_spec cumsum_attrs[] = {
-    {"axis", LOOM_GRAPH_ATTR_INT, false}, {"exclusive", LOOM_GRAPH_ATTR_BOOL, false}, {NULL, 0, false}};
+static const loom_graph_attr_spec cumsum_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, false},
+                                                    {"exclusive", LOOM_GRAPH_ATTR_BOOL, false},
+                                                    {"reverse", LOOM_GRAPH_ATTR_BOOL, false},
+                                                    {NULL, 0, false}};
 
 static loom_status index_dtype(loom_graph_icx *ic, size_t i, const loom_sinfo *s) {
   if (s->dtype != LOOM_DTYPE_I32 && s->dtype != LOOM_DTYPE_I64)
@@ -360,9 +362,21 @@ static loom_status eval_one_hot(loom_graph_ecx *ec, const loom_graph_value *args
   return LOOM_OK;
 }
 
+/* cumsum(x) along attr `axis`, or cumsum(x, axis) with a run-time axis (one integer, checked
+ * when it runs); `reverse` sums from the end. The result has x's shape. */
 static loom_status infer_cumsum(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
+  if (ic->call->u.call.nargs == 2) {
+    int64_t n;
+    if (loom_graph_call_attr(ic->call, "axis"))
+      return loom_graph_icx_error(ic, "give the axis either as operand 1 or as attribute 'axis', not both");
+    LOOM_PROPAGATE(loom_graph_icx_int_operand(ic, 1, "axis", &n));
+    if (n != 1) return loom_graph_icx_error(ic, "operand 1 (axis) has %lld values, expected one", (long long)n);
+    if (x->ndim == 0) return loom_graph_icx_error(ic, "operand 0 is 0-d");
+    *out = x;
+    return LOOM_OK;
+  }
   int a;
   LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), x->ndim, "axis", &a));
   *out = x;
@@ -372,9 +386,16 @@ static loom_status infer_cumsum(loom_graph_icx *ic, const loom_sinfo **out) {
 static loom_status eval_cumsum(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t;
   int64_t axis = loom_graph_attr_get_int(ec->call, "axis", 0);
+  if (ec->call->u.call.nargs == 2) {
+    axis = loom_graph_tensor_get_i64(&args[1].t, 0);
+    if (axis < -x->ndim || axis >= x->ndim)
+      return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand 1 (axis) value %lld is out of range for rank %d", ec->op,
+                        (long long)axis, x->ndim);
+  }
   int a = (int)(axis < 0 ? axis + x->ndim : axis);
   bool excl = loom_graph_attr_get_int(ec->call, "exclusive", 0) != 0;
   bool prod = ec->call->u.call.op == LOOM_GRAPH_OP_CUMPROD;
+  bool rev = loom_graph_attr_get_int(ec->call, "reverse", 0) != 0;
   LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, x->shape, out));
   size_t outer = 1, inner = 1, len = (size_t)x->shape[a];
   for (int i = 0; i < a; i++) outer *= (size_t)x->shape[i];
@@ -385,7 +406,7 @@ static loom_status eval_cumsum(loom_graph_ecx *ec, const loom_graph_value *args,
       double acc = prod ? 1 : 0;
       int64_t iacc = prod ? 1 : 0;
       for (size_t k = 0; k < len; k++) {
-        size_t e = (o * len + k) * inner + in;
+        size_t e = (o * len + (rev ? len - 1 - k : k)) * inner + in;
         if (ints) {
           int64_t v = loom_graph_tensor_get_i64(x, e);
           int64_t next = prod ? (int64_t)((uint64_t)iacc * (uint64_t)v) : (int64_t)((uint64_t)iacc + (uint64_t)v);

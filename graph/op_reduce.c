@@ -1,5 +1,7 @@
 /* op_reduce.c — reductions over axes with keepdims (sum, mean, max, min, prod) and
- * argmax / argmin along one axis. */
+ * argmax / argmin along one axis. The axes of sum .. prod are the attribute `axes` or a
+ * run-time operand 1 (1-D integer tensor of static length n): then the result's rank is
+ * known (r with keepdims, r - n without) and its dims are fresh symbols. */
 #include <math.h>
 #include <string.h>
 
@@ -38,6 +40,31 @@ static loom_status reduced_axes(loom_graph_icx *ic, int ndim, bool *mask) {
   return LOOM_OK;
 }
 
+/* reduce(x, axes) with run-time axes of static length n: with keepdims rank r, each dim 1
+ * where x's is 1 and fresh elsewhere; without, rank r - n, all fresh. */
+static loom_status infer_reduce_dyn(loom_graph_icx *ic, const loom_sinfo *x, const loom_sinfo **out) {
+  int64_t n;
+  if (loom_graph_call_attr(ic->call, "axes"))
+    return loom_graph_icx_error(ic, "give the axes either as operand 1 or as attribute 'axes', not both");
+  LOOM_PROPAGATE(loom_graph_icx_int_operand(ic, 1, "axes", &n));
+  if (ic->call->u.call.args[1]->sinfo->ndim != 1) return loom_graph_icx_error(ic, "operand 1 (axes) must be 1-D");
+  bool keep = loom_graph_attr_get_int(ic->call, "keepdims", 0) != 0;
+  if (n == 0) return loom_graph_icx_error(ic, "operand 1 (axes) is empty (leave it out to reduce every axis)");
+  if (n > x->ndim) return loom_graph_icx_error(ic, "operand 1 (axes) has %lld values for rank %d", (long long)n, x->ndim);
+  int nd = keep ? x->ndim : x->ndim - (int)n;
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)(nd ? nd : 1));
+  if (!d) return LOOM_OOM();
+  for (int i = 0; i < nd; i++) {
+    int64_t c;
+    d[i] = keep && loom_sym_is_const(x->dims[i], &c) && c == 1 ? x->dims[i] : loom_graph_icx_fresh(ic, "red");
+    if (!d[i]) return loom_sym_ctx_take_error(ic->cx);
+  }
+  if (ic->call->u.call.op == LOOM_GRAPH_OP_MEAN && x->dtype != LOOM_DTYPE_UNKNOWN && !loom_dtype_is_float(x->dtype))
+    return loom_graph_icx_error(ic, "operand 0 has dtype %s; mean needs a float dtype", loom_dtype_name(x->dtype));
+  *out = loom_sinfo_tensor(ic->m, x->dtype, nd, d, x->device);
+  return LOOM_OK;
+}
+
 static loom_status infer_reduce(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
@@ -45,6 +72,10 @@ static loom_status infer_reduce(loom_graph_icx *ic, const loom_sinfo **out) {
   bool arg = op == LOOM_GRAPH_OP_ARGMAX || op == LOOM_GRAPH_OP_ARGMIN;
   if (x->ndim > 8) return loom_graph_icx_error(ic, "rank %d is above 8", x->ndim);
   if (arg && x->ndim == 0) return loom_graph_icx_error(ic, "operand 0 is 0-d");
+  if (ic->call->u.call.nargs == 2) {
+    if (arg) return loom_graph_icx_error(ic, "takes one operand");
+    return infer_reduce_dyn(ic, x, out);
+  }
   bool mask[8];
   LOOM_PROPAGATE(reduced_axes(ic, x->ndim, mask));
   bool keep = loom_graph_attr_get_int(ic->call, "keepdims", 0) != 0;
@@ -65,10 +96,18 @@ static loom_status eval_reduce(loom_graph_ecx *ec, const loom_graph_value *args,
   const loom_graph_tensor *x = &args[0].t;
   loom_graph_op op = ec->call->u.call.op;
   bool arg = op == LOOM_GRAPH_OP_ARGMAX || op == LOOM_GRAPH_OP_ARGMIN;
-  /* Re-derive the axes with a throwaway inference context (the checks already passed). */
-  loom_graph_icx ic = {.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
   bool mask[8];
-  LOOM_PROPAGATE(reduced_axes(&ic, x->ndim, mask));
+  if (ec->call->u.call.nargs == 2) {
+    /* run-time axes: validated here */
+    int64_t axes[8];
+    size_t n;
+    LOOM_PROPAGATE(loom_graph_ecx_int_operand(ec, &args[1].t, 1, "axes", axes, 8, &n));
+    LOOM_PROPAGATE(loom_graph_ecx_axes(ec, 1, axes, n, x->ndim, mask));
+  } else {
+    /* Re-derive the axes with a throwaway inference context (the checks already passed). */
+    loom_graph_icx ic = {.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
+    LOOM_PROPAGATE(reduced_axes(&ic, x->ndim, mask));
+  }
   bool keep = loom_graph_attr_get_int(ec->call, "keepdims", 0) != 0;
   int64_t osh[8], red[8];
   int on = 0;
@@ -79,8 +118,7 @@ static loom_status eval_reduce(loom_graph_ecx *ec, const loom_graph_value *args,
     if (!mask[i]) osh[on++] = x->shape[i];
     else if (keep) osh[on++] = 1;
   }
-  if (rcount == 0 && (arg || op == LOOM_GRAPH_OP_MAX || op == LOOM_GRAPH_OP_MIN))
-    return LOOM_ERROR(INVALID_ARGUMENT, "%s: reduction over an empty axis", ec->op);
+  if (rcount == 0 && arg) return LOOM_ERROR(INVALID_ARGUMENT, "%s: reduction over an empty axis", ec->op);
   LOOM_PROPAGATE(loom_graph_value_tensor(arg ? LOOM_DTYPE_I64 : x->dtype, on, osh, out));
   /* Iterate over the kept index (full rank, reduced axes 0) then over the reduced ones. */
   int64_t kshape[8], kidx[8] = {0}, ridx[8], strides[8];
@@ -114,6 +152,19 @@ static loom_status eval_reduce(loom_graph_ecx *ec, const loom_graph_value *args,
       } while (loom_graph_index_next(x->ndim, red, ridx));
     if (op == LOOM_GRAPH_OP_MEAN) acc = rcount ? acc / (double)rcount : NAN;
     if (op == LOOM_GRAPH_OP_MAX || op == LOOM_GRAPH_OP_MIN) acc = best;
+    /* max / min over nothing: the identity of the reduction (ONNX, NumPy's `initial`): -inf /
+     * +inf, or the dtype's lowest / highest value for integers */
+    if (!rcount && (op == LOOM_GRAPH_OP_MAX || op == LOOM_GRAPH_OP_MIN)) {
+      if (loom_dtype_is_int(x->dtype)) {
+        size_t bits = loom_dtype_size(x->dtype) * 8;
+        bool sgn = loom_dtype_kind_of(x->dtype) == LOOM_DTYPE_KIND_SINT;
+        uint64_t hi = sgn ? (UINT64_MAX >> (65 - bits)) : bits == 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+        int64_t lo = sgn ? -(int64_t)hi - 1 : 0;
+        loom_graph_tensor_set_i64(&out->t, o++, op == LOOM_GRAPH_OP_MAX ? lo : (int64_t)hi); /* u64: wraps to max */
+        continue;
+      }
+      acc = op == LOOM_GRAPH_OP_MAX ? -INFINITY : INFINITY;
+    }
     if (arg) loom_graph_tensor_set_i64(&out->t, o++, best_i);
     else loom_graph_tensor_set_f64(&out->t, o++, acc);
   } while (loom_graph_index_next(x->ndim, kshape, kidx));

@@ -47,6 +47,7 @@ pub const suites = .{
         "tests/onnx/test_onnx_seq.c",
         "tests/onnx/test_onnx_quant.c",
         "tests/onnx/test_onnx_import_misc.c",
+        "tests/onnx/test_onnx_dyn.c",
         "tests/fuzz/fuzz_onnx_model.c",
         "tests/fuzz/test_fuzz_onnx.c",
     } },
@@ -59,6 +60,7 @@ pub const suites = .{
         "tests/graph/test_interp_misc.c",
         "tests/graph/test_models.c",
         "tests/graph/test_lowp.c",
+        "tests/graph/test_dyn.c",
         "tests/fuzz/fuzz_graph_parse.c",
     } },
     .{ .name = "legalize", .files = &[_][]const u8{

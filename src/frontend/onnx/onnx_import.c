@@ -392,6 +392,7 @@ static loom_status h_reshape(nctx *c, const op_entry *e, loom_graph_expr **out) 
   size_t n;
   const loom_sym_expr *dims[16];
   LOOM_PROPAGATE(oimp_attr_int(c, "allowzero", 0, &allowzero));
+  if (oimp_runtime_input(c, 1)) return oimp_dyn_reshape(c, e, allowzero != 0, out);
   LOOM_PROPAGATE(oimp_sym_ints(c, 1, "shape", dims, 16, &n));
   const loom_sinfo *si = c->args[0]->sinfo;
   for (size_t k = 0; k < n; k++) {
@@ -417,6 +418,7 @@ static loom_status h_axes_shape(nctx *c, const op_entry *e, loom_graph_expr **ou
   int64_t ax[16];
   size_t n;
   bool present;
+  if (c->im->opset >= 13 && oimp_runtime_input(c, 1)) return oimp_dyn_axes_shape(c, e, out);
   LOOM_PROPAGATE(oimp_get_axes(c, 13, ax, 16, &n, &present));
   bool unsq = strcmp(e->onnx, "Unsqueeze") == 0;
   if (unsq && !present) return BAD(c->n, "axes are required");
@@ -432,7 +434,9 @@ loom_status oimp_h_reduce(nctx *c, const op_entry *e, loom_graph_expr **out) {
   bool present;
   LOOM_PROPAGATE(oimp_attr_int(c, "keepdims", 1, &keep));
   LOOM_PROPAGATE(oimp_attr_int(c, "noop_with_empty_axes", 0, &noop));
-  LOOM_PROPAGATE(oimp_get_axes(c, strcmp(e->onnx, "ReduceSum") == 0 ? 13 : 18, ax, 16, &n, &present));
+  int64_t since = strcmp(e->onnx, "ReduceSum") == 0 ? 13 : 18;
+  if (c->im->opset >= since && oimp_runtime_input(c, 1)) return oimp_dyn_reduce(c, e, keep != 0, noop != 0, out);
+  LOOM_PROPAGATE(oimp_get_axes(c, since, ax, 16, &n, &present));
   if (n == 0 && noop) return oimp_h_identity(c, e, out);
   int r = oimp_in_rank(c, 0);
   LOOM_PROPAGATE(oimp_norm_axes(c, r, ax, n));
@@ -628,59 +632,13 @@ static loom_status h_range_sym(nctx *c, loom_graph_expr **out) {
   return oimp_emit(c, "arange", 0, NULL, c->n->outputs[0], out);
 }
 
-/* Range over values known at run time: n = max(ceil((limit - start) / delta), 0) becomes a
- * symbolic dim, then start + delta * arange(n) (computed in f64, cast to the dtype). */
-static loom_status range_runtime(nctx *c, loom_dtype dt, loom_graph_expr **out) {
-  loom_graph_module *m = c->im->m;
-  loom_graph_expr *v[3], *t[2], *n, *k;
-  c->consts[0] = NULL; /* the result is not input 0's constant (see import_node) */
-  for (size_t i = 0; i < 3; i++) {
-    const loom_sinfo *si = c->args[i]->sinfo;
-    if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims) return UNSUP(c->n, "input %zu's rank is unknown", i);
-    for (int d = 0; d < si->ndim; d++) {
-      int64_t e;
-      if (!loom_sym_is_const(si->dims[d], &e) || e != 1) return BAD(c->n, "input %zu must be a scalar (one value)", i);
-    }
-    v[i] = c->args[i];
-    if (si->ndim) {
-      oimp_add_attr(c, loom_graph_attr_syms(m, "shape", 0, NULL));
-      LOOM_PROPAGATE(oimp_emit(c, "reshape", 1, &v[i], NULL, &v[i]));
-    }
-    oimp_add_attr(c, loom_graph_attr_dtype(m, "dtype", LOOM_DTYPE_F64));
-    LOOM_PROPAGATE(oimp_emit(c, "cast", 1, &v[i], NULL, &v[i]));
-  }
-  t[0] = v[1], t[1] = v[0];
-  LOOM_PROPAGATE(oimp_emit(c, "sub", 2, t, NULL, &n));
-  t[0] = n, t[1] = v[2];
-  LOOM_PROPAGATE(oimp_emit(c, "div", 2, t, NULL, &n));
-  LOOM_PROPAGATE(oimp_emit(c, "ceil", 1, &n, NULL, &n));
-  if (!(t[1] = loom_graph_const_scalar(m, LOOM_DTYPE_F64, 0))) return LOOM_OOM();
-  t[0] = n;
-  LOOM_PROPAGATE(oimp_emit(c, "maximum", 2, t, NULL, &n));
-  oimp_add_attr(c, loom_graph_attr_dtype(m, "dtype", LOOM_DTYPE_I64));
-  LOOM_PROPAGATE(oimp_emit(c, "cast", 1, &n, NULL, &n));
-  const loom_sym_expr *one = loom_sym_const(c->im->cx, 1), *len;
-  oimp_add_attr(c, loom_graph_attr_syms(m, "shape", 1, &one));
-  LOOM_PROPAGATE(oimp_emit(c, "reshape", 1, &n, NULL, &n));
-  LOOM_PROPAGATE(oimp_runtime_syms(c, n, c->n->outputs[0], &len, 1));
-  oimp_add_attr(c, loom_graph_attr_syms(m, "end", 1, &len));
-  oimp_add_attr(c, loom_graph_attr_dtype(m, "dtype", LOOM_DTYPE_F64));
-  LOOM_PROPAGATE(oimp_emit(c, "arange", 0, NULL, NULL, &k));
-  t[0] = k, t[1] = v[2];
-  LOOM_PROPAGATE(oimp_emit(c, "mul", 2, t, NULL, &k));
-  t[0] = k, t[1] = v[0];
-  LOOM_PROPAGATE(oimp_emit(c, "add", 2, t, NULL, &k));
-  oimp_add_attr(c, loom_graph_attr_dtype(m, "dtype", dt));
-  return oimp_emit(c, "cast", 1, &k, c->n->outputs[0], out);
-}
-
 static loom_status h_range(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
-  loom_dtype dt = c->args[0]->sinfo->dtype;
   for (size_t i = 0; i < 3; i++)
     if (c->syms[i]) return h_range_sym(c, out);
   for (size_t i = 0; i < 3; i++)
-    if (!c->consts[i] || c->consts[i]->numel != 1) return range_runtime(c, dt, out);
+    if (!c->consts[i] || c->consts[i]->numel != 1) return oimp_dyn_range(c, out);
+  loom_dtype dt = c->consts[0]->dtype;
   double st = oimp_scalar_f64(c->consts[0]), lim = oimp_scalar_f64(c->consts[1]), d = oimp_scalar_f64(c->consts[2]);
   if (d == 0) return BAD(c->n, "delta is 0");
   double nn = ceil((lim - st) / d);
@@ -750,6 +708,7 @@ static loom_status h_trilu(nctx *c, const op_entry *e, loom_graph_expr **out) {
   size_t n = 1;
   const loom_sym_expr *k = loom_sym_const(c->im->cx, 0);
   LOOM_PROPAGATE(oimp_attr_int(c, "upper", 1, &upper));
+  if (oimp_runtime_input(c, 1)) return oimp_dyn_trilu(c, upper != 0, out);
   if (oimp_has_input(c, 1)) LOOM_PROPAGATE(oimp_sym_ints(c, 1, "k", &k, 1, &n));
   if (n != 1) return BAD(c->n, "input 1 (k) must hold one value, got %zu", n);
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "k", 1, &k));
@@ -874,6 +833,8 @@ static loom_status h_slice(nctx *c, const op_entry *e, loom_graph_expr **out) {
     if (has_axes) memcpy(ax, v, na * sizeof *v);
   } else {
     if (c->n->n_attrs) return UNSUP(c->n, "attributes are inputs since opset 10");
+    for (size_t i = 1; i < 5; i++)
+      if (oimp_runtime_input(c, i)) return oimp_dyn_slice(c, e, out);
     LOOM_PROPAGATE(oimp_sym_ints(c, 1, "starts", st, 16, &ns));
     LOOM_PROPAGATE(oimp_sym_ints(c, 2, "ends", en, 16, &ne));
     if (oimp_has_input(c, 3)) {
@@ -931,6 +892,8 @@ static loom_status h_pad(nctx *c, const op_entry *e, loom_graph_expr **out) {
     memcpy(pads, v, n * sizeof *v);
     LOOM_PROPAGATE(oimp_attr_float(c, "value", 0, &value));
   } else {
+    for (size_t i = 1; i < 4; i++)
+      if (oimp_runtime_input(c, i)) return oimp_dyn_pad(c, e, out);
     LOOM_PROPAGATE(oimp_const_ints(c, 1, "pads", pads, 32, &n));
     if (oimp_has_input(c, 2)) {
       if (!c->consts[2] || c->consts[2]->numel != 1) return UNSUP(c->n, "input 2 (constant_value) must be a constant scalar");

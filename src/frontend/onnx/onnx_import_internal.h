@@ -2,7 +2,8 @@
  * table of direct mappings and the shape ops; onnx_import_nn.c: ops composed of several
  * graph ops — losses, activations, normalizations, index tricks; onnx_import_seq.c: attention,
  * rotary embedding, recurrences; onnx_import_quant.c: casts and quantization; onnx_import_image.c:
- * convolution, pooling, resize; onnx_import_symval.c: shape computations as symbolic values).
+ * convolution, pooling, resize; onnx_import_symval.c: shape computations as symbolic values;
+ * onnx_import_dyn.c: structural inputs known only at run time).
  * Not a public interface. */
 #ifndef LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
 #define LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
@@ -138,6 +139,18 @@ loom_status oimp_attr_str(const nctx *c, const char *name, const char *def, cons
 loom_status oimp_h_simple(nctx *c, const op_entry *e, loom_graph_expr **out);
 loom_status oimp_h_identity(nctx *c, const op_entry *e, loom_graph_expr **out);
 loom_status oimp_h_reduce(nctx *c, const op_entry *e, loom_graph_expr **out);
+
+/* onnx_import_dyn.c: inputs that decide structure but arrive at run time (neither constant
+ * nor computed from shapes) become the graph op's run-time operand form. */
+bool oimp_runtime_input(const nctx *c, size_t i);
+loom_status oimp_dyn_reduce(nctx *c, const op_entry *e, bool keep, bool noop, loom_graph_expr **out);
+loom_status oimp_dyn_trilu(nctx *c, bool upper, loom_graph_expr **out);
+loom_status oimp_dyn_reshape(nctx *c, const op_entry *e, bool allowzero, loom_graph_expr **out);
+loom_status oimp_dyn_axes_shape(nctx *c, const op_entry *e, loom_graph_expr **out);
+loom_status oimp_dyn_cumsum(nctx *c, const op_entry *e, bool excl, bool rev, loom_graph_expr **out);
+loom_status oimp_dyn_range(nctx *c, loom_graph_expr **out);
+loom_status oimp_dyn_slice(nctx *c, const op_entry *e, loom_graph_expr **out);
+loom_status oimp_dyn_pad(nctx *c, const op_entry *e, loom_graph_expr **out);
 
 /* From onnx_import_nn.c: x reversed along a static axis; LayerNormalization's Mean and
  * InvStdDev outputs (bound when the node names them). */

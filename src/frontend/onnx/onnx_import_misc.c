@@ -156,40 +156,18 @@ static loom_status cumulate(nctx *c, const char *op, loom_graph_expr *x, int64_t
   return LOOM_OK;
 }
 
-/* CumSum / CumProd. The axis is a constant, or a scalar known at run time: then the result
- * along every axis k is computed and `where(axis == k or axis == k - rank)` picks one (an
- * axis outside [-rank, rank) picks the last axis). */
+/* CumSum / CumProd. The axis is a constant, or a scalar known at run time: then the graph op
+ * takes it as operand 1 (checked when it runs; oimp_dyn_cumsum). */
 static loom_status h_cum(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t excl, rev, axis;
   size_t n;
   LOOM_PROPAGATE(oimp_attr_int(c, "exclusive", 0, &excl));
   LOOM_PROPAGATE(oimp_attr_int(c, "reverse", 0, &rev));
-  int r = oimp_in_rank(c, 0);
-  if (c->consts[1]) {
-    LOOM_PROPAGATE(oimp_const_ints(c, 1, "axis", &axis, 1, &n));
-    if (n != 1) return BAD(c->n, "axis must hold one value");
-    LOOM_PROPAGATE(oimp_norm_axes(c, r, &axis, 1));
-    return cumulate(c, e->op, c->args[0], axis, excl != 0, rev != 0, out);
-  }
-  if (r < 1) return UNSUP(c->n, "a run-time axis needs an input of known rank >= 1");
-  loom_dtype adt = c->args[1]->sinfo->dtype;
-  if (adt != LOOM_DTYPE_I64 && adt != LOOM_DTYPE_I32) return BAD(c->n, "input 1 (axis) must be int32 or int64");
-  loom_graph_expr *ax, *y = NULL;
-  LOOM_PROPAGATE(as_scalar(c, c->args[1], &ax));
-  for (int k = r - 1; k >= 0; k--) {
-    loom_graph_expr *yk, *is, *is2;
-    LOOM_PROPAGATE(cumulate(c, e->op, c->args[0], k, excl != 0, rev != 0, &yk));
-    if (!y) {
-      y = yk;
-      continue;
-    }
-    LOOM_PROPAGATE(oimp_op_k(c, "equal", ax, k, &is));
-    LOOM_PROPAGATE(oimp_op_k(c, "equal", ax, k - r, &is2));
-    LOOM_PROPAGATE(oimp_op2(c, "logical_or", is, is2, &is));
-    LOOM_PROPAGATE(oimp_op3(c, "where", is, yk, y, &y));
-  }
-  *out = y;
-  return LOOM_OK;
+  if (!c->consts[1]) return oimp_dyn_cumsum(c, e, excl != 0, rev != 0, out);
+  LOOM_PROPAGATE(oimp_const_ints(c, 1, "axis", &axis, 1, &n));
+  if (n != 1) return BAD(c->n, "axis must hold one value");
+  LOOM_PROPAGATE(oimp_norm_axes(c, oimp_in_rank(c, 0), &axis, 1));
+  return cumulate(c, e->op, c->args[0], axis, excl != 0, rev != 0, out);
 }
 
 /* ---- ScatterElements / Scatter / Compress --------------------------------------------------- */

@@ -13,5 +13,6 @@ pub const compiler = [_][]const u8{
     "src/frontend/onnx/onnx_import_seq.c",
     "src/frontend/onnx/onnx_import_quant.c",
     "src/frontend/onnx/onnx_import_misc.c",
+    "src/frontend/onnx/onnx_import_dyn.c",
     "src/frontend/onnx/conformance.c",
 };

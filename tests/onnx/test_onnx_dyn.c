@@ -1,0 +1,138 @@
+/* test_onnx_dyn.c — ONNX operands that decide structure fed as graph inputs (Reduce* axes,
+ * Reshape's shape, Trilu's k, Range's bounds, Pad's pads, Slice's bounds, CumSum's axis):
+ * imported as the graph ops' run-time operand forms, evaluated by the interpreter, and the
+ * import / run errors for bad ones name the node, the input and the values. */
+#include "frontend/onnx/onnx_import.h"
+#include "graph/graph.h"
+#include "onnx/onnx_test.h"
+
+/* One-node model: inputs `ins` of element types `elems` and dims `dims` (rank each), output y. */
+typedef struct io {
+  const char *name;
+  int elem, rank;
+  const char *dims[4];
+} io;
+
+enum { F32 = 1, I32 = 6, I64 = 7 };
+
+static loom_status import_one(const char *op, const io *ins, size_t nin, const io *out, pb *attrs, loom_onnx_model **mm,
+                              loom_graph_module **gm) {
+  pb g = {0}, model = {0};
+  const char *names[8] = {NULL}, *outs[] = {out->name, NULL};
+  for (size_t i = 0; i < nin; i++) names[i] = ins[i].name;
+  pb_node(&g, op, "d", names, outs, attrs);
+  for (size_t i = 0; i < nin; i++) pb_value_info(&g, 11, ins[i].name, ins[i].elem, ins[i].rank, (const char **)ins[i].dims);
+  pb_value_info(&g, 12, out->name, out->elem, out->rank, (const char **)out->dims);
+  pb_model(&model, 25, &g);
+  loom_status s = loom_onnx_model_parse(model.d, model.len, "mem.onnx", NULL, mm);
+  pb_free(&model);
+  *gm = NULL;
+  return s ? s : loom_onnx_import(*mm, gm);
+}
+
+static void int_attr(pb *attrs, const char *name, int64_t v) {
+  pb a = {0};
+  pb_str(&a, 1, name), pb_int(&a, 20, 2), pb_int(&a, 3, v), pb_msg(attrs, 5, &a);
+}
+
+#define EXPECT_IMPORT_ERROR(op, ins, out, attrs, code, needle)                                             \
+  do {                                                                                                     \
+    loom_onnx_model *m_;                                                                                   \
+    loom_graph_module *gm_;                                                                                \
+    EXPECT_ERROR(import_one(op, ins, sizeof(ins) / sizeof(ins)[0], out, attrs, &m_, &gm_), code, needle); \
+    cr_assert_null(gm_);                                                                                   \
+    loom_onnx_model_free(m_);                                                                              \
+  } while (0)
+
+static loom_graph_value tensor(loom_dtype dt, int nd, const int64_t *sh, const double *v) {
+  loom_graph_value t;
+  cr_assert(!loom_graph_value_tensor(dt, nd, sh, &t));
+  for (size_t i = 0; i < t.t.numel; i++) loom_graph_tensor_set_f64(&t.t, i, v[i]);
+  return t;
+}
+
+LOOM_TEST(onnx_dyn, bad_runtime_operands_are_refused_at_import) {
+  /* axes of unknown length: the result's rank would be unknown */
+  io r1[] = {{"x", F32, 2, {"2", "3"}}, {"a", I64, 1, {"?"}}};
+  io y = {"y", F32, -1, {NULL}};
+  EXPECT_IMPORT_ERROR("ReduceSum", r1, &y, NULL, UNIMPLEMENTED,
+                      "node 0 (ReduceSum 'd'): input 1 (axes) must be a constant or a 1-D integer tensor of static length");
+  io r2[] = {{"x", F32, 2, {"2", "3"}}, {"a", F32, 1, {"1"}}};
+  EXPECT_IMPORT_ERROR("ReduceMax", r2, &y, NULL, UNIMPLEMENTED, "(it is computed at run time)");
+  io t1[] = {{"x", F32, 2, {"2", "3"}}, {"k", I64, 1, {"2"}}};
+  EXPECT_IMPORT_ERROR("Trilu", t1, &y, NULL, INVALID_ARGUMENT, "node 0 (Trilu 'd'): input 1 (k) must hold one value, got 2");
+  io s1[] = {{"x", F32, 2, {"2", "3"}}, {"b", I64, 1, {"2"}}, {"e", I64, 1, {"1"}}};
+  EXPECT_IMPORT_ERROR("Slice", s1, &y, NULL, INVALID_ARGUMENT, "input 2 (ends) has 1 values, starts has 2");
+  io p1[] = {{"x", F32, 2, {"2", "3"}}, {"p", I64, 1, {"4"}}, {"v", I32, 0, {NULL}}};
+  EXPECT_IMPORT_ERROR("Pad", p1, &y, NULL, INVALID_ARGUMENT, "input 2 (constant_value) must have the input's dtype");
+  io p2[] = {{"x", F32, 2, {"2", "3"}}, {"p", I64, 1, {"2"}}};
+  EXPECT_IMPORT_ERROR("Pad", p2, &y, NULL, INVALID_ARGUMENT, "pads has 2 values for 2 axes");
+  io c1[] = {{"x", F32, 1, {"3"}}, {"a", I64, 1, {"2"}}};
+  EXPECT_IMPORT_ERROR("CumSum", c1, &y, NULL, INVALID_ARGUMENT, "input 1 (axis) must hold one value, got 2");
+  io g1[] = {{"s", F32, 0, {NULL}}, {"l", F32, 1, {"2"}}, {"d", F32, 0, {NULL}}};
+  EXPECT_IMPORT_ERROR("Range", g1, &y, NULL, INVALID_ARGUMENT, "node 0 (Range 'd'): input 1 must be a scalar");
+}
+
+LOOM_TEST(onnx_dyn, runtime_axes_run_and_bad_values_name_the_op) {
+  io ins[] = {{"x", F32, 2, {"N", "3"}}, {"a", I64, 1, {"1"}}};
+  io out = {"y", F32, -1, {NULL}};
+  pb attrs = {0};
+  int_attr(&attrs, "keepdims", 0);
+  loom_onnx_model *m;
+  loom_graph_module *gm;
+  loom_status s = import_one("ReduceMean", ins, 2, &out, &attrs, &m, &gm);
+  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+  loom_graph_value args[2] = {tensor(LOOM_DTYPE_F32, 2, (int64_t[]){2, 3}, (double[]){1, 2, 3, 4, 5, 9}),
+                              tensor(LOOM_DTYPE_I64, 1, (int64_t[]){1}, (double[]){-1})}, r;
+  s = loom_graph_eval(gm, "main", 2, args, NULL, &r);
+  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+  cr_assert_eq(r.t.ndim, 1);
+  cr_assert_eq(r.t.shape[0], 2);
+  cr_assert_eq(loom_graph_tensor_get_f64(&r.t, 0), 2);
+  cr_assert_eq(loom_graph_tensor_get_f64(&r.t, 1), 6);
+  loom_graph_value_free(&r);
+  loom_graph_tensor_set_f64(&args[1].t, 0, 2);
+  EXPECT_ERROR(loom_graph_eval(gm, "main", 2, args, NULL, &r), INVALID_ARGUMENT,
+               "mean: operand 1 (axes) value 2 is out of range for rank 2");
+  for (size_t i = 0; i < 2; i++) loom_graph_value_free(&args[i]);
+  loom_graph_module_destroy(gm);
+  loom_onnx_model_free(m);
+}
+
+LOOM_TEST(onnx_dyn, reshape_and_range_from_graph_inputs) {
+  io ins[] = {{"x", F32, 2, {"2", "3"}}, {"s", I64, 1, {"3"}}};
+  io out = {"y", F32, -1, {NULL}};
+  loom_onnx_model *m;
+  loom_graph_module *gm;
+  loom_status s = import_one("Reshape", ins, 2, &out, NULL, &m, &gm);
+  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+  loom_graph_value args[2] = {tensor(LOOM_DTYPE_F32, 2, (int64_t[]){2, 3}, (double[]){1, 2, 3, 4, 5, 6}),
+                              tensor(LOOM_DTYPE_I64, 1, (int64_t[]){3}, (double[]){0, -1, 1})}, r;
+  s = loom_graph_eval(gm, "main", 2, args, NULL, &r);
+  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+  cr_assert(r.t.ndim == 3 && r.t.shape[0] == 2 && r.t.shape[1] == 3 && r.t.shape[2] == 1);
+  loom_graph_value_free(&r);
+  loom_graph_tensor_set_f64(&args[1].t, 1, 4);
+  EXPECT_ERROR(loom_graph_eval(gm, "main", 2, args, NULL, &r), INVALID_ARGUMENT,
+               "reshape: operand 1 (shape) [0, 4, 1] has 8 elements, operand 0 [2, 3] has 6");
+  for (size_t i = 0; i < 2; i++) loom_graph_value_free(&args[i]);
+  loom_graph_module_destroy(gm);
+  loom_onnx_model_free(m);
+
+  io rin[] = {{"s", I64, 0, {NULL}}, {"l", I64, 0, {NULL}}, {"d", I64, 0, {NULL}}};
+  io rout = {"y", I64, 1, {"?"}};
+  s = import_one("Range", rin, 3, &rout, NULL, &m, &gm);
+  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+  loom_graph_value ra[3] = {tensor(LOOM_DTYPE_I64, 0, NULL, (double[]){1}), tensor(LOOM_DTYPE_I64, 0, NULL, (double[]){8}),
+                            tensor(LOOM_DTYPE_I64, 0, NULL, (double[]){3})};
+  s = loom_graph_eval(gm, "main", 3, ra, NULL, &r);
+  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+  cr_assert(r.t.ndim == 1 && r.t.shape[0] == 3);
+  cr_assert(loom_graph_tensor_get_i64(&r.t, 2) == 7);
+  loom_graph_value_free(&r);
+  loom_graph_tensor_set_i64(&ra[2].t, 0, 0);
+  EXPECT_ERROR(loom_graph_eval(gm, "main", 3, ra, NULL, &r), INVALID_ARGUMENT, "arange: operand 2 (delta) is 0");
+  for (size_t i = 0; i < 3; i++) loom_graph_value_free(&ra[i]);
+  loom_graph_module_destroy(gm);
+  loom_onnx_model_free(m);
+}
