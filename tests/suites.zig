@@ -46,6 +46,7 @@ pub const suites = .{
         "tests/onnx/test_onnx_symbolic_shapes.c",
         "tests/onnx/test_onnx_seq.c",
         "tests/onnx/test_onnx_quant.c",
+        "tests/onnx/test_onnx_ctl.c",
         "tests/fuzz/fuzz_onnx_model.c",
         "tests/fuzz/test_fuzz_onnx.c",
     } },

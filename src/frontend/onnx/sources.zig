@@ -12,5 +12,6 @@ pub const compiler = [_][]const u8{
     "src/frontend/onnx/onnx_import_image.c",
     "src/frontend/onnx/onnx_import_seq.c",
     "src/frontend/onnx/onnx_import_quant.c",
+    "src/frontend/onnx/onnx_import_ctl.c",
     "src/frontend/onnx/conformance.c",
 };
