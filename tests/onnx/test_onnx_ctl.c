@@ -241,7 +241,7 @@ LOOM_TEST(onnx_ctl, if_on_a_runtime_condition_selects_with_where) {
 
 LOOM_TEST(onnx_ctl, sequences_and_optionals_built_in_the_graph) {
   /* x (3, 2) split into rows; insert x[0] + 1 at the front; erase the last; length; stack on
-   * axis 1; SequenceAt(-1); an optional of x and an empty one */
+   * axis 1; SequenceAt(-1); an optional of x and an empty one; SequenceMap adding 1, concatenated */
   pb g = {0}, a = {0};
   in(&g, "x", F32, 2, L("3", "2"));
   a_int(&a, "keepdims", 0);
@@ -259,8 +259,17 @@ LOOM_TEST(onnx_ctl, sequences_and_optionals_built_in_the_graph) {
   node(&g, "OptionalGetElement", L("ox"), L("gx"), NULL);
   node(&g, "OptionalHasElement", L(""), L("none"), NULL);
   node(&g, "OptionalHasElement", L("ox"), L("some"), NULL);
+  pb body = {0}, mb = {0};
+  in(&body, "el", F32, 1, L("2")), in(&body, "kk", F32, 0, NULL);
+  node(&body, "Add", L("el", "kk"), L("m"), NULL);
+  out(&body, "m", F32, 1, L("2"));
+  a_graph(&mb, "body", &body);
+  node(&g, "SequenceMap", L("s3", "one"), L("mapped"), &mb);
+  a_int(&a, "axis", 0);
+  node(&g, "ConcatFromSequence", L("mapped"), L("flat"), &a);
   out(&g, "len", I64, 0, NULL), out(&g, "stacked", F32, 2, L("2", "3")), out(&g, "last", F32, 1, L("2"));
   out(&g, "gx", F32, 2, L("3", "2")), out(&g, "none", BOOL, 0, NULL), out(&g, "some", BOOL, 0, NULL);
+  out(&g, "flat", F32, 1, L("6"));
   loom_onnx_model *m;
   loom_graph_module *gm;
   loom_status s = import(&g, 18, &m, &gm);
@@ -277,6 +286,7 @@ LOOM_TEST(onnx_ctl, sequences_and_optionals_built_in_the_graph) {
   expect_f32(&r.items[3], 2, (int64_t[]){3, 2}, xv);
   cr_assert_eq(((uint8_t *)r.items[4].t.data)[0], 0);
   cr_assert_eq(((uint8_t *)r.items[5].t.data)[0], 1);
+  expect_f32(&r.items[6], 1, (int64_t[]){6}, (float[]){3, 4, 2, 3, 4, 5}); /* SequenceMap: + 1 */
   loom_graph_value_free(&r), loom_graph_value_free(&x);
   loom_graph_module_destroy(gm);
   loom_onnx_model_free(m);

@@ -11,7 +11,8 @@
  *   must be a constant at entry and fold in every iteration (no data-dependent early exit).
  *   Scan outputs are stacked (expand_dims + concat) along their axes, in their directions.
  * - Sequences and optionals built in the graph are static lists of graph values (oimp_seq);
- *   SequenceAt / SequenceLength / ConcatFromSequence / OptionalGetElement ... read the list.
+ *   SequenceAt / SequenceLength / ConcatFromSequence / OptionalGetElement ... read the list;
+ *   SequenceMap imports its body once per element.
  *   Positions must be constants. A sequence cannot be a graph input or output here (the
  *   loader refuses such test data anyway). */
 #include <stdlib.h>
@@ -645,6 +646,43 @@ static loom_status h_opt_get(nctx *c, const op_entry *e, loom_graph_expr **out) 
   return LOOM_OK;
 }
 
+/* SequenceMap: the body once per element; additional inputs that are sequences give their
+ * element i, tensors themselves. Each body output makes one output sequence. */
+static loom_status h_seq_map(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e, (void)out;
+  const loom_onnx_graph *g;
+  const oimp_seq *s0;
+  LOOM_PROPAGATE(body_attr(c, "body", &g));
+  LOOM_PROPAGATE(seq_in(c, 0, &s0));
+  for (size_t j = 1; j < c->nargs; j++) {
+    if (!c->seqs[j]) continue;
+    if (c->seqs[j]->optional) return BAD(c->n, "input %zu '%s' is an optional, not a sequence or tensor", j, c->n->inputs[j]);
+    if (c->seqs[j]->n != s0->n)
+      return BAD(c->n, "input %zu '%s' has %zu elements, input 0 has %zu", j, c->n->inputs[j], c->seqs[j]->n, s0->n);
+  }
+  size_t nout = g->n_outputs;
+  if (c->n->n_outputs != nout) return BAD(c->n, "%zu outputs, the body gives %zu", c->n->n_outputs, nout);
+  if (nout > 8) return UNSUP(c->n, "%zu outputs (at most 8)", nout);
+  oimp_seq *res[8];
+  for (size_t k = 0; k < nout; k++)
+    if (!(res[k] = new_seq(c->im, s0->n, LOOM_DTYPE_UNKNOWN, false))) return LOOM_OOM();
+  oimp_binding ins[8], outs[8];
+  for (size_t i = 0; i < s0->n; i++) {
+    for (size_t j = 0; j < c->nargs; j++)
+      ins[j] = c->seqs[j] ? (oimp_binding){c->seqs[j]->items[i], c->seqs[j]->consts[i], NULL, NULL} : in_binding(c, j);
+    LOOM_PROPAGATE(run_body(c, "body", g, c->nargs, ins, outs));
+    for (size_t k = 0; k < nout; k++) {
+      if (outs[k].seq) return UNSUP(c->n, "output %zu of the body is a sequence", k);
+      res[k]->items[i] = outs[k].e, res[k]->consts[i] = outs[k].k;
+      res[k]->dtype = outs[k].e->sinfo->dtype;
+    }
+  }
+  c->bound = true;
+  for (size_t k = 0; k < nout; k++)
+    if (*c->n->outputs[k]) LOOM_PROPAGATE(oimp_bind_seq(c->im, c->n->outputs[k], res[k]));
+  return LOOM_OK;
+}
+
 #define NOATTR " "
 const op_entry oimp_ctl_table[] = {
     {"If", NULL, h_if, 1, 1, " then_branch else_branch ", true},
@@ -659,6 +697,7 @@ const op_entry oimp_ctl_table[] = {
     {"SequenceLength", NULL, h_seq_length, 1, 1, NOATTR, false},
     {"ConcatFromSequence", NULL, h_concat_from_seq, 1, 1, " axis new_axis ", false},
     {"SplitToSequence", NULL, h_split_to_seq, 1, 2, " axis keepdims ", true},
+    {"SequenceMap", NULL, h_seq_map, 1, 8, " body ", true},
     {"Optional", NULL, h_optional, 0, 1, " type ", true},
     {"OptionalHasElement", NULL, h_opt_has, 0, 1, NOATTR, false},
     {"OptionalGetElement", NULL, h_opt_get, 1, 1, NOATTR, true},
