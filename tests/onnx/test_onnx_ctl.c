@@ -195,6 +195,8 @@ LOOM_TEST(onnx_ctl, scan_is_unrolled_along_axes_and_directions) {
   loom_onnx_model_free(m);
   scan_model(&g, "T");
   EXPECT_REFUSED(&g, 16, UNIMPLEMENTED, "scan input 0's axis 1 has a symbolic length: the scan length must be static");
+  scan_model(&g, "3"); /* Scan-8 has no scan_input_axes */
+  EXPECT_REFUSED(&g, 8, INVALID_ARGUMENT, "attribute 'scan_input_axes' is not in Scan before opset 9");
 }
 
 /* y = If(c, x + 1, x * 2); the else branch's shape is (2n) when `differ`. */
@@ -325,4 +327,10 @@ LOOM_TEST(onnx_ctl, sequence_refusals) {
   node(&g, "SequenceLength", L("s2"), L("y"), NULL);
   out(&g, "y", I64, 0, NULL);
   EXPECT_REFUSED(&g, 18, INVALID_ARGUMENT, "node 2 (SequenceInsert): input 1 'k' is i64, the sequence holds f32");
+  in(&g, "x", F32, 1, L("4"));
+  node(&g, "SequenceConstruct", L("x"), L("s"), NULL);
+  node(&g, "SplitToSequence", L("s"), L("s2"), NULL);
+  node(&g, "SequenceLength", L("s2"), L("y"), NULL);
+  out(&g, "y", I64, 0, NULL);
+  EXPECT_REFUSED(&g, 18, INVALID_ARGUMENT, "node 1 (SplitToSequence): input 0 's' must be a tensor, not a sequence or optional");
 }

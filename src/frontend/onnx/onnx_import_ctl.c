@@ -63,6 +63,12 @@ static loom_status const_int(const nctx *c, size_t i, const char *what, int64_t 
   return LOOM_OK;
 }
 
+/* Refuses a sequence or optional where input i must be a tensor. */
+static loom_status need_tensor(const nctx *c, size_t i) {
+  if (i < c->nargs && c->seqs[i]) return BAD(c->n, "input %zu '%s' must be a tensor, not a sequence or optional", i, c->n->inputs[i]);
+  return LOOM_OK;
+}
+
 static bool truthy(const loom_onnx_tensor *t) { return oimp_scalar_f64(t) != 0; }
 
 /* Imports body g with its inputs bound to ins[0..nin) and reads its outputs into outs (each
@@ -158,6 +164,7 @@ static loom_status h_if(nctx *c, const op_entry *e, loom_graph_expr **out) {
       return BAD(c->n, "%s has %zu outputs, the node %zu", b ? "else_branch" : "then_branch", br[b]->n_outputs, nout);
   if (nout > 64) return UNSUP(c->n, "%zu outputs (at most 64)", nout);
   oimp_binding o[2][64];
+  LOOM_PROPAGATE(need_tensor(c, 0));
   c->bound = true;
   if (c->consts[0]) {
     if (c->consts[0]->numel != 1) return BAD(c->n, "the condition has %lld elements, not 1", (long long)c->consts[0]->numel);
@@ -344,6 +351,10 @@ static loom_status h_scan(nctx *c, const op_entry *e, loom_graph_expr **out) {
   LOOM_PROPAGATE(oimp_attr_int(c, "num_scan_inputs", 0, &nin));
   bool v8 = c->im->opset < 9;
   size_t first = v8 ? 1 : 0; /* opset 8: input 0 is sequence_lens */
+  static const char *const v9_attrs[] = {"scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"};
+  for (size_t i = 0; i < 4; i++)
+    if (v8 && loom_onnx_node_attr(c->n, v9_attrs[i])) return BAD(c->n, "attribute '%s' is not in Scan before opset 9", v9_attrs[i]);
+  if (!v8 && loom_onnx_node_attr(c->n, "directions")) return BAD(c->n, "attribute 'directions' is Scan-8's (opset 9: scan_input_directions)");
   if (v8 && oimp_has_input(c, 0)) return UNSUP(c->n, "input 0 (sequence_lens) is not supported");
   if (nin < 1 || (size_t)nin > c->nargs - first || nin > 8)
     return BAD(c->n, "num_scan_inputs %lld does not fit the %zu inputs", (long long)nin, c->nargs - first);
@@ -366,7 +377,10 @@ static loom_status h_scan(nctx *c, const op_entry *e, loom_graph_expr **out) {
     st[i] = in_binding(c, first + i);
     if (!st[i].e) return UNSUP(c->n, "state %zu is not a tensor", i);
   }
-  for (size_t j = 0; j < sp.nin; j++) xs[j] = c->args[first + sp.nstate + j];
+  for (size_t j = 0; j < sp.nin; j++) {
+    LOOM_PROPAGATE(need_tensor(c, first + sp.nstate + j));
+    xs[j] = c->args[first + sp.nstate + j];
+  }
   c->bound = true;
   if (!v8) {
     LOOM_PROPAGATE(scan_run(c, &sp, st, xs, ys));
@@ -558,6 +572,8 @@ static loom_status h_split_to_seq(nctx *c, const op_entry *e, loom_graph_expr **
   int64_t axis, keep;
   LOOM_PROPAGATE(oimp_attr_int(c, "axis", 0, &axis));
   LOOM_PROPAGATE(oimp_attr_int(c, "keepdims", 1, &keep));
+  LOOM_PROPAGATE(need_tensor(c, 0));
+  LOOM_PROPAGATE(need_tensor(c, 1));
   const loom_sinfo *si = c->args[0]->sinfo;
   int r = oimp_in_rank(c, 0);
   if (r < 0 || !si->dims) return UNSUP(c->n, "the input's rank is unknown");
