@@ -157,6 +157,41 @@ LOOM_TEST(onnx_ctl, loop_refusals) {
   EXPECT_REFUSED(&g, 13, UNIMPLEMENTED, "in the body of node 1 (Loop)");
 }
 
+LOOM_TEST(onnx_ctl, loop_carries_a_sequence) {
+  /* seq = []; for i in 0..3: seq.insert(x * i); y = concat(seq) — the loop13_seq pattern */
+  pb g = {0}, body = {0}, at = {0}, ad = {0}, cast = {0};
+  in(&g, "x", F32, 1, L("2"));
+  k_int(&g, "M", 3);
+  a_int(&ad, "dtype", F32);
+  node(&g, "SequenceEmpty", NONE, L("empty"), &ad);
+  in(&body, "i", I64, 0, NULL), in(&body, "c_in", BOOL, 0, NULL);
+  pb_value_info(&body, 11, "s_in", F32, -1, NULL);
+  a_int(&cast, "to", F32);
+  node(&body, "Cast", L("i"), L("fi"), &cast);
+  node(&body, "Mul", L("x", "fi"), L("xi"), NULL);
+  node(&body, "SequenceInsert", L("s_in", "xi"), L("s_out"), NULL);
+  node(&body, "Identity", L("c_in"), L("c_out"), NULL);
+  out(&body, "c_out", BOOL, 0, NULL);
+  pb_value_info(&body, 12, "s_out", F32, -1, NULL);
+  a_graph(&at, "body", &body);
+  node(&g, "Loop", L("M", "", "empty"), L("seq"), &at);
+  a_int(&ad, "axis", 0);
+  node(&g, "ConcatFromSequence", L("seq"), L("y"), &ad);
+  out(&g, "y", F32, 1, L("6"));
+  loom_onnx_model *m;
+  loom_graph_module *gm;
+  loom_status s = import(&g, 13, &m, &gm);
+  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+  loom_graph_value x, r;
+  f32_arg(&x, 1, (int64_t[]){2}, (float[]){1, 3});
+  s = loom_graph_eval(gm, "main", 1, &x, NULL, &r);
+  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+  expect_f32(&r, 1, (int64_t[]){6}, (float[]){0, 0, 1, 3, 2, 6});
+  loom_graph_value_free(&r), loom_graph_value_free(&x);
+  loom_graph_module_destroy(gm);
+  loom_onnx_model_free(m);
+}
+
 /* Scan (opset 9) summing the columns of x (2, n) right to left, outputs stacked on axis 1. */
 static void scan_model(pb *g, const char *n) {
   pb body = {0}, at = {0};
