@@ -48,6 +48,7 @@ pub const suites = .{
         "tests/onnx/test_onnx_quant.c",
         "tests/onnx/test_onnx_import_misc.c",
         "tests/onnx/test_onnx_dyn.c",
+        "tests/onnx/test_onnx_ctl.c",
         "tests/fuzz/fuzz_onnx_model.c",
         "tests/fuzz/test_fuzz_onnx.c",
     } },

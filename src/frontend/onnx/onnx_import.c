@@ -74,16 +74,28 @@ loom_status oimp_bind(imp *im, const char *name, loom_graph_expr *e, const loom_
     const oimp_symval **sy = realloc(im->val_syms, c * sizeof *sy);
     if (!sy) return LOOM_OOM();
     im->val_syms = sy;
+    const oimp_seq **sq = realloc(im->val_seqs, c * sizeof *sq);
+    if (!sq) return LOOM_OOM();
+    im->val_seqs = sq;
     im->capvals = c;
   }
   im->val_names[im->nvals] = name;
   im->vals[im->nvals] = e;
   im->val_consts[im->nvals] = t;
   im->val_syms[im->nvals] = NULL;
+  im->val_seqs[im->nvals] = NULL;
   im->nvals++;
   return LOOM_OK;
 }
 
+loom_status oimp_bind_seq(imp *im, const char *name, const oimp_seq *sq) {
+  LOOM_PROPAGATE(oimp_bind(im, name, NULL, NULL));
+  im->val_seqs[im->nvals - 1] = sq;
+  return LOOM_OK;
+}
+
+/* The innermost binding of `name`: the values bound last (a subgraph's, inside its scope) are
+ * searched first, so a body sees the enclosing graphs' values. */
 static ssize_t find_val(const imp *im, const char *name) {
   for (size_t i = im->nvals; i-- > 0;)
     if (im->val_names[i] == name || strcmp(im->val_names[i], name) == 0) return (ssize_t)i;
@@ -93,11 +105,33 @@ static ssize_t find_val(const imp *im, const char *name) {
 /* The graph expr of value v: a symbolic value is materialised (sym_tensor) on its first use as
  * a tensor, so shape computations consumed only symbolically leave nothing in the graph. */
 static loom_status value_expr(imp *im, size_t v, loom_graph_expr **out) {
+  if (!im->vals[v] && !im->val_syms[v])
+    return LOOM_ERROR(UNIMPLEMENTED, "'%s' is a sequence or optional, not a tensor", im->val_names[v]);
   if (!im->vals[v]) {
     LOOM_PROPAGATE(oimp_symval_expr(im, im->val_names[v], im->val_syms[v], &im->vals[v]));
     im->nsymvals++;
   }
   *out = im->vals[v];
+  return LOOM_OK;
+}
+
+bool oimp_lookup(imp *im, const char *name, oimp_binding *out) {
+  ssize_t v = find_val(im, name);
+  if (v < 0) return false;
+  *out = (oimp_binding){im->vals[v], im->val_consts[v], im->val_syms[v], im->val_seqs[v]};
+  return true;
+}
+
+loom_status oimp_lookup_expr(imp *im, const char *name, loom_graph_expr **out) {
+  ssize_t v = find_val(im, name);
+  if (v < 0) return LOOM_ERROR(INVALID_ARGUMENT, "value '%s' is not defined", name);
+  return value_expr(im, (size_t)v, out);
+}
+
+loom_status oimp_bind_as(imp *im, const char *name, const oimp_binding *b) {
+  LOOM_PROPAGATE(oimp_bind(im, name, b->e, b->k));
+  im->val_syms[im->nvals - 1] = b->sym;
+  im->val_seqs[im->nvals - 1] = b->seq;
   return LOOM_OK;
 }
 
@@ -425,6 +459,19 @@ static loom_status h_axes_shape(nctx *c, const op_entry *e, loom_graph_expr **ou
   int r = oimp_in_rank(c, 0);
   LOOM_PROPAGATE(oimp_norm_axes(c, unsq ? (r < 0 ? r : r + (int)n) : r, ax, n));
   if (present) oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, ax));
+  if (!unsq && !present) { /* every dim that is 1 when it runs: each must be known to be 1 or not */
+    const loom_sinfo *si = c->args[0]->sinfo;
+    if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims) return UNSUP(c->n, "Squeeze without axes needs a known rank");
+    for (int k = 0; k < si->ndim; k++) {
+      loom_sym_truth t = loom_sym_prove_eq(c->im->cx, si->dims[k], loom_sym_const(c->im->cx, 1));
+      if (t == LOOM_SYM_UNKNOWN) {
+        char *d = loom_sym_to_string(si->dims[k]);
+        loom_status st = UNSUP(c->n, "Squeeze without axes: whether dim %d (%s) is 1 is known only at run time", k, d ? d : "?");
+        free(d);
+        return st;
+      }
+    }
+  }
   return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
 
@@ -1134,7 +1181,7 @@ static bool fold_node(imp *im, const op_entry *e, const nctx *c, loom_onnx_tenso
     }
     loom_graph_value_free(&res);
   }
-  free(sub.val_names), free(sub.vals), free(sub.val_consts), free(sub.val_syms), free(sub.sym_names), free(sub.syms), free(sub.used);
+  free(sub.val_names), free(sub.vals), free(sub.val_consts), free(sub.val_syms), free(sub.val_seqs), free(sub.sym_names), free(sub.syms), free(sub.used);
   loom_graph_module_destroy(sub.m);
   return *out != NULL;
 }
@@ -1154,7 +1201,7 @@ const op_entry *oimp_find_entry(const char *op_type) {
   return NULL;
 }
 
-static loom_status import_node(imp *im, const loom_onnx_node *n) {
+loom_status oimp_import_node(imp *im, const loom_onnx_node *n) {
   if (*n->domain && strcmp(n->domain, "ai.onnx") != 0) return UNSUP(n, "domain '%s' is not supported", n->domain);
   if (strcmp(n->op_type, "Constant") == 0) {
     if (n->n_attrs != 1) return BAD(n, "exactly one value attribute is required");
@@ -1191,6 +1238,7 @@ static loom_status import_node(imp *im, const loom_onnx_node *n) {
     if (!strstr(e->attrs, key)) return UNSUP(n, "attribute '%s' is not supported", n->attrs[i].name);
   }
   nctx c = {.im = im, .n = n};
+  bool has_seq = false;
   size_t vidx[8];
   size_t last = n->n_inputs;
   while (last > 0 && !*n->inputs[last - 1]) last--;
@@ -1203,13 +1251,20 @@ static loom_status import_node(imp *im, const loom_onnx_node *n) {
     if (v < 0) return BAD(n, "input %zu '%s' is not defined", i, n->inputs[i]);
     c.consts[c.nargs] = im->val_consts[v];
     c.syms[c.nargs] = im->val_syms[v];
+    c.seqs[c.nargs] = im->val_seqs[v];
+    if (c.seqs[c.nargs]) {
+      if (strcmp(n->op_type, "Identity") == 0) return oimp_bind_seq(im, n->outputs[0], c.seqs[c.nargs]);
+      if (!oimp_ctl_takes_seq(e))
+        return UNSUP(n, "input %zu '%s' is a sequence or optional, which %s does not take", i, n->inputs[i], n->op_type);
+      has_seq = true;
+    }
     vidx[c.nargs] = (size_t)v;
     c.args[c.nargs++] = im->vals[v]; /* NULL for a symbolic value not yet materialised */
   }
   for (size_t i = 1; i < n->n_outputs; i++)
     if (*n->outputs[i] && !e->multi_out)
       return UNSUP(n, "output %zu is not supported", i);
-  bool all_const = c.nargs > 0 && n->n_outputs == 1 && !e->multi_out;
+  bool all_const = c.nargs > 0 && n->n_outputs == 1 && !e->multi_out && !has_seq;
   for (size_t i = 0; i < c.nargs; i++)
     if ((c.args[i] || c.syms[i]) && !c.consts[i]) all_const = false;
   loom_onnx_tensor *folded_t;
@@ -1219,12 +1274,13 @@ static loom_status import_node(imp *im, const loom_onnx_node *n) {
     return oimp_bind(im, n->outputs[0], k, folded_t);
   }
   oimp_symval *sv = NULL;
-  if (n->n_outputs == 1) LOOM_PROPAGATE(oimp_symval_node(&c, &sv));
+  if (n->n_outputs == 1 && !has_seq) LOOM_PROPAGATE(oimp_symval_node(&c, &sv));
   if (sv) return oimp_symval_bind(im, n->outputs[0], sv);
   for (size_t i = 0; i < c.nargs; i++)
     if (!c.args[i] && c.syms[i]) LOOM_PROPAGATE(value_expr(im, vidx[i], &c.args[i]));
   loom_graph_expr *y = NULL;
   LOOM_PROPAGATE(e->h(&c, e, &y));
+  if (c.bound) return LOOM_OK;
   /* a handler that folded its result recorded it; one that passed its input through keeps the
    * input's constant or symbolic value */
   bool same = y == c.args[0];
@@ -1263,13 +1319,22 @@ static loom_status name_consts(imp *im, const loom_graph_seq *s) {
   return name_const(im, s->result);
 }
 
+loom_status oimp_import_graph(imp *im, const loom_onnx_graph *g) {
+  const loom_onnx_graph *outer = im->g;
+  im->g = g;
+  loom_status s = LOOM_OK;
+  for (size_t i = 0; !s && i < g->n_initializers; i++) {
+    loom_graph_expr *k = oimp_const_of(im, &g->initializers[i]);
+    if (!k) s = LOOM_ERROR(UNIMPLEMENTED, "initializer '%s' cannot be represented", g->initializers[i].name);
+    else s = oimp_bind(im, g->initializers[i].name, k, &g->initializers[i]);
+  }
+  for (size_t i = 0; !s && i < g->n_nodes; i++) s = oimp_import_node(im, &g->nodes[i]);
+  im->g = outer;
+  return s;
+}
+
 static loom_status import_main(imp *im) {
   const loom_onnx_graph *g = im->g;
-  for (size_t i = 0; i < g->n_initializers; i++) {
-    loom_graph_expr *k = oimp_const_of(im, &g->initializers[i]);
-    if (!k) return LOOM_ERROR(UNIMPLEMENTED, "initializer '%s' cannot be represented", g->initializers[i].name);
-    LOOM_PROPAGATE(oimp_bind(im, g->initializers[i].name, k, &g->initializers[i]));
-  }
   for (size_t i = 0; i < g->n_inputs; i++) {
     const loom_onnx_value *v = &g->inputs[i];
     if (loom_onnx_graph_find_initializer(g, v->name)) continue;
@@ -1302,7 +1367,7 @@ static loom_status import_main(imp *im) {
     if (!p) return LOOM_OOM();
     LOOM_PROPAGATE(oimp_bind(im, v->name, p, NULL));
   }
-  for (size_t i = 0; i < g->n_nodes; i++) LOOM_PROPAGATE(import_node(im, &g->nodes[i]));
+  LOOM_PROPAGATE(oimp_import_graph(im, g));
   loom_graph_expr *res[64];
   if (g->n_outputs == 0 || g->n_outputs > 64) return LOOM_ERROR(UNIMPLEMENTED, "%zu graph outputs", g->n_outputs);
   for (size_t i = 0; i < g->n_outputs; i++) {
@@ -1333,7 +1398,7 @@ loom_status loom_onnx_import_ex(const loom_onnx_model *model, const loom_onnx_im
   loom_graph_builder_begin(&im.b, im.m, "main");
   loom_status s = import_main(&im);
   loom_graph_builder_reset(&im.b);
-  free(im.val_names), free(im.vals), free(im.val_consts), free(im.val_syms), free(im.sym_names), free(im.syms), free(im.used);
+  free(im.val_names), free(im.vals), free(im.val_consts), free(im.val_syms), free(im.val_seqs), free(im.sym_names), free(im.syms), free(im.used);
   if (s) {
     loom_graph_module_destroy(im.m);
     return loom_status_annotate(s, __FILE__, __LINE__, "while importing %s", model->path);

@@ -3,7 +3,8 @@
  * graph ops — losses, activations, normalizations, index tricks; onnx_import_seq.c: attention,
  * rotary embedding, recurrences; onnx_import_quant.c: casts and quantization; onnx_import_image.c:
  * convolution, pooling, resize; onnx_import_symval.c: shape computations as symbolic values;
- * onnx_import_dyn.c: structural inputs known only at run time).
+ * onnx_import_dyn.c: structural inputs known only at run time; onnx_import_ctl.c: If / Loop /
+ * Scan, sequences and optionals).
  * Not a public interface. */
 #ifndef LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
 #define LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
@@ -19,6 +20,16 @@ typedef struct oimp_symval {
   const loom_sym_expr *v[OIMP_SYMVAL_MAX];
 } oimp_symval;
 
+/* A sequence or an optional built inside the graph (onnx_import_ctl.c), tracked at import as a
+ * static list of graph values: ops on it are resolved while importing, none reaches the graph. */
+typedef struct oimp_seq {
+  bool optional;                       /* an optional: n is 0 (empty) or 1 */
+  loom_dtype dtype;                    /* element type (LOOM_DTYPE_UNKNOWN: not known) */
+  size_t n;
+  loom_graph_expr **items;             /* n tensors */
+  const loom_onnx_tensor **consts;     /* the constant value of each, or NULL */
+} oimp_seq;
+
 /* One import: the ONNX graph being read and the graph module being built. */
 typedef struct imp {
   const loom_onnx_model *model;
@@ -33,6 +44,7 @@ typedef struct imp {
   loom_graph_expr **vals;
   const loom_onnx_tensor **val_consts; /* the constant tensor, when known */
   const oimp_symval **val_syms;        /* the symbolic value, when computed from shapes */
+  const oimp_seq **val_seqs;           /* the sequence or optional (vals[i] is then NULL) */
   size_t nsymvals;                     /* symbolic values materialised as sym_tensor ops */
   size_t nsyms, capsyms;               /* dim_param name -> symbolic var */
   const char **sym_names;
@@ -51,6 +63,8 @@ typedef struct nctx {
   loom_graph_expr *args[8];          /* one per input; NULL for an omitted optional one */
   const loom_onnx_tensor *consts[8]; /* constant value of each input, or NULL */
   const oimp_symval *syms[8];        /* symbolic value of each input (not constant), or NULL */
+  const oimp_seq *seqs[8];           /* the sequence or optional an input is (args[i] NULL), or NULL */
+  bool bound;                        /* the handler bound every output itself (*out unused) */
   const loom_onnx_tensor *folded;    /* the result, when the handler folded it (oimp_fold_const) */
   size_t nattrs;                     /* attributes for the next oimp_emit */
   loom_graph_attr attrs[8];
@@ -85,6 +99,27 @@ loom_status oimp_node_err(loom_code code, const loom_onnx_node *n, const char *f
  * reserved word, not of the builder's tN form; _2, _3, ... on a clash); NULL on OOM. */
 const char *oimp_ir_name(imp *im, const char *onnx);
 loom_status oimp_bind(imp *im, const char *name, loom_graph_expr *e, const loom_onnx_tensor *t);
+loom_status oimp_bind_seq(imp *im, const char *name, const oimp_seq *sq);
+
+/* Everything bound to one ONNX value. Bindings form a stack searched innermost first: a
+ * subgraph (If / Loop / Scan body) is imported into the current builder after its inputs are
+ * bound, so it sees its own values and the enclosing graphs'; closing the scope (im->nvals back
+ * to its mark) forgets them, ready for the next unrolled iteration. */
+typedef struct oimp_binding {
+  loom_graph_expr *e;          /* NULL for a sequence, or a symbolic value not yet materialised */
+  const loom_onnx_tensor *k;   /* the constant value, or NULL */
+  const oimp_symval *sym;
+  const oimp_seq *seq;
+} oimp_binding;
+bool oimp_lookup(imp *im, const char *name, oimp_binding *out);
+/* The tensor value of `name` (a symbolic value is materialised); an error for a sequence. */
+loom_status oimp_lookup_expr(imp *im, const char *name, loom_graph_expr **out);
+loom_status oimp_bind_as(imp *im, const char *name, const oimp_binding *b);
+/* Imports one node, or a graph's initializers and nodes (the main graph or a body, in scope). */
+loom_status oimp_import_node(imp *im, const loom_onnx_node *n);
+loom_status oimp_import_graph(imp *im, const loom_onnx_graph *g);
+/* onnx_import_ctl.c: whether an op table entry takes sequence / optional inputs. */
+bool oimp_ctl_takes_seq(const op_entry *e);
 loom_graph_expr *oimp_const_of(imp *im, const loom_onnx_tensor *t);
 /* Constants the importer makes (folded nodes, ConstantOfShape, EyeLike) hold at most this many
  * elements; oimp_new_tensor returns NULL for more (or a negative dim). */
