@@ -1154,7 +1154,9 @@ const op_entry *oimp_find_entry(const char *op_type) {
 }
 
 static loom_status import_node(imp *im, const loom_onnx_node *n) {
-  if (*n->domain && strcmp(n->domain, "ai.onnx") != 0) return UNSUP(n, "domain '%s' is not supported", n->domain);
+  /* ai.onnx.preview is accepted for the ops of it the image table handles (FlexAttention) */
+  bool preview = !strcmp(n->domain, "ai.onnx.preview") && !strcmp(n->op_type, "FlexAttention");
+  if (*n->domain && strcmp(n->domain, "ai.onnx") != 0 && !preview) return UNSUP(n, "domain '%s' is not supported", n->domain);
   if (strcmp(n->op_type, "Constant") == 0) {
     if (n->n_attrs != 1) return BAD(n, "exactly one value attribute is required");
     const loom_onnx_attr *a = &n->attrs[0];
@@ -1230,6 +1232,21 @@ static loom_status import_node(imp *im, const loom_onnx_node *n) {
   LOOM_PROPAGATE(oimp_bind(im, n->outputs[0], y, c.folded ? c.folded : same ? c.consts[0] : NULL));
   if (same && !c.folded) im->val_syms[im->nvals - 1] = c.syms[0];
   return LOOM_OK;
+}
+
+loom_status oimp_inline_graph(imp *im, const loom_onnx_graph *g, size_t nin, loom_graph_expr *const *ins, loom_graph_expr **out) {
+  if (g->n_inputs != nin) return LOOM_ERROR(INVALID_ARGUMENT, "subgraph '%s' has %zu inputs, expected %zu", g->name, g->n_inputs, nin);
+  if (g->n_outputs != 1) return LOOM_ERROR(UNIMPLEMENTED, "subgraph '%s' has %zu outputs, expected 1", g->name, g->n_outputs);
+  for (size_t i = 0; i < g->n_initializers; i++) {
+    loom_graph_expr *k = oimp_const_of(im, &g->initializers[i]);
+    if (!k) return LOOM_ERROR(UNIMPLEMENTED, "initializer '%s' cannot be represented", g->initializers[i].name);
+    LOOM_PROPAGATE(oimp_bind(im, g->initializers[i].name, k, &g->initializers[i]));
+  }
+  for (size_t i = 0; i < nin; i++) LOOM_PROPAGATE(oimp_bind(im, g->inputs[i].name, ins[i], NULL));
+  for (size_t i = 0; i < g->n_nodes; i++) LOOM_PROPAGATE(import_node(im, &g->nodes[i]));
+  ssize_t v = find_val(im, g->outputs[0].name);
+  if (v < 0) return LOOM_ERROR(INVALID_ARGUMENT, "subgraph output '%s' is not produced", g->outputs[0].name);
+  return value_expr(im, (size_t)v, out);
 }
 
 /* Gives a module-constant name to a constant operand that is not 0-d (the text format

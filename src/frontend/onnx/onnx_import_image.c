@@ -145,6 +145,11 @@ static loom_status h_pool(nctx *c, const op_entry *e, loom_graph_expr **out) {
   return oimp_bind(im, c->n->outputs[1], ix, NULL);
 }
 
+static loom_status scalar_const(nctx *c, loom_dtype dt, double v, loom_graph_expr **out) {
+  *out = loom_graph_const_scalar(c->im->m, dt, v);
+  return *out ? LOOM_OK : LOOM_OOM();
+}
+
 /* ---- Resize ------------------------------------------------------------------------------ */
 
 /* Values of constant float input i. */
@@ -353,14 +358,6 @@ static loom_status h_conv_transpose(nctx *c, const op_entry *e, loom_graph_expr 
 
 /* ---- LRN ------------------------------------------------------------------------------------ */
 
-static loom_status scalar_const(nctx *c, loom_dtype dt, double v, loom_graph_expr **out) {
-  loom_onnx_tensor *t = oimp_new_tensor(c->im, dt, 0, NULL);
-  if (!t) return LOOM_OOM();
-  if (dt == LOOM_DTYPE_F32) *(float *)t->data = (float)v;
-  else *(double *)t->data = v;
-  *out = oimp_const_of(c->im, t);
-  return *out ? LOOM_OK : LOOM_OOM();
-}
 
 /* LRN: x / (bias + alpha * mean of x^2 over `size` channels around c)^beta; the channel window
  * is an avg_pool (padding counted) over (N, 1, C, rest). */
@@ -407,6 +404,57 @@ static loom_status h_lrn(nctx *c, const op_entry *e, loom_graph_expr **out) {
   return oimp_emit(c, "div", 2, a, c->n->outputs[0], out);
 }
 
+/* ---- FlexAttention (ai.onnx.preview) -------------------------------------------------------- */
+
+/* The graph attribute `name` inlined on x (x itself when absent). */
+static loom_status apply_mod(nctx *c, const char *name, loom_graph_expr *x, loom_graph_expr **y) {
+  const loom_onnx_attr *a = loom_onnx_node_attr(c->n, name);
+  if (!a) return *y = x, LOOM_OK;
+  if (a->kind != LOOM_ONNX_ATTR_GRAPH || !a->g) return BAD(c->n, "attribute '%s' must be a graph", name);
+  loom_status s = oimp_inline_graph(c->im, a->g, 1, &x, y);
+  return s ? loom_status_annotate(s, __FILE__, __LINE__, "in attribute '%s' of node '%s' (FlexAttention)", name, c->n->name) : LOOM_OK;
+}
+
+/* Y = prob_mod(softmax(mask_mod(score_mod(Q K^T * scale)))) V on (B, H, L, E); K and V may have
+ * fewer heads dividing H (each serves H / Hkv consecutive query heads). */
+static loom_status h_flex_attention(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  imp *im = c->im;
+  for (size_t i = 0; i < 3; i++)
+    if (oimp_in_rank(c, i) != 4) return BAD(c->n, "input %zu has rank %d; Q, K and V must be rank 4", i, oimp_in_rank(c, i));
+  loom_graph_expr *q = c->args[0], *k = c->args[1], *v = c->args[2], *t, *p;
+  int64_t hq, hk, hd;
+  const loom_sym_expr *const *qd = q->sinfo->dims, *const *kd = k->sinfo->dims;
+  if (qd[1] != kd[1] && loom_sym_prove_eq(im->cx, qd[1], kd[1]) != LOOM_SYM_TRUE) {
+    if (!loom_sym_is_const(qd[1], &hq) || !loom_sym_is_const(kd[1], &hk) || hk <= 0 || hq % hk)
+      return UNSUP(c->n, "grouped heads need static head counts of Q and K where K's divides Q's");
+    for (int i = 0; i < 2; i++) {
+      oimp_add_attr(c, loom_graph_attr_int(im->m, "repeats", hq / hk));
+      oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 1));
+      LOOM_PROPAGATE(oimp_emit(c, "repeat", 1, i ? &v : &k, NULL, i ? &v : &k));
+    }
+  }
+  double scale;
+  if (loom_onnx_node_attr(c->n, "scale")) LOOM_PROPAGATE(oimp_attr_float(c, "scale", 1, &scale));
+  else if (loom_sym_is_const(qd[3], &hd) && hd > 0) scale = 1 / sqrt((double)hd);
+  else return UNSUP(c->n, "the default scale needs a constant, non-zero head size");
+  static const int64_t kt[4] = {0, 1, 3, 2};
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", 4, kt));
+  LOOM_PROPAGATE(oimp_emit(c, "permute_dims", 1, &k, NULL, &k));
+  loom_graph_expr *a[2] = {q, k};
+  LOOM_PROPAGATE(oimp_emit(c, "matmul", 2, a, NULL, &t));
+  LOOM_PROPAGATE(scalar_const(c, q->sinfo->dtype, scale, &a[1]));
+  a[0] = t;
+  LOOM_PROPAGATE(oimp_emit(c, "mul", 2, a, NULL, &t));
+  LOOM_PROPAGATE(apply_mod(c, "score_mod", t, &t));
+  LOOM_PROPAGATE(apply_mod(c, "mask_mod", t, &t));
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", -1));
+  LOOM_PROPAGATE(oimp_emit(c, "softmax", 1, &t, NULL, &p));
+  LOOM_PROPAGATE(apply_mod(c, "prob_mod", p, &p));
+  a[0] = p, a[1] = v;
+  return oimp_emit(c, "matmul", 2, a, c->n->outputs[0], out);
+}
+
 #define NOATTR " "
 #define POOL " auto_pad ceil_mode dilations kernel_shape pads strides "
 const op_entry oimp_image_table[] = {
@@ -417,6 +465,8 @@ const op_entry oimp_image_table[] = {
     {"GlobalAveragePool", NULL, h_pool, 1, 1, NOATTR, false},
     {"GridSample", NULL, h_grid_sample, 2, 2, " align_corners mode padding_mode ", false},
     {"ConvTranspose", NULL, h_conv_transpose, 2, 3, " auto_pad dilations group kernel_shape output_padding output_shape pads strides ", false},
+    {"FlexAttention", NULL, h_flex_attention, 3, 3, " mask_mod prob_mod scale score_mod ", false},
+    {"Upsample", NULL, h_resize, 2, 2, " mode ", false},
     {"LRN", NULL, h_lrn, 1, 1, " alpha beta bias size ", false},
     {"Resize", NULL, h_resize, 1, 4,
      " antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value keep_aspect_ratio_policy mode nearest_mode ",

@@ -118,6 +118,10 @@ bool oimp_symval_of(const nctx *c, size_t i, oimp_symval *out);
 /* Integers of input i as symbolic exprs: a constant or a value computed from shapes. */
 loom_status oimp_sym_ints(const nctx *c, size_t i, const char *what, const loom_sym_expr **buf, size_t cap, size_t *n);
 
+/* Imports the nodes of subgraph g (an attribute's body: it may read the enclosing graph's
+ * values) with its inputs bound to ins; *out is its one output. */
+loom_status oimp_inline_graph(imp *im, const loom_onnx_graph *g, size_t nin, loom_graph_expr *const *ins, loom_graph_expr **out);
+
 loom_status oimp_h_simple(nctx *c, const op_entry *e, loom_graph_expr **out);
 loom_status oimp_h_identity(nctx *c, const op_entry *e, loom_graph_expr **out);
 loom_status oimp_h_reduce(nctx *c, const op_entry *e, loom_graph_expr **out);
