@@ -810,8 +810,10 @@ static loom_status h_slice(nctx *c, const op_entry *e, loom_graph_expr **out) {
 /* Pad, constant mode: pads (and the value, axes) from constant inputs or attributes. */
 static loom_status h_pad(nctx *c, const op_entry *e, loom_graph_expr **out) {
   const loom_onnx_attr *mode = loom_onnx_node_attr(c->n, "mode");
-  if (mode && (mode->kind != LOOM_ONNX_ATTR_STRING || strcmp(mode->s, "constant") != 0))
-    return UNSUP(c->n, "mode '%s' is not supported (constant only)", mode->kind == LOOM_ONNX_ATTR_STRING ? mode->s : "?");
+  if (mode && mode->kind != LOOM_ONNX_ATTR_STRING) return BAD(c->n, "attribute 'mode' must be a string");
+  const char *md = mode ? mode->s : "constant";
+  if (strcmp(md, "constant") && strcmp(md, "reflect") && strcmp(md, "edge") && strcmp(md, "wrap"))
+    return BAD(c->n, "mode '%s' is not constant, reflect, edge or wrap", md);
   int64_t pads[32], ax[16];
   size_t n, na = 0;
   double value = 0;
@@ -843,6 +845,7 @@ static loom_status h_pad(nctx *c, const op_entry *e, loom_graph_expr **out) {
   }
   for (int k = 0; k < 2 * r; k++)
     if (full[k] < 0) return UNSUP(c->n, "negative pads are not supported");
+  if (strcmp(md, "constant")) return oimp_pad_mode(c, md, full, out);
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "pads", 2 * (size_t)r, full));
   oimp_add_attr(c, loom_graph_attr_float(c->im->m, "value", value));
   return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);

@@ -404,6 +404,155 @@ static loom_status h_lrn(nctx *c, const op_entry *e, loom_graph_expr **out) {
   return oimp_emit(c, "div", 2, a, c->n->outputs[0], out);
 }
 
+/* ---- Pad modes ------------------------------------------------------------------------------ */
+
+loom_status oimp_pad_mode(nctx *c, const char *mode, const int64_t *pads, loom_graph_expr **out) {
+  int r = oimp_in_rank(c, 0);
+  loom_graph_expr *x = c->args[0];
+  int last = -1;
+  for (int k = 0; k < r; k++)
+    if (pads[k] || pads[r + k]) last = k;
+  if (last < 0) return *out = x, LOOM_OK;
+  for (int k = 0; k <= last; k++) {
+    int64_t b = pads[k], a = pads[r + k], n = const_dim(c, 0, k), len = b + n + a;
+    if (!b && !a) continue;
+    if (n < 0) return UNSUP(c->n, "mode '%s' needs a constant extent on padded axis %d", mode, k);
+    if (n == 0) return BAD(c->n, "mode '%s' cannot pad axis %d of extent 0", mode, k);
+    if (len < 0) return BAD(c->n, "pads %lld and %lld remove more than the %lld elements of axis %d", (long long)b, (long long)a, (long long)n, k);
+    loom_onnx_tensor *t = oimp_new_tensor(c->im, LOOM_DTYPE_I64, 1, &len);
+    if (!t) return LOOM_OOM();
+    int64_t *ix = t->data, per = 2 * (n - 1);
+    for (int64_t i = 0; i < len; i++) {
+      int64_t j = i - b, m;
+      if (!strcmp(mode, "edge")) ix[i] = j < 0 ? 0 : j >= n ? n - 1 : j;
+      else if (!strcmp(mode, "wrap")) ix[i] = (j % n + n) % n;
+      else ix[i] = per ? ((m = (j % per + per) % per) < n ? m : per - m) : 0;
+    }
+    loom_graph_expr *args[2] = {x, oimp_const_of(c->im, t)};
+    if (!args[1]) return LOOM_OOM();
+    oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", k));
+    LOOM_PROPAGATE(oimp_emit(c, "take", 2, args, k == last ? c->n->outputs[0] : NULL, &x));
+  }
+  *out = x;
+  return LOOM_OK;
+}
+
+/* ---- CenterCropPad ------------------------------------------------------------------------- */
+
+/* Each listed axis of extent n becomes `shape`'s s: cropped to [(n - s) / 2, + s) when n > s,
+ * zero-padded by (s - n) / 2 before and the rest after when n < s. */
+static loom_status h_center_crop_pad(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  imp *im = c->im;
+  int r = oimp_in_rank(c, 0);
+  if (r < 1 || r > 16) return UNSUP(c->n, "rank %d input", r);
+  int64_t ax[16], sh[16], pads[32] = {0};
+  size_t na, ns, nc = 0;
+  bool present;
+  const int64_t *av;
+  LOOM_PROPAGATE(oimp_attr_ints(c, "axes", &av, &na, &present));
+  if (present) {
+    if (na > (size_t)r) return BAD(c->n, "axes has %zu entries for rank %d", na, r);
+    memcpy(ax, av, na * sizeof *av);
+    LOOM_PROPAGATE(oimp_norm_axes(c, r, ax, na));
+  } else {
+    na = (size_t)r;
+    for (int k = 0; k < r; k++) ax[k] = k;
+  }
+  LOOM_PROPAGATE(oimp_const_ints(c, 1, "shape", sh, 16, &ns));
+  if (ns != na) return BAD(c->n, "shape has %zu values for %zu axes", ns, na);
+  int64_t cax[16];
+  const loom_sym_expr *lo[16], *hi[16];
+  bool pad = false;
+  for (size_t k = 0; k < na; k++) {
+    int64_t n = const_dim(c, 0, (int)ax[k]);
+    if (sh[k] < 0) return BAD(c->n, "shape entry %zu is %lld", k, (long long)sh[k]);
+    if (n < 0) return UNSUP(c->n, "axis %lld needs a constant extent", (long long)ax[k]);
+    if (n > sh[k]) {
+      cax[nc] = ax[k], lo[nc] = loom_sym_const(im->cx, (n - sh[k]) / 2), hi[nc] = loom_sym_const(im->cx, (n - sh[k]) / 2 + sh[k]);
+      nc++;
+    } else if (n < sh[k]) {
+      pads[ax[k]] = (sh[k] - n) / 2, pads[r + ax[k]] = sh[k] - n - pads[ax[k]];
+      pad = true;
+    }
+  }
+  loom_graph_expr *x = c->args[0];
+  if (nc) {
+    oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", nc, cax));
+    oimp_add_attr(c, loom_graph_attr_syms(im->m, "begin", nc, lo));
+    oimp_add_attr(c, loom_graph_attr_syms(im->m, "end", nc, hi));
+    LOOM_PROPAGATE(oimp_emit(c, "strided_slice", 1, &x, pad ? NULL : c->n->outputs[0], &x));
+  }
+  if (pad) {
+    oimp_add_attr(c, loom_graph_attr_ints(im->m, "pads", 2 * (size_t)r, pads));
+    oimp_add_attr(c, loom_graph_attr_float(im->m, "value", 0));
+    LOOM_PROPAGATE(oimp_emit(c, "pad", 1, &x, c->n->outputs[0], &x));
+  }
+  *out = x;
+  return LOOM_OK;
+}
+
+/* ---- MaxUnpool ----------------------------------------------------------------------------- */
+
+/* x and I (N, C, in..): a zero tensor of (N, C, (in - 1) * stride + kernel - pads..) with
+ * x's values at I's flat indices, then zero-padded after to output_shape when given. */
+static loom_status h_max_unpool(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  imp *im = c->im;
+  loom_sym_ctx *cx = im->cx;
+  int r = oimp_in_rank(c, 0);
+  if (r < 3 || r > MAXS + 2) return UNSUP(c->n, "rank %d input (N, C, spatial...)", r);
+  if (oimp_in_rank(c, 1) != r) return BAD(c->n, "indices have rank %d; X has rank %d", oimp_in_rank(c, 1), r);
+  size_t ns = (size_t)r - 2;
+  int64_t kern[MAXS], strides[MAXS], pads[2 * MAXS], oshape[MAXS + 2], full[2 * (MAXS + 2)] = {0};
+  if (!loom_onnx_node_attr(c->n, "kernel_shape")) return BAD(c->n, "attribute 'kernel_shape' is required");
+  LOOM_PROPAGATE(ints_or(c, "kernel_shape", kern, ns, 1));
+  LOOM_PROPAGATE(ints_or(c, "strides", strides, ns, 1));
+  LOOM_PROPAGATE(ints_or(c, "pads", pads, 2 * ns, 0));
+  const loom_sym_expr *const *xd = c->args[0]->sinfo->dims, *od[MAXS + 2], *one = loom_sym_const(cx, 1);
+  const loom_sym_expr *tot = one, *m = one;
+  for (int k = 0; k < r; k++) {
+    if (k < 2) od[k] = xd[k];
+    else {
+      size_t j = (size_t)k - 2;
+      if (kern[j] < 1 || strides[j] < 1) return BAD(c->n, "kernel_shape and strides must be >= 1 (axis %zu)", j);
+      od[k] = loom_sym_add(cx, loom_sym_mul(cx, xd[k], loom_sym_const(cx, strides[j])), loom_sym_const(cx, kern[j] - strides[j] - pads[j] - pads[ns + j]));
+    }
+    tot = loom_sym_mul(cx, tot, od[k]), m = loom_sym_mul(cx, m, xd[k]);
+  }
+  bool has_os = oimp_has_input(c, 2);
+  if (has_os) {
+    size_t n;
+    LOOM_PROPAGATE(oimp_const_ints(c, 2, "output_shape", oshape, MAXS + 2, &n));
+    if (n != (size_t)r) return BAD(c->n, "output_shape has %zu values for rank %d", n, r);
+    for (int k = 0; k < r; k++) {
+      int64_t d;
+      if (!loom_sym_is_const(od[k], &d)) return UNSUP(c->n, "output_shape needs constant input extents (axis %d)", k);
+      if (oshape[k] < d) return BAD(c->n, "output_shape axis %d is %lld, less than the unpooled %lld", k, (long long)oshape[k], (long long)d);
+      full[r + k] = oshape[k] - d;
+    }
+  }
+  loom_graph_expr *a[3];
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 1, &tot));
+  oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", c->args[0]->sinfo->dtype));
+  LOOM_PROPAGATE(oimp_emit(c, "zeros", 0, NULL, NULL, &a[0]));
+  for (int i = 0; i < 2; i++) {
+    oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 1, &m));
+    LOOM_PROPAGATE(oimp_emit(c, "reshape", 1, &c->args[1 - i], NULL, &a[1 + i]));
+  }
+  loom_graph_expr *y;
+  LOOM_PROPAGATE(oimp_emit(c, "scatter_elements", 3, a, NULL, &y));
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", (size_t)r, od));
+  LOOM_PROPAGATE(oimp_emit(c, "reshape", 1, &y, has_os ? NULL : c->n->outputs[0], &y));
+  if (has_os) {
+    oimp_add_attr(c, loom_graph_attr_ints(im->m, "pads", 2 * (size_t)r, full));
+    oimp_add_attr(c, loom_graph_attr_float(im->m, "value", 0));
+    LOOM_PROPAGATE(oimp_emit(c, "pad", 1, &y, c->n->outputs[0], &y));
+  }
+  *out = y;
+  return LOOM_OK;
+}
+
 /* ---- FlexAttention (ai.onnx.preview) -------------------------------------------------------- */
 
 /* The graph attribute `name` inlined on x (x itself when absent). */
@@ -465,6 +614,8 @@ const op_entry oimp_image_table[] = {
     {"GlobalAveragePool", NULL, h_pool, 1, 1, NOATTR, false},
     {"GridSample", NULL, h_grid_sample, 2, 2, " align_corners mode padding_mode ", false},
     {"ConvTranspose", NULL, h_conv_transpose, 2, 3, " auto_pad dilations group kernel_shape output_padding output_shape pads strides ", false},
+    {"CenterCropPad", NULL, h_center_crop_pad, 2, 2, " axes ", false},
+    {"MaxUnpool", NULL, h_max_unpool, 2, 3, " kernel_shape pads strides ", false},
     {"FlexAttention", NULL, h_flex_attention, 3, 3, " mask_mod prob_mod scale score_mod ", false},
     {"Upsample", NULL, h_resize, 2, 2, " mode ", false},
     {"LRN", NULL, h_lrn, 1, 1, " alpha beta bias size ", false},

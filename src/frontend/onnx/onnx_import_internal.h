@@ -122,6 +122,10 @@ loom_status oimp_sym_ints(const nctx *c, size_t i, const char *what, const loom_
  * values) with its inputs bound to ins; *out is its one output. */
 loom_status oimp_inline_graph(imp *im, const loom_onnx_graph *g, size_t nin, loom_graph_expr *const *ins, loom_graph_expr **out);
 
+/* From onnx_import_image.c: Pad's reflect / edge / wrap modes on input 0 with pads
+ * [before.., after..] over every axis (a gather of computed indices per padded axis). */
+loom_status oimp_pad_mode(nctx *c, const char *mode, const int64_t *pads, loom_graph_expr **out);
+
 loom_status oimp_h_simple(nctx *c, const op_entry *e, loom_graph_expr **out);
 loom_status oimp_h_identity(nctx *c, const op_entry *e, loom_graph_expr **out);
 loom_status oimp_h_reduce(nctx *c, const op_entry *e, loom_graph_expr **out);
