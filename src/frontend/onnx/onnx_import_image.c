@@ -3,6 +3,7 @@
  * cover (conv1d/conv2d, max_pool2d, avg_pool2d, global_avg_pool2d) keep using them; the rest
  * go to the N-d ops of graph/op_image.c. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "frontend/onnx/onnx_import_internal.h"
@@ -553,6 +554,129 @@ static loom_status h_max_unpool(nctx *c, const op_entry *e, loom_graph_expr **ou
   return LOOM_OK;
 }
 
+/* ---- DeformConv ---------------------------------------------------------------------------- */
+
+static loom_status op1a(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr **y) { return oimp_emit(c, op, 1, &x, NULL, y); }
+
+static loom_status op2(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr *z, loom_graph_expr **y) {
+  loom_graph_expr *a[2] = {x, z};
+  return oimp_emit(c, op, 2, a, NULL, y);
+}
+
+static loom_status reshape_c(nctx *c, loom_graph_expr *x, size_t n, const int64_t *dims, loom_graph_expr **y) {
+  const loom_sym_expr *d[8];
+  for (size_t k = 0; k < n; k++) d[k] = dims[k] < 0 ? x->sinfo->dims[-dims[k] - 1] : loom_sym_const(c->im->cx, dims[k]);
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", n, d));
+  return op1a(c, "reshape", x, y);
+}
+
+static loom_status permute_c(nctx *c, loom_graph_expr *x, size_t n, const int64_t *perm, loom_graph_expr **y) {
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, perm));
+  return op1a(c, "permute_dims", x, y);
+}
+
+/* A constant of dtype dt (f32 or f64) from doubles. */
+static loom_status float_const(nctx *c, loom_dtype dt, size_t rank, const int64_t *dims, const double *v, loom_graph_expr **out) {
+  loom_onnx_tensor *t = oimp_new_tensor(c->im, dt, rank, dims);
+  if (!t) return LOOM_OOM();
+  for (int64_t i = 0; i < t->numel; i++) {
+    if (dt == LOOM_DTYPE_F32) ((float *)t->data)[i] = (float)v[i];
+    else ((double *)t->data)[i] = v[i];
+  }
+  *out = oimp_const_of(c->im, t);
+  return *out ? LOOM_OK : LOOM_OOM();
+}
+
+/* As the reference: each output position's kernel taps sample X bilinearly (GridSample,
+ * align_corners, zeros outside) at their offset positions, times the mask; the samples laid out
+ * as (N, C, oh * kh, ow * kw) are then convolved with W at stride (kh, kw). */
+static loom_status h_deform_conv(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  imp *im = c->im;
+  if (oimp_in_rank(c, 0) != 4) return UNSUP(c->n, "rank %d input (2-D deformable convolution only)", oimp_in_rank(c, 0));
+  if (oimp_in_rank(c, 1) != 4 || oimp_in_rank(c, 2) != 4) return BAD(c->n, "W and offset must be rank 4");
+  loom_dtype dt = c->args[0]->sinfo->dtype;
+  if (dt != LOOM_DTYPE_F32 && dt != LOOM_DTYPE_F64) return UNSUP(c->n, "dtype %s (f32 or f64 only)", loom_dtype_name(dt));
+  int64_t kern[2], strides[2], dil[2], pads[4], g, og;
+  kern[0] = const_dim(c, 1, 2), kern[1] = const_dim(c, 1, 3);
+  LOOM_PROPAGATE(ints_or(c, "kernel_shape", kern, 2, kern[0]));
+  LOOM_PROPAGATE(ints_or(c, "strides", strides, 2, 1));
+  LOOM_PROPAGATE(ints_or(c, "dilations", dil, 2, 1));
+  LOOM_PROPAGATE(ints_or(c, "pads", pads, 4, 0));
+  LOOM_PROPAGATE(oimp_attr_int(c, "group", 1, &g));
+  LOOM_PROPAGATE(oimp_attr_int(c, "offset_group", 1, &og));
+  int64_t n = const_dim(c, 0, 0), ch = const_dim(c, 0, 1), h = const_dim(c, 0, 2), w = const_dim(c, 0, 3);
+  int64_t oh = const_dim(c, 2, 2), ow = const_dim(c, 2, 3), kh = kern[0], kw = kern[1];
+  if (n < 0 || ch < 0 || h < 0 || w < 0 || oh < 0 || ow < 0 || kh < 1 || kw < 1)
+    return UNSUP(c->n, "needs constant shapes of X, offset and the kernel");
+  if (h < 2 || w < 2) return UNSUP(c->n, "an input extent of %lld x %lld (the sampling grid needs 2 or more)", (long long)h, (long long)w);
+  if (og < 1 || g < 1 || ch % og) return BAD(c->n, "offset_group %lld and group %lld must be >= 1 and divide the %lld channels", (long long)og, (long long)g, (long long)ch);
+  if (const_dim(c, 2, 1) != og * kh * kw * 2) return BAD(c->n, "offset has %lld channels; expected offset_group * kh * kw * 2 = %lld", (long long)const_dim(c, 2, 1), (long long)(og * kh * kw * 2));
+  for (int k = 0; k < 2; k++) {
+    int64_t in = k ? w : h, o = k ? ow : oh, want = (in + pads[k] + pads[2 + k] - dil[k] * (kern[k] - 1) - 1) / strides[k] + 1;
+    if (strides[k] < 1 || dil[k] < 1) return BAD(c->n, "strides and dilations must be >= 1 (axis %d)", k);
+    if (o != want) return BAD(c->n, "offset's spatial axis %d is %lld; the convolution gives %lld", k, (long long)o, (long long)want);
+  }
+  /* sampling positions (N * og, oh * kh, ow * kw, (x, y)) normalised to [-1, 1] */
+  loom_graph_expr *off, *t, *k1, *grid, *xs, *y;
+  int64_t d7[7] = {n, og, kh, kw, 2, oh, ow}, p7[7] = {0, 1, 5, 2, 6, 3, 4}, d4[4] = {n * og, oh * kh, ow * kw, 2};
+  LOOM_PROPAGATE(reshape_c(c, c->args[2], 7, d7, &off));
+  LOOM_PROPAGATE(permute_c(c, off, 7, p7, &off));
+  LOOM_PROPAGATE(reshape_c(c, off, 4, d4, &off));
+  int64_t two = 2, swap[2] = {1, 0};
+  loom_onnx_tensor *st = oimp_new_tensor(im, LOOM_DTYPE_I64, 1, &two);
+  if (!st) return LOOM_OOM();
+  memcpy(st->data, swap, sizeof swap);
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 3));
+  LOOM_PROPAGATE(op2(c, "take", off, oimp_const_of(im, st), &off));
+  size_t nb = (size_t)(oh * kh * ow * kw * 2);
+  double *base = malloc(nb * sizeof *base), sc[2] = {2.0 / (double)(w - 1), 2.0 / (double)(h - 1)};
+  if (!base) return LOOM_OOM();
+  for (int64_t i = 0; i < oh; i++)
+    for (int64_t a = 0; a < kh; a++)
+      for (int64_t j = 0; j < ow; j++)
+        for (int64_t b = 0; b < kw; b++) {
+          double *q = base + (((i * kh + a) * ow + j) * kw + b) * 2;
+          q[0] = (double)(-pads[1] + strides[1] * j + b * dil[1]), q[1] = (double)(-pads[0] + strides[0] * i + a * dil[0]);
+        }
+  int64_t bd[4] = {1, oh * kh, ow * kw, 2};
+  loom_status s = float_const(c, dt, 4, bd, base, &k1);
+  free(base);
+  LOOM_PROPAGATE(s);
+  LOOM_PROPAGATE(op2(c, "add", off, k1, &t));
+  LOOM_PROPAGATE(float_const(c, dt, 1, &two, sc, &k1));
+  LOOM_PROPAGATE(op2(c, "mul", t, k1, &t));
+  LOOM_PROPAGATE(scalar_const(c, dt, -1, &k1));
+  LOOM_PROPAGATE(op2(c, "add", t, k1, &grid));
+  int64_t dx[4] = {n * og, ch / og, h, w};
+  LOOM_PROPAGATE(reshape_c(c, c->args[0], 4, dx, &xs));
+  loom_graph_expr *ga[2] = {xs, grid};
+  oimp_add_attr(c, attr_str(im, "mode", "linear"));
+  oimp_add_attr(c, attr_str(im, "padding_mode", "zeros"));
+  oimp_add_attr(c, loom_graph_attr_bool(im->m, "align_corners", true));
+  LOOM_PROPAGATE(oimp_emit(c, "grid_sample", 2, ga, NULL, &xs));
+  if (oimp_has_input(c, 4)) {
+    if (oimp_in_rank(c, 4) != 4) return BAD(c->n, "mask must be rank 4");
+    loom_graph_expr *mk;
+    int64_t m6[6] = {n, og, kh, kw, oh, ow}, p6[6] = {0, 1, 4, 2, 5, 3}, m5[5] = {n, og, 1, oh * kh, ow * kw}, x5[5] = {n, og, ch / og, oh * kh, ow * kw};
+    LOOM_PROPAGATE(reshape_c(c, c->args[4], 6, m6, &mk));
+    LOOM_PROPAGATE(permute_c(c, mk, 6, p6, &mk));
+    LOOM_PROPAGATE(reshape_c(c, mk, 5, m5, &mk));
+    LOOM_PROPAGATE(reshape_c(c, xs, 5, x5, &xs));
+    LOOM_PROPAGATE(op2(c, "mul", xs, mk, &xs));
+  }
+  int64_t dc[4] = {n, ch, oh * kh, ow * kw}, one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
+  LOOM_PROPAGATE(reshape_c(c, xs, 4, dc, &xs));
+  loom_graph_expr *ca[3] = {xs, c->args[1], oimp_has_input(c, 3) ? c->args[3] : NULL};
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "groups", g));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "dilation", 2, one2));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "strides", 2, kern));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "padding", 4, zero4));
+  LOOM_PROPAGATE(oimp_emit(c, "conv2d", ca[2] ? 3 : 2, ca, c->n->outputs[0], &y));
+  *out = y;
+  return LOOM_OK;
+}
+
 /* ---- FlexAttention (ai.onnx.preview) -------------------------------------------------------- */
 
 /* The graph attribute `name` inlined on x (x itself when absent). */
@@ -616,6 +740,7 @@ const op_entry oimp_image_table[] = {
     {"ConvTranspose", NULL, h_conv_transpose, 2, 3, " auto_pad dilations group kernel_shape output_padding output_shape pads strides ", false},
     {"CenterCropPad", NULL, h_center_crop_pad, 2, 2, " axes ", false},
     {"MaxUnpool", NULL, h_max_unpool, 2, 3, " kernel_shape pads strides ", false},
+    {"DeformConv", NULL, h_deform_conv, 3, 5, " dilations group kernel_shape offset_group pads strides ", false},
     {"FlexAttention", NULL, h_flex_attention, 3, 3, " mask_mod prob_mod scale score_mod ", false},
     {"Upsample", NULL, h_resize, 2, 2, " mode ", false},
     {"LRN", NULL, h_lrn, 1, 1, " alpha beta bias size ", false},
