@@ -677,6 +677,121 @@ static loom_status h_deform_conv(nctx *c, const op_entry *e, loom_graph_expr **o
   return LOOM_OK;
 }
 
+/* ---- RoiAlign ------------------------------------------------------------------------------ */
+
+/* Sample coordinates along one axis for every roi, (R, o * sr): start + bin * (p + (i + 0.5) / sr)
+ * for bin p and sample i, with start = lo * scale - offset, bin = max?(hi - lo) * scale / o; also
+ * whether each lies in [-1, n] (else it counts 0), and the coordinate clamped to [0, n - 1] and
+ * normalised to GridSample's [-1, 1]. */
+static loom_status roi_axis(nctx *c, loom_dtype dt, int64_t lo, int64_t o, int64_t sr, int64_t n, double scale, bool half,
+                            loom_graph_expr **coord, loom_graph_expr **valid) {
+  imp *im = c->im;
+  loom_graph_expr *rois = c->args[1], *a, *b, *k, *start, *len;
+  int64_t one = 1, m = o * sr;
+  for (int i = 0; i < 2; i++) {
+    loom_onnx_tensor *t = oimp_new_tensor(im, LOOM_DTYPE_I64, 1, &one);
+    if (!t) return LOOM_OOM();
+    *(int64_t *)t->data = lo + 2 * i;
+    oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 1));
+    LOOM_PROPAGATE(op2(c, "take", rois, oimp_const_of(im, t), i ? &b : &a));
+  }
+  LOOM_PROPAGATE(scalar_const(c, dt, scale, &k));
+  LOOM_PROPAGATE(op2(c, "mul", a, k, &a));
+  LOOM_PROPAGATE(op2(c, "mul", b, k, &b));
+  LOOM_PROPAGATE(op2(c, "sub", b, a, &len));
+  if (!half) {
+    LOOM_PROPAGATE(scalar_const(c, dt, 1, &k));
+    LOOM_PROPAGATE(op2(c, "maximum", len, k, &len));
+  }
+  start = a;
+  if (half) {
+    LOOM_PROPAGATE(scalar_const(c, dt, -0.5, &k));
+    LOOM_PROPAGATE(op2(c, "add", a, k, &start));
+  }
+  double *u = malloc((size_t)m * sizeof *u);
+  if (!u) return LOOM_OOM();
+  for (int64_t j = 0; j < m; j++) u[j] = ((double)(j / sr) + ((double)(j % sr) + 0.5) / (double)sr) / (double)o;
+  int64_t d2[2] = {1, m};
+  loom_status s = float_const(c, dt, 2, d2, u, &k);
+  free(u);
+  LOOM_PROPAGATE(s);
+  LOOM_PROPAGATE(op2(c, "mul", len, k, &len));
+  LOOM_PROPAGATE(op2(c, "add", start, len, &a)); /* (R, m) */
+  LOOM_PROPAGATE(scalar_const(c, dt, -1, &k));
+  LOOM_PROPAGATE(op2(c, "greater_equal", a, k, &b));
+  LOOM_PROPAGATE(scalar_const(c, dt, (double)n, &k));
+  LOOM_PROPAGATE(op2(c, "less_equal", a, k, &len));
+  LOOM_PROPAGATE(op2(c, "logical_and", b, len, valid));
+  LOOM_PROPAGATE(scalar_const(c, dt, 0, &k));
+  LOOM_PROPAGATE(op2(c, "maximum", a, k, &a));
+  LOOM_PROPAGATE(scalar_const(c, dt, (double)(n - 1), &k));
+  LOOM_PROPAGATE(op2(c, "minimum", a, k, &a));
+  LOOM_PROPAGATE(scalar_const(c, dt, 2.0 / (double)(n - 1), &k));
+  LOOM_PROPAGATE(op2(c, "mul", a, k, &a));
+  LOOM_PROPAGATE(scalar_const(c, dt, -1, &k));
+  return op2(c, "add", a, k, coord);
+}
+
+/* RoiAlign, average mode with a fixed sampling_ratio: the rois' sample points are gathered by a
+ * GridSample (align_corners, coordinates clamped as the reference does) of each roi's image,
+ * points outside [-1, extent] zeroed, then averaged per bin by an avg_pool. */
+static loom_status h_roi_align(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  imp *im = c->im;
+  const char *mode, *ctm;
+  int64_t oh, ow, sr;
+  double scale;
+  LOOM_PROPAGATE(attr_s(c, "mode", "avg", &mode));
+  LOOM_PROPAGATE(attr_s(c, "coordinate_transformation_mode", "half_pixel", &ctm));
+  LOOM_PROPAGATE(oimp_attr_int(c, "output_height", 1, &oh));
+  LOOM_PROPAGATE(oimp_attr_int(c, "output_width", 1, &ow));
+  LOOM_PROPAGATE(oimp_attr_int(c, "sampling_ratio", 0, &sr));
+  LOOM_PROPAGATE(oimp_attr_float(c, "spatial_scale", 1, &scale));
+  bool half = !strcmp(ctm, "half_pixel");
+  if (!half && strcmp(ctm, "output_half_pixel")) return BAD(c->n, "coordinate_transformation_mode '%s' is not half_pixel or output_half_pixel", ctm);
+  if (strcmp(mode, "avg") && strcmp(mode, "max")) return BAD(c->n, "mode '%s' is not avg or max", mode);
+  if (!strcmp(mode, "max")) return UNSUP(c->n, "mode 'max' is not supported (avg only)");
+  if (oh < 1 || ow < 1 || sr < 0) return BAD(c->n, "output_height %lld, output_width %lld must be >= 1 and sampling_ratio %lld >= 0", (long long)oh, (long long)ow, (long long)sr);
+  if (sr == 0) return UNSUP(c->n, "sampling_ratio 0 (adaptive, data-dependent) is not supported");
+  if (oimp_in_rank(c, 0) != 4 || oimp_in_rank(c, 1) != 2 || oimp_in_rank(c, 2) != 1)
+    return BAD(c->n, "X must be rank 4 (N, C, H, W), rois rank 2 (R, 4) and batch_indices rank 1 (R)");
+  loom_dtype dt = c->args[0]->sinfo->dtype;
+  if ((dt != LOOM_DTYPE_F32 && dt != LOOM_DTYPE_F64) || c->args[1]->sinfo->dtype != dt) return UNSUP(c->n, "X and rois must both be f32 or both f64");
+  int64_t h = const_dim(c, 0, 2), w = const_dim(c, 0, 3);
+  if (h < 2 || w < 2) return UNSUP(c->n, "needs constant spatial extents of 2 or more (%lld x %lld)", (long long)h, (long long)w);
+  if (const_dim(c, 1, 1) != 4) return BAD(c->n, "rois must be (R, 4)");
+  loom_graph_expr *gx, *gy, *vx, *vy, *k, *grid, *xr, *y;
+  LOOM_PROPAGATE(roi_axis(c, dt, 0, ow, sr, w, scale, half, &gx, &vx));
+  LOOM_PROPAGATE(roi_axis(c, dt, 1, oh, sr, h, scale, half, &gy, &vy));
+  int64_t dxs[4] = {-1, 1, 1, ow * sr}, dys[4] = {-1, 1, oh * sr, 1}, gxs[4] = {-1, 1, ow * sr, 1}, gys[4] = {-1, oh * sr, 1, 1}, two = 2;
+  LOOM_PROPAGATE(reshape_c(c, vx, 4, dxs, &vx));
+  LOOM_PROPAGATE(reshape_c(c, vy, 4, dys, &vy));
+  LOOM_PROPAGATE(reshape_c(c, gx, 4, gxs, &gx));
+  LOOM_PROPAGATE(reshape_c(c, gy, 4, gys, &gy));
+  static const double e0[2] = {1, 0}, e1[2] = {0, 1};
+  LOOM_PROPAGATE(float_const(c, dt, 1, &two, e0, &k));
+  LOOM_PROPAGATE(op2(c, "mul", gx, k, &gx));
+  LOOM_PROPAGATE(float_const(c, dt, 1, &two, e1, &k));
+  LOOM_PROPAGATE(op2(c, "mul", gy, k, &gy));
+  LOOM_PROPAGATE(op2(c, "add", gx, gy, &grid));
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 0));
+  LOOM_PROPAGATE(op2(c, "take", c->args[0], c->args[2], &xr));
+  loom_graph_expr *ga[2] = {xr, grid};
+  oimp_add_attr(c, attr_str(im, "mode", "linear"));
+  oimp_add_attr(c, attr_str(im, "padding_mode", "border"));
+  oimp_add_attr(c, loom_graph_attr_bool(im->m, "align_corners", true));
+  LOOM_PROPAGATE(oimp_emit(c, "grid_sample", 2, ga, NULL, &y));
+  LOOM_PROPAGATE(op2(c, "logical_and", vx, vy, &k));
+  oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", dt));
+  LOOM_PROPAGATE(op1a(c, "cast", k, &k));
+  LOOM_PROPAGATE(op2(c, "mul", y, k, &y));
+  int64_t kern[2] = {sr, sr}, zero4[4] = {0};
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "kernel", 2, kern));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "strides", 2, kern));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "padding", 4, zero4));
+  return oimp_emit(c, "avg_pool2d", 1, &y, c->n->outputs[0], out);
+}
+
 /* ---- FlexAttention (ai.onnx.preview) -------------------------------------------------------- */
 
 /* The graph attribute `name` inlined on x (x itself when absent). */
@@ -741,6 +856,7 @@ const op_entry oimp_image_table[] = {
     {"CenterCropPad", NULL, h_center_crop_pad, 2, 2, " axes ", false},
     {"MaxUnpool", NULL, h_max_unpool, 2, 3, " kernel_shape pads strides ", false},
     {"DeformConv", NULL, h_deform_conv, 3, 5, " dilations group kernel_shape offset_group pads strides ", false},
+    {"RoiAlign", NULL, h_roi_align, 3, 3, " coordinate_transformation_mode mode output_height output_width sampling_ratio spatial_scale ", false},
     {"FlexAttention", NULL, h_flex_attention, 3, 3, " mask_mod prob_mod scale score_mod ", false},
     {"Upsample", NULL, h_resize, 2, 2, " mode ", false},
     {"LRN", NULL, h_lrn, 1, 1, " alpha beta bias size ", false},
