@@ -792,6 +792,60 @@ static loom_status h_roi_align(nctx *c, const op_entry *e, loom_graph_expr **out
   return oimp_emit(c, "avg_pool2d", 1, &y, c->n->outputs[0], out);
 }
 
+/* ---- Col2Im ------------------------------------------------------------------------------- */
+
+/* Col2Im: input (N, C * prod(block), L) with L the positions of a block sliding over the padded
+ * image; overlapping values add. That is a grouped transposed convolution (C groups of
+ * prod(block) input channels, one output channel each) whose kernel is one-hot per channel. */
+static loom_status h_col2im(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  imp *im = c->im;
+  if (oimp_in_rank(c, 0) != 3) return BAD(c->n, "input must be rank 3 (N, C * prod(block_shape), L)");
+  int64_t img[MAXS], blk[MAXS], strides[MAXS], dil[MAXS], pads[2 * MAXS], o[MAXS], opad[MAXS], kk = 1, nl = 1;
+  size_t ns, nb;
+  LOOM_PROPAGATE(oimp_const_ints(c, 1, "image_shape", img, MAXS, &ns));
+  LOOM_PROPAGATE(oimp_const_ints(c, 2, "block_shape", blk, MAXS, &nb));
+  if (ns != nb || ns < 1) return BAD(c->n, "image_shape has %zu values and block_shape %zu; they must match", ns, nb);
+  LOOM_PROPAGATE(ints_or(c, "strides", strides, ns, 1));
+  LOOM_PROPAGATE(ints_or(c, "dilations", dil, ns, 1));
+  LOOM_PROPAGATE(ints_or(c, "pads", pads, 2 * ns, 0));
+  for (size_t k = 0; k < ns; k++) {
+    if (blk[k] < 1 || strides[k] < 1 || dil[k] < 1 || img[k] < 0 || pads[k] < 0 || pads[ns + k] < 0)
+      return BAD(c->n, "axis %zu: block %lld, stride %lld, dilation %lld must be >= 1, image %lld and pads >= 0", k, (long long)blk[k],
+                 (long long)strides[k], (long long)dil[k], (long long)img[k]);
+    int64_t span = img[k] + pads[k] + pads[ns + k] - dil[k] * (blk[k] - 1) - 1;
+    if (span < 0) return BAD(c->n, "axis %zu: the block (%lld, dilation %lld) is larger than the padded image", k, (long long)blk[k], (long long)dil[k]);
+    o[k] = span / strides[k] + 1;
+    opad[k] = span % strides[k];
+    kk *= blk[k], nl *= o[k];
+  }
+  int64_t ck = const_dim(c, 0, 1), l = const_dim(c, 0, 2);
+  if (ck < 0) return UNSUP(c->n, "needs a constant channel extent");
+  if (ck % kk) return BAD(c->n, "input has %lld channels, not a multiple of prod(block_shape) %lld", (long long)ck, (long long)kk);
+  if (l >= 0 && l != nl) return BAD(c->n, "input has %lld blocks; image_shape, block_shape, pads, strides and dilations give %lld", (long long)l, (long long)nl);
+  int64_t xd[MAXS + 2] = {-1, ck}, wd[MAXS + 2] = {ck, 1};
+  for (size_t k = 0; k < ns; k++) xd[2 + k] = o[k], wd[2 + k] = blk[k];
+  loom_graph_expr *x, *wk;
+  LOOM_PROPAGATE(reshape_c(c, c->args[0], ns + 2, xd, &x));
+  loom_onnx_tensor *t = oimp_new_tensor(im, c->args[0]->sinfo->dtype, ns + 2, wd);
+  if (!t) return LOOM_OOM();
+  if (t->dtype != LOOM_DTYPE_F32 && t->dtype != LOOM_DTYPE_F64) return UNSUP(c->n, "dtype %s (f32 or f64 only)", loom_dtype_name(t->dtype));
+  memset(t->data, 0, t->nbytes);
+  for (int64_t ch = 0; ch < ck; ch++) {
+    int64_t at = ch * kk + ch % kk;
+    if (t->dtype == LOOM_DTYPE_F32) ((float *)t->data)[at] = 1;
+    else ((double *)t->data)[at] = 1;
+  }
+  if (!(wk = oimp_const_of(im, t))) return LOOM_OOM();
+  loom_graph_expr *a[2] = {x, wk};
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "strides", ns, strides));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "padding", 2 * ns, pads));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "dilation", ns, dil));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "output_padding", ns, opad));
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "groups", ck / kk));
+  return oimp_emit(c, "conv_transpose", 2, a, c->n->outputs[0], out);
+}
+
 /* ---- FlexAttention (ai.onnx.preview) -------------------------------------------------------- */
 
 /* The graph attribute `name` inlined on x (x itself when absent). */
@@ -857,6 +911,7 @@ const op_entry oimp_image_table[] = {
     {"MaxUnpool", NULL, h_max_unpool, 2, 3, " kernel_shape pads strides ", false},
     {"DeformConv", NULL, h_deform_conv, 3, 5, " dilations group kernel_shape offset_group pads strides ", false},
     {"RoiAlign", NULL, h_roi_align, 3, 3, " coordinate_transformation_mode mode output_height output_width sampling_ratio spatial_scale ", false},
+    {"Col2Im", NULL, h_col2im, 3, 3, " dilations pads strides ", false},
     {"FlexAttention", NULL, h_flex_attention, 3, 3, " mask_mod prob_mod scale score_mod ", false},
     {"Upsample", NULL, h_resize, 2, 2, " mode ", false},
     {"LRN", NULL, h_lrn, 1, 1, " alpha beta bias size ", false},
