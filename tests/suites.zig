@@ -45,6 +45,7 @@ pub const suites = .{
         "tests/onnx/test_onnx_import_cli.c",
         "tests/onnx/test_onnx_symbolic_shapes.c",
         "tests/onnx/test_onnx_seq.c",
+        "tests/onnx/test_onnx_image.c",
         "tests/onnx/test_onnx_quant.c",
         "tests/fuzz/fuzz_onnx_model.c",
         "tests/fuzz/test_fuzz_onnx.c",

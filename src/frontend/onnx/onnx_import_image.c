@@ -846,6 +846,110 @@ static loom_status h_col2im(nctx *c, const op_entry *e, loom_graph_expr **out) {
   return oimp_emit(c, "conv_transpose", 2, a, c->n->outputs[0], out);
 }
 
+/* ---- AffineGrid ---------------------------------------------------------------------------- */
+
+/* grid (N, spatial.., n) = theta (N, n, n + 1) applied to the homogeneous coordinates
+ * (x, y[, z], 1) of every output point, the coordinates spanning [-1, 1] per axis (pixel
+ * centres, or the corners with align_corners): a constant (P, n + 1) @ theta^T. */
+static loom_status h_affine_grid(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  imp *im = c->im;
+  int64_t sz[5], ac;
+  size_t n;
+  LOOM_PROPAGATE(oimp_attr_int(c, "align_corners", 0, &ac));
+  LOOM_PROPAGATE(oimp_const_ints(c, 1, "size", sz, 5, &n));
+  if (n != 4 && n != 5) return BAD(c->n, "size has %zu values; expected 4 (N, C, H, W) or 5 (N, C, D, H, W)", n);
+  size_t ns = n - 2;
+  loom_dtype dt = c->args[0]->sinfo->dtype;
+  if (dt != LOOM_DTYPE_F32 && dt != LOOM_DTYPE_F64) return UNSUP(c->n, "dtype %s (f32 or f64 only)", loom_dtype_name(dt));
+  if (oimp_in_rank(c, 0) != 3 || const_dim(c, 0, 1) != (int64_t)ns || const_dim(c, 0, 2) != (int64_t)ns + 1)
+    return BAD(c->n, "theta must be (N, %zu, %zu) for a size of %zu values", ns, ns + 1, n);
+  int64_t p = 1;
+  for (size_t k = 0; k < ns; k++) {
+    if (sz[2 + k] < 1) return BAD(c->n, "size entry %zu is %lld; must be >= 1", 2 + k, (long long)sz[2 + k]);
+    p *= sz[2 + k];
+  }
+  if (p > OIMP_FOLD_MAX / 4) return UNSUP(c->n, "a grid of %lld points", (long long)p);
+  double *b = malloc((size_t)p * (ns + 1) * sizeof *b);
+  if (!b) return LOOM_OOM();
+  for (int64_t i = 0; i < p; i++) {
+    int64_t rest = i;
+    for (size_t k = ns; k-- > 0;) { /* axis 2 + k (last = x) gives coordinate ns - 1 - k */
+      int64_t d = sz[2 + k], j = rest % d;
+      rest /= d;
+      b[i * (int64_t)(ns + 1) + (int64_t)(ns - 1 - k)] = ac ? (d > 1 ? -1 + 2.0 * (double)j / (double)(d - 1) : -1) : (2.0 * (double)j + 1) / (double)d - 1;
+    }
+    b[i * (int64_t)(ns + 1) + (int64_t)ns] = 1;
+  }
+  int64_t bd[2] = {p, (int64_t)ns + 1}, perm[3] = {0, 2, 1};
+  loom_graph_expr *base, *th, *y;
+  loom_status s = float_const(c, dt, 2, bd, b, &base);
+  free(b);
+  LOOM_PROPAGATE(s);
+  LOOM_PROPAGATE(permute_c(c, c->args[0], 3, perm, &th));
+  LOOM_PROPAGATE(op2(c, "matmul", base, th, &y));
+  const loom_sym_expr *d[6] = {c->args[0]->sinfo->dims[0]};
+  for (size_t k = 0; k < ns; k++) d[1 + k] = loom_sym_const(im->cx, sz[2 + k]);
+  d[1 + ns] = loom_sym_const(im->cx, (int64_t)ns);
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", ns + 2, d));
+  return oimp_emit(c, "reshape", 1, &y, c->n->outputs[0], out);
+}
+
+/* ---- MelWeightMatrix ------------------------------------------------------------------------ */
+
+/* The (dft_length / 2 + 1, num_mel_bins) triangular filter bank, computed here (all inputs are
+ * constants) as the reference does, its quirks included: num_mel_bins + 2 band edges spaced by
+ * (high - low) mel / (num_mel_bins + 2), each rounded down to a spectrogram bin. */
+static loom_status h_mel_weight_matrix(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  static const char *const what[5] = {"num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz"};
+  double v[5];
+  for (size_t i = 0; i < 5; i++) {
+    const loom_onnx_tensor *t = c->consts[i];
+    if (!t) return UNSUP(c->n, "input %zu (%s) must be a constant (initializer or Constant)", i, what[i]);
+    if (t->numel != 1) return BAD(c->n, "input %zu (%s) must be a scalar", i, what[i]);
+    v[i] = oimp_scalar_f64(t);
+  }
+  int64_t nm = (int64_t)v[0], dl = (int64_t)v[1], sr = (int64_t)v[2], odt;
+  LOOM_PROPAGATE(oimp_attr_int(c, "output_datatype", 1, &odt));
+  loom_dtype dt;
+  if (!loom_onnx_elem_dtype((int32_t)odt, &dt) || (dt != LOOM_DTYPE_F32 && dt != LOOM_DTYPE_F64))
+    return UNSUP(c->n, "output_datatype %lld (float or double only)", (long long)odt);
+  if (nm < 1 || dl < 1 || sr < 1) return BAD(c->n, "num_mel_bins %lld, dft_length %lld and sample_rate %lld must be >= 1", (long long)nm, (long long)dl, (long long)sr);
+  if (nm > 4096 || dl > (1 << 20)) return UNSUP(c->n, "a %lld x %lld matrix", (long long)(dl / 2 + 1), (long long)nm);
+  int64_t nb = dl / 2 + 1, dims[2] = {nb, nm};
+  int64_t *f = malloc((size_t)(nm + 2) * sizeof *f);
+  if (!f) return LOOM_OOM();
+  float lo = (float)(2595 * log10(1 + v[3] / 700)), hi = (float)(2595 * log10(1 + v[4] / 700));
+  double step = (double)(float)((hi - lo) / (float)(nm + 2));
+  for (int64_t i = 0; i < nm + 2; i++) {
+    double hz = 700 * (pow(10, ((double)i * step + lo) / 2595) - 1);
+    f[i] = (int64_t)floor((double)(dl + 1) * hz / (double)sr);
+  }
+  loom_onnx_tensor *t = oimp_new_tensor(c->im, dt, 2, dims);
+  bool ok = t != NULL;
+  double *w = ok ? calloc((size_t)(nb * nm), sizeof *w) : NULL;
+  for (int64_t i = 0; w && i < nm && ok; i++) {
+    int64_t l = f[i], m = f[i + 1], h = f[i + 2];
+    if (l < 0 || h >= nb || l > m || m > h) {
+      free(f), free(w);
+      return BAD(c->n, "band %lld spans spectrogram bins %lld..%lld outside 0..%lld", (long long)i, (long long)l, (long long)h, (long long)(nb - 1));
+    }
+    if (m == l) w[m * nm + i] = 1;
+    else
+      for (int64_t j = l; j <= m; j++) w[j * nm + i] = (double)(j - l) / (double)(m - l);
+    for (int64_t j = m; j < h; j++) w[j * nm + i] = (double)(h - j) / (double)(h - m);
+  }
+  free(f);
+  if (!w) return LOOM_OOM();
+  for (int64_t i = 0; i < nb * nm; i++) {
+    if (dt == LOOM_DTYPE_F32) ((float *)t->data)[i] = (float)w[i];
+    else ((double *)t->data)[i] = w[i];
+  }
+  free(w);
+  return oimp_fold_const(c, t, out);
+}
+
 /* ---- FlexAttention (ai.onnx.preview) -------------------------------------------------------- */
 
 /* The graph attribute `name` inlined on x (x itself when absent). */
@@ -912,6 +1016,8 @@ const op_entry oimp_image_table[] = {
     {"DeformConv", NULL, h_deform_conv, 3, 5, " dilations group kernel_shape offset_group pads strides ", false},
     {"RoiAlign", NULL, h_roi_align, 3, 3, " coordinate_transformation_mode mode output_height output_width sampling_ratio spatial_scale ", false},
     {"Col2Im", NULL, h_col2im, 3, 3, " dilations pads strides ", false},
+    {"AffineGrid", NULL, h_affine_grid, 2, 2, " align_corners ", false},
+    {"MelWeightMatrix", NULL, h_mel_weight_matrix, 5, 5, " output_datatype ", false},
     {"FlexAttention", NULL, h_flex_attention, 3, 3, " mask_mod prob_mod scale score_mod ", false},
     {"Upsample", NULL, h_resize, 2, 2, " mode ", false},
     {"LRN", NULL, h_lrn, 1, 1, " alpha beta bias size ", false},
