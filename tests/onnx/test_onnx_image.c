@@ -221,8 +221,8 @@ LOOM_TEST(onnx, image_bad_inputs_name_the_node) {
   const arg dc[] = {{"x", 1, 4, {"1", "1", "3", "3"}, NULL, 0}, {"w", 1, 4, {"1", "1", "2", "2"}, NULL, 0}, {"off", 1, 4, {"1", "6", "2", "2"}, NULL, 0}};
   expect_refused("DeformConv", dc, 3, NULL, 22, LOOM_CODE_INVALID_ARGUMENT, "offset has 6 channels; expected offset_group * kh * kw * 2 = 8");
   const arg ra[] = {{"x", 1, 4, {"1", "1", "4", "4"}, NULL, 0}, {"rois", 1, 2, {"2", "4"}, NULL, 0}, {"b", 7, 1, {"2"}, NULL, 0}};
-  attr_str(&a, "mode", "max"), attr_int(&a, "sampling_ratio", 2);
-  expect_refused("RoiAlign", ra, 3, &a, 22, LOOM_CODE_UNIMPLEMENTED, "mode 'max' is not supported");
+  attr_str(&a, "mode", "sum"), attr_int(&a, "sampling_ratio", 2);
+  expect_refused("RoiAlign", ra, 3, &a, 22, LOOM_CODE_INVALID_ARGUMENT, "mode 'sum' is not avg or max");
   attr_int(&a, "sampling_ratio", 0);
   expect_refused("RoiAlign", ra, 3, &a, 22, LOOM_CODE_UNIMPLEMENTED, "sampling_ratio 0 (adaptive, data-dependent)");
   attr_str(&a, "coordinate_transformation_mode", "corner");

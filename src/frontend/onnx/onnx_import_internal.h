@@ -2,7 +2,8 @@
  * table of direct mappings and the shape ops; onnx_import_nn.c: ops composed of several
  * graph ops — losses, activations, normalizations, index tricks; onnx_import_seq.c: attention,
  * rotary embedding, recurrences; onnx_import_quant.c: casts and quantization; onnx_import_image.c:
- * convolution, pooling, resize; onnx_import_symval.c: shape computations as symbolic values).
+ * convolution, pooling, resize; onnx_import_imgcomp.c: image ops composed of graph ops, FlexAttention;
+ * onnx_import_symval.c: shape computations as symbolic values).
  * Not a public interface. */
 #ifndef LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
 #define LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
@@ -122,7 +123,16 @@ loom_status oimp_sym_ints(const nctx *c, size_t i, const char *what, const loom_
  * values) with its inputs bound to ins; *out is its one output. */
 loom_status oimp_inline_graph(imp *im, const loom_onnx_graph *g, size_t nin, loom_graph_expr *const *ins, loom_graph_expr **out);
 
-/* From onnx_import_image.c: Pad's reflect / edge / wrap modes on input 0 with pads
+/* From onnx_import_image.c: a string graph attribute; string ONNX attribute `name` (`dflt` when
+ * absent); int list attribute `name` of `want` entries (`dflt` each when absent); the constant
+ * extent of axis `ax` of input i (-1 when not constant); a scalar constant of dtype dt. */
+loom_graph_attr oimp_str_attr(imp *im, const char *name, const char *s);
+loom_status oimp_attr_str(const nctx *c, const char *name, const char *dflt, const char **out);
+loom_status oimp_ints_or(const nctx *c, const char *name, int64_t *buf, size_t want, int64_t dflt);
+int64_t oimp_const_dim(const nctx *c, size_t i, int ax);
+loom_status oimp_scalar_const(nctx *c, loom_dtype dt, double v, loom_graph_expr **out);
+
+/* From onnx_import_imgcomp.c: Pad's reflect / edge / wrap modes on input 0 with pads
  * [before.., after..] over every axis (a gather of computed indices per padded axis). */
 loom_status oimp_pad_mode(nctx *c, const char *mode, const int64_t *pads, loom_graph_expr **out);
 
