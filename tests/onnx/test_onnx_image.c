@@ -225,6 +225,8 @@ LOOM_TEST(onnx, image_bad_inputs_name_the_node) {
   expect_refused("RoiAlign", ra, 3, &a, 22, LOOM_CODE_INVALID_ARGUMENT, "mode 'sum' is not avg or max");
   attr_int(&a, "sampling_ratio", 0);
   expect_refused("RoiAlign", ra, 3, &a, 22, LOOM_CODE_UNIMPLEMENTED, "sampling_ratio 0 (adaptive, data-dependent)");
+  const arg qkv[] = {{"q", 1, 4, {"1", "1", "2", "4"}, NULL, 0}, {"k", 1, 4, {"1", "1", "2", "4"}, NULL, 0}, {"v", 1, 4, {"1", "1", "2", "4"}, NULL, 0}};
+  expect_refused("FlexAttention", qkv, 3, NULL, 22, LOOM_CODE_UNIMPLEMENTED, "FlexAttention is an op of domain ai.onnx.preview, not ''");
   attr_str(&a, "coordinate_transformation_mode", "corner");
   expect_refused("RoiAlign", ra, 3, &a, 22, LOOM_CODE_INVALID_ARGUMENT, "coordinate_transformation_mode 'corner'");
 }

@@ -587,6 +587,8 @@ static loom_status apply_mod(nctx *c, const char *name, loom_graph_expr *x, loom
   const loom_onnx_attr *a = loom_onnx_node_attr(c->n, name);
   if (!a) return *y = x, LOOM_OK;
   if (a->kind != LOOM_ONNX_ATTR_GRAPH || !a->g) return BAD(c->n, "attribute '%s' must be a graph", name);
+  if (a->g->n_inputs != 1)
+    return UNSUP(c->n, "attribute '%s': a subgraph of %zu inputs (only the one-input form, the whole score tensor)", name, a->g->n_inputs);
   loom_status s = oimp_inline_graph(c->im, a->g, 1, &x, y);
   return s ? loom_status_annotate(s, __FILE__, __LINE__, "in attribute '%s' of node '%s' (FlexAttention)", name, c->n->name) : LOOM_OK;
 }
@@ -596,6 +598,7 @@ static loom_status apply_mod(nctx *c, const char *name, loom_graph_expr *x, loom
 static loom_status h_flex_attention(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   imp *im = c->im;
+  if (strcmp(c->n->domain, "ai.onnx.preview")) return UNSUP(c->n, "FlexAttention is an op of domain ai.onnx.preview, not '%s'", c->n->domain);
   for (size_t i = 0; i < 3; i++)
     if (oimp_in_rank(c, i) != 4) return BAD(c->n, "input %zu has rank %d; Q, K and V must be rank 4", i, oimp_in_rank(c, i));
   loom_graph_expr *q = c->args[0], *k = c->args[1], *v = c->args[2], *t, *p;
