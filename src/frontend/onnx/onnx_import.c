@@ -924,8 +924,10 @@ static loom_status h_slice(nctx *c, const op_entry *e, loom_graph_expr **out) {
 /* Pad, constant mode: pads (and the value, axes) from constant inputs or attributes. */
 static loom_status h_pad(nctx *c, const op_entry *e, loom_graph_expr **out) {
   const loom_onnx_attr *mode = loom_onnx_node_attr(c->n, "mode");
-  if (mode && (mode->kind != LOOM_ONNX_ATTR_STRING || strcmp(mode->s, "constant") != 0))
-    return UNSUP(c->n, "mode '%s' is not supported (constant only)", mode->kind == LOOM_ONNX_ATTR_STRING ? mode->s : "?");
+  if (mode && mode->kind != LOOM_ONNX_ATTR_STRING) return BAD(c->n, "attribute 'mode' must be a string");
+  const char *md = mode ? mode->s : "constant";
+  if (strcmp(md, "constant") && strcmp(md, "reflect") && strcmp(md, "edge") && strcmp(md, "wrap"))
+    return BAD(c->n, "mode '%s' is not constant, reflect, edge or wrap", md);
   int64_t pads[32], ax[16];
   size_t n, na = 0;
   double value = 0;
@@ -940,7 +942,10 @@ static loom_status h_pad(nctx *c, const op_entry *e, loom_graph_expr **out) {
     LOOM_PROPAGATE(oimp_attr_float(c, "value", 0, &value));
   } else {
     for (size_t i = 1; i < 4; i++)
-      if (oimp_runtime_input(c, i)) return oimp_dyn_pad(c, e, out);
+      if (oimp_runtime_input(c, i)) {
+        if (strcmp(md, "constant")) return UNSUP(c->n, "mode '%s' with pads known only at run time", md);
+        return oimp_dyn_pad(c, e, out);
+      }
     LOOM_PROPAGATE(oimp_const_ints(c, 1, "pads", pads, 32, &n));
     if (oimp_has_input(c, 2)) {
       if (!c->consts[2] || c->consts[2]->numel != 1) return UNSUP(c->n, "input 2 (constant_value) must be a constant scalar");
@@ -959,6 +964,7 @@ static loom_status h_pad(nctx *c, const op_entry *e, loom_graph_expr **out) {
   }
   for (int k = 0; k < 2 * r; k++)
     if (full[k] < 0) return UNSUP(c->n, "negative pads are not supported");
+  if (strcmp(md, "constant")) return oimp_pad_mode(c, md, full, out);
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "pads", 2 * (size_t)r, full));
   oimp_add_attr(c, loom_graph_attr_float(c->im->m, "value", value));
   return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
@@ -1202,7 +1208,9 @@ const op_entry *oimp_find_entry(const char *op_type) {
 }
 
 loom_status oimp_import_node(imp *im, const loom_onnx_node *n) {
-  if (*n->domain && strcmp(n->domain, "ai.onnx") != 0) return UNSUP(n, "domain '%s' is not supported", n->domain);
+  /* ai.onnx.preview is accepted for the ops of it the importer handles (FlexAttention) */
+  bool preview = !strcmp(n->domain, "ai.onnx.preview") && !strcmp(n->op_type, "FlexAttention");
+  if (*n->domain && strcmp(n->domain, "ai.onnx") != 0 && !preview) return UNSUP(n, "domain '%s' is not supported", n->domain);
   if (strcmp(n->op_type, "Constant") == 0) {
     if (n->n_attrs != 1) return BAD(n, "exactly one value attribute is required");
     const loom_onnx_attr *a = &n->attrs[0];
@@ -1287,6 +1295,18 @@ loom_status oimp_import_node(imp *im, const loom_onnx_node *n) {
   LOOM_PROPAGATE(oimp_bind(im, n->outputs[0], y, c.folded ? c.folded : same ? c.consts[0] : NULL));
   if (same && !c.folded) im->val_syms[im->nvals - 1] = c.syms[0];
   return LOOM_OK;
+}
+
+loom_status oimp_inline_graph(imp *im, const loom_onnx_graph *g, size_t nin, loom_graph_expr *const *ins, loom_graph_expr **out) {
+  if (g->n_inputs != nin) return LOOM_ERROR(INVALID_ARGUMENT, "subgraph '%s' has %zu inputs, expected %zu", g->name, g->n_inputs, nin);
+  if (g->n_outputs != 1) return LOOM_ERROR(UNIMPLEMENTED, "subgraph '%s' has %zu outputs, expected 1", g->name, g->n_outputs);
+  size_t mark = im->nvals; /* a scope of its own (see oimp_binding) */
+  loom_status s = LOOM_OK;
+  for (size_t i = 0; !s && i < nin; i++) s = oimp_bind(im, g->inputs[i].name, ins[i], NULL);
+  if (!s) s = oimp_import_graph(im, g);
+  if (!s) s = oimp_lookup_expr(im, g->outputs[0].name, out);
+  im->nvals = mark;
+  return s;
 }
 
 /* Gives a module-constant name to a constant operand that is not 0-d (the text format

@@ -1,5 +1,6 @@
 /* onnx_import_image.c — spatial / image ops: Conv, the pools (Max, Average, Lp, with every
- * padding rule, ceil mode and MaxPool's Indices), Resize. Cases the legalized 2-D graph ops
+ * padding rule, ceil mode and MaxPool's Indices), Resize and Upsample, GridSample, ConvTranspose,
+ * LRN (the ops composed of these: onnx_import_imgcomp.c). Cases the legalized 2-D graph ops
  * cover (conv1d/conv2d, max_pool2d, avg_pool2d, global_avg_pool2d) keep using them; the rest
  * go to the N-d ops of graph/op_image.c. */
 #include <math.h>
@@ -9,7 +10,7 @@
 
 #define MAXS 6 /* spatial axes at most */
 
-static loom_graph_attr attr_str(imp *im, const char *name, const char *s) {
+loom_graph_attr oimp_str_attr(imp *im, const char *name, const char *s) {
   loom_graph_attr a = loom_graph_attr_int(im->m, name, 0);
   a.kind = LOOM_GRAPH_ATTR_STR;
   a.s = loom_arena_strdup(loom_graph_module_arena(im->m), s);
@@ -17,15 +18,7 @@ static loom_graph_attr attr_str(imp *im, const char *name, const char *s) {
 }
 
 /* String attribute `name` (`dflt` when absent). */
-static loom_status attr_s(const nctx *c, const char *name, const char *dflt, const char **out) {
-  const loom_onnx_attr *a = loom_onnx_node_attr(c->n, name);
-  if (!a) return *out = dflt, LOOM_OK;
-  if (a->kind != LOOM_ONNX_ATTR_STRING) return BAD(c->n, "attribute '%s' must be a string", name);
-  *out = a->s;
-  return LOOM_OK;
-}
-
-static loom_status ints_or(const nctx *c, const char *name, int64_t *buf, size_t want, int64_t dflt) {
+loom_status oimp_ints_or(const nctx *c, const char *name, int64_t *buf, size_t want, int64_t dflt) {
   const int64_t *v;
   size_t n;
   bool pr;
@@ -36,7 +29,7 @@ static loom_status ints_or(const nctx *c, const char *name, int64_t *buf, size_t
 }
 
 /* Constant extent of axis `ax` of input i, or -1. */
-static int64_t const_dim(const nctx *c, size_t i, int ax) {
+int64_t oimp_const_dim(const nctx *c, size_t i, int ax) {
   const loom_sinfo *s = c->args[i] ? c->args[i]->sinfo : NULL;
   int64_t v;
   if (!s || s->kind != LOOM_SINFO_TENSOR || !s->dims || ax >= s->ndim || !loom_sym_is_const(s->dims[ax], &v)) return -1;
@@ -48,7 +41,7 @@ static int64_t const_dim(const nctx *c, size_t i, int ax) {
  * (UPPER) or before (LOWER). NOTSET keeps `pads`; VALID zeroes them. */
 static loom_status auto_pads(const nctx *c, size_t ns, const int64_t *kern, const int64_t *strides, const int64_t *dil, int64_t *pads) {
   const char *ap;
-  LOOM_PROPAGATE(attr_s(c, "auto_pad", "NOTSET", &ap));
+  LOOM_PROPAGATE(oimp_attr_str(c, "auto_pad", "NOTSET", &ap));
   if (!strcmp(ap, "NOTSET")) return LOOM_OK;
   if (!strcmp(ap, "VALID")) {
     for (size_t k = 0; k < 2 * ns; k++) pads[k] = 0;
@@ -57,7 +50,7 @@ static loom_status auto_pads(const nctx *c, size_t ns, const int64_t *kern, cons
   bool upper = !strcmp(ap, "SAME_UPPER");
   if (!upper && strcmp(ap, "SAME_LOWER")) return BAD(c->n, "auto_pad '%s' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER", ap);
   for (size_t k = 0; k < ns; k++) {
-    int64_t in = const_dim(c, 0, (int)k + 2);
+    int64_t in = oimp_const_dim(c, 0, (int)k + 2);
     if (in < 0) return UNSUP(c->n, "auto_pad %s needs a constant extent on spatial axis %zu", ap, k);
     int64_t out = (in + strides[k] - 1) / strides[k], tot = (out - 1) * strides[k] + dil[k] * (kern[k] - 1) + 1 - in;
     if (tot < 0) tot = 0;
@@ -73,11 +66,11 @@ static loom_status h_conv(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (r < 3 || r > 4) return UNSUP(c->n, "rank %d input is not supported (1-D and 2-D convolution only)", r);
   size_t ns = (size_t)r - 2;
   int64_t pads[2 * MAXS], strides[MAXS], dil[MAXS], kern[MAXS], g;
-  LOOM_PROPAGATE(ints_or(c, "pads", pads, 2 * ns, 0));
-  LOOM_PROPAGATE(ints_or(c, "strides", strides, ns, 1));
-  LOOM_PROPAGATE(ints_or(c, "dilations", dil, ns, 1));
-  for (size_t k = 0; k < ns; k++) kern[k] = const_dim(c, 1, (int)k + 2);
-  LOOM_PROPAGATE(ints_or(c, "kernel_shape", kern, ns, kern[0]));
+  LOOM_PROPAGATE(oimp_ints_or(c, "pads", pads, 2 * ns, 0));
+  LOOM_PROPAGATE(oimp_ints_or(c, "strides", strides, ns, 1));
+  LOOM_PROPAGATE(oimp_ints_or(c, "dilations", dil, ns, 1));
+  for (size_t k = 0; k < ns; k++) kern[k] = oimp_const_dim(c, 1, (int)k + 2);
+  LOOM_PROPAGATE(oimp_ints_or(c, "kernel_shape", kern, ns, kern[0]));
   LOOM_PROPAGATE(auto_pads(c, ns, kern, strides, dil, pads));
   LOOM_PROPAGATE(oimp_attr_int(c, "group", 1, &g));
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "groups", g));
@@ -104,10 +97,10 @@ static loom_status h_pool(nctx *c, const op_entry *e, loom_graph_expr **out) {
   size_t ns = (size_t)r - 2;
   int64_t pads[2 * MAXS], strides[MAXS], dil[MAXS], kern[MAXS], ceil_mode, incl = 0, so = 0, p = 2;
   if (!loom_onnx_node_attr(c->n, "kernel_shape")) return BAD(c->n, "attribute 'kernel_shape' is required");
-  LOOM_PROPAGATE(ints_or(c, "kernel_shape", kern, ns, 1));
-  LOOM_PROPAGATE(ints_or(c, "pads", pads, 2 * ns, 0));
-  LOOM_PROPAGATE(ints_or(c, "strides", strides, ns, 1));
-  LOOM_PROPAGATE(ints_or(c, "dilations", dil, ns, 1));
+  LOOM_PROPAGATE(oimp_ints_or(c, "kernel_shape", kern, ns, 1));
+  LOOM_PROPAGATE(oimp_ints_or(c, "pads", pads, 2 * ns, 0));
+  LOOM_PROPAGATE(oimp_ints_or(c, "strides", strides, ns, 1));
+  LOOM_PROPAGATE(oimp_ints_or(c, "dilations", dil, ns, 1));
   for (size_t k = 0; k < ns; k++)
     if (kern[k] < 1 || strides[k] < 1 || dil[k] < 1) return BAD(c->n, "kernel_shape, strides and dilations must be >= 1 (axis %zu)", k);
   for (size_t k = 0; k < 2 * ns; k++)
@@ -184,10 +177,10 @@ static loom_status h_resize(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t excl, aa, ax[8];
   size_t na = (size_t)r;
   bool v10 = im->opset < 11;
-  LOOM_PROPAGATE(attr_s(c, "mode", "nearest", &mode));
-  LOOM_PROPAGATE(attr_s(c, "coordinate_transformation_mode", v10 ? "asymmetric" : "half_pixel", &coord));
-  LOOM_PROPAGATE(attr_s(c, "nearest_mode", v10 ? "floor" : "round_prefer_floor", &nm));
-  LOOM_PROPAGATE(attr_s(c, "keep_aspect_ratio_policy", "stretch", &policy));
+  LOOM_PROPAGATE(oimp_attr_str(c, "mode", "nearest", &mode));
+  LOOM_PROPAGATE(oimp_attr_str(c, "coordinate_transformation_mode", v10 ? "asymmetric" : "half_pixel", &coord));
+  LOOM_PROPAGATE(oimp_attr_str(c, "nearest_mode", v10 ? "floor" : "round_prefer_floor", &nm));
+  LOOM_PROPAGATE(oimp_attr_str(c, "keep_aspect_ratio_policy", "stretch", &policy));
   LOOM_PROPAGATE(oimp_attr_float(c, "cubic_coeff_a", -0.75, &a));
   LOOM_PROPAGATE(oimp_attr_float(c, "extrapolation_value", 0, &extrap));
   LOOM_PROPAGATE(oimp_attr_int(c, "exclude_outside", 0, &excl));
@@ -223,8 +216,8 @@ static loom_status h_resize(nctx *c, const op_entry *e, loom_graph_expr **out) {
     /* run-time scales / sizes / roi: the output extents of the resized axes are fresh symbols */
     loom_graph_expr *args[3] = {c->args[0], c->args[i_p], crop ? c->args[i_roi] : NULL};
     if (present) oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", na, ax));
-    oimp_add_attr(c, attr_str(im, "by", use_sizes ? "sizes" : "scales"));
-    if (!stretch) oimp_add_attr(c, attr_str(im, "policy", policy));
+    oimp_add_attr(c, oimp_str_attr(im, "by", use_sizes ? "sizes" : "scales"));
+    if (!stretch) oimp_add_attr(c, oimp_str_attr(im, "policy", policy));
     return emit_resize(c, mode, coord, nm, a, excl, extrap, aa, args, crop ? 3 : 2, out);
   }
   if (use_sizes) {
@@ -233,14 +226,14 @@ static loom_status h_resize(nctx *c, const op_entry *e, loom_graph_expr **out) {
     if (n != na) return BAD(c->n, "sizes has %zu values for %zu axes", n, na);
     double sel = not_larger ? INFINITY : -INFINITY;
     for (size_t k = 0; k < na; k++) {
-      int64_t in = const_dim(c, 0, (int)ax[k]);
+      int64_t in = oimp_const_dim(c, 0, (int)ax[k]);
       if (in <= 0) return UNSUP(c->n, "sizes needs a constant, non-zero extent on axis %lld", (long long)ax[k]);
       if (sz[k] < 0) return BAD(c->n, "sizes entry %zu is %lld", k, (long long)sz[k]);
       scales[ax[k]] = (double)sz[k] / (double)in;
       if (not_larger ? scales[ax[k]] < sel : scales[ax[k]] > sel) sel = scales[ax[k]];
     }
     for (size_t k = 0; k < na; k++) {
-      int64_t in = const_dim(c, 0, (int)ax[k]);
+      int64_t in = oimp_const_dim(c, 0, (int)ax[k]);
       if (!stretch) scales[ax[k]] = sel, sz[k] = (int64_t)(sel * (double)in + 0.5);
       size[ax[k]] = loom_sym_const(im->cx, sz[k]);
     }
@@ -250,7 +243,7 @@ static loom_status h_resize(nctx *c, const op_entry *e, loom_graph_expr **out) {
     for (size_t k = 0; k < na; k++) {
       if (!(tmp[k] > 0)) return BAD(c->n, "scales entry %zu is %g; must be > 0", k, tmp[k]);
       scales[ax[k]] = tmp[k];
-      int64_t in = const_dim(c, 0, (int)ax[k]);
+      int64_t in = oimp_const_dim(c, 0, (int)ax[k]);
       if (in >= 0) size[ax[k]] = loom_sym_const(im->cx, (int64_t)floor(tmp[k] * (double)in));
       else if (tmp[k] == floor(tmp[k])) size[ax[k]] = loom_sym_mul(im->cx, si->dims[ax[k]], loom_sym_const(im->cx, (int64_t)tmp[k]));
       else return UNSUP(c->n, "a fractional scale on axis %lld needs a constant extent", (long long)ax[k]);
@@ -272,9 +265,9 @@ static loom_status emit_resize(nctx *c, const char *mode, const char *coord, con
                                int64_t aa, loom_graph_expr **args, size_t nargs, loom_graph_expr **out) {
   imp *im = c->im;
   bool crop = !strcmp(coord, "tf_crop_and_resize");
-  oimp_add_attr(c, attr_str(im, "mode", mode));
-  oimp_add_attr(c, attr_str(im, "coord", coord));
-  if (!strcmp(mode, "nearest")) oimp_add_attr(c, attr_str(im, "nearest_mode", nm));
+  oimp_add_attr(c, oimp_str_attr(im, "mode", mode));
+  oimp_add_attr(c, oimp_str_attr(im, "coord", coord));
+  if (!strcmp(mode, "nearest")) oimp_add_attr(c, oimp_str_attr(im, "nearest_mode", nm));
   if (!strcmp(mode, "cubic")) oimp_add_attr(c, loom_graph_attr_float(im->m, "cubic_coeff_a", a));
   if (excl) oimp_add_attr(c, loom_graph_attr_bool(im->m, "exclude_outside", true));
   if (crop) oimp_add_attr(c, loom_graph_attr_float(im->m, "extrapolation_value", extrap));
@@ -288,15 +281,15 @@ static loom_status h_grid_sample(nctx *c, const op_entry *e, loom_graph_expr **o
   (void)e;
   const char *mode, *pad;
   int64_t ac;
-  LOOM_PROPAGATE(attr_s(c, "mode", "linear", &mode));
-  LOOM_PROPAGATE(attr_s(c, "padding_mode", "zeros", &pad));
+  LOOM_PROPAGATE(oimp_attr_str(c, "mode", "linear", &mode));
+  LOOM_PROPAGATE(oimp_attr_str(c, "padding_mode", "zeros", &pad));
   LOOM_PROPAGATE(oimp_attr_int(c, "align_corners", 0, &ac));
   if (!strcmp(mode, "bilinear")) mode = "linear"; /* opset 16 spellings */
   if (!strcmp(mode, "bicubic")) mode = "cubic";
   if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic")) return BAD(c->n, "mode '%s' is not nearest, linear or cubic", mode);
   if (strcmp(pad, "zeros") && strcmp(pad, "border") && strcmp(pad, "reflection")) return BAD(c->n, "padding_mode '%s' is not zeros, border or reflection", pad);
-  oimp_add_attr(c, attr_str(c->im, "mode", mode));
-  oimp_add_attr(c, attr_str(c->im, "padding_mode", pad));
+  oimp_add_attr(c, oimp_str_attr(c->im, "mode", mode));
+  oimp_add_attr(c, oimp_str_attr(c->im, "padding_mode", pad));
   if (ac) oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "align_corners", true));
   return oimp_emit(c, "grid_sample", 2, c->args, c->n->outputs[0], out);
 }
@@ -310,13 +303,13 @@ static loom_status h_conv_transpose(nctx *c, const op_entry *e, loom_graph_expr 
   size_t ns = (size_t)r - 2;
   int64_t pads[2 * MAXS], strides[MAXS], dil[MAXS], kern[MAXS], opad[MAXS], oshape[MAXS], g;
   const char *ap;
-  LOOM_PROPAGATE(ints_or(c, "pads", pads, 2 * ns, 0));
-  LOOM_PROPAGATE(ints_or(c, "strides", strides, ns, 1));
-  LOOM_PROPAGATE(ints_or(c, "dilations", dil, ns, 1));
-  LOOM_PROPAGATE(ints_or(c, "output_padding", opad, ns, 0));
+  LOOM_PROPAGATE(oimp_ints_or(c, "pads", pads, 2 * ns, 0));
+  LOOM_PROPAGATE(oimp_ints_or(c, "strides", strides, ns, 1));
+  LOOM_PROPAGATE(oimp_ints_or(c, "dilations", dil, ns, 1));
+  LOOM_PROPAGATE(oimp_ints_or(c, "output_padding", opad, ns, 0));
   LOOM_PROPAGATE(oimp_attr_int(c, "group", 1, &g));
-  LOOM_PROPAGATE(attr_s(c, "auto_pad", "NOTSET", &ap));
-  for (size_t k = 0; k < ns; k++) kern[k] = const_dim(c, 1, (int)k + 2);
+  LOOM_PROPAGATE(oimp_attr_str(c, "auto_pad", "NOTSET", &ap));
+  for (size_t k = 0; k < ns; k++) kern[k] = oimp_const_dim(c, 1, (int)k + 2);
   bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"), has_os = loom_onnx_node_attr(c->n, "output_shape") != NULL;
   if (!same && strcmp(ap, "NOTSET") && strcmp(ap, "VALID")) return BAD(c->n, "auto_pad '%s' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER", ap);
   if (!strcmp(ap, "VALID"))
@@ -331,7 +324,7 @@ static loom_status h_conv_transpose(nctx *c, const op_entry *e, loom_graph_expr 
   }
   if (same || has_os) {
     for (size_t k = 0; k < ns; k++) {
-      int64_t in = const_dim(c, 0, (int)k + 2);
+      int64_t in = oimp_const_dim(c, 0, (int)k + 2);
       if (in < 0 || kern[k] < 0) return UNSUP(c->n, "output_shape / auto_pad need constant input and kernel extents (axis %zu)", k);
       int64_t full = strides[k] * (in - 1) + opad[k] + dil[k] * (kern[k] - 1) + 1, want = has_os ? oshape[k] : in * strides[k];
       if (same) {
@@ -353,14 +346,6 @@ static loom_status h_conv_transpose(nctx *c, const op_entry *e, loom_graph_expr 
 
 /* ---- LRN ------------------------------------------------------------------------------------ */
 
-static loom_status scalar_const(nctx *c, loom_dtype dt, double v, loom_graph_expr **out) {
-  loom_onnx_tensor *t = oimp_new_tensor(c->im, dt, 0, NULL);
-  if (!t) return LOOM_OOM();
-  if (dt == LOOM_DTYPE_F32) *(float *)t->data = (float)v;
-  else *(double *)t->data = v;
-  *out = oimp_const_of(c->im, t);
-  return *out ? LOOM_OK : LOOM_OOM();
-}
 
 /* LRN: x / (bias + alpha * mean of x^2 over `size` channels around c)^beta; the channel window
  * is an avg_pool (padding counted) over (N, 1, C, rest). */
@@ -394,13 +379,13 @@ static loom_status h_lrn(nctx *c, const op_entry *e, loom_graph_expr **out) {
   LOOM_PROPAGATE(oimp_emit(c, "avg_pool", 1, &sq, NULL, &pooled));
   oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", (size_t)r, si->dims));
   LOOM_PROPAGATE(oimp_emit(c, "reshape", 1, &pooled, NULL, &pooled));
-  LOOM_PROPAGATE(scalar_const(c, si->dtype, alpha, &k));
+  LOOM_PROPAGATE(oimp_scalar(c, si->dtype, alpha, &k));
   loom_graph_expr *a[2] = {pooled, k};
   LOOM_PROPAGATE(oimp_emit(c, "mul", 2, a, NULL, &t));
-  LOOM_PROPAGATE(scalar_const(c, si->dtype, bias, &k));
+  LOOM_PROPAGATE(oimp_scalar(c, si->dtype, bias, &k));
   a[0] = t, a[1] = k;
   LOOM_PROPAGATE(oimp_emit(c, "add", 2, a, NULL, &t));
-  LOOM_PROPAGATE(scalar_const(c, si->dtype, beta, &k));
+  LOOM_PROPAGATE(oimp_scalar(c, si->dtype, beta, &k));
   a[0] = t, a[1] = k;
   LOOM_PROPAGATE(oimp_emit(c, "pow", 2, a, NULL, &t));
   a[0] = x, a[1] = t;
@@ -417,6 +402,7 @@ const op_entry oimp_image_table[] = {
     {"GlobalAveragePool", NULL, h_pool, 1, 1, NOATTR, false},
     {"GridSample", NULL, h_grid_sample, 2, 2, " align_corners mode padding_mode ", false},
     {"ConvTranspose", NULL, h_conv_transpose, 2, 3, " auto_pad dilations group kernel_shape output_padding output_shape pads strides ", false},
+    {"Upsample", NULL, h_resize, 2, 2, " mode ", false},
     {"LRN", NULL, h_lrn, 1, 1, " alpha beta bias size ", false},
     {"Resize", NULL, h_resize, 1, 4,
      " antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value keep_aspect_ratio_policy mode nearest_mode ",

@@ -2,9 +2,9 @@
  * table of direct mappings and the shape ops; onnx_import_nn.c: ops composed of several
  * graph ops — losses, activations, normalizations, index tricks; onnx_import_seq.c: attention,
  * rotary embedding, recurrences; onnx_import_quant.c: casts and quantization; onnx_import_image.c:
- * convolution, pooling, resize; onnx_import_symval.c: shape computations as symbolic values;
- * onnx_import_dyn.c: structural inputs known only at run time; onnx_import_ctl.c: If / Loop /
- * Scan, sequences and optionals).
+ * convolution, pooling, resize; onnx_import_imgcomp.c: image ops composed of graph ops, FlexAttention;
+ * onnx_import_symval.c: shape computations as symbolic values; onnx_import_dyn.c: structural inputs
+ * known only at run time; onnx_import_ctl.c: If / Loop / Scan, sequences and optionals).
  * Not a public interface. */
 #ifndef LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
 #define LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
@@ -170,6 +170,20 @@ loom_status oimp_scalar(nctx *c, loom_dtype dt, double v, loom_graph_expr **out)
 loom_status oimp_op_k(nctx *c, const char *op, loom_graph_expr *x, double v, loom_graph_expr **y);
 loom_status oimp_k_op(nctx *c, const char *op, double v, loom_graph_expr *x, loom_graph_expr **y);
 loom_status oimp_attr_str(const nctx *c, const char *name, const char *def, const char **out);
+/* Imports the nodes of subgraph g (an attribute's body: it may read the enclosing graph's
+ * values) with its inputs bound to ins; *out is its one output. */
+loom_status oimp_inline_graph(imp *im, const loom_onnx_graph *g, size_t nin, loom_graph_expr *const *ins, loom_graph_expr **out);
+
+/* From onnx_import_image.c: a string graph attribute; int list attribute `name` of `want`
+ * entries (`dflt` each when absent); the constant extent of axis `ax` of input i (-1 when not
+ * constant). */
+loom_graph_attr oimp_str_attr(imp *im, const char *name, const char *s);
+loom_status oimp_ints_or(const nctx *c, const char *name, int64_t *buf, size_t want, int64_t dflt);
+int64_t oimp_const_dim(const nctx *c, size_t i, int ax);
+
+/* From onnx_import_imgcomp.c: Pad's reflect / edge / wrap modes on input 0 with pads
+ * [before.., after..] over every axis (a gather of computed indices per padded axis). */
+loom_status oimp_pad_mode(nctx *c, const char *mode, const int64_t *pads, loom_graph_expr **out);
 
 loom_status oimp_h_simple(nctx *c, const op_entry *e, loom_graph_expr **out);
 loom_status oimp_h_identity(nctx *c, const op_entry *e, loom_graph_expr **out);

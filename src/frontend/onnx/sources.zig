@@ -10,6 +10,7 @@ pub const compiler = [_][]const u8{
     "src/frontend/onnx/onnx_import_nn.c",
     "src/frontend/onnx/onnx_import_symval.c",
     "src/frontend/onnx/onnx_import_image.c",
+    "src/frontend/onnx/onnx_import_imgcomp.c",
     "src/frontend/onnx/onnx_import_seq.c",
     "src/frontend/onnx/onnx_import_quant.c",
     "src/frontend/onnx/onnx_import_misc.c",

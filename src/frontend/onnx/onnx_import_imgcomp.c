@@ -1,0 +1,647 @@
+/* onnx_import_imgcomp.c — image ops composed of graph ops (so the compiled path has them too):
+ * Pad's reflect / edge / wrap modes, CenterCropPad, MaxUnpool, DeformConv, RoiAlign, Col2Im,
+ * AffineGrid, MelWeightMatrix (constant inputs), and FlexAttention (ai.onnx.preview) with its
+ * modifier subgraphs inlined. Each follows the ONNX reference operator (onnx/reference/ops). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/onnx/onnx_import_internal.h"
+
+#define MAXS 6 /* spatial axes at most */
+
+/* ---- Pad modes ------------------------------------------------------------------------------ */
+
+loom_status oimp_pad_mode(nctx *c, const char *mode, const int64_t *pads, loom_graph_expr **out) {
+  int r = oimp_in_rank(c, 0);
+  loom_graph_expr *x = c->args[0];
+  int last = -1;
+  for (int k = 0; k < r; k++)
+    if (pads[k] || pads[r + k]) last = k;
+  if (last < 0) return *out = x, LOOM_OK;
+  for (int k = 0; k <= last; k++) {
+    int64_t b = pads[k], a = pads[r + k], n = oimp_const_dim(c, 0, k), len = b + n + a;
+    if (!b && !a) continue;
+    if (n < 0) return UNSUP(c->n, "mode '%s' needs a constant extent on padded axis %d", mode, k);
+    if (n == 0) return BAD(c->n, "mode '%s' cannot pad axis %d of extent 0", mode, k);
+    if (len < 0) return BAD(c->n, "pads %lld and %lld remove more than the %lld elements of axis %d", (long long)b, (long long)a, (long long)n, k);
+    loom_onnx_tensor *t = oimp_new_tensor(c->im, LOOM_DTYPE_I64, 1, &len);
+    if (!t) return LOOM_OOM();
+    int64_t *ix = t->data, per = 2 * (n - 1);
+    for (int64_t i = 0; i < len; i++) {
+      int64_t j = i - b, m;
+      if (!strcmp(mode, "edge")) ix[i] = j < 0 ? 0 : j >= n ? n - 1 : j;
+      else if (!strcmp(mode, "wrap")) ix[i] = (j % n + n) % n;
+      else ix[i] = per ? ((m = (j % per + per) % per) < n ? m : per - m) : 0;
+    }
+    loom_graph_expr *args[2] = {x, oimp_const_of(c->im, t)};
+    if (!args[1]) return LOOM_OOM();
+    oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", k));
+    LOOM_PROPAGATE(oimp_emit(c, "take", 2, args, k == last ? c->n->outputs[0] : NULL, &x));
+  }
+  *out = x;
+  return LOOM_OK;
+}
+
+/* ---- CenterCropPad ------------------------------------------------------------------------- */
+
+/* Each listed axis of extent n becomes `shape`'s s: cropped to [(n - s) / 2, + s) when n > s,
+ * zero-padded by (s - n) / 2 before and the rest after when n < s. */
+static loom_status h_center_crop_pad(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  imp *im = c->im;
+  int r = oimp_in_rank(c, 0);
+  if (r < 1 || r > 16) return UNSUP(c->n, "rank %d input", r);
+  int64_t ax[16], sh[16], pads[32] = {0};
+  size_t na, ns, nc = 0;
+  bool present;
+  const int64_t *av;
+  LOOM_PROPAGATE(oimp_attr_ints(c, "axes", &av, &na, &present));
+  if (present) {
+    if (na > (size_t)r) return BAD(c->n, "axes has %zu entries for rank %d", na, r);
+    memcpy(ax, av, na * sizeof *av);
+    LOOM_PROPAGATE(oimp_norm_axes(c, r, ax, na));
+  } else {
+    na = (size_t)r;
+    for (int k = 0; k < r; k++) ax[k] = k;
+  }
+  LOOM_PROPAGATE(oimp_const_ints(c, 1, "shape", sh, 16, &ns));
+  if (ns != na) return BAD(c->n, "shape has %zu values for %zu axes", ns, na);
+  int64_t cax[16];
+  const loom_sym_expr *lo[16], *hi[16];
+  bool pad = false;
+  for (size_t k = 0; k < na; k++) {
+    int64_t n = oimp_const_dim(c, 0, (int)ax[k]);
+    if (sh[k] < 0) return BAD(c->n, "shape entry %zu is %lld", k, (long long)sh[k]);
+    if (n < 0) return UNSUP(c->n, "axis %lld needs a constant extent", (long long)ax[k]);
+    if (n > sh[k]) {
+      cax[nc] = ax[k], lo[nc] = loom_sym_const(im->cx, (n - sh[k]) / 2), hi[nc] = loom_sym_const(im->cx, (n - sh[k]) / 2 + sh[k]);
+      nc++;
+    } else if (n < sh[k]) {
+      pads[ax[k]] = (sh[k] - n) / 2, pads[r + ax[k]] = sh[k] - n - pads[ax[k]];
+      pad = true;
+    }
+  }
+  loom_graph_expr *x = c->args[0];
+  if (nc) {
+    oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", nc, cax));
+    oimp_add_attr(c, loom_graph_attr_syms(im->m, "begin", nc, lo));
+    oimp_add_attr(c, loom_graph_attr_syms(im->m, "end", nc, hi));
+    LOOM_PROPAGATE(oimp_emit(c, "strided_slice", 1, &x, pad ? NULL : c->n->outputs[0], &x));
+  }
+  if (pad) {
+    oimp_add_attr(c, loom_graph_attr_ints(im->m, "pads", 2 * (size_t)r, pads));
+    oimp_add_attr(c, loom_graph_attr_float(im->m, "value", 0));
+    LOOM_PROPAGATE(oimp_emit(c, "pad", 1, &x, c->n->outputs[0], &x));
+  }
+  *out = x;
+  return LOOM_OK;
+}
+
+/* ---- MaxUnpool ----------------------------------------------------------------------------- */
+
+/* x and I (N, C, in..): a zero tensor of (N, C, (in - 1) * stride + kernel - pads..) with
+ * x's values at I's flat indices, then zero-padded after to output_shape when given. */
+static loom_status h_max_unpool(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  imp *im = c->im;
+  loom_sym_ctx *cx = im->cx;
+  int r = oimp_in_rank(c, 0);
+  if (r < 3 || r > MAXS + 2) return UNSUP(c->n, "rank %d input (N, C, spatial...)", r);
+  if (oimp_in_rank(c, 1) != r) return BAD(c->n, "indices have rank %d; X has rank %d", oimp_in_rank(c, 1), r);
+  size_t ns = (size_t)r - 2;
+  int64_t kern[MAXS], strides[MAXS], pads[2 * MAXS], oshape[MAXS + 2], full[2 * (MAXS + 2)] = {0};
+  if (!loom_onnx_node_attr(c->n, "kernel_shape")) return BAD(c->n, "attribute 'kernel_shape' is required");
+  LOOM_PROPAGATE(oimp_ints_or(c, "kernel_shape", kern, ns, 1));
+  LOOM_PROPAGATE(oimp_ints_or(c, "strides", strides, ns, 1));
+  LOOM_PROPAGATE(oimp_ints_or(c, "pads", pads, 2 * ns, 0));
+  const loom_sym_expr *const *xd = c->args[0]->sinfo->dims, *od[MAXS + 2], *one = loom_sym_const(cx, 1);
+  const loom_sym_expr *tot = one, *m = one;
+  for (int k = 0; k < r; k++) {
+    if (k < 2) od[k] = xd[k];
+    else {
+      size_t j = (size_t)k - 2;
+      if (kern[j] < 1 || strides[j] < 1) return BAD(c->n, "kernel_shape and strides must be >= 1 (axis %zu)", j);
+      od[k] = loom_sym_add(cx, loom_sym_mul(cx, xd[k], loom_sym_const(cx, strides[j])), loom_sym_const(cx, kern[j] - strides[j] - pads[j] - pads[ns + j]));
+    }
+    tot = loom_sym_mul(cx, tot, od[k]), m = loom_sym_mul(cx, m, xd[k]);
+  }
+  bool has_os = oimp_has_input(c, 2);
+  if (has_os) {
+    size_t n;
+    LOOM_PROPAGATE(oimp_const_ints(c, 2, "output_shape", oshape, MAXS + 2, &n));
+    if (n != (size_t)r) return BAD(c->n, "output_shape has %zu values for rank %d", n, r);
+    for (int k = 0; k < r; k++) {
+      int64_t d;
+      if (!loom_sym_is_const(od[k], &d)) return UNSUP(c->n, "output_shape needs constant input extents (axis %d)", k);
+      if (oshape[k] < d) return BAD(c->n, "output_shape axis %d is %lld, less than the unpooled %lld", k, (long long)oshape[k], (long long)d);
+      full[r + k] = oshape[k] - d;
+    }
+  }
+  loom_graph_expr *a[3];
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 1, &tot));
+  oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", c->args[0]->sinfo->dtype));
+  LOOM_PROPAGATE(oimp_emit(c, "zeros", 0, NULL, NULL, &a[0]));
+  for (int i = 0; i < 2; i++) {
+    oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 1, &m));
+    LOOM_PROPAGATE(oimp_emit(c, "reshape", 1, &c->args[1 - i], NULL, &a[1 + i]));
+  }
+  loom_graph_expr *y;
+  LOOM_PROPAGATE(oimp_emit(c, "scatter_elements", 3, a, NULL, &y));
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", (size_t)r, od));
+  LOOM_PROPAGATE(oimp_emit(c, "reshape", 1, &y, has_os ? NULL : c->n->outputs[0], &y));
+  if (has_os) {
+    oimp_add_attr(c, loom_graph_attr_ints(im->m, "pads", 2 * (size_t)r, full));
+    oimp_add_attr(c, loom_graph_attr_float(im->m, "value", 0));
+    LOOM_PROPAGATE(oimp_emit(c, "pad", 1, &y, c->n->outputs[0], &y));
+  }
+  *out = y;
+  return LOOM_OK;
+}
+
+/* ---- DeformConv ---------------------------------------------------------------------------- */
+
+static loom_status op1a(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr **y) { return oimp_emit(c, op, 1, &x, NULL, y); }
+
+static loom_status op2(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr *z, loom_graph_expr **y) {
+  loom_graph_expr *a[2] = {x, z};
+  return oimp_emit(c, op, 2, a, NULL, y);
+}
+
+static loom_status reshape_c(nctx *c, loom_graph_expr *x, size_t n, const int64_t *dims, loom_graph_expr **y) {
+  const loom_sym_expr *d[8];
+  for (size_t k = 0; k < n; k++) d[k] = dims[k] < 0 ? x->sinfo->dims[-dims[k] - 1] : loom_sym_const(c->im->cx, dims[k]);
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", n, d));
+  return op1a(c, "reshape", x, y);
+}
+
+static loom_status permute_c(nctx *c, loom_graph_expr *x, size_t n, const int64_t *perm, loom_graph_expr **y) {
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, perm));
+  return op1a(c, "permute_dims", x, y);
+}
+
+/* A constant of dtype dt (f32 or f64) from doubles. */
+static loom_status float_const(nctx *c, loom_dtype dt, size_t rank, const int64_t *dims, const double *v, loom_graph_expr **out) {
+  loom_onnx_tensor *t = oimp_new_tensor(c->im, dt, rank, dims);
+  if (!t) return LOOM_OOM();
+  for (int64_t i = 0; i < t->numel; i++) {
+    if (dt == LOOM_DTYPE_F32) ((float *)t->data)[i] = (float)v[i];
+    else ((double *)t->data)[i] = v[i];
+  }
+  *out = oimp_const_of(c->im, t);
+  return *out ? LOOM_OK : LOOM_OOM();
+}
+
+/* As the reference: each output position's kernel taps sample X bilinearly (GridSample,
+ * align_corners, zeros outside) at their offset positions, times the mask; the samples laid out
+ * as (N, C, oh * kh, ow * kw) are then convolved with W at stride (kh, kw). */
+static loom_status h_deform_conv(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  imp *im = c->im;
+  if (oimp_in_rank(c, 0) != 4) return UNSUP(c->n, "rank %d input (2-D deformable convolution only)", oimp_in_rank(c, 0));
+  if (oimp_in_rank(c, 1) != 4 || oimp_in_rank(c, 2) != 4) return BAD(c->n, "W and offset must be rank 4");
+  loom_dtype dt = c->args[0]->sinfo->dtype;
+  if (dt != LOOM_DTYPE_F32 && dt != LOOM_DTYPE_F64) return UNSUP(c->n, "dtype %s (f32 or f64 only)", loom_dtype_name(dt));
+  int64_t kern[2], strides[2], dil[2], pads[4], g, og;
+  kern[0] = oimp_const_dim(c, 1, 2), kern[1] = oimp_const_dim(c, 1, 3);
+  LOOM_PROPAGATE(oimp_ints_or(c, "kernel_shape", kern, 2, kern[0]));
+  LOOM_PROPAGATE(oimp_ints_or(c, "strides", strides, 2, 1));
+  LOOM_PROPAGATE(oimp_ints_or(c, "dilations", dil, 2, 1));
+  LOOM_PROPAGATE(oimp_ints_or(c, "pads", pads, 4, 0));
+  LOOM_PROPAGATE(oimp_attr_int(c, "group", 1, &g));
+  LOOM_PROPAGATE(oimp_attr_int(c, "offset_group", 1, &og));
+  int64_t n = oimp_const_dim(c, 0, 0), ch = oimp_const_dim(c, 0, 1), h = oimp_const_dim(c, 0, 2), w = oimp_const_dim(c, 0, 3);
+  int64_t oh = oimp_const_dim(c, 2, 2), ow = oimp_const_dim(c, 2, 3), kh = kern[0], kw = kern[1];
+  if (n < 0 || ch < 0 || h < 0 || w < 0 || oh < 0 || ow < 0 || kh < 1 || kw < 1)
+    return UNSUP(c->n, "needs constant shapes of X, offset and the kernel");
+  if (h < 2 || w < 2) return UNSUP(c->n, "an input extent of %lld x %lld (the sampling grid needs 2 or more)", (long long)h, (long long)w);
+  if (og < 1 || g < 1 || ch % og) return BAD(c->n, "offset_group %lld and group %lld must be >= 1 and divide the %lld channels", (long long)og, (long long)g, (long long)ch);
+  if (oimp_const_dim(c, 2, 1) != og * kh * kw * 2) return BAD(c->n, "offset has %lld channels; expected offset_group * kh * kw * 2 = %lld", (long long)oimp_const_dim(c, 2, 1), (long long)(og * kh * kw * 2));
+  for (int k = 0; k < 2; k++) {
+    int64_t in = k ? w : h, o = k ? ow : oh, want = (in + pads[k] + pads[2 + k] - dil[k] * (kern[k] - 1) - 1) / strides[k] + 1;
+    if (strides[k] < 1 || dil[k] < 1) return BAD(c->n, "strides and dilations must be >= 1 (axis %d)", k);
+    if (o != want) return BAD(c->n, "offset's spatial axis %d is %lld; the convolution gives %lld", k, (long long)o, (long long)want);
+  }
+  /* sampling positions (N * og, oh * kh, ow * kw, (x, y)) normalised to [-1, 1] */
+  loom_graph_expr *off, *t, *k1, *grid, *xs, *y;
+  int64_t d7[7] = {n, og, kh, kw, 2, oh, ow}, p7[7] = {0, 1, 5, 2, 6, 3, 4}, d4[4] = {n * og, oh * kh, ow * kw, 2};
+  LOOM_PROPAGATE(reshape_c(c, c->args[2], 7, d7, &off));
+  LOOM_PROPAGATE(permute_c(c, off, 7, p7, &off));
+  LOOM_PROPAGATE(reshape_c(c, off, 4, d4, &off));
+  int64_t two = 2, swap[2] = {1, 0};
+  loom_onnx_tensor *st = oimp_new_tensor(im, LOOM_DTYPE_I64, 1, &two);
+  if (!st) return LOOM_OOM();
+  memcpy(st->data, swap, sizeof swap);
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 3));
+  LOOM_PROPAGATE(op2(c, "take", off, oimp_const_of(im, st), &off));
+  size_t nb = (size_t)(oh * kh * ow * kw * 2);
+  double *base = malloc(nb * sizeof *base), sc[2] = {2.0 / (double)(w - 1), 2.0 / (double)(h - 1)};
+  if (!base) return LOOM_OOM();
+  for (int64_t i = 0; i < oh; i++)
+    for (int64_t a = 0; a < kh; a++)
+      for (int64_t j = 0; j < ow; j++)
+        for (int64_t b = 0; b < kw; b++) {
+          double *q = base + (((i * kh + a) * ow + j) * kw + b) * 2;
+          q[0] = (double)(-pads[1] + strides[1] * j + b * dil[1]), q[1] = (double)(-pads[0] + strides[0] * i + a * dil[0]);
+        }
+  int64_t bd[4] = {1, oh * kh, ow * kw, 2};
+  loom_status s = float_const(c, dt, 4, bd, base, &k1);
+  free(base);
+  LOOM_PROPAGATE(s);
+  LOOM_PROPAGATE(op2(c, "add", off, k1, &t));
+  LOOM_PROPAGATE(float_const(c, dt, 1, &two, sc, &k1));
+  LOOM_PROPAGATE(op2(c, "mul", t, k1, &t));
+  LOOM_PROPAGATE(oimp_scalar(c, dt, -1, &k1));
+  LOOM_PROPAGATE(op2(c, "add", t, k1, &grid));
+  int64_t dx[4] = {n * og, ch / og, h, w};
+  LOOM_PROPAGATE(reshape_c(c, c->args[0], 4, dx, &xs));
+  loom_graph_expr *ga[2] = {xs, grid};
+  oimp_add_attr(c, oimp_str_attr(im, "mode", "linear"));
+  oimp_add_attr(c, oimp_str_attr(im, "padding_mode", "zeros"));
+  oimp_add_attr(c, loom_graph_attr_bool(im->m, "align_corners", true));
+  LOOM_PROPAGATE(oimp_emit(c, "grid_sample", 2, ga, NULL, &xs));
+  if (oimp_has_input(c, 4)) {
+    if (oimp_in_rank(c, 4) != 4) return BAD(c->n, "mask must be rank 4");
+    loom_graph_expr *mk;
+    int64_t m6[6] = {n, og, kh, kw, oh, ow}, p6[6] = {0, 1, 4, 2, 5, 3}, m5[5] = {n, og, 1, oh * kh, ow * kw}, x5[5] = {n, og, ch / og, oh * kh, ow * kw};
+    LOOM_PROPAGATE(reshape_c(c, c->args[4], 6, m6, &mk));
+    LOOM_PROPAGATE(permute_c(c, mk, 6, p6, &mk));
+    LOOM_PROPAGATE(reshape_c(c, mk, 5, m5, &mk));
+    LOOM_PROPAGATE(reshape_c(c, xs, 5, x5, &xs));
+    LOOM_PROPAGATE(op2(c, "mul", xs, mk, &xs));
+  }
+  int64_t dc[4] = {n, ch, oh * kh, ow * kw}, one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
+  LOOM_PROPAGATE(reshape_c(c, xs, 4, dc, &xs));
+  loom_graph_expr *ca[3] = {xs, c->args[1], oimp_has_input(c, 3) ? c->args[3] : NULL};
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "groups", g));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "dilation", 2, one2));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "strides", 2, kern));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "padding", 4, zero4));
+  LOOM_PROPAGATE(oimp_emit(c, "conv2d", ca[2] ? 3 : 2, ca, c->n->outputs[0], &y));
+  *out = y;
+  return LOOM_OK;
+}
+
+/* ---- RoiAlign ------------------------------------------------------------------------------ */
+
+/* Sample coordinates along one axis for every roi, (R, o * sr): start + bin * (p + (i + 0.5) / sr)
+ * for bin p and sample i, with start = lo * scale - offset, bin = max?(hi - lo) * scale / o;
+ * whether each lies in [-1, n] (else the sample counts 0), and the coordinate clamped to
+ * [0, n - 1] as the reference clamps it. */
+static loom_status roi_axis(nctx *c, loom_dtype dt, int64_t lo, int64_t o, int64_t sr, int64_t n, double scale, bool half,
+                            loom_graph_expr **coord, loom_graph_expr **valid) {
+  imp *im = c->im;
+  loom_graph_expr *rois = c->args[1], *a, *b, *k, *start, *len;
+  int64_t one = 1, m = o * sr;
+  for (int i = 0; i < 2; i++) {
+    loom_onnx_tensor *t = oimp_new_tensor(im, LOOM_DTYPE_I64, 1, &one);
+    if (!t) return LOOM_OOM();
+    *(int64_t *)t->data = lo + 2 * i;
+    oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 1));
+    LOOM_PROPAGATE(op2(c, "take", rois, oimp_const_of(im, t), i ? &b : &a));
+  }
+  LOOM_PROPAGATE(oimp_scalar(c, dt, scale, &k));
+  LOOM_PROPAGATE(op2(c, "mul", a, k, &a));
+  LOOM_PROPAGATE(op2(c, "mul", b, k, &b));
+  LOOM_PROPAGATE(op2(c, "sub", b, a, &len));
+  if (!half) {
+    LOOM_PROPAGATE(oimp_scalar(c, dt, 1, &k));
+    LOOM_PROPAGATE(op2(c, "maximum", len, k, &len));
+  }
+  start = a;
+  if (half) {
+    LOOM_PROPAGATE(oimp_scalar(c, dt, -0.5, &k));
+    LOOM_PROPAGATE(op2(c, "add", a, k, &start));
+  }
+  double *u = malloc((size_t)m * sizeof *u);
+  if (!u) return LOOM_OOM();
+  for (int64_t j = 0; j < m; j++) u[j] = ((double)(j / sr) + ((double)(j % sr) + 0.5) / (double)sr) / (double)o;
+  int64_t d2[2] = {1, m};
+  loom_status s = float_const(c, dt, 2, d2, u, &k);
+  free(u);
+  LOOM_PROPAGATE(s);
+  LOOM_PROPAGATE(op2(c, "mul", len, k, &len));
+  LOOM_PROPAGATE(op2(c, "add", start, len, &a)); /* (R, m) */
+  LOOM_PROPAGATE(oimp_scalar(c, dt, -1, &k));
+  LOOM_PROPAGATE(op2(c, "greater_equal", a, k, &b));
+  LOOM_PROPAGATE(oimp_scalar(c, dt, (double)n, &k));
+  LOOM_PROPAGATE(op2(c, "less_equal", a, k, &len));
+  LOOM_PROPAGATE(op2(c, "logical_and", b, len, valid));
+  LOOM_PROPAGATE(oimp_scalar(c, dt, 0, &k));
+  LOOM_PROPAGATE(op2(c, "maximum", a, k, &a));
+  LOOM_PROPAGATE(oimp_scalar(c, dt, (double)(n - 1), &k));
+  return op2(c, "minimum", a, k, coord);
+}
+
+/* The bilinear corners of clamped coordinates c: lo = min(floor(c), n - 1), hi = min(lo + 1,
+ * n - 1), and the weights 1 - (c - lo) of lo and c - lo of hi. */
+static loom_status roi_corners(nctx *c, loom_dtype dt, loom_graph_expr *x, int64_t n, loom_graph_expr *ix[2], loom_graph_expr *wt[2]) {
+  loom_graph_expr *k, *k1;
+  LOOM_PROPAGATE(op1a(c, "floor", x, &ix[0]));
+  LOOM_PROPAGATE(oimp_scalar(c, dt, (double)(n - 1), &k));
+  LOOM_PROPAGATE(op2(c, "minimum", ix[0], k, &ix[0]));
+  LOOM_PROPAGATE(oimp_scalar(c, dt, 1, &k1));
+  LOOM_PROPAGATE(op2(c, "add", ix[0], k1, &ix[1]));
+  LOOM_PROPAGATE(op2(c, "minimum", ix[1], k, &ix[1]));
+  LOOM_PROPAGATE(op2(c, "sub", x, ix[0], &wt[1]));
+  return op2(c, "sub", k1, wt[1], &wt[0]);
+}
+
+/* RoiAlign with a fixed sampling_ratio, as the reference computes it: per roi and sample point
+ * (clamped; points outside [-1, extent] count 0) the four bilinear corners are gathered from the
+ * roi's image and weighted; avg sums them and averages each bin (avg_pool2d), max takes the
+ * largest weighted corner and the largest per bin (max_pool2d). */
+static loom_status h_roi_align(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  imp *im = c->im;
+  const char *mode, *ctm;
+  int64_t oh, ow, sr;
+  double scale;
+  LOOM_PROPAGATE(oimp_attr_str(c, "mode", "avg", &mode));
+  LOOM_PROPAGATE(oimp_attr_str(c, "coordinate_transformation_mode", "half_pixel", &ctm));
+  LOOM_PROPAGATE(oimp_attr_int(c, "output_height", 1, &oh));
+  LOOM_PROPAGATE(oimp_attr_int(c, "output_width", 1, &ow));
+  LOOM_PROPAGATE(oimp_attr_int(c, "sampling_ratio", 0, &sr));
+  LOOM_PROPAGATE(oimp_attr_float(c, "spatial_scale", 1, &scale));
+  bool half = !strcmp(ctm, "half_pixel"), maxm = !strcmp(mode, "max");
+  if (!half && strcmp(ctm, "output_half_pixel")) return BAD(c->n, "coordinate_transformation_mode '%s' is not half_pixel or output_half_pixel", ctm);
+  if (strcmp(mode, "avg") && !maxm) return BAD(c->n, "mode '%s' is not avg or max", mode);
+  if (oh < 1 || ow < 1 || sr < 0) return BAD(c->n, "output_height %lld, output_width %lld must be >= 1 and sampling_ratio %lld >= 0", (long long)oh, (long long)ow, (long long)sr);
+  if (sr == 0) return UNSUP(c->n, "sampling_ratio 0 (adaptive, data-dependent) is not supported");
+  if (oimp_in_rank(c, 0) != 4 || oimp_in_rank(c, 1) != 2 || oimp_in_rank(c, 2) != 1)
+    return BAD(c->n, "X must be rank 4 (N, C, H, W), rois rank 2 (R, 4) and batch_indices rank 1 (R)");
+  loom_dtype dt = c->args[0]->sinfo->dtype;
+  if ((dt != LOOM_DTYPE_F32 && dt != LOOM_DTYPE_F64) || c->args[1]->sinfo->dtype != dt) return UNSUP(c->n, "X and rois must both be f32 or both f64");
+  int64_t h = oimp_const_dim(c, 0, 2), w = oimp_const_dim(c, 0, 3), p = oh * sr * ow * sr;
+  if (h < 1 || w < 1) return UNSUP(c->n, "needs constant, non-zero spatial extents");
+  if (oimp_const_dim(c, 1, 1) != 4) return BAD(c->n, "rois must be (R, 4)");
+  loom_graph_expr *gx, *gy, *vx, *vy, *k, *xr, *y = NULL, *yi[2], *yw[2], *xi[2], *xw[2];
+  LOOM_PROPAGATE(roi_axis(c, dt, 0, ow, sr, w, scale, half, &gx, &vx));
+  LOOM_PROPAGATE(roi_axis(c, dt, 1, oh, sr, h, scale, half, &gy, &vy));
+  int64_t dx[3] = {-1, 1, ow * sr}, dy[3] = {-1, oh * sr, 1}, dp[3] = {-1, 1, p}, dxr[3] = {-1, -2, h * w};
+  LOOM_PROPAGATE(reshape_c(c, gx, 3, dx, &gx));
+  LOOM_PROPAGATE(reshape_c(c, vx, 3, dx, &vx));
+  LOOM_PROPAGATE(reshape_c(c, gy, 3, dy, &gy));
+  LOOM_PROPAGATE(reshape_c(c, vy, 3, dy, &vy));
+  LOOM_PROPAGATE(roi_corners(c, dt, gx, w, xi, xw));
+  LOOM_PROPAGATE(roi_corners(c, dt, gy, h, yi, yw));
+  LOOM_PROPAGATE(oimp_scalar(c, dt, (double)w, &k));
+  LOOM_PROPAGATE(op2(c, "mul", yi[0], k, &yi[0]));
+  LOOM_PROPAGATE(op2(c, "mul", yi[1], k, &yi[1]));
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 0));
+  LOOM_PROPAGATE(op2(c, "take", c->args[0], c->args[2], &xr));
+  LOOM_PROPAGATE(reshape_c(c, xr, 3, dxr, &xr)); /* (R, C, H * W) */
+  const loom_sym_expr *rcp[3] = {xr->sinfo->dims[0], xr->sinfo->dims[1], loom_sym_const(im->cx, p)};
+  for (int a = 0; a < 2; a++)
+    for (int b = 0; b < 2; b++) {
+      loom_graph_expr *pos, *wt, *v;
+      LOOM_PROPAGATE(op2(c, "add", yi[a], xi[b], &pos));
+      oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", LOOM_DTYPE_I64));
+      LOOM_PROPAGATE(op1a(c, "cast", pos, &pos));
+      LOOM_PROPAGATE(reshape_c(c, pos, 3, dp, &pos));
+      oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 3, rcp));
+      LOOM_PROPAGATE(op1a(c, "broadcast_to", pos, &pos));
+      oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 2));
+      LOOM_PROPAGATE(op2(c, "gather_elements", xr, pos, &v));
+      LOOM_PROPAGATE(op2(c, "mul", yw[a], xw[b], &wt));
+      LOOM_PROPAGATE(reshape_c(c, wt, 3, dp, &wt));
+      LOOM_PROPAGATE(op2(c, "mul", v, wt, &v));
+      if (y) LOOM_PROPAGATE(op2(c, maxm ? "maximum" : "add", y, v, &y));
+      else y = v;
+    }
+  LOOM_PROPAGATE(op2(c, "logical_and", vy, vx, &k));
+  oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", dt));
+  LOOM_PROPAGATE(op1a(c, "cast", k, &k));
+  LOOM_PROPAGATE(reshape_c(c, k, 3, dp, &k));
+  LOOM_PROPAGATE(op2(c, "mul", y, k, &y));
+  int64_t d4[4] = {-1, -2, oh * sr, ow * sr}, kern[2] = {sr, sr}, zero4[4] = {0};
+  LOOM_PROPAGATE(reshape_c(c, y, 4, d4, &y));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "kernel", 2, kern));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "strides", 2, kern));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "padding", 4, zero4));
+  return oimp_emit(c, maxm ? "max_pool2d" : "avg_pool2d", 1, &y, c->n->outputs[0], out);
+}
+
+/* ---- Col2Im ------------------------------------------------------------------------------- */
+
+/* Col2Im: input (N, C * prod(block), L) with L the positions of a block sliding over the padded
+ * image; overlapping values add. That is a grouped transposed convolution (C groups of
+ * prod(block) input channels, one output channel each) whose kernel is one-hot per channel. */
+static loom_status h_col2im(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  imp *im = c->im;
+  if (oimp_in_rank(c, 0) != 3) return BAD(c->n, "input must be rank 3 (N, C * prod(block_shape), L)");
+  int64_t img[MAXS], blk[MAXS], strides[MAXS], dil[MAXS], pads[2 * MAXS], o[MAXS], opad[MAXS], kk = 1, nl = 1;
+  size_t ns, nb;
+  LOOM_PROPAGATE(oimp_const_ints(c, 1, "image_shape", img, MAXS, &ns));
+  LOOM_PROPAGATE(oimp_const_ints(c, 2, "block_shape", blk, MAXS, &nb));
+  if (ns != nb || ns < 1) return BAD(c->n, "image_shape has %zu values and block_shape %zu; they must match", ns, nb);
+  LOOM_PROPAGATE(oimp_ints_or(c, "strides", strides, ns, 1));
+  LOOM_PROPAGATE(oimp_ints_or(c, "dilations", dil, ns, 1));
+  LOOM_PROPAGATE(oimp_ints_or(c, "pads", pads, 2 * ns, 0));
+  for (size_t k = 0; k < ns; k++) {
+    if (blk[k] < 1 || strides[k] < 1 || dil[k] < 1 || img[k] < 0 || pads[k] < 0 || pads[ns + k] < 0)
+      return BAD(c->n, "axis %zu: block %lld, stride %lld, dilation %lld must be >= 1, image %lld and pads >= 0", k, (long long)blk[k],
+                 (long long)strides[k], (long long)dil[k], (long long)img[k]);
+    int64_t span = img[k] + pads[k] + pads[ns + k] - dil[k] * (blk[k] - 1) - 1;
+    if (span < 0) return BAD(c->n, "axis %zu: the block (%lld, dilation %lld) is larger than the padded image", k, (long long)blk[k], (long long)dil[k]);
+    o[k] = span / strides[k] + 1;
+    opad[k] = span % strides[k];
+    kk *= blk[k], nl *= o[k];
+  }
+  int64_t ck = oimp_const_dim(c, 0, 1), l = oimp_const_dim(c, 0, 2);
+  if (ck < 0) return UNSUP(c->n, "needs a constant channel extent");
+  if (ck % kk) return BAD(c->n, "input has %lld channels, not a multiple of prod(block_shape) %lld", (long long)ck, (long long)kk);
+  if (l >= 0 && l != nl) return BAD(c->n, "input has %lld blocks; image_shape, block_shape, pads, strides and dilations give %lld", (long long)l, (long long)nl);
+  int64_t xd[MAXS + 2] = {-1, ck}, wd[MAXS + 2] = {ck, 1};
+  for (size_t k = 0; k < ns; k++) xd[2 + k] = o[k], wd[2 + k] = blk[k];
+  loom_graph_expr *x, *wk;
+  LOOM_PROPAGATE(reshape_c(c, c->args[0], ns + 2, xd, &x));
+  loom_onnx_tensor *t = oimp_new_tensor(im, c->args[0]->sinfo->dtype, ns + 2, wd);
+  if (!t) return LOOM_OOM();
+  if (t->dtype != LOOM_DTYPE_F32 && t->dtype != LOOM_DTYPE_F64) return UNSUP(c->n, "dtype %s (f32 or f64 only)", loom_dtype_name(t->dtype));
+  memset(t->data, 0, t->nbytes);
+  for (int64_t ch = 0; ch < ck; ch++) {
+    int64_t at = ch * kk + ch % kk;
+    if (t->dtype == LOOM_DTYPE_F32) ((float *)t->data)[at] = 1;
+    else ((double *)t->data)[at] = 1;
+  }
+  if (!(wk = oimp_const_of(im, t))) return LOOM_OOM();
+  loom_graph_expr *a[2] = {x, wk};
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "strides", ns, strides));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "padding", 2 * ns, pads));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "dilation", ns, dil));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "output_padding", ns, opad));
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "groups", ck / kk));
+  return oimp_emit(c, "conv_transpose", 2, a, c->n->outputs[0], out);
+}
+
+/* ---- AffineGrid ---------------------------------------------------------------------------- */
+
+/* grid (N, spatial.., n) = theta (N, n, n + 1) applied to the homogeneous coordinates
+ * (x, y[, z], 1) of every output point, the coordinates spanning [-1, 1] per axis (pixel
+ * centres, or the corners with align_corners): a constant (P, n + 1) @ theta^T. */
+static loom_status h_affine_grid(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  imp *im = c->im;
+  int64_t sz[5], ac;
+  size_t n;
+  LOOM_PROPAGATE(oimp_attr_int(c, "align_corners", 0, &ac));
+  LOOM_PROPAGATE(oimp_const_ints(c, 1, "size", sz, 5, &n));
+  if (n != 4 && n != 5) return BAD(c->n, "size has %zu values; expected 4 (N, C, H, W) or 5 (N, C, D, H, W)", n);
+  size_t ns = n - 2;
+  loom_dtype dt = c->args[0]->sinfo->dtype;
+  if (dt != LOOM_DTYPE_F32 && dt != LOOM_DTYPE_F64) return UNSUP(c->n, "dtype %s (f32 or f64 only)", loom_dtype_name(dt));
+  if (oimp_in_rank(c, 0) != 3 || oimp_const_dim(c, 0, 1) != (int64_t)ns || oimp_const_dim(c, 0, 2) != (int64_t)ns + 1)
+    return BAD(c->n, "theta must be (N, %zu, %zu) for a size of %zu values", ns, ns + 1, n);
+  int64_t p = 1;
+  for (size_t k = 0; k < ns; k++) {
+    if (sz[2 + k] < 1) return BAD(c->n, "size entry %zu is %lld; must be >= 1", 2 + k, (long long)sz[2 + k]);
+    p *= sz[2 + k];
+  }
+  if (p > OIMP_FOLD_MAX / 4) return UNSUP(c->n, "a grid of %lld points", (long long)p);
+  double *b = malloc((size_t)p * (ns + 1) * sizeof *b);
+  if (!b) return LOOM_OOM();
+  for (int64_t i = 0; i < p; i++) {
+    int64_t rest = i;
+    for (size_t k = ns; k-- > 0;) { /* axis 2 + k (last = x) gives coordinate ns - 1 - k */
+      int64_t d = sz[2 + k], j = rest % d;
+      rest /= d;
+      b[i * (int64_t)(ns + 1) + (int64_t)(ns - 1 - k)] = ac ? (d > 1 ? -1 + 2.0 * (double)j / (double)(d - 1) : -1) : (2.0 * (double)j + 1) / (double)d - 1;
+    }
+    b[i * (int64_t)(ns + 1) + (int64_t)ns] = 1;
+  }
+  int64_t bd[2] = {p, (int64_t)ns + 1}, perm[3] = {0, 2, 1};
+  loom_graph_expr *base, *th, *y;
+  loom_status s = float_const(c, dt, 2, bd, b, &base);
+  free(b);
+  LOOM_PROPAGATE(s);
+  LOOM_PROPAGATE(permute_c(c, c->args[0], 3, perm, &th));
+  LOOM_PROPAGATE(op2(c, "matmul", base, th, &y));
+  const loom_sym_expr *d[6] = {c->args[0]->sinfo->dims[0]};
+  for (size_t k = 0; k < ns; k++) d[1 + k] = loom_sym_const(im->cx, sz[2 + k]);
+  d[1 + ns] = loom_sym_const(im->cx, (int64_t)ns);
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", ns + 2, d));
+  return oimp_emit(c, "reshape", 1, &y, c->n->outputs[0], out);
+}
+
+/* ---- MelWeightMatrix ------------------------------------------------------------------------ */
+
+/* The (dft_length / 2 + 1, num_mel_bins) triangular filter bank, computed here (all inputs are
+ * constants) as the reference does, its quirks included: num_mel_bins + 2 band edges spaced by
+ * (high - low) mel / (num_mel_bins + 2), each rounded down to a spectrogram bin. */
+static loom_status h_mel_weight_matrix(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  static const char *const what[5] = {"num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz"};
+  double v[5];
+  for (size_t i = 0; i < 5; i++) {
+    const loom_onnx_tensor *t = c->consts[i];
+    if (!t) return UNSUP(c->n, "input %zu (%s) must be a constant (initializer or Constant)", i, what[i]);
+    if (t->numel != 1) return BAD(c->n, "input %zu (%s) must be a scalar", i, what[i]);
+    v[i] = oimp_scalar_f64(t);
+  }
+  int64_t nm = (int64_t)v[0], dl = (int64_t)v[1], sr = (int64_t)v[2], odt;
+  LOOM_PROPAGATE(oimp_attr_int(c, "output_datatype", 1, &odt));
+  loom_dtype dt;
+  if (!loom_onnx_elem_dtype((int32_t)odt, &dt) || (dt != LOOM_DTYPE_F32 && dt != LOOM_DTYPE_F64))
+    return UNSUP(c->n, "output_datatype %lld (float or double only)", (long long)odt);
+  if (nm < 1 || dl < 1 || sr < 1) return BAD(c->n, "num_mel_bins %lld, dft_length %lld and sample_rate %lld must be >= 1", (long long)nm, (long long)dl, (long long)sr);
+  if (nm > 4096 || dl > (1 << 20)) return UNSUP(c->n, "a %lld x %lld matrix", (long long)(dl / 2 + 1), (long long)nm);
+  int64_t nb = dl / 2 + 1, dims[2] = {nb, nm};
+  int64_t *f = malloc((size_t)(nm + 2) * sizeof *f);
+  if (!f) return LOOM_OOM();
+  float lo = (float)(2595 * log10(1 + v[3] / 700)), hi = (float)(2595 * log10(1 + v[4] / 700));
+  double step = (double)(float)((hi - lo) / (float)(nm + 2));
+  for (int64_t i = 0; i < nm + 2; i++) {
+    double hz = 700 * (pow(10, ((double)i * step + lo) / 2595) - 1);
+    f[i] = (int64_t)floor((double)(dl + 1) * hz / (double)sr);
+  }
+  loom_onnx_tensor *t = oimp_new_tensor(c->im, dt, 2, dims);
+  bool ok = t != NULL;
+  double *w = ok ? calloc((size_t)(nb * nm), sizeof *w) : NULL;
+  for (int64_t i = 0; w && i < nm && ok; i++) {
+    int64_t l = f[i], m = f[i + 1], h = f[i + 2];
+    if (l < 0 || h >= nb || l > m || m > h) {
+      free(f), free(w);
+      return BAD(c->n, "band %lld spans spectrogram bins %lld..%lld outside 0..%lld", (long long)i, (long long)l, (long long)h, (long long)(nb - 1));
+    }
+    if (m == l) w[m * nm + i] = 1;
+    else
+      for (int64_t j = l; j <= m; j++) w[j * nm + i] = (double)(j - l) / (double)(m - l);
+    for (int64_t j = m; j < h; j++) w[j * nm + i] = (double)(h - j) / (double)(h - m);
+  }
+  free(f);
+  if (!w) return LOOM_OOM();
+  for (int64_t i = 0; i < nb * nm; i++) {
+    if (dt == LOOM_DTYPE_F32) ((float *)t->data)[i] = (float)w[i];
+    else ((double *)t->data)[i] = w[i];
+  }
+  free(w);
+  return oimp_fold_const(c, t, out);
+}
+
+/* ---- FlexAttention (ai.onnx.preview) -------------------------------------------------------- */
+
+/* The graph attribute `name` inlined on x (x itself when absent). */
+static loom_status apply_mod(nctx *c, const char *name, loom_graph_expr *x, loom_graph_expr **y) {
+  const loom_onnx_attr *a = loom_onnx_node_attr(c->n, name);
+  if (!a) return *y = x, LOOM_OK;
+  if (a->kind != LOOM_ONNX_ATTR_GRAPH || !a->g) return BAD(c->n, "attribute '%s' must be a graph", name);
+  if (a->g->n_inputs != 1)
+    return UNSUP(c->n, "attribute '%s': a subgraph of %zu inputs (only the one-input form, the whole score tensor)", name, a->g->n_inputs);
+  loom_status s = oimp_inline_graph(c->im, a->g, 1, &x, y);
+  return s ? loom_status_annotate(s, __FILE__, __LINE__, "in attribute '%s' of node '%s' (FlexAttention)", name, c->n->name) : LOOM_OK;
+}
+
+/* Y = prob_mod(softmax(mask_mod(score_mod(Q K^T * scale)))) V on (B, H, L, E); K and V may have
+ * fewer heads dividing H (each serves H / Hkv consecutive query heads). */
+static loom_status h_flex_attention(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e;
+  imp *im = c->im;
+  if (strcmp(c->n->domain, "ai.onnx.preview")) return UNSUP(c->n, "FlexAttention is an op of domain ai.onnx.preview, not '%s'", c->n->domain);
+  for (size_t i = 0; i < 3; i++)
+    if (oimp_in_rank(c, i) != 4) return BAD(c->n, "input %zu has rank %d; Q, K and V must be rank 4", i, oimp_in_rank(c, i));
+  loom_graph_expr *q = c->args[0], *k = c->args[1], *v = c->args[2], *t, *p;
+  int64_t hq, hk, hd;
+  const loom_sym_expr *const *qd = q->sinfo->dims, *const *kd = k->sinfo->dims;
+  if (qd[1] != kd[1] && loom_sym_prove_eq(im->cx, qd[1], kd[1]) != LOOM_SYM_TRUE) {
+    if (!loom_sym_is_const(qd[1], &hq) || !loom_sym_is_const(kd[1], &hk) || hk <= 0 || hq % hk)
+      return UNSUP(c->n, "grouped heads need static head counts of Q and K where K's divides Q's");
+    for (int i = 0; i < 2; i++) {
+      oimp_add_attr(c, loom_graph_attr_int(im->m, "repeats", hq / hk));
+      oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 1));
+      LOOM_PROPAGATE(oimp_emit(c, "repeat", 1, i ? &v : &k, NULL, i ? &v : &k));
+    }
+  }
+  double scale;
+  if (loom_onnx_node_attr(c->n, "scale")) LOOM_PROPAGATE(oimp_attr_float(c, "scale", 1, &scale));
+  else if (loom_sym_is_const(qd[3], &hd) && hd > 0) scale = 1 / sqrt((double)hd);
+  else return UNSUP(c->n, "the default scale needs a constant, non-zero head size");
+  static const int64_t kt[4] = {0, 1, 3, 2};
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", 4, kt));
+  LOOM_PROPAGATE(oimp_emit(c, "permute_dims", 1, &k, NULL, &k));
+  loom_graph_expr *a[2] = {q, k};
+  LOOM_PROPAGATE(oimp_emit(c, "matmul", 2, a, NULL, &t));
+  LOOM_PROPAGATE(oimp_scalar(c, q->sinfo->dtype, scale, &a[1]));
+  a[0] = t;
+  LOOM_PROPAGATE(oimp_emit(c, "mul", 2, a, NULL, &t));
+  LOOM_PROPAGATE(apply_mod(c, "score_mod", t, &t));
+  LOOM_PROPAGATE(apply_mod(c, "mask_mod", t, &t));
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", -1));
+  LOOM_PROPAGATE(oimp_emit(c, "softmax", 1, &t, NULL, &p));
+  LOOM_PROPAGATE(apply_mod(c, "prob_mod", p, &p));
+  a[0] = p, a[1] = v;
+  return oimp_emit(c, "matmul", 2, a, c->n->outputs[0], out);
+}
+
+const op_entry oimp_imgcomp_table[] = {
+    {"CenterCropPad", NULL, h_center_crop_pad, 2, 2, " axes ", false},
+    {"MaxUnpool", NULL, h_max_unpool, 2, 3, " kernel_shape pads strides ", false},
+    {"DeformConv", NULL, h_deform_conv, 3, 5, " dilations group kernel_shape offset_group pads strides ", false},
+    {"RoiAlign", NULL, h_roi_align, 3, 3, " coordinate_transformation_mode mode output_height output_width sampling_ratio spatial_scale ", false},
+    {"Col2Im", NULL, h_col2im, 3, 3, " dilations pads strides ", false},
+    {"AffineGrid", NULL, h_affine_grid, 2, 2, " align_corners ", false},
+    {"MelWeightMatrix", NULL, h_mel_weight_matrix, 5, 5, " output_datatype ", false},
+    {"FlexAttention", NULL, h_flex_attention, 3, 3, " mask_mod prob_mod scale score_mod ", false},
+};
+const size_t oimp_imgcomp_table_len = sizeof oimp_imgcomp_table / sizeof oimp_imgcomp_table[0];

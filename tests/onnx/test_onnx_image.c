@@ -1,0 +1,232 @@
+/* test_onnx_image.c — the importer's image ops composed of graph ops (onnx_import_image.c):
+ * numerics the node suite does not reach (Pad's reflect / edge / wrap with pads longer than the
+ * axis, CenterCropPad cropping and padding odd amounts, Col2Im's overlapping sums, MaxUnpool
+ * on a symbolic batch, MelWeightMatrix from constants) against hand-computed values (numpy's
+ * np.pad and the ONNX reference evaluator for MelWeightMatrix), and the errors for bad
+ * attributes and shapes. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "frontend/onnx/onnx_import.h"
+#include "graph/graph.h"
+#include "onnx/onnx_test.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* One node input: a graph input (data NULL; dims may be names) or an initializer of `n` values
+ * (int64 when elem is 7, else float). */
+typedef struct arg {
+  const char *name;
+  int elem; /* ONNX element type (1 float, 7 int64) */
+  int rank;
+  const char *dims[4];
+  const void *data;
+  size_t n;
+} arg;
+
+static void attr_int(pb *attrs, const char *name, int64_t v) {
+  pb a = {0};
+  pb_str(&a, 1, name), pb_int(&a, 20, 2), pb_int(&a, 3, v), pb_msg(attrs, 5, &a);
+}
+
+static void attr_ints(pb *attrs, const char *name, size_t n, const int64_t *v) {
+  pb a = {0};
+  pb_str(&a, 1, name), pb_int(&a, 20, 7);
+  for (size_t i = 0; i < n; i++) pb_int(&a, 8, v[i]);
+  pb_msg(attrs, 5, &a);
+}
+
+static void attr_str(pb *attrs, const char *name, const char *v) {
+  pb a = {0};
+  pb_str(&a, 1, name), pb_int(&a, 20, 3), pb_str(&a, 4, v), pb_msg(attrs, 5, &a);
+}
+
+static void initializer(pb *g, const arg *a) {
+  pb t = {0};
+  for (int i = 0; i < a->rank; i++) pb_int(&t, 1, strtoll(a->dims[i], NULL, 10));
+  pb_int(&t, 2, a->elem);
+  pb_str(&t, 8, a->name);
+  pb_bytes(&t, 9, a->data, a->n * (a->elem == 7 ? 8 : 4));
+  pb_msg(g, 5, &t);
+}
+
+static loom_status import_node(const char *op, const arg *ins, size_t nin, pb *attrs, int opset, loom_onnx_model **mm,
+                               loom_graph_module **gm) {
+  pb g = {0}, model = {0};
+  const char *names[9], *outs[] = {"y", NULL};
+  for (size_t i = 0; i < nin; i++) names[i] = ins[i].name;
+  names[nin] = NULL;
+  pb_node(&g, op, "n", names, outs, attrs);
+  for (size_t i = 0; i < nin; i++)
+    if (ins[i].data) initializer(&g, &ins[i]);
+  for (size_t i = 0; i < nin; i++)
+    if (*ins[i].name && !ins[i].data) pb_value_info(&g, 11, ins[i].name, ins[i].elem, ins[i].rank, (const char **)ins[i].dims);
+  pb_value_info(&g, 12, "y", 1, -1, NULL);
+  pb_model(&model, opset, &g);
+  loom_status s = loom_onnx_model_parse(model.d, model.len, "mem.onnx", NULL, mm);
+  pb_free(&model);
+  *gm = NULL;
+  if (s) return s;
+  return loom_onnx_import(*mm, gm);
+}
+
+/* Imports and runs the node on the given graph-input values (freed); checks y. */
+static void check(const char *op, const arg *ins, size_t nin, pb *attrs, int opset, size_t nargs, loom_graph_value *args, int ndim,
+                  const int64_t *shape, const double *want) {
+  loom_onnx_model *m;
+  loom_graph_module *gm;
+  loom_status s = import_node(op, ins, nin, attrs, opset, &m, &gm);
+  cr_assert(s == LOOM_OK, "%s: %s", op, loom_status_text(s, 1));
+  loom_graph_value y;
+  s = loom_graph_eval(gm, "main", nargs, args, NULL, &y);
+  cr_assert(s == LOOM_OK, "%s: %s", op, loom_status_text(s, 1));
+  for (size_t i = 0; i < nargs; i++) loom_graph_value_free(&args[i]);
+  cr_assert_eq(y.kind, LOOM_SINFO_TENSOR);
+  cr_assert_eq(y.t.ndim, ndim, "%s: rank %d, want %d", op, y.t.ndim, ndim);
+  size_t n = 1;
+  for (int k = 0; k < ndim; k++) {
+    cr_assert_eq(y.t.shape[k], shape[k], "%s: axis %d is %lld, want %lld", op, k, (long long)y.t.shape[k], (long long)shape[k]);
+    n *= (size_t)shape[k];
+  }
+  for (size_t i = 0; i < n; i++) {
+    double got = loom_graph_tensor_get_f64(&y.t, i);
+    cr_assert(fabs(got - want[i]) <= 1e-6 + 1e-5 * fabs(want[i]), "%s: y[%zu] = %.7g, want %.7g", op, i, got, want[i]);
+  }
+  loom_graph_value_free(&y);
+  loom_graph_module_destroy(gm);
+  loom_onnx_model_free(m);
+}
+
+static loom_graph_value floats(int ndim, const int64_t *shape, const float *v) {
+  loom_graph_value x;
+  cr_assert(!loom_graph_value_tensor(LOOM_DTYPE_F32, ndim, shape, &x));
+  for (size_t i = 0; i < x.t.numel; i++) ((float *)x.t.data)[i] = v[i];
+  return x;
+}
+
+static loom_graph_value i64s(int ndim, const int64_t *shape, const int64_t *v) {
+  loom_graph_value x;
+  cr_assert(!loom_graph_value_tensor(LOOM_DTYPE_I64, ndim, shape, &x));
+  for (size_t i = 0; i < x.t.numel; i++) ((int64_t *)x.t.data)[i] = v[i];
+  return x;
+}
+
+static void expect_refused(const char *op, const arg *ins, size_t nin, pb *attrs, int opset, loom_code code, const char *needle) {
+  loom_onnx_model *m = NULL;
+  loom_graph_module *gm = NULL;
+  loom_status s = import_node(op, ins, nin, attrs, opset, &m, &gm);
+  cr_assert(s != LOOM_OK, "%s: expected an error containing '%s'", op, needle);
+  const char *t = loom_status_text(s, 0);
+  cr_assert_eq(loom_status_code(s), code, "wrong code: %s", t);
+  cr_assert(strstr(t, needle) != NULL, "message lacks '%s': %s", needle, t);
+  loom_status_free(s);
+  cr_assert_null(gm);
+  loom_onnx_model_free(m);
+}
+
+/* ---- numerics ----------------------------------------------------------------------------- */
+
+/* pads (4, 5) on an axis of 3: several periods of each mode (numpy's np.pad). */
+LOOM_TEST(onnx, image_pad_modes_longer_than_the_axis) {
+  static const int64_t pads[] = {4, 5}, sh[] = {3}, ysh[] = {12};
+  static const float x[] = {1, 2, 3};
+  static const double reflect[] = {1, 2, 3, 2, 1, 2, 3, 2, 1, 2, 3, 2}, edge[] = {1, 1, 1, 1, 1, 2, 3, 3, 3, 3, 3, 3},
+                      wrap[] = {3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2};
+  const char *modes[] = {"reflect", "edge", "wrap"};
+  const double *want[] = {reflect, edge, wrap};
+  const arg ins[] = {{"x", 1, 1, {"3"}, NULL, 0}, {"pads", 7, 1, {"2"}, pads, 2}};
+  for (int i = 0; i < 3; i++) {
+    pb a = {0};
+    attr_str(&a, "mode", modes[i]);
+    loom_graph_value v = floats(1, sh, x);
+    check("Pad", ins, N(ins), &a, 19, 1, &v, 1, ysh, want[i]);
+  }
+}
+
+/* Two padded axes of a symbolic-batch input: rows reflected first, then columns. */
+LOOM_TEST(onnx, image_pad_reflect_two_axes_symbolic_batch) {
+  static const int64_t pads[] = {0, 1, 0, 0, 0, 1}, sh[] = {1, 2, 2}, ysh[] = {1, 3, 3};
+  static const float x[] = {1, 2, 3, 4};
+  static const double want[] = {3, 4, 3, 1, 2, 1, 3, 4, 3};
+  const arg ins[] = {{"x", 1, 3, {"B", "2", "2"}, NULL, 0}, {"pads", 7, 1, {"6"}, pads, 6}};
+  pb a = {0};
+  attr_str(&a, "mode", "reflect");
+  loom_graph_value v = floats(3, sh, x);
+  check("Pad", ins, N(ins), &a, 19, 1, &v, 3, ysh, want);
+}
+
+/* (5, 2) -> (2, 5): rows cropped from (5 - 2) / 2 = 1, columns padded 1 before and 2 after. */
+LOOM_TEST(onnx, image_center_crop_pad_odd_amounts) {
+  static const int64_t shape[] = {2, 5}, sh[] = {5, 2}, ysh[] = {2, 5};
+  static const float x[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  static const double want[] = {0, 2, 3, 0, 0, 0, 4, 5, 0, 0};
+  const arg ins[] = {{"x", 1, 2, {"5", "2"}, NULL, 0}, {"shape", 7, 1, {"2"}, shape, 2}};
+  loom_graph_value v = floats(2, sh, x);
+  check("CenterCropPad", ins, N(ins), NULL, 18, 1, &v, 2, ysh, want);
+}
+
+/* A block of 2 sliding over 5 positions: image[i] = col[0][i] + col[1][i - 1]. */
+LOOM_TEST(onnx, image_col2im_overlaps_add) {
+  static const int64_t img[] = {5}, blk[] = {2}, sh[] = {1, 2, 4}, ysh[] = {1, 1, 5};
+  static const float x[] = {1, 2, 3, 4, 10, 20, 30, 40};
+  static const double want[] = {1, 12, 23, 34, 40};
+  const arg ins[] = {{"x", 1, 3, {"1", "2", "4"}, NULL, 0}, {"image_shape", 7, 1, {"1"}, img, 1}, {"block_shape", 7, 1, {"1"}, blk, 1}};
+  loom_graph_value v = floats(3, sh, x);
+  check("Col2Im", ins, N(ins), NULL, 18, 1, &v, 3, ysh, want);
+}
+
+/* Stride 2, kernel 2 on (B, 1, 2): values go to their flat indices in (B, 1, 4). */
+LOOM_TEST(onnx, image_max_unpool_symbolic_batch) {
+  static const int64_t sh[] = {2, 1, 2}, ysh[] = {2, 1, 4}, k[] = {2}, idx[] = {1, 2, 4, 7};
+  static const float x[] = {5, 6, 7, 8};
+  static const double want[] = {0, 5, 6, 0, 7, 0, 0, 8};
+  const arg ins[] = {{"x", 1, 3, {"B", "1", "2"}, NULL, 0}, {"i", 7, 3, {"B", "1", "2"}, NULL, 0}};
+  pb a = {0};
+  attr_ints(&a, "kernel_shape", 1, k), attr_ints(&a, "strides", 1, k);
+  loom_graph_value v[2] = {floats(3, sh, x), i64s(3, sh, idx)};
+  check("MaxUnpool", ins, N(ins), &a, 22, 2, v, 3, ysh, want);
+}
+
+/* From the ONNX reference evaluator: MelWeightMatrix(3, 16, 100, 0, 50). */
+LOOM_TEST(onnx, image_mel_weight_matrix_from_constants) {
+  static const int64_t nm = 3, dl = 16, sr = 100, ysh[] = {9, 3};
+  static const float lo = 0, hi = 50;
+  static const double want[] = {0, 0, 0, 1, 0, 0, .5, .5, 0, 0, 1, 0, 0, .5, .5, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  const arg ins[] = {{"nm", 7, 0, {0}, &nm, 1}, {"dl", 7, 0, {0}, &dl, 1}, {"sr", 7, 0, {0}, &sr, 1}, {"lo", 1, 0, {0}, &lo, 1}, {"hi", 1, 0, {0}, &hi, 1}};
+  check("MelWeightMatrix", ins, N(ins), NULL, 17, 0, NULL, 2, ysh, want);
+}
+
+/* ---- errors ------------------------------------------------------------------------------- */
+
+LOOM_TEST(onnx, image_bad_inputs_name_the_node) {
+  static const int64_t pads2[] = {1, 1}, shape1[] = {2}, sz3[] = {1, 1, 4}, img[] = {5}, blk2[] = {2, 2};
+  pb a = {0};
+  const arg pad[] = {{"x", 1, 1, {"3"}, NULL, 0}, {"pads", 7, 1, {"2"}, pads2, 2}};
+  attr_str(&a, "mode", "mirror");
+  expect_refused("Pad", pad, 2, &a, 19, LOOM_CODE_INVALID_ARGUMENT, "node 0 (Pad 'n'): mode 'mirror' is not constant, reflect, edge or wrap");
+  const arg pad0[] = {{"x", 1, 1, {"0"}, NULL, 0}, {"pads", 7, 1, {"2"}, pads2, 2}};
+  attr_str(&a, "mode", "reflect");
+  expect_refused("Pad", pad0, 2, &a, 19, LOOM_CODE_INVALID_ARGUMENT, "mode 'reflect' cannot pad axis 0 of extent 0");
+  const arg padsym[] = {{"x", 1, 1, {"L"}, NULL, 0}, {"pads", 7, 1, {"2"}, pads2, 2}};
+  attr_str(&a, "mode", "wrap");
+  expect_refused("Pad", padsym, 2, &a, 19, LOOM_CODE_UNIMPLEMENTED, "mode 'wrap' needs a constant extent on padded axis 0");
+  const arg ccp[] = {{"x", 1, 2, {"4", "4"}, NULL, 0}, {"shape", 7, 1, {"1"}, shape1, 1}};
+  expect_refused("CenterCropPad", ccp, 2, NULL, 18, LOOM_CODE_INVALID_ARGUMENT, "shape has 1 values for 2 axes");
+  const arg c2i[] = {{"x", 1, 3, {"1", "4", "4"}, NULL, 0}, {"image_shape", 7, 1, {"1"}, img, 1}, {"block_shape", 7, 1, {"2"}, blk2, 2}};
+  expect_refused("Col2Im", c2i, 3, NULL, 18, LOOM_CODE_INVALID_ARGUMENT, "image_shape has 1 values and block_shape 2");
+  const arg ag[] = {{"theta", 1, 3, {"1", "2", "3"}, NULL, 0}, {"size", 7, 1, {"3"}, sz3, 3}};
+  expect_refused("AffineGrid", ag, 2, NULL, 20, LOOM_CODE_INVALID_ARGUMENT, "size has 3 values; expected 4 (N, C, H, W) or 5");
+  const arg mu[] = {{"x", 1, 4, {"1", "1", "2", "2"}, NULL, 0}, {"i", 7, 4, {"1", "1", "2", "2"}, NULL, 0}};
+  expect_refused("MaxUnpool", mu, 2, NULL, 22, LOOM_CODE_INVALID_ARGUMENT, "node 0 (MaxUnpool 'n'): attribute 'kernel_shape' is required");
+  const arg dc[] = {{"x", 1, 4, {"1", "1", "3", "3"}, NULL, 0}, {"w", 1, 4, {"1", "1", "2", "2"}, NULL, 0}, {"off", 1, 4, {"1", "6", "2", "2"}, NULL, 0}};
+  expect_refused("DeformConv", dc, 3, NULL, 22, LOOM_CODE_INVALID_ARGUMENT, "offset has 6 channels; expected offset_group * kh * kw * 2 = 8");
+  const arg ra[] = {{"x", 1, 4, {"1", "1", "4", "4"}, NULL, 0}, {"rois", 1, 2, {"2", "4"}, NULL, 0}, {"b", 7, 1, {"2"}, NULL, 0}};
+  attr_str(&a, "mode", "sum"), attr_int(&a, "sampling_ratio", 2);
+  expect_refused("RoiAlign", ra, 3, &a, 22, LOOM_CODE_INVALID_ARGUMENT, "mode 'sum' is not avg or max");
+  attr_int(&a, "sampling_ratio", 0);
+  expect_refused("RoiAlign", ra, 3, &a, 22, LOOM_CODE_UNIMPLEMENTED, "sampling_ratio 0 (adaptive, data-dependent)");
+  const arg qkv[] = {{"q", 1, 4, {"1", "1", "2", "4"}, NULL, 0}, {"k", 1, 4, {"1", "1", "2", "4"}, NULL, 0}, {"v", 1, 4, {"1", "1", "2", "4"}, NULL, 0}};
+  expect_refused("FlexAttention", qkv, 3, NULL, 22, LOOM_CODE_UNIMPLEMENTED, "FlexAttention is an op of domain ai.onnx.preview, not ''");
+  attr_str(&a, "coordinate_transformation_mode", "corner");
+  expect_refused("RoiAlign", ra, 3, &a, 22, LOOM_CODE_INVALID_ARGUMENT, "coordinate_transformation_mode 'corner'");
+}
