@@ -2,6 +2,7 @@
 #ifndef LOOM_TESTS_GRAPH_UTIL_H
 #define LOOM_TESTS_GRAPH_UTIL_H
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,44 @@ static inline loom_graph_value gt_tensor(loom_dtype dt, int nd, const int64_t *s
   cr_assert(!st);
   for (size_t i = 0; i < v.t.numel; i++) loom_graph_tensor_set_f64(&v.t, i, vals ? vals[i] : 0);
   return v;
+}
+
+/* Runs @main on args (env: symbol values, or NULL) and asserts success. */
+static inline loom_graph_value gt_eval_ok(loom_graph_module *m, size_t n, loom_graph_value *args, loom_sym_env *env) {
+  loom_graph_value out;
+  loom_status st = loom_graph_eval(m, "main", n, args, env, &out);
+  cr_assert(!st, "eval failed: %s", st ? loom_status_text(st, 0) : "");
+  return out;
+}
+
+/* Runs @main on args, asserts it fails and returns the message (malloc'd). */
+static inline char *gt_eval_err(loom_graph_module *m, size_t n, loom_graph_value *args) {
+  loom_graph_value out;
+  loom_status st = loom_graph_eval(m, "main", n, args, NULL, &out);
+  cr_assert(st, "eval succeeded but should have failed");
+  char *msg = strdup(loom_status_text(st, 0));
+  loom_status_free(st);
+  return msg;
+}
+
+/* v is a tensor of shape[0..nd) whose elements are want[] within tol (equal values, infinities
+ * included, always match). */
+static inline void gt_expect_values(const loom_graph_value *v, int nd, const int64_t *shape, const double *want, double tol) {
+  cr_assert_eq(v->kind, LOOM_SINFO_TENSOR);
+  cr_assert_eq(v->t.ndim, nd, "rank %d vs %d", v->t.ndim, nd);
+  size_t n = 1;
+  for (int i = 0; i < nd; i++) {
+    cr_assert_eq(v->t.shape[i], shape[i], "axis %d: %lld vs %lld", i, (long long)v->t.shape[i], (long long)shape[i]);
+    n *= (size_t)shape[i];
+  }
+  for (size_t i = 0; i < n; i++) {
+    double g = loom_graph_tensor_get_f64(&v->t, i);
+    cr_assert(g == want[i] || fabs(g - want[i]) <= tol, "element %zu: got %.9g want %.9g", i, g, want[i]);
+  }
+}
+
+static inline void gt_free_args(loom_graph_value *a, size_t n) {
+  for (size_t i = 0; i < n; i++) loom_graph_value_free(&a[i]);
 }
 
 #endif

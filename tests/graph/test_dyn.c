@@ -8,36 +8,6 @@
 #include "graph/legalize.h"
 #include "tests/graph/graph_test_util.h"
 
-static loom_graph_value run_ok(loom_graph_module *m, size_t n, loom_graph_value *args) {
-  loom_graph_value out;
-  loom_status st = loom_graph_eval(m, "main", n, args, NULL, &out);
-  cr_assert(!st, "eval failed: %s", st ? loom_status_text(st, 0) : "");
-  return out;
-}
-
-static char *run_err(loom_graph_module *m, size_t n, loom_graph_value *args) {
-  loom_graph_value out;
-  loom_status st = loom_graph_eval(m, "main", n, args, NULL, &out);
-  cr_assert(st, "eval succeeded but should have failed");
-  char *msg = strdup(loom_status_text(st, 0));
-  loom_status_free(st);
-  return msg;
-}
-
-static void expect_values(const loom_graph_value *v, int nd, const int64_t *shape, const double *want) {
-  cr_assert_eq(v->kind, LOOM_SINFO_TENSOR);
-  cr_assert_eq(v->t.ndim, nd, "rank %d vs %d", v->t.ndim, nd);
-  size_t n = 1;
-  for (int i = 0; i < nd; i++) {
-    cr_assert_eq(v->t.shape[i], shape[i], "axis %d: %lld vs %lld", i, (long long)v->t.shape[i], (long long)shape[i]);
-    n *= (size_t)shape[i];
-  }
-  for (size_t i = 0; i < n; i++) {
-    double g = loom_graph_tensor_get_f64(&v->t, i);
-    cr_assert(g == want[i] || fabs(g - want[i]) <= 1e-6, "element %zu: got %.9g want %.9g", i, g, want[i]);
-  }
-}
-
 /* Both tensors have the same shape and elements (NaN equals NaN). */
 static void expect_same(const loom_graph_value *a, const loom_graph_value *b, const char *what) {
   cr_assert_eq(a->t.ndim, b->t.ndim, "%s: rank %d vs %d", what, a->t.ndim, b->t.ndim);
@@ -46,10 +16,6 @@ static void expect_same(const loom_graph_value *a, const loom_graph_value *b, co
     double x = loom_graph_tensor_get_f64(&a->t, i), y = loom_graph_tensor_get_f64(&b->t, i);
     cr_assert(x == y || (x != x && y != y), "%s: element %zu: %g vs %g", what, i, x, y);
   }
-}
-
-static void free_args(loom_graph_value *a, size_t n) {
-  for (size_t i = 0; i < n; i++) loom_graph_value_free(&a[i]);
 }
 
 static uint64_t rng = 0x9E3779B97F4A7C15u;
@@ -108,10 +74,10 @@ LOOM_TEST(graph_dyn, reduce_with_runtime_axes_matches_attribute_axes) {
     const loom_sinfo *ds = gt_binding(m, "main", "d")->var->sinfo;
     cr_assert_eq(ds->ndim, keep ? nd : nd - (int)na, "%s", text);
     loom_graph_value args[2] = {rand_tensor(nd, sh), ints(1, (int64_t)na, ax)};
-    loom_graph_value r = run_ok(m, 2, args);
+    loom_graph_value r = gt_eval_ok(m, 2, args, NULL);
     expect_same(&r.items[0], &r.items[1], text);
     loom_graph_value_free(&r);
-    free_args(args, 2);
+    gt_free_args(args, 2);
     loom_graph_module_destroy(m);
   }
 }
@@ -150,15 +116,15 @@ LOOM_TEST(graph_dyn, reduce_axes_errors_name_the_values) {
   loom_graph_module *m = gt_parse_ok("fn @main(x: Tensor[(2, 3), f32], a: Tensor[(2,), i64]) -> Object {\n"
                                      "  y = sum(x, a, keepdims=true)\n  return y\n}\n");
   loom_graph_value args[2] = {rand_tensor(2, (int64_t[]){2, 3}), ints(1, 2, (int64_t[]){0, -2})};
-  char *msg = run_err(m, 2, args);
+  char *msg = gt_eval_err(m, 2, args);
   cr_assert(strstr(msg, "sum: operand 1 (axes) lists axis 0 twice"), "%s", msg);
   free(msg);
   loom_graph_value_free(&args[1]);
   args[1] = ints(1, 2, (int64_t[]){0, 2});
-  msg = run_err(m, 2, args);
+  msg = gt_eval_err(m, 2, args);
   cr_assert(strstr(msg, "sum: operand 1 (axes) value 2 is out of range for rank 2"), "%s", msg);
   free(msg);
-  free_args(args, 2);
+  gt_free_args(args, 2);
   loom_graph_module_destroy(m);
 }
 
@@ -167,12 +133,12 @@ LOOM_TEST(graph_dyn, max_min_over_an_empty_axis_give_the_identity) {
                                      "  a = max(x, axes=[1])\n  b = min(x, axes=[1])\n  c = max(i, axes=[1])\n"
                                      "  r = (a, b, c)\n  return r\n}\n");
   loom_graph_value args[2] = {gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){2, 0}, NULL), gt_tensor(LOOM_DTYPE_I32, 2, (int64_t[]){2, 0}, NULL)};
-  loom_graph_value r = run_ok(m, 2, args);
-  expect_values(&r.items[0], 1, (int64_t[]){2}, (double[]){-INFINITY, -INFINITY});
-  expect_values(&r.items[1], 1, (int64_t[]){2}, (double[]){INFINITY, INFINITY});
-  expect_values(&r.items[2], 1, (int64_t[]){2}, (double[]){-2147483648.0, -2147483648.0});
+  loom_graph_value r = gt_eval_ok(m, 2, args, NULL);
+  gt_expect_values(&r.items[0], 1, (int64_t[]){2}, (double[]){-INFINITY, -INFINITY}, 1e-6);
+  gt_expect_values(&r.items[1], 1, (int64_t[]){2}, (double[]){INFINITY, INFINITY}, 1e-6);
+  gt_expect_values(&r.items[2], 1, (int64_t[]){2}, (double[]){-2147483648.0, -2147483648.0}, 1e-6);
   loom_graph_value_free(&r);
-  free_args(args, 2);
+  gt_free_args(args, 2);
   loom_graph_module_destroy(m);
 }
 
@@ -183,34 +149,34 @@ LOOM_TEST(graph_dyn, reshape_with_a_runtime_shape) {
   double xv[24];
   for (int i = 0; i < 24; i++) xv[i] = i;
   loom_graph_value args[2] = {gt_tensor(LOOM_DTYPE_F32, 3, (int64_t[]){2, 3, 4}, xv), ints(1, 2, (int64_t[]){0, -1})};
-  loom_graph_value r = run_ok(m, 2, args);
-  expect_values(&r, 2, (int64_t[]){2, 12}, xv); /* 0 copies axis 0, -1 is 24 / 2 */
+  loom_graph_value r = gt_eval_ok(m, 2, args, NULL);
+  gt_expect_values(&r, 2, (int64_t[]){2, 12}, xv, 1e-6); /* 0 copies axis 0, -1 is 24 / 2 */
   loom_graph_value_free(&r);
   loom_graph_value_free(&args[1]);
   args[1] = ints(1, 2, (int64_t[]){5, -1});
-  char *msg = run_err(m, 2, args);
+  char *msg = gt_eval_err(m, 2, args);
   cr_assert(strstr(msg, "reshape: operand 1 (shape) [5, -1]: cannot infer the -1 from operand 0 [2, 3, 4] (24 elements)"), "%s", msg);
   free(msg);
   loom_graph_value_free(&args[1]);
   args[1] = ints(1, 2, (int64_t[]){-1, -1});
-  msg = run_err(m, 2, args);
+  msg = gt_eval_err(m, 2, args);
   cr_assert(strstr(msg, "has -1 at positions 0 and 1"), "%s", msg);
   free(msg);
   loom_graph_value_free(&args[1]);
   args[1] = ints(1, 2, (int64_t[]){4, 5});
-  msg = run_err(m, 2, args);
+  msg = gt_eval_err(m, 2, args);
   cr_assert(strstr(msg, "operand 1 (shape) [4, 5] has 20 elements, operand 0 [2, 3, 4] has 24"), "%s", msg);
   free(msg);
-  free_args(args, 2);
+  gt_free_args(args, 2);
   loom_graph_module_destroy(m);
   /* allowzero: 0 is a real size (an empty input) */
   m = gt_parse_ok("fn @main(x: Tensor[(a, b), f32], s: Tensor[(2,), i64]) -> Object {\n"
                   "  y = reshape(x, s, allowzero=true)\n  return y\n}\n");
   loom_graph_value e[2] = {gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){0, 3}, NULL), ints(1, 2, (int64_t[]){3, 0})};
-  r = run_ok(m, 2, e);
-  expect_values(&r, 2, (int64_t[]){3, 0}, NULL);
+  r = gt_eval_ok(m, 2, e, NULL);
+  gt_expect_values(&r, 2, (int64_t[]){3, 0}, NULL, 1e-6);
   loom_graph_value_free(&r);
-  free_args(e, 2);
+  gt_free_args(e, 2);
   loom_graph_module_destroy(m);
 }
 
@@ -234,22 +200,22 @@ LOOM_TEST(graph_dyn, slice_with_runtime_bounds) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     loom_graph_value args[5] = {gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){10}, xv), ints(1, 1, &cases[i].b),
                                 ints(1, 1, &cases[i].e), ints(1, 1, (int64_t[]){0}), ints(1, 1, &cases[i].s)};
-    loom_graph_value r = run_ok(m, 5, args);
-    expect_values(&r, 1, &cases[i].n, cases[i].want);
+    loom_graph_value r = gt_eval_ok(m, 5, args, NULL);
+    gt_expect_values(&r, 1, &cases[i].n, cases[i].want, 1e-6);
     loom_graph_value_free(&r);
-    free_args(args, 5);
+    gt_free_args(args, 5);
   }
   loom_graph_value args[5] = {gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){10}, xv), ints(1, 1, (int64_t[]){0}),
                               ints(1, 1, (int64_t[]){3}), ints(1, 1, (int64_t[]){0}), ints(1, 1, (int64_t[]){0})};
-  char *msg = run_err(m, 5, args);
+  char *msg = gt_eval_err(m, 5, args);
   cr_assert(strstr(msg, "strided_slice: operand 4 (steps) value 0 is 0"), "%s", msg);
   free(msg);
   loom_graph_value_free(&args[3]);
   args[3] = ints(1, 1, (int64_t[]){1});
-  msg = run_err(m, 5, args);
+  msg = gt_eval_err(m, 5, args);
   cr_assert(strstr(msg, "operand 3 (axes) value 1 is out of range for rank 1"), "%s", msg);
   free(msg);
-  free_args(args, 5);
+  gt_free_args(args, 5);
   loom_graph_module_destroy(m);
 }
 
@@ -285,10 +251,10 @@ LOOM_TEST(graph_dyn, slice_with_runtime_bounds_matches_attribute_bounds) {
     loom_graph_module *m = gt_parse_ok(text);
     loom_graph_value args[5] = {rand_tensor(nd, sh), ints(1, (int64_t)na, b), ints(1, (int64_t)na, e),
                                 ints(1, (int64_t)na, ax), ints(1, (int64_t)na, st)};
-    loom_graph_value r = run_ok(m, 5, args);
+    loom_graph_value r = gt_eval_ok(m, 5, args, NULL);
     expect_same(&r.items[0], &r.items[1], text);
     loom_graph_value_free(&r);
-    free_args(args, 5);
+    gt_free_args(args, 5);
     loom_graph_module_destroy(m);
   }
 }
@@ -300,25 +266,25 @@ LOOM_TEST(graph_dyn, pad_with_runtime_pads_value_and_axes) {
   /* pads [1, -1, 0, 2]: one row before; the first column cropped, two after */
   loom_graph_value args[3] = {gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){2, 3}, (double[]){1, 2, 3, 4, 5, 6}),
                               ints(1, 4, (int64_t[]){1, -1, 0, 2}), gt_tensor(LOOM_DTYPE_F32, 0, NULL, (double[]){9})};
-  loom_graph_value r = run_ok(m, 3, args);
-  expect_values(&r, 2, (int64_t[]){3, 4}, (double[]){9, 9, 9, 9, 2, 3, 9, 9, 5, 6, 9, 9});
+  loom_graph_value r = gt_eval_ok(m, 3, args, NULL);
+  gt_expect_values(&r, 2, (int64_t[]){3, 4}, (double[]){9, 9, 9, 9, 2, 3, 9, 9, 5, 6, 9, 9}, 1e-6);
   loom_graph_value_free(&r);
   loom_graph_value_free(&args[1]);
   args[1] = ints(1, 4, (int64_t[]){0, -2, 0, -2});
-  char *msg = run_err(m, 3, args);
+  char *msg = gt_eval_err(m, 3, args);
   cr_assert(strstr(msg, "pad: operand 1 (pads) -2 before and -2 after axis 1 of size 3 leave -1"), "%s", msg);
   free(msg);
-  free_args(args, 3);
+  gt_free_args(args, 3);
   loom_graph_module_destroy(m);
   /* axes: pads only the listed axes; an empty input */
   m = gt_parse_ok("fn @main(x: Tensor[(a, b), f32], p: Tensor[(2,), i64], v: Tensor[(), f32], ax: Tensor[(1,), i64]) -> Object {\n"
                   "  y = pad(x, p, v, ax)\n  return y\n}\n");
   loom_graph_value c[4] = {gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){0, 2}, NULL), ints(1, 2, (int64_t[]){1, 1}),
                            gt_tensor(LOOM_DTYPE_F32, 0, NULL, (double[]){7}), ints(1, 1, (int64_t[]){-2})};
-  r = run_ok(m, 4, c);
-  expect_values(&r, 2, (int64_t[]){2, 2}, (double[]){7, 7, 7, 7});
+  r = gt_eval_ok(m, 4, c, NULL);
+  gt_expect_values(&r, 2, (int64_t[]){2, 2}, (double[]){7, 7, 7, 7}, 1e-6);
   loom_graph_value_free(&r);
-  free_args(c, 4);
+  gt_free_args(c, 4);
   loom_graph_module_destroy(m);
 }
 
@@ -333,18 +299,18 @@ LOOM_TEST(graph_dyn, tri_cumsum_range_with_runtime_operands) {
                               gt_tensor(LOOM_DTYPE_I64, 0, NULL, (double[]){1}),
                               gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){3}, (double[]){1, 2, 3}),
                               gt_tensor(LOOM_DTYPE_I64, 0, NULL, (double[]){-1})};
-  loom_graph_value r = run_ok(m, 4, args);
-  expect_values(&r.items[0], 2, (int64_t[]){3, 3}, (double[]){0, 1, 1, 0, 0, 1, 0, 0, 0});
-  expect_values(&r.items[1], 2, (int64_t[]){3, 3}, (double[]){1, 1, 0, 1, 1, 1, 1, 1, 1});
-  expect_values(&r.items[2], 1, (int64_t[]){3}, (double[]){6, 5, 3});
-  expect_values(&r.items[3], 1, (int64_t[]){3}, (double[]){5, 3, 0});
+  loom_graph_value r = gt_eval_ok(m, 4, args, NULL);
+  gt_expect_values(&r.items[0], 2, (int64_t[]){3, 3}, (double[]){0, 1, 1, 0, 0, 1, 0, 0, 0}, 1e-6);
+  gt_expect_values(&r.items[1], 2, (int64_t[]){3, 3}, (double[]){1, 1, 0, 1, 1, 1, 1, 1, 1}, 1e-6);
+  gt_expect_values(&r.items[2], 1, (int64_t[]){3}, (double[]){6, 5, 3}, 1e-6);
+  gt_expect_values(&r.items[3], 1, (int64_t[]){3}, (double[]){5, 3, 0}, 1e-6);
   loom_graph_value_free(&r);
   loom_graph_value_free(&args[3]);
   args[3] = gt_tensor(LOOM_DTYPE_I64, 0, NULL, (double[]){1});
-  char *msg = run_err(m, 4, args);
+  char *msg = gt_eval_err(m, 4, args);
   cr_assert(strstr(msg, "cumsum: operand 1 (axis) value 1 is out of range for rank 1"), "%s", msg);
   free(msg);
-  free_args(args, 4);
+  gt_free_args(args, 4);
   loom_graph_module_destroy(m);
 
   m = gt_parse_ok("fn @main(s: Tensor[(), i32], l: Tensor[(), i32], d: Tensor[(), i32], f: Tensor[(), f32]) -> Object {\n"
@@ -352,16 +318,16 @@ LOOM_TEST(graph_dyn, tri_cumsum_range_with_runtime_operands) {
   cr_assert_eq(gt_binding(m, "main", "a")->var->sinfo->dtype, LOOM_DTYPE_I32);
   loom_graph_value ra[4] = {gt_tensor(LOOM_DTYPE_I32, 0, NULL, (double[]){10}), gt_tensor(LOOM_DTYPE_I32, 0, NULL, (double[]){2}),
                             gt_tensor(LOOM_DTYPE_I32, 0, NULL, (double[]){-3}), gt_tensor(LOOM_DTYPE_F32, 0, NULL, (double[]){1})};
-  r = run_ok(m, 4, ra);
-  expect_values(&r.items[0], 1, (int64_t[]){3}, (double[]){10, 7, 4});
-  expect_values(&r.items[1], 1, (int64_t[]){0}, NULL);
+  r = gt_eval_ok(m, 4, ra, NULL);
+  gt_expect_values(&r.items[0], 1, (int64_t[]){3}, (double[]){10, 7, 4}, 1e-6);
+  gt_expect_values(&r.items[1], 1, (int64_t[]){0}, NULL, 1e-6);
   loom_graph_value_free(&r);
   loom_graph_value_free(&ra[2]);
   ra[2] = gt_tensor(LOOM_DTYPE_I32, 0, NULL, (double[]){0});
-  msg = run_err(m, 4, ra);
+  msg = gt_eval_err(m, 4, ra);
   cr_assert(strstr(msg, "arange: operand 2 (delta) is 0 (start 10, limit 2)"), "%s", msg);
   free(msg);
-  free_args(ra, 4);
+  gt_free_args(ra, 4);
   loom_graph_module_destroy(m);
 }
 
@@ -373,21 +339,21 @@ LOOM_TEST(graph_dyn, expand_dims_and_squeeze_with_runtime_axes) {
   double xv[6] = {1, 2, 3, 4, 5, 6};
   loom_graph_value args[3] = {gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){2, 3}, xv), ints(1, 2, (int64_t[]){0, -1}),
                               ints(1, 2, (int64_t[]){3, 0})};
-  loom_graph_value r = run_ok(m, 3, args);
-  expect_values(&r.items[0], 4, (int64_t[]){1, 2, 3, 1}, xv);
-  expect_values(&r.items[1], 2, (int64_t[]){2, 3}, xv);
+  loom_graph_value r = gt_eval_ok(m, 3, args, NULL);
+  gt_expect_values(&r.items[0], 4, (int64_t[]){1, 2, 3, 1}, xv, 1e-6);
+  gt_expect_values(&r.items[1], 2, (int64_t[]){2, 3}, xv, 1e-6);
   loom_graph_value_free(&r);
   loom_graph_value_free(&args[2]);
   args[2] = ints(1, 2, (int64_t[]){0, 2});
-  char *msg = run_err(m, 3, args);
+  char *msg = gt_eval_err(m, 3, args);
   cr_assert(strstr(msg, "squeeze: operand 0 axis 2 is 3, not 1"), "%s", msg);
   free(msg);
   loom_graph_value_free(&args[1]);
   args[1] = ints(1, 2, (int64_t[]){1, -3});
-  msg = run_err(m, 3, args);
+  msg = gt_eval_err(m, 3, args);
   cr_assert(strstr(msg, "expand_dims: operand 1 (axes) lists axis 1 twice"), "%s", msg);
   free(msg);
-  free_args(args, 3);
+  gt_free_args(args, 3);
   loom_graph_module_destroy(m);
 }
 

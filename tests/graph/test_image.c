@@ -6,27 +6,6 @@
 
 #include "tests/graph/graph_test_util.h"
 
-static void expect_t(const loom_graph_value *v, int nd, const int64_t *shape, const double *want, double tol) {
-  cr_assert_eq(v->kind, LOOM_SINFO_TENSOR);
-  cr_assert_eq(v->t.ndim, nd);
-  size_t n = 1;
-  for (int i = 0; i < nd; i++) {
-    cr_assert_eq(v->t.shape[i], shape[i], "axis %d: %lld vs %lld", i, (long long)v->t.shape[i], (long long)shape[i]);
-    n *= (size_t)shape[i];
-  }
-  for (size_t i = 0; i < n; i++) {
-    double g = loom_graph_tensor_get_f64(&v->t, i);
-    cr_assert(fabs(g - want[i]) <= tol, "element %zu: got %.9g want %.9g", i, g, want[i]);
-  }
-}
-
-static loom_graph_value run(loom_graph_module *m, size_t n, loom_graph_value *args) {
-  loom_graph_value out;
-  loom_status st = loom_graph_eval(m, "main", n, args, NULL, &out);
-  cr_assert(!st, "eval failed: %s", st ? loom_status_text(st, 0) : "");
-  return out;
-}
-
 static void expect_parse_error(const char *text, const char *needle) {
   char *err;
   loom_graph_module *m = gt_parse(text, &err);
@@ -47,20 +26,20 @@ LOOM_TEST(graph_image, pool_1d_variants) {
       "  r = (a, i, c, e, l, d)\n  return r\n}\n");
   double xv[] = {1, 3, 2, 5, 4};
   loom_graph_value x = gt_tensor(LOOM_DTYPE_F32, 3, (int64_t[]){1, 1, 5}, xv);
-  loom_graph_value r = run(m, 1, &x);
+  loom_graph_value r = gt_eval_ok(m, 1, &x, NULL);
   /* ceil mode: windows [1 3] [2 5] [4] */
-  expect_t(&r.items[0], 3, (int64_t[]){1, 1, 3}, (double[]){3, 5, 4}, 0);
-  expect_t(&r.items[1], 3, (int64_t[]){1, 1, 3}, (double[]){1, 3, 4}, 0);
-  expect_t(&r.items[2], 3, (int64_t[]){1, 1, 5}, (double[]){4.0 / 3, 2, 10.0 / 3, 11.0 / 3, 3}, 1e-6);
-  expect_t(&r.items[3], 3, (int64_t[]){1, 1, 5}, (double[]){2, 2, 10.0 / 3, 11.0 / 3, 4.5}, 1e-6);
-  expect_t(&r.items[4], 3, (int64_t[]){1, 1, 4}, (double[]){sqrt(10), sqrt(13), sqrt(29), sqrt(41)}, 1e-5);
-  expect_t(&r.items[5], 3, (int64_t[]){1, 1, 3}, (double[]){2, 5, 4}, 0);
+  gt_expect_values(&r.items[0], 3, (int64_t[]){1, 1, 3}, (double[]){3, 5, 4}, 0);
+  gt_expect_values(&r.items[1], 3, (int64_t[]){1, 1, 3}, (double[]){1, 3, 4}, 0);
+  gt_expect_values(&r.items[2], 3, (int64_t[]){1, 1, 5}, (double[]){4.0 / 3, 2, 10.0 / 3, 11.0 / 3, 3}, 1e-6);
+  gt_expect_values(&r.items[3], 3, (int64_t[]){1, 1, 5}, (double[]){2, 2, 10.0 / 3, 11.0 / 3, 4.5}, 1e-6);
+  gt_expect_values(&r.items[4], 3, (int64_t[]){1, 1, 4}, (double[]){sqrt(10), sqrt(13), sqrt(29), sqrt(41)}, 1e-5);
+  gt_expect_values(&r.items[5], 3, (int64_t[]){1, 1, 3}, (double[]){2, 5, 4}, 0);
   loom_graph_value_free(&r);
   loom_graph_value_free(&x);
   /* an empty batch and a size-1 spatial axis */
   loom_graph_value e = gt_tensor(LOOM_DTYPE_F32, 3, (int64_t[]){0, 1, 5}, NULL);
-  r = run(m, 1, &e);
-  expect_t(&r.items[0], 3, (int64_t[]){0, 1, 3}, NULL, 0);
+  r = gt_eval_ok(m, 1, &e, NULL);
+  gt_expect_values(&r.items[0], 3, (int64_t[]){0, 1, 3}, NULL, 0);
   loom_graph_value_free(&r);
   loom_graph_value_free(&e);
   loom_graph_module_destroy(m);
@@ -71,9 +50,9 @@ LOOM_TEST(graph_image, pool_1d_variants) {
       "  i = max_pool_indices(x, kernel=[1, 2, 1], padding=[0, 0, 0, 0, 1, 0], storage_order=1)\n"
       "  r = (a, i)\n  return r\n}\n");
   x = gt_tensor(LOOM_DTYPE_F32, 5, (int64_t[]){1, 1, 1, 3, 1}, (double[]){7, 9, 8});
-  r = run(m, 1, &x);
-  expect_t(&r.items[0], 5, (int64_t[]){1, 1, 1, 3, 1}, (double[]){9, 9, 8}, 0);
-  expect_t(&r.items[1], 5, (int64_t[]){1, 1, 1, 3, 1}, (double[]){1, 1, 2}, 0);
+  r = gt_eval_ok(m, 1, &x, NULL);
+  gt_expect_values(&r.items[0], 5, (int64_t[]){1, 1, 1, 3, 1}, (double[]){9, 9, 8}, 0);
+  gt_expect_values(&r.items[1], 5, (int64_t[]){1, 1, 1, 3, 1}, (double[]){1, 1, 2}, 0);
   loom_graph_value_free(&r);
   loom_graph_value_free(&x);
   loom_graph_module_destroy(m);
@@ -92,10 +71,10 @@ LOOM_TEST(graph_image, resize_static_and_runtime) {
       "  r = (a, b, c, d)\n  return r\n}\n");
   loom_graph_value args[2] = {gt_tensor(LOOM_DTYPE_F32, 4, (int64_t[]){1, 1, 2, 2}, (double[]){1, 2, 3, 4}),
                               gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){3}, (double[]){0, 10, 20})};
-  loom_graph_value r = run(m, 2, args);
-  expect_t(&r.items[0], 4, (int64_t[]){1, 1, 4, 4}, (double[]){1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}, 0);
-  expect_t(&r.items[1], 1, (int64_t[]){5}, (double[]){0, 5, 10, 15, 20}, 1e-5);
-  expect_t(&r.items[2], 1, (int64_t[]){5}, (double[]){0, 5, 10, 15, 20}, 1e-5);
+  loom_graph_value r = gt_eval_ok(m, 2, args, NULL);
+  gt_expect_values(&r.items[0], 4, (int64_t[]){1, 1, 4, 4}, (double[]){1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}, 0);
+  gt_expect_values(&r.items[1], 1, (int64_t[]){5}, (double[]){0, 5, 10, 15, 20}, 1e-5);
+  gt_expect_values(&r.items[2], 1, (int64_t[]){5}, (double[]){0, 5, 10, 15, 20}, 1e-5);
   /* cubic on a linear ramp: the interior stays on the ramp; the ends use edge padding */
   cr_assert(fabs(loom_graph_tensor_get_f64(&r.items[3].t, 2) - 10) < 1e-5);
   loom_graph_value_free(&r);
@@ -117,12 +96,12 @@ LOOM_TEST(graph_image, grid_sample_and_conv_transpose) {
                               gt_tensor(LOOM_DTYPE_F32, 4, (int64_t[]){1, 1, 5, 2}, (double[]){-1, -1, 1, -1, 0, 0, 1, 1, -3, 0}),
                               gt_tensor(LOOM_DTYPE_F32, 3, (int64_t[]){1, 1, 3}, (double[]){1, 2, 3}),
                               gt_tensor(LOOM_DTYPE_F32, 3, (int64_t[]){1, 1, 2}, (double[]){1, 10})};
-  loom_graph_value r = run(m, 4, args);
+  loom_graph_value r = gt_eval_ok(m, 4, args, NULL);
   /* (x, y) = (-3, 0) lies outside: zeros padding gives 0, border clamps to column 0; nearest rounds 0.5 to even */
-  expect_t(&r.items[0], 4, (int64_t[]){1, 1, 1, 5}, (double[]){1, 2, 2.5, 4, 0}, 1e-6);
-  expect_t(&r.items[1], 4, (int64_t[]){1, 1, 1, 5}, (double[]){1, 2, 1, 4, 1}, 1e-6);
-  expect_t(&r.items[2], 3, (int64_t[]){1, 1, 6}, (double[]){1, 10, 2, 20, 3, 30}, 0);
-  expect_t(&r.items[3], 3, (int64_t[]){1, 1, 4}, (double[]){10, 2, 20, 3}, 0);
+  gt_expect_values(&r.items[0], 4, (int64_t[]){1, 1, 1, 5}, (double[]){1, 2, 2.5, 4, 0}, 1e-6);
+  gt_expect_values(&r.items[1], 4, (int64_t[]){1, 1, 1, 5}, (double[]){1, 2, 1, 4, 1}, 1e-6);
+  gt_expect_values(&r.items[2], 3, (int64_t[]){1, 1, 6}, (double[]){1, 10, 2, 20, 3, 30}, 0);
+  gt_expect_values(&r.items[3], 3, (int64_t[]){1, 1, 4}, (double[]){10, 2, 20, 3}, 0);
   loom_graph_value_free(&r);
   for (int i = 0; i < 4; i++) loom_graph_value_free(&args[i]);
   loom_graph_module_destroy(m);

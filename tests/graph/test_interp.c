@@ -5,40 +5,6 @@
 #include "tests/graph/graph_test_util.h"
 
 /* Runs @main of `text` on `args`; asserts success; returns the result. */
-static loom_graph_value run_ok(loom_graph_module *m, size_t n, loom_graph_value *args, loom_sym_env *env) {
-  loom_graph_value out;
-  loom_status st = loom_graph_eval(m, "main", n, args, env, &out);
-  cr_assert(!st, "eval failed: %s", st ? loom_status_text(st, 0) : "");
-  return out;
-}
-
-static char *run_err(loom_graph_module *m, size_t n, loom_graph_value *args) {
-  loom_graph_value out;
-  loom_status st = loom_graph_eval(m, "main", n, args, NULL, &out);
-  cr_assert(st, "eval succeeded but should have failed");
-  char *msg = strdup(loom_status_text(st, 0));
-  loom_status_free(st);
-  return msg;
-}
-
-static void expect_values(const loom_graph_value *v, int nd, const int64_t *shape, const double *want, double tol) {
-  cr_assert_eq(v->kind, LOOM_SINFO_TENSOR);
-  cr_assert_eq(v->t.ndim, nd);
-  size_t n = 1;
-  for (int i = 0; i < nd; i++) {
-    cr_assert_eq(v->t.shape[i], shape[i], "axis %d: %lld vs %lld", i, (long long)v->t.shape[i], (long long)shape[i]);
-    n *= (size_t)shape[i];
-  }
-  for (size_t i = 0; i < n; i++) {
-    double g = loom_graph_tensor_get_f64(&v->t, i);
-    cr_assert(fabs(g - want[i]) <= tol, "element %zu: got %.9g want %.9g", i, g, want[i]);
-  }
-}
-
-static void free_args(loom_graph_value *a, size_t n) {
-  for (size_t i = 0; i < n; i++) loom_graph_value_free(&a[i]);
-}
-
 LOOM_TEST(graph_interp, broadcast_add_matmul_softmax) {
   loom_graph_module *m = gt_parse_ok(
       "fn @main(a: Tensor[(1, 3), f32], b: Tensor[(n, 1), f32], w: Tensor[(3, 2), f32]) -> Object {\n"
@@ -49,17 +15,17 @@ LOOM_TEST(graph_interp, broadcast_add_matmul_softmax) {
                               gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){3, 2}, wv)};
   loom_sym_env *env;
   cr_assert(!loom_sym_env_create(NULL, &env));
-  loom_graph_value r = run_ok(m, 3, args, env);
+  loom_graph_value r = gt_eval_ok(m, 3, args, env);
   int64_t nval;
   cr_assert(loom_sym_env_get(env, gt_pdim(m, 1, 0), &nval));
   cr_assert_eq(nval, 2, "n is bound from b's shape");
-  expect_values(&r.items[0], 2, (int64_t[]){2, 3}, (double[]){11, 12, 13, 21, 22, 23}, 0);
+  gt_expect_values(&r.items[0], 2, (int64_t[]){2, 3}, (double[]){11, 12, 13, 21, 22, 23}, 0);
   /* [11 12 13] @ [[1 0] [0 1] [1 1]] = [24 25]; [21 22 23] -> [44 45] */
-  expect_values(&r.items[1], 2, (int64_t[]){2, 2}, (double[]){24, 25, 44, 45}, 0);
+  gt_expect_values(&r.items[1], 2, (int64_t[]){2, 2}, (double[]){24, 25, 44, 45}, 0);
   double e1 = 1 / (1 + exp(1.0));
-  expect_values(&r.items[2], 2, (int64_t[]){2, 2}, (double[]){e1, 1 - e1, e1, 1 - e1}, 1e-6);
+  gt_expect_values(&r.items[2], 2, (int64_t[]){2, 2}, (double[]){e1, 1 - e1, e1, 1 - e1}, 1e-6);
   loom_graph_value_free(&r);
-  free_args(args, 3);
+  gt_free_args(args, 3);
   loom_sym_env_destroy(env);
   loom_graph_module_destroy(m);
 }
@@ -75,19 +41,19 @@ LOOM_TEST(graph_interp, shape_ops) {
       "  e = expand_dims(x, axes=[0])\n  out = (r, p, c, s, t, u, v, am, tl, a, fl, e)\n  return out\n}\n");
   double xv[] = {1, 5, 3, 4, 2, 6};
   loom_graph_value x = gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){2, 3}, xv);
-  loom_graph_value r = run_ok(m, 1, &x, NULL);
-  expect_values(&r.items[0], 2, (int64_t[]){3, 2}, xv, 0);
-  expect_values(&r.items[1], 2, (int64_t[]){3, 2}, (double[]){1, 4, 5, 2, 3, 6}, 0);
-  expect_values(&r.items[2], 2, (int64_t[]){2, 6}, (double[]){1, 5, 3, 1, 5, 3, 4, 2, 6, 4, 2, 6}, 0);
-  expect_values(&r.items[3], 2, (int64_t[]){2, 2}, (double[]){5, 3, 2, 6}, 0);
-  expect_values(&r.items[4], 2, (int64_t[]){2, 2}, (double[]){3, 1, 6, 4}, 0);
-  expect_values(&r.items[5], 1, (int64_t[]){3}, (double[]){5, 7, 9}, 0);
-  expect_values(&r.items[6], 2, (int64_t[]){2, 1}, (double[]){3, 4}, 1e-6);
-  expect_values(&r.items[7], 1, (int64_t[]){2}, (double[]){1, 2}, 0);
-  expect_values(&r.items[8], 2, (int64_t[]){2, 3}, (double[]){1, 0, 0, 4, 2, 0}, 0);
-  expect_values(&r.items[9], 1, (int64_t[]){3}, (double[]){1, 3, 5}, 0);
-  expect_values(&r.items[10], 2, (int64_t[]){2, 2}, (double[]){1.5, 1.5, 1.5, 1.5}, 0);
-  expect_values(&r.items[11], 3, (int64_t[]){1, 2, 3}, xv, 0);
+  loom_graph_value r = gt_eval_ok(m, 1, &x, NULL);
+  gt_expect_values(&r.items[0], 2, (int64_t[]){3, 2}, xv, 0);
+  gt_expect_values(&r.items[1], 2, (int64_t[]){3, 2}, (double[]){1, 4, 5, 2, 3, 6}, 0);
+  gt_expect_values(&r.items[2], 2, (int64_t[]){2, 6}, (double[]){1, 5, 3, 1, 5, 3, 4, 2, 6, 4, 2, 6}, 0);
+  gt_expect_values(&r.items[3], 2, (int64_t[]){2, 2}, (double[]){5, 3, 2, 6}, 0);
+  gt_expect_values(&r.items[4], 2, (int64_t[]){2, 2}, (double[]){3, 1, 6, 4}, 0);
+  gt_expect_values(&r.items[5], 1, (int64_t[]){3}, (double[]){5, 7, 9}, 0);
+  gt_expect_values(&r.items[6], 2, (int64_t[]){2, 1}, (double[]){3, 4}, 1e-6);
+  gt_expect_values(&r.items[7], 1, (int64_t[]){2}, (double[]){1, 2}, 0);
+  gt_expect_values(&r.items[8], 2, (int64_t[]){2, 3}, (double[]){1, 0, 0, 4, 2, 0}, 0);
+  gt_expect_values(&r.items[9], 1, (int64_t[]){3}, (double[]){1, 3, 5}, 0);
+  gt_expect_values(&r.items[10], 2, (int64_t[]){2, 2}, (double[]){1.5, 1.5, 1.5, 1.5}, 0);
+  gt_expect_values(&r.items[11], 3, (int64_t[]){1, 2, 3}, xv, 0);
   loom_graph_value_free(&r);
   loom_graph_value_free(&x);
   loom_graph_module_destroy(m);
@@ -101,17 +67,17 @@ LOOM_TEST(graph_interp, norms_where_and_elementwise) {
   double xv[] = {1, 2, 3, 4}, gv[] = {1, 1, 1, 1}, bv[] = {0, 0, 10, 0};
   loom_graph_value args[3] = {gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){1, 4}, xv), gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){4}, gv),
                               gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){4}, bv)};
-  loom_graph_value r = run_ok(m, 3, args, NULL);
+  loom_graph_value r = gt_eval_ok(m, 3, args, NULL);
   /* mean 2.5, var 1.25 */
   double sd = sqrt(1.25), rms = sqrt(7.5);
-  expect_values(&r.items[0], 2, (int64_t[]){1, 4}, (double[]){-1.5 / sd, -0.5 / sd, 0.5 / sd + 10, 1.5 / sd}, 1e-5);
-  expect_values(&r.items[1], 2, (int64_t[]){1, 4}, (double[]){1 / rms, 2 / rms, 3 / rms, 4 / rms}, 1e-6);
-  expect_values(&r.items[2], 2, (int64_t[]){1, 4}, (double[]){1, 2, 10, 4}, 0);
-  expect_values(&r.items[3], 2, (int64_t[]){1, 4}, (double[]){1.5, 2, 3, 3}, 0);
-  expect_values(&r.items[4], 2, (int64_t[]){1, 4}, xv, 0);
+  gt_expect_values(&r.items[0], 2, (int64_t[]){1, 4}, (double[]){-1.5 / sd, -0.5 / sd, 0.5 / sd + 10, 1.5 / sd}, 1e-5);
+  gt_expect_values(&r.items[1], 2, (int64_t[]){1, 4}, (double[]){1 / rms, 2 / rms, 3 / rms, 4 / rms}, 1e-6);
+  gt_expect_values(&r.items[2], 2, (int64_t[]){1, 4}, (double[]){1, 2, 10, 4}, 0);
+  gt_expect_values(&r.items[3], 2, (int64_t[]){1, 4}, (double[]){1.5, 2, 3, 3}, 0);
+  gt_expect_values(&r.items[4], 2, (int64_t[]){1, 4}, xv, 0);
   cr_assert_eq(r.items[4].t.dtype, LOOM_DTYPE_I32);
   loom_graph_value_free(&r);
-  free_args(args, 3);
+  gt_free_args(args, 3);
   loom_graph_module_destroy(m);
 }
 
@@ -121,7 +87,7 @@ LOOM_TEST(graph_interp, nonzero_binds_its_fresh_symbol) {
   loom_graph_value x = gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){5}, (double[]){0, 1, 0, 2, 3});
   loom_sym_env *env;
   cr_assert(!loom_sym_env_create(NULL, &env));
-  loom_graph_value r = run_ok(m, 1, &x, env);
+  loom_graph_value r = gt_eval_ok(m, 1, &x, env);
   cr_assert_eq(r.kind, LOOM_SINFO_SHAPE);
   cr_assert_eq(r.dims[1], 3);
   const loom_sinfo *zs = gt_binding(m, "main", "z")->var->sinfo;
@@ -140,28 +106,28 @@ LOOM_TEST(graph_interp, runtime_errors_are_clear) {
       "  z = add(x, y)\n  w = match_cast(z, Tensor[(n, 3), f32])\n  return w\n}\n");
   /* Input shape: axis 1 must be 2*n + 1. */
   loom_graph_value a[2] = {gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){4, 10}, NULL), gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){9}, NULL)};
-  char *msg = run_err(m, 2, a);
+  char *msg = gt_eval_err(m, 2, a);
   cr_assert(strstr(msg, "input 'x' axis 1") && strstr(msg, "10"), "%s", msg);
   free(msg);
-  free_args(a, 2);
+  gt_free_args(a, 2);
   /* Guard: n vs m broadcast. */
   loom_graph_value b[2] = {gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){1, 3}, NULL), gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){2}, NULL)};
-  msg = run_err(m, 2, b);
+  msg = gt_eval_err(m, 2, b);
   cr_assert(strstr(msg, "guard failed") && strstr(msg, "binding 'z'"), "%s", msg);
   free(msg);
-  free_args(b, 2);
+  gt_free_args(b, 2);
   /* match_cast: n = 2 gives (2, 5), not (2, 3). */
   loom_graph_value c[2] = {gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){2, 5}, NULL), gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){5}, NULL)};
-  msg = run_err(m, 2, c);
+  msg = gt_eval_err(m, 2, c);
   cr_assert(strstr(msg, "match_cast 'w'") && strstr(msg, "axis 1"), "%s", msg);
   free(msg);
-  free_args(c, 2);
+  gt_free_args(c, 2);
   /* A wrong dtype. */
   loom_graph_value d[2] = {gt_tensor(LOOM_DTYPE_F64, 2, (int64_t[]){1, 3}, NULL), gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){3}, NULL)};
-  msg = run_err(m, 2, d);
+  msg = gt_eval_err(m, 2, d);
   cr_assert(strstr(msg, "input 'x': expected dtype f32, got f64"), "%s", msg);
   free(msg);
-  free_args(d, 2);
+  gt_free_args(d, 2);
   loom_graph_module_destroy(m);
 }
 
@@ -171,15 +137,15 @@ LOOM_TEST(graph_interp, half_precision_storage_and_if) {
       "  y = if (flag) {\n    a = mul(x, x)\n    return a\n  } else {\n    b = neg(x)\n    return b\n  }\n  return y\n}\n");
   loom_graph_value a[2] = {gt_tensor(LOOM_DTYPE_F16, 1, (int64_t[]){3}, (double[]){0.5, -2, 3}),
                            gt_tensor(LOOM_DTYPE_BOOL, 0, NULL, (double[]){1})};
-  loom_graph_value r = run_ok(m, 2, a, NULL);
-  expect_values(&r, 1, (int64_t[]){3}, (double[]){0.25, 4, 9}, 0);
+  loom_graph_value r = gt_eval_ok(m, 2, a, NULL);
+  gt_expect_values(&r, 1, (int64_t[]){3}, (double[]){0.25, 4, 9}, 0);
   cr_assert_eq(r.t.dtype, LOOM_DTYPE_F16);
   loom_graph_value_free(&r);
   loom_graph_tensor_set_f64(&a[1].t, 0, 0);
-  r = run_ok(m, 2, a, NULL);
-  expect_values(&r, 1, (int64_t[]){3}, (double[]){-0.5, 2, -3}, 0);
+  r = gt_eval_ok(m, 2, a, NULL);
+  gt_expect_values(&r, 1, (int64_t[]){3}, (double[]){-0.5, 2, -3}, 0);
   loom_graph_value_free(&r);
-  free_args(a, 2);
+  gt_free_args(a, 2);
   loom_graph_module_destroy(m);
 }
 
@@ -196,16 +162,16 @@ LOOM_TEST(graph_interp, conv_pool_resize_hand_computed) {
   /* x = [[1 2 3] [4 5 6] [7 8 9]], k = [[1 0] [0 1]] */
   loom_graph_value a[2] = {gt_tensor(LOOM_DTYPE_F32, 4, (int64_t[]){1, 1, 3, 3}, (double[]){1, 2, 3, 4, 5, 6, 7, 8, 9}),
                            gt_tensor(LOOM_DTYPE_F32, 4, (int64_t[]){1, 1, 2, 2}, (double[]){1, 0, 0, 1})};
-  loom_graph_value r = run_ok(m, 2, a, NULL);
-  expect_values(&r.items[0], 4, (int64_t[]){1, 1, 2, 2}, (double[]){6, 8, 12, 14}, 0);
+  loom_graph_value r = gt_eval_ok(m, 2, a, NULL);
+  gt_expect_values(&r.items[0], 4, (int64_t[]){1, 1, 2, 2}, (double[]){6, 8, 12, 14}, 0);
   /* padded by 1, stride 2: windows at (-1,-1) (-1,1) (1,-1) (1,1): x[i][j] + x[i+1][j+1] */
-  expect_values(&r.items[1], 4, (int64_t[]){1, 1, 2, 2}, (double[]){1, 3, 7, 14}, 0);
-  expect_values(&r.items[2], 4, (int64_t[]){1, 1, 1, 1}, (double[]){5}, 0);
-  expect_values(&r.items[3], 4, (int64_t[]){1, 1, 2, 2}, (double[]){3, 4, 6, 7}, 0);
-  expect_values(&r.items[4], 4, (int64_t[]){1, 1, 1, 1}, (double[]){5}, 0);
-  expect_values(&r.items[5], 4, (int64_t[]){1, 1, 6, 3}, (double[]){1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6, 7, 8, 9, 7, 8, 9}, 0);
+  gt_expect_values(&r.items[1], 4, (int64_t[]){1, 1, 2, 2}, (double[]){1, 3, 7, 14}, 0);
+  gt_expect_values(&r.items[2], 4, (int64_t[]){1, 1, 1, 1}, (double[]){5}, 0);
+  gt_expect_values(&r.items[3], 4, (int64_t[]){1, 1, 2, 2}, (double[]){3, 4, 6, 7}, 0);
+  gt_expect_values(&r.items[4], 4, (int64_t[]){1, 1, 1, 1}, (double[]){5}, 0);
+  gt_expect_values(&r.items[5], 4, (int64_t[]){1, 1, 6, 3}, (double[]){1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6, 7, 8, 9, 7, 8, 9}, 0);
   loom_graph_value_free(&r);
-  free_args(a, 2);
+  gt_free_args(a, 2);
   loom_graph_module_destroy(m);
 }
 
@@ -219,17 +185,17 @@ LOOM_TEST(graph_interp, index_and_shape_ops_hand_computed) {
       "  out = (ge, se, oh, cs, s1, pd, tl, rp)\n  return out\n}\n");
   loom_graph_value a[2] = {gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){2, 3}, (double[]){1, 2, 3, 4, 5, 6}),
                            gt_tensor(LOOM_DTYPE_I64, 2, (int64_t[]){2, 2}, (double[]){2, 0, 1, 1})};
-  loom_graph_value r = run_ok(m, 2, a, NULL);
-  expect_values(&r.items[0], 2, (int64_t[]){2, 2}, (double[]){3, 1, 5, 5}, 0);
-  expect_values(&r.items[1], 2, (int64_t[]){2, 3}, (double[]){9, 2, 9, 4, 9, 6}, 0);
-  expect_values(&r.items[2], 3, (int64_t[]){2, 2, 3}, (double[]){0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 1, 0}, 0);
-  expect_values(&r.items[3], 2, (int64_t[]){2, 3}, (double[]){1, 3, 6, 4, 9, 15}, 0);
-  expect_values(&r.items[4], 2, (int64_t[]){2, 1}, (double[]){2, 5}, 0);
-  expect_values(&r.items[5], 2, (int64_t[]){3, 4}, (double[]){-1, 1, 2, 3, -1, 4, 5, 6, -1, -1, -1, -1}, 0);
-  expect_values(&r.items[6], 2, (int64_t[]){2, 6}, (double[]){1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6}, 0);
-  expect_values(&r.items[7], 2, (int64_t[]){4, 3}, (double[]){1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6}, 0);
+  loom_graph_value r = gt_eval_ok(m, 2, a, NULL);
+  gt_expect_values(&r.items[0], 2, (int64_t[]){2, 2}, (double[]){3, 1, 5, 5}, 0);
+  gt_expect_values(&r.items[1], 2, (int64_t[]){2, 3}, (double[]){9, 2, 9, 4, 9, 6}, 0);
+  gt_expect_values(&r.items[2], 3, (int64_t[]){2, 2, 3}, (double[]){0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 1, 0}, 0);
+  gt_expect_values(&r.items[3], 2, (int64_t[]){2, 3}, (double[]){1, 3, 6, 4, 9, 15}, 0);
+  gt_expect_values(&r.items[4], 2, (int64_t[]){2, 1}, (double[]){2, 5}, 0);
+  gt_expect_values(&r.items[5], 2, (int64_t[]){3, 4}, (double[]){-1, 1, 2, 3, -1, 4, 5, 6, -1, -1, -1, -1}, 0);
+  gt_expect_values(&r.items[6], 2, (int64_t[]){2, 6}, (double[]){1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6}, 0);
+  gt_expect_values(&r.items[7], 2, (int64_t[]){4, 3}, (double[]){1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6}, 0);
   loom_graph_value_free(&r);
-  free_args(a, 2);
+  gt_free_args(a, 2);
   loom_graph_module_destroy(m);
 }
 
@@ -249,13 +215,13 @@ LOOM_TEST(graph_interp, attention_matches_explicit_ops) {
                              gt_tensor(LOOM_DTYPE_F32, 4, (int64_t[]){2, 2, s, 8}, NULL)};
     for (int i = 0; i < 3; i++)
       for (size_t j = 0; j < a[i].t.numel; j++) loom_graph_tensor_set_f64(&a[i].t, j, (double)loom_test_rng_range(&r, -100, 100) / 50);
-    loom_graph_value out = run_ok(m, 3, a, NULL);
+    loom_graph_value out = gt_eval_ok(m, 3, a, NULL);
     double *want = malloc(out.items[1].t.numel * sizeof *want);
     for (size_t j = 0; j < out.items[1].t.numel; j++) want[j] = loom_graph_tensor_get_f64(&out.items[1].t, j);
-    expect_values(&out.items[0], 4, (int64_t[]){2, 4, s, 8}, want, 1e-5);
+    gt_expect_values(&out.items[0], 4, (int64_t[]){2, 4, s, 8}, want, 1e-5);
     free(want);
     loom_graph_value_free(&out);
-    free_args(a, 3);
+    gt_free_args(a, 3);
   }
   loom_graph_module_destroy(m);
 }
@@ -265,9 +231,9 @@ LOOM_TEST(graph_interp, fill_from_a_shape_value) {
       "fn @main(x: Tensor[(n, k), f32]) -> Object {\n  sh = shape_of(x)\n  z: Tensor[(n, k), f32] = full(sh, value=2.5)\n"
       "  w = ones(shape(k, 2 * n), dtype=i32)\n  out = (z, w)\n  return out\n}\n");
   loom_graph_value x = gt_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){2, 3}, NULL);
-  loom_graph_value r = run_ok(m, 1, &x, NULL);
-  expect_values(&r.items[0], 2, (int64_t[]){2, 3}, (double[]){2.5, 2.5, 2.5, 2.5, 2.5, 2.5}, 0);
-  expect_values(&r.items[1], 2, (int64_t[]){3, 4}, (double[]){1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0);
+  loom_graph_value r = gt_eval_ok(m, 1, &x, NULL);
+  gt_expect_values(&r.items[0], 2, (int64_t[]){2, 3}, (double[]){2.5, 2.5, 2.5, 2.5, 2.5, 2.5}, 0);
+  gt_expect_values(&r.items[1], 2, (int64_t[]){3, 4}, (double[]){1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0);
   cr_assert_eq(r.items[1].t.dtype, LOOM_DTYPE_I32);
   loom_graph_value_free(&r);
   loom_graph_value_free(&x);
