@@ -38,6 +38,7 @@ static const unary_entry unary_table[] = {
     {LOOM_GRAPH_OP_SIGN, "select(x > 0.0, 1.0, select(x < 0.0, -1.0, 0.0))"},
     {LOOM_GRAPH_OP_NOT, "!x"},
     {LOOM_GRAPH_OP_DROPOUT, "x"},
+    {LOOM_GRAPH_OP_BITWISE_NOT, "!x"}, /* on integers `!` is bitwise (tp_ops.def) */
 };
 
 typedef struct binary_entry {
@@ -64,6 +65,9 @@ static const binary_entry binary_table[] = {
     {LOOM_GRAPH_OP_LOGICAL_AND, "a && b", NULL},
     {LOOM_GRAPH_OP_LOGICAL_OR, "a || b", NULL},
     {LOOM_GRAPH_OP_LOGICAL_XOR, "xor(a, b)", NULL},
+    {LOOM_GRAPH_OP_BITWISE_AND, "a && b", NULL}, /* bitwise on integers */
+    {LOOM_GRAPH_OP_BITWISE_OR, "a || b", NULL},
+    {LOOM_GRAPH_OP_BITWISE_XOR, "xor(a, b)", NULL},
 };
 
 typedef struct reduce_entry {
