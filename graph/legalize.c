@@ -792,7 +792,8 @@ static const char *runtime_operand(const loom_graph_expr *call) {
     case LOOM_GRAPH_OP_SUM: case LOOM_GRAPH_OP_MEAN: case LOOM_GRAPH_OP_MAX: case LOOM_GRAPH_OP_MIN:
     case LOOM_GRAPH_OP_PROD: case LOOM_GRAPH_OP_EXPAND_DIMS: case LOOM_GRAPH_OP_SQUEEZE: return n > 1 ? "axes" : NULL;
     case LOOM_GRAPH_OP_TRIL: case LOOM_GRAPH_OP_TRIU: return n > 1 ? "k" : NULL;
-    case LOOM_GRAPH_OP_CUMSUM: return n > 1 ? "axis" : NULL;
+    case LOOM_GRAPH_OP_CUMSUM:
+    case LOOM_GRAPH_OP_CUMPROD: return n > 1 ? "axis" : NULL;
     case LOOM_GRAPH_OP_RESHAPE:
       return n > 1 && call->u.call.args[1]->sinfo && call->u.call.args[1]->sinfo->kind == LOOM_SINFO_TENSOR ? "shape" : NULL;
     case LOOM_GRAPH_OP_STRIDED_SLICE: return n > 1 ? "starts/ends" : NULL;
