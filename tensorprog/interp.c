@@ -209,6 +209,9 @@ static loom_status float_op(interp *it, loom_tp_op op, loom_dtype t, const doubl
     case LOOM_TP_OP_ERF: r = erf(a[0]); break;
     case LOOM_TP_OP_SIN: r = sin(a[0]); break;
     case LOOM_TP_OP_COS: r = cos(a[0]); break;
+    case LOOM_TP_OP_ASIN: r = asin(a[0]); break;
+    case LOOM_TP_OP_ACOS: r = acos(a[0]); break;
+    case LOOM_TP_OP_ATAN: r = atan(a[0]); break;
     case LOOM_TP_OP_FLOOR: r = floor(a[0]); break;
     case LOOM_TP_OP_CEIL: r = ceil(a[0]); break;
     case LOOM_TP_OP_ROUND: r = round_even(a[0]); break;

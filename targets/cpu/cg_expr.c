@@ -485,6 +485,9 @@ static LLVMValueRef float_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a
     }
     case LOOM_TP_OP_SIN: r = cg_call_intrinsic(g, "llvm.sin", ty, a, 1); break;
     case LOOM_TP_OP_COS: r = cg_call_intrinsic(g, "llvm.cos", ty, a, 1); break;
+    case LOOM_TP_OP_ASIN: r = cg_call_intrinsic(g, "llvm.asin", ty, a, 1); break;
+    case LOOM_TP_OP_ACOS: r = cg_call_intrinsic(g, "llvm.acos", ty, a, 1); break;
+    case LOOM_TP_OP_ATAN: r = cg_call_intrinsic(g, "llvm.atan", ty, a, 1); break;
     case LOOM_TP_OP_FLOOR: r = cg_call_intrinsic(g, "llvm.floor", ty, a, 1); break;
     case LOOM_TP_OP_CEIL: r = cg_call_intrinsic(g, "llvm.ceil", ty, a, 1); break;
     case LOOM_TP_OP_ROUND: r = cg_call_intrinsic(g, "llvm.roundeven", ty, a, 1); break;

@@ -59,6 +59,19 @@ LOOM_TEST(cpu, math_functions_f32) {
                "  }\n}\n", &o);
 }
 
+/* Inverse trigonometric functions (llvm.asin / acos / atan, vectorized), inputs inside and at
+ * the edges of their domains; atan over a wide range. */
+LOOM_TEST(cpu, inverse_trigonometric_f32) {
+  cpu_diff_opts o = opts(medium, 10, 1e-5);
+  diff_program("prim @it(A: Buffer[(n,), f32], C: Buffer[(n, 4), f32]) {\n"
+               "  for i in 0..n vectorize {\n"
+               "    C[i, 0] = asin(max(min(A[i], 1.0), -1.0))\n"
+               "    C[i, 1] = acos(max(min(A[i] * 0.5, 1.0), -1.0))\n"
+               "    C[i, 2] = atan(A[i] * 100.0)\n"
+               "    C[i, 3] = atan(A[i] * 0.001) + asin(A[i] * 0.0)\n"
+               "  }\n}\n", &o);
+}
+
 /* The inline tanh (cg_expr.c tanh_f32): both branches of its select, saturation, tiny inputs. */
 LOOM_TEST(cpu, inline_tanh_f32_across_its_range) {
   cpu_diff_opts o = opts(medium, 10, 1e-6);
