@@ -179,6 +179,24 @@ static loom_status infer_slice_dyn(loom_graph_icx *ic, const loom_sinfo *x, cons
   return LOOM_OK;
 }
 
+/* out = the elements of x at start[k] + i_k * step[k] for i_k < sh[k] on every axis (a slice with
+ * bounds already clamped; steps may be negative). */
+static loom_status take_strided(const loom_graph_tensor *x, const int64_t *start, const int64_t *step, const int64_t *sh,
+                                loom_graph_value *out) {
+  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, sh, out));
+  if (!out->t.numel) return LOOM_OK;
+  int64_t idx[8] = {0}, str[8];
+  loom_graph_strides(x->ndim, x->shape, str);
+  size_t o = 0, es = loom_dtype_size(x->dtype);
+  do {
+    int64_t off = 0;
+    for (int k = 0; k < x->ndim; k++) off += (start[k] + idx[k] * step[k]) * str[k];
+    memcpy((char *)out->t.data + o * es, (const char *)x->data + (size_t)off * es, es);
+    o++;
+  } while (loom_graph_index_next(x->ndim, sh, idx));
+  return LOOM_OK;
+}
+
 static loom_status eval_slice_dyn(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t;
   size_t na = ec->call->u.call.nargs, n, k;
@@ -209,18 +227,7 @@ static loom_status eval_slice_dyn(loom_graph_ecx *ec, const loom_graph_value *ar
     }
     start[a] = lo, step[a] = s;
   }
-  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, sh, out));
-  if (!out->t.numel) return LOOM_OK;
-  int64_t idx[8] = {0}, str[8];
-  loom_graph_strides(x->ndim, x->shape, str);
-  size_t o = 0, es = loom_dtype_size(x->dtype);
-  do {
-    int64_t off = 0;
-    for (int i = 0; i < x->ndim; i++) off += (start[i] + idx[i] * step[i]) * str[i];
-    memcpy((char *)out->t.data + o * es, (const char *)x->data + (size_t)off * es, es);
-    o++;
-  } while (loom_graph_index_next(x->ndim, sh, idx));
-  return LOOM_OK;
+  return take_strided(x, start, step, sh, out);
 }
 
 /* pad(x, pads, value?, axes?): constant mode; pads = [before.., after..] over `axes` (all
@@ -796,18 +803,7 @@ static loom_status eval_slice(loom_graph_ecx *ec, const loom_graph_value *args, 
     step[k] = st;
     sh[k] = hi > lo ? (hi - lo + st - 1) / st : 0;
   }
-  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, sh, out));
-  if (!out->t.numel) return LOOM_OK;
-  int64_t idx[8] = {0}, str[8];
-  loom_graph_strides(x->ndim, x->shape, str);
-  size_t o = 0, es = loom_dtype_size(x->dtype);
-  do {
-    size_t off = 0;
-    for (int k = 0; k < x->ndim; k++) off += (size_t)((start[k] + idx[k] * step[k]) * str[k]);
-    memcpy((char *)out->t.data + o * es, (const char *)x->data + off * es, es);
-    o++;
-  } while (loom_graph_index_next(x->ndim, sh, idx));
-  return LOOM_OK;
+  return take_strided(x, start, step, sh, out);
 }
 
 /* ---- shape_of ------------------------------------------------------------------------------- */

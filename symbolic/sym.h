@@ -128,6 +128,8 @@ uint64_t loom_sym_hash(const loom_sym_expr *e);
 /* Calls fn once for each distinct variable in `e`, in order of first appearance. */
 void loom_sym_for_each_var(const loom_sym_expr *e, void (*fn)(void *ud, const loom_sym_expr *var),
                            void *ud);
+/* Whether variable `var` occurs in e. */
+bool loom_sym_uses_var(const loom_sym_expr *e, const loom_sym_expr *var);
 /* Affine view: if e == k*var + c with int64 k != 0 and c, fills them and returns true. */
 bool loom_sym_as_affine(const loom_sym_expr *e, const loom_sym_expr **out_var, int64_t *out_k,
                         int64_t *out_c);

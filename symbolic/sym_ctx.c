@@ -346,6 +346,22 @@ void loom_sym_for_each_var(const loom_sym_expr *e, void (*fn)(void *ud, const lo
   loom_map_destroy(&w.more);
 }
 
+typedef struct var_probe {
+  const loom_sym_expr *var;
+  bool found;
+} var_probe;
+
+static void probe_var(void *ud, const loom_sym_expr *v) {
+  var_probe *p = ud;
+  if (v == p->var) p->found = true;
+}
+
+bool loom_sym_uses_var(const loom_sym_expr *e, const loom_sym_expr *var) {
+  var_probe p = {var, false};
+  loom_sym_for_each_var(e, probe_var, &p);
+  return p.found;
+}
+
 bool loom_sym_as_affine(const loom_sym_expr *e, const loom_sym_expr **out_var, int64_t *out_k,
                         int64_t *out_c) {
   if (!e) return false;

@@ -71,22 +71,6 @@ static loom_tp_stmt *only_child_loop(loom_tp_stmt *outer) {
   return b->kind == LOOM_TP_STMT_FOR ? b : NULL;
 }
 
-typedef struct var_probe {
-  const loom_sym_expr *var;
-  bool found;
-} var_probe;
-
-static void probe_var(void *ud, const loom_sym_expr *v) {
-  var_probe *p = ud;
-  if (v == p->var) p->found = true;
-}
-
-static bool uses_var(const loom_sym_expr *e, const loom_sym_expr *var) {
-  var_probe p = {var, false};
-  loom_sym_for_each_var(e, probe_var, &p);
-  return p.found;
-}
-
 loom_status loom_tp_split(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
                           loom_tp_stmt **out_outer, loom_tp_stmt **out_inner, loom_tp_stmt **out_tail) {
   if (loop->kind != LOOM_TP_STMT_FOR) return LOOM_ERROR(INVALID_ARGUMENT, "split: not a loop");
@@ -139,7 +123,7 @@ loom_status loom_tp_fuse(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_
     return LOOM_ERROR(FAILED_PRECONDITION, "fuse of loop '%s' does not apply: its body is not a single loop", v);
   if (inner->u.loop.reduce != outer->u.loop.reduce)
     return LOOM_ERROR(FAILED_PRECONDITION, "fuse of loop '%s' does not apply: one loop is a reduction, the other not", v);
-  if (uses_var(inner->u.loop.extent, outer->u.loop.var))
+  if (loom_sym_uses_var(inner->u.loop.extent, outer->u.loop.var))
     return LOOM_ERROR(FAILED_PRECONDITION, "fuse of loop '%s' does not apply: the inner extent depends on '%s'", v, v);
   const loom_sym_expr *m = inner->u.loop.extent;
   const loom_sym_expr *k = named_var(cx, outer->u.loop.var, "_f");
@@ -163,7 +147,7 @@ loom_status loom_tp_reorder(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, lo
   loom_tp_stmt *inner = only_child_loop(outer);
   if (!inner)
     return LOOM_ERROR(FAILED_PRECONDITION, "reorder of loop '%s' does not apply: its body is not a single loop", v);
-  if (uses_var(inner->u.loop.extent, outer->u.loop.var))
+  if (loom_sym_uses_var(inner->u.loop.extent, outer->u.loop.var))
     return LOOM_ERROR(FAILED_PRECONDITION, "reorder of loop '%s' does not apply: the inner extent depends on '%s'", v, v);
   /* Swap the headers, keep the bodies: the nest is perfect, so the body is unchanged. */
   loom_tp_stmt tmp = *outer;

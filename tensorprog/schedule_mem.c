@@ -8,22 +8,6 @@
 
 enum { MAX_DEPTH = 16 };
 
-typedef struct var_probe {
-  const loom_sym_expr *var;
-  bool found;
-} var_probe;
-
-static void probe_var(void *ud, const loom_sym_expr *v) {
-  var_probe *p = ud;
-  if (v == p->var) p->found = true;
-}
-
-static bool uses_var(const loom_sym_expr *e, const loom_sym_expr *var) {
-  var_probe p = {var, false};
-  loom_sym_for_each_var(e, probe_var, &p);
-  return p.found;
-}
-
 static loom_status sym_error(loom_sym_ctx *cx) {
   loom_status s = loom_sym_ctx_take_error(cx);
   return s ? s : LOOM_OOM();
@@ -160,11 +144,11 @@ static const loom_sym_expr *own_part(loom_sym_ctx *cx, const access *x, int d, c
                                      const walker *w) {
   if (x->idx[d]->kind != LOOM_TP_EXPR_SYM) return NULL;
   const loom_sym_expr *e = x->idx[d]->u.sym;
-  if (!uses_var(e, v)) return NULL;
+  if (!loom_sym_uses_var(e, v)) return NULL;
   const loom_sym_expr *rest = loom_sym_sub(cx, e, v);
-  if (!rest || uses_var(rest, v)) return NULL;
+  if (!rest || loom_sym_uses_var(rest, v)) return NULL;
   for (size_t i = 0; i < w->inner_vars.len; i++)
-    if (uses_var(rest, w->inner_vars.data[i])) return NULL;
+    if (loom_sym_uses_var(rest, w->inner_vars.data[i])) return NULL;
   return rest;
 }
 
@@ -278,7 +262,7 @@ static loom_tp_expr **fp_visit(walker *w, const loom_tp_buffer *buf, loom_tp_exp
   for (int l = 0; l < w->depth; l++) {
     const loom_sym_expr *v = w->loops[l]->u.loop.var;
     bool used = false;
-    for (int d = 0; d < buf->ndim && !used; d++) used = uses_var(idx[d]->u.sym, v);
+    for (int d = 0; d < buf->ndim && !used; d++) used = loom_sym_uses_var(idx[d]->u.sym, v);
     if (used) {
       vars[n] = v;
       ext[n++] = w->loops[l]->u.loop.extent;
@@ -298,7 +282,7 @@ static loom_tp_expr **fp_visit(walker *w, const loom_tp_buffer *buf, loom_tp_exp
         fp->tvars[i] = vars[i];
         fp->text[i] = ext[i];
         for (int l = 0; l < w->depth; l++)
-          if (uses_var(ext[i], w->loops[l]->u.loop.var)) {
+          if (loom_sym_uses_var(ext[i], w->loops[l]->u.loop.var)) {
             w->err = fp_fail(fp, "a footprint loop's extent depends on an enclosing loop");
             return NULL;
           }
@@ -413,12 +397,12 @@ loom_status loom_tp_cache_write(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *l
     bool alone = false;
     for (int d = 0; d < buf->ndim && !alone; d++) {
       const loom_sym_expr *x = fp.tidx[d]->u.sym;
-      if (!uses_var(x, fp.tvars[i])) continue;
+      if (!loom_sym_uses_var(x, fp.tvars[i])) continue;
       const loom_sym_expr *rest = loom_sym_sub(cx, x, fp.tvars[i]);
       if (!rest) return sym_error(cx);
       alone = true;
       for (int j = 0; j < fp.tn; j++)
-        if (uses_var(rest, fp.tvars[j])) alone = false;
+        if (loom_sym_uses_var(rest, fp.tvars[j])) alone = false;
     }
     if (!alone) return fp_fail(&fp, "two footprint points may be one element");
   }

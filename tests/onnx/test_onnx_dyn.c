@@ -6,40 +6,15 @@
 #include "graph/graph.h"
 #include "onnx/onnx_test.h"
 
-/* One-node model: inputs `ins` of element types `elems` and dims `dims` (rank each), output y. */
-typedef struct io {
-  const char *name;
-  int elem, rank;
-  const char *dims[4];
-} io;
+typedef onnx_test_io io;
 
 enum { F32 = 1, I32 = 6, I64 = 7 };
-
-static loom_status import_one(const char *op, const io *ins, size_t nin, const io *out, pb *attrs, loom_onnx_model **mm,
-                              loom_graph_module **gm) {
-  pb g = {0}, model = {0};
-  const char *names[8] = {NULL}, *outs[] = {out->name, NULL};
-  for (size_t i = 0; i < nin; i++) names[i] = ins[i].name;
-  pb_node(&g, op, "d", names, outs, attrs);
-  for (size_t i = 0; i < nin; i++) pb_value_info(&g, 11, ins[i].name, ins[i].elem, ins[i].rank, (const char **)ins[i].dims);
-  pb_value_info(&g, 12, out->name, out->elem, out->rank, (const char **)out->dims);
-  pb_model(&model, 25, &g);
-  loom_status s = loom_onnx_model_parse(model.d, model.len, "mem.onnx", NULL, mm);
-  pb_free(&model);
-  *gm = NULL;
-  return s ? s : loom_onnx_import(*mm, gm);
-}
-
-static void int_attr(pb *attrs, const char *name, int64_t v) {
-  pb a = {0};
-  pb_str(&a, 1, name), pb_int(&a, 20, 2), pb_int(&a, 3, v), pb_msg(attrs, 5, &a);
-}
 
 #define EXPECT_IMPORT_ERROR(op, ins, out, attrs, code, needle)                                             \
   do {                                                                                                     \
     loom_onnx_model *m_;                                                                                   \
     loom_graph_module *gm_;                                                                                \
-    EXPECT_ERROR(import_one(op, ins, sizeof(ins) / sizeof(ins)[0], out, attrs, &m_, &gm_), code, needle); \
+    EXPECT_ERROR(onnx_test_import_one(op, "d", ins, sizeof(ins) / sizeof(ins)[0], out, attrs, &m_, &gm_), code, needle); \
     cr_assert_null(gm_);                                                                                   \
     loom_onnx_model_free(m_);                                                                              \
   } while (0)
@@ -77,10 +52,10 @@ LOOM_TEST(onnx_dyn, runtime_axes_run_and_bad_values_name_the_op) {
   io ins[] = {{"x", F32, 2, {"N", "3"}}, {"a", I64, 1, {"1"}}};
   io out = {"y", F32, -1, {NULL}};
   pb attrs = {0};
-  int_attr(&attrs, "keepdims", 0);
+  onnx_test_int_attr(&attrs, "keepdims", 0);
   loom_onnx_model *m;
   loom_graph_module *gm;
-  loom_status s = import_one("ReduceMean", ins, 2, &out, &attrs, &m, &gm);
+  loom_status s = onnx_test_import_one("ReduceMean", "d", ins, 2, &out, &attrs, &m, &gm);
   cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
   loom_graph_value args[2] = {tensor(LOOM_DTYPE_F32, 2, (int64_t[]){2, 3}, (double[]){1, 2, 3, 4, 5, 9}),
                               tensor(LOOM_DTYPE_I64, 1, (int64_t[]){1}, (double[]){-1})}, r;
@@ -104,7 +79,7 @@ LOOM_TEST(onnx_dyn, reshape_and_range_from_graph_inputs) {
   io out = {"y", F32, -1, {NULL}};
   loom_onnx_model *m;
   loom_graph_module *gm;
-  loom_status s = import_one("Reshape", ins, 2, &out, NULL, &m, &gm);
+  loom_status s = onnx_test_import_one("Reshape", "d", ins, 2, &out, NULL, &m, &gm);
   cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
   loom_graph_value args[2] = {tensor(LOOM_DTYPE_F32, 2, (int64_t[]){2, 3}, (double[]){1, 2, 3, 4, 5, 6}),
                               tensor(LOOM_DTYPE_I64, 1, (int64_t[]){3}, (double[]){0, -1, 1})}, r;
@@ -121,7 +96,7 @@ LOOM_TEST(onnx_dyn, reshape_and_range_from_graph_inputs) {
 
   io rin[] = {{"s", I64, 0, {NULL}}, {"l", I64, 0, {NULL}}, {"d", I64, 0, {NULL}}};
   io rout = {"y", I64, 1, {"?"}};
-  s = import_one("Range", rin, 3, &rout, NULL, &m, &gm);
+  s = onnx_test_import_one("Range", "d", rin, 3, &rout, NULL, &m, &gm);
   cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
   loom_graph_value ra[3] = {tensor(LOOM_DTYPE_I64, 0, NULL, (double[]){1}), tensor(LOOM_DTYPE_I64, 0, NULL, (double[]){8}),
                             tensor(LOOM_DTYPE_I64, 0, NULL, (double[]){3})};

@@ -6,14 +6,6 @@
 #include "frontend/onnx/onnx_import.h"
 #include "onnx/onnx_test.h"
 
-static loom_status parse_tensor(pb *p, loom_arena *arena, loom_onnx_tensor **out) {
-  loom_onnx_tensor *t = NULL;
-  loom_status s = loom_onnx_tensor_parse(p->d, p->len, "t.pb", arena, &t);
-  pb_free(p);
-  if (out) *out = t;
-  return s;
-}
-
 LOOM_TEST(onnx_quant, packed_types_unpack_one_per_byte) {
   loom_arena arena;
   loom_arena_init(&arena, NULL, 0);
@@ -22,7 +14,7 @@ LOOM_TEST(onnx_quant, packed_types_unpack_one_per_byte) {
   /* INT4, 3 elements (odd): low nibble first */
   static const uint8_t i4[] = {0x8f, 0x07};
   pb_int(&p, 1, 3), pb_int(&p, 2, 22), pb_bytes(&p, 9, i4, 2);
-  cr_assert(parse_tensor(&p, &arena, &t) == LOOM_OK);
+  cr_assert(onnx_test_parse_tensor(&p, &arena, &t) == LOOM_OK);
   cr_assert_eq(t->dtype, LOOM_DTYPE_I4);
   cr_assert_eq(t->nbytes, 3);
   cr_assert_eq(((int8_t *)t->data)[0], -1);
@@ -30,65 +22,40 @@ LOOM_TEST(onnx_quant, packed_types_unpack_one_per_byte) {
   cr_assert_eq(((int8_t *)t->data)[2], 7);
   /* UINT4, the same bytes */
   pb_int(&p, 1, 3), pb_int(&p, 2, 21), pb_bytes(&p, 9, i4, 2);
-  cr_assert(parse_tensor(&p, &arena, &t) == LOOM_OK);
+  cr_assert(onnx_test_parse_tensor(&p, &arena, &t) == LOOM_OK);
   cr_assert_eq(((uint8_t *)t->data)[0], 15);
   cr_assert_eq(((uint8_t *)t->data)[1], 8);
   /* INT2, 5 elements: 0, 1, -2, -1 | 1 */
   static const uint8_t i2[] = {0xe4, 0x01};
   pb_int(&p, 1, 5), pb_int(&p, 2, 26), pb_bytes(&p, 9, i2, 2);
-  cr_assert(parse_tensor(&p, &arena, &t) == LOOM_OK);
+  cr_assert(onnx_test_parse_tensor(&p, &arena, &t) == LOOM_OK);
   static const int8_t want2[] = {0, 1, -2, -1, 1};
   for (int k = 0; k < 5; k++) cr_assert_eq(((int8_t *)t->data)[k], want2[k], "int2 %d", k);
   /* UINT2 from int32_data: one packed byte per entry */
   pb_int(&p, 1, 5), pb_int(&p, 2, 25), pb_int(&p, 5, 0xe4), pb_int(&p, 5, 0x03);
-  cr_assert(parse_tensor(&p, &arena, &t) == LOOM_OK);
+  cr_assert(onnx_test_parse_tensor(&p, &arena, &t) == LOOM_OK);
   static const uint8_t wantu2[] = {0, 1, 2, 3, 3};
   for (int k = 0; k < 5; k++) cr_assert_eq(((uint8_t *)t->data)[k], wantu2[k], "uint2 %d", k);
   /* FLOAT4E2M1: codes kept, one per byte */
   pb_int(&p, 1, 3), pb_int(&p, 2, 23), pb_bytes(&p, 9, "\x2f\x07", 2);
-  cr_assert(parse_tensor(&p, &arena, &t) == LOOM_OK);
+  cr_assert(onnx_test_parse_tensor(&p, &arena, &t) == LOOM_OK);
   cr_assert_eq(((uint8_t *)t->data)[0], 0xf);
   cr_assert_eq(((uint8_t *)t->data)[1], 0x2);
   cr_assert_eq(((uint8_t *)t->data)[2], 0x7);
   /* FLOAT8E5M2 bit patterns from int32_data */
   pb_int(&p, 1, 2), pb_int(&p, 2, 19), pb_int(&p, 5, 0x3c), pb_int(&p, 5, 0xfc);
-  cr_assert(parse_tensor(&p, &arena, &t) == LOOM_OK);
+  cr_assert(onnx_test_parse_tensor(&p, &arena, &t) == LOOM_OK);
   cr_assert_eq(t->dtype, LOOM_DTYPE_F8E5M2);
   cr_assert_eq(((uint8_t *)t->data)[1], 0xfc);
   /* sizes are the packed sizes */
   pb_int(&p, 1, 3), pb_int(&p, 2, 22), pb_str(&p, 8, "short4"), pb_bytes(&p, 9, i4, 1);
-  EXPECT_ERROR(parse_tensor(&p, &arena, NULL), INVALID_ARGUMENT, "tensor 'short4': raw_data has 1 bytes but i4 dims need 2");
+  EXPECT_ERROR(onnx_test_parse_tensor(&p, &arena, NULL), INVALID_ARGUMENT, "tensor 'short4': raw_data has 1 bytes but i4 dims need 2");
   pb_int(&p, 1, 5), pb_int(&p, 2, 26), pb_str(&p, 8, "few2"), pb_int(&p, 5, 1);
-  EXPECT_ERROR(parse_tensor(&p, &arena, NULL), INVALID_ARGUMENT, "tensor 'few2': int32_data holds 1 values but the dims need 2");
+  EXPECT_ERROR(onnx_test_parse_tensor(&p, &arena, NULL), INVALID_ARGUMENT, "tensor 'few2': int32_data holds 1 values but the dims need 2");
   loom_arena_destroy(&arena);
 }
 
-/* One-node model: inputs `ins` of element types `elems` and dims `dims` (rank each), output y. */
-typedef struct io {
-  const char *name;
-  int elem, rank;
-  const char *dims[4];
-} io;
-
-static loom_status import_one(const char *op, const io *ins, size_t nin, const io *out, pb *attrs, loom_onnx_model **mm,
-                              loom_graph_module **gm) {
-  pb g = {0}, model = {0};
-  const char *names[8] = {NULL}, *outs[] = {out->name, NULL};
-  for (size_t i = 0; i < nin; i++) names[i] = ins[i].name;
-  pb_node(&g, op, "q", names, outs, attrs);
-  for (size_t i = 0; i < nin; i++) pb_value_info(&g, 11, ins[i].name, ins[i].elem, ins[i].rank, (const char **)ins[i].dims);
-  pb_value_info(&g, 12, out->name, out->elem, out->rank, (const char **)out->dims);
-  pb_model(&model, 25, &g);
-  loom_status s = loom_onnx_model_parse(model.d, model.len, "mem.onnx", NULL, mm);
-  pb_free(&model);
-  *gm = NULL;
-  return s ? s : loom_onnx_import(*mm, gm);
-}
-
-static void int_attr(pb *attrs, const char *name, int64_t v) {
-  pb a = {0};
-  pb_str(&a, 1, name), pb_int(&a, 20, 2), pb_int(&a, 3, v), pb_msg(attrs, 5, &a);
-}
+typedef onnx_test_io io;
 
 static void str_attr(pb *attrs, const char *name, const char *v) {
   pb a = {0};
@@ -99,7 +66,7 @@ static void str_attr(pb *attrs, const char *name, const char *v) {
   do {                                                                                         \
     loom_onnx_model *m_;                                                                       \
     loom_graph_module *gm_;                                                                    \
-    EXPECT_ERROR(import_one(op, ins, sizeof(ins) / sizeof(ins)[0], out, attrs, &m_, &gm_), code, needle); \
+    EXPECT_ERROR(onnx_test_import_one(op, "q", ins, sizeof(ins) / sizeof(ins)[0], out, attrs, &m_, &gm_), code, needle); \
     cr_assert_null(gm_);                                                                       \
     loom_onnx_model_free(m_);                                                                  \
   } while (0)
@@ -109,10 +76,10 @@ LOOM_TEST(onnx_quant, blocked_quantization_with_a_partial_block) {
   io ins[] = {{"x", 1, 2, {"1", "5"}}, {"s", 1, 2, {"1", "3"}}};
   io out = {"y", 2, 2, {"1", "5"}};
   pb attrs = {0};
-  int_attr(&attrs, "axis", 1), int_attr(&attrs, "block_size", 2);
+  onnx_test_int_attr(&attrs, "axis", 1), onnx_test_int_attr(&attrs, "block_size", 2);
   loom_onnx_model *m;
   loom_graph_module *gm;
-  loom_status s = import_one("QuantizeLinear", ins, 2, &out, &attrs, &m, &gm);
+  loom_status s = onnx_test_import_one("QuantizeLinear", "q", ins, 2, &out, &attrs, &m, &gm);
   cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
   loom_graph_value args[2], r;
   cr_assert(!loom_graph_value_tensor(LOOM_DTYPE_F32, 2, (int64_t[]){1, 5}, &args[0]));
@@ -137,26 +104,26 @@ LOOM_TEST(onnx_quant, bad_attributes_name_the_node) {
   io q2[] = {{"x", 1, 1, {"4"}}, {"s", 1, 0, {NULL}}};
   io yu8 = {"y", 2, 1, {"4"}}, yf = {"y", 1, 1, {"4"}};
   pb a = {0};
-  int_attr(&a, "output_dtype", 3);
+  onnx_test_int_attr(&a, "output_dtype", 3);
   EXPECT_IMPORT_ERROR("QuantizeLinear", q3, &yu8, &a, INVALID_ARGUMENT,
                       "node 0 (QuantizeLinear 'q'): output_dtype is i8 but the zero point is u8");
-  int_attr(&a, "output_dtype", 1);
+  onnx_test_int_attr(&a, "output_dtype", 1);
   EXPECT_IMPORT_ERROR("QuantizeLinear", q2, &yf, &a, INVALID_ARGUMENT, "output type f32 is not a quantized type");
-  int_attr(&a, "block_size", -1);
+  onnx_test_int_attr(&a, "block_size", -1);
   EXPECT_IMPORT_ERROR("QuantizeLinear", q2, &yu8, &a, INVALID_ARGUMENT, "block_size is -1 (must be >= 0)");
   /* per-axis: 3 scales for an axis of 4 */
   io d3[] = {{"x", 2, 2, {"2", "4"}}, {"s", 1, 1, {"3"}}};
   io y24 = {"y", 1, 2, {"2", "4"}};
   EXPECT_IMPORT_ERROR("DequantizeLinear", d3, &y24, NULL, INVALID_ARGUMENT, "input 1 has 3 elements, input 0 has 4 on axis 1");
   io d2[] = {{"x", 2, 2, {"2", "4"}}, {"s", 1, 1, {"2"}}};
-  int_attr(&a, "axis", 2);
+  onnx_test_int_attr(&a, "axis", 2);
   EXPECT_IMPORT_ERROR("DequantizeLinear", d2, &y24, &a, INVALID_ARGUMENT, "axis 2 is out of range for input 0 of rank 2");
   io c1[] = {{"x", 1, 1, {"4"}}};
   io y8 = {"y", 24, 1, {"4"}};
-  int_attr(&a, "to", 24), str_attr(&a, "round_mode", "sideways");
+  onnx_test_int_attr(&a, "to", 24), str_attr(&a, "round_mode", "sideways");
   EXPECT_IMPORT_ERROR("Cast", c1, &y8, &a, INVALID_ARGUMENT, "attribute 'round_mode' is 'sideways' (up | down | nearest)");
   io yi8 = {"y", 3, 1, {"4"}};
-  int_attr(&a, "to", 3);
+  onnx_test_int_attr(&a, "to", 3);
   EXPECT_IMPORT_ERROR("BitCast", c1, &yi8, &a, TYPE_ERROR, "operand 0 has dtype f32 (32 bits), dtype i8 has 8 bits");
   /* float8 arithmetic is refused by the graph op, naming the node */
   io f8[] = {{"x", 17, 1, {"4"}}, {"w", 17, 1, {"4"}}};

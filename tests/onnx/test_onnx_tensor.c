@@ -6,15 +6,6 @@
 
 #include "onnx/onnx_test.h"
 
-/* Decodes `p` (then frees it) into `arena`. */
-static loom_status parse_tensor(pb *p, loom_arena *arena, loom_onnx_tensor **out) {
-  loom_onnx_tensor *t = NULL;
-  loom_status s = loom_onnx_tensor_parse(p->d, p->len, "t.pb", arena, &t);
-  pb_free(p);
-  if (out) *out = t;
-  return s;
-}
-
 LOOM_TEST(onnx, loads_test_data_file) {
   loom_arena arena;
   loom_arena_init(&arena, NULL, 0);
@@ -38,38 +29,38 @@ LOOM_TEST(onnx, typed_fields_decode) {
   pb p = {0};
   /* int8 from int32_data */
   pb_int(&p, 1, 3), pb_int(&p, 2, 3), pb_int(&p, 5, -1), pb_int(&p, 5, 127), pb_int(&p, 5, -128);
-  cr_assert(parse_tensor(&p, &arena, &t) == LOOM_OK);
+  cr_assert(onnx_test_parse_tensor(&p, &arena, &t) == LOOM_OK);
   cr_assert_eq(t->dtype, LOOM_DTYPE_I8);
   cr_assert_eq(((int8_t *)t->data)[0], -1);
   cr_assert_eq(((int8_t *)t->data)[2], -128);
   /* float16 bit patterns from int32_data */
   pb_int(&p, 1, 2), pb_int(&p, 2, 10), pb_int(&p, 5, 0x3c00), pb_int(&p, 5, 0xc000);
-  cr_assert(parse_tensor(&p, &arena, &t) == LOOM_OK);
+  cr_assert(onnx_test_parse_tensor(&p, &arena, &t) == LOOM_OK);
   cr_assert_eq(t->dtype, LOOM_DTYPE_F16);
   cr_assert_float_eq(loom_f16_to_f32(((uint16_t *)t->data)[0]), 1.0f, 0);
   cr_assert_float_eq(loom_f16_to_f32(((uint16_t *)t->data)[1]), -2.0f, 0);
   /* bool */
   pb_int(&p, 1, 2), pb_int(&p, 2, 9), pb_int(&p, 5, 1), pb_int(&p, 5, 0);
-  cr_assert(parse_tensor(&p, &arena, &t) == LOOM_OK);
+  cr_assert(onnx_test_parse_tensor(&p, &arena, &t) == LOOM_OK);
   cr_assert_eq(((uint8_t *)t->data)[0], 1);
   /* float from float_data, a scalar (no dims) */
   pb_int(&p, 2, 1), pb_f32(&p, 4, 2.5f);
-  cr_assert(parse_tensor(&p, &arena, &t) == LOOM_OK);
+  cr_assert(onnx_test_parse_tensor(&p, &arena, &t) == LOOM_OK);
   cr_assert_eq(t->rank, 0);
   cr_assert_eq(t->numel, 1);
   cr_assert_float_eq(*(float *)t->data, 2.5f, 0);
   /* uint32 from uint64_data */
   pb_int(&p, 1, 1), pb_int(&p, 2, 12), pb_int(&p, 11, 4000000000LL);
-  cr_assert(parse_tensor(&p, &arena, &t) == LOOM_OK);
+  cr_assert(onnx_test_parse_tensor(&p, &arena, &t) == LOOM_OK);
   cr_assert_eq(((uint32_t *)t->data)[0], 4000000000u);
   /* double from double_data (packed) */
   double d[2] = {1.25, -3};
   pb_int(&p, 1, 2), pb_int(&p, 2, 11), pb_bytes(&p, 10, d, sizeof d);
-  cr_assert(parse_tensor(&p, &arena, &t) == LOOM_OK);
+  cr_assert(onnx_test_parse_tensor(&p, &arena, &t) == LOOM_OK);
   cr_assert_eq(((double *)t->data)[1], -3);
   /* an empty tensor */
   pb_int(&p, 1, 0), pb_int(&p, 1, 4), pb_int(&p, 2, 1);
-  cr_assert(parse_tensor(&p, &arena, &t) == LOOM_OK);
+  cr_assert(onnx_test_parse_tensor(&p, &arena, &t) == LOOM_OK);
   cr_assert_eq(t->numel, 0);
   cr_assert_null(t->data);
   loom_arena_destroy(&arena);
@@ -80,32 +71,32 @@ LOOM_TEST(onnx, bad_tensors) {
   loom_arena_init(&arena, NULL, 0);
   pb p = {0};
   pb_int(&p, 1, 2), pb_int(&p, 2, 8), pb_str(&p, 8, "names"), pb_str(&p, 6, "a"), pb_str(&p, 6, "b");
-  EXPECT_ERROR(parse_tensor(&p, &arena, NULL), UNIMPLEMENTED, "t.pb: tensor 'names': element type STRING is not supported");
+  EXPECT_ERROR(onnx_test_parse_tensor(&p, &arena, NULL), UNIMPLEMENTED, "t.pb: tensor 'names': element type STRING is not supported");
   pb_int(&p, 1, 2), pb_int(&p, 2, 14), pb_str(&p, 8, "c64"), pb_bytes(&p, 9, "abcdefghabcdefgh", 16);
-  EXPECT_ERROR(parse_tensor(&p, &arena, NULL), UNIMPLEMENTED, "element type COMPLEX64 is not supported");
+  EXPECT_ERROR(onnx_test_parse_tensor(&p, &arena, NULL), UNIMPLEMENTED, "element type COMPLEX64 is not supported");
   pb_int(&p, 1, 2), pb_int(&p, 2, 99), pb_bytes(&p, 9, "ab", 2);
-  EXPECT_ERROR(parse_tensor(&p, &arena, NULL), UNIMPLEMENTED, "element type type 99 is not supported");
+  EXPECT_ERROR(onnx_test_parse_tensor(&p, &arena, NULL), UNIMPLEMENTED, "element type type 99 is not supported");
   pb_int(&p, 1, 2), pb_str(&p, 8, "untyped");
-  EXPECT_ERROR(parse_tensor(&p, &arena, NULL), INVALID_ARGUMENT, "tensor 'untyped' has no element type");
+  EXPECT_ERROR(onnx_test_parse_tensor(&p, &arena, NULL), INVALID_ARGUMENT, "tensor 'untyped' has no element type");
   pb_int(&p, 1, 3), pb_int(&p, 2, 1), pb_str(&p, 8, "short"), pb_bytes(&p, 9, "12345678", 8);
-  EXPECT_ERROR(parse_tensor(&p, &arena, NULL), INVALID_ARGUMENT, "tensor 'short': raw_data has 8 bytes but f32 dims need 12");
+  EXPECT_ERROR(onnx_test_parse_tensor(&p, &arena, NULL), INVALID_ARGUMENT, "tensor 'short': raw_data has 8 bytes but f32 dims need 12");
   pb_int(&p, 1, 3), pb_int(&p, 2, 7), pb_str(&p, 8, "few"), pb_int(&p, 7, 1);
-  EXPECT_ERROR(parse_tensor(&p, &arena, NULL), INVALID_ARGUMENT, "tensor 'few': int64_data holds 1 values but the dims need 3");
+  EXPECT_ERROR(onnx_test_parse_tensor(&p, &arena, NULL), INVALID_ARGUMENT, "tensor 'few': int64_data holds 1 values but the dims need 3");
   pb_int(&p, 1, 2), pb_int(&p, 1, -5), pb_int(&p, 2, 1), pb_str(&p, 8, "neg");
-  EXPECT_ERROR(parse_tensor(&p, &arena, NULL), INVALID_ARGUMENT, "tensor 'neg': dim 1 is -5 (negative)");
+  EXPECT_ERROR(onnx_test_parse_tensor(&p, &arena, NULL), INVALID_ARGUMENT, "tensor 'neg': dim 1 is -5 (negative)");
   pb_int(&p, 1, 1LL << 40), pb_int(&p, 1, 1LL << 40), pb_int(&p, 2, 1), pb_str(&p, 8, "huge");
-  EXPECT_ERROR(parse_tensor(&p, &arena, NULL), OUT_OF_RANGE, "tensor 'huge': the element count overflows int64 at dim 1");
+  EXPECT_ERROR(onnx_test_parse_tensor(&p, &arena, NULL), OUT_OF_RANGE, "tensor 'huge': the element count overflows int64 at dim 1");
   pb_int(&p, 1, 1LL << 62), pb_int(&p, 2, 11), pb_str(&p, 8, "big");
-  EXPECT_ERROR(parse_tensor(&p, &arena, NULL), OUT_OF_RANGE, "overflow the byte size");
+  EXPECT_ERROR(onnx_test_parse_tensor(&p, &arena, NULL), OUT_OF_RANGE, "overflow the byte size");
   /* Truncated: a raw_data length running past the end. */
   pb_int(&p, 1, 2), pb_int(&p, 2, 1), pb_key(&p, 9, 2), pb_varint(&p, 8), pb_raw(&p, "1234", 4);
-  EXPECT_ERROR(parse_tensor(&p, &arena, NULL), DATA_LOSS,
+  EXPECT_ERROR(onnx_test_parse_tensor(&p, &arena, NULL), DATA_LOSS,
                "t.pb: malformed tensor: in TensorProto, field 9 (raw_data) at byte 4: declares 8 bytes but only 4 remain");
   /* An external tensor outside a model has nowhere to look. */
   pb e = {0};
   pb_int(&p, 1, 2), pb_int(&p, 2, 1), pb_str(&p, 8, "ext"), pb_int(&p, 14, 1);
   pb_str(&e, 1, "location"), pb_str(&e, 2, "w.bin"), pb_msg(&p, 13, &e);
-  EXPECT_ERROR(parse_tensor(&p, &arena, NULL), INVALID_ARGUMENT, "external data 'w.bin' but the model was not loaded from a file");
+  EXPECT_ERROR(onnx_test_parse_tensor(&p, &arena, NULL), INVALID_ARGUMENT, "external data 'w.bin' but the model was not loaded from a file");
   loom_arena_destroy(&arena);
 }
 
