@@ -70,9 +70,32 @@ def measure_limits(max_t, quick, outdir):
     return lim
 
 
-def run_worker(job, outdir, timeout):
+def job_key(job, timeout):
+    """What makes two workers' results interchangeable: system, threads, workload, cases and limits."""
+    keep = {k: job[k] for k in ("system", "threads", "workload", "mode", "cases", "repeats", "budget_s", "cap_s",
+                                "stream_budget_s")}
+    keep["timeout"] = timeout
+    return json.dumps(keep, sort_keys=True)
+
+
+def reusable(rpath, key):
+    """--resume: the finished result of a worker with the same job key, or None."""
+    try:
+        res = json.load(open(rpath))
+    except (OSError, ValueError):
+        return None
+    return res if res.get("job_key") == key and res.get("status") != "running" else None
+
+
+def run_worker(job, outdir, timeout, resume):
     tag = f"{job['workload']}-{job['system']}-t{job['threads']}"
     jpath, rpath = os.path.join(outdir, tag + ".job.json"), os.path.join(outdir, tag + ".result.json")
+    key = job_key(job, timeout)
+    if resume:
+        res = reusable(rpath, key)
+        if res is not None:
+            res["reused"] = True
+            return res
     if os.path.exists(rpath):
         os.remove(rpath)
     job["spawn_time"] = time.time()
@@ -92,7 +115,9 @@ def run_worker(job, outdir, timeout):
     elif rc != 0 and res.get("status") in ("running", None):
         tail = open(os.path.join(outdir, tag + ".log")).read().strip().splitlines()[-1:] or ["?"]
         res["status"], res["error"] = "error", f"worker exited with {rc}: {tail[0][:300]}"
-    res.update(system=job["system"], threads=job["threads"], workload=job["workload"])
+    res.update(system=job["system"], threads=job["threads"], workload=job["workload"], job_key=key,
+               finished=time.strftime("%Y-%m-%d %H:%M:%S"))
+    json.dump(res, open(rpath, "w"))
     return res
 
 
@@ -104,6 +129,13 @@ def main():
     ap.add_argument("--workloads", default="B1,B2,B3,B4,B5")
     ap.add_argument("--repeats", type=int, default=None)
     ap.add_argument("--tag", default=None, help="results file name (default: date, plus -quick)")
+    ap.add_argument("--budget", type=float, default=None, help="per worker s (default quick 60, full 900)")
+    ap.add_argument("--cap", type=float, default=None, help="per first call s (default quick 3, full 60)")
+    ap.add_argument("--timeout", type=float, default=None, help="per worker s (default quick 240, full 3600)")
+    ap.add_argument("--stream-budget", type=float, default=None, help="B5 s (default quick 90, full 1800)")
+    ap.add_argument("--resume", action="store_true",
+                    help="reuse the finished result of every worker whose job (system, threads, cases, limits) is unchanged")
+    ap.add_argument("--noise", default=None, help="the report's sentence on how quiet the machine was")
     args = ap.parse_args()
 
     quick = args.quick
@@ -111,10 +143,15 @@ def main():
     names = args.systems.split(",")
     wls = args.workloads.split(",")
     repeats = args.repeats or (5 if quick else 10)
-    budget = 60 if quick else 900  # per worker: no new case or repeat round starts after this many s
-    cap = 3 if quick else 60  # per call: a case slower than this skips the larger cases of that system
-    timeout = 240 if quick else 3600
-    stream_budget = 90 if quick else 1800  # B5: requests after this many s (from process start) are not sent
+    # per worker: no new case or repeat round starts after this many s
+    budget = args.budget if args.budget is not None else (60 if quick else 900)
+    # per call: a case slower than this skips the larger cases of that system
+    cap = args.cap if args.cap is not None else (3 if quick else 60)
+    timeout = args.timeout if args.timeout is not None else (240 if quick else 3600)
+    # B5: requests after this many s (from process start) are not sent
+    stream_budget = args.stream_budget if args.stream_budget is not None else (90 if quick else 1800)
+    settings = dict(repeats=repeats, budget_s=budget, cap_s=cap, timeout_s=timeout, stream_budget_s=stream_budget,
+                    noise=args.noise)
 
     out = os.path.join(ROOT, "bench", "out")
     wdir = os.path.join(out, "work")
@@ -161,8 +198,9 @@ def main():
                            cases=shapes, model_paths=paths, repeats=repeats, budget_s=budget, cap_s=cap, stream_budget_s=stream_budget,
                            ref_dir=ref_dir, ref_names=ref_names, workdir=wdir)
                 t0 = time.time()
-                res = run_worker(job, out, timeout)
-                log(f"{wl} {name:13s} t={t}: {res['status']:5s} {time.time() - t0:6.1f} s  {(res.get('error') or '')[:150]}")
+                res = run_worker(job, out, timeout, args.resume)
+                how = "reused (" + res.get("finished", "?") + ")" if res.get("reused") else f"{time.time() - t0:6.1f} s"
+                log(f"{wl} {name:13s} t={t}: {res['status']:5s} {how}  {(res.get('error') or '')[:150]}")
                 results.append(res)
             json.dump(results, open(os.path.join(out, "results.json"), "w"))
 
@@ -177,7 +215,7 @@ def main():
 
     import report
 
-    report.write(results, lim, resdir, tag, quick, TOL, host_info())
+    report.write(results, lim, resdir, tag, quick, TOL, host_info(), settings)
     log(f"wrote bench/results/{tag}.csv, {tag}.md and plots")
 
 

@@ -23,7 +23,8 @@ def _rows(results, lim, tol):
         t = r["threads"]
         ti = lim["threads"].index(t) if t in lim["threads"] else -1
         peak, bw = lim["fma_gflops"][ti], lim["triad_gbs"][ti]
-        base = dict(workload=r["workload"], system=r["system"], threads=t, compile_s=r.get("compile_s"))
+        base = dict(workload=r["workload"], system=r["system"], threads=t, compile_s=r.get("compile_s"),
+                    measured_at=r.get("finished", ""))
         if r["workload"] == "B5":
             s = r.get("stream")
             row = dict(base, case="stream", status=r["status"], error=r.get("error") or "")
@@ -64,21 +65,21 @@ def _rows(results, lim, tol):
 
 FIELDS = ["workload", "case", "system", "threads", "status", "compile_s", "first_s", "median_s", "min_s", "repeats",
           "compilations", "err", "gflops", "pct_peak", "gbs", "pct_triad", "roofline_pct", "total_s", "startup_s",
-          "first_result_s", "p50_s", "p99_s", "requests", "error"]
+          "first_result_s", "p50_s", "p99_s", "requests", "measured_at", "error"]
 
 
 def _fmt_ms(v):
     return "" if v is None else (f"{v * 1e3:.3g}" if v < 1 else f"{v * 1e3:.0f}")
 
 
-def write(results, lim, resdir, tag, quick, tol, host):
+def write(results, lim, resdir, tag, quick, tol, host, settings):
     rows = _rows(results, lim, tol)
     with open(os.path.join(resdir, tag + ".csv"), "w", newline="") as f:
         w = csv.DictWriter(f, FIELDS, extrasaction="ignore")
         w.writeheader()
         for r in rows:
             w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
-    md = _markdown(rows, lim, tag, quick, tol, host)
+    md = _markdown(rows, lim, tag, quick, tol, host, settings)
     open(os.path.join(resdir, tag + ".md"), "w").write(md)
     print(md)
     try:
@@ -100,14 +101,19 @@ def _systems(rows):
     return [s for s in ORDER if s in present]
 
 
-def _markdown(rows, lim, tag, quick, tol, host):
+def _markdown(rows, lim, tag, quick, tol, host, settings):
     L = []
     L.append(f"# Loom benchmarks — {tag}{' (quick subset)' if quick else ''}\n")
     L.append(f"Run {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC on {host['cpu']}, {host['cores_visible']} cores visible, "
              f"load average at the end {host['loadavg']}. Python {host['python']}; "
              + ", ".join(f"{k} {v}" for k, v in host["versions"].items()) + ".\n")
-    L.append("**Noise:** this machine was shared with other engineers compiling and testing during the run; "
-             "treat differences under ~20 % as noise. Medians and minima are over interleaved repeats.\n")
+    L.append("**Noise:** " + (settings.get("noise") or "this machine was shared with other engineers compiling and testing "
+                                "during the run; treat differences under ~20 % as noise.")
+             + f" Medians and minima are over {settings['repeats']} interleaved repeats.\n")
+    L.append(f"**Limits of this run:** per worker a warm-up budget and a repeat budget of {settings['budget_s']:g} s each, "
+             f"a first call over {settings['cap_s']:g} s skips that system's larger cases, a worker is killed after "
+             f"{settings['timeout_s']:g} s (partial results kept), the B5 stream sends no request after "
+             f"{settings['stream_budget_s']:g} s. The CSV's `measured_at` is when each worker finished (`--resume` reuses finished workers across invocations).\n")
     L.append("Machine limits (bench-limits, same cores): " + "; ".join(
         f"{t} thread{'s' if t > 1 else ''}: FP32 FMA peak {p:.0f} GFLOP/s, triad {b:.1f} GB/s"
         for t, p, b in zip(lim["threads"], lim["fma_gflops"], lim["triad_gbs"])) + f" ({lim['isa']})"
