@@ -42,6 +42,29 @@ typedef struct loom_graph_icx {
   LOOM_VEC(const char *) why;
 } loom_graph_icx;
 
+/* Window parameters of a convolution or pooling call, per spatial axis (constants of the call). */
+enum { LOOM_GRAPH_MAX_SPATIAL = 6 };
+typedef struct loom_graph_window {
+  int n; /* spatial rank */
+  int64_t kernel[LOOM_GRAPH_MAX_SPATIAL], stride[LOOM_GRAPH_MAX_SPATIAL], dilation[LOOM_GRAPH_MAX_SPATIAL];
+  int64_t pad_lo[LOOM_GRAPH_MAX_SPATIAL], pad_hi[LOOM_GRAPH_MAX_SPATIAL]; /* padding before / after */
+  int64_t out_pad[LOOM_GRAPH_MAX_SPATIAL];                                  /* conv_transpose's output_padding */
+  int64_t groups;                                                           /* convolution */
+  bool ceil;                                                                /* ONNX ceil_mode (image pools) */
+} loom_graph_window;
+
+/* conv1d / conv2d (pool false) and max_pool2d / avg_pool2d (pool true) of spatial rank n: a list
+ * attribute of 1 entry broadcasts, n entries, or 2n for padding (befores, then afters) (op_conv.c). */
+loom_status loom_graph_conv_window(loom_graph_icx *ic, int n, bool pool, loom_graph_window *w);
+/* conv_transpose over an input of rank ndim (op_image.c). */
+loom_status loom_graph_convt_window(loom_graph_icx *ic, int ndim, loom_graph_window *w);
+/* max_pool / max_pool_indices / avg_pool / lp_pool over an input of rank ndim (op_image.c). */
+loom_status loom_graph_pool_window(loom_graph_icx *ic, int ndim, loom_graph_window *w);
+/* Output extent of an image pool's spatial axis i for input extent `in`, or -1 when the input is
+ * smaller than the dilated kernel; *extra_lo (may be NULL) is the shift ceil mode adds before the
+ * average and Lp windows. */
+int64_t loom_graph_pool_extent(const loom_graph_window *w, int i, int64_t in, int64_t *extra_lo);
+
 /* State of evaluating one call in the interpreter. */
 typedef struct loom_graph_ecx {
   loom_graph_module *m;

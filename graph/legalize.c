@@ -6,9 +6,7 @@
 #include <string.h>
 
 #include "base/hash.h"
-#include "graph/graph_internal.h"
-#include "graph/legalize.h"
-#include "tensorprog/tp_gen.h"
+#include "graph/legalize_internal.h"
 #include "tensorprog/tp_ir.h"
 
 typedef struct unary_entry {
@@ -85,17 +83,16 @@ static const reduce_entry reduce_table[] = {
 };
 
 
-static loom_status unsupported(const loom_graph_expr *call, const char *why) {
+loom_status loom_legal_unsupported(const loom_graph_expr *call, const char *why) {
   return LOOM_ERROR(UNIMPLEMENTED, "%s: no legalization %s", loom_graph_op_name(call->u.call.op), why);
 }
 
-/* Tensor argument i with known rank and dims. */
-static loom_status tensor_arg(const loom_graph_expr *call, size_t i, const loom_sinfo **out) {
-  if (i >= call->u.call.nargs) return unsupported(call, "(missing operand)");
+loom_status loom_legal_tensor_arg(const loom_graph_expr *call, size_t i, const loom_sinfo **out) {
+  if (i >= call->u.call.nargs) return loom_legal_unsupported(call, "(missing operand)");
   const loom_sinfo *s = call->u.call.args[i]->sinfo;
   if (!s || s->kind != LOOM_SINFO_TENSOR || s->ndim < 0 || !s->dims || s->dtype == LOOM_DTYPE_UNKNOWN)
-    return unsupported(call, "for operands of unknown rank, dims or dtype");
-  if (s->ndim > LOOM_TP_GEN_MAX_RANK) return unsupported(call, "above rank 8");
+    return loom_legal_unsupported(call, "for operands of unknown rank, dims or dtype");
+  if (s->ndim > LOOM_TP_GEN_MAX_RANK) return loom_legal_unsupported(call, "above rank 8");
   *out = s;
   return LOOM_OK;
 }
@@ -121,7 +118,7 @@ static void modes_of(loom_sym_ctx *cx, const loom_sinfo *in, const loom_sym_expr
 static loom_status legalize_unary(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                   const char *expr, loom_tp_func **tp) {
   const loom_sinfo *x;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   char name[256];
   snprintf(name, sizeof name, "%s_%s_%s_r%d", loom_graph_op_name(call->u.call.op), loom_dtype_name(x->dtype),
            loom_dtype_name(out->dtype), x->ndim);
@@ -145,7 +142,7 @@ static loom_status legalize_clip(loom_graph_module *m, const loom_graph_expr *ca
   }
   /* Bounds are part of the program: name them by their bits. */
   const loom_sinfo *x;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   char name[256];
   snprintf(name, sizeof name, "clip_%s_r%d_%016llx", loom_dtype_name(x->dtype), x->ndim,
            (unsigned long long)loom_hash_bytes(expr, strlen(expr)));
@@ -158,12 +155,12 @@ static loom_status legalize_clip(loom_graph_module *m, const loom_graph_expr *ca
 static loom_status legalize_binary(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                    const binary_entry *e, loom_tp_func **tp) {
   const loom_sinfo *a, *b;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &a));
-  LOOM_PROPAGATE(tensor_arg(call, 1, &b));
-  if (a->dtype != b->dtype) return unsupported(call, "for operands of different dtypes");
-  if (out->ndim < 0 || !out->dims) return unsupported(call, "for a result of unknown shape");
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &a));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &b));
+  if (a->dtype != b->dtype) return loom_legal_unsupported(call, "for operands of different dtypes");
+  if (out->ndim < 0 || !out->dims) return loom_legal_unsupported(call, "for a result of unknown shape");
   if (e->op == LOOM_GRAPH_OP_POW && !loom_dtype_is_float(a->dtype))
-    return unsupported(call, "for integer operands (tensor programs define pow on floats only)");
+    return loom_legal_unsupported(call, "for integer operands (tensor programs define pow on floats only)");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   loom_tp_bcast ma[LOOM_TP_GEN_MAX_RANK], mb[LOOM_TP_GEN_MAX_RANK];
   char key[64] = "";
@@ -190,7 +187,7 @@ static bool norm_axis(int64_t ax, int ndim, int *out) {
 static loom_status legalize_reduce(loom_graph_module *m, const loom_graph_expr *call, loom_tp_reduce_op kind,
                                    loom_tp_func **tp) {
   const loom_sinfo *x;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   unsigned mask = 0;
   const loom_graph_attr *axes = loom_graph_call_attr(call, "axes");
   if (!axes) {
@@ -199,7 +196,7 @@ static loom_status legalize_reduce(loom_graph_module *m, const loom_graph_expr *
     for (size_t i = 0; i < axes->n; i++) {
       int64_t v;
       int a;
-      if (!loom_sym_is_const(axes->syms[i], &v) || !norm_axis(v, x->ndim, &a)) return unsupported(call, "for these axes");
+      if (!loom_sym_is_const(axes->syms[i], &v) || !norm_axis(v, x->ndim, &a)) return loom_legal_unsupported(call, "for these axes");
       mask |= 1u << a;
     }
   }
@@ -215,9 +212,9 @@ static loom_status legalize_reduce(loom_graph_module *m, const loom_graph_expr *
 
 static loom_status legalize_softmax(loom_graph_module *m, const loom_graph_expr *call, bool log, loom_tp_func **tp) {
   const loom_sinfo *x;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   int axis;
-  if (!norm_axis(loom_graph_attr_get_int(call, "axis", -1), x->ndim, &axis)) return unsupported(call, "for this axis");
+  if (!norm_axis(loom_graph_attr_get_int(call, "axis", -1), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
   char name[256];
   snprintf(name, sizeof name, "%s_%s_r%d_a%d", log ? "log_softmax" : "softmax", loom_dtype_name(x->dtype), x->ndim, axis);
   if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
@@ -228,9 +225,9 @@ static loom_status legalize_softmax(loom_graph_module *m, const loom_graph_expr 
 
 static loom_status legalize_norm(loom_graph_module *m, const loom_graph_expr *call, bool rms, loom_tp_func **tp) {
   const loom_sinfo *x, *gamma;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
-  LOOM_PROPAGATE(tensor_arg(call, 1, &gamma));
-  if (gamma->ndim != 1 || x->ndim < 1) return unsupported(call, "for a gamma that is not 1-d");
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &gamma));
+  if (gamma->ndim != 1 || x->ndim < 1) return loom_legal_unsupported(call, "for a gamma that is not 1-d");
   double eps = loom_graph_attr_get_float(call, "eps", 1e-5);
   char name[256];
   snprintf(name, sizeof name, "%s_%s_r%d_%016llx", rms ? "rms_norm" : "layer_norm", loom_dtype_name(x->dtype), x->ndim,
@@ -244,11 +241,11 @@ static loom_status legalize_norm(loom_graph_module *m, const loom_graph_expr *ca
 static loom_status legalize_matmul(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                    loom_tp_func **tp) {
   const loom_sinfo *a, *b;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &a));
-  LOOM_PROPAGATE(tensor_arg(call, 1, &b));
-  if (a->ndim < 2 || b->ndim < 2) return unsupported(call, "for 1-d operands yet");
-  if (a->dtype != b->dtype) return unsupported(call, "for operands of different dtypes");
-  if (out->ndim < 2 || !out->dims) return unsupported(call, "for a result of unknown shape");
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &a));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &b));
+  if (a->ndim < 2 || b->ndim < 2) return loom_legal_unsupported(call, "for 1-d operands yet");
+  if (a->dtype != b->dtype) return loom_legal_unsupported(call, "for operands of different dtypes");
+  if (out->ndim < 2 || !out->dims) return loom_legal_unsupported(call, "for a result of unknown shape");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   /* Batch modes against the output's batch dims. */
   loom_sinfo ab = *a, bb = *b;
@@ -269,11 +266,11 @@ static loom_status legalize_matmul(loom_graph_module *m, const loom_graph_expr *
 
 static loom_status legalize_linear(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
   const loom_sinfo *x, *w, *bias = NULL;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
-  LOOM_PROPAGATE(tensor_arg(call, 1, &w));
-  if (call->u.call.nargs > 2) LOOM_PROPAGATE(tensor_arg(call, 2, &bias));
-  if (x->ndim < 1 || w->ndim != 2 || (bias && bias->ndim != 1)) return unsupported(call, "for these ranks");
-  if (x->dtype != w->dtype || (bias && bias->dtype != x->dtype)) return unsupported(call, "for mixed dtypes");
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &w));
+  if (call->u.call.nargs > 2) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &bias));
+  if (x->ndim < 1 || w->ndim != 2 || (bias && bias->ndim != 1)) return loom_legal_unsupported(call, "for these ranks");
+  if (x->dtype != w->dtype || (bias && bias->dtype != x->dtype)) return loom_legal_unsupported(call, "for mixed dtypes");
   loom_dtype acc = x->dtype == LOOM_DTYPE_F16 || x->dtype == LOOM_DTYPE_BF16 ? LOOM_DTYPE_F32 : x->dtype;
   char name[256];
   snprintf(name, sizeof name, "linear_%s_r%d%s", loom_dtype_name(x->dtype), x->ndim, bias ? "_bias" : "");
@@ -288,8 +285,8 @@ static loom_status legalize_linear(loom_graph_module *m, const loom_graph_expr *
 static loom_status legalize_reshape(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                     loom_tp_func **tp) {
   const loom_sinfo *x;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
-  if (out->ndim < 0 || out->ndim > LOOM_TP_GEN_MAX_RANK) return unsupported(call, "for this result rank");
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  if (out->ndim < 0 || out->ndim > LOOM_TP_GEN_MAX_RANK) return loom_legal_unsupported(call, "for this result rank");
   char name[256];
   snprintf(name, sizeof name, "reshape_%s_%d_%d", loom_dtype_name(x->dtype), x->ndim, out->ndim);
   if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
@@ -300,14 +297,14 @@ static loom_status legalize_reshape(loom_graph_module *m, const loom_graph_expr 
 
 static loom_status legalize_permute(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
   const loom_sinfo *x;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   int perm[LOOM_TP_GEN_MAX_RANK];
   const loom_graph_attr *axes = loom_graph_call_attr(call, "axes");
   char key[64] = "";
   for (int k = 0; k < x->ndim; k++) {
     int64_t v = x->ndim - 1 - k;
-    if (axes && ((size_t)k >= axes->n || !loom_sym_is_const(axes->syms[k], &v))) return unsupported(call, "for these axes");
-    if (!norm_axis(v, x->ndim, &perm[k])) return unsupported(call, "for these axes");
+    if (axes && ((size_t)k >= axes->n || !loom_sym_is_const(axes->syms[k], &v))) return loom_legal_unsupported(call, "for these axes");
+    if (!norm_axis(v, x->ndim, &perm[k])) return loom_legal_unsupported(call, "for these axes");
     snprintf(key + strlen(key), sizeof key - strlen(key), "%d", perm[k]);
   }
   char name[256];
@@ -320,14 +317,14 @@ static loom_status legalize_permute(loom_graph_module *m, const loom_graph_expr 
 
 static loom_status legalize_concat(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
   const loom_sinfo *x;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   for (size_t i = 1; i < call->u.call.nargs; i++) {
     const loom_sinfo *y;
-    LOOM_PROPAGATE(tensor_arg(call, i, &y));
-    if (y->dtype != x->dtype || y->ndim != x->ndim) return unsupported(call, "for mixed dtypes or ranks");
+    LOOM_PROPAGATE(loom_legal_tensor_arg(call, i, &y));
+    if (y->dtype != x->dtype || y->ndim != x->ndim) return loom_legal_unsupported(call, "for mixed dtypes or ranks");
   }
   int axis;
-  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return unsupported(call, "for this axis");
+  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
   char name[256];
   snprintf(name, sizeof name, "concat_%s_r%d_a%d_n%zu", loom_dtype_name(x->dtype), x->ndim, axis, call->u.call.nargs);
   if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
@@ -339,9 +336,9 @@ static loom_status legalize_concat(loom_graph_module *m, const loom_graph_expr *
 static loom_status legalize_where(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                   loom_tp_func **tp) {
   const loom_sinfo *in[3];
-  for (size_t i = 0; i < 3; i++) LOOM_PROPAGATE(tensor_arg(call, i, &in[i]));
-  if (in[0]->dtype != LOOM_DTYPE_BOOL || in[1]->dtype != in[2]->dtype) return unsupported(call, "for these dtypes");
-  if (out->ndim < 0 || !out->dims) return unsupported(call, "for a result of unknown shape");
+  for (size_t i = 0; i < 3; i++) LOOM_PROPAGATE(loom_legal_tensor_arg(call, i, &in[i]));
+  if (in[0]->dtype != LOOM_DTYPE_BOOL || in[1]->dtype != in[2]->dtype) return loom_legal_unsupported(call, "for these dtypes");
+  if (out->ndim < 0 || !out->dims) return loom_legal_unsupported(call, "for a result of unknown shape");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   loom_tp_bcast modes[3][LOOM_TP_GEN_MAX_RANK];
   const loom_tp_bcast *mp[3] = {modes[0], modes[1], modes[2]};
@@ -362,8 +359,8 @@ static loom_status legalize_where(loom_graph_module *m, const loom_graph_expr *c
 static loom_status legalize_broadcast_to(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                          loom_tp_func **tp) {
   const loom_sinfo *x;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
-  if (out->ndim < 0 || !out->dims || out->ndim > LOOM_TP_GEN_MAX_RANK) return unsupported(call, "for this result");
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  if (out->ndim < 0 || !out->dims || out->ndim > LOOM_TP_GEN_MAX_RANK) return loom_legal_unsupported(call, "for this result");
   loom_tp_bcast modes[LOOM_TP_GEN_MAX_RANK];
   const loom_tp_bcast *mp[1] = {modes};
   char key[64] = "";
@@ -379,13 +376,13 @@ static loom_status legalize_broadcast_to(loom_graph_module *m, const loom_graph_
 
 static loom_status legalize_slice(loom_graph_module *m, const loom_graph_expr *call, loom_graph_legal *r) {
   const loom_sinfo *x;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   const loom_graph_attr *axes = loom_graph_call_attr(call, "axes"), *begin = loom_graph_call_attr(call, "begin");
   const loom_graph_attr *strides = loom_graph_call_attr(call, "strides");
-  if (!begin) return unsupported(call, "without begin");
+  if (!begin) return loom_legal_unsupported(call, "without begin");
   size_t n = axes ? axes->n : begin->n;
-  if (begin->n != n || (strides && strides->n != n) || n > 8) return unsupported(call, "for these attributes");
+  if (begin->n != n || (strides && strides->n != n) || n > 8) return loom_legal_unsupported(call, "for these attributes");
   int64_t st[LOOM_TP_GEN_MAX_RANK];
   const loom_sym_expr *beg[LOOM_TP_GEN_MAX_RANK] = {0};
   unsigned mask = 0;
@@ -394,13 +391,13 @@ static loom_status legalize_slice(loom_graph_module *m, const loom_graph_expr *c
     int64_t v = (int64_t)i;
     int ax;
     if ((axes && !loom_sym_is_const(axes->syms[i], &v)) || !norm_axis(v, x->ndim, &ax))
-      return unsupported(call, "for non-constant axes");
+      return loom_legal_unsupported(call, "for non-constant axes");
     int64_t sv = 1;
     if (strides && (!loom_sym_is_const(strides->syms[i], &sv) || sv <= 0))
-      return unsupported(call, "for non-constant or non-positive strides yet");
+      return loom_legal_unsupported(call, "for non-constant or non-positive strides yet");
     /* Only begins provably within [0, extent): the reference clamps, the program indexes. */
     if (loom_sym_prove_le(cx, loom_sym_const(cx, 0), begin->syms[i]) != LOOM_SYM_TRUE)
-      return unsupported(call, "for begins not provably >= 0 yet");
+      return loom_legal_unsupported(call, "for begins not provably >= 0 yet");
     mask |= 1u << ax;
     st[ax] = sv;
     beg[ax] = begin->syms[i];
@@ -421,8 +418,8 @@ static loom_status legalize_slice(loom_graph_module *m, const loom_graph_expr *c
 
 static loom_status legalize_fill(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, double value,
                                  loom_tp_func **tp) {
-  if (call->u.call.nargs != 0) return unsupported(call, "with a Shape operand yet");
-  if (out->ndim < 0 || out->ndim > LOOM_TP_GEN_MAX_RANK) return unsupported(call, "for this rank");
+  if (call->u.call.nargs != 0) return loom_legal_unsupported(call, "with a Shape operand yet");
+  if (out->ndim < 0 || out->ndim > LOOM_TP_GEN_MAX_RANK) return loom_legal_unsupported(call, "for this rank");
   char text[64];
   if (out->dtype == LOOM_DTYPE_BOOL) snprintf(text, sizeof text, "%s", value != 0 ? "true" : "false");
   else if (loom_dtype_is_float(out->dtype)) {
@@ -439,8 +436,8 @@ static loom_status legalize_fill(loom_graph_module *m, const loom_graph_expr *ca
 
 static loom_status legalize_tri(loom_graph_module *m, const loom_graph_expr *call, bool upper, loom_graph_legal *r) {
   const loom_sinfo *x;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
-  if (x->ndim < 2) return unsupported(call, "below rank 2");
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  if (x->ndim < 2) return loom_legal_unsupported(call, "below rank 2");
   const loom_graph_attr *k = loom_graph_call_attr(call, "k");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   char name[256];
@@ -455,11 +452,11 @@ static loom_status legalize_tri(loom_graph_module *m, const loom_graph_expr *cal
 
 static loom_status legalize_take(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
   const loom_sinfo *x, *idx;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
-  LOOM_PROPAGATE(tensor_arg(call, 1, &idx));
-  if (!loom_dtype_is_int(idx->dtype)) return unsupported(call, "for non-integer indices");
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &idx));
+  if (!loom_dtype_is_int(idx->dtype)) return loom_legal_unsupported(call, "for non-integer indices");
   int axis;
-  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return unsupported(call, "for this axis");
+  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
   char name[256];
   snprintf(name, sizeof name, "take_%s_r%d_a%d_%s_r%d", loom_dtype_name(x->dtype), x->ndim, axis, loom_dtype_name(idx->dtype),
            idx->ndim);
@@ -471,9 +468,9 @@ static loom_status legalize_take(loom_graph_module *m, const loom_graph_expr *ca
 
 static loom_status legalize_argext(loom_graph_module *m, const loom_graph_expr *call, bool is_max, loom_tp_func **tp) {
   const loom_sinfo *x;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   int axis;
-  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return unsupported(call, "for this axis");
+  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
   bool keep = loom_graph_attr_get_int(call, "keepdims", 0) != 0;
   char name[256];
   snprintf(name, sizeof name, "%s_%s_r%d_a%d%s", is_max ? "argmax" : "argmin", loom_dtype_name(x->dtype), x->ndim, axis,
@@ -486,10 +483,10 @@ static loom_status legalize_argext(loom_graph_module *m, const loom_graph_expr *
 
 static loom_status legalize_cumsum(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
   const loom_sinfo *x;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   int axis;
-  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return unsupported(call, "for this axis");
-  if (loom_graph_attr_get_int(call, "reverse", 0)) return unsupported(call, "with reverse yet");
+  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+  if (loom_graph_attr_get_int(call, "reverse", 0)) return loom_legal_unsupported(call, "with reverse yet");
   bool excl = loom_graph_attr_get_int(call, "exclusive", 0) != 0, prod = call->u.call.op == LOOM_GRAPH_OP_CUMPROD;
   char name[256];
   snprintf(name, sizeof name, "%s_%s_r%d_a%d%s", prod ? "cumprod" : "cumsum", loom_dtype_name(x->dtype), x->ndim, axis, excl ? "_x" : "");
@@ -510,9 +507,9 @@ static void literal_of(loom_dtype t, double v, char *buf, size_t cap) {
 
 static loom_status legalize_pad(loom_graph_module *m, const loom_graph_expr *call, loom_graph_legal *r) {
   const loom_sinfo *x;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   const loom_graph_attr *pads = loom_graph_call_attr(call, "pads");
-  if (!pads || pads->n != (size_t)(2 * x->ndim)) return unsupported(call, "without one before/after pad per axis");
+  if (!pads || pads->n != (size_t)(2 * x->ndim)) return loom_legal_unsupported(call, "without one before/after pad per axis");
   double value = loom_graph_attr_get_float(call, "value", 0);
   char text[64];
   literal_of(x->dtype, value, text, sizeof text);
@@ -529,7 +526,7 @@ static loom_status legalize_pad(loom_graph_module *m, const loom_graph_expr *cal
 
 static loom_status legalize_arange(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                    loom_graph_legal *r) {
-  if (out->ndim != 1) return unsupported(call, "for a result that is not 1-d");
+  if (out->ndim != 1) return loom_legal_unsupported(call, "for a result that is not 1-d");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   const loom_graph_attr *start = loom_graph_call_attr(call, "start"), *step = loom_graph_call_attr(call, "step");
   char name[64];
@@ -547,7 +544,7 @@ static loom_status legalize_sym_tensor(loom_graph_module *m, const loom_graph_ex
                                        loom_graph_legal *r) {
   const loom_graph_attr *v = loom_graph_call_attr(call, "values");
   size_t cap = sizeof r->scalars / sizeof r->scalars[0];
-  if (!v || v->n > cap) return unsupported(call, "with more values than a program takes scalars");
+  if (!v || v->n > cap) return loom_legal_unsupported(call, "with more values than a program takes scalars");
   bool scalar = out->ndim == 0;
   char name[64];
   snprintf(name, sizeof name, "sym_tensor_%s_n%zu%s", loom_dtype_name(out->dtype), v->n, scalar ? "_s" : "");
@@ -562,7 +559,7 @@ static loom_status legalize_sym_tensor(loom_graph_module *m, const loom_graph_ex
 
 static loom_status legalize_tile(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
   const loom_sinfo *x;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   char name[64];
   snprintf(name, sizeof name, "tile_%s_r%d", loom_dtype_name(x->dtype), x->ndim);
   if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
@@ -572,11 +569,11 @@ static loom_status legalize_tile(loom_graph_module *m, const loom_graph_expr *ca
 
 static loom_status legalize_repeat(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
   const loom_sinfo *x;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   int axis;
-  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return unsupported(call, "for this axis");
+  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
   int64_t reps = loom_graph_attr_get_int(call, "repeats", 1);
-  if (reps < 1) return unsupported(call, "for repeats < 1");
+  if (reps < 1) return loom_legal_unsupported(call, "for repeats < 1");
   char name[128];
   snprintf(name, sizeof name, "repeat_%s_r%d_a%d_x%lld", loom_dtype_name(x->dtype), x->ndim, axis, (long long)reps);
   if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
@@ -587,11 +584,11 @@ static loom_status legalize_repeat(loom_graph_module *m, const loom_graph_expr *
 
 static loom_status legalize_gather_elements(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
   const loom_sinfo *x, *idx;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
-  LOOM_PROPAGATE(tensor_arg(call, 1, &idx));
-  if (!loom_dtype_is_int(idx->dtype) || idx->ndim != x->ndim) return unsupported(call, "for these indices");
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &idx));
+  if (!loom_dtype_is_int(idx->dtype) || idx->ndim != x->ndim) return loom_legal_unsupported(call, "for these indices");
   int axis;
-  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return unsupported(call, "for this axis");
+  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
   char name[128];
   snprintf(name, sizeof name, "gather_elements_%s_r%d_a%d_%s", loom_dtype_name(x->dtype), x->ndim, axis,
            loom_dtype_name(idx->dtype));
@@ -604,8 +601,8 @@ static loom_status legalize_gather_elements(loom_graph_module *m, const loom_gra
 static loom_status legalize_one_hot(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                     loom_tp_func **tp) {
   const loom_sinfo *idx;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &idx));
-  if (!loom_dtype_is_int(idx->dtype) || out->ndim != idx->ndim + 1) return unsupported(call, "for these indices");
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &idx));
+  if (!loom_dtype_is_int(idx->dtype) || out->ndim != idx->ndim + 1) return loom_legal_unsupported(call, "for these indices");
   double on = loom_graph_attr_get_float(call, "on_value", 1), off = loom_graph_attr_get_float(call, "off_value", 0);
   char on_t[64], off_t[64];
   literal_of(out->dtype, on, on_t, sizeof on_t);
@@ -620,67 +617,13 @@ static loom_status legalize_one_hot(loom_graph_module *m, const loom_graph_expr 
   return loom_graph_module_add_tp(m, *tp);
 }
 
-/* A constant list attribute of 2 spatial entries (1 entry broadcasts; for padding, 4 entries are
- * before/after and only the befores are kept). False if not constant. */
-static bool spatial_attr(const loom_graph_expr *call, const char *name, int64_t dflt, int64_t out[2]) {
-  out[0] = out[1] = dflt;
-  const loom_graph_attr *a = loom_graph_call_attr(call, name);
-  if (!a) return true;
-  int64_t v[4];
-  if (a->n != 1 && a->n != 2 && a->n != 4) return false;
-  for (size_t i = 0; i < a->n; i++)
-    if (!loom_sym_is_const(a->syms[i], &v[i])) return false;
-  out[0] = v[0];
-  out[1] = a->n == 1 ? v[0] : v[1];
-  return true;
-}
-
-static loom_status legalize_conv2d(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
-  const loom_sinfo *x, *w, *b = NULL;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
-  LOOM_PROPAGATE(tensor_arg(call, 1, &w));
-  if (call->u.call.nargs > 2) LOOM_PROPAGATE(tensor_arg(call, 2, &b));
-  if (x->ndim != 4 || w->ndim != 4 || x->dtype != w->dtype) return unsupported(call, "for these operands");
-  loom_tp_conv2d p = {.groups = loom_graph_attr_get_int(call, "groups", 1)};
-  if (!spatial_attr(call, "strides", 1, p.stride) || !spatial_attr(call, "dilation", 1, p.dilation) ||
-      !spatial_attr(call, "padding", 0, p.pad))
-    return unsupported(call, "for non-constant spatial attributes");
-  loom_dtype acc = x->dtype == LOOM_DTYPE_F16 || x->dtype == LOOM_DTYPE_BF16 ? LOOM_DTYPE_F32 : x->dtype;
-  char name[256];
-  snprintf(name, sizeof name, "conv2d_%s_s%lldx%lld_d%lldx%lld_p%lldx%lld_g%lld%s", loom_dtype_name(x->dtype),
-           (long long)p.stride[0], (long long)p.stride[1], (long long)p.dilation[0], (long long)p.dilation[1],
-           (long long)p.pad[0], (long long)p.pad[1], (long long)p.groups, b ? "_bias" : "");
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_conv2d(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, acc, &p, b != NULL, tp));
-  return loom_graph_module_add_tp(m, *tp);
-}
-
-static loom_status legalize_pool2d(loom_graph_module *m, const loom_graph_expr *call, bool is_max, loom_tp_func **tp) {
-  const loom_sinfo *x;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
-  if (x->ndim != 4) return unsupported(call, "for a non-NCHW input");
-  loom_tp_conv2d p = {.dilation = {1, 1}};
-  if (!spatial_attr(call, "kernel", 1, p.kernel) || !spatial_attr(call, "strides", 0, p.stride) ||
-      !spatial_attr(call, "padding", 0, p.pad))
-    return unsupported(call, "for non-constant spatial attributes");
-  for (int i = 0; i < 2; i++)
-    if (!p.stride[i]) p.stride[i] = p.kernel[i]; /* default stride: the kernel */
-  char name[256];
-  snprintf(name, sizeof name, "%s_%s_k%lldx%lld_s%lldx%lld_p%lldx%lld", is_max ? "max_pool2d" : "avg_pool2d",
-           loom_dtype_name(x->dtype), (long long)p.kernel[0], (long long)p.kernel[1], (long long)p.stride[0],
-           (long long)p.stride[1], (long long)p.pad[0], (long long)p.pad[1]);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_pool2d(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, &p, is_max, tp));
-  return loom_graph_module_add_tp(m, *tp);
-}
-
 static loom_status legalize_batch_norm(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
   const loom_sinfo *x;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   for (size_t i = 1; i < 5; i++) {
     const loom_sinfo *p;
-    LOOM_PROPAGATE(tensor_arg(call, i, &p));
-    if (p->ndim != 1 || p->dtype != x->dtype) return unsupported(call, "for these parameters");
+    LOOM_PROPAGATE(loom_legal_tensor_arg(call, i, &p));
+    if (p->ndim != 1 || p->dtype != x->dtype) return loom_legal_unsupported(call, "for these parameters");
   }
   double eps = loom_graph_attr_get_float(call, "eps", 1e-5);
   char name[128];
@@ -693,8 +636,8 @@ static loom_status legalize_batch_norm(loom_graph_module *m, const loom_graph_ex
 
 static loom_status legalize_global_avg_pool2d(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
   const loom_sinfo *x;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &x));
-  if (x->ndim != 4) return unsupported(call, "for a non-NCHW input");
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  if (x->ndim != 4) return loom_legal_unsupported(call, "for a non-NCHW input");
   char name[64];
   snprintf(name, sizeof name, "global_avg_pool2d_%s", loom_dtype_name(x->dtype));
   if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
@@ -705,12 +648,12 @@ static loom_status legalize_global_avg_pool2d(loom_graph_module *m, const loom_g
 
 static loom_status legalize_attention(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
   const loom_sinfo *q, *k, *v, *mk = NULL;
-  LOOM_PROPAGATE(tensor_arg(call, 0, &q));
-  LOOM_PROPAGATE(tensor_arg(call, 1, &k));
-  LOOM_PROPAGATE(tensor_arg(call, 2, &v));
-  if (call->u.call.nargs > 3) LOOM_PROPAGATE(tensor_arg(call, 3, &mk));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &q));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &k));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &v));
+  if (call->u.call.nargs > 3) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 3, &mk));
   if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4 || k->dtype != q->dtype || v->dtype != q->dtype)
-    return unsupported(call, "for these operands");
+    return loom_legal_unsupported(call, "for these operands");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   const loom_graph_attr *sc = loom_graph_call_attr(call, "scale");
   bool causal = loom_graph_attr_get_int(call, "causal", 0) != 0;
@@ -756,7 +699,7 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
     case LOOM_GRAPH_OP_LINEAR: return legalize_linear(m, call, out_tp);
     case LOOM_GRAPH_OP_RESHAPE:
       /* the target shape as a Shape argument is fine too: the program ignores it */
-      if (call->u.call.nargs > 1) return unsupported(call, "with a Shape argument yet");
+      if (call->u.call.nargs > 1) return loom_legal_unsupported(call, "with a Shape argument yet");
       return legalize_reshape(m, call, out, out_tp);
     case LOOM_GRAPH_OP_EXPAND_DIMS:
     case LOOM_GRAPH_OP_SQUEEZE:
@@ -777,13 +720,19 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
     case LOOM_GRAPH_OP_REPEAT: return legalize_repeat(m, call, out_tp);
     case LOOM_GRAPH_OP_GATHER_ELEMENTS: return legalize_gather_elements(m, call, out_tp);
     case LOOM_GRAPH_OP_ONE_HOT: return legalize_one_hot(m, call, out, out_tp);
-    case LOOM_GRAPH_OP_CONV2D: return legalize_conv2d(m, call, out_tp);
-    case LOOM_GRAPH_OP_MAX_POOL2D: return legalize_pool2d(m, call, true, out_tp);
-    case LOOM_GRAPH_OP_AVG_POOL2D: return legalize_pool2d(m, call, false, out_tp);
+    case LOOM_GRAPH_OP_CONV1D:
+    case LOOM_GRAPH_OP_CONV2D:
+    case LOOM_GRAPH_OP_MAX_POOL2D:
+    case LOOM_GRAPH_OP_AVG_POOL2D:
+    case LOOM_GRAPH_OP_MAX_POOL:
+    case LOOM_GRAPH_OP_MAX_POOL_INDICES:
+    case LOOM_GRAPH_OP_AVG_POOL:
+    case LOOM_GRAPH_OP_LP_POOL:
+    case LOOM_GRAPH_OP_CONV_TRANSPOSE: return loom_legalize_window(m, call, out_tp);
     case LOOM_GRAPH_OP_GLOBAL_AVG_POOL2D: return legalize_global_avg_pool2d(m, call, out_tp);
     case LOOM_GRAPH_OP_BATCH_NORM: return legalize_batch_norm(m, call, out_tp);
     case LOOM_GRAPH_OP_ATTENTION: return legalize_attention(m, call, out_tp);
-    default: return unsupported(call, "yet");
+    default: return loom_legal_unsupported(call, "yet");
   }
 }
 
@@ -812,7 +761,7 @@ loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr
   if (call->kind != LOOM_GRAPH_EXPR_CALL || call->u.call.callee != LOOM_GRAPH_CALLEE_OP)
     return LOOM_ERROR(INVALID_ARGUMENT, "legalize: not an operator call");
   if (!out || out->kind != LOOM_SINFO_TENSOR || out->dtype == LOOM_DTYPE_UNKNOWN)
-    return unsupported(call, "for a non-tensor result");
+    return loom_legal_unsupported(call, "for a non-tensor result");
   const char *rt = runtime_operand(call);
   if (rt) return LOOM_ERROR(UNIMPLEMENTED, "%s: no legalization for a run-time %s operand (interpreter only)",
                             loom_graph_op_name(call->u.call.op), rt);

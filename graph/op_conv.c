@@ -19,12 +19,6 @@ static const loom_graph_attr_spec resize_attrs[] = {
     {"size", LOOM_GRAPH_ATTR_SYMS, true}, {"method", LOOM_GRAPH_ATTR_STR, false}, {NULL, 0, false}};
 static const loom_graph_attr_spec no_attrs[] = {{NULL, 0, false}};
 
-/* Spatial parameters: per spatial axis stride, dilation, padding before/after (constants). */
-typedef struct spatial {
-  int n;              /* spatial rank: 1 or 2 */
-  int64_t stride[2], dil[2], pad_lo[2], pad_hi[2], kernel[2];
-  int64_t groups;
-} spatial;
 
 /* Reads a list attribute of n (or 1, broadcast; or 2n for padding) constants. */
 static loom_status list_attr(loom_graph_icx *ic, const char *name, int n, int64_t dflt, int64_t *out, int64_t *out_hi) {
@@ -60,7 +54,8 @@ static loom_status list_attr(loom_graph_icx *ic, const char *name, int n, int64_
   return LOOM_OK;
 }
 
-static loom_status read_spatial(loom_graph_icx *ic, int n, bool pool, spatial *sp) {
+loom_status loom_graph_conv_window(loom_graph_icx *ic, int n, bool pool, loom_graph_window *sp) {
+  memset(sp, 0, sizeof *sp);
   sp->n = n;
   LOOM_PROPAGATE(list_attr(ic, "padding", n, 0, sp->pad_lo, sp->pad_hi));
   if (pool) {
@@ -68,24 +63,24 @@ static loom_status read_spatial(loom_graph_icx *ic, int n, bool pool, spatial *s
     LOOM_PROPAGATE(list_attr(ic, "strides", n, 0, sp->stride, NULL));
     for (int i = 0; i < n; i++) {
       if (!sp->stride[i]) sp->stride[i] = sp->kernel[i];
-      sp->dil[i] = 1;
+      sp->dilation[i] = 1;
       if (sp->kernel[i] < 1) return loom_graph_icx_error(ic, "kernel entries must be >= 1");
     }
     sp->groups = 1;
   } else {
     LOOM_PROPAGATE(list_attr(ic, "strides", n, 1, sp->stride, NULL));
-    LOOM_PROPAGATE(list_attr(ic, "dilation", n, 1, sp->dil, NULL));
+    LOOM_PROPAGATE(list_attr(ic, "dilation", n, 1, sp->dilation, NULL));
     sp->groups = loom_graph_attr_get_int(ic->call, "groups", 1);
     if (sp->groups < 1) return loom_graph_icx_error(ic, "groups must be >= 1");
   }
   for (int i = 0; i < n; i++)
-    if (sp->stride[i] < 1 || sp->dil[i] < 1) return loom_graph_icx_error(ic, "strides and dilation must be >= 1");
+    if (sp->stride[i] < 1 || sp->dilation[i] < 1) return loom_graph_icx_error(ic, "strides and dilation must be >= 1");
   return LOOM_OK;
 }
 
 /* floordiv(in + lo + hi - dil * (k - 1) - 1, stride) + 1 */
-static const loom_sym_expr *out_extent(loom_sym_ctx *cx, const loom_sym_expr *in, const loom_sym_expr *k, const spatial *sp, int i) {
-  const loom_sym_expr *span = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_const(cx, sp->dil[i]), loom_sym_sub(cx, k, loom_sym_const(cx, 1))),
+static const loom_sym_expr *out_extent(loom_sym_ctx *cx, const loom_sym_expr *in, const loom_sym_expr *k, const loom_graph_window *sp, int i) {
+  const loom_sym_expr *span = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_const(cx, sp->dilation[i]), loom_sym_sub(cx, k, loom_sym_const(cx, 1))),
                                            loom_sym_const(cx, 1));
   const loom_sym_expr *num = loom_sym_sub(cx, loom_sym_add(cx, in, loom_sym_const(cx, sp->pad_lo[i] + sp->pad_hi[i])), span);
   return loom_sym_add(cx, loom_sym_floordiv(cx, num, loom_sym_const(cx, sp->stride[i])), loom_sym_const(cx, 1));
@@ -104,8 +99,8 @@ static loom_status infer_conv(loom_graph_icx *ic, const loom_sinfo **out) {
   if (x->ndim != n + 2) return loom_graph_icx_error(ic, "operand 0 must have rank %d (N, C, spatial), got %d", n + 2, x->ndim);
   if (w->ndim != n + 2) return loom_graph_icx_error(ic, "operand 1 must have rank %d (O, C/groups, kernel), got %d", n + 2, w->ndim);
   if (x->dtype != w->dtype) return loom_graph_icx_error(ic, "operand 0 has dtype %s, operand 1 has dtype %s", loom_dtype_name(x->dtype), loom_dtype_name(w->dtype));
-  spatial sp;
-  LOOM_PROPAGATE(read_spatial(ic, n, false, &sp));
+  loom_graph_window sp;
+  LOOM_PROPAGATE(loom_graph_conv_window(ic, n, false, &sp));
   loom_sym_ctx *cx = ic->cx;
   LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 1, loom_sym_mul(cx, w->dims[1], loom_sym_const(cx, sp.groups)), 0, 1, x->dims[1]));
   if (sp.groups > 1 && loom_sym_prove_divisible(cx, w->dims[0], sp.groups) == LOOM_SYM_FALSE)
@@ -130,17 +125,17 @@ static loom_status eval_conv(loom_graph_ecx *ec, const loom_graph_value *args, l
   const loom_graph_tensor *x = &args[0].t, *w = &args[1].t;
   const loom_graph_tensor *bias = ec->call->u.call.nargs == 3 ? &args[2].t : NULL;
   loom_graph_icx ic = {.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
-  spatial sp;
-  LOOM_PROPAGATE(read_spatial(&ic, n, false, &sp));
+  loom_graph_window sp;
+  LOOM_PROPAGATE(loom_graph_conv_window(&ic, n, false, &sp));
   int64_t N = x->shape[0], C = x->shape[1], O = w->shape[0], CG = w->shape[1], G = sp.groups;
   if (CG * G != C) return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand 1 axis 1 is %lld, operand 0 axis 1 is %lld, groups %lld", ec->op, (long long)CG, (long long)C, (long long)G);
   int64_t in[2] = {x->shape[2], n == 2 ? x->shape[3] : 1}, k[2] = {w->shape[2], n == 2 ? w->shape[3] : 1}, os[2] = {1, 1};
   if (n == 1) {
-    sp.stride[1] = sp.dil[1] = 1;
+    sp.stride[1] = sp.dilation[1] = 1;
     sp.pad_lo[1] = sp.pad_hi[1] = 0;
   }
   for (int i = 0; i < n; i++) {
-    os[i] = floor_div(in[i] + sp.pad_lo[i] + sp.pad_hi[i] - sp.dil[i] * (k[i] - 1) - 1, sp.stride[i]) + 1;
+    os[i] = floor_div(in[i] + sp.pad_lo[i] + sp.pad_hi[i] - sp.dilation[i] * (k[i] - 1) - 1, sp.stride[i]) + 1;
     if (os[i] < 0)
       return LOOM_ERROR(INVALID_ARGUMENT, "%s: spatial axis %d of size %lld is smaller than the (dilated) kernel", ec->op, i,
                         (long long)in[i]);
@@ -157,8 +152,8 @@ static loom_status eval_conv(loom_graph_ecx *ec, const loom_graph_value *args, l
           for (int64_t c = 0; c < CG; c++)
             for (int64_t k0 = 0; k0 < k[0]; k0++)
               for (int64_t k1 = 0; k1 < k[1]; k1++) {
-                int64_t i0 = y0 * sp.stride[0] - sp.pad_lo[0] + k0 * sp.dil[0];
-                int64_t i1 = y1 * sp.stride[1] - sp.pad_lo[1] + k1 * sp.dil[1];
+                int64_t i0 = y0 * sp.stride[0] - sp.pad_lo[0] + k0 * sp.dilation[0];
+                int64_t i1 = y1 * sp.stride[1] - sp.pad_lo[1] + k1 * sp.dilation[1];
                 if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1]) continue;
                 size_t xi = (size_t)(((b * C + g * CG + c) * in[0] + i0) * in[1] + i1);
                 size_t wi = (size_t)(((o * CG + c) * k[0] + k0) * k[1] + k1);
@@ -180,8 +175,8 @@ static loom_status infer_pool(loom_graph_icx *ic, const loom_sinfo **out) {
   if (ic->call->u.call.op == LOOM_GRAPH_OP_GLOBAL_AVG_POOL2D) {
     d[2] = d[3] = loom_sym_const(ic->cx, 1);
   } else {
-    spatial sp;
-    LOOM_PROPAGATE(read_spatial(ic, 2, true, &sp));
+    loom_graph_window sp;
+    LOOM_PROPAGATE(loom_graph_conv_window(ic, 2, true, &sp));
     for (int i = 0; i < 2; i++) {
       d[2 + i] = out_extent(ic->cx, x->dims[2 + i], loom_sym_const(ic->cx, sp.kernel[i]), &sp, i);
       if (!d[2 + i]) return loom_sym_ctx_take_error(ic->cx);
@@ -195,10 +190,10 @@ static loom_status eval_pool(loom_graph_ecx *ec, const loom_graph_value *args, l
   const loom_graph_tensor *x = &args[0].t;
   loom_graph_op op = ec->call->u.call.op;
   int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
-  spatial sp = {.n = 2, .kernel = {H, W}, .stride = {1, 1}, .dil = {1, 1}};
+  loom_graph_window sp = {.n = 2, .kernel = {H, W}, .stride = {1, 1}, .dilation = {1, 1}};
   if (op != LOOM_GRAPH_OP_GLOBAL_AVG_POOL2D) {
     loom_graph_icx ic = {.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
-    LOOM_PROPAGATE(read_spatial(&ic, 2, true, &sp));
+    LOOM_PROPAGATE(loom_graph_conv_window(&ic, 2, true, &sp));
   }
   int64_t os[2];
   int64_t in[2] = {H, W};

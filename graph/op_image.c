@@ -9,7 +9,7 @@
 
 #include "graph/graph_internal.h"
 
-#define MAXS 6 /* spatial axes at most (rank 8 tensors) */
+#define MAXS LOOM_GRAPH_MAX_SPATIAL /* spatial axes at most (rank 8 tensors) */
 
 /* ---- shared attribute reading ------------------------------------------------------ */
 
@@ -52,25 +52,18 @@ static const loom_graph_attr_spec pool_attrs[] = {{"kernel", LOOM_GRAPH_ATTR_SYM
                                                   {"storage_order", LOOM_GRAPH_ATTR_INT, false},
                                                   {NULL, 0, false}};
 
-/* Pooling parameters per spatial axis. */
-typedef struct pool_par {
-  int n;                                     /* spatial rank */
-  int64_t k[MAXS], s[MAXS], d[MAXS];         /* kernel, stride, dilation */
-  int64_t lo[MAXS], hi[MAXS];                /* padding before / after */
-  bool ceil;                                 /* ceil_mode */
-} pool_par;
-
-static loom_status read_pool(loom_graph_icx *ic, int ndim, pool_par *p) {
+loom_status loom_graph_pool_window(loom_graph_icx *ic, int ndim, loom_graph_window *p) {
+  memset(p, 0, sizeof *p);
   const loom_graph_attr *ka = loom_graph_call_attr(ic->call, "kernel");
   p->n = (int)ka->n;
   if (p->n < 1 || p->n > MAXS) return loom_graph_icx_error(ic, "attribute 'kernel' has %zu entries; expected 1 to %d", ka->n, MAXS);
   if (ndim != p->n + 2) return loom_graph_icx_error(ic, "operand 0 has rank %d; a %d-entry kernel needs rank %d (N, C, spatial...)", ndim, p->n, p->n + 2);
   int64_t pads[2 * MAXS];
-  LOOM_PROPAGATE(ints_n(ic, "kernel", p->n, 1, 1, p->k));
-  LOOM_PROPAGATE(ints_n(ic, "strides", p->n, 1, 1, p->s));
-  LOOM_PROPAGATE(ints_n(ic, "dilation", p->n, 1, 1, p->d));
+  LOOM_PROPAGATE(ints_n(ic, "kernel", p->n, 1, 1, p->kernel));
+  LOOM_PROPAGATE(ints_n(ic, "strides", p->n, 1, 1, p->stride));
+  LOOM_PROPAGATE(ints_n(ic, "dilation", p->n, 1, 1, p->dilation));
   LOOM_PROPAGATE(ints_n(ic, "padding", 2 * p->n, 0, 0, pads));
-  for (int i = 0; i < p->n; i++) p->lo[i] = pads[i], p->hi[i] = pads[p->n + i];
+  for (int i = 0; i < p->n; i++) p->pad_lo[i] = pads[i], p->pad_hi[i] = pads[p->n + i];
   p->ceil = loom_graph_attr_get_int(ic->call, "ceil_mode", 0) != 0;
   return LOOM_OK;
 }
@@ -78,16 +71,16 @@ static loom_status read_pool(loom_graph_icx *ic, int ndim, pool_par *p) {
 /* Output extent of axis i for input extent `in` (ONNX: ceil mode drops a last window that
  * would start in the end padding). Sets *extra_lo to the reference's shift of the padded
  * input for the windows that ceil mode adds (half the extra padding, before). */
-static int64_t pool_extent(const pool_par *p, int i, int64_t in, int64_t *extra_lo) {
-  int64_t sw = p->d[i] * (p->k[i] - 1) + 1, num = in + p->lo[i] + p->hi[i] - sw, o;
+int64_t loom_graph_pool_extent(const loom_graph_window *p, int i, int64_t in, int64_t *extra_lo) {
+  int64_t sw = p->dilation[i] * (p->kernel[i] - 1) + 1, num = in + p->pad_lo[i] + p->pad_hi[i] - sw, o;
   if (num < 0) return -1;
   if (p->ceil) {
-    o = (num + p->s[i] - 1) / p->s[i] + 1;
-    if ((o - 1) * p->s[i] >= in + p->lo[i]) o--;
+    o = (num + p->stride[i] - 1) / p->stride[i] + 1;
+    if ((o - 1) * p->stride[i] >= in + p->pad_lo[i]) o--;
   } else {
-    o = num / p->s[i] + 1;
+    o = num / p->stride[i] + 1;
   }
-  int64_t extra = (o - 1) * p->s[i] + sw - in - p->lo[i] - p->hi[i];
+  int64_t extra = (o - 1) * p->stride[i] + sw - in - p->pad_lo[i] - p->pad_hi[i];
   if (extra_lo) *extra_lo = extra > 0 ? extra / 2 : 0;
   return o;
 }
@@ -95,22 +88,22 @@ static int64_t pool_extent(const pool_par *p, int i, int64_t in, int64_t *extra_
 static loom_status infer_pool(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
-  pool_par p;
-  LOOM_PROPAGATE(read_pool(ic, x->ndim, &p));
+  loom_graph_window p;
+  LOOM_PROPAGATE(loom_graph_pool_window(ic, x->ndim, &p));
   loom_sym_ctx *cx = ic->cx;
   const loom_sym_expr *d[MAXS + 2] = {x->dims[0], x->dims[1]};
   for (int i = 0; i < p.n; i++) {
     int64_t in;
     if (loom_sym_is_const(x->dims[2 + i], &in)) {
-      int64_t o = pool_extent(&p, i, in, NULL);
+      int64_t o = loom_graph_pool_extent(&p, i, in, NULL);
       if (o < 0) return loom_graph_icx_error(ic, "spatial axis %d of size %lld is smaller than the (dilated) kernel", i, (long long)in);
       d[2 + i] = loom_sym_const(cx, o);
     } else if (p.ceil) {
       return loom_graph_icx_error(ic, "ceil_mode needs a constant extent on spatial axis %d (it is %s)", i, loom_graph_sym_str(ic->m, x->dims[2 + i]));
     } else {
       /* floordiv(in + lo + hi - dil * (k - 1) - 1, stride) + 1 */
-      const loom_sym_expr *num = loom_sym_add(cx, x->dims[2 + i], loom_sym_const(cx, p.lo[i] + p.hi[i] - p.d[i] * (p.k[i] - 1) - 1));
-      d[2 + i] = loom_sym_add(cx, loom_sym_floordiv(cx, num, loom_sym_const(cx, p.s[i])), loom_sym_const(cx, 1));
+      const loom_sym_expr *num = loom_sym_add(cx, x->dims[2 + i], loom_sym_const(cx, p.pad_lo[i] + p.pad_hi[i] - p.dilation[i] * (p.kernel[i] - 1) - 1));
+      d[2 + i] = loom_sym_add(cx, loom_sym_floordiv(cx, num, loom_sym_const(cx, p.stride[i])), loom_sym_const(cx, 1));
     }
     if (!d[2 + i]) return loom_sym_ctx_take_error(cx);
   }
@@ -126,8 +119,8 @@ static loom_status infer_pool(loom_graph_icx *ic, const loom_sinfo **out) {
 static loom_status eval_pool(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t;
   loom_graph_icx ic = icx_of(ec);
-  pool_par p;
-  LOOM_PROPAGATE(read_pool(&ic, x->ndim, &p));
+  loom_graph_window p;
+  LOOM_PROPAGATE(loom_graph_pool_window(&ic, x->ndim, &p));
   loom_graph_op op = ec->call->u.call.op;
   bool mx = op == LOOM_GRAPH_OP_MAX_POOL || op == LOOM_GRAPH_OP_MAX_POOL_INDICES, idx = op == LOOM_GRAPH_OP_MAX_POOL_INDICES;
   bool lp = op == LOOM_GRAPH_OP_LP_POOL, incl = loom_graph_attr_get_int(ec->call, "count_include_pad", 0) != 0;
@@ -135,7 +128,7 @@ static loom_status eval_pool(loom_graph_ecx *ec, const loom_graph_value *args, l
   bool colmajor = loom_graph_attr_get_int(ec->call, "storage_order", 0) == 1;
   int64_t shape[MAXS + 2] = {x->shape[0], x->shape[1]}, extra[MAXS];
   for (int i = 0; i < p.n; i++) {
-    shape[2 + i] = pool_extent(&p, i, x->shape[2 + i], &extra[i]);
+    shape[2 + i] = loom_graph_pool_extent(&p, i, x->shape[2 + i], &extra[i]);
     if (shape[2 + i] < 0)
       return LOOM_ERROR(INVALID_ARGUMENT, "%s: spatial axis %d of size %lld is smaller than the (dilated) kernel", ec->op, i, (long long)x->shape[2 + i]);
   }
@@ -158,12 +151,12 @@ static loom_status eval_pool(loom_graph_ecx *ec, const loom_graph_value *args, l
       int64_t off = base, sidx = 0;
       bool inside = true, counted = true;
       for (int i = 0; i < p.n; i++) {
-        int64_t q = oi[2 + i] * p.s[i] + kj[i] * p.d[i], c;
+        int64_t q = oi[2 + i] * p.stride[i] + kj[i] * p.dilation[i], c;
         if (mx) {
-          c = q - p.lo[i];
+          c = q - p.pad_lo[i];
         } else {
-          if (q >= x->shape[2 + i] + p.lo[i] + p.hi[i]) counted = false;
-          c = q - p.lo[i] - extra[i];
+          if (q >= x->shape[2 + i] + p.pad_lo[i] + p.pad_hi[i]) counted = false;
+          c = q - p.pad_lo[i] - extra[i];
         }
         if (c < 0 || c >= x->shape[2 + i]) inside = false;
         else off += c * ist[2 + i], sidx += c * sst[i];
@@ -175,7 +168,7 @@ static loom_status eval_pool(loom_graph_ecx *ec, const loom_graph_value *args, l
         acc += lp ? pow(fabs(v), pw) : v;
         cnt++;
       }
-    } while (loom_graph_index_next(p.n, p.k, kj));
+    } while (loom_graph_index_next(p.n, p.kernel, kj));
     double r;
     if (idx) r = (double)arg;
     else if (mx) r = acc;
@@ -617,20 +610,16 @@ static const loom_graph_attr_spec convt_attrs[] = {{"strides", LOOM_GRAPH_ATTR_S
                                                    {"groups", LOOM_GRAPH_ATTR_INT, false},
                                                    {NULL, 0, false}};
 
-typedef struct convt_par {
-  int n;
-  int64_t s[MAXS], d[MAXS], op[MAXS], lo[MAXS], hi[MAXS], groups;
-} convt_par;
-
-static loom_status read_convt(loom_graph_icx *ic, int ndim, convt_par *p) {
+loom_status loom_graph_convt_window(loom_graph_icx *ic, int ndim, loom_graph_window *p) {
+  memset(p, 0, sizeof *p);
   p->n = ndim - 2;
   if (p->n < 1 || p->n > MAXS) return loom_graph_icx_error(ic, "operand 0 has rank %d; expected (N, C, spatial...) of rank 3 to %d", ndim, MAXS + 2);
   int64_t pads[2 * MAXS];
-  LOOM_PROPAGATE(ints_n(ic, "strides", p->n, 1, 1, p->s));
-  LOOM_PROPAGATE(ints_n(ic, "dilation", p->n, 1, 1, p->d));
-  LOOM_PROPAGATE(ints_n(ic, "output_padding", p->n, 0, 0, p->op));
+  LOOM_PROPAGATE(ints_n(ic, "strides", p->n, 1, 1, p->stride));
+  LOOM_PROPAGATE(ints_n(ic, "dilation", p->n, 1, 1, p->dilation));
+  LOOM_PROPAGATE(ints_n(ic, "output_padding", p->n, 0, 0, p->out_pad));
   LOOM_PROPAGATE(ints_n(ic, "padding", 2 * p->n, 0, INT64_MIN, pads)); /* a negative end pad: output_shape beyond the full extent */
-  for (int i = 0; i < p->n; i++) p->lo[i] = pads[i], p->hi[i] = pads[p->n + i];
+  for (int i = 0; i < p->n; i++) p->pad_lo[i] = pads[i], p->pad_hi[i] = pads[p->n + i];
   p->groups = loom_graph_attr_get_int(ic->call, "groups", 1);
   if (p->groups < 1) return loom_graph_icx_error(ic, "groups must be >= 1");
   return LOOM_OK;
@@ -642,8 +631,8 @@ static loom_status infer_convt(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x, *w;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 1, true, &w));
-  convt_par p;
-  LOOM_PROPAGATE(read_convt(ic, x->ndim, &p));
+  loom_graph_window p;
+  LOOM_PROPAGATE(loom_graph_convt_window(ic, x->ndim, &p));
   if (w->ndim != x->ndim) return loom_graph_icx_error(ic, "operand 1 has rank %d; operand 0 has rank %d", w->ndim, x->ndim);
   if (x->dtype != w->dtype) return loom_graph_icx_error(ic, "operand 0 has dtype %s, operand 1 has dtype %s", loom_dtype_name(x->dtype), loom_dtype_name(w->dtype));
   loom_sym_ctx *cx = ic->cx;
@@ -660,9 +649,9 @@ static loom_status infer_convt(loom_graph_icx *ic, const loom_sinfo **out) {
   }
   for (int i = 0; i < p.n; i++) {
     /* s * in + d * k + (op - lo - hi - s - d + 1) */
-    const loom_sym_expr *e = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_const(cx, p.s[i]), x->dims[2 + i]),
-                                          loom_sym_mul(cx, loom_sym_const(cx, p.d[i]), w->dims[2 + i]));
-    d[2 + i] = loom_sym_add(cx, e, loom_sym_const(cx, p.op[i] - p.lo[i] - p.hi[i] - p.s[i] - p.d[i] + 1));
+    const loom_sym_expr *e = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_const(cx, p.stride[i]), x->dims[2 + i]),
+                                          loom_sym_mul(cx, loom_sym_const(cx, p.dilation[i]), w->dims[2 + i]));
+    d[2 + i] = loom_sym_add(cx, e, loom_sym_const(cx, p.out_pad[i] - p.pad_lo[i] - p.pad_hi[i] - p.stride[i] - p.dilation[i] + 1));
     if (!d[2 + i]) return loom_sym_ctx_take_error(cx);
   }
   *out = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, d, x->device);
@@ -672,15 +661,15 @@ static loom_status infer_convt(loom_graph_icx *ic, const loom_sinfo **out) {
 static loom_status eval_convt(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t, *w = &args[1].t, *b = ec->call->u.call.nargs == 3 ? &args[2].t : NULL;
   loom_graph_icx ic = icx_of(ec);
-  convt_par p;
-  LOOM_PROPAGATE(read_convt(&ic, x->ndim, &p));
+  loom_graph_window p;
+  LOOM_PROPAGATE(loom_graph_convt_window(&ic, x->ndim, &p));
   int64_t C = x->shape[1], G = p.groups, CG = C / G, OG = w->shape[1], O = OG * G;
   if (C % G || w->shape[0] != C)
     return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand 0 has %lld channels, operand 1 axis 0 is %lld, groups %lld", ec->op, (long long)C,
                       (long long)w->shape[0], (long long)G);
   int64_t shape[MAXS + 2] = {x->shape[0], O}, xst[MAXS + 2], wst[MAXS + 2], yst[MAXS + 2];
   for (int i = 0; i < p.n; i++) {
-    shape[2 + i] = p.s[i] * (x->shape[2 + i] - 1) + p.op[i] + p.d[i] * (w->shape[2 + i] - 1) + 1 - p.lo[i] - p.hi[i];
+    shape[2 + i] = p.stride[i] * (x->shape[2 + i] - 1) + p.out_pad[i] + p.dilation[i] * (w->shape[2 + i] - 1) + 1 - p.pad_lo[i] - p.pad_hi[i];
     if (shape[2 + i] < 0) return LOOM_ERROR(INVALID_ARGUMENT, "%s: spatial axis %d has a negative output extent", ec->op, i);
   }
   LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, shape, out));
@@ -710,7 +699,7 @@ static loom_status eval_convt(loom_graph_ecx *ec, const loom_graph_value *args, 
           int64_t yo = 0;
           bool in = true;
           for (int i = 0; i < p.n && in; i++) {
-            int64_t q = ii[i] * p.s[i] - p.lo[i] + kk[i] * p.d[i];
+            int64_t q = ii[i] * p.stride[i] - p.pad_lo[i] + kk[i] * p.dilation[i];
             if (q < 0 || q >= shape[2 + i]) in = false;
             yo += q * yst[2 + i];
           }

@@ -1,5 +1,5 @@
-/* gen_nn.c — generators of the contraction-heavy programs: batched matmul, linear, 2-D
- * convolution and pooling, batch norm, and attention. */
+/* gen_nn.c — generators of the contraction-heavy programs: batched matmul, linear, batch norm
+ * and attention (convolution and pooling: gen_window.c). */
 #include <stdio.h>
 #include <string.h>
 
@@ -104,59 +104,6 @@ loom_status loom_tp_gen_linear(loom_arena *a, loom_sym_ctx *cx, const char *name
   loom_strbuf_puts(&sb, "}\n");
   loom_tpg_close_loops(&sb, rank - 1);
   loom_strbuf_puts(&sb, "}\n");
-  return loom_tpg_finish(a, cx, &sb, result);
-}
-
-loom_status loom_tp_gen_conv2d(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
-                               const loom_tp_conv2d *p, bool bias, loom_tp_func **result) {
-  if (p->groups < 1) return LOOM_ERROR(INVALID_ARGUMENT, "conv2d: groups must be >= 1");
-  const char *tn = loom_dtype_name(t), *an = loom_dtype_name(acc);
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: Buffer[(n, c, h, w), %s], W: Buffer[(o, cg, kh, kw), %s], ", name, tn, tn);
-  if (bias) loom_strbuf_printf(&sb, "Bias: Buffer[(o,), %s], ", tn);
-  loom_strbuf_printf(&sb, "Y: Buffer[(n, o, oh, ow), %s]) {\n", tn);
-  loom_strbuf_puts(&sb, "for i0 in 0..n parallel {\nfor i1 in 0..o {\nfor i2 in 0..oh {\nfor i3 in 0..ow {\n");
-  loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\n", an);
-  if (bias) loom_strbuf_printf(&sb, "S[0] = %s(Bias[i1])\n", an);
-  char yh[128], yw[128];
-  snprintf(yh, sizeof yh, "i2*%lld - %lld + rh*%lld", (long long)p->stride[0], (long long)p->pad[0], (long long)p->dilation[0]);
-  snprintf(yw, sizeof yw, "i3*%lld - %lld + rw*%lld", (long long)p->stride[1], (long long)p->pad[1], (long long)p->dilation[1]);
-  loom_strbuf_puts(&sb, "for rc in 0..cg reduce {\nfor rh in 0..kh reduce {\nfor rw in 0..kw reduce {\n");
-  loom_strbuf_printf(&sb, "if %s >= 0 && %s < h && %s >= 0 && %s < w {\n", yh, yh, yw, yw);
-  loom_strbuf_printf(&sb, "S[0] = S[0] + %s(X[i0, floordiv(i1, floordiv(o, %lld))*cg + rc, %s, %s]) * %s(W[i1, rc, rh, rw])\n",
-                     an, (long long)p->groups, yh, yw, an);
-  loom_strbuf_puts(&sb, "}\n}\n}\n}\n");
-  loom_strbuf_printf(&sb, "Y[i0, i1, i2, i3] = %s(S[0])\n", tn);
-  loom_strbuf_puts(&sb, "}\n}\n}\n}\n}\n");
-  return loom_tpg_finish(a, cx, &sb, result);
-}
-
-loom_status loom_tp_gen_pool2d(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv2d *p,
-                               bool is_max, loom_tp_func **result) {
-  const char *tn = loom_dtype_name(t);
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: Buffer[(n, c, h, w), %s], Y: Buffer[(n, c, oh, ow), %s]) {\n", name, tn, tn);
-  loom_strbuf_puts(&sb, "for i0 in 0..n parallel {\nfor i1 in 0..c {\nfor i2 in 0..oh {\nfor i3 in 0..ow {\n");
-  loom_strbuf_printf(&sb, "alloc S: Local[(2,), %s]\n", tn);
-  if (is_max) {
-    loom_strbuf_puts(&sb, "S[0] = ");
-    loom_tpg_reduce_init(&sb, LOOM_TP_REDUCE_MAX, t);
-    loom_strbuf_putc(&sb, '\n');
-  }
-  char yh[128], yw[128];
-  snprintf(yh, sizeof yh, "i2*%lld - %lld + rh", (long long)p->stride[0], (long long)p->pad[0]);
-  snprintf(yw, sizeof yw, "i3*%lld - %lld + rw", (long long)p->stride[1], (long long)p->pad[1]);
-  loom_strbuf_printf(&sb, "for rh in 0..%lld reduce {\nfor rw in 0..%lld reduce {\n", (long long)p->kernel[0],
-                     (long long)p->kernel[1]);
-  loom_strbuf_printf(&sb, "if %s >= 0 && %s < h && %s >= 0 && %s < w {\n", yh, yh, yw, yw);
-  if (is_max) loom_strbuf_printf(&sb, "S[0] = max(S[0], X[i0, i1, %s, %s])\n", yh, yw);
-  else loom_strbuf_printf(&sb, "S[0] = S[0] + X[i0, i1, %s, %s]\nS[1] = S[1] + %s(1)\n", yh, yw, tn);
-  loom_strbuf_puts(&sb, "}\n}\n}\n");
-  if (is_max) loom_strbuf_puts(&sb, "Y[i0, i1, i2, i3] = S[0]\n");
-  else loom_strbuf_puts(&sb, "Y[i0, i1, i2, i3] = S[0] / S[1]\n");
-  loom_strbuf_puts(&sb, "}\n}\n}\n}\n}\n");
   return loom_tpg_finish(a, cx, &sb, result);
 }
 

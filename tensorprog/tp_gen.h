@@ -142,22 +142,49 @@ loom_status loom_tp_gen_arange(loom_arena *a, loom_sym_ctx *cx, const char *name
 loom_status loom_tp_gen_sym_tensor(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, bool scalar,
                                    loom_tp_func **result);
 
-/* Spatial parameters of 2-D convolution and pooling (constants of the program). */
-typedef struct loom_tp_conv2d {
-  int64_t stride[2], dilation[2], pad[2]; /* pad: before each spatial axis (after is implied by Y) */
-  int64_t groups;                         /* conv only */
-  int64_t kernel[2];                      /* pooling only */
-} loom_tp_conv2d;
+/* A sliding window over the spatial axes of an (N, C, spatial...) tensor, per spatial axis:
+ * kernel extent (pooling; a convolution takes it from W), stride, dilation, padding before and
+ * after, and `shift`: how far ONNX's ceil mode moves the average and Lp windows' padded input
+ * (0 otherwise). Constants of the program; the extents stay symbolic. */
+enum { LOOM_TP_MAX_SPATIAL = 6 };
+typedef struct loom_tp_window {
+  int n; /* spatial rank, 1..LOOM_TP_MAX_SPATIAL */
+  int64_t kernel[LOOM_TP_MAX_SPATIAL], stride[LOOM_TP_MAX_SPATIAL], dilation[LOOM_TP_MAX_SPATIAL];
+  int64_t pad_lo[LOOM_TP_MAX_SPATIAL], pad_hi[LOOM_TP_MAX_SPATIAL], shift[LOOM_TP_MAX_SPATIAL];
+  int64_t groups; /* convolution */
+} loom_tp_window;
 
-/* NCHW convolution: Y[n, o, y, x] = (bias[o]) + sum over the group's channels and the kernel window
- * of X[n, g*cg + c, y*sh - ph + kh*dh, x*sw - pw + kw*dw] * W[o, c, kh, kw], out-of-range taps skipped.
- * Accumulates in `acc`. */
-loom_status loom_tp_gen_conv2d(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
-                               const loom_tp_conv2d *p, bool bias, loom_tp_func **result);
+/* N-d convolution: Y[n, o, y..] = (bias[o]) + sum over the group's channels and the kernel window
+ * of X[n, g*cg + c, y*s - pad_lo + k*d ..] * W[o, c, k..], out-of-range taps skipped. Accumulates
+ * in `acc`. */
+loom_status loom_tp_gen_conv(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
+                             const loom_tp_window *w, bool bias, loom_tp_func **result);
 
-/* max_pool2d (is_max) / avg_pool2d (padding not counted) over NCHW. */
-loom_status loom_tp_gen_pool2d(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv2d *p,
-                               bool is_max, loom_tp_func **result);
+/* N-d transposed convolution in gather form: Y[n, o, y..] = (bias[o]) + sum over the group's
+ * input channels c and the kernel window r of X[n, c, x..] * W[c, o mod og, r..] where
+ * x*s - pad_lo + r*d = y. W is (C, O/groups, k..). pad_hi and output padding only shape Y. */
+loom_status loom_tp_gen_conv_transpose(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
+                                       const loom_tp_window *w, bool bias, loom_tp_func **result);
+
+/* N-d pooling. Taps are at y*s + k*d of the input padded by pad_lo (max, argmax) or by
+ * pad_lo + shift (average, Lp). MAX / ARGMAX: the maximum of the taps inside the input (ARGMAX:
+ * its flat input index, i64, the first maximum; row-major spatial order unless col_major).
+ * AVG: the mean of the taps inside the input and before the padded end (AVG_PAD: padding
+ * taps count as zeros). LP: (sum |x|^p)^(1/p). */
+typedef enum loom_tp_pool_kind {
+  LOOM_TP_POOL_MAX,
+  LOOM_TP_POOL_ARGMAX,
+  LOOM_TP_POOL_AVG,
+  LOOM_TP_POOL_AVG_PAD,
+  LOOM_TP_POOL_LP,
+} loom_tp_pool_kind;
+typedef struct loom_tp_pool {
+  loom_tp_pool_kind kind;
+  int64_t p;      /* LP */
+  bool col_major; /* ARGMAX */
+} loom_tp_pool;
+loom_status loom_tp_gen_pool(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_pool *pool,
+                             const loom_tp_window *w, loom_tp_func **result);
 
 /* Inference batch norm on axis 1: Y = (X - mean[c]) / sqrt(var[c] + eps) * gamma[c] + beta[c]. */
 loom_status loom_tp_gen_batch_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,

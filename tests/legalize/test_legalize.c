@@ -19,7 +19,7 @@ typedef struct op_case {
   const char *params;  /* "x: Tensor[(n, 5), f32], y: Tensor[(5,), f32]" */
   const char *call;    /* "gelu(x)" */
   int nshapes;         /* shape sets to try */
-  int64_t shapes[4][3][4]; /* [set][param][axis]; ranks come from the text */
+  int64_t shapes[4][3][6]; /* [set][param][axis]; ranks come from the text */
   int64_t index_range;     /* > 0: integer inputs are indices in [0, index_range) */
 } op_case;
 
@@ -88,8 +88,8 @@ static void run_case(const op_case *c) {
         cr_assert(fabs(want - have) <= tol || (isnan(want) && isnan(have)), "%s set %d elem %zu: want %.9g got %.9g\n%s",
                   c->call, k, i, want, have, text);
       } else {
-        cr_assert_eq(loom_graph_tensor_get_i64(&got.t, i), loom_graph_tensor_get_i64(ref, i), "%s set %d elem %zu", c->call,
-                     k, i);
+        cr_assert_eq(loom_graph_tensor_get_i64(&got.t, i), loom_graph_tensor_get_i64(ref, i), "%s set %d elem %zu: want %lld got %lld",
+                     c->call, k, i, (long long)loom_graph_tensor_get_i64(ref, i), (long long)loom_graph_tensor_get_i64(&got.t, i));
       }
     }
     loom_graph_value_free(&got);
@@ -195,7 +195,42 @@ static const op_case cnn_cases[] = {
      {{{1, 2, 7, 6}}, {{2, 1, 3, 3}}}},
     {"x: Tensor[(n, c, h, w), f32]", "avg_pool2d(x, kernel=[2, 2], padding=[1])", 1, {{{1, 2, 5, 4}}}},
     {"x: Tensor[(n, c, h, w), f32]", "global_avg_pool2d(x)", 1, {{{2, 3, 5, 4}}}},
+    {"x: Tensor[(n, 4, l), f32], k: Tensor[(6, 2, 3), f32], bb: Tensor[(6,), f32]",
+     "conv1d(x, k, bb, strides=[2], dilation=[2], padding=[1, 2], groups=2)", 3,
+     {{{1, 4, 11}, {6, 2, 3}, {6}}, {{2, 4, 2}, {6, 2, 3}, {6}}, {{0, 4, 7}, {6, 2, 3}, {6}}}},
+    {"x: Tensor[(n, 3, l), f32], k: Tensor[(5, 3, 1), f32]", "conv1d(x, k)", 1, {{{2, 3, 13}, {5, 3, 1}}}},
+    {"x: Tensor[(n, 4, h, w), f32], k: Tensor[(4, 3, 3, 2), f32], bb: Tensor[(6,), f32]",
+     "conv_transpose(x, k, bb, strides=[2, 3], padding=[1, 0, 0, 1], dilation=[1, 2], groups=2, output_padding=[1, 0])", 2,
+     {{{1, 4, 3, 2}, {4, 3, 3, 2}, {6}}, {{2, 4, 1, 1}, {4, 3, 3, 2}, {6}}}},
+    {"x: Tensor[(n, 2, l), f32], k: Tensor[(2, 3, 3), f32]", "conv_transpose(x, k)", 2, {{{1, 2, 5}, {2, 3, 3}}, {{1, 2, 0}, {2, 3, 3}}}},
+    {"x: Tensor[(n, 1, a, b, e), f32], k: Tensor[(1, 2, 2, 2, 2), f32]", "conv_transpose(x, k, strides=[2, 2, 2])", 1,
+     {{{1, 1, 2, 3, 2}, {1, 2, 2, 2, 2}}}},
 };
+
+/* The image family's N-d pools: every knob (dilation, padding before/after, ceil mode with its
+ * window shift, counted padding, Lp, argmax indices in both storage orders). */
+static const op_case pool_cases[] = {
+    {"x: Tensor[(n, c, l), f32]", "max_pool(x, kernel=[3], strides=[2], padding=[1, 1])", 3,
+     {{{2, 3, 7}}, {{1, 1, 1}}, {{1, 2, 13}}}},
+    {"x: Tensor[(n, c, a, b, e), f32]", "max_pool(x, kernel=[2, 2, 2], strides=[1, 2, 1], dilation=[1, 1, 2])", 2,
+     {{{1, 2, 3, 5, 4}}, {{2, 1, 2, 2, 3}}}},
+    {"x: Tensor[(n, c, h, w), i32]", "max_pool(x, kernel=[2, 3], padding=[1, 0, 0, 2])", 1, {{{1, 2, 5, 4}}}},
+    {"x: Tensor[(n, c, h, w), f32]", "avg_pool(x, kernel=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1], count_include_pad=true)", 2,
+     {{{1, 2, 7, 6}}, {{2, 1, 3, 3}}}},
+    {"x: Tensor[(n, c, h, w), f32]", "avg_pool(x, kernel=[3, 2], strides=[2, 1], padding=[1, 0, 1, 1])", 1, {{{1, 2, 7, 5}}}},
+    {"x: Tensor[(n, 2, 6, 5), f32]", "avg_pool(x, kernel=[3, 2], strides=[2, 2], ceil_mode=true)", 1, {{{1, 2, 6, 5}}}},
+    {"x: Tensor[(n, 2, 6, 5), f32]", "avg_pool(x, kernel=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1], ceil_mode=true, count_include_pad=true)", 1,
+     {{{2, 2, 6, 5}}}},
+    {"x: Tensor[(n, 1, 5, 5), f32]", "max_pool(x, kernel=[2, 2], strides=[2, 2], ceil_mode=true)", 1, {{{1, 1, 5, 5}}}},
+    {"x: Tensor[(n, c, h, w), f32]", "lp_pool(x, kernel=[2, 2], p=3, padding=[0, 1, 1, 0])", 1, {{{1, 2, 5, 4}}}},
+    {"x: Tensor[(n, c, l), f32]", "lp_pool(x, kernel=[3], strides=[2])", 1, {{{2, 1, 9}}}},
+    {"x: Tensor[(n, c, h, w), f32]", "max_pool_indices(x, kernel=[2, 2], strides=[2, 2])", 2, {{{1, 2, 5, 4}}, {{2, 3, 4, 7}}}},
+    {"x: Tensor[(n, c, h, w), f32]", "max_pool_indices(x, kernel=[3, 2], padding=[1, 1, 1, 1], storage_order=1)", 1, {{{1, 2, 5, 4}}}},
+};
+
+LOOM_TEST(legalize, nd_pooling) {
+  for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++) run_case(&pool_cases[i]);
+}
 
 static const op_case attention_cases[] = {
     {"q: Tensor[(b, 4, s, 8), f32], k: Tensor[(b, 2, t, 8), f32], v: Tensor[(b, 2, t, 6), f32]", "attention(q, k, v)", 2,

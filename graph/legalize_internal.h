@@ -1,0 +1,18 @@
+/* legalize_internal.h — what the legalization files (legalize*.c) share. */
+#ifndef LOOM_GRAPH_LEGALIZE_INTERNAL_H
+#define LOOM_GRAPH_LEGALIZE_INTERNAL_H
+
+#include "graph/graph_internal.h"
+#include "graph/legalize.h"
+#include "tensorprog/tp_gen.h"
+
+/* UNIMPLEMENTED "<op>: no legalization <why>". */
+loom_status loom_legal_unsupported(const loom_graph_expr *call, const char *why);
+/* Tensor argument i with known rank (<= 8), dims and dtype, else UNIMPLEMENTED. */
+loom_status loom_legal_tensor_arg(const loom_graph_expr *call, size_t i, const loom_sinfo **out);
+
+/* conv1d / conv2d / conv_transpose, max_pool2d / avg_pool2d and the image family's max_pool / max_pool_indices /
+ * avg_pool / lp_pool (legalize_window.c). */
+loom_status loom_legalize_window(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp);
+
+#endif
