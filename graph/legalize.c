@@ -69,6 +69,8 @@ static const binary_entry binary_table[] = {
     {LOOM_GRAPH_OP_BITWISE_AND, "a && b", NULL}, /* bitwise on integers */
     {LOOM_GRAPH_OP_BITWISE_OR, "a || b", NULL},
     {LOOM_GRAPH_OP_BITWISE_XOR, "xor(a, b)", NULL},
+    {LOOM_GRAPH_OP_SHIFT_LEFT, "shl(a, b)", NULL},
+    {LOOM_GRAPH_OP_SHIFT_RIGHT, "shr(a, b)", NULL},
 };
 
 typedef struct reduce_entry {

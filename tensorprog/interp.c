@@ -160,6 +160,15 @@ static loom_status int_binary(interp *it, loom_tp_op op, loom_dtype t, int64_t a
     case LOOM_TP_OP_AND: r = t == LOOM_DTYPE_BOOL ? (a && b) : (ua & ub); break;
     case LOOM_TP_OP_OR: r = t == LOOM_DTYPE_BOOL ? (a || b) : (ua | ub); break;
     case LOOM_TP_OP_XOR: r = t == LOOM_DTYPE_BOOL ? ((a != 0) != (b != 0)) : (ua ^ ub); break;
+    case LOOM_TP_OP_SHL:
+    case LOOM_TP_OP_SHR: {
+      int64_t w = 8 * (int64_t)loom_dtype_size(t);
+      uint64_t ma = u && w < 64 ? ua & (((uint64_t)1 << w) - 1) : ua; /* unsigned: the value's own bits */
+      if (b < 0 || b >= w) r = op == LOOM_TP_OP_SHR && !u && a < 0 ? ~(uint64_t)0 : 0;
+      else if (op == LOOM_TP_OP_SHL) r = ma << b;
+      else r = u || a >= 0 ? ma >> b : ~(~ua >> b);
+      break;
+    }
     case LOOM_TP_OP_EQ: out->i = a == b; return LOOM_OK;
     case LOOM_TP_OP_NE: out->i = a != b; return LOOM_OK;
     case LOOM_TP_OP_LT: out->i = u ? ua < ub : a < b; return LOOM_OK;

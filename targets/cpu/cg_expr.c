@@ -19,6 +19,7 @@
  * erf calls libm (erff for f32: error <= 2 ulp per glibc's tables); f32 exp, tanh (and sigmoid)
  * are inline code that vectorises (exp_f32 below: <= 2 ulp, including subnormal results; tanh_f32:
  * about 2e-7 relative). */
+#include <stdio.h>
 #include <string.h>
 
 #include "targets/cpu/cg_internal.h"
@@ -243,12 +244,36 @@ static LLVMValueRef lookup_buf(cg *g, const loom_tp_buffer *buf) {
   return LLVMConstPointerNull(g->t_ptr);
 }
 
+/* Does `e` depend on memory (a load, directly or through a let)? Such an index is data (take,
+ * gather, scatter indices) and is checked against its extent; affine indices are in bounds by
+ * construction of the program (the verifier and the loop extents). */
+static bool data_dependent(const loom_tp_expr *e) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD: return true;
+    case LOOM_TP_EXPR_LETREF: return data_dependent(e->u.let->u.let.value);
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (data_dependent(e->u.op.args[i])) return true;
+      return false;
+    case LOOM_TP_EXPR_CAST: return data_dependent(e->u.cast_arg);
+    case LOOM_TP_EXPR_SELECT:
+      return data_dependent(e->u.select.cond) || data_dependent(e->u.select.then_e) || data_dependent(e->u.select.else_e);
+    default: return false;
+  }
+}
+
 LLVMValueRef cg_elem_ptr(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *idx) {
   LLVMValueRef base = lookup_buf(g, buf);
   LLVMValueRef off = NULL;
   for (int d = 0; d < buf->ndim; d++) {
     LLVMValueRef i = cg_expr(g, idx[d]);
     if (LLVMTypeOf(i) != g->t_i64) i = LLVMBuildSExt(g->b, i, g->t_i64, "");
+    if (data_dependent(idx[d])) { /* unsigned compare: a negative index is out of range too */
+      char msg[256];
+      snprintf(msg, sizeof msg, "program @%s: buffer '%s' axis %d: an index read from memory is out of range", g->f->name,
+               buf->name, d);
+      cg_fail_if(g, LLVMBuildICmp(g->b, LLVMIntUGE, i, cg_sym(g, buf->dims[d]), ""), msg);
+    }
     if (!off) off = i;
     else off = LLVMBuildNSWAdd(g->b, LLVMBuildNSWMul(g->b, off, cg_sym(g, buf->dims[d]), ""), i, "");
   }
@@ -531,6 +556,16 @@ static LLVMValueRef int_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a) 
     case LOOM_TP_OP_OR: return LLVMBuildOr(g->b, a[0], a[1], "");
     case LOOM_TP_OP_XOR: return LLVMBuildXor(g->b, a[0], a[1], "");
     case LOOM_TP_OP_NOT: return LLVMBuildXor(g->b, a[0], LLVMConstAllOnes(ty), "");
+    case LOOM_TP_OP_SHL:
+    case LOOM_TP_OP_SHR: {
+      /* LLVM's shifts are poison past the width: clamp the count, then select the defined result */
+      long long w = (long long)LLVMGetIntTypeWidth(LLVMGetTypeKind(ty) == LLVMVectorTypeKind ? LLVMGetElementType(ty) : ty);
+      LLVMValueRef in = LLVMBuildICmp(g->b, LLVMIntULT, a[1], cg_ki(ty, w), "");
+      LLVMValueRef cnt = LLVMBuildSelect(g->b, in, a[1], cg_ki(ty, op == LOOM_TP_OP_SHR && s ? w - 1 : 0), "");
+      if (op == LOOM_TP_OP_SHR && s) return LLVMBuildAShr(g->b, a[0], cnt, "");
+      LLVMValueRef r = op == LOOM_TP_OP_SHL ? LLVMBuildShl(g->b, a[0], cnt, "") : LLVMBuildLShr(g->b, a[0], cnt, "");
+      return LLVMBuildSelect(g->b, in, r, LLVMConstNull(ty), "");
+    }
     default:
       cg_error(g, LOOM_ERROR(TYPE_ERROR, "program @%s: '%s' is not defined on %s", g->f->name,
                              loom_tp_op_spelling(op), loom_dtype_name(t)));

@@ -72,6 +72,26 @@ LOOM_TEST(cpu, inverse_trigonometric_f32) {
                "  }\n}\n", &o);
 }
 
+/* shl / shr: counts past the width and negative counts (LLVM's shifts are poison there), signed
+ * (arithmetic) and unsigned (logical) right shifts, scalar and vectorized. */
+LOOM_TEST(cpu, shifts_past_the_width_bit_exact) {
+  cpu_diff_opts o = opts(medium, 10, 0);
+  diff_program("prim @sh(A: Buffer[(n,), i32], B: Buffer[(n,), u8], C: Buffer[(n, 4), i32], D: Buffer[(n, 2), u8]) {\n"
+               "  for i in 0..n vectorize {\n"
+               "    C[i, 0] = shl(A[i], floormod(A[i], 40i32))\n"
+               "    C[i, 1] = shr(A[i], floormod(A[i], 40i32))\n"
+               "    C[i, 2] = shr(A[i] * 65537i32, A[i])\n"
+               "    C[i, 3] = shl(A[i], 31i32)\n"
+               "    D[i, 0] = shl(B[i], floormod(B[i], 11u8))\n"
+               "    D[i, 1] = shr(B[i] * 37u8, floormod(B[i], 11u8))\n"
+               "  }\n}\n", &o);
+  diff_program("prim @sh64(A: Buffer[(n,), i64], C: Buffer[(n, 2), i64]) {\n"
+               "  for i in 0..n {\n"
+               "    C[i, 0] = shl(A[i] * 1000003i64, floormod(A[i], 70i64))\n"
+               "    C[i, 1] = shr(A[i] * -1000003i64, floormod(A[i], 70i64))\n"
+               "  }\n}\n", &o);
+}
+
 /* The inline tanh (cg_expr.c tanh_f32): both branches of its select, saturation, tiny inputs. */
 LOOM_TEST(cpu, inline_tanh_f32_across_its_range) {
   cpu_diff_opts o = opts(medium, 10, 1e-6);
@@ -286,6 +306,37 @@ LOOM_TEST(cpu, integer_division_by_zero_fails_the_kernel) {
     cr_assert_str_eq(c.error, "integer division by zero");
   }
   (void)B;
+  loom_cpu_jit_destroy(jit);
+  tp_fixture_free(&fx);
+}
+
+/* An index read from memory (take, gather, scatter) outside its buffer fails the kernel with the
+ * buffer and axis named, as the interpreter does, instead of reading or writing out of bounds. */
+LOOM_TEST(cpu, data_dependent_index_out_of_range_fails_the_kernel) {
+  tp_fixture fx;
+  cpu_parse_ok(&fx, "prim @tk(X: Buffer[(n,), f32], I: Buffer[(m,), i64], Y: Buffer[(m,), f32]) {\n"
+                    "  for i in 0..m parallel { Y[i] = X[I[i]] }\n}\n");
+  loom_cpu_jit *jit;
+  cr_assert_null(loom_cpu_jit_create(NULL, &jit));
+  loom_kernel_fn fn = cpu_jit(jit, &fx);
+  float X[4] = {1, 2, 3, 4}, Y[3];
+  int64_t nx[1] = {4}, ni[1] = {3};
+  static const int64_t bad[][3] = {{0, 4, 1}, {2, -1, 0}, {3, 2, 1}};
+  for (uint32_t th = 1; th <= 2; th++)
+    for (int k = 0; k < 3; k++) {
+      int64_t I[3] = {bad[k][0], bad[k][1], bad[k][2]};
+      loom_tp_arg args[3] = {{X, nx, 0}, {I, ni, 0}, {Y, ni, 0}};
+      cpu_ctx c;
+      cpu_ctx_init(&c, th);
+      int32_t rc = cpu_call(fx.cx, fx.f, fn, args, 3, &c);
+      if (k == 2) {
+        cr_assert_eq(rc, 0, "in-range indices: %s", c.error);
+        cr_assert(Y[0] == 4 && Y[1] == 3 && Y[2] == 2);
+      } else {
+        cr_assert_neq(rc, 0, "index set %d", k);
+        cr_assert(strstr(c.error, "buffer 'X' axis 0: an index read from memory is out of range") != NULL, "%s", c.error);
+      }
+    }
   loom_cpu_jit_destroy(jit);
   tp_fixture_free(&fx);
 }

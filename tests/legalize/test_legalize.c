@@ -128,6 +128,9 @@ static const op_case binary_cases[] = {
     {"x: Tensor[(n, 4), f32], y: Tensor[(n, 4), f32]", "maximum(x, y)", 1, {{{5, 4}, {5, 4}}}},
     {"x: Tensor[(n, 4), f32], y: Tensor[(n, 4), f32]", "pow(x, y)", 1, {{{5, 4}, {5, 4}}}},
     {"x: Tensor[(n,), bool], y: Tensor[(n,), bool]", "logical_xor(x, y)", 1, {{{9}, {9}}}},
+    {"x: Tensor[(n, 5), i32], y: Tensor[(5,), i32]", "shift_left(x, y)", 2, {{{3, 5}, {5}}, {{0, 5}, {5}}}},
+    {"x: Tensor[(n, 5), i64], y: Tensor[(n, 5), i64]", "shift_right(x, y)", 1, {{{4, 5}, {4, 5}}}},
+    {"x: Tensor[(n, 5), u8], y: Tensor[(n, 1), u8]", "shift_right(x, y)", 1, {{{4, 5}, {4, 1}}}},
 };
 
 static const op_case reduce_cases[] = {
