@@ -179,7 +179,7 @@ static loom_status legalize_binary(loom_graph_module *m, const loom_graph_expr *
 }
 
 /* Normalises an axis given possibly negative. */
-static bool norm_axis(int64_t ax, int ndim, int *out) {
+bool loom_legal_norm_axis(int64_t ax, int ndim, int *out) {
   if (ax < 0) ax += ndim;
   if (ax < 0 || ax >= ndim) return false;
   *out = (int)ax;
@@ -198,7 +198,7 @@ static loom_status legalize_reduce(loom_graph_module *m, const loom_graph_expr *
     for (size_t i = 0; i < axes->n; i++) {
       int64_t v;
       int a;
-      if (!loom_sym_is_const(axes->syms[i], &v) || !norm_axis(v, x->ndim, &a)) return loom_legal_unsupported(call, "for these axes");
+      if (!loom_sym_is_const(axes->syms[i], &v) || !loom_legal_norm_axis(v, x->ndim, &a)) return loom_legal_unsupported(call, "for these axes");
       mask |= 1u << a;
     }
   }
@@ -216,7 +216,7 @@ static loom_status legalize_softmax(loom_graph_module *m, const loom_graph_expr 
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   int axis;
-  if (!norm_axis(loom_graph_attr_get_int(call, "axis", -1), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+  if (!loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", -1), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
   char name[256];
   snprintf(name, sizeof name, "%s_%s_r%d_a%d", log ? "log_softmax" : "softmax", loom_dtype_name(x->dtype), x->ndim, axis);
   if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
@@ -306,7 +306,7 @@ static loom_status legalize_permute(loom_graph_module *m, const loom_graph_expr 
   for (int k = 0; k < x->ndim; k++) {
     int64_t v = x->ndim - 1 - k;
     if (axes && ((size_t)k >= axes->n || !loom_sym_is_const(axes->syms[k], &v))) return loom_legal_unsupported(call, "for these axes");
-    if (!norm_axis(v, x->ndim, &perm[k])) return loom_legal_unsupported(call, "for these axes");
+    if (!loom_legal_norm_axis(v, x->ndim, &perm[k])) return loom_legal_unsupported(call, "for these axes");
     snprintf(key + strlen(key), sizeof key - strlen(key), "%d", perm[k]);
   }
   char name[256];
@@ -326,7 +326,7 @@ static loom_status legalize_concat(loom_graph_module *m, const loom_graph_expr *
     if (y->dtype != x->dtype || y->ndim != x->ndim) return loom_legal_unsupported(call, "for mixed dtypes or ranks");
   }
   int axis;
-  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+  if (!loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
   char name[256];
   snprintf(name, sizeof name, "concat_%s_r%d_a%d_n%zu", loom_dtype_name(x->dtype), x->ndim, axis, call->u.call.nargs);
   if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
@@ -392,7 +392,7 @@ static loom_status legalize_slice(loom_graph_module *m, const loom_graph_expr *c
   for (size_t i = 0; i < n; i++) {
     int64_t v = (int64_t)i;
     int ax;
-    if ((axes && !loom_sym_is_const(axes->syms[i], &v)) || !norm_axis(v, x->ndim, &ax))
+    if ((axes && !loom_sym_is_const(axes->syms[i], &v)) || !loom_legal_norm_axis(v, x->ndim, &ax))
       return loom_legal_unsupported(call, "for non-constant axes");
     int64_t sv = 1;
     if (strides && (!loom_sym_is_const(strides->syms[i], &sv) || sv <= 0))
@@ -458,7 +458,7 @@ static loom_status legalize_take(loom_graph_module *m, const loom_graph_expr *ca
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &idx));
   if (!loom_dtype_is_int(idx->dtype)) return loom_legal_unsupported(call, "for non-integer indices");
   int axis;
-  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+  if (!loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
   char name[256];
   snprintf(name, sizeof name, "take_%s_r%d_a%d_%s_r%d", loom_dtype_name(x->dtype), x->ndim, axis, loom_dtype_name(idx->dtype),
            idx->ndim);
@@ -472,7 +472,7 @@ static loom_status legalize_argext(loom_graph_module *m, const loom_graph_expr *
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   int axis;
-  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+  if (!loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
   bool keep = loom_graph_attr_get_int(call, "keepdims", 0) != 0;
   char name[256];
   snprintf(name, sizeof name, "%s_%s_r%d_a%d%s", is_max ? "argmax" : "argmin", loom_dtype_name(x->dtype), x->ndim, axis,
@@ -487,7 +487,7 @@ static loom_status legalize_cumsum(loom_graph_module *m, const loom_graph_expr *
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   int axis;
-  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+  if (!loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
   if (loom_graph_attr_get_int(call, "reverse", 0)) return loom_legal_unsupported(call, "with reverse yet");
   bool excl = loom_graph_attr_get_int(call, "exclusive", 0) != 0, prod = call->u.call.op == LOOM_GRAPH_OP_CUMPROD;
   char name[256];
@@ -573,7 +573,7 @@ static loom_status legalize_repeat(loom_graph_module *m, const loom_graph_expr *
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   int axis;
-  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+  if (!loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
   int64_t reps = loom_graph_attr_get_int(call, "repeats", 1);
   if (reps < 1) return loom_legal_unsupported(call, "for repeats < 1");
   char name[128];
@@ -581,22 +581,6 @@ static loom_status legalize_repeat(loom_graph_module *m, const loom_graph_expr *
   if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE(loom_tp_gen_repeat(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, axis,
                                     reps, tp));
-  return loom_graph_module_add_tp(m, *tp);
-}
-
-static loom_status legalize_gather_elements(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
-  const loom_sinfo *x, *idx;
-  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
-  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &idx));
-  if (!loom_dtype_is_int(idx->dtype) || idx->ndim != x->ndim) return loom_legal_unsupported(call, "for these indices");
-  int axis;
-  if (!norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
-  char name[128];
-  snprintf(name, sizeof name, "gather_elements_%s_r%d_a%d_%s", loom_dtype_name(x->dtype), x->ndim, axis,
-           loom_dtype_name(idx->dtype));
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_gather_elements(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim,
-                                             axis, idx->dtype, tp));
   return loom_graph_module_add_tp(m, *tp);
 }
 
@@ -720,7 +704,10 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
     case LOOM_GRAPH_OP_CUMPROD: return legalize_cumsum(m, call, out_tp);
     case LOOM_GRAPH_OP_TILE: return legalize_tile(m, call, out_tp);
     case LOOM_GRAPH_OP_REPEAT: return legalize_repeat(m, call, out_tp);
-    case LOOM_GRAPH_OP_GATHER_ELEMENTS: return legalize_gather_elements(m, call, out_tp);
+    case LOOM_GRAPH_OP_GATHER_ELEMENTS:
+    case LOOM_GRAPH_OP_SCATTER_ELEMENTS:
+    case LOOM_GRAPH_OP_GATHER_ND:
+    case LOOM_GRAPH_OP_SCATTER_ND: return loom_legalize_indexed(m, call, out_tp);
     case LOOM_GRAPH_OP_ONE_HOT: return legalize_one_hot(m, call, out, out_tp);
     case LOOM_GRAPH_OP_CONV1D:
     case LOOM_GRAPH_OP_CONV2D:

@@ -11,6 +11,12 @@ loom_status loom_legal_unsupported(const loom_graph_expr *call, const char *why)
 /* Tensor argument i with known rank (<= 8), dims and dtype, else UNIMPLEMENTED. */
 loom_status loom_legal_tensor_arg(const loom_graph_expr *call, size_t i, const loom_sinfo **out);
 
+/* The axis `ax` (negative: from the end) of a rank-ndim tensor in [0, ndim), or false. */
+bool loom_legal_norm_axis(int64_t ax, int ndim, int *out);
+
+/* gather_elements, scatter_elements, gather_nd, scatter_nd (legalize_index.c). */
+loom_status loom_legalize_indexed(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp);
+
 /* conv1d / conv2d / conv_transpose, max_pool2d / avg_pool2d and the image family's max_pool / max_pool_indices /
  * avg_pool / lp_pool (legalize_window.c). */
 loom_status loom_legalize_window(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp);

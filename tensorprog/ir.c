@@ -216,3 +216,36 @@ loom_tp_buffer *loom_tp_buffer_new(loom_arena *a, const char *name, loom_dtype t
   }
   return b;
 }
+
+bool loom_tp_expr_reads_memory(const loom_tp_expr *e) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD: return true;
+    case LOOM_TP_EXPR_LETREF: return loom_tp_expr_reads_memory(e->u.let->u.let.value);
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (loom_tp_expr_reads_memory(e->u.op.args[i])) return true;
+      return false;
+    case LOOM_TP_EXPR_CAST: return loom_tp_expr_reads_memory(e->u.cast_arg);
+    case LOOM_TP_EXPR_SELECT:
+      return loom_tp_expr_reads_memory(e->u.select.cond) || loom_tp_expr_reads_memory(e->u.select.then_e) ||
+             loom_tp_expr_reads_memory(e->u.select.else_e);
+    default: return false;
+  }
+}
+
+bool loom_tp_stmt_scatters(const loom_tp_stmt *s) {
+  if (!s) return false;
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++)
+        if (loom_tp_stmt_scatters(s->u.seq.items[i])) return true;
+      return false;
+    case LOOM_TP_STMT_FOR: return loom_tp_stmt_scatters(s->u.loop.body);
+    case LOOM_TP_STMT_IF: return loom_tp_stmt_scatters(s->u.if_.then_s) || loom_tp_stmt_scatters(s->u.if_.else_s);
+    case LOOM_TP_STMT_STORE:
+      for (int d = 0; d < s->u.store.buf->ndim; d++)
+        if (loom_tp_expr_reads_memory(s->u.store.idx[d])) return true;
+      return false;
+    default: return false;
+  }
+}

@@ -170,6 +170,10 @@ loom_status loom_tp_set_kind(loom_sym_ctx *cx, loom_tp_stmt *loop, loom_tp_loop_
   if (binds && loop->u.loop.reduce)
     return LOOM_ERROR(FAILED_PRECONDITION, "%s of loop '%s' does not apply: it is a reduction loop (iterations would race)",
                       loom_tp_loop_kind_name(kind), v);
+  if (binds && loom_tp_stmt_scatters(loop->u.loop.body))
+    return LOOM_ERROR(FAILED_PRECONDITION,
+                      "%s of loop '%s' does not apply: it stores at indices read from memory (iterations may write one element)",
+                      loom_tp_loop_kind_name(kind), v);
   if (kind == LOOM_TP_LOOP_UNROLL) {
     int64_t n;
     if (!loom_sym_is_const(loop->u.loop.extent, &n) || n > 64)

@@ -186,6 +186,33 @@ typedef struct loom_tp_pool {
 loom_status loom_tp_gen_pool(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_pool *pool,
                              const loom_tp_window *w, loom_tp_func **result);
 
+/* gather_nd: I (lead..., depth) names, per leading position, an element or slice of X past its
+ * first `batch` axes (batch axes shared by X and I): Y = I.shape[:-1] + X.shape[batch + depth:]. */
+loom_status loom_tp_gen_gather_nd(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype index_t,
+                                  int x_rank, int index_rank, int batch, int depth, loom_tp_func **result);
+
+/* How a scatter combines the update with the element already in Y. */
+typedef enum loom_tp_scatter_reduction {
+  LOOM_TP_SCATTER_NONE, /* replace */
+  LOOM_TP_SCATTER_ADD,
+  LOOM_TP_SCATTER_MUL,
+  LOOM_TP_SCATTER_MIN,
+  LOOM_TP_SCATTER_MAX,
+} loom_tp_scatter_reduction;
+
+/* scatter_nd: Y = X, then for each leading position p of I (in order) the slice of Y at
+ * I[p, 0..depth) takes U[p, ...] (combined by r). */
+loom_status loom_tp_gen_scatter_nd(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype index_t,
+                                   int x_rank, int index_rank, int depth, loom_tp_scatter_reduction r,
+                                   loom_tp_func **result);
+
+/* scatter_elements along `axis`: Y = X, then Y[i with axis replaced by I[i]] takes U[i] (combined
+ * by r) for every i of I, in order. I and U share dims; on the other axes they must not exceed X
+ * (the caller proves it: those indices are not checked). */
+loom_status loom_tp_gen_scatter_elements(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t,
+                                         loom_dtype index_t, int rank, int axis, loom_tp_scatter_reduction r,
+                                         loom_tp_func **result);
+
 /* Inference batch norm on axis 1: Y = (X - mean[c]) / sqrt(var[c] + eps) * gamma[c] + beta[c]. */
 loom_status loom_tp_gen_batch_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                                    double eps, loom_tp_func **result);

@@ -160,6 +160,13 @@ struct loom_tp_stmt {
   } u;
 };
 
+/* Does `e` depend on memory (a load, directly or through a let)? An index that does is data
+ * (take, gather and scatter indices), not an affine function of loops and shapes. */
+bool loom_tp_expr_reads_memory(const loom_tp_expr *e);
+/* Does a store under `s` write at an index read from memory (a scatter: two iterations may
+ * write one element)? */
+bool loom_tp_stmt_scatters(const loom_tp_stmt *s);
+
 /* A scalar (int64) parameter: a symbolic variable the caller passes. */
 typedef struct loom_tp_scalar_param {
   const char *name;

@@ -244,31 +244,13 @@ static LLVMValueRef lookup_buf(cg *g, const loom_tp_buffer *buf) {
   return LLVMConstPointerNull(g->t_ptr);
 }
 
-/* Does `e` depend on memory (a load, directly or through a let)? Such an index is data (take,
- * gather, scatter indices) and is checked against its extent; affine indices are in bounds by
- * construction of the program (the verifier and the loop extents). */
-static bool data_dependent(const loom_tp_expr *e) {
-  switch (e->kind) {
-    case LOOM_TP_EXPR_LOAD: return true;
-    case LOOM_TP_EXPR_LETREF: return data_dependent(e->u.let->u.let.value);
-    case LOOM_TP_EXPR_OP:
-      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
-        if (data_dependent(e->u.op.args[i])) return true;
-      return false;
-    case LOOM_TP_EXPR_CAST: return data_dependent(e->u.cast_arg);
-    case LOOM_TP_EXPR_SELECT:
-      return data_dependent(e->u.select.cond) || data_dependent(e->u.select.then_e) || data_dependent(e->u.select.else_e);
-    default: return false;
-  }
-}
-
 LLVMValueRef cg_elem_ptr(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *idx) {
   LLVMValueRef base = lookup_buf(g, buf);
   LLVMValueRef off = NULL;
   for (int d = 0; d < buf->ndim; d++) {
     LLVMValueRef i = cg_expr(g, idx[d]);
     if (LLVMTypeOf(i) != g->t_i64) i = LLVMBuildSExt(g->b, i, g->t_i64, "");
-    if (data_dependent(idx[d])) { /* unsigned compare: a negative index is out of range too */
+    if (loom_tp_expr_reads_memory(idx[d])) { /* data, not affine: checked (unsigned: negatives too) */
       char msg[256];
       snprintf(msg, sizeof msg, "program @%s: buffer '%s' axis %d: an index read from memory is out of range", g->f->name,
                buf->name, d);

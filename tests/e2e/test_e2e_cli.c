@@ -160,7 +160,9 @@ LOOM_TEST(e2e_cli, onnx_conformance_families_through_the_compiled_path) {
     const char *filter;
     int floor;
   } fams[] = {{"test_gemm", 11}, {"test_matmul", 4}, {"test_softmax", 21}, {"test_relu", 2}, {"test_conv_", 3},
-              {"test_layer_normalization", 57}, {"test_where", 2}, {"test_sign", 1}, {"test_bitwise", 15}, {"test_atan", 4}};
+              {"test_layer_normalization", 57}, {"test_where", 2}, {"test_sign", 1}, {"test_bitwise", 15}, {"test_atan", 4},
+              {"test_maxpool", 19}, {"test_averagepool", 20}, {"test_lppool", 8}, {"test_convtranspose", 11},
+              {"test_scatter", 14}, {"test_gather", 10}, {"test_bitshift", 8}};
   for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++) {
     loom_test_proc p = loom_test_run("%s conformance ../shared/conformance/onnx-backend-1.22/node --compiled --filter %s",
                                      loom_test_loom_bin(), fams[i].filter);

@@ -184,6 +184,16 @@ static const op_case more_cases[] = {
     {"x: Tensor[(n, 3), f32]", "tile(x, repeats=[2, 3])", 1, {{{4, 3}}}},
     {"x: Tensor[(n, 3), f32]", "repeat(x, repeats=2, axis=1)", 1, {{{4, 3}}}},
     {"x: Tensor[(n, 5), f32], i: Tensor[(n, 2), i64]", "gather_elements(x, i, axis=1)", 1, {{{3, 5}, {3, 2}}}, 5},
+    {"x: Tensor[(n, 4, 3), f32], i: Tensor[(k, 2), i64]", "gather_nd(x, i)", 2, {{{5, 4, 3}, {6, 2}}, {{4, 4, 3}, {0, 2}}}, 4},
+    {"x: Tensor[(b, 5, 3), f32], i: Tensor[(b, k, 1), i32]", "gather_nd(x, i, batch_dims=1)", 1, {{{2, 5, 3}, {2, 4, 1}}}, 5},
+    {"x: Tensor[(n, 4), f32], i: Tensor[(k, 1), i64], u: Tensor[(k, 4), f32]", "scatter_nd(x, i, u)", 2,
+     {{{5, 4}, {3, 1}, {3, 4}}, {{5, 4}, {0, 1}, {0, 4}}}, 5},
+    {"x: Tensor[(n, 4), i32], i: Tensor[(k, 2), i64], u: Tensor[(k,), i32]", "scatter_nd(x, i, u, reduction=\"add\")", 1,
+     {{{4, 4}, {9, 2}, {9}}}, 4},
+    {"x: Tensor[(n, 5), f32], i: Tensor[(n, 2), i64], u: Tensor[(n, 2), f32]", "scatter_elements(x, i, u, axis=1, reduction=\"max\")", 1,
+     {{{3, 5}, {3, 2}, {3, 2}}}, 5},
+    {"x: Tensor[(n, 5), f32], i: Tensor[(k, 5), i64], u: Tensor[(k, 5), f32]", "scatter_elements(x, i, u, axis=0)", 1,
+     {{{4, 5}, {7, 5}, {7, 5}}}, 4},
     {"i: Tensor[(n,), i64]", "one_hot(i, depth=[6], on_value=2.0, off_value=-1.0, dtype=f32)", 1, {{{7}}}, 6},
     {"x: Tensor[(n,), f32]", "arange(start=[2], end=[n + 2], step=[1], dtype=i64)", 1, {{{5}}}},
 };
@@ -270,6 +280,27 @@ LOOM_TEST(legalize, binary_ops_with_broadcasting) {
 
 LOOM_TEST(legalize, reductions_nn_and_matmul) {
   for (size_t i = 0; i < sizeof reduce_cases / sizeof reduce_cases[0]; i++) run_case(&reduce_cases[i]);
+}
+
+/* scatter_elements / gather_elements index the other axes with loop variables: when the indices'
+ * extent there is not provably within the data's, the call stays an operator (no unchecked store). */
+LOOM_TEST(legalize, elements_ops_need_provable_index_extents) {
+  const char *text =
+      "fn @main(x: Tensor[(n, 5), f32], i: Tensor[(k, m), i64], u: Tensor[(k, m), f32]) -> Object {\n  dataflow {\n"
+      "    y = scatter_elements(x, i, u, axis=0)\n    z = gather_elements(y, i, axis=0)\n    output z\n  }\n  return z\n}\n";
+  loom_source src = {"elements.loom", text, strlen(text)};
+  loom_diag_list diags;
+  loom_diag_list_init(&diags, NULL);
+  loom_graph_module *m;
+  loom_status s = loom_graph_parse(&src, &diags, &m);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  size_t done, kept;
+  cr_assert_null(loom_graph_legalize(m, &diags, &done, &kept));
+  cr_assert_eq(done, 0);
+  cr_assert_eq(kept, 2);
+  cr_assert(strstr(diags.items.data[0].message, "not provably within the data's") != NULL, "%s", diags.items.data[0].message);
+  loom_diag_list_destroy(&diags);
+  loom_graph_module_destroy(m);
 }
 
 LOOM_TEST(legalize, programs_are_shared_and_unsupported_ops_are_kept) {

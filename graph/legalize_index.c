@@ -1,0 +1,86 @@
+/* legalize_index.c — the ops that index with data: gather_elements, scatter_elements,
+ * gather_nd and scatter_nd, to tensorprog/gen_shape.c and gen_scatter.c programs. Indices
+ * read from memory are checked by the kernels; the extents the programs index with loop
+ * variables (the indices' dims on the other axes) must be proven to fit the data here. */
+#include <stdio.h>
+#include <string.h>
+
+#include "graph/legalize_internal.h"
+
+static loom_status reduction_of(const loom_graph_expr *call, loom_tp_scatter_reduction *r, const char **key) {
+  const loom_graph_attr *a = loom_graph_call_attr(call, "reduction");
+  static const struct {
+    const char *name;
+    loom_tp_scatter_reduction r;
+  } table[] = {{"none", LOOM_TP_SCATTER_NONE}, {"add", LOOM_TP_SCATTER_ADD}, {"mul", LOOM_TP_SCATTER_MUL},
+               {"min", LOOM_TP_SCATTER_MIN},   {"max", LOOM_TP_SCATTER_MAX}};
+  const char *s = a && a->kind == LOOM_GRAPH_ATTR_STR ? a->s : "none";
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+    if (!strcmp(s, table[i].name)) {
+      *r = table[i].r;
+      *key = table[i].name;
+      return LOOM_OK;
+    }
+  return loom_legal_unsupported(call, "for this reduction");
+}
+
+/* gather_elements / scatter_elements: on every axis but `axis` the indices' extent must be
+ * provably <= the data's (those coordinates are loop variables, not checked data). */
+static loom_status elements(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  bool scatter = call->u.call.op == LOOM_GRAPH_OP_SCATTER_ELEMENTS;
+  const loom_sinfo *x, *idx, *u = NULL;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &idx));
+  if (scatter) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &u));
+  if (!loom_dtype_is_int(idx->dtype) || idx->ndim != x->ndim) return loom_legal_unsupported(call, "for these indices");
+  int axis;
+  if (!loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis))
+    return loom_legal_unsupported(call, "for this axis");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  for (int k = 0; k < x->ndim; k++)
+    if (k != axis && loom_sym_prove_le(cx, idx->dims[k], x->dims[k]) != LOOM_SYM_TRUE)
+      return loom_legal_unsupported(call, "when the indices' extents are not provably within the data's");
+  loom_tp_scatter_reduction r = LOOM_TP_SCATTER_NONE;
+  const char *rk = "";
+  if (scatter) LOOM_PROPAGATE(reduction_of(call, &r, &rk));
+  char name[160];
+  snprintf(name, sizeof name, "%s_elements_%s_r%d_a%d_%s%s%s", scatter ? "scatter" : "gather", loom_dtype_name(x->dtype),
+           x->ndim, axis, loom_dtype_name(idx->dtype), scatter ? "_" : "", rk);
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  loom_arena *a = loom_graph_module_arena(m);
+  LOOM_PROPAGATE(scatter ? loom_tp_gen_scatter_elements(a, cx, name, x->dtype, idx->dtype, x->ndim, axis, r, tp)
+                         : loom_tp_gen_gather_elements(a, cx, name, x->dtype, x->ndim, axis, idx->dtype, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status nd(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  bool scatter = call->u.call.op == LOOM_GRAPH_OP_SCATTER_ND;
+  const loom_sinfo *x, *idx;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &idx));
+  int64_t depth, batch = loom_graph_attr_get_int(call, "batch_dims", 0);
+  if (!loom_dtype_is_int(idx->dtype) || idx->ndim < 1 || !loom_sym_is_const(idx->dims[idx->ndim - 1], &depth))
+    return loom_legal_unsupported(call, "for these indices");
+  if (scatter && batch) return loom_legal_unsupported(call, "with batch_dims");
+  loom_tp_scatter_reduction r = LOOM_TP_SCATTER_NONE;
+  const char *rk = "";
+  if (scatter) LOOM_PROPAGATE(reduction_of(call, &r, &rk));
+  char name[160];
+  snprintf(name, sizeof name, "%s_nd_%s_r%d_%s_r%d_b%lld_m%lld%s%s", scatter ? "scatter" : "gather", loom_dtype_name(x->dtype),
+           x->ndim, loom_dtype_name(idx->dtype), idx->ndim, (long long)batch, (long long)depth, scatter ? "_" : "", rk);
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  loom_arena *a = loom_graph_module_arena(m);
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  LOOM_PROPAGATE(scatter ? loom_tp_gen_scatter_nd(a, cx, name, x->dtype, idx->dtype, x->ndim, idx->ndim, (int)depth, r, tp)
+                         : loom_tp_gen_gather_nd(a, cx, name, x->dtype, idx->dtype, x->ndim, idx->ndim, (int)batch,
+                                                 (int)depth, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+loom_status loom_legalize_indexed(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  switch (call->u.call.op) {
+    case LOOM_GRAPH_OP_GATHER_ND:
+    case LOOM_GRAPH_OP_SCATTER_ND: return nd(m, call, tp);
+    default: return elements(m, call, tp);
+  }
+}
