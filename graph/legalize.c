@@ -154,21 +154,36 @@ static loom_status legalize_clip(loom_graph_module *m, const loom_graph_expr *ca
   return loom_graph_module_add_tp(m, *tp);
 }
 
+/* pow of integers (ONNX Pow on int32 / int64): the reference computes in double and converts
+ * back, truncating, as the program's cast does. */
+static loom_status legalize_int_pow(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *a,
+                                    const loom_sinfo *out, const loom_tp_bcast *ma, const loom_sinfo *b,
+                                    const loom_tp_bcast *mb, const char *key, loom_tp_func **tp) {
+  if (!loom_dtype_is_int(a->dtype) || out->dtype != a->dtype) return loom_legal_unsupported(call, "for these operand dtypes");
+  char expr[96], name[256];
+  const char *an = loom_dtype_name(a->dtype);
+  snprintf(expr, sizeof expr, "%s(pow(f64(a), f64(b)))", an);
+  snprintf(name, sizeof name, "pow_%s_%s", an, key);
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_binary(loom_graph_module_arena(m), loom_graph_module_sym(m), name, expr, a->dtype, out->dtype,
+                                    a->ndim, ma, b->ndim, mb, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
 static loom_status legalize_binary(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                    const binary_entry *e, loom_tp_func **tp) {
   const loom_sinfo *a, *b;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &a));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &b));
-  if (a->dtype != b->dtype) return loom_legal_unsupported(call, "for operands of different dtypes");
   if (out->ndim < 0 || !out->dims) return loom_legal_unsupported(call, "for a result of unknown shape");
-  if (e->op == LOOM_GRAPH_OP_POW && !loom_dtype_is_float(a->dtype))
-    return loom_legal_unsupported(call, "for integer operands (tensor programs define pow on floats only)");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   loom_tp_bcast ma[LOOM_TP_GEN_MAX_RANK], mb[LOOM_TP_GEN_MAX_RANK];
   char key[64] = "";
   modes_of(cx, a, out->dims, out->ndim, ma, key, sizeof key);
   strcat(key, "_");
   modes_of(cx, b, out->dims, out->ndim, mb, key, sizeof key);
+  if (a->dtype != b->dtype) return loom_legal_unsupported(call, "for operands of different dtypes");
+  if (e->op == LOOM_GRAPH_OP_POW && !loom_dtype_is_float(a->dtype)) return legalize_int_pow(m, call, a, out, ma, b, mb, key, tp);
   const char *expr = loom_dtype_is_float(a->dtype) || !e->int_expr ? e->expr : e->int_expr;
   char name[256];
   snprintf(name, sizeof name, "%s_%s_%s", loom_graph_op_name(call->u.call.op), loom_dtype_name(a->dtype), key);
@@ -245,19 +260,20 @@ static loom_status legalize_matmul(loom_graph_module *m, const loom_graph_expr *
   const loom_sinfo *a, *b;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &a));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &b));
-  if (a->ndim < 2 || b->ndim < 2) return loom_legal_unsupported(call, "for 1-d operands yet");
   if (a->dtype != b->dtype) return loom_legal_unsupported(call, "for operands of different dtypes");
-  if (out->ndim < 2 || !out->dims) return loom_legal_unsupported(call, "for a result of unknown shape");
+  /* a 1-D operand (NumPy's vector forms) contributes no batch axes and no m / n axis */
+  int nbatch = out->ndim - (a->ndim >= 2) - (b->ndim >= 2);
+  if (out->ndim < 0 || !out->dims || nbatch < 0) return loom_legal_unsupported(call, "for a result of unknown shape");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   /* Batch modes against the output's batch dims. */
   loom_sinfo ab = *a, bb = *b;
-  ab.ndim = a->ndim - 2;
-  bb.ndim = b->ndim - 2;
+  ab.ndim = a->ndim >= 2 ? a->ndim - 2 : 0;
+  bb.ndim = b->ndim >= 2 ? b->ndim - 2 : 0;
   loom_tp_bcast ma[LOOM_TP_GEN_MAX_RANK], mb[LOOM_TP_GEN_MAX_RANK];
   char key[64] = "";
-  modes_of(cx, &ab, out->dims, out->ndim - 2, ma, key, sizeof key);
+  modes_of(cx, &ab, out->dims, nbatch, ma, key, sizeof key);
   strcat(key, "_");
-  modes_of(cx, &bb, out->dims, out->ndim - 2, mb, key, sizeof key);
+  modes_of(cx, &bb, out->dims, nbatch, mb, key, sizeof key);
   loom_dtype acc = a->dtype == LOOM_DTYPE_F16 || a->dtype == LOOM_DTYPE_BF16 ? LOOM_DTYPE_F32 : a->dtype;
   char name[256];
   snprintf(name, sizeof name, "matmul_%s_%d_%d_%s", loom_dtype_name(a->dtype), a->ndim, b->ndim, key);

@@ -8,9 +8,11 @@
 
 loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int ra,
                                const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb, loom_tp_func **result) {
-  if (ra < 2 || rb < 2) return LOOM_ERROR(INVALID_ARGUMENT, "matmul generator needs ranks >= 2 (given %d and %d)", ra, rb);
-  int nba = ra - 2, nbb = rb - 2, NB = nba > nbb ? nba : nbb, R = NB + 2;
-  LOOM_PROPAGATE(loom_tpg_check_rank(R));
+  if (ra < 1 || rb < 1) return LOOM_ERROR(INVALID_ARGUMENT, "matmul generator needs ranks >= 1 (given %d and %d)", ra, rb);
+  /* A 1-D operand has no batch axes and no m (A) or n (B) axis: NumPy's vector forms. */
+  bool has_m = ra >= 2, has_n = rb >= 2;
+  int nba = has_m ? ra - 2 : 0, nbb = has_n ? rb - 2 : 0, NB = nba > nbb ? nba : nbb, R = NB + has_m + has_n;
+  LOOM_PROPAGATE(loom_tpg_check_rank(NB + 2));
   /* Batch dims via the broadcast helper, then the matrix dims m, k / k, n. */
   char da[LOOM_TP_GEN_MAX_RANK][12], db[LOOM_TP_GEN_MAX_RANK][12], la[512], lb[512];
   loom_tpg_bcast_input("a", nba, NB, ma, da, la, sizeof la, "A");
@@ -20,12 +22,19 @@ loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name
   for (int j = 0; j < nbb; j++) pb[j] = db[j];
   const char *const *d = loom_tpg_dims_d();
   for (int j = 0; j < NB; j++) pc[j] = d[j];
-  pa[nba] = "m", pa[nba + 1] = "k";
-  pb[nbb] = "k", pb[nbb + 1] = "n";
-  pc[NB] = "m", pc[NB + 1] = "n";
+  int ka = nba, kb = nbb, kc = NB;
+  if (has_m) pa[ka++] = "m";
+  pa[ka++] = "k";
+  pb[kb++] = "k";
+  if (has_n) pb[kb++] = "n";
+  if (has_m) pc[kc++] = "m";
+  if (has_n) pc[kc++] = "n";
   /* Loads: strip the closing ']' of the batch part and append the matrix indices. */
   la[strlen(la) - 1] = '\0';
   lb[strlen(lb) - 1] = '\0';
+  char ia[64], ib[64];
+  snprintf(ia, sizeof ia, "%s%s", nba ? ", " : "", has_m ? "im, rk]" : "rk]");
+  snprintf(ib, sizeof ib, "%s%s", nbb ? ", " : "", has_n ? "rk, jn]" : "rk]");
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
   loom_strbuf_printf(&sb, "prim @%s(A: ", name);
@@ -38,24 +47,24 @@ loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name
   int axes[LOOM_TP_GEN_MAX_RANK];
   loom_tpg_all_axes(axes, NB);
   loom_tpg_open_loops(&sb, axes, NB, "i", d, true, false);
-  loom_strbuf_printf(&sb, "for im in 0..m%s {\nfor jn in 0..n {\n", NB ? "" : " parallel");
+  if (has_m) loom_strbuf_printf(&sb, "for im in 0..m%s {\n", NB ? "" : " parallel");
+  if (has_n) loom_strbuf_printf(&sb, "for jn in 0..n%s {\n", NB || has_m ? "" : " parallel");
   char cidx[512] = "";
-  for (int j = 0; j < NB; j++) snprintf(cidx + strlen(cidx), sizeof cidx - strlen(cidx), "i%d, ", j);
-  strcat(cidx, "im, jn");
+  for (int j = 0; j < NB; j++) snprintf(cidx + strlen(cidx), sizeof cidx - strlen(cidx), "%si%d", j ? ", " : "", j);
+  if (has_m) snprintf(cidx + strlen(cidx), sizeof cidx - strlen(cidx), "%sim", NB ? ", " : "");
+  if (has_n) snprintf(cidx + strlen(cidx), sizeof cidx - strlen(cidx), "%sjn", NB || has_m ? ", " : "");
   bool widen = acc != t;
   const char *accn = loom_dtype_name(acc);
   if (widen) {
     loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\nS[0] = %s(0.0)\n", accn, accn);
-    loom_strbuf_printf(&sb, "for rk in 0..k reduce {\nS[0] = S[0] + %s(%s%sim, rk]) * %s(%s%srk, jn])\n}\n", accn, la,
-                       nba ? ", " : "", accn, lb, nbb ? ", " : "");
+    loom_strbuf_printf(&sb, "for rk in 0..k reduce {\nS[0] = S[0] + %s(%s%s) * %s(%s%s)\n}\n", accn, la, ia, accn, lb, ib);
     loom_strbuf_printf(&sb, "C[%s] = %s(S[0])\n", cidx, loom_dtype_name(t));
   } else {
     loom_strbuf_printf(&sb, "C[%s] = ", cidx);
     loom_tpg_reduce_init(&sb, LOOM_TP_REDUCE_SUM, t);
-    loom_strbuf_printf(&sb, "\nfor rk in 0..k reduce {\nC[%s] = C[%s] + %s%sim, rk] * %s%srk, jn]\n}\n", cidx, cidx, la,
-                       nba ? ", " : "", lb, nbb ? ", " : "");
+    loom_strbuf_printf(&sb, "\nfor rk in 0..k reduce {\nC[%s] = C[%s] + %s%s * %s%s\n}\n", cidx, cidx, la, ia, lb, ib);
   }
-  loom_strbuf_puts(&sb, "}\n}\n");
+  loom_tpg_close_loops(&sb, has_m + has_n);
   loom_tpg_close_program(&sb, NB);
   return loom_tpg_finish(a, cx, &sb, result);
 }

@@ -49,8 +49,9 @@ typedef enum loom_tp_reduce_op {
 loom_status loom_tp_gen_reduce(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_tp_reduce_op op, loom_dtype t,
                                int rank, unsigned axes, bool keepdims, loom_tp_func **result);
 
-/* C[..., m, n] = sum_k A[..., m, k] * B[..., k, n]; ranks >= 2, batch axes broadcast with
- * the given modes (entries for the batch axes only, aligned right). Accumulates in `acc`. */
+/* C[..., m, n] = sum_k A[..., m, k] * B[..., k, n]; ranks >= 1 (a 1-D A has no m axis and a 1-D B
+ * no n axis, as NumPy's matmul), batch axes broadcast with the given modes (entries for the batch
+ * axes only, aligned right). Accumulates in `acc`. */
 loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int ra,
                                const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb, loom_tp_func **result);
 

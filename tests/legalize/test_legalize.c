@@ -131,6 +131,9 @@ static const op_case binary_cases[] = {
     {"x: Tensor[(n, 5), i32], y: Tensor[(5,), i32]", "shift_left(x, y)", 2, {{{3, 5}, {5}}, {{0, 5}, {5}}}},
     {"x: Tensor[(n, 5), i64], y: Tensor[(n, 5), i64]", "shift_right(x, y)", 1, {{{4, 5}, {4, 5}}}},
     {"x: Tensor[(n, 5), u8], y: Tensor[(n, 1), u8]", "shift_right(x, y)", 1, {{{4, 5}, {4, 1}}}},
+    /* integer pow: small operands (the two layers convert an out-of-range float to a narrow integer differently) */
+    {"x: Tensor[(n, 5), i32], y: Tensor[(5,), i32]", "pow(x, y)", 1, {{{3, 5}, {5}}}, 5},
+    {"x: Tensor[(n, 5), i64], y: Tensor[(n, 5), i64]", "pow(x, y)", 1, {{{4, 5}, {4, 5}}}, 5},
 };
 
 static const op_case reduce_cases[] = {
@@ -146,6 +149,10 @@ static const op_case reduce_cases[] = {
     {"a: Tensor[(m, 6), f32], w: Tensor[(6, 4), f32]", "matmul(a, w)", 3, {{{3, 6}, {6, 4}}, {{1, 6}, {6, 4}}, {{0, 6}, {6, 4}}}},
     {"a: Tensor[(b, m, 6), f32], w: Tensor[(6, 4), f32]", "matmul(a, w)", 1, {{{2, 3, 6}, {6, 4}}}},
     {"a: Tensor[(b, m, k), f32], w: Tensor[(b, k, n), f32]", "matmul(a, w)", 1, {{{2, 3, 5}, {2, 5, 7}}}},
+    {"a: Tensor[(k,), f32], b: Tensor[(k,), f32]", "matmul(a, b)", 2, {{{7}, {7}}, {{0}, {0}}}},
+    {"a: Tensor[(k,), f32], b: Tensor[(2, k, n), f32]", "matmul(a, b)", 1, {{{5}, {2, 5, 3}}}},
+    {"a: Tensor[(b, 3, m, k), f32], b: Tensor[(k,), f32]", "matmul(a, b)", 1, {{{2, 3, 4, 5}, {5}}}},
+    {"a: Tensor[(m, k), f32], b: Tensor[(k,), f32]", "matmul(a, b)", 1, {{{4, 6}, {6}}}},
 };
 
 static const op_case shape_cases[] = {
