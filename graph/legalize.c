@@ -636,6 +636,25 @@ static loom_status legalize_batch_norm(loom_graph_module *m, const loom_graph_ex
   return loom_graph_module_add_tp(m, *tp);
 }
 
+static loom_status legalize_group_norm(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  for (size_t i = 1; i < 3; i++) {
+    const loom_sinfo *p;
+    LOOM_PROPAGATE(loom_legal_tensor_arg(call, i, &p));
+    if (p->ndim != 1 || p->dtype != x->dtype) return loom_legal_unsupported(call, "for these parameters");
+  }
+  double eps = loom_graph_attr_get_float(call, "eps", 1e-5);
+  int64_t groups = loom_graph_attr_get_int(call, "num_groups", 1);
+  char name[128];
+  snprintf(name, sizeof name, "group_norm_%s_r%d_g%lld_%016llx", loom_dtype_name(x->dtype), x->ndim, (long long)groups,
+           (unsigned long long)loom_hash_bytes(&eps, sizeof eps));
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_group_norm(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, groups,
+                                        eps, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
 static loom_status legalize_global_avg_pool2d(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
@@ -736,6 +755,7 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
     case LOOM_GRAPH_OP_CONV_TRANSPOSE: return loom_legalize_window(m, call, out_tp);
     case LOOM_GRAPH_OP_GLOBAL_AVG_POOL2D: return legalize_global_avg_pool2d(m, call, out_tp);
     case LOOM_GRAPH_OP_BATCH_NORM: return legalize_batch_norm(m, call, out_tp);
+    case LOOM_GRAPH_OP_GROUP_NORM: return legalize_group_norm(m, call, out_tp);
     case LOOM_GRAPH_OP_ATTENTION: return legalize_attention(m, call, out_tp);
     default: return loom_legal_unsupported(call, "yet");
   }

@@ -141,6 +141,59 @@ loom_status loom_tp_gen_batch_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
+loom_status loom_tp_gen_group_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                                   int64_t groups, double eps, loom_tp_func **result) {
+  if (rank < 2) return LOOM_ERROR(INVALID_ARGUMENT, "group_norm needs rank >= 2");
+  if (groups < 1) return LOOM_ERROR(INVALID_ARGUMENT, "group_norm needs num_groups >= 1");
+  if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "group_norm of %s is not supported", loom_dtype_name(t));
+  LOOM_PROPAGATE(loom_tpg_check_rank(rank));
+  const char *const *d = loom_tpg_dims_d();
+  const char *tn = loom_dtype_name(t), *one[1] = {"d1"};
+  loom_dtype st = loom_tpg_stat_type(t);
+  const char *sn = loom_dtype_name(st);
+  char cg[48], cnt[256], eps_text[64], ch[96], sp[256] = "";
+  snprintf(cg, sizeof cg, "floordiv(d1, %lld)", (long long)groups);
+  snprintf(cnt, sizeof cnt, "%s(%s", sn, cg);
+  for (int k = 2; k < rank; k++) snprintf(cnt + strlen(cnt), sizeof cnt - strlen(cnt), "*d%d", k);
+  strcat(cnt, ")");
+  snprintf(ch, sizeof ch, "g*%s + rc", cg);
+  for (int k = 2; k < rank; k++) snprintf(sp + strlen(sp), sizeof sp - strlen(sp), ", r%d", k);
+  snprintf(eps_text, sizeof eps_text, "%.17g", eps);
+  if (!strpbrk(eps_text, ".eEn")) strcat(eps_text, ".0");
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
+  loom_tpg_buffer_type(&sb, d, rank, t);
+  loom_strbuf_puts(&sb, ", gamma: ");
+  loom_tpg_buffer_type(&sb, one, 1, t);
+  loom_strbuf_puts(&sb, ", beta: ");
+  loom_tpg_buffer_type(&sb, one, 1, t);
+  loom_strbuf_puts(&sb, ", Y: ");
+  loom_tpg_buffer_type(&sb, d, rank, t);
+  loom_strbuf_printf(&sb, ") {\nfor i0 in 0..d0 parallel {\nfor g in 0..%lld {\nalloc S: Local[(2,), %s]\n", (long long)groups, sn);
+  /* the group's elements: its channels, then every spatial position */
+  const char *passes[3] = {"sum", "var", "out"};
+  for (int p = 0; p < 3; p++) {
+    bool red = p < 2;
+    loom_strbuf_printf(&sb, "for rc in 0..%s%s {\n", cg, red ? " reduce" : "");
+    for (int k = 2; k < rank; k++) loom_strbuf_printf(&sb, "for r%d in 0..d%d%s {\n", k, k, red ? " reduce" : "");
+    char x[512];
+    snprintf(x, sizeof x, "%s%sX[i0, %s%s]%s", st != t ? sn : "", st != t ? "(" : "", ch, sp, st != t ? ")" : "");
+    if (!strcmp(passes[p], "sum")) loom_strbuf_printf(&sb, "S[0] = S[0] + %s\n", x);
+    else if (!strcmp(passes[p], "var")) loom_strbuf_printf(&sb, "let dv: %s = %s - mean\nS[1] = S[1] + dv*dv\n", sn, x);
+    else
+      loom_strbuf_printf(&sb, "Y[i0, %s%s] = %s%s(%s - mean) * rstd * %s%sgamma[%s]%s + %s%sbeta[%s]%s%s\n", ch, sp,
+                         st != t ? tn : "", st != t ? "(" : "", x, st != t ? sn : "", st != t ? "(" : "", ch,
+                         st != t ? ")" : "", st != t ? sn : "", st != t ? "(" : "", ch, st != t ? ")" : "",
+                         st != t ? ")" : "");
+    loom_tpg_close_loops(&sb, rank - 1);
+    if (p == 0) loom_strbuf_printf(&sb, "let mean: %s = S[0] / %s\n", sn, cnt);
+    if (p == 1) loom_strbuf_printf(&sb, "let rstd: %s = rsqrt(S[1] / %s + %s(%s))\n", sn, cnt, sn, eps_text);
+  }
+  loom_strbuf_puts(&sb, "}\n}\n}\n");
+  return loom_tpg_finish(a, cx, &sb, result);
+}
+
 loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
                                   bool causal, int mask_rank, const loom_tp_bcast *mask_modes, loom_dtype mask_t,
                                   loom_tp_func **result) {

@@ -218,6 +218,12 @@ loom_status loom_tp_gen_scatter_elements(loom_arena *a, loom_sym_ctx *cx, const 
 loom_status loom_tp_gen_batch_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                                    double eps, loom_tp_func **result);
 
+/* Group norm on (N, C, ...): each group of C / groups channels (with every spatial position) is
+ * normalised by its own mean and variance, then scaled and shifted per channel by gamma, beta (C).
+ * Statistics in f32 (f64 for f64). */
+loom_status loom_tp_gen_group_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                                   int64_t groups, double eps, loom_tp_func **result);
+
 /* Attention over (b, h, s, d) queries and (b, hk, t, d) keys / (b, hk, t, dv) values, hk dividing h
  * (grouped-query): Y = softmax(Q K^T * scale + mask) V with an optional mask of rank mask_rank
  * broadcast to (b, h, s, t) by `mask_modes` (bool: keep where true; float: added), and causal

@@ -264,6 +264,19 @@ LOOM_TEST(legalize, attention) {
   for (size_t i = 0; i < sizeof attention_cases / sizeof attention_cases[0]; i++) run_case(&attention_cases[i]);
 }
 
+static const op_case norm_cases[] = {
+    {"x: Tensor[(n, 6, h, w), f32], g: Tensor[(6,), f32], b: Tensor[(6,), f32]", "group_norm(x, g, b, num_groups=3, eps=0.001)", 2,
+     {{{2, 6, 3, 5}, {6}, {6}}, {{1, 6, 1, 1}, {6}, {6}}}},
+    {"x: Tensor[(n, c, l), f32], g: Tensor[(c,), f32], b: Tensor[(c,), f32]", "group_norm(x, g, b, num_groups=1)", 1,
+     {{{2, 4, 7}, {4}, {4}}}},
+    {"x: Tensor[(n, c), f64], g: Tensor[(c,), f64], b: Tensor[(c,), f64]", "group_norm(x, g, b, num_groups=2)", 1,
+     {{{3, 8}, {8}, {8}}}},
+};
+
+LOOM_TEST(legalize, group_norm) {
+  for (size_t i = 0; i < sizeof norm_cases / sizeof norm_cases[0]; i++) run_case(&norm_cases[i]);
+}
+
 /* batch_norm (5 inputs) is covered by the ResNet model in test_legalize_models.c. */
 LOOM_TEST(legalize, cnn_ops) {
   for (size_t i = 0; i < sizeof cnn_cases / sizeof cnn_cases[0]; i++) run_case(&cnn_cases[i]);
