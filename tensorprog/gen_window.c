@@ -41,26 +41,44 @@ static void inside(loom_strbuf *sb, char q[][128], int n) {
   for (int i = 0; i < n; i++) loom_strbuf_printf(sb, "%s%s >= 0 && %s < h%d", i ? " && " : "", q[i], q[i], i);
 }
 
+/* A convolution's parameters X (n, c, h..), W (<w_lead>, k..), Bias (o)?, Y (n, o, y..); its
+ * output nest and accumulator S (initialised with the bias). */
+static void open_conv(loom_strbuf *sb, const char *name, loom_dtype t, loom_dtype acc, int n, const char *w_lead, bool bias) {
+  const char *tn = loom_dtype_name(t), *an = loom_dtype_name(acc);
+  loom_strbuf_printf(sb, "prim @%s(X: Buffer[(n, c", name);
+  spatial_list(sb, "h", n);
+  loom_strbuf_printf(sb, "), %s], W: Buffer[(%s", tn, w_lead);
+  spatial_list(sb, "k", n);
+  loom_strbuf_printf(sb, "), %s], ", tn);
+  if (bias) loom_strbuf_printf(sb, "Bias: Buffer[(o,), %s], ", tn);
+  loom_strbuf_puts(sb, "Y: Buffer[(n, o");
+  spatial_list(sb, "y", n);
+  loom_strbuf_printf(sb, "), %s]) {\n", tn);
+  open_output(sb, "o", n);
+  loom_strbuf_printf(sb, "alloc S: Local[(1,), %s]\n", an);
+  if (bias) loom_strbuf_printf(sb, "S[0] = %s(Bias[i1])\n", an);
+}
+
+/* Closes the window loops (channels + n spatial), stores S and closes the output nest. */
+static loom_status close_conv(loom_arena *a, loom_sym_ctx *cx, loom_strbuf *sb, int n, loom_dtype t, loom_tp_func **result) {
+  loom_tpg_close_loops(sb, n + 1);
+  loom_strbuf_printf(sb, "Y[i0, i1");
+  spatial_list(sb, "j", n);
+  loom_strbuf_printf(sb, "] = %s(S[0])\n", loom_dtype_name(t));
+  loom_tpg_close_loops(sb, n + 2);
+  loom_strbuf_puts(sb, "}\n");
+  return loom_tpg_finish(a, cx, sb, result);
+}
+
 loom_status loom_tp_gen_conv(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
                              const loom_tp_window *w, bool bias, loom_tp_func **result) {
   LOOM_PROPAGATE(check_window(w, "conv"));
   if (w->groups < 1) return LOOM_ERROR(INVALID_ARGUMENT, "conv: groups must be >= 1");
-  const char *tn = loom_dtype_name(t), *an = loom_dtype_name(acc);
+  const char *an = loom_dtype_name(acc);
   int n = w->n;
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: Buffer[(n, c", name);
-  spatial_list(&sb, "h", n);
-  loom_strbuf_printf(&sb, "), %s], W: Buffer[(o, cg", tn);
-  spatial_list(&sb, "k", n);
-  loom_strbuf_printf(&sb, "), %s], ", tn);
-  if (bias) loom_strbuf_printf(&sb, "Bias: Buffer[(o,), %s], ", tn);
-  loom_strbuf_puts(&sb, "Y: Buffer[(n, o");
-  spatial_list(&sb, "y", n);
-  loom_strbuf_printf(&sb, "), %s]) {\n", tn);
-  open_output(&sb, "o", n);
-  loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\n", an);
-  if (bias) loom_strbuf_printf(&sb, "S[0] = %s(Bias[i1])\n", an);
+  open_conv(&sb, name, t, acc, n, "o, cg", bias);
   loom_strbuf_puts(&sb, "for rc in 0..cg reduce {\n");
   for (int i = 0; i < n; i++) loom_strbuf_printf(&sb, "for r%d in 0..k%d reduce {\n", i, i);
   char q[LOOM_TP_MAX_SPATIAL][128];
@@ -72,13 +90,7 @@ loom_status loom_tp_gen_conv(loom_arena *a, loom_sym_ctx *cx, const char *name, 
   loom_strbuf_printf(&sb, "]) * %s(W[i1, rc", an);
   spatial_list(&sb, "r", n);
   loom_strbuf_puts(&sb, "])\n}\n");
-  loom_tpg_close_loops(&sb, n + 1);
-  loom_strbuf_printf(&sb, "Y[i0, i1");
-  spatial_list(&sb, "j", n);
-  loom_strbuf_printf(&sb, "] = %s(S[0])\n", tn);
-  loom_tpg_close_loops(&sb, n + 2);
-  loom_strbuf_puts(&sb, "}\n");
-  return loom_tpg_finish(a, cx, &sb, result);
+  return close_conv(a, cx, &sb, n, t, result);
 }
 
 /* The flat input index of tap q (argmax): channel-major, then the spatial axes row-major, or
@@ -199,23 +211,12 @@ loom_status loom_tp_gen_conv_transpose(loom_arena *a, loom_sym_ctx *cx, const ch
     if (w->stride[i] < 1 || w->dilation[i] < 1)
       return LOOM_ERROR(INVALID_ARGUMENT, "conv_transpose: spatial axis %d has stride %lld, dilation %lld", i,
                         (long long)w->stride[i], (long long)w->dilation[i]);
-  const char *tn = loom_dtype_name(t), *an = loom_dtype_name(acc);
+  const char *an = loom_dtype_name(acc);
   int n = w->n;
   long long groups = (long long)w->groups;
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: Buffer[(n, c", name);
-  spatial_list(&sb, "h", n);
-  loom_strbuf_printf(&sb, "), %s], W: Buffer[(c, og", tn);
-  spatial_list(&sb, "k", n);
-  loom_strbuf_printf(&sb, "), %s], ", tn);
-  if (bias) loom_strbuf_printf(&sb, "Bias: Buffer[(o,), %s], ", tn);
-  loom_strbuf_puts(&sb, "Y: Buffer[(n, o");
-  spatial_list(&sb, "y", n);
-  loom_strbuf_printf(&sb, "), %s]) {\n", tn);
-  open_output(&sb, "o", n);
-  loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\n", an);
-  if (bias) loom_strbuf_printf(&sb, "S[0] = %s(Bias[i1])\n", an);
+  open_conv(&sb, name, t, acc, n, "c, og", bias);
   loom_strbuf_printf(&sb, "for rc in 0..floordiv(c, %lld) reduce {\n", groups);
   for (int i = 0; i < n; i++) loom_strbuf_printf(&sb, "for r%d in 0..k%d reduce {\n", i, i);
   /* Output y gathers input x where x*s - pad_lo + r*d = y: t = y + pad_lo - r*d must be a
@@ -238,11 +239,5 @@ loom_status loom_tp_gen_conv_transpose(loom_arena *a, loom_sym_ctx *cx, const ch
   loom_strbuf_printf(&sb, "]) * %s(W[floordiv(i1, og)*floordiv(c, %lld) + rc, floormod(i1, og)", an, groups);
   spatial_list(&sb, "r", n);
   loom_strbuf_puts(&sb, "])\n}\n");
-  loom_tpg_close_loops(&sb, n + 1);
-  loom_strbuf_printf(&sb, "Y[i0, i1");
-  spatial_list(&sb, "j", n);
-  loom_strbuf_printf(&sb, "] = %s(S[0])\n", tn);
-  loom_tpg_close_loops(&sb, n + 2);
-  loom_strbuf_puts(&sb, "}\n");
-  return loom_tpg_finish(a, cx, &sb, result);
+  return close_conv(a, cx, &sb, n, t, result);
 }

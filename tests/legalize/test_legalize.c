@@ -302,20 +302,26 @@ LOOM_TEST(legalize, reductions_nn_and_matmul) {
   for (size_t i = 0; i < sizeof reduce_cases / sizeof reduce_cases[0]; i++) run_case(&reduce_cases[i]);
 }
 
+/* Parses `text` and legalizes it; the caller destroys diags and the module. */
+static loom_graph_module *parse_and_legalize(const char *text, loom_diag_list *diags, size_t *done, size_t *kept) {
+  loom_source src = {"case.loom", text, strlen(text)};
+  loom_diag_list_init(diags, NULL);
+  loom_graph_module *m = NULL;
+  loom_status s = loom_graph_parse(&src, diags, &m);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  cr_assert_null(loom_graph_legalize(m, diags, done, kept));
+  return m;
+}
+
 /* scatter_elements / gather_elements index the other axes with loop variables: when the indices'
  * extent there is not provably within the data's, the call stays an operator (no unchecked store). */
 LOOM_TEST(legalize, elements_ops_need_provable_index_extents) {
   const char *text =
       "fn @main(x: Tensor[(n, 5), f32], i: Tensor[(k, m), i64], u: Tensor[(k, m), f32]) -> Object {\n  dataflow {\n"
       "    y = scatter_elements(x, i, u, axis=0)\n    z = gather_elements(y, i, axis=0)\n    output z\n  }\n  return z\n}\n";
-  loom_source src = {"elements.loom", text, strlen(text)};
   loom_diag_list diags;
-  loom_diag_list_init(&diags, NULL);
-  loom_graph_module *m;
-  loom_status s = loom_graph_parse(&src, &diags, &m);
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
   size_t done, kept;
-  cr_assert_null(loom_graph_legalize(m, &diags, &done, &kept));
+  loom_graph_module *m = parse_and_legalize(text, &diags, &done, &kept);
   cr_assert_eq(done, 0);
   cr_assert_eq(kept, 2);
   cr_assert(strstr(diags.items.data[0].message, "not provably within the data's") != NULL, "%s", diags.items.data[0].message);
@@ -327,14 +333,9 @@ LOOM_TEST(legalize, programs_are_shared_and_unsupported_ops_are_kept) {
   const char *text =
       "fn @main(x: Tensor[(n, 4), f32], y: Tensor[(n, 4), f32]) -> Object {\n  dataflow {\n"
       "    a = exp(x)\n    b = exp(y)\n    c = add(a, b)\n    d = unique(c)\n    output d\n  }\n  return d\n}\n";
-  loom_source src = {"share.loom", text, strlen(text)};
   loom_diag_list diags;
-  loom_diag_list_init(&diags, NULL);
-  loom_graph_module *m;
-  loom_status s = loom_graph_parse(&src, &diags, &m);
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
   size_t done, kept;
-  cr_assert_null(loom_graph_legalize(m, &diags, &done, &kept));
+  loom_graph_module *m = parse_and_legalize(text, &diags, &done, &kept);
   cr_assert_eq(done, 3);
   cr_assert_eq(kept, 1, "unique has no legalization yet");
   cr_assert_eq(loom_graph_module_num_tps(m), 2, "both exp calls share one program");
@@ -348,7 +349,7 @@ LOOM_TEST(legalize, programs_are_shared_and_unsupported_ops_are_kept) {
   cr_assert(strstr(loom_strbuf_cstr(&sb), "prim @exp_f32_f32_r2(") != NULL);
   loom_diag_list verify_diags;
   loom_diag_list_init(&verify_diags, NULL);
-  s = loom_graph_verify(m, &verify_diags);
+  loom_status s = loom_graph_verify(m, &verify_diags);
   cr_assert_null(s, "%s", loom_status_text(s, 0));
   loom_diag_list_destroy(&verify_diags);
   loom_strbuf_free(&sb);
