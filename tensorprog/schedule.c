@@ -114,6 +114,116 @@ loom_status loom_tp_split(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom
   return LOOM_OK;
 }
 
+/* Every store under `s` writes `*buf` at the index tuple `*idx` (the first store found sets
+ * them), and every load of that buffer reads that tuple. */
+static bool writes_one_place(const loom_tp_stmt *s, const loom_tp_buffer **buf, loom_tp_expr *const **idx);
+
+static bool same_tuple(const loom_tp_buffer *b, loom_tp_expr *const *x, loom_tp_expr *const *y) {
+  for (int d = 0; d < b->ndim; d++)
+    if (x[d]->kind != LOOM_TP_EXPR_SYM || y[d]->kind != LOOM_TP_EXPR_SYM || x[d]->u.sym != y[d]->u.sym) return false;
+  return true;
+}
+
+static bool reads_only_at(const loom_tp_expr *e, const loom_tp_buffer *buf, loom_tp_expr *const *idx) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD:
+      if (e->u.load.buf == buf && !same_tuple(buf, e->u.load.idx, idx)) return false;
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (!reads_only_at(e->u.load.idx[d], buf, idx)) return false;
+      return true;
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (!reads_only_at(e->u.op.args[i], buf, idx)) return false;
+      return true;
+    case LOOM_TP_EXPR_CAST: return reads_only_at(e->u.cast_arg, buf, idx);
+    case LOOM_TP_EXPR_SELECT:
+      return reads_only_at(e->u.select.cond, buf, idx) && reads_only_at(e->u.select.then_e, buf, idx) &&
+             reads_only_at(e->u.select.else_e, buf, idx);
+    default: return true;
+  }
+}
+
+static bool writes_one_place(const loom_tp_stmt *s, const loom_tp_buffer **buf, loom_tp_expr *const **idx) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++)
+        if (!writes_one_place(s->u.seq.items[i], buf, idx)) return false;
+      return true;
+    case LOOM_TP_STMT_FOR: return writes_one_place(s->u.loop.body, buf, idx);
+    case LOOM_TP_STMT_STORE:
+      if (!*buf) *buf = s->u.store.buf, *idx = s->u.store.idx;
+      return s->u.store.buf == *buf && same_tuple(*buf, s->u.store.idx, *idx) && reads_only_at(s->u.store.value, *buf, *idx);
+    default: return false; /* lets, ifs, allocs: not the simple nest this is for */
+  }
+}
+
+static bool loads(const loom_tp_expr *e, const loom_tp_buffer *buf) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD: return e->u.load.buf == buf;
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (loads(e->u.op.args[i], buf)) return true;
+      return false;
+    case LOOM_TP_EXPR_CAST: return loads(e->u.cast_arg, buf);
+    case LOOM_TP_EXPR_SELECT:
+      return loads(e->u.select.cond, buf) || loads(e->u.select.then_e, buf) || loads(e->u.select.else_e, buf);
+    default: return false;
+  }
+}
+
+/* The first statement `s` runs (descending into loops and sequences) stores at `buf` a value
+ * that does not read it (an initialisation, not an update). */
+static bool starts_with_store(const loom_tp_stmt *s, const loom_tp_buffer *buf) {
+  while (s->kind == LOOM_TP_STMT_SEQ || s->kind == LOOM_TP_STMT_FOR) {
+    if (s->kind == LOOM_TP_STMT_SEQ) {
+      if (!s->u.seq.n) return false;
+      s = s->u.seq.items[0];
+    } else {
+      s = s->u.loop.body;
+    }
+  }
+  return s->kind == LOOM_TP_STMT_STORE && s->u.store.buf == buf && !loads(s->u.store.value, buf);
+}
+
+loom_status loom_tp_split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
+                                  loom_tp_stmt **out_outer, loom_tp_stmt **out_inner, loom_tp_stmt **out_tail,
+                                  loom_tp_stmt **out_tail_inner) {
+  if (loop->kind != LOOM_TP_STMT_FOR) return LOOM_ERROR(INVALID_ARGUMENT, "split_overlap: not a loop");
+  const char *v = loom_sym_var_name(loop->u.loop.var);
+  const loom_sym_expr *n = loop->u.loop.extent;
+  loom_sym_interval b = loom_sym_bounds(cx, n);
+  if (factor < 2 || b.lo_inf || b.lo < factor)
+    return LOOM_ERROR(FAILED_PRECONDITION, "split_overlap of loop '%s' does not apply: its extent is not provably >= %lld",
+                      v, (long long)factor);
+  if (loop->u.loop.reduce || loop->u.loop.kind != LOOM_TP_LOOP_SERIAL)
+    return LOOM_ERROR(FAILED_PRECONDITION, "split_overlap of loop '%s' does not apply: not a serial spatial loop", v);
+  const loom_tp_buffer *buf = NULL;
+  loom_tp_expr *const *idx = NULL;
+  if (!writes_one_place(loop->u.loop.body, &buf, &idx) || !buf || !starts_with_store(loop->u.loop.body, buf))
+    return LOOM_ERROR(FAILED_PRECONDITION,
+                      "split_overlap of loop '%s' does not apply: its body does not overwrite what it reads (running an "
+                      "iteration twice could change the result)",
+                      v);
+  const loom_sym_expr *F = loom_sym_const(cx, factor);
+  const loom_sym_expr *vt = named_var(cx, loop->u.loop.var, "_t"), *vti = named_var(cx, loop->u.loop.var, "_ti");
+  const loom_sym_expr *at_tail = loom_sym_add(cx, loom_sym_sub(cx, n, F), vti);
+  const loom_sym_expr *ntail = loom_sym_min(cx, loom_sym_floormod(cx, n, F), loom_sym_const(cx, 1));
+  if (!vt || !vti || !at_tail || !ntail) return sym_error(cx);
+  /* the tail tile is built from the body before the split replaces the loop */
+  loom_tp_stmt *tail_body = loom_tp_stmt_copy_subst(a, cx, loop->u.loop.body, &loop->u.loop.var, &at_tail, 1);
+  loom_tp_stmt *tail_inner = loom_tp_for(a, vti, F, LOOM_TP_LOOP_SERIAL, false, tail_body);
+  loom_tp_stmt *tail = loom_tp_for(a, vt, ntail, LOOM_TP_LOOP_SERIAL, false, tail_inner);
+  if (!tail) return LOOM_OOM();
+  loom_tp_stmt *outer, *inner, *plain_tail;
+  LOOM_PROPAGATE(loom_tp_split(a, cx, f, loop, factor, &outer, &inner, &plain_tail));
+  if (plain_tail) LOOM_PROPAGATE(loom_tp_replace(f, plain_tail, tail));
+  if (out_outer) *out_outer = outer;
+  if (out_inner) *out_inner = inner;
+  if (out_tail) *out_tail = plain_tail ? tail : NULL;
+  if (out_tail_inner) *out_tail_inner = plain_tail ? tail_inner : NULL;
+  return LOOM_OK;
+}
+
 loom_status loom_tp_fuse(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *outer,
                          loom_tp_stmt **out_fused) {
   if (outer->kind != LOOM_TP_STMT_FOR) return LOOM_ERROR(INVALID_ARGUMENT, "fuse: not a loop");

@@ -116,7 +116,8 @@ static loom_status vectorize_inner(loom_arena *a, loom_sym_ctx *cx, loom_tp_func
  * A nest `for b.. { for i { for j { C[.., i, j] = init; for r reduce { C[.., i, j] =
  * C[.., i, j] + a * b } } } }` (a free of j, b a load free of i; f32) becomes column panels
  * of PANEL_WIDTHS[0] (then narrower panels for the column tail, down to 1), each with its B
- * panel packed (cache_read) and row tiles of TILE_ROWS (then 1 for the row tail) whose
+ * panel packed (cache_read) and row tiles of TILE_ROWS (the row tail one more tile ending at the
+ * last row when rows >= TILE_ROWS is known, else rows one by one) whose
  * accumulators live in a Local (cache_write) that lane mode keeps in registers:
  *
  *   for jo parallel { for b.. { alloc Bp; pack; for io { alloc acc; init; for r reduce {
@@ -271,10 +272,17 @@ static loom_status micro_tile(mm_ctx *c, loom_tp_stmt *tile, const char *ii, con
   return LOOM_OK;
 }
 
-/* Row tiles of the i loop `il` (body: [for ji {] init; for r [}]). */
+/* Row tiles of the i loop `il` (body: [for ji {] init; for r [}]). When the rows are provably
+ * at least a tile, the row tail is one more full tile ending at the last row (overlapping the
+ * previous tile: those rows are computed twice, at the register tile's speed); else the tail
+ * rows run one by one. */
 static loom_status row_tiles(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_t width, bool parallel) {
-  loom_tp_stmt *io, *ii, *it;
-  loom_status st = loom_tp_split(c->a, c->cx, c->view, il, TILE_ROWS, &io, &ii, &it);
+  loom_tp_stmt *io, *ii, *it, *iti = NULL;
+  loom_status st = loom_tp_split_overlap(c->a, c->cx, c->view, il, TILE_ROWS, &io, &ii, &it, &iti);
+  if (st && loom_status_code(st) == LOOM_CODE_FAILED_PRECONDITION) {
+    loom_status_free(st);
+    st = loom_tp_split(c->a, c->cx, c->view, il, TILE_ROWS, &io, &ii, &it);
+  }
   if (st && loom_status_code(st) == LOOM_CODE_FAILED_PRECONDITION) { /* fewer rows than a tile: rows one by one */
     loom_status_free(st);
     loom_strbuf_printf(c->why, "1x%lld rows\n", (long long)width);
@@ -284,8 +292,12 @@ static loom_status row_tiles(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_
   const char *iin = loom_sym_var_name(ii->u.loop.var);
   LOOM_PROPAGATE(micro_tile(c, io, iin, ji));
   if (parallel) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, io, LOOM_TP_LOOP_PARALLEL));
-  if (it) LOOM_PROPAGATE(micro_tile(c, it, NULL, ji));
-  loom_strbuf_printf(c->why, "%dx%lld register tiles + 1x%lld row tail\n", TILE_ROWS, (long long)width, (long long)width);
+  if (it) LOOM_PROPAGATE(micro_tile(c, it, iti ? loom_sym_var_name(iti->u.loop.var) : NULL, ji));
+  if (iti)
+    loom_strbuf_printf(c->why, "%dx%lld register tiles + one overlapping %dx%lld tile for the row tail\n", TILE_ROWS,
+                       (long long)width, TILE_ROWS, (long long)width);
+  else
+    loom_strbuf_printf(c->why, "%dx%lld register tiles + 1x%lld row tail\n", TILE_ROWS, (long long)width, (long long)width);
   return LOOM_OK;
 }
 
@@ -388,8 +400,13 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
   const loom_sym_expr *guard = loom_sym_cmp(cx, LOOM_SYM_LT, rows, loom_sym_const(cx, limit));
   loom_status st = guard ? loom_tp_add_variant(a, cx, &view, guard, small_m, &c) : LOOM_OOM();
   c.why = &steps;
+  /* The general path runs only when rows >= limit (the variant's guard failed): it is
+   * scheduled under that fact, so the row tail can be one overlapping full tile. */
+  loom_sym_facts_push(cx);
+  if (!st && loom_sym_is_var(rows)) st = loom_sym_assume_range(cx, rows, limit, INT64_MAX);
   if (!st) st = j_to_top(&c, view.body->u.if_.else_s, &m);
   if (!st) st = panels(&c, view.body->u.if_.else_s, 0, true);
+  loom_sym_facts_pop(cx);
   if (st) {
     loom_strbuf_printf(why, "nest %s: matmul, register tiling refused (%s): plain schedule\n",
                        loom_sym_var_name(orig->loops[0]->u.loop.var), loom_status_message(st));

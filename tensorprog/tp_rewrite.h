@@ -40,6 +40,17 @@ loom_tp_stmt *loom_tp_find_loop(loom_tp_func *f, const char *name);
  * Out: the new outer, inner and tail loops (tail NULL when omitted). */
 loom_status loom_tp_split(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
                           loom_tp_stmt **out_outer, loom_tp_stmt **out_inner, loom_tp_stmt **out_tail);
+/* Splits like loom_tp_split, but the tail runs one whole inner tile ending at the last
+ * iteration (it overlaps the main tiles) instead of the leftover iterations one by one:
+ *     for <v>_o in 0..floordiv(n, factor) { for <v>_i in 0..factor { body[v := v_o*factor + v_i] } }
+ *     for <v>_t in 0..min(floormod(n, factor), 1) { for <v>_ti in 0..factor { body[v := n - factor + v_ti] } }
+ * so a tail gets the same register tile as the main loop. Applies when n >= factor is proven
+ * and the body may run twice for one iteration: a serial spatial loop whose body writes one
+ * buffer at one index tuple, stores there first, and reads it only there. Out: the outer,
+ * inner, tail and tail-inner loops (the tails NULL when n % factor == 0 is proven). */
+loom_status loom_tp_split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
+                                  loom_tp_stmt **out_outer, loom_tp_stmt **out_inner, loom_tp_stmt **out_tail,
+                                  loom_tp_stmt **out_tail_inner);
 /* Fuses `outer` with the one loop that is its whole body into one loop over
  * extent n*m (v_o := floordiv(k, m), v_i := floormod(k, m)). */
 loom_status loom_tp_fuse(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *outer,

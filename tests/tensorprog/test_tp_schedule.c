@@ -159,6 +159,55 @@ LOOM_TEST(tp_schedule, split_of_provably_divisible_extent_has_no_tail) {
   tp_fixture_free(&fx);
 }
 
+/* split_overlap: the row tail as one whole tile ending at the last row. Applies only where the
+ * extent is provably >= the factor and the body may run twice for one iteration. */
+LOOM_TEST(tp_schedule, split_overlap_tail_is_a_whole_tile_ending_at_the_last_row) {
+  tp_fixture ref, fx;
+  cr_assert_null(tp_parse(&ref, matmul));
+  cr_assert_null(tp_parse(&fx, matmul));
+  loom_tp_stmt *i = loom_tp_find_loop(fx.f, "i");
+  loom_status s = loom_tp_split_overlap(&fx.arena, fx.cx, fx.f, i, 4, NULL, NULL, NULL, NULL);
+  cr_assert_eq(loom_status_code(s), LOOM_CODE_FAILED_PRECONDITION);
+  cr_assert(strstr(loom_status_message(s), "not provably >= 4") != NULL, "%s", loom_status_message(s));
+  loom_status_free(s);
+  /* under the fact m >= 4 (as the matmul rule's general variant is) */
+  loom_sym_facts_push(fx.cx);
+  cr_assert_null(loom_sym_assume_range(fx.cx, i->u.loop.extent, 4, INT64_MAX));
+  loom_tp_stmt *tail = NULL, *tail_inner = NULL;
+  cr_assert_null(loom_tp_split_overlap(&fx.arena, fx.cx, fx.f, i, 4, NULL, NULL, &tail, &tail_inner));
+  loom_sym_facts_pop(fx.cx);
+  cr_assert_not_null(tail);
+  cr_assert_not_null(tail_inner);
+  cr_assert_null(loom_tp_verify(fx.cx, fx.f));
+  char *printed = tp_print(fx.f);
+  cr_assert(strstr(printed, "for i_t in 0..min(floormod(m, 4), 1)") != NULL, "%s", printed);
+  static const int64_t ms[] = {4, 5, 6, 7, 8, 13, 17};
+  for (size_t a = 0; a < sizeof ms / sizeof ms[0]; a++) {
+    int64_t m = ms[a], k = 5, n = 3;
+    float *want = calloc((size_t)(m * n), 4), *got = calloc((size_t)(m * n), 4);
+    run(ref.cx, ref.f, true, m, k, n, want);
+    run(fx.cx, fx.f, true, m, k, n, got);
+    cr_assert_arr_eq(got, want, (size_t)(m * n) * 4, "m=%lld\n%s", (long long)m, printed);
+    free(want);
+    free(got);
+  }
+  free(printed);
+  tp_fixture_free(&ref);
+  tp_fixture_free(&fx);
+  /* a body that accumulates into what it does not first overwrite may not run twice */
+  cr_assert_null(tp_parse(&fx, "prim @acc(A: Buffer[(m,), f32], C: Buffer[(m,), f32]) {\n"
+                               "  for i in 0..m {\n    C[i] = C[i] + A[i]\n  }\n}\n"));
+  i = loom_tp_find_loop(fx.f, "i");
+  loom_sym_facts_push(fx.cx);
+  cr_assert_null(loom_sym_assume_range(fx.cx, i->u.loop.extent, 4, INT64_MAX));
+  s = loom_tp_split_overlap(&fx.arena, fx.cx, fx.f, i, 4, NULL, NULL, NULL, NULL);
+  loom_sym_facts_pop(fx.cx);
+  cr_assert_eq(loom_status_code(s), LOOM_CODE_FAILED_PRECONDITION);
+  cr_assert(strstr(loom_status_message(s), "does not overwrite what it reads") != NULL, "%s", loom_status_message(s));
+  loom_status_free(s);
+  tp_fixture_free(&fx);
+}
+
 /* ---- distribution, cache_read, cache_write, and the CPU rule built on them ---------------- */
 
 static loom_status distribute_j(tp_fixture *fx) {
