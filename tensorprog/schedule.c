@@ -114,6 +114,34 @@ loom_status loom_tp_split(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom
   return LOOM_OK;
 }
 
+loom_status loom_tp_split_ceil(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
+                               loom_tp_stmt **out_outer, loom_tp_stmt **out_inner) {
+  if (loop->kind != LOOM_TP_STMT_FOR) return LOOM_ERROR(INVALID_ARGUMENT, "split_ceil: not a loop");
+  const char *v = loom_sym_var_name(loop->u.loop.var);
+  if (factor < 2)
+    return LOOM_ERROR(FAILED_PRECONDITION, "split_ceil of loop '%s' does not apply: factor %lld is below 2", v,
+                      (long long)factor);
+  if (loop->u.loop.kind == LOOM_TP_LOOP_UNROLL)
+    return LOOM_ERROR(FAILED_PRECONDITION, "split_ceil of loop '%s' does not apply: an unrolled loop needs constant extents", v);
+  const loom_sym_expr *n = loop->u.loop.extent, *F = loom_sym_const(cx, factor);
+  const loom_sym_expr *vo = named_var(cx, loop->u.loop.var, "_o"), *vi = named_var(cx, loop->u.loop.var, "_i");
+  const loom_sym_expr *nouter = loom_sym_floordiv(cx, loom_sym_add(cx, n, loom_sym_const(cx, factor - 1)), F);
+  const loom_sym_expr *ninner = loom_sym_min(cx, F, loom_sym_sub(cx, n, loom_sym_mul(cx, vo, F)));
+  const loom_sym_expr *at = loom_sym_add(cx, loom_sym_mul(cx, vo, F), vi);
+  if (!vo || !vi || !nouter || !ninner || !at) return sym_error(cx);
+  loom_tp_stmt *body = loom_tp_stmt_copy_subst(a, cx, loop->u.loop.body, &loop->u.loop.var, &at, 1);
+  loom_tp_loop_kind k = loop->u.loop.kind;
+  bool inner_kind = k == LOOM_TP_LOOP_VECTORIZE;
+  bool reduce = loop->u.loop.reduce;
+  loom_tp_stmt *inner = loom_tp_for(a, vi, ninner, inner_kind ? k : LOOM_TP_LOOP_SERIAL, reduce, body);
+  loom_tp_stmt *outer = loom_tp_for(a, vo, nouter, inner_kind ? LOOM_TP_LOOP_SERIAL : k, reduce, inner);
+  if (!outer) return LOOM_OOM();
+  LOOM_PROPAGATE(loom_tp_replace(f, loop, outer));
+  if (out_outer) *out_outer = outer;
+  if (out_inner) *out_inner = inner;
+  return LOOM_OK;
+}
+
 /* Every store under `s` writes `*buf` at the index tuple `*idx` (the first store found sets
  * them), and every load of that buffer reads that tuple. */
 static bool writes_one_place(const loom_tp_stmt *s, const loom_tp_buffer **buf, loom_tp_expr *const **idx);

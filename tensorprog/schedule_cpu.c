@@ -368,6 +368,45 @@ static loom_status j_to_top(mm_ctx *c, loom_tp_stmt *top, mm_nest *m) {
  * by LLVM), j outermost and parallel so each row of B is read once. */
 enum { SMALL_M_UNIT = TILE_ROWS, SMALL_M_TRANSPOSED = 12 };
 
+/* Row streaming for few rows (the GEMV shape of decode steps): B is read once, row by row, in
+ * chunks of STREAM_CHUNK contiguous columns (4 KiB: the hardware prefetchers follow them; the
+ * 32-column panels read 128 bytes per row of B, a new page each, and ran weight-bound at
+ * a third of the bandwidth). Per chunk (parallel):
+ *     for b.. { for i { for ji { C = 0 } }; for r reduce { for i { for ji vectorize {
+ *       C[.., i, j] += A[.., i, r] * B[r, j] } } } }
+ * C's chunk rows (at most 5 x 4 KiB) stay in L1. Built from split, sink, distribute, reorder. */
+enum { STREAM_CHUNK = 1024 };
+
+/* `chunk`: a column loop sunk below the batch loops and i (il = the i loop, body [for ji {init;
+ * for r {upd}}]): init and update apart, r above i and ji. */
+static loom_status stream_rows(mm_ctx *c, loom_tp_stmt *il) {
+  loom_tp_stmt *jl = child_loop(il), **parts;
+  LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, jl, &parts, NULL));
+  loom_tp_stmt *init = parts[0], *upd = parts[1];
+  LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, upd)); /* for r { for ji } */
+  LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, il, &parts, NULL));
+  LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, parts[1])); /* for r { for i { for ji } } */
+  LOOM_PROPAGATE(loom_tp_set_kind(c->cx, init, LOOM_TP_LOOP_VECTORIZE));
+  loom_tp_stmt *r = parts[1], *i2 = child_loop(r), *ji2 = i2 ? child_loop(i2) : NULL;
+  if (!ji2) return LOOM_ERROR(INTERNAL, "stream_rows: unexpected nest");
+  return loom_tp_set_kind(c->cx, ji2, LOOM_TP_LOOP_VECTORIZE);
+}
+
+static loom_status stream_chunks(mm_ctx *c, loom_tp_stmt *top) {
+  loom_tp_stmt *jo, *ji;
+  LOOM_PROPAGATE(loom_tp_split_ceil(c->a, c->cx, c->view, top, STREAM_CHUNK, &jo, &ji));
+  /* sinking swaps loop headers in place: the chunk's node then holds the first batch loop (or
+   * i), and i is nbatch levels below it */
+  loom_tp_stmt *sunk, *il = ji;
+  LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &sunk));
+  for (int k = 0; k < c->nbatch; k++) il = child_loop(il);
+  LOOM_PROPAGATE(stream_rows(c, il));
+  LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
+  loom_strbuf_printf(c->why, "  rows streamed: B read once, row by row, in chunks of %d columns (parallel, the last "
+                             "partial), reduction outside the rows\n", STREAM_CHUNK);
+  return LOOM_OK;
+}
+
 static loom_status small_m(void *ud, loom_tp_func *view) {
   const mm_ctx *outer = ud;
   mm_nest m;
@@ -376,7 +415,7 @@ static loom_status small_m(void *ud, loom_tp_func *view) {
   c.m = &m;
   c.pack = false;
   LOOM_PROPAGATE(j_to_top(&c, view->body, &m));
-  if (m.b_unit) return panels(&c, view->body, 0, true);
+  if (m.b_unit) return stream_chunks(&c, view->body);
   loom_strbuf_printf(c.why, "  dot products over %s, %s outermost and parallel\n", red_name(&m),
                      loom_sym_var_name(view->body->u.loop.var));
   return loom_tp_set_kind(c.cx, view->body, LOOM_TP_LOOP_PARALLEL);

@@ -40,6 +40,13 @@ loom_tp_stmt *loom_tp_find_loop(loom_tp_func *f, const char *name);
  * Out: the new outer, inner and tail loops (tail NULL when omitted). */
 loom_status loom_tp_split(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
                           loom_tp_stmt **out_outer, loom_tp_stmt **out_inner, loom_tp_stmt **out_tail);
+/* Splits `loop` (extent n) into chunks of a constant `factor`, the last one partial:
+ *     for <v>_o in 0..floordiv(n + factor - 1, factor) { for <v>_i in 0..min(factor, n - <v>_o*factor) {
+ *       body[v := v_o*factor + v_i] } }
+ * (no separate tail loop: every chunk, the partial one too, is an iteration of the outer loop,
+ * so a parallel outer loop shares all of them). Out: the outer and inner loops. */
+loom_status loom_tp_split_ceil(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
+                               loom_tp_stmt **out_outer, loom_tp_stmt **out_inner);
 /* Splits like loom_tp_split, but the tail runs one whole inner tile ending at the last
  * iteration (it overlaps the main tiles) instead of the leftover iterations one by one:
  *     for <v>_o in 0..floordiv(n, factor) { for <v>_i in 0..factor { body[v := v_o*factor + v_i] } }

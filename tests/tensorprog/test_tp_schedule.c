@@ -111,6 +111,14 @@ static loom_status tile_2d(tp_fixture *fx) {
   return loom_tp_set_kind(fx->cx, loom_tp_find_loop(fx->f, "j_i"), LOOM_TP_LOOP_VECTORIZE);
 }
 
+static loom_status split_ceil_j4_parallel(tp_fixture *fx) {
+  loom_tp_stmt *outer;
+  LOOM_PROPAGATE(loom_tp_split_ceil(&fx->arena, fx->cx, fx->f, loom_tp_find_loop(fx->f, "j"), 4, &outer, NULL));
+  return loom_tp_set_kind(fx->cx, outer, LOOM_TP_LOOP_PARALLEL);
+}
+LOOM_TEST(tp_schedule, split_ceil_chunks_with_a_partial_last_one) {
+  check_schedule(add2d, false, split_ceil_j4_parallel, "for j_i in 0..min(n - 4*j_o, 4)");
+}
 LOOM_TEST(tp_schedule, split_spatial_loop_with_tail) { check_schedule(matmul, true, split_i4, "for i_t in 0..floormod(m, 4)"); }
 LOOM_TEST(tp_schedule, split_reduce_loop_keeps_reduce) { check_schedule(matmul, true, split_reduce3, "for r_i in 0..3 reduce"); }
 LOOM_TEST(tp_schedule, split_then_vectorize) { check_schedule(add2d, false, split_vectorize, "for j_i in 0..8 vectorize"); }
