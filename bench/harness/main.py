@@ -11,6 +11,7 @@ Called by bench/run (which makes the venv and builds bench-limits). Steps:
 import argparse
 import csv
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -70,11 +71,24 @@ def measure_limits(max_t, quick, outdir):
     return lim
 
 
+def loom_build_id():
+    """Loom's columns are only as old as the server binary that measured them."""
+    exe = os.path.join(ROOT, "zig-out", "bin", "bench-loom-serve")
+    try:
+        with open(exe, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()[:16]
+    except OSError:
+        return "missing"
+
+
 def job_key(job, timeout):
-    """What makes two workers' results interchangeable: system, threads, workload, cases and limits."""
+    """What makes two workers' results interchangeable: system, threads, workload, cases and limits,
+    and for Loom's columns the build that ran them."""
     keep = {k: job[k] for k in ("system", "threads", "workload", "mode", "cases", "repeats", "budget_s", "cap_s",
                                 "stream_budget_s")}
     keep["timeout"] = timeout
+    if job["system"].startswith("loom"):
+        keep["loom_build"] = loom_build_id()
     return json.dumps(keep, sort_keys=True)
 
 
