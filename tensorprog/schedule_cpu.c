@@ -377,19 +377,22 @@ enum { SMALL_M_UNIT = TILE_ROWS, SMALL_M_TRANSPOSED = 12 };
  * C's chunk rows (at most 5 x 4 KiB) stay in L1. Built from split, sink, distribute, reorder. */
 enum { STREAM_CHUNK = 1024 };
 
-/* `chunk`: a column loop sunk below the batch loops and i (il = the i loop, body [for ji {init;
- * for r {upd}}]): init and update apart, r above i and ji. */
-static loom_status stream_rows(mm_ctx *c, loom_tp_stmt *il) {
-  loom_tp_stmt *jl = child_loop(il), **parts;
+/* levels[0..n-1]: the batch loops (outer to inner) then i, each the only loop of the previous;
+ * i's body is [for ji { init; for r { upd } }]. Init and update apart, r moved above i and
+ * above every batch loop B's indices do not use (B shared across them is read once). */
+static loom_status stream_rows(mm_ctx *c, loom_tp_stmt **levels, int n) {
+  loom_tp_stmt *jl = child_loop(levels[n - 1]), **parts;
   LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, jl, &parts, NULL));
   loom_tp_stmt *init = parts[0], *upd = parts[1];
   LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, upd)); /* for r { for ji } */
-  LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, il, &parts, NULL));
-  LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, parts[1])); /* for r { for i { for ji } } */
   LOOM_PROPAGATE(loom_tp_set_kind(c->cx, init, LOOM_TP_LOOP_VECTORIZE));
-  loom_tp_stmt *r = parts[1], *i2 = child_loop(r), *ji2 = i2 ? child_loop(i2) : NULL;
-  if (!ji2) return LOOM_ERROR(INTERNAL, "stream_rows: unexpected nest");
-  return loom_tp_set_kind(c->cx, ji2, LOOM_TP_LOOP_VECTORIZE);
+  LOOM_PROPAGATE(loom_tp_set_kind(c->cx, child_loop(upd), LOOM_TP_LOOP_VECTORIZE));
+  for (int k = n - 1; k >= 0; k--) {
+    if (k < n - 1 && in_names(c->m->b_batch, c->m->nb_batch, loom_sym_var_name(levels[k]->u.loop.var))) break;
+    LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, levels[k], &parts, NULL));
+    LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, parts[1])); /* r above this level */
+  }
+  return LOOM_OK;
 }
 
 static loom_status stream_chunks(mm_ctx *c, loom_tp_stmt *top) {
@@ -397,10 +400,10 @@ static loom_status stream_chunks(mm_ctx *c, loom_tp_stmt *top) {
   LOOM_PROPAGATE(loom_tp_split_ceil(c->a, c->cx, c->view, top, STREAM_CHUNK, &jo, &ji));
   /* sinking swaps loop headers in place: the chunk's node then holds the first batch loop (or
    * i), and i is nbatch levels below it */
-  loom_tp_stmt *sunk, *il = ji;
+  loom_tp_stmt *sunk, *levels[MAX_CHAIN], *l = ji;
   LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &sunk));
-  for (int k = 0; k < c->nbatch; k++) il = child_loop(il);
-  LOOM_PROPAGATE(stream_rows(c, il));
+  for (int k = 0; k <= c->nbatch; k++, l = child_loop(l)) levels[k] = l;
+  LOOM_PROPAGATE(stream_rows(c, levels, c->nbatch + 1));
   LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
   loom_strbuf_printf(c->why, "  rows streamed: B read once, row by row, in chunks of %d columns (parallel, the last "
                              "partial), reduction outside the rows\n", STREAM_CHUNK);
