@@ -5,11 +5,15 @@
  * Prints ns per instruction (an int loop of IADD/ILT/JMPIF), ns per empty kernel call
  * through the kernel ABI (CALLK with 2 buffers and 2 symbols, loop overhead
  * subtracted), and ns per loom_vm_call of a small function (argument checks, MATCH,
- * RET, frame setup), all in thread CPU time (the machine may be shared). Goal (issue 7): an empty kernel call under 50 ns. */
+ * RET, frame setup), all in thread CPU time (the machine may be shared); then the wall
+ * time of one parallel_for of the runtime pool on 2 threads (an empty body, and a body of
+ * about 2 us per chunk as a decode step's small kernels have), with the pool's spinning
+ * wait and with LOOM_POOL_SPIN_US=0 (every wait sleeps on a condition variable). Goal (issue 7): an empty kernel call under 50 ns. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "targets/cpu/threadpool.h"
 #include "vm/exec.h"
 #include "vm/vm.h"
 
@@ -121,6 +125,48 @@ static double time_call(int64_t reps) {
   return best;
 }
 
+static uint64_t wall_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static volatile float sink;
+
+/* A chunk of `*(int64_t *)arg` ns of arithmetic per iteration range (0: empty). */
+static int32_t busy_body(void *arg, int64_t b, int64_t e, uint32_t w) {
+  (void)b, (void)e, (void)w;
+  int64_t ns = *(const int64_t *)arg;
+  if (ns <= 0) return 0;
+  uint64_t end = wall_ns() + (uint64_t)ns;
+  float x = 1.0f;
+  while (wall_ns() < end)
+    for (int i = 0; i < 64; i++) x = x * 1.0000001f + 1e-7f;
+  sink = x;
+  return 0;
+}
+
+/* Median wall ns of one parallel_for over 2 iterations on a 2-thread pool. */
+static double time_parallel_for(const char *spin_us, int64_t body_ns, int reps) {
+  if (spin_us) setenv("LOOM_POOL_SPIN_US", spin_us, 1);
+  else unsetenv("LOOM_POOL_SPIN_US");
+  loom_cpu_pool *pool;
+  die(loom_cpu_pool_create(NULL, 2, &pool));
+  double *t = malloc((size_t)reps * sizeof *t);
+  for (int r = 0; r < reps; r++) {
+    uint64_t t0 = wall_ns();
+    if (loom_cpu_pool_parallel_for(pool, 2, busy_body, &body_ns) != 0) exit(1);
+    t[r] = (double)(wall_ns() - t0);
+  }
+  loom_cpu_pool_destroy(pool);
+  for (int i = 1; i < reps; i++)
+    for (int j = i; j > 0 && t[j - 1] > t[j]; j--) { double x = t[j]; t[j] = t[j - 1]; t[j - 1] = x; }
+  double med = t[reps / 2];
+  free(t);
+  unsetenv("LOOM_POOL_SPIN_US");
+  return med;
+}
+
 int main(int argc, char **argv) {
   int64_t n = argc > 1 ? strtoll(argv[1], NULL, 10) : 20000000;
   double loop_ns = time_loop(0, n);
@@ -131,5 +177,11 @@ int main(int argc, char **argv) {
   printf("  empty kernel call (CALLK)       %6.2f ns   (2 buffers, 2 symbols; loop overhead subtracted; goal < 50 ns)\n",
          kern_ns - loop_ns);
   printf("  loom_vm_call of MATCH+RET       %6.2f ns   (argument checks, frame, FTZ/DAZ set and restored)\n", call_ns);
+  printf("parallel_for on a 2-thread pool (wall time, median of 20000; each of the 2 chunks runs the body once):\n");
+  for (int64_t body = 0; body <= 2000; body += 2000) {
+    double spin = time_parallel_for(NULL, body, 20000), sleep = time_parallel_for("0", body, 20000);
+    printf("  body %4lld ns: spinning wait %8.0f ns, condition-variable wait %8.0f ns (LOOM_POOL_SPIN_US=0)\n",
+           (long long)body, spin, sleep);
+  }
   return 0;
 }

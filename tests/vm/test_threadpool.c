@@ -2,6 +2,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "support/loom_test.h"
 #include "targets/cpu/threadpool.h"
@@ -31,7 +32,6 @@ static void check_cover(uint32_t threads, int64_t n) {
     cr_assert_eq(loom_cpu_pool_parallel_for(p, n, cover_body, &c), 0);
     for (int64_t i = 0; i < n; i++) cr_assert_eq(atomic_load(&c.hits[i]), 1, "index %lld ran %d times (%u threads, n %lld)", (long long)i, atomic_load(&c.hits[i]), threads, (long long)n);
   }
-  if (threads == 2 && n >= 2) cr_assert(atomic_load(&c.workers_seen[1]) > 0, "worker 1 ran chunks");
   free(c.hits);
   loom_cpu_pool_destroy(p);
 }
@@ -42,6 +42,49 @@ LOOM_TEST(threadpool, parallel_for_covers_every_index_once) {
     check_cover(1, sizes[i]);
     check_cover(2, sizes[i]);
     check_cover(3, sizes[i]);
+  }
+  /* the same with no spinning: every wait sleeps on a condition variable */
+  cr_assert(setenv("LOOM_POOL_SPIN_US", "0", 1) == 0);
+  for (size_t i = 0; i < LOOM_ARRAY_LEN(sizes); i++) {
+    check_cover(2, sizes[i]);
+    check_cover(3, sizes[i]);
+  }
+  cr_assert(unsetenv("LOOM_POOL_SPIN_US") == 0);
+}
+
+/* Each chunk waits (up to a second) until every chunk has started: the loop can only
+ * finish early if the workers really run chunks beside the caller. */
+typedef struct rendezvous {
+  _Atomic int started;
+  int chunks;
+  _Atomic int met;
+  _Atomic int workers_seen[8];
+} rendezvous;
+
+static int32_t rendezvous_body(void *arg, int64_t b, int64_t e, uint32_t w) {
+  rendezvous *r = arg;
+  (void)b, (void)e;
+  atomic_fetch_add(&r->started, 1);
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do clock_gettime(CLOCK_MONOTONIC, &t);
+  while (atomic_load(&r->started) < r->chunks && (t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 1000000000L);
+  if (atomic_load(&r->started) >= r->chunks) atomic_fetch_add(&r->met, 1);
+  if (w < 8) atomic_fetch_add(&r->workers_seen[w], 1);
+  return 0;
+}
+
+LOOM_TEST(threadpool, workers_run_chunks_beside_the_caller) {
+  for (uint32_t threads = 2; threads <= 4; threads++) {
+    loom_cpu_pool *p;
+    cr_assert(loom_cpu_pool_create(NULL, threads, &p) == LOOM_OK);
+    for (int rep = 0; rep < 5; rep++) {
+      rendezvous r = {.chunks = (int)threads};
+      cr_assert_eq(loom_cpu_pool_parallel_for(p, threads, rendezvous_body, &r), 0);
+      cr_assert_eq(atomic_load(&r.met), (int)threads, "%u threads: every chunk ran at the same time", threads);
+      for (uint32_t w = 0; w < threads; w++) cr_assert_eq(atomic_load(&r.workers_seen[w]), 1, "thread %u ran one chunk", w);
+    }
+    loom_cpu_pool_destroy(p);
   }
 }
 
