@@ -374,8 +374,9 @@ enum { SMALL_M_UNIT = TILE_ROWS, SMALL_M_TRANSPOSED = 12 };
  * a third of the bandwidth). Per chunk (parallel):
  *     for b.. { for i { for ji { C = 0 } }; for r reduce { for i { for ji vectorize {
  *       C[.., i, j] += A[.., i, r] * B[r, j] } } } }
- * C's chunk rows (at most 5 x 4 KiB) stay in L1. Built from split, sink, distribute, reorder. */
-enum { STREAM_CHUNK = 1024 };
+ * C's chunk rows (at most 5 x 4 KiB) stay in L1; r is then split by STREAM_K and its inner
+ * part unrolled inside ji (below). Built from split, sink, distribute, reorder. */
+enum { STREAM_CHUNK = 1024, STREAM_K = 4 };
 
 /* levels[0..n-1]: the batch loops (outer to inner) then i, each the only loop of the previous;
  * i's body is [for ji { init; for r { upd } }]. Init and update apart, r moved above i and
@@ -387,12 +388,22 @@ static loom_status stream_rows(mm_ctx *c, loom_tp_stmt **levels, int n) {
   LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, upd)); /* for r { for ji } */
   LOOM_PROPAGATE(loom_tp_set_kind(c->cx, init, LOOM_TP_LOOP_VECTORIZE));
   LOOM_PROPAGATE(loom_tp_set_kind(c->cx, child_loop(upd), LOOM_TP_LOOP_VECTORIZE));
+  loom_tp_stmt *r = upd; /* reorder swaps headers in place: the node that holds r */
+  int above = 0;         /* levels r was moved above */
   for (int k = n - 1; k >= 0; k--) {
     if (k < n - 1 && in_names(c->m->b_batch, c->m->nb_batch, loom_sym_var_name(levels[k]->u.loop.var))) break;
     LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, levels[k], &parts, NULL));
     LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, parts[1])); /* r above this level */
+    r = parts[1];
+    above++;
   }
-  return LOOM_OK;
+  /* STREAM_K rows of B per pass over a row of C: r split, its inner part sunk below the
+   * rows and the column loop and unrolled, so C is loaded and stored once per STREAM_K FMAs
+   * and STREAM_K rows of B (pages) stream at once; the k % STREAM_K rows in a tail loop */
+  loom_tp_stmt *ro, *ri, *rt, *sunk;
+  LOOM_PROPAGATE(loom_tp_split(c->a, c->cx, c->view, r, STREAM_K, &ro, &ri, &rt));
+  LOOM_PROPAGATE(sink(c, ri, above + 1, &sunk));
+  return loom_tp_set_kind(c->cx, sunk, LOOM_TP_LOOP_UNROLL);
 }
 
 static loom_status stream_chunks(mm_ctx *c, loom_tp_stmt *top) {
@@ -406,7 +417,7 @@ static loom_status stream_chunks(mm_ctx *c, loom_tp_stmt *top) {
   LOOM_PROPAGATE(stream_rows(c, levels, c->nbatch + 1));
   LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
   loom_strbuf_printf(c->why, "  rows streamed: B read once, row by row, in chunks of %d columns (parallel, the last "
-                             "partial), reduction outside the rows\n", STREAM_CHUNK);
+                             "partial), reduction outside the rows, %d rows of B per pass over C\n", STREAM_CHUNK, STREAM_K);
   return LOOM_OK;
 }
 
