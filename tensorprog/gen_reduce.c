@@ -99,9 +99,19 @@ loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *nam
   loom_strbuf_printf(&sb, "alloc M: Local[(1,), %s]\nM[0] = -inf%s\n", s, st == LOOM_DTYPE_F32 ? "" : s);
   loom_strbuf_printf(&sb, "for r in 0..%s reduce {\nM[0] = max(M[0], %s(X[%s]))\n}\n", d[axis], sc, xr);
   loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\nS[0] = 0.0%s\n", s, st == LOOM_DTYPE_F32 ? "" : s);
-  loom_strbuf_printf(&sb, "for r in 0..%s reduce {\nS[0] = S[0] + exp(%s(X[%s]) - M[0])\n}\n", d[axis], sc, xr);
   char xj[256];
   loom_tpg_index_with(xj, sizeof xj, rank, axis, "j");
+  if (!log && st == t) {
+    /* exp computed once: stored into Y by the sum pass, then scaled in place (the row is
+     * still in cache); with a wider statistics type Y would round the terms of the sum */
+    loom_strbuf_printf(&sb, "for r in 0..%s reduce {\nY[%s] = exp(X[%s] - M[0])\nS[0] = S[0] + Y[%s]\n}\n", d[axis], xr,
+                       xr, xr);
+    loom_strbuf_printf(&sb, "let inv: %s = 1.0%s / S[0]\n", s, st == LOOM_DTYPE_F32 ? "" : s);
+    loom_strbuf_printf(&sb, "for j in 0..%s {\nY[%s] = Y[%s] * inv\n}\n", d[axis], xj, xj);
+    loom_tpg_close_program(&sb, nk);
+    return loom_tpg_finish(a, cx, &sb, result);
+  }
+  loom_strbuf_printf(&sb, "for r in 0..%s reduce {\nS[0] = S[0] + exp(%s(X[%s]) - M[0])\n}\n", d[axis], sc, xr);
   if (log)
     loom_strbuf_printf(&sb, "for j in 0..%s {\nY[%s] = %s(%s(X[%s]) - M[0] - log(S[0]))\n}\n", d[axis], xj, tn, sc, xj);
   else
