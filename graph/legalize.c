@@ -154,6 +154,24 @@ static loom_status legalize_clip(loom_graph_module *m, const loom_graph_expr *ca
   return loom_graph_module_add_tp(m, *tp);
 }
 
+/* bitcast: between integers of one width and to / from bool the bits are the value (wrapped;
+ * a bool is 0 or 1 and a byte read as bool is `!= 0`, as the reference normalises), so a value
+ * cast does it; a float side needs the tensor-program `bitcast` operator. */
+static loom_status legalize_bitcast(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                    loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  if (loom_dtype_bits(x->dtype) != loom_dtype_bits(out->dtype))
+    return LOOM_ERROR(INVALID_ARGUMENT, "bitcast: %s and %s differ in width", loom_dtype_name(x->dtype),
+                      loom_dtype_name(out->dtype));
+  char expr[48];
+  const char *to = loom_dtype_name(out->dtype);
+  if (!loom_dtype_is_float(x->dtype) && !loom_dtype_is_float(out->dtype)) snprintf(expr, sizeof expr, "%s(x)", to);
+  else if (loom_dtype_is_float(out->dtype)) snprintf(expr, sizeof expr, "bitcast(x, 0.0%s)", to);
+  else snprintf(expr, sizeof expr, "bitcast(x, 0%s)", to);
+  return legalize_unary(m, call, out, expr, tp);
+}
+
 /* pow of integers (ONNX Pow on int32 / int64): the reference computes in double and converts
  * back, truncating, as the program's cast does. */
 static loom_status legalize_int_pow(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *a,
@@ -711,6 +729,7 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
       snprintf(expr, sizeof expr, "%s(x)", loom_dtype_name(out->dtype));
       return legalize_unary(m, call, out, expr, out_tp);
     }
+    case LOOM_GRAPH_OP_BITCAST: return legalize_bitcast(m, call, out, out_tp);
     case LOOM_GRAPH_OP_CLIP: return legalize_clip(m, call, out, out_tp);
     case LOOM_GRAPH_OP_SOFTMAX: return legalize_softmax(m, call, false, out_tp);
     case LOOM_GRAPH_OP_LOG_SOFTMAX: return legalize_softmax(m, call, true, out_tp);

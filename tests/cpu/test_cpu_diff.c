@@ -211,6 +211,26 @@ LOOM_TEST(cpu, half_precision_storage) {
                "  }\n}\n", &o);
 }
 
+/* bitcast between floats and integers of one width, scalar and vectorized (f16 / bf16 lane by
+ * lane), bit-exact. */
+LOOM_TEST(cpu, bitcast_bit_exact) {
+  cpu_diff_opts o = opts(medium, 10, 0);
+  diff_program("prim @bc(A: Buffer[(n,), f32], B: Buffer[(n,), i32], C: Buffer[(n, 2), i32], D: Buffer[(n, 2), f32]) {\n"
+               "  for i in 0..n vectorize {\n"
+               "    C[i, 0] = bitcast(A[i], 0i32)\n"
+               "    C[i, 1] = bitcast(A[i] * 3.0 + 1.0, 0i32) + 1i32\n"
+               "    D[i, 0] = bitcast(floormod(B[i], 1000i32) + 1065353216i32, 0.0)\n"
+               "    D[i, 1] = f32(bitcast(i16(floormod(B[i], 1000i32)) + 15360i16, 0.0f16)) +\n"
+               "              f32(bitcast(i16(floormod(B[i], 1000i32)) + 16256i16, 0.0bf16))\n"
+               "  }\n}\n", &o);
+  diff_program("prim @bc64(A: Buffer[(n,), f64], H: Buffer[(n,), f16], C: Buffer[(n, 2), i64], E: Buffer[(n,), i16]) {\n"
+               "  for i in 0..n {\n"
+               "    C[i, 0] = bitcast(A[i], 0i64)\n"
+               "    C[i, 1] = bitcast(bitcast(A[i], 0u64), 0i64)\n"
+               "    E[i] = bitcast(H[i], 0i16)\n"
+               "  }\n}\n", &o);
+}
+
 LOOM_TEST(cpu, local_buffer_of_symbolic_size_in_parallel_loop) {
   cpu_diff_opts o = opts(medium, 10, 1e-5);
   diff_program("prim @loc(X: Buffer[(n, m), f32], Y: Buffer[(n, m), f32]) {\n"

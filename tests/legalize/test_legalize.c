@@ -116,6 +116,18 @@ static const op_case unary_cases[] = {
     {"x: Tensor[(n, 5), i32]", "cast(x, dtype=f64)", 1, {{{7, 5}}}},
     {"x: Tensor[(n, 5), i64]", "abs(x)", 1, {{{7, 5}}}},
     {"x: Tensor[(n,), bool]", "not(x)", 1, {{{11}}}},
+    /* bitcast: float <-> integer through the program's bitcast, the rest as value casts */
+    {"x: Tensor[(n, 5), f32]", "bitcast(x, dtype=i32)", 3, {{{7, 5}}, {{0, 5}}, {{1, 5}}}},
+    {"x: Tensor[(n, 5), f64]", "bitcast(x, dtype=u64)", 1, {{{3, 5}}}},
+    {"x: Tensor[(n, 5), f16]", "bitcast(x, dtype=i16)", 1, {{{3, 5}}}},
+    {"x: Tensor[(n, 5), bf16]", "bitcast(x, dtype=u16)", 1, {{{3, 5}}}},
+    {"x: Tensor[(n, 5), i32]", "bitcast(x, dtype=f32)", 1, {{{13, 5}}}},
+    {"x: Tensor[(n, 5), i64]", "bitcast(x, dtype=f64)", 1, {{{2, 5}}}},
+    {"x: Tensor[(n, 5), i16]", "bitcast(x, dtype=f16)", 1, {{{2, 5}}}},
+    {"x: Tensor[(n, 5), i16]", "bitcast(x, dtype=bf16)", 1, {{{2, 5}}}},
+    {"x: Tensor[(n, 5), i8]", "bitcast(x, dtype=u8)", 1, {{{3, 5}}}},
+    {"x: Tensor[(n,), bool]", "bitcast(x, dtype=u8)", 1, {{{11}}}},
+    {"x: Tensor[(n,), i8]", "bitcast(x, dtype=bool)", 1, {{{11}}}},
 };
 
 static const op_case binary_cases[] = {
