@@ -233,4 +233,46 @@ loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *n
                                   bool causal, int mask_rank, const loom_tp_bcast *mask_modes, loom_dtype mask_t,
                                   loom_tp_func **result);
 
+/* ONNX Resize's modes (graph/op_image.c is the reference). */
+typedef enum loom_tp_resize_mode {
+  LOOM_TP_RESIZE_NEAREST, /* one tap per axis: a neighbour chosen by the nearest mode */
+  LOOM_TP_RESIZE_LINEAR,  /* two taps per axis */
+  LOOM_TP_RESIZE_CUBIC,   /* four taps per axis (Keys kernel with coefficient cubic_a) */
+} loom_tp_resize_mode;
+typedef enum loom_tp_resize_coord {
+  LOOM_TP_RESIZE_HALF_PIXEL,
+  LOOM_TP_RESIZE_HALF_PIXEL_SYMMETRIC,
+  LOOM_TP_RESIZE_PYTORCH_HALF_PIXEL,
+  LOOM_TP_RESIZE_ALIGN_CORNERS,
+  LOOM_TP_RESIZE_ASYMMETRIC,
+  LOOM_TP_RESIZE_TF_CROP_AND_RESIZE,
+} loom_tp_resize_coord;
+typedef enum loom_tp_resize_nearest {
+  LOOM_TP_RESIZE_ROUND_PREFER_FLOOR,
+  LOOM_TP_RESIZE_ROUND_PREFER_CEIL,
+  LOOM_TP_RESIZE_FLOOR,
+  LOOM_TP_RESIZE_CEIL,
+} loom_tp_resize_nearest;
+typedef struct loom_tp_resize {
+  loom_tp_resize_mode mode;
+  loom_tp_resize_coord coord;
+  loom_tp_resize_nearest nearest;
+  double cubic_a;         /* CUBIC */
+  bool exclude_outside;   /* LINEAR / CUBIC: taps outside the input weigh 0, the rest renormalised */
+  double extrapolation;   /* TF_CROP_AND_RESIZE: the value where the source coordinate leaves the input */
+  unsigned axes;          /* mask of the resized axes; the others are copied (their extents are equal) */
+  loom_dtype scale_t;     /* dtype of S (float) */
+  loom_dtype roi_t;       /* dtype of R (float; TF_CROP_AND_RESIZE) */
+} loom_tp_resize;
+
+/* N-d resize: Y (d0, ...) from X, S (rank,) the per-axis scales and, for TF_CROP_AND_RESIZE,
+ * R (2*rank,) the roi (starts, then ends), both read at run time. The extents of Y come from
+ * inference. Interpolating modes need a float t; at most 256 taps per output element. */
+loom_status loom_tp_gen_resize(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                               const loom_tp_resize *rz, loom_tp_func **result);
+
+/* resize2d: (N, C, H, W) -> (N, C, y0, y1), nearest (floor(i*H/y0)) or half-pixel bilinear. */
+loom_status loom_tp_gen_resize2d(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, bool linear,
+                                 loom_tp_func **result);
+
 #endif

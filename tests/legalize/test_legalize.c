@@ -21,6 +21,7 @@ typedef struct op_case {
   int nshapes;         /* shape sets to try */
   int64_t shapes[4][3][6]; /* [set][param][axis]; ranks come from the text */
   int64_t index_range;     /* > 0: integer inputs are indices in [0, index_range) */
+  const char *prelude;     /* module constants before @main, or NULL */
 } op_case;
 
 static void fill(loom_graph_tensor *t, int seed, int64_t index_range) {
@@ -38,8 +39,8 @@ static void fill(loom_graph_tensor *t, int seed, int64_t index_range) {
 
 static void run_case(const op_case *c) {
   char text[2048];
-  snprintf(text, sizeof text, "fn @main(%s) -> Object {\n  dataflow {\n    out = %s\n    output out\n  }\n  return out\n}\n", c->params,
-           c->call);
+  snprintf(text, sizeof text, "%sfn @main(%s) -> Object {\n  dataflow {\n    out = %s\n    output out\n  }\n  return out\n}\n",
+           c->prelude ? c->prelude : "", c->params, c->call);
   loom_source src = {"case.loom", text, strlen(text)};
   loom_diag_list diags;
   loom_diag_list_init(&diags, NULL);
@@ -259,6 +260,62 @@ static const op_case pool_cases[] = {
     {"x: Tensor[(n, c, h, w), f32]", "max_pool_indices(x, kernel=[2, 2], strides=[2, 2])", 2, {{{1, 2, 5, 4}}, {{2, 3, 4, 7}}}},
     {"x: Tensor[(n, c, h, w), f32]", "max_pool_indices(x, kernel=[3, 2], padding=[1, 1, 1, 1], storage_order=1)", 1, {{{1, 2, 5, 4}}}},
 };
+
+/* resize with static output extents (scales as constants; axes n, c copied where the scale is 1),
+ * every mode, coordinate transformation and nearest mode; resize2d. Shapes with an empty axis
+ * give empty results. */
+#define RS_CONSTS                                                                                  \
+  "const @s23: Tensor[(4,), f64] = [1, 1, 2, 3]\n"                                                 \
+  "const @sdown: Tensor[(4,), f64] = [1, 1, 0.5, 0.6]\n"                                           \
+  "const @sup: Tensor[(4,), f32] = [1, 1, 1.5, 2.5]\n"                                             \
+  "const @snc: Tensor[(4,), f64] = [2, 1, 1.5, 1]\n"                                               \
+  "const @s1d: Tensor[(1,), f64] = [2.5]\n"                                                        \
+  "const @roi: Tensor[(8,), f64] = [0, 0, 0.4, 0.6, 1, 1, 0.6, 0.8]\n"                             \
+  "const @roi1: Tensor[(8,), f64] = [0, 0, -0.2, 0.1, 1, 1, 1.3, 0.7]\n"
+static const op_case resize_cases[] = {
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @s23, size=[n, c, 2*h, 3*w], coord=\"asymmetric\", nearest_mode=\"floor\")", 3,
+     {{{1, 2, 3, 2}}, {{2, 1, 1, 5}}, {{1, 1, 0, 3}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @s23, size=[n, c, 2*h, 3*w])", 2, {{{1, 2, 3, 2}}, {{1, 1, 7, 1}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), i32]", "resize(x, @sdown, size=[n, c, floordiv(h, 2), floordiv(3*w, 5)], nearest_mode=\"round_prefer_ceil\")", 2,
+     {{{1, 2, 5, 7}}, {{1, 1, 4, 10}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @sup, size=[n, c, 3, 5], coord=\"align_corners\", nearest_mode=\"ceil\")", 1,
+     {{{1, 2, 2, 2}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @s23, size=[n, c, 2*h, 3*w], mode=\"linear\")", 3,
+     {{{1, 2, 3, 2}}, {{1, 1, 1, 1}}, {{2, 1, 0, 3}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @sdown, size=[n, c, floordiv(h, 2), floordiv(3*w, 5)], mode=\"linear\", coord=\"pytorch_half_pixel\")", 2,
+     {{{1, 2, 5, 7}}, {{1, 1, 2, 10}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @sup, size=[n, c, 4, 5], mode=\"linear\", coord=\"half_pixel_symmetric\")", 1,
+     {{{1, 2, 3, 2}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f64]", "resize(x, @sup, size=[n, c, 4, 5], mode=\"linear\", coord=\"align_corners\")", 1,
+     {{{2, 1, 3, 2}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @s23, size=[n, c, 2*h, 3*w], mode=\"cubic\")", 2, {{{1, 2, 3, 2}}, {{1, 1, 5, 1}}}, 0,
+     RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]",
+     "resize(x, @sdown, size=[n, c, floordiv(h, 2), floordiv(3*w, 5)], mode=\"cubic\", cubic_coeff_a=-0.5, exclude_outside=true)", 1,
+     {{{1, 2, 7, 11}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @sup, size=[n, c, 4, 5], mode=\"cubic\", coord=\"asymmetric\")", 1,
+     {{{1, 1, 3, 2}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @snc, size=[2*n, c, 6, w], mode=\"linear\", coord=\"align_corners\")", 1,
+     {{{2, 2, 4, 3}}}, 0, RS_CONSTS},
+    {"x: Tensor[(l,), f32]", "resize(x, @s1d, size=[5], mode=\"linear\", coord=\"asymmetric\")", 1, {{{2}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]",
+     "resize(x, @s23, @roi, size=[n, c, 2*h, 3*w], mode=\"linear\", coord=\"tf_crop_and_resize\", extrapolation_value=10.0)", 1,
+     {{{1, 2, 4, 3}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]",
+     "resize(x, @s23, @roi1, size=[n, c, 2*h, 3*w], mode=\"nearest\", coord=\"tf_crop_and_resize\", extrapolation_value=-3.5)", 1,
+     {{{1, 2, 4, 3}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]",
+     "resize(x, @s23, @roi1, size=[n, c, 2*h, 3*w], mode=\"cubic\", coord=\"tf_crop_and_resize\")", 1,
+     {{{1, 1, 5, 3}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize2d(x, size=[2*h + 1, w])", 2, {{{1, 2, 3, 4}}, {{1, 1, 0, 3}}}},
+    {"x: Tensor[(n, c, h, w), i64]", "resize2d(x, size=[3, 7])", 2, {{{2, 1, 5, 3}}, {{1, 1, 1, 1}}}},
+    {"x: Tensor[(n, c, h, w), f32]", "resize2d(x, size=[floordiv(h, 2), 3*w], method=\"linear\")", 3,
+     {{{1, 2, 5, 3}}, {{1, 1, 1, 1}}, {{1, 1, 0, 2}}}},
+};
+
+LOOM_TEST(legalize, resize) {
+  for (size_t i = 0; i < sizeof resize_cases / sizeof resize_cases[0]; i++) run_case(&resize_cases[i]);
+}
 
 LOOM_TEST(legalize, nd_pooling) {
   for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++) run_case(&pool_cases[i]);
