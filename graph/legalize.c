@@ -172,6 +172,19 @@ static loom_status legalize_bitcast(loom_graph_module *m, const loom_graph_expr 
   return legalize_unary(m, call, out, expr, tp);
 }
 
+static loom_status legalize_det(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  if (x->ndim < 2 || !loom_dtype_is_float(x->dtype)) return loom_legal_unsupported(call, "for this operand (float matrices of rank >= 2)");
+  if (loom_sym_prove_eq(loom_graph_module_sym(m), x->dims[x->ndim - 2], x->dims[x->ndim - 1]) != LOOM_SYM_TRUE)
+    return loom_legal_unsupported(call, "for matrices not provably square");
+  char name[64];
+  snprintf(name, sizeof name, "det_%s_r%d", loom_dtype_name(x->dtype), x->ndim);
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_det(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
 /* pow of integers (ONNX Pow on int32 / int64): the reference computes in double and converts
  * back, truncating, as the program's cast does. */
 static loom_status legalize_int_pow(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *a,
@@ -772,6 +785,7 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
     case LOOM_GRAPH_OP_AVG_POOL:
     case LOOM_GRAPH_OP_LP_POOL:
     case LOOM_GRAPH_OP_CONV_TRANSPOSE: return loom_legalize_window(m, call, out_tp);
+    case LOOM_GRAPH_OP_DET: return legalize_det(m, call, out_tp);
     case LOOM_GRAPH_OP_RESIZE:
     case LOOM_GRAPH_OP_RESIZE2D: return loom_legalize_image(m, call, out_tp);
     case LOOM_GRAPH_OP_GLOBAL_AVG_POOL2D: return legalize_global_avg_pool2d(m, call, out_tp);

@@ -275,4 +275,9 @@ loom_status loom_tp_gen_resize(loom_arena *a, loom_sym_ctx *cx, const char *name
 loom_status loom_tp_gen_resize2d(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, bool linear,
                                  loom_tp_func **result);
 
+/* det: Y (...) = the determinant of each (m, m) matrix of X (..., m, m), float t; LU with
+ * partial pivoting in f64, as the reference. */
+loom_status loom_tp_gen_det(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                            loom_tp_func **result);
+
 #endif

@@ -313,6 +313,18 @@ static const op_case resize_cases[] = {
      {{{1, 2, 5, 3}}, {{1, 1, 1, 1}}, {{1, 1, 0, 2}}}},
 };
 
+/* det: batches (including empty ones), 0x0 (det 1), 1x1, pivoting and singular matrices (the
+ * integer-valued fill repeats rows: some matrices are singular). */
+static const op_case det_cases[] = {
+    {"x: Tensor[(b, n, n), f32]", "det(x)", 4, {{{3, 4, 4}}, {{2, 1, 1}}, {{0, 3, 3}}, {{2, 0, 0}}}},
+    {"x: Tensor[(n, n), f64]", "det(x)", 3, {{{5, 5}}, {{7, 7}}, {{2, 2}}}},
+    {"x: Tensor[(a, b, 3, 3), f32]", "det(x)", 1, {{{2, 3, 3, 3}}}},
+};
+
+LOOM_TEST(legalize, det) {
+  for (size_t i = 0; i < sizeof det_cases / sizeof det_cases[0]; i++) run_case(&det_cases[i]);
+}
+
 LOOM_TEST(legalize, resize) {
   for (size_t i = 0; i < sizeof resize_cases / sizeof resize_cases[0]; i++) run_case(&resize_cases[i]);
 }
