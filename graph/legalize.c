@@ -787,7 +787,8 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
     case LOOM_GRAPH_OP_CONV_TRANSPOSE: return loom_legalize_window(m, call, out_tp);
     case LOOM_GRAPH_OP_DET: return legalize_det(m, call, out_tp);
     case LOOM_GRAPH_OP_RESIZE:
-    case LOOM_GRAPH_OP_RESIZE2D: return loom_legalize_image(m, call, out_tp);
+    case LOOM_GRAPH_OP_RESIZE2D:
+    case LOOM_GRAPH_OP_GRID_SAMPLE: return loom_legalize_image(m, call, out_tp);
     case LOOM_GRAPH_OP_GLOBAL_AVG_POOL2D: return legalize_global_avg_pool2d(m, call, out_tp);
     case LOOM_GRAPH_OP_BATCH_NORM: return legalize_batch_norm(m, call, out_tp);
     case LOOM_GRAPH_OP_GROUP_NORM: return legalize_group_norm(m, call, out_tp);

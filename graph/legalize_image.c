@@ -1,5 +1,5 @@
-/* legalize_image.c — the image-sampling ops: resize (ONNX Resize with static output extents)
- * and resize2d, to tensorprog/gen_image.c programs. */
+/* legalize_image.c — the image-sampling ops: resize (ONNX Resize with static output extents),
+ * resize2d and grid_sample, to tensorprog/gen_image.c programs. */
 #include <stdio.h>
 #include <string.h>
 
@@ -101,10 +101,33 @@ static loom_status legalize_resize2d(loom_graph_module *m, const loom_graph_expr
   return loom_graph_module_add_tp(m, *tp);
 }
 
+static loom_status legalize_grid_sample(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  static const char *const modes[] = {"nearest", "linear", "cubic", NULL};
+  static const char *const pads[] = {"zeros", "border", "reflection", NULL};
+  const loom_sinfo *x, *g;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &g));
+  int ns = x->ndim - 2, mode = pick(str_of(call, "mode", "linear"), modes), pad = pick(str_of(call, "padding_mode", "zeros"), pads);
+  if (ns < 1 || ns > 3 || g->ndim != ns + 2) return loom_legal_unsupported(call, "for these ranks (1 to 3 spatial axes)");
+  if (!loom_dtype_is_float(x->dtype) || !loom_dtype_is_float(g->dtype)) return loom_legal_unsupported(call, "for non-float operands");
+  if (mode < 0 || pad < 0) return loom_legal_unsupported(call, "for this mode");
+  loom_tp_grid_sample gs = {.n = ns,
+                            .mode = (loom_tp_resize_mode)mode,
+                            .padding = (loom_tp_grid_padding)pad,
+                            .align_corners = loom_graph_attr_get_int(call, "align_corners", 0) != 0};
+  char name[128];
+  snprintf(name, sizeof name, "grid_sample_%s_%s_s%d_%s_%s%s", loom_dtype_name(x->dtype), loom_dtype_name(g->dtype), ns, modes[mode],
+           pads[pad], gs.align_corners ? "_ac" : "");
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_grid_sample(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, g->dtype, &gs, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
 loom_status loom_legalize_image(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
   switch (call->u.call.op) {
     case LOOM_GRAPH_OP_RESIZE: return legalize_resize(m, call, tp);
     case LOOM_GRAPH_OP_RESIZE2D: return legalize_resize2d(m, call, tp);
+    case LOOM_GRAPH_OP_GRID_SAMPLE: return legalize_grid_sample(m, call, tp);
     default: return loom_legal_unsupported(call, "yet");
   }
 }

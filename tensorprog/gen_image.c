@@ -244,3 +244,139 @@ loom_status loom_tp_gen_resize2d(loom_arena *a, loom_sym_ctx *cx, const char *na
   loom_tpg_close_program(&sb, 4);
   return loom_tpg_finish(a, cx, &sb, result);
 }
+
+/* Lets reflecting the f64 value `x` into [lo, hi] by the nearer border until it lies inside (the
+ * reference's gs_reflect); the result is the let `rf<tag>`. */
+static void reflect_lets(loom_strbuf *sb, const char *x, const char *lo, const char *hi, const char *tag) {
+  loom_strbuf_printf(sb, "let rn%s: f64 = %s - %s\n", tag, hi, lo);
+  loom_strbuf_printf(sb, "let dl%s: f64 = %s - %s\nlet kl%s: i64 = i64(dl%s / rn%s)\nlet rl%s: f64 = dl%s - f64(kl%s) * rn%s\n", tag, lo, x,
+                     tag, tag, tag, tag, tag, tag, tag);
+  loom_strbuf_printf(sb, "let dh%s: f64 = %s - %s\nlet kh%s: i64 = i64(dh%s / rn%s)\nlet rh%s: f64 = dh%s - f64(kh%s) * rn%s\n", tag, x, hi,
+                     tag, tag, tag, tag, tag, tag, tag);
+  loom_strbuf_printf(sb,
+                     "let rf%s: f64 = select(%s < %s, select(kl%s %% 2 == 0, %s + rl%s, %s - rl%s), "
+                     "select(%s > %s, select(kh%s %% 2 == 0, %s - rh%s, %s + rh%s), %s))\n",
+                     tag, x, lo, tag, lo, tag, hi, tag, x, hi, tag, hi, tag, lo, tag, x);
+}
+
+loom_status loom_tp_gen_grid_sample(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype grid_t,
+                                    const loom_tp_grid_sample *gs, loom_tp_func **result) {
+  int ns = gs->n;
+  if (ns < 1 || ns > 3) return LOOM_ERROR(INVALID_ARGUMENT, "grid_sample: %d spatial axes (1 to 3 supported)", ns);
+  if (!loom_dtype_is_float(t) || !loom_dtype_is_float(grid_t))
+    return LOOM_ERROR(INVALID_ARGUMENT, "grid_sample: operands of %s and %s (floats needed)", loom_dtype_name(t), loom_dtype_name(grid_t));
+  int n = gs->mode == LOOM_TP_RESIZE_CUBIC ? 4 : gs->mode == LOOM_TP_RESIZE_LINEAR ? 2 : 1, terms = 1;
+  for (int i = 0; i < ns; i++) terms *= n;
+  const char *tn = loom_dtype_name(t);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: Buffer[(n, c", name);
+  for (int i = 0; i < ns; i++) loom_strbuf_printf(&sb, ", h%d", i);
+  loom_strbuf_printf(&sb, "), %s], G: Buffer[(n", tn);
+  for (int i = 0; i < ns; i++) loom_strbuf_printf(&sb, ", o%d", i);
+  loom_strbuf_printf(&sb, ", %d), %s], Y: Buffer[(n, c", ns, loom_dtype_name(grid_t));
+  for (int i = 0; i < ns; i++) loom_strbuf_printf(&sb, ", o%d", i);
+  loom_strbuf_printf(&sb, "), %s]) {\nfor i0 in 0..n parallel {\n", tn);
+  for (int i = 0; i < ns; i++) loom_strbuf_printf(&sb, "for j%d in 0..o%d {\n", i, i);
+  char yi[128] = "i0, i1", gi[128] = "i0";
+  for (int i = 0; i < ns; i++) {
+    snprintf(yi + strlen(yi), sizeof yi - strlen(yi), ", j%d", i);
+    snprintf(gi + strlen(gi), sizeof gi - strlen(gi), ", j%d", i);
+  }
+  /* an empty input plane: every tap is outside, the result 0 */
+  loom_strbuf_puts(&sb, "if ");
+  for (int i = 0; i < ns; i++) loom_strbuf_printf(&sb, "%sh%d > 0", i ? " && " : "", i);
+  loom_strbuf_puts(&sb, " {\n");
+  bool ac = gs->align_corners;
+  for (int i = 0; i < ns; i++) {
+    /* spatial axis i reads grid component ns - 1 - i (the grid lists x first) */
+    loom_strbuf_printf(&sb, "let v%d: f64 = f64(G[%s, %d])\nlet dm%d: f64 = f64(h%d)\n", i, gi, ns - 1 - i, i, i);
+    char lo[32], hi[32], c1[16], ci[16];
+    snprintf(lo, sizeof lo, "%s", ac ? "0.0f64" : "-0.5f64");
+    snprintf(hi, sizeof hi, "hi%d", i);
+    loom_strbuf_printf(&sb, "let hi%d: f64 = dm%d - %s\n", i, i, ac ? "1.0f64" : "0.5f64");
+    /* the reference rounds the unnormalised coordinate to f32 */
+    if (ac) loom_strbuf_printf(&sb, "let ca%d: f64 = f64(f32((v%d + 1.0f64) / 2.0f64 * (dm%d - 1.0f64)))\n", i, i, i);
+    else loom_strbuf_printf(&sb, "let ca%d: f64 = f64(f32(((v%d + 1.0f64) * dm%d - 1.0f64) / 2.0f64))\n", i, i, i);
+    if (gs->mode == LOOM_TP_RESIZE_NEAREST) loom_strbuf_printf(&sb, "let cb%d: f64 = round(ca%d)\n", i, i);
+    else loom_strbuf_printf(&sb, "let cb%d: f64 = ca%d\n", i, i);
+    snprintf(c1, sizeof c1, "cb%d", i);
+    snprintf(ci, sizeof ci, "cc%d", i);
+    switch (gs->padding) {
+      case LOOM_TP_GRID_ZEROS: loom_strbuf_printf(&sb, "let cc%d: f64 = cb%d\n", i, i); break;
+      case LOOM_TP_GRID_BORDER:
+        loom_strbuf_printf(&sb, "let cc%d: f64 = select(cb%d < %s || cb%d > %s, min(max(cb%d, 0.0f64), dm%d - 1.0f64), cb%d)\n", i, i, lo, i,
+                           hi, i, i, i);
+        break;
+      case LOOM_TP_GRID_REFLECTION: {
+        char tag[8];
+        snprintf(tag, sizeof tag, "%d", i);
+        reflect_lets(&sb, c1, lo, hi, tag);
+        loom_strbuf_printf(&sb, "let cc%d: f64 = rf%d\n", i, i);
+        break;
+      }
+    }
+    (void)ci;
+    if (gs->mode == LOOM_TP_RESIZE_NEAREST) {
+      loom_strbuf_printf(&sb, "let b%d: i64 = i64(cc%d)\n", i, i);
+    } else {
+      loom_strbuf_printf(&sb, "let fl%d: f64 = floor(cc%d)\nlet q%d: f64 = cc%d - fl%d\nlet b%d: i64 = i64(fl%d)%s\n", i, i, i, i, i, i, i,
+                         gs->mode == LOOM_TP_RESIZE_CUBIC ? " - 1" : "");
+      if (gs->mode == LOOM_TP_RESIZE_LINEAR) {
+        loom_strbuf_printf(&sb, "let w%d_0: f64 = 1.0f64 - q%d\nlet w%d_1: f64 = q%d\n", i, i, i, i);
+      } else {
+        static const char *const dist[4] = {"q%d + 1.0f64", "q%d", "1.0f64 - q%d", "2.0f64 - q%d"};
+        for (int j = 0; j < 4; j++) {
+          loom_strbuf_printf(&sb, "let u%d_%d: f64 = abs(", i, j);
+          loom_strbuf_printf(&sb, dist[j], i);
+          loom_strbuf_printf(&sb, ")\nlet w%d_%d: f64 = ", i, j);
+          char u[16];
+          snprintf(u, sizeof u, "u%d_%d", i, j);
+          cubic_weight(&sb, u, "-0.75f64");
+          loom_strbuf_putc(&sb, '\n');
+        }
+      }
+    }
+    for (int j = 0; j < n; j++) {
+      /* the tap's index under the padding mode; ok: inside the input (else the tap adds nothing) */
+      switch (gs->padding) {
+        case LOOM_TP_GRID_ZEROS: loom_strbuf_printf(&sb, "let k%d_%d: i64 = b%d + %d\n", i, j, i, j); break;
+        case LOOM_TP_GRID_BORDER: loom_strbuf_printf(&sb, "let k%d_%d: i64 = min(max(b%d + %d, 0), h%d - 1)\n", i, j, i, j, i); break;
+        case LOOM_TP_GRID_REFLECTION: {
+          char tag[16], x[32];
+          snprintf(tag, sizeof tag, "%d_%d", i, j);
+          snprintf(x, sizeof x, "f64(b%d + %d)", i, j);
+          loom_strbuf_printf(&sb, "let p%d_%d: f64 = %s\n", i, j, x);
+          snprintf(x, sizeof x, "p%d_%d", i, j);
+          reflect_lets(&sb, x, lo, hi, tag);
+          loom_strbuf_printf(&sb, "let k%d_%d: i64 = i64(rf%d_%d)\n", i, j, i, j);
+          break;
+        }
+      }
+      loom_strbuf_printf(&sb, "let ok%d_%d: bool = k%d_%d >= 0 && k%d_%d < h%d\nlet x%d_%d: i64 = min(max(k%d_%d, 0), h%d - 1)\n", i, j, i, j,
+                         i, j, i, i, j, i, j, i);
+    }
+  }
+  loom_strbuf_printf(&sb, "for i1 in 0..c {\nY[%s] = %s(", yi, tn);
+  int tap[3] = {0, 0, 0};
+  for (int term = 0; term < terms; term++) {
+    if (term) loom_strbuf_puts(&sb, " + ");
+    loom_strbuf_puts(&sb, "select(");
+    for (int i = 0; i < ns; i++) loom_strbuf_printf(&sb, "%sok%d_%d", i ? " && " : "", i, tap[i]);
+    loom_strbuf_puts(&sb, ", ");
+    if (gs->mode != LOOM_TP_RESIZE_NEAREST)
+      for (int i = 0; i < ns; i++) loom_strbuf_printf(&sb, "w%d_%d * ", i, tap[i]);
+    loom_strbuf_puts(&sb, "f64(X[i0, i1");
+    for (int i = 0; i < ns; i++) loom_strbuf_printf(&sb, ", x%d_%d", i, tap[i]);
+    loom_strbuf_puts(&sb, "]), 0.0f64)");
+    for (int i = ns - 1; i >= 0; i--) {
+      if (++tap[i] < n) break;
+      tap[i] = 0;
+    }
+  }
+  loom_strbuf_printf(&sb, ")\n}\n} else {\nfor i1z in 0..c {\nY[i0, i1z");
+  for (int i = 0; i < ns; i++) loom_strbuf_printf(&sb, ", j%d", i);
+  loom_strbuf_printf(&sb, "] = %s(0)\n}\n}\n", tn);
+  loom_tpg_close_program(&sb, ns + 1);
+  return loom_tpg_finish(a, cx, &sb, result);
+}

@@ -280,4 +280,20 @@ loom_status loom_tp_gen_resize2d(loom_arena *a, loom_sym_ctx *cx, const char *na
 loom_status loom_tp_gen_det(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                             loom_tp_func **result);
 
+/* grid_sample: X (n, c, h..), G (n, o.., ns) normalised coordinates in [-1, 1] (the last
+ * component for the first spatial axis) -> Y (n, c, o..), as graph/op_image.c's reference. */
+typedef enum loom_tp_grid_padding {
+  LOOM_TP_GRID_ZEROS,      /* taps outside the input add nothing */
+  LOOM_TP_GRID_BORDER,     /* coordinates and taps clamped to the input */
+  LOOM_TP_GRID_REFLECTION, /* coordinates and taps reflected at the borders */
+} loom_tp_grid_padding;
+typedef struct loom_tp_grid_sample {
+  int n;                      /* spatial axes, 1..3 */
+  loom_tp_resize_mode mode;   /* nearest (half to even), linear, cubic (A = -0.75) */
+  loom_tp_grid_padding padding;
+  bool align_corners;
+} loom_tp_grid_sample;
+loom_status loom_tp_gen_grid_sample(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype grid_t,
+                                    const loom_tp_grid_sample *gs, loom_tp_func **result);
+
 #endif

@@ -325,6 +325,36 @@ LOOM_TEST(legalize, det) {
   for (size_t i = 0; i < sizeof det_cases / sizeof det_cases[0]; i++) run_case(&det_cases[i]);
 }
 
+/* grid_sample: every mode x padding mode, both align_corners, 1-3 spatial axes; the fill puts
+ * grid values in [-2.2, 2.3], so taps fall inside, on and beyond the borders. */
+static const op_case grid_cases[] = {
+    {"x: Tensor[(n, c, h, w), f32], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g)", 3,
+     {{{1, 2, 3, 4}, {1, 5, 3, 2}}, {{2, 1, 1, 1}, {2, 2, 2, 2}}, {{1, 1, 0, 3}, {1, 2, 2, 2}}}},
+    {"x: Tensor[(n, c, h, w), f32], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g, align_corners=true, padding_mode=\"border\")", 2,
+     {{{1, 2, 3, 4}, {1, 5, 3, 2}}, {{1, 1, 0, 2}, {1, 2, 2, 2}}}},
+    {"x: Tensor[(n, c, h, w), f32], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g, padding_mode=\"reflection\")", 1,
+     {{{1, 2, 3, 4}, {1, 5, 3, 2}}}},
+    {"x: Tensor[(n, c, h, w), f32], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g, align_corners=true, padding_mode=\"reflection\")", 1,
+     {{{1, 2, 3, 4}, {1, 5, 3, 2}}}},
+    {"x: Tensor[(n, c, h, w), f32], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g, mode=\"nearest\")", 1, {{{1, 2, 3, 4}, {1, 5, 3, 2}}}},
+    {"x: Tensor[(n, c, h, w), f32], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g, mode=\"nearest\", padding_mode=\"border\", align_corners=true)", 1,
+     {{{1, 2, 3, 4}, {1, 5, 3, 2}}}},
+    {"x: Tensor[(n, c, h, w), f32], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g, mode=\"nearest\", padding_mode=\"reflection\")", 1,
+     {{{1, 2, 3, 4}, {1, 5, 3, 2}}}},
+    {"x: Tensor[(n, c, h, w), f32], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g, mode=\"cubic\")", 1, {{{1, 2, 5, 4}, {1, 5, 3, 2}}}},
+    {"x: Tensor[(n, c, h, w), f32], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g, mode=\"cubic\", padding_mode=\"border\", align_corners=true)", 1,
+     {{{1, 2, 5, 4}, {1, 5, 3, 2}}}},
+    {"x: Tensor[(n, c, h, w), f64], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g, mode=\"cubic\", padding_mode=\"reflection\")", 1,
+     {{{1, 2, 5, 4}, {1, 5, 3, 2}}}},
+    {"x: Tensor[(n, c, l), f32], g: Tensor[(n, p, 1), f32]", "grid_sample(x, g, padding_mode=\"border\")", 1, {{{2, 3, 7}, {2, 5, 1}}}},
+    {"x: Tensor[(n, c, a, h, w), f32], g: Tensor[(n, p, q, r, 3), f32]", "grid_sample(x, g, align_corners=true)", 1,
+     {{{1, 2, 3, 2, 4}, {1, 2, 3, 2, 3}}}},
+};
+
+LOOM_TEST(legalize, grid_sample) {
+  for (size_t i = 0; i < sizeof grid_cases / sizeof grid_cases[0]; i++) run_case(&grid_cases[i]);
+}
+
 LOOM_TEST(legalize, resize) {
   for (size_t i = 0; i < sizeof resize_cases / sizeof resize_cases[0]; i++) run_case(&resize_cases[i]);
 }
