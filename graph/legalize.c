@@ -797,6 +797,29 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
   }
 }
 
+/* dft: the transform length, when given, is an i64 scalar parameter (symbolic at the call). */
+static loom_status legalize_dft(loom_graph_module *m, const loom_graph_expr *call, loom_graph_legal *r) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  int64_t c;
+  int axis;
+  if (x->ndim < 2 || !loom_dtype_is_float(x->dtype) || !loom_sym_is_const(x->dims[x->ndim - 1], &c) || (c != 1 && c != 2))
+    return loom_legal_unsupported(call, "for this operand (float (..., 1) or (..., 2))");
+  if (!loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim - 1, &axis)) return loom_legal_unsupported(call, "for this axis");
+  bool inv = loom_graph_attr_get_int(call, "inverse", 0) != 0, one = loom_graph_attr_get_int(call, "onesided", 0) != 0;
+  const loom_graph_attr *la = loom_graph_call_attr(call, "length");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  if (la && (la->n != 1 || loom_sym_prove_le(cx, loom_sym_const(cx, 1), la->syms[0]) != LOOM_SYM_TRUE))
+    return loom_legal_unsupported(call, "for a length not provably >= 1");
+  char name[128];
+  snprintf(name, sizeof name, "dft_%s_r%d_a%d_c%lld%s%s%s", loom_dtype_name(x->dtype), x->ndim, axis, (long long)c, inv ? "_inv" : "",
+           one ? "_onesided" : "", la ? "_len" : "");
+  if (la) r->scalars[r->nscalars++] = la->syms[0];
+  if ((r->tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_dft(loom_graph_module_arena(m), cx, name, x->dtype, x->ndim, axis, (int)c, inv, one, la != NULL, &r->tp));
+  return loom_graph_module_add_tp(m, r->tp);
+}
+
 /* The name of the run-time operand (read when the op runs, e.g. ONNX axes given as a graph
  * input) that a call takes, or NULL: those forms have data-dependent dims and no tensor program. */
 static const char *runtime_operand(const loom_graph_expr *call) {
@@ -840,6 +863,7 @@ loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr
     case LOOM_GRAPH_OP_PAD: return legalize_pad(m, call, result);
     case LOOM_GRAPH_OP_ARANGE: return legalize_arange(m, call, out, result);
     case LOOM_GRAPH_OP_SYM_TENSOR: return legalize_sym_tensor(m, call, out, result);
+    case LOOM_GRAPH_OP_DFT: return legalize_dft(m, call, result);
     default: return legalize_plain(m, call, out, &result->tp);
   }
 }

@@ -1,10 +1,11 @@
-/* gen_linalg.c — generators of the small dense linear-algebra programs: det.
+/* gen_linalg.c — generators of the small dense linear-algebra and signal programs: det, dft.
  *
  * det runs the reference's algorithm (graph/op_misc.c) per matrix: LU decomposition with partial
  * pivoting in f64 on a Local copy, serial over the columns (the column and pivot-search loops are
  * flagged `reduce`, which keeps the CPU rules from running them in parallel); the batch loops
  * around it are independent. */
 #include <stdio.h>
+#include <string.h>
 
 #include "base/strbuf.h"
 #include "tensorprog/gen_internal.h"
@@ -58,5 +59,65 @@ loom_status loom_tp_gen_det(loom_arena *a, loom_sym_ctx *cx, const char *name, l
                      "Y[%s] = %s(D[0])\n",
                      bi, sep, bi, tn);
   loom_tpg_close_program(&sb, nb);
+  return loom_tpg_finish(a, cx, &sb, result);
+}
+
+/* dft along `axis` of X (..., a, ..., c) with c = 1 (real) or 2 (complex), as the reference
+ * (graph/op_misc.c): per output bin k a serial sum over the (cut or zero-padded) signal of
+ * x[j] e^(-+2 pi i ((j k) mod n) / n), in f64. The transform length n is the i64 scalar
+ * parameter `nl` when has_length, else a (2*(a - 1) for the onesided inverse). */
+loom_status loom_tp_gen_dft(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis, int c,
+                            bool inverse, bool onesided, bool has_length, loom_tp_func **result) {
+  LOOM_PROPAGATE(loom_tpg_check_rank(rank));
+  if (rank < 2 || axis < 0 || axis >= rank - 1 || (c != 1 && c != 2) || !loom_dtype_is_float(t))
+    return LOOM_ERROR(INVALID_ARGUMENT, "dft: rank %d, axis %d, %d components, dtype %s", rank, axis, c, loom_dtype_name(t));
+  bool half = inverse && onesided; /* a onesided spectrum in, a real signal out */
+  const char *tn = loom_dtype_name(t);
+  const char *const *d = loom_tpg_dims_d();
+  char nn[32], m[64], jext[48];
+  snprintf(nn, sizeof nn, "%s", has_length ? "nl" : half ? "2*a - 2" : "a");
+  if (onesided && !inverse) snprintf(m, sizeof m, "floordiv(%s, 2) + 1", nn);
+  else snprintf(m, sizeof m, "%s", nn);
+  /* the signal's samples: the first min(a, n) (zero padding adds nothing); all n when half */
+  if (half) snprintf(jext, sizeof jext, "%s", nn);
+  else if (has_length) snprintf(jext, sizeof jext, "min(a, nl)");
+  else snprintf(jext, sizeof jext, "a");
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: Buffer[(", name);
+  for (int k = 0; k < rank - 1; k++) loom_strbuf_printf(&sb, "%s, ", k == axis ? "a" : d[k]);
+  loom_strbuf_printf(&sb, "%d), %s], %sY: Buffer[(", c, tn, has_length ? "nl: i64, " : "");
+  for (int k = 0; k < rank - 1; k++) loom_strbuf_printf(&sb, "%s, ", k == axis ? m : d[k]);
+  loom_strbuf_printf(&sb, "%d), %s]) {\n", half ? 1 : 2, tn);
+  char xi[128] = "", yi[128] = ""; /* "i0, sj, i2, " and "i0, kb, i2, " */
+  for (int k = 0; k < rank - 1; k++) {
+    if (k == axis) loom_strbuf_printf(&sb, "for kb in 0..%s%s {\n", m, k == 0 ? " parallel" : "");
+    else loom_strbuf_printf(&sb, "for i%d in 0..%s%s {\n", k, d[k], k == 0 ? " parallel" : "");
+    char v[8];
+    snprintf(v, sizeof v, "i%d", k);
+    snprintf(xi + strlen(xi), sizeof xi - strlen(xi), "%s, ", k == axis ? "sj" : v);
+    snprintf(yi + strlen(yi), sizeof yi - strlen(yi), "%s, ", k == axis ? "kb" : v);
+  }
+  loom_strbuf_printf(&sb, "alloc S: Local[(2,), f64]\nS[0] = 0.0f64\nS[1] = 0.0f64\nfor j in 0..%s reduce {\n", jext);
+  if (half) {
+    /* bins past the spectrum come from Hermitian symmetry: X[n - j] = conj(X[j]) */
+    loom_strbuf_printf(&sb, "let sj: i64 = select(j >= a, %s - j, j)\nlet cj: f64 = select(j >= a, -1.0f64, 1.0f64)\n", nn);
+  } else {
+    loom_strbuf_puts(&sb, "let sj: i64 = j\nlet cj: f64 = 1.0f64\n");
+  }
+  loom_strbuf_puts(&sb, "if sj >= 0 && sj < a {\n");
+  loom_strbuf_printf(&sb, "let an: f64 = %s2.0f64 * 3.14159265358979311600f64 * f64((j * kb) %% (%s)) / f64(%s)\n", inverse ? "" : "-",
+                     nn, nn);
+  loom_strbuf_puts(&sb, "let cr: f64 = cos(an)\nlet ci: f64 = sin(an)\n");
+  loom_strbuf_printf(&sb, "let xr: f64 = f64(X[%s0])\n", xi);
+  if (c == 2) loom_strbuf_printf(&sb, "let xm: f64 = cj * f64(X[%s1])\n", xi);
+  else loom_strbuf_puts(&sb, "let xm: f64 = 0.0f64 * cj\n");
+  loom_strbuf_puts(&sb, "S[0] = S[0] + (xr * cr - xm * ci)\nS[1] = S[1] + (xr * ci + xm * cr)\n}\n}\n");
+  const char *scale = inverse ? " / f64(" : "";
+  char sc[48] = "";
+  if (inverse) snprintf(sc, sizeof sc, "%s%s)", scale, nn);
+  loom_strbuf_printf(&sb, "Y[%s0] = %s(S[0]%s)\n", yi, tn, sc);
+  if (!half) loom_strbuf_printf(&sb, "Y[%s1] = %s(S[1]%s)\n", yi, tn, sc);
+  loom_tpg_close_program(&sb, rank - 1);
   return loom_tpg_finish(a, cx, &sb, result);
 }

@@ -296,4 +296,10 @@ typedef struct loom_tp_grid_sample {
 loom_status loom_tp_gen_grid_sample(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype grid_t,
                                     const loom_tp_grid_sample *gs, loom_tp_func **result);
 
+/* dft along `axis` (< rank - 1) of X (..., c), c = 1 real or 2 complex, as graph/op_misc.c: Y
+ * (..., 2), or (..., 1) for the onesided inverse; the length is the i64 scalar `nl` when
+ * has_length, else the axis extent (2*(extent - 1) for the onesided inverse). */
+loom_status loom_tp_gen_dft(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis, int c,
+                            bool inverse, bool onesided, bool has_length, loom_tp_func **result);
+
 #endif

@@ -321,6 +321,23 @@ static const op_case det_cases[] = {
     {"x: Tensor[(a, b, 3, 3), f32]", "det(x)", 1, {{{2, 3, 3, 3}}}},
 };
 
+/* dft: real and complex input, axis not 0, cut and zero-padded lengths (a scalar parameter),
+ * onesided, inverse, the onesided inverse (Hermitian symmetry). */
+static const op_case dft_cases[] = {
+    {"x: Tensor[(b, n, 1), f32]", "dft(x, axis=1)", 3, {{{2, 7, 1}}, {{1, 1, 1}}, {{0, 4, 1}}}},
+    {"x: Tensor[(n, b, 2), f32]", "dft(x, axis=0)", 2, {{{8, 3, 2}}, {{5, 1, 2}}}},
+    {"x: Tensor[(b, n, 2), f64]", "dft(x, axis=1, inverse=true)", 1, {{{2, 6, 2}}}},
+    {"x: Tensor[(b, n, 1), f32]", "dft(x, axis=1, onesided=true)", 2, {{{2, 7, 1}}, {{1, 8, 1}}}},
+    {"x: Tensor[(b, n, 2), f32]", "dft(x, axis=1, length=[n + 3])", 1, {{{2, 5, 2}}}},
+    {"x: Tensor[(b, n, 2), f32]", "dft(x, axis=-1, length=[4])", 1, {{{2, 9, 2}}}},
+    {"x: Tensor[(b, n, 2), f32]", "dft(x, axis=1, inverse=true, onesided=true)", 2, {{{2, 5, 2}}, {{1, 2, 2}}}},
+    {"x: Tensor[(b, n, 2), f32]", "dft(x, axis=1, inverse=true, onesided=true, length=[7])", 1, {{{2, 4, 2}}}},
+};
+
+LOOM_TEST(legalize, dft) {
+  for (size_t i = 0; i < sizeof dft_cases / sizeof dft_cases[0]; i++) run_case(&dft_cases[i]);
+}
+
 LOOM_TEST(legalize, det) {
   for (size_t i = 0; i < sizeof det_cases / sizeof det_cases[0]; i++) run_case(&det_cases[i]);
 }
