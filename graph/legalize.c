@@ -868,6 +868,57 @@ loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr
   }
 }
 
+/* topk (attribute k): a tuple result, while a program writes one buffer. The binding
+ * `t = topk(x, k=..)` becomes `t_values = call_tp(@topk_..._values, (x,))`,
+ * `t_indices = call_tp(@topk_..._indices, (x,))`, `t = (t_values, t_indices)`: two bindings
+ * inserted before binding i of blk. */
+static loom_status legalize_topk(loom_graph_module *m, loom_graph_block *blk, size_t i) {
+  loom_graph_binding *b = blk->bindings[i];
+  const loom_graph_expr *call = b->value;
+  const loom_sinfo *x, *out = b->var->sinfo;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  if (call->u.call.nargs > 1) return LOOM_ERROR(UNIMPLEMENTED, "topk: no legalization for a run-time k operand (interpreter only)");
+  if (loom_dtype_is_lowp(x->dtype)) return loom_legal_unsupported(call, "for low-precision dtypes");
+  if (x->ndim < 1 || x->dtype == LOOM_DTYPE_BOOL || !out || out->kind != LOOM_SINFO_TUPLE || out->nfields != 2)
+    return loom_legal_unsupported(call, "for this operand");
+  int axis;
+  if (!loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", -1), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+  bool largest = loom_graph_attr_get_int(call, "largest", 1) != 0;
+  loom_arena *ar = loom_graph_module_arena(m);
+  loom_graph_binding **nb = LOOM_ARENA_ARRAY(ar, loom_graph_binding *, blk->n + 2);
+  loom_graph_expr *parts[2];
+  if (!nb) return LOOM_OOM();
+  for (int p = 0; p < 2; p++) {
+    char name[128], vname[256];
+    snprintf(name, sizeof name, "topk_%s_r%d_a%d_%s_%s", loom_dtype_name(x->dtype), x->ndim, axis, largest ? "largest" : "smallest",
+             p ? "indices" : "values");
+    loom_tp_func *tp = loom_graph_module_find_tp(m, name);
+    if (!tp) {
+      LOOM_PROPAGATE(loom_tp_gen_topk(ar, loom_graph_module_sym(m), name, x->dtype, x->ndim, axis, largest, p == 1, &tp));
+      LOOM_PROPAGATE(loom_graph_module_add_tp(m, tp));
+    }
+    snprintf(vname, sizeof vname, "%s_%s", b->var->u.var.name, p ? "indices" : "values");
+    loom_graph_expr *arg = call->u.call.args[0];
+    loom_graph_binding *pb = LOOM_ARENA_NEW(ar, loom_graph_binding);
+    if (!pb || !(pb->var = loom_graph_var_new(m, vname, out->fields[p])) ||
+        !(pb->value = loom_graph_call_tp(m, loom_tp_func_name(tp), 1, &arg, out->fields[p])))
+      return LOOM_OOM();
+    pb->kind = LOOM_GRAPH_BIND_VAR;
+    pb->loc = b->loc;
+    pb->value->loc = call->loc;
+    parts[p] = pb->var;
+    nb[i + (size_t)p] = pb;
+  }
+  loom_graph_expr *tuple = loom_graph_tuple_new(m, 2, parts);
+  if (!tuple) return LOOM_OOM();
+  for (size_t k = 0; k < i; k++) nb[k] = blk->bindings[k];
+  for (size_t k = i; k < blk->n; k++) nb[k + 2] = blk->bindings[k];
+  b->value = tuple;
+  blk->bindings = nb;
+  blk->n += 2;
+  return LOOM_OK;
+}
+
 /* Rewrites the bindings of one sequence (and of nested if branches). */
 static loom_status legalize_seq(loom_graph_module *m, loom_graph_seq *seq, loom_diag_list *diags, size_t *done,
                                 size_t *kept) {
@@ -884,6 +935,18 @@ static loom_status legalize_seq(loom_graph_module *m, loom_graph_seq *seq, loom_
       if (v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP) continue;
       /* views keep their op: the VM gives them the input's memory (loom_graph_op_is_view) */
       if (loom_graph_op_is_view(v->u.call.op) && v->u.call.nargs == 1) continue;
+      if (v->u.call.op == LOOM_GRAPH_OP_TOPK) {
+        loom_status s = legalize_topk(m, blk, i);
+        if (s && loom_status_code(s) == LOOM_CODE_UNIMPLEMENTED) {
+          if (diags) loom_diag_add(diags, LOOM_DIAG_NOTE, v->loc, "kept as an operator: %s", loom_status_message(s));
+          loom_status_free(s);
+          (*kept)++;
+          continue;
+        }
+        LOOM_PROPAGATE(s);
+        (*done)++;
+        continue;
+      }
       loom_graph_legal lg;
       loom_status s = loom_graph_legalize_call(m, v, v->sinfo, &lg);
       loom_tp_func *tp = lg.tp;

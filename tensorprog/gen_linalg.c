@@ -121,3 +121,51 @@ loom_status loom_tp_gen_dft(loom_arena *a, loom_sym_ctx *cx, const char *name, l
   loom_tpg_close_program(&sb, rank - 1);
   return loom_tpg_finish(a, cx, &sb, result);
 }
+
+/* topk along `axis`: Y (the axis of extent kk, from Y's shape) takes, in order, the kk largest
+ * (or smallest) elements of each slice of X, ties to the lower index (the reference's sort),
+ * their values or (indices) their i64 positions. A selection per output position: the best
+ * element not taken yet, serial over the positions (a Local of taken flags per slice). */
+loom_status loom_tp_gen_topk(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                             bool largest, bool indices, loom_tp_func **result) {
+  LOOM_PROPAGATE(loom_tpg_check_rank(rank));
+  if (rank < 1 || axis < 0 || axis >= rank || t == LOOM_DTYPE_BOOL)
+    return LOOM_ERROR(INVALID_ARGUMENT, "topk: rank %d, axis %d, dtype %s", rank, axis, loom_dtype_name(t));
+  const char *tn = loom_dtype_name(t);
+  const char *const *d = loom_tpg_dims_d();
+  char xr[128] = "", xb[128] = "", yj[128] = "";
+  for (int k = 0; k < rank; k++) {
+    char v[8];
+    snprintf(v, sizeof v, "i%d", k);
+    snprintf(xr + strlen(xr), sizeof xr - strlen(xr), "%s%s", k ? ", " : "", k == axis ? "r" : v);
+    snprintf(xb + strlen(xb), sizeof xb - strlen(xb), "%s%s", k ? ", " : "", k == axis ? "B[0]" : v);
+    snprintf(yj + strlen(yj), sizeof yj - strlen(yj), "%s%s", k ? ", " : "", k == axis ? "j" : v);
+  }
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: Buffer[(", name);
+  for (int k = 0; k < rank; k++) loom_strbuf_printf(&sb, "%s%s", k ? ", " : "", k == axis ? "a" : d[k]);
+  loom_strbuf_printf(&sb, "%s), %s], Y: Buffer[(", rank == 1 ? "," : "", tn);
+  for (int k = 0; k < rank; k++) loom_strbuf_printf(&sb, "%s%s", k ? ", " : "", k == axis ? "kk" : d[k]);
+  loom_strbuf_printf(&sb, "%s), %s]) {\n", rank == 1 ? "," : "", indices ? "i64" : tn);
+  int nl = 0;
+  for (int k = 0; k < rank; k++)
+    if (k != axis) loom_strbuf_printf(&sb, "for i%d in 0..%s%s {\n", k, d[k], nl++ == 0 ? " parallel" : "");
+  /* the candidate X[r] goes before the best so far X[B[0]] (NaN last, as the reference) */
+  char before[256];
+  if (loom_dtype_is_float(t))
+    snprintf(before, sizeof before, "X[%s] != X[%s] && (X[%s] %s X[%s] || X[%s] != X[%s])", xr, xb, xr, largest ? ">" : "<", xb, xb, xb);
+  else snprintf(before, sizeof before, "X[%s] %s X[%s]", xr, largest ? ">" : "<", xb);
+  char val[160];
+  snprintf(val, sizeof val, "%s", indices ? "B[0]" : "");
+  if (!indices) snprintf(val, sizeof val, "X[%s]", xb);
+  loom_strbuf_printf(&sb,
+                     "alloc U: Local[(a,), bool]\nalloc B: Local[(1,), i64]\n"
+                     "for r0 in 0..a {\nU[r0] = false\n}\n"
+                     "for j in 0..kk reduce {\nB[0] = -1\n"
+                     "for r in 0..a reduce {\nif !U[r] {\nif B[0] < 0 {\nB[0] = r\n} else {\nif %s {\nB[0] = r\n}\n}\n}\n}\n"
+                     "U[B[0]] = true\nY[%s] = %s\n}\n",
+                     before, yj, val);
+  loom_tpg_close_program(&sb, nl);
+  return loom_tpg_finish(a, cx, &sb, result);
+}

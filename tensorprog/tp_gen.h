@@ -302,4 +302,10 @@ loom_status loom_tp_gen_grid_sample(loom_arena *a, loom_sym_ctx *cx, const char 
 loom_status loom_tp_gen_dft(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis, int c,
                             bool inverse, bool onesided, bool has_length, loom_tp_func **result);
 
+/* topk along `axis` of X: Y (the axis of extent kk, bound from Y) holds the kk largest (or
+ * smallest) elements of each slice in order, ties to the lower index, as values (t) or as i64
+ * indices. */
+loom_status loom_tp_gen_topk(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                             bool largest, bool indices, loom_tp_func **result);
+
 #endif

@@ -37,6 +37,30 @@ static void fill(loom_graph_tensor *t, int seed, int64_t index_range) {
   }
 }
 
+/* got equals ref: tensors elementwise (bit-exact for integers, 1e-5 relative for floats), tuples
+ * item by item. */
+static void expect_same(const op_case *c, int k, const loom_graph_value *ref, const loom_graph_value *got, const char *text) {
+  cr_assert_eq(got->kind, ref->kind, "%s: result kinds differ", c->call);
+  if (ref->kind == LOOM_SINFO_TUPLE) {
+    cr_assert_eq(got->n, ref->n);
+    for (size_t j = 0; j < ref->n; j++) expect_same(c, k, &ref->items[j], &got->items[j], text);
+    return;
+  }
+  const loom_graph_tensor *rt = &ref->t;
+  cr_assert_eq(got->t.numel, rt->numel);
+  for (size_t i = 0; i < rt->numel; i++) {
+    if (loom_dtype_is_float(rt->dtype)) {
+      double want = loom_graph_tensor_get_f64(rt, i), have = loom_graph_tensor_get_f64(&got->t, i);
+      double tol = 1e-5 * (1 + fabs(want));
+      cr_assert(fabs(want - have) <= tol || (isnan(want) && isnan(have)), "%s set %d elem %zu: want %.9g got %.9g\n%s", c->call, k, i,
+                want, have, text);
+    } else {
+      cr_assert_eq(loom_graph_tensor_get_i64(&got->t, i), loom_graph_tensor_get_i64(rt, i), "%s set %d elem %zu: want %lld got %lld",
+                   c->call, k, i, (long long)loom_graph_tensor_get_i64(rt, i), (long long)loom_graph_tensor_get_i64(&got->t, i));
+    }
+  }
+}
+
 static void run_case(const op_case *c) {
   char text[2048];
   snprintf(text, sizeof text, "%sfn @main(%s) -> Object {\n  dataflow {\n    out = %s\n    output out\n  }\n  return out\n}\n",
@@ -75,24 +99,17 @@ static void run_case(const op_case *c) {
   }
   for (size_t i = 0; i < loom_graph_module_num_tps(m); i++)
     cr_assert_null(loom_tp_verify(loom_graph_module_sym(m), loom_graph_module_tp_at(m, i)));
+  loom_diag_list vdiags;
+  loom_diag_list_init(&vdiags, NULL);
+  s = loom_graph_verify(m, &vdiags);
+  cr_assert_null(s, "%s: the legalized module does not verify: %s", c->call, loom_status_text(s, 0));
+  loom_diag_list_destroy(&vdiags);
   /* The legalized module runs its call_tp through the tensor-program interpreter. */
   for (int k = 0; k < c->nshapes; k++) {
-    loom_graph_tensor *ref = &refs[k].t;
     loom_graph_value got;
     s = loom_graph_eval(m, "main", np, inputs[k], NULL, &got);
     cr_assert_null(s, "%s (shape set %d): %s", c->call, k, loom_status_text(s, 0));
-    cr_assert_eq(got.t.numel, ref->numel);
-    for (size_t i = 0; i < ref->numel; i++) {
-      if (loom_dtype_is_float(ref->dtype)) {
-        double want = loom_graph_tensor_get_f64(ref, i), have = loom_graph_tensor_get_f64(&got.t, i);
-        double tol = 1e-5 * (1 + fabs(want));
-        cr_assert(fabs(want - have) <= tol || (isnan(want) && isnan(have)), "%s set %d elem %zu: want %.9g got %.9g\n%s",
-                  c->call, k, i, want, have, text);
-      } else {
-        cr_assert_eq(loom_graph_tensor_get_i64(&got.t, i), loom_graph_tensor_get_i64(ref, i), "%s set %d elem %zu: want %lld got %lld",
-                     c->call, k, i, (long long)loom_graph_tensor_get_i64(ref, i), (long long)loom_graph_tensor_get_i64(&got.t, i));
-      }
-    }
+    expect_same(c, k, &refs[k], &got, text);
     loom_graph_value_free(&got);
     loom_graph_value_free(&refs[k]);
     for (size_t p = 0; p < np; p++) loom_graph_value_free(&inputs[k][p]);
@@ -336,6 +353,20 @@ static const op_case dft_cases[] = {
 
 LOOM_TEST(legalize, dft) {
   for (size_t i = 0; i < sizeof dft_cases / sizeof dft_cases[0]; i++) run_case(&dft_cases[i]);
+}
+
+/* topk with attribute k: a tuple result, legalized as two programs (values, indices) and a
+ * tuple. Ties (the fill repeats values) go to the lower index. */
+static const op_case topk_cases[] = {
+    {"x: Tensor[(n, 7), f32]", "topk(x, k=[3], axis=1)", 3, {{{4, 7}}, {{1, 7}}, {{0, 7}}}},
+    {"x: Tensor[(n, 7), f32]", "topk(x, k=[7], axis=-1, largest=false)", 1, {{{3, 7}}}},
+    {"x: Tensor[(n, m), i64]", "topk(x, k=[2], axis=0)", 1, {{{5, 3}}}},
+    {"x: Tensor[(n, 4, m), u8]", "topk(x, k=[0], axis=1)", 1, {{{2, 4, 3}}}},
+    {"x: Tensor[(n,), f64]", "topk(x, k=[4], largest=false)", 1, {{{11}}}},
+};
+
+LOOM_TEST(legalize, topk) {
+  for (size_t i = 0; i < sizeof topk_cases / sizeof topk_cases[0]; i++) run_case(&topk_cases[i]);
 }
 
 LOOM_TEST(legalize, det) {
