@@ -154,6 +154,37 @@ static loom_status legalize_clip(loom_graph_module *m, const loom_graph_expr *ca
   return loom_graph_module_add_tp(m, *tp);
 }
 
+/* bitcast: between integers of one width and to / from bool the bits are the value (wrapped;
+ * a bool is 0 or 1 and a byte read as bool is `!= 0`, as the reference normalises), so a value
+ * cast does it; a float side needs the tensor-program `bitcast` operator. */
+static loom_status legalize_bitcast(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                    loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  if (loom_dtype_bits(x->dtype) != loom_dtype_bits(out->dtype))
+    return LOOM_ERROR(INVALID_ARGUMENT, "bitcast: %s and %s differ in width", loom_dtype_name(x->dtype),
+                      loom_dtype_name(out->dtype));
+  char expr[48];
+  const char *to = loom_dtype_name(out->dtype);
+  if (!loom_dtype_is_float(x->dtype) && !loom_dtype_is_float(out->dtype)) snprintf(expr, sizeof expr, "%s(x)", to);
+  else if (loom_dtype_is_float(out->dtype)) snprintf(expr, sizeof expr, "bitcast(x, 0.0%s)", to);
+  else snprintf(expr, sizeof expr, "bitcast(x, 0%s)", to);
+  return legalize_unary(m, call, out, expr, tp);
+}
+
+static loom_status legalize_det(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  if (x->ndim < 2 || !loom_dtype_is_float(x->dtype)) return loom_legal_unsupported(call, "for this operand (float matrices of rank >= 2)");
+  if (loom_sym_prove_eq(loom_graph_module_sym(m), x->dims[x->ndim - 2], x->dims[x->ndim - 1]) != LOOM_SYM_TRUE)
+    return loom_legal_unsupported(call, "for matrices not provably square");
+  char name[64];
+  snprintf(name, sizeof name, "det_%s_r%d", loom_dtype_name(x->dtype), x->ndim);
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_det(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
 /* pow of integers (ONNX Pow on int32 / int64): the reference computes in double and converts
  * back, truncating, as the program's cast does. */
 static loom_status legalize_int_pow(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *a,
@@ -711,6 +742,7 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
       snprintf(expr, sizeof expr, "%s(x)", loom_dtype_name(out->dtype));
       return legalize_unary(m, call, out, expr, out_tp);
     }
+    case LOOM_GRAPH_OP_BITCAST: return legalize_bitcast(m, call, out, out_tp);
     case LOOM_GRAPH_OP_CLIP: return legalize_clip(m, call, out, out_tp);
     case LOOM_GRAPH_OP_SOFTMAX: return legalize_softmax(m, call, false, out_tp);
     case LOOM_GRAPH_OP_LOG_SOFTMAX: return legalize_softmax(m, call, true, out_tp);
@@ -753,12 +785,39 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
     case LOOM_GRAPH_OP_AVG_POOL:
     case LOOM_GRAPH_OP_LP_POOL:
     case LOOM_GRAPH_OP_CONV_TRANSPOSE: return loom_legalize_window(m, call, out_tp);
+    case LOOM_GRAPH_OP_DET: return legalize_det(m, call, out_tp);
+    case LOOM_GRAPH_OP_RESIZE:
+    case LOOM_GRAPH_OP_RESIZE2D:
+    case LOOM_GRAPH_OP_GRID_SAMPLE: return loom_legalize_image(m, call, out_tp);
     case LOOM_GRAPH_OP_GLOBAL_AVG_POOL2D: return legalize_global_avg_pool2d(m, call, out_tp);
     case LOOM_GRAPH_OP_BATCH_NORM: return legalize_batch_norm(m, call, out_tp);
     case LOOM_GRAPH_OP_GROUP_NORM: return legalize_group_norm(m, call, out_tp);
     case LOOM_GRAPH_OP_ATTENTION: return legalize_attention(m, call, out_tp);
     default: return loom_legal_unsupported(call, "yet");
   }
+}
+
+/* dft: the transform length, when given, is an i64 scalar parameter (symbolic at the call). */
+static loom_status legalize_dft(loom_graph_module *m, const loom_graph_expr *call, loom_graph_legal *r) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  int64_t c;
+  int axis;
+  if (x->ndim < 2 || !loom_dtype_is_float(x->dtype) || !loom_sym_is_const(x->dims[x->ndim - 1], &c) || (c != 1 && c != 2))
+    return loom_legal_unsupported(call, "for this operand (float (..., 1) or (..., 2))");
+  if (!loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim - 1, &axis)) return loom_legal_unsupported(call, "for this axis");
+  bool inv = loom_graph_attr_get_int(call, "inverse", 0) != 0, one = loom_graph_attr_get_int(call, "onesided", 0) != 0;
+  const loom_graph_attr *la = loom_graph_call_attr(call, "length");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  if (la && (la->n != 1 || loom_sym_prove_le(cx, loom_sym_const(cx, 1), la->syms[0]) != LOOM_SYM_TRUE))
+    return loom_legal_unsupported(call, "for a length not provably >= 1");
+  char name[128];
+  snprintf(name, sizeof name, "dft_%s_r%d_a%d_c%lld%s%s%s", loom_dtype_name(x->dtype), x->ndim, axis, (long long)c, inv ? "_inv" : "",
+           one ? "_onesided" : "", la ? "_len" : "");
+  if (la) r->scalars[r->nscalars++] = la->syms[0];
+  if ((r->tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_dft(loom_graph_module_arena(m), cx, name, x->dtype, x->ndim, axis, (int)c, inv, one, la != NULL, &r->tp));
+  return loom_graph_module_add_tp(m, r->tp);
 }
 
 /* The name of the run-time operand (read when the op runs, e.g. ONNX axes given as a graph
@@ -804,8 +863,60 @@ loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr
     case LOOM_GRAPH_OP_PAD: return legalize_pad(m, call, result);
     case LOOM_GRAPH_OP_ARANGE: return legalize_arange(m, call, out, result);
     case LOOM_GRAPH_OP_SYM_TENSOR: return legalize_sym_tensor(m, call, out, result);
+    case LOOM_GRAPH_OP_DFT: return legalize_dft(m, call, result);
     default: return legalize_plain(m, call, out, &result->tp);
   }
+}
+
+/* topk (attribute k): a tuple result, while a program writes one buffer. The binding
+ * `t = topk(x, k=..)` becomes `t_values = call_tp(@topk_..._values, (x,))`,
+ * `t_indices = call_tp(@topk_..._indices, (x,))`, `t = (t_values, t_indices)`: two bindings
+ * inserted before binding i of blk. */
+static loom_status legalize_topk(loom_graph_module *m, loom_graph_block *blk, size_t i) {
+  loom_graph_binding *b = blk->bindings[i];
+  const loom_graph_expr *call = b->value;
+  const loom_sinfo *x, *out = b->var->sinfo;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  if (call->u.call.nargs > 1) return LOOM_ERROR(UNIMPLEMENTED, "topk: no legalization for a run-time k operand (interpreter only)");
+  if (loom_dtype_is_lowp(x->dtype)) return loom_legal_unsupported(call, "for low-precision dtypes");
+  if (x->ndim < 1 || x->dtype == LOOM_DTYPE_BOOL || !out || out->kind != LOOM_SINFO_TUPLE || out->nfields != 2)
+    return loom_legal_unsupported(call, "for this operand");
+  int axis;
+  if (!loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", -1), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+  bool largest = loom_graph_attr_get_int(call, "largest", 1) != 0;
+  loom_arena *ar = loom_graph_module_arena(m);
+  loom_graph_binding **nb = LOOM_ARENA_ARRAY(ar, loom_graph_binding *, blk->n + 2);
+  loom_graph_expr *parts[2];
+  if (!nb) return LOOM_OOM();
+  for (int p = 0; p < 2; p++) {
+    char name[128], vname[256];
+    snprintf(name, sizeof name, "topk_%s_r%d_a%d_%s_%s", loom_dtype_name(x->dtype), x->ndim, axis, largest ? "largest" : "smallest",
+             p ? "indices" : "values");
+    loom_tp_func *tp = loom_graph_module_find_tp(m, name);
+    if (!tp) {
+      LOOM_PROPAGATE(loom_tp_gen_topk(ar, loom_graph_module_sym(m), name, x->dtype, x->ndim, axis, largest, p == 1, &tp));
+      LOOM_PROPAGATE(loom_graph_module_add_tp(m, tp));
+    }
+    snprintf(vname, sizeof vname, "%s_%s", b->var->u.var.name, p ? "indices" : "values");
+    loom_graph_expr *arg = call->u.call.args[0];
+    loom_graph_binding *pb = LOOM_ARENA_NEW(ar, loom_graph_binding);
+    if (!pb || !(pb->var = loom_graph_var_new(m, vname, out->fields[p])) ||
+        !(pb->value = loom_graph_call_tp(m, loom_tp_func_name(tp), 1, &arg, out->fields[p])))
+      return LOOM_OOM();
+    pb->kind = LOOM_GRAPH_BIND_VAR;
+    pb->loc = b->loc;
+    pb->value->loc = call->loc;
+    parts[p] = pb->var;
+    nb[i + (size_t)p] = pb;
+  }
+  loom_graph_expr *tuple = loom_graph_tuple_new(m, 2, parts);
+  if (!tuple) return LOOM_OOM();
+  for (size_t k = 0; k < i; k++) nb[k] = blk->bindings[k];
+  for (size_t k = i; k < blk->n; k++) nb[k + 2] = blk->bindings[k];
+  b->value = tuple;
+  blk->bindings = nb;
+  blk->n += 2;
+  return LOOM_OK;
 }
 
 /* Rewrites the bindings of one sequence (and of nested if branches). */
@@ -824,6 +935,18 @@ static loom_status legalize_seq(loom_graph_module *m, loom_graph_seq *seq, loom_
       if (v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP) continue;
       /* views keep their op: the VM gives them the input's memory (loom_graph_op_is_view) */
       if (loom_graph_op_is_view(v->u.call.op) && v->u.call.nargs == 1) continue;
+      if (v->u.call.op == LOOM_GRAPH_OP_TOPK) {
+        loom_status s = legalize_topk(m, blk, i);
+        if (s && loom_status_code(s) == LOOM_CODE_UNIMPLEMENTED) {
+          if (diags) loom_diag_add(diags, LOOM_DIAG_NOTE, v->loc, "kept as an operator: %s", loom_status_message(s));
+          loom_status_free(s);
+          (*kept)++;
+          continue;
+        }
+        LOOM_PROPAGATE(s);
+        (*done)++;
+        continue;
+      }
       loom_graph_legal lg;
       loom_status s = loom_graph_legalize_call(m, v, v->sinfo, &lg);
       loom_tp_func *tp = lg.tp;

@@ -21,4 +21,7 @@ loom_status loom_legalize_indexed(loom_graph_module *m, const loom_graph_expr *c
  * avg_pool / lp_pool (legalize_window.c). */
 loom_status loom_legalize_window(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp);
 
+/* resize, resize2d, grid_sample (legalize_image.c). */
+loom_status loom_legalize_image(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp);
+
 #endif

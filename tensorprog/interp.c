@@ -234,6 +234,33 @@ static loom_status float_op(interp *it, loom_tp_op op, loom_dtype t, const doubl
   return LOOM_OK;
 }
 
+/* The bits of a value of dtype `t` (low loom_dtype_bits(t) bits; f16/bf16 rounded to storage first). */
+static uint64_t bits_of(loom_dtype t, value v) {
+  switch (t) {
+    case LOOM_DTYPE_F64: { uint64_t u; memcpy(&u, &v.f, 8); return u; }
+    case LOOM_DTYPE_F32: { float f = (float)v.f; uint32_t u; memcpy(&u, &f, 4); return u; }
+    case LOOM_DTYPE_F16: return loom_f32_to_f16((float)v.f);
+    case LOOM_DTYPE_BF16: return loom_f32_to_bf16((float)v.f);
+    default: {
+      unsigned w = loom_dtype_bits(t);
+      return w >= 64 ? (uint64_t)v.i : (uint64_t)v.i & (((uint64_t)1 << w) - 1);
+    }
+  }
+}
+
+/* bitcast(x, literal of dtype t): the bits of x read as t (the verifier checks the widths). */
+static value from_bits(loom_dtype t, uint64_t u) {
+  value r = {0, 0};
+  switch (t) {
+    case LOOM_DTYPE_F64: memcpy(&r.f, &u, 8); break;
+    case LOOM_DTYPE_F32: { uint32_t w = (uint32_t)u; float f; memcpy(&f, &w, 4); r.f = f; break; }
+    case LOOM_DTYPE_F16: r.f = loom_f16_to_f32((uint16_t)u); break;
+    case LOOM_DTYPE_BF16: r.f = loom_bf16_to_f32((uint16_t)u); break;
+    default: r.i = wrap_int(t, u); break;
+  }
+  return r;
+}
+
 static loom_status eval_op(interp *it, const loom_tp_expr *e, value *out) {
   loom_tp_op op = e->u.op.op;
   int n = loom_tp_op_arity(op);
@@ -241,6 +268,10 @@ static loom_status eval_op(interp *it, const loom_tp_expr *e, value *out) {
   /* && and || short-circuit on bool, like C. */
   LOOM_PROPAGATE(eval_expr(it, e->u.op.args[0], &a[0]));
   loom_dtype t = e->u.op.args[0]->dtype;
+  if (op == LOOM_TP_OP_BITCAST) {
+    *out = from_bits(e->dtype, bits_of(t, a[0]));
+    return LOOM_OK;
+  }
   if (t == LOOM_DTYPE_BOOL && op == LOOM_TP_OP_AND && !a[0].i) { out->i = 0; return LOOM_OK; }
   if (t == LOOM_DTYPE_BOOL && op == LOOM_TP_OP_OR && a[0].i) { out->i = 1; return LOOM_OK; }
   for (int k = 1; k < n; k++) LOOM_PROPAGATE(eval_expr(it, e->u.op.args[k], &a[k]));

@@ -84,6 +84,10 @@ static loom_tp_expr *new_op(loom_arena *a, loom_tp_op op, loom_tp_expr *x, loom_
                             loom_tp_expr *z) {
   if (!x) return NULL;
   loom_dtype t = op_infos[op].cls == LOOM_TP_CLASS_CMP ? LOOM_DTYPE_BOOL : x->dtype;
+  if (op_infos[op].cls == LOOM_TP_CLASS_BITS) {
+    if (!y) return NULL;
+    t = y->dtype;
+  }
   loom_tp_expr *e = new_expr(a, LOOM_TP_EXPR_OP, t);
   if (e) {
     e->u.op.op = op;

@@ -465,6 +465,17 @@ static operand parse_call(parser *p, const char *name, size_t len, size_t at) {
       error_at(p, at, "%s takes %d argument%s, given %d", sp, arity, arity == 1 ? "" : "s", n);
       return r;
     }
+    if (loom_tp_op_class_of((loom_tp_op)op) == LOOM_TP_CLASS_BITS) {
+      /* bitcast(x, 0i32): the literal names the result dtype (an untyped integer is i64) */
+      if (args[1].e->kind == LOOM_TP_EXPR_SYM && args[1].literal) args[1].e = retype_literal(p, args[1].e, LOOM_DTYPE_I64);
+      if (!args[1].e || args[1].e->kind != LOOM_TP_EXPR_CONST) {
+        error_at(p, at, "%s takes a literal naming the result dtype as its second argument (e.g. 0i32)", sp);
+        return r;
+      }
+      r.e = loom_tp_op2(p->arena, (loom_tp_op)op, args[0].e, args[1].e);
+      if (!r.e) oom(p);
+      return r;
+    }
     if (arity == 2) return make_binary(p, at, (loom_tp_op)op, args[0], args[1]);
     if (arity == 3) {
       unify(p, &args[0], &args[1]);

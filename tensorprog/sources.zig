@@ -5,6 +5,8 @@ pub const compiler = [_][]const u8{
     "tensorprog/fuse.c",
     "tensorprog/gen_common.c",
     "tensorprog/gen_elemwise.c",
+    "tensorprog/gen_image.c",
+    "tensorprog/gen_linalg.c",
     "tensorprog/gen_nn.c",
     "tensorprog/gen_reduce.c",
     "tensorprog/gen_scatter.c",

@@ -233,4 +233,79 @@ loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *n
                                   bool causal, int mask_rank, const loom_tp_bcast *mask_modes, loom_dtype mask_t,
                                   loom_tp_func **result);
 
+/* ONNX Resize's modes (graph/op_image.c is the reference). */
+typedef enum loom_tp_resize_mode {
+  LOOM_TP_RESIZE_NEAREST, /* one tap per axis: a neighbour chosen by the nearest mode */
+  LOOM_TP_RESIZE_LINEAR,  /* two taps per axis */
+  LOOM_TP_RESIZE_CUBIC,   /* four taps per axis (Keys kernel with coefficient cubic_a) */
+} loom_tp_resize_mode;
+typedef enum loom_tp_resize_coord {
+  LOOM_TP_RESIZE_HALF_PIXEL,
+  LOOM_TP_RESIZE_HALF_PIXEL_SYMMETRIC,
+  LOOM_TP_RESIZE_PYTORCH_HALF_PIXEL,
+  LOOM_TP_RESIZE_ALIGN_CORNERS,
+  LOOM_TP_RESIZE_ASYMMETRIC,
+  LOOM_TP_RESIZE_TF_CROP_AND_RESIZE,
+} loom_tp_resize_coord;
+typedef enum loom_tp_resize_nearest {
+  LOOM_TP_RESIZE_ROUND_PREFER_FLOOR,
+  LOOM_TP_RESIZE_ROUND_PREFER_CEIL,
+  LOOM_TP_RESIZE_FLOOR,
+  LOOM_TP_RESIZE_CEIL,
+} loom_tp_resize_nearest;
+typedef struct loom_tp_resize {
+  loom_tp_resize_mode mode;
+  loom_tp_resize_coord coord;
+  loom_tp_resize_nearest nearest;
+  double cubic_a;         /* CUBIC */
+  bool exclude_outside;   /* LINEAR / CUBIC: taps outside the input weigh 0, the rest renormalised */
+  double extrapolation;   /* TF_CROP_AND_RESIZE: the value where the source coordinate leaves the input */
+  unsigned axes;          /* mask of the resized axes; the others are copied (their extents are equal) */
+  loom_dtype scale_t;     /* dtype of S (float) */
+  loom_dtype roi_t;       /* dtype of R (float; TF_CROP_AND_RESIZE) */
+} loom_tp_resize;
+
+/* N-d resize: Y (d0, ...) from X, S (rank,) the per-axis scales and, for TF_CROP_AND_RESIZE,
+ * R (2*rank,) the roi (starts, then ends), both read at run time. The extents of Y come from
+ * inference. Interpolating modes need a float t; at most 256 taps per output element. */
+loom_status loom_tp_gen_resize(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                               const loom_tp_resize *rz, loom_tp_func **result);
+
+/* resize2d: (N, C, H, W) -> (N, C, y0, y1), nearest (floor(i*H/y0)) or half-pixel bilinear. */
+loom_status loom_tp_gen_resize2d(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, bool linear,
+                                 loom_tp_func **result);
+
+/* det: Y (...) = the determinant of each (m, m) matrix of X (..., m, m), float t; LU with
+ * partial pivoting in f64, as the reference. */
+loom_status loom_tp_gen_det(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                            loom_tp_func **result);
+
+/* grid_sample: X (n, c, h..), G (n, o.., ns) normalised coordinates in [-1, 1] (the last
+ * component for the first spatial axis) -> Y (n, c, o..), as graph/op_image.c's reference. */
+typedef enum loom_tp_grid_padding {
+  LOOM_TP_GRID_ZEROS,      /* taps outside the input add nothing */
+  LOOM_TP_GRID_BORDER,     /* coordinates and taps clamped to the input */
+  LOOM_TP_GRID_REFLECTION, /* coordinates and taps reflected at the borders */
+} loom_tp_grid_padding;
+typedef struct loom_tp_grid_sample {
+  int n;                      /* spatial axes, 1..3 */
+  loom_tp_resize_mode mode;   /* nearest (half to even), linear, cubic (A = -0.75) */
+  loom_tp_grid_padding padding;
+  bool align_corners;
+} loom_tp_grid_sample;
+loom_status loom_tp_gen_grid_sample(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype grid_t,
+                                    const loom_tp_grid_sample *gs, loom_tp_func **result);
+
+/* dft along `axis` (< rank - 1) of X (..., c), c = 1 real or 2 complex, as graph/op_misc.c: Y
+ * (..., 2), or (..., 1) for the onesided inverse; the length is the i64 scalar `nl` when
+ * has_length, else the axis extent (2*(extent - 1) for the onesided inverse). */
+loom_status loom_tp_gen_dft(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis, int c,
+                            bool inverse, bool onesided, bool has_length, loom_tp_func **result);
+
+/* topk along `axis` of X: Y (the axis of extent kk, bound from Y) holds the kk largest (or
+ * smallest) elements of each slice in order, ties to the lower index, as values (t) or as i64
+ * indices. */
+loom_status loom_tp_gen_topk(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                             bool largest, bool indices, loom_tp_func **result);
+
 #endif

@@ -47,6 +47,7 @@ typedef enum loom_tp_op_class {
   LOOM_TP_CLASS_CMP,   /* numeric in, bool out */
   LOOM_TP_CLASS_LOGIC, /* bool or integer in, same out */
   LOOM_TP_CLASS_MATH,  /* float in, float out */
+  LOOM_TP_CLASS_BITS,  /* bits of operand 0 read as the dtype of operand 1 (a literal) */
 } loom_tp_op_class;
 
 const char *loom_tp_op_spelling(loom_tp_op op);

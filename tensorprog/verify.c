@@ -82,6 +82,16 @@ static void check_op(verifier *v, const loom_tp_expr *e) {
   for (int k = 0; k < n && !v->err; k++) check_expr(v, e->u.op.args[k]);
   if (v->err) return;
   loom_dtype t = e->u.op.args[0]->dtype;
+  if (loom_tp_op_class_of(op) == LOOM_TP_CLASS_BITS) {
+    loom_dtype to = e->u.op.args[1]->dtype;
+    if (e->u.op.args[1]->kind != LOOM_TP_EXPR_CONST)
+      fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: '%s' takes a literal naming the result dtype as its second operand",
+                         v->f->name, loom_tp_op_spelling(op)));
+    else if (t == LOOM_DTYPE_BOOL || to == LOOM_DTYPE_BOOL || loom_dtype_bits(t) != loom_dtype_bits(to) || e->dtype != to)
+      fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: '%s' from %s to %s: the dtypes must be of one width and not bool",
+                         v->f->name, loom_tp_op_spelling(op), loom_dtype_name(t), loom_dtype_name(to)));
+    return;
+  }
   for (int k = 1; k < n; k++) {
     if (e->u.op.args[k]->dtype != t) {
       fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: '%s' operands have different dtypes (%s and %s)", v->f->name,
@@ -95,6 +105,7 @@ static void check_op(verifier *v, const loom_tp_expr *e) {
     case LOOM_TP_CLASS_CMP: ok = true; break;
     case LOOM_TP_CLASS_LOGIC: ok = !loom_dtype_is_float(t); break;
     case LOOM_TP_CLASS_MATH: ok = loom_dtype_is_float(t); break;
+    case LOOM_TP_CLASS_BITS: break; /* checked above */
   }
   if (!ok)
     fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: '%s' is not defined on %s", v->f->name, loom_tp_op_spelling(op),

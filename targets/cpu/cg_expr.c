@@ -555,10 +555,33 @@ static LLVMValueRef int_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a) 
   }
 }
 
+/* bitcast(x, literal of `to`): register -> memory form of x's dtype (f16 / bf16 are float registers,
+ * half / i16 in memory), reinterpreted as `to`'s memory form, -> register. f16 / bf16 vectors go lane
+ * by lane (cg_to_mem / cg_from_mem are scalar). */
+static LLVMValueRef bitcast_scalar(cg *g, loom_dtype from, loom_dtype to, LLVMValueRef v) {
+  LLVMValueRef m = cg_to_mem(g, from, v);
+  m = LLVMBuildBitCast(g->b, m, cg_mem_type(g, to), "");
+  return cg_from_mem(g, to, m);
+}
+
+static LLVMValueRef bitcast_expr(cg *g, loom_dtype from, loom_dtype to, LLVMValueRef v) {
+  bool half = from == LOOM_DTYPE_F16 || from == LOOM_DTYPE_BF16 || to == LOOM_DTYPE_F16 || to == LOOM_DTYPE_BF16;
+  if (!cg_is_vec(v)) return bitcast_scalar(g, from, to, v);
+  if (!half) return LLVMBuildBitCast(g->b, v, like_ty(LLVMTypeOf(v), cg_mem_type(g, to)), "");
+  unsigned lanes = LLVMGetVectorSize(LLVMTypeOf(v));
+  LLVMValueRef r = LLVMGetPoison(LLVMVectorType(cg_reg_type(g, to), lanes));
+  for (unsigned i = 0; i < lanes; i++) {
+    LLVMValueRef k = LLVMConstInt(g->t_i32, i, 0);
+    r = LLVMBuildInsertElement(g->b, r, bitcast_scalar(g, from, to, LLVMBuildExtractElement(g->b, v, k, "")), k, "");
+  }
+  return r;
+}
+
 static LLVMValueRef op_expr(cg *g, const loom_tp_expr *e) {
   loom_tp_op op = e->u.op.op;
   int n = loom_tp_op_arity(op);
   loom_dtype t = e->u.op.args[0]->dtype;
+  if (op == LOOM_TP_OP_BITCAST) return bitcast_expr(g, t, e->dtype, cg_expr(g, e->u.op.args[0]));
   if (t == LOOM_DTYPE_BOOL && (op == LOOM_TP_OP_AND || op == LOOM_TP_OP_OR) && !g->lanes &&
       unsafe_to_speculate(e->u.op.args[1])) {
     LLVMValueRef a0 = cg_expr(g, e->u.op.args[0]);

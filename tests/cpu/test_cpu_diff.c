@@ -211,6 +211,26 @@ LOOM_TEST(cpu, half_precision_storage) {
                "  }\n}\n", &o);
 }
 
+/* bitcast between floats and integers of one width, scalar and vectorized (f16 / bf16 lane by
+ * lane), bit-exact. */
+LOOM_TEST(cpu, bitcast_bit_exact) {
+  cpu_diff_opts o = opts(medium, 10, 0);
+  diff_program("prim @bc(A: Buffer[(n,), f32], B: Buffer[(n,), i32], C: Buffer[(n, 2), i32], D: Buffer[(n, 2), f32]) {\n"
+               "  for i in 0..n vectorize {\n"
+               "    C[i, 0] = bitcast(A[i], 0i32)\n"
+               "    C[i, 1] = bitcast(A[i] * 3.0 + 1.0, 0i32) + 1i32\n"
+               "    D[i, 0] = bitcast(floormod(B[i], 1000i32) + 1065353216i32, 0.0)\n"
+               "    D[i, 1] = f32(bitcast(i16(floormod(B[i], 1000i32)) + 15360i16, 0.0f16)) +\n"
+               "              f32(bitcast(i16(floormod(B[i], 1000i32)) + 16256i16, 0.0bf16))\n"
+               "  }\n}\n", &o);
+  diff_program("prim @bc64(A: Buffer[(n,), f64], H: Buffer[(n,), f16], C: Buffer[(n, 2), i64], E: Buffer[(n,), i16]) {\n"
+               "  for i in 0..n {\n"
+               "    C[i, 0] = bitcast(A[i], 0i64)\n"
+               "    C[i, 1] = bitcast(bitcast(A[i], 0u64), 0i64)\n"
+               "    E[i] = bitcast(H[i], 0i16)\n"
+               "  }\n}\n", &o);
+}
+
 LOOM_TEST(cpu, local_buffer_of_symbolic_size_in_parallel_loop) {
   cpu_diff_opts o = opts(medium, 10, 1e-5);
   diff_program("prim @loc(X: Buffer[(n, m), f32], Y: Buffer[(n, m), f32]) {\n"
@@ -620,3 +640,62 @@ LOOM_TEST(cpu, schedule_rule_falls_back_when_packing_refuses) {
 }
 LOOM_TEST(cpu, schedule_rule_tiles_generated_linear_with_bias) { generated_schedule_and_diff(gen_linear_bias, tiled); }
 LOOM_TEST(cpu, schedule_rule_tiles_generated_linear_rank3) { generated_schedule_and_diff(gen_linear3, tiled); }
+
+/* The programs legalization generates for the image and linear-algebra ops (resize, grid_sample,
+ * det, dft), scheduled by the default CPU rules, equal to the interpreter on extents incl. 0, 1
+ * and primes. Scales are positive (S); grids and matrices random in [-2, 2]. */
+static void fill_positive_scales(const loom_tp_func *f, size_t param, void *data, size_t count, const int64_t *shape,
+                                 loom_test_rng *rng) {
+  (void)shape;
+  if (strcmp(f->params[param].buf->name, "S")) {
+    cpu_fill(f->params[param].buf->dtype, data, count, rng);
+    return;
+  }
+  for (size_t x = 0; x < count; x++) ((double *)data)[x] = 0.25 * (double)loom_test_rng_range(rng, 2, 12);
+}
+
+/* min_size: the smallest extent tried (resize of an empty axis and the onesided inverse dft of
+ * fewer than 2 bins are errors, in the reference as in the programs). */
+static void generated_diff(loom_tp_func *f, int64_t scalar, int min_size) {
+  loom_strbuf text;
+  loom_strbuf_init(&text, NULL);
+  loom_tp_print_func(f, &text);
+  static const int64_t sz[] = {0, 1, 2, 3, 5, 7, 13};
+  cpu_diff_opts o = opts(sz + min_size, 7 - (size_t)min_size, 1e-4);
+  o.trials = 6;
+  o.fill = fill_positive_scales;
+  o.scalar = scalar;
+  schedule_and_diff(loom_strbuf_cstr(&text), "", &o);
+  loom_strbuf_free(&text);
+}
+
+LOOM_TEST(cpu, generated_resize_grid_sample_det_dft) {
+  loom_arena a;
+  loom_arena_init(&a, NULL, 0);
+  loom_sym_ctx *cx;
+  cr_assert_null(loom_sym_ctx_create(NULL, &cx));
+  loom_tp_func *f;
+  loom_tp_resize rz = {.mode = LOOM_TP_RESIZE_CUBIC, .coord = LOOM_TP_RESIZE_HALF_PIXEL, .cubic_a = -0.75, .axes = 0xC,
+                       .scale_t = LOOM_DTYPE_F64, .roi_t = LOOM_DTYPE_F64};
+  cr_assert_null(loom_tp_gen_resize(&a, cx, "rs_cubic", LOOM_DTYPE_F32, 4, &rz, &f));
+  generated_diff(f, 0, 1);
+  rz.mode = LOOM_TP_RESIZE_NEAREST, rz.coord = LOOM_TP_RESIZE_ASYMMETRIC, rz.nearest = LOOM_TP_RESIZE_ROUND_PREFER_CEIL, rz.axes = 0x5;
+  cr_assert_null(loom_tp_gen_resize(&a, cx, "rs_nearest", LOOM_DTYPE_I32, 3, &rz, &f));
+  generated_diff(f, 0, 1);
+  loom_tp_grid_sample gs = {.n = 2, .mode = LOOM_TP_RESIZE_LINEAR, .padding = LOOM_TP_GRID_REFLECTION};
+  cr_assert_null(loom_tp_gen_grid_sample(&a, cx, "gs_lin", LOOM_DTYPE_F32, LOOM_DTYPE_F32, &gs, &f));
+  generated_diff(f, 0, 0);
+  gs.mode = LOOM_TP_RESIZE_CUBIC, gs.padding = LOOM_TP_GRID_BORDER, gs.align_corners = true;
+  cr_assert_null(loom_tp_gen_grid_sample(&a, cx, "gs_cubic", LOOM_DTYPE_F32, LOOM_DTYPE_F32, &gs, &f));
+  generated_diff(f, 0, 0);
+  cr_assert_null(loom_tp_gen_det(&a, cx, "det3", LOOM_DTYPE_F32, 3, &f));
+  generated_diff(f, 0, 0);
+  cr_assert_null(loom_tp_gen_det(&a, cx, "det2", LOOM_DTYPE_F64, 2, &f));
+  generated_diff(f, 0, 0);
+  cr_assert_null(loom_tp_gen_dft(&a, cx, "dft_c", LOOM_DTYPE_F32, 3, 1, 2, false, true, true, &f));
+  generated_diff(f, 6, 0);
+  cr_assert_null(loom_tp_gen_dft(&a, cx, "dft_h", LOOM_DTYPE_F32, 3, 0, 2, true, true, false, &f));
+  generated_diff(f, 0, 2);
+  loom_sym_ctx_destroy(cx);
+  loom_arena_destroy(&a);
+}

@@ -21,6 +21,7 @@ typedef struct op_case {
   int nshapes;         /* shape sets to try */
   int64_t shapes[4][3][6]; /* [set][param][axis]; ranks come from the text */
   int64_t index_range;     /* > 0: integer inputs are indices in [0, index_range) */
+  const char *prelude;     /* module constants before @main, or NULL */
 } op_case;
 
 static void fill(loom_graph_tensor *t, int seed, int64_t index_range) {
@@ -36,10 +37,34 @@ static void fill(loom_graph_tensor *t, int seed, int64_t index_range) {
   }
 }
 
+/* got equals ref: tensors elementwise (bit-exact for integers, 1e-5 relative for floats), tuples
+ * item by item. */
+static void expect_same(const op_case *c, int k, const loom_graph_value *ref, const loom_graph_value *got, const char *text) {
+  cr_assert_eq(got->kind, ref->kind, "%s: result kinds differ", c->call);
+  if (ref->kind == LOOM_SINFO_TUPLE) {
+    cr_assert_eq(got->n, ref->n);
+    for (size_t j = 0; j < ref->n; j++) expect_same(c, k, &ref->items[j], &got->items[j], text);
+    return;
+  }
+  const loom_graph_tensor *rt = &ref->t;
+  cr_assert_eq(got->t.numel, rt->numel);
+  for (size_t i = 0; i < rt->numel; i++) {
+    if (loom_dtype_is_float(rt->dtype)) {
+      double want = loom_graph_tensor_get_f64(rt, i), have = loom_graph_tensor_get_f64(&got->t, i);
+      double tol = 1e-5 * (1 + fabs(want));
+      cr_assert(fabs(want - have) <= tol || (isnan(want) && isnan(have)), "%s set %d elem %zu: want %.9g got %.9g\n%s", c->call, k, i,
+                want, have, text);
+    } else {
+      cr_assert_eq(loom_graph_tensor_get_i64(&got->t, i), loom_graph_tensor_get_i64(rt, i), "%s set %d elem %zu: want %lld got %lld",
+                   c->call, k, i, (long long)loom_graph_tensor_get_i64(rt, i), (long long)loom_graph_tensor_get_i64(&got->t, i));
+    }
+  }
+}
+
 static void run_case(const op_case *c) {
   char text[2048];
-  snprintf(text, sizeof text, "fn @main(%s) -> Object {\n  dataflow {\n    out = %s\n    output out\n  }\n  return out\n}\n", c->params,
-           c->call);
+  snprintf(text, sizeof text, "%sfn @main(%s) -> Object {\n  dataflow {\n    out = %s\n    output out\n  }\n  return out\n}\n",
+           c->prelude ? c->prelude : "", c->params, c->call);
   loom_source src = {"case.loom", text, strlen(text)};
   loom_diag_list diags;
   loom_diag_list_init(&diags, NULL);
@@ -74,24 +99,17 @@ static void run_case(const op_case *c) {
   }
   for (size_t i = 0; i < loom_graph_module_num_tps(m); i++)
     cr_assert_null(loom_tp_verify(loom_graph_module_sym(m), loom_graph_module_tp_at(m, i)));
+  loom_diag_list vdiags;
+  loom_diag_list_init(&vdiags, NULL);
+  s = loom_graph_verify(m, &vdiags);
+  cr_assert_null(s, "%s: the legalized module does not verify: %s", c->call, loom_status_text(s, 0));
+  loom_diag_list_destroy(&vdiags);
   /* The legalized module runs its call_tp through the tensor-program interpreter. */
   for (int k = 0; k < c->nshapes; k++) {
-    loom_graph_tensor *ref = &refs[k].t;
     loom_graph_value got;
     s = loom_graph_eval(m, "main", np, inputs[k], NULL, &got);
     cr_assert_null(s, "%s (shape set %d): %s", c->call, k, loom_status_text(s, 0));
-    cr_assert_eq(got.t.numel, ref->numel);
-    for (size_t i = 0; i < ref->numel; i++) {
-      if (loom_dtype_is_float(ref->dtype)) {
-        double want = loom_graph_tensor_get_f64(ref, i), have = loom_graph_tensor_get_f64(&got.t, i);
-        double tol = 1e-5 * (1 + fabs(want));
-        cr_assert(fabs(want - have) <= tol || (isnan(want) && isnan(have)), "%s set %d elem %zu: want %.9g got %.9g\n%s",
-                  c->call, k, i, want, have, text);
-      } else {
-        cr_assert_eq(loom_graph_tensor_get_i64(&got.t, i), loom_graph_tensor_get_i64(ref, i), "%s set %d elem %zu: want %lld got %lld",
-                     c->call, k, i, (long long)loom_graph_tensor_get_i64(ref, i), (long long)loom_graph_tensor_get_i64(&got.t, i));
-      }
-    }
+    expect_same(c, k, &refs[k], &got, text);
     loom_graph_value_free(&got);
     loom_graph_value_free(&refs[k]);
     for (size_t p = 0; p < np; p++) loom_graph_value_free(&inputs[k][p]);
@@ -116,6 +134,18 @@ static const op_case unary_cases[] = {
     {"x: Tensor[(n, 5), i32]", "cast(x, dtype=f64)", 1, {{{7, 5}}}},
     {"x: Tensor[(n, 5), i64]", "abs(x)", 1, {{{7, 5}}}},
     {"x: Tensor[(n,), bool]", "not(x)", 1, {{{11}}}},
+    /* bitcast: float <-> integer through the program's bitcast, the rest as value casts */
+    {"x: Tensor[(n, 5), f32]", "bitcast(x, dtype=i32)", 3, {{{7, 5}}, {{0, 5}}, {{1, 5}}}},
+    {"x: Tensor[(n, 5), f64]", "bitcast(x, dtype=u64)", 1, {{{3, 5}}}},
+    {"x: Tensor[(n, 5), f16]", "bitcast(x, dtype=i16)", 1, {{{3, 5}}}},
+    {"x: Tensor[(n, 5), bf16]", "bitcast(x, dtype=u16)", 1, {{{3, 5}}}},
+    {"x: Tensor[(n, 5), i32]", "bitcast(x, dtype=f32)", 1, {{{13, 5}}}},
+    {"x: Tensor[(n, 5), i64]", "bitcast(x, dtype=f64)", 1, {{{2, 5}}}},
+    {"x: Tensor[(n, 5), i16]", "bitcast(x, dtype=f16)", 1, {{{2, 5}}}},
+    {"x: Tensor[(n, 5), i16]", "bitcast(x, dtype=bf16)", 1, {{{2, 5}}}},
+    {"x: Tensor[(n, 5), i8]", "bitcast(x, dtype=u8)", 1, {{{3, 5}}}},
+    {"x: Tensor[(n,), bool]", "bitcast(x, dtype=u8)", 1, {{{11}}}},
+    {"x: Tensor[(n,), i8]", "bitcast(x, dtype=bool)", 1, {{{11}}}},
 };
 
 static const op_case binary_cases[] = {
@@ -247,6 +277,135 @@ static const op_case pool_cases[] = {
     {"x: Tensor[(n, c, h, w), f32]", "max_pool_indices(x, kernel=[2, 2], strides=[2, 2])", 2, {{{1, 2, 5, 4}}, {{2, 3, 4, 7}}}},
     {"x: Tensor[(n, c, h, w), f32]", "max_pool_indices(x, kernel=[3, 2], padding=[1, 1, 1, 1], storage_order=1)", 1, {{{1, 2, 5, 4}}}},
 };
+
+/* resize with static output extents (scales as constants; axes n, c copied where the scale is 1),
+ * every mode, coordinate transformation and nearest mode; resize2d. Shapes with an empty axis
+ * give empty results. */
+#define RS_CONSTS                                                                                  \
+  "const @s23: Tensor[(4,), f64] = [1, 1, 2, 3]\n"                                                 \
+  "const @sdown: Tensor[(4,), f64] = [1, 1, 0.5, 0.6]\n"                                           \
+  "const @sup: Tensor[(4,), f32] = [1, 1, 1.5, 2.5]\n"                                             \
+  "const @snc: Tensor[(4,), f64] = [2, 1, 1.5, 1]\n"                                               \
+  "const @s1d: Tensor[(1,), f64] = [2.5]\n"                                                        \
+  "const @roi: Tensor[(8,), f64] = [0, 0, 0.4, 0.6, 1, 1, 0.6, 0.8]\n"                             \
+  "const @roi1: Tensor[(8,), f64] = [0, 0, -0.2, 0.1, 1, 1, 1.3, 0.7]\n"
+static const op_case resize_cases[] = {
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @s23, size=[n, c, 2*h, 3*w], coord=\"asymmetric\", nearest_mode=\"floor\")", 3,
+     {{{1, 2, 3, 2}}, {{2, 1, 1, 5}}, {{1, 1, 0, 3}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @s23, size=[n, c, 2*h, 3*w])", 2, {{{1, 2, 3, 2}}, {{1, 1, 7, 1}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), i32]", "resize(x, @sdown, size=[n, c, floordiv(h, 2), floordiv(3*w, 5)], nearest_mode=\"round_prefer_ceil\")", 2,
+     {{{1, 2, 5, 7}}, {{1, 1, 4, 10}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @sup, size=[n, c, 3, 5], coord=\"align_corners\", nearest_mode=\"ceil\")", 1,
+     {{{1, 2, 2, 2}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @s23, size=[n, c, 2*h, 3*w], mode=\"linear\")", 3,
+     {{{1, 2, 3, 2}}, {{1, 1, 1, 1}}, {{2, 1, 0, 3}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @sdown, size=[n, c, floordiv(h, 2), floordiv(3*w, 5)], mode=\"linear\", coord=\"pytorch_half_pixel\")", 2,
+     {{{1, 2, 5, 7}}, {{1, 1, 2, 10}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @sup, size=[n, c, 4, 5], mode=\"linear\", coord=\"half_pixel_symmetric\")", 1,
+     {{{1, 2, 3, 2}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f64]", "resize(x, @sup, size=[n, c, 4, 5], mode=\"linear\", coord=\"align_corners\")", 1,
+     {{{2, 1, 3, 2}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @s23, size=[n, c, 2*h, 3*w], mode=\"cubic\")", 2, {{{1, 2, 3, 2}}, {{1, 1, 5, 1}}}, 0,
+     RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]",
+     "resize(x, @sdown, size=[n, c, floordiv(h, 2), floordiv(3*w, 5)], mode=\"cubic\", cubic_coeff_a=-0.5, exclude_outside=true)", 1,
+     {{{1, 2, 7, 11}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @sup, size=[n, c, 4, 5], mode=\"cubic\", coord=\"asymmetric\")", 1,
+     {{{1, 1, 3, 2}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @snc, size=[2*n, c, 6, w], mode=\"linear\", coord=\"align_corners\")", 1,
+     {{{2, 2, 4, 3}}}, 0, RS_CONSTS},
+    {"x: Tensor[(l,), f32]", "resize(x, @s1d, size=[5], mode=\"linear\", coord=\"asymmetric\")", 1, {{{2}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]",
+     "resize(x, @s23, @roi, size=[n, c, 2*h, 3*w], mode=\"linear\", coord=\"tf_crop_and_resize\", extrapolation_value=10.0)", 1,
+     {{{1, 2, 4, 3}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]",
+     "resize(x, @s23, @roi1, size=[n, c, 2*h, 3*w], mode=\"nearest\", coord=\"tf_crop_and_resize\", extrapolation_value=-3.5)", 1,
+     {{{1, 2, 4, 3}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]",
+     "resize(x, @s23, @roi1, size=[n, c, 2*h, 3*w], mode=\"cubic\", coord=\"tf_crop_and_resize\")", 1,
+     {{{1, 1, 5, 3}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize2d(x, size=[2*h + 1, w])", 2, {{{1, 2, 3, 4}}, {{1, 1, 0, 3}}}},
+    {"x: Tensor[(n, c, h, w), i64]", "resize2d(x, size=[3, 7])", 2, {{{2, 1, 5, 3}}, {{1, 1, 1, 1}}}},
+    {"x: Tensor[(n, c, h, w), f32]", "resize2d(x, size=[floordiv(h, 2), 3*w], method=\"linear\")", 3,
+     {{{1, 2, 5, 3}}, {{1, 1, 1, 1}}, {{1, 1, 0, 2}}}},
+};
+
+/* det: batches (including empty ones), 0x0 (det 1), 1x1, pivoting and singular matrices (the
+ * integer-valued fill repeats rows: some matrices are singular). */
+static const op_case det_cases[] = {
+    {"x: Tensor[(b, n, n), f32]", "det(x)", 4, {{{3, 4, 4}}, {{2, 1, 1}}, {{0, 3, 3}}, {{2, 0, 0}}}},
+    {"x: Tensor[(n, n), f64]", "det(x)", 3, {{{5, 5}}, {{7, 7}}, {{2, 2}}}},
+    {"x: Tensor[(a, b, 3, 3), f32]", "det(x)", 1, {{{2, 3, 3, 3}}}},
+};
+
+/* dft: real and complex input, axis not 0, cut and zero-padded lengths (a scalar parameter),
+ * onesided, inverse, the onesided inverse (Hermitian symmetry). */
+static const op_case dft_cases[] = {
+    {"x: Tensor[(b, n, 1), f32]", "dft(x, axis=1)", 3, {{{2, 7, 1}}, {{1, 1, 1}}, {{0, 4, 1}}}},
+    {"x: Tensor[(n, b, 2), f32]", "dft(x, axis=0)", 2, {{{8, 3, 2}}, {{5, 1, 2}}}},
+    {"x: Tensor[(b, n, 2), f64]", "dft(x, axis=1, inverse=true)", 1, {{{2, 6, 2}}}},
+    {"x: Tensor[(b, n, 1), f32]", "dft(x, axis=1, onesided=true)", 2, {{{2, 7, 1}}, {{1, 8, 1}}}},
+    {"x: Tensor[(b, n, 2), f32]", "dft(x, axis=1, length=[n + 3])", 1, {{{2, 5, 2}}}},
+    {"x: Tensor[(b, n, 2), f32]", "dft(x, axis=-1, length=[4])", 1, {{{2, 9, 2}}}},
+    {"x: Tensor[(b, n, 2), f32]", "dft(x, axis=1, inverse=true, onesided=true)", 2, {{{2, 5, 2}}, {{1, 2, 2}}}},
+    {"x: Tensor[(b, n, 2), f32]", "dft(x, axis=1, inverse=true, onesided=true, length=[7])", 1, {{{2, 4, 2}}}},
+};
+
+LOOM_TEST(legalize, dft) {
+  for (size_t i = 0; i < sizeof dft_cases / sizeof dft_cases[0]; i++) run_case(&dft_cases[i]);
+}
+
+/* topk with attribute k: a tuple result, legalized as two programs (values, indices) and a
+ * tuple. Ties (the fill repeats values) go to the lower index. */
+static const op_case topk_cases[] = {
+    {"x: Tensor[(n, 7), f32]", "topk(x, k=[3], axis=1)", 3, {{{4, 7}}, {{1, 7}}, {{0, 7}}}},
+    {"x: Tensor[(n, 7), f32]", "topk(x, k=[7], axis=-1, largest=false)", 1, {{{3, 7}}}},
+    {"x: Tensor[(n, m), i64]", "topk(x, k=[2], axis=0)", 1, {{{5, 3}}}},
+    {"x: Tensor[(n, 4, m), u8]", "topk(x, k=[0], axis=1)", 1, {{{2, 4, 3}}}},
+    {"x: Tensor[(n,), f64]", "topk(x, k=[4], largest=false)", 1, {{{11}}}},
+};
+
+LOOM_TEST(legalize, topk) {
+  for (size_t i = 0; i < sizeof topk_cases / sizeof topk_cases[0]; i++) run_case(&topk_cases[i]);
+}
+
+LOOM_TEST(legalize, det) {
+  for (size_t i = 0; i < sizeof det_cases / sizeof det_cases[0]; i++) run_case(&det_cases[i]);
+}
+
+/* grid_sample: every mode x padding mode, both align_corners, 1-3 spatial axes; the fill puts
+ * grid values in [-2.2, 2.3], so taps fall inside, on and beyond the borders. */
+static const op_case grid_cases[] = {
+    {"x: Tensor[(n, c, h, w), f32], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g)", 3,
+     {{{1, 2, 3, 4}, {1, 5, 3, 2}}, {{2, 1, 1, 1}, {2, 2, 2, 2}}, {{1, 1, 0, 3}, {1, 2, 2, 2}}}},
+    {"x: Tensor[(n, c, h, w), f32], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g, align_corners=true, padding_mode=\"border\")", 2,
+     {{{1, 2, 3, 4}, {1, 5, 3, 2}}, {{1, 1, 0, 2}, {1, 2, 2, 2}}}},
+    {"x: Tensor[(n, c, h, w), f32], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g, padding_mode=\"reflection\")", 1,
+     {{{1, 2, 3, 4}, {1, 5, 3, 2}}}},
+    {"x: Tensor[(n, c, h, w), f32], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g, align_corners=true, padding_mode=\"reflection\")", 1,
+     {{{1, 2, 3, 4}, {1, 5, 3, 2}}}},
+    {"x: Tensor[(n, c, h, w), f32], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g, mode=\"nearest\")", 1, {{{1, 2, 3, 4}, {1, 5, 3, 2}}}},
+    {"x: Tensor[(n, c, h, w), f32], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g, mode=\"nearest\", padding_mode=\"border\", align_corners=true)", 1,
+     {{{1, 2, 3, 4}, {1, 5, 3, 2}}}},
+    {"x: Tensor[(n, c, h, w), f32], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g, mode=\"nearest\", padding_mode=\"reflection\")", 1,
+     {{{1, 2, 3, 4}, {1, 5, 3, 2}}}},
+    {"x: Tensor[(n, c, h, w), f32], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g, mode=\"cubic\")", 1, {{{1, 2, 5, 4}, {1, 5, 3, 2}}}},
+    {"x: Tensor[(n, c, h, w), f32], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g, mode=\"cubic\", padding_mode=\"border\", align_corners=true)", 1,
+     {{{1, 2, 5, 4}, {1, 5, 3, 2}}}},
+    {"x: Tensor[(n, c, h, w), f64], g: Tensor[(n, p, q, 2), f32]", "grid_sample(x, g, mode=\"cubic\", padding_mode=\"reflection\")", 1,
+     {{{1, 2, 5, 4}, {1, 5, 3, 2}}}},
+    {"x: Tensor[(n, c, l), f32], g: Tensor[(n, p, 1), f32]", "grid_sample(x, g, padding_mode=\"border\")", 1, {{{2, 3, 7}, {2, 5, 1}}}},
+    {"x: Tensor[(n, c, a, h, w), f32], g: Tensor[(n, p, q, r, 3), f32]", "grid_sample(x, g, align_corners=true)", 1,
+     {{{1, 2, 3, 2, 4}, {1, 2, 3, 2, 3}}}},
+};
+
+LOOM_TEST(legalize, grid_sample) {
+  for (size_t i = 0; i < sizeof grid_cases / sizeof grid_cases[0]; i++) run_case(&grid_cases[i]);
+}
+
+LOOM_TEST(legalize, resize) {
+  for (size_t i = 0; i < sizeof resize_cases / sizeof resize_cases[0]; i++) run_case(&resize_cases[i]);
+}
 
 LOOM_TEST(legalize, nd_pooling) {
   for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++) run_case(&pool_cases[i]);

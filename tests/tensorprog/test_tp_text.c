@@ -32,6 +32,14 @@ static const char *const canonical[] = {
     "    }\n"
     "  }\n"
     "}\n",
+    "prim @bits(X: Buffer[(n,), f32], Y: Buffer[(n,), i32], Z: Buffer[(n,), f64], W: Buffer[(n,), f16]) {\n"
+    "  for i in 0..n {\n"
+    "    Y[i] = bitcast(X[i], 0i32)\n"
+    "    X[i] = bitcast(Y[i] + 1i32, 0.0)\n"
+    "    Z[i] = bitcast(i, 0.0f64)\n"
+    "    W[i] = bitcast(i16(Y[i]), 0.0f16)\n"
+    "  }\n"
+    "}\n",
     "prim @gather(D: Buffer[(v, d), f32], I: Buffer[(n,), i64], O: Buffer[(n, d), f32]) {\n"
     "  for i in 0..n parallel {\n"
     "    for j in 0..d {\n"
@@ -95,6 +103,8 @@ LOOM_TEST(tp_text, errors_are_located) {
                "does not fit in 64 bits");
   expect_error("prim @p(A: Buffer[(n,), f32]) {\n  for i in 0..A[0] { }\n}\n", "test.loom:2:15:",
                "a loop extent must be a symbolic integer expression");
+  expect_error("prim @p(A: Buffer[(n,), f32]) {\n  for i in 0..n { A[i] = bitcast(1i32, f32(i)) }\n}\n", "test.loom:2:26:",
+               "bitcast takes a literal naming the result dtype");
   expect_error("prim @p(A: Buffer[(n,), f32]) {\n  A[0] = 1.0 $\n}\n", "test.loom:2:14:", "unexpected character");
 }
 

@@ -47,6 +47,14 @@ static loom_tp_stmt *math_on_ints(tp_fixture *fx, loom_tp_buffer *A) {
   return loom_tp_store(&fx->arena, A, idx, v);
 }
 
+static loom_tp_stmt *bitcast_of_another_width(tp_fixture *fx, loom_tp_buffer *A) {
+  loom_tp_expr **idx = LOOM_ARENA_ARRAY(&fx->arena, loom_tp_expr *, 1);
+  idx[0] = loom_tp_sym(&fx->arena, loom_sym_const(fx->cx, 0));
+  loom_tp_expr *v = loom_tp_op2(&fx->arena, LOOM_TP_OP_BITCAST, loom_tp_const_i(&fx->arena, LOOM_DTYPE_I64, 1),
+                                loom_tp_const_f(&fx->arena, LOOM_DTYPE_F32, 0));
+  return loom_tp_store(&fx->arena, A, idx, v);
+}
+
 static loom_tp_stmt *reused_loop_var(tp_fixture *fx, loom_tp_buffer *A) {
   (void)A;
   const loom_sym_expr *i = loom_sym_var_new(fx->cx, "i", LOOM_SYM_VAR_SHAPE);
@@ -80,6 +88,7 @@ LOOM_TEST(tp_verify, each_rule_rejects) {
   expect_rejected(float_index, "index has dtype f32");
   expect_rejected(mixed_operands, "different dtypes (f32 and f64)");
   expect_rejected(math_on_ints, "'exp' is not defined on i32");
+  expect_rejected(bitcast_of_another_width, "'bitcast' from i64 to f32: the dtypes must be of one width");
   expect_rejected(reused_loop_var, "loop variable 'i' is bound twice");
   expect_rejected(foreign_buffer, "buffer 'Other', which is not in scope");
 }
