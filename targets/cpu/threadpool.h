@@ -8,12 +8,14 @@
  *     loom_cpu_pool_parallel_for(p, n, body, arg);         // body(arg, begin, end, worker)
  *     loom_cpu_pool_destroy(p);
  *
- * Work is split statically: with T threads, chunk w is [w*n/T, (w+1)*n/T); the calling
- * thread runs chunk 0 and workers 1..T-1 the others. Between loops a worker spins for
- * LOOM_POOL_SPIN_US microseconds (default 2000; 0 sleeps at once) on the loop counter,
- * yielding the core now and then, before it sleeps on a condition variable; the caller
- * waits for the workers' chunks the same way. Spinning is what makes a 2-microsecond
- * kernel worth splitting: a condition-variable wake-up costs 10-50 microseconds. Every worker sets FTZ/DAZ (flush-to-zero, denormals-are-zero)
+ * Work is split statically into T chunks, chunk c being [c*n/T, (c+1)*n/T), but chunks are
+ * claimed (a CAS), not assigned: the calling thread claims chunks as the workers do, so a
+ * loop never waits for a worker that has not woken, only for chunks others are running.
+ * Between loops a worker spins for LOOM_POOL_SPIN_US microseconds (default 1000; 0 sleeps
+ * at once) on the loop counter, without yielding, before it sleeps on a condition
+ * variable; the caller waits for running chunks the same way. Spinning is what makes a
+ * 2-microsecond kernel worth splitting: a condition-variable wake-up costs 10-50 us.
+ * Every worker sets FTZ/DAZ (flush-to-zero, denormals-are-zero)
  * at start when the pool flushes denormals; loom_cpu_fpenv_enter/leave does the same
  * for the calling thread. Not reentrant across threads: one parallel_for at a time per
  * pool (the VM calls it from one thread); nested calls from inside a body run serially. */
