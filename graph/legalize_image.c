@@ -56,6 +56,7 @@ static loom_status legalize_resize(loom_graph_module *m, const loom_graph_expr *
     return loom_legal_unsupported(call, "for interpolation of integer data yet");
   bool crop = coord == LOOM_TP_RESIZE_TF_CROP_AND_RESIZE;
   if (crop) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &roi));
+  else if (call->u.call.nargs > 2) return loom_legal_unsupported(call, "with a roi operand outside tf_crop_and_resize");
   if (sc->ndim != 1 || !loom_dtype_is_float(sc->dtype) || (roi && (roi->ndim != 1 || !loom_dtype_is_float(roi->dtype))))
     return loom_legal_unsupported(call, "for scales or roi that are not 1-D float tensors");
   loom_sym_ctx *cx = loom_graph_module_sym(m);

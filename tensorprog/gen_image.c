@@ -291,7 +291,7 @@ loom_status loom_tp_gen_grid_sample(loom_arena *a, loom_sym_ctx *cx, const char 
   for (int i = 0; i < ns; i++) {
     /* spatial axis i reads grid component ns - 1 - i (the grid lists x first) */
     loom_strbuf_printf(&sb, "let v%d: f64 = f64(G[%s, %d])\nlet dm%d: f64 = f64(h%d)\n", i, gi, ns - 1 - i, i, i);
-    char lo[32], hi[32], c1[16], ci[16];
+    char lo[32], hi[32], c1[16];
     snprintf(lo, sizeof lo, "%s", ac ? "0.0f64" : "-0.5f64");
     snprintf(hi, sizeof hi, "hi%d", i);
     loom_strbuf_printf(&sb, "let hi%d: f64 = dm%d - %s\n", i, i, ac ? "1.0f64" : "0.5f64");
@@ -301,7 +301,6 @@ loom_status loom_tp_gen_grid_sample(loom_arena *a, loom_sym_ctx *cx, const char 
     if (gs->mode == LOOM_TP_RESIZE_NEAREST) loom_strbuf_printf(&sb, "let cb%d: f64 = round(ca%d)\n", i, i);
     else loom_strbuf_printf(&sb, "let cb%d: f64 = ca%d\n", i, i);
     snprintf(c1, sizeof c1, "cb%d", i);
-    snprintf(ci, sizeof ci, "cc%d", i);
     switch (gs->padding) {
       case LOOM_TP_GRID_ZEROS: loom_strbuf_printf(&sb, "let cc%d: f64 = cb%d\n", i, i); break;
       case LOOM_TP_GRID_BORDER:
@@ -316,7 +315,6 @@ loom_status loom_tp_gen_grid_sample(loom_arena *a, loom_sym_ctx *cx, const char 
         break;
       }
     }
-    (void)ci;
     if (gs->mode == LOOM_TP_RESIZE_NEAREST) {
       loom_strbuf_printf(&sb, "let b%d: i64 = i64(cc%d)\n", i, i);
     } else {

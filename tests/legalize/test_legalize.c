@@ -488,6 +488,28 @@ LOOM_TEST(legalize, elements_ops_need_provable_index_extents) {
   loom_graph_module_destroy(m);
 }
 
+/* The forms resize refuses stay operators, with the reason in the note. */
+LOOM_TEST(legalize, resize_forms_without_a_program_are_kept_with_a_reason) {
+  const char *text =
+      "const @s: Tensor[(4,), f64] = [1, 1, 0.5, 0.5]\n"
+      "const @r: Tensor[(8,), f64] = [0, 0, 0, 0, 1, 1, 1, 1]\n"
+      "fn @main(x: Tensor[(1, 1, 4, 4), f32], t: Tensor[(4,), f32]) -> Object {\n  dataflow {\n"
+      "    a = resize(x, @s, size=[1, 1, 2, 2], mode=\"linear\", antialias=true)\n"
+      "    b = resize(x, t, by=\"scales\")\n"
+      "    c = resize(x, @s, @r, size=[1, 1, 2, 2])\n"
+      "    y = (a, b, c)\n    output y\n  }\n  return y\n}\n";
+  loom_diag_list diags;
+  size_t done, kept;
+  loom_graph_module *m = parse_and_legalize(text, &diags, &done, &kept);
+  cr_assert_eq(done, 0);
+  cr_assert_eq(kept, 3);
+  static const char *const why[] = {"with antialias", "for run-time scales or sizes", "with a roi operand outside"};
+  for (int i = 0; i < 3; i++)
+    cr_assert(strstr(diags.items.data[i].message, why[i]) != NULL, "%s", diags.items.data[i].message);
+  loom_diag_list_destroy(&diags);
+  loom_graph_module_destroy(m);
+}
+
 LOOM_TEST(legalize, programs_are_shared_and_unsupported_ops_are_kept) {
   const char *text =
       "fn @main(x: Tensor[(n, 4), f32], y: Tensor[(n, 4), f32]) -> Object {\n  dataflow {\n"
