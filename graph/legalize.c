@@ -410,16 +410,15 @@ static loom_status legalize_broadcast_to(loom_graph_module *m, const loom_graph_
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   if (out->ndim < 0 || !out->dims || out->ndim > LOOM_TP_GEN_MAX_RANK) return loom_legal_unsupported(call, "for this result");
+  if (out->ndim < x->ndim) return loom_legal_unsupported(call, "to a lower rank");
   loom_tp_bcast modes[LOOM_TP_GEN_MAX_RANK];
-  const loom_tp_bcast *mp[1] = {modes};
   char key[64] = "";
   modes_of(loom_graph_module_sym(m), x, out->dims, out->ndim, modes, key, sizeof key);
   char name[256];
   snprintf(name, sizeof name, "broadcast_to_%s_r%d_%s", loom_dtype_name(x->dtype), out->ndim, key);
   if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  const int ranks[1] = {x->ndim};
-  LOOM_PROPAGATE(loom_tp_gen_nary(loom_graph_module_arena(m), loom_graph_module_sym(m), name, "a", 1, &x->dtype, out->dtype,
-                                  ranks, mp, tp));
+  LOOM_PROPAGATE(loom_tp_gen_broadcast(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, modes,
+                                       out->ndim, tp));
   return loom_graph_module_add_tp(m, *tp);
 }
 
@@ -489,13 +488,20 @@ static loom_status legalize_tri(loom_graph_module *m, const loom_graph_expr *cal
   if (x->ndim < 2) return loom_legal_unsupported(call, "below rank 2");
   const loom_graph_attr *k = loom_graph_call_attr(call, "k");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
+  /* a run-time k (operand 1, one integer) is read by the program from its buffer */
+  const loom_sinfo *ks = NULL;
+  if (call->u.call.nargs > 1) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &ks));
+  if (ks && (ks->ndim > 1 || !loom_dtype_is_int(ks->dtype))) return loom_legal_unsupported(call, "for this k operand");
   char name[256];
-  snprintf(name, sizeof name, "%s_%s_r%d", upper ? "triu" : "tril", loom_dtype_name(x->dtype), x->ndim);
+  snprintf(name, sizeof name, "%s_%s_r%d%s%s", upper ? "triu" : "tril", loom_dtype_name(x->dtype), x->ndim, ks ? "_k" : "",
+           ks ? loom_dtype_name(ks->dtype) : "");
+  if (ks && ks->ndim == 1) strncat(name, "v", sizeof name - strlen(name) - 1);
   if (!(r->tp = loom_graph_module_find_tp(m, name))) {
-    LOOM_PROPAGATE(loom_tp_gen_tri(loom_graph_module_arena(m), cx, name, x->dtype, x->ndim, upper, &r->tp));
+    LOOM_PROPAGATE(loom_tp_gen_tri(loom_graph_module_arena(m), cx, name, x->dtype, x->ndim, upper,
+                                   ks ? ks->dtype : LOOM_DTYPE_I64, ks ? ks->ndim : -1, &r->tp));
     LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
   }
-  r->scalars[r->nscalars++] = k && k->n == 1 ? k->syms[0] : loom_sym_const(cx, 0);
+  if (!ks) r->scalars[r->nscalars++] = k && k->n == 1 ? k->syms[0] : loom_sym_const(cx, 0);
   return LOOM_OK;
 }
 
@@ -827,7 +833,6 @@ static const char *runtime_operand(const loom_graph_expr *call) {
   switch (call->u.call.op) {
     case LOOM_GRAPH_OP_SUM: case LOOM_GRAPH_OP_MEAN: case LOOM_GRAPH_OP_MAX: case LOOM_GRAPH_OP_MIN:
     case LOOM_GRAPH_OP_PROD: case LOOM_GRAPH_OP_EXPAND_DIMS: case LOOM_GRAPH_OP_SQUEEZE: return n > 1 ? "axes" : NULL;
-    case LOOM_GRAPH_OP_TRIL: case LOOM_GRAPH_OP_TRIU: return n > 1 ? "k" : NULL;
     case LOOM_GRAPH_OP_CUMSUM:
     case LOOM_GRAPH_OP_CUMPROD: return n > 1 ? "axis" : NULL;
     case LOOM_GRAPH_OP_RESHAPE:
@@ -868,54 +873,32 @@ loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr
   }
 }
 
-/* topk (attribute k): a tuple result, while a program writes one buffer. The binding
- * `t = topk(x, k=..)` becomes `t_values = call_tp(@topk_..._values, (x,))`,
- * `t_indices = call_tp(@topk_..._indices, (x,))`, `t = (t_values, t_indices)`: two bindings
- * inserted before binding i of blk. */
-static loom_status legalize_topk(loom_graph_module *m, loom_graph_block *blk, size_t i) {
-  loom_graph_binding *b = blk->bindings[i];
-  const loom_graph_expr *call = b->value;
-  const loom_sinfo *x, *out = b->var->sinfo;
-  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
-  if (call->u.call.nargs > 1) return LOOM_ERROR(UNIMPLEMENTED, "topk: no legalization for a run-time k operand (interpreter only)");
-  if (loom_dtype_is_lowp(x->dtype)) return loom_legal_unsupported(call, "for low-precision dtypes");
-  if (x->ndim < 1 || x->dtype == LOOM_DTYPE_BOOL || !out || out->kind != LOOM_SINFO_TUPLE || out->nfields != 2)
-    return loom_legal_unsupported(call, "for this operand");
-  int axis;
-  if (!loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", -1), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
-  bool largest = loom_graph_attr_get_int(call, "largest", 1) != 0;
+loom_status loom_legal_lower_call(loom_graph_module *m, const loom_graph_expr *v, loom_graph_expr **out) {
+  loom_graph_legal lg;
+  LOOM_PROPAGATE(loom_graph_legalize_call(m, v, v->sinfo, &lg));
+  loom_tp_func *tp = lg.tp;
   loom_arena *ar = loom_graph_module_arena(m);
-  loom_graph_binding **nb = LOOM_ARENA_ARRAY(ar, loom_graph_binding *, blk->n + 2);
-  loom_graph_expr *parts[2];
-  if (!nb) return LOOM_OOM();
-  for (int p = 0; p < 2; p++) {
-    char name[128], vname[256];
-    snprintf(name, sizeof name, "topk_%s_r%d_a%d_%s_%s", loom_dtype_name(x->dtype), x->ndim, axis, largest ? "largest" : "smallest",
-             p ? "indices" : "values");
-    loom_tp_func *tp = loom_graph_module_find_tp(m, name);
-    if (!tp) {
-      LOOM_PROPAGATE(loom_tp_gen_topk(ar, loom_graph_module_sym(m), name, x->dtype, x->ndim, axis, largest, p == 1, &tp));
-      LOOM_PROPAGATE(loom_graph_module_add_tp(m, tp));
-    }
-    snprintf(vname, sizeof vname, "%s_%s", b->var->u.var.name, p ? "indices" : "values");
-    loom_graph_expr *arg = call->u.call.args[0];
-    loom_graph_binding *pb = LOOM_ARENA_NEW(ar, loom_graph_binding);
-    if (!pb || !(pb->var = loom_graph_var_new(m, vname, out->fields[p])) ||
-        !(pb->value = loom_graph_call_tp(m, loom_tp_func_name(tp), 1, &arg, out->fields[p])))
-      return LOOM_OOM();
-    pb->kind = LOOM_GRAPH_BIND_VAR;
-    pb->loc = b->loc;
-    pb->value->loc = call->loc;
-    parts[p] = pb->var;
-    nb[i + (size_t)p] = pb;
+  loom_graph_expr *call = LOOM_ARENA_NEW(ar, loom_graph_expr);
+  if (!call) return LOOM_OOM();
+  *call = *v;
+  if (lg.nscalars) {
+    /* Scalar parameters follow the tensor arguments, as sym(...) leaves. */
+    size_t n = v->u.call.nargs + lg.nscalars;
+    loom_graph_expr **args = LOOM_ARENA_ARRAY(ar, loom_graph_expr *, n);
+    if (!args) return LOOM_OOM();
+    for (size_t k = 0; k < v->u.call.nargs; k++) args[k] = v->u.call.args[k];
+    for (size_t k = 0; k < lg.nscalars; k++)
+      if (!(args[v->u.call.nargs + k] = loom_graph_sym_new(m, lg.scalars[k]))) return LOOM_OOM();
+    call->u.call.args = args;
+    call->u.call.nargs = n;
   }
-  loom_graph_expr *tuple = loom_graph_tuple_new(m, 2, parts);
-  if (!tuple) return LOOM_OOM();
-  for (size_t k = 0; k < i; k++) nb[k] = blk->bindings[k];
-  for (size_t k = i; k < blk->n; k++) nb[k + 2] = blk->bindings[k];
-  b->value = tuple;
-  blk->bindings = nb;
-  blk->n += 2;
+  call->u.call.callee = LOOM_GRAPH_CALLEE_TP;
+  call->u.call.target = loom_graph_module_intern(m, loom_tp_func_name(tp), strlen(loom_tp_func_name(tp)));
+  call->u.call.nattrs = 0;
+  call->u.call.attrs = NULL;
+  call->u.call.out_sinfo = v->sinfo;
+  if (!call->u.call.target) return LOOM_OOM();
+  *out = call;
   return LOOM_OK;
 }
 
@@ -935,21 +918,14 @@ static loom_status legalize_seq(loom_graph_module *m, loom_graph_seq *seq, loom_
       if (v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP) continue;
       /* views keep their op: the VM gives them the input's memory (loom_graph_op_is_view) */
       if (loom_graph_op_is_view(v->u.call.op) && v->u.call.nargs == 1) continue;
-      if (v->u.call.op == LOOM_GRAPH_OP_TOPK) {
-        loom_status s = legalize_topk(m, blk, i);
-        if (s && loom_status_code(s) == LOOM_CODE_UNIMPLEMENTED) {
-          if (diags) loom_diag_add(diags, LOOM_DIAG_NOTE, v->loc, "kept as an operator: %s", loom_status_message(s));
-          loom_status_free(s);
-          (*kept)++;
-          continue;
-        }
-        LOOM_PROPAGATE(s);
-        (*done)++;
-        continue;
+      if (v->u.call.op == LOOM_GRAPH_OP_TENSOR_TO_SHAPE) continue; /* the VM reads the values (MATCHV) */
+      bool expanded;
+      loom_status s = loom_legalize_expand(m, blk, i, &expanded);
+      if (!s && !expanded) {
+        loom_graph_expr *call;
+        s = loom_legal_lower_call(m, v, &call);
+        if (!s) b->value = call;
       }
-      loom_graph_legal lg;
-      loom_status s = loom_graph_legalize_call(m, v, v->sinfo, &lg);
-      loom_tp_func *tp = lg.tp;
       if (s && loom_status_code(s) == LOOM_CODE_UNIMPLEMENTED) {
         if (diags) loom_diag_add(diags, LOOM_DIAG_NOTE, v->loc, "kept as an operator: %s", loom_status_message(s));
         loom_status_free(s);
@@ -957,27 +933,6 @@ static loom_status legalize_seq(loom_graph_module *m, loom_graph_seq *seq, loom_
         continue;
       }
       LOOM_PROPAGATE(s);
-      loom_graph_expr *call = LOOM_ARENA_NEW(loom_graph_module_arena(m), loom_graph_expr);
-      if (!call) return LOOM_OOM();
-      *call = *v;
-      if (lg.nscalars) {
-        /* Scalar parameters follow the tensor arguments, as sym(...) leaves. */
-        size_t n = v->u.call.nargs + lg.nscalars;
-        loom_graph_expr **args = LOOM_ARENA_ARRAY(loom_graph_module_arena(m), loom_graph_expr *, n);
-        if (!args) return LOOM_OOM();
-        for (size_t k = 0; k < v->u.call.nargs; k++) args[k] = v->u.call.args[k];
-        for (size_t k = 0; k < lg.nscalars; k++)
-          if (!(args[v->u.call.nargs + k] = loom_graph_sym_new(m, lg.scalars[k]))) return LOOM_OOM();
-        call->u.call.args = args;
-        call->u.call.nargs = n;
-      }
-      call->u.call.callee = LOOM_GRAPH_CALLEE_TP;
-      call->u.call.target = loom_graph_module_intern(m, loom_tp_func_name(tp), strlen(loom_tp_func_name(tp)));
-      call->u.call.nattrs = 0;
-      call->u.call.attrs = NULL;
-      call->u.call.out_sinfo = v->sinfo;
-      if (!call->u.call.target) return LOOM_OOM();
-      b->value = call;
       (*done)++;
     }
   }

@@ -24,4 +24,13 @@ loom_status loom_legalize_window(loom_graph_module *m, const loom_graph_expr *ca
 /* resize, resize2d, grid_sample (legalize_image.c). */
 loom_status loom_legalize_image(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp);
 
+/* The call_tp that op call v (v->sinfo its result) lowers to (loom_graph_legalize_call), in *out. */
+loom_status loom_legal_lower_call(loom_graph_module *m, const loom_graph_expr *v, loom_graph_expr **out);
+
+/* Binding i of blk, an op call that lowers to several bindings (legalize_expand.c): split and
+ * topk (a tuple of programs), and the forms whose result dims depend on data (topk with a
+ * run-time k, reductions over run-time axes), which first compute and bind those dims.
+ * *expanded false: not one of these (blk unchanged). */
+loom_status loom_legalize_expand(loom_graph_module *m, loom_graph_block *blk, size_t i, bool *expanded);
+
 #endif

@@ -58,6 +58,14 @@ static loom_status infer_topk(loom_graph_icx *ic, const loom_sinfo **out) {
     int64_t kc, d;
     if (loom_sym_is_const(k, &kc) && (kc < 0 || (loom_sym_is_const(x->dims[a], &d) && kc > d)))
       return loom_graph_icx_error(ic, "k is %lld, operand 0 axis %d is %s", (long long)kc, a, loom_graph_sym_str(ic->m, x->dims[a]));
+    loom_sym_truth fits = loom_sym_prove_le(ic->cx, k, x->dims[a]);
+    if (fits == LOOM_SYM_FALSE)
+      return loom_graph_icx_error(ic, "k is %s, operand 0 axis %d is %s", loom_graph_sym_str(ic->m, k), a, loom_graph_sym_str(ic->m, x->dims[a]));
+    if (fits != LOOM_SYM_TRUE) {
+      char why[256];
+      snprintf(why, sizeof why, "topk: k must not exceed operand 0 axis %d", a);
+      LOOM_PROPAGATE(loom_graph_icx_guard(ic, loom_sym_cmp(ic->cx, LOOM_SYM_LE, k, x->dims[a]), why));
+    }
   } else {
     LOOM_PROPAGATE(int_operand(ic, 1, &ks));
     if (!(k = loom_graph_icx_fresh(ic, "k"))) return loom_sym_ctx_take_error(ic->cx);

@@ -21,6 +21,7 @@ pub const compiler = [_][]const u8{
     "graph/verify.c",
     "graph/interp.c",
     "graph/legalize.c",
+    "graph/legalize_expand.c",
     "graph/legalize_image.c",
     "graph/legalize_index.c",
     "graph/legalize_window.c",

@@ -32,6 +32,10 @@ loom_status loom_tp_gen_nary(loom_arena *a, loom_sym_ctx *cx, const char *name, 
                              const loom_dtype *in, loom_dtype out, const int *ranks, const loom_tp_bcast *const *modes,
                              loom_tp_func **result);
 
+/* Y = X broadcast to rank out_rank >= rank (X aligned right; axis modes as loom_tp_gen_nary's). */
+loom_status loom_tp_gen_broadcast(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                                  const loom_tp_bcast *modes, int out_rank, loom_tp_func **result);
+
 /* C = f(A, B) with broadcasting (loom_tp_gen_nary with two inputs of one dtype). `ra`/`rb` are the input ranks (<= the output rank
  * max(ra, rb)); `ma[d]`/`mb[d]` the mode of each input axis. `expr` is over `a`, `b`. */
 loom_status loom_tp_gen_binary(loom_arena *a, loom_sym_ctx *cx, const char *name, const char *expr, loom_dtype in,
@@ -93,10 +97,11 @@ loom_status loom_tp_gen_slice(loom_arena *a, loom_sym_ctx *cx, const char *name,
 loom_status loom_tp_gen_fill(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                              const char *value_text, loom_tp_func **result);
 
-/* tril (upper = false) / triu on the last two axes with the diagonal offset as i64 scalar `k`:
- * keeps X where col - row <= k (tril) or >= k (triu), else 0. */
+/* tril (upper = false) / triu on the last two axes with the diagonal offset as i64 scalar `k`
+ * (krank < 0) or read at run time from buffer K (integer dtype kt, rank krank 0 or 1, one
+ * element): keeps X where col - row <= k (tril) or >= k (triu), else 0. */
 loom_status loom_tp_gen_tri(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, bool upper,
-                            loom_tp_func **result);
+                            loom_dtype kt, int krank, loom_tp_func **result);
 
 /* Y = take(X, I, axis): Y[pre, idx, post] = X[pre, I[idx], post]; negative indices count from
  * the end (as ONNX Gather). */
@@ -307,5 +312,17 @@ loom_status loom_tp_gen_dft(loom_arena *a, loom_sym_ctx *cx, const char *name, l
  * indices. */
 loom_status loom_tp_gen_topk(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                              bool largest, bool indices, loom_tp_func **result);
+
+/* ---- run-time axes (gen_dims.c) ---- */
+
+/* Y = reduce(X) with Y of X's rank, each of Y's axes 1 (reduced) or X's extent (kept), read
+ * from Y's buffer at run time: one program for every set of reduced axes. */
+loom_status loom_tp_gen_reduce_any(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_tp_reduce_op op, loom_dtype t,
+                                   int rank, loom_tp_func **result);
+/* S (i64) = the dims of reducing X (rank `rank`, dtype tx) over the n run-time axes in A
+ * (dtype ta): the keepdims dims, then without keepdims the rank - n kept dims. Invalid axes
+ * (out of range, repeated) make S[0] = -1. */
+loom_status loom_tp_gen_reduce_dims(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype tx, int rank, int n,
+                                    loom_dtype ta, bool keepdims, loom_tp_func **result);
 
 #endif

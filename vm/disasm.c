@@ -24,7 +24,8 @@ static void list_text(const loom_vm_exec *e, const loom_vm_func *f, loom_vm_op o
                       loom_strbuf *sb) {
   const uint32_t *l = f->lists + off;
   switch (op) {
-  case LOOM_VM_OP_MATCH: {
+  case LOOM_VM_OP_MATCH:
+  case LOOM_VM_OP_MATCHV: {
     loom_strbuf_printf(sb, "'%s' %s(", loom_vm_exec_str(e, l[0]), dtname(l[1]));
     uint32_t rank = l[2];
     l += 3;

@@ -195,26 +195,20 @@ static loom_status check_failed(const loom_vm_exec *e, const frame *fr, const ui
   return shape_error(&sb);
 }
 
-/* MATCH: checks tensor t against the pattern at list offset `off`, binding vars. */
-static loom_status match(const loom_vm_exec *e, frame *fr, const loom_tensor *t, uint32_t off) {
-  const uint32_t *l = fr->f->lists + off;
-  uint32_t name = l[0], dtype = l[1], rank = l[2];
+/* The items of a MATCH / MATCHV pattern (l: after name, dtype, rank) against `rank` values
+ * d[0 ..]: a tensor's dims ("input 'x' axis 1") or a Shape value's elements ("shape 's' element 1"). */
+static loom_status match_items(const loom_vm_exec *e, frame *fr, uint32_t name, const char *kind, const char *unit,
+                               const int64_t *dims, uint32_t rank, const uint32_t *l) {
   const char *in = loom_vm_exec_str(e, name);
   loom_strbuf sb;
-  if (dtype != LOOM_VM_ANY_DTYPE && t->dtype != (loom_dtype)dtype)
-    return LOOM_ERROR(TYPE_ERROR, "input '%s': expected dtype %s, got %s", in, loom_dtype_name((loom_dtype)dtype),
-                      loom_dtype_name(t->dtype));
-  if ((uint32_t)t->rank != rank)
-    return LOOM_ERROR(TYPE_ERROR, "input '%s': expected rank %u, got %d", in, rank, t->rank);
-  l += 3;
   char vb[16];
   for (uint32_t ax = 0; ax < rank; ax++) {
-    int64_t d = t->shape[ax];
+    int64_t d = dims[ax];
     switch (*l) {
     case LOOM_VM_AXIS_ANY: l += 1; break;
     case LOOM_VM_AXIS_CONST: {
       int64_t want = e->intconsts[l[1]];
-      if (d != want) return LOOM_ERROR(INVALID_ARGUMENT, "input '%s' axis %u: expected %lld, got %lld", in, ax, (long long)want, (long long)d);
+      if (d != want) return LOOM_ERROR(INVALID_ARGUMENT, "%s '%s' %s %u: expected %lld, got %lld", kind, in, unit, ax, (long long)want, (long long)d);
       l += 2;
       break;
     }
@@ -225,7 +219,7 @@ static loom_status match(const loom_vm_exec *e, frame *fr, const loom_tensor *t,
       bool ovf = __builtin_sub_overflow(d, (int64_t)c, &num);
       if (ovf || num < 0 || num % k != 0) {
         loom_strbuf_init(&sb, NULL);
-        loom_strbuf_printf(&sb, "input '%s' axis %u: expected ", in, ax);
+        loom_strbuf_printf(&sb, "%s '%s' %s %u: expected ", kind, in, unit, ax);
         affine_text(var_name(e, fr->f, r, vb, sizeof vb), k, c, &sb);
         loom_strbuf_printf(&sb, ", got %lld", (long long)d);
         if (!ovf && num < 0) loom_strbuf_printf(&sb, " (%s would be negative)", var_name(e, fr->f, r, vb, sizeof vb));
@@ -245,7 +239,7 @@ static loom_status match(const loom_vm_exec *e, frame *fr, const loom_tensor *t,
       bool ovf = __builtin_mul_overflow(fr->I[r], (int64_t)k, &want) || __builtin_add_overflow(want, (int64_t)c, &want);
       if (ovf || want != d) {
         loom_strbuf_init(&sb, NULL);
-        loom_strbuf_printf(&sb, "input '%s' axis %u: expected ", in, ax);
+        loom_strbuf_printf(&sb, "%s '%s' %s %u: expected ", kind, in, unit, ax);
         affine_text(var_name(e, fr->f, r, vb, sizeof vb), k, c, &sb);
         if (ovf) loom_strbuf_puts(&sb, " = (overflows int64)");
         else loom_strbuf_printf(&sb, " = %lld", (long long)want);
@@ -261,7 +255,7 @@ static loom_status match(const loom_vm_exec *e, frame *fr, const loom_tensor *t,
       uint32_t r = l[1], text = l[2], n = l[3];
       if (fr->I[r] != d) {
         loom_strbuf_init(&sb, NULL);
-        loom_strbuf_printf(&sb, "input '%s' axis %u: expected %s = %lld", in, ax, loom_vm_exec_str(e, text), (long long)fr->I[r]);
+        loom_strbuf_printf(&sb, "%s '%s' %s %u: expected %s = %lld", kind, in, unit, ax, loom_vm_exec_str(e, text), (long long)fr->I[r]);
         for (uint32_t i = 0; i < n; i++) {
           loom_strbuf_puts(&sb, i ? ", " : " (");
           origin_note(e, fr, l[4 + i], name, &sb);
@@ -275,6 +269,39 @@ static loom_status match(const loom_vm_exec *e, frame *fr, const loom_tensor *t,
     }
   }
   return LOOM_OK;
+}
+
+/* MATCH: checks tensor t against the pattern at list offset `off`, binding vars. */
+static loom_status match(const loom_vm_exec *e, frame *fr, const loom_tensor *t, uint32_t off) {
+  const uint32_t *l = fr->f->lists + off;
+  uint32_t name = l[0], dtype = l[1], rank = l[2];
+  const char *in = loom_vm_exec_str(e, name);
+  if (dtype != LOOM_VM_ANY_DTYPE && t->dtype != (loom_dtype)dtype)
+    return LOOM_ERROR(TYPE_ERROR, "input '%s': expected dtype %s, got %s", in, loom_dtype_name((loom_dtype)dtype),
+                      loom_dtype_name(t->dtype));
+  if ((uint32_t)t->rank != rank)
+    return LOOM_ERROR(TYPE_ERROR, "input '%s': expected rank %u, got %d", in, rank, t->rank);
+  return match_items(e, fr, name, "input", "axis", t->shape, rank, l + 3);
+}
+
+/* MATCHV: checks the values of t, a Shape value (a dense 1-D i64 / i32 tensor), against the
+ * pattern at `off` as MATCH checks dims; every value must be a dim (>= 0). */
+static loom_status match_values(const loom_vm_exec *e, frame *fr, const loom_tensor *t, uint32_t off) {
+  const uint32_t *l = fr->f->lists + off;
+  uint32_t name = l[0], rank = l[2];
+  const char *in = loom_vm_exec_str(e, name);
+  if ((t->dtype != LOOM_DTYPE_I64 && t->dtype != LOOM_DTYPE_I32) || t->rank != 1 || !loom_tensor_is_contiguous(t))
+    return LOOM_ERROR(TYPE_ERROR, "shape '%s': expected a dense 1-D i64 or i32 tensor, got %s of rank %d", in,
+                      loom_dtype_name(t->dtype), t->rank);
+  if (t->shape[0] != (int64_t)rank)
+    return LOOM_ERROR(INVALID_ARGUMENT, "shape '%s': expected %u values, got %lld", in, rank, (long long)t->shape[0]);
+  int64_t v[LOOM_VM_MAX_RANK];
+  for (uint32_t i = 0; i < rank; i++) {
+    v[i] = t->dtype == LOOM_DTYPE_I64 ? ((const int64_t *)t->data)[i] : ((const int32_t *)t->data)[i];
+    if (v[i] < 0)
+      return LOOM_ERROR(INVALID_ARGUMENT, "shape '%s' element %u: %lld is not a dim (>= 0)", in, i, (long long)v[i]);
+  }
+  return match_items(e, fr, name, "shape", "element", v, rank, l + 3);
 }
 
 static loom_status builtin(loom_vm *vm, frame *fr, uint32_t id, const uint32_t *l) {

@@ -156,6 +156,11 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, frame *fr, loom_vm_obj **out) 
       st = match(e, fr, (loom_tensor *)R[LOOM_VM_A(in)], LOOM_VM_BX(in));
       if (st) goto fail;
       DISPATCH();
+    CASE(MATCHV):
+      NEED(LOOM_VM_A(in));
+      st = match_values(e, fr, (loom_tensor *)R[LOOM_VM_A(in)], LOOM_VM_BX(in));
+      if (st) goto fail;
+      DISPATCH();
     CASE(SHAPE): {
       const uint32_t *l = lists + LOOM_VM_BX(in);
       int64_t n = l[0];

@@ -89,7 +89,8 @@ static loom_status verify_list(const loom_vm_exec *e, const loom_vm_func *f, loo
   lrd r = {f, off};
   uint32_t w, n;
   switch (op) {
-  case LOOM_VM_OP_MATCH: {
+  case LOOM_VM_OP_MATCH:
+  case LOOM_VM_OP_MATCHV: {
     LOOM_PROPAGATE(word(&r, &w));
     if (!str_ok(e, w)) return BAD("pattern input name string %u out of range", w);
     LOOM_PROPAGATE(word(&r, &w));

@@ -164,15 +164,17 @@ static bool fits32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
  * With `defer`, axes that need vars no earlier instruction binds are left ANY and
  * flagged in defer[axis]; without it they are errors. Returns false on error. */
 static bool emit_match(lower *l, uint32_t reg, const char *name, const loom_sinfo *si, bool *defer, bool recheck) {
-  if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims || si->ndim > LOOM_VM_MAX_RANK) {
-    FAIL(l, UNIMPLEMENTED, "function @%s: '%s' needs a tensor of known rank to be matched at run time", l->f->name, name);
+  bool values = si->kind == LOOM_SINFO_SHAPE; /* a Shape value: its elements are matched (MATCHV) */
+  if ((si->kind != LOOM_SINFO_TENSOR && !values) || si->ndim < 0 || !si->dims || si->ndim > LOOM_VM_MAX_RANK) {
+    FAIL(l, UNIMPLEMENTED, "function @%s: '%s' needs a tensor of known rank or a Shape of at most %d known dims to be "
+         "matched at run time", l->f->name, name, LOOM_VM_MAX_RANK);
     return false;
   }
   words w = {0};
   loom_map pending;
   loom_map_init(&pending, NULL);
   push(l, &w, loom_vm_builder_str(l->b, name));
-  push(l, &w, si->dtype == LOOM_DTYPE_UNKNOWN ? LOOM_VM_ANY_DTYPE : (uint32_t)si->dtype);
+  push(l, &w, values || si->dtype == LOOM_DTYPE_UNKNOWN ? LOOM_VM_ANY_DTYPE : (uint32_t)si->dtype);
   push(l, &w, (uint32_t)si->ndim);
   for (int ax = 0; ax < si->ndim && !l->err; ax++) {
     const loom_sym_expr *e = si->dims[ax];
@@ -237,7 +239,7 @@ static bool emit_match(lower *l, uint32_t reg, const char *name, const loom_sinf
     if (defer) defer[ax] = false;
   }
   if (!l->err) {
-    emit_main(l, abx(LOOM_VM_OP_MATCH, reg, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+    emit_main(l, abx(values ? LOOM_VM_OP_MATCHV : LOOM_VM_OP_MATCH, reg, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
     uint64_t key, r;
     for (size_t it = 0; loom_map_next(&pending, &it, &key, &r);)
       if (!loom_map_put(&l->sym_reg, key, r)) oom(l);
@@ -251,7 +253,7 @@ static bool emit_match(lower *l, uint32_t reg, const char *name, const loom_sinf
 
 static loom_vm_obj_kind kind_of(const loom_sinfo *si) {
   if (!si) return LOOM_VM_OBJ_ANY;
-  if (si->kind == LOOM_SINFO_TENSOR) return LOOM_VM_OBJ_TENSOR;
+  if (si->kind == LOOM_SINFO_TENSOR || si->kind == LOOM_SINFO_SHAPE) return LOOM_VM_OBJ_TENSOR; /* a Shape: 1-D i64 */
   if (si->kind == LOOM_SINFO_TUPLE) return LOOM_VM_OBJ_TUPLE;
   return LOOM_VM_OBJ_ANY;
 }
@@ -566,6 +568,28 @@ static bool copy_map(lower *l, loom_map *dst, const loom_map *src) {
   return true;
 }
 
+/* Shape values live in the VM as dense 1-D i64 tensors (SHAPE makes one; MATCHV binds from
+ * one). tensor_to_shape copies its operand (i32 or i64) so the value outlives the operand's
+ * planned storage; its elements are checked to be dims where a match_cast binds them. */
+static void emit_tensor_to_shape(lower *l, const loom_graph_binding *b) {
+  const loom_graph_expr *v = b->value;
+  uint32_t src = leaf_reg(l, v->u.call.args[0]);
+  uint32_t dst = new_var_reg(l, b->var);
+  uint32_t w[4] = {2, dst, src, 0};
+  if (!l->err) emit_main(l, abx(LOOM_VM_OP_CALLB, LOOM_VM_BUILTIN_COPY, loom_vm_fb_list(l->fb, w, 4)));
+}
+
+/* shape(d0, d1, ...): a new i64 tensor of the dims' values. */
+static void emit_shape_literal(lower *l, const loom_graph_binding *b) {
+  const loom_graph_expr *v = b->value;
+  words w = {0};
+  push(l, &w, (uint32_t)v->u.shape.n);
+  for (size_t i = 0; i < v->u.shape.n; i++) push(l, &w, sym_reg(l, v->u.shape.dims[i]));
+  uint32_t dst = new_var_reg(l, b->var);
+  if (!l->err) emit_main(l, abx(LOOM_VM_OP_SHAPE, dst, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+  LOOM_VEC_FREE(NULL, &w);
+}
+
 /* if (sym(cond)) { then } else { else }: int registers computed inside a branch are valid
  * only there, so the expression cache is restored after each branch. */
 static void emit_if(lower *l, const loom_graph_binding *b) {
@@ -647,6 +671,10 @@ static void emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
         emit_view(l, b);
         break;
       }
+      if (v->u.call.op == LOOM_GRAPH_OP_TENSOR_TO_SHAPE) {
+        emit_tensor_to_shape(l, b);
+        break;
+      }
       FAIL(l, UNIMPLEMENTED, "function @%s, binding '%s': operator '%s' was not lowered to a tensor program (pass "
            "'legalize' has no legalization for this form of it)", l->f->name, b->var->u.var.name,
            loom_graph_op_name(v->u.call.op));
@@ -654,6 +682,7 @@ static void emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
     }
     break;
   case LOOM_GRAPH_EXPR_IF: emit_if(l, b); break;
+  case LOOM_GRAPH_EXPR_SHAPE: emit_shape_literal(l, b); break;
   default:
     FAIL(l, UNIMPLEMENTED, "function @%s, binding '%s': %s has no VM lowering yet", l->f->name, b->var->u.var.name,
          v->kind == LOOM_GRAPH_EXPR_SHAPE ? "a shape value" : "a scalar value");

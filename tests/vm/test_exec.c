@@ -173,7 +173,9 @@ LOOM_TEST(exec, bad_version_magic_and_indices_are_named) {
   MUTATE(c[co.off + 3] = 9, "operand Bx: tensor constant 9 out of range (1)\n  at instruction 0 (TCONST)");
   /* instruction 2 (CALLK kernel 0): kernel 5 */
   MUTATE(c[co.off + 16 + 1] = 5, "operand A: kernel 5 out of range (1)\n  at instruction 2 (CALLK)");
-  MUTATE(c[co.off + 0] = LOOM_VM_OP_COUNT, "unknown opcode 35\n  at instruction 0 (?)");
+  char unknown[64];
+  snprintf(unknown, sizeof unknown, "unknown opcode %d\n  at instruction 0 (?)", (int)LOOM_VM_OP_COUNT);
+  MUTATE(c[co.off + 0] = LOOM_VM_OP_COUNT, unknown);
   /* the last instruction becomes a NOP */
   MUTATE(memset(c + co.off + 24, 0, 8), "could run off the end");
   free(c);
