@@ -13,18 +13,10 @@
 
 #include "graph/legalize_internal.h"
 
-#define MAX_ADDED 40
-
-typedef struct expander {
-  loom_graph_module *m;
-  loom_graph_binding *b; /* rewritten: b->value is replaced last */
-  loom_graph_binding *added[MAX_ADDED];
-  size_t n;
-  size_t guard_at; /* index in added[] that takes b's guards */
-} expander;
+#define MAX_ADDED LOOM_LX_MAX_ADDED
 
 /* Appends `name_suffix = value` (struct info si) before the rewritten binding; its var, or NULL. */
-static loom_graph_expr *add(expander *x, const char *suffix, loom_graph_binding_kind kind, loom_graph_expr *value,
+loom_graph_expr *loom_lx_add(loom_lx *x, const char *suffix, loom_graph_binding_kind kind, loom_graph_expr *value,
                             const loom_sinfo *si) {
   if (x->n == MAX_ADDED || !value || !si) return NULL;
   char name[256];
@@ -41,9 +33,7 @@ static loom_graph_expr *add(expander *x, const char *suffix, loom_graph_binding_
 
 /* The program `name` (made by gen when the module lacks it) called on args, writing a result of
  * struct info si; its var in *out. */
-typedef loom_status (*gen_fn)(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp);
-
-static loom_status add_tp(expander *x, const char *suffix, const char *name, gen_fn gen, const void *ctx, size_t nargs,
+loom_status loom_lx_add_tp(loom_lx *x, const char *suffix, const char *name, loom_lx_gen gen, const void *ctx, size_t nargs,
                           loom_graph_expr *const *args, const loom_sinfo *si, loom_graph_expr **out) {
   loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
   if (!tp) {
@@ -51,24 +41,24 @@ static loom_status add_tp(expander *x, const char *suffix, const char *name, gen
     LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
   }
   loom_graph_expr *c = loom_graph_call_tp(x->m, loom_tp_func_name(tp), nargs, args, si);
-  return (*out = add(x, suffix, LOOM_GRAPH_BIND_VAR, c, si)) ? LOOM_OK : LOOM_OOM();
+  return (*out = loom_lx_add(x, suffix, LOOM_GRAPH_BIND_VAR, c, si)) ? LOOM_OK : LOOM_OOM();
 }
 
 /* `op(args, attrs)` with result struct info si, lowered through loom_graph_legalize_call. */
-static loom_status add_lowered(expander *x, const char *suffix, loom_graph_op op, size_t nargs, loom_graph_expr *const *args,
+loom_status loom_lx_add_lowered(loom_lx *x, const char *suffix, loom_graph_op op, size_t nargs, loom_graph_expr *const *args,
                                size_t nattrs, const loom_graph_attr *attrs, const loom_sinfo *si, loom_graph_expr **out) {
   loom_graph_expr *c = loom_graph_call_op(x->m, op, nargs, args, nattrs, attrs), *tp;
   if (!c) return LOOM_OOM();
   c->sinfo = si;
   c->loc = x->b->value->loc;
   LOOM_PROPAGATE(loom_legal_lower_call(x->m, c, &tp));
-  return (*out = add(x, suffix, LOOM_GRAPH_BIND_VAR, tp, si)) ? LOOM_OK : LOOM_OOM();
+  return (*out = loom_lx_add(x, suffix, LOOM_GRAPH_BIND_VAR, tp, si)) ? LOOM_OK : LOOM_OOM();
 }
 
 /* Binds dims[0 .. n) (symbols not yet bound, or expressions to check) to the values of vec, a
  * 1-D i64 / i32 tensor of length n: `<suffix>_v = tensor_to_shape(vec)`, then
  * `<suffix> = match_cast(<suffix>_v, Shape[(dims)])`. */
-static loom_status add_bind_dims(expander *x, const char *suffix, loom_graph_expr *vec, size_t n,
+loom_status loom_lx_bind_dims(loom_lx *x, const char *suffix, loom_graph_expr *vec, size_t n,
                                  const loom_sym_expr *const *dims) {
   char vs[128];
   snprintf(vs, sizeof vs, "%s_v", suffix);
@@ -76,13 +66,13 @@ static loom_status add_bind_dims(expander *x, const char *suffix, loom_graph_exp
   const loom_sinfo *any = loom_sinfo_shape(x->m, (int)n, NULL), *to = loom_sinfo_shape(x->m, (int)n, dims);
   if (!c || !any || !to) return LOOM_OOM();
   c->sinfo = any;
-  loom_graph_expr *sv = add(x, vs, LOOM_GRAPH_BIND_VAR, c, any);
-  if (!sv || !add(x, suffix, LOOM_GRAPH_BIND_MATCH_CAST, sv, to)) return LOOM_OOM();
+  loom_graph_expr *sv = loom_lx_add(x, vs, LOOM_GRAPH_BIND_VAR, c, any);
+  if (!sv || !loom_lx_add(x, suffix, LOOM_GRAPH_BIND_MATCH_CAST, sv, to)) return LOOM_OOM();
   return LOOM_OK;
 }
 
 /* Adds guard `cond` (why: its message) to the rewritten binding's. */
-static loom_status add_guard(expander *x, const loom_sym_expr *cond, const char *why) {
+loom_status loom_lx_add_guard(loom_lx *x, const loom_sym_expr *cond, const char *why) {
   loom_arena *ar = loom_graph_module_arena(x->m);
   loom_graph_binding *b = x->b;
   const loom_sym_expr **g = LOOM_ARENA_ARRAY(ar, const loom_sym_expr *, b->nguards + 1);
@@ -99,7 +89,7 @@ static loom_status add_guard(expander *x, const loom_sym_expr *cond, const char 
 }
 
 /* Puts the added bindings before binding i and the rewritten binding's new value in place. */
-static loom_status splice(expander *x, loom_graph_block *blk, size_t i, loom_graph_expr *value) {
+static loom_status splice(loom_lx *x, loom_graph_block *blk, size_t i, loom_graph_expr *value) {
   loom_graph_binding **nb = LOOM_ARENA_ARRAY(loom_graph_module_arena(x->m), loom_graph_binding *, blk->n + x->n);
   if (!nb || !value) return LOOM_OOM();
   for (size_t k = 0; k < i; k++) nb[k] = blk->bindings[k];
@@ -123,7 +113,7 @@ static loom_status splice(expander *x, loom_graph_block *blk, size_t i, loom_gra
  * extents before it), t = (parts). normalize already turned the parts of provably exact splits
  * into slices; what reaches here has a guard (the sizes add up to x's extent), checked before
  * the first part is read. */
-static loom_status expand_split(expander *x, loom_graph_expr **value) {
+static loom_status expand_split(loom_lx *x, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
   const loom_sinfo *in, *out = x->b->var->sinfo;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
@@ -144,7 +134,7 @@ static loom_status expand_split(expander *x, loom_graph_expr **value) {
                                 loom_graph_attr_syms(x->m, "end", 1, &hi)};
     char suffix[32];
     snprintf(suffix, sizeof suffix, "%zu", i);
-    LOOM_PROPAGATE(add_lowered(x, suffix, LOOM_GRAPH_OP_STRIDED_SLICE, 1, &arg, 3, attrs, f, &parts[i]));
+    LOOM_PROPAGATE(loom_lx_add_lowered(x, suffix, LOOM_GRAPH_OP_STRIDED_SLICE, 1, &arg, 3, attrs, f, &parts[i]));
     lo = hi;
   }
   *value = loom_graph_tuple_new(x->m, out->nfields, parts);
@@ -168,7 +158,7 @@ static loom_status gen_topk(loom_graph_module *m, const char *name, const void *
 /* t = topk(x, k=..) -> t_values, t_indices = two programs (each reads k from its result
  * buffer), t = (values, indices). A run-time k (operand 1, one integer) is bound first to the
  * fresh symbol of the result's axis, with the guard k <= x's extent. */
-static loom_status expand_topk(expander *x, loom_graph_expr **value) {
+static loom_status expand_topk(loom_lx *x, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
   const loom_sinfo *in, *out = x->b->var->sinfo;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
@@ -195,12 +185,12 @@ static loom_status expand_topk(expander *x, loom_graph_expr **value) {
       loom_graph_expr *c = loom_graph_call_op(x->m, LOOM_GRAPH_OP_RESHAPE, 1, &kv, 1, &sh);
       if (!c || !si) return LOOM_OOM();
       c->sinfo = si;
-      if (!(kv = add(x, "k1", LOOM_GRAPH_BIND_VAR, c, si))) return LOOM_OOM();
+      if (!(kv = loom_lx_add(x, "k1", LOOM_GRAPH_BIND_VAR, c, si))) return LOOM_OOM();
     }
-    LOOM_PROPAGATE(add_bind_dims(x, "k", kv, 1, &k));
+    LOOM_PROPAGATE(loom_lx_bind_dims(x, "k", kv, 1, &k));
     char why[256];
     snprintf(why, sizeof why, "topk: k must not exceed operand 0 axis %d", key.axis);
-    LOOM_PROPAGATE(add_guard(x, loom_sym_cmp(cx, LOOM_SYM_LE, k, in->dims[key.axis]), why));
+    LOOM_PROPAGATE(loom_lx_add_guard(x, loom_sym_cmp(cx, LOOM_SYM_LE, k, in->dims[key.axis]), why));
   }
   x->guard_at = x->n;
   loom_graph_expr *parts[2], *arg = call->u.call.args[0];
@@ -209,7 +199,7 @@ static loom_status expand_topk(expander *x, loom_graph_expr **value) {
     key.indices = p == 1;
     snprintf(name, sizeof name, "topk_%s_r%d_a%d_%s_%s", loom_dtype_name(in->dtype), in->ndim, key.axis,
              key.largest ? "largest" : "smallest", p ? "indices" : "values");
-    LOOM_PROPAGATE(add_tp(x, p ? "indices" : "values", name, gen_topk, &key, 1, &arg, out->fields[p], &parts[p]));
+    LOOM_PROPAGATE(loom_lx_add_tp(x, p ? "indices" : "values", name, gen_topk, &key, 1, &arg, out->fields[p], &parts[p]));
   }
   *value = loom_graph_tuple_new(x->m, 2, parts);
   return LOOM_OK;
@@ -251,7 +241,7 @@ static bool reduce_kind(loom_graph_op op, loom_tp_reduce_op *k) {
  *   bind y_dims to (s_0, .., s_r-1 [, y's dims])
  *   y_keep = call_tp(@sum_any_..., (x,)) -> Tensor[(s_0, ..)]   (with keepdims: y itself)
  *   y = reshape(y_keep, shape=[y's dims])                          (without: a view) */
-static loom_status expand_reduce(expander *x, loom_tp_reduce_op op, loom_graph_expr **value) {
+static loom_status expand_reduce(loom_lx *x, loom_tp_reduce_op op, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
   const loom_sinfo *in, *axes, *out = x->b->var->sinfo;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
@@ -278,8 +268,8 @@ static loom_status expand_reduce(expander *x, loom_tp_reduce_op op, loom_graph_e
   const loom_sym_expr *dl = loom_sym_const(cx, (int64_t)len);
   const loom_sinfo *vec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &dl, in->device);
   loom_graph_expr *dims, *keep, *args[2] = {call->u.call.args[0], call->u.call.args[1]};
-  LOOM_PROPAGATE(add_tp(x, "dims", name, gen_reduce_dims, &key, 2, args, vec, &dims));
-  LOOM_PROPAGATE(add_bind_dims(x, "shape", dims, len, pat));
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "dims", name, gen_reduce_dims, &key, 2, args, vec, &dims));
+  LOOM_PROPAGATE(loom_lx_bind_dims(x, "shape", dims, len, pat));
   snprintf(name, sizeof name, "%s_any_%s_r%d", loom_graph_op_name(call->u.call.op), loom_dtype_name(in->dtype), in->ndim);
   const loom_sinfo *ksi = key.keep ? out : loom_sinfo_tensor(x->m, in->dtype, in->ndim, s, in->device);
   if (!ksi) return LOOM_OOM();
@@ -292,7 +282,7 @@ static loom_status expand_reduce(expander *x, loom_tp_reduce_op op, loom_graph_e
     *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), 1, args, out);
     return LOOM_OK;
   }
-  LOOM_PROPAGATE(add_tp(x, "keep", name, gen_reduce_any, &key, 1, args, ksi, &keep));
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "keep", name, gen_reduce_any, &key, 1, args, ksi, &keep));
   loom_graph_attr sh = loom_graph_attr_syms(x->m, "shape", (size_t)out->ndim, out->dims);
   *value = loom_graph_call_op(x->m, LOOM_GRAPH_OP_RESHAPE, 1, &keep, 1, &sh);
   if (*value) (*value)->sinfo = out;
@@ -303,7 +293,7 @@ static loom_status expand_reduce(expander *x, loom_tp_reduce_op op, loom_graph_e
 
 loom_status loom_legalize_expand(loom_graph_module *m, loom_graph_block *blk, size_t i, bool *expanded) {
   *expanded = false;
-  expander x = {.m = m, .b = blk->bindings[i]};
+  loom_lx x = {.m = m, .b = blk->bindings[i]};
   const loom_graph_expr *call = x.b->value;
   loom_graph_expr *value = NULL;
   loom_tp_reduce_op rk;
@@ -311,6 +301,7 @@ loom_status loom_legalize_expand(loom_graph_module *m, loom_graph_block *blk, si
   if (call->u.call.op == LOOM_GRAPH_OP_SPLIT) s = expand_split(&x, &value);
   else if (call->u.call.op == LOOM_GRAPH_OP_TOPK) s = expand_topk(&x, &value);
   else if (call->u.call.nargs == 2 && reduce_kind(call->u.call.op, &rk)) s = expand_reduce(&x, rk, &value);
+  else if (call->u.call.op == LOOM_GRAPH_OP_RESIZE && !loom_graph_call_attr(call, "size")) s = loom_legalize_expand_resize(&x, &value);
   else return LOOM_OK;
   LOOM_PROPAGATE(s);
   LOOM_PROPAGATE(splice(&x, blk, i, value));

@@ -132,3 +132,8 @@ loom_status loom_legalize_image(loom_graph_module *m, const loom_graph_expr *cal
     default: return loom_legal_unsupported(call, "yet");
   }
 }
+
+loom_status loom_legalize_expand_resize(loom_lx *x, loom_graph_expr **value) {
+  (void)value;
+  return loom_legal_unsupported(x->b->value, "for run-time scales or sizes (the output extents depend on tensor data)");
+}

@@ -27,6 +27,40 @@ loom_status loom_legalize_image(loom_graph_module *m, const loom_graph_expr *cal
 /* The call_tp that op call v (v->sinfo its result) lowers to (loom_graph_legalize_call), in *out. */
 loom_status loom_legal_lower_call(loom_graph_module *m, const loom_graph_expr *v, loom_graph_expr **out);
 
+/* ---- rewriting one binding into several (legalize_expand.c) ---- */
+
+#define LOOM_LX_MAX_ADDED 40
+
+/* The bindings added before the one being rewritten (b), spliced in when the rewrite succeeds. */
+typedef struct loom_lx {
+  loom_graph_module *m;
+  loom_graph_binding *b; /* rewritten: its value is replaced last, its var kept */
+  loom_graph_binding *added[LOOM_LX_MAX_ADDED];
+  size_t n;
+  size_t guard_at; /* index in added[] that takes b's guards (after the symbols they use are bound) */
+} loom_lx;
+
+/* Makes program `name` when the module lacks it (ctx: the generator's key). */
+typedef loom_status (*loom_lx_gen)(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp);
+
+/* Adds `<b's var>_<suffix> = value` with struct info si; its var, or NULL (out of memory). */
+loom_graph_expr *loom_lx_add(loom_lx *x, const char *suffix, loom_graph_binding_kind kind, loom_graph_expr *value,
+                             const loom_sinfo *si);
+/* Adds a call of program `name` (made by gen when missing) on args, result struct info si. */
+loom_status loom_lx_add_tp(loom_lx *x, const char *suffix, const char *name, loom_lx_gen gen, const void *ctx, size_t nargs,
+                           loom_graph_expr *const *args, const loom_sinfo *si, loom_graph_expr **out);
+/* Adds `op(args, attrs)` with result struct info si, lowered through loom_graph_legalize_call. */
+loom_status loom_lx_add_lowered(loom_lx *x, const char *suffix, loom_graph_op op, size_t nargs, loom_graph_expr *const *args,
+                                size_t nattrs, const loom_graph_attr *attrs, const loom_sinfo *si, loom_graph_expr **out);
+/* Binds dims[0 .. n) (new symbols, or expressions to check) to the values of vec, a 1-D i64 /
+ * i32 tensor of length n: tensor_to_shape, then match_cast to Shape[(dims)]. */
+loom_status loom_lx_bind_dims(loom_lx *x, const char *suffix, loom_graph_expr *vec, size_t n, const loom_sym_expr *const *dims);
+/* Adds run-time guard `cond` (message why) to b's guards. */
+loom_status loom_lx_add_guard(loom_lx *x, const loom_sym_expr *cond, const char *why);
+
+/* resize with run-time scales or sizes (no attribute `size`; legalize_image.c). */
+loom_status loom_legalize_expand_resize(loom_lx *x, loom_graph_expr **value);
+
 /* Binding i of blk, an op call that lowers to several bindings (legalize_expand.c): split and
  * topk (a tuple of programs), and the forms whose result dims depend on data (topk with a
  * run-time k, reductions over run-time axes), which first compute and bind those dims.
