@@ -541,13 +541,14 @@ static loom_status legalize_cumsum(loom_graph_module *m, const loom_graph_expr *
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   int axis;
   if (!loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
-  if (loom_graph_attr_get_int(call, "reverse", 0)) return loom_legal_unsupported(call, "with reverse yet");
   bool excl = loom_graph_attr_get_int(call, "exclusive", 0) != 0, prod = call->u.call.op == LOOM_GRAPH_OP_CUMPROD;
+  bool rev = loom_graph_attr_get_int(call, "reverse", 0) != 0;
   char name[256];
-  snprintf(name, sizeof name, "%s_%s_r%d_a%d%s", prod ? "cumprod" : "cumsum", loom_dtype_name(x->dtype), x->ndim, axis, excl ? "_x" : "");
+  snprintf(name, sizeof name, "%s_%s_r%d_a%d%s%s", prod ? "cumprod" : "cumsum", loom_dtype_name(x->dtype), x->ndim, axis,
+           excl ? "_x" : "", rev ? "_rev" : "");
   if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   LOOM_PROPAGATE((prod ? loom_tp_gen_cumprod : loom_tp_gen_cumsum)(loom_graph_module_arena(m), loom_graph_module_sym(m), name,
-                                                                    x->dtype, x->ndim, axis, excl, tp));
+                                                                    x->dtype, x->ndim, axis, excl, rev, tp));
   return loom_graph_module_add_tp(m, *tp);
 }
 

@@ -3,7 +3,8 @@
  * A program writes one destination buffer whose shape the caller knows before the call, so:
  *   - tuple-valued ops (split, topk) become one program per part and a tuple;
  *   - forms whose result dims depend on data (topk with a run-time k, reductions over
- *     run-time axes) first bind those dims: a program (or the operand itself) yields them as
+ *     run-time axes, reshape / expand_dims / squeeze with a run-time target, cumsum over a
+ *     run-time axis) first bind those dims (or that axis): a program (or the operand itself) yields them as
  *     an i64 vector, `tensor_to_shape` + `match_cast` bind the fresh symbols inference gave
  *     the result, and the computing program then reads its extents from its result buffer.
  * The new bindings go before the rewritten one, which keeps its variable; the guards inference
@@ -205,24 +206,91 @@ static loom_status expand_topk(loom_lx *x, loom_graph_expr **value) {
   return LOOM_OK;
 }
 
-/* ---- reductions over run-time axes ------------------------------------------------------------- */
+/* ---- run-time axes and shapes ------------------------------------------------------------------ */
+
+typedef struct dims_key {
+  loom_dtype tx, ta;
+  int rank, n, arank;
+  loom_tp_axes_form form;
+  bool reshape, allowzero; /* a reshape target instead of axes */
+} dims_key;
+
+static loom_status gen_dims(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  const dims_key *k = ctx;
+  loom_arena *ar = loom_graph_module_arena(m);
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  if (k->reshape) return loom_tp_gen_reshape_dims(ar, cx, name, k->tx, k->rank, k->n, k->ta, k->allowzero, tp);
+  return loom_tp_gen_axes_dims(ar, cx, name, k->tx, k->rank, k->n, k->ta, k->arank, k->form, tp);
+}
+
+/* The run-time operand `what` (call operand 1): an integer tensor of rank 0 (when one value
+ * may be) or a 1-D one of static length; its length in *n. */
+static loom_status int_operand(const loom_graph_expr *call, bool scalar_ok, const loom_sinfo **si, int *n) {
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, si));
+  int64_t len = 1;
+  if (!loom_dtype_is_int((*si)->dtype) || (*si)->ndim > 1 || ((*si)->ndim == 0 && !scalar_ok) ||
+      ((*si)->ndim == 1 && (!loom_sym_is_const((*si)->dims[0], &len) || len < 1 || len > LOOM_TP_GEN_MAX_RANK)))
+    return loom_legal_unsupported(call, "for this run-time operand (an integer tensor of 1 to 8 values)");
+  *n = (int)len;
+  return LOOM_OK;
+}
+
+/* `<b>_dims = call_tp(@dims program, (x, operand 1))`, bound to pat[0 .. len). */
+static loom_status bind_dims(loom_lx *x, const dims_key *key, size_t len, const loom_sym_expr *const *pat) {
+  const loom_graph_expr *call = x->b->value;
+  static const char *const forms[] = {"keep", "reduce", "squeeze", "expand", "one"};
+  char name[128];
+  if (key->reshape)
+    snprintf(name, sizeof name, "reshape_dims_%s_r%d_n%d_%s%s", loom_dtype_name(key->tx), key->rank, key->n,
+             loom_dtype_name(key->ta), key->allowzero ? "_z" : "");
+  else
+    snprintf(name, sizeof name, "axes_dims_%s_%s_r%d_n%d_%s%s", forms[key->form], loom_dtype_name(key->tx), key->rank,
+             key->n, loom_dtype_name(key->ta), key->arank ? "" : "_s");
+  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
+  const loom_sym_expr *dl = loom_sym_const(cx, (int64_t)len);
+  const loom_sinfo *vec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &dl, call->u.call.args[0]->sinfo->device);
+  loom_graph_expr *dims, *args[2] = {call->u.call.args[0], call->u.call.args[1]};
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "dims", name, gen_dims, key, 2, args, vec, &dims));
+  return loom_lx_bind_dims(x, "shape", dims, len, pat);
+}
+
+/* New symbols <b>_<tag><k> for k < n. */
+static loom_status new_syms(loom_lx *x, const char *tag, int n, const loom_sym_expr **out) {
+  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
+  for (int k = 0; k < n; k++) {
+    char nm[160];
+    snprintf(nm, sizeof nm, "%s_%s%d", x->b->var->u.var.name, tag, k);
+    if (!(out[k] = loom_sym_var_new(cx, nm, LOOM_SYM_VAR_SHAPE))) return loom_sym_ctx_take_error(cx);
+  }
+  return LOOM_OK;
+}
+
+/* The view `reshape(v, shape=[y's dims])` as the rewritten binding's value. */
+static loom_status view_as_result(loom_lx *x, loom_graph_expr *v, loom_graph_expr **value) {
+  const loom_sinfo *out = x->b->var->sinfo;
+  loom_graph_attr sh = loom_graph_attr_syms(x->m, "shape", (size_t)out->ndim, out->dims);
+  *value = loom_graph_call_op(x->m, LOOM_GRAPH_OP_RESHAPE, 1, &v, 1, &sh);
+  if (!*value) return LOOM_OOM();
+  (*value)->sinfo = out;
+  return LOOM_OK;
+}
+
+static loom_status result_tensor(const loom_lx *x, const loom_sinfo **out) {
+  *out = x->b->var->sinfo;
+  if (!*out || (*out)->kind != LOOM_SINFO_TENSOR || !(*out)->dims || (*out)->ndim > LOOM_TP_GEN_MAX_RANK)
+    return loom_legal_unsupported(x->b->value, "for this result");
+  return LOOM_OK;
+}
 
 typedef struct reduce_key {
   loom_tp_reduce_op op;
-  loom_dtype tx, ta;
-  int rank, n;
-  bool keep;
+  loom_dtype t;
+  int rank;
 } reduce_key;
-
-static loom_status gen_reduce_dims(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
-  const reduce_key *k = ctx;
-  return loom_tp_gen_reduce_dims(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->tx, k->rank, k->n, k->ta,
-                                 k->keep, tp);
-}
 
 static loom_status gen_reduce_any(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
   const reduce_key *k = ctx;
-  return loom_tp_gen_reduce_any(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->op, k->tx, k->rank, tp);
+  return loom_tp_gen_reduce_any(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->op, k->t, k->rank, tp);
 }
 
 static bool reduce_kind(loom_graph_op op, loom_tp_reduce_op *k) {
@@ -237,56 +305,100 @@ static bool reduce_kind(loom_graph_op op, loom_tp_reduce_op *k) {
 }
 
 /* y = sum(x, axes) with run-time axes (n of them) ->
- *   y_dims = call_tp(@reduce_dims_..., (x, axes))      the keepdims dims [, the kept dims]
+ *   y_dims = call_tp(@axes_dims_..., (x, axes))       the keepdims dims [, the kept dims]
  *   bind y_dims to (s_0, .., s_r-1 [, y's dims])
  *   y_keep = call_tp(@sum_any_..., (x,)) -> Tensor[(s_0, ..)]   (with keepdims: y itself)
  *   y = reshape(y_keep, shape=[y's dims])                          (without: a view) */
 static loom_status expand_reduce(loom_lx *x, loom_tp_reduce_op op, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
-  const loom_sinfo *in, *axes, *out = x->b->var->sinfo;
+  const loom_sinfo *in, *axes, *out;
+  int n;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
-  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &axes));
-  int64_t n;
-  if (axes->ndim != 1 || !loom_sym_is_const(axes->dims[0], &n) || n < 1 || n > in->ndim ||
-      (axes->dtype != LOOM_DTYPE_I64 && axes->dtype != LOOM_DTYPE_I32) || !out || out->kind != LOOM_SINFO_TENSOR || !out->dims)
-    return loom_legal_unsupported(call, "for these run-time axes");
-  reduce_key key = {op, in->dtype, axes->dtype, in->ndim, (int)n, loom_graph_attr_get_int(call, "keepdims", 0) != 0};
-  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
-  const loom_sym_expr *pat[2 * LOOM_TP_GEN_MAX_RANK], *s[LOOM_TP_GEN_MAX_RANK];
-  size_t len = (size_t)in->ndim + (key.keep ? 0 : (size_t)out->ndim);
-  for (int k = 0; k < in->ndim; k++) {
-    char nm[160];
-    snprintf(nm, sizeof nm, "%s_k%d", x->b->var->u.var.name, k);
-    s[k] = key.keep ? out->dims[k] : loom_sym_var_new(cx, nm, LOOM_SYM_VAR_SHAPE);
-    if (!s[k]) return loom_sym_ctx_take_error(cx);
-    pat[k] = s[k];
+  LOOM_PROPAGATE(int_operand(call, false, &axes, &n));
+  LOOM_PROPAGATE(result_tensor(x, &out));
+  if (n > in->ndim) return loom_legal_unsupported(call, "for more axes than the rank");
+  bool keep = loom_graph_attr_get_int(call, "keepdims", 0) != 0;
+  dims_key key = {in->dtype, axes->dtype, in->ndim, n, 1, keep ? LOOM_TP_AXES_REDUCE_KEEPDIMS : LOOM_TP_AXES_REDUCE, false, false};
+  const loom_sym_expr *pat[2 * LOOM_TP_GEN_MAX_RANK];
+  if (keep) memcpy(pat, out->dims, (size_t)in->ndim * sizeof *pat);
+  else {
+    LOOM_PROPAGATE(new_syms(x, "k", in->ndim, pat));
+    memcpy(pat + in->ndim, out->dims, (size_t)out->ndim * sizeof *pat);
   }
-  for (int j = 0; !key.keep && j < out->ndim; j++) pat[in->ndim + j] = out->dims[j];
+  LOOM_PROPAGATE(bind_dims(x, &key, (size_t)in->ndim + (keep ? 0 : (size_t)out->ndim), pat));
   char name[128];
-  snprintf(name, sizeof name, "reduce_dims_%s_r%d_n%d_%s%s", loom_dtype_name(in->dtype), in->ndim, key.n,
-           loom_dtype_name(axes->dtype), key.keep ? "_k" : "");
-  const loom_sym_expr *dl = loom_sym_const(cx, (int64_t)len);
-  const loom_sinfo *vec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &dl, in->device);
-  loom_graph_expr *dims, *keep, *args[2] = {call->u.call.args[0], call->u.call.args[1]};
-  LOOM_PROPAGATE(loom_lx_add_tp(x, "dims", name, gen_reduce_dims, &key, 2, args, vec, &dims));
-  LOOM_PROPAGATE(loom_lx_bind_dims(x, "shape", dims, len, pat));
   snprintf(name, sizeof name, "%s_any_%s_r%d", loom_graph_op_name(call->u.call.op), loom_dtype_name(in->dtype), in->ndim);
-  const loom_sinfo *ksi = key.keep ? out : loom_sinfo_tensor(x->m, in->dtype, in->ndim, s, in->device);
-  if (!ksi) return LOOM_OOM();
-  if (key.keep) {
+  reduce_key rk = {op, in->dtype, in->ndim};
+  loom_graph_expr *arg = call->u.call.args[0], *kept;
+  if (keep) {
     loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
     if (!tp) {
-      LOOM_PROPAGATE(gen_reduce_any(x->m, name, &key, &tp));
+      LOOM_PROPAGATE(gen_reduce_any(x->m, name, &rk, &tp));
       LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
     }
-    *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), 1, args, out);
-    return LOOM_OK;
+    *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), 1, &arg, out);
+    return *value ? LOOM_OK : LOOM_OOM();
   }
-  LOOM_PROPAGATE(loom_lx_add_tp(x, "keep", name, gen_reduce_any, &key, 1, args, ksi, &keep));
-  loom_graph_attr sh = loom_graph_attr_syms(x->m, "shape", (size_t)out->ndim, out->dims);
-  *value = loom_graph_call_op(x->m, LOOM_GRAPH_OP_RESHAPE, 1, &keep, 1, &sh);
-  if (*value) (*value)->sinfo = out;
-  return LOOM_OK;
+  const loom_sinfo *ksi = loom_sinfo_tensor(x->m, in->dtype, in->ndim, pat, in->device);
+  if (!ksi) return LOOM_OOM();
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "keep", name, gen_reduce_any, &rk, 1, &arg, ksi, &kept));
+  return view_as_result(x, kept, value);
+}
+
+/* y = reshape(x, shape) / expand_dims(x, axes) / squeeze(x, axes) with a run-time operand ->
+ * its dims program, bound to y's (fresh) dims, then y = reshape(x, shape=[y's dims]), a view. */
+static loom_status expand_view(loom_lx *x, loom_graph_expr **value) {
+  const loom_graph_expr *call = x->b->value;
+  const loom_sinfo *in, *opd, *out;
+  int n;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
+  LOOM_PROPAGATE(int_operand(call, false, &opd, &n));
+  LOOM_PROPAGATE(result_tensor(x, &out));
+  dims_key key = {in->dtype, opd->dtype, in->ndim, n, 1, LOOM_TP_AXES_SQUEEZE, false, false};
+  switch (call->u.call.op) {
+    case LOOM_GRAPH_OP_RESHAPE:
+      key.reshape = true;
+      key.allowzero = loom_graph_attr_get_int(call, "allowzero", 0) != 0;
+      break;
+    case LOOM_GRAPH_OP_EXPAND_DIMS: key.form = LOOM_TP_AXES_EXPAND; break;
+    default:
+      if (n > in->ndim) return loom_legal_unsupported(call, "for more axes than the rank");
+      break;
+  }
+  LOOM_PROPAGATE(bind_dims(x, &key, (size_t)out->ndim, out->dims));
+  return view_as_result(x, call->u.call.args[0], value);
+}
+
+/* y = cumsum(x, axis) with a run-time axis -> `<y>_dims` = the axis normalized, bound to a new
+ * symbol a (an axis out of range is refused there), then the program with one scan nest per
+ * axis, taking a as its scalar parameter. */
+static loom_status expand_cumulative(loom_lx *x, loom_graph_expr **value) {
+  const loom_graph_expr *call = x->b->value;
+  const loom_sinfo *in, *opd, *out;
+  int n;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
+  LOOM_PROPAGATE(int_operand(call, true, &opd, &n));
+  LOOM_PROPAGATE(result_tensor(x, &out));
+  if (n != 1 || in->ndim < 1) return loom_legal_unsupported(call, "for this axis operand");
+  dims_key key = {in->dtype, opd->dtype, in->ndim, 1, opd->ndim, LOOM_TP_AXES_ONE, false, false};
+  const loom_sym_expr *ax;
+  LOOM_PROPAGATE(new_syms(x, "axis", 1, &ax));
+  LOOM_PROPAGATE(bind_dims(x, &key, 1, &ax));
+  bool prod = call->u.call.op == LOOM_GRAPH_OP_CUMPROD, excl = loom_graph_attr_get_int(call, "exclusive", 0) != 0;
+  bool rev = loom_graph_attr_get_int(call, "reverse", 0) != 0;
+  char name[128];
+  snprintf(name, sizeof name, "%s_%s_r%d_any%s%s", prod ? "cumprod" : "cumsum", loom_dtype_name(in->dtype), in->ndim,
+           excl ? "_x" : "", rev ? "_rev" : "");
+  loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
+  if (!tp) {
+    LOOM_PROPAGATE((prod ? loom_tp_gen_cumprod : loom_tp_gen_cumsum)(loom_graph_module_arena(x->m), loom_graph_module_sym(x->m),
+                                                                      name, in->dtype, in->ndim, -1, excl, rev, &tp));
+    LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
+  }
+  loom_graph_expr *args[2] = {call->u.call.args[0], loom_graph_sym_new(x->m, ax)};
+  if (!args[1]) return LOOM_OOM();
+  *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), 2, args, out);
+  return *value ? LOOM_OK : LOOM_OOM();
 }
 
 /* ---- entry ------------------------------------------------------------------------------------ */
@@ -301,6 +413,12 @@ loom_status loom_legalize_expand(loom_graph_module *m, loom_graph_block *blk, si
   if (call->u.call.op == LOOM_GRAPH_OP_SPLIT) s = expand_split(&x, &value);
   else if (call->u.call.op == LOOM_GRAPH_OP_TOPK) s = expand_topk(&x, &value);
   else if (call->u.call.nargs == 2 && reduce_kind(call->u.call.op, &rk)) s = expand_reduce(&x, rk, &value);
+  else if (call->u.call.nargs == 2 && (call->u.call.op == LOOM_GRAPH_OP_RESHAPE || call->u.call.op == LOOM_GRAPH_OP_EXPAND_DIMS ||
+                                       call->u.call.op == LOOM_GRAPH_OP_SQUEEZE) &&
+           call->u.call.args[1]->sinfo && call->u.call.args[1]->sinfo->kind == LOOM_SINFO_TENSOR)
+    s = expand_view(&x, &value);
+  else if (call->u.call.nargs == 2 && (call->u.call.op == LOOM_GRAPH_OP_CUMSUM || call->u.call.op == LOOM_GRAPH_OP_CUMPROD))
+    s = expand_cumulative(&x, &value);
   else if (call->u.call.op == LOOM_GRAPH_OP_RESIZE && !loom_graph_call_attr(call, "size")) s = loom_legalize_expand_resize(&x, &value);
   else return LOOM_OK;
   LOOM_PROPAGATE(s);

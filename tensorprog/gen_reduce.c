@@ -229,45 +229,67 @@ loom_status loom_tp_gen_argext(loom_arena *a, loom_sym_ctx *cx, const char *name
 }
 
 /* Running sum (prod false) or product along `axis`; the accumulator starts at 0 / 1. */
-static loom_status gen_cumulative(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
-                                  bool exclusive, bool prod, loom_tp_func **result) {
-  LOOM_PROPAGATE(loom_tpg_check_rank(rank));
-  if (axis < 0 || axis >= rank) return LOOM_ERROR(INVALID_ARGUMENT, "%s axis %d is outside [0, %d)", prod ? "cumprod" : "cumsum", axis, rank);
+/* The scan of X along `axis` into Y: loops over the other axes (the first parallel), a running
+ * accumulator, positions j (or d - 1 - j when reversed) in order. */
+static void scan_nest(loom_strbuf *sb, loom_dtype t, int rank, int axis, bool exclusive, bool reverse, bool prod) {
   const char *const *d = loom_tpg_dims_d();
   int keep[LOOM_TP_GEN_MAX_RANK], nk = 0;
   for (int k = 0; k < rank; k++)
     if (k != axis) keep[nk++] = k;
-  char xj[256] = "";
-  for (int k = 0; k < rank; k++) snprintf(xj + strlen(xj), sizeof xj - strlen(xj), "%s%s%d", k ? ", " : "", k == axis ? "j" : "i", k);
+  char xj[256] = "", at[32];
+  if (reverse) snprintf(at, sizeof at, "%s - 1 - j%d", d[axis], axis);
+  else snprintf(at, sizeof at, "j%d", axis);
+  for (int k = 0; k < rank; k++) {
+    char ik[8];
+    snprintf(ik, sizeof ik, "i%d", k);
+    snprintf(xj + strlen(xj), sizeof xj - strlen(xj), "%s%s", k ? ", " : "", k == axis ? at : ik);
+  }
+  loom_tpg_open_loops(sb, keep, nk, "i", d, true, false);
+  loom_strbuf_printf(sb, "alloc acc%d: Local[(1,), %s]\n", axis, loom_dtype_name(t));
+  if (prod) {
+    loom_strbuf_printf(sb, "acc%d[0] = ", axis);
+    loom_tpg_reduce_init(sb, LOOM_TP_REDUCE_PROD, t);
+    loom_strbuf_puts(sb, "\n");
+  }
+  const char *op = prod ? "*" : "+";
+  loom_strbuf_printf(sb, "for j%d in 0..%s {\n", axis, d[axis]);
+  if (exclusive) loom_strbuf_printf(sb, "Y[%s] = acc%d[0]\nacc%d[0] = acc%d[0] %s X[%s]\n", xj, axis, axis, axis, op, xj);
+  else loom_strbuf_printf(sb, "acc%d[0] = acc%d[0] %s X[%s]\nY[%s] = acc%d[0]\n", axis, axis, op, xj, xj, axis);
+  loom_strbuf_puts(sb, "}\n");
+  loom_tpg_close_loops(sb, nk);
+}
+
+/* axis >= 0: the scan along it; axis < 0: along the axis given by i64 scalar parameter `a`
+ * (bound at run time, in [0, rank)): one scan nest per axis, under `if a == k`. */
+static loom_status gen_cumulative(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
+                                  bool exclusive, bool reverse, bool prod, loom_tp_func **result) {
+  LOOM_PROPAGATE(loom_tpg_check_rank(rank));
+  if (axis >= rank || rank == 0)
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s axis %d is outside [0, %d)", prod ? "cumprod" : "cumsum", axis, rank);
+  const char *const *d = loom_tpg_dims_d();
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
   loom_strbuf_printf(&sb, "prim @%s(X: ", name);
   loom_tpg_buffer_type(&sb, d, rank, t);
-  loom_strbuf_puts(&sb, ", Y: ");
+  loom_strbuf_puts(&sb, axis < 0 ? ", a: i64, Y: " : ", Y: ");
   loom_tpg_buffer_type(&sb, d, rank, t);
   loom_strbuf_puts(&sb, ") {\n");
-  loom_tpg_open_loops(&sb, keep, nk, "i", d, true, false);
-  loom_strbuf_printf(&sb, "alloc acc: Local[(1,), %s]\n", loom_dtype_name(t));
-  if (prod) {
-    loom_strbuf_puts(&sb, "acc[0] = ");
-    loom_tpg_reduce_init(&sb, LOOM_TP_REDUCE_PROD, t);
-    loom_strbuf_puts(&sb, "\n");
+  for (int k = 0; k < rank; k++) {
+    if (axis >= 0 && k != axis) continue;
+    if (axis < 0) loom_strbuf_printf(&sb, "if a == %d {\n", k);
+    scan_nest(&sb, t, rank, k, exclusive, reverse, prod);
+    if (axis < 0) loom_strbuf_puts(&sb, "}\n");
   }
-  const char *op = prod ? "*" : "+";
-  loom_strbuf_printf(&sb, "for j%d in 0..%s {\n", axis, d[axis]);
-  if (exclusive) loom_strbuf_printf(&sb, "Y[%s] = acc[0]\nacc[0] = acc[0] %s X[%s]\n", xj, op, xj);
-  else loom_strbuf_printf(&sb, "acc[0] = acc[0] %s X[%s]\nY[%s] = acc[0]\n", op, xj, xj);
   loom_strbuf_puts(&sb, "}\n");
-  loom_tpg_close_program(&sb, nk);
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
 loom_status loom_tp_gen_cumsum(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
-                               bool exclusive, loom_tp_func **result) {
-  return gen_cumulative(a, cx, name, t, rank, axis, exclusive, false, result);
+                               bool exclusive, bool reverse, loom_tp_func **result) {
+  return gen_cumulative(a, cx, name, t, rank, axis, exclusive, reverse, false, result);
 }
 
 loom_status loom_tp_gen_cumprod(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
-                                bool exclusive, loom_tp_func **result) {
-  return gen_cumulative(a, cx, name, t, rank, axis, exclusive, true, result);
+                                bool exclusive, bool reverse, loom_tp_func **result) {
+  return gen_cumulative(a, cx, name, t, rank, axis, exclusive, reverse, true, result);
 }

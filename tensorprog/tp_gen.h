@@ -112,12 +112,13 @@ loom_status loom_tp_gen_take(loom_arena *a, loom_sym_ctx *cx, const char *name, 
 loom_status loom_tp_gen_argext(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                                bool is_max, bool keepdims, loom_tp_func **result);
 
-/* Running sum along `axis` (exclusive: the sum of the elements before). */
+/* Running sum along `axis` (exclusive: the sum of the elements before; reverse: from the end).
+ * axis < 0: the axis is i64 scalar parameter `a`, known at run time (one scan nest per axis). */
 loom_status loom_tp_gen_cumsum(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
-                               bool exclusive, loom_tp_func **result);
+                               bool exclusive, bool reverse, loom_tp_func **result);
 /* The same with a running product (the first is 1 when exclusive). */
 loom_status loom_tp_gen_cumprod(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
-                                bool exclusive, loom_tp_func **result);
+                                bool exclusive, bool reverse, loom_tp_func **result);
 
 /* Constant padding: Y = X shifted by the i64 scalars p<k> (pads before each axis; the extents of Y
  * come from inference), `value_text` elsewhere. */
@@ -315,14 +316,28 @@ loom_status loom_tp_gen_topk(loom_arena *a, loom_sym_ctx *cx, const char *name, 
 
 /* ---- run-time axes (gen_dims.c) ---- */
 
+/* How the dims program of a run-time axes operand reads it. */
+typedef enum loom_tp_axes_form {
+  LOOM_TP_AXES_REDUCE_KEEPDIMS, /* S = X's dims with the listed axes 1 */
+  LOOM_TP_AXES_REDUCE,          /* S = that, then X's dims without the listed axes */
+  LOOM_TP_AXES_SQUEEZE,         /* S = X's dims without the listed axes (each must be 1) */
+  LOOM_TP_AXES_EXPAND,          /* S = rank + n dims: 1 at the listed axes (of the result), X's dims elsewhere */
+  LOOM_TP_AXES_ONE,             /* S = (the one axis, normalized to [0, rank)) */
+} loom_tp_axes_form;
+
 /* Y = reduce(X) with Y of X's rank, each of Y's axes 1 (reduced) or X's extent (kept), read
  * from Y's buffer at run time: one program for every set of reduced axes. */
 loom_status loom_tp_gen_reduce_any(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_tp_reduce_op op, loom_dtype t,
                                    int rank, loom_tp_func **result);
-/* S (i64) = the dims of reducing X (rank `rank`, dtype tx) over the n run-time axes in A
- * (dtype ta): the keepdims dims, then without keepdims the rank - n kept dims. Invalid axes
- * (out of range, repeated) make S[0] = -1. */
-loom_status loom_tp_gen_reduce_dims(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype tx, int rank, int n,
-                                    loom_dtype ta, bool keepdims, loom_tp_func **result);
+/* S (i64) = the dims (see loom_tp_axes_form) that X (rank `rank`, dtype tx) and the n run-time
+ * axes in A (integer dtype ta; rank 0 for one axis when arank is 0, else (n,)) give. Invalid
+ * axes (out of range, repeated, a squeezed axis not 1) make S[0] = -1, which binding S as dims
+ * refuses. */
+loom_status loom_tp_gen_axes_dims(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype tx, int rank, int n,
+                                  loom_dtype ta, int arank, loom_tp_axes_form form, loom_tp_func **result);
+/* S (i64, n values) = the dims of reshape(X, A) with ONNX semantics (0 copies X's dim unless
+ * allowzero, one -1 is inferred); an invalid target makes S[0] = -1. */
+loom_status loom_tp_gen_reshape_dims(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype tx, int rank, int n,
+                                     loom_dtype ta, bool allowzero, loom_tp_func **result);
 
 #endif
