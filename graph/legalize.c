@@ -553,7 +553,7 @@ static loom_status legalize_cumsum(loom_graph_module *m, const loom_graph_expr *
 }
 
 /* A float attribute as a literal of dtype t. */
-static void literal_of(loom_dtype t, double v, char *buf, size_t cap) {
+void loom_legal_literal(loom_dtype t, double v, char *buf, size_t cap) {
   if (t == LOOM_DTYPE_BOOL) snprintf(buf, cap, "%s", v != 0 ? "true" : "false");
   else if (loom_dtype_is_float(t)) {
     snprintf(buf, cap, "%.17g", v);
@@ -568,12 +568,13 @@ static loom_status legalize_pad(loom_graph_module *m, const loom_graph_expr *cal
   if (!pads || pads->n != (size_t)(2 * x->ndim)) return loom_legal_unsupported(call, "without one before/after pad per axis");
   double value = loom_graph_attr_get_float(call, "value", 0);
   char text[64];
-  literal_of(x->dtype, value, text, sizeof text);
+  loom_legal_literal(x->dtype, value, text, sizeof text);
   char name[256];
   snprintf(name, sizeof name, "pad_%s_r%d_%016llx", loom_dtype_name(x->dtype), x->ndim,
            (unsigned long long)loom_hash_bytes(&value, sizeof value));
   if (!(r->tp = loom_graph_module_find_tp(m, name))) {
-    LOOM_PROPAGATE(loom_tp_gen_pad(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, text, &r->tp));
+    LOOM_PROPAGATE(loom_tp_gen_pad(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, text, false, -1,
+                                   &r->tp));
     LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
   }
   for (int k = 0; k < x->ndim; k++) r->scalars[r->nscalars++] = pads->syms[k];
@@ -645,8 +646,8 @@ static loom_status legalize_one_hot(loom_graph_module *m, const loom_graph_expr 
   if (!loom_dtype_is_int(idx->dtype) || out->ndim != idx->ndim + 1) return loom_legal_unsupported(call, "for these indices");
   double on = loom_graph_attr_get_float(call, "on_value", 1), off = loom_graph_attr_get_float(call, "off_value", 0);
   char on_t[64], off_t[64];
-  literal_of(out->dtype, on, on_t, sizeof on_t);
-  literal_of(out->dtype, off, off_t, sizeof off_t);
+  loom_legal_literal(out->dtype, on, on_t, sizeof on_t);
+  loom_legal_literal(out->dtype, off, off_t, sizeof off_t);
   double key[2] = {on, off};
   char name[128];
   snprintf(name, sizeof name, "one_hot_%s_r%d_%s_%016llx", loom_dtype_name(idx->dtype), idx->ndim, loom_dtype_name(out->dtype),
@@ -717,7 +718,7 @@ static loom_status legalize_attention(loom_graph_module *m, const loom_graph_exp
   const loom_graph_attr *sc = loom_graph_call_attr(call, "scale");
   bool causal = loom_graph_attr_get_int(call, "causal", 0) != 0;
   char scale_text[64] = "", key[64] = "";
-  if (sc) literal_of(LOOM_DTYPE_F64, sc->kind == LOOM_GRAPH_ATTR_INT ? (double)sc->i : sc->f, scale_text, sizeof scale_text);
+  if (sc) loom_legal_literal(LOOM_DTYPE_F64, sc->kind == LOOM_GRAPH_ATTR_INT ? (double)sc->i : sc->f, scale_text, sizeof scale_text);
   loom_tp_bcast modes[4];
   if (mk) {
     const loom_sym_expr *full[4] = {q->dims[0], q->dims[1], q->dims[2], k->dims[2]};

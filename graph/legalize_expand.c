@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "graph/legalize_internal.h"
 
 #define MAX_ADDED LOOM_LX_MAX_ADDED
@@ -401,6 +402,213 @@ static loom_status expand_cumulative(loom_lx *x, loom_graph_expr **value) {
   return *value ? LOOM_OK : LOOM_OOM();
 }
 
+/* ---- slice and pad with run-time bounds ------------------------------------------------------------ */
+
+typedef struct bounds_key {
+  bool pad, extents;
+  loom_dtype tx, types[4]; /* slice: starts, ends, axes, steps; pad: pads, axes */
+  int rank, n;
+  bool has_axes, has_steps;
+} bounds_key;
+
+static loom_status gen_bounds(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  const bounds_key *k = ctx;
+  loom_arena *ar = loom_graph_module_arena(m);
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  if (k->pad)
+    return loom_tp_gen_pad_params(ar, cx, name, k->tx, k->rank, k->n, k->types[0], k->has_axes, k->types[1], k->extents, tp);
+  return loom_tp_gen_slice_params(ar, cx, name, k->tx, k->rank, k->n, k->types, k->has_axes, k->has_steps, k->extents, tp);
+}
+
+/* The bounds programs on (x, operands...): `<b>_dims` (the extents, bound to y's dims) and
+ * `<b>_params` (what the computing program reads: starts and steps, or the pads before). */
+static loom_status add_bounds(loom_lx *x, bounds_key *key, size_t nargs, loom_graph_expr *const *args, loom_graph_expr **params) {
+  const loom_sinfo *out = x->b->var->sinfo;
+  char name[160], types[64] = "";
+  for (size_t i = 1; i < nargs; i++)
+    snprintf(types + strlen(types), sizeof types - strlen(types), "_%s", loom_dtype_name(args[i]->sinfo->dtype));
+  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
+  for (int ext = 1; ext >= 0; ext--) {
+    key->extents = ext;
+    snprintf(name, sizeof name, "%s_%s_%s_r%d_n%d%s%s%s", key->pad ? "pad" : "slice", ext ? "dims" : "params",
+             loom_dtype_name(key->tx), key->rank, key->n, types, key->has_axes ? "_a" : "", key->has_steps ? "_s" : "");
+    int64_t len = ext || key->pad ? key->rank : 2 * key->rank;
+    const loom_sym_expr *dl = loom_sym_const(cx, len);
+    const loom_sinfo *vec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &dl, out->device);
+    loom_graph_expr *v;
+    LOOM_PROPAGATE(loom_lx_add_tp(x, ext ? "dims" : "params", name, gen_bounds, key, nargs, args, vec, &v));
+    if (ext) LOOM_PROPAGATE(loom_lx_bind_dims(x, "shape", v, (size_t)key->rank, out->dims));
+    else *params = v;
+  }
+  return LOOM_OK;
+}
+
+/* The 1-D integer operand i of static length, its length in *n. */
+static loom_status vec_operand(const loom_graph_expr *call, size_t i, int *n) {
+  const loom_sinfo *si;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, i, &si));
+  int64_t len;
+  if (!loom_dtype_is_int(si->dtype) || si->ndim != 1 || !loom_sym_is_const(si->dims[0], &len) || len < 1 || len > 16)
+    return loom_legal_unsupported(call, "for this run-time operand (a 1-D integer tensor of static length)");
+  *n = (int)len;
+  return LOOM_OK;
+}
+
+/* y = strided_slice(x, starts, ends[, axes[, steps]]) ->
+ *   y_dims = the extents, bound to y's dims; y_params = the starts and steps;
+ *   y = call_tp(@slice_any_..., (x, y_params)) */
+static loom_status expand_slice(loom_lx *x, loom_graph_expr **value) {
+  const loom_graph_expr *call = x->b->value;
+  const loom_sinfo *in, *out;
+  size_t na = call->u.call.nargs;
+  int n, m;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
+  LOOM_PROPAGATE(result_tensor(x, &out));
+  LOOM_PROPAGATE(vec_operand(call, 1, &n));
+  for (size_t i = 2; i < na; i++) {
+    LOOM_PROPAGATE(vec_operand(call, i, &m));
+    if (m != n) return loom_legal_unsupported(call, "for operands of different lengths");
+  }
+  if (na < 3 || na > 5 || n > in->ndim || in->ndim < 1) return loom_legal_unsupported(call, "for this form");
+  bounds_key key = {false, false, in->dtype, {0}, in->ndim, n, na > 3, na > 4};
+  for (size_t i = 1; i < na; i++) key.types[i - 1] = call->u.call.args[i]->sinfo->dtype;
+  loom_graph_expr *params;
+  LOOM_PROPAGATE(add_bounds(x, &key, na, call->u.call.args, &params));
+  char name[128];
+  snprintf(name, sizeof name, "slice_any_%s_r%d", loom_dtype_name(in->dtype), in->ndim);
+  loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
+  if (!tp) {
+    LOOM_PROPAGATE(loom_tp_gen_slice_any(loom_graph_module_arena(x->m), loom_graph_module_sym(x->m), name, in->dtype, in->ndim, &tp));
+    LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
+  }
+  loom_graph_expr *args[2] = {call->u.call.args[0], params};
+  *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), 2, args, out);
+  return *value ? LOOM_OK : LOOM_OOM();
+}
+
+/* y = pad(x, pads[, value[, axes]]) ->
+ *   y_dims = the padded extents, bound to y's dims; y_params = the pads before each axis;
+ *   y = call_tp(@pad_..._rt, (x, y_params[, value])) */
+static loom_status expand_pad(loom_lx *x, loom_graph_expr **value) {
+  const loom_graph_expr *call = x->b->value;
+  const loom_sinfo *in, *out, *vs = NULL;
+  size_t na = call->u.call.nargs;
+  int np, nax;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
+  LOOM_PROPAGATE(result_tensor(x, &out));
+  LOOM_PROPAGATE(vec_operand(call, 1, &np));
+  nax = in->ndim;
+  if (na > 3) LOOM_PROPAGATE(vec_operand(call, 3, &nax));
+  if (na > 2) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &vs));
+  if (na > 4 || np != 2 * nax || nax > in->ndim || in->ndim < 1 || (vs && vs->ndim > 1))
+    return loom_legal_unsupported(call, "for this form");
+  bounds_key key = {true, false, in->dtype, {call->u.call.args[1]->sinfo->dtype, na > 3 ? call->u.call.args[3]->sinfo->dtype : LOOM_DTYPE_I64},
+                    in->ndim, nax, na > 3, false};
+  loom_graph_expr *bargs[3] = {call->u.call.args[0], call->u.call.args[1], na > 3 ? call->u.call.args[3] : NULL}, *params;
+  LOOM_PROPAGATE(add_bounds(x, &key, na > 3 ? 3 : 2, bargs, &params));
+  double v = loom_graph_attr_get_float(call, "value", 0);
+  char text[64], name[160];
+  loom_legal_literal(in->dtype, v, text, sizeof text);
+  if (vs) snprintf(name, sizeof name, "pad_%s_r%d_rt_v%d", loom_dtype_name(in->dtype), in->ndim, vs->ndim);
+  else
+    snprintf(name, sizeof name, "pad_%s_r%d_rt_%016llx", loom_dtype_name(in->dtype), in->ndim,
+             (unsigned long long)loom_hash_bytes(&v, sizeof v));
+  loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
+  if (!tp) {
+    LOOM_PROPAGATE(loom_tp_gen_pad(loom_graph_module_arena(x->m), loom_graph_module_sym(x->m), name, in->dtype, in->ndim, text, true,
+                                   vs ? vs->ndim : -1, &tp));
+    LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
+  }
+  loom_graph_expr *args[3] = {call->u.call.args[0], params, vs ? call->u.call.args[2] : NULL};
+  *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), vs ? 3 : 2, args, out);
+  return *value ? LOOM_OK : LOOM_OOM();
+}
+
+/* ---- arange with run-time bounds ------------------------------------------------------------------ */
+
+typedef struct range_key {
+  loom_dtype t;
+  int ranks[3];
+  bool extents;
+} range_key;
+
+static loom_status gen_range(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  const range_key *k = ctx;
+  return loom_tp_gen_range(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->t, k->ranks, k->extents, tp);
+}
+
+/* y = arange(start, limit, delta) (run-time scalars) -> y_dims = (the length), bound to y's
+ * extent, then y = call_tp(@range_..., (start, limit, delta)). */
+static loom_status expand_arange(loom_lx *x, loom_graph_expr **value) {
+  const loom_graph_expr *call = x->b->value;
+  const loom_sinfo *out;
+  LOOM_PROPAGATE(result_tensor(x, &out));
+  range_key key = {out->dtype, {0}, true};
+  for (size_t i = 0; i < 3; i++) {
+    const loom_sinfo *si;
+    LOOM_PROPAGATE(loom_legal_tensor_arg(call, i, &si));
+    if (si->ndim > 1 || si->dtype != out->dtype || out->ndim != 1) return loom_legal_unsupported(call, "for these operands");
+    key.ranks[i] = si->ndim;
+  }
+  char name[96];
+  snprintf(name, sizeof name, "range_dims_%s_%d%d%d", loom_dtype_name(key.t), key.ranks[0], key.ranks[1], key.ranks[2]);
+  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
+  const loom_sym_expr *one = loom_sym_const(cx, 1);
+  const loom_sinfo *vec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &one, out->device);
+  loom_graph_expr *len;
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "dims", name, gen_range, &key, 3, call->u.call.args, vec, &len));
+  LOOM_PROPAGATE(loom_lx_bind_dims(x, "shape", len, 1, out->dims));
+  key.extents = false;
+  snprintf(name, sizeof name, "range_%s_%d%d%d", loom_dtype_name(key.t), key.ranks[0], key.ranks[1], key.ranks[2]);
+  loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
+  if (!tp) {
+    LOOM_PROPAGATE(gen_range(x->m, name, &key, &tp));
+    LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
+  }
+  *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), 3, call->u.call.args, out);
+  return *value ? LOOM_OK : LOOM_OOM();
+}
+
+/* ---- nonzero ------------------------------------------------------------------------------------ */
+
+typedef struct nonzero_key {
+  loom_dtype t;
+  int rank;
+  bool count;
+} nonzero_key;
+
+static loom_status gen_nonzero(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  const nonzero_key *k = ctx;
+  return loom_tp_gen_nonzero(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->t, k->rank, k->count, tp);
+}
+
+/* y = nonzero(x) -> y_dims = (the count), bound to y's extent nnz, then the indices program. */
+static loom_status expand_nonzero(loom_lx *x, loom_graph_expr **value) {
+  const loom_graph_expr *call = x->b->value;
+  const loom_sinfo *in, *out;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
+  LOOM_PROPAGATE(result_tensor(x, &out));
+  if (out->ndim != 2) return loom_legal_unsupported(call, "for this result");
+  nonzero_key key = {in->dtype, in->ndim, true};
+  char name[96];
+  snprintf(name, sizeof name, "nonzero_count_%s_r%d", loom_dtype_name(in->dtype), in->ndim);
+  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
+  const loom_sym_expr *one = loom_sym_const(cx, 1);
+  const loom_sinfo *vec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &one, out->device);
+  loom_graph_expr *cnt, *arg = call->u.call.args[0];
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "dims", name, gen_nonzero, &key, 1, &arg, vec, &cnt));
+  LOOM_PROPAGATE(loom_lx_bind_dims(x, "shape", cnt, 1, &out->dims[1]));
+  key.count = false;
+  snprintf(name, sizeof name, "nonzero_%s_r%d", loom_dtype_name(in->dtype), in->ndim);
+  loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
+  if (!tp) {
+    LOOM_PROPAGATE(gen_nonzero(x->m, name, &key, &tp));
+    LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
+  }
+  *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), 1, &arg, out);
+  return *value ? LOOM_OK : LOOM_OOM();
+}
+
 /* ---- entry ------------------------------------------------------------------------------------ */
 
 loom_status loom_legalize_expand(loom_graph_module *m, loom_graph_block *blk, size_t i, bool *expanded) {
@@ -419,6 +627,10 @@ loom_status loom_legalize_expand(loom_graph_module *m, loom_graph_block *blk, si
     s = expand_view(&x, &value);
   else if (call->u.call.nargs == 2 && (call->u.call.op == LOOM_GRAPH_OP_CUMSUM || call->u.call.op == LOOM_GRAPH_OP_CUMPROD))
     s = expand_cumulative(&x, &value);
+  else if (call->u.call.nargs > 1 && call->u.call.op == LOOM_GRAPH_OP_STRIDED_SLICE) s = expand_slice(&x, &value);
+  else if (call->u.call.nargs > 1 && call->u.call.op == LOOM_GRAPH_OP_PAD) s = expand_pad(&x, &value);
+  else if (call->u.call.nargs == 3 && call->u.call.op == LOOM_GRAPH_OP_ARANGE) s = expand_arange(&x, &value);
+  else if (call->u.call.op == LOOM_GRAPH_OP_NONZERO) s = expand_nonzero(&x, &value);
   else if (call->u.call.op == LOOM_GRAPH_OP_RESIZE && !loom_graph_call_attr(call, "size")) s = loom_legalize_expand_resize(&x, &value);
   else return LOOM_OK;
   LOOM_PROPAGATE(s);

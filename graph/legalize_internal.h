@@ -11,6 +11,9 @@ loom_status loom_legal_unsupported(const loom_graph_expr *call, const char *why)
 /* Tensor argument i with known rank (<= 8), dims and dtype, else UNIMPLEMENTED. */
 loom_status loom_legal_tensor_arg(const loom_graph_expr *call, size_t i, const loom_sinfo **out);
 
+/* v as a tensor-program literal of dtype t ("1.5", "3", "true"). */
+void loom_legal_literal(loom_dtype t, double v, char *buf, size_t cap);
+
 /* The axis `ax` (negative: from the end) of a rank-ndim tensor in [0, ndim), or false. */
 bool loom_legal_norm_axis(int64_t ax, int ndim, int *out);
 

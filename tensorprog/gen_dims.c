@@ -168,3 +168,201 @@ loom_status loom_tp_gen_reshape_dims(loom_arena *a, loom_sym_ctx *cx, const char
   loom_strbuf_puts(&sb, "}\n");
   return loom_tpg_finish(a, cx, &sb, result);
 }
+
+/* ---- slice and pad with run-time bounds ---- */
+
+/* Appends "<B>: Buffer[(n,), t], " for an operand buffer. */
+static void int_buffer(loom_strbuf *sb, const char *buf, int n, loom_dtype t) {
+  loom_strbuf_printf(sb, "%s: Buffer[(%d,), %s], ", buf, n, loom_dtype_name(t));
+}
+
+/* Opens `for j in 0..n` with `ax` the listed axis (A[j], or j without an axes operand) and
+ * F[a] counting the entries that name axis a. Closes nothing. */
+static void open_listed(loom_strbuf *sb, int rank, int n, bool has_axes) {
+  loom_strbuf_printf(sb, "alloc F: Local[(%d,), i64]\nfor j in 0..%d {\n", rank, n);
+  loom_strbuf_printf(sb, "let ax: i64 = %s\n", has_axes ? "i64(A[j])" : "j");
+}
+
+/* bad: an axis listed twice or out of range (the counts do not add up to n). */
+static void bad_listed(loom_strbuf *sb, int rank, int n, const char *extra) {
+  loom_strbuf_puts(sb, "let bad: bool = (0");
+  for (int a = 0; a < rank; a++) loom_strbuf_printf(sb, " + F[%d]", a);
+  loom_strbuf_printf(sb, ") != %d", n);
+  for (int a = 0; a < rank; a++) loom_strbuf_printf(sb, " || F[%d] > 1", a);
+  loom_strbuf_printf(sb, "%s\n", extra);
+}
+
+/* ONNX Slice bounds per axis into L = (start, step, extent) x rank: negative bounds count from
+ * the end, bounds clamp, a step may be negative (0 is bad). `extents`: S = the extents (S[0] =
+ * -1 when bad); else S = the starts then the steps. */
+loom_status loom_tp_gen_slice_params(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype tx, int rank, int n,
+                                     const loom_dtype *types, bool has_axes, bool has_steps, bool extents,
+                                     loom_tp_func **result) {
+  LOOM_PROPAGATE(loom_tpg_check_rank(rank));
+  if (n < 1 || n > rank) return LOOM_ERROR(INVALID_ARGUMENT, "slice bounds for %d axes of rank %d", n, rank);
+  const char *const *d = loom_tpg_dims_d();
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
+  loom_tpg_buffer_type(&sb, d, rank, tx);
+  loom_strbuf_puts(&sb, ", ");
+  int_buffer(&sb, "B", n, types[0]);
+  int_buffer(&sb, "E", n, types[1]);
+  if (has_axes) int_buffer(&sb, "A", n, types[2]);
+  if (has_steps) int_buffer(&sb, "T", n, types[3]);
+  loom_strbuf_printf(&sb, "S: Buffer[(%d,), i64]) {\nalloc L: Local[(%d,), i64]\nalloc Z: Local[(1,), i64]\n", extents ? rank : 2 * rank,
+                     3 * rank);
+  for (int k = 0; k < rank; k++) loom_strbuf_printf(&sb, "L[%d] = 1\nL[%d] = %s\n", rank + k, 2 * rank + k, d[k]);
+  open_listed(&sb, rank, n, has_axes);
+  loom_strbuf_printf(&sb, "let s: i64 = %s\nlet sd: i64 = select(s == 0, 1, s)\nZ[0] = Z[0] + select(s == 0, 1, 0)\n",
+                     has_steps ? "i64(T[j])" : "1");
+  loom_strbuf_puts(&sb, "let b0: i64 = i64(B[j])\nlet e0: i64 = i64(E[j])\n");
+  for (int k = 0; k < rank; k++) {
+    const char *dk = d[k];
+    loom_strbuf_printf(&sb, "if ax == %d || ax == %d {\nF[%d] = F[%d] + 1\n", k, k - rank, k, k);
+    loom_strbuf_printf(&sb, "let b1_%d: i64 = select(b0 < 0, select(b0 < -%s, -%s - 1, b0 + %s), b0)\n", k, dk, dk, dk);
+    loom_strbuf_printf(&sb, "let e1_%d: i64 = select(e0 < 0, select(e0 < -%s, -%s - 1, e0 + %s), e0)\n", k, dk, dk, dk);
+    loom_strbuf_printf(&sb, "let bp_%d: i64 = max(min(b1_%d, %s), 0)\nlet ep_%d: i64 = max(min(e1_%d, %s), 0)\n", k, k, dk, k, k, dk);
+    loom_strbuf_printf(&sb, "let bn_%d: i64 = max(min(b1_%d, %s - 1), -1)\nlet en_%d: i64 = max(min(e1_%d, %s - 1), -1)\n", k, k, dk,
+                       k, k, dk);
+    loom_strbuf_printf(&sb, "L[%d] = select(s > 0, bp_%d, bn_%d)\nL[%d] = s\n", k, k, k, rank + k);
+    loom_strbuf_printf(&sb,
+                       "L[%d] = select(s > 0, select(ep_%d > bp_%d, (ep_%d - bp_%d - 1) / sd + 1, 0), "
+                       "select(bn_%d > en_%d, (bn_%d - en_%d - 1) / (0 - sd) + 1, 0))\n}\n",
+                       2 * rank + k, k, k, k, k, k, k, k, k);
+  }
+  loom_strbuf_puts(&sb, "}\n");
+  bad_listed(&sb, rank, n, " || Z[0] > 0");
+  for (int k = 0; k < rank; k++) {
+    if (extents) loom_strbuf_printf(&sb, "S[%d] = %sL[%d]%s\n", k, k ? "" : "select(bad, -1, ", 2 * rank + k, k ? "" : ")");
+    else loom_strbuf_printf(&sb, "S[%d] = L[%d]\nS[%d] = L[%d]\n", k, k, rank + k, rank + k);
+  }
+  loom_strbuf_puts(&sb, "}\n");
+  return loom_tpg_finish(a, cx, &sb, result);
+}
+
+/* Y[i] = X[P[k] + i_k * P[rank + k] on each axis k]: a slice whose starts and steps (P, from
+ * loom_tp_gen_slice_params) are read at run time and whose extents are Y's. */
+loom_status loom_tp_gen_slice_any(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                                  loom_tp_func **result) {
+  LOOM_PROPAGATE(loom_tpg_check_rank(rank));
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(", name);
+  loom_tpg_buffer_a(&sb, "X", rank, t);
+  loom_strbuf_printf(&sb, ", P: Buffer[(%d,), i64], ", 2 * rank);
+  char yi[256], xi[512] = "";
+  loom_tpg_open_output_nest(&sb, rank, t, yi, sizeof yi);
+  for (int k = 0; k < rank; k++)
+    snprintf(xi + strlen(xi), sizeof xi - strlen(xi), "%sP[%d] + i%d * P[%d]", k ? ", " : "", k, k, rank + k);
+  loom_strbuf_printf(&sb, "Y[%s] = X[%s]\n", rank ? yi : "", xi);
+  loom_tpg_close_program(&sb, rank);
+  return loom_tpg_finish(a, cx, &sb, result);
+}
+
+/* ONNX Pad's run-time pads P ([before.., after..] over the listed axes, all without A):
+ * `extents`: S = X's dims plus the pads (S[0] = -1 when one is negative or an axis is listed
+ * twice); else S = the pads before each axis (negative: a crop). */
+loom_status loom_tp_gen_pad_params(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype tx, int rank, int nax,
+                                   loom_dtype tp, bool has_axes, loom_dtype ta, bool extents, loom_tp_func **result) {
+  LOOM_PROPAGATE(loom_tpg_check_rank(rank));
+  if (nax < 1 || nax > rank) return LOOM_ERROR(INVALID_ARGUMENT, "pads for %d axes of rank %d", nax, rank);
+  const char *const *d = loom_tpg_dims_d();
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
+  loom_tpg_buffer_type(&sb, d, rank, tx);
+  loom_strbuf_puts(&sb, ", ");
+  int_buffer(&sb, "P", 2 * nax, tp);
+  if (has_axes) int_buffer(&sb, "A", nax, ta);
+  loom_strbuf_printf(&sb, "S: Buffer[(%d,), i64]) {\nalloc L: Local[(%d,), i64]\n", rank, 2 * rank);
+  open_listed(&sb, rank, nax, has_axes);
+  for (int k = 0; k < rank; k++)
+    loom_strbuf_printf(&sb, "if ax == %d || ax == %d {\nF[%d] = F[%d] + 1\nL[%d] = i64(P[j])\nL[%d] = i64(P[j + %d])\n}\n", k,
+                       k - rank, k, k, k, rank + k, nax);
+  loom_strbuf_puts(&sb, "}\n");
+  char neg[512] = "";
+  for (int k = 0; k < rank; k++)
+    snprintf(neg + strlen(neg), sizeof neg - strlen(neg), " || %s + L[%d] + L[%d] < 0", d[k], k, rank + k);
+  bad_listed(&sb, rank, nax, neg);
+  for (int k = 0; k < rank; k++) {
+    if (extents)
+      loom_strbuf_printf(&sb, "S[%d] = %s%s + L[%d] + L[%d]%s\n", k, k ? "" : "select(bad, -1, ", d[k], k, rank + k, k ? "" : ")");
+    else loom_strbuf_printf(&sb, "S[%d] = L[%d]\n", k, k);
+  }
+  loom_strbuf_puts(&sb, "}\n");
+  return loom_tpg_finish(a, cx, &sb, result);
+}
+
+/* ---- range with run-time bounds ---- */
+
+/* Loads of the one value of a rank-0 / (1,) buffer. */
+static const char *one_value(int rank) { return rank ? "[0]" : "[]"; }
+
+static void scalar_buffer(loom_strbuf *sb, const char *buf, int rank, loom_dtype t) {
+  loom_strbuf_printf(sb, "%s: Buffer[(%s), %s], ", buf, rank ? "1," : "", loom_dtype_name(t));
+}
+
+/* ONNX Range on run-time scalars B (start), E (limit), D (delta) of dtype t (ranks[] 0 or 1):
+ * `extents`: S = (max(ceil((limit - start) / delta), 0)), computed in f64 as the reference does,
+ * -1 for a zero delta or a length that is NaN or above 2^30; else Y[i] = start + i * delta
+ * (in i64 for integers, f64 for floats, then t), Y's extent bound by the caller. */
+loom_status loom_tp_gen_range(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const int *ranks, bool extents,
+                              loom_tp_func **result) {
+  if (t == LOOM_DTYPE_BOOL || !(loom_dtype_is_int(t) || loom_dtype_is_float(t)))
+    return LOOM_ERROR(INVALID_ARGUMENT, "a range of %s", loom_dtype_name(t));
+  const char *tn = loom_dtype_name(t);
+  char b[32], e[32], d[32];
+  snprintf(b, sizeof b, "B%s", one_value(ranks[0]));
+  snprintf(e, sizeof e, "E%s", one_value(ranks[1]));
+  snprintf(d, sizeof d, "D%s", one_value(ranks[2]));
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(", name);
+  scalar_buffer(&sb, "B", ranks[0], t);
+  scalar_buffer(&sb, "E", ranks[1], t);
+  scalar_buffer(&sb, "D", ranks[2], t);
+  if (extents) {
+    loom_strbuf_printf(&sb, "S: Buffer[(1,), i64]) {\nlet q: f64 = ceil((f64(%s) - f64(%s)) / f64(%s))\n", e, b, d);
+    loom_strbuf_printf(&sb, "S[0] = select(f64(%s) == 0.0 || q != q || q > 1073741824.0, -1, select(q > 0.0, i64(q), 0))\n}\n", d);
+  } else if (loom_dtype_is_int(t)) {
+    loom_strbuf_printf(&sb, "Y: Buffer[(n,), %s]) {\nfor i in 0..n parallel {\nY[i] = %s(i64(%s) + i * i64(%s))\n}\n}\n", tn, tn, b, d);
+  } else {
+    loom_strbuf_printf(&sb, "Y: Buffer[(n,), %s]) {\nfor i in 0..n parallel {\nY[i] = %s(f64(%s) + f64(i) * f64(%s))\n}\n}\n", tn, tn,
+                       b, d);
+  }
+  return loom_tpg_finish(a, cx, &sb, result);
+}
+
+/* ---- nonzero ---- */
+
+/* `count`: S = (the number of nonzero elements of X); else Y (rank x nnz, i64) = their indices
+ * in row-major order, Y's extent nnz bound by the caller from S. Both walk X serially (the
+ * loops are `reduce`: the running count C orders the stores). */
+loom_status loom_tp_gen_nonzero(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, bool count,
+                                loom_tp_func **result) {
+  LOOM_PROPAGATE(loom_tpg_check_rank(rank));
+  if (loom_dtype_is_lowp(t)) return LOOM_ERROR(INVALID_ARGUMENT, "nonzero of %s", loom_dtype_name(t));
+  const char *const *d = loom_tpg_dims_d();
+  char xi[256];
+  loom_tpg_loop_indices(xi, sizeof xi, rank);
+  const char *zero = t == LOOM_DTYPE_BOOL ? "false" : loom_dtype_is_float(t) ? "0.0" : "0";
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
+  loom_tpg_buffer_type(&sb, d, rank, t);
+  if (count) loom_strbuf_puts(&sb, ", S: Buffer[(1,), i64]) {\nS[0] = 0\n");
+  else loom_strbuf_printf(&sb, ", Y: Buffer[(%d, nnz), i64]) {\nalloc C: Local[(1,), i64]\n", rank);
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_all_axes(axes, rank);
+  loom_tpg_open_loops(&sb, axes, rank, "i", d, false, true);
+  loom_strbuf_printf(&sb, "if X[%s] != %s {\n", rank ? xi : "", zero);
+  if (count) loom_strbuf_puts(&sb, "S[0] = S[0] + 1\n");
+  else {
+    for (int k = 0; k < rank; k++) loom_strbuf_printf(&sb, "Y[%d, C[0]] = i%d\n", k, k);
+    loom_strbuf_puts(&sb, "C[0] = C[0] + 1\n");
+  }
+  loom_strbuf_puts(&sb, "}\n");
+  loom_tpg_close_program(&sb, rank);
+  return loom_tpg_finish(a, cx, &sb, result);
+}

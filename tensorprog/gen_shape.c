@@ -202,20 +202,26 @@ loom_status loom_tp_gen_take(loom_arena *a, loom_sym_ctx *cx, const char *name, 
 }
 
 loom_status loom_tp_gen_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
-                            const char *value_text, loom_tp_func **result) {
+                            const char *value_text, bool pads_buffer, int value_rank, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
+  if (value_rank > 1) return LOOM_ERROR(INVALID_ARGUMENT, "a pad value of rank %d", value_rank);
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
   loom_strbuf_printf(&sb, "prim @%s(", name);
   loom_tpg_buffer_a(&sb, "X", rank, t);
-  for (int k = 0; k < rank; k++) loom_strbuf_printf(&sb, ", p%d: i64", k);
-  char yi[256], xi[512] = "", cond[1024] = "";
+  if (pads_buffer) loom_strbuf_printf(&sb, ", P: Buffer[(%d,), i64]", rank);
+  else
+    for (int k = 0; k < rank; k++) loom_strbuf_printf(&sb, ", p%d: i64", k);
+  if (value_rank >= 0) loom_strbuf_printf(&sb, ", V: Buffer[(%s), %s]", value_rank ? "1," : "", loom_dtype_name(t));
+  if (value_rank >= 0) value_text = value_rank ? "V[0]" : "V[]";
+  char yi[256], xi[512] = "", cond[1024] = "", p[LOOM_TP_GEN_MAX_RANK][8];
   loom_strbuf_puts(&sb, ", ");
   loom_tpg_open_output_nest(&sb, rank, t, yi, sizeof yi);
   for (int k = 0; k < rank; k++) {
-    snprintf(xi + strlen(xi), sizeof xi - strlen(xi), "%si%d - p%d", k ? ", " : "", k, k);
-    snprintf(cond + strlen(cond), sizeof cond - strlen(cond), "%si%d >= p%d && i%d - p%d < a%d", k ? " && " : "", k, k, k,
-             k, k);
+    snprintf(p[k], sizeof p[k], pads_buffer ? "P[%d]" : "p%d", k);
+    snprintf(xi + strlen(xi), sizeof xi - strlen(xi), "%si%d - %s", k ? ", " : "", k, p[k]);
+    snprintf(cond + strlen(cond), sizeof cond - strlen(cond), "%si%d >= %s && i%d - %s < a%d", k ? " && " : "", k, p[k], k,
+             p[k], k);
   }
   /* An if, not a select: compiled code must never load outside X. */
   if (rank) loom_strbuf_printf(&sb, "if %s {\nY[%s] = X[%s]\n} else {\nY[%s] = %s(%s)\n}\n", cond, yi, xi, yi,

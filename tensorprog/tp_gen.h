@@ -121,9 +121,11 @@ loom_status loom_tp_gen_cumprod(loom_arena *a, loom_sym_ctx *cx, const char *nam
                                 bool exclusive, bool reverse, loom_tp_func **result);
 
 /* Constant padding: Y = X shifted by the i64 scalars p<k> (pads before each axis; the extents of Y
- * come from inference), `value_text` elsewhere. */
+ * come from inference), `value_text` elsewhere. With pads_buffer the pads are read at run time
+ * from P: Buffer[(rank,), i64] (negative: a crop); value_rank >= 0 reads the value from buffer V
+ * (rank 0 or (1,)) instead of value_text. */
 loom_status loom_tp_gen_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
-                            const char *value_text, loom_tp_func **result);
+                            const char *value_text, bool pads_buffer, int value_rank, loom_tp_func **result);
 
 /* tile: Y[i] = X[i mod extent] on every axis. */
 loom_status loom_tp_gen_tile(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
@@ -335,6 +337,29 @@ loom_status loom_tp_gen_reduce_any(loom_arena *a, loom_sym_ctx *cx, const char *
  * refuses. */
 loom_status loom_tp_gen_axes_dims(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype tx, int rank, int n,
                                   loom_dtype ta, int arank, loom_tp_axes_form form, loom_tp_func **result);
+/* ONNX Slice with run-time starts B, ends E (and axes A, steps T when given; types[] their
+ * integer dtypes in that order): `extents` gives S = the result's extents (S[0] = -1 for a zero
+ * step or an axis out of range / repeated), else S = the starts, then the steps, per axis. */
+loom_status loom_tp_gen_slice_params(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype tx, int rank, int n,
+                                     const loom_dtype *types, bool has_axes, bool has_steps, bool extents,
+                                     loom_tp_func **result);
+/* Y[i] = X[P[k] + i_k * P[rank + k]]: the slice with starts and steps read from P at run time. */
+loom_status loom_tp_gen_slice_any(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                                  loom_tp_func **result);
+/* ONNX Pad with run-time pads P (2 * nax values, integer dtype tp) over the axes in A (when
+ * has_axes): `extents` gives S = the padded extents (S[0] = -1 when one is negative or an axis
+ * is repeated), else S = the pads before each axis. */
+loom_status loom_tp_gen_pad_params(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype tx, int rank, int nax,
+                                   loom_dtype tp, bool has_axes, loom_dtype ta, bool extents, loom_tp_func **result);
+/* ONNX Range on run-time scalars B, E, D (start, limit, delta: dtype t, ranks[] 0 or 1 each):
+ * `extents` gives S = (the length), -1 when delta is 0 or the length is NaN / above 2^30; else
+ * Y[i] = start + i * delta for i < Y's extent. */
+loom_status loom_tp_gen_range(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const int *ranks, bool extents,
+                              loom_tp_func **result);
+/* nonzero: `count` gives S = (the number of nonzero elements of X), else Y (rank x nnz, i64) =
+ * their indices in row-major order (a serial walk). */
+loom_status loom_tp_gen_nonzero(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, bool count,
+                                loom_tp_func **result);
 /* S (i64, n values) = the dims of reshape(X, A) with ONNX semantics (0 copies X's dim unless
  * allowzero, one -1 is inferred); an invalid target makes S[0] = -1. */
 loom_status loom_tp_gen_reshape_dims(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype tx, int rank, int n,

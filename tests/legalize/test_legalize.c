@@ -19,7 +19,7 @@ typedef struct op_case {
   const char *params;  /* "x: Tensor[(n, 5), f32], y: Tensor[(5,), f32]" */
   const char *call;    /* "gelu(x)" */
   int nshapes;         /* shape sets to try */
-  int64_t shapes[4][3][6]; /* [set][param][axis]; ranks come from the text */
+  int64_t shapes[4][4][6]; /* [set][param][axis]; ranks come from the text */
   int64_t index_range;     /* > 0: integer inputs are indices in [0, index_range) */
   const char *prelude;     /* module constants before @main, or NULL */
 } op_case;
@@ -74,7 +74,7 @@ static void run_case(const op_case *c) {
   loom_graph_func *f = loom_graph_module_find_func(m, "main");
   size_t np = f->nparams;
   /* Reference results before legalization, one per shape set. */
-  loom_graph_value refs[4], inputs[4][3];
+  loom_graph_value refs[4], inputs[4][4];
   for (int k = 0; k < c->nshapes; k++) {
     for (size_t p = 0; p < np; p++) {
       const loom_sinfo *si = f->params[p]->sinfo;
@@ -395,6 +395,17 @@ static const op_case runtime_cases[] = {
     {"x: Tensor[(n, 7), f64]", "cumsum(x, axis=1, reverse=true)", 2, {{{3, 7}}, {{0, 7}}}},
     {"x: Tensor[(n, 1, 3), f32], a: Tensor[(1,), i64]", "squeeze(x, a)", 1, {{{4, 1, 3}, {1}}}, 2},
     {"x: Tensor[(n, 3), f32], a: Tensor[(2,), i64]", "expand_dims(x, a)", 2, {{{4, 3}, {2}}, {{0, 3}, {2}}}, 4},
+    {"x: Tensor[(n, 6), f32], b: Tensor[(2,), i64], e: Tensor[(2,), i32]", "strided_slice(x, b, e)", 2,
+     {{{5, 6}, {2}, {2}}, {{7, 6}, {2}, {2}}}},
+    {"x: Tensor[(n, 6), i32], b: Tensor[(2,), i64], e: Tensor[(2,), i64], a: Tensor[(2,), i64]", "strided_slice(x, b, e, a)", 1,
+     {{{5, 6}, {2}, {2}, {2}}}, 2},
+    {"x: Tensor[(n, 3), f32], p: Tensor[(4,), i64]", "pad(x, p)", 2, {{{4, 3}, {4}}, {{0, 3}, {4}}}, 3},
+    {"x: Tensor[(n, 3), i64], p: Tensor[(2,), i64], v: Tensor[(), i64], a: Tensor[(1,), i64]", "pad(x, p, v, a)", 1,
+     {{{4, 3}, {2}, {}, {1}}}, 2},
+    {"s: Tensor[(), i64], l: Tensor[(), i64], d: Tensor[(1,), i64]", "arange(s, l, d)", 2, {{{}, {}, {1}}, {{}, {}, {1}}}, 7},
+    {"s: Tensor[(), f32], l: Tensor[(), f32], d: Tensor[(), f32]", "arange(s, l, d)", 1, {{{}, {}, {}}}},
+    {"x: Tensor[(n, 4), bool]", "nonzero(x)", 3, {{{3, 4}}, {{1, 4}}, {{0, 4}}}},
+    {"x: Tensor[(n,), bool]", "nonzero(x)", 1, {{{11}}}},
 };
 
 LOOM_TEST(legalize, runtime_operands_bind_their_dims_first) {
