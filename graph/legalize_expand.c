@@ -609,6 +609,130 @@ static loom_status expand_nonzero(loom_lx *x, loom_graph_expr **value) {
   return *value ? LOOM_OK : LOOM_OOM();
 }
 
+/* ---- unique and non_max_suppression --------------------------------------------------------------- */
+
+typedef struct unique_key {
+  loom_dtype t;
+  int rank, axis;
+  bool sorted;
+  loom_tp_unique_part part;
+} unique_key;
+
+static loom_status gen_unique(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  const unique_key *k = ctx;
+  return loom_tp_gen_unique(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->t, k->rank, k->axis, k->sorted,
+                            k->part, tp);
+}
+
+/* t = unique(x, ...) -> (without an axis: x_flat = a 1-D view of x) t_dims = (u), bound to the
+ * result's fresh extent, then one program per result part: the distinct values or slices (and
+ * with indices=true the first positions, the inverse and the counts, as a tuple). */
+static loom_status expand_unique(loom_lx *x, loom_graph_expr **value) {
+  const loom_graph_expr *call = x->b->value;
+  const loom_sinfo *in, *out = x->b->var->sinfo;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
+  bool full = loom_graph_attr_get_int(call, "indices", 0) != 0, has_axis = loom_graph_call_attr(call, "axis") != NULL;
+  const loom_sinfo *vals = full ? (out && out->kind == LOOM_SINFO_TUPLE && out->nfields == 4 ? out->fields[0] : NULL) : out;
+  if (!vals || vals->kind != LOOM_SINFO_TENSOR || !vals->dims) return loom_legal_unsupported(call, "for this result");
+  unique_key key = {in->dtype, in->ndim, 0, loom_graph_attr_get_int(call, "sorted", 1) != 0, LOOM_TP_UNIQUE_COUNT};
+  loom_graph_expr *arg = call->u.call.args[0];
+  if (has_axis) {
+    if (!loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", 0), in->ndim, &key.axis))
+      return loom_legal_unsupported(call, "for this axis");
+  } else if (in->ndim != 1) { /* the elements: a 1-D view */
+    loom_sym_ctx *cx = loom_graph_module_sym(x->m);
+    const loom_sym_expr *n = loom_graph_dims_prod(cx, in->ndim, in->dims);
+    if (!n) return loom_sym_ctx_take_error(cx);
+    loom_graph_attr sh = loom_graph_attr_syms(x->m, "shape", 1, &n);
+    const loom_sinfo *fs = loom_sinfo_tensor(x->m, in->dtype, 1, &n, in->device);
+    loom_graph_expr *c = loom_graph_call_op(x->m, LOOM_GRAPH_OP_RESHAPE, 1, &arg, 1, &sh);
+    if (!c || !fs) return LOOM_OOM();
+    c->sinfo = fs;
+    if (!(arg = loom_lx_add(x, "flat", LOOM_GRAPH_BIND_VAR, c, fs))) return LOOM_OOM();
+    key.rank = 1;
+  }
+  static const char *const parts[] = {"count", "values", "first", "inverse", "counts"};
+  char name[128];
+  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
+  const loom_sym_expr *one = loom_sym_const(cx, 1);
+  const loom_sinfo *vec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &one, in->device);
+  loom_graph_expr *cnt, *items[4];
+  for (int p = 0; p < (full ? 5 : 2); p++) {
+    key.part = (loom_tp_unique_part)p;
+    snprintf(name, sizeof name, "unique_%s_%s_r%d_a%d%s", parts[p], loom_dtype_name(in->dtype), key.rank, key.axis,
+             key.sorted ? "" : "_first_order");
+    if (p == 0) {
+      LOOM_PROPAGATE(loom_lx_add_tp(x, "dims", name, gen_unique, &key, 1, &arg, vec, &cnt));
+      LOOM_PROPAGATE(loom_lx_bind_dims(x, "shape", cnt, 1, &vals->dims[key.axis]));
+      continue;
+    }
+    const loom_sinfo *si = full ? out->fields[p - 1] : out;
+    if (!full) {
+      loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
+      if (!tp) {
+        LOOM_PROPAGATE(gen_unique(x->m, name, &key, &tp));
+        LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
+      }
+      *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), 1, &arg, out);
+      return *value ? LOOM_OK : LOOM_OOM();
+    }
+    LOOM_PROPAGATE(loom_lx_add_tp(x, parts[p], name, gen_unique, &key, 1, &arg, si, &items[p - 1]));
+  }
+  *value = loom_graph_tuple_new(x->m, 4, items);
+  return *value ? LOOM_OK : LOOM_OOM();
+}
+
+typedef struct nms_key {
+  loom_dtype types[5];
+  int forms[3];
+  bool center, count;
+} nms_key;
+
+static loom_status gen_nms(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  const nms_key *k = ctx;
+  return loom_tp_gen_nms(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->types, k->forms, k->center, k->count, tp);
+}
+
+/* y = non_max_suppression(boxes, scores, max, iou, score_threshold) -> y_dims = (the number
+ * selected), bound to y's extent, then the program that writes the rows. */
+static loom_status expand_nms(loom_lx *x, loom_graph_expr **value) {
+  const loom_graph_expr *call = x->b->value;
+  const loom_sinfo *out;
+  LOOM_PROPAGATE(result_tensor(x, &out));
+  if (call->u.call.nargs != 5 || out->ndim != 2) return loom_legal_unsupported(call, "for this form");
+  nms_key key = {{0}, {0}, loom_graph_attr_get_int(call, "center_point_box", 0) != 0, true};
+  char name[160] = "nms";
+  for (size_t i = 0; i < 5; i++) {
+    const loom_sinfo *si;
+    LOOM_PROPAGATE(loom_legal_tensor_arg(call, i, &si));
+    key.types[i] = si->dtype;
+    snprintf(name + strlen(name), sizeof name - strlen(name), "_%s", loom_dtype_name(si->dtype));
+    if (i < 2) continue;
+    int64_t len = 1;
+    if (si->ndim > 1 || (si->ndim == 1 && (!loom_sym_is_const(si->dims[0], &len) || len > 1)))
+      return loom_legal_unsupported(call, "for a threshold operand that is not one value");
+    key.forms[i - 2] = si->ndim == 0 ? 0 : len == 1 ? 1 : -1;
+    snprintf(name + strlen(name), sizeof name - strlen(name), "%d", key.forms[i - 2] + 1);
+  }
+  if (key.center) strncat(name, "_center", sizeof name - strlen(name) - 1);
+  char cname[192];
+  snprintf(cname, sizeof cname, "%s_count", name);
+  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
+  const loom_sym_expr *one = loom_sym_const(cx, 1);
+  const loom_sinfo *vec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &one, out->device);
+  loom_graph_expr *cnt;
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "dims", cname, gen_nms, &key, 5, call->u.call.args, vec, &cnt));
+  LOOM_PROPAGATE(loom_lx_bind_dims(x, "shape", cnt, 1, &out->dims[0]));
+  key.count = false;
+  loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
+  if (!tp) {
+    LOOM_PROPAGATE(gen_nms(x->m, name, &key, &tp));
+    LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
+  }
+  *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), 5, call->u.call.args, out);
+  return *value ? LOOM_OK : LOOM_OOM();
+}
+
 /* ---- entry ------------------------------------------------------------------------------------ */
 
 loom_status loom_legalize_expand(loom_graph_module *m, loom_graph_block *blk, size_t i, bool *expanded) {
@@ -631,6 +755,8 @@ loom_status loom_legalize_expand(loom_graph_module *m, loom_graph_block *blk, si
   else if (call->u.call.nargs > 1 && call->u.call.op == LOOM_GRAPH_OP_PAD) s = expand_pad(&x, &value);
   else if (call->u.call.nargs == 3 && call->u.call.op == LOOM_GRAPH_OP_ARANGE) s = expand_arange(&x, &value);
   else if (call->u.call.op == LOOM_GRAPH_OP_NONZERO) s = expand_nonzero(&x, &value);
+  else if (call->u.call.op == LOOM_GRAPH_OP_UNIQUE) s = expand_unique(&x, &value);
+  else if (call->u.call.op == LOOM_GRAPH_OP_NON_MAX_SUPPRESSION) s = expand_nms(&x, &value);
   else if (call->u.call.op == LOOM_GRAPH_OP_RESIZE && !loom_graph_call_attr(call, "size")) s = loom_legalize_expand_resize(&x, &value);
   else return LOOM_OK;
   LOOM_PROPAGATE(s);

@@ -333,36 +333,3 @@ loom_status loom_tp_gen_range(loom_arena *a, loom_sym_ctx *cx, const char *name,
   }
   return loom_tpg_finish(a, cx, &sb, result);
 }
-
-/* ---- nonzero ---- */
-
-/* `count`: S = (the number of nonzero elements of X); else Y (rank x nnz, i64) = their indices
- * in row-major order, Y's extent nnz bound by the caller from S. Both walk X serially (the
- * loops are `reduce`: the running count C orders the stores). */
-loom_status loom_tp_gen_nonzero(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, bool count,
-                                loom_tp_func **result) {
-  LOOM_PROPAGATE(loom_tpg_check_rank(rank));
-  if (loom_dtype_is_lowp(t)) return LOOM_ERROR(INVALID_ARGUMENT, "nonzero of %s", loom_dtype_name(t));
-  const char *const *d = loom_tpg_dims_d();
-  char xi[256];
-  loom_tpg_loop_indices(xi, sizeof xi, rank);
-  const char *zero = t == LOOM_DTYPE_BOOL ? "false" : loom_dtype_is_float(t) ? "0.0" : "0";
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, d, rank, t);
-  if (count) loom_strbuf_puts(&sb, ", S: Buffer[(1,), i64]) {\nS[0] = 0\n");
-  else loom_strbuf_printf(&sb, ", Y: Buffer[(%d, nnz), i64]) {\nalloc C: Local[(1,), i64]\n", rank);
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, rank);
-  loom_tpg_open_loops(&sb, axes, rank, "i", d, false, true);
-  loom_strbuf_printf(&sb, "if X[%s] != %s {\n", rank ? xi : "", zero);
-  if (count) loom_strbuf_puts(&sb, "S[0] = S[0] + 1\n");
-  else {
-    for (int k = 0; k < rank; k++) loom_strbuf_printf(&sb, "Y[%d, C[0]] = i%d\n", k, k);
-    loom_strbuf_puts(&sb, "C[0] = C[0] + 1\n");
-  }
-  loom_strbuf_puts(&sb, "}\n");
-  loom_tpg_close_program(&sb, rank);
-  return loom_tpg_finish(a, cx, &sb, result);
-}

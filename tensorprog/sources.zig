@@ -11,6 +11,7 @@ pub const compiler = [_][]const u8{
     "tensorprog/gen_nn.c",
     "tensorprog/gen_reduce.c",
     "tensorprog/gen_scatter.c",
+    "tensorprog/gen_select.c",
     "tensorprog/gen_shape.c",
     "tensorprog/gen_window.c",
     "tensorprog/interp.c",

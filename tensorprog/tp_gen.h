@@ -356,13 +356,35 @@ loom_status loom_tp_gen_pad_params(loom_arena *a, loom_sym_ctx *cx, const char *
  * Y[i] = start + i * delta for i < Y's extent. */
 loom_status loom_tp_gen_range(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const int *ranks, bool extents,
                               loom_tp_func **result);
-/* nonzero: `count` gives S = (the number of nonzero elements of X), else Y (rank x nnz, i64) =
- * their indices in row-major order (a serial walk). */
-loom_status loom_tp_gen_nonzero(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, bool count,
-                                loom_tp_func **result);
 /* S (i64, n values) = the dims of reshape(X, A) with ONNX semantics (0 copies X's dim unless
  * allowzero, one -1 is inferred); an invalid target makes S[0] = -1. */
 loom_status loom_tp_gen_reshape_dims(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype tx, int rank, int n,
                                      loom_dtype ta, bool allowzero, loom_tp_func **result);
+
+/* ---- extents counted in the data (gen_select.c): a `count` program S = (the extent), then
+ * the program that fills a result of that extent ---- */
+
+/* nonzero: Y (rank x nnz, i64) = the indices of X's nonzero elements in row-major order. */
+loom_status loom_tp_gen_nonzero(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, bool count,
+                                loom_tp_func **result);
+
+/* unique along `axis` (the slices of X there; flatten first for unique of elements), sorted
+ * (lexicographically) or in order of first occurrence: u distinct slices. */
+typedef enum loom_tp_unique_part {
+  LOOM_TP_UNIQUE_COUNT,   /* S = (u) */
+  LOOM_TP_UNIQUE_VALUES,  /* Y = X with `axis` of extent u: the distinct slices */
+  LOOM_TP_UNIQUE_FIRST,   /* Y (u, i64) = where each first occurs */
+  LOOM_TP_UNIQUE_INVERSE, /* Y (X's extent on axis, i64) = which distinct slice each is */
+  LOOM_TP_UNIQUE_COUNTS,  /* Y (u, i64) = how often each occurs */
+} loom_tp_unique_part;
+loom_status loom_tp_gen_unique(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis, bool sorted,
+                               loom_tp_unique_part part, loom_tp_func **result);
+
+/* non_max_suppression of boxes BX (nb, n, 4) with scores SC (nb, nc, n) (types[0..1]), and the
+ * scalars max per class M, iou threshold I, score threshold T (types[2..4]; forms[0..2]: -1
+ * absent (0, 0, -inf), 0 rank 0, 1 shape (1,)): per batch and class the greedy selection in
+ * descending score order; Y (sel, 3) = rows [batch, class, box]. */
+loom_status loom_tp_gen_nms(loom_arena *a, loom_sym_ctx *cx, const char *name, const loom_dtype *types, const int *forms,
+                            bool center, bool count, loom_tp_func **result);
 
 #endif

@@ -19,7 +19,7 @@ typedef struct op_case {
   const char *params;  /* "x: Tensor[(n, 5), f32], y: Tensor[(5,), f32]" */
   const char *call;    /* "gelu(x)" */
   int nshapes;         /* shape sets to try */
-  int64_t shapes[4][4][6]; /* [set][param][axis]; ranks come from the text */
+  int64_t shapes[4][5][6]; /* [set][param][axis]; ranks come from the text */
   int64_t index_range;     /* > 0: integer inputs are indices in [0, index_range) */
   const char *prelude;     /* module constants before @main, or NULL */
 } op_case;
@@ -74,7 +74,7 @@ static void run_case(const op_case *c) {
   loom_graph_func *f = loom_graph_module_find_func(m, "main");
   size_t np = f->nparams;
   /* Reference results before legalization, one per shape set. */
-  loom_graph_value refs[4], inputs[4][4];
+  loom_graph_value refs[4], inputs[4][5];
   for (int k = 0; k < c->nshapes; k++) {
     for (size_t p = 0; p < np; p++) {
       const loom_sinfo *si = f->params[p]->sinfo;
@@ -406,6 +406,14 @@ static const op_case runtime_cases[] = {
     {"s: Tensor[(), f32], l: Tensor[(), f32], d: Tensor[(), f32]", "arange(s, l, d)", 1, {{{}, {}, {}}}},
     {"x: Tensor[(n, 4), bool]", "nonzero(x)", 3, {{{3, 4}}, {{1, 4}}, {{0, 4}}}},
     {"x: Tensor[(n,), bool]", "nonzero(x)", 1, {{{11}}}},
+    {"x: Tensor[(n,), i32]", "unique(x, sorted=false, indices=true)", 3, {{{11}}, {{1}}, {{0}}}},
+    {"x: Tensor[(n, 3), f32]", "unique(x)", 2, {{{4, 3}}, {{2, 3}}}},
+    {"x: Tensor[(n, 2), i64]", "unique(x, axis=0, indices=true)", 2, {{{9, 2}}, {{1, 2}}}, 2},
+    {"x: Tensor[(2, n, 2), f64]", "unique(x, axis=-2, sorted=false)", 1, {{{2, 5, 2}}}},
+    {"b: Tensor[(2, n, 4), f32], s: Tensor[(2, 3, n), f32], m: Tensor[(1,), i64], i: Tensor[(1,), f32], t: Tensor[(1,), f32]",
+     "non_max_suppression(b, s, m, i, t)", 2, {{{2, 6, 4}, {2, 3, 6}, {1}, {1}, {1}}, {{2, 0, 4}, {2, 3, 0}, {1}, {1}, {1}}}, 4},
+    {"b: Tensor[(1, n, 4), f32], s: Tensor[(1, 2, n), f32], m: Tensor[(), i64], i: Tensor[(), f32], t: Tensor[(1,), f32]",
+     "non_max_suppression(b, s, m, i, t, center_point_box=true)", 1, {{{1, 7, 4}, {1, 2, 7}, {}, {}, {1}}}, 5},
 };
 
 LOOM_TEST(legalize, runtime_operands_bind_their_dims_first) {
@@ -560,15 +568,15 @@ LOOM_TEST(legalize, resize_forms_without_a_program_are_kept_with_a_reason) {
 LOOM_TEST(legalize, programs_are_shared_and_unsupported_ops_are_kept) {
   const char *text =
       "fn @main(x: Tensor[(n, 4), f32], y: Tensor[(n, 4), f32]) -> Object {\n  dataflow {\n"
-      "    a = exp(x)\n    b = exp(y)\n    c = add(a, b)\n    d = unique(c)\n    output d\n  }\n  return d\n}\n";
+      "    a = exp(x)\n    b = exp(y)\n    c = add(a, b)\n    d = cast(c, dtype=f8e4m3fn)\n    output d\n  }\n  return d\n}\n";
   loom_diag_list diags;
   size_t done, kept;
   loom_graph_module *m = parse_and_legalize(text, &diags, &done, &kept);
   cr_assert_eq(done, 3);
-  cr_assert_eq(kept, 1, "unique has no legalization yet");
+  cr_assert_eq(kept, 1, "low-precision dtypes have no tensor programs");
   cr_assert_eq(loom_graph_module_num_tps(m), 2, "both exp calls share one program");
   cr_assert_eq(diags.items.len, 1);
-  cr_assert(strstr(diags.items.data[0].message, "unique: no legalization") != NULL, "%s", diags.items.data[0].message);
+  cr_assert(strstr(diags.items.data[0].message, "cast: no legalization for dtype f8e4m3fn") != NULL, "%s", diags.items.data[0].message);
   /* The legalized module prints and verifies. */
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
