@@ -120,11 +120,11 @@ void loom_graph_tensor_set_f64(loom_graph_tensor *t, size_t i, double v) {
   case LOOM_DTYPE_I8: *(int8_t *)p = (int8_t)sat(v, -128, 127); break;
   case LOOM_DTYPE_I16: *(int16_t *)p = (int16_t)sat(v, -32768, 32767); break;
   case LOOM_DTYPE_I32: *(int32_t *)p = (int32_t)sat(v, -2147483648.0, 2147483647.0); break;
-  case LOOM_DTYPE_I64: *(int64_t *)p = sat(v, -9.2e18, 9.2e18); break;
+  case LOOM_DTYPE_I64: *(int64_t *)p = v != v ? 0 : v <= -9223372036854775808.0 ? INT64_MIN : v >= 9223372036854775807.0 ? INT64_MAX : (int64_t)v; break;
   case LOOM_DTYPE_U8: *(uint8_t *)p = (uint8_t)sat(v, 0, 255); break;
   case LOOM_DTYPE_U16: *(uint16_t *)p = (uint16_t)sat(v, 0, 65535); break;
   case LOOM_DTYPE_U32: *(uint32_t *)p = (uint32_t)sat(v, 0, 4294967295.0); break;
-  case LOOM_DTYPE_U64: *(uint64_t *)p = (uint64_t)sat(v, 0, 9.2e18); break;
+  case LOOM_DTYPE_U64: *(uint64_t *)p = v != v || v <= 0 ? 0 : v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)v; break;
   case LOOM_DTYPE_F16: *(uint16_t *)p = loom_f32_to_f16((float)v); break;
   case LOOM_DTYPE_BF16: *(uint16_t *)p = loom_f32_to_bf16((float)v); break;
   case LOOM_DTYPE_F32: *(float *)p = (float)v; break;

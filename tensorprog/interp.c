@@ -324,12 +324,19 @@ static loom_status eval_expr(interp *it, const loom_tp_expr *e, value *out) {
       if (loom_dtype_is_float(from) && loom_dtype_is_float(to)) {
         out->f = round_float(to, v.f);
       } else if (loom_dtype_is_float(from)) {
-        /* float -> integer truncates toward zero; out-of-range values saturate */
+        /* float -> integer truncates toward zero; out-of-range values saturate at the target's
+         * range (NaN -> 0), as the graph reference and the code generator do */
         double x = trunc(v.f);
+        int bits = (int)loom_dtype_bits(to);
         if (to == LOOM_DTYPE_BOOL) out->i = v.f != 0;
         else if (isnan(x)) out->i = 0;
-        else if (is_unsigned(to)) out->i = wrap_int(to, x <= 0 ? 0 : x >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)x);
-        else out->i = wrap_int(to, (uint64_t)(x <= -9223372036854775808.0 ? INT64_MIN : x >= 9223372036854775807.0 ? INT64_MAX : (int64_t)x));
+        else if (is_unsigned(to)) {
+          double hi = bits >= 64 ? 18446744073709551615.0 : (double)((1ull << bits) - 1);
+          out->i = wrap_int(to, x <= 0 ? 0 : x >= hi ? (bits >= 64 ? UINT64_MAX : (1ull << bits) - 1) : (uint64_t)x);
+        } else {
+          int64_t lo = bits >= 64 ? INT64_MIN : -(int64_t)(1ull << (bits - 1)), hi = bits >= 64 ? INT64_MAX : (int64_t)(1ull << (bits - 1)) - 1;
+          out->i = x <= (double)lo ? lo : x >= (double)hi ? hi : (int64_t)x;
+        }
       } else if (loom_dtype_is_float(to)) {
         out->f = round_float(to, is_unsigned(from) ? (double)(uint64_t)v.i : (double)v.i);
       } else {

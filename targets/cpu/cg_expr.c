@@ -11,8 +11,8 @@
  *     the same result for + - * / sqrt; math functions differ by at most a few ulp);
  *   - float min/max propagate NaN (llvm.minimum / llvm.maximum), except inside reduce loops
  *     without strict_fp, where they are maxnum/minnum with no-NaNs so they vectorise;
- *   - float -> int casts truncate toward zero, saturate at the int64 range (NaN -> 0),
- *     then wrap to the target width (llvm.fpto[su]i.sat.i64 + trunc); i64/u64 -> narrow
+ *   - float -> int casts truncate toward zero and saturate at the target's range (NaN -> 0;
+ *     llvm.fpto[su]i.sat at the target width), as the graph reference does; i64/u64 -> narrow
  *     floats go through double, as the interpreter does;
  *   - select, && and || evaluate lazily (branches) when an operand loads memory or
  *     divides, so a guarded out-of-bounds load is never executed; otherwise `select`.
@@ -89,7 +89,7 @@ LLVMValueRef cg_call_intrinsic(cg *g, const char *name, LLVMTypeRef overload, LL
   unsigned ntys = overload ? 1 : 0;
   /* fpto[su]i.sat is overloaded on result and operand */
   if (!strncmp(name, "llvm.fptosi.sat", 15) || !strncmp(name, "llvm.fptoui.sat", 15)) {
-    tys[0] = g->t_i64;
+    tys[0] = overload ? overload : g->t_i64; /* the result type */
     tys[1] = LLVMTypeOf(args[0]);
     ntys = 2;
   }
@@ -615,8 +615,7 @@ static LLVMValueRef cast_expr(cg *g, const loom_tp_expr *e) {
   }
   if (ff) {
     if (to == LOOM_DTYPE_BOOL) return LLVMBuildFCmp(g->b, LLVMRealUNE, v, LLVMConstReal(LLVMTypeOf(v), 0.0), "");
-    LLVMValueRef w = cg_call_intrinsic(g, loom_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", NULL, &v, 1);
-    return tt == g->t_i64 ? w : LLVMBuildTrunc(g->b, w, tt, "");
+    return cg_call_intrinsic(g, loom_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", tt, &v, 1);
   }
   bool su = loom_dtype_kind_of(from) == LOOM_DTYPE_KIND_UINT || from == LOOM_DTYPE_BOOL;
   if (tf) {

@@ -200,6 +200,21 @@ LOOM_TEST(cpu, lets_ifs_selects_casts_locals) {
                "  }\n}\n", &o);
 }
 
+/* float -> narrow int casts saturate at the target's range, compiled (vectorised too) as in
+ * the interpreter and the graph reference. */
+LOOM_TEST(cpu, float_to_narrow_int_casts_saturate_at_the_target_range) {
+  cpu_diff_opts o = opts(small, 12, 0);
+  diff_program("prim @sat(X: Buffer[(n,), f32], A: Buffer[(n,), i8], B: Buffer[(n,), u16], C: Buffer[(n,), i32],\n"
+               "          D: Buffer[(n,), u8], E: Buffer[(n,), i64]) {\n"
+               "  for i in 0..n vectorize {\n"
+               "    A[i] = i8(X[i] * 1000.0)\n"
+               "    B[i] = u16(X[i] * 1000000.0)\n"
+               "    C[i] = i32(f64(X[i]) * 1.0e12f64)\n"
+               "    D[i] = u8(X[i] * 1000.0)\n"
+               "    E[i] = i64(X[i] * 1.0e30)\n"
+               "  }\n}\n", &o);
+}
+
 LOOM_TEST(cpu, half_precision_storage) {
   cpu_diff_opts o = opts(medium, 10, 0);
   diff_program("prim @h(A: Buffer[(n,), f16], B: Buffer[(n,), bf16], C: Buffer[(n,), f16], D: Buffer[(n,), bf16],\n"

@@ -527,6 +527,39 @@ static loom_graph_module *parse_and_legalize(const char *text, loom_diag_list *d
   return m;
 }
 
+/* float -> int casts saturate at the target's range (NaN -> 0) in the legalized program as in
+ * the graph reference. */
+LOOM_TEST(legalize, float_to_int_casts_saturate_like_the_reference) {
+  static const char *const dts[] = {"i8", "u8", "i16", "u32", "i64", "u64"};
+  static const float xs[] = {300.0f, -300.0f, 1e10f, -1e10f, NAN, 2.7f, -2.7f, 70000.0f, -1e30f, 1e30f};
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+    char text[256];
+    snprintf(text, sizeof text, "fn @main(x: Tensor[(n,), f32]) -> Object {\n  out = cast(x, dtype=%s)\n  return out\n}\n", dts[d]);
+    loom_source src = {"case.loom", text, strlen(text)};
+    loom_diag_list diags;
+    loom_diag_list_init(&diags, NULL);
+    loom_graph_module *m = NULL;
+    cr_assert_null(loom_graph_parse(&src, &diags, &m));
+    int64_t n = (int64_t)(sizeof xs / sizeof xs[0]);
+    loom_graph_value in, ref, got;
+    cr_assert_null(loom_graph_value_tensor(LOOM_DTYPE_F32, 1, &n, &in));
+    memcpy(in.t.data, xs, sizeof xs);
+    cr_assert_null(loom_graph_eval(m, "main", 1, &in, NULL, &ref));
+    size_t done, kept;
+    cr_assert_null(loom_graph_legalize(m, &diags, &done, &kept));
+    cr_assert_eq(done, 1);
+    cr_assert_null(loom_graph_eval(m, "main", 1, &in, NULL, &got));
+    for (size_t i = 0; i < (size_t)n; i++)
+      cr_assert_eq(loom_graph_tensor_get_i64(&got.t, i), loom_graph_tensor_get_i64(&ref.t, i), "%s of %g: program %lld, reference %lld",
+                   dts[d], (double)xs[i], (long long)loom_graph_tensor_get_i64(&got.t, i), (long long)loom_graph_tensor_get_i64(&ref.t, i));
+    loom_graph_value_free(&in);
+    loom_graph_value_free(&ref);
+    loom_graph_value_free(&got);
+    loom_diag_list_destroy(&diags);
+    loom_graph_module_destroy(m);
+  }
+}
+
 /* scatter_elements / gather_elements index the other axes with loop variables: when the indices'
  * extent there is not provably within the data's, the call stays an operator (no unchecked store). */
 LOOM_TEST(legalize, elements_ops_need_provable_index_extents) {
