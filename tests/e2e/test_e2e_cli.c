@@ -166,7 +166,7 @@ LOOM_TEST(e2e_cli, onnx_conformance_families_through_the_compiled_path) {
               {"test_det", 2}, {"test_dft", 6},
               /* run-time operands: dims bound from data (tensor_to_shape, match_cast) before the program */
               {"test_reduce_sum", 30}, {"test_reduce_max", 10}, {"test_top_k", 7}, {"test_tril", 9}, {"test_triu", 9},
-              {"test_split", 16}, {"test_expand", 2}, {"test_constantofshape", 3}};
+              {"test_split", 16}, {"test_expand", 2}, {"test_constantofshape", 3}, {"test_resize", 35}, {"test_upsample", 1}};
   for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++) {
     loom_test_proc p = loom_test_run("%s conformance ../shared/conformance/onnx-backend-1.22/node --compiled --filter %s",
                                      loom_test_loom_bin(), fams[i].filter);
