@@ -212,6 +212,7 @@ loom_status loom_legalize_expand_resize(loom_lx *x, loom_graph_expr **value) {
   if (!aa) {
     key.rt.na = rank;
     for (int k = 0; k < rank; k++) key.rt.axes[k] = k;
+    rz.axes = (1u << rank) - 1;
   } else {
     if (aa->kind != LOOM_GRAPH_ATTR_SYMS || aa->n > (size_t)rank) return loom_legal_unsupported(call, "for these axes");
     key.rt.na = (int)aa->n;
@@ -222,7 +223,6 @@ loom_status loom_legalize_expand_resize(loom_lx *x, loom_graph_expr **value) {
       rz.axes |= 1u << key.rt.axes[j];
     }
   }
-  if (!aa) rz.axes = (1u << rank) - 1;
   int64_t n;
   if (p->ndim != 1 || !loom_sym_is_const(p->dims[0], &n) || n != key.rt.na ||
       (key.rt.sizes ? p->dtype != LOOM_DTYPE_I64 : !loom_dtype_is_float(p->dtype) || loom_dtype_is_lowp(p->dtype)))
