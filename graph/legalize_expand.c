@@ -97,7 +97,7 @@ static loom_status splice(loom_lx *x, loom_graph_block *blk, size_t i, loom_grap
   for (size_t k = 0; k < i; k++) nb[k] = blk->bindings[k];
   for (size_t k = 0; k < x->n; k++) nb[i + k] = x->added[k];
   for (size_t k = i; k < blk->n; k++) nb[k + x->n] = blk->bindings[k];
-  loom_graph_binding *b = x->b, *g = x->n ? x->added[x->guard_at] : b;
+  loom_graph_binding *b = x->b, *g = x->guard_at < x->n ? x->added[x->guard_at] : b; /* guard_at == n: b itself */
   if (g != b) {
     g->nguards = b->nguards, g->guards = b->guards, g->guard_why = b->guard_why;
     b->nguards = 0, b->guards = NULL, b->guard_why = NULL;

@@ -1,5 +1,7 @@
-/* legalize_image.c — the image-sampling ops: resize (ONNX Resize with static output extents),
- * resize2d and grid_sample, to tensorprog/gen_image.c programs. */
+/* legalize_image.c — the image-sampling ops: resize (ONNX Resize), resize2d and grid_sample, to
+ * tensorprog/gen_image.c programs. Resize with static output extents (attribute `size`) is one
+ * program; with run-time scales or sizes it is expanded (loom_lx, legalize_expand.c) into small
+ * programs that compute and bind the extents and the scales, then that same program. */
 #include <stdio.h>
 #include <string.h>
 
@@ -33,17 +35,14 @@ static bool const_float(const loom_graph_expr *e, size_t i, double *out) {
   return true;
 }
 
-static loom_status legalize_resize(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
-  static const char *const modes[] = {"nearest", "linear", "cubic", NULL};
-  static const char *const coords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
-                                       "asymmetric", "tf_crop_and_resize", NULL};
-  static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", NULL};
-  const loom_sinfo *x, *sc, *roi = NULL;
-  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
-  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &sc));
-  const loom_graph_attr *size = loom_graph_call_attr(call, "size");
-  if (!size || (int)size->n != x->ndim)
-    return loom_legal_unsupported(call, "for run-time scales or sizes (the output extents depend on tensor data)");
+static const char *const modes[] = {"nearest", "linear", "cubic", NULL};
+static const char *const coords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                                     "asymmetric", "tf_crop_and_resize", NULL};
+static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", NULL};
+
+/* The modes of resize `call` on x into *rz (axes and the scale / roi dtypes are the caller's),
+ * or UNIMPLEMENTED for what the program does not do. */
+static loom_status resize_modes(const loom_graph_expr *call, const loom_sinfo *x, loom_tp_resize *rz) {
   if (x->ndim < 1) return loom_legal_unsupported(call, "of a rank-0 tensor");
   int mode = pick(str_of(call, "mode", "nearest"), modes), coord = pick(str_of(call, "coord", "half_pixel"), coords);
   int nearest = pick(str_of(call, "nearest_mode", "round_prefer_floor"), nearests);
@@ -54,7 +53,48 @@ static loom_status legalize_resize(loom_graph_module *m, const loom_graph_expr *
   if (mode == LOOM_TP_RESIZE_NEAREST && excl) return loom_legal_unsupported(call, "for exclude_outside with mode nearest");
   if (mode != LOOM_TP_RESIZE_NEAREST && !loom_dtype_is_float(x->dtype))
     return loom_legal_unsupported(call, "for interpolation of integer data yet");
-  bool crop = coord == LOOM_TP_RESIZE_TF_CROP_AND_RESIZE;
+  *rz = (loom_tp_resize){.mode = (loom_tp_resize_mode)mode,
+                         .coord = (loom_tp_resize_coord)coord,
+                         .nearest = (loom_tp_resize_nearest)nearest,
+                         .cubic_a = loom_graph_attr_get_float(call, "cubic_coeff_a", -0.75),
+                         .exclude_outside = excl,
+                         .extrapolation = loom_graph_attr_get_float(call, "extrapolation_value", 0),
+                         .scale_t = LOOM_DTYPE_F64,
+                         .roi_t = LOOM_DTYPE_F64};
+  return LOOM_OK;
+}
+
+/* The resize program for x (rank, dtype) under rz, shared by name; UNIMPLEMENTED past the
+ * generator's 256 taps per output element. */
+static loom_status resize_program(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *x, const loom_tp_resize *rz,
+                                  loom_tp_func **tp) {
+  int terms = 1, taps = rz->mode == LOOM_TP_RESIZE_CUBIC ? 4 : rz->mode == LOOM_TP_RESIZE_LINEAR ? 2 : 1;
+  for (int k = 0; k < x->ndim; k++)
+    if (rz->axes >> k & 1) terms *= taps;
+  if (terms > 256) return loom_legal_unsupported(call, "for more than 256 taps per output element (resize fewer axes)");
+  bool crop = rz->coord == LOOM_TP_RESIZE_TF_CROP_AND_RESIZE;
+  double key[2] = {rz->cubic_a, rz->extrapolation};
+  char name[160];
+  snprintf(name, sizeof name, "resize_%s_r%d_%s_%s_%s_ax%x_%s%s%s%s_%016llx", loom_dtype_name(x->dtype), x->ndim, modes[rz->mode],
+           coords[rz->coord], nearests[rz->nearest], rz->axes, loom_dtype_name(rz->scale_t), crop ? "_" : "",
+           crop ? loom_dtype_name(rz->roi_t) : "", rz->exclude_outside ? "_excl" : "", (unsigned long long)loom_hash_bytes(key, sizeof key));
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_resize(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, rz, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+/* The static form: attribute `size` gives the output extents, operand 1 the scales of every
+ * axis, operand 2 the roi of every axis (tf_crop_and_resize). */
+static loom_status legalize_resize(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+  const loom_sinfo *x, *sc, *roi = NULL;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &sc));
+  const loom_graph_attr *size = loom_graph_call_attr(call, "size");
+  if (!size || (int)size->n != x->ndim)
+    return loom_legal_unsupported(call, "without attribute size here (the run-time form is expanded into several bindings)");
+  loom_tp_resize rz;
+  LOOM_PROPAGATE(resize_modes(call, x, &rz));
+  bool crop = rz.coord == LOOM_TP_RESIZE_TF_CROP_AND_RESIZE;
   if (crop) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &roi));
   else if (call->u.call.nargs > 2) return loom_legal_unsupported(call, "with a roi operand outside tf_crop_and_resize");
   if (sc->ndim != 1 || !loom_dtype_is_float(sc->dtype) || (roi && (roi->ndim != 1 || !loom_dtype_is_float(roi->dtype))))
@@ -62,31 +102,16 @@ static loom_status legalize_resize(loom_graph_module *m, const loom_graph_expr *
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   /* An axis is copied when its extent is kept, its (constant) scale is 1 and its roi the whole
    * axis, as the reference skips it; every other axis is resampled (identity there too). */
-  unsigned axes = 0;
   for (int k = 0; k < x->ndim; k++) {
     double s, lo = 0, hi = 1;
     bool copy = loom_sym_prove_eq(cx, size->syms[k], x->dims[k]) == LOOM_SYM_TRUE && const_float(call->u.call.args[1], (size_t)k, &s) &&
                 s == 1 && (!crop || (const_float(call->u.call.args[2], (size_t)k, &lo) &&
                                      const_float(call->u.call.args[2], (size_t)(x->ndim + k), &hi) && lo == 0 && hi == 1));
-    if (!copy) axes |= 1u << k;
+    if (!copy) rz.axes |= 1u << k;
   }
-  loom_tp_resize rz = {.mode = (loom_tp_resize_mode)mode,
-                       .coord = (loom_tp_resize_coord)coord,
-                       .nearest = (loom_tp_resize_nearest)nearest,
-                       .cubic_a = loom_graph_attr_get_float(call, "cubic_coeff_a", -0.75),
-                       .exclude_outside = excl,
-                       .extrapolation = loom_graph_attr_get_float(call, "extrapolation_value", 0),
-                       .axes = axes,
-                       .scale_t = sc->dtype,
-                       .roi_t = roi ? roi->dtype : LOOM_DTYPE_F64};
-  double key[2] = {rz.cubic_a, rz.extrapolation};
-  char name[160];
-  snprintf(name, sizeof name, "resize_%s_r%d_%s_%s_%s_ax%x_%s%s%s%s_%016llx", loom_dtype_name(x->dtype), x->ndim, modes[mode],
-           coords[coord], nearests[nearest], axes, loom_dtype_name(sc->dtype), roi ? "_" : "", roi ? loom_dtype_name(roi->dtype) : "",
-           excl ? "_excl" : "", (unsigned long long)loom_hash_bytes(key, sizeof key));
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_resize(loom_graph_module_arena(m), cx, name, x->dtype, x->ndim, &rz, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  rz.scale_t = sc->dtype;
+  if (roi) rz.roi_t = roi->dtype;
+  return resize_program(m, call, x, &rz, tp);
 }
 
 static loom_status legalize_resize2d(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
@@ -103,7 +128,6 @@ static loom_status legalize_resize2d(loom_graph_module *m, const loom_graph_expr
 }
 
 static loom_status legalize_grid_sample(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
-  static const char *const modes[] = {"nearest", "linear", "cubic", NULL};
   static const char *const pads[] = {"zeros", "border", "reflection", NULL};
   const loom_sinfo *x, *g;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
@@ -133,7 +157,116 @@ loom_status loom_legalize_image(loom_graph_module *m, const loom_graph_expr *cal
   }
 }
 
+/* ---- the run-time form ---------------------------------------------------------------------- */
+
+/* What the small programs of one run-time resize depend on (t: x's dtype, or the roi's). */
+typedef struct rt_key {
+  loom_dtype t;
+  int rank;
+  loom_tp_resize_rt rt;
+} rt_key;
+
+static loom_status gen_rt_dims(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  const rt_key *k = ctx;
+  return loom_tp_gen_resize_dims(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->t, k->rank, &k->rt, tp);
+}
+
+static loom_status gen_rt_scales(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  const rt_key *k = ctx;
+  return loom_tp_gen_resize_scales(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->t, k->rank, &k->rt, tp);
+}
+
+static loom_status gen_rt_roi(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  const rt_key *k = ctx;
+  return loom_tp_gen_resize_roi(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->t, k->rank, &k->rt, tp);
+}
+
+/* y = resize(x, p [, roi], by=.., axes=.., policy=..) with p (and roi) read at run time ->
+ *   y_dims = call_tp(@resize_dims_.., (x, p))         the extents of y, i64 (rank,)
+ *   bind y_dims to y's dims                            the resized axes' fresh symbols; x's dims
+ *                                                      on the others (checked)
+ *   y_scales = call_tp(@resize_scales_.., (x, p))     the f64 scale of every axis (p itself when
+ *                                                      it holds the scales of every axis in order)
+ *   y_roi = call_tp(@resize_roi_.., (roi,))           the roi of every axis (tf_crop_and_resize,
+ *                                                      when `axes` is not every axis in order)
+ *   y = call_tp(@resize_.., (x, y_scales [, y_roi]))  the static form's program; the axes not
+ *                                                      resized are copied
+ * Everything refused is refused before a binding is added. */
 loom_status loom_legalize_expand_resize(loom_lx *x, loom_graph_expr **value) {
-  (void)value;
-  return loom_legal_unsupported(x->b->value, "for run-time scales or sizes (the output extents depend on tensor data)");
+  static const char *const policies[] = {"stretch", "not_larger", "not_smaller", NULL};
+  const loom_graph_expr *call = x->b->value;
+  const loom_sinfo *in, *p, *roi = NULL, *out = x->b->var->sinfo;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &p));
+  if (!out || out->kind != LOOM_SINFO_TENSOR || out->ndim != in->ndim || !out->dims || out->dtype != in->dtype)
+    return loom_legal_unsupported(call, "for this result");
+  if (loom_dtype_is_lowp(in->dtype)) return loom_legal_unsupported(call, "for low-precision dtypes");
+  loom_tp_resize rz;
+  LOOM_PROPAGATE(resize_modes(call, in, &rz));
+  int rank = in->ndim, pol = pick(str_of(call, "policy", "stretch"), policies);
+  const char *by = str_of(call, "by", "scales");
+  rt_key key = {in->dtype, rank, {.sizes = !strcmp(by, "sizes"), .p_t = p->dtype}};
+  if (pol < 0 || (!key.rt.sizes && strcmp(by, "scales"))) return loom_legal_unsupported(call, "for this by / policy");
+  key.rt.policy = (loom_tp_resize_policy)pol;
+  const loom_graph_attr *aa = loom_graph_call_attr(call, "axes");
+  if (!aa) {
+    key.rt.na = rank;
+    for (int k = 0; k < rank; k++) key.rt.axes[k] = k;
+    rz.axes = (1u << rank) - 1;
+  } else {
+    if (aa->kind != LOOM_GRAPH_ATTR_SYMS || aa->n > (size_t)rank) return loom_legal_unsupported(call, "for these axes");
+    key.rt.na = (int)aa->n;
+    for (int j = 0; j < key.rt.na; j++) {
+      int64_t v;
+      if (!loom_sym_is_const(aa->syms[j], &v) || !loom_legal_norm_axis(v, rank, &key.rt.axes[j]) || (rz.axes >> key.rt.axes[j] & 1))
+        return loom_legal_unsupported(call, "for these axes");
+      rz.axes |= 1u << key.rt.axes[j];
+    }
+  }
+  int64_t n;
+  if (p->ndim != 1 || !loom_sym_is_const(p->dims[0], &n) || n != key.rt.na ||
+      (key.rt.sizes ? p->dtype != LOOM_DTYPE_I64 : !loom_dtype_is_float(p->dtype) || loom_dtype_is_lowp(p->dtype)))
+    return loom_legal_unsupported(call, "for a scales / sizes operand that is not one float / i64 value per resized axis");
+  bool crop = rz.coord == LOOM_TP_RESIZE_TF_CROP_AND_RESIZE, in_order = key.rt.na == rank;
+  for (int k = 0; k < key.rt.na; k++) in_order = in_order && key.rt.axes[k] == k;
+  if (crop) {
+    LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &roi));
+    if (roi->ndim != 1 || !loom_sym_is_const(roi->dims[0], &n) || n != 2 * key.rt.na || !loom_dtype_is_float(roi->dtype) ||
+        loom_dtype_is_lowp(roi->dtype))
+      return loom_legal_unsupported(call, "for a roi operand that is not two float values per resized axis");
+  } else if (call->u.call.nargs > 2) {
+    return loom_legal_unsupported(call, "with a roi operand outside tf_crop_and_resize");
+  }
+  bool own_scales = !in_order || key.rt.sizes, own_roi = crop && !in_order;
+  rz.scale_t = own_scales ? LOOM_DTYPE_F64 : p->dtype;
+  rz.roi_t = crop && !own_roi ? roi->dtype : LOOM_DTYPE_F64;
+  loom_tp_func *tp; /* made first: what it refuses adds no binding */
+  LOOM_PROPAGATE(resize_program(x->m, call, in, &rz, &tp));
+
+  char axes[LOOM_TP_GEN_MAX_RANK + 1], name[160];
+  for (int j = 0; j < key.rt.na; j++) axes[j] = (char)('0' + key.rt.axes[j]);
+  axes[key.rt.na] = 0;
+  const char *tag = key.rt.sizes ? policies[pol] : "scales";
+  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
+  const loom_sym_expr *dr = loom_sym_const(cx, rank), *d2r = loom_sym_const(cx, 2 * (int64_t)rank);
+  const loom_sinfo *ivec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &dr, in->device);
+  const loom_sinfo *fvec = loom_sinfo_tensor(x->m, LOOM_DTYPE_F64, 1, &dr, in->device);
+  const loom_sinfo *rvec = loom_sinfo_tensor(x->m, LOOM_DTYPE_F64, 1, &d2r, in->device);
+  if (!ivec || !fvec || !rvec) return LOOM_OOM();
+  loom_graph_expr *args[3] = {call->u.call.args[0], call->u.call.args[1], crop ? call->u.call.args[2] : NULL}, *dims;
+  snprintf(name, sizeof name, "resize_dims_%s_r%d_ax%s_%s_%s", loom_dtype_name(in->dtype), rank, axes, tag, loom_dtype_name(p->dtype));
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "dims", name, gen_rt_dims, &key, 2, args, ivec, &dims));
+  LOOM_PROPAGATE(loom_lx_bind_dims(x, "shape", dims, (size_t)rank, out->dims));
+  x->guard_at = x->n;
+  if (own_scales) {
+    snprintf(name, sizeof name, "resize_scales_%s_r%d_ax%s_%s_%s", loom_dtype_name(in->dtype), rank, axes, tag, loom_dtype_name(p->dtype));
+    LOOM_PROPAGATE(loom_lx_add_tp(x, "scales", name, gen_rt_scales, &key, 2, args, fvec, &args[1]));
+  }
+  if (own_roi) {
+    key.t = roi->dtype;
+    snprintf(name, sizeof name, "resize_roi_%s_r%d_ax%s", loom_dtype_name(roi->dtype), rank, axes);
+    LOOM_PROPAGATE(loom_lx_add_tp(x, "roi", name, gen_rt_roi, &key, 1, &args[2], rvec, &args[2]));
+  }
+  *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), crop ? 3 : 2, args, out);
+  return *value ? LOOM_OK : LOOM_OOM();
 }

@@ -7,7 +7,11 @@
  * weights times the input at the clamped tap indices (the reference pads with edge values). The
  * per-axis values are lets inside that axis's loop, so they are computed once per output index.
  * Scales and roi are buffers read at run time: the program depends on the modes, the dtypes, the
- * rank and which axes are resized, never on the shapes or the scale values. */
+ * rank and which axes are resized, never on the shapes or the scale values.
+ *
+ * Resize with run-time scales or sizes (one value per resized axis) adds three small programs
+ * without loops: the output extents (bound by legalization before the resize runs), the
+ * full-rank scales and the full-rank roi that the resize program reads. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -202,6 +206,116 @@ loom_status loom_tp_gen_resize(loom_arena *a, loom_sym_ctx *cx, const char *name
   if (crop) loom_strbuf_puts(&sb, ")");
   loom_strbuf_putc(&sb, '\n');
   loom_tpg_close_program(&sb, rank);
+  return loom_tpg_finish(a, cx, &sb, result);
+}
+
+/* ---- resize with run-time scales or sizes ---------------------------------------------------- */
+
+/* The resized axes must be distinct axes of the rank; P float scales or i64 sizes. */
+static loom_status rt_check(int rank, const loom_tp_resize_rt *rt) {
+  LOOM_PROPAGATE(loom_tpg_check_rank(rank));
+  if (rank < 1 || rt->na < 0 || rt->na > rank) return LOOM_ERROR(INVALID_ARGUMENT, "resize: %d resized axes for rank %d", rt->na, rank);
+  unsigned seen = 0;
+  for (int j = 0; j < rt->na; j++) {
+    int ax = rt->axes[j];
+    if (ax < 0 || ax >= rank || (seen >> ax & 1)) return LOOM_ERROR(INVALID_ARGUMENT, "resize: axis %d is out of range or repeated", ax);
+    seen |= 1u << ax;
+  }
+  if (rt->sizes ? rt->p_t != LOOM_DTYPE_I64 : !loom_dtype_is_float(rt->p_t))
+    return LOOM_ERROR(INVALID_ARGUMENT, "resize: %s of dtype %s", rt->sizes ? "sizes" : "scales", loom_dtype_name(rt->p_t));
+  return LOOM_OK;
+}
+
+/* The position of axis k in P, or -1 when it is not resized. */
+static int rt_index(const loom_tp_resize_rt *rt, int k) {
+  for (int j = 0; j < rt->na; j++)
+    if (rt->axes[j] == k) return j;
+  return -1;
+}
+
+/* The head `prim @name(X: Buffer[(d0, ..), t], P: Buffer[(na,), p_t], <out>) {` and the lets s<j>,
+ * the scale of resized axis j (sizes: P[j] / extent), and under a keep-aspect policy sel, the
+ * one scale of every resized axis (the reference's min / max of the s<j>). */
+static void rt_head(loom_strbuf *sb, const char *name, loom_dtype t, int rank, const loom_tp_resize_rt *rt, const char *out) {
+  const char *const *d = loom_tpg_dims_d();
+  loom_strbuf_printf(sb, "prim @%s(X: ", name);
+  loom_tpg_buffer_type(sb, d, rank, t);
+  loom_strbuf_printf(sb, ", P: Buffer[(%d,), %s], %s) {\n", rt->na, loom_dtype_name(rt->p_t), out);
+  for (int j = 0; j < rt->na; j++) {
+    /* an empty axis divides by 1: its size is refused (dims), the scale never used */
+    if (rt->sizes) loom_strbuf_printf(sb, "let s%d: f64 = f64(P[%d]) / f64(max(%s, 1))\n", j, j, d[rt->axes[j]]);
+    else loom_strbuf_printf(sb, "let s%d: f64 = f64(P[%d])\n", j, j);
+  }
+  if (!rt->sizes || rt->policy == LOOM_TP_RESIZE_STRETCH || !rt->na) return;
+  const char *f = rt->policy == LOOM_TP_RESIZE_NOT_LARGER ? "min" : "max";
+  loom_strbuf_puts(sb, "let sel: f64 = ");
+  for (int j = 0; j + 1 < rt->na; j++) loom_strbuf_printf(sb, "%s(s%d, ", f, j);
+  loom_strbuf_printf(sb, "s%d", rt->na - 1);
+  for (int j = 0; j + 1 < rt->na; j++) loom_strbuf_putc(sb, ')');
+  loom_strbuf_putc(sb, '\n');
+}
+
+loom_status loom_tp_gen_resize_dims(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                                    const loom_tp_resize_rt *rt, loom_tp_func **result) {
+  LOOM_PROPAGATE(rt_check(rank, rt));
+  const char *const *d = loom_tpg_dims_d();
+  char out[64];
+  snprintf(out, sizeof out, "D: Buffer[(%d,), i64]", rank);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  rt_head(&sb, name, t, rank, rt, out);
+  /* what the reference refuses: a scale not > 0 (NaN too), a negative size, a size for an empty axis */
+  loom_strbuf_puts(&sb, "let bad: bool = ");
+  if (!rt->na) loom_strbuf_puts(&sb, "false");
+  for (int j = 0; j < rt->na; j++) {
+    if (j) loom_strbuf_puts(&sb, " || ");
+    if (rt->sizes) loom_strbuf_printf(&sb, "P[%d] < 0 || %s == 0", j, d[rt->axes[j]]);
+    else loom_strbuf_printf(&sb, "!(s%d > 0.0f64)", j);
+  }
+  loom_strbuf_putc(&sb, '\n');
+  for (int k = 0; k < rank; k++) {
+    int j = rt_index(rt, k);
+    if (j < 0) loom_strbuf_printf(&sb, "D[%d] = %s\n", k, d[k]);
+    else if (!rt->sizes) loom_strbuf_printf(&sb, "D[%d] = select(bad, -1, i64(s%d * f64(%s)))\n", k, j, d[k]);
+    else if (rt->policy == LOOM_TP_RESIZE_STRETCH) loom_strbuf_printf(&sb, "D[%d] = select(bad, -1, P[%d])\n", k, j);
+    else loom_strbuf_printf(&sb, "D[%d] = select(bad, -1, i64(sel * f64(%s) + 0.5f64))\n", k, d[k]);
+  }
+  loom_strbuf_puts(&sb, "}\n");
+  return loom_tpg_finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_resize_scales(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                                      const loom_tp_resize_rt *rt, loom_tp_func **result) {
+  LOOM_PROPAGATE(rt_check(rank, rt));
+  char out[64];
+  snprintf(out, sizeof out, "S: Buffer[(%d,), f64]", rank);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  rt_head(&sb, name, t, rank, rt, out);
+  bool one = rt->sizes && rt->policy != LOOM_TP_RESIZE_STRETCH;
+  for (int k = 0; k < rank; k++) {
+    int j = rt_index(rt, k);
+    if (j < 0) loom_strbuf_printf(&sb, "S[%d] = 1.0f64\n", k);
+    else if (one) loom_strbuf_printf(&sb, "S[%d] = sel\n", k);
+    else loom_strbuf_printf(&sb, "S[%d] = s%d\n", k, j);
+  }
+  loom_strbuf_puts(&sb, "}\n");
+  return loom_tpg_finish(a, cx, &sb, result);
+}
+
+loom_status loom_tp_gen_resize_roi(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype roi_t, int rank,
+                                   const loom_tp_resize_rt *rt, loom_tp_func **result) {
+  LOOM_PROPAGATE(rt_check(rank, rt));
+  if (!loom_dtype_is_float(roi_t)) return LOOM_ERROR(INVALID_ARGUMENT, "resize: roi of dtype %s", loom_dtype_name(roi_t));
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(R: Buffer[(%d,), %s], Q: Buffer[(%d,), f64]) {\n", name, 2 * rt->na, loom_dtype_name(roi_t), 2 * rank);
+  for (int k = 0; k < rank; k++) {
+    int j = rt_index(rt, k);
+    if (j < 0) loom_strbuf_printf(&sb, "Q[%d] = 0.0f64\nQ[%d] = 1.0f64\n", k, rank + k);
+    else loom_strbuf_printf(&sb, "Q[%d] = f64(R[%d])\nQ[%d] = f64(R[%d])\n", k, j, rank + k, rt->na + j);
+  }
+  loom_strbuf_puts(&sb, "}\n");
   return loom_tpg_finish(a, cx, &sb, result);
 }
 

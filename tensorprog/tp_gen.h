@@ -279,6 +279,38 @@ typedef struct loom_tp_resize {
 loom_status loom_tp_gen_resize(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                                const loom_tp_resize *rz, loom_tp_func **result);
 
+/* ONNX Resize with its scales or sizes given at run time (graph `resize` without `size`): the
+ * operand P (na values, one per resized axis in `axes` order) sets the extents of those axes.
+ * Legalization computes them and the full-rank scales with the programs below, binds the
+ * extents, then calls the static program above. */
+typedef enum loom_tp_resize_policy {
+  LOOM_TP_RESIZE_STRETCH,     /* each resized axis its own size */
+  LOOM_TP_RESIZE_NOT_LARGER,  /* one scale for all: the smallest size / extent ratio */
+  LOOM_TP_RESIZE_NOT_SMALLER, /* one scale for all: the largest */
+} loom_tp_resize_policy;
+typedef struct loom_tp_resize_rt {
+  int na;                            /* resized axes, 0..rank */
+  int axes[LOOM_TP_GEN_MAX_RANK];    /* the resized axes, in P's order (distinct, in [0, rank)) */
+  bool sizes;                        /* P holds sizes (i64), else scales (float) */
+  loom_tp_resize_policy policy;      /* sizes only */
+  loom_dtype p_t;                    /* dtype of P */
+} loom_tp_resize_rt;
+/* D (rank,) i64 = the extents of resize(X, P) (as graph/op_image.c's reference): scales:
+ * floor(P[j] * extent); sizes: P[j] (stretch) or round-half-up(sel * extent) with sel the
+ * min / max over the resized axes of P[j] / extent; the other axes keep X's extent. An invalid
+ * P (a scale not > 0, a negative size, a size for an empty axis) makes the resized entries -1,
+ * which the match_cast binding D refuses ("not a dim"). */
+loom_status loom_tp_gen_resize_dims(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                                    const loom_tp_resize_rt *rt, loom_tp_func **result);
+/* S (rank,) f64 = the per-axis scales of the same resize (1 on the axes not resized), the S of
+ * loom_tp_gen_resize. */
+loom_status loom_tp_gen_resize_scales(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
+                                      const loom_tp_resize_rt *rt, loom_tp_func **result);
+/* Q (2*rank,) f64 = the full-rank roi (starts, then ends; 0 and 1 on the axes not resized) from
+ * R (2*na,) of dtype roi_t, laid out as P. */
+loom_status loom_tp_gen_resize_roi(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype roi_t, int rank,
+                                   const loom_tp_resize_rt *rt, loom_tp_func **result);
+
 /* resize2d: (N, C, H, W) -> (N, C, y0, y1), nearest (floor(i*H/y0)) or half-pixel bilinear. */
 loom_status loom_tp_gen_resize2d(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, bool linear,
                                  loom_tp_func **result);

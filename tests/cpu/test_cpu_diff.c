@@ -684,6 +684,35 @@ static void generated_diff(loom_tp_func *f, int64_t scalar, int min_size) {
   loom_strbuf_free(&text);
 }
 
+/* The loop-free programs of resize with run-time scales or sizes (the extents, the full-rank
+ * scales and roi): random P (scales in [-2, 2], sizes in [-50, 50]) includes the invalid values
+ * whose extents are -1, and empty axes the sizes that the reference refuses. */
+LOOM_TEST(cpu, generated_resize_runtime_dims_scales_roi) {
+  loom_arena a;
+  loom_arena_init(&a, NULL, 0);
+  loom_sym_ctx *cx;
+  cr_assert_null(loom_sym_ctx_create(NULL, &cx));
+  loom_tp_func *f;
+  loom_tp_resize_rt rt = {.na = 3, .axes = {0, 1, 2}, .p_t = LOOM_DTYPE_F32};
+  cr_assert_null(loom_tp_gen_resize_dims(&a, cx, "rs_dims_scales", LOOM_DTYPE_F32, 3, &rt, &f));
+  generated_diff(f, 0, 0);
+  cr_assert_null(loom_tp_gen_resize_scales(&a, cx, "rs_scales_scales", LOOM_DTYPE_F32, 3, &rt, &f));
+  generated_diff(f, 0, 0);
+  rt = (loom_tp_resize_rt){.na = 2, .axes = {3, 1}, .sizes = true, .policy = LOOM_TP_RESIZE_NOT_SMALLER, .p_t = LOOM_DTYPE_I64};
+  cr_assert_null(loom_tp_gen_resize_dims(&a, cx, "rs_dims_sizes", LOOM_DTYPE_F32, 4, &rt, &f));
+  generated_diff(f, 0, 0);
+  rt.policy = LOOM_TP_RESIZE_NOT_LARGER;
+  cr_assert_null(loom_tp_gen_resize_scales(&a, cx, "rs_scales_sizes", LOOM_DTYPE_I32, 4, &rt, &f));
+  generated_diff(f, 0, 0);
+  rt.policy = LOOM_TP_RESIZE_STRETCH;
+  cr_assert_null(loom_tp_gen_resize_dims(&a, cx, "rs_dims_stretch", LOOM_DTYPE_F64, 4, &rt, &f));
+  generated_diff(f, 0, 0);
+  cr_assert_null(loom_tp_gen_resize_roi(&a, cx, "rs_roi", LOOM_DTYPE_F32, 4, &rt, &f));
+  generated_diff(f, 0, 0);
+  loom_sym_ctx_destroy(cx);
+  loom_arena_destroy(&a);
+}
+
 LOOM_TEST(cpu, generated_resize_grid_sample_det_dft) {
   loom_arena a;
   loom_arena_init(&a, NULL, 0);

@@ -22,6 +22,7 @@ typedef struct op_case {
   int64_t shapes[4][5][6]; /* [set][param][axis]; ranks come from the text */
   int64_t index_range;     /* > 0: integer inputs are indices in [0, index_range) */
   const char *prelude;     /* module constants before @main, or NULL */
+  const double *given[3];  /* [param]: its values (as many as it has elements) instead of the fill, or NULL */
 } op_case;
 
 static void fill(loom_graph_tensor *t, int seed, int64_t index_range) {
@@ -80,6 +81,7 @@ static void run_case(const op_case *c) {
       const loom_sinfo *si = f->params[p]->sinfo;
       cr_assert_null(loom_graph_value_tensor(si->dtype, si->ndim, c->shapes[k][p], &inputs[k][p]));
       fill(&inputs[k][p].t, (int)(k * 3 + p), c->index_range);
+      for (size_t i = 0; c->given[p] && i < inputs[k][p].t.numel; i++) loom_graph_tensor_set_f64(&inputs[k][p].t, i, c->given[p][i]);
     }
     s = loom_graph_eval(m, "main", np, inputs[k], NULL, &refs[k]);
     cr_assert_null(s, "%s: %s", c->call, loom_status_text(s, 0));
@@ -340,6 +342,55 @@ static const op_case resize_cases[] = {
      {{{1, 2, 5, 3}}, {{1, 1, 1, 1}}, {{1, 1, 0, 2}}}},
 };
 
+/* resize with run-time scales or sizes (no attribute `size`): the legalized module computes the
+ * extents (bound by match_cast before the resize program runs) and the full-rank scales / roi.
+ * Scales and roi are given (the fill would make scales negative); sizes come from index_range;
+ * axes in and out of order, each policy, nearest / linear / cubic, tf_crop_and_resize. */
+static const double rs_up[] = {1, 1, 2, 1.5}, rs_down[] = {1, 1, 0.6, 0.8}, rs_nc[] = {2, 0.5, 1.7, 1};
+static const double rs_hw[] = {1.5, 0.7}, rs_wh[] = {2, 1.5}, rs_1d[] = {2.5}, rs_i[] = {1, 1, 0.5, 2.5};
+static const double rs_roi_wh[] = {0.1, 0.2, 0.9, 0.7}, rs_roi_all[] = {0, 0, 0.2, -0.1, 1, 1, 0.8, 1.2};
+static const op_case resize_rt_cases[] = {
+    {"x: Tensor[(n, c, h, w), f32], s: Tensor[(4,), f32]", "resize(x, s, by=\"scales\")", 3,
+     {{{1, 2, 3, 4}, {4}}, {{2, 1, 1, 5}, {4}}, {{1, 1, 0, 3}, {4}}}, 0, NULL, {NULL, rs_up}},
+    {"x: Tensor[(n, c, h, w), f32], s: Tensor[(4,), f64]", "resize(x, s, by=\"scales\", mode=\"linear\", coord=\"align_corners\")", 2,
+     {{{1, 2, 5, 7}, {4}}, {{1, 1, 2, 3}, {4}}}, 0, NULL, {NULL, rs_down}},
+    {"x: Tensor[(n, c, h, w), f32], s: Tensor[(4,), f32]", "resize(x, s, by=\"scales\", mode=\"linear\", coord=\"pytorch_half_pixel\")", 1,
+     {{{2, 3, 3, 2}, {4}}}, 0, NULL, {NULL, rs_nc}},
+    {"x: Tensor[(n, c, h, w), f32], s: Tensor[(2,), f32]", "resize(x, s, axes=[2, 3], by=\"scales\", mode=\"cubic\", exclude_outside=true)", 2,
+     {{{1, 2, 4, 5}, {2}}, {{2, 1, 1, 3}, {2}}}, 0, NULL, {NULL, rs_hw}},
+    {"x: Tensor[(n, c, h, w), f32], s: Tensor[(2,), f64]", "resize(x, s, axes=[-1, 2], by=\"scales\", mode=\"cubic\", coord=\"asymmetric\")", 1,
+     {{{1, 2, 3, 4}, {2}}}, 0, NULL, {NULL, rs_wh}},
+    {"x: Tensor[(n, c, h, w), f32], s: Tensor[(2,), f32], r: Tensor[(4,), f32]",
+     "resize(x, s, r, axes=[3, 2], by=\"scales\", mode=\"linear\", coord=\"tf_crop_and_resize\", extrapolation_value=9.0)", 2,
+     {{{1, 2, 4, 3}, {2}, {4}}, {{1, 1, 2, 5}, {2}, {4}}}, 0, NULL, {NULL, rs_wh, rs_roi_wh}},
+    {"x: Tensor[(n, c, h, w), f32], s: Tensor[(4,), f64], r: Tensor[(8,), f64]",
+     "resize(x, s, r, by=\"scales\", coord=\"tf_crop_and_resize\", nearest_mode=\"ceil\")", 1,
+     {{{1, 2, 4, 3}, {4}, {8}}}, 0, NULL, {NULL, rs_up, rs_roi_all}},
+    {"x: Tensor[(l,), f64], s: Tensor[(1,), f64]", "resize(x, s, by=\"scales\", mode=\"cubic\", coord=\"half_pixel_symmetric\")", 2,
+     {{{2}, {1}}, {{7}, {1}}}, 0, NULL, {NULL, rs_1d}},
+    {"x: Tensor[(n, c, h, w), i32], s: Tensor[(4,), f32]", "resize(x, s, by=\"scales\", nearest_mode=\"floor\", coord=\"asymmetric\")", 1,
+     {{{1, 2, 5, 3}, {4}}}, 0, NULL, {NULL, rs_i}},
+    /* sizes (i64) from index_range 9: (1, 8), (4, 2), (7, 5) for the three shape sets */
+    {"x: Tensor[(n, c, h, w), f32], z: Tensor[(2,), i64]", "resize(x, z, axes=[2, 3], by=\"sizes\")", 3,
+     {{{1, 2, 3, 4}, {2}}, {{2, 1, 5, 1}, {2}}, {{1, 1, 2, 3}, {2}}}, 9},
+    {"x: Tensor[(n, c, h, w), f32], z: Tensor[(2,), i64]", "resize(x, z, axes=[2, 3], by=\"sizes\", policy=\"not_larger\", mode=\"linear\")", 3,
+     {{{1, 2, 3, 4}, {2}}, {{2, 1, 5, 1}, {2}}, {{1, 1, 2, 3}, {2}}}, 9},
+    {"x: Tensor[(n, c, h, w), f32], z: Tensor[(2,), i64]",
+     "resize(x, z, axes=[3, 2], by=\"sizes\", policy=\"not_smaller\", mode=\"cubic\", coord=\"align_corners\")", 2,
+     {{{1, 1, 3, 2}, {2}}, {{1, 2, 4, 4}, {2}}}, 9},
+    {"x: Tensor[(n, c, h, w), f32], z: Tensor[(4,), i64]", "resize(x, z, by=\"sizes\", policy=\"not_larger\")", 1,
+     {{{2, 3, 4, 5}, {4}}}, 9},
+    {"x: Tensor[(a, b, l), f32], z: Tensor[(3,), i64]", "resize(x, z, by=\"sizes\", mode=\"linear\", coord=\"half_pixel_symmetric\")", 2,
+     {{{2, 3, 4}, {3}}, {{1, 1, 6}, {3}}}, 9},
+    {"x: Tensor[(n, c, h, w), f32], z: Tensor[(2,), i64], r: Tensor[(4,), f32]",
+     "resize(x, z, r, axes=[2, 3], by=\"sizes\", mode=\"linear\", coord=\"tf_crop_and_resize\", extrapolation_value=0.5)", 2,
+     {{{1, 2, 4, 3}, {2}, {4}}, {{1, 1, 2, 5}, {2}, {4}}}, 9},
+};
+
+LOOM_TEST(legalize, resize_with_runtime_scales_or_sizes) {
+  for (size_t i = 0; i < sizeof resize_rt_cases / sizeof resize_rt_cases[0]; i++) run_case(&resize_rt_cases[i]);
+}
+
 /* det: batches (including empty ones), 0x0 (det 1), 1x1, pivoting and singular matrices (the
  * integer-valued fill repeats rows: some matrices are singular). */
 static const op_case det_cases[] = {
@@ -576,6 +627,41 @@ LOOM_TEST(legalize, elements_ops_need_provable_index_extents) {
   loom_graph_module_destroy(m);
 }
 
+/* Invalid run-time values (a scale not > 0, a negative size) make the dims program's vector
+ * hold -1, which binding the dims refuses (tensor_to_shape in the interpreter, MATCHV in the VM):
+ * an error, as the reference's, never a crash. */
+LOOM_TEST(legalize, resize_runtime_values_the_reference_refuses_are_errors) {
+  static const char *const calls[] = {"resize(x, p, by=\"scales\")", "resize(x, p, axes=[2, 3], by=\"sizes\")"};
+  static const char *const types[] = {"Tensor[(4,), f32]", "Tensor[(2,), i64]"};
+  static const double bad[][4] = {{1, 1, -2, 1}, {1, 1, 2, NAN}, {1, 1, 0, 1}, {3, -1}, {-4, 2}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    int f = i < 3 ? 0 : 1;
+    char text[512];
+    snprintf(text, sizeof text, "fn @main(x: Tensor[(n, c, h, w), f32], p: %s) -> Object {\n  dataflow {\n    y = %s\n    output y\n  }\n  return y\n}\n",
+             types[f], calls[f]);
+    loom_diag_list diags;
+    size_t done, kept;
+    loom_graph_module *m = parse_and_legalize(text, &diags, &done, &kept);
+    cr_assert_eq(done, 1, "%s", text);
+    cr_assert_eq(kept, 0);
+    loom_graph_value in[2];
+    int64_t xs[4] = {1, 2, 3, 4}, ps[1] = {f ? 2 : 4};
+    cr_assert_null(loom_graph_value_tensor(LOOM_DTYPE_F32, 4, xs, &in[0]));
+    cr_assert_null(loom_graph_value_tensor(f ? LOOM_DTYPE_I64 : LOOM_DTYPE_F32, 1, ps, &in[1]));
+    for (size_t k = 0; k < in[0].t.numel; k++) loom_graph_tensor_set_f64(&in[0].t, k, (double)k);
+    for (size_t k = 0; k < in[1].t.numel; k++) loom_graph_tensor_set_f64(&in[1].t, k, bad[i][k]);
+    loom_graph_value got;
+    loom_status s = loom_graph_eval(m, "main", 2, in, NULL, &got);
+    cr_assert_not_null(s, "%s: values %zu were accepted", calls[f], i);
+    cr_assert(strstr(loom_status_message(s), "is -1") != NULL, "%s", loom_status_message(s)); /* tensor_to_shape refuses it */
+    loom_status_free(s);
+    loom_graph_value_free(&in[0]);
+    loom_graph_value_free(&in[1]);
+    loom_diag_list_destroy(&diags);
+    loom_graph_module_destroy(m);
+  }
+}
+
 /* The forms resize refuses stay operators, with the reason in the note. */
 LOOM_TEST(legalize, resize_forms_without_a_program_are_kept_with_a_reason) {
   const char *text =
@@ -583,7 +669,7 @@ LOOM_TEST(legalize, resize_forms_without_a_program_are_kept_with_a_reason) {
       "const @r: Tensor[(8,), f64] = [0, 0, 0, 0, 1, 1, 1, 1]\n"
       "fn @main(x: Tensor[(1, 1, 4, 4), f32], t: Tensor[(4,), f32]) -> Object {\n  dataflow {\n"
       "    a = resize(x, @s, size=[1, 1, 2, 2], mode=\"linear\", antialias=true)\n"
-      "    b = resize(x, t, by=\"scales\")\n"
+      "    b = resize(x, t, by=\"scales\", mode=\"cubic\", antialias=true)\n"
       "    c = resize(x, @s, @r, size=[1, 1, 2, 2])\n"
       "    y = (a, b, c)\n    output y\n  }\n  return y\n}\n";
   loom_diag_list diags;
@@ -591,7 +677,8 @@ LOOM_TEST(legalize, resize_forms_without_a_program_are_kept_with_a_reason) {
   loom_graph_module *m = parse_and_legalize(text, &diags, &done, &kept);
   cr_assert_eq(done, 0);
   cr_assert_eq(kept, 3);
-  static const char *const why[] = {"with antialias", "for run-time scales or sizes", "with a roi operand outside"};
+  cr_assert_eq(loom_graph_module_num_tps(m), 0, "the run-time form adds no program before refusing");
+  static const char *const why[] = {"with antialias", "with antialias", "with a roi operand outside"};
   for (int i = 0; i < 3; i++)
     cr_assert(strstr(diags.items.data[i].message, why[i]) != NULL, "%s", diags.items.data[i].message);
   loom_diag_list_destroy(&diags);
