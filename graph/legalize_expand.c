@@ -1,14 +1,15 @@
 /* legalize_expand.c — legalizations that turn one binding into several.
  *
  * A program writes one destination buffer whose shape the caller knows before the call, so:
- *   - tuple-valued ops (split, topk) become one program per part and a tuple;
- *   - forms whose result dims depend on data (topk with a run-time k, reductions over
- *     run-time axes, reshape / expand_dims / squeeze with a run-time target, cumsum over a
- *     run-time axis) first bind those dims (or that axis): a program (or the operand itself) yields them as
- *     an i64 vector, `tensor_to_shape` + `match_cast` bind the fresh symbols inference gave
- *     the result, and the computing program then reads its extents from its result buffer.
+ *   - tuple-valued ops (split, topk, unique with indices) become one program per part and a
+ *     tuple;
+ *   - forms whose result dims depend on data (run-time k, axes, targets, bounds, pads, range
+ *     bounds; nonzero / unique / non_max_suppression counts; resize in legalize_image.c) first
+ *     bind those dims: a program yields them as an i64 vector, `tensor_to_shape` + `match_cast`
+ *     bind the fresh symbols inference gave the result, and the computing program then reads
+ *     its extents from its result buffer.
  * The new bindings go before the rewritten one, which keeps its variable; the guards inference
- * recorded on it move to the first binding that computes (after the symbols are bound). */
+ * recorded on it move to the first binding after the last match_cast (see splice). */
 #include <stdio.h>
 #include <string.h>
 
@@ -97,7 +98,12 @@ static loom_status splice(loom_lx *x, loom_graph_block *blk, size_t i, loom_grap
   for (size_t k = 0; k < i; k++) nb[k] = blk->bindings[k];
   for (size_t k = 0; k < x->n; k++) nb[i + k] = x->added[k];
   for (size_t k = i; k < blk->n; k++) nb[k + x->n] = blk->bindings[k];
-  loom_graph_binding *b = x->b, *g = x->guard_at < x->n ? x->added[x->guard_at] : b; /* guard_at == n: b itself */
+  /* b's guards go to the first binding after the last match_cast (they may use the symbols it
+   * binds), and must be checked before any program reads: with no such binding, b keeps them */
+  size_t at = 0;
+  for (size_t k = 0; k < x->n; k++)
+    if (x->added[k]->kind == LOOM_GRAPH_BIND_MATCH_CAST) at = k + 1;
+  loom_graph_binding *b = x->b, *g = at < x->n ? x->added[at] : b;
   if (g != b) {
     g->nguards = b->nguards, g->guards = b->guards, g->guard_why = b->guard_why;
     b->nguards = 0, b->guards = NULL, b->guard_why = NULL;
@@ -194,7 +200,6 @@ static loom_status expand_topk(loom_lx *x, loom_graph_expr **value) {
     snprintf(why, sizeof why, "topk: k must not exceed operand 0 axis %d", key.axis);
     LOOM_PROPAGATE(loom_lx_add_guard(x, loom_sym_cmp(cx, LOOM_SYM_LE, k, in->dims[key.axis]), why));
   }
-  x->guard_at = x->n;
   loom_graph_expr *parts[2], *arg = call->u.call.args[0];
   for (int p = 0; p < 2; p++) {
     char name[128];

@@ -257,7 +257,6 @@ loom_status loom_legalize_expand_resize(loom_lx *x, loom_graph_expr **value) {
   snprintf(name, sizeof name, "resize_dims_%s_r%d_ax%s_%s_%s", loom_dtype_name(in->dtype), rank, axes, tag, loom_dtype_name(p->dtype));
   LOOM_PROPAGATE(loom_lx_add_tp(x, "dims", name, gen_rt_dims, &key, 2, args, ivec, &dims));
   LOOM_PROPAGATE(loom_lx_bind_dims(x, "shape", dims, (size_t)rank, out->dims));
-  x->guard_at = x->n;
   if (own_scales) {
     snprintf(name, sizeof name, "resize_scales_%s_r%d_ax%s_%s_%s", loom_dtype_name(in->dtype), rank, axes, tag, loom_dtype_name(p->dtype));
     LOOM_PROPAGATE(loom_lx_add_tp(x, "scales", name, gen_rt_scales, &key, 2, args, fvec, &args[1]));

@@ -40,7 +40,6 @@ typedef struct loom_lx {
   loom_graph_binding *b; /* rewritten: its value is replaced last, its var kept */
   loom_graph_binding *added[LOOM_LX_MAX_ADDED];
   size_t n;
-  size_t guard_at; /* index in added[] that takes b's guards (after the symbols they use are bound); n: b keeps them */
 } loom_lx;
 
 /* Makes program `name` when the module lacks it (ctx: the generator's key). */

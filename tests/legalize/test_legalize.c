@@ -22,7 +22,7 @@ typedef struct op_case {
   int64_t shapes[4][5][6]; /* [set][param][axis]; ranks come from the text */
   int64_t index_range;     /* > 0: integer inputs are indices in [0, index_range) */
   const char *prelude;     /* module constants before @main, or NULL */
-  const double *given[3];  /* [param]: its values (as many as it has elements) instead of the fill, or NULL */
+  const double *given[5];  /* [param]: its values (as many as it has elements) instead of the fill, or NULL */
 } op_case;
 
 static void fill(loom_graph_tensor *t, int seed, int64_t index_range) {
