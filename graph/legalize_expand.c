@@ -762,7 +762,9 @@ loom_status loom_legalize_expand(loom_graph_module *m, loom_graph_block *blk, si
   else if (call->u.call.op == LOOM_GRAPH_OP_NONZERO) s = expand_nonzero(&x, &value);
   else if (call->u.call.op == LOOM_GRAPH_OP_UNIQUE) s = expand_unique(&x, &value);
   else if (call->u.call.op == LOOM_GRAPH_OP_NON_MAX_SUPPRESSION) s = expand_nms(&x, &value);
-  else if (call->u.call.op == LOOM_GRAPH_OP_RESIZE && !loom_graph_call_attr(call, "size")) s = loom_legalize_expand_resize(&x, &value);
+  else if (call->u.call.op == LOOM_GRAPH_OP_RESIZE &&
+           (!loom_graph_call_attr(call, "size") || loom_graph_attr_get_int(call, "antialias", 0)))
+    s = loom_legalize_expand_resize(&x, &value);
   else return LOOM_OK;
   LOOM_PROPAGATE(s);
   LOOM_PROPAGATE(splice(&x, blk, i, value));

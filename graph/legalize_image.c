@@ -47,8 +47,8 @@ static loom_status resize_modes(const loom_graph_expr *call, const loom_sinfo *x
   int mode = pick(str_of(call, "mode", "nearest"), modes), coord = pick(str_of(call, "coord", "half_pixel"), coords);
   int nearest = pick(str_of(call, "nearest_mode", "round_prefer_floor"), nearests);
   if (mode < 0 || coord < 0 || nearest < 0) return loom_legal_unsupported(call, "for this mode");
-  if (loom_graph_attr_get_int(call, "antialias", 0))
-    return loom_legal_unsupported(call, "with antialias yet (its tap count depends on the scale)");
+  if (mode == LOOM_TP_RESIZE_NEAREST && loom_graph_attr_get_int(call, "antialias", 0))
+    return loom_legal_unsupported(call, "with antialias and mode nearest");
   bool excl = loom_graph_attr_get_int(call, "exclude_outside", 0) != 0;
   if (mode == LOOM_TP_RESIZE_NEAREST && excl) return loom_legal_unsupported(call, "for exclude_outside with mode nearest");
   if (mode != LOOM_TP_RESIZE_NEAREST && !loom_dtype_is_float(x->dtype))
@@ -83,6 +83,23 @@ static loom_status resize_program(loom_graph_module *m, const loom_graph_expr *c
   return loom_graph_module_add_tp(m, *tp);
 }
 
+/* The resized axes of the static form: an axis is copied when its extent is kept, its
+ * (constant) scale is 1 and its roi the whole axis, as the reference skips it; every other
+ * axis is resampled (identity there too). */
+static unsigned static_axes(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *x, const loom_graph_attr *size,
+                            bool crop) {
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  unsigned axes = 0;
+  for (int k = 0; k < x->ndim; k++) {
+    double s, lo = 0, hi = 1;
+    bool copy = loom_sym_prove_eq(cx, size->syms[k], x->dims[k]) == LOOM_SYM_TRUE && const_float(call->u.call.args[1], (size_t)k, &s) &&
+                s == 1 && (!crop || (const_float(call->u.call.args[2], (size_t)k, &lo) &&
+                                     const_float(call->u.call.args[2], (size_t)(x->ndim + k), &hi) && lo == 0 && hi == 1));
+    if (!copy) axes |= 1u << k;
+  }
+  return axes;
+}
+
 /* The static form: attribute `size` gives the output extents, operand 1 the scales of every
  * axis, operand 2 the roi of every axis (tf_crop_and_resize). */
 static loom_status legalize_resize(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
@@ -99,18 +116,11 @@ static loom_status legalize_resize(loom_graph_module *m, const loom_graph_expr *
   else if (call->u.call.nargs > 2) return loom_legal_unsupported(call, "with a roi operand outside tf_crop_and_resize");
   if (sc->ndim != 1 || !loom_dtype_is_float(sc->dtype) || (roi && (roi->ndim != 1 || !loom_dtype_is_float(roi->dtype))))
     return loom_legal_unsupported(call, "for scales or roi that are not 1-D float tensors");
-  loom_sym_ctx *cx = loom_graph_module_sym(m);
-  /* An axis is copied when its extent is kept, its (constant) scale is 1 and its roi the whole
-   * axis, as the reference skips it; every other axis is resampled (identity there too). */
-  for (int k = 0; k < x->ndim; k++) {
-    double s, lo = 0, hi = 1;
-    bool copy = loom_sym_prove_eq(cx, size->syms[k], x->dims[k]) == LOOM_SYM_TRUE && const_float(call->u.call.args[1], (size_t)k, &s) &&
-                s == 1 && (!crop || (const_float(call->u.call.args[2], (size_t)k, &lo) &&
-                                     const_float(call->u.call.args[2], (size_t)(x->ndim + k), &hi) && lo == 0 && hi == 1));
-    if (!copy) rz.axes |= 1u << k;
-  }
+  rz.axes = static_axes(m, call, x, size, crop);
   rz.scale_t = sc->dtype;
   if (roi) rz.roi_t = roi->dtype;
+  if (loom_graph_attr_get_int(call, "antialias", 0) && rz.axes)
+    return loom_legal_unsupported(call, "with antialias as one program (it is one program per axis: legalize_expand)");
   return resize_program(m, call, x, &rz, tp);
 }
 
@@ -181,6 +191,115 @@ static loom_status gen_rt_roi(loom_graph_module *m, const char *name, const void
   return loom_tp_gen_resize_roi(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->t, k->rank, &k->rt, tp);
 }
 
+/* ---- antialias -------------------------------------------------------------------------------- */
+
+typedef struct aa_key {
+  loom_dtype tin, tout, scale_t;
+  int rank, axis;
+  loom_tp_resize rz;
+} aa_key;
+
+static loom_status gen_aa_taps(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  const aa_key *k = ctx;
+  return loom_tp_gen_resize_aa_taps(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->scale_t, k->rank, k->rz.mode, tp);
+}
+
+static loom_status gen_aa_axis(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  const aa_key *k = ctx;
+  return loom_tp_gen_resize_aa_axis(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->tin, k->tout, k->rank, k->axis,
+                                    &k->rz, tp);
+}
+
+/* y = resize(x, ..., antialias=true) with the full-rank scales sc (and roi) at hand ->
+ *   y_taps = call_tp(@resize_aa_taps_.., (sc,))        each axis's tap count, bound to y_n<k>
+ *   y_a<k> = call_tp(@resize_aa_.._k<k>, (cur, sc [, roi], y_n<k>))   per resized axis k in
+ *                                                      order, f64 between axes; the last is y */
+static loom_status aa_chain(loom_lx *x, const loom_tp_resize *rz, loom_graph_expr *sc, loom_graph_expr *roi, loom_graph_expr **value) {
+  const loom_graph_expr *call = x->b->value;
+  const loom_sinfo *in = call->u.call.args[0]->sinfo, *out = x->b->var->sinfo;
+  int rank = in->ndim, last = -1;
+  for (int k = 0; k < rank; k++)
+    if (rz->axes >> k & 1) last = k;
+  aa_key key = {in->dtype, in->dtype, sc->sinfo->dtype, rank, 0, *rz};
+  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
+  const loom_sym_expr *dr = loom_sym_const(cx, rank), *n[LOOM_TP_GEN_MAX_RANK];
+  const loom_sinfo *ivec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &dr, in->device);
+  if (!ivec) return LOOM_OOM();
+  for (int k = 0; k < rank; k++) {
+    char nm[160];
+    snprintf(nm, sizeof nm, "%s_n%d", x->b->var->u.var.name, k);
+    if (!(n[k] = loom_sym_var_new(cx, nm, LOOM_SYM_VAR_SHAPE))) return loom_sym_ctx_take_error(cx);
+  }
+  char name[192];
+  snprintf(name, sizeof name, "resize_aa_taps_%s_r%d_%s", loom_dtype_name(key.scale_t), rank, modes[rz->mode]);
+  loom_graph_expr *taps, *cur = call->u.call.args[0];
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "taps", name, gen_aa_taps, &key, 1, &sc, ivec, &taps));
+  LOOM_PROPAGATE(loom_lx_bind_dims(x, "taps_shape", taps, (size_t)rank, n));
+  const loom_sym_expr *dims[LOOM_TP_GEN_MAX_RANK];
+  memcpy(dims, in->dims, (size_t)rank * sizeof *dims);
+  bool crop = rz->coord == LOOM_TP_RESIZE_TF_CROP_AND_RESIZE;
+  double hk[2] = {rz->cubic_a, rz->extrapolation};
+  for (int k = 0; k <= last; k++) {
+    if (!(rz->axes >> k & 1)) continue;
+    key.axis = k;
+    key.tin = cur->sinfo->dtype;
+    key.tout = k == last ? out->dtype : LOOM_DTYPE_F64;
+    dims[k] = out->dims[k];
+    const loom_sinfo *si = k == last ? out : loom_sinfo_tensor(x->m, key.tout, rank, dims, in->device);
+    snprintf(name, sizeof name, "resize_aa_%s_%s_r%d_k%d_%s_%s_%s%s%s%s_%016llx", loom_dtype_name(key.tin), loom_dtype_name(key.tout), rank,
+             k, modes[rz->mode], coords[rz->coord], loom_dtype_name(rz->scale_t), crop ? "_" : "", crop ? loom_dtype_name(rz->roi_t) : "",
+             rz->exclude_outside ? "_excl" : "", (unsigned long long)loom_hash_bytes(hk, sizeof hk));
+    loom_graph_expr *args[4] = {cur, sc, crop ? roi : NULL, NULL};
+    args[crop ? 3 : 2] = loom_graph_sym_new(x->m, n[k]);
+    if (!si || !args[crop ? 3 : 2]) return LOOM_OOM();
+    size_t na = crop ? 4 : 3;
+    if (k == last) {
+      loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
+      if (!tp) {
+        LOOM_PROPAGATE(gen_aa_axis(x->m, name, &key, &tp));
+        LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
+      }
+      *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), na, args, out);
+      return *value ? LOOM_OK : LOOM_OOM();
+    }
+    char suffix[16];
+    snprintf(suffix, sizeof suffix, "a%d", k);
+    LOOM_PROPAGATE(loom_lx_add_tp(x, suffix, name, gen_aa_axis, &key, na, args, si, &cur));
+  }
+  return loom_legal_unsupported(call, "with antialias and no resized axis");
+}
+
+/* resize(x, scales [, roi], size=[..], antialias=true): the static form, one program per axis. */
+static loom_status expand_static_aa(loom_lx *x, loom_graph_expr **value) {
+  const loom_graph_expr *call = x->b->value;
+  const loom_sinfo *in, *sc, *roi = NULL, *out = x->b->var->sinfo;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &sc));
+  const loom_graph_attr *size = loom_graph_call_attr(call, "size");
+  if (!size || (int)size->n != in->ndim || !out || out->kind != LOOM_SINFO_TENSOR || out->ndim != in->ndim || !out->dims)
+    return loom_legal_unsupported(call, "for this form");
+  if (loom_dtype_is_lowp(in->dtype)) return loom_legal_unsupported(call, "for low-precision dtypes");
+  loom_tp_resize rz;
+  LOOM_PROPAGATE(resize_modes(call, in, &rz));
+  bool crop = rz.coord == LOOM_TP_RESIZE_TF_CROP_AND_RESIZE;
+  if (crop) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &roi));
+  else if (call->u.call.nargs > 2) return loom_legal_unsupported(call, "with a roi operand outside tf_crop_and_resize");
+  int64_t len;
+  if (sc->ndim != 1 || !loom_dtype_is_float(sc->dtype) || loom_dtype_is_lowp(sc->dtype) || !loom_sym_is_const(sc->dims[0], &len) ||
+      len != in->ndim || (roi && (roi->ndim != 1 || !loom_dtype_is_float(roi->dtype) || loom_dtype_is_lowp(roi->dtype))))
+    return loom_legal_unsupported(call, "for scales or roi that are not 1-D float tensors of every axis");
+  rz.axes = static_axes(x->m, call, in, size, crop);
+  rz.scale_t = sc->dtype;
+  if (roi) rz.roi_t = roi->dtype;
+  if (!rz.axes) { /* nothing resampled: the copy program */
+    loom_tp_func *tp;
+    LOOM_PROPAGATE(resize_program(x->m, call, in, &rz, &tp));
+    *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), call->u.call.nargs, call->u.call.args, out);
+    return *value ? LOOM_OK : LOOM_OOM();
+  }
+  return aa_chain(x, &rz, call->u.call.args[1], crop ? call->u.call.args[2] : NULL, value);
+}
+
 /* y = resize(x, p [, roi], by=.., axes=.., policy=..) with p (and roi) read at run time ->
  *   y_dims = call_tp(@resize_dims_.., (x, p))         the extents of y, i64 (rank,)
  *   bind y_dims to y's dims                            the resized axes' fresh symbols; x's dims
@@ -195,6 +314,8 @@ static loom_status gen_rt_roi(loom_graph_module *m, const char *name, const void
 loom_status loom_legalize_expand_resize(loom_lx *x, loom_graph_expr **value) {
   static const char *const policies[] = {"stretch", "not_larger", "not_smaller", NULL};
   const loom_graph_expr *call = x->b->value;
+  if (loom_graph_call_attr(call, "size")) return expand_static_aa(x, value);
+  bool antialias = loom_graph_attr_get_int(call, "antialias", 0) != 0;
   const loom_sinfo *in, *p, *roi = NULL, *out = x->b->var->sinfo;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &p));
@@ -240,8 +361,8 @@ loom_status loom_legalize_expand_resize(loom_lx *x, loom_graph_expr **value) {
   bool own_scales = !in_order || key.rt.sizes, own_roi = crop && !in_order;
   rz.scale_t = own_scales ? LOOM_DTYPE_F64 : p->dtype;
   rz.roi_t = crop && !own_roi ? roi->dtype : LOOM_DTYPE_F64;
-  loom_tp_func *tp; /* made first: what it refuses adds no binding */
-  LOOM_PROPAGATE(resize_program(x->m, call, in, &rz, &tp));
+  loom_tp_func *tp = NULL; /* made first: what it refuses adds no binding */
+  if (!antialias) LOOM_PROPAGATE(resize_program(x->m, call, in, &rz, &tp));
 
   char axes[LOOM_TP_GEN_MAX_RANK + 1], name[160];
   for (int j = 0; j < key.rt.na; j++) axes[j] = (char)('0' + key.rt.axes[j]);
@@ -266,6 +387,7 @@ loom_status loom_legalize_expand_resize(loom_lx *x, loom_graph_expr **value) {
     snprintf(name, sizeof name, "resize_roi_%s_r%d_ax%s", loom_dtype_name(roi->dtype), rank, axes);
     LOOM_PROPAGATE(loom_lx_add_tp(x, "roi", name, gen_rt_roi, &key, 1, &args[2], rvec, &args[2]));
   }
+  if (antialias) return aa_chain(x, &rz, args[1], crop ? args[2] : NULL, value);
   *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), crop ? 3 : 2, args, out);
   return *value ? LOOM_OK : LOOM_OOM();
 }

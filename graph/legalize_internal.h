@@ -60,7 +60,8 @@ loom_status loom_lx_bind_dims(loom_lx *x, const char *suffix, loom_graph_expr *v
 /* Adds run-time guard `cond` (message why) to b's guards. */
 loom_status loom_lx_add_guard(loom_lx *x, const loom_sym_expr *cond, const char *why);
 
-/* resize with run-time scales or sizes (no attribute `size`; legalize_image.c). */
+/* resize with run-time scales or sizes (no attribute `size`), or with antialias (one program
+ * per resized axis; legalize_image.c). */
 loom_status loom_legalize_expand_resize(loom_lx *x, loom_graph_expr **value);
 
 /* Binding i of blk, an op call that lowers to several bindings (legalize_expand.c): split and

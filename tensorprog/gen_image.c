@@ -209,6 +209,92 @@ loom_status loom_tp_gen_resize(loom_arena *a, loom_sym_ctx *cx, const char *name
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
+/* ---- resize with antialias ---------------------------------------------------------------------- */
+
+/* Antialiased linear / cubic resize (downscaling widens the filter by 1 / scale, so the tap
+ * count depends on the scale): the reference resizes one axis at a time, and so do these
+ * programs. T = the taps per axis from the scales: 2 - 2 * (floor(-support / min(s, 1)) + 1),
+ * support 1 (linear) or 2 (cubic); -1 for a scale not > 0 or below 2^-20. */
+loom_status loom_tp_gen_resize_aa_taps(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype scale_t, int rank,
+                                       loom_tp_resize_mode mode, loom_tp_func **result) {
+  LOOM_PROPAGATE(loom_tpg_check_rank(rank));
+  if (mode == LOOM_TP_RESIZE_NEAREST || !loom_dtype_is_float(scale_t))
+    return LOOM_ERROR(INVALID_ARGUMENT, "resize antialias: mode nearest or scales of %s", loom_dtype_name(scale_t));
+  const char *sup = mode == LOOM_TP_RESIZE_CUBIC ? "2.0f64" : "1.0f64";
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(S: Buffer[(%d,), %s], T: Buffer[(%d,), i64]) {\n", name, rank, loom_dtype_name(scale_t), rank);
+  for (int k = 0; k < rank; k++) {
+    loom_strbuf_printf(&sb, "let s%d: f64 = f64(S[%d])\n", k, k);
+    loom_strbuf_printf(&sb, "T[%d] = select(!(s%d >= 0.00000095367431640625f64), -1, 2 - 2 * (i64(floor(-%s / min(s%d, 1.0f64))) + 1))\n",
+                       k, k, sup, k);
+  }
+  loom_strbuf_puts(&sb, "}\n");
+  return loom_tpg_finish(a, cx, &sb, result);
+}
+
+/* One axis of an antialiased resize: Y = X resized along `axis` (X's extent a<axis>, Y's
+ * d<axis>; the other axes equal), with the i64 scalar n the axis's tap count (from the taps
+ * program); the weights of the n taps are the widened filter at the tap distances times the
+ * scale, normalised by their sum (with exclude_outside, of those inside X). tin / tout: X's and
+ * Y's dtypes (the chain keeps f64 between axes, as the reference). */
+loom_status loom_tp_gen_resize_aa_axis(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype tin, loom_dtype tout, int rank,
+                                       int axis, const loom_tp_resize *rz, loom_tp_func **result) {
+  LOOM_PROPAGATE(loom_tpg_check_rank(rank));
+  if (axis < 0 || axis >= rank || rz->mode == LOOM_TP_RESIZE_NEAREST || !loom_dtype_is_float(tin) || !loom_dtype_is_float(tout))
+    return LOOM_ERROR(INVALID_ARGUMENT, "resize antialias: axis %d of rank %d, %s to %s", axis, rank, loom_dtype_name(tin),
+                      loom_dtype_name(tout));
+  bool crop = rz->coord == LOOM_TP_RESIZE_TF_CROP_AND_RESIZE;
+  const char *const *d = loom_tpg_dims_d();
+  char A[40], extrap[40], xi[256] = "", yi[256];
+  lit(A, sizeof A, rz->cubic_a);
+  lit(extrap, sizeof extrap, rz->extrapolation);
+  int k = axis;
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_strbuf_printf(&sb, "prim @%s(X: Buffer[(", name);
+  for (int i = 0; i < rank; i++) loom_strbuf_printf(&sb, "%s%c%d", i ? ", " : "", i == k ? 'a' : 'd', i);
+  loom_strbuf_printf(&sb, "), %s], S: Buffer[(%d,), %s], ", loom_dtype_name(tin), rank, loom_dtype_name(rz->scale_t));
+  if (crop) loom_strbuf_printf(&sb, "R: Buffer[(%d,), %s], ", 2 * rank, loom_dtype_name(rz->roi_t));
+  loom_strbuf_puts(&sb, "n: i64, Y: ");
+  loom_tpg_buffer_type(&sb, d, rank, tout);
+  loom_strbuf_puts(&sb, ") {\n");
+  int axes[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_all_axes(axes, rank);
+  loom_tpg_open_loops(&sb, axes, rank, "i", d, true, false);
+  loom_strbuf_printf(&sb, "let sc%d: f64 = f64(S[%d])\nlet ex%d: f64 = f64(a%d)\nlet ow%d: f64 = sc%d * ex%d\nlet x%d: f64 = ", k, k, k, k,
+                     k, k, k, k);
+  coordinate(&sb, rz, k, rank);
+  loom_strbuf_printf(&sb, "\nlet fl%d: f64 = floor(x%d)\nlet q%d: f64 = select(x%d == fl%d, 1.0f64, x%d - fl%d)\n", k, k, k, k, k, k, k);
+  loom_strbuf_printf(&sb, "let b%d: i64 = i64(fl%d) - n // 2 + select(x%d == fl%d, 0, 1)\n", k, k, k, k);
+  loom_strbuf_printf(&sb, "let s%d: f64 = min(sc%d, 1.0f64)\nlet st%d: f64 = floor(-%s / s%d) + 1.0f64\n", k, k, k,
+                     rz->mode == LOOM_TP_RESIZE_CUBIC ? "2.0f64" : "1.0f64", k);
+  loom_strbuf_puts(&sb, "alloc acc: Local[(2,), f64]\nacc[0] = 0.0f64\nacc[1] = 0.0f64\nfor j in 0..n reduce {\n");
+  loom_strbuf_printf(&sb, "let tj: f64 = (st%d + f64(j) - q%d) * s%d\n", k, k, k);
+  if (rz->mode == LOOM_TP_RESIZE_LINEAR) loom_strbuf_puts(&sb, "let wj: f64 = max(0.0f64, min(1.0f64, 1.0f64 - abs(tj)))\n");
+  else {
+    loom_strbuf_puts(&sb, "let uj: f64 = abs(tj)\nlet wj: f64 = ");
+    cubic_weight(&sb, "uj", A);
+    loom_strbuf_putc(&sb, '\n');
+  }
+  if (rz->exclude_outside) loom_strbuf_printf(&sb, "let wk: f64 = select(b%d + j >= 0 && b%d + j < a%d, wj, 0.0f64)\n", k, k, k);
+  else loom_strbuf_puts(&sb, "let wk: f64 = wj\n");
+  for (int i = 0; i < rank; i++) {
+    size_t len = strlen(xi);
+    if (i == k) snprintf(xi + len, sizeof xi - len, "%smin(max(b%d + j, 0), a%d - 1)", i ? ", " : "", k, k);
+    else snprintf(xi + len, sizeof xi - len, "%si%d", i ? ", " : "", i);
+  }
+  loom_strbuf_printf(&sb, "acc[0] = acc[0] + wk\nacc[1] = acc[1] + wk * f64(X[%s])\n}\n", xi);
+  loom_tpg_loop_indices(yi, sizeof yi, rank);
+  loom_strbuf_printf(&sb, "Y[%s] = %s(", yi, loom_dtype_name(tout));
+  if (crop) loom_strbuf_printf(&sb, "select(x%d < 0.0f64 || x%d > ex%d - 1.0f64, %s, ", k, k, k, extrap);
+  loom_strbuf_puts(&sb, "acc[1] / select(acc[0] == 0.0f64, 1.0f64, acc[0])");
+  if (crop) loom_strbuf_puts(&sb, ")");
+  loom_strbuf_puts(&sb, ")\n");
+  loom_tpg_close_program(&sb, rank);
+  return loom_tpg_finish(a, cx, &sb, result);
+}
+
 /* ---- resize with run-time scales or sizes ---------------------------------------------------- */
 
 /* The resized axes must be distinct axes of the rank; P float scales or i64 sizes. */

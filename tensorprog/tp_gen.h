@@ -279,6 +279,15 @@ typedef struct loom_tp_resize {
 loom_status loom_tp_gen_resize(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                                const loom_tp_resize *rz, loom_tp_func **result);
 
+/* Antialiased linear / cubic resize, one axis at a time as the reference: T (rank,) i64 = the
+ * taps of each axis from the scales S (-1 for a scale not > 0 or below 2^-20), then per resized
+ * axis Y = X resized along `axis` with its tap count as i64 scalar n (tin / tout the dtypes of X
+ * and Y: f64 between axes). */
+loom_status loom_tp_gen_resize_aa_taps(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype scale_t, int rank,
+                                       loom_tp_resize_mode mode, loom_tp_func **result);
+loom_status loom_tp_gen_resize_aa_axis(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype tin, loom_dtype tout, int rank,
+                                       int axis, const loom_tp_resize *rz, loom_tp_func **result);
+
 /* ONNX Resize with its scales or sizes given at run time (graph `resize` without `size`): the
  * operand P (na values, one per resized axis in `axes` order) sets the extents of those axes.
  * Legalization computes them and the full-rank scales with the programs below, binds the

@@ -340,6 +340,11 @@ static const op_case resize_cases[] = {
     {"x: Tensor[(n, c, h, w), i64]", "resize2d(x, size=[3, 7])", 2, {{{2, 1, 5, 3}}, {{1, 1, 1, 1}}}},
     {"x: Tensor[(n, c, h, w), f32]", "resize2d(x, size=[floordiv(h, 2), 3*w], method=\"linear\")", 3,
      {{{1, 2, 5, 3}}, {{1, 1, 1, 1}}, {{1, 1, 0, 2}}}},
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @sdown, size=[n, c, floordiv(h, 2), floordiv(3*w, 5)], mode=\"linear\", antialias=true)", 2,
+     {{{1, 2, 7, 11}}, {{1, 1, 4, 10}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]",
+     "resize(x, @sdown, size=[n, c, floordiv(h, 2), floordiv(3*w, 5)], mode=\"cubic\", coord=\"pytorch_half_pixel\", antialias=true)", 1,
+     {{{2, 1, 6, 9}}}, 0, RS_CONSTS},
 };
 
 /* resize with run-time scales or sizes (no attribute `size`): the legalized module computes the
@@ -380,6 +385,15 @@ static const op_case resize_rt_cases[] = {
      {{{1, 1, 3, 2}, {2}}, {{1, 2, 4, 4}, {2}}}, 9},
     {"x: Tensor[(n, c, h, w), f32], z: Tensor[(4,), i64]", "resize(x, z, by=\"sizes\", policy=\"not_larger\")", 1,
      {{{2, 3, 4, 5}, {4}}}, 9},
+    /* antialias: one program per resized axis, each with its tap count bound from the scales */
+    {"x: Tensor[(n, c, h, w), f32], s: Tensor[(4,), f64]", "resize(x, s, by=\"scales\", mode=\"linear\", antialias=true)", 2,
+     {{{1, 2, 5, 7}, {4}}, {{1, 1, 2, 3}, {4}}}, 0, NULL, {NULL, rs_down}},
+    {"x: Tensor[(n, c, h, w), f32], s: Tensor[(2,), f32]",
+     "resize(x, s, axes=[2, 3], by=\"scales\", mode=\"cubic\", antialias=true, exclude_outside=true)", 2,
+     {{{1, 2, 4, 5}, {2}}, {{2, 1, 1, 3}, {2}}}, 0, NULL, {NULL, rs_hw}},
+    {"x: Tensor[(n, c, h, w), f64], z: Tensor[(2,), i64]",
+     "resize(x, z, axes=[2, 3], by=\"sizes\", mode=\"cubic\", coord=\"align_corners\", antialias=true)", 3,
+     {{{1, 2, 3, 4}, {2}}, {{2, 1, 5, 1}, {2}}, {{1, 1, 9, 8}, {2}}}, 9},
     {"x: Tensor[(a, b, l), f32], z: Tensor[(3,), i64]", "resize(x, z, by=\"sizes\", mode=\"linear\", coord=\"half_pixel_symmetric\")", 2,
      {{{2, 3, 4}, {3}}, {{1, 1, 6}, {3}}}, 9},
     {"x: Tensor[(n, c, h, w), f32], z: Tensor[(2,), i64], r: Tensor[(4,), f32]",
@@ -667,9 +681,9 @@ LOOM_TEST(legalize, resize_forms_without_a_program_are_kept_with_a_reason) {
   const char *text =
       "const @s: Tensor[(4,), f64] = [1, 1, 0.5, 0.5]\n"
       "const @r: Tensor[(8,), f64] = [0, 0, 0, 0, 1, 1, 1, 1]\n"
-      "fn @main(x: Tensor[(1, 1, 4, 4), f32], t: Tensor[(4,), f32]) -> Object {\n  dataflow {\n"
-      "    a = resize(x, @s, size=[1, 1, 2, 2], mode=\"linear\", antialias=true)\n"
-      "    b = resize(x, t, by=\"scales\", mode=\"cubic\", antialias=true)\n"
+      "fn @main(x: Tensor[(1, 1, 4, 4), f32], i: Tensor[(1, 1, 4, 4), i32], t: Tensor[(4,), f32]) -> Object {\n  dataflow {\n"
+      "    a = resize(i, @s, size=[1, 1, 2, 2], mode=\"linear\", antialias=true)\n"
+      "    b = resize(i, t, by=\"scales\", mode=\"cubic\")\n"
       "    c = resize(x, @s, @r, size=[1, 1, 2, 2])\n"
       "    y = (a, b, c)\n    output y\n  }\n  return y\n}\n";
   loom_diag_list diags;
@@ -678,7 +692,7 @@ LOOM_TEST(legalize, resize_forms_without_a_program_are_kept_with_a_reason) {
   cr_assert_eq(done, 0);
   cr_assert_eq(kept, 3);
   cr_assert_eq(loom_graph_module_num_tps(m), 0, "the run-time form adds no program before refusing");
-  static const char *const why[] = {"with antialias", "with antialias", "with a roi operand outside"};
+  static const char *const why[] = {"for interpolation of integer data", "for interpolation of integer data", "with a roi operand outside"};
   for (int i = 0; i < 3; i++)
     cr_assert(strstr(diags.items.data[i].message, why[i]) != NULL, "%s", diags.items.data[i].message);
   loom_diag_list_destroy(&diags);
