@@ -106,6 +106,14 @@ loom_status loom_compile(loom_graph_module *m, const loom_compile_options *opts,
   loom_status st = loom_pipeline_run(m, passes, n, &po, &diags);
   uint64_t t1 = loom_clock_ns();
   if (!st) st = loom_status_annotate(loom_lower_vm(m, &c->exe), __FILE__, __LINE__, "while lowering to the VM");
+  /* an operator legalize kept cannot be lowered: say why legalize kept it (its notes) */
+  for (size_t i = 0, shown = 0; st && loom_status_code(st) == LOOM_CODE_UNIMPLEMENTED && i < diags.items.len && shown < 4; i++) {
+    if (!strstr(diags.items.data[i].message, "kept as an operator")) continue;
+    char *d = loom_diag_format(&diags.items.data[i]);
+    st = loom_status_annotate(st, __FILE__, __LINE__, "legalize: %s", d ? d : diags.items.data[i].message);
+    free(d);
+    shown++;
+  }
   uint64_t t2 = loom_clock_ns();
   loom_diag_list_destroy(&diags);
   c->times.passes_ms = (double)(t1 - t0) / 1e6;

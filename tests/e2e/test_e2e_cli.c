@@ -66,6 +66,8 @@ LOOM_TEST(e2e_cli, a_module_that_cannot_compile_names_function_binding_and_pass)
   loom_test_proc p = loom_test_run("%s compile tests/e2e/data/unlowered.loom -o %s", loom_test_loom_bin(), so);
   expect(&p, 1, NULL, "function @main, binding 'y': operator 'resize' was not lowered");
   cr_assert(strstr(p.err, "pass 'legalize'"), "%s", p.err);
+  cr_assert(strstr(p.err, "legalize: tests/e2e/data/unlowered.loom:5:9: note: kept as an operator: resize: no legalization for "
+                          "interpolation of integer data"), "%s", p.err);
   loom_test_proc_free(&p);
   struct stat sb;
   cr_assert_neq(stat(so, &sb), 0, "a failed compile left %s behind", so);
