@@ -36,14 +36,21 @@ loom_graph_expr *loom_lx_add(loom_lx *x, const char *suffix, loom_graph_binding_
 
 /* The program `name` (made by gen when the module lacks it) called on args, writing a result of
  * struct info si; its var in *out. */
-loom_status loom_lx_add_tp(loom_lx *x, const char *suffix, const char *name, loom_lx_gen gen, const void *ctx, size_t nargs,
-                          loom_graph_expr *const *args, const loom_sinfo *si, loom_graph_expr **out) {
+loom_status loom_lx_call(loom_lx *x, const char *name, loom_lx_gen gen, const void *ctx, size_t nargs, loom_graph_expr *const *args,
+                         const loom_sinfo *si, loom_graph_expr **call) {
   loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
   if (!tp) {
     LOOM_PROPAGATE(gen(x->m, name, ctx, &tp));
     LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
   }
-  loom_graph_expr *c = loom_graph_call_tp(x->m, loom_tp_func_name(tp), nargs, args, si);
+  *call = loom_graph_call_tp(x->m, loom_tp_func_name(tp), nargs, args, si);
+  return *call ? LOOM_OK : LOOM_OOM();
+}
+
+loom_status loom_lx_add_tp(loom_lx *x, const char *suffix, const char *name, loom_lx_gen gen, const void *ctx, size_t nargs,
+                           loom_graph_expr *const *args, const loom_sinfo *si, loom_graph_expr **out) {
+  loom_graph_expr *c;
+  LOOM_PROPAGATE(loom_lx_call(x, name, gen, ctx, nargs, args, si, &c));
   return (*out = loom_lx_add(x, suffix, LOOM_GRAPH_BIND_VAR, c, si)) ? LOOM_OK : LOOM_OOM();
 }
 
@@ -337,13 +344,7 @@ static loom_status expand_reduce(loom_lx *x, loom_tp_reduce_op op, loom_graph_ex
   reduce_key rk = {op, in->dtype, in->ndim};
   loom_graph_expr *arg = call->u.call.args[0], *kept;
   if (keep) {
-    loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
-    if (!tp) {
-      LOOM_PROPAGATE(gen_reduce_any(x->m, name, &rk, &tp));
-      LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
-    }
-    *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), 1, &arg, out);
-    return *value ? LOOM_OK : LOOM_OOM();
+    return loom_lx_call(x, name, gen_reduce_any, &rk, 1, &arg, out, value);
   }
   const loom_sinfo *ksi = loom_sinfo_tensor(x->m, in->dtype, in->ndim, pat, in->device);
   if (!ksi) return LOOM_OOM();
@@ -375,6 +376,19 @@ static loom_status expand_view(loom_lx *x, loom_graph_expr **value) {
   return view_as_result(x, call->u.call.args[0], value);
 }
 
+typedef struct scan_key {
+  loom_dtype t;
+  int rank;
+  bool exclusive, reverse, prod;
+} scan_key;
+
+/* The cumsum / cumprod program over the run-time axis (scalar parameter a). */
+static loom_status gen_scan(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  const scan_key *k = ctx;
+  return (k->prod ? loom_tp_gen_cumprod : loom_tp_gen_cumsum)(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->t, k->rank,
+                                                              -1, k->exclusive, k->reverse, tp);
+}
+
 /* y = cumsum(x, axis) with a run-time axis -> `<y>_dims` = the axis normalized, bound to a new
  * symbol a (an axis out of range is refused there), then the program with one scan nest per
  * axis, taking a as its scalar parameter. */
@@ -395,16 +409,10 @@ static loom_status expand_cumulative(loom_lx *x, loom_graph_expr **value) {
   char name[128];
   snprintf(name, sizeof name, "%s_%s_r%d_any%s%s", prod ? "cumprod" : "cumsum", loom_dtype_name(in->dtype), in->ndim,
            excl ? "_x" : "", rev ? "_rev" : "");
-  loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
-  if (!tp) {
-    LOOM_PROPAGATE((prod ? loom_tp_gen_cumprod : loom_tp_gen_cumsum)(loom_graph_module_arena(x->m), loom_graph_module_sym(x->m),
-                                                                      name, in->dtype, in->ndim, -1, excl, rev, &tp));
-    LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
-  }
   loom_graph_expr *args[2] = {call->u.call.args[0], loom_graph_sym_new(x->m, ax)};
   if (!args[1]) return LOOM_OOM();
-  *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), 2, args, out);
-  return *value ? LOOM_OK : LOOM_OOM();
+  scan_key sk = {in->dtype, in->ndim, excl, rev, prod};
+  return loom_lx_call(x, name, gen_scan, &sk, 2, args, out, value);
 }
 
 /* ---- slice and pad with run-time bounds ------------------------------------------------------------ */
@@ -414,7 +422,18 @@ typedef struct bounds_key {
   loom_dtype tx, types[4]; /* slice: starts, ends, axes, steps; pad: pads, axes */
   int rank, n;
   bool has_axes, has_steps;
+  const char *value_text; /* pad: the value without a value operand */
+  int value_rank;         /* pad: the value operand's rank, -1 without one */
 } bounds_key;
+
+/* The program that reads the bounds: slice_any, or the pad program with run-time pads. */
+static loom_status gen_bounded(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  const bounds_key *k = ctx;
+  loom_arena *ar = loom_graph_module_arena(m);
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  if (k->pad) return loom_tp_gen_pad(ar, cx, name, k->tx, k->rank, k->value_text, true, k->value_rank, tp);
+  return loom_tp_gen_slice_any(ar, cx, name, k->tx, k->rank, tp);
+}
 
 static loom_status gen_bounds(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
   const bounds_key *k = ctx;
@@ -475,20 +494,14 @@ static loom_status expand_slice(loom_lx *x, loom_graph_expr **value) {
     if (m != n) return loom_legal_unsupported(call, "for operands of different lengths");
   }
   if (na < 3 || na > 5 || n > in->ndim || in->ndim < 1) return loom_legal_unsupported(call, "for this form");
-  bounds_key key = {false, false, in->dtype, {0}, in->ndim, n, na > 3, na > 4};
+  bounds_key key = {false, false, in->dtype, {0}, in->ndim, n, na > 3, na > 4, NULL, -1};
   for (size_t i = 1; i < na; i++) key.types[i - 1] = call->u.call.args[i]->sinfo->dtype;
   loom_graph_expr *params;
   LOOM_PROPAGATE(add_bounds(x, &key, na, call->u.call.args, &params));
   char name[128];
   snprintf(name, sizeof name, "slice_any_%s_r%d", loom_dtype_name(in->dtype), in->ndim);
-  loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
-  if (!tp) {
-    LOOM_PROPAGATE(loom_tp_gen_slice_any(loom_graph_module_arena(x->m), loom_graph_module_sym(x->m), name, in->dtype, in->ndim, &tp));
-    LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
-  }
   loom_graph_expr *args[2] = {call->u.call.args[0], params};
-  *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), 2, args, out);
-  return *value ? LOOM_OK : LOOM_OOM();
+  return loom_lx_call(x, name, gen_bounded, &key, 2, args, out, value);
 }
 
 /* y = pad(x, pads[, value[, axes]]) ->
@@ -508,7 +521,7 @@ static loom_status expand_pad(loom_lx *x, loom_graph_expr **value) {
   if (na > 4 || np != 2 * nax || nax > in->ndim || in->ndim < 1 || (vs && vs->ndim > 1))
     return loom_legal_unsupported(call, "for this form");
   bounds_key key = {true, false, in->dtype, {call->u.call.args[1]->sinfo->dtype, na > 3 ? call->u.call.args[3]->sinfo->dtype : LOOM_DTYPE_I64},
-                    in->ndim, nax, na > 3, false};
+                    in->ndim, nax, na > 3, false, NULL, -1};
   loom_graph_expr *bargs[3] = {call->u.call.args[0], call->u.call.args[1], na > 3 ? call->u.call.args[3] : NULL}, *params;
   LOOM_PROPAGATE(add_bounds(x, &key, na > 3 ? 3 : 2, bargs, &params));
   double v = loom_graph_attr_get_float(call, "value", 0);
@@ -518,15 +531,10 @@ static loom_status expand_pad(loom_lx *x, loom_graph_expr **value) {
   else
     snprintf(name, sizeof name, "pad_%s_r%d_rt_%016llx", loom_dtype_name(in->dtype), in->ndim,
              (unsigned long long)loom_hash_bytes(&v, sizeof v));
-  loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
-  if (!tp) {
-    LOOM_PROPAGATE(loom_tp_gen_pad(loom_graph_module_arena(x->m), loom_graph_module_sym(x->m), name, in->dtype, in->ndim, text, true,
-                                   vs ? vs->ndim : -1, &tp));
-    LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
-  }
   loom_graph_expr *args[3] = {call->u.call.args[0], params, vs ? call->u.call.args[2] : NULL};
-  *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), vs ? 3 : 2, args, out);
-  return *value ? LOOM_OK : LOOM_OOM();
+  key.value_text = text;
+  key.value_rank = vs ? vs->ndim : -1;
+  return loom_lx_call(x, name, gen_bounded, &key, vs ? 3 : 2, args, out, value);
 }
 
 /* ---- arange with run-time bounds ------------------------------------------------------------------ */
@@ -565,13 +573,7 @@ static loom_status expand_arange(loom_lx *x, loom_graph_expr **value) {
   LOOM_PROPAGATE(loom_lx_bind_dims(x, "shape", len, 1, out->dims));
   key.extents = false;
   snprintf(name, sizeof name, "range_%s_%d%d%d", loom_dtype_name(key.t), key.ranks[0], key.ranks[1], key.ranks[2]);
-  loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
-  if (!tp) {
-    LOOM_PROPAGATE(gen_range(x->m, name, &key, &tp));
-    LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
-  }
-  *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), 3, call->u.call.args, out);
-  return *value ? LOOM_OK : LOOM_OOM();
+  return loom_lx_call(x, name, gen_range, &key, 3, call->u.call.args, out, value);
 }
 
 /* ---- nonzero ------------------------------------------------------------------------------------ */
@@ -605,13 +607,7 @@ static loom_status expand_nonzero(loom_lx *x, loom_graph_expr **value) {
   LOOM_PROPAGATE(loom_lx_bind_dims(x, "shape", cnt, 1, &out->dims[1]));
   key.count = false;
   snprintf(name, sizeof name, "nonzero_%s_r%d", loom_dtype_name(in->dtype), in->ndim);
-  loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
-  if (!tp) {
-    LOOM_PROPAGATE(gen_nonzero(x->m, name, &key, &tp));
-    LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
-  }
-  *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), 1, &arg, out);
-  return *value ? LOOM_OK : LOOM_OOM();
+  return loom_lx_call(x, name, gen_nonzero, &key, 1, &arg, out, value);
 }
 
 /* ---- unique and non_max_suppression --------------------------------------------------------------- */
@@ -673,13 +669,7 @@ static loom_status expand_unique(loom_lx *x, loom_graph_expr **value) {
     }
     const loom_sinfo *si = full ? out->fields[p - 1] : out;
     if (!full) {
-      loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
-      if (!tp) {
-        LOOM_PROPAGATE(gen_unique(x->m, name, &key, &tp));
-        LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
-      }
-      *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), 1, &arg, out);
-      return *value ? LOOM_OK : LOOM_OOM();
+      return loom_lx_call(x, name, gen_unique, &key, 1, &arg, out, value);
     }
     LOOM_PROPAGATE(loom_lx_add_tp(x, parts[p], name, gen_unique, &key, 1, &arg, si, &items[p - 1]));
   }
@@ -729,13 +719,7 @@ static loom_status expand_nms(loom_lx *x, loom_graph_expr **value) {
   LOOM_PROPAGATE(loom_lx_add_tp(x, "dims", cname, gen_nms, &key, 5, call->u.call.args, vec, &cnt));
   LOOM_PROPAGATE(loom_lx_bind_dims(x, "shape", cnt, 1, &out->dims[0]));
   key.count = false;
-  loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
-  if (!tp) {
-    LOOM_PROPAGATE(gen_nms(x->m, name, &key, &tp));
-    LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
-  }
-  *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), 5, call->u.call.args, out);
-  return *value ? LOOM_OK : LOOM_OOM();
+  return loom_lx_call(x, name, gen_nms, &key, 5, call->u.call.args, out, value);
 }
 
 /* ---- entry ------------------------------------------------------------------------------------ */

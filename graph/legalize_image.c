@@ -253,15 +253,7 @@ static loom_status aa_chain(loom_lx *x, const loom_tp_resize *rz, loom_graph_exp
     args[crop ? 3 : 2] = loom_graph_sym_new(x->m, n[k]);
     if (!si || !args[crop ? 3 : 2]) return LOOM_OOM();
     size_t na = crop ? 4 : 3;
-    if (k == last) {
-      loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
-      if (!tp) {
-        LOOM_PROPAGATE(gen_aa_axis(x->m, name, &key, &tp));
-        LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
-      }
-      *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), na, args, out);
-      return *value ? LOOM_OK : LOOM_OOM();
-    }
+    if (k == last) return loom_lx_call(x, name, gen_aa_axis, &key, na, args, out, value);
     char suffix[16];
     snprintf(suffix, sizeof suffix, "a%d", k);
     LOOM_PROPAGATE(loom_lx_add_tp(x, suffix, name, gen_aa_axis, &key, na, args, si, &cur));

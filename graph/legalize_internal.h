@@ -48,6 +48,10 @@ typedef loom_status (*loom_lx_gen)(loom_graph_module *m, const char *name, const
 /* Adds `<b's var>_<suffix> = value` with struct info si; its var, or NULL (out of memory). */
 loom_graph_expr *loom_lx_add(loom_lx *x, const char *suffix, loom_graph_binding_kind kind, loom_graph_expr *value,
                              const loom_sinfo *si);
+/* The call of program `name` (made by gen when the module lacks it) on args, result struct info
+ * si, in *call (no binding: the rewritten binding's value). */
+loom_status loom_lx_call(loom_lx *x, const char *name, loom_lx_gen gen, const void *ctx, size_t nargs, loom_graph_expr *const *args,
+                         const loom_sinfo *si, loom_graph_expr **call);
 /* Adds a call of program `name` (made by gen when missing) on args, result struct info si. */
 loom_status loom_lx_add_tp(loom_lx *x, const char *suffix, const char *name, loom_lx_gen gen, const void *ctx, size_t nargs,
                            loom_graph_expr *const *args, const loom_sinfo *si, loom_graph_expr **out);

@@ -56,6 +56,12 @@ void loom_tpg_substitute(loom_strbuf *sb, const char *expr, const char *const *n
   }
 }
 
+void loom_tpg_open_x(loom_strbuf *sb, const char *name, int rank, loom_dtype t) {
+  loom_strbuf_init(sb, NULL);
+  loom_strbuf_printf(sb, "prim @%s(X: ", name);
+  loom_tpg_buffer_type(sb, loom_tpg_dims_d(), rank, t);
+}
+
 void loom_tpg_buffer_type(loom_strbuf *sb, const char *const *dims, int rank, loom_dtype t) {
   loom_strbuf_puts(sb, "Buffer[(");
   for (int d = 0; d < rank; d++) loom_strbuf_printf(sb, "%s%s", d ? ", " : "", dims[d]);

@@ -29,9 +29,7 @@ loom_status loom_tp_gen_reduce_any(loom_arena *a, loom_sym_ctx *cx, const char *
   loom_tpg_loop_indices(yi, sizeof yi, rank);
   if (rank == 0) snprintf(yi, sizeof yi, "0");
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, d, rank, t);
+  loom_tpg_open_x(&sb, name, rank, t);
   loom_strbuf_puts(&sb, ", Y: ");
   loom_tpg_buffer_type(&sb, odims, rank, t);
   loom_strbuf_puts(&sb, ") {\n");
@@ -88,9 +86,7 @@ loom_status loom_tp_gen_axes_dims(loom_arena *a, loom_sym_ctx *cx, const char *n
   int len = form == LOOM_TP_AXES_REDUCE_KEEPDIMS ? rank : form == LOOM_TP_AXES_REDUCE ? 2 * rank - n
           : form == LOOM_TP_AXES_SQUEEZE ? rank - n : form == LOOM_TP_AXES_EXPAND ? rank + n : 1;
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, d, rank, tx);
+  loom_tpg_open_x(&sb, name, rank, tx);
   char adims[16] = "";
   if (arank) snprintf(adims, sizeof adims, "%d,", n);
   loom_strbuf_printf(&sb, ", A: Buffer[(%s), %s], S: Buffer[(%d,), i64]) {\n", adims, loom_dtype_name(ta), len);
@@ -144,9 +140,7 @@ loom_status loom_tp_gen_reshape_dims(loom_arena *a, loom_sym_ctx *cx, const char
   if (!loom_dtype_is_int(ta)) return LOOM_ERROR(INVALID_ARGUMENT, "a reshape target of dtype %s", loom_dtype_name(ta));
   const char *const *d = loom_tpg_dims_d();
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, d, rank, tx);
+  loom_tpg_open_x(&sb, name, rank, tx);
   loom_strbuf_printf(&sb, ", A: Buffer[(%d,), %s], S: Buffer[(%d,), i64]) {\nalloc V: Local[(%d,), i64]\n", n,
                      loom_dtype_name(ta), n, n);
   for (int i = 0; i < n; i++) {
@@ -202,9 +196,7 @@ loom_status loom_tp_gen_slice_params(loom_arena *a, loom_sym_ctx *cx, const char
   if (n < 1 || n > rank) return LOOM_ERROR(INVALID_ARGUMENT, "slice bounds for %d axes of rank %d", n, rank);
   const char *const *d = loom_tpg_dims_d();
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, d, rank, tx);
+  loom_tpg_open_x(&sb, name, rank, tx);
   loom_strbuf_puts(&sb, ", ");
   int_buffer(&sb, "B", n, types[0]);
   int_buffer(&sb, "E", n, types[1]);
@@ -269,9 +261,7 @@ loom_status loom_tp_gen_pad_params(loom_arena *a, loom_sym_ctx *cx, const char *
   if (nax < 1 || nax > rank) return LOOM_ERROR(INVALID_ARGUMENT, "pads for %d axes of rank %d", nax, rank);
   const char *const *d = loom_tpg_dims_d();
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, d, rank, tx);
+  loom_tpg_open_x(&sb, name, rank, tx);
   loom_strbuf_puts(&sb, ", ");
   int_buffer(&sb, "P", 2 * nax, tp);
   if (has_axes) int_buffer(&sb, "A", nax, ta);

@@ -11,9 +11,7 @@ loom_status loom_tp_gen_unary(loom_arena *a, loom_sym_ctx *cx, const char *name,
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
   const char *const *d = loom_tpg_dims_d();
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, d, rank, in);
+  loom_tpg_open_x(&sb, name, rank, in);
   loom_strbuf_puts(&sb, ", Y: ");
   loom_tpg_buffer_type(&sb, d, rank, out);
   loom_strbuf_puts(&sb, ") {\n");
@@ -126,9 +124,7 @@ loom_status loom_tp_gen_tri(loom_arena *a, loom_sym_ctx *cx, const char *name, l
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
   const char *const *d = loom_tpg_dims_d();
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, d, rank, t);
+  loom_tpg_open_x(&sb, name, rank, t);
   if (krank < 0) loom_strbuf_puts(&sb, ", k: i64, Y: ");
   else loom_strbuf_printf(&sb, ", K: Buffer[(%s), %s], Y: ", krank ? "1," : "", loom_dtype_name(kt));
   loom_tpg_buffer_type(&sb, d, rank, t);

@@ -13,6 +13,9 @@
 loom_status loom_tpg_finish(loom_arena *a, loom_sym_ctx *cx, loom_strbuf *sb, loom_tp_func **result);
 /* Appends `expr` with each whole-word occurrence of names[i] replaced by (repl[i]). */
 void loom_tpg_substitute(loom_strbuf *sb, const char *expr, const char *const *names, const char *const *repl, int n);
+/* Starts a program in a fresh sb: "prim @name(X: Buffer[(d0, d1, ..), t]" (its first buffer X,
+ * dims named d<k>); the caller appends the other parameters. */
+void loom_tpg_open_x(loom_strbuf *sb, const char *name, int rank, loom_dtype t);
 /* Appends "Buffer[(dims...), t]". */
 void loom_tpg_buffer_type(loom_strbuf *sb, const char *const *dims, int rank, loom_dtype t);
 /* Appends "X: Buffer[(a0, a1, ...), t]" with dims named a<k>. */

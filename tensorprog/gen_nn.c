@@ -120,12 +120,9 @@ loom_status loom_tp_gen_batch_norm(loom_arena *a, loom_sym_ctx *cx, const char *
                                    double eps, loom_tp_func **result) {
   if (rank < 2) return LOOM_ERROR(INVALID_ARGUMENT, "batch_norm needs rank >= 2");
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
-  const char *const *d = loom_tpg_dims_d();
   const char *tn = loom_dtype_name(t), *one[1] = {"d1"};
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, d, rank, t);
+  loom_tpg_open_x(&sb, name, rank, t);
   static const char *const names[4] = {"gamma", "beta", "mean", "var"};
   for (int i = 0; i < 4; i++) {
     loom_strbuf_printf(&sb, ", %s: ", names[i]);
@@ -161,9 +158,7 @@ loom_status loom_tp_gen_group_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   snprintf(eps_text, sizeof eps_text, "%.17g", eps);
   if (!strpbrk(eps_text, ".eEn")) strcat(eps_text, ".0");
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, d, rank, t);
+  loom_tpg_open_x(&sb, name, rank, t);
   loom_strbuf_puts(&sb, ", gamma: ");
   loom_tpg_buffer_type(&sb, one, 1, t);
   loom_strbuf_puts(&sb, ", beta: ");

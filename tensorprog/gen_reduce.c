@@ -31,9 +31,7 @@ loom_status loom_tp_gen_reduce(loom_arena *a, loom_sym_ctx *cx, const char *name
   }
   if (orank == 0) snprintf(oidx, sizeof oidx, "0"); /* a full reduction to a 1-element tensor */
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, d, rank, t);
+  loom_tpg_open_x(&sb, name, rank, t);
   loom_strbuf_puts(&sb, ", Y: ");
   if (orank == 0) {
     const char *one[1] = {"1"};
@@ -84,9 +82,7 @@ loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *nam
   const char *s = loom_dtype_name(st), *tn = st == t ? "" : loom_dtype_name(t);
   const char *sc = st == t ? "" : s;
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, d, rank, t);
+  loom_tpg_open_x(&sb, name, rank, t);
   loom_strbuf_puts(&sb, ", Y: ");
   loom_tpg_buffer_type(&sb, d, rank, t);
   loom_strbuf_puts(&sb, ") {\n");
@@ -132,9 +128,7 @@ loom_status loom_tp_gen_layer_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   const char *sc = st == t ? "" : s; /* see loom_tp_gen_softmax */
   int first = rank - naxes;
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, d, rank, t);
+  loom_tpg_open_x(&sb, name, rank, t);
   loom_strbuf_puts(&sb, ", gamma: ");
   loom_tpg_buffer_type(&sb, d + first, naxes, t);
   if (!rms) {
@@ -205,9 +199,7 @@ loom_status loom_tp_gen_argext(loom_arena *a, loom_sym_ctx *cx, const char *name
   for (int k = 0; k < rank; k++)
     if (k != axis) keep[nk++] = k;
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, d, rank, t);
+  loom_tpg_open_x(&sb, name, rank, t);
   loom_strbuf_puts(&sb, ", Y: ");
   if (orank == 0) {
     const char *one[1] = {"1"};
@@ -268,9 +260,7 @@ static loom_status gen_cumulative(loom_arena *a, loom_sym_ctx *cx, const char *n
     return LOOM_ERROR(INVALID_ARGUMENT, "%s axis %d is outside [0, %d)", prod ? "cumprod" : "cumsum", axis, rank);
   const char *const *d = loom_tpg_dims_d();
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, d, rank, t);
+  loom_tpg_open_x(&sb, name, rank, t);
   loom_strbuf_puts(&sb, axis < 0 ? ", a: i64, Y: " : ", Y: ");
   loom_tpg_buffer_type(&sb, d, rank, t);
   loom_strbuf_puts(&sb, ") {\n");

@@ -22,9 +22,7 @@ loom_status loom_tp_gen_nonzero(loom_arena *a, loom_sym_ctx *cx, const char *nam
   loom_tpg_loop_indices(xi, sizeof xi, rank);
   const char *zero = t == LOOM_DTYPE_BOOL ? "false" : loom_dtype_is_float(t) ? "0.0" : "0";
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, d, rank, t);
+  loom_tpg_open_x(&sb, name, rank, t);
   if (count) loom_strbuf_puts(&sb, ", S: Buffer[(1,), i64]) {\nS[0] = 0\n");
   else loom_strbuf_printf(&sb, ", Y: Buffer[(%d, nnz), i64]) {\nalloc C: Local[(1,), i64]\n", rank);
   int axes[LOOM_TP_GEN_MAX_RANK];
@@ -82,9 +80,7 @@ loom_status loom_tp_gen_unique(loom_arena *a, loom_sym_ctx *cx, const char *name
   const char *const *d = loom_tpg_dims_d();
   const char *N = d[axis];
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, d, rank, t);
+  loom_tpg_open_x(&sb, name, rank, t);
   switch (part) {
     case LOOM_TP_UNIQUE_COUNT: loom_strbuf_puts(&sb, ", S: Buffer[(1,), i64]"); break;
     case LOOM_TP_UNIQUE_VALUES: {
