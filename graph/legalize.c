@@ -859,8 +859,8 @@ loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr
   /* float8, int4, ...: the reference interpreter runs them; tensor programs do not take them */
   for (size_t i = 0; i <= call->u.call.nargs; i++) {
     const loom_sinfo *si = i < call->u.call.nargs ? call->u.call.args[i]->sinfo : out;
-    if (si && si->kind == LOOM_SINFO_TENSOR && loom_dtype_is_lowp(si->dtype))
-      return LOOM_ERROR(UNIMPLEMENTED, "%s: no legalization for dtype %s (low-precision dtypes run on the interpreter only)",
+    if (si && si->kind == LOOM_SINFO_TENSOR && loom_dtype_is_lowp_float(si->dtype))
+      return LOOM_ERROR(UNIMPLEMENTED, "%s: no legalization for dtype %s (the low-precision floats run on the interpreter only)",
                         loom_graph_op_name(call->u.call.op), loom_dtype_name(si->dtype));
   }
   switch (call->u.call.op) {

@@ -45,11 +45,11 @@ static value load_elem(loom_dtype t, const void *base, int64_t off) {
   const char *p = (const char *)base + (size_t)off * loom_dtype_size(t);
   switch (t) {
     case LOOM_DTYPE_BOOL: { uint8_t x; memcpy(&x, p, 1); v.i = x != 0; break; }
-    case LOOM_DTYPE_I8: { int8_t x; memcpy(&x, p, 1); v.i = x; break; }
+    case LOOM_DTYPE_I8: case LOOM_DTYPE_I4: case LOOM_DTYPE_I2: { int8_t x; memcpy(&x, p, 1); v.i = x; break; }
     case LOOM_DTYPE_I16: { int16_t x; memcpy(&x, p, 2); v.i = x; break; }
     case LOOM_DTYPE_I32: { int32_t x; memcpy(&x, p, 4); v.i = x; break; }
     case LOOM_DTYPE_I64: { int64_t x; memcpy(&x, p, 8); v.i = x; break; }
-    case LOOM_DTYPE_U8: { uint8_t x; memcpy(&x, p, 1); v.i = x; break; }
+    case LOOM_DTYPE_U8: case LOOM_DTYPE_U4: case LOOM_DTYPE_U2: { uint8_t x; memcpy(&x, p, 1); v.i = x; break; }
     case LOOM_DTYPE_U16: { uint16_t x; memcpy(&x, p, 2); v.i = x; break; }
     case LOOM_DTYPE_U32: { uint32_t x; memcpy(&x, p, 4); v.i = x; break; }
     case LOOM_DTYPE_U64: { uint64_t x; memcpy(&x, p, 8); v.i = (int64_t)x; break; }
@@ -66,7 +66,11 @@ static void store_elem(loom_dtype t, void *base, int64_t off, value v) {
   char *p = (char *)base + (size_t)off * loom_dtype_size(t);
   switch (t) {
     case LOOM_DTYPE_BOOL: { uint8_t x = v.i != 0; memcpy(p, &x, 1); break; }
-    case LOOM_DTYPE_I8: case LOOM_DTYPE_U8: { uint8_t x = (uint8_t)v.i; memcpy(p, &x, 1); break; }
+    case LOOM_DTYPE_I8: case LOOM_DTYPE_U8: case LOOM_DTYPE_I4: case LOOM_DTYPE_U4: case LOOM_DTYPE_I2: case LOOM_DTYPE_U2: {
+      uint8_t x = (uint8_t)v.i;
+      memcpy(p, &x, 1);
+      break;
+    }
     case LOOM_DTYPE_I16: case LOOM_DTYPE_U16: { uint16_t x = (uint16_t)v.i; memcpy(p, &x, 2); break; }
     case LOOM_DTYPE_I32: case LOOM_DTYPE_U32: { uint32_t x = (uint32_t)v.i; memcpy(p, &x, 4); break; }
     case LOOM_DTYPE_I64: case LOOM_DTYPE_U64: { memcpy(p, &v.i, 8); break; }
@@ -88,6 +92,10 @@ static int64_t wrap_int(loom_dtype t, uint64_t x) {
     case LOOM_DTYPE_U8: return (uint8_t)x;
     case LOOM_DTYPE_U16: return (uint16_t)x;
     case LOOM_DTYPE_U32: return (uint32_t)x;
+    case LOOM_DTYPE_I4: return (int64_t)(x << 60) >> 60; /* the 4- and 2-bit integers, sign-extended */
+    case LOOM_DTYPE_U4: return (int64_t)(x & 0xf);
+    case LOOM_DTYPE_I2: return (int64_t)(x << 62) >> 62;
+    case LOOM_DTYPE_U2: return (int64_t)(x & 0x3);
     default: return (int64_t)x;
   }
 }
@@ -330,6 +338,8 @@ static loom_status eval_expr(interp *it, const loom_tp_expr *e, value *out) {
         int bits = (int)loom_dtype_bits(to);
         if (to == LOOM_DTYPE_BOOL) out->i = v.f != 0;
         else if (isnan(x)) out->i = 0;
+        else if (loom_dtype_is_lowp(to)) /* 4- and 2-bit: truncate, keep the low bits (base/lowp.c) */
+          out->i = wrap_int(to, (uint64_t)(x >= -9223372036854775808.0 && x < 9223372036854775808.0 ? (int64_t)x : INT64_MIN));
         else if (is_unsigned(to)) {
           double hi = bits >= 64 ? 18446744073709551615.0 : (double)((1ull << bits) - 1);
           out->i = wrap_int(to, x <= 0 ? 0 : x >= hi ? (bits >= 64 ? UINT64_MAX : (1ull << bits) - 1) : (uint64_t)x);

@@ -34,6 +34,7 @@ bool loom_dtype_parse(const char *s, size_t len, loom_dtype *out) {
 unsigned loom_dtype_bits(loom_dtype t) { return infos[t].bits; }
 unsigned loom_dtype_width(loom_dtype t) { return infos[t].width; }
 bool loom_dtype_is_lowp(loom_dtype t) { return t > LOOM_DTYPE_F64 && t < LOOM_DTYPE_COUNT; }
+bool loom_dtype_is_lowp_float(loom_dtype t) { return loom_dtype_is_lowp(t) && infos[t].kind == LOOM_DTYPE_KIND_FLOAT; }
 size_t loom_dtype_size(loom_dtype t) { return infos[t].bits / 8; }
 loom_dtype_kind loom_dtype_kind_of(loom_dtype t) { return infos[t].kind; }
 bool loom_dtype_is_float(loom_dtype t) { return infos[t].kind == LOOM_DTYPE_KIND_FLOAT; }

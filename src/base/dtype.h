@@ -33,6 +33,9 @@ bool loom_dtype_is_signed(loom_dtype t);
 /* The low-precision types (float8, float4, e8m0, 4- and 2-bit integers; base/lowp.h):
  * values only the data-movement and conversion ops handle. */
 bool loom_dtype_is_lowp(loom_dtype t);
+/* The low-precision floats (float8, float4, e8m0): tensor programs do not take them. The 4- and
+ * 2-bit integers (stored one per byte, sign-extended) are integers of a narrower width there. */
+bool loom_dtype_is_lowp_float(loom_dtype t);
 
 /* Half-precision conversions (round to nearest even; NaN and infinities kept). */
 float loom_f16_to_f32(uint16_t h);

@@ -45,19 +45,20 @@ const loom_vm_exec *loom_compiled_exec(const loom_compiled *c) { return c->exe; 
 loom_graph_module *loom_compiled_module(const loom_compiled *c) { return c->m; }
 loom_compile_times loom_compiled_times(const loom_compiled *c) { return c->times; }
 
-/* The low-precision dtype in `si` (a tensor or a tuple of them), or LOOM_DTYPE_COUNT. */
+/* The low-precision float dtype in `si` (a tensor or a tuple of them), or LOOM_DTYPE_COUNT. */
 static loom_dtype lowp_in(const loom_sinfo *si) {
   if (!si) return LOOM_DTYPE_COUNT;
   if (si->kind == LOOM_SINFO_TUPLE)
     for (size_t i = 0; i < si->nfields; i++)
       if (lowp_in(si->fields[i]) != LOOM_DTYPE_COUNT) return lowp_in(si->fields[i]);
-  if ((si->kind == LOOM_SINFO_TENSOR || si->kind == LOOM_SINFO_SCALAR) && loom_dtype_is_lowp(si->dtype))
+  if ((si->kind == LOOM_SINFO_TENSOR || si->kind == LOOM_SINFO_SCALAR) && loom_dtype_is_lowp_float(si->dtype))
     return si->dtype;
   return LOOM_DTYPE_COUNT;
 }
 
-/* Float8, int4, ... (loom_dtype_is_lowp) run on the reference interpreter only: a compiled
- * function refuses them up front, naming the parameter or binding. */
+/* Float8, float4, e8m0 (loom_dtype_is_lowp_float) run on the reference interpreter only: a
+ * compiled function refuses them up front, naming the parameter or binding. (The 4- and 2-bit
+ * integers compile: integers of that width, one per byte.) */
 static loom_status refuse_lowp(loom_graph_module *m) {
   for (size_t i = 0; i < loom_graph_module_num_funcs(m); i++) {
     const loom_graph_func *f = loom_graph_module_func_at(m, i);
@@ -71,8 +72,8 @@ static loom_status refuse_lowp(loom_graph_module *m) {
         if ((dt = lowp_in(v->sinfo)) != LOOM_DTYPE_COUNT) what = v->u.var.name;
       }
     if (dt != LOOM_DTYPE_COUNT)
-      return LOOM_ERROR(UNIMPLEMENTED, "function @%s: '%s' has dtype %s; the low-precision dtypes run on the reference "
-                        "interpreter only (loom eval), not compiled", f->name, what, loom_dtype_name(dt));
+      return LOOM_ERROR(UNIMPLEMENTED, "function @%s: '%s' has dtype %s; the low-precision floats (float8, float4, "
+                        "e8m0) run on the reference interpreter only (loom eval), not compiled", f->name, what, loom_dtype_name(dt));
   }
   return LOOM_OK;
 }

@@ -65,6 +65,7 @@ LLVMTypeRef cg_reg_type(cg *g, loom_dtype t) {
   switch (t) {
     case LOOM_DTYPE_BOOL: return g->t_i1;
     case LOOM_DTYPE_I8: case LOOM_DTYPE_U8: return g->t_i8;
+    case LOOM_DTYPE_I4: case LOOM_DTYPE_U4: case LOOM_DTYPE_I2: case LOOM_DTYPE_U2: return g->t_i8; /* one per byte */
     case LOOM_DTYPE_I16: case LOOM_DTYPE_U16: return g->t_i16;
     case LOOM_DTYPE_I32: case LOOM_DTYPE_U32: return g->t_i32;
     case LOOM_DTYPE_I64: case LOOM_DTYPE_U64: return g->t_i64;
@@ -301,6 +302,16 @@ LLVMValueRef cg_from_mem(cg *g, loom_dtype t, LLVMValueRef v) {
 }
 
 /* Rounds a float register value to the precision of `t` (f16/bf16). */
+/* A 4- or 2-bit integer result in its i8 register: the low bits, sign- or zero-extended. */
+static LLVMValueRef wrap_narrow(cg *g, loom_dtype t, LLVMValueRef v) {
+  unsigned w = loom_dtype_width(t);
+  if (!loom_dtype_is_int(t) || w >= loom_dtype_bits(t)) return v;
+  LLVMTypeRef ty = LLVMTypeOf(v);
+  if (!loom_dtype_is_signed(t)) return LLVMBuildAnd(g->b, v, cg_ki(ty, (1ll << w) - 1), "");
+  LLVMValueRef k = cg_ki(ty, 8 - (long long)w);
+  return LLVMBuildAShr(g->b, LLVMBuildShl(g->b, v, k, ""), k, "");
+}
+
 static LLVMValueRef round_to(cg *g, loom_dtype t, LLVMValueRef v) {
   if (t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16) return cg_from_mem(g, t, cg_to_mem(g, t, v));
   return v;
@@ -599,7 +610,7 @@ static LLVMValueRef op_expr(cg *g, const loom_tp_expr *e) {
       for (int i = 0; i < n; i++) a[i] = cg_splat(g, a[i], g->lanes);
   }
   if (loom_dtype_is_float(t)) return float_op(g, op, t, a);
-  return int_op(g, op, t, a);
+  return wrap_narrow(g, e->dtype, int_op(g, op, t, a));
 }
 
 static LLVMValueRef cast_expr(cg *g, const loom_tp_expr *e) {
@@ -615,6 +626,13 @@ static LLVMValueRef cast_expr(cg *g, const loom_tp_expr *e) {
   }
   if (ff) {
     if (to == LOOM_DTYPE_BOOL) return LLVMBuildFCmp(g->b, LLVMRealUNE, v, LLVMConstReal(LLVMTypeOf(v), 0.0), "");
+    if (loom_dtype_is_lowp(to)) { /* 4- / 2-bit: truncate to i64 (NaN 0, out of range INT64_MIN), keep the low bits */
+      LLVMTypeRef t64 = like_ty(LLVMTypeOf(v), g->t_i64);
+      LLVMValueRef w = cg_call_intrinsic(g, "llvm.fptosi.sat", t64, &v, 1);
+      LLVMValueRef big = LLVMBuildFCmp(g->b, LLVMRealOGE, v, cg_kf(LLVMTypeOf(v), 9223372036854775808.0), "");
+      w = LLVMBuildSelect(g->b, big, cg_ki(t64, INT64_MIN), w, "");
+      return wrap_narrow(g, to, LLVMBuildTrunc(g->b, w, tt, ""));
+    }
     return cg_call_intrinsic(g, loom_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", tt, &v, 1);
   }
   bool su = loom_dtype_kind_of(from) == LOOM_DTYPE_KIND_UINT || from == LOOM_DTYPE_BOOL;
@@ -626,7 +644,7 @@ static LLVMValueRef cast_expr(cg *g, const loom_tp_expr *e) {
     return round_to(g, to, r);
   }
   if (to == LOOM_DTYPE_BOOL) return LLVMBuildICmp(g->b, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "");
-  return LLVMBuildIntCast2(g->b, v, tt, su ? 0 : 1, "");
+  return wrap_narrow(g, to, LLVMBuildIntCast2(g->b, v, tt, su ? 0 : 1, ""));
 }
 
 LLVMValueRef cg_expr(cg *g, const loom_tp_expr *e) {

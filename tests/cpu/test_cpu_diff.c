@@ -215,6 +215,21 @@ LOOM_TEST(cpu, float_to_narrow_int_casts_saturate_at_the_target_range) {
                "  }\n}\n", &o);
 }
 
+/* The 4- and 2-bit integers: one per byte, arithmetic wraps at their width, float -> narrow int
+ * truncates and keeps the low bits (as base/lowp.c), compiled as in the interpreter. */
+LOOM_TEST(cpu, four_and_two_bit_integers_wrap_at_their_width) {
+  cpu_diff_opts o = opts(small, 12, 0);
+  diff_program("prim @nib(X: Buffer[(n,), f32], A: Buffer[(n,), i4], B: Buffer[(n,), u4], C: Buffer[(n,), i2],\n"
+               "          D: Buffer[(n,), u2], E: Buffer[(n,), i32]) {\n"
+               "  for i in 0..n vectorize {\n"
+               "    A[i] = i4(X[i] * 20.0)\n"
+               "    B[i] = u4(X[i] * 20.0) + u4(i32(X[i] * 7.0))\n"
+               "    C[i] = i2(A[i]) * i2(A[i])\n"
+               "    D[i] = u2(B[i]) - u2(C[i])\n"
+               "    E[i] = i32(A[i]) * 100i32 + i32(B[i]) * 10i32 + i32(C[i]) + i32(D[i])\n"
+               "  }\n}\n", &o);
+}
+
 LOOM_TEST(cpu, half_precision_storage) {
   cpu_diff_opts o = opts(medium, 10, 0);
   diff_program("prim @h(A: Buffer[(n,), f16], B: Buffer[(n,), bf16], C: Buffer[(n,), f16], D: Buffer[(n,), bf16],\n"

@@ -142,6 +142,9 @@ static const op_case unary_cases[] = {
     {"x: Tensor[(n, 5), f32]", "clip(x, min=-0.5, max=0.75)", 1, {{{7, 5}}}},
     {"x: Tensor[(n, 5), f32]", "cast(x, dtype=i32)", 1, {{{7, 5}}}},
     {"x: Tensor[(n, 5), i32]", "cast(x, dtype=f64)", 1, {{{7, 5}}}},
+    {"x: Tensor[(n, 5), f32]", "cast(x, dtype=i4)", 1, {{{7, 5}}}}, /* the 4- / 2-bit integers: integers of that width */
+    {"x: Tensor[(n, 5), i32]", "cast(x, dtype=u2)", 1, {{{7, 5}}}},
+    {"x: Tensor[(n, 5), u4]", "cast(x, dtype=f32)", 1, {{{7, 5}}}},
     {"x: Tensor[(n, 5), i64]", "abs(x)", 1, {{{7, 5}}}},
     {"x: Tensor[(n,), bool]", "not(x)", 1, {{{11}}}},
     /* bitcast: float <-> integer through the program's bitcast, the rest as value casts */
