@@ -746,6 +746,8 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
     if (reduce_table[i].op == op) return legalize_reduce(m, call, reduce_table[i].kind, out_tp);
   switch (op) {
     case LOOM_GRAPH_OP_CAST: {
+      if (loom_dtype_is_lowp_float(out->dtype) && !loom_graph_attr_get_int(call, "saturate", 1))
+        return loom_legal_unsupported(call, "to a float8 / float4 dtype with saturate=false (programs saturate)");
       char expr[32];
       snprintf(expr, sizeof expr, "%s(x)", loom_dtype_name(out->dtype));
       return legalize_unary(m, call, out, expr, out_tp);
@@ -859,8 +861,8 @@ loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr
   /* float8, int4, ...: the reference interpreter runs them; tensor programs do not take them */
   for (size_t i = 0; i <= call->u.call.nargs; i++) {
     const loom_sinfo *si = i < call->u.call.nargs ? call->u.call.args[i]->sinfo : out;
-    if (si && si->kind == LOOM_SINFO_TENSOR && loom_dtype_is_lowp_float(si->dtype))
-      return LOOM_ERROR(UNIMPLEMENTED, "%s: no legalization for dtype %s (the low-precision floats run on the interpreter only)",
+    if (si && si->kind == LOOM_SINFO_TENSOR && si->dtype == LOOM_DTYPE_F8E8M0)
+      return LOOM_ERROR(UNIMPLEMENTED, "%s: no legalization for dtype %s (e8m0 runs on the interpreter only)",
                         loom_graph_op_name(call->u.call.op), loom_dtype_name(si->dtype));
   }
   switch (call->u.call.op) {

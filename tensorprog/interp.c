@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/lowp.h"
 #include "base/vec.h"
 #include "tensorprog/tp_ir.h"
 
@@ -57,7 +58,9 @@ static value load_elem(loom_dtype t, const void *base, int64_t off) {
     case LOOM_DTYPE_BF16: { uint16_t x; memcpy(&x, p, 2); v.f = loom_bf16_to_f32(x); break; }
     case LOOM_DTYPE_F32: { float x; memcpy(&x, p, 4); v.f = x; break; }
     case LOOM_DTYPE_F64: { double x; memcpy(&x, p, 8); v.f = x; break; }
-    default: break;
+    default:
+      if (loom_dtype_is_lowp_float(t)) v.f = loom_lowp_to_f64(t, *(const uint8_t *)p);
+      break;
   }
   return v;
 }
@@ -78,7 +81,9 @@ static void store_elem(loom_dtype t, void *base, int64_t off, value v) {
     case LOOM_DTYPE_BF16: { uint16_t x = loom_f32_to_bf16((float)v.f); memcpy(p, &x, 2); break; }
     case LOOM_DTYPE_F32: { float x = (float)v.f; memcpy(p, &x, 4); break; }
     case LOOM_DTYPE_F64: { memcpy(p, &v.f, 8); break; }
-    default: break;
+    default:
+      if (loom_dtype_is_lowp_float(t)) *(uint8_t *)p = loom_lowp_from_f64(t, v.f, true); /* saturating, as Cast's default */
+      break;
   }
 }
 
@@ -106,7 +111,7 @@ static double round_float(loom_dtype t, double x) {
     case LOOM_DTYPE_F32: return (float)x;
     case LOOM_DTYPE_F16: return loom_f16_to_f32(loom_f32_to_f16((float)x));
     case LOOM_DTYPE_BF16: return loom_bf16_to_f32(loom_f32_to_bf16((float)x));
-    default: return x;
+    default: return loom_dtype_is_lowp_float(t) ? loom_lowp_to_f64(t, loom_lowp_from_f64(t, x, true)) : x;
   }
 }
 

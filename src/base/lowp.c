@@ -5,18 +5,9 @@
 #include <math.h>
 #include <string.h>
 
-/* One small float format: sign, `ebits` exponent bits with `bias`, `mbits` mantissa bits. */
-typedef struct fmt {
-  unsigned ebits, mbits;
-  int bias;
-  unsigned nbits;   /* 8, or 4 for e2m1: the sign is bit nbits-1 */
-  bool ieee;        /* all-ones exponent is inf (mantissa 0) / NaN (e5m2) */
-  bool fnuz;        /* 0x80 is the only NaN; no -0, no inf */
-  bool nan_ones;    /* S.1111.111 is NaN, the rest of the top binade is finite (e4m3fn) */
-  double max;       /* largest finite value */
-} fmt;
+typedef loom_lowp_format fmt;
 
-static const fmt *fmt_of(loom_dtype t) {
+const loom_lowp_format *loom_lowp_format_of(loom_dtype t) {
   static const fmt e4m3fn = {4, 3, 7, 8, false, false, true, 448.0};
   static const fmt e4m3fnuz = {4, 3, 8, 8, false, true, false, 240.0};
   static const fmt e5m2 = {5, 2, 15, 8, true, false, false, 57344.0};
@@ -31,6 +22,8 @@ static const fmt *fmt_of(loom_dtype t) {
   default: return NULL;
   }
 }
+
+static const fmt *fmt_of(loom_dtype t) { return loom_lowp_format_of(t); }
 
 bool loom_lowp_round_parse(const char *s, loom_lowp_round *out) {
   if (!strcmp(s, "up")) *out = LOOM_LOWP_ROUND_UP;
@@ -53,16 +46,24 @@ static double fmt_decode(const fmt *f, uint8_t b) {
   return neg ? -v : v;
 }
 
-/* The code of the largest finite value, or of infinity / NaN, with sign `s` (0 or sbit). */
-static uint8_t fmt_max(const fmt *f, unsigned s) {
+/* The code of the largest finite value with sign `s` (0 or sbit). */
+uint8_t loom_lowp_max_code(const fmt *f, unsigned s) {
   unsigned ones = (1u << (f->nbits - 1)) - 1; /* every exponent and mantissa bit */
   if (f->nan_ones) return (uint8_t)(s | (ones - 1));
   if (f->ieee) return (uint8_t)(s | (ones - (1u << f->mbits)));
   return (uint8_t)(s | ones);
 }
 
+uint8_t loom_lowp_nan_code(const fmt *f, unsigned s) {
+  unsigned sbit = 1u << (f->nbits - 1);
+  if (f->fnuz) return 0x80;
+  if (f->nan_ones) return (uint8_t)(s | 0x7f);
+  if (f->ieee) return (uint8_t)(s | 0x7e);
+  return (uint8_t)(s ^ sbit); /* e2m1 has no NaN: ml_dtypes gives a zero of the other sign */
+}
+
 static uint8_t fmt_overflow(const fmt *f, unsigned s, bool saturate) {
-  if (saturate || (!f->ieee && !f->fnuz && !f->nan_ones)) return fmt_max(f, s); /* e2m1 always saturates */
+  if (saturate || (!f->ieee && !f->fnuz && !f->nan_ones)) return loom_lowp_max_code(f, s); /* e2m1 always saturates */
   if (f->fnuz) return 0x80;
   if (f->nan_ones) return (uint8_t)(s | 0x7f);
   return (uint8_t)(s | ((1u << f->ebits) - 1) << f->mbits); /* e5m2: inf */
@@ -71,12 +72,7 @@ static uint8_t fmt_overflow(const fmt *f, unsigned s, bool saturate) {
 static uint8_t fmt_encode(const fmt *f, double v, bool saturate) {
   unsigned sbit = 1u << (f->nbits - 1);
   unsigned s = signbit(v) ? sbit : 0;
-  if (isnan(v)) {
-    if (f->fnuz) return 0x80;
-    if (f->nan_ones) return (uint8_t)(s | 0x7f);
-    if (f->ieee) return (uint8_t)(s | 0x7e);
-    return (uint8_t)(s ^ sbit); /* e2m1 has no NaN: ml_dtypes gives a zero of the other sign */
-  }
+  if (isnan(v)) return loom_lowp_nan_code(f, s);
   double a = fabs(v);
   if (isinf(a)) return fmt_overflow(f, s, saturate);
   int emin = 1 - f->bias; /* exponent of the smallest normal */

@@ -21,6 +21,24 @@
 
 #include "base/dtype.h"
 
+/* One small float format (float8 / float4): sign, `ebits` exponent bits with `bias`, `mbits`
+ * mantissa bits. The code generator encodes with the same parameters (targets/cpu). */
+typedef struct loom_lowp_format {
+  unsigned ebits, mbits;
+  int bias;
+  unsigned nbits; /* 8, or 4 for e2m1: the sign is bit nbits-1 */
+  bool ieee;      /* all-ones exponent is inf (mantissa 0) / NaN (e5m2) */
+  bool fnuz;      /* 0x80 is the only NaN; no -0, no inf */
+  bool nan_ones;  /* S.1111.111 is NaN, the rest of the top binade is finite (e4m3fn) */
+  double max;     /* largest finite value */
+} loom_lowp_format;
+
+/* The format of float8 / float4 dtype t, or NULL (e8m0, the integers, the others). */
+const loom_lowp_format *loom_lowp_format_of(loom_dtype t);
+/* The code of the largest finite value (saturating overflow) and of NaN, with sign bit s. */
+uint8_t loom_lowp_max_code(const loom_lowp_format *f, unsigned s);
+uint8_t loom_lowp_nan_code(const loom_lowp_format *f, unsigned s);
+
 /* How a value becomes e8m0 (ONNX Cast round_mode). */
 typedef enum loom_lowp_round {
   LOOM_LOWP_ROUND_UP,      /* "up": any mantissa bit rounds the exponent up (the ONNX default) */

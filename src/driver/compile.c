@@ -51,7 +51,7 @@ static loom_dtype lowp_in(const loom_sinfo *si) {
   if (si->kind == LOOM_SINFO_TUPLE)
     for (size_t i = 0; i < si->nfields; i++)
       if (lowp_in(si->fields[i]) != LOOM_DTYPE_COUNT) return lowp_in(si->fields[i]);
-  if ((si->kind == LOOM_SINFO_TENSOR || si->kind == LOOM_SINFO_SCALAR) && loom_dtype_is_lowp_float(si->dtype))
+  if ((si->kind == LOOM_SINFO_TENSOR || si->kind == LOOM_SINFO_SCALAR) && si->dtype == LOOM_DTYPE_F8E8M0)
     return si->dtype;
   return LOOM_DTYPE_COUNT;
 }
@@ -72,8 +72,8 @@ static loom_status refuse_lowp(loom_graph_module *m) {
         if ((dt = lowp_in(v->sinfo)) != LOOM_DTYPE_COUNT) what = v->u.var.name;
       }
     if (dt != LOOM_DTYPE_COUNT)
-      return LOOM_ERROR(UNIMPLEMENTED, "function @%s: '%s' has dtype %s; the low-precision floats (float8, float4, "
-                        "e8m0) run on the reference interpreter only (loom eval), not compiled", f->name, what, loom_dtype_name(dt));
+      return LOOM_ERROR(UNIMPLEMENTED, "function @%s: '%s' has dtype %s; e8m0 runs on the reference interpreter only "
+                        "(loom eval), not compiled", f->name, what, loom_dtype_name(dt));
   }
   return LOOM_OK;
 }

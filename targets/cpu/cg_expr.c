@@ -19,8 +19,11 @@
  * erf calls libm (erff for f32: error <= 2 ulp per glibc's tables); f32 exp, tanh (and sigmoid)
  * are inline code that vectorises (exp_f32 below: <= 2 ulp, including subnormal results; tanh_f32:
  * about 2e-7 relative). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "base/lowp.h"
 
 #include "targets/cpu/cg_internal.h"
 
@@ -71,7 +74,7 @@ LLVMTypeRef cg_reg_type(cg *g, loom_dtype t) {
     case LOOM_DTYPE_I64: case LOOM_DTYPE_U64: return g->t_i64;
     case LOOM_DTYPE_F16: case LOOM_DTYPE_BF16: case LOOM_DTYPE_F32: return g->t_f32;
     case LOOM_DTYPE_F64: return g->t_f64;
-    default: return g->t_i64;
+    default: return loom_dtype_is_lowp_float(t) ? g->t_f32 : g->t_i64; /* float8 / float4: computed in f32 */
   }
 }
 
@@ -80,7 +83,7 @@ LLVMTypeRef cg_mem_type(cg *g, loom_dtype t) {
     case LOOM_DTYPE_BOOL: return g->t_i8;
     case LOOM_DTYPE_F16: return g->t_f16;
     case LOOM_DTYPE_BF16: return g->t_i16;
-    default: return cg_reg_type(g, t);
+    default: return loom_dtype_is_lowp_float(t) ? g->t_i8 : cg_reg_type(g, t);
   }
 }
 
@@ -283,12 +286,86 @@ static LLVMValueRef bf16_to_f32(cg *g, LLVMValueRef bits) {
   return LLVMBuildBitCast(g->b, u, g->t_f32, "");
 }
 
+/* ---- float8 / float4 (base/lowp.h: the same formats and rules) ---- */
+
+/* The table of the 256 byte values of lowp float t as f32 (every one is exact in f32). */
+static LLVMValueRef lowp_table(cg *g, loom_dtype t) {
+  char name[48];
+  snprintf(name, sizeof name, "loom.lowp.%s", loom_dtype_name(t));
+  LLVMValueRef gv = LLVMGetNamedGlobal(g->mod, name);
+  if (gv) return gv;
+  LLVMValueRef vals[256];
+  for (int i = 0; i < 256; i++) vals[i] = LLVMConstReal(g->t_f32, loom_lowp_to_f64(t, (uint8_t)i));
+  gv = LLVMAddGlobal(g->mod, LLVMArrayType(g->t_f32, 256), name);
+  LLVMSetInitializer(gv, LLVMConstArray(g->t_f32, vals, 256));
+  LLVMSetGlobalConstant(gv, 1);
+  LLVMSetLinkage(gv, LLVMPrivateLinkage);
+  return gv;
+}
+
+static LLVMValueRef lowp_decode(cg *g, loom_dtype t, LLVMValueRef byte) {
+  LLVMValueRef idx[2] = {LLVMConstInt(g->t_i32, 0, 0), LLVMBuildZExt(g->b, byte, g->t_i32, "")};
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, LLVMArrayType(g->t_f32, 256), lowp_table(g, t), idx, 2, "");
+  return LLVMBuildLoad2(g->b, g->t_f32, p, "");
+}
+
+/* 2^k as f64 for an i64 k in the normal range. */
+static LLVMValueRef pow2(cg *g, LLVMValueRef k) {
+  LLVMValueRef b = LLVMBuildShl(g->b, LLVMBuildAdd(g->b, k, LLVMConstInt(g->t_i64, 1023, 0), ""), LLVMConstInt(g->t_i64, 52, 0), "");
+  return LLVMBuildBitCast(g->b, b, g->t_f64, "");
+}
+
+/* The unbiased exponent of a positive normal f64 (i64). */
+static LLVMValueRef exponent_of(cg *g, LLVMValueRef a) {
+  LLVMValueRef b = LLVMBuildLShr(g->b, LLVMBuildBitCast(g->b, a, g->t_i64, ""), LLVMConstInt(g->t_i64, 52, 0), "");
+  return LLVMBuildSub(g->b, b, LLVMConstInt(g->t_i64, 1023, 0), "");
+}
+
+/* The byte of v (f32 / f64) in lowp float t, saturating: base/lowp.c's fmt_encode in IR. */
+static LLVMValueRef lowp_encode(cg *g, loom_dtype t, LLVMValueRef v) {
+  const loom_lowp_format *f = loom_lowp_format_of(t);
+  LLVMBuilderRef b = g->b;
+  LLVMTypeRef i8 = g->t_i8, i64 = g->t_i64, f64 = g->t_f64;
+  if (LLVMTypeOf(v) != f64) v = LLVMBuildFPExt(b, v, f64, "");
+  unsigned sbit = 1u << (f->nbits - 1);
+  LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildBitCast(b, v, i64, ""), LLVMConstInt(i64, 0, 0), "");
+  LLVMValueRef sb = LLVMBuildSelect(b, neg, LLVMConstInt(i8, sbit, 0), LLVMConstInt(i8, 0, 0), "");
+  LLVMValueRef a = cg_call_intrinsic(g, "llvm.fabs", f64, &v, 1);
+  LLVMValueRef isnan = LLVMBuildFCmp(b, LLVMRealUNO, v, v, "");
+  LLVMValueRef isinf = LLVMBuildFCmp(b, LLVMRealOEQ, a, LLVMConstReal(f64, INFINITY), "");
+  int emin = 1 - f->bias;
+  LLVMValueRef e = exponent_of(g, a);
+  LLVMValueRef lo = LLVMConstInt(i64, (unsigned long long)(long long)emin, 1);
+  e = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, e, lo, ""), lo, e, "");
+  LLVMValueRef k = LLVMBuildSub(b, LLVMConstInt(i64, f->mbits, 0), e, ""); /* a * 2^k: units of the binade's spacing */
+  LLVMValueRef scaled = LLVMBuildFMul(b, a, pow2(g, k), "");
+  LLVMValueRef n = cg_call_intrinsic(g, "llvm.roundeven", f64, &scaled, 1);
+  LLVMValueRef r = LLVMBuildFMul(b, n, pow2(g, LLVMBuildNeg(b, k, "")), "");
+  LLVMValueRef over = LLVMBuildFCmp(b, LLVMRealOGT, r, LLVMConstReal(f64, f->max), "");
+  LLVMValueRef zero = LLVMBuildFCmp(b, LLVMRealOEQ, r, LLVMConstReal(f64, 0.0), "");
+  LLVMValueRef sub = LLVMBuildFCmp(b, LLVMRealOLT, r, LLVMConstReal(f64, ldexp(1.0, emin)), "");
+  LLVMValueRef nsub = cg_call_intrinsic(g, "llvm.fptoui.sat", i64, &n, 1);
+  /* normal: the exponent field e2 + bias, the mantissa r * 2^(mbits - e2) - 2^mbits */
+  LLVMValueRef e2 = exponent_of(g, r);
+  LLVMValueRef mf = LLVMBuildFMul(b, r, pow2(g, LLVMBuildSub(b, LLVMConstInt(i64, f->mbits, 0), e2, "")), "");
+  LLVMValueRef m = LLVMBuildSub(b, cg_call_intrinsic(g, "llvm.fptoui.sat", i64, &mf, 1), LLVMConstInt(i64, 1ull << f->mbits, 0), "");
+  LLVMValueRef field = LLVMBuildShl(b, LLVMBuildAdd(b, e2, LLVMConstInt(i64, (unsigned long long)(long long)f->bias, 1), ""),
+                                    LLVMConstInt(i64, f->mbits, 0), "");
+  LLVMValueRef code = LLVMBuildSelect(b, sub, nsub, LLVMBuildOr(b, field, m, ""), "");
+  LLVMValueRef res = LLVMBuildOr(b, sb, LLVMBuildTrunc(b, code, i8, ""), "");
+  res = LLVMBuildSelect(b, zero, f->fnuz ? LLVMConstInt(i8, 0, 0) : sb, res, "");
+  LLVMValueRef maxc = LLVMBuildSelect(b, neg, LLVMConstInt(i8, loom_lowp_max_code(f, sbit), 0), LLVMConstInt(i8, loom_lowp_max_code(f, 0), 0), "");
+  res = LLVMBuildSelect(b, LLVMBuildOr(b, over, isinf, ""), maxc, res, "");
+  LLVMValueRef nanc = LLVMBuildSelect(b, neg, LLVMConstInt(i8, loom_lowp_nan_code(f, sbit), 0), LLVMConstInt(i8, loom_lowp_nan_code(f, 0), 0), "");
+  return LLVMBuildSelect(b, isnan, nanc, res, "");
+}
+
 LLVMValueRef cg_to_mem(cg *g, loom_dtype t, LLVMValueRef v) {
   switch (t) {
     case LOOM_DTYPE_BOOL: return LLVMBuildZExt(g->b, v, g->t_i8, "");
     case LOOM_DTYPE_F16: return LLVMBuildFPTrunc(g->b, v, g->t_f16, "");
     case LOOM_DTYPE_BF16: return f32_to_bf16(g, v);
-    default: return v;
+    default: return loom_dtype_is_lowp_float(t) ? lowp_encode(g, t, v) : v;
   }
 }
 
@@ -297,7 +374,7 @@ LLVMValueRef cg_from_mem(cg *g, loom_dtype t, LLVMValueRef v) {
     case LOOM_DTYPE_BOOL: return LLVMBuildICmp(g->b, LLVMIntNE, v, LLVMConstInt(g->t_i8, 0, 0), "");
     case LOOM_DTYPE_F16: return LLVMBuildFPExt(g->b, v, g->t_f32, "");
     case LOOM_DTYPE_BF16: return bf16_to_f32(g, v);
-    default: return v;
+    default: return loom_dtype_is_lowp_float(t) ? lowp_decode(g, t, v) : v;
   }
 }
 
@@ -313,7 +390,7 @@ static LLVMValueRef wrap_narrow(cg *g, loom_dtype t, LLVMValueRef v) {
 }
 
 static LLVMValueRef round_to(cg *g, loom_dtype t, LLVMValueRef v) {
-  if (t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16) return cg_from_mem(g, t, cg_to_mem(g, t, v));
+  if (t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16 || loom_dtype_is_lowp_float(t)) return cg_from_mem(g, t, cg_to_mem(g, t, v));
   return v;
 }
 

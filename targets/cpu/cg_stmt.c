@@ -337,7 +337,7 @@ bool cg_expr_uses_lane(cg *g, const loom_tp_expr *e) {
 }
 
 static bool lane_dtype_ok(loom_dtype t) {
-  return t != LOOM_DTYPE_F16 && t != LOOM_DTYPE_BF16 && t != LOOM_DTYPE_BOOL;
+  return t != LOOM_DTYPE_F16 && t != LOOM_DTYPE_BF16 && t != LOOM_DTYPE_BOOL && !loom_dtype_is_lowp_float(t);
 }
 
 /* An access's indices: v only in the last one, as `x + v` with x free of v. `uses`

@@ -230,6 +230,27 @@ LOOM_TEST(cpu, four_and_two_bit_integers_wrap_at_their_width) {
                "  }\n}\n", &o);
 }
 
+/* float8 / float4 storage: decoded by table, encoded by the IR version of base/lowp.c's rule
+ * (round to nearest even, saturate; NaN and infinity codes per format), bit-exact to the
+ * interpreter across overflow, subnormals, zeros of both signs, infinities and NaN. */
+LOOM_TEST(cpu, float8_and_float4_storage_bit_exact) {
+  static const char *const fmts[] = {"f8e4m3fn", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz", "f4e2m1"};
+  for (size_t k = 0; k < sizeof fmts / sizeof fmts[0]; k++) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "prim @f8(X: Buffer[(n,), f32], A: Buffer[(n,), %s], B: Buffer[(n,), %s], C: Buffer[(n,), %s], D: Buffer[(n,), f32]) {\n"
+             "  for i in 0..n {\n"
+             "    A[i] = %s(X[i] * 300.0)\n"
+             "    B[i] = %s(X[i] * 0.003)\n"
+             "    C[i] = select(i %% 3 == 0, %s(X[i] / 0.0), %s((X[i] - X[i]) / 0.0))\n"
+             "    D[i] = f32(A[i]) + f32(B[i]) * 1000.0 + f32(%s(f64(X[i]) * 7.0f64))\n"
+             "  }\n}\n",
+             fmts[k], fmts[k], fmts[k], fmts[k], fmts[k], fmts[k], fmts[k], fmts[k]);
+    cpu_diff_opts o = opts(small, 12, 0);
+    diff_program(text, &o);
+  }
+}
+
 LOOM_TEST(cpu, half_precision_storage) {
   cpu_diff_opts o = opts(medium, 10, 0);
   diff_program("prim @h(A: Buffer[(n,), f16], B: Buffer[(n,), bf16], C: Buffer[(n,), f16], D: Buffer[(n,), bf16],\n"

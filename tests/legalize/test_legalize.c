@@ -145,6 +145,10 @@ static const op_case unary_cases[] = {
     {"x: Tensor[(n, 5), f32]", "cast(x, dtype=i4)", 1, {{{7, 5}}}}, /* the 4- / 2-bit integers: integers of that width */
     {"x: Tensor[(n, 5), i32]", "cast(x, dtype=u2)", 1, {{{7, 5}}}},
     {"x: Tensor[(n, 5), u4]", "cast(x, dtype=f32)", 1, {{{7, 5}}}},
+    {"x: Tensor[(n, 5), f32]", "cast(x, dtype=f8e4m3fn)", 1, {{{7, 5}}}}, /* float8 / float4: storage types */
+    {"x: Tensor[(n, 5), f64]", "cast(x, dtype=f8e5m2fnuz)", 1, {{{7, 5}}}},
+    {"x: Tensor[(n, 5), f32]", "cast(x, dtype=f4e2m1)", 1, {{{7, 5}}}},
+    {"x: Tensor[(n, 5), f8e5m2]", "cast(x, dtype=f32)", 1, {{{7, 5}}}},
     {"x: Tensor[(n, 5), i64]", "abs(x)", 1, {{{7, 5}}}},
     {"x: Tensor[(n,), bool]", "not(x)", 1, {{{11}}}},
     /* bitcast: float <-> integer through the program's bitcast, the rest as value casts */
@@ -705,15 +709,15 @@ LOOM_TEST(legalize, resize_forms_without_a_program_are_kept_with_a_reason) {
 LOOM_TEST(legalize, programs_are_shared_and_unsupported_ops_are_kept) {
   const char *text =
       "fn @main(x: Tensor[(n, 4), f32], y: Tensor[(n, 4), f32]) -> Object {\n  dataflow {\n"
-      "    a = exp(x)\n    b = exp(y)\n    c = add(a, b)\n    d = cast(c, dtype=f8e4m3fn)\n    output d\n  }\n  return d\n}\n";
+      "    a = exp(x)\n    b = exp(y)\n    c = add(a, b)\n    d = cast(c, dtype=f8e8m0)\n    output d\n  }\n  return d\n}\n";
   loom_diag_list diags;
   size_t done, kept;
   loom_graph_module *m = parse_and_legalize(text, &diags, &done, &kept);
   cr_assert_eq(done, 3);
-  cr_assert_eq(kept, 1, "low-precision dtypes have no tensor programs");
+  cr_assert_eq(kept, 1, "e8m0 has no tensor programs");
   cr_assert_eq(loom_graph_module_num_tps(m), 2, "both exp calls share one program");
   cr_assert_eq(diags.items.len, 1);
-  cr_assert(strstr(diags.items.data[0].message, "cast: no legalization for dtype f8e4m3fn") != NULL, "%s", diags.items.data[0].message);
+  cr_assert(strstr(diags.items.data[0].message, "cast: no legalization for dtype f8e8m0") != NULL, "%s", diags.items.data[0].message);
   /* The legalized module prints and verifies. */
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
