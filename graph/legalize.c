@@ -84,6 +84,12 @@ static const reduce_entry reduce_table[] = {
     {LOOM_GRAPH_OP_PROD, LOOM_TP_REDUCE_PROD},
 };
 
+bool loom_legal_reduce_kind(loom_graph_op op, loom_tp_reduce_op *kind) {
+  for (size_t i = 0; i < sizeof reduce_table / sizeof reduce_table[0]; i++)
+    if (reduce_table[i].op == op) return *kind = reduce_table[i].kind, true;
+  return false;
+}
+
 
 loom_status loom_legal_unsupported(const loom_graph_expr *call, const char *why) {
   return LOOM_ERROR(UNIMPLEMENTED, "%s: no legalization %s", loom_graph_op_name(call->u.call.op), why);
@@ -742,8 +748,8 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
     if (unary_table[i].op == op) return legalize_unary(m, call, out, unary_table[i].expr, out_tp);
   for (size_t i = 0; i < sizeof binary_table / sizeof binary_table[0]; i++)
     if (binary_table[i].op == op) return legalize_binary(m, call, out, &binary_table[i], out_tp);
-  for (size_t i = 0; i < sizeof reduce_table / sizeof reduce_table[0]; i++)
-    if (reduce_table[i].op == op) return legalize_reduce(m, call, reduce_table[i].kind, out_tp);
+  loom_tp_reduce_op rk;
+  if (loom_legal_reduce_kind(op, &rk)) return legalize_reduce(m, call, rk, out_tp);
   switch (op) {
     case LOOM_GRAPH_OP_CAST: {
       if (loom_dtype_is_lowp_float(out->dtype) && !loom_graph_attr_get_int(call, "saturate", 1))
@@ -856,7 +862,7 @@ loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr
   if (!out || out->kind != LOOM_SINFO_TENSOR || out->dtype == LOOM_DTYPE_UNKNOWN)
     return loom_legal_unsupported(call, "for a non-tensor result");
   const char *rt = runtime_operand(call);
-  if (rt) return LOOM_ERROR(UNIMPLEMENTED, "%s: no legalization for a run-time %s operand (interpreter only)",
+  if (rt) return LOOM_ERROR(UNIMPLEMENTED, "%s: no legalization for a run-time %s operand as one program (the legalize pass expands it: legalize_expand.c)",
                             loom_graph_op_name(call->u.call.op), rt);
   /* float8, int4, ...: the reference interpreter runs them; tensor programs do not take them */
   for (size_t i = 0; i <= call->u.call.nargs; i++) {

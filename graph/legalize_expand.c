@@ -16,12 +16,10 @@
 #include "base/hash.h"
 #include "graph/legalize_internal.h"
 
-#define MAX_ADDED LOOM_LX_MAX_ADDED
-
 /* Appends `name_suffix = value` (struct info si) before the rewritten binding; its var, or NULL. */
 loom_graph_expr *loom_lx_add(loom_lx *x, const char *suffix, loom_graph_binding_kind kind, loom_graph_expr *value,
                             const loom_sinfo *si) {
-  if (x->n == MAX_ADDED || !value || !si) return NULL;
+  if (x->n == LOOM_LX_MAX_ADDED || !value || !si) return NULL;
   char name[256];
   snprintf(name, sizeof name, "%s_%s", x->b->var->u.var.name, suffix);
   loom_graph_binding *nb = LOOM_ARENA_NEW(loom_graph_module_arena(x->m), loom_graph_binding);
@@ -81,6 +79,36 @@ loom_status loom_lx_bind_dims(loom_lx *x, const char *suffix, loom_graph_expr *v
   return LOOM_OK;
 }
 
+loom_status loom_lx_bind_program(loom_lx *x, const char *what, const char *bind, const char *name, loom_lx_gen gen,
+                                 const void *ctx, size_t nargs, loom_graph_expr *const *args, size_t n,
+                                 const loom_sym_expr *const *dims) {
+  const loom_sym_expr *len = loom_sym_const(loom_graph_module_sym(x->m), (int64_t)n);
+  const loom_sinfo *vec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &len, x->b->value->u.call.args[0]->sinfo->device);
+  loom_graph_expr *v;
+  if (!vec) return LOOM_OOM();
+  LOOM_PROPAGATE(loom_lx_add_tp(x, what, name, gen, ctx, nargs, args, vec, &v));
+  return loom_lx_bind_dims(x, bind, v, n, dims);
+}
+
+loom_status loom_lx_new_syms(loom_lx *x, const char *tag, int n, const loom_sym_expr **out) {
+  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
+  for (int k = 0; k < n; k++) {
+    char nm[160];
+    snprintf(nm, sizeof nm, "%s_%s%d", x->b->var->u.var.name, tag, k);
+    if (!(out[k] = loom_sym_var_new(cx, nm, LOOM_SYM_VAR_SHAPE))) return loom_sym_ctx_take_error(cx);
+  }
+  return LOOM_OK;
+}
+
+loom_graph_expr *loom_lx_view(loom_lx *x, loom_graph_expr *v, loom_dtype t, int n, const loom_sym_expr *const *dims) {
+  loom_graph_attr sh = loom_graph_attr_syms(x->m, "shape", (size_t)n, dims);
+  const loom_sinfo *si = loom_sinfo_tensor(x->m, t, n, dims, v->sinfo ? v->sinfo->device : NULL);
+  loom_graph_expr *c = loom_graph_call_op(x->m, LOOM_GRAPH_OP_RESHAPE, 1, &v, 1, &sh);
+  if (!c || !si) return NULL;
+  c->sinfo = si;
+  return c;
+}
+
 /* Adds guard `cond` (why: its message) to the rewritten binding's. */
 loom_status loom_lx_add_guard(loom_lx *x, const loom_sym_expr *cond, const char *why) {
   loom_arena *ar = loom_graph_module_arena(x->m);
@@ -133,11 +161,11 @@ static loom_status expand_split(loom_lx *x, loom_graph_expr **value) {
   const loom_sinfo *in, *out = x->b->var->sinfo;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
   int axis;
-  if (!out || out->kind != LOOM_SINFO_TUPLE || out->nfields > MAX_ADDED ||
+  if (!out || out->kind != LOOM_SINFO_TUPLE || out->nfields > LOOM_LX_MAX_ADDED ||
       !loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", 0), in->ndim, &axis))
     return loom_legal_unsupported(call, "for this form");
   loom_sym_ctx *cx = loom_graph_module_sym(x->m);
-  loom_graph_expr *parts[MAX_ADDED], *arg = call->u.call.args[0];
+  loom_graph_expr *parts[LOOM_LX_MAX_ADDED], *arg = call->u.call.args[0];
   const loom_sym_expr *lo = loom_sym_const(cx, 0);
   int64_t ax = axis;
   for (size_t i = 0; i < out->nfields; i++) {
@@ -195,12 +223,8 @@ static loom_status expand_topk(loom_lx *x, loom_graph_expr **value) {
       return loom_legal_unsupported(call, "for a k operand that is not one i64 / i32 value");
     if (ks->ndim == 0) { /* a (1,) view of the scalar */
       const loom_sym_expr *d1 = loom_sym_const(cx, 1);
-      loom_graph_attr sh = loom_graph_attr_syms(x->m, "shape", 1, &d1);
-      const loom_sinfo *si = loom_sinfo_tensor(x->m, ks->dtype, 1, &d1, ks->device);
-      loom_graph_expr *c = loom_graph_call_op(x->m, LOOM_GRAPH_OP_RESHAPE, 1, &kv, 1, &sh);
-      if (!c || !si) return LOOM_OOM();
-      c->sinfo = si;
-      if (!(kv = loom_lx_add(x, "k1", LOOM_GRAPH_BIND_VAR, c, si))) return LOOM_OOM();
+      loom_graph_expr *c = loom_lx_view(x, kv, ks->dtype, 1, &d1);
+      if (!c || !(kv = loom_lx_add(x, "k1", LOOM_GRAPH_BIND_VAR, c, c->sinfo))) return LOOM_OOM();
     }
     LOOM_PROPAGATE(loom_lx_bind_dims(x, "k", kv, 1, &k));
     char why[256];
@@ -259,31 +283,14 @@ static loom_status bind_dims(loom_lx *x, const dims_key *key, size_t len, const 
   else
     snprintf(name, sizeof name, "axes_dims_%s_%s_r%d_n%d_%s%s", forms[key->form], loom_dtype_name(key->tx), key->rank,
              key->n, loom_dtype_name(key->ta), key->arank ? "" : "_s");
-  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
-  const loom_sym_expr *dl = loom_sym_const(cx, (int64_t)len);
-  const loom_sinfo *vec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &dl, call->u.call.args[0]->sinfo->device);
-  loom_graph_expr *dims, *args[2] = {call->u.call.args[0], call->u.call.args[1]};
-  LOOM_PROPAGATE(loom_lx_add_tp(x, "dims", name, gen_dims, key, 2, args, vec, &dims));
-  return loom_lx_bind_dims(x, "shape", dims, len, pat);
-}
-
-/* New symbols <b>_<tag><k> for k < n. */
-static loom_status new_syms(loom_lx *x, const char *tag, int n, const loom_sym_expr **out) {
-  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
-  for (int k = 0; k < n; k++) {
-    char nm[160];
-    snprintf(nm, sizeof nm, "%s_%s%d", x->b->var->u.var.name, tag, k);
-    if (!(out[k] = loom_sym_var_new(cx, nm, LOOM_SYM_VAR_SHAPE))) return loom_sym_ctx_take_error(cx);
-  }
-  return LOOM_OK;
+  loom_graph_expr *args[2] = {call->u.call.args[0], call->u.call.args[1]};
+  return loom_lx_bind_program(x, "dims", "shape", name, gen_dims, key, 2, args, len, pat);
 }
 
 /* The view `reshape(v, shape=[y's dims])` as the rewritten binding's value. */
 static loom_status view_as_result(loom_lx *x, loom_graph_expr *v, loom_graph_expr **value) {
   const loom_sinfo *out = x->b->var->sinfo;
-  loom_graph_attr sh = loom_graph_attr_syms(x->m, "shape", (size_t)out->ndim, out->dims);
-  *value = loom_graph_call_op(x->m, LOOM_GRAPH_OP_RESHAPE, 1, &v, 1, &sh);
-  if (!*value) return LOOM_OOM();
+  if (!(*value = loom_lx_view(x, v, out->dtype, out->ndim, out->dims))) return LOOM_OOM();
   (*value)->sinfo = out;
   return LOOM_OK;
 }
@@ -306,17 +313,6 @@ static loom_status gen_reduce_any(loom_graph_module *m, const char *name, const 
   return loom_tp_gen_reduce_any(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->op, k->t, k->rank, tp);
 }
 
-static bool reduce_kind(loom_graph_op op, loom_tp_reduce_op *k) {
-  switch (op) {
-    case LOOM_GRAPH_OP_SUM: *k = LOOM_TP_REDUCE_SUM; return true;
-    case LOOM_GRAPH_OP_MEAN: *k = LOOM_TP_REDUCE_MEAN; return true;
-    case LOOM_GRAPH_OP_MAX: *k = LOOM_TP_REDUCE_MAX; return true;
-    case LOOM_GRAPH_OP_MIN: *k = LOOM_TP_REDUCE_MIN; return true;
-    case LOOM_GRAPH_OP_PROD: *k = LOOM_TP_REDUCE_PROD; return true;
-    default: return false;
-  }
-}
-
 /* y = sum(x, axes) with run-time axes (n of them) ->
  *   y_dims = call_tp(@axes_dims_..., (x, axes))       the keepdims dims [, the kept dims]
  *   bind y_dims to (s_0, .., s_r-1 [, y's dims])
@@ -335,7 +331,7 @@ static loom_status expand_reduce(loom_lx *x, loom_tp_reduce_op op, loom_graph_ex
   const loom_sym_expr *pat[2 * LOOM_TP_GEN_MAX_RANK];
   if (keep) memcpy(pat, out->dims, (size_t)in->ndim * sizeof *pat);
   else {
-    LOOM_PROPAGATE(new_syms(x, "k", in->ndim, pat));
+    LOOM_PROPAGATE(loom_lx_new_syms(x, "k", in->ndim, pat));
     memcpy(pat + in->ndim, out->dims, (size_t)out->ndim * sizeof *pat);
   }
   LOOM_PROPAGATE(bind_dims(x, &key, (size_t)in->ndim + (keep ? 0 : (size_t)out->ndim), pat));
@@ -402,7 +398,7 @@ static loom_status expand_cumulative(loom_lx *x, loom_graph_expr **value) {
   if (n != 1 || in->ndim < 1) return loom_legal_unsupported(call, "for this axis operand");
   dims_key key = {in->dtype, opd->dtype, in->ndim, 1, opd->ndim, LOOM_TP_AXES_ONE, false, false};
   const loom_sym_expr *ax;
-  LOOM_PROPAGATE(new_syms(x, "axis", 1, &ax));
+  LOOM_PROPAGATE(loom_lx_new_syms(x, "axis", 1, &ax));
   LOOM_PROPAGATE(bind_dims(x, &key, 1, &ax));
   bool prod = call->u.call.op == LOOM_GRAPH_OP_CUMPROD, excl = loom_graph_attr_get_int(call, "exclusive", 0) != 0;
   bool rev = loom_graph_attr_get_int(call, "reverse", 0) != 0;
@@ -451,18 +447,18 @@ static loom_status add_bounds(loom_lx *x, bounds_key *key, size_t nargs, loom_gr
   char name[160], types[64] = "";
   for (size_t i = 1; i < nargs; i++)
     snprintf(types + strlen(types), sizeof types - strlen(types), "_%s", loom_dtype_name(args[i]->sinfo->dtype));
-  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
   for (int ext = 1; ext >= 0; ext--) {
     key->extents = ext;
     snprintf(name, sizeof name, "%s_%s_%s_r%d_n%d%s%s%s", key->pad ? "pad" : "slice", ext ? "dims" : "params",
              loom_dtype_name(key->tx), key->rank, key->n, types, key->has_axes ? "_a" : "", key->has_steps ? "_s" : "");
-    int64_t len = ext || key->pad ? key->rank : 2 * key->rank;
-    const loom_sym_expr *dl = loom_sym_const(cx, len);
+    if (ext) {
+      LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", name, gen_bounds, key, nargs, args, (size_t)key->rank, out->dims));
+      continue;
+    }
+    const loom_sym_expr *dl = loom_sym_const(loom_graph_module_sym(x->m), key->pad ? key->rank : 2 * key->rank);
     const loom_sinfo *vec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &dl, out->device);
-    loom_graph_expr *v;
-    LOOM_PROPAGATE(loom_lx_add_tp(x, ext ? "dims" : "params", name, gen_bounds, key, nargs, args, vec, &v));
-    if (ext) LOOM_PROPAGATE(loom_lx_bind_dims(x, "shape", v, (size_t)key->rank, out->dims));
-    else *params = v;
+    if (!vec) return LOOM_OOM();
+    LOOM_PROPAGATE(loom_lx_add_tp(x, "params", name, gen_bounds, key, nargs, args, vec, params));
   }
   return LOOM_OK;
 }
@@ -565,12 +561,7 @@ static loom_status expand_arange(loom_lx *x, loom_graph_expr **value) {
   }
   char name[96];
   snprintf(name, sizeof name, "range_dims_%s_%d%d%d", loom_dtype_name(key.t), key.ranks[0], key.ranks[1], key.ranks[2]);
-  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
-  const loom_sym_expr *one = loom_sym_const(cx, 1);
-  const loom_sinfo *vec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &one, out->device);
-  loom_graph_expr *len;
-  LOOM_PROPAGATE(loom_lx_add_tp(x, "dims", name, gen_range, &key, 3, call->u.call.args, vec, &len));
-  LOOM_PROPAGATE(loom_lx_bind_dims(x, "shape", len, 1, out->dims));
+  LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", name, gen_range, &key, 3, call->u.call.args, 1, out->dims));
   key.extents = false;
   snprintf(name, sizeof name, "range_%s_%d%d%d", loom_dtype_name(key.t), key.ranks[0], key.ranks[1], key.ranks[2]);
   return loom_lx_call(x, name, gen_range, &key, 3, call->u.call.args, out, value);
@@ -599,12 +590,8 @@ static loom_status expand_nonzero(loom_lx *x, loom_graph_expr **value) {
   nonzero_key key = {in->dtype, in->ndim, true};
   char name[96];
   snprintf(name, sizeof name, "nonzero_count_%s_r%d", loom_dtype_name(in->dtype), in->ndim);
-  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
-  const loom_sym_expr *one = loom_sym_const(cx, 1);
-  const loom_sinfo *vec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &one, out->device);
-  loom_graph_expr *cnt, *arg = call->u.call.args[0];
-  LOOM_PROPAGATE(loom_lx_add_tp(x, "dims", name, gen_nonzero, &key, 1, &arg, vec, &cnt));
-  LOOM_PROPAGATE(loom_lx_bind_dims(x, "shape", cnt, 1, &out->dims[1]));
+  loom_graph_expr *arg = call->u.call.args[0];
+  LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", name, gen_nonzero, &key, 1, &arg, 1, &out->dims[1]));
   key.count = false;
   snprintf(name, sizeof name, "nonzero_%s_r%d", loom_dtype_name(in->dtype), in->ndim);
   return loom_lx_call(x, name, gen_nonzero, &key, 1, &arg, out, value);
@@ -644,27 +631,19 @@ static loom_status expand_unique(loom_lx *x, loom_graph_expr **value) {
     loom_sym_ctx *cx = loom_graph_module_sym(x->m);
     const loom_sym_expr *n = loom_graph_dims_prod(cx, in->ndim, in->dims);
     if (!n) return loom_sym_ctx_take_error(cx);
-    loom_graph_attr sh = loom_graph_attr_syms(x->m, "shape", 1, &n);
-    const loom_sinfo *fs = loom_sinfo_tensor(x->m, in->dtype, 1, &n, in->device);
-    loom_graph_expr *c = loom_graph_call_op(x->m, LOOM_GRAPH_OP_RESHAPE, 1, &arg, 1, &sh);
-    if (!c || !fs) return LOOM_OOM();
-    c->sinfo = fs;
-    if (!(arg = loom_lx_add(x, "flat", LOOM_GRAPH_BIND_VAR, c, fs))) return LOOM_OOM();
+    loom_graph_expr *c = loom_lx_view(x, arg, in->dtype, 1, &n);
+    if (!c || !(arg = loom_lx_add(x, "flat", LOOM_GRAPH_BIND_VAR, c, c->sinfo))) return LOOM_OOM();
     key.rank = 1;
   }
   static const char *const parts[] = {"count", "values", "first", "inverse", "counts"};
   char name[128];
-  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
-  const loom_sym_expr *one = loom_sym_const(cx, 1);
-  const loom_sinfo *vec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &one, in->device);
-  loom_graph_expr *cnt, *items[4];
+  loom_graph_expr *items[4];
   for (int p = 0; p < (full ? 5 : 2); p++) {
     key.part = (loom_tp_unique_part)p;
     snprintf(name, sizeof name, "unique_%s_%s_r%d_a%d%s", parts[p], loom_dtype_name(in->dtype), key.rank, key.axis,
              key.sorted ? "" : "_first_order");
     if (p == 0) {
-      LOOM_PROPAGATE(loom_lx_add_tp(x, "dims", name, gen_unique, &key, 1, &arg, vec, &cnt));
-      LOOM_PROPAGATE(loom_lx_bind_dims(x, "shape", cnt, 1, &vals->dims[key.axis]));
+      LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", name, gen_unique, &key, 1, &arg, 1, &vals->dims[key.axis]));
       continue;
     }
     const loom_sinfo *si = full ? out->fields[p - 1] : out;
@@ -712,12 +691,7 @@ static loom_status expand_nms(loom_lx *x, loom_graph_expr **value) {
   if (key.center) strncat(name, "_center", sizeof name - strlen(name) - 1);
   char cname[192];
   snprintf(cname, sizeof cname, "%s_count", name);
-  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
-  const loom_sym_expr *one = loom_sym_const(cx, 1);
-  const loom_sinfo *vec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &one, out->device);
-  loom_graph_expr *cnt;
-  LOOM_PROPAGATE(loom_lx_add_tp(x, "dims", cname, gen_nms, &key, 5, call->u.call.args, vec, &cnt));
-  LOOM_PROPAGATE(loom_lx_bind_dims(x, "shape", cnt, 1, &out->dims[0]));
+  LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", cname, gen_nms, &key, 5, call->u.call.args, 1, &out->dims[0]));
   key.count = false;
   return loom_lx_call(x, name, gen_nms, &key, 5, call->u.call.args, out, value);
 }
@@ -733,7 +707,7 @@ loom_status loom_legalize_expand(loom_graph_module *m, loom_graph_block *blk, si
   loom_status s;
   if (call->u.call.op == LOOM_GRAPH_OP_SPLIT) s = expand_split(&x, &value);
   else if (call->u.call.op == LOOM_GRAPH_OP_TOPK) s = expand_topk(&x, &value);
-  else if (call->u.call.nargs == 2 && reduce_kind(call->u.call.op, &rk)) s = expand_reduce(&x, rk, &value);
+  else if (call->u.call.nargs == 2 && loom_legal_reduce_kind(call->u.call.op, &rk)) s = expand_reduce(&x, rk, &value);
   else if (call->u.call.nargs == 2 && (call->u.call.op == LOOM_GRAPH_OP_RESHAPE || call->u.call.op == LOOM_GRAPH_OP_EXPAND_DIMS ||
                                        call->u.call.op == LOOM_GRAPH_OP_SQUEEZE) &&
            call->u.call.args[1]->sinfo && call->u.call.args[1]->sinfo->kind == LOOM_SINFO_TENSOR)

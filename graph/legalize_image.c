@@ -221,20 +221,12 @@ static loom_status aa_chain(loom_lx *x, const loom_tp_resize *rz, loom_graph_exp
   for (int k = 0; k < rank; k++)
     if (rz->axes >> k & 1) last = k;
   aa_key key = {in->dtype, in->dtype, sc->sinfo->dtype, rank, 0, *rz};
-  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
-  const loom_sym_expr *dr = loom_sym_const(cx, rank), *n[LOOM_TP_GEN_MAX_RANK];
-  const loom_sinfo *ivec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &dr, in->device);
-  if (!ivec) return LOOM_OOM();
-  for (int k = 0; k < rank; k++) {
-    char nm[160];
-    snprintf(nm, sizeof nm, "%s_n%d", x->b->var->u.var.name, k);
-    if (!(n[k] = loom_sym_var_new(cx, nm, LOOM_SYM_VAR_SHAPE))) return loom_sym_ctx_take_error(cx);
-  }
+  const loom_sym_expr *n[LOOM_TP_GEN_MAX_RANK];
+  LOOM_PROPAGATE(loom_lx_new_syms(x, "n", rank, n));
   char name[192];
   snprintf(name, sizeof name, "resize_aa_taps_%s_r%d_%s", loom_dtype_name(key.scale_t), rank, modes[rz->mode]);
-  loom_graph_expr *taps, *cur = call->u.call.args[0];
-  LOOM_PROPAGATE(loom_lx_add_tp(x, "taps", name, gen_aa_taps, &key, 1, &sc, ivec, &taps));
-  LOOM_PROPAGATE(loom_lx_bind_dims(x, "taps_shape", taps, (size_t)rank, n));
+  loom_graph_expr *cur = call->u.call.args[0];
+  LOOM_PROPAGATE(loom_lx_bind_program(x, "taps", "taps_shape", name, gen_aa_taps, &key, 1, &sc, (size_t)rank, n));
   const loom_sym_expr *dims[LOOM_TP_GEN_MAX_RANK];
   memcpy(dims, in->dims, (size_t)rank * sizeof *dims);
   bool crop = rz->coord == LOOM_TP_RESIZE_TF_CROP_AND_RESIZE;
@@ -362,14 +354,12 @@ loom_status loom_legalize_expand_resize(loom_lx *x, loom_graph_expr **value) {
   const char *tag = key.rt.sizes ? policies[pol] : "scales";
   loom_sym_ctx *cx = loom_graph_module_sym(x->m);
   const loom_sym_expr *dr = loom_sym_const(cx, rank), *d2r = loom_sym_const(cx, 2 * (int64_t)rank);
-  const loom_sinfo *ivec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &dr, in->device);
   const loom_sinfo *fvec = loom_sinfo_tensor(x->m, LOOM_DTYPE_F64, 1, &dr, in->device);
   const loom_sinfo *rvec = loom_sinfo_tensor(x->m, LOOM_DTYPE_F64, 1, &d2r, in->device);
-  if (!ivec || !fvec || !rvec) return LOOM_OOM();
-  loom_graph_expr *args[3] = {call->u.call.args[0], call->u.call.args[1], crop ? call->u.call.args[2] : NULL}, *dims;
+  if (!fvec || !rvec) return LOOM_OOM();
+  loom_graph_expr *args[3] = {call->u.call.args[0], call->u.call.args[1], crop ? call->u.call.args[2] : NULL};
   snprintf(name, sizeof name, "resize_dims_%s_r%d_ax%s_%s_%s", loom_dtype_name(in->dtype), rank, axes, tag, loom_dtype_name(p->dtype));
-  LOOM_PROPAGATE(loom_lx_add_tp(x, "dims", name, gen_rt_dims, &key, 2, args, ivec, &dims));
-  LOOM_PROPAGATE(loom_lx_bind_dims(x, "shape", dims, (size_t)rank, out->dims));
+  LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", name, gen_rt_dims, &key, 2, args, (size_t)rank, out->dims));
   if (own_scales) {
     snprintf(name, sizeof name, "resize_scales_%s_r%d_ax%s_%s_%s", loom_dtype_name(in->dtype), rank, axes, tag, loom_dtype_name(p->dtype));
     LOOM_PROPAGATE(loom_lx_add_tp(x, "scales", name, gen_rt_scales, &key, 2, args, fvec, &args[1]));

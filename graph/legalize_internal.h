@@ -11,6 +11,9 @@ loom_status loom_legal_unsupported(const loom_graph_expr *call, const char *why)
 /* Tensor argument i with known rank (<= 8), dims and dtype, else UNIMPLEMENTED. */
 loom_status loom_legal_tensor_arg(const loom_graph_expr *call, size_t i, const loom_sinfo **out);
 
+/* The reduction of graph op `op` (sum, mean, max, min, prod), or false. */
+bool loom_legal_reduce_kind(loom_graph_op op, loom_tp_reduce_op *kind);
+
 /* v as a tensor-program literal of dtype t ("1.5", "3", "true"). */
 void loom_legal_literal(loom_dtype t, double v, char *buf, size_t cap);
 
@@ -61,6 +64,16 @@ loom_status loom_lx_add_lowered(loom_lx *x, const char *suffix, loom_graph_op op
 /* Binds dims[0 .. n) (new symbols, or expressions to check) to the values of vec, a 1-D i64 /
  * i32 tensor of length n: tensor_to_shape, then match_cast to Shape[(dims)]. */
 loom_status loom_lx_bind_dims(loom_lx *x, const char *suffix, loom_graph_expr *vec, size_t n, const loom_sym_expr *const *dims);
+/* Runs program `name` (gen, ctx) on args into `<b>_<what>`, an i64 vector of n values, and binds
+ * them to dims[0 .. n) as `<b>_<bind>` (loom_lx_bind_dims): how a form computes the dims data
+ * decides. */
+loom_status loom_lx_bind_program(loom_lx *x, const char *what, const char *bind, const char *name, loom_lx_gen gen,
+                                 const void *ctx, size_t nargs, loom_graph_expr *const *args, size_t n,
+                                 const loom_sym_expr *const *dims);
+/* New shape symbols <b's var>_<tag><k> for k < n, in out[]. */
+loom_status loom_lx_new_syms(loom_lx *x, const char *tag, int n, const loom_sym_expr **out);
+/* The view `reshape(v, shape=[dims])` of dtype t (rank n): its call, with its struct info. */
+loom_graph_expr *loom_lx_view(loom_lx *x, loom_graph_expr *v, loom_dtype t, int n, const loom_sym_expr *const *dims);
 /* Adds run-time guard `cond` (message why) to b's guards. */
 loom_status loom_lx_add_guard(loom_lx *x, const loom_sym_expr *cond, const char *why);
 

@@ -343,11 +343,11 @@ static loom_status eval_expr(interp *it, const loom_tp_expr *e, value *out) {
         int bits = (int)loom_dtype_bits(to);
         if (to == LOOM_DTYPE_BOOL) out->i = v.f != 0;
         else if (isnan(x)) out->i = 0;
-        else if (loom_dtype_is_lowp(to)) /* 4- and 2-bit: truncate, keep the low bits (base/lowp.c) */
-          out->i = wrap_int(to, (uint64_t)(x >= -9223372036854775808.0 && x < 9223372036854775808.0 ? (int64_t)x : INT64_MIN));
+        else if (loom_dtype_is_lowp(to)) /* 4- and 2-bit: truncate, keep the low bits */
+          out->i = wrap_int(to, loom_lowp_from_f64(to, v.f, true));
         else if (is_unsigned(to)) {
-          double hi = bits >= 64 ? 18446744073709551615.0 : (double)((1ull << bits) - 1);
-          out->i = wrap_int(to, x <= 0 ? 0 : x >= hi ? (bits >= 64 ? UINT64_MAX : (1ull << bits) - 1) : (uint64_t)x);
+          uint64_t hi = bits >= 64 ? UINT64_MAX : (1ull << bits) - 1;
+          out->i = wrap_int(to, x <= 0 ? 0 : x >= (double)hi ? hi : (uint64_t)x);
         } else {
           int64_t lo = bits >= 64 ? INT64_MIN : -(int64_t)(1ull << (bits - 1)), hi = bits >= 64 ? INT64_MAX : (int64_t)(1ull << (bits - 1)) - 1;
           out->i = x <= (double)lo ? lo : x >= (double)hi ? hi : (int64_t)x;
