@@ -90,6 +90,7 @@ pub const suites = .{
     .{ .name = "e2e", .files = &[_][]const u8{
         "tests/e2e/e2e_util.c",
         "tests/e2e/test_e2e_models.c",
+        "tests/e2e/test_e2e_window.c",
         "tests/e2e/test_e2e_cli.c",
         "tests/e2e/test_memplan.c",
     } },

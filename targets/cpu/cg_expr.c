@@ -147,18 +147,20 @@ static bool sym_nonneg(cg *g, const loom_sym_expr *e) {
 }
 
 /* Integer division family on iN values. floor: round toward -inf (else toward zero);
- * mod: the remainder. Division by a non-constant divisor checks for zero. */
-static LLVMValueRef int_divmod(cg *g, LLVMValueRef a, LLVMValueRef b, bool is_signed, bool floor, bool mod,
-                               bool a_nonneg) {
+ * mod: the remainder. Division by a non-constant divisor checks for zero, or, when !check
+ * (a hoisted division, computed whether or not its use runs), divides by 1 instead. */
+static LLVMValueRef int_divmod_at(cg *g, LLVMValueRef a, LLVMValueRef b, bool is_signed, bool floor, bool mod,
+                                  bool a_nonneg, bool check) {
   LLVMTypeRef t = LLVMTypeOf(a);
   LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
   bool bconst = LLVMIsAConstantInt(b) != NULL;
   long long bv = bconst ? LLVMConstIntGetSExtValue(b) : 0;
   if (bconst && bv == 0) {
-    cg_fail_if(g, LLVMConstInt(g->t_i1, 1, 0), "integer division by zero");
+    if (check) cg_fail_if(g, LLVMConstInt(g->t_i1, 1, 0), "integer division by zero");
     return zero;
   }
-  if (!bconst) cg_fail_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, b, zero, ""), "integer division by zero");
+  if (!bconst && check) cg_fail_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, b, zero, ""), "integer division by zero");
+  if (!bconst && !check) b = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, b, zero, ""), one, b, "");
   if (!is_signed) return mod ? LLVMBuildURem(g->b, a, b, "") : LLVMBuildUDiv(g->b, a, b, "");
   if (bconst && bv > 0 && a_nonneg) return mod ? LLVMBuildURem(g->b, a, b, "") : LLVMBuildUDiv(g->b, a, b, "");
   LLVMValueRef minus1 = LLVMConstAllOnes(t);
@@ -182,8 +184,84 @@ static LLVMValueRef int_divmod(cg *g, LLVMValueRef a, LLVMValueRef b, bool is_si
   return mod ? r : q;
 }
 
+static LLVMValueRef int_divmod(cg *g, LLVMValueRef a, LLVMValueRef b, bool is_signed, bool floor, bool mod,
+                               bool a_nonneg) {
+  return int_divmod_at(g, a, b, is_signed, floor, mod, a_nonneg, true);
+}
+
 static LLVMValueRef bool64(cg *g, LLVMValueRef i1) { return LLVMBuildZExt(g->b, i1, g->t_i64, ""); }
 static LLVMValueRef nz(cg *g, LLVMValueRef v) { return LLVMBuildICmp(g->b, LLVMIntNE, v, cg_i64(g, 0), ""); }
+
+/* ---- hoisted divisions ----------------------------------------------------------
+ *
+ * A floordiv / floormod of symbols by a non-constant divisor is computed once, at the hoist
+ * point of the innermost scope binding one of its variables (a block that runs whenever
+ * that scope does), with a divisor of 1 in place of 0; the use only checks the divisor for
+ * zero. Besides saving a division per iteration, this keeps integer divisions out of
+ * conditional code: LLVM 19's loop vectoriser computes a loop-invariant division guarded by
+ * an `if` for the first lane only, under the first lane's condition, and then uses it for
+ * every lane's address — a convolution's channel offset `floordiv(o_idx, o / groups)` read
+ * under its padding test gave wrong results or read outside the input (issue 27). */
+
+LLVMValueRef cg_hoist_point(cg *g) {
+  LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(g->c, g->fn, "scope");
+  LLVMValueRef br = LLVMBuildBr(g->b, next);
+  LLVMPositionBuilderAtEnd(g->b, next);
+  return br;
+}
+
+typedef struct innermost_probe {
+  const cg *g;
+  size_t depth; /* innermost binding used, as index + 1 into g->syms; 0 = none */
+  bool unhoistable;
+} innermost_probe;
+
+static void innermost_fn(void *ud, const loom_sym_expr *v) {
+  innermost_probe *p = ud;
+  for (size_t i = p->g->syms.len; i-- > 0;)
+    if (p->g->syms.data[i].var == v) {
+      if (!p->g->syms.data[i].at) p->unhoistable = true;
+      if (i + 1 > p->depth) p->depth = i + 1;
+      return;
+    }
+  p->unhoistable = true; /* unbound: lookup_sym reports it */
+}
+
+static bool div_live(const cg *g, const cg_divval *d) {
+  for (size_t i = 0; i < g->syms.len; i++)
+    if (g->syms.data[i].at == d->at) return true;
+  return false;
+}
+
+void cg_prune_divs(cg *g) {
+  size_t k = 0;
+  for (size_t i = 0; i < g->divs.len; i++)
+    if (div_live(g, &g->divs.data[i])) g->divs.data[k++] = g->divs.data[i];
+  g->divs.len = k;
+}
+
+static LLVMValueRef sym_divmod(cg *g, const loom_sym_expr *e, bool mod) {
+  const loom_sym_expr *num = loom_sym_operand(e, 0), *den = loom_sym_operand(e, 1);
+  bool nonneg = sym_nonneg(g, num);
+  innermost_probe p = {g, 0, false};
+  loom_sym_for_each_var(e, innermost_fn, &p);
+  if (loom_sym_kind_of(den) == LOOM_SYM_CONST || p.unhoistable || p.depth == 0)
+    return int_divmod(g, cg_sym(g, num), cg_sym(g, den), true, true, mod, nonneg);
+  LLVMValueRef at = g->syms.data[p.depth - 1].at, v = NULL;
+  for (size_t i = 0; i < g->divs.len && !v; i++)
+    if (g->divs.data[i].e == e && g->divs.data[i].at == at) v = g->divs.data[i].v;
+  if (!v) { /* a builder of its own: the use's builder keeps its place */
+    LLVMBuilderRef use = g->b;
+    g->b = LLVMCreateBuilderInContext(g->c);
+    LLVMPositionBuilderBefore(g->b, at);
+    v = int_divmod_at(g, cg_sym(g, num), cg_sym(g, den), true, true, mod, nonneg, false);
+    LLVMDisposeBuilder(g->b);
+    g->b = use;
+    if (!LOOM_VEC_PUSH(NULL, &g->divs, ((cg_divval){e, at, v}))) cg_error(g, LOOM_OOM());
+  }
+  cg_fail_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, cg_sym(g, den), cg_i64(g, 0), ""), "integer division by zero");
+  return v;
+}
 
 LLVMValueRef cg_sym(cg *g, const loom_sym_expr *e) {
   if (!e) {
@@ -193,6 +271,7 @@ LLVMValueRef cg_sym(cg *g, const loom_sym_expr *e) {
   loom_sym_kind k = loom_sym_kind_of(e);
   size_t n = loom_sym_num_operands(e);
   LLVMValueRef x[3] = {NULL, NULL, NULL};
+  if (k == LOOM_SYM_FLOORDIV || k == LOOM_SYM_FLOORMOD) return sym_divmod(g, e, k == LOOM_SYM_FLOORMOD);
   if (k != LOOM_SYM_ADD && k != LOOM_SYM_MUL && k != LOOM_SYM_CONST && k != LOOM_SYM_VAR)
     for (size_t i = 0; i < n && i < 3; i++) x[i] = cg_sym(g, loom_sym_operand(e, i));
   switch (k) {
@@ -217,9 +296,6 @@ LLVMValueRef cg_sym(cg *g, const loom_sym_expr *e) {
       }
       return acc ? acc : cg_i64(g, k == LOOM_SYM_MUL ? 1 : 0);
     }
-    case LOOM_SYM_FLOORDIV:
-    case LOOM_SYM_FLOORMOD:
-      return int_divmod(g, x[0], x[1], true, true, k == LOOM_SYM_FLOORMOD, sym_nonneg(g, loom_sym_operand(e, 0)));
     case LOOM_SYM_MIN:
       return LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, x[0], x[1], ""), x[0], x[1], "");
     case LOOM_SYM_MAX:

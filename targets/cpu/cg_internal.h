@@ -13,11 +13,21 @@
 #include "base/vec.h"
 #include "targets/cpu/codegen.h"
 
-/* A symbolic variable bound to an i64 value (signature symbols, loop variables). */
+/* A symbolic variable bound to an i64 value (signature symbols, loop variables). `at` is
+ * the hoist point of the binding's scope (the terminator of a block that dominates the whole
+ * scope), where divisions of symbols are computed once (cg_expr.c); NULL: none (lane mode). */
 typedef struct cg_symval {
   const loom_sym_expr *var;
   LLVMValueRef v;
+  LLVMValueRef at;
 } cg_symval;
+
+/* A hoisted floordiv/floormod of symbols: its value, computed before `at`. */
+typedef struct cg_divval {
+  const loom_sym_expr *e;
+  LLVMValueRef at;
+  LLVMValueRef v;
+} cg_divval;
 
 /* A buffer bound to its data pointer. */
 typedef struct cg_bufval {
@@ -51,6 +61,7 @@ typedef struct cg {
   LOOM_VEC(cg_symval) syms;
   LOOM_VEC(cg_bufval) bufs;
   LOOM_VEC(cg_letval) lets;
+  LOOM_VEC(cg_divval) divs;    /* hoisted symbolic divisions (cg_sym) */
   LOOM_VEC(LLVMValueRef) heap; /* malloc'd locals of the current seq scopes, freed at scope end */
   loom_status st;             /* first error */
   /* lane mode (explicit vector code of a VECTORIZE loop, cg_stmt.c): the loop variable
@@ -80,6 +91,12 @@ bool cg_expr_uses_lane(cg *g, const loom_tp_expr *e);
 void cg_fail_if(cg *g, LLVMValueRef bad, const char *msg);
 void cg_error(cg *g, loom_status s); /* records the first error */
 LLVMValueRef cg_call_intrinsic(cg *g, const char *name, LLVMTypeRef overload, LLVMValueRef *args, unsigned n);
+
+/* Ends the current block with a branch to a new one and moves there; returns that branch,
+ * the hoist point of a scope that starts here (cg_symval.at). */
+LLVMValueRef cg_hoist_point(cg *g);
+/* Forgets hoisted divisions whose scope has ended. */
+void cg_prune_divs(cg *g);
 
 /* cg_stmt.c */
 loom_status cg_emit_kernel(cg *g, const loom_tp_func *f);

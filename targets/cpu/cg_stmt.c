@@ -53,8 +53,9 @@ static void set_loop_md(cg *g, LLVMValueRef br, const char *key, LLVMValueRef va
 
 /* ---- bindings ------------------------------------------------------------------ */
 
-static void push_sym(cg *g, const loom_sym_expr *var, LLVMValueRef v) {
-  if (!LOOM_VEC_PUSH(NULL, &g->syms, ((cg_symval){var, v}))) cg_error(g, LOOM_OOM());
+/* `at`: the hoist point of the binding's scope (cg_hoist_point), or NULL. */
+static void push_sym(cg *g, const loom_sym_expr *var, LLVMValueRef v, LLVMValueRef at) {
+  if (!LOOM_VEC_PUSH(NULL, &g->syms, ((cg_symval){var, v, at}))) cg_error(g, LOOM_OOM());
 }
 static void push_buf(cg *g, const loom_tp_buffer *b, LLVMValueRef p) {
   if (!LOOM_VEC_PUSH(NULL, &g->bufs, ((cg_bufval){b, p}))) cg_error(g, LOOM_OOM());
@@ -126,7 +127,8 @@ static LLVMValueRef begin_env_fn(cg *g, const char *name, fn_state *saved, LLVMT
   if (saved->lets && g->lets.len) memcpy(saved->lets, g->lets.data, g->lets.len * sizeof *saved->lets);
   size_t k = 0;
   for (size_t i = 0; i < g->bufs.len; i++) g->bufs.data[i].ptr = LLVMGetParam(fn, (unsigned)k++);
-  for (size_t i = 0; i < g->syms.len; i++) g->syms.data[i].v = LLVMGetParam(fn, (unsigned)k++);
+  LLVMValueRef at = cg_hoist_point(g);
+  for (size_t i = 0; i < g->syms.len; i++) g->syms.data[i] = (cg_symval){g->syms.data[i].var, LLVMGetParam(fn, (unsigned)k++), at};
   for (size_t i = 0; i < g->lets.len; i++) g->lets.data[i].v = LLVMGetParam(fn, (unsigned)k++);
   g->ctxp = LLVMGetParam(fn, (unsigned)k++);
   for (size_t i = 0; i < nextra; i++) extra_params[i] = LLVMGetParam(fn, (unsigned)k++);
@@ -148,6 +150,7 @@ static void end_env_fn(cg *g, const fn_state *saved) {
   if (saved->lets && g->lets.len) memcpy(g->lets.data, saved->lets, g->lets.len * sizeof *saved->lets);
   free(saved->syms);
   free(saved->bufs);
+  cg_prune_divs(g);
   free(saved->lets);
   LLVMPositionBuilderAtEnd(g->b, saved->block);
 }
@@ -169,13 +172,69 @@ static void with_loop_fact(cg *g, const loom_tp_stmt *s, bool push) {
 }
 
 static void loop_body(cg *g, const loom_tp_stmt *s, LLVMValueRef iv) {
-  push_sym(g, s->u.loop.var, iv);
+  push_sym(g, s->u.loop.var, iv, cg_hoist_point(g));
   with_loop_fact(g, s, true);
   if (s->u.loop.reduce) g->reduce_depth++;
   cg_stmt(g, s->u.loop.body);
   if (s->u.loop.reduce) g->reduce_depth--;
   with_loop_fact(g, s, false);
   g->syms.len--;
+  cg_prune_divs(g);
+}
+
+/* ---- integer divisions in conditional code ------------------------------------------
+ *
+ * LLVM 19's loop vectoriser can compute a loop-invariant division that sits under a
+ * condition for the first lane only (under that lane's condition) and use it for every lane
+ * (see cg_expr.c, hoisted divisions). Symbolic divisions are hoisted out of conditional code;
+ * a loop whose body still divides integers by a non-constant divisor in code that runs
+ * conditionally (an if, a lazily evaluated select / && / ||) is not auto-vectorised. */
+
+static bool is_int_division(const loom_tp_expr *e) {
+  loom_tp_op op = e->u.op.op;
+  return (op == LOOM_TP_OP_DIV || op == LOOM_TP_OP_MOD || op == LOOM_TP_OP_FLOORDIV || op == LOOM_TP_OP_FLOORMOD) &&
+         !loom_dtype_is_float(e->u.op.args[0]->dtype) && e->u.op.args[1]->kind != LOOM_TP_EXPR_CONST;
+}
+
+static bool divides_when(const loom_tp_expr *e, bool cond) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD:
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (divides_when(e->u.load.idx[d], cond)) return true;
+      return false;
+    case LOOM_TP_EXPR_OP: {
+      loom_tp_op op = e->u.op.op;
+      if (cond && is_int_division(e)) return true;
+      bool lazy = op == LOOM_TP_OP_AND || op == LOOM_TP_OP_OR; /* the second operand may not run */
+      for (int i = 0; i < loom_tp_op_arity(op); i++)
+        if (divides_when(e->u.op.args[i], cond || (lazy && i > 0))) return true;
+      return false;
+    }
+    case LOOM_TP_EXPR_CAST: return divides_when(e->u.cast_arg, cond);
+    case LOOM_TP_EXPR_SELECT:
+      return divides_when(e->u.select.cond, cond) || divides_when(e->u.select.then_e, true) ||
+             divides_when(e->u.select.else_e, true);
+    default: return false;
+  }
+}
+
+static bool stmt_divides_when(const loom_tp_stmt *s, bool cond) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++)
+        if (stmt_divides_when(s->u.seq.items[i], cond)) return true;
+      return false;
+    case LOOM_TP_STMT_FOR: return stmt_divides_when(s->u.loop.body, cond);
+    case LOOM_TP_STMT_STORE:
+      for (int d = 0; d < s->u.store.buf->ndim; d++)
+        if (divides_when(s->u.store.idx[d], cond)) return true;
+      return divides_when(s->u.store.value, cond);
+    case LOOM_TP_STMT_LET: return divides_when(s->u.let.value, cond);
+    case LOOM_TP_STMT_IF:
+      return divides_when(s->u.if_.cond, cond) || stmt_divides_when(s->u.if_.then_s, true) ||
+             (s->u.if_.else_s && stmt_divides_when(s->u.if_.else_s, true));
+    default: return false;
+  }
 }
 
 /* for v in [begin, end) { body } as a plain counted loop with `kind`'s metadata. */
@@ -197,10 +256,12 @@ static void emit_range_loop(cg *g, const loom_tp_stmt *s, LLVMValueRef begin, LL
   LLVMValueRef vals[2] = {begin, next};
   LLVMBasicBlockRef bbs[2] = {pre, latch};
   LLVMAddIncoming(iv, vals, bbs, 2);
-  if (s->u.loop.kind == LOOM_TP_LOOP_VECTORIZE)
-    set_loop_md(g, br, "llvm.loop.vectorize.enable", LLVMConstInt(g->t_i1, 1, 0));
-  else if (s->u.loop.kind == LOOM_TP_LOOP_UNROLL)
+  if (s->u.loop.kind == LOOM_TP_LOOP_UNROLL)
     set_loop_md(g, br, "llvm.loop.unroll.full", NULL);
+  else if (stmt_divides_when(s->u.loop.body, false))
+    set_loop_md(g, br, "llvm.loop.vectorize.enable", LLVMConstInt(g->t_i1, 0, 0));
+  else if (s->u.loop.kind == LOOM_TP_LOOP_VECTORIZE)
+    set_loop_md(g, br, "llvm.loop.vectorize.enable", LLVMConstInt(g->t_i1, 1, 0));
   LLVMPositionBuilderAtEnd(g->b, exit);
 }
 
@@ -497,7 +558,7 @@ static bool lane_independent(const loom_tp_stmt *body) {
 static void emit_lanes(cg *g, const loom_tp_stmt *s, unsigned lanes) {
   g->lanes = lanes;
   g->lane_var = s->u.loop.var;
-  push_sym(g, s->u.loop.var, cg_i64(g, 0));
+  push_sym(g, s->u.loop.var, cg_i64(g, 0), NULL);
   with_loop_fact(g, s, true);
   if (s->u.loop.reduce) g->reduce_depth++;
   cg_stmt(g, s->u.loop.body);
@@ -667,7 +728,7 @@ loom_status cg_emit_kernel(cg *g, const loom_tp_func *f) {
     LLVMValueRef idx = LLVMConstInt(g->t_i64, j, 0);
     LLVMValueRef v = LLVMBuildLoad2(g->b, g->t_i64, LLVMBuildInBoundsGEP2(g->b, g->t_i64, syms, &idx, 1, ""),
                                     loom_sym_var_name(f->syms[j]));
-    push_sym(g, f->syms[j], v);
+    push_sym(g, f->syms[j], v, NULL);
   }
   /* Scalar params are symbols too: their variable appears in f->syms. */
   size_t nenv = env_count(g);

@@ -154,6 +154,7 @@ static void cg_fini(cg *g) {
   LOOM_VEC_FREE(NULL, &g->syms);
   LOOM_VEC_FREE(NULL, &g->bufs);
   LOOM_VEC_FREE(NULL, &g->lets);
+  LOOM_VEC_FREE(NULL, &g->divs);
   LOOM_VEC_FREE(NULL, &g->heap);
 }
 

@@ -779,3 +779,44 @@ LOOM_TEST(cpu, generated_resize_grid_sample_det_dft) {
   loom_sym_ctx_destroy(cx);
   loom_arena_destroy(&a);
 }
+
+/* A division of loop-invariant values read only under a condition, in a reduction LLVM
+ * vectorises with masked loads: LLVM 19 computed it for the first lane, under the first
+ * lane's condition, and used it for every lane's address (the padded convolution of
+ * issue 27). Symbolic divisions are now hoisted (cg_expr.c); loops that still divide under a
+ * condition (here a value-level division in an index) are not auto-vectorised. */
+LOOM_TEST(cpu, invariant_division_under_a_condition_in_a_vectorised_loop) {
+  cpu_diff_opts o = opts(medium, 10, 1e-4);
+  /* the generated convolution's form, its input channels equal to a group's */
+  diff_program("prim @cdiv(X: Buffer[(n, cg, h0), f32], W: Buffer[(o, cg, k0), f32], Y: Buffer[(n, o, y0), f32]) {\n"
+               "  for i0 in 0..n parallel {\n"
+               "    for i1 in 0..o {\n"
+               "      for j0 in 0..y0 {\n"
+               "        alloc S: Local[(1,), f32]\n"
+               "        for rc in 0..cg reduce {\n"
+               "          for r0 in 0..k0 reduce {\n"
+               "            if j0 + r0 - 3 >= 0 && j0 + r0 - 3 < h0 {\n"
+               "              S[0] = S[0] + X[i0, cg*floordiv(i1, o) + rc, j0 + r0 - 3] * W[i1, rc, r0]\n"
+               "            }\n"
+               "          }\n"
+               "        }\n"
+               "        Y[i0, i1, j0] = S[0]\n"
+               "      }\n"
+               "    }\n"
+               "  }\n"
+               "}\n", &o);
+  /* a value-level division in an index, under a condition: the loop is left scalar */
+  diff_program("prim @vdiv(X: Buffer[(n, m), f32], Y: Buffer[(n, q), f32]) {\n"
+               "  for i in 0..n parallel {\n"
+               "    for j in 0..q {\n"
+               "      alloc S: Local[(1,), f32]\n"
+               "      for r in 0..m reduce {\n"
+               "        if j + r >= 5 && j + r - 5 < m {\n"
+               "          S[0] = S[0] + X[i64(i + q) // i64(q + 1), j + r - 5]\n"
+               "        }\n"
+               "      }\n"
+               "      Y[i, j] = S[0]\n"
+               "    }\n"
+               "  }\n"
+               "}\n", &o);
+}
