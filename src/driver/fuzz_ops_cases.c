@@ -409,7 +409,7 @@ static fz_win draw_win(fz_gen *g, int64_t kmax, int64_t smax, int64_t dmax, bool
   return w;
 }
 
-static void win_attrs(char *a, size_t cap, const fz_win *w, int n, bool stride, bool dil, bool pad) {
+static void win_attrs(char *a, size_t cap, const fz_win *w, int n, bool stride, bool dil, bool pad, bool pad_2n) {
   int64_t v[16];
   bool any = false;
   for (int i = 0; i < n; i++) any |= w[i].s != 1;
@@ -426,7 +426,7 @@ static void win_attrs(char *a, size_t cap, const fz_win *w, int n, bool stride, 
   bool sym = true, zero = true;
   for (int i = 0; i < n; i++) sym &= w[i].lo == w[i].hi && w[i].lo == w[0].lo, zero &= !w[i].lo && !w[i].hi;
   if (!pad || zero) return;
-  if (sym) {
+  if (sym && !pad_2n) {
     fz_attr_list(a, cap, "padding", 1, &w[0].lo);
     return;
   }
@@ -451,7 +451,7 @@ static bool gen_conv(fz_gen *g, fz_case *c, int n) {
   bool bias = fz_flag(g, 40);
   if (bias) fz_param_add(c, "bias", dt, 1, &k[0]);
   char a[256] = "";
-  win_attrs(a, sizeof a, w, n, true, true, true);
+  win_attrs(a, sizeof a, w, n, true, true, true, false);
   if (groups > 1) fz_cat(a, sizeof a, ", groups=%lld", (long long)groups);
   int64_t kk = cg;
   for (int i = 0; i < n; i++) kk *= w[i].k;
@@ -513,11 +513,13 @@ bool fz_gen_pool(fz_gen *g, fz_case *c) {
   c->op = ops[kind];
   fz_win w[3];
   for (int i = 0; i < n; i++) w[i] = draw_win(g, n == 3 ? 4 : 7, 3, 2, true);
+  bool ceil = fz_flag(g, 40); /* ceil mode needs constant spatial extents */
   fz_dim x[5] = {fz_sym(g, "b", fz_size(g, 0, 3)), fz_sym(g, "c", fz_size(g, 1, 5))};
   for (int i = 0; i < n; i++) {
     char nm[8];
     snprintf(nm, sizeof nm, "l%d", i);
-    x[2 + i] = fz_sym(g, nm, w[i].in > (n == 3 ? 12 : 40) ? (n == 3 ? 12 : 40) : w[i].in);
+    int64_t in = w[i].in > (n == 3 ? 12 : 40) ? (n == 3 ? 12 : 40) : w[i].in;
+    x[2 + i] = ceil ? fz_lit(in) : fz_sym(g, nm, in);
     if (x[2 + i].v < w[i].dil * (w[i].k - 1) + 1 - w[i].lo - w[i].hi) return false;
   }
   loom_dtype dt = kind == 0 && fz_flag(g, 20) ? fz_int_dtype(g, false) : fz_float_dtype(g, c, false);
@@ -526,8 +528,8 @@ bool fz_gen_pool(fz_gen *g, fz_case *c) {
   int64_t kv[3];
   for (int i = 0; i < n; i++) kv[i] = w[i].k;
   fz_attr_list(a, sizeof a, "kernel", n, kv);
-  win_attrs(a, sizeof a, w, n, true, true, true);
-  if (fz_flag(g, 40)) fz_cat(a, sizeof a, ", ceil_mode=true");
+  win_attrs(a, sizeof a, w, n, true, true, true, true);
+  if (ceil) fz_cat(a, sizeof a, ", ceil_mode=true");
   if (kind == 1 && fz_flag(g, 50)) fz_cat(a, sizeof a, ", count_include_pad=true");
   if (kind == 2) fz_cat(a, sizeof a, ", p=%lld", (long long)fz_int(g, 1, 3));
   if (kind == 3 && fz_flag(g, 30)) fz_cat(a, sizeof a, ", storage_order=1");
@@ -552,7 +554,7 @@ bool fz_gen_pool2d(fz_gen *g, fz_case *c) {
   char a[256] = "";
   int64_t kv[2] = {w[0].k, w[1].k};
   fz_attr_list(a, sizeof a, "kernel", 2, kv);
-  win_attrs(a, sizeof a, w, 2, true, false, true);
+  win_attrs(a, sizeof a, w, 2, true, false, true, false);
   c->atol = 1e-5;
   fz_call(c, "%s(x%s)", c->op, a);
   return true;

@@ -527,15 +527,27 @@ bool fz_gen_tril_triu(fz_gen *g, fz_case *c) {
 
 bool fz_gen_arange(fz_gen *g, fz_case *c) {
   static const char *const dts[] = {"i64", "i32", "f32", "f64"};
+  static const loom_dtype rdts[] = {LOOM_DTYPE_I64, LOOM_DTYPE_I32, LOOM_DTYPE_F32, LOOM_DTYPE_F64};
   c->op = "arange";
+  int k = fz_pick(g, 4);
+  if (fz_flag(g, 40)) { /* ONNX Range: run-time scalars start, limit, delta (any sign) */
+    double v[3] = {(double)fz_int(g, -20, 20), (double)fz_int(g, -40, 40), (double)(fz_int(g, 1, 5) * (fz_flag(g, 30) ? -1 : 1))};
+    if (k >= 2 && fz_flag(g, 50)) v[0] += 0.5, v[2] /= 4; /* fractional steps */
+    static const char *const nm[] = {"s", "l", "d"};
+    for (int i = 0; i < 3; i++) {
+      fz_param *p = fz_param_add(c, nm[i], rdts[k], 0, NULL);
+      p->fill = FZ_FILL_VALUES;
+      p->nvals = 1;
+      p->vals[0] = v[i];
+    }
+    fz_call(c, "arange(s, l, d)");
+    return true;
+  }
   int64_t n = fz_size(g, 0, 300);
   fz_dim d = fz_sym(g, "n", n);
   fz_param_add(c, "x", LOOM_DTYPE_F32, 1, &d);
-  int64_t start = fz_int(g, -20, 20), step = fz_int(g, 1, 5) * (fz_flag(g, 25) ? -1 : 1);
-  char end[48];
-  if (step < 0) snprintf(end, sizeof end, "%s", fz_lit(fz_int(g, -40, start)).t);
-  else snprintf(end, sizeof end, "%s", d.t);
-  fz_call(c, "arange(start=[%lld], end=[%s], step=[%lld], dtype=%s)", (long long)start, end, (long long)step, dts[fz_pick(g, 4)]);
+  int64_t start = fz_int(g, -20, 20), step = fz_int(g, 1, 5);
+  fz_call(c, "arange(start=[%lld], end=[%s], step=[%lld], dtype=%s)", (long long)start, d.t, (long long)step, dts[k]);
   return true;
 }
 
@@ -592,7 +604,7 @@ bool fz_gen_det(fz_gen *g, fz_case *c) {
 
 bool fz_gen_dft(fz_gen *g, fz_case *c) {
   c->op = "dft";
-  int64_t n = fz_size(g, 0, 40);
+  int64_t n = fz_size(g, 1, 40);
   bool real = fz_flag(g, 50);
   fz_dim d[3] = {fz_sym(g, "b", fz_size(g, 1, 3)), fz_sym(g, "n", n), fz_lit(real ? 1 : 2)};
   fz_param_add(c, "x", fz_float_dtype(g, c, false), 3, d);
