@@ -475,7 +475,7 @@ bool fz_gen_conv_transpose(fz_gen *g, fz_case *c) {
     kk[i] = fz_int(g, 1, n == 3 ? 4 : 9);
     s[i] = fz_int(g, 1, 4);
     dil[i] = fz_flag(g, 70) ? 1 : fz_int(g, 1, 3);
-    int64_t in = fz_size(g, 0, n == 3 ? 6 : 33), full = (in ? in - 1 : 0) * s[i] + dil[i] * (kk[i] - 1) + 1;
+    int64_t in = fz_size(g, 1, n == 3 ? 6 : 33), full = (in - 1) * s[i] + dil[i] * (kk[i] - 1) + 1;
     op[i] = fz_flag(g, 70) ? 0 : fz_int(g, 0, (s[i] > dil[i] ? s[i] : dil[i]) - 1);
     any_op |= op[i] != 0;
     lo[i] = fz_flag(g, 40) ? 0 : fz_int(g, 0, full / 2);

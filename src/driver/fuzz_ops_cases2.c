@@ -609,8 +609,9 @@ bool fz_gen_dft(fz_gen *g, fz_case *c) {
   fz_dim d[3] = {fz_sym(g, "b", fz_size(g, 1, 3)), fz_sym(g, "n", n), fz_lit(real ? 1 : 2)};
   fz_param_add(c, "x", fz_float_dtype(g, c, false), 3, d);
   char a[96] = "";
-  if (fz_flag(g, 30)) fz_cat(a, sizeof a, ", inverse=true");
-  if (real && fz_flag(g, 40)) fz_cat(a, sizeof a, ", onesided=true");
+  bool inverse = fz_flag(g, 30);
+  if (inverse) fz_cat(a, sizeof a, ", inverse=true");
+  if (real && !inverse && fz_flag(g, 40)) fz_cat(a, sizeof a, ", onesided=true");
   if (fz_flag(g, 30)) fz_cat(a, sizeof a, ", length=[%lld]", (long long)fz_size(g, 1, 40));
   c->rtol = 1e-4, c->atol = 1e-5 * (double)(n + 41);
   fz_call(c, "dft(x, axis=1%s)", a);
