@@ -94,6 +94,7 @@ pub const suites = .{
         "tests/e2e/test_e2e_onnx_refs.c",
         "tests/e2e/test_e2e_cli.c",
         "tests/e2e/test_memplan.c",
+        "tests/e2e/test_fuzz_ops.c",
     } },
     .{ .name = "passes", .files = &[_][]const u8{
         "tests/passes/test_passes.c",

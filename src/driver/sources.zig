@@ -4,6 +4,9 @@ pub const compiler = [_][]const u8{
     "src/driver/pipeline.c",
     "src/driver/lower_vm.c",
     "src/driver/compile.c",
+    "src/driver/fuzz_ops.c",
+    "src/driver/fuzz_ops_cases.c",
+    "src/driver/fuzz_ops_cases2.c",
 };
 /// The `loom` program (links libloom).
 pub const loom_main = [_][]const u8{
@@ -24,6 +27,7 @@ pub const loom_main = [_][]const u8{
     "src/driver/cmd_run.c",
     "src/driver/cmd_inspect.c",
     "src/driver/cmd_demo.c",
+    "src/driver/cmd_fuzz_ops.c",
     "src/driver/run_tool.c",
 };
 /// The `loom-run` program (links libloomrt only).
