@@ -59,6 +59,19 @@ LOOM_TEST(e2e_cli, loom_run_jit_guard_and_match_cast_errors) {
   loom_test_proc_free(&p);
 }
 
+/* A fact legalization cannot prove (the indices' extent within the data's) compiles to a guard:
+ * the program runs where it holds, and where it does not the CHECK names op, operands, axis
+ * and both values, before the kernel reads anything. */
+LOOM_TEST(e2e_cli, legalization_guards_fail_cleanly_where_the_fact_is_false) {
+  loom_test_proc p = loom_test_run("%s run tests/e2e/data/guard_gather.loom --bind n=4,k=3", loom_test_loom_bin());
+  expect(&p, 0, "output 0: f32(3, 3)", NULL);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s run tests/e2e/data/guard_gather.loom --bind n=4,k=6", loom_test_loom_bin());
+  expect(&p, 1, NULL, "guard of 'y' failed: gather_elements: indices (operand 1 'j') axis 0 (k) must not exceed data (operand 0 'x') axis 0 (n)");
+  cr_assert(strstr(p.err, "n = 4 from input 'x' axis 0, k = 6 from input 'i' axis 0"), "%s", p.err);
+  loom_test_proc_free(&p);
+}
+
 LOOM_TEST(e2e_cli, a_module_that_cannot_compile_names_function_binding_and_pass) {
   char dir[64], so[128];
   tmpdir(dir, sizeof dir);
