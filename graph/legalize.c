@@ -844,6 +844,7 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
     case LOOM_GRAPH_OP_ONE_HOT: return legalize_one_hot(m, call, out, out_tp);
     case LOOM_GRAPH_OP_CONV1D:
     case LOOM_GRAPH_OP_CONV2D:
+    case LOOM_GRAPH_OP_CONV:
     case LOOM_GRAPH_OP_MAX_POOL2D:
     case LOOM_GRAPH_OP_AVG_POOL2D:
     case LOOM_GRAPH_OP_MAX_POOL:

@@ -27,7 +27,7 @@ void loom_legal_operand_name(const loom_graph_expr *call, size_t i, char *buf, s
  * may add guards to r. */
 loom_status loom_legalize_indexed(loom_graph_module *m, const loom_graph_expr *call, loom_graph_legal *r);
 
-/* conv1d / conv2d / conv_transpose, max_pool2d / avg_pool2d and the image family's max_pool / max_pool_indices /
+/* conv1d / conv2d / conv / conv_transpose, max_pool2d / avg_pool2d and the image family's max_pool / max_pool_indices /
  * avg_pool / lp_pool (legalize_window.c). */
 loom_status loom_legalize_window(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp);
 

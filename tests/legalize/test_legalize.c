@@ -264,6 +264,13 @@ static const op_case more_cases[] = {
 };
 
 static const op_case cnn_cases[] = {
+    /* conv: N-d (the spatial rank from the input's), the same window programs */
+    {"x: Tensor[(n, 4, d, h, w), f32], k: Tensor[(6, 2, 3, 2, 3), f32], bb: Tensor[(6,), f32]",
+     "conv(x, k, bb, strides=[1, 2, 1], padding=[1, 0, 2, 0, 1, 1], dilation=[2, 1, 1], groups=2)", 3,
+     {{{2, 4, 5, 6, 7}, {6, 2, 3, 2, 3}, {6}}, {{1, 4, 3, 2, 1}, {6, 2, 3, 2, 3}, {6}}, {{0, 4, 5, 5, 5}, {6, 2, 3, 2, 3}, {6}}}},
+    {"x: Tensor[(n, 2, l), f32], k: Tensor[(3, 2, 3), f32]", "conv(x, k, padding=[1])", 2, {{{2, 2, 5}, {3, 2, 3}}, {{1, 2, 1}, {3, 2, 3}}}},
+    {"x: Tensor[(n, 1, a, b, e, f), f32], k: Tensor[(2, 1, 2, 1, 2, 2), f32]", "conv(x, k, padding=[1, 0, 0, 1, 0, 1, 1, 0])", 1,
+     {{{1, 1, 3, 2, 3, 2}, {2, 1, 2, 1, 2, 2}}}},
     {"x: Tensor[(n, 3, h, w), f32], k: Tensor[(4, 3, 3, 3), f32]", "conv2d(x, k, padding=[1])", 2,
      {{{2, 3, 5, 4}, {4, 3, 3, 3}}, {{1, 3, 1, 1}, {4, 3, 3, 3}}}},
     {"x: Tensor[(n, 4, h, w), f32], k: Tensor[(6, 2, 3, 1), f32], bb: Tensor[(6,), f32]",
