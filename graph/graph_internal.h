@@ -53,9 +53,12 @@ typedef struct loom_graph_window {
   bool ceil;                                                                /* ONNX ceil_mode (image pools) */
 } loom_graph_window;
 
-/* conv1d / conv2d (pool false) and max_pool2d / avg_pool2d (pool true) of spatial rank n: a list
+/* conv1d / conv2d / conv (pool false) and max_pool2d / avg_pool2d (pool true) of spatial rank n: a list
  * attribute of 1 entry broadcasts, n entries, or 2n for padding (befores, then afters) (op_conv.c). */
 loom_status loom_graph_conv_window(loom_graph_icx *ic, int n, bool pool, loom_graph_window *w);
+/* The spatial rank of convolution op `op` (conv1d: 1, conv2d: 2, conv: ndim - 2) on an input of
+ * rank ndim (op_conv.c). */
+int loom_graph_conv_rank(loom_graph_op op, int ndim);
 /* conv_transpose over an input of rank ndim (op_image.c). */
 loom_status loom_graph_convt_window(loom_graph_icx *ic, int ndim, loom_graph_window *w);
 /* max_pool / max_pool_indices / avg_pool / lp_pool over an input of rank ndim (op_image.c). */

@@ -95,6 +95,44 @@ loom_status loom_legal_unsupported(const loom_graph_expr *call, const char *why)
   return LOOM_ERROR(UNIMPLEMENTED, "%s: no legalization %s", loom_graph_op_name(call->u.call.op), why);
 }
 
+loom_status loom_graph_legal_guard(loom_graph_module *m, loom_graph_legal *r, const loom_sym_expr *cond, const char *why) {
+  int64_t v;
+  if (!cond) return loom_sym_ctx_take_error(loom_graph_module_sym(m));
+  if (loom_sym_is_const(cond, &v) && v) return LOOM_OK;
+  if (r->nguards == LOOM_GRAPH_LEGAL_MAX_GUARDS) return LOOM_ERROR(INTERNAL, "legalize: more than %d guards", LOOM_GRAPH_LEGAL_MAX_GUARDS);
+  const char *w = loom_arena_strdup(loom_graph_module_arena(m), why);
+  if (!w) return LOOM_OOM();
+  r->guards[r->nguards] = cond;
+  r->guard_why[r->nguards++] = w;
+  return LOOM_OK;
+}
+
+loom_status loom_graph_legal_attach_guards(loom_graph_module *m, const loom_graph_legal *r, loom_graph_binding *b) {
+  if (!r->nguards) return LOOM_OK;
+  loom_arena *ar = loom_graph_module_arena(m);
+  const loom_sym_expr **g = LOOM_ARENA_ARRAY(ar, const loom_sym_expr *, b->nguards + r->nguards);
+  const char **w = LOOM_ARENA_ARRAY(ar, const char *, b->nguards + r->nguards);
+  if (!g || !w) return LOOM_OOM();
+  size_t n = 0;
+  for (size_t k = 0; k < b->nguards; k++, n++) g[n] = b->guards[k], w[n] = b->guard_why ? b->guard_why[k] : "";
+  for (size_t k = 0; k < r->nguards; k++) {
+    bool dup = false; /* interned: equal conditions are one pointer */
+    for (size_t j = 0; j < n && !dup; j++) dup = g[j] == r->guards[k];
+    if (!dup) g[n] = r->guards[k], w[n++] = r->guard_why[k];
+  }
+  b->guards = g;
+  b->guard_why = w;
+  b->nguards = n;
+  return LOOM_OK;
+}
+
+/* The name a message gives operand i of call: its variable's ("operand 1 'ids'"), or its index. */
+void loom_legal_operand_name(const loom_graph_expr *call, size_t i, char *buf, size_t cap) {
+  const loom_graph_expr *a = i < call->u.call.nargs ? call->u.call.args[i] : NULL;
+  if (a && a->kind == LOOM_GRAPH_EXPR_VAR) snprintf(buf, cap, "operand %zu '%s'", i, a->u.var.name);
+  else snprintf(buf, cap, "operand %zu", i);
+}
+
 loom_status loom_legal_tensor_arg(const loom_graph_expr *call, size_t i, const loom_sinfo **out) {
   if (i >= call->u.call.nargs) return loom_legal_unsupported(call, "(missing operand)");
   const loom_sinfo *s = call->u.call.args[i]->sinfo;
@@ -178,17 +216,27 @@ static loom_status legalize_bitcast(loom_graph_module *m, const loom_graph_expr 
   return legalize_unary(m, call, out, expr, tp);
 }
 
-static loom_status legalize_det(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+/* det: the program reads the order from the last axis; matrices not provably square get the
+ * run-time guard that they are (inference records the same one; this keeps the program's
+ * assumption next to it). */
+static loom_status legalize_det(loom_graph_module *m, const loom_graph_expr *call, loom_graph_legal *r) {
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   if (x->ndim < 2 || !loom_dtype_is_float(x->dtype)) return loom_legal_unsupported(call, "for this operand (float matrices of rank >= 2)");
-  if (loom_sym_prove_eq(loom_graph_module_sym(m), x->dims[x->ndim - 2], x->dims[x->ndim - 1]) != LOOM_SYM_TRUE)
-    return loom_legal_unsupported(call, "for matrices not provably square");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  const loom_sym_expr *rows = x->dims[x->ndim - 2], *cols = x->dims[x->ndim - 1];
+  if (loom_sym_prove_eq(cx, rows, cols) != LOOM_SYM_TRUE) {
+    char why[384], on[160];
+    loom_legal_operand_name(call, 0, on, sizeof on);
+    snprintf(why, sizeof why, "det: %s axes %d and %d (%s, %s) must be equal (square matrices)", on, x->ndim - 2,
+             x->ndim - 1, loom_graph_sym_str(m, rows), loom_graph_sym_str(m, cols));
+    LOOM_PROPAGATE(loom_graph_legal_guard(m, r, loom_sym_cmp(cx, LOOM_SYM_EQ, rows, cols), why));
+  }
   char name[64];
   snprintf(name, sizeof name, "det_%s_r%d", loom_dtype_name(x->dtype), x->ndim);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_det(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  if ((r->tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_det(loom_graph_module_arena(m), cx, name, x->dtype, x->ndim, &r->tp));
+  return loom_graph_module_add_tp(m, r->tp);
 }
 
 /* pow of integers (ONNX Pow on int32 / int64): the reference computes in double and converts
@@ -449,12 +497,18 @@ static loom_status legalize_slice(loom_graph_module *m, const loom_graph_expr *c
     int64_t sv = 1;
     if (strides && (!loom_sym_is_const(strides->syms[i], &sv) || sv <= 0))
       return loom_legal_unsupported(call, "for non-constant or non-positive strides yet");
-    /* Only begins provably within [0, extent): the reference clamps, the program indexes. */
-    if (loom_sym_prove_le(cx, loom_sym_const(cx, 0), begin->syms[i]) != LOOM_SYM_TRUE)
-      return loom_legal_unsupported(call, "for begins not provably >= 0 yet");
+    /* The program indexes from its begin parameter: pass the begin the reference uses (a
+     * negative constant counts from the end, then clamped to [0, extent]; past the end the
+     * result is empty), so no begin needs proving. */
+    const loom_sym_expr *b0 = begin->syms[i], *zero = loom_sym_const(cx, 0), *dim = x->dims[ax];
+    int64_t c;
+    if (loom_sym_is_const(b0, &c) && c < 0) b0 = loom_sym_add(cx, dim, b0);
+    if (b0 && loom_sym_prove_le(cx, zero, b0) != LOOM_SYM_TRUE) b0 = loom_sym_max(cx, b0, zero);
+    if (b0 && loom_sym_prove_le(cx, b0, dim) != LOOM_SYM_TRUE) b0 = loom_sym_min(cx, b0, dim);
+    if (!b0 || !(b0 = loom_sym_simplify(cx, b0))) return loom_sym_ctx_take_error(cx);
     mask |= 1u << ax;
     st[ax] = sv;
-    beg[ax] = begin->syms[i];
+    beg[ax] = b0;
   }
   char key[128] = "";
   for (int k = 0; k < x->ndim; k++)
@@ -787,13 +841,10 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
     case LOOM_GRAPH_OP_CUMPROD: return legalize_cumsum(m, call, out_tp);
     case LOOM_GRAPH_OP_TILE: return legalize_tile(m, call, out_tp);
     case LOOM_GRAPH_OP_REPEAT: return legalize_repeat(m, call, out_tp);
-    case LOOM_GRAPH_OP_GATHER_ELEMENTS:
-    case LOOM_GRAPH_OP_SCATTER_ELEMENTS:
-    case LOOM_GRAPH_OP_GATHER_ND:
-    case LOOM_GRAPH_OP_SCATTER_ND: return loom_legalize_indexed(m, call, out_tp);
     case LOOM_GRAPH_OP_ONE_HOT: return legalize_one_hot(m, call, out, out_tp);
     case LOOM_GRAPH_OP_CONV1D:
     case LOOM_GRAPH_OP_CONV2D:
+    case LOOM_GRAPH_OP_CONV:
     case LOOM_GRAPH_OP_MAX_POOL2D:
     case LOOM_GRAPH_OP_AVG_POOL2D:
     case LOOM_GRAPH_OP_MAX_POOL:
@@ -801,7 +852,6 @@ static loom_status legalize_plain(loom_graph_module *m, const loom_graph_expr *c
     case LOOM_GRAPH_OP_AVG_POOL:
     case LOOM_GRAPH_OP_LP_POOL:
     case LOOM_GRAPH_OP_CONV_TRANSPOSE: return loom_legalize_window(m, call, out_tp);
-    case LOOM_GRAPH_OP_DET: return legalize_det(m, call, out_tp);
     case LOOM_GRAPH_OP_RESIZE:
     case LOOM_GRAPH_OP_RESIZE2D:
     case LOOM_GRAPH_OP_GRID_SAMPLE: return loom_legalize_image(m, call, out_tp);
@@ -825,8 +875,12 @@ static loom_status legalize_dft(loom_graph_module *m, const loom_graph_expr *cal
   bool inv = loom_graph_attr_get_int(call, "inverse", 0) != 0, one = loom_graph_attr_get_int(call, "onesided", 0) != 0;
   const loom_graph_attr *la = loom_graph_call_attr(call, "length");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
-  if (la && (la->n != 1 || loom_sym_prove_le(cx, loom_sym_const(cx, 1), la->syms[0]) != LOOM_SYM_TRUE))
-    return loom_legal_unsupported(call, "for a length not provably >= 1");
+  if (la && la->n != 1) return loom_legal_unsupported(call, "for a length of more than one value");
+  if (la && loom_sym_prove_le(cx, loom_sym_const(cx, 1), la->syms[0]) != LOOM_SYM_TRUE) {
+    char why[256];
+    snprintf(why, sizeof why, "dft: length (%s) must be >= 1", loom_graph_sym_str(m, la->syms[0]));
+    LOOM_PROPAGATE(loom_graph_legal_guard(m, r, loom_sym_cmp(cx, LOOM_SYM_LE, loom_sym_const(cx, 1), la->syms[0]), why));
+  }
   char name[128];
   snprintf(name, sizeof name, "dft_%s_r%d_a%d_c%lld%s%s%s", loom_dtype_name(x->dtype), x->ndim, axis, (long long)c, inv ? "_inv" : "",
            one ? "_onesided" : "", la ? "_len" : "");
@@ -879,13 +933,19 @@ loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr
     case LOOM_GRAPH_OP_ARANGE: return legalize_arange(m, call, out, result);
     case LOOM_GRAPH_OP_SYM_TENSOR: return legalize_sym_tensor(m, call, out, result);
     case LOOM_GRAPH_OP_DFT: return legalize_dft(m, call, result);
+    case LOOM_GRAPH_OP_DET: return legalize_det(m, call, result);
+    case LOOM_GRAPH_OP_GATHER_ELEMENTS:
+    case LOOM_GRAPH_OP_SCATTER_ELEMENTS:
+    case LOOM_GRAPH_OP_GATHER_ND:
+    case LOOM_GRAPH_OP_SCATTER_ND: return loom_legalize_indexed(m, call, result);
     default: return legalize_plain(m, call, out, &result->tp);
   }
 }
 
-loom_status loom_legal_lower_call(loom_graph_module *m, const loom_graph_expr *v, loom_graph_expr **out) {
+loom_status loom_legal_lower_call(loom_graph_module *m, const loom_graph_expr *v, loom_graph_binding *b, loom_graph_expr **out) {
   loom_graph_legal lg;
   LOOM_PROPAGATE(loom_graph_legalize_call(m, v, v->sinfo, &lg));
+  LOOM_PROPAGATE(loom_graph_legal_attach_guards(m, &lg, b));
   loom_tp_func *tp = lg.tp;
   loom_arena *ar = loom_graph_module_arena(m);
   loom_graph_expr *call = LOOM_ARENA_NEW(ar, loom_graph_expr);
@@ -933,7 +993,7 @@ static loom_status legalize_seq(loom_graph_module *m, loom_graph_seq *seq, loom_
       loom_status s = loom_legalize_expand(m, blk, i, &expanded);
       if (!s && !expanded) {
         loom_graph_expr *call;
-        s = loom_legal_lower_call(m, v, &call);
+        s = loom_legal_lower_call(m, v, b, &call);
         if (!s) b->value = call;
       }
       if (s && loom_status_code(s) == LOOM_CODE_UNIMPLEMENTED) {

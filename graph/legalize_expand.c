@@ -59,8 +59,12 @@ loom_status loom_lx_add_lowered(loom_lx *x, const char *suffix, loom_graph_op op
   if (!c) return LOOM_OOM();
   c->sinfo = si;
   c->loc = x->b->value->loc;
-  LOOM_PROPAGATE(loom_legal_lower_call(x->m, c, &tp));
-  return (*out = loom_lx_add(x, suffix, LOOM_GRAPH_BIND_VAR, tp, si)) ? LOOM_OK : LOOM_OOM();
+  /* bound first, so the lowering's guards (if any) go to the binding that runs it */
+  if (!(*out = loom_lx_add(x, suffix, LOOM_GRAPH_BIND_VAR, c, si))) return LOOM_OOM();
+  loom_graph_binding *nb = x->added[x->n - 1];
+  LOOM_PROPAGATE(loom_legal_lower_call(x->m, c, nb, &tp));
+  nb->value = tp;
+  return LOOM_OK;
 }
 
 /* Binds dims[0 .. n) (symbols not yet bound, or expressions to check) to the values of vec, a

@@ -1,7 +1,8 @@
 /* legalize_index.c — the ops that index with data: gather_elements, scatter_elements,
  * gather_nd and scatter_nd, to tensorprog/gen_shape.c and gen_scatter.c programs. Indices
  * read from memory are checked by the kernels; the extents the programs index with loop
- * variables (the indices' dims on the other axes) must be proven to fit the data here. */
+ * variables (the indices' dims on the other axes) must fit the data: proven here, or guarded
+ * at run time. */
 #include <stdio.h>
 #include <string.h>
 
@@ -24,9 +25,11 @@ static loom_status reduction_of(const loom_graph_expr *call, loom_tp_scatter_red
   return loom_legal_unsupported(call, "for this reduction");
 }
 
-/* gather_elements / scatter_elements: on every axis but `axis` the indices' extent must be
- * provably <= the data's (those coordinates are loop variables, not checked data). */
-static loom_status elements(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+/* gather_elements / scatter_elements: on every axis but `axis` the program indexes the data
+ * with the loop variables over the indices' extent (the indices' values are checked by the
+ * kernel only on `axis`), so those extents must fit the data's: where the prover cannot show
+ * it, a run-time guard per axis (the reference refuses the same calls). */
+static loom_status elements(loom_graph_module *m, const loom_graph_expr *call, loom_graph_legal *r) {
   bool scatter = call->u.call.op == LOOM_GRAPH_OP_SCATTER_ELEMENTS;
   const loom_sinfo *x, *idx, *u = NULL;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
@@ -37,20 +40,27 @@ static loom_status elements(loom_graph_module *m, const loom_graph_expr *call, l
   if (!loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis))
     return loom_legal_unsupported(call, "for this axis");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
-  for (int k = 0; k < x->ndim; k++)
-    if (k != axis && loom_sym_prove_le(cx, idx->dims[k], x->dims[k]) != LOOM_SYM_TRUE)
-      return loom_legal_unsupported(call, "when the indices' extents are not provably within the data's");
-  loom_tp_scatter_reduction r = LOOM_TP_SCATTER_NONE;
+  const char *op = loom_graph_op_name(call->u.call.op);
+  for (int k = 0; k < x->ndim; k++) {
+    if (k == axis || loom_sym_prove_le(cx, idx->dims[k], x->dims[k]) == LOOM_SYM_TRUE) continue;
+    char why[512], on[2][160];
+    loom_legal_operand_name(call, 1, on[0], sizeof on[0]);
+    loom_legal_operand_name(call, 0, on[1], sizeof on[1]);
+    snprintf(why, sizeof why, "%s: indices (%s) axis %d (%s) must not exceed data (%s) axis %d (%s)", op, on[0], k,
+             loom_graph_sym_str(m, idx->dims[k]), on[1], k, loom_graph_sym_str(m, x->dims[k]));
+    LOOM_PROPAGATE(loom_graph_legal_guard(m, r, loom_sym_cmp(cx, LOOM_SYM_LE, idx->dims[k], x->dims[k]), why));
+  }
+  loom_tp_scatter_reduction red = LOOM_TP_SCATTER_NONE;
   const char *rk = "";
-  if (scatter) LOOM_PROPAGATE(reduction_of(call, &r, &rk));
+  if (scatter) LOOM_PROPAGATE(reduction_of(call, &red, &rk));
   char name[160];
   snprintf(name, sizeof name, "%s_elements_%s_r%d_a%d_%s%s%s", scatter ? "scatter" : "gather", loom_dtype_name(x->dtype),
            x->ndim, axis, loom_dtype_name(idx->dtype), scatter ? "_" : "", rk);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  if ((r->tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   loom_arena *a = loom_graph_module_arena(m);
-  LOOM_PROPAGATE(scatter ? loom_tp_gen_scatter_elements(a, cx, name, x->dtype, idx->dtype, x->ndim, axis, r, tp)
-                         : loom_tp_gen_gather_elements(a, cx, name, x->dtype, x->ndim, axis, idx->dtype, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  LOOM_PROPAGATE(scatter ? loom_tp_gen_scatter_elements(a, cx, name, x->dtype, idx->dtype, x->ndim, axis, red, &r->tp)
+                         : loom_tp_gen_gather_elements(a, cx, name, x->dtype, x->ndim, axis, idx->dtype, &r->tp));
+  return loom_graph_module_add_tp(m, r->tp);
 }
 
 static loom_status nd(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
@@ -77,10 +87,10 @@ static loom_status nd(loom_graph_module *m, const loom_graph_expr *call, loom_tp
   return loom_graph_module_add_tp(m, *tp);
 }
 
-loom_status loom_legalize_indexed(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+loom_status loom_legalize_indexed(loom_graph_module *m, const loom_graph_expr *call, loom_graph_legal *r) {
   switch (call->u.call.op) {
     case LOOM_GRAPH_OP_GATHER_ND:
-    case LOOM_GRAPH_OP_SCATTER_ND: return nd(m, call, tp);
-    default: return elements(m, call, tp);
+    case LOOM_GRAPH_OP_SCATTER_ND: return nd(m, call, &r->tp);
+    default: return elements(m, call, r);
   }
 }

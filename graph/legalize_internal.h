@@ -20,18 +20,23 @@ void loom_legal_literal(loom_dtype t, double v, char *buf, size_t cap);
 /* The axis `ax` (negative: from the end) of a rank-ndim tensor in [0, ndim), or false. */
 bool loom_legal_norm_axis(int64_t ax, int ndim, int *out);
 
-/* gather_elements, scatter_elements, gather_nd, scatter_nd (legalize_index.c). */
-loom_status loom_legalize_indexed(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp);
+/* "operand i 'name'" (its variable's name when it is one), for messages. */
+void loom_legal_operand_name(const loom_graph_expr *call, size_t i, char *buf, size_t cap);
 
-/* conv1d / conv2d / conv_transpose, max_pool2d / avg_pool2d and the image family's max_pool / max_pool_indices /
+/* gather_elements, scatter_elements, gather_nd, scatter_nd (legalize_index.c); the elements ops
+ * may add guards to r. */
+loom_status loom_legalize_indexed(loom_graph_module *m, const loom_graph_expr *call, loom_graph_legal *r);
+
+/* conv1d / conv2d / conv / conv_transpose, max_pool2d / avg_pool2d and the image family's max_pool / max_pool_indices /
  * avg_pool / lp_pool (legalize_window.c). */
 loom_status loom_legalize_window(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp);
 
 /* resize, resize2d, grid_sample (legalize_image.c). */
 loom_status loom_legalize_image(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp);
 
-/* The call_tp that op call v (v->sinfo its result) lowers to (loom_graph_legalize_call), in *out. */
-loom_status loom_legal_lower_call(loom_graph_module *m, const loom_graph_expr *v, loom_graph_expr **out);
+/* The call_tp that op call v (v->sinfo its result) lowers to (loom_graph_legalize_call), in *out;
+ * the run-time guards the lowering needs go to b, the binding that will hold it. */
+loom_status loom_legal_lower_call(loom_graph_module *m, const loom_graph_expr *v, loom_graph_binding *b, loom_graph_expr **out);
 
 /* ---- rewriting one binding into several (legalize_expand.c) ---- */
 

@@ -40,7 +40,7 @@ static loom_graph_icx icx_for(loom_graph_module *m, const loom_graph_expr *call)
   return (loom_graph_icx){.m = m, .cx = loom_graph_module_sym(m), .call = call, .op = loom_graph_op_name(call->u.call.op)};
 }
 
-/* conv1d, conv2d and conv_transpose (N-d). */
+/* conv1d, conv2d, conv and conv_transpose (N-d). */
 static loom_status legalize_conv(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
   const loom_sinfo *x, *k, *b = NULL;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
@@ -48,8 +48,8 @@ static loom_status legalize_conv(loom_graph_module *m, const loom_graph_expr *ca
   if (call->u.call.nargs > 2) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &b));
   loom_graph_op op = call->u.call.op;
   bool transpose = op == LOOM_GRAPH_OP_CONV_TRANSPOSE;
-  int n = op == LOOM_GRAPH_OP_CONV1D ? 1 : transpose ? x->ndim - 2 : 2;
-  if (x->ndim != n + 2 || k->ndim != n + 2 || x->dtype != k->dtype || (b && b->dtype != x->dtype))
+  int n = transpose ? x->ndim - 2 : loom_graph_conv_rank(op, x->ndim);
+  if (n < 1 || n > LOOM_TP_MAX_SPATIAL || x->ndim != n + 2 || k->ndim != n + 2 || x->dtype != k->dtype || (b && b->dtype != x->dtype))
     return loom_legal_unsupported(call, "for these operands");
   loom_graph_icx ic = icx_for(m, call);
   loom_graph_window g;
@@ -133,6 +133,7 @@ loom_status loom_legalize_window(loom_graph_module *m, const loom_graph_expr *ca
   switch (call->u.call.op) {
     case LOOM_GRAPH_OP_CONV1D:
     case LOOM_GRAPH_OP_CONV2D:
+    case LOOM_GRAPH_OP_CONV:
     case LOOM_GRAPH_OP_CONV_TRANSPOSE: return legalize_conv(m, call, tp);
     default: return legalize_pool(m, call, tp);
   }

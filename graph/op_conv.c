@@ -1,5 +1,6 @@
-/* op_conv.c — convolution (1-D, 2-D; groups, dilation, padding, strides), max / average /
- * global-average pooling and 2-D resize (nearest, linear). Output extents are symbolic:
+/* op_conv.c — convolution (conv1d, conv2d, and conv: N-d with 1 to LOOM_GRAPH_MAX_SPATIAL
+ * spatial axes; groups, dilation, padding, strides), max / average / global-average pooling and
+ * 2-D resize (nearest, linear). Output extents are symbolic:
  * floordiv(in + pad_lo + pad_hi - dilation * (k - 1) - 1, stride) + 1. */
 #include <math.h>
 #include <string.h>
@@ -89,13 +90,19 @@ static const loom_sym_expr *out_extent(loom_sym_ctx *cx, const loom_sym_expr *in
 /* Floor division (the symbolic extent uses floordiv; the interpreter must agree). */
 static int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
-static int conv_rank(const loom_graph_expr *call) { return call->u.call.op == LOOM_GRAPH_OP_CONV1D ? 1 : 2; }
+/* The spatial rank of a convolution: 1 (conv1d), 2 (conv2d), or the input's rank - 2 (conv). */
+int loom_graph_conv_rank(loom_graph_op op, int ndim) {
+  return op == LOOM_GRAPH_OP_CONV1D ? 1 : op == LOOM_GRAPH_OP_CONV2D ? 2 : ndim - 2;
+}
 
 static loom_status infer_conv(loom_graph_icx *ic, const loom_sinfo **out) {
-  int n = conv_rank(ic->call);
   const loom_sinfo *x, *w;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 1, true, &w));
+  int n = loom_graph_conv_rank(ic->call->u.call.op, x->ndim);
+  if (n < 1 || n > LOOM_GRAPH_MAX_SPATIAL)
+    return loom_graph_icx_error(ic, "operand 0 must have rank 3 to %d (N, C, 1 to %d spatial axes), got %d", LOOM_GRAPH_MAX_SPATIAL + 2,
+                                LOOM_GRAPH_MAX_SPATIAL, x->ndim);
   if (x->ndim != n + 2) return loom_graph_icx_error(ic, "operand 0 must have rank %d (N, C, spatial), got %d", n + 2, x->ndim);
   if (w->ndim != n + 2) return loom_graph_icx_error(ic, "operand 1 must have rank %d (O, C/groups, kernel), got %d", n + 2, w->ndim);
   if (x->dtype != w->dtype) return loom_graph_icx_error(ic, "operand 0 has dtype %s, operand 1 has dtype %s", loom_dtype_name(x->dtype), loom_dtype_name(w->dtype));
@@ -111,7 +118,7 @@ static loom_status infer_conv(loom_graph_icx *ic, const loom_sinfo **out) {
     if (b->ndim != 1) return loom_graph_icx_error(ic, "operand 2 (bias) must have rank 1");
     LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 2, 0, b->dims[0], 1, 0, w->dims[0]));
   }
-  const loom_sym_expr *d[4] = {x->dims[0], w->dims[0]};
+  const loom_sym_expr *d[LOOM_GRAPH_MAX_SPATIAL + 2] = {x->dims[0], w->dims[0]};
   for (int i = 0; i < n; i++) {
     d[2 + i] = out_extent(cx, x->dims[2 + i], w->dims[2 + i], &sp, i);
     if (!d[2 + i]) return loom_sym_ctx_take_error(cx);
@@ -120,48 +127,53 @@ static loom_status infer_conv(loom_graph_icx *ic, const loom_sinfo **out) {
   return LOOM_OK;
 }
 
+/* The reference: for each output element, the sum over the group's channels and the window
+ * (in double), skipping taps in the padding. Any spatial rank n (index vectors, row-major). */
 static loom_status eval_conv(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
-  int n = conv_rank(ec->call);
   const loom_graph_tensor *x = &args[0].t, *w = &args[1].t;
+  int n = loom_graph_conv_rank(ec->call->u.call.op, x->ndim);
   const loom_graph_tensor *bias = ec->call->u.call.nargs == 3 ? &args[2].t : NULL;
   loom_graph_icx ic = {.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
   loom_graph_window sp;
   LOOM_PROPAGATE(loom_graph_conv_window(&ic, n, false, &sp));
   int64_t N = x->shape[0], C = x->shape[1], O = w->shape[0], CG = w->shape[1], G = sp.groups;
   if (CG * G != C) return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand 1 axis 1 is %lld, operand 0 axis 1 is %lld, groups %lld", ec->op, (long long)CG, (long long)C, (long long)G);
-  int64_t in[2] = {x->shape[2], n == 2 ? x->shape[3] : 1}, k[2] = {w->shape[2], n == 2 ? w->shape[3] : 1}, os[2] = {1, 1};
-  if (n == 1) {
-    sp.stride[1] = sp.dilation[1] = 1;
-    sp.pad_lo[1] = sp.pad_hi[1] = 0;
-  }
+  const int64_t *in = x->shape + 2, *k = w->shape + 2;
+  int64_t shape[LOOM_GRAPH_MAX_SPATIAL + 2] = {N, O}, *os = shape + 2;
   for (int i = 0; i < n; i++) {
     os[i] = floor_div(in[i] + sp.pad_lo[i] + sp.pad_hi[i] - sp.dilation[i] * (k[i] - 1) - 1, sp.stride[i]) + 1;
     if (os[i] < 0)
       return LOOM_ERROR(INVALID_ARGUMENT, "%s: spatial axis %d of size %lld is smaller than the (dilated) kernel", ec->op, i,
                         (long long)in[i]);
   }
-  int64_t shape[4] = {N, O, os[0], os[1]};
   LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, n + 2, shape, out));
-  int64_t OG = O / G;
-  for (int64_t b = 0; b < N; b++)
-    for (int64_t o = 0; o < O; o++) {
-      int64_t g = o / OG;
-      for (int64_t y0 = 0; y0 < os[0]; y0++)
-        for (int64_t y1 = 0; y1 < os[1]; y1++) {
-          double acc = bias ? loom_graph_tensor_get_f64(bias, (size_t)o) : 0;
-          for (int64_t c = 0; c < CG; c++)
-            for (int64_t k0 = 0; k0 < k[0]; k0++)
-              for (int64_t k1 = 0; k1 < k[1]; k1++) {
-                int64_t i0 = y0 * sp.stride[0] - sp.pad_lo[0] + k0 * sp.dilation[0];
-                int64_t i1 = y1 * sp.stride[1] - sp.pad_lo[1] + k1 * sp.dilation[1];
-                if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1]) continue;
-                size_t xi = (size_t)(((b * C + g * CG + c) * in[0] + i0) * in[1] + i1);
-                size_t wi = (size_t)(((o * CG + c) * k[0] + k0) * k[1] + k1);
-                acc += loom_graph_tensor_get_f64(x, xi) * loom_graph_tensor_get_f64(w, wi);
-              }
-          loom_graph_tensor_set_f64(&out->t, (size_t)(((b * O + o) * os[0] + y0) * os[1] + y1), acc);
+  if (!out->t.numel) return LOOM_OK;
+  int64_t xst[LOOM_GRAPH_MAX_SPATIAL + 2], wst[LOOM_GRAPH_MAX_SPATIAL + 2];
+  loom_graph_strides(n + 2, x->shape, xst);
+  loom_graph_strides(n + 2, w->shape, wst);
+  int64_t OG = O / G, y[LOOM_GRAPH_MAX_SPATIAL + 2] = {0}, t[LOOM_GRAPH_MAX_SPATIAL];
+  size_t oi = 0;
+  do { /* y: (b, o, output position) */
+    int64_t b = y[0], o = y[1], g = o / OG;
+    double acc = bias ? loom_graph_tensor_get_f64(bias, (size_t)o) : 0;
+    bool taps = true;
+    for (int i = 0; i < n; i++) taps = taps && k[i] > 0;
+    for (int64_t c = 0; c < CG && taps; c++) {
+      for (int i = 0; i < n; i++) t[i] = 0;
+      do { /* t: the kernel tap */
+        size_t xi = (size_t)(b * xst[0] + (g * CG + c) * xst[1]), wi = (size_t)(o * wst[0] + c * wst[1]);
+        bool inside = true;
+        for (int i = 0; i < n && inside; i++) {
+          int64_t p = y[2 + i] * sp.stride[i] - sp.pad_lo[i] + t[i] * sp.dilation[i];
+          inside = p >= 0 && p < in[i];
+          xi += (size_t)(p * xst[2 + i]);
+          wi += (size_t)(t[i] * wst[2 + i]);
         }
+        if (inside) acc += loom_graph_tensor_get_f64(x, xi) * loom_graph_tensor_get_f64(w, wi);
+      } while (loom_graph_index_next(n, k, t));
     }
+    loom_graph_tensor_set_f64(&out->t, oi++, acc);
+  } while (loom_graph_index_next(n + 2, shape, y));
   return LOOM_OK;
 }
 
@@ -292,6 +304,7 @@ static loom_status eval_resize(loom_graph_ecx *ec, const loom_graph_value *args,
 
 const loom_graph_op_impl loom_graph_op_impl_conv1d = {conv_attrs, infer_conv, eval_conv, NULL};
 const loom_graph_op_impl loom_graph_op_impl_conv2d = {conv_attrs, infer_conv, eval_conv, NULL};
+const loom_graph_op_impl loom_graph_op_impl_conv = {conv_attrs, infer_conv, eval_conv, NULL};
 const loom_graph_op_impl loom_graph_op_impl_max_pool2d = {pool_attrs, infer_pool, eval_pool, NULL};
 const loom_graph_op_impl loom_graph_op_impl_avg_pool2d = {pool_attrs, infer_pool, eval_pool, NULL};
 const loom_graph_op_impl loom_graph_op_impl_global_avg_pool2d = {no_attrs, infer_pool, eval_pool, NULL};

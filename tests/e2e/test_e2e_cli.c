@@ -59,6 +59,31 @@ LOOM_TEST(e2e_cli, loom_run_jit_guard_and_match_cast_errors) {
   loom_test_proc_free(&p);
 }
 
+/* A fact legalization cannot prove (the indices' extent within the data's) compiles to a guard:
+ * the program runs where it holds, and where it does not the CHECK names op, operands, axis
+ * and both values, before the kernel reads anything. */
+LOOM_TEST(e2e_cli, legalization_guards_fail_cleanly_where_the_fact_is_false) {
+  loom_test_proc p = loom_test_run("%s run tests/e2e/data/guard_gather.loom --bind n=4,k=3", loom_test_loom_bin());
+  expect(&p, 0, "output 0: f32(3, 3)", NULL);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s run tests/e2e/data/guard_gather.loom --bind n=4,k=6", loom_test_loom_bin());
+  expect(&p, 1, NULL, "guard of 'y' failed: gather_elements: indices (operand 1 'j') axis 0 (k) must not exceed data (operand 0 'x') axis 0 (n)");
+  cr_assert(strstr(p.err, "n = 4 from input 'x' axis 0, k = 6 from input 'i' axis 0"), "%s", p.err);
+  loom_test_proc_free(&p);
+}
+
+/* Small ONNX models with ONNX Runtime's outputs (tests/e2e/data/onnx/make.py): a 3-D Conv and
+ * RoBERTa's embeddings (position ids computed from input_ids, GatherElements on them: a guarded
+ * legalization), each at three shapes of its dynamic dims, through the interpreter and compiled. */
+LOOM_TEST(e2e_cli, onnx_conv3d_and_roberta_embeddings_equal_onnx_runtime) {
+  for (int compiled = 0; compiled < 2; compiled++) {
+    loom_test_proc p = loom_test_run("%s conformance tests/e2e/data/onnx%s", loom_test_loom_bin(), compiled ? " --compiled" : "");
+    expect(&p, 0, "2 passed, 0 failed, 0 unsupported of 2", NULL);
+    cr_assert(strstr(p.out, "PASS test_conv3d") && strstr(p.out, "PASS test_roberta_embeddings"), "%s", p.out);
+    loom_test_proc_free(&p);
+  }
+}
+
 LOOM_TEST(e2e_cli, a_module_that_cannot_compile_names_function_binding_and_pass) {
   char dir[64], so[128];
   tmpdir(dir, sizeof dir);

@@ -175,6 +175,25 @@ LOOM_TEST(graph_interp, conv_pool_resize_hand_computed) {
   loom_graph_module_destroy(m);
 }
 
+/* conv (N-d) on a 2x2x2 volume: a kernel of ones sums it; padded by 1 with stride 2, each
+ * window holds one voxel, so the result is the input. */
+LOOM_TEST(graph_interp, conv_3d_hand_computed) {
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(x: Tensor[(1, 1, d, h, w), f32], k: Tensor[(1, 1, 2, 2, 2), f32]) -> Object {\n"
+      "  c = conv(x, k)\n  cp = conv(x, k, padding=[1], strides=[2])\n  out = (c, cp)\n  return out\n}\n");
+  char *s = gt_sinfo_str(gt_binding(m, "main", "c")->var->sinfo);
+  cr_assert_str_eq(s, "Tensor[(1, 1, d - 1, h - 1, w - 1), f32]");
+  free(s);
+  loom_graph_value a[2] = {gt_tensor(LOOM_DTYPE_F32, 5, (int64_t[]){1, 1, 2, 2, 2}, (double[]){1, 2, 3, 4, 5, 6, 7, 8}),
+                           gt_tensor(LOOM_DTYPE_F32, 5, (int64_t[]){1, 1, 2, 2, 2}, (double[]){1, 1, 1, 1, 1, 1, 1, 1})};
+  loom_graph_value r = gt_eval_ok(m, 2, a, NULL);
+  gt_expect_values(&r.items[0], 5, (int64_t[]){1, 1, 1, 1, 1}, (double[]){36}, 0);
+  gt_expect_values(&r.items[1], 5, (int64_t[]){1, 1, 2, 2, 2}, (double[]){1, 2, 3, 4, 5, 6, 7, 8}, 0);
+  loom_graph_value_free(&r);
+  gt_free_args(a, 2);
+  loom_graph_module_destroy(m);
+}
+
 LOOM_TEST(graph_interp, index_and_shape_ops_hand_computed) {
   loom_graph_module *m = gt_parse_ok(
       "fn @main(x: Tensor[(2, 3), f32], i: Tensor[(2, 2), i64]) -> Object {\n"

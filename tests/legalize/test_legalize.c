@@ -223,6 +223,11 @@ static const op_case more_cases[] = {
     {"x: Tensor[(b, s, 12), f32]", "strided_slice(x, axes=[2], begin=[4], end=[8])", 2, {{{2, 3, 12}}, {{1, 1, 12}}}},
     {"x: Tensor[(n, 9), f32]", "strided_slice(x, axes=[1], begin=[1], end=[9], strides=[3])", 1, {{{4, 9}}}},
     {"x: Tensor[(n, 9), f32]", "strided_slice(x, axes=[0], begin=[1], end=[n])", 2, {{{4, 9}}, {{7, 9}}}},
+    /* begins not provably >= 0 (or <= the extent): the program gets the reference's clamped begin */
+    {"x: Tensor[(n, 6), f32], p: Tensor[(k,), f32]", "strided_slice(x, axes=[0], begin=[k - 3], end=[n])", 4,
+     {{{7, 6}, {0}}, {{7, 6}, {2}}, {{7, 6}, {5}}, {{7, 6}, {12}}}},
+    {"x: Tensor[(n, 6), f32], p: Tensor[(k,), f32]", "strided_slice(x, axes=[0, 1], begin=[k - 5, -4], end=[n, 6], strides=[2, 1])", 3,
+     {{{7, 6}, {1}}, {{7, 6}, {6}}, {{3, 6}, {9}}}},
     {"x: Tensor[(n, m), f32]", "tril(x)", 2, {{{4, 5}}, {{3, 3}}}},
     {"x: Tensor[(n, m), f32]", "triu(x, k=[1])", 1, {{{4, 5}}}},
     {"x: Tensor[(n, m), bool]", "tril(x, k=[-1])", 1, {{{5, 5}}}},
@@ -238,6 +243,10 @@ static const op_case more_cases[] = {
     {"x: Tensor[(n, 3), f32]", "tile(x, repeats=[2, 3])", 1, {{{4, 3}}}},
     {"x: Tensor[(n, 3), f32]", "repeat(x, repeats=2, axis=1)", 1, {{{4, 3}}}},
     {"x: Tensor[(n, 5), f32], i: Tensor[(n, 2), i64]", "gather_elements(x, i, axis=1)", 1, {{{3, 5}, {3, 2}}}, 5},
+    /* the indices' extent on the other axis (k) not provably <= the data's (n): a run-time guard, here holding */
+    {"x: Tensor[(n, 5), f32], i: Tensor[(k, 2), i64]", "gather_elements(x, i, axis=1)", 3, {{{3, 5}, {3, 2}}, {{6, 5}, {2, 2}}, {{4, 5}, {0, 2}}}, 5},
+    {"x: Tensor[(n, 5), f32], i: Tensor[(k, m), i32], u: Tensor[(k, m), f32]", "scatter_elements(x, i, u, axis=0, reduction=\"add\")", 2,
+     {{{4, 5}, {3, 2}, {3, 2}}, {{4, 5}, {4, 5}, {4, 5}}}, 4},
     {"x: Tensor[(n, 4, 3), f32], i: Tensor[(k, 2), i64]", "gather_nd(x, i)", 2, {{{5, 4, 3}, {6, 2}}, {{4, 4, 3}, {0, 2}}}, 4},
     {"x: Tensor[(b, 5, 3), f32], i: Tensor[(b, k, 1), i32]", "gather_nd(x, i, batch_dims=1)", 1, {{{2, 5, 3}, {2, 4, 1}}}, 5},
     {"x: Tensor[(n, 4), f32], i: Tensor[(k, 1), i64], u: Tensor[(k, 4), f32]", "scatter_nd(x, i, u)", 2,
@@ -255,6 +264,13 @@ static const op_case more_cases[] = {
 };
 
 static const op_case cnn_cases[] = {
+    /* conv: N-d (the spatial rank from the input's), the same window programs */
+    {"x: Tensor[(n, 4, d, h, w), f32], k: Tensor[(6, 2, 3, 2, 3), f32], bb: Tensor[(6,), f32]",
+     "conv(x, k, bb, strides=[1, 2, 1], padding=[1, 0, 2, 0, 1, 1], dilation=[2, 1, 1], groups=2)", 3,
+     {{{2, 4, 5, 6, 7}, {6, 2, 3, 2, 3}, {6}}, {{1, 4, 3, 2, 1}, {6, 2, 3, 2, 3}, {6}}, {{0, 4, 5, 5, 5}, {6, 2, 3, 2, 3}, {6}}}},
+    {"x: Tensor[(n, 2, l), f32], k: Tensor[(3, 2, 3), f32]", "conv(x, k, padding=[1])", 2, {{{2, 2, 5}, {3, 2, 3}}, {{1, 2, 1}, {3, 2, 3}}}},
+    {"x: Tensor[(n, 1, a, b, e, f), f32], k: Tensor[(2, 1, 2, 1, 2, 2), f32]", "conv(x, k, padding=[1, 0, 0, 1, 0, 1, 1, 0])", 1,
+     {{{1, 1, 3, 2, 3, 2}, {2, 1, 2, 1, 2, 2}}}},
     {"x: Tensor[(n, 3, h, w), f32], k: Tensor[(4, 3, 3, 3), f32]", "conv2d(x, k, padding=[1])", 2,
      {{{2, 3, 5, 4}, {4, 3, 3, 3}}, {{1, 3, 1, 1}, {4, 3, 3, 3}}}},
     {"x: Tensor[(n, 4, h, w), f32], k: Tensor[(6, 2, 3, 1), f32], bb: Tensor[(6,), f32]",
@@ -418,6 +434,7 @@ static const op_case det_cases[] = {
     {"x: Tensor[(b, n, n), f32]", "det(x)", 4, {{{3, 4, 4}}, {{2, 1, 1}}, {{0, 3, 3}}, {{2, 0, 0}}}},
     {"x: Tensor[(n, n), f64]", "det(x)", 3, {{{5, 5}}, {{7, 7}}, {{2, 2}}}},
     {"x: Tensor[(a, b, 3, 3), f32]", "det(x)", 1, {{{2, 3, 3, 3}}}},
+    {"x: Tensor[(b, n, m), f32]", "det(x)", 2, {{{2, 3, 3}}, {{1, 5, 5}}}}, /* square only at run time: a guard */
 };
 
 /* dft: real and complex input, axis not 0, cut and zero-padded lengths (a scalar parameter),
@@ -428,6 +445,8 @@ static const op_case dft_cases[] = {
     {"x: Tensor[(b, n, 2), f64]", "dft(x, axis=1, inverse=true)", 1, {{{2, 6, 2}}}},
     {"x: Tensor[(b, n, 1), f32]", "dft(x, axis=1, onesided=true)", 2, {{{2, 7, 1}}, {{1, 8, 1}}}},
     {"x: Tensor[(b, n, 2), f32]", "dft(x, axis=1, length=[n + 3])", 1, {{{2, 5, 2}}}},
+    /* a length not provably >= 1: a guard */
+    {"x: Tensor[(b, n, 2), f32], l: Tensor[(k,), f32]", "dft(x, axis=1, length=[k - 2])", 3, {{{2, 5, 2}, {3}}, {{1, 4, 2}, {9}}, {{1, 4, 2}, {6}}}},
     {"x: Tensor[(b, n, 2), f32]", "dft(x, axis=-1, length=[4])", 1, {{{2, 9, 2}}}},
     {"x: Tensor[(b, n, 2), f32]", "dft(x, axis=1, inverse=true, onesided=true)", 2, {{{2, 5, 2}}, {{1, 2, 2}}}},
     {"x: Tensor[(b, n, 2), f32]", "dft(x, axis=1, inverse=true, onesided=true, length=[7])", 1, {{{2, 4, 2}}}},
@@ -632,20 +651,67 @@ LOOM_TEST(legalize, float_to_int_casts_saturate_like_the_reference) {
   }
 }
 
-/* scatter_elements / gather_elements index the other axes with loop variables: when the indices'
- * extent there is not provably within the data's, the call stays an operator (no unchecked store). */
-LOOM_TEST(legalize, elements_ops_need_provable_index_extents) {
+/* Runs the legalized one-op module `text` on inputs of the given shapes (filled with indices in
+ * [0, 3)) and expects the guard naming `why` to fail: a clean error before the program reads
+ * anything (the test build runs under ASan). */
+static void expect_guard_fails(const char *text, size_t np, const int64_t shapes[][3], const int *ranks, const loom_dtype *dts,
+                               const char *why) {
+  loom_diag_list diags;
+  size_t done, kept;
+  loom_graph_module *m = parse_and_legalize(text, &diags, &done, &kept);
+  cr_assert_eq(kept, 0, "%s: kept as an operator: %s", text, diags.items.len ? diags.items.data[0].message : "");
+  loom_graph_value in[4], got;
+  for (size_t p = 0; p < np; p++) {
+    cr_assert_null(loom_graph_value_tensor(dts[p], ranks[p], shapes[p], &in[p]));
+    fill(&in[p].t, (int)p, 3);
+  }
+  loom_status s = loom_graph_eval(m, "main", np, in, NULL, &got);
+  cr_assert_not_null(s, "%s: ran where the guard is false", text);
+  cr_assert(strstr(loom_status_message(s), "guard failed") && strstr(loom_status_message(s), why), "%s", loom_status_message(s));
+  loom_status_free(s);
+  for (size_t p = 0; p < np; p++) loom_graph_value_free(&in[p]);
+  loom_diag_list_destroy(&diags);
+  loom_graph_module_destroy(m);
+}
+
+/* scatter_elements / gather_elements index the other axes with loop variables: where the
+ * indices' extent there is not provably within the data's, the program is guarded (the
+ * differential cases above hold it); where the fact is false, the guard is the error. */
+LOOM_TEST(legalize, elements_ops_guard_unprovable_index_extents) {
   const char *text =
       "fn @main(x: Tensor[(n, 5), f32], i: Tensor[(k, m), i64], u: Tensor[(k, m), f32]) -> Object {\n  dataflow {\n"
       "    y = scatter_elements(x, i, u, axis=0)\n    z = gather_elements(y, i, axis=0)\n    output z\n  }\n  return z\n}\n";
   loom_diag_list diags;
   size_t done, kept;
   loom_graph_module *m = parse_and_legalize(text, &diags, &done, &kept);
-  cr_assert_eq(done, 0);
-  cr_assert_eq(kept, 2);
-  cr_assert(strstr(diags.items.data[0].message, "not provably within the data's") != NULL, "%s", diags.items.data[0].message);
+  cr_assert_eq(done, 2);
+  cr_assert_eq(kept, 0);
+  const loom_graph_binding *y = loom_graph_module_find_func(m, "main")->body->blocks[0]->bindings[0];
+  cr_assert_eq(y->nguards, 1, "one guard: m <= 5 (axis 1)");
+  cr_assert(strstr(y->guard_why[0], "scatter_elements: indices (operand 1 'i') axis 1 (m) must not exceed data (operand 0 'x') axis 1 (5)"),
+            "%s", y->guard_why[0]);
   loom_diag_list_destroy(&diags);
   loom_graph_module_destroy(m);
+  static const int64_t sh[3][3] = {{4, 5}, {3, 7}, {3, 7}};
+  static const int rk[3] = {2, 2, 2};
+  static const loom_dtype dt[3] = {LOOM_DTYPE_F32, LOOM_DTYPE_I64, LOOM_DTYPE_F32};
+  expect_guard_fails(text, 3, sh, rk, dt, "scatter_elements: indices (operand 1 'i') axis 1 (m) must not exceed data (operand 0 'x') axis 1 (5)");
+  const char *g = "fn @main(x: Tensor[(n, 5), f32], i: Tensor[(k, 2), i64]) -> Object {\n  y = gather_elements(x, i, axis=1)\n  return y\n}\n";
+  static const int64_t sg[2][3] = {{3, 5}, {4, 2}};
+  expect_guard_fails(g, 2, sg, rk, dt, "gather_elements: indices (operand 1 'i') axis 0 (k) must not exceed data (operand 0 'x') axis 0 (n)");
+}
+
+/* det of matrices not provably square and dft with a length not provably >= 1: guarded, the
+ * guard fails cleanly where the fact is false. */
+LOOM_TEST(legalize, det_and_dft_guard_what_they_cannot_prove) {
+  static const int rk[2] = {3, 1};
+  static const loom_dtype dt[2] = {LOOM_DTYPE_F32, LOOM_DTYPE_F32};
+  static const int64_t sd[1][3] = {{2, 3, 4}};
+  expect_guard_fails("fn @main(x: Tensor[(b, n, m), f32]) -> Object {\n  y = det(x)\n  return y\n}\n", 1, sd, rk, dt,
+                     "det: operand 0 axis 1 is n, operand 0 axis 2 is m: must be equal");
+  static const int64_t sf[2][3] = {{2, 5, 2}, {2}};
+  expect_guard_fails("fn @main(x: Tensor[(b, n, 2), f32], l: Tensor[(k,), f32]) -> Object {\n  y = dft(x, axis=1, length=[k - 2])\n  return y\n}\n",
+                     2, sf, rk, dt, "dft: length (k - 2) must be >= 1");
 }
 
 /* Invalid run-time values (a scale not > 0, a negative size) make the dims program's vector

@@ -1,8 +1,8 @@
 /* onnx_import_image.c — spatial / image ops: Conv, the pools (Max, Average, Lp, with every
  * padding rule, ceil mode and MaxPool's Indices), Resize and Upsample, GridSample, ConvTranspose,
- * LRN (the ops composed of these: onnx_import_imgcomp.c). Cases the legalized 2-D graph ops
- * cover (conv1d/conv2d, max_pool2d, avg_pool2d, global_avg_pool2d) keep using them; the rest
- * go to the N-d ops of graph/op_image.c. */
+ * LRN (the ops composed of these: onnx_import_imgcomp.c). Cases the legalized 1-D / 2-D graph
+ * ops cover (conv1d/conv2d, max_pool2d, avg_pool2d, global_avg_pool2d) keep using them; the rest
+ * go to the N-d ops (conv in graph/op_conv.c, the pools and conv_transpose in graph/op_image.c). */
 #include <math.h>
 #include <string.h>
 
@@ -63,21 +63,21 @@ static loom_status auto_pads(const nctx *c, size_t ns, const int64_t *kern, cons
 static loom_status h_conv(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   int r = oimp_in_rank(c, 0);
-  if (r < 3 || r > 4) return UNSUP(c->n, "rank %d input is not supported (1-D and 2-D convolution only)", r);
+  if (r < 3 || r > MAXS + 2) return UNSUP(c->n, "rank %d input is not supported (1 to %d spatial axes)", r, MAXS);
   size_t ns = (size_t)r - 2;
   int64_t pads[2 * MAXS], strides[MAXS], dil[MAXS], kern[MAXS], g;
   LOOM_PROPAGATE(oimp_ints_or(c, "pads", pads, 2 * ns, 0));
   LOOM_PROPAGATE(oimp_ints_or(c, "strides", strides, ns, 1));
   LOOM_PROPAGATE(oimp_ints_or(c, "dilations", dil, ns, 1));
   for (size_t k = 0; k < ns; k++) kern[k] = oimp_const_dim(c, 1, (int)k + 2);
-  LOOM_PROPAGATE(oimp_ints_or(c, "kernel_shape", kern, ns, kern[0]));
+  if (loom_onnx_node_attr(c->n, "kernel_shape")) LOOM_PROPAGATE(oimp_ints_or(c, "kernel_shape", kern, ns, 1));
   LOOM_PROPAGATE(auto_pads(c, ns, kern, strides, dil, pads));
   LOOM_PROPAGATE(oimp_attr_int(c, "group", 1, &g));
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "groups", g));
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "dilation", ns, dil));
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "strides", ns, strides));
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "padding", 2 * ns, pads));
-  return oimp_emit(c, ns == 1 ? "conv1d" : "conv2d", c->nargs, c->args, c->n->outputs[0], out);
+  return oimp_emit(c, ns == 1 ? "conv1d" : ns == 2 ? "conv2d" : "conv", c->nargs, c->args, c->n->outputs[0], out);
 }
 
 /* MaxPool / AveragePool / LpPool / GlobalAveragePool. */
