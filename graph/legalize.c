@@ -165,6 +165,14 @@ static loom_status legalize_unary(loom_graph_module *m, const loom_graph_expr *c
                                   const char *expr, loom_tp_func **tp) {
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  char int_sign[160];
+  if (call->u.call.op == LOOM_GRAPH_OP_SIGN && !loom_dtype_is_float(x->dtype)) { /* literals of x's dtype */
+    const char *t = loom_dtype_name(x->dtype);
+    if (loom_dtype_is_signed(x->dtype))
+      snprintf(int_sign, sizeof int_sign, "select(x > 0%s, 1%s, select(x < 0%s, -1%s, 0%s))", t, t, t, t, t);
+    else snprintf(int_sign, sizeof int_sign, "select(x > 0%s, 1%s, 0%s)", t, t, t);
+    expr = int_sign;
+  }
   char name[256];
   snprintf(name, sizeof name, "%s_%s_%s_r%d", loom_graph_op_name(call->u.call.op), loom_dtype_name(x->dtype),
            loom_dtype_name(out->dtype), x->ndim);

@@ -106,7 +106,10 @@ static double unary_f(loom_graph_op op, double x, double lo, double hi) {
   case LOOM_GRAPH_OP_ROUND: return nearbyint(x);
   case LOOM_GRAPH_OP_SIGN: return x > 0 ? 1 : x < 0 ? -1 : 0;
   case LOOM_GRAPH_OP_NOT: return x == 0;
-  case LOOM_GRAPH_OP_CLIP: return x < lo ? lo : x > hi ? hi : x;
+  case LOOM_GRAPH_OP_CLIP: { /* min(max(x, lo), hi): hi when lo > hi, as ONNX Runtime and NumPy; NaN stays */
+    double v = x < lo ? lo : x;
+    return v > hi ? hi : v;
+  }
   default: return x; /* cast, dropout */
   }
 }

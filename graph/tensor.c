@@ -140,7 +140,13 @@ void loom_graph_tensor_set_i64(loom_graph_tensor *t, size_t i, int64_t v) {
   switch (t->dtype) {
   case LOOM_DTYPE_I64: *(int64_t *)p = v; break;
   case LOOM_DTYPE_U64: *(uint64_t *)p = (uint64_t)v; break;
+  /* integers wrap to their width, as C's conversions and the compiled code do (ONNX Cast) */
   case LOOM_DTYPE_I32: *(int32_t *)p = (int32_t)(uint32_t)v; break;
+  case LOOM_DTYPE_U32: *(uint32_t *)p = (uint32_t)v; break;
+  case LOOM_DTYPE_I16: *(int16_t *)p = (int16_t)(uint16_t)v; break;
+  case LOOM_DTYPE_U16: *(uint16_t *)p = (uint16_t)v; break;
+  case LOOM_DTYPE_I8: *(int8_t *)p = (int8_t)(uint8_t)v; break;
+  case LOOM_DTYPE_U8: *(uint8_t *)p = (uint8_t)v; break;
   case LOOM_DTYPE_I4: case LOOM_DTYPE_U4: case LOOM_DTYPE_I2: case LOOM_DTYPE_U2:
     *(uint8_t *)p = loom_lowp_from_i64(t->dtype, v);
     break;

@@ -245,8 +245,9 @@ static LLVMValueRef sym_divmod(cg *g, const loom_sym_expr *e, bool mod) {
   bool nonneg = sym_nonneg(g, num);
   innermost_probe p = {g, 0, false};
   loom_sym_for_each_var(e, innermost_fn, &p);
+  bool check = !g->hoisting; /* while hoisting, the use checks */
   if (loom_sym_kind_of(den) == LOOM_SYM_CONST || p.unhoistable || p.depth == 0)
-    return int_divmod(g, cg_sym(g, num), cg_sym(g, den), true, true, mod, nonneg);
+    return int_divmod_at(g, cg_sym(g, num), cg_sym(g, den), true, true, mod, nonneg, check);
   LLVMValueRef at = g->syms.data[p.depth - 1].at, v = NULL;
   for (size_t i = 0; i < g->divs.len && !v; i++)
     if (g->divs.data[i].e == e && g->divs.data[i].at == at) v = g->divs.data[i].v;
@@ -254,12 +255,14 @@ static LLVMValueRef sym_divmod(cg *g, const loom_sym_expr *e, bool mod) {
     LLVMBuilderRef use = g->b;
     g->b = LLVMCreateBuilderInContext(g->c);
     LLVMPositionBuilderBefore(g->b, at);
+    g->hoisting++;
     v = int_divmod_at(g, cg_sym(g, num), cg_sym(g, den), true, true, mod, nonneg, false);
+    g->hoisting--;
     LLVMDisposeBuilder(g->b);
     g->b = use;
     if (!LOOM_VEC_PUSH(NULL, &g->divs, ((cg_divval){e, at, v}))) cg_error(g, LOOM_OOM());
   }
-  cg_fail_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, cg_sym(g, den), cg_i64(g, 0), ""), "integer division by zero");
+  if (check) cg_fail_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, cg_sym(g, den), cg_i64(g, 0), ""), "integer division by zero");
   return v;
 }
 
@@ -503,11 +506,16 @@ static LLVMValueRef lazy_select(cg *g, LLVMValueRef cond, const loom_tp_expr *th
   LLVMPositionBuilderAtEnd(g->b, bt);
   LLVMValueRef vt = cg_expr(g, then_e);
   LLVMBasicBlockRef bt_end = LLVMGetInsertBlock(g->b);
-  LLVMBuildBr(g->b, bj);
+  LLVMValueRef br_t = LLVMBuildBr(g->b, bj);
   LLVMPositionBuilderAtEnd(g->b, be);
   LLVMValueRef ve = else_e ? cg_expr(g, else_e) : else_v;
   LLVMBasicBlockRef be_end = LLVMGetInsertBlock(g->b);
-  LLVMBuildBr(g->b, bj);
+  LLVMValueRef br_e = LLVMBuildBr(g->b, bj);
+  if (cg_is_vec(vt) != cg_is_vec(ve)) { /* lane mode: a vector side and a scalar side; splat the scalar */
+    LLVMPositionBuilderBefore(g->b, cg_is_vec(vt) ? br_e : br_t);
+    if (cg_is_vec(vt)) ve = cg_splat(g, ve, g->lanes);
+    else vt = cg_splat(g, vt, g->lanes);
+  }
   LLVMPositionBuilderAtEnd(g->b, bj);
   LLVMValueRef phi = LLVMBuildPhi(g->b, LLVMTypeOf(vt), "");
   LLVMValueRef vals[2] = {vt, ve};

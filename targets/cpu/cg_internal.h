@@ -62,6 +62,7 @@ typedef struct cg {
   LOOM_VEC(cg_bufval) bufs;
   LOOM_VEC(cg_letval) lets;
   LOOM_VEC(cg_divval) divs;    /* hoisted symbolic divisions (cg_sym) */
+  int hoisting;                /* > 0 while one is computed at its hoist point: no branches */
   LOOM_VEC(LLVMValueRef) heap; /* malloc'd locals of the current seq scopes, freed at scope end */
   loom_status st;             /* first error */
   /* lane mode (explicit vector code of a VECTORIZE loop, cg_stmt.c): the loop variable

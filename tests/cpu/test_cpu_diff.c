@@ -805,6 +805,14 @@ LOOM_TEST(cpu, invariant_division_under_a_condition_in_a_vectorised_loop) {
                "    }\n"
                "  }\n"
                "}\n", &o);
+  /* nested divisions hoisted to one point (GQA's head group: floordiv(h, floordiv(H, G))) */
+  diff_program("prim @nested(X: Buffer[(n, m), f32], Y: Buffer[(n, q), f32]) {\n"
+               "  for i in 0..n parallel {\n"
+               "    for j in 0..q {\n"
+               "      Y[i, j] = X[floordiv(i, floordiv(q, 2) + 1), floormod(j, floordiv(m, 3) + 1)]\n"
+               "    }\n"
+               "  }\n"
+               "}\n", &o);
   /* a value-level division in an index, under a condition: the loop is left scalar */
   diff_program("prim @vdiv(X: Buffer[(n, m), f32], Y: Buffer[(n, q), f32]) {\n"
                "  for i in 0..n parallel {\n"
