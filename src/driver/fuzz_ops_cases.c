@@ -396,7 +396,7 @@ typedef struct fz_win {
 
 /* Draws a window: kernel in [1, kmax], stride, dilation, pads in [0, pmax_k(k)] and an input
  * length that leaves at least one output. */
-static fz_win draw_win(fz_gen *g, int64_t kmax, int64_t smax, int64_t dmax, bool pad_below_kernel) {
+static fz_win draw_win_in(fz_gen *g, int64_t kmax, int64_t smax, int64_t dmax, bool pad_below_kernel, int64_t extra) {
   fz_win w;
   w.k = fz_int(g, 1, kmax);
   w.s = fz_flag(g, 60) ? 1 : fz_int(g, 1, smax);
@@ -405,8 +405,12 @@ static fz_win draw_win(fz_gen *g, int64_t kmax, int64_t smax, int64_t dmax, bool
   w.lo = fz_flag(g, 40) ? 0 : fz_int(g, 0, pmax);
   w.hi = fz_flag(g, 50) ? w.lo : fz_int(g, 0, pmax);
   int64_t need = eff - w.lo - w.hi;
-  w.in = fz_size(g, need > 0 ? need : 0, (need > 0 ? need : 0) + 70);
+  w.in = fz_size(g, need > 0 ? need : 0, (need > 0 ? need : 0) + extra);
   return w;
+}
+
+static fz_win draw_win(fz_gen *g, int64_t kmax, int64_t smax, int64_t dmax, bool pad_below_kernel) {
+  return draw_win_in(g, kmax, smax, dmax, pad_below_kernel, 70);
 }
 
 static void win_attrs(char *a, size_t cap, const fz_win *w, int n, bool stride, bool dil, bool pad, bool pad_2n) {
@@ -434,16 +438,18 @@ static void win_attrs(char *a, size_t cap, const fz_win *w, int n, bool stride, 
   fz_attr_list(a, cap, "padding", 2 * n, v);
 }
 
+/* conv1d, conv2d, or the N-d `conv` with 3 spatial axes (smaller kernels and extents). */
 static bool gen_conv(fz_gen *g, fz_case *c, int n) {
-  c->op = n == 1 ? "conv1d" : "conv2d";
+  static const char *const in_names[3] = {"h", "w", "t"}, *const k_names[3] = {"kh", "kw", "kt"};
+  c->op = n == 1 ? "conv1d" : n == 2 ? "conv2d" : "conv";
   int64_t groups = fz_flag(g, 60) ? 1 : fz_int(g, 1, 4), cg = fz_size(g, 1, 9), og = fz_size(g, 1, 9), batch = fz_size(g, 0, 3);
-  fz_win w[2];
-  for (int i = 0; i < n; i++) w[i] = draw_win(g, 13, 4, 3, false);
-  fz_dim x[4] = {fz_sym(g, "b", batch), fz_expr(g, groups * cg, "%lld*c", (long long)groups)};
-  fz_dim k[4] = {fz_expr(g, groups * og, "%lld*o", (long long)groups), fz_sym(g, "c", cg)};
+  fz_win w[3];
+  for (int i = 0; i < n; i++) w[i] = n < 3 ? draw_win(g, 13, 4, 3, false) : draw_win_in(g, 9, 3, 2, false, 9);
+  fz_dim x[5] = {fz_sym(g, "b", batch), fz_expr(g, groups * cg, "%lld*c", (long long)groups)};
+  fz_dim k[5] = {fz_expr(g, groups * og, "%lld*o", (long long)groups), fz_sym(g, "c", cg)};
   for (int i = 0; i < n; i++) {
-    x[2 + i] = fz_sym(g, i ? "w" : "h", w[i].in);
-    k[2 + i] = fz_flag(g, 70) ? fz_lit(w[i].k) : fz_sym(g, i ? "kw" : "kh", w[i].k);
+    x[2 + i] = fz_sym(g, in_names[i], w[i].in);
+    k[2 + i] = fz_flag(g, 70) ? fz_lit(w[i].k) : fz_sym(g, k_names[i], w[i].k);
   }
   loom_dtype dt = fz_float_dtype(g, c, false);
   fz_param_add(c, "x", dt, 2 + n, x);
@@ -462,6 +468,7 @@ static bool gen_conv(fz_gen *g, fz_case *c, int n) {
 
 bool fz_gen_conv1d(fz_gen *g, fz_case *c) { return gen_conv(g, c, 1); }
 bool fz_gen_conv2d(fz_gen *g, fz_case *c) { return gen_conv(g, c, 2); }
+bool fz_gen_conv3d(fz_gen *g, fz_case *c) { return gen_conv(g, c, 3); }
 
 bool fz_gen_conv_transpose(fz_gen *g, fz_case *c) {
   c->op = "conv_transpose";

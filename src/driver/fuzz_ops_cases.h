@@ -15,7 +15,7 @@ void fz_broadcast(fz_gen *g, int n, int rank, fz_dim out[][FZ_MAX_RANK], int *ra
 
 #define FZ_GENERATORS(X)                                                                                              \
   X(unary) X(binary) X(where) X(clip) X(cast) X(bitcast) X(dropout) X(reduce) X(argminmax) X(softmax) X(norm)       \
-  X(attention) X(matmul) X(linear) X(conv1d) X(conv2d) X(conv_transpose) X(pool) X(pool2d) X(resize2d) X(resize)    \
+  X(attention) X(matmul) X(linear) X(conv1d) X(conv2d) X(conv3d) X(conv_transpose) X(pool) X(pool2d) X(resize2d) X(resize)    \
   X(grid_sample) X(concat) X(split) X(strided_slice) X(slice_rt) X(permute_dims) X(reshape) X(expand_squeeze)       \
   X(broadcast_to) X(pad) X(tile_repeat) X(take) X(gather_elements) X(scatter_elements) X(gather_nd) X(scatter_nd)   \
   X(one_hot) X(cumsum) X(topk) X(tril_triu) X(arange) X(full) X(nonzero_unique) X(det) X(dft)

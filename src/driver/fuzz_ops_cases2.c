@@ -637,6 +637,7 @@ const fz_family loom_fz_families[] = {
     {"linear", "linear", fz_gen_linear},
     {"conv1d", "conv1d", fz_gen_conv1d},
     {"conv2d", "conv2d", fz_gen_conv2d},
+    {"conv3d", "conv", fz_gen_conv3d},
     {"conv_transpose", "conv_transpose", fz_gen_conv_transpose},
     {"pool", "max_pool avg_pool lp_pool max_pool_indices", fz_gen_pool},
     {"pool2d", "max_pool2d avg_pool2d global_avg_pool2d", fz_gen_pool2d},
