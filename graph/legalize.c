@@ -36,7 +36,7 @@ static const unary_entry unary_table[] = {
     {LOOM_GRAPH_OP_FLOOR, "floor(x)"},
     {LOOM_GRAPH_OP_CEIL, "ceil(x)"},
     {LOOM_GRAPH_OP_ROUND, "round(x)"},
-    {LOOM_GRAPH_OP_SIGN, "select(x > 0.0, 1.0, select(x < 0.0, -1.0, 0.0))"},
+    {LOOM_GRAPH_OP_SIGN, "select(x > 0.0, 1.0, select(x < 0.0, -1.0, 0.0))"}, /* f32; others: legalize_unary */
     {LOOM_GRAPH_OP_NOT, "!x"},
     {LOOM_GRAPH_OP_DROPOUT, "x"},
     {LOOM_GRAPH_OP_BITWISE_NOT, "!x"}, /* on integers `!` is bitwise (tp_ops.def) */
@@ -165,13 +165,14 @@ static loom_status legalize_unary(loom_graph_module *m, const loom_graph_expr *c
                                   const char *expr, loom_tp_func **tp) {
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
-  char int_sign[160];
-  if (call->u.call.op == LOOM_GRAPH_OP_SIGN && !loom_dtype_is_float(x->dtype)) { /* literals of x's dtype */
-    const char *t = loom_dtype_name(x->dtype);
-    if (loom_dtype_is_signed(x->dtype))
-      snprintf(int_sign, sizeof int_sign, "select(x > 0%s, 1%s, select(x < 0%s, -1%s, 0%s))", t, t, t, t, t);
-    else snprintf(int_sign, sizeof int_sign, "select(x > 0%s, 1%s, 0%s)", t, t, t);
-    expr = int_sign;
+  char typed_sign[256];
+  if (call->u.call.op == LOOM_GRAPH_OP_SIGN && x->dtype != LOOM_DTYPE_F32) { /* literals of x's dtype */
+    const char *t = loom_dtype_name(x->dtype), *f = loom_dtype_is_float(x->dtype) ? ".0" : "";
+    if (loom_dtype_is_float(x->dtype) || loom_dtype_is_signed(x->dtype))
+      snprintf(typed_sign, sizeof typed_sign, "select(x > 0%s%s, 1%s%s, select(x < 0%s%s, -1%s%s, 0%s%s))", f, t, f, t, f, t,
+               f, t, f, t);
+    else snprintf(typed_sign, sizeof typed_sign, "select(x > 0%s, 1%s, 0%s)", t, t, t);
+    expr = typed_sign;
   }
   char name[256];
   snprintf(name, sizeof name, "%s_%s_%s_r%d", loom_graph_op_name(call->u.call.op), loom_dtype_name(x->dtype),
@@ -541,7 +542,14 @@ static loom_status legalize_fill(loom_graph_module *m, const loom_graph_expr *ca
   else if (loom_dtype_is_float(out->dtype)) {
     snprintf(text, sizeof text, "%.17g", value);
     if (!strpbrk(text, ".eEn")) strcat(text, ".0");
-  } else snprintf(text, sizeof text, "%lld", (long long)value);
+  } else { /* the integer the reference stores (saturated, NaN 0): one conversion rule */
+    uint64_t bits = 0;
+    loom_graph_tensor one = {.dtype = out->dtype, .numel = 1, .data = &bits};
+    loom_graph_tensor_set_f64(&one, 0, value);
+    int64_t v = loom_graph_tensor_get_i64(&one, 0);
+    if (out->dtype == LOOM_DTYPE_U64) snprintf(text, sizeof text, "%llu", (unsigned long long)v);
+    else snprintf(text, sizeof text, "%lld", (long long)v);
+  }
   char name[256];
   snprintf(name, sizeof name, "fill_%s_r%d_%016llx", loom_dtype_name(out->dtype), out->ndim,
            (unsigned long long)loom_hash_bytes(&value, sizeof value));
