@@ -232,7 +232,8 @@ static loom_status eval_pool(loom_graph_ecx *ec, const loom_graph_value *args, l
             else acc += v;
             cnt++;
           }
-        if (!mx) acc = cnt ? acc / (double)cnt : 0;
+        /* an empty global window is the mean of nothing: NaN, as the mean reduction */
+        if (!mx) acc = cnt ? acc / (double)cnt : op == LOOM_GRAPH_OP_GLOBAL_AVG_POOL2D ? NAN : 0;
         loom_graph_tensor_set_f64(&out->t, (size_t)((bc * os[0] + y0) * os[1] + y1), acc);
       }
   return LOOM_OK;

@@ -69,8 +69,11 @@ loom_status loom_graph_pool_window(loom_graph_icx *ic, int ndim, loom_graph_wind
 }
 
 /* Output extent of axis i for input extent `in` (ONNX: ceil mode drops a last window that
- * would start in the end padding). Sets *extra_lo to the reference's shift of the padded
- * input for the windows that ceil mode adds (half the extra padding, before). */
+ * would start in the end padding). Sets *extra_lo, the shift of the windows that ceil mode
+ * adds, to 0: ONNX Runtime and PyTorch start window o at o*stride - pad_lo in ceil mode too
+ * (an earlier shift by half the extra padding, as in ONNX's Python reference, disagreed with
+ * ONNX Runtime: tests/fuzz/fuzz_ops_ort.py --family pool --seed 854; no conformance test
+ * depends on it). */
 int64_t loom_graph_pool_extent(const loom_graph_window *p, int i, int64_t in, int64_t *extra_lo) {
   int64_t sw = p->dilation[i] * (p->kernel[i] - 1) + 1, num = in + p->pad_lo[i] + p->pad_hi[i] - sw, o;
   if (num < 0) return -1;
@@ -80,8 +83,7 @@ int64_t loom_graph_pool_extent(const loom_graph_window *p, int i, int64_t in, in
   } else {
     o = num / p->stride[i] + 1;
   }
-  int64_t extra = (o - 1) * p->stride[i] + sw - in - p->pad_lo[i] - p->pad_hi[i];
-  if (extra_lo) *extra_lo = extra > 0 ? extra / 2 : 0;
+  if (extra_lo) *extra_lo = 0;
   return o;
 }
 
