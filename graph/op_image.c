@@ -339,11 +339,13 @@ static loom_status resize_axis(const rz *z, const double *src, int ndim, const i
     bool extrap = false;
     switch (z->coord) {
       case 0: xo = (yy + 0.5) / scale - 0.5; break;
-      case 1: {
-        double adj = (double)on / ow, center = (double)in / 2;
-        xo = center * (1 - adj) + (yy + 0.5) / scale - 0.5;
+      case 1:
+        /* ONNX's in/2 * (1 - on / (scale * in)) + (y + 0.5) / scale - 0.5, rearranged so that
+         * all but the division and the last sum are exact: where the true coordinate is an
+         * integer (scale 0.5, 9 -> 4: 1, 3, 5, 7) it is that integer, not 1 + 2^-52; the same
+         * expression as gen_image.c's coordinate() */
+        xo = (double)(in - 1) / 2 + (yy + 0.5 - (double)on / 2) / scale;
         break;
-      }
       case 2: xo = ow == 1 ? -0.5 : (yy + 0.5) / scale - 0.5; break;
       case 3: xo = ow == 1 ? 0 : yy * (double)(in - 1) / (ow - 1); break;
       case 4: xo = yy / scale; break;
@@ -353,13 +355,15 @@ static loom_status resize_axis(const rz *z, const double *src, int ndim, const i
         extrap = xo < 0 || xo > (double)(in - 1);
         break;
     }
+    /* the weights and the taps both come from this one floor: the n (even) neighbours start
+     * at floor(x) - n/2, one further right when x is not an integer, and are clamped to the
+     * input (edge padding). The Python reference finds the taps from floor(x + ceil(n/2)),
+     * which rounds to the next integer when x is just above one (x = 1 + 2^-52 gives 2.0):
+     * the taps then sit one position left of the weights. gen_image.c's lets b<k> / q<k>
+     * are this same formula; ONNX Runtime agrees with it. */
     double fl = floor(xo), ratio = xo == fl ? 1 : xo - fl;
     int n = coeffs(z, ratio, scale, c);
-    /* the n neighbours: the reference pads by ceil(n / 2) with edge values */
-    int64_t pw = (n + 1) / 2;
-    double xp = xo + (double)pw, pf = floor(xp), frac = xp - pf;
-    int64_t off = n % 2 == 0 ? (frac == 0 ? -(n / 2) : -(n / 2) + 1) : (frac <= 0.5 ? -((n - 1) / 2) : -((n - 1) / 2) + 1);
-    int64_t first = (int64_t)pf + off - pw;
+    int64_t first = (int64_t)fl - n / 2 + (xo == fl ? 0 : 1);
     if (z->excl) {
       double sum = 0;
       for (int j = 0; j < n; j++) {

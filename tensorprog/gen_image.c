@@ -45,7 +45,9 @@ static void coordinate(loom_strbuf *sb, const loom_tp_resize *rz, int k, int ran
       loom_strbuf_printf(sb, "(f64(i%d) + 0.5f64) / sc%d - 0.5f64", k, k);
       break;
     case LOOM_TP_RESIZE_HALF_PIXEL_SYMMETRIC:
-      loom_strbuf_printf(sb, "ex%d / 2.0f64 * (1.0f64 - f64(d%d) / ow%d) + (f64(i%d) + 0.5f64) / sc%d - 0.5f64", k, k, k, k, k);
+      /* ONNX's a/2 * (1 - d / (s * a)) + (i + 0.5) / s - 0.5 rearranged so only the division
+       * and the last sum round (integer coordinates stay exact); the same as graph/op_image.c */
+      loom_strbuf_printf(sb, "(ex%d - 1.0f64) / 2.0f64 + (f64(i%d) + 0.5f64 - f64(d%d) / 2.0f64) / sc%d", k, k, k, k);
       break;
     case LOOM_TP_RESIZE_PYTORCH_HALF_PIXEL:
       loom_strbuf_printf(sb, "select(ow%d == 1.0f64, -0.5f64, (f64(i%d) + 0.5f64) / sc%d - 0.5f64)", k, k, k);

@@ -1,7 +1,7 @@
 /* test_image.c — the N-d spatial ops of graph/op_image.c on the reference interpreter:
  * hand-computed pooling (dilation, ceil mode, counted padding, Lp, argmax indices, an empty
- * batch), resize (static and run-time sizes), grid sampling, transposed convolution, and
- * the inference errors for bad attributes. */
+ * batch), resize (static and run-time sizes; half_pixel_symmetric against ONNX Runtime), grid
+ * sampling, transposed convolution, and the inference errors for bad attributes. */
 #include <math.h>
 
 #include "tests/graph/graph_test_util.h"
@@ -77,6 +77,39 @@ LOOM_TEST(graph_image, resize_static_and_runtime) {
   gt_expect_values(&r.items[2], 1, (int64_t[]){5}, (double[]){0, 5, 10, 15, 20}, 1e-5);
   /* cubic on a linear ramp: the interior stays on the ramp; the ends use edge padding */
   cr_assert(fabs(loom_graph_tensor_get_f64(&r.items[3].t, 2) - 10) < 1e-5);
+  loom_graph_value_free(&r);
+  loom_graph_value_free(&args[0]);
+  loom_graph_value_free(&args[1]);
+  loom_graph_module_destroy(m);
+}
+
+/* half_pixel_symmetric downsampling lands on integer source positions (9 -> 4 at scale 0.5:
+ * x = 1, 3, 5, 7). The spec's order of operations gives 1 + 2^-52 there, and the interpreter
+ * then took its taps from floor(x + padding) = 2 + 0, one left of its weights; now the
+ * coordinate is exact and the taps follow floor(x). Expected values from ONNX Runtime 1.31
+ * (Resize opset 19, scales [1, s]); the 7 -> 5 cases are mostly off the integers. */
+LOOM_TEST(graph_image, resize_half_pixel_symmetric_matches_onnxruntime) {
+  loom_graph_module *m = gt_parse_ok(
+      "const @h: Tensor[(1,), f32] = [0.5]\n"
+      "const @q: Tensor[(1,), f32] = [0.75]\n"
+      "fn @main(x: Tensor[(9,), f32], y: Tensor[(7,), f32]) -> Object {\n"
+      "  a = resize(x, @h, size=[4], mode=\"linear\", coord=\"half_pixel_symmetric\")\n"
+      "  b = resize(x, @h, size=[4], mode=\"cubic\", coord=\"half_pixel_symmetric\", exclude_outside=true)\n"
+      "  c = resize(x, @h, size=[4], coord=\"half_pixel_symmetric\", nearest_mode=\"ceil\")\n"
+      "  d = resize(x, @h, size=[4], mode=\"linear\", coord=\"half_pixel_symmetric\", antialias=true)\n"
+      "  e = resize(x, @h, size=[4], mode=\"cubic\", coord=\"half_pixel_symmetric\", antialias=true)\n"
+      "  f = resize(y, @q, size=[5], mode=\"cubic\", coord=\"half_pixel_symmetric\")\n"
+      "  g = resize(y, @q, size=[5], mode=\"linear\", coord=\"half_pixel_symmetric\", antialias=true)\n"
+      "  r = (a, b, c, d, e, f, g)\n  return r\n}\n");
+  loom_graph_value args[2] = {gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){9}, (double[]){3, -1, 4, 1, -5, 9, 2, -6, 5}),
+                              gt_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){7}, (double[]){2, 7, -1, 8, 2, -8, 1})};
+  loom_graph_value r = gt_eval_ok(m, 2, args, NULL);
+  double odd[] = {-1, 1, 9, -6}; /* x[1], x[3], x[5], x[7] */
+  for (int i = 0; i < 3; i++) gt_expect_values(&r.items[i], 1, (int64_t[]){4}, odd, 1e-5);
+  gt_expect_values(&r.items[3], 1, (int64_t[]){4}, (double[]){1.25, 0.25, 3.75, -1.25}, 1e-5);
+  gt_expect_values(&r.items[4], 1, (int64_t[]){4}, (double[]){1.671875, -0.03125, 3.1875, -0.921875}, 1e-5);
+  gt_expect_values(&r.items[5], 1, (int64_t[]){5}, (double[]){4.01851845, 0.796296, 8, -2.31481791, -2.38889217}, 1e-5);
+  gt_expect_values(&r.items[6], 1, (int64_t[]){5}, (double[]){4, 2.20000076, 5.50000048, -2.00000095, -2.60000086}, 1e-5);
   loom_graph_value_free(&r);
   loom_graph_value_free(&args[0]);
   loom_graph_value_free(&args[1]);

@@ -323,7 +323,8 @@ static const op_case pool_cases[] = {
   "const @snc: Tensor[(4,), f64] = [2, 1, 1.5, 1]\n"                                               \
   "const @s1d: Tensor[(1,), f64] = [2.5]\n"                                                        \
   "const @roi: Tensor[(8,), f64] = [0, 0, 0.4, 0.6, 1, 1, 0.6, 0.8]\n"                             \
-  "const @roi1: Tensor[(8,), f64] = [0, 0, -0.2, 0.1, 1, 1, 1.3, 0.7]\n"
+  "const @roi1: Tensor[(8,), f64] = [0, 0, -0.2, 0.1, 1, 1, 1.3, 0.7]\n"                             \
+  "const @shalf: Tensor[(4,), f32] = [1, 1, 1, 0.5]\n"
 static const op_case resize_cases[] = {
     {"x: Tensor[(n, c, h, w), f32]", "resize(x, @s23, size=[n, c, 2*h, 3*w], coord=\"asymmetric\", nearest_mode=\"floor\")", 3,
      {{{1, 2, 3, 2}}, {{2, 1, 1, 5}}, {{1, 1, 0, 3}}}, 0, RS_CONSTS},
@@ -338,6 +339,19 @@ static const op_case resize_cases[] = {
      {{{1, 2, 5, 7}}, {{1, 1, 2, 10}}}, 0, RS_CONSTS},
     {"x: Tensor[(n, c, h, w), f32]", "resize(x, @sup, size=[n, c, 4, 5], mode=\"linear\", coord=\"half_pixel_symmetric\")", 1,
      {{{1, 2, 3, 2}}}, 0, RS_CONSTS},
+    /* half_pixel_symmetric halving w = 9 or 7: source positions 1, 3, 5, 7, which the spec's order
+     * of operations rounds to 1 + 2^-52 (the interpreter then took its taps one position left of
+     * its weights; both sides now sum the coordinate with one rounding, exactly 1) */
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @shalf, size=[n, c, h, floordiv(w, 2)], mode=\"linear\", coord=\"half_pixel_symmetric\")", 2,
+     {{{1, 1, 2, 9}}, {{1, 2, 1, 7}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @shalf, size=[n, c, h, floordiv(w, 2)], mode=\"cubic\", coord=\"half_pixel_symmetric\")", 2,
+     {{{1, 1, 2, 9}}, {{1, 2, 1, 7}}}, 0, RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]",
+     "resize(x, @shalf, size=[n, c, h, floordiv(w, 2)], coord=\"half_pixel_symmetric\", nearest_mode=\"floor\")", 1, {{{1, 1, 2, 9}}}, 0,
+     RS_CONSTS},
+    {"x: Tensor[(n, c, h, w), f32]",
+     "resize(x, @shalf, size=[n, c, h, floordiv(w, 2)], mode=\"cubic\", coord=\"half_pixel_symmetric\", antialias=true)", 2,
+     {{{1, 1, 2, 9}}, {{1, 2, 1, 7}}}, 0, RS_CONSTS},
     {"x: Tensor[(n, c, h, w), f64]", "resize(x, @sup, size=[n, c, 4, 5], mode=\"linear\", coord=\"align_corners\")", 1,
      {{{2, 1, 3, 2}}}, 0, RS_CONSTS},
     {"x: Tensor[(n, c, h, w), f32]", "resize(x, @s23, size=[n, c, 2*h, 3*w], mode=\"cubic\")", 2, {{{1, 2, 3, 2}}, {{1, 1, 5, 1}}}, 0,
