@@ -263,11 +263,11 @@ bool fz_gen_softmax(fz_gen *g, fz_case *c) {
   fz_dim d[FZ_MAX_RANK];
   fz_shape(g, "d", rank, 0, d);
   c->op = fz_flag(g, 50) ? "log_softmax" : "softmax";
+  c->rtol = 1e-5, c->atol = 1e-5; /* before the dtype: f16 / bf16 widen it */
   fz_param *x = fz_param_add(c, "x", fz_float_dtype(g, c, true), rank, d);
   x->lo = -fz_real(g, 1, 20), x->hi = -x->lo;
   char attrs[64] = "";
   if (fz_flag(g, 70)) fz_cat(attrs, sizeof attrs, ", axis=%lld", (long long)fz_int(g, -rank, rank - 1));
-  c->rtol = 1e-5, c->atol = 1e-5;
   fz_call(c, "%s(x%s)", c->op, attrs);
   return true;
 }

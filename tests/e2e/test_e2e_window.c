@@ -1,7 +1,8 @@
 /* test_e2e_window.c — convolution compiled once per window form (padding, strides,
  * dilation, groups), with the kernel extents symbolic, against the reference interpreter
  * over kernel sizes 1-13 and every padding up to kernel - 1, spatial sizes from the smallest
- * valid one to primes past the vector width, 1 and 2 threads.
+ * valid one to primes past the vector width, 1 and 2 threads; 3-D (the N-d `conv`) over kernels
+ * 1, 3, 8 and 9.
  *
  * Issue 27: with a kernel of 8 or more and padding, LLVM's loop vectoriser computed the
  * channel offset `floordiv(o, o / groups)` (guarded by the padding test) for the first lane
@@ -34,7 +35,7 @@ static void list(char *buf, size_t cap, const int64_t *a, int n, const int64_t *
 
 /* The module of one form, kernel extents and spatial sizes symbolic. */
 static void form_text(const window_form *w, char *buf, size_t cap) {
-  const char *op = w->n == 1 ? "conv1d" : "conv2d";
+  const char *op = w->n == 1 ? "conv1d" : w->n == 2 ? "conv2d" : "conv";
   size_t len = (size_t)snprintf(buf, cap, "fn @main(x: Tensor[(b, %lld", (long long)w->c);
   for (int i = 0; i < w->n; i++) len += (size_t)snprintf(buf + len, cap - len, ", %s", spatial_in[i]);
   len += (size_t)snprintf(buf + len, cap - len, "), f32], w: Tensor[(%lld, %lld", (long long)w->o,
@@ -72,23 +73,25 @@ static int check_form(const window_form *w) {
   close(fd);
   e2e_model md = e2e_compile(path);
   int runs = 0;
-  static const int64_t sizes1[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}, sizes2[] = {1, 2, 3, 5, 7, 8, 9, 11, 13};
-  size_t nk = w->n == 1 ? sizeof sizes1 / sizeof sizes1[0] : sizeof sizes2 / sizeof sizes2[0];
+  static const int64_t sizes1[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}, sizes2[] = {1, 2, 3, 5, 7, 8, 9, 11, 13},
+                       sizes3[] = {1, 3, 8, 9};
+  const int64_t *sizes = w->n == 1 ? sizes1 : w->n == 2 ? sizes2 : sizes3;
+  size_t nk = w->n == 1 ? sizeof sizes1 / sizeof sizes1[0] : w->n == 2 ? sizeof sizes2 / sizeof sizes2[0] : 4;
   for (size_t ki = 0; ki < nk; ki++) {
-    int64_t k = w->n == 1 ? sizes1[ki] : sizes2[ki];
+    int64_t k = sizes[ki];
     int64_t ks[3][MAX_N] = {{k, k, k}, {1, k, k}, {k, 3, k}};
-    for (int shape = 0; shape < (w->n == 1 ? 1 : 3); shape++) {
+    for (int shape = 0; shape < (w->n == 2 ? 3 : 1); shape++) {
       bool ok = true;
       for (int i = 0; i < w->n; i++) ok &= ks[shape][i] > max_pad(w, i);
       if (!ok) continue;
       /* past the smallest valid size: 0, a prime, past a vector split (1-D) */
-      static const int64_t extra1[] = {0, 37, 70}, extra2[] = {0, 9, 0};
+      static const int64_t extra1[] = {0, 37, 70}, extra2[] = {0, 9, 0}, extra3[] = {0, 3, 0};
       for (size_t e = 0; e < (w->n == 1 ? 3 : 2); e++) {
         e2e_bind b[1 + 2 * MAX_N] = {{"b", e == 2 ? 1 : 2}};
         size_t nb = 1;
         for (int i = 0; i < w->n; i++) {
           int64_t span = w->dilation[i] * (ks[shape][i] - 1) + 1 - w->pad_lo[i] - w->pad_hi[i];
-          int64_t in = (span > 1 ? span : 1) + (w->n == 1 ? extra1[e] : extra2[e]);
+          int64_t in = (span > 1 ? span : 1) + (w->n == 1 ? extra1[e] : w->n == 2 ? extra2[e] : extra3[e]);
           b[nb++] = (e2e_bind){spatial_in[i], in};
           b[nb++] = (e2e_bind){spatial_k[i], ks[shape][i]};
         }
@@ -149,3 +152,15 @@ LOOM_TEST(e2e_window, conv2d_large_kernels_with_padding) {
   };
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) check_form(&forms[i]);
 }
+
+static window_form form3(int64_t pad, int64_t stride, int64_t dilation, int64_t groups, int64_t c, int64_t o) {
+  return (window_form){.n = 3, .pad_lo = {pad, pad, pad}, .pad_hi = {pad, 0, pad}, .stride = {stride, 1, stride},
+                       .dilation = {1, dilation, 1}, .groups = groups, .c = c, .o = o};
+}
+
+/* 3-D (video models): padding up to 7 with kernels 8 and 9, strides, dilation, groups. */
+LOOM_TEST(e2e_window, conv3d_large_kernels_with_padding) {
+  const window_form forms[] = {form3(0, 1, 1, 1, 2, 3), form3(4, 1, 1, 1, 3, 4), form3(7, 2, 2, 2, 4, 2)};
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) check_form(&forms[i]);
+}
+
