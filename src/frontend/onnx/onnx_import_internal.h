@@ -1,10 +1,12 @@
-/* onnx_import_internal.h — what the importer's files share (onnx_import.c: the driver, the
- * table of direct mappings and the shape ops; onnx_import_nn.c: ops composed of several
- * graph ops — losses, activations, normalizations, index tricks; onnx_import_seq.c: attention,
- * rotary embedding, recurrences; onnx_import_quant.c: casts and quantization; onnx_import_image.c:
- * convolution, pooling, resize; onnx_import_imgcomp.c: image ops composed of graph ops, FlexAttention;
- * onnx_import_symval.c: shape computations as symbolic values; onnx_import_dyn.c: structural inputs
- * known only at run time; onnx_import_ctl.c: If / Loop / Scan, sequences and optionals).
+/* onnx_import_internal.h — what the importer's files share (onnx_import.c: the engine — values,
+ * names, the node context and emitters, dispatch through the op tables, the main graph;
+ * onnx_import_core.c: the table of direct mappings and the shape ops; onnx_import_fold.c:
+ * constants and constant folding; onnx_import_nn.c: ops composed of several graph ops — losses,
+ * activations, normalizations, index tricks; onnx_import_seq.c: attention, rotary embedding,
+ * recurrences; onnx_import_quant.c: casts and quantization; onnx_import_image.c: convolution,
+ * pooling, resize; onnx_import_imgcomp.c: image ops composed of graph ops, FlexAttention;
+ * onnx_import_symval.c: shape computations as symbolic values; onnx_import_dyn.c: structural
+ * inputs known only at run time; onnx_import_ctl.c: If / Loop / Scan, sequences and optionals).
  * Not a public interface. */
 #ifndef LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
 #define LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
@@ -126,6 +128,9 @@ loom_graph_expr *oimp_const_of(imp *im, const loom_onnx_tensor *t);
 #define OIMP_FOLD_MAX (1 << 24)
 loom_onnx_tensor *oimp_new_tensor(imp *im, loom_dtype dt, size_t rank, const int64_t *dims);
 loom_status oimp_fold_const(nctx *c, loom_onnx_tensor *t, loom_graph_expr **out);
+/* onnx_import_fold.c: the node's one result computed at import time (every input constant; the
+ * node built alone in a scratch module and run in the interpreter); false when it cannot be. */
+bool oimp_fold_node(imp *im, const op_entry *e, const nctx *c, loom_onnx_tensor **out);
 double oimp_scalar_f64(const loom_onnx_tensor *t);
 bool oimp_is_signed_int(loom_dtype dt);
 
