@@ -254,7 +254,7 @@ loom_status oimp_shape_syms(nctx *c, size_t i, const char *what, const loom_sym_
 loom_status oimp_runtime_syms(nctx *c, loom_graph_expr *v, const char *onnx, const loom_sym_expr **dims, size_t n) {
   imp *im = c->im;
   loom_graph_expr *sv;
-  LOOM_PROPAGATE(oimp_emit(c, "tensor_to_shape", 1, &v, NULL, &sv));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TENSOR_TO_SHAPE, 1, &v, NULL, &sv));
   for (size_t k = 0; k < n; k++) {
     char buf[256];
     snprintf(buf, sizeof buf, "%s_%zu", onnx, k);
@@ -306,10 +306,11 @@ loom_status oimp_norm_axes(const nctx *c, int rank, int64_t *ax, size_t n) {
 void oimp_add_attr(nctx *c, loom_graph_attr a) { c->attrs[c->nattrs++] = a; }
 
 /* Emits `op` on c->args with c->attrs, returning the var. */
-loom_status oimp_emit(nctx *c, const char *op, size_t nargs, loom_graph_expr *const *args, const char *name,
+loom_status oimp_emit(nctx *c, loom_graph_op op, size_t nargs, loom_graph_expr *const *args, const char *name,
                         loom_graph_expr **out) {
   if (name && !(name = oimp_ir_name(c->im, name))) return LOOM_OOM();
-  loom_status s = loom_graph_builder_op(&c->im->b, op, nargs, args, c->nattrs, c->attrs, name, out);
+  loom_graph_builder *b = &c->im->b;
+  loom_status s = loom_graph_builder_emit(b, loom_graph_call_op(b->m, op, nargs, args, c->nattrs, c->attrs), name, out);
   c->nattrs = 0;
   if (s) {
     const loom_onnx_node *n = c->n;
@@ -320,16 +321,16 @@ loom_status oimp_emit(nctx *c, const char *op, size_t nargs, loom_graph_expr *co
   return LOOM_OK;
 }
 
-loom_status oimp_op1(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr **y) {
+loom_status oimp_op1(nctx *c, loom_graph_op op, loom_graph_expr *x, loom_graph_expr **y) {
   return oimp_emit(c, op, 1, &x, NULL, y);
 }
 
-loom_status oimp_op2(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr **y) {
+loom_status oimp_op2(nctx *c, loom_graph_op op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr **y) {
   loom_graph_expr *ab[2] = {a, b};
   return oimp_emit(c, op, 2, ab, NULL, y);
 }
 
-loom_status oimp_op3(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr *d,
+loom_status oimp_op3(nctx *c, loom_graph_op op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr *d,
                      loom_graph_expr **y) {
   loom_graph_expr *abd[3] = {a, b, d};
   return oimp_emit(c, op, 3, abd, NULL, y);
@@ -340,13 +341,13 @@ loom_status oimp_scalar(nctx *c, loom_dtype dt, double v, loom_graph_expr **out)
   return *out ? LOOM_OK : LOOM_OOM();
 }
 
-loom_status oimp_op_k(nctx *c, const char *op, loom_graph_expr *x, double v, loom_graph_expr **y) {
+loom_status oimp_op_k(nctx *c, loom_graph_op op, loom_graph_expr *x, double v, loom_graph_expr **y) {
   loom_graph_expr *k;
   LOOM_PROPAGATE(oimp_scalar(c, x->sinfo->dtype, v, &k));
   return oimp_op2(c, op, x, k, y);
 }
 
-loom_status oimp_k_op(nctx *c, const char *op, double v, loom_graph_expr *x, loom_graph_expr **y) {
+loom_status oimp_k_op(nctx *c, loom_graph_op op, double v, loom_graph_expr *x, loom_graph_expr **y) {
   loom_graph_expr *k;
   LOOM_PROPAGATE(oimp_scalar(c, x->sinfo->dtype, v, &k));
   return oimp_op2(c, op, k, x, y);

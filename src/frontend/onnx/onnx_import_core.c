@@ -149,7 +149,7 @@ static loom_status h_clip(nctx *c, const op_entry *e, loom_graph_expr **out) {
         for (size_t j = 1; j < 3; j++) {
           if (!oimp_has_input(c, j)) continue;
           ab[0] = y, ab[1] = c->args[j];
-          LOOM_PROPAGATE(oimp_emit(c, j == 1 ? "maximum" : "minimum", 2, ab, NULL, &y));
+          LOOM_PROPAGATE(oimp_emit(c, j == 1 ? LOOM_GRAPH_OP_MAXIMUM : LOOM_GRAPH_OP_MINIMUM, 2, ab, NULL, &y));
         }
         *out = y;
         return LOOM_OK;
@@ -167,7 +167,7 @@ static loom_status h_pow(nctx *c, const op_entry *e, loom_graph_expr **out) {
   const loom_sinfo *a = c->args[0]->sinfo, *b = c->args[1]->sinfo;
   if (a->dtype != LOOM_DTYPE_UNKNOWN && b->dtype != LOOM_DTYPE_UNKNOWN && a->dtype != b->dtype) {
     oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", a->dtype));
-    LOOM_PROPAGATE(oimp_emit(c, "cast", 1, &c->args[1], NULL, &c->args[1]));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_CAST, 1, &c->args[1], NULL, &c->args[1]));
   }
   return oimp_h_simple(c, e, out);
 }
@@ -192,22 +192,22 @@ static loom_status h_div(nctx *c, const op_entry *e, loom_graph_expr **out) {
   loom_graph_expr *a = c->args[0], *b = c->args[1], *q, *r, *zero = loom_graph_const_scalar(m, dt, 0), *t[2], *nz, *sa, *sb, *d;
   if (!zero) return LOOM_OOM();
   loom_graph_expr *ab[2] = {a, b};
-  LOOM_PROPAGATE(oimp_emit(c, "div", 2, ab, NULL, &q));
-  LOOM_PROPAGATE(oimp_emit(c, "mod", 2, ab, NULL, &r));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_DIV, 2, ab, NULL, &q));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_MOD, 2, ab, NULL, &r));
   t[0] = r, t[1] = zero;
-  LOOM_PROPAGATE(oimp_emit(c, "not_equal", 2, t, NULL, &nz));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_NOT_EQUAL, 2, t, NULL, &nz));
   t[0] = a;
-  LOOM_PROPAGATE(oimp_emit(c, "less", 2, t, NULL, &sa));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LESS, 2, t, NULL, &sa));
   t[0] = b;
-  LOOM_PROPAGATE(oimp_emit(c, "less", 2, t, NULL, &sb));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LESS, 2, t, NULL, &sb));
   t[0] = sa, t[1] = sb;
-  LOOM_PROPAGATE(oimp_emit(c, "logical_xor", 2, t, NULL, &d));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LOGICAL_XOR, 2, t, NULL, &d));
   t[0] = nz, t[1] = d;
-  LOOM_PROPAGATE(oimp_emit(c, "logical_and", 2, t, NULL, &d));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LOGICAL_AND, 2, t, NULL, &d));
   oimp_add_attr(c, loom_graph_attr_dtype(m, "dtype", dt));
-  LOOM_PROPAGATE(oimp_emit(c, "cast", 1, &d, NULL, &d));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_CAST, 1, &d, NULL, &d));
   t[0] = q, t[1] = d;
-  return oimp_emit(c, "add", 2, t, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_ADD, 2, t, c->n->outputs[0], out);
 }
 
 static loom_status h_mod(nctx *c, const op_entry *e, loom_graph_expr **out) {
@@ -221,21 +221,21 @@ static loom_status h_mod(nctx *c, const op_entry *e, loom_graph_expr **out) {
   loom_graph_expr *a = c->args[0], *b = c->args[1], *r, *zero = loom_graph_const_scalar(m, dt, 0), *t[3], *nz, *sa, *sb, *d, *rb;
   if (!zero) return LOOM_OOM();
   t[0] = a, t[1] = b;
-  LOOM_PROPAGATE(oimp_emit(c, "mod", 2, t, NULL, &r));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_MOD, 2, t, NULL, &r));
   t[0] = r, t[1] = zero;
-  LOOM_PROPAGATE(oimp_emit(c, "not_equal", 2, t, NULL, &nz));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_NOT_EQUAL, 2, t, NULL, &nz));
   t[0] = a;
-  LOOM_PROPAGATE(oimp_emit(c, "less", 2, t, NULL, &sa));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LESS, 2, t, NULL, &sa));
   t[0] = b;
-  LOOM_PROPAGATE(oimp_emit(c, "less", 2, t, NULL, &sb));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LESS, 2, t, NULL, &sb));
   t[0] = sa, t[1] = sb;
-  LOOM_PROPAGATE(oimp_emit(c, "logical_xor", 2, t, NULL, &d));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LOGICAL_XOR, 2, t, NULL, &d));
   t[0] = nz, t[1] = d;
-  LOOM_PROPAGATE(oimp_emit(c, "logical_and", 2, t, NULL, &d));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LOGICAL_AND, 2, t, NULL, &d));
   t[0] = r, t[1] = b;
-  LOOM_PROPAGATE(oimp_emit(c, "sub", 2, t, NULL, &rb));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_SUB, 2, t, NULL, &rb));
   t[0] = d, t[1] = rb, t[2] = r;
-  return oimp_emit(c, "where", 3, t, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_WHERE, 3, t, c->n->outputs[0], out);
 }
 
 static loom_status h_constant_of_shape(nctx *c, const op_entry *e, loom_graph_expr **out) {
@@ -258,7 +258,7 @@ static loom_status h_constant_of_shape(nctx *c, const op_entry *e, loom_graph_ex
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", n, dims));
     oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
     oimp_add_attr(c, loom_graph_attr_float(c->im->m, "value", v));
-    return oimp_emit(c, "full", 0, NULL, c->n->outputs[0], out);
+    return oimp_emit(c, LOOM_GRAPH_OP_FULL, 0, NULL, c->n->outputs[0], out);
   }
   int64_t shp[16], numel = 1;
   size_t n;
@@ -288,7 +288,7 @@ static loom_status h_range_sym(nctx *c, loom_graph_expr **out) {
   if (!loom_sym_is_const(v[2].v[0], &d) || d <= 0) return UNSUP(c->n, "delta must be a positive constant when the bounds are symbolic");
   for (size_t i = 0; i < 3; i++) oimp_add_attr(c, loom_graph_attr_syms(c->im->m, names[i], 1, v[i].v));
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", v[0].dtype));
-  return oimp_emit(c, "arange", 0, NULL, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_ARANGE, 0, NULL, c->n->outputs[0], out);
 }
 
 static loom_status h_range(nctx *c, const op_entry *e, loom_graph_expr **out) {
@@ -336,7 +336,7 @@ static loom_status h_argminmax(nctx *c, const op_entry *e, loom_graph_expr **out
   LOOM_PROPAGATE(oimp_emit(c, e->op, 1, &rev, NULL, &i));
   if (!(k = loom_graph_const_scalar(c->im->m, LOOM_DTYPE_I64, (double)(d - 1)))) return LOOM_OOM();
   loom_graph_expr *ab[2] = {k, i};
-  return oimp_emit(c, "sub", 2, ab, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_SUB, 2, ab, c->n->outputs[0], out);
 }
 
 /* Dropout at inference (no training_mode, or a constant false): y = x and a mask of all
@@ -353,7 +353,7 @@ static loom_status h_dropout(nctx *c, const op_entry *e, loom_graph_expr **out) 
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)si->ndim, si->dims));
     oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_BOOL));
     oimp_add_attr(c, loom_graph_attr_float(c->im->m, "value", 1));
-    LOOM_PROPAGATE(oimp_emit(c, "full", 0, NULL, c->n->outputs[1], &mask));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_FULL, 0, NULL, c->n->outputs[1], &mask));
     LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[1], mask, NULL));
   }
   for (size_t i = 2; i < c->n->n_outputs; i++)
@@ -371,10 +371,10 @@ static loom_status h_trilu(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (oimp_has_input(c, 1)) LOOM_PROPAGATE(oimp_sym_ints(c, 1, "k", &k, 1, &n));
   if (n != 1) return BAD(c->n, "input 1 (k) must hold one value, got %zu", n);
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "k", 1, &k));
-  return oimp_emit(c, upper ? "triu" : "tril", 1, c->args, c->n->outputs[0], out);
+  return oimp_emit(c, upper ? LOOM_GRAPH_OP_TRIU : LOOM_GRAPH_OP_TRIL, 1, c->args, c->n->outputs[0], out);
 }
 
-static loom_status norm_flattened(nctx *c, const char *op, int64_t axis, size_t nin, double eps, loom_graph_expr **out);
+static loom_status norm_flattened(nctx *c, loom_graph_op op, int64_t axis, size_t nin, double eps, loom_graph_expr **out);
 
 static loom_status h_rmsnorm(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t axis, stash;
@@ -397,14 +397,14 @@ static loom_status h_gelu(nctx *c, const op_entry *e, loom_graph_expr **out) {
     if (strcmp(a->s, "tanh") == 0) tanh_ = true;
     else if (strcmp(a->s, "none") != 0) return BAD(c->n, "attribute 'approximate' is '%s' (none | tanh)", a->s);
   }
-  return oimp_emit(c, tanh_ ? "gelu_tanh" : "gelu", 1, c->args, c->n->outputs[0], out);
+  return oimp_emit(c, tanh_ ? LOOM_GRAPH_OP_GELU_TANH : LOOM_GRAPH_OP_GELU, 1, c->args, c->n->outputs[0], out);
 }
 
 static loom_status h_reciprocal(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   loom_graph_expr *ab[2] = {loom_graph_const_scalar(c->im->m, c->args[0]->sinfo->dtype, 1.0), c->args[0]};
   if (!ab[0]) return LOOM_OOM();
-  return oimp_emit(c, "div", 2, ab, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_DIV, 2, ab, c->n->outputs[0], out);
 }
 
 /* Sum / Mean of N inputs: a chain of adds (Mean divides by N). */
@@ -413,12 +413,12 @@ static loom_status h_variadic(nctx *c, const op_entry *e, loom_graph_expr **out)
   loom_graph_expr *y = c->args[0], *ab[2];
   for (size_t i = 1; i < c->nargs; i++) {
     ab[0] = y, ab[1] = c->args[i];
-    LOOM_PROPAGATE(oimp_emit(c, "add", 2, ab, i + 1 == c->nargs && !mean ? c->n->outputs[0] : NULL, &y));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ADD, 2, ab, i + 1 == c->nargs && !mean ? c->n->outputs[0] : NULL, &y));
   }
   if (mean && c->nargs > 1) {
     ab[0] = y, ab[1] = loom_graph_const_scalar(c->im->m, y->sinfo->dtype, (double)c->nargs);
     if (!ab[1]) return LOOM_OOM();
-    LOOM_PROPAGATE(oimp_emit(c, "div", 2, ab, c->n->outputs[0], &y));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_DIV, 2, ab, c->n->outputs[0], &y));
   }
   *out = y;
   return LOOM_OK;
@@ -584,26 +584,26 @@ static loom_status h_pad(nctx *c, const op_entry *e, loom_graph_expr **out) {
 
 /* ReduceSumSquare / L1 / L2 / LogSum / LogSumExp: an elementwise op, a sum, an elementwise op. */
 static loom_status h_reduce_composite(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  const char *pre = NULL, *post = NULL;
-  if (strcmp(e->onnx, "ReduceSumSquare") == 0 || strcmp(e->onnx, "ReduceL2") == 0) pre = "mul";
-  if (strcmp(e->onnx, "ReduceL1") == 0) pre = "abs";
-  if (strcmp(e->onnx, "ReduceLogSumExp") == 0) pre = "exp";
-  if (strcmp(e->onnx, "ReduceL2") == 0) post = "sqrt";
-  if (strcmp(e->onnx, "ReduceLogSum") == 0 || strcmp(e->onnx, "ReduceLogSumExp") == 0) post = "log";
+  loom_graph_op pre = OIMP_OP_NONE, post = OIMP_OP_NONE; /* none: no elementwise op */
+  if (strcmp(e->onnx, "ReduceSumSquare") == 0 || strcmp(e->onnx, "ReduceL2") == 0) pre = LOOM_GRAPH_OP_MUL;
+  if (strcmp(e->onnx, "ReduceL1") == 0) pre = LOOM_GRAPH_OP_ABS;
+  if (strcmp(e->onnx, "ReduceLogSumExp") == 0) pre = LOOM_GRAPH_OP_EXP;
+  if (strcmp(e->onnx, "ReduceL2") == 0) post = LOOM_GRAPH_OP_SQRT;
+  if (strcmp(e->onnx, "ReduceLogSum") == 0 || strcmp(e->onnx, "ReduceLogSumExp") == 0) post = LOOM_GRAPH_OP_LOG;
   loom_graph_expr *x = c->args[0];
-  if (pre) {
+  if (pre != OIMP_OP_NONE) {
     loom_graph_expr *ab[2] = {x, x};
-    LOOM_PROPAGATE(oimp_emit(c, pre, strcmp(pre, "mul") == 0 ? 2 : 1, ab, NULL, &x));
+    LOOM_PROPAGATE(oimp_emit(c, pre, pre == LOOM_GRAPH_OP_MUL ? 2 : 1, ab, NULL, &x));
   }
   loom_graph_expr *saved = c->args[0];
   c->args[0] = x;
   op_entry sum = *e;
   sum.onnx = "ReduceSumComposite";
-  sum.op = "sum";
+  sum.op = LOOM_GRAPH_OP_SUM;
   loom_graph_expr *y;
   LOOM_PROPAGATE(oimp_h_reduce(c, &sum, &y));
   c->args[0] = saved;
-  if (post) LOOM_PROPAGATE(oimp_emit(c, post, 1, &y, NULL, &y));
+  if (post != OIMP_OP_NONE) LOOM_PROPAGATE(oimp_emit(c, post, 1, &y, NULL, &y));
   *out = y;
   return LOOM_OK;
 }
@@ -618,25 +618,25 @@ static loom_status h_gemm(nctx *c, const op_entry *e, loom_graph_expr **out) {
   LOOM_PROPAGATE(oimp_attr_float(c, "alpha", 1.0, &alpha));
   LOOM_PROPAGATE(oimp_attr_float(c, "beta", 1.0, &beta));
   loom_graph_expr *a = c->args[0], *b = c->args[1], *y;
-  if (ta) LOOM_PROPAGATE(oimp_emit(c, "permute_dims", 1, &a, NULL, &a));
-  if (tb) LOOM_PROPAGATE(oimp_emit(c, "permute_dims", 1, &b, NULL, &b));
+  if (ta) LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_PERMUTE_DIMS, 1, &a, NULL, &a));
+  if (tb) LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_PERMUTE_DIMS, 1, &b, NULL, &b));
   loom_graph_expr *ab[2] = {a, b};
-  LOOM_PROPAGATE(oimp_emit(c, "matmul", 2, ab, c->nargs > 2 || alpha != 1.0 ? NULL : c->n->outputs[0], &y));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_MATMUL, 2, ab, c->nargs > 2 || alpha != 1.0 ? NULL : c->n->outputs[0], &y));
   if (alpha != 1.0) {
     const loom_sinfo *si = y->sinfo;
     ab[0] = y, ab[1] = loom_graph_const_scalar(c->im->m, si->dtype, alpha);
     if (!ab[1]) return LOOM_OOM();
-    LOOM_PROPAGATE(oimp_emit(c, "mul", 2, ab, c->nargs > 2 ? NULL : c->n->outputs[0], &y));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_MUL, 2, ab, c->nargs > 2 ? NULL : c->n->outputs[0], &y));
   }
   if (c->nargs > 2) {
     loom_graph_expr *cc = c->args[2];
     if (beta != 1.0) {
       ab[0] = cc, ab[1] = loom_graph_const_scalar(c->im->m, y->sinfo->dtype, beta);
       if (!ab[1]) return LOOM_OOM();
-      LOOM_PROPAGATE(oimp_emit(c, "mul", 2, ab, NULL, &cc));
+      LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_MUL, 2, ab, NULL, &cc));
     }
     ab[0] = y, ab[1] = cc;
-    LOOM_PROPAGATE(oimp_emit(c, "add", 2, ab, c->n->outputs[0], &y));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ADD, 2, ab, c->n->outputs[0], &y));
   }
   *out = y;
   return LOOM_OK;
@@ -644,7 +644,7 @@ static loom_status h_gemm(nctx *c, const op_entry *e, loom_graph_expr **out) {
 
 /* LayerNormalization / RMSNormalization over the axes from `axis` on: flatten x to 2-D at
  * `axis`, the scale / bias to 1-D, normalize over the last axis, reshape back. */
-static loom_status norm_flattened(nctx *c, const char *op, int64_t axis, size_t nin, double eps, loom_graph_expr **out) {
+static loom_status norm_flattened(nctx *c, loom_graph_op op, int64_t axis, size_t nin, double eps, loom_graph_expr **out) {
   const loom_sinfo *si = c->args[0]->sinfo;
   if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims) return UNSUP(c->n, "the input's rank is unknown");
   int r = si->ndim;
@@ -653,17 +653,17 @@ static loom_status norm_flattened(nctx *c, const char *op, int64_t axis, size_t 
   loom_graph_module *m = c->im->m;
   loom_graph_expr *a[3];
   oimp_add_attr(c, loom_graph_attr_int(m, "axis", axis));
-  LOOM_PROPAGATE(oimp_emit(c, "flatten", 1, &c->args[0], NULL, &a[0]));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_FLATTEN, 1, &c->args[0], NULL, &a[0]));
   const loom_sym_expr *minus1 = loom_sym_const(c->im->cx, -1);
   for (size_t i = 1; i < nin; i++) {
     oimp_add_attr(c, loom_graph_attr_syms(m, "shape", 1, &minus1));
-    LOOM_PROPAGATE(oimp_emit(c, "reshape", 1, &c->args[i], NULL, &a[i]));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_RESHAPE, 1, &c->args[i], NULL, &a[i]));
   }
   oimp_add_attr(c, loom_graph_attr_float(m, "eps", eps));
   loom_graph_expr *y;
   LOOM_PROPAGATE(oimp_emit(c, op, nin, a, NULL, &y));
   oimp_add_attr(c, loom_graph_attr_syms(m, "shape", (size_t)r, si->dims));
-  return oimp_emit(c, "reshape", 1, &y, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_RESHAPE, 1, &y, c->n->outputs[0], out);
 }
 
 static loom_status h_layernorm(nctx *c, const op_entry *e, loom_graph_expr **out) {
@@ -692,81 +692,81 @@ static loom_status h_gather(nctx *c, const op_entry *e, loom_graph_expr **out) {
 
 #define NOATTR " "
 const op_entry oimp_core_table[] = {
-    {"Add", "add", oimp_h_simple, 2, 2, NOATTR, false},
-    {"Sub", "sub", oimp_h_simple, 2, 2, NOATTR, false},
-    {"Mul", "mul", oimp_h_simple, 2, 2, NOATTR, false},
-    {"Div", "div", h_div, 2, 2, NOATTR, false},
-    {"Mod", "mod", h_mod, 2, 2, " fmod ", false},
-    {"Size", NULL, h_shape, 1, 1, NOATTR, false},
-    {"ConstantOfShape", NULL, h_constant_of_shape, 1, 1, " value ", false},
-    {"Range", NULL, h_range, 3, 3, NOATTR, false},
-    {"ArgMax", "argmax", h_argminmax, 1, 1, " axis keepdims select_last_index ", false},
-    {"ArgMin", "argmin", h_argminmax, 1, 1, " axis keepdims select_last_index ", false},
-    {"Dropout", NULL, h_dropout, 1, 3, " seed ratio is_test ", true},
-    {"Trilu", NULL, h_trilu, 1, 2, " upper ", false},
-    {"RMSNormalization", "rms_norm", h_rmsnorm, 2, 2, " axis epsilon stash_type ", false},
-    {"Gelu", NULL, h_gelu, 1, 1, " approximate ", false},
-    {"Reciprocal", NULL, h_reciprocal, 1, 1, NOATTR, false},
-    {"Sum", NULL, h_variadic, 1, 8, NOATTR, false},
-    {"Mean", NULL, h_variadic, 1, 8, NOATTR, false},
-    {"Tile", "tile", h_tile, 2, 2, NOATTR, false},
-    {"ReduceSumSquare", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
-    {"ReduceL1", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
-    {"ReduceL2", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
-    {"ReduceLogSum", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
-    {"ReduceLogSumExp", NULL, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
-    {"Slice", "strided_slice", h_slice, 1, 5, " starts ends axes ", false},
-    {"Pad", "pad", h_pad, 1, 4, " mode pads value ", false},
-    {"Expand", "broadcast_to", h_expand, 2, 2, NOATTR, false},
-    {"BatchNormalization", "batch_norm", h_batchnorm, 5, 5, " epsilon momentum training_mode spatial ", true},
-    {"GatherElements", "gather_elements", h_gather, 2, 2, " axis ", false},
-    {"Pow", "pow", h_pow, 2, 2, NOATTR, false},
-    {"Shape", NULL, h_shape, 1, 1, " start end ", false},
-    {"Neg", "neg", oimp_h_simple, 1, 1, NOATTR, false},
-    {"Abs", "abs", oimp_h_simple, 1, 1, NOATTR, false},
-    {"Exp", "exp", oimp_h_simple, 1, 1, NOATTR, false},
-    {"Log", "log", oimp_h_simple, 1, 1, NOATTR, false},
-    {"Sqrt", "sqrt", oimp_h_simple, 1, 1, NOATTR, false},
-    {"Tanh", "tanh", oimp_h_simple, 1, 1, NOATTR, false},
-    {"Sigmoid", "sigmoid", oimp_h_simple, 1, 1, NOATTR, false},
-    {"Relu", "relu", oimp_h_simple, 1, 1, NOATTR, false},
-    {"Erf", "erf", oimp_h_simple, 1, 1, NOATTR, false},
-    {"Sin", "sin", oimp_h_simple, 1, 1, NOATTR, false},
-    {"Cos", "cos", oimp_h_simple, 1, 1, NOATTR, false},
-    {"Floor", "floor", oimp_h_simple, 1, 1, NOATTR, false},
-    {"Ceil", "ceil", oimp_h_simple, 1, 1, NOATTR, false},
-    {"Round", "round", oimp_h_simple, 1, 1, NOATTR, false},
-    {"Sign", "sign", oimp_h_simple, 1, 1, NOATTR, false},
-    {"Not", "not", oimp_h_simple, 1, 1, NOATTR, false},
-    {"Equal", "equal", oimp_h_simple, 2, 2, NOATTR, false},
-    {"Less", "less", oimp_h_simple, 2, 2, NOATTR, false},
-    {"LessOrEqual", "less_equal", oimp_h_simple, 2, 2, NOATTR, false},
-    {"Greater", "greater", oimp_h_simple, 2, 2, NOATTR, false},
-    {"GreaterOrEqual", "greater_equal", oimp_h_simple, 2, 2, NOATTR, false},
-    {"And", "logical_and", oimp_h_simple, 2, 2, NOATTR, false},
-    {"Or", "logical_or", oimp_h_simple, 2, 2, NOATTR, false},
-    {"Xor", "logical_xor", oimp_h_simple, 2, 2, NOATTR, false},
-    {"Where", "where", oimp_h_simple, 3, 3, NOATTR, false},
-    {"Max", "maximum", h_minmax, 1, 8, NOATTR, false},
-    {"Min", "minimum", h_minmax, 1, 8, NOATTR, false},
-    {"MatMul", "matmul", oimp_h_simple, 2, 2, NOATTR, false},
-    {"Gemm", "matmul", h_gemm, 2, 3, " transA transB alpha beta ", false},
-    {"Softmax", "softmax", h_axis, 1, 1, " axis ", false},
-    {"LogSoftmax", "log_softmax", h_axis, 1, 1, " axis ", false},
-    {"Identity", NULL, oimp_h_identity, 1, 1, NOATTR, false},
-    {"Reshape", "reshape", h_reshape, 2, 2, " allowzero ", false},
-    {"Transpose", "permute_dims", h_transpose, 1, 1, " perm ", false},
-    {"Unsqueeze", "expand_dims", h_axes_shape, 1, 2, " axes ", false},
-    {"Squeeze", "squeeze", h_axes_shape, 1, 2, " axes ", false},
-    {"Concat", "concat", h_concat, 1, 8, " axis ", false},
-    {"ReduceSum", "sum", oimp_h_reduce, 1, 2, " axes keepdims noop_with_empty_axes ", false},
-    {"ReduceMean", "mean", oimp_h_reduce, 1, 2, " axes keepdims noop_with_empty_axes ", false},
-    {"ReduceMax", "max", oimp_h_reduce, 1, 2, " axes keepdims noop_with_empty_axes ", false},
-    {"ReduceMin", "min", oimp_h_reduce, 1, 2, " axes keepdims noop_with_empty_axes ", false},
-    {"ReduceProd", "prod", oimp_h_reduce, 1, 2, " axes keepdims noop_with_empty_axes ", false},
-    {"Gather", "take", h_gather, 2, 2, " axis ", false},
-    {"Flatten", "flatten", h_axis, 1, 1, " axis ", false},
-    {"Clip", "clip", h_clip, 1, 3, " min max ", false},
-    {"LayerNormalization", "layer_norm", h_layernorm, 2, 3, " axis epsilon stash_type ", true},
+    {"Add", LOOM_GRAPH_OP_ADD, oimp_h_simple, 2, 2, NOATTR, false},
+    {"Sub", LOOM_GRAPH_OP_SUB, oimp_h_simple, 2, 2, NOATTR, false},
+    {"Mul", LOOM_GRAPH_OP_MUL, oimp_h_simple, 2, 2, NOATTR, false},
+    {"Div", LOOM_GRAPH_OP_DIV, h_div, 2, 2, NOATTR, false},
+    {"Mod", LOOM_GRAPH_OP_MOD, h_mod, 2, 2, " fmod ", false},
+    {"Size", OIMP_OP_NONE, h_shape, 1, 1, NOATTR, false},
+    {"ConstantOfShape", OIMP_OP_NONE, h_constant_of_shape, 1, 1, " value ", false},
+    {"Range", OIMP_OP_NONE, h_range, 3, 3, NOATTR, false},
+    {"ArgMax", LOOM_GRAPH_OP_ARGMAX, h_argminmax, 1, 1, " axis keepdims select_last_index ", false},
+    {"ArgMin", LOOM_GRAPH_OP_ARGMIN, h_argminmax, 1, 1, " axis keepdims select_last_index ", false},
+    {"Dropout", OIMP_OP_NONE, h_dropout, 1, 3, " seed ratio is_test ", true},
+    {"Trilu", OIMP_OP_NONE, h_trilu, 1, 2, " upper ", false},
+    {"RMSNormalization", LOOM_GRAPH_OP_RMS_NORM, h_rmsnorm, 2, 2, " axis epsilon stash_type ", false},
+    {"Gelu", OIMP_OP_NONE, h_gelu, 1, 1, " approximate ", false},
+    {"Reciprocal", OIMP_OP_NONE, h_reciprocal, 1, 1, NOATTR, false},
+    {"Sum", OIMP_OP_NONE, h_variadic, 1, 8, NOATTR, false},
+    {"Mean", OIMP_OP_NONE, h_variadic, 1, 8, NOATTR, false},
+    {"Tile", LOOM_GRAPH_OP_TILE, h_tile, 2, 2, NOATTR, false},
+    {"ReduceSumSquare", OIMP_OP_NONE, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"ReduceL1", OIMP_OP_NONE, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"ReduceL2", OIMP_OP_NONE, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"ReduceLogSum", OIMP_OP_NONE, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"ReduceLogSumExp", OIMP_OP_NONE, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"Slice", LOOM_GRAPH_OP_STRIDED_SLICE, h_slice, 1, 5, " starts ends axes ", false},
+    {"Pad", LOOM_GRAPH_OP_PAD, h_pad, 1, 4, " mode pads value ", false},
+    {"Expand", LOOM_GRAPH_OP_BROADCAST_TO, h_expand, 2, 2, NOATTR, false},
+    {"BatchNormalization", LOOM_GRAPH_OP_BATCH_NORM, h_batchnorm, 5, 5, " epsilon momentum training_mode spatial ", true},
+    {"GatherElements", LOOM_GRAPH_OP_GATHER_ELEMENTS, h_gather, 2, 2, " axis ", false},
+    {"Pow", LOOM_GRAPH_OP_POW, h_pow, 2, 2, NOATTR, false},
+    {"Shape", OIMP_OP_NONE, h_shape, 1, 1, " start end ", false},
+    {"Neg", LOOM_GRAPH_OP_NEG, oimp_h_simple, 1, 1, NOATTR, false},
+    {"Abs", LOOM_GRAPH_OP_ABS, oimp_h_simple, 1, 1, NOATTR, false},
+    {"Exp", LOOM_GRAPH_OP_EXP, oimp_h_simple, 1, 1, NOATTR, false},
+    {"Log", LOOM_GRAPH_OP_LOG, oimp_h_simple, 1, 1, NOATTR, false},
+    {"Sqrt", LOOM_GRAPH_OP_SQRT, oimp_h_simple, 1, 1, NOATTR, false},
+    {"Tanh", LOOM_GRAPH_OP_TANH, oimp_h_simple, 1, 1, NOATTR, false},
+    {"Sigmoid", LOOM_GRAPH_OP_SIGMOID, oimp_h_simple, 1, 1, NOATTR, false},
+    {"Relu", LOOM_GRAPH_OP_RELU, oimp_h_simple, 1, 1, NOATTR, false},
+    {"Erf", LOOM_GRAPH_OP_ERF, oimp_h_simple, 1, 1, NOATTR, false},
+    {"Sin", LOOM_GRAPH_OP_SIN, oimp_h_simple, 1, 1, NOATTR, false},
+    {"Cos", LOOM_GRAPH_OP_COS, oimp_h_simple, 1, 1, NOATTR, false},
+    {"Floor", LOOM_GRAPH_OP_FLOOR, oimp_h_simple, 1, 1, NOATTR, false},
+    {"Ceil", LOOM_GRAPH_OP_CEIL, oimp_h_simple, 1, 1, NOATTR, false},
+    {"Round", LOOM_GRAPH_OP_ROUND, oimp_h_simple, 1, 1, NOATTR, false},
+    {"Sign", LOOM_GRAPH_OP_SIGN, oimp_h_simple, 1, 1, NOATTR, false},
+    {"Not", LOOM_GRAPH_OP_NOT, oimp_h_simple, 1, 1, NOATTR, false},
+    {"Equal", LOOM_GRAPH_OP_EQUAL, oimp_h_simple, 2, 2, NOATTR, false},
+    {"Less", LOOM_GRAPH_OP_LESS, oimp_h_simple, 2, 2, NOATTR, false},
+    {"LessOrEqual", LOOM_GRAPH_OP_LESS_EQUAL, oimp_h_simple, 2, 2, NOATTR, false},
+    {"Greater", LOOM_GRAPH_OP_GREATER, oimp_h_simple, 2, 2, NOATTR, false},
+    {"GreaterOrEqual", LOOM_GRAPH_OP_GREATER_EQUAL, oimp_h_simple, 2, 2, NOATTR, false},
+    {"And", LOOM_GRAPH_OP_LOGICAL_AND, oimp_h_simple, 2, 2, NOATTR, false},
+    {"Or", LOOM_GRAPH_OP_LOGICAL_OR, oimp_h_simple, 2, 2, NOATTR, false},
+    {"Xor", LOOM_GRAPH_OP_LOGICAL_XOR, oimp_h_simple, 2, 2, NOATTR, false},
+    {"Where", LOOM_GRAPH_OP_WHERE, oimp_h_simple, 3, 3, NOATTR, false},
+    {"Max", LOOM_GRAPH_OP_MAXIMUM, h_minmax, 1, 8, NOATTR, false},
+    {"Min", LOOM_GRAPH_OP_MINIMUM, h_minmax, 1, 8, NOATTR, false},
+    {"MatMul", LOOM_GRAPH_OP_MATMUL, oimp_h_simple, 2, 2, NOATTR, false},
+    {"Gemm", LOOM_GRAPH_OP_MATMUL, h_gemm, 2, 3, " transA transB alpha beta ", false},
+    {"Softmax", LOOM_GRAPH_OP_SOFTMAX, h_axis, 1, 1, " axis ", false},
+    {"LogSoftmax", LOOM_GRAPH_OP_LOG_SOFTMAX, h_axis, 1, 1, " axis ", false},
+    {"Identity", OIMP_OP_NONE, oimp_h_identity, 1, 1, NOATTR, false},
+    {"Reshape", LOOM_GRAPH_OP_RESHAPE, h_reshape, 2, 2, " allowzero ", false},
+    {"Transpose", LOOM_GRAPH_OP_PERMUTE_DIMS, h_transpose, 1, 1, " perm ", false},
+    {"Unsqueeze", LOOM_GRAPH_OP_EXPAND_DIMS, h_axes_shape, 1, 2, " axes ", false},
+    {"Squeeze", LOOM_GRAPH_OP_SQUEEZE, h_axes_shape, 1, 2, " axes ", false},
+    {"Concat", LOOM_GRAPH_OP_CONCAT, h_concat, 1, 8, " axis ", false},
+    {"ReduceSum", LOOM_GRAPH_OP_SUM, oimp_h_reduce, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"ReduceMean", LOOM_GRAPH_OP_MEAN, oimp_h_reduce, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"ReduceMax", LOOM_GRAPH_OP_MAX, oimp_h_reduce, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"ReduceMin", LOOM_GRAPH_OP_MIN, oimp_h_reduce, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"ReduceProd", LOOM_GRAPH_OP_PROD, oimp_h_reduce, 1, 2, " axes keepdims noop_with_empty_axes ", false},
+    {"Gather", LOOM_GRAPH_OP_TAKE, h_gather, 2, 2, " axis ", false},
+    {"Flatten", LOOM_GRAPH_OP_FLATTEN, h_axis, 1, 1, " axis ", false},
+    {"Clip", LOOM_GRAPH_OP_CLIP, h_clip, 1, 3, " min max ", false},
+    {"LayerNormalization", LOOM_GRAPH_OP_LAYER_NORM, h_layernorm, 2, 3, " axis epsilon stash_type ", true},
 };
 const size_t oimp_core_table_len = sizeof oimp_core_table / sizeof oimp_core_table[0];

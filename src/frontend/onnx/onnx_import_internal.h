@@ -72,12 +72,15 @@ typedef struct nctx {
   loom_graph_attr attrs[8];
 } nctx;
 
+/* An op table entry whose handler picks the graph ops itself. */
+#define OIMP_OP_NONE LOOM_GRAPH_OP_COUNT
+
 typedef struct op_entry op_entry;
 /* Emits the node's first output into *out (other outputs: oimp_bind them). */
 typedef loom_status (*handler)(nctx *c, const op_entry *e, loom_graph_expr **out);
 struct op_entry {
   const char *onnx;   /* op type */
-  const char *op;     /* graph op (or NULL when the handler picks) */
+  loom_graph_op op;   /* graph op (OIMP_OP_NONE when the handler picks) */
   handler h;
   int min_in, max_in; /* accepted input counts */
   const char *attrs;  /* accepted attribute names, space-separated with leading/trailing space */
@@ -150,7 +153,7 @@ loom_status oimp_shape_syms(nctx *c, size_t i, const char *what, const loom_sym_
 loom_status oimp_runtime_syms(nctx *c, loom_graph_expr *v, const char *onnx, const loom_sym_expr **dims, size_t n);
 void oimp_add_attr(nctx *c, loom_graph_attr a);
 /* Emits graph op `op` on args with c->attrs (then cleared); errors name the node. */
-loom_status oimp_emit(nctx *c, const char *op, size_t nargs, loom_graph_expr *const *args, const char *name,
+loom_status oimp_emit(nctx *c, loom_graph_op op, size_t nargs, loom_graph_expr *const *args, const char *name,
                       loom_graph_expr **out);
 
 /* onnx_import_symval.c. The symbolic value of the node's result when its op is a shape
@@ -167,13 +170,13 @@ loom_status oimp_sym_ints(const nctx *c, size_t i, const char *what, const loom_
 
 /* Small emitters for composite ops (unnamed results): op on one, two or three operands; a
  * rank-0 constant; x (op) v and v (op) x with v a scalar of x's dtype; a string attribute. */
-loom_status oimp_op1(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr **y);
-loom_status oimp_op2(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr **y);
-loom_status oimp_op3(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr *d,
+loom_status oimp_op1(nctx *c, loom_graph_op op, loom_graph_expr *x, loom_graph_expr **y);
+loom_status oimp_op2(nctx *c, loom_graph_op op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr **y);
+loom_status oimp_op3(nctx *c, loom_graph_op op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr *d,
                      loom_graph_expr **y);
 loom_status oimp_scalar(nctx *c, loom_dtype dt, double v, loom_graph_expr **out);
-loom_status oimp_op_k(nctx *c, const char *op, loom_graph_expr *x, double v, loom_graph_expr **y);
-loom_status oimp_k_op(nctx *c, const char *op, double v, loom_graph_expr *x, loom_graph_expr **y);
+loom_status oimp_op_k(nctx *c, loom_graph_op op, loom_graph_expr *x, double v, loom_graph_expr **y);
+loom_status oimp_k_op(nctx *c, loom_graph_op op, double v, loom_graph_expr *x, loom_graph_expr **y);
 loom_status oimp_attr_str(const nctx *c, const char *name, const char *def, const char **out);
 /* Imports the nodes of subgraph g (an attribute's body: it may read the enclosing graph's
  * values) with its inputs bound to ins; *out is its one output. */
