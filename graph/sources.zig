@@ -16,6 +16,7 @@ pub const compiler = [_][]const u8{
     "graph/op_conv.c",
     "graph/op_image.c",
     "graph/op_shape.c",
+    "graph/op_shape_dyn.c",
     "graph/op_index.c",
     "graph/op_create.c",
     "graph/op_misc.c",
