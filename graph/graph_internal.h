@@ -100,6 +100,8 @@ void loom_graph_op_arity(loom_graph_op op, int *min_args, int *max_args);
 const loom_sinfo *loom_graph_icx_arg(loom_graph_icx *ic, size_t i);
 /* A TYPE_ERROR status "OP: ..." */
 loom_status loom_graph_icx_error(loom_graph_icx *ic, const char *fmt, ...) LOOM_PRINTF(2, 3);
+/* "an Object", "a Scalar", "a Tensor", ... for messages. */
+const char *loom_graph_sinfo_kind_word(const loom_sinfo *s);
 /* Requires argument i to be a tensor of known rank; *out is its info. */
 loom_status loom_graph_icx_tensor(loom_graph_icx *ic, size_t i, bool need_dims, const loom_sinfo **out);
 /* Records a runtime guard with its explanation. */

@@ -1,10 +1,13 @@
 /* op_shape.c — shape manipulation: reshape (symbolic targets, -1), permute_dims,
  * expand_dims, squeeze, flatten, broadcast_to, concat, strided_slice (symbolic bounds),
- * shape_of. Every result keeps its symbolic dims; what cannot be proven becomes a guard. */
+ * shape_of, tensor_to_shape, split, pad, tile, repeat. Every result keeps its symbolic dims;
+ * what cannot be proven becomes a guard. The forms whose structural operands arrive at run
+ * time are in op_shape_dyn.c. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph_internal.h"
+#include "graph/op_shape_internal.h"
 
 static const loom_graph_attr_spec reshape_attrs[] = {
     {"shape", LOOM_GRAPH_ATTR_SYMS, false}, {"allowzero", LOOM_GRAPH_ATTR_BOOL, false}, {NULL, 0, false}};
@@ -22,286 +25,6 @@ static bool is_const(const loom_sym_expr *e, int64_t v) {
   return loom_sym_is_const(e, &c) && c == v;
 }
 
-static loom_status sym_err(loom_graph_icx *ic) {
-  loom_status st = loom_sym_ctx_take_error(ic->cx);
-  return st ? st : LOOM_OOM();
-}
-
-/* ---- run-time operand forms ---------------------------------------------------------------
- * reshape(x, shape), expand_dims / squeeze(x, axes), strided_slice(x, starts, ends, axes?,
- * steps?), pad(x, pads, value?, axes?) with integer TENSOR operands read when the op runs
- * (ONNX inputs that are graph inputs): the result's rank is known, its dims are fresh. */
-
-/* n fresh dims (1-D result of rank n) in *out. */
-static loom_status fresh_dims(loom_graph_icx *ic, int n, const char *what, const loom_sym_expr ***out) {
-  if (n > 8) return loom_graph_icx_error(ic, "result rank %d above 8", n);
-  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)(n > 0 ? n : 1));
-  if (!d) return LOOM_OOM();
-  for (int i = 0; i < n; i++)
-    if (!(d[i] = loom_graph_icx_fresh(ic, what))) return sym_err(ic);
-  *out = d;
-  return LOOM_OK;
-}
-
-/* Prints up to 8 values as "[a, b, ...]" into buf. */
-static const char *ints_str(char *buf, size_t cap, const int64_t *v, size_t n) {
-  size_t k = (size_t)snprintf(buf, cap, "[");
-  for (size_t i = 0; i < n && k < cap; i++) k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)v[i]);
-  if (k < cap) snprintf(buf + k, cap - k, "]");
-  return buf;
-}
-
-/* Copies x into a new tensor of shape (nd, sh) (same element count). */
-static loom_status copy_as(const loom_graph_tensor *x, int nd, const int64_t *sh, loom_graph_value *out) {
-  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, nd, sh, out));
-  memcpy(out->t.data, x->data, x->numel * loom_dtype_size(x->dtype));
-  return LOOM_OK;
-}
-
-/* reshape(x, shape): ONNX semantics — 0 copies x's dim at that position (unless allowzero),
- * one -1 is inferred. Rank = the static length of `shape`. */
-static loom_status infer_reshape_dyn(loom_graph_icx *ic, const loom_sinfo *x, const loom_sinfo **out) {
-  int64_t n;
-  if (loom_graph_call_attr(ic->call, "shape"))
-    return loom_graph_icx_error(ic, "give the target either as operand 1 or as attribute 'shape', not both");
-  LOOM_PROPAGATE(loom_graph_icx_int_operand(ic, 1, "shape", &n));
-  if (ic->call->u.call.args[1]->sinfo->ndim != 1) return loom_graph_icx_error(ic, "operand 1 (shape) must be 1-D");
-  const loom_sym_expr **d;
-  LOOM_PROPAGATE(fresh_dims(ic, (int)n, "dim", &d));
-  *out = loom_sinfo_tensor(ic->m, x->dtype, (int)n, d, x->device);
-  return LOOM_OK;
-}
-
-static loom_status eval_reshape_dyn(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
-  const loom_graph_tensor *x = &args[0].t;
-  int64_t sh[8], given[8];
-  size_t n;
-  char b1[200], b2[200];
-  LOOM_PROPAGATE(loom_graph_ecx_int_operand(ec, &args[1].t, 1, "shape", sh, 8, &n));
-  memcpy(given, sh, n * sizeof *sh);
-  bool allowzero = loom_graph_attr_get_int(ec->call, "allowzero", 0) != 0;
-  int wild = -1;
-  int64_t known = 1;
-  for (size_t i = 0; i < n; i++) {
-    if (sh[i] == 0 && !allowzero) {
-      if ((int)i >= x->ndim)
-        return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand 1 (shape) %s: 0 at position %zu copies an axis operand 0 %s lacks",
-                          ec->op, ints_str(b1, sizeof b1, given, n), i, ints_str(b2, sizeof b2, x->shape, (size_t)x->ndim));
-      sh[i] = x->shape[i];
-    }
-    if (sh[i] == -1) {
-      if (wild >= 0)
-        return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand 1 (shape) %s has -1 at positions %d and %zu", ec->op,
-                          ints_str(b1, sizeof b1, given, n), wild, i);
-      wild = (int)i;
-      continue;
-    }
-    if (sh[i] < 0 || __builtin_mul_overflow(known, sh[i], &known))
-      return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand 1 (shape) %s: value %lld at position %zu is not a dim", ec->op,
-                        ints_str(b1, sizeof b1, given, n), (long long)sh[i], i);
-  }
-  if (wild >= 0) {
-    if (known == 0 || (int64_t)x->numel % known)
-      return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand 1 (shape) %s: cannot infer the -1 from operand 0 %s (%zu elements)",
-                        ec->op, ints_str(b1, sizeof b1, given, n), ints_str(b2, sizeof b2, x->shape, (size_t)x->ndim), x->numel);
-    sh[wild] = (int64_t)x->numel / known;
-  } else if (known != (int64_t)x->numel) {
-    return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand 1 (shape) %s has %lld elements, operand 0 %s has %zu", ec->op,
-                      ints_str(b1, sizeof b1, given, n), (long long)known, ints_str(b2, sizeof b2, x->shape, (size_t)x->ndim),
-                      x->numel);
-  }
-  return copy_as(x, (int)n, sh, out);
-}
-
-/* expand_dims(x, axes): rank r + n; squeeze(x, axes): rank r - n (each listed axis must be 1). */
-static loom_status infer_expand_squeeze_dyn(loom_graph_icx *ic, const loom_sinfo *x, const loom_sinfo **out) {
-  int64_t n;
-  if (loom_graph_call_attr(ic->call, "axes"))
-    return loom_graph_icx_error(ic, "give the axes either as operand 1 or as attribute 'axes', not both");
-  LOOM_PROPAGATE(loom_graph_icx_int_operand(ic, 1, "axes", &n));
-  if (ic->call->u.call.args[1]->sinfo->ndim != 1) return loom_graph_icx_error(ic, "operand 1 (axes) must be 1-D");
-  bool expand = ic->call->u.call.op == LOOM_GRAPH_OP_EXPAND_DIMS;
-  if (!expand && n > x->ndim) return loom_graph_icx_error(ic, "operand 1 (axes) has %lld values for rank %d", (long long)n, x->ndim);
-  int nd = expand ? x->ndim + (int)n : x->ndim - (int)n;
-  const loom_sym_expr **d;
-  LOOM_PROPAGATE(fresh_dims(ic, nd, "dim", &d));
-  *out = loom_sinfo_tensor(ic->m, x->dtype, nd, d, x->device);
-  return LOOM_OK;
-}
-
-static loom_status eval_expand_squeeze_dyn(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
-  const loom_graph_tensor *x = &args[0].t;
-  int64_t axes[8], sh[8];
-  size_t n;
-  bool mask[16];
-  LOOM_PROPAGATE(loom_graph_ecx_int_operand(ec, &args[1].t, 1, "axes", axes, 8, &n));
-  if (ec->call->u.call.op == LOOM_GRAPH_OP_EXPAND_DIMS) {
-    int on = x->ndim + (int)n, k = 0;
-    if (on > 8) return LOOM_ERROR(INVALID_ARGUMENT, "%s: result rank %d above 8", ec->op, on);
-    LOOM_PROPAGATE(loom_graph_ecx_axes(ec, 1, axes, n, on, mask));
-    for (int i = 0; i < on; i++) sh[i] = mask[i] ? 1 : x->shape[k++];
-    return copy_as(x, on, sh, out);
-  }
-  LOOM_PROPAGATE(loom_graph_ecx_axes(ec, 1, axes, n, x->ndim, mask));
-  int k = 0;
-  for (int i = 0; i < x->ndim; i++) {
-    if (!mask[i]) sh[k++] = x->shape[i];
-    else if (x->shape[i] != 1)
-      return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand 0 axis %d is %lld, not 1 (operand 1 lists it)", ec->op, i,
-                        (long long)x->shape[i]);
-  }
-  return copy_as(x, k, sh, out);
-}
-
-/* strided_slice(x, starts, ends, axes?, steps?) with ONNX Slice semantics: negative bounds
- * count from the end, bounds clamp, steps may be negative (not 0). Rank r, fresh dims. */
-static loom_status infer_slice_dyn(loom_graph_icx *ic, const loom_sinfo *x, const loom_sinfo **out) {
-  static const char *what[4] = {"starts", "ends", "axes", "steps"};
-  size_t na = ic->call->u.call.nargs;
-  if (na < 3) return loom_graph_icx_error(ic, "takes operands x, starts, ends (axes, steps optional)");
-  if (loom_graph_call_attr(ic->call, "begin") || loom_graph_call_attr(ic->call, "end") ||
-      loom_graph_call_attr(ic->call, "axes") || loom_graph_call_attr(ic->call, "strides"))
-    return loom_graph_icx_error(ic, "give the bounds either as operands or as attributes, not both");
-  int64_t n0 = 0;
-  for (size_t i = 1; i < na; i++) {
-    int64_t n;
-    LOOM_PROPAGATE(loom_graph_icx_int_operand(ic, i, what[i - 1], &n));
-    if (ic->call->u.call.args[i]->sinfo->ndim != 1) return loom_graph_icx_error(ic, "operand %zu (%s) must be 1-D", i, what[i - 1]);
-    if (i == 1) n0 = n;
-    else if (n != n0)
-      return loom_graph_icx_error(ic, "operand %zu (%s) has %lld values, operand 1 (starts) has %lld", i, what[i - 1],
-                                  (long long)n, (long long)n0);
-  }
-  if (n0 > x->ndim) return loom_graph_icx_error(ic, "operand 1 (starts) has %lld values for rank %d", (long long)n0, x->ndim);
-  const loom_sym_expr **d;
-  LOOM_PROPAGATE(fresh_dims(ic, x->ndim, "sl", &d));
-  *out = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, d, x->device);
-  return LOOM_OK;
-}
-
-/* out = the elements of x at start[k] + i_k * step[k] for i_k < sh[k] on every axis (a slice with
- * bounds already clamped; steps may be negative). */
-static loom_status take_strided(const loom_graph_tensor *x, const int64_t *start, const int64_t *step, const int64_t *sh,
-                                loom_graph_value *out) {
-  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, sh, out));
-  if (!out->t.numel) return LOOM_OK;
-  int64_t idx[8] = {0}, str[8];
-  loom_graph_strides(x->ndim, x->shape, str);
-  size_t o = 0, es = loom_dtype_size(x->dtype);
-  do {
-    int64_t off = 0;
-    for (int k = 0; k < x->ndim; k++) off += (start[k] + idx[k] * step[k]) * str[k];
-    memcpy((char *)out->t.data + o * es, (const char *)x->data + (size_t)off * es, es);
-    o++;
-  } while (loom_graph_index_next(x->ndim, sh, idx));
-  return LOOM_OK;
-}
-
-static loom_status eval_slice_dyn(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
-  const loom_graph_tensor *x = &args[0].t;
-  size_t na = ec->call->u.call.nargs, n, k;
-  int64_t st[8], en[8], ax[8], sp[8];
-  LOOM_PROPAGATE(loom_graph_ecx_int_operand(ec, &args[1].t, 1, "starts", st, 8, &n));
-  LOOM_PROPAGATE(loom_graph_ecx_int_operand(ec, &args[2].t, 2, "ends", en, 8, &k));
-  for (size_t i = 0; i < n; i++) ax[i] = (int64_t)i, sp[i] = 1;
-  if (na > 3) LOOM_PROPAGATE(loom_graph_ecx_int_operand(ec, &args[3].t, 3, "axes", ax, 8, &k));
-  if (na > 4) LOOM_PROPAGATE(loom_graph_ecx_int_operand(ec, &args[4].t, 4, "steps", sp, 8, &k));
-  bool mask[8];
-  LOOM_PROPAGATE(loom_graph_ecx_axes(ec, 3, ax, n, x->ndim, mask));
-  int64_t start[8], step[8], sh[8];
-  for (int i = 0; i < x->ndim; i++) start[i] = 0, step[i] = 1, sh[i] = x->shape[i];
-  for (size_t i = 0; i < n; i++) {
-    int a = (int)(ax[i] < 0 ? ax[i] + x->ndim : ax[i]);
-    int64_t dim = x->shape[a], lo = st[i], hi = en[i], s = sp[i];
-    if (s == 0) return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand 4 (steps) value %zu is 0 (axis %d)", ec->op, i, a);
-    if (lo < 0) lo = lo < -dim ? -dim - 1 : lo + dim; /* -dim - 1: below any index, as ONNX clamps */
-    if (hi < 0) hi = hi < -dim ? -dim - 1 : hi + dim;
-    if (s > 0) {
-      lo = lo < 0 ? 0 : lo > dim ? dim : lo;
-      hi = hi < 0 ? 0 : hi > dim ? dim : hi;
-      sh[a] = hi > lo ? (hi - lo - 1) / s + 1 : 0;
-    } else {
-      lo = lo < 0 ? -1 : lo > dim - 1 ? dim - 1 : lo;
-      hi = hi < -1 ? -1 : hi > dim - 1 ? dim - 1 : hi;
-      sh[a] = lo > hi ? (lo - hi - 1) / -s + 1 : 0;
-    }
-    start[a] = lo, step[a] = s;
-  }
-  return take_strided(x, start, step, sh, out);
-}
-
-/* pad(x, pads, value?, axes?): constant mode; pads = [before.., after..] over `axes` (all
- * when absent), negative entries crop; value a scalar of x's dtype (else attr value). */
-static loom_status infer_pad_dyn(loom_graph_icx *ic, const loom_sinfo *x, const loom_sinfo **out) {
-  size_t na = ic->call->u.call.nargs;
-  int64_t np, nax = x->ndim;
-  if (loom_graph_call_attr(ic->call, "pads"))
-    return loom_graph_icx_error(ic, "give the pads either as operand 1 or as attribute 'pads', not both");
-  LOOM_PROPAGATE(loom_graph_icx_int_operand(ic, 1, "pads", &np));
-  if (na > 2) {
-    const loom_sinfo *v;
-    int64_t len;
-    LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 2, true, &v));
-    if (v->dtype != x->dtype)
-      return loom_graph_icx_error(ic, "operand 2 (value) has dtype %s, operand 0 has %s", loom_dtype_name(v->dtype),
-                                  loom_dtype_name(x->dtype));
-    if (v->ndim > 1 || (v->ndim == 1 && (!loom_sym_is_const(v->dims[0], &len) || len != 1)))
-      return loom_graph_icx_error(ic, "operand 2 (value) must be a scalar");
-  }
-  if (na > 3) LOOM_PROPAGATE(loom_graph_icx_int_operand(ic, 3, "axes", &nax));
-  if (np != 2 * nax)
-    return loom_graph_icx_error(ic, "operand 1 (pads) has %lld values for %lld axes (before..., after...)", (long long)np,
-                                (long long)nax);
-  const loom_sym_expr **d;
-  LOOM_PROPAGATE(fresh_dims(ic, x->ndim, "pad", &d));
-  *out = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, d, x->device);
-  return LOOM_OK;
-}
-
-static loom_status eval_pad_dyn(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
-  const loom_graph_tensor *x = &args[0].t;
-  size_t na = ec->call->u.call.nargs, np, nax = (size_t)x->ndim;
-  int64_t p[16], ax[8], lo[8] = {0}, sh[8];
-  bool mask[8];
-  LOOM_PROPAGATE(loom_graph_ecx_int_operand(ec, &args[1].t, 1, "pads", p, 16, &np));
-  for (int i = 0; i < x->ndim; i++) ax[i] = i;
-  if (na > 3) LOOM_PROPAGATE(loom_graph_ecx_int_operand(ec, &args[3].t, 3, "axes", ax, 8, &nax));
-  LOOM_PROPAGATE(loom_graph_ecx_axes(ec, 3, ax, nax, x->ndim, mask));
-  for (int i = 0; i < x->ndim; i++) sh[i] = x->shape[i];
-  for (size_t i = 0; i < nax; i++) {
-    int a = (int)(ax[i] < 0 ? ax[i] + x->ndim : ax[i]);
-    lo[a] = p[i];
-    sh[a] = x->shape[a] + p[i] + p[nax + i];
-    if (sh[a] < 0)
-      return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand 1 (pads) %lld before and %lld after axis %d of size %lld leave %lld",
-                        ec->op, (long long)p[i], (long long)p[nax + i], a, (long long)x->shape[a], (long long)sh[a]);
-  }
-  LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, sh, out));
-  size_t es = loom_dtype_size(x->dtype);
-  char val[16] = {0};
-  if (na > 2) memcpy(val, args[2].t.data, es);
-  else {
-    loom_graph_tensor vt = {.dtype = x->dtype, .ndim = 0, .numel = 1, .data = val};
-    loom_graph_tensor_set_f64(&vt, 0, loom_graph_attr_get_float(ec->call, "value", 0));
-  }
-  if (!out->t.numel) return LOOM_OK;
-  int64_t idx[8] = {0}, str[8];
-  loom_graph_strides(x->ndim, x->shape, str);
-  size_t o = 0;
-  do {
-    int64_t off = 0;
-    bool in = true;
-    for (int i = 0; i < x->ndim && in; i++) {
-      int64_t j = idx[i] - lo[i];
-      in = j >= 0 && j < x->shape[i];
-      off += j * str[i];
-    }
-    memcpy((char *)out->t.data + o * es, in ? (const char *)x->data + (size_t)off * es : val, es);
-    o++;
-  } while (loom_graph_index_next(x->ndim, sh, idx));
-  return LOOM_OK;
-}
-
 /* ---- reshape ---------------------------------------------------------------------- */
 
 /* Target from the `shape` attribute or a Shape operand; one entry may be -1. */
@@ -313,7 +36,7 @@ static loom_status infer_reshape(loom_graph_icx *ic, const loom_sinfo **out) {
   size_t n;
   const loom_sym_expr *const *t;
   if (ic->call->u.call.nargs == 2 && loom_graph_icx_arg(ic, 1)->kind == LOOM_SINFO_TENSOR)
-    return infer_reshape_dyn(ic, x, out);
+    return loom_graph_infer_reshape_dyn(ic, x, out);
   if (ic->call->u.call.nargs == 2) {
     const loom_sinfo *s = loom_graph_icx_arg(ic, 1);
     if (a) return loom_graph_icx_error(ic, "give the target either as operand 1 or as attribute 'shape', not both");
@@ -349,7 +72,7 @@ static loom_status infer_reshape(loom_graph_icx *ic, const loom_sinfo **out) {
     known = loom_sym_mul(cx, known, t[i]);
   }
   const loom_sym_expr *total = loom_graph_dims_prod(cx, x->ndim, x->dims);
-  if (!known || !total) return sym_err(ic);
+  if (!known || !total) return loom_graph_shape_sym_err(ic);
   const char *xs = loom_graph_dims_str(ic->m, x->ndim, x->dims);
   if (wild >= 0) {
     /* -1 := total / known, exact when divisibility is provable, else guarded. Dims that
@@ -366,7 +89,7 @@ static loom_status infer_reshape(loom_graph_icx *ic, const loom_sinfo **out) {
       if ((int)k != wild && !(k < 64 && used[k])) den = loom_sym_mul(cx, den, d[k]);
     const loom_sym_expr *q = loom_sym_simplify(cx, loom_sym_floordiv(cx, num, den));
     const loom_sym_expr *r = loom_sym_floormod(cx, num, den);
-    if (!q || !r) return sym_err(ic);
+    if (!q || !r) return loom_graph_shape_sym_err(ic);
     loom_sym_truth t0 = loom_sym_prove_eq(cx, r, loom_sym_const(cx, 0));
     if (t0 == LOOM_SYM_FALSE)
       return loom_graph_icx_error(ic, "%s has %s elements, not a multiple of %s", xs, loom_graph_sym_str(ic->m, total),
@@ -399,7 +122,7 @@ static loom_status eval_reshape(loom_graph_ecx *ec, const loom_graph_value *args
   const loom_graph_tensor *x = &args[0].t;
   int64_t sh[8];
   size_t n;
-  if (ec->call->u.call.nargs == 2 && args[1].kind == LOOM_SINFO_TENSOR) return eval_reshape_dyn(ec, args, out);
+  if (ec->call->u.call.nargs == 2 && args[1].kind == LOOM_SINFO_TENSOR) return loom_graph_eval_reshape_dyn(ec, args, out);
   if (ec->call->u.call.nargs == 2) {
     n = args[1].n;
     if (n > 8) return LOOM_ERROR(UNIMPLEMENTED, "reshape: rank %zu above 8", n);
@@ -535,7 +258,7 @@ static loom_status infer_expand_squeeze(loom_graph_icx *ic, const loom_sinfo **o
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
   if (x->ndim > 8) return loom_graph_icx_error(ic, "rank %d above 8", x->ndim);
-  if (ic->call->u.call.nargs == 2) return infer_expand_squeeze_dyn(ic, x, out);
+  if (ic->call->u.call.nargs == 2) return loom_graph_infer_expand_squeeze_dyn(ic, x, out);
   const loom_sym_expr **d = loom_graph_dims_new(ic->m, 16);
   int nd;
   if (!d) return LOOM_OOM();
@@ -552,7 +275,7 @@ static loom_status infer_flatten(loom_graph_icx *ic, const loom_sinfo **out) {
   if (ax < 0 || ax > x->ndim) return loom_graph_icx_error(ic, "axis %lld out of range for rank %d", (long long)ax, x->ndim);
   const loom_sym_expr *d[2] = {loom_graph_dims_prod(ic->cx, (int)ax, x->dims),
                                loom_graph_dims_prod(ic->cx, x->ndim - (int)ax, x->dims + ax)};
-  if (!d[0] || !d[1]) return sym_err(ic);
+  if (!d[0] || !d[1]) return loom_graph_shape_sym_err(ic);
   *out = loom_sinfo_tensor(ic->m, x->dtype, 2, d, x->device);
   return LOOM_OK;
 }
@@ -562,7 +285,7 @@ static loom_status eval_copy_shape(loom_graph_ecx *ec, const loom_graph_value *a
   const loom_graph_tensor *x = &args[0].t;
   const loom_sinfo *si = ec->call->sinfo;
   int64_t sh[8];
-  if (ec->call->u.call.nargs == 2) return eval_expand_squeeze_dyn(ec, args, out);
+  if (ec->call->u.call.nargs == 2) return loom_graph_eval_expand_squeeze_dyn(ec, args, out);
   if (ec->call->u.call.op == LOOM_GRAPH_OP_FLATTEN) {
     int64_t ax = loom_graph_attr_get_int(ec->call, "axis", 1);
     if (ax < 0) ax += x->ndim;
@@ -673,7 +396,7 @@ static loom_status infer_concat(loom_graph_icx *ic, const loom_sinfo **out) {
       else LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, i, k, xi->dims[k], 0, k, x0->dims[k]));
     }
   }
-  if (!d[a]) return sym_err(ic);
+  if (!d[a]) return loom_graph_shape_sym_err(ic);
   *out = loom_sinfo_tensor(ic->m, x0->dtype, x0->ndim, d, x0->device);
   return LOOM_OK;
 }
@@ -749,7 +472,7 @@ static loom_status slice_params(loom_graph_icx *ic, int ndim, int *axes, size_t 
 static loom_status infer_slice(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
-  if (ic->call->u.call.nargs > 1) return infer_slice_dyn(ic, x, out);
+  if (ic->call->u.call.nargs > 1) return loom_graph_infer_slice_dyn(ic, x, out);
   int axes[8];
   size_t n;
   LOOM_PROPAGATE(slice_params(ic, x->ndim, axes, &n));
@@ -764,10 +487,10 @@ static loom_status infer_slice(loom_graph_icx *ic, const loom_sinfo **out) {
     const loom_sym_expr *lo = clamp_bound(cx, b->syms[i], dim), *hi = clamp_bound(cx, e->syms[i], dim);
     const loom_sym_expr *step = s ? s->syms[i] : loom_sym_const(cx, 1);
     const loom_sym_expr *len = loom_sym_ceildiv(cx, loom_sym_sub(cx, hi, lo), step);
-    if (!len) return sym_err(ic);
+    if (!len) return loom_graph_shape_sym_err(ic);
     if (loom_sym_prove_le(cx, loom_sym_const(cx, 0), len) != LOOM_SYM_TRUE) len = loom_sym_max(cx, len, loom_sym_const(cx, 0));
     d[axes[i]] = loom_sym_simplify(cx, len);
-    if (!d[axes[i]]) return sym_err(ic);
+    if (!d[axes[i]]) return loom_graph_shape_sym_err(ic);
   }
   *out = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, d, x->device);
   return LOOM_OK;
@@ -775,7 +498,7 @@ static loom_status infer_slice(loom_graph_icx *ic, const loom_sinfo **out) {
 
 static loom_status eval_slice(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t;
-  if (ec->call->u.call.nargs > 1) return eval_slice_dyn(ec, args, out);
+  if (ec->call->u.call.nargs > 1) return loom_graph_eval_slice_dyn(ec, args, out);
   loom_graph_icx ic = {.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
   int axes[8];
   size_t n;
@@ -803,7 +526,7 @@ static loom_status eval_slice(loom_graph_ecx *ec, const loom_graph_value *args, 
     step[k] = st;
     sh[k] = hi > lo ? (hi - lo + st - 1) / st : 0;
   }
-  return take_strided(x, start, step, sh, out);
+  return loom_graph_take_strided(x, start, step, sh, out);
 }
 
 /* ---- shape_of ------------------------------------------------------------------------------- */
@@ -964,7 +687,7 @@ static loom_status eval_split(loom_graph_ecx *ec, const loom_graph_value *args, 
 static loom_status infer_pad(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
-  if (ic->call->u.call.nargs > 1) return infer_pad_dyn(ic, x, out);
+  if (ic->call->u.call.nargs > 1) return loom_graph_infer_pad_dyn(ic, x, out);
   const loom_graph_attr *p = loom_graph_call_attr(ic->call, "pads");
   if (!p) return loom_graph_icx_error(ic, "missing attribute 'pads' (or a run-time operand 1)");
   if ((int)p->n != 2 * x->ndim) return loom_graph_icx_error(ic, "pads has %zu entries; rank %d needs %d (before..., after...)", p->n, x->ndim, 2 * x->ndim);
@@ -982,7 +705,7 @@ static loom_status infer_pad(loom_graph_icx *ic, const loom_sinfo **out) {
 
 static loom_status eval_pad(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t;
-  if (ec->call->u.call.nargs > 1) return eval_pad_dyn(ec, args, out);
+  if (ec->call->u.call.nargs > 1) return loom_graph_eval_pad_dyn(ec, args, out);
   const loom_graph_attr *p = loom_graph_call_attr(ec->call, "pads");
   double val = loom_graph_attr_get_float(ec->call, "value", 0);
   int64_t lo[8], sh[8];

@@ -25,7 +25,7 @@
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
-static loom_status op1(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr **y) {
+static loom_status op1(nctx *c, loom_graph_op op, loom_graph_expr *x, loom_graph_expr **y) {
   return oimp_emit(c, op, 1, &x, NULL, y);
 }
 
@@ -116,12 +116,12 @@ static loom_status stack(nctx *c, loom_graph_expr **ys, size_t n, int64_t axis, 
   if (!s && (axis < 0 || axis > r)) s = BAD(c->n, "scan output axis %lld out of range for rank %d", (long long)axis, r + 1);
   for (size_t t = 0; !s && t < n; t++) {
     oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &axis));
-    s = op1(c, "expand_dims", ys[rev ? n - 1 - t : t], &parts[t]);
+    s = op1(c, LOOM_GRAPH_OP_EXPAND_DIMS, ys[rev ? n - 1 - t : t], &parts[t]);
   }
   if (!s && n == 1) *out = parts[0];
   else if (!s) {
     oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-    s = oimp_emit(c, "concat", n, parts, NULL, out);
+    s = oimp_emit(c, LOOM_GRAPH_OP_CONCAT, n, parts, NULL, out);
   }
   free(parts);
   return s;
@@ -133,7 +133,7 @@ static loom_status take_at(nctx *c, loom_graph_expr *x, int64_t axis, int64_t id
   LOOM_PROPAGATE(const_scalar(c->im, LOOM_DTYPE_I64, idx, &k));
   loom_graph_expr *args[2] = {x, k.e};
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  return oimp_emit(c, "take", 2, args, NULL, y);
+  return oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, args, NULL, y);
 }
 
 /* ---- If ------------------------------------------------------------------------------------ */
@@ -185,12 +185,12 @@ static loom_status h_if(nctx *c, const op_entry *e, loom_graph_expr **out) {
   }
   if (cs->ndim != 0) { /* a one-element tensor: to a scalar, so `where` broadcasts like the outputs */
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 0, NULL));
-    LOOM_PROPAGATE(op1(c, "reshape", cond, &cond));
+    LOOM_PROPAGATE(op1(c, LOOM_GRAPH_OP_RESHAPE, cond, &cond));
   }
   for (size_t j = 0; j < nout; j++) {
     if (!*c->n->outputs[j]) continue;
     loom_graph_expr *args[3] = {cond, o[0][j].e, o[1][j].e}, *y;
-    LOOM_PROPAGATE(oimp_emit(c, "where", 3, args, c->n->outputs[j], &y));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_WHERE, 3, args, c->n->outputs[j], &y));
     LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[j], y, NULL));
   }
   return LOOM_OK;
@@ -564,7 +564,7 @@ static loom_status h_concat_from_seq(nctx *c, const op_entry *e, loom_graph_expr
     return LOOM_OK;
   }
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  return oimp_emit(c, "concat", s->n, s->items, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_CONCAT, s->n, s->items, c->n->outputs[0], out);
 }
 
 static loom_status h_split_to_seq(nctx *c, const op_entry *e, loom_graph_expr **out) {
@@ -615,10 +615,10 @@ static loom_status h_split_to_seq(nctx *c, const op_entry *e, loom_graph_expr **
     oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &ax));
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "begin", 1, &b));
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "end", 1, &en));
-    LOOM_PROPAGATE(op1(c, "strided_slice", c->args[0], &q->items[k]));
+    LOOM_PROPAGATE(op1(c, LOOM_GRAPH_OP_STRIDED_SLICE, c->args[0], &q->items[k]));
     if (squeeze) {
       oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &ax));
-      LOOM_PROPAGATE(op1(c, "squeeze", q->items[k], &q->items[k]));
+      LOOM_PROPAGATE(op1(c, LOOM_GRAPH_OP_SQUEEZE, q->items[k], &q->items[k]));
     }
     q->consts[k] = NULL, at += sizes[k];
   }
@@ -701,22 +701,22 @@ static loom_status h_seq_map(nctx *c, const op_entry *e, loom_graph_expr **out) 
 
 #define NOATTR " "
 const op_entry oimp_ctl_table[] = {
-    {"If", NULL, h_if, 1, 1, " then_branch else_branch ", true},
-    {"Loop", NULL, h_loop, 0, 8, " body ", true},
-    {"Scan", NULL, h_scan, 0, 8,
+    {"If", OIMP_OP_NONE, h_if, 1, 1, " then_branch else_branch ", true},
+    {"Loop", OIMP_OP_NONE, h_loop, 0, 8, " body ", true},
+    {"Scan", OIMP_OP_NONE, h_scan, 0, 8,
      " body num_scan_inputs scan_input_axes scan_input_directions scan_output_axes scan_output_directions directions ", true},
-    {"SequenceEmpty", NULL, h_seq_empty, 0, 0, " dtype ", true},
-    {"SequenceConstruct", NULL, h_seq_construct, 1, 8, NOATTR, true},
-    {"SequenceInsert", NULL, h_seq_insert, 2, 3, NOATTR, true},
-    {"SequenceErase", NULL, h_seq_erase, 1, 2, NOATTR, true},
-    {"SequenceAt", NULL, h_seq_at, 2, 2, NOATTR, false},
-    {"SequenceLength", NULL, h_seq_length, 1, 1, NOATTR, false},
-    {"ConcatFromSequence", NULL, h_concat_from_seq, 1, 1, " axis new_axis ", false},
-    {"SplitToSequence", NULL, h_split_to_seq, 1, 2, " axis keepdims ", true},
-    {"SequenceMap", NULL, h_seq_map, 1, 8, " body ", true},
-    {"Optional", NULL, h_optional, 0, 1, " type ", true},
-    {"OptionalHasElement", NULL, h_opt_has, 0, 1, NOATTR, false},
-    {"OptionalGetElement", NULL, h_opt_get, 1, 1, NOATTR, true},
+    {"SequenceEmpty", OIMP_OP_NONE, h_seq_empty, 0, 0, " dtype ", true},
+    {"SequenceConstruct", OIMP_OP_NONE, h_seq_construct, 1, 8, NOATTR, true},
+    {"SequenceInsert", OIMP_OP_NONE, h_seq_insert, 2, 3, NOATTR, true},
+    {"SequenceErase", OIMP_OP_NONE, h_seq_erase, 1, 2, NOATTR, true},
+    {"SequenceAt", OIMP_OP_NONE, h_seq_at, 2, 2, NOATTR, false},
+    {"SequenceLength", OIMP_OP_NONE, h_seq_length, 1, 1, NOATTR, false},
+    {"ConcatFromSequence", OIMP_OP_NONE, h_concat_from_seq, 1, 1, " axis new_axis ", false},
+    {"SplitToSequence", OIMP_OP_NONE, h_split_to_seq, 1, 2, " axis keepdims ", true},
+    {"SequenceMap", OIMP_OP_NONE, h_seq_map, 1, 8, " body ", true},
+    {"Optional", OIMP_OP_NONE, h_optional, 0, 1, " type ", true},
+    {"OptionalHasElement", OIMP_OP_NONE, h_opt_has, 0, 1, NOATTR, false},
+    {"OptionalGetElement", OIMP_OP_NONE, h_opt_get, 1, 1, NOATTR, true},
 };
 const size_t oimp_ctl_table_len = sizeof oimp_ctl_table / sizeof oimp_ctl_table[0];
 

@@ -52,7 +52,7 @@ loom_status oimp_dyn_trilu(nctx *c, bool upper, loom_graph_expr **out) {
   int64_t n;
   LOOM_PROPAGATE(int_input(c, 1, "k", true, &n));
   if (n != 1) return BAD(c->n, "input 1 (k) must hold one value, got %lld", (long long)n);
-  return oimp_emit(c, upper ? "triu" : "tril", 2, c->args, c->n->outputs[0], out);
+  return oimp_emit(c, upper ? LOOM_GRAPH_OP_TRIU : LOOM_GRAPH_OP_TRIL, 2, c->args, c->n->outputs[0], out);
 }
 
 /* Reshape(x, shape) with a run-time shape of static length k: rank k; 0 (copy), -1 (infer) and
@@ -95,7 +95,7 @@ loom_status oimp_dyn_range(nctx *c, loom_graph_expr **out) {
         (si->ndim == 1 && (!si->dims || !loom_sym_is_const(si->dims[0], &len) || len != 1)))
       return BAD(c->n, "input %zu must be a scalar", i);
   }
-  return oimp_emit(c, "arange", 3, c->args, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_ARANGE, 3, c->args, c->n->outputs[0], out);
 }
 
 /* An i64 constant 1-D tensor 0, 1, ..., n-1 (Slice's default axes). */

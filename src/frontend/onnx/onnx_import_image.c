@@ -77,7 +77,7 @@ static loom_status h_conv(nctx *c, const op_entry *e, loom_graph_expr **out) {
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "dilation", ns, dil));
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "strides", ns, strides));
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "padding", 2 * ns, pads));
-  return oimp_emit(c, ns == 1 ? "conv1d" : ns == 2 ? "conv2d" : "conv", c->nargs, c->args, c->n->outputs[0], out);
+  return oimp_emit(c, ns == 1 ? LOOM_GRAPH_OP_CONV1D : ns == 2 ? LOOM_GRAPH_OP_CONV2D : LOOM_GRAPH_OP_CONV, c->nargs, c->args, c->n->outputs[0], out);
 }
 
 /* MaxPool / AveragePool / LpPool / GlobalAveragePool. */
@@ -85,13 +85,13 @@ static loom_status h_pool(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int r = oimp_in_rank(c, 0);
   bool maxp = !strcmp(e->onnx, "MaxPool"), lp = !strcmp(e->onnx, "LpPool");
   if (!strcmp(e->onnx, "GlobalAveragePool")) {
-    if (r == 4) return oimp_emit(c, "global_avg_pool2d", 1, c->args, c->n->outputs[0], out);
+    if (r == 4) return oimp_emit(c, LOOM_GRAPH_OP_GLOBAL_AVG_POOL2D, 1, c->args, c->n->outputs[0], out);
     if (r < 3) return UNSUP(c->n, "rank %d input (N, C, spatial...)", r);
     int64_t ax[MAXS];
     for (int k = 2; k < r; k++) ax[k - 2] = k;
     oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", (size_t)r - 2, ax));
     oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", true));
-    return oimp_emit(c, "mean", 1, c->args, c->n->outputs[0], out);
+    return oimp_emit(c, LOOM_GRAPH_OP_MEAN, 1, c->args, c->n->outputs[0], out);
   }
   if (r < 3 || r > MAXS + 2) return UNSUP(c->n, "rank %d input is not supported", r);
   size_t ns = (size_t)r - 2;
@@ -120,7 +120,7 @@ static loom_status h_pool(nctx *c, const op_entry *e, loom_graph_expr **out) {
   oimp_add_attr(c, loom_graph_attr_ints(im->m, "kernel", ns, kern));
   oimp_add_attr(c, loom_graph_attr_ints(im->m, "strides", ns, strides));
   oimp_add_attr(c, loom_graph_attr_ints(im->m, "padding", 2 * ns, pads));
-  if (legacy) return oimp_emit(c, maxp ? "max_pool2d" : "avg_pool2d", 1, c->args, c->n->outputs[0], out);
+  if (legacy) return oimp_emit(c, maxp ? LOOM_GRAPH_OP_MAX_POOL2D : LOOM_GRAPH_OP_AVG_POOL2D, 1, c->args, c->n->outputs[0], out);
   oimp_add_attr(c, loom_graph_attr_ints(im->m, "dilation", ns, dil));
   if (ceil_mode) oimp_add_attr(c, loom_graph_attr_bool(im->m, "ceil_mode", true));
   if (incl) oimp_add_attr(c, loom_graph_attr_bool(im->m, "count_include_pad", true));
@@ -128,13 +128,13 @@ static loom_status h_pool(nctx *c, const op_entry *e, loom_graph_expr **out) {
   loom_graph_attr saved[8];
   size_t nsaved = c->nattrs;
   memcpy(saved, c->attrs, nsaved * sizeof *saved);
-  LOOM_PROPAGATE(oimp_emit(c, maxp ? "max_pool" : lp ? "lp_pool" : "avg_pool", 1, c->args, c->n->outputs[0], out));
+  LOOM_PROPAGATE(oimp_emit(c, maxp ? LOOM_GRAPH_OP_MAX_POOL : lp ? LOOM_GRAPH_OP_LP_POOL : LOOM_GRAPH_OP_AVG_POOL, 1, c->args, c->n->outputs[0], out));
   if (!indices) return LOOM_OK;
   memcpy(c->attrs, saved, nsaved * sizeof *saved);
   c->nattrs = nsaved;
   if (so) oimp_add_attr(c, loom_graph_attr_int(im->m, "storage_order", so));
   loom_graph_expr *ix;
-  LOOM_PROPAGATE(oimp_emit(c, "max_pool_indices", 1, c->args, c->n->outputs[1], &ix));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_MAX_POOL_INDICES, 1, c->args, c->n->outputs[1], &ix));
   return oimp_bind(im, c->n->outputs[1], ix, NULL);
 }
 
@@ -272,7 +272,7 @@ static loom_status emit_resize(nctx *c, const char *mode, const char *coord, con
   if (excl) oimp_add_attr(c, loom_graph_attr_bool(im->m, "exclude_outside", true));
   if (crop) oimp_add_attr(c, loom_graph_attr_float(im->m, "extrapolation_value", extrap));
   if (aa) oimp_add_attr(c, loom_graph_attr_bool(im->m, "antialias", true));
-  return oimp_emit(c, "resize", nargs, args, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_RESIZE, nargs, args, c->n->outputs[0], out);
 }
 
 /* ---- GridSample, ConvTranspose ----------------------------------------------------------- */
@@ -291,7 +291,7 @@ static loom_status h_grid_sample(nctx *c, const op_entry *e, loom_graph_expr **o
   oimp_add_attr(c, oimp_str_attr(c->im, "mode", mode));
   oimp_add_attr(c, oimp_str_attr(c->im, "padding_mode", pad));
   if (ac) oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "align_corners", true));
-  return oimp_emit(c, "grid_sample", 2, c->args, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_GRID_SAMPLE, 2, c->args, c->n->outputs[0], out);
 }
 
 /* ConvTranspose: output_shape and auto_pad SAME_* become explicit padding (before, after) of
@@ -341,7 +341,7 @@ static loom_status h_conv_transpose(nctx *c, const op_entry *e, loom_graph_expr 
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "dilation", ns, dil));
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "output_padding", ns, opad));
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "groups", g));
-  return oimp_emit(c, "conv_transpose", c->nargs, c->args, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_CONV_TRANSPOSE, c->nargs, c->args, c->n->outputs[0], out);
 }
 
 /* ---- LRN ------------------------------------------------------------------------------------ */
@@ -366,45 +366,45 @@ static loom_status h_lrn(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (size < 1) return BAD(c->n, "size is %lld; must be >= 1", (long long)size);
   loom_graph_expr *x = c->args[0], *sq, *pooled, *k, *t;
   loom_graph_expr *xx[2] = {x, x};
-  LOOM_PROPAGATE(oimp_emit(c, "mul", 2, xx, NULL, &sq));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_MUL, 2, xx, NULL, &sq));
   const loom_sym_expr *rest = loom_sym_const(im->cx, 1);
   for (int k2 = 2; k2 < r; k2++) rest = loom_sym_mul(im->cx, rest, si->dims[k2]);
   const loom_sym_expr *d4[4] = {si->dims[0], loom_sym_const(im->cx, 1), si->dims[1], rest};
   oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 4, d4));
-  LOOM_PROPAGATE(oimp_emit(c, "reshape", 1, &sq, NULL, &sq));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_RESHAPE, 1, &sq, NULL, &sq));
   int64_t kern[2] = {size, 1}, pads[4] = {(size - 1) / 2, 0, size - 1 - (size - 1) / 2, 0};
   oimp_add_attr(c, loom_graph_attr_ints(im->m, "kernel", 2, kern));
   oimp_add_attr(c, loom_graph_attr_ints(im->m, "padding", 4, pads));
   oimp_add_attr(c, loom_graph_attr_bool(im->m, "count_include_pad", true));
-  LOOM_PROPAGATE(oimp_emit(c, "avg_pool", 1, &sq, NULL, &pooled));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_AVG_POOL, 1, &sq, NULL, &pooled));
   oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", (size_t)r, si->dims));
-  LOOM_PROPAGATE(oimp_emit(c, "reshape", 1, &pooled, NULL, &pooled));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_RESHAPE, 1, &pooled, NULL, &pooled));
   LOOM_PROPAGATE(oimp_scalar(c, si->dtype, alpha, &k));
   loom_graph_expr *a[2] = {pooled, k};
-  LOOM_PROPAGATE(oimp_emit(c, "mul", 2, a, NULL, &t));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_MUL, 2, a, NULL, &t));
   LOOM_PROPAGATE(oimp_scalar(c, si->dtype, bias, &k));
   a[0] = t, a[1] = k;
-  LOOM_PROPAGATE(oimp_emit(c, "add", 2, a, NULL, &t));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ADD, 2, a, NULL, &t));
   LOOM_PROPAGATE(oimp_scalar(c, si->dtype, beta, &k));
   a[0] = t, a[1] = k;
-  LOOM_PROPAGATE(oimp_emit(c, "pow", 2, a, NULL, &t));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_POW, 2, a, NULL, &t));
   a[0] = x, a[1] = t;
-  return oimp_emit(c, "div", 2, a, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_DIV, 2, a, c->n->outputs[0], out);
 }
 
 #define NOATTR " "
 #define POOL " auto_pad ceil_mode dilations kernel_shape pads strides "
 const op_entry oimp_image_table[] = {
-    {"Conv", NULL, h_conv, 2, 3, " auto_pad dilations group kernel_shape pads strides ", false},
-    {"MaxPool", NULL, h_pool, 1, 1, POOL "storage_order ", true},
-    {"AveragePool", NULL, h_pool, 1, 1, POOL "count_include_pad ", false},
-    {"LpPool", NULL, h_pool, 1, 1, POOL "p ", false},
-    {"GlobalAveragePool", NULL, h_pool, 1, 1, NOATTR, false},
-    {"GridSample", NULL, h_grid_sample, 2, 2, " align_corners mode padding_mode ", false},
-    {"ConvTranspose", NULL, h_conv_transpose, 2, 3, " auto_pad dilations group kernel_shape output_padding output_shape pads strides ", false},
-    {"Upsample", NULL, h_resize, 2, 2, " mode ", false},
-    {"LRN", NULL, h_lrn, 1, 1, " alpha beta bias size ", false},
-    {"Resize", NULL, h_resize, 1, 4,
+    {"Conv", OIMP_OP_NONE, h_conv, 2, 3, " auto_pad dilations group kernel_shape pads strides ", false},
+    {"MaxPool", OIMP_OP_NONE, h_pool, 1, 1, POOL "storage_order ", true},
+    {"AveragePool", OIMP_OP_NONE, h_pool, 1, 1, POOL "count_include_pad ", false},
+    {"LpPool", OIMP_OP_NONE, h_pool, 1, 1, POOL "p ", false},
+    {"GlobalAveragePool", OIMP_OP_NONE, h_pool, 1, 1, NOATTR, false},
+    {"GridSample", OIMP_OP_NONE, h_grid_sample, 2, 2, " align_corners mode padding_mode ", false},
+    {"ConvTranspose", OIMP_OP_NONE, h_conv_transpose, 2, 3, " auto_pad dilations group kernel_shape output_padding output_shape pads strides ", false},
+    {"Upsample", OIMP_OP_NONE, h_resize, 2, 2, " mode ", false},
+    {"LRN", OIMP_OP_NONE, h_lrn, 1, 1, " alpha beta bias size ", false},
+    {"Resize", OIMP_OP_NONE, h_resize, 1, 4,
      " antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value keep_aspect_ratio_policy mode nearest_mode ",
      false},
 };

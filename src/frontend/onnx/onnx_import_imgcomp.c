@@ -37,7 +37,7 @@ loom_status oimp_pad_mode(nctx *c, const char *mode, const int64_t *pads, loom_g
     loom_graph_expr *args[2] = {x, oimp_const_of(c->im, t)};
     if (!args[1]) return LOOM_OOM();
     oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", k));
-    LOOM_PROPAGATE(oimp_emit(c, "take", 2, args, k == last ? c->n->outputs[0] : NULL, &x));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, args, k == last ? c->n->outputs[0] : NULL, &x));
   }
   *out = x;
   return LOOM_OK;
@@ -87,12 +87,12 @@ static loom_status h_center_crop_pad(nctx *c, const op_entry *e, loom_graph_expr
     oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", nc, cax));
     oimp_add_attr(c, loom_graph_attr_syms(im->m, "begin", nc, lo));
     oimp_add_attr(c, loom_graph_attr_syms(im->m, "end", nc, hi));
-    LOOM_PROPAGATE(oimp_emit(c, "strided_slice", 1, &x, pad ? NULL : c->n->outputs[0], &x));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_STRIDED_SLICE, 1, &x, pad ? NULL : c->n->outputs[0], &x));
   }
   if (pad) {
     oimp_add_attr(c, loom_graph_attr_ints(im->m, "pads", 2 * (size_t)r, pads));
     oimp_add_attr(c, loom_graph_attr_float(im->m, "value", 0));
-    LOOM_PROPAGATE(oimp_emit(c, "pad", 1, &x, c->n->outputs[0], &x));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_PAD, 1, &x, c->n->outputs[0], &x));
   }
   *out = x;
   return LOOM_OK;
@@ -141,19 +141,19 @@ static loom_status h_max_unpool(nctx *c, const op_entry *e, loom_graph_expr **ou
   loom_graph_expr *a[3];
   oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 1, &tot));
   oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", c->args[0]->sinfo->dtype));
-  LOOM_PROPAGATE(oimp_emit(c, "zeros", 0, NULL, NULL, &a[0]));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ZEROS, 0, NULL, NULL, &a[0]));
   for (int i = 0; i < 2; i++) {
     oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 1, &m));
-    LOOM_PROPAGATE(oimp_emit(c, "reshape", 1, &c->args[1 - i], NULL, &a[1 + i]));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_RESHAPE, 1, &c->args[1 - i], NULL, &a[1 + i]));
   }
   loom_graph_expr *y;
-  LOOM_PROPAGATE(oimp_emit(c, "scatter_elements", 3, a, NULL, &y));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_SCATTER_ELEMENTS, 3, a, NULL, &y));
   oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", (size_t)r, od));
-  LOOM_PROPAGATE(oimp_emit(c, "reshape", 1, &y, has_os ? NULL : c->n->outputs[0], &y));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_RESHAPE, 1, &y, has_os ? NULL : c->n->outputs[0], &y));
   if (has_os) {
     oimp_add_attr(c, loom_graph_attr_ints(im->m, "pads", 2 * (size_t)r, full));
     oimp_add_attr(c, loom_graph_attr_float(im->m, "value", 0));
-    LOOM_PROPAGATE(oimp_emit(c, "pad", 1, &y, c->n->outputs[0], &y));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_PAD, 1, &y, c->n->outputs[0], &y));
   }
   *out = y;
   return LOOM_OK;
@@ -161,9 +161,9 @@ static loom_status h_max_unpool(nctx *c, const op_entry *e, loom_graph_expr **ou
 
 /* ---- DeformConv ---------------------------------------------------------------------------- */
 
-static loom_status op1a(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr **y) { return oimp_emit(c, op, 1, &x, NULL, y); }
+static loom_status op1a(nctx *c, loom_graph_op op, loom_graph_expr *x, loom_graph_expr **y) { return oimp_emit(c, op, 1, &x, NULL, y); }
 
-static loom_status op2(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr *z, loom_graph_expr **y) {
+static loom_status op2(nctx *c, loom_graph_op op, loom_graph_expr *x, loom_graph_expr *z, loom_graph_expr **y) {
   loom_graph_expr *a[2] = {x, z};
   return oimp_emit(c, op, 2, a, NULL, y);
 }
@@ -172,12 +172,12 @@ static loom_status reshape_c(nctx *c, loom_graph_expr *x, size_t n, const int64_
   const loom_sym_expr *d[8];
   for (size_t k = 0; k < n; k++) d[k] = dims[k] < 0 ? x->sinfo->dims[-dims[k] - 1] : loom_sym_const(c->im->cx, dims[k]);
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", n, d));
-  return op1a(c, "reshape", x, y);
+  return op1a(c, LOOM_GRAPH_OP_RESHAPE, x, y);
 }
 
 static loom_status permute_c(nctx *c, loom_graph_expr *x, size_t n, const int64_t *perm, loom_graph_expr **y) {
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, perm));
-  return op1a(c, "permute_dims", x, y);
+  return op1a(c, LOOM_GRAPH_OP_PERMUTE_DIMS, x, y);
 }
 
 /* A constant of dtype dt (f32 or f64) from doubles. */
@@ -233,7 +233,7 @@ static loom_status h_deform_conv(nctx *c, const op_entry *e, loom_graph_expr **o
   if (!st) return LOOM_OOM();
   memcpy(st->data, swap, sizeof swap);
   oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 3));
-  LOOM_PROPAGATE(op2(c, "take", off, oimp_const_of(im, st), &off));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_TAKE, off, oimp_const_of(im, st), &off));
   size_t nb = (size_t)(oh * kh * ow * kw * 2);
   double *base = malloc(nb * sizeof *base), sc[2] = {2.0 / (double)(w - 1), 2.0 / (double)(h - 1)};
   if (!base) return LOOM_OOM();
@@ -248,18 +248,18 @@ static loom_status h_deform_conv(nctx *c, const op_entry *e, loom_graph_expr **o
   loom_status s = float_const(c, dt, 4, bd, base, &k1);
   free(base);
   LOOM_PROPAGATE(s);
-  LOOM_PROPAGATE(op2(c, "add", off, k1, &t));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_ADD, off, k1, &t));
   LOOM_PROPAGATE(float_const(c, dt, 1, &two, sc, &k1));
-  LOOM_PROPAGATE(op2(c, "mul", t, k1, &t));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MUL, t, k1, &t));
   LOOM_PROPAGATE(oimp_scalar(c, dt, -1, &k1));
-  LOOM_PROPAGATE(op2(c, "add", t, k1, &grid));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_ADD, t, k1, &grid));
   int64_t dx[4] = {n * og, ch / og, h, w};
   LOOM_PROPAGATE(reshape_c(c, c->args[0], 4, dx, &xs));
   loom_graph_expr *ga[2] = {xs, grid};
   oimp_add_attr(c, oimp_str_attr(im, "mode", "linear"));
   oimp_add_attr(c, oimp_str_attr(im, "padding_mode", "zeros"));
   oimp_add_attr(c, loom_graph_attr_bool(im->m, "align_corners", true));
-  LOOM_PROPAGATE(oimp_emit(c, "grid_sample", 2, ga, NULL, &xs));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_GRID_SAMPLE, 2, ga, NULL, &xs));
   if (oimp_has_input(c, 4)) {
     if (oimp_in_rank(c, 4) != 4) return BAD(c->n, "mask must be rank 4");
     loom_graph_expr *mk;
@@ -268,7 +268,7 @@ static loom_status h_deform_conv(nctx *c, const op_entry *e, loom_graph_expr **o
     LOOM_PROPAGATE(permute_c(c, mk, 6, p6, &mk));
     LOOM_PROPAGATE(reshape_c(c, mk, 5, m5, &mk));
     LOOM_PROPAGATE(reshape_c(c, xs, 5, x5, &xs));
-    LOOM_PROPAGATE(op2(c, "mul", xs, mk, &xs));
+    LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MUL, xs, mk, &xs));
   }
   int64_t dc[4] = {n, ch, oh * kh, ow * kw}, one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
   LOOM_PROPAGATE(reshape_c(c, xs, 4, dc, &xs));
@@ -277,7 +277,7 @@ static loom_status h_deform_conv(nctx *c, const op_entry *e, loom_graph_expr **o
   oimp_add_attr(c, loom_graph_attr_ints(im->m, "dilation", 2, one2));
   oimp_add_attr(c, loom_graph_attr_ints(im->m, "strides", 2, kern));
   oimp_add_attr(c, loom_graph_attr_ints(im->m, "padding", 4, zero4));
-  LOOM_PROPAGATE(oimp_emit(c, "conv2d", ca[2] ? 3 : 2, ca, c->n->outputs[0], &y));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_CONV2D, ca[2] ? 3 : 2, ca, c->n->outputs[0], &y));
   *out = y;
   return LOOM_OK;
 }
@@ -298,20 +298,20 @@ static loom_status roi_axis(nctx *c, loom_dtype dt, int64_t lo, int64_t o, int64
     if (!t) return LOOM_OOM();
     *(int64_t *)t->data = lo + 2 * i;
     oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 1));
-    LOOM_PROPAGATE(op2(c, "take", rois, oimp_const_of(im, t), i ? &b : &a));
+    LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_TAKE, rois, oimp_const_of(im, t), i ? &b : &a));
   }
   LOOM_PROPAGATE(oimp_scalar(c, dt, scale, &k));
-  LOOM_PROPAGATE(op2(c, "mul", a, k, &a));
-  LOOM_PROPAGATE(op2(c, "mul", b, k, &b));
-  LOOM_PROPAGATE(op2(c, "sub", b, a, &len));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MUL, a, k, &a));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MUL, b, k, &b));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_SUB, b, a, &len));
   if (!half) {
     LOOM_PROPAGATE(oimp_scalar(c, dt, 1, &k));
-    LOOM_PROPAGATE(op2(c, "maximum", len, k, &len));
+    LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MAXIMUM, len, k, &len));
   }
   start = a;
   if (half) {
     LOOM_PROPAGATE(oimp_scalar(c, dt, -0.5, &k));
-    LOOM_PROPAGATE(op2(c, "add", a, k, &start));
+    LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_ADD, a, k, &start));
   }
   double *u = malloc((size_t)m * sizeof *u);
   if (!u) return LOOM_OOM();
@@ -320,31 +320,31 @@ static loom_status roi_axis(nctx *c, loom_dtype dt, int64_t lo, int64_t o, int64
   loom_status s = float_const(c, dt, 2, d2, u, &k);
   free(u);
   LOOM_PROPAGATE(s);
-  LOOM_PROPAGATE(op2(c, "mul", len, k, &len));
-  LOOM_PROPAGATE(op2(c, "add", start, len, &a)); /* (R, m) */
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MUL, len, k, &len));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_ADD, start, len, &a)); /* (R, m) */
   LOOM_PROPAGATE(oimp_scalar(c, dt, -1, &k));
-  LOOM_PROPAGATE(op2(c, "greater_equal", a, k, &b));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_GREATER_EQUAL, a, k, &b));
   LOOM_PROPAGATE(oimp_scalar(c, dt, (double)n, &k));
-  LOOM_PROPAGATE(op2(c, "less_equal", a, k, &len));
-  LOOM_PROPAGATE(op2(c, "logical_and", b, len, valid));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_LESS_EQUAL, a, k, &len));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_LOGICAL_AND, b, len, valid));
   LOOM_PROPAGATE(oimp_scalar(c, dt, 0, &k));
-  LOOM_PROPAGATE(op2(c, "maximum", a, k, &a));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MAXIMUM, a, k, &a));
   LOOM_PROPAGATE(oimp_scalar(c, dt, (double)(n - 1), &k));
-  return op2(c, "minimum", a, k, coord);
+  return op2(c, LOOM_GRAPH_OP_MINIMUM, a, k, coord);
 }
 
 /* The bilinear corners of clamped coordinates c: lo = min(floor(c), n - 1), hi = min(lo + 1,
  * n - 1), and the weights 1 - (c - lo) of lo and c - lo of hi. */
 static loom_status roi_corners(nctx *c, loom_dtype dt, loom_graph_expr *x, int64_t n, loom_graph_expr *ix[2], loom_graph_expr *wt[2]) {
   loom_graph_expr *k, *k1;
-  LOOM_PROPAGATE(op1a(c, "floor", x, &ix[0]));
+  LOOM_PROPAGATE(op1a(c, LOOM_GRAPH_OP_FLOOR, x, &ix[0]));
   LOOM_PROPAGATE(oimp_scalar(c, dt, (double)(n - 1), &k));
-  LOOM_PROPAGATE(op2(c, "minimum", ix[0], k, &ix[0]));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MINIMUM, ix[0], k, &ix[0]));
   LOOM_PROPAGATE(oimp_scalar(c, dt, 1, &k1));
-  LOOM_PROPAGATE(op2(c, "add", ix[0], k1, &ix[1]));
-  LOOM_PROPAGATE(op2(c, "minimum", ix[1], k, &ix[1]));
-  LOOM_PROPAGATE(op2(c, "sub", x, ix[0], &wt[1]));
-  return op2(c, "sub", k1, wt[1], &wt[0]);
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_ADD, ix[0], k1, &ix[1]));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MINIMUM, ix[1], k, &ix[1]));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_SUB, x, ix[0], &wt[1]));
+  return op2(c, LOOM_GRAPH_OP_SUB, k1, wt[1], &wt[0]);
 }
 
 /* RoiAlign with a fixed sampling_ratio, as the reference computes it: per roi and sample point
@@ -386,40 +386,40 @@ static loom_status h_roi_align(nctx *c, const op_entry *e, loom_graph_expr **out
   LOOM_PROPAGATE(roi_corners(c, dt, gx, w, xi, xw));
   LOOM_PROPAGATE(roi_corners(c, dt, gy, h, yi, yw));
   LOOM_PROPAGATE(oimp_scalar(c, dt, (double)w, &k));
-  LOOM_PROPAGATE(op2(c, "mul", yi[0], k, &yi[0]));
-  LOOM_PROPAGATE(op2(c, "mul", yi[1], k, &yi[1]));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MUL, yi[0], k, &yi[0]));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MUL, yi[1], k, &yi[1]));
   oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 0));
-  LOOM_PROPAGATE(op2(c, "take", c->args[0], c->args[2], &xr));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_TAKE, c->args[0], c->args[2], &xr));
   LOOM_PROPAGATE(reshape_c(c, xr, 3, dxr, &xr)); /* (R, C, H * W) */
   const loom_sym_expr *rcp[3] = {xr->sinfo->dims[0], xr->sinfo->dims[1], loom_sym_const(im->cx, p)};
   for (int a = 0; a < 2; a++)
     for (int b = 0; b < 2; b++) {
       loom_graph_expr *pos, *wt, *v;
-      LOOM_PROPAGATE(op2(c, "add", yi[a], xi[b], &pos));
+      LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_ADD, yi[a], xi[b], &pos));
       oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", LOOM_DTYPE_I64));
-      LOOM_PROPAGATE(op1a(c, "cast", pos, &pos));
+      LOOM_PROPAGATE(op1a(c, LOOM_GRAPH_OP_CAST, pos, &pos));
       LOOM_PROPAGATE(reshape_c(c, pos, 3, dp, &pos));
       oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 3, rcp));
-      LOOM_PROPAGATE(op1a(c, "broadcast_to", pos, &pos));
+      LOOM_PROPAGATE(op1a(c, LOOM_GRAPH_OP_BROADCAST_TO, pos, &pos));
       oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 2));
-      LOOM_PROPAGATE(op2(c, "gather_elements", xr, pos, &v));
-      LOOM_PROPAGATE(op2(c, "mul", yw[a], xw[b], &wt));
+      LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_GATHER_ELEMENTS, xr, pos, &v));
+      LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MUL, yw[a], xw[b], &wt));
       LOOM_PROPAGATE(reshape_c(c, wt, 3, dp, &wt));
-      LOOM_PROPAGATE(op2(c, "mul", v, wt, &v));
-      if (y) LOOM_PROPAGATE(op2(c, maxm ? "maximum" : "add", y, v, &y));
+      LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MUL, v, wt, &v));
+      if (y) LOOM_PROPAGATE(op2(c, maxm ? LOOM_GRAPH_OP_MAXIMUM : LOOM_GRAPH_OP_ADD, y, v, &y));
       else y = v;
     }
-  LOOM_PROPAGATE(op2(c, "logical_and", vy, vx, &k));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_LOGICAL_AND, vy, vx, &k));
   oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", dt));
-  LOOM_PROPAGATE(op1a(c, "cast", k, &k));
+  LOOM_PROPAGATE(op1a(c, LOOM_GRAPH_OP_CAST, k, &k));
   LOOM_PROPAGATE(reshape_c(c, k, 3, dp, &k));
-  LOOM_PROPAGATE(op2(c, "mul", y, k, &y));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MUL, y, k, &y));
   int64_t d4[4] = {-1, -2, oh * sr, ow * sr}, kern[2] = {sr, sr}, zero4[4] = {0};
   LOOM_PROPAGATE(reshape_c(c, y, 4, d4, &y));
   oimp_add_attr(c, loom_graph_attr_ints(im->m, "kernel", 2, kern));
   oimp_add_attr(c, loom_graph_attr_ints(im->m, "strides", 2, kern));
   oimp_add_attr(c, loom_graph_attr_ints(im->m, "padding", 4, zero4));
-  return oimp_emit(c, maxm ? "max_pool2d" : "avg_pool2d", 1, &y, c->n->outputs[0], out);
+  return oimp_emit(c, maxm ? LOOM_GRAPH_OP_MAX_POOL2D : LOOM_GRAPH_OP_AVG_POOL2D, 1, &y, c->n->outputs[0], out);
 }
 
 /* ---- Col2Im ------------------------------------------------------------------------------- */
@@ -473,7 +473,7 @@ static loom_status h_col2im(nctx *c, const op_entry *e, loom_graph_expr **out) {
   oimp_add_attr(c, loom_graph_attr_ints(im->m, "dilation", ns, dil));
   oimp_add_attr(c, loom_graph_attr_ints(im->m, "output_padding", ns, opad));
   oimp_add_attr(c, loom_graph_attr_int(im->m, "groups", ck / kk));
-  return oimp_emit(c, "conv_transpose", 2, a, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_CONV_TRANSPOSE, 2, a, c->n->outputs[0], out);
 }
 
 /* ---- AffineGrid ---------------------------------------------------------------------------- */
@@ -517,12 +517,12 @@ static loom_status h_affine_grid(nctx *c, const op_entry *e, loom_graph_expr **o
   free(b);
   LOOM_PROPAGATE(s);
   LOOM_PROPAGATE(permute_c(c, c->args[0], 3, perm, &th));
-  LOOM_PROPAGATE(op2(c, "matmul", base, th, &y));
+  LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MATMUL, base, th, &y));
   const loom_sym_expr *d[6] = {c->args[0]->sinfo->dims[0]};
   for (size_t k = 0; k < ns; k++) d[1 + k] = loom_sym_const(im->cx, sz[2 + k]);
   d[1 + ns] = loom_sym_const(im->cx, (int64_t)ns);
   oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", ns + 2, d));
-  return oimp_emit(c, "reshape", 1, &y, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_RESHAPE, 1, &y, c->n->outputs[0], out);
 }
 
 /* ---- MelWeightMatrix ------------------------------------------------------------------------ */
@@ -610,7 +610,7 @@ static loom_status h_flex_attention(nctx *c, const op_entry *e, loom_graph_expr 
     for (int i = 0; i < 2; i++) {
       oimp_add_attr(c, loom_graph_attr_int(im->m, "repeats", hq / hk));
       oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 1));
-      LOOM_PROPAGATE(oimp_emit(c, "repeat", 1, i ? &v : &k, NULL, i ? &v : &k));
+      LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_REPEAT, 1, i ? &v : &k, NULL, i ? &v : &k));
     }
   }
   double scale;
@@ -619,29 +619,29 @@ static loom_status h_flex_attention(nctx *c, const op_entry *e, loom_graph_expr 
   else return UNSUP(c->n, "the default scale needs a constant, non-zero head size");
   static const int64_t kt[4] = {0, 1, 3, 2};
   oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", 4, kt));
-  LOOM_PROPAGATE(oimp_emit(c, "permute_dims", 1, &k, NULL, &k));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_PERMUTE_DIMS, 1, &k, NULL, &k));
   loom_graph_expr *a[2] = {q, k};
-  LOOM_PROPAGATE(oimp_emit(c, "matmul", 2, a, NULL, &t));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_MATMUL, 2, a, NULL, &t));
   LOOM_PROPAGATE(oimp_scalar(c, q->sinfo->dtype, scale, &a[1]));
   a[0] = t;
-  LOOM_PROPAGATE(oimp_emit(c, "mul", 2, a, NULL, &t));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_MUL, 2, a, NULL, &t));
   LOOM_PROPAGATE(apply_mod(c, "score_mod", t, &t));
   LOOM_PROPAGATE(apply_mod(c, "mask_mod", t, &t));
   oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", -1));
-  LOOM_PROPAGATE(oimp_emit(c, "softmax", 1, &t, NULL, &p));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_SOFTMAX, 1, &t, NULL, &p));
   LOOM_PROPAGATE(apply_mod(c, "prob_mod", p, &p));
   a[0] = p, a[1] = v;
-  return oimp_emit(c, "matmul", 2, a, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_MATMUL, 2, a, c->n->outputs[0], out);
 }
 
 const op_entry oimp_imgcomp_table[] = {
-    {"CenterCropPad", NULL, h_center_crop_pad, 2, 2, " axes ", false},
-    {"MaxUnpool", NULL, h_max_unpool, 2, 3, " kernel_shape pads strides ", false},
-    {"DeformConv", NULL, h_deform_conv, 3, 5, " dilations group kernel_shape offset_group pads strides ", false},
-    {"RoiAlign", NULL, h_roi_align, 3, 3, " coordinate_transformation_mode mode output_height output_width sampling_ratio spatial_scale ", false},
-    {"Col2Im", NULL, h_col2im, 3, 3, " dilations pads strides ", false},
-    {"AffineGrid", NULL, h_affine_grid, 2, 2, " align_corners ", false},
-    {"MelWeightMatrix", NULL, h_mel_weight_matrix, 5, 5, " output_datatype ", false},
-    {"FlexAttention", NULL, h_flex_attention, 3, 3, " mask_mod prob_mod scale score_mod ", false},
+    {"CenterCropPad", OIMP_OP_NONE, h_center_crop_pad, 2, 2, " axes ", false},
+    {"MaxUnpool", OIMP_OP_NONE, h_max_unpool, 2, 3, " kernel_shape pads strides ", false},
+    {"DeformConv", OIMP_OP_NONE, h_deform_conv, 3, 5, " dilations group kernel_shape offset_group pads strides ", false},
+    {"RoiAlign", OIMP_OP_NONE, h_roi_align, 3, 3, " coordinate_transformation_mode mode output_height output_width sampling_ratio spatial_scale ", false},
+    {"Col2Im", OIMP_OP_NONE, h_col2im, 3, 3, " dilations pads strides ", false},
+    {"AffineGrid", OIMP_OP_NONE, h_affine_grid, 2, 2, " align_corners ", false},
+    {"MelWeightMatrix", OIMP_OP_NONE, h_mel_weight_matrix, 5, 5, " output_datatype ", false},
+    {"FlexAttention", OIMP_OP_NONE, h_flex_attention, 3, 3, " mask_mod prob_mod scale score_mod ", false},
 };
 const size_t oimp_imgcomp_table_len = sizeof oimp_imgcomp_table / sizeof oimp_imgcomp_table[0];

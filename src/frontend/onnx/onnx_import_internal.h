@@ -1,10 +1,12 @@
-/* onnx_import_internal.h — what the importer's files share (onnx_import.c: the driver, the
- * table of direct mappings and the shape ops; onnx_import_nn.c: ops composed of several
- * graph ops — losses, activations, normalizations, index tricks; onnx_import_seq.c: attention,
- * rotary embedding, recurrences; onnx_import_quant.c: casts and quantization; onnx_import_image.c:
- * convolution, pooling, resize; onnx_import_imgcomp.c: image ops composed of graph ops, FlexAttention;
- * onnx_import_symval.c: shape computations as symbolic values; onnx_import_dyn.c: structural inputs
- * known only at run time; onnx_import_ctl.c: If / Loop / Scan, sequences and optionals).
+/* onnx_import_internal.h — what the importer's files share (onnx_import.c: the engine — values,
+ * names, the node context and emitters, dispatch through the op tables, the main graph;
+ * onnx_import_core.c: the table of direct mappings and the shape ops; onnx_import_fold.c:
+ * constants and constant folding; onnx_import_nn.c: ops composed of several graph ops — losses,
+ * activations, normalizations, index tricks; onnx_import_seq.c: attention, rotary embedding,
+ * recurrences; onnx_import_quant.c: casts and quantization; onnx_import_image.c: convolution,
+ * pooling, resize; onnx_import_imgcomp.c: image ops composed of graph ops, FlexAttention;
+ * onnx_import_symval.c: shape computations as symbolic values; onnx_import_dyn.c: structural
+ * inputs known only at run time; onnx_import_ctl.c: If / Loop / Scan, sequences and optionals).
  * Not a public interface. */
 #ifndef LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
 #define LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
@@ -70,12 +72,15 @@ typedef struct nctx {
   loom_graph_attr attrs[8];
 } nctx;
 
+/* An op table entry whose handler picks the graph ops itself. */
+#define OIMP_OP_NONE LOOM_GRAPH_OP_COUNT
+
 typedef struct op_entry op_entry;
 /* Emits the node's first output into *out (other outputs: oimp_bind them). */
 typedef loom_status (*handler)(nctx *c, const op_entry *e, loom_graph_expr **out);
 struct op_entry {
   const char *onnx;   /* op type */
-  const char *op;     /* graph op (or NULL when the handler picks) */
+  loom_graph_op op;   /* graph op (OIMP_OP_NONE when the handler picks) */
   handler h;
   int min_in, max_in; /* accepted input counts */
   const char *attrs;  /* accepted attribute names, space-separated with leading/trailing space */
@@ -126,6 +131,9 @@ loom_graph_expr *oimp_const_of(imp *im, const loom_onnx_tensor *t);
 #define OIMP_FOLD_MAX (1 << 24)
 loom_onnx_tensor *oimp_new_tensor(imp *im, loom_dtype dt, size_t rank, const int64_t *dims);
 loom_status oimp_fold_const(nctx *c, loom_onnx_tensor *t, loom_graph_expr **out);
+/* onnx_import_fold.c: the node's one result computed at import time (every input constant; the
+ * node built alone in a scratch module and run in the interpreter); false when it cannot be. */
+bool oimp_fold_node(imp *im, const op_entry *e, const nctx *c, loom_onnx_tensor **out);
 double oimp_scalar_f64(const loom_onnx_tensor *t);
 bool oimp_is_signed_int(loom_dtype dt);
 
@@ -145,7 +153,7 @@ loom_status oimp_shape_syms(nctx *c, size_t i, const char *what, const loom_sym_
 loom_status oimp_runtime_syms(nctx *c, loom_graph_expr *v, const char *onnx, const loom_sym_expr **dims, size_t n);
 void oimp_add_attr(nctx *c, loom_graph_attr a);
 /* Emits graph op `op` on args with c->attrs (then cleared); errors name the node. */
-loom_status oimp_emit(nctx *c, const char *op, size_t nargs, loom_graph_expr *const *args, const char *name,
+loom_status oimp_emit(nctx *c, loom_graph_op op, size_t nargs, loom_graph_expr *const *args, const char *name,
                       loom_graph_expr **out);
 
 /* onnx_import_symval.c. The symbolic value of the node's result when its op is a shape
@@ -162,13 +170,13 @@ loom_status oimp_sym_ints(const nctx *c, size_t i, const char *what, const loom_
 
 /* Small emitters for composite ops (unnamed results): op on one, two or three operands; a
  * rank-0 constant; x (op) v and v (op) x with v a scalar of x's dtype; a string attribute. */
-loom_status oimp_op1(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr **y);
-loom_status oimp_op2(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr **y);
-loom_status oimp_op3(nctx *c, const char *op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr *d,
+loom_status oimp_op1(nctx *c, loom_graph_op op, loom_graph_expr *x, loom_graph_expr **y);
+loom_status oimp_op2(nctx *c, loom_graph_op op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr **y);
+loom_status oimp_op3(nctx *c, loom_graph_op op, loom_graph_expr *a, loom_graph_expr *b, loom_graph_expr *d,
                      loom_graph_expr **y);
 loom_status oimp_scalar(nctx *c, loom_dtype dt, double v, loom_graph_expr **out);
-loom_status oimp_op_k(nctx *c, const char *op, loom_graph_expr *x, double v, loom_graph_expr **y);
-loom_status oimp_k_op(nctx *c, const char *op, double v, loom_graph_expr *x, loom_graph_expr **y);
+loom_status oimp_op_k(nctx *c, loom_graph_op op, loom_graph_expr *x, double v, loom_graph_expr **y);
+loom_status oimp_k_op(nctx *c, loom_graph_op op, double v, loom_graph_expr *x, loom_graph_expr **y);
 loom_status oimp_attr_str(const nctx *c, const char *name, const char *def, const char **out);
 /* Imports the nodes of subgraph g (an attribute's body: it may read the enclosing graph's
  * values) with its inputs bound to ins; *out is its one output. */

@@ -11,7 +11,7 @@
 static loom_status cast(nctx *c, loom_graph_expr *x, loom_dtype dt, loom_graph_expr **y) {
   if (x->sinfo->dtype == dt) return *y = x, LOOM_OK;
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
-  return oimp_op1(c, "cast", x, y);
+  return oimp_op1(c, LOOM_GRAPH_OP_CAST, x, y);
 }
 
 /* A STR graph attribute (name and text interned in the module). */
@@ -56,7 +56,7 @@ static loom_status as_scalar(nctx *c, loom_graph_expr *x, loom_graph_expr **y) {
   LOOM_PROPAGATE(dims_of(c, x, &r, &d));
   if (r == 0) return *y = x, LOOM_OK;
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 0, NULL));
-  return oimp_op1(c, "reshape", x, y);
+  return oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, x, y);
 }
 
 /* A scalar integer operand i known at run time as one symbolic dim (>= 0, checked when it
@@ -74,7 +74,7 @@ static loom_status scalar_sym(nctx *c, size_t i, const loom_sym_expr **out) {
   int64_t one = 1;
   const loom_sym_expr *s1 = loom_sym_const(c->im->cx, one);
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 1, &s1));
-  LOOM_PROPAGATE(oimp_op1(c, "reshape", x, &x));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, x, &x));
   return oimp_runtime_syms(c, x, c->n->inputs[i], out, 1);
 }
 
@@ -86,7 +86,7 @@ static loom_status h_bitshift(nctx *c, const op_entry *e, loom_graph_expr **out)
   LOOM_PROPAGATE(oimp_attr_str(c, "direction", "", &dir));
   bool left = !strcmp(dir, "LEFT");
   if (!left && strcmp(dir, "RIGHT")) return BAD(c->n, "attribute 'direction' is '%s' (LEFT | RIGHT)", dir);
-  return oimp_emit(c, left ? "shift_left" : "shift_right", 2, c->args, c->n->outputs[0], out);
+  return oimp_emit(c, left ? LOOM_GRAPH_OP_SHIFT_LEFT : LOOM_GRAPH_OP_SHIFT_RIGHT, 2, c->args, c->n->outputs[0], out);
 }
 
 /* ---- Split --------------------------------------------------------------------------------- */
@@ -146,7 +146,7 @@ static loom_status h_split(nctx *c, const op_entry *e, loom_graph_expr **out) {
 /* ---- CumSum / CumProd ------------------------------------------------------------------------ */
 
 /* The running sum / product of x along a static axis (exclusive, reverse as ONNX). */
-static loom_status cumulate(nctx *c, const char *op, loom_graph_expr *x, int64_t axis, bool excl, bool rev,
+static loom_status cumulate(nctx *c, loom_graph_op op, loom_graph_expr *x, int64_t axis, bool excl, bool rev,
                             loom_graph_expr **y) {
   if (rev) LOOM_PROPAGATE(oimp_reverse_axis(c, x, axis, &x)); /* reverse, scan, reverse */
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
@@ -203,14 +203,14 @@ static loom_status h_compress(nctx *c, const op_entry *e, loom_graph_expr **out)
     const loom_sym_expr *all = loom_sym_const(c->im->cx, 1);
     for (int k = 0; k < r; k++) all = loom_sym_mul(c->im->cx, all, d[k]);
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 1, &all));
-    LOOM_PROPAGATE(oimp_op1(c, "reshape", x, &x));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, x, &x));
   }
-  LOOM_PROPAGATE(oimp_op1(c, "nonzero", c->args[1], &nz));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_NONZERO, c->args[1], &nz));
   const loom_sym_expr *cnt = nz->sinfo->dims[1];
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 1, &cnt));
-  LOOM_PROPAGATE(oimp_op1(c, "reshape", nz, &idx));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, nz, &idx));
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  return oimp_emit(c, "take", 2, (loom_graph_expr *[]){x, idx}, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){x, idx}, c->n->outputs[0], out);
 }
 
 /* ---- OneHot ---------------------------------------------------------------------------------- */
@@ -219,7 +219,7 @@ static loom_status h_compress(nctx *c, const op_entry *e, loom_graph_expr **out)
 static loom_status iota(nctx *c, const loom_sym_expr *n, loom_graph_expr **y) {
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "end", 1, &n));
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_I64));
-  return oimp_emit(c, "arange", 0, NULL, NULL, y);
+  return oimp_emit(c, LOOM_GRAPH_OP_ARANGE, 0, NULL, NULL, y);
 }
 
 /* x reshaped to rank r with its (one) axis at position `at`, size 1 elsewhere. */
@@ -227,7 +227,7 @@ static loom_status vec_at(nctx *c, loom_graph_expr *x, const loom_sym_expr *n, i
   const loom_sym_expr *sh[16], *one = loom_sym_const(c->im->cx, 1);
   for (int k = 0; k < r; k++) sh[k] = k == at ? n : one;
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)r, sh));
-  return oimp_op1(c, "reshape", x, y);
+  return oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, x, y);
 }
 
 /* Moves the last axis of y (rank r) to position `axis`. */
@@ -236,7 +236,7 @@ static loom_status last_axis_to(nctx *c, loom_graph_expr *y, int r, int64_t axis
   int64_t perm[16];
   for (int k = 0; k < r; k++) perm[k] = k < axis ? k : k == axis ? r - 1 : k - 1;
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", (size_t)r, perm));
-  return oimp_op1(c, "permute_dims", y, out);
+  return oimp_op1(c, LOOM_GRAPH_OP_PERMUTE_DIMS, y, out);
 }
 
 /* OneHot(indices, depth, values = [off, on]); indices of any numeric dtype (truncated),
@@ -263,9 +263,9 @@ static loom_status h_onehot(nctx *c, const op_entry *e, loom_graph_expr **out) {
     LOOM_PROPAGATE(cast(c, c->args[1], LOOM_DTYPE_I64, &dep));
     LOOM_PROPAGATE(as_scalar(c, dep, &dep));
   }
-  LOOM_PROPAGATE(oimp_op_k(c, "less", idx, 0, &neg));
-  LOOM_PROPAGATE(oimp_op2(c, "add", idx, dep, &wrapped));
-  LOOM_PROPAGATE(oimp_op3(c, "where", neg, wrapped, idx, &idx));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_LESS, idx, 0, &neg));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, idx, dep, &wrapped));
+  LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, neg, wrapped, idx, &idx));
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "depth", 1, &depth));
   const loom_onnx_tensor *vt = c->consts[2];
   if (vt) {
@@ -273,16 +273,16 @@ static loom_status h_onehot(nctx *c, const op_entry *e, loom_graph_expr **out) {
     oimp_add_attr(c, loom_graph_attr_float(c->im->m, "off_value", loom_graph_tensor_get_f64(&vg, 0)));
     oimp_add_attr(c, loom_graph_attr_float(c->im->m, "on_value", loom_graph_tensor_get_f64(&vg, 1)));
     oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", vt->dtype));
-    LOOM_PROPAGATE(oimp_op1(c, "one_hot", idx, &oh));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_ONE_HOT, idx, &oh));
   } else { /* where(one_hot, values[1], values[0]) */
     loom_graph_expr *i0, *i1, *on, *off;
     oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_BOOL));
-    LOOM_PROPAGATE(oimp_op1(c, "one_hot", idx, &oh));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_ONE_HOT, idx, &oh));
     LOOM_PROPAGATE(oimp_scalar(c, LOOM_DTYPE_I64, 0, &i0));
     LOOM_PROPAGATE(oimp_scalar(c, LOOM_DTYPE_I64, 1, &i1));
-    LOOM_PROPAGATE(oimp_op2(c, "take", c->args[2], i0, &off));
-    LOOM_PROPAGATE(oimp_op2(c, "take", c->args[2], i1, &on));
-    LOOM_PROPAGATE(oimp_op3(c, "where", oh, on, off, &oh));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_TAKE, c->args[2], i0, &off));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_TAKE, c->args[2], i1, &on));
+    LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, oh, on, off, &oh));
   }
   return last_axis_to(c, oh, r + 1, axis, out);
 }
@@ -305,20 +305,20 @@ static loom_status h_window(nctx *c, const op_entry *e, loom_graph_expr **out) {
   LOOM_PROPAGATE(cast(c, i, LOOM_DTYPE_F64, &i));
   LOOM_PROPAGATE(cast(c, c->args[0], LOOM_DTYPE_F64, &nn));
   LOOM_PROPAGATE(as_scalar(c, nn, &nn));
-  if (!periodic) LOOM_PROPAGATE(oimp_op_k(c, "sub", nn, 1, &nn));
-  LOOM_PROPAGATE(oimp_op_k(c, "mul", i, 2 * M_PI, &t));
-  LOOM_PROPAGATE(oimp_op2(c, "div", t, nn, &t));
-  LOOM_PROPAGATE(oimp_op1(c, "cos", t, &w));
+  if (!periodic) LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_SUB, nn, 1, &nn));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, i, 2 * M_PI, &t));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_DIV, t, nn, &t));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_COS, t, &w));
   const char *o = e->onnx;
   double a0 = !strcmp(o, "HannWindow") ? 0.5 : !strcmp(o, "HammingWindow") ? 25.0 / 46 : 0.42;
   double a1 = !strcmp(o, "HammingWindow") ? 21.0 / 46 : 0.5;
-  LOOM_PROPAGATE(oimp_op_k(c, "mul", w, -a1, &w));
-  LOOM_PROPAGATE(oimp_op_k(c, "add", w, a0, &w));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, w, -a1, &w));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_ADD, w, a0, &w));
   if (!strcmp(o, "BlackmanWindow")) {
-    LOOM_PROPAGATE(oimp_op_k(c, "mul", t, 2, &u));
-    LOOM_PROPAGATE(oimp_op1(c, "cos", u, &u));
-    LOOM_PROPAGATE(oimp_op_k(c, "mul", u, 0.08, &u));
-    LOOM_PROPAGATE(oimp_op2(c, "add", w, u, &w));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, t, 2, &u));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_COS, u, &u));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, u, 0.08, &u));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, w, u, &w));
   }
   return cast(c, w, dt, out);
 }
@@ -341,14 +341,14 @@ static loom_status h_revseq(nctx *c, const op_entry *e, loom_graph_expr **out) {
   LOOM_PROPAGATE(vec_at(c, t, d[ta], r, (int)ta, &t));
   LOOM_PROPAGATE(cast(c, c->args[1], LOOM_DTYPE_I64, &l));
   LOOM_PROPAGATE(vec_at(c, l, d[ba], r, (int)ba, &l));
-  LOOM_PROPAGATE(oimp_op2(c, "less", t, l, &lt));
-  LOOM_PROPAGATE(oimp_op_k(c, "sub", l, 1, &rv));
-  LOOM_PROPAGATE(oimp_op2(c, "sub", rv, t, &rv));
-  LOOM_PROPAGATE(oimp_op3(c, "where", lt, rv, t, &idx));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_LESS, t, l, &lt));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_SUB, l, 1, &rv));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, rv, t, &rv));
+  LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, lt, rv, t, &idx));
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)r, d));
-  LOOM_PROPAGATE(oimp_op1(c, "broadcast_to", idx, &idx));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_BROADCAST_TO, idx, &idx));
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", ta));
-  return oimp_emit(c, "gather_elements", 2, (loom_graph_expr *[]){c->args[0], idx}, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_GATHER_ELEMENTS, 2, (loom_graph_expr *[]){c->args[0], idx}, c->n->outputs[0], out);
 }
 
 /* ---- Einsum --------------------------------------------------------------------------------- */
@@ -405,13 +405,13 @@ static loom_status ein_diag(nctx *c, ein_term *t, int p, int q) {
   LOOM_PROPAGATE(iota(c, d[p], &ip));
   LOOM_PROPAGATE(vec_at(c, ip, d[p], r, p, &iq));
   LOOM_PROPAGATE(vec_at(c, ip, d[p], r, q, &ip));
-  LOOM_PROPAGATE(oimp_op2(c, "equal", iq, ip, &m));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_EQUAL, iq, ip, &m));
   LOOM_PROPAGATE(cast(c, m, t->x->sinfo->dtype, &m));
-  LOOM_PROPAGATE(oimp_op2(c, "mul", t->x, m, &y));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, t->x, m, &y));
   int64_t ax = q;
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &ax));
   oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", false));
-  LOOM_PROPAGATE(oimp_op1(c, "sum", y, &t->x));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_SUM, y, &t->x));
   memmove(t->lab + q, t->lab + q + 1, (size_t)(t->n - q - 1));
   t->n--;
   return LOOM_OK;
@@ -509,13 +509,13 @@ static loom_status h_einsum(nctx *c, const op_entry *e, loom_graph_expr **out) {
     loom_graph_expr *x = t[a].x;
     if (!ident) {
       oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", (size_t)np, perm));
-      LOOM_PROPAGATE(oimp_op1(c, "permute_dims", x, &x));
+      LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_PERMUTE_DIMS, x, &x));
     }
     if (np != nl) {
       oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)nl, sh));
-      LOOM_PROPAGATE(oimp_op1(c, "reshape", x, &x));
+      LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, x, &x));
     }
-    if (y) LOOM_PROPAGATE(oimp_op2(c, "mul", y, x, &y));
+    if (y) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, y, x, &y));
     else y = x;
   }
   if (nl > o.n) {
@@ -523,7 +523,7 @@ static loom_status h_einsum(nctx *c, const op_entry *e, loom_graph_expr **out) {
     for (int j = o.n; j < nl; j++) ax[j - o.n] = j;
     oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", (size_t)(nl - o.n), ax));
     oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", false));
-    LOOM_PROPAGATE(oimp_op1(c, "sum", y, &y));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_SUM, y, &y));
   }
   *out = y;
   return LOOM_OK;
@@ -623,7 +623,7 @@ static loom_status dft1(nctx *c, loom_graph_expr *x, int64_t axis, const loom_sy
   if (onesided) oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "onesided", true));
   if (inverse) oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "inverse", true));
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  return oimp_emit(c, "dft", 1, &x, name, y);
+  return oimp_emit(c, LOOM_GRAPH_OP_DFT, 1, &x, name, y);
 }
 
 /* DFT over a static axis (attribute before opset 20, else a constant input), or over an axis
@@ -669,10 +669,10 @@ static loom_status h_dft(nctx *c, const op_entry *e, loom_graph_expr **out) {
       y = yk;
       continue;
     }
-    LOOM_PROPAGATE(oimp_op_k(c, "equal", ax, k, &is));
-    LOOM_PROPAGATE(oimp_op_k(c, "equal", ax, k - r, &is2));
-    LOOM_PROPAGATE(oimp_op2(c, "logical_or", is, is2, &is));
-    LOOM_PROPAGATE(oimp_op3(c, "where", is, yk, y, &y));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_EQUAL, ax, k, &is));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_EQUAL, ax, k - r, &is2));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_LOGICAL_OR, is, is2, &is));
+    LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, is, yk, y, &y));
   }
   *out = y;
   return LOOM_OK;
@@ -708,50 +708,50 @@ static loom_status h_stft(nctx *c, const op_entry *e, loom_graph_expr **out) {
   LOOM_PROPAGATE(vec_at(c, fi, nf, 2, 0, &fi));
   LOOM_PROPAGATE(cast(c, c->args[1], LOOM_DTYPE_I64, &st));
   LOOM_PROPAGATE(as_scalar(c, st, &st));
-  LOOM_PROPAGATE(oimp_op2(c, "mul", fi, st, &fi));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, fi, st, &fi));
   LOOM_PROPAGATE(iota(c, n, &j));
   LOOM_PROPAGATE(vec_at(c, j, n, 2, 1, &j));
-  LOOM_PROPAGATE(oimp_op2(c, "add", fi, j, &idx));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, fi, j, &idx));
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 1));
-  LOOM_PROPAGATE(oimp_op2(c, "take", c->args[0], idx, &fr));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_TAKE, c->args[0], idx, &fr));
   if (win) {
     loom_graph_expr *w;
     LOOM_PROPAGATE(cast(c, c->args[2], c->args[0]->sinfo->dtype, &w));
     LOOM_PROPAGATE(vec_at(c, w, n, 4, 2, &w));
-    LOOM_PROPAGATE(oimp_op2(c, "mul", fr, w, &fr));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, fr, w, &fr));
   }
   return dft1(c, fr, 2, NULL, onesided != 0, false, c->n->outputs[0], out);
 }
 
 #define NOATTR " "
 const op_entry oimp_misc_table[] = {
-    {"Asin", "asin", oimp_h_simple, 1, 1, NOATTR, false},
-    {"Acos", "acos", oimp_h_simple, 1, 1, NOATTR, false},
-    {"Atan", "atan", oimp_h_simple, 1, 1, NOATTR, false},
-    {"BitwiseAnd", "bitwise_and", oimp_h_simple, 2, 2, NOATTR, false},
-    {"BitwiseOr", "bitwise_or", oimp_h_simple, 2, 2, NOATTR, false},
-    {"BitwiseXor", "bitwise_xor", oimp_h_simple, 2, 2, NOATTR, false},
-    {"BitwiseNot", "bitwise_not", oimp_h_simple, 1, 1, NOATTR, false},
-    {"BitShift", NULL, h_bitshift, 2, 2, " direction ", false},
-    {"Split", "split", h_split, 1, 2, " axis split num_outputs ", true},
-    {"CumSum", "cumsum", h_cum, 2, 2, " exclusive reverse ", false},
-    {"CumProd", "cumprod", h_cum, 2, 2, " exclusive reverse ", false},
-    {"ScatterElements", "scatter_elements", h_scatter, 3, 3, " axis reduction ", false},
-    {"Scatter", "scatter_elements", h_scatter, 3, 3, " axis ", false},
-    {"Compress", NULL, h_compress, 2, 2, " axis ", false},
-    {"OneHot", NULL, h_onehot, 3, 3, " axis ", false},
-    {"HannWindow", NULL, h_window, 1, 1, " output_datatype periodic ", false},
-    {"HammingWindow", NULL, h_window, 1, 1, " output_datatype periodic ", false},
-    {"BlackmanWindow", NULL, h_window, 1, 1, " output_datatype periodic ", false},
-    {"ReverseSequence", NULL, h_revseq, 2, 2, " batch_axis time_axis ", false},
-    {"Einsum", NULL, h_einsum, 1, 8, " equation ", false},
-    {"TopK", "topk", h_topk, 1, 2, " axis k largest sorted ", true},
-    {"Unique", "unique", h_unique, 1, 1, " axis sorted ", true},
-    {"GatherND", "gather_nd", h_nd, 2, 2, " batch_dims ", false},
-    {"ScatterND", "scatter_nd", h_nd, 3, 3, " reduction ", false},
-    {"Det", "det", oimp_h_simple, 1, 1, NOATTR, false},
-    {"DFT", "dft", h_dft, 1, 3, " axis inverse onesided ", false},
-    {"STFT", NULL, h_stft, 2, 4, " onesided ", false},
-    {"NonMaxSuppression", "non_max_suppression", h_nms, 2, 5, " center_point_box ", false},
+    {"Asin", LOOM_GRAPH_OP_ASIN, oimp_h_simple, 1, 1, NOATTR, false},
+    {"Acos", LOOM_GRAPH_OP_ACOS, oimp_h_simple, 1, 1, NOATTR, false},
+    {"Atan", LOOM_GRAPH_OP_ATAN, oimp_h_simple, 1, 1, NOATTR, false},
+    {"BitwiseAnd", LOOM_GRAPH_OP_BITWISE_AND, oimp_h_simple, 2, 2, NOATTR, false},
+    {"BitwiseOr", LOOM_GRAPH_OP_BITWISE_OR, oimp_h_simple, 2, 2, NOATTR, false},
+    {"BitwiseXor", LOOM_GRAPH_OP_BITWISE_XOR, oimp_h_simple, 2, 2, NOATTR, false},
+    {"BitwiseNot", LOOM_GRAPH_OP_BITWISE_NOT, oimp_h_simple, 1, 1, NOATTR, false},
+    {"BitShift", OIMP_OP_NONE, h_bitshift, 2, 2, " direction ", false},
+    {"Split", LOOM_GRAPH_OP_SPLIT, h_split, 1, 2, " axis split num_outputs ", true},
+    {"CumSum", LOOM_GRAPH_OP_CUMSUM, h_cum, 2, 2, " exclusive reverse ", false},
+    {"CumProd", LOOM_GRAPH_OP_CUMPROD, h_cum, 2, 2, " exclusive reverse ", false},
+    {"ScatterElements", LOOM_GRAPH_OP_SCATTER_ELEMENTS, h_scatter, 3, 3, " axis reduction ", false},
+    {"Scatter", LOOM_GRAPH_OP_SCATTER_ELEMENTS, h_scatter, 3, 3, " axis ", false},
+    {"Compress", OIMP_OP_NONE, h_compress, 2, 2, " axis ", false},
+    {"OneHot", OIMP_OP_NONE, h_onehot, 3, 3, " axis ", false},
+    {"HannWindow", OIMP_OP_NONE, h_window, 1, 1, " output_datatype periodic ", false},
+    {"HammingWindow", OIMP_OP_NONE, h_window, 1, 1, " output_datatype periodic ", false},
+    {"BlackmanWindow", OIMP_OP_NONE, h_window, 1, 1, " output_datatype periodic ", false},
+    {"ReverseSequence", OIMP_OP_NONE, h_revseq, 2, 2, " batch_axis time_axis ", false},
+    {"Einsum", OIMP_OP_NONE, h_einsum, 1, 8, " equation ", false},
+    {"TopK", LOOM_GRAPH_OP_TOPK, h_topk, 1, 2, " axis k largest sorted ", true},
+    {"Unique", LOOM_GRAPH_OP_UNIQUE, h_unique, 1, 1, " axis sorted ", true},
+    {"GatherND", LOOM_GRAPH_OP_GATHER_ND, h_nd, 2, 2, " batch_dims ", false},
+    {"ScatterND", LOOM_GRAPH_OP_SCATTER_ND, h_nd, 3, 3, " reduction ", false},
+    {"Det", LOOM_GRAPH_OP_DET, oimp_h_simple, 1, 1, NOATTR, false},
+    {"DFT", LOOM_GRAPH_OP_DFT, h_dft, 1, 3, " axis inverse onesided ", false},
+    {"STFT", OIMP_OP_NONE, h_stft, 2, 4, " onesided ", false},
+    {"NonMaxSuppression", LOOM_GRAPH_OP_NON_MAX_SUPPRESSION, h_nms, 2, 5, " center_point_box ", false},
 };
 const size_t oimp_misc_table_len = sizeof oimp_misc_table / sizeof oimp_misc_table[0];

@@ -9,7 +9,7 @@
 
 #include "frontend/onnx/onnx_import_internal.h"
 
-static loom_status reduce(nctx *c, const char *op, loom_graph_expr *x, size_t n, const int64_t *axes, bool keep,
+static loom_status reduce(nctx *c, loom_graph_op op, loom_graph_expr *x, size_t n, const int64_t *axes, bool keep,
                           loom_graph_expr **y) {
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, axes));
   oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", keep));
@@ -43,7 +43,7 @@ loom_status oimp_reverse_axis(nctx *c, loom_graph_expr *x, int64_t axis, loom_gr
   loom_graph_expr *idx = oimp_const_of(c->im, t);
   if (!idx) return LOOM_OOM();
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  return oimp_op2(c, "take", x, idx, y);
+  return oimp_op2(c, LOOM_GRAPH_OP_TAKE, x, idx, y);
 }
 
 /* Moves the last axis of y (rank r) to position `axis`. */
@@ -52,7 +52,7 @@ static loom_status last_axis_to(nctx *c, loom_graph_expr *y, int r, int64_t axis
   int64_t perm[16];
   for (int k = 0; k < r; k++) perm[k] = k < axis ? k : k == axis ? r - 1 : k - 1;
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", (size_t)r, perm));
-  return oimp_op1(c, "permute_dims", y, out);
+  return oimp_op1(c, LOOM_GRAPH_OP_PERMUTE_DIMS, y, out);
 }
 
 /* ---- losses -------------------------------------------------------------------------- */
@@ -71,39 +71,39 @@ static loom_status nll(nctx *c, loom_graph_expr *x, loom_graph_expr *t, loom_gra
   loom_dtype xdt = x->sinfo->dtype, tdt = t->sinfo->dtype;
   loom_graph_expr *mask = NULL, *k, *g, *loss, *wt = NULL;
   if (ia) {
-    LOOM_PROPAGATE(oimp_op_k(c, "not_equal", t, (double)ia->i, &mask));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_NOT_EQUAL, t, (double)ia->i, &mask));
     LOOM_PROPAGATE(oimp_scalar(c, tdt, 0, &k));
-    LOOM_PROPAGATE(oimp_op3(c, "where", mask, t, k, &t));
+    LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, mask, t, k, &t));
   }
   int64_t one = 1;
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &one));
-  LOOM_PROPAGATE(oimp_op1(c, "expand_dims", t, &g));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXPAND_DIMS, t, &g));
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 1));
-  LOOM_PROPAGATE(oimp_op2(c, "gather_elements", x, g, &g));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_GATHER_ELEMENTS, x, g, &g));
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &one));
-  LOOM_PROPAGATE(oimp_op1(c, "squeeze", g, &g));
-  LOOM_PROPAGATE(oimp_op1(c, "neg", g, &loss));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_SQUEEZE, g, &g));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_NEG, g, &loss));
   if (w) {
     oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 0));
-    LOOM_PROPAGATE(oimp_op2(c, "take", w, t, &wt));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_TAKE, w, t, &wt));
   }
   if (mask) {
     loom_graph_expr *mf;
     oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", xdt));
-    LOOM_PROPAGATE(oimp_op1(c, "cast", mask, &mf));
-    if (wt) LOOM_PROPAGATE(oimp_op2(c, "mul", wt, mf, &wt));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_CAST, mask, &mf));
+    if (wt) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, wt, mf, &wt));
     else wt = mf;
   }
-  if (wt) LOOM_PROPAGATE(oimp_op2(c, "mul", loss, wt, &loss));
+  if (wt) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, loss, wt, &loss));
   if (none) return *out = loss, LOOM_OK;
   int64_t ax[16];
   size_t n;
   LOOM_PROPAGATE(all_axes(c, loss, ax, &n));
-  if (sum || !wt) return reduce(c, sum ? "sum" : "mean", loss, n, ax, false, out);
+  if (sum || !wt) return reduce(c, sum ? LOOM_GRAPH_OP_SUM : LOOM_GRAPH_OP_MEAN, loss, n, ax, false, out);
   loom_graph_expr *num, *den;
-  LOOM_PROPAGATE(reduce(c, "sum", loss, n, ax, false, &num));
-  LOOM_PROPAGATE(reduce(c, "sum", wt, n, ax, false, &den));
-  return oimp_op2(c, "div", num, den, out);
+  LOOM_PROPAGATE(reduce(c, LOOM_GRAPH_OP_SUM, loss, n, ax, false, &num));
+  LOOM_PROPAGATE(reduce(c, LOOM_GRAPH_OP_SUM, wt, n, ax, false, &den));
+  return oimp_op2(c, LOOM_GRAPH_OP_DIV, num, den, out);
 }
 
 static loom_status h_nll(nctx *c, const op_entry *e, loom_graph_expr **out) {
@@ -117,7 +117,7 @@ static loom_status h_sce(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   loom_graph_expr *lp;
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 1));
-  LOOM_PROPAGATE(oimp_op1(c, "log_softmax", c->args[0], &lp));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_LOG_SOFTMAX, c->args[0], &lp));
   LOOM_PROPAGATE(nll(c, lp, c->args[1], c->nargs > 2 ? c->args[2] : NULL, out));
   if (c->n->n_outputs > 1 && *c->n->outputs[1]) LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[1], lp, NULL));
   return LOOM_OK;
@@ -132,37 +132,37 @@ static loom_status h_act(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (!strcmp(o, "LeakyRelu") || !strcmp(o, "Elu") || !strcmp(o, "Celu") || !strcmp(o, "ThresholdedRelu")) {
     LOOM_PROPAGATE(oimp_attr_float(c, "alpha", !strcmp(o, "LeakyRelu") ? 0.01 : 1.0, &alpha));
     if (!strcmp(o, "ThresholdedRelu")) { /* x > alpha ? x : 0 */
-      LOOM_PROPAGATE(oimp_op_k(c, "greater", x, alpha, &t));
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_GREATER, x, alpha, &t));
       LOOM_PROPAGATE(oimp_scalar(c, x->sinfo->dtype, 0, &z));
-      return oimp_op3(c, "where", t, x, z, out);
+      return oimp_op3(c, LOOM_GRAPH_OP_WHERE, t, x, z, out);
     }
     if (!strcmp(o, "Celu")) { /* max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) */
-      LOOM_PROPAGATE(oimp_op_k(c, "div", x, alpha, &t));
-      LOOM_PROPAGATE(oimp_op1(c, "exp", t, &t));
-      LOOM_PROPAGATE(oimp_op_k(c, "sub", t, 1, &t));
-      LOOM_PROPAGATE(oimp_op_k(c, "mul", t, alpha, &t));
-      LOOM_PROPAGATE(oimp_op_k(c, "minimum", t, 0, &t));
-      LOOM_PROPAGATE(oimp_op_k(c, "maximum", x, 0, &u));
-      return oimp_op2(c, "add", u, t, out);
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_DIV, x, alpha, &t));
+      LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXP, t, &t));
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_SUB, t, 1, &t));
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, t, alpha, &t));
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MINIMUM, t, 0, &t));
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, x, 0, &u));
+      return oimp_op2(c, LOOM_GRAPH_OP_ADD, u, t, out);
     }
-    LOOM_PROPAGATE(oimp_op_k(c, "less", x, 0, &t));
-    if (!strcmp(o, "LeakyRelu")) LOOM_PROPAGATE(oimp_op_k(c, "mul", x, alpha, &u));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_LESS, x, 0, &t));
+    if (!strcmp(o, "LeakyRelu")) LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, x, alpha, &u));
     else { /* Elu: alpha * (exp(x) - 1) */
-      LOOM_PROPAGATE(oimp_op1(c, "exp", x, &u));
-      LOOM_PROPAGATE(oimp_op_k(c, "sub", u, 1, &u));
-      LOOM_PROPAGATE(oimp_op_k(c, "mul", u, alpha, &u));
+      LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXP, x, &u));
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_SUB, u, 1, &u));
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, u, alpha, &u));
     }
-    return oimp_op3(c, "where", t, u, x, out);
+    return oimp_op3(c, LOOM_GRAPH_OP_WHERE, t, u, x, out);
   }
   if (!strcmp(o, "Selu")) { /* gamma * (x <= 0 ? alpha * exp(x) - alpha : x) */
     LOOM_PROPAGATE(oimp_attr_float(c, "alpha", 1.67326319217681884765625, &alpha));
     LOOM_PROPAGATE(oimp_attr_float(c, "gamma", 1.05070102214813232421875, &gamma));
-    LOOM_PROPAGATE(oimp_op_k(c, "less_equal", x, 0, &t));
-    LOOM_PROPAGATE(oimp_op1(c, "exp", x, &u));
-    LOOM_PROPAGATE(oimp_op_k(c, "mul", u, alpha, &u));
-    LOOM_PROPAGATE(oimp_op_k(c, "sub", u, alpha, &u));
-    LOOM_PROPAGATE(oimp_op3(c, "where", t, u, x, &v));
-    return oimp_op_k(c, "mul", v, gamma, out);
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_LESS_EQUAL, x, 0, &t));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXP, x, &u));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, u, alpha, &u));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_SUB, u, alpha, &u));
+    LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, t, u, x, &v));
+    return oimp_op_k(c, LOOM_GRAPH_OP_MUL, v, gamma, out);
   }
   if (!strcmp(o, "HardSigmoid") || !strcmp(o, "HardSwish")) { /* clip(alpha * x + beta, 0, 1) (* x) */
     bool swish = !strcmp(o, "HardSwish");
@@ -171,83 +171,83 @@ static loom_status h_act(nctx *c, const op_entry *e, loom_graph_expr **out) {
       LOOM_PROPAGATE(oimp_attr_float(c, "alpha", 0.2, &alpha));
       LOOM_PROPAGATE(oimp_attr_float(c, "beta", 0.5, &beta));
     }
-    LOOM_PROPAGATE(oimp_op_k(c, "mul", x, alpha, &t));
-    LOOM_PROPAGATE(oimp_op_k(c, "add", t, beta, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, x, alpha, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_ADD, t, beta, &t));
     oimp_add_attr(c, loom_graph_attr_float(c->im->m, "min", 0));
     oimp_add_attr(c, loom_graph_attr_float(c->im->m, "max", 1));
-    LOOM_PROPAGATE(oimp_op1(c, "clip", t, &t));
-    return swish ? oimp_op2(c, "mul", x, t, out) : (*out = t, LOOM_OK);
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_CLIP, t, &t));
+    return swish ? oimp_op2(c, LOOM_GRAPH_OP_MUL, x, t, out) : (*out = t, LOOM_OK);
   }
   if (!strcmp(o, "Softplus") || !strcmp(o, "Mish")) { /* log(exp(x) + 1); Mish: x * tanh(softplus) */
-    LOOM_PROPAGATE(oimp_op1(c, "exp", x, &t));
-    LOOM_PROPAGATE(oimp_op_k(c, "add", t, 1, &t));
-    LOOM_PROPAGATE(oimp_op1(c, "log", t, &t));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXP, x, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_ADD, t, 1, &t));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_LOG, t, &t));
     if (!strcmp(o, "Softplus")) return *out = t, LOOM_OK;
-    LOOM_PROPAGATE(oimp_op1(c, "tanh", t, &t));
-    return oimp_op2(c, "mul", x, t, out);
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_TANH, t, &t));
+    return oimp_op2(c, LOOM_GRAPH_OP_MUL, x, t, out);
   }
   if (!strcmp(o, "Softsign")) { /* x / (1 + |x|) */
-    LOOM_PROPAGATE(oimp_op1(c, "abs", x, &t));
-    LOOM_PROPAGATE(oimp_op_k(c, "add", t, 1, &t));
-    return oimp_op2(c, "div", x, t, out);
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_ABS, x, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_ADD, t, 1, &t));
+    return oimp_op2(c, LOOM_GRAPH_OP_DIV, x, t, out);
   }
   if (!strcmp(o, "Shrink")) { /* x < -l ? x + bias : x > l ? x - bias : 0 */
     double l, bias;
     LOOM_PROPAGATE(oimp_attr_float(c, "lambd", 0.5, &l));
     LOOM_PROPAGATE(oimp_attr_float(c, "bias", 0.0, &bias));
-    LOOM_PROPAGATE(oimp_op_k(c, "greater", x, l, &t));
-    LOOM_PROPAGATE(oimp_op_k(c, "sub", x, bias, &u));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_GREATER, x, l, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_SUB, x, bias, &u));
     LOOM_PROPAGATE(oimp_scalar(c, x->sinfo->dtype, 0, &z));
-    LOOM_PROPAGATE(oimp_op3(c, "where", t, u, z, &v));
-    LOOM_PROPAGATE(oimp_op_k(c, "less", x, -l, &t));
-    LOOM_PROPAGATE(oimp_op_k(c, "add", x, bias, &u));
-    return oimp_op3(c, "where", t, u, v, out);
+    LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, t, u, z, &v));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_LESS, x, -l, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_ADD, x, bias, &u));
+    return oimp_op3(c, LOOM_GRAPH_OP_WHERE, t, u, v, out);
   }
   if (!strcmp(o, "PRelu")) { /* x < 0 ? slope * x : x */
-    LOOM_PROPAGATE(oimp_op_k(c, "less", x, 0, &t));
-    LOOM_PROPAGATE(oimp_op2(c, "mul", x, c->args[1], &u));
-    return oimp_op3(c, "where", t, u, x, out);
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_LESS, x, 0, &t));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, x, c->args[1], &u));
+    return oimp_op3(c, LOOM_GRAPH_OP_WHERE, t, u, x, out);
   }
   if (!strcmp(o, "Swish")) { /* x * sigmoid(alpha * x) */
     LOOM_PROPAGATE(oimp_attr_float(c, "alpha", 1.0, &alpha));
-    LOOM_PROPAGATE(oimp_op_k(c, "mul", x, alpha, &t));
-    LOOM_PROPAGATE(oimp_op1(c, "sigmoid", t, &t));
-    return oimp_op2(c, "mul", x, t, out);
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, x, alpha, &t));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_SIGMOID, t, &t));
+    return oimp_op2(c, LOOM_GRAPH_OP_MUL, x, t, out);
   }
   if (!strcmp(o, "Tan")) {
-    LOOM_PROPAGATE(oimp_op1(c, "sin", x, &t));
-    LOOM_PROPAGATE(oimp_op1(c, "cos", x, &u));
-    return oimp_op2(c, "div", t, u, out);
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_SIN, x, &t));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_COS, x, &u));
+    return oimp_op2(c, LOOM_GRAPH_OP_DIV, t, u, out);
   }
   if (!strcmp(o, "Sinh") || !strcmp(o, "Cosh")) { /* (exp(x) -+ exp(-x)) / 2 */
-    LOOM_PROPAGATE(oimp_op1(c, "exp", x, &t));
-    LOOM_PROPAGATE(oimp_op1(c, "neg", x, &u));
-    LOOM_PROPAGATE(oimp_op1(c, "exp", u, &u));
-    LOOM_PROPAGATE(oimp_op2(c, !strcmp(o, "Sinh") ? "sub" : "add", t, u, &v));
-    return oimp_op_k(c, "mul", v, 0.5, out);
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXP, x, &t));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_NEG, x, &u));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXP, u, &u));
+    LOOM_PROPAGATE(oimp_op2(c, !strcmp(o, "Sinh") ? LOOM_GRAPH_OP_SUB : LOOM_GRAPH_OP_ADD, t, u, &v));
+    return oimp_op_k(c, LOOM_GRAPH_OP_MUL, v, 0.5, out);
   }
   if (!strcmp(o, "Asinh") || !strcmp(o, "Acosh")) { /* log(x + sqrt(x^2 +- 1)) */
-    LOOM_PROPAGATE(oimp_op2(c, "mul", x, x, &t));
-    LOOM_PROPAGATE(oimp_op_k(c, !strcmp(o, "Asinh") ? "add" : "sub", t, 1, &t));
-    LOOM_PROPAGATE(oimp_op1(c, "sqrt", t, &t));
-    LOOM_PROPAGATE(oimp_op2(c, "add", x, t, &t));
-    return oimp_op1(c, "log", t, out);
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, x, x, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, !strcmp(o, "Asinh") ? LOOM_GRAPH_OP_ADD : LOOM_GRAPH_OP_SUB, t, 1, &t));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_SQRT, t, &t));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, x, t, &t));
+    return oimp_op1(c, LOOM_GRAPH_OP_LOG, t, out);
   }
   if (!strcmp(o, "Atanh")) { /* log((1 + x) / (1 - x)) / 2 */
-    LOOM_PROPAGATE(oimp_k_op(c, "add", 1, x, &t));
-    LOOM_PROPAGATE(oimp_k_op(c, "sub", 1, x, &u));
-    LOOM_PROPAGATE(oimp_op2(c, "div", t, u, &t));
-    LOOM_PROPAGATE(oimp_op1(c, "log", t, &t));
-    return oimp_op_k(c, "mul", t, 0.5, out);
+    LOOM_PROPAGATE(oimp_k_op(c, LOOM_GRAPH_OP_ADD, 1, x, &t));
+    LOOM_PROPAGATE(oimp_k_op(c, LOOM_GRAPH_OP_SUB, 1, x, &u));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_DIV, t, u, &t));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_LOG, t, &t));
+    return oimp_op_k(c, LOOM_GRAPH_OP_MUL, t, 0.5, out);
   }
-  if (!strcmp(o, "IsNaN")) return oimp_op2(c, "not_equal", x, x, out);
+  if (!strcmp(o, "IsNaN")) return oimp_op2(c, LOOM_GRAPH_OP_NOT_EQUAL, x, x, out);
   if (!strcmp(o, "IsInf")) {
     int64_t pos, neg;
     LOOM_PROPAGATE(oimp_attr_int(c, "detect_positive", 1, &pos));
     LOOM_PROPAGATE(oimp_attr_int(c, "detect_negative", 1, &neg));
-    if (!pos && !neg) return oimp_op_k(c, "less", x, -INFINITY, out); /* all false */
-    if (pos && neg) LOOM_PROPAGATE(oimp_op1(c, "abs", x, &x));
-    return oimp_op_k(c, "equal", x, pos ? INFINITY : -INFINITY, out);
+    if (!pos && !neg) return oimp_op_k(c, LOOM_GRAPH_OP_LESS, x, -INFINITY, out); /* all false */
+    if (pos && neg) LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_ABS, x, &x));
+    return oimp_op_k(c, LOOM_GRAPH_OP_EQUAL, x, pos ? INFINITY : -INFINITY, out);
   }
   return UNSUP(c->n, "op type %s has no composition", o);
 }
@@ -262,15 +262,15 @@ static loom_status h_lpnorm(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (p != 1 && p != 2) return BAD(c->n, "p is %lld (1 | 2)", (long long)p);
   LOOM_PROPAGATE(oimp_norm_axes(c, oimp_in_rank(c, 0), &axis, 1));
   loom_graph_expr *x = c->args[0], *t;
-  if (p == 1) LOOM_PROPAGATE(oimp_op1(c, "abs", x, &t));
-  else LOOM_PROPAGATE(oimp_op2(c, "mul", x, x, &t));
-  LOOM_PROPAGATE(reduce(c, "sum", t, 1, &axis, true, &t));
-  if (p == 2) LOOM_PROPAGATE(oimp_op1(c, "sqrt", t, &t));
+  if (p == 1) LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_ABS, x, &t));
+  else LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, x, x, &t));
+  LOOM_PROPAGATE(reduce(c, LOOM_GRAPH_OP_SUM, t, 1, &axis, true, &t));
+  if (p == 2) LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_SQRT, t, &t));
   loom_graph_expr *z, *one; /* a zero norm divides by 1 (the reference's choice) */
-  LOOM_PROPAGATE(oimp_op_k(c, "equal", t, 0, &z));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_EQUAL, t, 0, &z));
   LOOM_PROPAGATE(oimp_scalar(c, t->sinfo->dtype, 1, &one));
-  LOOM_PROPAGATE(oimp_op3(c, "where", z, one, t, &t));
-  return oimp_op2(c, "div", x, t, out);
+  LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, z, one, t, &t));
+  return oimp_op2(c, LOOM_GRAPH_OP_DIV, x, t, out);
 }
 
 /* The schema's function: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes`. */
@@ -286,15 +286,15 @@ static loom_status h_mvn(nctx *c, const op_entry *e, loom_graph_expr **out) {
   else memcpy(ax, v, n * sizeof *v);
   LOOM_PROPAGATE(oimp_norm_axes(c, oimp_in_rank(c, 0), ax, n));
   loom_graph_expr *x = c->args[0], *m, *m2, *x2, *ex2, *var, *d;
-  LOOM_PROPAGATE(reduce(c, "mean", x, n, ax, true, &m));
-  LOOM_PROPAGATE(oimp_op2(c, "mul", m, m, &m2));
-  LOOM_PROPAGATE(oimp_op2(c, "mul", x, x, &x2));
-  LOOM_PROPAGATE(reduce(c, "mean", x2, n, ax, true, &ex2));
-  LOOM_PROPAGATE(oimp_op2(c, "sub", ex2, m2, &var));
-  LOOM_PROPAGATE(oimp_op1(c, "sqrt", var, &var));
-  LOOM_PROPAGATE(oimp_op_k(c, "add", var, 1e-9, &var));
-  LOOM_PROPAGATE(oimp_op2(c, "sub", x, m, &d));
-  return oimp_op2(c, "div", d, var, out);
+  LOOM_PROPAGATE(reduce(c, LOOM_GRAPH_OP_MEAN, x, n, ax, true, &m));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, m, m, &m2));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, x, x, &x2));
+  LOOM_PROPAGATE(reduce(c, LOOM_GRAPH_OP_MEAN, x2, n, ax, true, &ex2));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, ex2, m2, &var));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_SQRT, var, &var));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_ADD, var, 1e-9, &var));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, x, m, &d));
+  return oimp_op2(c, LOOM_GRAPH_OP_DIV, d, var, out);
 }
 
 /* InstanceNormalization = group_norm with one group per channel; GroupNormalization maps
@@ -317,12 +317,12 @@ static loom_status h_groupnorm(nctx *c, const op_entry *e, loom_graph_expr **out
     for (int i = 1; i < 3; i++) {
       oimp_add_attr(c, loom_graph_attr_int(c->im->m, "repeats", ch / groups));
       oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 0));
-      LOOM_PROPAGATE(oimp_op1(c, "repeat", a[i], &a[i]));
+      LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_REPEAT, a[i], &a[i]));
     }
   }
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "num_groups", groups));
   oimp_add_attr(c, loom_graph_attr_float(c->im->m, "eps", eps));
-  return oimp_emit(c, "group_norm", 3, a, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_GROUP_NORM, 3, a, c->n->outputs[0], out);
 }
 
 /* LayerNormalization's optional outputs: Mean and InvStdDev over the axes from `axis` on,
@@ -338,14 +338,14 @@ loom_status oimp_layernorm_stats(nctx *c, int64_t axis, double eps) {
   loom_graph_expr *x = c->args[0], *m, *d, *var;
   if (stash == 1 && x->sinfo->dtype != LOOM_DTYPE_F32) {
     oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_F32));
-    LOOM_PROPAGATE(oimp_op1(c, "cast", x, &x));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_CAST, x, &x));
   }
-  LOOM_PROPAGATE(reduce(c, "mean", x, n, ax, true, &m));
-  LOOM_PROPAGATE(oimp_op2(c, "sub", x, m, &d));
-  LOOM_PROPAGATE(oimp_op2(c, "mul", d, d, &d));
-  LOOM_PROPAGATE(reduce(c, "mean", d, n, ax, true, &var));
-  LOOM_PROPAGATE(oimp_op_k(c, "add", var, eps, &var));
-  LOOM_PROPAGATE(oimp_op1(c, "rsqrt", var, &var));
+  LOOM_PROPAGATE(reduce(c, LOOM_GRAPH_OP_MEAN, x, n, ax, true, &m));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, x, m, &d));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, d, d, &d));
+  LOOM_PROPAGATE(reduce(c, LOOM_GRAPH_OP_MEAN, d, n, ax, true, &var));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_ADD, var, eps, &var));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RSQRT, var, &var));
   if (c->n->n_outputs > 1 && *c->n->outputs[1]) LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[1], m, NULL));
   if (c->n->n_outputs > 2 && *c->n->outputs[2]) LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[2], var, NULL));
   return LOOM_OK;
@@ -365,10 +365,10 @@ static loom_status h_hardmax(nctx *c, const op_entry *e, loom_graph_expr **out) 
   loom_graph_expr *am, *oh;
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
   oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", false));
-  LOOM_PROPAGATE(oimp_op1(c, "argmax", c->args[0], &am));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_ARGMAX, c->args[0], &am));
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "depth", 1, &d));
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", c->args[0]->sinfo->dtype));
-  LOOM_PROPAGATE(oimp_op1(c, "one_hot", am, &oh));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_ONE_HOT, am, &oh));
   return last_axis_to(c, oh, r, axis, out);
 }
 
@@ -425,11 +425,11 @@ static loom_status h_depth_space(nctx *c, const op_entry *e, loom_graph_expr **o
   }
   loom_graph_expr *y;
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 6, s6));
-  LOOM_PROPAGATE(oimp_op1(c, "reshape", c->args[0], &y));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, c->args[0], &y));
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 6, perm));
-  LOOM_PROPAGATE(oimp_op1(c, "permute_dims", y, &y));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_PERMUTE_DIMS, y, &y));
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 4, s4));
-  return oimp_emit(c, "reshape", 1, &y, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_RESHAPE, 1, &y, c->n->outputs[0], out);
 }
 
 static loom_status h_global_max_pool(nctx *c, const op_entry *e, loom_graph_expr **out) {
@@ -438,43 +438,43 @@ static loom_status h_global_max_pool(nctx *c, const op_entry *e, loom_graph_expr
   if (r < 3) return UNSUP(c->n, "rank %d input (N, C, spatial...)", r);
   int64_t ax[16];
   for (int k = 2; k < r; k++) ax[k - 2] = k;
-  return reduce(c, "max", c->args[0], (size_t)r - 2, ax, true, out);
+  return reduce(c, LOOM_GRAPH_OP_MAX, c->args[0], (size_t)r - 2, ax, true, out);
 }
 
 #define NOATTR " "
 const op_entry oimp_nn_table[] = {
-    {"NegativeLogLikelihoodLoss", NULL, h_nll, 2, 3, " ignore_index reduction ", false},
-    {"SoftmaxCrossEntropyLoss", NULL, h_sce, 2, 3, " ignore_index reduction ", true},
-    {"LeakyRelu", NULL, h_act, 1, 1, " alpha ", false},
-    {"Elu", NULL, h_act, 1, 1, " alpha ", false},
-    {"Celu", NULL, h_act, 1, 1, " alpha ", false},
-    {"Selu", NULL, h_act, 1, 1, " alpha gamma ", false},
-    {"ThresholdedRelu", NULL, h_act, 1, 1, " alpha ", false},
-    {"HardSigmoid", NULL, h_act, 1, 1, " alpha beta ", false},
-    {"HardSwish", NULL, h_act, 1, 1, NOATTR, false},
-    {"Softplus", NULL, h_act, 1, 1, NOATTR, false},
-    {"Softsign", NULL, h_act, 1, 1, NOATTR, false},
-    {"Mish", NULL, h_act, 1, 1, NOATTR, false},
-    {"Shrink", NULL, h_act, 1, 1, " bias lambd ", false},
-    {"PRelu", NULL, h_act, 2, 2, NOATTR, false},
-    {"Swish", NULL, h_act, 1, 1, " alpha ", false},
-    {"Tan", NULL, h_act, 1, 1, NOATTR, false},
-    {"Sinh", NULL, h_act, 1, 1, NOATTR, false},
-    {"Cosh", NULL, h_act, 1, 1, NOATTR, false},
-    {"Asinh", NULL, h_act, 1, 1, NOATTR, false},
-    {"Acosh", NULL, h_act, 1, 1, NOATTR, false},
-    {"Atanh", NULL, h_act, 1, 1, NOATTR, false},
-    {"IsNaN", NULL, h_act, 1, 1, NOATTR, false},
-    {"IsInf", NULL, h_act, 1, 1, " detect_negative detect_positive ", false},
-    {"LpNormalization", NULL, h_lpnorm, 1, 1, " axis p ", false},
-    {"MeanVarianceNormalization", NULL, h_mvn, 1, 1, " axes ", false},
-    {"InstanceNormalization", NULL, h_groupnorm, 3, 3, " epsilon ", false},
-    {"GroupNormalization", NULL, h_groupnorm, 3, 3, " epsilon num_groups stash_type ", false},
-    {"Hardmax", NULL, h_hardmax, 1, 1, " axis ", false},
-    {"EyeLike", NULL, h_eyelike, 1, 1, " dtype k ", false},
-    {"DepthToSpace", NULL, h_depth_space, 1, 1, " blocksize mode ", false},
-    {"SpaceToDepth", NULL, h_depth_space, 1, 1, " blocksize ", false},
-    {"GlobalMaxPool", NULL, h_global_max_pool, 1, 1, NOATTR, false},
-    {"NonZero", "nonzero", oimp_h_simple, 1, 1, NOATTR, false},
+    {"NegativeLogLikelihoodLoss", OIMP_OP_NONE, h_nll, 2, 3, " ignore_index reduction ", false},
+    {"SoftmaxCrossEntropyLoss", OIMP_OP_NONE, h_sce, 2, 3, " ignore_index reduction ", true},
+    {"LeakyRelu", OIMP_OP_NONE, h_act, 1, 1, " alpha ", false},
+    {"Elu", OIMP_OP_NONE, h_act, 1, 1, " alpha ", false},
+    {"Celu", OIMP_OP_NONE, h_act, 1, 1, " alpha ", false},
+    {"Selu", OIMP_OP_NONE, h_act, 1, 1, " alpha gamma ", false},
+    {"ThresholdedRelu", OIMP_OP_NONE, h_act, 1, 1, " alpha ", false},
+    {"HardSigmoid", OIMP_OP_NONE, h_act, 1, 1, " alpha beta ", false},
+    {"HardSwish", OIMP_OP_NONE, h_act, 1, 1, NOATTR, false},
+    {"Softplus", OIMP_OP_NONE, h_act, 1, 1, NOATTR, false},
+    {"Softsign", OIMP_OP_NONE, h_act, 1, 1, NOATTR, false},
+    {"Mish", OIMP_OP_NONE, h_act, 1, 1, NOATTR, false},
+    {"Shrink", OIMP_OP_NONE, h_act, 1, 1, " bias lambd ", false},
+    {"PRelu", OIMP_OP_NONE, h_act, 2, 2, NOATTR, false},
+    {"Swish", OIMP_OP_NONE, h_act, 1, 1, " alpha ", false},
+    {"Tan", OIMP_OP_NONE, h_act, 1, 1, NOATTR, false},
+    {"Sinh", OIMP_OP_NONE, h_act, 1, 1, NOATTR, false},
+    {"Cosh", OIMP_OP_NONE, h_act, 1, 1, NOATTR, false},
+    {"Asinh", OIMP_OP_NONE, h_act, 1, 1, NOATTR, false},
+    {"Acosh", OIMP_OP_NONE, h_act, 1, 1, NOATTR, false},
+    {"Atanh", OIMP_OP_NONE, h_act, 1, 1, NOATTR, false},
+    {"IsNaN", OIMP_OP_NONE, h_act, 1, 1, NOATTR, false},
+    {"IsInf", OIMP_OP_NONE, h_act, 1, 1, " detect_negative detect_positive ", false},
+    {"LpNormalization", OIMP_OP_NONE, h_lpnorm, 1, 1, " axis p ", false},
+    {"MeanVarianceNormalization", OIMP_OP_NONE, h_mvn, 1, 1, " axes ", false},
+    {"InstanceNormalization", OIMP_OP_NONE, h_groupnorm, 3, 3, " epsilon ", false},
+    {"GroupNormalization", OIMP_OP_NONE, h_groupnorm, 3, 3, " epsilon num_groups stash_type ", false},
+    {"Hardmax", OIMP_OP_NONE, h_hardmax, 1, 1, " axis ", false},
+    {"EyeLike", OIMP_OP_NONE, h_eyelike, 1, 1, " dtype k ", false},
+    {"DepthToSpace", OIMP_OP_NONE, h_depth_space, 1, 1, " blocksize mode ", false},
+    {"SpaceToDepth", OIMP_OP_NONE, h_depth_space, 1, 1, " blocksize ", false},
+    {"GlobalMaxPool", OIMP_OP_NONE, h_global_max_pool, 1, 1, NOATTR, false},
+    {"NonZero", LOOM_GRAPH_OP_NONZERO, oimp_h_simple, 1, 1, NOATTR, false},
 };
 const size_t oimp_nn_table_len = sizeof oimp_nn_table / sizeof oimp_nn_table[0];

@@ -15,17 +15,17 @@
 static loom_status to_dtype(nctx *c, loom_graph_expr *x, loom_dtype dt, loom_graph_expr **y) {
   if (x->sinfo->dtype == dt) return *y = x, LOOM_OK;
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
-  return oimp_op1(c, "cast", x, y);
+  return oimp_op1(c, LOOM_GRAPH_OP_CAST, x, y);
 }
 
 static loom_status clip(nctx *c, loom_graph_expr *x, double lo, double hi, loom_graph_expr **y) {
   oimp_add_attr(c, loom_graph_attr_float(c->im->m, "min", lo));
   oimp_add_attr(c, loom_graph_attr_float(c->im->m, "max", hi));
-  return oimp_op1(c, "clip", x, y);
+  return oimp_op1(c, LOOM_GRAPH_OP_CLIP, x, y);
 }
 
 /* The reduction of x over every axis to a scalar. */
-static loom_status reduce_all(nctx *c, const char *op, loom_graph_expr *x, loom_graph_expr **y) {
+static loom_status reduce_all(nctx *c, loom_graph_op op, loom_graph_expr *x, loom_graph_expr **y) {
   const loom_sinfo *s = x->sinfo;
   if (s->kind != LOOM_SINFO_TENSOR || s->ndim < 0) return UNSUP(c->n, "the input's rank is unknown");
   int64_t ax[16];
@@ -77,7 +77,7 @@ static loom_status h_cast(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (loom_dtype_is_lowp(dt) && loom_dtype_is_float(dt) && !sat)
     oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "saturate", false));
   if (dt == LOOM_DTYPE_F8E8M0 && strcmp(rm, "up")) oimp_add_attr(c, loom_graph_attr_str(c->im->m, "round_mode", rm));
-  return oimp_emit(c, "cast", 1, c->args, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_CAST, 1, c->args, c->n->outputs[0], out);
 }
 
 static loom_status h_bitcast(nctx *c, const op_entry *e, loom_graph_expr **out) {
@@ -88,7 +88,7 @@ static loom_status h_bitcast(nctx *c, const op_entry *e, loom_graph_expr **out) 
   if (to < 0) return BAD(c->n, "attribute 'to' is required");
   LOOM_PROPAGATE(attr_dtype(c, "bitcast to", to, &dt));
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
-  return oimp_emit(c, "bitcast", 1, c->args, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_BITCAST, 1, c->args, c->n->outputs[0], out);
 }
 
 /* ---- scales and zero points ------------------------------------------------------------ */
@@ -126,7 +126,7 @@ static loom_status shape_param(nctx *c, const qlayout *q, size_t pi, loom_graph_
   if (single && ps->ndim <= q->rank) return *out = p, LOOM_OK;
   if (single) {
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 0, NULL));
-    return oimp_op1(c, "reshape", p, out);
+    return oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, p, out);
   }
   if (q->axis < -q->rank || q->axis >= q->rank)
     return BAD(c->n, "axis %lld is out of range for input 0 of rank %d", (long long)q->axis, q->rank);
@@ -142,13 +142,13 @@ static loom_status shape_param(nctx *c, const qlayout *q, size_t pi, loom_graph_
     const loom_sym_expr *d[16];
     for (int k = 0; k < q->rank && k < 16; k++) d[k] = k == axis ? ps->dims[0] : loom_sym_const(c->im->cx, 1);
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)q->rank, d));
-    return oimp_op1(c, "reshape", p, out);
+    return oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, p, out);
   }
   if (ps->ndim != q->rank)
     return BAD(c->n, "input %zu has rank %d, input 0 has rank %d (blocked quantization)", pi, ps->ndim, q->rank);
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "repeats", q->block));
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  LOOM_PROPAGATE(oimp_op1(c, "repeat", p, &p));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_REPEAT, p, &p));
   int64_t a, b;
   if (loom_sym_is_const(p->sinfo->dims[axis], &a) && loom_sym_is_const(xs->dims[axis], &b)) {
     if (a < b || a - b >= q->block)
@@ -160,7 +160,7 @@ static loom_status shape_param(nctx *c, const qlayout *q, size_t pi, loom_graph_
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "axes", 1, &ax));
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "begin", 1, &zero));
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "end", 1, &end));
-  return oimp_op1(c, "strided_slice", p, out);
+  return oimp_op1(c, LOOM_GRAPH_OP_STRIDED_SLICE, p, out);
 }
 
 /* ---- QuantizeLinear / DequantizeLinear ------------------------------------------------- */
@@ -207,24 +207,24 @@ static loom_status h_quantize(nctx *c, const op_entry *e, loom_graph_expr **out)
   if (prec) LOOM_PROPAGATE(attr_dtype(c, "precision", prec, &cdt));
   LOOM_PROPAGATE(to_dtype(c, x, cdt, &x));
   LOOM_PROPAGATE(to_dtype(c, s, cdt, &s));
-  LOOM_PROPAGATE(oimp_op2(c, "div", x, s, &y));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_DIV, x, s, &y));
   double lo, hi;
   if (int_range(odt, &lo, &hi)) {
-    LOOM_PROPAGATE(oimp_op1(c, "round", y, &y));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_ROUND, y, &y));
     LOOM_PROPAGATE(to_dtype(c, y, LOOM_DTYPE_I32, &y));
     if (zp) {
       LOOM_PROPAGATE(to_dtype(c, zp, LOOM_DTYPE_I32, &zp));
-      LOOM_PROPAGATE(oimp_op2(c, "add", y, zp, &y));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, y, zp, &y));
     }
     LOOM_PROPAGATE(clip(c, y, lo, hi, &y));
   } else if (odt == LOOM_DTYPE_F4E2M1 && zp) {
     LOOM_PROPAGATE(to_dtype(c, zp, cdt, &zp));
-    LOOM_PROPAGATE(oimp_op2(c, "add", y, zp, &y));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, y, zp, &y));
   }
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", odt));
   if (!sat && odt != LOOM_DTYPE_F4E2M1 && loom_dtype_is_float(odt))
     oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "saturate", false));
-  return oimp_emit(c, "cast", 1, &y, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_CAST, 1, &y, c->n->outputs[0], out);
 }
 
 /* y = (x - x_zero_point) * x_scale in float32 (float64 for 32-bit integer x, as NumPy), then
@@ -247,13 +247,13 @@ static loom_status h_dequantize(nctx *c, const op_entry *e, loom_graph_expr **ou
       return BAD(c->n, "the zero point is %s but x is %s", loom_dtype_name(c->args[2]->sinfo->dtype), loom_dtype_name(xdt));
     LOOM_PROPAGATE(shape_param(c, &q, 2, &zp));
     LOOM_PROPAGATE(to_dtype(c, zp, cdt, &zp));
-    LOOM_PROPAGATE(oimp_op2(c, "sub", y, zp, &y));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, y, zp, &y));
   }
   LOOM_PROPAGATE(shape_param(c, &q, 1, &s));
   LOOM_PROPAGATE(to_dtype(c, s, cdt, &s));
-  LOOM_PROPAGATE(oimp_op2(c, "mul", y, s, &y));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, y, s, &y));
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", odt));
-  return oimp_emit(c, "cast", 1, &y, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_CAST, 1, &y, c->n->outputs[0], out);
 }
 
 /* The reference: scale = (max(0, max x) - min(0, min x)) / 255 (1 / 255 when they are equal),
@@ -263,26 +263,26 @@ static loom_status h_dynamic_quantize(nctx *c, const op_entry *e, loom_graph_exp
   (void)e;
   loom_graph_expr *x = c->args[0], *mx, *mn, *rng, *eq, *one, *scale, *zp, *y;
   if (x->sinfo->dtype != LOOM_DTYPE_F32) return UNSUP(c->n, "input of dtype %s (float32 only)", loom_dtype_name(x->sinfo->dtype));
-  LOOM_PROPAGATE(reduce_all(c, "max", x, &mx));
-  LOOM_PROPAGATE(oimp_op_k(c, "maximum", mx, 0, &mx));
-  LOOM_PROPAGATE(reduce_all(c, "min", x, &mn));
-  LOOM_PROPAGATE(oimp_op_k(c, "minimum", mn, 0, &mn));
-  LOOM_PROPAGATE(oimp_op2(c, "sub", mx, mn, &rng));
-  LOOM_PROPAGATE(oimp_op2(c, "equal", mx, mn, &eq));
+  LOOM_PROPAGATE(reduce_all(c, LOOM_GRAPH_OP_MAX, x, &mx));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, mx, 0, &mx));
+  LOOM_PROPAGATE(reduce_all(c, LOOM_GRAPH_OP_MIN, x, &mn));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MINIMUM, mn, 0, &mn));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, mx, mn, &rng));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_EQUAL, mx, mn, &eq));
   if (!(one = loom_graph_const_scalar(c->im->m, LOOM_DTYPE_F32, 1))) return LOOM_OOM();
   loom_graph_expr *w[3] = {eq, one, rng};
-  LOOM_PROPAGATE(oimp_emit(c, "where", 3, w, NULL, &rng));
-  LOOM_PROPAGATE(oimp_op_k(c, "div", rng, 255, &scale));
-  LOOM_PROPAGATE(oimp_op2(c, "div", mn, scale, &zp));
-  LOOM_PROPAGATE(oimp_op1(c, "neg", zp, &zp));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_WHERE, 3, w, NULL, &rng));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_DIV, rng, 255, &scale));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_DIV, mn, scale, &zp));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_NEG, zp, &zp));
   LOOM_PROPAGATE(clip(c, zp, 0, 255, &zp));
-  LOOM_PROPAGATE(oimp_op1(c, "round", zp, &zp));
-  LOOM_PROPAGATE(oimp_op2(c, "div", x, scale, &y));
-  LOOM_PROPAGATE(oimp_op1(c, "round", y, &y));
-  LOOM_PROPAGATE(oimp_op2(c, "add", y, zp, &y));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_ROUND, zp, &zp));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_DIV, x, scale, &y));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_ROUND, y, &y));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, y, zp, &y));
   LOOM_PROPAGATE(clip(c, y, 0, 255, &y));
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_U8));
-  LOOM_PROPAGATE(oimp_emit(c, "cast", 1, &y, c->n->outputs[0], out));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_CAST, 1, &y, c->n->outputs[0], out));
   if (c->n->n_outputs > 1 && *c->n->outputs[1]) LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[1], scale, NULL));
   if (c->n->n_outputs > 2 && *c->n->outputs[2]) {
     LOOM_PROPAGATE(to_dtype(c, zp, LOOM_DTYPE_U8, &zp));
@@ -310,10 +310,10 @@ static loom_status centered(nctx *c, size_t i, size_t zi, int zr, const loom_sym
     const loom_sym_expr *d[8];
     for (int k = 0; k < zr; k++) d[k] = zshape[k] ? zshape[k] : zs->dims[0];
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)zr, d));
-    LOOM_PROPAGATE(oimp_op1(c, "reshape", z, &z));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, z, &z));
   }
   LOOM_PROPAGATE(to_dtype(c, z, LOOM_DTYPE_I32, &z));
-  return oimp_op2(c, "sub", v, z, out);
+  return oimp_op2(c, LOOM_GRAPH_OP_SUB, v, z, out);
 }
 
 /* (A - a_zero_point) @ (B - b_zero_point) in int32; a 1-D a_zero_point is per row of A. */
@@ -324,7 +324,7 @@ static loom_status h_matmul_integer(nctx *c, const op_entry *e, loom_graph_expr 
   LOOM_PROPAGATE(centered(c, 0, 2, 2, row, &a));
   LOOM_PROPAGATE(centered(c, 1, 3, 1, col, &b));
   loom_graph_expr *ab[2] = {a, b};
-  return oimp_emit(c, "matmul", 2, ab, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_MATMUL, 2, ab, c->n->outputs[0], out);
 }
 
 /* Whether input i is absent (optional) or has one element. */
@@ -346,16 +346,16 @@ static loom_status requantize(nctx *c, loom_graph_expr *acc, loom_graph_expr *sc
   loom_graph_expr *y;
   LOOM_PROPAGATE(to_dtype(c, scale, LOOM_DTYPE_F64, &scale));
   LOOM_PROPAGATE(to_dtype(c, acc, LOOM_DTYPE_F64, &acc));
-  LOOM_PROPAGATE(oimp_op2(c, "mul", acc, scale, &y));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, acc, scale, &y));
   if (oimp_has_input(c, yz)) {
     loom_graph_expr *z;
     LOOM_PROPAGATE(to_dtype(c, c->args[yz], LOOM_DTYPE_F64, &z));
-    LOOM_PROPAGATE(oimp_op2(c, "add", y, z, &y));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, y, z, &y));
   }
-  LOOM_PROPAGATE(oimp_op1(c, "round", y, &y));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_ROUND, y, &y));
   LOOM_PROPAGATE(clip(c, y, lo, hi, &y));
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", odt));
-  return oimp_emit(c, "cast", 1, &y, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_CAST, 1, &y, c->n->outputs[0], out);
 }
 
 /* The reference: C = (a - a_zp) @ (b - b_zp) in int32, requantized with a_scale * b_scale /
@@ -372,9 +372,9 @@ static loom_status h_qlinear_matmul(nctx *c, const op_entry *e, loom_graph_expr 
   loom_graph_expr *a, *b, *m, *s;
   LOOM_PROPAGATE(centered(c, 0, 2, 0, NULL, &a));
   LOOM_PROPAGATE(centered(c, 3, 5, 0, NULL, &b));
-  LOOM_PROPAGATE(oimp_op2(c, "matmul", a, b, &m));
-  LOOM_PROPAGATE(oimp_op2(c, "mul", c->args[1], c->args[4], &s));
-  LOOM_PROPAGATE(oimp_op2(c, "div", s, c->args[6], &s));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MATMUL, a, b, &m));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, c->args[1], c->args[4], &s));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_DIV, s, c->args[6], &s));
   return requantize(c, m, s, 7, odt, out);
 }
 
@@ -424,23 +424,23 @@ static loom_status h_qlinear_conv(nctx *c, const op_entry *e, loom_graph_expr **
     const loom_sym_expr *one = loom_sym_const(c->im->cx, 1), *d[8];
     for (int k = 0; k < r; k++) d[k] = k == 1 ? ws->sinfo->dims[0] : one;
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)r, d));
-    LOOM_PROPAGATE(oimp_op1(c, "reshape", ws, &ws));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, ws, &ws));
   }
-  LOOM_PROPAGATE(oimp_op2(c, "mul", xs, ws, &s));
-  LOOM_PROPAGATE(oimp_op2(c, "div", s, ys, &s));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, xs, ws, &s));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_DIV, s, ys, &s));
   return requantize(c, acc, s, 7, odt, out);
 }
 
 const op_entry oimp_quant_table[] = {
-    {"Cast", NULL, h_cast, 1, 1, " to saturate round_mode ", false},
-    {"CastLike", NULL, h_cast, 2, 2, " saturate round_mode ", false},
-    {"BitCast", NULL, h_bitcast, 1, 1, " to ", false},
-    {"QuantizeLinear", NULL, h_quantize, 2, 3, " axis saturate block_size output_dtype precision ", false},
-    {"DequantizeLinear", NULL, h_dequantize, 2, 3, " axis block_size output_dtype ", false},
-    {"DynamicQuantizeLinear", NULL, h_dynamic_quantize, 1, 1, NOATTR, true},
-    {"QLinearMatMul", NULL, h_qlinear_matmul, 6, 8, NOATTR, false},
-    {"MatMulInteger", NULL, h_matmul_integer, 2, 4, NOATTR, false},
-    {"ConvInteger", NULL, h_conv_integer, 2, 4, " auto_pad dilations group kernel_shape pads strides ", false},
-    {"QLinearConv", NULL, h_qlinear_conv, 8, 8, " auto_pad dilations group kernel_shape pads strides ", false},
+    {"Cast", OIMP_OP_NONE, h_cast, 1, 1, " to saturate round_mode ", false},
+    {"CastLike", OIMP_OP_NONE, h_cast, 2, 2, " saturate round_mode ", false},
+    {"BitCast", OIMP_OP_NONE, h_bitcast, 1, 1, " to ", false},
+    {"QuantizeLinear", OIMP_OP_NONE, h_quantize, 2, 3, " axis saturate block_size output_dtype precision ", false},
+    {"DequantizeLinear", OIMP_OP_NONE, h_dequantize, 2, 3, " axis block_size output_dtype ", false},
+    {"DynamicQuantizeLinear", OIMP_OP_NONE, h_dynamic_quantize, 1, 1, NOATTR, true},
+    {"QLinearMatMul", OIMP_OP_NONE, h_qlinear_matmul, 6, 8, NOATTR, false},
+    {"MatMulInteger", OIMP_OP_NONE, h_matmul_integer, 2, 4, NOATTR, false},
+    {"ConvInteger", OIMP_OP_NONE, h_conv_integer, 2, 4, " auto_pad dilations group kernel_shape pads strides ", false},
+    {"QLinearConv", OIMP_OP_NONE, h_qlinear_conv, 8, 8, " auto_pad dilations group kernel_shape pads strides ", false},
 };
 const size_t oimp_quant_table_len = sizeof oimp_quant_table / sizeof oimp_quant_table[0];

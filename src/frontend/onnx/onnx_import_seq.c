@@ -10,29 +10,29 @@
 
 static loom_status permute(nctx *c, loom_graph_expr *x, size_t n, const int64_t *perm, loom_graph_expr **y) {
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, perm));
-  return oimp_op1(c, "permute_dims", x, y);
+  return oimp_op1(c, LOOM_GRAPH_OP_PERMUTE_DIMS, x, y);
 }
 
 static loom_status reshape(nctx *c, loom_graph_expr *x, size_t n, const loom_sym_expr *const *dims, loom_graph_expr **y) {
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", n, dims));
-  return oimp_op1(c, "reshape", x, y);
+  return oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, x, y);
 }
 
 static loom_status expand_dims(nctx *c, loom_graph_expr *x, size_t n, const int64_t *axes, loom_graph_expr **y) {
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", n, axes));
-  return oimp_op1(c, "expand_dims", x, y);
+  return oimp_op1(c, LOOM_GRAPH_OP_EXPAND_DIMS, x, y);
 }
 
 /* arange(start, end) of i64. */
 static loom_status arange(nctx *c, const loom_sym_expr *start, const loom_sym_expr *end, loom_graph_expr **y) {
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "start", 1, &start));
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "end", 1, &end));
-  return oimp_emit(c, "arange", 0, NULL, NULL, y);
+  return oimp_emit(c, LOOM_GRAPH_OP_ARANGE, 0, NULL, NULL, y);
 }
 
 static loom_status concat(nctx *c, loom_graph_expr *a, loom_graph_expr *b, int64_t axis, loom_graph_expr **y) {
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  return oimp_op2(c, "concat", a, b, y);
+  return oimp_op2(c, LOOM_GRAPH_OP_CONCAT, a, b, y);
 }
 
 /* x[begin:end] along `axis`. */
@@ -41,7 +41,7 @@ static loom_status slice(nctx *c, loom_graph_expr *x, int64_t axis, const loom_s
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &axis));
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "begin", 1, &begin));
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "end", 1, &end));
-  return oimp_op1(c, "strided_slice", x, y);
+  return oimp_op1(c, LOOM_GRAPH_OP_STRIDED_SLICE, x, y);
 }
 
 static bool wants_output(const nctx *c, size_t i) {
@@ -77,10 +77,10 @@ static loom_status split_heads(nctx *c, loom_graph_expr *x, int64_t heads, loom_
  * added; NULL: none). */
 static loom_status and_mask(nctx *c, loom_dtype dt, loom_graph_expr *allowed, loom_graph_expr **mask) {
   if (!*mask) return *mask = allowed, LOOM_OK;
-  if ((*mask)->sinfo->dtype == LOOM_DTYPE_BOOL) return oimp_op2(c, "logical_and", *mask, allowed, mask);
+  if ((*mask)->sinfo->dtype == LOOM_DTYPE_BOOL) return oimp_op2(c, LOOM_GRAPH_OP_LOGICAL_AND, *mask, allowed, mask);
   loom_graph_expr *ninf;
   LOOM_PROPAGATE(oimp_scalar(c, dt, -INFINITY, &ninf));
-  return oimp_op3(c, "where", allowed, *mask, ninf, mask);
+  return oimp_op3(c, LOOM_GRAPH_OP_WHERE, allowed, *mask, ninf, mask);
 }
 
 /* softmax(q k^T * scale [softcapped] + bias) v composed of graph ops, for what the graph op
@@ -98,7 +98,7 @@ static loom_status attention_composed(nctx *c, loom_graph_expr *q, loom_graph_ex
     for (int i = 0; i < 2; i++) {
       oimp_add_attr(c, loom_graph_attr_int(c->im->m, "repeats", h / hk));
       oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 1));
-      LOOM_PROPAGATE(oimp_op1(c, "repeat", i ? v : k, i ? &v : &k));
+      LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_REPEAT, i ? v : k, i ? &v : &k));
     }
   }
   loom_graph_expr *bias = mask, *qk, *t, *p;
@@ -106,23 +106,23 @@ static loom_status attention_composed(nctx *c, loom_graph_expr *q, loom_graph_ex
     loom_graph_expr *zero, *ninf;
     LOOM_PROPAGATE(oimp_scalar(c, dt, 0, &zero));
     LOOM_PROPAGATE(oimp_scalar(c, dt, -INFINITY, &ninf));
-    LOOM_PROPAGATE(oimp_op3(c, "where", mask, zero, ninf, &bias));
+    LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, mask, zero, ninf, &bias));
   }
   static const int64_t kt[4] = {0, 1, 3, 2};
   double sq = sqrt(scale);
-  LOOM_PROPAGATE(oimp_op_k(c, "mul", q, sq, &q));
-  LOOM_PROPAGATE(oimp_op_k(c, "mul", k, sq, &k));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, q, sq, &q));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, k, sq, &k));
   LOOM_PROPAGATE(permute(c, k, 4, kt, &k));
-  LOOM_PROPAGATE(oimp_op2(c, "matmul", q, k, &qk));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MATMUL, q, k, &qk));
   if (softcap > 0) {
-    LOOM_PROPAGATE(oimp_op_k(c, "div", qk, softcap, &t));
-    LOOM_PROPAGATE(oimp_op1(c, "tanh", t, &t));
-    LOOM_PROPAGATE(oimp_op_k(c, "mul", t, softcap, &qk));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_DIV, qk, softcap, &t));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_TANH, t, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, t, softcap, &qk));
   }
   loom_graph_expr *withb = qk;
-  if (bias) LOOM_PROPAGATE(oimp_op2(c, "add", qk, bias, &withb));
+  if (bias) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, qk, bias, &withb));
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", -1));
-  LOOM_PROPAGATE(oimp_op1(c, "softmax", withb, &p));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_SOFTMAX, withb, &p));
   if (bias) {
     int64_t last = -1;
     loom_graph_expr *mx, *dead, *zero;
@@ -130,13 +130,13 @@ static loom_status attention_composed(nctx *c, loom_graph_expr *q, loom_graph_ex
     last = bias->sinfo->ndim - 1;
     oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &last));
     oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", true));
-    LOOM_PROPAGATE(oimp_op1(c, "max", bias, &mx));
-    LOOM_PROPAGATE(oimp_op_k(c, "equal", mx, -INFINITY, &dead));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_MAX, bias, &mx));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_EQUAL, mx, -INFINITY, &dead));
     LOOM_PROPAGATE(oimp_scalar(c, dt, 0, &zero));
-    LOOM_PROPAGATE(oimp_op3(c, "where", dead, zero, p, &p));
+    LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, dead, zero, p, &p));
   }
   *qk_out = mode == 3 ? p : mode == 2 ? withb : qk;
-  return oimp_op2(c, "matmul", p, v, y);
+  return oimp_op2(c, LOOM_GRAPH_OP_MATMUL, p, v, y);
 }
 
 /* Attention (opset 23; nonpad_kv_seqlen from 24): 3-D inputs split into q_num_heads /
@@ -206,7 +206,7 @@ static loom_status h_attention(nctx *c, const op_entry *e, loom_graph_expr **out
       pads[2 * ms->ndim - 1] = loom_sym_const(cx, b - a);
       oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "pads", (size_t)(2 * ms->ndim), pads));
       oimp_add_attr(c, loom_graph_attr_float(c->im->m, "value", ms->dtype == LOOM_DTYPE_BOOL ? 0.0 : -INFINITY));
-      LOOM_PROPAGATE(oimp_op1(c, "pad", mask, &mask));
+      LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_PAD, mask, &mask));
     }
   }
   bool composed = softcap > 0 || wants_output(c, 3);
@@ -221,7 +221,7 @@ static loom_status h_attention(nctx *c, const op_entry *e, loom_graph_expr **out
     nb = nonpad;
     if (nb->sinfo->dtype != LOOM_DTYPE_I64) {
       oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_I64));
-      LOOM_PROPAGATE(oimp_op1(c, "cast", nb, &nb));
+      LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_CAST, nb, &nb));
     }
     LOOM_PROPAGATE(expand_dims(c, nb, 3, ax3, &nb)); /* (b, 1, 1, 1) */
   }
@@ -233,13 +233,13 @@ static loom_status h_attention(nctx *c, const op_entry *e, loom_graph_expr **out
     const loom_sym_expr *i0 = nonpad ? loom_sym_neg(cx, S) : P;
     LOOM_PROPAGATE(arange(c, i0, loom_sym_add(cx, i0, S), &ii));
     LOOM_PROPAGATE(expand_dims(c, ii, 1, &ax1, &ii)); /* (s, 1) */
-    if (nonpad) LOOM_PROPAGATE(oimp_op2(c, "add", ii, nb, &ii)); /* (b, 1, s, 1) */
-    LOOM_PROPAGATE(oimp_op2(c, "less_equal", jj, ii, &allowed));
+    if (nonpad) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, ii, nb, &ii)); /* (b, 1, s, 1) */
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_LESS_EQUAL, jj, ii, &allowed));
     LOOM_PROPAGATE(and_mask(c, dt, allowed, &mask));
   }
   if (nonpad) {
     loom_graph_expr *keep;
-    LOOM_PROPAGATE(oimp_op2(c, "less", jj, nb, &keep)); /* (b, 1, 1, t) */
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_LESS, jj, nb, &keep)); /* (b, 1, 1, t) */
     LOOM_PROPAGATE(and_mask(c, dt, keep, &mask));
   }
   loom_graph_expr *y, *qk = NULL;
@@ -259,7 +259,7 @@ static loom_status h_attention(nctx *c, const op_entry *e, loom_graph_expr **out
   LOOM_PROPAGATE(permute(c, y, 4, p, &y));
   s3[0] = yd[0], s3[1] = yd[2], s3[2] = loom_sym_mul(cx, yd[1], yd[3]);
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 3, s3));
-  return oimp_emit(c, "reshape", 1, &y, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_RESHAPE, 1, &y, c->n->outputs[0], out);
 }
 
 /* ---- RotaryEmbedding ---------------------------------------------------------------------- */
@@ -302,9 +302,9 @@ static loom_status h_rotary(nctx *c, const op_entry *e, loom_graph_expr **out) {
     return BAD(c->n, "rotary_embedding_dim %lld must be even and at most the head size %lld", (long long)rd, (long long)d);
   if (c->nargs > 3 && c->args[3]) {
     oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 0));
-    LOOM_PROPAGATE(oimp_op2(c, "take", cs, c->args[3], &cs));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_TAKE, cs, c->args[3], &cs));
     oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 0));
-    LOOM_PROPAGATE(oimp_op2(c, "take", sn, c->args[3], &sn));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_TAKE, sn, c->args[3], &sn));
   }
   int64_t half;
   if (oimp_in_rank(c, 1) < 1 || !loom_sym_is_const(dims_of(cs)[dims_of(cs) ? cs->sinfo->ndim - 1 : 0], &half) || half != rd / 2)
@@ -324,12 +324,12 @@ static loom_status h_rotary(nctx *c, const op_entry *e, loom_graph_expr **out) {
     LOOM_PROPAGATE(slice_k(c, rot, 3, 0, rd / 2, 1, &x1));
     LOOM_PROPAGATE(slice_k(c, rot, 3, rd / 2, rd, 1, &x2));
   }
-  LOOM_PROPAGATE(oimp_op2(c, "mul", cs, x1, &t1));
-  LOOM_PROPAGATE(oimp_op2(c, "mul", sn, x2, &t2));
-  LOOM_PROPAGATE(oimp_op2(c, "sub", t1, t2, &re));
-  LOOM_PROPAGATE(oimp_op2(c, "mul", sn, x1, &t1));
-  LOOM_PROPAGATE(oimp_op2(c, "mul", cs, x2, &t2));
-  LOOM_PROPAGATE(oimp_op2(c, "add", t1, t2, &im));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, cs, x1, &t1));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, sn, x2, &t2));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, t1, t2, &re));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, sn, x1, &t1));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, cs, x2, &t2));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, t1, t2, &im));
   if (inter) {
     static const int64_t ax4 = 4;
     LOOM_PROPAGATE(expand_dims(c, re, 1, &ax4, &re));
@@ -343,11 +343,11 @@ static loom_status h_rotary(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (keep) LOOM_PROPAGATE(concat(c, rot, keep, 3, &rot));
   if (r == 4) {
     oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 4, p0213));
-    return oimp_emit(c, "permute_dims", 1, &rot, c->n->outputs[0], out);
+    return oimp_emit(c, LOOM_GRAPH_OP_PERMUTE_DIMS, 1, &rot, c->n->outputs[0], out);
   }
   const loom_sym_expr *const *in = dims_of(c->args[0]);
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 3, in));
-  return oimp_emit(c, "reshape", 1, &rot, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_RESHAPE, 1, &rot, c->n->outputs[0], out);
 }
 
 /* ---- TensorScatter -------------------------------------------------------------------------- */
@@ -378,22 +378,22 @@ static loom_status h_tensor_scatter(nctx *c, const op_entry *e, loom_graph_expr 
     w = c->args[2];
     if (w->sinfo->dtype != LOOM_DTYPE_I64) {
       oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_I64));
-      LOOM_PROPAGATE(oimp_op1(c, "cast", w, &w));
+      LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_CAST, w, &w));
     }
     for (int k = 0; k < r; k++) s[k] = k == 0 ? ud[0] : one;
     LOOM_PROPAGATE(reshape(c, w, (size_t)r, s, &w));
-    LOOM_PROPAGATE(oimp_op2(c, "add", idx, w, &idx));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, idx, w, &idx));
   }
   if (circ) {
     int64_t len;
     if (!loom_sym_is_const(dims_of(past)[axis], &len) || len <= 0) return UNSUP(c->n, "circular mode needs a static cache length");
-    LOOM_PROPAGATE(oimp_op_k(c, "mod", idx, (double)len, &idx));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MOD, idx, (double)len, &idx));
   }
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)r, ud));
-  LOOM_PROPAGATE(oimp_op1(c, "broadcast_to", idx, &idx));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_BROADCAST_TO, idx, &idx));
   loom_graph_expr *a[3] = {past, idx, upd};
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
-  return oimp_emit(c, "scatter_elements", 3, a, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_SCATTER_ELEMENTS, 3, a, c->n->outputs[0], out);
 }
 
 /* ---- CausalConvWithState ---------------------------------------------------------------- */
@@ -421,12 +421,12 @@ static loom_status h_causal_conv(nctx *c, const op_entry *e, loom_graph_expr **o
     for (int i = 0; i < 6; i++) pads[i] = loom_sym_const(cx, 0);
     pads[2] = loom_sym_const(cx, k - 1);
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "pads", 6, pads));
-    LOOM_PROPAGATE(oimp_op1(c, "pad", x, &pad));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_PAD, x, &pad));
   }
   loom_graph_expr *a[3] = {pad, w, c->nargs > 2 ? c->args[2] : NULL};
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "groups", ch));
-  LOOM_PROPAGATE(oimp_emit(c, "conv1d", a[2] ? 3 : 2, a, silu ? NULL : c->n->outputs[0], &y));
-  if (silu) LOOM_PROPAGATE(oimp_emit(c, "silu", 1, &y, c->n->outputs[0], &y));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_CONV1D, a[2] ? 3 : 2, a, silu ? NULL : c->n->outputs[0], &y));
+  if (silu) LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_SILU, 1, &y, c->n->outputs[0], &y));
   if (wants_output(c, 1)) {
     const loom_sym_expr *L = dims_of(pad)[2];
     loom_graph_expr *st;
@@ -443,13 +443,13 @@ static loom_status h_causal_conv(nctx *c, const op_entry *e, loom_graph_expr **o
 static loom_status to_f32(nctx *c, loom_graph_expr *x, loom_graph_expr **y) {
   if (x->sinfo->dtype == LOOM_DTYPE_F32) return *y = x, LOOM_OK;
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_F32));
-  return oimp_op1(c, "cast", x, y);
+  return oimp_op1(c, LOOM_GRAPH_OP_CAST, x, y);
 }
 
 static loom_status cast_to(nctx *c, loom_graph_expr *x, loom_dtype dt, const char *name, loom_graph_expr **y) {
   if (x->sinfo->dtype == dt && !name) return *y = x, LOOM_OK;
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
-  return oimp_emit(c, "cast", 1, &x, name, y);
+  return oimp_emit(c, LOOM_GRAPH_OP_CAST, 1, &x, name, y);
 }
 
 /* Step t of (b, h, T, x): (b, h, 1, x). */
@@ -516,7 +516,7 @@ static loom_status h_linear_attention(nctx *c, const op_entry *e, loom_graph_exp
   } else {
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 4, sd));
     oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_F32));
-    LOOM_PROPAGATE(oimp_emit(c, "zeros", 0, NULL, NULL, &st));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ZEROS, 0, NULL, NULL, &st));
   }
   if (scale == 0) scale = 1.0 / sqrt((double)dk);
   static const int64_t tr[4] = {0, 1, 3, 2};
@@ -529,27 +529,27 @@ static loom_status h_linear_attention(nctx *c, const op_entry *e, loom_graph_exp
     if (dec) {
       LOOM_PROPAGATE(step_of(c, dec, t, &x));
       LOOM_PROPAGATE(permute(c, x, 4, tr, &x)); /* (b, hk, 1 | dk, 1) */
-      LOOM_PROPAGATE(oimp_op1(c, "exp", x, &x));
-      LOOM_PROPAGATE(oimp_op2(c, "mul", st, x, &st));
+      LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXP, x, &x));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, st, x, &st));
     }
     if (bet) {
       loom_graph_expr *got, *bt;
-      LOOM_PROPAGATE(oimp_op2(c, "matmul", kt, st, &got)); /* (b, hk, 1, dv) */
-      LOOM_PROPAGATE(oimp_op2(c, "sub", vt, got, &vt));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MATMUL, kt, st, &got)); /* (b, hk, 1, dv) */
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, vt, got, &vt));
       LOOM_PROPAGATE(step_of(c, bet, t, &bt)); /* (b, hk | 1, 1, 1) */
-      LOOM_PROPAGATE(oimp_op2(c, "mul", bt, vt, &vt));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, bt, vt, &vt));
     }
     LOOM_PROPAGATE(permute(c, kt, 4, tr, &kc)); /* (b, hk, dk, 1) */
-    LOOM_PROPAGATE(oimp_op2(c, "mul", kc, vt, &x));
-    LOOM_PROPAGATE(oimp_op2(c, "add", st, x, &st));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, kc, vt, &x));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, st, x, &st));
     x = st;
     if (hq != hk) {
       oimp_add_attr(c, loom_graph_attr_int(c->im->m, "repeats", hq / hk));
       oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 1));
-      LOOM_PROPAGATE(oimp_op1(c, "repeat", st, &x));
+      LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_REPEAT, st, &x));
     }
-    LOOM_PROPAGATE(oimp_op2(c, "matmul", qt, x, &o)); /* (b, hq, 1, dv) */
-    LOOM_PROPAGATE(oimp_op_k(c, "mul", o, scale, &o));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MATMUL, qt, x, &o)); /* (b, hq, 1, dv) */
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, o, scale, &o));
     if (!outs) outs = o;
     else LOOM_PROPAGATE(concat(c, outs, o, 2, &outs));
   }
@@ -582,12 +582,12 @@ static loom_status rnn_act(nctx *c, const rnn *rn, int which, loom_graph_expr *x
   if (rn->clip > 0) {
     oimp_add_attr(c, loom_graph_attr_float(c->im->m, "min", -rn->clip));
     oimp_add_attr(c, loom_graph_attr_float(c->im->m, "max", rn->clip));
-    LOOM_PROPAGATE(oimp_op1(c, "clip", x, &x));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_CLIP, x, &x));
   }
   const char *a = rn->act[which];
-  if (!strcmp(a, "Sigmoid")) return oimp_op1(c, "sigmoid", x, y);
-  if (!strcmp(a, "Tanh")) return oimp_op1(c, "tanh", x, y);
-  if (!strcmp(a, "Relu")) return oimp_op1(c, "relu", x, y);
+  if (!strcmp(a, "Sigmoid")) return oimp_op1(c, LOOM_GRAPH_OP_SIGMOID, x, y);
+  if (!strcmp(a, "Tanh")) return oimp_op1(c, LOOM_GRAPH_OP_TANH, x, y);
+  if (!strcmp(a, "Relu")) return oimp_op1(c, LOOM_GRAPH_OP_RELU, x, y);
   return UNSUP(c->n, "activation '%s' is not supported (Sigmoid, Tanh, Relu)", a);
 }
 
@@ -596,13 +596,13 @@ static loom_status dir_of(nctx *c, loom_graph_expr *x, int64_t d, loom_graph_exp
   static const int64_t ax0 = 0;
   LOOM_PROPAGATE(slice_k(c, x, 0, d, d + 1, 1, y));
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &ax0));
-  return oimp_op1(c, "squeeze", *y, y);
+  return oimp_op1(c, LOOM_GRAPH_OP_SQUEEZE, *y, y);
 }
 
 /* x @ w^T (+ b). */
 static loom_status lin(nctx *c, loom_graph_expr *x, loom_graph_expr *w, loom_graph_expr *b, loom_graph_expr **y) {
   loom_graph_expr *a[3] = {x, w, b};
-  return oimp_emit(c, "linear", b ? 3 : 2, a, NULL, y);
+  return oimp_emit(c, LOOM_GRAPH_OP_LINEAR, b ? 3 : 2, a, NULL, y);
 }
 
 /* Rows / elements [g * H, (g + n) * H) of a (G * H, ...) weight or (G * H) bias (axis 0) or
@@ -639,69 +639,69 @@ static loom_status rnn_dir(nctx *c, const rnn *rn, loom_graph_expr *X, int64_t T
     loom_graph_expr *xt, *g, *hn, *cn = NULL, *a, *b2;
     LOOM_PROPAGATE(slice_k(c, xw, 0, t, t + 1, 1, &xt));
     oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &ax0));
-    LOOM_PROPAGATE(oimp_op1(c, "squeeze", xt, &xt)); /* (b, G*H) */
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_SQUEEZE, xt, &xt)); /* (b, G*H) */
     if (rn->gates == 1) {
       LOOM_PROPAGATE(lin(c, h, R, rb, &g));
-      LOOM_PROPAGATE(oimp_op2(c, "add", xt, g, &g));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, xt, g, &g));
       LOOM_PROPAGATE(rnn_act(c, rn, 0, g, &hn));
     } else if (rn->gates == 3) {
       loom_graph_expr *z, *r, *hh;
       LOOM_PROPAGATE(lin(c, h, rzr, rbzr, &g));
       LOOM_PROPAGATE(gate_k(c, rn, xt, 1, 0, 2, &a));
-      LOOM_PROPAGATE(oimp_op2(c, "add", a, g, &g));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, a, g, &g));
       LOOM_PROPAGATE(gate_k(c, rn, g, 1, 0, 1, &z));
       LOOM_PROPAGATE(gate_k(c, rn, g, 1, 1, 1, &r));
       LOOM_PROPAGATE(rnn_act(c, rn, 0, z, &z));
       LOOM_PROPAGATE(rnn_act(c, rn, 0, r, &r));
       if (rn->lbr) {
         LOOM_PROPAGATE(lin(c, h, rh, rbh, &b2));
-        LOOM_PROPAGATE(oimp_op2(c, "mul", r, b2, &b2));
+        LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, r, b2, &b2));
       } else {
-        LOOM_PROPAGATE(oimp_op2(c, "mul", r, h, &b2));
+        LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, r, h, &b2));
         LOOM_PROPAGATE(lin(c, b2, rh, rbh, &b2));
       }
       LOOM_PROPAGATE(gate_k(c, rn, xt, 1, 2, 1, &a));
-      LOOM_PROPAGATE(oimp_op2(c, "add", a, b2, &hh));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, a, b2, &hh));
       LOOM_PROPAGATE(rnn_act(c, rn, 1, hh, &hh));
       /* (1 - z) * hh + z * h = hh + z * (h - hh) */
-      LOOM_PROPAGATE(oimp_op2(c, "sub", h, hh, &a));
-      LOOM_PROPAGATE(oimp_op2(c, "mul", z, a, &a));
-      LOOM_PROPAGATE(oimp_op2(c, "add", hh, a, &hn));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, h, hh, &a));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, z, a, &a));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, hh, a, &hn));
     } else {
       loom_graph_expr *gi, *go, *gf, *gc;
       LOOM_PROPAGATE(lin(c, h, R, rb, &g));
-      LOOM_PROPAGATE(oimp_op2(c, "add", xt, g, &g));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, xt, g, &g));
       LOOM_PROPAGATE(gate_k(c, rn, g, 1, 0, 1, &gi));
       LOOM_PROPAGATE(gate_k(c, rn, g, 1, 1, 1, &go));
       LOOM_PROPAGATE(gate_k(c, rn, g, 1, 2, 1, &gf));
       LOOM_PROPAGATE(gate_k(c, rn, g, 1, 3, 1, &gc));
       if (p) {
-        LOOM_PROPAGATE(oimp_op2(c, "mul", pi, cc, &a));
-        LOOM_PROPAGATE(oimp_op2(c, "add", gi, a, &gi));
-        LOOM_PROPAGATE(oimp_op2(c, "mul", pf, cc, &a));
-        LOOM_PROPAGATE(oimp_op2(c, "add", gf, a, &gf));
+        LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, pi, cc, &a));
+        LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, gi, a, &gi));
+        LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, pf, cc, &a));
+        LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, gf, a, &gf));
       }
       LOOM_PROPAGATE(rnn_act(c, rn, 0, gi, &gi));
       LOOM_PROPAGATE(rnn_act(c, rn, 0, gf, &gf));
       LOOM_PROPAGATE(rnn_act(c, rn, 1, gc, &gc));
-      LOOM_PROPAGATE(oimp_op2(c, "mul", gf, cc, &a));
-      LOOM_PROPAGATE(oimp_op2(c, "mul", gi, gc, &b2));
-      LOOM_PROPAGATE(oimp_op2(c, "add", a, b2, &cn));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, gf, cc, &a));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, gi, gc, &b2));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, a, b2, &cn));
       if (p) {
-        LOOM_PROPAGATE(oimp_op2(c, "mul", po, cn, &a));
-        LOOM_PROPAGATE(oimp_op2(c, "add", go, a, &go));
+        LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, po, cn, &a));
+        LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, go, a, &go));
       }
       LOOM_PROPAGATE(rnn_act(c, rn, 0, go, &go));
       LOOM_PROPAGATE(rnn_act(c, rn, 2, cn, &a));
-      LOOM_PROPAGATE(oimp_op2(c, "mul", go, a, &hn));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, go, a, &hn));
     }
     if (rn->lens) { /* steps at or past a batch row's length keep its state and output 0 */
       loom_graph_expr *live, *tk;
       LOOM_PROPAGATE(oimp_scalar(c, LOOM_DTYPE_I64, (double)t, &tk));
-      LOOM_PROPAGATE(oimp_op2(c, "less", tk, rn->lens, &live));
-      LOOM_PROPAGATE(oimp_op3(c, "where", live, hn, zero, &ys[t]));
-      LOOM_PROPAGATE(oimp_op3(c, "where", live, hn, h, &hn));
-      if (cn) LOOM_PROPAGATE(oimp_op3(c, "where", live, cn, cc, &cn));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_LESS, tk, rn->lens, &live));
+      LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, live, hn, zero, &ys[t]));
+      LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, live, hn, h, &hn));
+      if (cn) LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, live, cn, cc, &cn));
     } else {
       ys[t] = hn;
     }
@@ -778,7 +778,7 @@ static loom_status h_rnn(nctx *c, const op_entry *e, loom_graph_expr **out) {
   const loom_sym_expr *zd[2] = {dims_of(X)[1], loom_sym_const(cx, rn.H)};
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 2, zd));
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", X->sinfo->dtype));
-  LOOM_PROPAGATE(oimp_emit(c, "zeros", 0, NULL, NULL, &zs));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ZEROS, 0, NULL, NULL, &zs));
   loom_graph_expr **ys = calloc((size_t)(T * ndir), sizeof *ys);
   loom_graph_expr *yd[2], *hd[2], *cd[2];
   if (!ys) return LOOM_OOM();
@@ -797,7 +797,7 @@ static loom_status h_rnn(nctx *c, const op_entry *e, loom_graph_expr **out) {
     if ((st = rnn_dir(c, &rn, X, T, d == 1 || !strcmp(dir, "reverse"), Wd, Rd, wb, rb, pd, hi, ci, ys + d * T, &hl, &cl)))
       break;
     for (int64_t t = 0; t < T && !st; t++) st = expand_dims(c, ys[d * T + t], 1, &ax0, &ys[d * T + t]);
-    if (!st) st = oimp_emit(c, "concat", (size_t)T, ys + d * T, NULL, &yd[d]); /* (T, b, H) */
+    if (!st) st = oimp_emit(c, LOOM_GRAPH_OP_CONCAT, (size_t)T, ys + d * T, NULL, &yd[d]); /* (T, b, H) */
     if (!st) st = expand_dims(c, yd[d], 1, &ax1, &yd[d]);
     if (!st) st = expand_dims(c, hl, 1, &ax0, &hd[d]);
     if (!st) st = expand_dims(c, cl, 1, &ax0, &cd[d]);
@@ -827,14 +827,14 @@ static loom_status h_rnn(nctx *c, const op_entry *e, loom_graph_expr **out) {
 
 #define NOATTR " "
 const op_entry oimp_seq_table[] = {
-    {"Attention", "attention", h_attention, 3, 7,
+    {"Attention", LOOM_GRAPH_OP_ATTENTION, h_attention, 3, 7,
      " is_causal scale softcap qk_matmul_output_mode softmax_precision q_num_heads kv_num_heads ", true},
-    {"RotaryEmbedding", NULL, h_rotary, 3, 4, " interleaved rotary_embedding_dim num_heads ", false},
-    {"TensorScatter", NULL, h_tensor_scatter, 2, 3, " mode axis ", false},
-    {"CausalConvWithState", NULL, h_causal_conv, 2, 4, " activation ", true},
-    {"RNN", NULL, h_rnn, 3, 6, " activations clip direction hidden_size layout ", true},
-    {"GRU", NULL, h_rnn, 3, 6, " activations clip direction hidden_size layout linear_before_reset ", true},
-    {"LSTM", NULL, h_rnn, 3, 8, " activations clip direction hidden_size input_forget layout ", true},
-    {"LinearAttention", NULL, h_linear_attention, 3, 6, " chunk_size kv_num_heads q_num_heads scale update_rule ", true},
+    {"RotaryEmbedding", OIMP_OP_NONE, h_rotary, 3, 4, " interleaved rotary_embedding_dim num_heads ", false},
+    {"TensorScatter", OIMP_OP_NONE, h_tensor_scatter, 2, 3, " mode axis ", false},
+    {"CausalConvWithState", OIMP_OP_NONE, h_causal_conv, 2, 4, " activation ", true},
+    {"RNN", OIMP_OP_NONE, h_rnn, 3, 6, " activations clip direction hidden_size layout ", true},
+    {"GRU", OIMP_OP_NONE, h_rnn, 3, 6, " activations clip direction hidden_size layout linear_before_reset ", true},
+    {"LSTM", OIMP_OP_NONE, h_rnn, 3, 8, " activations clip direction hidden_size input_forget layout ", true},
+    {"LinearAttention", OIMP_OP_NONE, h_linear_attention, 3, 6, " chunk_size kv_num_heads q_num_heads scale update_rule ", true},
 };
 const size_t oimp_seq_table_len = sizeof oimp_seq_table / sizeof oimp_seq_table[0];

@@ -390,5 +390,5 @@ loom_status oimp_symval_expr(imp *im, const char *name, const oimp_symval *sv, l
   if (sv->dtype != LOOM_DTYPE_I64) attrs[na++] = loom_graph_attr_dtype(im->m, "dtype", sv->dtype);
   const char *nm = oimp_ir_name(im, name);
   if (!nm) return LOOM_OOM();
-  return loom_graph_builder_op(&im->b, "sym_tensor", 0, NULL, na, attrs, nm, out);
+  return loom_graph_builder_emit(&im->b, loom_graph_call_op(im->m, LOOM_GRAPH_OP_SYM_TENSOR, 0, NULL, na, attrs), nm, out);
 }

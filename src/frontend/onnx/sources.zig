@@ -7,6 +7,8 @@ pub const compiler = [_][]const u8{
     "src/frontend/onnx/onnx_print.c",
     "src/frontend/onnx/onnx_wire.c",
     "src/frontend/onnx/onnx_import.c",
+    "src/frontend/onnx/onnx_import_core.c",
+    "src/frontend/onnx/onnx_import_fold.c",
     "src/frontend/onnx/onnx_import_nn.c",
     "src/frontend/onnx/onnx_import_symval.c",
     "src/frontend/onnx/onnx_import_image.c",

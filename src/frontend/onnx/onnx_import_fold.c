@@ -1,0 +1,82 @@
+/* onnx_import_fold.c — constants in the importer: an ONNX tensor as a graph constant, fresh
+ * host tensors for folded results, and constant folding: a node whose inputs are all constants
+ * is built alone in a scratch module and run in the graph interpreter. */
+#include "frontend/onnx/onnx_import_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+loom_graph_expr *oimp_const_of(imp *im, const loom_onnx_tensor *t) {
+  const loom_sym_expr *dims[16];
+  if (t->rank > 16) return NULL;
+  for (size_t k = 0; k < t->rank; k++) dims[k] = loom_sym_const(im->cx, t->dims[k]);
+  const loom_sinfo *si = loom_sinfo_tensor(im->m, t->dtype, (int)t->rank, dims, NULL);
+  if (!si) return NULL;
+  return loom_graph_const_new(im->m, si, t->data, t->nbytes);
+}
+
+/* A fresh host tensor in the module arena (for folded constants). */
+loom_onnx_tensor *oimp_new_tensor(imp *im, loom_dtype dt, size_t rank, const int64_t *dims) {
+  loom_arena *a = loom_graph_module_arena(im->m);
+  loom_onnx_tensor *t = LOOM_ARENA_NEW(a, loom_onnx_tensor);
+  if (!t) return NULL;
+  t->name = "", t->dtype = dt, t->rank = rank, t->numel = 1;
+  t->dims = loom_arena_array(a, rank ? rank : 1, sizeof(int64_t), _Alignof(int64_t));
+  if (!t->dims) return NULL;
+  for (size_t k = 0; k < rank; k++) {
+    if (dims[k] < 0 || (dims[k] && t->numel > OIMP_FOLD_MAX / dims[k])) return NULL; /* see OIMP_FOLD_MAX */
+    t->dims[k] = dims[k], t->numel *= dims[k];
+  }
+  t->nbytes = (size_t)t->numel * loom_dtype_size(dt);
+  t->data = loom_arena_alloc_zero(a, t->nbytes ? t->nbytes : 1, 16);
+  return t->data ? t : NULL;
+}
+
+
+double oimp_scalar_f64(const loom_onnx_tensor *t) {
+  loom_graph_tensor g = {.dtype = t->dtype, .ndim = 0, .numel = 1, .data = t->data};
+  return loom_graph_tensor_get_f64(&g, 0);
+}
+
+
+loom_status oimp_fold_const(nctx *c, loom_onnx_tensor *t, loom_graph_expr **out) {
+  loom_graph_expr *k = oimp_const_of(c->im, t);
+  if (!k) return LOOM_OOM();
+  c->folded = t;
+  *out = k;
+  return LOOM_OK;
+}
+
+
+/* Constant folding: a node whose inputs are all constants is built alone in a scratch
+ * module and run in the interpreter; its result becomes a constant (so shape arithmetic
+ * feeding Reshape / axes / ConstantOfShape folds). False when it cannot be folded. */
+bool oimp_fold_node(imp *im, const op_entry *e, const nctx *c, loom_onnx_tensor **out) {
+  *out = NULL;
+  imp sub = {.model = im->model, .g = im->g, .opset = im->opset};
+  if (loom_graph_module_create(NULL, &sub.m)) return false;
+  sub.cx = loom_graph_module_sym(sub.m);
+  loom_graph_builder_begin(&sub.b, sub.m, "main");
+  nctx c2 = *c;
+  c2.im = &sub;
+  bool ok = true;
+  for (size_t i = 0; i < c2.nargs && ok; i++)
+    if (c2.args[i]) ok = (c2.args[i] = oimp_const_of(&sub, c->consts[i])) != NULL;
+  loom_graph_expr *y = NULL;
+  loom_status s = ok ? e->h(&c2, e, &y) : LOOM_OK;
+  if (s) loom_status_free(s), ok = false;
+  if (ok && (s = loom_graph_builder_end(&sub.b, y, NULL, NULL))) loom_status_free(s), ok = false;
+  loom_graph_builder_reset(&sub.b);
+  loom_graph_value res;
+  if (ok && (s = loom_graph_eval(sub.m, "main", 0, NULL, NULL, &res))) loom_status_free(s), ok = false;
+  if (ok) {
+    if (res.kind == LOOM_SINFO_TENSOR && res.t.numel <= (1u << 20)) {
+      *out = oimp_new_tensor(im, res.t.dtype, (size_t)res.t.ndim, res.t.shape);
+      if (*out && (*out)->nbytes) memcpy((*out)->data, res.t.data, (*out)->nbytes);
+    }
+    loom_graph_value_free(&res);
+  }
+  free(sub.val_names), free(sub.vals), free(sub.val_consts), free(sub.val_syms), free(sub.val_seqs), free(sub.sym_names), free(sub.syms), free(sub.used);
+  loom_graph_module_destroy(sub.m);
+  return *out != NULL;
+}
