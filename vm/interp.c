@@ -110,6 +110,8 @@ loom_status loom_vm_create_on(loom_allocator *alloc, loom_device *dev, const loo
   if (!st && exe->nconsts) {
     vm->consts = loom_alloc_zero(alloc, exe->nconsts * sizeof *vm->consts);
     if (!vm->consts) st = LOOM_OOM();
+    /* constants are used in place from the (host) executable: right for the CPU; a device
+     * with memory of its own will need them copied in with copy_from_host */
     if (!st) st = loom_storage_wrap(vm->dev, (void *)exe->data, exe->data_len, no_release, NULL, &vm->backing);
     for (uint32_t i = 0; !st && i < exe->nconsts; i++) {
       const loom_vm_const *c = &exe->consts[i];
