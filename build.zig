@@ -1,6 +1,7 @@
 // build.zig — how Loom is built. Read top to bottom:
 //   1. the manifest (version, the pinned Zig version) and the shared C flags;
-//   2. every module's source list (each module lists its own files in sources.zig);
+//   2. the source lists: libloomrt's one list (src/runtime/sources.zig), and each compiler
+//      module's own list in its sources.zig;
 //   3. libloomrt (runtime only: no LLVM, no GMP) and libloom (everything);
 //   4. the programs `loom` and `loom-run`;
 //   5. `zig build test`: every suite rebuilt with AddressSanitizer + UBSan and run.
@@ -66,21 +67,24 @@ const llvm_prefix = "/usr/lib/llvm-19";
 const cuda_prefix = "/usr/local/cuda";
 
 // ---------------------------------------------------------------------------
-// 2. Source lists: each module owns its list (runtime part, compiler part).
+// 2. Source lists: libloomrt from one list (src/runtime/sources.zig); each compiler
+//    module owns its `compiler` list (libloom = the runtime list + those).
 // ---------------------------------------------------------------------------
 
+const runtime_sources = @import("src/runtime/sources.zig").files;
 const modules = .{
-    @import("src/base/sources.zig"),
     @import("symbolic/sources.zig"),
     @import("graph/sources.zig"),
     @import("tensorprog/sources.zig"),
     @import("libcall/sources.zig"),
-    @import("vm/sources.zig"),
     @import("targets/cpu/sources.zig"),
     @import("src/driver/sources.zig"),
     @import("src/frontend/onnx/sources.zig"),
 };
 const cuda_sources = @import("targets/cuda/sources.zig");
+comptime {
+    for (modules) |m| if (@hasDecl(m, "runtime")) @compileError("runtime files belong in src/runtime/sources.zig, libloomrt's one list");
+}
 const test_suites = @import("tests/suites.zig").suites;
 
 const CudaMode = enum { auto, on, off };
@@ -228,20 +232,14 @@ fn addLibraries(cfg: Config, variant: Variant) Libraries {
     const flags = cFlags(cfg, variant, true);
 
     const rt_mod = newModule(cfg, variant);
-    inline for (modules) |m| addSources(rt_mod, &m.runtime, flags);
-    if (cfg.cuda) {
-        addSources(rt_mod, &cuda_sources.runtime, flags);
-        rt_mod.addSystemIncludePath(.{ .cwd_relative = cuda_prefix ++ "/include" });
-    }
+    addSources(rt_mod, &runtime_sources, flags);
+    if (cfg.cuda) rt_mod.addSystemIncludePath(.{ .cwd_relative = cuda_prefix ++ "/include" });
     const rt = b.addLibrary(.{ .name = b.fmt("loomrt{s}", .{suffix}), .root_module = rt_mod, .linkage = .static });
 
     const full_mod = newModule(cfg, variant);
-    inline for (modules) |m| {
-        addSources(full_mod, &m.runtime, flags);
-        addSources(full_mod, &m.compiler, flags);
-    }
+    addSources(full_mod, &runtime_sources, flags);
+    inline for (modules) |m| addSources(full_mod, &m.compiler, flags);
     if (cfg.cuda) {
-        addSources(full_mod, &cuda_sources.runtime, flags);
         addSources(full_mod, &cuda_sources.compiler, flags);
         full_mod.addSystemIncludePath(.{ .cwd_relative = cuda_prefix ++ "/include" });
     }

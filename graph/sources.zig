@@ -1,5 +1,4 @@
-//! graph/: source list (runtime part goes into libloomrt, compiler part into libloom only).
-pub const runtime = [_][]const u8{};
+//! graph/: source list (compiler side: libloom only).
 pub const compiler = [_][]const u8{
     "graph/sinfo.c",
     "graph/module.c",

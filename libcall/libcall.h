@@ -8,6 +8,10 @@
  *
  * (or give loom_libcall_lib_externs(lib) to loom_rt_options.externs for loom_rt_open.)
  *
+ * libcall/ plugs into the runtime from above: it includes vm/ headers (the kernel ABI,
+ * the executable, the extern-provider interface of vm/extern.h), vm/ includes nothing of
+ * libcall/. loom_libcall_resolve is a loom_vm_resolver (vm/vm.h).
+ *
  * Every extern is called by the VM through the fixed kernel ABI of vm/kernel_abi.h with
  * the operand layout the VM lowering uses for `y = call_extern(@f, (args...), out_sinfo)`:
  *
@@ -43,9 +47,10 @@
 #include "base/dtype.h"
 #include "base/status.h"
 #include "base/strbuf.h"
+#include "vm/extern.h"
 #include "vm/kernel_abi.h"
 
-/* vm/exec.h (only a pointer is taken here; graph/ includes this header and no vm/ header). */
+/* vm/exec.h (only a pointer is taken here). */
 typedef struct loom_vm_exec loom_vm_exec;
 
 #define LOOM_LIBCALL_MAX_ARGS 32u /* C arguments of one extern */
@@ -136,6 +141,11 @@ loom_kernel_fn loom_libcall_resolve(void *lib, const char *name, int is_extern);
 const loom_artifact_kernel *loom_libcall_lib_externs(const loom_libcall_lib *lib, uint32_t *out_n);
 /* Checks that every extern `exe` calls is in the lib with the same buffer and symbol counts. */
 LOOM_MUST_USE loom_status loom_libcall_lib_check_exec(const loom_libcall_lib *lib, const loom_vm_exec *exe);
+
+/* The runtime's extern provider (vm/extern.h; libcall/provider.c): loads the externs an
+ * ALM2 artifact declares from their signature text (loom_libcall_sigs_decode), with
+ * loom_libcall_lib_create and loom_libcall_lib_check_exec. loom_rt_open uses it. */
+extern const loom_vm_extern_provider loom_libcall_extern_provider;
 
 /* ---- signatures as text (libcall/sigtext.c): what an AOT artifact carries ---- */
 typedef struct loom_arena loom_arena;

@@ -1,9 +1,5 @@
-//! libcall/: source list (runtime part goes into libloomrt, compiler part into libloom only).
-pub const runtime = [_][]const u8{
-    "libcall/call.c",
-    "libcall/blas.c",
-    "libcall/sigtext.c",
-};
+//! libcall/: compile side (libloom only). The run side (call.c, blas.c, sigtext.c,
+//! provider.c) is in libloomrt's one list, src/runtime/sources.zig.
 pub const compiler = [_][]const u8{
     "libcall/decl.c",
 };

@@ -1,4 +1,5 @@
-/* loomrt.h — the Loom runtime's C API (libloomrt: no compiler, no LLVM, no GMP).
+/* loomrt.h — the Loom runtime's C API (libloomrt: no compiler, no LLVM, no GMP;
+ * implemented by src/runtime/rt_api.c on top of vm/, libcall/ and the devices).
  *
  *     #include "loomrt.h"
  *     loom_rt *rt;
@@ -26,6 +27,7 @@
 
 #include "base/dtype.h"
 #include "base/status.h"
+#include "vm/extern.h"
 #include "vm/kernel_abi.h"
 #include "vm/object.h"
 
@@ -38,6 +40,9 @@ typedef struct loom_rt_options {
   const loom_artifact_kernel *kernels; /* kernels for a plain executable file (not an AOT .so) */
   uint32_t nkernels;
   void *user;                          /* passed to kernels as ctx->user */
+  /* loads the externs an AOT artifact declares (vm/extern.h); NULL: libcall's
+   * (loom_libcall_extern_provider: dlopen + libffi). Unused when `externs` is given. */
+  const loom_vm_extern_provider *extern_provider;
 } loom_rt_options;
 
 /* Opens an AOT artifact (.so exporting loom_artifact_v1) or an executable file (by its
@@ -47,7 +52,7 @@ LOOM_MUST_USE loom_status loom_rt_open(const char *path, const loom_rt_options *
  * (freed by loom_rt_close, also on failure); kernels come from opts->kernels. */
 typedef struct loom_vm_exec loom_vm_exec;
 LOOM_MUST_USE loom_status loom_rt_open_exec(loom_vm_exec *exe, const loom_rt_options *opts, loom_rt **out);
-/* The runtime's CPU device (its allocator statistics: vm/object.h). */
+/* The runtime's CPU device (vm/device.h; its allocator statistics). */
 loom_device *loom_rt_device(loom_rt *rt);
 void loom_rt_close(loom_rt *rt);
 

@@ -1,6 +1,4 @@
-//! symbolic/: source list (runtime part goes into libloomrt, compiler part into libloom only).
-//! symbolic links GMP, so all of it is compiler-only.
-pub const runtime = [_][]const u8{};
+//! symbolic/: source list (libloom only: symbolic links GMP, so none of it is runtime code).
 pub const compiler = [_][]const u8{
     "symbolic/sym_ctx.c",
     "symbolic/sym_num.c",

@@ -1,5 +1,4 @@
 //! tensorprog/: loop-level tensor programs (compiler side).
-pub const runtime = [_][]const u8{};
 pub const compiler = [_][]const u8{
     "tensorprog/classify.c",
     "tensorprog/fuse.c",

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/clock.h"
-#include "targets/cpu/threadpool.h"
+#include "vm/threadpool.h"
 #include "vm/vm.h"
 #include "vm/vm_internal.h"
 
@@ -29,7 +29,7 @@ typedef struct prof_entry {
 struct loom_vm {
   loom_allocator *alloc;
   const loom_vm_exec *exe;
-  loom_device *cpu;           /* this VM's device (holds one reference) */
+  loom_device *dev;           /* this VM's device (holds one reference): CPU unless created on another */
   loom_storage *backing;      /* wraps exe->data for constant tensors, or NULL */
   loom_tensor **consts;       /* exe->nconsts tensor constants, views into backing */
   loom_kernel_fn *kernels;    /* resolved kernels */
@@ -54,12 +54,12 @@ static int32_t serial_for(void *pool, int64_t n, loom_parallel_body body, void *
 
 void loom_vm_set_pool(loom_vm *vm, loom_cpu_pool *pool) {
   vm->kctx.pool = pool;
-  vm->kctx.parallel_for = pool ? loom_cpu_pool_parallel_for : serial_for;
+  vm->kctx.parallel_for = pool ? vm->dev->vt->parallel_for : serial_for;
   vm->kctx.num_threads = pool ? loom_cpu_pool_threads(pool) : 1;
 }
 
 void loom_vm_set_user(loom_vm *vm, void *user) { vm->kctx.user = user; }
-loom_device *loom_vm_device(loom_vm *vm) { return vm->cpu; }
+loom_device *loom_vm_device(loom_vm *vm) { return vm->dev; }
 void loom_vm_set_profile(loom_vm *vm, bool on) { vm->profile = on; }
 
 static void no_release(loom_storage *s) { (void)s; }
@@ -67,17 +67,29 @@ static void no_release(loom_storage *s) { (void)s; }
 loom_status loom_vm_create(loom_allocator *alloc, const loom_vm_exec *exe, loom_vm_resolver resolve, void *rctx,
                            loom_cpu_pool *pool, loom_vm **out) {
   *out = NULL;
+  loom_device *cpu;
+  LOOM_PROPAGATE(loom_device_cpu_create(alloc, &cpu));
+  loom_status st = loom_vm_create_on(alloc, cpu, exe, resolve, rctx, pool, out);
+  loom_device_release(cpu);
+  return st;
+}
+
+loom_status loom_vm_create_on(loom_allocator *alloc, loom_device *dev, const loom_vm_exec *exe, loom_vm_resolver resolve,
+                              void *rctx, loom_cpu_pool *pool, loom_vm **out) {
+  *out = NULL;
   loom_vm *vm = loom_alloc_zero(alloc, sizeof *vm);
   if (!vm) return LOOM_OOM();
   vm->alloc = alloc;
   vm->exe = exe;
+  vm->dev = dev;
+  loom_device_retain(dev);
   vm->kctx.abi_version = LOOM_KERNEL_ABI_VERSION;
   vm->kctx.size = sizeof(loom_kernel_ctx);
   vm->kctx.set_error = set_error;
   vm->kctx.error_slot = vm->kerr;
   loom_vm_set_pool(vm, pool);
-  loom_status st = loom_device_cpu_create(alloc, &vm->cpu);
-  if (!st && exe->nkernels) {
+  loom_status st = LOOM_OK;
+  if (exe->nkernels) {
     vm->kernels = loom_alloc_array(alloc, exe->nkernels, sizeof *vm->kernels);
     vm->kernel_prof = loom_alloc_zero(alloc, exe->nkernels * sizeof *vm->kernel_prof);
     if (!vm->kernels || !vm->kernel_prof) st = LOOM_OOM();
@@ -98,7 +110,9 @@ loom_status loom_vm_create(loom_allocator *alloc, const loom_vm_exec *exe, loom_
   if (!st && exe->nconsts) {
     vm->consts = loom_alloc_zero(alloc, exe->nconsts * sizeof *vm->consts);
     if (!vm->consts) st = LOOM_OOM();
-    if (!st) st = loom_storage_wrap(vm->cpu, (void *)exe->data, exe->data_len, no_release, NULL, &vm->backing);
+    /* constants are used in place from the (host) executable: right for the CPU; a device
+     * with memory of its own will need them copied in with copy_from_host */
+    if (!st) st = loom_storage_wrap(vm->dev, (void *)exe->data, exe->data_len, no_release, NULL, &vm->backing);
     for (uint32_t i = 0; !st && i < exe->nconsts; i++) {
       const loom_vm_const *c = &exe->consts[i];
       st = loom_tensor_view(vm->backing, c->offset, (loom_dtype)c->dtype, (int32_t)c->rank, c->dims, &vm->consts[i]);
@@ -123,7 +137,7 @@ void loom_vm_destroy(loom_vm *vm) {
   loom_free(a, vm->kernels, e->nkernels * sizeof *vm->kernels);
   loom_free(a, vm->kernel_prof, e->nkernels * sizeof *vm->kernel_prof);
   loom_free(a, vm->externs, e->nexterns * sizeof *vm->externs);
-  loom_device_release(vm->cpu);
+  loom_device_release(vm->dev);
   loom_free(a, vm, sizeof *vm);
 }
 
@@ -313,14 +327,14 @@ static loom_status builtin(loom_vm *vm, frame *fr, uint32_t id, const uint32_t *
   switch (id) {
   case LOOM_VM_BUILTIN_COPY: {
     loom_tensor *src = (loom_tensor *)R[o[1]], *dst;
-    LOOM_PROPAGATE(loom_tensor_alloc(vm->cpu, src->dtype, src->rank, src->shape, &dst));
+    LOOM_PROPAGATE(loom_tensor_alloc(vm->dev, src->dtype, src->rank, src->shape, &dst));
     size_t nb;
     loom_status st = loom_tensor_nbytes(src->dtype, src->rank, src->shape, &nb);
     if (st) {
       loom_vm_obj_release(&dst->hdr);
       return st;
     }
-    vm->cpu->vt->copy(vm->cpu, dst->data, src->data, nb);
+    vm->dev->vt->copy(vm->dev, dst->data, src->data, nb);
     loom_vm_obj_release(R[o[0]]);
     R[o[0]] = &dst->hdr;
     return LOOM_OK;
@@ -329,7 +343,7 @@ static loom_status builtin(loom_vm *vm, frame *fr, uint32_t id, const uint32_t *
     loom_tensor *t = (loom_tensor *)R[o[0]];
     size_t nb;
     LOOM_PROPAGATE(loom_tensor_nbytes(t->dtype, t->rank, t->shape, &nb));
-    vm->cpu->vt->zero(vm->cpu, t->data, nb);
+    vm->dev->vt->zero(vm->dev, t->data, nb);
     return LOOM_OK;
   }
   case LOOM_VM_BUILTIN_ASSERT_EQ:
@@ -437,6 +451,11 @@ loom_status loom_vm_call(loom_vm *vm, uint32_t fn, loom_vm_obj *const *args, uin
   uint32_t saved = loom_cpu_fpenv_enter();
   loom_status st = run(vm, fn, args, NULL, out);
   loom_cpu_fpenv_leave(saved);
+  if (!st) st = vm->dev->vt->sync(vm->dev);
+  if (st && *out) {
+    loom_vm_obj_release(*out);
+    *out = NULL;
+  }
   return st;
 }
 

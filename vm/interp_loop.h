@@ -165,7 +165,7 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, frame *fr, loom_vm_obj **out) 
       const uint32_t *l = lists + LOOM_VM_BX(in);
       int64_t n = l[0];
       loom_tensor *t;
-      st = loom_tensor_alloc(vm->cpu, LOOM_DTYPE_I64, 1, &n, &t);
+      st = loom_tensor_alloc(vm->dev, LOOM_DTYPE_I64, 1, &n, &t);
       if (st) goto fail;
       for (uint32_t i = 0; i < l[0]; i++) ((int64_t *)t->data)[i] = I[l[1 + i]];
       loom_vm_obj_release(R[LOOM_VM_A(in)]);
@@ -180,7 +180,7 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, frame *fr, loom_vm_obj **out) 
         goto fail;
       }
       loom_storage *s;
-      st = loom_storage_alloc(vm->cpu, (size_t)n, &s);
+      st = loom_storage_alloc(vm->dev, (size_t)n, &s);
       if (st) goto fail;
       loom_vm_obj_release(R[LOOM_VM_A(in)]);
       R[LOOM_VM_A(in)] = &s->hdr;
@@ -206,7 +206,7 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, frame *fr, loom_vm_obj **out) 
         }
         st = loom_tensor_view((loom_storage *)R[l[-1]], (size_t)offv, (loom_dtype)l[0], (int32_t)rank, dims, &t);
       } else {
-        st = loom_tensor_alloc(vm->cpu, (loom_dtype)l[0], (int32_t)rank, dims, &t);
+        st = loom_tensor_alloc(vm->dev, (loom_dtype)l[0], (int32_t)rank, dims, &t);
       }
       if (st) goto fail;
       loom_vm_obj_release(R[LOOM_VM_A(in)]);

@@ -1,36 +1,21 @@
-/* object.c — devices with pooled storage, tensors, tuples, DLPack (object.h). */
+/* object.c — devices with pooled storage (any device of vm/device.h), tensors, tuples, DLPack (object.h). */
 #include "vm/object.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* ---------------------------------------------------------------- CPU device */
+/* ---------------------------------------------------------------- devices */
 
-static void *cpu_alloc(loom_device *d, size_t size, size_t align) {
-  return loom_alloc_aligned(d->alloc, size ? size : 1, align);
-}
-static void cpu_free(loom_device *d, void *p, size_t size) { loom_free(d->alloc, p, size ? size : 1); }
-static void cpu_copy(loom_device *d, void *dst, const void *src, size_t n) {
-  (void)d;
-  if (n) memcpy(dst, src, n);
-}
-static void cpu_zero(loom_device *d, void *dst, size_t n) {
-  (void)d;
-  if (n) memset(dst, 0, n);
-}
-
-static const loom_device_vtable cpu_vtable = {
-    .name = "cpu", .alloc = cpu_alloc, .free = cpu_free, .copy = cpu_copy, .zero = cpu_zero,
-};
-
-loom_status loom_device_cpu_create(loom_allocator *alloc, loom_device **out) {
+loom_status loom_device_create(loom_allocator *alloc, const loom_device_vtable *vt, void *impl, int32_t dl_type,
+                               int32_t dl_id, loom_device **out) {
   *out = NULL;
   loom_device *d = loom_alloc_zero(alloc, sizeof *d);
   if (!d) return LOOM_OOM();
-  d->vt = &cpu_vtable;
+  d->vt = vt;
+  d->impl = impl;
   d->alloc = alloc;
-  d->dl_type = kDLCPU;
-  d->dl_id = 0;
+  d->dl_type = dl_type;
+  d->dl_id = dl_id;
   d->refs = 1;
   *out = d;
   return LOOM_OK;
@@ -55,6 +40,7 @@ void loom_device_trim(loom_device *d) {
 void loom_device_release(loom_device *d) {
   if (!d || --d->refs > 0) return;
   loom_device_trim(d);
+  if (d->vt->destroy) d->vt->destroy(d);
   loom_free(d->alloc, d, sizeof *d);
 }
 

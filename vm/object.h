@@ -4,9 +4,10 @@
  * object registers hold loom_vm_obj pointers. Reference counts are plain integers:
  * objects belong to one thread at a time (the one calling the VM).
  *
- *   loom_device   a table of function pointers (CPU now) plus a pooled allocator:
- *                 released storage goes back to a per-size-class free list of its
- *                 device and is reused by the next allocation of that class.
+ *   loom_device   a table of function pointers (vm/device.h; the CPU in device_cpu.c)
+ *                 plus a pooled allocator: released storage goes back to a
+ *                 per-size-class free list of its device and is reused by the next
+ *                 allocation of that class.
  *   loom_storage  a block of device memory (from the pool, a foreign owner such as a
  *                 memory-mapped executable, or a DLPack producer).
  *   loom_tensor   dtype, rank, shape, strides (in elements), device, a data pointer
@@ -24,6 +25,7 @@
 #include "base/alloc.h"
 #include "base/dtype.h"
 #include "base/status.h"
+#include "vm/device.h"
 
 #define LOOM_VM_MAX_RANK 16 /* most dims a tensor may have (checked at load and call) */
 
@@ -39,36 +41,6 @@ typedef struct loom_vm_obj {
   uint32_t kind; /* loom_vm_obj_kind */
   uint32_t refs; /* reference count; the object is freed when it drops to 0 */
 } loom_vm_obj;
-
-typedef struct loom_device loom_device;
-typedef struct loom_storage loom_storage;
-
-/* What a device implements. */
-typedef struct loom_device_vtable {
-  const char *name; /* "cpu" */
-  /* Raw memory: `size` bytes aligned to `align`, or NULL. */
-  void *(*alloc)(loom_device *dev, size_t size, size_t align);
-  void (*free)(loom_device *dev, void *ptr, size_t size);
-  /* Copies n bytes between two buffers of this device. */
-  void (*copy)(loom_device *dev, void *dst, const void *src, size_t n);
-  /* Sets n bytes to zero. */
-  void (*zero)(loom_device *dev, void *dst, size_t n);
-} loom_device_vtable;
-
-#define LOOM_DEVICE_POOL_CLASSES 48 /* size classes 2^6 .. 2^53 bytes */
-
-struct loom_device {
-  const loom_device_vtable *vt; /* the implementation */
-  loom_allocator *alloc;        /* host memory for objects */
-  int32_t dl_type;              /* DLDeviceType (kDLCPU) */
-  int32_t dl_id;                /* device ordinal */
-  uint32_t refs;                /* live storage + owners; freed (with its pool) at 0 */
-  loom_storage *pool[LOOM_DEVICE_POOL_CLASSES]; /* free lists per size class */
-  size_t pooled_bytes;          /* bytes held in the free lists */
-  uint64_t pool_hits, pool_misses; /* allocations served from / not from the pool */
-  size_t live_bytes;            /* bytes requested by pooled storage now live */
-  size_t peak_live_bytes;       /* high-water mark of live_bytes (loom_device_reset_peak) */
-};
 
 struct loom_storage {
   loom_vm_obj hdr;     /* kind STORAGE */
@@ -109,15 +81,7 @@ void loom_vm_obj_retain(loom_vm_obj *o);
 void loom_vm_obj_release(loom_vm_obj *o);
 const char *loom_vm_obj_kind_name(uint32_t kind);
 
-/* ---- devices ---- */
-/* A new CPU device with its own pool (one reference, the caller's). */
-LOOM_MUST_USE loom_status loom_device_cpu_create(loom_allocator *alloc, loom_device **out);
-void loom_device_retain(loom_device *d);
-void loom_device_release(loom_device *d);
-/* Frees every pooled block now. */
-void loom_device_trim(loom_device *d);
-/* Starts a new high-water mark: peak_live_bytes := live_bytes. */
-void loom_device_reset_peak(loom_device *d);
+/* ---- devices: vm/device.h ---- */
 
 /* ---- storage ---- */
 /* Storage of `size` bytes (64-byte aligned), from the pool when a block of its class is free. */

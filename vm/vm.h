@@ -26,6 +26,11 @@ typedef loom_kernel_fn (*loom_vm_resolver)(void *ctx, const char *name, int is_e
  * device of its own, and `pool` (borrowed; NULL runs kernels on one thread). */
 LOOM_MUST_USE loom_status loom_vm_create(loom_allocator *alloc, const loom_vm_exec *exe, loom_vm_resolver resolve,
                                          void *resolve_ctx, loom_cpu_pool *pool, loom_vm **out);
+/* The same on device `dev` (vm/device.h; the VM holds a reference): tensors the VM makes
+ * live there, its parallel_for is the device's, each call ends with the device's sync. */
+LOOM_MUST_USE loom_status loom_vm_create_on(loom_allocator *alloc, loom_device *dev, const loom_vm_exec *exe,
+                                            loom_vm_resolver resolve, void *resolve_ctx, loom_cpu_pool *pool,
+                                            loom_vm **out);
 void loom_vm_destroy(loom_vm *vm);
 loom_device *loom_vm_device(loom_vm *vm);
 void loom_vm_set_pool(loom_vm *vm, loom_cpu_pool *pool);

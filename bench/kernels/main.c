@@ -8,7 +8,7 @@
  * kernel as GFLOP/s or GB/s, as a percent of the peak it is bound by, and for matmul as a
  * ratio to OpenBLAS cblas_sgemm with the same thread count; plus compile time per kernel.
  * Times are the best of several repetitions (the machine is shared: expect noise).
- * Parallel loops run on the runtime's thread pool (targets/cpu/threadpool.h).
+ * Parallel loops run on the runtime's thread pool (vm/threadpool.h).
  *
  * "generated" kernels are what `loom compile` runs: the program legalization generates
  * (tensorprog/gen_nn.c: linear X·Wᵀ + bias, matmul, batched matmul) scheduled by the default
@@ -23,14 +23,14 @@
 #include "base/clock.h"
 #include "bench/common/machine_limits.h"
 #include "targets/cpu/codegen.h"
-#include "targets/cpu/threadpool.h"
+#include "vm/threadpool.h"
 #include "tensorprog/tp_gen.h"
 #include "tensorprog/tp_ir.h"
 #include "tensorprog/tp_schedule_cpu.h"
 
 void openblas_set_num_threads(int);
 
-/* ---- the runtime's thread pool (targets/cpu/threadpool.h) ---------------------------- */
+/* ---- the runtime's thread pool (vm/threadpool.h) ---------------------------- */
 
 enum { MAXT = 16 };
 typedef struct pool {

@@ -21,7 +21,7 @@
 #include "graph/legalize.h"
 #include "libcall/libcall.h"
 #include "targets/cpu/codegen.h"
-#include "targets/cpu/threadpool.h"
+#include "vm/threadpool.h"
 #include "tensorprog/tp_ir.h"
 #include "tensorprog/tp_schedule_cpu.h"
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "targets/cpu/threadpool.h"
+#include "vm/threadpool.h"
 #include "vm/exec.h"
 #include "vm/vm.h"
 

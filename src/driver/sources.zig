@@ -1,5 +1,4 @@
 //! src/driver/: the CLI programs, pipeline, frontends and public API.
-pub const runtime = [_][]const u8{};
 pub const compiler = [_][]const u8{
     "src/driver/pipeline.c",
     "src/driver/lower_vm.c",

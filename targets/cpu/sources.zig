@@ -1,8 +1,5 @@
-//! targets/cpu: code generation through LLVM-C (compiler side) and the CPU
-//! runtime pieces generated code calls (runtime side).
-pub const runtime = [_][]const u8{
-    "targets/cpu/threadpool.c",
-};
+//! targets/cpu: code generation through LLVM-C (compiler side, libloom only). The CPU's
+//! runtime side (the thread pool, the CPU device) is in vm/.
 pub const compiler = [_][]const u8{
     "targets/cpu/host.c",
     "targets/cpu/cg_expr.c",

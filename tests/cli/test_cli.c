@@ -63,3 +63,29 @@ LOOM_TEST(cli, loom_run_version_and_misuse) {
   cr_assert(strstr(p.err, "needs a value") != NULL, "%s", p.err);
   loom_test_proc_free(&p);
 }
+
+/* scripts/check-layers (docs/architecture.md section 1): this tree passes; a tree with a folder
+ * cycle, and one where vm/ includes a compiler header, fail naming the file and line. */
+LOOM_TEST(cli, check_layers_passes_here_and_fails_on_a_cycle_or_a_vm_include) {
+  loom_test_proc p = loom_test_run("scripts/check-layers");
+  cr_assert_eq(p.exit_code, 0, "stdout: %s\nstderr: %s", p.out, p.err);
+  cr_assert(strstr(p.out, "no cycle") != NULL, "%s", p.out);
+  loom_test_proc_free(&p);
+  p = loom_test_run("scripts/check-layers --self-test");
+  cr_assert_eq(p.exit_code, 0, "stdout: %s", p.out);
+  loom_test_proc_free(&p);
+  const char *trees[][2] = {
+      {"mkdir -p $d/src/base $d/graph && echo '#include \"graph/g.h\"' > $d/src/base/b.h && "
+       "echo '#include \"base/b.h\"' > $d/graph/g.h",
+       "folder cycle: graph -> src/base -> graph"},
+      {"mkdir -p $d/vm $d/tensorprog && echo '#include <stdint.h>' > $d/tensorprog/tp_ir.h && "
+       "printf '#include <stdio.h>\\n#include \"tensorprog/tp_ir.h\"\\n' > $d/vm/interp.c",
+       "vm/interp.c:2: vm/ includes \"tensorprog/tp_ir.h\""},
+  };
+  for (size_t i = 0; i < sizeof trees / sizeof trees[0]; i++) {
+    p = loom_test_run("d=$(mktemp -d) && %s && scripts/check-layers --root $d; rc=$?; rm -rf $d; exit $rc", trees[i][0]);
+    cr_assert_eq(p.exit_code, 1, "tree %zu exited %d: %s", i, p.exit_code, p.err);
+    cr_assert(strstr(p.err, trees[i][1]) != NULL, "tree %zu: stderr was: %s", i, p.err);
+    loom_test_proc_free(&p);
+  }
+}

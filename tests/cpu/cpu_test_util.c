@@ -1,6 +1,6 @@
 /* cpu_test_util.c — differential testing of compiled tensor programs. */
 #include "cpu_test_util.h"
-#include "targets/cpu/threadpool.h"
+#include "vm/threadpool.h"
 
 #include <math.h>
 #include <pthread.h>

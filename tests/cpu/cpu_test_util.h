@@ -8,7 +8,7 @@
 
 /* A kernel context: `threads` 1 runs parallel loops inline, 2 splits each parallel loop
  * into two halves, the second on a fresh pthread (test-local), CPU_CTX_POOL uses the
- * runtime's thread pool (targets/cpu/threadpool.h) with 2 threads. */
+ * runtime's thread pool (vm/threadpool.h) with 2 threads. */
 enum { CPU_CTX_POOL = 3 };
 typedef struct cpu_ctx {
   loom_kernel_ctx ctx;

@@ -6,6 +6,7 @@
 
 #include "base/npy.h"
 #include "loomrt.h"
+#include "vm/threadpool.h"
 #include "vm_fixture.h"
 
 static const char *kernel_src =
@@ -205,4 +206,44 @@ LOOM_TEST(aot, loom_run_links_no_llvm_and_no_gmp) {
   cr_assert_eq(p.exit_code, 0, "%s", p.err);
   cr_assert(strstr(p.out, "LLVM") == NULL && strstr(p.out, "gmp") == NULL, "ldd loom-run: %s", p.out);
   loom_test_proc_free(&p);
+}
+
+/* The CPU device through the device interface (vm/device.h): the artifact as a kernel image,
+ * a kernel found by name and launched, host copies, sync. */
+LOOM_TEST(aot, cpu_device_loads_the_artifact_as_a_kernel_image) {
+  char *dir = make_dir(), so[512];
+  build_artifact(dir, so, sizeof so);
+  loom_device *d;
+  OK(loom_device_cpu_create(NULL, &d));
+  const loom_device_vtable *vt = d->vt;
+  cr_assert_str_eq(vt->name, "cpu");
+  void *img;
+  const loom_artifact_desc *a;
+  OK(vt->image_load(d, so, &img, &a));
+  cr_assert_eq(a->nkernels, 1);
+  cr_assert_null(vt->kernel_find(d, img, "nope"));
+  loom_kernel_fn add = vt->kernel_find(d, img, "add");
+  cr_assert_not_null(add);
+  float x[4] = {1, 2, 3, 4}, y[4] = {10, 20, 30, 40}, o[4], back[4];
+  loom_storage *s;
+  OK(loom_storage_alloc(d, sizeof o, &s));
+  OK(vt->copy_from_host(d, s->data, x, sizeof x));
+  void *bufs[3] = {s->data, y, o};
+  int64_t n = 4;
+  loom_kernel_ctx ctx = {.abi_version = LOOM_KERNEL_ABI_VERSION, .size = sizeof ctx, .num_threads = 1,
+                         .parallel_for = vt->parallel_for, .pool = NULL};
+  loom_cpu_pool *pool;
+  OK(loom_cpu_pool_create(NULL, 1, &pool));
+  ctx.pool = pool;
+  cr_assert_eq(vt->launch(d, add, bufs, &n, &ctx), 0);
+  OK(vt->sync(d));
+  OK(vt->copy_to_host(d, back, o, sizeof o));
+  for (int i = 0; i < 4; i++) cr_assert_float_eq(back[i], x[i] + y[i], 0);
+  loom_cpu_pool_destroy(pool);
+  loom_vm_obj_release(&s->hdr);
+  vt->image_unload(d, img);
+  FAILS_WITH(vt->image_load(d, "/nonexistent/x.so", &img, &a), "cannot load artifact '/nonexistent/x.so'");
+  cr_assert_null(img);
+  loom_device_release(d);
+  remove_dir(dir);
 }

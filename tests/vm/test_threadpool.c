@@ -5,7 +5,7 @@
 #include <time.h>
 
 #include "support/loom_test.h"
-#include "targets/cpu/threadpool.h"
+#include "vm/threadpool.h"
 
 typedef struct cover {
   _Atomic int *hits;

@@ -1,6 +1,5 @@
 //! src/frontend/onnx/: loading ONNX models, tensors and conformance test data.
 //! Compiler-side code (libloom only); the only place that includes protobuf-c headers.
-pub const runtime = [_][]const u8{};
 pub const compiler = [_][]const u8{
     "src/frontend/onnx/onnx_model.c",
     "src/frontend/onnx/onnx_tensor.c",

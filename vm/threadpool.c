@@ -1,5 +1,5 @@
 /* threadpool.c — persistent pthread pool with static-chunk parallel-for (threadpool.h). */
-#include "targets/cpu/threadpool.h"
+#include "vm/threadpool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -19,8 +19,8 @@
  * at start when the pool flushes denormals; loom_cpu_fpenv_enter/leave does the same
  * for the calling thread. Not reentrant across threads: one parallel_for at a time per
  * pool (the VM calls it from one thread); nested calls from inside a body run serially. */
-#ifndef LOOM_TARGETS_CPU_THREADPOOL_H
-#define LOOM_TARGETS_CPU_THREADPOOL_H
+#ifndef LOOM_VM_THREADPOOL_H
+#define LOOM_VM_THREADPOOL_H
 
 #include <stdbool.h>
 #include <stdint.h>

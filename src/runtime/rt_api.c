@@ -1,28 +1,34 @@
-/* rt_api.c — the runtime C API of src/loomrt.h: artifacts (dlopen), signatures, calls. */
-#include <dlfcn.h>
+/* rt_api.c — the runtime C API of src/loomrt.h: the top of the runtime, where its parts are
+ * put together. An artifact is loaded as a kernel image of the CPU device (vm/device.h),
+ * its externs by the extern provider (vm/extern.h: libcall's unless the options name
+ * another), and run by a VM (vm/vm.h) on a thread pool (vm/threadpool.h). vm/ includes
+ * nothing of this file's other includes; this layer is what knows them all. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/arena.h"
+#include "base/strbuf.h"
 #include "libcall/libcall.h"
 #include "loomrt.h"
-#include "targets/cpu/threadpool.h"
+#include "vm/threadpool.h"
 #include "vm/vm.h"
 
 struct loom_rt {
   loom_vm_exec *exe;
   loom_vm *vm;
+  loom_device *dev;                    /* the CPU device: the VM's, and the artifact's loader */
   loom_cpu_pool *pool;
-  void *dl;                           /* dlopen handle of an AOT artifact, or NULL */
-  const loom_artifact_kernel *kernels; /* from the artifact or the options */
+  void *image;                         /* the AOT artifact loaded as a kernel image of dev, or NULL */
+  const loom_artifact_kernel *kernels; /* kernels from the options (a plain executable) */
   uint32_t nkernels;
   const loom_artifact_kernel *externs;
   uint32_t nexterns;
-  loom_libcall_lib *lib;               /* externs an ALM2 artifact declares, or NULL */
+  const loom_vm_extern_provider *provider; /* loads the externs an ALM2 artifact declares */
+  void *provider_state;                    /* what it loaded, or NULL */
 };
 
 static loom_kernel_fn resolve(void *ctx, const char *name, int is_extern) {
   loom_rt *rt = ctx;
+  if (!is_extern && rt->image) return rt->dev->vt->kernel_find(rt->dev, rt->image, name);
   const loom_artifact_kernel *t = is_extern ? rt->externs : rt->kernels;
   uint32_t n = is_extern ? rt->nexterns : rt->nkernels;
   for (uint32_t i = 0; i < n; i++)
@@ -35,44 +41,24 @@ void loom_rt_close(loom_rt *rt) {
   loom_vm_destroy(rt->vm);
   loom_vm_exec_free(rt->exe);
   loom_cpu_pool_destroy(rt->pool);
-  loom_libcall_lib_destroy(rt->lib);
-  if (rt->dl) dlclose(rt->dl);
+  if (rt->provider_state) rt->provider->unload(rt->provider_state);
+  if (rt->image) rt->dev->vt->image_unload(rt->dev, rt->image);
+  loom_device_release(rt->dev);
   free(rt);
 }
 
 static loom_status open_so(loom_rt *rt, const char *path) {
-  char buf[4096];
-  /* dlopen searches the library path for names without a slash */
-  snprintf(buf, sizeof buf, "%s%s", strchr(path, '/') ? "" : "./", path);
-  rt->dl = dlopen(buf, RTLD_NOW | RTLD_LOCAL);
-  if (!rt->dl) return LOOM_ERROR(NOT_FOUND, "cannot load artifact '%s': %s", path, dlerror());
-  const loom_artifact_desc *a = dlsym(rt->dl, LOOM_ARTIFACT_SYMBOL);
-  if (!a) return LOOM_ERROR(NOT_FOUND, "'%s' is a shared object without the symbol %s: not a Loom artifact", path, LOOM_ARTIFACT_SYMBOL);
-  if (a->magic != LOOM_ARTIFACT_MAGIC && a->magic != LOOM_ARTIFACT_MAGIC2)
-    return LOOM_ERROR(DATA_LOSS, "'%s': %s has a bad magic number", path, LOOM_ARTIFACT_SYMBOL);
-  if (a->abi_version != LOOM_KERNEL_ABI_VERSION)
-    return LOOM_ERROR(DATA_LOSS, "'%s': kernels were built for kernel ABI %u, this runtime has %u", path, a->abi_version,
-                      LOOM_KERNEL_ABI_VERSION);
-  rt->kernels = a->kernels;
-  rt->nkernels = a->nkernels;
+  const loom_artifact_desc *a;
+  LOOM_PROPAGATE(rt->dev->vt->image_load(rt->dev, path, &rt->image, &a));
   LOOM_RETURN_IF_ERROR(loom_vm_exec_load(NULL, a->exec, a->exec_size, NULL, NULL, &rt->exe), "artifact '%s'", path);
   if (a->magic == LOOM_ARTIFACT_MAGIC2 && a->externs && !rt->nexterns) {
     /* the externs the artifact declares: loaded now (libraries relative to the artifact) */
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s", buf);
+    snprintf(dir, sizeof dir, "%s%s", strchr(path, '/') ? "" : "./", path);
     char *slash = strrchr(dir, '/');
     if (slash) *slash = 0;
-    loom_arena ar;
-    loom_arena_init(&ar, NULL, 0);
-    loom_libcall_sig *sigs;
-    uint32_t n;
-    loom_status st = loom_libcall_sigs_decode(a->externs, strlen(a->externs), &ar, &sigs, &n);
-    loom_libcall_options lo = {.search_dir = dir};
-    if (!st) st = loom_libcall_lib_create(NULL, sigs, n, &lo, &rt->lib);
-    if (!st) st = loom_libcall_lib_check_exec(rt->lib, rt->exe);
-    loom_arena_destroy(&ar);
-    LOOM_RETURN_IF_ERROR(st, "artifact '%s': its external functions", path);
-    rt->externs = loom_libcall_lib_externs(rt->lib, &rt->nexterns);
+    LOOM_RETURN_IF_ERROR(rt->provider->load(a->externs, dir, rt->exe, &rt->provider_state, &rt->externs, &rt->nexterns),
+                         "artifact '%s': its external functions", path);
   }
   return LOOM_OK;
 }
@@ -81,8 +67,8 @@ static loom_status open_so(loom_rt *rt, const char *path) {
 static loom_status finish_open(loom_rt *rt, loom_status st, const char *what, const loom_rt_options *opts, loom_rt **out) {
   if (!st) st = loom_cpu_pool_create(NULL, opts->threads, &rt->pool);
   if (!st) {
-    st = loom_vm_create(NULL, rt->exe, resolve, rt, rt->pool, &rt->vm);
-    if (st && !rt->dl && !opts->nkernels && loom_status_code(st) == LOOM_CODE_NOT_FOUND)
+    st = loom_vm_create_on(NULL, rt->dev, rt->exe, resolve, rt, rt->pool, &rt->vm);
+    if (st && !rt->image && !opts->nkernels && loom_status_code(st) == LOOM_CODE_NOT_FOUND)
       st = loom_status_annotate(st, __FILE__, __LINE__,
                                 "while binding '%s': a plain executable takes its kernels from the host "
                                 "(loom_rt_options.kernels); run the AOT shared object instead", what);
@@ -101,8 +87,15 @@ static const loom_rt_options no_options = {0};
 static loom_rt *rt_new(const loom_rt_options *opts) {
   loom_rt *rt = calloc(1, sizeof *rt);
   if (!rt) return NULL;
+  loom_status st = loom_device_cpu_create(NULL, &rt->dev);
+  if (st) {
+    loom_status_free(st);
+    free(rt);
+    return NULL;
+  }
   rt->kernels = opts->kernels, rt->nkernels = opts->nkernels;
   rt->externs = opts->externs, rt->nexterns = opts->nexterns;
+  rt->provider = opts->extern_provider ? opts->extern_provider : &loom_libcall_extern_provider;
   return rt;
 }
 
@@ -137,7 +130,7 @@ loom_status loom_rt_open_exec(loom_vm_exec *exe, const loom_rt_options *opts, lo
   return finish_open(rt, LOOM_OK, "the executable", opts, out);
 }
 
-loom_device *loom_rt_device(loom_rt *rt) { return loom_vm_device(rt->vm); }
+loom_device *loom_rt_device(loom_rt *rt) { return rt->dev; }
 
 uint32_t loom_rt_function_count(const loom_rt *rt) { return rt->exe->nfuncs; }
 const char *loom_rt_function_name(const loom_rt *rt, uint32_t fn) {

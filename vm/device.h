@@ -1,0 +1,105 @@
+/* device.h — the device interface of the runtime (after IREE's HAL device): memory, kernel
+ * images, launches, synchronisation, as a table of functions.
+ *
+ *     loom_device *cpu;
+ *     LOOM_PROPAGATE(loom_device_cpu_create(NULL, &cpu));        // the host device (device_cpu.c)
+ *     void *img; const loom_artifact_desc *a;
+ *     LOOM_PROPAGATE(cpu->vt->image_load(cpu, "model.so", &img, &a));
+ *     loom_kernel_fn k = cpu->vt->kernel_find(cpu, img, "add");
+ *     int32_t rc = cpu->vt->launch(cpu, k, buffers, symbols, &ctx);
+ *     LOOM_PROPAGATE(cpu->vt->sync(cpu));
+ *     cpu->vt->image_unload(cpu, img); loom_device_release(cpu);
+ *
+ * vm/ uses a device only through this table. The CPU device (vm/device_cpu.c) is built in:
+ * it is the host, the VM's default and where constants, DLPack tensors and loom-run's
+ * inputs live. Other devices (targets/cuda next) implement the table in their own folder
+ * and are created by the runtime's top layer (src/runtime/), never included by vm/.
+ *
+ * Storage pooling (loom_storage_alloc, vm/object.c) is generic: released blocks go back
+ * to a per-size-class free list of their device, whatever the device. */
+#ifndef LOOM_VM_DEVICE_H
+#define LOOM_VM_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/alloc.h"
+#include "base/status.h"
+#include "vm/kernel_abi.h"
+
+typedef struct loom_device loom_device;
+typedef struct loom_storage loom_storage;
+
+/* What a device implements. Every entry is set (a device without kernel images of its
+ * own returns UNIMPLEMENTED from image_load). */
+typedef struct loom_device_vtable {
+  const char *name; /* "cpu" */
+
+  /* ---- memory ---- */
+  /* Raw device memory: `size` bytes aligned to `align`, or NULL. */
+  void *(*alloc)(loom_device *dev, size_t size, size_t align);
+  void (*free)(loom_device *dev, void *ptr, size_t size);
+  /* Copies n bytes between two buffers of this device. */
+  void (*copy)(loom_device *dev, void *dst, const void *src, size_t n);
+  /* Sets n bytes to zero. */
+  void (*zero)(loom_device *dev, void *dst, size_t n);
+  /* Host memory -> device buffer, and back (synchronous: the bytes are there on return). */
+  LOOM_MUST_USE loom_status (*copy_from_host)(loom_device *dev, void *dst, const void *host_src, size_t n);
+  LOOM_MUST_USE loom_status (*copy_to_host)(loom_device *dev, void *host_dst, const void *src, size_t n);
+
+  /* ---- kernels ---- */
+  /* Loads a kernel image from `path` (CPU: an AOT shared object exporting loom_artifact_v1,
+   * its magic and kernel ABI version checked). *out_image is the device's handle (freed
+   * by image_unload), *out_desc the artifact it carries (the executable, the kernel table,
+   * the externs' signatures), valid while the image is loaded. */
+  LOOM_MUST_USE loom_status (*image_load)(loom_device *dev, const char *path, void **out_image,
+                                          const loom_artifact_desc **out_desc);
+  void (*image_unload)(loom_device *dev, void *image);
+  /* The kernel `name` of a loaded image, or NULL. */
+  loom_kernel_fn (*kernel_find)(loom_device *dev, void *image, const char *name);
+  /* Runs one kernel through the kernel ABI and returns its code. The VM's CALLK calls a
+   * CPU kernel directly (the CPU's launch is exactly that call, so the hot path keeps one
+   * indirect call); a device whose kernels are not host functions routes CALLK here. */
+  int32_t (*launch)(loom_device *dev, loom_kernel_fn fn, void *const *buffers, const int64_t *symbols,
+                    const loom_kernel_ctx *ctx);
+  /* Waits until every copy and launch issued to the device has finished (the VM calls it
+   * at the end of each call). */
+  LOOM_MUST_USE loom_status (*sync)(loom_device *dev);
+  /* The parallel-for a kernel's ctx carries when the VM has a pool (kernel_abi.h;
+   * CPU: loom_cpu_pool_parallel_for of vm/threadpool.h, `pool` a loom_cpu_pool *). */
+  int32_t (*parallel_for)(void *pool, int64_t n, loom_parallel_body body, void *arg);
+  /* Frees the device's own state (dev->impl) when the last reference goes; may be NULL. */
+  void (*destroy)(loom_device *dev);
+} loom_device_vtable;
+
+#define LOOM_DEVICE_POOL_CLASSES 48 /* size classes 2^6 .. 2^53 bytes */
+
+struct loom_device {
+  const loom_device_vtable *vt; /* the implementation */
+  void *impl;                   /* the implementation's state, or NULL (the CPU has none) */
+  loom_allocator *alloc;        /* host memory for objects */
+  int32_t dl_type;              /* DLDeviceType (kDLCPU) */
+  int32_t dl_id;                /* device ordinal */
+  uint32_t refs;                /* live storage + owners; freed (with its pool) at 0 */
+  loom_storage *pool[LOOM_DEVICE_POOL_CLASSES]; /* free lists per size class */
+  size_t pooled_bytes;          /* bytes held in the free lists */
+  uint64_t pool_hits, pool_misses; /* allocations served from / not from the pool */
+  size_t live_bytes;            /* bytes requested by pooled storage now live */
+  size_t peak_live_bytes;       /* high-water mark of live_bytes (loom_device_reset_peak) */
+};
+
+/* A device of implementation `vt` with state `impl` (one reference, the caller's; on
+ * failure `impl` stays the caller's to free): how a device implementation makes its
+ * loom_device. */
+LOOM_MUST_USE loom_status loom_device_create(loom_allocator *alloc, const loom_device_vtable *vt, void *impl,
+                                             int32_t dl_type, int32_t dl_id, loom_device **out);
+/* A new CPU device with its own pool (one reference, the caller's). */
+LOOM_MUST_USE loom_status loom_device_cpu_create(loom_allocator *alloc, loom_device **out);
+void loom_device_retain(loom_device *d);
+void loom_device_release(loom_device *d);
+/* Frees every pooled block now. */
+void loom_device_trim(loom_device *d);
+/* Starts a new high-water mark: peak_live_bytes := live_bytes. */
+void loom_device_reset_peak(loom_device *d);
+
+#endif
