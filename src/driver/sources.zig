@@ -2,6 +2,7 @@
 pub const runtime = [_][]const u8{};
 pub const compiler = [_][]const u8{
     "src/driver/pipeline.c",
+    "src/driver/passes.c",
     "src/driver/lower_vm.c",
     "src/driver/compile.c",
     "src/driver/fuzz_ops.c",
