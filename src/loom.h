@@ -20,11 +20,17 @@
 #include "base/status.h"
 #include "graph/graph.h"
 #include "loomrt.h"
+#include "targets/target.h"
 
 typedef struct loom_compile_options {
-  const char *cpu;       /* LLVM CPU name for the kernels ("x86-64-v3"); NULL: the host */
+  const char *target;    /* code generation target (targets/target.h): "cpu" (NULL) is the one built */
+  const char *cpu;       /* the target's machine: an LLVM CPU name ("x86-64-v3"); NULL: the host */
   const char *features;  /* LLVM feature string; NULL: the CPU's */
-  bool print_after_all;  /* print the module after every pass */
+  loom_target_emit emit; /* run codegen inside loom_compile: LOOM_TARGET_EMIT_JIT (for
+                            loom_compiled_open) or _OBJECT (for loom_compiled_save); NONE (0):
+                            the pipeline stops after VM lowering and codegen runs when the
+                            kernels are first needed */
+  bool print_after_all;  /* print what every pass made (module, memory plans, bytecode, kernels) */
   bool time_passes;      /* report each pass's time */
   bool no_verify;        /* skip the verifier between passes (it is on by default) */
   bool offload;          /* run the `offload` pass (matmul/linear to BLAS above a measured row
@@ -35,15 +41,15 @@ typedef struct loom_compile_options {
 
 typedef struct loom_compiled loom_compiled;
 
-/* Wall-clock milliseconds of each compile stage. */
+/* Wall-clock milliseconds of each compile stage (the passes' own times, loom opt --time). */
 typedef struct loom_compile_times {
-  double passes_ms;  /* graph and tensor-program passes */
-  double lower_ms;   /* memory planning and VM lowering */
-  double codegen_ms; /* LLVM: IR, optimisation, machine code (JIT or object) */
+  double passes_ms;  /* graph and tensor-program passes (normalize .. schedule) */
+  double lower_ms;   /* the memplan and lower passes */
+  double codegen_ms; /* the codegen pass (JIT or object; its last run), plus linking the artifact */
 } loom_compile_times;
 
-/* Runs the default pipeline on `m` (which it changes and keeps: it must outlive the
- * result) and lowers it to a VM executable. No machine code is made yet. */
+/* Runs the default pipeline (src/driver/pipeline.c) on `m` (which it changes and keeps: it
+ * must outlive the result) through VM lowering, and through codegen when opts->emit asks. */
 LOOM_MUST_USE loom_status loom_compile(loom_graph_module *m, const loom_compile_options *opts, loom_compiled **out);
 /* Reads `path` (.loom text) and compiles it; the result owns the module. */
 LOOM_MUST_USE loom_status loom_compile_file(const char *path, const loom_compile_options *opts, loom_compiled **out);
@@ -53,11 +59,13 @@ const loom_vm_exec *loom_compiled_exec(const loom_compiled *c);
 loom_graph_module *loom_compiled_module(const loom_compiled *c);
 loom_compile_times loom_compiled_times(const loom_compiled *c);
 
-/* Writes an AOT artifact: one shared object with the kernels (LLVM object code) and the
- * executable, loadable by loom-run / loom_rt_open. Needs a C compiler driver to link
- * (`cc`, or $LOOM_CC). Written to a temporary name and renamed: nothing half-written. */
+/* Writes an AOT artifact: the kernels (the codegen pass to an object, unless loom_compile
+ * made it) linked by the target with the executable into one file loadable by loom-run /
+ * loom_rt_open (CPU: a shared object; needs a C compiler driver, `cc` or $LOOM_CC).
+ * Written to a temporary name and renamed: nothing half-written. */
 LOOM_MUST_USE loom_status loom_compiled_save(loom_compiled *c, const char *path);
-/* JIT-compiles the kernels (once per compiled module) and opens a runtime on the executable.
+/* JIT-compiles the kernels (the codegen pass, once per compiled module) and opens a runtime
+ * on the executable.
  * The runtime must be closed before `c` is freed. */
 LOOM_MUST_USE loom_status loom_compiled_open(loom_compiled *c, const loom_rt_options *opts, loom_rt **out);
 

@@ -4,15 +4,22 @@
 #include <string.h>
 
 #include "driver/commands.h"
+#include "driver/pipeline.h"
 #include "loom.h"
 #include "vm/exec.h"
 
 static int run(const loom_cli_args *args) {
   if (!loom_cli_get(args, "-o")) return loom_cli_usage_error(args, "say where to write the artifact: -o OUT.so");
   const char *target = loom_cli_get(args, "--target");
-  if (target && strcmp(target, "cpu") != 0)
-    return loom_cli_usage_error(args, "--target '%s': only 'cpu' is available in this build's compile path", target);
-  loom_compile_options o = {.cpu = loom_cli_get(args, "--cpu"), .print_after_all = loom_cli_flag(args, "--print-after-all"),
+  const loom_target *tgt;
+  loom_status ts = loom_pipeline_target(target, &tgt);
+  if (ts) {
+    int rc = loom_cli_usage_error(args, "--target: %s", loom_status_message(ts));
+    loom_status_free(ts);
+    return rc;
+  }
+  loom_compile_options o = {.target = target, .cpu = loom_cli_get(args, "--cpu"), .emit = LOOM_TARGET_EMIT_OBJECT,
+                            .print_after_all = loom_cli_flag(args, "--print-after-all"),
                             .time_passes = loom_cli_flag(args, "--time"), .offload = loom_cli_flag(args, "--offload"),
                             .report = stderr};
   loom_compiled *c;
@@ -44,12 +51,12 @@ const loom_cli_command loom_cmd_compile = {
         {"-o", "OUT.so", "the artifact to write (required)", false},
         {"--target", "cpu", "code generation target (cpu)", false},
         {"--cpu", "NAME", "LLVM CPU name for the kernels (default: this machine)", false},
-        {"--time", NULL, "report each pass's time", false},
+        {"--time", NULL, "report each pass's time (every stage, codegen included)", false},
         {"--offload", NULL, "hand large matmuls to BLAS (not yet in AOT artifacts: an error)", false},
-        {"--print-after-all", NULL, "print the module after every pass", false},
+        {"--print-after-all", NULL, "print what every pass made: the module, memory plans, bytecode, kernels", false},
         {NULL, NULL, NULL, false},
     },
     .run = run,
-    .details = "Runs the default pipeline, plans memory, lowers to VM bytecode, compiles the kernels with LLVM\n"
-               "and links one shared object (with `cc`, or $LOOM_CC). Run it with `loom-run OUT.so --bind b=4`.",
+    .details = "Runs the default pipeline (the passes, memplan, lower, codegen: an object from the target) and\n"
+               "links one shared object (with `cc`, or $LOOM_CC). Run it with `loom-run OUT.so --bind b=4`.",
 };

@@ -1,5 +1,6 @@
 /* cmd_opt.c — `loom opt FILE.loom [--passes=normalize,fold,...] [--print-after-all] [--time]
- * [--check-passes[=N]]`: runs passes on a module and prints the result. */
+ * [--check-passes[=N]]`: runs passes on a module and prints the result. By default the
+ * pipeline up to the scheduled module; the late passes (memplan, lower, codegen) by name. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 static int run(const loom_cli_args *args) {
   const char *path = args->positional[0];
   loom_pass_id passes[64];
+  _Static_assert(LOOM_PASS_COUNT <= 64, "the default pipeline fits `passes`");
   size_t npasses = 0;
   const char *list = loom_cli_get(args, "--passes");
   if (list) {
@@ -27,9 +29,7 @@ static int run(const loom_cli_args *args) {
       p += len + (e != NULL);
     }
   } else {
-    const loom_pass_id *def;
-    npasses = loom_pipeline_default(&def);
-    memcpy(passes, def, npasses * sizeof *def);
+    npasses = loom_pipeline_default(false, LOOM_PASS_schedule, passes); /* through the scheduled module */
   }
   int check = 0;
   const char *cv = loom_cli_get(args, "--check-passes");
@@ -76,8 +76,8 @@ const loom_cli_command loom_cmd_opt = {
     .min_positional = 1,
     .max_positional = 1,
     .opts = (const loom_cli_opt[]){
-        {"--passes", "P1,P2,...", "passes to run, in order (default: the pipeline)", false},
-        {"--print-after-all", NULL, "print the module after every pass", false},
+        {"--passes", "P1,P2,...", "passes to run, in order (default: the pipeline through schedule)", false},
+        {"--print-after-all", NULL, "print what every pass made (module, memory plans, bytecode, kernels)", false},
         {"--time", NULL, "report the time of every pass", false},
         {"--check-passes", "[=N]", "run the module before and after every pass on N random shape sets (default 3)", false},
         {NULL, NULL, NULL, false},
@@ -88,8 +88,10 @@ const loom_cli_command loom_cmd_opt = {
                "by the shape; LOOM_OFFLOAD_THRESHOLD overrides the measured default), legalize (operator calls\n"
                "-> generated tensor programs), fuse (elementwise/injective call chains merged into their consumer,\n"
                "one tensor program per group), schedule (default CPU schedule rules on every tensor program),\n"
-               "classify (report each tensor program's access pattern); docs/passes.md. The module is verified\n"
-               "after every pass; --check-passes also runs it in the reference interpreter before and after\n"
-               "each pass on random inputs at random symbolic-var values and fails naming the pass that\n"
-               "changed a result.",
+               "classify (report each tensor program's access pattern); docs/passes.md. After them: memplan\n"
+               "(memory plans), lower (VM bytecode; needs memplan), codegen (JIT kernels; needs lower), e.g.\n"
+               "--passes=normalize,simplify,fold,cse,dce,legalize,fuse,schedule,memplan,lower,codegen --time.\n"
+               "What every pass made is verified; --check-passes also runs the module in the reference\n"
+               "interpreter before and after each pass on random inputs at random symbolic-var values and\n"
+               "fails naming the pass that changed a result.",
 };

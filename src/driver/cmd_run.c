@@ -18,7 +18,8 @@ static int run(const loom_cli_args *args) {
   loom_compiled *c = NULL;
   loom_status st;
   if (is_module(path)) {
-    loom_compile_options o = {.cpu = loom_cli_get(args, "--cpu"), .offload = loom_cli_flag(args, "--offload"), .report = stderr};
+    loom_compile_options o = {.cpu = loom_cli_get(args, "--cpu"), .emit = LOOM_TARGET_EMIT_JIT,
+                              .offload = loom_cli_flag(args, "--offload"), .report = stderr};
     st = loom_compile_file(path, &o, &c);
     if (!st) st = loom_compiled_open(c, NULL, &rt);
   } else {

@@ -737,7 +737,7 @@ static void emit_kill(lower *l, const loom_graph_expr *var) {
 
 /* ---- functions ------------------------------------------------------------------------------ */
 
-static void lower_func(lower *l, const loom_graph_func *f, uint32_t nids) {
+static void lower_func(lower *l, const loom_graph_func *f, const loom_memplan *plan, uint32_t nids) {
   l->f = f;
   l->where = "entry";
   l->fb = loom_vm_builder_func(l->b, f->name);
@@ -759,12 +759,7 @@ static void lower_func(lower *l, const loom_graph_func *f, uint32_t nids) {
     for (int d = 0; d < si->ndim; d++) free(texts[d]);
     if (!loom_map_put(&l->var_reg, p->u.var.id, r)) oom(l);
   }
-  loom_status st = loom_memplan_build(l->m, f, (loom_memplan **)&l->plan);
-  if (st) {
-    if (!l->err) l->err = st;
-    else loom_status_free(st);
-    return;
-  }
+  l->plan = plan;
   l->storage_reg = malloc(sizeof *l->storage_reg * (l->plan->nstorages + 1));
   uint32_t *last = calloc(nids + 1, sizeof *last);
   bool *defer = calloc((f->nparams + 1) * LOOM_VM_MAX_RANK, sizeof *defer);
@@ -814,12 +809,15 @@ static void lower_func(lower *l, const loom_graph_func *f, uint32_t nids) {
   l->storage_reg = NULL;
   free(last);
   free(defer);
-  loom_memplan_free((loom_memplan *)l->plan);
   l->plan = NULL;
 }
 
-loom_status loom_lower_vm(loom_graph_module *m, loom_vm_exec **out) {
+loom_status loom_lower_vm(loom_graph_module *m, loom_memplan *const *plans, loom_vm_exec **out) {
   *out = NULL;
+  for (size_t i = 0; i < loom_graph_module_num_funcs(m); i++)
+    if (!plans[i] || plans[i]->func != loom_graph_module_func_at(m, i))
+      return LOOM_ERROR(INTERNAL, "function @%s has no memory plan (run 'memplan' before 'lower')",
+                        loom_graph_module_func_at(m, i)->name);
   lower l = {.m = m, .cx = loom_graph_module_sym(m)};
   LOOM_PROPAGATE(loom_vm_builder_new(NULL, &l.b));
   loom_map_init(&l.kernels, NULL);
@@ -827,7 +825,7 @@ loom_status loom_lower_vm(loom_graph_module *m, loom_vm_exec **out) {
   loom_map_init(&l.var_reg, NULL);
   loom_map_init(&l.sym_reg, NULL);
   uint32_t nids = loom_graph_module_num_var_ids(m);
-  for (size_t i = 0; i < loom_graph_module_num_funcs(m) && !l.err; i++) lower_func(&l, loom_graph_module_func_at(m, i), nids);
+  for (size_t i = 0; i < loom_graph_module_num_funcs(m) && !l.err; i++) lower_func(&l, loom_graph_module_func_at(m, i), plans[i], nids);
   loom_status st = l.err;
   if (!st) st = loom_status_annotate(loom_vm_builder_finish(l.b, out), __FILE__, __LINE__, "while building the executable");
   loom_vm_builder_free(l.b);

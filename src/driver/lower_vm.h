@@ -6,7 +6,8 @@
  *     expressions need vars bound by a later parameter are checked by a second MATCH;
  *   - every binding: its guards as CHECK instructions (the message names the op, operand,
  *     axis and values), then
- *       call_tp      the output from the memory plan (graph/memplan.h): ALLOC of the
+ *       call_tp      the output from the function's memory plan (graph/memplan.h, made by
+ *                    the `memplan` pass before this one): ALLOC of the
  *                    storage at its first tensor, a VIEW into it (EMPTY for a returned
  *                    tensor), then CALLK with the kernel ABI of targets/cpu/codegen.h:
  *                    buffers = args then output, symbols = the program's f->syms solved
@@ -26,10 +27,12 @@
 #define LOOM_DRIVER_LOWER_VM_H
 
 #include "graph/graph.h"
+#include "graph/memplan.h"
 #include "vm/exec.h"
 
-/* The executable of every graph function of `m`. Its kernel table names tensor programs
- * of `m` (kernel name = program name). */
-LOOM_MUST_USE loom_status loom_lower_vm(loom_graph_module *m, loom_vm_exec **out);
+/* The executable of every graph function of `m`; plans[i] is the memory plan of the i-th
+ * function (loom_memplan_build). Its kernel table names tensor programs of `m` (kernel
+ * name = program name). */
+LOOM_MUST_USE loom_status loom_lower_vm(loom_graph_module *m, loom_memplan *const *plans, loom_vm_exec **out);
 
 #endif

@@ -1,4 +1,5 @@
-/* pipeline.c — the pass manager and THE compile pipeline, one list read top to bottom. */
+/* pipeline.c — the pass manager and THE compile pipeline, one list read top to bottom; the
+ * targets the driver can pick; numeric checking of passes. */
 #include "driver/pipeline.h"
 
 #include <math.h>
@@ -7,157 +8,56 @@
 
 #include "base/clock.h"
 #include "base/strbuf.h"
-#include "graph/legalize.h"
-#include "graph/offload.h"
-#include "graph/passes.h"
-#include "tensorprog/tp_pattern.h"
-#include "tensorprog/tp_schedule_cpu.h"
+#include "tensorprog/tp.h"
 
-/* The default pipeline. Each line is a pass of passes.def; memory planning and VM
- * lowering follow it (compile.c). */
+/* THE pipeline: every stage from a verified module to kernels, in order (passes.def has
+ * what each one is). `offload` runs when asked; a caller stops after `schedule` (the module),
+ * `lower` (the executable) or `codegen` (the kernels). */
 static const loom_pass_id default_pipeline[] = {
     LOOM_PASS_normalize, /* canonical form: leaves propagated, commutative operands ordered */
     LOOM_PASS_simplify,  /* algebraic rewrites (transpose/reshape chains, x*1, ...) */
     LOOM_PASS_fold,      /* constants evaluated; shape computations become symbolic literals */
     LOOM_PASS_cse,       /* equal pure bindings computed once */
     LOOM_PASS_dce,       /* dead bindings and constants removed */
-    LOOM_PASS_legalize, /* ops -> call_tp of generated tensor programs */
-    LOOM_PASS_fuse,     /* elementwise/injective chains merged into their consumers: one program per group */
-    LOOM_PASS_schedule, /* default CPU schedules: parallel outer loops, vectorised inner loops */
+    LOOM_PASS_offload,   /* on request: matmul/linear to BLAS above a row threshold */
+    LOOM_PASS_legalize,  /* ops -> call_tp of generated tensor programs */
+    LOOM_PASS_fuse,      /* elementwise/injective chains merged into their consumers: one program per group */
+    LOOM_PASS_schedule,  /* the target's schedule rules: parallel outer loops, vectorised inner loops (CPU) */
+    LOOM_PASS_memplan,   /* storage of every tensor, reused by proof; symbolic peak */
+    LOOM_PASS_lower,     /* VM bytecode: MATCH, CHECK, ALLOC/VIEW, CALLK, KILL */
+    LOOM_PASS_codegen,   /* kernels through the target: JIT, or an object for an artifact */
 };
 
-size_t loom_pipeline_default(const loom_pass_id **out) {
-  *out = default_pipeline;
-  return sizeof default_pipeline / sizeof default_pipeline[0];
+size_t loom_pipeline_default(bool offload, loom_pass_id last, loom_pass_id out[LOOM_PASS_COUNT]) {
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof default_pipeline / sizeof default_pipeline[0]; i++) {
+    if (default_pipeline[i] == LOOM_PASS_offload && !offload) continue;
+    out[n++] = default_pipeline[i];
+    if (default_pipeline[i] == last) break;
+  }
+  return n;
 }
 
-static const loom_pass_info infos[] = {
-#define LOOM_PASS(ident, name, purpose, requires, invalidates) {name, purpose, requires, invalidates},
-#include "driver/passes.def"
-#undef LOOM_PASS
+/* ---- targets ----------------------------------------------------------------------- */
+
+/* The targets this build generates code for; the driver picks one by name. */
+static const loom_target *const targets[] = {
+    &loom_target_cpu,
 };
-_Static_assert(sizeof infos / sizeof infos[0] == LOOM_PASS_COUNT, "passes.def and the pass table disagree");
 
-const loom_pass_info *loom_pass_info_of(loom_pass_id id) { return &infos[id]; }
-
-bool loom_pass_lookup(const char *name, size_t len, loom_pass_id *out) {
-  for (int i = 0; i < LOOM_PASS_COUNT; i++) {
-    if (strlen(infos[i].name) == len && !memcmp(infos[i].name, name, len)) {
-      *out = (loom_pass_id)i;
-      return true;
+loom_status loom_pipeline_target(const char *name, const loom_target **out) {
+  *out = NULL;
+  if (!name) name = "cpu";
+  for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
+    if (!strcmp(targets[i]->name, name)) {
+      *out = targets[i];
+      return LOOM_OK;
     }
-  }
-  return false;
+  if (!strcmp(name, "cuda"))
+    return LOOM_ERROR(UNIMPLEMENTED, "target 'cuda' is not built yet: targets/cuda probes the device only (no GPU "
+                      "schedule rules, no PTX codegen, no kernel loader); targets: cpu");
+  return LOOM_ERROR(INVALID_ARGUMENT, "unknown target '%s'; targets: cpu", name);
 }
-
-/* ---- the passes ------------------------------------------------------------ */
-
-static loom_status run_legalize(loom_graph_module *m, loom_diag_list *diags, FILE *out, bool report) {
-  size_t done = 0, kept = 0;
-  LOOM_PROPAGATE(loom_graph_legalize(m, diags, &done, &kept));
-  if (report) fprintf(out, "// legalize: %zu calls lowered, %zu kept as operators\n", done, kept);
-  return LOOM_OK;
-}
-
-static loom_status run_schedule(loom_graph_module *m, loom_diag_list *diags, FILE *out, bool report) {
-  (void)diags;
-  for (size_t i = 0; i < loom_graph_module_num_tps(m); i++) {
-    loom_tp_func *tp = loom_graph_module_tp_at(m, i);
-    loom_strbuf why;
-    loom_strbuf_init(&why, NULL);
-    loom_status s = loom_tp_schedule_cpu(loom_graph_module_arena(m), loom_graph_module_sym(m), tp, &why);
-    if (!s && report) fprintf(out, "// schedule @%s:\n%s", loom_tp_func_name(tp), loom_strbuf_cstr(&why));
-    loom_strbuf_free(&why);
-    LOOM_RETURN_IF_ERROR(s, "while scheduling @%s", loom_tp_func_name(tp));
-  }
-  return LOOM_OK;
-}
-
-static loom_status run_classify(loom_graph_module *m, loom_diag_list *diags, FILE *out, bool report) {
-  (void)diags;
-  (void)report;
-  for (size_t i = 0; i < loom_graph_module_num_tps(m); i++) {
-    loom_tp_func *tp = loom_graph_module_tp_at(m, i);
-    loom_tp_class c = loom_tp_classify(tp);
-    fprintf(out, "// @%s: %s (%s)\n", loom_tp_func_name(tp), loom_tp_pattern_name(c.pattern), c.reason);
-  }
-  return LOOM_OK;
-}
-
-/* offload: the threshold is LOOM_OFFLOAD_DEFAULT_THRESHOLD rows (measured; docs/libcall.md),
- * or LOOM_OFFLOAD_THRESHOLD from the environment. */
-static loom_status run_offload(loom_graph_module *m, loom_diag_list *diags, FILE *out, bool report) {
-  (void)diags;
-  int64_t thr = LOOM_OFFLOAD_DEFAULT_THRESHOLD;
-  const char *env = getenv("LOOM_OFFLOAD_THRESHOLD");
-  if (env && *env) {
-    char *end;
-    long long v = strtoll(env, &end, 10);
-    if (*end || v < 0) return LOOM_ERROR(INVALID_ARGUMENT, "LOOM_OFFLOAD_THRESHOLD='%s' is not a row count >= 0", env);
-    thr = v;
-  }
-  loom_graph_offload_stats st;
-  LOOM_PROPAGATE(loom_graph_offload(m, thr, &st));
-  if (report)
-    fprintf(out, "// offload (threshold %lld rows): %zu guarded, %zu to BLAS, %zu kept generated, %zu not BLAS-shaped\n",
-            (long long)thr, st.guarded, st.library, st.generated, st.skipped);
-  return LOOM_OK;
-}
-
-/* The graph passes of graph/passes.h, with a one-line report. */
-static loom_status report_count(loom_status s, FILE *out, bool report, const char *pass, size_t n) {
-  if (!s && report) fprintf(out, "// %s: %zu rewrites\n", pass, n);
-  return s;
-}
-
-static loom_status run_normalize(loom_graph_module *m, loom_diag_list *diags, FILE *out, bool report) {
-  (void)diags;
-  size_t n = 0;
-  return report_count(loom_graph_normalize(m, &n), out, report, "normalize", n);
-}
-
-static loom_status run_fold(loom_graph_module *m, loom_diag_list *diags, FILE *out, bool report) {
-  (void)diags;
-  size_t n = 0;
-  return report_count(loom_graph_fold(m, &n), out, report, "fold", n);
-}
-
-static loom_status run_cse(loom_graph_module *m, loom_diag_list *diags, FILE *out, bool report) {
-  (void)diags;
-  size_t n = 0;
-  return report_count(loom_graph_cse(m, &n), out, report, "cse", n);
-}
-
-static loom_status run_dce(loom_graph_module *m, loom_diag_list *diags, FILE *out, bool report) {
-  (void)diags;
-  size_t n = 0;
-  return report_count(loom_graph_dce(m, &n), out, report, "dce", n);
-}
-
-static loom_status run_simplify(loom_graph_module *m, loom_diag_list *diags, FILE *out, bool report) {
-  (void)diags;
-  size_t n = 0;
-  return report_count(loom_graph_simplify(m, &n), out, report, "simplify", n);
-}
-
-static loom_status run_fuse(loom_graph_module *m, loom_diag_list *diags, FILE *out, bool report) {
-  (void)diags;
-  loom_graph_fuse_stats st;
-  LOOM_PROPAGATE(loom_graph_fuse(m, &st));
-  if (report)
-    fprintf(out, "// fuse: %zu groups, %zu calls fused into them, %zu merged programs\n", st.groups, st.absorbed,
-            st.programs);
-  return LOOM_OK;
-}
-
-typedef loom_status (*pass_fn)(loom_graph_module *m, loom_diag_list *diags, FILE *out, bool report);
-
-static const pass_fn pass_fns[] = {
-#define LOOM_PASS(ident, name, purpose, requires, invalidates) run_##ident,
-#include "driver/passes.def"
-#undef LOOM_PASS
-};
-_Static_assert(sizeof pass_fns / sizeof pass_fns[0] == LOOM_PASS_COUNT, "passes.def and pass_fns disagree");
 
 /* ---- numeric checking ------------------------------------------------------------------ */
 
@@ -452,37 +352,95 @@ void loom_pipeline_check_end(loom_pipeline_check *c) {
   free(c);
 }
 
-loom_status loom_pipeline_run(loom_graph_module *m, const loom_pass_id *passes, size_t n,
-                              const loom_pass_options *opts, loom_diag_list *diags) {
+/* ---- the pass manager ---------------------------------------------------------------- */
+
+/* Verifies what pass `info` made: the module after a MODULE pass, the executable after
+ * `lower`, the kernel table against the executable after `codegen` (a plan has no verifier:
+ * lowering checks what it reads). */
+static loom_status verify_after(const loom_pass_ctx *c, const loom_pass_info *info) {
+  switch (info->level) {
+  case LOOM_PASS_LEVEL_MODULE: {
+    loom_diag_list vd;
+    loom_diag_list_init(&vd, NULL);
+    loom_status st = loom_graph_verify(c->m, &vd);
+    loom_diag_list_destroy(&vd);
+    return st;
+  }
+  case LOOM_PASS_LEVEL_PLAN:
+    return LOOM_OK;
+  case LOOM_PASS_LEVEL_EXEC:
+    return c->exe ? loom_vm_exec_verify(c->exe) : LOOM_ERROR(INTERNAL, "no executable was made");
+  case LOOM_PASS_LEVEL_KERNELS:
+    if (!c->exe || c->nprograms != c->exe->nkernels)
+      return LOOM_ERROR(INTERNAL, "%u kernels were made for an executable of %u", c->nprograms, c->exe ? c->exe->nkernels : 0);
+    for (uint32_t k = 0; k < c->nprograms; k++) {
+      const char *want = loom_vm_exec_str(c->exe, c->exe->kernels[k].name);
+      if (strcmp(loom_tp_func_name(c->programs[k]), want))
+        return LOOM_ERROR(INTERNAL, "kernel %u is '%s', the executable calls '%s'", k, loom_tp_func_name(c->programs[k]), want);
+      if (c->made == LOOM_TARGET_EMIT_JIT && (!c->kernels || !c->kernels[k].fn || strcmp(c->kernels[k].name, want)))
+        return LOOM_ERROR(INTERNAL, "kernel '%s' has no code", want);
+    }
+    if (c->made == LOOM_TARGET_EMIT_OBJECT && !c->object_written) return LOOM_ERROR(INTERNAL, "no object file was written");
+    return LOOM_OK;
+  }
+  return LOOM_OK;
+}
+
+/* Prints what pass `info` made into sb. */
+static void print_after(const loom_pass_ctx *c, const loom_pass_info *info, loom_strbuf *sb) {
+  switch (info->level) {
+  case LOOM_PASS_LEVEL_MODULE:
+    loom_graph_print_module(c->m, sb);
+    break;
+  case LOOM_PASS_LEVEL_PLAN:
+    for (size_t i = 0; i < c->nplans; i++) loom_memplan_print(c->plans[i], sb);
+    break;
+  case LOOM_PASS_LEVEL_EXEC:
+    loom_vm_exec_disasm(c->exe, sb);
+    break;
+  case LOOM_PASS_LEVEL_KERNELS:
+    loom_strbuf_printf(sb, "%u kernels (target %s, %s)\n", c->nprograms, c->target->name,
+                       c->made == LOOM_TARGET_EMIT_JIT ? "JIT" : "object");
+    for (uint32_t k = 0; k < c->nprograms; k++) {
+      char sym[256];
+      c->target->kernel_symbol(c->programs[k], sym, sizeof sym);
+      loom_strbuf_printf(sb, "  k%u @%s -> %s\n", k, loom_tp_func_name(c->programs[k]), sym);
+    }
+    break;
+  }
+}
+
+loom_status loom_pipeline_run_ctx(loom_pass_ctx *ctx, const loom_pass_id *passes, size_t n,
+                                  const loom_pass_options *opts) {
   FILE *out = opts->out ? opts->out : stdout;
+  ctx->out = out;
+  ctx->report = opts->print_after_all;
   loom_pipeline_check *check = NULL;
-  if (opts->check_numerics > 0) LOOM_PROPAGATE(loom_pipeline_check_begin(m, opts->check_numerics, 1, diags, &check));
+  if (opts->check_numerics > 0)
+    LOOM_PROPAGATE(loom_pipeline_check_begin(ctx->m, opts->check_numerics, 1, ctx->diags, &check));
   loom_status st = LOOM_OK;
   for (size_t i = 0; i < n && !st; i++) {
-    const loom_pass_info *info = &infos[passes[i]];
+    const loom_pass_info *info = loom_pass_info_of(passes[i]);
     uint64_t t0 = loom_clock_ns();
-    st = pass_fns[passes[i]](m, diags, out, opts->print_after_all);
+    st = info->run(ctx);
     if (st) {
       st = loom_status_annotate(st, __FILE__, __LINE__, "while running pass '%s'", info->name);
       break;
     }
     uint64_t t1 = loom_clock_ns();
-    if (opts->verify_each) {
-      loom_diag_list vd;
-      loom_diag_list_init(&vd, NULL);
-      st = loom_graph_verify(m, &vd);
-      loom_diag_list_destroy(&vd);
-      if (st) {
-        st = loom_status_annotate(st, __FILE__, __LINE__, "the module is ill-formed after pass '%s'", info->name);
-        break;
-      }
+    ctx->ms[passes[i]] = (double)(t1 - t0) / 1e6;
+    if (opts->verify_each && (st = verify_after(ctx, info))) {
+      st = loom_status_annotate(st, __FILE__, __LINE__, info->level == LOOM_PASS_LEVEL_MODULE
+                                                            ? "the module is ill-formed after pass '%s'"
+                                                            : "what pass '%s' made is ill-formed", info->name);
+      break;
     }
-    if (check && (st = loom_pipeline_check_after(check, info->name))) break;
-    if (opts->time_passes) fprintf(out, "// pass %-10s %8.3f ms\n", info->name, (double)(t1 - t0) / 1e6);
+    if (check && info->level == LOOM_PASS_LEVEL_MODULE && (st = loom_pipeline_check_after(check, info->name))) break;
+    if (opts->time_passes) fprintf(out, "// pass %-10s %8.3f ms\n", info->name, ctx->ms[passes[i]]);
     if (opts->print_after_all) {
       loom_strbuf sb;
       loom_strbuf_init(&sb, NULL);
-      loom_graph_print_module(m, &sb);
+      print_after(ctx, info, &sb);
       fprintf(out, "// ---- after %s ----\n%s", info->name, loom_strbuf_cstr(&sb));
       bool oom = sb.oom;
       loom_strbuf_free(&sb);
@@ -492,5 +450,14 @@ loom_status loom_pipeline_run(loom_graph_module *m, const loom_pass_id *passes, 
   if (check && !st && opts->print_after_all)
     fprintf(out, "// numeric check: %zu input sets agreed after every pass\n", loom_pipeline_check_count(check));
   loom_pipeline_check_end(check);
+  return st;
+}
+
+loom_status loom_pipeline_run(loom_graph_module *m, const loom_pass_id *passes, size_t n,
+                              const loom_pass_options *opts, loom_diag_list *diags) {
+  loom_pass_ctx ctx;
+  loom_pass_ctx_init(&ctx, m, diags);
+  loom_status st = loom_pipeline_run_ctx(&ctx, passes, n, opts);
+  loom_pass_ctx_release(&ctx);
   return st;
 }

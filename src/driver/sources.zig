@@ -1,6 +1,7 @@
 //! src/driver/: the CLI programs, pipeline, frontends and public API.
 pub const compiler = [_][]const u8{
     "src/driver/pipeline.c",
+    "src/driver/passes.c",
     "src/driver/lower_vm.c",
     "src/driver/compile.c",
     "src/driver/fuzz_ops.c",

@@ -77,8 +77,8 @@ static void make_inputs(loom_graph_module *m, const binding *b, size_t nb, bool 
 static void check_model(const char *path, const binding *shapes, size_t nbind, size_t nsets, bool positive) {
   char *t1, *t2;
   loom_graph_module *ref = load(path, &t1), *leg = load(path, &t2);
-  const loom_pass_id *passes;
-  size_t npasses = loom_pipeline_default(&passes);
+  loom_pass_id passes[LOOM_PASS_COUNT];
+  size_t npasses = loom_pipeline_default(false, LOOM_PASS_schedule, passes);
   loom_pass_options opts = {.verify_each = true};
   loom_diag_list vd;
   loom_diag_list_init(&vd, NULL);

@@ -436,8 +436,8 @@ static const char *scoped_model =
 
 LOOM_TEST(passes, the_default_pipeline_respects_match_cast_scope) {
   loom_graph_module *m = parse(scoped_model);
-  const loom_pass_id *passes;
-  size_t n = loom_pipeline_default(&passes);
+  loom_pass_id passes[LOOM_PASS_COUNT];
+  size_t n = loom_pipeline_default(false, LOOM_PASS_schedule, passes);
   char *text = NULL;
   size_t len = 0;
   FILE *out = open_memstream(&text, &len);

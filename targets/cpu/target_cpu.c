@@ -1,0 +1,163 @@
+/* target_cpu.c — the CPU target (targets/target.h): the CPU schedule rules, LLVM codegen
+ * (codegen.h) in process or to an ELF object, and the AOT artifact: the object and the
+ * executable linked by the system's C compiler driver into one shared object exporting
+ * LOOM_ARTIFACT_SYMBOL, which loom_rt_open loads with the dynamic loader. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/file.h"
+#include "targets/cpu/codegen.h"
+#include "targets/target.h"
+#include "tensorprog/tp.h"
+#include "tensorprog/tp_schedule_cpu.h"
+
+static loom_cpu_options cpu_options(const loom_target_options *o) {
+  return (loom_cpu_options){.cpu = o ? o->arch : NULL, .features = o ? o->features : NULL};
+}
+
+static loom_status cpu_jit(const loom_target_options *o, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,
+                           loom_target_code **out_code, loom_kernel_fn *out_fns) {
+  *out_code = NULL;
+  loom_cpu_options co = cpu_options(o);
+  loom_cpu_jit *jit;
+  LOOM_PROPAGATE(loom_cpu_jit_create(&co, &jit));
+  loom_status st = n ? loom_cpu_jit_compile(jit, cx, fs, n, out_fns) : LOOM_OK;
+  if (st) {
+    loom_cpu_jit_destroy(jit);
+    return st;
+  }
+  *out_code = (loom_target_code *)jit;
+  return LOOM_OK;
+}
+
+static void cpu_code_free(loom_target_code *code) {
+  if (code) loom_cpu_jit_destroy((loom_cpu_jit *)code);
+}
+
+static loom_status cpu_emit_object(const loom_target_options *o, loom_sym_ctx *cx, const loom_tp_func *const *fs,
+                                   size_t n, const char *path) {
+  loom_cpu_options co = cpu_options(o);
+  return loom_cpu_emit_object(&co, cx, fs, n, path);
+}
+
+/* ---- the artifact ------------------------------------------------------------ */
+
+static loom_status write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  if (!f) return LOOM_ERROR(IO_ERROR, "cannot write '%s': %s", path, strerror(errno));
+  bool ok = fputs(text, f) >= 0;
+  ok &= fclose(f) == 0;
+  return ok ? LOOM_OK : LOOM_ERROR(IO_ERROR, "cannot write '%s'", path);
+}
+
+/* Runs the C compiler driver `argv`, its stderr into `log`; the log's text names a failure. */
+static loom_status run_cc(char *const *argv, const char *log) {
+  pid_t pid = fork();
+  if (pid < 0) return LOOM_ERROR(IO_ERROR, "fork: %s", strerror(errno));
+  if (pid == 0) {
+    FILE *f = freopen(log, "w", stderr);
+    (void)f;
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  int ws;
+  if (waitpid(pid, &ws, 0) < 0) return LOOM_ERROR(IO_ERROR, "waitpid: %s", strerror(errno));
+  if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0) return LOOM_OK;
+  char *msg = NULL;
+  size_t mlen = 0;
+  loom_status rs = loom_file_read(log, &msg, &mlen);
+  loom_status_free(rs);
+  loom_status st = WIFEXITED(ws) && WEXITSTATUS(ws) == 127
+                       ? LOOM_ERROR(UNAVAILABLE, "cannot run the C compiler driver '%s' to link the artifact (set LOOM_CC)", argv[0])
+                       : LOOM_ERROR(INTERNAL, "linking the artifact with '%s' failed:\n%s", argv[0], msg ? msg : "");
+  free(msg);
+  return st;
+}
+
+/* `text` as a C string literal, or 0 for NULL. */
+static void c_literal(loom_strbuf *out, const char *text) {
+  if (!text) {
+    loom_strbuf_puts(out, "0");
+    return;
+  }
+  loom_strbuf_putc(out, '"');
+  for (const char *p = text; *p; p++) {
+    if (*p == '\n') loom_strbuf_puts(out, "\\n");
+    else if (*p == '"' || *p == '\\') loom_strbuf_printf(out, "\\%c", *p);
+    else loom_strbuf_putc(out, *p);
+  }
+  loom_strbuf_putc(out, '"');
+}
+
+/* The artifact: the executable included with `.incbin` (blob.S), a descriptor naming every
+ * kernel symbol (desc.c), and the object, linked with `cc -shared` ($LOOM_CC overrides,
+ * clang-19 is the fallback) into workdir/out.so, then `out_path`'s caller moves it. */
+static loom_status cpu_link_artifact(const loom_target_artifact *a, const char *workdir, const char *out_path) {
+  char exec_path[4200], blob[4200], desc[4200], log[4200];
+  snprintf(exec_path, sizeof exec_path, "%s/exec.bin", workdir);
+  snprintf(blob, sizeof blob, "%s/blob.S", workdir);
+  snprintf(desc, sizeof desc, "%s/desc.c", workdir);
+  snprintf(log, sizeof log, "%s/cc.log", workdir);
+  loom_status st = LOOM_OK;
+  FILE *f = fopen(exec_path, "wb");
+  if (!f || fwrite(a->exec, 1, a->exec_len, f) != a->exec_len) st = LOOM_ERROR(IO_ERROR, "cannot write '%s'", exec_path);
+  if (f && fclose(f) && !st) st = LOOM_ERROR(IO_ERROR, "cannot write '%s'", exec_path);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  if (!st) {
+    loom_strbuf_printf(&sb, "  .section .rodata.loom_exec,\"a\"\n  .balign 64\n  .globl loom_exec_bytes\n  .hidden loom_exec_bytes\n"
+                            "loom_exec_bytes:\n  .incbin \"%s\"\n  .section .note.GNU-stack,\"\",@progbits\n", exec_path);
+    st = write_text(blob, loom_strbuf_cstr(&sb));
+  }
+  if (!st) {
+    loom_strbuf_clear(&sb);
+    loom_strbuf_puts(&sb, "#include <stdint.h>\ntypedef int32_t (*kfn)(void *const *, const int64_t *, const void *);\n"
+                          "typedef struct { const char *name; kfn fn; } kent;\n"
+                          "typedef struct { uint32_t magic, abi; const unsigned char *exec; uint64_t size; uint32_t n; const kent *k; "
+                          "const char *externs; } desc;\n"
+                          "extern const unsigned char loom_exec_bytes[];\n");
+    char sym[256];
+    for (uint32_t k = 0; k < a->nkernels; k++) {
+      loom_cpu_kernel_symbol(a->fs[k], sym, sizeof sym);
+      loom_strbuf_printf(&sb, "int32_t %s(void *const *, const int64_t *, const void *);\n", sym);
+    }
+    loom_strbuf_puts(&sb, "static const kent kernels[] = {\n");
+    for (uint32_t k = 0; k < a->nkernels; k++) {
+      loom_cpu_kernel_symbol(a->fs[k], sym, sizeof sym);
+      loom_strbuf_printf(&sb, "  {\"%s\", %s},\n", loom_tp_func_name(a->fs[k]), sym);
+    }
+    loom_strbuf_printf(&sb, "  {0, 0}\n};\n__attribute__((visibility(\"default\"))) const desc %s = {0x%08xu, %uu, loom_exec_bytes, %zuu, %uu, kernels, ",
+                       LOOM_ARTIFACT_SYMBOL, LOOM_ARTIFACT_MAGIC2, LOOM_KERNEL_ABI_VERSION, a->exec_len, a->nkernels);
+    c_literal(&sb, a->externs);
+    loom_strbuf_puts(&sb, "};\n");
+    st = sb.oom ? LOOM_OOM() : write_text(desc, loom_strbuf_cstr(&sb));
+  }
+  loom_strbuf_free(&sb);
+  if (!st) {
+    const char *env = getenv("LOOM_CC");
+    const char *ccs[] = {env && *env ? env : "cc", "clang-19"};
+    for (int k = 0; k < (env && *env ? 1 : 2); k++) {
+      char *argv[] = {(char *)ccs[k], "-shared", "-fPIC", "-O1", "-o", (char *)out_path, (char *)a->object, blob, desc, "-lm", NULL};
+      loom_status_free(st);
+      st = run_cc(argv, log);
+      if (!st || loom_status_code(st) != LOOM_CODE_UNAVAILABLE) break;
+    }
+  }
+  return st;
+}
+
+const loom_target loom_target_cpu = {
+    .name = "cpu",
+    .summary = "this machine's CPU (or --cpu NAME) through LLVM: parallel outer loops, vectorised inner loops",
+    .schedule = loom_tp_schedule_cpu,
+    .jit = cpu_jit,
+    .code_free = cpu_code_free,
+    .emit_object = cpu_emit_object,
+    .kernel_symbol = loom_cpu_kernel_symbol,
+    .link_artifact = cpu_link_artifact,
+};

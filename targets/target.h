@@ -1,0 +1,103 @@
+/* target.h — the target interface: what the compile pipeline asks of a code generator.
+ *
+ * A target is a table of functions (QBE's `Target`, ggml's backend, IREE's HAL device):
+ * the driver picks one by name (src/driver/pipeline.h, loom_pipeline_target) and the
+ * pipeline's stages call through it, so adding a target means filling a table, not editing
+ * the driver. The CPU (targets/cpu/target_cpu.c) is the first one.
+ *
+ *     const loom_target *t = &loom_target_cpu;
+ *     LOOM_PROPAGATE(t->schedule(arena, cx, f, &why));          // the `schedule` pass, per program
+ *     loom_target_code *code;                                   // the `codegen` pass:
+ *     LOOM_PROPAGATE(t->jit(&o, cx, fs, n, &code, fns));        //   in process, or
+ *     LOOM_PROPAGATE(t->emit_object(&o, cx, fs, n, "k.o"));     //   to a file for an artifact
+ *     LOOM_PROPAGATE(t->link_artifact(&art, dir, "m.so"));      // what loom_rt_open loads
+ *     t->code_free(code);
+ *
+ * The pieces, in pipeline order:
+ *   schedule       the target's schedule rules, applied to every tensor program (CPU:
+ *                  tensorprog/tp_schedule_cpu.h; a GPU target binds threads instead).
+ *   jit            codegen in process: one kernel per program with the ABI of
+ *                  vm/kernel_abi.h, the code kept alive in `*out_code` until code_free.
+ *   emit_object    codegen to a file: one kernel symbol per program (kernel_symbol names
+ *                  it). CPU: an ELF object; a GPU target writes its device code here
+ *                  (PTX or a cubin) for link_artifact to embed.
+ *   runtime loader how a loaded runtime resolves the kernels. In process, the kernels `jit`
+ *                  returns are handed to loom_rt_open_exec (loom_rt_options.kernels). For
+ *                  an artifact, link_artifact packages the kernels with the executable so
+ *                  that loom_rt_open (libloomrt) finds them: the CPU links one shared
+ *                  object exporting LOOM_ARTIFACT_SYMBOL, whose kernel table the dynamic
+ *                  loader resolves. A GPU target would embed its device code there and
+ *                  load it through the runtime's device (not built yet).
+ *
+ * Every function reports failure as a loom_status naming the program or file. This header
+ * includes nothing from LLVM or CUDA (layer rule: the driver includes it). */
+#ifndef LOOM_TARGETS_TARGET_H
+#define LOOM_TARGETS_TARGET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/status.h"
+#include "base/strbuf.h"
+#include "symbolic/sym.h"
+#include "tensorprog/tp_ir.h"
+#include "vm/kernel_abi.h"
+
+/* What codegen makes. */
+typedef enum loom_target_emit {
+  LOOM_TARGET_EMIT_NONE,   /* nothing: the pipeline stops after VM lowering */
+  LOOM_TARGET_EMIT_JIT,    /* kernels compiled and loaded in this process */
+  LOOM_TARGET_EMIT_OBJECT, /* kernels written to a file (CPU: ELF object) for an artifact */
+} loom_target_emit;
+
+/* How to generate code. Zero-initialised: the host machine. */
+typedef struct loom_target_options {
+  const char *arch;     /* the machine: an LLVM CPU name for the CPU ("x86-64-v3"), an sm_NN
+                           for a GPU; NULL: the host's */
+  const char *features; /* target feature string ("+avx2,-avx512f"); NULL: the arch's */
+} loom_target_options;
+
+/* Code made in process by `jit` (CPU: an ORC LLJIT instance). Opaque to the driver. */
+typedef struct loom_target_code loom_target_code;
+
+/* What link_artifact packages. */
+typedef struct loom_target_artifact {
+  const char *object;             /* the file emit_object wrote */
+  const loom_tp_func *const *fs;  /* the kernels' programs, in the executable's kernel-table order */
+  uint32_t nkernels;              /* entries in fs */
+  const uint8_t *exec;            /* the executable's bytes (vm/exec.h file format) */
+  size_t exec_len;                /* their length */
+  const char *externs;            /* extern signatures (libcall text form) or NULL when none */
+} loom_target_artifact;
+
+typedef struct loom_target {
+  const char *name;    /* "cpu": what --target takes */
+  const char *summary; /* one line for listings */
+
+  /* The schedule rules: rewrites program `f` in place (new nodes from `arena`); one line per
+   * decision goes to `why` (printed by `loom opt --print-after-all`). */
+  loom_status (*schedule)(loom_arena *arena, loom_sym_ctx *cx, loom_tp_func *f, loom_strbuf *why);
+
+  /* Codegen in process: out_fns[i] is the kernel of fs[i], valid until code_free(*out_code).
+   * Program names must be unique (kernel symbols derive from them). */
+  loom_status (*jit)(const loom_target_options *o, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,
+                     loom_target_code **out_code, loom_kernel_fn *out_fns);
+  /* Frees what `jit` made (NULL is fine); its kernels are invalid afterwards. */
+  void (*code_free)(loom_target_code *code);
+
+  /* Codegen to a file: one kernel symbol per program (kernel_symbol) in `path`. */
+  loom_status (*emit_object)(const loom_target_options *o, loom_sym_ctx *cx, const loom_tp_func *const *fs,
+                             size_t n, const char *path);
+  /* The symbol of f's kernel in what emit_object writes, into buf (truncated to cap). */
+  void (*kernel_symbol)(const loom_tp_func *f, char *buf, size_t cap);
+
+  /* Runtime loader, artifact side: packages `a` into one file at `out_path` that
+   * loom_rt_open loads (scratch files go to the existing directory `workdir`). */
+  loom_status (*link_artifact)(const loom_target_artifact *a, const char *workdir, const char *out_path);
+} loom_target;
+
+/* The CPU through LLVM (targets/cpu/target_cpu.c). */
+extern const loom_target loom_target_cpu;
+
+#endif
