@@ -288,22 +288,6 @@ const loom_graph_attr *loom_graph_call_attr(const loom_graph_expr *call, const c
   return NULL;
 }
 
-int64_t loom_graph_attr_get_int(const loom_graph_expr *call, const char *name, int64_t dflt) {
-  const loom_graph_attr *a = loom_graph_call_attr(call, name);
-  if (!a) return dflt;
-  if (a->kind == LOOM_GRAPH_ATTR_SYMS && a->n == 1) {
-    int64_t v;
-    if (loom_sym_is_const(a->syms[0], &v)) return v;
-  }
-  return a->i;
-}
-
-double loom_graph_attr_get_float(const loom_graph_expr *call, const char *name, double dflt) {
-  const loom_graph_attr *a = loom_graph_call_attr(call, name);
-  if (!a) return dflt;
-  return a->kind == LOOM_GRAPH_ATTR_FLOAT ? a->f : (double)a->i;
-}
-
 /* ---- inference --------------------------------------------------------------------- */
 
 const loom_sinfo *loom_graph_icx_arg(loom_graph_icx *ic, size_t i) {

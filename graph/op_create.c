@@ -1,28 +1,30 @@
 /* op_create.c — tensors made from attributes: zeros, ones, full (symbolic shape), arange
  * (symbolic bounds, or run-time scalar operands start, limit, delta: then a fresh length),
  * sym_tensor (symbolic values), and the triangle masks tril / triu (k an attribute or a
- * run-time operand 1). */
+ * run-time operand 1); each with its legalization. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "graph/graph_internal.h"
+#include "base/hash.h"
+#include "graph/legalize_internal.h"
 
 static const loom_graph_attr_spec fill_attrs[] = {
-    {"shape", LOOM_GRAPH_ATTR_SYMS, false}, {"dtype", LOOM_GRAPH_ATTR_DTYPE, false}, {NULL, 0, false}};
-static const loom_graph_attr_spec full_attrs[] = {{"shape", LOOM_GRAPH_ATTR_SYMS, false},
-                                                  {"dtype", LOOM_GRAPH_ATTR_DTYPE, false},
-                                                  {"value", LOOM_GRAPH_ATTR_FLOAT, true},
-                                                  {NULL, 0, false}};
-static const loom_graph_attr_spec arange_attrs[] = {{"start", LOOM_GRAPH_ATTR_SYMS, false},
-                                                    {"end", LOOM_GRAPH_ATTR_SYMS, false},
-                                                    {"step", LOOM_GRAPH_ATTR_SYMS, false},
-                                                    {"dtype", LOOM_GRAPH_ATTR_DTYPE, false},
-                                                    {NULL, 0, false}};
-static const loom_graph_attr_spec sym_tensor_attrs[] = {{"values", LOOM_GRAPH_ATTR_SYMS, true},
-                                                       {"scalar", LOOM_GRAPH_ATTR_INT, false},
-                                                       {"dtype", LOOM_GRAPH_ATTR_DTYPE, false},
-                                                       {NULL, 0, false}};
-static const loom_graph_attr_spec tri_attrs[] = {{"k", LOOM_GRAPH_ATTR_SYMS, false}, {NULL, 0, false}};
+    {"shape", LOOM_GRAPH_ATTR_SYMS, .required = false}, {"dtype", LOOM_GRAPH_ATTR_DTYPE, .required = false}, {0}};
+static const loom_graph_attr_spec full_attrs[] = {{"shape", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                  {"dtype", LOOM_GRAPH_ATTR_DTYPE, .required = false},
+                                                  {"value", LOOM_GRAPH_ATTR_FLOAT, .required = true},
+                                                  {0}};
+static const loom_graph_attr_spec arange_attrs[] = {{"start", LOOM_GRAPH_ATTR_SYMS, .dflt = 0},
+                                                    {"end", LOOM_GRAPH_ATTR_SYMS, .dflt = 0},
+                                                    {"step", LOOM_GRAPH_ATTR_SYMS, .dflt = 1},
+                                                    {"dtype", LOOM_GRAPH_ATTR_DTYPE, .required = false},
+                                                    {0}};
+static const loom_graph_attr_spec sym_tensor_attrs[] = {{"values", LOOM_GRAPH_ATTR_SYMS, .required = true},
+                                                       {"scalar", LOOM_GRAPH_ATTR_INT, .dflt = 0},
+                                                       {"dtype", LOOM_GRAPH_ATTR_DTYPE, .required = false},
+                                                       {0}};
+static const loom_graph_attr_spec tri_attrs[] = {{"k", LOOM_GRAPH_ATTR_SYMS, .dflt = 0}, {0}};
 
 static loom_dtype dtype_attr(const loom_graph_expr *call, loom_dtype dflt) {
   const loom_graph_attr *a = loom_graph_call_attr(call, "dtype");
@@ -54,6 +56,12 @@ static loom_status infer_fill(loom_graph_icx *ic, const loom_sinfo **out) {
   return LOOM_OK;
 }
 
+/* The element value of zeros, ones or full. */
+static double fill_value(const loom_graph_expr *call) {
+  loom_graph_op op = call->u.call.op;
+  return op == LOOM_GRAPH_OP_ONES ? 1 : op == LOOM_GRAPH_OP_FULL ? loom_graph_call_float(call, "value") : 0;
+}
+
 static loom_status eval_fill(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_attr *a = loom_graph_call_attr(ec->call, "shape");
   int64_t sh[8];
@@ -64,8 +72,7 @@ static loom_status eval_fill(loom_graph_ecx *ec, const loom_graph_value *args, l
     else sh[i] = args[0].dims[i];
     if (sh[i] < 0) return LOOM_ERROR(OUT_OF_RANGE, "%s: shape axis %zu evaluates to %lld", ec->op, i, (long long)sh[i]);
   }
-  loom_graph_op op = ec->call->u.call.op;
-  double v = op == LOOM_GRAPH_OP_ONES ? 1 : op == LOOM_GRAPH_OP_FULL ? loom_graph_attr_get_float(ec->call, "value", 0) : 0;
+  double v = fill_value(ec->call);
   LOOM_PROPAGATE(loom_graph_value_tensor(dtype_attr(ec->call, LOOM_DTYPE_F32), (int)nd, sh, out));
   for (size_t i = 0; i < out->t.numel; i++) loom_graph_tensor_set_f64(&out->t, i, v);
   return LOOM_OK;
@@ -174,7 +181,7 @@ static bool is_int_dtype(loom_dtype dt) {
 
 static loom_status infer_sym_tensor(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_graph_attr *v = loom_graph_call_attr(ic->call, "values");
-  bool scalar = loom_graph_attr_get_int(ic->call, "scalar", 0) != 0;
+  bool scalar = loom_graph_call_int(ic->call, "scalar") != 0;
   loom_dtype dt = dtype_attr(ic->call, LOOM_DTYPE_I64);
   if (!is_int_dtype(dt)) return loom_graph_icx_error(ic, "dtype %s is not an integer type", loom_dtype_name(dt));
   if (scalar && v->n != 1) return loom_graph_icx_error(ic, "a scalar takes one value, got %zu", v->n);
@@ -186,7 +193,7 @@ static loom_status infer_sym_tensor(loom_graph_icx *ic, const loom_sinfo **out) 
 static loom_status eval_sym_tensor(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   (void)args;
   const loom_graph_attr *v = loom_graph_call_attr(ec->call, "values");
-  bool scalar = loom_graph_attr_get_int(ec->call, "scalar", 0) != 0;
+  bool scalar = loom_graph_call_int(ec->call, "scalar") != 0;
   int64_t n = (int64_t)v->n;
   LOOM_PROPAGATE(loom_graph_value_tensor(dtype_attr(ec->call, LOOM_DTYPE_I64), scalar ? 0 : 1, &n, out));
   for (size_t i = 0; i < v->n; i++) {
@@ -233,10 +240,103 @@ static loom_status eval_tri(loom_graph_ecx *ec, const loom_graph_value *args, lo
   return LOOM_OK;
 }
 
-const loom_graph_op_impl loom_graph_op_impl_zeros = {fill_attrs, infer_fill, eval_fill, NULL};
-const loom_graph_op_impl loom_graph_op_impl_ones = {fill_attrs, infer_fill, eval_fill, NULL};
-const loom_graph_op_impl loom_graph_op_impl_full = {full_attrs, infer_fill, eval_fill, NULL};
-const loom_graph_op_impl loom_graph_op_impl_arange = {arange_attrs, infer_arange, eval_arange, NULL};
-const loom_graph_op_impl loom_graph_op_impl_sym_tensor = {sym_tensor_attrs, infer_sym_tensor, eval_sym_tensor, NULL};
-const loom_graph_op_impl loom_graph_op_impl_tril = {tri_attrs, infer_tri, eval_tri, NULL};
-const loom_graph_op_impl loom_graph_op_impl_triu = {tri_attrs, infer_tri, eval_tri, NULL};
+/* ---- legalization (the records' legalize hooks; graph/legalize.h) ------------------------------ */
+
+/* zeros, ones, full */
+static loom_status legal_fill(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                              loom_graph_legal *r) {
+  double value = fill_value(call);
+  loom_tp_func **tp = &r->tp;
+  if (call->u.call.nargs != 0) return loom_legal_unsupported(call, "with a Shape operand yet");
+  if (out->ndim < 0 || out->ndim > LOOM_TP_GEN_MAX_RANK) return loom_legal_unsupported(call, "for this rank");
+  char text[64];
+  if (out->dtype == LOOM_DTYPE_BOOL) snprintf(text, sizeof text, "%s", value != 0 ? "true" : "false");
+  else if (loom_dtype_is_float(out->dtype)) {
+    snprintf(text, sizeof text, "%.17g", value);
+    if (!strpbrk(text, ".eEn")) strcat(text, ".0");
+  } else { /* the integer the reference stores (saturated, NaN 0): one conversion rule */
+    uint64_t bits = 0;
+    loom_graph_tensor one = {.dtype = out->dtype, .numel = 1, .data = &bits};
+    loom_graph_tensor_set_f64(&one, 0, value);
+    int64_t v = loom_graph_tensor_get_i64(&one, 0);
+    if (out->dtype == LOOM_DTYPE_U64) snprintf(text, sizeof text, "%llu", (unsigned long long)v);
+    else snprintf(text, sizeof text, "%lld", (long long)v);
+  }
+  char name[256];
+  snprintf(name, sizeof name, "fill_%s_r%d_%016llx", loom_dtype_name(out->dtype), out->ndim,
+           (unsigned long long)loom_hash_bytes(&value, sizeof value));
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_fill(loom_graph_module_arena(m), loom_graph_module_sym(m), name, out->dtype, out->ndim, text, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+/* tril, triu: k is a scalar parameter, or a run-time operand the program reads */
+static loom_status legal_tri(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                             loom_graph_legal *r) {
+  bool upper = call->u.call.op == LOOM_GRAPH_OP_TRIU;
+  (void)out;
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  if (x->ndim < 2) return loom_legal_unsupported(call, "below rank 2");
+  const loom_graph_attr *k = loom_graph_call_attr(call, "k");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  /* a run-time k (operand 1, one integer) is read by the program from its buffer */
+  const loom_sinfo *ks = NULL;
+  if (call->u.call.nargs > 1) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &ks));
+  if (ks && (ks->ndim > 1 || !loom_dtype_is_int(ks->dtype))) return loom_legal_unsupported(call, "for this k operand");
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s_r%d%s%s", upper ? "triu" : "tril", loom_dtype_name(x->dtype), x->ndim, ks ? "_k" : "",
+           ks ? loom_dtype_name(ks->dtype) : "");
+  if (ks && ks->ndim == 1) strncat(name, "v", sizeof name - strlen(name) - 1);
+  if (!(r->tp = loom_graph_module_find_tp(m, name))) {
+    LOOM_PROPAGATE(loom_tp_gen_tri(loom_graph_module_arena(m), cx, name, x->dtype, x->ndim, upper,
+                                   ks ? ks->dtype : LOOM_DTYPE_I64, ks ? ks->ndim : -1, &r->tp));
+    LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
+  }
+  if (!ks) r->scalars[r->nscalars++] = k && k->n == 1 ? k->syms[0] : loom_sym_const(cx, 0);
+  return LOOM_OK;
+}
+
+static loom_status legal_arange(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                loom_graph_legal *r) {
+  if (call->u.call.nargs > 0) return loom_legal_runtime_operand(call, "start/limit/delta");
+  if (out->ndim != 1) return loom_legal_unsupported(call, "for a result that is not 1-d");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  const loom_graph_attr *start = loom_graph_call_attr(call, "start"), *step = loom_graph_call_attr(call, "step");
+  char name[64];
+  snprintf(name, sizeof name, "arange_%s", loom_dtype_name(out->dtype));
+  if (!(r->tp = loom_graph_module_find_tp(m, name))) {
+    LOOM_PROPAGATE(loom_tp_gen_arange(loom_graph_module_arena(m), cx, name, out->dtype, &r->tp));
+    LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
+  }
+  r->scalars[r->nscalars++] = start && start->n == 1 ? start->syms[0] : loom_sym_const(cx, 0);
+  r->scalars[r->nscalars++] = step && step->n == 1 ? step->syms[0] : loom_sym_const(cx, 1);
+  return LOOM_OK;
+}
+
+static loom_status legal_sym_tensor(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                    loom_graph_legal *r) {
+  const loom_graph_attr *v = loom_graph_call_attr(call, "values");
+  size_t cap = sizeof r->scalars / sizeof r->scalars[0];
+  if (!v || v->n > cap) return loom_legal_unsupported(call, "with more values than a program takes scalars");
+  bool scalar = out->ndim == 0;
+  char name[64];
+  snprintf(name, sizeof name, "sym_tensor_%s_n%zu%s", loom_dtype_name(out->dtype), v->n, scalar ? "_s" : "");
+  if (!(r->tp = loom_graph_module_find_tp(m, name))) {
+    LOOM_PROPAGATE(loom_tp_gen_sym_tensor(loom_graph_module_arena(m), loom_graph_module_sym(m), name, out->dtype, (int)v->n,
+                                          scalar, &r->tp));
+    LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
+  }
+  for (size_t k = 0; k < v->n; k++) r->scalars[r->nscalars++] = v->syms[k];
+  return LOOM_OK;
+}
+
+/* ---- the records ------------------------------------------------------------------------------- */
+
+const loom_graph_op_impl loom_graph_op_impl_zeros = {fill_attrs, infer_fill, eval_fill, legal_fill};
+const loom_graph_op_impl loom_graph_op_impl_ones = {fill_attrs, infer_fill, eval_fill, legal_fill};
+const loom_graph_op_impl loom_graph_op_impl_full = {full_attrs, infer_fill, eval_fill, legal_fill};
+const loom_graph_op_impl loom_graph_op_impl_arange = {arange_attrs, infer_arange, eval_arange, legal_arange};
+const loom_graph_op_impl loom_graph_op_impl_sym_tensor = {sym_tensor_attrs, infer_sym_tensor, eval_sym_tensor, legal_sym_tensor};
+const loom_graph_op_impl loom_graph_op_impl_tril = {tri_attrs, infer_tri, eval_tri, legal_tri};
+const loom_graph_op_impl loom_graph_op_impl_triu = {tri_attrs, infer_tri, eval_tri, legal_tri};
