@@ -78,10 +78,12 @@ static loom_status eval_fill(loom_graph_ecx *ec, const loom_graph_value *args, l
   return LOOM_OK;
 }
 
-static const loom_sym_expr *sym_attr(loom_graph_icx *ic, const char *name, int64_t dflt) {
-  const loom_graph_attr *a = loom_graph_call_attr(ic->call, name);
-  if (!a) return loom_sym_const(ic->cx, dflt);
-  if (a->kind == LOOM_GRAPH_ATTR_INT) return loom_sym_const(ic->cx, a->i);
+/* A one-value symbolic attribute (start, end, step, k): its value ([e] or a plain integer), or its
+ * spec default when absent; NULL for a list of another length. Inference, the reference and
+ * legalization all read these through it. */
+static const loom_sym_expr *sym_attr(loom_sym_ctx *cx, const loom_graph_expr *call, const char *name) {
+  const loom_graph_attr *a = loom_graph_call_attr(call, name);
+  if (!a || a->kind == LOOM_GRAPH_ATTR_INT) return loom_sym_const(cx, loom_graph_call_int(call, name));
   return a->n == 1 ? a->syms[0] : NULL;
 }
 
@@ -146,7 +148,8 @@ static loom_status eval_arange_dyn(loom_graph_ecx *ec, const loom_graph_value *a
 static loom_status infer_arange(loom_graph_icx *ic, const loom_sinfo **out) {
   if (ic->call->u.call.nargs) return infer_arange_dyn(ic, out);
   if (!loom_graph_call_attr(ic->call, "end")) return loom_graph_icx_error(ic, "missing attribute 'end'");
-  const loom_sym_expr *s = sym_attr(ic, "start", 0), *e = sym_attr(ic, "end", 0), *st = sym_attr(ic, "step", 1);
+  const loom_sym_expr *s = sym_attr(ic->cx, ic->call, "start"), *e = sym_attr(ic->cx, ic->call, "end");
+  const loom_sym_expr *st = sym_attr(ic->cx, ic->call, "step");
   if (!s || !e || !st) return loom_graph_icx_error(ic, "start, end and step must be single values");
   int64_t c;
   if (!loom_sym_is_const(st, &c) || c <= 0) return loom_graph_icx_error(ic, "step must be a positive constant");
@@ -160,11 +163,11 @@ static loom_status infer_arange(loom_graph_icx *ic, const loom_sinfo **out) {
 
 static loom_status eval_arange(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   if (ec->call->u.call.nargs) return eval_arange_dyn(ec, args, out);
-  loom_graph_icx ic = {.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
+  loom_sym_ctx *cx = loom_graph_module_sym(ec->m);
   int64_t s, e, st;
-  LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(&ic, "start", 0), &s));
-  LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(&ic, "end", 0), &e));
-  LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(&ic, "step", 1), &st));
+  LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(cx, ec->call, "start"), &s));
+  LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(cx, ec->call, "end"), &e));
+  LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(cx, ec->call, "step"), &st));
   int64_t n = e > s ? (e - s + st - 1) / st : 0;
   LOOM_PROPAGATE(loom_graph_value_tensor(dtype_attr(ec->call, LOOM_DTYPE_I64), 1, &n, out));
   for (int64_t i = 0; i < n; i++) loom_graph_tensor_set_i64(&out->t, (size_t)i, s + i * st);
@@ -223,11 +226,9 @@ static loom_status infer_tri(loom_graph_icx *ic, const loom_sinfo **out) {
 
 static loom_status eval_tri(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t;
-  const loom_graph_attr *ka = loom_graph_call_attr(ec->call, "k");
-  int64_t k = 0;
+  int64_t k;
   if (ec->call->u.call.nargs == 2) k = loom_graph_tensor_get_i64(&args[1].t, 0);
-  else if (ka && ka->kind == LOOM_GRAPH_ATTR_INT) k = ka->i;
-  else if (ka) LOOM_PROPAGATE(loom_graph_ecx_sym(ec, ka->syms[0], &k));
+  else LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(loom_graph_module_sym(ec->m), ec->call, "k"), &k));
   bool lower = ec->call->u.call.op == LOOM_GRAPH_OP_TRIL;
   LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, x->shape, out));
   int64_t rows = x->shape[x->ndim - 2], cols = x->shape[x->ndim - 1];
@@ -278,7 +279,6 @@ static loom_status legal_tri(loom_graph_module *m, const loom_graph_expr *call, 
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   if (x->ndim < 2) return loom_legal_unsupported(call, "below rank 2");
-  const loom_graph_attr *k = loom_graph_call_attr(call, "k");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   /* a run-time k (operand 1, one integer) is read by the program from its buffer */
   const loom_sinfo *ks = NULL;
@@ -293,7 +293,7 @@ static loom_status legal_tri(loom_graph_module *m, const loom_graph_expr *call, 
                                    ks ? ks->dtype : LOOM_DTYPE_I64, ks ? ks->ndim : -1, &r->tp));
     LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
   }
-  if (!ks) r->scalars[r->nscalars++] = k && k->n == 1 ? k->syms[0] : loom_sym_const(cx, 0);
+  if (!ks) r->scalars[r->nscalars++] = sym_attr(cx, call, "k");
   return LOOM_OK;
 }
 
@@ -302,15 +302,14 @@ static loom_status legal_arange(loom_graph_module *m, const loom_graph_expr *cal
   if (call->u.call.nargs > 0) return loom_legal_runtime_operand(call, "start/limit/delta");
   if (out->ndim != 1) return loom_legal_unsupported(call, "for a result that is not 1-d");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
-  const loom_graph_attr *start = loom_graph_call_attr(call, "start"), *step = loom_graph_call_attr(call, "step");
   char name[64];
   snprintf(name, sizeof name, "arange_%s", loom_dtype_name(out->dtype));
   if (!(r->tp = loom_graph_module_find_tp(m, name))) {
     LOOM_PROPAGATE(loom_tp_gen_arange(loom_graph_module_arena(m), cx, name, out->dtype, &r->tp));
     LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
   }
-  r->scalars[r->nscalars++] = start && start->n == 1 ? start->syms[0] : loom_sym_const(cx, 0);
-  r->scalars[r->nscalars++] = step && step->n == 1 ? step->syms[0] : loom_sym_const(cx, 1);
+  r->scalars[r->nscalars++] = sym_attr(cx, call, "start");
+  r->scalars[r->nscalars++] = sym_attr(cx, call, "step");
   return LOOM_OK;
 }
 
