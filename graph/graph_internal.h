@@ -27,14 +27,16 @@ struct loom_graph_module {
 
 /* One attribute an op accepts, with the value it has when the call leaves it out. Rows name the
  * fields after the kind: {"axis", LOOM_GRAPH_ATTR_INT, .dflt = -1}, {"mode", LOOM_GRAPH_ATTR_STR,
- * .dflt_str = "nearest"}, {"dtype", LOOM_GRAPH_ATTR_DTYPE, .required = true}; a list ends with {0}.
- * Reads go through the spec (loom_graph_call_int / _float / _str), so each default is written once. */
+ * .dflt_str = "nearest"}, {"dtype", LOOM_GRAPH_ATTR_DTYPE, .dflt_dtype = LOOM_DTYPE_F32},
+ * {"shape", LOOM_GRAPH_ATTR_SYMS, .required = true}; a list ends with {0}. Reads go through the
+ * spec (loom_graph_call_int / _float / _str / _dtype), so each default is written once. */
 typedef struct loom_graph_attr_spec {
   const char *name;           /* spelling */
   loom_graph_attr_kind kind;  /* INT also accepts a one-constant SYMS; FLOAT accepts INT */
   bool required;              /* missing -> error (its default is never read) */
   double dflt;                /* INT, BOOL, FLOAT: the value when absent */
   const char *dflt_str;       /* STR: the value when absent (NULL reads as "") */
+  loom_dtype dflt_dtype;      /* DTYPE: the dtype when absent */
 } loom_graph_attr_spec;
 
 /* State of inferring one call. */
@@ -123,11 +125,13 @@ loom_status loom_graph_icx_guard(loom_graph_icx *ic, const loom_sym_expr *cond, 
 const loom_sym_expr *loom_graph_icx_fresh(loom_graph_icx *ic, const char *what);
 /* Attribute lookup on the call (NULL when absent). */
 const loom_graph_attr *loom_graph_call_attr(const loom_graph_expr *call, const char *name);
-/* Attribute `name` of op call `call` (INT, BOOL or a one-constant SYMS / FLOAT or INT / STR), or,
+/* Attribute `name` of op call `call` (INT, BOOL or a one-constant SYMS / FLOAT or INT / STR /
+ * DTYPE), or,
  * when the call leaves it out, the default its op's spec declares (op_registry.c). */
 int64_t loom_graph_call_int(const loom_graph_expr *call, const char *name);
 double loom_graph_call_float(const loom_graph_expr *call, const char *name);
 const char *loom_graph_call_str(const loom_graph_expr *call, const char *name);
+loom_dtype loom_graph_call_dtype(const loom_graph_expr *call, const char *name);
 /* Normalises `axis` against `ndim` (negative counts from the end); error when out of range. */
 loom_status loom_graph_icx_axis(loom_graph_icx *ic, int64_t axis, int ndim, const char *what, int *out);
 /* Constant int list attribute (axes); error when an element is not constant. */

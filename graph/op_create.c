@@ -10,26 +10,21 @@
 #include "graph/legalize_internal.h"
 
 static const loom_graph_attr_spec fill_attrs[] = {
-    {"shape", LOOM_GRAPH_ATTR_SYMS, .required = false}, {"dtype", LOOM_GRAPH_ATTR_DTYPE, .required = false}, {0}};
+    {"shape", LOOM_GRAPH_ATTR_SYMS, .required = false}, {"dtype", LOOM_GRAPH_ATTR_DTYPE, .dflt_dtype = LOOM_DTYPE_F32}, {0}};
 static const loom_graph_attr_spec full_attrs[] = {{"shape", LOOM_GRAPH_ATTR_SYMS, .required = false},
-                                                  {"dtype", LOOM_GRAPH_ATTR_DTYPE, .required = false},
+                                                  {"dtype", LOOM_GRAPH_ATTR_DTYPE, .dflt_dtype = LOOM_DTYPE_F32},
                                                   {"value", LOOM_GRAPH_ATTR_FLOAT, .required = true},
                                                   {0}};
 static const loom_graph_attr_spec arange_attrs[] = {{"start", LOOM_GRAPH_ATTR_SYMS, .dflt = 0},
                                                     {"end", LOOM_GRAPH_ATTR_SYMS, .dflt = 0},
                                                     {"step", LOOM_GRAPH_ATTR_SYMS, .dflt = 1},
-                                                    {"dtype", LOOM_GRAPH_ATTR_DTYPE, .required = false},
+                                                    {"dtype", LOOM_GRAPH_ATTR_DTYPE, .dflt_dtype = LOOM_DTYPE_I64},
                                                     {0}};
 static const loom_graph_attr_spec sym_tensor_attrs[] = {{"values", LOOM_GRAPH_ATTR_SYMS, .required = true},
                                                        {"scalar", LOOM_GRAPH_ATTR_INT, .dflt = 0},
-                                                       {"dtype", LOOM_GRAPH_ATTR_DTYPE, .required = false},
+                                                       {"dtype", LOOM_GRAPH_ATTR_DTYPE, .dflt_dtype = LOOM_DTYPE_I64},
                                                        {0}};
 static const loom_graph_attr_spec tri_attrs[] = {{"k", LOOM_GRAPH_ATTR_SYMS, .dflt = 0}, {0}};
-
-static loom_dtype dtype_attr(const loom_graph_expr *call, loom_dtype dflt) {
-  const loom_graph_attr *a = loom_graph_call_attr(call, "dtype");
-  return a ? a->dtype : dflt;
-}
 
 static loom_status infer_fill(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_graph_attr *a = loom_graph_call_attr(ic->call, "shape");
@@ -42,7 +37,7 @@ static loom_status infer_fill(loom_graph_icx *ic, const loom_sinfo **out) {
     const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)s->ndim);
     if (!d) return LOOM_OOM();
     for (int i = 0; i < s->ndim; i++) d[i] = s->dims ? s->dims[i] : loom_graph_icx_fresh(ic, "dim");
-    *out = loom_sinfo_tensor(ic->m, dtype_attr(ic->call, LOOM_DTYPE_F32), s->ndim, d, NULL);
+    *out = loom_sinfo_tensor(ic->m, loom_graph_call_dtype(ic->call, "dtype"), s->ndim, d, NULL);
     return LOOM_OK;
   }
   if (!a) return loom_graph_icx_error(ic, "missing attribute 'shape' (or a Shape operand 0)");
@@ -52,7 +47,7 @@ static loom_status infer_fill(loom_graph_icx *ic, const loom_sinfo **out) {
     if (loom_sym_is_const(a->syms[i], &c) && c < 0)
       return loom_graph_icx_error(ic, "shape axis %zu is %lld", i, (long long)c);
   }
-  *out = loom_sinfo_tensor(ic->m, dtype_attr(ic->call, LOOM_DTYPE_F32), (int)a->n, a->syms, NULL);
+  *out = loom_sinfo_tensor(ic->m, loom_graph_call_dtype(ic->call, "dtype"), (int)a->n, a->syms, NULL);
   return LOOM_OK;
 }
 
@@ -73,7 +68,7 @@ static loom_status eval_fill(loom_graph_ecx *ec, const loom_graph_value *args, l
     if (sh[i] < 0) return LOOM_ERROR(OUT_OF_RANGE, "%s: shape axis %zu evaluates to %lld", ec->op, i, (long long)sh[i]);
   }
   double v = fill_value(ec->call);
-  LOOM_PROPAGATE(loom_graph_value_tensor(dtype_attr(ec->call, LOOM_DTYPE_F32), (int)nd, sh, out));
+  LOOM_PROPAGATE(loom_graph_value_tensor(loom_graph_call_dtype(ec->call, "dtype"), (int)nd, sh, out));
   for (size_t i = 0; i < out->t.numel; i++) loom_graph_tensor_set_f64(&out->t, i, v);
   return LOOM_OK;
 }
@@ -157,7 +152,7 @@ static loom_status infer_arange(loom_graph_icx *ic, const loom_sinfo **out) {
   if (!len) return loom_sym_ctx_take_error(ic->cx);
   if (loom_sym_prove_le(ic->cx, loom_sym_const(ic->cx, 0), len) != LOOM_SYM_TRUE)
     len = loom_sym_max(ic->cx, len, loom_sym_const(ic->cx, 0));
-  *out = loom_sinfo_tensor(ic->m, dtype_attr(ic->call, LOOM_DTYPE_I64), 1, &len, NULL);
+  *out = loom_sinfo_tensor(ic->m, loom_graph_call_dtype(ic->call, "dtype"), 1, &len, NULL);
   return LOOM_OK;
 }
 
@@ -169,7 +164,7 @@ static loom_status eval_arange(loom_graph_ecx *ec, const loom_graph_value *args,
   LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(cx, ec->call, "end"), &e));
   LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(cx, ec->call, "step"), &st));
   int64_t n = e > s ? (e - s + st - 1) / st : 0;
-  LOOM_PROPAGATE(loom_graph_value_tensor(dtype_attr(ec->call, LOOM_DTYPE_I64), 1, &n, out));
+  LOOM_PROPAGATE(loom_graph_value_tensor(loom_graph_call_dtype(ec->call, "dtype"), 1, &n, out));
   for (int64_t i = 0; i < n; i++) loom_graph_tensor_set_i64(&out->t, (size_t)i, s + i * st);
   return LOOM_OK;
 }
@@ -185,7 +180,7 @@ static bool is_int_dtype(loom_dtype dt) {
 static loom_status infer_sym_tensor(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_graph_attr *v = loom_graph_call_attr(ic->call, "values");
   bool scalar = loom_graph_call_int(ic->call, "scalar") != 0;
-  loom_dtype dt = dtype_attr(ic->call, LOOM_DTYPE_I64);
+  loom_dtype dt = loom_graph_call_dtype(ic->call, "dtype");
   if (!is_int_dtype(dt)) return loom_graph_icx_error(ic, "dtype %s is not an integer type", loom_dtype_name(dt));
   if (scalar && v->n != 1) return loom_graph_icx_error(ic, "a scalar takes one value, got %zu", v->n);
   const loom_sym_expr *n = loom_sym_const(ic->cx, (int64_t)v->n);
@@ -198,7 +193,7 @@ static loom_status eval_sym_tensor(loom_graph_ecx *ec, const loom_graph_value *a
   const loom_graph_attr *v = loom_graph_call_attr(ec->call, "values");
   bool scalar = loom_graph_call_int(ec->call, "scalar") != 0;
   int64_t n = (int64_t)v->n;
-  LOOM_PROPAGATE(loom_graph_value_tensor(dtype_attr(ec->call, LOOM_DTYPE_I64), scalar ? 0 : 1, &n, out));
+  LOOM_PROPAGATE(loom_graph_value_tensor(loom_graph_call_dtype(ec->call, "dtype"), scalar ? 0 : 1, &n, out));
   for (size_t i = 0; i < v->n; i++) {
     int64_t x;
     loom_status s = loom_graph_ecx_sym(ec, v->syms[i], &x);

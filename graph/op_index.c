@@ -241,7 +241,7 @@ static loom_status eval_unique(loom_graph_ecx *ec, const loom_graph_value *args,
 static const loom_graph_attr_spec one_hot_attrs[] = {{"depth", LOOM_GRAPH_ATTR_SYMS, .required = true},
                                                      {"on_value", LOOM_GRAPH_ATTR_FLOAT, .dflt = 1},
                                                      {"off_value", LOOM_GRAPH_ATTR_FLOAT, .dflt = 0},
-                                                     {"dtype", LOOM_GRAPH_ATTR_DTYPE, .required = false},
+                                                     {"dtype", LOOM_GRAPH_ATTR_DTYPE, .dflt_dtype = LOOM_DTYPE_F32},
                                                      {0}};
 static const loom_graph_attr_spec cumsum_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, .dflt = 0},
                                                     {"exclusive", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
@@ -336,27 +336,27 @@ static loom_status infer_one_hot(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *ix;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &ix));
   LOOM_PROPAGATE(index_dtype(ic, 0, ix));
-  const loom_graph_attr *dp = loom_graph_call_attr(ic->call, "depth"), *dt = loom_graph_call_attr(ic->call, "dtype");
+  const loom_graph_attr *dp = loom_graph_call_attr(ic->call, "depth");
   if (dp->n != 1) return loom_graph_icx_error(ic, "depth must be one value");
   if (ix->ndim >= 8) return loom_graph_icx_error(ic, "result rank above 8");
   const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)ix->ndim + 1);
   if (!d) return LOOM_OOM();
   for (int i = 0; i < ix->ndim; i++) d[i] = ix->dims[i];
   d[ix->ndim] = dp->syms[0];
-  *out = loom_sinfo_tensor(ic->m, dt ? dt->dtype : LOOM_DTYPE_F32, ix->ndim + 1, d, ix->device);
+  *out = loom_sinfo_tensor(ic->m, loom_graph_call_dtype(ic->call, "dtype"), ix->ndim + 1, d, ix->device);
   return LOOM_OK;
 }
 
 static loom_status eval_one_hot(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *ix = &args[0].t;
-  const loom_graph_attr *dp = loom_graph_call_attr(ec->call, "depth"), *dt = loom_graph_call_attr(ec->call, "dtype");
+  const loom_graph_attr *dp = loom_graph_call_attr(ec->call, "depth");
   int64_t depth, sh[8];
   LOOM_PROPAGATE(loom_graph_ecx_sym(ec, dp->syms[0], &depth));
   if (depth < 0) return LOOM_ERROR(OUT_OF_RANGE, "one_hot: depth evaluates to %lld", (long long)depth);
   memcpy(sh, ix->shape, sizeof sh);
   sh[ix->ndim] = depth;
   double on = loom_graph_call_float(ec->call, "on_value"), off = loom_graph_call_float(ec->call, "off_value");
-  LOOM_PROPAGATE(loom_graph_value_tensor(dt ? dt->dtype : LOOM_DTYPE_F32, ix->ndim + 1, sh, out));
+  LOOM_PROPAGATE(loom_graph_value_tensor(loom_graph_call_dtype(ec->call, "dtype"), ix->ndim + 1, sh, out));
   for (size_t i = 0; i < ix->numel; i++) {
     int64_t j = loom_graph_tensor_get_i64(ix, i);
     if (j < 0) j += depth;

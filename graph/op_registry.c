@@ -81,3 +81,10 @@ const char *loom_graph_call_str(const loom_graph_expr *call, const char *name) {
   const loom_graph_attr_spec *sp = spec_of(call, name);
   return sp && sp->dflt_str ? sp->dflt_str : "";
 }
+
+loom_dtype loom_graph_call_dtype(const loom_graph_expr *call, const char *name) {
+  const loom_graph_attr *a = loom_graph_call_attr(call, name);
+  if (a) return a->dtype;
+  const loom_graph_attr_spec *sp = spec_of(call, name);
+  return sp ? sp->dflt_dtype : LOOM_DTYPE_F32;
+}
