@@ -5,6 +5,7 @@
 
 #include "base/vec.h"
 #include "graph/graph.h"
+#include "graph/legalize.h"
 
 struct loom_graph_module {
   loom_allocator *alloc;
@@ -24,11 +25,18 @@ struct loom_graph_module {
 
 /* ---- operator implementations -------------------------------------------- */
 
-/* One attribute an op accepts. */
+/* One attribute an op accepts, with the value it has when the call leaves it out. Rows name the
+ * fields after the kind: {"axis", LOOM_GRAPH_ATTR_INT, .dflt = -1}, {"mode", LOOM_GRAPH_ATTR_STR,
+ * .dflt_str = "nearest"}, {"dtype", LOOM_GRAPH_ATTR_DTYPE, .dflt_dtype = LOOM_DTYPE_F32},
+ * {"shape", LOOM_GRAPH_ATTR_SYMS, .required = true}; a list ends with {0}. Reads go through the
+ * spec (loom_graph_call_int / _float / _str / _dtype), so each default is written once. */
 typedef struct loom_graph_attr_spec {
   const char *name;           /* spelling */
   loom_graph_attr_kind kind;  /* INT also accepts a one-constant SYMS; FLOAT accepts INT */
-  bool required;              /* missing -> error */
+  bool required;              /* missing -> error (its default is never read) */
+  double dflt;                /* INT, BOOL, FLOAT: the value when absent */
+  const char *dflt_str;       /* STR: the value when absent (NULL reads as "") */
+  loom_dtype dflt_dtype;      /* DTYPE: the dtype when absent */
 } loom_graph_attr_spec;
 
 /* State of inferring one call. */
@@ -76,14 +84,23 @@ typedef struct loom_graph_ecx {
   const char *op;
 } loom_graph_ecx;
 
+/* Lowers one call (its args have struct info; `out` is its result's, a tensor of known dtype) to a
+ * tensor program (graph/legalize.h): r->tp, plus the scalar parameters and run-time guards the
+ * program needs. UNIMPLEMENTED (loom_legal_unsupported) for a form without a program: the call
+ * stays an operator. The legalize pass (graph/legalize.c) calls it through the op's record. */
+typedef loom_status (*loom_graph_legalize_fn)(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                              loom_graph_legal *r);
+
+/* Everything about one operator but its registry row (ops.def): defined in its family's file. */
 typedef struct loom_graph_op_impl {
-  const loom_graph_attr_spec *attrs; /* terminated by a NULL name */
+  const loom_graph_attr_spec *attrs; /* terminated by {0} (a NULL name) */
   /* Infers the result struct info (args have theirs). */
   loom_status (*infer)(loom_graph_icx *ic, const loom_sinfo **out);
   /* Computes the result from concrete args (reference implementation). */
   loom_status (*eval)(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out);
-  /* Legalization to a tensor program: filled in by the tensorprog issue. */
-  const void *legalize;
+  /* Lowers a call to a tensor program; NULL: no program (the call stays an operator, or
+   * legalize_expand.c rewrites it into several bindings). */
+  loom_graph_legalize_fn legalize;
 } loom_graph_op_impl;
 
 #define LOOM_GRAPH_OP(e, name, family, pattern, min_args, max_args) \
@@ -110,8 +127,13 @@ loom_status loom_graph_icx_guard(loom_graph_icx *ic, const loom_sym_expr *cond, 
 const loom_sym_expr *loom_graph_icx_fresh(loom_graph_icx *ic, const char *what);
 /* Attribute lookup on the call (NULL when absent). */
 const loom_graph_attr *loom_graph_call_attr(const loom_graph_expr *call, const char *name);
-int64_t loom_graph_attr_get_int(const loom_graph_expr *call, const char *name, int64_t dflt);
-double loom_graph_attr_get_float(const loom_graph_expr *call, const char *name, double dflt);
+/* Attribute `name` of op call `call` (INT, BOOL or a one-constant SYMS / FLOAT or INT / STR /
+ * DTYPE), or,
+ * when the call leaves it out, the default its op's spec declares (op_registry.c). */
+int64_t loom_graph_call_int(const loom_graph_expr *call, const char *name);
+double loom_graph_call_float(const loom_graph_expr *call, const char *name);
+const char *loom_graph_call_str(const loom_graph_expr *call, const char *name);
+loom_dtype loom_graph_call_dtype(const loom_graph_expr *call, const char *name);
 /* Normalises `axis` against `ndim` (negative counts from the end); error when out of range. */
 loom_status loom_graph_icx_axis(loom_graph_icx *ic, int64_t axis, int ndim, const char *what, int *out);
 /* Constant int list attribute (axes); error when an element is not constant. */

@@ -166,7 +166,7 @@ static loom_status expand_split(loom_lx *x, loom_graph_expr **value) {
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
   int axis;
   if (!out || out->kind != LOOM_SINFO_TUPLE || out->nfields > LOOM_LX_MAX_ADDED ||
-      !loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", 0), in->ndim, &axis))
+      !loom_legal_norm_axis(loom_graph_call_int(call, "axis"), in->ndim, &axis))
     return loom_legal_unsupported(call, "for this form");
   loom_sym_ctx *cx = loom_graph_module_sym(x->m);
   loom_graph_expr *parts[LOOM_LX_MAX_ADDED], *arg = call->u.call.args[0];
@@ -213,8 +213,8 @@ static loom_status expand_topk(loom_lx *x, loom_graph_expr **value) {
   if (in->ndim < 1 || in->dtype == LOOM_DTYPE_BOOL || !out || out->kind != LOOM_SINFO_TUPLE || out->nfields != 2 ||
       !out->fields[0]->dims)
     return loom_legal_unsupported(call, "for this operand");
-  topk_key key = {in->dtype, in->ndim, 0, loom_graph_attr_get_int(call, "largest", 1) != 0, false};
-  if (!loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", -1), in->ndim, &key.axis))
+  topk_key key = {in->dtype, in->ndim, 0, loom_graph_call_int(call, "largest") != 0, false};
+  if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), in->ndim, &key.axis))
     return loom_legal_unsupported(call, "for this axis");
   loom_sym_ctx *cx = loom_graph_module_sym(x->m);
   const loom_sym_expr *k = out->fields[0]->dims[key.axis];
@@ -330,7 +330,7 @@ static loom_status expand_reduce(loom_lx *x, loom_tp_reduce_op op, loom_graph_ex
   LOOM_PROPAGATE(int_operand(call, false, &axes, &n));
   LOOM_PROPAGATE(result_tensor(x, &out));
   if (n > in->ndim) return loom_legal_unsupported(call, "for more axes than the rank");
-  bool keep = loom_graph_attr_get_int(call, "keepdims", 0) != 0;
+  bool keep = loom_graph_call_int(call, "keepdims") != 0;
   dims_key key = {in->dtype, axes->dtype, in->ndim, n, 1, keep ? LOOM_TP_AXES_REDUCE_KEEPDIMS : LOOM_TP_AXES_REDUCE, false, false};
   const loom_sym_expr *pat[2 * LOOM_TP_GEN_MAX_RANK];
   if (keep) memcpy(pat, out->dims, (size_t)in->ndim * sizeof *pat);
@@ -365,7 +365,7 @@ static loom_status expand_view(loom_lx *x, loom_graph_expr **value) {
   switch (call->u.call.op) {
     case LOOM_GRAPH_OP_RESHAPE:
       key.reshape = true;
-      key.allowzero = loom_graph_attr_get_int(call, "allowzero", 0) != 0;
+      key.allowzero = loom_graph_call_int(call, "allowzero") != 0;
       break;
     case LOOM_GRAPH_OP_EXPAND_DIMS: key.form = LOOM_TP_AXES_EXPAND; break;
     default:
@@ -404,8 +404,8 @@ static loom_status expand_cumulative(loom_lx *x, loom_graph_expr **value) {
   const loom_sym_expr *ax;
   LOOM_PROPAGATE(loom_lx_new_syms(x, "axis", 1, &ax));
   LOOM_PROPAGATE(bind_dims(x, &key, 1, &ax));
-  bool prod = call->u.call.op == LOOM_GRAPH_OP_CUMPROD, excl = loom_graph_attr_get_int(call, "exclusive", 0) != 0;
-  bool rev = loom_graph_attr_get_int(call, "reverse", 0) != 0;
+  bool prod = call->u.call.op == LOOM_GRAPH_OP_CUMPROD, excl = loom_graph_call_int(call, "exclusive") != 0;
+  bool rev = loom_graph_call_int(call, "reverse") != 0;
   char name[128];
   snprintf(name, sizeof name, "%s_%s_r%d_any%s%s", prod ? "cumprod" : "cumsum", loom_dtype_name(in->dtype), in->ndim,
            excl ? "_x" : "", rev ? "_rev" : "");
@@ -524,7 +524,7 @@ static loom_status expand_pad(loom_lx *x, loom_graph_expr **value) {
                     in->ndim, nax, na > 3, false, NULL, -1};
   loom_graph_expr *bargs[3] = {call->u.call.args[0], call->u.call.args[1], na > 3 ? call->u.call.args[3] : NULL}, *params;
   LOOM_PROPAGATE(add_bounds(x, &key, na > 3 ? 3 : 2, bargs, &params));
-  double v = loom_graph_attr_get_float(call, "value", 0);
+  double v = loom_graph_call_float(call, "value");
   char text[64], name[160];
   loom_legal_literal(in->dtype, v, text, sizeof text);
   if (vs) snprintf(name, sizeof name, "pad_%s_r%d_rt_v%d", loom_dtype_name(in->dtype), in->ndim, vs->ndim);
@@ -623,13 +623,13 @@ static loom_status expand_unique(loom_lx *x, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
   const loom_sinfo *in, *out = x->b->var->sinfo;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
-  bool full = loom_graph_attr_get_int(call, "indices", 0) != 0, has_axis = loom_graph_call_attr(call, "axis") != NULL;
+  bool full = loom_graph_call_int(call, "indices") != 0, has_axis = loom_graph_call_attr(call, "axis") != NULL;
   const loom_sinfo *vals = full ? (out && out->kind == LOOM_SINFO_TUPLE && out->nfields == 4 ? out->fields[0] : NULL) : out;
   if (!vals || vals->kind != LOOM_SINFO_TENSOR || !vals->dims) return loom_legal_unsupported(call, "for this result");
-  unique_key key = {in->dtype, in->ndim, 0, loom_graph_attr_get_int(call, "sorted", 1) != 0, LOOM_TP_UNIQUE_COUNT};
+  unique_key key = {in->dtype, in->ndim, 0, loom_graph_call_int(call, "sorted") != 0, LOOM_TP_UNIQUE_COUNT};
   loom_graph_expr *arg = call->u.call.args[0];
   if (has_axis) {
-    if (!loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", 0), in->ndim, &key.axis))
+    if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), in->ndim, &key.axis))
       return loom_legal_unsupported(call, "for this axis");
   } else if (in->ndim != 1) { /* the elements: a 1-D view */
     loom_sym_ctx *cx = loom_graph_module_sym(x->m);
@@ -678,7 +678,7 @@ static loom_status expand_nms(loom_lx *x, loom_graph_expr **value) {
   const loom_sinfo *out;
   LOOM_PROPAGATE(result_tensor(x, &out));
   if (call->u.call.nargs != 5 || out->ndim != 2) return loom_legal_unsupported(call, "for this form");
-  nms_key key = {{0}, {0}, loom_graph_attr_get_int(call, "center_point_box", 0) != 0, true};
+  nms_key key = {{0}, {0}, loom_graph_call_int(call, "center_point_box") != 0, true};
   char name[160] = "nms";
   for (size_t i = 0; i < 5; i++) {
     const loom_sinfo *si;
@@ -725,7 +725,7 @@ loom_status loom_legalize_expand(loom_graph_module *m, loom_graph_block *blk, si
   else if (call->u.call.op == LOOM_GRAPH_OP_UNIQUE) s = expand_unique(&x, &value);
   else if (call->u.call.op == LOOM_GRAPH_OP_NON_MAX_SUPPRESSION) s = expand_nms(&x, &value);
   else if (call->u.call.op == LOOM_GRAPH_OP_RESIZE &&
-           (!loom_graph_call_attr(call, "size") || loom_graph_attr_get_int(call, "antialias", 0)))
+           (!loom_graph_call_attr(call, "size") || loom_graph_call_int(call, "antialias")))
     s = loom_legalize_expand_resize(&x, &value);
   else return LOOM_OK;
   LOOM_PROPAGATE(s);

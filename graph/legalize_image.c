@@ -8,11 +8,6 @@
 #include "base/hash.h"
 #include "graph/legalize_internal.h"
 
-static const char *str_of(const loom_graph_expr *call, const char *name, const char *dflt) {
-  const loom_graph_attr *a = loom_graph_call_attr(call, name);
-  return a && a->kind == LOOM_GRAPH_ATTR_STR ? a->s : dflt;
-}
-
 /* The index of `s` in the NULL-terminated `list`, or -1. */
 static int pick(const char *s, const char *const *list) {
   for (int i = 0; list[i]; i++)
@@ -44,21 +39,21 @@ static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil"
  * or UNIMPLEMENTED for what the program does not do. */
 static loom_status resize_modes(const loom_graph_expr *call, const loom_sinfo *x, loom_tp_resize *rz) {
   if (x->ndim < 1) return loom_legal_unsupported(call, "of a rank-0 tensor");
-  int mode = pick(str_of(call, "mode", "nearest"), modes), coord = pick(str_of(call, "coord", "half_pixel"), coords);
-  int nearest = pick(str_of(call, "nearest_mode", "round_prefer_floor"), nearests);
+  int mode = pick(loom_graph_call_str(call, "mode"), modes), coord = pick(loom_graph_call_str(call, "coord"), coords);
+  int nearest = pick(loom_graph_call_str(call, "nearest_mode"), nearests);
   if (mode < 0 || coord < 0 || nearest < 0) return loom_legal_unsupported(call, "for this mode");
-  if (mode == LOOM_TP_RESIZE_NEAREST && loom_graph_attr_get_int(call, "antialias", 0))
+  if (mode == LOOM_TP_RESIZE_NEAREST && loom_graph_call_int(call, "antialias"))
     return loom_legal_unsupported(call, "with antialias and mode nearest");
-  bool excl = loom_graph_attr_get_int(call, "exclude_outside", 0) != 0;
+  bool excl = loom_graph_call_int(call, "exclude_outside") != 0;
   if (mode == LOOM_TP_RESIZE_NEAREST && excl) return loom_legal_unsupported(call, "for exclude_outside with mode nearest");
   if (mode != LOOM_TP_RESIZE_NEAREST && !loom_dtype_is_float(x->dtype))
     return loom_legal_unsupported(call, "for interpolation of integer data yet");
   *rz = (loom_tp_resize){.mode = (loom_tp_resize_mode)mode,
                          .coord = (loom_tp_resize_coord)coord,
                          .nearest = (loom_tp_resize_nearest)nearest,
-                         .cubic_a = loom_graph_attr_get_float(call, "cubic_coeff_a", -0.75),
+                         .cubic_a = loom_graph_call_float(call, "cubic_coeff_a"),
                          .exclude_outside = excl,
-                         .extrapolation = loom_graph_attr_get_float(call, "extrapolation_value", 0),
+                         .extrapolation = loom_graph_call_float(call, "extrapolation_value"),
                          .scale_t = LOOM_DTYPE_F64,
                          .roi_t = LOOM_DTYPE_F64};
   return LOOM_OK;
@@ -119,7 +114,7 @@ static loom_status legalize_resize(loom_graph_module *m, const loom_graph_expr *
   rz.axes = static_axes(m, call, x, size, crop);
   rz.scale_t = sc->dtype;
   if (roi) rz.roi_t = roi->dtype;
-  if (loom_graph_attr_get_int(call, "antialias", 0) && rz.axes)
+  if (loom_graph_call_int(call, "antialias") && rz.axes)
     return loom_legal_unsupported(call, "with antialias as one program (it is one program per axis: legalize_expand)");
   return resize_program(m, call, x, &rz, tp);
 }
@@ -128,7 +123,7 @@ static loom_status legalize_resize2d(loom_graph_module *m, const loom_graph_expr
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   if (x->ndim != 4) return loom_legal_unsupported(call, "for a non-NCHW input");
-  bool linear = !strcmp(str_of(call, "method", "nearest"), "linear");
+  bool linear = !strcmp(loom_graph_call_str(call, "method"), "linear");
   if (linear && !loom_dtype_is_float(x->dtype)) return loom_legal_unsupported(call, "for interpolation of integer data yet");
   char name[64];
   snprintf(name, sizeof name, "resize2d_%s_%s", loom_dtype_name(x->dtype), linear ? "linear" : "nearest");
@@ -142,14 +137,14 @@ static loom_status legalize_grid_sample(loom_graph_module *m, const loom_graph_e
   const loom_sinfo *x, *g;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &g));
-  int ns = x->ndim - 2, mode = pick(str_of(call, "mode", "linear"), modes), pad = pick(str_of(call, "padding_mode", "zeros"), pads);
+  int ns = x->ndim - 2, mode = pick(loom_graph_call_str(call, "mode"), modes), pad = pick(loom_graph_call_str(call, "padding_mode"), pads);
   if (ns < 1 || ns > 3 || g->ndim != ns + 2) return loom_legal_unsupported(call, "for these ranks (1 to 3 spatial axes)");
   if (!loom_dtype_is_float(x->dtype) || !loom_dtype_is_float(g->dtype)) return loom_legal_unsupported(call, "for non-float operands");
   if (mode < 0 || pad < 0) return loom_legal_unsupported(call, "for this mode");
   loom_tp_grid_sample gs = {.n = ns,
                             .mode = (loom_tp_resize_mode)mode,
                             .padding = (loom_tp_grid_padding)pad,
-                            .align_corners = loom_graph_attr_get_int(call, "align_corners", 0) != 0};
+                            .align_corners = loom_graph_call_int(call, "align_corners") != 0};
   char name[128];
   snprintf(name, sizeof name, "grid_sample_%s_%s_s%d_%s_%s%s", loom_dtype_name(x->dtype), loom_dtype_name(g->dtype), ns, modes[mode],
            pads[pad], gs.align_corners ? "_ac" : "");
@@ -158,13 +153,21 @@ static loom_status legalize_grid_sample(loom_graph_module *m, const loom_graph_e
   return loom_graph_module_add_tp(m, *tp);
 }
 
-loom_status loom_legalize_image(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
-  switch (call->u.call.op) {
-    case LOOM_GRAPH_OP_RESIZE: return legalize_resize(m, call, tp);
-    case LOOM_GRAPH_OP_RESIZE2D: return legalize_resize2d(m, call, tp);
-    case LOOM_GRAPH_OP_GRID_SAMPLE: return legalize_grid_sample(m, call, tp);
-    default: return loom_legal_unsupported(call, "yet");
-  }
+/* The legalize hooks of the image family's resize and grid_sample and the conv family's resize2d. */
+loom_status loom_legal_resize(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r) {
+  (void)out;
+  return legalize_resize(m, call, &r->tp);
+}
+
+loom_status loom_legal_resize2d(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r) {
+  (void)out;
+  return legalize_resize2d(m, call, &r->tp);
+}
+
+loom_status loom_legal_grid_sample(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                   loom_graph_legal *r) {
+  (void)out;
+  return legalize_grid_sample(m, call, &r->tp);
 }
 
 /* ---- the run-time form ---------------------------------------------------------------------- */
@@ -299,7 +302,7 @@ loom_status loom_legalize_expand_resize(loom_lx *x, loom_graph_expr **value) {
   static const char *const policies[] = {"stretch", "not_larger", "not_smaller", NULL};
   const loom_graph_expr *call = x->b->value;
   if (loom_graph_call_attr(call, "size")) return expand_static_aa(x, value);
-  bool antialias = loom_graph_attr_get_int(call, "antialias", 0) != 0;
+  bool antialias = loom_graph_call_int(call, "antialias") != 0;
   const loom_sinfo *in, *p, *roi = NULL, *out = x->b->var->sinfo;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &p));
@@ -308,8 +311,8 @@ loom_status loom_legalize_expand_resize(loom_lx *x, loom_graph_expr **value) {
   if (loom_dtype_is_lowp(in->dtype)) return loom_legal_unsupported(call, "for low-precision dtypes");
   loom_tp_resize rz;
   LOOM_PROPAGATE(resize_modes(call, in, &rz));
-  int rank = in->ndim, pol = pick(str_of(call, "policy", "stretch"), policies);
-  const char *by = str_of(call, "by", "scales");
+  int rank = in->ndim, pol = pick(loom_graph_call_str(call, "policy"), policies);
+  const char *by = loom_graph_call_str(call, "by");
   rt_key key = {in->dtype, rank, {.sizes = !strcmp(by, "sizes"), .p_t = p->dtype}};
   if (pol < 0 || (!key.rt.sizes && strcmp(by, "scales"))) return loom_legal_unsupported(call, "for this by / policy");
   key.rt.policy = (loom_tp_resize_policy)pol;

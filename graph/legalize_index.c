@@ -1,5 +1,6 @@
-/* legalize_index.c — the ops that index with data: gather_elements, scatter_elements,
- * gather_nd and scatter_nd, to tensorprog/gen_shape.c and gen_scatter.c programs. Indices
+/* legalize_index.c — the legalize hooks of the ops that index with data: gather_elements,
+ * scatter_elements (op_index.c), gather_nd and scatter_nd (op_misc.c), to tensorprog/gen_shape.c
+ * and gen_scatter.c programs. Indices
  * read from memory are checked by the kernels; the extents the programs index with loop
  * variables (the indices' dims on the other axes) must fit the data: proven here, or guarded
  * at run time. */
@@ -9,13 +10,12 @@
 #include "graph/legalize_internal.h"
 
 static loom_status reduction_of(const loom_graph_expr *call, loom_tp_scatter_reduction *r, const char **key) {
-  const loom_graph_attr *a = loom_graph_call_attr(call, "reduction");
   static const struct {
     const char *name;
     loom_tp_scatter_reduction r;
   } table[] = {{"none", LOOM_TP_SCATTER_NONE}, {"add", LOOM_TP_SCATTER_ADD}, {"mul", LOOM_TP_SCATTER_MUL},
                {"min", LOOM_TP_SCATTER_MIN},   {"max", LOOM_TP_SCATTER_MAX}};
-  const char *s = a && a->kind == LOOM_GRAPH_ATTR_STR ? a->s : "none";
+  const char *s = loom_graph_call_str(call, "reduction");
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
     if (!strcmp(s, table[i].name)) {
       *r = table[i].r;
@@ -29,7 +29,9 @@ static loom_status reduction_of(const loom_graph_expr *call, loom_tp_scatter_red
  * with the loop variables over the indices' extent (the indices' values are checked by the
  * kernel only on `axis`), so those extents must fit the data's: where the prover cannot show
  * it, a run-time guard per axis (the reference refuses the same calls). */
-static loom_status elements(loom_graph_module *m, const loom_graph_expr *call, loom_graph_legal *r) {
+loom_status loom_legal_elements(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                loom_graph_legal *r) {
+  (void)out;
   bool scatter = call->u.call.op == LOOM_GRAPH_OP_SCATTER_ELEMENTS;
   const loom_sinfo *x, *idx, *u = NULL;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
@@ -37,7 +39,7 @@ static loom_status elements(loom_graph_module *m, const loom_graph_expr *call, l
   if (scatter) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &u));
   if (!loom_dtype_is_int(idx->dtype) || idx->ndim != x->ndim) return loom_legal_unsupported(call, "for these indices");
   int axis;
-  if (!loom_legal_norm_axis(loom_graph_attr_get_int(call, "axis", 0), x->ndim, &axis))
+  if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), x->ndim, &axis))
     return loom_legal_unsupported(call, "for this axis");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   const char *op = loom_graph_op_name(call->u.call.op);
@@ -63,34 +65,29 @@ static loom_status elements(loom_graph_module *m, const loom_graph_expr *call, l
   return loom_graph_module_add_tp(m, r->tp);
 }
 
-static loom_status nd(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
+/* gather_nd / scatter_nd (scatter_nd without batch_dims). */
+loom_status loom_legal_nd(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r) {
+  (void)out;
+  loom_tp_func **tp = &r->tp;
   bool scatter = call->u.call.op == LOOM_GRAPH_OP_SCATTER_ND;
   const loom_sinfo *x, *idx;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &idx));
-  int64_t depth, batch = loom_graph_attr_get_int(call, "batch_dims", 0);
+  int64_t depth, batch = loom_graph_call_int(call, "batch_dims");
   if (!loom_dtype_is_int(idx->dtype) || idx->ndim < 1 || !loom_sym_is_const(idx->dims[idx->ndim - 1], &depth))
     return loom_legal_unsupported(call, "for these indices");
   if (scatter && batch) return loom_legal_unsupported(call, "with batch_dims");
-  loom_tp_scatter_reduction r = LOOM_TP_SCATTER_NONE;
+  loom_tp_scatter_reduction red = LOOM_TP_SCATTER_NONE;
   const char *rk = "";
-  if (scatter) LOOM_PROPAGATE(reduction_of(call, &r, &rk));
+  if (scatter) LOOM_PROPAGATE(reduction_of(call, &red, &rk));
   char name[160];
   snprintf(name, sizeof name, "%s_nd_%s_r%d_%s_r%d_b%lld_m%lld%s%s", scatter ? "scatter" : "gather", loom_dtype_name(x->dtype),
            x->ndim, loom_dtype_name(idx->dtype), idx->ndim, (long long)batch, (long long)depth, scatter ? "_" : "", rk);
   if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
   loom_arena *a = loom_graph_module_arena(m);
   loom_sym_ctx *cx = loom_graph_module_sym(m);
-  LOOM_PROPAGATE(scatter ? loom_tp_gen_scatter_nd(a, cx, name, x->dtype, idx->dtype, x->ndim, idx->ndim, (int)depth, r, tp)
+  LOOM_PROPAGATE(scatter ? loom_tp_gen_scatter_nd(a, cx, name, x->dtype, idx->dtype, x->ndim, idx->ndim, (int)depth, red, tp)
                          : loom_tp_gen_gather_nd(a, cx, name, x->dtype, idx->dtype, x->ndim, idx->ndim, (int)batch,
                                                  (int)depth, tp));
   return loom_graph_module_add_tp(m, *tp);
-}
-
-loom_status loom_legalize_indexed(loom_graph_module *m, const loom_graph_expr *call, loom_graph_legal *r) {
-  switch (call->u.call.op) {
-    case LOOM_GRAPH_OP_GATHER_ND:
-    case LOOM_GRAPH_OP_SCATTER_ND: return nd(m, call, &r->tp);
-    default: return elements(m, call, r);
-  }
 }

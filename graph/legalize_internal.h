@@ -1,4 +1,7 @@
-/* legalize_internal.h — what the legalization files (legalize*.c) share. */
+/* legalize_internal.h — what the legalization code shares: the helpers of legalize.c that the
+ * legalize hooks use (each op family's file fills its records' hooks, graph_internal.h), the hooks
+ * defined in a legalize_<family>.c beside their family file, and the expander of
+ * legalize_expand.c. */
 #ifndef LOOM_GRAPH_LEGALIZE_INTERNAL_H
 #define LOOM_GRAPH_LEGALIZE_INTERNAL_H
 
@@ -8,11 +11,20 @@
 
 /* UNIMPLEMENTED "<op>: no legalization <why>". */
 loom_status loom_legal_unsupported(const loom_graph_expr *call, const char *why);
+/* UNIMPLEMENTED for a call whose run-time operand `what` (axes, shape, ... read when the op runs)
+ * gives data-dependent dims: no one program; the legalize pass expands it (legalize_expand.c). */
+loom_status loom_legal_runtime_operand(const loom_graph_expr *call, const char *what);
 /* Tensor argument i with known rank (<= 8), dims and dtype, else UNIMPLEMENTED. */
 loom_status loom_legal_tensor_arg(const loom_graph_expr *call, size_t i, const loom_sinfo **out);
 
-/* The reduction of graph op `op` (sum, mean, max, min, prod), or false. */
+/* The reduction of graph op `op` (sum, mean, max, min, prod), or false (op_reduce.c). */
 bool loom_legal_reduce_kind(loom_graph_op op, loom_tp_reduce_op *kind);
+
+/* The broadcast mode of each axis of `in` against the output dims out_dims[out_rank] (aligned
+ * right): FULL where the prover shows the extents equal, ONE for a constant 1, else GUARD; appends
+ * a letter per axis (F, 1, G) to `key` (capacity cap), the program's name part. */
+void loom_legal_bcast_modes(loom_sym_ctx *cx, const loom_sinfo *in, const loom_sym_expr *const *out_dims, int out_rank,
+                            loom_tp_bcast *modes, char *key, size_t cap);
 
 /* v as a tensor-program literal of dtype t ("1.5", "3", "true"). */
 void loom_legal_literal(loom_dtype t, double v, char *buf, size_t cap);
@@ -23,16 +35,36 @@ bool loom_legal_norm_axis(int64_t ax, int ndim, int *out);
 /* "operand i 'name'" (its variable's name when it is one), for messages. */
 void loom_legal_operand_name(const loom_graph_expr *call, size_t i, char *buf, size_t cap);
 
-/* gather_elements, scatter_elements, gather_nd, scatter_nd (legalize_index.c); the elements ops
- * may add guards to r. */
-loom_status loom_legalize_indexed(loom_graph_module *m, const loom_graph_expr *call, loom_graph_legal *r);
+/* ---- legalize hooks defined beside their family file (loom_graph_legalize_fn) ---- */
 
-/* conv1d / conv2d / conv / conv_transpose, max_pool2d / avg_pool2d and the image family's max_pool / max_pool_indices /
- * avg_pool / lp_pool (legalize_window.c). */
-loom_status loom_legalize_window(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp);
+/* legalize_shape.c (op_shape.c): reshape / expand_dims / squeeze / flatten share one. */
+loom_status loom_legal_reshape(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r);
+loom_status loom_legal_permute(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r);
+loom_status loom_legal_concat(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r);
+loom_status loom_legal_broadcast_to(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                    loom_graph_legal *r);
+loom_status loom_legal_slice(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r);
+loom_status loom_legal_pad(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r);
+loom_status loom_legal_tile(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r);
+loom_status loom_legal_repeat(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r);
 
-/* resize, resize2d, grid_sample (legalize_image.c). */
-loom_status loom_legalize_image(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp);
+/* legalize_window.c: conv1d / conv2d / conv (op_conv.c) and conv_transpose (op_image.c); every
+ * pooling op but global_avg_pool2d: max_pool2d / avg_pool2d (op_conv.c), max_pool /
+ * max_pool_indices / avg_pool / lp_pool (op_image.c). */
+loom_status loom_legal_conv(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r);
+loom_status loom_legal_pool(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r);
+
+/* legalize_image.c: resize and grid_sample (op_image.c), resize2d (op_conv.c). */
+loom_status loom_legal_resize(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r);
+loom_status loom_legal_resize2d(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r);
+loom_status loom_legal_grid_sample(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                   loom_graph_legal *r);
+
+/* legalize_index.c: gather_elements / scatter_elements (op_index.c; may add guards to r) and
+ * gather_nd / scatter_nd (op_misc.c). */
+loom_status loom_legal_elements(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                loom_graph_legal *r);
+loom_status loom_legal_nd(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r);
 
 /* The call_tp that op call v (v->sinfo its result) lowers to (loom_graph_legalize_call), in *out;
  * the run-time guards the lowering needs go to b, the binding that will hold it. */

@@ -97,14 +97,14 @@ static loom_status pool_form(loom_graph_module *m, const loom_graph_expr *call, 
     case LOOM_GRAPH_OP_MAX_POOL: break;
     case LOOM_GRAPH_OP_MAX_POOL_INDICES:
       pool->kind = LOOM_TP_POOL_ARGMAX;
-      pool->col_major = loom_graph_attr_get_int(call, "storage_order", 0) == 1;
+      pool->col_major = loom_graph_call_int(call, "storage_order") == 1;
       break;
     case LOOM_GRAPH_OP_AVG_POOL:
-      pool->kind = loom_graph_attr_get_int(call, "count_include_pad", 0) ? LOOM_TP_POOL_AVG_PAD : LOOM_TP_POOL_AVG;
+      pool->kind = loom_graph_call_int(call, "count_include_pad") ? LOOM_TP_POOL_AVG_PAD : LOOM_TP_POOL_AVG;
       break;
     default:
       pool->kind = LOOM_TP_POOL_LP;
-      pool->p = loom_graph_attr_get_int(call, "p", 2);
+      pool->p = loom_graph_call_int(call, "p");
       break;
   }
   return LOOM_OK;
@@ -129,12 +129,14 @@ static loom_status legalize_pool(loom_graph_module *m, const loom_graph_expr *ca
   return loom_graph_module_add_tp(m, *tp);
 }
 
-loom_status loom_legalize_window(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
-  switch (call->u.call.op) {
-    case LOOM_GRAPH_OP_CONV1D:
-    case LOOM_GRAPH_OP_CONV2D:
-    case LOOM_GRAPH_OP_CONV:
-    case LOOM_GRAPH_OP_CONV_TRANSPOSE: return legalize_conv(m, call, tp);
-    default: return legalize_pool(m, call, tp);
-  }
+/* The legalize hooks of conv1d / conv2d / conv / conv_transpose and of every pooling op but
+ * global_avg_pool2d (conv and image families). */
+loom_status loom_legal_conv(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r) {
+  (void)out;
+  return legalize_conv(m, call, &r->tp);
+}
+
+loom_status loom_legal_pool(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r) {
+  (void)out;
+  return legalize_pool(m, call, &r->tp);
 }

@@ -41,19 +41,3 @@ const loom_graph_attr *loom_graph_call_attr(const loom_graph_expr *call, const c
     if (!strcmp(call->u.call.attrs[i].name, name)) return &call->u.call.attrs[i];
   return NULL;
 }
-
-int64_t loom_graph_attr_get_int(const loom_graph_expr *call, const char *name, int64_t dflt) {
-  const loom_graph_attr *a = loom_graph_call_attr(call, name);
-  if (!a) return dflt;
-  if (a->kind == LOOM_GRAPH_ATTR_SYMS && a->n == 1) {
-    int64_t v;
-    if (loom_sym_is_const(a->syms[0], &v)) return v;
-  }
-  return a->i;
-}
-
-double loom_graph_attr_get_float(const loom_graph_expr *call, const char *name, double dflt) {
-  const loom_graph_attr *a = loom_graph_call_attr(call, name);
-  if (!a) return dflt;
-  return a->kind == LOOM_GRAPH_ATTR_FLOAT ? a->f : (double)a->i;
-}

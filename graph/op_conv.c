@@ -1,24 +1,26 @@
 /* op_conv.c — convolution (conv1d, conv2d, and conv: N-d with 1 to LOOM_GRAPH_MAX_SPATIAL
  * spatial axes; groups, dilation, padding, strides), max / average / global-average pooling and
  * 2-D resize (nearest, linear). Output extents are symbolic:
- * floordiv(in + pad_lo + pad_hi - dilation * (k - 1) - 1, stride) + 1. */
+ * floordiv(in + pad_lo + pad_hi - dilation * (k - 1) - 1, stride) + 1. Legalized by
+ * legalize_window.c and legalize_image.c (resize2d), global_avg_pool2d here. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "graph/graph_internal.h"
+#include "graph/legalize_internal.h"
 
-static const loom_graph_attr_spec conv_attrs[] = {{"strides", LOOM_GRAPH_ATTR_SYMS, false},
-                                                  {"padding", LOOM_GRAPH_ATTR_SYMS, false},
-                                                  {"dilation", LOOM_GRAPH_ATTR_SYMS, false},
-                                                  {"groups", LOOM_GRAPH_ATTR_INT, false},
-                                                  {NULL, 0, false}};
-static const loom_graph_attr_spec pool_attrs[] = {{"kernel", LOOM_GRAPH_ATTR_SYMS, true},
-                                                  {"strides", LOOM_GRAPH_ATTR_SYMS, false},
-                                                  {"padding", LOOM_GRAPH_ATTR_SYMS, false},
-                                                  {NULL, 0, false}};
+static const loom_graph_attr_spec conv_attrs[] = {{"strides", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                  {"padding", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                  {"dilation", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                  {"groups", LOOM_GRAPH_ATTR_INT, .dflt = 1},
+                                                  {0}};
+static const loom_graph_attr_spec pool_attrs[] = {{"kernel", LOOM_GRAPH_ATTR_SYMS, .required = true},
+                                                  {"strides", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                  {"padding", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                  {0}};
 static const loom_graph_attr_spec resize_attrs[] = {
-    {"size", LOOM_GRAPH_ATTR_SYMS, true}, {"method", LOOM_GRAPH_ATTR_STR, false}, {NULL, 0, false}};
-static const loom_graph_attr_spec no_attrs[] = {{NULL, 0, false}};
+    {"size", LOOM_GRAPH_ATTR_SYMS, .required = true}, {"method", LOOM_GRAPH_ATTR_STR, .dflt_str = "nearest"}, {0}};
+static const loom_graph_attr_spec no_attrs[] = {{0}};
 
 
 /* Reads a list attribute of n (or 1, broadcast; or 2n for padding) constants. */
@@ -71,7 +73,7 @@ loom_status loom_graph_conv_window(loom_graph_icx *ic, int n, bool pool, loom_gr
   } else {
     LOOM_PROPAGATE(list_attr(ic, "strides", n, 1, sp->stride, NULL));
     LOOM_PROPAGATE(list_attr(ic, "dilation", n, 1, sp->dilation, NULL));
-    sp->groups = loom_graph_attr_get_int(ic->call, "groups", 1);
+    sp->groups = loom_graph_call_int(ic->call, "groups");
     if (sp->groups < 1) return loom_graph_icx_error(ic, "groups must be >= 1");
   }
   for (int i = 0; i < n; i++)
@@ -303,10 +305,32 @@ static loom_status eval_resize(loom_graph_ecx *ec, const loom_graph_value *args,
   return LOOM_OK;
 }
 
-const loom_graph_op_impl loom_graph_op_impl_conv1d = {conv_attrs, infer_conv, eval_conv, NULL};
-const loom_graph_op_impl loom_graph_op_impl_conv2d = {conv_attrs, infer_conv, eval_conv, NULL};
-const loom_graph_op_impl loom_graph_op_impl_conv = {conv_attrs, infer_conv, eval_conv, NULL};
-const loom_graph_op_impl loom_graph_op_impl_max_pool2d = {pool_attrs, infer_pool, eval_pool, NULL};
-const loom_graph_op_impl loom_graph_op_impl_avg_pool2d = {pool_attrs, infer_pool, eval_pool, NULL};
-const loom_graph_op_impl loom_graph_op_impl_global_avg_pool2d = {no_attrs, infer_pool, eval_pool, NULL};
-const loom_graph_op_impl loom_graph_op_impl_resize2d = {resize_attrs, infer_resize, eval_resize, NULL};
+/* ---- legalization (the records' legalize hooks; graph/legalize.h) ------------------------------ */
+
+/* conv1d / conv2d / conv, max_pool2d / avg_pool2d (legalize_window.c) and resize2d
+ * (legalize_image.c) have theirs beside the image family's. */
+
+static loom_status legal_global_avg_pool2d(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                           loom_graph_legal *r) {
+  (void)out;
+  loom_tp_func **tp = &r->tp;
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  if (x->ndim != 4) return loom_legal_unsupported(call, "for a non-NCHW input");
+  char name[64];
+  snprintf(name, sizeof name, "global_avg_pool2d_%s", loom_dtype_name(x->dtype));
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_reduce(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_TP_REDUCE_MEAN,
+                                    x->dtype, 4, (1u << 2) | (1u << 3), true, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+/* ---- the records ------------------------------------------------------------------------------- */
+
+const loom_graph_op_impl loom_graph_op_impl_conv1d = {conv_attrs, infer_conv, eval_conv, loom_legal_conv};
+const loom_graph_op_impl loom_graph_op_impl_conv2d = {conv_attrs, infer_conv, eval_conv, loom_legal_conv};
+const loom_graph_op_impl loom_graph_op_impl_conv = {conv_attrs, infer_conv, eval_conv, loom_legal_conv};
+const loom_graph_op_impl loom_graph_op_impl_max_pool2d = {pool_attrs, infer_pool, eval_pool, loom_legal_pool};
+const loom_graph_op_impl loom_graph_op_impl_avg_pool2d = {pool_attrs, infer_pool, eval_pool, loom_legal_pool};
+const loom_graph_op_impl loom_graph_op_impl_global_avg_pool2d = {no_attrs, infer_pool, eval_pool, legal_global_avg_pool2d};
+const loom_graph_op_impl loom_graph_op_impl_resize2d = {resize_attrs, infer_resize, eval_resize, loom_legal_resize2d};

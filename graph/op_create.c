@@ -1,33 +1,30 @@
 /* op_create.c — tensors made from attributes: zeros, ones, full (symbolic shape), arange
  * (symbolic bounds, or run-time scalar operands start, limit, delta: then a fresh length),
  * sym_tensor (symbolic values), and the triangle masks tril / triu (k an attribute or a
- * run-time operand 1). */
+ * run-time operand 1); each with its legalization. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "graph/graph_internal.h"
+#include "base/hash.h"
+#include "graph/legalize_internal.h"
 
 static const loom_graph_attr_spec fill_attrs[] = {
-    {"shape", LOOM_GRAPH_ATTR_SYMS, false}, {"dtype", LOOM_GRAPH_ATTR_DTYPE, false}, {NULL, 0, false}};
-static const loom_graph_attr_spec full_attrs[] = {{"shape", LOOM_GRAPH_ATTR_SYMS, false},
-                                                  {"dtype", LOOM_GRAPH_ATTR_DTYPE, false},
-                                                  {"value", LOOM_GRAPH_ATTR_FLOAT, true},
-                                                  {NULL, 0, false}};
-static const loom_graph_attr_spec arange_attrs[] = {{"start", LOOM_GRAPH_ATTR_SYMS, false},
-                                                    {"end", LOOM_GRAPH_ATTR_SYMS, false},
-                                                    {"step", LOOM_GRAPH_ATTR_SYMS, false},
-                                                    {"dtype", LOOM_GRAPH_ATTR_DTYPE, false},
-                                                    {NULL, 0, false}};
-static const loom_graph_attr_spec sym_tensor_attrs[] = {{"values", LOOM_GRAPH_ATTR_SYMS, true},
-                                                       {"scalar", LOOM_GRAPH_ATTR_INT, false},
-                                                       {"dtype", LOOM_GRAPH_ATTR_DTYPE, false},
-                                                       {NULL, 0, false}};
-static const loom_graph_attr_spec tri_attrs[] = {{"k", LOOM_GRAPH_ATTR_SYMS, false}, {NULL, 0, false}};
-
-static loom_dtype dtype_attr(const loom_graph_expr *call, loom_dtype dflt) {
-  const loom_graph_attr *a = loom_graph_call_attr(call, "dtype");
-  return a ? a->dtype : dflt;
-}
+    {"shape", LOOM_GRAPH_ATTR_SYMS, .required = false}, {"dtype", LOOM_GRAPH_ATTR_DTYPE, .dflt_dtype = LOOM_DTYPE_F32}, {0}};
+static const loom_graph_attr_spec full_attrs[] = {{"shape", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                  {"dtype", LOOM_GRAPH_ATTR_DTYPE, .dflt_dtype = LOOM_DTYPE_F32},
+                                                  {"value", LOOM_GRAPH_ATTR_FLOAT, .required = true},
+                                                  {0}};
+static const loom_graph_attr_spec arange_attrs[] = {{"start", LOOM_GRAPH_ATTR_SYMS, .dflt = 0},
+                                                    {"end", LOOM_GRAPH_ATTR_SYMS, .dflt = 0},
+                                                    {"step", LOOM_GRAPH_ATTR_SYMS, .dflt = 1},
+                                                    {"dtype", LOOM_GRAPH_ATTR_DTYPE, .dflt_dtype = LOOM_DTYPE_I64},
+                                                    {0}};
+static const loom_graph_attr_spec sym_tensor_attrs[] = {{"values", LOOM_GRAPH_ATTR_SYMS, .required = true},
+                                                       {"scalar", LOOM_GRAPH_ATTR_INT, .dflt = 0},
+                                                       {"dtype", LOOM_GRAPH_ATTR_DTYPE, .dflt_dtype = LOOM_DTYPE_I64},
+                                                       {0}};
+static const loom_graph_attr_spec tri_attrs[] = {{"k", LOOM_GRAPH_ATTR_SYMS, .dflt = 0}, {0}};
 
 static loom_status infer_fill(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_graph_attr *a = loom_graph_call_attr(ic->call, "shape");
@@ -40,7 +37,7 @@ static loom_status infer_fill(loom_graph_icx *ic, const loom_sinfo **out) {
     const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)s->ndim);
     if (!d) return LOOM_OOM();
     for (int i = 0; i < s->ndim; i++) d[i] = s->dims ? s->dims[i] : loom_graph_icx_fresh(ic, "dim");
-    *out = loom_sinfo_tensor(ic->m, dtype_attr(ic->call, LOOM_DTYPE_F32), s->ndim, d, NULL);
+    *out = loom_sinfo_tensor(ic->m, loom_graph_call_dtype(ic->call, "dtype"), s->ndim, d, NULL);
     return LOOM_OK;
   }
   if (!a) return loom_graph_icx_error(ic, "missing attribute 'shape' (or a Shape operand 0)");
@@ -50,8 +47,14 @@ static loom_status infer_fill(loom_graph_icx *ic, const loom_sinfo **out) {
     if (loom_sym_is_const(a->syms[i], &c) && c < 0)
       return loom_graph_icx_error(ic, "shape axis %zu is %lld", i, (long long)c);
   }
-  *out = loom_sinfo_tensor(ic->m, dtype_attr(ic->call, LOOM_DTYPE_F32), (int)a->n, a->syms, NULL);
+  *out = loom_sinfo_tensor(ic->m, loom_graph_call_dtype(ic->call, "dtype"), (int)a->n, a->syms, NULL);
   return LOOM_OK;
+}
+
+/* The element value of zeros, ones or full. */
+static double fill_value(const loom_graph_expr *call) {
+  loom_graph_op op = call->u.call.op;
+  return op == LOOM_GRAPH_OP_ONES ? 1 : op == LOOM_GRAPH_OP_FULL ? loom_graph_call_float(call, "value") : 0;
 }
 
 static loom_status eval_fill(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
@@ -64,17 +67,18 @@ static loom_status eval_fill(loom_graph_ecx *ec, const loom_graph_value *args, l
     else sh[i] = args[0].dims[i];
     if (sh[i] < 0) return LOOM_ERROR(OUT_OF_RANGE, "%s: shape axis %zu evaluates to %lld", ec->op, i, (long long)sh[i]);
   }
-  loom_graph_op op = ec->call->u.call.op;
-  double v = op == LOOM_GRAPH_OP_ONES ? 1 : op == LOOM_GRAPH_OP_FULL ? loom_graph_attr_get_float(ec->call, "value", 0) : 0;
-  LOOM_PROPAGATE(loom_graph_value_tensor(dtype_attr(ec->call, LOOM_DTYPE_F32), (int)nd, sh, out));
+  double v = fill_value(ec->call);
+  LOOM_PROPAGATE(loom_graph_value_tensor(loom_graph_call_dtype(ec->call, "dtype"), (int)nd, sh, out));
   for (size_t i = 0; i < out->t.numel; i++) loom_graph_tensor_set_f64(&out->t, i, v);
   return LOOM_OK;
 }
 
-static const loom_sym_expr *sym_attr(loom_graph_icx *ic, const char *name, int64_t dflt) {
-  const loom_graph_attr *a = loom_graph_call_attr(ic->call, name);
-  if (!a) return loom_sym_const(ic->cx, dflt);
-  if (a->kind == LOOM_GRAPH_ATTR_INT) return loom_sym_const(ic->cx, a->i);
+/* A one-value symbolic attribute (start, end, step, k): its value ([e] or a plain integer), or its
+ * spec default when absent; NULL for a list of another length. Inference, the reference and
+ * legalization all read these through it. */
+static const loom_sym_expr *sym_attr(loom_sym_ctx *cx, const loom_graph_expr *call, const char *name) {
+  const loom_graph_attr *a = loom_graph_call_attr(call, name);
+  if (!a || a->kind == LOOM_GRAPH_ATTR_INT) return loom_sym_const(cx, loom_graph_call_int(call, name));
   return a->n == 1 ? a->syms[0] : NULL;
 }
 
@@ -139,7 +143,8 @@ static loom_status eval_arange_dyn(loom_graph_ecx *ec, const loom_graph_value *a
 static loom_status infer_arange(loom_graph_icx *ic, const loom_sinfo **out) {
   if (ic->call->u.call.nargs) return infer_arange_dyn(ic, out);
   if (!loom_graph_call_attr(ic->call, "end")) return loom_graph_icx_error(ic, "missing attribute 'end'");
-  const loom_sym_expr *s = sym_attr(ic, "start", 0), *e = sym_attr(ic, "end", 0), *st = sym_attr(ic, "step", 1);
+  const loom_sym_expr *s = sym_attr(ic->cx, ic->call, "start"), *e = sym_attr(ic->cx, ic->call, "end");
+  const loom_sym_expr *st = sym_attr(ic->cx, ic->call, "step");
   if (!s || !e || !st) return loom_graph_icx_error(ic, "start, end and step must be single values");
   int64_t c;
   if (!loom_sym_is_const(st, &c) || c <= 0) return loom_graph_icx_error(ic, "step must be a positive constant");
@@ -147,19 +152,19 @@ static loom_status infer_arange(loom_graph_icx *ic, const loom_sinfo **out) {
   if (!len) return loom_sym_ctx_take_error(ic->cx);
   if (loom_sym_prove_le(ic->cx, loom_sym_const(ic->cx, 0), len) != LOOM_SYM_TRUE)
     len = loom_sym_max(ic->cx, len, loom_sym_const(ic->cx, 0));
-  *out = loom_sinfo_tensor(ic->m, dtype_attr(ic->call, LOOM_DTYPE_I64), 1, &len, NULL);
+  *out = loom_sinfo_tensor(ic->m, loom_graph_call_dtype(ic->call, "dtype"), 1, &len, NULL);
   return LOOM_OK;
 }
 
 static loom_status eval_arange(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   if (ec->call->u.call.nargs) return eval_arange_dyn(ec, args, out);
-  loom_graph_icx ic = {.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
+  loom_sym_ctx *cx = loom_graph_module_sym(ec->m);
   int64_t s, e, st;
-  LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(&ic, "start", 0), &s));
-  LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(&ic, "end", 0), &e));
-  LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(&ic, "step", 1), &st));
+  LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(cx, ec->call, "start"), &s));
+  LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(cx, ec->call, "end"), &e));
+  LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(cx, ec->call, "step"), &st));
   int64_t n = e > s ? (e - s + st - 1) / st : 0;
-  LOOM_PROPAGATE(loom_graph_value_tensor(dtype_attr(ec->call, LOOM_DTYPE_I64), 1, &n, out));
+  LOOM_PROPAGATE(loom_graph_value_tensor(loom_graph_call_dtype(ec->call, "dtype"), 1, &n, out));
   for (int64_t i = 0; i < n; i++) loom_graph_tensor_set_i64(&out->t, (size_t)i, s + i * st);
   return LOOM_OK;
 }
@@ -174,8 +179,8 @@ static bool is_int_dtype(loom_dtype dt) {
 
 static loom_status infer_sym_tensor(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_graph_attr *v = loom_graph_call_attr(ic->call, "values");
-  bool scalar = loom_graph_attr_get_int(ic->call, "scalar", 0) != 0;
-  loom_dtype dt = dtype_attr(ic->call, LOOM_DTYPE_I64);
+  bool scalar = loom_graph_call_int(ic->call, "scalar") != 0;
+  loom_dtype dt = loom_graph_call_dtype(ic->call, "dtype");
   if (!is_int_dtype(dt)) return loom_graph_icx_error(ic, "dtype %s is not an integer type", loom_dtype_name(dt));
   if (scalar && v->n != 1) return loom_graph_icx_error(ic, "a scalar takes one value, got %zu", v->n);
   const loom_sym_expr *n = loom_sym_const(ic->cx, (int64_t)v->n);
@@ -186,9 +191,9 @@ static loom_status infer_sym_tensor(loom_graph_icx *ic, const loom_sinfo **out) 
 static loom_status eval_sym_tensor(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   (void)args;
   const loom_graph_attr *v = loom_graph_call_attr(ec->call, "values");
-  bool scalar = loom_graph_attr_get_int(ec->call, "scalar", 0) != 0;
+  bool scalar = loom_graph_call_int(ec->call, "scalar") != 0;
   int64_t n = (int64_t)v->n;
-  LOOM_PROPAGATE(loom_graph_value_tensor(dtype_attr(ec->call, LOOM_DTYPE_I64), scalar ? 0 : 1, &n, out));
+  LOOM_PROPAGATE(loom_graph_value_tensor(loom_graph_call_dtype(ec->call, "dtype"), scalar ? 0 : 1, &n, out));
   for (size_t i = 0; i < v->n; i++) {
     int64_t x;
     loom_status s = loom_graph_ecx_sym(ec, v->syms[i], &x);
@@ -216,11 +221,9 @@ static loom_status infer_tri(loom_graph_icx *ic, const loom_sinfo **out) {
 
 static loom_status eval_tri(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t;
-  const loom_graph_attr *ka = loom_graph_call_attr(ec->call, "k");
-  int64_t k = 0;
+  int64_t k;
   if (ec->call->u.call.nargs == 2) k = loom_graph_tensor_get_i64(&args[1].t, 0);
-  else if (ka && ka->kind == LOOM_GRAPH_ATTR_INT) k = ka->i;
-  else if (ka) LOOM_PROPAGATE(loom_graph_ecx_sym(ec, ka->syms[0], &k));
+  else LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sym_attr(loom_graph_module_sym(ec->m), ec->call, "k"), &k));
   bool lower = ec->call->u.call.op == LOOM_GRAPH_OP_TRIL;
   LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, x->shape, out));
   int64_t rows = x->shape[x->ndim - 2], cols = x->shape[x->ndim - 1];
@@ -233,10 +236,101 @@ static loom_status eval_tri(loom_graph_ecx *ec, const loom_graph_value *args, lo
   return LOOM_OK;
 }
 
-const loom_graph_op_impl loom_graph_op_impl_zeros = {fill_attrs, infer_fill, eval_fill, NULL};
-const loom_graph_op_impl loom_graph_op_impl_ones = {fill_attrs, infer_fill, eval_fill, NULL};
-const loom_graph_op_impl loom_graph_op_impl_full = {full_attrs, infer_fill, eval_fill, NULL};
-const loom_graph_op_impl loom_graph_op_impl_arange = {arange_attrs, infer_arange, eval_arange, NULL};
-const loom_graph_op_impl loom_graph_op_impl_sym_tensor = {sym_tensor_attrs, infer_sym_tensor, eval_sym_tensor, NULL};
-const loom_graph_op_impl loom_graph_op_impl_tril = {tri_attrs, infer_tri, eval_tri, NULL};
-const loom_graph_op_impl loom_graph_op_impl_triu = {tri_attrs, infer_tri, eval_tri, NULL};
+/* ---- legalization (the records' legalize hooks; graph/legalize.h) ------------------------------ */
+
+/* zeros, ones, full */
+static loom_status legal_fill(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                              loom_graph_legal *r) {
+  double value = fill_value(call);
+  loom_tp_func **tp = &r->tp;
+  if (call->u.call.nargs != 0) return loom_legal_unsupported(call, "with a Shape operand yet");
+  if (out->ndim < 0 || out->ndim > LOOM_TP_GEN_MAX_RANK) return loom_legal_unsupported(call, "for this rank");
+  char text[64];
+  if (out->dtype == LOOM_DTYPE_BOOL) snprintf(text, sizeof text, "%s", value != 0 ? "true" : "false");
+  else if (loom_dtype_is_float(out->dtype)) {
+    snprintf(text, sizeof text, "%.17g", value);
+    if (!strpbrk(text, ".eEn")) strcat(text, ".0");
+  } else { /* the integer the reference stores (saturated, NaN 0): one conversion rule */
+    uint64_t bits = 0;
+    loom_graph_tensor one = {.dtype = out->dtype, .numel = 1, .data = &bits};
+    loom_graph_tensor_set_f64(&one, 0, value);
+    int64_t v = loom_graph_tensor_get_i64(&one, 0);
+    if (out->dtype == LOOM_DTYPE_U64) snprintf(text, sizeof text, "%llu", (unsigned long long)v);
+    else snprintf(text, sizeof text, "%lld", (long long)v);
+  }
+  char name[256];
+  snprintf(name, sizeof name, "fill_%s_r%d_%016llx", loom_dtype_name(out->dtype), out->ndim,
+           (unsigned long long)loom_hash_bytes(&value, sizeof value));
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_fill(loom_graph_module_arena(m), loom_graph_module_sym(m), name, out->dtype, out->ndim, text, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+/* tril, triu: k is a scalar parameter, or a run-time operand the program reads */
+static loom_status legal_tri(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                             loom_graph_legal *r) {
+  bool upper = call->u.call.op == LOOM_GRAPH_OP_TRIU;
+  (void)out;
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  if (x->ndim < 2) return loom_legal_unsupported(call, "below rank 2");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  /* a run-time k (operand 1, one integer) is read by the program from its buffer */
+  const loom_sinfo *ks = NULL;
+  if (call->u.call.nargs > 1) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &ks));
+  if (ks && (ks->ndim > 1 || !loom_dtype_is_int(ks->dtype))) return loom_legal_unsupported(call, "for this k operand");
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s_r%d%s%s", upper ? "triu" : "tril", loom_dtype_name(x->dtype), x->ndim, ks ? "_k" : "",
+           ks ? loom_dtype_name(ks->dtype) : "");
+  if (ks && ks->ndim == 1) strncat(name, "v", sizeof name - strlen(name) - 1);
+  if (!(r->tp = loom_graph_module_find_tp(m, name))) {
+    LOOM_PROPAGATE(loom_tp_gen_tri(loom_graph_module_arena(m), cx, name, x->dtype, x->ndim, upper,
+                                   ks ? ks->dtype : LOOM_DTYPE_I64, ks ? ks->ndim : -1, &r->tp));
+    LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
+  }
+  if (!ks) r->scalars[r->nscalars++] = sym_attr(cx, call, "k");
+  return LOOM_OK;
+}
+
+static loom_status legal_arange(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                loom_graph_legal *r) {
+  if (call->u.call.nargs > 0) return loom_legal_runtime_operand(call, "start/limit/delta");
+  if (out->ndim != 1) return loom_legal_unsupported(call, "for a result that is not 1-d");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  char name[64];
+  snprintf(name, sizeof name, "arange_%s", loom_dtype_name(out->dtype));
+  if (!(r->tp = loom_graph_module_find_tp(m, name))) {
+    LOOM_PROPAGATE(loom_tp_gen_arange(loom_graph_module_arena(m), cx, name, out->dtype, &r->tp));
+    LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
+  }
+  r->scalars[r->nscalars++] = sym_attr(cx, call, "start");
+  r->scalars[r->nscalars++] = sym_attr(cx, call, "step");
+  return LOOM_OK;
+}
+
+static loom_status legal_sym_tensor(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                    loom_graph_legal *r) {
+  const loom_graph_attr *v = loom_graph_call_attr(call, "values");
+  size_t cap = sizeof r->scalars / sizeof r->scalars[0];
+  if (!v || v->n > cap) return loom_legal_unsupported(call, "with more values than a program takes scalars");
+  bool scalar = out->ndim == 0;
+  char name[64];
+  snprintf(name, sizeof name, "sym_tensor_%s_n%zu%s", loom_dtype_name(out->dtype), v->n, scalar ? "_s" : "");
+  if (!(r->tp = loom_graph_module_find_tp(m, name))) {
+    LOOM_PROPAGATE(loom_tp_gen_sym_tensor(loom_graph_module_arena(m), loom_graph_module_sym(m), name, out->dtype, (int)v->n,
+                                          scalar, &r->tp));
+    LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
+  }
+  for (size_t k = 0; k < v->n; k++) r->scalars[r->nscalars++] = v->syms[k];
+  return LOOM_OK;
+}
+
+/* ---- the records ------------------------------------------------------------------------------- */
+
+const loom_graph_op_impl loom_graph_op_impl_zeros = {fill_attrs, infer_fill, eval_fill, legal_fill};
+const loom_graph_op_impl loom_graph_op_impl_ones = {fill_attrs, infer_fill, eval_fill, legal_fill};
+const loom_graph_op_impl loom_graph_op_impl_full = {full_attrs, infer_fill, eval_fill, legal_fill};
+const loom_graph_op_impl loom_graph_op_impl_arange = {arange_attrs, infer_arange, eval_arange, legal_arange};
+const loom_graph_op_impl loom_graph_op_impl_sym_tensor = {sym_tensor_attrs, infer_sym_tensor, eval_sym_tensor, legal_sym_tensor};
+const loom_graph_op_impl loom_graph_op_impl_tril = {tri_attrs, infer_tri, eval_tri, legal_tri};
+const loom_graph_op_impl loom_graph_op_impl_triu = {tri_attrs, infer_tri, eval_tri, legal_tri};

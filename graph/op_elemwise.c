@@ -1,23 +1,25 @@
 /* op_elemwise.c — elementwise unary and binary operators (NumPy broadcasting), clip, cast,
- * dropout, where and the bitwise / shift operators on integers: attributes, inference and
- * reference implementations. */
+ * dropout, where and the bitwise / shift operators on integers: attributes, inference,
+ * reference implementations and legalization (expression tables for tensorprog/gen_elemwise.c). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "base/lowp.h"
-#include "graph/graph_internal.h"
+#include "graph/legalize_internal.h"
 
-static const loom_graph_attr_spec no_attrs[] = {{NULL, 0, false}};
+static const loom_graph_attr_spec no_attrs[] = {{0}};
 static const loom_graph_attr_spec clip_attrs[] = {
-    {"min", LOOM_GRAPH_ATTR_FLOAT, false}, {"max", LOOM_GRAPH_ATTR_FLOAT, false}, {NULL, 0, false}};
+    {"min", LOOM_GRAPH_ATTR_FLOAT, .dflt = -INFINITY}, {"max", LOOM_GRAPH_ATTR_FLOAT, .dflt = INFINITY}, {0}};
 /* saturate (default true) and round_mode ("up" default, "down", "nearest") matter only for a
  * float8 / e8m0 result: base/lowp.h has their meaning. */
-static const loom_graph_attr_spec cast_attrs[] = {{"dtype", LOOM_GRAPH_ATTR_DTYPE, true},
-                                                  {"saturate", LOOM_GRAPH_ATTR_BOOL, false},
-                                                  {"round_mode", LOOM_GRAPH_ATTR_STR, false},
-                                                  {NULL, 0, false}};
-static const loom_graph_attr_spec bitcast_attrs[] = {{"dtype", LOOM_GRAPH_ATTR_DTYPE, true}, {NULL, 0, false}};
-static const loom_graph_attr_spec dropout_attrs[] = {{"rate", LOOM_GRAPH_ATTR_FLOAT, false}, {NULL, 0, false}};
+static const loom_graph_attr_spec cast_attrs[] = {{"dtype", LOOM_GRAPH_ATTR_DTYPE, .required = true},
+                                                  {"saturate", LOOM_GRAPH_ATTR_BOOL, .dflt = 1},
+                                                  {"round_mode", LOOM_GRAPH_ATTR_STR, .required = false},
+                                                  {0}};
+static const loom_graph_attr_spec bitcast_attrs[] = {{"dtype", LOOM_GRAPH_ATTR_DTYPE, .required = true}, {0}};
+static const loom_graph_attr_spec dropout_attrs[] = {{"rate", LOOM_GRAPH_ATTR_FLOAT, .required = false}, {0}};
 
 static loom_graph_op op_of(const loom_graph_expr *call) { return call->u.call.op; }
 
@@ -116,7 +118,7 @@ static double unary_f(loom_graph_op op, double x, double lo, double hi) {
 
 /* Cast to a float8 / float4 / e8m0 type, honouring saturate and round_mode. */
 static loom_status cast_lowp(loom_graph_ecx *ec, const loom_graph_tensor *x, loom_graph_tensor *y) {
-  bool sat = loom_graph_attr_get_int(ec->call, "saturate", 1) != 0;
+  bool sat = loom_graph_call_int(ec->call, "saturate") != 0;
   const loom_graph_attr *rm = loom_graph_call_attr(ec->call, "round_mode");
   loom_lowp_round mode = LOOM_LOWP_ROUND_UP;
   if (rm && !loom_lowp_round_parse(rm->s, &mode))
@@ -136,8 +138,8 @@ static loom_status eval_unary(loom_graph_ecx *ec, const loom_graph_value *args, 
   if (op == LOOM_GRAPH_OP_CAST) dt = loom_graph_call_attr(ec->call, "dtype")->dtype;
   if (op == LOOM_GRAPH_OP_NOT) dt = LOOM_DTYPE_BOOL;
   LOOM_PROPAGATE(loom_graph_value_tensor(dt, x->ndim, x->shape, out));
-  double lo = loom_graph_attr_get_float(ec->call, "min", -INFINITY);
-  double hi = loom_graph_attr_get_float(ec->call, "max", INFINITY);
+  double lo = 0, hi = 0; /* clip's bounds */
+  if (op == LOOM_GRAPH_OP_CLIP) lo = loom_graph_call_float(ec->call, "min"), hi = loom_graph_call_float(ec->call, "max");
   if (op == LOOM_GRAPH_OP_CAST && loom_dtype_is_lowp(dt) && loom_dtype_is_float(dt)) return cast_lowp(ec, x, &out->t);
   bool int_path = (loom_dtype_is_int(x->dtype) && loom_dtype_is_int(dt)) &&
                   (op == LOOM_GRAPH_OP_NEG || op == LOOM_GRAPH_OP_ABS || op == LOOM_GRAPH_OP_CAST ||
@@ -193,7 +195,6 @@ static loom_status eval_bitcast(loom_graph_ecx *ec, const loom_graph_value *args
   return LOOM_OK;
 }
 
-const loom_graph_op_impl loom_graph_op_impl_bitcast = {bitcast_attrs, infer_bitcast, eval_bitcast, NULL};
 
 /* ---- binary and where --------------------------------------------------------------- */
 
@@ -370,37 +371,257 @@ static loom_status eval_bcast(loom_graph_ecx *ec, const loom_graph_value *args, 
   return LOOM_OK;
 }
 
-#define UNARY(nm, attrs) \
-  const loom_graph_op_impl loom_graph_op_impl_##nm = {attrs, infer_unary, eval_unary, NULL};
-#define BINARY(nm) const loom_graph_op_impl loom_graph_op_impl_##nm = {no_attrs, infer_bcast, eval_bcast, NULL};
+/* ---- legalization (the records' legalize hooks; graph/legalize.h) ------------------------------ */
 
-UNARY(neg, no_attrs)
-UNARY(abs, no_attrs)
-UNARY(exp, no_attrs)
-UNARY(log, no_attrs)
-UNARY(sqrt, no_attrs)
-UNARY(rsqrt, no_attrs)
-UNARY(tanh, no_attrs)
-UNARY(sigmoid, no_attrs)
-UNARY(relu, no_attrs)
-UNARY(gelu, no_attrs)
-UNARY(gelu_tanh, no_attrs)
-UNARY(silu, no_attrs)
-UNARY(erf, no_attrs)
-UNARY(sin, no_attrs)
-UNARY(cos, no_attrs)
-UNARY(floor, no_attrs)
-UNARY(ceil, no_attrs)
-UNARY(round, no_attrs)
-UNARY(sign, no_attrs)
-UNARY(not, no_attrs)
-UNARY(clip, clip_attrs)
-UNARY(cast, cast_attrs)
-UNARY(dropout, dropout_attrs)
-UNARY(asin, no_attrs)
-UNARY(acos, no_attrs)
-UNARY(atan, no_attrs)
-UNARY(bitwise_not, no_attrs)
+typedef struct unary_entry {
+  loom_graph_op op;
+  const char *expr; /* over x; literals take x's dtype */
+} unary_entry;
+
+static const unary_entry unary_table[] = {
+    {LOOM_GRAPH_OP_NEG, "-x"},
+    {LOOM_GRAPH_OP_ABS, "abs(x)"},
+    {LOOM_GRAPH_OP_EXP, "exp(x)"},
+    {LOOM_GRAPH_OP_LOG, "log(x)"},
+    {LOOM_GRAPH_OP_SQRT, "sqrt(x)"},
+    {LOOM_GRAPH_OP_RSQRT, "rsqrt(x)"},
+    {LOOM_GRAPH_OP_TANH, "tanh(x)"},
+    {LOOM_GRAPH_OP_SIGMOID, "sigmoid(x)"},
+    {LOOM_GRAPH_OP_RELU, "max(x, 0.0)"},
+    {LOOM_GRAPH_OP_GELU, "0.5 * x * (1.0 + erf(x * 0.70710678118654752440))"},
+    {LOOM_GRAPH_OP_GELU_TANH, "0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)))"},
+    {LOOM_GRAPH_OP_SILU, "x * sigmoid(x)"},
+    {LOOM_GRAPH_OP_ERF, "erf(x)"},
+    {LOOM_GRAPH_OP_SIN, "sin(x)"},
+    {LOOM_GRAPH_OP_COS, "cos(x)"},
+    {LOOM_GRAPH_OP_ASIN, "asin(x)"},
+    {LOOM_GRAPH_OP_ACOS, "acos(x)"},
+    {LOOM_GRAPH_OP_ATAN, "atan(x)"},
+    {LOOM_GRAPH_OP_FLOOR, "floor(x)"},
+    {LOOM_GRAPH_OP_CEIL, "ceil(x)"},
+    {LOOM_GRAPH_OP_ROUND, "round(x)"},
+    {LOOM_GRAPH_OP_SIGN, "select(x > 0.0, 1.0, select(x < 0.0, -1.0, 0.0))"}, /* f32; others: unary_program */
+    {LOOM_GRAPH_OP_NOT, "!x"},
+    {LOOM_GRAPH_OP_DROPOUT, "x"},
+    {LOOM_GRAPH_OP_BITWISE_NOT, "!x"}, /* on integers `!` is bitwise (tp_ops.def) */
+};
+
+typedef struct binary_entry {
+  loom_graph_op op;
+  const char *expr;     /* over a, b for float operands */
+  const char *int_expr; /* for integer operands (NULL: same as expr) */
+} binary_entry;
+
+static const binary_entry binary_table[] = {
+    {LOOM_GRAPH_OP_ADD, "a + b", NULL},
+    {LOOM_GRAPH_OP_SUB, "a - b", NULL},
+    {LOOM_GRAPH_OP_MUL, "a * b", NULL},
+    {LOOM_GRAPH_OP_DIV, "a / b", "floordiv(a, b)"},
+    {LOOM_GRAPH_OP_POW, "pow(a, b)", NULL},
+    {LOOM_GRAPH_OP_MOD, "floormod(a, b)", NULL},
+    {LOOM_GRAPH_OP_MAXIMUM, "max(a, b)", NULL},
+    {LOOM_GRAPH_OP_MINIMUM, "min(a, b)", NULL},
+    {LOOM_GRAPH_OP_EQUAL, "a == b", NULL},
+    {LOOM_GRAPH_OP_NOT_EQUAL, "a != b", NULL},
+    {LOOM_GRAPH_OP_LESS, "a < b", NULL},
+    {LOOM_GRAPH_OP_LESS_EQUAL, "a <= b", NULL},
+    {LOOM_GRAPH_OP_GREATER, "a > b", NULL},
+    {LOOM_GRAPH_OP_GREATER_EQUAL, "a >= b", NULL},
+    {LOOM_GRAPH_OP_LOGICAL_AND, "a && b", NULL},
+    {LOOM_GRAPH_OP_LOGICAL_OR, "a || b", NULL},
+    {LOOM_GRAPH_OP_LOGICAL_XOR, "xor(a, b)", NULL},
+    {LOOM_GRAPH_OP_BITWISE_AND, "a && b", NULL}, /* bitwise on integers */
+    {LOOM_GRAPH_OP_BITWISE_OR, "a || b", NULL},
+    {LOOM_GRAPH_OP_BITWISE_XOR, "xor(a, b)", NULL},
+    {LOOM_GRAPH_OP_SHIFT_LEFT, "shl(a, b)", NULL},
+    {LOOM_GRAPH_OP_SHIFT_RIGHT, "shr(a, b)", NULL},
+};
+
+static loom_status unary_program(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                 const char *expr, loom_tp_func **tp) {
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  char typed_sign[256];
+  if (call->u.call.op == LOOM_GRAPH_OP_SIGN && x->dtype != LOOM_DTYPE_F32) { /* literals of x's dtype */
+    const char *t = loom_dtype_name(x->dtype), *f = loom_dtype_is_float(x->dtype) ? ".0" : "";
+    if (loom_dtype_is_float(x->dtype) || loom_dtype_is_signed(x->dtype))
+      snprintf(typed_sign, sizeof typed_sign, "select(x > 0%s%s, 1%s%s, select(x < 0%s%s, -1%s%s, 0%s%s))", f, t, f, t, f, t,
+               f, t, f, t);
+    else snprintf(typed_sign, sizeof typed_sign, "select(x > 0%s, 1%s, 0%s)", t, t, t);
+    expr = typed_sign;
+  }
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s_%s_r%d", loom_graph_op_name(call->u.call.op), loom_dtype_name(x->dtype),
+           loom_dtype_name(out->dtype), x->ndim);
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_unary(loom_graph_module_arena(m), loom_graph_module_sym(m), name, expr, x->dtype,
+                                   out->dtype, x->ndim, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+/* the ops of unary_table */
+static loom_status legal_unary(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                               loom_graph_legal *r) {
+  for (size_t i = 0; i < sizeof unary_table / sizeof unary_table[0]; i++)
+    if (unary_table[i].op == call->u.call.op) return unary_program(m, call, out, unary_table[i].expr, &r->tp);
+  return loom_legal_unsupported(call, "yet");
+}
+
+static loom_status legal_clip(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                              loom_graph_legal *r) {
+  loom_tp_func **tp = &r->tp;
+  const loom_graph_attr *lo = loom_graph_call_attr(call, "min"), *hi = loom_graph_call_attr(call, "max");
+  char expr[160] = "x", tmp[160];
+  if (lo) {
+    snprintf(tmp, sizeof tmp, "max(%s, %.17g)", expr, lo->kind == LOOM_GRAPH_ATTR_INT ? (double)lo->i : lo->f);
+    strcpy(expr, tmp);
+  }
+  if (hi) {
+    snprintf(tmp, sizeof tmp, "min(%s, %.17g)", expr, hi->kind == LOOM_GRAPH_ATTR_INT ? (double)hi->i : hi->f);
+    strcpy(expr, tmp);
+  }
+  /* Bounds are part of the program: name them by their bits. */
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  char name[256];
+  snprintf(name, sizeof name, "clip_%s_r%d_%016llx", loom_dtype_name(x->dtype), x->ndim,
+           (unsigned long long)loom_hash_bytes(expr, strlen(expr)));
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_unary(loom_graph_module_arena(m), loom_graph_module_sym(m), name, expr, x->dtype,
+                                   out->dtype, x->ndim, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legal_cast(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                              loom_graph_legal *r) {
+  if (loom_dtype_is_lowp_float(out->dtype) && !loom_graph_call_int(call, "saturate"))
+    return loom_legal_unsupported(call, "to a float8 / float4 dtype with saturate=false (programs saturate)");
+  char expr[32];
+  snprintf(expr, sizeof expr, "%s(x)", loom_dtype_name(out->dtype));
+  return unary_program(m, call, out, expr, &r->tp);
+}
+
+/* bitcast: between integers of one width and to / from bool the bits are the value (wrapped;
+ * a bool is 0 or 1 and a byte read as bool is `!= 0`, as the reference normalises), so a value
+ * cast does it; a float side needs the tensor-program `bitcast` operator. */
+static loom_status legal_bitcast(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                 loom_graph_legal *r) {
+  loom_tp_func **tp = &r->tp;
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  if (loom_dtype_bits(x->dtype) != loom_dtype_bits(out->dtype))
+    return LOOM_ERROR(INVALID_ARGUMENT, "bitcast: %s and %s differ in width", loom_dtype_name(x->dtype),
+                      loom_dtype_name(out->dtype));
+  char expr[48];
+  const char *to = loom_dtype_name(out->dtype);
+  if (!loom_dtype_is_float(x->dtype) && !loom_dtype_is_float(out->dtype)) snprintf(expr, sizeof expr, "%s(x)", to);
+  else if (loom_dtype_is_float(out->dtype)) snprintf(expr, sizeof expr, "bitcast(x, 0.0%s)", to);
+  else snprintf(expr, sizeof expr, "bitcast(x, 0%s)", to);
+  return unary_program(m, call, out, expr, tp);
+}
+
+/* pow of integers (ONNX Pow on int32 / int64): the reference computes in double and converts
+ * back, truncating, as the program's cast does. */
+static loom_status int_pow(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *a,
+                           const loom_sinfo *out, const loom_tp_bcast *ma, const loom_sinfo *b,
+                           const loom_tp_bcast *mb, const char *key, loom_tp_func **tp) {
+  if (!loom_dtype_is_int(a->dtype) || out->dtype != a->dtype) return loom_legal_unsupported(call, "for these operand dtypes");
+  char expr[96], name[256];
+  const char *an = loom_dtype_name(a->dtype);
+  snprintf(expr, sizeof expr, "%s(pow(f64(a), f64(b)))", an);
+  snprintf(name, sizeof name, "pow_%s_%s", an, key);
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_binary(loom_graph_module_arena(m), loom_graph_module_sym(m), name, expr, a->dtype, out->dtype,
+                                    a->ndim, ma, b->ndim, mb, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+/* the ops of binary_table */
+static loom_status legal_binary(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                loom_graph_legal *r) {
+  const binary_entry *e = NULL;
+  for (size_t i = 0; i < sizeof binary_table / sizeof binary_table[0] && !e; i++)
+    if (binary_table[i].op == call->u.call.op) e = &binary_table[i];
+  if (!e) return loom_legal_unsupported(call, "yet");
+  loom_tp_func **tp = &r->tp;
+  const loom_sinfo *a, *b;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &a));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &b));
+  if (out->ndim < 0 || !out->dims) return loom_legal_unsupported(call, "for a result of unknown shape");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  loom_tp_bcast ma[LOOM_TP_GEN_MAX_RANK], mb[LOOM_TP_GEN_MAX_RANK];
+  char key[64] = "";
+  loom_legal_bcast_modes(cx, a, out->dims, out->ndim, ma, key, sizeof key);
+  strcat(key, "_");
+  loom_legal_bcast_modes(cx, b, out->dims, out->ndim, mb, key, sizeof key);
+  if (a->dtype != b->dtype) return loom_legal_unsupported(call, "for operands of different dtypes");
+  if (e->op == LOOM_GRAPH_OP_POW && !loom_dtype_is_float(a->dtype)) return int_pow(m, call, a, out, ma, b, mb, key, tp);
+  const char *expr = loom_dtype_is_float(a->dtype) || !e->int_expr ? e->expr : e->int_expr;
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s_%s", loom_graph_op_name(call->u.call.op), loom_dtype_name(a->dtype), key);
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_binary(loom_graph_module_arena(m), cx, name, expr, a->dtype, out->dtype, a->ndim, ma,
+                                    b->ndim, mb, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legal_where(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                               loom_graph_legal *r) {
+  loom_tp_func **tp = &r->tp;
+  const loom_sinfo *in[3];
+  for (size_t i = 0; i < 3; i++) LOOM_PROPAGATE(loom_legal_tensor_arg(call, i, &in[i]));
+  if (in[0]->dtype != LOOM_DTYPE_BOOL || in[1]->dtype != in[2]->dtype) return loom_legal_unsupported(call, "for these dtypes");
+  if (out->ndim < 0 || !out->dims) return loom_legal_unsupported(call, "for a result of unknown shape");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  loom_tp_bcast modes[3][LOOM_TP_GEN_MAX_RANK];
+  const loom_tp_bcast *mp[3] = {modes[0], modes[1], modes[2]};
+  char key[64] = "";
+  for (int i = 0; i < 3; i++) {
+    if (i) strcat(key, "_");
+    loom_legal_bcast_modes(cx, in[i], out->dims, out->ndim, modes[i], key, sizeof key);
+  }
+  char name[256];
+  snprintf(name, sizeof name, "where_%s_%s", loom_dtype_name(in[1]->dtype), key);
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  const loom_dtype dts[3] = {LOOM_DTYPE_BOOL, in[1]->dtype, in[2]->dtype};
+  const int ranks[3] = {in[0]->ndim, in[1]->ndim, in[2]->ndim};
+  LOOM_PROPAGATE(loom_tp_gen_nary(loom_graph_module_arena(m), cx, name, "select(a, b, c)", 3, dts, out->dtype, ranks, mp, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+/* ---- the records ------------------------------------------------------------------------------- */
+
+#define UNARY(nm, attrs, legal) \
+  const loom_graph_op_impl loom_graph_op_impl_##nm = {attrs, infer_unary, eval_unary, legal};
+#define BINARY(nm) const loom_graph_op_impl loom_graph_op_impl_##nm = {no_attrs, infer_bcast, eval_bcast, legal_binary};
+
+UNARY(neg, no_attrs, legal_unary)
+UNARY(abs, no_attrs, legal_unary)
+UNARY(exp, no_attrs, legal_unary)
+UNARY(log, no_attrs, legal_unary)
+UNARY(sqrt, no_attrs, legal_unary)
+UNARY(rsqrt, no_attrs, legal_unary)
+UNARY(tanh, no_attrs, legal_unary)
+UNARY(sigmoid, no_attrs, legal_unary)
+UNARY(relu, no_attrs, legal_unary)
+UNARY(gelu, no_attrs, legal_unary)
+UNARY(gelu_tanh, no_attrs, legal_unary)
+UNARY(silu, no_attrs, legal_unary)
+UNARY(erf, no_attrs, legal_unary)
+UNARY(sin, no_attrs, legal_unary)
+UNARY(cos, no_attrs, legal_unary)
+UNARY(floor, no_attrs, legal_unary)
+UNARY(ceil, no_attrs, legal_unary)
+UNARY(round, no_attrs, legal_unary)
+UNARY(sign, no_attrs, legal_unary)
+UNARY(not, no_attrs, legal_unary)
+UNARY(clip, clip_attrs, legal_clip)
+UNARY(cast, cast_attrs, legal_cast)
+UNARY(dropout, dropout_attrs, legal_unary)
+UNARY(asin, no_attrs, legal_unary)
+UNARY(acos, no_attrs, legal_unary)
+UNARY(atan, no_attrs, legal_unary)
+UNARY(bitwise_not, no_attrs, legal_unary)
 BINARY(add)
 BINARY(sub)
 BINARY(mul)
@@ -423,4 +644,5 @@ BINARY(bitwise_or)
 BINARY(bitwise_xor)
 BINARY(shift_left)
 BINARY(shift_right)
-BINARY(where)
+const loom_graph_op_impl loom_graph_op_impl_where = {no_attrs, infer_bcast, eval_bcast, legal_where};
+const loom_graph_op_impl loom_graph_op_impl_bitcast = {bitcast_attrs, infer_bitcast, eval_bitcast, legal_bitcast};

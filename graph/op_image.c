@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/graph_internal.h"
+#include "graph/legalize_internal.h"
 
 #define MAXS LOOM_GRAPH_MAX_SPATIAL /* spatial axes at most (rank 8 tensors) */
 
@@ -31,26 +31,21 @@ static loom_status ints_n(loom_graph_icx *ic, const char *name, int n, int64_t d
   return LOOM_OK;
 }
 
-static const char *str_attr(const loom_graph_expr *call, const char *name, const char *dflt) {
-  const loom_graph_attr *a = loom_graph_call_attr(call, name);
-  return a && a->kind == LOOM_GRAPH_ATTR_STR ? a->s : dflt;
-}
-
 static loom_graph_icx icx_of(loom_graph_ecx *ec) {
   return (loom_graph_icx){.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
 }
 
 /* ---- pooling ---------------------------------------------------------------------------- */
 
-static const loom_graph_attr_spec pool_attrs[] = {{"kernel", LOOM_GRAPH_ATTR_SYMS, true},
-                                                  {"strides", LOOM_GRAPH_ATTR_SYMS, false},
-                                                  {"padding", LOOM_GRAPH_ATTR_SYMS, false},
-                                                  {"dilation", LOOM_GRAPH_ATTR_SYMS, false},
-                                                  {"ceil_mode", LOOM_GRAPH_ATTR_BOOL, false},
-                                                  {"count_include_pad", LOOM_GRAPH_ATTR_BOOL, false},
-                                                  {"p", LOOM_GRAPH_ATTR_INT, false},
-                                                  {"storage_order", LOOM_GRAPH_ATTR_INT, false},
-                                                  {NULL, 0, false}};
+static const loom_graph_attr_spec pool_attrs[] = {{"kernel", LOOM_GRAPH_ATTR_SYMS, .required = true},
+                                                  {"strides", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                  {"padding", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                  {"dilation", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                  {"ceil_mode", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                  {"count_include_pad", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                  {"p", LOOM_GRAPH_ATTR_INT, .dflt = 2},
+                                                  {"storage_order", LOOM_GRAPH_ATTR_INT, .dflt = 0},
+                                                  {0}};
 
 loom_status loom_graph_pool_window(loom_graph_icx *ic, int ndim, loom_graph_window *p) {
   memset(p, 0, sizeof *p);
@@ -64,7 +59,7 @@ loom_status loom_graph_pool_window(loom_graph_icx *ic, int ndim, loom_graph_wind
   LOOM_PROPAGATE(ints_n(ic, "dilation", p->n, 1, 1, p->dilation));
   LOOM_PROPAGATE(ints_n(ic, "padding", 2 * p->n, 0, 0, pads));
   for (int i = 0; i < p->n; i++) p->pad_lo[i] = pads[i], p->pad_hi[i] = pads[p->n + i];
-  p->ceil = loom_graph_attr_get_int(ic->call, "ceil_mode", 0) != 0;
+  p->ceil = loom_graph_call_int(ic->call, "ceil_mode") != 0;
   return LOOM_OK;
 }
 
@@ -125,9 +120,9 @@ static loom_status eval_pool(loom_graph_ecx *ec, const loom_graph_value *args, l
   LOOM_PROPAGATE(loom_graph_pool_window(&ic, x->ndim, &p));
   loom_graph_op op = ec->call->u.call.op;
   bool mx = op == LOOM_GRAPH_OP_MAX_POOL || op == LOOM_GRAPH_OP_MAX_POOL_INDICES, idx = op == LOOM_GRAPH_OP_MAX_POOL_INDICES;
-  bool lp = op == LOOM_GRAPH_OP_LP_POOL, incl = loom_graph_attr_get_int(ec->call, "count_include_pad", 0) != 0;
-  double pw = (double)loom_graph_attr_get_int(ec->call, "p", 2);
-  bool colmajor = loom_graph_attr_get_int(ec->call, "storage_order", 0) == 1;
+  bool lp = op == LOOM_GRAPH_OP_LP_POOL, incl = loom_graph_call_int(ec->call, "count_include_pad") != 0;
+  double pw = (double)loom_graph_call_int(ec->call, "p");
+  bool colmajor = loom_graph_call_int(ec->call, "storage_order") == 1;
   int64_t shape[MAXS + 2] = {x->shape[0], x->shape[1]}, extra[MAXS];
   for (int i = 0; i < p.n; i++) {
     shape[2 + i] = loom_graph_pool_extent(&p, i, x->shape[2 + i], &extra[i]);
@@ -185,18 +180,18 @@ static loom_status eval_pool(loom_graph_ecx *ec, const loom_graph_value *args, l
 
 /* ---- resize ----------------------------------------------------------------------------- */
 
-static const loom_graph_attr_spec resize_attrs[] = {{"size", LOOM_GRAPH_ATTR_SYMS, false},
-                                                    {"axes", LOOM_GRAPH_ATTR_SYMS, false},
-                                                    {"by", LOOM_GRAPH_ATTR_STR, false},
-                                                    {"policy", LOOM_GRAPH_ATTR_STR, false},
-                                                    {"mode", LOOM_GRAPH_ATTR_STR, false},
-                                                    {"coord", LOOM_GRAPH_ATTR_STR, false},
-                                                    {"nearest_mode", LOOM_GRAPH_ATTR_STR, false},
-                                                    {"cubic_coeff_a", LOOM_GRAPH_ATTR_FLOAT, false},
-                                                    {"exclude_outside", LOOM_GRAPH_ATTR_BOOL, false},
-                                                    {"extrapolation_value", LOOM_GRAPH_ATTR_FLOAT, false},
-                                                    {"antialias", LOOM_GRAPH_ATTR_BOOL, false},
-                                                    {NULL, 0, false}};
+static const loom_graph_attr_spec resize_attrs[] = {{"size", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                    {"axes", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                    {"by", LOOM_GRAPH_ATTR_STR, .dflt_str = "scales"},
+                                                    {"policy", LOOM_GRAPH_ATTR_STR, .dflt_str = "stretch"},
+                                                    {"mode", LOOM_GRAPH_ATTR_STR, .dflt_str = "nearest"},
+                                                    {"coord", LOOM_GRAPH_ATTR_STR, .dflt_str = "half_pixel"},
+                                                    {"nearest_mode", LOOM_GRAPH_ATTR_STR, .dflt_str = "round_prefer_floor"},
+                                                    {"cubic_coeff_a", LOOM_GRAPH_ATTR_FLOAT, .dflt = -0.75},
+                                                    {"exclude_outside", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                    {"extrapolation_value", LOOM_GRAPH_ATTR_FLOAT, .dflt = 0},
+                                                    {"antialias", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                    {0}};
 
 static const char *const resize_modes[] = {"nearest", "linear", "cubic", NULL};
 static const char *const resize_coords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
@@ -234,7 +229,7 @@ static loom_status infer_resize(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_graph_attr *sz = loom_graph_call_attr(ic->call, "size");
   int64_t ax[8], v;
   size_t na = (size_t)x->ndim;
-  const char *by = str_attr(ic->call, "by", "scales"), *policy = str_attr(ic->call, "policy", "stretch");
+  const char *by = loom_graph_call_str(ic->call, "by"), *policy = loom_graph_call_str(ic->call, "policy");
   if (sz) {
     if ((int)sz->n != x->ndim) return loom_graph_icx_error(ic, "attribute 'size' has %zu entries; operand 0 has rank %d", sz->n, x->ndim);
     if (strcmp(by, "scales")) return loom_graph_icx_error(ic, "attribute 'size' goes with by \"scales\"");
@@ -255,13 +250,13 @@ static loom_status infer_resize(loom_graph_icx *ic, const loom_sinfo **out) {
     if (loom_sym_is_const(roi->dims[0], &v) && v != 2 * (int64_t)na)
       return loom_graph_icx_error(ic, "operand 2 (roi) has %lld values for %zu resized axes", (long long)v, na);
   }
-  const char *mode = str_attr(ic->call, "mode", "nearest"), *coord = str_attr(ic->call, "coord", "half_pixel");
-  const char *nm = str_attr(ic->call, "nearest_mode", "round_prefer_floor");
+  const char *mode = loom_graph_call_str(ic->call, "mode"), *coord = loom_graph_call_str(ic->call, "coord");
+  const char *nm = loom_graph_call_str(ic->call, "nearest_mode");
   if (pick(mode, resize_modes) < 0) return loom_graph_icx_error(ic, "mode \"%s\" is not nearest, linear or cubic", mode);
   if (pick(coord, resize_coords) < 0) return loom_graph_icx_error(ic, "coord \"%s\" is not a coordinate transformation mode", coord);
   if (pick(nm, nearest_modes) < 0) return loom_graph_icx_error(ic, "nearest_mode \"%s\" is not a nearest mode", nm);
   if (!strcmp(coord, "tf_crop_and_resize") && !roi) return loom_graph_icx_error(ic, "coord \"tf_crop_and_resize\" needs operand 2 (roi)");
-  if (!strcmp(mode, "nearest") && loom_graph_attr_get_int(ic->call, "antialias", 0))
+  if (!strcmp(mode, "nearest") && loom_graph_call_int(ic->call, "antialias"))
     return loom_graph_icx_error(ic, "antialias is not defined for mode \"nearest\"");
   if (sz) {
     *out = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, sz->syms, x->device);
@@ -417,8 +412,8 @@ static loom_status eval_resize(loom_graph_ecx *ec, const loom_graph_value *args,
     LOOM_PROPAGATE(resize_axes(&ic, r, ax, &na));
     if (sc->numel != na || (rt && rt->numel != 2 * na))
       return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand 1 has %zu values, roi %zu; %zu axes are resized", ec->op, sc->numel, rt ? rt->numel : 0, na);
-    bool sizes = !strcmp(str_attr(ec->call, "by", "scales"), "sizes");
-    const char *policy = str_attr(ec->call, "policy", "stretch");
+    bool sizes = !strcmp(loom_graph_call_str(ec->call, "by"), "sizes");
+    const char *policy = loom_graph_call_str(ec->call, "policy");
     for (int i = 0; i < r; i++) oshape[i] = x->shape[i], scales[i] = 1, roiv[i] = 0, roiv[r + i] = 1;
     double sel = !strcmp(policy, "not_larger") ? INFINITY : -INFINITY;
     for (size_t k = 0; k < na; k++) {
@@ -438,13 +433,13 @@ static loom_status eval_resize(loom_graph_ecx *ec, const loom_graph_value *args,
     if (sizes && strcmp(policy, "stretch"))
       for (size_t k = 0; k < na; k++) scales[ax[k]] = sel, oshape[ax[k]] = (int64_t)(sel * (double)x->shape[ax[k]] + 0.5);
   }
-  rz z = {.mode = pick(str_attr(ec->call, "mode", "nearest"), resize_modes),
-          .coord = pick(str_attr(ec->call, "coord", "half_pixel"), resize_coords),
-          .nearest = pick(str_attr(ec->call, "nearest_mode", "round_prefer_floor"), nearest_modes),
-          .a = loom_graph_attr_get_float(ec->call, "cubic_coeff_a", -0.75),
-          .excl = loom_graph_attr_get_int(ec->call, "exclude_outside", 0) != 0,
-          .aa = loom_graph_attr_get_int(ec->call, "antialias", 0) != 0,
-          .extrap = loom_graph_attr_get_float(ec->call, "extrapolation_value", 0)};
+  rz z = {.mode = pick(loom_graph_call_str(ec->call, "mode"), resize_modes),
+          .coord = pick(loom_graph_call_str(ec->call, "coord"), resize_coords),
+          .nearest = pick(loom_graph_call_str(ec->call, "nearest_mode"), nearest_modes),
+          .a = loom_graph_call_float(ec->call, "cubic_coeff_a"),
+          .excl = loom_graph_call_int(ec->call, "exclude_outside") != 0,
+          .aa = loom_graph_call_int(ec->call, "antialias") != 0,
+          .extrap = loom_graph_call_float(ec->call, "extrapolation_value")};
   LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, r, oshape, out));
   if (!out->t.numel) return LOOM_OK;
   for (int i = 0; i < r; i++)
@@ -481,10 +476,10 @@ static loom_status eval_resize(loom_graph_ecx *ec, const loom_graph_value *args,
 
 /* ---- grid sampling ------------------------------------------------------------------------ */
 
-static const loom_graph_attr_spec grid_attrs[] = {{"mode", LOOM_GRAPH_ATTR_STR, false},
-                                                  {"padding_mode", LOOM_GRAPH_ATTR_STR, false},
-                                                  {"align_corners", LOOM_GRAPH_ATTR_BOOL, false},
-                                                  {NULL, 0, false}};
+static const loom_graph_attr_spec grid_attrs[] = {{"mode", LOOM_GRAPH_ATTR_STR, .dflt_str = "linear"},
+                                                  {"padding_mode", LOOM_GRAPH_ATTR_STR, .dflt_str = "zeros"},
+                                                  {"align_corners", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                  {0}};
 static const char *const grid_modes[] = {"nearest", "linear", "cubic", NULL};
 static const char *const grid_pads[] = {"zeros", "border", "reflection", NULL};
 
@@ -502,9 +497,9 @@ static loom_status infer_grid(loom_graph_icx *ic, const loom_sinfo **out) {
   int64_t last;
   if (loom_sym_is_const(g->dims[n + 1], &last) && last != n)
     return loom_graph_icx_error(ic, "operand 1 (grid) axis %d is %lld; expected %d coordinates", n + 1, (long long)last, n);
-  if (pick(str_attr(ic->call, "mode", "linear"), grid_modes) < 0) return loom_graph_icx_error(ic, "mode \"%s\" is not nearest, linear or cubic", str_attr(ic->call, "mode", ""));
-  if (pick(str_attr(ic->call, "padding_mode", "zeros"), grid_pads) < 0)
-    return loom_graph_icx_error(ic, "padding_mode \"%s\" is not zeros, border or reflection", str_attr(ic->call, "padding_mode", ""));
+  if (pick(loom_graph_call_str(ic->call, "mode"), grid_modes) < 0) return loom_graph_icx_error(ic, "mode \"%s\" is not nearest, linear or cubic", loom_graph_call_str(ic->call, "mode"));
+  if (pick(loom_graph_call_str(ic->call, "padding_mode"), grid_pads) < 0)
+    return loom_graph_icx_error(ic, "padding_mode \"%s\" is not zeros, border or reflection", loom_graph_call_str(ic->call, "padding_mode"));
   const loom_sym_expr *d[MAXS + 2] = {x->dims[0], x->dims[1]};
   for (int i = 0; i < n; i++) d[2 + i] = g->dims[1 + i];
   *out = loom_sinfo_tensor(ic->m, x->dtype, x->ndim, d, x->device);
@@ -539,9 +534,9 @@ static int64_t gs_index(int64_t i, int64_t d, int pad, double lo, double hi) {
 
 static loom_status eval_grid(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t, *g = &args[1].t;
-  int n = x->ndim - 2, mode = pick(str_attr(ec->call, "mode", "linear"), grid_modes);
-  int pad = pick(str_attr(ec->call, "padding_mode", "zeros"), grid_pads);
-  bool ac = loom_graph_attr_get_int(ec->call, "align_corners", 0) != 0;
+  int n = x->ndim - 2, mode = pick(loom_graph_call_str(ec->call, "mode"), grid_modes);
+  int pad = pick(loom_graph_call_str(ec->call, "padding_mode"), grid_pads);
+  bool ac = loom_graph_call_int(ec->call, "align_corners") != 0;
   if (g->shape[0] != x->shape[0] || g->shape[n + 1] != n)
     return LOOM_ERROR(INVALID_ARGUMENT, "%s: grid shape does not fit the input (batch %lld vs %lld, last axis %lld vs %d)", ec->op,
                       (long long)g->shape[0], (long long)x->shape[0], (long long)g->shape[n + 1], n);
@@ -609,12 +604,12 @@ static loom_status eval_grid(loom_graph_ecx *ec, const loom_graph_value *args, l
 
 /* ---- transposed convolution ------------------------------------------------------------- */
 
-static const loom_graph_attr_spec convt_attrs[] = {{"strides", LOOM_GRAPH_ATTR_SYMS, false},
-                                                   {"padding", LOOM_GRAPH_ATTR_SYMS, false},
-                                                   {"dilation", LOOM_GRAPH_ATTR_SYMS, false},
-                                                   {"output_padding", LOOM_GRAPH_ATTR_SYMS, false},
-                                                   {"groups", LOOM_GRAPH_ATTR_INT, false},
-                                                   {NULL, 0, false}};
+static const loom_graph_attr_spec convt_attrs[] = {{"strides", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                   {"padding", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                   {"dilation", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                   {"output_padding", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                   {"groups", LOOM_GRAPH_ATTR_INT, .dflt = 1},
+                                                   {0}};
 
 loom_status loom_graph_convt_window(loom_graph_icx *ic, int ndim, loom_graph_window *p) {
   memset(p, 0, sizeof *p);
@@ -626,7 +621,7 @@ loom_status loom_graph_convt_window(loom_graph_icx *ic, int ndim, loom_graph_win
   LOOM_PROPAGATE(ints_n(ic, "output_padding", p->n, 0, 0, p->out_pad));
   LOOM_PROPAGATE(ints_n(ic, "padding", 2 * p->n, 0, INT64_MIN, pads)); /* a negative end pad: output_shape beyond the full extent */
   for (int i = 0; i < p->n; i++) p->pad_lo[i] = pads[i], p->pad_hi[i] = pads[p->n + i];
-  p->groups = loom_graph_attr_get_int(ic->call, "groups", 1);
+  p->groups = loom_graph_call_int(ic->call, "groups");
   if (p->groups < 1) return loom_graph_icx_error(ic, "groups must be >= 1");
   return LOOM_OK;
 }
@@ -726,10 +721,10 @@ static loom_status eval_convt(loom_graph_ecx *ec, const loom_graph_value *args, 
   return LOOM_OK;
 }
 
-const loom_graph_op_impl loom_graph_op_impl_max_pool = {pool_attrs, infer_pool, eval_pool, NULL};
-const loom_graph_op_impl loom_graph_op_impl_max_pool_indices = {pool_attrs, infer_pool, eval_pool, NULL};
-const loom_graph_op_impl loom_graph_op_impl_avg_pool = {pool_attrs, infer_pool, eval_pool, NULL};
-const loom_graph_op_impl loom_graph_op_impl_lp_pool = {pool_attrs, infer_pool, eval_pool, NULL};
-const loom_graph_op_impl loom_graph_op_impl_resize = {resize_attrs, infer_resize, eval_resize, NULL};
-const loom_graph_op_impl loom_graph_op_impl_grid_sample = {grid_attrs, infer_grid, eval_grid, NULL};
-const loom_graph_op_impl loom_graph_op_impl_conv_transpose = {convt_attrs, infer_convt, eval_convt, NULL};
+const loom_graph_op_impl loom_graph_op_impl_max_pool = {pool_attrs, infer_pool, eval_pool, loom_legal_pool};
+const loom_graph_op_impl loom_graph_op_impl_max_pool_indices = {pool_attrs, infer_pool, eval_pool, loom_legal_pool};
+const loom_graph_op_impl loom_graph_op_impl_avg_pool = {pool_attrs, infer_pool, eval_pool, loom_legal_pool};
+const loom_graph_op_impl loom_graph_op_impl_lp_pool = {pool_attrs, infer_pool, eval_pool, loom_legal_pool};
+const loom_graph_op_impl loom_graph_op_impl_resize = {resize_attrs, infer_resize, eval_resize, loom_legal_resize};
+const loom_graph_op_impl loom_graph_op_impl_grid_sample = {grid_attrs, infer_grid, eval_grid, loom_legal_grid_sample};
+const loom_graph_op_impl loom_graph_op_impl_conv_transpose = {convt_attrs, infer_convt, eval_convt, loom_legal_conv};

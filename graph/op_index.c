@@ -1,15 +1,18 @@
 /* op_index.c — indexing: take (gather along an axis), nonzero and unique (data-dependent
- * counts, fresh symbols), gather / scatter elements, one_hot, cumsum / cumprod. */
+ * counts, fresh symbols), gather / scatter elements, one_hot, cumsum / cumprod; legalization
+ * of take, one_hot and the scans here, of the elements ops in legalize_index.c. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/graph_internal.h"
+#include "base/hash.h"
+#include "graph/legalize_internal.h"
 
-static const loom_graph_attr_spec take_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, false}, {NULL, 0, false}};
+static const loom_graph_attr_spec take_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, .dflt = 0}, {0}};
 static const loom_graph_attr_spec scatter_attrs[] = {
-    {"axis", LOOM_GRAPH_ATTR_INT, false}, {"reduction", LOOM_GRAPH_ATTR_STR, false}, {NULL, 0, false}};
-static const loom_graph_attr_spec no_attrs[] = {{NULL, 0, false}};
+    {"axis", LOOM_GRAPH_ATTR_INT, .dflt = 0}, {"reduction", LOOM_GRAPH_ATTR_STR, .dflt_str = "none"}, {0}};
+static const loom_graph_attr_spec no_attrs[] = {{0}};
 
 /* take(x, idx, axis): x.shape[:axis] + idx.shape + x.shape[axis+1:]. */
 static loom_status infer_take(loom_graph_icx *ic, const loom_sinfo **out) {
@@ -20,7 +23,7 @@ static loom_status infer_take(loom_graph_icx *ic, const loom_sinfo **out) {
     return loom_graph_icx_error(ic, "operand 1 (indices) has dtype %s, expected i32 or i64",
                                 idx->dtype == LOOM_DTYPE_UNKNOWN ? "?" : loom_dtype_name(idx->dtype));
   int a;
-  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), x->ndim, "axis", &a));
+  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_call_int(ic->call, "axis"), x->ndim, "axis", &a));
   int nd = x->ndim - 1 + idx->ndim;
   if (nd > 8) return loom_graph_icx_error(ic, "result rank %d above 8", nd);
   const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)nd);
@@ -35,7 +38,7 @@ static loom_status infer_take(loom_graph_icx *ic, const loom_sinfo **out) {
 
 static loom_status eval_take(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t, *ix = &args[1].t;
-  int64_t axis = loom_graph_attr_get_int(ec->call, "axis", 0);
+  int64_t axis = loom_graph_call_int(ec->call, "axis");
   int a = (int)(axis < 0 ? axis + x->ndim : axis);
   int64_t sh[8];
   int k = 0;
@@ -97,10 +100,10 @@ static loom_status eval_nonzero(loom_graph_ecx *ec, const loom_graph_value *args
  * sorted=false, in order of first occurrence; u (their count) is fresh. With indices=true the
  * result is Tuple(values, first (u) i64, inverse (n) i64, counts (u) i64): where each one
  * first occurs, which one each element / slice is, how often each occurs. */
-static const loom_graph_attr_spec unique_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, false},
-                                                    {"sorted", LOOM_GRAPH_ATTR_BOOL, false},
-                                                    {"indices", LOOM_GRAPH_ATTR_BOOL, false},
-                                                    {NULL, 0, false}};
+static const loom_graph_attr_spec unique_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, .dflt = 0},
+                                                    {"sorted", LOOM_GRAPH_ATTR_BOOL, .dflt = 1},
+                                                    {"indices", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                    {0}};
 
 static loom_status infer_unique(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x;
@@ -111,7 +114,7 @@ static loom_status infer_unique(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *y;
   if (has_axis) {
     int a;
-    LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), x->ndim, "axis", &a));
+    LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_call_int(ic->call, "axis"), x->ndim, "axis", &a));
     const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)x->ndim);
     if (!d) return LOOM_OOM();
     for (int i = 0; i < x->ndim; i++) d[i] = i == a ? u : x->dims[i];
@@ -121,7 +124,7 @@ static loom_status infer_unique(loom_graph_icx *ic, const loom_sinfo **out) {
     y = loom_sinfo_tensor(ic->m, x->dtype, 1, &u, x->device);
     n = x->dims ? loom_graph_dims_prod(ic->cx, x->ndim, x->dims) : NULL;
   }
-  if (!loom_graph_attr_get_int(ic->call, "indices", 0)) return *out = y, LOOM_OK;
+  if (!loom_graph_call_int(ic->call, "indices")) return *out = y, LOOM_OK;
   if (!n) return loom_graph_icx_error(ic, "indices=true needs the dims of operand 0");
   const loom_sinfo *p[4] = {y, loom_sinfo_tensor(ic->m, LOOM_DTYPE_I64, 1, &u, x->device),
                             loom_sinfo_tensor(ic->m, LOOM_DTYPE_I64, 1, &n, x->device), NULL};
@@ -161,8 +164,8 @@ static void sort_slices(const slices *s, int64_t *idx, int64_t *tmp, size_t n) {
 static loom_status eval_unique(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t;
   bool has_axis = loom_graph_call_attr(ec->call, "axis") != NULL;
-  bool sorted = loom_graph_attr_get_int(ec->call, "sorted", 1) != 0, full = loom_graph_attr_get_int(ec->call, "indices", 0) != 0;
-  int64_t axis = loom_graph_attr_get_int(ec->call, "axis", 0);
+  bool sorted = loom_graph_call_int(ec->call, "sorted") != 0, full = loom_graph_call_int(ec->call, "indices") != 0;
+  int64_t axis = loom_graph_call_int(ec->call, "axis");
   int a = has_axis ? (int)(axis < 0 ? axis + x->ndim : axis) : 0;
   slices s = {.outer = 1, .len = x->numel, .inner = 1};
   if (has_axis) {
@@ -235,15 +238,15 @@ static loom_status eval_unique(loom_graph_ecx *ec, const loom_graph_value *args,
 
 /* ---- gather_elements / scatter_elements ------------------------------------------------- */
 
-static const loom_graph_attr_spec one_hot_attrs[] = {{"depth", LOOM_GRAPH_ATTR_SYMS, true},
-                                                     {"on_value", LOOM_GRAPH_ATTR_FLOAT, false},
-                                                     {"off_value", LOOM_GRAPH_ATTR_FLOAT, false},
-                                                     {"dtype", LOOM_GRAPH_ATTR_DTYPE, false},
-                                                     {NULL, 0, false}};
-static const loom_graph_attr_spec cumsum_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, false},
-                                                    {"exclusive", LOOM_GRAPH_ATTR_BOOL, false},
-                                                    {"reverse", LOOM_GRAPH_ATTR_BOOL, false},
-                                                    {NULL, 0, false}};
+static const loom_graph_attr_spec one_hot_attrs[] = {{"depth", LOOM_GRAPH_ATTR_SYMS, .required = true},
+                                                     {"on_value", LOOM_GRAPH_ATTR_FLOAT, .dflt = 1},
+                                                     {"off_value", LOOM_GRAPH_ATTR_FLOAT, .dflt = 0},
+                                                     {"dtype", LOOM_GRAPH_ATTR_DTYPE, .dflt_dtype = LOOM_DTYPE_F32},
+                                                     {0}};
+static const loom_graph_attr_spec cumsum_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, .dflt = 0},
+                                                    {"exclusive", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                    {"reverse", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                    {0}};
 
 static loom_status index_dtype(loom_graph_icx *ic, size_t i, const loom_sinfo *s) {
   if (s->dtype != LOOM_DTYPE_I32 && s->dtype != LOOM_DTYPE_I64)
@@ -261,7 +264,7 @@ static loom_status infer_elements(loom_graph_icx *ic, const loom_sinfo **out) {
   LOOM_PROPAGATE(index_dtype(ic, 1, idx));
   if (idx->ndim != x->ndim) return loom_graph_icx_error(ic, "operand 1 has rank %d, operand 0 has rank %d", idx->ndim, x->ndim);
   int a;
-  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), x->ndim, "axis", &a));
+  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_call_int(ic->call, "axis"), x->ndim, "axis", &a));
   if (ic->call->u.call.op == LOOM_GRAPH_OP_SCATTER_ELEMENTS) {
     const loom_graph_attr *r = loom_graph_call_attr(ic->call, "reduction");
     if (r && strcmp(r->s, "none") && strcmp(r->s, "add") && strcmp(r->s, "mul") && strcmp(r->s, "min") && strcmp(r->s, "max"))
@@ -295,7 +298,7 @@ static void combine(loom_graph_tensor *dst, size_t i, const loom_graph_tensor *s
 static loom_status eval_elements(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t, *ix = &args[1].t;
   bool scatter = ec->call->u.call.op == LOOM_GRAPH_OP_SCATTER_ELEMENTS;
-  int64_t axis = loom_graph_attr_get_int(ec->call, "axis", 0);
+  int64_t axis = loom_graph_call_int(ec->call, "axis");
   int a = (int)(axis < 0 ? axis + x->ndim : axis);
   for (int i = 0; i < x->ndim; i++)
     if (i != a && ix->shape[i] > x->shape[i])
@@ -333,27 +336,27 @@ static loom_status infer_one_hot(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *ix;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &ix));
   LOOM_PROPAGATE(index_dtype(ic, 0, ix));
-  const loom_graph_attr *dp = loom_graph_call_attr(ic->call, "depth"), *dt = loom_graph_call_attr(ic->call, "dtype");
+  const loom_graph_attr *dp = loom_graph_call_attr(ic->call, "depth");
   if (dp->n != 1) return loom_graph_icx_error(ic, "depth must be one value");
   if (ix->ndim >= 8) return loom_graph_icx_error(ic, "result rank above 8");
   const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)ix->ndim + 1);
   if (!d) return LOOM_OOM();
   for (int i = 0; i < ix->ndim; i++) d[i] = ix->dims[i];
   d[ix->ndim] = dp->syms[0];
-  *out = loom_sinfo_tensor(ic->m, dt ? dt->dtype : LOOM_DTYPE_F32, ix->ndim + 1, d, ix->device);
+  *out = loom_sinfo_tensor(ic->m, loom_graph_call_dtype(ic->call, "dtype"), ix->ndim + 1, d, ix->device);
   return LOOM_OK;
 }
 
 static loom_status eval_one_hot(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *ix = &args[0].t;
-  const loom_graph_attr *dp = loom_graph_call_attr(ec->call, "depth"), *dt = loom_graph_call_attr(ec->call, "dtype");
+  const loom_graph_attr *dp = loom_graph_call_attr(ec->call, "depth");
   int64_t depth, sh[8];
   LOOM_PROPAGATE(loom_graph_ecx_sym(ec, dp->syms[0], &depth));
   if (depth < 0) return LOOM_ERROR(OUT_OF_RANGE, "one_hot: depth evaluates to %lld", (long long)depth);
   memcpy(sh, ix->shape, sizeof sh);
   sh[ix->ndim] = depth;
-  double on = loom_graph_attr_get_float(ec->call, "on_value", 1), off = loom_graph_attr_get_float(ec->call, "off_value", 0);
-  LOOM_PROPAGATE(loom_graph_value_tensor(dt ? dt->dtype : LOOM_DTYPE_F32, ix->ndim + 1, sh, out));
+  double on = loom_graph_call_float(ec->call, "on_value"), off = loom_graph_call_float(ec->call, "off_value");
+  LOOM_PROPAGATE(loom_graph_value_tensor(loom_graph_call_dtype(ec->call, "dtype"), ix->ndim + 1, sh, out));
   for (size_t i = 0; i < ix->numel; i++) {
     int64_t j = loom_graph_tensor_get_i64(ix, i);
     if (j < 0) j += depth;
@@ -378,14 +381,14 @@ static loom_status infer_cumsum(loom_graph_icx *ic, const loom_sinfo **out) {
     return LOOM_OK;
   }
   int a;
-  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), x->ndim, "axis", &a));
+  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_call_int(ic->call, "axis"), x->ndim, "axis", &a));
   *out = x;
   return LOOM_OK;
 }
 
 static loom_status eval_cumsum(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t;
-  int64_t axis = loom_graph_attr_get_int(ec->call, "axis", 0);
+  int64_t axis = loom_graph_call_int(ec->call, "axis");
   if (ec->call->u.call.nargs == 2) {
     axis = loom_graph_tensor_get_i64(&args[1].t, 0);
     if (axis < -x->ndim || axis >= x->ndim)
@@ -393,9 +396,9 @@ static loom_status eval_cumsum(loom_graph_ecx *ec, const loom_graph_value *args,
                         (long long)axis, x->ndim);
   }
   int a = (int)(axis < 0 ? axis + x->ndim : axis);
-  bool excl = loom_graph_attr_get_int(ec->call, "exclusive", 0) != 0;
+  bool excl = loom_graph_call_int(ec->call, "exclusive") != 0;
   bool prod = ec->call->u.call.op == LOOM_GRAPH_OP_CUMPROD;
-  bool rev = loom_graph_attr_get_int(ec->call, "reverse", 0) != 0;
+  bool rev = loom_graph_call_int(ec->call, "reverse") != 0;
   LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, x->shape, out));
   size_t outer = 1, inner = 1, len = (size_t)x->shape[a];
   for (int i = 0; i < a; i++) outer *= (size_t)x->shape[i];
@@ -423,11 +426,77 @@ static loom_status eval_cumsum(loom_graph_ecx *ec, const loom_graph_value *args,
   return LOOM_OK;
 }
 
-const loom_graph_op_impl loom_graph_op_impl_take = {take_attrs, infer_take, eval_take, NULL};
+/* ---- legalization (the records' legalize hooks; graph/legalize.h) ------------------------------ */
+
+/* gather_elements / scatter_elements have theirs in legalize_index.c. */
+
+static loom_status legal_take(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                              loom_graph_legal *r) {
+  (void)out;
+  loom_tp_func **tp = &r->tp;
+  const loom_sinfo *x, *idx;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &idx));
+  if (!loom_dtype_is_int(idx->dtype)) return loom_legal_unsupported(call, "for non-integer indices");
+  int axis;
+  if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+  char name[256];
+  snprintf(name, sizeof name, "take_%s_r%d_a%d_%s_r%d", loom_dtype_name(x->dtype), x->ndim, axis, loom_dtype_name(idx->dtype),
+           idx->ndim);
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_take(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, axis,
+                                  idx->dtype, idx->ndim, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+/* cumsum, cumprod */
+static loom_status legal_cumsum(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                loom_graph_legal *r) {
+  if (call->u.call.nargs > 1) return loom_legal_runtime_operand(call, "axis");
+  (void)out;
+  loom_tp_func **tp = &r->tp;
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  int axis;
+  if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+  bool excl = loom_graph_call_int(call, "exclusive") != 0, prod = call->u.call.op == LOOM_GRAPH_OP_CUMPROD;
+  bool rev = loom_graph_call_int(call, "reverse") != 0;
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s_r%d_a%d%s%s", prod ? "cumprod" : "cumsum", loom_dtype_name(x->dtype), x->ndim, axis,
+           excl ? "_x" : "", rev ? "_rev" : "");
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE((prod ? loom_tp_gen_cumprod : loom_tp_gen_cumsum)(loom_graph_module_arena(m), loom_graph_module_sym(m), name,
+                                                                    x->dtype, x->ndim, axis, excl, rev, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legal_one_hot(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                 loom_graph_legal *r) {
+  loom_tp_func **tp = &r->tp;
+  const loom_sinfo *idx;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &idx));
+  if (!loom_dtype_is_int(idx->dtype) || out->ndim != idx->ndim + 1) return loom_legal_unsupported(call, "for these indices");
+  double on = loom_graph_call_float(call, "on_value"), off = loom_graph_call_float(call, "off_value");
+  char on_t[64], off_t[64];
+  loom_legal_literal(out->dtype, on, on_t, sizeof on_t);
+  loom_legal_literal(out->dtype, off, off_t, sizeof off_t);
+  double key[2] = {on, off};
+  char name[128];
+  snprintf(name, sizeof name, "one_hot_%s_r%d_%s_%016llx", loom_dtype_name(idx->dtype), idx->ndim, loom_dtype_name(out->dtype),
+           (unsigned long long)loom_hash_bytes(key, sizeof key));
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_one_hot(loom_graph_module_arena(m), loom_graph_module_sym(m), name, idx->dtype, idx->ndim,
+                                     out->dtype, on_t, off_t, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+/* ---- the records ------------------------------------------------------------------------------- */
+
+const loom_graph_op_impl loom_graph_op_impl_take = {take_attrs, infer_take, eval_take, legal_take};
 const loom_graph_op_impl loom_graph_op_impl_nonzero = {no_attrs, infer_nonzero, eval_nonzero, NULL};
-const loom_graph_op_impl loom_graph_op_impl_gather_elements = {take_attrs, infer_elements, eval_elements, NULL};
-const loom_graph_op_impl loom_graph_op_impl_scatter_elements = {scatter_attrs, infer_elements, eval_elements, NULL};
-const loom_graph_op_impl loom_graph_op_impl_one_hot = {one_hot_attrs, infer_one_hot, eval_one_hot, NULL};
-const loom_graph_op_impl loom_graph_op_impl_cumsum = {cumsum_attrs, infer_cumsum, eval_cumsum, NULL};
-const loom_graph_op_impl loom_graph_op_impl_cumprod = {cumsum_attrs, infer_cumsum, eval_cumsum, NULL};
+const loom_graph_op_impl loom_graph_op_impl_gather_elements = {take_attrs, infer_elements, eval_elements, loom_legal_elements};
+const loom_graph_op_impl loom_graph_op_impl_scatter_elements = {scatter_attrs, infer_elements, eval_elements, loom_legal_elements};
+const loom_graph_op_impl loom_graph_op_impl_one_hot = {one_hot_attrs, infer_one_hot, eval_one_hot, legal_one_hot};
+const loom_graph_op_impl loom_graph_op_impl_cumsum = {cumsum_attrs, infer_cumsum, eval_cumsum, legal_cumsum};
+const loom_graph_op_impl loom_graph_op_impl_cumprod = {cumsum_attrs, infer_cumsum, eval_cumsum, legal_cumsum};
 const loom_graph_op_impl loom_graph_op_impl_unique = {unique_attrs, infer_unique, eval_unique, NULL};

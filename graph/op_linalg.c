@@ -1,11 +1,12 @@
 /* op_linalg.c — matmul (NumPy semantics: batched, broadcast batch dims, 1-D operands) and
- * linear (x @ w^T + bias). */
+ * linear (x @ w^T + bias), legalized to tensorprog/gen_linalg.c. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/graph_internal.h"
+#include "graph/legalize_internal.h"
 
-static const loom_graph_attr_spec no_attrs[] = {{NULL, 0, false}};
+static const loom_graph_attr_spec no_attrs[] = {{0}};
 
 static loom_status same_dtype(loom_graph_icx *ic, const loom_sinfo *a, const loom_sinfo *b, size_t ib) {
   if (a->dtype != LOOM_DTYPE_UNKNOWN && b->dtype != LOOM_DTYPE_UNKNOWN && a->dtype != b->dtype)
@@ -176,5 +177,56 @@ static loom_status eval_linear(loom_graph_ecx *ec, const loom_graph_value *args,
   return LOOM_OK;
 }
 
-const loom_graph_op_impl loom_graph_op_impl_matmul = {no_attrs, infer_matmul, eval_matmul, NULL};
-const loom_graph_op_impl loom_graph_op_impl_linear = {no_attrs, infer_linear, eval_linear, NULL};
+/* ---- legalization (the records' legalize hooks; graph/legalize.h) ------------------------------ */
+
+static loom_status legal_matmul(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                loom_graph_legal *r) {
+  loom_tp_func **tp = &r->tp;
+  const loom_sinfo *a, *b;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &a));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &b));
+  if (a->dtype != b->dtype) return loom_legal_unsupported(call, "for operands of different dtypes");
+  /* a 1-D operand (NumPy's vector forms) contributes no batch axes and no m / n axis */
+  int nbatch = out->ndim - (a->ndim >= 2) - (b->ndim >= 2);
+  if (out->ndim < 0 || !out->dims || nbatch < 0) return loom_legal_unsupported(call, "for a result of unknown shape");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  /* Batch modes against the output's batch dims. */
+  loom_sinfo ab = *a, bb = *b;
+  ab.ndim = a->ndim >= 2 ? a->ndim - 2 : 0;
+  bb.ndim = b->ndim >= 2 ? b->ndim - 2 : 0;
+  loom_tp_bcast ma[LOOM_TP_GEN_MAX_RANK], mb[LOOM_TP_GEN_MAX_RANK];
+  char key[64] = "";
+  loom_legal_bcast_modes(cx, &ab, out->dims, nbatch, ma, key, sizeof key);
+  strcat(key, "_");
+  loom_legal_bcast_modes(cx, &bb, out->dims, nbatch, mb, key, sizeof key);
+  loom_dtype acc = a->dtype == LOOM_DTYPE_F16 || a->dtype == LOOM_DTYPE_BF16 ? LOOM_DTYPE_F32 : a->dtype;
+  char name[256];
+  snprintf(name, sizeof name, "matmul_%s_%d_%d_%s", loom_dtype_name(a->dtype), a->ndim, b->ndim, key);
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_matmul(loom_graph_module_arena(m), cx, name, a->dtype, acc, a->ndim, ma, b->ndim, mb, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legal_linear(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                loom_graph_legal *r) {
+  (void)out;
+  loom_tp_func **tp = &r->tp;
+  const loom_sinfo *x, *w, *bias = NULL;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &w));
+  if (call->u.call.nargs > 2) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &bias));
+  if (x->ndim < 1 || w->ndim != 2 || (bias && bias->ndim != 1)) return loom_legal_unsupported(call, "for these ranks");
+  if (x->dtype != w->dtype || (bias && bias->dtype != x->dtype)) return loom_legal_unsupported(call, "for mixed dtypes");
+  loom_dtype acc = x->dtype == LOOM_DTYPE_F16 || x->dtype == LOOM_DTYPE_BF16 ? LOOM_DTYPE_F32 : x->dtype;
+  char name[256];
+  snprintf(name, sizeof name, "linear_%s_r%d%s", loom_dtype_name(x->dtype), x->ndim, bias ? "_bias" : "");
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_linear(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, acc, x->ndim,
+                                    bias != NULL, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+/* ---- the records ------------------------------------------------------------------------------- */
+
+const loom_graph_op_impl loom_graph_op_impl_matmul = {no_attrs, infer_matmul, eval_matmul, legal_matmul};
+const loom_graph_op_impl loom_graph_op_impl_linear = {no_attrs, infer_linear, eval_linear, legal_linear};

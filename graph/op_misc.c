@@ -1,25 +1,27 @@
 /* op_misc.c — sorting, n-d indexing, linear-algebra, signal and detection ops that fit no
  * other family: topk, gather_nd, scatter_nd, det, dft, non_max_suppression. Each result shape that
- * depends on data (topk with a run-time k, non_max_suppression) is a fresh symbol. */
+ * depends on data (topk with a run-time k, non_max_suppression) is a fresh symbol. det and dft
+ * legalize here, gather_nd / scatter_nd in legalize_index.c. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/graph_internal.h"
+#include "graph/legalize_internal.h"
 
-static const loom_graph_attr_spec topk_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, false},
-                                                  {"k", LOOM_GRAPH_ATTR_SYMS, false},
-                                                  {"largest", LOOM_GRAPH_ATTR_BOOL, false},
-                                                  {NULL, 0, false}};
+static const loom_graph_attr_spec topk_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, .dflt = -1},
+                                                  {"k", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                  {"largest", LOOM_GRAPH_ATTR_BOOL, .dflt = 1},
+                                                  {0}};
 static const loom_graph_attr_spec nd_attrs[] = {
-    {"batch_dims", LOOM_GRAPH_ATTR_INT, false}, {"reduction", LOOM_GRAPH_ATTR_STR, false}, {NULL, 0, false}};
-static const loom_graph_attr_spec no_attrs[] = {{NULL, 0, false}};
-static const loom_graph_attr_spec dft_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, true},
-                                                 {"inverse", LOOM_GRAPH_ATTR_BOOL, false},
-                                                 {"onesided", LOOM_GRAPH_ATTR_BOOL, false},
-                                                 {"length", LOOM_GRAPH_ATTR_SYMS, false},
-                                                 {NULL, 0, false}};
-static const loom_graph_attr_spec nms_attrs[] = {{"center_point_box", LOOM_GRAPH_ATTR_BOOL, false}, {NULL, 0, false}};
+    {"batch_dims", LOOM_GRAPH_ATTR_INT, .dflt = 0}, {"reduction", LOOM_GRAPH_ATTR_STR, .dflt_str = "none"}, {0}};
+static const loom_graph_attr_spec no_attrs[] = {{0}};
+static const loom_graph_attr_spec dft_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, .required = true},
+                                                 {"inverse", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                 {"onesided", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                 {"length", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                 {0}};
+static const loom_graph_attr_spec nms_attrs[] = {{"center_point_box", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {0}};
 
 static loom_status int_operand(loom_graph_icx *ic, size_t i, const loom_sinfo **out) {
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, i, false, out));
@@ -47,7 +49,7 @@ static loom_status infer_topk(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x, *ks;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
   int a;
-  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", -1), x->ndim, "axis", &a));
+  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_call_int(ic->call, "axis"), x->ndim, "axis", &a));
   const loom_graph_attr *ka = loom_graph_call_attr(ic->call, "k");
   bool operand = ic->call->u.call.nargs > 1;
   if (operand == (ka != NULL)) return loom_graph_icx_error(ic, "give k either as operand 1 or as attribute 'k', not both");
@@ -99,9 +101,9 @@ static int by_asc(const void *pa, const void *pb) {
 
 static loom_status eval_topk(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t;
-  int64_t axis = loom_graph_attr_get_int(ec->call, "axis", -1), k;
+  int64_t axis = loom_graph_call_int(ec->call, "axis"), k;
   int a = (int)(axis < 0 ? axis + x->ndim : axis);
-  bool largest = loom_graph_attr_get_int(ec->call, "largest", 1) != 0;
+  bool largest = loom_graph_call_int(ec->call, "largest") != 0;
   const loom_graph_attr *ka = loom_graph_call_attr(ec->call, "k");
   if (ka) LOOM_PROPAGATE(loom_graph_ecx_sym(ec, ka->syms[0], &k));
   else {
@@ -150,7 +152,7 @@ static loom_status infer_gather_nd(loom_graph_icx *ic, const loom_sinfo **out) {
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
   LOOM_PROPAGATE(int_operand(ic, 1, &ix));
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 1, true, &ix));
-  int64_t b = loom_graph_attr_get_int(ic->call, "batch_dims", 0), m;
+  int64_t b = loom_graph_call_int(ic->call, "batch_dims"), m;
   if (ix->ndim < 1) return loom_graph_icx_error(ic, "operand 1 (indices) must have rank >= 1");
   if (!loom_sym_is_const(ix->dims[ix->ndim - 1], &m)) return loom_graph_icx_error(ic, "the last axis of operand 1 must be static");
   if (b < 0 || b >= ix->ndim || b + m > x->ndim)
@@ -198,7 +200,7 @@ static void combine(loom_graph_tensor *dst, size_t i, const loom_graph_tensor *s
 static loom_status eval_nd(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t, *ix = &args[1].t;
   bool scatter = ec->call->u.call.op == LOOM_GRAPH_OP_SCATTER_ND;
-  int64_t b = loom_graph_attr_get_int(ec->call, "batch_dims", 0), m = ix->shape[ix->ndim - 1];
+  int64_t b = loom_graph_call_int(ec->call, "batch_dims"), m = ix->shape[ix->ndim - 1];
   size_t slice = 1, batch = 1, per = 1, es = loom_dtype_size(x->dtype);
   for (int i = (int)(b + m); i < x->ndim; i++) slice *= (size_t)x->shape[i];
   for (int i = 0; i < b; i++) batch *= (size_t)x->shape[i];
@@ -309,10 +311,10 @@ static loom_status infer_dft(loom_graph_icx *ic, const loom_sinfo **out) {
   if (x->ndim < 2 || !loom_sym_is_const(x->dims[x->ndim - 1], &c) || (c != 1 && c != 2))
     return loom_graph_icx_error(ic, "operand 0 must be (..., 1) real or (..., 2) complex, got %s", loom_graph_dims_str(ic->m, x->ndim, x->dims));
   int a;
-  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), x->ndim - 1, "axis", &a));
+  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_call_int(ic->call, "axis"), x->ndim - 1, "axis", &a));
   const loom_graph_attr *la = loom_graph_call_attr(ic->call, "length");
   if (la && la->n != 1) return loom_graph_icx_error(ic, "length must be one value");
-  bool inv = loom_graph_attr_get_int(ic->call, "inverse", 0) != 0, one = loom_graph_attr_get_int(ic->call, "onesided", 0) != 0;
+  bool inv = loom_graph_call_int(ic->call, "inverse") != 0, one = loom_graph_call_int(ic->call, "onesided") != 0;
   const loom_sym_expr *two = loom_sym_const(ic->cx, 2), *n = la ? la->syms[0] : x->dims[a];
   if (inv && one && !la) n = loom_sym_mul(ic->cx, two, loom_sym_sub(ic->cx, x->dims[a], loom_sym_const(ic->cx, 1)));
   int64_t nc;
@@ -328,10 +330,10 @@ static loom_status infer_dft(loom_graph_icx *ic, const loom_sinfo **out) {
 
 static loom_status eval_dft(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t;
-  int a = (int)loom_graph_attr_get_int(ec->call, "axis", 0);
+  int a = (int)loom_graph_call_int(ec->call, "axis");
   if (a < 0) a += x->ndim - 1;
   const loom_graph_attr *la = loom_graph_call_attr(ec->call, "length");
-  bool inv = loom_graph_attr_get_int(ec->call, "inverse", 0) != 0, one = loom_graph_attr_get_int(ec->call, "onesided", 0) != 0;
+  bool inv = loom_graph_call_int(ec->call, "inverse") != 0, one = loom_graph_call_int(ec->call, "onesided") != 0;
   bool half = inv && one; /* a onesided spectrum in, a real signal out */
   int64_t n = half ? 2 * (x->shape[a] - 1) : x->shape[a], c = x->shape[x->ndim - 1];
   if (la) LOOM_PROPAGATE(loom_graph_ecx_sym(ec, la->syms[0], &n));
@@ -418,7 +420,7 @@ static loom_status eval_nms(loom_graph_ecx *ec, const loom_graph_value *args, lo
   int64_t maxk = args[2].t.numel ? loom_graph_tensor_get_i64(&args[2].t, 0) : 0;
   double thr = args[3].t.numel ? loom_graph_tensor_get_f64(&args[3].t, 0) : 0;
   double sthr = args[4].t.numel ? loom_graph_tensor_get_f64(&args[4].t, 0) : -INFINITY;
-  bool center = loom_graph_attr_get_int(ec->call, "center_point_box", 0) != 0;
+  bool center = loom_graph_call_int(ec->call, "center_point_box") != 0;
   double *boxes = loom_graph_tensor_to_f64(bt), *scores = loom_graph_tensor_to_f64(st);
   keyed *order = malloc(((size_t)n ? (size_t)n : 1) * sizeof *order);
   int64_t *kept = malloc(((size_t)n ? (size_t)n : 1) * sizeof *kept), *sel = NULL;
@@ -458,9 +460,70 @@ static loom_status eval_nms(loom_graph_ecx *ec, const loom_graph_value *args, lo
   return s;
 }
 
+/* ---- legalization (the records' legalize hooks; graph/legalize.h) ------------------------------ */
+
+/* gather_nd / scatter_nd have theirs in legalize_index.c; topk and non_max_suppression become
+ * several bindings (legalize_expand.c). */
+
+/* det: the program reads the order from the last axis; matrices not provably square get the
+ * run-time guard that they are (inference records the same one; this keeps the program's
+ * assumption next to it). */
+static loom_status legal_det(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                             loom_graph_legal *r) {
+  (void)out;
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  if (x->ndim < 2 || !loom_dtype_is_float(x->dtype)) return loom_legal_unsupported(call, "for this operand (float matrices of rank >= 2)");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  const loom_sym_expr *rows = x->dims[x->ndim - 2], *cols = x->dims[x->ndim - 1];
+  if (loom_sym_prove_eq(cx, rows, cols) != LOOM_SYM_TRUE) {
+    char why[384], on[160];
+    loom_legal_operand_name(call, 0, on, sizeof on);
+    snprintf(why, sizeof why, "det: %s axes %d and %d (%s, %s) must be equal (square matrices)", on, x->ndim - 2,
+             x->ndim - 1, loom_graph_sym_str(m, rows), loom_graph_sym_str(m, cols));
+    LOOM_PROPAGATE(loom_graph_legal_guard(m, r, loom_sym_cmp(cx, LOOM_SYM_EQ, rows, cols), why));
+  }
+  char name[64];
+  snprintf(name, sizeof name, "det_%s_r%d", loom_dtype_name(x->dtype), x->ndim);
+  if ((r->tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_det(loom_graph_module_arena(m), cx, name, x->dtype, x->ndim, &r->tp));
+  return loom_graph_module_add_tp(m, r->tp);
+}
+
+/* dft: the transform length, when given, is an i64 scalar parameter (symbolic at the call). */
+static loom_status legal_dft(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                             loom_graph_legal *r) {
+  (void)out;
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  int64_t c;
+  int axis;
+  if (x->ndim < 2 || !loom_dtype_is_float(x->dtype) || !loom_sym_is_const(x->dims[x->ndim - 1], &c) || (c != 1 && c != 2))
+    return loom_legal_unsupported(call, "for this operand (float (..., 1) or (..., 2))");
+  if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), x->ndim - 1, &axis)) return loom_legal_unsupported(call, "for this axis");
+  bool inv = loom_graph_call_int(call, "inverse") != 0, one = loom_graph_call_int(call, "onesided") != 0;
+  const loom_graph_attr *la = loom_graph_call_attr(call, "length");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  if (la && la->n != 1) return loom_legal_unsupported(call, "for a length of more than one value");
+  if (la && loom_sym_prove_le(cx, loom_sym_const(cx, 1), la->syms[0]) != LOOM_SYM_TRUE) {
+    char why[256];
+    snprintf(why, sizeof why, "dft: length (%s) must be >= 1", loom_graph_sym_str(m, la->syms[0]));
+    LOOM_PROPAGATE(loom_graph_legal_guard(m, r, loom_sym_cmp(cx, LOOM_SYM_LE, loom_sym_const(cx, 1), la->syms[0]), why));
+  }
+  char name[128];
+  snprintf(name, sizeof name, "dft_%s_r%d_a%d_c%lld%s%s%s", loom_dtype_name(x->dtype), x->ndim, axis, (long long)c, inv ? "_inv" : "",
+           one ? "_onesided" : "", la ? "_len" : "");
+  if (la) r->scalars[r->nscalars++] = la->syms[0];
+  if ((r->tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_dft(loom_graph_module_arena(m), cx, name, x->dtype, x->ndim, axis, (int)c, inv, one, la != NULL, &r->tp));
+  return loom_graph_module_add_tp(m, r->tp);
+}
+
+/* ---- the records ------------------------------------------------------------------------------- */
+
 const loom_graph_op_impl loom_graph_op_impl_topk = {topk_attrs, infer_topk, eval_topk, NULL};
-const loom_graph_op_impl loom_graph_op_impl_gather_nd = {nd_attrs, infer_gather_nd, eval_nd, NULL};
-const loom_graph_op_impl loom_graph_op_impl_scatter_nd = {nd_attrs, infer_gather_nd, eval_nd, NULL};
-const loom_graph_op_impl loom_graph_op_impl_det = {no_attrs, infer_det, eval_det, NULL};
-const loom_graph_op_impl loom_graph_op_impl_dft = {dft_attrs, infer_dft, eval_dft, NULL};
+const loom_graph_op_impl loom_graph_op_impl_gather_nd = {nd_attrs, infer_gather_nd, eval_nd, loom_legal_nd};
+const loom_graph_op_impl loom_graph_op_impl_scatter_nd = {nd_attrs, infer_gather_nd, eval_nd, loom_legal_nd};
+const loom_graph_op_impl loom_graph_op_impl_det = {no_attrs, infer_det, eval_det, legal_det};
+const loom_graph_op_impl loom_graph_op_impl_dft = {dft_attrs, infer_dft, eval_dft, legal_dft};
 const loom_graph_op_impl loom_graph_op_impl_non_max_suppression = {nms_attrs, infer_nms, eval_nms, NULL};

@@ -1,13 +1,16 @@
-/* op_nn.c — neural-network operators: softmax, log_softmax, layer_norm, rms_norm. */
+/* op_nn.c — neural-network operators: softmax, log_softmax, layer_norm, rms_norm, group_norm,
+ * batch_norm and attention: attributes, inference, reference implementations and legalization
+ * (tensorprog/gen_reduce.c, gen_nn.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/graph_internal.h"
+#include "base/hash.h"
+#include "graph/legalize_internal.h"
 
-static const loom_graph_attr_spec softmax_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, false}, {NULL, 0, false}};
-static const loom_graph_attr_spec norm_attrs[] = {{"eps", LOOM_GRAPH_ATTR_FLOAT, false}, {NULL, 0, false}};
+static const loom_graph_attr_spec softmax_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, .dflt = -1}, {0}};
+static const loom_graph_attr_spec norm_attrs[] = {{"eps", LOOM_GRAPH_ATTR_FLOAT, .dflt = 1e-5}, {0}};
 
 static loom_status float_tensor(loom_graph_icx *ic, size_t i, const loom_sinfo **out) {
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, i, true, out));
@@ -21,7 +24,7 @@ static loom_status infer_softmax(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x;
   LOOM_PROPAGATE(float_tensor(ic, 0, &x));
   int a;
-  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", -1), x->ndim, "axis", &a));
+  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_call_int(ic->call, "axis"), x->ndim, "axis", &a));
   *out = x;
   return LOOM_OK;
 }
@@ -36,7 +39,7 @@ static void split3(const loom_graph_tensor *t, int axis, size_t *outer, size_t *
 
 static loom_status eval_softmax(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t;
-  int64_t axis = loom_graph_attr_get_int(ec->call, "axis", -1);
+  int64_t axis = loom_graph_call_int(ec->call, "axis");
   int a = (int)(axis < 0 ? axis + x->ndim : axis);
   bool logsm = ec->call->u.call.op == LOOM_GRAPH_OP_LOG_SOFTMAX;
   LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, x->shape, out));
@@ -81,7 +84,7 @@ static loom_status eval_norm(loom_graph_ecx *ec, const loom_graph_value *args, l
   const loom_graph_tensor *x = &args[0].t, *g = &args[1].t;
   bool ln = ec->call->u.call.op == LOOM_GRAPH_OP_LAYER_NORM;
   const loom_graph_tensor *beta = ln ? &args[2].t : NULL;
-  double eps = loom_graph_attr_get_float(ec->call, "eps", 1e-5);
+  double eps = loom_graph_call_float(ec->call, "eps");
   size_t len = (size_t)x->shape[x->ndim - 1];
   for (size_t i = 1; i < ec->call->u.call.nargs; i++)
     if ((size_t)args[i].t.shape[0] != len)
@@ -109,15 +112,10 @@ static loom_status eval_norm(loom_graph_ecx *ec, const loom_graph_value *args, l
   return LOOM_OK;
 }
 
-const loom_graph_op_impl loom_graph_op_impl_softmax = {softmax_attrs, infer_softmax, eval_softmax, NULL};
-const loom_graph_op_impl loom_graph_op_impl_log_softmax = {softmax_attrs, infer_softmax, eval_softmax, NULL};
-const loom_graph_op_impl loom_graph_op_impl_layer_norm = {norm_attrs, infer_norm, eval_norm, NULL};
-const loom_graph_op_impl loom_graph_op_impl_rms_norm = {norm_attrs, infer_norm, eval_norm, NULL};
-
 /* ---- group_norm / batch_norm ------------------------------------------------------------ */
 
 static const loom_graph_attr_spec group_attrs[] = {
-    {"num_groups", LOOM_GRAPH_ATTR_INT, true}, {"eps", LOOM_GRAPH_ATTR_FLOAT, false}, {NULL, 0, false}};
+    {"num_groups", LOOM_GRAPH_ATTR_INT, .required = true}, {"eps", LOOM_GRAPH_ATTR_FLOAT, .dflt = 1e-5}, {0}};
 
 /* x: (N, C, ...); per-channel params of shape (C). */
 static loom_status infer_channel_norm(loom_graph_icx *ic, const loom_sinfo **out) {
@@ -130,7 +128,7 @@ static loom_status infer_channel_norm(loom_graph_icx *ic, const loom_sinfo **out
     LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, i, 0, p->dims[0], 0, 1, x->dims[1]));
   }
   if (ic->call->u.call.op == LOOM_GRAPH_OP_GROUP_NORM) {
-    int64_t g = loom_graph_attr_get_int(ic->call, "num_groups", 1);
+    int64_t g = loom_graph_call_int(ic->call, "num_groups");
     if (g < 1) return loom_graph_icx_error(ic, "num_groups must be >= 1");
     loom_sym_truth t = loom_sym_prove_divisible(ic->cx, x->dims[1], g);
     if (t == LOOM_SYM_FALSE)
@@ -147,7 +145,7 @@ static loom_status infer_channel_norm(loom_graph_icx *ic, const loom_sinfo **out
 
 static loom_status eval_channel_norm(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t, *g = &args[1].t, *b = &args[2].t;
-  double eps = loom_graph_attr_get_float(ec->call, "eps", 1e-5);
+  double eps = loom_graph_call_float(ec->call, "eps");
   size_t N = (size_t)x->shape[0], C = (size_t)x->shape[1], inner = 1;
   for (int i = 2; i < x->ndim; i++) inner *= (size_t)x->shape[i];
   for (size_t i = 1; i < ec->call->u.call.nargs; i++)
@@ -166,7 +164,7 @@ static loom_status eval_channel_norm(loom_graph_ecx *ec, const loom_graph_value 
         }
     return LOOM_OK;
   }
-  size_t G = (size_t)loom_graph_attr_get_int(ec->call, "num_groups", 1);
+  size_t G = (size_t)loom_graph_call_int(ec->call, "num_groups");
   if (C % G) return LOOM_ERROR(INVALID_ARGUMENT, "group_norm: %zu channels are not a multiple of %zu groups", C, G);
   size_t cg = C / G, len = cg * inner;
   for (size_t n = 0; n < N; n++)
@@ -192,7 +190,7 @@ static loom_status eval_channel_norm(loom_graph_ecx *ec, const loom_graph_value 
 /* ---- attention -------------------------------------------------------------------------- */
 
 static const loom_graph_attr_spec attn_attrs[] = {
-    {"scale", LOOM_GRAPH_ATTR_FLOAT, false}, {"causal", LOOM_GRAPH_ATTR_BOOL, false}, {NULL, 0, false}};
+    {"scale", LOOM_GRAPH_ATTR_FLOAT, .required = false}, {"causal", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {0}};
 
 /* q (b, h, s, d), k (b, hk, t, d), v (b, hk, t, dv), mask broadcastable to (b, h, s, t)
  * (bool: keep; float: added). h must be a multiple of hk (grouped-query attention). */
@@ -248,8 +246,9 @@ static loom_status eval_attention(loom_graph_ecx *ec, const loom_graph_value *ar
     return LOOM_ERROR(INVALID_ARGUMENT, "attention: incompatible q (%lld, %lld, %lld, %lld), k (%lld, %lld, %lld, %lld), v (.., %lld)",
                       (long long)B, (long long)H, (long long)S, (long long)D, (long long)k->shape[0], (long long)HK,
                       (long long)T, (long long)k->shape[3], (long long)DV);
-  double scale = loom_graph_attr_get_float(ec->call, "scale", 1.0 / sqrt((double)(D ? D : 1)));
-  bool causal = loom_graph_attr_get_int(ec->call, "causal", 0) != 0;
+  /* absent scale: 1 / sqrt(d), from the operands */
+  double scale = loom_graph_call_attr(ec->call, "scale") ? loom_graph_call_float(ec->call, "scale") : 1.0 / sqrt((double)(D ? D : 1));
+  bool causal = loom_graph_call_int(ec->call, "causal") != 0;
   int64_t shape[4] = {B, H, S, DV};
   LOOM_PROPAGATE(loom_graph_value_tensor(q->dtype, 4, shape, out));
   double *p = calloc((size_t)(T ? T : 1), sizeof *p);
@@ -296,6 +295,124 @@ static loom_status eval_attention(loom_graph_ecx *ec, const loom_graph_value *ar
   return LOOM_OK;
 }
 
-const loom_graph_op_impl loom_graph_op_impl_group_norm = {group_attrs, infer_channel_norm, eval_channel_norm, NULL};
-const loom_graph_op_impl loom_graph_op_impl_batch_norm = {norm_attrs, infer_channel_norm, eval_channel_norm, NULL};
-const loom_graph_op_impl loom_graph_op_impl_attention = {attn_attrs, infer_attention, eval_attention, NULL};
+/* ---- legalization (the records' legalize hooks; graph/legalize.h) ------------------------------ */
+
+static loom_status legal_softmax(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                 loom_graph_legal *r) {
+  bool log = call->u.call.op == LOOM_GRAPH_OP_LOG_SOFTMAX;
+  (void)out;
+  loom_tp_func **tp = &r->tp;
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  int axis;
+  if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s_r%d_a%d", log ? "log_softmax" : "softmax", loom_dtype_name(x->dtype), x->ndim, axis);
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_softmax(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim,
+                                     axis, log, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+/* layer_norm, rms_norm */
+static loom_status legal_norm(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                              loom_graph_legal *r) {
+  bool rms = call->u.call.op == LOOM_GRAPH_OP_RMS_NORM;
+  (void)out;
+  loom_tp_func **tp = &r->tp;
+  const loom_sinfo *x, *gamma;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &gamma));
+  if (gamma->ndim != 1 || x->ndim < 1) return loom_legal_unsupported(call, "for a gamma that is not 1-d");
+  double eps = loom_graph_call_float(call, "eps");
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s_r%d_%016llx", rms ? "rms_norm" : "layer_norm", loom_dtype_name(x->dtype), x->ndim,
+           (unsigned long long)loom_hash_bytes(&eps, sizeof eps));
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_layer_norm(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim,
+                                        1, eps, rms, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legal_batch_norm(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                    loom_graph_legal *r) {
+  (void)out;
+  loom_tp_func **tp = &r->tp;
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  for (size_t i = 1; i < 5; i++) {
+    const loom_sinfo *p;
+    LOOM_PROPAGATE(loom_legal_tensor_arg(call, i, &p));
+    if (p->ndim != 1 || p->dtype != x->dtype) return loom_legal_unsupported(call, "for these parameters");
+  }
+  double eps = loom_graph_call_float(call, "eps");
+  char name[128];
+  snprintf(name, sizeof name, "batch_norm_%s_r%d_%016llx", loom_dtype_name(x->dtype), x->ndim,
+           (unsigned long long)loom_hash_bytes(&eps, sizeof eps));
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_batch_norm(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, eps, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legal_group_norm(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                    loom_graph_legal *r) {
+  (void)out;
+  loom_tp_func **tp = &r->tp;
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  for (size_t i = 1; i < 3; i++) {
+    const loom_sinfo *p;
+    LOOM_PROPAGATE(loom_legal_tensor_arg(call, i, &p));
+    if (p->ndim != 1 || p->dtype != x->dtype) return loom_legal_unsupported(call, "for these parameters");
+  }
+  double eps = loom_graph_call_float(call, "eps");
+  int64_t groups = loom_graph_call_int(call, "num_groups");
+  char name[128];
+  snprintf(name, sizeof name, "group_norm_%s_r%d_g%lld_%016llx", loom_dtype_name(x->dtype), x->ndim, (long long)groups,
+           (unsigned long long)loom_hash_bytes(&eps, sizeof eps));
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_group_norm(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, groups,
+                                        eps, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legal_attention(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                   loom_graph_legal *r) {
+  (void)out;
+  loom_tp_func **tp = &r->tp;
+  const loom_sinfo *q, *k, *v, *mk = NULL;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &q));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &k));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &v));
+  if (call->u.call.nargs > 3) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 3, &mk));
+  if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4 || k->dtype != q->dtype || v->dtype != q->dtype)
+    return loom_legal_unsupported(call, "for these operands");
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  const loom_graph_attr *sc = loom_graph_call_attr(call, "scale");
+  bool causal = loom_graph_call_int(call, "causal") != 0;
+  char scale_text[64] = "", key[64] = "";
+  if (sc) loom_legal_literal(LOOM_DTYPE_F64, sc->kind == LOOM_GRAPH_ATTR_INT ? (double)sc->i : sc->f, scale_text, sizeof scale_text);
+  loom_tp_bcast modes[4];
+  if (mk) {
+    const loom_sym_expr *full[4] = {q->dims[0], q->dims[1], q->dims[2], k->dims[2]};
+    loom_legal_bcast_modes(cx, mk, full, 4, modes, key, sizeof key);
+  }
+  char name[256];
+  snprintf(name, sizeof name, "attention_%s%s%s%s%s_%016llx", loom_dtype_name(q->dtype), causal ? "_causal" : "",
+           mk ? "_mask_" : "", mk ? loom_dtype_name(mk->dtype) : "", key,
+           (unsigned long long)loom_hash_bytes(scale_text, strlen(scale_text)));
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_attention(loom_graph_module_arena(m), cx, name, q->dtype, sc ? scale_text : NULL, causal,
+                                       mk ? mk->ndim : -1, modes, mk ? mk->dtype : LOOM_DTYPE_BOOL, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+/* ---- the records ------------------------------------------------------------------------------- */
+
+const loom_graph_op_impl loom_graph_op_impl_softmax = {softmax_attrs, infer_softmax, eval_softmax, legal_softmax};
+const loom_graph_op_impl loom_graph_op_impl_log_softmax = {softmax_attrs, infer_softmax, eval_softmax, legal_softmax};
+const loom_graph_op_impl loom_graph_op_impl_layer_norm = {norm_attrs, infer_norm, eval_norm, legal_norm};
+const loom_graph_op_impl loom_graph_op_impl_rms_norm = {norm_attrs, infer_norm, eval_norm, legal_norm};
+const loom_graph_op_impl loom_graph_op_impl_group_norm = {group_attrs, infer_channel_norm, eval_channel_norm, legal_group_norm};
+const loom_graph_op_impl loom_graph_op_impl_batch_norm = {norm_attrs, infer_channel_norm, eval_channel_norm, legal_batch_norm};
+const loom_graph_op_impl loom_graph_op_impl_attention = {attn_attrs, infer_attention, eval_attention, legal_attention};

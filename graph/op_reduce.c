@@ -1,16 +1,18 @@
 /* op_reduce.c — reductions over axes with keepdims (sum, mean, max, min, prod) and
  * argmax / argmin along one axis. The axes of sum .. prod are the attribute `axes` or a
  * run-time operand 1 (1-D integer tensor of static length n): then the result's rank is
- * known (r with keepdims, r - n without) and its dims are fresh symbols. */
+ * known (r with keepdims, r - n without) and its dims are fresh symbols. Legalized to
+ * tensorprog/gen_reduce.c (the run-time axes form by legalize_expand.c). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "graph/graph_internal.h"
+#include "graph/legalize_internal.h"
 
 static const loom_graph_attr_spec reduce_attrs[] = {
-    {"axes", LOOM_GRAPH_ATTR_SYMS, false}, {"keepdims", LOOM_GRAPH_ATTR_BOOL, false}, {NULL, 0, false}};
+    {"axes", LOOM_GRAPH_ATTR_SYMS, .required = false}, {"keepdims", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {0}};
 static const loom_graph_attr_spec arg_attrs[] = {
-    {"axis", LOOM_GRAPH_ATTR_INT, false}, {"keepdims", LOOM_GRAPH_ATTR_BOOL, false}, {NULL, 0, false}};
+    {"axis", LOOM_GRAPH_ATTR_INT, .dflt = 0}, {"keepdims", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {0}};
 
 /* Which axes are reduced (mask over ndim). For argmax/argmin one axis (default 0... or all
  * flattened when absent, as NumPy: we require it for rank > 1). */
@@ -19,7 +21,7 @@ static loom_status reduced_axes(loom_graph_icx *ic, int ndim, bool *mask) {
   for (int i = 0; i < ndim; i++) mask[i] = false;
   if (op == LOOM_GRAPH_OP_ARGMAX || op == LOOM_GRAPH_OP_ARGMIN) {
     int a;
-    LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), ndim, "axis", &a));
+    LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_call_int(ic->call, "axis"), ndim, "axis", &a));
     mask[a] = true;
     return LOOM_OK;
   }
@@ -48,7 +50,7 @@ static loom_status infer_reduce_dyn(loom_graph_icx *ic, const loom_sinfo *x, con
     return loom_graph_icx_error(ic, "give the axes either as operand 1 or as attribute 'axes', not both");
   LOOM_PROPAGATE(loom_graph_icx_int_operand(ic, 1, "axes", &n));
   if (ic->call->u.call.args[1]->sinfo->ndim != 1) return loom_graph_icx_error(ic, "operand 1 (axes) must be 1-D");
-  bool keep = loom_graph_attr_get_int(ic->call, "keepdims", 0) != 0;
+  bool keep = loom_graph_call_int(ic->call, "keepdims") != 0;
   if (n == 0) return loom_graph_icx_error(ic, "operand 1 (axes) is empty (leave it out to reduce every axis)");
   if (n > x->ndim) return loom_graph_icx_error(ic, "operand 1 (axes) has %lld values for rank %d", (long long)n, x->ndim);
   int nd = keep ? x->ndim : x->ndim - (int)n;
@@ -78,7 +80,7 @@ static loom_status infer_reduce(loom_graph_icx *ic, const loom_sinfo **out) {
   }
   bool mask[8];
   LOOM_PROPAGATE(reduced_axes(ic, x->ndim, mask));
-  bool keep = loom_graph_attr_get_int(ic->call, "keepdims", 0) != 0;
+  bool keep = loom_graph_call_int(ic->call, "keepdims") != 0;
   const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)x->ndim);
   if (!d) return LOOM_OOM();
   int nd = 0;
@@ -108,7 +110,7 @@ static loom_status eval_reduce(loom_graph_ecx *ec, const loom_graph_value *args,
     loom_graph_icx ic = {.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
     LOOM_PROPAGATE(reduced_axes(&ic, x->ndim, mask));
   }
-  bool keep = loom_graph_attr_get_int(ec->call, "keepdims", 0) != 0;
+  bool keep = loom_graph_call_int(ec->call, "keepdims") != 0;
   int64_t osh[8], red[8];
   int on = 0;
   size_t rcount = 1;
@@ -171,10 +173,82 @@ static loom_status eval_reduce(loom_graph_ecx *ec, const loom_graph_value *args,
   return LOOM_OK;
 }
 
-const loom_graph_op_impl loom_graph_op_impl_sum = {reduce_attrs, infer_reduce, eval_reduce, NULL};
-const loom_graph_op_impl loom_graph_op_impl_mean = {reduce_attrs, infer_reduce, eval_reduce, NULL};
-const loom_graph_op_impl loom_graph_op_impl_max = {reduce_attrs, infer_reduce, eval_reduce, NULL};
-const loom_graph_op_impl loom_graph_op_impl_min = {reduce_attrs, infer_reduce, eval_reduce, NULL};
-const loom_graph_op_impl loom_graph_op_impl_prod = {reduce_attrs, infer_reduce, eval_reduce, NULL};
-const loom_graph_op_impl loom_graph_op_impl_argmax = {arg_attrs, infer_reduce, eval_reduce, NULL};
-const loom_graph_op_impl loom_graph_op_impl_argmin = {arg_attrs, infer_reduce, eval_reduce, NULL};
+/* ---- legalization (the records' legalize hooks; graph/legalize.h) ------------------------------ */
+
+typedef struct reduce_entry {
+  loom_graph_op op;
+  loom_tp_reduce_op kind;
+} reduce_entry;
+
+static const reduce_entry reduce_table[] = {
+    {LOOM_GRAPH_OP_SUM, LOOM_TP_REDUCE_SUM},   {LOOM_GRAPH_OP_MEAN, LOOM_TP_REDUCE_MEAN},
+    {LOOM_GRAPH_OP_MAX, LOOM_TP_REDUCE_MAX},   {LOOM_GRAPH_OP_MIN, LOOM_TP_REDUCE_MIN},
+    {LOOM_GRAPH_OP_PROD, LOOM_TP_REDUCE_PROD},
+};
+
+bool loom_legal_reduce_kind(loom_graph_op op, loom_tp_reduce_op *kind) {
+  for (size_t i = 0; i < sizeof reduce_table / sizeof reduce_table[0]; i++)
+    if (reduce_table[i].op == op) return *kind = reduce_table[i].kind, true;
+  return false;
+}
+
+/* sum, mean, max, min, prod over constant axes */
+static loom_status legal_reduce(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                loom_graph_legal *r) {
+  if (call->u.call.nargs > 1) return loom_legal_runtime_operand(call, "axes");
+  (void)out;
+  loom_tp_reduce_op kind;
+  if (!loom_legal_reduce_kind(call->u.call.op, &kind)) return loom_legal_unsupported(call, "yet");
+  loom_tp_func **tp = &r->tp;
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  unsigned mask = 0;
+  const loom_graph_attr *axes = loom_graph_call_attr(call, "axes");
+  if (!axes) {
+    mask = x->ndim ? (1u << x->ndim) - 1 : 0;
+  } else {
+    for (size_t i = 0; i < axes->n; i++) {
+      int64_t v;
+      int a;
+      if (!loom_sym_is_const(axes->syms[i], &v) || !loom_legal_norm_axis(v, x->ndim, &a)) return loom_legal_unsupported(call, "for these axes");
+      mask |= 1u << a;
+    }
+  }
+  bool keep = loom_graph_call_int(call, "keepdims") != 0;
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s_r%d_a%x%s", loom_graph_op_name(call->u.call.op), loom_dtype_name(x->dtype),
+           x->ndim, mask, keep ? "_k" : "");
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_reduce(loom_graph_module_arena(m), loom_graph_module_sym(m), name, kind, x->dtype,
+                                    x->ndim, mask, keep, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+static loom_status legal_argext(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                loom_graph_legal *r) {
+  bool is_max = call->u.call.op == LOOM_GRAPH_OP_ARGMAX;
+  (void)out;
+  loom_tp_func **tp = &r->tp;
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  int axis;
+  if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+  bool keep = loom_graph_call_int(call, "keepdims") != 0;
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s_r%d_a%d%s", is_max ? "argmax" : "argmin", loom_dtype_name(x->dtype), x->ndim, axis,
+           keep ? "_k" : "");
+  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_argext(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, axis,
+                                    is_max, keep, tp));
+  return loom_graph_module_add_tp(m, *tp);
+}
+
+/* ---- the records ------------------------------------------------------------------------------- */
+
+const loom_graph_op_impl loom_graph_op_impl_sum = {reduce_attrs, infer_reduce, eval_reduce, legal_reduce};
+const loom_graph_op_impl loom_graph_op_impl_mean = {reduce_attrs, infer_reduce, eval_reduce, legal_reduce};
+const loom_graph_op_impl loom_graph_op_impl_max = {reduce_attrs, infer_reduce, eval_reduce, legal_reduce};
+const loom_graph_op_impl loom_graph_op_impl_min = {reduce_attrs, infer_reduce, eval_reduce, legal_reduce};
+const loom_graph_op_impl loom_graph_op_impl_prod = {reduce_attrs, infer_reduce, eval_reduce, legal_reduce};
+const loom_graph_op_impl loom_graph_op_impl_argmax = {arg_attrs, infer_reduce, eval_reduce, legal_argext};
+const loom_graph_op_impl loom_graph_op_impl_argmin = {arg_attrs, infer_reduce, eval_reduce, legal_argext};

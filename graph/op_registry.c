@@ -1,5 +1,7 @@
 /* op_registry.c — the operator table, generated from ops.def: names, arity, pattern kinds
- * and the implementation record each family file defines. */
+ * and the implementation record each family file defines; attribute reads that fall back on
+ * the defaults the records' specs declare. */
+#include <assert.h>
 #include <string.h>
 
 #include "graph/graph_internal.h"
@@ -40,4 +42,49 @@ void loom_graph_op_arity(loom_graph_op op, int *min_args, int *max_args) {
 bool loom_graph_op_is_view(loom_graph_op op) {
   return op == LOOM_GRAPH_OP_RESHAPE || op == LOOM_GRAPH_OP_EXPAND_DIMS || op == LOOM_GRAPH_OP_SQUEEZE ||
          op == LOOM_GRAPH_OP_FLATTEN;
+}
+
+/* The spec row of attribute `name` of op call `call`; a read of an attribute the op does not
+ * declare is a bug in Loom (asserted; NULL reads as 0 / ""). */
+static const loom_graph_attr_spec *spec_of(const loom_graph_expr *call, const char *name) {
+  const loom_graph_attr_spec *sp = table[call->u.call.op].impl->attrs;
+  while (sp && sp->name && strcmp(sp->name, name)) sp++;
+  assert(sp && sp->name && "attribute not in the op's spec");
+  return sp && sp->name ? sp : NULL;
+}
+
+int64_t loom_graph_call_int(const loom_graph_expr *call, const char *name) {
+  const loom_graph_attr *a = loom_graph_call_attr(call, name);
+  if (!a) {
+    const loom_graph_attr_spec *sp = spec_of(call, name);
+    return sp ? (int64_t)sp->dflt : 0;
+  }
+  if (a->kind == LOOM_GRAPH_ATTR_SYMS && a->n == 1) {
+    int64_t v;
+    if (loom_sym_is_const(a->syms[0], &v)) return v;
+  }
+  return a->i;
+}
+
+double loom_graph_call_float(const loom_graph_expr *call, const char *name) {
+  const loom_graph_attr *a = loom_graph_call_attr(call, name);
+  if (!a) {
+    const loom_graph_attr_spec *sp = spec_of(call, name);
+    return sp ? sp->dflt : 0;
+  }
+  return a->kind == LOOM_GRAPH_ATTR_FLOAT ? a->f : (double)a->i;
+}
+
+const char *loom_graph_call_str(const loom_graph_expr *call, const char *name) {
+  const loom_graph_attr *a = loom_graph_call_attr(call, name);
+  if (a && a->kind == LOOM_GRAPH_ATTR_STR) return a->s;
+  const loom_graph_attr_spec *sp = spec_of(call, name);
+  return sp && sp->dflt_str ? sp->dflt_str : "";
+}
+
+loom_dtype loom_graph_call_dtype(const loom_graph_expr *call, const char *name) {
+  const loom_graph_attr *a = loom_graph_call_attr(call, name);
+  if (a) return a->dtype;
+  const loom_graph_attr_spec *sp = spec_of(call, name);
+  return sp ? sp->dflt_dtype : LOOM_DTYPE_F32;
 }

@@ -6,19 +6,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/graph_internal.h"
+#include "graph/legalize_internal.h"
 #include "graph/op_shape_internal.h"
 
 static const loom_graph_attr_spec reshape_attrs[] = {
-    {"shape", LOOM_GRAPH_ATTR_SYMS, false}, {"allowzero", LOOM_GRAPH_ATTR_BOOL, false}, {NULL, 0, false}};
-static const loom_graph_attr_spec axes_attrs[] = {{"axes", LOOM_GRAPH_ATTR_SYMS, false}, {NULL, 0, false}};
-static const loom_graph_attr_spec axis_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, false}, {NULL, 0, false}};
-static const loom_graph_attr_spec bcast_attrs[] = {{"shape", LOOM_GRAPH_ATTR_SYMS, true}, {NULL, 0, false}};
+    {"shape", LOOM_GRAPH_ATTR_SYMS, .required = false}, {"allowzero", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {0}};
+static const loom_graph_attr_spec axes_attrs[] = {{"axes", LOOM_GRAPH_ATTR_SYMS, .required = false}, {0}};
+static const loom_graph_attr_spec flatten_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, .dflt = 1}, {0}};
+static const loom_graph_attr_spec concat_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, .dflt = 0}, {0}};
+static const loom_graph_attr_spec bcast_attrs[] = {{"shape", LOOM_GRAPH_ATTR_SYMS, .required = true}, {0}};
 static const loom_graph_attr_spec slice_attrs[] = {
-    {"axes", LOOM_GRAPH_ATTR_SYMS, false}, {"begin", LOOM_GRAPH_ATTR_SYMS, false},
-    {"end", LOOM_GRAPH_ATTR_SYMS, false},  {"strides", LOOM_GRAPH_ATTR_SYMS, false},
-    {NULL, 0, false}};
-static const loom_graph_attr_spec no_attrs[] = {{NULL, 0, false}};
+    {"axes", LOOM_GRAPH_ATTR_SYMS, .required = false}, {"begin", LOOM_GRAPH_ATTR_SYMS, .required = false},
+    {"end", LOOM_GRAPH_ATTR_SYMS, .required = false},  {"strides", LOOM_GRAPH_ATTR_SYMS, .required = false},
+    {0}};
+static const loom_graph_attr_spec no_attrs[] = {{0}};
 
 static bool is_const(const loom_sym_expr *e, int64_t v) {
   int64_t c;
@@ -270,7 +271,7 @@ static loom_status infer_expand_squeeze(loom_graph_icx *ic, const loom_sinfo **o
 static loom_status infer_flatten(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
-  int64_t ax = loom_graph_attr_get_int(ic->call, "axis", 1);
+  int64_t ax = loom_graph_call_int(ic->call, "axis");
   if (ax < 0) ax += x->ndim;
   if (ax < 0 || ax > x->ndim) return loom_graph_icx_error(ic, "axis %lld out of range for rank %d", (long long)ax, x->ndim);
   const loom_sym_expr *d[2] = {loom_graph_dims_prod(ic->cx, (int)ax, x->dims),
@@ -287,7 +288,7 @@ static loom_status eval_copy_shape(loom_graph_ecx *ec, const loom_graph_value *a
   int64_t sh[8];
   if (ec->call->u.call.nargs == 2) return loom_graph_eval_expand_squeeze_dyn(ec, args, out);
   if (ec->call->u.call.op == LOOM_GRAPH_OP_FLATTEN) {
-    int64_t ax = loom_graph_attr_get_int(ec->call, "axis", 1);
+    int64_t ax = loom_graph_call_int(ec->call, "axis");
     if (ax < 0) ax += x->ndim;
     sh[0] = 1;
     for (int i = 0; i < ax; i++) sh[0] *= x->shape[i];
@@ -379,7 +380,7 @@ static loom_status infer_concat(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x0;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x0));
   int a;
-  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), x0->ndim, "axis", &a));
+  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_call_int(ic->call, "axis"), x0->ndim, "axis", &a));
   const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)x0->ndim);
   if (!d) return LOOM_OOM();
   for (int k = 0; k < x0->ndim; k++) d[k] = x0->dims[k];
@@ -404,7 +405,7 @@ static loom_status infer_concat(loom_graph_icx *ic, const loom_sinfo **out) {
 static loom_status eval_concat(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   size_t n = ec->call->u.call.nargs;
   const loom_graph_tensor *x0 = &args[0].t;
-  int64_t axis = loom_graph_attr_get_int(ec->call, "axis", 0);
+  int64_t axis = loom_graph_call_int(ec->call, "axis");
   int a = (int)(axis < 0 ? axis + x0->ndim : axis);
   int64_t sh[8];
   memcpy(sh, x0->shape, sizeof sh);
@@ -583,15 +584,15 @@ static loom_status eval_tensor_to_shape(loom_graph_ecx *ec, const loom_graph_val
 
 /* ---- split / pad / tile / repeat ------------------------------------------------------- */
 
-static const loom_graph_attr_spec split_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, false},
-                                                  {"sections", LOOM_GRAPH_ATTR_INT, false},
-                                                  {"sizes", LOOM_GRAPH_ATTR_SYMS, false},
-                                                  {NULL, 0, false}};
+static const loom_graph_attr_spec split_attrs[] = {{"axis", LOOM_GRAPH_ATTR_INT, .dflt = 0},
+                                                  {"sections", LOOM_GRAPH_ATTR_INT, .dflt = 1},
+                                                  {"sizes", LOOM_GRAPH_ATTR_SYMS, .required = false},
+                                                  {0}};
 static const loom_graph_attr_spec pad_attrs[] = {
-    {"pads", LOOM_GRAPH_ATTR_SYMS, false}, {"value", LOOM_GRAPH_ATTR_FLOAT, false}, {NULL, 0, false}};
-static const loom_graph_attr_spec tile_attrs[] = {{"repeats", LOOM_GRAPH_ATTR_SYMS, true}, {NULL, 0, false}};
+    {"pads", LOOM_GRAPH_ATTR_SYMS, .required = false}, {"value", LOOM_GRAPH_ATTR_FLOAT, .dflt = 0}, {0}};
+static const loom_graph_attr_spec tile_attrs[] = {{"repeats", LOOM_GRAPH_ATTR_SYMS, .required = true}, {0}};
 static const loom_graph_attr_spec repeat_attrs[] = {
-    {"repeats", LOOM_GRAPH_ATTR_INT, true}, {"axis", LOOM_GRAPH_ATTR_INT, false}, {NULL, 0, false}};
+    {"repeats", LOOM_GRAPH_ATTR_INT, .required = true}, {"axis", LOOM_GRAPH_ATTR_INT, .dflt = 0}, {0}};
 
 /* split(x, sections=k, axis=a): a Tuple of k tensors with axis a of floordiv(d, k); d must be
  * a multiple of k (proved, or guarded). split(x, sizes=[s0, s1, ...], axis=a): parts of
@@ -600,10 +601,10 @@ static loom_status infer_split(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
   int a;
-  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), x->ndim, "axis", &a));
+  LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_call_int(ic->call, "axis"), x->ndim, "axis", &a));
   const loom_graph_attr *sz = loom_graph_call_attr(ic->call, "sizes"), *sec = loom_graph_call_attr(ic->call, "sections");
   if (!sz == !sec) return loom_graph_icx_error(ic, "give exactly one of 'sections' and 'sizes'");
-  int64_t k = sz ? (int64_t)sz->n : loom_graph_attr_get_int(ic->call, "sections", 1);
+  int64_t k = sz ? (int64_t)sz->n : loom_graph_call_int(ic->call, "sections");
   if (k < 1 || k > 1024) return loom_graph_icx_error(ic, "%s must be in [1, 1024], got %lld", sz ? "the number of sizes" : "sections", (long long)k);
   loom_sym_ctx *cx = ic->cx;
   char why[256];
@@ -649,10 +650,10 @@ static loom_status infer_split(loom_graph_icx *ic, const loom_sinfo **out) {
 
 static loom_status eval_split(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t;
-  int64_t axis = loom_graph_attr_get_int(ec->call, "axis", 0);
+  int64_t axis = loom_graph_call_int(ec->call, "axis");
   int a = (int)(axis < 0 ? axis + x->ndim : axis);
   const loom_graph_attr *sz = loom_graph_call_attr(ec->call, "sizes");
-  int64_t k = sz ? (int64_t)sz->n : loom_graph_attr_get_int(ec->call, "sections", 1), len[1024], total = 0;
+  int64_t k = sz ? (int64_t)sz->n : loom_graph_call_int(ec->call, "sections"), len[1024], total = 0;
   for (int64_t p = 0; p < k; p++) {
     if (sz) LOOM_PROPAGATE(loom_graph_ecx_sym(ec, sz->syms[p], &len[p]));
     else len[p] = x->shape[a] / k;
@@ -707,7 +708,7 @@ static loom_status eval_pad(loom_graph_ecx *ec, const loom_graph_value *args, lo
   const loom_graph_tensor *x = &args[0].t;
   if (ec->call->u.call.nargs > 1) return loom_graph_eval_pad_dyn(ec, args, out);
   const loom_graph_attr *p = loom_graph_call_attr(ec->call, "pads");
-  double val = loom_graph_attr_get_float(ec->call, "value", 0);
+  double val = loom_graph_call_float(ec->call, "value");
   int64_t lo[8], sh[8];
   for (int i = 0; i < x->ndim; i++) {
     int64_t hi;
@@ -743,8 +744,8 @@ static loom_status infer_tile_repeat(loom_graph_icx *ic, const loom_sinfo **out)
     for (int i = 0; i < x->ndim; i++) d[i] = loom_sym_mul(ic->cx, x->dims[i], r->syms[i]);
   } else {
     int a;
-    LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_attr_get_int(ic->call, "axis", 0), x->ndim, "axis", &a));
-    int64_t r = loom_graph_attr_get_int(ic->call, "repeats", 1);
+    LOOM_PROPAGATE(loom_graph_icx_axis(ic, loom_graph_call_int(ic->call, "axis"), x->ndim, "axis", &a));
+    int64_t r = loom_graph_call_int(ic->call, "repeats");
     if (r < 0) return loom_graph_icx_error(ic, "repeats must be >= 0");
     d[a] = loom_sym_mul(ic->cx, x->dims[a], loom_sym_const(ic->cx, r));
   }
@@ -765,9 +766,9 @@ static loom_status eval_tile_repeat(loom_graph_ecx *ec, const loom_graph_value *
       if (rep[i] < 0) return LOOM_ERROR(OUT_OF_RANGE, "tile: repeats entry %d is negative", i);
     }
   } else {
-    int64_t axis = loom_graph_attr_get_int(ec->call, "axis", 0);
+    int64_t axis = loom_graph_call_int(ec->call, "axis");
     a = (int)(axis < 0 ? axis + x->ndim : axis);
-    rep[a] = loom_graph_attr_get_int(ec->call, "repeats", 1);
+    rep[a] = loom_graph_call_int(ec->call, "repeats");
   }
   for (int i = 0; i < x->ndim; i++) sh[i] = x->shape[i] * rep[i];
   LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, x->ndim, sh, out));
@@ -784,17 +785,17 @@ static loom_status eval_tile_repeat(loom_graph_ecx *ec, const loom_graph_value *
   return LOOM_OK;
 }
 
-const loom_graph_op_impl loom_graph_op_impl_reshape = {reshape_attrs, infer_reshape, eval_reshape, NULL};
-const loom_graph_op_impl loom_graph_op_impl_permute_dims = {axes_attrs, infer_permute, eval_permute, NULL};
-const loom_graph_op_impl loom_graph_op_impl_expand_dims = {axes_attrs, infer_expand_squeeze, eval_copy_shape, NULL};
-const loom_graph_op_impl loom_graph_op_impl_squeeze = {axes_attrs, infer_expand_squeeze, eval_copy_shape, NULL};
-const loom_graph_op_impl loom_graph_op_impl_flatten = {axis_attrs, infer_flatten, eval_copy_shape, NULL};
-const loom_graph_op_impl loom_graph_op_impl_broadcast_to = {bcast_attrs, infer_broadcast_to, eval_broadcast_to, NULL};
-const loom_graph_op_impl loom_graph_op_impl_concat = {axis_attrs, infer_concat, eval_concat, NULL};
-const loom_graph_op_impl loom_graph_op_impl_strided_slice = {slice_attrs, infer_slice, eval_slice, NULL};
+const loom_graph_op_impl loom_graph_op_impl_reshape = {reshape_attrs, infer_reshape, eval_reshape, loom_legal_reshape};
+const loom_graph_op_impl loom_graph_op_impl_permute_dims = {axes_attrs, infer_permute, eval_permute, loom_legal_permute};
+const loom_graph_op_impl loom_graph_op_impl_expand_dims = {axes_attrs, infer_expand_squeeze, eval_copy_shape, loom_legal_reshape};
+const loom_graph_op_impl loom_graph_op_impl_squeeze = {axes_attrs, infer_expand_squeeze, eval_copy_shape, loom_legal_reshape};
+const loom_graph_op_impl loom_graph_op_impl_flatten = {flatten_attrs, infer_flatten, eval_copy_shape, loom_legal_reshape};
+const loom_graph_op_impl loom_graph_op_impl_broadcast_to = {bcast_attrs, infer_broadcast_to, eval_broadcast_to, loom_legal_broadcast_to};
+const loom_graph_op_impl loom_graph_op_impl_concat = {concat_attrs, infer_concat, eval_concat, loom_legal_concat};
+const loom_graph_op_impl loom_graph_op_impl_strided_slice = {slice_attrs, infer_slice, eval_slice, loom_legal_slice};
 const loom_graph_op_impl loom_graph_op_impl_shape_of = {no_attrs, infer_shape_of, eval_shape_of, NULL};
 const loom_graph_op_impl loom_graph_op_impl_tensor_to_shape = {no_attrs, infer_tensor_to_shape, eval_tensor_to_shape, NULL};
 const loom_graph_op_impl loom_graph_op_impl_split = {split_attrs, infer_split, eval_split, NULL};
-const loom_graph_op_impl loom_graph_op_impl_pad = {pad_attrs, infer_pad, eval_pad, NULL};
-const loom_graph_op_impl loom_graph_op_impl_tile = {tile_attrs, infer_tile_repeat, eval_tile_repeat, NULL};
-const loom_graph_op_impl loom_graph_op_impl_repeat = {repeat_attrs, infer_tile_repeat, eval_tile_repeat, NULL};
+const loom_graph_op_impl loom_graph_op_impl_pad = {pad_attrs, infer_pad, eval_pad, loom_legal_pad};
+const loom_graph_op_impl loom_graph_op_impl_tile = {tile_attrs, infer_tile_repeat, eval_tile_repeat, loom_legal_tile};
+const loom_graph_op_impl loom_graph_op_impl_repeat = {repeat_attrs, infer_tile_repeat, eval_tile_repeat, loom_legal_repeat};

@@ -55,7 +55,7 @@ loom_status loom_graph_eval_reshape_dyn(loom_graph_ecx *ec, const loom_graph_val
   char b1[200], b2[200];
   LOOM_PROPAGATE(loom_graph_ecx_int_operand(ec, &args[1].t, 1, "shape", sh, 8, &n));
   memcpy(given, sh, n * sizeof *sh);
-  bool allowzero = loom_graph_attr_get_int(ec->call, "allowzero", 0) != 0;
+  bool allowzero = loom_graph_call_int(ec->call, "allowzero") != 0;
   int wild = -1;
   int64_t known = 1;
   for (size_t i = 0; i < n; i++) {
@@ -258,7 +258,7 @@ loom_status loom_graph_eval_pad_dyn(loom_graph_ecx *ec, const loom_graph_value *
   if (na > 2) memcpy(val, args[2].t.data, es);
   else {
     loom_graph_tensor vt = {.dtype = x->dtype, .ndim = 0, .numel = 1, .data = val};
-    loom_graph_tensor_set_f64(&vt, 0, loom_graph_attr_get_float(ec->call, "value", 0));
+    loom_graph_tensor_set_f64(&vt, 0, loom_graph_call_float(ec->call, "value"));
   }
   if (!out->t.numel) return LOOM_OK;
   int64_t idx[8] = {0}, str[8];

@@ -46,7 +46,7 @@ static uint64_t operand_key(const loom_graph_expr *e) {
  * to d) the part runs from s0 + ... + s(i-1) for s_i. Unproved splits keep their guard and stay. */
 static loom_status split_part(loom_pass *p, loom_graph_binding *b, const loom_graph_expr *split, size_t i) {
   const loom_sinfo *x = split->u.call.args[0]->sinfo;
-  int64_t axis = loom_graph_attr_get_int(split, "axis", 0);
+  int64_t axis = loom_graph_call_int(split, "axis");
   if (x->kind != LOOM_SINFO_TENSOR || x->ndim < 0 || !x->dims) return LOOM_OK;
   if (axis < 0) axis += x->ndim;
   if (axis < 0 || axis >= x->ndim) return LOOM_OK;
@@ -64,7 +64,7 @@ static loom_status split_part(loom_pass *p, loom_graph_binding *b, const loom_gr
     if (!total || loom_sym_prove_eq(cx, total, d) != LOOM_SYM_TRUE) return LOOM_OK;
     hi = loom_sym_add(cx, lo, sizes->syms[i]);
   } else {
-    int64_t k = loom_graph_attr_get_int(split, "sections", 1);
+    int64_t k = loom_graph_call_int(split, "sections");
     if (k < 1 || loom_sym_prove_divisible(cx, d, k) != LOOM_SYM_TRUE) return LOOM_OK;
     const loom_sym_expr *part = loom_sym_floordiv(cx, d, loom_sym_const(cx, k));
     lo = loom_sym_mul(cx, part, loom_sym_const(cx, (int64_t)i));

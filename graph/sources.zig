@@ -31,6 +31,7 @@ pub const compiler = [_][]const u8{
     "graph/legalize_expand.c",
     "graph/legalize_image.c",
     "graph/legalize_index.c",
+    "graph/legalize_shape.c",
     "graph/legalize_window.c",
     "graph/offload.c",
     "graph/npy_io.c",

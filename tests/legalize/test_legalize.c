@@ -259,6 +259,10 @@ static const op_case more_cases[] = {
      {{{4, 5}, {7, 5}, {7, 5}}}, 4},
     {"i: Tensor[(n,), i64]", "one_hot(i, depth=[6], on_value=2.0, off_value=-1.0, dtype=f32)", 1, {{{7}}}, 6},
     {"x: Tensor[(n,), f32]", "arange(start=[2], end=[n + 2], step=[1], dtype=i64)", 1, {{{5}}}},
+    /* plain integers for symbolic attributes: the program's scalars are the values the reference
+     * reads (legalization used to pass the defaults, start 0 and k 0) */
+    {"x: Tensor[(n,), f32]", "arange(start=2, end=[n + 2], step=1, dtype=i64)", 1, {{{5}}}},
+    {"x: Tensor[(n, m), f32]", "tril(x, k=1)", 1, {{{4, 5}}}},
     {"x: Tensor[(n, 1), f32]", "broadcast_to(x, shape=[2, n, 3])", 2, {{{3, 1}}, {{1, 1}}}},
     {"x: Tensor[(n,), i32]", "broadcast_to(x, shape=[4, 1, n])", 2, {{{5}}, {{0}}}},
 };
