@@ -196,3 +196,55 @@ void loom_tpg_close_program(loom_strbuf *sb, int nloops) {
   loom_tpg_close_loops(sb, nloops);
   loom_strbuf_puts(sb, "}\n");
 }
+
+/* ---- builder helpers ---- */
+
+void loom_tpg_b_dims_d(loom_tpb *b, int rank, const loom_sym_expr **dims) {
+  for (int k = 0; k < rank; k++) dims[k] = loom_tpb_shape_sym(b, dim_names[k]);
+}
+
+void loom_tpg_b_nest(loom_tpb *b, int rank, const loom_sym_expr *const *dims, loom_tp_expr **idx) {
+  static const char *const vars[] = {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7"};
+  _Static_assert(sizeof vars / sizeof vars[0] == LOOM_TP_GEN_MAX_RANK, "one loop name per rank");
+  for (int k = 0; k < rank; k++)
+    idx[k] = loom_tpb_idx(b, loom_tpb_for(b, vars[k], dims[k], k == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
+}
+
+loom_tp_buffer *loom_tpg_b_bcast_buffer(loom_tpb *b, const char *buf, const char *prefix, int r, int R,
+                                        const loom_tp_bcast *m, loom_dtype t) {
+  const loom_sym_expr *dims[LOOM_TP_GEN_MAX_RANK];
+  for (int j = 0; j < r; j++) {
+    int d = j + R - r; /* aligned output axis */
+    char nm[16];
+    switch (m[j]) {
+      case LOOM_TP_BCAST_FULL: dims[j] = loom_tpb_shape_sym(b, dim_names[d]); break;
+      case LOOM_TP_BCAST_ONE: dims[j] = loom_tpb_dim(b, "1"); break;
+      case LOOM_TP_BCAST_GUARD:
+        snprintf(nm, sizeof nm, "%s%d", prefix, d);
+        dims[j] = loom_tpb_shape_sym(b, nm);
+        break;
+    }
+  }
+  return loom_tpb_buffer(b, buf, t, r, dims);
+}
+
+/* FULL: i<d>; ONE: 0; GUARD: select(<dim> == 1, 0, i<d>). */
+loom_tp_expr *loom_tpg_b_bcast_load(loom_tpb *b, const loom_tp_buffer *buf, int R, const loom_tp_bcast *m,
+                                    loom_tp_expr *const *oi) {
+  if (!buf) return NULL;
+  int r = buf->ndim;
+  loom_tp_expr *idx[LOOM_TP_GEN_MAX_RANK];
+  for (int j = 0; j < r; j++) {
+    int d = j + R - r;
+    switch (m[j]) {
+      case LOOM_TP_BCAST_FULL: idx[j] = oi[d]; break;
+      case LOOM_TP_BCAST_ONE: idx[j] = loom_tpb_idx(b, loom_sym_const(b->cx, 0)); break;
+      case LOOM_TP_BCAST_GUARD: {
+        loom_tp_expr *eq = loom_tp_op2(b->a, LOOM_TP_OP_EQ, loom_tpb_idx(b, buf->dims[j]), loom_tpb_idx(b, loom_sym_const(b->cx, 1)));
+        idx[j] = loom_tp_select(b->a, eq, loom_tpb_idx(b, loom_sym_const(b->cx, 0)), loom_tp_expr_copy(b->a, oi[d]));
+        break;
+      }
+    }
+  }
+  return loom_tpb_load(b, buf, idx);
+}

@@ -1,34 +1,23 @@
 /* gen_elemwise.c — generators of elementwise programs: unary expressions, n-ary broadcasting
- * expressions (binary, where, broadcast_to), constant fills and tril/triu masks. */
-#include <stdio.h>
-#include <string.h>
-
-#include "base/strbuf.h"
+ * expressions (binary, where, broadcast_to), constant fills and tril/triu masks. Built directly
+ * as IR (tp_build.h); the callers' expression templates ("exp(x)", "a + b") are parsed with
+ * their operands bound to the loads. */
 #include "tensorprog/gen_internal.h"
 
 loom_status loom_tp_gen_unary(loom_arena *a, loom_sym_ctx *cx, const char *name, const char *expr, loom_dtype in,
                               loom_dtype out, int rank, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
-  const char *const *d = loom_tpg_dims_d();
-  loom_strbuf sb;
-  loom_tpg_open_x(&sb, name, rank, in);
-  loom_strbuf_puts(&sb, ", Y: ");
-  loom_tpg_buffer_type(&sb, d, rank, out);
-  loom_strbuf_puts(&sb, ") {\n");
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, rank);
-  loom_tpg_open_loops(&sb, axes, rank, "i", d, true, false);
-  char load[256] = "X[";
-  for (int k = 0; k < rank; k++) snprintf(load + strlen(load), sizeof load - strlen(load), "%si%d", k ? ", " : "", k);
-  strcat(load, "]");
-  const char *names[1] = {"x"}, *repl[1] = {load};
-  loom_strbuf_puts(&sb, "Y[");
-  for (int k = 0; k < rank; k++) loom_strbuf_printf(&sb, "%si%d", k ? ", " : "", k);
-  loom_strbuf_puts(&sb, "] = ");
-  loom_tpg_substitute(&sb, expr, names, repl, 1);
-  loom_strbuf_putc(&sb, '\n');
-  loom_tpg_close_program(&sb, rank);
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_dims_d(&b, rank, d);
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", in, rank, d), *Y = loom_tpb_buffer(&b, "Y", out, rank, d);
+  loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_nest(&b, rank, d, yi);
+  const char *const names[1] = {"x"};
+  loom_tp_expr *const vals[1] = {loom_tpb_load(&b, X, yi)};
+  loom_tpb_store(&b, Y, yi, loom_tpb_parse(&b, expr, names, vals, 1, &out));
+  return loom_tpb_finish(&b, result);
 }
 
 /* loom_tp_gen_nary with an output rank of at least `min_rank` (broadcast_to may add axes). */
@@ -44,35 +33,18 @@ static loom_status gen_nary(loom_arena *a, loom_sym_ctx *cx, const char *name, c
     if (ranks[i] > R) R = ranks[i];
   }
   LOOM_PROPAGATE(loom_tpg_check_rank(R));
-  char dims[4][LOOM_TP_GEN_MAX_RANK][12], loads[4][512];
-  const char *pd[4][LOOM_TP_GEN_MAX_RANK], *repl[4];
-  for (int i = 0; i < n; i++) {
-    loom_tpg_bcast_input(prefixes[i], ranks[i], R, modes[i], dims[i], loads[i], sizeof loads[i], bufs[i]);
-    for (int j = 0; j < ranks[i]; j++) pd[i][j] = dims[i][j];
-    repl[i] = loads[i];
-  }
-  const char *const *d = loom_tpg_dims_d();
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(", name);
-  for (int i = 0; i < n; i++) {
-    loom_strbuf_printf(&sb, "%s: ", bufs[i]);
-    loom_tpg_buffer_type(&sb, pd[i], ranks[i], in[i]);
-    loom_strbuf_puts(&sb, ", ");
-  }
-  loom_strbuf_puts(&sb, "Y: ");
-  loom_tpg_buffer_type(&sb, d, R, out);
-  loom_strbuf_puts(&sb, ") {\n");
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, R);
-  loom_tpg_open_loops(&sb, axes, R, "i", d, true, false);
-  loom_strbuf_puts(&sb, "Y[");
-  for (int k = 0; k < R; k++) loom_strbuf_printf(&sb, "%si%d", k ? ", " : "", k);
-  loom_strbuf_puts(&sb, "] = ");
-  loom_tpg_substitute(&sb, expr, vars, repl, n);
-  loom_strbuf_putc(&sb, '\n');
-  loom_tpg_close_program(&sb, R);
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_tp_buffer *ins[4];
+  for (int i = 0; i < n; i++) ins[i] = loom_tpg_b_bcast_buffer(&b, bufs[i], prefixes[i], ranks[i], R, modes[i], in[i]);
+  const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_dims_d(&b, R, d);
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", out, R, d);
+  loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *loads[4];
+  loom_tpg_b_nest(&b, R, d, yi);
+  for (int i = 0; i < n; i++) loads[i] = loom_tpg_b_bcast_load(&b, ins[i], R, modes[i], yi);
+  loom_tpb_store(&b, Y, yi, loom_tpb_parse(&b, expr, vars, loads, n, &out));
+  return loom_tpb_finish(&b, result);
 }
 
 loom_status loom_tp_gen_nary(loom_arena *a, loom_sym_ctx *cx, const char *name, const char *expr, int n,
@@ -97,45 +69,45 @@ loom_status loom_tp_gen_binary(loom_arena *a, loom_sym_ctx *cx, const char *name
   return loom_tp_gen_nary(a, cx, name, expr, 2, ins, out, ranks, modes, result);
 }
 
+/* Y[i...] = t(value_text) */
 loom_status loom_tp_gen_fill(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                              const char *value_text, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
-  const char *const *d = loom_tpg_dims_d();
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(Y: ", name);
-  loom_tpg_buffer_type(&sb, d, rank, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, rank);
-  loom_tpg_open_loops(&sb, axes, rank, "i", d, true, false);
-  char yi[256];
-  loom_tpg_loop_indices(yi, sizeof yi, rank);
-  loom_strbuf_printf(&sb, "Y[%s] = %s(%s)\n", yi, loom_dtype_name(t), value_text);
-  loom_tpg_close_program(&sb, rank);
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_dims_d(&b, rank, d);
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, rank, d);
+  loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_nest(&b, rank, d, yi);
+  loom_tpb_store(&b, Y, yi, loom_tp_cast(a, t, loom_tpb_parse(&b, value_text, NULL, NULL, 0, NULL)));
+  return loom_tpb_finish(&b, result);
 }
 
+/* Y[i...] = select(i<r-1> - i<r-2> <= k, X[i...], 0) (>= for triu); k a scalar or K[0] / K[]. */
 loom_status loom_tp_gen_tri(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, bool upper,
                             loom_dtype kt, int krank, loom_tp_func **result) {
   if (krank >= 0 && (!loom_dtype_is_int(kt) || krank > 1))
     return LOOM_ERROR(INVALID_ARGUMENT, "tril/triu k buffer of dtype %s, rank %d", loom_dtype_name(kt), krank);
   if (rank < 2) return LOOM_ERROR(INVALID_ARGUMENT, "tril/triu need rank >= 2, not %d", rank);
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
-  const char *const *d = loom_tpg_dims_d();
-  loom_strbuf sb;
-  loom_tpg_open_x(&sb, name, rank, t);
-  if (krank < 0) loom_strbuf_puts(&sb, ", k: i64, Y: ");
-  else loom_strbuf_printf(&sb, ", K: Buffer[(%s), %s], Y: ", krank ? "1," : "", loom_dtype_name(kt));
-  loom_tpg_buffer_type(&sb, d, rank, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, rank);
-  loom_tpg_open_loops(&sb, axes, rank, "i", d, true, false);
-  char yi[256];
-  loom_tpg_loop_indices(yi, sizeof yi, rank);
-  loom_strbuf_printf(&sb, "Y[%s] = select(i%d - i%d %s %s, X[%s], 0)\n", yi, rank - 1, rank - 2, upper ? ">=" : "<=",
-                     krank < 0 ? "k" : krank ? "i64(K[0])" : "i64(K[])", yi);
-  loom_tpg_close_program(&sb, rank);
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_dims_d(&b, rank, d);
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d), *K = NULL;
+  const loom_sym_expr *k = NULL, *one = loom_tpb_dim(&b, "1");
+  if (krank < 0) k = loom_tpb_scalar(&b, "k");
+  else K = loom_tpb_buffer(&b, "K", kt, krank, &one);
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, rank, d);
+  loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_nest(&b, rank, d, yi);
+  /* yi[k] is the index value of loop i<k> (NULL after a failure) */
+  const loom_sym_expr *hi = yi[rank - 1] ? yi[rank - 1]->u.sym : NULL, *lo = yi[rank - 2] ? yi[rank - 2]->u.sym : NULL;
+  loom_tp_expr *diff = loom_tpb_idx(&b, hi && lo ? loom_sym_sub(cx, hi, lo) : NULL);
+  loom_tp_expr *zero = loom_tpb_lit_i(&b, LOOM_DTYPE_I64, 0);
+  loom_tp_expr *kv = k ? loom_tpb_idx(&b, k) : loom_tp_cast(a, LOOM_DTYPE_I64, loom_tpb_load(&b, K, &zero));
+  loom_tp_expr *cond = loom_tp_op2(a, upper ? LOOM_TP_OP_GE : LOOM_TP_OP_LE, diff, kv);
+  loom_tpb_store(&b, Y, yi, loom_tp_select(a, cond, loom_tpb_load(&b, X, yi), loom_tpb_lit_i(&b, t, 0)));
+  return loom_tpb_finish(&b, result);
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "base/strbuf.h"
+#include "tensorprog/tp_build.h"
 #include "tensorprog/tp_gen.h"
 
 /* Parses the generated text into `result`; a parse failure is a bug in the generator (INTERNAL). */
@@ -45,5 +46,20 @@ void loom_tpg_index_with(char *out, size_t cap, int rank, int axis, const char *
 loom_dtype loom_tpg_stat_type(loom_dtype t);
 /* Index list "i0, i1, ..." of rank r. */
 void loom_tpg_loop_indices(char *buf, size_t cap, int r);
+
+/* ---- builder helpers (generators that build IR directly, tp_build.h) ---- */
+
+/* The shape symbols d0 .. d<rank-1> (declared at their first use). */
+void loom_tpg_b_dims_d(loom_tpb *b, int rank, const loom_sym_expr **dims);
+/* Opens `for i<k> in 0..dims[k]` for k < rank (the first parallel) and sets idx[k] to the
+ * index value of i<k>. */
+void loom_tpg_b_nest(loom_tpb *b, int rank, const loom_sym_expr *const *dims, loom_tp_expr **idx);
+/* Declares broadcast input `buf` of rank r against output rank R (its dims d<j>, 1 or
+ * <prefix><j>, as loom_tpg_bcast_input spells them). */
+loom_tp_buffer *loom_tpg_b_bcast_buffer(loom_tpb *b, const char *buf, const char *prefix, int r, int R,
+                                        const loom_tp_bcast *m, loom_dtype t);
+/* The load of a broadcast input inside the output nest (oi: the output's loop indices). */
+loom_tp_expr *loom_tpg_b_bcast_load(loom_tpb *b, const loom_tp_buffer *buf, int R, const loom_tp_bcast *m,
+                                    loom_tp_expr *const *oi);
 
 #endif

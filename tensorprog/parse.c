@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "base/vec.h"
+#include "tensorprog/tp_build.h"
 #include "tensorprog/tp_ir.h"
 
 typedef enum tok_kind { T_EOF, T_NAME, T_INT, T_FLOAT, T_PUNCT } tok_kind;
@@ -51,13 +52,13 @@ typedef struct token {
   loom_dtype suffix;
 } token;
 
-typedef enum name_kind { N_SYM, N_LOOP, N_LET, N_BUF, N_SCALAR } name_kind;
+typedef enum name_kind { N_SYM, N_LOOP, N_LET, N_BUF, N_SCALAR, N_EXPR } name_kind;
 
 typedef struct name_entry {
   const char *name;
   size_t len;
   name_kind kind;
-  const void *ptr; /* sym expr, let stmt or buffer */
+  const void *ptr; /* sym expr, let stmt, buffer or (N_EXPR) an expression copied at each use */
 } name_entry;
 
 typedef struct parser {
@@ -495,6 +496,39 @@ static operand parse_call(parser *p, const char *name, size_t len, size_t at) {
   return r;
 }
 
+/* A deep copy of `e`: each use of a bound expression gets its own nodes, as if its text had
+ * been written there. */
+loom_tp_expr *loom_tp_expr_copy(loom_arena *a, const loom_tp_expr *e) {
+  if (!e) return NULL;
+  loom_tp_expr *c = LOOM_ARENA_NEW(a, loom_tp_expr);
+  if (!c) return NULL;
+  *c = *e;
+  switch (e->kind) {
+    case LOOM_TP_EXPR_CONST: case LOOM_TP_EXPR_SYM: case LOOM_TP_EXPR_LETREF:
+      return c;
+    case LOOM_TP_EXPR_LOAD: {
+      int nd = e->u.load.buf->ndim;
+      c->u.load.idx = LOOM_ARENA_ARRAY(a, loom_tp_expr *, nd ? (size_t)nd : 1);
+      if (!c->u.load.idx) return NULL;
+      for (int k = 0; k < nd; k++)
+        if (!(c->u.load.idx[k] = loom_tp_expr_copy(a, e->u.load.idx[k]))) return NULL;
+      return c;
+    }
+    case LOOM_TP_EXPR_OP:
+      for (int k = 0; k < loom_tp_op_arity(e->u.op.op); k++)
+        if (!(c->u.op.args[k] = loom_tp_expr_copy(a, e->u.op.args[k]))) return NULL;
+      return c;
+    case LOOM_TP_EXPR_CAST:
+      return (c->u.cast_arg = loom_tp_expr_copy(a, e->u.cast_arg)) ? c : NULL;
+    case LOOM_TP_EXPR_SELECT:
+      c->u.select.cond = loom_tp_expr_copy(a, e->u.select.cond);
+      c->u.select.then_e = loom_tp_expr_copy(a, e->u.select.then_e);
+      c->u.select.else_e = loom_tp_expr_copy(a, e->u.select.else_e);
+      return c->u.select.cond && c->u.select.then_e && c->u.select.else_e ? c : NULL;
+  }
+  return NULL;
+}
+
 static operand parse_primary(parser *p) {
   operand r = {NULL, false};
   if (p->failed) return r;
@@ -572,6 +606,9 @@ static operand parse_primary(parser *p) {
       break;
     case N_LET:
       r.e = loom_tp_letref(p->arena, ne->ptr);
+      break;
+    case N_EXPR:
+      r.e = loom_tp_expr_copy(p->arena, ne->ptr);
       break;
     case N_BUF:
       error_at(p, at, "buffer '%.*s' used without indices", (int)len, name);
@@ -980,5 +1017,43 @@ loom_status loom_tp_parse_func(loom_arena *arena, loom_sym_ctx *cx, const loom_s
   loom_status s = run_parser(&p, out);
   /* The parser read one token past the closing '}'; hand back the position of that token. */
   if (!s) *pos = p.tok.start;
+  return s;
+}
+
+/* An expression template (tp_build.h): the bindings are the scope, later ones innermost. */
+loom_status loom_tp_parse_expr(loom_arena *a, loom_sym_ctx *cx, const char *text, const loom_tp_binding *names,
+                               size_t n, const loom_dtype *store_type, loom_tp_expr **out) {
+  loom_source src = {"<template>", text, strlen(text)};
+  loom_diag_list diags;
+  loom_diag_list_init(&diags, NULL);
+  parser p = {.arena = a, .cx = cx, .src = &src, .diags = &diags, .func_name = "<template>"};
+  static const name_kind kinds[] = {[LOOM_TP_BIND_SYM] = N_SYM, [LOOM_TP_BIND_LET] = N_LET,
+                                    [LOOM_TP_BIND_BUF] = N_BUF, [LOOM_TP_BIND_EXPR] = N_EXPR};
+  for (size_t i = 0; i < n && !p.failed; i++) {
+    name_entry e = {names[i].name, strlen(names[i].name), kinds[names[i].kind], names[i].ptr};
+    if (!LOOM_VEC_PUSH(NULL, &p.names, e)) oom(&p);
+  }
+  operand o = {NULL, false};
+  if (!p.failed) {
+    next(&p);
+    o = parse_expr(&p);
+    if (!p.failed && p.tok.kind != T_EOF) {
+      char got[64];
+      describe_tok(&p, got, sizeof got);
+      error_at(&p, p.tok.start, "expected the end of the expression, found %s", got);
+    }
+    if (!p.failed && o.e && o.literal && store_type) o.e = retype_literal(&p, o.e, *store_type);
+    if (!p.failed && !o.e) oom(&p);
+  }
+  LOOM_VEC_FREE(NULL, &p.names);
+  loom_status s = LOOM_OK;
+  if (p.failed) {
+    loom_status d = loom_diag_list_status(&diags, LOOM_CODE_PARSE_ERROR);
+    s = LOOM_ERROR(INTERNAL, "expression template '%s' does not parse: %s", text, d ? loom_status_message(d) : "?");
+    loom_status_free(d);
+  } else {
+    *out = o.e;
+  }
+  loom_diag_list_destroy(&diags);
   return s;
 }

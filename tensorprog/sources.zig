@@ -23,4 +23,5 @@ pub const compiler = [_][]const u8{
     "tensorprog/schedule_cpu.c",
     "tensorprog/verify.c",
     "tensorprog/schedule_mem.c",
+    "tensorprog/tp_build.c",
 };
