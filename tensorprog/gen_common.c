@@ -2,6 +2,7 @@
  * broadcasting loads, reduction identities, substituting operands into expression templates,
  * and parsing the finished text (see tp_gen.h for why generators write text). */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -247,4 +248,36 @@ loom_tp_expr *loom_tpg_b_bcast_load(loom_tpb *b, const loom_tp_buffer *buf, int 
     }
   }
   return loom_tpb_load(b, buf, idx);
+}
+
+loom_tp_expr *loom_tpg_b_reduce_init(loom_tpb *b, loom_tp_reduce_op op, loom_dtype t) {
+  bool fl = loom_dtype_is_float(t);
+  switch (op) {
+    case LOOM_TP_REDUCE_SUM: case LOOM_TP_REDUCE_MEAN:
+      return fl ? loom_tp_const_f(b->a, t, 0.0) : loom_tpb_lit_i(b, t, 0);
+    case LOOM_TP_REDUCE_PROD:
+      return fl ? loom_tp_const_f(b->a, t, 1.0) : loom_tpb_lit_i(b, t, 1);
+    case LOOM_TP_REDUCE_MAX: case LOOM_TP_REDUCE_MIN: {
+      bool mx = op == LOOM_TP_REDUCE_MAX;
+      if (fl) return loom_tp_const_f(b->a, t, mx ? -INFINITY : INFINITY);
+      if (t == LOOM_DTYPE_BOOL) return loom_tp_const_i(b->a, t, !mx);
+      unsigned bits = loom_dtype_bits(t);
+      bool sgn = loom_dtype_is_signed(t);
+      int64_t v;
+      if (sgn && mx) v = bits == 64 ? INT64_MIN + 1 : -(INT64_C(1) << (bits - 1)); /* as loom_tpg_reduce_init */
+      else if (sgn) v = bits == 64 ? INT64_MAX : (INT64_C(1) << (bits - 1)) - 1;
+      else if (mx) v = 0;
+      else v = bits == 64 ? -1 /* all ones, as the parser reads 18446744073709551615u64 */ : (int64_t)((UINT64_C(1) << bits) - 1);
+      return loom_tpb_lit_i(b, t, v);
+    }
+  }
+  return NULL;
+}
+
+const char *loom_tpg_var(char var, int k) {
+  static const char *const names[3][LOOM_TP_GEN_MAX_RANK] = {
+      {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7"},
+      {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"},
+      {"j0", "j1", "j2", "j3", "j4", "j5", "j6", "j7"}};
+  return names[var == 'i' ? 0 : var == 'r' ? 1 : 2][k];
 }

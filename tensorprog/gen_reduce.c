@@ -1,254 +1,282 @@
 /* gen_reduce.c — generators of reductions: sum/mean/max/min/prod over axes, softmax and
- * log_softmax, layer_norm and rms_norm, argmax/argmin and cumsum. */
-#include <stdio.h>
-#include <string.h>
+ * log_softmax, layer_norm and rms_norm, argmax/argmin and cumsum. Built directly as IR
+ * (tp_build.h); each generator's comment shows the program's text. */
+#include <math.h>
 
-#include "base/strbuf.h"
 #include "tensorprog/gen_internal.h"
 
+/* A copy of an expression for a second use (nodes are never shared). */
+#define DUP(e) loom_tp_expr_copy(b.a, (e))
+
+/* The index value of a constant. */
+static loom_tp_expr *cidx(loom_tpb *b, int64_t v) { return loom_tpb_idx(b, loom_sym_const(b->cx, v)); }
+
+/* e converted to t, or e itself when it already is of t (the generators' "%s(...)" with an
+ * empty cast name). */
+static loom_tp_expr *conv(loom_arena *a, loom_dtype t, loom_dtype from, loom_tp_expr *e) {
+  return t == from ? e : loom_tp_cast(a, t, e);
+}
+
+/* The product of dims[k] for k in ks (folded into one symbolic expression; 1 when empty). */
+static const loom_sym_expr *dims_product(loom_sym_ctx *cx, const loom_sym_expr *const *dims, const int *ks, int n) {
+  if (n == 0) return loom_sym_const(cx, 1);
+  const loom_sym_expr *p = dims[ks[0]];
+  for (int k = 1; k < n && p; k++) p = loom_sym_mul(cx, p, dims[ks[k]]);
+  return p;
+}
+
+/* 1-element local `name` of dtype t: `alloc name: Local[(1,), t]` (n = 2: two elements). */
+static const loom_tp_buffer *local(loom_tpb *b, const char *name, loom_dtype t, int64_t n) {
+  const loom_sym_expr *d = loom_sym_const(b->cx, n);
+  return loom_tpb_alloc(b, name, t, 1, &d, LOOM_TP_SCOPE_LOCAL);
+}
+
+/* buf[k] for a one-axis local. */
+static loom_tp_expr *at(loom_tpb *b, const loom_tp_buffer *buf, int64_t k) {
+  loom_tp_expr *i = cidx(b, k);
+  return loom_tpb_load(b, buf, &i);
+}
+
+static void store_at(loom_tpb *b, const loom_tp_buffer *buf, int64_t k, loom_tp_expr *v) {
+  loom_tp_expr *i = cidx(b, k);
+  loom_tpb_store(b, buf, &i, v);
+}
+
+/*   for i<keep> ... { Y[o] = init; for r<red> ... reduce { Y[o] = Y[o] op X[i/r...] }
+ *                     [Y[o] = Y[o] / t(prod of reduced dims)] }
+ * o: i<k> for kept axes, 0 for reduced ones kept as 1 (just [0] for a full reduction). */
 loom_status loom_tp_gen_reduce(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_tp_reduce_op op, loom_dtype t,
                                int rank, unsigned axes_mask, bool keepdims, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
   if (axes_mask >> rank) return LOOM_ERROR(INVALID_ARGUMENT, "reduction axes 0x%x exceed rank %d", axes_mask, rank);
   if (op == LOOM_TP_REDUCE_MEAN && !loom_dtype_is_float(t))
     return LOOM_ERROR(INVALID_ARGUMENT, "mean of %s is not supported (use a float dtype)", loom_dtype_name(t));
-  const char *const *d = loom_tpg_dims_d();
   int keep[LOOM_TP_GEN_MAX_RANK], red[LOOM_TP_GEN_MAX_RANK], nk = 0, nr = 0;
   for (int k = 0; k < rank; k++) {
     if (axes_mask >> k & 1) red[nr++] = k;
     else keep[nk++] = k;
   }
-  /* Output dims and index. */
-  const char *odims[LOOM_TP_GEN_MAX_RANK];
-  char oidx[512] = "";
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK], *od[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_dims_d(&b, rank, d);
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d);
   int orank = 0;
   for (int k = 0; k < rank; k++) {
     bool r = axes_mask >> k & 1;
-    if (r && !keepdims) continue;
-    odims[orank++] = r ? "1" : d[k];
-    snprintf(oidx + strlen(oidx), sizeof oidx - strlen(oidx), "%s%s%d", orank > 1 ? ", " : "", r ? "0" : "i", k);
-    if (r) oidx[strlen(oidx) - 1] = '\0'; /* "0" not "0k" */
+    if (!r || keepdims) od[orank++] = r ? loom_sym_const(cx, 1) : d[k];
   }
-  if (orank == 0) snprintf(oidx, sizeof oidx, "0"); /* a full reduction to a 1-element tensor */
-  loom_strbuf sb;
-  loom_tpg_open_x(&sb, name, rank, t);
-  loom_strbuf_puts(&sb, ", Y: ");
-  if (orank == 0) {
-    const char *one[1] = {"1"};
-    loom_tpg_buffer_type(&sb, one, 1, t);
-  } else {
-    loom_tpg_buffer_type(&sb, odims, orank, t);
+  if (orank == 0) od[0] = loom_sym_const(cx, 1); /* a full reduction to a 1-element tensor */
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, orank ? orank : 1, od);
+  loom_tp_expr *iv[LOOM_TP_GEN_MAX_RANK] = {0}, *xi[LOOM_TP_GEN_MAX_RANK], *oi[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < nk; k++)
+    iv[keep[k]] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('i', keep[k]), d[keep[k]],
+                                                k == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
+  int no = 0;
+  for (int k = 0; k < rank; k++) {
+    bool r = axes_mask >> k & 1;
+    if (!r || keepdims) oi[no++] = r ? cidx(&b, 0) : iv[k];
   }
-  loom_strbuf_puts(&sb, ") {\n");
-  loom_tpg_open_loops(&sb, keep, nk, "i", d, true, false);
-  loom_strbuf_printf(&sb, "Y[%s] = ", oidx);
-  loom_tpg_reduce_init(&sb, op, t);
-  loom_strbuf_putc(&sb, '\n');
-  char xidx[512] = "";
-  for (int k = 0; k < rank; k++)
-    snprintf(xidx + strlen(xidx), sizeof xidx - strlen(xidx), "%s%c%d", k ? ", " : "", axes_mask >> k & 1 ? 'r' : 'i', k);
-  loom_tpg_open_loops(&sb, red, nr, "r", d, false, true);
-  switch (op) {
-    case LOOM_TP_REDUCE_SUM: case LOOM_TP_REDUCE_MEAN:
-      loom_strbuf_printf(&sb, "Y[%s] = Y[%s] + X[%s]\n", oidx, oidx, xidx);
-      break;
-    case LOOM_TP_REDUCE_PROD:
-      loom_strbuf_printf(&sb, "Y[%s] = Y[%s] * X[%s]\n", oidx, oidx, xidx);
-      break;
-    case LOOM_TP_REDUCE_MAX: case LOOM_TP_REDUCE_MIN:
-      loom_strbuf_printf(&sb, "Y[%s] = %s(Y[%s], X[%s])\n", oidx, op == LOOM_TP_REDUCE_MAX ? "max" : "min", oidx, xidx);
-      break;
-  }
-  loom_tpg_close_loops(&sb, nr);
+  if (orank == 0) oi[no++] = cidx(&b, 0);
+  loom_tpb_store(&b, Y, oi, loom_tpg_b_reduce_init(&b, op, t));
+  for (int k = 0; k < nr; k++)
+    iv[red[k]] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('r', red[k]), d[red[k]], LOOM_TP_LOOP_SERIAL, true));
+  for (int k = 0; k < rank; k++) xi[k] = iv[k];
+  loom_tp_expr *y = loom_tpb_load(&b, Y, oi), *x = loom_tpb_load(&b, X, xi);
+  static const loom_tp_op ops[] = {[LOOM_TP_REDUCE_SUM] = LOOM_TP_OP_ADD, [LOOM_TP_REDUCE_MEAN] = LOOM_TP_OP_ADD,
+                                   [LOOM_TP_REDUCE_PROD] = LOOM_TP_OP_MUL, [LOOM_TP_REDUCE_MAX] = LOOM_TP_OP_MAX,
+                                   [LOOM_TP_REDUCE_MIN] = LOOM_TP_OP_MIN};
+  loom_tpb_store(&b, Y, oi, loom_tp_op2(a, ops[op], y, x));
+  loom_tpb_end_n(&b, nr);
   if (op == LOOM_TP_REDUCE_MEAN) {
-    loom_strbuf_printf(&sb, "Y[%s] = Y[%s] / %s(", oidx, oidx, loom_dtype_name(t));
-    if (nr == 0) loom_strbuf_puts(&sb, "1");
-    for (int k = 0; k < nr; k++) loom_strbuf_printf(&sb, "%s%s", k ? "*" : "", d[red[k]]);
-    loom_strbuf_puts(&sb, ")\n");
+    loom_tp_expr *count = loom_tp_cast(a, t, loom_tpb_idx(&b, dims_product(cx, d, red, nr)));
+    loom_tpb_store(&b, Y, oi, loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(&b, Y, oi), count));
   }
-  loom_tpg_close_program(&sb, nk);
-  return loom_tpg_finish(a, cx, &sb, result);
+  return loom_tpb_finish(&b, result);
 }
 
+/* Statistics in st = f32 (f64 for f64), C(x) = st(x) and T(x) = t(x) where they differ:
+ *   for i<other axes> parallel {
+ *     alloc M: Local[(1,), st]   M[0] = -inf     for r reduce { M[0] = max(M[0], C(X[..r..])) }
+ *     alloc S: Local[(1,), st]   S[0] = 0.0
+ *     softmax, st == t:  for r reduce { Y[..r..] = exp(X[..r..] - M[0])  S[0] = S[0] + Y[..r..] }
+ *                        let inv: st = 1.0 / S[0]   for j { Y[..j..] = Y[..j..] * inv }
+ *     otherwise:         for r reduce { S[0] = S[0] + exp(C(X[..r..]) - M[0]) }
+ *                        for j { Y[..j..] = T(C(X[..j..]) - M[0] - log(S[0])) }      (log)
+ *                        for j { Y[..j..] = T(exp(C(X[..j..]) - M[0]) / S[0]) }      (softmax) } */
 loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                                 bool log, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
   if (axis < 0 || axis >= rank) return LOOM_ERROR(INVALID_ARGUMENT, "softmax axis %d is outside [0, %d)", axis, rank);
   if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "softmax of %s is not supported", loom_dtype_name(t));
-  const char *const *d = loom_tpg_dims_d();
   loom_dtype st = loom_tpg_stat_type(t);
-  /* Conversions are written only where the statistics type differs (an empty cast name
-   * leaves a parenthesised expression, which prints without the parentheses). */
-  const char *s = loom_dtype_name(st), *tn = st == t ? "" : loom_dtype_name(t);
-  const char *sc = st == t ? "" : s;
-  loom_strbuf sb;
-  loom_tpg_open_x(&sb, name, rank, t);
-  loom_strbuf_puts(&sb, ", Y: ");
-  loom_tpg_buffer_type(&sb, d, rank, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  int keep[LOOM_TP_GEN_MAX_RANK], nk = 0;
-  for (int k = 0; k < rank; k++)
-    if (k != axis) keep[nk++] = k;
-  loom_tpg_open_loops(&sb, keep, nk, "i", d, true, false);
-  char xr[256];
-  loom_tpg_index_with(xr, sizeof xr, rank, axis, "r");
-  loom_strbuf_printf(&sb, "alloc M: Local[(1,), %s]\nM[0] = -inf%s\n", s, st == LOOM_DTYPE_F32 ? "" : s);
-  loom_strbuf_printf(&sb, "for r in 0..%s reduce {\nM[0] = max(M[0], %s(X[%s]))\n}\n", d[axis], sc, xr);
-  loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\nS[0] = 0.0%s\n", s, st == LOOM_DTYPE_F32 ? "" : s);
-  char xj[256];
-  loom_tpg_index_with(xj, sizeof xj, rank, axis, "j");
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_dims_d(&b, rank, d);
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d), *Y = loom_tpb_buffer(&b, "Y", t, rank, d);
+  loom_tp_expr *xr[LOOM_TP_GEN_MAX_RANK], *xj[LOOM_TP_GEN_MAX_RANK];
+  bool first = true;
+  for (int k = 0; k < rank; k++) {
+    if (k == axis) continue;
+    xr[k] = xj[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('i', k), d[k],
+                                                  first ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
+    first = false;
+  }
+  const loom_tp_buffer *M = local(&b, "M", st, 1);
+  store_at(&b, M, 0, loom_tp_const_f(a, st, -INFINITY));
+  xr[axis] = loom_tpb_idx(&b, loom_tpb_for(&b, "r", d[axis], LOOM_TP_LOOP_SERIAL, true));
+  store_at(&b, M, 0, loom_tp_op2(a, LOOM_TP_OP_MAX, at(&b, M, 0), conv(a, st, t, loom_tpb_load(&b, X, xr))));
+  loom_tpb_end(&b);
+  const loom_tp_buffer *S = local(&b, "S", st, 1);
+  store_at(&b, S, 0, loom_tp_const_f(a, st, 0.0));
   if (!log && st == t) {
     /* exp computed once: stored into Y by the sum pass, then scaled in place (the row is
      * still in cache); with a wider statistics type Y would round the terms of the sum */
-    loom_strbuf_printf(&sb, "for r in 0..%s reduce {\nY[%s] = exp(X[%s] - M[0])\nS[0] = S[0] + Y[%s]\n}\n", d[axis], xr,
-                       xr, xr);
-    loom_strbuf_printf(&sb, "let inv: %s = 1.0%s / S[0]\n", s, st == LOOM_DTYPE_F32 ? "" : s);
-    loom_strbuf_printf(&sb, "for j in 0..%s {\nY[%s] = Y[%s] * inv\n}\n", d[axis], xj, xj);
-    loom_tpg_close_program(&sb, nk);
-    return loom_tpg_finish(a, cx, &sb, result);
+    xr[axis] = loom_tpb_idx(&b, loom_tpb_for(&b, "r", d[axis], LOOM_TP_LOOP_SERIAL, true));
+    loom_tpb_store(&b, Y, xr, loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_load(&b, X, xr), at(&b, M, 0))));
+    store_at(&b, S, 0, loom_tp_op2(a, LOOM_TP_OP_ADD, at(&b, S, 0), loom_tpb_load(&b, Y, xr)));
+    loom_tpb_end(&b);
+    loom_tp_expr *inv = loom_tpb_let(&b, "inv", loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tp_const_f(a, st, 1.0), at(&b, S, 0)));
+    xj[axis] = loom_tpb_idx(&b, loom_tpb_for(&b, "j", d[axis], LOOM_TP_LOOP_SERIAL, false));
+    loom_tpb_store(&b, Y, xj, loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&b, Y, xj), inv));
+    return loom_tpb_finish(&b, result);
   }
-  loom_strbuf_printf(&sb, "for r in 0..%s reduce {\nS[0] = S[0] + exp(%s(X[%s]) - M[0])\n}\n", d[axis], sc, xr);
-  if (log)
-    loom_strbuf_printf(&sb, "for j in 0..%s {\nY[%s] = %s(%s(X[%s]) - M[0] - log(S[0]))\n}\n", d[axis], xj, tn, sc, xj);
-  else
-    loom_strbuf_printf(&sb, "for j in 0..%s {\nY[%s] = %s(exp(%s(X[%s]) - M[0]) / S[0])\n}\n", d[axis], xj, tn, sc, xj);
-  loom_tpg_close_program(&sb, nk);
-  return loom_tpg_finish(a, cx, &sb, result);
+  xr[axis] = loom_tpb_idx(&b, loom_tpb_for(&b, "r", d[axis], LOOM_TP_LOOP_SERIAL, true));
+  loom_tp_expr *e = loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, conv(a, st, t, loom_tpb_load(&b, X, xr)), at(&b, M, 0)));
+  store_at(&b, S, 0, loom_tp_op2(a, LOOM_TP_OP_ADD, at(&b, S, 0), e));
+  loom_tpb_end(&b);
+  xj[axis] = loom_tpb_idx(&b, loom_tpb_for(&b, "j", d[axis], LOOM_TP_LOOP_SERIAL, false));
+  loom_tp_expr *centred = loom_tp_op2(a, LOOM_TP_OP_SUB, conv(a, st, t, loom_tpb_load(&b, X, xj)), at(&b, M, 0));
+  loom_tp_expr *v = log ? loom_tp_op2(a, LOOM_TP_OP_SUB, centred, loom_tp_op1(a, LOOM_TP_OP_LOG, at(&b, S, 0)))
+                        : loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tp_op1(a, LOOM_TP_OP_EXP, centred), at(&b, S, 0));
+  loom_tpb_store(&b, Y, xj, conv(a, t, st, v));
+  return loom_tpb_finish(&b, result);
 }
 
+/* Over the last naxes axes (n = their size), statistics in st as softmax's:
+ *   for i<first axes> parallel {
+ *     alloc Q: Local[(2,), st]   Q[0] = 0.0   Q[1] = 0.0
+ *     for r<axes> reduce { [Q[0] = Q[0] + C(X[..])]   Q[1] = Q[1] + C(X[..]) * C(X[..]) }
+ *     let mean: st = Q[0] / st(n)    let ms: st = Q[1] / st(n)
+ *     let inv: st = rsqrt(ms + eps)  (rms)   or rsqrt(max(ms - mean * mean, 0.0) + eps)
+ *     for j<axes> { Y[..] = T(C(X[..]) * inv * C(gamma[j..]))                          (rms)
+ *                   Y[..] = T((C(X[..]) - mean) * inv * C(gamma[j..]) + C(beta[j..])) } } */
 loom_status loom_tp_gen_layer_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int naxes,
                                    double eps, bool rms, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
   if (naxes < 1 || naxes > rank)
     return LOOM_ERROR(INVALID_ARGUMENT, "normalised axes %d is outside [1, %d]", naxes, rank);
   if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "layer_norm of %s is not supported", loom_dtype_name(t));
-  const char *const *d = loom_tpg_dims_d();
   loom_dtype st = loom_tpg_stat_type(t);
-  const char *s = loom_dtype_name(st), *tn = st == t ? "" : loom_dtype_name(t);
-  const char *sc = st == t ? "" : s; /* see loom_tp_gen_softmax */
   int first = rank - naxes;
-  loom_strbuf sb;
-  loom_tpg_open_x(&sb, name, rank, t);
-  loom_strbuf_puts(&sb, ", gamma: ");
-  loom_tpg_buffer_type(&sb, d + first, naxes, t);
-  if (!rms) {
-    loom_strbuf_puts(&sb, ", beta: ");
-    loom_tpg_buffer_type(&sb, d + first, naxes, t);
-  }
-  loom_strbuf_puts(&sb, ", Y: ");
-  loom_tpg_buffer_type(&sb, d, rank, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  int keep[LOOM_TP_GEN_MAX_RANK], red[LOOM_TP_GEN_MAX_RANK];
-  for (int k = 0; k < first; k++) keep[k] = k;
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_dims_d(&b, rank, d);
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d), *beta = NULL;
+  const loom_tp_buffer *gamma = loom_tpb_buffer(&b, "gamma", t, naxes, d + first);
+  if (!rms) beta = loom_tpb_buffer(&b, "beta", t, naxes, d + first);
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, rank, d);
+  int red[LOOM_TP_GEN_MAX_RANK];
   for (int k = 0; k < naxes; k++) red[k] = first + k;
-  loom_tpg_open_loops(&sb, keep, first, "i", d, true, false);
-  char xr[256] = "", xj[256] = "", gj[256] = "", count[256] = "";
-  for (int k = 0; k < rank; k++) {
-    snprintf(xr + strlen(xr), sizeof xr - strlen(xr), "%s%c%d", k ? ", " : "", k < first ? 'i' : 'r', k);
-    snprintf(xj + strlen(xj), sizeof xj - strlen(xj), "%s%c%d", k ? ", " : "", k < first ? 'i' : 'j', k);
-  }
-  for (int k = first; k < rank; k++) {
-    snprintf(gj + strlen(gj), sizeof gj - strlen(gj), "%sj%d", k > first ? ", " : "", k);
-    snprintf(count + strlen(count), sizeof count - strlen(count), "%s%s", k > first ? "*" : "", d[k]);
-  }
-  char epsbuf[64];
-  snprintf(epsbuf, sizeof epsbuf, "%.17g", eps);
-  if (!strpbrk(epsbuf, ".eEn")) strcat(epsbuf, ".0");
-  const char *sfx = st == LOOM_DTYPE_F32 ? "" : s;
-  loom_strbuf_printf(&sb, "alloc Q: Local[(2,), %s]\nQ[0] = 0.0%s\nQ[1] = 0.0%s\n", s, sfx, sfx);
-  loom_tpg_open_loops(&sb, red, naxes, "r", d, false, true);
-  if (!rms) loom_strbuf_printf(&sb, "Q[0] = Q[0] + %s(X[%s])\n", sc, xr);
-  loom_strbuf_printf(&sb, "Q[1] = Q[1] + %s(X[%s]) * %s(X[%s])\n", sc, xr, sc, xr);
-  loom_tpg_close_loops(&sb, naxes);
-  loom_strbuf_printf(&sb, "let mean: %s = Q[0] / %s(%s)\n", s, s, count);
+  loom_tp_expr *xi[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < first; k++)
+    xi[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('i', k), d[k], k == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
+  const loom_tp_buffer *Q = local(&b, "Q", st, 2);
+  store_at(&b, Q, 0, loom_tp_const_f(a, st, 0.0));
+  store_at(&b, Q, 1, loom_tp_const_f(a, st, 0.0));
+  for (int k = first; k < rank; k++) xi[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('r', k), d[k], LOOM_TP_LOOP_SERIAL, true));
+  if (!rms) store_at(&b, Q, 0, loom_tp_op2(a, LOOM_TP_OP_ADD, at(&b, Q, 0), conv(a, st, t, loom_tpb_load(&b, X, xi))));
+  loom_tp_expr *sq = loom_tp_op2(a, LOOM_TP_OP_MUL, conv(a, st, t, loom_tpb_load(&b, X, xi)), conv(a, st, t, loom_tpb_load(&b, X, xi)));
+  store_at(&b, Q, 1, loom_tp_op2(a, LOOM_TP_OP_ADD, at(&b, Q, 1), sq));
+  loom_tpb_end_n(&b, naxes);
+  const loom_sym_expr *n = dims_product(cx, d, red, naxes);
+  loom_tp_expr *mean = loom_tpb_let(&b, "mean", loom_tp_op2(a, LOOM_TP_OP_DIV, at(&b, Q, 0), loom_tp_cast(a, st, loom_tpb_idx(&b, n))));
   /* var = E[x^2] - mean^2, clamped at 0 against rounding; rms uses E[x^2] directly. */
-  loom_strbuf_printf(&sb, "let ms: %s = Q[1] / %s(%s)\n", s, s, count);
-  if (rms)
-    loom_strbuf_printf(&sb, "let inv: %s = rsqrt(ms + %s%s)\n", s, epsbuf, sfx);
-  else
-    loom_strbuf_printf(&sb, "let inv: %s = rsqrt(max(ms - mean * mean, 0.0%s) + %s%s)\n", s, sfx, epsbuf, sfx);
-  loom_tpg_open_loops(&sb, red, naxes, "j", d, false, false);
-  if (rms)
-    loom_strbuf_printf(&sb, "Y[%s] = %s(%s(X[%s]) * inv * %s(gamma[%s]))\n", xj, tn, sc, xj, sc, gj);
-  else
-    loom_strbuf_printf(&sb, "Y[%s] = %s((%s(X[%s]) - mean) * inv * %s(gamma[%s]) + %s(beta[%s]))\n", xj, tn, sc, xj, sc, gj,
-                       sc, gj);
-  loom_tpg_close_loops(&sb, naxes);
-  loom_tpg_close_program(&sb, first);
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tp_expr *ms = loom_tpb_let(&b, "ms", loom_tp_op2(a, LOOM_TP_OP_DIV, at(&b, Q, 1), loom_tp_cast(a, st, loom_tpb_idx(&b, n))));
+  loom_tp_expr *var = rms ? ms
+                          : loom_tp_op2(a, LOOM_TP_OP_MAX,
+                                        loom_tp_op2(a, LOOM_TP_OP_SUB, ms, loom_tp_op2(a, LOOM_TP_OP_MUL, DUP(mean), DUP(mean))),
+                                        loom_tp_const_f(a, st, 0.0));
+  loom_tp_expr *inv = loom_tpb_let(&b, "inv", loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_op2(a, LOOM_TP_OP_ADD, var, loom_tp_const_f(a, st, eps))));
+  loom_tp_expr *gj[LOOM_TP_GEN_MAX_RANK];
+  for (int k = first; k < rank; k++) gj[k - first] = xi[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('j', k), d[k], LOOM_TP_LOOP_SERIAL, false));
+  loom_tp_expr *x = conv(a, st, t, loom_tpb_load(&b, X, xi)), *g = conv(a, st, t, loom_tpb_load(&b, gamma, gj));
+  loom_tp_expr *v = rms ? loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_op2(a, LOOM_TP_OP_MUL, x, inv), g)
+                        : loom_tp_op2(a, LOOM_TP_OP_ADD,
+                                      loom_tp_op2(a, LOOM_TP_OP_MUL,
+                                                  loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_op2(a, LOOM_TP_OP_SUB, x, DUP(mean)), inv), g),
+                                      conv(a, st, t, loom_tpb_load(&b, beta, gj)));
+  loom_tpb_store(&b, Y, xi, conv(a, t, st, v));
+  return loom_tpb_finish(&b, result);
 }
 
+/* The first extreme (replace only on a strictly better value):
+ *   for i<other axes> parallel { alloc best: Local[(1,), t]  best[0] = init  Y[o] = 0
+ *     for r<axis> reduce { if X[..r..] > best[0] { best[0] = X[..r..]  Y[o] = r<axis> } } } */
 loom_status loom_tp_gen_argext(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                                bool is_max, bool keepdims, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
   if (axis < 0 || axis >= rank) return LOOM_ERROR(INVALID_ARGUMENT, "axis %d is outside [0, %d)", axis, rank);
-  const char *const *d = loom_tpg_dims_d();
-  const char *po[LOOM_TP_GEN_MAX_RANK];
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK], *po[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_dims_d(&b, rank, d);
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d);
   int orank = 0;
-  char oi[256] = "", xr[256] = "";
-  for (int k = 0; k < rank; k++) {
-    if (k == axis && !keepdims) continue;
-    po[orank] = k == axis ? "1" : d[k];
-    char tok[8] = "0";
-    if (k != axis) snprintf(tok, sizeof tok, "i%d", k);
-    snprintf(oi + strlen(oi), sizeof oi - strlen(oi), "%s%s", orank ? ", " : "", tok);
-    orank++;
-  }
-  for (int k = 0; k < rank; k++) snprintf(xr + strlen(xr), sizeof xr - strlen(xr), "%s%s%d", k ? ", " : "", k == axis ? "r" : "i", k);
-  int keep[LOOM_TP_GEN_MAX_RANK], nk = 0;
   for (int k = 0; k < rank; k++)
-    if (k != axis) keep[nk++] = k;
-  loom_strbuf sb;
-  loom_tpg_open_x(&sb, name, rank, t);
-  loom_strbuf_puts(&sb, ", Y: ");
-  if (orank == 0) {
-    const char *one[1] = {"1"};
-    loom_tpg_buffer_type(&sb, one, 1, LOOM_DTYPE_I64);
-    snprintf(oi, sizeof oi, "0");
-  } else {
-    loom_tpg_buffer_type(&sb, po, orank, LOOM_DTYPE_I64);
+    if (k != axis || keepdims) po[orank++] = k == axis ? loom_sym_const(cx, 1) : d[k];
+  if (orank == 0) po[0] = loom_sym_const(cx, 1);
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", LOOM_DTYPE_I64, orank ? orank : 1, po);
+  loom_tp_expr *xr[LOOM_TP_GEN_MAX_RANK], *oi[LOOM_TP_GEN_MAX_RANK];
+  bool first = true;
+  for (int k = 0; k < rank; k++) {
+    if (k == axis) continue;
+    xr[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('i', k), d[k], first ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
+    first = false;
   }
-  loom_strbuf_puts(&sb, ") {\n");
-  loom_tpg_open_loops(&sb, keep, nk, "i", d, true, false);
-  /* The first extreme: replace only on a strictly better value. */
-  loom_strbuf_printf(&sb, "alloc best: Local[(1,), %s]\nbest[0] = ", loom_dtype_name(t));
-  loom_tpg_reduce_init(&sb, is_max ? LOOM_TP_REDUCE_MAX : LOOM_TP_REDUCE_MIN, t);
-  loom_strbuf_printf(&sb, "\nY[%s] = 0\n", oi);
-  loom_strbuf_printf(&sb, "for r%d in 0..%s reduce {\n", axis, d[axis]);
-  loom_strbuf_printf(&sb, "if X[%s] %s best[0] {\nbest[0] = X[%s]\nY[%s] = r%d\n}\n}\n", xr, is_max ? ">" : "<", xr, oi, axis);
-  loom_tpg_close_program(&sb, nk);
-  return loom_tpg_finish(a, cx, &sb, result);
+  int no = 0;
+  for (int k = 0; k < rank; k++)
+    if (k != axis || keepdims) oi[no++] = k == axis ? cidx(&b, 0) : xr[k];
+  if (orank == 0) oi[no++] = cidx(&b, 0);
+  const loom_tp_buffer *best = local(&b, "best", t, 1);
+  store_at(&b, best, 0, loom_tpg_b_reduce_init(&b, is_max ? LOOM_TP_REDUCE_MAX : LOOM_TP_REDUCE_MIN, t));
+  loom_tpb_store(&b, Y, oi, loom_tpb_lit_i(&b, LOOM_DTYPE_I64, 0));
+  const loom_sym_expr *r = loom_tpb_for(&b, loom_tpg_var('r', axis), d[axis], LOOM_TP_LOOP_SERIAL, true);
+  xr[axis] = loom_tpb_idx(&b, r);
+  loom_tpb_if(&b, loom_tp_op2(a, is_max ? LOOM_TP_OP_GT : LOOM_TP_OP_LT, loom_tpb_load(&b, X, xr), at(&b, best, 0)));
+  store_at(&b, best, 0, loom_tpb_load(&b, X, xr));
+  loom_tpb_store(&b, Y, oi, loom_tpb_idx(&b, r));
+  return loom_tpb_finish(&b, result);
 }
 
-/* Running sum (prod false) or product along `axis`; the accumulator starts at 0 / 1. */
 /* The scan of X along `axis` into Y: loops over the other axes (the first parallel), a running
- * accumulator, positions j (or d - 1 - j when reversed) in order. */
-static void scan_nest(loom_strbuf *sb, loom_dtype t, int rank, int axis, bool exclusive, bool reverse, bool prod) {
-  const char *const *d = loom_tpg_dims_d();
-  int keep[LOOM_TP_GEN_MAX_RANK], nk = 0;
-  for (int k = 0; k < rank; k++)
-    if (k != axis) keep[nk++] = k;
-  char xj[256] = "", at[32];
-  if (reverse) snprintf(at, sizeof at, "%s - 1 - j%d", d[axis], axis);
-  else snprintf(at, sizeof at, "j%d", axis);
+ * accumulator, positions j (or d - 1 - j when reversed) in order:
+ *   for i<other axes> parallel { alloc acc<axis>: Local[(1,), t]  [acc<axis>[0] = 1 (prod)]
+ *     for j<axis> { Y[..] = acc[0]  acc[0] = acc[0] op X[..] (exclusive; else the other order) } } */
+static void scan_nest(loom_tpb *b, const loom_tp_buffer *X, const loom_tp_buffer *Y, const loom_sym_expr *const *d,
+                      int rank, int axis, bool exclusive, bool reverse, bool prod) {
+  static const char *const accs[] = {"acc0", "acc1", "acc2", "acc3", "acc4", "acc5", "acc6", "acc7"};
+  _Static_assert(sizeof accs / sizeof accs[0] == LOOM_TP_GEN_MAX_RANK, "one name per axis");
+  loom_dtype t = X->dtype;
+  loom_tp_expr *xj[LOOM_TP_GEN_MAX_RANK];
+  int nk = 0;
   for (int k = 0; k < rank; k++) {
-    char ik[8];
-    snprintf(ik, sizeof ik, "i%d", k);
-    snprintf(xj + strlen(xj), sizeof xj - strlen(xj), "%s%s", k ? ", " : "", k == axis ? at : ik);
+    if (k == axis) continue;
+    xj[k] = loom_tpb_idx(b, loom_tpb_for(b, loom_tpg_var('i', k), d[k], nk == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
+    nk++;
   }
-  loom_tpg_open_loops(sb, keep, nk, "i", d, true, false);
-  loom_strbuf_printf(sb, "alloc acc%d: Local[(1,), %s]\n", axis, loom_dtype_name(t));
-  if (prod) {
-    loom_strbuf_printf(sb, "acc%d[0] = ", axis);
-    loom_tpg_reduce_init(sb, LOOM_TP_REDUCE_PROD, t);
-    loom_strbuf_puts(sb, "\n");
-  }
-  const char *op = prod ? "*" : "+";
-  loom_strbuf_printf(sb, "for j%d in 0..%s {\n", axis, d[axis]);
-  if (exclusive) loom_strbuf_printf(sb, "Y[%s] = acc%d[0]\nacc%d[0] = acc%d[0] %s X[%s]\n", xj, axis, axis, axis, op, xj);
-  else loom_strbuf_printf(sb, "acc%d[0] = acc%d[0] %s X[%s]\nY[%s] = acc%d[0]\n", axis, axis, op, xj, xj, axis);
-  loom_strbuf_puts(sb, "}\n");
-  loom_tpg_close_loops(sb, nk);
+  const loom_tp_buffer *acc = local(b, accs[axis], t, 1);
+  if (prod) store_at(b, acc, 0, loom_tpg_b_reduce_init(b, LOOM_TP_REDUCE_PROD, t));
+  const loom_sym_expr *j = loom_tpb_for(b, loom_tpg_var('j', axis), d[axis], LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *one = loom_sym_const(b->cx, 1);
+  xj[axis] = loom_tpb_idx(b, reverse && j && d[axis] ? loom_sym_sub(b->cx, loom_sym_sub(b->cx, d[axis], one), j) : j);
+  loom_tp_op op = prod ? LOOM_TP_OP_MUL : LOOM_TP_OP_ADD;
+  if (exclusive) loom_tpb_store(b, Y, xj, at(b, acc, 0));
+  store_at(b, acc, 0, loom_tp_op2(b->a, op, at(b, acc, 0), loom_tpb_load(b, X, xj)));
+  if (!exclusive) loom_tpb_store(b, Y, xj, at(b, acc, 0));
+  loom_tpb_end_n(b, nk + 1);
 }
 
 /* axis >= 0: the scan along it; axis < 0: along the axis given by i64 scalar parameter `a`
@@ -258,20 +286,20 @@ static loom_status gen_cumulative(loom_arena *a, loom_sym_ctx *cx, const char *n
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
   if (axis >= rank || rank == 0)
     return LOOM_ERROR(INVALID_ARGUMENT, "%s axis %d is outside [0, %d)", prod ? "cumprod" : "cumsum", axis, rank);
-  const char *const *d = loom_tpg_dims_d();
-  loom_strbuf sb;
-  loom_tpg_open_x(&sb, name, rank, t);
-  loom_strbuf_puts(&sb, axis < 0 ? ", a: i64, Y: " : ", Y: ");
-  loom_tpg_buffer_type(&sb, d, rank, t);
-  loom_strbuf_puts(&sb, ") {\n");
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK], *av = NULL;
+  loom_tpg_b_dims_d(&b, rank, d);
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d);
+  if (axis < 0) av = loom_tpb_scalar(&b, "a");
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, rank, d);
   for (int k = 0; k < rank; k++) {
     if (axis >= 0 && k != axis) continue;
-    if (axis < 0) loom_strbuf_printf(&sb, "if a == %d {\n", k);
-    scan_nest(&sb, t, rank, k, exclusive, reverse, prod);
-    if (axis < 0) loom_strbuf_puts(&sb, "}\n");
+    if (axis < 0) loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_EQ, loom_tpb_idx(&b, av), cidx(&b, k)));
+    scan_nest(&b, X, Y, d, rank, k, exclusive, reverse, prod);
+    if (axis < 0) loom_tpb_end(&b);
   }
-  loom_strbuf_puts(&sb, "}\n");
-  return loom_tpg_finish(a, cx, &sb, result);
+  return loom_tpb_finish(&b, result);
 }
 
 loom_status loom_tp_gen_cumsum(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
