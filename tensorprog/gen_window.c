@@ -41,56 +41,125 @@ static void inside(loom_strbuf *sb, char q[][128], int n) {
   for (int i = 0; i < n; i++) loom_strbuf_printf(sb, "%s%s >= 0 && %s < h%d", i ? " && " : "", q[i], q[i], i);
 }
 
-/* A convolution's parameters X (n, c, h..), W (<w_lead>, k..), Bias (o)?, Y (n, o, y..); its
- * output nest and accumulator S (initialised with the bias). */
-static void open_conv(loom_strbuf *sb, const char *name, loom_dtype t, loom_dtype acc, int n, const char *w_lead, bool bias) {
-  const char *tn = loom_dtype_name(t), *an = loom_dtype_name(acc);
-  loom_strbuf_printf(sb, "prim @%s(X: Buffer[(n, c", name);
-  spatial_list(sb, "h", n);
-  loom_strbuf_printf(sb, "), %s], W: Buffer[(%s", tn, w_lead);
-  spatial_list(sb, "k", n);
-  loom_strbuf_printf(sb, "), %s], ", tn);
-  if (bias) loom_strbuf_printf(sb, "Bias: Buffer[(o,), %s], ", tn);
-  loom_strbuf_puts(sb, "Y: Buffer[(n, o");
-  spatial_list(sb, "y", n);
-  loom_strbuf_printf(sb, "), %s]) {\n", tn);
-  open_output(sb, "o", n);
-  loom_strbuf_printf(sb, "alloc S: Local[(1,), %s]\n", an);
-  if (bias) loom_strbuf_printf(sb, "S[0] = %s(Bias[i1])\n", an);
+/* ---- convolutions, built as IR (tp_build.h) ---- */
+
+static const loom_sym_expr *C(loom_sym_ctx *cx, int64_t v) { return loom_sym_const(cx, v); }
+
+/* What a convolution's builder holds between its opening and its closing. */
+typedef struct conv_b {
+  loom_tpb b;
+  const loom_sym_expr *n, *c, *o, *h[LOOM_TP_MAX_SPATIAL], *k[LOOM_TP_MAX_SPATIAL];
+  const loom_sym_expr *i0, *i1, *j[LOOM_TP_MAX_SPATIAL]; /* output loop variables */
+  const loom_tp_buffer *X, *W, *Y, *S;
+  loom_dtype acc;
+} conv_b;
+
+/* Spatial names: input dims h<i>, kernel dims k<i>, output dims y<i>, output loops j<i>,
+ * window loops r<i>. */
+static const char *const spatial_names[5][LOOM_TP_MAX_SPATIAL] = {
+    {"h0", "h1", "h2", "h3", "h4", "h5"}, {"k0", "k1", "k2", "k3", "k4", "k5"},
+    {"y0", "y1", "y2", "y3", "y4", "y5"}, {"j0", "j1", "j2", "j3", "j4", "j5"},
+    {"r0", "r1", "r2", "r3", "r4", "r5"}};
+
+/* Parameters X (n, c, h..), W (<w_lead>, k..), Bias (o)?, Y (n, o, y..); the output nest
+ *   for i0 in 0..n parallel { for i1 in 0..o { for j<i> in 0..y<i> {
+ * and the accumulator `alloc S: Local[(1,), acc]`, `S[0] = acc(Bias[i1])` with a bias. */
+static void open_conv(conv_b *v, loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int n,
+                      const char *const w_lead[2], bool bias) {
+  loom_tpb *b = &v->b;
+  loom_tpb_init(b, a, cx, name);
+  v->acc = acc;
+  const loom_sym_expr *xd[2 + LOOM_TP_MAX_SPATIAL], *wd[2 + LOOM_TP_MAX_SPATIAL], *yd[2 + LOOM_TP_MAX_SPATIAL];
+  xd[0] = v->n = loom_tpb_shape_sym(b, "n");
+  xd[1] = v->c = loom_tpb_shape_sym(b, "c");
+  for (int i = 0; i < n; i++) xd[2 + i] = v->h[i] = loom_tpb_shape_sym(b, spatial_names[0][i]);
+  v->X = loom_tpb_buffer(b, "X", t, 2 + n, xd);
+  wd[0] = loom_tpb_shape_sym(b, w_lead[0]);
+  wd[1] = loom_tpb_shape_sym(b, w_lead[1]);
+  for (int i = 0; i < n; i++) wd[2 + i] = v->k[i] = loom_tpb_shape_sym(b, spatial_names[1][i]);
+  v->W = loom_tpb_buffer(b, "W", t, 2 + n, wd);
+  const loom_tp_buffer *B = NULL;
+  if (bias) {
+    const loom_sym_expr *o = loom_tpb_shape_sym(b, "o");
+    B = loom_tpb_buffer(b, "Bias", t, 1, &o);
+  }
+  yd[0] = v->n;
+  yd[1] = v->o = loom_tpb_shape_sym(b, "o");
+  for (int i = 0; i < n; i++) yd[2 + i] = loom_tpb_shape_sym(b, spatial_names[2][i]);
+  v->Y = loom_tpb_buffer(b, "Y", t, 2 + n, yd);
+  v->i0 = loom_tpb_for(b, "i0", v->n, LOOM_TP_LOOP_PARALLEL, false);
+  v->i1 = loom_tpb_for(b, "i1", v->o, LOOM_TP_LOOP_SERIAL, false);
+  for (int i = 0; i < n; i++) v->j[i] = loom_tpb_for(b, spatial_names[3][i], yd[2 + i], LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *one = C(cx, 1);
+  v->S = loom_tpb_alloc(b, "S", acc, 1, &one, LOOM_TP_SCOPE_LOCAL);
+  if (bias) {
+    loom_tp_expr *zero = loom_tpb_idx(b, C(cx, 0)), *oi = loom_tpb_idx(b, v->i1);
+    loom_tpb_store(b, v->S, &zero, loom_tp_cast(a, acc, loom_tpb_load(b, B, &oi)));
+  }
 }
 
-/* Closes the window loops (channels + n spatial), stores S and closes the output nest. */
-static loom_status close_conv(loom_arena *a, loom_sym_ctx *cx, loom_strbuf *sb, int n, loom_dtype t, loom_tp_func **result) {
-  loom_tpg_close_loops(sb, n + 1);
-  loom_strbuf_printf(sb, "Y[i0, i1");
-  spatial_list(sb, "j", n);
-  loom_strbuf_printf(sb, "] = %s(S[0])\n", loom_dtype_name(t));
-  loom_tpg_close_loops(sb, n + 2);
-  loom_strbuf_puts(sb, "}\n");
-  return loom_tpg_finish(a, cx, sb, result);
+/* Inside the window loops: `if cond { S[0] = S[0] + acc(X[xi]) * acc(W[wi]) }`; then closes
+ * the window loops (channels + n spatial), stores `Y[i0, i1, j..] = t(S[0])` and finishes. */
+static loom_status close_conv(conv_b *v, int n, loom_tp_expr *cond, loom_tp_expr *const *xi, loom_tp_expr *const *wi,
+                              loom_tp_func **result) {
+  loom_tpb *b = &v->b;
+  loom_arena *a = b->a;
+  loom_tpb_if(b, cond);
+  loom_tp_expr *z0 = loom_tpb_idx(b, C(b->cx, 0));
+  loom_tp_expr *prod = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_cast(a, v->acc, loom_tpb_load(b, v->X, xi)),
+                                   loom_tp_cast(a, v->acc, loom_tpb_load(b, v->W, wi)));
+  loom_tpb_store(b, v->S, &z0, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(b, v->S, &z0), prod));
+  loom_tpb_end_n(b, 1 + n + 1);
+  loom_tp_expr *yi[2 + LOOM_TP_MAX_SPATIAL];
+  yi[0] = loom_tpb_idx(b, v->i0);
+  yi[1] = loom_tpb_idx(b, v->i1);
+  for (int i = 0; i < n; i++) yi[2 + i] = loom_tpb_idx(b, v->j[i]);
+  loom_tpb_store(b, v->Y, yi, loom_tp_cast(a, v->Y ? v->Y->dtype : LOOM_DTYPE_F32, loom_tpb_load(b, v->S, &z0)));
+  return loom_tpb_finish(b, result);
 }
 
+/* c1 && c2, or c2 alone when c1 is NULL (the first condition). */
+static loom_tp_expr *and_(loom_arena *a, loom_tp_expr *c1, loom_tp_expr *c2) {
+  return c1 ? loom_tp_op2(a, LOOM_TP_OP_AND, c1, c2) : c2;
+}
+
+/* lhs <op> rhs on index values. */
+static loom_tp_expr *cmp(loom_tpb *b, loom_tp_op op, const loom_sym_expr *lhs, const loom_sym_expr *rhs) {
+  return loom_tp_op2(b->a, op, loom_tpb_idx(b, lhs), loom_tpb_idx(b, rhs));
+}
+
+/*   for rc in 0..cg reduce { for r<i> in 0..k<i> reduce {
+ *     if q<i> >= 0 && q<i> < h<i> ... { S[0] = S[0] + acc(X[i0, floordiv(i1, floordiv(o, G))*cg + rc, q..]) * acc(W[i1, rc, r..]) }
+ * with q<i> = j<i>*stride + r<i>*dilation - pad_lo. */
 loom_status loom_tp_gen_conv(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
                              const loom_tp_window *w, bool bias, loom_tp_func **result) {
   LOOM_PROPAGATE(check_window(w, "conv"));
   if (w->groups < 1) return LOOM_ERROR(INVALID_ARGUMENT, "conv: groups must be >= 1");
-  const char *an = loom_dtype_name(acc);
   int n = w->n;
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  open_conv(&sb, name, t, acc, n, "o, cg", bias);
-  loom_strbuf_puts(&sb, "for rc in 0..cg reduce {\n");
-  for (int i = 0; i < n; i++) loom_strbuf_printf(&sb, "for r%d in 0..k%d reduce {\n", i, i);
-  char q[LOOM_TP_MAX_SPATIAL][128];
-  for (int i = 0; i < n; i++) tap(q[i], sizeof q[i], w, i, w->pad_lo[i]);
-  loom_strbuf_puts(&sb, "if ");
-  inside(&sb, q, n);
-  loom_strbuf_printf(&sb, " {\nS[0] = S[0] + %s(X[i0, floordiv(i1, floordiv(o, %lld))*cg + rc", an, (long long)w->groups);
-  for (int i = 0; i < n; i++) loom_strbuf_printf(&sb, ", %s", q[i]);
-  loom_strbuf_printf(&sb, "]) * %s(W[i1, rc", an);
-  spatial_list(&sb, "r", n);
-  loom_strbuf_puts(&sb, "])\n}\n");
-  return close_conv(a, cx, &sb, n, t, result);
+  conv_b v;
+  static const char *const lead[2] = {"o", "cg"};
+  open_conv(&v, a, cx, name, t, acc, n, lead, bias);
+  loom_tpb *b = &v.b;
+  const loom_sym_expr *cg = loom_tpb_sym(b, "cg");
+  const loom_sym_expr *rc = loom_tpb_for(b, "rc", cg, LOOM_TP_LOOP_SERIAL, true), *r[LOOM_TP_MAX_SPATIAL];
+  for (int i = 0; i < n; i++) r[i] = loom_tpb_for(b, spatial_names[4][i], v.k[i], LOOM_TP_LOOP_SERIAL, true);
+  const loom_sym_expr *q[LOOM_TP_MAX_SPATIAL];
+  loom_tp_expr *cond = NULL, *xi[2 + LOOM_TP_MAX_SPATIAL], *wi[2 + LOOM_TP_MAX_SPATIAL];
+  for (int i = 0; i < n; i++) {
+    q[i] = loom_sym_sub(cx, loom_sym_add(cx, loom_sym_mul(cx, v.j[i], C(cx, w->stride[i])), loom_sym_mul(cx, r[i], C(cx, w->dilation[i]))),
+                        C(cx, w->pad_lo[i]));
+    cond = and_(a, cond, cmp(b, LOOM_TP_OP_GE, q[i], C(cx, 0)));
+    cond = and_(a, cond, cmp(b, LOOM_TP_OP_LT, q[i], v.h[i]));
+  }
+  xi[0] = loom_tpb_idx(b, v.i0);
+  xi[1] = loom_tpb_idx(b, loom_sym_add(cx, loom_sym_mul(cx, loom_sym_floordiv(cx, v.i1, loom_sym_floordiv(cx, v.o, C(cx, w->groups))), cg), rc));
+  wi[0] = loom_tpb_idx(b, v.i1);
+  wi[1] = loom_tpb_idx(b, rc);
+  for (int i = 0; i < n; i++) {
+    xi[2 + i] = loom_tpb_idx(b, q[i]);
+    wi[2 + i] = loom_tpb_idx(b, r[i]);
+  }
+  return close_conv(&v, n, cond, xi, wi, result);
 }
 
 /* The flat input index of tap q (argmax): channel-major, then the spatial axes row-major, or
@@ -202,6 +271,12 @@ loom_status loom_tp_gen_pool(loom_arena *a, loom_sym_ctx *cx, const char *name, 
   return loom_tpg_finish(a, cx, &sb, result);
 }
 
+/* Output y gathers input x where x*s - pad_lo + r*d = y: t = y + pad_lo - r*d must be a
+ * non-negative multiple of s with x = t / s inside the input:
+ *   for rc in 0..floordiv(c, G) reduce { for r<i> in 0..k<i> reduce {
+ *     if t<i> >= 0 && x<i> < h<i> [&& floormod(t<i>, s) == 0] ... {
+ *       S[0] = S[0] + acc(X[i0, floordiv(i1, og)*floordiv(c, G) + rc, x..])
+ *                   * acc(W[floordiv(i1, og)*floordiv(c, G) + rc, floormod(i1, og), r..]) } */
 loom_status loom_tp_gen_conv_transpose(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
                                        const loom_tp_window *w, bool bias, loom_tp_func **result) {
   if (w->n < 1 || w->n > LOOM_TP_MAX_SPATIAL)
@@ -211,33 +286,33 @@ loom_status loom_tp_gen_conv_transpose(loom_arena *a, loom_sym_ctx *cx, const ch
     if (w->stride[i] < 1 || w->dilation[i] < 1)
       return LOOM_ERROR(INVALID_ARGUMENT, "conv_transpose: spatial axis %d has stride %lld, dilation %lld", i,
                         (long long)w->stride[i], (long long)w->dilation[i]);
-  const char *an = loom_dtype_name(acc);
   int n = w->n;
-  long long groups = (long long)w->groups;
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  open_conv(&sb, name, t, acc, n, "c, og", bias);
-  loom_strbuf_printf(&sb, "for rc in 0..floordiv(c, %lld) reduce {\n", groups);
-  for (int i = 0; i < n; i++) loom_strbuf_printf(&sb, "for r%d in 0..k%d reduce {\n", i, i);
-  /* Output y gathers input x where x*s - pad_lo + r*d = y: t = y + pad_lo - r*d must be a
-   * non-negative multiple of s with t / s inside the input. */
-  char t_of[LOOM_TP_MAX_SPATIAL][128], xi[LOOM_TP_MAX_SPATIAL][160];
+  conv_b v;
+  static const char *const lead[2] = {"c", "og"};
+  open_conv(&v, a, cx, name, t, acc, n, lead, bias);
+  loom_tpb *b = &v.b;
+  const loom_sym_expr *og = loom_tpb_sym(b, "og"), *cpg = loom_sym_floordiv(cx, v.c, C(cx, w->groups));
+  const loom_sym_expr *rc = loom_tpb_for(b, "rc", cpg, LOOM_TP_LOOP_SERIAL, true), *r[LOOM_TP_MAX_SPATIAL];
+  for (int i = 0; i < n; i++) r[i] = loom_tpb_for(b, spatial_names[4][i], v.k[i], LOOM_TP_LOOP_SERIAL, true);
+  const loom_sym_expr *x[LOOM_TP_MAX_SPATIAL];
+  loom_tp_expr *cond = NULL, *xi[2 + LOOM_TP_MAX_SPATIAL], *wi[2 + LOOM_TP_MAX_SPATIAL];
   for (int i = 0; i < n; i++) {
-    long long lo = (long long)w->pad_lo[i];
-    snprintf(t_of[i], sizeof t_of[i], "j%d %c %lld - r%d*%lld", i, lo < 0 ? '-' : '+', lo < 0 ? -lo : lo, i,
-             (long long)w->dilation[i]);
-    if (w->stride[i] == 1) snprintf(xi[i], sizeof xi[i], "%s", t_of[i]);
-    else snprintf(xi[i], sizeof xi[i], "floordiv(%s, %lld)", t_of[i], (long long)w->stride[i]);
+    int64_t lo = w->pad_lo[i];
+    const loom_sym_expr *jl = lo < 0 ? loom_sym_sub(cx, v.j[i], C(cx, -lo)) : loom_sym_add(cx, v.j[i], C(cx, lo));
+    const loom_sym_expr *ti = loom_sym_sub(cx, jl, loom_sym_mul(cx, r[i], C(cx, w->dilation[i])));
+    x[i] = w->stride[i] == 1 ? ti : loom_sym_floordiv(cx, ti, C(cx, w->stride[i]));
+    cond = and_(a, cond, cmp(b, LOOM_TP_OP_GE, ti, C(cx, 0)));
+    cond = and_(a, cond, cmp(b, LOOM_TP_OP_LT, x[i], v.h[i]));
+    if (w->stride[i] > 1) cond = and_(a, cond, cmp(b, LOOM_TP_OP_EQ, loom_sym_floormod(cx, ti, C(cx, w->stride[i])), C(cx, 0)));
   }
-  loom_strbuf_puts(&sb, "if ");
+  const loom_sym_expr *ch = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_floordiv(cx, v.i1, og), cpg), rc);
+  xi[0] = loom_tpb_idx(b, v.i0);
+  xi[1] = loom_tpb_idx(b, ch);
+  wi[0] = loom_tpb_idx(b, ch);
+  wi[1] = loom_tpb_idx(b, loom_sym_floormod(cx, v.i1, og));
   for (int i = 0; i < n; i++) {
-    loom_strbuf_printf(&sb, "%s%s >= 0 && %s < h%d", i ? " && " : "", t_of[i], xi[i], i);
-    if (w->stride[i] > 1) loom_strbuf_printf(&sb, " && floormod(%s, %lld) == 0", t_of[i], (long long)w->stride[i]);
+    xi[2 + i] = loom_tpb_idx(b, x[i]);
+    wi[2 + i] = loom_tpb_idx(b, r[i]);
   }
-  loom_strbuf_printf(&sb, " {\nS[0] = S[0] + %s(X[i0, floordiv(i1, og)*floordiv(c, %lld) + rc", an, groups);
-  for (int i = 0; i < n; i++) loom_strbuf_printf(&sb, ", %s", xi[i]);
-  loom_strbuf_printf(&sb, "]) * %s(W[floordiv(i1, og)*floordiv(c, %lld) + rc, floormod(i1, og)", an, groups);
-  spatial_list(&sb, "r", n);
-  loom_strbuf_puts(&sb, "])\n}\n");
-  return close_conv(a, cx, &sb, n, t, result);
+  return close_conv(&v, n, cond, xi, wi, result);
 }
