@@ -1,11 +1,8 @@
 /* gen_window.c — generators of the sliding-window programs over (N, C, spatial...) tensors:
  * N-d convolution and N-d pooling (max, argmax, average with or without counted padding, Lp).
  * Spatial dims are named h<i> (input), k<i> (kernel), y<i> (output); output loops j<i>, window
- * loops r<i>. Every extent stays symbolic; strides, dilations and padding are constants. */
-#include <stdio.h>
-#include <string.h>
-
-#include "base/strbuf.h"
+ * loops r<i>. Every extent stays symbolic; strides, dilations and padding are constants.
+ * Programs are built directly as IR (tp_build.h); each generator's comment shows its text. */
 #include "tensorprog/gen_internal.h"
 
 static loom_status check_window(const loom_tp_window *w, const char *what) {
@@ -18,30 +15,6 @@ static loom_status check_window(const loom_tp_window *w, const char *what) {
                         (long long)w->pad_hi[i], (long long)w->shift[i]);
   return LOOM_OK;
 }
-
-/* "prefix0, prefix1, ..." for the n spatial axes. */
-static void spatial_list(loom_strbuf *sb, const char *prefix, int n) {
-  for (int i = 0; i < n; i++) loom_strbuf_printf(sb, ", %s%d", prefix, i);
-}
-
-/* Opens the output nest: batch (parallel), channel, then one loop per output spatial axis. */
-static void open_output(loom_strbuf *sb, const char *channels, int n) {
-  loom_strbuf_printf(sb, "for i0 in 0..n parallel {\nfor i1 in 0..%s {\n", channels);
-  for (int i = 0; i < n; i++) loom_strbuf_printf(sb, "for j%d in 0..y%d {\n", i, i);
-}
-
-/* q[i] = j_i*stride + r_i*dilation - off_i: the input coordinate of a tap (off = padding
- * before, plus the ceil-mode shift where it applies). */
-static void tap(char *out, size_t cap, const loom_tp_window *w, int i, int64_t off) {
-  snprintf(out, cap, "j%d*%lld + r%d*%lld - %lld", i, (long long)w->stride[i], i, (long long)w->dilation[i], (long long)off);
-}
-
-/* "q0 >= 0 && q0 < h0 && ..." */
-static void inside(loom_strbuf *sb, char q[][128], int n) {
-  for (int i = 0; i < n; i++) loom_strbuf_printf(sb, "%s%s >= 0 && %s < h%d", i ? " && " : "", q[i], q[i], i);
-}
-
-/* ---- convolutions, built as IR (tp_build.h) ---- */
 
 static const loom_sym_expr *C(loom_sym_ctx *cx, int64_t v) { return loom_sym_const(cx, v); }
 
@@ -162,23 +135,46 @@ loom_status loom_tp_gen_conv(loom_arena *a, loom_sym_ctx *cx, const char *name, 
   return close_conv(&v, n, cond, xi, wi, result);
 }
 
-/* The flat input index of tap q (argmax): channel-major, then the spatial axes row-major, or
- * column-major over the spatial axes when col_major (ONNX storage_order 1). */
-static void flat_index(loom_strbuf *sb, char q[][128], int n, bool col_major) {
-  if (!col_major) { /* Horner: ((i0*c + i1)*h0 + q0)*h1 + q1 ... */
-    for (int i = 0; i < n; i++) loom_strbuf_putc(sb, '(');
-    loom_strbuf_puts(sb, "(i0*c + i1)");
-    for (int i = 0; i < n; i++) loom_strbuf_printf(sb, "*h%d + (%s))", i, q[i]);
-    return;
+/* The flat input index of tap q (argmax): channel-major, then the spatial axes row-major
+ * (Horner: ((i0*c + i1)*h0 + q0)*h1 + q1 ...), or column-major over the spatial axes when
+ * col_major (ONNX storage_order 1): (i0*c + i1)*h0*h1.. + q0 + q1*h0 + ... */
+static const loom_sym_expr *flat_index(loom_sym_ctx *cx, const conv_b *v, const loom_sym_expr *const *q, int n,
+                                       bool col_major) {
+  const loom_sym_expr *f = loom_sym_add(cx, loom_sym_mul(cx, v->i0, v->c), v->i1);
+  if (!col_major) {
+    for (int i = 0; i < n; i++) f = loom_sym_add(cx, loom_sym_mul(cx, f, v->h[i]), q[i]);
+    return f;
   }
-  loom_strbuf_puts(sb, "(i0*c + i1)");
-  for (int i = 0; i < n; i++) loom_strbuf_printf(sb, "*h%d", i);
+  for (int i = 0; i < n; i++) f = loom_sym_mul(cx, f, v->h[i]);
   for (int i = 0; i < n; i++) {
-    loom_strbuf_printf(sb, " + (%s)", q[i]);
-    for (int k = 0; k < i; k++) loom_strbuf_printf(sb, "*h%d", k);
+    const loom_sym_expr *term = q[i];
+    for (int k = 0; k < i; k++) term = loom_sym_mul(cx, term, v->h[k]);
+    f = loom_sym_add(cx, f, term);
   }
+  return f;
 }
 
+/* e converted to t, or e itself when it already is of t. */
+static loom_tp_expr *conv_to(loom_arena *a, loom_dtype t, loom_dtype from, loom_tp_expr *e) {
+  return t == from ? e : loom_tp_cast(a, t, e);
+}
+
+/* st(x.0): a float literal converted (as the text "f32(1.0)" parses: a cast of an f32 constant). */
+static loom_tp_expr *fcast(loom_arena *a, loom_dtype st, double x) {
+  return loom_tp_cast(a, st, loom_tp_const_f(a, LOOM_DTYPE_F32, x));
+}
+
+/* Statistics in st (t for max and argmax, else f32 / f64); taps q<i> = j<i>*s + r<i>*d - off<i>:
+ *   for i0 in 0..n parallel { for i1 in 0..c { for j<i> in 0..y<i> {
+ *     alloc S: Local[(2,), st]  [S[0] = init (max)]  [alloc A: Local[(1,), i64]  A[0] = -1 (argmax)]
+ *     for r<i> in 0..kernel<i> reduce {
+ *       if q<i> >= 0 && q<i> < h<i> ... [&& j<i>*s + r<i>*d < h<i> + pads (average, Lp)] {
+ *         max: S[0] = max(S[0], X[i0, i1, q..])
+ *         argmax: if A[0] < 0 || X[..] > S[0] { S[0] = X[..]  A[0] = flat index }
+ *         avg: S[0] = S[0] + C(X[..])  [S[1] = S[1] + st(1.0) (not avg_pad)]
+ *         Lp: S[0] = S[0] + pow(abs(C(X[..])), st(p.0)) }
+ *       [avg_pad: if j<i>*s + r<i>*d < h<i> + pads ... { S[1] = S[1] + st(1.0) }] }
+ *     Y[i0, i1, j..] = S[0] | A[0] | T(select(S[1] > st(0.0), S[0] / S[1], st(0.0))) | T(pow(S[0], st(1.0) / st(p.0))) */
 loom_status loom_tp_gen_pool(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_pool *pool,
                              const loom_tp_window *w, loom_tp_func **result) {
   LOOM_PROPAGATE(check_window(w, "pool"));
@@ -190,85 +186,110 @@ loom_status loom_tp_gen_pool(loom_arena *a, loom_sym_ctx *cx, const char *name, 
   for (int i = 0; i < w->n; i++)
     if (w->kernel[i] < 1) return LOOM_ERROR(INVALID_ARGUMENT, "pool: kernel extent %lld on spatial axis %d", (long long)w->kernel[i], i);
   int n = w->n;
-  const char *tn = loom_dtype_name(t);
   loom_dtype st = max ? t : loom_tpg_stat_type(t);
-  const char *sn = loom_dtype_name(st);
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: Buffer[(n, c", name);
-  spatial_list(&sb, "h", n);
-  loom_strbuf_printf(&sb, "), %s], Y: Buffer[(n, c", tn);
-  spatial_list(&sb, "y", n);
-  loom_strbuf_printf(&sb, "), %s]) {\n", kind == LOOM_TP_POOL_ARGMAX ? "i64" : tn);
-  open_output(&sb, "c", n);
-  loom_strbuf_printf(&sb, "alloc S: Local[(2,), %s]\n", sn);
-  if (max) {
-    loom_strbuf_puts(&sb, "S[0] = ");
-    loom_tpg_reduce_init(&sb, LOOM_TP_REDUCE_MAX, t);
-    loom_strbuf_putc(&sb, '\n');
+  conv_b v = {0};
+  loom_tpb *b = &v.b;
+  loom_tpb_init(b, a, cx, name);
+  const loom_sym_expr *xd[2 + LOOM_TP_MAX_SPATIAL], *yd[2 + LOOM_TP_MAX_SPATIAL];
+  xd[0] = v.n = loom_tpb_shape_sym(b, "n");
+  xd[1] = v.c = loom_tpb_shape_sym(b, "c");
+  for (int i = 0; i < n; i++) xd[2 + i] = v.h[i] = loom_tpb_shape_sym(b, spatial_names[0][i]);
+  v.X = loom_tpb_buffer(b, "X", t, 2 + n, xd);
+  yd[0] = v.n;
+  yd[1] = v.c;
+  for (int i = 0; i < n; i++) yd[2 + i] = loom_tpb_shape_sym(b, spatial_names[2][i]);
+  v.Y = loom_tpb_buffer(b, "Y", kind == LOOM_TP_POOL_ARGMAX ? LOOM_DTYPE_I64 : t, 2 + n, yd);
+  v.i0 = loom_tpb_for(b, "i0", v.n, LOOM_TP_LOOP_PARALLEL, false);
+  v.i1 = loom_tpb_for(b, "i1", v.c, LOOM_TP_LOOP_SERIAL, false);
+  for (int i = 0; i < n; i++) v.j[i] = loom_tpb_for(b, spatial_names[3][i], yd[2 + i], LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *two = C(cx, 2), *one = C(cx, 1);
+  const loom_tp_buffer *S = loom_tpb_alloc(b, "S", st, 1, &two, LOOM_TP_SCOPE_LOCAL), *A = NULL;
+  loom_tp_expr *i0 = loom_tpb_idx(b, C(cx, 0)), *i1 = loom_tpb_idx(b, one); /* S[0], S[1] */
+  if (max) loom_tpb_store(b, S, &i0, loom_tpg_b_reduce_init(b, LOOM_TP_REDUCE_MAX, t));
+  if (kind == LOOM_TP_POOL_ARGMAX) {
+    A = loom_tpb_alloc(b, "A", LOOM_DTYPE_I64, 1, &one, LOOM_TP_SCOPE_LOCAL);
+    loom_tpb_store(b, A, &i0, loom_tpb_lit_i(b, LOOM_DTYPE_I64, -1));
   }
-  if (kind == LOOM_TP_POOL_ARGMAX) loom_strbuf_puts(&sb, "alloc A: Local[(1,), i64]\nA[0] = -1\n");
-  for (int i = 0; i < n; i++) loom_strbuf_printf(&sb, "for r%d in 0..%lld reduce {\n", i, (long long)w->kernel[i]);
-  char q[LOOM_TP_MAX_SPATIAL][128];
-  for (int i = 0; i < n; i++) tap(q[i], sizeof q[i], w, i, w->pad_lo[i] + (max ? 0 : w->shift[i]));
-  char load[1024];
-  int len = snprintf(load, sizeof load, "X[i0, i1");
-  for (int i = 0; i < n && len > 0 && (size_t)len < sizeof load; i++) len += snprintf(load + len, sizeof load - (size_t)len, ", %s", q[i]);
-  if (len < 0 || (size_t)len + 2 > sizeof load) {
-    loom_strbuf_free(&sb);
-    return LOOM_ERROR(INTERNAL, "pool: tap expression too long");
+  const loom_sym_expr *r[LOOM_TP_MAX_SPATIAL], *q[LOOM_TP_MAX_SPATIAL], *reach[LOOM_TP_MAX_SPATIAL];
+  for (int i = 0; i < n; i++) r[i] = loom_tpb_for(b, spatial_names[4][i], C(cx, w->kernel[i]), LOOM_TP_LOOP_SERIAL, true);
+  for (int i = 0; i < n; i++) {
+    const loom_sym_expr *jr = loom_sym_add(cx, loom_sym_mul(cx, v.j[i], C(cx, w->stride[i])), loom_sym_mul(cx, r[i], C(cx, w->dilation[i])));
+    q[i] = loom_sym_sub(cx, jr, C(cx, w->pad_lo[i] + (max ? 0 : w->shift[i])));
+    reach[i] = jr;
   }
-  strcat(load, "]");
   /* Average and Lp count a tap only before the end of the padded input (ceil mode's extra
    * windows reach past it): j*s + r*d < h + pad_lo + pad_hi. */
-  char counted[LOOM_TP_MAX_SPATIAL * 96] = "";
-  for (int i = 0; i < n && !max; i++)
-    snprintf(counted + strlen(counted), sizeof counted - strlen(counted), " && j%d*%lld + r%d*%lld < h%d + %lld", i,
-             (long long)w->stride[i], i, (long long)w->dilation[i], i, (long long)(w->pad_lo[i] + w->pad_hi[i]));
-  loom_strbuf_puts(&sb, "if ");
-  inside(&sb, q, n);
-  loom_strbuf_printf(&sb, "%s {\n", counted);
+  loom_tp_expr *cond = NULL, *counted = NULL;
+  for (int i = 0; i < n; i++) {
+    cond = and_(a, cond, cmp(b, LOOM_TP_OP_GE, q[i], C(cx, 0)));
+    cond = and_(a, cond, cmp(b, LOOM_TP_OP_LT, q[i], v.h[i]));
+  }
+  for (int i = 0; i < n && !max; i++) {
+    const loom_sym_expr *end = loom_sym_add(cx, v.h[i], C(cx, w->pad_lo[i] + w->pad_hi[i]));
+    cond = and_(a, cond, cmp(b, LOOM_TP_OP_LT, reach[i], end));
+    if (kind == LOOM_TP_POOL_AVG_PAD) counted = and_(a, counted, cmp(b, LOOM_TP_OP_LT, reach[i], end));
+  }
+  loom_tp_expr *xi[2 + LOOM_TP_MAX_SPATIAL];
+  xi[0] = loom_tpb_idx(b, v.i0);
+  xi[1] = loom_tpb_idx(b, v.i1);
+  for (int i = 0; i < n; i++) xi[2 + i] = loom_tpb_idx(b, q[i]);
+  loom_tpb_if(b, cond);
   switch (kind) {
-    case LOOM_TP_POOL_MAX: loom_strbuf_printf(&sb, "S[0] = max(S[0], %s)\n", load); break;
-    case LOOM_TP_POOL_ARGMAX:
-      loom_strbuf_printf(&sb, "if A[0] < 0 || %s > S[0] {\nS[0] = %s\nA[0] = ", load, load);
-      flat_index(&sb, q, n, pool->col_major);
-      loom_strbuf_puts(&sb, "\n}\n");
+    case LOOM_TP_POOL_MAX:
+      loom_tpb_store(b, S, &i0, loom_tp_op2(a, LOOM_TP_OP_MAX, loom_tpb_load(b, S, &i0), loom_tpb_load(b, v.X, xi)));
       break;
+    case LOOM_TP_POOL_ARGMAX: {
+      loom_tp_expr *first = loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_load(b, A, &i0), loom_tpb_idx(b, C(cx, 0)));
+      loom_tp_expr *better = loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_load(b, v.X, xi), loom_tpb_load(b, S, &i0));
+      loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_OR, first, better));
+      loom_tpb_store(b, S, &i0, loom_tpb_load(b, v.X, xi));
+      loom_tpb_store(b, A, &i0, loom_tpb_idx(b, flat_index(cx, &v, q, n, pool->col_major)));
+      loom_tpb_end(b);
+      break;
+    }
     case LOOM_TP_POOL_AVG:
     case LOOM_TP_POOL_AVG_PAD:
-      loom_strbuf_printf(&sb, "S[0] = S[0] + %s%s%s%s\n", st != t ? sn : "", st != t ? "(" : "", load, st != t ? ")" : "");
-      if (kind == LOOM_TP_POOL_AVG) loom_strbuf_printf(&sb, "S[1] = S[1] + %s(1.0)\n", sn);
+      loom_tpb_store(b, S, &i0, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(b, S, &i0), conv_to(a, st, t, loom_tpb_load(b, v.X, xi))));
+      if (kind == LOOM_TP_POOL_AVG)
+        loom_tpb_store(b, S, &i1, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(b, S, &i1), fcast(a, st, 1.0)));
       break;
-    case LOOM_TP_POOL_LP:
-      loom_strbuf_printf(&sb, "S[0] = S[0] + pow(abs(%s%s%s%s), %s(%lld.0))\n", st != t ? sn : "", st != t ? "(" : "", load,
-                         st != t ? ")" : "", sn, (long long)pool->p);
+    case LOOM_TP_POOL_LP: {
+      loom_tp_expr *x = loom_tp_op1(a, LOOM_TP_OP_ABS, conv_to(a, st, t, loom_tpb_load(b, v.X, xi)));
+      loom_tp_expr *pw = loom_tp_op2(a, LOOM_TP_OP_POW, x, fcast(a, st, (double)pool->p));
+      loom_tpb_store(b, S, &i0, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(b, S, &i0), pw));
       break;
+    }
   }
-  loom_strbuf_puts(&sb, "}\n");
+  loom_tpb_end(b);
   if (kind == LOOM_TP_POOL_AVG_PAD) {
     /* every tap before the padded end counts, inside the input or not */
-    loom_strbuf_printf(&sb, "if %s {\nS[1] = S[1] + %s(1.0)\n}\n", counted + 4, sn); /* past the leading " && " */
+    loom_tpb_if(b, counted);
+    loom_tpb_store(b, S, &i1, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(b, S, &i1), fcast(a, st, 1.0)));
+    loom_tpb_end(b);
   }
-  loom_tpg_close_loops(&sb, n);
-  loom_strbuf_puts(&sb, "Y[i0, i1");
-  spatial_list(&sb, "j", n);
-  loom_strbuf_puts(&sb, "] = ");
-  const char *open = st != t ? "(" : "", *close = st != t ? ")" : "", *cast = st != t ? tn : "";
+  loom_tpb_end_n(b, n);
+  loom_tp_expr *yi[2 + LOOM_TP_MAX_SPATIAL], *out = NULL;
+  yi[0] = loom_tpb_idx(b, v.i0);
+  yi[1] = loom_tpb_idx(b, v.i1);
+  for (int i = 0; i < n; i++) yi[2 + i] = loom_tpb_idx(b, v.j[i]);
   switch (kind) {
-    case LOOM_TP_POOL_MAX: loom_strbuf_puts(&sb, "S[0]\n"); break;
-    case LOOM_TP_POOL_ARGMAX: loom_strbuf_puts(&sb, "A[0]\n"); break;
+    case LOOM_TP_POOL_MAX: out = loom_tpb_load(b, S, &i0); break;
+    case LOOM_TP_POOL_ARGMAX: out = loom_tpb_load(b, A, &i0); break;
     case LOOM_TP_POOL_AVG:
-    case LOOM_TP_POOL_AVG_PAD:
-      loom_strbuf_printf(&sb, "%s%sselect(S[1] > %s(0.0), S[0] / S[1], %s(0.0))%s\n", cast, open, sn, sn, close);
+    case LOOM_TP_POOL_AVG_PAD: {
+      loom_tp_expr *some = loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_load(b, S, &i1), fcast(a, st, 0.0));
+      loom_tp_expr *mean = loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(b, S, &i0), loom_tpb_load(b, S, &i1));
+      out = conv_to(a, t, st, loom_tp_select(a, some, mean, fcast(a, st, 0.0)));
       break;
-    case LOOM_TP_POOL_LP:
-      loom_strbuf_printf(&sb, "%s%spow(S[0], %s(1.0) / %s(%lld.0))%s\n", cast, open, sn, sn, (long long)pool->p, close);
+    }
+    case LOOM_TP_POOL_LP: {
+      loom_tp_expr *inv_p = loom_tp_op2(a, LOOM_TP_OP_DIV, fcast(a, st, 1.0), fcast(a, st, (double)pool->p));
+      out = conv_to(a, t, st, loom_tp_op2(a, LOOM_TP_OP_POW, loom_tpb_load(b, S, &i0), inv_p));
       break;
+    }
   }
-  loom_tpg_close_loops(&sb, n + 2);
-  loom_strbuf_puts(&sb, "}\n");
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tpb_store(b, v.Y, yi, out);
+  return loom_tpb_finish(b, result);
 }
 
 /* Output y gathers input x where x*s - pad_lo + r*d = y: t = y + pad_lo - r*d must be a
