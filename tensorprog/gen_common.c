@@ -211,9 +211,8 @@ void loom_tpg_b_nest(loom_tpb *b, int rank, const loom_sym_expr *const *dims, lo
     idx[k] = loom_tpb_idx(b, loom_tpb_for(b, vars[k], dims[k], k == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
 }
 
-loom_tp_buffer *loom_tpg_b_bcast_buffer(loom_tpb *b, const char *buf, const char *prefix, int r, int R,
-                                        const loom_tp_bcast *m, loom_dtype t) {
-  const loom_sym_expr *dims[LOOM_TP_GEN_MAX_RANK];
+void loom_tpg_b_bcast_dims(loom_tpb *b, const char *prefix, int r, int R, const loom_tp_bcast *m,
+                           const loom_sym_expr **dims) {
   for (int j = 0; j < r; j++) {
     int d = j + R - r; /* aligned output axis */
     char nm[16];
@@ -226,27 +225,37 @@ loom_tp_buffer *loom_tpg_b_bcast_buffer(loom_tpb *b, const char *buf, const char
         break;
     }
   }
+}
+
+loom_tp_buffer *loom_tpg_b_bcast_buffer(loom_tpb *b, const char *buf, const char *prefix, int r, int R,
+                                        const loom_tp_bcast *m, loom_dtype t) {
+  const loom_sym_expr *dims[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_bcast_dims(b, prefix, r, R, m, dims);
   return loom_tpb_buffer(b, buf, t, r, dims);
 }
 
 /* FULL: i<d>; ONE: 0; GUARD: select(<dim> == 1, 0, i<d>). */
-loom_tp_expr *loom_tpg_b_bcast_load(loom_tpb *b, const loom_tp_buffer *buf, int R, const loom_tp_bcast *m,
-                                    loom_tp_expr *const *oi) {
-  if (!buf) return NULL;
-  int r = buf->ndim;
-  loom_tp_expr *idx[LOOM_TP_GEN_MAX_RANK];
+void loom_tpg_b_bcast_index(loom_tpb *b, const loom_sym_expr *const *dims, int r, int R, const loom_tp_bcast *m,
+                            loom_tp_expr *const *oi, loom_tp_expr **idx) {
   for (int j = 0; j < r; j++) {
     int d = j + R - r;
     switch (m[j]) {
-      case LOOM_TP_BCAST_FULL: idx[j] = oi[d]; break;
+      case LOOM_TP_BCAST_FULL: idx[j] = loom_tp_expr_copy(b->a, oi[d]); break;
       case LOOM_TP_BCAST_ONE: idx[j] = loom_tpb_idx(b, loom_sym_const(b->cx, 0)); break;
       case LOOM_TP_BCAST_GUARD: {
-        loom_tp_expr *eq = loom_tp_op2(b->a, LOOM_TP_OP_EQ, loom_tpb_idx(b, buf->dims[j]), loom_tpb_idx(b, loom_sym_const(b->cx, 1)));
+        loom_tp_expr *eq = loom_tp_op2(b->a, LOOM_TP_OP_EQ, loom_tpb_idx(b, dims[j]), loom_tpb_idx(b, loom_sym_const(b->cx, 1)));
         idx[j] = loom_tp_select(b->a, eq, loom_tpb_idx(b, loom_sym_const(b->cx, 0)), loom_tp_expr_copy(b->a, oi[d]));
         break;
       }
     }
   }
+}
+
+loom_tp_expr *loom_tpg_b_bcast_load(loom_tpb *b, const loom_tp_buffer *buf, int R, const loom_tp_bcast *m,
+                                    loom_tp_expr *const *oi) {
+  if (!buf) return NULL;
+  loom_tp_expr *idx[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_bcast_index(b, buf->dims, buf->ndim, R, m, oi, idx);
   return loom_tpb_load(b, buf, idx);
 }
 

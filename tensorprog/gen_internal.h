@@ -54,6 +54,13 @@ void loom_tpg_b_dims_d(loom_tpb *b, int rank, const loom_sym_expr **dims);
 /* Opens `for i<k> in 0..dims[k]` for k < rank (the first parallel) and sets idx[k] to the
  * index value of i<k>. */
 void loom_tpg_b_nest(loom_tpb *b, int rank, const loom_sym_expr *const *dims, loom_tp_expr **idx);
+/* The dims of a broadcast input of rank r against output rank R: d<j>, 1 or <prefix><j>. */
+void loom_tpg_b_bcast_dims(loom_tpb *b, const char *prefix, int r, int R, const loom_tp_bcast *m,
+                           const loom_sym_expr **dims);
+/* The r indices of a broadcast input with those dims inside the output nest (oi: the output's
+ * loop indices): i<d>, 0, or select(dim == 1, 0, i<d>). */
+void loom_tpg_b_bcast_index(loom_tpb *b, const loom_sym_expr *const *dims, int r, int R, const loom_tp_bcast *m,
+                            loom_tp_expr *const *oi, loom_tp_expr **idx);
 /* Declares broadcast input `buf` of rank r against output rank R (its dims d<j>, 1 or
  * <prefix><j>, as loom_tpg_bcast_input spells them). */
 loom_tp_buffer *loom_tpg_b_bcast_buffer(loom_tpb *b, const char *buf, const char *prefix, int r, int R,

@@ -6,136 +6,149 @@
 #include "base/strbuf.h"
 #include "tensorprog/gen_internal.h"
 
+/* An untyped "acc(0.0)": a cast of the f32 literal. */
+static loom_tp_expr *zero_as(loom_arena *a, loom_dtype acc) { return loom_tp_cast(a, acc, loom_tp_const_f(a, LOOM_DTYPE_F32, 0.0)); }
+
+/* C[b.., m?, n?] = sum over rk of A[b.., m?, rk] * B[b.., rk, n?] (batch axes broadcast, prefixes
+ * a / b for guarded ones):
+ *   for i<b> .. { for im in 0..m { for jn in 0..n {   (the outermost parallel)
+ *     C[..] = 0  for rk in 0..k reduce { C[..] = C[..] + A[..] * B[..] }
+ * or with a wider acc: alloc S: Local[(1,), acc]  S[0] = acc(0.0)
+ *     for rk reduce { S[0] = S[0] + acc(A[..]) * acc(B[..]) }  C[..] = t(S[0]) */
 loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int ra,
                                const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb, loom_tp_func **result) {
   if (ra < 1 || rb < 1) return LOOM_ERROR(INVALID_ARGUMENT, "matmul generator needs ranks >= 1 (given %d and %d)", ra, rb);
   /* A 1-D operand has no batch axes and no m (A) or n (B) axis: NumPy's vector forms. */
   bool has_m = ra >= 2, has_n = rb >= 2;
-  int nba = has_m ? ra - 2 : 0, nbb = has_n ? rb - 2 : 0, NB = nba > nbb ? nba : nbb, R = NB + has_m + has_n;
+  int nba = has_m ? ra - 2 : 0, nbb = has_n ? rb - 2 : 0, NB = nba > nbb ? nba : nbb;
   LOOM_PROPAGATE(loom_tpg_check_rank(NB + 2));
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
   /* Batch dims via the broadcast helper, then the matrix dims m, k / k, n. */
-  char da[LOOM_TP_GEN_MAX_RANK][12], db[LOOM_TP_GEN_MAX_RANK][12], la[512], lb[512];
-  loom_tpg_bcast_input("a", nba, NB, ma, da, la, sizeof la, "A");
-  loom_tpg_bcast_input("b", nbb, NB, mb, db, lb, sizeof lb, "B");
-  const char *pa[LOOM_TP_GEN_MAX_RANK], *pb[LOOM_TP_GEN_MAX_RANK], *pc[LOOM_TP_GEN_MAX_RANK];
-  for (int j = 0; j < nba; j++) pa[j] = da[j];
-  for (int j = 0; j < nbb; j++) pb[j] = db[j];
-  const char *const *d = loom_tpg_dims_d();
-  for (int j = 0; j < NB; j++) pc[j] = d[j];
+  const loom_sym_expr *pa[LOOM_TP_GEN_MAX_RANK], *pb[LOOM_TP_GEN_MAX_RANK], *pc[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_bcast_dims(&b, "a", nba, NB, ma, pa);
   int ka = nba, kb = nbb, kc = NB;
-  if (has_m) pa[ka++] = "m";
-  pa[ka++] = "k";
-  pb[kb++] = "k";
-  if (has_n) pb[kb++] = "n";
-  if (has_m) pc[kc++] = "m";
-  if (has_n) pc[kc++] = "n";
-  /* Loads: strip the closing ']' of the batch part and append the matrix indices. */
-  la[strlen(la) - 1] = '\0';
-  lb[strlen(lb) - 1] = '\0';
-  char ia[64], ib[64];
-  snprintf(ia, sizeof ia, "%s%s", nba ? ", " : "", has_m ? "im, rk]" : "rk]");
-  snprintf(ib, sizeof ib, "%s%s", nbb ? ", " : "", has_n ? "rk, jn]" : "rk]");
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(A: ", name);
-  loom_tpg_buffer_type(&sb, pa, ra, t);
-  loom_strbuf_puts(&sb, ", B: ");
-  loom_tpg_buffer_type(&sb, pb, rb, t);
-  loom_strbuf_puts(&sb, ", C: ");
-  loom_tpg_buffer_type(&sb, pc, R, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, NB);
-  loom_tpg_open_loops(&sb, axes, NB, "i", d, true, false);
-  if (has_m) loom_strbuf_printf(&sb, "for im in 0..m%s {\n", NB ? "" : " parallel");
-  if (has_n) loom_strbuf_printf(&sb, "for jn in 0..n%s {\n", NB || has_m ? "" : " parallel");
-  char cidx[512] = "";
-  for (int j = 0; j < NB; j++) snprintf(cidx + strlen(cidx), sizeof cidx - strlen(cidx), "%si%d", j ? ", " : "", j);
-  if (has_m) snprintf(cidx + strlen(cidx), sizeof cidx - strlen(cidx), "%sim", NB ? ", " : "");
-  if (has_n) snprintf(cidx + strlen(cidx), sizeof cidx - strlen(cidx), "%sjn", NB || has_m ? ", " : "");
+  if (has_m) pa[ka++] = loom_tpb_shape_sym(&b, "m");
+  pa[ka++] = loom_tpb_shape_sym(&b, "k");
+  const loom_tp_buffer *A = loom_tpb_buffer(&b, "A", t, ra, pa);
+  loom_tpg_b_bcast_dims(&b, "b", nbb, NB, mb, pb);
+  pb[kb++] = loom_tpb_shape_sym(&b, "k");
+  if (has_n) pb[kb++] = loom_tpb_shape_sym(&b, "n");
+  const loom_tp_buffer *B = loom_tpb_buffer(&b, "B", t, rb, pb);
+  loom_tpg_b_dims_d(&b, NB, pc);
+  if (has_m) pc[kc++] = loom_tpb_shape_sym(&b, "m");
+  if (has_n) pc[kc++] = loom_tpb_shape_sym(&b, "n");
+  const loom_tp_buffer *Cb = loom_tpb_buffer(&b, "C", t, kc, pc);
+  loom_tp_expr *ci[LOOM_TP_GEN_MAX_RANK], *ai[LOOM_TP_GEN_MAX_RANK], *bi[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_nest(&b, NB, pc, ci);
+  int nc = NB;
+  loom_tp_expr *im = NULL, *jn = NULL;
+  if (has_m) ci[nc++] = im = loom_tpb_idx(&b, loom_tpb_for(&b, "im", pc[NB], NB ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
+  if (has_n)
+    ci[nc++] = jn = loom_tpb_idx(&b, loom_tpb_for(&b, "jn", pb[kb - 1], NB || has_m ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
+  const loom_sym_expr *kdim = pa[ka - 1];
   bool widen = acc != t;
-  const char *accn = loom_dtype_name(acc);
+  const loom_tp_buffer *S = NULL;
+  loom_tp_expr *z0 = loom_tpb_idx(&b, loom_sym_const(cx, 0));
   if (widen) {
-    loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\nS[0] = %s(0.0)\n", accn, accn);
-    loom_strbuf_printf(&sb, "for rk in 0..k reduce {\nS[0] = S[0] + %s(%s%s) * %s(%s%s)\n}\n", accn, la, ia, accn, lb, ib);
-    loom_strbuf_printf(&sb, "C[%s] = %s(S[0])\n", cidx, loom_dtype_name(t));
+    const loom_sym_expr *one = loom_sym_const(cx, 1);
+    S = loom_tpb_alloc(&b, "S", acc, 1, &one, LOOM_TP_SCOPE_LOCAL);
+    loom_tpb_store(&b, S, &z0, zero_as(a, acc));
   } else {
-    loom_strbuf_printf(&sb, "C[%s] = ", cidx);
-    loom_tpg_reduce_init(&sb, LOOM_TP_REDUCE_SUM, t);
-    loom_strbuf_printf(&sb, "\nfor rk in 0..k reduce {\nC[%s] = C[%s] + %s%s * %s%s\n}\n", cidx, cidx, la, ia, lb, ib);
+    loom_tpb_store(&b, Cb, ci, loom_tpg_b_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
   }
-  loom_tpg_close_loops(&sb, has_m + has_n);
-  loom_tpg_close_program(&sb, NB);
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tp_expr *rk = loom_tpb_idx(&b, loom_tpb_for(&b, "rk", kdim, LOOM_TP_LOOP_SERIAL, true));
+  loom_tpg_b_bcast_index(&b, pa, nba, NB, ma, ci, ai);
+  loom_tpg_b_bcast_index(&b, pb, nbb, NB, mb, ci, bi);
+  ka = nba;
+  kb = nbb;
+  if (has_m) ai[ka++] = im;
+  ai[ka++] = rk;
+  bi[kb++] = rk;
+  if (has_n) bi[kb++] = jn;
+  loom_tp_expr *x = loom_tpb_load(&b, A, ai), *y = loom_tpb_load(&b, B, bi);
+  if (widen) {
+    loom_tp_expr *prod = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_cast(a, acc, x), loom_tp_cast(a, acc, y));
+    loom_tpb_store(&b, S, &z0, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, S, &z0), prod));
+    loom_tpb_end(&b);
+    loom_tpb_store(&b, Cb, ci, loom_tp_cast(a, t, loom_tpb_load(&b, S, &z0)));
+  } else {
+    loom_tpb_store(&b, Cb, ci, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, Cb, ci), loom_tp_op2(a, LOOM_TP_OP_MUL, x, y)));
+  }
+  return loom_tpb_finish(&b, result);
 }
 
+/* Y[b.., n] = (Bias[n]) + sum over rk of X[b.., rk] * W[n, rk]; loops i<b>.. (the first
+ * parallel), jn; a wider acc accumulates in S as matmul's. */
 loom_status loom_tp_gen_linear(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int rank,
                                bool bias, loom_tp_func **result) {
   if (rank < 1) return LOOM_ERROR(INVALID_ARGUMENT, "linear needs an input of rank >= 1");
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
-  const char *const *d = loom_tpg_dims_d();
-  const char *px[LOOM_TP_GEN_MAX_RANK], *py[LOOM_TP_GEN_MAX_RANK], *pw[2] = {"n", "k"}, *pb[1] = {"n"};
-  for (int j = 0; j < rank - 1; j++) px[j] = py[j] = d[j];
-  px[rank - 1] = "k";
-  py[rank - 1] = "n";
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, px, rank, t);
-  loom_strbuf_puts(&sb, ", W: ");
-  loom_tpg_buffer_type(&sb, pw, 2, t);
-  if (bias) {
-    loom_strbuf_puts(&sb, ", Bias: ");
-    loom_tpg_buffer_type(&sb, pb, 1, t);
-  }
-  loom_strbuf_puts(&sb, ", Y: ");
-  loom_tpg_buffer_type(&sb, py, rank, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, rank - 1);
-  loom_tpg_open_loops(&sb, axes, rank - 1, "i", d, true, false);
-  loom_strbuf_printf(&sb, "for jn in 0..n%s {\n", rank == 1 ? " parallel" : "");
-  char lead[256] = "";
-  for (int j = 0; j < rank - 1; j++) snprintf(lead + strlen(lead), sizeof lead - strlen(lead), "i%d, ", j);
-  const char *accn = loom_dtype_name(acc), *tn = loom_dtype_name(t);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *px[LOOM_TP_GEN_MAX_RANK], *py[LOOM_TP_GEN_MAX_RANK], *pw[2];
+  loom_tpg_b_dims_d(&b, rank - 1, px);
+  px[rank - 1] = loom_tpb_shape_sym(&b, "k");
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, px);
+  pw[0] = loom_tpb_shape_sym(&b, "n");
+  pw[1] = px[rank - 1];
+  const loom_tp_buffer *W = loom_tpb_buffer(&b, "W", t, 2, pw), *Bias = bias ? loom_tpb_buffer(&b, "Bias", t, 1, pw) : NULL;
+  for (int j = 0; j < rank - 1; j++) py[j] = px[j];
+  py[rank - 1] = pw[0];
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, rank, py);
+  loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK], *wi[2];
+  loom_tpg_b_nest(&b, rank - 1, px, yi);
+  loom_tp_expr *jn = loom_tpb_idx(&b, loom_tpb_for(&b, "jn", pw[0], rank == 1 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
+  yi[rank - 1] = jn;
+  for (int j = 0; j < rank - 1; j++) xi[j] = yi[j];
+  loom_tp_expr *z0 = loom_tpb_idx(&b, loom_sym_const(cx, 0));
+  const loom_tp_buffer *S = NULL;
   if (acc != t) {
-    loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\n", accn);
-    if (bias) loom_strbuf_printf(&sb, "S[0] = %s(Bias[jn])\n", accn);
-    else loom_strbuf_printf(&sb, "S[0] = %s(0.0)\n", accn);
-    loom_strbuf_printf(&sb, "for rk in 0..k reduce {\nS[0] = S[0] + %s(X[%srk]) * %s(W[jn, rk])\n}\n", accn, lead, accn);
-    loom_strbuf_printf(&sb, "Y[%sjn] = %s(S[0])\n", lead, tn);
+    const loom_sym_expr *one = loom_sym_const(cx, 1);
+    S = loom_tpb_alloc(&b, "S", acc, 1, &one, LOOM_TP_SCOPE_LOCAL);
+    loom_tpb_store(&b, S, &z0, bias ? loom_tp_cast(a, acc, loom_tpb_load(&b, Bias, &jn)) : zero_as(a, acc));
   } else {
-    loom_strbuf_printf(&sb, "Y[%sjn] = ", lead);
-    if (bias) loom_strbuf_puts(&sb, "Bias[jn]");
-    else loom_tpg_reduce_init(&sb, LOOM_TP_REDUCE_SUM, t);
-    loom_strbuf_printf(&sb, "\nfor rk in 0..k reduce {\nY[%sjn] = Y[%sjn] + X[%srk] * W[jn, rk]\n}\n", lead, lead, lead);
+    loom_tpb_store(&b, Y, yi, bias ? loom_tpb_load(&b, Bias, &jn) : loom_tpg_b_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
   }
-  loom_strbuf_puts(&sb, "}\n");
-  loom_tpg_close_loops(&sb, rank - 1);
-  loom_strbuf_puts(&sb, "}\n");
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tp_expr *rk = loom_tpb_idx(&b, loom_tpb_for(&b, "rk", px[rank - 1], LOOM_TP_LOOP_SERIAL, true));
+  xi[rank - 1] = rk;
+  wi[0] = jn;
+  wi[1] = rk;
+  loom_tp_expr *x = loom_tpb_load(&b, X, xi), *w = loom_tpb_load(&b, W, wi);
+  if (acc != t) {
+    loom_tp_expr *prod = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_cast(a, acc, x), loom_tp_cast(a, acc, w));
+    loom_tpb_store(&b, S, &z0, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, S, &z0), prod));
+    loom_tpb_end(&b);
+    loom_tpb_store(&b, Y, yi, loom_tp_cast(a, t, loom_tpb_load(&b, S, &z0)));
+  } else {
+    loom_tpb_store(&b, Y, yi, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, Y, yi), loom_tp_op2(a, LOOM_TP_OP_MUL, x, w)));
+  }
+  return loom_tpb_finish(&b, result);
 }
 
+/* Y[i..] = (X[i..] - mean[i1]) * rsqrt(var[i1] + t(eps)) * gamma[i1] + beta[i1] (the per-channel
+ * vectors of extent d1). */
 loom_status loom_tp_gen_batch_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                                    double eps, loom_tp_func **result) {
   if (rank < 2) return LOOM_ERROR(INVALID_ARGUMENT, "batch_norm needs rank >= 2");
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
-  const char *tn = loom_dtype_name(t), *one[1] = {"d1"};
-  loom_strbuf sb;
-  loom_tpg_open_x(&sb, name, rank, t);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_dims_d(&b, rank, d);
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d), *v[4];
   static const char *const names[4] = {"gamma", "beta", "mean", "var"};
-  for (int i = 0; i < 4; i++) {
-    loom_strbuf_printf(&sb, ", %s: ", names[i]);
-    loom_tpg_buffer_type(&sb, one, 1, t);
-  }
-  char yi[256], epsbuf[64];
-  loom_strbuf_puts(&sb, ", ");
-  loom_tpg_open_output_nest(&sb, rank, t, yi, sizeof yi);
-  snprintf(epsbuf, sizeof epsbuf, "%.17g", eps);
-  if (!strpbrk(epsbuf, ".eEn")) strcat(epsbuf, ".0");
-  loom_strbuf_printf(&sb, "Y[%s] = (X[%s] - mean[i1]) * rsqrt(var[i1] + %s(%s)) * gamma[i1] + beta[i1]\n", yi, yi, tn, epsbuf);
-  loom_tpg_close_program(&sb, rank);
-  return loom_tpg_finish(a, cx, &sb, result);
+  for (int i = 0; i < 4; i++) v[i] = loom_tpb_buffer(&b, names[i], t, 1, &d[1]);
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, rank, d);
+  loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_nest(&b, rank, d, yi);
+  loom_tp_expr *c = yi[1];
+  loom_tp_expr *eps_t = loom_tp_cast(a, t, loom_tp_const_f(a, LOOM_DTYPE_F32, eps));
+  loom_tp_expr *inv = loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, v[3], &c), eps_t));
+  loom_tp_expr *centred = loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_load(&b, X, yi), loom_tpb_load(&b, v[2], &c));
+  loom_tp_expr *scaled = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_op2(a, LOOM_TP_OP_MUL, centred, inv), loom_tpb_load(&b, v[0], &c));
+  loom_tpb_store(&b, Y, yi, loom_tp_op2(a, LOOM_TP_OP_ADD, scaled, loom_tpb_load(&b, v[1], &c)));
+  return loom_tpb_finish(&b, result);
 }
 
 loom_status loom_tp_gen_group_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
