@@ -151,55 +151,72 @@ loom_status loom_tp_gen_batch_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   return loom_tpb_finish(&b, result);
 }
 
+/* Statistics in st (f32, f64 for f64), C(x) = st(x) and T(x) = t(x) where they differ; per
+ * group the channels g*cg + rc (cg = floordiv(d1, groups)) and every spatial position, in three
+ * passes over `for rc in 0..cg { for r<k> in 0..d<k> {` (the first two reduce):
+ *   for i0 in 0..d0 parallel { for g in 0..groups { alloc S: Local[(2,), st]
+ *     S[0] = S[0] + C(X[i0, ch, r..])                  let mean: st = S[0] / st(cg*d2*..)
+ *     let dv: st = C(X[..]) - mean  S[1] = S[1] + dv*dv  let rstd: st = rsqrt(S[1] / st(cg*d2*..) + st(eps))
+ *     Y[i0, ch, r..] = T((C(X[..]) - mean) * rstd * C(gamma[ch]) + C(beta[ch])) } } */
 loom_status loom_tp_gen_group_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                                    int64_t groups, double eps, loom_tp_func **result) {
   if (rank < 2) return LOOM_ERROR(INVALID_ARGUMENT, "group_norm needs rank >= 2");
   if (groups < 1) return LOOM_ERROR(INVALID_ARGUMENT, "group_norm needs num_groups >= 1");
   if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "group_norm of %s is not supported", loom_dtype_name(t));
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
-  const char *const *d = loom_tpg_dims_d();
-  const char *tn = loom_dtype_name(t), *one[1] = {"d1"};
   loom_dtype st = loom_tpg_stat_type(t);
-  const char *sn = loom_dtype_name(st);
-  char cg[48], cnt[256], eps_text[64], ch[96], sp[256] = "";
-  snprintf(cg, sizeof cg, "floordiv(d1, %lld)", (long long)groups);
-  snprintf(cnt, sizeof cnt, "%s(%s", sn, cg);
-  for (int k = 2; k < rank; k++) snprintf(cnt + strlen(cnt), sizeof cnt - strlen(cnt), "*d%d", k);
-  strcat(cnt, ")");
-  snprintf(ch, sizeof ch, "g*%s + rc", cg);
-  for (int k = 2; k < rank; k++) snprintf(sp + strlen(sp), sizeof sp - strlen(sp), ", r%d", k);
-  snprintf(eps_text, sizeof eps_text, "%.17g", eps);
-  if (!strpbrk(eps_text, ".eEn")) strcat(eps_text, ".0");
-  loom_strbuf sb;
-  loom_tpg_open_x(&sb, name, rank, t);
-  loom_strbuf_puts(&sb, ", gamma: ");
-  loom_tpg_buffer_type(&sb, one, 1, t);
-  loom_strbuf_puts(&sb, ", beta: ");
-  loom_tpg_buffer_type(&sb, one, 1, t);
-  loom_strbuf_puts(&sb, ", Y: ");
-  loom_tpg_buffer_type(&sb, d, rank, t);
-  loom_strbuf_printf(&sb, ") {\nfor i0 in 0..d0 parallel {\nfor g in 0..%lld {\nalloc S: Local[(2,), %s]\n", (long long)groups, sn);
-  /* the group's elements: its channels, then every spatial position */
-  const char *passes[3] = {"sum", "var", "out"};
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_dims_d(&b, rank, d);
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d);
+  const loom_tp_buffer *gamma = loom_tpb_buffer(&b, "gamma", t, 1, &d[1]), *beta = loom_tpb_buffer(&b, "beta", t, 1, &d[1]);
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, rank, d);
+  const loom_sym_expr *i0 = loom_tpb_for(&b, "i0", d[0], LOOM_TP_LOOP_PARALLEL, false);
+  const loom_sym_expr *g = loom_tpb_for(&b, "g", loom_sym_const(cx, groups), LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *two = loom_sym_const(cx, 2), *cg = loom_sym_floordiv(cx, d[1], loom_sym_const(cx, groups));
+  const loom_tp_buffer *S = loom_tpb_alloc(&b, "S", st, 1, &two, LOOM_TP_SCOPE_LOCAL);
+  const loom_sym_expr *cnt = cg;
+  for (int k = 2; k < rank; k++) cnt = loom_sym_mul(cx, cnt, d[k]);
+  loom_tp_expr *s0 = loom_tpb_idx(&b, loom_sym_const(cx, 0)), *s1 = loom_tpb_idx(&b, loom_sym_const(cx, 1));
+  loom_tp_expr *mean = NULL, *rstd = NULL;
   for (int p = 0; p < 3; p++) {
     bool red = p < 2;
-    loom_strbuf_printf(&sb, "for rc in 0..%s%s {\n", cg, red ? " reduce" : "");
-    for (int k = 2; k < rank; k++) loom_strbuf_printf(&sb, "for r%d in 0..d%d%s {\n", k, k, red ? " reduce" : "");
-    char x[512];
-    snprintf(x, sizeof x, "%s%sX[i0, %s%s]%s", st != t ? sn : "", st != t ? "(" : "", ch, sp, st != t ? ")" : "");
-    if (!strcmp(passes[p], "sum")) loom_strbuf_printf(&sb, "S[0] = S[0] + %s\n", x);
-    else if (!strcmp(passes[p], "var")) loom_strbuf_printf(&sb, "let dv: %s = %s - mean\nS[1] = S[1] + dv*dv\n", sn, x);
-    else
-      loom_strbuf_printf(&sb, "Y[i0, %s%s] = %s%s(%s - mean) * rstd * %s%sgamma[%s]%s + %s%sbeta[%s]%s%s\n", ch, sp,
-                         st != t ? tn : "", st != t ? "(" : "", x, st != t ? sn : "", st != t ? "(" : "", ch,
-                         st != t ? ")" : "", st != t ? sn : "", st != t ? "(" : "", ch, st != t ? ")" : "",
-                         st != t ? ")" : "");
-    loom_tpg_close_loops(&sb, rank - 1);
-    if (p == 0) loom_strbuf_printf(&sb, "let mean: %s = S[0] / %s\n", sn, cnt);
-    if (p == 1) loom_strbuf_printf(&sb, "let rstd: %s = rsqrt(S[1] / %s + %s(%s))\n", sn, cnt, sn, eps_text);
+    /* the group's elements: its channels, then every spatial position */
+    const loom_sym_expr *rc = loom_tpb_for(&b, "rc", cg, LOOM_TP_LOOP_SERIAL, red);
+    loom_tp_expr *xi[LOOM_TP_GEN_MAX_RANK];
+    xi[0] = loom_tpb_idx(&b, i0);
+    xi[1] = loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_mul(cx, g, cg), rc));
+    for (int k = 2; k < rank; k++) xi[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('r', k), d[k], LOOM_TP_LOOP_SERIAL, red));
+    loom_tp_expr *x = loom_tpb_load(&b, X, xi);
+    if (st != t) x = loom_tp_cast(a, st, x);
+    if (p == 0) {
+      loom_tpb_store(&b, S, &s0, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, S, &s0), x));
+    } else if (p == 1) {
+      loom_tp_expr *dv = loom_tpb_let(&b, "dv", loom_tp_op2(a, LOOM_TP_OP_SUB, x, loom_tp_expr_copy(a, mean)));
+      loom_tpb_store(&b, S, &s1, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, S, &s1),
+                                             loom_tp_op2(a, LOOM_TP_OP_MUL, dv, loom_tp_expr_copy(a, dv))));
+    } else {
+      loom_tp_expr *gm = loom_tpb_load(&b, gamma, &xi[1]), *bt = loom_tpb_load(&b, beta, &xi[1]);
+      if (st != t) {
+        gm = loom_tp_cast(a, st, gm);
+        bt = loom_tp_cast(a, st, bt);
+      }
+      loom_tp_expr *centred = loom_tp_op2(a, LOOM_TP_OP_SUB, x, loom_tp_expr_copy(a, mean));
+      loom_tp_expr *v = loom_tp_op2(a, LOOM_TP_OP_ADD,
+                                    loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_op2(a, LOOM_TP_OP_MUL, centred, loom_tp_expr_copy(a, rstd)), gm), bt);
+      loom_tpb_store(&b, Y, xi, st != t ? loom_tp_cast(a, t, v) : v);
+    }
+    loom_tpb_end_n(&b, rank - 1);
+    loom_tp_expr *n = loom_tp_cast(a, st, loom_tpb_idx(&b, cnt));
+    if (p == 0) mean = loom_tpb_let(&b, "mean", loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(&b, S, &s0), n));
+    if (p == 1) {
+      loom_tp_expr *var = loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(&b, S, &s1), n);
+      loom_tp_expr *e = loom_tp_cast(a, st, loom_tp_const_f(a, LOOM_DTYPE_F32, eps));
+      rstd = loom_tpb_let(&b, "rstd", loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_op2(a, LOOM_TP_OP_ADD, var, e)));
+    }
   }
-  loom_strbuf_puts(&sb, "}\n}\n}\n");
-  return loom_tpg_finish(a, cx, &sb, result);
+  return loom_tpb_finish(&b, result);
 }
 
 loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
