@@ -1,9 +1,8 @@
 /* gen_nn.c — generators of the contraction-heavy programs: batched matmul, linear, batch norm
- * and attention (convolution and pooling: gen_window.c). */
-#include <stdio.h>
-#include <string.h>
+ * and attention (convolution and pooling: gen_window.c). Built directly as IR (tp_build.h);
+ * each generator's comment shows its program's text. */
+#include <math.h>
 
-#include "base/strbuf.h"
 #include "tensorprog/gen_internal.h"
 
 /* An untyped "acc(0.0)": a cast of the f32 literal. */
@@ -219,55 +218,94 @@ loom_status loom_tp_gen_group_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   return loom_tpb_finish(&b, result);
 }
 
+/* Scaled dot-product attention over (b, h, s, t) = d0..d3, K/V heads hk (query head i1 reads
+ * kv = floordiv(i1, floordiv(d1, hk))), statistics in sn (f32, f64 for f64):
+ *   for i0 in 0..d0 parallel { for i1 in 0..d1 { for i2 in 0..d2 {
+ *     alloc P: Local[(d3,), sn]  alloc R: Local[(2,), sn]  R[0] = -inf
+ *     for i3 in 0..d3 { alloc S: Local[(1,), sn]
+ *       for r in 0..dq reduce { S[0] = S[0] + sn(Q[i0, i1, i2, r]) * sn(K[i0, kv, i3, r]) }
+ *       let sc: sn = S[0] * sn(scale) | S[0] * rsqrt(sn(dq))
+ *       [let sm: sn = select(Mk[..], sc, -inf) (bool mask) | sc + sn(Mk[..])]
+ *       [let sk: sn = select(i3 > i2 + (d3 - d2), -inf, cur) (causal)]
+ *       P[i3] = cur  R[0] = max(R[0], cur) }
+ *     for j in 0..d3 { P[j] = select(R[0] == -inf, 0.0, exp(P[j] - R[0]))  R[1] = R[1] + P[j] }
+ *     for e in 0..dv { alloc A: Local[(1,), sn]
+ *       for j2 in 0..d3 reduce { A[0] = A[0] + select(R[1] > 0.0, P[j2] / R[1], 0.0) * sn(V[i0, kv, j2, e]) }
+ *       Y[i0, i1, i2, e] = T(A[0]) } } } }
+ * The mask's broadcast load (loom_tpg_b_bcast_load) indexes the (b, h, s, t) loops i0..i3. */
 loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
                                   bool causal, int mask_rank, const loom_tp_bcast *mask_modes, loom_dtype mask_t,
                                   loom_tp_func **result) {
   if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "attention of %s is not supported", loom_dtype_name(t));
   if (mask_rank > 4) return LOOM_ERROR(INVALID_ARGUMENT, "attention mask of rank %d", mask_rank);
-  const char *tn = loom_dtype_name(t), *sn = t == LOOM_DTYPE_F64 ? "f64" : "f32";
-  /* The (b, h, s, t) axes are d0..d3 and the score loop variable is i3, so the mask's
-   * broadcast load (loom_tpg_bcast_input) indexes them directly. */
-  char mdims[4][12], mload[512];
-  if (mask_rank >= 0) loom_tpg_bcast_input("m", mask_rank, 4, mask_modes, mdims, mload, sizeof mload, "Mk");
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(Q: Buffer[(d0, d1, d2, dq), %s], K: Buffer[(d0, hk, d3, dq), %s], "
-                          "V: Buffer[(d0, hk, d3, dv), %s], ", name, tn, tn, tn);
-  if (mask_rank >= 0) {
-    const char *pm[4];
-    for (int k = 0; k < mask_rank; k++) pm[k] = mdims[k];
-    loom_strbuf_puts(&sb, "Mk: ");
-    loom_tpg_buffer_type(&sb, pm, mask_rank, mask_t);
-    loom_strbuf_puts(&sb, ", ");
-  }
-  loom_strbuf_printf(&sb, "Y: Buffer[(d0, d1, d2, dv), %s]) {\n", tn);
-  loom_strbuf_puts(&sb, "for i0 in 0..d0 parallel {\nfor i1 in 0..d1 {\nfor i2 in 0..d2 {\n");
-  loom_strbuf_printf(&sb, "alloc P: Local[(d3,), %s]\nalloc R: Local[(2,), %s]\nR[0] = -inf%s\n", sn, sn,
-                     t == LOOM_DTYPE_F64 ? "f64" : "");
-  const char *kv = "floordiv(i1, floordiv(d1, hk))";
-  loom_strbuf_puts(&sb, "for i3 in 0..d3 {\n");
-  loom_strbuf_printf(&sb, "alloc S: Local[(1,), %s]\n", sn);
-  loom_strbuf_printf(&sb, "for r in 0..dq reduce {\nS[0] = S[0] + %s(Q[i0, i1, i2, r]) * %s(K[i0, %s, i3, r])\n}\n", sn, sn, kv);
-  if (scale_text) loom_strbuf_printf(&sb, "let sc: %s = S[0] * %s(%s)\n", sn, sn, scale_text);
-  else loom_strbuf_printf(&sb, "let sc: %s = S[0] * rsqrt(%s(dq))\n", sn, sn);
-  const char *cur = "sc";
-  if (mask_rank >= 0) {
-    if (mask_t == LOOM_DTYPE_BOOL) loom_strbuf_printf(&sb, "let sm: %s = select(%s, sc, -inf%s)\n", sn, mload, t == LOOM_DTYPE_F64 ? "f64" : "");
-    else loom_strbuf_printf(&sb, "let sm: %s = sc + %s(%s)\n", sn, sn, mload);
-    cur = "sm";
+  loom_dtype sn = t == LOOM_DTYPE_F64 ? LOOM_DTYPE_F64 : LOOM_DTYPE_F32;
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *d[4];
+  loom_tpg_b_dims_d(&b, 3, d);
+  const loom_sym_expr *dq = loom_tpb_shape_sym(&b, "dq");
+  const loom_sym_expr *qd[4] = {d[0], d[1], d[2], dq};
+  const loom_tp_buffer *Q = loom_tpb_buffer(&b, "Q", t, 4, qd);
+  const loom_sym_expr *hk = loom_tpb_shape_sym(&b, "hk");
+  d[3] = loom_tpb_shape_sym(&b, "d3");
+  const loom_sym_expr *kd[4] = {d[0], hk, d[3], dq};
+  const loom_tp_buffer *K = loom_tpb_buffer(&b, "K", t, 4, kd);
+  const loom_sym_expr *vd[4] = {d[0], hk, d[3], loom_tpb_shape_sym(&b, "dv")};
+  const loom_tp_buffer *V = loom_tpb_buffer(&b, "V", t, 4, vd);
+  const loom_tp_buffer *Mk = mask_rank >= 0 ? loom_tpg_b_bcast_buffer(&b, "Mk", "m", mask_rank, 4, mask_modes, mask_t) : NULL;
+  const loom_sym_expr *yd[4] = {d[0], d[1], d[2], vd[3]};
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, 4, yd);
+  loom_tp_expr *oi[4];
+  loom_tpg_b_nest(&b, 3, d, oi);
+  const loom_sym_expr *one = loom_sym_const(cx, 1), *two = loom_sym_const(cx, 2);
+  loom_tp_expr *z0 = loom_tpb_idx(&b, loom_sym_const(cx, 0)), *z1 = loom_tpb_idx(&b, one);
+  const loom_tp_buffer *P = loom_tpb_alloc(&b, "P", sn, 1, &d[3], LOOM_TP_SCOPE_LOCAL);
+  const loom_tp_buffer *R = loom_tpb_alloc(&b, "R", sn, 1, &two, LOOM_TP_SCOPE_LOCAL);
+  loom_tpb_store(&b, R, &z0, loom_tp_const_f(a, sn, -INFINITY));
+  const loom_sym_expr *i1 = oi[1] ? oi[1]->u.sym : NULL, *i2 = oi[2] ? oi[2]->u.sym : NULL;
+  const loom_sym_expr *kv = i1 ? loom_sym_floordiv(cx, i1, loom_sym_floordiv(cx, d[1], hk)) : NULL;
+  const loom_sym_expr *i3 = loom_tpb_for(&b, "i3", d[3], LOOM_TP_LOOP_SERIAL, false);
+  oi[3] = loom_tpb_idx(&b, i3);
+  const loom_tp_buffer *S = loom_tpb_alloc(&b, "S", sn, 1, &one, LOOM_TP_SCOPE_LOCAL);
+  loom_tp_expr *r = loom_tpb_idx(&b, loom_tpb_for(&b, "r", dq, LOOM_TP_LOOP_SERIAL, true));
+  loom_tp_expr *qi[4] = {oi[0], oi[1], oi[2], r}, *ki[4] = {oi[0], loom_tpb_idx(&b, kv), oi[3], r};
+  loom_tp_expr *qk = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_cast(a, sn, loom_tpb_load(&b, Q, qi)), loom_tp_cast(a, sn, loom_tpb_load(&b, K, ki)));
+  loom_tpb_store(&b, S, &z0, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, S, &z0), qk));
+  loom_tpb_end(&b);
+  loom_tp_expr *scale = scale_text ? loom_tp_cast(a, sn, loom_tpb_parse(&b, scale_text, NULL, NULL, 0, NULL))
+                                   : loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_cast(a, sn, loom_tpb_idx(&b, dq)));
+  loom_tp_expr *cur = loom_tpb_let(&b, "sc", loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&b, S, &z0), scale));
+  if (Mk) {
+    loom_tp_expr *m = loom_tpg_b_bcast_load(&b, Mk, 4, mask_modes, oi);
+    loom_tp_expr *v = mask_t == LOOM_DTYPE_BOOL ? loom_tp_select(a, m, cur, loom_tp_const_f(a, sn, -INFINITY))
+                                                : loom_tp_op2(a, LOOM_TP_OP_ADD, cur, loom_tp_cast(a, sn, m));
+    cur = loom_tpb_let(&b, "sm", v);
   }
   if (causal) {
-    loom_strbuf_printf(&sb, "let sk: %s = select(i3 > i2 + (d3 - d2), -inf%s, %s)\n", sn, t == LOOM_DTYPE_F64 ? "f64" : "", cur);
-    cur = "sk";
+    const loom_sym_expr *lim = i2 ? loom_sym_add(cx, i2, loom_sym_sub(cx, d[3], d[2])) : NULL;
+    loom_tp_expr *future = loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_idx(&b, i3), loom_tpb_idx(&b, lim));
+    cur = loom_tpb_let(&b, "sk", loom_tp_select(a, future, loom_tp_const_f(a, sn, -INFINITY), cur));
   }
-  loom_strbuf_printf(&sb, "P[i3] = %s\nR[0] = max(R[0], %s)\n}\n", cur, cur);
-  loom_strbuf_printf(&sb, "for j in 0..d3 {\nP[j] = select(R[0] == -inf%s, 0.0, exp(P[j] - R[0]))\nR[1] = R[1] + P[j]\n}\n",
-                     t == LOOM_DTYPE_F64 ? "f64" : "");
-  loom_strbuf_puts(&sb, "for e in 0..dv {\n");
-  loom_strbuf_printf(&sb, "alloc A: Local[(1,), %s]\n", sn);
-  loom_strbuf_printf(&sb, "for j2 in 0..d3 reduce {\nA[0] = A[0] + select(R[1] > 0.0, P[j2] / R[1], 0.0) * %s(V[i0, %s, j2, e])\n}\n",
-                     sn, kv);
-  loom_strbuf_printf(&sb, "Y[i0, i1, i2, e] = %s(A[0])\n}\n", t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F64 ? "" : tn);
-  loom_strbuf_puts(&sb, "}\n}\n}\n}\n");
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tpb_store(&b, P, &oi[3], loom_tp_expr_copy(a, cur));
+  loom_tpb_store(&b, R, &z0, loom_tp_op2(a, LOOM_TP_OP_MAX, loom_tpb_load(&b, R, &z0), loom_tp_expr_copy(a, cur)));
+  loom_tpb_end(&b);
+  loom_tp_expr *j = loom_tpb_idx(&b, loom_tpb_for(&b, "j", d[3], LOOM_TP_LOOP_SERIAL, false));
+  loom_tp_expr *empty = loom_tp_op2(a, LOOM_TP_OP_EQ, loom_tpb_load(&b, R, &z0), loom_tp_const_f(a, sn, -INFINITY));
+  loom_tp_expr *ex = loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_load(&b, P, &j), loom_tpb_load(&b, R, &z0)));
+  loom_tpb_store(&b, P, &j, loom_tp_select(a, empty, loom_tp_const_f(a, sn, 0.0), ex));
+  loom_tpb_store(&b, R, &z1, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, R, &z1), loom_tpb_load(&b, P, &j)));
+  loom_tpb_end(&b);
+  loom_tp_expr *e = loom_tpb_idx(&b, loom_tpb_for(&b, "e", vd[3], LOOM_TP_LOOP_SERIAL, false));
+  const loom_tp_buffer *A = loom_tpb_alloc(&b, "A", sn, 1, &one, LOOM_TP_SCOPE_LOCAL);
+  loom_tp_expr *j2 = loom_tpb_idx(&b, loom_tpb_for(&b, "j2", d[3], LOOM_TP_LOOP_SERIAL, true));
+  loom_tp_expr *some = loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_load(&b, R, &z1), loom_tp_const_f(a, sn, 0.0));
+  loom_tp_expr *w = loom_tp_select(a, some, loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(&b, P, &j2), loom_tpb_load(&b, R, &z1)),
+                                   loom_tp_const_f(a, sn, 0.0));
+  loom_tp_expr *vi[4] = {oi[0], loom_tpb_idx(&b, kv), j2, e};
+  loom_tp_expr *wv = loom_tp_op2(a, LOOM_TP_OP_MUL, w, loom_tp_cast(a, sn, loom_tpb_load(&b, V, vi)));
+  loom_tpb_store(&b, A, &z0, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, A, &z0), wv));
+  loom_tpb_end(&b);
+  loom_tp_expr *yi[4] = {oi[0], oi[1], oi[2], e}, *acc = loom_tpb_load(&b, A, &z0);
+  loom_tpb_store(&b, Y, yi, sn == t ? acc : loom_tp_cast(a, t, acc));
+  return loom_tpb_finish(&b, result);
 }
