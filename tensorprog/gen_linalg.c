@@ -10,56 +10,91 @@
 #include "base/strbuf.h"
 #include "tensorprog/gen_internal.h"
 
+/*   for i<batch> .. parallel {
+ *     alloc A: Local[(m, m), f64]  alloc D: Local[(2,), f64]  alloc P: Local[(1,), i64]
+ *     for r in 0..m { for k in 0..m { A[r, k] = f64(X[i.., r, k]) } }
+ *     D[0] = 1.0f64  D[1] = 0.0f64      (D[0]: the determinant so far; D[1]: 1 once a zero pivot ended it)
+ *     for c in 0..m reduce { if D[1] == 0.0f64 {
+ *       P[0] = c
+ *       for u in 0..m - c - 1 reduce { if abs(A[c + 1 + u, c]) > abs(A[P[0], c]) { P[0] = c + 1 + u } }
+ *       if A[P[0], c] == 0.0f64 { D[0] = 0.0f64  D[1] = 1.0f64 } else {
+ *         if P[0] != c { for k2 in 0..m { let sw: f64 = A[c, k2]  A[c, k2] = A[P[0], k2]  A[P[0], k2] = sw }
+ *                        D[0] = -D[0] }
+ *         D[0] = D[0] * A[c, c]
+ *         for u2 in 0..m - c - 1 { let fr: f64 = A[c + 1 + u2, c] / A[c, c]
+ *           for k3 in 0..m - c { A[c + 1 + u2, c + k3] = A[c + 1 + u2, c + k3] - fr * A[c, c + k3] } } } } }
+ *     Y[i..] = t(D[0]) } */
 loom_status loom_tp_gen_det(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                             loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
   if (rank < 2) return LOOM_ERROR(INVALID_ARGUMENT, "det: rank %d (matrices need rank >= 2)", rank);
   if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "det: dtype %s is not a float", loom_dtype_name(t));
-  const char *tn = loom_dtype_name(t);
   int nb = rank - 2;
-  const char *const *d = loom_tpg_dims_d();
-  char bi[128] = "";
-  loom_tpg_loop_indices(bi, sizeof bi, nb);
-  const char *sep = nb ? ", " : "";
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: Buffer[(", name);
-  for (int k = 0; k < nb; k++) loom_strbuf_printf(&sb, "%s, ", d[k]);
-  loom_strbuf_printf(&sb, "m, m), %s], Y: ", tn);
-  loom_tpg_buffer_type(&sb, d, nb, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, nb);
-  loom_tpg_open_loops(&sb, axes, nb, "i", d, true, false);
-  loom_strbuf_printf(&sb,
-                     "alloc A: Local[(m, m), f64]\n"
-                     "alloc D: Local[(2,), f64]\n" /* D[0]: the determinant so far; D[1]: 1 once a zero pivot ended it */
-                     "alloc P: Local[(1,), i64]\n"
-                     "for r in 0..m {\nfor k in 0..m {\nA[r, k] = f64(X[%s%sr, k])\n}\n}\n"
-                     "D[0] = 1.0f64\nD[1] = 0.0f64\n"
-                     "for c in 0..m reduce {\n"
-                     "if D[1] == 0.0f64 {\n"
-                     "P[0] = c\n"
-                     "for u in 0..m - c - 1 reduce {\n"
-                     "if abs(A[c + 1 + u, c]) > abs(A[P[0], c]) {\nP[0] = c + 1 + u\n}\n"
-                     "}\n"
-                     "if A[P[0], c] == 0.0f64 {\nD[0] = 0.0f64\nD[1] = 1.0f64\n} else {\n"
-                     "if P[0] != c {\n"
-                     "for k2 in 0..m {\nlet sw: f64 = A[c, k2]\nA[c, k2] = A[P[0], k2]\nA[P[0], k2] = sw\n}\n"
-                     "D[0] = -D[0]\n"
-                     "}\n"
-                     "D[0] = D[0] * A[c, c]\n"
-                     "for u2 in 0..m - c - 1 {\n"
-                     "let fr: f64 = A[c + 1 + u2, c] / A[c, c]\n"
-                     "for k3 in 0..m - c {\nA[c + 1 + u2, c + k3] = A[c + 1 + u2, c + k3] - fr * A[c, c + k3]\n}\n"
-                     "}\n"
-                     "}\n"
-                     "}\n"
-                     "}\n"
-                     "Y[%s] = %s(D[0])\n",
-                     bi, sep, bi, tn);
-  loom_tpg_close_program(&sb, nb);
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_dims_d(&b, nb, d);
+  const loom_sym_expr *m = loom_tpb_shape_sym(&b, "m");
+  d[nb] = d[nb + 1] = m;
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d), *Y = loom_tpb_buffer(&b, "Y", t, nb, d);
+  loom_tp_expr *bi[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_nest(&b, nb, d, bi);
+  const loom_sym_expr *one = loom_sym_const(cx, 1), *two = loom_sym_const(cx, 2), *mm[2] = {m, m};
+  const loom_tp_buffer *A = loom_tpb_alloc(&b, "A", LOOM_DTYPE_F64, 2, mm, LOOM_TP_SCOPE_LOCAL);
+  const loom_tp_buffer *D = loom_tpb_alloc(&b, "D", LOOM_DTYPE_F64, 1, &two, LOOM_TP_SCOPE_LOCAL);
+  const loom_tp_buffer *P = loom_tpb_alloc(&b, "P", LOOM_DTYPE_I64, 1, &one, LOOM_TP_SCOPE_LOCAL);
+  loom_tp_expr *z0 = loom_tpb_idx(&b, loom_sym_const(cx, 0)), *z1 = loom_tpb_idx(&b, one);
+#define IX(s) loom_tpb_idx(&b, (s))
+#define F64(v) loom_tp_const_f(a, LOOM_DTYPE_F64, (v))
+#define AT(i, j) loom_tpb_load(&b, A, (loom_tp_expr *[]){(i), (j)})
+#define PV() loom_tpb_load(&b, P, &z0)
+  const loom_sym_expr *r = loom_tpb_for(&b, "r", m, LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *k = loom_tpb_for(&b, "k", m, LOOM_TP_LOOP_SERIAL, false);
+  bi[nb] = IX(r);
+  bi[nb + 1] = IX(k);
+  loom_tpb_store(&b, A, (loom_tp_expr *[]){IX(r), IX(k)}, loom_tp_cast(a, LOOM_DTYPE_F64, loom_tpb_load(&b, X, bi)));
+  loom_tpb_end_n(&b, 2);
+  loom_tpb_store(&b, D, &z0, F64(1.0));
+  loom_tpb_store(&b, D, &z1, F64(0.0));
+  const loom_sym_expr *c = loom_tpb_for(&b, "c", m, LOOM_TP_LOOP_SERIAL, true);
+  const loom_sym_expr *rest = c ? loom_sym_sub(cx, loom_sym_sub(cx, m, c), one) : NULL; /* m - c - 1 */
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_EQ, loom_tpb_load(&b, D, &z1), F64(0.0)));
+  loom_tpb_store(&b, P, &z0, IX(c));
+  const loom_sym_expr *u = loom_tpb_for(&b, "u", rest, LOOM_TP_LOOP_SERIAL, true);
+  const loom_sym_expr *cu = c && u ? loom_sym_add(cx, loom_sym_add(cx, c, one), u) : NULL; /* c + 1 + u */
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_GT, loom_tp_op1(a, LOOM_TP_OP_ABS, AT(IX(cu), IX(c))),
+                              loom_tp_op1(a, LOOM_TP_OP_ABS, AT(PV(), IX(c)))));
+  loom_tpb_store(&b, P, &z0, IX(cu));
+  loom_tpb_end_n(&b, 2);
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_EQ, AT(PV(), IX(c)), F64(0.0)));
+  loom_tpb_store(&b, D, &z0, F64(0.0));
+  loom_tpb_store(&b, D, &z1, F64(1.0));
+  loom_tpb_else(&b);
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_NE, PV(), IX(c)));
+  const loom_sym_expr *k2 = loom_tpb_for(&b, "k2", m, LOOM_TP_LOOP_SERIAL, false);
+  loom_tp_expr *sw = loom_tpb_let(&b, "sw", AT(IX(c), IX(k2)));
+  loom_tpb_store(&b, A, (loom_tp_expr *[]){IX(c), IX(k2)}, AT(PV(), IX(k2)));
+  loom_tpb_store(&b, A, (loom_tp_expr *[]){PV(), IX(k2)}, sw);
+  loom_tpb_end(&b);
+  loom_tpb_store(&b, D, &z0, loom_tp_op1(a, LOOM_TP_OP_NEG, loom_tpb_load(&b, D, &z0)));
+  loom_tpb_end(&b);
+  loom_tpb_store(&b, D, &z0, loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&b, D, &z0), AT(IX(c), IX(c))));
+  const loom_sym_expr *u2 = loom_tpb_for(&b, "u2", rest, LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *cu2 = c && u2 ? loom_sym_add(cx, loom_sym_add(cx, c, one), u2) : NULL; /* c + 1 + u2 */
+  loom_tp_expr *fr = loom_tpb_let(&b, "fr", loom_tp_op2(a, LOOM_TP_OP_DIV, AT(IX(cu2), IX(c)), AT(IX(c), IX(c))));
+  const loom_sym_expr *k3 = loom_tpb_for(&b, "k3", c ? loom_sym_sub(cx, m, c) : NULL, LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *ck3 = c && k3 ? loom_sym_add(cx, c, k3) : NULL; /* c + k3 */
+  loom_tp_expr *upd = loom_tp_op2(a, LOOM_TP_OP_SUB, AT(IX(cu2), IX(ck3)), loom_tp_op2(a, LOOM_TP_OP_MUL, fr, AT(IX(c), IX(ck3))));
+  loom_tpb_store(&b, A, (loom_tp_expr *[]){IX(cu2), IX(ck3)}, upd);
+  loom_tpb_end_n(&b, 5); /* k3, u2, the else, the if D[1], c */
+#undef IX
+#undef F64
+#undef AT
+#undef PV
+  loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK];
+  for (int q = 0; q < nb; q++) yi[q] = bi[q];
+  loom_tpb_store(&b, Y, yi, loom_tp_cast(a, t, loom_tpb_load(&b, D, &z0)));
+  return loom_tpb_finish(&b, result);
 }
 
 /* dft along `axis` of X (..., a, ..., c) with c = 1 (real) or 2 (complex), as the reference
