@@ -16,6 +16,7 @@ pub const compiler = [_][]const u8{
     "tensorprog/interp.c",
     "tensorprog/ir.c",
     "tensorprog/parse.c",
+    "tensorprog/parse_lex.c",
     "tensorprog/print.c",
     "tensorprog/rewrite.c",
     "tensorprog/schedule.c",
