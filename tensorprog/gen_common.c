@@ -1,6 +1,7 @@
 /* gen_common.c — what every program generator shares: writing buffer types and loop nests,
  * broadcasting loads, reduction identities, substituting operands into expression templates,
  * and parsing the finished text (see tp_gen.h for why generators write text). */
+#include <assert.h>
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -284,9 +285,13 @@ loom_tp_expr *loom_tpg_b_reduce_init(loom_tpb *b, loom_tp_reduce_op op, loom_dty
 }
 
 const char *loom_tpg_var(char var, int k) {
-  static const char *const names[3][LOOM_TP_GEN_MAX_RANK] = {
-      {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7"},
-      {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"},
-      {"j0", "j1", "j2", "j3", "j4", "j5", "j6", "j7"}};
-  return names[var == 'i' ? 0 : var == 'r' ? 1 : 2][k];
+#define N8(c) {c "0", c "1", c "2", c "3", c "4", c "5", c "6", c "7"}
+  static const char letters[] = "abdeijkpr";
+  static const char *const names[][LOOM_TP_GEN_MAX_RANK] = {N8("a"), N8("b"), N8("d"), N8("e"), N8("i"),
+                                                            N8("j"), N8("k"), N8("p"), N8("r")};
+#undef N8
+  _Static_assert(sizeof names / sizeof names[0] == sizeof letters - 1, "one row of names per letter");
+  const char *at = strchr(letters, var);
+  assert(at && k >= 0 && k < LOOM_TP_GEN_MAX_RANK && "a generator asked for a name it has no row for");
+  return names[at - letters][k];
 }
