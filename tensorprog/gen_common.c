@@ -212,6 +212,34 @@ void loom_tpg_b_nest(loom_tpb *b, int rank, const loom_sym_expr *const *dims, lo
     idx[k] = loom_tpb_idx(b, loom_tpb_for(b, vars[k], dims[k], k == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
 }
 
+loom_tp_buffer *loom_tpg_b_buffer_a(loom_tpb *b, const char *buf, int rank, loom_dtype t, const loom_sym_expr **dims) {
+  const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < rank; k++) d[k] = loom_tpb_shape_sym(b, loom_tpg_var('a', k));
+  if (dims)
+    for (int k = 0; k < rank; k++) dims[k] = d[k];
+  return loom_tpb_buffer(b, buf, t, rank, d);
+}
+
+loom_tp_buffer *loom_tpg_b_output_nest(loom_tpb *b, int rank, loom_dtype t, const loom_sym_expr **iv, loom_tp_expr **yi) {
+  const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_dims_d(b, rank, d);
+  loom_tp_buffer *Y = loom_tpb_buffer(b, "Y", t, rank, d);
+  loom_tpg_b_nest(b, rank, d, yi);
+  if (iv)
+    for (int k = 0; k < rank; k++) iv[k] = yi[k] ? yi[k]->u.sym : NULL;
+  return Y;
+}
+
+loom_tp_expr *loom_tpg_b_index_let(loom_tpb *b, const char *name, const loom_tp_buffer *I, loom_tp_expr *const *idx) {
+  return loom_tpb_let(b, name, loom_tp_cast(b->a, LOOM_DTYPE_I64, loom_tpb_load(b, I, idx)));
+}
+
+loom_tp_expr *loom_tpg_b_wrap_index(loom_tpb *b, const loom_tp_expr *t, const loom_sym_expr *extent) {
+  loom_tp_expr *neg = loom_tp_op2(b->a, LOOM_TP_OP_LT, loom_tpb_dup(b, t), loom_tpb_cidx(b, 0));
+  loom_tp_expr *wrapped = loom_tp_op2(b->a, LOOM_TP_OP_ADD, loom_tpb_dup(b, t), loom_tpb_idx(b, extent));
+  return loom_tp_select(b->a, neg, wrapped, loom_tpb_dup(b, t));
+}
+
 void loom_tpg_b_bcast_dims(loom_tpb *b, const char *prefix, int r, int R, const loom_tp_bcast *m,
                            const loom_sym_expr **dims) {
   for (int j = 0; j < r; j++) {
@@ -286,9 +314,9 @@ loom_tp_expr *loom_tpg_b_reduce_init(loom_tpb *b, loom_tp_reduce_op op, loom_dty
 
 const char *loom_tpg_var(char var, int k) {
 #define N8(c) {c "0", c "1", c "2", c "3", c "4", c "5", c "6", c "7"}
-  static const char letters[] = "abdeijkpr";
-  static const char *const names[][LOOM_TP_GEN_MAX_RANK] = {N8("a"), N8("b"), N8("d"), N8("e"), N8("i"),
-                                                            N8("j"), N8("k"), N8("p"), N8("r")};
+  static const char letters[] = "abcdeijkprst";
+  static const char *const names[][LOOM_TP_GEN_MAX_RANK] = {N8("a"), N8("b"), N8("c"), N8("d"), N8("e"), N8("i"),
+                                                            N8("j"), N8("k"), N8("p"), N8("r"), N8("s"), N8("t")};
 #undef N8
   _Static_assert(sizeof names / sizeof names[0] == sizeof letters - 1, "one row of names per letter");
   const char *at = strchr(letters, var);

@@ -54,6 +54,16 @@ void loom_tpg_b_dims_d(loom_tpb *b, int rank, const loom_sym_expr **dims);
 /* Opens `for i<k> in 0..dims[k]` for k < rank (the first parallel) and sets idx[k] to the
  * index value of i<k>. */
 void loom_tpg_b_nest(loom_tpb *b, int rank, const loom_sym_expr *const *dims, loom_tp_expr **idx);
+/* Declares buffer `buf` of dtype t with dims a0 .. a<rank-1> (into dims when not NULL). */
+loom_tp_buffer *loom_tpg_b_buffer_a(loom_tpb *b, const char *buf, int rank, loom_dtype t, const loom_sym_expr **dims);
+/* Declares the result `Y: Buffer[(d0, ..), t]` and opens the loop nest over its axes
+ * (loom_tpg_b_nest): iv[k] the loop variables (when not NULL), yi[k] their index values. */
+loom_tp_buffer *loom_tpg_b_output_nest(loom_tpb *b, int rank, loom_dtype t, const loom_sym_expr **iv, loom_tp_expr **yi);
+/* The let `name: i64 = i64(I[idx])` of an index read from buffer I (its reference). */
+loom_tp_expr *loom_tpg_b_index_let(loom_tpb *b, const char *name, const loom_tp_buffer *I, loom_tp_expr *const *idx);
+/* select(t < 0, t + extent, t): index t (a let's reference; copied for each use) with a
+ * negative value counting from the end of an axis of `extent`. */
+loom_tp_expr *loom_tpg_b_wrap_index(loom_tpb *b, const loom_tp_expr *t, const loom_sym_expr *extent);
 /* The dims of a broadcast input of rank r against output rank R: d<j>, 1 or <prefix><j>. */
 void loom_tpg_b_bcast_dims(loom_tpb *b, const char *prefix, int r, int R, const loom_tp_bcast *m,
                            const loom_sym_expr **dims);
@@ -71,7 +81,7 @@ loom_tp_expr *loom_tpg_b_bcast_load(loom_tpb *b, const loom_tp_buffer *buf, int 
 /* The identity of a reduction as the value stored into a buffer of dtype t (the expression
  * the parser makes of loom_tpg_reduce_init's literal there). */
 loom_tp_expr *loom_tpg_b_reduce_init(loom_tpb *b, loom_tp_reduce_op op, loom_dtype t);
-/* Names "<var><k>" for k < LOOM_TP_GEN_MAX_RANK and var one of a b d e i j k p r: loop variables
+/* Names "<var><k>" for k < LOOM_TP_GEN_MAX_RANK and var one of a b c d e i j k p r s t: loop variables
  * i0, r3, j1, dims d2, a0, ... */
 const char *loom_tpg_var(char var, int k);
 
