@@ -314,9 +314,9 @@ loom_tp_expr *loom_tpg_b_reduce_init(loom_tpb *b, loom_tp_reduce_op op, loom_dty
 
 const char *loom_tpg_var(char var, int k) {
 #define N8(c) {c "0", c "1", c "2", c "3", c "4", c "5", c "6", c "7"}
-  static const char letters[] = "abcdeijkprst";
-  static const char *const names[][LOOM_TP_GEN_MAX_RANK] = {N8("a"), N8("b"), N8("c"), N8("d"), N8("e"), N8("i"),
-                                                            N8("j"), N8("k"), N8("p"), N8("r"), N8("s"), N8("t")};
+  static const char letters[] = "abcdefijkprstw";
+  static const char *const names[][LOOM_TP_GEN_MAX_RANK] = {N8("a"), N8("b"), N8("c"), N8("d"), N8("e"), N8("f"), N8("i"),
+                                                            N8("j"), N8("k"), N8("p"), N8("r"), N8("s"), N8("t"), N8("w")};
 #undef N8
   _Static_assert(sizeof names / sizeof names[0] == sizeof letters - 1, "one row of names per letter");
   const char *at = strchr(letters, var);

@@ -81,7 +81,7 @@ loom_tp_expr *loom_tpg_b_bcast_load(loom_tpb *b, const loom_tp_buffer *buf, int 
 /* The identity of a reduction as the value stored into a buffer of dtype t (the expression
  * the parser makes of loom_tpg_reduce_init's literal there). */
 loom_tp_expr *loom_tpg_b_reduce_init(loom_tpb *b, loom_tp_reduce_op op, loom_dtype t);
-/* Names "<var><k>" for k < LOOM_TP_GEN_MAX_RANK and var one of a b c d e i j k p r s t: loop variables
+/* Names "<var><k>" for k < LOOM_TP_GEN_MAX_RANK and var one of a b c d e f i j k p r s t w: loop variables
  * i0, r3, j1, dims d2, a0, ... */
 const char *loom_tpg_var(char var, int k);
 
