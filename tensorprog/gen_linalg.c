@@ -30,12 +30,12 @@ loom_status loom_tp_gen_det(loom_arena *a, loom_sym_ctx *cx, const char *name, l
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(&b, nb, d);
+  loom_tpg_dims_d(&b, nb, d);
   const loom_sym_expr *m = loom_tpb_shape_sym(&b, "m");
   d[nb] = d[nb + 1] = m;
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d), *Y = loom_tpb_buffer(&b, "Y", t, nb, d);
   loom_tp_expr *bi[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_nest(&b, nb, d, bi);
+  loom_tpg_nest(&b, nb, d, bi);
   const loom_sym_expr *one = loom_sym_const(cx, 1), *two = loom_sym_const(cx, 2), *mm[2] = {m, m};
   const loom_tp_buffer *A = loom_tpb_alloc(&b, "A", LOOM_DTYPE_F64, 2, mm, LOOM_TP_SCOPE_LOCAL);
   const loom_tp_buffer *D = loom_tpb_alloc(&b, "D", LOOM_DTYPE_F64, 1, &two, LOOM_TP_SCOPE_LOCAL);

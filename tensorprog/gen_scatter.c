@@ -13,7 +13,7 @@ static void index_lets(loom_tpb *b, const loom_tp_buffer *I, loom_tp_expr *const
   for (int k = 0; k < lead; k++) ii[k] = li[k];
   for (int j = 0; j < depth; j++) {
     ii[lead] = loom_tpb_cidx(b, j);
-    tj[j] = loom_tpg_b_index_let(b, loom_tpg_var('t', j), I, ii);
+    tj[j] = loom_tpg_index_let(b, loom_tpg_var('t', j), I, ii);
   }
 }
 
@@ -41,10 +41,10 @@ static void scatter_store(loom_tpb *b, const loom_tp_buffer *Y, const loom_tp_bu
   loom_tpb_store(b, Y, dst, loom_tp_op2(b->a, op, loom_tpb_load(b, Y, dst), u));
 }
 
-/* A combining reduction needs arithmetic on t (not bool). */
+/* add and mul need arithmetic on t (bool has min and max only). */
 static loom_status check_reduction(const char *what, loom_dtype t, loom_tp_scatter_reduction r) {
-  if (t == LOOM_DTYPE_BOOL && r >= LOOM_TP_SCATTER_ADD && r <= LOOM_TP_SCATTER_MAX)
-    return LOOM_ERROR(INVALID_ARGUMENT, "%s: a combining reduction on bool", what);
+  if (t == LOOM_DTYPE_BOOL && (r == LOOM_TP_SCATTER_ADD || r == LOOM_TP_SCATTER_MUL))
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: reduction %s on bool", what, r == LOOM_TP_SCATTER_ADD ? "add" : "mul");
   return LOOM_OK;
 }
 
@@ -71,10 +71,10 @@ loom_status loom_tp_gen_gather_nd(loom_arena *a, loom_sym_ctx *cx, const char *n
   pi[lead] = loom_sym_const(cx, depth);
   const loom_tp_buffer *I = loom_tpb_buffer(&b, "I", index_t, index_rank, pi);
   loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK], *tj[LOOM_TP_GEN_MAX_RANK];
-  const loom_tp_buffer *Y = loom_tpg_b_output_nest(&b, R, t, NULL, yi);
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, R, t, NULL, yi);
   index_lets(&b, I, yi, lead, depth, tj);
   for (int k = 0; k < x_rank; k++)
-    xi[k] = k < batch ? yi[k] : k < batch + depth ? loom_tpg_b_wrap_index(&b, tj[k - batch], px[k]) : yi[lead + k - batch - depth];
+    xi[k] = k < batch ? yi[k] : k < batch + depth ? loom_tpg_wrap_index(&b, tj[k - batch], px[k]) : yi[lead + k - batch - depth];
   loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
   return loom_tpb_finish(&b, result);
 }
@@ -97,21 +97,21 @@ loom_status loom_tp_gen_scatter_nd(loom_arena *a, loom_sym_ctx *cx, const char *
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *ad[LOOM_TP_GEN_MAX_RANK], *pi[LOOM_TP_GEN_MAX_RANK], *pu[LOOM_TP_GEN_MAX_RANK];
-  const loom_tp_buffer *X = loom_tpg_b_buffer_a(&b, "X", x_rank, t, ad);
-  loom_tpg_b_dims_d(&b, lead, pi);
+  const loom_tp_buffer *X = loom_tpg_buffer_a(&b, "X", x_rank, t, ad);
+  loom_tpg_dims_d(&b, lead, pi);
   pi[lead] = loom_sym_const(cx, depth);
   const loom_tp_buffer *I = loom_tpb_buffer(&b, "I", index_t, index_rank, pi);
   for (int k = 0; k < lead; k++) pu[k] = pi[k];
   for (int k = depth; k < x_rank; k++) pu[lead + k - depth] = ad[k];
   const loom_tp_buffer *U = loom_tpb_buffer(&b, "U", t, ur, pu);
-  const loom_tp_buffer *Y = loom_tpg_b_buffer_a(&b, "Y", x_rank, t, NULL);
+  const loom_tp_buffer *Y = loom_tpg_buffer_a(&b, "Y", x_rank, t, NULL);
   copy_nest(&b, X, Y, x_rank, ad);
   loom_tp_expr *li[LOOM_TP_GEN_MAX_RANK], *tj[LOOM_TP_GEN_MAX_RANK], *dst[LOOM_TP_GEN_MAX_RANK], *src[LOOM_TP_GEN_MAX_RANK];
   for (int k = 0; k < lead; k++) li[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('i', k), pi[k], LOOM_TP_LOOP_SERIAL, true));
   index_lets(&b, I, li, lead, depth, tj);
   for (int k = depth; k < x_rank; k++)
     dst[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('s', k), ad[k], LOOM_TP_LOOP_SERIAL, true));
-  for (int k = 0; k < depth; k++) dst[k] = loom_tpg_b_wrap_index(&b, tj[k], ad[k]);
+  for (int k = 0; k < depth; k++) dst[k] = loom_tpg_wrap_index(&b, tj[k], ad[k]);
   for (int k = 0; k < ur; k++) src[k] = k < lead ? li[k] : dst[depth + k - lead];
   scatter_store(&b, Y, U, r, dst, src);
   return loom_tpb_finish(&b, result);
@@ -130,16 +130,16 @@ loom_status loom_tp_gen_scatter_elements(loom_arena *a, loom_sym_ctx *cx, const 
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *ad[LOOM_TP_GEN_MAX_RANK], *d[LOOM_TP_GEN_MAX_RANK];
-  const loom_tp_buffer *X = loom_tpg_b_buffer_a(&b, "X", rank, t, ad);
-  loom_tpg_b_dims_d(&b, rank, d);
+  const loom_tp_buffer *X = loom_tpg_buffer_a(&b, "X", rank, t, ad);
+  loom_tpg_dims_d(&b, rank, d);
   const loom_tp_buffer *I = loom_tpb_buffer(&b, "I", index_t, rank, d);
   const loom_tp_buffer *U = loom_tpb_buffer(&b, "U", t, rank, d);
-  const loom_tp_buffer *Y = loom_tpg_b_buffer_a(&b, "Y", rank, t, NULL);
+  const loom_tp_buffer *Y = loom_tpg_buffer_a(&b, "Y", rank, t, NULL);
   copy_nest(&b, X, Y, rank, ad);
   loom_tp_expr *ii[LOOM_TP_GEN_MAX_RANK], *dst[LOOM_TP_GEN_MAX_RANK];
   for (int k = 0; k < rank; k++) ii[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('i', k), d[k], LOOM_TP_LOOP_SERIAL, true));
-  loom_tp_expr *ti = loom_tpg_b_index_let(&b, "t", I, ii);
-  for (int k = 0; k < rank; k++) dst[k] = k == axis ? loom_tpg_b_wrap_index(&b, ti, ad[k]) : ii[k];
+  loom_tp_expr *ti = loom_tpg_index_let(&b, "t", I, ii);
+  for (int k = 0; k < rank; k++) dst[k] = k == axis ? loom_tpg_wrap_index(&b, ti, ad[k]) : ii[k];
   scatter_store(&b, Y, U, r, dst, ii);
   return loom_tpb_finish(&b, result);
 }

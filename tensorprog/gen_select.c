@@ -39,7 +39,7 @@ loom_status loom_tp_gen_nonzero(loom_arena *a, loom_sym_ctx *cx, const char *nam
   loom_tpb bb, *b = &bb;
   loom_tpb_init(b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK], *yd[2] = {loom_sym_const(cx, rank), NULL};
-  loom_tpg_b_dims_d(b, rank, d);
+  loom_tpg_dims_d(b, rank, d);
   const loom_tp_buffer *X = loom_tpb_buffer(b, "X", t, rank, d), *S = NULL, *Y = NULL, *C = NULL;
   const loom_sym_expr *one = loom_sym_const(cx, 1);
   if (count) {
@@ -119,7 +119,7 @@ loom_status loom_tp_gen_unique(loom_arena *a, loom_sym_ctx *cx, const char *name
   loom_tpb bb, *b = &bb;
   loom_tpb_init(b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK], *yd[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(b, rank, d);
+  loom_tpg_dims_d(b, rank, d);
   const loom_sym_expr *N = d[axis], *one = loom_sym_const(cx, 1);
   const loom_tp_buffer *X = loom_tpb_buffer(b, "X", t, rank, d), *S = NULL, *Y = NULL;
   switch (part) {

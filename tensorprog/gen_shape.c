@@ -15,9 +15,9 @@ loom_status loom_tp_gen_reshape(loom_arena *a, loom_sym_ctx *cx, const char *nam
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *ad[LOOM_TP_GEN_MAX_RANK], *iv[LOOM_TP_GEN_MAX_RANK];
-  const loom_tp_buffer *X = loom_tpg_b_buffer_a(&b, "X", rank_in, t, ad);
+  const loom_tp_buffer *X = loom_tpg_buffer_a(&b, "X", rank_in, t, ad);
   loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK];
-  const loom_tp_buffer *Y = loom_tpg_b_output_nest(&b, rank_out, t, iv, yi);
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, rank_out, t, iv, yi);
   const loom_sym_expr *flat = loom_sym_const(cx, 0);
   for (int k = 0; k < rank_out; k++) {
     const loom_sym_expr *term = iv[k];
@@ -52,7 +52,7 @@ loom_status loom_tp_gen_permute(loom_arena *a, loom_sym_ctx *cx, const char *nam
   for (int m = 0; m < rank; m++) px[m] = loom_tpb_shape_sym(&b, loom_tpg_var('d', inv[m]));
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, px);
   loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK];
-  const loom_tp_buffer *Y = loom_tpg_b_output_nest(&b, rank, t, NULL, yi);
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, rank, t, NULL, yi);
   for (int k = 0; k < rank; k++) xi[perm[k]] = yi[k];
   loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
   return loom_tpb_finish(&b, result);
@@ -114,12 +114,12 @@ loom_status loom_tp_gen_slice(loom_arena *a, loom_sym_ctx *cx, const char *name,
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
-  const loom_tp_buffer *X = loom_tpg_b_buffer_a(&b, "X", rank, t, NULL);
+  const loom_tp_buffer *X = loom_tpg_buffer_a(&b, "X", rank, t, NULL);
   const loom_sym_expr *bk[LOOM_TP_GEN_MAX_RANK], *iv[LOOM_TP_GEN_MAX_RANK];
   for (int k = 0; k < rank; k++)
     if (axes_mask >> k & 1) bk[k] = loom_tpb_scalar(&b, loom_tpg_var('b', k));
   loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK];
-  const loom_tp_buffer *Y = loom_tpg_b_output_nest(&b, rank, t, iv, yi);
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, rank, t, iv, yi);
   for (int k = 0; k < rank; k++)
     xi[k] = axes_mask >> k & 1 ? loom_tpb_idx(&b, loom_sym_add(cx, bk[k], loom_sym_mul(cx, iv[k], loom_sym_const(cx, strides[k]))))
                                : yi[k];
@@ -146,10 +146,10 @@ loom_status loom_tp_gen_take(loom_arena *a, loom_sym_ctx *cx, const char *name, 
   for (int k = 0; k < index_rank; k++) pi[k] = loom_tpb_shape_sym(&b, loom_tpg_var('d', axis + k));
   const loom_tp_buffer *I = loom_tpb_buffer(&b, "I", index_t, index_rank, pi);
   loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK];
-  const loom_tp_buffer *Y = loom_tpg_b_output_nest(&b, R, t, NULL, yi);
-  loom_tp_expr *ti = loom_tpg_b_index_let(&b, "t", I, yi + axis);
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, R, t, NULL, yi);
+  loom_tp_expr *ti = loom_tpg_index_let(&b, "t", I, yi + axis);
   for (int k = 0; k < rank; k++)
-    xi[k] = k < axis ? yi[k] : k > axis ? yi[k - 1 + index_rank] : loom_tpg_b_wrap_index(&b, ti, px[axis]);
+    xi[k] = k < axis ? yi[k] : k > axis ? yi[k - 1 + index_rank] : loom_tpg_wrap_index(&b, ti, px[axis]);
   loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
   return loom_tpb_finish(&b, result);
 }
@@ -165,13 +165,13 @@ loom_status loom_tp_gen_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, l
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *ad[LOOM_TP_GEN_MAX_RANK], *pk[LOOM_TP_GEN_MAX_RANK], *iv[LOOM_TP_GEN_MAX_RANK];
   const loom_sym_expr *nr = loom_sym_const(cx, rank), *one = loom_sym_const(cx, 1);
-  const loom_tp_buffer *X = loom_tpg_b_buffer_a(&b, "X", rank, t, ad), *P = NULL, *V = NULL;
+  const loom_tp_buffer *X = loom_tpg_buffer_a(&b, "X", rank, t, ad), *P = NULL, *V = NULL;
   if (pads_buffer) P = loom_tpb_buffer(&b, "P", LOOM_DTYPE_I64, 1, &nr);
   else
     for (int k = 0; k < rank; k++) pk[k] = loom_tpb_scalar(&b, loom_tpg_var('p', k));
   if (value_rank >= 0) V = loom_tpb_buffer(&b, "V", t, value_rank, &one);
   loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK], *cond = NULL;
-  const loom_tp_buffer *Y = loom_tpg_b_output_nest(&b, rank, t, iv, yi);
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, rank, t, iv, yi);
   if (!rank) {
     loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
     return loom_tpb_finish(&b, result);
@@ -206,9 +206,9 @@ loom_status loom_tp_gen_tile(loom_arena *a, loom_sym_ctx *cx, const char *name, 
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *ad[LOOM_TP_GEN_MAX_RANK], *iv[LOOM_TP_GEN_MAX_RANK];
-  const loom_tp_buffer *X = loom_tpg_b_buffer_a(&b, "X", rank, t, ad);
+  const loom_tp_buffer *X = loom_tpg_buffer_a(&b, "X", rank, t, ad);
   loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK];
-  const loom_tp_buffer *Y = loom_tpg_b_output_nest(&b, rank, t, iv, yi);
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, rank, t, iv, yi);
   for (int k = 0; k < rank; k++) xi[k] = loom_tpb_idx(&b, loom_sym_floormod(cx, iv[k], ad[k]));
   loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
   return loom_tpb_finish(&b, result);
@@ -221,10 +221,10 @@ loom_status loom_tp_gen_repeat(loom_arena *a, loom_sym_ctx *cx, const char *name
   if (axis < 0 || axis >= rank || repeats < 1) return LOOM_ERROR(INVALID_ARGUMENT, "repeat: bad axis or repeats");
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
-  const loom_tp_buffer *X = loom_tpg_b_buffer_a(&b, "X", rank, t, NULL);
+  const loom_tp_buffer *X = loom_tpg_buffer_a(&b, "X", rank, t, NULL);
   const loom_sym_expr *iv[LOOM_TP_GEN_MAX_RANK];
   loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK];
-  const loom_tp_buffer *Y = loom_tpg_b_output_nest(&b, rank, t, iv, yi);
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, rank, t, iv, yi);
   for (int k = 0; k < rank; k++) xi[k] = k == axis ? loom_tpb_idx(&b, loom_sym_floordiv(cx, iv[k], loom_sym_const(cx, repeats))) : yi[k];
   loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
   return loom_tpb_finish(&b, result);
@@ -239,13 +239,13 @@ loom_status loom_tp_gen_gather_elements(loom_arena *a, loom_sym_ctx *cx, const c
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *ad[LOOM_TP_GEN_MAX_RANK], *d[LOOM_TP_GEN_MAX_RANK];
-  const loom_tp_buffer *X = loom_tpg_b_buffer_a(&b, "X", rank, t, ad);
-  loom_tpg_b_dims_d(&b, rank, d);
+  const loom_tp_buffer *X = loom_tpg_buffer_a(&b, "X", rank, t, ad);
+  loom_tpg_dims_d(&b, rank, d);
   const loom_tp_buffer *I = loom_tpb_buffer(&b, "I", index_t, rank, d);
   loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK];
-  const loom_tp_buffer *Y = loom_tpg_b_output_nest(&b, rank, t, NULL, yi);
-  loom_tp_expr *ti = loom_tpg_b_index_let(&b, "t", I, yi);
-  for (int k = 0; k < rank; k++) xi[k] = k == axis ? loom_tpg_b_wrap_index(&b, ti, ad[k]) : yi[k];
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, rank, t, NULL, yi);
+  loom_tp_expr *ti = loom_tpg_index_let(&b, "t", I, yi);
+  for (int k = 0; k < rank; k++) xi[k] = k == axis ? loom_tpg_wrap_index(&b, ti, ad[k]) : yi[k];
   loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
   return loom_tpb_finish(&b, result);
 }
@@ -260,13 +260,13 @@ loom_status loom_tp_gen_one_hot(loom_arena *a, loom_sym_ctx *cx, const char *nam
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(&b, index_rank, d);
+  loom_tpg_dims_d(&b, index_rank, d);
   const loom_tp_buffer *I = loom_tpb_buffer(&b, "I", index_t, index_rank, d);
   const loom_sym_expr *iv[LOOM_TP_GEN_MAX_RANK];
   loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK];
-  const loom_tp_buffer *Y = loom_tpg_b_output_nest(&b, R, t, iv, yi);
-  loom_tp_expr *ti = loom_tpg_b_index_let(&b, "t", I, yi);
-  loom_tp_expr *hit = loom_tp_op2(a, LOOM_TP_OP_EQ, loom_tpg_b_wrap_index(&b, ti, Y ? Y->dims[R - 1] : NULL),
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, R, t, iv, yi);
+  loom_tp_expr *ti = loom_tpg_index_let(&b, "t", I, yi);
+  loom_tp_expr *hit = loom_tp_op2(a, LOOM_TP_OP_EQ, loom_tpg_wrap_index(&b, ti, Y ? Y->dims[R - 1] : NULL),
                                   loom_tpb_idx(&b, iv[R - 1]));
   loom_tp_expr *on = loom_tp_cast(a, t, loom_tpb_parse(&b, on_text, NULL, NULL, 0, NULL));
   loom_tp_expr *off = loom_tp_cast(a, t, loom_tpb_parse(&b, off_text, NULL, NULL, 0, NULL));
@@ -280,7 +280,7 @@ loom_status loom_tp_gen_arange(loom_arena *a, loom_sym_ctx *cx, const char *name
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *start = loom_tpb_scalar(&b, "start"), *step = loom_tpb_scalar(&b, "step"), *iv;
   loom_tp_expr *yi;
-  const loom_tp_buffer *Y = loom_tpg_b_output_nest(&b, 1, t, &iv, &yi);
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, 1, t, &iv, &yi);
   loom_tpb_store(&b, Y, &yi, loom_tp_cast(a, t, loom_tpb_idx(&b, loom_sym_add(cx, start, loom_sym_mul(cx, iv, step)))));
   return loom_tpb_finish(&b, result);
 }
