@@ -7,6 +7,19 @@
 #include "graph/graph.h"
 #include "graph/legalize.h"
 
+/* Makes program `name` from a parameter struct (tensorprog/tp_gen.h, LOOM_TP_GEN_PARAMS): an
+ * adapter of legalization's over a tp_gen.h generator. */
+typedef loom_status (*loom_graph_gen_fn)(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp);
+
+/* A program legalization generated, and what from (loom_legal_program's cache). */
+typedef struct loom_graph_generated {
+  uint64_t key;          /* loom_tp_gen_key of the parameters */
+  loom_graph_gen_fn gen; /* the generator */
+  const void *params;    /* a copy of the parameter struct (module arena) */
+  size_t size;           /* its size in bytes */
+  loom_tp_func *tp;      /* the program */
+} loom_graph_generated;
+
 struct loom_graph_module {
   loom_allocator *alloc;
   loom_arena arena;                      /* every IR node of the module */
@@ -16,6 +29,7 @@ struct loom_graph_module {
   LOOM_VEC(loom_tp_func *) tps;
   LOOM_VEC(loom_graph_const) consts;
   LOOM_VEC(loom_graph_extern) externs;
+  LOOM_VEC(loom_graph_generated) generated; /* programs legalization made, with their parameters */
   uint32_t next_var_id;                  /* ids of graph vars */
   uint32_t next_fresh;                   /* counter for fresh symbol names */
   const loom_sinfo *object;              /* the shared Object info */

@@ -64,6 +64,39 @@ loom_status loom_legal_tensor_arg(const loom_graph_expr *call, size_t i, const l
   return LOOM_OK;
 }
 
+loom_status loom_legal_axis_arg(const loom_graph_expr *call, const loom_sinfo **x, int *axis) {
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, x));
+  if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), (*x)->ndim, axis)) return loom_legal_unsupported(call, "for this axis");
+  return LOOM_OK;
+}
+
+/* The cache is a list searched by key: a module holds some hundreds of programs, and a lookup
+ * costs one compare of 64 bits per entry. */
+loom_status loom_legal_program(loom_graph_module *m, const char *name, loom_graph_gen_fn gen, const void *params, size_t size,
+                               loom_tp_func **tp) {
+  uint64_t key = loom_tp_gen_key(params, size);
+  for (size_t i = 0; i < m->generated.len; i++) {
+    const loom_graph_generated *g = &m->generated.data[i];
+    if (g->key == key && g->gen == gen && g->size == size && !memcmp(g->params, params, size)) {
+      *tp = g->tp;
+      return LOOM_OK;
+    }
+  }
+  char unique[300];
+  const char *nm = name;
+  for (int k = 2; loom_graph_module_find_tp(m, nm); k++) {
+    snprintf(unique, sizeof unique, "%s_%d", name, k);
+    nm = unique;
+  }
+  LOOM_PROPAGATE(gen(m, nm, params, tp));
+  void *copy = loom_arena_alloc(loom_graph_module_arena(m), size ? size : 1, 8);
+  if (!copy) return LOOM_OOM();
+  if (size) memcpy(copy, params, size);
+  loom_graph_generated g = {key, gen, copy, size, *tp};
+  if (!LOOM_VEC_PUSH(m->alloc, &m->generated, g)) return LOOM_OOM();
+  return loom_graph_module_add_tp(m, *tp);
+}
+
 /* Broadcast mode of each axis of `in` against the output dims (aligned right). Appends a
  * letter per axis to `key` (F, 1, G). */
 void loom_legal_bcast_modes(loom_sym_ctx *cx, const loom_sinfo *in, const loom_sym_expr *const *out_dims, int out_rank,

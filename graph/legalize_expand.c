@@ -32,23 +32,18 @@ loom_graph_expr *loom_lx_add(loom_lx *x, const char *suffix, loom_graph_binding_
   return nb->var;
 }
 
-/* The program `name` (made by gen when the module lacks it) called on args, writing a result of
- * struct info si; its var in *out. */
-loom_status loom_lx_call(loom_lx *x, const char *name, loom_lx_gen gen, const void *ctx, size_t nargs, loom_graph_expr *const *args,
-                         const loom_sinfo *si, loom_graph_expr **call) {
-  loom_tp_func *tp = loom_graph_module_find_tp(x->m, name);
-  if (!tp) {
-    LOOM_PROPAGATE(gen(x->m, name, ctx, &tp));
-    LOOM_PROPAGATE(loom_graph_module_add_tp(x->m, tp));
-  }
+loom_status loom_lx_call(loom_lx *x, const char *name, loom_graph_gen_fn gen, const void *params, size_t size, size_t nargs,
+                         loom_graph_expr *const *args, const loom_sinfo *si, loom_graph_expr **call) {
+  loom_tp_func *tp;
+  LOOM_PROPAGATE(loom_legal_program(x->m, name, gen, params, size, &tp));
   *call = loom_graph_call_tp(x->m, loom_tp_func_name(tp), nargs, args, si);
   return *call ? LOOM_OK : LOOM_OOM();
 }
 
-loom_status loom_lx_add_tp(loom_lx *x, const char *suffix, const char *name, loom_lx_gen gen, const void *ctx, size_t nargs,
-                           loom_graph_expr *const *args, const loom_sinfo *si, loom_graph_expr **out) {
+loom_status loom_lx_add_tp(loom_lx *x, const char *suffix, const char *name, loom_graph_gen_fn gen, const void *params, size_t size,
+                           size_t nargs, loom_graph_expr *const *args, const loom_sinfo *si, loom_graph_expr **out) {
   loom_graph_expr *c;
-  LOOM_PROPAGATE(loom_lx_call(x, name, gen, ctx, nargs, args, si, &c));
+  LOOM_PROPAGATE(loom_lx_call(x, name, gen, params, size, nargs, args, si, &c));
   return (*out = loom_lx_add(x, suffix, LOOM_GRAPH_BIND_VAR, c, si)) ? LOOM_OK : LOOM_OOM();
 }
 
@@ -83,14 +78,14 @@ loom_status loom_lx_bind_dims(loom_lx *x, const char *suffix, loom_graph_expr *v
   return LOOM_OK;
 }
 
-loom_status loom_lx_bind_program(loom_lx *x, const char *what, const char *bind, const char *name, loom_lx_gen gen,
-                                 const void *ctx, size_t nargs, loom_graph_expr *const *args, size_t n,
+loom_status loom_lx_bind_program(loom_lx *x, const char *what, const char *bind, const char *name, loom_graph_gen_fn gen,
+                                 const void *params, size_t size, size_t nargs, loom_graph_expr *const *args, size_t n,
                                  const loom_sym_expr *const *dims) {
   const loom_sym_expr *len = loom_sym_const(loom_graph_module_sym(x->m), (int64_t)n);
   const loom_sinfo *vec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &len, x->b->value->u.call.args[0]->sinfo->device);
   loom_graph_expr *v;
   if (!vec) return LOOM_OOM();
-  LOOM_PROPAGATE(loom_lx_add_tp(x, what, name, gen, ctx, nargs, args, vec, &v));
+  LOOM_PROPAGATE(loom_lx_add_tp(x, what, name, gen, params, size, nargs, args, vec, &v));
   return loom_lx_bind_dims(x, bind, v, n, dims);
 }
 
@@ -190,16 +185,16 @@ static loom_status expand_split(loom_lx *x, loom_graph_expr **value) {
 
 /* ---- topk ----------------------------------------------------------------------------------- */
 
-typedef struct topk_key {
+typedef struct topk_params {
   loom_dtype t;
-  int rank, axis;
-  bool largest, indices;
-} topk_key;
+  int32_t rank, axis, largest, indices;
+} topk_params;
+LOOM_TP_GEN_PARAMS(topk_params, 5 * 4);
 
-static loom_status gen_topk(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
-  const topk_key *k = ctx;
-  return loom_tp_gen_topk(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->t, k->rank, k->axis, k->largest,
-                          k->indices, tp);
+static loom_status gen_topk(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const topk_params *p = params;
+  return loom_tp_gen_topk(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, p->axis, p->largest, p->indices,
+                          tp);
 }
 
 /* t = topk(x, k=..) -> t_values, t_indices = two programs (each reads k from its result
@@ -213,9 +208,10 @@ static loom_status expand_topk(loom_lx *x, loom_graph_expr **value) {
   if (in->ndim < 1 || in->dtype == LOOM_DTYPE_BOOL || !out || out->kind != LOOM_SINFO_TUPLE || out->nfields != 2 ||
       !out->fields[0]->dims)
     return loom_legal_unsupported(call, "for this operand");
-  topk_key key = {in->dtype, in->ndim, 0, loom_graph_call_int(call, "largest") != 0, false};
-  if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), in->ndim, &key.axis))
-    return loom_legal_unsupported(call, "for this axis");
+  topk_params key = {.t = in->dtype, .rank = in->ndim, .largest = loom_graph_call_int(call, "largest") != 0};
+  int axis;
+  if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), in->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+  key.axis = axis;
   loom_sym_ctx *cx = loom_graph_module_sym(x->m);
   const loom_sym_expr *k = out->fields[0]->dims[key.axis];
   if (call->u.call.nargs > 1) {
@@ -241,7 +237,7 @@ static loom_status expand_topk(loom_lx *x, loom_graph_expr **value) {
     key.indices = p == 1;
     snprintf(name, sizeof name, "topk_%s_r%d_a%d_%s_%s", loom_dtype_name(in->dtype), in->ndim, key.axis,
              key.largest ? "largest" : "smallest", p ? "indices" : "values");
-    LOOM_PROPAGATE(loom_lx_add_tp(x, p ? "indices" : "values", name, gen_topk, &key, 1, &arg, out->fields[p], &parts[p]));
+    LOOM_PROPAGATE(loom_lx_add_tp(x, p ? "indices" : "values", name, gen_topk, &key, sizeof key, 1, &arg, out->fields[p], &parts[p]));
   }
   *value = loom_graph_tuple_new(x->m, 2, parts);
   return LOOM_OK;
@@ -249,19 +245,24 @@ static loom_status expand_topk(loom_lx *x, loom_graph_expr **value) {
 
 /* ---- run-time axes and shapes ------------------------------------------------------------------ */
 
-typedef struct dims_key {
+/* The dims program of run-time axes (n of them, dtype ta, in a rank-arank operand) or of a
+ * reshape target (n values). */
+typedef struct dims_params {
   loom_dtype tx, ta;
-  int rank, n, arank;
-  loom_tp_axes_form form;
-  bool reshape, allowzero; /* a reshape target instead of axes */
-} dims_key;
+  int32_t rank, n;
+  int32_t arank;            /* axes */
+  loom_tp_axes_form form;   /* axes */
+  int32_t reshape;          /* a reshape target instead of axes */
+  int32_t allowzero;        /* reshape */
+} dims_params;
+LOOM_TP_GEN_PARAMS(dims_params, 8 * 4);
 
-static loom_status gen_dims(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
-  const dims_key *k = ctx;
+static loom_status gen_dims(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const dims_params *p = params;
   loom_arena *ar = loom_graph_module_arena(m);
   loom_sym_ctx *cx = loom_graph_module_sym(m);
-  if (k->reshape) return loom_tp_gen_reshape_dims(ar, cx, name, k->tx, k->rank, k->n, k->ta, k->allowzero, tp);
-  return loom_tp_gen_axes_dims(ar, cx, name, k->tx, k->rank, k->n, k->ta, k->arank, k->form, tp);
+  if (p->reshape) return loom_tp_gen_reshape_dims(ar, cx, name, p->tx, p->rank, p->n, p->ta, p->allowzero, tp);
+  return loom_tp_gen_axes_dims(ar, cx, name, p->tx, p->rank, p->n, p->ta, p->arank, p->form, tp);
 }
 
 /* The run-time operand `what` (call operand 1): an integer tensor of rank 0 (when one value
@@ -277,7 +278,7 @@ static loom_status int_operand(const loom_graph_expr *call, bool scalar_ok, cons
 }
 
 /* `<b>_dims = call_tp(@dims program, (x, operand 1))`, bound to pat[0 .. len). */
-static loom_status bind_dims(loom_lx *x, const dims_key *key, size_t len, const loom_sym_expr *const *pat) {
+static loom_status bind_dims(loom_lx *x, const dims_params *key, size_t len, const loom_sym_expr *const *pat) {
   const loom_graph_expr *call = x->b->value;
   static const char *const forms[] = {"keep", "reduce", "squeeze", "expand", "one"};
   char name[128];
@@ -288,7 +289,7 @@ static loom_status bind_dims(loom_lx *x, const dims_key *key, size_t len, const 
     snprintf(name, sizeof name, "axes_dims_%s_%s_r%d_n%d_%s%s", forms[key->form], loom_dtype_name(key->tx), key->rank,
              key->n, loom_dtype_name(key->ta), key->arank ? "" : "_s");
   loom_graph_expr *args[2] = {call->u.call.args[0], call->u.call.args[1]};
-  return loom_lx_bind_program(x, "dims", "shape", name, gen_dims, key, 2, args, len, pat);
+  return loom_lx_bind_program(x, "dims", "shape", name, gen_dims, key, sizeof *key, 2, args, len, pat);
 }
 
 /* The view `reshape(v, shape=[y's dims])` as the rewritten binding's value. */
@@ -306,15 +307,16 @@ static loom_status result_tensor(const loom_lx *x, const loom_sinfo **out) {
   return LOOM_OK;
 }
 
-typedef struct reduce_key {
+typedef struct reduce_any_params {
   loom_tp_reduce_op op;
   loom_dtype t;
-  int rank;
-} reduce_key;
+  int32_t rank;
+} reduce_any_params;
+LOOM_TP_GEN_PARAMS(reduce_any_params, 3 * 4);
 
-static loom_status gen_reduce_any(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
-  const reduce_key *k = ctx;
-  return loom_tp_gen_reduce_any(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->op, k->t, k->rank, tp);
+static loom_status gen_reduce_any(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const reduce_any_params *p = params;
+  return loom_tp_gen_reduce_any(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->op, p->t, p->rank, tp);
 }
 
 /* y = sum(x, axes) with run-time axes (n of them) ->
@@ -331,7 +333,8 @@ static loom_status expand_reduce(loom_lx *x, loom_tp_reduce_op op, loom_graph_ex
   LOOM_PROPAGATE(result_tensor(x, &out));
   if (n > in->ndim) return loom_legal_unsupported(call, "for more axes than the rank");
   bool keep = loom_graph_call_int(call, "keepdims") != 0;
-  dims_key key = {in->dtype, axes->dtype, in->ndim, n, 1, keep ? LOOM_TP_AXES_REDUCE_KEEPDIMS : LOOM_TP_AXES_REDUCE, false, false};
+  dims_params key = {.tx = in->dtype, .ta = axes->dtype, .rank = in->ndim, .n = n, .arank = 1,
+                     .form = keep ? LOOM_TP_AXES_REDUCE_KEEPDIMS : LOOM_TP_AXES_REDUCE};
   const loom_sym_expr *pat[2 * LOOM_TP_GEN_MAX_RANK];
   if (keep) memcpy(pat, out->dims, (size_t)in->ndim * sizeof *pat);
   else {
@@ -341,14 +344,14 @@ static loom_status expand_reduce(loom_lx *x, loom_tp_reduce_op op, loom_graph_ex
   LOOM_PROPAGATE(bind_dims(x, &key, (size_t)in->ndim + (keep ? 0 : (size_t)out->ndim), pat));
   char name[128];
   snprintf(name, sizeof name, "%s_any_%s_r%d", loom_graph_op_name(call->u.call.op), loom_dtype_name(in->dtype), in->ndim);
-  reduce_key rk = {op, in->dtype, in->ndim};
+  reduce_any_params rk = {.op = op, .t = in->dtype, .rank = in->ndim};
   loom_graph_expr *arg = call->u.call.args[0], *kept;
   if (keep) {
-    return loom_lx_call(x, name, gen_reduce_any, &rk, 1, &arg, out, value);
+    return loom_lx_call(x, name, gen_reduce_any, &rk, sizeof rk, 1, &arg, out, value);
   }
   const loom_sinfo *ksi = loom_sinfo_tensor(x->m, in->dtype, in->ndim, pat, in->device);
   if (!ksi) return LOOM_OOM();
-  LOOM_PROPAGATE(loom_lx_add_tp(x, "keep", name, gen_reduce_any, &rk, 1, &arg, ksi, &kept));
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "keep", name, gen_reduce_any, &rk, sizeof rk, 1, &arg, ksi, &kept));
   return view_as_result(x, kept, value);
 }
 
@@ -361,11 +364,11 @@ static loom_status expand_view(loom_lx *x, loom_graph_expr **value) {
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
   LOOM_PROPAGATE(int_operand(call, false, &opd, &n));
   LOOM_PROPAGATE(result_tensor(x, &out));
-  dims_key key = {in->dtype, opd->dtype, in->ndim, n, 1, LOOM_TP_AXES_SQUEEZE, false, false};
+  dims_params key = {.tx = in->dtype, .ta = opd->dtype, .rank = in->ndim, .n = n, .arank = 1, .form = LOOM_TP_AXES_SQUEEZE};
   switch (call->u.call.op) {
-    case LOOM_GRAPH_OP_RESHAPE:
-      key.reshape = true;
-      key.allowzero = loom_graph_call_int(call, "allowzero") != 0;
+    case LOOM_GRAPH_OP_RESHAPE: /* reshape_dims reads no axes form */
+      key = (dims_params){.tx = in->dtype, .ta = opd->dtype, .rank = in->ndim, .n = n, .reshape = 1,
+                          .allowzero = loom_graph_call_int(call, "allowzero") != 0};
       break;
     case LOOM_GRAPH_OP_EXPAND_DIMS: key.form = LOOM_TP_AXES_EXPAND; break;
     default:
@@ -376,17 +379,17 @@ static loom_status expand_view(loom_lx *x, loom_graph_expr **value) {
   return view_as_result(x, call->u.call.args[0], value);
 }
 
-typedef struct scan_key {
+typedef struct scan_any_params {
   loom_dtype t;
-  int rank;
-  bool exclusive, reverse, prod;
-} scan_key;
+  int32_t rank, exclusive, reverse, prod;
+} scan_any_params;
+LOOM_TP_GEN_PARAMS(scan_any_params, 5 * 4);
 
 /* The cumsum / cumprod program over the run-time axis (scalar parameter a). */
-static loom_status gen_scan(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
-  const scan_key *k = ctx;
-  return (k->prod ? loom_tp_gen_cumprod : loom_tp_gen_cumsum)(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->t, k->rank,
-                                                              -1, k->exclusive, k->reverse, tp);
+static loom_status gen_scan(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const scan_any_params *p = params;
+  return (p->prod ? loom_tp_gen_cumprod : loom_tp_gen_cumsum)(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank,
+                                                              -1, p->exclusive, p->reverse, tp);
 }
 
 /* y = cumsum(x, axis) with a run-time axis -> `<y>_dims` = the axis normalized, bound to a new
@@ -400,7 +403,7 @@ static loom_status expand_cumulative(loom_lx *x, loom_graph_expr **value) {
   LOOM_PROPAGATE(int_operand(call, true, &opd, &n));
   LOOM_PROPAGATE(result_tensor(x, &out));
   if (n != 1 || in->ndim < 1) return loom_legal_unsupported(call, "for this axis operand");
-  dims_key key = {in->dtype, opd->dtype, in->ndim, 1, opd->ndim, LOOM_TP_AXES_ONE, false, false};
+  dims_params key = {.tx = in->dtype, .ta = opd->dtype, .rank = in->ndim, .n = 1, .arank = opd->ndim, .form = LOOM_TP_AXES_ONE};
   const loom_sym_expr *ax;
   LOOM_PROPAGATE(loom_lx_new_syms(x, "axis", 1, &ax));
   LOOM_PROPAGATE(bind_dims(x, &key, 1, &ax));
@@ -411,42 +414,47 @@ static loom_status expand_cumulative(loom_lx *x, loom_graph_expr **value) {
            excl ? "_x" : "", rev ? "_rev" : "");
   loom_graph_expr *args[2] = {call->u.call.args[0], loom_graph_sym_new(x->m, ax)};
   if (!args[1]) return LOOM_OOM();
-  scan_key sk = {in->dtype, in->ndim, excl, rev, prod};
-  return loom_lx_call(x, name, gen_scan, &sk, 2, args, out, value);
+  scan_any_params sk = {.t = in->dtype, .rank = in->ndim, .exclusive = excl, .reverse = rev, .prod = prod};
+  return loom_lx_call(x, name, gen_scan, &sk, sizeof sk, 2, args, out, value);
 }
 
 /* ---- slice and pad with run-time bounds ------------------------------------------------------------ */
 
-typedef struct bounds_key {
-  bool pad, extents;
-  loom_dtype tx, types[4]; /* slice: starts, ends, axes, steps; pad: pads, axes */
-  int rank, n;
-  bool has_axes, has_steps;
-  const char *value_text; /* pad: the value without a value operand */
-  int value_rank;         /* pad: the value operand's rank, -1 without one */
-} bounds_key;
+/* The bounds programs of a slice (starts, ends[, axes[, steps]] of dtypes types[]) or a pad
+ * (pads of dtype types[0][, axes of types[1]]) with run-time operands: `extents` gives the
+ * result's extents, else what the computing program reads (starts and steps; the pads before). */
+typedef struct bounds_params {
+  loom_dtype tx;
+  loom_dtype types[4];   /* 0 past the operands */
+  int32_t rank, n;       /* n: the listed axes */
+  int32_t pad, has_axes, has_steps, extents;
+  int32_t unused;        /* 0 */
+} bounds_params;
+LOOM_TP_GEN_PARAMS(bounds_params, 12 * 4);
 
-/* The program that reads the bounds: slice_any, or the pad program with run-time pads. */
-static loom_status gen_bounded(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
-  const bounds_key *k = ctx;
+static loom_status gen_bounds(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const bounds_params *p = params;
   loom_arena *ar = loom_graph_module_arena(m);
   loom_sym_ctx *cx = loom_graph_module_sym(m);
-  if (k->pad) return loom_tp_gen_pad(ar, cx, name, k->tx, k->rank, k->value_text, true, k->value_rank, tp);
-  return loom_tp_gen_slice_any(ar, cx, name, k->tx, k->rank, tp);
+  if (p->pad)
+    return loom_tp_gen_pad_params(ar, cx, name, p->tx, p->rank, p->n, p->types[0], p->has_axes, p->types[1], p->extents, tp);
+  return loom_tp_gen_slice_params(ar, cx, name, p->tx, p->rank, p->n, p->types, p->has_axes, p->has_steps, p->extents, tp);
 }
 
-static loom_status gen_bounds(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
-  const bounds_key *k = ctx;
-  loom_arena *ar = loom_graph_module_arena(m);
-  loom_sym_ctx *cx = loom_graph_module_sym(m);
-  if (k->pad)
-    return loom_tp_gen_pad_params(ar, cx, name, k->tx, k->rank, k->n, k->types[0], k->has_axes, k->types[1], k->extents, tp);
-  return loom_tp_gen_slice_params(ar, cx, name, k->tx, k->rank, k->n, k->types, k->has_axes, k->has_steps, k->extents, tp);
+typedef struct slice_any_params {
+  loom_dtype t;
+  int32_t rank;
+} slice_any_params;
+LOOM_TP_GEN_PARAMS(slice_any_params, 2 * 4);
+
+static loom_status gen_slice_any(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const slice_any_params *p = params;
+  return loom_tp_gen_slice_any(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, tp);
 }
 
 /* The bounds programs on (x, operands...): `<b>_dims` (the extents, bound to y's dims) and
  * `<b>_params` (what the computing program reads: starts and steps, or the pads before). */
-static loom_status add_bounds(loom_lx *x, bounds_key *key, size_t nargs, loom_graph_expr *const *args, loom_graph_expr **params) {
+static loom_status add_bounds(loom_lx *x, bounds_params *key, size_t nargs, loom_graph_expr *const *args, loom_graph_expr **params) {
   const loom_sinfo *out = x->b->var->sinfo;
   char name[160], types[64] = "";
   for (size_t i = 1; i < nargs; i++)
@@ -456,13 +464,14 @@ static loom_status add_bounds(loom_lx *x, bounds_key *key, size_t nargs, loom_gr
     snprintf(name, sizeof name, "%s_%s_%s_r%d_n%d%s%s%s", key->pad ? "pad" : "slice", ext ? "dims" : "params",
              loom_dtype_name(key->tx), key->rank, key->n, types, key->has_axes ? "_a" : "", key->has_steps ? "_s" : "");
     if (ext) {
-      LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", name, gen_bounds, key, nargs, args, (size_t)key->rank, out->dims));
+      LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", name, gen_bounds, key, sizeof *key, nargs, args, (size_t)key->rank,
+                                          out->dims));
       continue;
     }
     const loom_sym_expr *dl = loom_sym_const(loom_graph_module_sym(x->m), key->pad ? key->rank : 2 * key->rank);
     const loom_sinfo *vec = loom_sinfo_tensor(x->m, LOOM_DTYPE_I64, 1, &dl, out->device);
     if (!vec) return LOOM_OOM();
-    LOOM_PROPAGATE(loom_lx_add_tp(x, "params", name, gen_bounds, key, nargs, args, vec, params));
+    LOOM_PROPAGATE(loom_lx_add_tp(x, "params", name, gen_bounds, key, sizeof *key, nargs, args, vec, params));
   }
   return LOOM_OK;
 }
@@ -494,14 +503,15 @@ static loom_status expand_slice(loom_lx *x, loom_graph_expr **value) {
     if (m != n) return loom_legal_unsupported(call, "for operands of different lengths");
   }
   if (na < 3 || na > 5 || n > in->ndim || in->ndim < 1) return loom_legal_unsupported(call, "for this form");
-  bounds_key key = {false, false, in->dtype, {0}, in->ndim, n, na > 3, na > 4, NULL, -1};
+  bounds_params key = {.tx = in->dtype, .rank = in->ndim, .n = n, .has_axes = na > 3, .has_steps = na > 4};
   for (size_t i = 1; i < na; i++) key.types[i - 1] = call->u.call.args[i]->sinfo->dtype;
   loom_graph_expr *params;
   LOOM_PROPAGATE(add_bounds(x, &key, na, call->u.call.args, &params));
   char name[128];
   snprintf(name, sizeof name, "slice_any_%s_r%d", loom_dtype_name(in->dtype), in->ndim);
   loom_graph_expr *args[2] = {call->u.call.args[0], params};
-  return loom_lx_call(x, name, gen_bounded, &key, 2, args, out, value);
+  slice_any_params sp = {.t = in->dtype, .rank = in->ndim};
+  return loom_lx_call(x, name, gen_slice_any, &sp, sizeof sp, 2, args, out, value);
 }
 
 /* y = pad(x, pads[, value[, axes]]) ->
@@ -520,34 +530,35 @@ static loom_status expand_pad(loom_lx *x, loom_graph_expr **value) {
   if (na > 2) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &vs));
   if (na > 4 || np != 2 * nax || nax > in->ndim || in->ndim < 1 || (vs && vs->ndim > 1))
     return loom_legal_unsupported(call, "for this form");
-  bounds_key key = {true, false, in->dtype, {call->u.call.args[1]->sinfo->dtype, na > 3 ? call->u.call.args[3]->sinfo->dtype : LOOM_DTYPE_I64},
-                    in->ndim, nax, na > 3, false, NULL, -1};
+  bounds_params key = {.tx = in->dtype,
+                       .types = {call->u.call.args[1]->sinfo->dtype, na > 3 ? call->u.call.args[3]->sinfo->dtype : LOOM_DTYPE_I64},
+                       .rank = in->ndim, .n = nax, .pad = 1, .has_axes = na > 3};
   loom_graph_expr *bargs[3] = {call->u.call.args[0], call->u.call.args[1], na > 3 ? call->u.call.args[3] : NULL}, *params;
   LOOM_PROPAGATE(add_bounds(x, &key, na > 3 ? 3 : 2, bargs, &params));
   double v = loom_graph_call_float(call, "value");
-  char text[64], name[160];
-  loom_legal_literal(in->dtype, v, text, sizeof text);
+  char name[160];
   if (vs) snprintf(name, sizeof name, "pad_%s_r%d_rt_v%d", loom_dtype_name(in->dtype), in->ndim, vs->ndim);
   else
     snprintf(name, sizeof name, "pad_%s_r%d_rt_%016llx", loom_dtype_name(in->dtype), in->ndim,
              (unsigned long long)loom_hash_bytes(&v, sizeof v));
   loom_graph_expr *args[3] = {call->u.call.args[0], params, vs ? call->u.call.args[2] : NULL};
-  key.value_text = text;
-  key.value_rank = vs ? vs->ndim : -1;
-  return loom_lx_call(x, name, gen_bounded, &key, vs ? 3 : 2, args, out, value);
+  /* with a value operand the program reads it: the attribute's value is no parameter */
+  loom_legal_pad_params pp = {.value = vs ? 0 : v, .t = in->dtype, .rank = in->ndim, .pads_buffer = 1, .value_rank = vs ? vs->ndim : -1};
+  return loom_lx_call(x, name, loom_legal_gen_pad, &pp, sizeof pp, vs ? 3 : 2, args, out, value);
 }
 
 /* ---- arange with run-time bounds ------------------------------------------------------------------ */
 
-typedef struct range_key {
+typedef struct range_params {
   loom_dtype t;
-  int ranks[3];
-  bool extents;
-} range_key;
+  int32_t ranks[3], extents;
+} range_params;
+LOOM_TP_GEN_PARAMS(range_params, 5 * 4);
 
-static loom_status gen_range(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
-  const range_key *k = ctx;
-  return loom_tp_gen_range(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->t, k->ranks, k->extents, tp);
+static loom_status gen_range(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const range_params *p = params;
+  const int ranks[3] = {p->ranks[0], p->ranks[1], p->ranks[2]};
+  return loom_tp_gen_range(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, ranks, p->extents, tp);
 }
 
 /* y = arange(start, limit, delta) (run-time scalars) -> y_dims = (the length), bound to y's
@@ -556,7 +567,7 @@ static loom_status expand_arange(loom_lx *x, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
   const loom_sinfo *out;
   LOOM_PROPAGATE(result_tensor(x, &out));
-  range_key key = {out->dtype, {0}, true};
+  range_params key = {.t = out->dtype, .extents = 1};
   for (size_t i = 0; i < 3; i++) {
     const loom_sinfo *si;
     LOOM_PROPAGATE(loom_legal_tensor_arg(call, i, &si));
@@ -565,23 +576,23 @@ static loom_status expand_arange(loom_lx *x, loom_graph_expr **value) {
   }
   char name[96];
   snprintf(name, sizeof name, "range_dims_%s_%d%d%d", loom_dtype_name(key.t), key.ranks[0], key.ranks[1], key.ranks[2]);
-  LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", name, gen_range, &key, 3, call->u.call.args, 1, out->dims));
-  key.extents = false;
+  LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", name, gen_range, &key, sizeof key, 3, call->u.call.args, 1, out->dims));
+  key.extents = 0;
   snprintf(name, sizeof name, "range_%s_%d%d%d", loom_dtype_name(key.t), key.ranks[0], key.ranks[1], key.ranks[2]);
-  return loom_lx_call(x, name, gen_range, &key, 3, call->u.call.args, out, value);
+  return loom_lx_call(x, name, gen_range, &key, sizeof key, 3, call->u.call.args, out, value);
 }
 
 /* ---- nonzero ------------------------------------------------------------------------------------ */
 
-typedef struct nonzero_key {
+typedef struct nonzero_params {
   loom_dtype t;
-  int rank;
-  bool count;
-} nonzero_key;
+  int32_t rank, count;
+} nonzero_params;
+LOOM_TP_GEN_PARAMS(nonzero_params, 3 * 4);
 
-static loom_status gen_nonzero(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
-  const nonzero_key *k = ctx;
-  return loom_tp_gen_nonzero(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->t, k->rank, k->count, tp);
+static loom_status gen_nonzero(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const nonzero_params *p = params;
+  return loom_tp_gen_nonzero(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, p->count, tp);
 }
 
 /* y = nonzero(x) -> y_dims = (the count), bound to y's extent nnz, then the indices program. */
@@ -591,29 +602,28 @@ static loom_status expand_nonzero(loom_lx *x, loom_graph_expr **value) {
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
   LOOM_PROPAGATE(result_tensor(x, &out));
   if (out->ndim != 2) return loom_legal_unsupported(call, "for this result");
-  nonzero_key key = {in->dtype, in->ndim, true};
+  nonzero_params key = {.t = in->dtype, .rank = in->ndim, .count = 1};
   char name[96];
   snprintf(name, sizeof name, "nonzero_count_%s_r%d", loom_dtype_name(in->dtype), in->ndim);
   loom_graph_expr *arg = call->u.call.args[0];
-  LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", name, gen_nonzero, &key, 1, &arg, 1, &out->dims[1]));
-  key.count = false;
+  LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", name, gen_nonzero, &key, sizeof key, 1, &arg, 1, &out->dims[1]));
+  key.count = 0;
   snprintf(name, sizeof name, "nonzero_%s_r%d", loom_dtype_name(in->dtype), in->ndim);
-  return loom_lx_call(x, name, gen_nonzero, &key, 1, &arg, out, value);
+  return loom_lx_call(x, name, gen_nonzero, &key, sizeof key, 1, &arg, out, value);
 }
 
 /* ---- unique and non_max_suppression --------------------------------------------------------------- */
 
-typedef struct unique_key {
+typedef struct unique_params {
   loom_dtype t;
-  int rank, axis;
-  bool sorted;
+  int32_t rank, axis, sorted;
   loom_tp_unique_part part;
-} unique_key;
+} unique_params;
+LOOM_TP_GEN_PARAMS(unique_params, 5 * 4);
 
-static loom_status gen_unique(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
-  const unique_key *k = ctx;
-  return loom_tp_gen_unique(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->t, k->rank, k->axis, k->sorted,
-                            k->part, tp);
+static loom_status gen_unique(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const unique_params *p = params;
+  return loom_tp_gen_unique(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, p->axis, p->sorted, p->part, tp);
 }
 
 /* t = unique(x, ...) -> (without an axis: x_flat = a 1-D view of x) t_dims = (u), bound to the
@@ -626,11 +636,12 @@ static loom_status expand_unique(loom_lx *x, loom_graph_expr **value) {
   bool full = loom_graph_call_int(call, "indices") != 0, has_axis = loom_graph_call_attr(call, "axis") != NULL;
   const loom_sinfo *vals = full ? (out && out->kind == LOOM_SINFO_TUPLE && out->nfields == 4 ? out->fields[0] : NULL) : out;
   if (!vals || vals->kind != LOOM_SINFO_TENSOR || !vals->dims) return loom_legal_unsupported(call, "for this result");
-  unique_key key = {in->dtype, in->ndim, 0, loom_graph_call_int(call, "sorted") != 0, LOOM_TP_UNIQUE_COUNT};
+  unique_params key = {.t = in->dtype, .rank = in->ndim, .sorted = loom_graph_call_int(call, "sorted") != 0, .part = LOOM_TP_UNIQUE_COUNT};
   loom_graph_expr *arg = call->u.call.args[0];
   if (has_axis) {
-    if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), in->ndim, &key.axis))
-      return loom_legal_unsupported(call, "for this axis");
+    int axis;
+    if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), in->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+    key.axis = axis;
   } else if (in->ndim != 1) { /* the elements: a 1-D view */
     loom_sym_ctx *cx = loom_graph_module_sym(x->m);
     const loom_sym_expr *n = loom_graph_dims_prod(cx, in->ndim, in->dims);
@@ -647,28 +658,29 @@ static loom_status expand_unique(loom_lx *x, loom_graph_expr **value) {
     snprintf(name, sizeof name, "unique_%s_%s_r%d_a%d%s", parts[p], loom_dtype_name(in->dtype), key.rank, key.axis,
              key.sorted ? "" : "_first_order");
     if (p == 0) {
-      LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", name, gen_unique, &key, 1, &arg, 1, &vals->dims[key.axis]));
+      LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", name, gen_unique, &key, sizeof key, 1, &arg, 1, &vals->dims[key.axis]));
       continue;
     }
     const loom_sinfo *si = full ? out->fields[p - 1] : out;
     if (!full) {
-      return loom_lx_call(x, name, gen_unique, &key, 1, &arg, out, value);
+      return loom_lx_call(x, name, gen_unique, &key, sizeof key, 1, &arg, out, value);
     }
-    LOOM_PROPAGATE(loom_lx_add_tp(x, parts[p], name, gen_unique, &key, 1, &arg, si, &items[p - 1]));
+    LOOM_PROPAGATE(loom_lx_add_tp(x, parts[p], name, gen_unique, &key, sizeof key, 1, &arg, si, &items[p - 1]));
   }
   *value = loom_graph_tuple_new(x->m, 4, items);
   return *value ? LOOM_OK : LOOM_OOM();
 }
 
-typedef struct nms_key {
+typedef struct nms_params {
   loom_dtype types[5];
-  int forms[3];
-  bool center, count;
-} nms_key;
+  int32_t forms[3], center, count;
+} nms_params;
+LOOM_TP_GEN_PARAMS(nms_params, 10 * 4);
 
-static loom_status gen_nms(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
-  const nms_key *k = ctx;
-  return loom_tp_gen_nms(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->types, k->forms, k->center, k->count, tp);
+static loom_status gen_nms(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const nms_params *p = params;
+  const int forms[3] = {p->forms[0], p->forms[1], p->forms[2]};
+  return loom_tp_gen_nms(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->types, forms, p->center, p->count, tp);
 }
 
 /* y = non_max_suppression(boxes, scores, max, iou, score_threshold) -> y_dims = (the number
@@ -678,7 +690,7 @@ static loom_status expand_nms(loom_lx *x, loom_graph_expr **value) {
   const loom_sinfo *out;
   LOOM_PROPAGATE(result_tensor(x, &out));
   if (call->u.call.nargs != 5 || out->ndim != 2) return loom_legal_unsupported(call, "for this form");
-  nms_key key = {{0}, {0}, loom_graph_call_int(call, "center_point_box") != 0, true};
+  nms_params key = {.center = loom_graph_call_int(call, "center_point_box") != 0, .count = 1};
   char name[160] = "nms";
   for (size_t i = 0; i < 5; i++) {
     const loom_sinfo *si;
@@ -695,9 +707,9 @@ static loom_status expand_nms(loom_lx *x, loom_graph_expr **value) {
   if (key.center) strncat(name, "_center", sizeof name - strlen(name) - 1);
   char cname[192];
   snprintf(cname, sizeof cname, "%s_count", name);
-  LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", cname, gen_nms, &key, 5, call->u.call.args, 1, &out->dims[0]));
-  key.count = false;
-  return loom_lx_call(x, name, gen_nms, &key, 5, call->u.call.args, out, value);
+  LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", cname, gen_nms, &key, sizeof key, 5, call->u.call.args, 1, &out->dims[0]));
+  key.count = 0;
+  return loom_lx_call(x, name, gen_nms, &key, sizeof key, 5, call->u.call.args, out, value);
 }
 
 /* ---- entry ------------------------------------------------------------------------------------ */

@@ -59,8 +59,33 @@ static loom_status resize_modes(const loom_graph_expr *call, const loom_sinfo *x
   return LOOM_OK;
 }
 
-/* The resize program for x (rank, dtype) under rz, shared by name; UNIMPLEMENTED past the
- * generator's 256 taps per output element. */
+/* The parameters of a resize program (loom_tp_resize without its padding). */
+typedef struct resize_params {
+  double cubic_a, extrapolation;
+  loom_tp_resize_mode mode;
+  loom_tp_resize_coord coord;
+  loom_tp_resize_nearest nearest;
+  int32_t exclude_outside;
+  uint32_t axes;
+  loom_dtype scale_t, roi_t, t;
+  int32_t rank, unused; /* 0 */
+} resize_params;
+LOOM_TP_GEN_PARAMS(resize_params, 2 * 8 + 10 * 4);
+
+static loom_tp_resize resize_of(const resize_params *p) {
+  return (loom_tp_resize){.mode = p->mode, .coord = p->coord, .nearest = p->nearest, .cubic_a = p->cubic_a,
+                          .exclude_outside = p->exclude_outside, .extrapolation = p->extrapolation, .axes = p->axes,
+                          .scale_t = p->scale_t, .roi_t = p->roi_t};
+}
+
+static loom_status gen_resize(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const resize_params *p = params;
+  loom_tp_resize rz = resize_of(p);
+  return loom_tp_gen_resize(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, &rz, tp);
+}
+
+/* The resize program for x (rank, dtype) under rz; UNIMPLEMENTED past the generator's 256 taps
+ * per output element. */
 static loom_status resize_program(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *x, const loom_tp_resize *rz,
                                   loom_tp_func **tp) {
   int terms = 1, taps = rz->mode == LOOM_TP_RESIZE_CUBIC ? 4 : rz->mode == LOOM_TP_RESIZE_LINEAR ? 2 : 1;
@@ -73,9 +98,10 @@ static loom_status resize_program(loom_graph_module *m, const loom_graph_expr *c
   snprintf(name, sizeof name, "resize_%s_r%d_%s_%s_%s_ax%x_%s%s%s%s_%016llx", loom_dtype_name(x->dtype), x->ndim, modes[rz->mode],
            coords[rz->coord], nearests[rz->nearest], rz->axes, loom_dtype_name(rz->scale_t), crop ? "_" : "",
            crop ? loom_dtype_name(rz->roi_t) : "", rz->exclude_outside ? "_excl" : "", (unsigned long long)loom_hash_bytes(key, sizeof key));
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_resize(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, rz, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  resize_params p = {.cubic_a = rz->cubic_a, .extrapolation = rz->extrapolation, .mode = rz->mode, .coord = rz->coord,
+                     .nearest = rz->nearest, .exclude_outside = rz->exclude_outside, .axes = rz->axes, .scale_t = rz->scale_t,
+                     .roi_t = rz->roi_t, .t = x->dtype, .rank = x->ndim};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_resize, p, tp);
 }
 
 /* The resized axes of the static form: an axis is copied when its extent is kept, its
@@ -119,6 +145,17 @@ static loom_status legalize_resize(loom_graph_module *m, const loom_graph_expr *
   return resize_program(m, call, x, &rz, tp);
 }
 
+typedef struct resize2d_params {
+  loom_dtype t;
+  int32_t linear;
+} resize2d_params;
+LOOM_TP_GEN_PARAMS(resize2d_params, 2 * 4);
+
+static loom_status gen_resize2d(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const resize2d_params *p = params;
+  return loom_tp_gen_resize2d(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->linear, tp);
+}
+
 static loom_status legalize_resize2d(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
@@ -127,9 +164,23 @@ static loom_status legalize_resize2d(loom_graph_module *m, const loom_graph_expr
   if (linear && !loom_dtype_is_float(x->dtype)) return loom_legal_unsupported(call, "for interpolation of integer data yet");
   char name[64];
   snprintf(name, sizeof name, "resize2d_%s_%s", loom_dtype_name(x->dtype), linear ? "linear" : "nearest");
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_resize2d(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, linear, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  resize2d_params p = {.t = x->dtype, .linear = linear};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_resize2d, p, tp);
+}
+
+typedef struct grid_params {
+  loom_dtype t, grid_t;
+  int32_t n;
+  loom_tp_resize_mode mode;
+  loom_tp_grid_padding padding;
+  int32_t align_corners;
+} grid_params;
+LOOM_TP_GEN_PARAMS(grid_params, 6 * 4);
+
+static loom_status gen_grid_sample(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const grid_params *p = params;
+  loom_tp_grid_sample gs = {.n = p->n, .mode = p->mode, .padding = p->padding, .align_corners = p->align_corners};
+  return loom_tp_gen_grid_sample(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->grid_t, &gs, tp);
 }
 
 static loom_status legalize_grid_sample(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
@@ -141,16 +192,12 @@ static loom_status legalize_grid_sample(loom_graph_module *m, const loom_graph_e
   if (ns < 1 || ns > 3 || g->ndim != ns + 2) return loom_legal_unsupported(call, "for these ranks (1 to 3 spatial axes)");
   if (!loom_dtype_is_float(x->dtype) || !loom_dtype_is_float(g->dtype)) return loom_legal_unsupported(call, "for non-float operands");
   if (mode < 0 || pad < 0) return loom_legal_unsupported(call, "for this mode");
-  loom_tp_grid_sample gs = {.n = ns,
-                            .mode = (loom_tp_resize_mode)mode,
-                            .padding = (loom_tp_grid_padding)pad,
-                            .align_corners = loom_graph_call_int(call, "align_corners") != 0};
+  grid_params p = {.t = x->dtype, .grid_t = g->dtype, .n = ns, .mode = (loom_tp_resize_mode)mode, .padding = (loom_tp_grid_padding)pad,
+                   .align_corners = loom_graph_call_int(call, "align_corners") != 0};
   char name[128];
   snprintf(name, sizeof name, "grid_sample_%s_%s_s%d_%s_%s%s", loom_dtype_name(x->dtype), loom_dtype_name(g->dtype), ns, modes[mode],
-           pads[pad], gs.align_corners ? "_ac" : "");
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_grid_sample(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, g->dtype, &gs, tp));
-  return loom_graph_module_add_tp(m, *tp);
+           pads[pad], p.align_corners ? "_ac" : "");
+  return LOOM_LEGAL_PROGRAM(m, name, gen_grid_sample, p, tp);
 }
 
 /* The legalize hooks of the image family's resize and grid_sample and the conv family's resize2d. */
@@ -172,45 +219,71 @@ loom_status loom_legal_grid_sample(loom_graph_module *m, const loom_graph_expr *
 
 /* ---- the run-time form ---------------------------------------------------------------------- */
 
-/* What the small programs of one run-time resize depend on (t: x's dtype, or the roi's). */
-typedef struct rt_key {
+/* The parameters of the small programs of one run-time resize: x's dtype (dims, scales) or the
+ * roi's (roi), and loom_tp_resize_rt without its padding; what a program does not read is 0. */
+typedef struct rt_params {
   loom_dtype t;
-  int rank;
-  loom_tp_resize_rt rt;
-} rt_key;
+  int32_t rank, na;
+  int32_t axes[LOOM_TP_GEN_MAX_RANK]; /* 0 past na */
+  int32_t sizes;
+  loom_tp_resize_policy policy;       /* sizes only */
+  loom_dtype p_t;
+} rt_params;
+LOOM_TP_GEN_PARAMS(rt_params, (6 + LOOM_TP_GEN_MAX_RANK) * 4);
 
-static loom_status gen_rt_dims(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
-  const rt_key *k = ctx;
-  return loom_tp_gen_resize_dims(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->t, k->rank, &k->rt, tp);
+static loom_tp_resize_rt rt_of(const rt_params *p) {
+  loom_tp_resize_rt rt = {.na = p->na, .sizes = p->sizes, .policy = p->policy, .p_t = p->p_t};
+  for (int j = 0; j < LOOM_TP_GEN_MAX_RANK; j++) rt.axes[j] = p->axes[j];
+  return rt;
 }
 
-static loom_status gen_rt_scales(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
-  const rt_key *k = ctx;
-  return loom_tp_gen_resize_scales(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->t, k->rank, &k->rt, tp);
+static loom_status gen_rt_dims(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const rt_params *p = params;
+  loom_tp_resize_rt rt = rt_of(p);
+  return loom_tp_gen_resize_dims(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, &rt, tp);
 }
 
-static loom_status gen_rt_roi(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
-  const rt_key *k = ctx;
-  return loom_tp_gen_resize_roi(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->t, k->rank, &k->rt, tp);
+static loom_status gen_rt_scales(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const rt_params *p = params;
+  loom_tp_resize_rt rt = rt_of(p);
+  return loom_tp_gen_resize_scales(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, &rt, tp);
+}
+
+/* (its params: sizes 0 and p_t f64, which the roi does not read) */
+static loom_status gen_rt_roi(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const rt_params *p = params;
+  loom_tp_resize_rt rt = rt_of(p);
+  return loom_tp_gen_resize_roi(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, &rt, tp);
 }
 
 /* ---- antialias -------------------------------------------------------------------------------- */
 
-typedef struct aa_key {
-  loom_dtype tin, tout, scale_t;
-  int rank, axis;
-  loom_tp_resize rz;
-} aa_key;
+typedef struct aa_taps_params {
+  loom_dtype scale_t;
+  int32_t rank;
+  loom_tp_resize_mode mode;
+} aa_taps_params;
+LOOM_TP_GEN_PARAMS(aa_taps_params, 3 * 4);
 
-static loom_status gen_aa_taps(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
-  const aa_key *k = ctx;
-  return loom_tp_gen_resize_aa_taps(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->scale_t, k->rank, k->rz.mode, tp);
+static loom_status gen_aa_taps(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const aa_taps_params *p = params;
+  return loom_tp_gen_resize_aa_taps(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->scale_t, p->rank, p->mode, tp);
 }
 
-static loom_status gen_aa_axis(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
-  const aa_key *k = ctx;
-  return loom_tp_gen_resize_aa_axis(loom_graph_module_arena(m), loom_graph_module_sym(m), name, k->tin, k->tout, k->rank, k->axis,
-                                    &k->rz, tp);
+/* One axis of an antialiased resize: a resize's parameters but the nearest mode and the axes
+ * (0), with the dtypes in (t) and out and the axis. */
+typedef struct aa_axis_params {
+  resize_params rz;
+  loom_dtype tout;
+  int32_t axis;
+} aa_axis_params;
+LOOM_TP_GEN_PARAMS(aa_axis_params, sizeof(resize_params) + 2 * 4);
+
+static loom_status gen_aa_axis(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const aa_axis_params *p = params;
+  loom_tp_resize rz = resize_of(&p->rz);
+  return loom_tp_gen_resize_aa_axis(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->rz.t, p->tout, p->rz.rank, p->axis,
+                                    &rz, tp);
 }
 
 /* y = resize(x, ..., antialias=true) with the full-rank scales sc (and roi) at hand ->
@@ -223,13 +296,15 @@ static loom_status aa_chain(loom_lx *x, const loom_tp_resize *rz, loom_graph_exp
   int rank = in->ndim, last = -1;
   for (int k = 0; k < rank; k++)
     if (rz->axes >> k & 1) last = k;
-  aa_key key = {in->dtype, in->dtype, sc->sinfo->dtype, rank, 0, *rz};
+  aa_taps_params tk = {.scale_t = sc->sinfo->dtype, .rank = rank, .mode = rz->mode};
   const loom_sym_expr *n[LOOM_TP_GEN_MAX_RANK];
   LOOM_PROPAGATE(loom_lx_new_syms(x, "n", rank, n));
   char name[192];
-  snprintf(name, sizeof name, "resize_aa_taps_%s_r%d_%s", loom_dtype_name(key.scale_t), rank, modes[rz->mode]);
+  snprintf(name, sizeof name, "resize_aa_taps_%s_r%d_%s", loom_dtype_name(tk.scale_t), rank, modes[rz->mode]);
   loom_graph_expr *cur = call->u.call.args[0];
-  LOOM_PROPAGATE(loom_lx_bind_program(x, "taps", "taps_shape", name, gen_aa_taps, &key, 1, &sc, (size_t)rank, n));
+  LOOM_PROPAGATE(loom_lx_bind_program(x, "taps", "taps_shape", name, gen_aa_taps, &tk, sizeof tk, 1, &sc, (size_t)rank, n));
+  aa_axis_params key = {.rz = {.cubic_a = rz->cubic_a, .extrapolation = rz->extrapolation, .mode = rz->mode, .coord = rz->coord,
+                               .exclude_outside = rz->exclude_outside, .scale_t = rz->scale_t, .roi_t = rz->roi_t, .rank = rank}};
   const loom_sym_expr *dims[LOOM_TP_GEN_MAX_RANK];
   memcpy(dims, in->dims, (size_t)rank * sizeof *dims);
   bool crop = rz->coord == LOOM_TP_RESIZE_TF_CROP_AND_RESIZE;
@@ -237,21 +312,21 @@ static loom_status aa_chain(loom_lx *x, const loom_tp_resize *rz, loom_graph_exp
   for (int k = 0; k <= last; k++) {
     if (!(rz->axes >> k & 1)) continue;
     key.axis = k;
-    key.tin = cur->sinfo->dtype;
+    key.rz.t = cur->sinfo->dtype;
     key.tout = k == last ? out->dtype : LOOM_DTYPE_F64;
     dims[k] = out->dims[k];
     const loom_sinfo *si = k == last ? out : loom_sinfo_tensor(x->m, key.tout, rank, dims, in->device);
-    snprintf(name, sizeof name, "resize_aa_%s_%s_r%d_k%d_%s_%s_%s%s%s%s_%016llx", loom_dtype_name(key.tin), loom_dtype_name(key.tout), rank,
+    snprintf(name, sizeof name, "resize_aa_%s_%s_r%d_k%d_%s_%s_%s%s%s%s_%016llx", loom_dtype_name(key.rz.t), loom_dtype_name(key.tout), rank,
              k, modes[rz->mode], coords[rz->coord], loom_dtype_name(rz->scale_t), crop ? "_" : "", crop ? loom_dtype_name(rz->roi_t) : "",
              rz->exclude_outside ? "_excl" : "", (unsigned long long)loom_hash_bytes(hk, sizeof hk));
     loom_graph_expr *args[4] = {cur, sc, crop ? roi : NULL, NULL};
     args[crop ? 3 : 2] = loom_graph_sym_new(x->m, n[k]);
     if (!si || !args[crop ? 3 : 2]) return LOOM_OOM();
     size_t na = crop ? 4 : 3;
-    if (k == last) return loom_lx_call(x, name, gen_aa_axis, &key, na, args, out, value);
+    if (k == last) return loom_lx_call(x, name, gen_aa_axis, &key, sizeof key, na, args, out, value);
     char suffix[16];
     snprintf(suffix, sizeof suffix, "a%d", k);
-    LOOM_PROPAGATE(loom_lx_add_tp(x, suffix, name, gen_aa_axis, &key, na, args, si, &cur));
+    LOOM_PROPAGATE(loom_lx_add_tp(x, suffix, name, gen_aa_axis, &key, sizeof key, na, args, si, &cur));
   }
   return loom_legal_unsupported(call, "with antialias and no resized axis");
 }
@@ -313,64 +388,67 @@ loom_status loom_legalize_expand_resize(loom_lx *x, loom_graph_expr **value) {
   LOOM_PROPAGATE(resize_modes(call, in, &rz));
   int rank = in->ndim, pol = pick(loom_graph_call_str(call, "policy"), policies);
   const char *by = loom_graph_call_str(call, "by");
-  rt_key key = {in->dtype, rank, {.sizes = !strcmp(by, "sizes"), .p_t = p->dtype}};
-  if (pol < 0 || (!key.rt.sizes && strcmp(by, "scales"))) return loom_legal_unsupported(call, "for this by / policy");
-  key.rt.policy = (loom_tp_resize_policy)pol;
+  loom_tp_resize_rt rt = {.sizes = !strcmp(by, "sizes"), .p_t = p->dtype};
+  if (pol < 0 || (!rt.sizes && strcmp(by, "scales"))) return loom_legal_unsupported(call, "for this by / policy");
+  rt.policy = rt.sizes ? (loom_tp_resize_policy)pol : LOOM_TP_RESIZE_STRETCH; /* scales have no policy */
   const loom_graph_attr *aa = loom_graph_call_attr(call, "axes");
   if (!aa) {
-    key.rt.na = rank;
-    for (int k = 0; k < rank; k++) key.rt.axes[k] = k;
+    rt.na = rank;
+    for (int k = 0; k < rank; k++) rt.axes[k] = k;
     rz.axes = (1u << rank) - 1;
   } else {
     if (aa->kind != LOOM_GRAPH_ATTR_SYMS || aa->n > (size_t)rank) return loom_legal_unsupported(call, "for these axes");
-    key.rt.na = (int)aa->n;
-    for (int j = 0; j < key.rt.na; j++) {
+    rt.na = (int)aa->n;
+    for (int j = 0; j < rt.na; j++) {
       int64_t v;
-      if (!loom_sym_is_const(aa->syms[j], &v) || !loom_legal_norm_axis(v, rank, &key.rt.axes[j]) || (rz.axes >> key.rt.axes[j] & 1))
+      if (!loom_sym_is_const(aa->syms[j], &v) || !loom_legal_norm_axis(v, rank, &rt.axes[j]) || (rz.axes >> rt.axes[j] & 1))
         return loom_legal_unsupported(call, "for these axes");
-      rz.axes |= 1u << key.rt.axes[j];
+      rz.axes |= 1u << rt.axes[j];
     }
   }
   int64_t n;
-  if (p->ndim != 1 || !loom_sym_is_const(p->dims[0], &n) || n != key.rt.na ||
-      (key.rt.sizes ? p->dtype != LOOM_DTYPE_I64 : !loom_dtype_is_float(p->dtype) || loom_dtype_is_lowp(p->dtype)))
+  if (p->ndim != 1 || !loom_sym_is_const(p->dims[0], &n) || n != rt.na ||
+      (rt.sizes ? p->dtype != LOOM_DTYPE_I64 : !loom_dtype_is_float(p->dtype) || loom_dtype_is_lowp(p->dtype)))
     return loom_legal_unsupported(call, "for a scales / sizes operand that is not one float / i64 value per resized axis");
-  bool crop = rz.coord == LOOM_TP_RESIZE_TF_CROP_AND_RESIZE, in_order = key.rt.na == rank;
-  for (int k = 0; k < key.rt.na; k++) in_order = in_order && key.rt.axes[k] == k;
+  bool crop = rz.coord == LOOM_TP_RESIZE_TF_CROP_AND_RESIZE, in_order = rt.na == rank;
+  for (int k = 0; k < rt.na; k++) in_order = in_order && rt.axes[k] == k;
   if (crop) {
     LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &roi));
-    if (roi->ndim != 1 || !loom_sym_is_const(roi->dims[0], &n) || n != 2 * key.rt.na || !loom_dtype_is_float(roi->dtype) ||
+    if (roi->ndim != 1 || !loom_sym_is_const(roi->dims[0], &n) || n != 2 * rt.na || !loom_dtype_is_float(roi->dtype) ||
         loom_dtype_is_lowp(roi->dtype))
       return loom_legal_unsupported(call, "for a roi operand that is not two float values per resized axis");
   } else if (call->u.call.nargs > 2) {
     return loom_legal_unsupported(call, "with a roi operand outside tf_crop_and_resize");
   }
-  bool own_scales = !in_order || key.rt.sizes, own_roi = crop && !in_order;
+  bool own_scales = !in_order || rt.sizes, own_roi = crop && !in_order;
   rz.scale_t = own_scales ? LOOM_DTYPE_F64 : p->dtype;
   rz.roi_t = crop && !own_roi ? roi->dtype : LOOM_DTYPE_F64;
   loom_tp_func *tp = NULL; /* made first: what it refuses adds no binding */
   if (!antialias) LOOM_PROPAGATE(resize_program(x->m, call, in, &rz, &tp));
 
   char axes[LOOM_TP_GEN_MAX_RANK + 1], name[160];
-  for (int j = 0; j < key.rt.na; j++) axes[j] = (char)('0' + key.rt.axes[j]);
-  axes[key.rt.na] = 0;
-  const char *tag = key.rt.sizes ? policies[pol] : "scales";
+  for (int j = 0; j < rt.na; j++) axes[j] = (char)('0' + rt.axes[j]);
+  axes[rt.na] = 0;
+  const char *tag = rt.sizes ? policies[pol] : "scales";
   loom_sym_ctx *cx = loom_graph_module_sym(x->m);
   const loom_sym_expr *dr = loom_sym_const(cx, rank), *d2r = loom_sym_const(cx, 2 * (int64_t)rank);
   const loom_sinfo *fvec = loom_sinfo_tensor(x->m, LOOM_DTYPE_F64, 1, &dr, in->device);
   const loom_sinfo *rvec = loom_sinfo_tensor(x->m, LOOM_DTYPE_F64, 1, &d2r, in->device);
   if (!fvec || !rvec) return LOOM_OOM();
   loom_graph_expr *args[3] = {call->u.call.args[0], call->u.call.args[1], crop ? call->u.call.args[2] : NULL};
+  rt_params key = {.t = in->dtype, .rank = rank, .na = rt.na, .sizes = rt.sizes, .policy = rt.policy, .p_t = rt.p_t};
+  for (int j = 0; j < rt.na; j++) key.axes[j] = rt.axes[j];
   snprintf(name, sizeof name, "resize_dims_%s_r%d_ax%s_%s_%s", loom_dtype_name(in->dtype), rank, axes, tag, loom_dtype_name(p->dtype));
-  LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", name, gen_rt_dims, &key, 2, args, (size_t)rank, out->dims));
+  LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", name, gen_rt_dims, &key, sizeof key, 2, args, (size_t)rank, out->dims));
   if (own_scales) {
     snprintf(name, sizeof name, "resize_scales_%s_r%d_ax%s_%s_%s", loom_dtype_name(in->dtype), rank, axes, tag, loom_dtype_name(p->dtype));
-    LOOM_PROPAGATE(loom_lx_add_tp(x, "scales", name, gen_rt_scales, &key, 2, args, fvec, &args[1]));
+    LOOM_PROPAGATE(loom_lx_add_tp(x, "scales", name, gen_rt_scales, &key, sizeof key, 2, args, fvec, &args[1]));
   }
   if (own_roi) {
-    key.t = roi->dtype;
+    rt_params rk = {.t = roi->dtype, .rank = rank, .na = rt.na, .p_t = LOOM_DTYPE_F64};
+    for (int j = 0; j < rt.na; j++) rk.axes[j] = rt.axes[j];
     snprintf(name, sizeof name, "resize_roi_%s_r%d_ax%s", loom_dtype_name(roi->dtype), rank, axes);
-    LOOM_PROPAGATE(loom_lx_add_tp(x, "roi", name, gen_rt_roi, &key, 1, &args[2], rvec, &args[2]));
+    LOOM_PROPAGATE(loom_lx_add_tp(x, "roi", name, gen_rt_roi, &rk, sizeof rk, 1, &args[2], rvec, &args[2]));
   }
   if (antialias) return aa_chain(x, &rz, args[1], crop ? args[2] : NULL, value);
   *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), crop ? 3 : 2, args, out);

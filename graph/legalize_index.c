@@ -25,6 +25,21 @@ static loom_status reduction_of(const loom_graph_expr *call, loom_tp_scatter_red
   return loom_legal_unsupported(call, "for this reduction");
 }
 
+typedef struct elements_params {
+  loom_dtype t, index_t;
+  int32_t rank, axis, scatter;
+  loom_tp_scatter_reduction reduction;
+} elements_params;
+LOOM_TP_GEN_PARAMS(elements_params, 6 * 4);
+
+static loom_status gen_elements(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const elements_params *p = params;
+  loom_arena *a = loom_graph_module_arena(m);
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  return p->scatter ? loom_tp_gen_scatter_elements(a, cx, name, p->t, p->index_t, p->rank, p->axis, p->reduction, tp)
+                    : loom_tp_gen_gather_elements(a, cx, name, p->t, p->rank, p->axis, p->index_t, tp);
+}
+
 /* gather_elements / scatter_elements: on every axis but `axis` the program indexes the data
  * with the loop variables over the indices' extent (the indices' values are checked by the
  * kernel only on `axis`), so those extents must fit the data's: where the prover cannot show
@@ -58,17 +73,28 @@ loom_status loom_legal_elements(loom_graph_module *m, const loom_graph_expr *cal
   char name[160];
   snprintf(name, sizeof name, "%s_elements_%s_r%d_a%d_%s%s%s", scatter ? "scatter" : "gather", loom_dtype_name(x->dtype),
            x->ndim, axis, loom_dtype_name(idx->dtype), scatter ? "_" : "", rk);
-  if ((r->tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  elements_params p = {.t = x->dtype, .index_t = idx->dtype, .rank = x->ndim, .axis = axis, .scatter = scatter, .reduction = red};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_elements, p, &r->tp);
+}
+
+typedef struct nd_params {
+  loom_dtype t, index_t;
+  int32_t x_rank, index_rank, batch, depth, scatter;
+  loom_tp_scatter_reduction reduction;
+} nd_params;
+LOOM_TP_GEN_PARAMS(nd_params, 8 * 4);
+
+static loom_status gen_nd(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const nd_params *p = params;
   loom_arena *a = loom_graph_module_arena(m);
-  LOOM_PROPAGATE(scatter ? loom_tp_gen_scatter_elements(a, cx, name, x->dtype, idx->dtype, x->ndim, axis, red, &r->tp)
-                         : loom_tp_gen_gather_elements(a, cx, name, x->dtype, x->ndim, axis, idx->dtype, &r->tp));
-  return loom_graph_module_add_tp(m, r->tp);
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  return p->scatter ? loom_tp_gen_scatter_nd(a, cx, name, p->t, p->index_t, p->x_rank, p->index_rank, p->depth, p->reduction, tp)
+                    : loom_tp_gen_gather_nd(a, cx, name, p->t, p->index_t, p->x_rank, p->index_rank, p->batch, p->depth, tp);
 }
 
 /* gather_nd / scatter_nd (scatter_nd without batch_dims). */
 loom_status loom_legal_nd(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r) {
   (void)out;
-  loom_tp_func **tp = &r->tp;
   bool scatter = call->u.call.op == LOOM_GRAPH_OP_SCATTER_ND;
   const loom_sinfo *x, *idx;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
@@ -83,11 +109,7 @@ loom_status loom_legal_nd(loom_graph_module *m, const loom_graph_expr *call, con
   char name[160];
   snprintf(name, sizeof name, "%s_nd_%s_r%d_%s_r%d_b%lld_m%lld%s%s", scatter ? "scatter" : "gather", loom_dtype_name(x->dtype),
            x->ndim, loom_dtype_name(idx->dtype), idx->ndim, (long long)batch, (long long)depth, scatter ? "_" : "", rk);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  loom_arena *a = loom_graph_module_arena(m);
-  loom_sym_ctx *cx = loom_graph_module_sym(m);
-  LOOM_PROPAGATE(scatter ? loom_tp_gen_scatter_nd(a, cx, name, x->dtype, idx->dtype, x->ndim, idx->ndim, (int)depth, red, tp)
-                         : loom_tp_gen_gather_nd(a, cx, name, x->dtype, idx->dtype, x->ndim, idx->ndim, (int)batch,
-                                                 (int)depth, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  nd_params p = {.t = x->dtype, .index_t = idx->dtype, .x_rank = x->ndim, .index_rank = idx->ndim, .batch = (int32_t)batch,
+                 .depth = (int32_t)depth, .scatter = scatter, .reduction = red};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_nd, p, &r->tp);
 }

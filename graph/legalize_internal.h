@@ -17,6 +17,19 @@ loom_status loom_legal_runtime_operand(const loom_graph_expr *call, const char *
 /* Tensor argument i with known rank (<= 8), dims and dtype, else UNIMPLEMENTED. */
 loom_status loom_legal_tensor_arg(const loom_graph_expr *call, size_t i, const loom_sinfo **out);
 
+/* The program gen makes of params (a parameter struct of `size` bytes: tensorprog/tp_gen.h,
+ * LOOM_TP_GEN_PARAMS): the module's when gen already made one of equal parameters (keyed by
+ * loom_tp_gen_key, confirmed byte for byte), else a new one added to the module and named
+ * `name` — or name_2, name_3, .. when another program has that name, so programs whose readable
+ * names coincide stay apart. LOOM_LEGAL_PROGRAM passes a struct variable and its size. */
+loom_status loom_legal_program(loom_graph_module *m, const char *name, loom_graph_gen_fn gen, const void *params, size_t size,
+                               loom_tp_func **tp);
+#define LOOM_LEGAL_PROGRAM(m, name, gen, params, tp) loom_legal_program((m), (name), (gen), &(params), sizeof(params), (tp))
+
+/* Operand 0 as a tensor (loom_legal_tensor_arg) and its attribute `axis` normalised to its rank
+ * (UNIMPLEMENTED "for this axis" when it is out of range). */
+loom_status loom_legal_axis_arg(const loom_graph_expr *call, const loom_sinfo **x, int *axis);
+
 /* The reduction of graph op `op` (sum, mean, max, min, prod), or false (op_reduce.c). */
 bool loom_legal_reduce_kind(loom_graph_op op, loom_tp_reduce_op *kind);
 
@@ -47,6 +60,17 @@ loom_status loom_legal_slice(loom_graph_module *m, const loom_graph_expr *call, 
 loom_status loom_legal_pad(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r);
 loom_status loom_legal_tile(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r);
 loom_status loom_legal_repeat(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r);
+/* The pad program's parameters (loom_tp_gen_pad) and its generator: constant pads (scalar
+ * parameters) here, run-time pads (a buffer) in legalize_expand.c. */
+typedef struct loom_legal_pad_params {
+  double value;     /* the pad value without a value operand */
+  loom_dtype t;
+  int32_t rank;
+  int32_t pads_buffer; /* the pads are read from a buffer */
+  int32_t value_rank;  /* the value operand's rank, -1 without one */
+} loom_legal_pad_params;
+LOOM_TP_GEN_PARAMS(loom_legal_pad_params, 8 + 4 * 4);
+loom_status loom_legal_gen_pad(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp);
 
 /* legalize_window.c: conv1d / conv2d / conv (op_conv.c) and conv_transpose (op_image.c); every
  * pooling op but global_avg_pool2d: max_pool2d / avg_pool2d (op_conv.c), max_pool /
@@ -82,30 +106,27 @@ typedef struct loom_lx {
   size_t n;
 } loom_lx;
 
-/* Makes program `name` when the module lacks it (ctx: the generator's key). */
-typedef loom_status (*loom_lx_gen)(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp);
-
 /* Adds `<b's var>_<suffix> = value` with struct info si; its var, or NULL (out of memory). */
 loom_graph_expr *loom_lx_add(loom_lx *x, const char *suffix, loom_graph_binding_kind kind, loom_graph_expr *value,
                              const loom_sinfo *si);
-/* The call of program `name` (made by gen when the module lacks it) on args, result struct info
- * si, in *call (no binding: the rewritten binding's value). */
-loom_status loom_lx_call(loom_lx *x, const char *name, loom_lx_gen gen, const void *ctx, size_t nargs, loom_graph_expr *const *args,
-                         const loom_sinfo *si, loom_graph_expr **call);
-/* Adds a call of program `name` (made by gen when missing) on args, result struct info si. */
-loom_status loom_lx_add_tp(loom_lx *x, const char *suffix, const char *name, loom_lx_gen gen, const void *ctx, size_t nargs,
-                           loom_graph_expr *const *args, const loom_sinfo *si, loom_graph_expr **out);
+/* The call of the program gen makes of params (size bytes; loom_legal_program, named `name`) on
+ * args, result struct info si, in *call (no binding: the rewritten binding's value). */
+loom_status loom_lx_call(loom_lx *x, const char *name, loom_graph_gen_fn gen, const void *params, size_t size, size_t nargs,
+                         loom_graph_expr *const *args, const loom_sinfo *si, loom_graph_expr **call);
+/* Adds `<b's var>_<suffix> =` that call. */
+loom_status loom_lx_add_tp(loom_lx *x, const char *suffix, const char *name, loom_graph_gen_fn gen, const void *params, size_t size,
+                           size_t nargs, loom_graph_expr *const *args, const loom_sinfo *si, loom_graph_expr **out);
 /* Adds `op(args, attrs)` with result struct info si, lowered through loom_graph_legalize_call. */
 loom_status loom_lx_add_lowered(loom_lx *x, const char *suffix, loom_graph_op op, size_t nargs, loom_graph_expr *const *args,
                                 size_t nattrs, const loom_graph_attr *attrs, const loom_sinfo *si, loom_graph_expr **out);
 /* Binds dims[0 .. n) (new symbols, or expressions to check) to the values of vec, a 1-D i64 /
  * i32 tensor of length n: tensor_to_shape, then match_cast to Shape[(dims)]. */
 loom_status loom_lx_bind_dims(loom_lx *x, const char *suffix, loom_graph_expr *vec, size_t n, const loom_sym_expr *const *dims);
-/* Runs program `name` (gen, ctx) on args into `<b>_<what>`, an i64 vector of n values, and binds
- * them to dims[0 .. n) as `<b>_<bind>` (loom_lx_bind_dims): how a form computes the dims data
- * decides. */
-loom_status loom_lx_bind_program(loom_lx *x, const char *what, const char *bind, const char *name, loom_lx_gen gen,
-                                 const void *ctx, size_t nargs, loom_graph_expr *const *args, size_t n,
+/* Runs the program gen makes of params (size bytes, named `name`) on args into `<b>_<what>`, an
+ * i64 vector of n values, and binds them to dims[0 .. n) as `<b>_<bind>` (loom_lx_bind_dims): how
+ * a form computes the dims data decides. */
+loom_status loom_lx_bind_program(loom_lx *x, const char *what, const char *bind, const char *name, loom_graph_gen_fn gen,
+                                 const void *params, size_t size, size_t nargs, loom_graph_expr *const *args, size_t n,
                                  const loom_sym_expr *const *dims);
 /* New shape symbols <b's var>_<tag><k> for k < n, in out[]. */
 loom_status loom_lx_new_syms(loom_lx *x, const char *tag, int n, const loom_sym_expr **out);

@@ -8,6 +8,17 @@
 #include "base/hash.h"
 #include "graph/legalize_internal.h"
 
+typedef struct reshape_params {
+  loom_dtype t;
+  int32_t rank_in, rank_out;
+} reshape_params;
+LOOM_TP_GEN_PARAMS(reshape_params, 3 * 4);
+
+static loom_status gen_reshape(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const reshape_params *p = params;
+  return loom_tp_gen_reshape(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank_in, p->rank_out, tp);
+}
+
 /* reshape, expand_dims, squeeze, flatten: the output's dims come from inference; the
  * program only reinterprets the row-major order. */
 loom_status loom_legal_reshape(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
@@ -19,78 +30,116 @@ loom_status loom_legal_reshape(loom_graph_module *m, const loom_graph_expr *call
     /* the target shape as a Shape argument is fine too: the program ignores it */
     return loom_legal_unsupported(call, "with a Shape argument yet");
   }
-  loom_tp_func **tp = &r->tp;
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   if (out->ndim < 0 || out->ndim > LOOM_TP_GEN_MAX_RANK) return loom_legal_unsupported(call, "for this result rank");
   char name[256];
   snprintf(name, sizeof name, "reshape_%s_%d_%d", loom_dtype_name(x->dtype), x->ndim, out->ndim);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_reshape(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim,
-                                     out->ndim, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  reshape_params p = {.t = x->dtype, .rank_in = x->ndim, .rank_out = out->ndim};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_reshape, p, &r->tp);
+}
+
+typedef struct permute_params {
+  loom_dtype t;
+  int32_t rank;
+  int32_t perm[LOOM_TP_GEN_MAX_RANK]; /* 0 past the rank */
+} permute_params;
+LOOM_TP_GEN_PARAMS(permute_params, (2 + LOOM_TP_GEN_MAX_RANK) * 4);
+
+static loom_status gen_permute(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const permute_params *p = params;
+  int perm[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < LOOM_TP_GEN_MAX_RANK; k++) perm[k] = p->perm[k];
+  return loom_tp_gen_permute(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, perm, tp);
 }
 
 loom_status loom_legal_permute(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                loom_graph_legal *r) {
   (void)out;
-  loom_tp_func **tp = &r->tp;
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
-  int perm[LOOM_TP_GEN_MAX_RANK];
+  permute_params p = {.t = x->dtype, .rank = x->ndim};
   const loom_graph_attr *axes = loom_graph_call_attr(call, "axes");
   char key[64] = "";
   for (int k = 0; k < x->ndim; k++) {
     int64_t v = x->ndim - 1 - k;
+    int a;
     if (axes && ((size_t)k >= axes->n || !loom_sym_is_const(axes->syms[k], &v))) return loom_legal_unsupported(call, "for these axes");
-    if (!loom_legal_norm_axis(v, x->ndim, &perm[k])) return loom_legal_unsupported(call, "for these axes");
-    snprintf(key + strlen(key), sizeof key - strlen(key), "%d", perm[k]);
+    if (!loom_legal_norm_axis(v, x->ndim, &a)) return loom_legal_unsupported(call, "for these axes");
+    p.perm[k] = a;
+    snprintf(key + strlen(key), sizeof key - strlen(key), "%d", a);
   }
   char name[256];
   snprintf(name, sizeof name, "permute_dims_%s_%s", loom_dtype_name(x->dtype), key);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_permute(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim,
-                                     perm, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  return LOOM_LEGAL_PROGRAM(m, name, gen_permute, p, &r->tp);
+}
+
+typedef struct concat_params {
+  loom_dtype t;
+  int32_t rank, axis, ninputs;
+} concat_params;
+LOOM_TP_GEN_PARAMS(concat_params, 4 * 4);
+
+static loom_status gen_concat(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const concat_params *p = params;
+  return loom_tp_gen_concat(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, p->axis, p->ninputs, tp);
 }
 
 loom_status loom_legal_concat(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                               loom_graph_legal *r) {
   (void)out;
-  loom_tp_func **tp = &r->tp;
   const loom_sinfo *x;
-  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  int axis;
+  LOOM_PROPAGATE(loom_legal_axis_arg(call, &x, &axis));
   for (size_t i = 1; i < call->u.call.nargs; i++) {
     const loom_sinfo *y;
     LOOM_PROPAGATE(loom_legal_tensor_arg(call, i, &y));
     if (y->dtype != x->dtype || y->ndim != x->ndim) return loom_legal_unsupported(call, "for mixed dtypes or ranks");
   }
-  int axis;
-  if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
   char name[256];
   snprintf(name, sizeof name, "concat_%s_r%d_a%d_n%zu", loom_dtype_name(x->dtype), x->ndim, axis, call->u.call.nargs);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_concat(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, axis,
-                                    (int)call->u.call.nargs, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  concat_params p = {.t = x->dtype, .rank = x->ndim, .axis = axis, .ninputs = (int32_t)call->u.call.nargs};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_concat, p, &r->tp);
+}
+
+typedef struct broadcast_params {
+  loom_dtype t;
+  int32_t rank, out_rank;
+  loom_tp_bcast modes[LOOM_TP_GEN_MAX_RANK]; /* 0 past the rank */
+} broadcast_params;
+LOOM_TP_GEN_PARAMS(broadcast_params, (3 + LOOM_TP_GEN_MAX_RANK) * 4);
+
+static loom_status gen_broadcast(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const broadcast_params *p = params;
+  return loom_tp_gen_broadcast(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, p->modes, p->out_rank, tp);
 }
 
 loom_status loom_legal_broadcast_to(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                     loom_graph_legal *r) {
-  loom_tp_func **tp = &r->tp;
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   if (out->ndim < 0 || !out->dims || out->ndim > LOOM_TP_GEN_MAX_RANK) return loom_legal_unsupported(call, "for this result");
   if (out->ndim < x->ndim) return loom_legal_unsupported(call, "to a lower rank");
-  loom_tp_bcast modes[LOOM_TP_GEN_MAX_RANK];
+  broadcast_params p = {.t = x->dtype, .rank = x->ndim, .out_rank = out->ndim};
   char key[64] = "";
-  loom_legal_bcast_modes(loom_graph_module_sym(m), x, out->dims, out->ndim, modes, key, sizeof key);
+  loom_legal_bcast_modes(loom_graph_module_sym(m), x, out->dims, out->ndim, p.modes, key, sizeof key);
   char name[256];
   snprintf(name, sizeof name, "broadcast_to_%s_r%d_%s", loom_dtype_name(x->dtype), out->ndim, key);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_broadcast(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, modes,
-                                       out->ndim, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  return LOOM_LEGAL_PROGRAM(m, name, gen_broadcast, p, &r->tp);
+}
+
+typedef struct slice_params {
+  int64_t strides[LOOM_TP_GEN_MAX_RANK]; /* 1 on the axes not sliced */
+  loom_dtype t;
+  int32_t rank;
+  uint32_t axes; /* mask of the sliced axes */
+  int32_t unused; /* 0 */
+} slice_params;
+LOOM_TP_GEN_PARAMS(slice_params, LOOM_TP_GEN_MAX_RANK * 8 + 4 * 4);
+
+static loom_status gen_slice(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const slice_params *p = params;
+  return loom_tp_gen_slice(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, p->axes, p->strides, tp);
 }
 
 loom_status loom_legal_slice(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
@@ -135,13 +184,20 @@ loom_status loom_legal_slice(loom_graph_module *m, const loom_graph_expr *call, 
     if (mask >> k & 1) snprintf(key + strlen(key), sizeof key - strlen(key), "_a%ds%lld", k, (long long)st[k]);
   char name[256];
   snprintf(name, sizeof name, "strided_slice_%s_r%d%s", loom_dtype_name(x->dtype), x->ndim, key);
-  if (!(r->tp = loom_graph_module_find_tp(m, name))) {
-    LOOM_PROPAGATE(loom_tp_gen_slice(loom_graph_module_arena(m), cx, name, x->dtype, x->ndim, mask, st, &r->tp));
-    LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
-  }
+  slice_params p = {.t = x->dtype, .rank = x->ndim, .axes = mask};
+  for (int k = 0; k < LOOM_TP_GEN_MAX_RANK; k++) p.strides[k] = st[k];
+  LOOM_PROPAGATE(LOOM_LEGAL_PROGRAM(m, name, gen_slice, p, &r->tp));
   for (int k = 0; k < x->ndim; k++)
     if (mask >> k & 1) r->scalars[r->nscalars++] = beg[k];
   return LOOM_OK;
+}
+
+loom_status loom_legal_gen_pad(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const loom_legal_pad_params *p = params;
+  char text[64];
+  loom_legal_literal(p->t, p->value, text, sizeof text);
+  return loom_tp_gen_pad(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, text, p->pads_buffer, p->value_rank,
+                         tp);
 }
 
 loom_status loom_legal_pad(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
@@ -153,47 +209,59 @@ loom_status loom_legal_pad(loom_graph_module *m, const loom_graph_expr *call, co
   const loom_graph_attr *pads = loom_graph_call_attr(call, "pads");
   if (!pads || pads->n != (size_t)(2 * x->ndim)) return loom_legal_unsupported(call, "without one before/after pad per axis");
   double value = loom_graph_call_float(call, "value");
-  char text[64];
-  loom_legal_literal(x->dtype, value, text, sizeof text);
   char name[256];
   snprintf(name, sizeof name, "pad_%s_r%d_%016llx", loom_dtype_name(x->dtype), x->ndim,
            (unsigned long long)loom_hash_bytes(&value, sizeof value));
-  if (!(r->tp = loom_graph_module_find_tp(m, name))) {
-    LOOM_PROPAGATE(loom_tp_gen_pad(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, text, false, -1,
-                                   &r->tp));
-    LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
-  }
+  loom_legal_pad_params p = {.value = value, .t = x->dtype, .rank = x->ndim, .value_rank = -1};
+  LOOM_PROPAGATE(LOOM_LEGAL_PROGRAM(m, name, loom_legal_gen_pad, p, &r->tp));
   for (int k = 0; k < x->ndim; k++) r->scalars[r->nscalars++] = pads->syms[k];
   return LOOM_OK;
+}
+
+typedef struct tile_params {
+  loom_dtype t;
+  int32_t rank;
+} tile_params;
+LOOM_TP_GEN_PARAMS(tile_params, 2 * 4);
+
+static loom_status gen_tile(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const tile_params *p = params;
+  return loom_tp_gen_tile(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, tp);
 }
 
 loom_status loom_legal_tile(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                             loom_graph_legal *r) {
   (void)out;
-  loom_tp_func **tp = &r->tp;
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   char name[64];
   snprintf(name, sizeof name, "tile_%s_r%d", loom_dtype_name(x->dtype), x->ndim);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_tile(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  tile_params p = {.t = x->dtype, .rank = x->ndim};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_tile, p, &r->tp);
+}
+
+typedef struct repeat_params {
+  int64_t repeats;
+  loom_dtype t;
+  int32_t rank, axis, unused; /* 0 */
+} repeat_params;
+LOOM_TP_GEN_PARAMS(repeat_params, 8 + 4 * 4);
+
+static loom_status gen_repeat(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const repeat_params *p = params;
+  return loom_tp_gen_repeat(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, p->axis, p->repeats, tp);
 }
 
 loom_status loom_legal_repeat(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                               loom_graph_legal *r) {
   (void)out;
-  loom_tp_func **tp = &r->tp;
   const loom_sinfo *x;
-  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   int axis;
-  if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+  LOOM_PROPAGATE(loom_legal_axis_arg(call, &x, &axis));
   int64_t reps = loom_graph_call_int(call, "repeats");
   if (reps < 1) return loom_legal_unsupported(call, "for repeats < 1");
   char name[128];
   snprintf(name, sizeof name, "repeat_%s_r%d_a%d_x%lld", loom_dtype_name(x->dtype), x->ndim, axis, (long long)reps);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_repeat(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, axis,
-                                    reps, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  repeat_params p = {.repeats = reps, .t = x->dtype, .rank = x->ndim, .axis = axis};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_repeat, p, &r->tp);
 }

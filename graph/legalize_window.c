@@ -40,6 +40,61 @@ static loom_graph_icx icx_for(loom_graph_module *m, const loom_graph_expr *call)
   return (loom_graph_icx){.m = m, .cx = loom_graph_module_sym(m), .call = call, .op = loom_graph_op_name(call->u.call.op)};
 }
 
+/* What a window program is made of: the window (padding-free, 0 past its n axes), the dtypes and
+ * the form. conv and pool share it; their generators differ. */
+typedef struct window_params {
+  int64_t kernel[LOOM_TP_MAX_SPATIAL], stride[LOOM_TP_MAX_SPATIAL], dilation[LOOM_TP_MAX_SPATIAL];
+  int64_t pad_lo[LOOM_TP_MAX_SPATIAL], pad_hi[LOOM_TP_MAX_SPATIAL], shift[LOOM_TP_MAX_SPATIAL];
+  int64_t groups, p;     /* conv groups; lp's p */
+  loom_dtype t, acc;
+  int32_t n, bias, transpose;
+  loom_tp_pool_kind kind;
+  int32_t col_major, unused; /* 0 */
+} window_params;
+LOOM_TP_GEN_PARAMS(window_params, (6 * LOOM_TP_MAX_SPATIAL + 2) * 8 + 8 * 4);
+
+static window_params params_of(const loom_tp_window *w, loom_dtype t) {
+  window_params p = {.groups = w->groups, .t = t, .n = w->n};
+  for (int i = 0; i < LOOM_TP_MAX_SPATIAL; i++) {
+    p.kernel[i] = w->kernel[i];
+    p.stride[i] = w->stride[i];
+    p.dilation[i] = w->dilation[i];
+    p.pad_lo[i] = w->pad_lo[i];
+    p.pad_hi[i] = w->pad_hi[i];
+    p.shift[i] = w->shift[i];
+  }
+  return p;
+}
+
+static loom_tp_window window_from(const window_params *p) {
+  loom_tp_window w = {.n = p->n, .groups = p->groups};
+  for (int i = 0; i < LOOM_TP_MAX_SPATIAL; i++) {
+    w.kernel[i] = p->kernel[i];
+    w.stride[i] = p->stride[i];
+    w.dilation[i] = p->dilation[i];
+    w.pad_lo[i] = p->pad_lo[i];
+    w.pad_hi[i] = p->pad_hi[i];
+    w.shift[i] = p->shift[i];
+  }
+  return w;
+}
+
+static loom_status gen_conv(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const window_params *p = params;
+  loom_tp_window w = window_from(p);
+  loom_arena *a = loom_graph_module_arena(m);
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  return p->transpose ? loom_tp_gen_conv_transpose(a, cx, name, p->t, p->acc, &w, p->bias, tp)
+                      : loom_tp_gen_conv(a, cx, name, p->t, p->acc, &w, p->bias, tp);
+}
+
+static loom_status gen_pool(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const window_params *p = params;
+  loom_tp_window w = window_from(p);
+  loom_tp_pool pool = {.kind = p->kind, .p = p->p, .col_major = p->col_major};
+  return loom_tp_gen_pool(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, &pool, &w, tp);
+}
+
 /* conv1d, conv2d, conv and conv_transpose (N-d). */
 static loom_status legalize_conv(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
   const loom_sinfo *x, *k, *b = NULL;
@@ -60,12 +115,11 @@ static loom_status legalize_conv(loom_graph_module *m, const loom_graph_expr *ca
   snprintf(name, sizeof name, "%s%dd_%s_g%lld%s", transpose ? "conv_transpose" : "conv", n, loom_dtype_name(x->dtype),
            (long long)w.groups, b ? "_bias" : "");
   key_window(name, sizeof name, &w, false);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  loom_arena *a = loom_graph_module_arena(m);
-  loom_sym_ctx *cx = loom_graph_module_sym(m);
-  LOOM_PROPAGATE(transpose ? loom_tp_gen_conv_transpose(a, cx, name, x->dtype, acc, &w, b != NULL, tp)
-                           : loom_tp_gen_conv(a, cx, name, x->dtype, acc, &w, b != NULL, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  window_params p = params_of(&w, x->dtype);
+  p.acc = acc;
+  p.bias = b != NULL;
+  p.transpose = transpose;
+  return LOOM_LEGAL_PROGRAM(m, name, gen_conv, p, tp);
 }
 
 /* The pool kind, window and key of a pooling call; UNIMPLEMENTED for forms without a program. */
@@ -124,9 +178,11 @@ static loom_status legalize_pool(loom_graph_module *m, const loom_graph_expr *ca
            pool.col_major ? "_colmajor" : "");
   if (pool.kind == LOOM_TP_POOL_LP) snprintf(name + strlen(name), sizeof name - strlen(name), "_p%lld", (long long)pool.p);
   key_window(name, sizeof name, &w, true);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_pool(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, &pool, &w, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  window_params p = params_of(&w, x->dtype);
+  p.kind = pool.kind;
+  p.p = pool.p;
+  p.col_major = pool.col_major;
+  return LOOM_LEGAL_PROGRAM(m, name, gen_pool, p, tp);
 }
 
 /* The legalize hooks of conv1d / conv2d / conv / conv_transpose and of every pooling op but

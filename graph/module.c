@@ -31,6 +31,7 @@ void loom_graph_module_destroy(loom_graph_module *m) {
   if (!m) return;
   LOOM_VEC_FREE(m->alloc, &m->funcs);
   LOOM_VEC_FREE(m->alloc, &m->tps);
+  LOOM_VEC_FREE(m->alloc, &m->generated);
   LOOM_VEC_FREE(m->alloc, &m->consts);
   LOOM_VEC_FREE(m->alloc, &m->externs);
   loom_libcall_lib_destroy(m->libcall);

@@ -310,19 +310,27 @@ static loom_status eval_resize(loom_graph_ecx *ec, const loom_graph_value *args,
 /* conv1d / conv2d / conv, max_pool2d / avg_pool2d (legalize_window.c) and resize2d
  * (legalize_image.c) have theirs beside the image family's. */
 
+typedef struct global_avg_pool_params {
+  loom_dtype t;
+} global_avg_pool_params;
+LOOM_TP_GEN_PARAMS(global_avg_pool_params, 4);
+
+/* the mean over axes 2 and 3, kept */
+static loom_status gen_global_avg_pool(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  return loom_tp_gen_reduce(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_TP_REDUCE_MEAN,
+                            ((const global_avg_pool_params *)params)->t, 4, (1u << 2) | (1u << 3), true, tp);
+}
+
 static loom_status legal_global_avg_pool2d(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                            loom_graph_legal *r) {
   (void)out;
-  loom_tp_func **tp = &r->tp;
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   if (x->ndim != 4) return loom_legal_unsupported(call, "for a non-NCHW input");
   char name[64];
   snprintf(name, sizeof name, "global_avg_pool2d_%s", loom_dtype_name(x->dtype));
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_reduce(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_TP_REDUCE_MEAN,
-                                    x->dtype, 4, (1u << 2) | (1u << 3), true, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  global_avg_pool_params p = {.t = x->dtype};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_global_avg_pool, p, &r->tp);
 }
 
 /* ---- the records ------------------------------------------------------------------------------- */

@@ -238,32 +238,54 @@ static loom_status eval_tri(loom_graph_ecx *ec, const loom_graph_value *args, lo
 
 /* ---- legalization (the records' legalize hooks; graph/legalize.h) ------------------------------ */
 
+typedef struct fill_params {
+  double value;
+  loom_dtype t;
+  int32_t rank;
+} fill_params;
+LOOM_TP_GEN_PARAMS(fill_params, 8 + 2 * 4);
+
+/* The value as a literal of t: for integers the one the reference stores (saturated, NaN 0). */
+static loom_status gen_fill(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const fill_params *p = params;
+  char text[64];
+  if (p->t == LOOM_DTYPE_BOOL) snprintf(text, sizeof text, "%s", p->value != 0 ? "true" : "false");
+  else if (loom_dtype_is_float(p->t)) {
+    snprintf(text, sizeof text, "%.17g", p->value);
+    if (!strpbrk(text, ".eEn")) strcat(text, ".0");
+  } else {
+    uint64_t bits = 0;
+    loom_graph_tensor one = {.dtype = p->t, .numel = 1, .data = &bits};
+    loom_graph_tensor_set_f64(&one, 0, p->value);
+    int64_t v = loom_graph_tensor_get_i64(&one, 0);
+    if (p->t == LOOM_DTYPE_U64) snprintf(text, sizeof text, "%llu", (unsigned long long)v);
+    else snprintf(text, sizeof text, "%lld", (long long)v);
+  }
+  return loom_tp_gen_fill(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, text, tp);
+}
+
 /* zeros, ones, full */
 static loom_status legal_fill(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                               loom_graph_legal *r) {
   double value = fill_value(call);
-  loom_tp_func **tp = &r->tp;
   if (call->u.call.nargs != 0) return loom_legal_unsupported(call, "with a Shape operand yet");
   if (out->ndim < 0 || out->ndim > LOOM_TP_GEN_MAX_RANK) return loom_legal_unsupported(call, "for this rank");
-  char text[64];
-  if (out->dtype == LOOM_DTYPE_BOOL) snprintf(text, sizeof text, "%s", value != 0 ? "true" : "false");
-  else if (loom_dtype_is_float(out->dtype)) {
-    snprintf(text, sizeof text, "%.17g", value);
-    if (!strpbrk(text, ".eEn")) strcat(text, ".0");
-  } else { /* the integer the reference stores (saturated, NaN 0): one conversion rule */
-    uint64_t bits = 0;
-    loom_graph_tensor one = {.dtype = out->dtype, .numel = 1, .data = &bits};
-    loom_graph_tensor_set_f64(&one, 0, value);
-    int64_t v = loom_graph_tensor_get_i64(&one, 0);
-    if (out->dtype == LOOM_DTYPE_U64) snprintf(text, sizeof text, "%llu", (unsigned long long)v);
-    else snprintf(text, sizeof text, "%lld", (long long)v);
-  }
   char name[256];
   snprintf(name, sizeof name, "fill_%s_r%d_%016llx", loom_dtype_name(out->dtype), out->ndim,
            (unsigned long long)loom_hash_bytes(&value, sizeof value));
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_fill(loom_graph_module_arena(m), loom_graph_module_sym(m), name, out->dtype, out->ndim, text, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  fill_params p = {.value = value, .t = out->dtype, .rank = out->ndim};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_fill, p, &r->tp);
+}
+
+typedef struct tri_params {
+  loom_dtype t, kt;
+  int32_t rank, upper, krank; /* krank -1: k is a scalar parameter */
+} tri_params;
+LOOM_TP_GEN_PARAMS(tri_params, 5 * 4);
+
+static loom_status gen_tri(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const tri_params *p = params;
+  return loom_tp_gen_tri(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, p->upper, p->kt, p->krank, tp);
 }
 
 /* tril, triu: k is a scalar parameter, or a run-time operand the program reads */
@@ -283,13 +305,19 @@ static loom_status legal_tri(loom_graph_module *m, const loom_graph_expr *call, 
   snprintf(name, sizeof name, "%s_%s_r%d%s%s", upper ? "triu" : "tril", loom_dtype_name(x->dtype), x->ndim, ks ? "_k" : "",
            ks ? loom_dtype_name(ks->dtype) : "");
   if (ks && ks->ndim == 1) strncat(name, "v", sizeof name - strlen(name) - 1);
-  if (!(r->tp = loom_graph_module_find_tp(m, name))) {
-    LOOM_PROPAGATE(loom_tp_gen_tri(loom_graph_module_arena(m), cx, name, x->dtype, x->ndim, upper,
-                                   ks ? ks->dtype : LOOM_DTYPE_I64, ks ? ks->ndim : -1, &r->tp));
-    LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
-  }
+  tri_params p = {.t = x->dtype, .kt = ks ? ks->dtype : LOOM_DTYPE_I64, .rank = x->ndim, .upper = upper, .krank = ks ? ks->ndim : -1};
+  LOOM_PROPAGATE(LOOM_LEGAL_PROGRAM(m, name, gen_tri, p, &r->tp));
   if (!ks) r->scalars[r->nscalars++] = sym_attr(cx, call, "k");
   return LOOM_OK;
+}
+
+typedef struct arange_params {
+  loom_dtype t;
+} arange_params;
+LOOM_TP_GEN_PARAMS(arange_params, 4);
+
+static loom_status gen_arange(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  return loom_tp_gen_arange(loom_graph_module_arena(m), loom_graph_module_sym(m), name, ((const arange_params *)params)->t, tp);
 }
 
 static loom_status legal_arange(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
@@ -299,13 +327,22 @@ static loom_status legal_arange(loom_graph_module *m, const loom_graph_expr *cal
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   char name[64];
   snprintf(name, sizeof name, "arange_%s", loom_dtype_name(out->dtype));
-  if (!(r->tp = loom_graph_module_find_tp(m, name))) {
-    LOOM_PROPAGATE(loom_tp_gen_arange(loom_graph_module_arena(m), cx, name, out->dtype, &r->tp));
-    LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
-  }
+  arange_params p = {.t = out->dtype};
+  LOOM_PROPAGATE(LOOM_LEGAL_PROGRAM(m, name, gen_arange, p, &r->tp));
   r->scalars[r->nscalars++] = sym_attr(cx, call, "start");
   r->scalars[r->nscalars++] = sym_attr(cx, call, "step");
   return LOOM_OK;
+}
+
+typedef struct sym_tensor_params {
+  loom_dtype t;
+  int32_t n, scalar;
+} sym_tensor_params;
+LOOM_TP_GEN_PARAMS(sym_tensor_params, 3 * 4);
+
+static loom_status gen_sym_tensor(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const sym_tensor_params *p = params;
+  return loom_tp_gen_sym_tensor(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->n, p->scalar, tp);
 }
 
 static loom_status legal_sym_tensor(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
@@ -316,11 +353,8 @@ static loom_status legal_sym_tensor(loom_graph_module *m, const loom_graph_expr 
   bool scalar = out->ndim == 0;
   char name[64];
   snprintf(name, sizeof name, "sym_tensor_%s_n%zu%s", loom_dtype_name(out->dtype), v->n, scalar ? "_s" : "");
-  if (!(r->tp = loom_graph_module_find_tp(m, name))) {
-    LOOM_PROPAGATE(loom_tp_gen_sym_tensor(loom_graph_module_arena(m), loom_graph_module_sym(m), name, out->dtype, (int)v->n,
-                                          scalar, &r->tp));
-    LOOM_PROPAGATE(loom_graph_module_add_tp(m, r->tp));
-  }
+  sym_tensor_params p = {.t = out->dtype, .n = (int32_t)v->n, .scalar = scalar};
+  LOOM_PROPAGATE(LOOM_LEGAL_PROGRAM(m, name, gen_sym_tensor, p, &r->tp));
   for (size_t k = 0; k < v->n; k++) r->scalars[r->nscalars++] = v->syms[k];
   return LOOM_OK;
 }

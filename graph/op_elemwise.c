@@ -437,6 +437,27 @@ static const binary_entry binary_table[] = {
     {LOOM_GRAPH_OP_SHIFT_RIGHT, "shr(a, b)", NULL},
 };
 
+/* The expression template (over x, or a and b) of a program, in its parameter struct: a
+ * template too long for it is a bug in the op table (INTERNAL). */
+static loom_status copy_expr(char *dst, size_t cap, const char *expr) {
+  size_t n = strlen(expr);
+  if (n >= cap) return LOOM_ERROR(INTERNAL, "expression template '%s' is longer than %zu", expr, cap - 1);
+  memcpy(dst, expr, n);
+  return LOOM_OK;
+}
+
+typedef struct unary_params {
+  char expr[256]; /* over x */
+  loom_dtype in, out;
+  int32_t rank, unused; /* 0 */
+} unary_params;
+LOOM_TP_GEN_PARAMS(unary_params, 256 + 4 * 4);
+
+static loom_status gen_unary(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const unary_params *p = params;
+  return loom_tp_gen_unary(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->expr, p->in, p->out, p->rank, tp);
+}
+
 static loom_status unary_program(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                  const char *expr, loom_tp_func **tp) {
   const loom_sinfo *x;
@@ -453,10 +474,9 @@ static loom_status unary_program(loom_graph_module *m, const loom_graph_expr *ca
   char name[256];
   snprintf(name, sizeof name, "%s_%s_%s_r%d", loom_graph_op_name(call->u.call.op), loom_dtype_name(x->dtype),
            loom_dtype_name(out->dtype), x->ndim);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_unary(loom_graph_module_arena(m), loom_graph_module_sym(m), name, expr, x->dtype,
-                                   out->dtype, x->ndim, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  unary_params p = {.in = x->dtype, .out = out->dtype, .rank = x->ndim};
+  LOOM_PROPAGATE(copy_expr(p.expr, sizeof p.expr, expr));
+  return LOOM_LEGAL_PROGRAM(m, name, gen_unary, p, tp);
 }
 
 /* the ops of unary_table */
@@ -469,7 +489,6 @@ static loom_status legal_unary(loom_graph_module *m, const loom_graph_expr *call
 
 static loom_status legal_clip(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                               loom_graph_legal *r) {
-  loom_tp_func **tp = &r->tp;
   const loom_graph_attr *lo = loom_graph_call_attr(call, "min"), *hi = loom_graph_call_attr(call, "max");
   char expr[160] = "x", tmp[160];
   if (lo) {
@@ -486,10 +505,9 @@ static loom_status legal_clip(loom_graph_module *m, const loom_graph_expr *call,
   char name[256];
   snprintf(name, sizeof name, "clip_%s_r%d_%016llx", loom_dtype_name(x->dtype), x->ndim,
            (unsigned long long)loom_hash_bytes(expr, strlen(expr)));
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_unary(loom_graph_module_arena(m), loom_graph_module_sym(m), name, expr, x->dtype,
-                                   out->dtype, x->ndim, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  unary_params p = {.in = x->dtype, .out = out->dtype, .rank = x->ndim};
+  LOOM_PROPAGATE(copy_expr(p.expr, sizeof p.expr, expr));
+  return LOOM_LEGAL_PROGRAM(m, name, gen_unary, p, &r->tp);
 }
 
 static loom_status legal_cast(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
@@ -520,73 +538,82 @@ static loom_status legal_bitcast(loom_graph_module *m, const loom_graph_expr *ca
   return unary_program(m, call, out, expr, tp);
 }
 
-/* pow of integers (ONNX Pow on int32 / int64): the reference computes in double and converts
- * back, truncating, as the program's cast does. */
-static loom_status int_pow(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *a,
-                           const loom_sinfo *out, const loom_tp_bcast *ma, const loom_sinfo *b,
-                           const loom_tp_bcast *mb, const char *key, loom_tp_func **tp) {
-  if (!loom_dtype_is_int(a->dtype) || out->dtype != a->dtype) return loom_legal_unsupported(call, "for these operand dtypes");
-  char expr[96], name[256];
-  const char *an = loom_dtype_name(a->dtype);
-  snprintf(expr, sizeof expr, "%s(pow(f64(a), f64(b)))", an);
-  snprintf(name, sizeof name, "pow_%s_%s", an, key);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_binary(loom_graph_module_arena(m), loom_graph_module_sym(m), name, expr, a->dtype, out->dtype,
-                                    a->ndim, ma, b->ndim, mb, tp));
-  return loom_graph_module_add_tp(m, *tp);
+typedef struct binary_params {
+  char expr[96]; /* over a, b */
+  loom_dtype in, out;
+  int32_t ra, rb;
+  loom_tp_bcast ma[LOOM_TP_GEN_MAX_RANK], mb[LOOM_TP_GEN_MAX_RANK]; /* 0 past the operands' ranks */
+} binary_params;
+LOOM_TP_GEN_PARAMS(binary_params, 96 + (4 + 2 * LOOM_TP_GEN_MAX_RANK) * 4);
+
+static loom_status gen_binary(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const binary_params *p = params;
+  return loom_tp_gen_binary(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->expr, p->in, p->out, p->ra, p->ma, p->rb,
+                            p->mb, tp);
 }
 
-/* the ops of binary_table */
+/* the ops of binary_table; pow of integers (ONNX Pow on int32 / int64) computes in double and
+ * converts back, truncating, as the reference does */
 static loom_status legal_binary(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                 loom_graph_legal *r) {
   const binary_entry *e = NULL;
   for (size_t i = 0; i < sizeof binary_table / sizeof binary_table[0] && !e; i++)
     if (binary_table[i].op == call->u.call.op) e = &binary_table[i];
   if (!e) return loom_legal_unsupported(call, "yet");
-  loom_tp_func **tp = &r->tp;
   const loom_sinfo *a, *b;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &a));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &b));
   if (out->ndim < 0 || !out->dims) return loom_legal_unsupported(call, "for a result of unknown shape");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
-  loom_tp_bcast ma[LOOM_TP_GEN_MAX_RANK], mb[LOOM_TP_GEN_MAX_RANK];
+  binary_params p = {.in = a->dtype, .out = out->dtype, .ra = a->ndim, .rb = b->ndim};
   char key[64] = "";
-  loom_legal_bcast_modes(cx, a, out->dims, out->ndim, ma, key, sizeof key);
+  loom_legal_bcast_modes(cx, a, out->dims, out->ndim, p.ma, key, sizeof key);
   strcat(key, "_");
-  loom_legal_bcast_modes(cx, b, out->dims, out->ndim, mb, key, sizeof key);
+  loom_legal_bcast_modes(cx, b, out->dims, out->ndim, p.mb, key, sizeof key);
   if (a->dtype != b->dtype) return loom_legal_unsupported(call, "for operands of different dtypes");
-  if (e->op == LOOM_GRAPH_OP_POW && !loom_dtype_is_float(a->dtype)) return int_pow(m, call, a, out, ma, b, mb, key, tp);
+  char name[256], pow_expr[96];
   const char *expr = loom_dtype_is_float(a->dtype) || !e->int_expr ? e->expr : e->int_expr;
-  char name[256];
+  if (e->op == LOOM_GRAPH_OP_POW && !loom_dtype_is_float(a->dtype)) {
+    if (!loom_dtype_is_int(a->dtype) || out->dtype != a->dtype) return loom_legal_unsupported(call, "for these operand dtypes");
+    snprintf(pow_expr, sizeof pow_expr, "%s(pow(f64(a), f64(b)))", loom_dtype_name(a->dtype));
+    expr = pow_expr;
+  }
   snprintf(name, sizeof name, "%s_%s_%s", loom_graph_op_name(call->u.call.op), loom_dtype_name(a->dtype), key);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_binary(loom_graph_module_arena(m), cx, name, expr, a->dtype, out->dtype, a->ndim, ma,
-                                    b->ndim, mb, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  LOOM_PROPAGATE(copy_expr(p.expr, sizeof p.expr, expr));
+  return LOOM_LEGAL_PROGRAM(m, name, gen_binary, p, &r->tp);
+}
+
+typedef struct where_params {
+  loom_dtype t, out;
+  int32_t ranks[3];
+  loom_tp_bcast modes[3][LOOM_TP_GEN_MAX_RANK]; /* 0 past the operands' ranks */
+} where_params;
+LOOM_TP_GEN_PARAMS(where_params, (5 + 3 * LOOM_TP_GEN_MAX_RANK) * 4);
+
+static loom_status gen_where(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const where_params *p = params;
+  const loom_dtype dts[3] = {LOOM_DTYPE_BOOL, p->t, p->t};
+  const loom_tp_bcast *mp[3] = {p->modes[0], p->modes[1], p->modes[2]};
+  return loom_tp_gen_nary(loom_graph_module_arena(m), loom_graph_module_sym(m), name, "select(a, b, c)", 3, dts, p->out, p->ranks, mp,
+                          tp);
 }
 
 static loom_status legal_where(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                loom_graph_legal *r) {
-  loom_tp_func **tp = &r->tp;
   const loom_sinfo *in[3];
   for (size_t i = 0; i < 3; i++) LOOM_PROPAGATE(loom_legal_tensor_arg(call, i, &in[i]));
   if (in[0]->dtype != LOOM_DTYPE_BOOL || in[1]->dtype != in[2]->dtype) return loom_legal_unsupported(call, "for these dtypes");
   if (out->ndim < 0 || !out->dims) return loom_legal_unsupported(call, "for a result of unknown shape");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
-  loom_tp_bcast modes[3][LOOM_TP_GEN_MAX_RANK];
-  const loom_tp_bcast *mp[3] = {modes[0], modes[1], modes[2]};
+  where_params p = {.t = in[1]->dtype, .out = out->dtype, .ranks = {in[0]->ndim, in[1]->ndim, in[2]->ndim}};
   char key[64] = "";
   for (int i = 0; i < 3; i++) {
     if (i) strcat(key, "_");
-    loom_legal_bcast_modes(cx, in[i], out->dims, out->ndim, modes[i], key, sizeof key);
+    loom_legal_bcast_modes(cx, in[i], out->dims, out->ndim, p.modes[i], key, sizeof key);
   }
   char name[256];
   snprintf(name, sizeof name, "where_%s_%s", loom_dtype_name(in[1]->dtype), key);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  const loom_dtype dts[3] = {LOOM_DTYPE_BOOL, in[1]->dtype, in[2]->dtype};
-  const int ranks[3] = {in[0]->ndim, in[1]->ndim, in[2]->ndim};
-  LOOM_PROPAGATE(loom_tp_gen_nary(loom_graph_module_arena(m), cx, name, "select(a, b, c)", 3, dts, out->dtype, ranks, mp, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  return LOOM_LEGAL_PROGRAM(m, name, gen_where, p, &r->tp);
 }
 
 /* ---- the records ------------------------------------------------------------------------------- */

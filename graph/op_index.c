@@ -430,23 +430,43 @@ static loom_status eval_cumsum(loom_graph_ecx *ec, const loom_graph_value *args,
 
 /* gather_elements / scatter_elements have theirs in legalize_index.c. */
 
+typedef struct take_params {
+  loom_dtype t, index_t;
+  int32_t rank, axis, index_rank;
+} take_params;
+LOOM_TP_GEN_PARAMS(take_params, 5 * 4);
+
+static loom_status gen_take(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const take_params *p = params;
+  return loom_tp_gen_take(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, p->axis, p->index_t,
+                          p->index_rank, tp);
+}
+
 static loom_status legal_take(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                               loom_graph_legal *r) {
   (void)out;
-  loom_tp_func **tp = &r->tp;
   const loom_sinfo *x, *idx;
-  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  int axis;
+  LOOM_PROPAGATE(loom_legal_axis_arg(call, &x, &axis));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &idx));
   if (!loom_dtype_is_int(idx->dtype)) return loom_legal_unsupported(call, "for non-integer indices");
-  int axis;
-  if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
   char name[256];
   snprintf(name, sizeof name, "take_%s_r%d_a%d_%s_r%d", loom_dtype_name(x->dtype), x->ndim, axis, loom_dtype_name(idx->dtype),
            idx->ndim);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_take(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, axis,
-                                  idx->dtype, idx->ndim, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  take_params p = {.t = x->dtype, .index_t = idx->dtype, .rank = x->ndim, .axis = axis, .index_rank = idx->ndim};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_take, p, &r->tp);
+}
+
+typedef struct scan_params {
+  loom_dtype t;
+  int32_t rank, axis, exclusive, reverse, prod;
+} scan_params;
+LOOM_TP_GEN_PARAMS(scan_params, 6 * 4);
+
+static loom_status gen_scan(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const scan_params *p = params;
+  return (p->prod ? loom_tp_gen_cumprod : loom_tp_gen_cumsum)(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t,
+                                                              p->rank, p->axis, p->exclusive, p->reverse, tp);
 }
 
 /* cumsum, cumprod */
@@ -454,40 +474,45 @@ static loom_status legal_cumsum(loom_graph_module *m, const loom_graph_expr *cal
                                 loom_graph_legal *r) {
   if (call->u.call.nargs > 1) return loom_legal_runtime_operand(call, "axis");
   (void)out;
-  loom_tp_func **tp = &r->tp;
   const loom_sinfo *x;
-  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   int axis;
-  if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+  LOOM_PROPAGATE(loom_legal_axis_arg(call, &x, &axis));
   bool excl = loom_graph_call_int(call, "exclusive") != 0, prod = call->u.call.op == LOOM_GRAPH_OP_CUMPROD;
   bool rev = loom_graph_call_int(call, "reverse") != 0;
   char name[256];
   snprintf(name, sizeof name, "%s_%s_r%d_a%d%s%s", prod ? "cumprod" : "cumsum", loom_dtype_name(x->dtype), x->ndim, axis,
            excl ? "_x" : "", rev ? "_rev" : "");
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE((prod ? loom_tp_gen_cumprod : loom_tp_gen_cumsum)(loom_graph_module_arena(m), loom_graph_module_sym(m), name,
-                                                                    x->dtype, x->ndim, axis, excl, rev, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  scan_params p = {.t = x->dtype, .rank = x->ndim, .axis = axis, .exclusive = excl, .reverse = rev, .prod = prod};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_scan, p, &r->tp);
+}
+
+typedef struct one_hot_params {
+  double on, off;
+  loom_dtype index_t, t;
+  int32_t index_rank, unused; /* 0 */
+} one_hot_params;
+LOOM_TP_GEN_PARAMS(one_hot_params, 2 * 8 + 4 * 4);
+
+static loom_status gen_one_hot(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const one_hot_params *p = params;
+  char on[64], off[64];
+  loom_legal_literal(p->t, p->on, on, sizeof on);
+  loom_legal_literal(p->t, p->off, off, sizeof off);
+  return loom_tp_gen_one_hot(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->index_t, p->index_rank, p->t, on, off, tp);
 }
 
 static loom_status legal_one_hot(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                  loom_graph_legal *r) {
-  loom_tp_func **tp = &r->tp;
   const loom_sinfo *idx;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &idx));
   if (!loom_dtype_is_int(idx->dtype) || out->ndim != idx->ndim + 1) return loom_legal_unsupported(call, "for these indices");
-  double on = loom_graph_call_float(call, "on_value"), off = loom_graph_call_float(call, "off_value");
-  char on_t[64], off_t[64];
-  loom_legal_literal(out->dtype, on, on_t, sizeof on_t);
-  loom_legal_literal(out->dtype, off, off_t, sizeof off_t);
-  double key[2] = {on, off};
+  one_hot_params p = {.on = loom_graph_call_float(call, "on_value"), .off = loom_graph_call_float(call, "off_value"),
+                      .index_t = idx->dtype, .t = out->dtype, .index_rank = idx->ndim};
+  double key[2] = {p.on, p.off};
   char name[128];
   snprintf(name, sizeof name, "one_hot_%s_r%d_%s_%016llx", loom_dtype_name(idx->dtype), idx->ndim, loom_dtype_name(out->dtype),
            (unsigned long long)loom_hash_bytes(key, sizeof key));
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_one_hot(loom_graph_module_arena(m), loom_graph_module_sym(m), name, idx->dtype, idx->ndim,
-                                     out->dtype, on_t, off_t, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  return LOOM_LEGAL_PROGRAM(m, name, gen_one_hot, p, &r->tp);
 }
 
 /* ---- the records ------------------------------------------------------------------------------- */

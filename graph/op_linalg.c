@@ -179,9 +179,20 @@ static loom_status eval_linear(loom_graph_ecx *ec, const loom_graph_value *args,
 
 /* ---- legalization (the records' legalize hooks; graph/legalize.h) ------------------------------ */
 
+typedef struct matmul_params {
+  loom_dtype t, acc;
+  int32_t ra, rb;
+  loom_tp_bcast ma[LOOM_TP_GEN_MAX_RANK], mb[LOOM_TP_GEN_MAX_RANK]; /* the batch axes' modes (0 past them) */
+} matmul_params;
+LOOM_TP_GEN_PARAMS(matmul_params, (4 + 2 * LOOM_TP_GEN_MAX_RANK) * 4);
+
+static loom_status gen_matmul(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const matmul_params *p = params;
+  return loom_tp_gen_matmul(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->acc, p->ra, p->ma, p->rb, p->mb, tp);
+}
+
 static loom_status legal_matmul(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                 loom_graph_legal *r) {
-  loom_tp_func **tp = &r->tp;
   const loom_sinfo *a, *b;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &a));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &b));
@@ -190,27 +201,35 @@ static loom_status legal_matmul(loom_graph_module *m, const loom_graph_expr *cal
   int nbatch = out->ndim - (a->ndim >= 2) - (b->ndim >= 2);
   if (out->ndim < 0 || !out->dims || nbatch < 0) return loom_legal_unsupported(call, "for a result of unknown shape");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
+  loom_dtype acc = a->dtype == LOOM_DTYPE_F16 || a->dtype == LOOM_DTYPE_BF16 ? LOOM_DTYPE_F32 : a->dtype;
+  matmul_params p = {.t = a->dtype, .acc = acc, .ra = a->ndim, .rb = b->ndim};
   /* Batch modes against the output's batch dims. */
   loom_sinfo ab = *a, bb = *b;
   ab.ndim = a->ndim >= 2 ? a->ndim - 2 : 0;
   bb.ndim = b->ndim >= 2 ? b->ndim - 2 : 0;
-  loom_tp_bcast ma[LOOM_TP_GEN_MAX_RANK], mb[LOOM_TP_GEN_MAX_RANK];
   char key[64] = "";
-  loom_legal_bcast_modes(cx, &ab, out->dims, nbatch, ma, key, sizeof key);
+  loom_legal_bcast_modes(cx, &ab, out->dims, nbatch, p.ma, key, sizeof key);
   strcat(key, "_");
-  loom_legal_bcast_modes(cx, &bb, out->dims, nbatch, mb, key, sizeof key);
-  loom_dtype acc = a->dtype == LOOM_DTYPE_F16 || a->dtype == LOOM_DTYPE_BF16 ? LOOM_DTYPE_F32 : a->dtype;
+  loom_legal_bcast_modes(cx, &bb, out->dims, nbatch, p.mb, key, sizeof key);
   char name[256];
   snprintf(name, sizeof name, "matmul_%s_%d_%d_%s", loom_dtype_name(a->dtype), a->ndim, b->ndim, key);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_matmul(loom_graph_module_arena(m), cx, name, a->dtype, acc, a->ndim, ma, b->ndim, mb, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  return LOOM_LEGAL_PROGRAM(m, name, gen_matmul, p, &r->tp);
+}
+
+typedef struct linear_params {
+  loom_dtype t, acc;
+  int32_t rank, bias;
+} linear_params;
+LOOM_TP_GEN_PARAMS(linear_params, 4 * 4);
+
+static loom_status gen_linear(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const linear_params *p = params;
+  return loom_tp_gen_linear(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->acc, p->rank, p->bias, tp);
 }
 
 static loom_status legal_linear(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                 loom_graph_legal *r) {
   (void)out;
-  loom_tp_func **tp = &r->tp;
   const loom_sinfo *x, *w, *bias = NULL;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &w));
@@ -220,10 +239,8 @@ static loom_status legal_linear(loom_graph_module *m, const loom_graph_expr *cal
   loom_dtype acc = x->dtype == LOOM_DTYPE_F16 || x->dtype == LOOM_DTYPE_BF16 ? LOOM_DTYPE_F32 : x->dtype;
   char name[256];
   snprintf(name, sizeof name, "linear_%s_r%d%s", loom_dtype_name(x->dtype), x->ndim, bias ? "_bias" : "");
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_linear(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, acc, x->ndim,
-                                    bias != NULL, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  linear_params p = {.t = x->dtype, .acc = acc, .rank = x->ndim, .bias = bias != NULL};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_linear, p, &r->tp);
 }
 
 /* ---- the records ------------------------------------------------------------------------------- */

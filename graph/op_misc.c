@@ -465,6 +465,17 @@ static loom_status eval_nms(loom_graph_ecx *ec, const loom_graph_value *args, lo
 /* gather_nd / scatter_nd have theirs in legalize_index.c; topk and non_max_suppression become
  * several bindings (legalize_expand.c). */
 
+typedef struct det_params {
+  loom_dtype t;
+  int32_t rank;
+} det_params;
+LOOM_TP_GEN_PARAMS(det_params, 2 * 4);
+
+static loom_status gen_det(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const det_params *p = params;
+  return loom_tp_gen_det(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, tp);
+}
+
 /* det: the program reads the order from the last axis; matrices not provably square get the
  * run-time guard that they are (inference records the same one; this keeps the program's
  * assumption next to it). */
@@ -485,9 +496,20 @@ static loom_status legal_det(loom_graph_module *m, const loom_graph_expr *call, 
   }
   char name[64];
   snprintf(name, sizeof name, "det_%s_r%d", loom_dtype_name(x->dtype), x->ndim);
-  if ((r->tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_det(loom_graph_module_arena(m), cx, name, x->dtype, x->ndim, &r->tp));
-  return loom_graph_module_add_tp(m, r->tp);
+  det_params p = {.t = x->dtype, .rank = x->ndim};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_det, p, &r->tp);
+}
+
+typedef struct dft_params {
+  loom_dtype t;
+  int32_t rank, axis, c, inverse, onesided, has_length;
+} dft_params;
+LOOM_TP_GEN_PARAMS(dft_params, 7 * 4);
+
+static loom_status gen_dft(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const dft_params *p = params;
+  return loom_tp_gen_dft(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, p->axis, p->c, p->inverse,
+                         p->onesided, p->has_length, tp);
 }
 
 /* dft: the transform length, when given, is an i64 scalar parameter (symbolic at the call). */
@@ -514,9 +536,8 @@ static loom_status legal_dft(loom_graph_module *m, const loom_graph_expr *call, 
   snprintf(name, sizeof name, "dft_%s_r%d_a%d_c%lld%s%s%s", loom_dtype_name(x->dtype), x->ndim, axis, (long long)c, inv ? "_inv" : "",
            one ? "_onesided" : "", la ? "_len" : "");
   if (la) r->scalars[r->nscalars++] = la->syms[0];
-  if ((r->tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_dft(loom_graph_module_arena(m), cx, name, x->dtype, x->ndim, axis, (int)c, inv, one, la != NULL, &r->tp));
-  return loom_graph_module_add_tp(m, r->tp);
+  dft_params p = {.t = x->dtype, .rank = x->ndim, .axis = axis, .c = (int32_t)c, .inverse = inv, .onesided = one, .has_length = la != NULL};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_dft, p, &r->tp);
 }
 
 /* ---- the records ------------------------------------------------------------------------------- */

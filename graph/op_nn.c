@@ -297,29 +297,48 @@ static loom_status eval_attention(loom_graph_ecx *ec, const loom_graph_value *ar
 
 /* ---- legalization (the records' legalize hooks; graph/legalize.h) ------------------------------ */
 
+typedef struct softmax_params {
+  loom_dtype t;
+  int32_t rank, axis, log;
+} softmax_params;
+LOOM_TP_GEN_PARAMS(softmax_params, 4 * 4);
+
+static loom_status gen_softmax(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const softmax_params *p = params;
+  return loom_tp_gen_softmax(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, p->axis, p->log, tp);
+}
+
 static loom_status legal_softmax(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                  loom_graph_legal *r) {
-  bool log = call->u.call.op == LOOM_GRAPH_OP_LOG_SOFTMAX;
   (void)out;
-  loom_tp_func **tp = &r->tp;
+  bool log = call->u.call.op == LOOM_GRAPH_OP_LOG_SOFTMAX;
   const loom_sinfo *x;
-  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   int axis;
-  if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+  LOOM_PROPAGATE(loom_legal_axis_arg(call, &x, &axis));
   char name[256];
   snprintf(name, sizeof name, "%s_%s_r%d_a%d", log ? "log_softmax" : "softmax", loom_dtype_name(x->dtype), x->ndim, axis);
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_softmax(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim,
-                                     axis, log, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  softmax_params p = {.t = x->dtype, .rank = x->ndim, .axis = axis, .log = log};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_softmax, p, &r->tp);
+}
+
+typedef struct norm_params {
+  double eps;
+  loom_dtype t;
+  int32_t rank, naxes, rms;
+} norm_params;
+LOOM_TP_GEN_PARAMS(norm_params, 8 + 4 * 4);
+
+static loom_status gen_norm(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const norm_params *p = params;
+  return loom_tp_gen_layer_norm(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, p->naxes, p->eps,
+                                p->rms, tp);
 }
 
 /* layer_norm, rms_norm */
 static loom_status legal_norm(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                               loom_graph_legal *r) {
-  bool rms = call->u.call.op == LOOM_GRAPH_OP_RMS_NORM;
   (void)out;
-  loom_tp_func **tp = &r->tp;
+  bool rms = call->u.call.op == LOOM_GRAPH_OP_RMS_NORM;
   const loom_sinfo *x, *gamma;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &gamma));
@@ -328,58 +347,91 @@ static loom_status legal_norm(loom_graph_module *m, const loom_graph_expr *call,
   char name[256];
   snprintf(name, sizeof name, "%s_%s_r%d_%016llx", rms ? "rms_norm" : "layer_norm", loom_dtype_name(x->dtype), x->ndim,
            (unsigned long long)loom_hash_bytes(&eps, sizeof eps));
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_layer_norm(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim,
-                                        1, eps, rms, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  norm_params p = {.eps = eps, .t = x->dtype, .rank = x->ndim, .naxes = 1, .rms = rms};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_norm, p, &r->tp);
+}
+
+/* Operands 1 .. n-1 of a batch / group norm: 1-D parameters of x's dtype. */
+static loom_status norm_params_of(const loom_graph_expr *call, size_t n, const loom_sinfo *x) {
+  for (size_t i = 1; i < n; i++) {
+    const loom_sinfo *p;
+    LOOM_PROPAGATE(loom_legal_tensor_arg(call, i, &p));
+    if (p->ndim != 1 || p->dtype != x->dtype) return loom_legal_unsupported(call, "for these parameters");
+  }
+  return LOOM_OK;
+}
+
+typedef struct batch_norm_params {
+  double eps;
+  loom_dtype t;
+  int32_t rank;
+} batch_norm_params;
+LOOM_TP_GEN_PARAMS(batch_norm_params, 8 + 2 * 4);
+
+static loom_status gen_batch_norm(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const batch_norm_params *p = params;
+  return loom_tp_gen_batch_norm(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, p->eps, tp);
 }
 
 static loom_status legal_batch_norm(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                     loom_graph_legal *r) {
   (void)out;
-  loom_tp_func **tp = &r->tp;
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
-  for (size_t i = 1; i < 5; i++) {
-    const loom_sinfo *p;
-    LOOM_PROPAGATE(loom_legal_tensor_arg(call, i, &p));
-    if (p->ndim != 1 || p->dtype != x->dtype) return loom_legal_unsupported(call, "for these parameters");
-  }
+  LOOM_PROPAGATE(norm_params_of(call, 5, x));
   double eps = loom_graph_call_float(call, "eps");
   char name[128];
   snprintf(name, sizeof name, "batch_norm_%s_r%d_%016llx", loom_dtype_name(x->dtype), x->ndim,
            (unsigned long long)loom_hash_bytes(&eps, sizeof eps));
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_batch_norm(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, eps, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  batch_norm_params p = {.eps = eps, .t = x->dtype, .rank = x->ndim};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_batch_norm, p, &r->tp);
+}
+
+typedef struct group_norm_params {
+  double eps;
+  int64_t groups;
+  loom_dtype t;
+  int32_t rank;
+} group_norm_params;
+LOOM_TP_GEN_PARAMS(group_norm_params, 2 * 8 + 2 * 4);
+
+static loom_status gen_group_norm(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const group_norm_params *p = params;
+  return loom_tp_gen_group_norm(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, p->groups, p->eps, tp);
 }
 
 static loom_status legal_group_norm(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                     loom_graph_legal *r) {
   (void)out;
-  loom_tp_func **tp = &r->tp;
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
-  for (size_t i = 1; i < 3; i++) {
-    const loom_sinfo *p;
-    LOOM_PROPAGATE(loom_legal_tensor_arg(call, i, &p));
-    if (p->ndim != 1 || p->dtype != x->dtype) return loom_legal_unsupported(call, "for these parameters");
-  }
+  LOOM_PROPAGATE(norm_params_of(call, 3, x));
   double eps = loom_graph_call_float(call, "eps");
   int64_t groups = loom_graph_call_int(call, "num_groups");
   char name[128];
   snprintf(name, sizeof name, "group_norm_%s_r%d_g%lld_%016llx", loom_dtype_name(x->dtype), x->ndim, (long long)groups,
            (unsigned long long)loom_hash_bytes(&eps, sizeof eps));
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_group_norm(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, groups,
-                                        eps, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  group_norm_params p = {.eps = eps, .groups = groups, .t = x->dtype, .rank = x->ndim};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_group_norm, p, &r->tp);
+}
+
+typedef struct attention_params {
+  char scale_text[64];    /* the scale as a literal ("" without one: 1/sqrt(d)) */
+  loom_dtype t, mask_t;
+  int32_t causal, mask_rank;
+  loom_tp_bcast modes[4]; /* the mask's axes against (b, h, s, t) */
+} attention_params;
+LOOM_TP_GEN_PARAMS(attention_params, 64 + 8 * 4);
+
+static loom_status gen_attention(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const attention_params *p = params;
+  return loom_tp_gen_attention(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t,
+                               p->scale_text[0] ? p->scale_text : NULL, p->causal, p->mask_rank, p->modes, p->mask_t, tp);
 }
 
 static loom_status legal_attention(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                    loom_graph_legal *r) {
   (void)out;
-  loom_tp_func **tp = &r->tp;
   const loom_sinfo *q, *k, *v, *mk = NULL;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &q));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &k));
@@ -389,22 +441,19 @@ static loom_status legal_attention(loom_graph_module *m, const loom_graph_expr *
     return loom_legal_unsupported(call, "for these operands");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   const loom_graph_attr *sc = loom_graph_call_attr(call, "scale");
-  bool causal = loom_graph_call_int(call, "causal") != 0;
-  char scale_text[64] = "", key[64] = "";
-  if (sc) loom_legal_literal(LOOM_DTYPE_F64, sc->kind == LOOM_GRAPH_ATTR_INT ? (double)sc->i : sc->f, scale_text, sizeof scale_text);
-  loom_tp_bcast modes[4];
+  attention_params p = {.t = q->dtype, .mask_t = mk ? mk->dtype : LOOM_DTYPE_BOOL, .causal = loom_graph_call_int(call, "causal") != 0,
+                        .mask_rank = mk ? mk->ndim : -1};
+  char key[64] = "";
+  if (sc) loom_legal_literal(LOOM_DTYPE_F64, sc->kind == LOOM_GRAPH_ATTR_INT ? (double)sc->i : sc->f, p.scale_text, sizeof p.scale_text);
   if (mk) {
     const loom_sym_expr *full[4] = {q->dims[0], q->dims[1], q->dims[2], k->dims[2]};
-    loom_legal_bcast_modes(cx, mk, full, 4, modes, key, sizeof key);
+    loom_legal_bcast_modes(cx, mk, full, 4, p.modes, key, sizeof key);
   }
   char name[256];
-  snprintf(name, sizeof name, "attention_%s%s%s%s%s_%016llx", loom_dtype_name(q->dtype), causal ? "_causal" : "",
+  snprintf(name, sizeof name, "attention_%s%s%s%s%s_%016llx", loom_dtype_name(q->dtype), p.causal ? "_causal" : "",
            mk ? "_mask_" : "", mk ? loom_dtype_name(mk->dtype) : "", key,
-           (unsigned long long)loom_hash_bytes(scale_text, strlen(scale_text)));
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_attention(loom_graph_module_arena(m), cx, name, q->dtype, sc ? scale_text : NULL, causal,
-                                       mk ? mk->ndim : -1, modes, mk ? mk->dtype : LOOM_DTYPE_BOOL, tp));
-  return loom_graph_module_add_tp(m, *tp);
+           (unsigned long long)loom_hash_bytes(p.scale_text, strlen(p.scale_text)));
+  return LOOM_LEGAL_PROGRAM(m, name, gen_attention, p, &r->tp);
 }
 
 /* ---- the records ------------------------------------------------------------------------------- */

@@ -192,6 +192,20 @@ bool loom_legal_reduce_kind(loom_graph_op op, loom_tp_reduce_op *kind) {
   return false;
 }
 
+typedef struct reduce_params {
+  loom_tp_reduce_op op;
+  loom_dtype t;
+  int32_t rank;
+  uint32_t axes; /* mask of the reduced axes */
+  int32_t keep;
+} reduce_params;
+LOOM_TP_GEN_PARAMS(reduce_params, 5 * 4);
+
+static loom_status gen_reduce(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const reduce_params *p = params;
+  return loom_tp_gen_reduce(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->op, p->t, p->rank, p->axes, p->keep, tp);
+}
+
 /* sum, mean, max, min, prod over constant axes */
 static loom_status legal_reduce(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                 loom_graph_legal *r) {
@@ -199,7 +213,6 @@ static loom_status legal_reduce(loom_graph_module *m, const loom_graph_expr *cal
   (void)out;
   loom_tp_reduce_op kind;
   if (!loom_legal_reduce_kind(call->u.call.op, &kind)) return loom_legal_unsupported(call, "yet");
-  loom_tp_func **tp = &r->tp;
   const loom_sinfo *x;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   unsigned mask = 0;
@@ -218,29 +231,35 @@ static loom_status legal_reduce(loom_graph_module *m, const loom_graph_expr *cal
   char name[256];
   snprintf(name, sizeof name, "%s_%s_r%d_a%x%s", loom_graph_op_name(call->u.call.op), loom_dtype_name(x->dtype),
            x->ndim, mask, keep ? "_k" : "");
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_reduce(loom_graph_module_arena(m), loom_graph_module_sym(m), name, kind, x->dtype,
-                                    x->ndim, mask, keep, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  reduce_params p = {.op = kind, .t = x->dtype, .rank = x->ndim, .axes = mask, .keep = keep};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_reduce, p, &r->tp);
+}
+
+typedef struct argext_params {
+  loom_dtype t;
+  int32_t rank, axis, is_max, keep;
+} argext_params;
+LOOM_TP_GEN_PARAMS(argext_params, 5 * 4);
+
+static loom_status gen_argext(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const argext_params *p = params;
+  return loom_tp_gen_argext(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, p->axis, p->is_max, p->keep,
+                            tp);
 }
 
 static loom_status legal_argext(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                 loom_graph_legal *r) {
-  bool is_max = call->u.call.op == LOOM_GRAPH_OP_ARGMAX;
   (void)out;
-  loom_tp_func **tp = &r->tp;
+  bool is_max = call->u.call.op == LOOM_GRAPH_OP_ARGMAX;
   const loom_sinfo *x;
-  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
   int axis;
-  if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), x->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
+  LOOM_PROPAGATE(loom_legal_axis_arg(call, &x, &axis));
   bool keep = loom_graph_call_int(call, "keepdims") != 0;
   char name[256];
   snprintf(name, sizeof name, "%s_%s_r%d_a%d%s", is_max ? "argmax" : "argmin", loom_dtype_name(x->dtype), x->ndim, axis,
            keep ? "_k" : "");
-  if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_argext(loom_graph_module_arena(m), loom_graph_module_sym(m), name, x->dtype, x->ndim, axis,
-                                    is_max, keep, tp));
-  return loom_graph_module_add_tp(m, *tp);
+  argext_params p = {.t = x->dtype, .rank = x->ndim, .axis = axis, .is_max = is_max, .keep = keep};
+  return LOOM_LEGAL_PROGRAM(m, name, gen_argext, p, &r->tp);
 }
 
 /* ---- the records ------------------------------------------------------------------------------- */

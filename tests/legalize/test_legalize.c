@@ -9,6 +9,7 @@
 
 #include "graph/graph.h"
 #include "graph/legalize.h"
+#include "graph/legalize_internal.h" /* loom_legal_program */
 #include "support/loom_test.h"
 #include "tensorprog/tp_ir.h"
 
@@ -815,5 +816,64 @@ LOOM_TEST(legalize, programs_are_shared_and_unsupported_ops_are_kept) {
   loom_diag_list_destroy(&verify_diags);
   loom_strbuf_free(&sb);
   loom_diag_list_destroy(&diags);
+  loom_graph_module_destroy(m);
+}
+
+/* ---- program keys (loom_legal_program) ---- */
+
+/* A parameter struct whose field `value` the readable name below does not encode. */
+typedef struct key_test_params {
+  double value;
+  loom_dtype t;
+  int32_t rank;
+} key_test_params;
+LOOM_TP_GEN_PARAMS(key_test_params, 8 + 2 * 4);
+
+static int key_test_generated; /* generator calls */
+
+static loom_status gen_key_test(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const key_test_params *p = params;
+  char text[64];
+  snprintf(text, sizeof text, "%.17g", p->value);
+  key_test_generated++;
+  return loom_tp_gen_fill(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, text, tp);
+}
+
+/* The value a fill program stores (run on a (1, 1) result). */
+static float run_fill(loom_graph_module *m, const loom_tp_func *tp) {
+  float y = 0;
+  int64_t shape[2] = {1, 1};
+  loom_tp_arg arg = {&y, shape, 0};
+  cr_assert_null(loom_tp_interpret(loom_graph_module_sym(m), tp, &arg, 1));
+  return y;
+}
+
+/* Two parameter structs that differ only in a field the readable name does not encode make two
+ * programs (the second named name_2, so the module's names stay unique); equal structs share
+ * one, without calling the generator again. */
+LOOM_TEST(legalize, program_keys_separate_fields_the_name_leaves_out) {
+  loom_graph_module *m;
+  cr_assert_null(loom_graph_module_create(NULL, &m));
+  key_test_generated = 0;
+  key_test_params a = {.value = 1.5, .t = LOOM_DTYPE_F32, .rank = 2}, b = {.value = 2.5, .t = LOOM_DTYPE_F32, .rank = 2};
+  loom_tp_func *pa, *pb, *pa2;
+  cr_assert_null(LOOM_LEGAL_PROGRAM(m, "fill_same", gen_key_test, a, &pa));
+  cr_assert_null(LOOM_LEGAL_PROGRAM(m, "fill_same", gen_key_test, b, &pb));
+  key_test_params a2 = {.value = 1.5, .t = LOOM_DTYPE_F32, .rank = 2};
+  cr_assert_null(LOOM_LEGAL_PROGRAM(m, "fill_same", gen_key_test, a2, &pa2));
+  cr_assert_neq(pa, pb, "different parameters share a program");
+  cr_assert_eq(pa, pa2, "equal parameters made a second program");
+  cr_assert_eq(key_test_generated, 2);
+  cr_assert_eq(loom_graph_module_num_tps(m), 2);
+  cr_assert_str_eq(loom_tp_func_name(pa), "fill_same");
+  cr_assert_str_eq(loom_tp_func_name(pb), "fill_same_2");
+  cr_assert_eq(run_fill(m, pa), 1.5f);
+  cr_assert_eq(run_fill(m, pb), 2.5f);
+  /* a third value under the same name: the next free suffix */
+  key_test_params c = {.value = 3.5, .t = LOOM_DTYPE_F32, .rank = 2};
+  loom_tp_func *pc;
+  cr_assert_null(LOOM_LEGAL_PROGRAM(m, "fill_same", gen_key_test, c, &pc));
+  cr_assert_str_eq(loom_tp_func_name(pc), "fill_same_3");
+  cr_assert_eq(run_fill(m, pc), 3.5f);
   loom_graph_module_destroy(m);
 }
