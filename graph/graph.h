@@ -119,7 +119,7 @@ typedef enum loom_graph_callee_kind {
 
 /* Operator ids, from graph/ops.def. */
 typedef enum loom_graph_op {
-#define LOOM_GRAPH_OP(e, name, family, pattern, min_args, max_args) LOOM_GRAPH_OP_##e,
+#define LOOM_GRAPH_OP(e, name, family, pattern, min_args, max_args, flags) LOOM_GRAPH_OP_##e,
 #include "graph/ops.def"
 #undef LOOM_GRAPH_OP
   LOOM_GRAPH_OP_COUNT
@@ -286,10 +286,22 @@ const char *loom_graph_module_source_dir(const loom_graph_module *m);
 
 /* ---- operators ------------------------------------------------------------- */
 
-/* Is `op` a view: the same elements in the same row-major order under another shape
- * (reshape, expand_dims, squeeze, flatten)? Views are not legalized to programs: the VM
- * lowering gives the result the input's memory (no copy) and memory planning treats it as
- * an alias of its input. */
+/* Properties of an operator: ops.def's flags column (NONE, LOWP, VIEW_LOWP, VM), one bit each. */
+enum {
+  LOOM_GRAPH_OPF_NONE = 0,
+  LOOM_GRAPH_OPF_LOWP = 1,      /* takes the low-precision dtypes (loom_dtype_is_lowp): it only moves or
+                                 * converts elements; the other ops refuse them at inference */
+  LOOM_GRAPH_OPF_VIEW = 2,      /* with one operand a view (loom_graph_op_is_view) */
+  LOOM_GRAPH_OPF_VIEW_LOWP = 3, /* both */
+  LOOM_GRAPH_OPF_VM = 4,        /* run by the VM itself (it reads the values: tensor_to_shape); never
+                                 * legalized to a program */
+};
+/* The flags of op (LOOM_GRAPH_OPF_*). */
+unsigned loom_graph_op_flags(loom_graph_op op);
+
+/* Is op a view when called on one operand (reshape, expand_dims, squeeze, flatten: flag VIEW)?
+ * Views are not legalized to programs: the VM lowering gives the result the input's memory (no
+ * copy) and memory planning treats it as an alias of its input. */
 bool loom_graph_op_is_view(loom_graph_op op);
 
 /* Operator by name ("matmul"); false when unknown. */

@@ -105,6 +105,13 @@ typedef struct loom_graph_ecx {
 typedef loom_status (*loom_graph_legalize_fn)(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                               loom_graph_legal *r);
 
+typedef struct loom_lx loom_lx;
+/* Lowers the binding x->b, an op call, to several bindings (legalize_expand.c): the tuple-valued
+ * ops, and the forms whose result dims depend on data, which first compute and bind them.
+ * *value: the binding's new value (the added bindings go before it), or NULL for a form that
+ * lowers to one program (through the legalize hook), with nothing added. */
+typedef loom_status (*loom_graph_expand_fn)(loom_lx *x, loom_graph_expr **value);
+
 /* Everything about one operator but its registry row (ops.def): defined in its family's file. */
 typedef struct loom_graph_op_impl {
   const loom_graph_attr_spec *attrs; /* terminated by {0} (a NULL name) */
@@ -113,11 +120,13 @@ typedef struct loom_graph_op_impl {
   /* Computes the result from concrete args (reference implementation). */
   loom_status (*eval)(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out);
   /* Lowers a call to a tensor program; NULL: no program (the call stays an operator, or
-   * legalize_expand.c rewrites it into several bindings). */
+   * its expand hook rewrites it into several bindings). */
   loom_graph_legalize_fn legalize;
+  /* Lowers the forms that take several bindings; tried first. NULL: the op has none. */
+  loom_graph_expand_fn expand;
 } loom_graph_op_impl;
 
-#define LOOM_GRAPH_OP(e, name, family, pattern, min_args, max_args) \
+#define LOOM_GRAPH_OP(e, name, family, pattern, min_args, max_args, flags) \
   extern const loom_graph_op_impl loom_graph_op_impl_##name;
 #include "graph/ops.def"
 #undef LOOM_GRAPH_OP

@@ -219,23 +219,10 @@ static loom_status check_attrs(loom_graph_icx *ic, const loom_graph_op_impl *imp
   return LOOM_OK;
 }
 
-/* Ops that only move or convert elements; the rest refuse the low-precision dtypes
- * (loom_dtype_is_lowp), which carry no arithmetic: cast them to a wider type first. */
-static bool takes_lowp(loom_graph_op op) {
-  switch (op) {
-  case LOOM_GRAPH_OP_CAST: case LOOM_GRAPH_OP_BITCAST: case LOOM_GRAPH_OP_RESHAPE: case LOOM_GRAPH_OP_PERMUTE_DIMS:
-  case LOOM_GRAPH_OP_EXPAND_DIMS: case LOOM_GRAPH_OP_SQUEEZE: case LOOM_GRAPH_OP_FLATTEN:
-  case LOOM_GRAPH_OP_BROADCAST_TO: case LOOM_GRAPH_OP_CONCAT: case LOOM_GRAPH_OP_STRIDED_SLICE:
-  case LOOM_GRAPH_OP_SHAPE_OF: case LOOM_GRAPH_OP_SPLIT: case LOOM_GRAPH_OP_TILE: case LOOM_GRAPH_OP_REPEAT:
-  case LOOM_GRAPH_OP_TAKE: case LOOM_GRAPH_OP_GATHER_ELEMENTS: case LOOM_GRAPH_OP_SCATTER_ELEMENTS:
-    return true;
-  default: return false;
-  }
-}
-
 static loom_status check_lowp(loom_graph_icx *ic, const loom_sinfo *result) {
-  loom_graph_op op = ic->call->u.call.op;
-  if (takes_lowp(op)) return LOOM_OK;
+  /* ops that only move or convert elements (flag LOWP) take the low-precision dtypes
+   * (loom_dtype_is_lowp), which carry no arithmetic; the rest refuse them: cast them first */
+  if (loom_graph_op_flags(ic->call->u.call.op) & LOOM_GRAPH_OPF_LOWP) return LOOM_OK;
   for (size_t i = 0; i < ic->call->u.call.nargs; i++) {
     const loom_sinfo *a = ic->call->u.call.args[i]->sinfo;
     if ((a->kind == LOOM_SINFO_TENSOR || a->kind == LOOM_SINFO_SCALAR) && loom_dtype_is_lowp(a->dtype))

@@ -195,9 +195,10 @@ static loom_status legalize_seq(loom_graph_module *m, loom_graph_seq *seq, loom_
         continue;
       }
       if (v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP) continue;
-      /* views keep their op: the VM gives them the input's memory (loom_graph_op_is_view) */
-      if (loom_graph_op_is_view(v->u.call.op) && v->u.call.nargs == 1) continue;
-      if (v->u.call.op == LOOM_GRAPH_OP_TENSOR_TO_SHAPE) continue; /* the VM reads the values (MATCHV) */
+      /* views keep their op: the VM gives them the input's memory (loom_graph_op_is_view);
+       * so do the ops the VM runs itself (tensor_to_shape: MATCHV reads the values) */
+      unsigned flags = loom_graph_op_flags(v->u.call.op);
+      if (((flags & LOOM_GRAPH_OPF_VIEW) && v->u.call.nargs == 1) || (flags & LOOM_GRAPH_OPF_VM)) continue;
       bool expanded;
       loom_status s = loom_legalize_expand(m, blk, i, &expanded);
       if (!s && !expanded) {

@@ -10,6 +10,7 @@
  *     its extents from its result buffer.
  * The new bindings go before the rewritten one, which keeps its variable; the guards inference
  * recorded on it move to the first binding after the last match_cast (see splice). */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -155,7 +156,7 @@ static loom_status splice(loom_lx *x, loom_graph_block *blk, size_t i, loom_grap
  * extents before it), t = (parts). normalize already turned the parts of provably exact splits
  * into slices; what reaches here has a guard (the sizes add up to x's extent), checked before
  * the first part is read. */
-static loom_status expand_split(loom_lx *x, loom_graph_expr **value) {
+loom_status loom_legal_expand_split(loom_lx *x, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
   const loom_sinfo *in, *out = x->b->var->sinfo;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
@@ -180,7 +181,7 @@ static loom_status expand_split(loom_lx *x, loom_graph_expr **value) {
     lo = hi;
   }
   *value = loom_graph_tuple_new(x->m, out->nfields, parts);
-  return LOOM_OK;
+  return *value ? LOOM_OK : LOOM_OOM();
 }
 
 /* ---- topk ----------------------------------------------------------------------------------- */
@@ -200,18 +201,16 @@ static loom_status gen_topk(loom_graph_module *m, const char *name, const void *
 /* t = topk(x, k=..) -> t_values, t_indices = two programs (each reads k from its result
  * buffer), t = (values, indices). A run-time k (operand 1, one integer) is bound first to the
  * fresh symbol of the result's axis, with the guard k <= x's extent. */
-static loom_status expand_topk(loom_lx *x, loom_graph_expr **value) {
+loom_status loom_legal_expand_topk(loom_lx *x, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
   const loom_sinfo *in, *out = x->b->var->sinfo;
-  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
+  int axis;
+  LOOM_PROPAGATE(loom_legal_axis_arg(call, &in, &axis));
   if (loom_dtype_is_lowp(in->dtype)) return loom_legal_unsupported(call, "for low-precision dtypes");
   if (in->ndim < 1 || in->dtype == LOOM_DTYPE_BOOL || !out || out->kind != LOOM_SINFO_TUPLE || out->nfields != 2 ||
       !out->fields[0]->dims)
     return loom_legal_unsupported(call, "for this operand");
-  topk_params key = {.t = in->dtype, .rank = in->ndim, .largest = loom_graph_call_int(call, "largest") != 0};
-  int axis;
-  if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), in->ndim, &axis)) return loom_legal_unsupported(call, "for this axis");
-  key.axis = axis;
+  topk_params key = {.t = in->dtype, .rank = in->ndim, .axis = axis, .largest = loom_graph_call_int(call, "largest") != 0};
   loom_sym_ctx *cx = loom_graph_module_sym(x->m);
   const loom_sym_expr *k = out->fields[0]->dims[key.axis];
   if (call->u.call.nargs > 1) {
@@ -240,7 +239,7 @@ static loom_status expand_topk(loom_lx *x, loom_graph_expr **value) {
     LOOM_PROPAGATE(loom_lx_add_tp(x, p ? "indices" : "values", name, gen_topk, &key, sizeof key, 1, &arg, out->fields[p], &parts[p]));
   }
   *value = loom_graph_tuple_new(x->m, 2, parts);
-  return LOOM_OK;
+  return *value ? LOOM_OK : LOOM_OOM();
 }
 
 /* ---- run-time axes and shapes ------------------------------------------------------------------ */
@@ -324,8 +323,10 @@ static loom_status gen_reduce_any(loom_graph_module *m, const char *name, const 
  *   bind y_dims to (s_0, .., s_r-1 [, y's dims])
  *   y_keep = call_tp(@sum_any_..., (x,)) -> Tensor[(s_0, ..)]   (with keepdims: y itself)
  *   y = reshape(y_keep, shape=[y's dims])                          (without: a view) */
-static loom_status expand_reduce(loom_lx *x, loom_tp_reduce_op op, loom_graph_expr **value) {
+loom_status loom_legal_expand_reduce(loom_lx *x, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
+  loom_tp_reduce_op op;
+  if (call->u.call.nargs != 2 || !loom_legal_reduce_kind(call->u.call.op, &op)) return LOOM_OK; /* constant axes */
   const loom_sinfo *in, *axes, *out;
   int n;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
@@ -357,8 +358,10 @@ static loom_status expand_reduce(loom_lx *x, loom_tp_reduce_op op, loom_graph_ex
 
 /* y = reshape(x, shape) / expand_dims(x, axes) / squeeze(x, axes) with a run-time operand ->
  * its dims program, bound to y's (fresh) dims, then y = reshape(x, shape=[y's dims]), a view. */
-static loom_status expand_view(loom_lx *x, loom_graph_expr **value) {
+loom_status loom_legal_expand_view(loom_lx *x, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
+  if (call->u.call.nargs != 2 || !call->u.call.args[1]->sinfo || call->u.call.args[1]->sinfo->kind != LOOM_SINFO_TENSOR)
+    return LOOM_OK; /* constant axes or shape, or a Shape operand */
   const loom_sinfo *in, *opd, *out;
   int n;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
@@ -395,8 +398,9 @@ static loom_status gen_scan(loom_graph_module *m, const char *name, const void *
 /* y = cumsum(x, axis) with a run-time axis -> `<y>_dims` = the axis normalized, bound to a new
  * symbol a (an axis out of range is refused there), then the program with one scan nest per
  * axis, taking a as its scalar parameter. */
-static loom_status expand_cumulative(loom_lx *x, loom_graph_expr **value) {
+loom_status loom_legal_expand_cumulative(loom_lx *x, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
+  if (call->u.call.nargs != 2) return LOOM_OK; /* a constant axis */
   const loom_sinfo *in, *opd, *out;
   int n;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
@@ -490,8 +494,9 @@ static loom_status vec_operand(const loom_graph_expr *call, size_t i, int *n) {
 /* y = strided_slice(x, starts, ends[, axes[, steps]]) ->
  *   y_dims = the extents, bound to y's dims; y_params = the starts and steps;
  *   y = call_tp(@slice_any_..., (x, y_params)) */
-static loom_status expand_slice(loom_lx *x, loom_graph_expr **value) {
+loom_status loom_legal_expand_slice(loom_lx *x, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
+  if (call->u.call.nargs < 2) return LOOM_OK; /* constant bounds */
   const loom_sinfo *in, *out;
   size_t na = call->u.call.nargs;
   int n, m;
@@ -517,8 +522,9 @@ static loom_status expand_slice(loom_lx *x, loom_graph_expr **value) {
 /* y = pad(x, pads[, value[, axes]]) ->
  *   y_dims = the padded extents, bound to y's dims; y_params = the pads before each axis;
  *   y = call_tp(@pad_..._rt, (x, y_params[, value])) */
-static loom_status expand_pad(loom_lx *x, loom_graph_expr **value) {
+loom_status loom_legal_expand_pad(loom_lx *x, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
+  if (call->u.call.nargs < 2) return LOOM_OK; /* constant pads */
   const loom_sinfo *in, *out, *vs = NULL;
   size_t na = call->u.call.nargs;
   int np, nax;
@@ -563,8 +569,9 @@ static loom_status gen_range(loom_graph_module *m, const char *name, const void 
 
 /* y = arange(start, limit, delta) (run-time scalars) -> y_dims = (the length), bound to y's
  * extent, then y = call_tp(@range_..., (start, limit, delta)). */
-static loom_status expand_arange(loom_lx *x, loom_graph_expr **value) {
+loom_status loom_legal_expand_arange(loom_lx *x, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
+  if (call->u.call.nargs != 3) return LOOM_OK; /* constant bounds */
   const loom_sinfo *out;
   LOOM_PROPAGATE(result_tensor(x, &out));
   range_params key = {.t = out->dtype, .extents = 1};
@@ -596,7 +603,7 @@ static loom_status gen_nonzero(loom_graph_module *m, const char *name, const voi
 }
 
 /* y = nonzero(x) -> y_dims = (the count), bound to y's extent nnz, then the indices program. */
-static loom_status expand_nonzero(loom_lx *x, loom_graph_expr **value) {
+loom_status loom_legal_expand_nonzero(loom_lx *x, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
   const loom_sinfo *in, *out;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
@@ -629,7 +636,7 @@ static loom_status gen_unique(loom_graph_module *m, const char *name, const void
 /* t = unique(x, ...) -> (without an axis: x_flat = a 1-D view of x) t_dims = (u), bound to the
  * result's fresh extent, then one program per result part: the distinct values or slices (and
  * with indices=true the first positions, the inverse and the counts, as a tuple). */
-static loom_status expand_unique(loom_lx *x, loom_graph_expr **value) {
+loom_status loom_legal_expand_unique(loom_lx *x, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
   const loom_sinfo *in, *out = x->b->var->sinfo;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
@@ -685,7 +692,7 @@ static loom_status gen_nms(loom_graph_module *m, const char *name, const void *p
 
 /* y = non_max_suppression(boxes, scores, max, iou, score_threshold) -> y_dims = (the number
  * selected), bound to y's extent, then the program that writes the rows. */
-static loom_status expand_nms(loom_lx *x, loom_graph_expr **value) {
+loom_status loom_legal_expand_nms(loom_lx *x, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
   const loom_sinfo *out;
   LOOM_PROPAGATE(result_tensor(x, &out));
@@ -717,30 +724,14 @@ static loom_status expand_nms(loom_lx *x, loom_graph_expr **value) {
 loom_status loom_legalize_expand(loom_graph_module *m, loom_graph_block *blk, size_t i, bool *expanded) {
   *expanded = false;
   loom_lx x = {.m = m, .b = blk->bindings[i]};
-  const loom_graph_expr *call = x.b->value;
+  loom_graph_expand_fn expand = loom_graph_op_impl_of(x.b->value->u.call.op)->expand;
   loom_graph_expr *value = NULL;
-  loom_tp_reduce_op rk;
-  loom_status s;
-  if (call->u.call.op == LOOM_GRAPH_OP_SPLIT) s = expand_split(&x, &value);
-  else if (call->u.call.op == LOOM_GRAPH_OP_TOPK) s = expand_topk(&x, &value);
-  else if (call->u.call.nargs == 2 && loom_legal_reduce_kind(call->u.call.op, &rk)) s = expand_reduce(&x, rk, &value);
-  else if (call->u.call.nargs == 2 && (call->u.call.op == LOOM_GRAPH_OP_RESHAPE || call->u.call.op == LOOM_GRAPH_OP_EXPAND_DIMS ||
-                                       call->u.call.op == LOOM_GRAPH_OP_SQUEEZE) &&
-           call->u.call.args[1]->sinfo && call->u.call.args[1]->sinfo->kind == LOOM_SINFO_TENSOR)
-    s = expand_view(&x, &value);
-  else if (call->u.call.nargs == 2 && (call->u.call.op == LOOM_GRAPH_OP_CUMSUM || call->u.call.op == LOOM_GRAPH_OP_CUMPROD))
-    s = expand_cumulative(&x, &value);
-  else if (call->u.call.nargs > 1 && call->u.call.op == LOOM_GRAPH_OP_STRIDED_SLICE) s = expand_slice(&x, &value);
-  else if (call->u.call.nargs > 1 && call->u.call.op == LOOM_GRAPH_OP_PAD) s = expand_pad(&x, &value);
-  else if (call->u.call.nargs == 3 && call->u.call.op == LOOM_GRAPH_OP_ARANGE) s = expand_arange(&x, &value);
-  else if (call->u.call.op == LOOM_GRAPH_OP_NONZERO) s = expand_nonzero(&x, &value);
-  else if (call->u.call.op == LOOM_GRAPH_OP_UNIQUE) s = expand_unique(&x, &value);
-  else if (call->u.call.op == LOOM_GRAPH_OP_NON_MAX_SUPPRESSION) s = expand_nms(&x, &value);
-  else if (call->u.call.op == LOOM_GRAPH_OP_RESIZE &&
-           (!loom_graph_call_attr(call, "size") || loom_graph_call_int(call, "antialias")))
-    s = loom_legalize_expand_resize(&x, &value);
-  else return LOOM_OK;
-  LOOM_PROPAGATE(s);
+  if (!expand) return LOOM_OK;
+  LOOM_PROPAGATE(expand(&x, &value));
+  if (!value) {
+    assert(x.n == 0 && "an expand hook added bindings for a form it did not expand");
+    return LOOM_OK;
+  }
   LOOM_PROPAGATE(splice(&x, blk, i, value));
   *expanded = true;
   return LOOM_OK;

@@ -373,11 +373,11 @@ static loom_status expand_static_aa(loom_lx *x, loom_graph_expr **value) {
  *   y = call_tp(@resize_.., (x, y_scales [, y_roi]))  the static form's program; the axes not
  *                                                      resized are copied
  * Everything refused is refused before a binding is added. */
-loom_status loom_legalize_expand_resize(loom_lx *x, loom_graph_expr **value) {
+loom_status loom_legal_expand_resize(loom_lx *x, loom_graph_expr **value) {
   static const char *const policies[] = {"stretch", "not_larger", "not_smaller", NULL};
   const loom_graph_expr *call = x->b->value;
-  if (loom_graph_call_attr(call, "size")) return expand_static_aa(x, value);
   bool antialias = loom_graph_call_int(call, "antialias") != 0;
+  if (loom_graph_call_attr(call, "size")) return antialias ? expand_static_aa(x, value) : LOOM_OK; /* else one program */
   const loom_sinfo *in, *p, *roi = NULL, *out = x->b->var->sinfo;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &p));

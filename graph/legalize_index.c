@@ -49,13 +49,11 @@ loom_status loom_legal_elements(loom_graph_module *m, const loom_graph_expr *cal
   (void)out;
   bool scatter = call->u.call.op == LOOM_GRAPH_OP_SCATTER_ELEMENTS;
   const loom_sinfo *x, *idx, *u = NULL;
-  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  int axis;
+  LOOM_PROPAGATE(loom_legal_axis_arg(call, &x, &axis));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &idx));
   if (scatter) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &u));
   if (!loom_dtype_is_int(idx->dtype) || idx->ndim != x->ndim) return loom_legal_unsupported(call, "for these indices");
-  int axis;
-  if (!loom_legal_norm_axis(loom_graph_call_int(call, "axis"), x->ndim, &axis))
-    return loom_legal_unsupported(call, "for this axis");
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   const char *op = loom_graph_op_name(call->u.call.op);
   for (int k = 0; k < x->ndim; k++) {

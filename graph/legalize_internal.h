@@ -98,13 +98,14 @@ loom_status loom_legal_lower_call(loom_graph_module *m, const loom_graph_expr *v
 
 #define LOOM_LX_MAX_ADDED 40
 
-/* The bindings added before the one being rewritten (b), spliced in when the rewrite succeeds. */
-typedef struct loom_lx {
+/* The bindings added before the one being rewritten (b), spliced in when the rewrite succeeds
+ * (loom_lx is declared in graph_internal.h for the expand hooks' type). */
+struct loom_lx {
   loom_graph_module *m;
   loom_graph_binding *b; /* rewritten: its value is replaced last, its var kept */
   loom_graph_binding *added[LOOM_LX_MAX_ADDED];
   size_t n;
-} loom_lx;
+};
 
 /* Adds `<b's var>_<suffix> = value` with struct info si; its var, or NULL (out of memory). */
 loom_graph_expr *loom_lx_add(loom_lx *x, const char *suffix, loom_graph_binding_kind kind, loom_graph_expr *value,
@@ -135,14 +136,32 @@ loom_graph_expr *loom_lx_view(loom_lx *x, loom_graph_expr *v, loom_dtype t, int 
 /* Adds run-time guard `cond` (message why) to b's guards. */
 loom_status loom_lx_add_guard(loom_lx *x, const loom_sym_expr *cond, const char *why);
 
-/* resize with run-time scales or sizes (no attribute `size`), or with antialias (one program
- * per resized axis; legalize_image.c). */
-loom_status loom_legalize_expand_resize(loom_lx *x, loom_graph_expr **value);
+/* ---- expand hooks (loom_graph_expand_fn): the op records' forms that take several bindings ---- */
 
-/* Binding i of blk, an op call that lowers to several bindings (legalize_expand.c): split and
- * topk (a tuple of programs), and the forms whose result dims depend on data (topk with a
- * run-time k, reductions over run-time axes), which first compute and bind those dims.
- * *expanded false: not one of these (blk unchanged). */
+/* legalize_expand.c: split (op_shape.c: one strided_slice per part) and topk (op_misc.c: values
+ * and indices, a run-time k bound first) always; the reductions over run-time axes (op_reduce.c),
+ * reshape / expand_dims / squeeze by a run-time operand (op_shape.c), cumsum / cumprod on a
+ * run-time axis (op_index.c), strided_slice and pad with run-time bounds (op_shape.c), arange
+ * with run-time bounds (op_create.c); nonzero and unique (op_index.c) and non_max_suppression
+ * (op_misc.c), whose extents are counted in the data. */
+loom_status loom_legal_expand_split(loom_lx *x, loom_graph_expr **value);
+loom_status loom_legal_expand_topk(loom_lx *x, loom_graph_expr **value);
+loom_status loom_legal_expand_reduce(loom_lx *x, loom_graph_expr **value);
+loom_status loom_legal_expand_view(loom_lx *x, loom_graph_expr **value);
+loom_status loom_legal_expand_cumulative(loom_lx *x, loom_graph_expr **value);
+loom_status loom_legal_expand_slice(loom_lx *x, loom_graph_expr **value);
+loom_status loom_legal_expand_pad(loom_lx *x, loom_graph_expr **value);
+loom_status loom_legal_expand_arange(loom_lx *x, loom_graph_expr **value);
+loom_status loom_legal_expand_nonzero(loom_lx *x, loom_graph_expr **value);
+loom_status loom_legal_expand_unique(loom_lx *x, loom_graph_expr **value);
+loom_status loom_legal_expand_nms(loom_lx *x, loom_graph_expr **value);
+/* legalize_image.c: resize (op_image.c) with run-time scales or sizes (no attribute `size`), or
+ * with antialias (one program per resized axis). */
+loom_status loom_legal_expand_resize(loom_lx *x, loom_graph_expr **value);
+
+/* Binding i of blk, an op call, through its record's expand hook: *expanded false when the op
+ * has none or the hook leaves this form to the legalize hook (blk unchanged); else the added
+ * bindings are spliced in before it (legalize_expand.c). */
 loom_status loom_legalize_expand(loom_graph_module *m, loom_graph_block *blk, size_t i, bool *expanded);
 
 #endif

@@ -361,10 +361,10 @@ static loom_status legal_sym_tensor(loom_graph_module *m, const loom_graph_expr 
 
 /* ---- the records ------------------------------------------------------------------------------- */
 
-const loom_graph_op_impl loom_graph_op_impl_zeros = {fill_attrs, infer_fill, eval_fill, legal_fill};
-const loom_graph_op_impl loom_graph_op_impl_ones = {fill_attrs, infer_fill, eval_fill, legal_fill};
-const loom_graph_op_impl loom_graph_op_impl_full = {full_attrs, infer_fill, eval_fill, legal_fill};
-const loom_graph_op_impl loom_graph_op_impl_arange = {arange_attrs, infer_arange, eval_arange, legal_arange};
-const loom_graph_op_impl loom_graph_op_impl_sym_tensor = {sym_tensor_attrs, infer_sym_tensor, eval_sym_tensor, legal_sym_tensor};
-const loom_graph_op_impl loom_graph_op_impl_tril = {tri_attrs, infer_tri, eval_tri, legal_tri};
-const loom_graph_op_impl loom_graph_op_impl_triu = {tri_attrs, infer_tri, eval_tri, legal_tri};
+const loom_graph_op_impl loom_graph_op_impl_zeros = {fill_attrs, infer_fill, eval_fill, legal_fill, NULL};
+const loom_graph_op_impl loom_graph_op_impl_ones = {fill_attrs, infer_fill, eval_fill, legal_fill, NULL};
+const loom_graph_op_impl loom_graph_op_impl_full = {full_attrs, infer_fill, eval_fill, legal_fill, NULL};
+const loom_graph_op_impl loom_graph_op_impl_arange = {arange_attrs, infer_arange, eval_arange, legal_arange, loom_legal_expand_arange};
+const loom_graph_op_impl loom_graph_op_impl_sym_tensor = {sym_tensor_attrs, infer_sym_tensor, eval_sym_tensor, legal_sym_tensor, NULL};
+const loom_graph_op_impl loom_graph_op_impl_tril = {tri_attrs, infer_tri, eval_tri, legal_tri, NULL};
+const loom_graph_op_impl loom_graph_op_impl_triu = {tri_attrs, infer_tri, eval_tri, legal_tri, NULL};

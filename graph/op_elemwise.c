@@ -619,8 +619,8 @@ static loom_status legal_where(loom_graph_module *m, const loom_graph_expr *call
 /* ---- the records ------------------------------------------------------------------------------- */
 
 #define UNARY(nm, attrs, legal) \
-  const loom_graph_op_impl loom_graph_op_impl_##nm = {attrs, infer_unary, eval_unary, legal};
-#define BINARY(nm) const loom_graph_op_impl loom_graph_op_impl_##nm = {no_attrs, infer_bcast, eval_bcast, legal_binary};
+  const loom_graph_op_impl loom_graph_op_impl_##nm = {attrs, infer_unary, eval_unary, legal, NULL};
+#define BINARY(nm) const loom_graph_op_impl loom_graph_op_impl_##nm = {no_attrs, infer_bcast, eval_bcast, legal_binary, NULL};
 
 UNARY(neg, no_attrs, legal_unary)
 UNARY(abs, no_attrs, legal_unary)
@@ -671,5 +671,5 @@ BINARY(bitwise_or)
 BINARY(bitwise_xor)
 BINARY(shift_left)
 BINARY(shift_right)
-const loom_graph_op_impl loom_graph_op_impl_where = {no_attrs, infer_bcast, eval_bcast, legal_where};
-const loom_graph_op_impl loom_graph_op_impl_bitcast = {bitcast_attrs, infer_bitcast, eval_bitcast, legal_bitcast};
+const loom_graph_op_impl loom_graph_op_impl_where = {no_attrs, infer_bcast, eval_bcast, legal_where, NULL};
+const loom_graph_op_impl loom_graph_op_impl_bitcast = {bitcast_attrs, infer_bitcast, eval_bitcast, legal_bitcast, NULL};

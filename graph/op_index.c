@@ -517,11 +517,11 @@ static loom_status legal_one_hot(loom_graph_module *m, const loom_graph_expr *ca
 
 /* ---- the records ------------------------------------------------------------------------------- */
 
-const loom_graph_op_impl loom_graph_op_impl_take = {take_attrs, infer_take, eval_take, legal_take};
-const loom_graph_op_impl loom_graph_op_impl_nonzero = {no_attrs, infer_nonzero, eval_nonzero, NULL};
-const loom_graph_op_impl loom_graph_op_impl_gather_elements = {take_attrs, infer_elements, eval_elements, loom_legal_elements};
-const loom_graph_op_impl loom_graph_op_impl_scatter_elements = {scatter_attrs, infer_elements, eval_elements, loom_legal_elements};
-const loom_graph_op_impl loom_graph_op_impl_one_hot = {one_hot_attrs, infer_one_hot, eval_one_hot, legal_one_hot};
-const loom_graph_op_impl loom_graph_op_impl_cumsum = {cumsum_attrs, infer_cumsum, eval_cumsum, legal_cumsum};
-const loom_graph_op_impl loom_graph_op_impl_cumprod = {cumsum_attrs, infer_cumsum, eval_cumsum, legal_cumsum};
-const loom_graph_op_impl loom_graph_op_impl_unique = {unique_attrs, infer_unique, eval_unique, NULL};
+const loom_graph_op_impl loom_graph_op_impl_take = {take_attrs, infer_take, eval_take, legal_take, NULL};
+const loom_graph_op_impl loom_graph_op_impl_nonzero = {no_attrs, infer_nonzero, eval_nonzero, NULL, loom_legal_expand_nonzero};
+const loom_graph_op_impl loom_graph_op_impl_gather_elements = {take_attrs, infer_elements, eval_elements, loom_legal_elements, NULL};
+const loom_graph_op_impl loom_graph_op_impl_scatter_elements = {scatter_attrs, infer_elements, eval_elements, loom_legal_elements, NULL};
+const loom_graph_op_impl loom_graph_op_impl_one_hot = {one_hot_attrs, infer_one_hot, eval_one_hot, legal_one_hot, NULL};
+const loom_graph_op_impl loom_graph_op_impl_cumsum = {cumsum_attrs, infer_cumsum, eval_cumsum, legal_cumsum, loom_legal_expand_cumulative};
+const loom_graph_op_impl loom_graph_op_impl_cumprod = {cumsum_attrs, infer_cumsum, eval_cumsum, legal_cumsum, loom_legal_expand_cumulative};
+const loom_graph_op_impl loom_graph_op_impl_unique = {unique_attrs, infer_unique, eval_unique, NULL, loom_legal_expand_unique};

@@ -245,5 +245,5 @@ static loom_status legal_linear(loom_graph_module *m, const loom_graph_expr *cal
 
 /* ---- the records ------------------------------------------------------------------------------- */
 
-const loom_graph_op_impl loom_graph_op_impl_matmul = {no_attrs, infer_matmul, eval_matmul, legal_matmul};
-const loom_graph_op_impl loom_graph_op_impl_linear = {no_attrs, infer_linear, eval_linear, legal_linear};
+const loom_graph_op_impl loom_graph_op_impl_matmul = {no_attrs, infer_matmul, eval_matmul, legal_matmul, NULL};
+const loom_graph_op_impl loom_graph_op_impl_linear = {no_attrs, infer_linear, eval_linear, legal_linear, NULL};

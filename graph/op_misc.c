@@ -542,9 +542,9 @@ static loom_status legal_dft(loom_graph_module *m, const loom_graph_expr *call, 
 
 /* ---- the records ------------------------------------------------------------------------------- */
 
-const loom_graph_op_impl loom_graph_op_impl_topk = {topk_attrs, infer_topk, eval_topk, NULL};
-const loom_graph_op_impl loom_graph_op_impl_gather_nd = {nd_attrs, infer_gather_nd, eval_nd, loom_legal_nd};
-const loom_graph_op_impl loom_graph_op_impl_scatter_nd = {nd_attrs, infer_gather_nd, eval_nd, loom_legal_nd};
-const loom_graph_op_impl loom_graph_op_impl_det = {no_attrs, infer_det, eval_det, legal_det};
-const loom_graph_op_impl loom_graph_op_impl_dft = {dft_attrs, infer_dft, eval_dft, legal_dft};
-const loom_graph_op_impl loom_graph_op_impl_non_max_suppression = {nms_attrs, infer_nms, eval_nms, NULL};
+const loom_graph_op_impl loom_graph_op_impl_topk = {topk_attrs, infer_topk, eval_topk, NULL, loom_legal_expand_topk};
+const loom_graph_op_impl loom_graph_op_impl_gather_nd = {nd_attrs, infer_gather_nd, eval_nd, loom_legal_nd, NULL};
+const loom_graph_op_impl loom_graph_op_impl_scatter_nd = {nd_attrs, infer_gather_nd, eval_nd, loom_legal_nd, NULL};
+const loom_graph_op_impl loom_graph_op_impl_det = {no_attrs, infer_det, eval_det, legal_det, NULL};
+const loom_graph_op_impl loom_graph_op_impl_dft = {dft_attrs, infer_dft, eval_dft, legal_dft, NULL};
+const loom_graph_op_impl loom_graph_op_impl_non_max_suppression = {nms_attrs, infer_nms, eval_nms, NULL, loom_legal_expand_nms};

@@ -458,10 +458,10 @@ static loom_status legal_attention(loom_graph_module *m, const loom_graph_expr *
 
 /* ---- the records ------------------------------------------------------------------------------- */
 
-const loom_graph_op_impl loom_graph_op_impl_softmax = {softmax_attrs, infer_softmax, eval_softmax, legal_softmax};
-const loom_graph_op_impl loom_graph_op_impl_log_softmax = {softmax_attrs, infer_softmax, eval_softmax, legal_softmax};
-const loom_graph_op_impl loom_graph_op_impl_layer_norm = {norm_attrs, infer_norm, eval_norm, legal_norm};
-const loom_graph_op_impl loom_graph_op_impl_rms_norm = {norm_attrs, infer_norm, eval_norm, legal_norm};
-const loom_graph_op_impl loom_graph_op_impl_group_norm = {group_attrs, infer_channel_norm, eval_channel_norm, legal_group_norm};
-const loom_graph_op_impl loom_graph_op_impl_batch_norm = {norm_attrs, infer_channel_norm, eval_channel_norm, legal_batch_norm};
-const loom_graph_op_impl loom_graph_op_impl_attention = {attn_attrs, infer_attention, eval_attention, legal_attention};
+const loom_graph_op_impl loom_graph_op_impl_softmax = {softmax_attrs, infer_softmax, eval_softmax, legal_softmax, NULL};
+const loom_graph_op_impl loom_graph_op_impl_log_softmax = {softmax_attrs, infer_softmax, eval_softmax, legal_softmax, NULL};
+const loom_graph_op_impl loom_graph_op_impl_layer_norm = {norm_attrs, infer_norm, eval_norm, legal_norm, NULL};
+const loom_graph_op_impl loom_graph_op_impl_rms_norm = {norm_attrs, infer_norm, eval_norm, legal_norm, NULL};
+const loom_graph_op_impl loom_graph_op_impl_group_norm = {group_attrs, infer_channel_norm, eval_channel_norm, legal_group_norm, NULL};
+const loom_graph_op_impl loom_graph_op_impl_batch_norm = {norm_attrs, infer_channel_norm, eval_channel_norm, legal_batch_norm, NULL};
+const loom_graph_op_impl loom_graph_op_impl_attention = {attn_attrs, infer_attention, eval_attention, legal_attention, NULL};

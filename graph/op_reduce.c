@@ -264,10 +264,10 @@ static loom_status legal_argext(loom_graph_module *m, const loom_graph_expr *cal
 
 /* ---- the records ------------------------------------------------------------------------------- */
 
-const loom_graph_op_impl loom_graph_op_impl_sum = {reduce_attrs, infer_reduce, eval_reduce, legal_reduce};
-const loom_graph_op_impl loom_graph_op_impl_mean = {reduce_attrs, infer_reduce, eval_reduce, legal_reduce};
-const loom_graph_op_impl loom_graph_op_impl_max = {reduce_attrs, infer_reduce, eval_reduce, legal_reduce};
-const loom_graph_op_impl loom_graph_op_impl_min = {reduce_attrs, infer_reduce, eval_reduce, legal_reduce};
-const loom_graph_op_impl loom_graph_op_impl_prod = {reduce_attrs, infer_reduce, eval_reduce, legal_reduce};
-const loom_graph_op_impl loom_graph_op_impl_argmax = {arg_attrs, infer_reduce, eval_reduce, legal_argext};
-const loom_graph_op_impl loom_graph_op_impl_argmin = {arg_attrs, infer_reduce, eval_reduce, legal_argext};
+const loom_graph_op_impl loom_graph_op_impl_sum = {reduce_attrs, infer_reduce, eval_reduce, legal_reduce, loom_legal_expand_reduce};
+const loom_graph_op_impl loom_graph_op_impl_mean = {reduce_attrs, infer_reduce, eval_reduce, legal_reduce, loom_legal_expand_reduce};
+const loom_graph_op_impl loom_graph_op_impl_max = {reduce_attrs, infer_reduce, eval_reduce, legal_reduce, loom_legal_expand_reduce};
+const loom_graph_op_impl loom_graph_op_impl_min = {reduce_attrs, infer_reduce, eval_reduce, legal_reduce, loom_legal_expand_reduce};
+const loom_graph_op_impl loom_graph_op_impl_prod = {reduce_attrs, infer_reduce, eval_reduce, legal_reduce, loom_legal_expand_reduce};
+const loom_graph_op_impl loom_graph_op_impl_argmax = {arg_attrs, infer_reduce, eval_reduce, legal_argext, NULL};
+const loom_graph_op_impl loom_graph_op_impl_argmin = {arg_attrs, infer_reduce, eval_reduce, legal_argext, NULL};

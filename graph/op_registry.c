@@ -1,5 +1,5 @@
 /* op_registry.c — the operator table, generated from ops.def: names, arity, pattern kinds
- * and the implementation record each family file defines; attribute reads that fall back on
+ * flags and the implementation record each family file defines; attribute reads that fall back on
  * the defaults the records' specs declare. */
 #include <assert.h>
 #include <string.h>
@@ -10,12 +10,13 @@ typedef struct op_row {
   const char *name;
   loom_tp_pattern pattern;
   int min_args, max_args;
+  unsigned flags; /* LOOM_GRAPH_OPF_* */
   const loom_graph_op_impl *impl;
 } op_row;
 
 static const op_row table[] = {
-#define LOOM_GRAPH_OP(e, nm, family, pat, lo, hi) \
-  [LOOM_GRAPH_OP_##e] = {#nm, LOOM_TP_PATTERN_##pat, lo, hi, &loom_graph_op_impl_##nm},
+#define LOOM_GRAPH_OP(e, nm, family, pat, lo, hi, fl) \
+  [LOOM_GRAPH_OP_##e] = {#nm, LOOM_TP_PATTERN_##pat, lo, hi, LOOM_GRAPH_OPF_##fl, &loom_graph_op_impl_##nm},
 #include "graph/ops.def"
 #undef LOOM_GRAPH_OP
 };
@@ -39,10 +40,8 @@ void loom_graph_op_arity(loom_graph_op op, int *min_args, int *max_args) {
   *max_args = table[op].max_args;
 }
 
-bool loom_graph_op_is_view(loom_graph_op op) {
-  return op == LOOM_GRAPH_OP_RESHAPE || op == LOOM_GRAPH_OP_EXPAND_DIMS || op == LOOM_GRAPH_OP_SQUEEZE ||
-         op == LOOM_GRAPH_OP_FLATTEN;
-}
+unsigned loom_graph_op_flags(loom_graph_op op) { return table[op].flags; }
+bool loom_graph_op_is_view(loom_graph_op op) { return table[op].flags & LOOM_GRAPH_OPF_VIEW; }
 
 /* The spec row of attribute `name` of op call `call`; a read of an attribute the op does not
  * declare is a bug in Loom (asserted; NULL reads as 0 / ""). */

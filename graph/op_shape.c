@@ -785,17 +785,17 @@ static loom_status eval_tile_repeat(loom_graph_ecx *ec, const loom_graph_value *
   return LOOM_OK;
 }
 
-const loom_graph_op_impl loom_graph_op_impl_reshape = {reshape_attrs, infer_reshape, eval_reshape, loom_legal_reshape};
-const loom_graph_op_impl loom_graph_op_impl_permute_dims = {axes_attrs, infer_permute, eval_permute, loom_legal_permute};
-const loom_graph_op_impl loom_graph_op_impl_expand_dims = {axes_attrs, infer_expand_squeeze, eval_copy_shape, loom_legal_reshape};
-const loom_graph_op_impl loom_graph_op_impl_squeeze = {axes_attrs, infer_expand_squeeze, eval_copy_shape, loom_legal_reshape};
-const loom_graph_op_impl loom_graph_op_impl_flatten = {flatten_attrs, infer_flatten, eval_copy_shape, loom_legal_reshape};
-const loom_graph_op_impl loom_graph_op_impl_broadcast_to = {bcast_attrs, infer_broadcast_to, eval_broadcast_to, loom_legal_broadcast_to};
-const loom_graph_op_impl loom_graph_op_impl_concat = {concat_attrs, infer_concat, eval_concat, loom_legal_concat};
-const loom_graph_op_impl loom_graph_op_impl_strided_slice = {slice_attrs, infer_slice, eval_slice, loom_legal_slice};
-const loom_graph_op_impl loom_graph_op_impl_shape_of = {no_attrs, infer_shape_of, eval_shape_of, NULL};
-const loom_graph_op_impl loom_graph_op_impl_tensor_to_shape = {no_attrs, infer_tensor_to_shape, eval_tensor_to_shape, NULL};
-const loom_graph_op_impl loom_graph_op_impl_split = {split_attrs, infer_split, eval_split, NULL};
-const loom_graph_op_impl loom_graph_op_impl_pad = {pad_attrs, infer_pad, eval_pad, loom_legal_pad};
-const loom_graph_op_impl loom_graph_op_impl_tile = {tile_attrs, infer_tile_repeat, eval_tile_repeat, loom_legal_tile};
-const loom_graph_op_impl loom_graph_op_impl_repeat = {repeat_attrs, infer_tile_repeat, eval_tile_repeat, loom_legal_repeat};
+const loom_graph_op_impl loom_graph_op_impl_reshape = {reshape_attrs, infer_reshape, eval_reshape, loom_legal_reshape, loom_legal_expand_view};
+const loom_graph_op_impl loom_graph_op_impl_permute_dims = {axes_attrs, infer_permute, eval_permute, loom_legal_permute, NULL};
+const loom_graph_op_impl loom_graph_op_impl_expand_dims = {axes_attrs, infer_expand_squeeze, eval_copy_shape, loom_legal_reshape, loom_legal_expand_view};
+const loom_graph_op_impl loom_graph_op_impl_squeeze = {axes_attrs, infer_expand_squeeze, eval_copy_shape, loom_legal_reshape, loom_legal_expand_view};
+const loom_graph_op_impl loom_graph_op_impl_flatten = {flatten_attrs, infer_flatten, eval_copy_shape, loom_legal_reshape, NULL};
+const loom_graph_op_impl loom_graph_op_impl_broadcast_to = {bcast_attrs, infer_broadcast_to, eval_broadcast_to, loom_legal_broadcast_to, NULL};
+const loom_graph_op_impl loom_graph_op_impl_concat = {concat_attrs, infer_concat, eval_concat, loom_legal_concat, NULL};
+const loom_graph_op_impl loom_graph_op_impl_strided_slice = {slice_attrs, infer_slice, eval_slice, loom_legal_slice, loom_legal_expand_slice};
+const loom_graph_op_impl loom_graph_op_impl_shape_of = {no_attrs, infer_shape_of, eval_shape_of, NULL, NULL};
+const loom_graph_op_impl loom_graph_op_impl_tensor_to_shape = {no_attrs, infer_tensor_to_shape, eval_tensor_to_shape, NULL, NULL};
+const loom_graph_op_impl loom_graph_op_impl_split = {split_attrs, infer_split, eval_split, NULL, loom_legal_expand_split};
+const loom_graph_op_impl loom_graph_op_impl_pad = {pad_attrs, infer_pad, eval_pad, loom_legal_pad, loom_legal_expand_pad};
+const loom_graph_op_impl loom_graph_op_impl_tile = {tile_attrs, infer_tile_repeat, eval_tile_repeat, loom_legal_tile, NULL};
+const loom_graph_op_impl loom_graph_op_impl_repeat = {repeat_attrs, infer_tile_repeat, eval_tile_repeat, loom_legal_repeat, NULL};
