@@ -1,6 +1,8 @@
 /* legalize.c — the legalize pass (see legalize.h): each operator call lowered through its
- * record's legalize hook (graph_internal.h), which its family's file fills; and the helpers
- * the hooks share (legalize_internal.h). No operator is named here. */
+ * record's expand hook, then its legalize hook (graph_internal.h), which its family's file
+ * fills; the program cache the hooks make their programs through (loom_legal_program); and the
+ * helpers the hooks share (legalize_internal.h). No operator is named here: what the pass skips
+ * (views, ops the VM runs) it reads from the registry's flags. */
 #include <stdio.h>
 #include <string.h>
 

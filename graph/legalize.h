@@ -4,7 +4,8 @@
  *     y = call_tp(@prog, (args), <y's struct info>)
  * where @prog is a generated tensor program (tensorprog/tp_gen.h) added to the module.
  * A program depends on the op, its attributes, dtypes, ranks and broadcasting pattern
- * — never on shapes — and is shared by every call with the same key (its name). The
+ * — never on shapes — and is shared by every call with the same key (the bytes of its
+ * generator's parameter struct; graph/legalize.c's loom_legal_program). The
  * broadcasting pattern of each input axis is decided by the prover: provably equal to
  * the output axis (FULL), the constant 1 (ONE), or unknown (GUARD: the program selects
  * index 0 at run time when the extent is 1; inference recorded the guard). */

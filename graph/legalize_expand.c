@@ -1,4 +1,6 @@
-/* legalize_expand.c — legalizations that turn one binding into several.
+/* legalize_expand.c — legalizations that turn one binding into several: the expander loom_lx,
+ * the expand hooks the op records point at (loom_legal_expand_*; resize's is in
+ * legalize_image.c), and loom_legalize_expand, which runs a binding's hook.
  *
  * A program writes one destination buffer whose shape the caller knows before the call, so:
  *   - tuple-valued ops (split, topk, unique with indices) become one program per part and a

@@ -15,7 +15,8 @@
  *
  * The program is the one the parser makes of its printed text: symbolic variables are created
  * in the order the parser would create them (shape symbols at their first appearance, loop
- * variables when their loop opens), so printed programs are byte-identical to the text path.
+ * variables when their loop opens), so a program prints byte-identically to the text the
+ * generator's comment shows.
  *
  * Errors are sticky: after the first failure (out of memory, a template that does not parse)
  * every call is a no-op returning NULL, and loom_tpb_finish returns that status. Expression

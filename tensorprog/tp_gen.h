@@ -3,9 +3,8 @@
  * specialise a program; shapes never do — every program has its own symbolic
  * dims and serves every shape.
  *
- * Generators build the program as IR with the program builder (tp_build.h), or (the files
- * not converted yet, see docs/tensorprog.md) write its text and parse it; either way the
- * program is the one its printed text parses to. Expression templates given as text ("exp(x)",
+ * Generators build the program as IR with the program builder (tp_build.h); the program is
+ * the one its printed text parses to. Expression templates given as text ("exp(x)",
  * value_text) are parsed with their operands bound. A generator's own mistake is an INTERNAL
  * error; bad attributes (axis out of range, rank too large) are INVALID_ARGUMENT. */
 #ifndef LOOM_TENSORPROG_TP_GEN_H
