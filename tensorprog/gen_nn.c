@@ -25,21 +25,21 @@ loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name
   loom_tpb_init(&b, a, cx, name);
   /* Batch dims via the broadcast helper, then the matrix dims m, k / k, n. */
   const loom_sym_expr *pa[LOOM_TP_GEN_MAX_RANK], *pb[LOOM_TP_GEN_MAX_RANK], *pc[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_bcast_dims(&b, "a", nba, NB, ma, pa);
+  loom_tpg_bcast_dims(&b, "a", nba, NB, ma, pa);
   int ka = nba, kb = nbb, kc = NB;
   if (has_m) pa[ka++] = loom_tpb_shape_sym(&b, "m");
   pa[ka++] = loom_tpb_shape_sym(&b, "k");
   const loom_tp_buffer *A = loom_tpb_buffer(&b, "A", t, ra, pa);
-  loom_tpg_b_bcast_dims(&b, "b", nbb, NB, mb, pb);
+  loom_tpg_bcast_dims(&b, "b", nbb, NB, mb, pb);
   pb[kb++] = loom_tpb_shape_sym(&b, "k");
   if (has_n) pb[kb++] = loom_tpb_shape_sym(&b, "n");
   const loom_tp_buffer *B = loom_tpb_buffer(&b, "B", t, rb, pb);
-  loom_tpg_b_dims_d(&b, NB, pc);
+  loom_tpg_dims_d(&b, NB, pc);
   if (has_m) pc[kc++] = loom_tpb_shape_sym(&b, "m");
   if (has_n) pc[kc++] = loom_tpb_shape_sym(&b, "n");
   const loom_tp_buffer *Cb = loom_tpb_buffer(&b, "C", t, kc, pc);
   loom_tp_expr *ci[LOOM_TP_GEN_MAX_RANK], *ai[LOOM_TP_GEN_MAX_RANK], *bi[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_nest(&b, NB, pc, ci);
+  loom_tpg_nest(&b, NB, pc, ci);
   int nc = NB;
   loom_tp_expr *im = NULL, *jn = NULL;
   if (has_m) ci[nc++] = im = loom_tpb_idx(&b, loom_tpb_for(&b, "im", pc[NB], NB ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
@@ -54,11 +54,11 @@ loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name
     S = loom_tpb_alloc(&b, "S", acc, 1, &one, LOOM_TP_SCOPE_LOCAL);
     loom_tpb_store(&b, S, &z0, zero_as(a, acc));
   } else {
-    loom_tpb_store(&b, Cb, ci, loom_tpg_b_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
+    loom_tpb_store(&b, Cb, ci, loom_tpg_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
   }
   loom_tp_expr *rk = loom_tpb_idx(&b, loom_tpb_for(&b, "rk", kdim, LOOM_TP_LOOP_SERIAL, true));
-  loom_tpg_b_bcast_index(&b, pa, nba, NB, ma, ci, ai);
-  loom_tpg_b_bcast_index(&b, pb, nbb, NB, mb, ci, bi);
+  loom_tpg_bcast_index(&b, pa, nba, NB, ma, ci, ai);
+  loom_tpg_bcast_index(&b, pb, nbb, NB, mb, ci, bi);
   ka = nba;
   kb = nbb;
   if (has_m) ai[ka++] = im;
@@ -86,7 +86,7 @@ loom_status loom_tp_gen_linear(loom_arena *a, loom_sym_ctx *cx, const char *name
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *px[LOOM_TP_GEN_MAX_RANK], *py[LOOM_TP_GEN_MAX_RANK], *pw[2];
-  loom_tpg_b_dims_d(&b, rank - 1, px);
+  loom_tpg_dims_d(&b, rank - 1, px);
   px[rank - 1] = loom_tpb_shape_sym(&b, "k");
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, px);
   pw[0] = loom_tpb_shape_sym(&b, "n");
@@ -96,7 +96,7 @@ loom_status loom_tp_gen_linear(loom_arena *a, loom_sym_ctx *cx, const char *name
   py[rank - 1] = pw[0];
   const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, rank, py);
   loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK], *wi[2];
-  loom_tpg_b_nest(&b, rank - 1, px, yi);
+  loom_tpg_nest(&b, rank - 1, px, yi);
   loom_tp_expr *jn = loom_tpb_idx(&b, loom_tpb_for(&b, "jn", pw[0], rank == 1 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
   yi[rank - 1] = jn;
   for (int j = 0; j < rank - 1; j++) xi[j] = yi[j];
@@ -107,7 +107,7 @@ loom_status loom_tp_gen_linear(loom_arena *a, loom_sym_ctx *cx, const char *name
     S = loom_tpb_alloc(&b, "S", acc, 1, &one, LOOM_TP_SCOPE_LOCAL);
     loom_tpb_store(&b, S, &z0, bias ? loom_tp_cast(a, acc, loom_tpb_load(&b, Bias, &jn)) : zero_as(a, acc));
   } else {
-    loom_tpb_store(&b, Y, yi, bias ? loom_tpb_load(&b, Bias, &jn) : loom_tpg_b_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
+    loom_tpb_store(&b, Y, yi, bias ? loom_tpb_load(&b, Bias, &jn) : loom_tpg_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
   }
   loom_tp_expr *rk = loom_tpb_idx(&b, loom_tpb_for(&b, "rk", px[rank - 1], LOOM_TP_LOOP_SERIAL, true));
   xi[rank - 1] = rk;
@@ -134,13 +134,13 @@ loom_status loom_tp_gen_batch_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(&b, rank, d);
+  loom_tpg_dims_d(&b, rank, d);
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d), *v[4];
   static const char *const names[4] = {"gamma", "beta", "mean", "var"};
   for (int i = 0; i < 4; i++) v[i] = loom_tpb_buffer(&b, names[i], t, 1, &d[1]);
   const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, rank, d);
   loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_nest(&b, rank, d, yi);
+  loom_tpg_nest(&b, rank, d, yi);
   loom_tp_expr *c = yi[1];
   loom_tp_expr *eps_t = loom_tp_cast(a, t, loom_tp_const_f(a, LOOM_DTYPE_F32, eps));
   loom_tp_expr *inv = loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, v[3], &c), eps_t));
@@ -167,7 +167,7 @@ loom_status loom_tp_gen_group_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(&b, rank, d);
+  loom_tpg_dims_d(&b, rank, d);
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d);
   const loom_tp_buffer *gamma = loom_tpb_buffer(&b, "gamma", t, 1, &d[1]), *beta = loom_tpb_buffer(&b, "beta", t, 1, &d[1]);
   const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, rank, d);
@@ -232,7 +232,7 @@ loom_status loom_tp_gen_group_norm(loom_arena *a, loom_sym_ctx *cx, const char *
  *     for e in 0..dv { alloc A: Local[(1,), sn]
  *       for j2 in 0..d3 reduce { A[0] = A[0] + select(R[1] > 0.0, P[j2] / R[1], 0.0) * sn(V[i0, kv, j2, e]) }
  *       Y[i0, i1, i2, e] = T(A[0]) } } } }
- * The mask's broadcast load (loom_tpg_b_bcast_load) indexes the (b, h, s, t) loops i0..i3. */
+ * The mask's broadcast load (loom_tpg_bcast_load) indexes the (b, h, s, t) loops i0..i3. */
 loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
                                   bool causal, int mask_rank, const loom_tp_bcast *mask_modes, loom_dtype mask_t,
                                   loom_tp_func **result) {
@@ -242,7 +242,7 @@ loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *n
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[4];
-  loom_tpg_b_dims_d(&b, 3, d);
+  loom_tpg_dims_d(&b, 3, d);
   const loom_sym_expr *dq = loom_tpb_shape_sym(&b, "dq");
   const loom_sym_expr *qd[4] = {d[0], d[1], d[2], dq};
   const loom_tp_buffer *Q = loom_tpb_buffer(&b, "Q", t, 4, qd);
@@ -252,11 +252,11 @@ loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *n
   const loom_tp_buffer *K = loom_tpb_buffer(&b, "K", t, 4, kd);
   const loom_sym_expr *vd[4] = {d[0], hk, d[3], loom_tpb_shape_sym(&b, "dv")};
   const loom_tp_buffer *V = loom_tpb_buffer(&b, "V", t, 4, vd);
-  const loom_tp_buffer *Mk = mask_rank >= 0 ? loom_tpg_b_bcast_buffer(&b, "Mk", "m", mask_rank, 4, mask_modes, mask_t) : NULL;
+  const loom_tp_buffer *Mk = mask_rank >= 0 ? loom_tpg_bcast_buffer(&b, "Mk", "m", mask_rank, 4, mask_modes, mask_t) : NULL;
   const loom_sym_expr *yd[4] = {d[0], d[1], d[2], vd[3]};
   const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, 4, yd);
   loom_tp_expr *oi[4];
-  loom_tpg_b_nest(&b, 3, d, oi);
+  loom_tpg_nest(&b, 3, d, oi);
   const loom_sym_expr *one = loom_sym_const(cx, 1), *two = loom_sym_const(cx, 2);
   loom_tp_expr *z0 = loom_tpb_idx(&b, loom_sym_const(cx, 0)), *z1 = loom_tpb_idx(&b, one);
   const loom_tp_buffer *P = loom_tpb_alloc(&b, "P", sn, 1, &d[3], LOOM_TP_SCOPE_LOCAL);
@@ -276,7 +276,7 @@ loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *n
                                    : loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_cast(a, sn, loom_tpb_idx(&b, dq)));
   loom_tp_expr *cur = loom_tpb_let(&b, "sc", loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&b, S, &z0), scale));
   if (Mk) {
-    loom_tp_expr *m = loom_tpg_b_bcast_load(&b, Mk, 4, mask_modes, oi);
+    loom_tp_expr *m = loom_tpg_bcast_load(&b, Mk, 4, mask_modes, oi);
     loom_tp_expr *v = mask_t == LOOM_DTYPE_BOOL ? loom_tp_select(a, m, cur, loom_tp_const_f(a, sn, -INFINITY))
                                                 : loom_tp_op2(a, LOOM_TP_OP_ADD, cur, loom_tp_cast(a, sn, m));
     cur = loom_tpb_let(&b, "sm", v);

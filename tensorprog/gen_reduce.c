@@ -59,7 +59,7 @@ loom_status loom_tp_gen_reduce(loom_arena *a, loom_sym_ctx *cx, const char *name
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK], *od[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(&b, rank, d);
+  loom_tpg_dims_d(&b, rank, d);
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d);
   int orank = 0;
   for (int k = 0; k < rank; k++) {
@@ -78,7 +78,7 @@ loom_status loom_tp_gen_reduce(loom_arena *a, loom_sym_ctx *cx, const char *name
     if (!r || keepdims) oi[no++] = r ? cidx(&b, 0) : iv[k];
   }
   if (orank == 0) oi[no++] = cidx(&b, 0);
-  loom_tpb_store(&b, Y, oi, loom_tpg_b_reduce_init(&b, op, t));
+  loom_tpb_store(&b, Y, oi, loom_tpg_reduce_init(&b, op, t));
   for (int k = 0; k < nr; k++)
     iv[red[k]] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('r', red[k]), d[red[k]], LOOM_TP_LOOP_SERIAL, true));
   for (int k = 0; k < rank; k++) xi[k] = iv[k];
@@ -113,7 +113,7 @@ loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *nam
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(&b, rank, d);
+  loom_tpg_dims_d(&b, rank, d);
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d), *Y = loom_tpb_buffer(&b, "Y", t, rank, d);
   loom_tp_expr *xr[LOOM_TP_GEN_MAX_RANK], *xj[LOOM_TP_GEN_MAX_RANK];
   bool first = true;
@@ -173,7 +173,7 @@ loom_status loom_tp_gen_layer_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(&b, rank, d);
+  loom_tpg_dims_d(&b, rank, d);
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d), *beta = NULL;
   const loom_tp_buffer *gamma = loom_tpb_buffer(&b, "gamma", t, naxes, d + first);
   if (!rms) beta = loom_tpb_buffer(&b, "beta", t, naxes, d + first);
@@ -222,7 +222,7 @@ loom_status loom_tp_gen_argext(loom_arena *a, loom_sym_ctx *cx, const char *name
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK], *po[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(&b, rank, d);
+  loom_tpg_dims_d(&b, rank, d);
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d);
   int orank = 0;
   for (int k = 0; k < rank; k++)
@@ -241,7 +241,7 @@ loom_status loom_tp_gen_argext(loom_arena *a, loom_sym_ctx *cx, const char *name
     if (k != axis || keepdims) oi[no++] = k == axis ? cidx(&b, 0) : xr[k];
   if (orank == 0) oi[no++] = cidx(&b, 0);
   const loom_tp_buffer *best = local(&b, "best", t, 1);
-  store_at(&b, best, 0, loom_tpg_b_reduce_init(&b, is_max ? LOOM_TP_REDUCE_MAX : LOOM_TP_REDUCE_MIN, t));
+  store_at(&b, best, 0, loom_tpg_reduce_init(&b, is_max ? LOOM_TP_REDUCE_MAX : LOOM_TP_REDUCE_MIN, t));
   loom_tpb_store(&b, Y, oi, loom_tpb_lit_i(&b, LOOM_DTYPE_I64, 0));
   const loom_sym_expr *r = loom_tpb_for(&b, loom_tpg_var('r', axis), d[axis], LOOM_TP_LOOP_SERIAL, true);
   xr[axis] = loom_tpb_idx(&b, r);
@@ -268,7 +268,7 @@ static void scan_nest(loom_tpb *b, const loom_tp_buffer *X, const loom_tp_buffer
     nk++;
   }
   const loom_tp_buffer *acc = local(b, accs[axis], t, 1);
-  if (prod) store_at(b, acc, 0, loom_tpg_b_reduce_init(b, LOOM_TP_REDUCE_PROD, t));
+  if (prod) store_at(b, acc, 0, loom_tpg_reduce_init(b, LOOM_TP_REDUCE_PROD, t));
   const loom_sym_expr *j = loom_tpb_for(b, loom_tpg_var('j', axis), d[axis], LOOM_TP_LOOP_SERIAL, false);
   const loom_sym_expr *one = loom_sym_const(b->cx, 1);
   xj[axis] = loom_tpb_idx(b, reverse && j && d[axis] ? loom_sym_sub(b->cx, loom_sym_sub(b->cx, d[axis], one), j) : j);
@@ -289,7 +289,7 @@ static loom_status gen_cumulative(loom_arena *a, loom_sym_ctx *cx, const char *n
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK], *av = NULL;
-  loom_tpg_b_dims_d(&b, rank, d);
+  loom_tpg_dims_d(&b, rank, d);
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d);
   if (axis < 0) av = loom_tpb_scalar(&b, "a");
   const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, rank, d);

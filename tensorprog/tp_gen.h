@@ -15,6 +15,20 @@
 
 enum { LOOM_TP_GEN_MAX_RANK = 8 };
 
+/* ---- program keys ----
+ * A caller that makes one program per distinct set of generator parameters (legalization) keeps
+ * them in a parameter struct and keys its cache by the struct's bytes, so the key covers every
+ * parameter without spelling each one out. For the bytes to be the value, a parameter struct
+ * has no padding — fields of 4 or 8 bytes (int32_t, uint32_t, int64_t, double, enums, arrays of
+ * them, char arrays of a multiple of 8), the 8-byte ones first; LOOM_TP_GEN_PARAMS asserts it
+ * where the struct is defined — holds no pointers (a pointer's bytes are not its target's
+ * value), and is built with an initialiser, so the fields it leaves out are 0. */
+#define LOOM_TP_GEN_PARAMS(T, bytes) \
+  _Static_assert(sizeof(T) == (bytes), #T ": a parameter struct must have no padding (its bytes are its key)")
+/* The key of a parameter struct: a 64-bit hash of its bytes. Equal keys are still confirmed by
+ * comparing the bytes. */
+uint64_t loom_tp_gen_key(const void *params, size_t size);
+
 /* How an input axis maps onto the output axis it is aligned with (NumPy broadcasting,
  * inputs aligned to the right). */
 typedef enum loom_tp_bcast {
