@@ -84,7 +84,9 @@ pub const suites = .{
         "tests/vm/test_threadpool.c",
         "tests/vm/test_exec.c",
         "tests/fuzz/fuzz_exec.c",
+        "tests/vm/aot_util.c",
         "tests/vm/test_aot.c",
+        "tests/vm/test_artifact.c",
         "tests/vm/test_model.c",
     } },
     .{ .name = "e2e", .files = &[_][]const u8{

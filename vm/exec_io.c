@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "base/vec.h"
 #include "vm/exec.h"
 
@@ -460,19 +461,15 @@ static void unmap(void *m) {
 
 loom_status loom_vm_exec_load_file(loom_allocator *alloc, const char *path, loom_vm_exec **out) {
   *out = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return LOOM_ERROR(NOT_FOUND, "cannot open '%s': %s", path, strerror(errno));
-  struct stat stt;
-  if (fstat(fd, &stt) != 0 || !S_ISREG(stt.st_mode)) {
-    close(fd);
-    return LOOM_ERROR(IO_ERROR, "'%s' is not a regular file", path);
-  }
+  int fd;
+  uint64_t size;
+  LOOM_PROPAGATE(loom_file_open_regular(path, "executable", LOOM_FILE_LIMIT_ARTIFACT, &fd, &size));
   mapping *m = malloc(sizeof *m);
   if (!m) {
     close(fd);
     return LOOM_OOM();
   }
-  m->n = (size_t)stt.st_size;
+  m->n = (size_t)size;
   m->p = NULL;
   if (m->n) {
     m->p = mmap(NULL, m->n, PROT_READ, MAP_PRIVATE, fd, 0);

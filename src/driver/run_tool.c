@@ -145,6 +145,16 @@ static void print_output(uint32_t i, const loom_vm_obj *o) {
 
 static loom_status run_inputs(const loom_cli_args *args, loom_rt *rt, binds *b);
 
+loom_status loom_run_tool_open(const loom_cli_args *args, const char *path, loom_rt **out) {
+  *out = NULL;
+  const char *key = loom_cli_get(args, "--trust");
+  if (!key) return loom_rt_open(path, NULL, out);
+  loom_vm_artifact_pubkey pk;
+  LOOM_RETURN_IF_ERROR(loom_vm_artifact_pubkey_read(key, &pk), "while reading the --trust key");
+  loom_rt_options o = {.trust = &pk};
+  return loom_rt_open(path, &o, out);
+}
+
 loom_status loom_run_tool(const loom_cli_args *args, loom_rt *rt) {
   binds bs = {0}, *b = &bs;
   loom_status st = run_inputs(args, rt, b);

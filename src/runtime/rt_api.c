@@ -5,7 +5,9 @@
  * nothing of this file's other includes; this layer is what knows them all. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/file.h"
 #include "base/strbuf.h"
 #include "libcall/libcall.h"
 #include "loomrt.h"
@@ -47,9 +49,9 @@ void loom_rt_close(loom_rt *rt) {
   free(rt);
 }
 
-static loom_status open_so(loom_rt *rt, const char *path) {
+static loom_status open_so(loom_rt *rt, const char *path, const loom_vm_artifact_pubkey *trust) {
   const loom_artifact_desc *a;
-  LOOM_PROPAGATE(rt->dev->vt->image_load(rt->dev, path, &rt->image, &a));
+  LOOM_PROPAGATE(rt->dev->vt->image_load(rt->dev, path, trust, &rt->image, &a));
   LOOM_RETURN_IF_ERROR(loom_vm_exec_load(NULL, a->exec, a->exec_size, NULL, NULL, &rt->exe), "artifact '%s'", path);
   if (a->magic == LOOM_ARTIFACT_MAGIC2 && a->externs && !rt->nexterns) {
     /* the externs the artifact declares: loaded now (libraries relative to the artifact) */
@@ -104,16 +106,24 @@ loom_status loom_rt_open(const char *path, const loom_rt_options *opts, loom_rt 
   if (!opts) opts = &no_options;
   loom_rt *rt = rt_new(opts);
   if (!rt) return LOOM_OOM();
-  loom_status st = LOOM_OK;
+  /* which kind of file: by its first bytes, read from a regular file only */
   unsigned char head[8] = {0};
-  FILE *f = fopen(path, "rb");
-  if (!f) st = LOOM_ERROR(NOT_FOUND, "cannot open '%s'", path);
-  else {
-    size_t got = fread(head, 1, 8, f);
-    fclose(f);
-    if (got == 8 && !memcmp(head, "LOOMEXE", 8)) st = loom_vm_exec_load_file(NULL, path, &rt->exe);
-    else if (got >= 4 && !memcmp(head, "\x7f" "ELF", 4)) st = open_so(rt, path);
-    else st = LOOM_ERROR(DATA_LOSS, "'%s' is neither a Loom executable nor a shared-object artifact", path);
+  int fd;
+  uint64_t size;
+  loom_status st = loom_file_open_regular(path, "artifact", LOOM_FILE_LIMIT_ARTIFACT, &fd, &size);
+  if (!st) {
+    ssize_t got = pread(fd, head, sizeof head, 0);
+    close(fd);
+    if (got == 8 && !memcmp(head, "LOOMEXE", 8)) {
+      st = opts->trust ? LOOM_ERROR(FAILED_PRECONDITION,
+                                    "'%s' is a plain executable file, which carries no signature: with a trusted key "
+                                    "only signed AOT artifacts open", path)
+                       : loom_vm_exec_load_file(NULL, path, &rt->exe);
+    } else if (got >= 4 && !memcmp(head, "\x7f" "ELF", 4)) {
+      st = open_so(rt, path, opts->trust);
+    } else {
+      st = LOOM_ERROR(DATA_LOSS, "'%s' is neither a Loom executable nor a shared-object artifact", path);
+    }
   }
   return finish_open(rt, st, path, opts, out);
 }

@@ -23,6 +23,7 @@ pub const files = [_][]const u8{
     "src/base/vec.c",
     // vm/
     "vm/object.c",
+    "vm/artifact.c",
     "vm/device_cpu.c",
     "vm/threadpool.c",
     "vm/exec_build.c",
