@@ -87,6 +87,7 @@ pub const suites = .{
         "tests/vm/aot_util.c",
         "tests/vm/test_aot.c",
         "tests/vm/test_artifact.c",
+        "tests/vm/test_kernel_sig.c",
         "tests/vm/test_model.c",
     } },
     .{ .name = "e2e", .files = &[_][]const u8{
@@ -97,6 +98,7 @@ pub const suites = .{
         "tests/e2e/test_e2e_cli.c",
         "tests/e2e/test_memplan.c",
         "tests/e2e/test_fuzz_ops.c",
+        "tests/e2e/test_exec_mutation.c",
     } },
     .{ .name = "passes", .files = &[_][]const u8{
         "tests/passes/test_passes.c",

@@ -89,6 +89,7 @@ struct loom_device {
   uint64_t pool_hits, pool_misses; /* allocations served from / not from the pool */
   size_t live_bytes;            /* bytes requested by pooled storage now live */
   size_t peak_live_bytes;       /* high-water mark of live_bytes (loom_device_reset_peak) */
+  size_t max_alloc_bytes;       /* the largest one storage may be (0: no limit); larger is RESOURCE_EXHAUSTED */
 };
 
 /* A device of implementation `vt` with state `impl` (one reference, the caller's; on

@@ -75,7 +75,8 @@ struct loom_kernel_ctx {
  * looks the symbol up, checks `magic` and `abi_version`, loads and verifies `exec`
  * (the bytes of an executable file, vm/exec.h; 64-byte aligned so weights are used in
  * place) and resolves every kernel of the executable's kernel table by name in
- * `kernels`. A hand-written example:
+ * `kernels` (each entry may carry the kernel's signature, checked against the executable's).
+ * A hand-written example:
  *
  *     static int32_t add(void *const *b, const int64_t *s, const loom_kernel_ctx *c) {...}
  *     static const unsigned char exe[] __attribute__((aligned(64))) = {...};
@@ -90,6 +91,12 @@ struct loom_kernel_ctx {
 typedef struct loom_artifact_kernel {
   const char *name;  /* as in the executable's kernel table */
   loom_kernel_fn fn; /* the kernel */
+  /* The kernel's signature words (vm/exec.h, loom_vm_kernel), kept by the compiler next to
+   * the code, or NULL. When given, the runtime refuses an executable whose kernel table
+   * describes this kernel otherwise: a changed executable cannot make the kernel index
+   * buffers other than its code was built for. */
+  const uint32_t *sig;
+  uint32_t nsig; /* words in sig */
 } loom_artifact_kernel;
 
 typedef struct loom_artifact_desc {

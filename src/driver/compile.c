@@ -318,6 +318,7 @@ loom_status loom_compiled_save_signed(loom_compiled *c, const char *path, const 
     char so[200];
     snprintf(so, sizeof so, "%s/out.so", c->workdir);
     loom_target_artifact art = {.object = c->object_path, .fs = c->ctx.programs, .nkernels = c->ctx.nprograms,
+                                .sigs = c->ctx.exe->kernels,
                                 .exec = bytes, .exec_len = len, .externs = any ? loom_strbuf_cstr(&ext) : NULL};
     st = c->ctx.target->link_artifact(&art, c->workdir, so);
     if (!st) st = loom_vm_artifact_seal(so, bytes, len, key);

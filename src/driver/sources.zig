@@ -3,6 +3,7 @@ pub const compiler = [_][]const u8{
     "src/driver/pipeline.c",
     "src/driver/passes.c",
     "src/driver/lower_vm.c",
+    "src/driver/lower_sig.c",
     "src/driver/compile.c",
     "src/driver/fuzz_ops.c",
     "src/driver/fuzz_ops_cases.c",

@@ -20,6 +20,7 @@ struct loom_rt {
   loom_device *dev;                    /* the CPU device: the VM's, and the artifact's loader */
   loom_cpu_pool *pool;
   void *image;                         /* the AOT artifact loaded as a kernel image of dev, or NULL */
+  const loom_artifact_desc *desc;      /* what the image carries (its kernel table), or NULL */
   const loom_artifact_kernel *kernels; /* kernels from the options (a plain executable) */
   uint32_t nkernels;
   const loom_artifact_kernel *externs;
@@ -52,6 +53,7 @@ void loom_rt_close(loom_rt *rt) {
 static loom_status open_so(loom_rt *rt, const char *path, const loom_vm_artifact_pubkey *trust) {
   const loom_artifact_desc *a;
   LOOM_PROPAGATE(rt->dev->vt->image_load(rt->dev, path, trust, &rt->image, &a));
+  rt->desc = a;
   LOOM_RETURN_IF_ERROR(loom_vm_exec_load(NULL, a->exec, a->exec_size, NULL, NULL, &rt->exe), "artifact '%s'", path);
   if (a->magic == LOOM_ARTIFACT_MAGIC2 && a->externs && !rt->nexterns) {
     /* the externs the artifact declares: loaded now (libraries relative to the artifact) */
@@ -65,8 +67,34 @@ static loom_status open_so(loom_rt *rt, const char *path, const loom_vm_artifact
   return LOOM_OK;
 }
 
+/* Every kernel whose provider keeps its signature next to its code (an artifact's kernel
+ * table, the JIT's) must be described exactly so by the executable: the executable is
+ * data that could have been changed, the kernel's code indexes as it was compiled. */
+static loom_status check_kernel_sigs(const loom_rt *rt) {
+  const loom_artifact_kernel *t = rt->desc ? rt->desc->kernels : rt->kernels;
+  uint32_t n = rt->desc ? rt->desc->nkernels : rt->nkernels;
+  for (uint32_t k = 0; k < rt->exe->nkernels; k++) {
+    const loom_vm_kernel *ek = &rt->exe->kernels[k];
+    const char *name = loom_vm_exec_str(rt->exe, ek->name);
+    for (uint32_t i = 0; t && i < n; i++) {
+      if (!t[i].name || strcmp(t[i].name, name) || !t[i].sig) continue;
+      if (!loom_vm_sig_equal(ek, t[i].sig, t[i].nsig)) {
+        loom_strbuf sb;
+        loom_strbuf_init(&sb, NULL);
+        loom_vm_sig_format(rt->exe, ek, &sb);
+        loom_status st = LOOM_ERROR(DATA_LOSS, "kernel %u '%s': the executable describes it as %s, which is not the "
+                                               "signature its code was compiled with", k, name, loom_strbuf_cstr(&sb));
+        loom_strbuf_free(&sb);
+        return st;
+      }
+    }
+  }
+  return LOOM_OK;
+}
+
 /* Creates the pool and the VM once rt->exe is set (or st already failed); closes rt on failure. */
 static loom_status finish_open(loom_rt *rt, loom_status st, const char *what, const loom_rt_options *opts, loom_rt **out) {
+  if (!st) st = check_kernel_sigs(rt);
   if (!st) st = loom_cpu_pool_create(NULL, opts->threads, &rt->pool);
   if (!st) {
     st = loom_vm_create_on(NULL, rt->dev, rt->exe, resolve, rt, rt->pool, &rt->vm);

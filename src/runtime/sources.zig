@@ -29,6 +29,8 @@ pub const files = [_][]const u8{
     "vm/exec_build.c",
     "vm/exec_io.c",
     "vm/verify.c",
+    "vm/verify_flow.c",
+    "vm/kernel_sig.c",
     "vm/interp.c",
     "vm/disasm.c",
     "vm/symeval.c",

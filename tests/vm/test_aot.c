@@ -51,7 +51,7 @@ LOOM_TEST(aot, artifact_loads_with_dlopen_and_runs_through_the_c_api) {
   char exe_path[512];
   snprintf(exe_path, sizeof exe_path, "%s/add.loomexe", dir);
   FAILS_WITH(loom_rt_open(exe_path, NULL, &rt), "kernel 0 'add' is not provided");
-  loom_artifact_kernel ks[] = {{"add", kernel_add}};
+  loom_artifact_kernel ks[] = {{.name = "add", .fn = kernel_add}};
   loom_rt_options o = {.kernels = ks, .nkernels = 1, .threads = 1};
   OK(loom_rt_open(exe_path, &o, &rt));
   loom_rt_close(rt);
