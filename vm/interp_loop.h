@@ -298,8 +298,11 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, frame *fr, loom_vm_obj **out) 
       if (prof && !ext) vm->kernel_prof[LOOM_VM_A(in)].count++, vm->kernel_prof[LOOM_VM_A(in)].ns += loom_clock_ns() - k0;
       if (LOOM_UNLIKELY(rc != 0)) {
         const loom_vm_kernel *k = ext ? &e->externs[LOOM_VM_A(in)] : &e->kernels[LOOM_VM_A(in)];
-        st = LOOM_ERROR(INTERNAL, "%s '%s' failed (code %d): %s", ext ? "extern" : "kernel", loom_vm_exec_str(e, k->name), rc,
-                        vm->kerr[0] ? vm->kerr : "no message");
+        if (vm->kerr[0] == LOOM_VM_KERR_INPUT) /* bad input data (an index out of range), not a kernel failure */
+          st = LOOM_ERROR(OUT_OF_RANGE, "%s '%s': %s", ext ? "extern" : "kernel", loom_vm_exec_str(e, k->name), vm->kerr + 1);
+        else
+          st = LOOM_ERROR(INTERNAL, "%s '%s' failed (code %d): %s", ext ? "extern" : "kernel", loom_vm_exec_str(e, k->name), rc,
+                          vm->kerr[0] ? vm->kerr : "no message");
         vm->kerr[0] = 0;
         goto fail;
       }

@@ -43,7 +43,7 @@
 extern "C" {
 #endif
 
-#define LOOM_KERNEL_ABI_VERSION 1u
+#define LOOM_KERNEL_ABI_VERSION 2u /* 2: set_error_index */
 
 typedef struct loom_kernel_ctx loom_kernel_ctx;
 
@@ -67,6 +67,10 @@ struct loom_kernel_ctx {
   void (*set_error)(const loom_kernel_ctx *ctx, const char *message);
   void *error_slot; /* VM-private: where set_error writes */
   void *user;       /* the host's pointer given to loom_rt_set_user (externals use it), or NULL */
+  /* Records that an index read from data is out of range (bad input, not a bug): the VM
+   * reports "<message>: index <index> must be within the inclusive range [<lo>, <hi>]"
+   * as an OUT_OF_RANGE error. The kernel then returns nonzero. (ABI version 2.) */
+  void (*set_error_index)(const loom_kernel_ctx *ctx, const char *message, int64_t index, int64_t lo, int64_t hi);
 };
 
 /* ---- AOT artifacts ------------------------------------------------------------------

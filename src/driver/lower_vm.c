@@ -644,7 +644,15 @@ static void emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
   loom_strbuf_init(&dbg, NULL);
   loom_strbuf_printf(&dbg, "%s = ", b->var->u.var.name);
   if (b->kind == LOOM_GRAPH_BIND_MATCH_CAST) loom_strbuf_puts(&dbg, "match_cast(...)");
-  else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_TP) loom_strbuf_printf(&dbg, "call_tp(@%s, ...)", v->u.call.target);
+  else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_TP) {
+    /* the program and its arguments, so a kernel's error names the values it read */
+    loom_strbuf_printf(&dbg, "call_tp(@%s", v->u.call.target);
+    for (size_t i = 0; i < v->u.call.nargs; i++) {
+      const loom_graph_expr *a = v->u.call.args[i];
+      loom_strbuf_printf(&dbg, ", %s", a->kind == LOOM_GRAPH_EXPR_VAR ? a->u.var.name : a->kind == LOOM_GRAPH_EXPR_SYM ? "sym" : "const");
+    }
+    loom_strbuf_puts(&dbg, ")");
+  }
   else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_EXTERN) loom_strbuf_printf(&dbg, "call_extern(%s, ...)", v->u.call.target);
   else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_FUNC) loom_strbuf_printf(&dbg, "@%s(...)", v->u.call.target);
   else if (v->kind == LOOM_GRAPH_EXPR_CALL) loom_strbuf_printf(&dbg, "%s(...)", loom_graph_op_name(v->u.call.op));

@@ -19,7 +19,7 @@ static int32_t serial(void *pool, int64_t n, loom_parallel_body body, void *arg)
   (void)pool;
   return n > 0 ? body(arg, 0, n, 0) : 0;
 }
-static const loom_kernel_ctx ctx = {LOOM_KERNEL_ABI_VERSION, sizeof(loom_kernel_ctx), 2, 0, serial, NULL, set_err, NULL, NULL};
+static const loom_kernel_ctx ctx = {LOOM_KERNEL_ABI_VERSION, sizeof(loom_kernel_ctx), 2, 0, serial, NULL, set_err, NULL, NULL, NULL};
 
 /* ---- libffi: mixed signatures ------------------------------------------------------ */
 
