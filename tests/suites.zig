@@ -31,6 +31,7 @@ pub const suites = .{
         "tests/tensorprog/test_tp_classify.c",
         "tests/tensorprog/test_tp_fuse.c",
         "tests/tensorprog/test_tp_fuzz.c",
+        "tests/fuzz/fuzz_tp_harness.c",
         "tests/tensorprog/test_tp_gen.c",
         "tests/tensorprog/test_tp_interp.c",
         "tests/tensorprog/test_tp_schedule.c",
@@ -64,6 +65,7 @@ pub const suites = .{
         "tests/graph/test_models.c",
         "tests/graph/test_lowp.c",
         "tests/graph/test_dyn.c",
+        "tests/fuzz/fuzz_graph_harness.c",
         "tests/fuzz/fuzz_graph_parse.c",
     } },
     .{ .name = "legalize", .files = &[_][]const u8{
@@ -85,6 +87,7 @@ pub const suites = .{
         "tests/vm/test_threadpool.c",
         "tests/vm/test_exec.c",
         "tests/fuzz/fuzz_exec.c",
+        "tests/fuzz/fuzz_artifact.c",
         "tests/vm/aot_util.c",
         "tests/vm/test_aot.c",
         "tests/vm/test_artifact.c",

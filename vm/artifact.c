@@ -225,7 +225,13 @@ loom_status loom_vm_artifact_check_fd(int fd, const char *path, const loom_vm_ar
     return BAD("'%s': the trailer places the executable at [%llu, +%llu), which is not 64-byte aligned inside the ELF part "
                "(%llu bytes)", path, (unsigned long long)out->exec_offset, (unsigned long long)out->exec_size,
                (unsigned long long)elf_size);
-  /* the content hash first: every later read sees bytes that are known intact */
+  LOOM_PROPAGATE(check_elf(fd, path, elf_size));
+  uint8_t eh[EXEC_HEADER_BYTES];
+  LOOM_PROPAGATE(read_at(fd, path, eh, sizeof eh, out->exec_offset, "the executable's header"));
+  if (memcmp(eh, "LOOMEXE", 8) || rd32(eh + 8) != out->exec_version || rd64(eh + 16) != out->exec_size)
+    return BAD("'%s': no executable of format version %u and %llu bytes at offset %llu, where the trailer places it", path,
+               out->exec_version, (unsigned long long)out->exec_size, (unsigned long long)out->exec_offset);
+  /* the content hash over every byte, then the signature */
   uint8_t want[HASH_BYTES], got[HASH_BYTES];
   LOOM_PROPAGATE(hash_file(fd, path, elf_size, t, T_HASH, got));
   memcpy(want, t + T_HASH, HASH_BYTES);
@@ -247,12 +253,6 @@ loom_status loom_vm_artifact_check_fd(int fd, const char *path, const loom_vm_ar
     if (crypto_sign_verify_detached(t + T_SIG, msg, sizeof msg, trust->bytes) != 0)
       return BAD("'%s': the signature does not verify with the trusted key %s: the artifact was tampered with", path, tid);
   }
-  LOOM_PROPAGATE(check_elf(fd, path, elf_size));
-  uint8_t eh[EXEC_HEADER_BYTES];
-  LOOM_PROPAGATE(read_at(fd, path, eh, sizeof eh, out->exec_offset, "the executable's header"));
-  if (memcmp(eh, "LOOMEXE", 8) || rd32(eh + 8) != out->exec_version || rd64(eh + 16) != out->exec_size)
-    return BAD("'%s': no executable of format version %u and %llu bytes at offset %llu, where the trailer places it", path,
-               out->exec_version, (unsigned long long)out->exec_size, (unsigned long long)out->exec_offset);
   return LOOM_OK;
 }
 

@@ -25,6 +25,8 @@ static char *constructor_src(const char *marker) {
 
 static bool exists(const char *path) { return access(path, F_OK) == 0; }
 
+int loom_fuzz_artifact_one(const uint8_t *data, size_t size); /* tests/fuzz/fuzz_artifact.c */
+
 LOOM_TEST(artifact, truncated_artifacts_are_refused_without_loading) {
   char *dir = aot_make_dir(), so[512], cut[600];
   aot_build_artifact(dir, "add", NULL, AOT_SEAL, so, sizeof so);
@@ -139,7 +141,7 @@ LOOM_TEST(artifact, signed_artifacts_open_only_with_their_key) {
   loom_test_proc_free(&p);
   /* a byte changed anywhere: the hash; the signature changed: the signature */
   size_t size = aot_file_size(so);
-  size_t where[] = {9, 100, size / 2, size - LOOM_VM_ARTIFACT_TRAILER_SIZE + 50 /* key id */};
+  size_t where[] = {9, size / 2, size - LOOM_VM_ARTIFACT_TRAILER_SIZE - 8, size - LOOM_VM_ARTIFACT_TRAILER_SIZE + 50 /* key id */};
   char t[600];
   snprintf(t, sizeof t, "%s/t.so", dir);
   for (size_t i = 0; i < LOOM_ARRAY_LEN(where); i++) {
@@ -218,26 +220,19 @@ LOOM_TEST(artifact, checker_survives_every_prefix_and_flip) {
   FILE *f = fopen(so, "rb");
   cr_assert_eq(fread(buf, 1, size, f), size);
   fclose(f);
-  int fd = memfd_create("artifact", 0);
-  cr_assert(fd >= 0);
   loom_test_rng r = {loom_test_seed()};
   int ok = 0;
+  cr_assert_eq(loom_fuzz_artifact_one(buf, size), 1, "the artifact itself passes");
   for (int it = 0; it < 600; it++) {
     size_t n = size;
     uint8_t save = 0;
     size_t at = 0;
-    if (it < 200) n = (size_t)loom_test_rng_range(&r, 0, (int64_t)size);
+    if (it < 200) n = (size_t)loom_test_rng_range(&r, 0, (int64_t)size - 1);
     else at = (size_t)loom_test_rng_range(&r, 0, (int64_t)size - 1), save = buf[at], buf[at] ^= (uint8_t)(1u << (it % 8));
-    cr_assert_eq(ftruncate(fd, 0), 0);
-    cr_assert_eq(pwrite(fd, buf, n, 0), (ssize_t)n);
-    loom_vm_artifact_info info;
-    loom_status st = loom_vm_artifact_check_fd(fd, "mutant", NULL, &info);
-    ok += st == LOOM_OK;
-    loom_status_free(st);
+    ok += loom_fuzz_artifact_one(buf, n);
     if (it >= 200) buf[at] = save;
   }
   cr_assert_eq(ok, 0, "%d mutants passed the content hash", ok);
-  close(fd);
   free(buf);
   aot_remove_dir(dir);
 }
