@@ -140,6 +140,9 @@ static loom_status check_input_against_binds(loom_rt *rt, uint32_t fn, uint32_t 
   loom_rt_param_get(rt, fn, pi, &p);
   if ((uint32_t)t->rank != p.rank) return LOOM_OK; /* the call reports the rank */
   for (uint32_t d = 0; d < p.rank; d++) {
+    bool bound = false; /* an axis no --bind var appears in is the call's to check */
+    for (size_t i = 0; i < b->n && !bound; i++) bound = mentions(p.dims[d], b->names[i]);
+    if (!bound) continue;
     int64_t want;
     loom_status st = loom_vm_symeval(p.dims[d], (const char *const *)b->names, b->values, b->n, &want);
     if (st) { /* a var --bind does not give: nothing to compare */
