@@ -258,9 +258,11 @@ fn addOnnxGenerated(cfg: Config, m: *std.Build.Module, variant: Variant) void {
     m.addIncludePath(cfg.onnx_gen);
 }
 
-/// System libraries of the runtime: libc, libffi, pthread/dl/m, and cudart when built with CUDA.
+/// System libraries of the runtime: libc, libffi, libsodium (artifact hashes and signatures,
+/// vm/artifact.c), pthread/dl/m, and cudart when built with CUDA.
 fn linkRuntimeDeps(cfg: Config, m: *std.Build.Module) void {
     m.linkSystemLibrary("ffi", .{});
+    m.linkSystemLibrary("sodium", .{});
     m.linkSystemLibrary("pthread", .{});
     m.linkSystemLibrary("dl", .{});
     m.linkSystemLibrary("m", .{});

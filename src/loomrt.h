@@ -27,6 +27,7 @@
 
 #include "base/dtype.h"
 #include "base/status.h"
+#include "vm/artifact.h"
 #include "vm/extern.h"
 #include "vm/kernel_abi.h"
 #include "vm/object.h"
@@ -43,10 +44,17 @@ typedef struct loom_rt_options {
   /* loads the externs an AOT artifact declares (vm/extern.h); NULL: libcall's
    * (loom_libcall_extern_provider: dlopen + libffi). Unused when `externs` is given. */
   const loom_vm_extern_provider *extern_provider;
+  /* Only artifacts signed by this Ed25519 key open (loom_vm_artifact_pubkey_read reads a
+   * key file; `loom keygen` makes one); unsigned, tampered or otherwise signed artifacts and
+   * plain executable files are refused. NULL: any intact artifact opens (docs/vm.md,
+   * "Trust model"). */
+  const loom_vm_artifact_pubkey *trust;
 } loom_rt_options;
 
 /* Opens an AOT artifact (.so exporting loom_artifact_v1) or an executable file (by its
- * magic), verifies it and binds every kernel. `opts` may be NULL. */
+ * magic), verifies it and binds every kernel. `opts` may be NULL. An artifact is checked
+ * before any of its code runs (vm/artifact.h): a regular file of the size its trailer
+ * records, sane ELF headers, its content hash and, with opts->trust, its signature. */
 LOOM_MUST_USE loom_status loom_rt_open(const char *path, const loom_rt_options *opts, loom_rt **out);
 /* Opens a runtime on an executable already in memory (vm/exec.h), taking ownership of it
  * (freed by loom_rt_close, also on failure); kernels come from opts->kernels. */

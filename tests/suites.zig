@@ -19,6 +19,7 @@ pub const suites = .{
     } },
     .{ .name = "cli", .files = &[_][]const u8{
         "tests/cli/test_cli.c",
+        "tests/cli/test_cli_inputs.c",
     } },
     .{ .name = "symbolic", .files = &[_][]const u8{
         "tests/symbolic/test_sym_prop.c",
@@ -30,6 +31,7 @@ pub const suites = .{
         "tests/tensorprog/test_tp_classify.c",
         "tests/tensorprog/test_tp_fuse.c",
         "tests/tensorprog/test_tp_fuzz.c",
+        "tests/fuzz/fuzz_tp_harness.c",
         "tests/tensorprog/test_tp_gen.c",
         "tests/tensorprog/test_tp_interp.c",
         "tests/tensorprog/test_tp_schedule.c",
@@ -63,6 +65,7 @@ pub const suites = .{
         "tests/graph/test_models.c",
         "tests/graph/test_lowp.c",
         "tests/graph/test_dyn.c",
+        "tests/fuzz/fuzz_graph_harness.c",
         "tests/fuzz/fuzz_graph_parse.c",
     } },
     .{ .name = "legalize", .files = &[_][]const u8{
@@ -84,7 +87,11 @@ pub const suites = .{
         "tests/vm/test_threadpool.c",
         "tests/vm/test_exec.c",
         "tests/fuzz/fuzz_exec.c",
+        "tests/fuzz/fuzz_artifact.c",
+        "tests/vm/aot_util.c",
         "tests/vm/test_aot.c",
+        "tests/vm/test_artifact.c",
+        "tests/vm/test_kernel_sig.c",
         "tests/vm/test_model.c",
     } },
     .{ .name = "e2e", .files = &[_][]const u8{
@@ -95,6 +102,7 @@ pub const suites = .{
         "tests/e2e/test_e2e_cli.c",
         "tests/e2e/test_memplan.c",
         "tests/e2e/test_fuzz_ops.c",
+        "tests/e2e/test_exec_mutation.c",
     } },
     .{ .name = "passes", .files = &[_][]const u8{
         "tests/passes/test_passes.c",

@@ -4,7 +4,7 @@
  *     loom_device *cpu;
  *     LOOM_PROPAGATE(loom_device_cpu_create(NULL, &cpu));        // the host device (device_cpu.c)
  *     void *img; const loom_artifact_desc *a;
- *     LOOM_PROPAGATE(cpu->vt->image_load(cpu, "model.so", &img, &a));
+ *     LOOM_PROPAGATE(cpu->vt->image_load(cpu, "model.so", NULL, &img, &a));
  *     loom_kernel_fn k = cpu->vt->kernel_find(cpu, img, "add");
  *     int32_t rc = cpu->vt->launch(cpu, k, buffers, symbols, &ctx);
  *     LOOM_PROPAGATE(cpu->vt->sync(cpu));
@@ -25,6 +25,7 @@
 
 #include "base/alloc.h"
 #include "base/status.h"
+#include "vm/artifact.h"
 #include "vm/kernel_abi.h"
 
 typedef struct loom_device loom_device;
@@ -49,11 +50,13 @@ typedef struct loom_device_vtable {
 
   /* ---- kernels ---- */
   /* Loads a kernel image from `path` (CPU: an AOT shared object exporting loom_artifact_v1,
-   * its magic and kernel ABI version checked). *out_image is the device's handle (freed
-   * by image_unload), *out_desc the artifact it carries (the executable, the kernel table,
-   * the externs' signatures), valid while the image is loaded. */
-  LOOM_MUST_USE loom_status (*image_load)(loom_device *dev, const char *path, void **out_image,
-                                          const loom_artifact_desc **out_desc);
+   * checked by vm/artifact.h BEFORE it is loaded: trailer, size, ELF headers, content hash,
+   * and the signature when `trust` is not NULL; then its magic and kernel ABI version).
+   * *out_image is the device's handle (freed by image_unload), *out_desc the artifact it
+   * carries (the executable, the kernel table, the externs' signatures), valid while the
+   * image is loaded. */
+  LOOM_MUST_USE loom_status (*image_load)(loom_device *dev, const char *path, const loom_vm_artifact_pubkey *trust,
+                                          void **out_image, const loom_artifact_desc **out_desc);
   void (*image_unload)(loom_device *dev, void *image);
   /* The kernel `name` of a loaded image, or NULL. */
   loom_kernel_fn (*kernel_find)(loom_device *dev, void *image, const char *name);
@@ -86,6 +89,7 @@ struct loom_device {
   uint64_t pool_hits, pool_misses; /* allocations served from / not from the pool */
   size_t live_bytes;            /* bytes requested by pooled storage now live */
   size_t peak_live_bytes;       /* high-water mark of live_bytes (loom_device_reset_peak) */
+  size_t max_alloc_bytes;       /* the largest one storage may be (0: no limit); larger is RESOURCE_EXHAUSTED */
 };
 
 /* A device of implementation `vt` with state `impl` (one reference, the caller's; on

@@ -47,6 +47,14 @@ static void set_error(const loom_kernel_ctx *ctx, const char *msg) {
   snprintf(dst, 256, "%s", msg ? msg : "(no message)");
 }
 
+/* An index read from data is out of range: bad input, reported as OUT_OF_RANGE. The slot
+ * starts with LOOM_VM_KERR_INPUT to say so (the CALLK failure path reads it). */
+static void set_error_index(const loom_kernel_ctx *ctx, const char *msg, int64_t index, int64_t lo, int64_t hi) {
+  char *dst = ctx->error_slot;
+  snprintf(dst, 256, "%c%s: index %lld must be within the inclusive range [%lld, %lld]", LOOM_VM_KERR_INPUT,
+           msg ? msg : "a kernel", (long long)index, (long long)lo, (long long)hi);
+}
+
 static int32_t serial_for(void *pool, int64_t n, loom_parallel_body body, void *arg) {
   (void)pool;
   return n > 0 ? body(arg, 0, n, 0) : 0;
@@ -86,6 +94,7 @@ loom_status loom_vm_create_on(loom_allocator *alloc, loom_device *dev, const loo
   vm->kctx.abi_version = LOOM_KERNEL_ABI_VERSION;
   vm->kctx.size = sizeof(loom_kernel_ctx);
   vm->kctx.set_error = set_error;
+  vm->kctx.set_error_index = set_error_index;
   vm->kctx.error_slot = vm->kerr;
   loom_vm_set_pool(vm, pool);
   loom_status st = LOOM_OK;

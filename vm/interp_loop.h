@@ -276,24 +276,33 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, frame *fr, loom_vm_obj **out) 
     CASE(CALLX): {
       const uint32_t *l = lists + LOOM_VM_BX(in);
       void *bufs[LOOM_VM_MAX_CALL_ARGS];
+      loom_tensor *ts[LOOM_VM_MAX_CALL_ARGS];
       int64_t syms[LOOM_VM_MAX_CALL_ARGS];
       uint32_t nb = l[0];
       for (uint32_t i = 0; i < nb; i++) {
         loom_vm_obj *x = R[l[1 + i]];
         if (LOOM_UNLIKELY(!x)) NEED(l[1 + i]);
-        bufs[i] = ((loom_tensor *)x)->data;
+        ts[i] = (loom_tensor *)x;
+        bufs[i] = ts[i]->data;
       }
       const uint32_t *sl = l + 1 + nb;
       for (uint32_t i = 0; i < sl[0]; i++) syms[i] = I[sl[1 + i]];
       bool ext = cur == LOOM_VM_OP_CALLX;
+      /* the buffers against the kernel's signature at these symbols: no kernel indexes
+       * past the buffers it is given (kernel_sig.c) */
+      st = loom_vm_sig_check_call(e, ext ? &e->externs[LOOM_VM_A(in)] : &e->kernels[LOOM_VM_A(in)], ext, ts, syms);
+      if (LOOM_UNLIKELY(st != LOOM_OK)) goto fail;
       loom_kernel_fn fnp = ext ? vm->externs[LOOM_VM_A(in)] : vm->kernels[LOOM_VM_A(in)];
       uint64_t k0 = prof ? loom_clock_ns() : 0;
       int32_t rc = fnp(bufs, syms, &vm->kctx);
       if (prof && !ext) vm->kernel_prof[LOOM_VM_A(in)].count++, vm->kernel_prof[LOOM_VM_A(in)].ns += loom_clock_ns() - k0;
       if (LOOM_UNLIKELY(rc != 0)) {
         const loom_vm_kernel *k = ext ? &e->externs[LOOM_VM_A(in)] : &e->kernels[LOOM_VM_A(in)];
-        st = LOOM_ERROR(INTERNAL, "%s '%s' failed (code %d): %s", ext ? "extern" : "kernel", loom_vm_exec_str(e, k->name), rc,
-                        vm->kerr[0] ? vm->kerr : "no message");
+        if (vm->kerr[0] == LOOM_VM_KERR_INPUT) /* bad input data (an index out of range), not a kernel failure */
+          st = LOOM_ERROR(OUT_OF_RANGE, "%s '%s': %s", ext ? "extern" : "kernel", loom_vm_exec_str(e, k->name), vm->kerr + 1);
+        else
+          st = LOOM_ERROR(INTERNAL, "%s '%s' failed (code %d): %s", ext ? "extern" : "kernel", loom_vm_exec_str(e, k->name), rc,
+                          vm->kerr[0] ? vm->kerr : "no message");
         vm->kerr[0] = 0;
         goto fail;
       }

@@ -57,6 +57,9 @@ static int size_class(size_t size) {
 
 loom_status loom_storage_alloc(loom_device *d, size_t size, loom_storage **out) {
   *out = NULL;
+  if (d->max_alloc_bytes && size > d->max_alloc_bytes)
+    return LOOM_ERROR(RESOURCE_EXHAUSTED, "storage of %zu bytes is over the device's limit of %zu bytes", size,
+                      d->max_alloc_bytes);
   int c = size_class(size);
   if (c < 0) return LOOM_ERROR(OUT_OF_RANGE, "storage of %zu bytes is too large", size);
   loom_storage *s = d->pool[c];

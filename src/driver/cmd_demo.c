@@ -336,7 +336,7 @@ static int run(const loom_cli_args *args) {
   if (!st && loom_cli_flag(args, "--check")) {
     char *text;
     size_t len;
-    st = loom_file_read(path, &text, &len);
+    st = loom_file_read_limited(path, "module", LOOM_FILE_LIMIT_TEXT, &text, &len);
     if (!st) {
       loom_source src = {path, text, len};
       loom_diag_list dl;
