@@ -96,6 +96,10 @@ pub const suites = .{
         "tests/e2e/test_memplan.c",
         "tests/e2e/test_fuzz_ops.c",
     } },
+    .{ .name = "concurrency", .files = &[_][]const u8{
+        "tests/concurrency/conc_util.c",
+        "tests/concurrency/test_conc_models.c",
+    } },
     .{ .name = "passes", .files = &[_][]const u8{
         "tests/passes/test_passes.c",
         "tests/passes/test_fuse.c",
