@@ -99,6 +99,7 @@ pub const suites = .{
     .{ .name = "concurrency", .files = &[_][]const u8{
         "tests/concurrency/conc_util.c",
         "tests/concurrency/test_conc_models.c",
+        "tests/concurrency/test_conc_vm.c",
     } },
     .{ .name = "passes", .files = &[_][]const u8{
         "tests/passes/test_passes.c",

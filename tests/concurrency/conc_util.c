@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "vm/symeval.h"
 
@@ -146,17 +147,30 @@ static void *work(void *p) {
   return NULL;
 }
 
+void conc_run_threads(uint32_t n, void *(*fn)(void *), void *args, size_t arg_size) {
+  pthread_t th[64];
+  cr_assert_leq(n, 64);
+  for (uint32_t t = 0; t < n; t++) cr_assert_eq(pthread_create(&th[t], NULL, fn, (char *)args + t * arg_size), 0);
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += CONC_TIMEOUT_S;
+  for (uint32_t t = 0; t < n; t++) {
+    if (pthread_timedjoin_np(th[t], NULL, &deadline) != 0) {
+      /* the threads cannot be stopped safely: end the test's process (Criterion counts a crash) */
+      fprintf(stderr, "concurrency: thread %u of %u has not finished after %d s: deadlock\n", t, n, CONC_TIMEOUT_S);
+      fflush(stderr);
+      abort();
+    }
+  }
+}
+
 void conc_hammer(conc_model *m, uint32_t threads, uint32_t calls, uint64_t seed) {
   cr_assert_leq(threads, 64);
   worker ws[64];
-  pthread_t th[64];
-  for (uint32_t t = 0; t < threads; t++) {
-    ws[t] = (worker){.m = m, .calls = calls, .rng = seed * 1000003u + t};
-    cr_assert_eq(pthread_create(&th[t], NULL, work, &ws[t]), 0);
-  }
+  for (uint32_t t = 0; t < threads; t++) ws[t] = (worker){.m = m, .calls = calls, .rng = seed * 1000003u + t};
+  conc_run_threads(threads, work, ws, sizeof ws[0]);
   uint32_t done = 0, wrong = 0, failed = 0;
   for (uint32_t t = 0; t < threads; t++) {
-    pthread_join(th[t], NULL);
     done += ws[t].done, wrong += ws[t].wrong, failed += ws[t].failed;
     if (ws[t].first[0]) cr_log_error("thread %u: %s", t, ws[t].first);
   }

@@ -42,6 +42,13 @@ void conc_model_add_set(conc_model *m, const char *const *names, const int64_t *
 void conc_model_reference(conc_model *m);
 void conc_model_close(conc_model *m);
 
+/* A hang fails the test after this many seconds (the slowest test takes a fraction of it). */
+#define CONC_TIMEOUT_S 240
+
+/* Runs fn(args + t * arg_size) on `n` threads (at most 64) and joins them; when they have not
+ * all finished within CONC_TIMEOUT_S seconds (a deadlock), says so and aborts the test. */
+void conc_run_threads(uint32_t n, void *(*fn)(void *), void *args, size_t arg_size);
+
 /* Calls the runtime from `threads` threads at once, `calls` calls each over the sets in a
  * per-thread pseudo-random order, and asserts that every output equals the reference bit for
  * bit and no call failed. */
