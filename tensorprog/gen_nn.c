@@ -150,13 +150,82 @@ loom_status loom_tp_gen_batch_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   return loom_tpb_finish(&b, result);
 }
 
+/* The kinds of pass group_norm makes over one group's elements. */
+typedef enum gn_pass {
+  GN_SUM,    /* S[q] = S[q] + x */
+  GN_SQUARE, /* let dv: st = x - centre   S[q] = S[q] + dv * dv */
+  GN_MAXABS, /* S[q] = max(S[q], abs(x)) */
+  GN_OUTPUT, /* Y[..] = T((x - centre) * rstd * C(gamma[ch]) + C(beta[ch])) */
+} gn_pass;
+
+/* What one group_norm pass needs: the buffers, the group, and what x is divided by (NULL: none). */
+typedef struct gn_ctx {
+  loom_tpb *b;
+  const loom_tp_buffer *X, *gamma, *beta, *Y, *S;
+  const loom_sym_expr *const *d;
+  const loom_sym_expr *i0, *g, *cg;
+  int rank;
+  loom_dtype t, st;
+  loom_tp_expr *scale;
+} gn_ctx;
+
+/* One pass over the group's channels g*cg + rc and every spatial position (reducing unless
+ * it writes Y); x = C(X[i0, ch, r..]) [/ scale]. */
+static void gn_pass_emit(gn_ctx *c, gn_pass kind, int q, loom_tp_expr *centre, loom_tp_expr *rstd) {
+  loom_tpb *b = c->b;
+  loom_arena *a = b->a;
+  loom_sym_ctx *cx = b->cx;
+  bool red = kind != GN_OUTPUT;
+  const loom_sym_expr *rc = loom_tpb_for(b, "rc", c->cg, LOOM_TP_LOOP_SERIAL, red);
+  loom_tp_expr *xi[LOOM_TP_GEN_MAX_RANK];
+  xi[0] = loom_tpb_idx(b, c->i0);
+  xi[1] = loom_tpb_idx(b, loom_sym_add(cx, loom_sym_mul(cx, c->g, c->cg), rc));
+  for (int k = 2; k < c->rank; k++) xi[k] = loom_tpb_idx(b, loom_tpb_for(b, loom_tpg_var('r', k), c->d[k], LOOM_TP_LOOP_SERIAL, red));
+  loom_tp_expr *x = loom_tpb_load(b, c->X, xi);
+  if (c->st != c->t) x = loom_tp_cast(a, c->st, x);
+  if (c->scale) x = loom_tp_op2(a, LOOM_TP_OP_DIV, x, loom_tp_expr_copy(a, c->scale));
+  loom_tp_expr *sq = loom_tpb_idx(b, loom_sym_const(cx, q));
+  loom_tp_expr *acc = loom_tpb_load(b, c->S, &sq), *v = NULL;
+  switch (kind) {
+  case GN_SUM: v = loom_tp_op2(a, LOOM_TP_OP_ADD, acc, x); break;
+  case GN_MAXABS: v = loom_tp_op2(a, LOOM_TP_OP_MAX, acc, loom_tp_op1(a, LOOM_TP_OP_ABS, x)); break;
+  case GN_SQUARE: {
+    loom_tp_expr *dv = loom_tpb_let(b, "dv", loom_tp_op2(a, LOOM_TP_OP_SUB, x, loom_tp_expr_copy(a, centre)));
+    v = loom_tp_op2(a, LOOM_TP_OP_ADD, acc, loom_tp_op2(a, LOOM_TP_OP_MUL, dv, loom_tp_expr_copy(a, dv)));
+    break;
+  }
+  case GN_OUTPUT: {
+    loom_tp_expr *gm = loom_tpb_load(b, c->gamma, &xi[1]), *bt = loom_tpb_load(b, c->beta, &xi[1]);
+    if (c->st != c->t) {
+      gm = loom_tp_cast(a, c->st, gm);
+      bt = loom_tp_cast(a, c->st, bt);
+    }
+    loom_tp_expr *centred = loom_tp_op2(a, LOOM_TP_OP_SUB, x, loom_tp_expr_copy(a, centre));
+    loom_tp_expr *y = loom_tp_op2(a, LOOM_TP_OP_ADD,
+                                  loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_op2(a, LOOM_TP_OP_MUL, centred, loom_tp_expr_copy(a, rstd)), gm), bt);
+    loom_tpb_store(b, c->Y, xi, c->st != c->t ? loom_tp_cast(a, c->t, y) : y);
+    break;
+  }
+  }
+  if (v) loom_tpb_store(b, c->S, &sq, v);
+  loom_tpb_end_n(b, c->rank - 1);
+}
+
 /* Statistics in st (f32, f64 for f64), C(x) = st(x) and T(x) = t(x) where they differ; per
- * group the channels g*cg + rc (cg = floordiv(d1, groups)) and every spatial position, in three
- * passes over `for rc in 0..cg { for r<k> in 0..d<k> {` (the first two reduce):
+ * group the channels g*cg + rc (cg = floordiv(d1, groups)) and every spatial position, with
+ * `for rc in 0..cg { for r<k> in 0..d<k> {` (reducing) over them in each pass; the variance
+ * is mean-shifted, and a group whose squares overflow is normalised again on x / max|x| (as
+ * loom_tp_gen_layer_norm does; gen_reduce.c says why it divides):
  *   for i0 in 0..d0 parallel { for g in 0..groups { alloc S: Local[(2,), st]
- *     S[0] = S[0] + C(X[i0, ch, r..])                  let mean: st = S[0] / st(cg*d2*..)
- *     let dv: st = C(X[..]) - mean  S[1] = S[1] + dv*dv  let rstd: st = rsqrt(S[1] / st(cg*d2*..) + st(eps))
- *     Y[i0, ch, r..] = T((C(X[..]) - mean) * rstd * C(gamma[ch]) + C(beta[ch])) } } */
+ *     S[0] = S[0] + C(X[i0, ch, r..])                   let mean: st = S[0] / st(cg*d2*..)
+ *     let dv: st = C(X[..]) - mean  S[1] = S[1] + dv*dv
+ *     if S[1] < inf { let rstd: st = rsqrt(S[1] / st(cg*d2*..) + st(eps))
+ *       Y[i0, ch, r..] = T((C(X[..]) - mean) * rstd * C(gamma[ch]) + C(beta[ch]))
+ *     } else { S[0] = 0.0  S[0] = max(S[0], abs(C(X[..])))   let c: st = S[0]
+ *       S[1] = 0.0  S[1] = S[1] + C(X[..]) / c                let ms: st = S[1] / st(cg*d2*..)
+ *       S[0] = 0.0  let dv: st = C(X[..]) / c - ms  S[0] = S[0] + dv*dv
+ *       let rstd2: st = rsqrt(max(S[0] / st(cg*d2*..) + st(eps) / c / c, st(smallest normal)))
+ *       Y[i0, ch, r..] = T((C(X[..]) / c - ms) * rstd2 * C(gamma[ch]) + C(beta[ch])) } } } */
 loom_status loom_tp_gen_group_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                                    int64_t groups, double eps, loom_tp_func **result) {
   if (rank < 2) return LOOM_ERROR(INVALID_ARGUMENT, "group_norm needs rank >= 2");
@@ -168,53 +237,44 @@ loom_status loom_tp_gen_group_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
   loom_tpg_dims_d(&b, rank, d);
-  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d);
-  const loom_tp_buffer *gamma = loom_tpb_buffer(&b, "gamma", t, 1, &d[1]), *beta = loom_tpb_buffer(&b, "beta", t, 1, &d[1]);
-  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, rank, d);
-  const loom_sym_expr *i0 = loom_tpb_for(&b, "i0", d[0], LOOM_TP_LOOP_PARALLEL, false);
-  const loom_sym_expr *g = loom_tpb_for(&b, "g", loom_sym_const(cx, groups), LOOM_TP_LOOP_SERIAL, false);
-  const loom_sym_expr *two = loom_sym_const(cx, 2), *cg = loom_sym_floordiv(cx, d[1], loom_sym_const(cx, groups));
-  const loom_tp_buffer *S = loom_tpb_alloc(&b, "S", st, 1, &two, LOOM_TP_SCOPE_LOCAL);
-  const loom_sym_expr *cnt = cg;
+  gn_ctx c = {.b = &b, .d = d, .rank = rank, .t = t, .st = st};
+  c.X = loom_tpb_buffer(&b, "X", t, rank, d);
+  c.gamma = loom_tpb_buffer(&b, "gamma", t, 1, &d[1]);
+  c.beta = loom_tpb_buffer(&b, "beta", t, 1, &d[1]);
+  c.Y = loom_tpb_buffer(&b, "Y", t, rank, d);
+  c.i0 = loom_tpb_for(&b, "i0", d[0], LOOM_TP_LOOP_PARALLEL, false);
+  c.g = loom_tpb_for(&b, "g", loom_sym_const(cx, groups), LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *two = loom_sym_const(cx, 2);
+  c.cg = loom_sym_floordiv(cx, d[1], loom_sym_const(cx, groups));
+  c.S = loom_tpb_alloc(&b, "S", st, 1, &two, LOOM_TP_SCOPE_LOCAL);
+  const loom_sym_expr *cnt = c.cg;
   for (int k = 2; k < rank; k++) cnt = loom_sym_mul(cx, cnt, d[k]);
   loom_tp_expr *s0 = loom_tpb_idx(&b, loom_sym_const(cx, 0)), *s1 = loom_tpb_idx(&b, loom_sym_const(cx, 1));
-  loom_tp_expr *mean = NULL, *rstd = NULL;
-  for (int p = 0; p < 3; p++) {
-    bool red = p < 2;
-    /* the group's elements: its channels, then every spatial position */
-    const loom_sym_expr *rc = loom_tpb_for(&b, "rc", cg, LOOM_TP_LOOP_SERIAL, red);
-    loom_tp_expr *xi[LOOM_TP_GEN_MAX_RANK];
-    xi[0] = loom_tpb_idx(&b, i0);
-    xi[1] = loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_mul(cx, g, cg), rc));
-    for (int k = 2; k < rank; k++) xi[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('r', k), d[k], LOOM_TP_LOOP_SERIAL, red));
-    loom_tp_expr *x = loom_tpb_load(&b, X, xi);
-    if (st != t) x = loom_tp_cast(a, st, x);
-    if (p == 0) {
-      loom_tpb_store(&b, S, &s0, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, S, &s0), x));
-    } else if (p == 1) {
-      loom_tp_expr *dv = loom_tpb_let(&b, "dv", loom_tp_op2(a, LOOM_TP_OP_SUB, x, loom_tp_expr_copy(a, mean)));
-      loom_tpb_store(&b, S, &s1, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, S, &s1),
-                                             loom_tp_op2(a, LOOM_TP_OP_MUL, dv, loom_tp_expr_copy(a, dv))));
-    } else {
-      loom_tp_expr *gm = loom_tpb_load(&b, gamma, &xi[1]), *bt = loom_tpb_load(&b, beta, &xi[1]);
-      if (st != t) {
-        gm = loom_tp_cast(a, st, gm);
-        bt = loom_tp_cast(a, st, bt);
-      }
-      loom_tp_expr *centred = loom_tp_op2(a, LOOM_TP_OP_SUB, x, loom_tp_expr_copy(a, mean));
-      loom_tp_expr *v = loom_tp_op2(a, LOOM_TP_OP_ADD,
-                                    loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_op2(a, LOOM_TP_OP_MUL, centred, loom_tp_expr_copy(a, rstd)), gm), bt);
-      loom_tpb_store(&b, Y, xi, st != t ? loom_tp_cast(a, t, v) : v);
-    }
-    loom_tpb_end_n(&b, rank - 1);
-    loom_tp_expr *n = loom_tp_cast(a, st, loom_tpb_idx(&b, cnt));
-    if (p == 0) mean = loom_tpb_let(&b, "mean", loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(&b, S, &s0), n));
-    if (p == 1) {
-      loom_tp_expr *var = loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(&b, S, &s1), n);
-      loom_tp_expr *e = loom_tp_cast(a, st, loom_tp_const_f(a, LOOM_DTYPE_F32, eps));
-      rstd = loom_tpb_let(&b, "rstd", loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_op2(a, LOOM_TP_OP_ADD, var, e)));
-    }
-  }
+  loom_tp_expr *e = loom_tp_cast(a, st, loom_tp_const_f(a, LOOM_DTYPE_F32, eps));
+  gn_pass_emit(&c, GN_SUM, 0, NULL, NULL);
+  loom_tp_expr *mean = loom_tpb_let(&b, "mean", loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(&b, c.S, &s0), loom_tp_cast(a, st, loom_tpb_idx(&b, cnt))));
+  gn_pass_emit(&c, GN_SQUARE, 1, mean, NULL);
+  /* the common case: no square overflowed */
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_load(&b, c.S, &s1), loom_tp_const_f(a, st, INFINITY)));
+  loom_tp_expr *var = loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(&b, c.S, &s1), loom_tp_cast(a, st, loom_tpb_idx(&b, cnt)));
+  loom_tp_expr *rstd = loom_tpb_let(&b, "rstd", loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_op2(a, LOOM_TP_OP_ADD, var, loom_tp_expr_copy(a, e))));
+  gn_pass_emit(&c, GN_OUTPUT, 0, mean, rstd);
+  /* huge values: everything again on x / max|x| */
+  loom_tpb_else(&b);
+  loom_tpb_store(&b, c.S, &s0, loom_tp_const_f(a, st, 0.0));
+  gn_pass_emit(&c, GN_MAXABS, 0, NULL, NULL);
+  loom_tp_expr *cm = loom_tpb_let(&b, "c", loom_tpb_load(&b, c.S, &s0));
+  c.scale = cm;
+  loom_tpb_store(&b, c.S, &s1, loom_tp_const_f(a, st, 0.0));
+  gn_pass_emit(&c, GN_SUM, 1, NULL, NULL);
+  loom_tp_expr *ms = loom_tpb_let(&b, "ms", loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(&b, c.S, &s1), loom_tp_cast(a, st, loom_tpb_idx(&b, cnt))));
+  loom_tpb_store(&b, c.S, &s0, loom_tp_const_f(a, st, 0.0));
+  gn_pass_emit(&c, GN_SQUARE, 0, ms, NULL);
+  loom_tp_expr *var2 = loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(&b, c.S, &s0), loom_tp_cast(a, st, loom_tpb_idx(&b, cnt)));
+  loom_tp_expr *eps2 = loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tp_op2(a, LOOM_TP_OP_DIV, e, loom_tp_expr_copy(a, cm)), loom_tp_expr_copy(a, cm));
+  loom_tp_expr *floor = loom_tp_const_f(a, st, st == LOOM_DTYPE_F64 ? 2.2250738585072014e-308 : 1.1754943508222875e-38);
+  loom_tp_expr *rstd2 = loom_tpb_let(&b, "rstd2", loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_op2(a, LOOM_TP_OP_MAX, loom_tp_op2(a, LOOM_TP_OP_ADD, var2, eps2), floor)));
+  gn_pass_emit(&c, GN_OUTPUT, 0, ms, rstd2);
   return loom_tpb_finish(&b, result);
 }
 

@@ -98,11 +98,17 @@ pub const suites = .{
         "tests/e2e/e2e_util.c",
         "tests/e2e/test_e2e_models.c",
         "tests/e2e/test_e2e_window.c",
+        "tests/e2e/test_e2e_norms.c",
         "tests/e2e/test_e2e_onnx_refs.c",
         "tests/e2e/test_e2e_cli.c",
         "tests/e2e/test_memplan.c",
         "tests/e2e/test_fuzz_ops.c",
         "tests/e2e/test_exec_mutation.c",
+    } },
+    .{ .name = "concurrency", .files = &[_][]const u8{
+        "tests/concurrency/conc_util.c",
+        "tests/concurrency/test_conc_models.c",
+        "tests/concurrency/test_conc_vm.c",
     } },
     .{ .name = "passes", .files = &[_][]const u8{
         "tests/passes/test_passes.c",

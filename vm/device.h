@@ -16,10 +16,17 @@
  * and are created by the runtime's top layer (src/runtime/), never included by vm/.
  *
  * Storage pooling (loom_storage_alloc, vm/object.c) is generic: released blocks go back
- * to a per-size-class free list of their device, whatever the device. */
+ * to a per-size-class free list of their device, whatever the device.
+ *
+ * Threads: a device is shared by every call of a runtime, so its reference count is atomic
+ * and its pool and statistics are guarded by `mu`; every vtable entry may be called from
+ * several threads at once (the CPU's are: memory, copies and launches touch no shared
+ * state, and its parallel_for is the thread pool's, which takes concurrent loops). */
 #ifndef LOOM_VM_DEVICE_H
 #define LOOM_VM_DEVICE_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -83,7 +90,8 @@ struct loom_device {
   loom_allocator *alloc;        /* host memory for objects */
   int32_t dl_type;              /* DLDeviceType (kDLCPU) */
   int32_t dl_id;                /* device ordinal */
-  uint32_t refs;                /* live storage + owners; freed (with its pool) at 0 */
+  _Atomic uint32_t refs;        /* live storage + owners; freed (with its pool) at 0 */
+  pthread_mutex_t mu;           /* guards the pool and the statistics below */
   loom_storage *pool[LOOM_DEVICE_POOL_CLASSES]; /* free lists per size class */
   size_t pooled_bytes;          /* bytes held in the free lists */
   uint64_t pool_hits, pool_misses; /* allocations served from / not from the pool */
@@ -105,5 +113,11 @@ void loom_device_release(loom_device *d);
 void loom_device_trim(loom_device *d);
 /* Starts a new high-water mark: peak_live_bytes := live_bytes. */
 void loom_device_reset_peak(loom_device *d);
+/* A consistent copy of the pool's statistics (read under the device's lock). */
+typedef struct loom_device_stats {
+  size_t pooled_bytes, live_bytes, peak_live_bytes;
+  uint64_t pool_hits, pool_misses;
+} loom_device_stats;
+loom_device_stats loom_device_get_stats(loom_device *d);
 
 #endif

@@ -222,7 +222,7 @@ loom_status loom_rt_call(loom_rt *rt, const char *fn, loom_tensor *const *inputs
     }
     for (uint32_t k = 0; k < t->size; k++) {
       out->items[k] = t->items[k];
-      t->items[k]->refs++;
+      loom_vm_obj_retain(t->items[k]);
     }
     out->count = t->size;
     loom_vm_obj_release(res);
