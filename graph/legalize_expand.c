@@ -724,7 +724,12 @@ loom_status loom_legalize_expand(loom_graph_module *m, loom_graph_block *blk, si
   else if (call->u.call.op == LOOM_GRAPH_OP_NONZERO) s = expand_nonzero(&x, &value);
   else if (call->u.call.op == LOOM_GRAPH_OP_UNIQUE) s = expand_unique(&x, &value);
   else if (call->u.call.op == LOOM_GRAPH_OP_NON_MAX_SUPPRESSION) s = expand_nms(&x, &value);
-  else if (call->u.call.op == LOOM_GRAPH_OP_RESIZE &&
+  else if (call->u.call.op == LOOM_GRAPH_OP_CONV1D || call->u.call.op == LOOM_GRAPH_OP_CONV2D ||
+           call->u.call.op == LOOM_GRAPH_OP_CONV) {
+    bool applies;
+    s = loom_legalize_expand_conv(&x, &value, &applies);
+    if (!s && !applies) return LOOM_OK;
+  } else if (call->u.call.op == LOOM_GRAPH_OP_RESIZE &&
            (!loom_graph_call_attr(call, "size") || loom_graph_call_int(call, "antialias")))
     s = loom_legalize_expand_resize(&x, &value);
   else return LOOM_OK;
