@@ -725,7 +725,7 @@ loom_status loom_legalize_expand(loom_graph_module *m, loom_graph_block *blk, si
   else if (call->u.call.op == LOOM_GRAPH_OP_UNIQUE) s = expand_unique(&x, &value);
   else if (call->u.call.op == LOOM_GRAPH_OP_NON_MAX_SUPPRESSION) s = expand_nms(&x, &value);
   else if (call->u.call.op == LOOM_GRAPH_OP_CONV1D || call->u.call.op == LOOM_GRAPH_OP_CONV2D ||
-           call->u.call.op == LOOM_GRAPH_OP_CONV) {
+           call->u.call.op == LOOM_GRAPH_OP_CONV || call->u.call.op == LOOM_GRAPH_OP_CONV_TRANSPOSE) {
     bool applies;
     s = loom_legalize_expand_conv(&x, &value, &applies);
     if (!s && !applies) return LOOM_OK;

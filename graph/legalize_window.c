@@ -134,10 +134,13 @@ static loom_status final_call(loom_lx *x, loom_graph_op op, loom_graph_expr *arg
   return loom_legal_lower_call(x->m, c, x->b, value);
 }
 
+static loom_status expand_conv_transpose(loom_lx *x, loom_graph_expr **value, bool *applies);
+
 loom_status loom_legalize_expand_conv(loom_lx *x, loom_graph_expr **value, bool *applies) {
   *applies = false;
   const loom_graph_expr *call = x->b->value;
   loom_graph_op op = call->u.call.op;
+  if (op == LOOM_GRAPH_OP_CONV_TRANSPOSE) return expand_conv_transpose(x, value, applies);
   if (op != LOOM_GRAPH_OP_CONV1D && op != LOOM_GRAPH_OP_CONV2D && op != LOOM_GRAPH_OP_CONV) return LOOM_OK;
   const loom_sinfo *xs, *ws, *bs = NULL, *out = x->b->var->sinfo;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &xs));
@@ -251,6 +254,94 @@ loom_status loom_legalize_expand_conv(loom_lx *x, loom_graph_expr **value, bool 
   loom_graph_attr sa[3] = {loom_graph_attr_ints(m, "axes", (size_t)(n - 1), axes), loom_graph_attr_syms(m, "begin", (size_t)(n - 1), zero),
                            loom_graph_attr_syms(m, "end", (size_t)(n - 1), end)};
   return final_call(x, LOOM_GRAPH_OP_STRIDED_SLICE, grid, 3, sa, out, value);
+}
+
+/* conv_transpose in f32 with constant kernel extents and padding >= 0 (docs/tensorprog.md):
+ *   y_xf  = reshape(x, [n, c, h0*h1..])                         a view
+ *   y_wm  = reshape(w, [c, O/G*K])                              a view
+ *   y_col = call_tp(@convt_gemm.., (y_xf, y_wm), [n, O*K, h0*h1..])   the GEMM, W transposed
+ *   y_full = call_tp(@col2im.., (y_col[, bias], sym(h0)..), [n, O, f0, ..])   every tap's column added where it lands
+ *   y     = strided_slice(y_full, begin=[lo..], end=[lo + y..])  (y_full itself without padding) */
+typedef struct col2im_key {
+  loom_tp_conv_gemm g;
+  int64_t stride[LOOM_TP_MAX_SPATIAL];
+} col2im_key;
+
+static loom_status gen_convt_gemm(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  return loom_tp_gen_convt_gemm(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32,
+                                *(const int64_t *)ctx, tp);
+}
+
+static loom_status gen_col2im(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  const col2im_key *k = ctx;
+  return loom_tp_gen_col2im(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, &k->g, k->stride, tp);
+}
+
+static loom_status expand_conv_transpose(loom_lx *x, loom_graph_expr **value, bool *applies) {
+  const loom_graph_expr *call = x->b->value;
+  const loom_sinfo *xs, *ws, *bs = NULL, *out = x->b->var->sinfo;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &xs));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &ws));
+  if (call->u.call.nargs > 2) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &bs));
+  int n = xs->ndim - 2;
+  if (n < 1 || n > LOOM_TP_MAX_SPATIAL || ws->ndim != n + 2 || !xs->dims || !ws->dims || !out || out->kind != LOOM_SINFO_TENSOR ||
+      !out->dims || out->ndim != n + 2 || xs->dtype != LOOM_DTYPE_F32 || ws->dtype != LOOM_DTYPE_F32 ||
+      (bs && bs->dtype != LOOM_DTYPE_F32))
+    return LOOM_OK;
+  loom_graph_icx ic = icx_for(x->m, call);
+  loom_graph_window gw;
+  LOOM_PROPAGATE(loom_graph_convt_window(&ic, xs->ndim, &gw));
+  col2im_key k = {.g = {.n = n, .groups = 1, .stride = 1, .bias = bs != NULL}};
+  int64_t K = 1;
+  bool crop = false;
+  for (int i = 0; i < n; i++) {
+    if (!loom_sym_is_const(ws->dims[2 + i], &k.g.kernel[i]) || k.g.kernel[i] < 1 || gw.pad_lo[i] < 0 || gw.pad_hi[i] < 0)
+      return LOOM_OK;
+    k.g.dilation[i] = gw.dilation[i];
+    k.stride[i] = gw.stride[i];
+    K *= k.g.kernel[i];
+    crop |= gw.pad_lo[i] > 0 || gw.pad_hi[i] > 0;
+  }
+  *applies = true;
+  loom_graph_module *m = x->m;
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  const loom_sym_expr *N = xs->dims[0], *Cc = xs->dims[1], *O = out->dims[1], *L = xs->dims[2];
+  for (int i = 1; i < n; i++) L = loom_sym_mul(cx, L, xs->dims[2 + i]);
+  const loom_sym_expr *fd[3] = {N, Cc, L}, *wd[2] = {Cc, loom_sym_mul(cx, ws->dims[1], loom_sym_const(cx, K))};
+  loom_graph_expr *args[2 + LOOM_TP_MAX_SPATIAL];
+  args[0] = loom_lx_add(x, "xf", LOOM_GRAPH_BIND_VAR, loom_lx_view(x, call->u.call.args[0], LOOM_DTYPE_F32, 3, fd),
+                        loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, fd, xs->device));
+  args[1] = loom_lx_add(x, "wm", LOOM_GRAPH_BIND_VAR, loom_lx_view(x, call->u.call.args[1], LOOM_DTYPE_F32, 2, wd),
+                        loom_sinfo_tensor(m, LOOM_DTYPE_F32, 2, wd, ws->device));
+  const loom_sym_expr *cd[3] = {N, loom_sym_mul(cx, O, loom_sym_const(cx, K)), L};
+  const loom_sinfo *csi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, cd, xs->device);
+  if (!args[0] || !args[1] || !csi) return LOOM_OOM();
+  char name[512];
+  snprintf(name, sizeof name, "convt_gemm_f32_g%lld", (long long)gw.groups);
+  loom_graph_expr *col;
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "col", name, gen_convt_gemm, &gw.groups, 2, args, csi, &col));
+  size_t nargs = 0;
+  args[nargs++] = col;
+  if (bs) args[nargs++] = call->u.call.args[2];
+  const loom_sym_expr *full[2 + LOOM_TP_MAX_SPATIAL] = {N, O}, *lo[LOOM_TP_MAX_SPATIAL], *hi[LOOM_TP_MAX_SPATIAL];
+  int64_t axes[LOOM_TP_MAX_SPATIAL];
+  for (int i = 0; i < n; i++) {
+    if (!(args[nargs++] = loom_graph_sym_new(m, xs->dims[2 + i]))) return LOOM_OOM();
+    full[2 + i] = loom_sym_add(cx, out->dims[2 + i], loom_sym_const(cx, gw.pad_lo[i] + gw.pad_hi[i]));
+    lo[i] = loom_sym_const(cx, gw.pad_lo[i]);
+    hi[i] = loom_sym_add(cx, out->dims[2 + i], lo[i]);
+    axes[i] = 2 + i;
+  }
+  gemm_name(name, sizeof name, "col2im", &k.g, k.stride);
+  if (bs) snprintf(name + strlen(name), sizeof name - strlen(name), "_bias");
+  if (!crop) return loom_lx_call(x, name, gen_col2im, &k, nargs, args, out, value);
+  const loom_sinfo *fsi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, n + 2, full, xs->device);
+  loom_graph_expr *yfull;
+  if (!fsi) return LOOM_OOM();
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "full", name, gen_col2im, &k, nargs, args, fsi, &yfull));
+  loom_graph_attr sa[3] = {loom_graph_attr_ints(m, "axes", (size_t)n, axes), loom_graph_attr_syms(m, "begin", (size_t)n, lo),
+                           loom_graph_attr_syms(m, "end", (size_t)n, hi)};
+  return final_call(x, LOOM_GRAPH_OP_STRIDED_SLICE, yfull, 3, sa, out, value);
 }
 
 /* The pool kind, window and key of a pooling call; UNIMPLEMENTED for forms without a program. */

@@ -222,3 +222,102 @@ loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *na
   }
   return loom_tpb_finish(&b, result);
 }
+
+/* Transposed convolution, first half (G > 1 shown; W (c, q) is the weights (C, O/G, k..) viewed with
+ * q = O/G * K):
+ *   prim @name(X: Buffer[(n, c, l), t], W: Buffer[(c, q), t], col: Buffer[(n, G*q, l), t]) {
+ *     for i0 in 0..n { for g in 0..G { for i1 in 0..q { for j in 0..l {
+ *       col[i0, g*q + i1, j] = 0.0
+ *       for r in 0..c // G reduce { col[..] = col[..] + W[g*(c // G) + r, i1] * X[i0, g*(c // G) + r, j] } } } } }
+ * a GEMM (W transposed) the matmul rule tiles: col[n, o*K + tap, x] is what input position x gives
+ * output channel o through kernel tap `tap`; loom_tp_gen_col2im adds them up. */
+loom_status loom_tp_gen_convt_gemm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int64_t groups,
+                                   loom_tp_func **result) {
+  if (groups < 1) return LOOM_ERROR(INVALID_ARGUMENT, "convt_gemm: groups %lld", (long long)groups);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *xd[3], *wd[2], *cd[3];
+  xd[0] = loom_tpb_shape_sym(&b, "n");
+  xd[1] = loom_tpb_shape_sym(&b, "c");
+  xd[2] = loom_tpb_shape_sym(&b, "l");
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, 3, xd);
+  wd[0] = xd[1];
+  wd[1] = loom_tpb_shape_sym(&b, "q");
+  const loom_tp_buffer *W = loom_tpb_buffer(&b, "W", t, 2, wd);
+  cd[0] = xd[0];
+  cd[1] = loom_sym_mul(cx, wd[1], C(cx, groups));
+  cd[2] = xd[2];
+  const loom_tp_buffer *col = loom_tpb_buffer(&b, "col", t, 3, cd);
+  const loom_sym_expr *cg = loom_sym_floordiv(cx, xd[1], C(cx, groups));
+  const loom_sym_expr *i0 = loom_tpb_for(&b, "i0", xd[0], LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *g = groups > 1 ? loom_tpb_for(&b, "g", C(cx, groups), LOOM_TP_LOOP_SERIAL, false) : C(cx, 0);
+  const loom_sym_expr *i1 = loom_tpb_for(&b, "i1", wd[1], LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *j = loom_tpb_for(&b, "j", xd[2], LOOM_TP_LOOP_SERIAL, false);
+  loom_tp_expr *ci[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_mul(cx, g, wd[1]), i1)),
+                         loom_tpb_idx(&b, j)};
+  loom_tpb_store(&b, col, ci, loom_tpg_b_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
+  const loom_sym_expr *r = loom_tpb_for(&b, "r", cg, LOOM_TP_LOOP_SERIAL, true);
+  const loom_sym_expr *ch = loom_sym_add(cx, loom_sym_mul(cx, g, cg), r);
+  loom_tp_expr *wi[2] = {loom_tpb_idx(&b, ch), loom_tpb_idx(&b, i1)};
+  loom_tp_expr *xi[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, ch), loom_tpb_idx(&b, j)};
+  loom_tp_expr *prod = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&b, W, wi), loom_tpb_load(&b, X, xi));
+  loom_tpb_store(&b, col, ci, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, col, ci), prod));
+  return loom_tpb_finish(&b, result);
+}
+
+/* Transposed convolution, second half (2-D; h0, h1 the input extents as scalar parameters):
+ *   prim @name(col: Buffer[(n, m, l), t], Bias: Buffer[(o,), t], h0: i64, h1: i64, Y: Buffer[(n, o, f0, f1), t]) {
+ *     for q in 0..n*o {
+ *       for a0 in 0..f0 { for a1 in 0..f1 { Y[q // o, q % o, a0, a1] = Bias[q % o] } }
+ *       for t0 in 0..k0 { for t1 in 0..k1 { for x0 in 0..h0 { for x1 in 0..h1 {
+ *         Y[q // o, q % o, x0*s0 + t0*d0, x1*s1 + t1*d1] = Y[..] + col[q // o, (q % o)*K + t0*k1 + t1, x0*h1 + x1] } } } } }
+ * Y is the full output before the transposed convolution's padding is cropped: f_i = (h_i - 1)*s_i +
+ * d_i*(k_i - 1) + 1 + output padding (the caller's; every position written stays inside). */
+loom_status loom_tp_gen_col2im(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *geo,
+                               const int64_t *stride, loom_tp_func **result) {
+  LOOM_PROPAGATE(check_geometry(geo, "col2im"));
+  int n = geo->n;
+  for (int i = 0; i < n; i++)
+    if (stride[i] < 1) return LOOM_ERROR(INVALID_ARGUMENT, "col2im: spatial axis %d has stride %lld", i, (long long)stride[i]);
+  static const char *const hn[LOOM_TP_MAX_SPATIAL] = {"h0", "h1", "h2", "h3", "h4", "h5"};
+  static const char *const fn[LOOM_TP_MAX_SPATIAL] = {"f0", "f1", "f2", "f3", "f4", "f5"};
+  static const char *const an[LOOM_TP_MAX_SPATIAL] = {"a0", "a1", "a2", "a3", "a4", "a5"};
+  static const char *const tn[LOOM_TP_MAX_SPATIAL] = {"t0", "t1", "t2", "t3", "t4", "t5"};
+  static const char *const xn[LOOM_TP_MAX_SPATIAL] = {"x0", "x1", "x2", "x3", "x4", "x5"};
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *cd[3], *yd[2 + LOOM_TP_MAX_SPATIAL], *h[LOOM_TP_MAX_SPATIAL];
+  cd[0] = loom_tpb_shape_sym(&b, "n");
+  cd[1] = loom_tpb_shape_sym(&b, "m");
+  cd[2] = loom_tpb_shape_sym(&b, "l");
+  const loom_tp_buffer *col = loom_tpb_buffer(&b, "col", t, 3, cd);
+  yd[0] = cd[0];
+  yd[1] = loom_tpb_shape_sym(&b, "o");
+  const loom_tp_buffer *Bias = geo->bias ? loom_tpb_buffer(&b, "Bias", t, 1, &yd[1]) : NULL;
+  for (int i = 0; i < n; i++) h[i] = loom_tpb_scalar(&b, hn[i]);
+  for (int i = 0; i < n; i++) yd[2 + i] = loom_tpb_shape_sym(&b, fn[i]);
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, 2 + n, yd);
+  const loom_sym_expr *q = loom_tpb_for(&b, "q", loom_sym_mul(cx, yd[0], yd[1]), LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *i0 = loom_sym_floordiv(cx, q, yd[1]), *oc = loom_sym_floormod(cx, q, yd[1]);
+  loom_tp_expr *yi[2 + LOOM_TP_MAX_SPATIAL];
+  yi[0] = loom_tpb_idx(&b, i0);
+  yi[1] = loom_tpb_idx(&b, oc);
+  for (int i = 0; i < n; i++) yi[2 + i] = loom_tpb_idx(&b, loom_tpb_for(&b, an[i], yd[2 + i], LOOM_TP_LOOP_SERIAL, false));
+  loom_tp_expr *oi = loom_tpb_idx(&b, oc);
+  loom_tpb_store(&b, Y, yi, Bias ? loom_tpb_load(&b, Bias, &oi) : loom_tpg_b_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
+  loom_tpb_end_n(&b, n);
+  const loom_sym_expr *tv[LOOM_TP_MAX_SPATIAL], *row = C(cx, 0), *pos = C(cx, 0);
+  for (int i = 0; i < n; i++) {
+    tv[i] = loom_tpb_for(&b, tn[i], C(cx, geo->kernel[i]), LOOM_TP_LOOP_SERIAL, false);
+    row = loom_sym_add(cx, loom_sym_mul(cx, row, C(cx, geo->kernel[i])), tv[i]);
+  }
+  for (int i = 0; i < n; i++) {
+    const loom_sym_expr *xv = loom_tpb_for(&b, xn[i], h[i], LOOM_TP_LOOP_SERIAL, false);
+    pos = loom_sym_add(cx, loom_sym_mul(cx, pos, h[i]), xv);
+    yi[2 + i] = loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_mul(cx, xv, C(cx, stride[i])), loom_sym_mul(cx, tv[i], C(cx, geo->dilation[i]))));
+  }
+  loom_tp_expr *ci[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_mul(cx, oc, C(cx, taps(geo))), row)),
+                         loom_tpb_idx(&b, pos)};
+  loom_tpb_store(&b, Y, yi, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, Y, yi), loom_tpb_load(&b, col, ci)));
+  return loom_tpb_finish(&b, result);
+}

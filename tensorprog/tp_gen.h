@@ -202,6 +202,18 @@ loom_status loom_tp_gen_conv_gemm(loom_arena *a, loom_sym_ctx *cx, const char *n
 loom_status loom_tp_gen_im2col(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *g,
                                const int64_t *stride, loom_tp_func **result);
 
+/* Transposed convolution as a GEMM and a sum of its columns (gen_conv.c):
+ * convt_gemm: col (n, G*q, l) = per group W (c, q)^T X (n, c, l): W is (C, O/G, k..) viewed with
+ * q = O/G * K, X the input viewed flat; col[n, o*K + tap, x] is input position x's contribution to
+ * output channel o through kernel tap `tap`.
+ * col2im: Y (n, o, f..) = (Bias[o]) + the sum of col[n, o*K + tap, x] at f = x*s + tap*d: the full
+ * output before the padding is cropped (f_i = (h_i - 1)*s_i + d_i*(k_i - 1) + 1 + output padding);
+ * the input extents h_i are i64 scalar parameters. */
+loom_status loom_tp_gen_convt_gemm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int64_t groups,
+                                   loom_tp_func **result);
+loom_status loom_tp_gen_col2im(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *g,
+                               const int64_t *stride, loom_tp_func **result);
+
 /* Y (n, c, h_i + lo_i + hi_i ..) = X (n, c, h..) between zeros (lo_i, hi_i >= 0 per spatial axis): one
  * loop over the (n, c) planes, the rows inside copied between their zeroed borders. */
 loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, const int64_t *lo,

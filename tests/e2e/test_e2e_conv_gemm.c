@@ -155,3 +155,80 @@ LOOM_TEST(e2e_conv_gemm, conv3d_forms) {
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i]);
   cr_log_info("conv3d as GEMM: %d runs", runs);
 }
+
+/* conv_transpose (GEMM with the weights transposed, then col2im): `loom eval` semantics against the
+ * compiled module over strides, padding, output padding, dilation, groups and a bias. */
+typedef struct convt_form {
+  int n;
+  int64_t kernel[MAX_N], pad_lo[MAX_N], pad_hi[MAX_N], stride[MAX_N], dilation[MAX_N], out_pad[MAX_N];
+  int64_t groups, c, og;
+  bool bias;
+} convt_form;
+
+static int check_convt(const convt_form *w) {
+  char text[2048], path[] = "/tmp/loom-convt-XXXXXX";
+  size_t len = (size_t)snprintf(text, sizeof text, "fn @main(x: Tensor[(b, %lld", (long long)w->c);
+  for (int i = 0; i < w->n; i++) len += (size_t)snprintf(text + len, sizeof text - len, ", %s", spatial_in[i]);
+  len += (size_t)snprintf(text + len, sizeof text - len, "), f32], w: Tensor[(%lld, %lld", (long long)w->c, (long long)w->og);
+  for (int i = 0; i < w->n; i++) len += (size_t)snprintf(text + len, sizeof text - len, ", %lld", (long long)w->kernel[i]);
+  len += (size_t)snprintf(text + len, sizeof text - len, "), f32]");
+  if (w->bias) len += (size_t)snprintf(text + len, sizeof text - len, ", bias: Tensor[(%lld,), f32]", (long long)(w->og * w->groups));
+  len += (size_t)snprintf(text + len, sizeof text - len, ") -> Tensor[(b, %lld", (long long)(w->og * w->groups));
+  for (int i = 0; i < w->n; i++)
+    len += (size_t)snprintf(text + len, sizeof text - len, ", %lld*%s + %lld", (long long)w->stride[i], spatial_in[i],
+                            (long long)(w->out_pad[i] - w->pad_lo[i] - w->pad_hi[i] - w->stride[i] + w->dilation[i] * (w->kernel[i] - 1) + 1));
+  len += (size_t)snprintf(text + len, sizeof text - len, "), f32] {\n  dataflow {\n    y = conv_transpose(x, w%s, strides=[",
+                          w->bias ? ", bias" : "");
+  list(text, sizeof text, w->stride, w->n, NULL);
+  len = strlen(text);
+  len += (size_t)snprintf(text + len, sizeof text - len, "], padding=[");
+  list(text, sizeof text, w->pad_lo, w->n, w->pad_hi);
+  len = strlen(text);
+  len += (size_t)snprintf(text + len, sizeof text - len, "], dilation=[");
+  list(text, sizeof text, w->dilation, w->n, NULL);
+  len = strlen(text);
+  len += (size_t)snprintf(text + len, sizeof text - len, "], output_padding=[");
+  list(text, sizeof text, w->out_pad, w->n, NULL);
+  len = strlen(text);
+  snprintf(text + len, sizeof text - len, "], groups=%lld)\n    output y\n  }\n  return y\n}\n", (long long)w->groups);
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+  e2e_model md = e2e_compile(path);
+  cr_assert(has_program(&md, "convt_gemm"), "%s did not take the GEMM path:\n%s", path, text);
+  static const int64_t sizes[][MAX_N] = {{1, 1, 1}, {7, 5, 2}, {17, 9, 3}, {3, 2, 1}};
+  static const int64_t batches[] = {2, 1, 1, 0};
+  int runs = 0;
+  for (size_t e = 0; e < sizeof sizes / sizeof sizes[0]; e++) {
+    e2e_bind b[1 + MAX_N] = {{"b", batches[e]}};
+    for (int i = 0; i < w->n; i++) b[1 + i] = (e2e_bind){spatial_in[i], sizes[e][w->n == 1 ? 0 : i]};
+    for (uint32_t threads = 1; threads <= 2; threads++) {
+      cr_assert_null(loom_rt_set_threads(md.rt, threads));
+      double err = e2e_check(&md, "main", b, 1 + (size_t)w->n, false, NULL);
+      cr_assert_lt(err, 1e-4, "%s: sizes %zu, %u threads: relative error %g\n%s", path, e, threads, err, text);
+      runs++;
+    }
+  }
+  e2e_model_free(&md);
+  unlink(path);
+  return runs;
+}
+
+LOOM_TEST(e2e_conv_gemm, conv_transpose_forms) {
+  const convt_form forms[] = {
+      {.n = 2, .kernel = {3, 3}, .pad_lo = {1, 1}, .pad_hi = {1, 1}, .stride = {2, 2}, .dilation = {1, 1}, .out_pad = {1, 1},
+       .groups = 1, .c = 5, .og = 7, .bias = true},
+      {.n = 2, .kernel = {2, 2}, .pad_lo = {0, 0}, .pad_hi = {0, 0}, .stride = {2, 2}, .dilation = {1, 1}, .out_pad = {0, 0},
+       .groups = 1, .c = 4, .og = 3, .bias = false},
+      {.n = 2, .kernel = {4, 3}, .pad_lo = {2, 0}, .pad_hi = {1, 1}, .stride = {3, 1}, .dilation = {1, 2}, .out_pad = {2, 0},
+       .groups = 2, .c = 6, .og = 4, .bias = true},
+      {.n = 1, .kernel = {5}, .pad_lo = {2}, .pad_hi = {1}, .stride = {2}, .dilation = {1}, .out_pad = {1}, .groups = 3, .c = 6,
+       .og = 2, .bias = false},
+      {.n = 3, .kernel = {2, 2, 3}, .pad_lo = {0, 1, 1}, .pad_hi = {0, 0, 1}, .stride = {2, 1, 2}, .dilation = {1, 1, 1},
+       .out_pad = {1, 0, 0}, .groups = 1, .c = 3, .og = 2, .bias = true},
+  };
+  int runs = 0;
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_convt(&forms[i]);
+  cr_log_info("conv_transpose as GEMM: %d runs", runs);
+}
