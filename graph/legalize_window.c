@@ -2,6 +2,7 @@
  * tensorprog/gen_window.c. The window is read by the same functions the reference
  * implementation uses (loom_graph_conv_window, loom_graph_pool_window), so a program and
  * the interpreter cannot disagree on what an attribute means. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -95,11 +96,29 @@ typedef struct im2col_key {
 typedef struct pad_key {
   int n;
   int64_t lo[LOOM_TP_MAX_SPATIAL], hi[LOOM_TP_MAX_SPATIAL];
+  double fill;
 } pad_key;
 
 static loom_status gen_conv_pad(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
   const pad_key *k = ctx;
-  return loom_tp_gen_conv_pad(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, k->n, k->lo, k->hi, tp);
+  return loom_tp_gen_conv_pad(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, k->n, k->lo, k->hi,
+                              k->fill, tp);
+}
+
+/* `<b>_xp` = x (struct info xs) padded by k (conv_pad); *xin becomes it. */
+static loom_status pad_input(loom_lx *x, const loom_sinfo *xs, const pad_key *k, loom_graph_expr **xin) {
+  loom_graph_module *m = x->m;
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  const loom_sym_expr *pd[2 + LOOM_TP_MAX_SPATIAL] = {xs->dims[0], xs->dims[1]};
+  for (int i = 0; i < k->n; i++) pd[2 + i] = loom_sym_add(cx, xs->dims[2 + i], loom_sym_const(cx, k->lo[i] + k->hi[i]));
+  const loom_sinfo *psi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, k->n + 2, pd, xs->device);
+  if (!psi) return LOOM_OOM();
+  char name[256];
+  snprintf(name, sizeof name, "conv_pad_f32_n%d", k->n);
+  key_list(name, sizeof name, "p", k->lo, k->n);
+  key_list(name, sizeof name, "q", k->hi, k->n);
+  if (k->fill != 0.0) snprintf(name + strlen(name), sizeof name - strlen(name), "_%s", k->fill < 0 ? "neginf" : "fill");
+  return loom_lx_add_tp(x, "xp", name, gen_conv_pad, k, 1, xin, psi, xin);
 }
 
 static loom_status gen_conv_gemm(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
@@ -134,14 +153,9 @@ static loom_status final_call(loom_lx *x, loom_graph_op op, loom_graph_expr *arg
   return loom_legal_lower_call(x->m, c, x->b, value);
 }
 
-static loom_status expand_conv_transpose(loom_lx *x, loom_graph_expr **value, bool *applies);
-
-loom_status loom_legalize_expand_conv(loom_lx *x, loom_graph_expr **value, bool *applies) {
-  *applies = false;
+static loom_status expand_conv(loom_lx *x, loom_graph_expr **value, bool *applies) {
   const loom_graph_expr *call = x->b->value;
   loom_graph_op op = call->u.call.op;
-  if (op == LOOM_GRAPH_OP_CONV_TRANSPOSE) return expand_conv_transpose(x, value, applies);
-  if (op != LOOM_GRAPH_OP_CONV1D && op != LOOM_GRAPH_OP_CONV2D && op != LOOM_GRAPH_OP_CONV) return LOOM_OK;
   const loom_sinfo *xs, *ws, *bs = NULL, *out = x->b->var->sinfo;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &xs));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &ws));
@@ -181,19 +195,9 @@ loom_status loom_legalize_expand_conv(loom_lx *x, loom_graph_expr **value, bool 
   loom_graph_expr *xin = call->u.call.args[0];
   char name[512];
   if (pad || extra) {
-    const loom_sym_expr *pd[2 + LOOM_TP_MAX_SPATIAL] = {N, Cc};
     pad_key pk = {.n = n};
-    for (int i = 0; i < n; i++) {
-      pd[2 + i] = hp[i];
-      pk.lo[i] = lo[2 + i];
-      pk.hi[i] = hi[2 + i];
-    }
-    const loom_sinfo *psi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, n + 2, pd, xs->device);
-    if (!psi) return LOOM_OOM();
-    snprintf(name, sizeof name, "conv_pad_f32_n%d", n);
-    key_list(name, sizeof name, "p", pk.lo, n);
-    key_list(name, sizeof name, "q", pk.hi, n);
-    LOOM_PROPAGATE(loom_lx_add_tp(x, "xp", name, gen_conv_pad, &pk, 1, &xin, psi, &xin));
+    for (int i = 0; i < n; i++) pk.lo[i] = lo[2 + i], pk.hi[i] = hi[2 + i];
+    LOOM_PROPAGATE(pad_input(x, xs, &pk, &xin));
   }
   const loom_sym_expr *wd[2] = {O, loom_sym_mul(cx, ws->dims[1], loom_sym_const(cx, K))};
   loom_graph_expr *wm = loom_lx_add(x, "wm", LOOM_GRAPH_BIND_VAR, loom_lx_view(x, call->u.call.args[1], LOOM_DTYPE_F32, 2, wd),
@@ -415,4 +419,105 @@ loom_status loom_legal_conv(loom_graph_module *m, const loom_graph_expr *call, c
 loom_status loom_legal_pool(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r) {
   (void)out;
   return legalize_pool(m, call, &r->tp);
+}
+
+/* ---- pooling, one output row at a time (gen_conv.c) ----------------------------------------------------
+ *
+ * max / average pooling in f32 without ceil mode (average: dilation 1):
+ *   y_xp = conv_pad(x) (-inf for max, 0 for average; when padded);  y = call_tp(@pool_rows.., (y_xp))
+ * global_avg_pool2d: the mean over the last axis of x viewed (n*c, h*w), viewed back (n, c, 1, 1): one
+ * loop over the planes (a batch of one still has work for every thread), the sum vectorised. */
+typedef struct pool_key {
+  loom_tp_pool pool;
+  loom_tp_window w;
+} pool_key;
+
+static loom_status gen_pool_key(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  const pool_key *k = ctx;
+  return loom_tp_gen_pool_rows(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, k->pool.kind, &k->w, tp);
+}
+
+static loom_status expand_pool(loom_lx *x, loom_graph_expr **value, bool *applies) {
+  const loom_graph_expr *call = x->b->value;
+  const loom_sinfo *xs, *out = x->b->var->sinfo;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &xs));
+  int n = xs->ndim - 2;
+  if (n < 1 || n > LOOM_TP_MAX_SPATIAL || xs->dtype != LOOM_DTYPE_F32 || !xs->dims || !out || out->kind != LOOM_SINFO_TENSOR)
+    return LOOM_OK;
+  loom_graph_op op = call->u.call.op;
+  if (op != LOOM_GRAPH_OP_MAX_POOL2D && op != LOOM_GRAPH_OP_AVG_POOL2D) {
+    loom_graph_icx ic = icx_for(x->m, call);
+    loom_graph_window g;
+    loom_status st = loom_graph_pool_window(&ic, xs->ndim, &g);
+    bool ceil = !st && g.ceil;
+    loom_status_free(st);
+    if (ceil) return LOOM_OK;
+  }
+  pool_key k;
+  loom_status st = pool_form(x->m, call, xs, &k.pool, &k.w);
+  if (st) { /* a form without a program: the one-program lowering says so */
+    loom_status_free(st);
+    return LOOM_OK;
+  }
+  if (k.pool.kind != LOOM_TP_POOL_MAX && k.pool.kind != LOOM_TP_POOL_AVG && k.pool.kind != LOOM_TP_POOL_AVG_PAD) return LOOM_OK;
+  pad_key pk = {.n = n, .fill = k.pool.kind == LOOM_TP_POOL_MAX ? -INFINITY : 0.0};
+  bool pad = false;
+  for (int i = 0; i < n; i++) {
+    if (k.w.shift[i] || k.w.pad_lo[i] < 0 || k.w.pad_hi[i] < 0 || (k.pool.kind == LOOM_TP_POOL_AVG && k.w.dilation[i] != 1))
+      return LOOM_OK;
+    pk.lo[i] = k.w.pad_lo[i];
+    pk.hi[i] = k.w.pad_hi[i];
+    pad |= pk.lo[i] || pk.hi[i];
+  }
+  *applies = true;
+  loom_graph_expr *xin = call->u.call.args[0];
+  if (pad) LOOM_PROPAGATE(pad_input(x, xs, &pk, &xin));
+  static const char *const kinds[] = {"max", "argmax", "avg", "avgpad", "lp"};
+  char name[512];
+  snprintf(name, sizeof name, "%s_pool_rows_f32_n%d", kinds[k.pool.kind], n);
+  key_window(name, sizeof name, &k.w, true);
+  return loom_lx_call(x, name, gen_pool_key, &k, 1, &xin, out, value);
+}
+
+static loom_status gen_plane_mean(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  return loom_tp_gen_reduce(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_TP_REDUCE_MEAN,
+                            *(const loom_dtype *)ctx, 2, 1u << 1, true, tp);
+}
+
+static loom_status expand_global_avg_pool(loom_lx *x, loom_graph_expr **value, bool *applies) {
+  const loom_graph_expr *call = x->b->value;
+  const loom_sinfo *xs, *out = x->b->var->sinfo;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &xs));
+  if (xs->ndim != 4 || !xs->dims || !loom_dtype_is_float(xs->dtype) || !out || out->kind != LOOM_SINFO_TENSOR) return LOOM_OK;
+  *applies = true;
+  loom_graph_module *m = x->m;
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  const loom_sym_expr *pd[2] = {loom_sym_mul(cx, xs->dims[0], xs->dims[1]), loom_sym_mul(cx, xs->dims[2], xs->dims[3])};
+  const loom_sym_expr *rd[2] = {pd[0], loom_sym_const(cx, 1)};
+  loom_graph_expr *planes = loom_lx_add(x, "planes", LOOM_GRAPH_BIND_VAR, loom_lx_view(x, call->u.call.args[0], xs->dtype, 2, pd),
+                                        loom_sinfo_tensor(m, xs->dtype, 2, pd, xs->device));
+  const loom_sinfo *rsi = loom_sinfo_tensor(m, xs->dtype, 2, rd, xs->device);
+  if (!planes || !rsi) return LOOM_OOM();
+  char name[64];
+  snprintf(name, sizeof name, "mean_planes_%s", loom_dtype_name(xs->dtype));
+  loom_graph_expr *mean;
+  loom_dtype t = xs->dtype;
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "mean", name, gen_plane_mean, &t, 1, &planes, rsi, &mean));
+  return final_call(x, LOOM_GRAPH_OP_RESHAPE, mean, 1, (loom_graph_attr[]){loom_graph_attr_syms(m, "shape", 4, out->dims)}, out, value);
+}
+
+loom_status loom_legalize_expand_window(loom_lx *x, loom_graph_expr **value, bool *applies) {
+  *applies = false;
+  switch (x->b->value->u.call.op) {
+    case LOOM_GRAPH_OP_CONV1D:
+    case LOOM_GRAPH_OP_CONV2D:
+    case LOOM_GRAPH_OP_CONV: return expand_conv(x, value, applies);
+    case LOOM_GRAPH_OP_CONV_TRANSPOSE: return expand_conv_transpose(x, value, applies);
+    case LOOM_GRAPH_OP_MAX_POOL2D:
+    case LOOM_GRAPH_OP_AVG_POOL2D:
+    case LOOM_GRAPH_OP_MAX_POOL:
+    case LOOM_GRAPH_OP_AVG_POOL: return expand_pool(x, value, applies);
+    case LOOM_GRAPH_OP_GLOBAL_AVG_POOL2D: return expand_global_avg_pool(x, value, applies);
+    default: return LOOM_OK;
+  }
 }

@@ -14,6 +14,8 @@
  *
  * Kernel extents, strides, dilations and groups are constants of the program; every extent is
  * symbolic. Programs are built directly as IR (tp_build.h). */
+#include <math.h>
+
 #include "tensorprog/gen_internal.h"
 
 static const loom_sym_expr *C(loom_sym_ctx *cx, int64_t v) { return loom_sym_const(cx, v); }
@@ -149,18 +151,53 @@ loom_status loom_tp_gen_im2col(loom_arena *a, loom_sym_ctx *cx, const char *name
   return loom_tpb_finish(&b, result);
 }
 
-/* Text (2-D): the rows inside the input copy it between zeroed borders, the others are zeroed:
+/* Copies (X non-NULL) or fills a row of `extent` elements: Y[yi.., yoff + u] = X[xi.., u] | fill. In chunks
+ * of POOL_LANES lanes (the last moved back to end at the row's end: a few elements written twice with
+ * the same value), so that short rows run as vectors; rows shorter than a chunk element by element:
+ *   if extent >= 8 { for <tag>o in 0..(extent + 7) // 8 { for <tag>i in 0..8 vectorize {
+ *     Y[.., yoff + min(8*<tag>o, extent - 8) + <tag>i] = X[.., min(..) + <tag>i] } } }
+ *   else { for <tag>s in 0..extent { Y[.., yoff + <tag>s] = X[.., <tag>s] } } */
+enum { POOL_LANES = 8 };
+
+static void row_copy(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, const loom_sym_expr *yoff, const loom_tp_buffer *X,
+                     loom_tp_expr **xi, loom_dtype t, double fill, const loom_sym_expr *extent, const char *tag) {
+  loom_sym_ctx *cx = b->cx;
+  const loom_sym_expr *L = C(cx, POOL_LANES);
+  char o[16], i[16], sn[16];
+  snprintf(o, sizeof o, "%so", tag);
+  snprintf(i, sizeof i, "%si", tag);
+  snprintf(sn, sizeof sn, "%ss", tag);
+  int ly = Y->ndim - 1, lx = X ? X->ndim - 1 : 0;
+  loom_tpb_if(b, loom_tp_op2(b->a, LOOM_TP_OP_GE, loom_tpb_idx(b, extent), loom_tpb_idx(b, L)));
+  const loom_sym_expr *zo = loom_tpb_for(b, o, loom_sym_floordiv(cx, loom_sym_add(cx, extent, C(cx, POOL_LANES - 1)), L),
+                                         LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *zi = loom_tpb_for(b, i, L, LOOM_TP_LOOP_VECTORIZE, false);
+  const loom_sym_expr *u = loom_sym_add(cx, loom_sym_min(cx, loom_sym_mul(cx, zo, L), loom_sym_sub(cx, extent, L)), zi);
+  yi[ly] = loom_tpb_idx(b, loom_sym_add(cx, yoff, u));
+  if (X) xi[lx] = loom_tpb_idx(b, u);
+  loom_tpb_store(b, Y, yi, X ? loom_tpb_load(b, X, xi) : loom_tp_const_f(b->a, t, fill));
+  loom_tpb_end_n(b, 2);
+  loom_tpb_else(b);
+  const loom_sym_expr *zs = loom_tpb_for(b, sn, extent, LOOM_TP_LOOP_SERIAL, false);
+  yi[ly] = loom_tpb_idx(b, loom_sym_add(cx, yoff, zs));
+  if (X) xi[lx] = loom_tpb_idx(b, zs);
+  loom_tpb_store(b, Y, yi, X ? loom_tpb_load(b, X, xi) : loom_tp_const_f(b->a, t, fill));
+  loom_tpb_end_n(b, 2);
+}
+
+/* Text (2-D; `fill` 0.0 shown): the rows inside the input copy it between borders of fill, the others
+ * are filled; the row copies and fills as row_copy writes them:
  *   prim @name(X: Buffer[(n, c, h0, h1), t], Y: Buffer[(n, c, h0 + lo0 + hi0, h1 + lo1 + hi1), t]) {
  *     for q in 0..n*c { for r0 in 0..h0 + lo0 + hi0 {
  *       if r0 >= lo0 && r0 - lo0 < h0 {
  *         for z0 in 0..lo1 { Y[q // c, q % c, r0, z0] = 0.0 }
- *         for z1 in 0..h1 { Y[q // c, q % c, r0, lo1 + z1] = X[q // c, q % c, r0 - lo0, z1] }
+ *         (row_copy of X[q // c, q % c, r0 - lo0, ..] to Y[q // c, q % c, r0, lo1 + ..])
  *         for z2 in 0..hi1 { Y[q // c, q % c, r0, lo1 + h1 + z2] = 0.0 }
- *       } else { for z3 in 0..h1 + lo1 + hi1 { Y[q // c, q % c, r0, z3] = 0.0 } } } }
+ *       } else { (row_copy filling Y[q // c, q % c, r0, ..]) } } }
  * (the loops over pads of 0 left out). One loop over the (n, c) planes, so that a batch of one
- * still has work for every thread; the inner loops are unit-stride stores the CPU rule vectorises. */
+ * still has work for every thread. */
 loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, const int64_t *lo,
-                                 const int64_t *hi, loom_tp_func **result) {
+                                 const int64_t *hi, double fill, loom_tp_func **result) {
   if (n < 1 || n > LOOM_TP_MAX_SPATIAL) return LOOM_ERROR(INVALID_ARGUMENT, "conv_pad: %d spatial axes", n);
   for (int i = 0; i < n; i++)
     if (lo[i] < 0 || hi[i] < 0)
@@ -195,29 +232,22 @@ loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *na
     }
   }
   int last = 2 + n - 1;
-  loom_tp_expr *zero = loom_tpg_b_reduce_init(&b, LOOM_TP_REDUCE_SUM, t);
   if (inside) loom_tpb_if(&b, inside);
   if (lo[n - 1] > 0) {
     yi[last] = loom_tpb_idx(&b, loom_tpb_for(&b, "z0", C(cx, lo[n - 1]), LOOM_TP_LOOP_SERIAL, false));
-    loom_tpb_store(&b, Y, yi, zero);
+    loom_tpb_store(&b, Y, yi, loom_tp_const_f(a, t, fill));
     loom_tpb_end(&b);
   }
-  const loom_sym_expr *z1 = loom_tpb_for(&b, "z1", xd[last], LOOM_TP_LOOP_SERIAL, false);
-  yi[last] = loom_tpb_idx(&b, loom_sym_add(cx, z1, C(cx, lo[n - 1])));
-  xi[last] = loom_tpb_idx(&b, z1);
-  loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
-  loom_tpb_end(&b);
+  row_copy(&b, Y, yi, C(cx, lo[n - 1]), X, xi, t, fill, xd[last], "z1");
   if (hi[n - 1] > 0) {
     const loom_sym_expr *z2 = loom_tpb_for(&b, "z2", C(cx, hi[n - 1]), LOOM_TP_LOOP_SERIAL, false);
     yi[last] = loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_add(cx, z2, xd[last]), C(cx, lo[n - 1])));
-    loom_tpb_store(&b, Y, yi, loom_tpg_b_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
+    loom_tpb_store(&b, Y, yi, loom_tp_const_f(a, t, fill));
     loom_tpb_end(&b);
   }
   if (inside) {
     loom_tpb_else(&b);
-    yi[last] = loom_tpb_idx(&b, loom_tpb_for(&b, "z3", yd[last], LOOM_TP_LOOP_SERIAL, false));
-    loom_tpb_store(&b, Y, yi, loom_tpg_b_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
-    loom_tpb_end(&b);
+    row_copy(&b, Y, yi, C(cx, 0), NULL, NULL, t, fill, yd[last], "z3");
     loom_tpb_end(&b);
   }
   return loom_tpb_finish(&b, result);
@@ -320,4 +350,212 @@ loom_status loom_tp_gen_col2im(loom_arena *a, loom_sym_ctx *cx, const char *name
                          loom_tpb_idx(&b, pos)};
   loom_tpb_store(&b, Y, yi, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, Y, yi), loom_tpb_load(&b, col, ci)));
   return loom_tpb_finish(&b, result);
+}
+
+/* Pooling over an input padded beforehand (conv_pad: -inf for max, 0 for average). Output rows are
+ * cut into chunks of POOL_LANES positions whose accumulators are a Local lane mode keeps in one
+ * register (the last chunk moved back to end at the row's end: its positions are computed twice, each
+ * time the same value), so a short row (28 or 14 wide) still runs as vectors; rows shorter than a chunk
+ * take every tap's unit-stride pass over the row (2-D; s, k, d constants):
+ *   prim @name(X: Buffer[(n, c, h0, h1), t], Y: Buffer[(n, c, y0, y1), t]) {
+ *     for q in 0..n*c { for j0 in 0..y0 {
+ *       if y1 >= 8 {
+ *         for uo in 0..(y1 + 7) // 8 {
+ *           alloc acc: Local[(8,), t]
+ *           for ui0 in 0..8 vectorize { acc[ui0] = -inf | 0.0 }
+ *           for t0 in 0..k0 { for t1 in 0..k1 { for ui1 in 0..8 vectorize {
+ *             acc[ui1] = max(acc[ui1], X[q // c, q % c, j0*s0 + t0*d0, (min(8*uo, y1 - 8) + ui1)*s1 + t1*d1]) | acc[ui1] + X[..] } } }
+ *           for ui2 in 0..8 vectorize { Y[q // c, q % c, j0, min(8*uo, y1 - 8) + ui2] = acc[ui2] [/ count] } }
+ *       } else {
+ *         for u0 in 0..y1 { Y[.., j0, u0] = -inf | 0.0 }
+ *         for v0 in 0..k0 { for v1 in 0..k1 { for u1 in 0..y1 { Y[.., j0, u1] = max(Y[.., j0, u1], X[..]) | .. } } }
+ *         [for u2 in 0..y1 { Y[.., j0, u2] = Y[.., j0, u2] / count }] } } }
+ * count: K when the padding counts (AVG_PAD), else max(1, the product over axes of the taps inside
+ * the input, min(j*s - lo + k, h) - max(j*s - lo, 0) with h the extent before padding; dilation 1):
+ * a window with no tap inside sums padding zeros only, and 0 / 1 is the reference's 0. */
+typedef struct pool_b {
+  loom_tpb b;
+  const loom_tp_window *w;
+  loom_tp_pool_kind kind;
+  int n;
+  const loom_sym_expr *xd[2 + LOOM_TP_MAX_SPATIAL], *yd[2 + LOOM_TP_MAX_SPATIAL], *jv[LOOM_TP_MAX_SPATIAL];
+  const loom_tp_buffer *X, *Y;
+  loom_tp_expr *lead[2]; /* the (n, c) indices */
+} pool_b;
+
+/* The divisor of an average at last-axis position u (the other axes at jv). */
+static loom_tp_expr *pool_taps_k(pool_b *p, loom_dtype t);
+
+static loom_tp_expr *pool_count(pool_b *p, const loom_sym_expr *u, loom_dtype t) {
+  loom_sym_ctx *cx = p->b.cx;
+  bool padded = false;
+  for (int i = 0; i < p->n; i++) padded |= p->w->pad_lo[i] > 0 || p->w->pad_hi[i] > 0;
+  if (p->kind == LOOM_TP_POOL_AVG_PAD || !padded) return pool_taps_k(p, t); /* without padding every window is whole */
+  const loom_sym_expr *taps_in = C(cx, 1);
+  for (int i = 0; i < p->n; i++) {
+    const loom_sym_expr *j = i + 1 < p->n ? p->jv[i] : u;
+    const loom_sym_expr *start = loom_sym_sub(cx, loom_sym_mul(cx, j, C(cx, p->w->stride[i])), C(cx, p->w->pad_lo[i]));
+    const loom_sym_expr *h = loom_sym_sub(cx, p->xd[2 + i], C(cx, p->w->pad_lo[i] + p->w->pad_hi[i]));
+    const loom_sym_expr *ci = loom_sym_sub(cx, loom_sym_min(cx, loom_sym_add(cx, start, C(cx, p->w->kernel[i])), h),
+                                           loom_sym_max(cx, start, C(cx, 0)));
+    taps_in = loom_sym_mul(cx, taps_in, loom_sym_max(cx, ci, C(cx, 0)));
+  }
+  return loom_tp_cast(p->b.a, t, loom_tpb_idx(&p->b, loom_sym_max(cx, taps_in, C(cx, 1))));
+}
+
+/* K, the taps of a window. */
+static loom_tp_expr *pool_taps_k(pool_b *p, loom_dtype t) {
+  int64_t K = 1;
+  for (int i = 0; i < p->n; i++) K *= p->w->kernel[i];
+  return loom_tp_const_f(p->b.a, t, (double)K);
+}
+
+/* The test that the windows of the chunk at last-axis positions base .. base + POOL_LANES - 1 (the
+ * other axes at jv) lie inside the input, or NULL when every window does (no padding). */
+static loom_tp_expr *pool_interior(pool_b *p, const loom_sym_expr *base) {
+  loom_sym_ctx *cx = p->b.cx;
+  loom_tp_expr *all = NULL;
+  bool padded = false;
+  for (int i = 0; i < p->n; i++) padded |= p->w->pad_lo[i] > 0 || p->w->pad_hi[i] > 0;
+  if (!padded) return NULL;
+  for (int i = 0; i < p->n; i++) {
+    bool lastax = i + 1 == p->n;
+    const loom_sym_expr *first = lastax ? base : p->jv[i], *end = lastax ? loom_sym_add(cx, base, C(cx, POOL_LANES - 1)) : p->jv[i];
+    const loom_sym_expr *lo = loom_sym_sub(cx, loom_sym_mul(cx, first, C(cx, p->w->stride[i])), C(cx, p->w->pad_lo[i]));
+    const loom_sym_expr *hi = loom_sym_add(cx, loom_sym_sub(cx, loom_sym_mul(cx, end, C(cx, p->w->stride[i])), C(cx, p->w->pad_lo[i])),
+                                           C(cx, p->w->kernel[i]));
+    const loom_sym_expr *h = loom_sym_sub(cx, p->xd[2 + i], C(cx, p->w->pad_lo[i] + p->w->pad_hi[i]));
+    loom_tp_expr *c = loom_tp_op2(p->b.a, LOOM_TP_OP_AND, loom_tp_op2(p->b.a, LOOM_TP_OP_GE, loom_tpb_idx(&p->b, lo), loom_tpb_idx(&p->b, C(cx, 0))),
+                                  loom_tp_op2(p->b.a, LOOM_TP_OP_LE, loom_tpb_idx(&p->b, hi), loom_tpb_idx(&p->b, h)));
+    all = all ? loom_tp_op2(p->b.a, LOOM_TP_OP_AND, all, c) : c;
+  }
+  return all;
+}
+
+/* X's indices at taps tv and last-axis position u. */
+static void pool_taps(pool_b *p, const loom_sym_expr *const *tv, const loom_sym_expr *u, loom_tp_expr **xi) {
+  loom_sym_ctx *cx = p->b.cx;
+  xi[0] = p->lead[0];
+  xi[1] = p->lead[1];
+  for (int i = 0; i < p->n; i++) {
+    const loom_sym_expr *j = i + 1 < p->n ? p->jv[i] : u;
+    xi[2 + i] = loom_tpb_idx(&p->b, loom_sym_add(cx, loom_sym_mul(cx, j, C(cx, p->w->stride[i])),
+                                                  loom_sym_mul(cx, tv[i], C(cx, p->w->dilation[i]))));
+  }
+}
+
+static loom_tp_expr *pool_init(pool_b *p, loom_dtype t) {
+  return p->kind == LOOM_TP_POOL_MAX ? loom_tp_const_f(p->b.a, t, -INFINITY) : loom_tpg_b_reduce_init(&p->b, LOOM_TP_REDUCE_SUM, t);
+}
+
+/* Chunks of POOL_LANES positions of the last axis (rows at least that long). */
+static void pool_chunks(pool_b *p, loom_dtype t) {
+  static const char *const tn[LOOM_TP_MAX_SPATIAL] = {"t0", "t1", "t2", "t3", "t4", "t5"};
+  loom_tpb *b = &p->b;
+  loom_sym_ctx *cx = b->cx;
+  loom_arena *a = b->a;
+  const loom_sym_expr *yl = p->yd[1 + p->n], *L = C(cx, POOL_LANES);
+  const loom_sym_expr *uo = loom_tpb_for(b, "uo", loom_sym_floordiv(cx, loom_sym_add(cx, yl, C(cx, POOL_LANES - 1)), L),
+                                         LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *base = loom_sym_min(cx, loom_sym_mul(cx, uo, L), loom_sym_sub(cx, yl, L));
+  const loom_tp_buffer *acc = loom_tpb_alloc(b, "acc", t, 1, &L, LOOM_TP_SCOPE_LOCAL);
+  loom_tp_expr *ai = loom_tpb_idx(b, loom_tpb_for(b, "ui0", L, LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tpb_store(b, acc, &ai, pool_init(p, t));
+  loom_tpb_end(b);
+  const loom_sym_expr *tv[LOOM_TP_MAX_SPATIAL];
+  for (int i = 0; i < p->n; i++) tv[i] = loom_tpb_for(b, tn[i], C(cx, p->w->kernel[i]), LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *ui = loom_tpb_for(b, "ui1", L, LOOM_TP_LOOP_VECTORIZE, false);
+  loom_tp_expr *xi[2 + LOOM_TP_MAX_SPATIAL];
+  pool_taps(p, tv, loom_sym_add(cx, base, ui), xi);
+  ai = loom_tpb_idx(b, ui);
+  loom_tpb_store(b, acc, &ai, loom_tp_op2(a, p->kind == LOOM_TP_POOL_MAX ? LOOM_TP_OP_MAX : LOOM_TP_OP_ADD, loom_tpb_load(b, acc, &ai),
+                                          loom_tpb_load(b, p->X, xi)));
+  loom_tpb_end_n(b, p->n + 1);
+  const loom_sym_expr *u2 = loom_tpb_for(b, "ui2", L, LOOM_TP_LOOP_VECTORIZE, false), *pos = loom_sym_add(cx, base, u2);
+  loom_tp_expr *yi[2 + LOOM_TP_MAX_SPATIAL] = {p->lead[0], p->lead[1]};
+  for (int i = 0; i + 1 < p->n; i++) yi[2 + i] = loom_tpb_idx(b, p->jv[i]);
+  yi[1 + p->n] = loom_tpb_idx(b, pos);
+  ai = loom_tpb_idx(b, u2);
+  loom_tp_expr *v = loom_tpb_load(b, acc, &ai);
+  loom_tp_expr *inner = p->kind == LOOM_TP_POOL_AVG ? pool_interior(p, base) : NULL;
+  if (inner) { /* every window of the chunk inside the input: the count is K */
+    loom_tpb_end(b);
+    loom_tpb_if(b, inner);
+    u2 = loom_tpb_for(b, "ui2", L, LOOM_TP_LOOP_VECTORIZE, false);
+    yi[1 + p->n] = loom_tpb_idx(b, loom_sym_add(cx, base, u2));
+    ai = loom_tpb_idx(b, u2);
+    loom_tpb_store(b, p->Y, yi, loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(b, acc, &ai), pool_taps_k(p, t)));
+    loom_tpb_end(b);
+    loom_tpb_else(b);
+    u2 = loom_tpb_for(b, "ui3", L, LOOM_TP_LOOP_VECTORIZE, false);
+    pos = loom_sym_add(cx, base, u2);
+    yi[1 + p->n] = loom_tpb_idx(b, pos);
+    ai = loom_tpb_idx(b, u2);
+    v = loom_tpb_load(b, acc, &ai);
+    loom_tpb_store(b, p->Y, yi, loom_tp_op2(a, LOOM_TP_OP_DIV, v, pool_count(p, pos, t)));
+    loom_tpb_end_n(b, 3);
+    return;
+  }
+  if (p->kind != LOOM_TP_POOL_MAX) v = loom_tp_op2(a, LOOM_TP_OP_DIV, v, pool_count(p, pos, t));
+  loom_tpb_store(b, p->Y, yi, v);
+  loom_tpb_end_n(b, 2);
+}
+
+/* Every tap's pass over a whole row (rows shorter than a chunk). */
+static void pool_row(pool_b *p, loom_dtype t) {
+  static const char *const vn[LOOM_TP_MAX_SPATIAL] = {"v0", "v1", "v2", "v3", "v4", "v5"};
+  loom_tpb *b = &p->b;
+  loom_arena *a = b->a;
+  const loom_sym_expr *yl = p->yd[1 + p->n];
+  loom_tp_expr *yi[2 + LOOM_TP_MAX_SPATIAL] = {p->lead[0], p->lead[1]}, *xi[2 + LOOM_TP_MAX_SPATIAL];
+  for (int i = 0; i + 1 < p->n; i++) yi[2 + i] = loom_tpb_idx(b, p->jv[i]);
+  yi[1 + p->n] = loom_tpb_idx(b, loom_tpb_for(b, "u0", yl, LOOM_TP_LOOP_SERIAL, false));
+  loom_tpb_store(b, p->Y, yi, pool_init(p, t));
+  loom_tpb_end(b);
+  const loom_sym_expr *tv[LOOM_TP_MAX_SPATIAL];
+  for (int i = 0; i < p->n; i++) tv[i] = loom_tpb_for(b, vn[i], C(b->cx, p->w->kernel[i]), LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *u1 = loom_tpb_for(b, "u1", yl, LOOM_TP_LOOP_SERIAL, false);
+  yi[1 + p->n] = loom_tpb_idx(b, u1);
+  pool_taps(p, tv, u1, xi);
+  loom_tpb_store(b, p->Y, yi, loom_tp_op2(a, p->kind == LOOM_TP_POOL_MAX ? LOOM_TP_OP_MAX : LOOM_TP_OP_ADD,
+                                          loom_tpb_load(b, p->Y, yi), loom_tpb_load(b, p->X, xi)));
+  loom_tpb_end_n(b, p->n + 1);
+  if (p->kind == LOOM_TP_POOL_MAX) return;
+  const loom_sym_expr *u2 = loom_tpb_for(b, "u2", yl, LOOM_TP_LOOP_SERIAL, false);
+  yi[1 + p->n] = loom_tpb_idx(b, u2);
+  loom_tpb_store(b, p->Y, yi, loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(b, p->Y, yi), pool_count(p, u2, t)));
+  loom_tpb_end(b);
+}
+
+loom_status loom_tp_gen_pool_rows(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_tp_pool_kind kind,
+                                  const loom_tp_window *w, loom_tp_func **result) {
+  int n = w->n;
+  if (n < 1 || n > LOOM_TP_MAX_SPATIAL || (kind != LOOM_TP_POOL_MAX && kind != LOOM_TP_POOL_AVG && kind != LOOM_TP_POOL_AVG_PAD))
+    return LOOM_ERROR(INVALID_ARGUMENT, "pool_rows: %d spatial axes, kind %d", n, (int)kind);
+  for (int i = 0; i < n; i++)
+    if (w->kernel[i] < 1 || w->stride[i] < 1 || w->dilation[i] < 1 || (kind == LOOM_TP_POOL_AVG && w->dilation[i] != 1))
+      return LOOM_ERROR(INVALID_ARGUMENT, "pool_rows: spatial axis %d has kernel %lld, stride %lld, dilation %lld", i,
+                        (long long)w->kernel[i], (long long)w->stride[i], (long long)w->dilation[i]);
+  static const char *const hn[LOOM_TP_MAX_SPATIAL] = {"h0", "h1", "h2", "h3", "h4", "h5"};
+  static const char *const yn[LOOM_TP_MAX_SPATIAL] = {"y0", "y1", "y2", "y3", "y4", "y5"};
+  static const char *const jn[LOOM_TP_MAX_SPATIAL] = {"j0", "j1", "j2", "j3", "j4", "j5"};
+  pool_b p = {.w = w, .kind = kind, .n = n};
+  loom_tpb *b = &p.b;
+  loom_tpb_init(b, a, cx, name);
+  p.xd[0] = p.yd[0] = loom_tpb_shape_sym(b, "n");
+  p.xd[1] = p.yd[1] = loom_tpb_shape_sym(b, "c");
+  for (int i = 0; i < n; i++) p.xd[2 + i] = loom_tpb_shape_sym(b, hn[i]);
+  p.X = loom_tpb_buffer(b, "X", t, 2 + n, p.xd);
+  for (int i = 0; i < n; i++) p.yd[2 + i] = loom_tpb_shape_sym(b, yn[i]);
+  p.Y = loom_tpb_buffer(b, "Y", t, 2 + n, p.yd);
+  const loom_sym_expr *q = loom_tpb_for(b, "q", loom_sym_mul(cx, p.xd[0], p.xd[1]), LOOM_TP_LOOP_SERIAL, false);
+  p.lead[0] = loom_tpb_idx(b, loom_sym_floordiv(cx, q, p.xd[1]));
+  p.lead[1] = loom_tpb_idx(b, loom_sym_floormod(cx, q, p.xd[1]));
+  for (int i = 0; i + 1 < n; i++) p.jv[i] = loom_tpb_for(b, jn[i], p.yd[2 + i], LOOM_TP_LOOP_SERIAL, false);
+  loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, p.yd[1 + n]), loom_tpb_idx(b, C(cx, POOL_LANES))));
+  pool_chunks(&p, t);
+  loom_tpb_else(b);
+  pool_row(&p, t);
+  loom_tpb_end(b);
+  return loom_tpb_finish(b, result);
 }

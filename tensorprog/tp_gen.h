@@ -214,10 +214,10 @@ loom_status loom_tp_gen_convt_gemm(loom_arena *a, loom_sym_ctx *cx, const char *
 loom_status loom_tp_gen_col2im(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *g,
                                const int64_t *stride, loom_tp_func **result);
 
-/* Y (n, c, h_i + lo_i + hi_i ..) = X (n, c, h..) between zeros (lo_i, hi_i >= 0 per spatial axis): one
+/* Y (n, c, h_i + lo_i + hi_i ..) = X (n, c, h..) between `fill`s (lo_i, hi_i >= 0 per spatial axis): one
  * loop over the (n, c) planes, the rows inside copied between their zeroed borders. */
 loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, const int64_t *lo,
-                                 const int64_t *hi, loom_tp_func **result);
+                                 const int64_t *hi, double fill, loom_tp_func **result);
 
 /* N-d pooling. Taps are at y*s + k*d of the input padded by pad_lo (max, argmax) or by
  * pad_lo + shift (average, Lp). MAX / ARGMAX: the maximum of the taps inside the input (ARGMAX:
@@ -238,6 +238,12 @@ typedef struct loom_tp_pool {
 } loom_tp_pool;
 loom_status loom_tp_gen_pool(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_pool *pool,
                              const loom_tp_window *w, loom_tp_func **result);
+
+/* MAX, AVG and AVG_PAD pooling (no ceil-mode shift; AVG with dilation 1) of an input X (n, c, hp..) that
+ * conv_pad padded beforehand (-inf for MAX, 0 otherwise) by w's pad_lo / pad_hi, into Y (n, c, y..):
+ * one output row at a time, every tap's pass over the row a unit-stride store (gen_conv.c). */
+loom_status loom_tp_gen_pool_rows(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_tp_pool_kind kind,
+                                  const loom_tp_window *w, loom_tp_func **result);
 
 /* gather_nd: I (lead..., depth) names, per leading position, an element or slice of X past its
  * first `batch` axes (batch axes shared by X and I): Y = I.shape[:-1] + X.shape[batch + depth:]. */
