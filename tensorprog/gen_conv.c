@@ -101,8 +101,8 @@ loom_status loom_tp_gen_conv_gemm(loom_arena *a, loom_sym_ctx *cx, const char *n
 
 /* Text (2-D; y_i = (h_i - d_i*(k_i - 1) - 1) // s_i + 1 of the padded extents h_i):
  *   prim @name(X: Buffer[(n, c, h0, h1), t], col: Buffer[(n, c*K, y0*y1), t]) {
- *     for i0 in 0..n { for c0 in 0..c { for t0 in 0..k0 { for t1 in 0..k1 { for j0 in 0..y0 { for j1 in 0..y1 {
- *       col[i0, (c0*k0 + t0)*k1 + t1, j0*y1 + j1] = X[i0, c0, j0*s0 + t0*d0, j1*s1 + t1*d1] } } } } } } */
+ *     for q in 0..n*c { for t0 in 0..k0 { for t1 in 0..k1 { for j0 in 0..y0 { for j1 in 0..y1 {
+ *       col[q // c, ((q % c)*k0 + t0)*k1 + t1, j0*y1 + j1] = X[q // c, q % c, j0*s0 + t0*d0, j1*s1 + t1*d1] } } } } } */
 loom_status loom_tp_gen_im2col(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *geo,
                                const int64_t *stride, loom_tp_func **result) {
   LOOM_PROPAGATE(check_geometry(geo, "im2col"));
@@ -129,9 +129,10 @@ loom_status loom_tp_gen_im2col(loom_arena *a, loom_sym_ctx *cx, const char *name
   cd[1] = loom_sym_mul(cx, xd[1], C(cx, taps(geo)));
   cd[2] = P;
   const loom_tp_buffer *col = loom_tpb_buffer(&b, "col", t, 3, cd);
-  const loom_sym_expr *i0 = loom_tpb_for(&b, "i0", xd[0], LOOM_TP_LOOP_SERIAL, false);
-  const loom_sym_expr *row = loom_tpb_for(&b, "c0", xd[1], LOOM_TP_LOOP_SERIAL, false), *tv[LOOM_TP_MAX_SPATIAL],
-                      *jv[LOOM_TP_MAX_SPATIAL];
+  /* one loop over the (n, c) planes: a batch of one still has work for every thread */
+  const loom_sym_expr *q = loom_tpb_for(&b, "q", loom_sym_mul(cx, xd[0], xd[1]), LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *i0 = loom_sym_floordiv(cx, q, xd[1]), *c0 = loom_sym_floormod(cx, q, xd[1]);
+  const loom_sym_expr *row = c0, *tv[LOOM_TP_MAX_SPATIAL], *jv[LOOM_TP_MAX_SPATIAL];
   for (int i = 0; i < n; i++) {
     tv[i] = loom_tpb_for(&b, tn[i], C(cx, geo->kernel[i]), LOOM_TP_LOOP_SERIAL, false);
     row = loom_sym_add(cx, loom_sym_mul(cx, row, C(cx, geo->kernel[i])), tv[i]);
@@ -139,7 +140,7 @@ loom_status loom_tp_gen_im2col(loom_arena *a, loom_sym_ctx *cx, const char *name
   const loom_sym_expr *p = C(cx, 0);
   loom_tp_expr *xi[2 + LOOM_TP_MAX_SPATIAL];
   xi[0] = loom_tpb_idx(&b, i0);
-  xi[1] = loom_tpb_idx(&b, loom_tpb_sym(&b, "c0"));
+  xi[1] = loom_tpb_idx(&b, c0);
   for (int i = 0; i < n; i++) {
     jv[i] = loom_tpb_for(&b, jn[i], y[i], LOOM_TP_LOOP_SERIAL, false);
     p = loom_sym_add(cx, loom_sym_mul(cx, p, y[i]), jv[i]);
