@@ -115,7 +115,8 @@ static loom_status vectorize_inner(loom_arena *a, loom_sym_ctx *cx, loom_tp_func
  *
  * A nest `for b.. { for i { for j { C[.., i, j] = init; for r reduce { C[.., i, j] =
  * C[.., i, j] + a * b } } } }` (a free of j, b a load free of i; f32) becomes column panels
- * of PANEL_WIDTHS[0] (then narrower panels for the column tail, down to 1), each with its B
+ * of widths[0] = two vector registers of f32 (then narrower panels for the column tail, down
+ * to 1: panel_widths), each with its B
  * panel packed (cache_read) and row tiles of TILE_ROWS (the row tail one more tile ending at the
  * last row when rows >= TILE_ROWS is known, else rows one by one) whose
  * accumulators live in a Local (cache_write) that lane mode keeps in registers:
@@ -127,7 +128,18 @@ static loom_status vectorize_inner(loom_arena *a, loom_sym_ctx *cx, loom_tp_func
  * built from split, reorder, fuse, distribute, cache_read/cache_write and loop kinds; the
  * nest is transformed as a copy and installed only when every step applied. */
 enum { TILE_ROWS = 6, MAX_CHAIN = 12 };
-static const int64_t PANEL_WIDTHS[] = {32, 8, 1};
+
+/* Panel widths for vectors of `vector_bytes`: 2 registers of f32 (6 x 2 accumulators, 2 B
+ * loads and a broadcast: 15 of the 16 registers of AVX2, 15 of 32 with AVX-512), one narrower
+ * panel for the column tail (8 columns, or 4 with 16-byte vectors), then columns one by one.
+ * A 32-wide panel with AVX2 needs 24 accumulators and spills them on every k step (measured on
+ * Zen 3: 64 x 768 x 768 ran at 2.2 ms with 32-wide panels). */
+static void panel_widths(int vector_bytes, int64_t w[3]) {
+  int64_t lanes = vector_bytes >= 64 ? 16 : vector_bytes >= 32 ? 8 : 4;
+  w[0] = 2 * lanes;
+  w[1] = lanes < 8 ? lanes : 8;
+  w[2] = 1;
+}
 
 typedef struct mm_nest {
   int nloops;                            /* non-reduce loops around the init + reduction */
@@ -227,6 +239,7 @@ typedef struct mm_ctx {
   int nbatch;
   bool pack;                             /* pack B panels (cache_read) */
   loom_strbuf *why;
+  int64_t widths[3];                     /* panel widths, widest first (panel_widths) */
 } mm_ctx;
 
 /* Moves the header of `l` down `times` levels of a perfect nest; returns the node holding it. */
@@ -308,9 +321,9 @@ static bool in_names(const char *const *names, int n, const char *name) {
 }
 
 /* `top`: a loop over columns with, below it, nbatch batch loops, the i loop and the body.
- * Tiles it with panels of PANEL_WIDTHS[w] and its column tail with the next widths. */
+ * Tiles it with panels of c->widths[w] and its column tail with the next widths. */
 static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost) {
-  int64_t width = PANEL_WIDTHS[w];
+  int64_t width = c->widths[w];
   if (width == 1) {
     loom_tp_stmt *il;
     LOOM_PROPAGATE(sink(c, top, 0, &il));
@@ -437,7 +450,7 @@ static loom_status small_m(void *ud, loom_tp_func *view) {
 
 /* Tiles the matmul nest held by *slot; on refusal leaves it unchanged and says why. */
 static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
-                               const mm_nest *orig, loom_strbuf *why, bool *done) {
+                               const mm_nest *orig, const loom_tp_cpu_params *p, loom_strbuf *why, bool *done) {
   *done = false;
   loom_tp_stmt *copy = loom_tp_stmt_copy_subst(a, cx, *slot, NULL, NULL, 0);
   if (!copy) return LOOM_OOM();
@@ -447,7 +460,8 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
   loom_strbuf small, steps;
   loom_strbuf_init(&small, NULL);
   loom_strbuf_init(&steps, NULL);
-  mm_ctx c = {a, cx, &view, &m, 0, true, &small};
+  mm_ctx c = {a, cx, &view, &m, 0, true, &small, {0}};
+  panel_widths(p->vector_bytes, c.widths);
   int64_t limit = orig->b_unit ? SMALL_M_UNIT : SMALL_M_TRANSPOSED;
   const loom_sym_expr *rows = orig->loops[orig->nloops - 2]->u.loop.extent;
   const loom_sym_expr *guard = loom_sym_cmp(cx, LOOM_SYM_LT, rows, loom_sym_const(cx, limit));
@@ -480,13 +494,13 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
 }
 
 static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
-                                 loom_strbuf *why) {
+                                 const loom_tp_cpu_params *p, loom_strbuf *why) {
   loom_tp_stmt *s = *slot;
   if (s->kind != LOOM_TP_STMT_FOR) return LOOM_OK;
   mm_nest m;
   if (match_matmul(cx, s, &m)) {
     bool done;
-    LOOM_PROPAGATE(tile_matmul(a, cx, f, slot, &m, why, &done));
+    LOOM_PROPAGATE(tile_matmul(a, cx, f, slot, &m, p, why, &done));
     if (done) return LOOM_OK;
   }
   const char *name = loom_sym_var_name(s->u.loop.var);
@@ -506,15 +520,21 @@ static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
   return vectorize_inner(a, cx, f, s, par, why);
 }
 
-loom_status loom_tp_schedule_cpu(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_strbuf *why) {
+loom_status loom_tp_schedule_cpu_for(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, const loom_tp_cpu_params *p,
+                                     loom_strbuf *why) {
   loom_tp_stmt *body = f->body;
   if (body->kind == LOOM_TP_STMT_SEQ) {
     /* items may be replaced by the split: iterate over a snapshot of the count */
     size_t n = body->u.seq.n;
-    for (size_t i = 0; i < n && i < body->u.seq.n; i++) LOOM_PROPAGATE(schedule_nest(a, cx, f, &body->u.seq.items[i], why));
+    for (size_t i = 0; i < n && i < body->u.seq.n; i++)
+      LOOM_PROPAGATE(schedule_nest(a, cx, f, &body->u.seq.items[i], p, why));
     return LOOM_OK;
   }
-  return schedule_nest(a, cx, f, &f->body, why);
+  return schedule_nest(a, cx, f, &f->body, p, why);
+}
+
+loom_status loom_tp_schedule_cpu(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_strbuf *why) {
+  return loom_tp_schedule_cpu_for(a, cx, f, &(loom_tp_cpu_params){.vector_bytes = 64}, why);
 }
 
 const char *loom_tp_cpu_matmul_tiled_text(void) {

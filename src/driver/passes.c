@@ -85,7 +85,7 @@ static loom_status pass_schedule(loom_pass_ctx *c) {
     loom_tp_func *tp = loom_graph_module_tp_at(c->m, i);
     loom_strbuf why;
     loom_strbuf_init(&why, NULL);
-    loom_status s = c->target->schedule(loom_graph_module_arena(c->m), loom_graph_module_sym(c->m), tp, &why);
+    loom_status s = c->target->schedule(&c->target_opts, loom_graph_module_arena(c->m), loom_graph_module_sym(c->m), tp, &why);
     if (!s && c->report) fprintf(c->out, "// schedule @%s:\n%s", loom_tp_func_name(tp), loom_strbuf_cstr(&why));
     loom_strbuf_free(&why);
     LOOM_RETURN_IF_ERROR(s, "while scheduling @%s", loom_tp_func_name(tp));

@@ -571,12 +571,15 @@ LOOM_TEST(cpu, lane_mode_refuses_cross_lane_dependences) {
 
 /* ---- default CPU schedule rules (tensorprog/schedule_cpu.c) ------------------------------ */
 
-static void schedule_and_diff(const char *text, const char *expect_why, const cpu_diff_opts *o) {
+/* Schedules `text` for vectors of `vector_bytes` (the register tiles' size) and compares the
+ * compiled result with the interpreter; `why` must hold `expect_why`. */
+static void schedule_for_and_diff(const char *text, int vector_bytes, const char *expect_why, const cpu_diff_opts *o) {
   tp_fixture fx;
   cpu_parse_ok(&fx, text);
   loom_strbuf why;
   loom_strbuf_init(&why, NULL);
-  loom_status s = loom_tp_schedule_cpu(&fx.arena, fx.cx, fx.f, &why);
+  loom_tp_cpu_params params = {.vector_bytes = vector_bytes};
+  loom_status s = loom_tp_schedule_cpu_for(&fx.arena, fx.cx, fx.f, &params, &why);
   cr_assert_null(s, "%s", loom_status_text(s, 0));
   cr_assert_null(loom_tp_verify(fx.cx, fx.f));
   cr_assert(strstr(loom_strbuf_cstr(&why), expect_why) != NULL, "why:\n%s", loom_strbuf_cstr(&why));
@@ -587,6 +590,10 @@ static void schedule_and_diff(const char *text, const char *expect_why, const cp
   loom_cpu_jit_destroy(jit);
   loom_strbuf_free(&why);
   tp_fixture_free(&fx);
+}
+
+static void schedule_and_diff(const char *text, const char *expect_why, const cpu_diff_opts *o) {
+  schedule_for_and_diff(text, 64, expect_why, o);
 }
 
 LOOM_TEST(cpu, schedule_rules_elementwise_1d_2d_softmax_matmul) {
@@ -613,11 +620,12 @@ LOOM_TEST(cpu, schedule_rules_elementwise_1d_2d_softmax_matmul) {
 }
 
 /* The default rule on the programs legalization generates for matmul, batched matmul and
- * linear: register-tiled (panels of 32/16/8/4/1 columns, 6-row tiles, packed B), equal to
- * the interpreter for every extent incl. 0, 1, primes and non-multiples of 6/32. */
+ * linear: register-tiled (panels of two vectors, then 8 (4) and 1 columns, 6-row tiles, packed
+ * B) for AVX-512, AVX2 and 16-byte vectors, equal to the interpreter for every extent incl. 0,
+ * 1, primes and non-multiples of 6/16/32. */
 typedef loom_status (*gen_fn)(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out);
 
-static void generated_schedule_and_diff(gen_fn gen, const char *expect_why) {
+static void generated_schedule_and_diff(gen_fn gen) {
   loom_arena a;
   loom_arena_init(&a, NULL, 0);
   loom_sym_ctx *cx;
@@ -631,7 +639,13 @@ static void generated_schedule_and_diff(gen_fn gen, const char *expect_why) {
   static const int64_t sz[] = {0, 1, 2, 3, 5, 6, 7, 13, 17, 31, 33, 37};
   cpu_diff_opts o = opts(sz, 12, 1e-4);
   o.trials = 8;
-  schedule_and_diff(loom_strbuf_cstr(&text), expect_why, &o);
+  static const int vbytes[] = {64, 32, 16};
+  for (size_t v = 0; v < sizeof vbytes / sizeof *vbytes; v++) {
+    /* register-tiled, the widest panel two vectors of f32 */
+    char panel[64];
+    snprintf(panel, sizeof panel, ": %d columns, B packed", vbytes[v] / 2);
+    schedule_for_and_diff(loom_strbuf_cstr(&text), vbytes[v], panel, &o);
+  }
   loom_strbuf_free(&text);
   loom_sym_ctx_destroy(cx);
   loom_arena_destroy(&a);
@@ -661,12 +675,10 @@ static loom_status gen_linear3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **o
   return loom_tp_gen_linear(a, cx, "lin3", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 3, false, out);
 }
 
-static const char *const tiled = "register-tiled";
-
-LOOM_TEST(cpu, schedule_rule_tiles_generated_matmul) { generated_schedule_and_diff(gen_mm22, tiled); }
-LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_rank3_shared_b) { generated_schedule_and_diff(gen_mm32, tiled); }
-LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_rank4) { generated_schedule_and_diff(gen_mm44, tiled); }
-LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_broadcast_b) { generated_schedule_and_diff(gen_mm43, tiled); }
+LOOM_TEST(cpu, schedule_rule_tiles_generated_matmul) { generated_schedule_and_diff(gen_mm22); }
+LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_rank3_shared_b) { generated_schedule_and_diff(gen_mm32); }
+LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_rank4) { generated_schedule_and_diff(gen_mm44); }
+LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_broadcast_b) { generated_schedule_and_diff(gen_mm43); }
 static void fill_identity_index(const loom_tp_func *f, size_t param, void *data, size_t count, const int64_t *shape,
                                 loom_test_rng *rng) {
   if (param != 1) {
@@ -689,8 +701,8 @@ LOOM_TEST(cpu, schedule_rule_falls_back_when_packing_refuses) {
                     "  } }\n}\n",
                     "register tiling refused (cache_read of 'B'", &o);
 }
-LOOM_TEST(cpu, schedule_rule_tiles_generated_linear_with_bias) { generated_schedule_and_diff(gen_linear_bias, tiled); }
-LOOM_TEST(cpu, schedule_rule_tiles_generated_linear_rank3) { generated_schedule_and_diff(gen_linear3, tiled); }
+LOOM_TEST(cpu, schedule_rule_tiles_generated_linear_with_bias) { generated_schedule_and_diff(gen_linear_bias); }
+LOOM_TEST(cpu, schedule_rule_tiles_generated_linear_rank3) { generated_schedule_and_diff(gen_linear3); }
 
 /* The programs legalization generates for the image and linear-algebra ops (resize, grid_sample,
  * det, dft), scheduled by the default CPU rules, equal to the interpreter on extents incl. 0, 1
