@@ -27,7 +27,9 @@
 loom_status loom_graph_normalize(loom_graph_module *m, size_t *out_changed);
 
 /* Constant folding: operator calls whose operands are all constants (and whose
- * attributes and result shape are constant, at most LOOM_GRAPH_FOLD_MAX_ELEMS elements)
+ * attributes and result shape are constant, at most LOOM_GRAPH_FOLD_MAX_ELEMS elements, or
+ * any number for elementwise / broadcast / injective / reduction ops whose result has no
+ * more bytes than their constant operands: a weight's transposition folds)
  * are evaluated with the interpreter's reference implementations; shape computations
  * become symbolic literals: a binding whose struct info is a Shape of known dims
  * (shape_of(x) of a tensor with symbolic dims) becomes `shape(b, s)`, a Scalar i64 of

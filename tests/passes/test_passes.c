@@ -179,6 +179,56 @@ LOOM_TEST(passes, fold_leaves_symbolic_and_large_values_alone) {
   expect(text, p, 1, text);
 }
 
+/* Above LOOM_GRAPH_FOLD_MAX_ELEMS, a one-pass op no larger than its constant operands folds
+ * (a weight's transposition: Gemm's transB) and its operand goes with dce; a broadcast that
+ * grows its operand and a contraction (matmul) of large constants stay. */
+LOOM_TEST(passes, fold_transposes_a_large_constant_once) {
+  enum { R = 130, C = 128 }; /* 16,640 elements: above the limit */
+  loom_strbuf in;
+  loom_strbuf_init(&in, NULL);
+  loom_strbuf_printf(&in, "const @w: Tensor[(%d, %d), f32] = [", R, C);
+  for (int i = 0; i < R * C; i++) loom_strbuf_printf(&in, "%s%d.0", i ? ", " : "", i % 1000);
+  loom_strbuf_printf(&in, "]\nconst @b: Tensor[(1, %d), f32] = [", C);
+  for (int i = 0; i < C; i++) loom_strbuf_printf(&in, "%s%d.0", i ? ", " : "", i);
+  loom_strbuf_printf(&in, "]\n"
+                          "fn @main(x: Tensor[(n, %d), f32]) -> Object {\n"
+                          "  dataflow {\n"
+                          "    wt = permute_dims(@w)\n"
+                          "    y = matmul(x, wt)\n"
+                          "    bb = broadcast_to(@b, shape=[%d, %d])\n"
+                          "    ww = matmul(@w, wt)\n"
+                          "    out = (y, bb, ww)\n"
+                          "    output out\n"
+                          "  }\n"
+                          "  return out\n"
+                          "}\n", C, R, C);
+  loom_graph_module *m = parse(loom_strbuf_cstr(&in));
+  loom_strbuf_free(&in);
+  cr_assert_null(loom_graph_fold(m, NULL));
+  cr_assert_null(loom_graph_dce(m, NULL));
+  verify(m);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_graph_print_module(m, &sb);
+  const char *text = loom_strbuf_cstr(&sb);
+  const char *fn = strstr(text, "fn @main");
+  cr_assert_not_null(fn);
+  cr_assert_null(strstr(fn, "permute_dims"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "matmul(x, @main_wt)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "broadcast_to(@b, shape=[130, 128])"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "matmul(@w, @main_wt)"), "%s", fn);
+  const loom_graph_const *wt = NULL;
+  for (size_t i = 0; i < loom_graph_module_num_consts(m); i++)
+    if (!strcmp(loom_graph_module_const_at(m, i)->name, "main_wt")) wt = loom_graph_module_const_at(m, i);
+  cr_assert_not_null(wt);
+  cr_assert_eq(wt->expr->u.cnst.nbytes, (size_t)R * C * sizeof(float));
+  const float *d = wt->expr->u.cnst.data;
+  for (int j = 0; j < C; j++)
+    for (int i = 0; i < R; i++) cr_assert_eq(d[j * R + i], (float)((i * C + j) % 1000), "wt[%d, %d]", j, i);
+  loom_strbuf_free(&sb);
+  loom_graph_module_destroy(m);
+}
+
 /* b and d are a and c again; e (in a branch) is a; but the branch's sqrt(a) is not visible
  * after the `if`, so i stays. */
 LOOM_TEST(passes, cse_merges_equal_bindings_within_scope) {
