@@ -7,6 +7,9 @@
 #include "graph/legalize_internal.h"
 
 static const loom_graph_attr_spec no_attrs[] = {{0}};
+/* transpose_b: b is read transposed in its last two axes, (..., m, k) (what simplify makes of
+ * matmul(a, permute_dims(b, [.., -1, -2])): no transposition kernel). */
+static const loom_graph_attr_spec matmul_attrs[] = {{"transpose_b", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {0}};
 
 static loom_status same_dtype(loom_graph_icx *ic, const loom_sinfo *a, const loom_sinfo *b, size_t ib) {
   if (a->dtype != LOOM_DTYPE_UNKNOWN && b->dtype != LOOM_DTYPE_UNKNOWN && a->dtype != b->dtype)
@@ -15,15 +18,18 @@ static loom_status same_dtype(loom_graph_icx *ic, const loom_sinfo *a, const loo
   return LOOM_OK;
 }
 
-/* a: (..., n, k) or (k); b: (..., k, m) or (k). Result: broadcast(batch) + (n) + (m), with
- * the 1-D axes dropped. k must agree (proved, or guarded when unknown). */
+/* a: (..., n, k) or (k); b: (..., k, m) or (k) (with transpose_b: (..., m, k)). Result:
+ * broadcast(batch) + (n) + (m), with the 1-D axes dropped. k must agree (proved, or guarded
+ * when unknown). */
 static loom_status infer_matmul(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *a, *b;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &a));
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 1, true, &b));
   LOOM_PROPAGATE(same_dtype(ic, a, b, 1));
   if (a->ndim == 0 || b->ndim == 0) return loom_graph_icx_error(ic, "operand %d is 0-d", a->ndim == 0 ? 0 : 1);
-  int ka = a->ndim - 1, kb = b->ndim == 1 ? 0 : b->ndim - 2;
+  bool tb = loom_graph_call_int(ic->call, "transpose_b") != 0;
+  if (tb && b->ndim < 2) return loom_graph_icx_error(ic, "transpose_b needs operand 1 of rank >= 2 (it has rank %d)", b->ndim);
+  int ka = a->ndim - 1, kb = b->ndim == 1 ? 0 : tb ? b->ndim - 1 : b->ndim - 2;
   LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, kb, b->dims[kb], 0, ka, a->dims[ka]));
   int ba = a->ndim > 2 ? a->ndim - 2 : 0, bb = b->ndim > 2 ? b->ndim - 2 : 0;
   int nb = ba > bb ? ba : bb;
@@ -33,14 +39,15 @@ static loom_status infer_matmul(loom_graph_icx *ic, const loom_sinfo **out) {
   LOOM_PROPAGATE(loom_graph_icx_broadcast(ic, 0, ba, a->dims, 1, bb, b->dims, d));
   int k = nb;
   if (a->ndim > 1) d[k++] = a->dims[a->ndim - 2];
-  if (b->ndim > 1) d[k++] = b->dims[b->ndim - 1];
+  if (b->ndim > 1) d[k++] = b->dims[tb ? b->ndim - 2 : b->ndim - 1];
   *out = loom_sinfo_tensor(ic->m, a->dtype, nd, d, a->device);
   return LOOM_OK;
 }
 
-static loom_status eval_matmul(loom_graph_ecx *ec_, const loom_graph_value *args, loom_graph_value *out) {
-  (void)ec_;
+static loom_status eval_matmul(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *a = &args[0].t, *b = &args[1].t;
+  bool tb = loom_graph_call_int(ec->call, "transpose_b") != 0;
+  if (tb && b->ndim < 2) return LOOM_ERROR(INVALID_ARGUMENT, "matmul: transpose_b needs operand 1 of rank >= 2");
   /* View both as batched matrices. */
   int64_t ash[8], bsh[8];
   int an = a->ndim, bn = b->ndim;
@@ -55,10 +62,10 @@ static loom_status eval_matmul(loom_graph_ecx *ec_, const loom_graph_value *args
     bsh[1] = 1;
     bn = 2;
   }
-  int64_t n = ash[an - 2], kk = ash[an - 1], k2 = bsh[bn - 2], m = bsh[bn - 1];
+  int64_t n = ash[an - 2], kk = ash[an - 1], k2 = bsh[tb ? bn - 1 : bn - 2], m = bsh[tb ? bn - 2 : bn - 1];
   if (kk != k2)
     return LOOM_ERROR(INVALID_ARGUMENT, "matmul: operand 1 axis %d is %lld, operand 0 axis %d is %lld",
-                      b->ndim == 1 ? 0 : b->ndim - 2, (long long)k2, a->ndim - 1, (long long)kk);
+                      b->ndim == 1 ? 0 : tb ? b->ndim - 1 : b->ndim - 2, (long long)k2, a->ndim - 1, (long long)kk);
   int ba = an - 2, bb = bn - 2, nb = ba > bb ? ba : bb;
   int64_t bshape[8];
   for (int i = 0; i < nb; i++) {
@@ -107,7 +114,7 @@ static loom_status eval_matmul(loom_graph_ecx *ec_, const loom_graph_value *args
         double acc = 0;
         int64_t iacc = 0;
         for (int64_t q = 0; q < kk; q++) {
-          size_t pa = aoff + (size_t)(i * kk + q), pb = boff + (size_t)(q * m + j);
+          size_t pa = aoff + (size_t)(i * kk + q), pb = boff + (size_t)(tb ? j * kk + q : q * m + j);
           if (ints)
             iacc = (int64_t)((uint64_t)iacc + (uint64_t)loom_graph_tensor_get_i64(a, pa) * (uint64_t)loom_graph_tensor_get_i64(b, pb));
           else
@@ -200,10 +207,13 @@ static loom_status legal_matmul(loom_graph_module *m, const loom_graph_expr *cal
   strcat(key, "_");
   loom_legal_bcast_modes(cx, &bb, out->dims, nbatch, mb, key, sizeof key);
   loom_dtype acc = a->dtype == LOOM_DTYPE_F16 || a->dtype == LOOM_DTYPE_BF16 ? LOOM_DTYPE_F32 : a->dtype;
+  bool tb = loom_graph_call_int(call, "transpose_b") != 0;
   char name[256];
-  snprintf(name, sizeof name, "matmul_%s_%d_%d_%s", loom_dtype_name(a->dtype), a->ndim, b->ndim, key);
+  snprintf(name, sizeof name, "matmul_%s_%d_%d%s_%s", loom_dtype_name(a->dtype), a->ndim, b->ndim, tb ? "t" : "", key);
   if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
-  LOOM_PROPAGATE(loom_tp_gen_matmul(loom_graph_module_arena(m), cx, name, a->dtype, acc, a->ndim, ma, b->ndim, mb, tp));
+  loom_arena *ar = loom_graph_module_arena(m);
+  if (tb) LOOM_PROPAGATE(loom_tp_gen_matmul_transposed_b(ar, cx, name, a->dtype, acc, a->ndim, ma, b->ndim, mb, tp));
+  else LOOM_PROPAGATE(loom_tp_gen_matmul(ar, cx, name, a->dtype, acc, a->ndim, ma, b->ndim, mb, tp));
   return loom_graph_module_add_tp(m, *tp);
 }
 
@@ -228,5 +238,5 @@ static loom_status legal_linear(loom_graph_module *m, const loom_graph_expr *cal
 
 /* ---- the records ------------------------------------------------------------------------------- */
 
-const loom_graph_op_impl loom_graph_op_impl_matmul = {no_attrs, infer_matmul, eval_matmul, legal_matmul};
+const loom_graph_op_impl loom_graph_op_impl_matmul = {matmul_attrs, infer_matmul, eval_matmul, legal_matmul};
 const loom_graph_op_impl loom_graph_op_impl_linear = {no_attrs, infer_linear, eval_linear, legal_linear};

@@ -204,9 +204,57 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   }
 }
 
+/* Whether permutation q of rank r swaps the last two axes and keeps the others. */
+static bool swaps_last_two(const int64_t *q, int r) {
+  if (r < 2 || q[r - 2] != r - 1 || q[r - 1] != r - 2) return false;
+  for (int i = 0; i < r - 2; i++)
+    if (q[i] != i) return false;
+  return true;
+}
+
+/* matmul(a, permute_dims(x, [0, .., r-3, r-1, r-2]))  -> matmul(a, x, transpose_b=true)
+ * matmul(a, permute_dims(x, [.., r-1, r-2]), transpose_b=true) -> matmul(a, x)
+ * The kernel reads B transposed (its B-panel packing does the transposition): no
+ * transposition kernel, no intermediate. Not when x is a constant: fold transposes it once
+ * and the kernel then packs B's [k, n] layout by plain copies. */
+static loom_status matmul_transpose_b(loom_pass *p, loom_graph_binding *b, bool *drop) {
+  (void)drop;
+  const loom_graph_expr *v = b->value;
+  if (b->kind != LOOM_GRAPH_BIND_VAR || v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP ||
+      v->u.call.op != LOOM_GRAPH_OP_MATMUL || v->u.call.nargs != 2)
+    return LOOM_OK;
+  const loom_graph_expr *perm = producer_call(p, v->u.call.args[1], LOOM_GRAPH_OP_PERMUTE_DIMS);
+  if (!perm) return LOOM_OK;
+  loom_graph_expr *x = perm->u.call.args[0];
+  int64_t q[8];
+  int r = x->sinfo->kind == LOOM_SINFO_TENSOR ? x->sinfo->ndim : -1;
+  if (x->kind == LOOM_GRAPH_EXPR_CONST || !perm_of(perm, r, q) || !swaps_last_two(q, r)) return LOOM_OK;
+  bool tb = loom_graph_call_int(v, "transpose_b") != 0;
+  loom_graph_attr attrs[16];
+  size_t na = 0;
+  for (size_t i = 0; i < v->u.call.nattrs && na < 15; i++)
+    if (strcmp(v->u.call.attrs[i].name, "transpose_b")) attrs[na++] = v->u.call.attrs[i];
+  if (!tb) {
+    attrs[na] = loom_graph_attr_bool(p->m, "transpose_b", true);
+    if (!attrs[na++].name) return LOOM_OOM();
+  }
+  loom_graph_expr *args[2] = {v->u.call.args[0], x};
+  loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 2, args, na, attrs);
+  if (!nc) return LOOM_OOM();
+  bool ok;
+  return loom_pass_set_value(p, b, nc, &ok);
+}
+
 loom_status loom_graph_simplify(loom_graph_module *m, size_t *out_changed) {
+  /* The transposed-B rule before permutations compose (attention's K: permute_dims(
+   * permute_dims(k, [0, 2, 1, 3]), [0, 1, 3, 2]) would become one permutation that is no
+   * longer a swap of the last two axes), and again after (a composition may be one). */
+  loom_pass t1 = {.m = m, .visit = matmul_transpose_b};
+  LOOM_PROPAGATE(loom_pass_run(&t1));
   loom_pass p = {.m = m, .visit = visit};
   LOOM_PROPAGATE(loom_pass_run(&p));
-  if (out_changed) *out_changed = p.changed;
+  loom_pass t2 = {.m = m, .visit = matmul_transpose_b};
+  LOOM_PROPAGATE(loom_pass_run(&t2));
+  if (out_changed) *out_changed = t1.changed + p.changed + t2.changed;
   return LOOM_OK;
 }

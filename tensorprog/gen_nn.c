@@ -14,9 +14,10 @@ static loom_tp_expr *zero_as(loom_arena *a, loom_dtype acc) { return loom_tp_cas
  *     C[..] = 0  for rk in 0..k reduce { C[..] = C[..] + A[..] * B[..] }
  * or with a wider acc: alloc S: Local[(1,), acc]  S[0] = acc(0.0)
  *     for rk reduce { S[0] = S[0] + acc(A[..]) * acc(B[..]) }  C[..] = t(S[0]) */
-loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int ra,
-                               const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb, loom_tp_func **result) {
+static loom_status gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int ra,
+                              const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb, bool tb, loom_tp_func **result) {
   if (ra < 1 || rb < 1) return LOOM_ERROR(INVALID_ARGUMENT, "matmul generator needs ranks >= 1 (given %d and %d)", ra, rb);
+  if (tb && rb < 2) return LOOM_ERROR(INVALID_ARGUMENT, "matmul generator: a transposed B needs rank >= 2 (given %d)", rb);
   /* A 1-D operand has no batch axes and no m (A) or n (B) axis: NumPy's vector forms. */
   bool has_m = ra >= 2, has_n = rb >= 2;
   int nba = has_m ? ra - 2 : 0, nbb = has_n ? rb - 2 : 0, NB = nba > nbb ? nba : nbb;
@@ -31,12 +32,14 @@ loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name
   pa[ka++] = loom_tpb_shape_sym(&b, "k");
   const loom_tp_buffer *A = loom_tpb_buffer(&b, "A", t, ra, pa);
   loom_tpg_b_bcast_dims(&b, "b", nbb, NB, mb, pb);
+  if (tb) pb[kb++] = loom_tpb_shape_sym(&b, "n"); /* B[b.., n, k] */
   pb[kb++] = loom_tpb_shape_sym(&b, "k");
-  if (has_n) pb[kb++] = loom_tpb_shape_sym(&b, "n");
+  if (has_n && !tb) pb[kb++] = loom_tpb_shape_sym(&b, "n");
+  const loom_sym_expr *ndim_n = has_n ? pb[tb ? kb - 2 : kb - 1] : NULL;
   const loom_tp_buffer *B = loom_tpb_buffer(&b, "B", t, rb, pb);
   loom_tpg_b_dims_d(&b, NB, pc);
   if (has_m) pc[kc++] = loom_tpb_shape_sym(&b, "m");
-  if (has_n) pc[kc++] = loom_tpb_shape_sym(&b, "n");
+  if (has_n) pc[kc++] = ndim_n;
   const loom_tp_buffer *Cb = loom_tpb_buffer(&b, "C", t, kc, pc);
   loom_tp_expr *ci[LOOM_TP_GEN_MAX_RANK], *ai[LOOM_TP_GEN_MAX_RANK], *bi[LOOM_TP_GEN_MAX_RANK];
   loom_tpg_b_nest(&b, NB, pc, ci);
@@ -44,7 +47,7 @@ loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name
   loom_tp_expr *im = NULL, *jn = NULL;
   if (has_m) ci[nc++] = im = loom_tpb_idx(&b, loom_tpb_for(&b, "im", pc[NB], NB ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
   if (has_n)
-    ci[nc++] = jn = loom_tpb_idx(&b, loom_tpb_for(&b, "jn", pb[kb - 1], NB || has_m ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
+    ci[nc++] = jn = loom_tpb_idx(&b, loom_tpb_for(&b, "jn", ndim_n, NB || has_m ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
   const loom_sym_expr *kdim = pa[ka - 1];
   bool widen = acc != t;
   const loom_tp_buffer *S = NULL;
@@ -63,8 +66,9 @@ loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name
   kb = nbb;
   if (has_m) ai[ka++] = im;
   ai[ka++] = rk;
+  if (tb) bi[kb++] = jn;
   bi[kb++] = rk;
-  if (has_n) bi[kb++] = jn;
+  if (has_n && !tb) bi[kb++] = jn;
   loom_tp_expr *x = loom_tpb_load(&b, A, ai), *y = loom_tpb_load(&b, B, bi);
   if (widen) {
     loom_tp_expr *prod = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_cast(a, acc, x), loom_tp_cast(a, acc, y));
@@ -75,6 +79,18 @@ loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name
     loom_tpb_store(&b, Cb, ci, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, Cb, ci), loom_tp_op2(a, LOOM_TP_OP_MUL, x, y)));
   }
   return loom_tpb_finish(&b, result);
+}
+
+loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int ra,
+                               const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb, loom_tp_func **result) {
+  return gen_matmul(a, cx, name, t, acc, ra, ma, rb, mb, false, result);
+}
+
+/* As matmul with B[b.., n, k]: `... * B[b.., jn, rk]`. */
+loom_status loom_tp_gen_matmul_transposed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t,
+                                            loom_dtype acc, int ra, const loom_tp_bcast *ma, int rb,
+                                            const loom_tp_bcast *mb, loom_tp_func **result) {
+  return gen_matmul(a, cx, name, t, acc, ra, ma, rb, mb, true, result);
 }
 
 /* Y[b.., n] = (Bias[n]) + sum over rk of X[b.., rk] * W[n, rk]; loops i<b>.. (the first

@@ -61,6 +61,12 @@ loom_status loom_tp_gen_reduce(loom_arena *a, loom_sym_ctx *cx, const char *name
 loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int ra,
                                const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb, loom_tp_func **result);
 
+/* The same with B transposed in its last two axes, B[..., n, k] (rank >= 2): C = A @ B^T, the
+ * graph's matmul with transpose_b (attention's q k^T without a transposition kernel). */
+loom_status loom_tp_gen_matmul_transposed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t,
+                                            loom_dtype acc, int ra, const loom_tp_bcast *ma, int rb,
+                                            const loom_tp_bcast *mb, loom_tp_func **result);
+
 /* softmax / log_softmax along `axis` (max-subtracted, exact). */
 loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                                 bool log, loom_tp_func **result);

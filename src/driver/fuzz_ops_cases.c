@@ -359,13 +359,15 @@ bool fz_gen_matmul(fz_gen *g, fz_case *c) {
   for (int i = 0; rb > 2 && i < ranks[1] && nbb < rb - 2; i++) b[nbb++] = bd[1][i + (ranks[1] - (rb - 2) > 0 ? ranks[1] - (rb - 2) : 0)];
   if (ra >= 2) a[na++] = fz_sym(g, "m", m);
   a[na++] = fz_sym(g, "k", k);
+  bool tb = rb >= 2 && fz_flag(g, 30); /* B read transposed: (.., n, k) */
+  if (tb) b[nbb++] = fz_sym(g, "n", n);
   b[nbb++] = fz_sym(g, "k", k);
-  if (rb >= 2) b[nbb++] = fz_sym(g, "n", n);
+  if (rb >= 2 && !tb) b[nbb++] = fz_sym(g, "n", n);
   loom_dtype dt = fz_flag(g, 15) ? (fz_flag(g, 50) ? LOOM_DTYPE_I32 : LOOM_DTYPE_I64) : fz_float_dtype(g, c, false);
   fz_param_add(c, "a", dt, na, a);
   fz_param_add(c, "b", dt, nbb, b);
   c->atol = 1e-6 * (double)(k + 4);
-  fz_call(c, "matmul(a, b)");
+  fz_call(c, tb ? "matmul(a, b, transpose_b=true)" : "matmul(a, b)");
   return true;
 }
 
