@@ -91,6 +91,7 @@ pub const suites = .{
         "tests/e2e/e2e_util.c",
         "tests/e2e/test_e2e_models.c",
         "tests/e2e/test_e2e_window.c",
+        "tests/e2e/test_e2e_math.c",
         "tests/e2e/test_e2e_onnx_refs.c",
         "tests/e2e/test_e2e_cli.c",
         "tests/e2e/test_memplan.c",

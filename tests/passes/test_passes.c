@@ -127,9 +127,63 @@ LOOM_TEST(passes, normalize_keeps_a_match_cast_that_defines_a_symbol) {
          "}\n",
          p, 1,
          "fn @main(x: Tensor[(n, 4), f32]) -> Object {\n"
-         "  y: Tensor[(k, 4), f32] = match_cast(x, Tensor[(k, 4), f32])\n"
-         "  z: Tensor[(k, 4), f32] = relu(y)\n"
+         "  dataflow {\n"
+         "    y: Tensor[(k, 4), f32] = match_cast(x, Tensor[(k, 4), f32])\n"
+         "    z: Tensor[(k, 4), f32] = relu(y)\n"
+         "    output z\n"
+         "  }\n"
          "  return z\n"
+         "}\n");
+}
+
+/* A module without `dataflow { }` (the ONNX importer's) gets dataflow blocks around every run
+ * of bindings that may stand in one; an impure extern call and an `if` stay outside, and the
+ * runs on either side are blocks of their own. */
+LOOM_TEST(passes, normalize_forms_dataflow_blocks_around_pure_runs) {
+  static const pass_fn p[] = {loom_graph_normalize};
+  expect("extern @k: Func[(Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32]]\n"
+         "fn @main(x: Tensor[(n, 4), f32], flag: Tensor[(), bool]) -> Object {\n"
+         "  a = exp(x)\n"
+         "  b = relu(a)\n"
+         "  e = call_extern(@k, (b,), Tensor[(n, 4), f32])\n"
+         "  c = add(e, a)\n"
+         "  z = if (flag) {\n"
+         "    d = neg(c)\n"
+         "    return d\n"
+         "  } else {\n"
+         "    return c\n"
+         "  }\n"
+         "  out = (z, c)\n"
+         "  return out\n"
+         "}\n",
+         p, 1,
+         "extern @k: Func[(Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32]]\n"
+         "\n"
+         "fn @main(x: Tensor[(n, 4), f32], flag: Tensor[(), bool]) -> Object {\n"
+         "  dataflow {\n"
+         "    a: Tensor[(n, 4), f32] = exp(x)\n"
+         "    b: Tensor[(n, 4), f32] = relu(a)\n"
+         "    output a, b\n"
+         "  }\n"
+         "  e: Tensor[(n, 4), f32] = call_extern(@k, (b,), Tensor[(n, 4), f32])\n"
+         "  dataflow {\n"
+         "    c: Tensor[(n, 4), f32] = add(a, e)\n"
+         "    output c\n"
+         "  }\n"
+         "  z: Tensor[(n, 4), f32] = if (flag) {\n"
+         "    dataflow {\n"
+         "      d: Tensor[(n, 4), f32] = neg(c)\n"
+         "      output d\n"
+         "    }\n"
+         "    return d\n"
+         "  } else {\n"
+         "    return c\n"
+         "  }\n"
+         "  dataflow {\n"
+         "    out: Tuple[Tensor[(n, 4), f32], Tensor[(n, 4), f32]] = (z, c)\n"
+         "    output out\n"
+         "  }\n"
+         "  return out\n"
          "}\n");
 }
 
@@ -268,11 +322,17 @@ LOOM_TEST(passes, cse_merges_equal_bindings_within_scope) {
          "    output a, c\n"
          "  }\n"
          "  z: Tensor[(n, 4), f32] = if (flag) {\n"
-         "    e2: Tensor[(n, 4), f32] = sqrt(a)\n"
-         "    f: Tensor[(n, 4), f32] = relu(e2)\n"
+         "    dataflow {\n"
+         "      e2: Tensor[(n, 4), f32] = sqrt(a)\n"
+         "      f: Tensor[(n, 4), f32] = relu(e2)\n"
+         "      output f\n"
+         "    }\n"
          "    return f\n"
          "  } else {\n"
-         "    g: Tensor[(n, 4), f32] = sqrt(a)\n"
+         "    dataflow {\n"
+         "      g: Tensor[(n, 4), f32] = sqrt(a)\n"
+         "      output g\n"
+         "    }\n"
          "    return g\n"
          "  }\n"
          "  dataflow {\n"
@@ -280,9 +340,9 @@ LOOM_TEST(passes, cse_merges_equal_bindings_within_scope) {
          "    i: Tensor[(n, 4), f32] = sqrt(a)\n"
          "    k: Tensor[(n, 4), f32] = add(c, h)\n"
          "    l: Tensor[(n, 4), f32] = add(i, k)\n"
-         "    output l\n"
+         "    out: Tuple[Tensor[(n, 4), f32], Tensor[(n, 4), f32]] = (z, l)\n"
+         "    output out\n"
          "  }\n"
-         "  out: Tuple[Tensor[(n, 4), f32], Tensor[(n, 4), f32]] = (z, l)\n"
          "  return out\n"
          "}\n");
 }

@@ -1,0 +1,117 @@
+/* test_e2e_math.c — compiled math against the reference interpreter at the points where fast
+ * forms could differ: pow with a constant exponent (legalization's multiply / square-root
+ * forms, graph/op_elemwise.c) at -0, +-inf, NaN and negative bases, in f32, f64 and f16; the
+ * inline f32 erf and tanh (targets/cpu/cg_expr.c) over a dense sweep; each with 1 and 2
+ * threads. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom.h"
+#include "support/loom_test.h"
+
+static loom_graph_module *parse_text(const char *text) {
+  loom_source src = {"math.loom", text, strlen(text)};
+  loom_diag_list diags;
+  loom_diag_list_init(&diags, NULL);
+  loom_graph_module *m = NULL;
+  loom_status s = loom_graph_parse(&src, &diags, &m);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_diag_list_destroy(&diags);
+  return m;
+}
+
+/* How close a compiled value must be to the reference. */
+typedef struct tol {
+  double rel, abs;
+  double tiny; /* the smallest normal value: the runtime flushes subnormal results (FTZ/DAZ,
+                  vm/threadpool.h), so a subnormal reference may come out as a zero */
+} tol;
+
+/* Same class (NaN, +-inf, signed zero) and within the tolerance otherwise. */
+static bool close_to(double want, double got, tol t) {
+  if (isnan(want) || isnan(got)) return isnan(want) && isnan(got);
+  if (isinf(want) || isinf(got)) return want == got;
+  if (want != 0 && fabs(want) < t.tiny && fabs(got) < t.tiny) return true;
+  if (want == 0 && got == 0) return signbit(want) == signbit(got);
+  return fabs(want - got) <= t.abs + t.rel * fabs(want);
+}
+
+/* Runs the one-input module `text` (@main(x: Tensor[(n,), dt])) compiled with 1 and 2 threads
+ * and in the interpreter on `xs`; every element must be close_to the reference's. */
+static void check_unary(const char *text, loom_dtype dt, const double *xs, size_t n, tol t) {
+  loom_graph_module *ref = parse_text(text), *cm = parse_text(text);
+  int64_t shape = (int64_t)n;
+  loom_graph_value in, want;
+  cr_assert_null(loom_graph_value_tensor(dt, 1, &shape, &in));
+  for (size_t i = 0; i < n; i++) loom_graph_tensor_set_f64(&in.t, i, xs[i]);
+  loom_status s = loom_graph_eval(ref, "main", 1, &in, NULL, &want);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_compiled *c;
+  loom_compile_options o = {.emit = LOOM_TARGET_EMIT_JIT};
+  s = loom_compile(cm, &o, &c);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  for (uint32_t threads = 1; threads <= 2; threads++) {
+    loom_rt *rt;
+    loom_rt_options ro = {.threads = threads};
+    cr_assert_null(loom_compiled_open(c, &ro, &rt));
+    loom_tensor *x;
+    cr_assert_null(loom_rt_tensor_new(rt, dt, 1, &shape, &x));
+    memcpy(x->data, in.t.data, n * loom_dtype_size(dt));
+    loom_rt_outputs out;
+    s = loom_rt_call(rt, "main", &x, 1, &out);
+    cr_assert_null(s, "%s", loom_status_text(s, 0));
+    cr_assert_eq(out.count, 1);
+    loom_graph_tensor got = want.t;
+    got.data = ((const loom_tensor *)out.items[0])->data;
+    for (size_t i = 0; i < n; i++) {
+      double w = loom_graph_tensor_get_f64(&want.t, i), g = loom_graph_tensor_get_f64(&got, i);
+      cr_assert(close_to(w, g, t), "%s\n%d threads: x = %.9g: reference %.9g, compiled %.9g", text, threads, xs[i], w, g);
+    }
+    loom_rt_outputs_free(&out);
+    loom_tensor_release(x);
+    loom_rt_close(rt);
+  }
+  loom_compiled_free(c);
+  loom_graph_value_free(&in);
+  loom_graph_value_free(&want);
+  loom_graph_module_destroy(ref);
+  loom_graph_module_destroy(cm);
+}
+
+static const double special[] = {-INFINITY, INFINITY, -0.0, 0.0, NAN, -1.5, -1.0, -1e-3, 1e-3, 0.25, 0.3,
+                                 1.0, 2.25, 7.0, 1e-30, 3e4, 1e20, -4.0, 0.5, 100.0, 1e-5, 65504.0, -2.0};
+
+/* Legalization writes pow with these constant exponents as multiplies and square roots; the
+ * compiled values equal pow's, special points included (f16 rounds after every operation). */
+LOOM_TEST(e2e_math, pow_with_a_constant_exponent_at_special_points) {
+  static const double ex[] = {1, 2, 3, 4, -1, -2, 0.5, -0.5, 1.5, 2.5};
+  static const struct {
+    loom_dtype dt;
+    tol t;
+  } dts[] = {{LOOM_DTYPE_F32, {4e-7, 0, 0x1p-126}}, {LOOM_DTYPE_F64, {1e-15, 0, 0x1p-1022}}, {LOOM_DTYPE_F16, {2e-3, 0, 0}}};
+  for (size_t d = 0; d < sizeof dts / sizeof *dts; d++)
+    for (size_t e = 0; e < sizeof ex / sizeof *ex; e++) {
+      const char *tn = loom_dtype_name(dts[d].dt);
+      char text[256];
+      snprintf(text, sizeof text, "fn @main(x: Tensor[(n,), %s]) -> Tensor[(n,), %s] {\n  y = pow(x, const(%g, %s))\n  return y\n}\n",
+               tn, tn, ex[e], tn);
+      check_unary(text, dts[d].dt, special, sizeof special / sizeof *special, dts[d].t);
+    }
+}
+
+/* The inline f32 erf and tanh against the interpreter's double erf / tanh: a dense sweep over
+ * [-6, 6] (both tails saturate) and the special points. */
+LOOM_TEST(e2e_math, inline_erf_and_tanh_f32) {
+  enum { N = 1 << 16 };
+  size_t ns = sizeof special / sizeof *special;
+  double *xs = malloc((N + ns) * sizeof *xs);
+  cr_assert_not_null(xs);
+  for (size_t i = 0; i < N; i++) xs[i] = -6.0 + 12.0 * (double)i / (N - 1);
+  memcpy(xs + N, special, sizeof special);
+  const tol t = {3e-7, 1.5e-7, 0x1p-126};
+  check_unary("fn @main(x: Tensor[(n,), f32]) -> Tensor[(n,), f32] {\n  y = erf(x)\n  return y\n}\n", LOOM_DTYPE_F32, xs, N + ns, t);
+  check_unary("fn @main(x: Tensor[(n,), f32]) -> Tensor[(n,), f32] {\n  y = tanh(x)\n  return y\n}\n", LOOM_DTYPE_F32, xs, N + ns, t);
+  free(xs);
+}
