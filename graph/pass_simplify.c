@@ -5,6 +5,7 @@
  * operands of its producer. A rewrite is made only when the binding's struct info
  * provably still holds (the symbolic prover decides shape equalities), and a new
  * attribute only names symbols in scope before the binding. */
+#include <math.h>
 #include <string.h>
 
 #include "graph/pass_internal.h"
@@ -77,6 +78,129 @@ static bool attr_all(const loom_graph_expr *c, const char *name, int64_t v, bool
   return true;
 }
 
+/* ---- GELU patterns ------------------------------------------------------------------------------
+ *
+ * 0.5 * x * (1 + erf(x / sqrt(2)))                                        -> gelu(x)
+ * 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))                 -> gelu_tanh(x)
+ * 0.5 * x * (1 + tanh(sqrt(2/pi) * x * (1 + 0.044715 * x * x)))           -> gelu_tanh(x)
+ * as PyTorch and Hugging Face export them (GELU before opset 20, GPT-2's "gelu_new"): products
+ * in any association and order, x / sqrt(2) or x * (1 / sqrt(2)), x^3 as pow(x, 3) or
+ * x * x * x; constants are one-element tensors within 1e-6 (relative) of the exact values. */
+
+/* The factors of a product: mul calls followed through their producers (a few levels), the
+ * one-element constants multiplied into k. */
+typedef struct factors {
+  const loom_graph_expr *v[6];
+  size_t n;
+  double k;
+  bool ok; /* false: more factors than fit */
+} factors;
+
+/* The value of a one-element float constant. */
+static bool scalar_const(const loom_graph_expr *e, double *out) {
+  if (e->kind != LOOM_GRAPH_EXPR_CONST || e->sinfo->kind != LOOM_SINFO_TENSOR || !loom_dtype_is_float(e->sinfo->dtype))
+    return false;
+  size_t es = loom_dtype_size(e->sinfo->dtype);
+  if (!es || e->u.cnst.nbytes != es) return false;
+  loom_graph_tensor t = {.dtype = e->sinfo->dtype, .data = e->u.cnst.data};
+  *out = loom_graph_tensor_get_f64(&t, 0);
+  return true;
+}
+
+static void collect_factors(loom_pass *p, const loom_graph_expr *e, factors *f, int depth) {
+  double c;
+  const loom_graph_expr *m = depth > 0 ? producer_call(p, e, LOOM_GRAPH_OP_MUL) : NULL;
+  if (scalar_const(e, &c)) f->k *= c;
+  else if (m && m->u.call.nargs == 2) {
+    collect_factors(p, m->u.call.args[0], f, depth - 1);
+    collect_factors(p, m->u.call.args[1], f, depth - 1);
+  } else if (f->n < sizeof f->v / sizeof *f->v) f->v[f->n++] = e;
+  else f->ok = false;
+}
+
+static factors product(loom_pass *p, const loom_graph_expr *e) {
+  factors f = {.k = 1, .ok = true};
+  collect_factors(p, e, &f, 4);
+  return f;
+}
+
+static bool near(double a, double b) { return fabs(a - b) <= 1e-6 * fabs(b); }
+
+/* e is `1 + t` (either order): t, else NULL. */
+static const loom_graph_expr *one_plus(loom_pass *p, const loom_graph_expr *e) {
+  const loom_graph_expr *a = producer_call(p, e, LOOM_GRAPH_OP_ADD);
+  double c;
+  if (!a || a->u.call.nargs != 2) return NULL;
+  if (scalar_const(a->u.call.args[1], &c) && c == 1) return a->u.call.args[0];
+  if (scalar_const(a->u.call.args[0], &c) && c == 1) return a->u.call.args[1];
+  return NULL;
+}
+
+/* Whether the factors are exactly `x` repeated n times, times k0. */
+static bool is_power(const factors *f, const loom_graph_expr *x, size_t n, double k0) {
+  if (!f->ok || f->n != n || !near(f->k, k0)) return false;
+  for (size_t i = 0; i < n; i++)
+    if (f->v[i] != x) return false;
+  return true;
+}
+
+/* e is 0.044715 * x^3. */
+static bool cubic_term(loom_pass *p, const loom_graph_expr *e, const loom_graph_expr *x) {
+  factors f = product(p, e);
+  if (is_power(&f, x, 3, 0.044715)) return true;
+  if (!f.ok || f.n != 1 || !near(f.k, 0.044715)) return false;
+  const loom_graph_expr *pw = producer_call(p, f.v[0], LOOM_GRAPH_OP_POW);
+  double c;
+  return pw && pw->u.call.args[0] == x && scalar_const(pw->u.call.args[1], &c) && c == 3;
+}
+
+/* e is erf(x / sqrt(2)) or erf(x * (1 / sqrt(2))). */
+static bool erf_of_scaled(loom_pass *p, const loom_graph_expr *e, const loom_graph_expr *x) {
+  const loom_graph_expr *er = producer_call(p, e, LOOM_GRAPH_OP_ERF);
+  if (!er) return false;
+  const loom_graph_expr *u = er->u.call.args[0], *d = producer_call(p, u, LOOM_GRAPH_OP_DIV);
+  double c;
+  if (d) return d->u.call.args[0] == x && scalar_const(d->u.call.args[1], &c) && near(c, 1.41421356237309504880);
+  factors f = product(p, u);
+  return is_power(&f, x, 1, 0.70710678118654752440);
+}
+
+/* e is tanh(sqrt(2/pi) * (x + 0.044715 x^3)) or tanh(sqrt(2/pi) * x * (1 + 0.044715 x^2)). */
+static bool tanh_of_cubic(loom_pass *p, const loom_graph_expr *e, const loom_graph_expr *x) {
+  const loom_graph_expr *th = producer_call(p, e, LOOM_GRAPH_OP_TANH);
+  if (!th) return false;
+  const double c = 0.79788456080286535588; /* sqrt(2 / pi) */
+  factors f = product(p, th->u.call.args[0]);
+  if (!f.ok || !near(f.k, c)) return false;
+  if (f.n == 1) { /* x + 0.044715 x^3 */
+    const loom_graph_expr *a = producer_call(p, f.v[0], LOOM_GRAPH_OP_ADD);
+    if (!a || a->u.call.nargs != 2) return false;
+    const loom_graph_expr *a0 = a->u.call.args[0], *a1 = a->u.call.args[1];
+    return (a0 == x && cubic_term(p, a1, x)) || (a1 == x && cubic_term(p, a0, x));
+  }
+  if (f.n != 2 || (f.v[0] != x && f.v[1] != x)) return false; /* x * (1 + 0.044715 x^2) */
+  const loom_graph_expr *q = one_plus(p, f.v[0] == x ? f.v[1] : f.v[0]);
+  if (!q) return false;
+  factors g = product(p, q);
+  return is_power(&g, x, 2, 0.044715);
+}
+
+/* The GELU op that binding value v (a mul) computes, or LOOM_GRAPH_OP_COUNT; *x its input. */
+static loom_graph_op gelu_pattern(loom_pass *p, const loom_graph_expr *v, const loom_graph_expr **x) {
+  factors f = {.k = 1, .ok = true};
+  collect_factors(p, v->u.call.args[0], &f, 4);
+  collect_factors(p, v->u.call.args[1], &f, 4);
+  if (!f.ok || f.n != 2 || !near(f.k, 0.5)) return LOOM_GRAPH_OP_COUNT;
+  for (int i = 0; i < 2; i++) {
+    const loom_graph_expr *t = one_plus(p, f.v[1 - i]);
+    *x = f.v[i];
+    if (!t || (*x)->kind != LOOM_GRAPH_EXPR_VAR) continue;
+    if (erf_of_scaled(p, t, *x)) return LOOM_GRAPH_OP_GELU;
+    if (tanh_of_cubic(p, t, *x)) return LOOM_GRAPH_OP_GELU_TANH;
+  }
+  return LOOM_GRAPH_OP_COUNT;
+}
+
 /* Uses of b read `x` (when its struct info provably fits). */
 static void forward(loom_pass *p, loom_graph_binding *b, loom_graph_expr *x, bool *drop) {
   bool ok;
@@ -119,6 +243,18 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   /* mul(x, 1) -> x, mul(1, x) -> x, div(x, 1) -> x   if the result is x's shape and dtype */
   case LOOM_GRAPH_OP_MUL:
   case LOOM_GRAPH_OP_DIV:
+    if (v->u.call.op == LOOM_GRAPH_OP_MUL && loom_dtype_is_float(out->dtype)) {
+      /* the GELU patterns above -> gelu(g) / gelu_tanh(g)   if the result is g's shape and dtype */
+      const loom_graph_expr *g;
+      loom_graph_op op = gelu_pattern(p, v, &g);
+      if (op != LOOM_GRAPH_OP_COUNT && same_dims(p, out, g->sinfo) && out->dtype == g->sinfo->dtype) {
+        loom_graph_expr *arg = (loom_graph_expr *)g;
+        loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 1, &arg, 0, NULL);
+        if (!nc) return LOOM_OOM();
+        nc->u.call.op = op;
+        return loom_pass_set_value(p, b, nc, &ok);
+      }
+    }
     if (loom_pass_const_all(y, 1) && same_dims(p, out, x->sinfo) && out->dtype == x->sinfo->dtype) forward(p, b, x, drop);
     else if (v->u.call.op == LOOM_GRAPH_OP_MUL && loom_pass_const_all(x, 1) && same_dims(p, out, y->sinfo) &&
              out->dtype == y->sinfo->dtype)
