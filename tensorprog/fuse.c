@@ -409,3 +409,127 @@ done:
   if (out_count) *out_count = count;
   return LOOM_OK;
 }
+
+/* ---- epilogues -------------------------------------------------------------- */
+
+static loom_tp_stmt *unwrap(loom_tp_stmt *s) {
+  while (s && s->kind == LOOM_TP_STMT_SEQ && s->u.seq.n == 1) s = s->u.seq.items[0];
+  return s;
+}
+
+/* Whether every access of `c` in `e` is a load at exactly `idx` (symbolic, same symbols). */
+static bool loads_only_at(const loom_tp_expr *e, const loom_tp_buffer *c, loom_tp_expr *const *idx) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD:
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (!loads_only_at(e->u.load.idx[d], c, idx)) return false;
+      if (e->u.load.buf != c) return true;
+      for (int d = 0; d < c->ndim; d++)
+        if (e->u.load.idx[d]->kind != LOOM_TP_EXPR_SYM || e->u.load.idx[d]->u.sym != idx[d]->u.sym) return false;
+      return true;
+    case LOOM_TP_EXPR_OP:
+      for (int k = 0; k < loom_tp_op_arity(e->u.op.op); k++)
+        if (!loads_only_at(e->u.op.args[k], c, idx)) return false;
+      return true;
+    case LOOM_TP_EXPR_CAST: return loads_only_at(e->u.cast_arg, c, idx);
+    case LOOM_TP_EXPR_SELECT:
+      return loads_only_at(e->u.select.cond, c, idx) && loads_only_at(e->u.select.then_e, c, idx) &&
+             loads_only_at(e->u.select.else_e, c, idx);
+    default: return true;
+  }
+}
+
+/* Whether the reduction `s` stores only into c at idx, reads c only there and holds only
+ * loops and stores (no lets, ifs or allocs: a plain matmul update). */
+static bool plain_reduction(const loom_tp_stmt *s, const loom_tp_buffer *c, loom_tp_expr *const *idx) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++)
+        if (!plain_reduction(s->u.seq.items[i], c, idx)) return false;
+      return true;
+    case LOOM_TP_STMT_FOR: return s->u.loop.reduce && plain_reduction(s->u.loop.body, c, idx);
+    case LOOM_TP_STMT_STORE:
+      if (s->u.store.buf != c) return false;
+      for (int d = 0; d < c->ndim; d++)
+        if (s->u.store.idx[d]->kind != LOOM_TP_EXPR_SYM || s->u.store.idx[d]->u.sym != idx[d]->u.sym) return false;
+      return loads_only_at(s->u.store.value, c, idx);
+    default: return false;
+  }
+}
+
+/* The innermost body of a matmul nest writing `c`: non-reduce loops, then [init; reduction]
+ * with c stored at idx = distinct variables of those loops, one per axis. NULL otherwise. */
+static loom_tp_stmt *matmul_body(loom_tp_stmt *s, const loom_tp_buffer *c) {
+  const loom_sym_expr *vars[16];
+  int depth = 0;
+  s = unwrap(s);
+  while (s && s->kind == LOOM_TP_STMT_FOR && !s->u.loop.reduce && depth < 16) {
+    vars[depth++] = s->u.loop.var;
+    s = unwrap(s->u.loop.body);
+  }
+  if (!s || s->kind != LOOM_TP_STMT_SEQ || s->u.seq.n != 2) return NULL;
+  const loom_tp_stmt *init = s->u.seq.items[0], *red = s->u.seq.items[1];
+  if (init->kind != LOOM_TP_STMT_STORE || init->u.store.buf != c || red->kind != LOOM_TP_STMT_FOR || !red->u.loop.reduce)
+    return NULL;
+  loom_tp_expr *const *idx = init->u.store.idx;
+  for (int d = 0; d < c->ndim; d++) {
+    if (idx[d]->kind != LOOM_TP_EXPR_SYM) return NULL;
+    bool found = false;
+    for (int k = 0; k < depth && !found; k++) found = idx[d]->u.sym == vars[k];
+    for (int e = 0; e < d && found; e++) found = idx[e]->u.sym != idx[d]->u.sym;
+    if (!found) return NULL;
+  }
+  if (!loads_only_at(init->u.store.value, c, idx) || expr_loads(init->u.store.value, c)) return NULL;
+  return plain_reduction(red, c, idx) ? s : NULL;
+}
+
+loom_status loom_tp_fuse_epilogue(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, bool *out_done) {
+  *out_done = false;
+  loom_tp_stmt *top = unwrap(f->body);
+  if (!top || top->kind != LOOM_TP_STMT_SEQ || top->u.seq.n != 3 || top->u.seq.items[0]->kind != LOOM_TP_STMT_ALLOC)
+    return LOOM_OK;
+  const loom_tp_buffer *c = top->u.seq.items[0]->u.alloc;
+  if (c->scope != LOOM_TP_SCOPE_LOCAL || c->ndim > 16) return LOOM_OK;
+  loom_tp_stmt *mm = top->u.seq.items[1], *body = matmul_body(mm, c);
+  if (!body) return LOOM_OK;
+  /* the epilogue: for k.. { Y[k..] = e }, Y a parameter of C's dtype and dims */
+  const loom_sym_expr *kv[16];
+  int depth = 0;
+  loom_tp_stmt *epi = unwrap(top->u.seq.items[2]);
+  while (epi && epi->kind == LOOM_TP_STMT_FOR && !epi->u.loop.reduce && depth < 16) {
+    kv[depth++] = epi->u.loop.var;
+    epi = unwrap(epi->u.loop.body);
+  }
+  if (!epi || epi->kind != LOOM_TP_STMT_STORE) return LOOM_OK;
+  const loom_tp_buffer *y = epi->u.store.buf;
+  if (y->scope != LOOM_TP_SCOPE_GLOBAL || y->dtype != c->dtype || y->ndim != c->ndim || depth != y->ndim) return LOOM_OK;
+  for (int d = 0; d < y->ndim; d++) {
+    const loom_tp_expr *x = epi->u.store.idx[d];
+    if (x->kind != LOOM_TP_EXPR_SYM || x->u.sym != kv[d]) return LOOM_OK;
+    if (loom_sym_prove_eq(cx, y->dims[d], c->dims[d]) != LOOM_SYM_TRUE) return LOOM_OK;
+  }
+  if (!loads_only_at(epi->u.store.value, c, epi->u.store.idx) || expr_loads(epi->u.store.value, y)) return LOOM_OK;
+  /* e with k := the matmul's indices; then the whole nest with C := Y */
+  loom_tp_expr *const *idx = body->u.seq.items[0]->u.store.idx;
+  const loom_sym_expr *vals[16];
+  for (int d = 0; d < y->ndim; d++) vals[d] = idx[d]->u.sym;
+  loom_tp_expr *value = loom_tp_expr_copy_subst(a, cx, epi->u.store.value, kv, vals, (size_t)depth);
+  loom_tp_stmt *store = value ? loom_tp_store(a, c, (loom_tp_expr **)idx, value) : NULL;
+  loom_tp_stmt **items = LOOM_ARENA_ARRAY(a, loom_tp_stmt *, 3);
+  if (!store || !items) return LOOM_OOM();
+  items[0] = body->u.seq.items[0];
+  items[1] = body->u.seq.items[1];
+  items[2] = store;
+  loom_tp_stmt **old_items = body->u.seq.items;
+  size_t old_n = body->u.seq.n;
+  body->u.seq.items = items;
+  body->u.seq.n = 3;
+  const loom_tp_buffer *from = c, *to = y;
+  loom_tp_stmt *nest = loom_tp_stmt_copy_remap(a, cx, mm, NULL, NULL, 0, &from, &to, 1);
+  body->u.seq.items = old_items; /* the original stays as it was */
+  body->u.seq.n = old_n;
+  if (!nest) return LOOM_OOM();
+  f->body = nest;
+  *out_done = true;
+  return LOOM_OK;
+}

@@ -187,7 +187,29 @@ static bool is_access(const loom_tp_expr *e, const loom_tp_buffer *buf, loom_tp_
   return true;
 }
 
-/* Recognises the nest (without changing it); false: not a matmul the rule tiles. */
+/* Whether every load of c in e is at exactly idx. */
+static bool reads_only_at(const loom_tp_expr *e, const loom_tp_buffer *c, loom_tp_expr *const *idx) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD:
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (!reads_only_at(e->u.load.idx[d], c, idx)) return false;
+      return e->u.load.buf != c || is_access(e, c, idx);
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (!reads_only_at(e->u.op.args[i], c, idx)) return false;
+      return true;
+    case LOOM_TP_EXPR_CAST: return reads_only_at(e->u.cast_arg, c, idx);
+    case LOOM_TP_EXPR_SELECT:
+      return reads_only_at(e->u.select.cond, c, idx) && reads_only_at(e->u.select.then_e, c, idx) &&
+             reads_only_at(e->u.select.else_e, c, idx);
+    default: return true;
+  }
+}
+
+/* Recognises the nest (without changing it); false: not a matmul the rule tiles. An epilogue
+ * store after the reduction (graph fusion of a bias, an activation, a residual) is carried
+ * along: it stays with the register tile, applied to the accumulators before they are
+ * stored. */
 static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
   *m = (mm_nest){0};
   loom_tp_stmt *l = top;
@@ -197,7 +219,7 @@ static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
   }
   if (m->nloops < 2 || l) return false;
   loom_tp_stmt *body = m->loops[m->nloops - 1]->u.loop.body;
-  if (body->kind != LOOM_TP_STMT_SEQ || body->u.seq.n != 2) return false;
+  if (body->kind != LOOM_TP_STMT_SEQ || (body->u.seq.n != 2 && body->u.seq.n != 3)) return false;
   loom_tp_stmt *init = body->u.seq.items[0], *red = body->u.seq.items[1];
   if (init->kind != LOOM_TP_STMT_STORE || red->kind != LOOM_TP_STMT_FOR || !red->u.loop.reduce) return false;
   loom_tp_stmt *upd = strip_seq(red->u.loop.body);
@@ -210,6 +232,14 @@ static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
         idx[d]->u.sym != upd->u.store.idx[d]->u.sym || uses(idx[d]->u.sym, red->u.loop.var))
       return false;
   if (c->ndim < 2 || idx[c->ndim - 1]->u.sym != j) return false;
+  if (body->u.seq.n == 3) { /* an epilogue (graph fusion): C[idx] = f(C[idx], loads free of r) */
+    const loom_tp_stmt *epi = body->u.seq.items[2];
+    if (epi->kind != LOOM_TP_STMT_STORE || epi->u.store.buf != c || expr_uses(epi->u.store.value, red->u.loop.var) ||
+        !reads_only_at(epi->u.store.value, c, idx))
+      return false;
+    for (int d = 0; d < c->ndim; d++)
+      if (epi->u.store.idx[d]->kind != LOOM_TP_EXPR_SYM || epi->u.store.idx[d]->u.sym != idx[d]->u.sym) return false;
+  }
   const loom_tp_expr *v = upd->u.store.value;
   if (v->kind != LOOM_TP_EXPR_OP || v->u.op.op != LOOM_TP_OP_ADD) return false;
   const loom_tp_expr *prod = is_access(v->u.op.args[0], c, idx)   ? v->u.op.args[1]
@@ -396,8 +426,10 @@ enum { STREAM_CHUNK = 1024, STREAM_K = 4 };
  * above every batch loop B's indices do not use (B shared across them is read once). */
 static loom_status stream_rows(mm_ctx *c, loom_tp_stmt **levels, int n) {
   loom_tp_stmt *jl = child_loop(levels[n - 1]), **parts;
-  LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, jl, &parts, NULL));
+  size_t nparts;
+  LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, jl, &parts, &nparts));
   loom_tp_stmt *init = parts[0], *upd = parts[1];
+  if (nparts == 3) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, parts[2], LOOM_TP_LOOP_VECTORIZE)); /* the epilogue */
   LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, upd)); /* for r { for ji } */
   LOOM_PROPAGATE(loom_tp_set_kind(c->cx, init, LOOM_TP_LOOP_VECTORIZE));
   LOOM_PROPAGATE(loom_tp_set_kind(c->cx, child_loop(upd), LOOM_TP_LOOP_VECTORIZE));
