@@ -9,7 +9,55 @@
 static const loom_graph_attr_spec no_attrs[] = {{0}};
 /* transpose_b: b is read transposed in its last two axes, (..., m, k) (what simplify makes of
  * matmul(a, permute_dims(b, [.., -1, -2])): no transposition kernel). */
-static const loom_graph_attr_spec matmul_attrs[] = {{"transpose_b", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {0}};
+/* packed_b: b is a constant weight laid out panel by panel, (n / P, k, P): B[r, j] =
+ * b[j / P, r, j % P] (graph/pass_pack.c makes it; the CPU matmul rule reads such panels in
+ * place instead of packing them on every call). b has no batch axes then. */
+static const loom_graph_attr_spec matmul_attrs[] = {
+    {"transpose_b", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {"packed_b", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {0}};
+
+/* matmul(a, b, packed_b=true): a (..., m, k) or (k); b (q, k, P). Result (..., m, q*P). */
+static loom_status infer_matmul_packed(loom_graph_icx *ic, const loom_sinfo *a, const loom_sinfo *b,
+                                       const loom_sinfo **out) {
+  if (loom_graph_call_int(ic->call, "transpose_b")) return loom_graph_icx_error(ic, "packed_b and transpose_b exclude each other");
+  if (b->ndim != 3) return loom_graph_icx_error(ic, "packed_b needs operand 1 of rank 3 (n / P, k, P), it has rank %d", b->ndim);
+  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 1, b->dims[1], 0, a->ndim - 1, a->dims[a->ndim - 1]));
+  int nd = a->ndim;
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)nd);
+  const loom_sym_expr *n = loom_sym_mul(loom_graph_module_sym(ic->m), b->dims[0], b->dims[2]);
+  if (!d || !n) return LOOM_OOM();
+  for (int i = 0; i + 1 < nd; i++) d[i] = a->dims[i];
+  d[nd - 1] = n;
+  *out = loom_sinfo_tensor(ic->m, a->dtype, nd, d, a->device);
+  return LOOM_OK;
+}
+
+/* The reference of matmul(a, b, packed_b=true): every row of a times B[r, j] = b[j / P, r, j % P]. */
+static loom_status eval_matmul_packed(const loom_graph_tensor *a, const loom_graph_tensor *b, loom_graph_value *out) {
+  if (b->ndim != 3 || a->ndim < 1 || a->shape[a->ndim - 1] != b->shape[1])
+    return LOOM_ERROR(INVALID_ARGUMENT, "matmul: packed_b needs operand 1 of shape (n / P, k, P) with k operand 0's last axis");
+  int64_t kk = b->shape[1], pw = b->shape[2], n = b->shape[0] * pw, osh[8];
+  for (int i = 0; i + 1 < a->ndim; i++) osh[i] = a->shape[i];
+  osh[a->ndim - 1] = n;
+  LOOM_PROPAGATE(loom_graph_value_tensor(a->dtype, a->ndim, osh, out));
+  size_t rows = 1;
+  for (int i = 0; i + 1 < a->ndim; i++) rows *= (size_t)a->shape[i];
+  bool ints = loom_dtype_is_int(a->dtype);
+  for (size_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double acc = 0;
+      int64_t iacc = 0;
+      for (int64_t q = 0; q < kk; q++) {
+        size_t pa = i * (size_t)kk + (size_t)q, pb = (size_t)(((j / pw) * kk + q) * pw + j % pw);
+        if (ints)
+          iacc = (int64_t)((uint64_t)iacc + (uint64_t)loom_graph_tensor_get_i64(a, pa) * (uint64_t)loom_graph_tensor_get_i64(b, pb));
+        else
+          acc += loom_graph_tensor_get_f64(a, pa) * loom_graph_tensor_get_f64(b, pb);
+      }
+      if (ints) loom_graph_tensor_set_i64(&out->t, i * (size_t)n + (size_t)j, iacc);
+      else loom_graph_tensor_set_f64(&out->t, i * (size_t)n + (size_t)j, acc);
+    }
+  return LOOM_OK;
+}
 
 static loom_status same_dtype(loom_graph_icx *ic, const loom_sinfo *a, const loom_sinfo *b, size_t ib) {
   if (a->dtype != LOOM_DTYPE_UNKNOWN && b->dtype != LOOM_DTYPE_UNKNOWN && a->dtype != b->dtype)
@@ -27,6 +75,7 @@ static loom_status infer_matmul(loom_graph_icx *ic, const loom_sinfo **out) {
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 1, true, &b));
   LOOM_PROPAGATE(same_dtype(ic, a, b, 1));
   if (a->ndim == 0 || b->ndim == 0) return loom_graph_icx_error(ic, "operand %d is 0-d", a->ndim == 0 ? 0 : 1);
+  if (loom_graph_call_int(ic->call, "packed_b")) return infer_matmul_packed(ic, a, b, out);
   bool tb = loom_graph_call_int(ic->call, "transpose_b") != 0;
   if (tb && b->ndim < 2) return loom_graph_icx_error(ic, "transpose_b needs operand 1 of rank >= 2 (it has rank %d)", b->ndim);
   int ka = a->ndim - 1, kb = b->ndim == 1 ? 0 : tb ? b->ndim - 1 : b->ndim - 2;
@@ -46,6 +95,7 @@ static loom_status infer_matmul(loom_graph_icx *ic, const loom_sinfo **out) {
 
 static loom_status eval_matmul(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *a = &args[0].t, *b = &args[1].t;
+  if (loom_graph_call_int(ec->call, "packed_b")) return eval_matmul_packed(a, b, out);
   bool tb = loom_graph_call_int(ec->call, "transpose_b") != 0;
   if (tb && b->ndim < 2) return LOOM_ERROR(INVALID_ARGUMENT, "matmul: transpose_b needs operand 1 of rank >= 2");
   /* View both as batched matrices. */
@@ -193,6 +243,18 @@ static loom_status legal_matmul(loom_graph_module *m, const loom_graph_expr *cal
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &a));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &b));
   if (a->dtype != b->dtype) return loom_legal_unsupported(call, "for operands of different dtypes");
+  if (loom_graph_call_int(call, "packed_b")) {
+    int64_t pw;
+    if (b->ndim != 3 || !loom_sym_is_const(b->dims[2], &pw) || pw < 1)
+      return loom_legal_unsupported(call, "for a packed operand 1 without a constant panel width");
+    loom_dtype acc = a->dtype == LOOM_DTYPE_F16 || a->dtype == LOOM_DTYPE_BF16 ? LOOM_DTYPE_F32 : a->dtype;
+    char name[256];
+    snprintf(name, sizeof name, "matmul_%s_%d_p%lld", loom_dtype_name(a->dtype), a->ndim, (long long)pw);
+    if ((*tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+    LOOM_PROPAGATE(loom_tp_gen_matmul_packed_b(loom_graph_module_arena(m), loom_graph_module_sym(m), name, a->dtype, acc,
+                                               a->ndim, pw, tp));
+    return loom_graph_module_add_tp(m, *tp);
+  }
   /* a 1-D operand (NumPy's vector forms) contributes no batch axes and no m / n axis */
   int nbatch = out->ndim - (a->ndim >= 2) - (b->ndim >= 2);
   if (out->ndim < 0 || !out->dims || nbatch < 0) return loom_legal_unsupported(call, "for a result of unknown shape");

@@ -38,6 +38,12 @@ loom_status loom_graph_normalize(loom_graph_module *m, size_t *out_changed);
 #define LOOM_GRAPH_FOLD_MAX_ELEMS 16384
 loom_status loom_graph_fold(loom_graph_module *m, size_t *out_changed);
 
+/* Constant matmul weights laid out once (graph/pass_pack.c): matmul(x, W) with W a constant
+ * f32 (k, n) matrix (or (n, k) with transpose_b), n a multiple of `panel`, becomes
+ * matmul(x, Wp, packed_b=true) with Wp (n / panel, k, panel) computed here; panel < 1 does
+ * nothing. Run dce after it: the weights it replaced stay until then. */
+loom_status loom_graph_pack_weights(loom_graph_module *m, int panel, size_t *out_changed);
+
 /* Common subexpression elimination over pure bindings (operator calls, call_tp, tuples,
  * tuple-gets) with equal struct info: a later equal binding's uses become the earlier
  * var. An `if` branch sees the bindings before the `if`; its own are forgotten after it. */

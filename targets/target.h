@@ -81,6 +81,11 @@ typedef struct loom_target {
   loom_status (*schedule)(const loom_target_options *o, loom_arena *arena, loom_sym_ctx *cx, loom_tp_func *f,
                           loom_strbuf *why);
 
+  /* The column panel width the matmul schedule rule reads B in on the machine `o`: a constant
+   * weight with a multiple of it columns is laid out panel by panel at compile time (the
+   * `pack` pass, graph/pass_pack.c) and read in place. 0 (or a NULL hook): no such layout. */
+  int (*matmul_panel)(const loom_target_options *o);
+
   /* Codegen in process: out_fns[i] is the kernel of fs[i], valid until code_free(*out_code).
    * Program names must be unique (kernel symbols derive from them). */
   loom_status (*jit)(const loom_target_options *o, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,

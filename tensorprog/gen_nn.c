@@ -93,6 +93,70 @@ loom_status loom_tp_gen_matmul_transposed_b(loom_arena *a, loom_sym_ctx *cx, con
   return gen_matmul(a, cx, name, t, acc, ra, ma, rb, mb, true, result);
 }
 
+/* C[b.., m?, jn] = sum over rk of A[b.., m?, rk] * B[floordiv(jn, P), rk, floormod(jn, P)]: B a
+ * weight laid out panel by panel, (q, k, P), n = P*q (graph/pass_pack.c); batch axes are A's. */
+loom_status loom_tp_gen_matmul_packed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
+                                        int ra, int64_t panel, loom_tp_func **result) {
+  if (ra < 1 || panel < 1)
+    return LOOM_ERROR(INVALID_ARGUMENT, "packed matmul generator needs rank >= 1 and a panel >= 1 (given %d and %lld)", ra,
+                      (long long)panel);
+  bool has_m = ra >= 2;
+  int NB = has_m ? ra - 2 : 0;
+  LOOM_PROPAGATE(loom_tpg_check_rank(NB + 2));
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *pa[LOOM_TP_GEN_MAX_RANK], *pb[3], *pc[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_dims_d(&b, NB, pa);
+  int ka = NB;
+  if (has_m) pa[ka++] = loom_tpb_shape_sym(&b, "m");
+  pa[ka++] = loom_tpb_shape_sym(&b, "k");
+  const loom_tp_buffer *A = loom_tpb_buffer(&b, "A", t, ra, pa);
+  const loom_sym_expr *P = loom_sym_const(cx, panel);
+  pb[0] = loom_tpb_shape_sym(&b, "q");
+  pb[1] = pa[ka - 1];
+  pb[2] = P;
+  const loom_tp_buffer *B = loom_tpb_buffer(&b, "B", t, 3, pb);
+  for (int i = 0; i < NB; i++) pc[i] = pa[i];
+  int kc = NB;
+  if (has_m) pc[kc++] = pa[NB];
+  const loom_sym_expr *n = loom_sym_mul(cx, P, pb[0]);
+  if (!n) return LOOM_OOM();
+  pc[kc++] = n;
+  const loom_tp_buffer *Cb = loom_tpb_buffer(&b, "C", t, kc, pc);
+  loom_tp_expr *ci[LOOM_TP_GEN_MAX_RANK], *ai[LOOM_TP_GEN_MAX_RANK], *bi[3];
+  loom_tpg_b_nest(&b, NB, pc, ci);
+  int nc = NB;
+  if (has_m) ci[nc++] = loom_tpb_idx(&b, loom_tpb_for(&b, "im", pc[NB], NB ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
+  const loom_sym_expr *jv = loom_tpb_for(&b, "jn", n, NB || has_m ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false);
+  ci[nc++] = loom_tpb_idx(&b, jv);
+  bool widen = acc != t;
+  const loom_tp_buffer *S = NULL;
+  loom_tp_expr *z0 = loom_tpb_idx(&b, loom_sym_const(cx, 0));
+  if (widen) {
+    const loom_sym_expr *one = loom_sym_const(cx, 1);
+    S = loom_tpb_alloc(&b, "S", acc, 1, &one, LOOM_TP_SCOPE_LOCAL);
+    loom_tpb_store(&b, S, &z0, zero_as(a, acc));
+  } else {
+    loom_tpb_store(&b, Cb, ci, loom_tpg_b_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
+  }
+  loom_tp_expr *rk = loom_tpb_idx(&b, loom_tpb_for(&b, "rk", pa[ka - 1], LOOM_TP_LOOP_SERIAL, true));
+  for (int i = 0; i < nc - 1; i++) ai[i] = ci[i];
+  ai[nc - 1] = rk;
+  bi[0] = loom_tpb_idx(&b, loom_sym_floordiv(cx, jv, P));
+  bi[1] = rk;
+  bi[2] = loom_tpb_idx(&b, loom_sym_floormod(cx, jv, P));
+  loom_tp_expr *x = loom_tpb_load(&b, A, ai), *y = loom_tpb_load(&b, B, bi);
+  if (widen) {
+    loom_tp_expr *prod = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_cast(a, acc, x), loom_tp_cast(a, acc, y));
+    loom_tpb_store(&b, S, &z0, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, S, &z0), prod));
+    loom_tpb_end(&b);
+    loom_tpb_store(&b, Cb, ci, loom_tp_cast(a, t, loom_tpb_load(&b, S, &z0)));
+  } else {
+    loom_tpb_store(&b, Cb, ci, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, Cb, ci), loom_tp_op2(a, LOOM_TP_OP_MUL, x, y)));
+  }
+  return loom_tpb_finish(&b, result);
+}
+
 /* Y[b.., n] = (Bias[n]) + sum over rk of X[b.., rk] * W[n, rk]; loops i<b>.. (the first
  * parallel), jn; a wider acc accumulates in S as matmul's. */
 loom_status loom_tp_gen_linear(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int rank,

@@ -147,6 +147,9 @@ typedef struct mm_nest {
   const loom_tp_buffer *c;               /* the output */
   const loom_tp_buffer *b;               /* the operand indexed by j, not by i (packed) */
   bool b_unit;                           /* b's index uses j only as `+ j` in its last index */
+  int64_t panel;                         /* > 0: b is laid out in panels of this many columns,
+                                            (n / panel, k, panel) read as [j / panel, r, j % panel]
+                                            (matmul packed_b, graph/pass_pack.c) */
   const char *b_batch[MAX_CHAIN];        /* names of batch loop variables b's indices use */
   int nb_batch;
 } mm_nest;
@@ -206,6 +209,21 @@ static bool reads_only_at(const loom_tp_expr *e, const loom_tp_buffer *c, loom_t
   }
 }
 
+/* The panel width P when load y reads B[floordiv(j, P), r, floormod(j, P)] of a (q, k, P)
+ * buffer (a weight laid out panel by panel), else 0. */
+static int64_t packed_panel(loom_sym_ctx *cx, const loom_tp_expr *y, const loom_sym_expr *j, const loom_sym_expr *r) {
+  const loom_tp_buffer *b = y->u.load.buf;
+  loom_tp_expr *const *idx = y->u.load.idx;
+  int64_t p;
+  if (b->ndim != 3 || !loom_sym_is_const(b->dims[2], &p) || p < 2) return 0;
+  for (int d = 0; d < 3; d++)
+    if (idx[d]->kind != LOOM_TP_EXPR_SYM) return 0;
+  const loom_sym_expr *P = loom_sym_const(cx, p);
+  if (!P || idx[1]->u.sym != r || idx[0]->u.sym != loom_sym_floordiv(cx, j, P) || idx[2]->u.sym != loom_sym_floormod(cx, j, P))
+    return 0;
+  return p;
+}
+
 /* Recognises the nest (without changing it); false: not a matmul the rule tiles. An epilogue
  * store after the reduction (graph fusion of a bias, an activation, a residual) is carried
  * along: it stays with the register tile, applied to the accumulators before they are
@@ -256,6 +274,7 @@ static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
   m->c = c;
   m->b = y->u.load.buf;
   m->b_unit = access_unit(cx, y->u.load.buf, y->u.load.idx, j);
+  m->panel = packed_panel(cx, y, j, red->u.loop.var);
   for (int k = 0; k < m->nloops - 2; k++)
     if (expr_uses(y, m->loops[k]->u.loop.var)) m->b_batch[m->nb_batch++] = loom_sym_var_name(m->loops[k]->u.loop.var);
   return true;
@@ -350,6 +369,62 @@ static bool in_names(const char *const *names, int n, const char *name) {
   return false;
 }
 
+/* Simplifies every symbolic index of the loads of B under `s` given 0 <= var < width. */
+static void simplify_b_expr(mm_ctx *c, loom_tp_expr *e, bool *oom) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD:
+      for (int d = 0; d < e->u.load.buf->ndim; d++) {
+        loom_tp_expr *x = e->u.load.idx[d];
+        if (e->u.load.buf == c->m->b && x->kind == LOOM_TP_EXPR_SYM) {
+          const loom_sym_expr *v = loom_sym_simplify(c->cx, x->u.sym);
+          if (v) x->u.sym = v;
+          else *oom = true;
+        }
+        simplify_b_expr(c, x, oom);
+      }
+      return;
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++) simplify_b_expr(c, e->u.op.args[i], oom);
+      return;
+    case LOOM_TP_EXPR_CAST: simplify_b_expr(c, e->u.cast_arg, oom); return;
+    case LOOM_TP_EXPR_SELECT:
+      simplify_b_expr(c, e->u.select.cond, oom);
+      simplify_b_expr(c, e->u.select.then_e, oom);
+      simplify_b_expr(c, e->u.select.else_e, oom);
+      return;
+    default: return;
+  }
+}
+
+static void simplify_b_stmt(mm_ctx *c, loom_tp_stmt *s, bool *oom) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) simplify_b_stmt(c, s->u.seq.items[i], oom);
+      return;
+    case LOOM_TP_STMT_FOR: simplify_b_stmt(c, s->u.loop.body, oom); return;
+    case LOOM_TP_STMT_STORE: simplify_b_expr(c, s->u.store.value, oom); return;
+    case LOOM_TP_STMT_LET: simplify_b_expr(c, s->u.let.value, oom); return;
+    case LOOM_TP_STMT_IF:
+      simplify_b_expr(c, s->u.if_.cond, oom);
+      simplify_b_stmt(c, s->u.if_.then_s, oom);
+      if (s->u.if_.else_s) simplify_b_stmt(c, s->u.if_.else_s, oom);
+      return;
+    default: return;
+  }
+}
+
+/* B's indices in the inner column loop `ji` (variable v) of a panel, simplified under
+ * 0 <= v < width: floordiv(P*jo + v, P) -> jo and floormod(P*jo + v, P) -> v when P = width. */
+static loom_status panel_indices(mm_ctx *c, loom_tp_stmt *ji, const loom_sym_expr *v, int64_t width) {
+  bool oom = false;
+  loom_sym_facts_push(c->cx);
+  loom_status st = loom_sym_assume_range(c->cx, v, 0, width - 1);
+  if (!st) simplify_b_stmt(c, ji->u.loop.body, &oom);
+  loom_sym_facts_pop(c->cx);
+  if (!st && oom) st = LOOM_OOM();
+  return st;
+}
+
 /* `top`: a loop over columns with, below it, nbatch batch loops, the i loop and the body.
  * Tiles it with panels of c->widths[w] and its column tail with the next widths. */
 static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost) {
@@ -369,11 +444,15 @@ static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost
   }
   LOOM_PROPAGATE(st);
   const char *jin = loom_sym_var_name(ji->u.loop.var);
+  /* B laid out in panels of this width: its index [floordiv(P*jo + ji, P), r, floormod(..)]
+   * is [jo, r, ji] given 0 <= ji < P, so each panel is read where it lies (no packing) */
+  bool in_place = c->m->panel == width && !jt;
+  if (in_place) LOOM_PROPAGATE(panel_indices(c, ji, ji->u.loop.var, width));
   LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &ji));
   loom_tp_stmt *il = jo;
   for (int k = 0; k <= c->nbatch; k++) il = child_loop(il);
   loom_strbuf_printf(c->why, "  panel %s: %lld columns, %s, ", loom_sym_var_name(jo->u.loop.var), (long long)width,
-                     c->pack ? "B packed" : "B in place");
+                     in_place ? "B laid out in panels (read in place)" : c->pack ? "B packed" : "B in place");
   LOOM_PROPAGATE(row_tiles(c, il, jin, width, !outermost));
   /* pack B at the deepest batch loop its indices use (B shared across the others) */
   loom_tp_stmt *at = jo, *l = jo;
@@ -381,7 +460,7 @@ static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost
     l = child_loop(l);
     if (in_names(c->m->b_batch, c->m->nb_batch, loom_sym_var_name(l->u.loop.var))) at = l;
   }
-  if (c->pack) {
+  if (c->pack && !in_place) {
     loom_tp_stmt *fill;
     LOOM_PROPAGATE(loom_tp_cache_read(c->a, c->cx, at, c->m->b, "Bp", &fill));
     LOOM_PROPAGATE(set_kind_named(c->cx, fill, jin, LOOM_TP_LOOP_VECTORIZE));
@@ -474,6 +553,10 @@ static loom_status small_m(void *ud, loom_tp_func *view) {
   c.m = &m;
   c.pack = false;
   LOOM_PROPAGATE(j_to_top(&c, view->body, &m));
+  if (m.panel) { /* B in panels: rows one by one against each panel, read where it lies */
+    loom_strbuf_printf(c.why, "  B laid out in panels, rows one by one:\n");
+    return panels(&c, view->body, 0, true);
+  }
   if (m.b_unit) return stream_chunks(&c, view->body);
   loom_strbuf_printf(c.why, "  dot products over %s, %s outermost and parallel\n", red_name(&m),
                      loom_sym_var_name(view->body->u.loop.var));
@@ -494,7 +577,7 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
   loom_strbuf_init(&steps, NULL);
   mm_ctx c = {a, cx, &view, &m, 0, true, &small, {0}};
   panel_widths(p->vector_bytes, c.widths);
-  int64_t limit = orig->b_unit ? SMALL_M_UNIT : SMALL_M_TRANSPOSED;
+  int64_t limit = orig->b_unit || orig->panel ? SMALL_M_UNIT : SMALL_M_TRANSPOSED;
   const loom_sym_expr *rows = orig->loops[orig->nloops - 2]->u.loop.extent;
   const loom_sym_expr *guard = loom_sym_cmp(cx, LOOM_SYM_LT, rows, loom_sym_const(cx, limit));
   loom_status st = guard ? loom_tp_add_variant(a, cx, &view, guard, small_m, &c) : LOOM_OOM();

@@ -67,6 +67,13 @@ loom_status loom_tp_gen_matmul_transposed_b(loom_arena *a, loom_sym_ctx *cx, con
                                             loom_dtype acc, int ra, const loom_tp_bcast *ma, int rb,
                                             const loom_tp_bcast *mb, loom_tp_func **result);
 
+/* C[..., m, n] = sum_k A[..., m, k] * B[k, n] with B a constant laid out panel by panel,
+ * (n / panel, k, panel): B[k, n] is Bp[n / panel, k, n % panel] (the graph's matmul with
+ * packed_b; graph/pass_pack.c). A of rank ra >= 1 (1-D: no m axis); C's last extent is
+ * panel * (Bp's first). */
+loom_status loom_tp_gen_matmul_packed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
+                                        int ra, int64_t panel, loom_tp_func **result);
+
 /* softmax / log_softmax along `axis` (max-subtracted, exact). */
 loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                                 bool log, loom_tp_func **result);

@@ -70,6 +70,16 @@ static loom_status pass_offload(loom_pass_ctx *c) {
   return LOOM_OK;
 }
 
+/* pack: the target's panel width; dce then drops the weights the packed ones replaced. */
+static loom_status pass_pack(loom_pass_ctx *c) {
+  int panel = c->target && c->target->matmul_panel ? c->target->matmul_panel(&c->target_opts) : 0;
+  size_t n = 0, dropped = 0;
+  LOOM_PROPAGATE(loom_graph_pack_weights(c->m, panel, &n));
+  if (n) LOOM_PROPAGATE(loom_graph_dce(c->m, &dropped));
+  if (c->report) fprintf(c->out, "// pack (panels of %d): %zu weights laid out\n", panel, n);
+  return LOOM_OK;
+}
+
 static loom_status pass_fuse(loom_pass_ctx *c) {
   loom_graph_fuse_stats st;
   LOOM_PROPAGATE(loom_graph_fuse(c->m, &st));

@@ -625,7 +625,9 @@ LOOM_TEST(cpu, schedule_rules_elementwise_1d_2d_softmax_matmul) {
  * 1, primes and non-multiples of 6/16/32. */
 typedef loom_status (*gen_fn)(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out);
 
-static void generated_schedule_and_diff(gen_fn gen) {
+/* in_place_at: the vector width (bytes) at which B is read in place (a program whose B is laid
+ * out in panels of that many halves), else 0. */
+static void generated_schedule_and_diff_at(gen_fn gen, int in_place_at) {
   loom_arena a;
   loom_arena_init(&a, NULL, 0);
   loom_sym_ctx *cx;
@@ -643,13 +645,15 @@ static void generated_schedule_and_diff(gen_fn gen) {
   for (size_t v = 0; v < sizeof vbytes / sizeof *vbytes; v++) {
     /* register-tiled, the widest panel two vectors of f32 */
     char panel[64];
-    snprintf(panel, sizeof panel, ": %d columns, B packed", vbytes[v] / 2);
+    snprintf(panel, sizeof panel, ": %d columns, B %s", vbytes[v] / 2, in_place_at == vbytes[v] ? "laid out in panels" : "packed");
     schedule_for_and_diff(loom_strbuf_cstr(&text), vbytes[v], panel, &o);
   }
   loom_strbuf_free(&text);
   loom_sym_ctx_destroy(cx);
   loom_arena_destroy(&a);
 }
+
+static void generated_schedule_and_diff(gen_fn gen) { generated_schedule_and_diff_at(gen, 0); }
 
 static loom_status gen_mm22(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
   return loom_tp_gen_matmul(a, cx, "mm22", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 2, NULL, 2, NULL, out);
@@ -666,6 +670,13 @@ static loom_status gen_mm43(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out)
   /* B shared across the outer batch axis */
   static const loom_tp_bcast ma[] = {LOOM_TP_BCAST_FULL, LOOM_TP_BCAST_FULL}, mb[] = {LOOM_TP_BCAST_FULL};
   return loom_tp_gen_matmul(a, cx, "mm43", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 4, ma, 3, mb, out);
+}
+
+static loom_status gen_mm_packed(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_packed_b(a, cx, "mmp", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 2, 16, out);
+}
+static loom_status gen_mm_packed3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_packed_b(a, cx, "mmp3", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 3, 16, out);
 }
 
 static loom_status gen_linear_bias(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
@@ -700,6 +711,12 @@ LOOM_TEST(cpu, schedule_rule_falls_back_when_packing_refuses) {
                     "    for r in 0..k reduce { C[i, j] = C[i, j] + A[i, r] * B[I[r], j] }\n"
                     "  } }\n}\n",
                     "register tiling refused (cache_read of 'B'", &o);
+}
+/* B laid out in panels of 16 (graph/pass_pack.c): read in place with AVX2 tiles (16 wide),
+ * repacked by the panel packing for the other widths; rank 2 and rank 3 (batch axes of A). */
+LOOM_TEST(cpu, schedule_rule_reads_a_weight_laid_out_in_panels_in_place) {
+  generated_schedule_and_diff_at(gen_mm_packed, 32);
+  generated_schedule_and_diff_at(gen_mm_packed3, 32);
 }
 LOOM_TEST(cpu, schedule_rule_tiles_generated_linear_with_bias) { generated_schedule_and_diff(gen_linear_bias); }
 LOOM_TEST(cpu, schedule_rule_tiles_generated_linear_rank3) { generated_schedule_and_diff(gen_linear3); }

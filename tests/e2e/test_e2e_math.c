@@ -215,3 +215,43 @@ LOOM_TEST(e2e_math, matmul_epilogues_at_awkward_shapes) {
         check_random(texts[t], b, 3, 1e-5);
       }
 }
+
+/* Constant weights laid out in the host's panels by the `pack` pass (graph/pass_pack.c) and read
+ * in place by the matmul rule (tiled rows, the row-by-row variant below 6 rows), with and
+ * without transpose_b and with an epilogue: equal to the interpreter at 0, 1, primes and row
+ * counts that are not multiples of the tile; the compiled module holds the packed weight. */
+LOOM_TEST(e2e_math, packed_constant_weights_at_awkward_shapes) {
+  enum { K = 5, N = 64 };
+  loom_strbuf t;
+  loom_strbuf_init(&t, NULL);
+  loom_strbuf_printf(&t, "const @w: Tensor[(%d, %d), f32] = [", K, N);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&t, "%s%.6f", i ? ", " : "", sin(i * 0.37));
+  loom_strbuf_printf(&t, "]\nconst @v: Tensor[(%d, %d), f32] = [", N, K);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&t, "%s%.6f", i ? ", " : "", cos(i * 0.23));
+  loom_strbuf_printf(&t, "]\nconst @b: Tensor[(%d,), f32] = [", N);
+  for (int i = 0; i < N; i++) loom_strbuf_printf(&t, "%s%.6f", i ? ", " : "", 0.1 * i - 3);
+  loom_strbuf_printf(&t, "]\n"
+                         "fn @main(x: Tensor[(m, %d), f32]) -> Tensor[(m, %d), f32] {\n"
+                         "  h = matmul(x, @w)\n  hb = add(h, @b)\n  r = relu(hb)\n"
+                         "  g = matmul(x, @v, transpose_b=true)\n  gg = gelu(g)\n"
+                         "  y = add(r, gg)\n  return y\n}\n", K, N);
+  const char *text = loom_strbuf_cstr(&t);
+  static const int64_t ms[] = {0, 1, 5, 6, 7, 13, 37};
+  for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+    const bind b[] = {{"m", ms[i]}};
+    check_random(text, b, 1, 1e-5);
+  }
+  loom_graph_module *m = parse_text(text);
+  loom_compiled *c;
+  loom_compile_options o = {0};
+  cr_assert_null(loom_compile(m, &o, &c));
+  loom_strbuf p;
+  loom_strbuf_init(&p, NULL);
+  loom_graph_module *cm = loom_compiled_module(c);
+  loom_graph_print_func(cm, loom_graph_module_find_func(cm, "main"), &p);
+  cr_assert(strstr(loom_strbuf_cstr(&p), "_packed") != NULL, "no weight was packed:\n%s", loom_strbuf_cstr(&p));
+  loom_strbuf_free(&p);
+  loom_compiled_free(c);
+  loom_graph_module_destroy(m);
+  loom_strbuf_free(&t);
+}

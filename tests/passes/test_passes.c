@@ -590,6 +590,73 @@ LOOM_TEST(passes, simplify_recognises_gelu_patterns) {
          "}\n");
 }
 
+/* pack: a constant weight whose columns are a multiple of the panel is laid out panel by panel
+ * (for x @ W and for W read transposed); other columns, a weight that is not a constant and a
+ * non-f32 one stay. The packed values are W's, panel by panel, and the module computes the same. */
+static void pack_panel_16(loom_graph_module *m) {
+  size_t n = 0;
+  cr_assert_null(loom_graph_pack_weights(m, 16, &n));
+  cr_assert_eq(n, 2);
+  cr_assert_null(loom_graph_dce(m, NULL));
+}
+
+LOOM_TEST(passes, pack_lays_constant_weights_out_in_panels) {
+  enum { K = 3, N = 32 };
+  loom_strbuf in;
+  loom_strbuf_init(&in, NULL);
+  loom_strbuf_printf(&in, "const @w: Tensor[(%d, %d), f32] = [", K, N);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d.0", i ? ", " : "", i);
+  loom_strbuf_printf(&in, "]\nconst @v: Tensor[(%d, %d), f32] = [", N, K);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d.5", i ? ", " : "", i);
+  loom_strbuf_printf(&in, "]\nconst @o: Tensor[(%d, 24), f32] = [", K);
+  for (int i = 0; i < K * 24; i++) loom_strbuf_printf(&in, "%s1.0", i ? ", " : "");
+  loom_strbuf_printf(&in, "]\n"
+                          "fn @main(x: Tensor[(n, %d), f32], u: Tensor[(%d, %d), f32]) -> Object {\n"
+                          "  dataflow {\n"
+                          "    a = matmul(x, @w)\n"
+                          "    b = matmul(x, @v, transpose_b=true)\n"
+                          "    c = matmul(x, @o)\n"
+                          "    d = matmul(x, u)\n"
+                          "    out = (a, b, c, d)\n"
+                          "    output out\n"
+                          "  }\n"
+                          "  return out\n"
+                          "}\n", K, K, N);
+  loom_graph_module *m = parse(loom_strbuf_cstr(&in));
+  loom_pipeline_check *c;
+  cr_assert_null(loom_pipeline_check_begin(m, 4, 9, NULL, &c));
+  pack_panel_16(m);
+  verify(m);
+  loom_status st = loom_pipeline_check_after(c, "pack");
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  loom_pipeline_check_end(c);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_graph_print_func(m, loom_graph_module_find_func(m, "main"), &sb);
+  const char *fn = loom_strbuf_cstr(&sb);
+  cr_assert_not_null(strstr(fn, "a: Tensor[(n, 32), f32] = matmul(x, @main_a_packed, packed_b=true)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "b: Tensor[(n, 32), f32] = matmul(x, @main_b_packed, packed_b=true)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "c: Tensor[(n, 24), f32] = matmul(x, @o)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "d: Tensor[(n, 32), f32] = matmul(x, u)"), "%s", fn);
+  for (size_t i = 0; i < loom_graph_module_num_consts(m); i++) {
+    const loom_graph_const *k = loom_graph_module_const_at(m, i);
+    cr_assert(strcmp(k->name, "w") && strcmp(k->name, "v"), "the packed weight @%s was not dropped", k->name);
+    bool tb = !strcmp(k->name, "main_b_packed");
+    if (strcmp(k->name, "main_a_packed") && !tb) continue;
+    const float *d = k->expr->u.cnst.data;
+    for (int q = 0; q < N / 16; q++)
+      for (int r = 0; r < K; r++)
+        for (int col = 0; col < 16; col++) {
+          int j = q * 16 + col;
+          float want = tb ? (float)(j * K + r) + 0.5f : (float)(r * N + j);
+          cr_assert_eq(d[(q * K + r) * 16 + col], want, "@%s[%d, %d, %d]", k->name, q, r, col);
+        }
+  }
+  loom_strbuf_free(&sb);
+  loom_strbuf_free(&in);
+  loom_graph_module_destroy(m);
+}
+
 /* ---- the numeric check ---------------------------------------------------------------------- */
 
 static const char *small_model = "fn @main(x: Tensor[(n, 4), f32], y: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {\n"
