@@ -298,7 +298,91 @@ static loom_status legal_linear(loom_graph_module *m, const loom_graph_expr *cal
   return loom_graph_module_add_tp(m, *tp);
 }
 
+/* ---- matmul_integer ------------------------------------------------------------------------------ */
+
+/* A zero point: a tensor of one element (every dim 1). */
+static bool one_element(const loom_sinfo *s) {
+  if (s->kind != LOOM_SINFO_TENSOR || s->ndim < 0 || (s->ndim && !s->dims)) return false;
+  for (int d = 0; d < s->ndim; d++) {
+    int64_t v;
+    if (!loom_sym_is_const(s->dims[d], &v) || v != 1) return false;
+  }
+  return true;
+}
+
+static bool int8(loom_dtype t) { return t == LOOM_DTYPE_U8 || t == LOOM_DTYPE_I8; }
+
+/* a: (..., m, k), b: (k, n), both u8 or i8; za, zb: one element of a's / b's dtype. Result (..., m, n) i32. */
+static loom_status infer_matmul_integer(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *a, *b, *za, *zb;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &a));
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 1, true, &b));
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 2, true, &za));
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 3, true, &zb));
+  if (!int8(a->dtype) || !int8(b->dtype))
+    return loom_graph_icx_error(ic, "operands 0 and 1 must be u8 or i8 (they are %s and %s)", loom_dtype_name(a->dtype),
+                                loom_dtype_name(b->dtype));
+  if (a->ndim < 2 || b->ndim != 2) return loom_graph_icx_error(ic, "operand 0 needs rank >= 2 and operand 1 rank 2 (they have %d and %d)", a->ndim, b->ndim);
+  for (int i = 0; i < 2; i++) {
+    const loom_sinfo *z = i ? zb : za, *q = i ? b : a;
+    if (z->dtype != q->dtype || !one_element(z))
+      return loom_graph_icx_error(ic, "operand %d (a zero point) must be a %s tensor of one element (operand %d's dtype)", 2 + i,
+                                  loom_dtype_name(q->dtype), i);
+  }
+  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 0, b->dims[0], 0, a->ndim - 1, a->dims[a->ndim - 1]));
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)a->ndim);
+  if (!d) return LOOM_OOM();
+  for (int i = 0; i + 1 < a->ndim; i++) d[i] = a->dims[i];
+  d[a->ndim - 1] = b->dims[1];
+  *out = loom_sinfo_tensor(ic->m, LOOM_DTYPE_I32, a->ndim, d, a->device);
+  return LOOM_OK;
+}
+
+/* The reference: every row of a, centred, times b centred, accumulated in int64 and wrapped
+ * to i32 as the composed i32 matmul it replaces. */
+static loom_status eval_matmul_integer(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  (void)ec;
+  const loom_graph_tensor *a = &args[0].t, *b = &args[1].t;
+  if (a->ndim < 2 || b->ndim != 2 || a->shape[a->ndim - 1] != b->shape[0])
+    return LOOM_ERROR(INVALID_ARGUMENT, "matmul_integer: operand 1 axis 0 does not match operand 0's last axis");
+  int64_t za = loom_graph_tensor_get_i64(&args[2].t, 0), zb = loom_graph_tensor_get_i64(&args[3].t, 0);
+  int64_t kk = b->shape[0], n = b->shape[1], osh[8];
+  for (int i = 0; i + 1 < a->ndim; i++) osh[i] = a->shape[i];
+  osh[a->ndim - 1] = n;
+  LOOM_PROPAGATE(loom_graph_value_tensor(LOOM_DTYPE_I32, a->ndim, osh, out));
+  size_t rows = 1;
+  for (int i = 0; i + 1 < a->ndim; i++) rows *= (size_t)a->shape[i];
+  for (size_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < n; j++) {
+      uint64_t acc = 0;
+      for (int64_t q = 0; q < kk; q++)
+        acc += (uint64_t)(loom_graph_tensor_get_i64(a, i * (size_t)kk + (size_t)q) - za) *
+               (uint64_t)(loom_graph_tensor_get_i64(b, (size_t)(q * n + j)) - zb);
+      loom_graph_tensor_set_i64(&out->t, i * (size_t)n + (size_t)j, (int64_t)(int32_t)(uint32_t)acc);
+    }
+  return LOOM_OK;
+}
+
+static loom_status legal_matmul_integer(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                        loom_graph_legal *r) {
+  (void)out;
+  const loom_sinfo *a, *b, *za, *zb;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &a));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &b));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &za));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 3, &zb));
+  char name[256];
+  snprintf(name, sizeof name, "matmul_integer_%s_%s_r%d_z%d_%d", loom_dtype_name(a->dtype), loom_dtype_name(b->dtype),
+           a->ndim, za->ndim, zb->ndim);
+  if ((r->tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+  LOOM_PROPAGATE(loom_tp_gen_matmul_integer(loom_graph_module_arena(m), loom_graph_module_sym(m), name, a->dtype, b->dtype,
+                                            a->ndim, za->ndim, zb->ndim, &r->tp));
+  return loom_graph_module_add_tp(m, r->tp);
+}
+
 /* ---- the records ------------------------------------------------------------------------------- */
 
 const loom_graph_op_impl loom_graph_op_impl_matmul = {matmul_attrs, infer_matmul, eval_matmul, legal_matmul};
 const loom_graph_op_impl loom_graph_op_impl_linear = {no_attrs, infer_linear, eval_linear, legal_linear};
+const loom_graph_op_impl loom_graph_op_impl_matmul_integer = {no_attrs, infer_matmul_integer, eval_matmul_integer,
+                                                            legal_matmul_integer};

@@ -201,6 +201,70 @@ static loom_graph_op gelu_pattern(loom_pass *p, const loom_graph_expr *v, const 
   return LOOM_GRAPH_OP_COUNT;
 }
 
+/* ---- int8 matmul ------------------------------------------------------------------------------- */
+
+/* e is i32(q) - i32(z) or i32(q) - c or i32(q): q a u8 / i8 tensor of rank >= min_rank; z a
+ * one-element tensor of q's dtype, or c a one-element i32 constant whose value q's dtype holds
+ * (*z is then that constant in q's dtype), or none (*z a 0 of q's dtype). Every centred value
+ * q - z then lies in [-255, 255]: the pair words of the int8 kernel hold it exactly. */
+static loom_status centred_int8(loom_pass *p, const loom_graph_expr *e, int min_rank, loom_graph_expr **q,
+                                loom_graph_expr **z, bool *ok) {
+  *ok = false;
+  const loom_graph_expr *s = producer_call(p, e, LOOM_GRAPH_OP_SUB);
+  const loom_graph_expr *c = producer_call(p, s ? s->u.call.args[0] : e, LOOM_GRAPH_OP_CAST);
+  if (!c) return LOOM_OK;
+  const loom_sinfo *qs = c->u.call.args[0]->sinfo;
+  if (c->sinfo->dtype != LOOM_DTYPE_I32 || qs->kind != LOOM_SINFO_TENSOR ||
+      (qs->dtype != LOOM_DTYPE_U8 && qs->dtype != LOOM_DTYPE_I8) || qs->ndim < min_rank)
+    return LOOM_OK;
+  *q = c->u.call.args[0];
+  if (!s) {
+    *z = loom_graph_const_scalar(p->m, qs->dtype, 0);
+    *ok = *z != NULL;
+    return *z ? LOOM_OK : LOOM_OOM();
+  }
+  const loom_graph_expr *zv = s->u.call.args[1];
+  const loom_sinfo *zs = zv->sinfo;
+  if (zs->kind != LOOM_SINFO_TENSOR || zs->ndim < 0 || (zs->ndim && !zs->dims)) return LOOM_OK;
+  for (int d = 0; d < zs->ndim; d++) {
+    int64_t v;
+    if (!loom_sym_is_const(zs->dims[d], &v) || v != 1) return LOOM_OK;
+  }
+  const loom_graph_expr *zc = producer_call(p, zv, LOOM_GRAPH_OP_CAST);
+  if (zc && zc->u.call.args[0]->sinfo->dtype == qs->dtype) { /* i32(z) of q's dtype */
+    *z = zc->u.call.args[0];
+    *ok = true;
+    return LOOM_OK;
+  }
+  double v;
+  if (zv->kind != LOOM_GRAPH_EXPR_CONST || zs->dtype != LOOM_DTYPE_I32 || zv->u.cnst.nbytes != sizeof(int32_t)) return LOOM_OK;
+  v = *(const int32_t *)zv->u.cnst.data;
+  if (v < (qs->dtype == LOOM_DTYPE_U8 ? 0 : -128) || v > (qs->dtype == LOOM_DTYPE_U8 ? 255 : 127)) return LOOM_OK;
+  *z = loom_graph_const_scalar(p->m, qs->dtype, v);
+  *ok = *z != NULL;
+  return *z ? LOOM_OK : LOOM_OOM();
+}
+
+/* matmul(i32(a) - za, i32(b) - zb) -> matmul_integer(a, b, za, zb)   a, b u8 / i8 (b 2-D), za
+ * and zb one-element zero points of a's and b's dtypes (centred_int8): the composed
+ * MatMulInteger / QLinearMatMul / DynamicQuantizeLinear forms of the ONNX importer. The i32
+ * copies of the operands go with dce; the kernel multiplies i16 pairs (tensorprog/gen_nn.c). */
+static loom_status int8_matmul(loom_pass *p, loom_graph_binding *b) {
+  const loom_graph_expr *v = b->value;
+  if (v->u.call.nargs != 2 || v->u.call.nattrs || b->var->sinfo->dtype != LOOM_DTYPE_I32) return LOOM_OK;
+  loom_graph_expr *args[4];
+  bool oka, okb;
+  LOOM_PROPAGATE(centred_int8(p, v->u.call.args[0], 2, &args[0], &args[2], &oka));
+  if (!oka) return LOOM_OK;
+  LOOM_PROPAGATE(centred_int8(p, v->u.call.args[1], 2, &args[1], &args[3], &okb));
+  if (!okb || args[1]->sinfo->ndim != 2) return LOOM_OK;
+  loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 4, args, 0, NULL);
+  if (!nc) return LOOM_OOM();
+  nc->u.call.op = LOOM_GRAPH_OP_MATMUL_INTEGER;
+  bool ok;
+  return loom_pass_set_value(p, b, nc, &ok);
+}
+
 /* Uses of b read `x` (when its struct info provably fits). */
 static void forward(loom_pass *p, loom_graph_binding *b, loom_graph_expr *x, bool *drop) {
   bool ok;
@@ -218,6 +282,10 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   loom_graph_expr *y = n > 1 ? v->u.call.args[1] : NULL;
   bool ok;
   switch (v->u.call.op) {
+  /* the int8 matmul above */
+  case LOOM_GRAPH_OP_MATMUL:
+    return int8_matmul(p, b);
+
   /* dropout(x) -> x   (identity at inference) */
   case LOOM_GRAPH_OP_DROPOUT:
     forward(p, b, x, drop);

@@ -157,6 +157,97 @@ loom_status loom_tp_gen_matmul_packed_b(loom_arena *a, loom_sym_ctx *cx, const c
   return loom_tpb_finish(&b, result);
 }
 
+/* The pair word of two centred int8 values (the i16 halves dot2 multiplies): the low half
+ * `lo - z`, the high half `hi - z` (0 past the last column, when k is odd). `t` indexes the
+ * pair, `k` the values. */
+static loom_tp_expr *pair_word(loom_tpb *b, loom_tp_expr *lo, loom_tp_expr *hi, loom_tp_expr *z) {
+  static const char *const names[] = {"lo", "hi", "z"};
+  loom_tp_expr *vals[3] = {lo, hi, z};
+  return loom_tpb_parse(b, "((lo - z) && 65535) || shl((hi - z) * i32(2 * t + 1 < k), 16)", names, vals, 3, NULL);
+}
+
+/* C[b.., m, n] = sum over k of (i32(A[b.., m, k]) - ZA) * (i32(B[k, n]) - ZB): the int8 matmul,
+ * as i16 pairs multiplied by dot2 (one vpmaddwd per 8 lanes, exact: |a - za|, |b - zb| <= 255):
+ *   alloc A2: Local[(b.., m, kh), i32]   kh = floordiv(k + 1, 2)
+ *   for b.. parallel { for im { for t { A2[.., im, t] = pair(A[.., im, 2t], A[.., im, min(2t+1, k-1)]) } } }
+ *   alloc B2: Local[(kh, n), i32]
+ *   for t parallel { for jn { B2[t, jn] = pair(B[2t, jn], B[min(2t+1, k-1), jn]) } }
+ *   for b.. { for im { for jn { C[..] = 0  for t reduce { C[..] = C[..] + dot2(A2[.., im, t], B2[t, jn]) } } } }
+ * (a batch-less A: the im loop is the parallel one). ZA and ZB (A's and B's dtypes) have rza / rzb
+ * axes of extent 1; every centred value lies in [-255, 255], so the i16 halves are exact. */
+loom_status loom_tp_gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, loom_dtype tb,
+                                       int ra, int rza, int rzb, loom_tp_func **result) {
+  if (ra < 2 || rza < 0 || rzb < 0 || rza > LOOM_TP_GEN_MAX_RANK || rzb > LOOM_TP_GEN_MAX_RANK)
+    return LOOM_ERROR(INVALID_ARGUMENT, "matmul_integer generator needs rank >= 2 (given %d)", ra);
+  LOOM_PROPAGATE(loom_tpg_check_rank(ra));
+  int NB = ra - 2;
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *pa[LOOM_TP_GEN_MAX_RANK], *pc[LOOM_TP_GEN_MAX_RANK], *pb[2], *ones[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_dims_d(&b, NB, pa);
+  pa[NB] = loom_tpb_shape_sym(&b, "m");
+  pa[NB + 1] = loom_tpb_shape_sym(&b, "k");
+  const loom_tp_buffer *A = loom_tpb_buffer(&b, "A", ta, ra, pa);
+  pb[0] = pa[NB + 1];
+  pb[1] = loom_tpb_shape_sym(&b, "n");
+  const loom_tp_buffer *B = loom_tpb_buffer(&b, "B", tb, 2, pb);
+  for (int i = 0; i < LOOM_TP_GEN_MAX_RANK; i++) ones[i] = loom_sym_const(cx, 1);
+  const loom_tp_buffer *ZA = loom_tpb_buffer(&b, "ZA", ta, rza, ones);
+  const loom_tp_buffer *ZB = loom_tpb_buffer(&b, "ZB", tb, rzb, ones);
+  for (int i = 0; i <= NB; i++) pc[i] = pa[i];
+  pc[NB + 1] = pb[1];
+  const loom_tp_buffer *Cb = loom_tpb_buffer(&b, "C", LOOM_DTYPE_I32, ra, pc);
+  const loom_sym_expr *k = pa[NB + 1], *kh = loom_sym_floordiv(cx, loom_sym_add(cx, k, loom_sym_const(cx, 1)), loom_sym_const(cx, 2));
+  const loom_sym_expr *two = loom_sym_const(cx, 2), *one = loom_sym_const(cx, 1);
+  loom_tp_expr *z0[LOOM_TP_GEN_MAX_RANK], *ai[LOOM_TP_GEN_MAX_RANK], *ci[LOOM_TP_GEN_MAX_RANK], *bi[2];
+  for (int i = 0; i < LOOM_TP_GEN_MAX_RANK; i++) z0[i] = loom_tpb_idx(&b, loom_sym_const(cx, 0));
+  /* A2: the rows of A as pair words */
+  const loom_sym_expr *pa2[LOOM_TP_GEN_MAX_RANK];
+  for (int i = 0; i <= NB; i++) pa2[i] = pa[i];
+  pa2[NB + 1] = kh;
+  const loom_tp_buffer *A2 = loom_tpb_alloc(&b, "A2", LOOM_DTYPE_I32, ra, pa2, LOOM_TP_SCOPE_LOCAL);
+  loom_tpg_b_nest(&b, NB, pa, ai);
+  ai[NB] = loom_tpb_idx(&b, loom_tpb_for(&b, "im", pa[NB], NB ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
+  const loom_sym_expr *t = loom_tpb_for(&b, "t", kh, LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *lo_i = loom_sym_mul(cx, two, t);
+  const loom_sym_expr *hi_i = loom_sym_min(cx, loom_sym_add(cx, lo_i, one), loom_sym_sub(cx, k, one));
+  loom_tp_expr *a2i[LOOM_TP_GEN_MAX_RANK];
+  for (int i = 0; i <= NB; i++) a2i[i] = ai[i];
+  a2i[NB + 1] = loom_tpb_idx(&b, t);
+  ai[NB + 1] = loom_tpb_idx(&b, lo_i);
+  loom_tp_expr *lo = loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, A, ai));
+  ai[NB + 1] = loom_tpb_idx(&b, hi_i);
+  loom_tp_expr *hi = loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, A, ai));
+  loom_tpb_store(&b, A2, a2i, pair_word(&b, lo, hi, loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, ZA, z0))));
+  loom_tpb_end_n(&b, NB + 2);
+  /* B2: the columns of B as pair words along k */
+  const loom_sym_expr *pb2[2] = {kh, pb[1]};
+  const loom_tp_buffer *B2 = loom_tpb_alloc(&b, "B2", LOOM_DTYPE_I32, 2, pb2, LOOM_TP_SCOPE_LOCAL);
+  t = loom_tpb_for(&b, "t", kh, LOOM_TP_LOOP_PARALLEL, false);
+  loom_tp_expr *jb = loom_tpb_idx(&b, loom_tpb_for(&b, "jn", pb[1], LOOM_TP_LOOP_SERIAL, false));
+  lo_i = loom_sym_mul(cx, two, t);
+  hi_i = loom_sym_min(cx, loom_sym_add(cx, lo_i, one), loom_sym_sub(cx, k, one));
+  loom_tp_expr *b2i[2] = {loom_tpb_idx(&b, t), jb};
+  bi[0] = loom_tpb_idx(&b, lo_i), bi[1] = jb;
+  lo = loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, B, bi));
+  bi[0] = loom_tpb_idx(&b, hi_i);
+  hi = loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, B, bi));
+  loom_tpb_store(&b, B2, b2i, pair_word(&b, lo, hi, loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, ZB, z0))));
+  loom_tpb_end_n(&b, 2);
+  /* the matmul of the pair words */
+  loom_tpg_b_nest(&b, NB, pc, ci);
+  ci[NB] = loom_tpb_idx(&b, loom_tpb_for(&b, "im", pc[NB], NB ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
+  ci[NB + 1] = loom_tpb_idx(&b, loom_tpb_for(&b, "jn", pc[NB + 1], LOOM_TP_LOOP_SERIAL, false));
+  loom_tpb_store(&b, Cb, ci, loom_tpb_lit_i(&b, LOOM_DTYPE_I32, 0));
+  loom_tp_expr *r = loom_tpb_idx(&b, loom_tpb_for(&b, "r", kh, LOOM_TP_LOOP_SERIAL, true));
+  for (int i = 0; i <= NB; i++) a2i[i] = ci[i];
+  a2i[NB + 1] = r;
+  loom_tp_expr *bw[2] = {r, ci[NB + 1]};
+  loom_tp_expr *d = loom_tp_op2(a, LOOM_TP_OP_DOT2, loom_tpb_load(&b, A2, a2i), loom_tpb_load(&b, B2, bw));
+  loom_tpb_store(&b, Cb, ci, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, Cb, ci), d));
+  return loom_tpb_finish(&b, result);
+}
+
 /* Y[b.., n] = (Bias[n]) + sum over rk of X[b.., rk] * W[n, rk]; loops i<b>.. (the first
  * parallel), jn; a wider acc accumulates in S as matmul's. */
 loom_status loom_tp_gen_linear(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int rank,

@@ -242,7 +242,8 @@ static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
   if (init->kind != LOOM_TP_STMT_STORE || red->kind != LOOM_TP_STMT_FOR || !red->u.loop.reduce) return false;
   loom_tp_stmt *upd = strip_seq(red->u.loop.body);
   const loom_tp_buffer *c = init->u.store.buf;
-  if (upd->kind != LOOM_TP_STMT_STORE || upd->u.store.buf != c || c->dtype != LOOM_DTYPE_F32) return false;
+  if (upd->kind != LOOM_TP_STMT_STORE || upd->u.store.buf != c || (c->dtype != LOOM_DTYPE_F32 && c->dtype != LOOM_DTYPE_I32))
+    return false;
   const loom_sym_expr *i = m->loops[m->nloops - 2]->u.loop.var, *j = m->loops[m->nloops - 1]->u.loop.var;
   loom_tp_expr *const *idx = init->u.store.idx;
   for (int d = 0; d < c->ndim; d++)
@@ -263,7 +264,10 @@ static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
   const loom_tp_expr *prod = is_access(v->u.op.args[0], c, idx)   ? v->u.op.args[1]
                              : is_access(v->u.op.args[1], c, idx) ? v->u.op.args[0]
                                                                   : NULL;
-  if (!prod || prod->kind != LOOM_TP_EXPR_OP || prod->u.op.op != LOOM_TP_OP_MUL) return false;
+  /* a * b, or dot2(a, b) of i16 pair words (the int8 matmul: i32 accumulators, vpmaddwd) */
+  if (!prod || prod->kind != LOOM_TP_EXPR_OP ||
+      (prod->u.op.op != LOOM_TP_OP_MUL && (prod->u.op.op != LOOM_TP_OP_DOT2 || c->dtype != LOOM_DTYPE_I32)))
+    return false;
   const loom_tp_expr *x = prod->u.op.args[0], *y = prod->u.op.args[1];
   if (expr_uses(x, j)) {
     const loom_tp_expr *t = x;

@@ -131,6 +131,20 @@ static int feature_vector_bytes(const char *feat) {
   return avx512 ? 64 : avx ? 32 : 16;
 }
 
+/* Named CPUs with 256-bit vectors but no AVX2 (AVX only). */
+static const char *const CPUS_AVX_ONLY[] = {"sandybridge", "ivybridge", "corei7-avx", "core-avx-i", "btver2", "bdver1", "bdver2"};
+
+bool loom_cpu_has_avx2(const loom_cpu_options *opt) {
+  const char *feat = opt ? opt->features : NULL;
+  char *host = NULL;
+  if (!feat && !(opt && opt->cpu)) feat = host = LLVMGetHostCPUFeatures();
+  bool r;
+  if (feat) r = strstr(feat, "+avx2") != NULL;
+  else r = loom_cpu_vector_bytes(opt) >= 32 && !in_list(CPUS_AVX_ONLY, sizeof CPUS_AVX_ONLY / sizeof *CPUS_AVX_ONLY, opt->cpu);
+  if (host) LLVMDisposeMessage(host);
+  return r;
+}
+
 int loom_cpu_vector_bytes(const loom_cpu_options *opt) {
   if (opt && opt->features) return feature_vector_bytes(opt->features);
   if (opt && opt->cpu) {
@@ -171,6 +185,10 @@ loom_status loom_cpu_bind_symbols(loom_sym_ctx *cx, const loom_tp_func *f, const
 
 static void cg_init(cg *g, LLVMContextRef c, loom_sym_ctx *cx, const loom_cpu_options *opt) {
   memset(g, 0, sizeof *g);
+  char *triple = LLVMGetDefaultTargetTriple();
+  g->x86 = !strncmp(triple, "x86_64", 6);
+  LLVMDisposeMessage(triple);
+  g->avx2 = g->x86 && loom_cpu_has_avx2(opt);
   g->c = c;
   g->cx = cx;
   g->strict_fp = opt && opt->strict_fp;

@@ -679,6 +679,13 @@ static loom_status gen_mm_packed3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
   return loom_tp_gen_matmul_packed_b(a, cx, "mmp3", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 3, 16, out);
 }
 
+static loom_status gen_mm_int8(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_integer(a, cx, "mmi8", LOOM_DTYPE_U8, LOOM_DTYPE_I8, 2, 0, 1, out);
+}
+static loom_status gen_mm_int8_batched(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_integer(a, cx, "mmi8b", LOOM_DTYPE_I8, LOOM_DTYPE_U8, 3, 1, 0, out);
+}
+
 static loom_status gen_linear_bias(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
   return loom_tp_gen_linear(a, cx, "lin_b", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 2, true, out);
 }
@@ -718,6 +725,42 @@ LOOM_TEST(cpu, schedule_rule_reads_a_weight_laid_out_in_panels_in_place) {
   generated_schedule_and_diff_at(gen_mm_packed, 32);
   generated_schedule_and_diff_at(gen_mm_packed3, 32);
 }
+/* The int8 matmul (i16 pair words, dot2 on i32 accumulators: vpmaddwd) register-tiled like the
+ * f32 one, bit-exact to the interpreter; and dot2's own value at the sign boundaries. */
+LOOM_TEST(cpu, schedule_rule_tiles_the_int8_matmul) {
+  generated_schedule_and_diff(gen_mm_int8);
+  generated_schedule_and_diff(gen_mm_int8_batched);
+}
+
+LOOM_TEST(cpu, dot2_multiplies_signed_halves_scalar_and_in_lanes) {
+  static const int64_t sz[] = {1, 3, 8, 16, 19};
+  cpu_diff_opts o = opts(sz, 5, 0);
+  diff_program("prim @d2(A: Buffer[(n, 16), i32], B: Buffer[(n, 16), i32], C: Buffer[(n, 16), i32], D: Buffer[(n,), i32]) {\n"
+               "  for i in 0..n {\n"
+               "    for j in 0..16 vectorize { C[i, j] = dot2(A[i, j], B[i, j]) }\n"
+               "    D[i] = dot2(A[i, 0], B[i, 1])\n"
+               "  }\n}\n", &o);
+  tp_fixture fx;
+  cpu_parse_ok(&fx, "prim @k(C: Buffer[(2,), i32]) {\n"
+                    "  C[0] = dot2(262142i32, 131077i32)\n" /* (3, -2) . (2, 5) = 6 - 10 */
+                    "  C[1] = dot2(-2147450880i32, -2147450880i32)\n" /* (-32768, 32768 as -32768)^2 * 2 wraps */
+                    "}\n");
+  loom_cpu_jit *jit;
+  cr_assert_null(loom_cpu_jit_create(NULL, &jit));
+  loom_kernel_fn fn = cpu_jit(jit, &fx);
+  int32_t c[2] = {0, 0};
+  int64_t nc[1] = {2};
+  loom_tp_arg args[1] = {{c, nc, 0}};
+  cpu_ctx ctx;
+  cpu_ctx_init(&ctx, 1);
+  cr_assert_eq(cpu_call(fx.cx, fx.f, fn, args, 1, &ctx), 0);
+  cpu_ctx_fini(&ctx);
+  cr_assert_eq(c[0], -4);
+  cr_assert_eq(c[1], (int32_t)0x80000000u);
+  loom_cpu_jit_destroy(jit);
+  tp_fixture_free(&fx);
+}
+
 LOOM_TEST(cpu, schedule_rule_tiles_generated_linear_with_bias) { generated_schedule_and_diff(gen_linear_bias); }
 LOOM_TEST(cpu, schedule_rule_tiles_generated_linear_rank3) { generated_schedule_and_diff(gen_linear3); }
 

@@ -657,6 +657,66 @@ LOOM_TEST(passes, pack_lays_constant_weights_out_in_panels) {
   loom_graph_module_destroy(m);
 }
 
+/* The composed int8 matmul (the ONNX importer's MatMulInteger) becomes matmul_integer with its
+ * zero points in the operands' dtypes (a constant converted, a run-time one taken from before
+ * its cast, none: 0); a zero point out of the operand's range, a batched b, and an operand that
+ * is not a widened 8-bit tensor stay. Checked numerically. */
+LOOM_TEST(passes, simplify_recognises_the_int8_matmul) {
+  static const pass_fn p[] = {loom_graph_normalize, loom_graph_simplify, loom_graph_dce};
+  const char *in = "fn @main(a: Tensor[(m, 6), u8], b: Tensor[(6, 5), i8], z: Tensor[(), i8], c: Tensor[(2, 6, 5), i8],\n"
+                   "         d: Tensor[(m, 6), i16]) -> Object {\n"
+                   "  dataflow {\n"
+                   "    ai = cast(a, dtype=i32)\n"
+                   "    ac = sub(ai, const(3, i32))\n"
+                   "    bi = cast(b, dtype=i32)\n"
+                   "    zi = cast(z, dtype=i32)\n"
+                   "    bc = sub(bi, zi)\n"
+                   "    y1 = matmul(ac, bc)\n"
+                   "    y2 = matmul(ai, bi)\n"
+                   "    ax = sub(ai, const(300, i32))\n"
+                   "    y3 = matmul(ax, bc)\n"
+                   "    ci = cast(c, dtype=i32)\n"
+                   "    y4 = matmul(ac, ci)\n"
+                   "    di = cast(d, dtype=i32)\n"
+                   "    y5 = matmul(di, bi)\n"
+                   "    out = (y1, y2, y3, y4, y5)\n"
+                   "    output out\n"
+                   "  }\n"
+                   "  return out\n"
+                   "}\n";
+  loom_graph_module *m = parse(in);
+  loom_pipeline_check *c;
+  cr_assert_null(loom_pipeline_check_begin(m, 4, 11, NULL, &c));
+  for (size_t i = 0; i < 3; i++) cr_assert_null(p[i](m, NULL));
+  loom_status st = loom_pipeline_check_after(c, "simplify");
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  loom_pipeline_check_end(c);
+  loom_graph_module_destroy(m);
+  expect(in, p, 3,
+         "fn @main(a: Tensor[(m, 6), u8], b: Tensor[(6, 5), i8], z: Tensor[(), i8], c: Tensor[(2, 6, 5), i8], "
+         "d: Tensor[(m, 6), i16]) -> Object {\n"
+         "  dataflow {\n"
+         "    ai: Tensor[(m, 6), i32] = cast(a, dtype=i32)\n"
+         "    ac: Tensor[(m, 6), i32] = sub(ai, const(3, i32))\n"
+         "    bi: Tensor[(6, 5), i32] = cast(b, dtype=i32)\n"
+         "    zi: Tensor[(), i32] = cast(z, dtype=i32)\n"
+         "    bc: Tensor[(6, 5), i32] = sub(bi, zi)\n"
+         "    y1: Tensor[(m, 5), i32] = matmul_integer(a, b, const(3, u8), z)\n"
+         "    y2: Tensor[(m, 5), i32] = matmul_integer(a, b, const(0, u8), const(0, i8))\n"
+         "    ax: Tensor[(m, 6), i32] = sub(ai, const(300, i32))\n"
+         "    y3: Tensor[(m, 5), i32] = matmul(ax, bc)\n"
+         "    ci: Tensor[(2, 6, 5), i32] = cast(c, dtype=i32)\n"
+         "    y4: Tensor[(2, m, 5), i32] = matmul(ac, ci)\n"
+         "    di: Tensor[(m, 6), i32] = cast(d, dtype=i32)\n"
+         "    y5: Tensor[(m, 5), i32] = matmul(di, bi)\n"
+         "    out: Tuple[Tensor[(m, 5), i32], Tensor[(m, 5), i32], Tensor[(m, 5), i32], Tensor[(2, m, 5), i32], "
+         "Tensor[(m, 5), i32]] = (y1, y2, y3, y4, y5)\n"
+         "    output out\n"
+         "  }\n"
+         "  return out\n"
+         "}\n");
+}
+
 /* ---- the numeric check ---------------------------------------------------------------------- */
 
 static const char *small_model = "fn @main(x: Tensor[(n, 4), f32], y: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {\n"
