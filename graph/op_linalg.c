@@ -312,17 +312,47 @@ static bool one_element(const loom_sinfo *s) {
 
 static bool int8(loom_dtype t) { return t == LOOM_DTYPE_U8 || t == LOOM_DTYPE_I8; }
 
+/* packed_b: operand 1 is the centred b as i16 pair words along k, laid out in column panels:
+ * an i32 (n / P, ceil(k / 2), P) tensor whose [j / P, t, j % P] holds b[2t, j] - zb in its low
+ * half and b[2t + 1, j] - zb (0 past k) in its high half; no zb operand (graph/pass_pack.c
+ * makes it of a constant weight). */
+static const loom_graph_attr_spec matmul_integer_attrs[] = {{"packed_b", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {0}};
+
+/* matmul_integer(a, bp, za, packed_b=true): a (..., m, k), bp (q, ceil(k/2), P). */
+static loom_status infer_matmul_integer_packed(loom_graph_icx *ic, const loom_sinfo *a, const loom_sinfo **out) {
+  const loom_sinfo *bp, *za;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 1, true, &bp));
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 2, true, &za));
+  if (ic->call->u.call.nargs != 3) return loom_graph_icx_error(ic, "packed_b takes 3 operands (a, packed b, a's zero point)");
+  if (bp->dtype != LOOM_DTYPE_I32 || bp->ndim != 3)
+    return loom_graph_icx_error(ic, "packed_b needs operand 1 as i32 pair words (n / P, ceil(k / 2), P)");
+  if (za->dtype != a->dtype || !one_element(za))
+    return loom_graph_icx_error(ic, "operand 2 (a zero point) must be a %s tensor of one element", loom_dtype_name(a->dtype));
+  loom_sym_ctx *cx = loom_graph_module_sym(ic->m);
+  const loom_sym_expr *kh = loom_sym_floordiv(cx, loom_sym_add(cx, a->dims[a->ndim - 1], loom_sym_const(cx, 1)), loom_sym_const(cx, 2));
+  if (!kh) return LOOM_OOM();
+  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 1, bp->dims[1], 0, a->ndim - 1, kh));
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)a->ndim), *n = loom_sym_mul(cx, bp->dims[0], bp->dims[2]);
+  if (!d || !n) return LOOM_OOM();
+  for (int i = 0; i + 1 < a->ndim; i++) d[i] = a->dims[i];
+  d[a->ndim - 1] = n;
+  *out = loom_sinfo_tensor(ic->m, LOOM_DTYPE_I32, a->ndim, d, a->device);
+  return LOOM_OK;
+}
+
 /* a: (..., m, k), b: (k, n), both u8 or i8; za, zb: one element of a's / b's dtype. Result (..., m, n) i32. */
 static loom_status infer_matmul_integer(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *a, *b, *za, *zb;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &a));
+  if (!int8(a->dtype) || a->ndim < 2)
+    return loom_graph_icx_error(ic, "operand 0 must be u8 or i8 of rank >= 2 (it is %s of rank %d)", loom_dtype_name(a->dtype), a->ndim);
+  if (loom_graph_call_int(ic->call, "packed_b")) return infer_matmul_integer_packed(ic, a, out);
+  if (ic->call->u.call.nargs != 4) return loom_graph_icx_error(ic, "takes 4 operands (a, b, a's zero point, b's zero point)");
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 1, true, &b));
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 2, true, &za));
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 3, true, &zb));
-  if (!int8(a->dtype) || !int8(b->dtype))
-    return loom_graph_icx_error(ic, "operands 0 and 1 must be u8 or i8 (they are %s and %s)", loom_dtype_name(a->dtype),
-                                loom_dtype_name(b->dtype));
-  if (a->ndim < 2 || b->ndim != 2) return loom_graph_icx_error(ic, "operand 0 needs rank >= 2 and operand 1 rank 2 (they have %d and %d)", a->ndim, b->ndim);
+  if (!int8(b->dtype) || b->ndim != 2)
+    return loom_graph_icx_error(ic, "operand 1 must be u8 or i8 of rank 2 (it is %s of rank %d)", loom_dtype_name(b->dtype), b->ndim);
   for (int i = 0; i < 2; i++) {
     const loom_sinfo *z = i ? zb : za, *q = i ? b : a;
     if (z->dtype != q->dtype || !one_element(z))
@@ -340,8 +370,33 @@ static loom_status infer_matmul_integer(loom_graph_icx *ic, const loom_sinfo **o
 
 /* The reference: every row of a, centred, times b centred, accumulated in int64 and wrapped
  * to i32 as the composed i32 matmul it replaces. */
+/* The reference of the packed form: b's centred value is the i16 half of its pair word. */
+static loom_status eval_matmul_integer_packed(const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *a = &args[0].t, *bp = &args[1].t;
+  int64_t kk = a->shape[a->ndim - 1], kh = (kk + 1) / 2;
+  if (bp->ndim != 3 || bp->shape[1] != kh)
+    return LOOM_ERROR(INVALID_ARGUMENT, "matmul_integer: packed operand 1 axis 1 is not ceil(k / 2) of operand 0's k");
+  int64_t za = loom_graph_tensor_get_i64(&args[2].t, 0), pw = bp->shape[2], n = bp->shape[0] * pw, osh[8];
+  for (int i = 0; i + 1 < a->ndim; i++) osh[i] = a->shape[i];
+  osh[a->ndim - 1] = n;
+  LOOM_PROPAGATE(loom_graph_value_tensor(LOOM_DTYPE_I32, a->ndim, osh, out));
+  size_t rows = 1;
+  for (int i = 0; i + 1 < a->ndim; i++) rows *= (size_t)a->shape[i];
+  for (size_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < n; j++) {
+      uint64_t acc = 0;
+      for (int64_t q = 0; q < kk; q++) {
+        uint32_t w = (uint32_t)loom_graph_tensor_get_i64(bp, (size_t)(((j / pw) * kh + q / 2) * pw + j % pw));
+        int64_t bv = (int16_t)(uint16_t)(q % 2 ? w >> 16 : w & 0xFFFF);
+        acc += (uint64_t)(loom_graph_tensor_get_i64(a, i * (size_t)kk + (size_t)q) - za) * (uint64_t)bv;
+      }
+      loom_graph_tensor_set_i64(&out->t, i * (size_t)n + (size_t)j, (int64_t)(int32_t)(uint32_t)acc);
+    }
+  return LOOM_OK;
+}
+
 static loom_status eval_matmul_integer(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
-  (void)ec;
+  if (loom_graph_call_int(ec->call, "packed_b")) return eval_matmul_integer_packed(args, out);
   const loom_graph_tensor *a = &args[0].t, *b = &args[1].t;
   if (a->ndim < 2 || b->ndim != 2 || a->shape[a->ndim - 1] != b->shape[0])
     return LOOM_ERROR(INVALID_ARGUMENT, "matmul_integer: operand 1 axis 0 does not match operand 0's last axis");
@@ -370,8 +425,18 @@ static loom_status legal_matmul_integer(loom_graph_module *m, const loom_graph_e
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &a));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &b));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &za));
-  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 3, &zb));
   char name[256];
+  if (loom_graph_call_int(call, "packed_b")) {
+    int64_t pw;
+    if (b->ndim != 3 || !loom_sym_is_const(b->dims[2], &pw) || pw < 1)
+      return loom_legal_unsupported(call, "for a packed operand 1 without a constant panel width");
+    snprintf(name, sizeof name, "matmul_integer_%s_p%lld_r%d_z%d", loom_dtype_name(a->dtype), (long long)pw, a->ndim, za->ndim);
+    if ((r->tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
+    LOOM_PROPAGATE(loom_tp_gen_matmul_integer_packed_b(loom_graph_module_arena(m), loom_graph_module_sym(m), name, a->dtype,
+                                                       a->ndim, za->ndim, pw, &r->tp));
+    return loom_graph_module_add_tp(m, r->tp);
+  }
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 3, &zb));
   snprintf(name, sizeof name, "matmul_integer_%s_%s_r%d_z%d_%d", loom_dtype_name(a->dtype), loom_dtype_name(b->dtype),
            a->ndim, za->ndim, zb->ndim);
   if ((r->tp = loom_graph_module_find_tp(m, name))) return LOOM_OK;
@@ -384,5 +449,5 @@ static loom_status legal_matmul_integer(loom_graph_module *m, const loom_graph_e
 
 const loom_graph_op_impl loom_graph_op_impl_matmul = {matmul_attrs, infer_matmul, eval_matmul, legal_matmul};
 const loom_graph_op_impl loom_graph_op_impl_linear = {no_attrs, infer_linear, eval_linear, legal_linear};
-const loom_graph_op_impl loom_graph_op_impl_matmul_integer = {no_attrs, infer_matmul_integer, eval_matmul_integer,
+const loom_graph_op_impl loom_graph_op_impl_matmul_integer = {matmul_integer_attrs, infer_matmul_integer, eval_matmul_integer,
                                                             legal_matmul_integer};

@@ -4,6 +4,8 @@
  *   matmul(x, W)                    W: const (k, n), f32, n a multiple of P, n >= P
  *     -> matmul(x, Wp, packed_b=true)    Wp: const (n / P, k, P), Wp[q, r, c] = W[r, q*P + c]
  *   matmul(x, W, transpose_b=true)  W: const (n, k): the same with Wp[q, r, c] = W[q*P + c, r]
+ *   matmul_integer(a, B, za, zb)    B: const (k, n) u8 / i8, zb const: B's centred i16 pair words
+ *     -> matmul_integer(a, Bp, za, packed_b=true)   Bp: i32 (n / P, ceil(k / 2), P)
  *
  * P is the target's panel width (loom_target.matmul_panel: two vectors of f32). The register
  * tile then reads each panel of k x P contiguous floats where it lies: no per-call packing of
@@ -38,10 +40,67 @@ static const char *packed_name(loom_pass *p, const loom_graph_binding *b, char *
   }
 }
 
+/* A constant operand's single value (one element), or false. */
+static bool const_scalar_i(const loom_graph_expr *e, int64_t *out) {
+  if (e->kind != LOOM_GRAPH_EXPR_CONST || e->sinfo->kind != LOOM_SINFO_TENSOR) return false;
+  size_t es = loom_dtype_size(e->sinfo->dtype);
+  if (!es || e->u.cnst.nbytes != es) return false;
+  loom_graph_tensor t = {.dtype = e->sinfo->dtype, .data = e->u.cnst.data};
+  *out = loom_graph_tensor_get_i64(&t, 0);
+  return true;
+}
+
+/* matmul_integer(a, B, za, zb) with B (k, n) and zb constants:
+ *   -> matmul_integer(a, Bp, za, packed_b=true)   Bp: i32 (n / P, ceil(k / 2), P) pair words,
+ * low half B[2t, j] - zb, high half B[2t + 1, j] - zb (0 past k). */
+static loom_status pack_int8(loom_pass *p, loom_graph_binding *b, int64_t panel) {
+  const loom_graph_expr *v = b->value;
+  if (v->u.call.nargs != 4 || loom_graph_call_int(v, "packed_b")) return LOOM_OK;
+  const loom_graph_expr *w = v->u.call.args[1];
+  const loom_sinfo *si = w->sinfo;
+  int64_t k, n, zb;
+  if (w->kind != LOOM_GRAPH_EXPR_CONST || si->kind != LOOM_SINFO_TENSOR || si->ndim != 2 || !si->dims ||
+      (si->dtype != LOOM_DTYPE_U8 && si->dtype != LOOM_DTYPE_I8) || !loom_sym_is_const(si->dims[0], &k) ||
+      !loom_sym_is_const(si->dims[1], &n) || w->u.cnst.nbytes != (size_t)(k * n) || !const_scalar_i(v->u.call.args[3], &zb))
+    return LOOM_OK;
+  if (k < 1 || n < panel || n % panel) return LOOM_OK;
+  int64_t kh = (k + 1) / 2;
+  size_t bytes = (size_t)(kh * n) * sizeof(int32_t);
+  uint32_t *words = malloc(bytes);
+  if (!words) return LOOM_OOM();
+  loom_graph_tensor src = {.dtype = si->dtype, .data = w->u.cnst.data};
+  for (int64_t q = 0; q < n / panel; q++)
+    for (int64_t t = 0; t < kh; t++)
+      for (int64_t c = 0; c < panel; c++) {
+        int64_t j = q * panel + c;
+        int64_t lo = loom_graph_tensor_get_i64(&src, (size_t)(2 * t * n + j)) - zb;
+        int64_t hi = 2 * t + 1 < k ? loom_graph_tensor_get_i64(&src, (size_t)((2 * t + 1) * n + j)) - zb : 0;
+        words[(q * kh + t) * panel + c] = ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16);
+      }
+  loom_sym_ctx *cx = loom_graph_module_sym(p->m);
+  const loom_sym_expr *dims[3] = {loom_sym_const(cx, n / panel), loom_sym_const(cx, kh), loom_sym_const(cx, panel)};
+  const loom_sinfo *ps = loom_sinfo_tensor(p->m, LOOM_DTYPE_I32, 3, dims, si->device);
+  loom_graph_expr *c = ps ? loom_graph_const_new(p->m, ps, words, bytes) : NULL;
+  free(words);
+  if (!c) return LOOM_OOM();
+  char name[256];
+  LOOM_PROPAGATE(loom_graph_module_add_const(p->m, packed_name(p, b, name, sizeof name), c));
+  loom_graph_attr attr = loom_graph_attr_bool(p->m, "packed_b", true);
+  if (!attr.name) return LOOM_OOM();
+  loom_graph_expr *args[3] = {v->u.call.args[0], c, v->u.call.args[2]};
+  loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 3, args, 1, &attr);
+  if (!nc) return LOOM_OOM();
+  bool ok;
+  return loom_pass_set_value(p, b, nc, &ok);
+}
+
 static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   (void)drop;
   const int64_t panel = *(const int *)p->ud;
   const loom_graph_expr *v = b->value;
+  if (b->kind == LOOM_GRAPH_BIND_VAR && v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_OP &&
+      v->u.call.op == LOOM_GRAPH_OP_MATMUL_INTEGER)
+    return pack_int8(p, b, panel);
   if (b->kind != LOOM_GRAPH_BIND_VAR || v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP ||
       v->u.call.op != LOOM_GRAPH_OP_MATMUL || v->u.call.nargs != 2 || loom_graph_call_int(v, "packed_b"))
     return LOOM_OK;

@@ -175,9 +175,11 @@ static loom_tp_expr *pair_word(loom_tpb *b, loom_tp_expr *lo, loom_tp_expr *hi, 
  *   for b.. { for im { for jn { C[..] = 0  for t reduce { C[..] = C[..] + dot2(A2[.., im, t], B2[t, jn]) } } } }
  * (a batch-less A: the im loop is the parallel one). ZA and ZB (A's and B's dtypes) have rza / rzb
  * axes of extent 1; every centred value lies in [-255, 255], so the i16 halves are exact. */
-loom_status loom_tp_gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, loom_dtype tb,
-                                       int ra, int rza, int rzb, loom_tp_func **result) {
-  if (ra < 2 || rza < 0 || rzb < 0 || rza > LOOM_TP_GEN_MAX_RANK || rzb > LOOM_TP_GEN_MAX_RANK)
+/* panel > 0: B is given as BP (q, kh, panel) pair words in panels (no ZB, no B2 nest) and read
+ * as BP[floordiv(jn, panel), r, floormod(jn, panel)]. */
+static loom_status gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, loom_dtype tb,
+                                      int ra, int rza, int rzb, int64_t panel, loom_tp_func **result) {
+  if (ra < 2 || rza < 0 || rzb < 0 || rza > LOOM_TP_GEN_MAX_RANK || rzb > LOOM_TP_GEN_MAX_RANK || panel < 0)
     return LOOM_ERROR(INVALID_ARGUMENT, "matmul_integer generator needs rank >= 2 (given %d)", ra);
   LOOM_PROPAGATE(loom_tpg_check_rank(ra));
   int NB = ra - 2;
@@ -188,16 +190,24 @@ loom_status loom_tp_gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const ch
   pa[NB] = loom_tpb_shape_sym(&b, "m");
   pa[NB + 1] = loom_tpb_shape_sym(&b, "k");
   const loom_tp_buffer *A = loom_tpb_buffer(&b, "A", ta, ra, pa);
-  pb[0] = pa[NB + 1];
-  pb[1] = loom_tpb_shape_sym(&b, "n");
-  const loom_tp_buffer *B = loom_tpb_buffer(&b, "B", tb, 2, pb);
+  const loom_sym_expr *k = pa[NB + 1], *kh = loom_sym_floordiv(cx, loom_sym_add(cx, k, loom_sym_const(cx, 1)), loom_sym_const(cx, 2));
+  const loom_sym_expr *P = loom_sym_const(cx, panel), *pp[3];
+  const loom_tp_buffer *B = NULL, *BP = NULL, *ZB = NULL;
+  if (panel) {
+    pp[0] = loom_tpb_shape_sym(&b, "q"), pp[1] = kh, pp[2] = P;
+    BP = loom_tpb_buffer(&b, "BP", LOOM_DTYPE_I32, 3, pp);
+    pb[1] = loom_sym_mul(cx, P, pp[0]);
+  } else {
+    pb[0] = pa[NB + 1];
+    pb[1] = loom_tpb_shape_sym(&b, "n");
+    B = loom_tpb_buffer(&b, "B", tb, 2, pb);
+  }
   for (int i = 0; i < LOOM_TP_GEN_MAX_RANK; i++) ones[i] = loom_sym_const(cx, 1);
   const loom_tp_buffer *ZA = loom_tpb_buffer(&b, "ZA", ta, rza, ones);
-  const loom_tp_buffer *ZB = loom_tpb_buffer(&b, "ZB", tb, rzb, ones);
+  if (!panel) ZB = loom_tpb_buffer(&b, "ZB", tb, rzb, ones);
   for (int i = 0; i <= NB; i++) pc[i] = pa[i];
   pc[NB + 1] = pb[1];
   const loom_tp_buffer *Cb = loom_tpb_buffer(&b, "C", LOOM_DTYPE_I32, ra, pc);
-  const loom_sym_expr *k = pa[NB + 1], *kh = loom_sym_floordiv(cx, loom_sym_add(cx, k, loom_sym_const(cx, 1)), loom_sym_const(cx, 2));
   const loom_sym_expr *two = loom_sym_const(cx, 2), *one = loom_sym_const(cx, 1);
   loom_tp_expr *z0[LOOM_TP_GEN_MAX_RANK], *ai[LOOM_TP_GEN_MAX_RANK], *ci[LOOM_TP_GEN_MAX_RANK], *bi[2];
   for (int i = 0; i < LOOM_TP_GEN_MAX_RANK; i++) z0[i] = loom_tpb_idx(&b, loom_sym_const(cx, 0));
@@ -220,32 +230,50 @@ loom_status loom_tp_gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const ch
   loom_tp_expr *hi = loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, A, ai));
   loom_tpb_store(&b, A2, a2i, pair_word(&b, lo, hi, loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, ZA, z0))));
   loom_tpb_end_n(&b, NB + 2);
-  /* B2: the columns of B as pair words along k */
-  const loom_sym_expr *pb2[2] = {kh, pb[1]};
-  const loom_tp_buffer *B2 = loom_tpb_alloc(&b, "B2", LOOM_DTYPE_I32, 2, pb2, LOOM_TP_SCOPE_LOCAL);
-  t = loom_tpb_for(&b, "t", kh, LOOM_TP_LOOP_PARALLEL, false);
-  loom_tp_expr *jb = loom_tpb_idx(&b, loom_tpb_for(&b, "jn", pb[1], LOOM_TP_LOOP_SERIAL, false));
-  lo_i = loom_sym_mul(cx, two, t);
-  hi_i = loom_sym_min(cx, loom_sym_add(cx, lo_i, one), loom_sym_sub(cx, k, one));
-  loom_tp_expr *b2i[2] = {loom_tpb_idx(&b, t), jb};
-  bi[0] = loom_tpb_idx(&b, lo_i), bi[1] = jb;
-  lo = loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, B, bi));
-  bi[0] = loom_tpb_idx(&b, hi_i);
-  hi = loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, B, bi));
-  loom_tpb_store(&b, B2, b2i, pair_word(&b, lo, hi, loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, ZB, z0))));
-  loom_tpb_end_n(&b, 2);
+  /* B2: the columns of B as pair words along k (given in panels: BP) */
+  const loom_tp_buffer *B2 = NULL;
+  if (!panel) {
+    const loom_sym_expr *pb2[2] = {kh, pb[1]};
+    B2 = loom_tpb_alloc(&b, "B2", LOOM_DTYPE_I32, 2, pb2, LOOM_TP_SCOPE_LOCAL);
+    t = loom_tpb_for(&b, "t", kh, LOOM_TP_LOOP_PARALLEL, false);
+    loom_tp_expr *jb = loom_tpb_idx(&b, loom_tpb_for(&b, "jn", pb[1], LOOM_TP_LOOP_SERIAL, false));
+    lo_i = loom_sym_mul(cx, two, t);
+    hi_i = loom_sym_min(cx, loom_sym_add(cx, lo_i, one), loom_sym_sub(cx, k, one));
+    loom_tp_expr *b2i[2] = {loom_tpb_idx(&b, t), jb};
+    bi[0] = loom_tpb_idx(&b, lo_i), bi[1] = jb;
+    lo = loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, B, bi));
+    bi[0] = loom_tpb_idx(&b, hi_i);
+    hi = loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, B, bi));
+    loom_tpb_store(&b, B2, b2i, pair_word(&b, lo, hi, loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, ZB, z0))));
+    loom_tpb_end_n(&b, 2);
+  }
   /* the matmul of the pair words */
   loom_tpg_b_nest(&b, NB, pc, ci);
   ci[NB] = loom_tpb_idx(&b, loom_tpb_for(&b, "im", pc[NB], NB ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
-  ci[NB + 1] = loom_tpb_idx(&b, loom_tpb_for(&b, "jn", pc[NB + 1], LOOM_TP_LOOP_SERIAL, false));
+  const loom_sym_expr *jv = loom_tpb_for(&b, "jn", pc[NB + 1], LOOM_TP_LOOP_SERIAL, false);
+  ci[NB + 1] = loom_tpb_idx(&b, jv);
   loom_tpb_store(&b, Cb, ci, loom_tpb_lit_i(&b, LOOM_DTYPE_I32, 0));
   loom_tp_expr *r = loom_tpb_idx(&b, loom_tpb_for(&b, "r", kh, LOOM_TP_LOOP_SERIAL, true));
   for (int i = 0; i <= NB; i++) a2i[i] = ci[i];
   a2i[NB + 1] = r;
-  loom_tp_expr *bw[2] = {r, ci[NB + 1]};
-  loom_tp_expr *d = loom_tp_op2(a, LOOM_TP_OP_DOT2, loom_tpb_load(&b, A2, a2i), loom_tpb_load(&b, B2, bw));
+  loom_tp_expr *bw[3] = {r, ci[NB + 1], NULL};
+  if (panel) {
+    bw[0] = loom_tpb_idx(&b, loom_sym_floordiv(cx, jv, P)), bw[1] = r, bw[2] = loom_tpb_idx(&b, loom_sym_floormod(cx, jv, P));
+  }
+  loom_tp_expr *d = loom_tp_op2(a, LOOM_TP_OP_DOT2, loom_tpb_load(&b, A2, a2i), loom_tpb_load(&b, panel ? BP : B2, bw));
   loom_tpb_store(&b, Cb, ci, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, Cb, ci), d));
   return loom_tpb_finish(&b, result);
+}
+
+loom_status loom_tp_gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, loom_dtype tb,
+                                       int ra, int rza, int rzb, loom_tp_func **result) {
+  return gen_matmul_integer(a, cx, name, ta, tb, ra, rza, rzb, 0, result);
+}
+
+loom_status loom_tp_gen_matmul_integer_packed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, int ra,
+                                                int rza, int64_t panel, loom_tp_func **result) {
+  if (panel < 1) return LOOM_ERROR(INVALID_ARGUMENT, "packed matmul_integer generator needs a panel >= 1");
+  return gen_matmul_integer(a, cx, name, ta, ta, ra, rza, 0, panel, result);
 }
 
 /* Y[b.., n] = (Bias[n]) + sum over rk of X[b.., rk] * W[n, rk]; loops i<b>.. (the first

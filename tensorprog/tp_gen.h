@@ -81,6 +81,11 @@ loom_status loom_tp_gen_matmul_packed_b(loom_arena *a, loom_sym_ctx *cx, const c
 loom_status loom_tp_gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, loom_dtype tb,
                                        int ra, int rza, int rzb, loom_tp_func **result);
 
+/* The same with B given as BP (n / panel, ceil(k / 2), panel) i32 pair words of the centred B in
+ * column panels (graph/pass_pack.c), read as BP[n / panel, t, n % panel]; no ZB. */
+loom_status loom_tp_gen_matmul_integer_packed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, int ra,
+                                                int rza, int64_t panel, loom_tp_func **result);
+
 /* softmax / log_softmax along `axis` (max-subtracted, exact). */
 loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                                 bool log, loom_tp_func **result);

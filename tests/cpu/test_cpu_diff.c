@@ -682,6 +682,9 @@ static loom_status gen_mm_packed3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
 static loom_status gen_mm_int8(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
   return loom_tp_gen_matmul_integer(a, cx, "mmi8", LOOM_DTYPE_U8, LOOM_DTYPE_I8, 2, 0, 1, out);
 }
+static loom_status gen_mm_int8_packed(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_integer_packed_b(a, cx, "mmi8p", LOOM_DTYPE_U8, 2, 0, 16, out);
+}
 static loom_status gen_mm_int8_batched(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
   return loom_tp_gen_matmul_integer(a, cx, "mmi8b", LOOM_DTYPE_I8, LOOM_DTYPE_U8, 3, 1, 0, out);
 }
@@ -730,6 +733,7 @@ LOOM_TEST(cpu, schedule_rule_reads_a_weight_laid_out_in_panels_in_place) {
 LOOM_TEST(cpu, schedule_rule_tiles_the_int8_matmul) {
   generated_schedule_and_diff(gen_mm_int8);
   generated_schedule_and_diff(gen_mm_int8_batched);
+  generated_schedule_and_diff_at(gen_mm_int8_packed, 32);
 }
 
 LOOM_TEST(cpu, dot2_multiplies_signed_halves_scalar_and_in_lanes) {

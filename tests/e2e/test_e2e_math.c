@@ -297,3 +297,38 @@ LOOM_TEST(e2e_math, int8_matmul_at_awkward_shapes) {
   loom_compiled_free(c);
   loom_graph_module_destroy(m);
 }
+
+/* The int8 matmul with a constant weight: the `pack` pass lays its centred pair words out in
+ * panels (matmul_integer packed_b) for the kernel to read in place; exact at odd k, 0, 1,
+ * primes and row counts that are not multiples of the tile. */
+LOOM_TEST(e2e_math, int8_matmul_with_a_constant_weight_laid_out_in_panels) {
+  enum { K = 7, N = 64 };
+  loom_strbuf t;
+  loom_strbuf_init(&t, NULL);
+  loom_strbuf_printf(&t, "const @w: Tensor[(%d, %d), i8] = [", K, N);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&t, "%s%d", i ? ", " : "", (i * 53) % 256 - 128);
+  loom_strbuf_printf(&t, "]\n"
+                         "fn @main(a: Tensor[(m, %d), u8], za: Tensor[(), u8]) -> Tensor[(m, %d), i32] {\n"
+                         "  ai = cast(a, dtype=i32)\n  zi = cast(za, dtype=i32)\n  ac = sub(ai, zi)\n"
+                         "  wi = cast(@w, dtype=i32)\n  wc = sub(wi, const(-5, i32))\n"
+                         "  y = matmul(ac, wc)\n  return y\n}\n", K, N);
+  const char *text = loom_strbuf_cstr(&t);
+  static const int64_t ms[] = {0, 1, 5, 6, 7, 13, 37};
+  for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+    const bind b[] = {{"m", ms[i]}};
+    check_random(text, b, 1, 0);
+  }
+  loom_graph_module *m = parse_text(text);
+  loom_compiled *c;
+  loom_compile_options o = {0};
+  cr_assert_null(loom_compile(m, &o, &c));
+  loom_strbuf p;
+  loom_strbuf_init(&p, NULL);
+  loom_graph_module *cm = loom_compiled_module(c);
+  loom_graph_print_func(cm, loom_graph_module_find_func(cm, "main"), &p);
+  cr_assert(strstr(loom_strbuf_cstr(&p), "_packed") != NULL, "the weight was not packed:\n%s", loom_strbuf_cstr(&p));
+  loom_strbuf_free(&p);
+  loom_compiled_free(c);
+  loom_graph_module_destroy(m);
+  loom_strbuf_free(&t);
+}

@@ -596,7 +596,7 @@ LOOM_TEST(passes, simplify_recognises_gelu_patterns) {
 static void pack_panel_16(loom_graph_module *m) {
   size_t n = 0;
   cr_assert_null(loom_graph_pack_weights(m, 16, &n));
-  cr_assert_eq(n, 2);
+  cr_assert_eq(n, 3);
   cr_assert_null(loom_graph_dce(m, NULL));
 }
 
@@ -610,18 +610,21 @@ LOOM_TEST(passes, pack_lays_constant_weights_out_in_panels) {
   for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d.5", i ? ", " : "", i);
   loom_strbuf_printf(&in, "]\nconst @o: Tensor[(%d, 24), f32] = [", K);
   for (int i = 0; i < K * 24; i++) loom_strbuf_printf(&in, "%s1.0", i ? ", " : "");
+  loom_strbuf_printf(&in, "]\nconst @q: Tensor[(%d, %d), i8] = [", K, N);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d", i ? ", " : "", (i * 37) % 256 - 128);
   loom_strbuf_printf(&in, "]\n"
-                          "fn @main(x: Tensor[(n, %d), f32], u: Tensor[(%d, %d), f32]) -> Object {\n"
+                          "fn @main(x: Tensor[(n, %d), f32], u: Tensor[(%d, %d), f32], xi: Tensor[(n, %d), u8]) -> Object {\n"
                           "  dataflow {\n"
                           "    a = matmul(x, @w)\n"
                           "    b = matmul(x, @v, transpose_b=true)\n"
                           "    c = matmul(x, @o)\n"
                           "    d = matmul(x, u)\n"
-                          "    out = (a, b, c, d)\n"
+                          "    e = matmul_integer(xi, @q, const(7, u8), const(-3, i8))\n"
+                          "    out = (a, b, c, d, e)\n"
                           "    output out\n"
                           "  }\n"
                           "  return out\n"
-                          "}\n", K, K, N);
+                          "}\n", K, K, N, K);
   loom_graph_module *m = parse(loom_strbuf_cstr(&in));
   loom_pipeline_check *c;
   cr_assert_null(loom_pipeline_check_begin(m, 4, 9, NULL, &c));
@@ -638,9 +641,23 @@ LOOM_TEST(passes, pack_lays_constant_weights_out_in_panels) {
   cr_assert_not_null(strstr(fn, "b: Tensor[(n, 32), f32] = matmul(x, @main_b_packed, packed_b=true)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "c: Tensor[(n, 24), f32] = matmul(x, @o)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "d: Tensor[(n, 32), f32] = matmul(x, u)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "e: Tensor[(n, 32), i32] = matmul_integer(xi, @main_e_packed, const(7, u8), packed_b=true)"), "%s",
+                     fn);
   for (size_t i = 0; i < loom_graph_module_num_consts(m); i++) {
     const loom_graph_const *k = loom_graph_module_const_at(m, i);
-    cr_assert(strcmp(k->name, "w") && strcmp(k->name, "v"), "the packed weight @%s was not dropped", k->name);
+    cr_assert(strcmp(k->name, "w") && strcmp(k->name, "v") && strcmp(k->name, "q"), "the packed weight @%s was not dropped",
+              k->name);
+    if (!strcmp(k->name, "main_e_packed")) { /* pair words of q + 3 along k (K = 3: the last high half 0) */
+      const uint32_t *wd = k->expr->u.cnst.data;
+      for (int q = 0; q < N / 16; q++)
+        for (int t2 = 0; t2 < (K + 1) / 2; t2++)
+          for (int col = 0; col < 16; col++) {
+            int j = q * 16 + col, r0 = 2 * t2, r1 = 2 * t2 + 1;
+            int lo = ((r0 * N + j) * 37) % 256 - 128 + 3, hi = r1 < K ? ((r1 * N + j) * 37) % 256 - 128 + 3 : 0;
+            uint32_t want = ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16);
+            cr_assert_eq(wd[(q * ((K + 1) / 2) + t2) * 16 + col], want, "@%s[%d, %d, %d]", k->name, q, t2, col);
+          }
+    }
     bool tb = !strcmp(k->name, "main_b_packed");
     if (strcmp(k->name, "main_a_packed") && !tb) continue;
     const float *d = k->expr->u.cnst.data;
