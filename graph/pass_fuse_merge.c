@@ -233,8 +233,10 @@ loom_status loom_fuse_merge_group(fuser *fz, const loom_graph_block *blk, const 
     goto done;
   }
   size_t inlined = 0;
-  if ((st = loom_tp_inline_locals(a, fz->cx, f, &inlined))) goto done;
-  if (inlined != n - 1 - epilogue) goto done;
+  /* an epilogue group is a matmul and one elementwise program: no intermediate to inline (the
+   * matmul's own Locals, int8 pair words, must stay) */
+  if (!epilogue && (st = loom_tp_inline_locals(a, fz->cx, f, &inlined))) goto done;
+  if (!epilogue && inlined != n - 1) goto done;
   if (epilogue) {
     bool moved = false;
     if ((st = loom_tp_fuse_epilogue(a, fz->cx, f, &moved)) || !moved) goto done;

@@ -483,38 +483,101 @@ static loom_tp_stmt *matmul_body(loom_tp_stmt *s, const loom_tp_buffer *c) {
   return plain_reduction(red, c, idx) ? s : NULL;
 }
 
+/* Whether statement s stores into or loads t anywhere. */
+static bool stmt_mentions(const loom_tp_stmt *s, const loom_tp_buffer *t) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++)
+        if (stmt_mentions(s->u.seq.items[i], t)) return true;
+      return false;
+    case LOOM_TP_STMT_FOR: return stmt_mentions(s->u.loop.body, t);
+    case LOOM_TP_STMT_STORE:
+      if (s->u.store.buf == t || expr_loads(s->u.store.value, t)) return true;
+      for (int d = 0; d < s->u.store.buf->ndim; d++)
+        if (expr_loads(s->u.store.idx[d], t)) return true;
+      return false;
+    case LOOM_TP_STMT_LET: return expr_loads(s->u.let.value, t);
+    case LOOM_TP_STMT_IF:
+      return expr_loads(s->u.if_.cond, t) || stmt_mentions(s->u.if_.then_s, t) ||
+             (s->u.if_.else_s && stmt_mentions(s->u.if_.else_s, t));
+    default: return false;
+  }
+}
+
+/* The statements of s with nested sequences spliced in (the merge puts each call's body in
+ * one; their allocs then stay visible to the end, which changes nothing: names are unique). */
+static loom_tp_stmt *flatten_seq(loom_arena *a, loom_tp_stmt *s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s->u.seq.n; i++) {
+    loom_tp_stmt *it = s->u.seq.items[i];
+    n += it->kind == LOOM_TP_STMT_SEQ ? it->u.seq.n : 1;
+  }
+  if (n == s->u.seq.n) return s;
+  loom_tp_stmt **items = LOOM_ARENA_ARRAY(a, loom_tp_stmt *, n);
+  if (!items) return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < s->u.seq.n; i++) {
+    loom_tp_stmt *it = s->u.seq.items[i];
+    if (it->kind != LOOM_TP_STMT_SEQ) items[k++] = it;
+    else
+      for (size_t j = 0; j < it->u.seq.n; j++) items[k++] = it->u.seq.items[j];
+  }
+  loom_tp_stmt *r = loom_tp_seq(a, items, n);
+  return r ? flatten_seq(a, r) : NULL; /* nested deeper: again, until no item is a sequence */
+}
+
 loom_status loom_tp_fuse_epilogue(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, bool *out_done) {
   *out_done = false;
   loom_tp_stmt *top = unwrap(f->body);
-  if (!top || top->kind != LOOM_TP_STMT_SEQ || top->u.seq.n != 3 || top->u.seq.items[0]->kind != LOOM_TP_STMT_ALLOC)
-    return LOOM_OK;
-  const loom_tp_buffer *c = top->u.seq.items[0]->u.alloc;
-  if (c->scope != LOOM_TP_SCOPE_LOCAL || c->ndim > 16) return LOOM_OK;
-  loom_tp_stmt *mm = top->u.seq.items[1], *body = matmul_body(mm, c);
-  if (!body) return LOOM_OK;
-  /* the epilogue: for k.. { Y[k..] = e }, Y a parameter of C's dtype and dims */
+  if (!top || top->kind != LOOM_TP_STMT_SEQ) return LOOM_OK;
+  if (!(top = flatten_seq(a, top))) return LOOM_OOM();
+  if (top->u.seq.n < 3) return LOOM_OK;
+  size_t n = top->u.seq.n;
+  /* the epilogue, last: for k.. { Y[k..] = e }, Y a parameter of C's dims */
   const loom_sym_expr *kv[16];
   int depth = 0;
-  loom_tp_stmt *epi = unwrap(top->u.seq.items[2]);
+  loom_tp_stmt *epi = unwrap(top->u.seq.items[n - 1]);
   while (epi && epi->kind == LOOM_TP_STMT_FOR && !epi->u.loop.reduce && depth < 16) {
     kv[depth++] = epi->u.loop.var;
     epi = unwrap(epi->u.loop.body);
   }
   if (!epi || epi->kind != LOOM_TP_STMT_STORE) return LOOM_OK;
+  /* C: the one Local the epilogue reads; the matmul: the one statement that writes it */
+  const loom_tp_buffer *c = NULL;
+  size_t ci = n, mi = n;
+  for (size_t i = 0; i + 1 < n; i++) {
+    loom_tp_stmt *it = top->u.seq.items[i];
+    if (it->kind != LOOM_TP_STMT_ALLOC || it->u.alloc->scope != LOOM_TP_SCOPE_LOCAL || !expr_loads(epi->u.store.value, it->u.alloc))
+      continue;
+    if (c) return LOOM_OK;
+    c = it->u.alloc, ci = i;
+  }
+  if (!c || c->ndim > 16) return LOOM_OK;
+  for (size_t i = 0; i + 1 < n; i++) {
+    if (i == ci || !stmt_mentions(top->u.seq.items[i], c)) continue;
+    if (mi != n) return LOOM_OK;
+    mi = i;
+  }
+  if (mi == n || mi < ci) return LOOM_OK;
+  loom_tp_stmt *mm = top->u.seq.items[mi], *body = matmul_body(mm, c);
+  if (!body) return LOOM_OK;
   const loom_tp_buffer *y = epi->u.store.buf;
-  if (y->scope != LOOM_TP_SCOPE_GLOBAL || y->dtype != c->dtype || y->ndim != c->ndim || depth != y->ndim) return LOOM_OK;
+  if (y->scope != LOOM_TP_SCOPE_GLOBAL || y->ndim != c->ndim || depth != y->ndim) return LOOM_OK;
   for (int d = 0; d < y->ndim; d++) {
     const loom_tp_expr *x = epi->u.store.idx[d];
     if (x->kind != LOOM_TP_EXPR_SYM || x->u.sym != kv[d]) return LOOM_OK;
     if (loom_sym_prove_eq(cx, y->dims[d], c->dims[d]) != LOOM_SYM_TRUE) return LOOM_OK;
   }
   if (!loads_only_at(epi->u.store.value, c, epi->u.store.idx) || expr_loads(epi->u.store.value, y)) return LOOM_OK;
-  /* e with k := the matmul's indices; then the whole nest with C := Y */
+  for (size_t i = 0; i + 1 < n; i++)
+    if (i != mi && stmt_mentions(top->u.seq.items[i], y)) return LOOM_OK;
+  /* e with k := the matmul's indices, appended to the matmul's output loop */
   loom_tp_expr *const *idx = body->u.seq.items[0]->u.store.idx;
   const loom_sym_expr *vals[16];
   for (int d = 0; d < y->ndim; d++) vals[d] = idx[d]->u.sym;
   loom_tp_expr *value = loom_tp_expr_copy_subst(a, cx, epi->u.store.value, kv, vals, (size_t)depth);
-  loom_tp_stmt *store = value ? loom_tp_store(a, c, (loom_tp_expr **)idx, value) : NULL;
+  bool same = y->dtype == c->dtype; /* then C := Y; else C stays a Local and the epilogue stores Y */
+  loom_tp_stmt *store = value ? loom_tp_store(a, same ? c : y, (loom_tp_expr **)idx, value) : NULL;
   loom_tp_stmt **items = LOOM_ARENA_ARRAY(a, loom_tp_stmt *, 3);
   if (!store || !items) return LOOM_OOM();
   items[0] = body->u.seq.items[0];
@@ -525,11 +588,18 @@ loom_status loom_tp_fuse_epilogue(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
   body->u.seq.items = items;
   body->u.seq.n = 3;
   const loom_tp_buffer *from = c, *to = y;
-  loom_tp_stmt *nest = loom_tp_stmt_copy_remap(a, cx, mm, NULL, NULL, 0, &from, &to, 1);
+  loom_tp_stmt *nest = loom_tp_stmt_copy_remap(a, cx, mm, NULL, NULL, 0, &from, &to, same ? 1 : 0);
   body->u.seq.items = old_items; /* the original stays as it was */
   body->u.seq.n = old_n;
-  if (!nest) return LOOM_OOM();
-  f->body = nest;
+  loom_tp_stmt **out = LOOM_ARENA_ARRAY(a, loom_tp_stmt *, n);
+  if (!nest || !out) return LOOM_OOM();
+  size_t k = 0;
+  for (size_t i = 0; i + 1 < n; i++) {
+    if (i == ci && same) continue;
+    out[k++] = i == mi ? nest : top->u.seq.items[i];
+  }
+  if (k == 1) f->body = out[0];
+  else if (!(f->body = loom_tp_seq(a, out, k))) return LOOM_OOM();
   *out_done = true;
   return LOOM_OK;
 }

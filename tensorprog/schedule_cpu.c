@@ -190,13 +190,13 @@ static bool is_access(const loom_tp_expr *e, const loom_tp_buffer *buf, loom_tp_
   return true;
 }
 
-/* Whether every load of c in e is at exactly idx. */
+/* Whether every load of c in e is at exactly idx (NULL idx: e does not load c). */
 static bool reads_only_at(const loom_tp_expr *e, const loom_tp_buffer *c, loom_tp_expr *const *idx) {
   switch (e->kind) {
     case LOOM_TP_EXPR_LOAD:
       for (int d = 0; d < e->u.load.buf->ndim; d++)
         if (!reads_only_at(e->u.load.idx[d], c, idx)) return false;
-      return e->u.load.buf != c || is_access(e, c, idx);
+      return e->u.load.buf != c || (idx && is_access(e, c, idx));
     case LOOM_TP_EXPR_OP:
       for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
         if (!reads_only_at(e->u.op.args[i], c, idx)) return false;
@@ -251,10 +251,11 @@ static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
         idx[d]->u.sym != upd->u.store.idx[d]->u.sym || uses(idx[d]->u.sym, red->u.loop.var))
       return false;
   if (c->ndim < 2 || idx[c->ndim - 1]->u.sym != j) return false;
-  if (body->u.seq.n == 3) { /* an epilogue (graph fusion): C[idx] = f(C[idx], loads free of r) */
+  if (body->u.seq.n == 3) { /* an epilogue (graph fusion): C[idx] or Y[idx] = f(C[idx], loads free of r) */
     const loom_tp_stmt *epi = body->u.seq.items[2];
-    if (epi->kind != LOOM_TP_STMT_STORE || epi->u.store.buf != c || expr_uses(epi->u.store.value, red->u.loop.var) ||
-        !reads_only_at(epi->u.store.value, c, idx))
+    if (epi->kind != LOOM_TP_STMT_STORE || expr_uses(epi->u.store.value, red->u.loop.var) ||
+        !reads_only_at(epi->u.store.value, c, idx) ||
+        (epi->u.store.buf != c && !reads_only_at(epi->u.store.value, epi->u.store.buf, NULL)))
       return false;
     for (int d = 0; d < c->ndim; d++)
       if (epi->u.store.idx[d]->kind != LOOM_TP_EXPR_SYM || epi->u.store.idx[d]->u.sym != idx[d]->u.sym) return false;
@@ -642,14 +643,14 @@ static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
 loom_status loom_tp_schedule_cpu_for(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, const loom_tp_cpu_params *p,
                                      loom_strbuf *why) {
   loom_tp_stmt *body = f->body;
-  if (body->kind == LOOM_TP_STMT_SEQ) {
-    /* items may be replaced by the split: iterate over a snapshot of the count */
-    size_t n = body->u.seq.n;
-    for (size_t i = 0; i < n && i < body->u.seq.n; i++)
-      LOOM_PROPAGATE(schedule_nest(a, cx, f, &body->u.seq.items[i], p, why));
-    return LOOM_OK;
-  }
-  return schedule_nest(a, cx, f, &f->body, p, why);
+  if (body->kind != LOOM_TP_STMT_SEQ) return schedule_nest(a, cx, f, &f->body, p, why);
+  /* items may be replaced by the split: iterate over a snapshot of the count */
+  size_t n = body->u.seq.n, dropped;
+  for (size_t i = 0; i < n && i < body->u.seq.n; i++) LOOM_PROPAGATE(schedule_nest(a, cx, f, &body->u.seq.items[i], p, why));
+  /* a matmul's accumulator its register tile replaced (a requantizing epilogue's int32 C) */
+  LOOM_PROPAGATE(loom_tp_drop_dead_locals(a, f, &dropped));
+  if (dropped) loom_strbuf_printf(why, "%zu Local buffers left dead by the tiles removed\n", dropped);
+  return LOOM_OK;
 }
 
 loom_status loom_tp_schedule_cpu(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_strbuf *why) {

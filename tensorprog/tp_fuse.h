@@ -55,10 +55,14 @@ loom_status loom_tp_inline_locals(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
  *     for l.. { C[l..] = init; for r.. reduce { C[l..] = C[l..] + ... } }   (l.. distinct
  *                                                              non-reduce loop variables)
  *     for k.. { Y[k..] = e }   (a perfect nest over Y's axes; e reads C only at [k..])
- * with Y a parameter of C's dtype and provably C's dims:
+ * with Y a parameter of provably C's dims; of C's dtype:
  *     for l.. { Y[l..] = init; for r.. reduce { Y[l..] = Y[l..] + ... }; Y[l..] = e[k := l, C := Y] }
- * The epilogue runs once per element after its reduction (the CPU matmul rule keeps it on the
- * register tile); C disappears. *out_done is false (f unchanged) for any other form. */
+ * (C disappears); of another dtype (an int32 matmul's requantization to u8):
+ *     alloc C: Local[..]
+ *     for l.. { C[l..] = init; for r.. reduce { C[l..] = C[l..] + ... }; Y[l..] = e[k := l] }
+ * (the CPU matmul rule keeps C's tile in registers; the stores to C then die and C goes:
+ * loom_tp_drop_dead_locals). The epilogue runs once per element after its reduction.
+ * *out_done is false (f unchanged) for any other form. */
 loom_status loom_tp_fuse_epilogue(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, bool *out_done);
 
 #endif

@@ -275,8 +275,13 @@ LOOM_TEST(e2e_math, int8_matmul_at_awkward_shapes) {
       "fn @main(a: Tensor[(m, k), u8], b: Tensor[(k, n), u8], zb: Tensor[(1,), u8]) -> Tensor[(m, n), i32] {\n"
       "  ai = cast(a, dtype=i32)\n  bi = cast(b, dtype=i32)\n  zi = cast(zb, dtype=i32)\n  bc = sub(bi, zi)\n"
       "  y = matmul(ai, bc)\n  return y\n}\n",
+      "fn @main(a: Tensor[(m, k), u8], b: Tensor[(k, n), i8]) -> Tensor[(m, n), u8] {\n"
+      "  ai = cast(a, dtype=i32)\n  ac = sub(ai, const(128, i32))\n  bi = cast(b, dtype=i32)\n  acc = matmul(ac, bi)\n"
+      "  f = cast(acc, dtype=f64)\n  s = mul(f, const(0.0004, f64))\n  z = add(s, const(120.0, f64))\n  r = round(z)\n"
+      "  c = clip(r, min=0.0, max=255.0)\n  y = cast(c, dtype=u8)\n  return y\n}\n",
   };
   static const int64_t ms[] = {0, 1, 5, 7, 13}, ks[] = {1, 2, 17, 64}, ns[] = {1, 7, 16, 37};
+  /* (and a QLinearMatMul-style requantization to u8 fused into the int8 matmul's output loop) */
   for (size_t t = 0; t < sizeof texts / sizeof *texts; t++)
     for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
       for (size_t j = 0; j < sizeof ks / sizeof *ks; j++) {

@@ -250,8 +250,9 @@ LOOM_TEST(passes, fuse_keeps_producers_out_of_repeated_reads_and_out_of_matmul) 
 /* A matmul's elementwise reader (here bias + tanh-GELU + residual, fused into one call first)
  * moves into the matmul's output loop: one program whose nest stores hb after the reduction,
  * at the element the reduction made (loom_tp_fuse_epilogue); linear and batched matmul too.
- * Left apart: a result read by two calls, a reader that changes the dtype, a reader that broadcasts
- * the result (reads it at another index), and every result of a convolution. */
+ * A reader that changes the dtype (a cast to f64) is an epilogue too (the accumulator stays a
+ * Local). Left apart: a result read by two calls and a reader that reads the result at another
+ * index (a transposition). */
 LOOM_TEST(passes, fuse_moves_elementwise_readers_into_the_matmul_output_loop) {
   fused r = run_fuse("fn @main(x: Tensor[(n, 6), f32], w: Tensor[(6, 5), f32], bias: Tensor[(5,), f32],\n"
                      "         res: Tensor[(n, 5), f32], q: Tensor[(b, n, 6), f32], wl: Tensor[(5, 6), f32]) -> Object {\n"
@@ -285,7 +286,8 @@ LOOM_TEST(passes, fuse_moves_elementwise_readers_into_the_matmul_output_loop) {
   cr_assert(strstr(p5, "r5[") != NULL && strstr(p5, "max(") != NULL && strstr(p5, "reduce") != NULL, "%s", p5);
   /* left apart */
   cr_assert(strstr(r.fn, "    h2: Tensor[(n, 5), f32] = call_tp(@matmul_f32_2_2__, (x, w), ") != NULL, "%s", r.fn);
-  cr_assert(strstr(r.fn, "    h3: Tensor[(n, 5), f32] = call_tp(@matmul_f32_2_2__, (x, w), ") != NULL, "%s", r.fn);
+  cr_assert(strstr(r.fn, "    h3: ") == NULL && strstr(r.fn, "    c3: Tensor[(n, 5), f64] = call_tp(@fused_cast_f32_f64_") != NULL,
+            "%s", r.fn);
   cr_assert(strstr(r.fn, "    h6: Tensor[(n, 5), f32] = call_tp(@matmul_f32_2_2__, (x, w), ") != NULL, "%s", r.fn);
   free(o1);
   free(s4);
@@ -293,6 +295,42 @@ LOOM_TEST(passes, fuse_moves_elementwise_readers_into_the_matmul_output_loop) {
   free(p1);
   free(p4);
   free(p5);
+  fused_free(&r);
+}
+
+/* An int32 matmul's requantization to u8 (another dtype) is an epilogue too: the accumulator
+ * stays a Local of the merged program, the epilogue stores the u8 result; scheduled, the
+ * register tile replaces the Local, which goes (loom_tp_drop_dead_locals). */
+LOOM_TEST(passes, fuse_requantization_into_the_int8_matmul) {
+  const char *in = "fn @main(a: Tensor[(m, 16), u8], b: Tensor[(16, 40), i8]) -> Object {\n"
+                   "  dataflow {\n"
+                   "    acc = matmul_integer(a, b, const(128, u8), const(0, i8))\n"
+                   "    f = cast(acc, dtype=f32)\n"
+                   "    s = mul(f, const(0.25, f32))\n"
+                   "    r = round(s)\n"
+                   "    c = clip(r, min=0.0, max=255.0)\n"
+                   "    y = cast(c, dtype=u8)\n"
+                   "    output y\n"
+                   "  }\n"
+                   "  return y\n"
+                   "}\n";
+  fused r = run_fuse(in);
+  cr_assert(strstr(r.fn, "    acc: ") == NULL && strstr(r.fn, "    y: Tensor[(m, 40), u8] = call_tp(@fused_") != NULL, "%s", r.fn);
+  char *y = callee_of(&r, "y"), *p = prog_text(&r, y);
+  cr_assert(strstr(p, "alloc acc: Local[(m, 40), i32]") != NULL && strstr(p, "dot2(") != NULL && strstr(p, "y[im, jn] = u8(") != NULL,
+            "%s", p);
+  free(y);
+  free(p);
+  fused_free(&r);
+  r = run_passes(in, true);
+  y = callee_of(&r, "y");
+  p = prog_text(&r, y);
+  /* not allocated for every call: only in the few-rows variant that accumulates in it */
+  cr_assert(strstr(p, "\n  alloc acc: Local[(m, 40)") == NULL && strstr(p, "\n    alloc acc: Local[(m, 40)") != NULL,
+            "the accumulator stayed at the top:\n%s", p);
+  cr_assert(strstr(p, "] = u8(") != NULL && strstr(p, "dot2(") != NULL, "%s", p);
+  free(y);
+  free(p);
   fused_free(&r);
 }
 
