@@ -6,7 +6,7 @@
  * the driver. The CPU (targets/cpu/target_cpu.c) is the first one.
  *
  *     const loom_target *t = &loom_target_cpu;
- *     LOOM_PROPAGATE(t->schedule(arena, cx, f, &why));          // the `schedule` pass, per program
+ *     LOOM_PROPAGATE(t->schedule(&o, arena, cx, f, &why));      // the `schedule` pass, per program
  *     loom_target_code *code;                                   // the `codegen` pass:
  *     LOOM_PROPAGATE(t->jit(&o, cx, fs, n, &code, fns));        //   in process, or
  *     LOOM_PROPAGATE(t->emit_object(&o, cx, fs, n, "k.o"));     //   to a file for an artifact
@@ -77,9 +77,16 @@ typedef struct loom_target {
   const char *name;    /* "cpu": what --target takes */
   const char *summary; /* one line for listings */
 
-  /* The schedule rules: rewrites program `f` in place (new nodes from `arena`); one line per
-   * decision goes to `why` (printed by `loom opt --print-after-all`). */
-  loom_status (*schedule)(loom_arena *arena, loom_sym_ctx *cx, loom_tp_func *f, loom_strbuf *why);
+  /* The schedule rules for the machine `o` names: rewrites program `f` in place (new nodes
+   * from `arena`); one line per decision goes to `why` (printed by `loom opt
+   * --print-after-all`). */
+  loom_status (*schedule)(const loom_target_options *o, loom_arena *arena, loom_sym_ctx *cx, loom_tp_func *f,
+                          loom_strbuf *why);
+
+  /* The column panel width the matmul schedule rule reads B in on the machine `o`: a constant
+   * weight with a multiple of it columns is laid out panel by panel at compile time (the
+   * `pack` pass, graph/pass_pack.c) and read in place. 0 (or a NULL hook): no such layout. */
+  int (*matmul_panel)(const loom_target_options *o);
 
   /* Codegen in process: out_fns[i] is the kernel of fs[i], valid until code_free(*out_code).
    * Program names must be unique (kernel symbols derive from them). */

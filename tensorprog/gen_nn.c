@@ -14,9 +14,10 @@ static loom_tp_expr *zero_as(loom_arena *a, loom_dtype acc) { return loom_tp_cas
  *     C[..] = 0  for rk in 0..k reduce { C[..] = C[..] + A[..] * B[..] }
  * or with a wider acc: alloc S: Local[(1,), acc]  S[0] = acc(0.0)
  *     for rk reduce { S[0] = S[0] + acc(A[..]) * acc(B[..]) }  C[..] = t(S[0]) */
-loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int ra,
-                               const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb, loom_tp_func **result) {
+static loom_status gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int ra,
+                              const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb, bool tb, loom_tp_func **result) {
   if (ra < 1 || rb < 1) return LOOM_ERROR(INVALID_ARGUMENT, "matmul generator needs ranks >= 1 (given %d and %d)", ra, rb);
+  if (tb && rb < 2) return LOOM_ERROR(INVALID_ARGUMENT, "matmul generator: a transposed B needs rank >= 2 (given %d)", rb);
   /* A 1-D operand has no batch axes and no m (A) or n (B) axis: NumPy's vector forms. */
   bool has_m = ra >= 2, has_n = rb >= 2;
   int nba = has_m ? ra - 2 : 0, nbb = has_n ? rb - 2 : 0, NB = nba > nbb ? nba : nbb;
@@ -31,12 +32,14 @@ loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name
   pa[ka++] = loom_tpb_shape_sym(&b, "k");
   const loom_tp_buffer *A = loom_tpb_buffer(&b, "A", t, ra, pa);
   loom_tpg_bcast_dims(&b, "b", nbb, NB, mb, pb);
+  if (tb) pb[kb++] = loom_tpb_shape_sym(&b, "n"); /* B[b.., n, k] */
   pb[kb++] = loom_tpb_shape_sym(&b, "k");
-  if (has_n) pb[kb++] = loom_tpb_shape_sym(&b, "n");
+  if (has_n && !tb) pb[kb++] = loom_tpb_shape_sym(&b, "n");
+  const loom_sym_expr *ndim_n = has_n ? pb[tb ? kb - 2 : kb - 1] : NULL;
   const loom_tp_buffer *B = loom_tpb_buffer(&b, "B", t, rb, pb);
   loom_tpg_dims_d(&b, NB, pc);
   if (has_m) pc[kc++] = loom_tpb_shape_sym(&b, "m");
-  if (has_n) pc[kc++] = loom_tpb_shape_sym(&b, "n");
+  if (has_n) pc[kc++] = ndim_n;
   const loom_tp_buffer *Cb = loom_tpb_buffer(&b, "C", t, kc, pc);
   loom_tp_expr *ci[LOOM_TP_GEN_MAX_RANK], *ai[LOOM_TP_GEN_MAX_RANK], *bi[LOOM_TP_GEN_MAX_RANK];
   loom_tpg_nest(&b, NB, pc, ci);
@@ -44,7 +47,7 @@ loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name
   loom_tp_expr *im = NULL, *jn = NULL;
   if (has_m) ci[nc++] = im = loom_tpb_idx(&b, loom_tpb_for(&b, "im", pc[NB], NB ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
   if (has_n)
-    ci[nc++] = jn = loom_tpb_idx(&b, loom_tpb_for(&b, "jn", pb[kb - 1], NB || has_m ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
+    ci[nc++] = jn = loom_tpb_idx(&b, loom_tpb_for(&b, "jn", ndim_n, NB || has_m ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
   const loom_sym_expr *kdim = pa[ka - 1];
   bool widen = acc != t;
   const loom_tp_buffer *S = NULL;
@@ -63,8 +66,9 @@ loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name
   kb = nbb;
   if (has_m) ai[ka++] = im;
   ai[ka++] = rk;
+  if (tb) bi[kb++] = jn;
   bi[kb++] = rk;
-  if (has_n) bi[kb++] = jn;
+  if (has_n && !tb) bi[kb++] = jn;
   loom_tp_expr *x = loom_tpb_load(&b, A, ai), *y = loom_tpb_load(&b, B, bi);
   if (widen) {
     loom_tp_expr *prod = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_cast(a, acc, x), loom_tp_cast(a, acc, y));
@@ -75,6 +79,201 @@ loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name
     loom_tpb_store(&b, Cb, ci, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, Cb, ci), loom_tp_op2(a, LOOM_TP_OP_MUL, x, y)));
   }
   return loom_tpb_finish(&b, result);
+}
+
+loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int ra,
+                               const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb, loom_tp_func **result) {
+  return gen_matmul(a, cx, name, t, acc, ra, ma, rb, mb, false, result);
+}
+
+/* As matmul with B[b.., n, k]: `... * B[b.., jn, rk]`. */
+loom_status loom_tp_gen_matmul_transposed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t,
+                                            loom_dtype acc, int ra, const loom_tp_bcast *ma, int rb,
+                                            const loom_tp_bcast *mb, loom_tp_func **result) {
+  return gen_matmul(a, cx, name, t, acc, ra, ma, rb, mb, true, result);
+}
+
+/* C[b.., m?, jn] = sum over rk of A[b.., m?, rk] * B[floordiv(jn, P), rk, floormod(jn, P)]: B a
+ * weight laid out panel by panel, (q, k, P), n = P*q (graph/pass_pack.c); batch axes are A's. */
+loom_status loom_tp_gen_matmul_packed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
+                                        int ra, int64_t panel, loom_tp_func **result) {
+  if (ra < 1 || panel < 1)
+    return LOOM_ERROR(INVALID_ARGUMENT, "packed matmul generator needs rank >= 1 and a panel >= 1 (given %d and %lld)", ra,
+                      (long long)panel);
+  bool has_m = ra >= 2;
+  int NB = has_m ? ra - 2 : 0;
+  LOOM_PROPAGATE(loom_tpg_check_rank(NB + 2));
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *pa[LOOM_TP_GEN_MAX_RANK], *pb[3], *pc[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_dims_d(&b, NB, pa);
+  int ka = NB;
+  if (has_m) pa[ka++] = loom_tpb_shape_sym(&b, "m");
+  pa[ka++] = loom_tpb_shape_sym(&b, "k");
+  const loom_tp_buffer *A = loom_tpb_buffer(&b, "A", t, ra, pa);
+  const loom_sym_expr *P = loom_sym_const(cx, panel);
+  pb[0] = loom_tpb_shape_sym(&b, "q");
+  pb[1] = pa[ka - 1];
+  pb[2] = P;
+  const loom_tp_buffer *B = loom_tpb_buffer(&b, "B", t, 3, pb);
+  for (int i = 0; i < NB; i++) pc[i] = pa[i];
+  int kc = NB;
+  if (has_m) pc[kc++] = pa[NB];
+  const loom_sym_expr *n = loom_sym_mul(cx, P, pb[0]);
+  if (!n) return LOOM_OOM();
+  pc[kc++] = n;
+  const loom_tp_buffer *Cb = loom_tpb_buffer(&b, "C", t, kc, pc);
+  loom_tp_expr *ci[LOOM_TP_GEN_MAX_RANK], *ai[LOOM_TP_GEN_MAX_RANK], *bi[3];
+  loom_tpg_b_nest(&b, NB, pc, ci);
+  int nc = NB;
+  if (has_m) ci[nc++] = loom_tpb_idx(&b, loom_tpb_for(&b, "im", pc[NB], NB ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
+  const loom_sym_expr *jv = loom_tpb_for(&b, "jn", n, NB || has_m ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false);
+  ci[nc++] = loom_tpb_idx(&b, jv);
+  bool widen = acc != t;
+  const loom_tp_buffer *S = NULL;
+  loom_tp_expr *z0 = loom_tpb_idx(&b, loom_sym_const(cx, 0));
+  if (widen) {
+    const loom_sym_expr *one = loom_sym_const(cx, 1);
+    S = loom_tpb_alloc(&b, "S", acc, 1, &one, LOOM_TP_SCOPE_LOCAL);
+    loom_tpb_store(&b, S, &z0, zero_as(a, acc));
+  } else {
+    loom_tpb_store(&b, Cb, ci, loom_tpg_b_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
+  }
+  loom_tp_expr *rk = loom_tpb_idx(&b, loom_tpb_for(&b, "rk", pa[ka - 1], LOOM_TP_LOOP_SERIAL, true));
+  for (int i = 0; i < nc - 1; i++) ai[i] = ci[i];
+  ai[nc - 1] = rk;
+  bi[0] = loom_tpb_idx(&b, loom_sym_floordiv(cx, jv, P));
+  bi[1] = rk;
+  bi[2] = loom_tpb_idx(&b, loom_sym_floormod(cx, jv, P));
+  loom_tp_expr *x = loom_tpb_load(&b, A, ai), *y = loom_tpb_load(&b, B, bi);
+  if (widen) {
+    loom_tp_expr *prod = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_cast(a, acc, x), loom_tp_cast(a, acc, y));
+    loom_tpb_store(&b, S, &z0, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, S, &z0), prod));
+    loom_tpb_end(&b);
+    loom_tpb_store(&b, Cb, ci, loom_tp_cast(a, t, loom_tpb_load(&b, S, &z0)));
+  } else {
+    loom_tpb_store(&b, Cb, ci, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, Cb, ci), loom_tp_op2(a, LOOM_TP_OP_MUL, x, y)));
+  }
+  return loom_tpb_finish(&b, result);
+}
+
+/* The pair word of two centred int8 values (the i16 halves dot2 multiplies): the low half
+ * `lo - z`, the high half `hi - z` (0 past the last column, when k is odd). `t` indexes the
+ * pair, `k` the values. */
+static loom_tp_expr *pair_word(loom_tpb *b, loom_tp_expr *lo, loom_tp_expr *hi, loom_tp_expr *z) {
+  static const char *const names[] = {"lo", "hi", "z"};
+  loom_tp_expr *vals[3] = {lo, hi, z};
+  return loom_tpb_parse(b, "((lo - z) && 65535) || shl((hi - z) * i32(2 * t + 1 < k), 16)", names, vals, 3, NULL);
+}
+
+/* C[b.., m, n] = sum over k of (i32(A[b.., m, k]) - ZA) * (i32(B[k, n]) - ZB): the int8 matmul,
+ * as i16 pairs multiplied by dot2 (one vpmaddwd per 8 lanes, exact: |a - za|, |b - zb| <= 255):
+ *   alloc A2: Local[(b.., m, kh), i32]   kh = floordiv(k + 1, 2)
+ *   for b.. parallel { for im { for t { A2[.., im, t] = pair(A[.., im, 2t], A[.., im, min(2t+1, k-1)]) } } }
+ *   alloc B2: Local[(kh, n), i32]
+ *   for t parallel { for jn { B2[t, jn] = pair(B[2t, jn], B[min(2t+1, k-1), jn]) } }
+ *   for b.. { for im { for jn { C[..] = 0  for t reduce { C[..] = C[..] + dot2(A2[.., im, t], B2[t, jn]) } } } }
+ * (a batch-less A: the im loop is the parallel one). ZA and ZB (A's and B's dtypes) have rza / rzb
+ * axes of extent 1; every centred value lies in [-255, 255], so the i16 halves are exact. */
+/* panel > 0: B is given as BP (q, kh, panel) pair words in panels (no ZB, no B2 nest) and read
+ * as BP[floordiv(jn, panel), r, floormod(jn, panel)]. */
+static loom_status gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, loom_dtype tb,
+                                      int ra, int rza, int rzb, int64_t panel, loom_tp_func **result) {
+  if (ra < 2 || rza < 0 || rzb < 0 || rza > LOOM_TP_GEN_MAX_RANK || rzb > LOOM_TP_GEN_MAX_RANK || panel < 0)
+    return LOOM_ERROR(INVALID_ARGUMENT, "matmul_integer generator needs rank >= 2 (given %d)", ra);
+  LOOM_PROPAGATE(loom_tpg_check_rank(ra));
+  int NB = ra - 2;
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *pa[LOOM_TP_GEN_MAX_RANK], *pc[LOOM_TP_GEN_MAX_RANK], *pb[2], *ones[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_b_dims_d(&b, NB, pa);
+  pa[NB] = loom_tpb_shape_sym(&b, "m");
+  pa[NB + 1] = loom_tpb_shape_sym(&b, "k");
+  const loom_tp_buffer *A = loom_tpb_buffer(&b, "A", ta, ra, pa);
+  const loom_sym_expr *k = pa[NB + 1], *kh = loom_sym_floordiv(cx, loom_sym_add(cx, k, loom_sym_const(cx, 1)), loom_sym_const(cx, 2));
+  const loom_sym_expr *P = loom_sym_const(cx, panel), *pp[3];
+  const loom_tp_buffer *B = NULL, *BP = NULL, *ZB = NULL;
+  if (panel) {
+    pp[0] = loom_tpb_shape_sym(&b, "q"), pp[1] = kh, pp[2] = P;
+    BP = loom_tpb_buffer(&b, "BP", LOOM_DTYPE_I32, 3, pp);
+    pb[1] = loom_sym_mul(cx, P, pp[0]);
+  } else {
+    pb[0] = pa[NB + 1];
+    pb[1] = loom_tpb_shape_sym(&b, "n");
+    B = loom_tpb_buffer(&b, "B", tb, 2, pb);
+  }
+  for (int i = 0; i < LOOM_TP_GEN_MAX_RANK; i++) ones[i] = loom_sym_const(cx, 1);
+  const loom_tp_buffer *ZA = loom_tpb_buffer(&b, "ZA", ta, rza, ones);
+  if (!panel) ZB = loom_tpb_buffer(&b, "ZB", tb, rzb, ones);
+  for (int i = 0; i <= NB; i++) pc[i] = pa[i];
+  pc[NB + 1] = pb[1];
+  const loom_tp_buffer *Cb = loom_tpb_buffer(&b, "C", LOOM_DTYPE_I32, ra, pc);
+  const loom_sym_expr *two = loom_sym_const(cx, 2), *one = loom_sym_const(cx, 1);
+  loom_tp_expr *z0[LOOM_TP_GEN_MAX_RANK], *ai[LOOM_TP_GEN_MAX_RANK], *ci[LOOM_TP_GEN_MAX_RANK], *bi[2];
+  for (int i = 0; i < LOOM_TP_GEN_MAX_RANK; i++) z0[i] = loom_tpb_idx(&b, loom_sym_const(cx, 0));
+  /* A2: the rows of A as pair words */
+  const loom_sym_expr *pa2[LOOM_TP_GEN_MAX_RANK];
+  for (int i = 0; i <= NB; i++) pa2[i] = pa[i];
+  pa2[NB + 1] = kh;
+  const loom_tp_buffer *A2 = loom_tpb_alloc(&b, "A2", LOOM_DTYPE_I32, ra, pa2, LOOM_TP_SCOPE_LOCAL);
+  loom_tpg_b_nest(&b, NB, pa, ai);
+  ai[NB] = loom_tpb_idx(&b, loom_tpb_for(&b, "im", pa[NB], NB ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
+  const loom_sym_expr *t = loom_tpb_for(&b, "t", kh, LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *lo_i = loom_sym_mul(cx, two, t);
+  const loom_sym_expr *hi_i = loom_sym_min(cx, loom_sym_add(cx, lo_i, one), loom_sym_sub(cx, k, one));
+  loom_tp_expr *a2i[LOOM_TP_GEN_MAX_RANK];
+  for (int i = 0; i <= NB; i++) a2i[i] = ai[i];
+  a2i[NB + 1] = loom_tpb_idx(&b, t);
+  ai[NB + 1] = loom_tpb_idx(&b, lo_i);
+  loom_tp_expr *lo = loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, A, ai));
+  ai[NB + 1] = loom_tpb_idx(&b, hi_i);
+  loom_tp_expr *hi = loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, A, ai));
+  loom_tpb_store(&b, A2, a2i, pair_word(&b, lo, hi, loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, ZA, z0))));
+  loom_tpb_end_n(&b, NB + 2);
+  /* B2: the columns of B as pair words along k (given in panels: BP) */
+  const loom_tp_buffer *B2 = NULL;
+  if (!panel) {
+    const loom_sym_expr *pb2[2] = {kh, pb[1]};
+    B2 = loom_tpb_alloc(&b, "B2", LOOM_DTYPE_I32, 2, pb2, LOOM_TP_SCOPE_LOCAL);
+    t = loom_tpb_for(&b, "t", kh, LOOM_TP_LOOP_PARALLEL, false);
+    loom_tp_expr *jb = loom_tpb_idx(&b, loom_tpb_for(&b, "jn", pb[1], LOOM_TP_LOOP_SERIAL, false));
+    lo_i = loom_sym_mul(cx, two, t);
+    hi_i = loom_sym_min(cx, loom_sym_add(cx, lo_i, one), loom_sym_sub(cx, k, one));
+    loom_tp_expr *b2i[2] = {loom_tpb_idx(&b, t), jb};
+    bi[0] = loom_tpb_idx(&b, lo_i), bi[1] = jb;
+    lo = loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, B, bi));
+    bi[0] = loom_tpb_idx(&b, hi_i);
+    hi = loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, B, bi));
+    loom_tpb_store(&b, B2, b2i, pair_word(&b, lo, hi, loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, ZB, z0))));
+    loom_tpb_end_n(&b, 2);
+  }
+  /* the matmul of the pair words */
+  loom_tpg_b_nest(&b, NB, pc, ci);
+  ci[NB] = loom_tpb_idx(&b, loom_tpb_for(&b, "im", pc[NB], NB ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
+  const loom_sym_expr *jv = loom_tpb_for(&b, "jn", pc[NB + 1], LOOM_TP_LOOP_SERIAL, false);
+  ci[NB + 1] = loom_tpb_idx(&b, jv);
+  loom_tpb_store(&b, Cb, ci, loom_tpb_lit_i(&b, LOOM_DTYPE_I32, 0));
+  loom_tp_expr *r = loom_tpb_idx(&b, loom_tpb_for(&b, "r", kh, LOOM_TP_LOOP_SERIAL, true));
+  for (int i = 0; i <= NB; i++) a2i[i] = ci[i];
+  a2i[NB + 1] = r;
+  loom_tp_expr *bw[3] = {r, ci[NB + 1], NULL};
+  if (panel) {
+    bw[0] = loom_tpb_idx(&b, loom_sym_floordiv(cx, jv, P)), bw[1] = r, bw[2] = loom_tpb_idx(&b, loom_sym_floormod(cx, jv, P));
+  }
+  loom_tp_expr *d = loom_tp_op2(a, LOOM_TP_OP_DOT2, loom_tpb_load(&b, A2, a2i), loom_tpb_load(&b, panel ? BP : B2, bw));
+  loom_tpb_store(&b, Cb, ci, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, Cb, ci), d));
+  return loom_tpb_finish(&b, result);
+}
+
+loom_status loom_tp_gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, loom_dtype tb,
+                                       int ra, int rza, int rzb, loom_tp_func **result) {
+  return gen_matmul_integer(a, cx, name, ta, tb, ra, rza, rzb, 0, result);
+}
+
+loom_status loom_tp_gen_matmul_integer_packed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, int ra,
+                                                int rza, int64_t panel, loom_tp_func **result) {
+  if (panel < 1) return LOOM_ERROR(INVALID_ARGUMENT, "packed matmul_integer generator needs a panel >= 1");
+  return gen_matmul_integer(a, cx, name, ta, ta, ra, rza, 0, panel, result);
 }
 
 /* Y[b.., n] = (Bias[n]) + sum over rk of X[b.., rk] * W[n, rk]; loops i<b>.. (the first

@@ -69,6 +69,9 @@ typedef struct cg {
    * is bound to 0 and accesses that use it become <lanes x T> loads and stores */
   unsigned lanes;             /* 0: scalar code */
   const loom_sym_expr *lane_var;
+  /* the machine (for the few operations lowered to x86 intrinsics; generic IR elsewhere) */
+  bool x86;                   /* the target is x86-64 (SSE2: pmaddwd on 4 lanes) */
+  bool avx2;                  /* ... with AVX2 (vpmaddwd on 8 lanes) */
 } cg;
 
 enum { LOOM_CPU_MAX_LANES = 64 };

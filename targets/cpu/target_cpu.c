@@ -20,6 +20,20 @@ static loom_cpu_options cpu_options(const loom_target_options *o) {
   return (loom_cpu_options){.cpu = o ? o->arch : NULL, .features = o ? o->features : NULL};
 }
 
+/* The CPU schedule rules with register tiles sized for the machine's vectors. */
+static loom_status cpu_schedule(const loom_target_options *o, loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
+                                loom_strbuf *why) {
+  loom_cpu_options co = cpu_options(o);
+  loom_tp_cpu_params p = {.vector_bytes = loom_cpu_vector_bytes(&co)};
+  return loom_tp_schedule_cpu_for(a, cx, f, &p, why);
+}
+
+/* Two vectors of f32: the widest panel of the matmul rule (tensorprog/schedule_cpu.c). */
+static int cpu_matmul_panel(const loom_target_options *o) {
+  loom_cpu_options co = cpu_options(o);
+  return loom_cpu_vector_bytes(&co) / 2;
+}
+
 static loom_status cpu_jit(const loom_target_options *o, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,
                            loom_target_code **out_code, loom_kernel_fn *out_fns) {
   *out_code = NULL;
@@ -160,7 +174,8 @@ static loom_status cpu_link_artifact(const loom_target_artifact *a, const char *
 const loom_target loom_target_cpu = {
     .name = "cpu",
     .summary = "this machine's CPU (or --cpu NAME) through LLVM: parallel outer loops, vectorised inner loops",
-    .schedule = loom_tp_schedule_cpu,
+    .schedule = cpu_schedule,
+    .matmul_panel = cpu_matmul_panel,
     .jit = cpu_jit,
     .code_free = cpu_code_free,
     .emit_object = cpu_emit_object,
