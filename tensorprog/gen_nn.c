@@ -106,7 +106,7 @@ loom_status loom_tp_gen_matmul_packed_b(loom_arena *a, loom_sym_ctx *cx, const c
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *pa[LOOM_TP_GEN_MAX_RANK], *pb[3], *pc[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(&b, NB, pa);
+  loom_tpg_dims_d(&b, NB, pa);
   int ka = NB;
   if (has_m) pa[ka++] = loom_tpb_shape_sym(&b, "m");
   pa[ka++] = loom_tpb_shape_sym(&b, "k");
@@ -124,7 +124,7 @@ loom_status loom_tp_gen_matmul_packed_b(loom_arena *a, loom_sym_ctx *cx, const c
   pc[kc++] = n;
   const loom_tp_buffer *Cb = loom_tpb_buffer(&b, "C", t, kc, pc);
   loom_tp_expr *ci[LOOM_TP_GEN_MAX_RANK], *ai[LOOM_TP_GEN_MAX_RANK], *bi[3];
-  loom_tpg_b_nest(&b, NB, pc, ci);
+  loom_tpg_nest(&b, NB, pc, ci);
   int nc = NB;
   if (has_m) ci[nc++] = loom_tpb_idx(&b, loom_tpb_for(&b, "im", pc[NB], NB ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
   const loom_sym_expr *jv = loom_tpb_for(&b, "jn", n, NB || has_m ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false);
@@ -137,7 +137,7 @@ loom_status loom_tp_gen_matmul_packed_b(loom_arena *a, loom_sym_ctx *cx, const c
     S = loom_tpb_alloc(&b, "S", acc, 1, &one, LOOM_TP_SCOPE_LOCAL);
     loom_tpb_store(&b, S, &z0, zero_as(a, acc));
   } else {
-    loom_tpb_store(&b, Cb, ci, loom_tpg_b_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
+    loom_tpb_store(&b, Cb, ci, loom_tpg_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
   }
   loom_tp_expr *rk = loom_tpb_idx(&b, loom_tpb_for(&b, "rk", pa[ka - 1], LOOM_TP_LOOP_SERIAL, true));
   for (int i = 0; i < nc - 1; i++) ai[i] = ci[i];
@@ -186,7 +186,7 @@ static loom_status gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const cha
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *pa[LOOM_TP_GEN_MAX_RANK], *pc[LOOM_TP_GEN_MAX_RANK], *pb[2], *ones[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(&b, NB, pa);
+  loom_tpg_dims_d(&b, NB, pa);
   pa[NB] = loom_tpb_shape_sym(&b, "m");
   pa[NB + 1] = loom_tpb_shape_sym(&b, "k");
   const loom_tp_buffer *A = loom_tpb_buffer(&b, "A", ta, ra, pa);
@@ -216,7 +216,7 @@ static loom_status gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const cha
   for (int i = 0; i <= NB; i++) pa2[i] = pa[i];
   pa2[NB + 1] = kh;
   const loom_tp_buffer *A2 = loom_tpb_alloc(&b, "A2", LOOM_DTYPE_I32, ra, pa2, LOOM_TP_SCOPE_LOCAL);
-  loom_tpg_b_nest(&b, NB, pa, ai);
+  loom_tpg_nest(&b, NB, pa, ai);
   ai[NB] = loom_tpb_idx(&b, loom_tpb_for(&b, "im", pa[NB], NB ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
   const loom_sym_expr *t = loom_tpb_for(&b, "t", kh, LOOM_TP_LOOP_SERIAL, false);
   const loom_sym_expr *lo_i = loom_sym_mul(cx, two, t);
@@ -248,7 +248,7 @@ static loom_status gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const cha
     loom_tpb_end_n(&b, 2);
   }
   /* the matmul of the pair words */
-  loom_tpg_b_nest(&b, NB, pc, ci);
+  loom_tpg_nest(&b, NB, pc, ci);
   ci[NB] = loom_tpb_idx(&b, loom_tpb_for(&b, "im", pc[NB], NB ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
   const loom_sym_expr *jv = loom_tpb_for(&b, "jn", pc[NB + 1], LOOM_TP_LOOP_SERIAL, false);
   ci[NB + 1] = loom_tpb_idx(&b, jv);
