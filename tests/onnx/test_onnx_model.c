@@ -297,6 +297,13 @@ LOOM_TEST(onnx, inconsistent_graphs) {
   pb_value_info(&g, 11, "x", 1, 1, dims);
   pb_model(&model, 13, &g);
   EXPECT_ERROR(parse_pb(&model, NULL), INVALID_ARGUMENT, "node 0 ('mystery') has no op_type");
+  /* A node without outputs (the fuzzer's find: its handler bound a missing output name). */
+  const char *none[] = {NULL};
+  pb_node(&g, "Relu", "r", x, none, NULL);
+  pb_value_info(&g, 11, "x", 1, 1, dims);
+  pb_value_info(&g, 12, "x", 1, 1, dims);
+  pb_model(&model, 13, &g);
+  EXPECT_ERROR(parse_pb(&model, NULL), INVALID_ARGUMENT, "mem.onnx: node 0 (Relu 'r') has no outputs");
   /* An opset imported twice. */
   pb_node(&g, "Relu", NULL, x, y, NULL);
   pb_value_info(&g, 11, "x", 1, 1, dims);
