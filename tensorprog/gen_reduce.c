@@ -205,10 +205,10 @@ static loom_tp_expr *st_c(norm_ctx *c, double v) { return loom_tp_const_f(c->b->
 /* The scaled path, for rows whose squares overflow: x divided by c = max|x| first.
  *   alloc R: Local[(2,), st]   R[0] = 0.0   R[1] = 0.0   Q[0] = 0.0
  *   for r reduce { Q[0] = max(Q[0], abs(C(X[..]))) }           let c: st = Q[0]
- *   for r reduce { R[0] = R[0] + C(X[..]) / c }                 let ms: st = R[0] / st(n)   (not rms)
- *   for r reduce { let dv: st = C(X[..]) / c - ms   R[1] = R[1] + dv * dv }
+ *   for r reduce { R[0] = R[0] + C(X[..]) / c }                 let mean2: st = R[0] / st(n)   (not rms)
+ *   for r reduce { let dv: st = C(X[..]) / c - mean2   R[1] = R[1] + dv * dv }
  *   let inv2: st = rsqrt(max(R[1] / st(n) + st(eps) / c / c, st(smallest normal)))
- *   for j { Y[..] = T((C(X[..]) / c - ms) * inv2 * C(gamma[j..]) + C(beta[j..])) }
+ *   for j { Y[..] = T((C(X[..]) / c - mean2) * inv2 * C(gamma[j..]) + C(beta[j..])) }
  * (x - mean) / sqrt(var + eps) = (x/c - mean/c) / sqrt(var/c^2 + eps/c^2): every value here is
  * at most 2 in magnitude and no square overflows, so the result is finite wherever the exact one
  * is. x / c, not x * (1 / c): 1 / c is subnormal for c above 2^126, and kernels run with
@@ -228,7 +228,7 @@ static void norm_scaled(norm_ctx *c) {
   loom_tp_expr *cm = loom_tpb_let(b, "c", at(b, c->Q, 0)), *ms = NULL;
   if (c->beta) {
     norm_pass(b, c->X, R, 0, c->d, c->first, c->rank, c->xi, c->st, cm, NULL, false);
-    ms = loom_tpb_let(b, "ms", loom_tp_op2(a, LOOM_TP_OP_DIV, at(b, R, 0), st_n(c)));
+    ms = loom_tpb_let(b, "mean2", loom_tp_op2(a, LOOM_TP_OP_DIV, at(b, R, 0), st_n(c)));
   }
   norm_pass(b, c->X, R, 1, c->d, c->first, c->rank, c->xi, c->st, cm, ms, true);
   loom_tp_expr *var = loom_tp_op2(a, LOOM_TP_OP_DIV, at(b, R, 1), st_n(c));
