@@ -247,11 +247,27 @@ static double d_at(const void *p, loom_dtype dt, size_t i) {
   return dt == LOOM_DTYPE_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
 }
 
+/* The program's text parses back to the same text (no let shadows another, ...). */
+static void reparses(const loom_tp_func *f) {
+  char *text = tp_print(f);
+  tp_fixture fx;
+  loom_status st = tp_parse(&fx, text);
+  cr_assert_null(st, "%s\n%s", loom_status_text(st, 0), text);
+  char *again = tp_print(fx.f);
+  cr_assert_str_eq(again, text);
+  free(again);
+  free(text);
+  tp_fixture_free(&fx);
+}
+
 static void norms_at(gen_fixture *g, loom_dtype dt, double s, bool mixed) {
   loom_tp_func *ln, *rms, *gn;
   check_ok(loom_tp_gen_layer_norm(&g->arena, g->cx, "ln", dt, 2, 1, 1e-5, false, &ln));
   check_ok(loom_tp_gen_layer_norm(&g->arena, g->cx, "rms", dt, 2, 1, 1e-5, true, &rms));
   check_ok(loom_tp_gen_group_norm(&g->arena, g->cx, "gn", dt, 3, 2, 1e-5, &gn));
+  reparses(ln);
+  reparses(rms);
+  reparses(gn);
   static const int64_t rows = 3, cols[] = {1, 2, 7, 64};
   for (size_t t = 0; t < LOOM_ARRAY_LEN(cols); t++) {
     int64_t C = cols[t], n = rows * C;
