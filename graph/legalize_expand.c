@@ -702,6 +702,22 @@ static loom_status expand_nms(loom_lx *x, loom_graph_expr **value) {
 
 /* ---- entry ------------------------------------------------------------------------------------ */
 
+/* Convolutions and pools: legalize_window.c picks the forms it expands. */
+static bool window_op(loom_graph_op op) {
+  switch (op) {
+    case LOOM_GRAPH_OP_CONV1D:
+    case LOOM_GRAPH_OP_CONV2D:
+    case LOOM_GRAPH_OP_CONV:
+    case LOOM_GRAPH_OP_CONV_TRANSPOSE:
+    case LOOM_GRAPH_OP_MAX_POOL2D:
+    case LOOM_GRAPH_OP_AVG_POOL2D:
+    case LOOM_GRAPH_OP_MAX_POOL:
+    case LOOM_GRAPH_OP_AVG_POOL:
+    case LOOM_GRAPH_OP_GLOBAL_AVG_POOL2D: return true;
+    default: return false;
+  }
+}
+
 loom_status loom_legalize_expand(loom_graph_module *m, loom_graph_block *blk, size_t i, bool *expanded) {
   *expanded = false;
   loom_lx x = {.m = m, .b = blk->bindings[i]};
@@ -724,7 +740,11 @@ loom_status loom_legalize_expand(loom_graph_module *m, loom_graph_block *blk, si
   else if (call->u.call.op == LOOM_GRAPH_OP_NONZERO) s = expand_nonzero(&x, &value);
   else if (call->u.call.op == LOOM_GRAPH_OP_UNIQUE) s = expand_unique(&x, &value);
   else if (call->u.call.op == LOOM_GRAPH_OP_NON_MAX_SUPPRESSION) s = expand_nms(&x, &value);
-  else if (call->u.call.op == LOOM_GRAPH_OP_RESIZE &&
+  else if (window_op(call->u.call.op)) {
+    bool applies;
+    s = loom_legalize_expand_window(&x, &value, &applies);
+    if (!s && !applies) return LOOM_OK;
+  } else if (call->u.call.op == LOOM_GRAPH_OP_RESIZE &&
            (!loom_graph_call_attr(call, "size") || loom_graph_call_int(call, "antialias")))
     s = loom_legalize_expand_resize(&x, &value);
   else return LOOM_OK;

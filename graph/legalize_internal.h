@@ -114,6 +114,11 @@ loom_graph_expr *loom_lx_view(loom_lx *x, loom_graph_expr *v, loom_dtype t, int 
 /* Adds run-time guard `cond` (message why) to b's guards. */
 loom_status loom_lx_add_guard(loom_lx *x, const loom_sym_expr *cond, const char *why);
 
+/* conv1d / conv2d / conv / conv_transpose in f32 with constant kernel extents as bindings the CPU matmul
+ * rule tiles; max / average pooling row by row; global_avg_pool2d as a mean over planes
+ * (legalize_window.c). *applies false: another form (the call keeps its one-program lowering). */
+loom_status loom_legalize_expand_window(loom_lx *x, loom_graph_expr **value, bool *applies);
+
 /* resize with run-time scales or sizes (no attribute `size`), or with antialias (one program
  * per resized axis; legalize_image.c). */
 loom_status loom_legalize_expand_resize(loom_lx *x, loom_graph_expr **value);

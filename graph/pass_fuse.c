@@ -14,7 +14,7 @@
  *     in one statement are one value to LLVM), so it is not recomputed per pass; one that
  *     calls math intrinsics or divides (exp, tanh, erf, ...) must moreover be read once
  *     per element (one load, indexed by distinct loop variables covering the whole nest).
- *     softmax (three loops) and layer_norm (two) therefore take no producer: measured, the
+ *     softmax (three loops) and layer_norm (three) therefore take no producer: measured, the
  *     mask recomputed in softmax's serial reductions was slower than the separate call;
  *   - every trial group is merged: it is kept only when every intermediate disappears
  *     (inlined into its readers); an intermediate that would stay a Local buffer of full

@@ -42,6 +42,7 @@
 #include "base/strbuf.h"
 #include "symbolic/sym.h"
 #include "tensorprog/tp_ir.h"
+#include "vm/exec.h"
 #include "vm/kernel_abi.h"
 
 /* What codegen makes. */
@@ -66,6 +67,7 @@ typedef struct loom_target_artifact {
   const char *object;             /* the file emit_object wrote */
   const loom_tp_func *const *fs;  /* the kernels' programs, in the executable's kernel-table order */
   uint32_t nkernels;              /* entries in fs */
+  const loom_vm_kernel *sigs;     /* the executable's kernel table (the signatures kept with the code), nkernels entries */
   const uint8_t *exec;            /* the executable's bytes (vm/exec.h file format) */
   size_t exec_len;                /* their length */
   const char *externs;            /* extern signatures (libcall text form) or NULL when none */

@@ -15,6 +15,20 @@
 
 enum { LOOM_TP_GEN_MAX_RANK = 8 };
 
+/* ---- program keys ----
+ * A caller that makes one program per distinct set of generator parameters (legalization) keeps
+ * them in a parameter struct and keys its cache by the struct's bytes, so the key covers every
+ * parameter without spelling each one out. For the bytes to be the value, a parameter struct
+ * has no padding — fields of 4 or 8 bytes (int32_t, uint32_t, int64_t, double, enums, arrays of
+ * them, char arrays of a multiple of 8), the 8-byte ones first; LOOM_TP_GEN_PARAMS asserts it
+ * where the struct is defined — holds no pointers (a pointer's bytes are not its target's
+ * value), and is built with an initialiser, so the fields it leaves out are 0. */
+#define LOOM_TP_GEN_PARAMS(T, bytes) \
+  _Static_assert(sizeof(T) == (bytes), #T ": a parameter struct must have no padding (its bytes are its key)")
+/* The key of a parameter struct: a 64-bit hash of its bytes. Equal keys are still confirmed by
+ * comparing the bytes. */
+uint64_t loom_tp_gen_key(const void *params, size_t size);
+
 /* How an input axis maps onto the output axis it is aligned with (NumPy broadcasting,
  * inputs aligned to the right). */
 typedef enum loom_tp_bcast {
@@ -202,6 +216,48 @@ loom_status loom_tp_gen_conv(loom_arena *a, loom_sym_ctx *cx, const char *name, 
 loom_status loom_tp_gen_conv_transpose(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
                                        const loom_tp_window *w, bool bias, loom_tp_func **result);
 
+/* Convolution as a GEMM the CPU matmul rule tiles (gen_conv.c; graph/legalize_window.c picks the
+ * form). The geometry: spatial axes, groups, constant kernel extents and dilations, the stride on
+ * the flat output index (conv_gemm: 1, or a 1-D convolution's stride), a bias operand. */
+typedef struct loom_tp_conv_gemm {
+  int n;
+  int64_t groups;
+  int64_t kernel[LOOM_TP_MAX_SPATIAL], dilation[LOOM_TP_MAX_SPATIAL];
+  int64_t stride;
+  bool bias;
+} loom_tp_conv_gemm;
+
+/* Y (n, o, p) = (Bias[o]) + sum over r < cg*K of W[o, r] * X[n, g*cg + r / K, stride*p + off(r)]:
+ * X (n, c, l) is the padded input viewed flat, W (o, cg*K) the weights viewed as a matrix
+ * (cg = c / groups, K the kernel's taps), off(r) the flat offset of tap r % K in the padded input,
+ * its pitches from i64 scalar parameters e1..e(n-1) (the padded extents of spatial axes 1..n-1).
+ * The caller keeps every read inside X (one padded row more at the end when the taps of the
+ * later axes reach past it) and slices the columns past each row's output extent away. */
+loom_status loom_tp_gen_conv_gemm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *g,
+                                  loom_tp_func **result);
+
+/* col (n, c*K, prod y_i) = the patches of X (n, c, h..) (already padded): row c*K + tap, column the
+ * flat output position, y_i = (h_i - d_i*(k_i - 1) - 1) / s_i + 1 (strides per axis). */
+loom_status loom_tp_gen_im2col(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *g,
+                               const int64_t *stride, loom_tp_func **result);
+
+/* Transposed convolution as a GEMM and a sum of its columns (gen_conv.c):
+ * convt_gemm: col (n, G*q, l) = per group W (c, q)^T X (n, c, l): W is (C, O/G, k..) viewed with
+ * q = O/G * K, X the input viewed flat; col[n, o*K + tap, x] is input position x's contribution to
+ * output channel o through kernel tap `tap`.
+ * col2im: Y (n, o, f..) = (Bias[o]) + the sum of col[n, o*K + tap, x] at f = x*s + tap*d: the full
+ * output before the padding is cropped (f_i = (h_i - 1)*s_i + d_i*(k_i - 1) + 1 + output padding);
+ * the input extents h_i are i64 scalar parameters. */
+loom_status loom_tp_gen_convt_gemm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int64_t groups,
+                                   loom_tp_func **result);
+loom_status loom_tp_gen_col2im(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *g,
+                               const int64_t *stride, loom_tp_func **result);
+
+/* Y (n, c, h_i + lo_i + hi_i ..) = X (n, c, h..) between `fill`s (lo_i, hi_i >= 0 per spatial axis): one
+ * loop over the (n, c) planes, the rows inside copied between their zeroed borders. */
+loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, const int64_t *lo,
+                                 const int64_t *hi, double fill, loom_tp_func **result);
+
 /* N-d pooling. Taps are at y*s + k*d of the input padded by pad_lo (max, argmax) or by
  * pad_lo + shift (average, Lp). MAX / ARGMAX: the maximum of the taps inside the input (ARGMAX:
  * its flat input index, i64, the first maximum; row-major spatial order unless col_major).
@@ -221,6 +277,12 @@ typedef struct loom_tp_pool {
 } loom_tp_pool;
 loom_status loom_tp_gen_pool(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_pool *pool,
                              const loom_tp_window *w, loom_tp_func **result);
+
+/* MAX, AVG and AVG_PAD pooling (no ceil-mode shift; AVG with dilation 1) of an input X (n, c, hp..) that
+ * conv_pad padded beforehand (-inf for MAX, 0 otherwise) by w's pad_lo / pad_hi, into Y (n, c, y..):
+ * one output row at a time, every tap's pass over the row a unit-stride store (gen_conv.c). */
+loom_status loom_tp_gen_pool_rows(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_tp_pool_kind kind,
+                                  const loom_tp_window *w, loom_tp_func **result);
 
 /* gather_nd: I (lead..., depth) names, per leading position, an element or slice of X past its
  * first `batch` axes (batch axes shared by X and I): Y = I.shape[:-1] + X.shape[batch + depth:]. */

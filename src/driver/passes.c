@@ -171,7 +171,8 @@ static loom_status pass_codegen(loom_pass_ctx *c) {
     loom_kernel_fn *fns = calloc(n + 1, sizeof *fns);
     loom_artifact_kernel *ks = calloc(n + 1, sizeof *ks);
     loom_status st = !fns || !ks ? LOOM_OOM() : c->target->jit(&c->target_opts, cx, c->programs, n, &c->code, fns);
-    for (uint32_t k = 0; !st && k < n; k++) ks[k] = (loom_artifact_kernel){loom_tp_func_name(c->programs[k]), fns[k]};
+    for (uint32_t k = 0; !st && k < n; k++)
+      ks[k] = (loom_artifact_kernel){loom_tp_func_name(c->programs[k]), fns[k], c->exe->kernels[k].sig, c->exe->kernels[k].nsig};
     free(fns);
     if (st) {
       free(ks);

@@ -131,6 +131,22 @@ void cg_fail_if(cg *g, LLVMValueRef bad, const char *msg) {
   LLVMPositionBuilderAtEnd(g->b, ok);
 }
 
+void cg_fail_index_if(cg *g, LLVMValueRef bad, const char *msg, LLVMValueRef index, LLVMValueRef lo, LLVMValueRef hi) {
+  LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(g->c, g->fn, "fail_index");
+  LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->c, g->fn, "ok");
+  LLVMBuildCondBr(g->b, bad, fail, ok);
+  LLVMPositionBuilderAtEnd(g->b, fail);
+  /* ctx->set_error_index(ctx, msg, index, lo, hi); return 1 */
+  LLVMValueRef slot = LLVMBuildStructGEP2(g->b, g->t_ctx, g->ctxp, 9, "");
+  LLVMValueRef fnp = LLVMBuildLoad2(g->b, g->t_ptr, slot, "set_error_index");
+  LLVMTypeRef ps[5] = {g->t_ptr, g->t_ptr, g->t_i64, g->t_i64, g->t_i64};
+  LLVMTypeRef fty = LLVMFunctionType(g->t_void, ps, 5, 0);
+  LLVMValueRef args[5] = {g->ctxp, LLVMBuildGlobalStringPtr(g->b, msg, "msg"), index, lo, hi};
+  LLVMBuildCall2(g->b, fty, fnp, args, 5, "");
+  LLVMBuildRet(g->b, LLVMConstInt(g->t_i32, 1, 0));
+  LLVMPositionBuilderAtEnd(g->b, ok);
+}
+
 /* ---- symbolic expressions (i64) ---------------------------------------------- */
 
 static LLVMValueRef lookup_sym(cg *g, const loom_sym_expr *var) {
@@ -327,6 +343,37 @@ static LLVMValueRef lookup_buf(cg *g, const loom_tp_buffer *buf) {
   return LLVMConstPointerNull(g->t_ptr);
 }
 
+/* Are a and b the same value: one node, one let, one symbol, or a cast of the same? */
+static bool tp_expr_same(const loom_tp_expr *a, const loom_tp_expr *b) {
+  if (a == b) return true;
+  if (a->kind != b->kind || a->dtype != b->dtype) return false;
+  switch (a->kind) {
+  case LOOM_TP_EXPR_LETREF: return a->u.let == b->u.let;
+  case LOOM_TP_EXPR_SYM: return a->u.sym == b->u.sym;
+  case LOOM_TP_EXPR_CAST: return tp_expr_same(a->u.cast_arg, b->u.cast_arg);
+  default: return false;
+  }
+}
+
+/* Is index e the wrapped form select(t < 0, t + dim, t) of a negative-allowed index t
+ * (take, gather)? Then *raw is t's value, for the error message. */
+static bool wrapped_index(cg *g, const loom_tp_expr *e, const loom_sym_expr *dim, LLVMValueRef *raw) {
+  if (e->kind != LOOM_TP_EXPR_SELECT) return false;
+  const loom_tp_expr *c = e->u.select.cond, *a = e->u.select.then_e, *t = e->u.select.else_e;
+  if (c->kind != LOOM_TP_EXPR_OP || c->u.op.op != LOOM_TP_OP_LT || a->kind != LOOM_TP_EXPR_OP || a->u.op.op != LOOM_TP_OP_ADD)
+    return false;
+  const loom_tp_expr *z = c->u.op.args[1], *d = a->u.op.args[1];
+  int64_t zv;
+  bool zero = z->kind == LOOM_TP_EXPR_CONST && z->u.c.i == 0;
+  if (!zero && z->kind == LOOM_TP_EXPR_SYM) zero = loom_sym_is_const(z->u.sym, &zv) && zv == 0;
+  bool is_dim = d->kind == LOOM_TP_EXPR_SYM && d->u.sym == dim;
+  if (!zero || !is_dim || !tp_expr_same(c->u.op.args[0], t) || !tp_expr_same(a->u.op.args[0], t)) return false;
+  LLVMValueRef v = cg_expr(g, t);
+  if (LLVMTypeOf(v) != g->t_i64) v = LLVMBuildSExt(g->b, v, g->t_i64, "");
+  *raw = v;
+  return true;
+}
+
 LLVMValueRef cg_elem_ptr(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *idx) {
   LLVMValueRef base = lookup_buf(g, buf);
   LLVMValueRef off = NULL;
@@ -335,9 +382,16 @@ LLVMValueRef cg_elem_ptr(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *
     if (LLVMTypeOf(i) != g->t_i64) i = LLVMBuildSExt(g->b, i, g->t_i64, "");
     if (loom_tp_expr_reads_memory(idx[d])) { /* data, not affine: checked (unsigned: negatives too) */
       char msg[256];
-      snprintf(msg, sizeof msg, "program @%s: buffer '%s' axis %d: an index read from memory is out of range", g->f->name,
-               buf->name, d);
-      cg_fail_if(g, LLVMBuildICmp(g->b, LLVMIntUGE, i, cg_sym(g, buf->dims[d]), ""), msg);
+      LLVMValueRef dim = cg_sym(g, buf->dims[d]), raw, lo;
+      if (wrapped_index(g, idx[d], buf->dims[d], &raw)) { /* select(t < 0, t + dim, t): report t in [-dim, dim - 1] */
+        snprintf(msg, sizeof msg, "@%s: an index into axis %d of '%s' (read from data)", g->f->name, d, buf->name);
+        lo = LLVMBuildNeg(g->b, dim, "");
+      } else {
+        snprintf(msg, sizeof msg, "@%s: an index into axis %d of '%s' (read from data)", g->f->name, d, buf->name);
+        raw = i, lo = cg_i64(g, 0);
+      }
+      cg_fail_index_if(g, LLVMBuildICmp(g->b, LLVMIntUGE, i, dim, ""), msg, raw, lo,
+                       LLVMBuildSub(g->b, dim, cg_i64(g, 1), ""));
     }
     if (!off) off = i;
     else off = LLVMBuildNSWAdd(g->b, LLVMBuildNSWMul(g->b, off, cg_sym(g, buf->dims[d]), ""), i, "");

@@ -204,9 +204,9 @@ static void cg_init(cg *g, LLVMContextRef c, loom_sym_ctx *cx, const loom_cpu_op
   g->t_ptr = LLVMPointerTypeInContext(c, 0);
   g->t_void = LLVMVoidTypeInContext(c);
   /* struct loom_kernel_ctx: u32 abi_version, size, num_threads, reserved; then
-   * parallel_for, pool, set_error, error_slot, user (pointers) */
-  LLVMTypeRef f[9] = {g->t_i32, g->t_i32, g->t_i32, g->t_i32, g->t_ptr, g->t_ptr, g->t_ptr, g->t_ptr, g->t_ptr};
-  g->t_ctx = LLVMStructTypeInContext(c, f, 9, 0);
+   * parallel_for, pool, set_error, error_slot, user, set_error_index (pointers) */
+  LLVMTypeRef f[10] = {g->t_i32, g->t_i32, g->t_i32, g->t_i32, g->t_ptr, g->t_ptr, g->t_ptr, g->t_ptr, g->t_ptr, g->t_ptr};
+  g->t_ctx = LLVMStructTypeInContext(c, f, 10, 0);
   LLVMTypeRef bp[4] = {g->t_ptr, g->t_i64, g->t_i64, g->t_i32};
   g->t_body = LLVMFunctionType(g->t_i32, bp, 4, 0);
 }

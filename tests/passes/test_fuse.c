@@ -131,8 +131,8 @@ LOOM_TEST(passes, fuse_merges_an_elementwise_chain_into_one_call) {
 }
 
 /* exp(o) is read once per element by the sum: it is computed inside the reduction. layer_norm
- * reads its input in two passes (the moments, then the normalisation): the residual add would
- * be computed twice, so it stays a call. */
+ * reads its input in several passes (the mean, the variance, then the normalisation): the
+ * residual add would be computed again in each, so it stays a call. */
 LOOM_TEST(passes, fuse_puts_a_producer_into_a_reduction_read_in_one_pass) {
   fused r = run_fuse("fn @main(x: Tensor[(b, s, 8), f32], o: Tensor[(b, s, 8), f32], g: Tensor[(8,), f32],\n"
                      "         be: Tensor[(8,), f32]) -> Object {\n"
