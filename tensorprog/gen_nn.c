@@ -479,7 +479,7 @@ loom_status loom_tp_gen_group_norm(loom_arena *a, loom_sym_ctx *cx, const char *
 
 /* Scaled dot-product attention over (b, h, s, t) = d0..d3, K/V heads hk (query head i1 reads
  * kv = floordiv(i1, floordiv(d1, hk))), statistics in sn (f32, f64 for f64):
- *   for i0 in 0..d0 parallel { for i1 in 0..d1 { for i2 in 0..d2 {
+ *   for i0 in 0..d0 { for i1 in 0..d1 parallel { for i2 in 0..d2 {
  *     alloc P: Local[(d3,), sn]  alloc R: Local[(2,), sn]  R[0] = -inf
  *     for i3 in 0..d3 { alloc S: Local[(1,), sn]
  *       for r in 0..dq reduce { S[0] = S[0] + sn(Q[i0, i1, i2, r]) * sn(K[i0, kv, i3, r]) }
@@ -488,9 +488,10 @@ loom_status loom_tp_gen_group_norm(loom_arena *a, loom_sym_ctx *cx, const char *
  *       [let sk: sn = select(i3 > i2 + (d3 - d2), -inf, cur) (causal)]
  *       P[i3] = cur  R[0] = max(R[0], cur) }
  *     for j in 0..d3 { P[j] = select(R[0] == -inf, 0.0, exp(P[j] - R[0]))  R[1] = R[1] + P[j] }
- *     for e in 0..dv { alloc A: Local[(1,), sn]
- *       for j2 in 0..d3 reduce { A[0] = A[0] + select(R[1] > 0.0, P[j2] / R[1], 0.0) * sn(V[i0, kv, j2, e]) }
- *       Y[i0, i1, i2, e] = T(A[0]) } } } }
+ *     alloc A: Local[(dv,), sn]  let inv: sn = select(R[1] > 0.0, 1.0 / R[1], 0.0)
+ *     for j2 in 0..d3 { let w: sn = P[j2] * inv
+ *       for e in 0..dv vectorize { A[e] = A[e] + w * sn(V[i0, kv, j2, e]) } }
+ *     for e2 in 0..dv vectorize { Y[i0, i1, i2, e2] = T(A[e2]) } } } }
  * The mask's broadcast load (loom_tpg_bcast_load) indexes the (b, h, s, t) loops i0..i3. */
 loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
                                   bool causal, int mask_rank, const loom_tp_bcast *mask_modes, loom_dtype mask_t,
@@ -514,8 +515,11 @@ loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *n
   const loom_tp_buffer *Mk = mask_rank >= 0 ? loom_tpg_bcast_buffer(&b, "Mk", "m", mask_rank, 4, mask_modes, mask_t) : NULL;
   const loom_sym_expr *yd[4] = {d[0], d[1], d[2], vd[3]};
   const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, 4, yd);
+  /* the heads in parallel (a batch of 1 is the common case) */
   loom_tp_expr *oi[4];
-  loom_tpg_nest(&b, 3, d, oi);
+  oi[0] = loom_tpb_idx(&b, loom_tpb_for(&b, "i0", d[0], LOOM_TP_LOOP_SERIAL, false));
+  oi[1] = loom_tpb_idx(&b, loom_tpb_for(&b, "i1", d[1], LOOM_TP_LOOP_PARALLEL, false));
+  oi[2] = loom_tpb_idx(&b, loom_tpb_for(&b, "i2", d[2], LOOM_TP_LOOP_SERIAL, false));
   const loom_sym_expr *one = loom_sym_const(cx, 1), *two = loom_sym_const(cx, 2);
   loom_tp_expr *z0 = loom_tpb_idx(&b, loom_sym_const(cx, 0)), *z1 = loom_tpb_idx(&b, one);
   const loom_tp_buffer *P = loom_tpb_alloc(&b, "P", sn, 1, &d[3], LOOM_TP_SCOPE_LOCAL);
@@ -554,17 +558,22 @@ loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *n
   loom_tpb_store(&b, P, &j, loom_tp_select(a, empty, loom_tp_const_f(a, sn, 0.0), ex));
   loom_tpb_store(&b, R, &z1, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, R, &z1), loom_tpb_load(&b, P, &j)));
   loom_tpb_end(&b);
-  loom_tp_expr *e = loom_tpb_idx(&b, loom_tpb_for(&b, "e", vd[3], LOOM_TP_LOOP_SERIAL, false));
-  const loom_tp_buffer *A = loom_tpb_alloc(&b, "A", sn, 1, &one, LOOM_TP_SCOPE_LOCAL);
-  loom_tp_expr *j2 = loom_tpb_idx(&b, loom_tpb_for(&b, "j2", d[3], LOOM_TP_LOOP_SERIAL, true));
+  /* the weighted sum of V's rows: each row of V read once, contiguously, for the whole output
+   * row (A, vectorised over e), the normalisation a multiply by 1 / sum */
+  const loom_tp_buffer *A = loom_tpb_alloc(&b, "A", sn, 1, &vd[3], LOOM_TP_SCOPE_LOCAL);
   loom_tp_expr *some = loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_load(&b, R, &z1), loom_tp_const_f(a, sn, 0.0));
-  loom_tp_expr *w = loom_tp_select(a, some, loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(&b, P, &j2), loom_tpb_load(&b, R, &z1)),
-                                   loom_tp_const_f(a, sn, 0.0));
+  loom_tp_expr *inv = loom_tpb_let(&b, "inv", loom_tp_select(a, some, loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tp_const_f(a, sn, 1.0),
+                                                                                        loom_tpb_load(&b, R, &z1)),
+                                                              loom_tp_const_f(a, sn, 0.0)));
+  loom_tp_expr *j2 = loom_tpb_idx(&b, loom_tpb_for(&b, "j2", d[3], LOOM_TP_LOOP_SERIAL, false));
+  loom_tp_expr *w = loom_tpb_let(&b, "w", loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&b, P, &j2), loom_tp_expr_copy(a, inv)));
+  loom_tp_expr *e = loom_tpb_idx(&b, loom_tpb_for(&b, "e", vd[3], LOOM_TP_LOOP_VECTORIZE, false));
   loom_tp_expr *vi[4] = {oi[0], loom_tpb_idx(&b, kv), j2, e};
   loom_tp_expr *wv = loom_tp_op2(a, LOOM_TP_OP_MUL, w, loom_tp_cast(a, sn, loom_tpb_load(&b, V, vi)));
-  loom_tpb_store(&b, A, &z0, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, A, &z0), wv));
-  loom_tpb_end(&b);
-  loom_tp_expr *yi[4] = {oi[0], oi[1], oi[2], e}, *acc = loom_tpb_load(&b, A, &z0);
+  loom_tpb_store(&b, A, &e, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, A, &e), wv));
+  loom_tpb_end_n(&b, 2);
+  loom_tp_expr *e2 = loom_tpb_idx(&b, loom_tpb_for(&b, "e2", vd[3], LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tp_expr *yi[4] = {oi[0], oi[1], oi[2], e2}, *acc = loom_tpb_load(&b, A, &e2);
   loom_tpb_store(&b, Y, yi, sn == t ? acc : loom_tp_cast(a, t, acc));
   return loom_tpb_finish(&b, result);
 }
