@@ -79,7 +79,7 @@ loom_status loom_tp_gen_conv_gemm(loom_arena *a, loom_sym_ctx *cx, const char *n
   const loom_sym_expr *oc = loom_sym_add(cx, loom_sym_mul(cx, g, og), i1);
   loom_tp_expr *yi[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, oc), loom_tpb_idx(&b, j)};
   loom_tp_expr *oi = loom_tpb_idx(&b, oc);
-  loom_tpb_store(&b, Y, yi, Bias ? loom_tpb_load(&b, Bias, &oi) : loom_tpg_b_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
+  loom_tpb_store(&b, Y, yi, Bias ? loom_tpb_load(&b, Bias, &oi) : loom_tpg_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
   const loom_sym_expr *r = loom_tpb_for(&b, "r", wd[1], LOOM_TP_LOOP_SERIAL, true);
   /* the tap's flat offset: axes from the last (pitch 1) to the first */
   const loom_sym_expr *off = C(cx, 0), *pitch = C(cx, 1);
@@ -153,7 +153,7 @@ loom_status loom_tp_gen_im2col(loom_arena *a, loom_sym_ctx *cx, const char *name
   /* the columns past P, up to a whole panel: zeros (their products are cropped away) */
   const loom_sym_expr *z = loom_tpb_for(&b, "z", loom_sym_sub(cx, cd[2], P), LOOM_TP_LOOP_SERIAL, false);
   ci[2] = loom_tpb_idx(&b, loom_sym_add(cx, P, z));
-  loom_tpb_store(&b, col, ci, loom_tpg_b_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
+  loom_tpb_store(&b, col, ci, loom_tpg_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
   return loom_tpb_finish(&b, result);
 }
 
@@ -346,7 +346,7 @@ loom_status loom_tp_gen_convt_gemm(loom_arena *a, loom_sym_ctx *cx, const char *
   const loom_sym_expr *j = loom_tpb_for(&b, "j", xd[2], LOOM_TP_LOOP_SERIAL, false);
   loom_tp_expr *ci[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_mul(cx, g, wd[1]), i1)),
                          loom_tpb_idx(&b, j)};
-  loom_tpb_store(&b, col, ci, loom_tpg_b_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
+  loom_tpb_store(&b, col, ci, loom_tpg_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
   const loom_sym_expr *r = loom_tpb_for(&b, "r", cg, LOOM_TP_LOOP_SERIAL, true);
   const loom_sym_expr *ch = loom_sym_add(cx, loom_sym_mul(cx, g, cg), r);
   loom_tp_expr *wi[2] = {loom_tpb_idx(&b, ch), loom_tpb_idx(&b, i1)};
@@ -395,7 +395,7 @@ loom_status loom_tp_gen_col2im(loom_arena *a, loom_sym_ctx *cx, const char *name
   yi[1] = loom_tpb_idx(&b, oc);
   for (int i = 0; i < n; i++) yi[2 + i] = loom_tpb_idx(&b, loom_tpb_for(&b, an[i], yd[2 + i], LOOM_TP_LOOP_SERIAL, false));
   loom_tp_expr *oi = loom_tpb_idx(&b, oc);
-  loom_tpb_store(&b, Y, yi, Bias ? loom_tpb_load(&b, Bias, &oi) : loom_tpg_b_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
+  loom_tpb_store(&b, Y, yi, Bias ? loom_tpb_load(&b, Bias, &oi) : loom_tpg_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
   loom_tpb_end_n(&b, n);
   const loom_sym_expr *tv[LOOM_TP_MAX_SPATIAL], *row = C(cx, 0), *pos = C(cx, 0);
   for (int i = 0; i < n; i++) {
@@ -526,7 +526,7 @@ static loom_tp_expr *pool_init(pool_b *p, loom_dtype t) {
     return loom_tpb_load(&p->b, p->Bias, &ci);
   }
   return !p->dw && p->kind == LOOM_TP_POOL_MAX ? loom_tp_const_f(p->b.a, t, -INFINITY)
-                                                : loom_tpg_b_reduce_init(&p->b, LOOM_TP_REDUCE_SUM, t);
+                                                : loom_tpg_reduce_init(&p->b, LOOM_TP_REDUCE_SUM, t);
 }
 
 /* Chunks of POOL_LANES positions of the last axis (rows at least that long). */

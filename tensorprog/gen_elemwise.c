@@ -10,10 +10,10 @@ loom_status loom_tp_gen_unary(loom_arena *a, loom_sym_ctx *cx, const char *name,
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(&b, rank, d);
+  loom_tpg_dims_d(&b, rank, d);
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", in, rank, d), *Y = loom_tpb_buffer(&b, "Y", out, rank, d);
   loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_nest(&b, rank, d, yi);
+  loom_tpg_nest(&b, rank, d, yi);
   const char *const names[1] = {"x"};
   loom_tp_expr *const vals[1] = {loom_tpb_load(&b, X, yi)};
   loom_tpb_store(&b, Y, yi, loom_tpb_parse(&b, expr, names, vals, 1, &out));
@@ -36,13 +36,13 @@ static loom_status gen_nary(loom_arena *a, loom_sym_ctx *cx, const char *name, c
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_tp_buffer *ins[4];
-  for (int i = 0; i < n; i++) ins[i] = loom_tpg_b_bcast_buffer(&b, bufs[i], prefixes[i], ranks[i], R, modes[i], in[i]);
+  for (int i = 0; i < n; i++) ins[i] = loom_tpg_bcast_buffer(&b, bufs[i], prefixes[i], ranks[i], R, modes[i], in[i]);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(&b, R, d);
+  loom_tpg_dims_d(&b, R, d);
   const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", out, R, d);
   loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *loads[4];
-  loom_tpg_b_nest(&b, R, d, yi);
-  for (int i = 0; i < n; i++) loads[i] = loom_tpg_b_bcast_load(&b, ins[i], R, modes[i], yi);
+  loom_tpg_nest(&b, R, d, yi);
+  for (int i = 0; i < n; i++) loads[i] = loom_tpg_bcast_load(&b, ins[i], R, modes[i], yi);
   loom_tpb_store(&b, Y, yi, loom_tpb_parse(&b, expr, vars, loads, n, &out));
   return loom_tpb_finish(&b, result);
 }
@@ -76,10 +76,10 @@ loom_status loom_tp_gen_fill(loom_arena *a, loom_sym_ctx *cx, const char *name, 
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(&b, rank, d);
+  loom_tpg_dims_d(&b, rank, d);
   const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, rank, d);
   loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_nest(&b, rank, d, yi);
+  loom_tpg_nest(&b, rank, d, yi);
   loom_tpb_store(&b, Y, yi, loom_tp_cast(a, t, loom_tpb_parse(&b, value_text, NULL, NULL, 0, NULL)));
   return loom_tpb_finish(&b, result);
 }
@@ -94,14 +94,14 @@ loom_status loom_tp_gen_tri(loom_arena *a, loom_sym_ctx *cx, const char *name, l
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(&b, rank, d);
+  loom_tpg_dims_d(&b, rank, d);
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d), *K = NULL;
   const loom_sym_expr *k = NULL, *one = loom_tpb_dim(&b, "1");
   if (krank < 0) k = loom_tpb_scalar(&b, "k");
   else K = loom_tpb_buffer(&b, "K", kt, krank, &one);
   const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, rank, d);
   loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_nest(&b, rank, d, yi);
+  loom_tpg_nest(&b, rank, d, yi);
   /* yi[k] is the index value of loop i<k> (NULL after a failure) */
   const loom_sym_expr *hi = yi[rank - 1] ? yi[rank - 1]->u.sym : NULL, *lo = yi[rank - 2] ? yi[rank - 2]->u.sym : NULL;
   loom_tp_expr *diff = loom_tpb_idx(&b, hi && lo ? loom_sym_sub(cx, hi, lo) : NULL);

@@ -59,7 +59,7 @@ loom_status loom_tp_gen_reduce(loom_arena *a, loom_sym_ctx *cx, const char *name
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK], *od[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(&b, rank, d);
+  loom_tpg_dims_d(&b, rank, d);
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d);
   int orank = 0;
   for (int k = 0; k < rank; k++) {
@@ -78,7 +78,7 @@ loom_status loom_tp_gen_reduce(loom_arena *a, loom_sym_ctx *cx, const char *name
     if (!r || keepdims) oi[no++] = r ? cidx(&b, 0) : iv[k];
   }
   if (orank == 0) oi[no++] = cidx(&b, 0);
-  loom_tpb_store(&b, Y, oi, loom_tpg_b_reduce_init(&b, op, t));
+  loom_tpb_store(&b, Y, oi, loom_tpg_reduce_init(&b, op, t));
   for (int k = 0; k < nr; k++)
     iv[red[k]] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('r', red[k]), d[red[k]], LOOM_TP_LOOP_SERIAL, true));
   for (int k = 0; k < rank; k++) xi[k] = iv[k];
@@ -113,7 +113,7 @@ loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *nam
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(&b, rank, d);
+  loom_tpg_dims_d(&b, rank, d);
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d), *Y = loom_tpb_buffer(&b, "Y", t, rank, d);
   loom_tp_expr *xr[LOOM_TP_GEN_MAX_RANK], *xj[LOOM_TP_GEN_MAX_RANK];
   bool first = true;
@@ -154,14 +154,63 @@ loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *nam
   return loom_tpb_finish(&b, result);
 }
 
-/* Over the last naxes axes (n = their size), statistics in st as softmax's:
+/* The row statistics pass of a norm over the reduced axes (xi[first ..] are set to the loop
+ * variables r<k>): Q[q] = Q[q] + v, x = C(X[..]) [/ scale], v = x, or with `square` x * x,
+ * or with a centre `let dv: st = x - centre` and v = dv * dv. */
+static void norm_pass(loom_tpb *b, const loom_tp_buffer *X, const loom_tp_buffer *Q, int q, const loom_sym_expr *const *d,
+                      int first, int rank, loom_tp_expr **xi, loom_dtype st, loom_tp_expr *scale, loom_tp_expr *centre,
+                      bool square) {
+  loom_arena *a = b->a;
+  for (int k = first; k < rank; k++) xi[k] = loom_tpb_idx(b, loom_tpb_for(b, loom_tpg_var('r', k), d[k], LOOM_TP_LOOP_SERIAL, true));
+  loom_tp_expr *x = conv(a, st, X->dtype, loom_tpb_load(b, X, xi));
+  if (scale) x = loom_tp_op2(a, LOOM_TP_OP_DIV, x, loom_tp_expr_copy(a, scale));
+  if (centre) x = loom_tpb_let(b, "dv", loom_tp_op2(a, LOOM_TP_OP_SUB, x, loom_tp_expr_copy(a, centre)));
+  if (square) x = loom_tp_op2(a, LOOM_TP_OP_MUL, x, loom_tp_expr_copy(a, x));
+  store_at(b, Q, q, loom_tp_op2(a, LOOM_TP_OP_ADD, at(b, Q, q), x));
+  loom_tpb_end_n(b, rank - first);
+}
+
+/* The output pass: Y[..] = T((C(X[..]) [/ scale] [- mean]) * inv * C(gamma[j..]) [+ C(beta[j..])]). */
+static void norm_output(loom_tpb *b, const loom_tp_buffer *X, const loom_tp_buffer *gamma, const loom_tp_buffer *beta,
+                        const loom_tp_buffer *Y, const loom_sym_expr *const *d, int first, int rank, loom_tp_expr **xi,
+                        loom_dtype st, loom_tp_expr *scale, loom_tp_expr *mean, loom_tp_expr *inv) {
+  loom_arena *a = b->a;
+  loom_tp_expr *gj[LOOM_TP_GEN_MAX_RANK];
+  for (int k = first; k < rank; k++)
+    gj[k - first] = xi[k] = loom_tpb_idx(b, loom_tpb_for(b, loom_tpg_var('j', k), d[k], LOOM_TP_LOOP_SERIAL, false));
+  loom_tp_expr *x = conv(a, st, X->dtype, loom_tpb_load(b, X, xi)), *g = conv(a, st, X->dtype, loom_tpb_load(b, gamma, gj));
+  if (scale) x = loom_tp_op2(a, LOOM_TP_OP_DIV, x, loom_tp_expr_copy(a, scale));
+  if (mean) x = loom_tp_op2(a, LOOM_TP_OP_SUB, x, loom_tp_expr_copy(a, mean));
+  loom_tp_expr *v = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_op2(a, LOOM_TP_OP_MUL, x, loom_tp_expr_copy(a, inv)), g);
+  if (beta) v = loom_tp_op2(a, LOOM_TP_OP_ADD, v, conv(a, st, X->dtype, loom_tpb_load(b, beta, gj)));
+  loom_tpb_store(b, Y, xi, conv(a, X->dtype, st, v));
+  loom_tpb_end_n(b, rank - first);
+}
+
+/* Over the last naxes axes (n = their size), statistics in st as softmax's; the variance is
+ * mean-shifted (two passes: the mean, then the squares of x - mean), never E[x^2] - mean^2,
+ * which loses every digit when |mean| is large next to the spread:
  *   for i<first axes> parallel {
  *     alloc Q: Local[(2,), st]   Q[0] = 0.0   Q[1] = 0.0
- *     for r<axes> reduce { [Q[0] = Q[0] + C(X[..])]   Q[1] = Q[1] + C(X[..]) * C(X[..]) }
- *     let mean: st = Q[0] / st(n)    let ms: st = Q[1] / st(n)
- *     let inv: st = rsqrt(ms + eps)  (rms)   or rsqrt(max(ms - mean * mean, 0.0) + eps)
- *     for j<axes> { Y[..] = T(C(X[..]) * inv * C(gamma[j..]))                          (rms)
- *                   Y[..] = T((C(X[..]) - mean) * inv * C(gamma[j..]) + C(beta[j..])) } } */
+ *     for r<axes> reduce { Q[0] = Q[0] + C(X[..]) }                     let mean: st = Q[0] / st(n)
+ *     for r<axes> reduce { let dv: st = C(X[..]) - mean   Q[1] = Q[1] + dv * dv }
+ *                                               (rms: one pass, Q[1] = Q[1] + C(X[..]) * C(X[..]))
+ *     if Q[1] < inf {                                       (the sum of squares did not overflow)
+ *       let inv: st = rsqrt(Q[1] / st(n) + st(eps))
+ *       for j<axes> { Y[..] = T((C(X[..]) - mean) * inv * C(gamma[j..]) + C(beta[j..])) }
+ *                                                             (rms: Y[..] = T(C(X[..]) * inv * C(gamma[j..])))
+ *     } else {  (|x| beyond the square root of st's range: x divided by c = max|x| first)
+ *       alloc R: Local[(2,), st]   R[0] = 0.0   R[1] = 0.0   Q[0] = 0.0
+ *       for r<axes> reduce { Q[0] = max(Q[0], abs(C(X[..]))) }           let c: st = Q[0]
+ *       for r<axes> reduce { R[0] = R[0] + C(X[..]) / c }                 let ms: st = R[0] / st(n)
+ *       for r<axes> reduce { let dv: st = C(X[..]) / c - ms   R[1] = R[1] + dv * dv }
+ *       let inv2: st = rsqrt(max(R[1] / st(n) + st(eps) / c / c, st(smallest normal)))
+ *       for j<axes> { Y[..] = T((C(X[..]) / c - ms) * inv2 * C(gamma[j..]) + C(beta[j..])) } } }
+ * (x - mean) / sqrt(var + eps) = (x/c - mean/c) / sqrt(var/c^2 + eps/c^2): every value of the
+ * scaled passes is at most 2 in magnitude and no square overflows, so the result is finite
+ * wherever the exact one is. x / c, not x * (1 / c): 1 / c is subnormal for c above 2^126, and
+ * kernels run with denormals flushed to zero. The smallest normal keeps a row of equal values
+ * at 0, not 0 * inf. */
 loom_status loom_tp_gen_layer_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int naxes,
                                    double eps, bool rms, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
@@ -173,42 +222,53 @@ loom_status loom_tp_gen_layer_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(&b, rank, d);
+  loom_tpg_dims_d(&b, rank, d);
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d), *beta = NULL;
   const loom_tp_buffer *gamma = loom_tpb_buffer(&b, "gamma", t, naxes, d + first);
   if (!rms) beta = loom_tpb_buffer(&b, "beta", t, naxes, d + first);
   const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, rank, d);
   int red[LOOM_TP_GEN_MAX_RANK];
   for (int k = 0; k < naxes; k++) red[k] = first + k;
+  const loom_sym_expr *n = dims_product(cx, d, red, naxes);
   loom_tp_expr *xi[LOOM_TP_GEN_MAX_RANK];
   for (int k = 0; k < first; k++)
     xi[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('i', k), d[k], k == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
   const loom_tp_buffer *Q = local(&b, "Q", st, 2);
   store_at(&b, Q, 0, loom_tp_const_f(a, st, 0.0));
   store_at(&b, Q, 1, loom_tp_const_f(a, st, 0.0));
-  for (int k = first; k < rank; k++) xi[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('r', k), d[k], LOOM_TP_LOOP_SERIAL, true));
-  if (!rms) store_at(&b, Q, 0, loom_tp_op2(a, LOOM_TP_OP_ADD, at(&b, Q, 0), conv(a, st, t, loom_tpb_load(&b, X, xi))));
-  loom_tp_expr *sq = loom_tp_op2(a, LOOM_TP_OP_MUL, conv(a, st, t, loom_tpb_load(&b, X, xi)), conv(a, st, t, loom_tpb_load(&b, X, xi)));
-  store_at(&b, Q, 1, loom_tp_op2(a, LOOM_TP_OP_ADD, at(&b, Q, 1), sq));
-  loom_tpb_end_n(&b, naxes);
-  const loom_sym_expr *n = dims_product(cx, d, red, naxes);
-  loom_tp_expr *mean = loom_tpb_let(&b, "mean", loom_tp_op2(a, LOOM_TP_OP_DIV, at(&b, Q, 0), loom_tp_cast(a, st, loom_tpb_idx(&b, n))));
-  /* var = E[x^2] - mean^2, clamped at 0 against rounding; rms uses E[x^2] directly. */
-  loom_tp_expr *ms = loom_tpb_let(&b, "ms", loom_tp_op2(a, LOOM_TP_OP_DIV, at(&b, Q, 1), loom_tp_cast(a, st, loom_tpb_idx(&b, n))));
-  loom_tp_expr *var = rms ? ms
-                          : loom_tp_op2(a, LOOM_TP_OP_MAX,
-                                        loom_tp_op2(a, LOOM_TP_OP_SUB, ms, loom_tp_op2(a, LOOM_TP_OP_MUL, DUP(mean), DUP(mean))),
-                                        loom_tp_const_f(a, st, 0.0));
+  loom_tp_expr *mean = NULL;
+  if (!rms) {
+    norm_pass(&b, X, Q, 0, d, first, rank, xi, st, NULL, NULL, false);
+    mean = loom_tpb_let(&b, "mean", loom_tp_op2(a, LOOM_TP_OP_DIV, at(&b, Q, 0), loom_tp_cast(a, st, loom_tpb_idx(&b, n))));
+  }
+  norm_pass(&b, X, Q, 1, d, first, rank, xi, st, NULL, mean, true);
+  /* the common case: no square overflowed */
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, at(&b, Q, 1), loom_tp_const_f(a, st, INFINITY)));
+  loom_tp_expr *var = loom_tp_op2(a, LOOM_TP_OP_DIV, at(&b, Q, 1), loom_tp_cast(a, st, loom_tpb_idx(&b, n)));
   loom_tp_expr *inv = loom_tpb_let(&b, "inv", loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_op2(a, LOOM_TP_OP_ADD, var, loom_tp_const_f(a, st, eps))));
-  loom_tp_expr *gj[LOOM_TP_GEN_MAX_RANK];
-  for (int k = first; k < rank; k++) gj[k - first] = xi[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('j', k), d[k], LOOM_TP_LOOP_SERIAL, false));
-  loom_tp_expr *x = conv(a, st, t, loom_tpb_load(&b, X, xi)), *g = conv(a, st, t, loom_tpb_load(&b, gamma, gj));
-  loom_tp_expr *v = rms ? loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_op2(a, LOOM_TP_OP_MUL, x, inv), g)
-                        : loom_tp_op2(a, LOOM_TP_OP_ADD,
-                                      loom_tp_op2(a, LOOM_TP_OP_MUL,
-                                                  loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_op2(a, LOOM_TP_OP_SUB, x, DUP(mean)), inv), g),
-                                      conv(a, st, t, loom_tpb_load(&b, beta, gj)));
-  loom_tpb_store(&b, Y, xi, conv(a, t, st, v));
+  norm_output(&b, X, gamma, beta, Y, d, first, rank, xi, st, NULL, mean, inv);
+  /* huge values: everything again on x / max|x| */
+  loom_tpb_else(&b);
+  const loom_tp_buffer *R = local(&b, "R", st, 2);
+  store_at(&b, R, 0, loom_tp_const_f(a, st, 0.0));
+  store_at(&b, R, 1, loom_tp_const_f(a, st, 0.0));
+  store_at(&b, Q, 0, loom_tp_const_f(a, st, 0.0));
+  for (int k = first; k < rank; k++) xi[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('r', k), d[k], LOOM_TP_LOOP_SERIAL, true));
+  loom_tp_expr *ax = loom_tp_op1(a, LOOM_TP_OP_ABS, conv(a, st, t, loom_tpb_load(&b, X, xi)));
+  store_at(&b, Q, 0, loom_tp_op2(a, LOOM_TP_OP_MAX, at(&b, Q, 0), ax));
+  loom_tpb_end_n(&b, naxes);
+  loom_tp_expr *c = loom_tpb_let(&b, "c", at(&b, Q, 0));
+  loom_tp_expr *ms = NULL;
+  if (!rms) {
+    norm_pass(&b, X, R, 0, d, first, rank, xi, st, c, NULL, false);
+    ms = loom_tpb_let(&b, "ms", loom_tp_op2(a, LOOM_TP_OP_DIV, at(&b, R, 0), loom_tp_cast(a, st, loom_tpb_idx(&b, n))));
+  }
+  norm_pass(&b, X, R, 1, d, first, rank, xi, st, c, ms, true);
+  loom_tp_expr *var2 = loom_tp_op2(a, LOOM_TP_OP_DIV, at(&b, R, 1), loom_tp_cast(a, st, loom_tpb_idx(&b, n)));
+  loom_tp_expr *eps2 = loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tp_const_f(a, st, eps), DUP(c)), DUP(c));
+  loom_tp_expr *floor = loom_tp_const_f(a, st, st == LOOM_DTYPE_F64 ? 2.2250738585072014e-308 : 1.1754943508222875e-38);
+  loom_tp_expr *inv2 = loom_tpb_let(&b, "inv2", loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_op2(a, LOOM_TP_OP_MAX, loom_tp_op2(a, LOOM_TP_OP_ADD, var2, eps2), floor)));
+  norm_output(&b, X, gamma, beta, Y, d, first, rank, xi, st, c, ms, inv2);
   return loom_tpb_finish(&b, result);
 }
 
@@ -222,7 +282,7 @@ loom_status loom_tp_gen_argext(loom_arena *a, loom_sym_ctx *cx, const char *name
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK], *po[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_b_dims_d(&b, rank, d);
+  loom_tpg_dims_d(&b, rank, d);
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d);
   int orank = 0;
   for (int k = 0; k < rank; k++)
@@ -241,7 +301,7 @@ loom_status loom_tp_gen_argext(loom_arena *a, loom_sym_ctx *cx, const char *name
     if (k != axis || keepdims) oi[no++] = k == axis ? cidx(&b, 0) : xr[k];
   if (orank == 0) oi[no++] = cidx(&b, 0);
   const loom_tp_buffer *best = local(&b, "best", t, 1);
-  store_at(&b, best, 0, loom_tpg_b_reduce_init(&b, is_max ? LOOM_TP_REDUCE_MAX : LOOM_TP_REDUCE_MIN, t));
+  store_at(&b, best, 0, loom_tpg_reduce_init(&b, is_max ? LOOM_TP_REDUCE_MAX : LOOM_TP_REDUCE_MIN, t));
   loom_tpb_store(&b, Y, oi, loom_tpb_lit_i(&b, LOOM_DTYPE_I64, 0));
   const loom_sym_expr *r = loom_tpb_for(&b, loom_tpg_var('r', axis), d[axis], LOOM_TP_LOOP_SERIAL, true);
   xr[axis] = loom_tpb_idx(&b, r);
@@ -268,7 +328,7 @@ static void scan_nest(loom_tpb *b, const loom_tp_buffer *X, const loom_tp_buffer
     nk++;
   }
   const loom_tp_buffer *acc = local(b, accs[axis], t, 1);
-  if (prod) store_at(b, acc, 0, loom_tpg_b_reduce_init(b, LOOM_TP_REDUCE_PROD, t));
+  if (prod) store_at(b, acc, 0, loom_tpg_reduce_init(b, LOOM_TP_REDUCE_PROD, t));
   const loom_sym_expr *j = loom_tpb_for(b, loom_tpg_var('j', axis), d[axis], LOOM_TP_LOOP_SERIAL, false);
   const loom_sym_expr *one = loom_sym_const(b->cx, 1);
   xj[axis] = loom_tpb_idx(b, reverse && j && d[axis] ? loom_sym_sub(b->cx, loom_sym_sub(b->cx, d[axis], one), j) : j);
@@ -289,7 +349,7 @@ static loom_status gen_cumulative(loom_arena *a, loom_sym_ctx *cx, const char *n
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK], *av = NULL;
-  loom_tpg_b_dims_d(&b, rank, d);
+  loom_tpg_dims_d(&b, rank, d);
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d);
   if (axis < 0) av = loom_tpb_scalar(&b, "a");
   const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, rank, d);

@@ -3,52 +3,54 @@
  * order. The scatter loops are serial `reduce` loops (two iterations may write one element;
  * the parallel schedule refuses loops that store at indices read from memory). Negative
  * indices count from the end of their axis; an index still outside it fails the kernel
- * (codegen checks every index read from memory; the interpreter checks every access). */
-#include <stdio.h>
-#include <string.h>
-
-#include "base/strbuf.h"
+ * (codegen checks every index read from memory; the interpreter checks every access). Built
+ * directly as IR (tp_build.h); each generator's comment shows the program's text. */
 #include "tensorprog/gen_internal.h"
 
-/* The combination of the element already in Y (`y`) with the update (`u`). */
-static const char *combine_text(loom_tp_scatter_reduction r) {
+/* The lets `t<j>: i64 = i64(I[i0, .., i<lead-1>, j])` for j < depth (li: the lead indices). */
+static void index_lets(loom_tpb *b, const loom_tp_buffer *I, loom_tp_expr *const *li, int lead, int depth, loom_tp_expr **tj) {
+  loom_tp_expr *ii[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < lead; k++) ii[k] = li[k];
+  for (int j = 0; j < depth; j++) {
+    ii[lead] = loom_tpb_cidx(b, j);
+    tj[j] = loom_tpg_index_let(b, loom_tpg_var('t', j), I, ii);
+  }
+}
+
+/* for c0 in 0..a0 parallel { for c1 .. { Y[c..] = X[c..] } }: Y = X over every element. */
+static void copy_nest(loom_tpb *b, const loom_tp_buffer *X, const loom_tp_buffer *Y, int rank, const loom_sym_expr *const *dims) {
+  loom_tp_expr *ci[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < rank; k++)
+    ci[k] = loom_tpb_idx(b, loom_tpb_for(b, loom_tpg_var('c', k), dims[k], k == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
+  loom_tpb_store(b, Y, ci, loom_tpb_load(b, X, ci));
+  loom_tpb_end_n(b, rank);
+}
+
+/* Y[dst] = U[src], or combined with the element already there: Y[dst] + U[src], *, min, max. */
+static void scatter_store(loom_tpb *b, const loom_tp_buffer *Y, const loom_tp_buffer *U, loom_tp_scatter_reduction r,
+                          loom_tp_expr *const *dst, loom_tp_expr *const *src) {
+  loom_tp_expr *u = loom_tpb_load(b, U, src);
+  loom_tp_op op;
   switch (r) {
-    case LOOM_TP_SCATTER_ADD: return "%s + %s";
-    case LOOM_TP_SCATTER_MUL: return "%s * %s";
-    case LOOM_TP_SCATTER_MIN: return "min(%s, %s)";
-    case LOOM_TP_SCATTER_MAX: return "max(%s, %s)";
-    default: return NULL;
+    case LOOM_TP_SCATTER_ADD: op = LOOM_TP_OP_ADD; break;
+    case LOOM_TP_SCATTER_MUL: op = LOOM_TP_OP_MUL; break;
+    case LOOM_TP_SCATTER_MIN: op = LOOM_TP_OP_MIN; break;
+    case LOOM_TP_SCATTER_MAX: op = LOOM_TP_OP_MAX; break;
+    default: loom_tpb_store(b, Y, dst, u); return;
   }
+  loom_tpb_store(b, Y, dst, loom_tp_op2(b->a, op, loom_tpb_load(b, Y, dst), u));
 }
 
-/* `Y[yi] = X[yi]` over every element of a rank-`rank` Y whose dims are a0.. (outer loop parallel). */
-static void copy_nest(loom_strbuf *sb, int rank) {
-  char ci[256] = "";
-  for (int k = 0; k < rank; k++) {
-    loom_strbuf_printf(sb, "for c%d in 0..a%d%s {\n", k, k, k == 0 ? " parallel" : "");
-    snprintf(ci + strlen(ci), sizeof ci - strlen(ci), "%sc%d", k ? ", " : "", k);
-  }
-  loom_strbuf_printf(sb, "Y[%s] = X[%s]\n", ci, ci);
-  loom_tpg_close_loops(sb, rank);
+/* add and mul need arithmetic on t (bool has min and max only). */
+static loom_status check_reduction(const char *what, loom_dtype t, loom_tp_scatter_reduction r) {
+  if (t == LOOM_DTYPE_BOOL && (r == LOOM_TP_SCATTER_ADD || r == LOOM_TP_SCATTER_MUL))
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: reduction %s on bool", what, r == LOOM_TP_SCATTER_ADD ? "add" : "mul");
+  return LOOM_OK;
 }
 
-/* Y[dst] = U[src], or combined with the element already there. */
-static void scatter_store(loom_strbuf *sb, loom_tp_scatter_reduction r, const char *dst, const char *src) {
-  char y[600], u[600];
-  snprintf(y, sizeof y, "Y[%s]", dst);
-  snprintf(u, sizeof u, "U[%s]", src);
-  const char *fmt = combine_text(r);
-  loom_strbuf_printf(sb, "%s = ", y);
-  if (fmt) loom_strbuf_printf(sb, fmt, y, u);
-  else loom_strbuf_puts(sb, u);
-  loom_strbuf_putc(sb, '\n');
-}
-
-/* The index text of a data index t on an axis of extent `dim`: negatives count from the end. */
-static void wrapped(char *out, size_t cap, const char *t, const char *dim) {
-  snprintf(out, cap, "select(%s < 0, %s + %s, %s)", t, t, dim, t);
-}
-
+/* X: Buffer[(d<batch>.., a<indexed>.., d..)], I: Buffer[(d0, .., d<lead-1>, depth)] -> Y (d0, ..):
+ *   let t<j>: i64 = i64(I[i0, .., j]) ..
+ *   Y[i..] = X[i<batch>.., select(t0 < 0, t0 + a<batch>, t0), .., i<lead>..] */
 loom_status loom_tp_gen_gather_nd(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype index_t,
                                   int x_rank, int index_rank, int batch, int depth, loom_tp_func **result) {
   int lead = index_rank - 1, R = lead + x_rank - batch - depth;
@@ -58,128 +60,86 @@ loom_status loom_tp_gen_gather_nd(loom_arena *a, loom_sym_ctx *cx, const char *n
   LOOM_PROPAGATE(loom_tpg_check_rank(x_rank));
   LOOM_PROPAGATE(loom_tpg_check_rank(index_rank));
   LOOM_PROPAGATE(loom_tpg_check_rank(R));
-  const char *const *d = loom_tpg_dims_d();
-  char an[LOOM_TP_GEN_MAX_RANK][8], depth_text[24];
-  const char *px[LOOM_TP_GEN_MAX_RANK], *pi[LOOM_TP_GEN_MAX_RANK];
-  for (int k = 0; k < x_rank; k++) {
-    snprintf(an[k], sizeof an[k], "a%d", k);
-    px[k] = k < batch ? d[k] : k < batch + depth ? an[k] : d[lead + k - batch - depth];
-  }
-  for (int k = 0; k < lead; k++) pi[k] = d[k];
-  snprintf(depth_text, sizeof depth_text, "%d", depth);
-  pi[lead] = depth_text;
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, px, x_rank, t);
-  loom_strbuf_puts(&sb, ", I: ");
-  loom_tpg_buffer_type(&sb, pi, index_rank, index_t);
-  loom_strbuf_puts(&sb, ", ");
-  char yi[256], lead_i[256] = "", xi[1024] = "";
-  loom_tpg_open_output_nest(&sb, R, t, yi, sizeof yi);
-  for (int k = 0; k < lead; k++) snprintf(lead_i + strlen(lead_i), sizeof lead_i - strlen(lead_i), "i%d, ", k);
-  for (int j = 0; j < depth; j++) loom_strbuf_printf(&sb, "let t%d: i64 = i64(I[%s%d])\n", j, lead_i, j);
-  for (int k = 0; k < x_rank; k++) {
-    char part[128], tj[8];
-    if (k < batch) snprintf(part, sizeof part, "i%d", k);
-    else if (k < batch + depth) {
-      snprintf(tj, sizeof tj, "t%d", k - batch);
-      wrapped(part, sizeof part, tj, an[k]);
-    } else snprintf(part, sizeof part, "i%d", lead + k - batch - depth);
-    snprintf(xi + strlen(xi), sizeof xi - strlen(xi), "%s%s", k ? ", " : "", part);
-  }
-  loom_strbuf_printf(&sb, "Y[%s] = X[%s]\n", R ? yi : "", xi);
-  loom_tpg_close_program(&sb, R);
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *px[LOOM_TP_GEN_MAX_RANK], *pi[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < x_rank; k++)
+    px[k] = loom_tpb_shape_sym(&b, k < batch ? loom_tpg_var('d', k) : k < batch + depth ? loom_tpg_var('a', k)
+                                                                                        : loom_tpg_var('d', lead + k - batch - depth));
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, x_rank, px);
+  for (int k = 0; k < lead; k++) pi[k] = loom_tpb_shape_sym(&b, loom_tpg_var('d', k));
+  pi[lead] = loom_sym_const(cx, depth);
+  const loom_tp_buffer *I = loom_tpb_buffer(&b, "I", index_t, index_rank, pi);
+  loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK], *tj[LOOM_TP_GEN_MAX_RANK];
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, R, t, NULL, yi);
+  index_lets(&b, I, yi, lead, depth, tj);
+  for (int k = 0; k < x_rank; k++)
+    xi[k] = k < batch ? yi[k] : k < batch + depth ? loom_tpg_wrap_index(&b, tj[k - batch], px[k]) : yi[lead + k - batch - depth];
+  loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
+  return loom_tpb_finish(&b, result);
 }
 
+/* X: a.., I: Buffer[(d0, .., d<lead-1>, depth)], U: Buffer[(d.., a<depth>..)], Y: a.. ->
+ *   <copy X to Y>
+ *   for i0 in 0..d0 reduce { .. let t<j>: i64 = i64(I[i0, .., j]) ..
+ *     for s<depth> in 0..a<depth> reduce { ..
+ *       Y[select(t0 < 0, t0 + a0, t0), .., s<depth>, ..] = [Y[..] op] U[i0, .., s<depth>, ..] } } */
 loom_status loom_tp_gen_scatter_nd(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype index_t,
                                    int x_rank, int index_rank, int depth, loom_tp_scatter_reduction r,
                                    loom_tp_func **result) {
   int lead = index_rank - 1, ur = lead + x_rank - depth;
   if (index_rank < 1 || depth < 1 || depth > x_rank)
     return LOOM_ERROR(INVALID_ARGUMENT, "scatter_nd: depth %d does not fit ranks %d and %d", depth, x_rank, index_rank);
+  LOOM_PROPAGATE(check_reduction("scatter_nd", t, r));
   LOOM_PROPAGATE(loom_tpg_check_rank(x_rank));
   LOOM_PROPAGATE(loom_tpg_check_rank(index_rank));
   LOOM_PROPAGATE(loom_tpg_check_rank(ur));
-  const char *const *d = loom_tpg_dims_d();
-  char an[LOOM_TP_GEN_MAX_RANK][8], depth_text[24];
-  const char *pi[LOOM_TP_GEN_MAX_RANK], *pu[LOOM_TP_GEN_MAX_RANK];
-  for (int k = 0; k < x_rank; k++) snprintf(an[k], sizeof an[k], "a%d", k);
-  for (int k = 0; k < lead; k++) pi[k] = pu[k] = d[k];
-  snprintf(depth_text, sizeof depth_text, "%d", depth);
-  pi[lead] = depth_text;
-  for (int k = depth; k < x_rank; k++) pu[lead + k - depth] = an[k];
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(", name);
-  loom_tpg_buffer_a(&sb, "X", x_rank, t);
-  loom_strbuf_puts(&sb, ", I: ");
-  loom_tpg_buffer_type(&sb, pi, index_rank, index_t);
-  loom_strbuf_puts(&sb, ", U: ");
-  loom_tpg_buffer_type(&sb, pu, ur, t);
-  loom_strbuf_puts(&sb, ", ");
-  loom_tpg_buffer_a(&sb, "Y", x_rank, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  copy_nest(&sb, x_rank);
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, lead);
-  loom_tpg_open_loops(&sb, axes, lead, "i", d, false, true);
-  char lead_i[256] = "", dst[1024] = "", src[512] = "";
-  for (int k = 0; k < lead; k++) snprintf(lead_i + strlen(lead_i), sizeof lead_i - strlen(lead_i), "i%d, ", k);
-  for (int j = 0; j < depth; j++) loom_strbuf_printf(&sb, "let t%d: i64 = i64(I[%s%d])\n", j, lead_i, j);
-  for (int k = depth; k < x_rank; k++) loom_strbuf_printf(&sb, "for s%d in 0..a%d reduce {\n", k, k);
-  for (int k = 0; k < x_rank; k++) {
-    char part[128], tj[8];
-    if (k < depth) {
-      snprintf(tj, sizeof tj, "t%d", k);
-      wrapped(part, sizeof part, tj, an[k]);
-    } else snprintf(part, sizeof part, "s%d", k);
-    snprintf(dst + strlen(dst), sizeof dst - strlen(dst), "%s%s", k ? ", " : "", part);
-  }
-  for (int k = 0; k < ur; k++) {
-    if (k < lead) snprintf(src + strlen(src), sizeof src - strlen(src), "%si%d", k ? ", " : "", k);
-    else snprintf(src + strlen(src), sizeof src - strlen(src), "%ss%d", k ? ", " : "", depth + k - lead);
-  }
-  scatter_store(&sb, r, dst, src);
-  loom_tpg_close_loops(&sb, x_rank - depth);
-  loom_tpg_close_program(&sb, lead);
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *ad[LOOM_TP_GEN_MAX_RANK], *pi[LOOM_TP_GEN_MAX_RANK], *pu[LOOM_TP_GEN_MAX_RANK];
+  const loom_tp_buffer *X = loom_tpg_buffer_a(&b, "X", x_rank, t, ad);
+  loom_tpg_dims_d(&b, lead, pi);
+  pi[lead] = loom_sym_const(cx, depth);
+  const loom_tp_buffer *I = loom_tpb_buffer(&b, "I", index_t, index_rank, pi);
+  for (int k = 0; k < lead; k++) pu[k] = pi[k];
+  for (int k = depth; k < x_rank; k++) pu[lead + k - depth] = ad[k];
+  const loom_tp_buffer *U = loom_tpb_buffer(&b, "U", t, ur, pu);
+  const loom_tp_buffer *Y = loom_tpg_buffer_a(&b, "Y", x_rank, t, NULL);
+  copy_nest(&b, X, Y, x_rank, ad);
+  loom_tp_expr *li[LOOM_TP_GEN_MAX_RANK], *tj[LOOM_TP_GEN_MAX_RANK], *dst[LOOM_TP_GEN_MAX_RANK], *src[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < lead; k++) li[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('i', k), pi[k], LOOM_TP_LOOP_SERIAL, true));
+  index_lets(&b, I, li, lead, depth, tj);
+  for (int k = depth; k < x_rank; k++)
+    dst[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('s', k), ad[k], LOOM_TP_LOOP_SERIAL, true));
+  for (int k = 0; k < depth; k++) dst[k] = loom_tpg_wrap_index(&b, tj[k], ad[k]);
+  for (int k = 0; k < ur; k++) src[k] = k < lead ? li[k] : dst[depth + k - lead];
+  scatter_store(&b, Y, U, r, dst, src);
+  return loom_tpb_finish(&b, result);
 }
 
+/* X: a.., I: Buffer[(d..), index_t], U: Buffer[(d..), t], Y: a.. -> <copy X to Y>
+ *   for i0 in 0..d0 reduce { .. let t: i64 = i64(I[i..])
+ *     Y[.., select(t < 0, t + a<axis>, t), ..] = [Y[..] op] U[i..] } */
 loom_status loom_tp_gen_scatter_elements(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t,
                                          loom_dtype index_t, int rank, int axis, loom_tp_scatter_reduction r,
                                          loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
   if (rank < 1 || axis < 0 || axis >= rank)
     return LOOM_ERROR(INVALID_ARGUMENT, "scatter_elements axis %d is outside [0, %d)", axis, rank);
-  const char *const *d = loom_tpg_dims_d();
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(", name);
-  loom_tpg_buffer_a(&sb, "X", rank, t);
-  loom_strbuf_puts(&sb, ", I: ");
-  loom_tpg_buffer_type(&sb, d, rank, index_t);
-  loom_strbuf_puts(&sb, ", U: ");
-  loom_tpg_buffer_type(&sb, d, rank, t);
-  loom_strbuf_puts(&sb, ", ");
-  loom_tpg_buffer_a(&sb, "Y", rank, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  copy_nest(&sb, rank);
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, rank);
-  loom_tpg_open_loops(&sb, axes, rank, "i", d, false, true);
-  char ii[256], dst[512] = "", ax[8];
-  loom_tpg_loop_indices(ii, sizeof ii, rank);
-  loom_strbuf_printf(&sb, "let t: i64 = i64(I[%s])\n", ii);
-  snprintf(ax, sizeof ax, "a%d", axis);
-  for (int k = 0; k < rank; k++) {
-    char part[96];
-    if (k == axis) wrapped(part, sizeof part, "t", ax);
-    else snprintf(part, sizeof part, "i%d", k);
-    snprintf(dst + strlen(dst), sizeof dst - strlen(dst), "%s%s", k ? ", " : "", part);
-  }
-  scatter_store(&sb, r, dst, ii);
-  loom_tpg_close_program(&sb, rank);
-  return loom_tpg_finish(a, cx, &sb, result);
+  LOOM_PROPAGATE(check_reduction("scatter_elements", t, r));
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *ad[LOOM_TP_GEN_MAX_RANK], *d[LOOM_TP_GEN_MAX_RANK];
+  const loom_tp_buffer *X = loom_tpg_buffer_a(&b, "X", rank, t, ad);
+  loom_tpg_dims_d(&b, rank, d);
+  const loom_tp_buffer *I = loom_tpb_buffer(&b, "I", index_t, rank, d);
+  const loom_tp_buffer *U = loom_tpb_buffer(&b, "U", t, rank, d);
+  const loom_tp_buffer *Y = loom_tpg_buffer_a(&b, "Y", rank, t, NULL);
+  copy_nest(&b, X, Y, rank, ad);
+  loom_tp_expr *ii[LOOM_TP_GEN_MAX_RANK], *dst[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < rank; k++) ii[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('i', k), d[k], LOOM_TP_LOOP_SERIAL, true));
+  loom_tp_expr *ti = loom_tpg_index_let(&b, "t", I, ii);
+  for (int k = 0; k < rank; k++) dst[k] = k == axis ? loom_tpg_wrap_index(&b, ti, ad[k]) : ii[k];
+  scatter_store(&b, Y, U, r, dst, ii);
+  return loom_tpb_finish(&b, result);
 }

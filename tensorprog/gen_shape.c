@@ -1,55 +1,40 @@
 /* gen_shape.c — generators of data-movement programs: reshape family, permute, concat, strided
- * slices, take and gather_elements, pad, tile, repeat, one_hot and arange. */
+ * slices, take and gather_elements, pad, tile, repeat, one_hot and arange. Built directly as IR
+ * (tp_build.h); each generator's comment shows the program's text. Most read X: Buffer[(a0, ..)]
+ * into Y: Buffer[(d0, ..)] under the loop nest i0 (parallel), i1, .. over Y. */
 #include <stdio.h>
-#include <string.h>
 
-#include "base/strbuf.h"
 #include "tensorprog/gen_internal.h"
 
+/* Y[i..] = X[floordiv(flat, 1*a1*..), floormod(floordiv(flat, 1*a2*..), a1), ..] with
+ * flat = 0 + i0*d1*d2.. + i1*d2.. + .., the row-major position in Y (X[flat] for a 1-D X). */
 loom_status loom_tp_gen_reshape(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank_in,
                                 int rank_out, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank_in));
   LOOM_PROPAGATE(loom_tpg_check_rank(rank_out));
-  const char *const *d = loom_tpg_dims_d();
-  char an[LOOM_TP_GEN_MAX_RANK][8];
-  const char *pa[LOOM_TP_GEN_MAX_RANK];
-  for (int j = 0; j < rank_in; j++) {
-    snprintf(an[j], sizeof an[j], "a%d", j);
-    pa[j] = an[j];
-  }
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, pa, rank_in, t);
-  loom_strbuf_puts(&sb, ", Y: ");
-  loom_tpg_buffer_type(&sb, d, rank_out, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, rank_out);
-  loom_tpg_open_loops(&sb, axes, rank_out, "i", d, true, false);
-  /* flat = row-major index over Y; X axis m: floormod(floordiv(flat, prod a[m+1..]), a[m]). */
-  char flat[512] = "0";
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *ad[LOOM_TP_GEN_MAX_RANK], *iv[LOOM_TP_GEN_MAX_RANK];
+  const loom_tp_buffer *X = loom_tpg_buffer_a(&b, "X", rank_in, t, ad);
+  loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK];
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, rank_out, t, iv, yi);
+  const loom_sym_expr *flat = loom_sym_const(cx, 0);
   for (int k = 0; k < rank_out; k++) {
-    char term[128] = "";
-    snprintf(term, sizeof term, "i%d", k);
-    for (int j = k + 1; j < rank_out; j++) snprintf(term + strlen(term), sizeof term - strlen(term), "*d%d", j);
-    snprintf(flat + strlen(flat), sizeof flat - strlen(flat), " + %s", term);
+    const loom_sym_expr *term = iv[k];
+    for (int j = k + 1; j < rank_out; j++) term = loom_sym_mul(cx, term, Y ? Y->dims[j] : NULL);
+    flat = loom_sym_add(cx, flat, term);
   }
-  loom_strbuf_puts(&sb, "Y[");
-  for (int k = 0; k < rank_out; k++) loom_strbuf_printf(&sb, "%si%d", k ? ", " : "", k);
-  loom_strbuf_puts(&sb, "] = X[");
   for (int m = 0; m < rank_in; m++) {
-    char stride[128] = "1";
-    for (int j = m + 1; j < rank_in; j++) snprintf(stride + strlen(stride), sizeof stride - strlen(stride), "*a%d", j);
-    if (m == 0 && rank_in == 1) loom_strbuf_printf(&sb, "%s", flat);
-    else if (m == 0) loom_strbuf_printf(&sb, "floordiv(%s, %s)", flat, stride);
-    else loom_strbuf_printf(&sb, ", floormod(floordiv(%s, %s), a%d)", flat, stride, m);
+    const loom_sym_expr *stride = loom_sym_const(cx, 1);
+    for (int j = m + 1; j < rank_in; j++) stride = loom_sym_mul(cx, stride, ad[j]);
+    const loom_sym_expr *q = rank_in == 1 ? flat : loom_sym_floordiv(cx, flat, stride);
+    xi[m] = loom_tpb_idx(&b, m == 0 ? q : loom_sym_floormod(cx, q, ad[m]));
   }
-  loom_strbuf_puts(&sb, "]\n");
-  loom_tpg_close_program(&sb, rank_out);
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
+  return loom_tpb_finish(&b, result);
 }
 
+/* X: Buffer[(d<perm^-1>..)] -> Y[i0, ..] = X[i<perm^-1[0]>, ..] (Y axis k is X axis perm[k]). */
 loom_status loom_tp_gen_permute(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                                 const int *perm, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
@@ -59,285 +44,266 @@ loom_status loom_tp_gen_permute(loom_arena *a, loom_sym_ctx *cx, const char *nam
       return LOOM_ERROR(INVALID_ARGUMENT, "permutation entry %d (%d) is not a permutation of [0, %d)", k, perm[k], rank);
     seen |= 1u << perm[k];
   }
-  const char *const *d = loom_tpg_dims_d();
-  const char *px[LOOM_TP_GEN_MAX_RANK];
-  for (int k = 0; k < rank; k++) px[perm[k]] = d[k];
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, px, rank, t);
-  loom_strbuf_puts(&sb, ", Y: ");
-  loom_tpg_buffer_type(&sb, d, rank, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, rank);
-  loom_tpg_open_loops(&sb, axes, rank, "i", d, true, false);
-  char xi[LOOM_TP_GEN_MAX_RANK][8];
-  for (int k = 0; k < rank; k++) snprintf(xi[perm[k]], sizeof xi[0], "i%d", k);
-  loom_strbuf_puts(&sb, "Y[");
-  for (int k = 0; k < rank; k++) loom_strbuf_printf(&sb, "%si%d", k ? ", " : "", k);
-  loom_strbuf_puts(&sb, "] = X[");
-  for (int m = 0; m < rank; m++) loom_strbuf_printf(&sb, "%s%s", m ? ", " : "", xi[m]);
-  loom_strbuf_puts(&sb, "]\n");
-  loom_tpg_close_program(&sb, rank);
-  return loom_tpg_finish(a, cx, &sb, result);
+  int inv[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < rank; k++) inv[perm[k]] = k;
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *px[LOOM_TP_GEN_MAX_RANK];
+  for (int m = 0; m < rank; m++) px[m] = loom_tpb_shape_sym(&b, loom_tpg_var('d', inv[m]));
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, px);
+  loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK];
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, rank, t, NULL, yi);
+  for (int k = 0; k < rank; k++) xi[perm[k]] = yi[k];
+  loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
+  return loom_tpb_finish(&b, result);
 }
 
+/* X<i>: Buffer[(d.., e<i>, d..)] -> Y (the axis e0 + e1 + ..):
+ *   for i<k> in 0..d<k> [parallel on axis 0] (the axis: in 0..(e0 + ..), never parallel) {
+ *     if i<axis> < 0 + e0 { Y[i..] = X0[.., i<axis> - (0), ..] } else if i<axis> < 0 + e0 + e1 { .. X1 .. }
+ *     else { Y[i..] = X<n-1>[.., i<axis> - (0 + e0 + ..), ..] } } */
 loom_status loom_tp_gen_concat(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                                int ninputs, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
   if (axis < 0 || axis >= rank) return LOOM_ERROR(INVALID_ARGUMENT, "concat axis %d is outside [0, %d)", axis, rank);
   if (ninputs < 1 || ninputs > 32) return LOOM_ERROR(INVALID_ARGUMENT, "concat of %d inputs (1..32 supported)", ninputs);
-  const char *const *d = loom_tpg_dims_d();
-  char en[32][8], total[512] = "";
-  const char *pdims[LOOM_TP_GEN_MAX_RANK];
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(", name);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK], *e[32], *total = NULL;
+  const loom_tp_buffer *X[32];
   for (int i = 0; i < ninputs; i++) {
-    snprintf(en[i], sizeof en[i], "e%d", i);
-    for (int k = 0; k < rank; k++) pdims[k] = k == axis ? en[i] : d[k];
-    loom_strbuf_printf(&sb, "X%d: ", i);
-    loom_tpg_buffer_type(&sb, pdims, rank, t);
-    loom_strbuf_puts(&sb, ", ");
-    snprintf(total + strlen(total), sizeof total - strlen(total), "%se%d", i ? " + " : "", i);
+    char en[8] = "e";
+    snprintf(en + 1, sizeof en - 1, "%d", i);
+    for (int k = 0; k < rank; k++) d[k] = loom_tpb_shape_sym(&b, k == axis ? en : loom_tpg_var('d', k));
+    e[i] = d[axis];
+    total = i ? loom_sym_add(cx, total, e[i]) : e[i];
+    char xn[8] = "X";
+    snprintf(xn + 1, sizeof xn - 1, "%d", i);
+    X[i] = loom_tpb_buffer(&b, xn, t, rank, d);
   }
-  for (int k = 0; k < rank; k++) pdims[k] = k == axis ? total : d[k];
-  loom_strbuf_puts(&sb, "Y: ");
-  loom_tpg_buffer_type(&sb, pdims, rank, t);
-  loom_strbuf_puts(&sb, ") {\n");
+  d[axis] = total;
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, rank, d);
+  loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK];
+  const loom_sym_expr *ia = NULL;
   for (int k = 0; k < rank; k++) {
-    if (k == axis) loom_strbuf_printf(&sb, "for i%d in 0..(%s) {\n", k, total);
-    else loom_strbuf_printf(&sb, "for i%d in 0..%s%s {\n", k, d[k], k == 0 ? " parallel" : "");
+    loom_tp_loop_kind kind = k == 0 && k != axis ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL;
+    const loom_sym_expr *v = loom_tpb_for(&b, loom_tpg_var('i', k), d[k], kind, false);
+    if (k == axis) ia = v;
+    xi[k] = yi[k] = loom_tpb_idx(&b, v);
   }
-  char yidx[256] = "";
-  for (int k = 0; k < rank; k++) snprintf(yidx + strlen(yidx), sizeof yidx - strlen(yidx), "%si%d", k ? ", " : "", k);
-  char off[512] = "0";
+  const loom_sym_expr *off = loom_sym_const(cx, 0);
   for (int i = 0; i < ninputs; i++) {
-    char xidx[640] = "";
-    for (int k = 0; k < rank; k++) {
-      size_t n = strlen(xidx);
-      if (k == axis) snprintf(xidx + n, sizeof xidx - n, "%si%d - (%s)", k ? ", " : "", k, off);
-      else snprintf(xidx + n, sizeof xidx - n, "%si%d", k ? ", " : "", k);
+    const loom_sym_expr *upper = loom_sym_add(cx, off, e[i]);
+    if (i + 1 < ninputs) {
+      if (i) loom_tpb_else(&b);
+      loom_tpb_if(&b, loom_tpb_cmp(&b, LOOM_TP_OP_LT, ia, upper));
+    } else if (i) {
+      loom_tpb_else(&b);
     }
-    char upper[512];
-    snprintf(upper, sizeof upper, "%s + e%d", off, i);
-    if (i + 1 < ninputs) loom_strbuf_printf(&sb, "%sif i%d < %s {\n", i ? "} else " : "", axis, upper);
-    else if (i) loom_strbuf_puts(&sb, "} else {\n");
-    loom_strbuf_printf(&sb, "Y[%s] = X%d[%s]\n", yidx, i, xidx);
-    snprintf(off + strlen(off), sizeof off - strlen(off), " + e%d", i);
+    xi[axis] = loom_tpb_idx(&b, ia ? loom_sym_sub(cx, ia, off) : NULL);
+    loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X[i], xi));
+    off = upper;
   }
-  if (ninputs > 1) loom_strbuf_puts(&sb, "}\n");
-  loom_tpg_close_program(&sb, rank);
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tpb_end_n(&b, ninputs - 1);
+  return loom_tpb_finish(&b, result);
 }
 
+/* X: a.., b<k>: i64 for the sliced axes -> Y[i..] = X[.., b<k> + i<k>*stride<k>, ..]. */
 loom_status loom_tp_gen_slice(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                               unsigned axes_mask, const int64_t *strides, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
-  char an[LOOM_TP_GEN_MAX_RANK][8];
-  const char *pa[LOOM_TP_GEN_MAX_RANK];
-  for (int k = 0; k < rank; k++) {
-    snprintf(an[k], sizeof an[k], "a%d", k);
-    pa[k] = an[k];
-  }
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, pa, rank, t);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_tp_buffer *X = loom_tpg_buffer_a(&b, "X", rank, t, NULL);
+  const loom_sym_expr *bk[LOOM_TP_GEN_MAX_RANK], *iv[LOOM_TP_GEN_MAX_RANK];
   for (int k = 0; k < rank; k++)
-    if (axes_mask >> k & 1) loom_strbuf_printf(&sb, ", b%d: i64", k);
-  char yi[256];
-  loom_strbuf_puts(&sb, ", ");
-  loom_tpg_open_output_nest(&sb, rank, t, yi, sizeof yi);
-  loom_strbuf_printf(&sb, "Y[%s] = X[", yi);
-  for (int k = 0; k < rank; k++) {
-    if (axes_mask >> k & 1) loom_strbuf_printf(&sb, "%sb%d + i%d*%lld", k ? ", " : "", k, k, (long long)strides[k]);
-    else loom_strbuf_printf(&sb, "%si%d", k ? ", " : "", k);
-  }
-  loom_strbuf_puts(&sb, "]\n");
-  loom_tpg_close_program(&sb, rank);
-  return loom_tpg_finish(a, cx, &sb, result);
+    if (axes_mask >> k & 1) bk[k] = loom_tpb_scalar(&b, loom_tpg_var('b', k));
+  loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK];
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, rank, t, iv, yi);
+  for (int k = 0; k < rank; k++)
+    xi[k] = axes_mask >> k & 1 ? loom_tpb_idx(&b, loom_sym_add(cx, bk[k], loom_sym_mul(cx, iv[k], loom_sym_const(cx, strides[k]))))
+                               : yi[k];
+  loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
+  return loom_tpb_finish(&b, result);
 }
 
+/* X: Buffer[(d.., a<axis>, d..)], I: Buffer[(d<axis>, ..)] (the index dims) ->
+ *   let t: i64 = i64(I[i<axis>, ..])  Y[i..] = X[.., select(t < 0, t + a<axis>, t), ..] */
 loom_status loom_tp_gen_take(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                              loom_dtype index_t, int index_rank, loom_tp_func **result) {
   int R = rank - 1 + index_rank;
   if (axis < 0 || axis >= rank) return LOOM_ERROR(INVALID_ARGUMENT, "take axis %d is outside [0, %d)", axis, rank);
+  if (index_rank < 0) return LOOM_ERROR(INVALID_ARGUMENT, "take: index rank %d", index_rank);
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
   LOOM_PROPAGATE(loom_tpg_check_rank(R));
-  const char *const *d = loom_tpg_dims_d();
-  char an[LOOM_TP_GEN_MAX_RANK][8];
-  const char *pa[LOOM_TP_GEN_MAX_RANK], *pi[LOOM_TP_GEN_MAX_RANK];
-  for (int k = 0; k < rank; k++) {
-    snprintf(an[k], sizeof an[k], "a%d", k);
-    pa[k] = k < axis ? d[k] : k > axis ? d[k - 1 + index_rank] : an[k];
-  }
-  for (int k = 0; k < index_rank; k++) pi[k] = d[axis + k];
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(X: ", name);
-  loom_tpg_buffer_type(&sb, pa, rank, t);
-  loom_strbuf_puts(&sb, ", I: ");
-  loom_tpg_buffer_type(&sb, pi, index_rank, index_t);
-  loom_strbuf_puts(&sb, ", Y: ");
-  loom_tpg_buffer_type(&sb, d, R, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, R);
-  loom_tpg_open_loops(&sb, axes, R, "i", d, true, false);
-  char ii[256] = "", yi[256], xi[512] = "";
-  for (int k = 0; k < index_rank; k++) snprintf(ii + strlen(ii), sizeof ii - strlen(ii), "%si%d", k ? ", " : "", axis + k);
-  loom_tpg_loop_indices(yi, sizeof yi, R);
-  loom_strbuf_printf(&sb, "let t: i64 = i64(I[%s])\n", index_rank ? ii : "");
-  for (int k = 0; k < rank; k++) {
-    size_t n = strlen(xi);
-    if (k < axis) snprintf(xi + n, sizeof xi - n, "%si%d", k ? ", " : "", k);
-    else if (k > axis) snprintf(xi + n, sizeof xi - n, "%si%d", k ? ", " : "", k - 1 + index_rank);
-    else snprintf(xi + n, sizeof xi - n, "%sselect(t < 0, t + a%d, t)", k ? ", " : "", k);
-  }
-  loom_strbuf_printf(&sb, "Y[%s] = X[%s]\n", yi, xi);
-  loom_tpg_close_program(&sb, R);
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *px[LOOM_TP_GEN_MAX_RANK], *pi[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < rank; k++)
+    px[k] = loom_tpb_shape_sym(&b, k < axis ? loom_tpg_var('d', k) : k > axis ? loom_tpg_var('d', k - 1 + index_rank)
+                                                                              : loom_tpg_var('a', k));
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, px);
+  for (int k = 0; k < index_rank; k++) pi[k] = loom_tpb_shape_sym(&b, loom_tpg_var('d', axis + k));
+  const loom_tp_buffer *I = loom_tpb_buffer(&b, "I", index_t, index_rank, pi);
+  loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK];
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, R, t, NULL, yi);
+  loom_tp_expr *ti = loom_tpg_index_let(&b, "t", I, yi + axis);
+  for (int k = 0; k < rank; k++)
+    xi[k] = k < axis ? yi[k] : k > axis ? yi[k - 1 + index_rank] : loom_tpg_wrap_index(&b, ti, px[axis]);
+  loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
+  return loom_tpb_finish(&b, result);
 }
 
+/* X: a.., pads p<k>: i64 (or P: Buffer[(rank,), i64]), [V: Buffer[(1,) or (), t]] ->
+ *   if i0 >= p0 && i0 - p0 < a0 && .. { Y[i..] = X[i0 - p0, ..] } else { Y[i..] = t(value) }
+ * (an if, not a select: compiled code must never load outside X); rank 0: Y[] = X[]. */
 loom_status loom_tp_gen_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                             const char *value_text, bool pads_buffer, int value_rank, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
   if (value_rank > 1) return LOOM_ERROR(INVALID_ARGUMENT, "a pad value of rank %d", value_rank);
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(", name);
-  loom_tpg_buffer_a(&sb, "X", rank, t);
-  if (pads_buffer) loom_strbuf_printf(&sb, ", P: Buffer[(%d,), i64]", rank);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *ad[LOOM_TP_GEN_MAX_RANK], *pk[LOOM_TP_GEN_MAX_RANK], *iv[LOOM_TP_GEN_MAX_RANK];
+  const loom_sym_expr *nr = loom_sym_const(cx, rank), *one = loom_sym_const(cx, 1);
+  const loom_tp_buffer *X = loom_tpg_buffer_a(&b, "X", rank, t, ad), *P = NULL, *V = NULL;
+  if (pads_buffer) P = loom_tpb_buffer(&b, "P", LOOM_DTYPE_I64, 1, &nr);
   else
-    for (int k = 0; k < rank; k++) loom_strbuf_printf(&sb, ", p%d: i64", k);
-  if (value_rank >= 0) loom_strbuf_printf(&sb, ", V: Buffer[(%s), %s]", value_rank ? "1," : "", loom_dtype_name(t));
-  if (value_rank >= 0) value_text = value_rank ? "V[0]" : "V[]";
-  char yi[256], xi[512] = "", cond[1024] = "", p[LOOM_TP_GEN_MAX_RANK][8];
-  loom_strbuf_puts(&sb, ", ");
-  loom_tpg_open_output_nest(&sb, rank, t, yi, sizeof yi);
-  for (int k = 0; k < rank; k++) {
-    snprintf(p[k], sizeof p[k], pads_buffer ? "P[%d]" : "p%d", k);
-    snprintf(xi + strlen(xi), sizeof xi - strlen(xi), "%si%d - %s", k ? ", " : "", k, p[k]);
-    snprintf(cond + strlen(cond), sizeof cond - strlen(cond), "%si%d >= %s && i%d - %s < a%d", k ? " && " : "", k, p[k], k,
-             p[k], k);
+    for (int k = 0; k < rank; k++) pk[k] = loom_tpb_scalar(&b, loom_tpg_var('p', k));
+  if (value_rank >= 0) V = loom_tpb_buffer(&b, "V", t, value_rank, &one);
+  loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK], *cond = NULL;
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, rank, t, iv, yi);
+  if (!rank) {
+    loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
+    return loom_tpb_finish(&b, result);
   }
-  /* An if, not a select: compiled code must never load outside X. */
-  if (rank) loom_strbuf_printf(&sb, "if %s {\nY[%s] = X[%s]\n} else {\nY[%s] = %s(%s)\n}\n", cond, yi, xi, yi,
-                               loom_dtype_name(t), value_text);
-  else loom_strbuf_puts(&sb, "Y[] = X[]\n");
-  loom_tpg_close_program(&sb, rank);
-  return loom_tpg_finish(a, cx, &sb, result);
+  for (int k = 0; k < rank; k++) {
+    loom_tp_expr *lo, *shifted;
+    if (P) {
+      lo = loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(&b, iv[k]), loom_tpb_at(&b, P, k));
+      shifted = loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_idx(&b, iv[k]), loom_tpb_at(&b, P, k));
+    } else {
+      lo = loom_tpb_cmp(&b, LOOM_TP_OP_GE, iv[k], pk[k]);
+      shifted = loom_tpb_idx(&b, iv[k] ? loom_sym_sub(cx, iv[k], pk[k]) : NULL);
+    }
+    xi[k] = shifted;
+    loom_tp_expr *hi = loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_dup(&b, shifted), loom_tpb_idx(&b, ad[k]));
+    cond = cond ? loom_tp_op2(a, LOOM_TP_OP_AND, cond, lo) : lo;
+    cond = loom_tp_op2(a, LOOM_TP_OP_AND, cond, hi);
+  }
+  loom_tpb_if(&b, cond);
+  loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
+  loom_tpb_else(&b);
+  loom_tp_expr *value = V ? (value_rank ? loom_tpb_at(&b, V, 0) : loom_tpb_load(&b, V, NULL))
+                          : loom_tpb_parse(&b, value_text, NULL, NULL, 0, NULL);
+  loom_tpb_store(&b, Y, yi, loom_tp_cast(a, t, value));
+  return loom_tpb_finish(&b, result);
 }
 
+/* Y[i..] = X[floormod(i0, a0), ..] */
 loom_status loom_tp_gen_tile(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                              loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(", name);
-  loom_tpg_buffer_a(&sb, "X", rank, t);
-  char yi[256], xi[512] = "";
-  loom_strbuf_puts(&sb, ", ");
-  loom_tpg_open_output_nest(&sb, rank, t, yi, sizeof yi);
-  for (int k = 0; k < rank; k++) snprintf(xi + strlen(xi), sizeof xi - strlen(xi), "%sfloormod(i%d, a%d)", k ? ", " : "", k, k);
-  loom_strbuf_printf(&sb, "Y[%s] = X[%s]\n", yi, xi);
-  loom_tpg_close_program(&sb, rank);
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *ad[LOOM_TP_GEN_MAX_RANK], *iv[LOOM_TP_GEN_MAX_RANK];
+  const loom_tp_buffer *X = loom_tpg_buffer_a(&b, "X", rank, t, ad);
+  loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK];
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, rank, t, iv, yi);
+  for (int k = 0; k < rank; k++) xi[k] = loom_tpb_idx(&b, loom_sym_floormod(cx, iv[k], ad[k]));
+  loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
+  return loom_tpb_finish(&b, result);
 }
 
+/* Y[i..] = X[.., floordiv(i<axis>, repeats), ..] */
 loom_status loom_tp_gen_repeat(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                                int64_t repeats, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
   if (axis < 0 || axis >= rank || repeats < 1) return LOOM_ERROR(INVALID_ARGUMENT, "repeat: bad axis or repeats");
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(", name);
-  loom_tpg_buffer_a(&sb, "X", rank, t);
-  char yi[256], xi[512] = "";
-  loom_strbuf_puts(&sb, ", ");
-  loom_tpg_open_output_nest(&sb, rank, t, yi, sizeof yi);
-  for (int k = 0; k < rank; k++) {
-    size_t n = strlen(xi);
-    if (k == axis) snprintf(xi + n, sizeof xi - n, "%sfloordiv(i%d, %lld)", k ? ", " : "", k, (long long)repeats);
-    else snprintf(xi + n, sizeof xi - n, "%si%d", k ? ", " : "", k);
-  }
-  loom_strbuf_printf(&sb, "Y[%s] = X[%s]\n", yi, xi);
-  loom_tpg_close_program(&sb, rank);
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_tp_buffer *X = loom_tpg_buffer_a(&b, "X", rank, t, NULL);
+  const loom_sym_expr *iv[LOOM_TP_GEN_MAX_RANK];
+  loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK];
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, rank, t, iv, yi);
+  for (int k = 0; k < rank; k++) xi[k] = k == axis ? loom_tpb_idx(&b, loom_sym_floordiv(cx, iv[k], loom_sym_const(cx, repeats))) : yi[k];
+  loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
+  return loom_tpb_finish(&b, result);
 }
 
+/* X: a.., I: Buffer[(d..), index_t] -> let t: i64 = i64(I[i..])
+ *   Y[i..] = X[.., select(t < 0, t + a<axis>, t), ..] */
 loom_status loom_tp_gen_gather_elements(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                                         int axis, loom_dtype index_t, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
   if (axis < 0 || axis >= rank) return LOOM_ERROR(INVALID_ARGUMENT, "gather_elements axis %d is outside [0, %d)", axis, rank);
-  const char *const *d = loom_tpg_dims_d();
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(", name);
-  loom_tpg_buffer_a(&sb, "X", rank, t);
-  loom_strbuf_puts(&sb, ", I: ");
-  loom_tpg_buffer_type(&sb, d, rank, index_t);
-  char yi[256], xi[512] = "";
-  loom_strbuf_puts(&sb, ", ");
-  loom_tpg_open_output_nest(&sb, rank, t, yi, sizeof yi);
-  for (int k = 0; k < rank; k++) {
-    size_t n = strlen(xi);
-    if (k == axis) snprintf(xi + n, sizeof xi - n, "%sselect(t < 0, t + a%d, t)", k ? ", " : "", k);
-    else snprintf(xi + n, sizeof xi - n, "%si%d", k ? ", " : "", k);
-  }
-  loom_strbuf_printf(&sb, "let t: i64 = i64(I[%s])\nY[%s] = X[%s]\n", yi, yi, xi);
-  loom_tpg_close_program(&sb, rank);
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *ad[LOOM_TP_GEN_MAX_RANK], *d[LOOM_TP_GEN_MAX_RANK];
+  const loom_tp_buffer *X = loom_tpg_buffer_a(&b, "X", rank, t, ad);
+  loom_tpg_dims_d(&b, rank, d);
+  const loom_tp_buffer *I = loom_tpb_buffer(&b, "I", index_t, rank, d);
+  loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *xi[LOOM_TP_GEN_MAX_RANK];
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, rank, t, NULL, yi);
+  loom_tp_expr *ti = loom_tpg_index_let(&b, "t", I, yi);
+  for (int k = 0; k < rank; k++) xi[k] = k == axis ? loom_tpg_wrap_index(&b, ti, ad[k]) : yi[k];
+  loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
+  return loom_tpb_finish(&b, result);
 }
 
+/* I: Buffer[(d0, ..), index_t], Y: Buffer[(d0, .., d<R-1>), t] -> let t: i64 = i64(I[i..])
+ *   Y[i..] = select(select(t < 0, t + d<R-1>, t) == i<R-1>, t(on), t(off)) */
 loom_status loom_tp_gen_one_hot(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype index_t, int index_rank,
                                 loom_dtype t, const char *on_text, const char *off_text, loom_tp_func **result) {
   int R = index_rank + 1;
+  if (index_rank < 0) return LOOM_ERROR(INVALID_ARGUMENT, "one_hot: index rank %d", index_rank);
   LOOM_PROPAGATE(loom_tpg_check_rank(R));
-  const char *const *d = loom_tpg_dims_d();
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(I: ", name);
-  loom_tpg_buffer_type(&sb, d, index_rank, index_t);
-  loom_strbuf_puts(&sb, ", Y: ");
-  loom_tpg_buffer_type(&sb, d, R, t);
-  loom_strbuf_puts(&sb, ") {\n");
-  int axes[LOOM_TP_GEN_MAX_RANK];
-  loom_tpg_all_axes(axes, R);
-  loom_tpg_open_loops(&sb, axes, R, "i", d, true, false);
-  char ii[256], yi[256];
-  loom_tpg_loop_indices(ii, sizeof ii, index_rank);
-  loom_tpg_loop_indices(yi, sizeof yi, R);
-  const char *tn = loom_dtype_name(t);
-  loom_strbuf_printf(&sb, "let t: i64 = i64(I[%s])\n", ii);
-  loom_strbuf_printf(&sb, "Y[%s] = select(select(t < 0, t + %s, t) == i%d, %s(%s), %s(%s))\n", yi, d[R - 1], R - 1, tn,
-                     on_text, tn, off_text);
-  loom_tpg_close_program(&sb, R);
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
+  loom_tpg_dims_d(&b, index_rank, d);
+  const loom_tp_buffer *I = loom_tpb_buffer(&b, "I", index_t, index_rank, d);
+  const loom_sym_expr *iv[LOOM_TP_GEN_MAX_RANK];
+  loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK];
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, R, t, iv, yi);
+  loom_tp_expr *ti = loom_tpg_index_let(&b, "t", I, yi);
+  loom_tp_expr *hit = loom_tp_op2(a, LOOM_TP_OP_EQ, loom_tpg_wrap_index(&b, ti, Y ? Y->dims[R - 1] : NULL),
+                                  loom_tpb_idx(&b, iv[R - 1]));
+  loom_tp_expr *on = loom_tp_cast(a, t, loom_tpb_parse(&b, on_text, NULL, NULL, 0, NULL));
+  loom_tp_expr *off = loom_tp_cast(a, t, loom_tpb_parse(&b, off_text, NULL, NULL, 0, NULL));
+  loom_tpb_store(&b, Y, yi, loom_tp_select(a, hit, on, off));
+  return loom_tpb_finish(&b, result);
 }
 
+/* (start: i64, step: i64, Y: Buffer[(d0,), t]) -> for i0 in 0..d0 parallel { Y[i0] = t(start + i0*step) } */
 loom_status loom_tp_gen_arange(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_tp_func **result) {
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_strbuf_printf(&sb, "prim @%s(start: i64, step: i64, Y: Buffer[(d0,), %s]) {\n", name, loom_dtype_name(t));
-  loom_strbuf_printf(&sb, "for i0 in 0..d0 parallel {\nY[i0] = %s(start + i0*step)\n}\n}\n", loom_dtype_name(t));
-  return loom_tpg_finish(a, cx, &sb, result);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *start = loom_tpb_scalar(&b, "start"), *step = loom_tpb_scalar(&b, "step"), *iv;
+  loom_tp_expr *yi;
+  const loom_tp_buffer *Y = loom_tpg_output_nest(&b, 1, t, &iv, &yi);
+  loom_tpb_store(&b, Y, &yi, loom_tp_cast(a, t, loom_tpb_idx(&b, loom_sym_add(cx, start, loom_sym_mul(cx, iv, step)))));
+  return loom_tpb_finish(&b, result);
 }
 
+/* (v0: i64, .., Y: Buffer[(n,), t]) -> Y[k] = t(v<k>) for each k; scalar: Y: Buffer[(), t], Y[] = t(v0). */
 loom_status loom_tp_gen_sym_tensor(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, bool scalar,
                                    loom_tp_func **result) {
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  const char *tn = loom_dtype_name(t);
-  loom_strbuf_printf(&sb, "prim @%s(", name);
-  for (int k = 0; k < n; k++) loom_strbuf_printf(&sb, "v%d: i64, ", k);
-  if (scalar) loom_strbuf_printf(&sb, "Y: Buffer[(), %s]) {\nY[] = %s(v0)\n}\n", tn, tn);
-  else {
-    loom_strbuf_printf(&sb, "Y: Buffer[(%d,), %s]) {\n", n, tn);
-    for (int k = 0; k < n; k++) loom_strbuf_printf(&sb, "Y[%d] = %s(v%d)\n", k, tn, k);
-    loom_strbuf_puts(&sb, "}\n");
+  if (n < (scalar ? 1 : 0)) return LOOM_ERROR(INVALID_ARGUMENT, "sym_tensor of %d values%s", n, scalar ? " as a scalar" : "");
+  const loom_sym_expr **v = LOOM_ARENA_ARRAY(a, const loom_sym_expr *, n ? (size_t)n : 1);
+  if (!v) return LOOM_OOM();
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  for (int k = 0; k < n; k++) {
+    char vn[16] = "v";
+    snprintf(vn + 1, sizeof vn - 1, "%d", k);
+    v[k] = loom_tpb_scalar(&b, vn);
   }
-  return loom_tpg_finish(a, cx, &sb, result);
+  const loom_sym_expr *len = loom_sym_const(cx, n);
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, scalar ? 0 : 1, &len);
+  for (int k = 0; k < (scalar ? 1 : n); k++) {
+    loom_tp_expr *value = loom_tp_cast(a, t, loom_tpb_idx(&b, v[k]));
+    if (scalar) loom_tpb_store(&b, Y, NULL, value);
+    else loom_tpb_store_at(&b, Y, k, value);
+  }
+  return loom_tpb_finish(&b, result);
 }

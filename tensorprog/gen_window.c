@@ -205,7 +205,7 @@ loom_status loom_tp_gen_pool(loom_arena *a, loom_sym_ctx *cx, const char *name, 
   const loom_sym_expr *two = C(cx, 2), *one = C(cx, 1);
   const loom_tp_buffer *S = loom_tpb_alloc(b, "S", st, 1, &two, LOOM_TP_SCOPE_LOCAL), *A = NULL;
   loom_tp_expr *i0 = loom_tpb_idx(b, C(cx, 0)), *i1 = loom_tpb_idx(b, one); /* S[0], S[1] */
-  if (max) loom_tpb_store(b, S, &i0, loom_tpg_b_reduce_init(b, LOOM_TP_REDUCE_MAX, t));
+  if (max) loom_tpb_store(b, S, &i0, loom_tpg_reduce_init(b, LOOM_TP_REDUCE_MAX, t));
   if (kind == LOOM_TP_POOL_ARGMAX) {
     A = loom_tpb_alloc(b, "A", LOOM_DTYPE_I64, 1, &one, LOOM_TP_SCOPE_LOCAL);
     loom_tpb_store(b, A, &i0, loom_tpb_lit_i(b, LOOM_DTYPE_I64, -1));

@@ -10,6 +10,7 @@ pub const compiler = [_][]const u8{
     "tensorprog/gen_linalg.c",
     "tensorprog/gen_nn.c",
     "tensorprog/gen_reduce.c",
+    "tensorprog/gen_sample.c",
     "tensorprog/gen_scatter.c",
     "tensorprog/gen_select.c",
     "tensorprog/gen_shape.c",

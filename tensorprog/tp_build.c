@@ -227,6 +227,34 @@ loom_tp_expr *loom_tpb_idx(loom_tpb *b, const loom_sym_expr *e) {
   return r;
 }
 
+loom_tp_expr *loom_tpb_cidx(loom_tpb *b, int64_t v) { return loom_tpb_idx(b, loom_sym_const(b->cx, v)); }
+
+loom_tp_expr *loom_tpb_at(loom_tpb *b, const loom_tp_buffer *buf, int64_t k) {
+  loom_tp_expr *i = loom_tpb_cidx(b, k);
+  return loom_tpb_load(b, buf, &i);
+}
+
+void loom_tpb_store_at(loom_tpb *b, const loom_tp_buffer *buf, int64_t k, loom_tp_expr *value) {
+  loom_tp_expr *i = loom_tpb_cidx(b, k);
+  loom_tpb_store(b, buf, &i, value);
+}
+
+const loom_tp_buffer *loom_tpb_local(loom_tpb *b, const char *name, loom_dtype t, int64_t n) {
+  const loom_sym_expr *d = loom_sym_const(b->cx, n);
+  return loom_tpb_alloc(b, name, t, 1, &d, LOOM_TP_SCOPE_LOCAL);
+}
+
+loom_tp_expr *loom_tpb_dup(loom_tpb *b, const loom_tp_expr *e) {
+  if (failed(b)) return NULL;
+  loom_tp_expr *r = loom_tp_expr_copy(b->a, e);
+  if (!r) fail_oom(b);
+  return r;
+}
+
+loom_tp_expr *loom_tpb_cmp(loom_tpb *b, loom_tp_op op, const loom_sym_expr *lhs, const loom_sym_expr *rhs) {
+  return loom_tp_op2(b->a, op, loom_tpb_idx(b, lhs), loom_tpb_idx(b, rhs));
+}
+
 loom_tp_expr *loom_tpb_lit_i(loom_tpb *b, loom_dtype t, int64_t v) {
   if (failed(b)) return NULL;
   loom_tp_expr *r = t == LOOM_DTYPE_I64 ? loom_tp_sym(b->a, loom_sym_const(b->cx, v))

@@ -118,6 +118,16 @@ loom_tp_expr *loom_tpb_idx(loom_tpb *b, const loom_sym_expr *e);
 /* An untyped integer literal given dtype t, as the parser types one next to an operand of
  * dtype t: an index value when t is i64, else a constant of t. */
 loom_tp_expr *loom_tpb_lit_i(loom_tpb *b, loom_dtype t, int64_t v);
+/* Shorthands for what generators write often (each returns fresh nodes):
+ * the index value of constant v; `buf[k]` of a one-axis buffer; `buf[k] = value`; a one-axis
+ * local `alloc name: Local[(n,), t]`; a deep copy of e for a second use (nodes are never
+ * shared); `lhs op rhs` on two index values (a comparison: not folded, unlike + - * min max). */
+loom_tp_expr *loom_tpb_cidx(loom_tpb *b, int64_t v);
+loom_tp_expr *loom_tpb_at(loom_tpb *b, const loom_tp_buffer *buf, int64_t k);
+void loom_tpb_store_at(loom_tpb *b, const loom_tp_buffer *buf, int64_t k, loom_tp_expr *value);
+const loom_tp_buffer *loom_tpb_local(loom_tpb *b, const char *name, loom_dtype t, int64_t n);
+loom_tp_expr *loom_tpb_dup(loom_tpb *b, const loom_tp_expr *e);
+loom_tp_expr *loom_tpb_cmp(loom_tpb *b, loom_tp_op op, const loom_sym_expr *lhs, const loom_sym_expr *rhs);
 /* Parses an expression template in the current scope, names[i] standing for a copy of vals[i]
  * (so a caller's "exp(x)" becomes exp(X[i0, i1])); an untyped literal result takes *store_type
  * when given. */

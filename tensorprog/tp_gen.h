@@ -15,6 +15,20 @@
 
 enum { LOOM_TP_GEN_MAX_RANK = 8 };
 
+/* ---- program keys ----
+ * A caller that makes one program per distinct set of generator parameters (legalization) keeps
+ * them in a parameter struct and keys its cache by the struct's bytes, so the key covers every
+ * parameter without spelling each one out. For the bytes to be the value, a parameter struct
+ * has no padding — fields of 4 or 8 bytes (int32_t, uint32_t, int64_t, double, enums, arrays of
+ * them, char arrays of a multiple of 8), the 8-byte ones first; LOOM_TP_GEN_PARAMS asserts it
+ * where the struct is defined — holds no pointers (a pointer's bytes are not its target's
+ * value), and is built with an initialiser, so the fields it leaves out are 0. */
+#define LOOM_TP_GEN_PARAMS(T, bytes) \
+  _Static_assert(sizeof(T) == (bytes), #T ": a parameter struct must have no padding (its bytes are its key)")
+/* The key of a parameter struct: a 64-bit hash of its bytes. Equal keys are still confirmed by
+ * comparing the bytes. */
+uint64_t loom_tp_gen_key(const void *params, size_t size);
+
 /* How an input axis maps onto the output axis it is aligned with (NumPy broadcasting,
  * inputs aligned to the right). */
 typedef enum loom_tp_bcast {
@@ -60,6 +74,31 @@ loom_status loom_tp_gen_reduce(loom_arena *a, loom_sym_ctx *cx, const char *name
  * axes only, aligned right). Accumulates in `acc`. */
 loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int ra,
                                const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb, loom_tp_func **result);
+
+/* The same with B transposed in its last two axes, B[..., n, k] (rank >= 2): C = A @ B^T, the
+ * graph's matmul with transpose_b (attention's q k^T without a transposition kernel). */
+loom_status loom_tp_gen_matmul_transposed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t,
+                                            loom_dtype acc, int ra, const loom_tp_bcast *ma, int rb,
+                                            const loom_tp_bcast *mb, loom_tp_func **result);
+
+/* C[..., m, n] = sum_k A[..., m, k] * B[k, n] with B a constant laid out panel by panel,
+ * (n / panel, k, panel): B[k, n] is Bp[n / panel, k, n % panel] (the graph's matmul with
+ * packed_b; graph/pass_pack.c). A of rank ra >= 1 (1-D: no m axis); C's last extent is
+ * panel * (Bp's first). */
+loom_status loom_tp_gen_matmul_packed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
+                                        int ra, int64_t panel, loom_tp_func **result);
+
+/* C[..., m, n] = sum_k (i32(A[..., m, k]) - ZA) * (i32(B[k, n]) - ZB) in i32: the graph's
+ * matmul_integer. A (rank ra >= 2) and B (rank 2) of u8 / i8; ZA and ZB one element of A's and
+ * B's dtypes (rza / rzb axes of extent 1). Both operands are packed into i16 pair words (Local buffers) and
+ * multiplied with dot2. */
+loom_status loom_tp_gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, loom_dtype tb,
+                                       int ra, int rza, int rzb, loom_tp_func **result);
+
+/* The same with B given as BP (n / panel, ceil(k / 2), panel) i32 pair words of the centred B in
+ * column panels (graph/pass_pack.c), read as BP[n / panel, t, n % panel]; no ZB. */
+loom_status loom_tp_gen_matmul_integer_packed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, int ra,
+                                                int rza, int64_t panel, loom_tp_func **result);
 
 /* softmax / log_softmax along `axis` (max-subtracted, exact). */
 loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,

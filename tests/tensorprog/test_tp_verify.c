@@ -1,5 +1,6 @@
 /* test_tp_verify.c — verifier rules, one negative test each (programs built through
  * the constructors, since the parser already refuses most of these). */
+#include <stdio.h>
 #include <string.h>
 
 #include "tp_test_util.h"
@@ -91,4 +92,32 @@ LOOM_TEST(tp_verify, each_rule_rejects) {
   expect_rejected(bitcast_of_another_width, "'bitcast' from i64 to f32: the dtypes must be of one width");
   expect_rejected(reused_loop_var, "loop variable 'i' is bound twice");
   expect_rejected(foreign_buffer, "buffer 'Other', which is not in scope");
+}
+
+/* min / max are defined on bool (and / or: a reduce_max over bools is an any); the other
+ * arithmetic is not. */
+LOOM_TEST(tp_verify, min_max_on_bool) {
+  static const char *const ok[] = {"max", "min"};
+  for (int k = 0; k < 2; k++) {
+    tp_fixture fx;
+    char text[256];
+    snprintf(text, sizeof text, "prim @p(A: Buffer[(n,), bool], B: Buffer[(n,), bool]) { for i in 0..n { B[i] = %s(A[i], B[i]) } }",
+             ok[k]);
+    cr_assert_null(tp_parse(&fx, text));
+    loom_status s = loom_tp_verify(fx.cx, fx.f);
+    cr_assert_null(s, "%s on bool: %s", ok[k], s ? loom_status_message(s) : "");
+    bool a[3] = {false, true, true}, b[3] = {false, false, true};
+    int64_t n = 3;
+    loom_tp_arg args[2] = {{a, &n, 0}, {b, &n, 0}};
+    cr_assert_null(loom_tp_interpret(fx.cx, fx.f, args, 2));
+    for (int i = 0; i < 3; i++) cr_assert_eq(b[i], k == 0 ? (i > 0) : (i == 2), "%s at %d", ok[k], i);
+    tp_fixture_free(&fx);
+  }
+  tp_fixture fx;
+  cr_assert_null(tp_parse(&fx, "prim @p(A: Buffer[(n,), bool], B: Buffer[(n,), bool]) { for i in 0..n { B[i] = A[i] + B[i] } }"));
+  loom_status s = loom_tp_verify(fx.cx, fx.f);
+  cr_assert_not_null(s);
+  cr_assert(strstr(loom_status_message(s), "'+' is not defined on bool") != NULL, "%s", loom_status_message(s));
+  loom_status_free(s);
+  tp_fixture_free(&fx);
 }
