@@ -142,9 +142,10 @@ static loom_kernel_fn resolve_dbl(void *ctx, const char *name, int is_extern) {
 static loom_vm_exec *dbl_exec(void) {
   loom_vm_builder *b;
   cr_assert_null(loom_vm_builder_new(NULL, &b));
-  /* dbl(x, out; n): two f32 buffers of extent n (the kernel table's signature words, vm/exec.h) */
-  uint32_t sig[] = {LOOM_DTYPE_F32, 1, 1, LOOM_VM_SIG_SYM, 0, LOOM_DTYPE_F32, 1, 1, LOOM_VM_SIG_SYM, 0, loom_vm_builder_str(b, "n")};
-  uint32_t k = loom_vm_builder_kernel(b, "dbl", 2, 1, sig, (uint32_t)(sizeof sig / sizeof sig[0]));
+  /* dbl(x: f32(n), y: f32(n); n) */
+  uint32_t sig[] = {LOOM_DTYPE_F32, 1, 1, LOOM_VM_SIG_SYM, 0, LOOM_DTYPE_F32, 1, 1, LOOM_VM_SIG_SYM, 0,
+                    loom_vm_builder_str(b, "n")};
+  uint32_t k = loom_vm_builder_kernel(b, "dbl", 2, 1, sig, (uint32_t)(sizeof sig / sizeof *sig));
   loom_vm_fbuilder *f = loom_vm_builder_func(b, "main");
   const char *dims[] = {"n"};
   uint32_t x = loom_vm_fb_param(f, "x", LOOM_DTYPE_F32, 1, dims);
