@@ -97,12 +97,13 @@ typedef struct pad_key {
   int n;
   int64_t lo[LOOM_TP_MAX_SPATIAL], hi[LOOM_TP_MAX_SPATIAL];
   double fill;
+  int64_t flat_extra; /* conv_pad's flat form (>= 0) */
 } pad_key;
 
 static loom_status gen_conv_pad(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
   const pad_key *k = ctx;
   return loom_tp_gen_conv_pad(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, k->n, k->lo, k->hi,
-                              k->fill, tp);
+                              k->fill, k->flat_extra, tp);
 }
 
 /* `<b>_xp` = x (struct info xs) padded by k (conv_pad); *xin becomes it. */
@@ -153,6 +154,46 @@ static loom_status final_call(loom_lx *x, loom_graph_op op, loom_graph_expr *arg
   return loom_legal_lower_call(x->m, c, x->b, value);
 }
 
+static loom_status gen_conv_crop(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  return loom_tp_gen_conv_crop(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, *(const int *)ctx, tp);
+}
+
+typedef struct dw_key {
+  loom_tp_window w;
+  bool bias;
+} dw_key;
+
+static loom_status gen_depthwise(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
+  const dw_key *k = ctx;
+  return loom_tp_gen_depthwise_rows(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, &k->w, k->bias, tp);
+}
+
+/* Depthwise (one input and one output channel per group): the padded input, then depthwise_rows
+ * (pooling's row-by-row form with the taps weighted), at any stride and dilation. */
+static loom_status expand_depthwise(loom_lx *x, const loom_sinfo *xs, const loom_graph_window *gw, const loom_tp_conv_gemm *g,
+                                    loom_graph_expr **value) {
+  const loom_graph_expr *call = x->b->value;
+  dw_key k = {.w = {.n = g->n, .groups = gw->groups}, .bias = call->u.call.nargs > 2};
+  pad_key pk = {.n = g->n, .fill = 0.0, .flat_extra = -1};
+  bool pad = false;
+  for (int i = 0; i < g->n; i++) {
+    k.w.kernel[i] = g->kernel[i];
+    k.w.stride[i] = gw->stride[i];
+    k.w.dilation[i] = gw->dilation[i];
+    pk.lo[i] = gw->pad_lo[i];
+    pk.hi[i] = gw->pad_hi[i];
+    pad |= pk.lo[i] || pk.hi[i];
+  }
+  loom_graph_expr *args[3] = {call->u.call.args[0], call->u.call.args[1], call->u.call.nargs > 2 ? call->u.call.args[2] : NULL};
+  if (pad) LOOM_PROPAGATE(pad_input(x, xs, &pk, &args[0]));
+  char name[512];
+  snprintf(name, sizeof name, "depthwise_rows_f32_n%d%s", g->n, k.bias ? "_bias" : "");
+  key_list(name, sizeof name, "k", k.w.kernel, g->n);
+  key_list(name, sizeof name, "s", k.w.stride, g->n);
+  key_list(name, sizeof name, "d", k.w.dilation, g->n);
+  return loom_lx_call(x, name, gen_depthwise, &k, k.bias ? 3 : 2, args, x->b->var->sinfo, value);
+}
+
 static loom_status expand_conv(loom_lx *x, loom_graph_expr **value, bool *applies) {
   const loom_graph_expr *call = x->b->value;
   loom_graph_op op = call->u.call.op;
@@ -180,37 +221,38 @@ static loom_status expand_conv(loom_lx *x, loom_graph_expr **value, bool *applie
     pad |= gw.pad_lo[i] > 0 || gw.pad_hi[i] > 0;
   }
   *applies = true;
+  int64_t cg, o;
+  if (loom_sym_is_const(ws->dims[1], &cg) && cg == 1 && loom_sym_is_const(ws->dims[0], &o) && o == gw.groups)
+    return expand_depthwise(x, xs, &gw, &g, value);
   loom_graph_module *m = x->m;
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   const loom_sym_expr *N = xs->dims[0], *Cc = xs->dims[1], *O = ws->dims[0], *hp[LOOM_TP_MAX_SPATIAL];
   /* one more padded row when the taps of the later axes reach past the last row (flat form) */
   bool extra = false;
   for (int i = 1; i < n && !strided; i++) extra |= g.kernel[i] > 1;
-  int64_t lo[2 + LOOM_TP_MAX_SPATIAL] = {0}, hi[2 + LOOM_TP_MAX_SPATIAL] = {0};
+  bool copy = pad || extra; /* the input is copied (padded): the GEMM's columns are rounded up to whole panels */
+  pad_key pk = {.n = n, .fill = 0.0, .flat_extra = -1};
   for (int i = 0; i < n; i++) {
-    lo[2 + i] = gw.pad_lo[i];
-    hi[2 + i] = gw.pad_hi[i] + (i == 0 && extra);
-    hp[i] = loom_sym_add(cx, xs->dims[2 + i], loom_sym_const(cx, lo[2 + i] + hi[2 + i]));
+    pk.lo[i] = gw.pad_lo[i];
+    pk.hi[i] = gw.pad_hi[i] + (i == 0 && extra);
+    hp[i] = loom_sym_add(cx, xs->dims[2 + i], loom_sym_const(cx, pk.lo[i] + pk.hi[i]));
   }
   loom_graph_expr *xin = call->u.call.args[0];
   char name[512];
-  if (pad || extra) {
-    pad_key pk = {.n = n};
-    for (int i = 0; i < n; i++) pk.lo[i] = lo[2 + i], pk.hi[i] = hi[2 + i];
-    LOOM_PROPAGATE(pad_input(x, xs, &pk, &xin));
-  }
   const loom_sym_expr *wd[2] = {O, loom_sym_mul(cx, ws->dims[1], loom_sym_const(cx, K))};
   loom_graph_expr *wm = loom_lx_add(x, "wm", LOOM_GRAPH_BIND_VAR, loom_lx_view(x, call->u.call.args[1], LOOM_DTYPE_F32, 2, wd),
                                     loom_sinfo_tensor(m, LOOM_DTYPE_F32, 2, wd, ws->device));
   if (!wm) return LOOM_OOM();
   loom_graph_expr *args[3 + LOOM_TP_MAX_SPATIAL];
   size_t nargs = 0;
-  const loom_sym_expr *P = out->dims[2], *yd[3];
-  if (strided) { /* the patches, then a GEMM over them */
+  const loom_sym_expr *P = out->dims[2], *yd[3], *grid[LOOM_TP_MAX_SPATIAL]; /* grid: the extents the crop's pitches use */
+  if (strided) { /* the patches (whole panels of columns, zero past the last), then a GEMM over them */
+    if (pad) LOOM_PROPAGATE(pad_input(x, xs, &pk, &xin));
     im2col_key k = {.g = g};
-    for (int i = 0; i < n; i++) k.stride[i] = gw.stride[i];
+    for (int i = 0; i < n; i++) k.stride[i] = gw.stride[i], grid[i] = out->dims[2 + i];
     k.g.bias = false;
     for (int i = 1; i < n; i++) P = loom_sym_mul(cx, P, out->dims[2 + i]);
+    P = loom_tp_conv_cols(cx, P);
     const loom_sym_expr *cd[3] = {N, loom_sym_mul(cx, Cc, loom_sym_const(cx, K)), P};
     const loom_sinfo *csi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, cd, xs->device);
     if (!csi) return LOOM_OOM();
@@ -221,12 +263,28 @@ static loom_status expand_conv(loom_lx *x, loom_graph_expr **value, bool *applie
     const loom_sym_expr *L = hp[0];
     for (int i = 1; i < n; i++) L = loom_sym_mul(cx, L, hp[i]);
     for (int i = 1; i < n; i++) P = loom_sym_mul(cx, P, hp[i]);
-    const loom_sym_expr *fd[3] = {N, Cc, L};
-    loom_graph_expr *xf = loom_lx_add(x, "xf", LOOM_GRAPH_BIND_VAR, loom_lx_view(x, xin, LOOM_DTYPE_F32, 3, fd),
-                                      loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, fd, xs->device));
-    if (!xf) return LOOM_OOM();
-    args[nargs++] = xf;
+    for (int i = 0; i < n; i++) grid[i] = hp[i];
     if (n == 1) g.stride = gw.stride[0];
+    loom_graph_expr *xf;
+    if (copy) { /* padded and flat in one program, with zeros after each plane for the rounded columns */
+      int64_t tail = LOOM_TP_CONV_COLS * g.stride;
+      const loom_sym_expr *fd[3] = {N, Cc, loom_sym_add(cx, L, loom_sym_const(cx, tail))};
+      const loom_sinfo *fsi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, fd, xs->device);
+      if (!fsi) return LOOM_OOM();
+      snprintf(name, sizeof name, "conv_pad_f32_n%d", n);
+      key_list(name, sizeof name, "p", pk.lo, n);
+      key_list(name, sizeof name, "q", pk.hi, n);
+      snprintf(name + strlen(name), sizeof name - strlen(name), "_flat%lld", (long long)tail);
+      pk.flat_extra = tail;
+      LOOM_PROPAGATE(loom_lx_add_tp(x, "xf", name, gen_conv_pad, &pk, 1, &xin, fsi, &xf));
+      P = loom_tp_conv_cols(cx, P);
+    } else { /* 1 x 1 (or 1-D) without padding: x itself, viewed flat */
+      const loom_sym_expr *fd[3] = {N, Cc, L};
+      xf = loom_lx_add(x, "xf", LOOM_GRAPH_BIND_VAR, loom_lx_view(x, xin, LOOM_DTYPE_F32, 3, fd),
+                       loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, fd, xs->device));
+      if (!xf) return LOOM_OOM();
+    }
+    args[nargs++] = xf;
   }
   args[nargs++] = wm;
   if (bs) args[nargs++] = call->u.call.args[2];
@@ -240,24 +298,15 @@ static loom_status expand_conv(loom_lx *x, loom_graph_expr **value, bool *applie
   gemm_name(name, sizeof name, "conv_gemm", &g, NULL);
   loom_graph_expr *yf;
   LOOM_PROPAGATE(loom_lx_add_tp(x, "yf", name, gen_conv_gemm, &g, nargs, args, ysi, &yf));
-  bool garbage = false;
-  for (int i = 1; i < n && !strided; i++) garbage |= loom_sym_prove_eq(cx, hp[i], out->dims[2 + i]) != LOOM_SYM_TRUE;
-  if (!garbage) return final_call(x, LOOM_GRAPH_OP_RESHAPE, yf, 1, (loom_graph_attr[]){loom_graph_attr_syms(m, "shape", (size_t)(n + 2), out->dims)}, out, value);
-  /* the rows on the padded grid, then the output columns of each */
-  const loom_sym_expr *gd[2 + LOOM_TP_MAX_SPATIAL] = {N, O, out->dims[2]}, *zero[LOOM_TP_MAX_SPATIAL], *end[LOOM_TP_MAX_SPATIAL];
-  int64_t axes[LOOM_TP_MAX_SPATIAL];
-  for (int i = 1; i < n; i++) {
-    gd[2 + i] = hp[i];
-    zero[i - 1] = loom_sym_const(cx, 0);
-    end[i - 1] = out->dims[2 + i];
-    axes[i - 1] = 2 + i;
-  }
-  loom_graph_expr *grid = loom_lx_add(x, "grid", LOOM_GRAPH_BIND_VAR, loom_lx_view(x, yf, LOOM_DTYPE_F32, n + 2, gd),
-                                      loom_sinfo_tensor(m, LOOM_DTYPE_F32, n + 2, gd, xs->device));
-  if (!grid) return LOOM_OOM();
-  loom_graph_attr sa[3] = {loom_graph_attr_ints(m, "axes", (size_t)(n - 1), axes), loom_graph_attr_syms(m, "begin", (size_t)(n - 1), zero),
-                           loom_graph_attr_syms(m, "end", (size_t)(n - 1), end)};
-  return final_call(x, LOOM_GRAPH_OP_STRIDED_SLICE, grid, 3, sa, out, value);
+  if (!copy && !strided) /* exact: the GEMM's result is the output, viewed */
+    return final_call(x, LOOM_GRAPH_OP_RESHAPE, yf, 1, (loom_graph_attr[]){loom_graph_attr_syms(m, "shape", (size_t)(n + 2), out->dims)},
+                      out, value);
+  /* the output positions out of the grid's rows (and the rounded columns) */
+  args[0] = yf;
+  for (int i = 1; i < n; i++)
+    if (!(args[i] = loom_graph_sym_new(m, grid[i]))) return LOOM_OOM();
+  snprintf(name, sizeof name, "conv_crop_f32_n%d", n);
+  return loom_lx_call(x, name, gen_conv_crop, &n, (size_t)n, args, out, value);
 }
 
 /* conv_transpose in f32 with constant kernel extents and padding >= 0 (docs/tensorprog.md):
@@ -460,7 +509,7 @@ static loom_status expand_pool(loom_lx *x, loom_graph_expr **value, bool *applie
     return LOOM_OK;
   }
   if (k.pool.kind != LOOM_TP_POOL_MAX && k.pool.kind != LOOM_TP_POOL_AVG && k.pool.kind != LOOM_TP_POOL_AVG_PAD) return LOOM_OK;
-  pad_key pk = {.n = n, .fill = k.pool.kind == LOOM_TP_POOL_MAX ? -INFINITY : 0.0};
+  pad_key pk = {.n = n, .fill = k.pool.kind == LOOM_TP_POOL_MAX ? -INFINITY : 0.0, .flat_extra = -1};
   bool pad = false;
   for (int i = 0; i < n; i++) {
     if (k.w.shift[i] || k.w.pad_lo[i] < 0 || k.w.pad_hi[i] < 0 || (k.pool.kind == LOOM_TP_POOL_AVG && k.w.dilation[i] != 1))

@@ -127,7 +127,7 @@ loom_status loom_tp_gen_im2col(loom_arena *a, loom_sym_ctx *cx, const char *name
   }
   cd[0] = xd[0];
   cd[1] = loom_sym_mul(cx, xd[1], C(cx, taps(geo)));
-  cd[2] = P;
+  cd[2] = loom_tp_conv_cols(cx, P);
   const loom_tp_buffer *col = loom_tpb_buffer(&b, "col", t, 3, cd);
   /* one loop over the (n, c) planes: a batch of one still has work for every thread */
   const loom_sym_expr *q = loom_tpb_for(&b, "q", loom_sym_mul(cx, xd[0], xd[1]), LOOM_TP_LOOP_SERIAL, false);
@@ -149,6 +149,49 @@ loom_status loom_tp_gen_im2col(loom_arena *a, loom_sym_ctx *cx, const char *name
   }
   loom_tp_expr *ci[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, row), loom_tpb_idx(&b, p)};
   loom_tpb_store(&b, col, ci, loom_tpb_load(&b, X, xi));
+  loom_tpb_end_n(&b, n);
+  /* the columns past P, up to a whole panel: zeros (their products are cropped away) */
+  const loom_sym_expr *z = loom_tpb_for(&b, "z", loom_sym_sub(cx, cd[2], P), LOOM_TP_LOOP_SERIAL, false);
+  ci[2] = loom_tpb_idx(&b, loom_sym_add(cx, P, z));
+  loom_tpb_store(&b, col, ci, loom_tpg_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
+  return loom_tpb_finish(&b, result);
+}
+
+const loom_sym_expr *loom_tp_conv_cols(loom_sym_ctx *cx, const loom_sym_expr *p) {
+  return loom_sym_mul(cx, loom_sym_floordiv(cx, loom_sym_add(cx, p, C(cx, LOOM_TP_CONV_COLS - 1)), C(cx, LOOM_TP_CONV_COLS)),
+                      C(cx, LOOM_TP_CONV_COLS));
+}
+
+/* Text (2-D; e1 the grid's row pitch, a scalar parameter):
+ *   prim @name(Yf: Buffer[(n, o, p), t], e1: i64, Y: Buffer[(n, o, y0, y1), t]) {
+ *     for i0 in 0..n { for i1 in 0..o { for j0 in 0..y0 { for j1 in 0..y1 { Y[i0, i1, j0, j1] = Yf[i0, i1, j0*e1 + j1] } } } } }
+ * (a plain nest over Y, so that the fuse pass can inline it into an elementwise consumer). */
+loom_status loom_tp_gen_conv_crop(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, loom_tp_func **result) {
+  if (n < 1 || n > LOOM_TP_MAX_SPATIAL) return LOOM_ERROR(INVALID_ARGUMENT, "conv_crop: %d spatial axes", n);
+  static const char *const en[LOOM_TP_MAX_SPATIAL] = {"e0", "e1", "e2", "e3", "e4", "e5"};
+  static const char *const yn[LOOM_TP_MAX_SPATIAL] = {"y0", "y1", "y2", "y3", "y4", "y5"};
+  static const char *const jn[LOOM_TP_MAX_SPATIAL] = {"j0", "j1", "j2", "j3", "j4", "j5"};
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *fd[3], *yd[2 + LOOM_TP_MAX_SPATIAL], *e[LOOM_TP_MAX_SPATIAL] = {0};
+  fd[0] = yd[0] = loom_tpb_shape_sym(&b, "n");
+  fd[1] = yd[1] = loom_tpb_shape_sym(&b, "o");
+  fd[2] = loom_tpb_shape_sym(&b, "p");
+  const loom_tp_buffer *Yf = loom_tpb_buffer(&b, "Yf", t, 3, fd);
+  for (int i = 1; i < n; i++) e[i] = loom_tpb_scalar(&b, en[i]);
+  for (int i = 0; i < n; i++) yd[2 + i] = loom_tpb_shape_sym(&b, yn[i]);
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, 2 + n, yd);
+  loom_tp_expr *yi[2 + LOOM_TP_MAX_SPATIAL];
+  yi[0] = loom_tpb_idx(&b, loom_tpb_for(&b, "i0", yd[0], LOOM_TP_LOOP_SERIAL, false));
+  yi[1] = loom_tpb_idx(&b, loom_tpb_for(&b, "i1", yd[1], LOOM_TP_LOOP_SERIAL, false));
+  const loom_sym_expr *flat = C(cx, 0);
+  for (int i = 0; i < n; i++) {
+    const loom_sym_expr *j = loom_tpb_for(&b, jn[i], yd[2 + i], LOOM_TP_LOOP_SERIAL, false);
+    yi[2 + i] = loom_tpb_idx(&b, j);
+    flat = i ? loom_sym_add(cx, loom_sym_mul(cx, flat, e[i]), j) : j;
+  }
+  loom_tp_expr *fi[3] = {loom_tp_expr_copy(a, yi[0]), loom_tp_expr_copy(a, yi[1]), loom_tpb_idx(&b, flat)};
+  loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, Yf, fi));
   return loom_tpb_finish(&b, result);
 }
 
@@ -198,7 +241,7 @@ static void row_copy(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, co
  * (the loops over pads of 0 left out). One loop over the (n, c) planes, so that a batch of one
  * still has work for every thread. */
 loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, const int64_t *lo,
-                                 const int64_t *hi, double fill, loom_tp_func **result) {
+                                 const int64_t *hi, double fill, int64_t flat_extra, loom_tp_func **result) {
   if (n < 1 || n > LOOM_TP_MAX_SPATIAL) return LOOM_ERROR(INVALID_ARGUMENT, "conv_pad: %d spatial axes", n);
   for (int i = 0; i < n; i++)
     if (lo[i] < 0 || hi[i] < 0)
@@ -214,14 +257,23 @@ loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *na
     xd[2 + i] = loom_tpb_shape_sym(&b, hn[i]);
     yd[2 + i] = loom_sym_add(cx, xd[2 + i], C(cx, lo[i] + hi[i]));
   }
-  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, 2 + n, xd), *Y = loom_tpb_buffer(&b, "Y", t, 2 + n, yd);
+  /* flat: Y (n, c, the padded plane's elements + flat_extra zeros), rows at their flat offsets */
+  bool flat = flat_extra >= 0;
+  const loom_sym_expr *plane = C(cx, 1), *fd[3];
+  for (int i = 0; i < n; i++) plane = loom_sym_mul(cx, plane, yd[2 + i]);
+  fd[0] = yd[0];
+  fd[1] = yd[1];
+  fd[2] = loom_sym_add(cx, plane, C(cx, flat ? flat_extra : 0));
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, 2 + n, xd), *Y = loom_tpb_buffer(&b, "Y", t, flat ? 3 : 2 + n, flat ? fd : yd);
   const loom_sym_expr *q = loom_tpb_for(&b, "q", loom_sym_mul(cx, xd[0], xd[1]), LOOM_TP_LOOP_SERIAL, false);
   loom_tp_expr *yi[2 + LOOM_TP_MAX_SPATIAL], *xi[2 + LOOM_TP_MAX_SPATIAL], *inside = NULL;
   yi[0] = xi[0] = loom_tpb_idx(&b, loom_sym_floordiv(cx, q, xd[1]));
   yi[1] = xi[1] = loom_tpb_idx(&b, loom_sym_floormod(cx, q, xd[1]));
+  const loom_sym_expr *base = C(cx, 0); /* flat: the row's offset in its plane */
   for (int i = 0; i + 1 < n; i++) {
     const loom_sym_expr *r = loom_tpb_for(&b, rn[i], yd[2 + i], LOOM_TP_LOOP_SERIAL, false);
     yi[2 + i] = loom_tpb_idx(&b, r);
+    base = loom_sym_add(cx, loom_sym_mul(cx, base, yd[2 + i]), r);
     xi[2 + i] = loom_tpb_idx(&b, loom_sym_sub(cx, r, C(cx, lo[i])));
     if (lo[i] > 0) {
       loom_tp_expr *ge = loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(&b, r), loom_tpb_idx(&b, C(cx, lo[i])));
@@ -232,24 +284,32 @@ loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *na
       inside = inside ? loom_tp_op2(a, LOOM_TP_OP_AND, inside, lt) : lt;
     }
   }
-  int last = 2 + n - 1;
+  int last = 2 + n - 1, ly = flat ? 2 : last;
+  /* the row's first element: flat, its offset in the plane; else index 0 of the last axis */
+  const loom_sym_expr *row0 = flat ? loom_sym_mul(cx, base, yd[last]) : C(cx, 0);
+  if (flat) yi[2] = NULL;
   if (inside) loom_tpb_if(&b, inside);
   if (lo[n - 1] > 0) {
-    yi[last] = loom_tpb_idx(&b, loom_tpb_for(&b, "z0", C(cx, lo[n - 1]), LOOM_TP_LOOP_SERIAL, false));
+    yi[ly] = loom_tpb_idx(&b, loom_sym_add(cx, row0, loom_tpb_for(&b, "z0", C(cx, lo[n - 1]), LOOM_TP_LOOP_SERIAL, false)));
     loom_tpb_store(&b, Y, yi, loom_tp_const_f(a, t, fill));
     loom_tpb_end(&b);
   }
-  row_copy(&b, Y, yi, C(cx, lo[n - 1]), X, xi, t, fill, xd[last], "z1");
+  row_copy(&b, Y, yi, loom_sym_add(cx, row0, C(cx, lo[n - 1])), X, xi, t, fill, xd[last], "z1");
   if (hi[n - 1] > 0) {
     const loom_sym_expr *z2 = loom_tpb_for(&b, "z2", C(cx, hi[n - 1]), LOOM_TP_LOOP_SERIAL, false);
-    yi[last] = loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_add(cx, z2, xd[last]), C(cx, lo[n - 1])));
+    yi[ly] = loom_tpb_idx(&b, loom_sym_add(cx, row0, loom_sym_add(cx, loom_sym_add(cx, z2, xd[last]), C(cx, lo[n - 1]))));
     loom_tpb_store(&b, Y, yi, loom_tp_const_f(a, t, fill));
     loom_tpb_end(&b);
   }
   if (inside) {
     loom_tpb_else(&b);
-    row_copy(&b, Y, yi, C(cx, 0), NULL, NULL, t, fill, yd[last], "z3");
+    row_copy(&b, Y, yi, row0, NULL, NULL, t, fill, yd[last], "z3");
     loom_tpb_end(&b);
+  }
+  if (flat && flat_extra > 0) { /* the zeros after the plane, where the GEMM's last columns read */
+    loom_tpb_end_n(&b, n - 1);
+    yi[2] = loom_tpb_idx(&b, loom_sym_add(cx, plane, loom_tpb_for(&b, "z4", C(cx, flat_extra), LOOM_TP_LOOP_SERIAL, false)));
+    loom_tpb_store(&b, Y, yi, loom_tp_const_f(a, t, fill));
   }
   return loom_tpb_finish(&b, result);
 }
@@ -382,7 +442,22 @@ typedef struct pool_b {
   const loom_sym_expr *xd[2 + LOOM_TP_MAX_SPATIAL], *yd[2 + LOOM_TP_MAX_SPATIAL], *jv[LOOM_TP_MAX_SPATIAL];
   const loom_tp_buffer *X, *Y;
   loom_tp_expr *lead[2]; /* the (n, c) indices */
+  bool dw;               /* a depthwise convolution: the sum of the taps weighted by W[c, 0, tap..] (+ Bias[c]) */
+  const loom_tp_buffer *W, *Bias;
 } pool_b;
+
+static bool pool_avg(const pool_b *p) {
+  return !p->dw && (p->kind == LOOM_TP_POOL_AVG || p->kind == LOOM_TP_POOL_AVG_PAD);
+}
+
+/* acc's update by the tap at taps tv whose value is x. */
+static loom_tp_expr *pool_step(pool_b *p, loom_tp_expr *acc, loom_tp_expr *x, const loom_sym_expr *const *tv) {
+  loom_arena *a = p->b.a;
+  if (!p->dw) return loom_tp_op2(a, p->kind == LOOM_TP_POOL_MAX ? LOOM_TP_OP_MAX : LOOM_TP_OP_ADD, acc, x);
+  loom_tp_expr *wi[2 + LOOM_TP_MAX_SPATIAL] = {loom_tp_expr_copy(a, p->lead[1]), loom_tpb_idx(&p->b, C(p->b.cx, 0))};
+  for (int i = 0; i < p->n; i++) wi[2 + i] = loom_tpb_idx(&p->b, tv[i]);
+  return loom_tp_op2(a, LOOM_TP_OP_ADD, acc, loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&p->b, p->W, wi), x));
+}
 
 /* The divisor of an average at last-axis position u (the other axes at jv). */
 static loom_tp_expr *pool_taps_k(pool_b *p, loom_dtype t);
@@ -446,7 +521,12 @@ static void pool_taps(pool_b *p, const loom_sym_expr *const *tv, const loom_sym_
 }
 
 static loom_tp_expr *pool_init(pool_b *p, loom_dtype t) {
-  return p->kind == LOOM_TP_POOL_MAX ? loom_tp_const_f(p->b.a, t, -INFINITY) : loom_tpg_reduce_init(&p->b, LOOM_TP_REDUCE_SUM, t);
+  if (p->dw && p->Bias) {
+    loom_tp_expr *ci = loom_tp_expr_copy(p->b.a, p->lead[1]);
+    return loom_tpb_load(&p->b, p->Bias, &ci);
+  }
+  return !p->dw && p->kind == LOOM_TP_POOL_MAX ? loom_tp_const_f(p->b.a, t, -INFINITY)
+                                                : loom_tpg_reduce_init(&p->b, LOOM_TP_REDUCE_SUM, t);
 }
 
 /* Chunks of POOL_LANES positions of the last axis (rows at least that long). */
@@ -469,8 +549,7 @@ static void pool_chunks(pool_b *p, loom_dtype t) {
   loom_tp_expr *xi[2 + LOOM_TP_MAX_SPATIAL];
   pool_taps(p, tv, loom_sym_add(cx, base, ui), xi);
   ai = loom_tpb_idx(b, ui);
-  loom_tpb_store(b, acc, &ai, loom_tp_op2(a, p->kind == LOOM_TP_POOL_MAX ? LOOM_TP_OP_MAX : LOOM_TP_OP_ADD, loom_tpb_load(b, acc, &ai),
-                                          loom_tpb_load(b, p->X, xi)));
+  loom_tpb_store(b, acc, &ai, pool_step(p, loom_tpb_load(b, acc, &ai), loom_tpb_load(b, p->X, xi), tv));
   loom_tpb_end_n(b, p->n + 1);
   const loom_sym_expr *u2 = loom_tpb_for(b, "ui2", L, LOOM_TP_LOOP_VECTORIZE, false), *pos = loom_sym_add(cx, base, u2);
   loom_tp_expr *yi[2 + LOOM_TP_MAX_SPATIAL] = {p->lead[0], p->lead[1]};
@@ -478,7 +557,7 @@ static void pool_chunks(pool_b *p, loom_dtype t) {
   yi[1 + p->n] = loom_tpb_idx(b, pos);
   ai = loom_tpb_idx(b, u2);
   loom_tp_expr *v = loom_tpb_load(b, acc, &ai);
-  loom_tp_expr *inner = p->kind == LOOM_TP_POOL_AVG ? pool_interior(p, base) : NULL;
+  loom_tp_expr *inner = pool_avg(p) && p->kind == LOOM_TP_POOL_AVG ? pool_interior(p, base) : NULL;
   if (inner) { /* every window of the chunk inside the input: the count is K */
     loom_tpb_end(b);
     loom_tpb_if(b, inner);
@@ -497,7 +576,7 @@ static void pool_chunks(pool_b *p, loom_dtype t) {
     loom_tpb_end_n(b, 3);
     return;
   }
-  if (p->kind != LOOM_TP_POOL_MAX) v = loom_tp_op2(a, LOOM_TP_OP_DIV, v, pool_count(p, pos, t));
+  if (pool_avg(p)) v = loom_tp_op2(a, LOOM_TP_OP_DIV, v, pool_count(p, pos, t));
   loom_tpb_store(b, p->Y, yi, v);
   loom_tpb_end_n(b, 2);
 }
@@ -518,14 +597,46 @@ static void pool_row(pool_b *p, loom_dtype t) {
   const loom_sym_expr *u1 = loom_tpb_for(b, "u1", yl, LOOM_TP_LOOP_SERIAL, false);
   yi[1 + p->n] = loom_tpb_idx(b, u1);
   pool_taps(p, tv, u1, xi);
-  loom_tpb_store(b, p->Y, yi, loom_tp_op2(a, p->kind == LOOM_TP_POOL_MAX ? LOOM_TP_OP_MAX : LOOM_TP_OP_ADD,
-                                          loom_tpb_load(b, p->Y, yi), loom_tpb_load(b, p->X, xi)));
+  loom_tpb_store(b, p->Y, yi, pool_step(p, loom_tpb_load(b, p->Y, yi), loom_tpb_load(b, p->X, xi), tv));
   loom_tpb_end_n(b, p->n + 1);
-  if (p->kind == LOOM_TP_POOL_MAX) return;
+  if (!pool_avg(p)) return;
   const loom_sym_expr *u2 = loom_tpb_for(b, "u2", yl, LOOM_TP_LOOP_SERIAL, false);
   yi[1 + p->n] = loom_tpb_idx(b, u2);
   loom_tpb_store(b, p->Y, yi, loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(b, p->Y, yi), pool_count(p, u2, t)));
   loom_tpb_end(b);
+}
+
+/* The program of pool_rows / depthwise_rows: buffers, the plane and row loops, chunks or whole rows. */
+static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, bool bias,
+                                loom_tp_func **result) {
+  static const char *const hn[LOOM_TP_MAX_SPATIAL] = {"h0", "h1", "h2", "h3", "h4", "h5"};
+  static const char *const yn[LOOM_TP_MAX_SPATIAL] = {"y0", "y1", "y2", "y3", "y4", "y5"};
+  static const char *const jn[LOOM_TP_MAX_SPATIAL] = {"j0", "j1", "j2", "j3", "j4", "j5"};
+  int n = p->n;
+  loom_tpb *b = &p->b;
+  loom_tpb_init(b, a, cx, name);
+  p->xd[0] = p->yd[0] = loom_tpb_shape_sym(b, "n");
+  p->xd[1] = p->yd[1] = loom_tpb_shape_sym(b, "c");
+  for (int i = 0; i < n; i++) p->xd[2 + i] = loom_tpb_shape_sym(b, hn[i]);
+  p->X = loom_tpb_buffer(b, "X", t, 2 + n, p->xd);
+  if (p->dw) {
+    const loom_sym_expr *wd[2 + LOOM_TP_MAX_SPATIAL] = {p->xd[1], C(cx, 1)};
+    for (int i = 0; i < n; i++) wd[2 + i] = C(cx, p->w->kernel[i]);
+    p->W = loom_tpb_buffer(b, "W", t, 2 + n, wd);
+    if (bias) p->Bias = loom_tpb_buffer(b, "Bias", t, 1, &p->xd[1]);
+  }
+  for (int i = 0; i < n; i++) p->yd[2 + i] = loom_tpb_shape_sym(b, yn[i]);
+  p->Y = loom_tpb_buffer(b, "Y", t, 2 + n, p->yd);
+  const loom_sym_expr *q = loom_tpb_for(b, "q", loom_sym_mul(cx, p->xd[0], p->xd[1]), LOOM_TP_LOOP_SERIAL, false);
+  p->lead[0] = loom_tpb_idx(b, loom_sym_floordiv(cx, q, p->xd[1]));
+  p->lead[1] = loom_tpb_idx(b, loom_sym_floormod(cx, q, p->xd[1]));
+  for (int i = 0; i + 1 < n; i++) p->jv[i] = loom_tpb_for(b, jn[i], p->yd[2 + i], LOOM_TP_LOOP_SERIAL, false);
+  loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, p->yd[1 + n]), loom_tpb_idx(b, C(cx, POOL_LANES))));
+  pool_chunks(p, t);
+  loom_tpb_else(b);
+  pool_row(p, t);
+  loom_tpb_end(b);
+  return loom_tpb_finish(b, result);
 }
 
 loom_status loom_tp_gen_pool_rows(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_tp_pool_kind kind,
@@ -537,26 +648,21 @@ loom_status loom_tp_gen_pool_rows(loom_arena *a, loom_sym_ctx *cx, const char *n
     if (w->kernel[i] < 1 || w->stride[i] < 1 || w->dilation[i] < 1 || (kind == LOOM_TP_POOL_AVG && w->dilation[i] != 1))
       return LOOM_ERROR(INVALID_ARGUMENT, "pool_rows: spatial axis %d has kernel %lld, stride %lld, dilation %lld", i,
                         (long long)w->kernel[i], (long long)w->stride[i], (long long)w->dilation[i]);
-  static const char *const hn[LOOM_TP_MAX_SPATIAL] = {"h0", "h1", "h2", "h3", "h4", "h5"};
-  static const char *const yn[LOOM_TP_MAX_SPATIAL] = {"y0", "y1", "y2", "y3", "y4", "y5"};
-  static const char *const jn[LOOM_TP_MAX_SPATIAL] = {"j0", "j1", "j2", "j3", "j4", "j5"};
   pool_b p = {.w = w, .kind = kind, .n = n};
-  loom_tpb *b = &p.b;
-  loom_tpb_init(b, a, cx, name);
-  p.xd[0] = p.yd[0] = loom_tpb_shape_sym(b, "n");
-  p.xd[1] = p.yd[1] = loom_tpb_shape_sym(b, "c");
-  for (int i = 0; i < n; i++) p.xd[2 + i] = loom_tpb_shape_sym(b, hn[i]);
-  p.X = loom_tpb_buffer(b, "X", t, 2 + n, p.xd);
-  for (int i = 0; i < n; i++) p.yd[2 + i] = loom_tpb_shape_sym(b, yn[i]);
-  p.Y = loom_tpb_buffer(b, "Y", t, 2 + n, p.yd);
-  const loom_sym_expr *q = loom_tpb_for(b, "q", loom_sym_mul(cx, p.xd[0], p.xd[1]), LOOM_TP_LOOP_SERIAL, false);
-  p.lead[0] = loom_tpb_idx(b, loom_sym_floordiv(cx, q, p.xd[1]));
-  p.lead[1] = loom_tpb_idx(b, loom_sym_floormod(cx, q, p.xd[1]));
-  for (int i = 0; i + 1 < n; i++) p.jv[i] = loom_tpb_for(b, jn[i], p.yd[2 + i], LOOM_TP_LOOP_SERIAL, false);
-  loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, p.yd[1 + n]), loom_tpb_idx(b, C(cx, POOL_LANES))));
-  pool_chunks(&p, t);
-  loom_tpb_else(b);
-  pool_row(&p, t);
-  loom_tpb_end(b);
-  return loom_tpb_finish(b, result);
+  return rows_program(&p, a, cx, name, t, false, result);
+}
+
+/* Depthwise convolution (one input and one output channel per group) over an input padded beforehand,
+ * as pool_rows computes its windows: Y[n, c, y..] = (Bias[c]) + the sum over taps of W[c, 0, tap..] *
+ * X[n, c, y*s + tap*d ..]; W is (c, 1, k..) with the kernel extents of w constants. */
+loom_status loom_tp_gen_depthwise_rows(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_window *w,
+                                       bool bias, loom_tp_func **result) {
+  int n = w->n;
+  if (n < 1 || n > LOOM_TP_MAX_SPATIAL) return LOOM_ERROR(INVALID_ARGUMENT, "depthwise_rows: %d spatial axes", n);
+  for (int i = 0; i < n; i++)
+    if (w->kernel[i] < 1 || w->stride[i] < 1 || w->dilation[i] < 1)
+      return LOOM_ERROR(INVALID_ARGUMENT, "depthwise_rows: spatial axis %d has kernel %lld, stride %lld, dilation %lld", i,
+                        (long long)w->kernel[i], (long long)w->stride[i], (long long)w->dilation[i]);
+  pool_b p = {.w = w, .kind = LOOM_TP_POOL_AVG_PAD, .n = n, .dw = true};
+  return rows_program(&p, a, cx, name, t, bias, result);
 }

@@ -253,10 +253,22 @@ loom_status loom_tp_gen_convt_gemm(loom_arena *a, loom_sym_ctx *cx, const char *
 loom_status loom_tp_gen_col2im(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *g,
                                const int64_t *stride, loom_tp_func **result);
 
+/* The GEMM of a convolution computes LOOM_TP_CONV_COLS-aligned column counts (every panel of the
+ * matmul rule whole: a narrow or one-column tail re-reads all the weights for a few columns, which
+ * made a 7 x 7 layer 4-10x slower); the caller crops. loom_tp_conv_cols: p rounded up to it. */
+enum { LOOM_TP_CONV_COLS = 32 };
+const loom_sym_expr *loom_tp_conv_cols(loom_sym_ctx *cx, const loom_sym_expr *p);
+
+/* Y (n, o, y..) = Yf (n, o, p) at flat position sum j_i * pitch_i (pitches from i64 scalar parameters
+ * e1..e(n-1), the grid extents of spatial axes 1..n-1): the crop after conv_gemm. */
+loom_status loom_tp_gen_conv_crop(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, loom_tp_func **result);
+
+/* With flat_extra >= 0, Y is instead (n, c, prod (h_i + lo_i + hi_i) + flat_extra): each plane flat,
+ * followed by flat_extra elements of fill (where the GEMM's rounded-up columns read). */
 /* Y (n, c, h_i + lo_i + hi_i ..) = X (n, c, h..) between `fill`s (lo_i, hi_i >= 0 per spatial axis): one
  * loop over the (n, c) planes, the rows inside copied between their zeroed borders. */
 loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, const int64_t *lo,
-                                 const int64_t *hi, double fill, loom_tp_func **result);
+                                 const int64_t *hi, double fill, int64_t flat_extra, loom_tp_func **result);
 
 /* N-d pooling. Taps are at y*s + k*d of the input padded by pad_lo (max, argmax) or by
  * pad_lo + shift (average, Lp). MAX / ARGMAX: the maximum of the taps inside the input (ARGMAX:
@@ -283,6 +295,12 @@ loom_status loom_tp_gen_pool(loom_arena *a, loom_sym_ctx *cx, const char *name, 
  * one output row at a time, every tap's pass over the row a unit-stride store (gen_conv.c). */
 loom_status loom_tp_gen_pool_rows(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_tp_pool_kind kind,
                                   const loom_tp_window *w, loom_tp_func **result);
+
+/* Depthwise convolution (groups = input channels = output channels) of an input X (n, c, hp..) padded
+ * beforehand: Y (n, c, y..) = (Bias[c]) + sum over taps of W[c, 0, tap..] * X[n, c, y*s + tap*d ..], row by
+ * row as pool_rows (W (c, 1, k..), kernel extents, strides and dilations of w constants). */
+loom_status loom_tp_gen_depthwise_rows(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_window *w,
+                                       bool bias, loom_tp_func **result);
 
 /* gather_nd: I (lead..., depth) names, per leading position, an element or slice of X past its
  * first `batch` axes (batch axes shared by X and I): Y = I.shape[:-1] + X.shape[batch + depth:]. */

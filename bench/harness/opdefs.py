@@ -67,13 +67,16 @@ class G:
 
 class Case:
     def __init__(self, family, label, build, shapes, flops=0.0, tol=2e-3, quick=True, dtypes=None, positive=False,
-                 index_hi=0, count_weights=True):
+                 index_hi=0, count_weights=True, model=False, variants=None):
         self.family, self.label = family, label
         self._build, self.shapes, self.flops, self.tol, self.quick = build, shapes, float(flops), tol, quick
         self.dtypes = dtypes or {}
         self.positive = positive  # inputs drawn from [0.1, 2] (pow with fractional exponents)
         self.index_hi = index_hi  # int64 inputs (indices) drawn from [0, index_hi)
         self.count_weights = count_weights  # the weights' bytes are moved (false: a gather reads a few rows)
+        self.is_model = model  # a whole network (reported apart from the operator families)
+        # more (label, shapes, flops) run on the same compilation (a model at several image sizes)
+        self.variants = variants or []
 
     @property
     def id(self):
@@ -82,10 +85,10 @@ class Case:
     def model(self):
         return self._build(G(zlib.crc32(self.id.encode())))
 
-    def inputs(self):
-        rng = np.random.default_rng(zlib.crc32(("in:" + self.id).encode()))
+    def inputs(self, shapes=None):
+        rng = np.random.default_rng(zlib.crc32(("in:" + self.id + str(shapes or "")).encode()))
         out = {}
-        for name, shape in self.shapes.items():
+        for name, shape in (shapes or self.shapes).items():
             dt = self.dtypes.get(name, F32)
             if dt == F32:
                 a = rng.uniform(0.1, 2.0, shape) if self.positive else rng.standard_normal(shape)
@@ -392,6 +395,99 @@ def attn_flops(b, h, s, d):
     return 4.0 * b * h * s * s * d
 
 
+# ---- whole networks (torchvision's layouts, random weights, BatchNormalization as exported) ------------
+class Net:
+    """Conv / BatchNormalization / activation stacks for ResNet-18 and MobileNetV2, written as torch.onnx
+    exports them (eval mode: BatchNormalization nodes kept, Flatten + Gemm head), counting flops."""
+
+    def __init__(self, g):
+        self.g, self.flops = g, 0.0
+
+    def conv_bn(self, x, cin, cout, k, s, hw, groups=1, act="relu"):
+        g = self.g
+        pad = k // 2
+        y = g.op("Conv", [x, g.weight([cout, cin // groups, k, k])], kernel_shape=[k, k], strides=[s, s],
+                 pads=[pad] * 4, group=groups)
+        ho = (hw + 2 * pad - k) // s + 1
+        self.flops += 2.0 * cout * (cin // groups) * k * k * ho * ho
+        y = g.op("BatchNormalization", [y, g.init((1 + 0.1 * g.rng.standard_normal(cout)).astype(np.float32), "bng"),
+                                        g.init((0.1 * g.rng.standard_normal(cout)).astype(np.float32), "bnb"),
+                                        g.init((0.1 * g.rng.standard_normal(cout)).astype(np.float32), "bnm"),
+                                        g.init(g.rng.uniform(0.5, 1.5, cout).astype(np.float32), "bnv")], epsilon=1e-5)
+        if act == "relu":
+            y = g.op("Relu", [y])
+        elif act == "relu6":
+            y = g.op("Clip", [y, g.const(0.0, np.float32), g.const(6.0, np.float32)])
+        return y, ho
+
+    def head(self, x, cin, classes=1000):
+        g = self.g
+        y = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
+        self.flops += 2.0 * cin * classes
+        return g.op("Gemm", [y, g.weight([classes, cin]), g.weight([classes], std=0.01)], "y", transB=1)
+
+
+def resnet18(hw):
+    def build(g):
+        net = Net(g)
+        x = g.input("x", F32, ["N", 3, "H", "W"])
+        y, s = net.conv_bn(x, 3, 64, 7, 2, hw)
+        y = g.op("MaxPool", [y], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+        s = (s + 2 - 3) // 2 + 1
+        cin = 64
+        for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
+            for b in range(2):
+                st = stride if b == 0 else 1
+                h, s2 = net.conv_bn(y, cin, cout, 3, st, s)
+                h, _ = net.conv_bn(h, cout, cout, 3, 1, s2, act=None)
+                sc = y
+                if st != 1 or cin != cout:
+                    sc, _ = net.conv_bn(y, cin, cout, 1, st, s, act=None)
+                y = g.op("Relu", [g.op("Add", [h, sc])])
+                cin, s = cout, s2
+        return g.model(net.head(y, 512))
+    return build
+
+
+def mobilenet_v2(hw):
+    def build(g):
+        net = Net(g)
+        x = g.input("x", F32, ["N", 3, "H", "W"])
+        y, s = net.conv_bn(x, 3, 32, 3, 2, hw, act="relu6")
+        cin = 32
+        for t, c, n, st in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                            (6, 320, 1, 1)]:
+            for i in range(n):
+                stride = st if i == 0 else 1
+                h, hid = y, cin * t
+                if t != 1:
+                    h, _ = net.conv_bn(h, cin, hid, 1, 1, s, act="relu6")
+                h, s2 = net.conv_bn(h, hid, hid, 3, stride, s, groups=hid, act="relu6")
+                h, _ = net.conv_bn(h, hid, c, 1, 1, s2, act=None)
+                y = g.op("Add", [y, h]) if stride == 1 and cin == c else h
+                cin, s = c, s2
+        y, _ = net.conv_bn(y, cin, 1280, 1, 1, s, act="relu6")
+        return g.model(net.head(y, 1280))
+    return build
+
+
+def net_flops(builder, hw):
+    """Flops of one image at hw x hw (the builder's Net counts them while building)."""
+    g = G(0)
+    net_holder = {}
+    orig = Net.__init__
+
+    def init(self, gg):
+        orig(self, gg)
+        net_holder["n"] = self
+    Net.__init__ = init
+    try:
+        builder(hw)(g)
+    finally:
+        Net.__init__ = orig
+    return net_holder["n"].flops
+
+
 # ---- the case list ------------------------------------------------------------------------------------------
 def all_cases():
     C = []
@@ -469,6 +565,10 @@ def all_cases():
              {"q": (1, 32, 512, 128), "k": (1, 8, 512, 128), "v": (1, 8, 512, 128)}, attn_flops(1, 32, 512, 128)))
     add(Case("topk", "k=50 of 16x32000", topk(50), {"x": (16, 32000)}))
     add(Case("cumsum", "16x4096 axis 1", cumsum(), {"x": (16, 4096)}))
+    # whole networks: one compilation, 224 x 224 and an odd size (the weights do not depend on the size)
+    for fam, builder in [("resnet18", resnet18), ("mobilenet_v2", mobilenet_v2)]:
+        add(Case(fam, "1x3x224x224", builder(224), {"x": (1, 3, 224, 224)}, net_flops(builder, 224), tol=1e-3, quick=False,
+                 model=True, variants=[("1x3x193x193", {"x": (1, 3, 193, 193)}, net_flops(builder, 193))]))
     return C
 
 

@@ -75,7 +75,7 @@ def run_case(case, threads, args, mdir, wdir):
 
     onnx.save(case.model(), path)
     I = case.inputs()
-    base = dict(family=case.family, case=case.label)
+    base = dict(family=case.family, case=case.label, model=case.is_model)
     loom, ort = systems.Loom(threads[0], wdir), systems.OnnxRuntime(threads[0], wdir)
     t0 = time.time()
     try:
@@ -87,39 +87,43 @@ def run_case(case, threads, args, mdir, wdir):
     compile_s = time.time() - t0
     ort.prepare(path, "ops")
     rows = []
+    wbytes = weight_bytes(path) if case.count_weights else None
+    variants = [(case.label, case.shapes, case.flops)] + list(case.variants)
     try:
-        for t in threads:
-            loom.set_threads(t)
-            ort.set_threads(t)
-            row = dict(base, threads=t, loom_compile_s=compile_s)
-            y_ort = ort.run(I)
-            try:
-                y_loom = loom.run(I)
-            except Exception as ex:
-                rows.append(dict(row, status="error", error=str(ex)[:300]))
-                continue
-            err, why = rel_err(y_loom, y_ort)
-            row["err"] = err
-            if err > case.tol:
-                rows.append(dict(row, status="wrong", error=why or f"max |loom - ort| / max |ort| = {err:.2e} > {case.tol:g}"))
-                continue
+        for label, shapes, flops in variants:
+            I = case.inputs(shapes if label != case.label else None)
+            for t in threads:
+                loom.set_threads(t)
+                ort.set_threads(t)
+                row = dict(base, case=label, threads=t, loom_compile_s=compile_s, model=case.is_model)
+                y_ort = ort.run(I)
+                try:
+                    y_loom = loom.run(I)
+                except Exception as ex:
+                    rows.append(dict(row, status="error", error=str(ex)[:300]))
+                    continue
+                err, why = rel_err(y_loom, y_ort)
+                row["err"] = err
+                if err > case.tol:
+                    rows.append(dict(row, status="wrong", error=why or f"max |loom - ort| / max |ort| = {err:.2e} > {case.tol:g}"))
+                    continue
 
-            def loom_call():
-                loom.run(I)
-                return loom.own_time()
+                def loom_call():
+                    loom.run(I)
+                    return loom.own_time()
 
-            def ort_call():
-                ort.run(I)
-                return None
+                def ort_call():
+                    ort.run(I)
+                    return None
 
-            times = interleave.alternate([("loom", loom_call), ("ort", ort_call)], rounds=args.rounds,
-                                         budget_s=args.case_budget, min_rounds=3, gap_s=0.002 if t > 1 else 0.0)
-            lm, ls = interleave.summary(times["loom"])
-            om, osp = interleave.summary(times["ort"])
-            rows.append(dict(row, status="ok", loom_ms=lm * 1e3, loom_spread=ls, ort_ms=om * 1e3, ort_spread=osp,
-                             ratio=lm / om, rounds=len(times["loom"]), flops=case.flops,
-                             bytes=sum(a.nbytes for a in I.values()) + np.asarray(y_ort).nbytes
-                             + (weight_bytes(path) if case.count_weights else np.asarray(y_ort).nbytes)))
+                times = interleave.alternate([("loom", loom_call), ("ort", ort_call)], rounds=args.rounds,
+                                             budget_s=args.case_budget, min_rounds=3, gap_s=0.002 if t > 1 else 0.0)
+                lm, ls = interleave.summary(times["loom"])
+                om, osp = interleave.summary(times["ort"])
+                out_bytes = np.asarray(y_ort).nbytes
+                rows.append(dict(row, status="ok", loom_ms=lm * 1e3, loom_spread=ls, ort_ms=om * 1e3, ort_spread=osp,
+                                 ratio=lm / om, rounds=len(times["loom"]), flops=flops,
+                                 bytes=sum(a.nbytes for a in I.values()) + out_bytes + (wbytes if wbytes is not None else out_bytes)))
     finally:
         loom.close()
     return rows
@@ -165,6 +169,11 @@ def table(rows, lim, threads):
 
 def summary_lines(rows, threads):
     L = []
+    for r in rows:  # whole networks: reported on their own line, not among the operator families
+        if r.get("model") and r["status"] == "ok":
+            L.append(f"model {r['family']} {r['case']}, {r['threads']} thread{'s' if r['threads'] > 1 else ''}: loom "
+                     f"{fmt_ms(r['loom_ms'])} ms, ort {fmt_ms(r['ort_ms'])} ms, loom/ort {r['ratio']:.2f}")
+    rows = [r for r in rows if not r.get("model")]
     fams = list(dict.fromkeys(r["family"] for r in rows))
     per = {}
     for t in threads:
@@ -191,6 +200,10 @@ def summary_lines(rows, threads):
                 scal.append(f"{r1['family']} {r1['case']}: loom {r1['loom_ms'] / r2['loom_ms']:.2f}x, ort {r1['ort_ms'] / r2['ort_ms']:.2f}x")
     if scal:
         L.append("1 -> 2 thread scaling (compute-bound cases): " + "; ".join(scal))
+    bad_rows = [r for r in rows if r["status"] not in ("ok", "unsupported")]
+    if bad_rows:
+        L.append(f"{len(bad_rows)} case(s) wrong or failed: " + "; ".join(f"{r['family']} {r['case']} t{r.get('threads', '')}: "
+                                                                      f"{r['error'][:120]}" for r in bad_rows))
     t1 = per[threads[0]]
     if t1:
         worst = max(t1, key=t1.get)
@@ -205,7 +218,8 @@ def main():
     ap = argparse.ArgumentParser(prog="bench/ops")
     ap.add_argument("--quick", action="store_true", help="one or two shapes per family, fewer rounds (under 5 minutes)")
     ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--families", default=None, help="comma list of families (default: all)")
+    ap.add_argument("--families", default=None, help="comma list of families (default: all; the networks resnet18 and "
+                    "mobilenet_v2 run in the full mode or when named here)")
     ap.add_argument("--rounds", type=int, default=None, help="alternating rounds per case (default quick 5, full 15)")
     ap.add_argument("--case-budget", type=float, default=None, help="s of rounds per case and thread count (at least 3 rounds)")
     ap.add_argument("--tag", default=None, help="results file name (default <date>-ops[-quick])")
@@ -228,7 +242,7 @@ def main():
     cases = opdefs.cases(args.quick)
     if args.families:
         want = set(args.families.split(","))
-        cases = [c for c in cases if c.family in want]
+        cases = [c for c in opdefs.all_cases() if c.family in want and (c.quick or not args.quick or c.is_model)]
     rows = []
     for c in cases:
         a = time.time()

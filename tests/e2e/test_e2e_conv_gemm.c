@@ -1,12 +1,12 @@
 /* test_e2e_conv_gemm.c — convolution with constant kernel extents, which legalization turns into a GEMM
  * the CPU matmul rule register-tiles (graph/legalize_window.c: padded input viewed flat + implicit GEMM
- * + crop, or patches + GEMM when strided; docs/tensorprog.md "Convolution as GEMM"), against the
+ * + crop, or patches + GEMM when strided; depthwise row by row; docs/tensorprog.md "Convolution as GEMM"), against the
  * reference interpreter. Each form is compiled once with batch and spatial extents symbolic and run at
  * batch 0, 1 and 2, at the smallest spatial extent with an output, at primes and at extents that are
  * not multiples of the 16-column panels or the 6-row tiles, with 1 and 2 threads. Output channels 7
  * and 13 leave a row tail; groups, depthwise, strides, dilations and asymmetric pads are covered in
- * 1-D, 2-D and 3-D. Every form is checked to have taken the GEMM path (a program named conv_gemm),
- * so that a change sending it back to the generic nest fails here. */
+ * 1-D, 2-D and 3-D. Every form is checked to have taken its path (a program named conv_gemm, or
+ * depthwise_rows for depthwise), so that a change sending it back to the generic nest fails here. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +74,9 @@ static int check_form(const gemm_form *w) {
   cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
   close(fd);
   e2e_model md = e2e_compile(path);
-  cr_assert(has_program(&md, "conv_gemm"), "%s did not take the GEMM path:\n%s", path, text);
+  /* depthwise (one channel per group in and out) takes pooling's row form, the rest the GEMM */
+  const char *want = w->groups == w->c && w->groups == w->o ? "depthwise_rows" : "conv_gemm";
+  cr_assert(has_program(&md, want), "%s did not take the %s path:\n%s", path, want, text);
   static const int64_t extra[][MAX_N] = {{0, 0, 0}, {12, 6, 1}, {16, 4, 2}, {40, 1, 0}};
   static const int64_t batches[] = {2, 1, 1, 0};
   int runs = 0;
@@ -136,7 +138,7 @@ LOOM_TEST(e2e_conv_gemm, conv2d_strided) {
   const gemm_form forms[] = {
       f2(7, 7, 3, 3, 3, 3, 2, 2, 1, 1, 1, 3, 8, true), f2(3, 3, 1, 1, 1, 1, 2, 2, 1, 1, 1, 4, 7, false),
       f2(1, 1, 0, 0, 0, 0, 2, 2, 1, 1, 1, 6, 13, true), f2(3, 2, 0, 1, 2, 0, 3, 1, 1, 2, 2, 4, 6, false),
-      f2(3, 3, 1, 1, 1, 1, 2, 2, 1, 1, 5, 5, 5, true),
+      f2(3, 3, 1, 1, 1, 1, 2, 2, 1, 1, 5, 5, 5, true),   f2(5, 3, 2, 0, 1, 2, 3, 2, 2, 1, 7, 7, 7, false),
   };
   int runs = 0;
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i]);
