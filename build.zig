@@ -4,9 +4,11 @@
 //      module's own list in its sources.zig;
 //   3. libloomrt (runtime only: no LLVM, no GMP) and libloom (everything);
 //   4. the programs `loom` and `loom-run`;
-//   5. `zig build test`: every suite rebuilt with AddressSanitizer + UBSan and run.
+//   5. `zig build test`: every suite rebuilt with AddressSanitizer + UBSan and run;
+//      `zig build test-tsan`: the runtime's suites (vm, e2e, concurrency) with ThreadSanitizer.
 //
-// Options: -Doptimize=Debug|ReleaseSafe|ReleaseFast, -Dcuda=auto|on|off.
+// Options: -Doptimize=Debug|ReleaseSafe|ReleaseFast, -Dcuda=auto|on|off, -Dsuite=NAME;
+// arguments after `--` go to the test suites (Criterion: --filter 'suite/test*', --verbose).
 const std = @import("std");
 const builtin = @import("builtin");
 
@@ -63,6 +65,31 @@ const sanitizer_flags = [_][]const u8{
 const clang_rt_dir = "/usr/lib/llvm-19/lib/clang/19/lib/linux";
 const asan_runtime = clang_rt_dir ++ "/libclang_rt.asan-x86_64.so";
 
+/// The ThreadSanitizer build (`zig build test-tsan`): the runtime's suites, where threads
+/// meet (the thread pool, concurrent calls on one runtime), built with TSan alone (it cannot
+/// be combined with ASan), optimised so the suites run in CI time, and run with
+/// tsan_options: the first report ends the test's process with exit code 66, which
+/// Criterion counts as a crash, so any report fails the run. LOOM_TSAN turns off the
+/// per-test LeakSanitizer check, which only the ASan runtime has.
+const tsan_flags = [_][]const u8{
+    "-fsanitize=thread",
+    "-fno-omit-frame-pointer",
+    "-DLOOM_SANITIZED=1",
+    "-DLOOM_TSAN=1",
+};
+const tsan_runtime = clang_rt_dir ++ "/libclang_rt.tsan-x86_64.so";
+const tsan_options = "halt_on_error=1:exitcode=66:second_deadlock_stack=1";
+/// The suites built with TSan, and the Criterion filter each runs (all of it unless given).
+const tsan_suites = .{
+    .{ .name = "vm", .filter = "" },
+    .{ .name = "concurrency", .filter = "" },
+    // Not under TSan (both run in the ASan build): fuzz-ops forks a multi-threaded process and
+    // starts threads in the child, which TSan does not support; the ONNX conformance families
+    // compile ~1,000 modules one at a time (5 minutes under TSan) and start no threads of
+    // their own beyond what every other e2e test does.
+    .{ .name = "e2e", .filter = "!(fuzz_ops/interpreter_equals_compiled_for_every_family|e2e_cli/onnx_conformance_families_through_the_compiled_path)" },
+};
+
 const llvm_prefix = "/usr/lib/llvm-19";
 const cuda_prefix = "/usr/local/cuda";
 
@@ -89,7 +116,7 @@ const test_suites = @import("tests/suites.zig").suites;
 
 const CudaMode = enum { auto, on, off };
 
-const Variant = enum { normal, sanitized };
+const Variant = enum { normal, sanitized, tsan };
 
 const Config = struct {
     b: *std.Build,
@@ -140,8 +167,10 @@ pub fn build(b: *std.Build) void {
     const only_suite = b.option([]const u8, "suite", "Build and run only this test suite (e.g. -Dsuite=e2e)");
     inline for (test_suites) |suite| {
         if (only_suite == null or std.mem.eql(u8, only_suite.?, suite.name)) {
-            const exe = addTestSuite(cfg, suite.name, suite.files, san.full);
+            const exe = addTestSuite(cfg, suite.name, suite.files, san.full, .sanitized);
             const run = b.addRunArtifact(exe);
+            // `zig build test -Dsuite=e2e -- --filter 'e2e_norms/*'`: arguments after -- go to Criterion.
+            if (b.args) |args| run.addArgs(args);
             run.setCwd(b.path("."));
             run.stdio = .inherit;
             setSanitizerEnv(run);
@@ -155,6 +184,35 @@ pub fn build(b: *std.Build) void {
             test_step.dependOn(&run.step);
         }
     }
+
+    // The runtime's suites again under ThreadSanitizer (scripts/test runs this after `test`).
+    const tsan_step = b.step("test-tsan", "Build the runtime's suites (vm, e2e, concurrency) with ThreadSanitizer and run them");
+    const tsan_libs = addLibraries(cfg, .tsan);
+    var previous_tsan: ?*std.Build.Step = null;
+    inline for (tsan_suites) |ts| {
+        if (only_suite == null or std.mem.eql(u8, only_suite.?, ts.name)) {
+            const exe = addTestSuite(cfg, "tsan-" ++ ts.name, suiteFiles(ts.name), tsan_libs.full, .tsan);
+            const run = b.addRunArtifact(exe);
+            if (b.args) |args| run.addArgs(args) else if (ts.filter.len > 0) run.addArgs(&.{ "--filter", ts.filter });
+            run.setCwd(b.path("."));
+            run.stdio = .inherit;
+            run.setEnvironmentVariable("TSAN_OPTIONS", tsan_options);
+            // CLI-level tests run the ASan programs (a separate process each).
+            run.setEnvironmentVariable("LOOM_BIN", b.getInstallPath(.bin, "loom-san"));
+            run.setEnvironmentVariable("LOOM_RUN_BIN", b.getInstallPath(.bin, "loom-run-san"));
+            run.step.dependOn(&loom_san.step);
+            run.step.dependOn(&loom_run_san.step);
+            if (previous_tsan) |p| run.step.dependOn(p);
+            previous_tsan = &run.step;
+            tsan_step.dependOn(&run.step);
+        }
+    }
+}
+
+/// The files of test suite `name` (tests/suites.zig).
+fn suiteFiles(comptime name: []const u8) []const []const u8 {
+    inline for (test_suites) |suite| if (comptime std.mem.eql(u8, suite.name, name)) return suite.files;
+    @compileError("no test suite named " ++ name);
 }
 
 /// CUDA is used when its headers and runtime are present (or -Dcuda=on demands it).
@@ -188,8 +246,13 @@ fn cFlags(cfg: Config, variant: Variant, library_code: bool) []const []const u8 
     list.appendSlice(&warning_flags) catch @panic("OOM");
     if (library_code) list.appendSlice(&library_only_flags) catch @panic("OOM");
     if (variant == .sanitized) list.appendSlice(&sanitizer_flags) catch @panic("OOM");
+    if (variant == .tsan) list.appendSlice(&tsan_flags) catch @panic("OOM");
     list.append(b.fmt("-DLOOM_VERSION=\"{s}\"", .{manifest.version})) catch @panic("OOM");
-    const mode_name = if (variant == .sanitized) "Debug+ASan+UBSan" else @tagName(cfg.optimize);
+    const mode_name = switch (variant) {
+        .sanitized => "Debug+ASan+UBSan",
+        .tsan => "ReleaseSafe+TSan",
+        .normal => @tagName(cfg.optimize),
+    };
     list.append(b.fmt("-DLOOM_BUILD_MODE=\"{s}\"", .{mode_name})) catch @panic("OOM");
     list.append(if (cfg.cuda) "-DLOOM_HAVE_CUDA=1" else "-DLOOM_HAVE_CUDA=0") catch @panic("OOM");
     return list.items;
@@ -198,10 +261,15 @@ fn cFlags(cfg: Config, variant: Variant, library_code: bool) []const []const u8 
 fn newModule(cfg: Config, variant: Variant) *std.Build.Module {
     const m = cfg.b.createModule(.{
         .target = cfg.target,
-        .optimize = if (variant == .sanitized) .Debug else cfg.optimize,
+        .optimize = switch (variant) {
+            .sanitized => .Debug,
+            .tsan => .ReleaseSafe,
+            .normal => cfg.optimize,
+        },
         .link_libc = true,
-        // Zig's own trapping UBSan is replaced by the full runtime in the sanitized variant.
-        .sanitize_c = if (variant == .sanitized) false else null,
+        // Zig's own trapping UBSan is replaced by the full runtime in the sanitized variant
+        // (and kept out of the TSan one, whose runtime is TSan's alone).
+        .sanitize_c = if (variant == .normal) null else false,
     });
     m.addIncludePath(cfg.b.path("."));
     m.addIncludePath(cfg.b.path("src"));
@@ -209,8 +277,8 @@ fn newModule(cfg: Config, variant: Variant) *std.Build.Module {
 }
 
 /// The sanitizer runtime must be the first shared object the program needs.
-fn linkSanitizerRuntime(m: *std.Build.Module) void {
-    m.addObjectFile(.{ .cwd_relative = asan_runtime });
+fn linkSanitizerRuntime(m: *std.Build.Module, variant: Variant) void {
+    m.addObjectFile(.{ .cwd_relative = if (variant == .tsan) tsan_runtime else asan_runtime });
     m.addRPath(.{ .cwd_relative = clang_rt_dir });
 }
 
@@ -228,7 +296,11 @@ const Libraries = struct { rt: *std.Build.Step.Compile, full: *std.Build.Step.Co
 
 fn addLibraries(cfg: Config, variant: Variant) Libraries {
     const b = cfg.b;
-    const suffix = if (variant == .sanitized) "-san" else "";
+    const suffix = switch (variant) {
+        .sanitized => "-san",
+        .tsan => "-tsan",
+        .normal => "",
+    };
     const flags = cFlags(cfg, variant, true);
 
     const rt_mod = newModule(cfg, variant);
@@ -254,13 +326,16 @@ fn addOnnxGenerated(cfg: Config, m: *std.Build.Module, variant: Variant) void {
     var flags = std.ArrayList([]const u8).init(cfg.b.allocator);
     flags.appendSlice(&generated_flags) catch @panic("OOM");
     if (variant == .sanitized) flags.appendSlice(&sanitizer_flags) catch @panic("OOM");
+    if (variant == .tsan) flags.appendSlice(&tsan_flags) catch @panic("OOM");
     m.addCSourceFile(.{ .file = cfg.onnx_gen.path(cfg.b, "onnx.pb-c.c"), .flags = flags.items });
     m.addIncludePath(cfg.onnx_gen);
 }
 
-/// System libraries of the runtime: libc, libffi, pthread/dl/m, and cudart when built with CUDA.
+/// System libraries of the runtime: libc, libffi, libsodium (artifact hashes and signatures,
+/// vm/artifact.c), pthread/dl/m, and cudart when built with CUDA.
 fn linkRuntimeDeps(cfg: Config, m: *std.Build.Module) void {
     m.linkSystemLibrary("ffi", .{});
+    m.linkSystemLibrary("sodium", .{});
     m.linkSystemLibrary("pthread", .{});
     m.linkSystemLibrary("dl", .{});
     m.linkSystemLibrary("m", .{});
@@ -283,7 +358,7 @@ fn linkCompilerDeps(cfg: Config, m: *std.Build.Module) void {
 
 fn addProgram(cfg: Config, name: []const u8, files: []const []const u8, lib: *std.Build.Step.Compile, variant: Variant) *std.Build.Step.Compile {
     const m = newModule(cfg, variant);
-    if (variant == .sanitized) linkSanitizerRuntime(m);
+    if (variant != .normal) linkSanitizerRuntime(m, variant);
     m.addCSourceFiles(.{ .files = files, .flags = cFlags(cfg, variant, true) });
     m.linkLibrary(lib);
     const runtime_only = std.mem.startsWith(u8, lib.name, "loomrt");
@@ -291,15 +366,21 @@ fn addProgram(cfg: Config, name: []const u8, files: []const []const u8, lib: *st
     return cfg.b.addExecutable(.{ .name = name, .root_module = m });
 }
 
-fn addTestSuite(cfg: Config, comptime name: []const u8, files: []const []const u8, lib: *std.Build.Step.Compile) *std.Build.Step.Compile {
-    const m = newModule(cfg, .sanitized);
-    linkSanitizerRuntime(m);
-    m.addCSourceFiles(.{ .files = files, .flags = cFlags(cfg, .sanitized, false) });
-    m.addCSourceFiles(.{ .files = &@import("tests/suites.zig").support, .flags = cFlags(cfg, .sanitized, false) });
+fn addTestSuite(cfg: Config, comptime name: []const u8, files: []const []const u8, lib: *std.Build.Step.Compile, variant: Variant) *std.Build.Step.Compile {
+    const m = newModule(cfg, variant);
+    linkSanitizerRuntime(m, variant);
+    m.addCSourceFiles(.{ .files = files, .flags = cFlags(cfg, variant, false) });
+    m.addCSourceFiles(.{ .files = &@import("tests/suites.zig").support, .flags = cFlags(cfg, variant, false) });
+    // Criterion's start-up under TSan needs help (see the file's banner).
+    if (variant == .tsan) m.addCSourceFiles(.{ .files = &.{"tests/support/tsan_criterion.c"}, .flags = cFlags(cfg, variant, false) });
     m.addIncludePath(cfg.b.path("tests"));
     m.addSystemIncludePath(.{ .cwd_relative = llvm_prefix ++ "/include" });
     m.linkLibrary(lib);
     linkCompilerDeps(cfg, m);
     m.linkSystemLibrary("criterion", .{});
-    return cfg.b.addExecutable(.{ .name = "test-" ++ name, .root_module = m });
+    const exe = cfg.b.addExecutable(.{ .name = "test-" ++ name, .root_module = m });
+    // Criterion finds tests through a section nothing references: an optimised build must
+    // not collect it as garbage.
+    exe.link_gc_sections = false;
+    return exe;
 }

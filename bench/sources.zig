@@ -6,6 +6,8 @@ pub const programs = .{
     .{ .name = "bench-libcall", .files = &[_][]const u8{"bench/libcall/main.c"}, .runtime_only = false, .system_libs = &[_][]const u8{"openblas"} },
     .{ .name = "bench-symbolic", .files = &[_][]const u8{"bench/symbolic/bench_symbolic.c"}, .runtime_only = false },
     .{ .name = "bench-vm", .files = &[_][]const u8{"bench/vm/main.c"}, .runtime_only = true },
+    // issue 20: one runtime, several threads, random shapes, minutes; not a CI test.
+    .{ .name = "bench-soak", .files = &[_][]const u8{"bench/soak/main.c"}, .runtime_only = false },
     .{ .name = "bench-e2e", .files = &[_][]const u8{ "bench/e2e/main.c", "bench/common/machine_limits.c" }, .runtime_only = false },
     .{ .name = "bench-limits", .files = &[_][]const u8{ "bench/limits/limits.c", "bench/common/machine_limits.c" }, .runtime_only = true },
     .{ .name = "bench-loom-serve", .files = &[_][]const u8{"bench/loomserve/main.c"}, .runtime_only = false },

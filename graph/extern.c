@@ -134,6 +134,10 @@ static loom_status load_externs(loom_graph_module *m) {
 }
 
 static void record_error(const loom_kernel_ctx *ctx, const char *msg) { snprintf(ctx->error_slot, 256, "%s", msg); }
+static void record_error_index(const loom_kernel_ctx *ctx, const char *msg, int64_t index, int64_t lo, int64_t hi) {
+  snprintf(ctx->error_slot, 256, "%s: index %lld must be within the inclusive range [%lld, %lld]", msg, (long long)index,
+           (long long)lo, (long long)hi);
+}
 
 static int32_t serial_for(void *pool, int64_t n, loom_parallel_body body, void *arg) {
   (void)pool;
@@ -176,7 +180,8 @@ loom_status loom_graph_eval_extern(loom_graph_module *m, const loom_graph_expr *
   for (int k = 0; k < osi->ndim; k++) syms[ns++] = shape[k];
   for (size_t i = 0; i < nints; i++) syms[ns++] = ints[i];
   char err[256] = "";
-  loom_kernel_ctx ctx = {LOOM_KERNEL_ABI_VERSION, sizeof(loom_kernel_ctx), 1, 0, serial_for, NULL, record_error, err, NULL};
+  loom_kernel_ctx ctx = {LOOM_KERNEL_ABI_VERSION, sizeof(loom_kernel_ctx), 1, 0, serial_for, NULL, record_error, err, NULL,
+                         record_error_index};
   int32_t rc = fn(bufs, syms, &ctx);
   if (rc) {
     loom_graph_tensor_free(&res);

@@ -723,6 +723,7 @@ loom_status loom_legal_expand_nms(loom_lx *x, loom_graph_expr **value) {
 
 /* ---- entry ------------------------------------------------------------------------------------ */
 
+/* Convolutions and pools: legalize_window.c picks the forms it expands. */
 loom_status loom_legalize_expand(loom_graph_module *m, loom_graph_block *blk, size_t i, bool *expanded) {
   *expanded = false;
   loom_lx x = {.m = m, .b = blk->bindings[i]};

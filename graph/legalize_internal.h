@@ -155,6 +155,10 @@ loom_status loom_legal_expand_arange(loom_lx *x, loom_graph_expr **value);
 loom_status loom_legal_expand_nonzero(loom_lx *x, loom_graph_expr **value);
 loom_status loom_legal_expand_unique(loom_lx *x, loom_graph_expr **value);
 loom_status loom_legal_expand_nms(loom_lx *x, loom_graph_expr **value);
+/* legalize_window.c: conv1d / conv2d / conv / conv_transpose in f32 with constant kernel extents
+ * as bindings the CPU matmul rule tiles; max / average pooling row by row; global_avg_pool2d as
+ * a mean over planes. *value NULL for another form (the call keeps its one-program lowering). */
+loom_status loom_legal_expand_window(loom_lx *x, loom_graph_expr **value);
 /* legalize_image.c: resize (op_image.c) with run-time scales or sizes (no attribute `size`), or
  * with antialias (one program per resized axis). */
 loom_status loom_legal_expand_resize(loom_lx *x, loom_graph_expr **value);

@@ -22,7 +22,11 @@ static bool match(const loom_graph_binding *b, gemm_form *f) {
   if (a->kind != LOOM_SINFO_TENSOR || w->kind != LOOM_SINFO_TENSOR || o->kind != LOOM_SINFO_TENSOR) return false;
   if (!a->dims || !w->dims || !o->dims || a->dtype != o->dtype || w->dtype != o->dtype) return false;
   if (o->dtype != LOOM_DTYPE_F32 && o->dtype != LOOM_DTYPE_F64) return false;
-  *f = (gemm_form){op == LOOM_GRAPH_OP_LINEAR, a->ndim, w->ndim, o->ndim, o->dtype};
+  /* matmul with transpose_b reads B as linear reads w: BLAS's transposed form when B is 2-D */
+  if (op == LOOM_GRAPH_OP_MATMUL && loom_graph_call_int(v, "packed_b")) return false; /* panels: not BLAS's layout */
+  bool tb = op == LOOM_GRAPH_OP_MATMUL && loom_graph_call_int(v, "transpose_b") != 0;
+  if (tb && w->ndim != 2) return false;
+  *f = (gemm_form){op == LOOM_GRAPH_OP_LINEAR || tb, a->ndim, w->ndim, o->ndim, o->dtype};
   if (f->ra < 2 || f->rb < 2 || f->rc < 2 || (f->linear && f->rb != 2) || (f->ra != 2 && f->ra != f->rc) ||
       (f->rb != 2 && f->rb != f->rc))
     return false;

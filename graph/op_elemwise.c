@@ -552,8 +552,50 @@ static loom_status gen_binary(loom_graph_module *m, const char *name, const void
                             p->mb, tp);
 }
 
+/* pow(a, c) for a constant c of one value (every element equal) among these exponents:
+ * multiplies and square roots instead of a libm call per element, which does not vectorise
+ * (a constant exponent is a 0-d buffer, not a literal the code generator could see). Each
+ * form has pow's value at the special points (ONNX Pow is C's pow): -0 and -inf bases, NaN,
+ * negative bases of half-integer exponents (NaN: sqrt of a negative); abs(sqrt(-0)) is
+ * pow's +0. Integer exponents above 2 and -2 round twice where pow rounds once (within 1 ulp,
+ * as ONNX Runtime, which multiplies too), so they are used for f32 / f64 only. */
+typedef struct pow_form {
+  double c;          /* the exponent */
+  const char *tag;   /* in the program's name */
+  const char *expr;  /* over a (b, the exponent buffer, is not read) */
+  bool exact;        /* one rounding, as pow: every float dtype */
+} pow_form;
+
+static const pow_form pow_forms[] = {
+    {1, "1", "a", true},
+    {2, "2", "a * a", true},
+    {-1, "m1", "1.0 / a", true},
+    {0.5, "h", "select(a == -inf, inf, abs(sqrt(a)))", true},
+    {3, "3", "a * a * a", false},
+    {4, "4", "(a * a) * (a * a)", false},
+    {-2, "m2", "(1.0 / a) * (1.0 / a)", false}, /* 1 / (a * a) overflows where pow does not */
+    {-0.5, "mh", "select(a == -inf, 0.0, 1.0 / abs(sqrt(a)))", false},
+    {1.5, "3h", "select(a == -inf, inf, select(a == 0.0, 0.0, a * sqrt(a)))", false},
+};
+
+/* The form for pow(a, c) when operand 1 is a constant with one value among pow_forms. */
+static const pow_form *pow_constant_form(const loom_graph_expr *c, loom_dtype t) {
+  if (c->kind != LOOM_GRAPH_EXPR_CONST || c->sinfo->kind != LOOM_SINFO_TENSOR || !loom_dtype_is_float(t)) return NULL;
+  size_t es = loom_dtype_size(c->sinfo->dtype), n = es ? c->u.cnst.nbytes / es : 0;
+  if (!n) return NULL;
+  loom_graph_tensor v = {.dtype = c->sinfo->dtype, .data = c->u.cnst.data};
+  double e = loom_graph_tensor_get_f64(&v, 0);
+  for (size_t i = 1; i < n; i++)
+    if (loom_graph_tensor_get_f64(&v, i) != e) return NULL;
+  bool wide = t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F64;
+  for (size_t i = 0; i < sizeof pow_forms / sizeof *pow_forms; i++)
+    if (pow_forms[i].c == e && (pow_forms[i].exact || wide)) return &pow_forms[i];
+  return NULL;
+}
+
 /* the ops of binary_table; pow of integers (ONNX Pow on int32 / int64) computes in double and
- * converts back, truncating, as the reference does */
+ * converts back, truncating, as the reference does; pow of floats by a constant of pow_forms
+ * multiplies (pow_constant_form) */
 static loom_status legal_binary(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                                 loom_graph_legal *r) {
   const binary_entry *e = NULL;
@@ -573,12 +615,15 @@ static loom_status legal_binary(loom_graph_module *m, const loom_graph_expr *cal
   if (a->dtype != b->dtype) return loom_legal_unsupported(call, "for operands of different dtypes");
   char name[256], pow_expr[96];
   const char *expr = loom_dtype_is_float(a->dtype) || !e->int_expr ? e->expr : e->int_expr;
+  const pow_form *pf = e->op == LOOM_GRAPH_OP_POW ? pow_constant_form(call->u.call.args[1], a->dtype) : NULL;
+  if (pf) expr = pf->expr;
   if (e->op == LOOM_GRAPH_OP_POW && !loom_dtype_is_float(a->dtype)) {
     if (!loom_dtype_is_int(a->dtype) || out->dtype != a->dtype) return loom_legal_unsupported(call, "for these operand dtypes");
     snprintf(pow_expr, sizeof pow_expr, "%s(pow(f64(a), f64(b)))", loom_dtype_name(a->dtype));
     expr = pow_expr;
   }
-  snprintf(name, sizeof name, "%s_%s_%s", loom_graph_op_name(call->u.call.op), loom_dtype_name(a->dtype), key);
+  snprintf(name, sizeof name, "%s%s%s_%s_%s", loom_graph_op_name(call->u.call.op), pf ? "_c" : "", pf ? pf->tag : "",
+           loom_dtype_name(a->dtype), key);
   LOOM_PROPAGATE(copy_expr(p.expr, sizeof p.expr, expr));
   return LOOM_LEGAL_PROGRAM(m, name, gen_binary, p, &r->tp);
 }

@@ -7,6 +7,57 @@
 #include "graph/legalize_internal.h"
 
 static const loom_graph_attr_spec no_attrs[] = {{0}};
+/* transpose_b: b is read transposed in its last two axes, (..., m, k) (what simplify makes of
+ * matmul(a, permute_dims(b, [.., -1, -2])): no transposition kernel). */
+/* packed_b: b is a constant weight laid out panel by panel, (n / P, k, P): B[r, j] =
+ * b[j / P, r, j % P] (graph/pass_pack.c makes it; the CPU matmul rule reads such panels in
+ * place instead of packing them on every call). b has no batch axes then. */
+static const loom_graph_attr_spec matmul_attrs[] = {
+    {"transpose_b", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {"packed_b", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {0}};
+
+/* matmul(a, b, packed_b=true): a (..., m, k) or (k); b (q, k, P). Result (..., m, q*P). */
+static loom_status infer_matmul_packed(loom_graph_icx *ic, const loom_sinfo *a, const loom_sinfo *b,
+                                       const loom_sinfo **out) {
+  if (loom_graph_call_int(ic->call, "transpose_b")) return loom_graph_icx_error(ic, "packed_b and transpose_b exclude each other");
+  if (b->ndim != 3) return loom_graph_icx_error(ic, "packed_b needs operand 1 of rank 3 (n / P, k, P), it has rank %d", b->ndim);
+  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 1, b->dims[1], 0, a->ndim - 1, a->dims[a->ndim - 1]));
+  int nd = a->ndim;
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)nd);
+  const loom_sym_expr *n = loom_sym_mul(loom_graph_module_sym(ic->m), b->dims[0], b->dims[2]);
+  if (!d || !n) return LOOM_OOM();
+  for (int i = 0; i + 1 < nd; i++) d[i] = a->dims[i];
+  d[nd - 1] = n;
+  *out = loom_sinfo_tensor(ic->m, a->dtype, nd, d, a->device);
+  return LOOM_OK;
+}
+
+/* The reference of matmul(a, b, packed_b=true): every row of a times B[r, j] = b[j / P, r, j % P]. */
+static loom_status eval_matmul_packed(const loom_graph_tensor *a, const loom_graph_tensor *b, loom_graph_value *out) {
+  if (b->ndim != 3 || a->ndim < 1 || a->shape[a->ndim - 1] != b->shape[1])
+    return LOOM_ERROR(INVALID_ARGUMENT, "matmul: packed_b needs operand 1 of shape (n / P, k, P) with k operand 0's last axis");
+  int64_t kk = b->shape[1], pw = b->shape[2], n = b->shape[0] * pw, osh[8];
+  for (int i = 0; i + 1 < a->ndim; i++) osh[i] = a->shape[i];
+  osh[a->ndim - 1] = n;
+  LOOM_PROPAGATE(loom_graph_value_tensor(a->dtype, a->ndim, osh, out));
+  size_t rows = 1;
+  for (int i = 0; i + 1 < a->ndim; i++) rows *= (size_t)a->shape[i];
+  bool ints = loom_dtype_is_int(a->dtype);
+  for (size_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double acc = 0;
+      int64_t iacc = 0;
+      for (int64_t q = 0; q < kk; q++) {
+        size_t pa = i * (size_t)kk + (size_t)q, pb = (size_t)(((j / pw) * kk + q) * pw + j % pw);
+        if (ints)
+          iacc = (int64_t)((uint64_t)iacc + (uint64_t)loom_graph_tensor_get_i64(a, pa) * (uint64_t)loom_graph_tensor_get_i64(b, pb));
+        else
+          acc += loom_graph_tensor_get_f64(a, pa) * loom_graph_tensor_get_f64(b, pb);
+      }
+      if (ints) loom_graph_tensor_set_i64(&out->t, i * (size_t)n + (size_t)j, iacc);
+      else loom_graph_tensor_set_f64(&out->t, i * (size_t)n + (size_t)j, acc);
+    }
+  return LOOM_OK;
+}
 
 static loom_status same_dtype(loom_graph_icx *ic, const loom_sinfo *a, const loom_sinfo *b, size_t ib) {
   if (a->dtype != LOOM_DTYPE_UNKNOWN && b->dtype != LOOM_DTYPE_UNKNOWN && a->dtype != b->dtype)
@@ -15,15 +66,19 @@ static loom_status same_dtype(loom_graph_icx *ic, const loom_sinfo *a, const loo
   return LOOM_OK;
 }
 
-/* a: (..., n, k) or (k); b: (..., k, m) or (k). Result: broadcast(batch) + (n) + (m), with
- * the 1-D axes dropped. k must agree (proved, or guarded when unknown). */
+/* a: (..., n, k) or (k); b: (..., k, m) or (k) (with transpose_b: (..., m, k)). Result:
+ * broadcast(batch) + (n) + (m), with the 1-D axes dropped. k must agree (proved, or guarded
+ * when unknown). */
 static loom_status infer_matmul(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *a, *b;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &a));
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 1, true, &b));
   LOOM_PROPAGATE(same_dtype(ic, a, b, 1));
   if (a->ndim == 0 || b->ndim == 0) return loom_graph_icx_error(ic, "operand %d is 0-d", a->ndim == 0 ? 0 : 1);
-  int ka = a->ndim - 1, kb = b->ndim == 1 ? 0 : b->ndim - 2;
+  if (loom_graph_call_int(ic->call, "packed_b")) return infer_matmul_packed(ic, a, b, out);
+  bool tb = loom_graph_call_int(ic->call, "transpose_b") != 0;
+  if (tb && b->ndim < 2) return loom_graph_icx_error(ic, "transpose_b needs operand 1 of rank >= 2 (it has rank %d)", b->ndim);
+  int ka = a->ndim - 1, kb = b->ndim == 1 ? 0 : tb ? b->ndim - 1 : b->ndim - 2;
   LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, kb, b->dims[kb], 0, ka, a->dims[ka]));
   int ba = a->ndim > 2 ? a->ndim - 2 : 0, bb = b->ndim > 2 ? b->ndim - 2 : 0;
   int nb = ba > bb ? ba : bb;
@@ -33,14 +88,16 @@ static loom_status infer_matmul(loom_graph_icx *ic, const loom_sinfo **out) {
   LOOM_PROPAGATE(loom_graph_icx_broadcast(ic, 0, ba, a->dims, 1, bb, b->dims, d));
   int k = nb;
   if (a->ndim > 1) d[k++] = a->dims[a->ndim - 2];
-  if (b->ndim > 1) d[k++] = b->dims[b->ndim - 1];
+  if (b->ndim > 1) d[k++] = b->dims[tb ? b->ndim - 2 : b->ndim - 1];
   *out = loom_sinfo_tensor(ic->m, a->dtype, nd, d, a->device);
   return LOOM_OK;
 }
 
-static loom_status eval_matmul(loom_graph_ecx *ec_, const loom_graph_value *args, loom_graph_value *out) {
-  (void)ec_;
+static loom_status eval_matmul(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *a = &args[0].t, *b = &args[1].t;
+  if (loom_graph_call_int(ec->call, "packed_b")) return eval_matmul_packed(a, b, out);
+  bool tb = loom_graph_call_int(ec->call, "transpose_b") != 0;
+  if (tb && b->ndim < 2) return LOOM_ERROR(INVALID_ARGUMENT, "matmul: transpose_b needs operand 1 of rank >= 2");
   /* View both as batched matrices. */
   int64_t ash[8], bsh[8];
   int an = a->ndim, bn = b->ndim;
@@ -55,10 +112,10 @@ static loom_status eval_matmul(loom_graph_ecx *ec_, const loom_graph_value *args
     bsh[1] = 1;
     bn = 2;
   }
-  int64_t n = ash[an - 2], kk = ash[an - 1], k2 = bsh[bn - 2], m = bsh[bn - 1];
+  int64_t n = ash[an - 2], kk = ash[an - 1], k2 = bsh[tb ? bn - 1 : bn - 2], m = bsh[tb ? bn - 2 : bn - 1];
   if (kk != k2)
     return LOOM_ERROR(INVALID_ARGUMENT, "matmul: operand 1 axis %d is %lld, operand 0 axis %d is %lld",
-                      b->ndim == 1 ? 0 : b->ndim - 2, (long long)k2, a->ndim - 1, (long long)kk);
+                      b->ndim == 1 ? 0 : tb ? b->ndim - 1 : b->ndim - 2, (long long)k2, a->ndim - 1, (long long)kk);
   int ba = an - 2, bb = bn - 2, nb = ba > bb ? ba : bb;
   int64_t bshape[8];
   for (int i = 0; i < nb; i++) {
@@ -107,7 +164,7 @@ static loom_status eval_matmul(loom_graph_ecx *ec_, const loom_graph_value *args
         double acc = 0;
         int64_t iacc = 0;
         for (int64_t q = 0; q < kk; q++) {
-          size_t pa = aoff + (size_t)(i * kk + q), pb = boff + (size_t)(q * m + j);
+          size_t pa = aoff + (size_t)(i * kk + q), pb = boff + (size_t)(tb ? j * kk + q : q * m + j);
           if (ints)
             iacc = (int64_t)((uint64_t)iacc + (uint64_t)loom_graph_tensor_get_i64(a, pa) * (uint64_t)loom_graph_tensor_get_i64(b, pb));
           else
@@ -180,15 +237,22 @@ static loom_status eval_linear(loom_graph_ecx *ec, const loom_graph_value *args,
 /* ---- legalization (the records' legalize hooks; graph/legalize.h) ------------------------------ */
 
 typedef struct matmul_params {
+  int64_t panel; /* packed_b: b's panel width (no batch modes then); else 0 */
   loom_dtype t, acc;
   int32_t ra, rb;
+  int32_t transpose_b;
+  int32_t zero; /* 0: the struct has no padding */
   loom_tp_bcast ma[LOOM_TP_GEN_MAX_RANK], mb[LOOM_TP_GEN_MAX_RANK]; /* the batch axes' modes (0 past them) */
 } matmul_params;
-LOOM_TP_GEN_PARAMS(matmul_params, (4 + 2 * LOOM_TP_GEN_MAX_RANK) * 4);
+LOOM_TP_GEN_PARAMS(matmul_params, 8 + (6 + 2 * LOOM_TP_GEN_MAX_RANK) * 4);
 
 static loom_status gen_matmul(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
   const matmul_params *p = params;
-  return loom_tp_gen_matmul(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->acc, p->ra, p->ma, p->rb, p->mb, tp);
+  loom_arena *ar = loom_graph_module_arena(m);
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  if (p->panel) return loom_tp_gen_matmul_packed_b(ar, cx, name, p->t, p->acc, p->ra, p->panel, tp);
+  if (p->transpose_b) return loom_tp_gen_matmul_transposed_b(ar, cx, name, p->t, p->acc, p->ra, p->ma, p->rb, p->mb, tp);
+  return loom_tp_gen_matmul(ar, cx, name, p->t, p->acc, p->ra, p->ma, p->rb, p->mb, tp);
 }
 
 static loom_status legal_matmul(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
@@ -197,6 +261,16 @@ static loom_status legal_matmul(loom_graph_module *m, const loom_graph_expr *cal
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &a));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &b));
   if (a->dtype != b->dtype) return loom_legal_unsupported(call, "for operands of different dtypes");
+  if (loom_graph_call_int(call, "packed_b")) {
+    int64_t pw;
+    if (b->ndim != 3 || !loom_sym_is_const(b->dims[2], &pw) || pw < 1)
+      return loom_legal_unsupported(call, "for a packed operand 1 without a constant panel width");
+    loom_dtype acc = a->dtype == LOOM_DTYPE_F16 || a->dtype == LOOM_DTYPE_BF16 ? LOOM_DTYPE_F32 : a->dtype;
+    matmul_params p = {.panel = pw, .t = a->dtype, .acc = acc, .ra = a->ndim, .rb = b->ndim};
+    char name[256];
+    snprintf(name, sizeof name, "matmul_%s_%d_p%lld", loom_dtype_name(a->dtype), a->ndim, (long long)pw);
+    return LOOM_LEGAL_PROGRAM(m, name, gen_matmul, p, &r->tp);
+  }
   /* a 1-D operand (NumPy's vector forms) contributes no batch axes and no m / n axis */
   int nbatch = out->ndim - (a->ndim >= 2) - (b->ndim >= 2);
   if (out->ndim < 0 || !out->dims || nbatch < 0) return loom_legal_unsupported(call, "for a result of unknown shape");
@@ -211,8 +285,9 @@ static loom_status legal_matmul(loom_graph_module *m, const loom_graph_expr *cal
   loom_legal_bcast_modes(cx, &ab, out->dims, nbatch, p.ma, key, sizeof key);
   strcat(key, "_");
   loom_legal_bcast_modes(cx, &bb, out->dims, nbatch, p.mb, key, sizeof key);
+  p.transpose_b = loom_graph_call_int(call, "transpose_b") != 0;
   char name[256];
-  snprintf(name, sizeof name, "matmul_%s_%d_%d_%s", loom_dtype_name(a->dtype), a->ndim, b->ndim, key);
+  snprintf(name, sizeof name, "matmul_%s_%d_%d%s_%s", loom_dtype_name(a->dtype), a->ndim, b->ndim, p.transpose_b ? "t" : "", key);
   return LOOM_LEGAL_PROGRAM(m, name, gen_matmul, p, &r->tp);
 }
 
@@ -243,7 +318,167 @@ static loom_status legal_linear(loom_graph_module *m, const loom_graph_expr *cal
   return LOOM_LEGAL_PROGRAM(m, name, gen_linear, p, &r->tp);
 }
 
+/* ---- matmul_integer ------------------------------------------------------------------------------ */
+
+/* A zero point: a tensor of one element (every dim 1). */
+static bool one_element(const loom_sinfo *s) {
+  if (s->kind != LOOM_SINFO_TENSOR || s->ndim < 0 || (s->ndim && !s->dims)) return false;
+  for (int d = 0; d < s->ndim; d++) {
+    int64_t v;
+    if (!loom_sym_is_const(s->dims[d], &v) || v != 1) return false;
+  }
+  return true;
+}
+
+static bool int8(loom_dtype t) { return t == LOOM_DTYPE_U8 || t == LOOM_DTYPE_I8; }
+
+/* packed_b: operand 1 is the centred b as i16 pair words along k, laid out in column panels:
+ * an i32 (n / P, ceil(k / 2), P) tensor whose [j / P, t, j % P] holds b[2t, j] - zb in its low
+ * half and b[2t + 1, j] - zb (0 past k) in its high half; no zb operand (graph/pass_pack.c
+ * makes it of a constant weight). */
+static const loom_graph_attr_spec matmul_integer_attrs[] = {{"packed_b", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {0}};
+
+/* matmul_integer(a, bp, za, packed_b=true): a (..., m, k), bp (q, ceil(k/2), P). */
+static loom_status infer_matmul_integer_packed(loom_graph_icx *ic, const loom_sinfo *a, const loom_sinfo **out) {
+  const loom_sinfo *bp, *za;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 1, true, &bp));
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 2, true, &za));
+  if (ic->call->u.call.nargs != 3) return loom_graph_icx_error(ic, "packed_b takes 3 operands (a, packed b, a's zero point)");
+  if (bp->dtype != LOOM_DTYPE_I32 || bp->ndim != 3)
+    return loom_graph_icx_error(ic, "packed_b needs operand 1 as i32 pair words (n / P, ceil(k / 2), P)");
+  if (za->dtype != a->dtype || !one_element(za))
+    return loom_graph_icx_error(ic, "operand 2 (a zero point) must be a %s tensor of one element", loom_dtype_name(a->dtype));
+  loom_sym_ctx *cx = loom_graph_module_sym(ic->m);
+  const loom_sym_expr *kh = loom_sym_floordiv(cx, loom_sym_add(cx, a->dims[a->ndim - 1], loom_sym_const(cx, 1)), loom_sym_const(cx, 2));
+  if (!kh) return LOOM_OOM();
+  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 1, bp->dims[1], 0, a->ndim - 1, kh));
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)a->ndim), *n = loom_sym_mul(cx, bp->dims[0], bp->dims[2]);
+  if (!d || !n) return LOOM_OOM();
+  for (int i = 0; i + 1 < a->ndim; i++) d[i] = a->dims[i];
+  d[a->ndim - 1] = n;
+  *out = loom_sinfo_tensor(ic->m, LOOM_DTYPE_I32, a->ndim, d, a->device);
+  return LOOM_OK;
+}
+
+/* a: (..., m, k), b: (k, n), both u8 or i8; za, zb: one element of a's / b's dtype. Result (..., m, n) i32. */
+static loom_status infer_matmul_integer(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *a, *b, *za, *zb;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &a));
+  if (!int8(a->dtype) || a->ndim < 2)
+    return loom_graph_icx_error(ic, "operand 0 must be u8 or i8 of rank >= 2 (it is %s of rank %d)", loom_dtype_name(a->dtype), a->ndim);
+  if (loom_graph_call_int(ic->call, "packed_b")) return infer_matmul_integer_packed(ic, a, out);
+  if (ic->call->u.call.nargs != 4) return loom_graph_icx_error(ic, "takes 4 operands (a, b, a's zero point, b's zero point)");
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 1, true, &b));
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 2, true, &za));
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 3, true, &zb));
+  if (!int8(b->dtype) || b->ndim != 2)
+    return loom_graph_icx_error(ic, "operand 1 must be u8 or i8 of rank 2 (it is %s of rank %d)", loom_dtype_name(b->dtype), b->ndim);
+  for (int i = 0; i < 2; i++) {
+    const loom_sinfo *z = i ? zb : za, *q = i ? b : a;
+    if (z->dtype != q->dtype || !one_element(z))
+      return loom_graph_icx_error(ic, "operand %d (a zero point) must be a %s tensor of one element (operand %d's dtype)", 2 + i,
+                                  loom_dtype_name(q->dtype), i);
+  }
+  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 0, b->dims[0], 0, a->ndim - 1, a->dims[a->ndim - 1]));
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)a->ndim);
+  if (!d) return LOOM_OOM();
+  for (int i = 0; i + 1 < a->ndim; i++) d[i] = a->dims[i];
+  d[a->ndim - 1] = b->dims[1];
+  *out = loom_sinfo_tensor(ic->m, LOOM_DTYPE_I32, a->ndim, d, a->device);
+  return LOOM_OK;
+}
+
+/* The reference: every row of a, centred, times b centred, accumulated in int64 and wrapped
+ * to i32 as the composed i32 matmul it replaces. */
+/* The reference of the packed form: b's centred value is the i16 half of its pair word. */
+static loom_status eval_matmul_integer_packed(const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *a = &args[0].t, *bp = &args[1].t;
+  int64_t kk = a->shape[a->ndim - 1], kh = (kk + 1) / 2;
+  if (bp->ndim != 3 || bp->shape[1] != kh)
+    return LOOM_ERROR(INVALID_ARGUMENT, "matmul_integer: packed operand 1 axis 1 is not ceil(k / 2) of operand 0's k");
+  int64_t za = loom_graph_tensor_get_i64(&args[2].t, 0), pw = bp->shape[2], n = bp->shape[0] * pw, osh[8];
+  for (int i = 0; i + 1 < a->ndim; i++) osh[i] = a->shape[i];
+  osh[a->ndim - 1] = n;
+  LOOM_PROPAGATE(loom_graph_value_tensor(LOOM_DTYPE_I32, a->ndim, osh, out));
+  size_t rows = 1;
+  for (int i = 0; i + 1 < a->ndim; i++) rows *= (size_t)a->shape[i];
+  for (size_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < n; j++) {
+      uint64_t acc = 0;
+      for (int64_t q = 0; q < kk; q++) {
+        uint32_t w = (uint32_t)loom_graph_tensor_get_i64(bp, (size_t)(((j / pw) * kh + q / 2) * pw + j % pw));
+        int64_t bv = (int16_t)(uint16_t)(q % 2 ? w >> 16 : w & 0xFFFF);
+        acc += (uint64_t)(loom_graph_tensor_get_i64(a, i * (size_t)kk + (size_t)q) - za) * (uint64_t)bv;
+      }
+      loom_graph_tensor_set_i64(&out->t, i * (size_t)n + (size_t)j, (int64_t)(int32_t)(uint32_t)acc);
+    }
+  return LOOM_OK;
+}
+
+static loom_status eval_matmul_integer(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  if (loom_graph_call_int(ec->call, "packed_b")) return eval_matmul_integer_packed(args, out);
+  const loom_graph_tensor *a = &args[0].t, *b = &args[1].t;
+  if (a->ndim < 2 || b->ndim != 2 || a->shape[a->ndim - 1] != b->shape[0])
+    return LOOM_ERROR(INVALID_ARGUMENT, "matmul_integer: operand 1 axis 0 does not match operand 0's last axis");
+  int64_t za = loom_graph_tensor_get_i64(&args[2].t, 0), zb = loom_graph_tensor_get_i64(&args[3].t, 0);
+  int64_t kk = b->shape[0], n = b->shape[1], osh[8];
+  for (int i = 0; i + 1 < a->ndim; i++) osh[i] = a->shape[i];
+  osh[a->ndim - 1] = n;
+  LOOM_PROPAGATE(loom_graph_value_tensor(LOOM_DTYPE_I32, a->ndim, osh, out));
+  size_t rows = 1;
+  for (int i = 0; i + 1 < a->ndim; i++) rows *= (size_t)a->shape[i];
+  for (size_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < n; j++) {
+      uint64_t acc = 0;
+      for (int64_t q = 0; q < kk; q++)
+        acc += (uint64_t)(loom_graph_tensor_get_i64(a, i * (size_t)kk + (size_t)q) - za) *
+               (uint64_t)(loom_graph_tensor_get_i64(b, (size_t)(q * n + j)) - zb);
+      loom_graph_tensor_set_i64(&out->t, i * (size_t)n + (size_t)j, (int64_t)(int32_t)(uint32_t)acc);
+    }
+  return LOOM_OK;
+}
+
+typedef struct matmul_integer_params {
+  int64_t panel; /* packed_b: b's panel width; else 0 */
+  loom_dtype ta, tb;
+  int32_t ra, rza, rzb;
+  int32_t zero; /* 0: the struct has no padding */
+} matmul_integer_params;
+LOOM_TP_GEN_PARAMS(matmul_integer_params, 8 + 6 * 4);
+
+static loom_status gen_matmul_integer(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const matmul_integer_params *p = params;
+  loom_arena *ar = loom_graph_module_arena(m);
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  if (p->panel) return loom_tp_gen_matmul_integer_packed_b(ar, cx, name, p->ta, p->ra, p->rza, p->panel, tp);
+  return loom_tp_gen_matmul_integer(ar, cx, name, p->ta, p->tb, p->ra, p->rza, p->rzb, tp);
+}
+
+static loom_status legal_matmul_integer(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
+                                        loom_graph_legal *r) {
+  (void)out;
+  const loom_sinfo *a, *b, *za, *zb;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &a));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &b));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &za));
+  char name[256];
+  matmul_integer_params p = {.ta = a->dtype, .ra = a->ndim, .rza = za->ndim};
+  if (loom_graph_call_int(call, "packed_b")) {
+    if (b->ndim != 3 || !loom_sym_is_const(b->dims[2], &p.panel) || p.panel < 1)
+      return loom_legal_unsupported(call, "for a packed operand 1 without a constant panel width");
+    snprintf(name, sizeof name, "matmul_integer_%s_p%lld_r%d_z%d", loom_dtype_name(a->dtype), (long long)p.panel, a->ndim, za->ndim);
+    return LOOM_LEGAL_PROGRAM(m, name, gen_matmul_integer, p, &r->tp);
+  }
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 3, &zb));
+  p.tb = b->dtype, p.rzb = zb->ndim;
+  snprintf(name, sizeof name, "matmul_integer_%s_%s_r%d_z%d_%d", loom_dtype_name(a->dtype), loom_dtype_name(b->dtype),
+           a->ndim, za->ndim, zb->ndim);
+  return LOOM_LEGAL_PROGRAM(m, name, gen_matmul_integer, p, &r->tp);
+}
+
 /* ---- the records ------------------------------------------------------------------------------- */
 
-const loom_graph_op_impl loom_graph_op_impl_matmul = {no_attrs, infer_matmul, eval_matmul, legal_matmul, NULL};
+const loom_graph_op_impl loom_graph_op_impl_matmul = {matmul_attrs, infer_matmul, eval_matmul, legal_matmul, NULL};
 const loom_graph_op_impl loom_graph_op_impl_linear = {no_attrs, infer_linear, eval_linear, legal_linear, NULL};
+const loom_graph_op_impl loom_graph_op_impl_matmul_integer = {matmul_integer_attrs, infer_matmul_integer, eval_matmul_integer,
+                                                            legal_matmul_integer, NULL};

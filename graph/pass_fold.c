@@ -5,8 +5,9 @@
  *      Shape literal operand becomes the `shape` attribute (the form legalization lowers);
  *   2. y = op(c0, c1, ..)  with every operand a constant (tensor constants, Shape / sym
  *      literals of constant value), every attribute constant, every guard constant true and
- *      a result of constant shape with at most LOOM_GRAPH_FOLD_MAX_ELEMS elements: the
- *      op's reference implementation (the interpreter's) computes y once; a 0-d result
+ *      a result of constant shape with at most LOOM_GRAPH_FOLD_MAX_ELEMS elements (any
+ *      number for a one-pass op whose result is no larger than its operands: fold_large):
+ *      the op's reference implementation (the interpreter's) computes y once; a 0-d result
  *      becomes an inline `const(v, dtype)`, a larger one a module constant `@<fn>_<y>`;
  *   3. y: Shape[(d0, ..)] = ...  ->  shape(d0, ..), and y: Scalar[i64, e] = ... -> sym(e),
  *      for operator calls, call_tp and tuple-gets: a value its struct info determines is a
@@ -95,6 +96,26 @@ static const char *const_name(loom_pass *p, const loom_graph_binding *b, char *b
   }
 }
 
+/* Rule 2 beyond LOOM_GRAPH_FOLD_MAX_ELEMS elements: operators whose reference costs about one
+ * pass over its operands (elementwise, broadcast, injective: permute_dims, reshape, slices,
+ * casts; reductions), when the result has no more bytes than the constant tensor operands
+ * together. A constant weight's transposition (Gemm's transB, `x @ w.T`) or its cast is then
+ * computed once here, not on every call, and the module does not grow: the folded constant
+ * replaces its operands, which dce removes when nothing else uses them. Contractions
+ * (matmul, conv: a sum per element) and opaque ops keep the limit. */
+static bool fold_large(const loom_graph_expr *v, size_t out_bytes) {
+  loom_tp_pattern k = loom_graph_op_pattern(v->u.call.op);
+  if (k != LOOM_TP_PATTERN_ELEMWISE && k != LOOM_TP_PATTERN_BROADCAST && k != LOOM_TP_PATTERN_INJECTIVE &&
+      k != LOOM_TP_PATTERN_REDUCTION)
+    return false;
+  size_t in_bytes = 0;
+  for (size_t i = 0; i < v->u.call.nargs; i++) {
+    const loom_graph_expr *a = v->u.call.args[i];
+    if (a->kind == LOOM_GRAPH_EXPR_CONST) in_bytes += a->u.cnst.nbytes;
+  }
+  return out_bytes <= in_bytes;
+}
+
 /* Rule 2. */
 static loom_status fold_constant(loom_pass *p, loom_graph_binding *b, bool *drop) {
   const loom_graph_expr *v = b->value;
@@ -108,9 +129,9 @@ static loom_status fold_constant(loom_pass *p, loom_graph_binding *b, bool *drop
   size_t numel = 1;
   for (int i = 0; i < si->ndim; i++) {
     if (!sym_const(si->dims[i], &shape[i]) || shape[i] < 0) return LOOM_OK;
-    numel *= (size_t)shape[i];
-    if (numel > LOOM_GRAPH_FOLD_MAX_ELEMS) return LOOM_OK;
+    if (__builtin_mul_overflow(numel, (size_t)shape[i], &numel)) return LOOM_OK;
   }
+  if (numel > LOOM_GRAPH_FOLD_MAX_ELEMS && !fold_large(v, numel * loom_dtype_size(si->dtype))) return LOOM_OK;
   for (size_t i = 0; i < b->nguards; i++) {
     int64_t g;
     if (!sym_const(b->guards[i], &g) || !g) return LOOM_OK;

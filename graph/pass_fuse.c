@@ -14,7 +14,7 @@
  *     in one statement are one value to LLVM), so it is not recomputed per pass; one that
  *     calls math intrinsics or divides (exp, tanh, erf, ...) must moreover be read once
  *     per element (one load, indexed by distinct loop variables covering the whole nest).
- *     softmax (three loops) and layer_norm (two) therefore take no producer: measured, the
+ *     softmax (three loops) and layer_norm (three) therefore take no producer: measured, the
  *     mask recomputed in softmax's serial reductions was slower than the separate call;
  *   - every trial group is merged: it is kept only when every intermediate disappears
  *     (inlined into its readers); an intermediate that would stay a Local buffer of full
@@ -33,36 +33,12 @@
 
 #include "base/hash.h"
 #include "base/strbuf.h"
-#include "graph/pass_internal.h"
+#include "graph/pass_fuse_internal.h"
 #include "tensorprog/tp.h"
 #include "tensorprog/tp_fuse.h"
 #include "tensorprog/tp_ir.h"
 #include "tensorprog/tp_pattern.h"
 
-enum {
-  MAX_GROUP = 64,  /* calls in one group (bounds the work of the trial merges) */
-  MAX_INPUTS = 64, /* tensor inputs of one group */
-};
-
-typedef struct sym_def {
-  const loom_sym_expr *var;
-  size_t pos; /* position of the binding that defines it first (0: a parameter) */
-} sym_def;
-
-typedef struct fuser {
-  loom_graph_module *m;
-  loom_sym_ctx *cx;
-  loom_arena scratch;     /* trial merges, reset after each */
-  loom_map progs;         /* interned program name -> loom_tp_func * */
-  loom_map kinds;         /* loom_tp_func * -> pattern + 1 */
-  loom_map uses;          /* var id -> uses in the function */
-  loom_map pos;           /* binding address -> position in the function (1, 2, ...) */
-  LOOM_VEC(sym_def) defs; /* symbols of the function, where first defined */
-  size_t npos;
-  loom_map absorbed_progs; /* programs of absorbed calls: removed if no call is left */
-  loom_graph_fuse_stats stats;
-  bool oom;
-} fuser;
 
 /* ---- the function before fusion: uses, positions, symbol definitions ---------------- */
 
@@ -134,19 +110,14 @@ static size_t uses_of(const fuser *fz, const loom_graph_expr *var) {
   return (size_t)n;
 }
 
-static size_t pos_of(const fuser *fz, const loom_graph_binding *b) {
+size_t loom_fuse_pos_of(const fuser *fz, const loom_graph_binding *b) {
   uint64_t n = 0;
   loom_map_get(&fz->pos, (uint64_t)(uintptr_t)b, &n);
   return (size_t)n;
 }
 
-typedef struct scope_probe {
-  const fuser *fz;
-  size_t before; /* every var must be defined at a position below this */
-  bool ok;
-} scope_probe;
 
-static void scope_cb(void *ud, const loom_sym_expr *var) {
+void loom_fuse_scope_cb(void *ud, const loom_sym_expr *var) {
   scope_probe *p = ud;
   for (size_t i = 0; i < p->fz->defs.len; i++)
     if (p->fz->defs.data[i].var == var) {
@@ -160,14 +131,14 @@ static void scope_cb(void *ud, const loom_sym_expr *var) {
 static bool sinfo_defined_before(const fuser *fz, const loom_sinfo *si, size_t before) {
   scope_probe p = {fz, before, true};
   if (si->dims)
-    for (int i = 0; i < si->ndim; i++) loom_sym_for_each_var(si->dims[i], scope_cb, &p);
-  if (si->value) loom_sym_for_each_var(si->value, scope_cb, &p);
+    for (int i = 0; i < si->ndim; i++) loom_sym_for_each_var(si->dims[i], loom_fuse_scope_cb, &p);
+  if (si->value) loom_sym_for_each_var(si->value, loom_fuse_scope_cb, &p);
   return p.ok;
 }
 
 /* ---- programs: lookup, pattern, cost ---------------------------------------------------- */
 
-static loom_tp_func *prog_of(fuser *fz, const loom_graph_binding *b) {
+loom_tp_func *loom_fuse_prog_of(fuser *fz, const loom_graph_binding *b) {
   const loom_graph_expr *v = b->value;
   if (b->kind != LOOM_GRAPH_BIND_VAR || v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_TP)
     return NULL;
@@ -327,263 +298,6 @@ static void read_kind(const loom_tp_func *f, const char *name, bool *one_pass, b
   }
 }
 
-/* ---- names inside merged programs ------------------------------------------------------ */
-
-typedef LOOM_VEC(const char *) name_vec;
-
-static bool has_name(const name_vec *v, const char *s) {
-  for (size_t i = 0; i < v->len; i++)
-    if (!strcmp(v->data[i], s)) return true;
-  return false;
-}
-
-/* Loop variables, lets and local buffers of a program body: merged buffers must not
- * shadow them (the text format has one namespace per program). */
-static void body_names(fuser *fz, const loom_tp_stmt *s, name_vec *out) {
-  const char *n = NULL;
-  switch (s->kind) {
-  case LOOM_TP_STMT_SEQ:
-    for (size_t i = 0; i < s->u.seq.n; i++) body_names(fz, s->u.seq.items[i], out);
-    return;
-  case LOOM_TP_STMT_FOR:
-    n = loom_sym_var_name(s->u.loop.var);
-    body_names(fz, s->u.loop.body, out);
-    break;
-  case LOOM_TP_STMT_LET:
-    n = s->u.let.name;
-    break;
-  case LOOM_TP_STMT_IF:
-    body_names(fz, s->u.if_.then_s, out);
-    if (s->u.if_.else_s) body_names(fz, s->u.if_.else_s, out);
-    return;
-  case LOOM_TP_STMT_ALLOC:
-    n = s->u.alloc->name;
-    break;
-  default:
-    return;
-  }
-  if (n && !has_name(out, n) && !LOOM_VEC_PUSH(fz->m->alloc, out, n)) fz->oom = true;
-}
-
-/* Words of the program text a buffer may not be called. */
-static bool reserved_word(const char *s) {
-  static const char *const words[] = {"prim", "for", "in", "let", "if", "else", "alloc", "reduce", "true", "false",
-                                      "inf", "nan", "select", "Buffer", "Local", "Shared", "i64"};
-  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-    if (!strcmp(s, words[i])) return true;
-  loom_dtype dt;
-  if (loom_dtype_parse(s, strlen(s), &dt)) return true;
-  for (int op = 0; op < LOOM_TP_OP_COUNT; op++)
-    if (!strcmp(s, loom_tp_op_spelling((loom_tp_op)op))) return true;
-  for (int k = 0; k < LOOM_TP_LOOP_KIND_COUNT; k++)
-    if (!strcmp(s, loom_tp_loop_kind_name((loom_tp_loop_kind)k))) return true;
-  return false;
-}
-
-static bool plain_identifier(const char *s) {
-  if (!*s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return false;
-  for (const char *c = s; *c; c++)
-    if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_')) return false;
-  return strlen(s) < 64;
-}
-
-/* A name for a group buffer: the graph var's name when it is free, else `base_N`. */
-static const char *pick_name(fuser *fz, loom_arena *a, const char *want, const char *fallback, name_vec *taken) {
-  const char *base = want && plain_identifier(want) && !reserved_word(want) ? want : fallback;
-  const char *n = loom_arena_strdup(a, base);
-  for (unsigned k = 1; n && has_name(taken, n); k++) n = loom_arena_printf(a, "%s_%u", base, k);
-  if (!n || !LOOM_VEC_PUSH(fz->m->alloc, taken, n)) {
-    fz->oom = true;
-    return NULL;
-  }
-  return n;
-}
-
-/* ---- merging a group ------------------------------------------------------------------- */
-
-/* The value of a scalar argument, or NULL. */
-static const loom_sym_expr *scalar_value(const loom_graph_expr *e) {
-  if (e->kind == LOOM_GRAPH_EXPR_SYM) return e->u.sym;
-  if (e->sinfo && e->sinfo->kind == LOOM_SINFO_SCALAR) return e->sinfo->value;
-  return NULL;
-}
-
-static bool tensor_known(const loom_sinfo *si) {
-  return si && si->kind == LOOM_SINFO_TENSOR && si->dtype != LOOM_DTYPE_UNKNOWN && si->ndim >= 0 &&
-         (si->ndim == 0 || si->dims);
-}
-
-static bool same_leaf(const loom_graph_expr *a, const loom_graph_expr *b) {
-  if (a->kind == LOOM_GRAPH_EXPR_VAR && b->kind == LOOM_GRAPH_EXPR_VAR) return a->u.var.id == b->u.var.id;
-  return a == b;
-}
-
-typedef struct sym_collect {
-  fuser *fz;
-  LOOM_VEC(const loom_sym_expr *) v;
-} sym_collect;
-
-static void collect_cb(void *ud, const loom_sym_expr *var) {
-  sym_collect *c = ud;
-  for (size_t i = 0; i < c->v.len; i++)
-    if (c->v.data[i] == var) return;
-  if (!LOOM_VEC_PUSH(c->fz->m->alloc, &c->v, var)) c->fz->oom = true;
-}
-
-/* A merged group: the program and the tensor inputs its buffer parameters take, in order. */
-typedef struct merged {
-  loom_tp_func *prog;
-  size_t ninputs;
-  const loom_graph_expr *inputs[MAX_INPUTS];
-} merged;
-
-/* The index in mem[0..n) of the member binding `e` (a var), or -1. */
-static int member_index(const loom_graph_block *blk, const size_t *mem, size_t n, const loom_graph_expr *e) {
-  if (e->kind != LOOM_GRAPH_EXPR_VAR) return -1;
-  for (size_t j = 0; j < n; j++)
-    if (blk->bindings[mem[j]]->var->u.var.id == e->u.var.id) return (int)j;
-  return -1;
-}
-
-/* Merges the calls of blk->bindings[mem[0..n)] (in program order; the last is the root)
- * into one program in `a`. *ok is false (no error) when the group cannot be one program:
- * an operand of unknown shape, a scalar of unknown value, a shape the merge cannot prove,
- * an intermediate that would stay a buffer, a symbol not defined above the root. */
-static loom_status merge_group(fuser *fz, const loom_graph_block *blk, const size_t *mem, size_t n, loom_arena *a,
-                               const char *name, merged *out, bool *ok) {
-  *ok = false;
-  loom_status st = LOOM_OK;
-  const loom_graph_binding *root = blk->bindings[mem[n - 1]];
-  loom_tp_group_buf bufs[MAX_INPUTS + MAX_GROUP];
-  const loom_graph_expr *leaf_of[MAX_INPUTS + MAX_GROUP]; /* the graph value each buffer holds */
-  loom_tp_group_call calls[MAX_GROUP];
-  size_t nbufs = 0, ninputs = 0;
-  name_vec taken = {0};
-  sym_collect syms = {fz, {0}};
-
-  /* Which member defines a var (its index in mem), or -1. */
-#define MEMBER_OF(e) member_index(blk, mem, n, (e))
-  /* 1. External inputs, in order of first use. */
-  for (size_t j = 0; j < n; j++) {
-    const loom_graph_expr *c = blk->bindings[mem[j]]->value;
-    const loom_tp_func *tp = prog_of(fz, blk->bindings[mem[j]]);
-    if (!tp || tp->nparams != c->u.call.nargs + 1 || !tp->params[tp->nparams - 1].is_buffer) goto done;
-    for (size_t i = 0; i < c->u.call.nargs; i++) {
-      const loom_graph_expr *e = c->u.call.args[i];
-      if (!tp->params[i].is_buffer) {
-        if (!scalar_value(e)) goto done;
-        continue;
-      }
-      if (!tensor_known(e->sinfo) || (e->kind != LOOM_GRAPH_EXPR_VAR && e->kind != LOOM_GRAPH_EXPR_CONST)) goto done;
-      if (MEMBER_OF(e) >= 0) continue;
-      bool seen = false;
-      for (size_t k = 0; k < ninputs && !seen; k++) seen = same_leaf(leaf_of[k], e);
-      if (seen) continue;
-      if (ninputs == MAX_INPUTS) goto done;
-      leaf_of[ninputs++] = e;
-    }
-  }
-  /* 2. Intermediates (members but the root), then the root's result, last. */
-  nbufs = ninputs;
-  for (size_t j = 0; j < n; j++) {
-    const loom_graph_expr *v = blk->bindings[mem[j]]->var;
-    if (!tensor_known(v->sinfo)) goto done;
-    leaf_of[nbufs++] = v;
-  }
-  /* 3. Names: no clash with the group's symbols or the members' loops, lets and locals. */
-  for (size_t k = 0; k < nbufs; k++) {
-    const loom_sinfo *si = leaf_of[k]->sinfo;
-    for (int d = 0; d < si->ndim; d++) loom_sym_for_each_var(si->dims[d], collect_cb, &syms);
-  }
-  for (size_t j = 0; j < n; j++) {
-    const loom_graph_expr *c = blk->bindings[mem[j]]->value;
-    for (size_t i = 0; i < c->u.call.nargs; i++)
-      if (c->u.call.args[i]->kind == LOOM_GRAPH_EXPR_SYM || c->u.call.args[i]->sinfo->kind == LOOM_SINFO_SCALAR)
-        loom_sym_for_each_var(scalar_value(c->u.call.args[i]), collect_cb, &syms);
-    body_names(fz, prog_of(fz, blk->bindings[mem[j]])->body, &taken);
-  }
-  if (fz->oom) goto oom;
-  for (size_t k = 0; k < syms.v.len; k++) {
-    const char *sn = loom_sym_var_name(syms.v.data[k]);
-    if (has_name(&taken, sn)) goto done; /* a shape symbol named like a loop variable */
-    if (!LOOM_VEC_PUSH(fz->m->alloc, &taken, sn)) goto oom;
-  }
-  /* The fused call stands at the root: each symbol it passes must be defined above it. */
-  {
-    scope_probe p = {fz, pos_of(fz, root), true};
-    for (size_t k = 0; k < syms.v.len; k++) scope_cb(&p, syms.v.data[k]);
-    if (!p.ok) goto done;
-  }
-  for (size_t k = 0; k < nbufs; k++) {
-    const loom_graph_expr *e = leaf_of[k];
-    char fallback[16];
-    snprintf(fallback, sizeof fallback, k < ninputs ? "in%zu" : "t%zu", k);
-    const char *nm = pick_name(fz, a, e->kind == LOOM_GRAPH_EXPR_VAR ? e->u.var.name : NULL, fallback, &taken);
-    if (!nm) goto oom;
-    bufs[k] = (loom_tp_group_buf){nm, e->sinfo->dtype, e->sinfo->ndim, e->sinfo->dims, k < ninputs || k + 1 == nbufs};
-  }
-  /* 4. The calls. */
-  for (size_t j = 0; j < n; j++) {
-    const loom_graph_binding *b = blk->bindings[mem[j]];
-    const loom_graph_expr *c = b->value;
-    const loom_tp_func *tp = prog_of(fz, b);
-    size_t *ba = LOOM_ARENA_ARRAY(a, size_t, tp->nparams);
-    const loom_sym_expr **sa = LOOM_ARENA_ARRAY(a, const loom_sym_expr *, tp->nparams);
-    if (!ba || !sa) goto oom;
-    for (size_t i = 0; i < tp->nparams; i++) {
-      sa[i] = NULL;
-      ba[i] = 0;
-      if (i + 1 == tp->nparams) {
-        ba[i] = ninputs + j;
-      } else if (!tp->params[i].is_buffer) {
-        sa[i] = scalar_value(c->u.call.args[i]);
-      } else {
-        const loom_graph_expr *e = c->u.call.args[i];
-        int mj = MEMBER_OF(e);
-        if (mj >= 0) {
-          ba[i] = ninputs + (size_t)mj;
-        } else {
-          for (size_t k = 0; k < ninputs; k++)
-            if (same_leaf(leaf_of[k], e)) ba[i] = k;
-        }
-      }
-    }
-    calls[j] = (loom_tp_group_call){tp, ba, sa};
-  }
-#undef MEMBER_OF
-  loom_tp_func *f = NULL;
-  st = loom_tp_merge(a, fz->cx, name, bufs, nbufs, calls, n, &f);
-  if (st) {
-    if (loom_status_code(st) == LOOM_CODE_RESOURCE_EXHAUSTED) goto done;
-    loom_status_free(st); /* a shape the merge cannot prove equal: not one program */
-    st = LOOM_OK;
-    goto done;
-  }
-  size_t inlined = 0;
-  if ((st = loom_tp_inline_locals(a, fz->cx, f, &inlined))) goto done;
-  if (inlined != n - 1) goto done;
-  /* One body is left, wrapped in the merge's sequence: unwrap it, so the schedule rules see
-   * its loop nests at the top as in any generated program. */
-  while (f->body->kind == LOOM_TP_STMT_SEQ && f->body->u.seq.n == 1 && f->body->u.seq.items[0]->kind == LOOM_TP_STMT_SEQ)
-    f->body = f->body->u.seq.items[0];
-  if ((st = loom_tp_verify(fz->cx, f))) {
-    st = loom_status_annotate(st, __FILE__, __LINE__, "fuse: the merged program of the group rooted at '%s' is ill-formed",
-                              root->var->u.var.name);
-    goto done;
-  }
-  out->prog = f;
-  out->ninputs = ninputs;
-  memcpy(out->inputs, leaf_of, ninputs * sizeof *leaf_of);
-  *ok = true;
-  goto done;
-oom:
-  st = LOOM_OOM();
-done:
-  LOOM_VEC_FREE(fz->m->alloc, &taken);
-  LOOM_VEC_FREE(fz->m->alloc, &syms.v);
-  return st;
-}
-
 /* ---- grouping over a dataflow block ---------------------------------------------------- */
 
 /* Index in blk (below `before`) of the binding that defines var `e`, or -1. */
@@ -613,7 +327,7 @@ static bool read_by_out_fusable(fuser *fz, const loom_graph_block *blk, const si
     const loom_graph_expr *c = b->value;
     for (size_t i = 0; i < c->u.call.nargs; i++)
       if (c->u.call.args[i]->kind == LOOM_GRAPH_EXPR_VAR && c->u.call.args[i]->u.var.id == e->u.var.id &&
-          pattern_of(fz, prog_of(fz, b)) == LOOM_TP_PATTERN_OUT_FUSABLE)
+          pattern_of(fz, loom_fuse_prog_of(fz, b)) == LOOM_TP_PATTERN_OUT_FUSABLE)
         return true;
   }
   return false;
@@ -624,7 +338,7 @@ static const char *input_name(const merged *g, const loom_graph_expr *e) {
   size_t k = 0;
   for (size_t i = 0; i < g->prog->nparams; i++) {
     if (!g->prog->params[i].is_buffer) continue;
-    if (k < g->ninputs && same_leaf(g->inputs[k], e)) return g->prog->params[i].buf->name;
+    if (k < g->ninputs && loom_fuse_same_leaf(g->inputs[k], e)) return g->prog->params[i].buf->name;
     k++;
   }
   return NULL;
@@ -675,15 +389,17 @@ static loom_status install(fuser *fz, loom_tp_func *f, const char *root_prog, co
   return st;
 }
 
-/* Replaces the members of a group by one call of its merged program at the root. */
-static loom_status rewrite_group(fuser *fz, loom_graph_block *blk, const size_t *mem, size_t n, bool *drop) {
+/* Replaces the members of a group by one call of its merged program at the root (an
+ * epilogue group: loom_fuse_merge_group). */
+static loom_status rewrite_group(fuser *fz, loom_graph_block *blk, const size_t *mem, size_t n, bool epilogue,
+                                 bool *drop) {
   loom_graph_module *m = fz->m;
   loom_arena *a = loom_graph_module_arena(m);
   loom_graph_binding *root = blk->bindings[mem[n - 1]];
-  const loom_tp_func *root_tp = prog_of(fz, root);
+  const loom_tp_func *root_tp = loom_fuse_prog_of(fz, root);
   merged g;
   bool ok;
-  LOOM_PROPAGATE(merge_group(fz, blk, mem, n, a, "fused", &g, &ok));
+  LOOM_PROPAGATE(loom_fuse_merge_group(fz, blk, mem, n, epilogue, a, "fused", &g, &ok));
   if (!ok) return LOOM_ERROR(INTERNAL, "fuse: the group rooted at '%s' merged as a trial but not in the module",
                              root->var->u.var.name);
   const char *name = NULL;
@@ -747,7 +463,7 @@ static loom_status grow_group(fuser *fz, loom_graph_block *blk, size_t r, bool *
   merged cur;
   bool ok;
   loom_arena_reset(&fz->scratch);
-  LOOM_PROPAGATE(merge_group(fz, blk, mem, *nm, &fz->scratch, "trial", &cur, &ok));
+  LOOM_PROPAGATE(loom_fuse_merge_group(fz, blk, mem, *nm, false, &fz->scratch, "trial", &cur, &ok));
   if (!ok) return LOOM_OK;
   for (bool grew = true; grew && *nm < MAX_GROUP;) {
     grew = false;
@@ -758,10 +474,10 @@ static loom_status grow_group(fuser *fz, loom_graph_block *blk, size_t r, bool *
         int p = def_index(blk, e, r);
         if (p < 0 || assigned[p] || rejected[p]) continue;
         const loom_graph_binding *pb = blk->bindings[p];
-        const loom_tp_func *ptp = prog_of(fz, pb);
+        const loom_tp_func *ptp = loom_fuse_prog_of(fz, pb);
         loom_tp_pattern pat = ptp ? pattern_of(fz, ptp) : LOOM_TP_PATTERN_OPAQUE;
         if ((pat != LOOM_TP_PATTERN_ELEMWISE && pat != LOOM_TP_PATTERN_BROADCAST && pat != LOOM_TP_PATTERN_INJECTIVE) ||
-            read_by_out_fusable(fz, blk, mem, *nm, e) || !sinfo_defined_before(fz, pb->var->sinfo, pos_of(fz, pb))) {
+            read_by_out_fusable(fz, blk, mem, *nm, e) || !sinfo_defined_before(fz, pb->var->sinfo, loom_fuse_pos_of(fz, pb))) {
           rejected[p] = true;
           continue;
         }
@@ -780,7 +496,7 @@ static loom_status grow_group(fuser *fz, loom_graph_block *blk, size_t r, bool *
         memcpy(trial, mem, *nm * sizeof *mem);
         insert_sorted(trial, &nt, (size_t)p);
         merged next;
-        LOOM_PROPAGATE(merge_group(fz, blk, trial, nt, &fz->scratch, "trial", &next, &ok));
+        LOOM_PROPAGATE(loom_fuse_merge_group(fz, blk, trial, nt, false, &fz->scratch, "trial", &next, &ok));
         if (!ok) {
           rejected[p] = true;
           continue;
@@ -796,6 +512,86 @@ static loom_status grow_group(fuser *fz, loom_graph_block *blk, size_t r, bool *
   return fz->oom ? LOOM_OOM() : LOOM_OK;
 }
 
+/* Keeps the bindings of blk not marked in drop[0..blk->n). */
+static loom_status drop_marked(fuser *fz, loom_graph_block *blk, const bool *drop) {
+  loom_graph_binding **kept = LOOM_ARENA_ARRAY(loom_graph_module_arena(fz->m), loom_graph_binding *, blk->n ? blk->n : 1);
+  if (!kept) return LOOM_OOM();
+  size_t nk = 0;
+  for (size_t i = 0; i < blk->n; i++)
+    if (!drop[i]) kept[nk++] = blk->bindings[i];
+  blk->bindings = kept;
+  blk->n = nk;
+  return LOOM_OK;
+}
+
+/* ---- epilogues into matmul --------------------------------------------------------------- */
+
+/* Whether `tp` is a matmul or linear program of legalization (the CPU matmul rule keeps an
+ * epilogue on its register tile; other out_fusable programs, convolutions, keep theirs apart). */
+static bool matmul_program(const loom_tp_func *tp) {
+  return !strncmp(tp->name, "matmul_", 7) || !strncmp(tp->name, "linear_", 7);
+}
+
+/* Each matmul whose result only one elementwise or broadcast call reads (after the groups
+ * above are fused: bias + activation + residual is one call) takes that call as its
+ * epilogue: the two become one call where the reader stood, its program the matmul nest
+ * with the reader's computation in the output loop (loom_tp_fuse_epilogue). */
+static loom_status epilogue_block(fuser *fz, loom_graph_block *blk) {
+  size_t n = blk->n;
+  bool *drop = calloc(n ? n : 1, sizeof *drop);
+  if (!drop) return LOOM_OOM();
+  loom_status st = LOOM_OK;
+  for (size_t i = 0; i < n && !st; i++) {
+    const loom_graph_binding *mb = blk->bindings[i];
+    const loom_tp_func *mtp = loom_fuse_prog_of(fz, mb);
+    if (drop[i] || !mtp || !matmul_program(mtp) || uses_of(fz, mb->var) != 1) continue;
+    size_t j = i + 1;
+    for (; j < n; j++) {
+      const loom_graph_expr *c = blk->bindings[j]->value;
+      bool reads = false;
+      if (c->kind == LOOM_GRAPH_EXPR_CALL)
+        for (size_t k = 0; k < c->u.call.nargs && !reads; k++)
+          reads = c->u.call.args[k]->kind == LOOM_GRAPH_EXPR_VAR && c->u.call.args[k]->u.var.id == mb->var->u.var.id;
+      if (reads) break;
+    }
+    if (j == n) continue;
+    const loom_graph_binding *eb = blk->bindings[j];
+    const loom_tp_func *etp = loom_fuse_prog_of(fz, eb);
+    loom_tp_pattern pat = etp ? pattern_of(fz, etp) : LOOM_TP_PATTERN_OPAQUE;
+    if ((pat != LOOM_TP_PATTERN_ELEMWISE && pat != LOOM_TP_PATTERN_BROADCAST) ||
+        !sinfo_defined_before(fz, eb->var->sinfo, loom_fuse_pos_of(fz, eb)))
+      continue;
+    size_t mem[2] = {i, j};
+    merged g;
+    bool ok;
+    loom_arena_reset(&fz->scratch);
+    st = loom_fuse_merge_group(fz, blk, mem, 2, true, &fz->scratch, "trial", &g, &ok);
+    if (!st && ok) st = rewrite_group(fz, blk, mem, 2, true, drop);
+  }
+  if (!st) st = drop_marked(fz, blk, drop);
+  free(drop);
+  return st;
+}
+
+static loom_status epilogue_seq(fuser *fz, loom_graph_seq *s) {
+  for (size_t bi = 0; bi < s->nblocks; bi++) {
+    loom_graph_block *blk = s->blocks[bi];
+    if (blk->dataflow) {
+      LOOM_PROPAGATE(epilogue_block(fz, blk));
+      continue;
+    }
+    for (size_t i = 0; i < blk->n; i++) {
+      loom_graph_expr *v = blk->bindings[i]->value;
+      if (v->kind != LOOM_GRAPH_EXPR_IF) continue;
+      LOOM_PROPAGATE(epilogue_seq(fz, v->u.if_.then_seq));
+      LOOM_PROPAGATE(epilogue_seq(fz, v->u.if_.else_seq));
+    }
+  }
+  return LOOM_OK;
+}
+
+/* ---- the groups ------------------------------------------------------------------------------ */
+
 static loom_status fuse_block(fuser *fz, loom_graph_block *blk) {
   size_t n = blk->n;
   bool *flags = calloc(3 * (n ? n : 1), sizeof *flags);
@@ -803,24 +599,14 @@ static loom_status fuse_block(fuser *fz, loom_graph_block *blk) {
   bool *assigned = flags, *rejected = flags + n, *drop = flags + 2 * n;
   loom_status st = LOOM_OK;
   for (size_t r = n; r-- > 0 && !st;) {
-    if (assigned[r] || !prog_of(fz, blk->bindings[r])) continue;
+    if (assigned[r] || !loom_fuse_prog_of(fz, blk->bindings[r])) continue;
     assigned[r] = true;
     memset(rejected, 0, n * sizeof *rejected);
     size_t mem[MAX_GROUP] = {r}, nm = 1;
     st = grow_group(fz, blk, r, assigned, rejected, mem, &nm);
-    if (!st && nm > 1) st = rewrite_group(fz, blk, mem, nm, drop);
+    if (!st && nm > 1) st = rewrite_group(fz, blk, mem, nm, false, drop);
   }
-  if (!st) {
-    loom_graph_binding **kept = LOOM_ARENA_ARRAY(loom_graph_module_arena(fz->m), loom_graph_binding *, n ? n : 1);
-    if (!kept) st = LOOM_OOM();
-    size_t nk = 0;
-    for (size_t i = 0; i < n && !st; i++)
-      if (!drop[i]) kept[nk++] = blk->bindings[i];
-    if (!st) {
-      blk->bindings = kept;
-      blk->n = nk;
-    }
-  }
+  if (!st) st = drop_marked(fz, blk, drop);
   free(flags);
   return st;
 }
@@ -904,6 +690,15 @@ loom_status loom_graph_fuse(loom_graph_module *m, loom_graph_fuse_stats *out) {
     for (size_t i = 0; i < f->nparams; i++) define_sinfo(&w, f->params[i]->sinfo);
     prepass_seq(&fz, f->body);
     st = fz.oom ? LOOM_OOM() : fuse_seq(&fz, f->body);
+    if (!st) { /* epilogues: on the fused function, its uses and positions counted again */
+      loom_map_clear(&fz.uses);
+      loom_map_clear(&fz.pos);
+      fz.defs.len = 0;
+      fz.npos = 0;
+      for (size_t i = 0; i < f->nparams; i++) define_sinfo(&w, f->params[i]->sinfo);
+      prepass_seq(&fz, f->body);
+      st = fz.oom ? LOOM_OOM() : epilogue_seq(&fz, f->body);
+    }
     if (!st) st = loom_pass_fix_outputs(m, f->body);
     if (st) st = loom_status_annotate(st, __FILE__, __LINE__, "while fusing @%s", f->name);
   }

@@ -13,6 +13,10 @@
  *   - commutative operators list var operands in definition order and literals last,
  *     so `add(b, a)` and `add(a, b)` are the same expression for CSE and a constant is
  *     always operand 1 for simplify;
+ *   - a binding outside a dataflow block that may stand in one (not an `if`, a graph-function
+ *     call or a call of an impure extern) is in one: runs of such bindings in a plain block
+ *     become dataflow blocks (the ONNX importer writes plain blocks; fusion works on
+ *     dataflow blocks);
  *   - adjacent dataflow blocks are one block; each block's outputs are exactly the vars
  *     used after it; no block is empty. */
 #include <string.h>
@@ -120,6 +124,59 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   return LOOM_OK;
 }
 
+/* Whether binding b may stand in a dataflow block: not an `if`, not a call of an extern that
+ * is not declared pure, not a graph-function call (it may make one). */
+static bool dataflow_ok(const loom_graph_module *m, const loom_graph_binding *b) {
+  const loom_graph_expr *v = b->value;
+  if (v->kind == LOOM_GRAPH_EXPR_IF) return false;
+  if (v->kind != LOOM_GRAPH_EXPR_CALL) return true;
+  if (v->u.call.callee == LOOM_GRAPH_CALLEE_FUNC) return false;
+  if (v->u.call.callee == LOOM_GRAPH_CALLEE_EXTERN) {
+    const loom_graph_extern *ex = loom_graph_module_find_extern(m, v->u.call.target);
+    return ex && ex->decl && ex->decl->pure;
+  }
+  return true;
+}
+
+/* Splits every plain (non-dataflow) block of s, and of nested branches, into maximal runs of
+ * bindings that may stand in a dataflow block (which become dataflow blocks) and runs that
+ * may not: a module written without `dataflow { }` (the ONNX importer's) gets the blocks
+ * that fusion works on. */
+static loom_status form_dataflow(loom_graph_module *m, loom_graph_seq *s, size_t *changed) {
+  loom_arena *a = loom_graph_module_arena(m);
+  size_t cap = 0;
+  for (size_t i = 0; i < s->nblocks; i++) cap += s->blocks[i]->dataflow ? 1 : s->blocks[i]->n;
+  loom_graph_block **out = LOOM_ARENA_ARRAY(a, loom_graph_block *, cap ? cap : 1);
+  if (!out) return LOOM_OOM();
+  size_t k = 0;
+  for (size_t i = 0; i < s->nblocks; i++) {
+    loom_graph_block *blk = s->blocks[i];
+    for (size_t j = 0; j < blk->n; j++)
+      if (blk->bindings[j]->value->kind == LOOM_GRAPH_EXPR_IF) {
+        LOOM_PROPAGATE(form_dataflow(m, blk->bindings[j]->value->u.if_.then_seq, changed));
+        LOOM_PROPAGATE(form_dataflow(m, blk->bindings[j]->value->u.if_.else_seq, changed));
+      }
+    if (blk->dataflow) {
+      out[k++] = blk;
+      continue;
+    }
+    for (size_t j = 0; j < blk->n;) {
+      bool df = dataflow_ok(m, blk->bindings[j]);
+      size_t e = j + 1;
+      while (e < blk->n && dataflow_ok(m, blk->bindings[e]) == df) e++;
+      loom_graph_block *nb = LOOM_ARENA_NEW(a, loom_graph_block);
+      if (!nb) return LOOM_OOM();
+      *nb = (loom_graph_block){.dataflow = df, .n = e - j, .bindings = blk->bindings + j};
+      if (df) (*changed)++;
+      out[k++] = nb;
+      j = e;
+    }
+  }
+  s->blocks = out;
+  s->nblocks = k;
+  return LOOM_OK;
+}
+
 /* Merges runs of adjacent dataflow blocks of s (and of nested branches). */
 static loom_status merge_blocks(loom_graph_module *m, loom_graph_seq *s, size_t *changed) {
   loom_arena *a = loom_graph_module_arena(m);
@@ -154,6 +211,7 @@ loom_status loom_graph_normalize(loom_graph_module *m, size_t *out_changed) {
   LOOM_PROPAGATE(loom_pass_run(&p));
   size_t merged = 0;
   for (size_t i = 0; i < m->funcs.len; i++) {
+    LOOM_PROPAGATE(form_dataflow(m, m->funcs.data[i]->body, &merged));
     LOOM_PROPAGATE(merge_blocks(m, m->funcs.data[i]->body, &merged));
     LOOM_PROPAGATE(loom_pass_fix_outputs(m, m->funcs.data[i]->body));
   }

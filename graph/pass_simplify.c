@@ -5,6 +5,7 @@
  * operands of its producer. A rewrite is made only when the binding's struct info
  * provably still holds (the symbolic prover decides shape equalities), and a new
  * attribute only names symbols in scope before the binding. */
+#include <math.h>
 #include <string.h>
 
 #include "graph/pass_internal.h"
@@ -77,6 +78,193 @@ static bool attr_all(const loom_graph_expr *c, const char *name, int64_t v, bool
   return true;
 }
 
+/* ---- GELU patterns ------------------------------------------------------------------------------
+ *
+ * 0.5 * x * (1 + erf(x / sqrt(2)))                                        -> gelu(x)
+ * 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))                 -> gelu_tanh(x)
+ * 0.5 * x * (1 + tanh(sqrt(2/pi) * x * (1 + 0.044715 * x * x)))           -> gelu_tanh(x)
+ * as PyTorch and Hugging Face export them (GELU before opset 20, GPT-2's "gelu_new"): products
+ * in any association and order, x / sqrt(2) or x * (1 / sqrt(2)), x^3 as pow(x, 3) or
+ * x * x * x; constants are one-element tensors within 1e-6 (relative) of the exact values. */
+
+/* The factors of a product: mul calls followed through their producers (a few levels), the
+ * one-element constants multiplied into k. */
+typedef struct factors {
+  const loom_graph_expr *v[6];
+  size_t n;
+  double k;
+  bool ok; /* false: more factors than fit */
+} factors;
+
+/* The value of a one-element float constant. */
+static bool scalar_const(const loom_graph_expr *e, double *out) {
+  if (e->kind != LOOM_GRAPH_EXPR_CONST || e->sinfo->kind != LOOM_SINFO_TENSOR || !loom_dtype_is_float(e->sinfo->dtype))
+    return false;
+  size_t es = loom_dtype_size(e->sinfo->dtype);
+  if (!es || e->u.cnst.nbytes != es) return false;
+  loom_graph_tensor t = {.dtype = e->sinfo->dtype, .data = e->u.cnst.data};
+  *out = loom_graph_tensor_get_f64(&t, 0);
+  return true;
+}
+
+static void collect_factors(loom_pass *p, const loom_graph_expr *e, factors *f, int depth) {
+  double c;
+  const loom_graph_expr *m = depth > 0 ? producer_call(p, e, LOOM_GRAPH_OP_MUL) : NULL;
+  if (scalar_const(e, &c)) f->k *= c;
+  else if (m && m->u.call.nargs == 2) {
+    collect_factors(p, m->u.call.args[0], f, depth - 1);
+    collect_factors(p, m->u.call.args[1], f, depth - 1);
+  } else if (f->n < sizeof f->v / sizeof *f->v) f->v[f->n++] = e;
+  else f->ok = false;
+}
+
+static factors product(loom_pass *p, const loom_graph_expr *e) {
+  factors f = {.k = 1, .ok = true};
+  collect_factors(p, e, &f, 4);
+  return f;
+}
+
+static bool near(double a, double b) { return fabs(a - b) <= 1e-6 * fabs(b); }
+
+/* e is `1 + t` (either order): t, else NULL. */
+static const loom_graph_expr *one_plus(loom_pass *p, const loom_graph_expr *e) {
+  const loom_graph_expr *a = producer_call(p, e, LOOM_GRAPH_OP_ADD);
+  double c;
+  if (!a || a->u.call.nargs != 2) return NULL;
+  if (scalar_const(a->u.call.args[1], &c) && c == 1) return a->u.call.args[0];
+  if (scalar_const(a->u.call.args[0], &c) && c == 1) return a->u.call.args[1];
+  return NULL;
+}
+
+/* Whether the factors are exactly `x` repeated n times, times k0. */
+static bool is_power(const factors *f, const loom_graph_expr *x, size_t n, double k0) {
+  if (!f->ok || f->n != n || !near(f->k, k0)) return false;
+  for (size_t i = 0; i < n; i++)
+    if (f->v[i] != x) return false;
+  return true;
+}
+
+/* e is 0.044715 * x^3. */
+static bool cubic_term(loom_pass *p, const loom_graph_expr *e, const loom_graph_expr *x) {
+  factors f = product(p, e);
+  if (is_power(&f, x, 3, 0.044715)) return true;
+  if (!f.ok || f.n != 1 || !near(f.k, 0.044715)) return false;
+  const loom_graph_expr *pw = producer_call(p, f.v[0], LOOM_GRAPH_OP_POW);
+  double c;
+  return pw && pw->u.call.args[0] == x && scalar_const(pw->u.call.args[1], &c) && c == 3;
+}
+
+/* e is erf(x / sqrt(2)) or erf(x * (1 / sqrt(2))). */
+static bool erf_of_scaled(loom_pass *p, const loom_graph_expr *e, const loom_graph_expr *x) {
+  const loom_graph_expr *er = producer_call(p, e, LOOM_GRAPH_OP_ERF);
+  if (!er) return false;
+  const loom_graph_expr *u = er->u.call.args[0], *d = producer_call(p, u, LOOM_GRAPH_OP_DIV);
+  double c;
+  if (d) return d->u.call.args[0] == x && scalar_const(d->u.call.args[1], &c) && near(c, 1.41421356237309504880);
+  factors f = product(p, u);
+  return is_power(&f, x, 1, 0.70710678118654752440);
+}
+
+/* e is tanh(sqrt(2/pi) * (x + 0.044715 x^3)) or tanh(sqrt(2/pi) * x * (1 + 0.044715 x^2)). */
+static bool tanh_of_cubic(loom_pass *p, const loom_graph_expr *e, const loom_graph_expr *x) {
+  const loom_graph_expr *th = producer_call(p, e, LOOM_GRAPH_OP_TANH);
+  if (!th) return false;
+  const double c = 0.79788456080286535588; /* sqrt(2 / pi) */
+  factors f = product(p, th->u.call.args[0]);
+  if (!f.ok || !near(f.k, c)) return false;
+  if (f.n == 1) { /* x + 0.044715 x^3 */
+    const loom_graph_expr *a = producer_call(p, f.v[0], LOOM_GRAPH_OP_ADD);
+    if (!a || a->u.call.nargs != 2) return false;
+    const loom_graph_expr *a0 = a->u.call.args[0], *a1 = a->u.call.args[1];
+    return (a0 == x && cubic_term(p, a1, x)) || (a1 == x && cubic_term(p, a0, x));
+  }
+  if (f.n != 2 || (f.v[0] != x && f.v[1] != x)) return false; /* x * (1 + 0.044715 x^2) */
+  const loom_graph_expr *q = one_plus(p, f.v[0] == x ? f.v[1] : f.v[0]);
+  if (!q) return false;
+  factors g = product(p, q);
+  return is_power(&g, x, 2, 0.044715);
+}
+
+/* The GELU op that binding value v (a mul) computes, or LOOM_GRAPH_OP_COUNT; *x its input. */
+static loom_graph_op gelu_pattern(loom_pass *p, const loom_graph_expr *v, const loom_graph_expr **x) {
+  factors f = {.k = 1, .ok = true};
+  collect_factors(p, v->u.call.args[0], &f, 4);
+  collect_factors(p, v->u.call.args[1], &f, 4);
+  if (!f.ok || f.n != 2 || !near(f.k, 0.5)) return LOOM_GRAPH_OP_COUNT;
+  for (int i = 0; i < 2; i++) {
+    const loom_graph_expr *t = one_plus(p, f.v[1 - i]);
+    *x = f.v[i];
+    if (!t || (*x)->kind != LOOM_GRAPH_EXPR_VAR) continue;
+    if (erf_of_scaled(p, t, *x)) return LOOM_GRAPH_OP_GELU;
+    if (tanh_of_cubic(p, t, *x)) return LOOM_GRAPH_OP_GELU_TANH;
+  }
+  return LOOM_GRAPH_OP_COUNT;
+}
+
+/* ---- int8 matmul ------------------------------------------------------------------------------- */
+
+/* e is i32(q) - i32(z) or i32(q) - c or i32(q): q a u8 / i8 tensor of rank >= min_rank; z a
+ * one-element tensor of q's dtype, or c a one-element i32 constant whose value q's dtype holds
+ * (*z is then that constant in q's dtype), or none (*z a 0 of q's dtype). Every centred value
+ * q - z then lies in [-255, 255]: the pair words of the int8 kernel hold it exactly. */
+static loom_status centred_int8(loom_pass *p, const loom_graph_expr *e, int min_rank, loom_graph_expr **q,
+                                loom_graph_expr **z, bool *ok) {
+  *ok = false;
+  const loom_graph_expr *s = producer_call(p, e, LOOM_GRAPH_OP_SUB);
+  const loom_graph_expr *c = producer_call(p, s ? s->u.call.args[0] : e, LOOM_GRAPH_OP_CAST);
+  if (!c) return LOOM_OK;
+  const loom_sinfo *qs = c->u.call.args[0]->sinfo;
+  if (c->sinfo->dtype != LOOM_DTYPE_I32 || qs->kind != LOOM_SINFO_TENSOR ||
+      (qs->dtype != LOOM_DTYPE_U8 && qs->dtype != LOOM_DTYPE_I8) || qs->ndim < min_rank)
+    return LOOM_OK;
+  *q = c->u.call.args[0];
+  if (!s) {
+    *z = loom_graph_const_scalar(p->m, qs->dtype, 0);
+    *ok = *z != NULL;
+    return *z ? LOOM_OK : LOOM_OOM();
+  }
+  const loom_graph_expr *zv = s->u.call.args[1];
+  const loom_sinfo *zs = zv->sinfo;
+  if (zs->kind != LOOM_SINFO_TENSOR || zs->ndim < 0 || (zs->ndim && !zs->dims)) return LOOM_OK;
+  for (int d = 0; d < zs->ndim; d++) {
+    int64_t v;
+    if (!loom_sym_is_const(zs->dims[d], &v) || v != 1) return LOOM_OK;
+  }
+  const loom_graph_expr *zc = producer_call(p, zv, LOOM_GRAPH_OP_CAST);
+  if (zc && zc->u.call.args[0]->sinfo->dtype == qs->dtype) { /* i32(z) of q's dtype */
+    *z = zc->u.call.args[0];
+    *ok = true;
+    return LOOM_OK;
+  }
+  double v;
+  if (zv->kind != LOOM_GRAPH_EXPR_CONST || zs->dtype != LOOM_DTYPE_I32 || zv->u.cnst.nbytes != sizeof(int32_t)) return LOOM_OK;
+  v = *(const int32_t *)zv->u.cnst.data;
+  if (v < (qs->dtype == LOOM_DTYPE_U8 ? 0 : -128) || v > (qs->dtype == LOOM_DTYPE_U8 ? 255 : 127)) return LOOM_OK;
+  *z = loom_graph_const_scalar(p->m, qs->dtype, v);
+  *ok = *z != NULL;
+  return *z ? LOOM_OK : LOOM_OOM();
+}
+
+/* matmul(i32(a) - za, i32(b) - zb) -> matmul_integer(a, b, za, zb)   a, b u8 / i8 (b 2-D), za
+ * and zb one-element zero points of a's and b's dtypes (centred_int8): the composed
+ * MatMulInteger / QLinearMatMul / DynamicQuantizeLinear forms of the ONNX importer. The i32
+ * copies of the operands go with dce; the kernel multiplies i16 pairs (tensorprog/gen_nn.c). */
+static loom_status int8_matmul(loom_pass *p, loom_graph_binding *b) {
+  const loom_graph_expr *v = b->value;
+  if (v->u.call.nargs != 2 || v->u.call.nattrs || b->var->sinfo->dtype != LOOM_DTYPE_I32) return LOOM_OK;
+  loom_graph_expr *args[4];
+  bool oka, okb;
+  LOOM_PROPAGATE(centred_int8(p, v->u.call.args[0], 2, &args[0], &args[2], &oka));
+  if (!oka) return LOOM_OK;
+  LOOM_PROPAGATE(centred_int8(p, v->u.call.args[1], 2, &args[1], &args[3], &okb));
+  if (!okb || args[1]->sinfo->ndim != 2) return LOOM_OK;
+  loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 4, args, 0, NULL);
+  if (!nc) return LOOM_OOM();
+  nc->u.call.op = LOOM_GRAPH_OP_MATMUL_INTEGER;
+  bool ok;
+  return loom_pass_set_value(p, b, nc, &ok);
+}
+
 /* Uses of b read `x` (when its struct info provably fits). */
 static void forward(loom_pass *p, loom_graph_binding *b, loom_graph_expr *x, bool *drop) {
   bool ok;
@@ -94,6 +282,10 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   loom_graph_expr *y = n > 1 ? v->u.call.args[1] : NULL;
   bool ok;
   switch (v->u.call.op) {
+  /* the int8 matmul above */
+  case LOOM_GRAPH_OP_MATMUL:
+    return int8_matmul(p, b);
+
   /* dropout(x) -> x   (identity at inference) */
   case LOOM_GRAPH_OP_DROPOUT:
     forward(p, b, x, drop);
@@ -119,6 +311,18 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   /* mul(x, 1) -> x, mul(1, x) -> x, div(x, 1) -> x   if the result is x's shape and dtype */
   case LOOM_GRAPH_OP_MUL:
   case LOOM_GRAPH_OP_DIV:
+    if (v->u.call.op == LOOM_GRAPH_OP_MUL && loom_dtype_is_float(out->dtype)) {
+      /* the GELU patterns above -> gelu(g) / gelu_tanh(g)   if the result is g's shape and dtype */
+      const loom_graph_expr *g;
+      loom_graph_op op = gelu_pattern(p, v, &g);
+      if (op != LOOM_GRAPH_OP_COUNT && same_dims(p, out, g->sinfo) && out->dtype == g->sinfo->dtype) {
+        loom_graph_expr *arg = (loom_graph_expr *)g;
+        loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 1, &arg, 0, NULL);
+        if (!nc) return LOOM_OOM();
+        nc->u.call.op = op;
+        return loom_pass_set_value(p, b, nc, &ok);
+      }
+    }
     if (loom_pass_const_all(y, 1) && same_dims(p, out, x->sinfo) && out->dtype == x->sinfo->dtype) forward(p, b, x, drop);
     else if (v->u.call.op == LOOM_GRAPH_OP_MUL && loom_pass_const_all(x, 1) && same_dims(p, out, y->sinfo) &&
              out->dtype == y->sinfo->dtype)
@@ -204,9 +408,57 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   }
 }
 
+/* Whether permutation q of rank r swaps the last two axes and keeps the others. */
+static bool swaps_last_two(const int64_t *q, int r) {
+  if (r < 2 || q[r - 2] != r - 1 || q[r - 1] != r - 2) return false;
+  for (int i = 0; i < r - 2; i++)
+    if (q[i] != i) return false;
+  return true;
+}
+
+/* matmul(a, permute_dims(x, [0, .., r-3, r-1, r-2]))  -> matmul(a, x, transpose_b=true)
+ * matmul(a, permute_dims(x, [.., r-1, r-2]), transpose_b=true) -> matmul(a, x)
+ * The kernel reads B transposed (its B-panel packing does the transposition): no
+ * transposition kernel, no intermediate. Not when x is a constant: fold transposes it once
+ * and the kernel then packs B's [k, n] layout by plain copies. */
+static loom_status matmul_transpose_b(loom_pass *p, loom_graph_binding *b, bool *drop) {
+  (void)drop;
+  const loom_graph_expr *v = b->value;
+  if (b->kind != LOOM_GRAPH_BIND_VAR || v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP ||
+      v->u.call.op != LOOM_GRAPH_OP_MATMUL || v->u.call.nargs != 2)
+    return LOOM_OK;
+  const loom_graph_expr *perm = producer_call(p, v->u.call.args[1], LOOM_GRAPH_OP_PERMUTE_DIMS);
+  if (!perm) return LOOM_OK;
+  loom_graph_expr *x = perm->u.call.args[0];
+  int64_t q[8];
+  int r = x->sinfo->kind == LOOM_SINFO_TENSOR ? x->sinfo->ndim : -1;
+  if (x->kind == LOOM_GRAPH_EXPR_CONST || !perm_of(perm, r, q) || !swaps_last_two(q, r)) return LOOM_OK;
+  bool tb = loom_graph_call_int(v, "transpose_b") != 0;
+  loom_graph_attr attrs[16];
+  size_t na = 0;
+  for (size_t i = 0; i < v->u.call.nattrs && na < 15; i++)
+    if (strcmp(v->u.call.attrs[i].name, "transpose_b")) attrs[na++] = v->u.call.attrs[i];
+  if (!tb) {
+    attrs[na] = loom_graph_attr_bool(p->m, "transpose_b", true);
+    if (!attrs[na++].name) return LOOM_OOM();
+  }
+  loom_graph_expr *args[2] = {v->u.call.args[0], x};
+  loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 2, args, na, attrs);
+  if (!nc) return LOOM_OOM();
+  bool ok;
+  return loom_pass_set_value(p, b, nc, &ok);
+}
+
 loom_status loom_graph_simplify(loom_graph_module *m, size_t *out_changed) {
+  /* The transposed-B rule before permutations compose (attention's K: permute_dims(
+   * permute_dims(k, [0, 2, 1, 3]), [0, 1, 3, 2]) would become one permutation that is no
+   * longer a swap of the last two axes), and again after (a composition may be one). */
+  loom_pass t1 = {.m = m, .visit = matmul_transpose_b};
+  LOOM_PROPAGATE(loom_pass_run(&t1));
   loom_pass p = {.m = m, .visit = visit};
   LOOM_PROPAGATE(loom_pass_run(&p));
-  if (out_changed) *out_changed = p.changed;
+  loom_pass t2 = {.m = m, .visit = matmul_transpose_b};
+  LOOM_PROPAGATE(loom_pass_run(&t2));
+  if (out_changed) *out_changed = t1.changed + p.changed + t2.changed;
   return LOOM_OK;
 }

@@ -27,7 +27,9 @@
 loom_status loom_graph_normalize(loom_graph_module *m, size_t *out_changed);
 
 /* Constant folding: operator calls whose operands are all constants (and whose
- * attributes and result shape are constant, at most LOOM_GRAPH_FOLD_MAX_ELEMS elements)
+ * attributes and result shape are constant, at most LOOM_GRAPH_FOLD_MAX_ELEMS elements, or
+ * any number for elementwise / broadcast / injective / reduction ops whose result has no
+ * more bytes than their constant operands: a weight's transposition folds)
  * are evaluated with the interpreter's reference implementations; shape computations
  * become symbolic literals: a binding whose struct info is a Shape of known dims
  * (shape_of(x) of a tensor with symbolic dims) becomes `shape(b, s)`, a Scalar i64 of
@@ -35,6 +37,12 @@ loom_status loom_graph_normalize(loom_graph_module *m, size_t *out_changed);
  * full becomes the `shape` attribute. */
 #define LOOM_GRAPH_FOLD_MAX_ELEMS 16384
 loom_status loom_graph_fold(loom_graph_module *m, size_t *out_changed);
+
+/* Constant matmul weights laid out once (graph/pass_pack.c): matmul(x, W) with W a constant
+ * f32 (k, n) matrix (or (n, k) with transpose_b), n a multiple of `panel`, becomes
+ * matmul(x, Wp, packed_b=true) with Wp (n / panel, k, panel) computed here; panel < 1 does
+ * nothing. Run dce after it: the weights it replaced stay until then. */
+loom_status loom_graph_pack_weights(loom_graph_module *m, int panel, size_t *out_changed);
 
 /* Common subexpression elimination over pure bindings (operator calls, call_tp, tuples,
  * tuple-gets) with equal struct info: a later equal binding's uses become the earlier

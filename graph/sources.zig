@@ -44,4 +44,6 @@ pub const compiler = [_][]const u8{
     "graph/pass_dce.c",
     "graph/pass_simplify.c",
     "graph/pass_fuse.c",
+    "graph/pass_fuse_merge.c",
+    "graph/pass_pack.c",
 };

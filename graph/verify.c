@@ -85,6 +85,24 @@ static void use_syms_sinfo(vctx *v, const loom_graph_binding *b, loom_loc loc, c
            loom_sym_var_name(w.bad), where);
 }
 
+/* Every dim of an annotation can be a size: none is negative for every value of its
+ * variables (`(b, -784)`, `(n - n - 1)`); the loader, the VM and the kernels rely on it. */
+static void check_dims(vctx *v, const loom_graph_binding *b, loom_loc loc, const loom_sinfo *si, const char *where) {
+  if (!si) return;
+  for (int i = 0; si->dims && i < si->ndim; i++) {
+    loom_sym_interval iv = loom_sym_bounds(v->m->cx, si->dims[i]);
+    if (iv.hi_inf || iv.hi >= 0) continue;
+    loom_strbuf sb;
+    loom_strbuf_init(&sb, NULL);
+    loom_sym_print(si->dims[i], &sb);
+    report(v, b, loc, "%s: axis %d is %s, negative for every value of its variables (a dim is a size, >= 0)", where, i,
+           loom_strbuf_cstr(&sb));
+    loom_strbuf_free(&sb);
+  }
+  for (size_t i = 0; i < si->nfields; i++) check_dims(v, b, loc, si->fields[i], where);
+  check_dims(v, b, loc, si->ret, where);
+}
+
 /* ---- expressions ---------------------------------------------------------------------------- */
 
 static void check_leaf(vctx *v, const loom_graph_binding *b, const loom_graph_expr *e, const char *what) {
@@ -156,6 +174,7 @@ static void verify_binding(vctx *v, const loom_graph_block *blk, const loom_grap
     return;
   }
   if (has(&v->bound, b->var)) report(v, b, b->loc, "the variable is bound twice");
+  check_dims(v, b, b->loc, b->var->sinfo, "its type");
   if (!e) {
     report(v, b, b->loc, "the binding has no value");
     return;
@@ -300,7 +319,11 @@ static void verify_func(vctx *v, const loom_graph_func *f) {
     push(v, &v->bound, p);
     sym_walk w = {v, true, NULL};
     walk_sinfo(&w, p->sinfo);
+    char where[160];
+    snprintf(where, sizeof where, "parameter '%s'", p->u.var.name);
+    check_dims(v, NULL, p->loc.src ? p->loc : f->loc, p->sinfo, where);
   }
+  check_dims(v, NULL, f->loc, f->ret, "the declared result");
   verify_seq(v, f->body);
   if (f->body->result && f->ret && f->body->result->sinfo) {
     use_syms_sinfo(v, NULL, f->loc, f->ret, "the declared result");

@@ -352,7 +352,7 @@ loom_status loom_libcall_lib_create(loom_allocator *alloc, const loom_libcall_si
       if (!strcmp(lib->entries[j].sig.name, e->sig.name))
         st = LOOM_ERROR(ALREADY_EXISTS, "extern @%s is declared twice", e->sig.name);
     if (!st) st = load_one(lib, e, opts);
-    lib->table[i] = (loom_artifact_kernel){e->sig.name, e->fn};
+    lib->table[i] = (loom_artifact_kernel){.name = e->sig.name, .fn = e->fn};
   }
   if (st) {
     loom_libcall_lib_destroy(lib);

@@ -64,6 +64,10 @@ loom_compile_times loom_compiled_times(const loom_compiled *c);
  * loom_rt_open (CPU: a shared object; needs a C compiler driver, `cc` or $LOOM_CC).
  * Written to a temporary name and renamed: nothing half-written. */
 LOOM_MUST_USE loom_status loom_compiled_save(loom_compiled *c, const char *path);
+/* As loom_compiled_save, and the artifact's trailer carries an Ed25519 signature made with
+ * `key` (vm/artifact.h; loom_vm_artifact_seckey_read reads a `loom keygen` key file), so
+ * loom_rt_open with loom_rt_options.trust set to the matching public key accepts it. */
+LOOM_MUST_USE loom_status loom_compiled_save_signed(loom_compiled *c, const char *path, const loom_vm_artifact_seckey *key);
 /* JIT-compiles the kernels (the codegen pass, once per compiled module) and opens a runtime
  * on the executable.
  * The runtime must be closed before `c` is freed. */

@@ -17,7 +17,26 @@
  *
  * A failed call returns a status naming the input, axis and expected value, and the
  * runtime stays usable. Tensors are also exchanged zero-copy through DLPack
- * (loom_tensor_to_dlpack / loom_tensor_from_dlpack in vm/object.h). */
+ * (loom_tensor_to_dlpack / loom_tensor_from_dlpack in vm/object.h).
+ *
+ * Threads. One opened runtime serves any number of threads at once:
+ *   - thread-safe, on one runtime from any threads at the same time: loom_rt_call,
+ *     loom_rt_tensor_new, loom_rt_outputs_free, loom_tensor_release, the queries
+ *     (function / param / signature / threads / disasm / device), loom_rt_profile_print and
+ *     loom_rt_profile_kernel_ns. Each call has its own registers, frames, kernel context and
+ *     error message; the calls share the executable, the constants, the device's storage
+ *     pool (locked) and the thread pool, whose loops from different calls run side by side
+ *     (vm/threadpool.h). Results are bit-exact with the same calls made one at a time.
+ *   - objects: reference counts are atomic, so one tensor may be an input of several
+ *     concurrent calls and be retained / released from any thread; its data is not
+ *     guarded: writing a tensor while a call reads it is the writer's race. Outputs belong
+ *     to the caller that received them.
+ *   - NOT concurrent with anything else on the same runtime: loom_rt_open / _open_exec
+ *     (until they return), loom_rt_close, loom_rt_set_threads and loom_rt_set_profile.
+ *     Make these while no call is in flight (e.g. at start-up and shutdown).
+ *   - externs and kernels given by the host (loom_rt_options.externs / .kernels) may be
+ *     called from several threads at once and must be reentrant; ctx->user is shared.
+ *   - different runtimes are independent (each has its own device, pool and VM). */
 #ifndef LOOM_LOOMRT_H
 #define LOOM_LOOMRT_H
 
@@ -27,6 +46,7 @@
 
 #include "base/dtype.h"
 #include "base/status.h"
+#include "vm/artifact.h"
 #include "vm/extern.h"
 #include "vm/kernel_abi.h"
 #include "vm/object.h"
@@ -43,10 +63,17 @@ typedef struct loom_rt_options {
   /* loads the externs an AOT artifact declares (vm/extern.h); NULL: libcall's
    * (loom_libcall_extern_provider: dlopen + libffi). Unused when `externs` is given. */
   const loom_vm_extern_provider *extern_provider;
+  /* Only artifacts signed by this Ed25519 key open (loom_vm_artifact_pubkey_read reads a
+   * key file; `loom keygen` makes one); unsigned, tampered or otherwise signed artifacts and
+   * plain executable files are refused. NULL: any intact artifact opens (docs/vm.md,
+   * "Trust model"). */
+  const loom_vm_artifact_pubkey *trust;
 } loom_rt_options;
 
 /* Opens an AOT artifact (.so exporting loom_artifact_v1) or an executable file (by its
- * magic), verifies it and binds every kernel. `opts` may be NULL. */
+ * magic), verifies it and binds every kernel. `opts` may be NULL. An artifact is checked
+ * before any of its code runs (vm/artifact.h): a regular file of the size its trailer
+ * records, sane ELF headers, its content hash and, with opts->trust, its signature. */
 LOOM_MUST_USE loom_status loom_rt_open(const char *path, const loom_rt_options *opts, loom_rt **out);
 /* Opens a runtime on an executable already in memory (vm/exec.h), taking ownership of it
  * (freed by loom_rt_close, also on failure); kernels come from opts->kernels. */

@@ -6,7 +6,7 @@
  * the driver. The CPU (targets/cpu/target_cpu.c) is the first one.
  *
  *     const loom_target *t = &loom_target_cpu;
- *     LOOM_PROPAGATE(t->schedule(arena, cx, f, &why));          // the `schedule` pass, per program
+ *     LOOM_PROPAGATE(t->schedule(&o, arena, cx, f, &why));      // the `schedule` pass, per program
  *     loom_target_code *code;                                   // the `codegen` pass:
  *     LOOM_PROPAGATE(t->jit(&o, cx, fs, n, &code, fns));        //   in process, or
  *     LOOM_PROPAGATE(t->emit_object(&o, cx, fs, n, "k.o"));     //   to a file for an artifact
@@ -42,6 +42,7 @@
 #include "base/strbuf.h"
 #include "symbolic/sym.h"
 #include "tensorprog/tp_ir.h"
+#include "vm/exec.h"
 #include "vm/kernel_abi.h"
 
 /* What codegen makes. */
@@ -66,6 +67,7 @@ typedef struct loom_target_artifact {
   const char *object;             /* the file emit_object wrote */
   const loom_tp_func *const *fs;  /* the kernels' programs, in the executable's kernel-table order */
   uint32_t nkernels;              /* entries in fs */
+  const loom_vm_kernel *sigs;     /* the executable's kernel table (the signatures kept with the code), nkernels entries */
   const uint8_t *exec;            /* the executable's bytes (vm/exec.h file format) */
   size_t exec_len;                /* their length */
   const char *externs;            /* extern signatures (libcall text form) or NULL when none */
@@ -75,9 +77,16 @@ typedef struct loom_target {
   const char *name;    /* "cpu": what --target takes */
   const char *summary; /* one line for listings */
 
-  /* The schedule rules: rewrites program `f` in place (new nodes from `arena`); one line per
-   * decision goes to `why` (printed by `loom opt --print-after-all`). */
-  loom_status (*schedule)(loom_arena *arena, loom_sym_ctx *cx, loom_tp_func *f, loom_strbuf *why);
+  /* The schedule rules for the machine `o` names: rewrites program `f` in place (new nodes
+   * from `arena`); one line per decision goes to `why` (printed by `loom opt
+   * --print-after-all`). */
+  loom_status (*schedule)(const loom_target_options *o, loom_arena *arena, loom_sym_ctx *cx, loom_tp_func *f,
+                          loom_strbuf *why);
+
+  /* The column panel width the matmul schedule rule reads B in on the machine `o`: a constant
+   * weight with a multiple of it columns is laid out panel by panel at compile time (the
+   * `pack` pass, graph/pass_pack.c) and read in place. 0 (or a NULL hook): no such layout. */
+  int (*matmul_panel)(const loom_target_options *o);
 
   /* Codegen in process: out_fns[i] is the kernel of fs[i], valid until code_free(*out_code).
    * Program names must be unique (kernel symbols derive from them). */

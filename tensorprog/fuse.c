@@ -409,3 +409,197 @@ done:
   if (out_count) *out_count = count;
   return LOOM_OK;
 }
+
+/* ---- epilogues -------------------------------------------------------------- */
+
+static loom_tp_stmt *unwrap(loom_tp_stmt *s) {
+  while (s && s->kind == LOOM_TP_STMT_SEQ && s->u.seq.n == 1) s = s->u.seq.items[0];
+  return s;
+}
+
+/* Whether every access of `c` in `e` is a load at exactly `idx` (symbolic, same symbols). */
+static bool loads_only_at(const loom_tp_expr *e, const loom_tp_buffer *c, loom_tp_expr *const *idx) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD:
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (!loads_only_at(e->u.load.idx[d], c, idx)) return false;
+      if (e->u.load.buf != c) return true;
+      for (int d = 0; d < c->ndim; d++)
+        if (e->u.load.idx[d]->kind != LOOM_TP_EXPR_SYM || e->u.load.idx[d]->u.sym != idx[d]->u.sym) return false;
+      return true;
+    case LOOM_TP_EXPR_OP:
+      for (int k = 0; k < loom_tp_op_arity(e->u.op.op); k++)
+        if (!loads_only_at(e->u.op.args[k], c, idx)) return false;
+      return true;
+    case LOOM_TP_EXPR_CAST: return loads_only_at(e->u.cast_arg, c, idx);
+    case LOOM_TP_EXPR_SELECT:
+      return loads_only_at(e->u.select.cond, c, idx) && loads_only_at(e->u.select.then_e, c, idx) &&
+             loads_only_at(e->u.select.else_e, c, idx);
+    default: return true;
+  }
+}
+
+/* Whether the reduction `s` stores only into c at idx, reads c only there and holds only
+ * loops and stores (no lets, ifs or allocs: a plain matmul update). */
+static bool plain_reduction(const loom_tp_stmt *s, const loom_tp_buffer *c, loom_tp_expr *const *idx) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++)
+        if (!plain_reduction(s->u.seq.items[i], c, idx)) return false;
+      return true;
+    case LOOM_TP_STMT_FOR: return s->u.loop.reduce && plain_reduction(s->u.loop.body, c, idx);
+    case LOOM_TP_STMT_STORE:
+      if (s->u.store.buf != c) return false;
+      for (int d = 0; d < c->ndim; d++)
+        if (s->u.store.idx[d]->kind != LOOM_TP_EXPR_SYM || s->u.store.idx[d]->u.sym != idx[d]->u.sym) return false;
+      return loads_only_at(s->u.store.value, c, idx);
+    default: return false;
+  }
+}
+
+/* The innermost body of a matmul nest writing `c`: non-reduce loops, then [init; reduction]
+ * with c stored at idx = distinct variables of those loops, one per axis. NULL otherwise. */
+static loom_tp_stmt *matmul_body(loom_tp_stmt *s, const loom_tp_buffer *c) {
+  const loom_sym_expr *vars[16];
+  int depth = 0;
+  s = unwrap(s);
+  while (s && s->kind == LOOM_TP_STMT_FOR && !s->u.loop.reduce && depth < 16) {
+    vars[depth++] = s->u.loop.var;
+    s = unwrap(s->u.loop.body);
+  }
+  if (!s || s->kind != LOOM_TP_STMT_SEQ || s->u.seq.n != 2) return NULL;
+  const loom_tp_stmt *init = s->u.seq.items[0], *red = s->u.seq.items[1];
+  if (init->kind != LOOM_TP_STMT_STORE || init->u.store.buf != c || red->kind != LOOM_TP_STMT_FOR || !red->u.loop.reduce)
+    return NULL;
+  loom_tp_expr *const *idx = init->u.store.idx;
+  for (int d = 0; d < c->ndim; d++) {
+    if (idx[d]->kind != LOOM_TP_EXPR_SYM) return NULL;
+    bool found = false;
+    for (int k = 0; k < depth && !found; k++) found = idx[d]->u.sym == vars[k];
+    for (int e = 0; e < d && found; e++) found = idx[e]->u.sym != idx[d]->u.sym;
+    if (!found) return NULL;
+  }
+  if (!loads_only_at(init->u.store.value, c, idx) || expr_loads(init->u.store.value, c)) return NULL;
+  return plain_reduction(red, c, idx) ? s : NULL;
+}
+
+/* Whether statement s stores into or loads t anywhere. */
+static bool stmt_mentions(const loom_tp_stmt *s, const loom_tp_buffer *t) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++)
+        if (stmt_mentions(s->u.seq.items[i], t)) return true;
+      return false;
+    case LOOM_TP_STMT_FOR: return stmt_mentions(s->u.loop.body, t);
+    case LOOM_TP_STMT_STORE:
+      if (s->u.store.buf == t || expr_loads(s->u.store.value, t)) return true;
+      for (int d = 0; d < s->u.store.buf->ndim; d++)
+        if (expr_loads(s->u.store.idx[d], t)) return true;
+      return false;
+    case LOOM_TP_STMT_LET: return expr_loads(s->u.let.value, t);
+    case LOOM_TP_STMT_IF:
+      return expr_loads(s->u.if_.cond, t) || stmt_mentions(s->u.if_.then_s, t) ||
+             (s->u.if_.else_s && stmt_mentions(s->u.if_.else_s, t));
+    default: return false;
+  }
+}
+
+/* The statements of s with nested sequences spliced in (the merge puts each call's body in
+ * one; their allocs then stay visible to the end, which changes nothing: names are unique). */
+static loom_tp_stmt *flatten_seq(loom_arena *a, loom_tp_stmt *s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s->u.seq.n; i++) {
+    loom_tp_stmt *it = s->u.seq.items[i];
+    n += it->kind == LOOM_TP_STMT_SEQ ? it->u.seq.n : 1;
+  }
+  if (n == s->u.seq.n) return s;
+  loom_tp_stmt **items = LOOM_ARENA_ARRAY(a, loom_tp_stmt *, n);
+  if (!items) return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < s->u.seq.n; i++) {
+    loom_tp_stmt *it = s->u.seq.items[i];
+    if (it->kind != LOOM_TP_STMT_SEQ) items[k++] = it;
+    else
+      for (size_t j = 0; j < it->u.seq.n; j++) items[k++] = it->u.seq.items[j];
+  }
+  loom_tp_stmt *r = loom_tp_seq(a, items, n);
+  return r ? flatten_seq(a, r) : NULL; /* nested deeper: again, until no item is a sequence */
+}
+
+loom_status loom_tp_fuse_epilogue(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, bool *out_done) {
+  *out_done = false;
+  loom_tp_stmt *top = unwrap(f->body);
+  if (!top || top->kind != LOOM_TP_STMT_SEQ) return LOOM_OK;
+  if (!(top = flatten_seq(a, top))) return LOOM_OOM();
+  if (top->u.seq.n < 3) return LOOM_OK;
+  size_t n = top->u.seq.n;
+  /* the epilogue, last: for k.. { Y[k..] = e }, Y a parameter of C's dims */
+  const loom_sym_expr *kv[16];
+  int depth = 0;
+  loom_tp_stmt *epi = unwrap(top->u.seq.items[n - 1]);
+  while (epi && epi->kind == LOOM_TP_STMT_FOR && !epi->u.loop.reduce && depth < 16) {
+    kv[depth++] = epi->u.loop.var;
+    epi = unwrap(epi->u.loop.body);
+  }
+  if (!epi || epi->kind != LOOM_TP_STMT_STORE) return LOOM_OK;
+  /* C: the one Local the epilogue reads; the matmul: the one statement that writes it */
+  const loom_tp_buffer *c = NULL;
+  size_t ci = n, mi = n;
+  for (size_t i = 0; i + 1 < n; i++) {
+    loom_tp_stmt *it = top->u.seq.items[i];
+    if (it->kind != LOOM_TP_STMT_ALLOC || it->u.alloc->scope != LOOM_TP_SCOPE_LOCAL || !expr_loads(epi->u.store.value, it->u.alloc))
+      continue;
+    if (c) return LOOM_OK;
+    c = it->u.alloc, ci = i;
+  }
+  if (!c || c->ndim > 16) return LOOM_OK;
+  for (size_t i = 0; i + 1 < n; i++) {
+    if (i == ci || !stmt_mentions(top->u.seq.items[i], c)) continue;
+    if (mi != n) return LOOM_OK;
+    mi = i;
+  }
+  if (mi == n || mi < ci) return LOOM_OK;
+  loom_tp_stmt *mm = top->u.seq.items[mi], *body = matmul_body(mm, c);
+  if (!body) return LOOM_OK;
+  const loom_tp_buffer *y = epi->u.store.buf;
+  if (y->scope != LOOM_TP_SCOPE_GLOBAL || y->ndim != c->ndim || depth != y->ndim) return LOOM_OK;
+  for (int d = 0; d < y->ndim; d++) {
+    const loom_tp_expr *x = epi->u.store.idx[d];
+    if (x->kind != LOOM_TP_EXPR_SYM || x->u.sym != kv[d]) return LOOM_OK;
+    if (loom_sym_prove_eq(cx, y->dims[d], c->dims[d]) != LOOM_SYM_TRUE) return LOOM_OK;
+  }
+  if (!loads_only_at(epi->u.store.value, c, epi->u.store.idx) || expr_loads(epi->u.store.value, y)) return LOOM_OK;
+  for (size_t i = 0; i + 1 < n; i++)
+    if (i != mi && stmt_mentions(top->u.seq.items[i], y)) return LOOM_OK;
+  /* e with k := the matmul's indices, appended to the matmul's output loop */
+  loom_tp_expr *const *idx = body->u.seq.items[0]->u.store.idx;
+  const loom_sym_expr *vals[16];
+  for (int d = 0; d < y->ndim; d++) vals[d] = idx[d]->u.sym;
+  loom_tp_expr *value = loom_tp_expr_copy_subst(a, cx, epi->u.store.value, kv, vals, (size_t)depth);
+  bool same = y->dtype == c->dtype; /* then C := Y; else C stays a Local and the epilogue stores Y */
+  loom_tp_stmt *store = value ? loom_tp_store(a, same ? c : y, (loom_tp_expr **)idx, value) : NULL;
+  loom_tp_stmt **items = LOOM_ARENA_ARRAY(a, loom_tp_stmt *, 3);
+  if (!store || !items) return LOOM_OOM();
+  items[0] = body->u.seq.items[0];
+  items[1] = body->u.seq.items[1];
+  items[2] = store;
+  loom_tp_stmt **old_items = body->u.seq.items;
+  size_t old_n = body->u.seq.n;
+  body->u.seq.items = items;
+  body->u.seq.n = 3;
+  const loom_tp_buffer *from = c, *to = y;
+  loom_tp_stmt *nest = loom_tp_stmt_copy_remap(a, cx, mm, NULL, NULL, 0, &from, &to, same ? 1 : 0);
+  body->u.seq.items = old_items; /* the original stays as it was */
+  body->u.seq.n = old_n;
+  loom_tp_stmt **out = LOOM_ARENA_ARRAY(a, loom_tp_stmt *, n);
+  if (!nest || !out) return LOOM_OOM();
+  size_t k = 0;
+  for (size_t i = 0; i + 1 < n; i++) {
+    if (i == ci && same) continue;
+    out[k++] = i == mi ? nest : top->u.seq.items[i];
+  }
+  if (k == 1) f->body = out[0];
+  else if (!(f->body = loom_tp_seq(a, out, k))) return LOOM_OOM();
+  *out_done = true;
+  return LOOM_OK;
+}

@@ -154,14 +154,138 @@ loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *nam
   return loom_tpb_finish(&b, result);
 }
 
-/* Over the last naxes axes (n = their size), statistics in st as softmax's:
+/* The row statistics pass of a norm over the reduced axes (xi[first ..] are set to the loop
+ * variables r<k>): Q[q] = Q[q] + v, x = C(X[..]) [/ scale], v = x, or with `square` x * x,
+ * or with a centre `let dv: st = x - centre` and v = dv * dv. */
+static void norm_pass(loom_tpb *b, const loom_tp_buffer *X, const loom_tp_buffer *Q, int q, const loom_sym_expr *const *d,
+                      int first, int rank, loom_tp_expr **xi, loom_dtype st, loom_tp_expr *scale, loom_tp_expr *centre,
+                      bool square) {
+  loom_arena *a = b->a;
+  for (int k = first; k < rank; k++) xi[k] = loom_tpb_idx(b, loom_tpb_for(b, loom_tpg_var('r', k), d[k], LOOM_TP_LOOP_SERIAL, true));
+  loom_tp_expr *x = conv(a, st, X->dtype, loom_tpb_load(b, X, xi));
+  if (scale) x = loom_tp_op2(a, LOOM_TP_OP_DIV, x, loom_tp_expr_copy(a, scale));
+  if (centre) x = loom_tpb_let(b, "dv", loom_tp_op2(a, LOOM_TP_OP_SUB, x, loom_tp_expr_copy(a, centre)));
+  if (square) x = loom_tp_op2(a, LOOM_TP_OP_MUL, x, loom_tp_expr_copy(a, x));
+  store_at(b, Q, q, loom_tp_op2(a, LOOM_TP_OP_ADD, at(b, Q, q), x));
+  loom_tpb_end_n(b, rank - first);
+}
+
+/* The output pass: Y[..] = T((C(X[..]) [/ scale] [- mean]) * inv * C(gamma[j..]) [+ C(beta[j..])]). */
+static void norm_output(loom_tpb *b, const loom_tp_buffer *X, const loom_tp_buffer *gamma, const loom_tp_buffer *beta,
+                        const loom_tp_buffer *Y, const loom_sym_expr *const *d, int first, int rank, loom_tp_expr **xi,
+                        loom_dtype st, loom_tp_expr *scale, loom_tp_expr *mean, loom_tp_expr *inv) {
+  loom_arena *a = b->a;
+  loom_tp_expr *gj[LOOM_TP_GEN_MAX_RANK];
+  for (int k = first; k < rank; k++)
+    gj[k - first] = xi[k] = loom_tpb_idx(b, loom_tpb_for(b, loom_tpg_var('j', k), d[k], LOOM_TP_LOOP_SERIAL, false));
+  loom_tp_expr *x = conv(a, st, X->dtype, loom_tpb_load(b, X, xi)), *g = conv(a, st, X->dtype, loom_tpb_load(b, gamma, gj));
+  if (scale) x = loom_tp_op2(a, LOOM_TP_OP_DIV, x, loom_tp_expr_copy(a, scale));
+  if (mean) x = loom_tp_op2(a, LOOM_TP_OP_SUB, x, loom_tp_expr_copy(a, mean));
+  loom_tp_expr *v = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_op2(a, LOOM_TP_OP_MUL, x, loom_tp_expr_copy(a, inv)), g);
+  if (beta) v = loom_tp_op2(a, LOOM_TP_OP_ADD, v, conv(a, st, X->dtype, loom_tpb_load(b, beta, gj)));
+  loom_tpb_store(b, Y, xi, conv(a, X->dtype, st, v));
+  loom_tpb_end_n(b, rank - first);
+}
+
+/* What the paths of one norm share. */
+typedef struct norm_ctx {
+  loom_tpb *b;
+  const loom_tp_buffer *X, *gamma, *beta, *Y, *Q; /* beta: NULL for rms_norm; Q: the row's 2 statistics */
+  const loom_sym_expr *const *d;
+  const loom_sym_expr *n; /* elements per row */
+  int first, rank;
+  loom_tp_expr **xi;      /* the row's indices (the first `first` set) */
+  loom_dtype st;
+  double eps;
+} norm_ctx;
+
+static loom_tp_expr *st_n(norm_ctx *c) { return loom_tp_cast(c->b->a, c->st, loom_tpb_idx(c->b, c->n)); }
+static loom_tp_expr *st_c(norm_ctx *c, double v) { return loom_tp_const_f(c->b->a, c->st, v); }
+
+/* The scaled path, for rows whose squares overflow: x divided by c = max|x| first.
+ *   alloc R: Local[(2,), st]   R[0] = 0.0   R[1] = 0.0   Q[0] = 0.0
+ *   for r reduce { Q[0] = max(Q[0], abs(C(X[..]))) }           let c: st = Q[0]
+ *   for r reduce { R[0] = R[0] + C(X[..]) / c }                 let mean2: st = R[0] / st(n)   (not rms)
+ *   for r reduce { let dv: st = C(X[..]) / c - mean2   R[1] = R[1] + dv * dv }
+ *   let inv2: st = rsqrt(max(R[1] / st(n) + st(eps) / c / c, st(smallest normal)))
+ *   for j { Y[..] = T((C(X[..]) / c - mean2) * inv2 * C(gamma[j..]) + C(beta[j..])) }
+ * (x - mean) / sqrt(var + eps) = (x/c - mean/c) / sqrt(var/c^2 + eps/c^2): every value here is
+ * at most 2 in magnitude and no square overflows, so the result is finite wherever the exact one
+ * is. x / c, not x * (1 / c): 1 / c is subnormal for c above 2^126, and kernels run with
+ * denormals flushed to zero. The smallest normal keeps a row of equal values at 0, not 0 * inf. */
+static void norm_scaled(norm_ctx *c) {
+  loom_tpb *b = c->b;
+  loom_arena *a = b->a;
+  const loom_tp_buffer *R = local(b, "R", c->st, 2);
+  store_at(b, R, 0, st_c(c, 0.0));
+  store_at(b, R, 1, st_c(c, 0.0));
+  store_at(b, c->Q, 0, st_c(c, 0.0));
+  for (int k = c->first; k < c->rank; k++)
+    c->xi[k] = loom_tpb_idx(b, loom_tpb_for(b, loom_tpg_var('r', k), c->d[k], LOOM_TP_LOOP_SERIAL, true));
+  loom_tp_expr *ax = loom_tp_op1(a, LOOM_TP_OP_ABS, conv(a, c->st, c->X->dtype, loom_tpb_load(b, c->X, c->xi)));
+  store_at(b, c->Q, 0, loom_tp_op2(a, LOOM_TP_OP_MAX, at(b, c->Q, 0), ax));
+  loom_tpb_end_n(b, c->rank - c->first);
+  loom_tp_expr *cm = loom_tpb_let(b, "c", at(b, c->Q, 0)), *ms = NULL;
+  if (c->beta) {
+    norm_pass(b, c->X, R, 0, c->d, c->first, c->rank, c->xi, c->st, cm, NULL, false);
+    ms = loom_tpb_let(b, "mean2", loom_tp_op2(a, LOOM_TP_OP_DIV, at(b, R, 0), st_n(c)));
+  }
+  norm_pass(b, c->X, R, 1, c->d, c->first, c->rank, c->xi, c->st, cm, ms, true);
+  loom_tp_expr *var = loom_tp_op2(a, LOOM_TP_OP_DIV, at(b, R, 1), st_n(c));
+  loom_tp_expr *eps = loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tp_op2(a, LOOM_TP_OP_DIV, st_c(c, c->eps), loom_tp_expr_copy(a, cm)),
+                                  loom_tp_expr_copy(a, cm));
+  loom_tp_expr *floor = st_c(c, c->st == LOOM_DTYPE_F64 ? 2.2250738585072014e-308 : 1.1754943508222875e-38);
+  loom_tp_expr *inv = loom_tpb_let(b, "inv2", loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_op2(a, LOOM_TP_OP_MAX, loom_tp_op2(a, LOOM_TP_OP_ADD, var, eps), floor)));
+  norm_output(b, c->X, c->gamma, c->beta, c->Y, c->d, c->first, c->rank, c->xi, c->st, cm, ms, inv);
+}
+
+/* The two-pass path (layer_norm), exact for any mean: the mean, then the squares about it,
+ * then the scaled path if they overflow.
+ *   Q[0] = 0.0   for r reduce { Q[0] = Q[0] + C(X[..]) }                  let mean1: st = Q[0] / st(n)
+ *   Q[1] = 0.0   for r reduce { let dv: st = C(X[..]) - mean1   Q[1] = Q[1] + dv * dv }
+ *   if Q[1] < inf { let inv1: st = rsqrt(Q[1] / st(n) + st(eps))
+ *                   for j { Y[..] = T((C(X[..]) - mean1) * inv1 * C(gamma[j..]) + C(beta[j..])) } }
+ *   else { the scaled path } */
+static void norm_two_pass(norm_ctx *c) {
+  loom_tpb *b = c->b;
+  loom_arena *a = b->a;
+  store_at(b, c->Q, 0, st_c(c, 0.0));
+  store_at(b, c->Q, 1, st_c(c, 0.0));
+  norm_pass(b, c->X, c->Q, 0, c->d, c->first, c->rank, c->xi, c->st, NULL, NULL, false);
+  loom_tp_expr *mean = loom_tpb_let(b, "mean1", loom_tp_op2(a, LOOM_TP_OP_DIV, at(b, c->Q, 0), st_n(c)));
+  norm_pass(b, c->X, c->Q, 1, c->d, c->first, c->rank, c->xi, c->st, NULL, mean, true);
+  loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_LT, at(b, c->Q, 1), st_c(c, INFINITY)));
+  loom_tp_expr *var = loom_tp_op2(a, LOOM_TP_OP_DIV, at(b, c->Q, 1), st_n(c));
+  loom_tp_expr *inv = loom_tpb_let(b, "inv1", loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_op2(a, LOOM_TP_OP_ADD, var, st_c(c, c->eps))));
+  norm_output(b, c->X, c->gamma, c->beta, c->Y, c->d, c->first, c->rank, c->xi, c->st, NULL, mean, inv);
+  loom_tpb_else(b);
+  norm_scaled(c);
+  loom_tpb_end(b);
+}
+
+/* Over the last naxes axes (n = their size), statistics in st as softmax's. layer_norm makes
+ * one pass over the row for its statistics (sums of x and x^2) and keeps that result only where
+ * it is accurate: E[x^2] - mean^2 loses every digit when |mean| is large next to the spread, and
+ * the squares overflow for |x| beyond about 1.8e19 in f32. The one-pass variance is kept when the
+ * squares did not overflow and |mean| is within 4 standard deviations (mean^2 <= 16 var, i.e.
+ * 17 mean^2 <= 16 ms): ms is then at most 17 times the variance, so at most 4 bits cancel. Any
+ * other row takes the two-pass path (the mean, then the squares of x - mean), and a row whose
+ * squares overflow there the scaled one (norm_two_pass, norm_scaled). The common row costs what
+ * the one-pass program did before these paths existed (one comparison more):
  *   for i<first axes> parallel {
  *     alloc Q: Local[(2,), st]   Q[0] = 0.0   Q[1] = 0.0
- *     for r<axes> reduce { [Q[0] = Q[0] + C(X[..])]   Q[1] = Q[1] + C(X[..]) * C(X[..]) }
- *     let mean: st = Q[0] / st(n)    let ms: st = Q[1] / st(n)
- *     let inv: st = rsqrt(ms + eps)  (rms)   or rsqrt(max(ms - mean * mean, 0.0) + eps)
- *     for j<axes> { Y[..] = T(C(X[..]) * inv * C(gamma[j..]))                          (rms)
- *                   Y[..] = T((C(X[..]) - mean) * inv * C(gamma[j..]) + C(beta[j..])) } } */
+ *     for r<axes> reduce { Q[0] = Q[0] + C(X[..])   Q[1] = Q[1] + C(X[..]) * C(X[..]) }
+ *     let mean: st = Q[0] / st(n)   let ms: st = Q[1] / st(n)
+ *     if Q[1] < inf && mean * mean * st(17.0) <= ms * st(16.0) {
+ *       let inv: st = rsqrt(ms - mean * mean + st(eps))
+ *       for j<axes> { Y[..] = T((C(X[..]) - mean) * inv * C(gamma[j..]) + C(beta[j..])) }
+ *     } else { the two-pass path } }
+ * rms_norm needs no mean:
+ *   for i<first axes> parallel { alloc Q: Local[(2,), st]
+ *     for r<axes> reduce { Q[1] = Q[1] + C(X[..]) * C(X[..]) }
+ *     if Q[1] < inf { let inv: st = rsqrt(Q[1] / st(n) + st(eps))
+ *                     for j<axes> { Y[..] = T(C(X[..]) * inv * C(gamma[j..])) } }
+ *     else { the scaled path } } */
 loom_status loom_tp_gen_layer_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int naxes,
                                    double eps, bool rms, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
@@ -174,41 +298,47 @@ loom_status loom_tp_gen_layer_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
   loom_tpg_dims_d(&b, rank, d);
-  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d), *beta = NULL;
-  const loom_tp_buffer *gamma = loom_tpb_buffer(&b, "gamma", t, naxes, d + first);
-  if (!rms) beta = loom_tpb_buffer(&b, "beta", t, naxes, d + first);
-  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, rank, d);
+  loom_tp_expr *xi[LOOM_TP_GEN_MAX_RANK];
+  norm_ctx c = {.b = &b, .d = d, .first = first, .rank = rank, .xi = xi, .st = st, .eps = eps};
+  c.X = loom_tpb_buffer(&b, "X", t, rank, d);
+  c.gamma = loom_tpb_buffer(&b, "gamma", t, naxes, d + first);
+  if (!rms) c.beta = loom_tpb_buffer(&b, "beta", t, naxes, d + first);
+  c.Y = loom_tpb_buffer(&b, "Y", t, rank, d);
   int red[LOOM_TP_GEN_MAX_RANK];
   for (int k = 0; k < naxes; k++) red[k] = first + k;
-  loom_tp_expr *xi[LOOM_TP_GEN_MAX_RANK];
+  c.n = dims_product(cx, d, red, naxes);
   for (int k = 0; k < first; k++)
     xi[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('i', k), d[k], k == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
-  const loom_tp_buffer *Q = local(&b, "Q", st, 2);
-  store_at(&b, Q, 0, loom_tp_const_f(a, st, 0.0));
-  store_at(&b, Q, 1, loom_tp_const_f(a, st, 0.0));
+  c.Q = local(&b, "Q", st, 2);
+  store_at(&b, c.Q, 0, st_c(&c, 0.0));
+  store_at(&b, c.Q, 1, st_c(&c, 0.0));
+  /* the one pass: sums of x (layer_norm) and of x^2 */
   for (int k = first; k < rank; k++) xi[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('r', k), d[k], LOOM_TP_LOOP_SERIAL, true));
-  if (!rms) store_at(&b, Q, 0, loom_tp_op2(a, LOOM_TP_OP_ADD, at(&b, Q, 0), conv(a, st, t, loom_tpb_load(&b, X, xi))));
-  loom_tp_expr *sq = loom_tp_op2(a, LOOM_TP_OP_MUL, conv(a, st, t, loom_tpb_load(&b, X, xi)), conv(a, st, t, loom_tpb_load(&b, X, xi)));
-  store_at(&b, Q, 1, loom_tp_op2(a, LOOM_TP_OP_ADD, at(&b, Q, 1), sq));
+  if (!rms) store_at(&b, c.Q, 0, loom_tp_op2(a, LOOM_TP_OP_ADD, at(&b, c.Q, 0), conv(a, st, t, loom_tpb_load(&b, c.X, xi))));
+  loom_tp_expr *sq = loom_tp_op2(a, LOOM_TP_OP_MUL, conv(a, st, t, loom_tpb_load(&b, c.X, xi)), conv(a, st, t, loom_tpb_load(&b, c.X, xi)));
+  store_at(&b, c.Q, 1, loom_tp_op2(a, LOOM_TP_OP_ADD, at(&b, c.Q, 1), sq));
   loom_tpb_end_n(&b, naxes);
-  const loom_sym_expr *n = dims_product(cx, d, red, naxes);
-  loom_tp_expr *mean = loom_tpb_let(&b, "mean", loom_tp_op2(a, LOOM_TP_OP_DIV, at(&b, Q, 0), loom_tp_cast(a, st, loom_tpb_idx(&b, n))));
-  /* var = E[x^2] - mean^2, clamped at 0 against rounding; rms uses E[x^2] directly. */
-  loom_tp_expr *ms = loom_tpb_let(&b, "ms", loom_tp_op2(a, LOOM_TP_OP_DIV, at(&b, Q, 1), loom_tp_cast(a, st, loom_tpb_idx(&b, n))));
-  loom_tp_expr *var = rms ? ms
-                          : loom_tp_op2(a, LOOM_TP_OP_MAX,
-                                        loom_tp_op2(a, LOOM_TP_OP_SUB, ms, loom_tp_op2(a, LOOM_TP_OP_MUL, DUP(mean), DUP(mean))),
-                                        loom_tp_const_f(a, st, 0.0));
-  loom_tp_expr *inv = loom_tpb_let(&b, "inv", loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_op2(a, LOOM_TP_OP_ADD, var, loom_tp_const_f(a, st, eps))));
-  loom_tp_expr *gj[LOOM_TP_GEN_MAX_RANK];
-  for (int k = first; k < rank; k++) gj[k - first] = xi[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('j', k), d[k], LOOM_TP_LOOP_SERIAL, false));
-  loom_tp_expr *x = conv(a, st, t, loom_tpb_load(&b, X, xi)), *g = conv(a, st, t, loom_tpb_load(&b, gamma, gj));
-  loom_tp_expr *v = rms ? loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_op2(a, LOOM_TP_OP_MUL, x, inv), g)
-                        : loom_tp_op2(a, LOOM_TP_OP_ADD,
-                                      loom_tp_op2(a, LOOM_TP_OP_MUL,
-                                                  loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_op2(a, LOOM_TP_OP_SUB, x, DUP(mean)), inv), g),
-                                      conv(a, st, t, loom_tpb_load(&b, beta, gj)));
-  loom_tpb_store(&b, Y, xi, conv(a, t, st, v));
+  loom_tp_expr *no_overflow = loom_tp_op2(a, LOOM_TP_OP_LT, at(&b, c.Q, 1), st_c(&c, INFINITY));
+  if (rms) {
+    loom_tpb_if(&b, no_overflow);
+    loom_tp_expr *var = loom_tp_op2(a, LOOM_TP_OP_DIV, at(&b, c.Q, 1), st_n(&c));
+    loom_tp_expr *inv = loom_tpb_let(&b, "inv", loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_op2(a, LOOM_TP_OP_ADD, var, st_c(&c, eps))));
+    norm_output(&b, c.X, c.gamma, NULL, c.Y, d, first, rank, xi, st, NULL, NULL, inv);
+    loom_tpb_else(&b);
+    norm_scaled(&c);
+    return loom_tpb_finish(&b, result);
+  }
+  loom_tp_expr *mean = loom_tpb_let(&b, "mean", loom_tp_op2(a, LOOM_TP_OP_DIV, at(&b, c.Q, 0), st_n(&c)));
+  loom_tp_expr *ms = loom_tpb_let(&b, "ms", loom_tp_op2(a, LOOM_TP_OP_DIV, at(&b, c.Q, 1), st_n(&c)));
+  loom_tp_expr *mean2 = loom_tp_op2(a, LOOM_TP_OP_MUL, DUP(mean), DUP(mean));
+  loom_tp_expr *centred = loom_tp_op2(a, LOOM_TP_OP_LE, loom_tp_op2(a, LOOM_TP_OP_MUL, mean2, st_c(&c, 17.0)),
+                                      loom_tp_op2(a, LOOM_TP_OP_MUL, DUP(ms), st_c(&c, 16.0)));
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_AND, no_overflow, centred));
+  loom_tp_expr *var = loom_tp_op2(a, LOOM_TP_OP_SUB, DUP(ms), loom_tp_op2(a, LOOM_TP_OP_MUL, DUP(mean), DUP(mean)));
+  loom_tp_expr *inv = loom_tpb_let(&b, "inv", loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_op2(a, LOOM_TP_OP_ADD, var, st_c(&c, eps))));
+  norm_output(&b, c.X, c.gamma, c.beta, c.Y, d, first, rank, xi, st, NULL, mean, inv);
+  loom_tpb_else(&b);
+  norm_two_pass(&c);
   return loom_tpb_finish(&b, result);
 }
 

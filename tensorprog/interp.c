@@ -153,6 +153,14 @@ static loom_status int_binary(interp *it, loom_tp_op op, loom_dtype t, int64_t a
     case LOOM_TP_OP_ADD: r = ua + ub; break;
     case LOOM_TP_OP_SUB: r = ua - ub; break;
     case LOOM_TP_OP_MUL: r = ua * ub; break;
+    case LOOM_TP_OP_DOT2: {
+      if (t != LOOM_DTYPE_I32) break;
+      int64_t al = (int16_t)(uint16_t)(ua & 0xFFFF), ah = (int16_t)(uint16_t)((ua >> 16) & 0xFFFF);
+      int64_t bl = (int16_t)(uint16_t)(ub & 0xFFFF), bh = (int16_t)(uint16_t)((ub >> 16) & 0xFFFF);
+      r = (uint64_t)(al * bl) + (uint64_t)(ah * bh);
+      out->i = wrap_int(t, r);
+      return LOOM_OK;
+    }
     case LOOM_TP_OP_DIV: case LOOM_TP_OP_MOD: case LOOM_TP_OP_FLOORDIV: case LOOM_TP_OP_FLOORMOD:
       if (b == 0)
         return LOOM_ERROR(OUT_OF_RANGE, "program @%s: integer %s by zero", it->f->name,

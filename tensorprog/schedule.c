@@ -142,10 +142,6 @@ loom_status loom_tp_split_ceil(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
   return LOOM_OK;
 }
 
-/* Every store under `s` writes `*buf` at the index tuple `*idx` (the first store found sets
- * them), and every load of that buffer reads that tuple. */
-static bool writes_one_place(const loom_tp_stmt *s, const loom_tp_buffer **buf, loom_tp_expr *const **idx);
-
 static bool same_tuple(const loom_tp_buffer *b, loom_tp_expr *const *x, loom_tp_expr *const *y) {
   for (int d = 0; d < b->ndim; d++)
     if (x[d]->kind != LOOM_TP_EXPR_SYM || y[d]->kind != LOOM_TP_EXPR_SYM || x[d]->u.sym != y[d]->u.sym) return false;
@@ -171,17 +167,43 @@ static bool reads_only_at(const loom_tp_expr *e, const loom_tp_buffer *buf, loom
   }
 }
 
-static bool writes_one_place(const loom_tp_stmt *s, const loom_tp_buffer **buf, loom_tp_expr *const **idx) {
+static bool loads(const loom_tp_expr *e, const loom_tp_buffer *buf);
+
+/* Every store under s is at *buf's one index tuple *idx (the first store fixes both) and reads
+ * *buf only there; or it stores another buffer at the same indices (an epilogue's output of
+ * another dtype), a value that does not read that buffer; *others collects those buffers. */
+static bool writes_one_place(const loom_tp_stmt *s, const loom_tp_buffer **buf, loom_tp_expr *const **idx,
+                             const loom_tp_buffer **others, int *nothers) {
   switch (s->kind) {
     case LOOM_TP_STMT_SEQ:
       for (size_t i = 0; i < s->u.seq.n; i++)
-        if (!writes_one_place(s->u.seq.items[i], buf, idx)) return false;
+        if (!writes_one_place(s->u.seq.items[i], buf, idx, others, nothers)) return false;
       return true;
-    case LOOM_TP_STMT_FOR: return writes_one_place(s->u.loop.body, buf, idx);
-    case LOOM_TP_STMT_STORE:
+    case LOOM_TP_STMT_FOR: return writes_one_place(s->u.loop.body, buf, idx, others, nothers);
+    case LOOM_TP_STMT_STORE: {
       if (!*buf) *buf = s->u.store.buf, *idx = s->u.store.idx;
-      return s->u.store.buf == *buf && same_tuple(*buf, s->u.store.idx, *idx) && reads_only_at(s->u.store.value, *buf, *idx);
+      const loom_tp_buffer *o = s->u.store.buf;
+      if (o == *buf) return same_tuple(*buf, s->u.store.idx, *idx) && reads_only_at(s->u.store.value, *buf, *idx);
+      if (o->ndim != (*buf)->ndim || !same_tuple(o, s->u.store.idx, *idx) || loads(s->u.store.value, o) ||
+          !reads_only_at(s->u.store.value, *buf, *idx) || *nothers == 4)
+        return false;
+      others[(*nothers)++] = o;
+      return true;
+    }
     default: return false; /* lets, ifs, allocs: not the simple nest this is for */
+  }
+}
+
+/* Whether a statement under s loads buf. */
+static bool body_loads(const loom_tp_stmt *s, const loom_tp_buffer *buf) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++)
+        if (body_loads(s->u.seq.items[i], buf)) return true;
+      return false;
+    case LOOM_TP_STMT_FOR: return body_loads(s->u.loop.body, buf);
+    case LOOM_TP_STMT_STORE: return loads(s->u.store.value, buf);
+    default: return true;
   }
 }
 
@@ -225,9 +247,12 @@ loom_status loom_tp_split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
                       v, (long long)factor);
   if (loop->u.loop.reduce || loop->u.loop.kind != LOOM_TP_LOOP_SERIAL)
     return LOOM_ERROR(FAILED_PRECONDITION, "split_overlap of loop '%s' does not apply: not a serial spatial loop", v);
-  const loom_tp_buffer *buf = NULL;
+  const loom_tp_buffer *buf = NULL, *others[4];
   loom_tp_expr *const *idx = NULL;
-  if (!writes_one_place(loop->u.loop.body, &buf, &idx) || !buf || !starts_with_store(loop->u.loop.body, buf))
+  int nothers = 0;
+  bool ok = writes_one_place(loop->u.loop.body, &buf, &idx, others, &nothers) && buf && starts_with_store(loop->u.loop.body, buf);
+  for (int i = 0; i < nothers && ok; i++) ok = !body_loads(loop->u.loop.body, others[i]);
+  if (!ok)
     return LOOM_ERROR(FAILED_PRECONDITION,
                       "split_overlap of loop '%s' does not apply: its body does not overwrite what it reads (running an "
                       "iteration twice could change the result)",

@@ -115,7 +115,8 @@ static loom_status vectorize_inner(loom_arena *a, loom_sym_ctx *cx, loom_tp_func
  *
  * A nest `for b.. { for i { for j { C[.., i, j] = init; for r reduce { C[.., i, j] =
  * C[.., i, j] + a * b } } } }` (a free of j, b a load free of i; f32) becomes column panels
- * of PANEL_WIDTHS[0] (then narrower panels for the column tail, down to 1), each with its B
+ * of widths[0] = two vector registers of f32 (then narrower panels for the column tail, down
+ * to 1: panel_widths), each with its B
  * panel packed (cache_read) and row tiles of TILE_ROWS (the row tail one more tile ending at the
  * last row when rows >= TILE_ROWS is known, else rows one by one) whose
  * accumulators live in a Local (cache_write) that lane mode keeps in registers:
@@ -127,7 +128,18 @@ static loom_status vectorize_inner(loom_arena *a, loom_sym_ctx *cx, loom_tp_func
  * built from split, reorder, fuse, distribute, cache_read/cache_write and loop kinds; the
  * nest is transformed as a copy and installed only when every step applied. */
 enum { TILE_ROWS = 6, MAX_CHAIN = 12 };
-static const int64_t PANEL_WIDTHS[] = {32, 8, 1};
+
+/* Panel widths for vectors of `vector_bytes`: 2 registers of f32 (6 x 2 accumulators, 2 B
+ * loads and a broadcast: 15 of the 16 registers of AVX2, 15 of 32 with AVX-512), one narrower
+ * panel for the column tail (8 columns, or 4 with 16-byte vectors), then columns one by one.
+ * A 32-wide panel with AVX2 needs 24 accumulators and spills them on every k step (measured on
+ * Zen 3: 64 x 768 x 768 ran at 2.2 ms with 32-wide panels). */
+static void panel_widths(int vector_bytes, int64_t w[3]) {
+  int64_t lanes = vector_bytes >= 64 ? 16 : vector_bytes >= 32 ? 8 : 4;
+  w[0] = 2 * lanes;
+  w[1] = lanes < 8 ? lanes : 8;
+  w[2] = 1;
+}
 
 typedef struct mm_nest {
   int nloops;                            /* non-reduce loops around the init + reduction */
@@ -135,6 +147,9 @@ typedef struct mm_nest {
   const loom_tp_buffer *c;               /* the output */
   const loom_tp_buffer *b;               /* the operand indexed by j, not by i (packed) */
   bool b_unit;                           /* b's index uses j only as `+ j` in its last index */
+  int64_t panel;                         /* > 0: b is laid out in panels of this many columns,
+                                            (n / panel, k, panel) read as [j / panel, r, j % panel]
+                                            (matmul packed_b, graph/pass_pack.c) */
   const char *b_batch[MAX_CHAIN];        /* names of batch loop variables b's indices use */
   int nb_batch;
 } mm_nest;
@@ -175,7 +190,44 @@ static bool is_access(const loom_tp_expr *e, const loom_tp_buffer *buf, loom_tp_
   return true;
 }
 
-/* Recognises the nest (without changing it); false: not a matmul the rule tiles. */
+/* Whether every load of c in e is at exactly idx (NULL idx: e does not load c). */
+static bool reads_only_at(const loom_tp_expr *e, const loom_tp_buffer *c, loom_tp_expr *const *idx) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD:
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (!reads_only_at(e->u.load.idx[d], c, idx)) return false;
+      return e->u.load.buf != c || (idx && is_access(e, c, idx));
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (!reads_only_at(e->u.op.args[i], c, idx)) return false;
+      return true;
+    case LOOM_TP_EXPR_CAST: return reads_only_at(e->u.cast_arg, c, idx);
+    case LOOM_TP_EXPR_SELECT:
+      return reads_only_at(e->u.select.cond, c, idx) && reads_only_at(e->u.select.then_e, c, idx) &&
+             reads_only_at(e->u.select.else_e, c, idx);
+    default: return true;
+  }
+}
+
+/* The panel width P when load y reads B[floordiv(j, P), r, floormod(j, P)] of a (q, k, P)
+ * buffer (a weight laid out panel by panel), else 0. */
+static int64_t packed_panel(loom_sym_ctx *cx, const loom_tp_expr *y, const loom_sym_expr *j, const loom_sym_expr *r) {
+  const loom_tp_buffer *b = y->u.load.buf;
+  loom_tp_expr *const *idx = y->u.load.idx;
+  int64_t p;
+  if (b->ndim != 3 || !loom_sym_is_const(b->dims[2], &p) || p < 2) return 0;
+  for (int d = 0; d < 3; d++)
+    if (idx[d]->kind != LOOM_TP_EXPR_SYM) return 0;
+  const loom_sym_expr *P = loom_sym_const(cx, p);
+  if (!P || idx[1]->u.sym != r || idx[0]->u.sym != loom_sym_floordiv(cx, j, P) || idx[2]->u.sym != loom_sym_floormod(cx, j, P))
+    return 0;
+  return p;
+}
+
+/* Recognises the nest (without changing it); false: not a matmul the rule tiles. An epilogue
+ * store after the reduction (graph fusion of a bias, an activation, a residual) is carried
+ * along: it stays with the register tile, applied to the accumulators before they are
+ * stored. */
 static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
   *m = (mm_nest){0};
   loom_tp_stmt *l = top;
@@ -185,12 +237,13 @@ static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
   }
   if (m->nloops < 2 || l) return false;
   loom_tp_stmt *body = m->loops[m->nloops - 1]->u.loop.body;
-  if (body->kind != LOOM_TP_STMT_SEQ || body->u.seq.n != 2) return false;
+  if (body->kind != LOOM_TP_STMT_SEQ || (body->u.seq.n != 2 && body->u.seq.n != 3)) return false;
   loom_tp_stmt *init = body->u.seq.items[0], *red = body->u.seq.items[1];
   if (init->kind != LOOM_TP_STMT_STORE || red->kind != LOOM_TP_STMT_FOR || !red->u.loop.reduce) return false;
   loom_tp_stmt *upd = strip_seq(red->u.loop.body);
   const loom_tp_buffer *c = init->u.store.buf;
-  if (upd->kind != LOOM_TP_STMT_STORE || upd->u.store.buf != c || c->dtype != LOOM_DTYPE_F32) return false;
+  if (upd->kind != LOOM_TP_STMT_STORE || upd->u.store.buf != c || (c->dtype != LOOM_DTYPE_F32 && c->dtype != LOOM_DTYPE_I32))
+    return false;
   const loom_sym_expr *i = m->loops[m->nloops - 2]->u.loop.var, *j = m->loops[m->nloops - 1]->u.loop.var;
   loom_tp_expr *const *idx = init->u.store.idx;
   for (int d = 0; d < c->ndim; d++)
@@ -198,12 +251,24 @@ static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
         idx[d]->u.sym != upd->u.store.idx[d]->u.sym || uses(idx[d]->u.sym, red->u.loop.var))
       return false;
   if (c->ndim < 2 || idx[c->ndim - 1]->u.sym != j) return false;
+  if (body->u.seq.n == 3) { /* an epilogue (graph fusion): C[idx] or Y[idx] = f(C[idx], loads free of r) */
+    const loom_tp_stmt *epi = body->u.seq.items[2];
+    if (epi->kind != LOOM_TP_STMT_STORE || expr_uses(epi->u.store.value, red->u.loop.var) ||
+        !reads_only_at(epi->u.store.value, c, idx) ||
+        (epi->u.store.buf != c && !reads_only_at(epi->u.store.value, epi->u.store.buf, NULL)))
+      return false;
+    for (int d = 0; d < c->ndim; d++)
+      if (epi->u.store.idx[d]->kind != LOOM_TP_EXPR_SYM || epi->u.store.idx[d]->u.sym != idx[d]->u.sym) return false;
+  }
   const loom_tp_expr *v = upd->u.store.value;
   if (v->kind != LOOM_TP_EXPR_OP || v->u.op.op != LOOM_TP_OP_ADD) return false;
   const loom_tp_expr *prod = is_access(v->u.op.args[0], c, idx)   ? v->u.op.args[1]
                              : is_access(v->u.op.args[1], c, idx) ? v->u.op.args[0]
                                                                   : NULL;
-  if (!prod || prod->kind != LOOM_TP_EXPR_OP || prod->u.op.op != LOOM_TP_OP_MUL) return false;
+  /* a * b, or dot2(a, b) of i16 pair words (the int8 matmul: i32 accumulators, vpmaddwd) */
+  if (!prod || prod->kind != LOOM_TP_EXPR_OP ||
+      (prod->u.op.op != LOOM_TP_OP_MUL && (prod->u.op.op != LOOM_TP_OP_DOT2 || c->dtype != LOOM_DTYPE_I32)))
+    return false;
   const loom_tp_expr *x = prod->u.op.args[0], *y = prod->u.op.args[1];
   if (expr_uses(x, j)) {
     const loom_tp_expr *t = x;
@@ -214,6 +279,7 @@ static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
   m->c = c;
   m->b = y->u.load.buf;
   m->b_unit = access_unit(cx, y->u.load.buf, y->u.load.idx, j);
+  m->panel = packed_panel(cx, y, j, red->u.loop.var);
   for (int k = 0; k < m->nloops - 2; k++)
     if (expr_uses(y, m->loops[k]->u.loop.var)) m->b_batch[m->nb_batch++] = loom_sym_var_name(m->loops[k]->u.loop.var);
   return true;
@@ -227,6 +293,7 @@ typedef struct mm_ctx {
   int nbatch;
   bool pack;                             /* pack B panels (cache_read) */
   loom_strbuf *why;
+  int64_t widths[3];                     /* panel widths, widest first (panel_widths) */
 } mm_ctx;
 
 /* Moves the header of `l` down `times` levels of a perfect nest; returns the node holding it. */
@@ -307,10 +374,66 @@ static bool in_names(const char *const *names, int n, const char *name) {
   return false;
 }
 
+/* Simplifies every symbolic index of the loads of B under `s` given 0 <= var < width. */
+static void simplify_b_expr(mm_ctx *c, loom_tp_expr *e, bool *oom) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD:
+      for (int d = 0; d < e->u.load.buf->ndim; d++) {
+        loom_tp_expr *x = e->u.load.idx[d];
+        if (e->u.load.buf == c->m->b && x->kind == LOOM_TP_EXPR_SYM) {
+          const loom_sym_expr *v = loom_sym_simplify(c->cx, x->u.sym);
+          if (v) x->u.sym = v;
+          else *oom = true;
+        }
+        simplify_b_expr(c, x, oom);
+      }
+      return;
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++) simplify_b_expr(c, e->u.op.args[i], oom);
+      return;
+    case LOOM_TP_EXPR_CAST: simplify_b_expr(c, e->u.cast_arg, oom); return;
+    case LOOM_TP_EXPR_SELECT:
+      simplify_b_expr(c, e->u.select.cond, oom);
+      simplify_b_expr(c, e->u.select.then_e, oom);
+      simplify_b_expr(c, e->u.select.else_e, oom);
+      return;
+    default: return;
+  }
+}
+
+static void simplify_b_stmt(mm_ctx *c, loom_tp_stmt *s, bool *oom) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) simplify_b_stmt(c, s->u.seq.items[i], oom);
+      return;
+    case LOOM_TP_STMT_FOR: simplify_b_stmt(c, s->u.loop.body, oom); return;
+    case LOOM_TP_STMT_STORE: simplify_b_expr(c, s->u.store.value, oom); return;
+    case LOOM_TP_STMT_LET: simplify_b_expr(c, s->u.let.value, oom); return;
+    case LOOM_TP_STMT_IF:
+      simplify_b_expr(c, s->u.if_.cond, oom);
+      simplify_b_stmt(c, s->u.if_.then_s, oom);
+      if (s->u.if_.else_s) simplify_b_stmt(c, s->u.if_.else_s, oom);
+      return;
+    default: return;
+  }
+}
+
+/* B's indices in the inner column loop `ji` (variable v) of a panel, simplified under
+ * 0 <= v < width: floordiv(P*jo + v, P) -> jo and floormod(P*jo + v, P) -> v when P = width. */
+static loom_status panel_indices(mm_ctx *c, loom_tp_stmt *ji, const loom_sym_expr *v, int64_t width) {
+  bool oom = false;
+  loom_sym_facts_push(c->cx);
+  loom_status st = loom_sym_assume_range(c->cx, v, 0, width - 1);
+  if (!st) simplify_b_stmt(c, ji->u.loop.body, &oom);
+  loom_sym_facts_pop(c->cx);
+  if (!st && oom) st = LOOM_OOM();
+  return st;
+}
+
 /* `top`: a loop over columns with, below it, nbatch batch loops, the i loop and the body.
- * Tiles it with panels of PANEL_WIDTHS[w] and its column tail with the next widths. */
+ * Tiles it with panels of c->widths[w] and its column tail with the next widths. */
 static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost) {
-  int64_t width = PANEL_WIDTHS[w];
+  int64_t width = c->widths[w];
   if (width == 1) {
     loom_tp_stmt *il;
     LOOM_PROPAGATE(sink(c, top, 0, &il));
@@ -326,11 +449,15 @@ static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost
   }
   LOOM_PROPAGATE(st);
   const char *jin = loom_sym_var_name(ji->u.loop.var);
+  /* B laid out in panels of this width: its index [floordiv(P*jo + ji, P), r, floormod(..)]
+   * is [jo, r, ji] given 0 <= ji < P, so each panel is read where it lies (no packing) */
+  bool in_place = c->m->panel == width && !jt;
+  if (in_place) LOOM_PROPAGATE(panel_indices(c, ji, ji->u.loop.var, width));
   LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &ji));
   loom_tp_stmt *il = jo;
   for (int k = 0; k <= c->nbatch; k++) il = child_loop(il);
   loom_strbuf_printf(c->why, "  panel %s: %lld columns, %s, ", loom_sym_var_name(jo->u.loop.var), (long long)width,
-                     c->pack ? "B packed" : "B in place");
+                     in_place ? "B laid out in panels (read in place)" : c->pack ? "B packed" : "B in place");
   LOOM_PROPAGATE(row_tiles(c, il, jin, width, !outermost));
   /* pack B at the deepest batch loop its indices use (B shared across the others) */
   loom_tp_stmt *at = jo, *l = jo;
@@ -338,7 +465,7 @@ static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost
     l = child_loop(l);
     if (in_names(c->m->b_batch, c->m->nb_batch, loom_sym_var_name(l->u.loop.var))) at = l;
   }
-  if (c->pack) {
+  if (c->pack && !in_place) {
     loom_tp_stmt *fill;
     LOOM_PROPAGATE(loom_tp_cache_read(c->a, c->cx, at, c->m->b, "Bp", &fill));
     LOOM_PROPAGATE(set_kind_named(c->cx, fill, jin, LOOM_TP_LOOP_VECTORIZE));
@@ -383,8 +510,10 @@ enum { STREAM_CHUNK = 1024, STREAM_K = 4 };
  * above every batch loop B's indices do not use (B shared across them is read once). */
 static loom_status stream_rows(mm_ctx *c, loom_tp_stmt **levels, int n) {
   loom_tp_stmt *jl = child_loop(levels[n - 1]), **parts;
-  LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, jl, &parts, NULL));
+  size_t nparts;
+  LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, jl, &parts, &nparts));
   loom_tp_stmt *init = parts[0], *upd = parts[1];
+  if (nparts == 3) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, parts[2], LOOM_TP_LOOP_VECTORIZE)); /* the epilogue */
   LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, upd)); /* for r { for ji } */
   LOOM_PROPAGATE(loom_tp_set_kind(c->cx, init, LOOM_TP_LOOP_VECTORIZE));
   LOOM_PROPAGATE(loom_tp_set_kind(c->cx, child_loop(upd), LOOM_TP_LOOP_VECTORIZE));
@@ -429,6 +558,10 @@ static loom_status small_m(void *ud, loom_tp_func *view) {
   c.m = &m;
   c.pack = false;
   LOOM_PROPAGATE(j_to_top(&c, view->body, &m));
+  if (m.panel) { /* B in panels: rows one by one against each panel, read where it lies */
+    loom_strbuf_printf(c.why, "  B laid out in panels, rows one by one:\n");
+    return panels(&c, view->body, 0, true);
+  }
   if (m.b_unit) return stream_chunks(&c, view->body);
   loom_strbuf_printf(c.why, "  dot products over %s, %s outermost and parallel\n", red_name(&m),
                      loom_sym_var_name(view->body->u.loop.var));
@@ -437,7 +570,7 @@ static loom_status small_m(void *ud, loom_tp_func *view) {
 
 /* Tiles the matmul nest held by *slot; on refusal leaves it unchanged and says why. */
 static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
-                               const mm_nest *orig, loom_strbuf *why, bool *done) {
+                               const mm_nest *orig, const loom_tp_cpu_params *p, loom_strbuf *why, bool *done) {
   *done = false;
   loom_tp_stmt *copy = loom_tp_stmt_copy_subst(a, cx, *slot, NULL, NULL, 0);
   if (!copy) return LOOM_OOM();
@@ -447,8 +580,9 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
   loom_strbuf small, steps;
   loom_strbuf_init(&small, NULL);
   loom_strbuf_init(&steps, NULL);
-  mm_ctx c = {a, cx, &view, &m, 0, true, &small};
-  int64_t limit = orig->b_unit ? SMALL_M_UNIT : SMALL_M_TRANSPOSED;
+  mm_ctx c = {a, cx, &view, &m, 0, true, &small, {0}};
+  panel_widths(p->vector_bytes, c.widths);
+  int64_t limit = orig->b_unit || orig->panel ? SMALL_M_UNIT : SMALL_M_TRANSPOSED;
   const loom_sym_expr *rows = orig->loops[orig->nloops - 2]->u.loop.extent;
   const loom_sym_expr *guard = loom_sym_cmp(cx, LOOM_SYM_LT, rows, loom_sym_const(cx, limit));
   loom_status st = guard ? loom_tp_add_variant(a, cx, &view, guard, small_m, &c) : LOOM_OOM();
@@ -480,13 +614,13 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
 }
 
 static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
-                                 loom_strbuf *why) {
+                                 const loom_tp_cpu_params *p, loom_strbuf *why) {
   loom_tp_stmt *s = *slot;
   if (s->kind != LOOM_TP_STMT_FOR) return LOOM_OK;
   mm_nest m;
   if (match_matmul(cx, s, &m)) {
     bool done;
-    LOOM_PROPAGATE(tile_matmul(a, cx, f, slot, &m, why, &done));
+    LOOM_PROPAGATE(tile_matmul(a, cx, f, slot, &m, p, why, &done));
     if (done) return LOOM_OK;
   }
   const char *name = loom_sym_var_name(s->u.loop.var);
@@ -506,15 +640,21 @@ static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
   return vectorize_inner(a, cx, f, s, par, why);
 }
 
-loom_status loom_tp_schedule_cpu(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_strbuf *why) {
+loom_status loom_tp_schedule_cpu_for(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, const loom_tp_cpu_params *p,
+                                     loom_strbuf *why) {
   loom_tp_stmt *body = f->body;
-  if (body->kind == LOOM_TP_STMT_SEQ) {
-    /* items may be replaced by the split: iterate over a snapshot of the count */
-    size_t n = body->u.seq.n;
-    for (size_t i = 0; i < n && i < body->u.seq.n; i++) LOOM_PROPAGATE(schedule_nest(a, cx, f, &body->u.seq.items[i], why));
-    return LOOM_OK;
-  }
-  return schedule_nest(a, cx, f, &f->body, why);
+  if (body->kind != LOOM_TP_STMT_SEQ) return schedule_nest(a, cx, f, &f->body, p, why);
+  /* items may be replaced by the split: iterate over a snapshot of the count */
+  size_t n = body->u.seq.n, dropped;
+  for (size_t i = 0; i < n && i < body->u.seq.n; i++) LOOM_PROPAGATE(schedule_nest(a, cx, f, &body->u.seq.items[i], p, why));
+  /* a matmul's accumulator its register tile replaced (a requantizing epilogue's int32 C) */
+  LOOM_PROPAGATE(loom_tp_drop_dead_locals(a, f, &dropped));
+  if (dropped) loom_strbuf_printf(why, "%zu Local buffers left dead by the tiles removed\n", dropped);
+  return LOOM_OK;
+}
+
+loom_status loom_tp_schedule_cpu(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_strbuf *why) {
+  return loom_tp_schedule_cpu_for(a, cx, f, &(loom_tp_cpu_params){.vector_bytes = 64}, why);
 }
 
 const char *loom_tp_cpu_matmul_tiled_text(void) {

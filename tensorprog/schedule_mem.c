@@ -416,3 +416,128 @@ loom_status loom_tp_cache_write(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *l
   if (out_store) *out_store = store;
   return LOOM_OK;
 }
+
+/* ---- dead Local buffers ------------------------------------------------------------ */
+
+typedef struct local_refs {
+  const loom_tp_buffer *buf;
+  int loads, stores;
+} local_refs;
+
+static void refs_expr(local_refs *r, const loom_tp_expr *e) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD:
+      r->loads += e->u.load.buf == r->buf;
+      for (int d = 0; d < e->u.load.buf->ndim; d++) refs_expr(r, e->u.load.idx[d]);
+      return;
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++) refs_expr(r, e->u.op.args[i]);
+      return;
+    case LOOM_TP_EXPR_CAST: refs_expr(r, e->u.cast_arg); return;
+    case LOOM_TP_EXPR_SELECT:
+      refs_expr(r, e->u.select.cond);
+      refs_expr(r, e->u.select.then_e);
+      refs_expr(r, e->u.select.else_e);
+      return;
+    default: return;
+  }
+}
+
+static void refs_stmt(local_refs *r, const loom_tp_stmt *s) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) refs_stmt(r, s->u.seq.items[i]);
+      return;
+    case LOOM_TP_STMT_FOR: refs_stmt(r, s->u.loop.body); return;
+    case LOOM_TP_STMT_STORE:
+      r->stores += s->u.store.buf == r->buf;
+      for (int d = 0; d < s->u.store.buf->ndim; d++) refs_expr(r, s->u.store.idx[d]);
+      refs_expr(r, s->u.store.value);
+      return;
+    case LOOM_TP_STMT_LET: refs_expr(r, s->u.let.value); return;
+    case LOOM_TP_STMT_IF:
+      refs_expr(r, s->u.if_.cond);
+      refs_stmt(r, s->u.if_.then_s);
+      if (s->u.if_.else_s) refs_stmt(r, s->u.if_.else_s);
+      return;
+    default: return;
+  }
+}
+
+static local_refs refs_of(const loom_tp_buffer *buf, const loom_tp_stmt *s) {
+  local_refs r = {buf, 0, 0};
+  if (s) refs_stmt(&r, s);
+  return r;
+}
+
+/* Empties every store into buf under s (the statement becomes an empty sequence). */
+static void drop_stores(loom_tp_stmt *s, const loom_tp_buffer *buf) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) drop_stores(s->u.seq.items[i], buf);
+      return;
+    case LOOM_TP_STMT_FOR: drop_stores(s->u.loop.body, buf); return;
+    case LOOM_TP_STMT_STORE:
+      if (s->u.store.buf == buf) *s = (loom_tp_stmt){.kind = LOOM_TP_STMT_SEQ};
+      return;
+    case LOOM_TP_STMT_IF:
+      drop_stores(s->u.if_.then_s, buf);
+      if (s->u.if_.else_s) drop_stores(s->u.if_.else_s, buf);
+      return;
+    default: return;
+  }
+}
+
+loom_status loom_tp_drop_dead_locals(loom_arena *a, loom_tp_func *f, size_t *out_dropped) {
+  size_t dropped = 0;
+  loom_tp_stmt *top = f->body;
+  if (out_dropped) *out_dropped = 0;
+  if (top->kind != LOOM_TP_STMT_SEQ) return LOOM_OK;
+  for (size_t ai = 0; ai < top->u.seq.n; ai++) {
+    loom_tp_stmt *al = top->u.seq.items[ai];
+    if (al->kind != LOOM_TP_STMT_ALLOC || al->u.alloc->scope != LOOM_TP_SCOPE_LOCAL) continue;
+    const loom_tp_buffer *x = al->u.alloc;
+    /* stores no later statement reads: in a branch that never reads x, or anywhere when
+     * nothing reads it */
+    for (size_t i = ai + 1; i < top->u.seq.n; i++) {
+      loom_tp_stmt *it = top->u.seq.items[i];
+      int later = 0;
+      for (size_t j = i + 1; j < top->u.seq.n; j++) later += refs_of(x, top->u.seq.items[j]).loads;
+      if (later) continue;
+      if (it->kind == LOOM_TP_STMT_IF) {
+        if (!refs_of(x, it->u.if_.then_s).loads) drop_stores(it->u.if_.then_s, x);
+        if (it->u.if_.else_s && !refs_of(x, it->u.if_.else_s).loads) drop_stores(it->u.if_.else_s, x);
+      } else if (!refs_of(x, it).loads) {
+        drop_stores(it, x);
+      }
+    }
+    /* where x is still used: nowhere (the alloc goes), or one branch of one `if` (it moves there) */
+    size_t users = 0, user = 0;
+    for (size_t i = ai + 1; i < top->u.seq.n; i++) {
+      local_refs r = refs_of(x, top->u.seq.items[i]);
+      if (r.loads + r.stores) users++, user = i;
+    }
+    loom_tp_stmt *move_to = NULL, **slot = NULL;
+    if (users == 1 && top->u.seq.items[user]->kind == LOOM_TP_STMT_IF) {
+      loom_tp_stmt *it = top->u.seq.items[user];
+      local_refs rt = refs_of(x, it->u.if_.then_s), re = refs_of(x, it->u.if_.else_s), rc = refs_of(x, NULL);
+      refs_expr(&rc, it->u.if_.cond);
+      if (!rc.loads && !(re.loads + re.stores)) move_to = it->u.if_.then_s, slot = &it->u.if_.then_s;
+      else if (!rc.loads && !(rt.loads + rt.stores)) move_to = it->u.if_.else_s, slot = &it->u.if_.else_s;
+    }
+    if (users && !move_to) continue;
+    if (move_to) {
+      loom_tp_stmt **two = LOOM_ARENA_ARRAY(a, loom_tp_stmt *, 2);
+      if (!two) return LOOM_OOM();
+      two[0] = al;
+      two[1] = move_to;
+      if (!(*slot = loom_tp_seq(a, two, 2))) return LOOM_OOM();
+    }
+    for (size_t i = ai + 1; i < top->u.seq.n; i++) top->u.seq.items[i - 1] = top->u.seq.items[i];
+    top->u.seq.n--;
+    ai--;
+    dropped += !move_to;
+  }
+  if (out_dropped) *out_dropped = dropped;
+  return LOOM_OK;
+}

@@ -49,4 +49,20 @@ loom_status loom_tp_merge(loom_arena *a, loom_sym_ctx *cx, const char *name, con
  * removed. `out_count` (optional) gets the number inlined. */
 loom_status loom_tp_inline_locals(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, size_t *out_count);
 
+/* Moves an elementwise epilogue into the output loop of the matmul it reads, when `f` (what
+ * loom_tp_merge and loom_tp_inline_locals made of a matmul and its one reader) is
+ *     alloc C: Local[..]
+ *     for l.. { C[l..] = init; for r.. reduce { C[l..] = C[l..] + ... } }   (l.. distinct
+ *                                                              non-reduce loop variables)
+ *     for k.. { Y[k..] = e }   (a perfect nest over Y's axes; e reads C only at [k..])
+ * with Y a parameter of provably C's dims; of C's dtype:
+ *     for l.. { Y[l..] = init; for r.. reduce { Y[l..] = Y[l..] + ... }; Y[l..] = e[k := l, C := Y] }
+ * (C disappears); of another dtype (an int32 matmul's requantization to u8):
+ *     alloc C: Local[..]
+ *     for l.. { C[l..] = init; for r.. reduce { C[l..] = C[l..] + ... }; Y[l..] = e[k := l] }
+ * (the CPU matmul rule keeps C's tile in registers; the stores to C then die and C goes:
+ * loom_tp_drop_dead_locals). The epilogue runs once per element after its reduction.
+ * *out_done is false (f unchanged) for any other form. */
+loom_status loom_tp_fuse_epilogue(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, bool *out_done);
+
 #endif

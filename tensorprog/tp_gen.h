@@ -74,6 +74,31 @@ loom_status loom_tp_gen_reduce(loom_arena *a, loom_sym_ctx *cx, const char *name
 loom_status loom_tp_gen_matmul(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc, int ra,
                                const loom_tp_bcast *ma, int rb, const loom_tp_bcast *mb, loom_tp_func **result);
 
+/* The same with B transposed in its last two axes, B[..., n, k] (rank >= 2): C = A @ B^T, the
+ * graph's matmul with transpose_b (attention's q k^T without a transposition kernel). */
+loom_status loom_tp_gen_matmul_transposed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t,
+                                            loom_dtype acc, int ra, const loom_tp_bcast *ma, int rb,
+                                            const loom_tp_bcast *mb, loom_tp_func **result);
+
+/* C[..., m, n] = sum_k A[..., m, k] * B[k, n] with B a constant laid out panel by panel,
+ * (n / panel, k, panel): B[k, n] is Bp[n / panel, k, n % panel] (the graph's matmul with
+ * packed_b; graph/pass_pack.c). A of rank ra >= 1 (1-D: no m axis); C's last extent is
+ * panel * (Bp's first). */
+loom_status loom_tp_gen_matmul_packed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
+                                        int ra, int64_t panel, loom_tp_func **result);
+
+/* C[..., m, n] = sum_k (i32(A[..., m, k]) - ZA) * (i32(B[k, n]) - ZB) in i32: the graph's
+ * matmul_integer. A (rank ra >= 2) and B (rank 2) of u8 / i8; ZA and ZB one element of A's and
+ * B's dtypes (rza / rzb axes of extent 1). Both operands are packed into i16 pair words (Local buffers) and
+ * multiplied with dot2. */
+loom_status loom_tp_gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, loom_dtype tb,
+                                       int ra, int rza, int rzb, loom_tp_func **result);
+
+/* The same with B given as BP (n / panel, ceil(k / 2), panel) i32 pair words of the centred B in
+ * column panels (graph/pass_pack.c), read as BP[n / panel, t, n % panel]; no ZB. */
+loom_status loom_tp_gen_matmul_integer_packed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, int ra,
+                                                int rza, int64_t panel, loom_tp_func **result);
+
 /* softmax / log_softmax along `axis` (max-subtracted, exact). */
 loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                                 bool log, loom_tp_func **result);
@@ -190,6 +215,60 @@ loom_status loom_tp_gen_conv(loom_arena *a, loom_sym_ctx *cx, const char *name, 
 loom_status loom_tp_gen_conv_transpose(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
                                        const loom_tp_window *w, bool bias, loom_tp_func **result);
 
+/* Convolution as a GEMM the CPU matmul rule tiles (gen_conv.c; graph/legalize_window.c picks the
+ * form). The geometry: spatial axes, groups, constant kernel extents and dilations, the stride on
+ * the flat output index (conv_gemm: 1, or a 1-D convolution's stride), a bias operand. */
+typedef struct loom_tp_conv_gemm {
+  int n;
+  int64_t groups;
+  int64_t kernel[LOOM_TP_MAX_SPATIAL], dilation[LOOM_TP_MAX_SPATIAL];
+  int64_t stride;
+  bool bias;
+} loom_tp_conv_gemm;
+
+/* Y (n, o, p) = (Bias[o]) + sum over r < cg*K of W[o, r] * X[n, g*cg + r / K, stride*p + off(r)]:
+ * X (n, c, l) is the padded input viewed flat, W (o, cg*K) the weights viewed as a matrix
+ * (cg = c / groups, K the kernel's taps), off(r) the flat offset of tap r % K in the padded input,
+ * its pitches from i64 scalar parameters e1..e(n-1) (the padded extents of spatial axes 1..n-1).
+ * The caller keeps every read inside X (one padded row more at the end when the taps of the
+ * later axes reach past it) and slices the columns past each row's output extent away. */
+loom_status loom_tp_gen_conv_gemm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *g,
+                                  loom_tp_func **result);
+
+/* col (n, c*K, prod y_i) = the patches of X (n, c, h..) (already padded): row c*K + tap, column the
+ * flat output position, y_i = (h_i - d_i*(k_i - 1) - 1) / s_i + 1 (strides per axis). */
+loom_status loom_tp_gen_im2col(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *g,
+                               const int64_t *stride, loom_tp_func **result);
+
+/* Transposed convolution as a GEMM and a sum of its columns (gen_conv.c):
+ * convt_gemm: col (n, G*q, l) = per group W (c, q)^T X (n, c, l): W is (C, O/G, k..) viewed with
+ * q = O/G * K, X the input viewed flat; col[n, o*K + tap, x] is input position x's contribution to
+ * output channel o through kernel tap `tap`.
+ * col2im: Y (n, o, f..) = (Bias[o]) + the sum of col[n, o*K + tap, x] at f = x*s + tap*d: the full
+ * output before the padding is cropped (f_i = (h_i - 1)*s_i + d_i*(k_i - 1) + 1 + output padding);
+ * the input extents h_i are i64 scalar parameters. */
+loom_status loom_tp_gen_convt_gemm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int64_t groups,
+                                   loom_tp_func **result);
+loom_status loom_tp_gen_col2im(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *g,
+                               const int64_t *stride, loom_tp_func **result);
+
+/* The GEMM of a convolution computes LOOM_TP_CONV_COLS-aligned column counts (every panel of the
+ * matmul rule whole: a narrow or one-column tail re-reads all the weights for a few columns, which
+ * made a 7 x 7 layer 4-10x slower); the caller crops. loom_tp_conv_cols: p rounded up to it. */
+enum { LOOM_TP_CONV_COLS = 32 };
+const loom_sym_expr *loom_tp_conv_cols(loom_sym_ctx *cx, const loom_sym_expr *p);
+
+/* Y (n, o, y..) = Yf (n, o, p) at flat position sum j_i * pitch_i (pitches from i64 scalar parameters
+ * e1..e(n-1), the grid extents of spatial axes 1..n-1): the crop after conv_gemm. */
+loom_status loom_tp_gen_conv_crop(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, loom_tp_func **result);
+
+/* With flat_extra >= 0, Y is instead (n, c, prod (h_i + lo_i + hi_i) + flat_extra): each plane flat,
+ * followed by flat_extra elements of fill (where the GEMM's rounded-up columns read). */
+/* Y (n, c, h_i + lo_i + hi_i ..) = X (n, c, h..) between `fill`s (lo_i, hi_i >= 0 per spatial axis): one
+ * loop over the (n, c) planes, the rows inside copied between their zeroed borders. */
+loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, const int64_t *lo,
+                                 const int64_t *hi, double fill, int64_t flat_extra, loom_tp_func **result);
+
 /* N-d pooling. Taps are at y*s + k*d of the input padded by pad_lo (max, argmax) or by
  * pad_lo + shift (average, Lp). MAX / ARGMAX: the maximum of the taps inside the input (ARGMAX:
  * its flat input index, i64, the first maximum; row-major spatial order unless col_major).
@@ -209,6 +288,18 @@ typedef struct loom_tp_pool {
 } loom_tp_pool;
 loom_status loom_tp_gen_pool(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_pool *pool,
                              const loom_tp_window *w, loom_tp_func **result);
+
+/* MAX, AVG and AVG_PAD pooling (no ceil-mode shift; AVG with dilation 1) of an input X (n, c, hp..) that
+ * conv_pad padded beforehand (-inf for MAX, 0 otherwise) by w's pad_lo / pad_hi, into Y (n, c, y..):
+ * one output row at a time, every tap's pass over the row a unit-stride store (gen_conv.c). */
+loom_status loom_tp_gen_pool_rows(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_tp_pool_kind kind,
+                                  const loom_tp_window *w, loom_tp_func **result);
+
+/* Depthwise convolution (groups = input channels = output channels) of an input X (n, c, hp..) padded
+ * beforehand: Y (n, c, y..) = (Bias[c]) + sum over taps of W[c, 0, tap..] * X[n, c, y*s + tap*d ..], row by
+ * row as pool_rows (W (c, 1, k..), kernel extents, strides and dilations of w constants). */
+loom_status loom_tp_gen_depthwise_rows(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_window *w,
+                                       bool bias, loom_tp_func **result);
 
 /* gather_nd: I (lead..., depth) names, per leading position, an element or slice of X past its
  * first `batch` axes (batch axes shared by X and I): Y = I.shape[:-1] + X.shape[batch + depth:]. */

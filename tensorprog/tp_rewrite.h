@@ -53,7 +53,8 @@ loom_status loom_tp_split_ceil(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
  *     for <v>_t in 0..min(floormod(n, factor), 1) { for <v>_ti in 0..factor { body[v := n - factor + v_ti] } }
  * so a tail gets the same register tile as the main loop. Applies when n >= factor is proven
  * and the body may run twice for one iteration: a serial spatial loop whose body writes one
- * buffer at one index tuple, stores there first, and reads it only there. Out: the outer,
+ * buffer at one index tuple, stores there first, and reads it only there (other buffers it
+ * only stores, at that tuple, values that do not read them: an epilogue's output). Out: the outer,
  * inner, tail and tail-inner loops (the tails NULL when n % factor == 0 is proven). */
 loom_status loom_tp_split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
                                   loom_tp_stmt **out_outer, loom_tp_stmt **out_inner, loom_tp_stmt **out_tail,
@@ -100,6 +101,13 @@ loom_status loom_tp_cache_read(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *lo
                                const char *name, loom_tp_stmt **out_fill);
 loom_status loom_tp_cache_write(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *loop, const loom_tp_buffer *buf,
                                 const char *name, loom_tp_stmt **out_load, loom_tp_stmt **out_store);
+
+/* Local buffers of f's top level that scheduling left dead: stores into one that no later
+ * statement reads are removed (in a branch of an `if` that never reads it, too: the register
+ * tile of a matmul keeps the accumulator it replaced in registers); a Local then used nowhere
+ * goes, and one used in only one branch of an `if` is allocated there. `out_dropped`
+ * (optional): the Locals removed. */
+loom_status loom_tp_drop_dead_locals(loom_arena *a, loom_tp_func *f, size_t *out_dropped);
 
 /* Shape-range variant: wraps the body as `if guard { variant } else { body }`. The variant
  * is a copy of the body simplified under the guard's facts (`m == 1`, `n <= 64`,

@@ -6,8 +6,8 @@
  *
  * Rules, applied to every top-level loop nest of the program:
  *   0. a matmul-shaped nest (init store + `C = C + a * b` reduction, f32: matmul, batched
- *      matmul, linear) is register-tiled: column panels of 32 (then 8, 1 for the
- *      tail) in parallel, B panels packed (cache_read), 6-row tiles whose accumulators are a
+ *      matmul, linear) is register-tiled: column panels of two vector registers (32 with
+ *      AVX-512, 16 with AVX2; then 8 (4 with SSE), 1 for the tail) in parallel, B panels packed (cache_read), 6-row tiles whose accumulators are a
  *      Local kept in registers by lane mode (cache_write + distribute + reorder), a 1-row
  *      tail; plus a variant for few rows (dot products for linear's W, unpacked 1-row tiles
  *      for matmul). Built on a copy; when a primitive refuses, the nest keeps rules 1-3;
@@ -26,6 +26,15 @@
 #include "base/strbuf.h"
 #include "tensorprog/tp_rewrite.h"
 
+/* What the rules need to know of the machine. */
+typedef struct loom_tp_cpu_params {
+  int vector_bytes; /* width of the widest vector registers: 64 (AVX-512), 32 (AVX2), 16 */
+} loom_tp_cpu_params;
+
+/* The rules for the machine `p` describes. */
+loom_status loom_tp_schedule_cpu_for(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, const loom_tp_cpu_params *p,
+                                     loom_strbuf *why);
+/* The rules for a machine with AVX-512 (vector_bytes 64). */
 loom_status loom_tp_schedule_cpu(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_strbuf *why);
 
 /* A hand-written register-tiled f32 matmul (6x32 tile, packed B panels, symbolic tails), as

@@ -4,7 +4,7 @@
  *     loom_device *cpu;
  *     LOOM_PROPAGATE(loom_device_cpu_create(NULL, &cpu));        // the host device (device_cpu.c)
  *     void *img; const loom_artifact_desc *a;
- *     LOOM_PROPAGATE(cpu->vt->image_load(cpu, "model.so", &img, &a));
+ *     LOOM_PROPAGATE(cpu->vt->image_load(cpu, "model.so", NULL, &img, &a));
  *     loom_kernel_fn k = cpu->vt->kernel_find(cpu, img, "add");
  *     int32_t rc = cpu->vt->launch(cpu, k, buffers, symbols, &ctx);
  *     LOOM_PROPAGATE(cpu->vt->sync(cpu));
@@ -16,15 +16,23 @@
  * and are created by the runtime's top layer (src/runtime/), never included by vm/.
  *
  * Storage pooling (loom_storage_alloc, vm/object.c) is generic: released blocks go back
- * to a per-size-class free list of their device, whatever the device. */
+ * to a per-size-class free list of their device, whatever the device.
+ *
+ * Threads: a device is shared by every call of a runtime, so its reference count is atomic
+ * and its pool and statistics are guarded by `mu`; every vtable entry may be called from
+ * several threads at once (the CPU's are: memory, copies and launches touch no shared
+ * state, and its parallel_for is the thread pool's, which takes concurrent loops). */
 #ifndef LOOM_VM_DEVICE_H
 #define LOOM_VM_DEVICE_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "base/alloc.h"
 #include "base/status.h"
+#include "vm/artifact.h"
 #include "vm/kernel_abi.h"
 
 typedef struct loom_device loom_device;
@@ -49,11 +57,13 @@ typedef struct loom_device_vtable {
 
   /* ---- kernels ---- */
   /* Loads a kernel image from `path` (CPU: an AOT shared object exporting loom_artifact_v1,
-   * its magic and kernel ABI version checked). *out_image is the device's handle (freed
-   * by image_unload), *out_desc the artifact it carries (the executable, the kernel table,
-   * the externs' signatures), valid while the image is loaded. */
-  LOOM_MUST_USE loom_status (*image_load)(loom_device *dev, const char *path, void **out_image,
-                                          const loom_artifact_desc **out_desc);
+   * checked by vm/artifact.h BEFORE it is loaded: trailer, size, ELF headers, content hash,
+   * and the signature when `trust` is not NULL; then its magic and kernel ABI version).
+   * *out_image is the device's handle (freed by image_unload), *out_desc the artifact it
+   * carries (the executable, the kernel table, the externs' signatures), valid while the
+   * image is loaded. */
+  LOOM_MUST_USE loom_status (*image_load)(loom_device *dev, const char *path, const loom_vm_artifact_pubkey *trust,
+                                          void **out_image, const loom_artifact_desc **out_desc);
   void (*image_unload)(loom_device *dev, void *image);
   /* The kernel `name` of a loaded image, or NULL. */
   loom_kernel_fn (*kernel_find)(loom_device *dev, void *image, const char *name);
@@ -80,12 +90,14 @@ struct loom_device {
   loom_allocator *alloc;        /* host memory for objects */
   int32_t dl_type;              /* DLDeviceType (kDLCPU) */
   int32_t dl_id;                /* device ordinal */
-  uint32_t refs;                /* live storage + owners; freed (with its pool) at 0 */
+  _Atomic uint32_t refs;        /* live storage + owners; freed (with its pool) at 0 */
+  pthread_mutex_t mu;           /* guards the pool and the statistics below */
   loom_storage *pool[LOOM_DEVICE_POOL_CLASSES]; /* free lists per size class */
   size_t pooled_bytes;          /* bytes held in the free lists */
   uint64_t pool_hits, pool_misses; /* allocations served from / not from the pool */
   size_t live_bytes;            /* bytes requested by pooled storage now live */
   size_t peak_live_bytes;       /* high-water mark of live_bytes (loom_device_reset_peak) */
+  size_t max_alloc_bytes;       /* the largest one storage may be (0: no limit); larger is RESOURCE_EXHAUSTED */
 };
 
 /* A device of implementation `vt` with state `impl` (one reference, the caller's; on
@@ -101,5 +113,11 @@ void loom_device_release(loom_device *d);
 void loom_device_trim(loom_device *d);
 /* Starts a new high-water mark: peak_live_bytes := live_bytes. */
 void loom_device_reset_peak(loom_device *d);
+/* A consistent copy of the pool's statistics (read under the device's lock). */
+typedef struct loom_device_stats {
+  size_t pooled_bytes, live_bytes, peak_live_bytes;
+  uint64_t pool_hits, pool_misses;
+} loom_device_stats;
+loom_device_stats loom_device_get_stats(loom_device *d);
 
 #endif

@@ -4,7 +4,9 @@
 #include <dlpack/dlpack.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/file.h"
 #include "vm/device.h"
 #include "vm/threadpool.h"
 
@@ -26,21 +28,51 @@ static loom_status cpu_copy_host(loom_device *d, void *dst, const void *src, siz
   return LOOM_OK;
 }
 
+/* A path naming open descriptor `fd` that no earlier call returned: "/proc/self/" and
+ * "fd/N" with a process-wide count written between them as "./" (bit 1) and "/" (bit 0)
+ * tokens. dlopen treats a name it has loaded before as that library without opening it,
+ * and descriptor numbers are reused, so "/proc/self/fd/N" alone could return an artifact
+ * loaded earlier through the same number. */
+static void fd_path(int fd, char *buf, size_t n) {
+  static _Atomic uint64_t count;
+  uint64_t c = count++;
+  size_t at = (size_t)snprintf(buf, n, "/proc/self/");
+  for (; c && at + 3 < n; c >>= 1) at += (size_t)snprintf(buf + at, n - at, "%s", c & 1 ? "./" : "/");
+  snprintf(buf + at, n - at, "fd/%d", fd);
+}
+
 /* A kernel image of the CPU is an AOT artifact: a shared object exporting loom_artifact_v1
- * (kernel_abi.h). The handle is the dlopen handle; its artifact is looked up again when
- * needed (dlsym is cheap next to loading). */
-static loom_status cpu_image_load(loom_device *d, const char *path, void **out_image,
-                                  const loom_artifact_desc **out_desc) {
+ * (kernel_abi.h). It is opened once; the open file is checked (vm/artifact.h: nothing of it
+ * runs before the check passes) and then dlopen'ed through /proc/self/fd, so the bytes
+ * checked are the bytes loaded even if `path` is replaced meanwhile. The handle is the
+ * dlopen handle; its artifact is looked up again when needed (dlsym is cheap next to
+ * loading). */
+static loom_status cpu_image_load(loom_device *d, const char *path, const loom_vm_artifact_pubkey *trust,
+                                  void **out_image, const loom_artifact_desc **out_desc) {
   (void)d;
   *out_image = NULL;
   *out_desc = NULL;
-  char buf[4096];
-  /* dlopen searches the library path for names without a slash */
-  snprintf(buf, sizeof buf, "%s%s", strchr(path, '/') ? "" : "./", path);
+  int fd;
+  uint64_t size;
+  loom_vm_artifact_info info;
+  LOOM_PROPAGATE(loom_file_open_regular(path, "artifact", LOOM_FILE_LIMIT_ARTIFACT, &fd, &size));
+  loom_status st = loom_vm_artifact_check_fd(fd, path, trust, &info);
+  if (st) {
+    close(fd);
+    return st;
+  }
+  char buf[256];
+  fd_path(fd, buf, sizeof buf);
   void *dl = dlopen(buf, RTLD_NOW | RTLD_LOCAL);
+  if (!dl && access("/proc/self/fd", F_OK) != 0) {
+    /* no /proc: load by name (dlopen searches the library path for names without a slash) */
+    char name[4096];
+    snprintf(name, sizeof name, "%s%s", strchr(path, '/') ? "" : "./", path);
+    dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  }
+  close(fd);
   if (!dl) return LOOM_ERROR(NOT_FOUND, "cannot load artifact '%s': %s", path, dlerror());
   const loom_artifact_desc *a = dlsym(dl, LOOM_ARTIFACT_SYMBOL);
-  loom_status st = LOOM_OK;
   if (!a)
     st = LOOM_ERROR(NOT_FOUND, "'%s' is a shared object without the symbol %s: not a Loom artifact", path,
                     LOOM_ARTIFACT_SYMBOL);
@@ -49,6 +81,9 @@ static loom_status cpu_image_load(loom_device *d, const char *path, void **out_i
   else if (a->abi_version != LOOM_KERNEL_ABI_VERSION)
     st = LOOM_ERROR(DATA_LOSS, "'%s': kernels were built for kernel ABI %u, this runtime has %u", path, a->abi_version,
                     LOOM_KERNEL_ABI_VERSION);
+  else if (a->exec_size != info.exec_size)
+    st = LOOM_ERROR(DATA_LOSS, "'%s': %s holds an executable of %llu bytes, the trailer records %llu", path,
+                    LOOM_ARTIFACT_SYMBOL, (unsigned long long)a->exec_size, (unsigned long long)info.exec_size);
   if (st) {
     dlclose(dl);
     return st;

@@ -154,12 +154,18 @@ void loom_vm_exec_disasm(const loom_vm_exec *e, loom_strbuf *sb) {
     for (uint32_t d = 0; d < c->rank; d++) loom_strbuf_printf(sb, "%s%lld", d ? ", " : "", (long long)c->dims[d]);
     loom_strbuf_printf(sb, ") at data+%llu, %llu bytes\n", (unsigned long long)c->offset, (unsigned long long)c->nbytes);
   }
-  for (uint32_t i = 0; i < e->nkernels; i++)
-    loom_strbuf_printf(sb, "kernel %u '%s': %u buffers, %u symbols\n", i, loom_vm_exec_str(e, e->kernels[i].name),
+  for (uint32_t i = 0; i < e->nkernels; i++) {
+    loom_strbuf_printf(sb, "kernel %u '%s': %u buffers, %u symbols ", i, loom_vm_exec_str(e, e->kernels[i].name),
                        e->kernels[i].nbuf, e->kernels[i].nsym);
-  for (uint32_t i = 0; i < e->nexterns; i++)
-    loom_strbuf_printf(sb, "extern %u '%s': %u buffers, %u symbols\n", i, loom_vm_exec_str(e, e->externs[i].name),
+    loom_vm_sig_format(e, &e->kernels[i], sb);
+    loom_strbuf_putc(sb, '\n');
+  }
+  for (uint32_t i = 0; i < e->nexterns; i++) {
+    loom_strbuf_printf(sb, "extern %u '%s': %u buffers, %u symbols ", i, loom_vm_exec_str(e, e->externs[i].name),
                        e->externs[i].nbuf, e->externs[i].nsym);
+    loom_vm_sig_format(e, &e->externs[i], sb);
+    loom_strbuf_putc(sb, '\n');
+  }
   for (uint32_t fi = 0; fi < e->nfuncs; fi++) {
     const loom_vm_func *f = &e->funcs[fi];
     loom_strbuf_printf(sb, "\nfunc %u %s(", fi, loom_vm_exec_str(e, f->name));

@@ -24,7 +24,7 @@
 #include "vm/kernel_abi.h"
 #include "vm/object.h"
 
-#define LOOM_VM_FORMAT_VERSION 1u
+#define LOOM_VM_FORMAT_VERSION 2u /* 2: kernel and extern records carry signatures */
 #define LOOM_VM_MAX_REGS 65535u /* registers of each bank per function */
 #define LOOM_VM_MAX_CALL_ARGS 256u /* operands of one call, buffers or symbols (checked at load) */
 
@@ -48,12 +48,62 @@ typedef struct loom_vm_const {
   uint64_t nbytes;    /* dense size */
 } loom_vm_const;
 
-/* A kernel or extern signature: counts of buffers and symbols (the kernel ABI). */
+typedef struct loom_vm_exec loom_vm_exec;
+
+/* A kernel or extern: counts of buffers and symbols (the kernel ABI) and its signature.
+ *
+ * Signature words (`sig`), the kernel's parameters as the code it runs indexes them:
+ *     per buffer   dtype, rank, then per axis a dim expression: n, then n postfix items;
+ *                  or dtype, LOOM_VM_SIG_FLAT, one expression: the element count (any rank)
+ *     per symbol   its name (string offset)
+ * Items (LOOM_VM_SIG_*): SYM j (push symbols[j]), CONST lo hi (push the int64
+ * lo | hi << 32), then operators popping their operands and pushing the result. The
+ * verifier checks the words and every CALLK / CALLX operand's declared kind, dtype and rank
+ * against them; before each call the VM checks each buffer's dtype, rank and dims against
+ * the expressions evaluated at the symbols passed (kernel_sig.c). */
 typedef struct loom_vm_kernel {
   uint32_t name; /* string offset: the symbol the artifact resolves */
   uint32_t nbuf; /* tensor buffers */
   uint32_t nsym; /* int64 symbols */
+  uint32_t nsig; /* words in sig */
+  uint32_t *sig; /* the signature (above) */
 } loom_vm_kernel;
+
+/* Dim-expression items of kernel signatures; the order is part of the format. */
+typedef enum loom_vm_sig_item {
+  LOOM_VM_SIG_SYM = 0,      /* j: push symbols[j] */
+  LOOM_VM_SIG_CONST = 1,    /* lo hi: push (int64)(lo | hi << 32) */
+  LOOM_VM_SIG_ADD = 2,      /* a b -> a + b (checked, as every operator) */
+  LOOM_VM_SIG_SUB = 3,      /* a b -> a - b */
+  LOOM_VM_SIG_MUL = 4,      /* a b -> a * b */
+  LOOM_VM_SIG_FLOORDIV = 5, /* a b -> floor(a / b) */
+  LOOM_VM_SIG_FLOORMOD = 6, /* a b -> a - floor(a / b) * b */
+  LOOM_VM_SIG_MIN = 7,      /* a b -> min(a, b) */
+  LOOM_VM_SIG_MAX = 8,      /* a b -> max(a, b) */
+  LOOM_VM_SIG_EQ = 9,       /* a b -> a == b (1 or 0) */
+  LOOM_VM_SIG_LT = 10,      /* a b -> a < b */
+  LOOM_VM_SIG_LE = 11,      /* a b -> a <= b */
+  LOOM_VM_SIG_SELECT = 12,  /* c a b -> c != 0 ? a : b */
+  LOOM_VM_SIG_ITEM_COUNT
+} loom_vm_sig_item;
+#define LOOM_VM_SIG_FLAT 0xFFFFFFFFu   /* a buffer's rank: any rank, the expression is its element count */
+#define LOOM_VM_SIG_MAX_ITEMS 256u     /* items of one dim expression */
+#define LOOM_VM_SIG_MAX_DEPTH 32u      /* its evaluation stack */
+
+/* Checks kernel record k's signature words (called by the verifier). */
+LOOM_MUST_USE loom_status loom_vm_sig_verify(const loom_vm_exec *e, const loom_vm_kernel *k);
+/* Buffer b's dtype and rank in k's signature (rank LOOM_VM_SIG_FLAT: any); b < k->nbuf. */
+void loom_vm_sig_buffer(const loom_vm_kernel *k, uint32_t b, uint32_t *dtype, uint32_t *rank);
+/* Before a call: every buffer tensor against k's signature at the symbols' values. */
+LOOM_MUST_USE loom_status loom_vm_sig_check_call(const loom_vm_exec *e, const loom_vm_kernel *k, bool is_extern,
+                                                 loom_tensor *const *bufs, const int64_t *syms);
+/* k's signature as text: "(f32(n, 2*n + 1), f32[n*m]; n, m)". */
+void loom_vm_sig_format(const loom_vm_exec *e, const loom_vm_kernel *k, loom_strbuf *sb);
+/* The dims buffer b (< k->nbuf) of k's signature has at these symbol values: *rank dims
+ * (LOOM_VM_SIG_FLAT: one, the element count); false when they overflow. */
+bool loom_vm_sig_eval_dims(const loom_vm_kernel *k, uint32_t b, const int64_t *syms, int64_t *dims, uint32_t *rank);
+/* Whether k's signature is exactly these words (a kernel table's own copy, kernel_abi.h). */
+bool loom_vm_sig_equal(const loom_vm_kernel *k, const uint32_t *sig, uint32_t nsig);
 
 /* A parameter of a function's symbolic signature. */
 typedef struct loom_vm_param {
@@ -128,8 +178,12 @@ uint32_t loom_vm_builder_intconst(loom_vm_builder *b, int64_t v);
 /* A tensor constant; the bytes are copied into DATA. */
 uint32_t loom_vm_builder_const(loom_vm_builder *b, const char *name, loom_dtype dt, uint32_t rank,
                                const int64_t *dims, const void *bytes);
-uint32_t loom_vm_builder_kernel(loom_vm_builder *b, const char *name, uint32_t nbuf, uint32_t nsym);
-uint32_t loom_vm_builder_extern(loom_vm_builder *b, const char *name, uint32_t nbuf, uint32_t nsym);
+/* A kernel / extern with its signature words (copied; format above). Entries with the same
+ * name and signature are one entry. */
+uint32_t loom_vm_builder_kernel(loom_vm_builder *b, const char *name, uint32_t nbuf, uint32_t nsym,
+                                const uint32_t *sig, uint32_t nsig);
+uint32_t loom_vm_builder_extern(loom_vm_builder *b, const char *name, uint32_t nbuf, uint32_t nsym,
+                                const uint32_t *sig, uint32_t nsig);
 /* Starts a function; its index is the order of creation. */
 loom_vm_fbuilder *loom_vm_builder_func(loom_vm_builder *b, const char *name);
 /* Adds tensor parameter R[i] (in order) with dims given as text (NULL dims: any rank 0). */

@@ -74,6 +74,8 @@ void loom_vm_builder_free(loom_vm_builder *b) {
   LOOM_VEC_FREE(a, &b->symvars);
   LOOM_VEC_FREE(a, &b->intconsts);
   LOOM_VEC_FREE(a, &b->consts);
+  for (size_t i = 0; i < b->kernels.len; i++) loom_free(a, b->kernels.data[i].sig, b->kernels.data[i].nsig * 4u);
+  for (size_t i = 0; i < b->externs.len; i++) loom_free(a, b->externs.data[i].sig, b->externs.data[i].nsig * 4u);
   LOOM_VEC_FREE(a, &b->kernels);
   LOOM_VEC_FREE(a, &b->externs);
   LOOM_VEC_FREE(a, &b->data);
@@ -148,16 +150,33 @@ uint32_t loom_vm_builder_const(loom_vm_builder *b, const char *name, loom_dtype 
   return (uint32_t)b->consts.len - 1;
 }
 
-static uint32_t add_kernel(loom_vm_builder *b, kernel_vec *v, const char *name, uint32_t nbuf, uint32_t nsym) {
-  loom_vm_kernel k = {loom_vm_builder_str(b, name), nbuf, nsym};
+static uint32_t add_kernel(loom_vm_builder *b, kernel_vec *v, const char *name, uint32_t nbuf, uint32_t nsym,
+                           const uint32_t *sig, uint32_t nsig) {
+  loom_vm_kernel k = {loom_vm_builder_str(b, name), nbuf, nsym, nsig, NULL};
+  for (size_t i = 0; i < v->len; i++) {
+    const loom_vm_kernel *o = &v->data[i];
+    if (o->name == k.name && o->nbuf == nbuf && o->nsym == nsym && loom_vm_sig_equal(o, sig, nsig)) return (uint32_t)i;
+  }
+  if (nsig) {
+    k.sig = loom_alloc_array(b->alloc, nsig, 4);
+    if (!k.sig) {
+      b->oom = true;
+      return 0;
+    }
+    memcpy(k.sig, sig, nsig * 4u);
+  }
+  size_t before = v->len;
   PUSH(b, v, k);
+  if (v->len == before) loom_free(b->alloc, k.sig, nsig * 4u);
   return (uint32_t)v->len - 1;
 }
-uint32_t loom_vm_builder_kernel(loom_vm_builder *b, const char *name, uint32_t nbuf, uint32_t nsym) {
-  return add_kernel(b, &b->kernels, name, nbuf, nsym);
+uint32_t loom_vm_builder_kernel(loom_vm_builder *b, const char *name, uint32_t nbuf, uint32_t nsym, const uint32_t *sig,
+                                uint32_t nsig) {
+  return add_kernel(b, &b->kernels, name, nbuf, nsym, sig, nsig);
 }
-uint32_t loom_vm_builder_extern(loom_vm_builder *b, const char *name, uint32_t nbuf, uint32_t nsym) {
-  return add_kernel(b, &b->externs, name, nbuf, nsym);
+uint32_t loom_vm_builder_extern(loom_vm_builder *b, const char *name, uint32_t nbuf, uint32_t nsym, const uint32_t *sig,
+                                uint32_t nsig) {
+  return add_kernel(b, &b->externs, name, nbuf, nsym, sig, nsig);
 }
 
 loom_vm_fbuilder *loom_vm_builder_func(loom_vm_builder *b, const char *name) {
@@ -270,9 +289,11 @@ loom_status loom_vm_builder_finish(loom_vm_builder *b, loom_vm_exec **out) {
   e->consts = dup(a, b->consts.data, b->consts.len, sizeof(loom_vm_const), &oom);
   e->nconsts = (uint32_t)b->consts.len;
   e->kernels = dup(a, b->kernels.data, b->kernels.len, sizeof(loom_vm_kernel), &oom);
-  e->nkernels = (uint32_t)b->kernels.len;
+  e->nkernels = e->kernels ? (uint32_t)b->kernels.len : 0;
+  for (uint32_t i = 0; i < e->nkernels; i++) e->kernels[i].sig = dup(a, e->kernels[i].sig, e->kernels[i].nsig, 4, &oom);
   e->externs = dup(a, b->externs.data, b->externs.len, sizeof(loom_vm_kernel), &oom);
-  e->nexterns = (uint32_t)b->externs.len;
+  e->nexterns = e->externs ? (uint32_t)b->externs.len : 0;
+  for (uint32_t i = 0; i < e->nexterns; i++) e->externs[i].sig = dup(a, e->externs[i].sig, e->externs[i].nsig, 4, &oom);
   if (b->data.len) {
     e->data_owned = loom_alloc_aligned(a, b->data.len, 64);
     if (e->data_owned) memcpy(e->data_owned, b->data.data, b->data.len);

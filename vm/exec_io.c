@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "base/vec.h"
 #include "vm/exec.h"
 
@@ -53,6 +54,8 @@ void loom_vm_exec_free(loom_vm_exec *e) {
   loom_free(a, e->symvars, e->nsymvars * 4u);
   loom_free(a, e->intconsts, e->nintconsts * 8u);
   loom_free(a, e->consts, e->nconsts * sizeof *e->consts);
+  for (uint32_t i = 0; i < e->nkernels; i++) loom_free(a, e->kernels[i].sig, e->kernels[i].nsig * 4u);
+  for (uint32_t i = 0; i < e->nexterns; i++) loom_free(a, e->externs[i].sig, e->externs[i].nsig * 4u);
   loom_free(a, e->kernels, e->nkernels * sizeof *e->kernels);
   loom_free(a, e->externs, e->nexterns * sizeof *e->externs);
   if (e->data_owned) loom_free(a, e->data_owned, e->data_len);
@@ -117,7 +120,10 @@ loom_status loom_vm_exec_write(const loom_vm_exec *e, loom_allocator *alloc, uin
     case LOOM_VM_SEC_EXTERNS: {
       const loom_vm_kernel *k = s == LOOM_VM_SEC_KERNELS ? e->kernels : e->externs;
       count[s] = s == LOOM_VM_SEC_KERNELS ? e->nkernels : e->nexterns;
-      for (uint32_t i = 0; i < count[s]; i++) put32(&w, k[i].name), put32(&w, k[i].nbuf), put32(&w, k[i].nsym), put32(&w, 0);
+      for (uint32_t i = 0; i < count[s]; i++) {
+        put32(&w, k[i].name), put32(&w, k[i].nbuf), put32(&w, k[i].nsym), put32(&w, k[i].nsig);
+        put(&w, k[i].sig, k[i].nsig * 4u);
+      }
       break;
     }
     case LOOM_VM_SEC_FUNCS: {
@@ -342,7 +348,7 @@ static loom_status load(loom_vm_exec *e, const uint8_t *bytes, size_t len) {
   if (fsize != len) return LOOM_ERROR(DATA_LOSS, "header says %llu bytes, file has %zu (truncated or padded)",
                                       (unsigned long long)fsize, len);
   /* fixed-size sections: size must match count */
-  static const uint32_t rec[LOOM_VM_SEC_COUNT] = {1, 4, 8, 0, 16, 16, 0, 8, 4, 8, 0};
+  static const uint32_t rec[LOOM_VM_SEC_COUNT] = {1, 4, 8, 0, 0, 0, 0, 8, 4, 8, 0};
   for (uint32_t s = 0; s < LOOM_VM_SEC_COUNT; s++)
     if (rec[s] && (uint64_t)count[s] * rec[s] != sec[s].left)
       return LOOM_ERROR(DATA_LOSS, "section %s: %u entries of %u bytes do not fill its %llu bytes",
@@ -377,19 +383,27 @@ static loom_status load(loom_vm_exec *e, const uint8_t *bytes, size_t len) {
   if (sec[3].left) return CORRUPT(&sec[3], "%llu bytes left after the last constant", (unsigned long long)sec[3].left);
   /* KERNELS, EXTERNS */
   for (uint32_t s = LOOM_VM_SEC_KERNELS; s <= LOOM_VM_SEC_EXTERNS; s++) {
-    loom_vm_kernel *k = count[s] ? loom_alloc_array(a, count[s], sizeof *k) : NULL;
+    cursor *ks = &sec[s];
+    if (count[s] > ks->left / 16)
+      return CORRUPT(ks, "%u records do not fit in %llu bytes", count[s], (unsigned long long)ks->left);
+    loom_vm_kernel *k = count[s] ? loom_alloc_zero(a, count[s] * sizeof *k) : NULL;
     if (count[s] && !k) return LOOM_OOM();
     if (s == LOOM_VM_SEC_KERNELS) e->kernels = k, e->nkernels = count[s];
     else e->externs = k, e->nexterns = count[s];
     for (uint32_t i = 0; i < count[s]; i++) {
+      ks->record = i;
       uint32_t r[4];
-      take(&sec[s], r, 16);
-      k[i] = (loom_vm_kernel){r[0], r[1], r[2]};
-      if (r[3] != 0) {
-        sec[s].record = i;
-        return CORRUPT(&sec[s], "reserved word is %u, not 0", r[3]);
+      if (!take(ks, r, 16)) return CORRUPT(ks, "truncated record");
+      if (r[3] > ks->left / 4) return CORRUPT(ks, "signature of %u words runs past the section", r[3]);
+      k[i] = (loom_vm_kernel){r[0], r[1], r[2], 0, NULL};
+      if (r[3]) {
+        k[i].sig = loom_alloc_array(a, r[3], 4);
+        if (!k[i].sig) return LOOM_OOM();
+        k[i].nsig = r[3];
+        take(ks, k[i].sig, r[3] * 4u);
       }
     }
+    if (ks->left) return CORRUPT(ks, "%llu bytes left after the last record", (unsigned long long)ks->left);
   }
   /* FUNCS, then their slices of CODE, LISTS, DEBUG */
   c = &sec[LOOM_VM_SEC_FUNCS];
@@ -460,19 +474,15 @@ static void unmap(void *m) {
 
 loom_status loom_vm_exec_load_file(loom_allocator *alloc, const char *path, loom_vm_exec **out) {
   *out = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return LOOM_ERROR(NOT_FOUND, "cannot open '%s': %s", path, strerror(errno));
-  struct stat stt;
-  if (fstat(fd, &stt) != 0 || !S_ISREG(stt.st_mode)) {
-    close(fd);
-    return LOOM_ERROR(IO_ERROR, "'%s' is not a regular file", path);
-  }
+  int fd;
+  uint64_t size;
+  LOOM_PROPAGATE(loom_file_open_regular(path, "executable", LOOM_FILE_LIMIT_ARTIFACT, &fd, &size));
   mapping *m = malloc(sizeof *m);
   if (!m) {
     close(fd);
     return LOOM_OOM();
   }
-  m->n = (size_t)stt.st_size;
+  m->n = (size_t)size;
   m->p = NULL;
   if (m->n) {
     m->p = mmap(NULL, m->n, PROT_READ, MAP_PRIVATE, fd, 0);

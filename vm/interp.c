@@ -26,6 +26,9 @@ typedef struct prof_entry {
   uint64_t count, ns;
 } prof_entry;
 
+/* The VM is shared by every call made on it, possibly from several threads at once: after
+ * creation it is only read by calls (the profile counters are added to atomically). What a
+ * call writes lives in its frames and its call_state, on the calling thread's stack. */
 struct loom_vm {
   loom_allocator *alloc;
   const loom_vm_exec *exe;
@@ -34,17 +37,39 @@ struct loom_vm {
   loom_tensor **consts;       /* exe->nconsts tensor constants, views into backing */
   loom_kernel_fn *kernels;    /* resolved kernels */
   loom_kernel_fn *externs;    /* resolved externs */
-  loom_kernel_ctx kctx;       /* passed to every kernel */
-  char kerr[256];             /* set_error's message */
-  uint32_t depth;             /* nested calls */
+  loom_kernel_ctx kctx;       /* the template of every call's kernel context */
   bool profile;               /* time every instruction and kernel */
   prof_entry op_prof[LOOM_VM_OP_COUNT];
   prof_entry *kernel_prof;    /* per kernel */
 };
 
+/* One call's own state (loom_vm_call): its kernel context, whose error slot is its own. */
+typedef struct call_state {
+  loom_kernel_ctx kctx; /* vm->kctx with error_slot = kerr */
+  uint32_t depth;       /* nested calls */
+  char kerr[256];       /* set_error's message */
+} call_state;
+
 static void set_error(const loom_kernel_ctx *ctx, const char *msg) {
   char *dst = ctx->error_slot;
   snprintf(dst, 256, "%s", msg ? msg : "(no message)");
+}
+
+/* An index read from data is out of range: bad input, reported as OUT_OF_RANGE. The slot
+ * starts with LOOM_VM_KERR_INPUT to say so (the CALLK failure path reads it). */
+static void set_error_index(const loom_kernel_ctx *ctx, const char *msg, int64_t index, int64_t lo, int64_t hi) {
+  char *dst = ctx->error_slot;
+  snprintf(dst, 256, "%c%s: index %lld must be within the inclusive range [%lld, %lld]", LOOM_VM_KERR_INPUT,
+           msg ? msg : "a kernel", (long long)index, (long long)lo, (long long)hi);
+}
+
+/* Profile counters are shared by concurrent calls: added to and read atomically. */
+static inline void prof_add(prof_entry *p, uint64_t ns) {
+  __atomic_fetch_add(&p->count, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&p->ns, ns, __ATOMIC_RELAXED);
+}
+static inline prof_entry prof_take(prof_entry *p) {
+  return (prof_entry){__atomic_exchange_n(&p->count, 0, __ATOMIC_RELAXED), __atomic_exchange_n(&p->ns, 0, __ATOMIC_RELAXED)};
 }
 
 static int32_t serial_for(void *pool, int64_t n, loom_parallel_body body, void *arg) {
@@ -60,7 +85,7 @@ void loom_vm_set_pool(loom_vm *vm, loom_cpu_pool *pool) {
 
 void loom_vm_set_user(loom_vm *vm, void *user) { vm->kctx.user = user; }
 loom_device *loom_vm_device(loom_vm *vm) { return vm->dev; }
-void loom_vm_set_profile(loom_vm *vm, bool on) { vm->profile = on; }
+void loom_vm_set_profile(loom_vm *vm, bool on) { __atomic_store_n(&vm->profile, on, __ATOMIC_RELAXED); }
 
 static void no_release(loom_storage *s) { (void)s; }
 
@@ -86,7 +111,8 @@ loom_status loom_vm_create_on(loom_allocator *alloc, loom_device *dev, const loo
   vm->kctx.abi_version = LOOM_KERNEL_ABI_VERSION;
   vm->kctx.size = sizeof(loom_kernel_ctx);
   vm->kctx.set_error = set_error;
-  vm->kctx.error_slot = vm->kerr;
+  vm->kctx.set_error_index = set_error_index;
+  vm->kctx.error_slot = NULL; /* each call's own (call_state) */
   loom_vm_set_pool(vm, pool);
   loom_status st = LOOM_OK;
   if (exe->nkernels) {
@@ -367,7 +393,8 @@ static loom_status builtin(loom_vm *vm, frame *fr, uint32_t id, const uint32_t *
 
 /* ------------------------------------------------------------------ the loop */
 
-static loom_status run(loom_vm *vm, uint32_t fn, loom_vm_obj *const *args, const int64_t *iargs, loom_vm_obj **out);
+static loom_status run(loom_vm *vm, call_state *cs, uint32_t fn, loom_vm_obj *const *args, const int64_t *iargs,
+                       loom_vm_obj **out);
 
 #define CHECKED(opname, expr)                                                          \
   do {                                                                                 \
@@ -397,10 +424,11 @@ static loom_status run(loom_vm *vm, uint32_t fn, loom_vm_obj *const *args, const
 #undef LOOM_VM_LOOP_NAME
 #undef LOOM_VM_LOOP_PROFILE
 
-static loom_status run(loom_vm *vm, uint32_t fn, loom_vm_obj *const *args, const int64_t *iargs, loom_vm_obj **out) {
+static loom_status run(loom_vm *vm, call_state *cs, uint32_t fn, loom_vm_obj *const *args, const int64_t *iargs,
+                       loom_vm_obj **out) {
   const loom_vm_func *f = &vm->exe->funcs[fn];
   *out = NULL;
-  if (vm->depth >= LOOM_VM_MAX_DEPTH) return LOOM_ERROR(OUT_OF_RANGE, "call depth exceeds %u", LOOM_VM_MAX_DEPTH);
+  if (cs->depth >= LOOM_VM_MAX_DEPTH) return LOOM_ERROR(OUT_OF_RANGE, "call depth exceeds %u", LOOM_VM_MAX_DEPTH);
   size_t nb = f->nobj * sizeof(loom_vm_obj *) + f->nint * (sizeof(int64_t) + 2 * sizeof(uint32_t));
   /* small frames live on the C stack */
   _Alignas(16) uint8_t local[2048];
@@ -413,12 +441,12 @@ static loom_status run(loom_vm *vm, uint32_t fn, loom_vm_obj *const *args, const
   memset(fr.orig, 0xFF, f->nint * 2 * sizeof(uint32_t));
   for (uint32_t i = 0; i < f->nparams; i++) {
     fr.R[i] = args[i];
-    args[i]->refs++;
+    loom_vm_obj_retain(args[i]);
   }
   for (uint32_t i = 0; i < f->nint_params; i++) fr.I[i] = iargs[i];
-  vm->depth++;
-  loom_status st = vm->profile ? loop_profile(vm, &fr, out) : loop_fast(vm, &fr, out);
-  vm->depth--;
+  cs->depth++;
+  loom_status st = __atomic_load_n(&vm->profile, __ATOMIC_RELAXED) ? loop_profile(vm, cs, &fr, out) : loop_fast(vm, cs, &fr, out);
+  cs->depth--;
   for (uint32_t i = 0; i < f->nobj; i++) loom_vm_obj_release(fr.R[i]);
   if (mem != local) loom_free(vm->alloc, mem, nb);
   return st;
@@ -448,8 +476,13 @@ loom_status loom_vm_call(loom_vm *vm, uint32_t fn, loom_vm_obj *const *args, uin
     if (!loom_tensor_is_contiguous(t))
       return LOOM_ERROR(INVALID_ARGUMENT, "input '%s' of '%s': strided tensors are not supported, pass a dense one", pn, fname);
   }
+  call_state cs;
+  cs.kctx = vm->kctx;
+  cs.kctx.error_slot = cs.kerr;
+  cs.depth = 0;
+  cs.kerr[0] = 0;
   uint32_t saved = loom_cpu_fpenv_enter();
-  loom_status st = run(vm, fn, args, NULL, out);
+  loom_status st = run(vm, &cs, fn, args, NULL, out);
   loom_cpu_fpenv_leave(saved);
   if (!st) st = vm->dev->vt->sync(vm->dev);
   if (st && *out) {
@@ -461,7 +494,7 @@ loom_status loom_vm_call(loom_vm *vm, uint32_t fn, loom_vm_obj *const *args, uin
 
 uint64_t loom_vm_profile_kernel_ns(loom_vm *vm) {
   uint64_t ns = 0;
-  for (uint32_t i = 0; i < vm->exe->nkernels; i++) ns += vm->kernel_prof[i].ns, vm->kernel_prof[i] = (prof_entry){0, 0};
+  for (uint32_t i = 0; i < vm->exe->nkernels; i++) ns += prof_take(&vm->kernel_prof[i]).ns;
   return ns;
 }
 
@@ -469,18 +502,16 @@ void loom_vm_profile_print(loom_vm *vm, FILE *out) {
   const loom_vm_exec *e = vm->exe;
   fprintf(out, "profile: instructions\n  %-10s %10s %12s %10s\n", "opcode", "count", "total us", "ns/insn");
   for (uint32_t i = 0; i < LOOM_VM_OP_COUNT; i++) {
-    prof_entry *p = &vm->op_prof[i];
-    if (!p->count) continue;
-    fprintf(out, "  %-10s %10llu %12.1f %10.1f\n", loom_vm_opinfo_table[i].name, (unsigned long long)p->count, p->ns / 1e3,
-            (double)p->ns / (double)p->count);
-    *p = (prof_entry){0, 0};
+    prof_entry p = prof_take(&vm->op_prof[i]);
+    if (!p.count) continue;
+    fprintf(out, "  %-10s %10llu %12.1f %10.1f\n", loom_vm_opinfo_table[i].name, (unsigned long long)p.count, p.ns / 1e3,
+            (double)p.ns / (double)p.count);
   }
   fprintf(out, "profile: kernels\n  %-24s %10s %12s %10s\n", "kernel", "calls", "total us", "us/call");
   for (uint32_t i = 0; i < e->nkernels; i++) {
-    prof_entry *p = &vm->kernel_prof[i];
-    if (!p->count) continue;
-    fprintf(out, "  %-24s %10llu %12.1f %10.3f\n", loom_vm_exec_str(e, e->kernels[i].name), (unsigned long long)p->count,
-            p->ns / 1e3, (double)p->ns / 1e3 / (double)p->count);
-    *p = (prof_entry){0, 0};
+    prof_entry p = prof_take(&vm->kernel_prof[i]);
+    if (!p.count) continue;
+    fprintf(out, "  %-24s %10llu %12.1f %10.3f\n", loom_vm_exec_str(e, e->kernels[i].name), (unsigned long long)p.count,
+            p.ns / 1e3, (double)p.ns / 1e3 / (double)p.count);
   }
 }

@@ -2,7 +2,7 @@
  * as loop_fast (LOOM_VM_LOOP_PROFILE 0) and once as loop_profile (1), so the fast loop
  * carries no profiling branches (a function with computed-goto labels cannot be inlined,
  * so a constant parameter would not be folded). Not a header of its own. */
-static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, frame *fr, loom_vm_obj **out) {
+static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, call_state *cs, frame *fr, loom_vm_obj **out) {
   const bool prof = LOOM_VM_LOOP_PROFILE;
   const loom_vm_exec *e = vm->exe;
   const loom_vm_func *f = fr->f;
@@ -21,7 +21,7 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, frame *fr, loom_vm_obj **out) 
 #define DISPATCH() continue
 #define CASE(op) case LOOM_VM_OP_##op
   for (;;) {
-    if (prof && pc) vm->op_prof[cur].count++, vm->op_prof[cur].ns += loom_clock_ns() - t0;
+    if (prof && pc) prof_add(&vm->op_prof[cur], loom_clock_ns() - t0);
     in = code[pc++];
     cur = LOOM_VM_OP(in);
     if (prof) t0 = loom_clock_ns();
@@ -34,7 +34,7 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, frame *fr, loom_vm_obj **out) 
 #else
 #define DISPATCH()                                                                     \
   do {                                                                                 \
-    if (prof) vm->op_prof[cur].count++, vm->op_prof[cur].ns += loom_clock_ns() - t0;   \
+    if (prof) prof_add(&vm->op_prof[cur], loom_clock_ns() - t0);                       \
     in = code[pc++];                                                                   \
     cur = LOOM_VM_OP(in);                                                              \
     if (prof) t0 = loom_clock_ns();                                                    \
@@ -59,7 +59,7 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, frame *fr, loom_vm_obj **out) 
     /* Synopsis: R[A] := R[B] */
     CASE(MOV): {
       loom_vm_obj *x = R[LOOM_VM_B(in)];
-      if (x) x->refs++;
+      loom_vm_obj_retain(x);
       loom_vm_obj_release(R[LOOM_VM_A(in)]);
       R[LOOM_VM_A(in)] = x;
       DISPATCH();
@@ -72,7 +72,7 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, frame *fr, loom_vm_obj **out) 
       DISPATCH();
     CASE(TCONST): {
       loom_tensor *t = vm->consts[LOOM_VM_BX(in)];
-      t->hdr.refs++;
+      loom_vm_obj_retain(&t->hdr);
       loom_vm_obj_release(R[LOOM_VM_A(in)]);
       R[LOOM_VM_A(in)] = &t->hdr;
       DISPATCH();
@@ -135,9 +135,9 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, frame *fr, loom_vm_obj **out) 
     CASE(RET): {
       loom_vm_obj *x = R[LOOM_VM_A(in)];
       NEED(LOOM_VM_A(in));
-      x->refs++;
+      loom_vm_obj_retain(x);
       *out = x;
-      if (prof) vm->op_prof[cur].count++, vm->op_prof[cur].ns += loom_clock_ns() - t0;
+      if (prof) prof_add(&vm->op_prof[cur], loom_clock_ns() - t0);
       return LOOM_OK;
     }
     /* Synopsis: I[A] := shape(R[B])[C] */
@@ -241,7 +241,7 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, frame *fr, loom_vm_obj **out) 
                         loom_vm_obj_kind_name(x->kind), LOOM_VM_A(in), loom_vm_obj_kind_name(want));
         goto fail;
       }
-      x->refs++;
+      loom_vm_obj_retain(x);
       loom_vm_obj_release(R[LOOM_VM_A(in)]);
       R[LOOM_VM_A(in)] = x;
       DISPATCH();
@@ -258,7 +258,7 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, frame *fr, loom_vm_obj **out) 
       const uint32_t *il = l + 2 + l[1];
       for (uint32_t i = 0; i < il[0]; i++) ia[i] = I[il[1 + i]];
       loom_vm_obj *res;
-      st = run(vm, l[0], a, ia, &res);
+      st = run(vm, cs, l[0], a, ia, &res);
       if (st) goto fail;
       uint32_t want = f->obj_kinds[LOOM_VM_A(in)];
       if (want != LOOM_VM_OBJ_ANY && res->kind != want) {
@@ -276,25 +276,34 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, frame *fr, loom_vm_obj **out) 
     CASE(CALLX): {
       const uint32_t *l = lists + LOOM_VM_BX(in);
       void *bufs[LOOM_VM_MAX_CALL_ARGS];
+      loom_tensor *ts[LOOM_VM_MAX_CALL_ARGS];
       int64_t syms[LOOM_VM_MAX_CALL_ARGS];
       uint32_t nb = l[0];
       for (uint32_t i = 0; i < nb; i++) {
         loom_vm_obj *x = R[l[1 + i]];
         if (LOOM_UNLIKELY(!x)) NEED(l[1 + i]);
-        bufs[i] = ((loom_tensor *)x)->data;
+        ts[i] = (loom_tensor *)x;
+        bufs[i] = ts[i]->data;
       }
       const uint32_t *sl = l + 1 + nb;
       for (uint32_t i = 0; i < sl[0]; i++) syms[i] = I[sl[1 + i]];
       bool ext = cur == LOOM_VM_OP_CALLX;
+      /* the buffers against the kernel's signature at these symbols: no kernel indexes
+       * past the buffers it is given (kernel_sig.c) */
+      st = loom_vm_sig_check_call(e, ext ? &e->externs[LOOM_VM_A(in)] : &e->kernels[LOOM_VM_A(in)], ext, ts, syms);
+      if (LOOM_UNLIKELY(st != LOOM_OK)) goto fail;
       loom_kernel_fn fnp = ext ? vm->externs[LOOM_VM_A(in)] : vm->kernels[LOOM_VM_A(in)];
       uint64_t k0 = prof ? loom_clock_ns() : 0;
-      int32_t rc = fnp(bufs, syms, &vm->kctx);
-      if (prof && !ext) vm->kernel_prof[LOOM_VM_A(in)].count++, vm->kernel_prof[LOOM_VM_A(in)].ns += loom_clock_ns() - k0;
+      int32_t rc = fnp(bufs, syms, &cs->kctx);
+      if (prof && !ext) prof_add(&vm->kernel_prof[LOOM_VM_A(in)], loom_clock_ns() - k0);
       if (LOOM_UNLIKELY(rc != 0)) {
         const loom_vm_kernel *k = ext ? &e->externs[LOOM_VM_A(in)] : &e->kernels[LOOM_VM_A(in)];
-        st = LOOM_ERROR(INTERNAL, "%s '%s' failed (code %d): %s", ext ? "extern" : "kernel", loom_vm_exec_str(e, k->name), rc,
-                        vm->kerr[0] ? vm->kerr : "no message");
-        vm->kerr[0] = 0;
+        if (cs->kerr[0] == LOOM_VM_KERR_INPUT) /* bad input data (an index out of range), not a kernel failure */
+          st = LOOM_ERROR(OUT_OF_RANGE, "%s '%s': %s", ext ? "extern" : "kernel", loom_vm_exec_str(e, k->name), cs->kerr + 1);
+        else
+          st = LOOM_ERROR(INTERNAL, "%s '%s' failed (code %d): %s", ext ? "extern" : "kernel", loom_vm_exec_str(e, k->name), rc,
+                          cs->kerr[0] ? cs->kerr : "no message");
+        cs->kerr[0] = 0;
         goto fail;
       }
       DISPATCH();

@@ -43,7 +43,7 @@
 extern "C" {
 #endif
 
-#define LOOM_KERNEL_ABI_VERSION 1u
+#define LOOM_KERNEL_ABI_VERSION 2u /* 2: set_error_index */
 
 typedef struct loom_kernel_ctx loom_kernel_ctx;
 
@@ -67,6 +67,10 @@ struct loom_kernel_ctx {
   void (*set_error)(const loom_kernel_ctx *ctx, const char *message);
   void *error_slot; /* VM-private: where set_error writes */
   void *user;       /* the host's pointer given to loom_rt_set_user (externals use it), or NULL */
+  /* Records that an index read from data is out of range (bad input, not a bug): the VM
+   * reports "<message>: index <index> must be within the inclusive range [<lo>, <hi>]"
+   * as an OUT_OF_RANGE error. The kernel then returns nonzero. (ABI version 2.) */
+  void (*set_error_index)(const loom_kernel_ctx *ctx, const char *message, int64_t index, int64_t lo, int64_t hi);
 };
 
 /* ---- AOT artifacts ------------------------------------------------------------------
@@ -75,7 +79,8 @@ struct loom_kernel_ctx {
  * looks the symbol up, checks `magic` and `abi_version`, loads and verifies `exec`
  * (the bytes of an executable file, vm/exec.h; 64-byte aligned so weights are used in
  * place) and resolves every kernel of the executable's kernel table by name in
- * `kernels`. A hand-written example:
+ * `kernels` (each entry may carry the kernel's signature, checked against the executable's).
+ * A hand-written example:
  *
  *     static int32_t add(void *const *b, const int64_t *s, const loom_kernel_ctx *c) {...}
  *     static const unsigned char exe[] __attribute__((aligned(64))) = {...};
@@ -90,6 +95,12 @@ struct loom_kernel_ctx {
 typedef struct loom_artifact_kernel {
   const char *name;  /* as in the executable's kernel table */
   loom_kernel_fn fn; /* the kernel */
+  /* The kernel's signature words (vm/exec.h, loom_vm_kernel), kept by the compiler next to
+   * the code, or NULL. When given, the runtime refuses an executable whose kernel table
+   * describes this kernel otherwise: a changed executable cannot make the kernel index
+   * buffers other than its code was built for. */
+  const uint32_t *sig;
+  uint32_t nsig; /* words in sig */
 } loom_artifact_kernel;
 
 typedef struct loom_artifact_desc {

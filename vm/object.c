@@ -17,34 +17,49 @@ loom_status loom_device_create(loom_allocator *alloc, const loom_device_vtable *
   d->dl_type = dl_type;
   d->dl_id = dl_id;
   d->refs = 1;
+  pthread_mutex_init(&d->mu, NULL);
   *out = d;
   return LOOM_OK;
 }
 
-void loom_device_retain(loom_device *d) { d->refs++; }
+void loom_device_retain(loom_device *d) { atomic_fetch_add_explicit(&d->refs, 1, memory_order_relaxed); }
 
 void loom_device_trim(loom_device *d) {
+  loom_storage *lists[LOOM_DEVICE_POOL_CLASSES];
+  pthread_mutex_lock(&d->mu);
+  memcpy(lists, d->pool, sizeof lists);
+  memset(d->pool, 0, sizeof d->pool);
+  d->pooled_bytes = 0;
+  pthread_mutex_unlock(&d->mu);
   for (int c = 0; c < LOOM_DEVICE_POOL_CLASSES; c++) {
-    loom_storage *s = d->pool[c];
-    while (s) {
-      loom_storage *next = s->next;
+    for (loom_storage *s = lists[c], *next; s; s = next) {
+      next = s->next;
       d->vt->free(d, s->data, (size_t)1 << (c + 6));
       loom_free(d->alloc, s, sizeof *s);
-      s = next;
     }
-    d->pool[c] = NULL;
   }
-  d->pooled_bytes = 0;
+}
+
+loom_device_stats loom_device_get_stats(loom_device *d) {
+  pthread_mutex_lock(&d->mu);
+  loom_device_stats st = {d->pooled_bytes, d->live_bytes, d->peak_live_bytes, d->pool_hits, d->pool_misses};
+  pthread_mutex_unlock(&d->mu);
+  return st;
 }
 
 void loom_device_release(loom_device *d) {
-  if (!d || --d->refs > 0) return;
+  if (!d || atomic_fetch_sub_explicit(&d->refs, 1, memory_order_acq_rel) != 1) return;
   loom_device_trim(d);
+  pthread_mutex_destroy(&d->mu);
   if (d->vt->destroy) d->vt->destroy(d);
   loom_free(d->alloc, d, sizeof *d);
 }
 
-void loom_device_reset_peak(loom_device *d) { d->peak_live_bytes = d->live_bytes; }
+void loom_device_reset_peak(loom_device *d) {
+  pthread_mutex_lock(&d->mu);
+  d->peak_live_bytes = d->live_bytes;
+  pthread_mutex_unlock(&d->mu);
+}
 
 /* ---------------------------------------------------------------- storage */
 
@@ -55,17 +70,33 @@ static int size_class(size_t size) {
   return -1;
 }
 
+/* Counts `size` more live bytes (under d->mu). */
+static void count_live(loom_device *d, size_t size) {
+  d->live_bytes += size;
+  if (d->live_bytes > d->peak_live_bytes) d->peak_live_bytes = d->live_bytes;
+}
+
 loom_status loom_storage_alloc(loom_device *d, size_t size, loom_storage **out) {
   *out = NULL;
+  if (d->max_alloc_bytes && size > d->max_alloc_bytes)
+    return LOOM_ERROR(RESOURCE_EXHAUSTED, "storage of %zu bytes is over the device's limit of %zu bytes", size,
+                      d->max_alloc_bytes);
   int c = size_class(size);
   if (c < 0) return LOOM_ERROR(OUT_OF_RANGE, "storage of %zu bytes is too large", size);
+  /* the pool is shared by every thread calling the device: a hit is one short critical
+   * section; a miss allocates outside the lock */
+  pthread_mutex_lock(&d->mu);
   loom_storage *s = d->pool[c];
   if (s) {
     d->pool[c] = s->next;
     d->pooled_bytes -= (size_t)1 << (c + 6);
     d->pool_hits++;
+    count_live(d, size);
   } else {
     d->pool_misses++;
+  }
+  pthread_mutex_unlock(&d->mu);
+  if (!s) {
     s = loom_alloc_zero(d->alloc, sizeof *s);
     if (!s) return LOOM_OOM();
     s->data = d->vt->alloc(d, (size_t)1 << (c + 6), 64);
@@ -74,14 +105,15 @@ loom_status loom_storage_alloc(loom_device *d, size_t size, loom_storage **out) 
       return LOOM_ERROR(RESOURCE_EXHAUSTED, "cannot allocate %zu bytes on device %s", size,
                         d->vt->name);
     }
+    pthread_mutex_lock(&d->mu);
+    count_live(d, size);
+    pthread_mutex_unlock(&d->mu);
   }
   s->hdr.kind = LOOM_VM_OBJ_STORAGE;
   s->hdr.refs = 1;
   s->device = d;
   s->size = size;
   s->size_class = c;
-  d->live_bytes += size;
-  if (d->live_bytes > d->peak_live_bytes) d->peak_live_bytes = d->live_bytes;
   s->release = NULL;
   s->owner = NULL;
   s->next = NULL;
@@ -115,10 +147,12 @@ static void storage_free(loom_storage *s) {
     loom_free(d->alloc, s, sizeof *s);
   } else {
     /* back to the pool; pooled blocks hold no device reference */
+    pthread_mutex_lock(&d->mu);
     d->live_bytes -= s->size;
     s->next = d->pool[s->size_class];
     d->pool[s->size_class] = s;
     d->pooled_bytes += (size_t)1 << (s->size_class + 6);
+    pthread_mutex_unlock(&d->mu);
   }
   loom_device_release(d);
 }
@@ -191,7 +225,7 @@ loom_status loom_tensor_view(loom_storage *s, size_t offset, loom_dtype dt, int3
   t->data = (char *)s->data + offset;
   t->device = s->device;
   t->storage = s;
-  s->hdr.refs++;
+  loom_vm_obj_retain(&s->hdr);
   *out = t;
   return LOOM_OK;
 }
@@ -277,7 +311,7 @@ loom_status loom_tensor_to_dlpack(loom_tensor *t, DLManagedTensor **out) {
   m->dl_tensor.byte_offset = 0;
   m->manager_ctx = t;
   m->deleter = dl_deleter;
-  t->hdr.refs++;
+  loom_vm_obj_retain(&t->hdr);
   *out = m;
   return LOOM_OK;
 }
@@ -326,18 +360,15 @@ loom_status loom_tuple_new(loom_allocator *alloc, loom_vm_obj *const *items, uin
   t->size = n;
   for (uint32_t i = 0; i < n; i++) {
     t->items[i] = items[i];
-    items[i]->refs++;
+    loom_vm_obj_retain(items[i]);
   }
   *out = t;
   return LOOM_OK;
 }
 
-void loom_vm_obj_retain(loom_vm_obj *o) {
-  if (o) o->refs++;
-}
-
 void loom_vm_obj_release(loom_vm_obj *o) {
-  if (!o || --o->refs > 0) return;
+  /* acq_rel: whoever drops the last reference sees every other holder's writes */
+  if (!o || atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) != 1) return;
   switch (o->kind) {
   case LOOM_VM_OBJ_TENSOR: {
     loom_tensor *t = (loom_tensor *)o;

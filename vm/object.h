@@ -1,8 +1,10 @@
 /* object.h — runtime objects of the VM: devices, storage, tensors, tuples.
  *
  * Every object starts with a loom_vm_obj header (kind + reference count); the VM's
- * object registers hold loom_vm_obj pointers. Reference counts are plain integers:
- * objects belong to one thread at a time (the one calling the VM).
+ * object registers hold loom_vm_obj pointers. Reference counts are atomic: an object may
+ * be shared by threads (a weight or an input passed to concurrent calls, the VM's
+ * constants, a device) and retained and released from any of them. Its data is not
+ * guarded: writing a tensor while another thread reads it is the writer's race.
  *
  *   loom_device   a table of function pointers (vm/device.h; the CPU in device_cpu.c)
  *                 plus a pooled allocator: released storage goes back to a
@@ -18,6 +20,7 @@
 #define LOOM_VM_OBJECT_H
 
 #include <dlpack/dlpack.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,8 +41,8 @@ typedef enum loom_vm_obj_kind {
 } loom_vm_obj_kind;
 
 typedef struct loom_vm_obj {
-  uint32_t kind; /* loom_vm_obj_kind */
-  uint32_t refs; /* reference count; the object is freed when it drops to 0 */
+  uint32_t kind;         /* loom_vm_obj_kind */
+  _Atomic uint32_t refs; /* reference count; the object is freed when it drops to 0 */
 } loom_vm_obj;
 
 struct loom_storage {
@@ -76,7 +79,10 @@ typedef struct loom_tuple {
 } loom_tuple;
 
 /* ---- objects ---- */
-void loom_vm_obj_retain(loom_vm_obj *o);
+/* Adds a reference (from any thread). NULL is a no-op. */
+static inline void loom_vm_obj_retain(loom_vm_obj *o) {
+  if (o) atomic_fetch_add_explicit(&o->refs, 1, memory_order_relaxed);
+}
 /* Drops a reference; frees at zero. NULL is a no-op. */
 void loom_vm_obj_release(loom_vm_obj *o);
 const char *loom_vm_obj_kind_name(uint32_t kind);

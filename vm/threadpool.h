@@ -17,8 +17,17 @@
  * 2-microsecond kernel worth splitting: a condition-variable wake-up costs 10-50 us.
  * Every worker sets FTZ/DAZ (flush-to-zero, denormals-are-zero)
  * at start when the pool flushes denormals; loom_cpu_fpenv_enter/leave does the same
- * for the calling thread. Not reentrant across threads: one parallel_for at a time per
- * pool (the VM calls it from one thread); nested calls from inside a body run serially. */
+ * for the calling thread.
+ *
+ * Any number of threads may call parallel_for on one pool at once (one runtime serving
+ * several calls): each loop takes a slot of the pool (LOOM_CPU_POOL_SLOTS of them), the
+ * workers run chunks of whichever loops are in flight, and each caller runs chunks of its
+ * own loop and waits only for its chunks that other threads are running, so no caller
+ * waits on another's loop and nothing can deadlock. A caller that finds every slot taken
+ * runs its loop alone, in the same chunks. Chunk boundaries depend only on n and the
+ * pool's thread count, never on who runs them, so results are the same either way.
+ * Nested calls from inside a body (on any pool) run serially. create/destroy are not
+ * concurrent with parallel_for on that pool. */
 #ifndef LOOM_VM_THREADPOOL_H
 #define LOOM_VM_THREADPOOL_H
 
@@ -33,6 +42,8 @@ typedef struct loom_cpu_pool loom_cpu_pool;
 
 /* Most threads a pool may have. */
 #define LOOM_CPU_POOL_MAX_THREADS 256
+/* Loops that may be in flight on one pool at once (callers beyond it run their loop alone). */
+#define LOOM_CPU_POOL_SLOTS 16
 
 /* Threads to use by default: LOOM_NUM_THREADS if set to a valid count, else the cores
  * available to this process (sched_getaffinity), at least 1. */

@@ -1,7 +1,9 @@
 /* verify.c — checks a whole executable once, at load, so the interpreter can trust it:
  * every index in range (strings, constants, registers, functions, kernels, lists, jump
  * targets), register kinds agree with what each operand needs, call and kernel
- * signatures match, reserved bits are zero, and no function can run off its end. */
+ * signatures match (kernel_sig.c checks the signatures' words), reserved bits are zero,
+ * no function can run off its end, and, through the data flow of verify_flow.c, every
+ * register use against its definitions and every kernel operand's dtype and rank. */
 #include <string.h>
 
 #include "vm/exec.h"
@@ -235,7 +237,7 @@ static loom_status verify_func(const loom_vm_exec *e, uint32_t fi) {
   loom_vm_op last = LOOM_VM_OP(f->code[f->ncode - 1]);
   if (last != LOOM_VM_OP_RET && last != LOOM_VM_OP_JMP)
     return BAD("the last instruction (%u) is %s: execution could run off the end", f->ncode - 1, loom_vm_opinfo_table[last].name);
-  return LOOM_OK;
+  return loom_vm_verify_flow(e, f);
 }
 
 loom_status loom_vm_exec_verify(const loom_vm_exec *e) {
@@ -262,6 +264,8 @@ loom_status loom_vm_exec_verify(const loom_vm_exec *e) {
       if (k[i].nbuf > LOOM_VM_MAX_CALL_ARGS || k[i].nsym > LOOM_VM_MAX_CALL_ARGS)
         return BAD("in section %s record %u: %u buffers / %u symbols exceed %u", s ? "EXTERNS" : "KERNELS", i, k[i].nbuf,
                    k[i].nsym, LOOM_VM_MAX_CALL_ARGS);
+      LOOM_RETURN_IF_ERROR(loom_vm_sig_verify(e, &k[i]), "in section %s record %u ('%s')", s ? "EXTERNS" : "KERNELS", i,
+                           loom_vm_exec_str(e, k[i].name));
     }
   }
   for (uint32_t i = 0; i < e->nfuncs; i++)

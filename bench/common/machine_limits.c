@@ -53,7 +53,7 @@ static volatile float sink;
 /* FMA kernels: `iters` rounds of CHAINS independent FMAs each. Returns nothing useful but keeps the
  * result alive through `sink`. x is slightly below 1 and y small so values stay finite and normal. */
 
-__attribute__((target("avx512f"))) static void fma_avx512(long iters) {
+__attribute__((target("avx512f,evex512"))) static void fma_avx512(long iters) {
   __m512 acc[CHAINS];
   for (int c = 0; c < CHAINS; c++) acc[c] = _mm512_set1_ps(1.0f + 0.01f * (float)c);
   const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-6f);

@@ -70,7 +70,7 @@ static int32_t empty_kernel(void *const *b, const int64_t *s, const loom_kernel_
 static double vm_only_ms(model *m, loom_tensor **in) {
   const loom_vm_exec *e = loom_compiled_exec(m->c);
   loom_artifact_kernel *ks = calloc(e->nkernels + 1, sizeof *ks);
-  for (uint32_t k = 0; k < e->nkernels; k++) ks[k] = (loom_artifact_kernel){loom_vm_exec_str(e, e->kernels[k].name), empty_kernel};
+  for (uint32_t k = 0; k < e->nkernels; k++) ks[k] = (loom_artifact_kernel){.name = loom_vm_exec_str(e, e->kernels[k].name), .fn = empty_kernel}; /* no signature: not checked */
   uint8_t *bytes;
   size_t len;
   die(loom_vm_exec_write(e, NULL, &bytes, &len));

@@ -4,8 +4,11 @@ Called by bench/run (which makes the venv and builds bench-limits). Steps:
   1. machine limits: bench-limits under the same taskset as the systems (1 and 2 threads);
   2. models: models/gen_models.py into bench/out/models (skipped when present);
   3. references: the float64 NumPy implementation of each model (reference.py) on every case;
-  4. every (workload, system, threads) in its own worker process, pinned with taskset to the first T
-     cores, with T as the system's thread setting; a worker that fails or times out is reported;
+  4. per (workload, threads) every system in its own worker process (worker.py --serve), pinned with
+     taskset to the first T cores, with T as the system's thread setting; compiled one after the other,
+     then driven case by case in alternation (A, B, A, B, ...: harness/interleave.py's rule) so that the
+     systems are compared on the same machine at the same time; B5's cold stream runs one worker at a
+     time; a worker that fails or times out is reported;
   5. bench/results/<date>[-quick].{csv,md} and PNG plots.
 """
 import argparse
@@ -25,6 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import reference  # noqa: E402
+import sweep  # noqa: E402
 import systems  # noqa: E402
 import workloads  # noqa: E402
 
@@ -203,19 +207,26 @@ def main():
         paths = [os.path.join(models_dir, workloads.model_of(wl, s) + ".onnx") for s in shapes]
         wl_threads = workloads.QUICK_THREADS[wl] if quick and not args.threads else threads
         for t in wl_threads:
+            jobs = []
             for name in names:
                 if quick and name in workloads.QUICK_EXCLUDE.get(wl, ()):
                     results.append(dict(system=name, threads=t, workload=wl, status="n/a", cases=[],
                                         error="left out of --quick (to stay under 15 minutes); run bench/run"))
                     continue
-                job = dict(system=name, threads=t, workload=wl, mode="stream" if wl == "B5" else "sweep",
-                           cases=shapes, model_paths=paths, repeats=repeats, budget_s=budget, cap_s=cap, stream_budget_s=stream_budget,
-                           ref_dir=ref_dir, ref_names=ref_names, workdir=wdir)
-                t0 = time.time()
-                res = run_worker(job, out, timeout, args.resume)
-                how = "reused (" + res.get("finished", "?") + ")" if res.get("reused") else f"{time.time() - t0:6.1f} s"
-                log(f"{wl} {name:13s} t={t}: {res['status']:5s} {how}  {(res.get('error') or '')[:150]}")
-                results.append(res)
+                jobs.append(dict(system=name, threads=t, workload=wl, mode="stream" if wl == "B5" else "sweep",
+                                 cases=shapes, model_paths=paths, repeats=repeats, budget_s=budget, cap_s=cap,
+                                 stream_budget_s=stream_budget, ref_dir=ref_dir, ref_names=ref_names, workdir=wdir))
+            if wl == "B5":  # a cold stream: one system at a time, from process start
+                for job in jobs:
+                    t0 = time.time()
+                    res = run_worker(job, out, timeout, args.resume)
+                    how = "reused (" + res.get("finished", "?") + ")" if res.get("reused") else f"{time.time() - t0:6.1f} s"
+                    log(f"{wl} {job['system']:13s} t={t}: {res['status']:5s} {how}  {(res.get('error') or '')[:150]}")
+                    results.append(res)
+            else:
+                results += sweep.run(jobs, out, timeout, args.resume,
+                                     dict(job_key=job_key, reusable=reusable, thread_env=thread_env,
+                                          fresh_caches=fresh_caches, cores=cores, log=log))
             json.dump(results, open(os.path.join(out, "results.json"), "w"))
 
     # Limits again at the end: on a shared machine one measurement can land in a busy moment and

@@ -36,6 +36,14 @@ class System:
     def compilations(self):
         return self.n_compiles
 
+    def set_threads(self, threads):
+        """bench/ops: the same prepared model at another thread count (Loom and ORT only)."""
+        raise NotAvailable(f"{self.name}: set_threads is not supported")
+
+    def own_time(self):
+        """The system's own time of the last run (s), measured on its side of any pipe, or None."""
+        return None
+
 
 # -- ONNX Runtime ---------------------------------------------------------------------------------
 class OnnxRuntime(System):
@@ -43,16 +51,22 @@ class OnnxRuntime(System):
     description = "ONNX Runtime CPU EP, graph optimisation level ALL, intra-op threads = T, sequential"
 
     def prepare(self, model_path, workload):
+        self.model_path, self.sessions = model_path, {}
+        self.set_threads(self.threads)
+        self.n_compiles = 1
+
+    def set_threads(self, threads):
         import onnxruntime as ort
 
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = self.threads
-        so.inter_op_num_threads = 1
-        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        so.add_session_config_entry("session.set_denormal_as_zero", "1")
-        self.sess = ort.InferenceSession(model_path, so, providers=["CPUExecutionProvider"])
-        self.n_compiles = 1
+        if threads not in self.sessions:
+            so = ort.SessionOptions()
+            so.intra_op_num_threads = threads
+            so.inter_op_num_threads = 1
+            so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            so.add_session_config_entry("session.set_denormal_as_zero", "1")
+            self.sessions[threads] = ort.InferenceSession(self.model_path, so, providers=["CPUExecutionProvider"])
+        self.threads, self.sess = threads, self.sessions[threads]
 
     def run(self, I):
         return self.sess.run(["y"], I)[0]
@@ -307,6 +321,18 @@ class Loom(System):
         self.names = line[5:5 + int(line[4])]
         self.out_fd = os.open(self.out_path, os.O_RDWR)
         self.n_compiles = 1
+        self.call_ns = None
+
+    def set_threads(self, threads):
+        self.proc.stdin.write(f"threads {threads}\n")
+        self.proc.stdin.flush()
+        r = self.proc.stdout.readline().split()
+        if not r or r[0] != "ok":
+            raise RuntimeError("loom: " + (" ".join(r[1:]) if r else f"bench-loom-serve exited with {self.proc.poll()}"))
+        self.threads = threads
+
+    def own_time(self):
+        return None if self.call_ns is None else self.call_ns * 1e-9
 
     def run(self, I):
         arrays = [np.ascontiguousarray(I[n]) for n in self.names]

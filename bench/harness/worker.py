@@ -1,17 +1,23 @@
 """worker.py — runs ONE system on ONE workload in its own process (started by main.py under taskset).
 
-    python worker.py JOB.json RESULT.json
+    python worker.py --serve JOB.json      sweeps (B1-B4): a server that main.py drives
+    python worker.py JOB.json RESULT.json  stream mode (B5)
 
-Sweep mode: prepare (timed: compile / session creation / weight prepacking), then a warm-up call per
-case (timed separately as `first_s`; for JIT systems it includes that shape's compilation) whose
-output is checked against the reference, then `repeats` rounds over all cases, interleaved
-(case A, B, C, A, B, C, ...), each call timed on its own. A time budget stops the rounds early.
+Serve mode: main.py starts one such worker per system and drives them in turn, case by case (A, B,
+A, B, ...: harness/interleave.py's rule), so that every system sees the same machine. One JSON
+request per line on stdin, one JSON answer per line on the original stdout (library output goes to
+stderr, the worker's log):
+    {"op": "prepare"}         -> {"ok": true, "compile_s": S}  (compile / session / weight prepacking of
+                                  every model file of the job; B3 has two)
+    {"op": "warm", "i": K}    -> {"ok": true, "first_s": S, "err": E, "jitted": J, "compiles": N}
+                                  case K's first call, its output checked against the reference
+    {"op": "time", "i": K}    -> {"ok": true, "t": S}  one timed call of case K
+    {"op": "quit"}
+    any failure               -> {"ok": false, "na": NOT_AVAILABLE, "error": "...", "traceback": "..."}
 
 Stream mode (B5): measured cold from the moment main.py started this process: imports, prepare,
-then every request once, in order. Outputs are checked after the clock stops.
-
-The result file is rewritten after every step, so a worker killed by its timeout still leaves what it
-had measured.
+then every request once, in order. Outputs are checked after the clock stops. The result file is
+rewritten after every step, so a worker killed by its timeout still leaves what it had measured.
 """
 import json
 import os
@@ -99,64 +105,7 @@ def main():
             save()
             return
 
-        t0 = time.time()
-        paths = job["model_paths"]
-        prepared = {}
-        res["compile_s"] = 0.0
-        for p in dict.fromkeys(paths):  # B3 has two model files, each prepared once
-            inst = cls(job["threads"], job["workdir"]) if prepared else sysobj
-            t = time.time()
-            inst.prepare(p, wl)
-            res["compile_s"] += time.time() - t
-            prepared[p] = inst
-        save()
-        deadline = time.time() + job["budget_s"]  # warm-up pass: no new case starts after this
-        entries = []
-        slow_flops = None  # a case slower than cap_s: larger cases of this system are skipped
-        for shape, path in zip(shapes, paths):
-            inst = prepared[path]
-            cid = workloads.case_id(wl, shape)
-            flops = workloads.work(wl, shape)[0]
-            why = None
-            if time.time() > deadline:
-                why = f"skipped: worker time budget ({job['budget_s']} s) spent"
-            elif slow_flops is not None and flops >= slow_flops:
-                why = f"skipped: a smaller case took over {job['cap_s']} s"
-            if why:
-                res["cases"].append({"case": cid, "shape": shape, "first_s": None, "err": 0.0, "times": [],
-                                     "compiles_after": sum(x.compilations() for x in prepared.values()), "skipped": why})
-                save()
-                continue
-            I = workloads.inputs(wl, shape)
-            before = inst.compilations()
-            a = time.time()
-            y = inst.run(I)
-            first = time.time() - a
-            jitted = inst.compilations() > before  # this call compiled: its time is not the run time
-            if jitted:
-                deadline += first  # JIT compilation does not eat the measuring budget
-            ref = np.load(os.path.join(job["ref_dir"], job["ref_names"][cid]))
-            e = {"case": cid, "shape": shape, "first_s": first, "err": rel_err(y, ref), "times": [],
-                 "compiles_after": sum(x.compilations() for x in prepared.values())}
-            if first > job["cap_s"] and not jitted:  # slow to run, not slow to JIT-compile
-                slow_flops = flops if slow_flops is None else min(slow_flops, flops)
-            entries.append((e, inst, I))
-            res["cases"].append(e)
-            save()
-        # The rounds get their own budget, counted from the end of the warm-up pass (a JIT system compiles
-        # there); one round always runs so that every checked case has a steady-state time.
-        deadline = time.time() + job["budget_s"]
-        for r in range(job["repeats"]):
-            if r > 0 and time.time() > deadline:
-                res["budget_hit"] = True
-                break
-            for e, inst, I in entries:
-                a = time.time()
-                inst.run(I)
-                e["times"].append(time.time() - a)
-            save()
-        res["compilations"] = sum(x.compilations() for x in prepared.values())
-        res["status"] = "ok"
+        raise RuntimeError("sweeps run in serve mode (worker.py --serve JOB.json), driven by main.py")
     except Exception as ex:  # a peer that fails is reported with its error; the run goes on
         na = type(ex).__name__ == "NotAvailable"
         res["status"] = "n/a" if na else "error"
@@ -166,5 +115,57 @@ def main():
     save()
 
 
+def failure(ex):
+    na = type(ex).__name__ == "NotAvailable"
+    msg = str(ex).strip().splitlines()[0][:400] if str(ex).strip() else type(ex).__name__
+    return {"ok": False, "na": na, "error": msg, "traceback": None if na else traceback.format_exc()[-2000:]}
+
+
+def serve():
+    job = json.load(open(sys.argv[2]))
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # whatever the systems print goes to the log, not into the protocol
+    sys.stdout = sys.stderr
+    wl, shapes, paths = job["workload"], job["cases"], job["model_paths"]
+    prepared, inputs = {}, {}
+    for line in sys.stdin:
+        req = json.loads(line)
+        op = req["op"]
+        if op == "quit":
+            break
+        try:
+            if op == "prepare":
+                import systems
+
+                cls = systems.BY_NAME[job["system"]]
+                compile_s = 0.0
+                for p in dict.fromkeys(paths):  # B3 has two model files, each prepared once
+                    inst = cls(job["threads"], job["workdir"])
+                    t = time.time()
+                    inst.prepare(p, wl)
+                    compile_s += time.time() - t
+                    prepared[p] = inst
+                ans = {"ok": True, "compile_s": compile_s, "description": cls.description}
+            else:
+                k = req["i"]
+                inst = prepared[paths[k]]
+                if k not in inputs:
+                    inputs[k] = workloads.inputs(wl, shapes[k])
+                before = inst.compilations()
+                a = time.time()
+                y = inst.run(inputs[k])
+                dt = time.time() - a
+                if op == "warm":
+                    cid = workloads.case_id(wl, shapes[k])
+                    ref = np.load(os.path.join(job["ref_dir"], job["ref_names"][cid]))
+                    ans = {"ok": True, "first_s": dt, "err": rel_err(y, ref), "jitted": inst.compilations() > before,
+                           "compiles": sum(x.compilations() for x in prepared.values())}
+                else:
+                    ans = {"ok": True, "t": dt}
+        except Exception as ex:  # a peer that fails is reported with its error; the run goes on
+            ans = failure(ex)
+        proto.write(json.dumps(ans) + "\n")
+
+
 if __name__ == "__main__":
-    main()
+    serve() if sys.argv[1] == "--serve" else main()

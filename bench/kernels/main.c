@@ -388,7 +388,7 @@ int main(int argc, char **argv) {
   pool pl;
   if (pool_start(&pl, threads)) return 1;
   loom_kernel_ctx ctx = {LOOM_KERNEL_ABI_VERSION, sizeof(loom_kernel_ctx), (uint32_t)threads, 0,
-                         loom_cpu_pool_parallel_for, pl.p, set_error, NULL, NULL};
+                         loom_cpu_pool_parallel_for, pl.p, set_error, NULL, NULL, NULL};
   /* The same measurement as bench-limits (bench/common/machine_limits), so "% of peak" agrees. */
   g_ctx = &ctx;
   loom_bench_limits lim;

@@ -97,7 +97,7 @@ int main(int argc, char **argv) {
   loom_cpu_pool *pool;
   if ((s = loom_cpu_pool_create(NULL, (uint32_t)threads, &pool))) return fail(s);
   loom_kernel_ctx ctx = {LOOM_KERNEL_ABI_VERSION, sizeof(loom_kernel_ctx), (uint32_t)threads, 0,
-                         loom_cpu_pool_parallel_for, pool, set_error, NULL, NULL};
+                         loom_cpu_pool_parallel_for, pool, set_error, NULL, NULL, NULL};
   printf("bench-libcall: %d threads; generated = legalize+schedule matmul (JIT), blas = blas.sgemm via libcall\n", threads);
   static const int64_t kn[][2] = {{768, 768}, {768, 3072}, {3072, 768}};
   static const int64_t rows[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 128, 256};

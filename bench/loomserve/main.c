@@ -12,6 +12,8 @@
  *   <- call IN_BYTES N (DTYPE RANK D_1 ... D_RANK OFFSET){N}   inputs at OFFSET of IN_FILE (IN_BYTES long)
  *   -> ok OUT_BYTES DTYPE RANK D_1 ... D_RANK CALL_NS          output 0, copied to OUT_FILE offset 0
  *      error MESSAGE                                           the server stays usable
+ *   <- threads T                                              loom_rt_set_threads (bench/ops: one
+ *   -> ok                                                     compilation serves 1 and 2 threads)
  *   <- quit  (or end of input)
  *
  * The worker owns IN_FILE (it grows it; a new IN_BYTES makes this side map it again) and this side
@@ -150,6 +152,16 @@ static loom_status serve_call(server *sv, char *line) {
   return s;
 }
 
+/* "threads T": the runtime's thread count from now on. */
+static loom_status serve_threads(server *sv, const char *arg) {
+  int t = atoi(arg);
+  if (t < 1 || t > 1024) return LOOM_ERROR(INVALID_ARGUMENT, "bad thread count '%.20s'", arg);
+  LOOM_PROPAGATE(loom_rt_set_threads(sv->rt, (uint32_t)t));
+  printf("ok\n");
+  fflush(stdout);
+  return LOOM_OK;
+}
+
 static int usage(void) {
   fprintf(stderr, "usage: bench-loom-serve MODEL.onnx --in IN_FILE --out OUT_FILE [--threads T] [--offload]\n");
   return 2;
@@ -198,6 +210,7 @@ int main(int argc, char **argv) {
   while (getline(&line, &cap, stdin) > 0) {
     if (!strncmp(line, "quit", 4)) break;
     if (!strncmp(line, "call ", 5)) s = serve_call(&sv, line);
+    else if (!strncmp(line, "threads ", 8)) s = serve_threads(&sv, line + 8);
     else s = LOOM_ERROR(INVALID_ARGUMENT, "unknown request '%.40s'", line);
     if (s) reply_error(NULL, s);
   }

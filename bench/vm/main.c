@@ -43,7 +43,10 @@ static void die(loom_status s) {
 static loom_vm_exec *loop_exec(int with_kernel, int64_t n) {
   loom_vm_builder *b;
   die(loom_vm_builder_new(NULL, &b));
-  uint32_t k = loom_vm_builder_kernel(b, "empty", 2, 2);
+  /* empty(x: f32(4), x; i, n): a signature checked at every call, as compiled kernels have */
+  uint32_t sig[] = {LOOM_DTYPE_F32, 1, 1, LOOM_VM_SIG_CONST, 4, 0, LOOM_DTYPE_F32, 1, 1, LOOM_VM_SIG_CONST, 4, 0,
+                    loom_vm_builder_str(b, "i"), loom_vm_builder_str(b, "n")};
+  uint32_t k = loom_vm_builder_kernel(b, "empty", 2, 2, sig, 14);
   loom_vm_fbuilder *f = loom_vm_builder_func(b, "main");
   const char *dims[] = {"n"};
   uint32_t x = loom_vm_fb_param(f, "x", LOOM_DTYPE_F32, 1, dims);

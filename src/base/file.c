@@ -1,37 +1,94 @@
-/* file.c — reading whole files. */
+/* file.c — opening and reading whole files (file.h): regular files within a size limit. */
 #include "base/file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-loom_status loom_file_read(const char *path, char **out_data, size_t *out_len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return LOOM_ERROR(NOT_FOUND, "cannot open '%s': %s", path, strerror(errno));
-  size_t cap = 1 << 16, len = 0;
-  char *data = malloc(cap + 1);
-  for (;;) {
-    if (!data) {
-      fclose(f);
-      return LOOM_ERROR(RESOURCE_EXHAUSTED, "out of memory reading '%s'", path);
+/* What a non-regular file is, for the error. */
+static const char *file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISFIFO(m)) return "a pipe";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a plain file";
+}
+
+loom_status loom_file_open_regular(const char *path, const char *what, uint64_t limit, int *out_fd, uint64_t *out_size) {
+  *out_fd = -1;
+  *out_size = 0;
+  /* O_NONBLOCK: opening a FIFO without a writer must not wait; regular files ignore it */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    int e = errno;
+    return e == ENOENT ? LOOM_ERROR(NOT_FOUND, "cannot open '%s': %s", path, strerror(e))
+                       : LOOM_ERROR(IO_ERROR, "cannot open '%s': %s", path, strerror(e));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    return LOOM_ERROR(IO_ERROR, "cannot stat '%s': %s", path, strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return LOOM_ERROR(INVALID_ARGUMENT, "'%s' is not a regular file (%s): refusing to read it as a %s", path,
+                      file_kind(st.st_mode), what);
+  }
+  if (st.st_size < 0 || (uint64_t)st.st_size > limit) {
+    close(fd);
+    return LOOM_ERROR(OUT_OF_RANGE, "'%s' is %lld bytes, over the limit of %llu bytes for a %s", path,
+                      (long long)st.st_size, (unsigned long long)limit, what);
+  }
+  /* back to blocking reads */
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  *out_fd = fd;
+  *out_size = (uint64_t)st.st_size;
+  return LOOM_OK;
+}
+
+loom_status loom_file_read_limited(const char *path, const char *what, uint64_t limit, char **out_data,
+                                   size_t *out_len) {
+  int fd;
+  uint64_t size;
+  LOOM_PROPAGATE(loom_file_open_regular(path, what, limit, &fd, &size));
+  if (size > SIZE_MAX - 1) {
+    close(fd);
+    return LOOM_ERROR(RESOURCE_EXHAUSTED, "'%s' (%llu bytes) does not fit in memory", path, (unsigned long long)size);
+  }
+  char *data = malloc((size_t)size + 1);
+  if (!data) {
+    close(fd);
+    return LOOM_ERROR(RESOURCE_EXHAUSTED, "out of memory reading '%s' (%llu bytes)", path, (unsigned long long)size);
+  }
+  /* read exactly the size fstat gave: a file that grows meanwhile is read up to it */
+  size_t len = 0;
+  while (len < (size_t)size) {
+    ssize_t got = read(fd, data + len, (size_t)size - len);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      int e = errno;
+      free(data);
+      close(fd);
+      return LOOM_ERROR(IO_ERROR, "cannot read '%s': %s", path, strerror(e));
     }
-    len += fread(data + len, 1, cap - len, f);
-    if (len < cap) break;
-    char *grown = cap <= ((size_t)-1) / 4 ? realloc(data, cap * 2 + 1) : NULL;
-    if (!grown) free(data);
-    data = grown;
-    cap *= 2;
+    if (got == 0) break; /* shrank meanwhile: what is there */
+    len += (size_t)got;
   }
-  bool failed = ferror(f) != 0;
-  fclose(f);
-  if (failed) {
-    free(data);
-    return LOOM_ERROR(IO_ERROR, "cannot read '%s' (is it a directory?)", path);
-  }
+  close(fd);
   data[len] = '\0';
   *out_data = data;
   *out_len = len;
   return LOOM_OK;
+}
+
+loom_status loom_file_read(const char *path, char **out_data, size_t *out_len) {
+  return loom_file_read_limited(path, "file", LOOM_FILE_LIMIT_TEXT, out_data, out_len);
 }

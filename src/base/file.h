@@ -1,11 +1,37 @@
-/* file.h — reading whole files, with errors that name the path. */
+/* file.h — opening and reading whole files, with errors that name the path.
+ *
+ * Every reader of user files goes through loom_file_open_regular first: it refuses what is
+ * not a regular file (a directory, /dev/zero, a FIFO, a terminal) and a file over the
+ * reader's size limit BEFORE reading a byte, so no input can make Loom read forever or
+ * allocate without bound. The limits are the one table below. */
 #ifndef LOOM_BASE_FILE_H
 #define LOOM_BASE_FILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "base/status.h"
 
-/* Reads all of `path` into a malloc'd, NUL-terminated buffer (free with free()). */
-loom_status loom_file_read(const char *path, char **out_data, size_t *out_len);
+/* Size limits, one per kind of file (bytes). */
+#define LOOM_FILE_LIMIT_TEXT (UINT64_C(1) << 30)     /* .loom modules, tensor programs, keys: 1 GiB */
+#define LOOM_FILE_LIMIT_ONNX (UINT64_C(2) << 30)     /* .onnx models: protobuf's own 2 GiB limit */
+#define LOOM_FILE_LIMIT_NPY (UINT64_C(64) << 30)     /* .npy tensors and ONNX external data: 64 GiB */
+#define LOOM_FILE_LIMIT_ARTIFACT (UINT64_C(1) << 40) /* executables and AOT artifacts (mapped): 1 TiB */
+
+/* Opens `path` read-only (O_CLOEXEC) and checks it is a regular file of at most `limit`
+ * bytes; `what` names the kind in errors ("model", "artifact"). On success *out_fd is the
+ * open descriptor (the caller closes it) and *out_size its size. Errors:
+ *     cannot open 'x.loom': No such file or directory
+ *     '/dev/zero' is not a regular file (a character device): refusing to read it as a model
+ *     'big.npy' is 70000000000 bytes, over the limit of 68719476736 bytes for a tensor */
+LOOM_MUST_USE loom_status loom_file_open_regular(const char *path, const char *what, uint64_t limit, int *out_fd,
+                                                 uint64_t *out_size);
+
+/* Reads all of `path` (a regular file within `limit` bytes) into a malloc'd, NUL-terminated
+ * buffer (free with free()). */
+LOOM_MUST_USE loom_status loom_file_read_limited(const char *path, const char *what, uint64_t limit, char **out_data,
+                                                 size_t *out_len);
+
+/* loom_file_read_limited(path, "file", LOOM_FILE_LIMIT_TEXT, ...). */
+LOOM_MUST_USE loom_status loom_file_read(const char *path, char **out_data, size_t *out_len);
 
 #endif

@@ -2,6 +2,7 @@
 #include "base/npy.h"
 
 #include "base/alloc.h"
+#include "base/file.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -101,27 +102,10 @@ loom_status loom_npy_parse(const uint8_t *b, size_t len, loom_npy *out) {
 
 loom_status loom_npy_read(const char *path, loom_npy *out) {
   memset(out, 0, sizeof *out);
-  FILE *f = fopen(path, "rb");
-  if (!f) return LOOM_ERROR(NOT_FOUND, "cannot open '%s': %s", path, strerror(errno));
-  uint8_t *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len == cap) {
-      cap = cap ? 2 * cap : 65536;
-      uint8_t *q = realloc(buf, cap);
-      if (!q) {
-        free(buf);
-        fclose(f);
-        return LOOM_OOM();
-      }
-      buf = q;
-    }
-    size_t got = fread(buf + len, 1, cap - len, f);
-    len += got;
-    if (got == 0) break;
-  }
-  fclose(f);
-  loom_status st = loom_npy_parse(buf, len, out);
+  char *buf = NULL;
+  size_t len = 0;
+  LOOM_PROPAGATE(loom_file_read_limited(path, "tensor (.npy)", LOOM_FILE_LIMIT_NPY, &buf, &len));
+  loom_status st = loom_npy_parse((const uint8_t *)buf, len, out);
   free(buf);
   return loom_status_annotate(st, __FILE__, __LINE__, "while reading '%s'", path);
 }

@@ -22,10 +22,17 @@ static int run(const loom_cli_args *args) {
                             .print_after_all = loom_cli_flag(args, "--print-after-all"),
                             .time_passes = loom_cli_flag(args, "--time"), .offload = loom_cli_flag(args, "--offload"),
                             .report = stderr};
+  /* the signing key is read first: a bad key fails before the compile */
+  const char *key_path = loom_cli_get(args, "--sign");
+  loom_vm_artifact_seckey key;
+  if (key_path) {
+    loom_status ks = loom_vm_artifact_seckey_read(key_path, &key);
+    if (ks) return loom_cli_exit(loom_status_annotate(ks, __FILE__, __LINE__, "while reading the --sign key"));
+  }
   loom_compiled *c;
   loom_status st = loom_compile_file(args->positional[0], &o, &c);
   if (!st) {
-    st = loom_compiled_save(c, loom_cli_get(args, "-o"));
+    st = loom_compiled_save_signed(c, loom_cli_get(args, "-o"), key_path ? &key : NULL);
     if (!st) {
       const loom_vm_exec *e = loom_compiled_exec(c);
       uint32_t ninsn = 0;
@@ -38,6 +45,7 @@ static int run(const loom_cli_args *args) {
     }
     loom_compiled_free(c);
   }
+  memset(&key, 0, sizeof key);
   return loom_cli_exit(st);
 }
 
@@ -52,11 +60,13 @@ const loom_cli_command loom_cmd_compile = {
         {"--target", "cpu", "code generation target (cpu)", false},
         {"--cpu", "NAME", "LLVM CPU name for the kernels (default: this machine)", false},
         {"--time", NULL, "report each pass's time (every stage, codegen included)", false},
+        {"--sign", "KEY", "sign the artifact with this secret key (loom keygen); loom-run --trust KEY.pub checks it", false},
         {"--offload", NULL, "hand large matmuls to BLAS (not yet in AOT artifacts: an error)", false},
         {"--print-after-all", NULL, "print what every pass made: the module, memory plans, bytecode, kernels", false},
         {NULL, NULL, NULL, false},
     },
     .run = run,
     .details = "Runs the default pipeline (the passes, memplan, lower, codegen: an object from the target) and\n"
-               "links one shared object (with `cc`, or $LOOM_CC). Run it with `loom-run OUT.so --bind b=4`.",
+               "links one shared object (with `cc`, or $LOOM_CC), sealed with a trailer holding its content hash (and an\n"
+               "Ed25519 signature with --sign; docs/vm.md). Run it with `loom-run OUT.so --bind b=4`.",
 };

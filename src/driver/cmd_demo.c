@@ -90,12 +90,12 @@ typedef struct call_io {
 /* One call of @main; inputs ids (b, s) and the caches (b, 12, past, 64) are given. */
 static loom_status call(demo *d, call_io *io) {
   loom_device *dev = loom_rt_device(d->rt);
-  size_t live = dev->live_bytes;
+  size_t live = loom_device_get_stats(dev).live_bytes;
   loom_device_reset_peak(dev);
   uint64_t t0 = loom_clock_ns();
   loom_status st = loom_rt_call(d->rt, "main", io->in, d->np, &io->out);
   io->ms = (double)(loom_clock_ns() - t0) / 1e6;
-  io->mem = dev->peak_live_bytes - live;
+  io->mem = loom_device_get_stats(dev).peak_live_bytes - live;
   return st;
 }
 
@@ -272,7 +272,7 @@ static loom_status serve(demo *d, const loom_cli_args *args, stats *S) {
       for (uint32_t i = 0; !st && i < d->np; i++)
         if (is_cache(d->fmain->params[i]->u.var.name)) {
           nx.in[i] = (loom_tensor *)io.out.items[o++];
-          nx.in[i]->hdr.refs++;
+          loom_vm_obj_retain(&nx.in[i]->hdr);
         }
       release_io(d, &io);
       if (!st) st = call(d, &nx);
@@ -336,7 +336,7 @@ static int run(const loom_cli_args *args) {
   if (!st && loom_cli_flag(args, "--check")) {
     char *text;
     size_t len;
-    st = loom_file_read(path, &text, &len);
+    st = loom_file_read_limited(path, "module", LOOM_FILE_LIMIT_TEXT, &text, &len);
     if (!st) {
       loom_source src = {path, text, len};
       loom_diag_list dl;

@@ -17,13 +17,16 @@ static int run(const loom_cli_args *args) {
   loom_rt *rt = NULL;
   loom_compiled *c = NULL;
   loom_status st;
-  if (is_module(path)) {
+  if (is_module(path) && loom_cli_get(args, "--trust")) {
+    st = LOOM_ERROR(INVALID_ARGUMENT, "--trust checks the signature of a compiled artifact; '%s' is compiled in this "
+                    "process and carries none", path);
+  } else if (is_module(path)) {
     loom_compile_options o = {.cpu = loom_cli_get(args, "--cpu"), .emit = LOOM_TARGET_EMIT_JIT,
                               .offload = loom_cli_flag(args, "--offload"), .report = stderr};
     st = loom_compile_file(path, &o, &c);
     if (!st) st = loom_compiled_open(c, NULL, &rt);
   } else {
-    st = loom_rt_open(path, NULL, &rt);
+    st = loom_run_tool_open(args, path, &rt);
   }
   if (!st) st = loom_run_tool(args, rt);
   loom_rt_close(rt);

@@ -206,7 +206,7 @@ loom_status loom_compile_file(const char *path, const loom_compile_options *opts
   }
   char *text;
   size_t len;
-  LOOM_PROPAGATE(loom_file_read(path, &text, &len));
+  LOOM_PROPAGATE(loom_file_read_limited(path, "module", LOOM_FILE_LIMIT_TEXT, &text, &len));
   loom_source src = {path, text, len};
   loom_diag_list dl;
   loom_diag_list_init(&dl, NULL);
@@ -286,7 +286,7 @@ static loom_status move_into_place(const char *from, const char *path) {
   snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
   char *data = NULL;
   size_t dlen = 0;
-  loom_status st = loom_file_read(from, &data, &dlen);
+  loom_status st = loom_file_read_limited(from, "artifact", LOOM_FILE_LIMIT_ARTIFACT, &data, &dlen);
   if (!st) {
     FILE *f = fopen(tmp, "wb");
     bool ok = f && fwrite(data, 1, dlen, f) == dlen;
@@ -302,8 +302,9 @@ static loom_status move_into_place(const char *from, const char *path) {
 }
 
 /* The object (the codegen pass, unless `loom_compile` made it), then the target links it
- * with the executable into one file, moved into place under `path`. */
-loom_status loom_compiled_save(loom_compiled *c, const char *path) {
+ * with the executable into one file, sealed (vm/artifact.h: the trailer with the content
+ * hash, signed with `key` when given) and moved into place under `path`. */
+loom_status loom_compiled_save_signed(loom_compiled *c, const char *path, const loom_vm_artifact_seckey *key) {
   loom_status st = run_codegen(c, LOOM_TARGET_EMIT_OBJECT);
   uint64_t t0 = loom_clock_ns();
   uint8_t *bytes = NULL;
@@ -317,8 +318,10 @@ loom_status loom_compiled_save(loom_compiled *c, const char *path) {
     char so[200];
     snprintf(so, sizeof so, "%s/out.so", c->workdir);
     loom_target_artifact art = {.object = c->object_path, .fs = c->ctx.programs, .nkernels = c->ctx.nprograms,
+                                .sigs = c->ctx.exe->kernels,
                                 .exec = bytes, .exec_len = len, .externs = any ? loom_strbuf_cstr(&ext) : NULL};
     st = c->ctx.target->link_artifact(&art, c->workdir, so);
+    if (!st) st = loom_vm_artifact_seal(so, bytes, len, key);
     if (!st) st = move_into_place(so, path);
   }
   note_times(c, (double)(loom_clock_ns() - t0) / 1e6);
@@ -327,3 +330,5 @@ loom_status loom_compiled_save(loom_compiled *c, const char *path) {
   remove_workdir(c);
   return st;
 }
+
+loom_status loom_compiled_save(loom_compiled *c, const char *path) { return loom_compiled_save_signed(c, path, NULL); }

@@ -3,6 +3,7 @@
  * matmul / linear, convolution, pooling. Each generator draws every attribute over the op's
  * valid space and every shape from fz_size (0, 1, primes, 6/8/16/32 +- 1); the case runs
  * in fuzz_ops.c. Part 2 (fuzz_ops_cases2.c) holds the rest and the family table. */
+#include <math.h>
 #include <string.h>
 
 #include "driver/fuzz_ops_cases.h"
@@ -114,9 +115,26 @@ bool fz_gen_binary(fz_gen *g, fz_case *c) {
     c->op = bits[fz_pick(g, 5)];
     dt = fz_int_dtype(g, true);
   }
+  const char *o = c->op;
+  if (!strcmp(o, "pow") && loom_dtype_is_float(dt) && fz_flag(g, 40)) {
+    /* a constant exponent: legalization's multiply / square-root forms, at pow's special
+     * points (-0, +-inf, NaN, negative bases) half the time */
+    static const double ex[] = {1, 2, 3, 4, -1, -2, 0.5, -0.5, 1.5, 2.5};
+    static const double special[] = {-INFINITY, INFINITY, -0.0, 0.0, NAN, -1.5, 0.3, 2.25, 7.0, 1e-3, -4.0, 1.0};
+    double e = ex[fz_pick(g, (int)(sizeof ex / sizeof *ex))];
+    fz_param *a = fz_param_add(c, "a", dt, ranks[0], d[0]);
+    if (fz_flag(g, 50)) {
+      a->fill = FZ_FILL_VALUES;
+      a->nvals = (int)(sizeof special / sizeof *special);
+      memcpy(a->vals, special, sizeof special);
+    } else {
+      a->lo = fz_flag(g, 30) ? -2 : 0, a->hi = 3;
+    }
+    fz_call(c, "pow(a, const(%g, %s))", e, loom_dtype_name(dt));
+    return true;
+  }
   fz_param *a = fz_param_add(c, "a", dt, ranks[0], d[0]), *b = fz_param_add(c, "b", dt, ranks[1], d[1]);
   bool isint = loom_dtype_is_int(dt), sig = loom_dtype_is_signed(dt);
-  const char *o = c->op;
   if (!strcmp(o, "pow")) {
     if (isint) a->lo = sig ? -3 : 0, a->hi = 3, b->lo = 0, b->hi = 3;
     else a->lo = fz_flag(g, 30) ? -2 : 0, a->hi = 3, b->lo = -2, b->hi = 2;
@@ -359,13 +377,15 @@ bool fz_gen_matmul(fz_gen *g, fz_case *c) {
   for (int i = 0; rb > 2 && i < ranks[1] && nbb < rb - 2; i++) b[nbb++] = bd[1][i + (ranks[1] - (rb - 2) > 0 ? ranks[1] - (rb - 2) : 0)];
   if (ra >= 2) a[na++] = fz_sym(g, "m", m);
   a[na++] = fz_sym(g, "k", k);
+  bool tb = rb >= 2 && fz_flag(g, 30); /* B read transposed: (.., n, k) */
+  if (tb) b[nbb++] = fz_sym(g, "n", n);
   b[nbb++] = fz_sym(g, "k", k);
-  if (rb >= 2) b[nbb++] = fz_sym(g, "n", n);
+  if (rb >= 2 && !tb) b[nbb++] = fz_sym(g, "n", n);
   loom_dtype dt = fz_flag(g, 15) ? (fz_flag(g, 50) ? LOOM_DTYPE_I32 : LOOM_DTYPE_I64) : fz_float_dtype(g, c, false);
   fz_param_add(c, "a", dt, na, a);
   fz_param_add(c, "b", dt, nbb, b);
   c->atol = 1e-6 * (double)(k + 4);
-  fz_call(c, "matmul(a, b)");
+  fz_call(c, tb ? "matmul(a, b, transpose_b=true)" : "matmul(a, b)");
   return true;
 }
 

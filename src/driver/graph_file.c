@@ -48,7 +48,7 @@ int loom_driver_load_graph(const char *path, loom_diag_list *dl, loom_graph_modu
   if (loom_driver_is_onnx_path(path)) return load_onnx(path, dl, out);
   char *text;
   size_t len;
-  loom_status rs = loom_file_read(path, &text, &len);
+  loom_status rs = loom_file_read_limited(path, "module", LOOM_FILE_LIMIT_TEXT, &text, &len);
   if (rs) {
     loom_status_fprint(stderr, rs);
     loom_status_free(rs);

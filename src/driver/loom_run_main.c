@@ -3,6 +3,7 @@
  *
  *   loom-run ARTIFACT [--fn main] --input NAME=random:(2,7,768) | NAME=@file.npy ...
  *            [--bind b=4,s=17] [--output out.npy] [--repeat N] [--profile] [--threads N] [--list]
+ *            [--trust KEY.pub]
  *
  * --bind gives symbolic vars values; every parameter without an --input is then made
  * random from its symbolic signature evaluated at those values. */
@@ -15,7 +16,7 @@
 
 static int run(const loom_cli_args *args) {
   loom_rt *rt;
-  loom_status st = loom_rt_open(args->positional[0], NULL, &rt);
+  loom_status st = loom_run_tool_open(args, args->positional[0], &rt);
   if (!st) {
     st = loom_run_tool(args, rt);
     loom_rt_close(rt);

@@ -1,6 +1,7 @@
 /* lower_vm.c — graph functions -> VM bytecode (see lower_vm.h). */
 #include "driver/lower_vm.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -315,7 +316,14 @@ static uint32_t kernel_index(lower *l, const loom_tp_func *tp) {
   if (loom_map_get(&l->kernels, (uint64_t)(uintptr_t)tp, &k)) return (uint32_t)k - 1;
   uint32_t nbuf = 0;
   for (size_t i = 0; i < tp->nparams; i++) nbuf += tp->params[i].is_buffer;
-  uint32_t idx = loom_vm_builder_kernel(l->b, tp->name, nbuf, (uint32_t)tp->nsyms);
+  loom_lower_words sig = {0};
+  loom_status st = loom_lower_tp_sig(tp, l->b, &sig);
+  if (st) {
+    if (!l->err) l->err = st;
+    else loom_status_free(st);
+  }
+  uint32_t idx = loom_vm_builder_kernel(l->b, tp->name, nbuf, (uint32_t)tp->nsyms, sig.data, (uint32_t)sig.len);
+  LOOM_VEC_FREE(NULL, &sig);
   if (!loom_map_put(&l->kernels, (uint64_t)(uintptr_t)tp, (uint64_t)idx + 1)) oom(l);
   return idx;
 }
@@ -444,20 +452,33 @@ static void emit_call_extern(lower *l, uint32_t bi, const loom_graph_binding *b)
     push(l, &bufs, leaf_reg(l, a));
   }
   infos[n++] = b->var->sinfo;
+  /* the signature: each buffer's dims are the symbols passed for them, in order */
+  words sig = {0};
   for (uint32_t i = 0; i < n && !l->err; i++) {
     const loom_sinfo *si = infos[i];
-    if (!si || si->kind != LOOM_SINFO_TENSOR || !si->dims) {
-      FAIL(l, UNIMPLEMENTED, "function @%s, %s: call_extern needs tensors of known shape", l->f->name, l->where);
+    if (!si || si->kind != LOOM_SINFO_TENSOR || !si->dims || si->dtype == LOOM_DTYPE_UNKNOWN) {
+      FAIL(l, UNIMPLEMENTED, "function @%s, %s: call_extern needs tensors of known dtype and shape", l->f->name, l->where);
       break;
     }
-    for (int d = 0; d < si->ndim; d++) push(l, &syms, sym_reg(l, si->dims[d]));
+    push(l, &sig, (uint32_t)si->dtype);
+    push(l, &sig, (uint32_t)si->ndim);
+    for (int d = 0; d < si->ndim; d++) {
+      push(l, &sig, 1), push(l, &sig, LOOM_VM_SIG_SYM), push(l, &sig, (uint32_t)syms.len);
+      push(l, &syms, sym_reg(l, si->dims[d]));
+    }
   }
   for (size_t i = 0; i < c->u.call.nargs && !l->err; i++)
     if (c->u.call.args[i]->kind == LOOM_GRAPH_EXPR_SYM) push(l, &syms, sym_reg(l, c->u.call.args[i]->u.sym));
+  for (size_t j = 0; j < syms.len && !l->err; j++) {
+    char name[32];
+    snprintf(name, sizeof name, "s%zu", j);
+    push(l, &sig, loom_vm_builder_str(l->b, name));
+  }
   uint32_t dst = emit_output(l, bi, b->var);
   push(l, &bufs, dst);
   if (!l->err) {
-    uint32_t k = loom_vm_builder_extern(l->b, c->u.call.target, (uint32_t)bufs.len, (uint32_t)syms.len);
+    uint32_t k = loom_vm_builder_extern(l->b, c->u.call.target, (uint32_t)bufs.len, (uint32_t)syms.len, sig.data,
+                                        (uint32_t)sig.len);
     words w = {0};
     push(l, &w, (uint32_t)bufs.len);
     for (size_t i = 0; i < bufs.len; i++) push(l, &w, bufs.data[i]);
@@ -468,6 +489,7 @@ static void emit_call_extern(lower *l, uint32_t bi, const loom_graph_binding *b)
   }
   LOOM_VEC_FREE(NULL, &bufs);
   LOOM_VEC_FREE(NULL, &syms);
+  LOOM_VEC_FREE(NULL, &sig);
 }
 
 /* A view op (loom_graph_op_is_view): the input's memory under the result's dims. */
@@ -622,7 +644,15 @@ static void emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
   loom_strbuf_init(&dbg, NULL);
   loom_strbuf_printf(&dbg, "%s = ", b->var->u.var.name);
   if (b->kind == LOOM_GRAPH_BIND_MATCH_CAST) loom_strbuf_puts(&dbg, "match_cast(...)");
-  else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_TP) loom_strbuf_printf(&dbg, "call_tp(@%s, ...)", v->u.call.target);
+  else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_TP) {
+    /* the program and its arguments, so a kernel's error names the values it read */
+    loom_strbuf_printf(&dbg, "call_tp(@%s", v->u.call.target);
+    for (size_t i = 0; i < v->u.call.nargs; i++) {
+      const loom_graph_expr *a = v->u.call.args[i];
+      loom_strbuf_printf(&dbg, ", %s", a->kind == LOOM_GRAPH_EXPR_VAR ? a->u.var.name : a->kind == LOOM_GRAPH_EXPR_SYM ? "sym" : "const");
+    }
+    loom_strbuf_puts(&dbg, ")");
+  }
   else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_EXTERN) loom_strbuf_printf(&dbg, "call_extern(%s, ...)", v->u.call.target);
   else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_FUNC) loom_strbuf_printf(&dbg, "@%s(...)", v->u.call.target);
   else if (v->kind == LOOM_GRAPH_EXPR_CALL) loom_strbuf_printf(&dbg, "%s(...)", loom_graph_op_name(v->u.call.op));

@@ -28,11 +28,19 @@
 
 #include "graph/graph.h"
 #include "graph/memplan.h"
+#include "base/vec.h"
 #include "vm/exec.h"
 
 /* The executable of every graph function of `m`; plans[i] is the memory plan of the i-th
  * function (loom_memplan_build). Its kernel table names tensor programs of `m` (kernel
  * name = program name). */
 LOOM_MUST_USE loom_status loom_lower_vm(loom_graph_module *m, loom_memplan *const *plans, loom_vm_exec **out);
+
+/* Signature words of a kernel (vm/exec.h, loom_vm_kernel). */
+typedef LOOM_VEC(uint32_t) loom_lower_words;
+/* Appends to `out` the signature of tensor program tp's kernel (lower_sig.c): each buffer
+ * parameter's dtype, rank and dims over tp->syms, then the syms' names (strings of `b`). */
+typedef struct loom_tp_func loom_tp_func;
+LOOM_MUST_USE loom_status loom_lower_tp_sig(const loom_tp_func *tp, loom_vm_builder *b, loom_lower_words *out);
 
 #endif

@@ -70,6 +70,16 @@ static loom_status pass_offload(loom_pass_ctx *c) {
   return LOOM_OK;
 }
 
+/* pack: the target's panel width; dce then drops the weights the packed ones replaced. */
+static loom_status pass_pack(loom_pass_ctx *c) {
+  int panel = c->target && c->target->matmul_panel ? c->target->matmul_panel(&c->target_opts) : 0;
+  size_t n = 0, dropped = 0;
+  LOOM_PROPAGATE(loom_graph_pack_weights(c->m, panel, &n));
+  if (n) LOOM_PROPAGATE(loom_graph_dce(c->m, &dropped));
+  if (c->report) fprintf(c->out, "// pack (panels of %d): %zu weights laid out\n", panel, n);
+  return LOOM_OK;
+}
+
 static loom_status pass_fuse(loom_pass_ctx *c) {
   loom_graph_fuse_stats st;
   LOOM_PROPAGATE(loom_graph_fuse(c->m, &st));
@@ -85,7 +95,7 @@ static loom_status pass_schedule(loom_pass_ctx *c) {
     loom_tp_func *tp = loom_graph_module_tp_at(c->m, i);
     loom_strbuf why;
     loom_strbuf_init(&why, NULL);
-    loom_status s = c->target->schedule(loom_graph_module_arena(c->m), loom_graph_module_sym(c->m), tp, &why);
+    loom_status s = c->target->schedule(&c->target_opts, loom_graph_module_arena(c->m), loom_graph_module_sym(c->m), tp, &why);
     if (!s && c->report) fprintf(c->out, "// schedule @%s:\n%s", loom_tp_func_name(tp), loom_strbuf_cstr(&why));
     loom_strbuf_free(&why);
     LOOM_RETURN_IF_ERROR(s, "while scheduling @%s", loom_tp_func_name(tp));
@@ -161,7 +171,8 @@ static loom_status pass_codegen(loom_pass_ctx *c) {
     loom_kernel_fn *fns = calloc(n + 1, sizeof *fns);
     loom_artifact_kernel *ks = calloc(n + 1, sizeof *ks);
     loom_status st = !fns || !ks ? LOOM_OOM() : c->target->jit(&c->target_opts, cx, c->programs, n, &c->code, fns);
-    for (uint32_t k = 0; !st && k < n; k++) ks[k] = (loom_artifact_kernel){loom_tp_func_name(c->programs[k]), fns[k]};
+    for (uint32_t k = 0; !st && k < n; k++)
+      ks[k] = (loom_artifact_kernel){loom_tp_func_name(c->programs[k]), fns[k], c->exe->kernels[k].sig, c->exe->kernels[k].nsig};
     free(fns);
     if (st) {
       free(ks);

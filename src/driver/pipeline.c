@@ -20,6 +20,7 @@ static const loom_pass_id default_pipeline[] = {
     LOOM_PASS_cse,       /* equal pure bindings computed once */
     LOOM_PASS_dce,       /* dead bindings and constants removed */
     LOOM_PASS_offload,   /* on request: matmul/linear to BLAS above a row threshold */
+    LOOM_PASS_pack,      /* constant matmul weights laid out in the target's panels (not with offload) */
     LOOM_PASS_legalize,  /* ops -> call_tp of generated tensor programs */
     LOOM_PASS_fuse,      /* elementwise/injective chains merged into their consumers: one program per group */
     LOOM_PASS_schedule,  /* the target's schedule rules: parallel outer loops, vectorised inner loops (CPU) */
@@ -32,6 +33,7 @@ size_t loom_pipeline_default(bool offload, loom_pass_id last, loom_pass_id out[L
   size_t n = 0;
   for (size_t i = 0; i < sizeof default_pipeline / sizeof default_pipeline[0]; i++) {
     if (default_pipeline[i] == LOOM_PASS_offload && !offload) continue;
+    if (default_pipeline[i] == LOOM_PASS_pack && offload) continue; /* BLAS reads the weights as they are */
     out[n++] = default_pipeline[i];
     if (default_pipeline[i] == last) break;
   }

@@ -1,6 +1,7 @@
 /* run_tool.c — what `loom-run ARTIFACT` and `loom run FILE` share: inputs from flags
  * (random from the symbolic signature, or .npy files), repeated timed calls, printing and
  * saving outputs. Uses only the runtime API (links into loom-run with libloomrt alone). */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include "base/clock.h"
 #include "base/npy.h"
 #include "base/status.h"
+#include "base/strbuf.h"
 #include "driver/run_tool.h"
 #include "vm/symeval.h"
 
@@ -74,6 +76,10 @@ static loom_status parse_binds(const char *spec, binds *b) {
     char *end;
     long long v = strtoll(eq + 1, &end, 10);
     if (end == eq + 1 || (*end && *end != ',')) return LOOM_ERROR(INVALID_ARGUMENT, "--bind '%s': value of '%.*s' is not an integer", spec, (int)(eq - p), p);
+    for (size_t i = 0; i < b->n; i++)
+      if (strlen(b->names[i]) == (size_t)(eq - p) && !strncmp(b->names[i], p, (size_t)(eq - p)))
+        return LOOM_ERROR(INVALID_ARGUMENT, "--bind '%s': '%s' is given twice (%lld and %lld)", spec, b->names[i],
+                          (long long)b->values[i], v);
     b->names[b->n] = strndup(p, (size_t)(eq - p));
     b->values[b->n++] = v;
     p = *end ? end + 1 : end;
@@ -115,6 +121,48 @@ static loom_status make_input(loom_rt *rt, uint32_t fn, uint32_t pi, const char 
   return LOOM_OK;
 }
 
+/* Whether identifier `name` occurs in `text` as a whole word. */
+static bool mentions(const char *text, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = strstr(text, name); p; p = strstr(p + 1, name)) {
+    bool before = p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
+    bool after = isalnum((unsigned char)p[n]) || p[n] == '_';
+    if (!before && !after) return true;
+  }
+  return false;
+}
+
+/* An input given with --input must agree with --bind: each axis whose signature dim
+ * evaluates at the bound values must be that size. */
+static loom_status check_input_against_binds(loom_rt *rt, uint32_t fn, uint32_t pi, const loom_tensor *t, const binds *b,
+                                             const char *spec) {
+  loom_rt_param p;
+  loom_rt_param_get(rt, fn, pi, &p);
+  if ((uint32_t)t->rank != p.rank) return LOOM_OK; /* the call reports the rank */
+  for (uint32_t d = 0; d < p.rank; d++) {
+    bool bound = false; /* an axis no --bind var appears in is the call's to check */
+    for (size_t i = 0; i < b->n && !bound; i++) bound = mentions(p.dims[d], b->names[i]);
+    if (!bound) continue;
+    int64_t want;
+    loom_status st = loom_vm_symeval(p.dims[d], (const char *const *)b->names, b->values, b->n, &want);
+    if (st) { /* a var --bind does not give: nothing to compare */
+      loom_status_free(st);
+      continue;
+    }
+    if (want == t->shape[d]) continue;
+    loom_strbuf sb;
+    loom_strbuf_init(&sb, NULL);
+    for (size_t i = 0; i < b->n; i++)
+      if (mentions(p.dims[d], b->names[i])) loom_strbuf_printf(&sb, "%s%s=%lld", sb.len ? "," : "", b->names[i], (long long)b->values[i]);
+    st = LOOM_ERROR(INVALID_ARGUMENT,
+                    "--bind %s contradicts --input %s=%s: input '%s' axis %u is %s = %lld by --bind, %lld by --input",
+                    loom_strbuf_cstr(&sb), p.name, spec, p.name, d, p.dims[d], (long long)want, (long long)t->shape[d]);
+    loom_strbuf_free(&sb);
+    return st;
+  }
+  return LOOM_OK;
+}
+
 static loom_status input_from_binds(loom_rt *rt, uint32_t fn, uint32_t pi, const binds *b, loom_tensor **out) {
   loom_rt_param p;
   loom_rt_param_get(rt, fn, pi, &p);
@@ -144,6 +192,16 @@ static void print_output(uint32_t i, const loom_vm_obj *o) {
 }
 
 static loom_status run_inputs(const loom_cli_args *args, loom_rt *rt, binds *b);
+
+loom_status loom_run_tool_open(const loom_cli_args *args, const char *path, loom_rt **out) {
+  *out = NULL;
+  const char *key = loom_cli_get(args, "--trust");
+  if (!key) return loom_rt_open(path, NULL, out);
+  loom_vm_artifact_pubkey pk;
+  LOOM_RETURN_IF_ERROR(loom_vm_artifact_pubkey_read(key, &pk), "while reading the --trust key");
+  loom_rt_options o = {.trust = &pk};
+  return loom_rt_open(path, &o, out);
+}
 
 loom_status loom_run_tool(const loom_cli_args *args, loom_rt *rt) {
   binds bs = {0}, *b = &bs;
@@ -187,6 +245,7 @@ static loom_status run_inputs(const loom_cli_args *args, loom_rt *rt, binds *b) 
     if (pi == UINT32_MAX) st = LOOM_ERROR(NOT_FOUND, "--input '%.*s': '%s' has no such parameter", (int)(eq - v), v, fname);
     else if (inputs[pi]) st = LOOM_ERROR(INVALID_ARGUMENT, "--input '%.*s' given twice", (int)(eq - v), v);
     else st = make_input(rt, fn, pi, eq + 1, &inputs[pi]);
+    if (!st && loom_cli_get(args, "--bind")) st = check_input_against_binds(rt, fn, pi, inputs[pi], b, eq + 1);
   }
   for (uint32_t k = 0; !st && k < np; k++) {
     if (inputs[k]) continue;

@@ -15,7 +15,11 @@
       {"--repeat", "N", "run N times and print the mean and best time", false},                                   \
       {"--profile", NULL, "print per-instruction and per-kernel times", false},                                   \
       {"--threads", "N", "threads for kernels (default: LOOM_NUM_THREADS or all cores)", false},                  \
-      {"--list", NULL, "list the functions and their symbolic signatures", false}
+      {"--list", NULL, "list the functions and their symbolic signatures", false},                                \
+      {"--trust", "KEY.pub", "open only an artifact signed by this public key (loom keygen; docs/vm.md)", false}
+
+/* Opens the artifact or executable `path` (loom_rt_open), with the key of --trust if given. */
+loom_status loom_run_tool_open(const loom_cli_args *args, const char *path, loom_rt **out);
 
 /* Runs the function the flags name on `rt` (inputs, --repeat, printing, --output). */
 loom_status loom_run_tool(const loom_cli_args *args, loom_rt *rt);

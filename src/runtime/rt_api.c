@@ -5,7 +5,9 @@
  * nothing of this file's other includes; this layer is what knows them all. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/file.h"
 #include "base/strbuf.h"
 #include "libcall/libcall.h"
 #include "loomrt.h"
@@ -18,6 +20,7 @@ struct loom_rt {
   loom_device *dev;                    /* the CPU device: the VM's, and the artifact's loader */
   loom_cpu_pool *pool;
   void *image;                         /* the AOT artifact loaded as a kernel image of dev, or NULL */
+  const loom_artifact_desc *desc;      /* what the image carries (its kernel table), or NULL */
   const loom_artifact_kernel *kernels; /* kernels from the options (a plain executable) */
   uint32_t nkernels;
   const loom_artifact_kernel *externs;
@@ -47,9 +50,10 @@ void loom_rt_close(loom_rt *rt) {
   free(rt);
 }
 
-static loom_status open_so(loom_rt *rt, const char *path) {
+static loom_status open_so(loom_rt *rt, const char *path, const loom_vm_artifact_pubkey *trust) {
   const loom_artifact_desc *a;
-  LOOM_PROPAGATE(rt->dev->vt->image_load(rt->dev, path, &rt->image, &a));
+  LOOM_PROPAGATE(rt->dev->vt->image_load(rt->dev, path, trust, &rt->image, &a));
+  rt->desc = a;
   LOOM_RETURN_IF_ERROR(loom_vm_exec_load(NULL, a->exec, a->exec_size, NULL, NULL, &rt->exe), "artifact '%s'", path);
   if (a->magic == LOOM_ARTIFACT_MAGIC2 && a->externs && !rt->nexterns) {
     /* the externs the artifact declares: loaded now (libraries relative to the artifact) */
@@ -63,8 +67,34 @@ static loom_status open_so(loom_rt *rt, const char *path) {
   return LOOM_OK;
 }
 
+/* Every kernel whose provider keeps its signature next to its code (an artifact's kernel
+ * table, the JIT's) must be described exactly so by the executable: the executable is
+ * data that could have been changed, the kernel's code indexes as it was compiled. */
+static loom_status check_kernel_sigs(const loom_rt *rt) {
+  const loom_artifact_kernel *t = rt->desc ? rt->desc->kernels : rt->kernels;
+  uint32_t n = rt->desc ? rt->desc->nkernels : rt->nkernels;
+  for (uint32_t k = 0; k < rt->exe->nkernels; k++) {
+    const loom_vm_kernel *ek = &rt->exe->kernels[k];
+    const char *name = loom_vm_exec_str(rt->exe, ek->name);
+    for (uint32_t i = 0; t && i < n; i++) {
+      if (!t[i].name || strcmp(t[i].name, name) || !t[i].sig) continue;
+      if (!loom_vm_sig_equal(ek, t[i].sig, t[i].nsig)) {
+        loom_strbuf sb;
+        loom_strbuf_init(&sb, NULL);
+        loom_vm_sig_format(rt->exe, ek, &sb);
+        loom_status st = LOOM_ERROR(DATA_LOSS, "kernel %u '%s': the executable describes it as %s, which is not the "
+                                               "signature its code was compiled with", k, name, loom_strbuf_cstr(&sb));
+        loom_strbuf_free(&sb);
+        return st;
+      }
+    }
+  }
+  return LOOM_OK;
+}
+
 /* Creates the pool and the VM once rt->exe is set (or st already failed); closes rt on failure. */
 static loom_status finish_open(loom_rt *rt, loom_status st, const char *what, const loom_rt_options *opts, loom_rt **out) {
+  if (!st) st = check_kernel_sigs(rt);
   if (!st) st = loom_cpu_pool_create(NULL, opts->threads, &rt->pool);
   if (!st) {
     st = loom_vm_create_on(NULL, rt->dev, rt->exe, resolve, rt, rt->pool, &rt->vm);
@@ -104,16 +134,24 @@ loom_status loom_rt_open(const char *path, const loom_rt_options *opts, loom_rt 
   if (!opts) opts = &no_options;
   loom_rt *rt = rt_new(opts);
   if (!rt) return LOOM_OOM();
-  loom_status st = LOOM_OK;
+  /* which kind of file: by its first bytes, read from a regular file only */
   unsigned char head[8] = {0};
-  FILE *f = fopen(path, "rb");
-  if (!f) st = LOOM_ERROR(NOT_FOUND, "cannot open '%s'", path);
-  else {
-    size_t got = fread(head, 1, 8, f);
-    fclose(f);
-    if (got == 8 && !memcmp(head, "LOOMEXE", 8)) st = loom_vm_exec_load_file(NULL, path, &rt->exe);
-    else if (got >= 4 && !memcmp(head, "\x7f" "ELF", 4)) st = open_so(rt, path);
-    else st = LOOM_ERROR(DATA_LOSS, "'%s' is neither a Loom executable nor a shared-object artifact", path);
+  int fd;
+  uint64_t size;
+  loom_status st = loom_file_open_regular(path, "artifact", LOOM_FILE_LIMIT_ARTIFACT, &fd, &size);
+  if (!st) {
+    ssize_t got = pread(fd, head, sizeof head, 0);
+    close(fd);
+    if (got == 8 && !memcmp(head, "LOOMEXE", 8)) {
+      st = opts->trust ? LOOM_ERROR(FAILED_PRECONDITION,
+                                    "'%s' is a plain executable file, which carries no signature: with a trusted key "
+                                    "only signed AOT artifacts open", path)
+                       : loom_vm_exec_load_file(NULL, path, &rt->exe);
+    } else if (got >= 4 && !memcmp(head, "\x7f" "ELF", 4)) {
+      st = open_so(rt, path, opts->trust);
+    } else {
+      st = LOOM_ERROR(DATA_LOSS, "'%s' is neither a Loom executable nor a shared-object artifact", path);
+    }
   }
   return finish_open(rt, st, path, opts, out);
 }
@@ -184,7 +222,7 @@ loom_status loom_rt_call(loom_rt *rt, const char *fn, loom_tensor *const *inputs
     }
     for (uint32_t k = 0; k < t->size; k++) {
       out->items[k] = t->items[k];
-      t->items[k]->refs++;
+      loom_vm_obj_retain(t->items[k]);
     }
     out->count = t->size;
     loom_vm_obj_release(res);

@@ -16,9 +16,9 @@
  *     floats go through double, as the interpreter does;
  *   - select, && and || evaluate lazily (branches) when an operand loads memory or
  *     divides, so a guarded out-of-bounds load is never executed; otherwise `select`.
- * erf calls libm (erff for f32: error <= 2 ulp per glibc's tables); f32 exp, tanh (and sigmoid)
- * are inline code that vectorises (exp_f32 below: <= 2 ulp, including subnormal results; tanh_f32:
- * about 2e-7 relative). */
+ * f32 exp, tanh, erf (and sigmoid) are inline code that vectorises (exp_f32 below: <= 2 ulp,
+ * including subnormal results; tanh_f32: about 2e-7 relative; erf_f32: below 1.5e-7 absolute);
+ * f64 erf and tanh call libm. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -127,6 +127,22 @@ void cg_fail_if(cg *g, LLVMValueRef bad, const char *msg) {
   LLVMValueRef text = LLVMBuildGlobalStringPtr(g->b, msg, "msg");
   LLVMValueRef args[2] = {g->ctxp, text};
   LLVMBuildCall2(g->b, fty, fnp, args, 2, "");
+  LLVMBuildRet(g->b, LLVMConstInt(g->t_i32, 1, 0));
+  LLVMPositionBuilderAtEnd(g->b, ok);
+}
+
+void cg_fail_index_if(cg *g, LLVMValueRef bad, const char *msg, LLVMValueRef index, LLVMValueRef lo, LLVMValueRef hi) {
+  LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(g->c, g->fn, "fail_index");
+  LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->c, g->fn, "ok");
+  LLVMBuildCondBr(g->b, bad, fail, ok);
+  LLVMPositionBuilderAtEnd(g->b, fail);
+  /* ctx->set_error_index(ctx, msg, index, lo, hi); return 1 */
+  LLVMValueRef slot = LLVMBuildStructGEP2(g->b, g->t_ctx, g->ctxp, 9, "");
+  LLVMValueRef fnp = LLVMBuildLoad2(g->b, g->t_ptr, slot, "set_error_index");
+  LLVMTypeRef ps[5] = {g->t_ptr, g->t_ptr, g->t_i64, g->t_i64, g->t_i64};
+  LLVMTypeRef fty = LLVMFunctionType(g->t_void, ps, 5, 0);
+  LLVMValueRef args[5] = {g->ctxp, LLVMBuildGlobalStringPtr(g->b, msg, "msg"), index, lo, hi};
+  LLVMBuildCall2(g->b, fty, fnp, args, 5, "");
   LLVMBuildRet(g->b, LLVMConstInt(g->t_i32, 1, 0));
   LLVMPositionBuilderAtEnd(g->b, ok);
 }
@@ -327,6 +343,37 @@ static LLVMValueRef lookup_buf(cg *g, const loom_tp_buffer *buf) {
   return LLVMConstPointerNull(g->t_ptr);
 }
 
+/* Are a and b the same value: one node, one let, one symbol, or a cast of the same? */
+static bool tp_expr_same(const loom_tp_expr *a, const loom_tp_expr *b) {
+  if (a == b) return true;
+  if (a->kind != b->kind || a->dtype != b->dtype) return false;
+  switch (a->kind) {
+  case LOOM_TP_EXPR_LETREF: return a->u.let == b->u.let;
+  case LOOM_TP_EXPR_SYM: return a->u.sym == b->u.sym;
+  case LOOM_TP_EXPR_CAST: return tp_expr_same(a->u.cast_arg, b->u.cast_arg);
+  default: return false;
+  }
+}
+
+/* Is index e the wrapped form select(t < 0, t + dim, t) of a negative-allowed index t
+ * (take, gather)? Then *raw is t's value, for the error message. */
+static bool wrapped_index(cg *g, const loom_tp_expr *e, const loom_sym_expr *dim, LLVMValueRef *raw) {
+  if (e->kind != LOOM_TP_EXPR_SELECT) return false;
+  const loom_tp_expr *c = e->u.select.cond, *a = e->u.select.then_e, *t = e->u.select.else_e;
+  if (c->kind != LOOM_TP_EXPR_OP || c->u.op.op != LOOM_TP_OP_LT || a->kind != LOOM_TP_EXPR_OP || a->u.op.op != LOOM_TP_OP_ADD)
+    return false;
+  const loom_tp_expr *z = c->u.op.args[1], *d = a->u.op.args[1];
+  int64_t zv;
+  bool zero = z->kind == LOOM_TP_EXPR_CONST && z->u.c.i == 0;
+  if (!zero && z->kind == LOOM_TP_EXPR_SYM) zero = loom_sym_is_const(z->u.sym, &zv) && zv == 0;
+  bool is_dim = d->kind == LOOM_TP_EXPR_SYM && d->u.sym == dim;
+  if (!zero || !is_dim || !tp_expr_same(c->u.op.args[0], t) || !tp_expr_same(a->u.op.args[0], t)) return false;
+  LLVMValueRef v = cg_expr(g, t);
+  if (LLVMTypeOf(v) != g->t_i64) v = LLVMBuildSExt(g->b, v, g->t_i64, "");
+  *raw = v;
+  return true;
+}
+
 LLVMValueRef cg_elem_ptr(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *idx) {
   LLVMValueRef base = lookup_buf(g, buf);
   LLVMValueRef off = NULL;
@@ -335,9 +382,16 @@ LLVMValueRef cg_elem_ptr(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *
     if (LLVMTypeOf(i) != g->t_i64) i = LLVMBuildSExt(g->b, i, g->t_i64, "");
     if (loom_tp_expr_reads_memory(idx[d])) { /* data, not affine: checked (unsigned: negatives too) */
       char msg[256];
-      snprintf(msg, sizeof msg, "program @%s: buffer '%s' axis %d: an index read from memory is out of range", g->f->name,
-               buf->name, d);
-      cg_fail_if(g, LLVMBuildICmp(g->b, LLVMIntUGE, i, cg_sym(g, buf->dims[d]), ""), msg);
+      LLVMValueRef dim = cg_sym(g, buf->dims[d]), raw, lo;
+      if (wrapped_index(g, idx[d], buf->dims[d], &raw)) { /* select(t < 0, t + dim, t): report t in [-dim, dim - 1] */
+        snprintf(msg, sizeof msg, "@%s: an index into axis %d of '%s' (read from data)", g->f->name, d, buf->name);
+        lo = LLVMBuildNeg(g->b, dim, "");
+      } else {
+        snprintf(msg, sizeof msg, "@%s: an index into axis %d of '%s' (read from data)", g->f->name, d, buf->name);
+        raw = i, lo = cg_i64(g, 0);
+      }
+      cg_fail_index_if(g, LLVMBuildICmp(g->b, LLVMIntUGE, i, dim, ""), msg, raw, lo,
+                       LLVMBuildSub(g->b, dim, cg_i64(g, 1), ""));
     }
     if (!off) off = i;
     else off = LLVMBuildNSWAdd(g->b, LLVMBuildNSWMul(g->b, off, cg_sym(g, buf->dims[d]), ""), i, "");
@@ -594,8 +648,38 @@ static LLVMValueRef tanh_f32(cg *g, LLVMValueRef x) {
   }
   LLVMValueRef a3[3] = {LLVMBuildFMul(g->b, p, z, ""), x, x};
   LLVMValueRef small = cg_call_intrinsic(g, "llvm.fma", t, a3, 3);
+  LLVMValueRef sg2[2] = {small, x}; /* tanh is odd: -0 stays -0 (the fma gives +0 there) */
+  small = cg_call_intrinsic(g, "llvm.copysign", t, sg2, 2);
   LLVMValueRef y = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOLT, ax, cg_kf(t, 0.625), ""), small, big, "");
   return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealUNO, x, x, ""), x, y, "");
+}
+
+/* erf for f32, inline so loops vectorise (libm's erff does not): the rational minimax
+ * approximation of Eigen / XLA, x clamped to [-4, 4] (erf is +-1 in f32 beyond),
+ *   erf(x) ~ x * P(x^2) / Q(x^2), P of degree 6, Q of degree 4, both by Horner with fma.
+ * Absolute error below 1.5e-7 over the line, relative error below 3e-7 (about 2-4 ulp; checked
+ * against the interpreter's double erf in tests/e2e/test_e2e_math.c); NaN stays NaN (the
+ * clamps are ordered compares). */
+static LLVMValueRef erf_f32(cg *g, LLVMValueRef x) {
+  LLVMTypeRef t = LLVMTypeOf(x);
+  LLVMValueRef xc = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOGT, x, cg_kf(t, 4.0), ""), cg_kf(t, 4.0), x, "");
+  xc = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOLT, xc, cg_kf(t, -4.0), ""), cg_kf(t, -4.0), xc, "");
+  LLVMValueRef z = LLVMBuildFMul(g->b, xc, xc, "");
+  static const double P[7] = {-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+                              -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+                              -1.60960333262415e-02};
+  static const double Q[5] = {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+                              -7.37332916720468e-03, -1.42647390514189e-02};
+  LLVMValueRef p = cg_kf(t, P[0]), q = cg_kf(t, Q[0]);
+  for (int i = 1; i < 7; i++) {
+    LLVMValueRef args[3] = {p, z, cg_kf(t, P[i])};
+    p = cg_call_intrinsic(g, "llvm.fma", t, args, 3);
+  }
+  for (int i = 1; i < 5; i++) {
+    LLVMValueRef args[3] = {q, z, cg_kf(t, Q[i])};
+    q = cg_call_intrinsic(g, "llvm.fma", t, args, 3);
+  }
+  return LLVMBuildFDiv(g->b, LLVMBuildFMul(g->b, xc, p, ""), q, "");
 }
 
 static LLVMValueRef exp_any(cg *g, LLVMValueRef x) {
@@ -655,7 +739,7 @@ static LLVMValueRef float_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a
       break;
     }
     case LOOM_TP_OP_TANH: r = f32 ? tanh_f32(g, a[0]) : call_libm(g, "tanh", ty, a, 1); break;
-    case LOOM_TP_OP_ERF: r = call_libm(g, f32 ? "erff" : "erf", ty, a, 1); break;
+    case LOOM_TP_OP_ERF: r = f32 ? erf_f32(g, a[0]) : call_libm(g, "erf", ty, a, 1); break;
     case LOOM_TP_OP_SIGMOID: {
       LLVMValueRef m = LLVMBuildFNeg(g->b, a[0], "");
       LLVMValueRef e = exp_any(g, m);
@@ -680,6 +764,65 @@ static LLVMValueRef float_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a
   return round_to(g, t, r);
 }
 
+/* dot2 on i32 (tp_ops.def): the products of the signed 16-bit halves, added. On vectors the
+ * even and odd i16 lanes are shuffled apart, sign-extended, multiplied and added: the form the
+ * X86 backend matches to one vpmaddwd per 8 lanes (AVX2); elsewhere plain arithmetic. */
+static LLVMValueRef dot2(cg *g, LLVMValueRef a, LLVMValueRef b) {
+  LLVMTypeRef ty = LLVMTypeOf(a);
+  if (LLVMGetTypeKind(ty) != LLVMVectorTypeKind) {
+    LLVMValueRef h[2][2];
+    LLVMValueRef in[2] = {a, b};
+    for (int k = 0; k < 2; k++) {
+      h[k][0] = LLVMBuildSExt(g->b, LLVMBuildTrunc(g->b, in[k], g->t_i16, ""), ty, "");
+      h[k][1] = LLVMBuildAShr(g->b, in[k], cg_ki(ty, 16), "");
+    }
+    return LLVMBuildAdd(g->b, LLVMBuildMul(g->b, h[0][0], h[1][0], ""), LLVMBuildMul(g->b, h[0][1], h[1][1], ""), "");
+  }
+  unsigned n = LLVMGetVectorSize(ty);
+  unsigned chunk = g->avx2 ? 8 : g->x86 ? 4 : 0;
+  if (chunk && n % chunk == 0 && n <= 64 && !((n / chunk) & (n / chunk - 1))) { /* a power of two of chunks */
+    /* pmaddwd by chunks: InstCombine turns the generic form of a broadcast operand (a row of
+     * A splatted) into per-half multiplies that the backend no longer matches */
+    const char *name = chunk == 8 ? "llvm.x86.avx2.pmadd.wd" : "llvm.x86.sse2.pmadd.wd";
+    LLVMTypeRef v16 = LLVMVectorType(g->t_i16, 2 * chunk);
+    LLVMValueRef parts[8], idx[64];
+    for (unsigned c = 0; c < n / chunk; c++) {
+      for (unsigned i = 0; i < chunk; i++) idx[i] = LLVMConstInt(g->t_i32, c * chunk + i, 0);
+      LLVMValueRef sel = LLVMConstVector(idx, chunk), args[2];
+      LLVMValueRef in[2] = {a, b};
+      for (int k = 0; k < 2; k++) {
+        LLVMValueRef part = n == chunk ? in[k] : LLVMBuildShuffleVector(g->b, in[k], LLVMGetPoison(ty), sel, "");
+        args[k] = LLVMBuildBitCast(g->b, part, v16, "");
+      }
+      parts[c] = cg_call_intrinsic(g, name, NULL, args, 2);
+    }
+    LLVMValueRef r = parts[0];
+    for (unsigned w = chunk; w < n; w *= 2) { /* concatenate pairs of equal widths */
+      unsigned np = n / (2 * w);
+      for (unsigned i = 0; i < 2 * w; i++) idx[i] = LLVMConstInt(g->t_i32, i, 0);
+      LLVMValueRef sel = LLVMConstVector(idx, 2 * w);
+      for (unsigned c = 0; c < np; c++) parts[c] = LLVMBuildShuffleVector(g->b, parts[2 * c], parts[2 * c + 1], sel, "");
+      r = parts[0];
+    }
+    return r;
+  }
+  if (n > 64) n = 64;
+  LLVMValueRef even[64], odd[64];
+  for (unsigned i = 0; i < n; i++) {
+    even[i] = LLVMConstInt(g->t_i32, 2 * i, 0);
+    odd[i] = LLVMConstInt(g->t_i32, 2 * i + 1, 0);
+  }
+  LLVMValueRef me = LLVMConstVector(even, n), mo = LLVMConstVector(odd, n);
+  LLVMTypeRef v16 = LLVMVectorType(g->t_i16, 2 * n);
+  LLVMValueRef a16 = LLVMBuildBitCast(g->b, a, v16, ""), b16 = LLVMBuildBitCast(g->b, b, v16, "");
+  LLVMValueRef un = LLVMGetPoison(v16);
+  LLVMValueRef ae = LLVMBuildSExt(g->b, LLVMBuildShuffleVector(g->b, a16, un, me, ""), ty, "");
+  LLVMValueRef ao = LLVMBuildSExt(g->b, LLVMBuildShuffleVector(g->b, a16, un, mo, ""), ty, "");
+  LLVMValueRef be = LLVMBuildSExt(g->b, LLVMBuildShuffleVector(g->b, b16, un, me, ""), ty, "");
+  LLVMValueRef bo = LLVMBuildSExt(g->b, LLVMBuildShuffleVector(g->b, b16, un, mo, ""), ty, "");
+  return LLVMBuildAdd(g->b, LLVMBuildMul(g->b, ae, be, ""), LLVMBuildMul(g->b, ao, bo, ""), "");
+}
+
 static LLVMValueRef int_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a) {
   bool s = loom_dtype_is_signed(t);
   LLVMTypeRef ty = LLVMTypeOf(a[0]);
@@ -687,6 +830,9 @@ static LLVMValueRef int_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a) 
     case LOOM_TP_OP_ADD: return LLVMBuildAdd(g->b, a[0], a[1], "");
     case LOOM_TP_OP_SUB: return LLVMBuildSub(g->b, a[0], a[1], "");
     case LOOM_TP_OP_MUL: return LLVMBuildMul(g->b, a[0], a[1], "");
+    case LOOM_TP_OP_DOT2:
+      if (t == LOOM_DTYPE_I32) return dot2(g, a[0], a[1]);
+      break;
     case LOOM_TP_OP_DIV: return int_divmod(g, a[0], a[1], s, false, false, false);
     case LOOM_TP_OP_MOD: return int_divmod(g, a[0], a[1], s, false, true, false);
     case LOOM_TP_OP_FLOORDIV: return int_divmod(g, a[0], a[1], s, true, false, false);
@@ -720,11 +866,11 @@ static LLVMValueRef int_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a) 
       LLVMValueRef r = op == LOOM_TP_OP_SHL ? LLVMBuildShl(g->b, a[0], cnt, "") : LLVMBuildLShr(g->b, a[0], cnt, "");
       return LLVMBuildSelect(g->b, in, r, LLVMConstNull(ty), "");
     }
-    default:
-      cg_error(g, LOOM_ERROR(TYPE_ERROR, "program @%s: '%s' is not defined on %s", g->f->name,
-                             loom_tp_op_spelling(op), loom_dtype_name(t)));
-      return LLVMGetUndef(ty);
+    default: break;
   }
+  cg_error(g, LOOM_ERROR(TYPE_ERROR, "program @%s: '%s' is not defined on %s", g->f->name, loom_tp_op_spelling(op),
+                         loom_dtype_name(t)));
+  return LLVMGetUndef(ty);
 }
 
 /* bitcast(x, literal of `to`): register -> memory form of x's dtype (f16 / bf16 are float registers,

@@ -69,6 +69,9 @@ typedef struct cg {
    * is bound to 0 and accesses that use it become <lanes x T> loads and stores */
   unsigned lanes;             /* 0: scalar code */
   const loom_sym_expr *lane_var;
+  /* the machine (for the few operations lowered to x86 intrinsics; generic IR elsewhere) */
+  bool x86;                   /* the target is x86-64 (SSE2: pmaddwd on 4 lanes) */
+  bool avx2;                  /* ... with AVX2 (vpmaddwd on 8 lanes) */
 } cg;
 
 enum { LOOM_CPU_MAX_LANES = 64 };
@@ -90,6 +93,9 @@ LLVMValueRef cg_splat(cg *g, LLVMValueRef v, unsigned lanes);
 bool cg_expr_uses_lane(cg *g, const loom_tp_expr *e);
 /* Branches to the function's failure exit when `bad` (i1) is true, after ctx->set_error(msg). */
 void cg_fail_if(cg *g, LLVMValueRef bad, const char *msg);
+/* As cg_fail_if, for an index read from data: the failure reports `index` (i64) and its valid
+ * inclusive range [lo, hi] (i64 values) through ctx->set_error_index. */
+void cg_fail_index_if(cg *g, LLVMValueRef bad, const char *msg, LLVMValueRef index, LLVMValueRef lo, LLVMValueRef hi);
 void cg_error(cg *g, loom_status s); /* records the first error */
 LLVMValueRef cg_call_intrinsic(cg *g, const char *name, LLVMTypeRef overload, LLVMValueRef *args, unsigned n);
 

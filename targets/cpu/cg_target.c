@@ -99,6 +99,64 @@ loom_status loom_cpu_describe_target(const loom_cpu_options *opt, loom_strbuf *o
   return LOOM_OK;
 }
 
+/* CPU names whose widest vectors are 512 bits (LLVM's names of AVX-512 machines), then
+ * 256 bits (AVX / AVX2); other names: 128 bits. Used only when a CPU is named without a
+ * feature string (LLVM-C cannot list a named CPU's features). */
+static const char *const CPUS_512[] = {"x86-64-v4", "skx", "skylake-avx512", "cascadelake", "cooperlake",
+                                       "cannonlake", "icelake-client", "icelake-server", "tigerlake",
+                                       "rocketlake", "sapphirerapids", "emeraldrapids", "graniterapids",
+                                       "graniterapids-d", "diamondrapids", "znver4", "znver5", "knl", "knm"};
+static const char *const CPUS_256[] = {"x86-64-v3", "sandybridge", "ivybridge", "haswell", "broadwell", "skylake",
+                                       "alderlake", "raptorlake", "meteorlake", "arrowlake", "lunarlake",
+                                       "gracemont", "sierraforest", "grandridge", "clearwaterforest",
+                                       "znver1", "znver2", "znver3", "bdver1", "bdver2", "bdver3", "bdver4",
+                                       "btver2", "corei7-avx", "core-avx-i", "core-avx2"};
+
+static bool in_list(const char *const *list, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(list[i], name)) return true;
+  return false;
+}
+
+/* The widest feature of a feature string ("+avx2,+fma,-avx512f,..."): whole entries only. */
+static int feature_vector_bytes(const char *feat) {
+  bool avx512 = false, avx = false;
+  for (const char *p = feat; p && *p;) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n == 8 && !strncmp(p, "+avx512f", 8)) avx512 = true;
+    if ((n == 4 && !strncmp(p, "+avx", 4)) || (n == 5 && !strncmp(p, "+avx2", 5))) avx = true;
+    p = e ? e + 1 : p + n;
+  }
+  return avx512 ? 64 : avx ? 32 : 16;
+}
+
+/* Named CPUs with 256-bit vectors but no AVX2 (AVX only). */
+static const char *const CPUS_AVX_ONLY[] = {"sandybridge", "ivybridge", "corei7-avx", "core-avx-i", "btver2", "bdver1", "bdver2"};
+
+bool loom_cpu_has_avx2(const loom_cpu_options *opt) {
+  const char *feat = opt ? opt->features : NULL;
+  char *host = NULL;
+  if (!feat && !(opt && opt->cpu)) feat = host = LLVMGetHostCPUFeatures();
+  bool r;
+  if (feat) r = strstr(feat, "+avx2") != NULL;
+  else r = loom_cpu_vector_bytes(opt) >= 32 && !in_list(CPUS_AVX_ONLY, sizeof CPUS_AVX_ONLY / sizeof *CPUS_AVX_ONLY, opt->cpu);
+  if (host) LLVMDisposeMessage(host);
+  return r;
+}
+
+int loom_cpu_vector_bytes(const loom_cpu_options *opt) {
+  if (opt && opt->features) return feature_vector_bytes(opt->features);
+  if (opt && opt->cpu) {
+    if (in_list(CPUS_512, sizeof CPUS_512 / sizeof *CPUS_512, opt->cpu)) return 64;
+    return in_list(CPUS_256, sizeof CPUS_256 / sizeof *CPUS_256, opt->cpu) ? 32 : 16;
+  }
+  char *hf = LLVMGetHostCPUFeatures();
+  int v = feature_vector_bytes(hf);
+  LLVMDisposeMessage(hf);
+  return v;
+}
+
 loom_status loom_cpu_bind_symbols(loom_sym_ctx *cx, const loom_tp_func *f, const loom_tp_arg *args, size_t nargs,
                                   int64_t *out_syms) {
   if (nargs != f->nparams)
@@ -127,6 +185,10 @@ loom_status loom_cpu_bind_symbols(loom_sym_ctx *cx, const loom_tp_func *f, const
 
 static void cg_init(cg *g, LLVMContextRef c, loom_sym_ctx *cx, const loom_cpu_options *opt) {
   memset(g, 0, sizeof *g);
+  char *triple = LLVMGetDefaultTargetTriple();
+  g->x86 = !strncmp(triple, "x86_64", 6);
+  LLVMDisposeMessage(triple);
+  g->avx2 = g->x86 && loom_cpu_has_avx2(opt);
   g->c = c;
   g->cx = cx;
   g->strict_fp = opt && opt->strict_fp;
@@ -142,9 +204,9 @@ static void cg_init(cg *g, LLVMContextRef c, loom_sym_ctx *cx, const loom_cpu_op
   g->t_ptr = LLVMPointerTypeInContext(c, 0);
   g->t_void = LLVMVoidTypeInContext(c);
   /* struct loom_kernel_ctx: u32 abi_version, size, num_threads, reserved; then
-   * parallel_for, pool, set_error, error_slot, user (pointers) */
-  LLVMTypeRef f[9] = {g->t_i32, g->t_i32, g->t_i32, g->t_i32, g->t_ptr, g->t_ptr, g->t_ptr, g->t_ptr, g->t_ptr};
-  g->t_ctx = LLVMStructTypeInContext(c, f, 9, 0);
+   * parallel_for, pool, set_error, error_slot, user, set_error_index (pointers) */
+  LLVMTypeRef f[10] = {g->t_i32, g->t_i32, g->t_i32, g->t_i32, g->t_ptr, g->t_ptr, g->t_ptr, g->t_ptr, g->t_ptr, g->t_ptr};
+  g->t_ctx = LLVMStructTypeInContext(c, f, 10, 0);
   LLVMTypeRef bp[4] = {g->t_ptr, g->t_i64, g->t_i64, g->t_i32};
   g->t_body = LLVMFunctionType(g->t_i32, bp, 4, 0);
 }

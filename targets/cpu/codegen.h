@@ -54,6 +54,12 @@ typedef struct loom_cpu_options {
 /* The target machine a set of options resolves to: "x86_64-pc-linux-gnu sapphirerapids +avx512f,...". */
 loom_status loom_cpu_describe_target(const loom_cpu_options *opt, loom_strbuf *out);
 
+/* The width in bytes of the widest vector registers of the machine `opt` names (64 with
+ * AVX-512, 32 with AVX / AVX2, else 16): what the schedule rules size register tiles by. */
+int loom_cpu_vector_bytes(const loom_cpu_options *opt);
+/* Whether that machine has AVX2 (the feature string, or the named CPU). */
+bool loom_cpu_has_avx2(const loom_cpu_options *opt);
+
 /* "loom_kernel_<name>" into buf (truncated to cap). */
 void loom_cpu_kernel_symbol(const loom_tp_func *f, char *buf, size_t cap);
 

@@ -20,6 +20,20 @@ static loom_cpu_options cpu_options(const loom_target_options *o) {
   return (loom_cpu_options){.cpu = o ? o->arch : NULL, .features = o ? o->features : NULL};
 }
 
+/* The CPU schedule rules with register tiles sized for the machine's vectors. */
+static loom_status cpu_schedule(const loom_target_options *o, loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
+                                loom_strbuf *why) {
+  loom_cpu_options co = cpu_options(o);
+  loom_tp_cpu_params p = {.vector_bytes = loom_cpu_vector_bytes(&co)};
+  return loom_tp_schedule_cpu_for(a, cx, f, &p, why);
+}
+
+/* Two vectors of f32: the widest panel of the matmul rule (tensorprog/schedule_cpu.c). */
+static int cpu_matmul_panel(const loom_target_options *o) {
+  loom_cpu_options co = cpu_options(o);
+  return loom_cpu_vector_bytes(&co) / 2;
+}
+
 static loom_status cpu_jit(const loom_target_options *o, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,
                            loom_target_code **out_code, loom_kernel_fn *out_fns) {
   *out_code = NULL;
@@ -117,7 +131,7 @@ static loom_status cpu_link_artifact(const loom_target_artifact *a, const char *
   if (!st) {
     loom_strbuf_clear(&sb);
     loom_strbuf_puts(&sb, "#include <stdint.h>\ntypedef int32_t (*kfn)(void *const *, const int64_t *, const void *);\n"
-                          "typedef struct { const char *name; kfn fn; } kent;\n"
+                          "typedef struct { const char *name; kfn fn; const uint32_t *sig; uint32_t nsig; } kent;\n"
                           "typedef struct { uint32_t magic, abi; const unsigned char *exec; uint64_t size; uint32_t n; const kent *k; "
                           "const char *externs; } desc;\n"
                           "extern const unsigned char loom_exec_bytes[];\n");
@@ -126,12 +140,18 @@ static loom_status cpu_link_artifact(const loom_target_artifact *a, const char *
       loom_cpu_kernel_symbol(a->fs[k], sym, sizeof sym);
       loom_strbuf_printf(&sb, "int32_t %s(void *const *, const int64_t *, const void *);\n", sym);
     }
+    /* each kernel's signature, kept with its code (kernel_abi.h) */
+    for (uint32_t k = 0; k < a->nkernels; k++) {
+      loom_strbuf_printf(&sb, "static const uint32_t sig%u[] = {", k);
+      for (uint32_t w = 0; w < a->sigs[k].nsig; w++) loom_strbuf_printf(&sb, "%s%uu", w ? "," : "", a->sigs[k].sig[w]);
+      loom_strbuf_puts(&sb, a->sigs[k].nsig ? "};\n" : "0};\n");
+    }
     loom_strbuf_puts(&sb, "static const kent kernels[] = {\n");
     for (uint32_t k = 0; k < a->nkernels; k++) {
       loom_cpu_kernel_symbol(a->fs[k], sym, sizeof sym);
-      loom_strbuf_printf(&sb, "  {\"%s\", %s},\n", loom_tp_func_name(a->fs[k]), sym);
+      loom_strbuf_printf(&sb, "  {\"%s\", %s, sig%u, %uu},\n", loom_tp_func_name(a->fs[k]), sym, k, a->sigs[k].nsig);
     }
-    loom_strbuf_printf(&sb, "  {0, 0}\n};\n__attribute__((visibility(\"default\"))) const desc %s = {0x%08xu, %uu, loom_exec_bytes, %zuu, %uu, kernels, ",
+    loom_strbuf_printf(&sb, "  {0, 0, 0, 0}\n};\n__attribute__((visibility(\"default\"))) const desc %s = {0x%08xu, %uu, loom_exec_bytes, %zuu, %uu, kernels, ",
                        LOOM_ARTIFACT_SYMBOL, LOOM_ARTIFACT_MAGIC2, LOOM_KERNEL_ABI_VERSION, a->exec_len, a->nkernels);
     c_literal(&sb, a->externs);
     loom_strbuf_puts(&sb, "};\n");
@@ -154,7 +174,8 @@ static loom_status cpu_link_artifact(const loom_target_artifact *a, const char *
 const loom_target loom_target_cpu = {
     .name = "cpu",
     .summary = "this machine's CPU (or --cpu NAME) through LLVM: parallel outer loops, vectorised inner loops",
-    .schedule = loom_tp_schedule_cpu,
+    .schedule = cpu_schedule,
+    .matmul_panel = cpu_matmul_panel,
     .jit = cpu_jit,
     .code_free = cpu_code_free,
     .emit_object = cpu_emit_object,

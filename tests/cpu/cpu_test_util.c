@@ -44,6 +44,12 @@ static void set_error(const loom_kernel_ctx *ctx, const char *message) {
   snprintf(c->error, sizeof c->error, "%s", message);
 }
 
+static void set_error_index(const loom_kernel_ctx *ctx, const char *message, int64_t index, int64_t lo, int64_t hi) {
+  cpu_ctx *c = (cpu_ctx *)ctx;
+  snprintf(c->error, sizeof c->error, "%s: index %lld must be within the inclusive range [%lld, %lld]", message,
+           (long long)index, (long long)lo, (long long)hi);
+}
+
 void cpu_ctx_init(cpu_ctx *c, uint32_t threads) {
   memset(c, 0, sizeof *c);
   c->ctx.abi_version = LOOM_KERNEL_ABI_VERSION;
@@ -51,6 +57,7 @@ void cpu_ctx_init(cpu_ctx *c, uint32_t threads) {
   c->ctx.num_threads = threads;
   c->ctx.parallel_for = threads > 1 ? pf_two : pf_serial;
   c->ctx.set_error = set_error;
+  c->ctx.set_error_index = set_error_index;
   if (threads == CPU_CTX_POOL) {
     loom_cpu_pool *p = NULL;
     loom_status s = loom_cpu_pool_create(NULL, 2, &p);

@@ -405,7 +405,10 @@ LOOM_TEST(cpu, data_dependent_index_out_of_range_fails_the_kernel) {
         cr_assert(Y[0] == 4 && Y[1] == 3 && Y[2] == 2);
       } else {
         cr_assert_neq(rc, 0, "index set %d", k);
-        cr_assert(strstr(c.error, "buffer 'X' axis 0: an index read from memory is out of range") != NULL, "%s", c.error);
+        char want[160];
+        snprintf(want, sizeof want, "@tk: an index into axis 0 of 'X' (read from data): index %lld must be within the "
+                 "inclusive range [0, 3]", (long long)(k == 0 ? 4 : -1));
+        cr_assert(strstr(c.error, want) != NULL, "%s", c.error);
       }
     }
   loom_cpu_jit_destroy(jit);
@@ -571,12 +574,15 @@ LOOM_TEST(cpu, lane_mode_refuses_cross_lane_dependences) {
 
 /* ---- default CPU schedule rules (tensorprog/schedule_cpu.c) ------------------------------ */
 
-static void schedule_and_diff(const char *text, const char *expect_why, const cpu_diff_opts *o) {
+/* Schedules `text` for vectors of `vector_bytes` (the register tiles' size) and compares the
+ * compiled result with the interpreter; `why` must hold `expect_why`. */
+static void schedule_for_and_diff(const char *text, int vector_bytes, const char *expect_why, const cpu_diff_opts *o) {
   tp_fixture fx;
   cpu_parse_ok(&fx, text);
   loom_strbuf why;
   loom_strbuf_init(&why, NULL);
-  loom_status s = loom_tp_schedule_cpu(&fx.arena, fx.cx, fx.f, &why);
+  loom_tp_cpu_params params = {.vector_bytes = vector_bytes};
+  loom_status s = loom_tp_schedule_cpu_for(&fx.arena, fx.cx, fx.f, &params, &why);
   cr_assert_null(s, "%s", loom_status_text(s, 0));
   cr_assert_null(loom_tp_verify(fx.cx, fx.f));
   cr_assert(strstr(loom_strbuf_cstr(&why), expect_why) != NULL, "why:\n%s", loom_strbuf_cstr(&why));
@@ -587,6 +593,10 @@ static void schedule_and_diff(const char *text, const char *expect_why, const cp
   loom_cpu_jit_destroy(jit);
   loom_strbuf_free(&why);
   tp_fixture_free(&fx);
+}
+
+static void schedule_and_diff(const char *text, const char *expect_why, const cpu_diff_opts *o) {
+  schedule_for_and_diff(text, 64, expect_why, o);
 }
 
 LOOM_TEST(cpu, schedule_rules_elementwise_1d_2d_softmax_matmul) {
@@ -613,11 +623,14 @@ LOOM_TEST(cpu, schedule_rules_elementwise_1d_2d_softmax_matmul) {
 }
 
 /* The default rule on the programs legalization generates for matmul, batched matmul and
- * linear: register-tiled (panels of 32/16/8/4/1 columns, 6-row tiles, packed B), equal to
- * the interpreter for every extent incl. 0, 1, primes and non-multiples of 6/32. */
+ * linear: register-tiled (panels of two vectors, then 8 (4) and 1 columns, 6-row tiles, packed
+ * B) for AVX-512, AVX2 and 16-byte vectors, equal to the interpreter for every extent incl. 0,
+ * 1, primes and non-multiples of 6/16/32. */
 typedef loom_status (*gen_fn)(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out);
 
-static void generated_schedule_and_diff(gen_fn gen, const char *expect_why) {
+/* in_place_at: the vector width (bytes) at which B is read in place (a program whose B is laid
+ * out in panels of that many halves), else 0. */
+static void generated_schedule_and_diff_at(gen_fn gen, int in_place_at) {
   loom_arena a;
   loom_arena_init(&a, NULL, 0);
   loom_sym_ctx *cx;
@@ -631,11 +644,19 @@ static void generated_schedule_and_diff(gen_fn gen, const char *expect_why) {
   static const int64_t sz[] = {0, 1, 2, 3, 5, 6, 7, 13, 17, 31, 33, 37};
   cpu_diff_opts o = opts(sz, 12, 1e-4);
   o.trials = 8;
-  schedule_and_diff(loom_strbuf_cstr(&text), expect_why, &o);
+  static const int vbytes[] = {64, 32, 16};
+  for (size_t v = 0; v < sizeof vbytes / sizeof *vbytes; v++) {
+    /* register-tiled, the widest panel two vectors of f32 */
+    char panel[64];
+    snprintf(panel, sizeof panel, ": %d columns, B %s", vbytes[v] / 2, in_place_at == vbytes[v] ? "laid out in panels" : "packed");
+    schedule_for_and_diff(loom_strbuf_cstr(&text), vbytes[v], panel, &o);
+  }
   loom_strbuf_free(&text);
   loom_sym_ctx_destroy(cx);
   loom_arena_destroy(&a);
 }
+
+static void generated_schedule_and_diff(gen_fn gen) { generated_schedule_and_diff_at(gen, 0); }
 
 static loom_status gen_mm22(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
   return loom_tp_gen_matmul(a, cx, "mm22", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 2, NULL, 2, NULL, out);
@@ -654,6 +675,23 @@ static loom_status gen_mm43(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out)
   return loom_tp_gen_matmul(a, cx, "mm43", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 4, ma, 3, mb, out);
 }
 
+static loom_status gen_mm_packed(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_packed_b(a, cx, "mmp", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 2, 16, out);
+}
+static loom_status gen_mm_packed3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_packed_b(a, cx, "mmp3", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 3, 16, out);
+}
+
+static loom_status gen_mm_int8(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_integer(a, cx, "mmi8", LOOM_DTYPE_U8, LOOM_DTYPE_I8, 2, 0, 1, out);
+}
+static loom_status gen_mm_int8_packed(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_integer_packed_b(a, cx, "mmi8p", LOOM_DTYPE_U8, 2, 0, 16, out);
+}
+static loom_status gen_mm_int8_batched(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_integer(a, cx, "mmi8b", LOOM_DTYPE_I8, LOOM_DTYPE_U8, 3, 1, 0, out);
+}
+
 static loom_status gen_linear_bias(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
   return loom_tp_gen_linear(a, cx, "lin_b", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 2, true, out);
 }
@@ -661,12 +699,10 @@ static loom_status gen_linear3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **o
   return loom_tp_gen_linear(a, cx, "lin3", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 3, false, out);
 }
 
-static const char *const tiled = "register-tiled";
-
-LOOM_TEST(cpu, schedule_rule_tiles_generated_matmul) { generated_schedule_and_diff(gen_mm22, tiled); }
-LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_rank3_shared_b) { generated_schedule_and_diff(gen_mm32, tiled); }
-LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_rank4) { generated_schedule_and_diff(gen_mm44, tiled); }
-LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_broadcast_b) { generated_schedule_and_diff(gen_mm43, tiled); }
+LOOM_TEST(cpu, schedule_rule_tiles_generated_matmul) { generated_schedule_and_diff(gen_mm22); }
+LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_rank3_shared_b) { generated_schedule_and_diff(gen_mm32); }
+LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_rank4) { generated_schedule_and_diff(gen_mm44); }
+LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_broadcast_b) { generated_schedule_and_diff(gen_mm43); }
 static void fill_identity_index(const loom_tp_func *f, size_t param, void *data, size_t count, const int64_t *shape,
                                 loom_test_rng *rng) {
   if (param != 1) {
@@ -689,8 +725,51 @@ LOOM_TEST(cpu, schedule_rule_falls_back_when_packing_refuses) {
                     "  } }\n}\n",
                     "register tiling refused (cache_read of 'B'", &o);
 }
-LOOM_TEST(cpu, schedule_rule_tiles_generated_linear_with_bias) { generated_schedule_and_diff(gen_linear_bias, tiled); }
-LOOM_TEST(cpu, schedule_rule_tiles_generated_linear_rank3) { generated_schedule_and_diff(gen_linear3, tiled); }
+/* B laid out in panels of 16 (graph/pass_pack.c): read in place with AVX2 tiles (16 wide),
+ * repacked by the panel packing for the other widths; rank 2 and rank 3 (batch axes of A). */
+LOOM_TEST(cpu, schedule_rule_reads_a_weight_laid_out_in_panels_in_place) {
+  generated_schedule_and_diff_at(gen_mm_packed, 32);
+  generated_schedule_and_diff_at(gen_mm_packed3, 32);
+}
+/* The int8 matmul (i16 pair words, dot2 on i32 accumulators: vpmaddwd) register-tiled like the
+ * f32 one, bit-exact to the interpreter; and dot2's own value at the sign boundaries. */
+LOOM_TEST(cpu, schedule_rule_tiles_the_int8_matmul) {
+  generated_schedule_and_diff(gen_mm_int8);
+  generated_schedule_and_diff(gen_mm_int8_batched);
+  generated_schedule_and_diff_at(gen_mm_int8_packed, 32);
+}
+
+LOOM_TEST(cpu, dot2_multiplies_signed_halves_scalar_and_in_lanes) {
+  static const int64_t sz[] = {1, 3, 8, 16, 19};
+  cpu_diff_opts o = opts(sz, 5, 0);
+  diff_program("prim @d2(A: Buffer[(n, 16), i32], B: Buffer[(n, 16), i32], C: Buffer[(n, 16), i32], D: Buffer[(n,), i32]) {\n"
+               "  for i in 0..n {\n"
+               "    for j in 0..16 vectorize { C[i, j] = dot2(A[i, j], B[i, j]) }\n"
+               "    D[i] = dot2(A[i, 0], B[i, 1])\n"
+               "  }\n}\n", &o);
+  tp_fixture fx;
+  cpu_parse_ok(&fx, "prim @k(C: Buffer[(2,), i32]) {\n"
+                    "  C[0] = dot2(262142i32, 131077i32)\n" /* (3, -2) . (2, 5) = 6 - 10 */
+                    "  C[1] = dot2(-2147450880i32, -2147450880i32)\n" /* (-32768, 32768 as -32768)^2 * 2 wraps */
+                    "}\n");
+  loom_cpu_jit *jit;
+  cr_assert_null(loom_cpu_jit_create(NULL, &jit));
+  loom_kernel_fn fn = cpu_jit(jit, &fx);
+  int32_t c[2] = {0, 0};
+  int64_t nc[1] = {2};
+  loom_tp_arg args[1] = {{c, nc, 0}};
+  cpu_ctx ctx;
+  cpu_ctx_init(&ctx, 1);
+  cr_assert_eq(cpu_call(fx.cx, fx.f, fn, args, 1, &ctx), 0);
+  cpu_ctx_fini(&ctx);
+  cr_assert_eq(c[0], -4);
+  cr_assert_eq(c[1], (int32_t)0x80000000u);
+  loom_cpu_jit_destroy(jit);
+  tp_fixture_free(&fx);
+}
+
+LOOM_TEST(cpu, schedule_rule_tiles_generated_linear_with_bias) { generated_schedule_and_diff(gen_linear_bias); }
+LOOM_TEST(cpu, schedule_rule_tiles_generated_linear_rank3) { generated_schedule_and_diff(gen_linear3); }
 
 /* The programs legalization generates for the image and linear-algebra ops (resize, grid_sample,
  * det, dft), scheduled by the default CPU rules, equal to the interpreter on extents incl. 0, 1

@@ -133,12 +133,12 @@ double e2e_check(e2e_model *md, const char *fn, const e2e_bind *b, size_t nb, bo
   loom_status s = loom_graph_eval(md->ref, fn, np, in, NULL, &ref);
   cr_assert_null(s, "%s: reference: %s", md->path, loom_status_text(s, 0));
   loom_device *dev = loom_rt_device(md->rt);
-  size_t live0 = dev->live_bytes;
+  size_t live0 = loom_device_get_stats(dev).live_bytes;
   loom_device_reset_peak(dev);
   loom_rt_outputs out;
   s = loom_rt_call(md->rt, fn, tin, (uint32_t)np, &out);
   cr_assert_null(s, "%s: compiled: %s", md->path, loom_status_text(s, 0));
-  size_t used = dev->peak_live_bytes - live0;
+  size_t used = loom_device_get_stats(dev).peak_live_bytes - live0;
   /* the planned peak of this function at these shapes bounds what the call allocated */
   loom_graph_module *cm = loom_compiled_module(md->c);
   const loom_sym_expr *peak;
@@ -171,7 +171,7 @@ double e2e_check(e2e_model *md, const char *fn, const e2e_bind *b, size_t nb, bo
     io->nout = out.count < E2E_MAX_PARAMS ? out.count : E2E_MAX_PARAMS;
     for (uint32_t k = 0; k < io->nout; k++) {
       io->out[k] = (loom_tensor *)out.items[k];
-      out.items[k]->refs++;
+      loom_vm_obj_retain(out.items[k]);
     }
     io->planned = planned;
     io->used = used;

@@ -19,7 +19,7 @@ static int32_t serial(void *pool, int64_t n, loom_parallel_body body, void *arg)
   (void)pool;
   return n > 0 ? body(arg, 0, n, 0) : 0;
 }
-static const loom_kernel_ctx ctx = {LOOM_KERNEL_ABI_VERSION, sizeof(loom_kernel_ctx), 2, 0, serial, NULL, set_err, NULL, NULL};
+static const loom_kernel_ctx ctx = {LOOM_KERNEL_ABI_VERSION, sizeof(loom_kernel_ctx), 2, 0, serial, NULL, set_err, NULL, NULL, NULL};
 
 /* ---- libffi: mixed signatures ------------------------------------------------------ */
 
@@ -280,7 +280,16 @@ static loom_status load_module_externs(loom_graph_module *m, const char *dir, lo
 static loom_vm_exec *example_exec(void) {
   loom_vm_builder *b;
   OK(loom_vm_builder_new(NULL, &b));
-  uint32_t ext = loom_vm_builder_extern(b, "scale_rows", 4, 6);
+  /* signature: x (s0, s1), w (s2), alpha (), out (s3, s4); symbols s0 .. s5 */
+  enum { S = LOOM_VM_SIG_SYM };
+  uint32_t sig[] = {LOOM_DTYPE_F32, 2, 1, S, 0, 1, S, 1, LOOM_DTYPE_F32, 1, 1, S, 2, LOOM_DTYPE_F64, 0,
+                    LOOM_DTYPE_F32, 2, 1, S, 3, 1, S, 4, 0, 0, 0, 0, 0, 0};
+  for (int j = 0; j < 6; j++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "s%d", j);
+    sig[23 + j] = loom_vm_builder_str(b, nm);
+  }
+  uint32_t ext = loom_vm_builder_extern(b, "scale_rows", 4, 6, sig, 29);
   loom_vm_fbuilder *f = loom_vm_builder_func(b, "main");
   const char *dx[] = {"n", "m"}, *dw[] = {"m"};
   uint32_t x = loom_vm_fb_param(f, "x", LOOM_DTYPE_F32, 2, dx);
@@ -405,7 +414,9 @@ LOOM_TEST(libcall, load_time_errors_name_the_extern_and_the_symbol) {
   OK(load_module_externs(m, dir, &lib));
   loom_vm_builder *b;
   OK(loom_vm_builder_new(NULL, &b));
-  loom_vm_builder_extern(b, "scale_rows", 3, 6);
+  uint32_t s0 = loom_vm_builder_str(b, "s");
+  uint32_t sig3[] = {LOOM_DTYPE_F32, 0, LOOM_DTYPE_F32, 0, LOOM_DTYPE_F32, 0, s0, s0, s0, s0, s0, s0};
+  loom_vm_builder_extern(b, "scale_rows", 3, 6, sig3, 12);
   loom_vm_fbuilder *f = loom_vm_builder_func(b, "main");
   const char *dm[] = {"m"};
   uint32_t x = loom_vm_fb_param(f, "x", LOOM_DTYPE_F32, 1, dm);

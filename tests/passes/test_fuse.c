@@ -131,8 +131,8 @@ LOOM_TEST(passes, fuse_merges_an_elementwise_chain_into_one_call) {
 }
 
 /* exp(o) is read once per element by the sum: it is computed inside the reduction. layer_norm
- * reads its input in two passes (the moments, then the normalisation): the residual add would
- * be computed twice, so it stays a call. */
+ * reads its input in several passes (the mean, the variance, then the normalisation): the
+ * residual add would be computed again in each, so it stays a call. */
 LOOM_TEST(passes, fuse_puts_a_producer_into_a_reduction_read_in_one_pass) {
   fused r = run_fuse("fn @main(x: Tensor[(b, s, 8), f32], o: Tensor[(b, s, 8), f32], g: Tensor[(8,), f32],\n"
                      "         be: Tensor[(8,), f32]) -> Object {\n"
@@ -208,11 +208,11 @@ LOOM_TEST(passes, fuse_keeps_a_producer_used_outside_the_group) {
   fused_free(&r);
 }
 
-LOOM_TEST(passes, fuse_keeps_producers_out_of_repeated_reads_and_leaves_matmul_alone) {
+LOOM_TEST(passes, fuse_keeps_producers_out_of_repeated_reads_and_out_of_matmul) {
   /* softmax reads its input in three loops (max, sum, normalise): neither exp(x) nor the
    * cheap add is recomputed there; a costly producer read twice in one statement (e*e) stays
-   * too; the chain feeding the where is one call. The matmul takes no producer and no
-   * epilogue (the schedule rules tile it as it is). */
+   * too; the chain feeding the where is one call. The matmul takes no producer (an operand
+   * recomputed inside it would be recomputed n times); its bias add is its epilogue. */
   fused r = run_fuse("fn @main(x: Tensor[(n, 6), f32], y: Tensor[(n, 6), f32], w: Tensor[(6, 3), f32],\n"
                      "         bias: Tensor[(3,), f32]) -> Object {\n"
                      "  dataflow {\n"
@@ -241,8 +241,117 @@ LOOM_TEST(passes, fuse_keeps_producers_out_of_repeated_reads_and_leaves_matmul_a
   cr_assert(strstr(r.fn, "    wm: Tensor[(n, 6), f32] = call_tp(@fused_where_") != NULL, "%s", r.fn);
   cr_assert(strstr(r.fn, "    m: ") == NULL && strstr(r.fn, "    k: ") == NULL, "%s", r.fn);
   cr_assert(strstr(r.fn, "    z: Tensor[(n, 6), f32] = call_tp(@sub_f32_FF_FF, (x, y), ") != NULL, "%s", r.fn);
-  cr_assert(strstr(r.fn, "    h: Tensor[(n, 3), f32] = call_tp(@matmul_f32_2_2__, (z, w), ") != NULL, "%s", r.fn);
-  cr_assert(strstr(r.fn, "    hb: Tensor[(n, 3), f32] = call_tp(@add_f32_FF_F, (h, bias), ") != NULL, "%s", r.fn);
+  cr_assert(strstr(r.fn, "    h: ") == NULL, "%s", r.fn);
+  cr_assert(strstr(r.fn, "    hb: Tensor[(n, 3), f32] = call_tp(@fused_add_f32_FF_F_") != NULL, "%s", r.fn);
+  cr_assert(strstr(r.fn, ", (sym(n), z, w, bias), ") != NULL, "%s", r.fn);
+  fused_free(&r);
+}
+
+/* A matmul's elementwise reader (here bias + tanh-GELU + residual, fused into one call first)
+ * moves into the matmul's output loop: one program whose nest stores hb after the reduction,
+ * at the element the reduction made (loom_tp_fuse_epilogue); linear and batched matmul too.
+ * A reader that changes the dtype (a cast to f64) is an epilogue too (the accumulator stays a
+ * Local). Left apart: a result read by two calls and a reader that reads the result at another
+ * index (a transposition). */
+LOOM_TEST(passes, fuse_moves_elementwise_readers_into_the_matmul_output_loop) {
+  fused r = run_fuse("fn @main(x: Tensor[(n, 6), f32], w: Tensor[(6, 5), f32], bias: Tensor[(5,), f32],\n"
+                     "         res: Tensor[(n, 5), f32], q: Tensor[(b, n, 6), f32], wl: Tensor[(5, 6), f32]) -> Object {\n"
+                     "  dataflow {\n"
+                     "    h = matmul(x, w)\n"
+                     "    hb = add(h, bias)\n"
+                     "    g = gelu_tanh(hb)\n"
+                     "    o1 = add(g, res)\n"
+                     "    h2 = matmul(x, w)\n"
+                     "    t2 = relu(h2)\n"
+                     "    h3 = matmul(x, w)\n"
+                     "    c3 = cast(h3, dtype=f64)\n"
+                     "    h4 = matmul(q, w)\n"
+                     "    s4 = mul(h4, const(2.0, f32))\n"
+                     "    l5 = linear(q, wl, bias)\n"
+                     "    r5 = relu(l5)\n"
+                     "    h6 = matmul(x, w)\n"
+                     "    h6t = permute_dims(h6)\n"
+                     "    out = (o1, t2, h2, c3, s4, r5, h6t)\n"
+                     "    output out\n"
+                     "  }\n"
+                     "  return out\n"
+                     "}\n");
+  cr_assert(strstr(r.fn, "    h: ") == NULL && strstr(r.fn, "    hb: ") == NULL && strstr(r.fn, "    g: ") == NULL, "%s", r.fn);
+  char *o1 = callee_of(&r, "o1"), *s4 = callee_of(&r, "s4"), *r5 = callee_of(&r, "r5");
+  char *p1 = prog_text(&r, o1), *p4 = prog_text(&r, s4), *p5 = prog_text(&r, r5);
+  cr_assert(strstr(p1, "      o1[im, jn] = 0.0\n      for rk in 0..6 reduce {\n        o1[im, jn] = o1[im, jn] + x[im, rk] * w[rk, jn]\n      }\n"
+                       "      o1[im, jn] = ") != NULL, "%s", p1);
+  cr_assert(strstr(p1, "tanh(") != NULL && strstr(p1, "res[im, jn]") != NULL && strstr(p1, "alloc") == NULL, "%s", p1);
+  cr_assert(strstr(p4, "s4[") != NULL && strstr(p4, "] * in2[]") != NULL && strstr(p4, "reduce") != NULL, "%s", p4);
+  cr_assert(strstr(p5, "r5[") != NULL && strstr(p5, "max(") != NULL && strstr(p5, "reduce") != NULL, "%s", p5);
+  /* left apart */
+  cr_assert(strstr(r.fn, "    h2: Tensor[(n, 5), f32] = call_tp(@matmul_f32_2_2__, (x, w), ") != NULL, "%s", r.fn);
+  cr_assert(strstr(r.fn, "    h3: ") == NULL && strstr(r.fn, "    c3: Tensor[(n, 5), f64] = call_tp(@fused_cast_f32_f64_") != NULL,
+            "%s", r.fn);
+  cr_assert(strstr(r.fn, "    h6: Tensor[(n, 5), f32] = call_tp(@matmul_f32_2_2__, (x, w), ") != NULL, "%s", r.fn);
+  free(o1);
+  free(s4);
+  free(r5);
+  free(p1);
+  free(p4);
+  free(p5);
+  fused_free(&r);
+}
+
+/* An int32 matmul's requantization to u8 (another dtype) is an epilogue too: the accumulator
+ * stays a Local of the merged program, the epilogue stores the u8 result; scheduled, the
+ * register tile replaces the Local, which goes (loom_tp_drop_dead_locals). */
+LOOM_TEST(passes, fuse_requantization_into_the_int8_matmul) {
+  const char *in = "fn @main(a: Tensor[(m, 16), u8], b: Tensor[(16, 40), i8]) -> Object {\n"
+                   "  dataflow {\n"
+                   "    acc = matmul_integer(a, b, const(128, u8), const(0, i8))\n"
+                   "    f = cast(acc, dtype=f32)\n"
+                   "    s = mul(f, const(0.25, f32))\n"
+                   "    r = round(s)\n"
+                   "    c = clip(r, min=0.0, max=255.0)\n"
+                   "    y = cast(c, dtype=u8)\n"
+                   "    output y\n"
+                   "  }\n"
+                   "  return y\n"
+                   "}\n";
+  fused r = run_fuse(in);
+  cr_assert(strstr(r.fn, "    acc: ") == NULL && strstr(r.fn, "    y: Tensor[(m, 40), u8] = call_tp(@fused_") != NULL, "%s", r.fn);
+  char *y = callee_of(&r, "y"), *p = prog_text(&r, y);
+  cr_assert(strstr(p, "alloc acc: Local[(m, 40), i32]") != NULL && strstr(p, "dot2(") != NULL && strstr(p, "y[im, jn] = u8(") != NULL,
+            "%s", p);
+  free(y);
+  free(p);
+  fused_free(&r);
+  r = run_passes(in, true);
+  y = callee_of(&r, "y");
+  p = prog_text(&r, y);
+  /* not allocated for every call: only in the few-rows variant that accumulates in it */
+  cr_assert(strstr(p, "\n  alloc acc: Local[(m, 40)") == NULL && strstr(p, "\n    alloc acc: Local[(m, 40)") != NULL,
+            "the accumulator stayed at the top:\n%s", p);
+  cr_assert(strstr(p, "] = u8(") != NULL && strstr(p, "dot2(") != NULL, "%s", p);
+  free(y);
+  free(p);
+  fused_free(&r);
+}
+
+/* The fused matmul + epilogue is tiled by the CPU matmul rule with the epilogue on the
+ * register tile (applied to the accumulators before they are stored). */
+LOOM_TEST(passes, fuse_epilogue_stays_on_the_matmul_register_tile) {
+  fused r = run_passes("fn @main(x: Tensor[(n, 6), f32], w: Tensor[(6, 40), f32], bias: Tensor[(40,), f32]) -> Object {\n"
+                       "  dataflow {\n"
+                       "    h = matmul(x, w)\n"
+                       "    hb = add(h, bias)\n"
+                       "    y = relu(hb)\n"
+                       "    output y\n"
+                       "  }\n"
+                       "  return y\n"
+                       "}\n",
+                       true);
+  char *y = callee_of(&r, "y"), *p = prog_text(&r, y);
+  cr_assert(strstr(p, "alloc acc: Local[(6, ") != NULL, "%s", p);
+  cr_assert(strstr(p, "] = max(acc[") != NULL, "the epilogue is not on the register tile:\n%s", p);
+  free(y);
+  free(p);
   fused_free(&r);
 }
 

@@ -11,7 +11,7 @@
 int __lsan_do_recoverable_leak_check(void);
 
 int loom_test_leaks(void) {
-#if LOOM_SANITIZED
+#if LOOM_SANITIZED && !defined(LOOM_TSAN) /* LeakSanitizer comes with ASan's runtime only */
   return __lsan_do_recoverable_leak_check();
 #else
   return 0;

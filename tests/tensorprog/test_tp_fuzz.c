@@ -24,28 +24,11 @@ static const char *const dict[] = {"for ", " in 0..", " parallel", " vectorize",
                                    " = ", " + ", " * ", " // ", " % ", "floordiv(", "select(", "exp(", "f16(", "1.5f16",
                                    "-inf", "nan", "true", "3i32", "99999999999999999999", "\n"};
 
+void loom_fuzz_tp_parse_one(const uint8_t *data, size_t size); /* tests/fuzz/fuzz_tp_harness.c */
+
 static void target(const uint8_t *data, size_t len, void *ud) {
   (void)ud;
-  loom_sym_ctx *cx;
-  if (loom_sym_ctx_create(NULL, &cx)) return;
-  loom_arena arena;
-  loom_arena_init(&arena, NULL, 0);
-  loom_diag_list diags;
-  loom_diag_list_init(&diags, NULL);
-  loom_source src = {"fuzz.loom", (const char *)data, len};
-  size_t pos = 0;
-  loom_tp_func *f = NULL;
-  loom_status s = loom_tp_parse_func(&arena, cx, &src, &pos, &diags, &f);
-  if (!s) {
-    loom_status v = loom_tp_verify(cx, f);
-    loom_status_free(v);
-    char *text = tp_print(f);
-    free(text);
-  }
-  loom_status_free(s);
-  loom_diag_list_destroy(&diags);
-  loom_arena_destroy(&arena);
-  loom_sym_ctx_destroy(cx);
+  loom_fuzz_tp_parse_one(data, len);
 }
 
 LOOM_TEST(tp_fuzz, parser_survives_mutants) {

@@ -238,3 +238,95 @@ LOOM_TEST(tp_gen, softmax_and_norms) {
   }
   gen_free(&g);
 }
+
+/* layer_norm / rms_norm / group_norm rows of dt (x = s * sin(..), or with a small value every
+ * other position) against a reference in double on x / max|x| (exact scaling math, in a wider
+ * type for f32): for s near the largest value of dt the squares overflow dt and the programs
+ * take their scaled path. */
+static double d_at(const void *p, loom_dtype dt, size_t i) {
+  return dt == LOOM_DTYPE_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+
+/* The program's text parses back to the same text (no let shadows another, ...). */
+static void reparses(const loom_tp_func *f) {
+  char *text = tp_print(f);
+  tp_fixture fx;
+  loom_status st = tp_parse(&fx, text);
+  cr_assert_null(st, "%s\n%s", loom_status_text(st, 0), text);
+  char *again = tp_print(fx.f);
+  cr_assert_str_eq(again, text);
+  free(again);
+  free(text);
+  tp_fixture_free(&fx);
+}
+
+static void norms_at(gen_fixture *g, loom_dtype dt, double s, bool mixed) {
+  loom_tp_func *ln, *rms, *gn;
+  check_ok(loom_tp_gen_layer_norm(&g->arena, g->cx, "ln", dt, 2, 1, 1e-5, false, &ln));
+  check_ok(loom_tp_gen_layer_norm(&g->arena, g->cx, "rms", dt, 2, 1, 1e-5, true, &rms));
+  check_ok(loom_tp_gen_group_norm(&g->arena, g->cx, "gn", dt, 3, 2, 1e-5, &gn));
+  reparses(ln);
+  reparses(rms);
+  reparses(gn);
+  static const int64_t rows = 3, cols[] = {1, 2, 7, 64};
+  for (size_t t = 0; t < LOOM_ARRAY_LEN(cols); t++) {
+    int64_t C = cols[t], n = rows * C;
+    _Alignas(8) unsigned char x[3 * 64 * 8], y[3 * 64 * 8], gam[64 * 8], bet[64 * 8];
+    for (int64_t i = 0; i < n; i++) {
+      double v = mixed && i % 2 ? sin((double)i) : s * sin((double)i * 1.3 + 0.5);
+      if (dt == LOOM_DTYPE_F32) ((float *)x)[i] = (float)v;
+      else ((double *)x)[i] = v;
+    }
+    for (int64_t j = 0; j < C; j++) {
+      double gv = 0.5 + (double)j / 64, bv = (double)j / 32 - 1;
+      if (dt == LOOM_DTYPE_F32) ((float *)gam)[j] = (float)gv, ((float *)bet)[j] = (float)bv;
+      else ((double *)gam)[j] = gv, ((double *)bet)[j] = bv;
+    }
+    /* layer_norm and rms_norm over rows of C; group_norm over (rows, 2 channels, C / 2) in 2
+     * groups of one channel each: statistics over runs of C / 2 */
+    int64_t s2[2] = {rows, C}, sg[1] = {C}, s3[3] = {rows, 2, C / 2}, sc[1] = {2};
+    static const char *const names[3] = {"layer_norm", "rms_norm", "group_norm"};
+    for (int which = 0; which < 3; which++) {
+      if (which == 2 && C % 2) continue;
+      memset(y, 0, sizeof y);
+      loom_tp_arg al[4] = {{x, s2, 0}, {gam, sg, 0}, {bet, sg, 0}, {y, s2, 0}}, ar[3] = {{x, s2, 0}, {gam, sg, 0}, {y, s2, 0}};
+      loom_tp_arg ag[4] = {{x, s3, 0}, {gam, sc, 0}, {bet, sc, 0}, {y, s3, 0}};
+      check_ok(loom_tp_interpret(g->cx, which == 0 ? ln : which == 1 ? rms : gn, which == 0 ? al : which == 1 ? ar : ag,
+                                 which == 1 ? 3 : 4));
+      int64_t len = which == 2 ? C / 2 : C; /* the elements one statistic covers */
+      for (int64_t r0 = 0; r0 < n; r0 += len) {
+        double c = 0, mean = 0, var = 0;
+        for (int64_t k = 0; k < len; k++) c = fmax(c, fabs(d_at(x, dt, (size_t)(r0 + k))));
+        if (c == 0) c = 1;
+        for (int64_t k = 0; k < len; k++) mean += d_at(x, dt, (size_t)(r0 + k)) / c;
+        mean = which == 1 ? 0 : mean / (double)len;
+        for (int64_t k = 0; k < len; k++) {
+          double dv = d_at(x, dt, (size_t)(r0 + k)) / c - mean;
+          var += dv * dv;
+        }
+        var /= (double)len;
+        for (int64_t k = 0; k < len; k++) {
+          size_t i = (size_t)(r0 + k);
+          size_t ch = (size_t)(which == 2 ? (r0 / len) % 2 : k); /* group_norm: gamma / beta per channel */
+          double num = d_at(x, dt, i) / c - mean; /* 0 over a sqrt that underflowed to 0 is 0 */
+          double want = (num == 0 ? 0 : num / sqrt(var + 1e-5 / c / c)) * d_at(gam, dt, ch) + (which == 1 ? 0 : d_at(bet, dt, ch));
+          double got = d_at(y, dt, i);
+          cr_assert(isfinite(got) && fabs(got - want) <= 2e-4 * (1 + fabs(want)),
+                    "%s %s x %g%s, %lld columns, element %zu: got %g, want %g", names[which], loom_dtype_name(dt), s,
+                    mixed ? " (mixed)" : "", (long long)C, i, got, want);
+        }
+      }
+    }
+  }
+}
+
+LOOM_TEST(tp_gen, norms_stay_finite_and_exact_at_huge_magnitudes) {
+  gen_fixture g;
+  gen_init(&g);
+  static const double f32_scales[] = {1.0, 1e19, 1e20, 1e30, 3e38}, f64_scales[] = {1.0, 1e160, 1e300, 1.7e308};
+  for (size_t k = 0; k < LOOM_ARRAY_LEN(f32_scales); k++)
+    for (int mixed = 0; mixed < 2; mixed++) norms_at(&g, LOOM_DTYPE_F32, f32_scales[k], mixed);
+  for (size_t k = 0; k < LOOM_ARRAY_LEN(f64_scales); k++)
+    for (int mixed = 0; mixed < 2; mixed++) norms_at(&g, LOOM_DTYPE_F64, f64_scales[k], mixed);
+  gen_free(&g);
+}

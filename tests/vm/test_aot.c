@@ -7,55 +7,14 @@
 #include "base/npy.h"
 #include "loomrt.h"
 #include "vm/threadpool.h"
+#include "aot_util.h"
 #include "vm_fixture.h"
 
-static const char *kernel_src =
-    "#include \"vm/kernel_abi.h\"\n"
-    "typedef struct { const float *a, *b; float *o; } args;\n"
-    "static int32_t body(void *p, int64_t b, int64_t e, uint32_t w) {\n"
-    "  (void)w; args *x = p; for (int64_t i = b; i < e; i++) x->o[i] = x->a[i] + x->b[i]; return 0; }\n"
-    "static int32_t add(void *const *buf, const int64_t *sym, const loom_kernel_ctx *ctx) {\n"
-    "  args x = {buf[0], buf[1], buf[2]}; return ctx->parallel_for(ctx->pool, sym[0], body, &x); }\n"
-    "static const loom_artifact_kernel ks[] = {{\"add\", add}};\n";
+/* Builds the fixture artifact dir/add.so (sealed) and dir/add.loomexe. */
+static void build_artifact(const char *dir, char *so, size_t n) { aot_build_artifact(dir, "add", NULL, AOT_SEAL, so, n); }
 
-/* Writes the fixture executable and kernels as a C file and compiles it into dir/add.so. */
-static void build_artifact(const char *dir, char *so, size_t n) {
-  loom_vm_exec *e = fixture_add_exec();
-  uint8_t *bytes;
-  size_t len;
-  OK(loom_vm_exec_write(e, NULL, &bytes, &len));
-  char c_path[512];
-  snprintf(c_path, sizeof c_path, "%s/add.c", dir);
-  FILE *f = fopen(c_path, "w");
-  cr_assert(f != NULL);
-  fputs(kernel_src, f);
-  fprintf(f, "static const unsigned char exe[] __attribute__((aligned(64))) = {");
-  for (size_t i = 0; i < len; i++) fprintf(f, "%s%u", i ? "," : "", bytes[i]);
-  fprintf(f, "};\n__attribute__((visibility(\"default\"))) const loom_artifact_desc loom_artifact_v1 = "
-             "{LOOM_ARTIFACT_MAGIC, LOOM_KERNEL_ABI_VERSION, exe, sizeof exe, 1, ks};\n");
-  fclose(f);
-  snprintf(so, n, "%s/add.so", dir);
-  loom_test_proc p = loom_test_run("cc -O1 -shared -fPIC -I. -o %s %s", so, c_path);
-  cr_assert_eq(p.exit_code, 0, "cc failed: %s", p.err);
-  loom_test_proc_free(&p);
-  char exe_path[512];
-  snprintf(exe_path, sizeof exe_path, "%s/add.loomexe", dir);
-  OK(loom_vm_exec_save(e, exe_path));
-  loom_free(NULL, bytes, len);
-  loom_vm_exec_free(e);
-}
-
-static char *make_dir(void) {
-  char *d = strdup("/tmp/loom-aot-XXXXXX");
-  cr_assert(mkdtemp(d) != NULL);
-  return d;
-}
-
-static void remove_dir(char *d) {
-  loom_test_proc p = loom_test_run("rm -rf %s", d);
-  loom_test_proc_free(&p);
-  free(d);
-}
+static char *make_dir(void) { return aot_make_dir(); }
+static void remove_dir(char *d) { aot_remove_dir(d); }
 
 LOOM_TEST(aot, artifact_loads_with_dlopen_and_runs_through_the_c_api) {
   char *dir = make_dir(), so[512];
@@ -92,7 +51,7 @@ LOOM_TEST(aot, artifact_loads_with_dlopen_and_runs_through_the_c_api) {
   char exe_path[512];
   snprintf(exe_path, sizeof exe_path, "%s/add.loomexe", dir);
   FAILS_WITH(loom_rt_open(exe_path, NULL, &rt), "kernel 0 'add' is not provided");
-  loom_artifact_kernel ks[] = {{"add", kernel_add}};
+  loom_artifact_kernel ks[] = {{.name = "add", .fn = kernel_add}};
   loom_rt_options o = {.kernels = ks, .nkernels = 1, .threads = 1};
   OK(loom_rt_open(exe_path, &o, &rt));
   loom_rt_close(rt);
@@ -219,7 +178,7 @@ LOOM_TEST(aot, cpu_device_loads_the_artifact_as_a_kernel_image) {
   cr_assert_str_eq(vt->name, "cpu");
   void *img;
   const loom_artifact_desc *a;
-  OK(vt->image_load(d, so, &img, &a));
+  OK(vt->image_load(d, so, NULL, &img, &a));
   cr_assert_eq(a->nkernels, 1);
   cr_assert_null(vt->kernel_find(d, img, "nope"));
   loom_kernel_fn add = vt->kernel_find(d, img, "add");
@@ -242,7 +201,7 @@ LOOM_TEST(aot, cpu_device_loads_the_artifact_as_a_kernel_image) {
   loom_cpu_pool_destroy(pool);
   loom_vm_obj_release(&s->hdr);
   vt->image_unload(d, img);
-  FAILS_WITH(vt->image_load(d, "/nonexistent/x.so", &img, &a), "cannot load artifact '/nonexistent/x.so'");
+  FAILS_WITH(vt->image_load(d, "/nonexistent/x.so", NULL, &img, &a), "cannot open '/nonexistent/x.so'");
   cr_assert_null(img);
   loom_device_release(d);
   remove_dir(dir);

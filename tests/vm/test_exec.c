@@ -12,8 +12,9 @@ int loom_fuzz_exec_one(const uint8_t *data, size_t size);
 static loom_vm_exec *richer_exec(void) {
   loom_vm_builder *b;
   OK(loom_vm_builder_new(NULL, &b));
-  uint32_t k = loom_vm_builder_kernel(b, "empty", 1, 1);
-  (void)loom_vm_builder_extern(b, "ext", 0, 0);
+  uint32_t sig[] = {LOOM_DTYPE_F32, 1, 1, LOOM_VM_SIG_SYM, 0, loom_vm_builder_str(b, "n")};
+  uint32_t k = loom_vm_builder_kernel(b, "empty", 1, 1, sig, 6);
+  (void)loom_vm_builder_extern(b, "ext", 0, 0, NULL, 0);
   float w[5] = {1, 2, 3, 4, 5};
   int64_t wd = 5;
   uint32_t kw = loom_vm_builder_const(b, "w", LOOM_DTYPE_F32, 1, &wd, w);
@@ -156,13 +157,22 @@ LOOM_TEST(exec, bad_version_magic_and_indices_are_named) {
     stmt;                        \
     FAILS_WITH(load_bytes(c, n), needle); \
   } while (0)
-  MUTATE(patch32(c, 8, 99), "format version 99 is not supported (this runtime reads version 1)");
+  MUTATE(patch32(c, 8, 99), "format version 99 is not supported (this runtime reads version 2)");
   MUTATE(c[0] = 'X', "not a Loom executable (bad magic)");
   MUTATE(patch32(c, 12, 5), "5 sections, expected 11");
   secinfo k = section(p, LOOM_VM_SEC_KERNELS), fu = section(p, LOOM_VM_SEC_FUNCS), co = section(p, LOOM_VM_SEC_CODE);
   secinfo cs = section(p, LOOM_VM_SEC_CONSTS), sy = section(p, LOOM_VM_SEC_SYMVARS);
   MUTATE(patch32(c, k.off, 100000), "in section KERNELS record 0: name string out of range");
-  MUTATE(patch32(c, k.off + 4, 3), "buffers: 1 given, signature needs 3");
+  MUTATE(patch32(c, k.off + 4, 3), "signature buffer 1: the signature ends before it\n  in section KERNELS record 0 ('empty')");
+  /* the signature words: f32, rank 1, (1 item: SYM 0), name */
+  MUTATE(patch32(c, k.off + 16, 77), "signature buffer 0: unknown dtype 77");
+  MUTATE(patch32(c, k.off + 20, 17), "signature buffer 0: rank 17 exceeds 16");
+  MUTATE(patch32(c, k.off + 24, 0), "signature buffer 0 axis 0: dim expression of 0 items");
+  MUTATE(patch32(c, k.off + 28, 99), "signature buffer 0 axis 0: unknown dim-expression item 99");
+  MUTATE(patch32(c, k.off + 28, LOOM_VM_SIG_ADD), "signature buffer 0 axis 0: dim-expression item 0 pops an empty stack");
+  MUTATE(patch32(c, k.off + 32, 1), "signature buffer 0 axis 0: symbol 1 out of range (the kernel takes 1)");
+  MUTATE(patch32(c, k.off + 36, 99999), "signature symbol 0: name string 99999 out of range");
+
   MUTATE(patch32(c, sy.off, 99999), "in section SYMVARS record 0: string 99999 out of range");
   MUTATE(patch32(c, cs.off + 4, 77), "in section CONSTS record 0: unknown dtype 77");
   MUTATE(patch32(c, cs.off + 24, 4096), "in section CONSTS record 0");

@@ -47,7 +47,19 @@ static loom_vm_exec *model_exec(void) {
   for (int i = 0; i < D * D; i++) w[i] = (i % (D + 1) == 0) ? 2.0f : 0.0f; /* 2 * identity */
   int64_t wd[2] = {D, D};
   uint32_t kw = loom_vm_builder_const(b, "wq", LOOM_DTYPE_F32, 2, wd, w);
-  uint32_t kcat = loom_vm_builder_kernel(b, "concat", 3, 3), kmm = loom_vm_builder_kernel(b, "matmul", 3, 1);
+  /* concat(cache: (b, past, 4), x: (b, s, 4), out: (b, past + s, 4); b, past, s) */
+  enum { S = LOOM_VM_SIG_SYM, C = LOOM_VM_SIG_CONST, F32 = LOOM_DTYPE_F32 };
+  uint32_t scat[] = {F32, 3, 1, S, 0, 1, S, 1, 1, C, D, 0,
+                     F32, 3, 1, S, 0, 1, S, 2, 1, C, D, 0,
+                     F32, 3, 1, S, 0, 3, S, 1, S, 2, LOOM_VM_SIG_ADD, 1, C, D, 0,
+                     loom_vm_builder_str(b, "b"), loom_vm_builder_str(b, "past"), loom_vm_builder_str(b, "s")};
+  /* matmul(x: [rows*4], w: (4, 4), y: [rows*4]; rows) */
+  uint32_t smm[] = {F32, LOOM_VM_SIG_FLAT, 3, S, 0, C, D, 0, LOOM_VM_SIG_MUL,
+                    F32, 2, 1, C, D, 0, 1, C, D, 0,
+                    F32, LOOM_VM_SIG_FLAT, 3, S, 0, C, D, 0, LOOM_VM_SIG_MUL,
+                    loom_vm_builder_str(b, "rows")};
+  uint32_t kcat = loom_vm_builder_kernel(b, "concat", 3, 3, scat, LOOM_ARRAY_LEN(scat));
+  uint32_t kmm = loom_vm_builder_kernel(b, "matmul", 3, 1, smm, LOOM_ARRAY_LEN(smm));
   loom_vm_fbuilder *f = loom_vm_builder_func(b, "step");
   const char *xd[] = {"b", "s", "4"}, *cd[] = {"b", "past", "4"};
   uint32_t x = loom_vm_fb_param(f, "x", LOOM_DTYPE_F32, 3, xd);

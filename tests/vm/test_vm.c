@@ -16,6 +16,12 @@ static ctx begin(void) {
   return c;
 }
 
+/* Kernel "fail" (kernel_fail) of one f32 buffer of n elements: fail(x; n). */
+static uint32_t fail_kernel(ctx *c) {
+  uint32_t sig[] = {LOOM_DTYPE_F32, 1, 1, LOOM_VM_SIG_SYM, 0, loom_vm_builder_str(c->b, "n")};
+  return loom_vm_builder_kernel(c->b, "fail", 1, 1, sig, 6);
+}
+
 static uint32_t iconst(ctx *c, int64_t v) {
   uint32_t r = loom_vm_fb_ireg(c->f, NULL);
   loom_vm_fb_emit(c->f, loom_vm_insn_abx(LOOM_VM_OP_ICONST, r, loom_vm_builder_intconst(c->b, v)));
@@ -341,16 +347,22 @@ LOOM_TEST(vm, memory_tuples_moves_kills_constants_builtins_and_calls) {
 
 LOOM_TEST(vm, runtime_errors_keep_the_vm_usable) {
   /* main(x: f32(sel)): sel = dim 0 picks the failure: 0 kernel error, 1 TGET out of
-   * range, 2 DIM past the rank, 3 RET of an empty register, 4 success */
+   * range, 2 DIM past the rank, 3 RET of a register empty on that path (defined on the
+   * others, so the verifier lets it through and the VM reports it), 4 success */
   ctx c = begin();
   loom_vm_fbuilder *f = c.f;
-  uint32_t kf = loom_vm_builder_kernel(c.b, "fail", 1, 0);
+  uint32_t kf = fail_kernel(&c);
   const char *dims[] = {"sel"};
   uint32_t x = loom_vm_fb_param(f, "x", LOOM_DTYPE_F32, 1, dims);
   uint32_t rt = loom_vm_fb_reg(f, LOOM_VM_OBJ_TUPLE), rg = loom_vm_fb_reg(f, LOOM_VM_OBJ_TENSOR);
   uint32_t re = loom_vm_fb_reg(f, LOOM_VM_OBJ_TENSOR);
   uint32_t sel = loom_vm_fb_ireg(f, "sel"), cond = loom_vm_fb_ireg(f, NULL), tmp = loom_vm_fb_ireg(f, NULL);
   loom_vm_fb_emit(f, loom_vm_insn_abc(LOOM_VM_OP_DIM, sel, x, 0));
+  /* re := x unless sel == 3 */
+  loom_vm_fb_emit(f, loom_vm_insn_abc(LOOM_VM_OP_IEQ, cond, sel, iconst(&c, 3)));
+  uint32_t skip = loom_vm_fb_emit(f, 0);
+  loom_vm_fb_emit(f, loom_vm_insn_abc(LOOM_VM_OP_MOV, re, x, 0));
+  loom_vm_fb_patch(f, skip, loom_vm_insn_abx(LOOM_VM_OP_JMPIF, cond, loom_vm_fb_pc(f)));
   uint32_t jumps[5];
   for (int64_t k = 0; k < 5; k++) {
     uint32_t kr = iconst(&c, k);
@@ -358,9 +370,9 @@ LOOM_TEST(vm, runtime_errors_keep_the_vm_usable) {
     jumps[k] = loom_vm_fb_emit(f, 0);
   }
   loom_vm_fb_emit(f, loom_vm_insn_abc(LOOM_VM_OP_RET, x, 0, 0));
-  uint32_t lk[] = {1, x, 0};
+  uint32_t lk[] = {1, x, 1, sel};
   loom_vm_fb_patch(f, jumps[0], loom_vm_insn_abx(LOOM_VM_OP_JMPIF, cond, loom_vm_fb_pc(f)));
-  loom_vm_fb_emit(f, loom_vm_insn_abx(LOOM_VM_OP_CALLK, kf, loom_vm_fb_list(f, lk, 3)));
+  loom_vm_fb_emit(f, loom_vm_insn_abx(LOOM_VM_OP_CALLK, kf, loom_vm_fb_list(f, lk, 4)));
   loom_vm_fb_emit(f, loom_vm_insn_abc(LOOM_VM_OP_RET, x, 0, 0));
   uint32_t lt[] = {1, x};
   loom_vm_fb_patch(f, jumps[1], loom_vm_insn_abx(LOOM_VM_OP_JMPIF, cond, loom_vm_fb_pc(f)));
@@ -398,11 +410,13 @@ LOOM_TEST(vm, runtime_errors_keep_the_vm_usable) {
 
 LOOM_TEST(vm, kernel_failure_and_missing_kernel_are_reported) {
   ctx c = begin();
-  uint32_t kf = loom_vm_builder_kernel(c.b, "fail", 1, 0);
+  uint32_t kf = fail_kernel(&c);
   const char *dims[] = {"n"};
   uint32_t x = loom_vm_fb_param(c.f, "x", LOOM_DTYPE_F32, 1, dims);
-  uint32_t lk[] = {1, x, 0};
-  loom_vm_fb_emit(c.f, loom_vm_insn_abx(LOOM_VM_OP_CALLK, kf, loom_vm_fb_list(c.f, lk, 3)));
+  uint32_t in = loom_vm_fb_ireg(c.f, "n");
+  loom_vm_fb_emit(c.f, loom_vm_insn_abc(LOOM_VM_OP_DIM, in, x, 0));
+  uint32_t lk[] = {1, x, 1, in};
+  loom_vm_fb_emit(c.f, loom_vm_insn_abx(LOOM_VM_OP_CALLK, kf, loom_vm_fb_list(c.f, lk, 4)));
   loom_vm_fb_emit(c.f, loom_vm_insn_abc(LOOM_VM_OP_RET, x, 0, 0));
   loom_vm_exec *e;
   OK(loom_vm_builder_finish(c.b, &e));
@@ -507,7 +521,8 @@ static loom_kernel_fn ext_resolve(void *ctx, const char *name, int is_extern) {
 
 LOOM_TEST(vm, externs_builtin_failures_and_call_depth) {
   ctx c = begin();
-  uint32_t ex = loom_vm_builder_extern(c.b, "host_fn", 1, 1);
+  uint32_t exsig[] = {LOOM_DTYPE_F32, 1, 1, LOOM_VM_SIG_SYM, 0, loom_vm_builder_str(c.b, "n")};
+  uint32_t ex = loom_vm_builder_extern(c.b, "host_fn", 1, 1, exsig, 6);
   const char *dims[] = {"n"};
   uint32_t x = loom_vm_fb_param(c.f, "x", LOOM_DTYPE_F32, 1, dims);
   uint32_t n = loom_vm_fb_ireg(c.f, "n"), one = iconst(&c, 1), two = iconst(&c, 2);
@@ -555,7 +570,10 @@ LOOM_TEST(vm, builder_out_of_memory_is_reported) {
     loom_status st = loom_vm_builder_new(NULL, &b);
     loom_vm_exec *e = NULL;
     if (!st) {
-      uint32_t kk = loom_vm_builder_kernel(b, "add", 3, 1);
+      uint32_t nm = loom_vm_builder_str(b, "n");
+      uint32_t sig[] = {LOOM_DTYPE_F32, 1, 1, LOOM_VM_SIG_SYM, 0, LOOM_DTYPE_F32, 1, 1, LOOM_VM_SIG_SYM, 0,
+                        LOOM_DTYPE_F32, 1, 1, LOOM_VM_SIG_SYM, 0, nm};
+      uint32_t kk = loom_vm_builder_kernel(b, "add", 3, 1, sig, 16);
       loom_vm_fbuilder *f = loom_vm_builder_func(b, "main");
       if (f) {
         const char *dims[] = {"n"};

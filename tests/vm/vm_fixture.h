@@ -66,7 +66,11 @@ static inline loom_kernel_fn fixture_resolve(void *ctx, const char *name, int is
 static inline loom_vm_exec *fixture_add_exec(void) {
   loom_vm_builder *b;
   OK(loom_vm_builder_new(NULL, &b));
-  uint32_t kadd = loom_vm_builder_kernel(b, "add", 3, 1);
+  /* add(x, y, out; numel): three dense f32 buffers of numel elements each */
+  uint32_t nm = loom_vm_builder_str(b, "numel");
+  uint32_t sig[] = {LOOM_DTYPE_F32, LOOM_VM_SIG_FLAT, 1, LOOM_VM_SIG_SYM, 0, LOOM_DTYPE_F32, LOOM_VM_SIG_FLAT, 1,
+                    LOOM_VM_SIG_SYM, 0, LOOM_DTYPE_F32, LOOM_VM_SIG_FLAT, 1, LOOM_VM_SIG_SYM, 0, nm};
+  uint32_t kadd = loom_vm_builder_kernel(b, "add", 3, 1, sig, 16);
   loom_vm_fbuilder *f = loom_vm_builder_func(b, "main");
   const char *dims[] = {"n", "2*n + 1"};
   uint32_t x = loom_vm_fb_param(f, "x", LOOM_DTYPE_F32, 2, dims);

@@ -559,6 +559,9 @@ static loom_status import_main(imp *im) {
     if (!p) return LOOM_OOM();
     LOOM_PROPAGATE(oimp_bind(im, v->name, p, NULL));
   }
+  /* the graph's nodes are one dataflow block (pure: control flow is resolved while importing), so
+   * that the graph passes which work block by block (fuse) see them */
+  LOOM_PROPAGATE(loom_graph_builder_block(&im->b, true));
   LOOM_PROPAGATE(oimp_import_graph(im, g));
   loom_graph_expr *res[64];
   if (g->n_outputs == 0 || g->n_outputs > 64) return LOOM_ERROR(UNIMPLEMENTED, "%zu graph outputs", g->n_outputs);

@@ -417,9 +417,124 @@ static loom_status ein_diag(nctx *c, ein_term *t, int p, int q) {
   return LOOM_OK;
 }
 
+/* Sums term t over its axes whose labels appear in neither `other` nor the output. */
+static loom_status ein_sum_private(nctx *c, ein_term *t, const ein_term *other, const ein_term *o) {
+  int64_t ax[EIN_MAX];
+  int n = 0, k = 0;
+  for (int i = 0; i < t->n; i++) {
+    if (ein_find(other, t->lab[i]) < 0 && ein_find(o, t->lab[i]) < 0) ax[n++] = i;
+    else t->lab[k++] = t->lab[i];
+  }
+  if (!n) return LOOM_OK;
+  t->n = k;
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", (size_t)n, ax));
+  oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "keepdims", false));
+  return oimp_op1(c, LOOM_GRAPH_OP_SUM, t->x, &t->x);
+}
+
+/* Term t permuted to the labels `order` (all of them its own) and reshaped to its first
+ * `keep` axes followed by the products of the next two groups of sizes n1 and n2. */
+static loom_status ein_pack(nctx *c, const ein_term *t, const char *order, int keep, int n1, int n2,
+                            loom_graph_expr **y) {
+  int r;
+  const loom_sym_expr *const *d;
+  LOOM_PROPAGATE(dims_of(c, t->x, &r, &d));
+  int64_t perm[EIN_MAX];
+  bool ident = true;
+  for (int j = 0; j < r; j++) perm[j] = ein_find(t, order[j]), ident = ident && perm[j] == j;
+  loom_graph_expr *x = t->x;
+  if (!ident) {
+    oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", (size_t)r, perm));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_PERMUTE_DIMS, x, &x));
+  }
+  const loom_sym_expr *sh[EIN_MAX + 2], *p1 = loom_sym_const(c->im->cx, 1), *p2 = p1;
+  for (int j = 0; j < keep; j++) sh[j] = d[perm[j]];
+  for (int j = 0; j < n1; j++) p1 = loom_sym_mul(c->im->cx, p1, d[perm[keep + j]]);
+  for (int j = 0; j < n2; j++) p2 = loom_sym_mul(c->im->cx, p2, d[perm[keep + n1 + j]]);
+  if (!p1 || !p2) return LOOM_OOM();
+  sh[keep] = p1, sh[keep + 1] = p2;
+  if (n1 != 1 || n2 != 1) {
+    oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)keep + 2, sh));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, x, &x));
+  }
+  return *y = x, LOOM_OK;
+}
+
+/* Two floating-point operands with a contracted label, as one (batched) matmul: labels in
+ * both operands and the output are batch axes (broadcast by matmul), in one operand and the
+ * output its free axes (M of the first, N of the second), in both but not the output the
+ * contracted ones (K, equal extents required); a label in one operand only and not in the
+ * output is summed away first. A is packed to [batch, prod M, prod K], B to [batch, prod K,
+ * prod N]; the product is reshaped to [batch, M, N] and permuted to the output's order.
+ * *done is false (nothing emitted) when the form does not apply. */
+static loom_status ein_matmul(nctx *c, ein_term t[2], const ein_term *o, loom_graph_expr **out, bool *done) {
+  *done = false;
+  loom_dtype dt = t[0].x->sinfo->dtype;
+  if (dt != t[1].x->sinfo->dtype || (dt != LOOM_DTYPE_F32 && dt != LOOM_DTYPE_F64)) return LOOM_OK;
+  char bl[EIN_MAX], ml[EIN_MAX], nl[EIN_MAX], kl[EIN_MAX];
+  int nb = 0, nm = 0, nn = 0, nk = 0;
+  const loom_sym_expr *const *d0, *const *d1;
+  int r0, r1;
+  LOOM_PROPAGATE(dims_of(c, t[0].x, &r0, &d0));
+  LOOM_PROPAGATE(dims_of(c, t[1].x, &r1, &d1));
+  for (int i = 0; i < t[0].n; i++) {
+    char l = t[0].lab[i];
+    int j = ein_find(&t[1], l);
+    if (j >= 0 && ein_find(o, l) < 0) {
+      if (d0[i] != d1[j]) return LOOM_OK; /* a broadcast contraction: the general form */
+      kl[nk++] = l;
+    }
+  }
+  if (!nk) return LOOM_OK; /* an outer or elementwise product: the general form */
+  *done = true;
+  LOOM_PROPAGATE(ein_sum_private(c, &t[0], &t[1], o));
+  LOOM_PROPAGATE(ein_sum_private(c, &t[1], &t[0], o));
+  LOOM_PROPAGATE(dims_of(c, t[0].x, &r0, &d0));
+  LOOM_PROPAGATE(dims_of(c, t[1].x, &r1, &d1));
+  for (int i = 0; i < o->n; i++) {
+    char l = o->lab[i];
+    bool in0 = ein_find(&t[0], l) >= 0, in1 = ein_find(&t[1], l) >= 0;
+    if (in0 && in1) bl[nb++] = l;
+    else if (in0) ml[nm++] = l;
+    else nl[nn++] = l;
+  }
+  char ord[EIN_MAX * 2];
+  memcpy(ord, bl, (size_t)nb), memcpy(ord + nb, ml, (size_t)nm), memcpy(ord + nb + nm, kl, (size_t)nk);
+  loom_graph_expr *ab[2], *y;
+  LOOM_PROPAGATE(ein_pack(c, &t[0], ord, nb, nm, nk, &ab[0]));
+  memcpy(ord + nb, kl, (size_t)nk), memcpy(ord + nb + nk, nl, (size_t)nn);
+  LOOM_PROPAGATE(ein_pack(c, &t[1], ord, nb, nk, nn, &ab[1]));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MATMUL, ab[0], ab[1], &y));
+  int ry;
+  const loom_sym_expr *const *dy;
+  LOOM_PROPAGATE(dims_of(c, y, &ry, &dy));
+  if (nm != 1 || nn != 1) { /* [batch, prod M, prod N] -> [batch, M, N] */
+    const loom_sym_expr *sh[EIN_MAX];
+    for (int j = 0; j < nb; j++) sh[j] = dy[j];
+    for (int j = 0; j < nm; j++) sh[nb + j] = d0[ein_find(&t[0], ml[j])];
+    for (int j = 0; j < nn; j++) sh[nb + nm + j] = d1[ein_find(&t[1], nl[j])];
+    oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)(nb + nm + nn), sh));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, y, &y));
+  }
+  memcpy(ord + nb, ml, (size_t)nm), memcpy(ord + nb + nm, nl, (size_t)nn);
+  int64_t perm[EIN_MAX];
+  bool ident = true;
+  for (int i = 0; i < o->n; i++) {
+    for (int j = 0; j < o->n; j++)
+      if (ord[j] == o->lab[i]) perm[i] = j;
+    ident = ident && perm[i] == i;
+  }
+  if (!ident) {
+    oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", (size_t)o->n, perm));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_PERMUTE_DIMS, y, &y));
+  }
+  return *out = y, LOOM_OK;
+}
+
 /* Einsum: diagonals of repeated labels, then every operand permuted and reshaped onto one
  * label order (output labels first, then the contracted ones), multiplied with
- * broadcasting, and summed over the contracted labels. */
+ * broadcasting, and summed over the contracted labels; two operands with a contraction go
+ * through one matmul instead (ein_matmul). */
 static loom_status h_einsum(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   const char *eq;
@@ -491,6 +606,11 @@ static loom_status h_einsum(nctx *c, const op_entry *e, loom_graph_expr **out) {
         all[nl++] = t[a].lab[i];
       }
     }
+  if (nt == 2) {
+    bool done;
+    LOOM_PROPAGATE(ein_matmul(c, t, &o, out, &done));
+    if (done) return LOOM_OK;
+  }
   loom_graph_expr *y = NULL;
   const loom_sym_expr *one = loom_sym_const(c->im->cx, 1);
   for (int a = 0; a < nt; a++) {

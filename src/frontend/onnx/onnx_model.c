@@ -287,6 +287,8 @@ static loom_status convert_node(conv *c, const Onnx__NodeProto *np, size_t index
   n->n_inputs = np->n_input;
   LOOM_PROPAGATE(convert_names(c, np->n_output, np->output, &n->outputs));
   n->n_outputs = np->n_output;
+  if (n->n_outputs == 0) /* every ONNX operator has at least one output; handlers bind outputs[0] */
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s has no outputs", c->file, node_label(n, label));
   for (size_t i = 0; i < n->n_inputs; i++)
     if (*n->inputs[i] && !scope_has(sc, n->inputs[i]))
       return LOOM_ERROR(NOT_FOUND,

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "base/lowp.h"
 #include "frontend/onnx/onnx_internal.h"
 
@@ -62,33 +63,15 @@ bool loom_onnx_elem_dtype(int32_t code, loom_dtype *out) {
 /* Files                                                                      */
 /* ------------------------------------------------------------------------- */
 
+/* Reads a whole model or tensor file: a regular file within its size limit (base/file.h),
+ * refused before a byte is read otherwise. */
 loom_status loom_onnx_read_file(const char *path, const char *what, uint8_t **out, size_t *out_len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    int e = errno;
-    if (e == ENOENT) return LOOM_ERROR(NOT_FOUND, "%s: cannot open %s file: %s", path, what, strerror(e));
-    return LOOM_ERROR(IO_ERROR, "%s: cannot open %s file: %s", path, what, strerror(e));
-  }
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fclose(f);
-    return LOOM_ERROR(INVALID_ARGUMENT, "%s: the %s file is not a regular file", path, what);
-  }
-  size_t len = (size_t)st.st_size;
-  uint8_t *buf = malloc(len + 1);
-  if (!buf) {
-    fclose(f);
-    return LOOM_ERROR(RESOURCE_EXHAUSTED, "%s: out of memory reading %zu bytes", path, len);
-  }
-  size_t got = fread(buf, 1, len, f);
-  int err = ferror(f);
-  fclose(f);
-  if (got != len || err) {
-    free(buf);
-    return LOOM_ERROR(IO_ERROR, "%s: read %zu of %zu bytes of the %s file", path, got, len, what);
-  }
-  buf[len] = 0;
-  *out = buf;
+  char *data = NULL;
+  size_t len = 0;
+  bool model = !strcmp(what, "model");
+  LOOM_PROPAGATE(loom_file_read_limited(path, model ? "model file" : "tensor file",
+                                        model ? LOOM_FILE_LIMIT_ONNX : LOOM_FILE_LIMIT_NPY, &data, &len));
+  *out = (uint8_t *)data;
   *out_len = len;
   return LOOM_OK;
 }

@@ -1,0 +1,148 @@
+/* pass_pack.c — constant matmul weights laid out once, in the panels the CPU matmul rule reads
+ * (loom_graph_pack_weights).
+ *
+ *   matmul(x, W)                    W: const (k, n), f32, n a multiple of P, n >= P
+ *     -> matmul(x, Wp, packed_b=true)    Wp: const (n / P, k, P), Wp[q, r, c] = W[r, q*P + c]
+ *   matmul(x, W, transpose_b=true)  W: const (n, k): the same with Wp[q, r, c] = W[q*P + c, r]
+ *   matmul_integer(a, B, za, zb)    B: const (k, n) u8 / i8, zb const: B's centred i16 pair words
+ *     -> matmul_integer(a, Bp, za, packed_b=true)   Bp: i32 (n / P, ceil(k / 2), P)
+ *
+ * P is the target's panel width (loom_target.matmul_panel: two vectors of f32). The register
+ * tile then reads each panel of k x P contiguous floats where it lies: no per-call packing of
+ * B, no strided reads of a weight row per k step (tensorprog/schedule_cpu.c). The packed
+ * constant replaces the weight; the weight goes with dce when nothing else reads it. The
+ * reference (and the interpreter) compute the packed form exactly as the original. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/pass_internal.h"
+
+/* A constant 2-D f32 operand with constant dims, or false. */
+static bool const_matrix(const loom_graph_expr *w, int64_t *rows, int64_t *cols) {
+  const loom_sinfo *si = w->sinfo;
+  if (w->kind != LOOM_GRAPH_EXPR_CONST || si->kind != LOOM_SINFO_TENSOR || si->dtype != LOOM_DTYPE_F32 ||
+      si->ndim != 2 || !si->dims)
+    return false;
+  return loom_sym_is_const(si->dims[0], rows) && loom_sym_is_const(si->dims[1], cols) &&
+         w->u.cnst.nbytes == (size_t)(*rows * *cols) * sizeof(float);
+}
+
+/* The module constant name for the packed weight of binding b. */
+static const char *packed_name(loom_pass *p, const loom_graph_binding *b, char *buf, size_t cap) {
+  for (unsigned k = 0;; k++) {
+    if (k) snprintf(buf, cap, "%s_%s_packed_%u", p->f->name, b->var->u.var.name, k);
+    else snprintf(buf, cap, "%s_%s_packed", p->f->name, b->var->u.var.name);
+    bool taken = false;
+    for (size_t i = 0; i < loom_graph_module_num_consts(p->m) && !taken; i++)
+      taken = !strcmp(loom_graph_module_const_at(p->m, i)->name, buf);
+    if (!taken) return buf;
+  }
+}
+
+/* A constant operand's single value (one element), or false. */
+static bool const_scalar_i(const loom_graph_expr *e, int64_t *out) {
+  if (e->kind != LOOM_GRAPH_EXPR_CONST || e->sinfo->kind != LOOM_SINFO_TENSOR) return false;
+  size_t es = loom_dtype_size(e->sinfo->dtype);
+  if (!es || e->u.cnst.nbytes != es) return false;
+  loom_graph_tensor t = {.dtype = e->sinfo->dtype, .data = e->u.cnst.data};
+  *out = loom_graph_tensor_get_i64(&t, 0);
+  return true;
+}
+
+/* matmul_integer(a, B, za, zb) with B (k, n) and zb constants:
+ *   -> matmul_integer(a, Bp, za, packed_b=true)   Bp: i32 (n / P, ceil(k / 2), P) pair words,
+ * low half B[2t, j] - zb, high half B[2t + 1, j] - zb (0 past k). */
+static loom_status pack_int8(loom_pass *p, loom_graph_binding *b, int64_t panel) {
+  const loom_graph_expr *v = b->value;
+  if (v->u.call.nargs != 4 || loom_graph_call_int(v, "packed_b")) return LOOM_OK;
+  const loom_graph_expr *w = v->u.call.args[1];
+  const loom_sinfo *si = w->sinfo;
+  int64_t k, n, zb;
+  if (w->kind != LOOM_GRAPH_EXPR_CONST || si->kind != LOOM_SINFO_TENSOR || si->ndim != 2 || !si->dims ||
+      (si->dtype != LOOM_DTYPE_U8 && si->dtype != LOOM_DTYPE_I8) || !loom_sym_is_const(si->dims[0], &k) ||
+      !loom_sym_is_const(si->dims[1], &n) || w->u.cnst.nbytes != (size_t)(k * n) || !const_scalar_i(v->u.call.args[3], &zb))
+    return LOOM_OK;
+  if (k < 1 || n < panel || n % panel) return LOOM_OK;
+  int64_t kh = (k + 1) / 2;
+  size_t bytes = (size_t)(kh * n) * sizeof(int32_t);
+  uint32_t *words = malloc(bytes);
+  if (!words) return LOOM_OOM();
+  loom_graph_tensor src = {.dtype = si->dtype, .data = w->u.cnst.data};
+  for (int64_t q = 0; q < n / panel; q++)
+    for (int64_t t = 0; t < kh; t++)
+      for (int64_t c = 0; c < panel; c++) {
+        int64_t j = q * panel + c;
+        int64_t lo = loom_graph_tensor_get_i64(&src, (size_t)(2 * t * n + j)) - zb;
+        int64_t hi = 2 * t + 1 < k ? loom_graph_tensor_get_i64(&src, (size_t)((2 * t + 1) * n + j)) - zb : 0;
+        words[(q * kh + t) * panel + c] = ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16);
+      }
+  loom_sym_ctx *cx = loom_graph_module_sym(p->m);
+  const loom_sym_expr *dims[3] = {loom_sym_const(cx, n / panel), loom_sym_const(cx, kh), loom_sym_const(cx, panel)};
+  const loom_sinfo *ps = loom_sinfo_tensor(p->m, LOOM_DTYPE_I32, 3, dims, si->device);
+  loom_graph_expr *c = ps ? loom_graph_const_new(p->m, ps, words, bytes) : NULL;
+  free(words);
+  if (!c) return LOOM_OOM();
+  char name[256];
+  LOOM_PROPAGATE(loom_graph_module_add_const(p->m, packed_name(p, b, name, sizeof name), c));
+  loom_graph_attr attr = loom_graph_attr_bool(p->m, "packed_b", true);
+  if (!attr.name) return LOOM_OOM();
+  loom_graph_expr *args[3] = {v->u.call.args[0], c, v->u.call.args[2]};
+  loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 3, args, 1, &attr);
+  if (!nc) return LOOM_OOM();
+  bool ok;
+  return loom_pass_set_value(p, b, nc, &ok);
+}
+
+static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
+  (void)drop;
+  const int64_t panel = *(const int *)p->ud;
+  const loom_graph_expr *v = b->value;
+  if (b->kind == LOOM_GRAPH_BIND_VAR && v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_OP &&
+      v->u.call.op == LOOM_GRAPH_OP_MATMUL_INTEGER)
+    return pack_int8(p, b, panel);
+  if (b->kind != LOOM_GRAPH_BIND_VAR || v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP ||
+      v->u.call.op != LOOM_GRAPH_OP_MATMUL || v->u.call.nargs != 2 || loom_graph_call_int(v, "packed_b"))
+    return LOOM_OK;
+  const loom_graph_expr *x = v->u.call.args[0], *w = v->u.call.args[1];
+  bool tb = loom_graph_call_int(v, "transpose_b") != 0;
+  int64_t rows, cols;
+  if (x->sinfo->kind != LOOM_SINFO_TENSOR || x->sinfo->dtype != LOOM_DTYPE_F32 || !const_matrix(w, &rows, &cols)) return LOOM_OK;
+  int64_t k = tb ? cols : rows, n = tb ? rows : cols;
+  if (k < 1 || n < panel || n % panel) return LOOM_OK;
+  /* Wp[q, r, c] = B[r, q*panel + c] with B = W, or W^T for transpose_b */
+  size_t bytes = (size_t)(k * n) * sizeof(float);
+  float *packed = malloc(bytes);
+  if (!packed) return LOOM_OOM();
+  const float *src = w->u.cnst.data;
+  for (int64_t q = 0; q < n / panel; q++)
+    for (int64_t r = 0; r < k; r++)
+      for (int64_t c = 0; c < panel; c++) {
+        int64_t j = q * panel + c;
+        packed[(q * k + r) * panel + c] = tb ? src[j * k + r] : src[r * n + j];
+      }
+  loom_sym_ctx *cx = loom_graph_module_sym(p->m);
+  const loom_sym_expr *dims[3] = {loom_sym_const(cx, n / panel), loom_sym_const(cx, k), loom_sym_const(cx, panel)};
+  const loom_sinfo *si = loom_sinfo_tensor(p->m, LOOM_DTYPE_F32, 3, dims, w->sinfo->device);
+  loom_graph_expr *c = si ? loom_graph_const_new(p->m, si, packed, bytes) : NULL;
+  free(packed);
+  if (!c) return LOOM_OOM();
+  char name[256];
+  LOOM_PROPAGATE(loom_graph_module_add_const(p->m, packed_name(p, b, name, sizeof name), c));
+  loom_graph_attr attr = loom_graph_attr_bool(p->m, "packed_b", true);
+  if (!attr.name) return LOOM_OOM();
+  loom_graph_expr *args[2] = {(loom_graph_expr *)x, c};
+  loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 2, args, 1, &attr);
+  if (!nc) return LOOM_OOM();
+  bool ok;
+  return loom_pass_set_value(p, b, nc, &ok);
+}
+
+loom_status loom_graph_pack_weights(loom_graph_module *m, int panel, size_t *out_changed) {
+  if (out_changed) *out_changed = 0;
+  if (panel < 1) return LOOM_OK;
+  loom_pass p = {.m = m, .visit = visit, .ud = &panel};
+  LOOM_PROPAGATE(loom_pass_run(&p));
+  if (out_changed) *out_changed = p.changed;
+  return LOOM_OK;
+}

@@ -1,0 +1,668 @@
+/* gen_conv.c — convolution as a GEMM that the CPU matmul rule register-tiles (graph/legalize_window.c
+ * decides when; docs/tensorprog.md "Convolution as GEMM").
+ *
+ *   loom_tp_gen_conv_gemm  Y[n, o, p] = (Bias[o]) + sum over r of W[o, r] * X[n, g*cg + r / K, s*p + off(r)]:
+ *                          the implicit GEMM of a convolution over an input padded beforehand and viewed
+ *                          flat (X: (n, c, l)), W viewed (o, cg*K). off(r) is the flat offset of kernel
+ *                          tap r % K in the padded input (pitches from the padded extents, scalar
+ *                          parameters), so B = X[.., s*p + off(r)] is read with unit stride in p (s = 1)
+ *                          and packed per panel by the matmul rule: im2col without its buffer. Output
+ *                          positions are flat positions of the padded input's grid; the columns past
+ *                          each row's output extent are computed and sliced away by the caller.
+ *   loom_tp_gen_im2col     col[n, c*K + t, p] = X[n, c, y_i*s_i + t_i*d_i ..] (p: the flat output position):
+ *                          the patch matrix of a strided convolution, for conv_gemm with K = 1.
+ *
+ * Kernel extents, strides, dilations and groups are constants of the program; every extent is
+ * symbolic. Programs are built directly as IR (tp_build.h). */
+#include <math.h>
+
+#include "tensorprog/gen_internal.h"
+
+static const loom_sym_expr *C(loom_sym_ctx *cx, int64_t v) { return loom_sym_const(cx, v); }
+
+static loom_status check_geometry(const loom_tp_conv_gemm *g, const char *what) {
+  if (g->n < 1 || g->n > LOOM_TP_MAX_SPATIAL || g->groups < 1 || g->stride < 1)
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %d spatial axes, groups %lld, stride %lld", what, g->n, (long long)g->groups,
+                      (long long)g->stride);
+  for (int i = 0; i < g->n; i++)
+    if (g->kernel[i] < 1 || g->dilation[i] < 1)
+      return LOOM_ERROR(INVALID_ARGUMENT, "%s: spatial axis %d has kernel %lld, dilation %lld", what, i,
+                        (long long)g->kernel[i], (long long)g->dilation[i]);
+  return LOOM_OK;
+}
+
+/* Taps of the kernel: K = prod k_i. */
+static int64_t taps(const loom_tp_conv_gemm *g) {
+  int64_t k = 1;
+  for (int i = 0; i < g->n; i++) k *= g->kernel[i];
+  return k;
+}
+
+/* Text of what it builds (G > 1; Bias optional; e1.. the padded extents of spatial axes 1..n-1):
+ *   prim @name(X: Buffer[(n, c, l), t], W: Buffer[(o, c // G * K), t], Bias: Buffer[(o,), t], e1: i64, ...,
+ *              Y: Buffer[(n, o, p), t]) {
+ *     for i0 in 0..n { for g in 0..G { for i1 in 0..o // G { for j in 0..p {
+ *       Y[i0, g*(o // G) + i1, j] = Bias[g*(o // G) + i1]
+ *       for r in 0..c // G * K reduce {
+ *         Y[..] = Y[..] + W[g*(o // G) + i1, r] * X[i0, g*(c // G) + r // K, s*j + off(r)] } } } } }
+ * off(r) = sum over spatial axes i of ((r // K_i) % k_i) * d_i * pitch_i, K_i the taps of the axes
+ * after i, pitch_i the product of e_m for m > i. With G = 1 there is no g loop. */
+loom_status loom_tp_gen_conv_gemm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *geo,
+                                  loom_tp_func **result) {
+  LOOM_PROPAGATE(check_geometry(geo, "conv_gemm"));
+  int64_t K = taps(geo), G = geo->groups;
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *xd[3], *wd[2], *yd[3];
+  xd[0] = loom_tpb_shape_sym(&b, "n");
+  xd[1] = loom_tpb_shape_sym(&b, "c");
+  xd[2] = loom_tpb_shape_sym(&b, "l");
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, 3, xd);
+  const loom_sym_expr *cg = loom_sym_floordiv(cx, xd[1], C(cx, G));
+  wd[0] = loom_tpb_shape_sym(&b, "o");
+  wd[1] = loom_sym_mul(cx, cg, C(cx, K));
+  const loom_tp_buffer *W = loom_tpb_buffer(&b, "W", t, 2, wd);
+  const loom_tp_buffer *Bias = geo->bias ? loom_tpb_buffer(&b, "Bias", t, 1, wd) : NULL;
+  static const char *const ext[LOOM_TP_MAX_SPATIAL] = {"e0", "e1", "e2", "e3", "e4", "e5"};
+  const loom_sym_expr *e[LOOM_TP_MAX_SPATIAL] = {0};
+  for (int i = 1; i < geo->n; i++) e[i] = loom_tpb_scalar(&b, ext[i]);
+  yd[0] = xd[0];
+  yd[1] = wd[0];
+  yd[2] = loom_tpb_shape_sym(&b, "p");
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, 3, yd); /* the destination: last */
+
+  const loom_sym_expr *og = loom_sym_floordiv(cx, wd[0], C(cx, G));
+  const loom_sym_expr *i0 = loom_tpb_for(&b, "i0", xd[0], LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *g = G > 1 ? loom_tpb_for(&b, "g", C(cx, G), LOOM_TP_LOOP_SERIAL, false) : C(cx, 0);
+  const loom_sym_expr *i1 = loom_tpb_for(&b, "i1", og, LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *j = loom_tpb_for(&b, "j", yd[2], LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *oc = loom_sym_add(cx, loom_sym_mul(cx, g, og), i1);
+  loom_tp_expr *yi[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, oc), loom_tpb_idx(&b, j)};
+  loom_tp_expr *oi = loom_tpb_idx(&b, oc);
+  loom_tpb_store(&b, Y, yi, Bias ? loom_tpb_load(&b, Bias, &oi) : loom_tpg_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
+  const loom_sym_expr *r = loom_tpb_for(&b, "r", wd[1], LOOM_TP_LOOP_SERIAL, true);
+  /* the tap's flat offset: axes from the last (pitch 1) to the first */
+  const loom_sym_expr *off = C(cx, 0), *pitch = C(cx, 1);
+  int64_t inner = 1;
+  for (int i = geo->n - 1; i >= 0; i--) {
+    const loom_sym_expr *ti = loom_sym_floormod(cx, loom_sym_floordiv(cx, r, C(cx, inner)), C(cx, geo->kernel[i]));
+    if (geo->kernel[i] > 1) off = loom_sym_add(cx, off, loom_sym_mul(cx, loom_sym_mul(cx, ti, C(cx, geo->dilation[i])), pitch));
+    inner *= geo->kernel[i];
+    if (i > 0) pitch = loom_sym_mul(cx, pitch, e[i]);
+  }
+  const loom_sym_expr *ch = loom_sym_add(cx, loom_sym_mul(cx, g, cg), K > 1 ? loom_sym_floordiv(cx, r, C(cx, K)) : r);
+  loom_tp_expr *xi[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, ch),
+                         loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_mul(cx, j, C(cx, geo->stride)), off))};
+  loom_tp_expr *wi[2] = {loom_tpb_idx(&b, oc), loom_tpb_idx(&b, r)};
+  loom_tp_expr *prod = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&b, W, wi), loom_tpb_load(&b, X, xi));
+  loom_tpb_store(&b, Y, yi, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, Y, yi), prod));
+  return loom_tpb_finish(&b, result);
+}
+
+/* Text (2-D; y_i = (h_i - d_i*(k_i - 1) - 1) // s_i + 1 of the padded extents h_i):
+ *   prim @name(X: Buffer[(n, c, h0, h1), t], col: Buffer[(n, c*K, y0*y1), t]) {
+ *     for q in 0..n*c { for t0 in 0..k0 { for t1 in 0..k1 { for j0 in 0..y0 { for j1 in 0..y1 {
+ *       col[q // c, ((q % c)*k0 + t0)*k1 + t1, j0*y1 + j1] = X[q // c, q % c, j0*s0 + t0*d0, j1*s1 + t1*d1] } } } } } */
+loom_status loom_tp_gen_im2col(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *geo,
+                               const int64_t *stride, loom_tp_func **result) {
+  LOOM_PROPAGATE(check_geometry(geo, "im2col"));
+  int n = geo->n;
+  for (int i = 0; i < n; i++)
+    if (stride[i] < 1) return LOOM_ERROR(INVALID_ARGUMENT, "im2col: spatial axis %d has stride %lld", i, (long long)stride[i]);
+  static const char *const hn[LOOM_TP_MAX_SPATIAL] = {"h0", "h1", "h2", "h3", "h4", "h5"};
+  static const char *const tn[LOOM_TP_MAX_SPATIAL] = {"t0", "t1", "t2", "t3", "t4", "t5"};
+  static const char *const jn[LOOM_TP_MAX_SPATIAL] = {"j0", "j1", "j2", "j3", "j4", "j5"};
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *xd[2 + LOOM_TP_MAX_SPATIAL], *cd[3], *y[LOOM_TP_MAX_SPATIAL];
+  xd[0] = loom_tpb_shape_sym(&b, "n");
+  xd[1] = loom_tpb_shape_sym(&b, "c");
+  for (int i = 0; i < n; i++) xd[2 + i] = loom_tpb_shape_sym(&b, hn[i]);
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, 2 + n, xd);
+  const loom_sym_expr *P = C(cx, 1);
+  for (int i = 0; i < n; i++) {
+    const loom_sym_expr *span = C(cx, geo->dilation[i] * (geo->kernel[i] - 1) + 1);
+    y[i] = loom_sym_add(cx, loom_sym_floordiv(cx, loom_sym_sub(cx, xd[2 + i], span), C(cx, stride[i])), C(cx, 1));
+    P = loom_sym_mul(cx, P, y[i]);
+  }
+  cd[0] = xd[0];
+  cd[1] = loom_sym_mul(cx, xd[1], C(cx, taps(geo)));
+  cd[2] = loom_tp_conv_cols(cx, P);
+  const loom_tp_buffer *col = loom_tpb_buffer(&b, "col", t, 3, cd);
+  /* one loop over the (n, c) planes: a batch of one still has work for every thread */
+  const loom_sym_expr *q = loom_tpb_for(&b, "q", loom_sym_mul(cx, xd[0], xd[1]), LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *i0 = loom_sym_floordiv(cx, q, xd[1]), *c0 = loom_sym_floormod(cx, q, xd[1]);
+  const loom_sym_expr *row = c0, *tv[LOOM_TP_MAX_SPATIAL], *jv[LOOM_TP_MAX_SPATIAL];
+  for (int i = 0; i < n; i++) {
+    tv[i] = loom_tpb_for(&b, tn[i], C(cx, geo->kernel[i]), LOOM_TP_LOOP_SERIAL, false);
+    row = loom_sym_add(cx, loom_sym_mul(cx, row, C(cx, geo->kernel[i])), tv[i]);
+  }
+  const loom_sym_expr *p = C(cx, 0);
+  loom_tp_expr *xi[2 + LOOM_TP_MAX_SPATIAL];
+  xi[0] = loom_tpb_idx(&b, i0);
+  xi[1] = loom_tpb_idx(&b, c0);
+  for (int i = 0; i < n; i++) {
+    jv[i] = loom_tpb_for(&b, jn[i], y[i], LOOM_TP_LOOP_SERIAL, false);
+    p = loom_sym_add(cx, loom_sym_mul(cx, p, y[i]), jv[i]);
+    xi[2 + i] = loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_mul(cx, jv[i], C(cx, stride[i])),
+                                              loom_sym_mul(cx, tv[i], C(cx, geo->dilation[i]))));
+  }
+  loom_tp_expr *ci[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, row), loom_tpb_idx(&b, p)};
+  loom_tpb_store(&b, col, ci, loom_tpb_load(&b, X, xi));
+  loom_tpb_end_n(&b, n);
+  /* the columns past P, up to a whole panel: zeros (their products are cropped away) */
+  const loom_sym_expr *z = loom_tpb_for(&b, "z", loom_sym_sub(cx, cd[2], P), LOOM_TP_LOOP_SERIAL, false);
+  ci[2] = loom_tpb_idx(&b, loom_sym_add(cx, P, z));
+  loom_tpb_store(&b, col, ci, loom_tpg_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
+  return loom_tpb_finish(&b, result);
+}
+
+const loom_sym_expr *loom_tp_conv_cols(loom_sym_ctx *cx, const loom_sym_expr *p) {
+  return loom_sym_mul(cx, loom_sym_floordiv(cx, loom_sym_add(cx, p, C(cx, LOOM_TP_CONV_COLS - 1)), C(cx, LOOM_TP_CONV_COLS)),
+                      C(cx, LOOM_TP_CONV_COLS));
+}
+
+/* Text (2-D; e1 the grid's row pitch, a scalar parameter):
+ *   prim @name(Yf: Buffer[(n, o, p), t], e1: i64, Y: Buffer[(n, o, y0, y1), t]) {
+ *     for i0 in 0..n { for i1 in 0..o { for j0 in 0..y0 { for j1 in 0..y1 { Y[i0, i1, j0, j1] = Yf[i0, i1, j0*e1 + j1] } } } } }
+ * (a plain nest over Y, so that the fuse pass can inline it into an elementwise consumer). */
+loom_status loom_tp_gen_conv_crop(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, loom_tp_func **result) {
+  if (n < 1 || n > LOOM_TP_MAX_SPATIAL) return LOOM_ERROR(INVALID_ARGUMENT, "conv_crop: %d spatial axes", n);
+  static const char *const en[LOOM_TP_MAX_SPATIAL] = {"e0", "e1", "e2", "e3", "e4", "e5"};
+  static const char *const yn[LOOM_TP_MAX_SPATIAL] = {"y0", "y1", "y2", "y3", "y4", "y5"};
+  static const char *const jn[LOOM_TP_MAX_SPATIAL] = {"j0", "j1", "j2", "j3", "j4", "j5"};
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *fd[3], *yd[2 + LOOM_TP_MAX_SPATIAL], *e[LOOM_TP_MAX_SPATIAL] = {0};
+  fd[0] = yd[0] = loom_tpb_shape_sym(&b, "n");
+  fd[1] = yd[1] = loom_tpb_shape_sym(&b, "o");
+  fd[2] = loom_tpb_shape_sym(&b, "p");
+  const loom_tp_buffer *Yf = loom_tpb_buffer(&b, "Yf", t, 3, fd);
+  for (int i = 1; i < n; i++) e[i] = loom_tpb_scalar(&b, en[i]);
+  for (int i = 0; i < n; i++) yd[2 + i] = loom_tpb_shape_sym(&b, yn[i]);
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, 2 + n, yd);
+  loom_tp_expr *yi[2 + LOOM_TP_MAX_SPATIAL];
+  yi[0] = loom_tpb_idx(&b, loom_tpb_for(&b, "i0", yd[0], LOOM_TP_LOOP_SERIAL, false));
+  yi[1] = loom_tpb_idx(&b, loom_tpb_for(&b, "i1", yd[1], LOOM_TP_LOOP_SERIAL, false));
+  const loom_sym_expr *flat = C(cx, 0);
+  for (int i = 0; i < n; i++) {
+    const loom_sym_expr *j = loom_tpb_for(&b, jn[i], yd[2 + i], LOOM_TP_LOOP_SERIAL, false);
+    yi[2 + i] = loom_tpb_idx(&b, j);
+    flat = i ? loom_sym_add(cx, loom_sym_mul(cx, flat, e[i]), j) : j;
+  }
+  loom_tp_expr *fi[3] = {loom_tp_expr_copy(a, yi[0]), loom_tp_expr_copy(a, yi[1]), loom_tpb_idx(&b, flat)};
+  loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, Yf, fi));
+  return loom_tpb_finish(&b, result);
+}
+
+/* Copies (X non-NULL) or fills a row of `extent` elements: Y[yi.., yoff + u] = X[xi.., u] | fill. In chunks
+ * of POOL_LANES lanes (the last moved back to end at the row's end: a few elements written twice with
+ * the same value), so that short rows run as vectors; rows shorter than a chunk element by element:
+ *   if extent >= 8 { for <tag>o in 0..(extent + 7) // 8 { for <tag>i in 0..8 vectorize {
+ *     Y[.., yoff + min(8*<tag>o, extent - 8) + <tag>i] = X[.., min(..) + <tag>i] } } }
+ *   else { for <tag>s in 0..extent { Y[.., yoff + <tag>s] = X[.., <tag>s] } } */
+enum { POOL_LANES = 8 };
+
+static void row_copy(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, const loom_sym_expr *yoff, const loom_tp_buffer *X,
+                     loom_tp_expr **xi, loom_dtype t, double fill, const loom_sym_expr *extent, const char *tag) {
+  loom_sym_ctx *cx = b->cx;
+  const loom_sym_expr *L = C(cx, POOL_LANES);
+  char o[16], i[16], sn[16];
+  snprintf(o, sizeof o, "%so", tag);
+  snprintf(i, sizeof i, "%si", tag);
+  snprintf(sn, sizeof sn, "%ss", tag);
+  int ly = Y->ndim - 1, lx = X ? X->ndim - 1 : 0;
+  loom_tpb_if(b, loom_tp_op2(b->a, LOOM_TP_OP_GE, loom_tpb_idx(b, extent), loom_tpb_idx(b, L)));
+  const loom_sym_expr *zo = loom_tpb_for(b, o, loom_sym_floordiv(cx, loom_sym_add(cx, extent, C(cx, POOL_LANES - 1)), L),
+                                         LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *zi = loom_tpb_for(b, i, L, LOOM_TP_LOOP_VECTORIZE, false);
+  const loom_sym_expr *u = loom_sym_add(cx, loom_sym_min(cx, loom_sym_mul(cx, zo, L), loom_sym_sub(cx, extent, L)), zi);
+  yi[ly] = loom_tpb_idx(b, loom_sym_add(cx, yoff, u));
+  if (X) xi[lx] = loom_tpb_idx(b, u);
+  loom_tpb_store(b, Y, yi, X ? loom_tpb_load(b, X, xi) : loom_tp_const_f(b->a, t, fill));
+  loom_tpb_end_n(b, 2);
+  loom_tpb_else(b);
+  const loom_sym_expr *zs = loom_tpb_for(b, sn, extent, LOOM_TP_LOOP_SERIAL, false);
+  yi[ly] = loom_tpb_idx(b, loom_sym_add(cx, yoff, zs));
+  if (X) xi[lx] = loom_tpb_idx(b, zs);
+  loom_tpb_store(b, Y, yi, X ? loom_tpb_load(b, X, xi) : loom_tp_const_f(b->a, t, fill));
+  loom_tpb_end_n(b, 2);
+}
+
+/* Text (2-D; `fill` 0.0 shown): the rows inside the input copy it between borders of fill, the others
+ * are filled; the row copies and fills as row_copy writes them:
+ *   prim @name(X: Buffer[(n, c, h0, h1), t], Y: Buffer[(n, c, h0 + lo0 + hi0, h1 + lo1 + hi1), t]) {
+ *     for q in 0..n*c { for r0 in 0..h0 + lo0 + hi0 {
+ *       if r0 >= lo0 && r0 - lo0 < h0 {
+ *         for z0 in 0..lo1 { Y[q // c, q % c, r0, z0] = 0.0 }
+ *         (row_copy of X[q // c, q % c, r0 - lo0, ..] to Y[q // c, q % c, r0, lo1 + ..])
+ *         for z2 in 0..hi1 { Y[q // c, q % c, r0, lo1 + h1 + z2] = 0.0 }
+ *       } else { (row_copy filling Y[q // c, q % c, r0, ..]) } } }
+ * (the loops over pads of 0 left out). One loop over the (n, c) planes, so that a batch of one
+ * still has work for every thread. */
+loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, const int64_t *lo,
+                                 const int64_t *hi, double fill, int64_t flat_extra, loom_tp_func **result) {
+  if (n < 1 || n > LOOM_TP_MAX_SPATIAL) return LOOM_ERROR(INVALID_ARGUMENT, "conv_pad: %d spatial axes", n);
+  for (int i = 0; i < n; i++)
+    if (lo[i] < 0 || hi[i] < 0)
+      return LOOM_ERROR(INVALID_ARGUMENT, "conv_pad: spatial axis %d pads %lld / %lld", i, (long long)lo[i], (long long)hi[i]);
+  static const char *const hn[LOOM_TP_MAX_SPATIAL] = {"h0", "h1", "h2", "h3", "h4", "h5"};
+  static const char *const rn[LOOM_TP_MAX_SPATIAL] = {"r0", "r1", "r2", "r3", "r4", "r5"};
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *xd[2 + LOOM_TP_MAX_SPATIAL], *yd[2 + LOOM_TP_MAX_SPATIAL];
+  xd[0] = yd[0] = loom_tpb_shape_sym(&b, "n");
+  xd[1] = yd[1] = loom_tpb_shape_sym(&b, "c");
+  for (int i = 0; i < n; i++) {
+    xd[2 + i] = loom_tpb_shape_sym(&b, hn[i]);
+    yd[2 + i] = loom_sym_add(cx, xd[2 + i], C(cx, lo[i] + hi[i]));
+  }
+  /* flat: Y (n, c, the padded plane's elements + flat_extra zeros), rows at their flat offsets */
+  bool flat = flat_extra >= 0;
+  const loom_sym_expr *plane = C(cx, 1), *fd[3];
+  for (int i = 0; i < n; i++) plane = loom_sym_mul(cx, plane, yd[2 + i]);
+  fd[0] = yd[0];
+  fd[1] = yd[1];
+  fd[2] = loom_sym_add(cx, plane, C(cx, flat ? flat_extra : 0));
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, 2 + n, xd), *Y = loom_tpb_buffer(&b, "Y", t, flat ? 3 : 2 + n, flat ? fd : yd);
+  const loom_sym_expr *q = loom_tpb_for(&b, "q", loom_sym_mul(cx, xd[0], xd[1]), LOOM_TP_LOOP_SERIAL, false);
+  loom_tp_expr *yi[2 + LOOM_TP_MAX_SPATIAL], *xi[2 + LOOM_TP_MAX_SPATIAL], *inside = NULL;
+  yi[0] = xi[0] = loom_tpb_idx(&b, loom_sym_floordiv(cx, q, xd[1]));
+  yi[1] = xi[1] = loom_tpb_idx(&b, loom_sym_floormod(cx, q, xd[1]));
+  const loom_sym_expr *base = C(cx, 0); /* flat: the row's offset in its plane */
+  for (int i = 0; i + 1 < n; i++) {
+    const loom_sym_expr *r = loom_tpb_for(&b, rn[i], yd[2 + i], LOOM_TP_LOOP_SERIAL, false);
+    yi[2 + i] = loom_tpb_idx(&b, r);
+    base = loom_sym_add(cx, loom_sym_mul(cx, base, yd[2 + i]), r);
+    xi[2 + i] = loom_tpb_idx(&b, loom_sym_sub(cx, r, C(cx, lo[i])));
+    if (lo[i] > 0) {
+      loom_tp_expr *ge = loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(&b, r), loom_tpb_idx(&b, C(cx, lo[i])));
+      inside = inside ? loom_tp_op2(a, LOOM_TP_OP_AND, inside, ge) : ge;
+    }
+    if (lo[i] > 0 || hi[i] > 0) {
+      loom_tp_expr *lt = loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(&b, loom_sym_sub(cx, r, C(cx, lo[i]))), loom_tpb_idx(&b, xd[2 + i]));
+      inside = inside ? loom_tp_op2(a, LOOM_TP_OP_AND, inside, lt) : lt;
+    }
+  }
+  int last = 2 + n - 1, ly = flat ? 2 : last;
+  /* the row's first element: flat, its offset in the plane; else index 0 of the last axis */
+  const loom_sym_expr *row0 = flat ? loom_sym_mul(cx, base, yd[last]) : C(cx, 0);
+  if (flat) yi[2] = NULL;
+  if (inside) loom_tpb_if(&b, inside);
+  if (lo[n - 1] > 0) {
+    yi[ly] = loom_tpb_idx(&b, loom_sym_add(cx, row0, loom_tpb_for(&b, "z0", C(cx, lo[n - 1]), LOOM_TP_LOOP_SERIAL, false)));
+    loom_tpb_store(&b, Y, yi, loom_tp_const_f(a, t, fill));
+    loom_tpb_end(&b);
+  }
+  row_copy(&b, Y, yi, loom_sym_add(cx, row0, C(cx, lo[n - 1])), X, xi, t, fill, xd[last], "z1");
+  if (hi[n - 1] > 0) {
+    const loom_sym_expr *z2 = loom_tpb_for(&b, "z2", C(cx, hi[n - 1]), LOOM_TP_LOOP_SERIAL, false);
+    yi[ly] = loom_tpb_idx(&b, loom_sym_add(cx, row0, loom_sym_add(cx, loom_sym_add(cx, z2, xd[last]), C(cx, lo[n - 1]))));
+    loom_tpb_store(&b, Y, yi, loom_tp_const_f(a, t, fill));
+    loom_tpb_end(&b);
+  }
+  if (inside) {
+    loom_tpb_else(&b);
+    row_copy(&b, Y, yi, row0, NULL, NULL, t, fill, yd[last], "z3");
+    loom_tpb_end(&b);
+  }
+  if (flat && flat_extra > 0) { /* the zeros after the plane, where the GEMM's last columns read */
+    loom_tpb_end_n(&b, n - 1);
+    yi[2] = loom_tpb_idx(&b, loom_sym_add(cx, plane, loom_tpb_for(&b, "z4", C(cx, flat_extra), LOOM_TP_LOOP_SERIAL, false)));
+    loom_tpb_store(&b, Y, yi, loom_tp_const_f(a, t, fill));
+  }
+  return loom_tpb_finish(&b, result);
+}
+
+/* Transposed convolution, first half (G > 1 shown; W (c, q) is the weights (C, O/G, k..) viewed with
+ * q = O/G * K):
+ *   prim @name(X: Buffer[(n, c, l), t], W: Buffer[(c, q), t], col: Buffer[(n, G*q, l), t]) {
+ *     for i0 in 0..n { for g in 0..G { for i1 in 0..q { for j in 0..l {
+ *       col[i0, g*q + i1, j] = 0.0
+ *       for r in 0..c // G reduce { col[..] = col[..] + W[g*(c // G) + r, i1] * X[i0, g*(c // G) + r, j] } } } } }
+ * a GEMM (W transposed) the matmul rule tiles: col[n, o*K + tap, x] is what input position x gives
+ * output channel o through kernel tap `tap`; loom_tp_gen_col2im adds them up. */
+loom_status loom_tp_gen_convt_gemm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int64_t groups,
+                                   loom_tp_func **result) {
+  if (groups < 1) return LOOM_ERROR(INVALID_ARGUMENT, "convt_gemm: groups %lld", (long long)groups);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *xd[3], *wd[2], *cd[3];
+  xd[0] = loom_tpb_shape_sym(&b, "n");
+  xd[1] = loom_tpb_shape_sym(&b, "c");
+  xd[2] = loom_tpb_shape_sym(&b, "l");
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, 3, xd);
+  wd[0] = xd[1];
+  wd[1] = loom_tpb_shape_sym(&b, "q");
+  const loom_tp_buffer *W = loom_tpb_buffer(&b, "W", t, 2, wd);
+  cd[0] = xd[0];
+  cd[1] = loom_sym_mul(cx, wd[1], C(cx, groups));
+  cd[2] = xd[2];
+  const loom_tp_buffer *col = loom_tpb_buffer(&b, "col", t, 3, cd);
+  const loom_sym_expr *cg = loom_sym_floordiv(cx, xd[1], C(cx, groups));
+  const loom_sym_expr *i0 = loom_tpb_for(&b, "i0", xd[0], LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *g = groups > 1 ? loom_tpb_for(&b, "g", C(cx, groups), LOOM_TP_LOOP_SERIAL, false) : C(cx, 0);
+  const loom_sym_expr *i1 = loom_tpb_for(&b, "i1", wd[1], LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *j = loom_tpb_for(&b, "j", xd[2], LOOM_TP_LOOP_SERIAL, false);
+  loom_tp_expr *ci[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_mul(cx, g, wd[1]), i1)),
+                         loom_tpb_idx(&b, j)};
+  loom_tpb_store(&b, col, ci, loom_tpg_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
+  const loom_sym_expr *r = loom_tpb_for(&b, "r", cg, LOOM_TP_LOOP_SERIAL, true);
+  const loom_sym_expr *ch = loom_sym_add(cx, loom_sym_mul(cx, g, cg), r);
+  loom_tp_expr *wi[2] = {loom_tpb_idx(&b, ch), loom_tpb_idx(&b, i1)};
+  loom_tp_expr *xi[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, ch), loom_tpb_idx(&b, j)};
+  loom_tp_expr *prod = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&b, W, wi), loom_tpb_load(&b, X, xi));
+  loom_tpb_store(&b, col, ci, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, col, ci), prod));
+  return loom_tpb_finish(&b, result);
+}
+
+/* Transposed convolution, second half (2-D; h0, h1 the input extents as scalar parameters):
+ *   prim @name(col: Buffer[(n, m, l), t], Bias: Buffer[(o,), t], h0: i64, h1: i64, Y: Buffer[(n, o, f0, f1), t]) {
+ *     for q in 0..n*o {
+ *       for a0 in 0..f0 { for a1 in 0..f1 { Y[q // o, q % o, a0, a1] = Bias[q % o] } }
+ *       for t0 in 0..k0 { for t1 in 0..k1 { for x0 in 0..h0 { for x1 in 0..h1 {
+ *         Y[q // o, q % o, x0*s0 + t0*d0, x1*s1 + t1*d1] = Y[..] + col[q // o, (q % o)*K + t0*k1 + t1, x0*h1 + x1] } } } } }
+ * Y is the full output before the transposed convolution's padding is cropped: f_i = (h_i - 1)*s_i +
+ * d_i*(k_i - 1) + 1 + output padding (the caller's; every position written stays inside). */
+loom_status loom_tp_gen_col2im(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *geo,
+                               const int64_t *stride, loom_tp_func **result) {
+  LOOM_PROPAGATE(check_geometry(geo, "col2im"));
+  int n = geo->n;
+  for (int i = 0; i < n; i++)
+    if (stride[i] < 1) return LOOM_ERROR(INVALID_ARGUMENT, "col2im: spatial axis %d has stride %lld", i, (long long)stride[i]);
+  static const char *const hn[LOOM_TP_MAX_SPATIAL] = {"h0", "h1", "h2", "h3", "h4", "h5"};
+  static const char *const fn[LOOM_TP_MAX_SPATIAL] = {"f0", "f1", "f2", "f3", "f4", "f5"};
+  static const char *const an[LOOM_TP_MAX_SPATIAL] = {"a0", "a1", "a2", "a3", "a4", "a5"};
+  static const char *const tn[LOOM_TP_MAX_SPATIAL] = {"t0", "t1", "t2", "t3", "t4", "t5"};
+  static const char *const xn[LOOM_TP_MAX_SPATIAL] = {"x0", "x1", "x2", "x3", "x4", "x5"};
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *cd[3], *yd[2 + LOOM_TP_MAX_SPATIAL], *h[LOOM_TP_MAX_SPATIAL];
+  cd[0] = loom_tpb_shape_sym(&b, "n");
+  cd[1] = loom_tpb_shape_sym(&b, "m");
+  cd[2] = loom_tpb_shape_sym(&b, "l");
+  const loom_tp_buffer *col = loom_tpb_buffer(&b, "col", t, 3, cd);
+  yd[0] = cd[0];
+  yd[1] = loom_tpb_shape_sym(&b, "o");
+  const loom_tp_buffer *Bias = geo->bias ? loom_tpb_buffer(&b, "Bias", t, 1, &yd[1]) : NULL;
+  for (int i = 0; i < n; i++) h[i] = loom_tpb_scalar(&b, hn[i]);
+  for (int i = 0; i < n; i++) yd[2 + i] = loom_tpb_shape_sym(&b, fn[i]);
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, 2 + n, yd);
+  const loom_sym_expr *q = loom_tpb_for(&b, "q", loom_sym_mul(cx, yd[0], yd[1]), LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *i0 = loom_sym_floordiv(cx, q, yd[1]), *oc = loom_sym_floormod(cx, q, yd[1]);
+  loom_tp_expr *yi[2 + LOOM_TP_MAX_SPATIAL];
+  yi[0] = loom_tpb_idx(&b, i0);
+  yi[1] = loom_tpb_idx(&b, oc);
+  for (int i = 0; i < n; i++) yi[2 + i] = loom_tpb_idx(&b, loom_tpb_for(&b, an[i], yd[2 + i], LOOM_TP_LOOP_SERIAL, false));
+  loom_tp_expr *oi = loom_tpb_idx(&b, oc);
+  loom_tpb_store(&b, Y, yi, Bias ? loom_tpb_load(&b, Bias, &oi) : loom_tpg_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
+  loom_tpb_end_n(&b, n);
+  const loom_sym_expr *tv[LOOM_TP_MAX_SPATIAL], *row = C(cx, 0), *pos = C(cx, 0);
+  for (int i = 0; i < n; i++) {
+    tv[i] = loom_tpb_for(&b, tn[i], C(cx, geo->kernel[i]), LOOM_TP_LOOP_SERIAL, false);
+    row = loom_sym_add(cx, loom_sym_mul(cx, row, C(cx, geo->kernel[i])), tv[i]);
+  }
+  for (int i = 0; i < n; i++) {
+    const loom_sym_expr *xv = loom_tpb_for(&b, xn[i], h[i], LOOM_TP_LOOP_SERIAL, false);
+    pos = loom_sym_add(cx, loom_sym_mul(cx, pos, h[i]), xv);
+    yi[2 + i] = loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_mul(cx, xv, C(cx, stride[i])), loom_sym_mul(cx, tv[i], C(cx, geo->dilation[i]))));
+  }
+  loom_tp_expr *ci[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_mul(cx, oc, C(cx, taps(geo))), row)),
+                         loom_tpb_idx(&b, pos)};
+  loom_tpb_store(&b, Y, yi, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, Y, yi), loom_tpb_load(&b, col, ci)));
+  return loom_tpb_finish(&b, result);
+}
+
+/* Pooling over an input padded beforehand (conv_pad: -inf for max, 0 for average). Output rows are
+ * cut into chunks of POOL_LANES positions whose accumulators are a Local lane mode keeps in one
+ * register (the last chunk moved back to end at the row's end: its positions are computed twice, each
+ * time the same value), so a short row (28 or 14 wide) still runs as vectors; rows shorter than a chunk
+ * take every tap's unit-stride pass over the row (2-D; s, k, d constants):
+ *   prim @name(X: Buffer[(n, c, h0, h1), t], Y: Buffer[(n, c, y0, y1), t]) {
+ *     for q in 0..n*c { for j0 in 0..y0 {
+ *       if y1 >= 8 {
+ *         for uo in 0..(y1 + 7) // 8 {
+ *           alloc acc: Local[(8,), t]
+ *           for ui0 in 0..8 vectorize { acc[ui0] = -inf | 0.0 }
+ *           for t0 in 0..k0 { for t1 in 0..k1 { for ui1 in 0..8 vectorize {
+ *             acc[ui1] = max(acc[ui1], X[q // c, q % c, j0*s0 + t0*d0, (min(8*uo, y1 - 8) + ui1)*s1 + t1*d1]) | acc[ui1] + X[..] } } }
+ *           for ui2 in 0..8 vectorize { Y[q // c, q % c, j0, min(8*uo, y1 - 8) + ui2] = acc[ui2] [/ count] } }
+ *       } else {
+ *         for u0 in 0..y1 { Y[.., j0, u0] = -inf | 0.0 }
+ *         for v0 in 0..k0 { for v1 in 0..k1 { for u1 in 0..y1 { Y[.., j0, u1] = max(Y[.., j0, u1], X[..]) | .. } } }
+ *         [for u2 in 0..y1 { Y[.., j0, u2] = Y[.., j0, u2] / count }] } } }
+ * count: K when the padding counts (AVG_PAD), else max(1, the product over axes of the taps inside
+ * the input, min(j*s - lo + k, h) - max(j*s - lo, 0) with h the extent before padding; dilation 1):
+ * a window with no tap inside sums padding zeros only, and 0 / 1 is the reference's 0. */
+typedef struct pool_b {
+  loom_tpb b;
+  const loom_tp_window *w;
+  loom_tp_pool_kind kind;
+  int n;
+  const loom_sym_expr *xd[2 + LOOM_TP_MAX_SPATIAL], *yd[2 + LOOM_TP_MAX_SPATIAL], *jv[LOOM_TP_MAX_SPATIAL];
+  const loom_tp_buffer *X, *Y;
+  loom_tp_expr *lead[2]; /* the (n, c) indices */
+  bool dw;               /* a depthwise convolution: the sum of the taps weighted by W[c, 0, tap..] (+ Bias[c]) */
+  const loom_tp_buffer *W, *Bias;
+} pool_b;
+
+static bool pool_avg(const pool_b *p) {
+  return !p->dw && (p->kind == LOOM_TP_POOL_AVG || p->kind == LOOM_TP_POOL_AVG_PAD);
+}
+
+/* acc's update by the tap at taps tv whose value is x. */
+static loom_tp_expr *pool_step(pool_b *p, loom_tp_expr *acc, loom_tp_expr *x, const loom_sym_expr *const *tv) {
+  loom_arena *a = p->b.a;
+  if (!p->dw) return loom_tp_op2(a, p->kind == LOOM_TP_POOL_MAX ? LOOM_TP_OP_MAX : LOOM_TP_OP_ADD, acc, x);
+  loom_tp_expr *wi[2 + LOOM_TP_MAX_SPATIAL] = {loom_tp_expr_copy(a, p->lead[1]), loom_tpb_idx(&p->b, C(p->b.cx, 0))};
+  for (int i = 0; i < p->n; i++) wi[2 + i] = loom_tpb_idx(&p->b, tv[i]);
+  return loom_tp_op2(a, LOOM_TP_OP_ADD, acc, loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&p->b, p->W, wi), x));
+}
+
+/* The divisor of an average at last-axis position u (the other axes at jv). */
+static loom_tp_expr *pool_taps_k(pool_b *p, loom_dtype t);
+
+static loom_tp_expr *pool_count(pool_b *p, const loom_sym_expr *u, loom_dtype t) {
+  loom_sym_ctx *cx = p->b.cx;
+  bool padded = false;
+  for (int i = 0; i < p->n; i++) padded |= p->w->pad_lo[i] > 0 || p->w->pad_hi[i] > 0;
+  if (p->kind == LOOM_TP_POOL_AVG_PAD || !padded) return pool_taps_k(p, t); /* without padding every window is whole */
+  const loom_sym_expr *taps_in = C(cx, 1);
+  for (int i = 0; i < p->n; i++) {
+    const loom_sym_expr *j = i + 1 < p->n ? p->jv[i] : u;
+    const loom_sym_expr *start = loom_sym_sub(cx, loom_sym_mul(cx, j, C(cx, p->w->stride[i])), C(cx, p->w->pad_lo[i]));
+    const loom_sym_expr *h = loom_sym_sub(cx, p->xd[2 + i], C(cx, p->w->pad_lo[i] + p->w->pad_hi[i]));
+    const loom_sym_expr *ci = loom_sym_sub(cx, loom_sym_min(cx, loom_sym_add(cx, start, C(cx, p->w->kernel[i])), h),
+                                           loom_sym_max(cx, start, C(cx, 0)));
+    taps_in = loom_sym_mul(cx, taps_in, loom_sym_max(cx, ci, C(cx, 0)));
+  }
+  return loom_tp_cast(p->b.a, t, loom_tpb_idx(&p->b, loom_sym_max(cx, taps_in, C(cx, 1))));
+}
+
+/* K, the taps of a window. */
+static loom_tp_expr *pool_taps_k(pool_b *p, loom_dtype t) {
+  int64_t K = 1;
+  for (int i = 0; i < p->n; i++) K *= p->w->kernel[i];
+  return loom_tp_const_f(p->b.a, t, (double)K);
+}
+
+/* The test that the windows of the chunk at last-axis positions base .. base + POOL_LANES - 1 (the
+ * other axes at jv) lie inside the input, or NULL when every window does (no padding). */
+static loom_tp_expr *pool_interior(pool_b *p, const loom_sym_expr *base) {
+  loom_sym_ctx *cx = p->b.cx;
+  loom_tp_expr *all = NULL;
+  bool padded = false;
+  for (int i = 0; i < p->n; i++) padded |= p->w->pad_lo[i] > 0 || p->w->pad_hi[i] > 0;
+  if (!padded) return NULL;
+  for (int i = 0; i < p->n; i++) {
+    bool lastax = i + 1 == p->n;
+    const loom_sym_expr *first = lastax ? base : p->jv[i], *end = lastax ? loom_sym_add(cx, base, C(cx, POOL_LANES - 1)) : p->jv[i];
+    const loom_sym_expr *lo = loom_sym_sub(cx, loom_sym_mul(cx, first, C(cx, p->w->stride[i])), C(cx, p->w->pad_lo[i]));
+    const loom_sym_expr *hi = loom_sym_add(cx, loom_sym_sub(cx, loom_sym_mul(cx, end, C(cx, p->w->stride[i])), C(cx, p->w->pad_lo[i])),
+                                           C(cx, p->w->kernel[i]));
+    const loom_sym_expr *h = loom_sym_sub(cx, p->xd[2 + i], C(cx, p->w->pad_lo[i] + p->w->pad_hi[i]));
+    loom_tp_expr *c = loom_tp_op2(p->b.a, LOOM_TP_OP_AND, loom_tp_op2(p->b.a, LOOM_TP_OP_GE, loom_tpb_idx(&p->b, lo), loom_tpb_idx(&p->b, C(cx, 0))),
+                                  loom_tp_op2(p->b.a, LOOM_TP_OP_LE, loom_tpb_idx(&p->b, hi), loom_tpb_idx(&p->b, h)));
+    all = all ? loom_tp_op2(p->b.a, LOOM_TP_OP_AND, all, c) : c;
+  }
+  return all;
+}
+
+/* X's indices at taps tv and last-axis position u. */
+static void pool_taps(pool_b *p, const loom_sym_expr *const *tv, const loom_sym_expr *u, loom_tp_expr **xi) {
+  loom_sym_ctx *cx = p->b.cx;
+  xi[0] = p->lead[0];
+  xi[1] = p->lead[1];
+  for (int i = 0; i < p->n; i++) {
+    const loom_sym_expr *j = i + 1 < p->n ? p->jv[i] : u;
+    xi[2 + i] = loom_tpb_idx(&p->b, loom_sym_add(cx, loom_sym_mul(cx, j, C(cx, p->w->stride[i])),
+                                                  loom_sym_mul(cx, tv[i], C(cx, p->w->dilation[i]))));
+  }
+}
+
+static loom_tp_expr *pool_init(pool_b *p, loom_dtype t) {
+  if (p->dw && p->Bias) {
+    loom_tp_expr *ci = loom_tp_expr_copy(p->b.a, p->lead[1]);
+    return loom_tpb_load(&p->b, p->Bias, &ci);
+  }
+  return !p->dw && p->kind == LOOM_TP_POOL_MAX ? loom_tp_const_f(p->b.a, t, -INFINITY)
+                                                : loom_tpg_reduce_init(&p->b, LOOM_TP_REDUCE_SUM, t);
+}
+
+/* Chunks of POOL_LANES positions of the last axis (rows at least that long). */
+static void pool_chunks(pool_b *p, loom_dtype t) {
+  static const char *const tn[LOOM_TP_MAX_SPATIAL] = {"t0", "t1", "t2", "t3", "t4", "t5"};
+  loom_tpb *b = &p->b;
+  loom_sym_ctx *cx = b->cx;
+  loom_arena *a = b->a;
+  const loom_sym_expr *yl = p->yd[1 + p->n], *L = C(cx, POOL_LANES);
+  const loom_sym_expr *uo = loom_tpb_for(b, "uo", loom_sym_floordiv(cx, loom_sym_add(cx, yl, C(cx, POOL_LANES - 1)), L),
+                                         LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *base = loom_sym_min(cx, loom_sym_mul(cx, uo, L), loom_sym_sub(cx, yl, L));
+  const loom_tp_buffer *acc = loom_tpb_alloc(b, "acc", t, 1, &L, LOOM_TP_SCOPE_LOCAL);
+  loom_tp_expr *ai = loom_tpb_idx(b, loom_tpb_for(b, "ui0", L, LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tpb_store(b, acc, &ai, pool_init(p, t));
+  loom_tpb_end(b);
+  const loom_sym_expr *tv[LOOM_TP_MAX_SPATIAL];
+  for (int i = 0; i < p->n; i++) tv[i] = loom_tpb_for(b, tn[i], C(cx, p->w->kernel[i]), LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *ui = loom_tpb_for(b, "ui1", L, LOOM_TP_LOOP_VECTORIZE, false);
+  loom_tp_expr *xi[2 + LOOM_TP_MAX_SPATIAL];
+  pool_taps(p, tv, loom_sym_add(cx, base, ui), xi);
+  ai = loom_tpb_idx(b, ui);
+  loom_tpb_store(b, acc, &ai, pool_step(p, loom_tpb_load(b, acc, &ai), loom_tpb_load(b, p->X, xi), tv));
+  loom_tpb_end_n(b, p->n + 1);
+  const loom_sym_expr *u2 = loom_tpb_for(b, "ui2", L, LOOM_TP_LOOP_VECTORIZE, false), *pos = loom_sym_add(cx, base, u2);
+  loom_tp_expr *yi[2 + LOOM_TP_MAX_SPATIAL] = {p->lead[0], p->lead[1]};
+  for (int i = 0; i + 1 < p->n; i++) yi[2 + i] = loom_tpb_idx(b, p->jv[i]);
+  yi[1 + p->n] = loom_tpb_idx(b, pos);
+  ai = loom_tpb_idx(b, u2);
+  loom_tp_expr *v = loom_tpb_load(b, acc, &ai);
+  loom_tp_expr *inner = pool_avg(p) && p->kind == LOOM_TP_POOL_AVG ? pool_interior(p, base) : NULL;
+  if (inner) { /* every window of the chunk inside the input: the count is K */
+    loom_tpb_end(b);
+    loom_tpb_if(b, inner);
+    u2 = loom_tpb_for(b, "ui2", L, LOOM_TP_LOOP_VECTORIZE, false);
+    yi[1 + p->n] = loom_tpb_idx(b, loom_sym_add(cx, base, u2));
+    ai = loom_tpb_idx(b, u2);
+    loom_tpb_store(b, p->Y, yi, loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(b, acc, &ai), pool_taps_k(p, t)));
+    loom_tpb_end(b);
+    loom_tpb_else(b);
+    u2 = loom_tpb_for(b, "ui3", L, LOOM_TP_LOOP_VECTORIZE, false);
+    pos = loom_sym_add(cx, base, u2);
+    yi[1 + p->n] = loom_tpb_idx(b, pos);
+    ai = loom_tpb_idx(b, u2);
+    v = loom_tpb_load(b, acc, &ai);
+    loom_tpb_store(b, p->Y, yi, loom_tp_op2(a, LOOM_TP_OP_DIV, v, pool_count(p, pos, t)));
+    loom_tpb_end_n(b, 3);
+    return;
+  }
+  if (pool_avg(p)) v = loom_tp_op2(a, LOOM_TP_OP_DIV, v, pool_count(p, pos, t));
+  loom_tpb_store(b, p->Y, yi, v);
+  loom_tpb_end_n(b, 2);
+}
+
+/* Every tap's pass over a whole row (rows shorter than a chunk). */
+static void pool_row(pool_b *p, loom_dtype t) {
+  static const char *const vn[LOOM_TP_MAX_SPATIAL] = {"v0", "v1", "v2", "v3", "v4", "v5"};
+  loom_tpb *b = &p->b;
+  loom_arena *a = b->a;
+  const loom_sym_expr *yl = p->yd[1 + p->n];
+  loom_tp_expr *yi[2 + LOOM_TP_MAX_SPATIAL] = {p->lead[0], p->lead[1]}, *xi[2 + LOOM_TP_MAX_SPATIAL];
+  for (int i = 0; i + 1 < p->n; i++) yi[2 + i] = loom_tpb_idx(b, p->jv[i]);
+  yi[1 + p->n] = loom_tpb_idx(b, loom_tpb_for(b, "u0", yl, LOOM_TP_LOOP_SERIAL, false));
+  loom_tpb_store(b, p->Y, yi, pool_init(p, t));
+  loom_tpb_end(b);
+  const loom_sym_expr *tv[LOOM_TP_MAX_SPATIAL];
+  for (int i = 0; i < p->n; i++) tv[i] = loom_tpb_for(b, vn[i], C(b->cx, p->w->kernel[i]), LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *u1 = loom_tpb_for(b, "u1", yl, LOOM_TP_LOOP_SERIAL, false);
+  yi[1 + p->n] = loom_tpb_idx(b, u1);
+  pool_taps(p, tv, u1, xi);
+  loom_tpb_store(b, p->Y, yi, pool_step(p, loom_tpb_load(b, p->Y, yi), loom_tpb_load(b, p->X, xi), tv));
+  loom_tpb_end_n(b, p->n + 1);
+  if (!pool_avg(p)) return;
+  const loom_sym_expr *u2 = loom_tpb_for(b, "u2", yl, LOOM_TP_LOOP_SERIAL, false);
+  yi[1 + p->n] = loom_tpb_idx(b, u2);
+  loom_tpb_store(b, p->Y, yi, loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(b, p->Y, yi), pool_count(p, u2, t)));
+  loom_tpb_end(b);
+}
+
+/* The program of pool_rows / depthwise_rows: buffers, the plane and row loops, chunks or whole rows. */
+static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, bool bias,
+                                loom_tp_func **result) {
+  static const char *const hn[LOOM_TP_MAX_SPATIAL] = {"h0", "h1", "h2", "h3", "h4", "h5"};
+  static const char *const yn[LOOM_TP_MAX_SPATIAL] = {"y0", "y1", "y2", "y3", "y4", "y5"};
+  static const char *const jn[LOOM_TP_MAX_SPATIAL] = {"j0", "j1", "j2", "j3", "j4", "j5"};
+  int n = p->n;
+  loom_tpb *b = &p->b;
+  loom_tpb_init(b, a, cx, name);
+  p->xd[0] = p->yd[0] = loom_tpb_shape_sym(b, "n");
+  p->xd[1] = p->yd[1] = loom_tpb_shape_sym(b, "c");
+  for (int i = 0; i < n; i++) p->xd[2 + i] = loom_tpb_shape_sym(b, hn[i]);
+  p->X = loom_tpb_buffer(b, "X", t, 2 + n, p->xd);
+  if (p->dw) {
+    const loom_sym_expr *wd[2 + LOOM_TP_MAX_SPATIAL] = {p->xd[1], C(cx, 1)};
+    for (int i = 0; i < n; i++) wd[2 + i] = C(cx, p->w->kernel[i]);
+    p->W = loom_tpb_buffer(b, "W", t, 2 + n, wd);
+    if (bias) p->Bias = loom_tpb_buffer(b, "Bias", t, 1, &p->xd[1]);
+  }
+  for (int i = 0; i < n; i++) p->yd[2 + i] = loom_tpb_shape_sym(b, yn[i]);
+  p->Y = loom_tpb_buffer(b, "Y", t, 2 + n, p->yd);
+  const loom_sym_expr *q = loom_tpb_for(b, "q", loom_sym_mul(cx, p->xd[0], p->xd[1]), LOOM_TP_LOOP_SERIAL, false);
+  p->lead[0] = loom_tpb_idx(b, loom_sym_floordiv(cx, q, p->xd[1]));
+  p->lead[1] = loom_tpb_idx(b, loom_sym_floormod(cx, q, p->xd[1]));
+  for (int i = 0; i + 1 < n; i++) p->jv[i] = loom_tpb_for(b, jn[i], p->yd[2 + i], LOOM_TP_LOOP_SERIAL, false);
+  loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, p->yd[1 + n]), loom_tpb_idx(b, C(cx, POOL_LANES))));
+  pool_chunks(p, t);
+  loom_tpb_else(b);
+  pool_row(p, t);
+  loom_tpb_end(b);
+  return loom_tpb_finish(b, result);
+}
+
+loom_status loom_tp_gen_pool_rows(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_tp_pool_kind kind,
+                                  const loom_tp_window *w, loom_tp_func **result) {
+  int n = w->n;
+  if (n < 1 || n > LOOM_TP_MAX_SPATIAL || (kind != LOOM_TP_POOL_MAX && kind != LOOM_TP_POOL_AVG && kind != LOOM_TP_POOL_AVG_PAD))
+    return LOOM_ERROR(INVALID_ARGUMENT, "pool_rows: %d spatial axes, kind %d", n, (int)kind);
+  for (int i = 0; i < n; i++)
+    if (w->kernel[i] < 1 || w->stride[i] < 1 || w->dilation[i] < 1 || (kind == LOOM_TP_POOL_AVG && w->dilation[i] != 1))
+      return LOOM_ERROR(INVALID_ARGUMENT, "pool_rows: spatial axis %d has kernel %lld, stride %lld, dilation %lld", i,
+                        (long long)w->kernel[i], (long long)w->stride[i], (long long)w->dilation[i]);
+  pool_b p = {.w = w, .kind = kind, .n = n};
+  return rows_program(&p, a, cx, name, t, false, result);
+}
+
+/* Depthwise convolution (one input and one output channel per group) over an input padded beforehand,
+ * as pool_rows computes its windows: Y[n, c, y..] = (Bias[c]) + the sum over taps of W[c, 0, tap..] *
+ * X[n, c, y*s + tap*d ..]; W is (c, 1, k..) with the kernel extents of w constants. */
+loom_status loom_tp_gen_depthwise_rows(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_window *w,
+                                       bool bias, loom_tp_func **result) {
+  int n = w->n;
+  if (n < 1 || n > LOOM_TP_MAX_SPATIAL) return LOOM_ERROR(INVALID_ARGUMENT, "depthwise_rows: %d spatial axes", n);
+  for (int i = 0; i < n; i++)
+    if (w->kernel[i] < 1 || w->stride[i] < 1 || w->dilation[i] < 1)
+      return LOOM_ERROR(INVALID_ARGUMENT, "depthwise_rows: spatial axis %d has kernel %lld, stride %lld, dilation %lld", i,
+                        (long long)w->kernel[i], (long long)w->stride[i], (long long)w->dilation[i]);
+  pool_b p = {.w = w, .kind = LOOM_TP_POOL_AVG_PAD, .n = n, .dw = true};
+  return rows_program(&p, a, cx, name, t, bias, result);
+}

@@ -1,0 +1,154 @@
+/* test_e2e_pool_rows.c — max and average pooling as legalization lowers them for speed (graph/
+ * legalize_window.c: conv_pad with -inf / 0, then pool_rows: chunks of 8 lanes with the last one moved
+ * back to the row's end, rows shorter than a chunk position by position, averages divided by K except
+ * in chunks whose windows reach the padding; docs/tensorprog.md), against the reference interpreter.
+ * Each form is compiled once with batch and spatial extents symbolic and run at batch 0, 1 and 2 with
+ * output rows shorter than a chunk, exactly a chunk, a prime past it and a long odd one, with 1 and 2
+ * threads, in 1-D, 2-D and 3-D. Every form is checked to have taken that path (a program named
+ * *pool_rows*), and global average pooling to be the mean over planes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "e2e/e2e_util.h"
+
+enum { MAX_N = 3 };
+
+typedef struct pool_form {
+  const char *op; /* max_pool, avg_pool */
+  int n;
+  int64_t kernel[MAX_N], pad_lo[MAX_N], pad_hi[MAX_N], stride[MAX_N], dilation[MAX_N];
+  bool count_pad;
+  int64_t c;
+} pool_form;
+
+static const char *const spatial_in[MAX_N] = {"h", "v", "u"};
+
+static void list(char *buf, size_t cap, const int64_t *a, int n, const int64_t *b) {
+  size_t len = strlen(buf);
+  for (int i = 0; i < n; i++) len += (size_t)snprintf(buf + len, cap - len, "%s%lld", i ? ", " : "", (long long)a[i]);
+  for (int i = 0; b && i < n; i++) len += (size_t)snprintf(buf + len, cap - len, ", %lld", (long long)b[i]);
+}
+
+static bool has_program(const e2e_model *md, const char *part) {
+  loom_graph_module *m = loom_compiled_module(md->c);
+  for (size_t i = 0; i < loom_graph_module_num_tps(m); i++)
+    if (strstr(loom_tp_func_name(loom_graph_module_tp_at(m, i)), part)) return true;
+  return false;
+}
+
+/* Runs the module at batch 0-2 and the given input extents (per run, per axis), 1 and 2 threads. */
+static int run_sizes(e2e_model *md, const char *path, const char *text, int n, const int64_t (*sizes)[MAX_N], size_t nsizes) {
+  static const int64_t batches[] = {2, 1, 0, 1, 2, 1};
+  int runs = 0;
+  for (size_t e = 0; e < nsizes; e++) {
+    e2e_bind b[1 + MAX_N] = {{"b", batches[e % 6]}};
+    for (int i = 0; i < n; i++) b[1 + i] = (e2e_bind){spatial_in[i], sizes[e][i]};
+    for (uint32_t threads = 1; threads <= 2; threads++) {
+      cr_assert_null(loom_rt_set_threads(md->rt, threads));
+      double err = e2e_check(md, "main", b, 1 + (size_t)n, false, NULL);
+      cr_assert_lt(err, 1e-5, "%s: sizes %zu, %u threads: relative error %g\n%s", path, e, threads, err, text);
+      runs++;
+    }
+  }
+  return runs;
+}
+
+static e2e_model compile_text(const char *text, char *path) {
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+  return e2e_compile(path);
+}
+
+static int check_form(const pool_form *w) {
+  char text[2048], path[] = "/tmp/loom-poolrows-XXXXXX";
+  size_t len = (size_t)snprintf(text, sizeof text, "fn @main(x: Tensor[(b, %lld", (long long)w->c);
+  for (int i = 0; i < w->n; i++) len += (size_t)snprintf(text + len, sizeof text - len, ", %s", spatial_in[i]);
+  len += (size_t)snprintf(text + len, sizeof text - len, "), f32]) -> Tensor[(b, %lld", (long long)w->c);
+  for (int i = 0; i < w->n; i++)
+    len += (size_t)snprintf(text + len, sizeof text - len, ", floordiv(%s + %lld, %lld) + 1", spatial_in[i],
+                            (long long)(w->pad_lo[i] + w->pad_hi[i] - w->dilation[i] * (w->kernel[i] - 1) - 1),
+                            (long long)w->stride[i]);
+  len += (size_t)snprintf(text + len, sizeof text - len, "), f32] {\n  dataflow {\n    y = %s(x, kernel=[", w->op);
+  list(text, sizeof text, w->kernel, w->n, NULL);
+  len = strlen(text);
+  len += (size_t)snprintf(text + len, sizeof text - len, "], strides=[");
+  list(text, sizeof text, w->stride, w->n, NULL);
+  len = strlen(text);
+  len += (size_t)snprintf(text + len, sizeof text - len, "], padding=[");
+  list(text, sizeof text, w->pad_lo, w->n, w->pad_hi);
+  len = strlen(text);
+  len += (size_t)snprintf(text + len, sizeof text - len, "], dilation=[");
+  list(text, sizeof text, w->dilation, w->n, NULL);
+  len = strlen(text);
+  snprintf(text + len, sizeof text - len, "]%s)\n    output y\n  }\n  return y\n}\n", w->count_pad ? ", count_include_pad=true" : "");
+  e2e_model md = compile_text(text, path);
+  cr_assert(has_program(&md, "pool_rows"), "%s did not take the row path:\n%s", path, text);
+  /* output rows (last axis) shorter than a chunk, one chunk, a prime past it, long and odd */
+  int64_t sizes[4][MAX_N];
+  static const int64_t outs[4] = {5, 8, 11, 37};
+  for (int e = 0; e < 4; e++)
+    for (int i = 0; i < w->n; i++) {
+      int64_t o = i + 1 == w->n ? outs[e] : outs[(e + 1) % 4] % 9 + 1;
+      int64_t in = (o - 1) * w->stride[i] + w->dilation[i] * (w->kernel[i] - 1) + 1 - w->pad_lo[i] - w->pad_hi[i];
+      sizes[e][i] = in > 1 ? in : 1;
+    }
+  int runs = run_sizes(&md, path, text, w->n, (const int64_t (*)[MAX_N])sizes, 4);
+  e2e_model_free(&md);
+  unlink(path);
+  return runs;
+}
+
+static pool_form p2(const char *op, int64_t kh, int64_t kw, int64_t t, int64_t l, int64_t bo, int64_t r, int64_t sy, int64_t sx,
+                    int64_t dy, int64_t dx, bool count_pad) {
+  return (pool_form){.op = op, .n = 2, .kernel = {kh, kw}, .pad_lo = {t, l}, .pad_hi = {bo, r}, .stride = {sy, sx},
+                     .dilation = {dy, dx}, .count_pad = count_pad, .c = 3};
+}
+
+LOOM_TEST(e2e_pool_rows, max_pool_forms) {
+  const pool_form forms[] = {
+      p2("max_pool", 3, 3, 1, 1, 1, 1, 2, 2, 1, 1, false), p2("max_pool", 2, 2, 0, 0, 0, 0, 2, 2, 1, 1, false),
+      p2("max_pool", 3, 5, 0, 2, 1, 1, 1, 3, 2, 1, false), p2("max_pool", 1, 3, 0, 0, 0, 2, 1, 1, 1, 2, false),
+      {.op = "max_pool", .n = 1, .kernel = {4}, .pad_lo = {2}, .pad_hi = {1}, .stride = {3}, .dilation = {1}, .c = 2},
+      {.op = "max_pool", .n = 3, .kernel = {2, 3, 3}, .pad_lo = {0, 1, 1}, .pad_hi = {1, 1, 0}, .stride = {1, 2, 1},
+       .dilation = {1, 1, 2}, .c = 2},
+  };
+  int runs = 0;
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i]);
+  cr_log_info("max pooling by rows: %d runs", runs);
+}
+
+LOOM_TEST(e2e_pool_rows, average_pool_forms) {
+  const pool_form forms[] = {
+      p2("avg_pool", 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false), p2("avg_pool", 3, 3, 1, 1, 1, 1, 2, 2, 1, 1, true),
+      p2("avg_pool", 2, 2, 0, 0, 0, 0, 2, 2, 1, 1, false), p2("avg_pool", 5, 3, 2, 0, 2, 2, 1, 2, 1, 1, false),
+      p2("avg_pool", 3, 2, 0, 1, 2, 0, 3, 1, 2, 1, true),
+      {.op = "avg_pool", .n = 1, .kernel = {5}, .pad_lo = {2}, .pad_hi = {2}, .stride = {1}, .dilation = {1}, .c = 2},
+      {.op = "avg_pool", .n = 3, .kernel = {2, 3, 3}, .pad_lo = {1, 1, 1}, .pad_hi = {0, 1, 1}, .stride = {1, 1, 2},
+       .dilation = {1, 1, 1}, .c = 2},
+  };
+  int runs = 0;
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i]);
+  cr_log_info("average pooling by rows: %d runs", runs);
+}
+
+LOOM_TEST(e2e_pool_rows, global_average_pool_over_planes) {
+  const char *text = "fn @main(x: Tensor[(b, c, h, w), f32]) -> Tensor[(b, c, 1, 1), f32] {\n  dataflow {\n"
+                     "    y = global_avg_pool2d(x)\n    output y\n  }\n  return y\n}\n";
+  char path[] = "/tmp/loom-gap-XXXXXX";
+  e2e_model md = compile_text(text, path);
+  cr_assert(has_program(&md, "mean_planes"), "global_avg_pool2d is not a mean over planes");
+  static const e2e_bind shapes[][4] = {{{"b", 1}, {"c", 13}, {"h", 7}, {"w", 7}}, {{"b", 0}, {"c", 3}, {"h", 5}, {"w", 2}},
+                                       {{"b", 2}, {"c", 1}, {"h", 1}, {"w", 1}}, {{"b", 3}, {"c", 5}, {"h", 17}, {"w", 33}}};
+  for (size_t e = 0; e < 4; e++)
+    for (uint32_t threads = 1; threads <= 2; threads++) {
+      cr_assert_null(loom_rt_set_threads(md.rt, threads));
+      double err = e2e_check(&md, "main", shapes[e], 4, false, NULL);
+      cr_assert_lt(err, 1e-5, "shape %zu, %u threads: relative error %g", e, threads, err);
+    }
+  e2e_model_free(&md);
+  unlink(path);
+}
