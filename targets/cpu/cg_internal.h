@@ -88,6 +88,11 @@ LLVMValueRef cg_i64(cg *g, int64_t v);
 LLVMValueRef cg_kf(LLVMTypeRef ty, double v);     /* float constant, splatted for vector types */
 LLVMValueRef cg_ki(LLVMTypeRef ty, long long v);  /* integer constant, splatted for vector types */
 bool cg_is_vec(LLVMValueRef v);
+LLVMTypeRef cg_like_ty(LLVMTypeRef like, LLVMTypeRef scalar_ty); /* scalar_ty, a vector as wide as `like` when it is one */
+/* cg_numeric.c: inline f32 (or f32-vector) math that vectorises; NaN stays NaN. */
+LLVMValueRef cg_exp_f32(cg *g, LLVMValueRef x);  /* <= 2 ulp, subnormal results included */
+LLVMValueRef cg_tanh_f32(cg *g, LLVMValueRef x); /* about 2e-7 relative */
+LLVMValueRef cg_erf_f32(cg *g, LLVMValueRef x);  /* below 1.5e-7 absolute */
 LLVMValueRef cg_splat(cg *g, LLVMValueRef v, unsigned lanes);
 /* Lane mode: does `e` depend on the lane variable? */
 bool cg_expr_uses_lane(cg *g, const loom_tp_expr *e);

@@ -1,0 +1,218 @@
+/* cg_numeric.c — the numeric pieces of expression lowering (cg_expr.c): storage conversions
+ * between register and memory values (bf16 bits, the float8 / float4 formats of base/lowp.h,
+ * saturating, by the same rules) and the inline f32 math that vectorises where a libm call does
+ * not (exp, tanh, erf). */
+#include <math.h>
+#include <stdio.h>
+
+#include "base/lowp.h"
+
+#include "targets/cpu/cg_internal.h"
+
+/* float -> bf16 bits, round to nearest even, NaN kept quiet (as loom_f32_to_bf16). */
+static LLVMValueRef f32_to_bf16(cg *g, LLVMValueRef v) {
+  LLVMValueRef u = LLVMBuildBitCast(g->b, v, g->t_i32, "");
+  LLVMValueRef c16 = LLVMConstInt(g->t_i32, 16, 0);
+  LLVMValueRef hi = LLVMBuildLShr(g->b, u, c16, "");
+  LLVMValueRef rounding = LLVMBuildAdd(g->b, LLVMConstInt(g->t_i32, 0x7fff, 0),
+                                       LLVMBuildAnd(g->b, hi, LLVMConstInt(g->t_i32, 1, 0), ""), "");
+  LLVMValueRef rounded = LLVMBuildLShr(g->b, LLVMBuildAdd(g->b, u, rounding, ""), c16, "");
+  LLVMValueRef absu = LLVMBuildAnd(g->b, u, LLVMConstInt(g->t_i32, 0x7fffffff, 0), "");
+  LLVMValueRef isnan = LLVMBuildICmp(g->b, LLVMIntUGT, absu, LLVMConstInt(g->t_i32, 0x7f800000, 0), "");
+  LLVMValueRef quiet = LLVMBuildOr(g->b, hi, LLVMConstInt(g->t_i32, 0x40, 0), "");
+  return LLVMBuildTrunc(g->b, LLVMBuildSelect(g->b, isnan, quiet, rounded, ""), g->t_i16, "");
+}
+
+static LLVMValueRef bf16_to_f32(cg *g, LLVMValueRef bits) {
+  LLVMValueRef u = LLVMBuildShl(g->b, LLVMBuildZExt(g->b, bits, g->t_i32, ""), LLVMConstInt(g->t_i32, 16, 0), "");
+  return LLVMBuildBitCast(g->b, u, g->t_f32, "");
+}
+
+/* ---- float8 / float4 (base/lowp.h: the same formats and rules) ---- */
+
+/* The table of the 256 byte values of lowp float t as f32 (every one is exact in f32). */
+static LLVMValueRef lowp_table(cg *g, loom_dtype t) {
+  char name[48];
+  snprintf(name, sizeof name, "loom.lowp.%s", loom_dtype_name(t));
+  LLVMValueRef gv = LLVMGetNamedGlobal(g->mod, name);
+  if (gv) return gv;
+  LLVMValueRef vals[256];
+  for (int i = 0; i < 256; i++) vals[i] = LLVMConstReal(g->t_f32, loom_lowp_to_f64(t, (uint8_t)i));
+  gv = LLVMAddGlobal(g->mod, LLVMArrayType(g->t_f32, 256), name);
+  LLVMSetInitializer(gv, LLVMConstArray(g->t_f32, vals, 256));
+  LLVMSetGlobalConstant(gv, 1);
+  LLVMSetLinkage(gv, LLVMPrivateLinkage);
+  return gv;
+}
+
+static LLVMValueRef lowp_decode(cg *g, loom_dtype t, LLVMValueRef byte) {
+  LLVMValueRef idx[2] = {LLVMConstInt(g->t_i32, 0, 0), LLVMBuildZExt(g->b, byte, g->t_i32, "")};
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, LLVMArrayType(g->t_f32, 256), lowp_table(g, t), idx, 2, "");
+  return LLVMBuildLoad2(g->b, g->t_f32, p, "");
+}
+
+/* 2^k as f64 for an i64 k in the normal range. */
+static LLVMValueRef pow2(cg *g, LLVMValueRef k) {
+  LLVMValueRef b = LLVMBuildShl(g->b, LLVMBuildAdd(g->b, k, LLVMConstInt(g->t_i64, 1023, 0), ""), LLVMConstInt(g->t_i64, 52, 0), "");
+  return LLVMBuildBitCast(g->b, b, g->t_f64, "");
+}
+
+/* The unbiased exponent of a positive normal f64 (i64). */
+static LLVMValueRef exponent_of(cg *g, LLVMValueRef a) {
+  LLVMValueRef b = LLVMBuildLShr(g->b, LLVMBuildBitCast(g->b, a, g->t_i64, ""), LLVMConstInt(g->t_i64, 52, 0), "");
+  return LLVMBuildSub(g->b, b, LLVMConstInt(g->t_i64, 1023, 0), "");
+}
+
+/* The byte of v (f32 / f64) in lowp float t, saturating: base/lowp.c's fmt_encode in IR. */
+static LLVMValueRef lowp_encode(cg *g, loom_dtype t, LLVMValueRef v) {
+  const loom_lowp_format *f = loom_lowp_format_of(t);
+  LLVMBuilderRef b = g->b;
+  LLVMTypeRef i8 = g->t_i8, i64 = g->t_i64, f64 = g->t_f64;
+  if (LLVMTypeOf(v) != f64) v = LLVMBuildFPExt(b, v, f64, "");
+  unsigned sbit = 1u << (f->nbits - 1);
+  LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildBitCast(b, v, i64, ""), LLVMConstInt(i64, 0, 0), "");
+  LLVMValueRef sb = LLVMBuildSelect(b, neg, LLVMConstInt(i8, sbit, 0), LLVMConstInt(i8, 0, 0), "");
+  LLVMValueRef a = cg_call_intrinsic(g, "llvm.fabs", f64, &v, 1);
+  LLVMValueRef isnan = LLVMBuildFCmp(b, LLVMRealUNO, v, v, "");
+  LLVMValueRef isinf = LLVMBuildFCmp(b, LLVMRealOEQ, a, LLVMConstReal(f64, INFINITY), "");
+  int emin = 1 - f->bias;
+  LLVMValueRef e = exponent_of(g, a);
+  LLVMValueRef lo = LLVMConstInt(i64, (unsigned long long)(long long)emin, 1);
+  e = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, e, lo, ""), lo, e, "");
+  LLVMValueRef k = LLVMBuildSub(b, LLVMConstInt(i64, f->mbits, 0), e, ""); /* a * 2^k: units of the binade's spacing */
+  LLVMValueRef scaled = LLVMBuildFMul(b, a, pow2(g, k), "");
+  LLVMValueRef n = cg_call_intrinsic(g, "llvm.roundeven", f64, &scaled, 1);
+  LLVMValueRef r = LLVMBuildFMul(b, n, pow2(g, LLVMBuildNeg(b, k, "")), "");
+  LLVMValueRef over = LLVMBuildFCmp(b, LLVMRealOGT, r, LLVMConstReal(f64, f->max), "");
+  LLVMValueRef zero = LLVMBuildFCmp(b, LLVMRealOEQ, r, LLVMConstReal(f64, 0.0), "");
+  LLVMValueRef sub = LLVMBuildFCmp(b, LLVMRealOLT, r, LLVMConstReal(f64, ldexp(1.0, emin)), "");
+  LLVMValueRef nsub = cg_call_intrinsic(g, "llvm.fptoui.sat", i64, &n, 1);
+  /* normal: the exponent field e2 + bias, the mantissa r * 2^(mbits - e2) - 2^mbits */
+  LLVMValueRef e2 = exponent_of(g, r);
+  LLVMValueRef mf = LLVMBuildFMul(b, r, pow2(g, LLVMBuildSub(b, LLVMConstInt(i64, f->mbits, 0), e2, "")), "");
+  LLVMValueRef m = LLVMBuildSub(b, cg_call_intrinsic(g, "llvm.fptoui.sat", i64, &mf, 1), LLVMConstInt(i64, 1ull << f->mbits, 0), "");
+  LLVMValueRef field = LLVMBuildShl(b, LLVMBuildAdd(b, e2, LLVMConstInt(i64, (unsigned long long)(long long)f->bias, 1), ""),
+                                    LLVMConstInt(i64, f->mbits, 0), "");
+  LLVMValueRef code = LLVMBuildSelect(b, sub, nsub, LLVMBuildOr(b, field, m, ""), "");
+  LLVMValueRef res = LLVMBuildOr(b, sb, LLVMBuildTrunc(b, code, i8, ""), "");
+  res = LLVMBuildSelect(b, zero, f->fnuz ? LLVMConstInt(i8, 0, 0) : sb, res, "");
+  LLVMValueRef maxc = LLVMBuildSelect(b, neg, LLVMConstInt(i8, loom_lowp_max_code(f, sbit), 0), LLVMConstInt(i8, loom_lowp_max_code(f, 0), 0), "");
+  res = LLVMBuildSelect(b, LLVMBuildOr(b, over, isinf, ""), maxc, res, "");
+  LLVMValueRef nanc = LLVMBuildSelect(b, neg, LLVMConstInt(i8, loom_lowp_nan_code(f, sbit), 0), LLVMConstInt(i8, loom_lowp_nan_code(f, 0), 0), "");
+  return LLVMBuildSelect(b, isnan, nanc, res, "");
+}
+
+LLVMValueRef cg_to_mem(cg *g, loom_dtype t, LLVMValueRef v) {
+  switch (t) {
+    case LOOM_DTYPE_BOOL: return LLVMBuildZExt(g->b, v, g->t_i8, "");
+    case LOOM_DTYPE_F16: return LLVMBuildFPTrunc(g->b, v, g->t_f16, "");
+    case LOOM_DTYPE_BF16: return f32_to_bf16(g, v);
+    default: return loom_dtype_is_lowp_float(t) ? lowp_encode(g, t, v) : v;
+  }
+}
+
+LLVMValueRef cg_from_mem(cg *g, loom_dtype t, LLVMValueRef v) {
+  switch (t) {
+    case LOOM_DTYPE_BOOL: return LLVMBuildICmp(g->b, LLVMIntNE, v, LLVMConstInt(g->t_i8, 0, 0), "");
+    case LOOM_DTYPE_F16: return LLVMBuildFPExt(g->b, v, g->t_f32, "");
+    case LOOM_DTYPE_BF16: return bf16_to_f32(g, v);
+    default: return loom_dtype_is_lowp_float(t) ? lowp_decode(g, t, v) : v;
+  }
+}
+
+/* exp for f32, inline so loops vectorise (a libm call does not): Cephes' expf.
+ *   n = roundeven(x * log2(e)),  r = x - n*ln2 (two-part constant, exact product),
+ *   exp(r) ~ 1 + r + r^2 * P(r) with a degree-5 minimax P on [-ln2/2, ln2/2],
+ *   result = exp(r) * 2^n built from the exponent bits.
+ * Error <= 2 ulp for results in the normal range (checked against the interpreter's
+ * double exp in tests/cpu, including subnormal results); x > 88.7228 gives +inf,
+ * x < -104 gives 0, NaN stays NaN. */
+LLVMValueRef cg_exp_f32(cg *g, LLVMValueRef x) {
+  LLVMTypeRef t = LLVMTypeOf(x), it = cg_like_ty(t, g->t_i32);
+  LLVMValueRef hi = cg_kf(t, 88.72283935546875), lo = cg_kf(t, -104.0);
+  LLVMValueRef xc = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOGT, x, hi, ""), hi, x, "");
+  xc = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOLT, xc, lo, ""), lo, xc, "");
+  LLVMValueRef fx = LLVMBuildFMul(g->b, xc, cg_kf(t, 1.44269504088896341), "");
+  fx = cg_call_intrinsic(g, "llvm.roundeven", t, &fx, 1);
+  LLVMValueRef r = LLVMBuildFSub(g->b, xc, LLVMBuildFMul(g->b, fx, cg_kf(t, 0.693359375), ""), "");
+  r = LLVMBuildFSub(g->b, r, LLVMBuildFMul(g->b, fx, cg_kf(t, -2.12194440e-4), ""), "");
+  static const double P[6] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
+                              4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1};
+  LLVMValueRef p = cg_kf(t, P[0]);
+  for (int i = 1; i < 6; i++) {
+    LLVMValueRef args[3] = {p, r, cg_kf(t, P[i])};
+    p = cg_call_intrinsic(g, "llvm.fma", t, args, 3);
+  }
+  LLVMValueRef r2 = LLVMBuildFMul(g->b, r, r, "");
+  LLVMValueRef a3[3] = {p, r2, LLVMBuildFAdd(g->b, r, cg_kf(t, 1.0), "")};
+  LLVMValueRef y = cg_call_intrinsic(g, "llvm.fma", t, a3, 3);
+  /* 2^n as 2^n1 * 2^n2 (n in [-150, 128], each half a normal exponent) */
+  LLVMValueRef n = LLVMBuildFPToSI(g->b, fx, it, "");
+  LLVMValueRef n1 = LLVMBuildAShr(g->b, n, cg_ki(it, 1), "");
+  LLVMValueRef n2 = LLVMBuildSub(g->b, n, n1, "");
+  LLVMValueRef half[2] = {n1, n2};
+  for (int i = 0; i < 2; i++) {
+    LLVMValueRef bits = LLVMBuildShl(g->b, LLVMBuildAdd(g->b, half[i], cg_ki(it, 127), ""),
+                                     cg_ki(it, 23), "");
+    y = LLVMBuildFMul(g->b, y, LLVMBuildBitCast(g->b, bits, t, ""), "");
+  }
+  y = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOGT, x, hi, ""), cg_kf(t, __builtin_inf()), y, "");
+  return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealUNO, x, x, ""), x, y, "");
+}
+
+/* tanh for f32, inline so loops vectorise: Cephes' tanhf.
+ *   |x| <  0.625: x + x^3 * P(x^2), a degree-4 minimax P;
+ *   |x| >= 0.625: sign(x) * (1 - 2 / (exp(2|x|) + 1)) with exp_f32 (saturates to +-1).
+ * Both are computed and one is selected (no branch). Relative error about 2e-7 (checked
+ * against the interpreter's double tanh in tests/cpu); NaN stays NaN. */
+LLVMValueRef cg_tanh_f32(cg *g, LLVMValueRef x) {
+  LLVMTypeRef t = LLVMTypeOf(x);
+  LLVMValueRef ax = cg_call_intrinsic(g, "llvm.fabs", t, &x, 1);
+  LLVMValueRef e = cg_exp_f32(g, LLVMBuildFMul(g->b, ax, cg_kf(t, 2.0), ""));
+  LLVMValueRef big = LLVMBuildFSub(g->b, cg_kf(t, 1.0),
+                                   LLVMBuildFDiv(g->b, cg_kf(t, 2.0), LLVMBuildFAdd(g->b, e, cg_kf(t, 1.0), ""), ""), "");
+  LLVMValueRef sg[2] = {big, x};
+  big = cg_call_intrinsic(g, "llvm.copysign", t, sg, 2);
+  static const double P[5] = {-5.70498872745E-3, 2.06390887954E-2, -5.37397155531E-2, 1.33314422036E-1,
+                              -3.33332819422E-1};
+  LLVMValueRef z = LLVMBuildFMul(g->b, x, x, ""), p = cg_kf(t, P[0]);
+  for (int i = 1; i < 5; i++) {
+    LLVMValueRef args[3] = {p, z, cg_kf(t, P[i])};
+    p = cg_call_intrinsic(g, "llvm.fma", t, args, 3);
+  }
+  LLVMValueRef a3[3] = {LLVMBuildFMul(g->b, p, z, ""), x, x};
+  LLVMValueRef small = cg_call_intrinsic(g, "llvm.fma", t, a3, 3);
+  LLVMValueRef sg2[2] = {small, x}; /* tanh is odd: -0 stays -0 (the fma gives +0 there) */
+  small = cg_call_intrinsic(g, "llvm.copysign", t, sg2, 2);
+  LLVMValueRef y = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOLT, ax, cg_kf(t, 0.625), ""), small, big, "");
+  return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealUNO, x, x, ""), x, y, "");
+}
+
+/* erf for f32, inline so loops vectorise (libm's erff does not): the rational minimax
+ * approximation of Eigen / XLA, x clamped to [-4, 4] (erf is +-1 in f32 beyond),
+ *   erf(x) ~ x * P(x^2) / Q(x^2), P of degree 6, Q of degree 4, both by Horner with fma.
+ * Absolute error below 1.5e-7 over the line, relative error below 3e-7 (about 2-4 ulp; checked
+ * against the interpreter's double erf in tests/e2e/test_e2e_math.c); NaN stays NaN (the
+ * clamps are ordered compares). */
+LLVMValueRef cg_erf_f32(cg *g, LLVMValueRef x) {
+  LLVMTypeRef t = LLVMTypeOf(x);
+  LLVMValueRef xc = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOGT, x, cg_kf(t, 4.0), ""), cg_kf(t, 4.0), x, "");
+  xc = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOLT, xc, cg_kf(t, -4.0), ""), cg_kf(t, -4.0), xc, "");
+  LLVMValueRef z = LLVMBuildFMul(g->b, xc, xc, "");
+  static const double P[7] = {-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+                              -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+                              -1.60960333262415e-02};
+  static const double Q[5] = {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+                              -7.37332916720468e-03, -1.42647390514189e-02};
+  LLVMValueRef p = cg_kf(t, P[0]), q = cg_kf(t, Q[0]);
+  for (int i = 1; i < 7; i++) {
+    LLVMValueRef args[3] = {p, z, cg_kf(t, P[i])};
+    p = cg_call_intrinsic(g, "llvm.fma", t, args, 3);
+  }
+  for (int i = 1; i < 5; i++) {
+    LLVMValueRef args[3] = {q, z, cg_kf(t, Q[i])};
+    q = cg_call_intrinsic(g, "llvm.fma", t, args, 3);
+  }
+  return LLVMBuildFDiv(g->b, LLVMBuildFMul(g->b, xc, p, ""), q, "");
+}
+
