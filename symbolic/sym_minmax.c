@@ -162,5 +162,12 @@ const loom_sym_expr *loom_sym_select(loom_sym_ctx *cx, const loom_sym_expr *cond
     if (!nc) return NULL;
     return loom_sym_select(cx, nc, else_e, then_e);
   }
+  // select(x == k, a, b) -> b  when b is a at x = k (x a variable): both branches give b,
+  // e.g. an exporter's select(batch == 1, 1, batch) -> batch
+  if (cond->kind == LOOM_SYM_EQ && cond->ops[0]->kind == LOOM_SYM_VAR) {
+    const loom_sym_expr *at = loom_sym_subst(cx, else_e, &cond->ops[0], &cond->ops[1], 1);
+    if (!at) return NULL;
+    if (at == then_e) return else_e;
+  }
   return sym_intern(cx, LOOM_SYM_SELECT, NULL, (const loom_sym_expr *[]){cond, then_e, else_e}, NULL, 3);
 }

@@ -110,6 +110,12 @@ LOOM_TEST(symbolic, min_max_cmp_logic_rules) {
   canon(&f, "n < m && !(n < m)", "0");
   canon(&f, "select(1, n, m)", "n");
   canon(&f, "select(n < 3, m, m)", "m");
+  canon(&f, "select(n == 1, 1, n)", "n");              // the branches agree at n == 1
+  canon(&f, "max(n, select(n == 1, 1, n))", "n");      // BERT's exported batch dim
+  canon(&f, "select(n != 0, 2*n + m, m)", "2*n + m");
+  canon(&f, "select(n == 2, 5, n + 3)", "n + 3");
+  canon(&f, "select(n == 2, 4, n + 3)", "select(n == 2, 4, n + 3)"); // they differ at n == 2
+  canon(&f, "select(n == 1, m, n)", "select(n == 1, m, n)");
   fx_free(&f);
 }
 
