@@ -5,7 +5,9 @@
  * learned substitutions applied to variables and the fact rules below applied to each
  * rebuilt node, and repeats until nothing changes (so it is idempotent). The prover
  * reduces every question to the bounds / known divisor of one simplified difference;
- * it says TRUE or FALSE only when those analyses (which are sound) decide it. */
+ * it says TRUE or FALSE only when those analyses (which are sound) decide it, splitting into
+ * cases on the difference's min / max / select nodes when they do not (min(a, b) + max(a, b)
+ * == a + b: a <= b gives a + b, b < a gives b + a). */
 #include "symbolic/sym_internal.h"
 
 typedef const loom_sym_expr *(*var_fn)(loom_sym_ctx *cx, void *ud, const loom_sym_expr *var);
@@ -257,21 +259,98 @@ const loom_sym_expr *loom_sym_simplify(loom_sym_ctx *cx, const loom_sym_expr *e)
   return r;
 }
 
+/* ---- case splits ------------------------------------------------------------------ */
+
+/* The first min / max / select node of e, depth first, or NULL. */
+static const loom_sym_expr *first_branch(const loom_sym_expr *e) {
+  if (!e || e->kind == LOOM_SYM_CONST || e->kind == LOOM_SYM_VAR) return NULL;
+  if (e->kind == LOOM_SYM_MIN || e->kind == LOOM_SYM_MAX || e->kind == LOOM_SYM_SELECT) return e;
+  for (uint32_t i = 0; i < e->n; i++) {
+    const loom_sym_expr *b = first_branch(e->ops[i]);
+    if (b) return b;
+  }
+  return NULL;
+}
+
+/* One case of a split on node `at`: min / max(p, q) under p <= q (first) or q < p, select(c, ..)
+ * under c (first) or !c. Every node the case decides is replaced by the operand it equals there:
+ * min(p, q) and max(p, q) both, or every select on c. */
+typedef struct split_case {
+  const loom_sym_expr *p, *q, *cond; /* min / max operands, or the select's condition */
+  bool first;
+} split_case;
+
+static const loom_sym_expr *case_of(loom_sym_ctx *cx, const split_case *sc, const loom_sym_expr *e, loom_map *memo) {
+  if (!e || e->kind == LOOM_SYM_CONST || e->kind == LOOM_SYM_VAR) return e;
+  uint64_t hit;
+  if (loom_map_get(memo, (uint64_t)(uintptr_t)e, &hit)) return (const loom_sym_expr *)(uintptr_t)hit;
+  const loom_sym_expr *r = NULL;
+  if (!sc->cond && (e->kind == LOOM_SYM_MIN || e->kind == LOOM_SYM_MAX) && e->ops[0] == sc->p && e->ops[1] == sc->q)
+    r = (e->kind == LOOM_SYM_MIN) == sc->first ? sc->p : sc->q;
+  else if (sc->cond && e->kind == LOOM_SYM_SELECT && e->ops[0] == sc->cond)
+    r = case_of(cx, sc, sc->first ? e->ops[1] : e->ops[2], memo);
+  else {
+    const loom_sym_expr *sops[8];
+    const loom_sym_expr **ops = sops;
+    if (e->n > 8 && !(ops = loom_alloc_array(cx->alloc, e->n, sizeof *ops))) return sym_oom(cx);
+    bool ok = true;
+    for (uint32_t i = 0; i < e->n && ok; i++) ok = (ops[i] = case_of(cx, sc, e->ops[i], memo)) != NULL;
+    r = ok ? remake(cx, e, ops) : NULL;
+    if (ops != sops) loom_free(cx->alloc, ops, e->n * sizeof *ops);
+  }
+  if (r && !loom_map_put(memo, (uint64_t)(uintptr_t)e, (uint64_t)(uintptr_t)r)) return sym_oom(cx);
+  return r;
+}
+
+typedef loom_sym_truth (*decide_fn)(loom_sym_ctx *cx, const loom_sym_expr *d);
+
+/* decide(d), splitting into cases on the min / max / select nodes of d (at most `depth` deep)
+ * when the bounds alone do not decide it: an answer is given only when every case gives it.
+ * Sound: d equals each case's expression wherever that case holds, and the cases cover all.
+ * A case carries no constraint beyond the nodes it decides (and x = k in the case x == k), so
+ * correlated conditions stay unknown: select(n < m, n, m) == min(n, m) is not proved. */
+static loom_sym_truth decide_split(loom_sym_ctx *cx, const loom_sym_expr *d, decide_fn decide, int depth) {
+  loom_sym_truth t = decide(cx, d);
+  const loom_sym_expr *at = t == LOOM_SYM_UNKNOWN && depth > 0 ? first_branch(d) : NULL;
+  if (!at) return t;
+  loom_sym_truth both = LOOM_SYM_UNKNOWN;
+  for (int k = 0; k < 2; k++) {
+    split_case sc = {.first = k == 0};
+    if (at->kind == LOOM_SYM_SELECT) sc.cond = at->ops[0];
+    else sc.p = at->ops[0], sc.q = at->ops[1];
+    loom_map memo;
+    loom_map_init(&memo, cx->alloc);
+    const loom_sym_expr *dk = case_of(cx, &sc, d, &memo);
+    loom_map_destroy(&memo);
+    /* the case x == k of a select on it: x is k throughout */
+    if (dk && sc.first && sc.cond && sc.cond->kind == LOOM_SYM_EQ && sc.cond->ops[0]->kind == LOOM_SYM_VAR)
+      dk = loom_sym_subst(cx, dk, &sc.cond->ops[0], &sc.cond->ops[1], 1);
+    if (!dk || dk == d) return LOOM_SYM_UNKNOWN;
+    loom_sym_truth tk = decide_split(cx, loom_sym_simplify(cx, dk), decide, depth - 1);
+    if (tk == LOOM_SYM_UNKNOWN || (k && tk != both)) return LOOM_SYM_UNKNOWN;
+    both = tk;
+  }
+  return both;
+}
+
+/* How many min / max / select nodes deep the prover splits (each split doubles the work). */
+#define SPLIT_DEPTH 3
+
 /* ---- the prover -------------------------------------------------------------------- */
 
 loom_sym_truth loom_sym_prove_le(loom_sym_ctx *cx, const loom_sym_expr *a, const loom_sym_expr *b) {
   if (!a || !b) return LOOM_SYM_UNKNOWN;
-  return le0_raw(cx, loom_sym_simplify(cx, loom_sym_sub(cx, b, a)));
+  return decide_split(cx, loom_sym_simplify(cx, loom_sym_sub(cx, b, a)), le0_raw, SPLIT_DEPTH);
 }
 
 loom_sym_truth loom_sym_prove_lt(loom_sym_ctx *cx, const loom_sym_expr *a, const loom_sym_expr *b) {
   if (!a || !b) return LOOM_SYM_UNKNOWN;
-  return le0_raw(cx, loom_sym_simplify(cx, loom_sym_sub(cx, loom_sym_sub(cx, b, a), cx->c1)));
+  return decide_split(cx, loom_sym_simplify(cx, loom_sym_sub(cx, loom_sym_sub(cx, b, a), cx->c1)), le0_raw, SPLIT_DEPTH);
 }
 
 loom_sym_truth loom_sym_prove_eq(loom_sym_ctx *cx, const loom_sym_expr *a, const loom_sym_expr *b) {
   if (!a || !b) return LOOM_SYM_UNKNOWN;
-  return eq0_raw(cx, loom_sym_simplify(cx, loom_sym_sub(cx, a, b)));
+  return decide_split(cx, loom_sym_simplify(cx, loom_sym_sub(cx, a, b)), eq0_raw, SPLIT_DEPTH);
 }
 
 loom_sym_truth loom_sym_prove_divisible(loom_sym_ctx *cx, const loom_sym_expr *a, int64_t k) {

@@ -173,6 +173,15 @@ LOOM_TEST(symbolic, prover_three_valued) {
   cr_assert_eq(loom_sym_prove(cx, P(&f, "floormod(n, 4) < 4")), LOOM_SYM_TRUE);
   cr_assert_eq(loom_sym_prove_eq(cx, P(&f, "2*n"), P(&f, "2*m + 1")), LOOM_SYM_FALSE);
   cr_assert_eq(loom_sym_prove_le(cx, P(&f, "n*m"), P(&f, "n*m + m")), LOOM_SYM_TRUE);
+  /* case splits on min / max / select nodes where the bounds alone do not decide */
+  cr_assert_eq(loom_sym_prove_eq(cx, P(&f, "min(n, m) + max(n, m)"), P(&f, "n + m")), LOOM_SYM_TRUE);
+  cr_assert_eq(loom_sym_prove_eq(cx, P(&f, "min(n, m) + max(n, m) + 1"), P(&f, "n + m")), LOOM_SYM_FALSE);
+  cr_assert_eq(loom_sym_prove_le(cx, P(&f, "min(n, m)"), P(&f, "max(n, m)")), LOOM_SYM_TRUE);
+  cr_assert_eq(loom_sym_prove_lt(cx, P(&f, "max(n, m)"), P(&f, "min(n, m)")), LOOM_SYM_FALSE);
+  cr_assert_eq(loom_sym_prove_eq(cx, P(&f, "select(n == 3, 3*m, n*m)"), P(&f, "n*m")), LOOM_SYM_TRUE); /* n = 3 in its case */
+  cr_assert_eq(loom_sym_prove_eq(cx, P(&f, "min(n, m)"), P(&f, "n")), LOOM_SYM_UNKNOWN); /* true only where n <= m */
+  /* the cases carry no relation between n and m beyond the node they decide: unknown, not wrong */
+  cr_assert_eq(loom_sym_prove_eq(cx, P(&f, "select(n < m, n, m)"), P(&f, "min(n, m)")), LOOM_SYM_UNKNOWN);
   fx_free(&f);
 }
 
