@@ -35,6 +35,34 @@ LOOM_TEST(onnx, conformance_node_suite_pass_floor) {
   cr_assert_eq(t.failed, 0, "%zu tests give wrong answers or errors", t.failed);
 }
 
+/* The other suites of the backend's conformance set, each with its pass floor (raise it when
+ * Loom gains ops) and no FAIL allowed. */
+LOOM_TEST(onnx, conformance_other_suites_pass_floors) {
+  static const struct {
+    const char *suite;
+    size_t floor;
+  } suites[] = {{"pytorch-converted", 75}, {"pytorch-operator", 28}, {"simple", 14}};
+  for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
+    char dir[512], *buf = NULL;
+    size_t len = 0;
+    snprintf(dir, sizeof dir, "../shared/conformance/onnx-backend-1.22/%s", suites[i].suite);
+    FILE *out = open_memstream(&buf, &len);
+    loom_onnx_conformance_totals t;
+    loom_status s = loom_onnx_conformance_run(dir, NULL, out, &t);
+    fclose(out);
+    cr_assert(s == LOOM_OK, "%s: %s", suites[i].suite, loom_status_text(s, 1));
+    printf("ONNX %s suite on the interpreter: %zu passed, %zu failed, %zu unsupported of %zu (floor %zu)\n", suites[i].suite,
+           t.passed, t.failed, t.unsupported, t.total, suites[i].floor);
+    if (t.failed)
+      for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+        if (strncmp(line, "FAIL ", 5) == 0) printf("  %s\n", line);
+    free(buf);
+    cr_assert_geq(t.passed, suites[i].floor, "%s: pass count %zu dropped below the floor %zu", suites[i].suite, t.passed,
+                  suites[i].floor);
+    cr_assert_eq(t.failed, 0, "%s: %zu tests give wrong answers or errors", suites[i].suite, t.failed);
+  }
+}
+
 static loom_status import_pb(pb *p, loom_onnx_model **mm, loom_graph_module **out) {
   loom_onnx_model *m = NULL;
   loom_status s = loom_onnx_model_parse(p->d, p->len, "mem.onnx", NULL, &m);

@@ -204,8 +204,18 @@ static loom_status h_act(nctx *c, const op_entry *e, loom_graph_expr **out) {
     return oimp_op3(c, LOOM_GRAPH_OP_WHERE, t, u, v, out);
   }
   if (!strcmp(o, "PRelu")) { /* x < 0 ? slope * x : x */
+    loom_graph_expr *slope = c->args[1];
+    int xr = oimp_in_rank(c, 0), sr = oimp_in_rank(c, 1);
+    if (c->im->opset < 7 && xr >= 3 && sr == 1) {
+      /* opset 6 and earlier: a 1-D slope is per channel (axis 1), not broadcast from the right */
+      int64_t axes[16];
+      if (xr - 2 > 16) return UNSUP(c->n, "opset-6 per-channel slope on an input of rank %d (at most 18)", xr);
+      for (int k = 0; k < xr - 2; k++) axes[k] = 1 + k;
+      oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", (size_t)(xr - 2), axes));
+      LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXPAND_DIMS, slope, &slope));
+    }
     LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_LESS, x, 0, &t));
-    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, x, c->args[1], &u));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, x, slope, &u));
     return oimp_op3(c, LOOM_GRAPH_OP_WHERE, t, u, x, out);
   }
   if (!strcmp(o, "Swish")) { /* x * sigmoid(alpha * x) */
