@@ -305,7 +305,7 @@ loom_status loom_safetensors_open(loom_allocator *alloc, const char *path, loom_
 
 /* ---- writer ---------------------------------------------------------------- */
 
-/* The header: every tensor in `order`, at consecutive offsets. NULL on OOM or a bad tensor. */
+/* The header (compact JSON, malloc'd in *out): every tensor in `order`, at consecutive offsets from 0. */
 static loom_status build_header(size_t n, const loom_safetensors_tensor *ts, const size_t *order, const char *path,
                                 char **out) {
   json_t *root = json_object();
@@ -323,16 +323,16 @@ static loom_status build_header(size_t n, const loom_safetensors_tensor *ts, con
     else if (!strcmp(t->name, "__metadata__") || json_object_get(root, t->name))
       st = LOOM_ERROR(ALREADY_EXISTS, "'%s': tensor name '%s' is reserved or given twice", path, t->name);
     if (st) break;
-    json_t *shape = json_array(), *e = json_object();
-    bool good = shape && e;
+    /* json_*_set_new and _append_new take the value's reference even when they fail */
+    json_t *e = json_object(), *shape = json_array();
+    bool good = e && shape && !json_object_set_new(e, "dtype", json_string(dn));
     for (int i = 0; good && i < t->rank; i++) good = !json_array_append_new(shape, json_integer(t->dims[i]));
-    json_t *offs = good ? json_pack("[II]", (json_int_t)at, (json_int_t)(at + t->nbytes)) : NULL;
-    good = offs && !json_object_set_new(e, "dtype", json_string(dn)) && !json_object_set_new(e, "shape", shape) &&
-           !json_object_set_new(e, "data_offsets", offs);
-    shape = offs = NULL;
-    if (!good || json_object_set_new(root, t->name, e)) st = LOOM_OOM();
-    e = NULL;
-    json_decref(shape), json_decref(offs);
+    if (good) good = !json_object_set_new(e, "shape", shape);
+    else json_decref(shape);
+    good = good && !json_object_set_new(e, "data_offsets", json_pack("[II]", (json_int_t)at, (json_int_t)(at + t->nbytes)));
+    if (!good) json_decref(e);
+    if (!good || json_object_set_new(root, t->name, e))
+      st = LOOM_ERROR(RESOURCE_EXHAUSTED, "'%s': cannot add tensor '%s' to the header (out of memory, or a name that is not UTF-8)", path, t->name);
     at += t->nbytes;
   }
   if (!st && !(*out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER))) st = LOOM_OOM();

@@ -337,3 +337,23 @@ LOOM_TEST(weights, mutated_files_open_or_fail_cleanly) {
   free(good);
   rm_dir(dir);
 }
+
+/* A file written by the reference implementation (Python `safetensors` 0.8.0, save_file with
+ * metadata; tests/graph/weights/hf_written.safetensors) reads with the values it was given. Loom's
+ * own output was read back by that library too (docs/ir.md). */
+LOOM_TEST(weights, reads_the_reference_writers_file) {
+  loom_safetensors *f;
+  loom_status st = loom_safetensors_open(NULL, "tests/graph/weights/hf_written.safetensors", &f);
+  cr_assert(!st, "%s", loom_status_message(st));
+  cr_assert_eq(loom_safetensors_count(f), 4);
+  const loom_safetensors_tensor *w = loom_safetensors_find(f, "w"), *b = loom_safetensors_find(f, "b"),
+                                *i = loom_safetensors_find(f, "i"), *u = loom_safetensors_find(f, "u");
+  cr_assert(w && b && i && u);
+  cr_expect(w->dtype == LOOM_DTYPE_F32 && w->rank == 2 && w->dims[0] == 3 && w->dims[1] == 4);
+  for (int k = 0; k < 12; k++) cr_expect_eq(((const float *)w->data)[k], (float)k * 0.5f - 1.0f);
+  cr_expect(b->dtype == LOOM_DTYPE_F16 && b->nbytes == 8);
+  cr_expect_eq(((const uint16_t *)b->data)[0], 0x3c00); /* 1.0 */
+  cr_expect(i->dtype == LOOM_DTYPE_I64 && ((const int64_t *)i->data)[2] == -14);
+  cr_expect(u->dtype == LOOM_DTYPE_BOOL && ((const uint8_t *)u->data)[3] == 1 && ((const uint8_t *)u->data)[1] == 0);
+  loom_safetensors_close(f);
+}
