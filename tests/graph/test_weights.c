@@ -9,6 +9,8 @@
 #include "graph/safetensors.h"
 #include "tests/graph/graph_test_util.h"
 
+int loom_fuzz_safetensors_one(const uint8_t *data, size_t size); /* tests/fuzz/fuzz_safetensors.c */
+
 /* A fresh temporary directory (malloc'd path). */
 static char *tmp_dir(void) {
   char *d = strdup("/tmp/loom-weights-XXXXXX");
@@ -356,4 +358,18 @@ LOOM_TEST(weights, reads_the_reference_writers_file) {
   cr_expect(i->dtype == LOOM_DTYPE_I64 && ((const int64_t *)i->data)[2] == -14);
   cr_expect(u->dtype == LOOM_DTYPE_BOOL && ((const uint8_t *)u->data)[3] == 1 && ((const uint8_t *)u->data)[1] == 0);
   loom_safetensors_close(f);
+}
+
+/* The libFuzzer harness (tests/fuzz/fuzz_safetensors.c) on its seed corpus: each seed opens, each
+ * seed cut short is refused. */
+LOOM_TEST(weights, fuzz_harness_on_its_seeds) {
+  const char *seeds[] = {"tests/fuzz/corpus/safetensors/hf_written", "tests/fuzz/corpus/safetensors/two_f32"};
+  for (size_t i = 0; i < 2; i++) {
+    size_t len;
+    char *b = gt_read_file(seeds[i], &len);
+    cr_assert(b, "no %s", seeds[i]);
+    cr_expect_eq(loom_fuzz_safetensors_one((const uint8_t *)b, len), 1, "%s does not open", seeds[i]);
+    cr_expect_eq(loom_fuzz_safetensors_one((const uint8_t *)b, len - 1), 0, "%s cut short opens", seeds[i]);
+    free(b);
+  }
 }
