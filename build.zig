@@ -346,7 +346,8 @@ fn linkRuntimeDeps(cfg: Config, m: *std.Build.Module) void {
     }
 }
 
-/// System libraries of the compiler on top of the runtime's: LLVM 19, GMP, protobuf-c.
+/// System libraries of the compiler on top of the runtime's: LLVM 19, GMP, protobuf-c, jansson
+/// (safetensors weights headers, graph/safetensors.c).
 fn linkCompilerDeps(cfg: Config, m: *std.Build.Module) void {
     linkRuntimeDeps(cfg, m);
     m.addLibraryPath(.{ .cwd_relative = llvm_prefix ++ "/lib" });
@@ -354,6 +355,7 @@ fn linkCompilerDeps(cfg: Config, m: *std.Build.Module) void {
     m.linkSystemLibrary("LLVM-19", .{ .use_pkg_config = .no });
     m.linkSystemLibrary("gmp", .{});
     m.linkSystemLibrary("protobuf-c", .{});
+    m.linkSystemLibrary("jansson", .{});
 }
 
 fn addProgram(cfg: Config, name: []const u8, files: []const []const u8, lib: *std.Build.Step.Compile, variant: Variant) *std.Build.Step.Compile {

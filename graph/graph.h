@@ -232,7 +232,12 @@ struct loom_graph_func {
 typedef struct loom_graph_const {
   const char *name;           /* interned, without '@' */
   loom_graph_expr *expr;      /* a CONST expression */
+  const char *file;           /* the weights file it is stored in, as the text names it (relative to the
+                                 module's directory), or NULL: its values are written inline */
+  const char *tensor;         /* its name in that file (file != NULL) */
 } loom_graph_const;
+
+typedef struct loom_safetensors loom_safetensors;
 
 /* A declared external function (libcall/; docs/libcall.md). */
 typedef struct loom_graph_extern {
@@ -267,6 +272,14 @@ const loom_graph_extern *loom_graph_module_extern_at(const loom_graph_module *m,
 loom_status loom_graph_module_add_func(loom_graph_module *m, loom_graph_func *f);
 loom_status loom_graph_module_add_tp(loom_graph_module *m, loom_tp_func *tp);
 loom_status loom_graph_module_add_const(loom_graph_module *m, const char *name, loom_graph_expr *c);
+/* Records that constant i is stored in weights file `file` (as the text will name it: relative to the
+ * module's directory, or absolute) under `tensor`: the printer then writes
+ * `const @name: sinfo = weights("file", "tensor")` instead of its values (docs/ir.md). Neither name
+ * may hold '"' or a line break. The file is not opened. */
+loom_status loom_graph_module_const_set_weights(loom_graph_module *m, size_t i, const char *file, const char *tensor);
+/* The safetensors file `file` (relative to the module's directory unless absolute; graph/safetensors.h),
+ * mapped and validated on first use and kept open, once per module, until the module is destroyed. */
+loom_status loom_graph_module_weights(loom_graph_module *m, const char *file, loom_safetensors **out);
 loom_status loom_graph_module_add_extern(loom_graph_module *m, const char *name, const loom_sinfo *sig);
 /* Declares an extern with parameter names (may be NULL) and a libcall declaration (may be
  * NULL); both are copied into the module. The declaration is checked against the signature
@@ -318,6 +331,9 @@ loom_tp_pattern loom_graph_op_pattern(loom_graph_op op);
 loom_graph_expr *loom_graph_var_new(loom_graph_module *m, const char *name, const loom_sinfo *si);
 loom_graph_expr *loom_graph_shape_new(loom_graph_module *m, size_t n, const loom_sym_expr *const *dims);
 loom_graph_expr *loom_graph_sym_new(loom_graph_module *m, const loom_sym_expr *e);
+/* A constant whose data is NOT copied: `data` (nbytes, aligned to the dtype's size) must outlive the
+ * module and is never written (a weights file's mapping, loom_graph_module_weights). */
+loom_graph_expr *loom_graph_const_borrow(loom_graph_module *m, const loom_sinfo *si, const void *data, size_t nbytes);
 /* A constant tensor: copies `nbytes` of row-major `data` of the (constant-shaped) `si`. */
 loom_graph_expr *loom_graph_const_new(loom_graph_module *m, const loom_sinfo *si, const void *data,
                                       size_t nbytes);

@@ -20,6 +20,12 @@ typedef struct loom_graph_generated {
   loom_tp_func *tp;      /* the program */
 } loom_graph_generated;
 
+/* A weights file a module's constants point into (loom_graph_module_weights). */
+typedef struct loom_graph_weights {
+  const char *path;                      /* the resolved path (module arena) */
+  loom_safetensors *file;                /* mapped; closed with the module */
+} loom_graph_weights;
+
 struct loom_graph_module {
   loom_allocator *alloc;
   loom_arena arena;                      /* every IR node of the module */
@@ -35,6 +41,7 @@ struct loom_graph_module {
   const loom_sinfo *object;              /* the shared Object info */
   const char *dir;                       /* directory of the parsed file (arena), or NULL */
   loom_libcall_lib *libcall;             /* the externs, loaded when the interpreter first calls one */
+  LOOM_VEC(loom_graph_weights) weights;  /* weights files mapped for its constants */
 };
 
 /* ---- operator implementations -------------------------------------------- */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
+#include "graph/safetensors.h"
 #include "graph/tp_bridge.h"
 
 /* ---- module ------------------------------------------------------------------ */
@@ -34,6 +35,8 @@ void loom_graph_module_destroy(loom_graph_module *m) {
   LOOM_VEC_FREE(m->alloc, &m->generated);
   LOOM_VEC_FREE(m->alloc, &m->consts);
   LOOM_VEC_FREE(m->alloc, &m->externs);
+  for (size_t i = 0; i < m->weights.len; i++) loom_safetensors_close(m->weights.data[i].file);
+  LOOM_VEC_FREE(m->alloc, &m->weights);
   loom_libcall_lib_destroy(m->libcall);
   loom_sym_ctx_destroy(m->cx);
   loom_interner_destroy(&m->names);
@@ -91,7 +94,39 @@ loom_status loom_graph_module_add_const(loom_graph_module *m, const char *name, 
   for (size_t i = 0; i < m->consts.len; i++)
     if (m->consts.data[i].name == n) return LOOM_ERROR(ALREADY_EXISTS, "constant @%s is defined twice", name);
   c->u.cnst.name = n;
-  loom_graph_const k = {n, c};
+  loom_graph_const k = {n, c, NULL, NULL};
   if (!LOOM_VEC_PUSH(m->alloc, &m->consts, k)) return LOOM_OOM();
+  return LOOM_OK;
+}
+
+/* A name the text can quote: no '"', no line break, not empty. */
+static bool quotable(const char *s) { return *s && !strpbrk(s, "\"\n\r"); }
+
+loom_status loom_graph_module_const_set_weights(loom_graph_module *m, size_t i, const char *file, const char *tensor) {
+  if (i >= m->consts.len) return LOOM_ERROR(OUT_OF_RANGE, "constant %zu of %zu", i, m->consts.len);
+  if (!quotable(file) || !quotable(tensor))
+    return LOOM_ERROR(INVALID_ARGUMENT, "constant @%s: weights file '%s' or tensor '%s' is empty or holds a quote or line break",
+                      m->consts.data[i].name, file, tensor);
+  const char *f = loom_arena_strdup(&m->arena, file), *t = loom_arena_strdup(&m->arena, tensor);
+  if (!f || !t) return LOOM_OOM();
+  m->consts.data[i].file = f, m->consts.data[i].tensor = t;
+  return LOOM_OK;
+}
+
+loom_status loom_graph_module_weights(loom_graph_module *m, const char *file, loom_safetensors **out) {
+  *out = NULL;
+  const char *path = file[0] == '/' || !m->dir ? loom_arena_strdup(&m->arena, file)
+                                               : loom_arena_printf(&m->arena, "%s/%s", m->dir, file);
+  if (!path) return LOOM_OOM();
+  for (size_t i = 0; i < m->weights.len; i++)
+    if (!strcmp(m->weights.data[i].path, path)) return *out = m->weights.data[i].file, LOOM_OK;
+  loom_safetensors *f;
+  LOOM_PROPAGATE(loom_safetensors_open(m->alloc, path, &f));
+  loom_graph_weights w = {path, f};
+  if (!LOOM_VEC_PUSH(m->alloc, &m->weights, w)) {
+    loom_safetensors_close(f);
+    return LOOM_OOM();
+  }
+  *out = f;
   return LOOM_OK;
 }

@@ -57,6 +57,15 @@ loom_graph_expr *loom_graph_const_new(loom_graph_module *m, const loom_sinfo *si
   return e;
 }
 
+loom_graph_expr *loom_graph_const_borrow(loom_graph_module *m, const loom_sinfo *si, const void *data, size_t nbytes) {
+  loom_graph_expr *e = expr_new(m, LOOM_GRAPH_EXPR_CONST);
+  if (!e || !si) return NULL;
+  e->sinfo = si;
+  e->u.cnst.data = (void *)data; /* read-only from here on: passes make new constants, never write one */
+  e->u.cnst.nbytes = nbytes;
+  return e;
+}
+
 loom_graph_expr *loom_graph_const_scalar(loom_graph_module *m, loom_dtype dt, double v) {
   loom_graph_tensor t = {.dtype = dt, .ndim = 0, .numel = 1};
   unsigned char buf[8] = {0};

@@ -267,7 +267,11 @@ static void prescan(parser *p) {
       }
       if (!skip_balanced(p, '{', '}')) break;
     } else if (gp_is_kw(s, n, "const")) {
-      if (!skip_past(p, '=') || !skip_past(p, '[') || !skip_balanced(p, '[', ']')) break;
+      if (!skip_past(p, '=')) break;
+      p->pos++;
+      bool ok = gp_peek_kw(p, "weights") ? skip_past(p, '(') && skip_balanced(p, '(', ')')
+                                         : skip_past(p, '[') && skip_balanced(p, '[', ']');
+      if (!ok) break;
     } else if (gp_is_kw(s, n, "extern")) {
       if (!skip_extern(p)) break;
     } else if (gp_is_kw(s, n, "prim")) {

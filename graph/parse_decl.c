@@ -1,9 +1,12 @@
 /* parse_decl.c — bindings (inference runs as each is read, so a module that parses is typed;
  * annotations are checked against what inference found), dataflow and plain blocks, sequences,
  * functions and constants. */
+#include <stdio.h>
 #include <string.h>
 
+#include "base/strbuf.h"
 #include "graph/parse_internal.h"
+#include "graph/safetensors.h"
 
 /* ---- bindings, blocks, functions --------------------------------------------------------- */
 
@@ -436,7 +439,64 @@ loom_status gp_func(parser *p) {
   return loom_graph_module_add_func(m, f);
 }
 
-/* const := 'const' '@' name ':' sinfo '=' '[' number,* ']' */
+/* Formats a struct-info-like description of a file's tensor: [768, 768] of F32. */
+static void weights_desc(const loom_safetensors_tensor *t, char *buf, size_t cap) {
+  size_t k = (size_t)snprintf(buf, cap, "[");
+  for (int i = 0; i < t->rank && k < cap; i++) k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)t->dims[i]);
+  if (k < cap) snprintf(buf + k, cap - k, "] of %s", loom_safetensors_dtype_name(t->dtype));
+}
+
+/* weights := 'weights' '(' STRING ',' STRING ')'    (the 'weights' keyword already read)
+ * Constant @name of struct info si points into the mapped file (no copy); its dtype and shape must
+ * be the file's. */
+static loom_status weights_ref(parser *p, size_t b, const char *name, const loom_sinfo *si) {
+  loom_graph_module *m = p->m;
+  const char *file, *tensor;
+  LOOM_PROPAGATE(gp_expect(p, "("));
+  size_t fb = (gp_skip_ws(p), p->pos);
+  LOOM_PROPAGATE(gp_string_lit(p, &file));
+  LOOM_PROPAGATE(gp_expect(p, ","));
+  size_t tb = (gp_skip_ws(p), p->pos);
+  LOOM_PROPAGATE(gp_string_lit(p, &tensor));
+  LOOM_PROPAGATE(gp_expect(p, ")"));
+  loom_safetensors *f;
+  loom_status st = loom_graph_module_weights(m, file, &f);
+  if (st) {
+    loom_status e = gp_err(p, fb, "constant @%s: %s", name, loom_status_message(st));
+    loom_status_free(st);
+    return e;
+  }
+  const loom_safetensors_tensor *t = loom_safetensors_find(f, tensor);
+  if (!t) return gp_err(p, tb, "constant @%s: weights file '%s' has no tensor '%s'", name, loom_safetensors_path(f), tensor);
+  bool same = t->dtype == si->dtype && t->rank == si->ndim;
+  for (int i = 0; same && i < si->ndim; i++) {
+    int64_t d;
+    same = loom_sym_is_const(si->dims[i], &d) && d == t->dims[i];
+  }
+  if (!same) {
+    char want[512], have[512];
+    loom_strbuf sb;
+    loom_strbuf_init(&sb, NULL);
+    loom_sinfo_print(si, &sb);
+    snprintf(want, sizeof want, "%s", sb.oom ? "?" : loom_strbuf_cstr(&sb));
+    loom_strbuf_free(&sb);
+    weights_desc(t, have, sizeof have);
+    return gp_err(p, b, "constant @%s is declared %s, but tensor '%s' of '%s' is %s", name, want, tensor,
+                  loom_safetensors_path(f), have);
+  }
+  loom_graph_expr *e;
+  if ((uintptr_t)t->data % loom_dtype_size(t->dtype) == 0) {
+    e = loom_graph_const_borrow(m, si, t->data, t->nbytes);
+  } else {
+    e = loom_graph_const_new(m, si, t->data, t->nbytes); /* a file laid out by another writer: copy */
+  }
+  if (!e) return LOOM_OOM();
+  e->loc = (loom_loc){p->ir_src, b};
+  LOOM_PROPAGATE(loom_graph_module_add_const(m, name, e));
+  return loom_graph_module_const_set_weights(m, loom_graph_module_num_consts(m) - 1, file, tensor);
+}
+
+/* const := 'const' '@' name ':' sinfo '=' ('[' number,* ']' | weights) */
 loom_status gp_constant(parser *p) {
   loom_graph_module *m = p->m;
   size_t b = (gp_skip_ws(p), p->pos);
@@ -450,13 +510,21 @@ loom_status gp_constant(parser *p) {
   LOOM_PROPAGATE(gp_sinfo(p, &si));
   if (si->kind != LOOM_SINFO_TENSOR || !si->dims || si->dtype == LOOM_DTYPE_UNKNOWN)
     return gp_err(p, sb, "a constant needs a Tensor struct info with a constant shape and dtype");
+  LOOM_PROPAGATE(gp_expect(p, "="));
+  if (gp_peek_kw(p, "weights")) {
+    const char *kw;
+    size_t kn;
+    (void)gp_ident(p, &kw, &kn);
+    for (int i = 0; i < si->ndim; i++)
+      if (!loom_sym_is_const(si->dims[i], NULL)) return gp_err(p, sb, "a constant needs a constant shape");
+    return weights_ref(p, b, name, si);
+  }
   size_t numel = 1;
   for (int i = 0; i < si->ndim; i++) {
     int64_t d;
     if (!loom_sym_is_const(si->dims[i], &d) || d < 0 || !loom_size_mul(numel, (size_t)d, &numel) || numel > (1u << 26))
-      return gp_err(p, sb, "a constant needs a constant shape (at most 2^26 elements)");
+      return gp_err(p, sb, "a constant needs a constant shape (at most 2^26 elements written inline; larger ones go in a weights file)");
   }
-  LOOM_PROPAGATE(gp_expect(p, "="));
   LOOM_PROPAGATE(gp_expect(p, "["));
   size_t es = loom_dtype_size(si->dtype);
   loom_graph_tensor t = {.dtype = si->dtype, .numel = numel};

@@ -250,7 +250,8 @@ void loom_graph_print_module(const loom_graph_module *m, loom_strbuf *sb) {
     loom_strbuf_printf(sb, "const @%s: ", c->name);
     loom_sinfo_print(c->expr->sinfo, sb);
     loom_strbuf_puts(sb, " = ");
-    print_const_data(c->expr, sb);
+    if (c->file) loom_strbuf_printf(sb, "weights(\"%s\", \"%s\")", c->file, c->tensor);
+    else print_const_data(c->expr, sb);
     loom_strbuf_putc(sb, '\n');
     first = false;
   }

@@ -7,6 +7,7 @@ pub const compiler = [_][]const u8{
     "graph/infer.c",
     "graph/extern.c",
     "graph/tensor.c",
+    "graph/safetensors.c",
     "graph/op_registry.c",
     "graph/op_elemwise.c",
     "graph/op_linalg.c",

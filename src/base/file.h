@@ -15,6 +15,7 @@
 #define LOOM_FILE_LIMIT_TEXT (UINT64_C(1) << 30)     /* .loom modules, tensor programs, keys: 1 GiB */
 #define LOOM_FILE_LIMIT_ONNX (UINT64_C(2) << 30)     /* .onnx models: protobuf's own 2 GiB limit */
 #define LOOM_FILE_LIMIT_NPY (UINT64_C(64) << 30)     /* .npy tensors and ONNX external data: 64 GiB */
+#define LOOM_FILE_LIMIT_WEIGHTS (UINT64_C(1) << 40)  /* safetensors weights files (mapped): 1 TiB */
 #define LOOM_FILE_LIMIT_ARTIFACT (UINT64_C(1) << 40) /* executables and AOT artifacts (mapped): 1 TiB */
 
 /* Opens `path` read-only (O_CLOEXEC) and checks it is a regular file of at most `limit`

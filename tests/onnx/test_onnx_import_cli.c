@@ -1,11 +1,13 @@
 /* test_onnx_import_cli.c — `loom import MODEL.onnx -o OUT.loom` and the commands that take a
  * .onnx file directly (check, eval): the written text re-parses; a failed import leaves no
  * output file and names the node; ONNX names that are not IR identifiers are renamed. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/npy.h"
 #include "frontend/onnx/onnx_import.h"
 #include "onnx/onnx_test.h"
 
@@ -137,4 +139,96 @@ LOOM_TEST(onnx, runtime_shape_operand_binds_symbols) {
   }
   loom_graph_module_destroy(gm);
   loom_onnx_model_free(m);
+}
+
+/* Runs a shell command line and asserts it exits 0; returns its stdout (malloc'd). */
+static char *ok_run(const char *cmd) {
+  loom_test_proc p = loom_test_run("%s", cmd);
+  cr_assert_eq(p.exit_code, 0, "%s\n%s%s", cmd, p.out, p.err);
+  char *out = p.out;
+  p.out = NULL;
+  loom_test_proc_free(&p);
+  return out;
+}
+
+/* `loom import -o m.loom` writes m.safetensors beside it and the text refers to it by name; running
+ * the module equals the inline form (--inline-weights) bit for bit and the ORT reference; the
+ * artifact embeds the weights; a missing, truncated or mismatched weights file is refused by name. */
+LOOM_TEST(onnx, import_writes_weights_beside_the_text) {
+  char dir[] = "/tmp/loom_import_w_XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  const char *tt = "models/tiny_transformer";
+  char cmd[2048], path[600], *L = realpath(loom_test_loom_bin(), NULL); /* absolute: one run is from / */
+  cr_assert(L, "no %s", loom_test_loom_bin());
+  snprintf(cmd, sizeof cmd, "%s import %s/model.onnx -o %s/m.loom && %s import %s/model.onnx -o %s/i.loom --inline-weights", L,
+           tt, dir, L, tt, dir);
+  free(ok_run(cmd));
+  snprintf(path, sizeof path, "%s/m.safetensors", dir);
+  cr_assert(exists(path));
+  snprintf(path, sizeof path, "%s/i.safetensors", dir);
+  cr_assert(!exists(path), "--inline-weights wrote %s", path);
+  snprintf(cmd, sizeof cmd, "cat %s/m.loom", dir);
+  char *text = ok_run(cmd);
+  cr_assert(strstr(text, "const @tok_weight: Tensor[(256, 64), f32] = weights(\"m.safetensors\", \"tok_weight\")"), "%s", text);
+  cr_assert_lt(strlen(text), 64 * 1024, "the weights are still in the text");
+  free(text);
+  snprintf(cmd, sizeof cmd, "grep -c 'weights(' %s/i.loom || true", dir);
+  text = ok_run(cmd);
+  cr_assert_str_eq(text, "0\n");
+  free(text);
+  /* Run both (from another directory: the path is relative to the module) and compare. */
+  snprintf(cmd, sizeof cmd,
+           "T=$(pwd)/%s/ref_2x7_tokens.npy; cd / && %s run %s/m.loom --input tokens=@$T --output %s/a.npy && "
+           "%s run %s/i.loom --input tokens=@$T --output %s/b.npy && cmp %s/a.npy %s/b.npy",
+           tt, L, dir, dir, L, dir, dir, dir, dir);
+  free(ok_run(cmd));
+  loom_npy got, want;
+  snprintf(path, sizeof path, "%s/a.npy", dir);
+  cr_assert(!loom_npy_read(path, &got));
+  cr_assert(!loom_npy_read("models/tiny_transformer/ref_2x7_logits.npy", &want));
+  cr_assert_eq(got.nbytes, want.nbytes);
+  for (size_t i = 0; i < got.nbytes / 4; i++)
+    cr_assert(fabsf(((const float *)got.data)[i] - ((const float *)want.data)[i]) <= 1e-5f, "logit %zu", i);
+  loom_npy_free(&got), loom_npy_free(&want);
+  /* The artifact embeds the weights: it runs with the weights file gone. */
+  snprintf(cmd, sizeof cmd,
+           "%s compile %s/m.loom -o %s/m.so && mv %s/m.safetensors %s/keep.safetensors && "
+           "%s %s/m.so --input tokens=@%s/ref_2x7_tokens.npy --output %s/c.npy && cmp %s/a.npy %s/c.npy",
+           L, dir, dir, dir, dir, loom_test_loom_run_bin(), dir, tt, dir, dir, dir);
+  free(ok_run(cmd));
+  /* A missing weights file, a truncated one, a mismatched declaration. */
+  loom_test_proc p = loom_test_run("%s check %s/m.loom", L, dir);
+  cr_assert_eq(p.exit_code, 1);
+  cr_assert(strstr(p.err, "constant @tok_weight") && strstr(p.err, "m.safetensors") && strstr(p.err, "No such file"), "%s", p.err);
+  loom_test_proc_free(&p);
+  p = loom_test_run("head -c 5000 %s/keep.safetensors > %s/m.safetensors && %s check %s/m.loom", dir, dir, L, dir);
+  cr_assert_eq(p.exit_code, 1);
+  cr_assert(strstr(p.err, "m.safetensors") && strstr(p.err, "run past the data section"), "%s", p.err);
+  loom_test_proc_free(&p);
+  p = loom_test_run("cp %s/keep.safetensors %s/m.safetensors && sed -i 's/Tensor\\[(256, 64), f32\\] = weights/Tensor[(256, 64), f16] = weights/' %s/m.loom && %s check %s/m.loom",
+                    dir, dir, dir, L, dir);
+  cr_assert_eq(p.exit_code, 1);
+  cr_assert(strstr(p.err, "constant @tok_weight is declared Tensor[(256, 64), f16]") && strstr(p.err, "[256, 64] of F32"), "%s", p.err);
+  loom_test_proc_free(&p);
+  p = loom_test_run("rm -rf %s", dir);
+  loom_test_proc_free(&p);
+  free(L);
+}
+
+/* A conformance model with initializers: the imported module (weights in a file) computes what the
+ * ONNX model does, bit for bit (the ONNX path is checked against the expected outputs by the
+ * conformance suite). */
+LOOM_TEST(onnx, import_weights_conformance_model) {
+  char dir[] = "/tmp/loom_import_wc_XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  const char *L = loom_test_loom_bin(), *model = "../shared/conformance/onnx-backend-1.22/pytorch-converted/test_Conv2d/model.onnx";
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd,
+           "%s import %s -o %s/c.loom && grep -q 'weights(\"c.safetensors\", \"v1\")' %s/c.loom && "
+           "%s run %s --input 'v0=random:(2,3,7,5)' --output %s/a.npy && "
+           "%s run %s/c.loom --input 'v0=random:(2,3,7,5)' --output %s/b.npy && cmp %s/a.npy %s/b.npy",
+           L, model, dir, dir, L, model, dir, L, dir, dir, dir, dir);
+  free(ok_run(cmd));
+  loom_test_proc p = loom_test_run("rm -rf %s", dir);
+  loom_test_proc_free(&p);
 }
