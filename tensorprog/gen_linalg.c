@@ -5,6 +5,8 @@
  * pivoting in f64 on a Local copy, serial over the columns (the column and pivot-search loops are
  * flagged `reduce`, which keeps the CPU rules from running them in parallel); the batch loops
  * around it are independent. */
+#include <stdio.h>
+
 #include "tensorprog/gen_internal.h"
 
 /*   for i<batch> .. parallel {
@@ -190,16 +192,95 @@ loom_status loom_tp_gen_dft(loom_arena *a, loom_sym_ctx *cx, const char *name, l
 }
 
 /* topk along `axis`: Y (the axis of extent kk, from Y's shape) takes, in order, the kk largest
- * (or smallest) elements of each slice of X, ties to the lower index (the reference's sort),
- * their values or (indices) their i64 positions. A selection per output position: the best
- * element not taken yet, serial over the positions (a Local of taken flags per slice):
+ * (or smallest) elements of each slice of X, ties to the lower index (the reference's sort), as
+ * their i64 positions (indices) or their values. Per slice a sorted Local V of the best kk
+ * values so far and I of their positions: the first kk elements are insertion-sorted into it;
+ * each later one enters only if it goes before the kk-th, tested 8 at a time (one vector compare
+ * against the threshold for the 8, almost always false once V holds good values), and is moved
+ * down from the end past the values it goes before. Those are a suffix of V, so the moves are
+ * made in blocks of 8 and a block whose first (highest) value x does not go before is skipped
+ * with the rest. With <sift x from top, n steps, position p> =
+ *   for q in 0..floordiv(n + 7, 8) reduce { if <x before V[top - 8*q]> {
+ *     for l in 0..min(8, n - 8*q) reduce { if <x before V[top - 8*q - l]> {
+ *       V[top - 8*q - l + 1] = V[top - 8*q - l]  I[..] = I[top - 8*q - l]  V[top - 8*q - l] = x  I[top - 8*q - l] = p } } } }
+ * and <offer p> = let x: t = X[.., p, ..]  if <x before V[kk - 1]> { V[kk - 1] = x  I[kk - 1] = p  <sift x from kk - 2, kk - 1 steps, p> }:
  *   for i<k> (k != axis) .. {
- *     alloc U: Local[(a,), bool]  alloc B: Local[(1,), i64]  for r0 in 0..a { U[r0] = false }
- *     for j in 0..kk reduce { B[0] = -1
- *       for r in 0..a reduce { if !U[r] { if B[0] < 0 { B[0] = r } else { if <before> { B[0] = r } } } }
- *       U[B[0]] = true  Y[.., j, ..] = X[.., B[0], ..] (indices: B[0]) } }
- * with <before> X[.., r, ..] > X[.., B[0], ..] (< for the smallest), and for floats NaN last:
- * X[r] != X[B] && (X[r] > X[B] || X[B] != X[B]). */
+ *     alloc V: Local[(kk,), t]  alloc I: Local[(kk,), i64]
+ *     for r in 0..kk reduce { let x: t = X[.., r, ..]  V[r] = x  I[r] = r  <sift x from r - 1, r steps, r> }
+ *     if kk >= 1 {
+ *       for c in 0..floordiv(a - kk, 8) reduce { let th: t = V[kk - 1]
+ *         if <X[.., kk + 8*c, ..] before th> || .. || <X[.., kk + 8*c + 7, ..] before th> {
+ *           for l in 0..8 reduce { <offer kk + 8*c + l> } } }
+ *       for u in 0..floormod(a - kk, 8) reduce { <offer a - floormod(a - kk, 8) + u> } }
+ *     for j in 0..kk { Y[.., j, ..] = I[j] (values: V[j]) } }
+ * with <x before v> x > v (< for the smallest), and for floats NaN last, NaNs in index order:
+ * x > v || (v != v && x == x). The lets and loops of each offer are named apart (suffixes).
+ * O(a + kk^2 log(a / kk)) per slice for data in random order, O(a kk) at worst. */
+typedef struct topk_gen {
+  loom_tpb *b;
+  loom_dtype t;
+  bool largest;
+  const loom_tp_buffer *X, *V, *I;
+  loom_tp_expr **xi; /* X's index (the axis entry is set per use) */
+  int axis;
+} topk_gen;
+
+static loom_tp_expr *topk_before(topk_gen *g, const loom_tp_expr *x, loom_tp_expr *v) {
+  loom_tpb *b = g->b;
+  loom_tp_expr *ord = loom_tp_op2(b->a, g->largest ? LOOM_TP_OP_GT : LOOM_TP_OP_LT, loom_tpb_dup(b, x), v);
+  if (!loom_dtype_is_float(g->t)) return ord;
+  loom_tp_expr *vnan = loom_tp_op2(b->a, LOOM_TP_OP_NE, loom_tpb_dup(b, v), loom_tpb_dup(b, v));
+  loom_tp_expr *xnum = loom_tp_op2(b->a, LOOM_TP_OP_EQ, loom_tpb_dup(b, x), loom_tpb_dup(b, x));
+  return loom_tp_op2(b->a, LOOM_TP_OP_OR, ord, loom_tp_op2(b->a, LOOM_TP_OP_AND, vnan, xnum));
+}
+
+static loom_tp_expr *topk_v(topk_gen *g, const loom_sym_expr *at) {
+  loom_tp_expr *i = loom_tpb_idx(g->b, at);
+  return loom_tpb_load(g->b, g->V, &i);
+}
+
+/* <sift x from top, n steps, position pos> (tag names its loops). */
+static void topk_sift(topk_gen *g, const loom_tp_expr *x, const loom_sym_expr *top, const loom_sym_expr *n,
+                      const loom_sym_expr *pos, const char *tag) {
+  loom_tpb *b = g->b;
+  loom_sym_ctx *cx = b->cx;
+  char qn[8], ln[8];
+  snprintf(qn, sizeof qn, "q%s", tag);
+  snprintf(ln, sizeof ln, "l%s", tag);
+  const loom_sym_expr *eight = loom_sym_const(cx, 8), *one = loom_sym_const(cx, 1);
+  const loom_sym_expr *q = loom_tpb_for(b, qn, n ? loom_sym_floordiv(cx, loom_sym_add(cx, n, loom_sym_const(cx, 7)), eight) : NULL,
+                                        LOOM_TP_LOOP_SERIAL, true);
+  const loom_sym_expr *hi = q ? loom_sym_sub(cx, top, loom_sym_mul(cx, eight, q)) : NULL; /* top - 8*q */
+  loom_tpb_if(b, topk_before(g, x, topk_v(g, hi)));
+  const loom_sym_expr *l = loom_tpb_for(b, ln, q ? loom_sym_min(cx, eight, loom_sym_sub(cx, n, loom_sym_mul(cx, eight, q))) : NULL,
+                                        LOOM_TP_LOOP_SERIAL, true);
+  const loom_sym_expr *p = l ? loom_sym_sub(cx, hi, l) : NULL, *p1 = p ? loom_sym_add(cx, p, one) : NULL;
+  loom_tp_expr *ip = loom_tpb_idx(b, p), *ip1 = loom_tpb_idx(b, p1);
+  loom_tpb_if(b, topk_before(g, x, topk_v(g, p)));
+  loom_tpb_store(b, g->V, &ip1, loom_tpb_load(b, g->V, &ip));
+  loom_tpb_store(b, g->I, &ip1, loom_tpb_load(b, g->I, &ip));
+  loom_tpb_store(b, g->V, &ip, loom_tpb_dup(b, x));
+  loom_tpb_store(b, g->I, &ip, loom_tpb_idx(b, pos));
+  loom_tpb_end_n(b, 4); /* the if, l, the if, q */
+}
+
+/* <offer pos> (tag names its let and loops). */
+static void topk_offer(topk_gen *g, const loom_sym_expr *kk, const loom_sym_expr *pos, const char *tag) {
+  loom_tpb *b = g->b;
+  loom_sym_ctx *cx = b->cx;
+  char xn[8];
+  snprintf(xn, sizeof xn, "x%s", tag);
+  g->xi[g->axis] = loom_tpb_idx(b, pos);
+  loom_tp_expr *x = loom_tpb_let(b, xn, loom_tpb_load(b, g->X, g->xi));
+  const loom_sym_expr *last = loom_sym_sub(cx, kk, loom_sym_const(cx, 1)); /* kk - 1 */
+  loom_tp_expr *il = loom_tpb_idx(b, last);
+  loom_tpb_if(b, topk_before(g, x, topk_v(g, last)));
+  loom_tpb_store(b, g->V, &il, loom_tpb_dup(b, x));
+  loom_tpb_store(b, g->I, &il, loom_tpb_idx(b, pos));
+  topk_sift(g, x, loom_sym_sub(cx, kk, loom_sym_const(cx, 2)), last, pos, tag);
+  loom_tpb_end(b);
+}
+
 loom_status loom_tp_gen_topk(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                              bool largest, bool indices, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
@@ -211,48 +292,54 @@ loom_status loom_tp_gen_topk(loom_arena *a, loom_sym_ctx *cx, const char *name, 
   for (int k = 0; k < rank; k++) d[k] = loom_tpb_shape_sym(&b, k == axis ? "a" : loom_tpg_var('d', k));
   const loom_sym_expr *ax = d[axis];
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d);
-  d[axis] = loom_tpb_shape_sym(&b, "kk");
+  const loom_sym_expr *kk = d[axis] = loom_tpb_shape_sym(&b, "kk");
   const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", indices ? LOOM_DTYPE_I64 : t, rank, d);
-  loom_tp_expr *xr[LOOM_TP_GEN_MAX_RANK], *xb[LOOM_TP_GEN_MAX_RANK], *yj[LOOM_TP_GEN_MAX_RANK];
+  loom_tp_expr *xi[LOOM_TP_GEN_MAX_RANK], *yj[LOOM_TP_GEN_MAX_RANK];
   int nl = 0;
   for (int k = 0; k < rank; k++)
     if (k != axis)
-      xr[k] = xb[k] = yj[k] =
+      xi[k] = yj[k] =
           loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('i', k), d[k], nl++ == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
-  const loom_tp_buffer *U = loom_tpb_alloc(&b, "U", LOOM_DTYPE_BOOL, 1, &ax, LOOM_TP_SCOPE_LOCAL);
-  const loom_tp_buffer *B = loom_tpb_local(&b, "B", LOOM_DTYPE_I64, 1);
-  loom_tp_expr *r0 = loom_tpb_idx(&b, loom_tpb_for(&b, "r0", ax, LOOM_TP_LOOP_SERIAL, false));
-  loom_tpb_store(&b, U, &r0, loom_tp_const_i(a, LOOM_DTYPE_BOOL, 0));
-  loom_tpb_end(&b);
-  yj[axis] = loom_tpb_idx(&b, loom_tpb_for(&b, "j", d[axis], LOOM_TP_LOOP_SERIAL, true));
-  loom_tpb_store_at(&b, B, 0, loom_tpb_cidx(&b, -1));
-  loom_tp_expr *r = loom_tpb_idx(&b, loom_tpb_for(&b, "r", ax, LOOM_TP_LOOP_SERIAL, true));
-  loom_tpb_if(&b, loom_tp_op1(a, LOOM_TP_OP_NOT, loom_tpb_load(&b, U, &r)));
-  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_at(&b, B, 0), loom_tpb_cidx(&b, 0)));
-  loom_tpb_store_at(&b, B, 0, loom_tpb_dup(&b, r));
-  loom_tpb_else(&b);
-  /* the candidate X[r] goes before the best so far X[B[0]] (NaN last, as the reference) */
-  xr[axis] = r;
-  xb[axis] = loom_tpb_at(&b, B, 0); /* loads copy their indices */
-#define XR() loom_tpb_load(&b, X, xr)
-#define XB() loom_tpb_load(&b, X, xb)
-  loom_tp_op order = largest ? LOOM_TP_OP_GT : LOOM_TP_OP_LT;
-  loom_tp_expr *before;
-  if (loom_dtype_is_float(t)) {
-    loom_tp_expr *ne = loom_tp_op2(a, LOOM_TP_OP_NE, XR(), XB());
-    loom_tp_expr *ord = loom_tp_op2(a, order, XR(), XB());
-    loom_tp_expr *nan = loom_tp_op2(a, LOOM_TP_OP_NE, XB(), XB());
-    before = loom_tp_op2(a, LOOM_TP_OP_AND, ne, loom_tp_op2(a, LOOM_TP_OP_OR, ord, nan));
-  } else {
-    before = loom_tp_op2(a, order, XR(), XB());
+  topk_gen g = {.b = &b, .t = t, .largest = largest, .X = X, .xi = xi, .axis = axis};
+  g.V = loom_tpb_alloc(&b, "V", t, 1, &kk, LOOM_TP_SCOPE_LOCAL);
+  g.I = loom_tpb_alloc(&b, "I", LOOM_DTYPE_I64, 1, &kk, LOOM_TP_SCOPE_LOCAL);
+  const loom_sym_expr *one = loom_sym_const(cx, 1), *eight = loom_sym_const(cx, 8);
+  /* the first kk elements, insertion-sorted */
+  const loom_sym_expr *r = loom_tpb_for(&b, "r", kk, LOOM_TP_LOOP_SERIAL, true);
+  if (r) {
+    xi[axis] = loom_tpb_idx(&b, r);
+    loom_tp_expr *x = loom_tpb_let(&b, "x", loom_tpb_load(&b, X, xi));
+    loom_tp_expr *ir = loom_tpb_idx(&b, r);
+    loom_tpb_store(&b, g.V, &ir, loom_tpb_dup(&b, x));
+    loom_tpb_store(&b, g.I, &ir, loom_tpb_idx(&b, r));
+    topk_sift(&g, x, loom_sym_sub(cx, r, one), r, r, "");
   }
-  loom_tpb_if(&b, before);
-  loom_tpb_store_at(&b, B, 0, loom_tpb_dup(&b, r));
-  loom_tpb_end_n(&b, 4); /* the ifs, r */
-  loom_tp_expr *bi = loom_tpb_at(&b, B, 0);
-  loom_tpb_store(&b, U, &bi, loom_tp_const_i(a, LOOM_DTYPE_BOOL, 1));
-  loom_tpb_store(&b, Y, yj, indices ? loom_tpb_at(&b, B, 0) : XB());
-#undef XR
-#undef XB
+  loom_tpb_end(&b);
+  /* the rest: 8 at a time, then the tail */
+  loom_tpb_if(&b, loom_tpb_cmp(&b, LOOM_TP_OP_GE, kk, one));
+  const loom_sym_expr *rest = loom_sym_sub(cx, ax, kk), *tail = loom_sym_floormod(cx, rest, eight);
+  const loom_sym_expr *c = loom_tpb_for(&b, "c", loom_sym_floordiv(cx, rest, eight), LOOM_TP_LOOP_SERIAL, true);
+  if (c) {
+    const loom_sym_expr *base = loom_sym_add(cx, kk, loom_sym_mul(cx, eight, c)); /* kk + 8*c */
+    loom_tp_expr *th = loom_tpb_let(&b, "th", topk_v(&g, loom_sym_sub(cx, kk, one)));
+    loom_tp_expr *any = NULL;
+    for (int l = 0; l < 8; l++) {
+      xi[axis] = loom_tpb_idx(&b, loom_sym_add(cx, base, loom_sym_const(cx, l)));
+      loom_tp_expr *e = topk_before(&g, loom_tpb_load(&b, X, xi), loom_tpb_dup(&b, th));
+      any = any ? loom_tp_op2(a, LOOM_TP_OP_OR, any, e) : e;
+    }
+    loom_tpb_if(&b, any);
+    const loom_sym_expr *l = loom_tpb_for(&b, "l", eight, LOOM_TP_LOOP_SERIAL, true);
+    if (l) topk_offer(&g, kk, loom_sym_add(cx, base, l), "c");
+    loom_tpb_end_n(&b, 2); /* l, the if */
+  }
+  loom_tpb_end(&b); /* c */
+  const loom_sym_expr *u = loom_tpb_for(&b, "u", tail, LOOM_TP_LOOP_SERIAL, true);
+  if (u) topk_offer(&g, kk, loom_sym_add(cx, loom_sym_sub(cx, ax, tail), u), "t");
+  loom_tpb_end_n(&b, 2); /* u, the if kk >= 1 */
+  const loom_sym_expr *j = loom_tpb_for(&b, "j", kk, LOOM_TP_LOOP_SERIAL, false);
+  yj[axis] = loom_tpb_idx(&b, j);
+  loom_tp_expr *ij = loom_tpb_idx(&b, j);
+  loom_tpb_store(&b, Y, yj, loom_tpb_load(&b, indices ? g.I : g.V, &ij));
   return loom_tpb_finish(&b, result);
 }
