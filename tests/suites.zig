@@ -102,6 +102,7 @@ pub const suites = .{
         "tests/e2e/test_e2e_conv_gemm.c",
         "tests/e2e/test_e2e_pool_rows.c",
         "tests/e2e/test_e2e_topk.c",
+        "tests/e2e/test_e2e_copy_forms.c",
         "tests/e2e/test_e2e_math.c",
         "tests/e2e/test_e2e_onnx_refs.c",
         "tests/e2e/test_e2e_cli.c",
