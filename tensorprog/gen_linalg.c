@@ -193,34 +193,39 @@ loom_status loom_tp_gen_dft(loom_arena *a, loom_sym_ctx *cx, const char *name, l
 
 /* topk along `axis`: Y (the axis of extent kk, from Y's shape) takes, in order, the kk largest
  * (or smallest) elements of each slice of X, ties to the lower index (the reference's sort), as
- * their i64 positions (indices) or their values. Per slice a sorted Local V of the best kk
- * values so far and I of their positions: the first kk elements are insertion-sorted into it;
- * each later one enters only if it goes before the kk-th, tested 8 at a time (one vector compare
- * against the threshold for the 8, almost always false once V holds good values), and is moved
- * down from the end past the values it goes before. Those are a suffix of V, so the moves are
- * made in blocks of 8 and a block whose first (highest) value x does not go before is skipped
- * with the rest. With <sift x from top, n steps, position p> =
- *   for q in 0..floordiv(n + 7, 8) reduce { if <x before V[top - 8*q]> {
- *     for l in 0..min(8, n - 8*q) reduce { if <x before V[top - 8*q - l]> {
- *       V[top - 8*q - l + 1] = V[top - 8*q - l]  I[..] = I[top - 8*q - l]  V[top - 8*q - l] = x  I[top - 8*q - l] = p } } } }
- * and <offer p> = let x: t = X[.., p, ..]  if <x before V[kk - 1]> { V[kk - 1] = x  I[kk - 1] = p  <sift x from kk - 2, kk - 1 steps, p> }:
+ * their i64 positions (indices) or their values. Per slice a binary heap of the best kk so far
+ * (values V, positions I), its root the one that comes last in the output: "p after q" is
+ * <V[q] before V[p]> || (!<V[p] before V[q]> && I[p] > I[q]). The first kk elements are pushed
+ * (sifted up); each later one enters only if it goes before the root, tested 8 at a time (one
+ * vector compare for the 8, almost always false once the heap holds good values), replacing the
+ * root and sifting down; at the end the root is taken kk times, filling Y from its end. Sifts run
+ * D = bitlen(kk) steps (the heap's depth bounds them; a cursor C[0] of -1 or 0 ends one early):
+ * O(a log kk) per slice at worst, O(a + kk log kk log(a / kk)) for data in random order.
  *   for i<k> (k != axis) .. {
- *     alloc V: Local[(kk,), t]  alloc I: Local[(kk,), i64]
- *     for r in 0..kk reduce { let x: t = X[.., r, ..]  V[r] = x  I[r] = r  <sift x from r - 1, r steps, r> }
+ *     alloc V: Local[(kk,), t]  alloc I: Local[(kk,), i64]  alloc C: Local[(1,), i64]  alloc W: Local[(1,), i64]
+ *     for r in 0..kk reduce { let x: t = X[.., r, ..]  V[r] = x  I[r] = r  C[0] = r
+ *       for s in 0..D reduce { if C[0] > 0 { let pa: i64 = (C[0] - 1) / 2i64
+ *         if !<x before V[pa]> { <swap pa, C[0]>  C[0] = pa } else { C[0] = 0 } } } }
  *     if kk >= 1 {
- *       for c in 0..floordiv(a - kk, 8) reduce { let th: t = V[kk - 1]
+ *       for c in 0..floordiv(a - kk, 8) reduce { let th: t = V[0]
  *         if <X[.., kk + 8*c, ..] before th> || .. || <X[.., kk + 8*c + 7, ..] before th> {
  *           for l in 0..8 reduce { <offer kk + 8*c + l> } } }
  *       for u in 0..floormod(a - kk, 8) reduce { <offer a - floormod(a - kk, 8) + u> } }
- *     for j in 0..kk { Y[.., j, ..] = I[j] (values: V[j]) } }
- * with <x before v> x > v (< for the smallest), and for floats NaN last, NaNs in index order:
- * x > v || (v != v && x == x). The lets and loops of each offer are named apart (suffixes).
- * O(a + kk^2 log(a / kk)) per slice for data in random order, O(a kk) at worst. */
+ *     for j in 0..kk reduce { Y[.., kk - j - 1, ..] = I[0] (values: V[0])
+ *       V[0] = V[kk - j - 1]  I[0] = I[kk - j - 1]  <sift down in kk - j - 1> } }
+ * with <offer p> = let x: t = X[.., p, ..]  if <x before V[0]> { V[0] = x  I[0] = p  <sift down in kk> },
+ * <sift down in n> = C[0] = 0  for s in 0..D reduce { if C[0] >= 0 { let lc: i64 = 2i64 * C[0] + 1i64
+ *   if lc < n { W[0] = lc  if lc + 1i64 < n { if <lc + 1 after lc> { W[0] = lc + 1i64 } }
+ *     if <W[0] after C[0]> { <swap W[0], C[0]>  C[0] = W[0] } else { C[0] = -1i64 } } else { C[0] = -1i64 } } },
+ * <x before v> x > v (< for the smallest), and for floats NaN last, NaNs in index order:
+ * x > v || (v != v && x == x); D = min(kk, 1) + min(floordiv(kk, 2), 1) + .. + min(floordiv(kk, 2^62), 1).
+ * The lets and loops of each sift are named apart (suffixes). */
 typedef struct topk_gen {
   loom_tpb *b;
   loom_dtype t;
   bool largest;
-  const loom_tp_buffer *X, *V, *I;
+  const loom_tp_buffer *X, *V, *I, *C, *W;
+  const loom_sym_expr *depth;
   loom_tp_expr **xi; /* X's index (the axis entry is set per use) */
   int axis;
 } topk_gen;
@@ -234,50 +239,79 @@ static loom_tp_expr *topk_before(topk_gen *g, const loom_tp_expr *x, loom_tp_exp
   return loom_tp_op2(b->a, LOOM_TP_OP_OR, ord, loom_tp_op2(b->a, LOOM_TP_OP_AND, vnan, xnum));
 }
 
-static loom_tp_expr *topk_v(topk_gen *g, const loom_sym_expr *at) {
-  loom_tp_expr *i = loom_tpb_idx(g->b, at);
-  return loom_tpb_load(g->b, g->V, &i);
+static loom_tp_expr *topk_at(topk_gen *g, const loom_tp_buffer *buf, const loom_tp_expr *i) {
+  loom_tp_expr *c = loom_tpb_dup(g->b, i);
+  return loom_tpb_load(g->b, buf, &c);
 }
 
-/* <sift x from top, n steps, position pos> (tag names its loops). */
-static void topk_sift(topk_gen *g, const loom_tp_expr *x, const loom_sym_expr *top, const loom_sym_expr *n,
-                      const loom_sym_expr *pos, const char *tag) {
-  loom_tpb *b = g->b;
-  loom_sym_ctx *cx = b->cx;
-  char qn[8], ln[8];
-  snprintf(qn, sizeof qn, "q%s", tag);
-  snprintf(ln, sizeof ln, "l%s", tag);
-  const loom_sym_expr *eight = loom_sym_const(cx, 8), *one = loom_sym_const(cx, 1);
-  const loom_sym_expr *q = loom_tpb_for(b, qn, n ? loom_sym_floordiv(cx, loom_sym_add(cx, n, loom_sym_const(cx, 7)), eight) : NULL,
-                                        LOOM_TP_LOOP_SERIAL, true);
-  const loom_sym_expr *hi = q ? loom_sym_sub(cx, top, loom_sym_mul(cx, eight, q)) : NULL; /* top - 8*q */
-  loom_tpb_if(b, topk_before(g, x, topk_v(g, hi)));
-  const loom_sym_expr *l = loom_tpb_for(b, ln, q ? loom_sym_min(cx, eight, loom_sym_sub(cx, n, loom_sym_mul(cx, eight, q))) : NULL,
-                                        LOOM_TP_LOOP_SERIAL, true);
-  const loom_sym_expr *p = l ? loom_sym_sub(cx, hi, l) : NULL, *p1 = p ? loom_sym_add(cx, p, one) : NULL;
-  loom_tp_expr *ip = loom_tpb_idx(b, p), *ip1 = loom_tpb_idx(b, p1);
-  loom_tpb_if(b, topk_before(g, x, topk_v(g, p)));
-  loom_tpb_store(b, g->V, &ip1, loom_tpb_load(b, g->V, &ip));
-  loom_tpb_store(b, g->I, &ip1, loom_tpb_load(b, g->I, &ip));
-  loom_tpb_store(b, g->V, &ip, loom_tpb_dup(b, x));
-  loom_tpb_store(b, g->I, &ip, loom_tpb_idx(b, pos));
-  loom_tpb_end_n(b, 4); /* the if, l, the if, q */
+static loom_tp_expr *topk_i64(topk_gen *g, int64_t v) { return loom_tp_const_i(g->b->a, LOOM_DTYPE_I64, v); }
+
+/* <p after q> on heap entries (index expressions). */
+static loom_tp_expr *topk_after(topk_gen *g, const loom_tp_expr *p, const loom_tp_expr *q) {
+  loom_arena *a = g->b->a;
+  loom_tp_expr *vp = topk_at(g, g->V, p), *vq = topk_at(g, g->V, q);
+  loom_tp_expr *worse = topk_before(g, vq, topk_at(g, g->V, p));
+  loom_tp_expr *tie = loom_tp_op2(a, LOOM_TP_OP_AND, loom_tp_op1(a, LOOM_TP_OP_NOT, topk_before(g, vp, topk_at(g, g->V, q))),
+                                  loom_tp_op2(a, LOOM_TP_OP_GT, topk_at(g, g->I, p), topk_at(g, g->I, q)));
+  return loom_tp_op2(a, LOOM_TP_OP_OR, worse, tie);
 }
 
-/* <offer pos> (tag names its let and loops). */
-static void topk_offer(topk_gen *g, const loom_sym_expr *kk, const loom_sym_expr *pos, const char *tag) {
+/* <swap p, q> (tag names its lets). */
+static void topk_swap(topk_gen *g, const loom_tp_expr *p, const loom_tp_expr *q, const char *tag) {
   loom_tpb *b = g->b;
-  loom_sym_ctx *cx = b->cx;
-  char xn[8];
+  char vn[12], in[12];
+  snprintf(vn, sizeof vn, "sv%s", tag);
+  snprintf(in, sizeof in, "si%s", tag);
+  loom_tp_expr *sv = loom_tpb_let(b, vn, topk_at(g, g->V, p)), *si = loom_tpb_let(b, in, topk_at(g, g->I, p));
+  loom_tp_expr *pc = loom_tpb_dup(b, p), *qc = loom_tpb_dup(b, q);
+  loom_tpb_store(b, g->V, &pc, topk_at(g, g->V, q));
+  loom_tpb_store(b, g->I, &pc, topk_at(g, g->I, q));
+  loom_tpb_store(b, g->V, &qc, sv);
+  loom_tpb_store(b, g->I, &qc, si);
+}
+
+/* <sift down in n> (tag names its lets and loop). */
+static void topk_sift_down(topk_gen *g, const loom_sym_expr *n, const char *tag) {
+  loom_tpb *b = g->b;
+  loom_arena *a = b->a;
+  char sn[12], ln[12];
+  snprintf(sn, sizeof sn, "s%s", tag);
+  snprintf(ln, sizeof ln, "lc%s", tag);
+  loom_tpb_store_at(b, g->C, 0, topk_i64(g, 0));
+  loom_tpb_for(b, sn, g->depth, LOOM_TP_LOOP_SERIAL, true);
+  loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_at(b, g->C, 0), topk_i64(g, 0)));
+  loom_tp_expr *lc = loom_tpb_let(b, ln, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tp_op2(a, LOOM_TP_OP_MUL, topk_i64(g, 2), loom_tpb_at(b, g->C, 0)),
+                                                    topk_i64(g, 1)));
+  loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_dup(b, lc), loom_tpb_idx(b, n)));
+  loom_tpb_store_at(b, g->W, 0, loom_tpb_dup(b, lc));
+  loom_tp_expr *rc = loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_dup(b, lc), topk_i64(g, 1));
+  loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_dup(b, rc), loom_tpb_idx(b, n)));
+  loom_tpb_if(b, topk_after(g, rc, lc));
+  loom_tpb_store_at(b, g->W, 0, loom_tpb_dup(b, rc));
+  loom_tpb_end_n(b, 2);
+  loom_tp_expr *w = loom_tpb_at(b, g->W, 0), *cur = loom_tpb_at(b, g->C, 0);
+  loom_tpb_if(b, topk_after(g, w, cur));
+  topk_swap(g, w, cur, tag);
+  loom_tpb_store_at(b, g->C, 0, loom_tpb_at(b, g->W, 0));
+  loom_tpb_else(b);
+  loom_tpb_store_at(b, g->C, 0, topk_i64(g, -1));
+  loom_tpb_end(b);
+  loom_tpb_else(b);
+  loom_tpb_store_at(b, g->C, 0, topk_i64(g, -1));
+  loom_tpb_end_n(b, 3); /* the if lc < n, the if C[0] >= 0, s */
+}
+
+/* <offer pos> (tag names its lets and loops). */
+static void topk_offer(topk_gen *g, const loom_sym_expr *pos, const char *tag) {
+  loom_tpb *b = g->b;
+  char xn[12];
   snprintf(xn, sizeof xn, "x%s", tag);
   g->xi[g->axis] = loom_tpb_idx(b, pos);
   loom_tp_expr *x = loom_tpb_let(b, xn, loom_tpb_load(b, g->X, g->xi));
-  const loom_sym_expr *last = loom_sym_sub(cx, kk, loom_sym_const(cx, 1)); /* kk - 1 */
-  loom_tp_expr *il = loom_tpb_idx(b, last);
-  loom_tpb_if(b, topk_before(g, x, topk_v(g, last)));
-  loom_tpb_store(b, g->V, &il, loom_tpb_dup(b, x));
-  loom_tpb_store(b, g->I, &il, loom_tpb_idx(b, pos));
-  topk_sift(g, x, loom_sym_sub(cx, kk, loom_sym_const(cx, 2)), last, pos, tag);
+  loom_tpb_if(b, topk_before(g, x, loom_tpb_at(b, g->V, 0)));
+  loom_tpb_store_at(b, g->V, 0, loom_tpb_dup(b, x));
+  loom_tpb_store_at(b, g->I, 0, loom_tpb_idx(b, pos));
+  topk_sift_down(g, loom_tpb_sym(b, "kk"), tag);
   loom_tpb_end(b);
 }
 
@@ -294,34 +328,48 @@ loom_status loom_tp_gen_topk(loom_arena *a, loom_sym_ctx *cx, const char *name, 
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d);
   const loom_sym_expr *kk = d[axis] = loom_tpb_shape_sym(&b, "kk");
   const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", indices ? LOOM_DTYPE_I64 : t, rank, d);
+  const loom_sym_expr *one = loom_sym_const(cx, 1), *eight = loom_sym_const(cx, 8), *depth = NULL;
+  for (int k = 0; k < 63; k++) { /* bitlen(kk): the heap's depth + 1 */
+    const loom_sym_expr *bit = loom_sym_min(cx, loom_sym_floordiv(cx, kk, loom_sym_const(cx, (int64_t)1 << k)), one);
+    depth = depth ? loom_sym_add(cx, depth, bit) : bit;
+  }
   loom_tp_expr *xi[LOOM_TP_GEN_MAX_RANK], *yj[LOOM_TP_GEN_MAX_RANK];
   int nl = 0;
   for (int k = 0; k < rank; k++)
     if (k != axis)
       xi[k] = yj[k] =
           loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('i', k), d[k], nl++ == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
-  topk_gen g = {.b = &b, .t = t, .largest = largest, .X = X, .xi = xi, .axis = axis};
+  topk_gen g = {.b = &b, .t = t, .largest = largest, .X = X, .xi = xi, .axis = axis, .depth = depth};
   g.V = loom_tpb_alloc(&b, "V", t, 1, &kk, LOOM_TP_SCOPE_LOCAL);
   g.I = loom_tpb_alloc(&b, "I", LOOM_DTYPE_I64, 1, &kk, LOOM_TP_SCOPE_LOCAL);
-  const loom_sym_expr *one = loom_sym_const(cx, 1), *eight = loom_sym_const(cx, 8);
-  /* the first kk elements, insertion-sorted */
+  g.C = loom_tpb_local(&b, "C", LOOM_DTYPE_I64, 1);
+  g.W = loom_tpb_local(&b, "W", LOOM_DTYPE_I64, 1);
+  /* the first kk elements, pushed: each goes after its parent unless it goes before it */
   const loom_sym_expr *r = loom_tpb_for(&b, "r", kk, LOOM_TP_LOOP_SERIAL, true);
-  if (r) {
-    xi[axis] = loom_tpb_idx(&b, r);
-    loom_tp_expr *x = loom_tpb_let(&b, "x", loom_tpb_load(&b, X, xi));
-    loom_tp_expr *ir = loom_tpb_idx(&b, r);
-    loom_tpb_store(&b, g.V, &ir, loom_tpb_dup(&b, x));
-    loom_tpb_store(&b, g.I, &ir, loom_tpb_idx(&b, r));
-    topk_sift(&g, x, loom_sym_sub(cx, r, one), r, r, "");
-  }
-  loom_tpb_end(&b);
-  /* the rest: 8 at a time, then the tail */
+  xi[axis] = loom_tpb_idx(&b, r);
+  loom_tp_expr *x = loom_tpb_let(&b, "x", loom_tpb_load(&b, X, xi));
+  loom_tp_expr *ir = loom_tpb_idx(&b, r);
+  loom_tpb_store(&b, g.V, &ir, loom_tpb_dup(&b, x));
+  loom_tpb_store(&b, g.I, &ir, loom_tpb_idx(&b, r));
+  loom_tpb_store_at(&b, g.C, 0, loom_tpb_idx(&b, r));
+  loom_tpb_for(&b, "s", depth, LOOM_TP_LOOP_SERIAL, true);
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_at(&b, g.C, 0), topk_i64(&g, 0)));
+  loom_tp_expr *pa = loom_tpb_let(&b, "pa", loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_at(&b, g.C, 0), topk_i64(&g, 1)),
+                                                       topk_i64(&g, 2)));
+  loom_tpb_if(&b, loom_tp_op1(a, LOOM_TP_OP_NOT, topk_before(&g, x, topk_at(&g, g.V, pa))));
+  loom_tp_expr *cur = loom_tpb_at(&b, g.C, 0);
+  topk_swap(&g, pa, cur, "");
+  loom_tpb_store_at(&b, g.C, 0, loom_tpb_dup(&b, pa));
+  loom_tpb_else(&b);
+  loom_tpb_store_at(&b, g.C, 0, topk_i64(&g, 0));
+  loom_tpb_end_n(&b, 4); /* the ifs, s, r */
+  /* the rest: 8 at a time against the root, then the tail */
   loom_tpb_if(&b, loom_tpb_cmp(&b, LOOM_TP_OP_GE, kk, one));
   const loom_sym_expr *rest = loom_sym_sub(cx, ax, kk), *tail = loom_sym_floormod(cx, rest, eight);
   const loom_sym_expr *c = loom_tpb_for(&b, "c", loom_sym_floordiv(cx, rest, eight), LOOM_TP_LOOP_SERIAL, true);
   if (c) {
     const loom_sym_expr *base = loom_sym_add(cx, kk, loom_sym_mul(cx, eight, c)); /* kk + 8*c */
-    loom_tp_expr *th = loom_tpb_let(&b, "th", topk_v(&g, loom_sym_sub(cx, kk, one)));
+    loom_tp_expr *th = loom_tpb_let(&b, "th", loom_tpb_at(&b, g.V, 0));
     loom_tp_expr *any = NULL;
     for (int l = 0; l < 8; l++) {
       xi[axis] = loom_tpb_idx(&b, loom_sym_add(cx, base, loom_sym_const(cx, l)));
@@ -330,16 +378,21 @@ loom_status loom_tp_gen_topk(loom_arena *a, loom_sym_ctx *cx, const char *name, 
     }
     loom_tpb_if(&b, any);
     const loom_sym_expr *l = loom_tpb_for(&b, "l", eight, LOOM_TP_LOOP_SERIAL, true);
-    if (l) topk_offer(&g, kk, loom_sym_add(cx, base, l), "c");
+    if (l) topk_offer(&g, loom_sym_add(cx, base, l), "c");
     loom_tpb_end_n(&b, 2); /* l, the if */
   }
   loom_tpb_end(&b); /* c */
   const loom_sym_expr *u = loom_tpb_for(&b, "u", tail, LOOM_TP_LOOP_SERIAL, true);
-  if (u) topk_offer(&g, kk, loom_sym_add(cx, loom_sym_sub(cx, ax, tail), u), "t");
+  if (u) topk_offer(&g, loom_sym_add(cx, loom_sym_sub(cx, ax, tail), u), "t");
   loom_tpb_end_n(&b, 2); /* u, the if kk >= 1 */
-  const loom_sym_expr *j = loom_tpb_for(&b, "j", kk, LOOM_TP_LOOP_SERIAL, false);
-  yj[axis] = loom_tpb_idx(&b, j);
-  loom_tp_expr *ij = loom_tpb_idx(&b, j);
-  loom_tpb_store(&b, Y, yj, loom_tpb_load(&b, indices ? g.I : g.V, &ij));
+  /* the root kk times, from Y's end */
+  const loom_sym_expr *j = loom_tpb_for(&b, "j", kk, LOOM_TP_LOOP_SERIAL, true);
+  const loom_sym_expr *back = j ? loom_sym_sub(cx, loom_sym_sub(cx, kk, j), one) : NULL; /* kk - j - 1 */
+  yj[axis] = loom_tpb_idx(&b, back);
+  loom_tpb_store(&b, Y, yj, loom_tpb_at(&b, indices ? g.I : g.V, 0));
+  loom_tp_expr *ib = loom_tpb_idx(&b, back);
+  loom_tpb_store_at(&b, g.V, 0, loom_tpb_load(&b, g.V, &ib));
+  loom_tpb_store_at(&b, g.I, 0, loom_tpb_load(&b, g.I, &ib));
+  if (back) topk_sift_down(&g, back, "e");
   return loom_tpb_finish(&b, result);
 }
