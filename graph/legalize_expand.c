@@ -212,10 +212,11 @@ static loom_status gen_topk_gather(loom_graph_module *m, const char *name, const
                                      LOOM_DTYPE_I64, tp);
 }
 
-/* t = topk(x, k=..) -> t_indices = the selection program (it reads k from its result buffer),
- * t_values = gather_elements(x, t_indices) along the axis (k elements per slice: one pass over x
- * in all, whichever of the two is used), t = (values, indices). A run-time k (operand 1, one integer) is bound first to the
- * fresh symbol of the result's axis, with the guard k <= x's extent. */
+/* t = topk(x, k=..) -> t_indices = the heap program (it reads k from its result buffer, the
+ * heap's step count bitlen(k) from a sym argument), t_values = gather_elements(x, t_indices)
+ * along the axis (k elements per slice: one pass over x in all, whichever part is used),
+ * t = (values, indices). A run-time k (operand 1, one integer) is bound first to the fresh
+ * symbol of the result's axis, with the guard k <= x's extent. */
 loom_status loom_legal_expand_topk(loom_lx *x, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
   const loom_sinfo *in, *out = x->b->var->sinfo;
@@ -250,7 +251,9 @@ loom_status loom_legal_expand_topk(loom_lx *x, loom_graph_expr **value) {
   key.indices = 1;
   snprintf(name, sizeof name, "topk_%s_r%d_a%d_%s_indices", loom_dtype_name(in->dtype), in->ndim, key.axis,
            key.largest ? "largest" : "smallest");
-  LOOM_PROPAGATE(loom_lx_add_tp(x, "indices", name, gen_topk, &key, sizeof key, 1, &arg, out->fields[1], &parts[1]));
+  loom_graph_expr *targs[2] = {arg, loom_graph_sym_new(x->m, loom_tp_bitlen(cx, k))}; /* dk: the heap's sift steps */
+  if (!targs[1]) return LOOM_OOM();
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "indices", name, gen_topk, &key, sizeof key, 2, targs, out->fields[1], &parts[1]));
   topk_gather_params gk = {.t = in->dtype, .rank = in->ndim, .axis = key.axis};
   snprintf(name, sizeof name, "topk_gather_%s_r%d_a%d", loom_dtype_name(in->dtype), in->ndim, key.axis);
   loom_graph_expr *gargs[2] = {arg, parts[1]};

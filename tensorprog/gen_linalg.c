@@ -218,8 +218,10 @@ loom_status loom_tp_gen_dft(loom_arena *a, loom_sym_ctx *cx, const char *name, l
  *   if lc < n { W[0] = lc  if lc + 1i64 < n { if <lc + 1 after lc> { W[0] = lc + 1i64 } }
  *     if <W[0] after C[0]> { <swap W[0], C[0]>  C[0] = W[0] } else { C[0] = -1i64 } } else { C[0] = -1i64 } } },
  * <x before v> x > v (< for the smallest), and for floats NaN last, NaNs in index order:
- * x > v || (v != v && x == x); D = min(kk, 1) + min(floordiv(kk, 2), 1) + .. + min(floordiv(kk, 2^62), 1).
- * The lets and loops of each sift are named apart (suffixes). */
+ * x > v || (v != v && x == x); D the scalar parameter dk, which the caller sets to bitlen(kk)
+ * (loom_tp_bitlen: a sum of 63 terms, evaluated once per call by the VM, as a loop extent in the
+ * program it made LLVM take 7 s over the kernel). The lets and loops of each sift are named
+ * apart (suffixes). */
 typedef struct topk_gen {
   loom_tpb *b;
   loom_dtype t;
@@ -315,6 +317,15 @@ static void topk_offer(topk_gen *g, const loom_sym_expr *pos, const char *tag) {
   loom_tpb_end(b);
 }
 
+const loom_sym_expr *loom_tp_bitlen(loom_sym_ctx *cx, const loom_sym_expr *n) {
+  const loom_sym_expr *one = loom_sym_const(cx, 1), *sum = NULL;
+  for (int k = 0; k < 63 && n; k++) {
+    const loom_sym_expr *bit = loom_sym_min(cx, loom_sym_floordiv(cx, n, loom_sym_const(cx, (int64_t)1 << k)), one);
+    sum = sum ? loom_sym_add(cx, sum, bit) : bit;
+  }
+  return sum;
+}
+
 loom_status loom_tp_gen_topk(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                              bool largest, bool indices, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
@@ -326,13 +337,10 @@ loom_status loom_tp_gen_topk(loom_arena *a, loom_sym_ctx *cx, const char *name, 
   for (int k = 0; k < rank; k++) d[k] = loom_tpb_shape_sym(&b, k == axis ? "a" : loom_tpg_var('d', k));
   const loom_sym_expr *ax = d[axis];
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d);
+  const loom_sym_expr *depth = loom_tpb_scalar(&b, "dk");
   const loom_sym_expr *kk = d[axis] = loom_tpb_shape_sym(&b, "kk");
   const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", indices ? LOOM_DTYPE_I64 : t, rank, d);
-  const loom_sym_expr *one = loom_sym_const(cx, 1), *eight = loom_sym_const(cx, 8), *depth = NULL;
-  for (int k = 0; k < 63; k++) { /* bitlen(kk): the heap's depth + 1 */
-    const loom_sym_expr *bit = loom_sym_min(cx, loom_sym_floordiv(cx, kk, loom_sym_const(cx, (int64_t)1 << k)), one);
-    depth = depth ? loom_sym_add(cx, depth, bit) : bit;
-  }
+  const loom_sym_expr *one = loom_sym_const(cx, 1), *eight = loom_sym_const(cx, 8);
   loom_tp_expr *xi[LOOM_TP_GEN_MAX_RANK], *yj[LOOM_TP_GEN_MAX_RANK];
   int nl = 0;
   for (int k = 0; k < rank; k++)

@@ -1,10 +1,11 @@
-/* test_e2e_topk.c — topk as legalization lowers it (tensorprog/gen_linalg.c: a sorted buffer of
- * the best k per slice, the first k insertion-sorted, later elements entering only ahead of the
- * k-th), compiled once with symbolic extents (and a symbolic k) and run against the reference
- * interpreter: slices of 0, 1, primes and long ones, k = 0, 1, a prime, k = n, distinct values,
- * many ties (the lower index first), NaNs (last, in index order), sorted ascending and descending
- * (the insertion's worst and best case), largest and smallest, the last and a strided axis,
- * float and integer dtypes, 1 and 2 threads. Values and indices are compared exactly. */
+/* test_e2e_topk.c — topk as legalization lowers it (tensorprog/gen_linalg.c: a binary heap of
+ * the best k per slice, later elements tested 8 at a time against its root; the values gathered
+ * from the indices), compiled once with symbolic extents (and a symbolic k) and run against the
+ * reference interpreter: slices of 0, 1, primes and long ones, k = 0, 1, a prime, k = n,
+ * distinct values, many ties (the lower index first), NaNs (last, in index order), sorted
+ * ascending and descending (every element entering the heap, none after the first k), largest
+ * and smallest, the last and a strided axis, float and integer dtypes, 1 and 2 threads. Values
+ * and indices are compared exactly. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
