@@ -200,9 +200,23 @@ static loom_status gen_topk(loom_graph_module *m, const char *name, const void *
                           tp);
 }
 
-/* t = topk(x, k=..) -> t_values, t_indices = two programs (each reads k from its result
- * buffer), t = (values, indices). A run-time k (operand 1, one integer) is bound first to the
- * fresh symbol of the result's axis, with the guard k <= x's extent. */
+typedef struct topk_gather_params {
+  loom_dtype t;
+  int32_t rank, axis;
+} topk_gather_params;
+LOOM_TP_GEN_PARAMS(topk_gather_params, 3 * 4);
+
+static loom_status gen_topk_gather(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const topk_gather_params *p = params;
+  return loom_tp_gen_gather_elements(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, p->axis,
+                                     LOOM_DTYPE_I64, tp);
+}
+
+/* t = topk(x, k=..) -> t_indices = the heap program (it reads k from its result buffer, the
+ * heap's step count bitlen(k) from a sym argument), t_values = gather_elements(x, t_indices)
+ * along the axis (k elements per slice: one pass over x in all, whichever part is used),
+ * t = (values, indices). A run-time k (operand 1, one integer) is bound first to the fresh
+ * symbol of the result's axis, with the guard k <= x's extent. */
 loom_status loom_legal_expand_topk(loom_lx *x, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
   const loom_sinfo *in, *out = x->b->var->sinfo;
@@ -233,13 +247,17 @@ loom_status loom_legal_expand_topk(loom_lx *x, loom_graph_expr **value) {
     LOOM_PROPAGATE(loom_lx_add_guard(x, loom_sym_cmp(cx, LOOM_SYM_LE, k, in->dims[key.axis]), why));
   }
   loom_graph_expr *parts[2], *arg = call->u.call.args[0];
-  for (int p = 0; p < 2; p++) {
-    char name[128];
-    key.indices = p == 1;
-    snprintf(name, sizeof name, "topk_%s_r%d_a%d_%s_%s", loom_dtype_name(in->dtype), in->ndim, key.axis,
-             key.largest ? "largest" : "smallest", p ? "indices" : "values");
-    LOOM_PROPAGATE(loom_lx_add_tp(x, p ? "indices" : "values", name, gen_topk, &key, sizeof key, 1, &arg, out->fields[p], &parts[p]));
-  }
+  char name[128];
+  key.indices = 1;
+  snprintf(name, sizeof name, "topk_%s_r%d_a%d_%s_indices", loom_dtype_name(in->dtype), in->ndim, key.axis,
+           key.largest ? "largest" : "smallest");
+  loom_graph_expr *targs[2] = {arg, loom_graph_sym_new(x->m, loom_tp_bitlen(cx, k))}; /* dk: the heap's sift steps */
+  if (!targs[1]) return LOOM_OOM();
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "indices", name, gen_topk, &key, sizeof key, 2, targs, out->fields[1], &parts[1]));
+  topk_gather_params gk = {.t = in->dtype, .rank = in->ndim, .axis = key.axis};
+  snprintf(name, sizeof name, "topk_gather_%s_r%d_a%d", loom_dtype_name(in->dtype), in->ndim, key.axis);
+  loom_graph_expr *gargs[2] = {arg, parts[1]};
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "values", name, gen_topk_gather, &gk, sizeof gk, 2, gargs, out->fields[0], &parts[0]));
   *value = loom_graph_tuple_new(x->m, 2, parts);
   return *value ? LOOM_OK : LOOM_OOM();
 }

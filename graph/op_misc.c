@@ -87,15 +87,21 @@ typedef struct keyed {
   int64_t i;
 } keyed;
 
+/* NaN goes last in both orders, NaNs among themselves by index (a total order, so the sort's
+ * result does not depend on qsort's algorithm). */
 static int by_desc(const void *pa, const void *pb) {
   const keyed *a = pa, *b = pb;
-  if (a->v != b->v) return a->v > b->v || b->v != b->v ? -1 : 1; /* NaN counts as largest */
+  bool an = a->v != a->v, bn = b->v != b->v;
+  if (an != bn) return an ? 1 : -1;
+  if (!an && a->v != b->v) return a->v > b->v ? -1 : 1;
   return (a->i > b->i) - (a->i < b->i);
 }
 
 static int by_asc(const void *pa, const void *pb) {
   const keyed *a = pa, *b = pb;
-  if (a->v != b->v) return a->v < b->v || b->v != b->v ? -1 : 1;
+  bool an = a->v != a->v, bn = b->v != b->v;
+  if (an != bn) return an ? 1 : -1;
+  if (!an && a->v != b->v) return a->v < b->v ? -1 : 1;
   return (a->i > b->i) - (a->i < b->i);
 }
 

@@ -168,6 +168,8 @@ static void axis_lets(loom_tpb *b, const loom_tp_resize *rz, axis_coord *v, cons
 static int taps_of(const loom_tp_resize *rz) { return rz->mode == LOOM_TP_RESIZE_CUBIC ? 4 : rz->mode == LOOM_TP_RESIZE_LINEAR ? 2 : 1; }
 
 /* X: Buffer[(a<k> resized, d<k> not ..), t], S: Buffer[(rank,), scale_t], [R: Buffer[(2*rank,), roi_t]], Y: d.. ->
+ *   [nearest resizing the last axis (not tf_crop_and_resize): alloc T: Local[(d<last>,), i64]
+ *    for j in 0..d<last> { <axis_lets of the last axis at j>  T[j] = t<last>_0 }, and t<last>_0 is T[i<last>] below]
  *   for i0 in 0..d0 parallel { <axis_lets 0 if resized> for i1 .. {
  *     Y[i..] = [select(e<k> || .., t(extrapolation), ] t(c0_0 * c1_0 * f64(X[t0_0, t1_0]) + c0_0 * c1_1 * f64(X[t0_0, t1_1]) + ..)[)]
  * (one term per combination of taps, the last resized axis fastest; nearest: Y[i..] = X[t0_0, ..]; a
@@ -197,11 +199,24 @@ loom_status loom_tp_gen_resize(loom_arena *a, loom_sym_ctx *cx, const char *name
   loom_tpg_dims_d(b, rank, d);
   const loom_tp_buffer *Y = loom_tpb_buffer(b, "Y", t, rank, d);
   loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *tk[LOOM_TP_GEN_MAX_RANK][4], *ck[LOOM_TP_GEN_MAX_RANK][4], *ek[LOOM_TP_GEN_MAX_RANK];
+  /* nearest along the last axis: its source indices once, in a table (the inner loop a gather) */
+  int last = rank - 1;
+  const loom_tp_buffer *T = NULL;
+  if (!interp && !crop && (rz->axes >> last & 1)) {
+    T = loom_tpb_alloc(b, "T", LOOM_DTYPE_I64, 1, &d[last], LOOM_TP_SCOPE_LOCAL);
+    const loom_sym_expr *jv = loom_tpb_for(b, "j", d[last], LOOM_TP_LOOP_SERIAL, false);
+    axis_coord v = {.k = last, .i = jv, .d = d[last]};
+    axis_lets(b, rz, &v, xd[last], S, Rb, rank, tk[last], ck[last], &ek[last]);
+    loom_tp_expr *ji = IDX(jv);
+    loom_tpb_store(b, T, &ji, R(tk[last][0]));
+    loom_tpb_end(b);
+  }
   for (int k = 0; k < rank; k++) {
     const loom_sym_expr *iv = loom_tpb_for(b, loom_tpg_var('i', k), d[k], k == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false);
     yi[k] = IDX(iv);
     axis_coord v = {.k = k, .i = iv, .d = d[k]};
-    if (rz->axes >> k & 1) axis_lets(b, rz, &v, xd[k], S, Rb, rank, tk[k], ck[k], &ek[k]);
+    if (T && k == last) tk[k][0] = loom_tpb_load(b, T, &yi[k]);
+    else if (rz->axes >> k & 1) axis_lets(b, rz, &v, xd[k], S, Rb, rank, tk[k], ck[k], &ek[k]);
   }
   /* one term per combination of taps (odometer over the resized axes) */
   int tap[LOOM_TP_GEN_MAX_RANK] = {0};

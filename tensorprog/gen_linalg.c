@@ -5,6 +5,8 @@
  * pivoting in f64 on a Local copy, serial over the columns (the column and pivot-search loops are
  * flagged `reduce`, which keeps the CPU rules from running them in parallel); the batch loops
  * around it are independent. */
+#include <stdio.h>
+
 #include "tensorprog/gen_internal.h"
 
 /*   for i<batch> .. parallel {
@@ -190,16 +192,140 @@ loom_status loom_tp_gen_dft(loom_arena *a, loom_sym_ctx *cx, const char *name, l
 }
 
 /* topk along `axis`: Y (the axis of extent kk, from Y's shape) takes, in order, the kk largest
- * (or smallest) elements of each slice of X, ties to the lower index (the reference's sort),
- * their values or (indices) their i64 positions. A selection per output position: the best
- * element not taken yet, serial over the positions (a Local of taken flags per slice):
+ * (or smallest) elements of each slice of X, ties to the lower index (the reference's sort), as
+ * their i64 positions (indices) or their values. Per slice a binary heap of the best kk so far
+ * (values V, positions I), its root the one that comes last in the output: "p after q" is
+ * <V[q] before V[p]> || (!<V[p] before V[q]> && I[p] > I[q]). The first kk elements are pushed
+ * (sifted up); each later one enters only if it goes before the root, tested 8 at a time (one
+ * vector compare for the 8, almost always false once the heap holds good values), replacing the
+ * root and sifting down; at the end the root is taken kk times, filling Y from its end. Sifts run
+ * D = bitlen(kk) steps (the heap's depth bounds them; a cursor C[0] of -1 or 0 ends one early):
+ * O(a log kk) per slice at worst, O(a + kk log kk log(a / kk)) for data in random order.
  *   for i<k> (k != axis) .. {
- *     alloc U: Local[(a,), bool]  alloc B: Local[(1,), i64]  for r0 in 0..a { U[r0] = false }
- *     for j in 0..kk reduce { B[0] = -1
- *       for r in 0..a reduce { if !U[r] { if B[0] < 0 { B[0] = r } else { if <before> { B[0] = r } } } }
- *       U[B[0]] = true  Y[.., j, ..] = X[.., B[0], ..] (indices: B[0]) } }
- * with <before> X[.., r, ..] > X[.., B[0], ..] (< for the smallest), and for floats NaN last:
- * X[r] != X[B] && (X[r] > X[B] || X[B] != X[B]). */
+ *     alloc V: Local[(kk,), t]  alloc I: Local[(kk,), i64]  alloc C: Local[(1,), i64]  alloc W: Local[(1,), i64]
+ *     for r in 0..kk reduce { let x: t = X[.., r, ..]  V[r] = x  I[r] = r  C[0] = r
+ *       for s in 0..D reduce { if C[0] > 0 { let pa: i64 = (C[0] - 1) / 2i64
+ *         if !<x before V[pa]> { <swap pa, C[0]>  C[0] = pa } else { C[0] = 0 } } } }
+ *     if kk >= 1 {
+ *       for c in 0..floordiv(a - kk, 8) reduce { let th: t = V[0]
+ *         if <X[.., kk + 8*c, ..] before th> || .. || <X[.., kk + 8*c + 7, ..] before th> {
+ *           for l in 0..8 reduce { <offer kk + 8*c + l> } } }
+ *       for u in 0..floormod(a - kk, 8) reduce { <offer a - floormod(a - kk, 8) + u> } }
+ *     for j in 0..kk reduce { Y[.., kk - j - 1, ..] = I[0] (values: V[0])
+ *       V[0] = V[kk - j - 1]  I[0] = I[kk - j - 1]  <sift down in kk - j - 1> } }
+ * with <offer p> = let x: t = X[.., p, ..]  if <x before V[0]> { V[0] = x  I[0] = p  <sift down in kk> },
+ * <sift down in n> = C[0] = 0  for s in 0..D reduce { if C[0] >= 0 { let lc: i64 = 2i64 * C[0] + 1i64
+ *   if lc < n { W[0] = lc  if lc + 1i64 < n { if <lc + 1 after lc> { W[0] = lc + 1i64 } }
+ *     if <W[0] after C[0]> { <swap W[0], C[0]>  C[0] = W[0] } else { C[0] = -1i64 } } else { C[0] = -1i64 } } },
+ * <x before v> x > v (< for the smallest), and for floats NaN last, NaNs in index order:
+ * x > v || (v != v && x == x); D the scalar parameter dk, which the caller sets to bitlen(kk)
+ * (loom_tp_bitlen: a sum of 63 terms, evaluated once per call by the VM, as a loop extent in the
+ * program it made LLVM take 7 s over the kernel). The lets and loops of each sift are named
+ * apart (suffixes). */
+typedef struct topk_gen {
+  loom_tpb *b;
+  loom_dtype t;
+  bool largest;
+  const loom_tp_buffer *X, *V, *I, *C, *W;
+  const loom_sym_expr *depth;
+  loom_tp_expr **xi; /* X's index (the axis entry is set per use) */
+  int axis;
+} topk_gen;
+
+static loom_tp_expr *topk_before(topk_gen *g, const loom_tp_expr *x, loom_tp_expr *v) {
+  loom_tpb *b = g->b;
+  loom_tp_expr *ord = loom_tp_op2(b->a, g->largest ? LOOM_TP_OP_GT : LOOM_TP_OP_LT, loom_tpb_dup(b, x), v);
+  if (!loom_dtype_is_float(g->t)) return ord;
+  loom_tp_expr *vnan = loom_tp_op2(b->a, LOOM_TP_OP_NE, loom_tpb_dup(b, v), loom_tpb_dup(b, v));
+  loom_tp_expr *xnum = loom_tp_op2(b->a, LOOM_TP_OP_EQ, loom_tpb_dup(b, x), loom_tpb_dup(b, x));
+  return loom_tp_op2(b->a, LOOM_TP_OP_OR, ord, loom_tp_op2(b->a, LOOM_TP_OP_AND, vnan, xnum));
+}
+
+static loom_tp_expr *topk_at(topk_gen *g, const loom_tp_buffer *buf, const loom_tp_expr *i) {
+  loom_tp_expr *c = loom_tpb_dup(g->b, i);
+  return loom_tpb_load(g->b, buf, &c);
+}
+
+static loom_tp_expr *topk_i64(topk_gen *g, int64_t v) { return loom_tp_const_i(g->b->a, LOOM_DTYPE_I64, v); }
+
+/* <p after q> on heap entries (index expressions). */
+static loom_tp_expr *topk_after(topk_gen *g, const loom_tp_expr *p, const loom_tp_expr *q) {
+  loom_arena *a = g->b->a;
+  loom_tp_expr *vp = topk_at(g, g->V, p), *vq = topk_at(g, g->V, q);
+  loom_tp_expr *worse = topk_before(g, vq, topk_at(g, g->V, p));
+  loom_tp_expr *tie = loom_tp_op2(a, LOOM_TP_OP_AND, loom_tp_op1(a, LOOM_TP_OP_NOT, topk_before(g, vp, topk_at(g, g->V, q))),
+                                  loom_tp_op2(a, LOOM_TP_OP_GT, topk_at(g, g->I, p), topk_at(g, g->I, q)));
+  return loom_tp_op2(a, LOOM_TP_OP_OR, worse, tie);
+}
+
+/* <swap p, q> (tag names its lets). */
+static void topk_swap(topk_gen *g, const loom_tp_expr *p, const loom_tp_expr *q, const char *tag) {
+  loom_tpb *b = g->b;
+  char vn[12], in[12];
+  snprintf(vn, sizeof vn, "sv%s", tag);
+  snprintf(in, sizeof in, "si%s", tag);
+  loom_tp_expr *sv = loom_tpb_let(b, vn, topk_at(g, g->V, p)), *si = loom_tpb_let(b, in, topk_at(g, g->I, p));
+  loom_tp_expr *pc = loom_tpb_dup(b, p), *qc = loom_tpb_dup(b, q);
+  loom_tpb_store(b, g->V, &pc, topk_at(g, g->V, q));
+  loom_tpb_store(b, g->I, &pc, topk_at(g, g->I, q));
+  loom_tpb_store(b, g->V, &qc, sv);
+  loom_tpb_store(b, g->I, &qc, si);
+}
+
+/* <sift down in n> (tag names its lets and loop). */
+static void topk_sift_down(topk_gen *g, const loom_sym_expr *n, const char *tag) {
+  loom_tpb *b = g->b;
+  loom_arena *a = b->a;
+  char sn[12], ln[12];
+  snprintf(sn, sizeof sn, "s%s", tag);
+  snprintf(ln, sizeof ln, "lc%s", tag);
+  loom_tpb_store_at(b, g->C, 0, topk_i64(g, 0));
+  loom_tpb_for(b, sn, g->depth, LOOM_TP_LOOP_SERIAL, true);
+  loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_at(b, g->C, 0), topk_i64(g, 0)));
+  loom_tp_expr *lc = loom_tpb_let(b, ln, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tp_op2(a, LOOM_TP_OP_MUL, topk_i64(g, 2), loom_tpb_at(b, g->C, 0)),
+                                                    topk_i64(g, 1)));
+  loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_dup(b, lc), loom_tpb_idx(b, n)));
+  loom_tpb_store_at(b, g->W, 0, loom_tpb_dup(b, lc));
+  loom_tp_expr *rc = loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_dup(b, lc), topk_i64(g, 1));
+  loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_dup(b, rc), loom_tpb_idx(b, n)));
+  loom_tpb_if(b, topk_after(g, rc, lc));
+  loom_tpb_store_at(b, g->W, 0, loom_tpb_dup(b, rc));
+  loom_tpb_end_n(b, 2);
+  loom_tp_expr *w = loom_tpb_at(b, g->W, 0), *cur = loom_tpb_at(b, g->C, 0);
+  loom_tpb_if(b, topk_after(g, w, cur));
+  topk_swap(g, w, cur, tag);
+  loom_tpb_store_at(b, g->C, 0, loom_tpb_at(b, g->W, 0));
+  loom_tpb_else(b);
+  loom_tpb_store_at(b, g->C, 0, topk_i64(g, -1));
+  loom_tpb_end(b);
+  loom_tpb_else(b);
+  loom_tpb_store_at(b, g->C, 0, topk_i64(g, -1));
+  loom_tpb_end_n(b, 3); /* the if lc < n, the if C[0] >= 0, s */
+}
+
+/* <offer pos> (tag names its lets and loops). */
+static void topk_offer(topk_gen *g, const loom_sym_expr *pos, const char *tag) {
+  loom_tpb *b = g->b;
+  char xn[12];
+  snprintf(xn, sizeof xn, "x%s", tag);
+  g->xi[g->axis] = loom_tpb_idx(b, pos);
+  loom_tp_expr *x = loom_tpb_let(b, xn, loom_tpb_load(b, g->X, g->xi));
+  loom_tpb_if(b, topk_before(g, x, loom_tpb_at(b, g->V, 0)));
+  loom_tpb_store_at(b, g->V, 0, loom_tpb_dup(b, x));
+  loom_tpb_store_at(b, g->I, 0, loom_tpb_idx(b, pos));
+  topk_sift_down(g, loom_tpb_sym(b, "kk"), tag);
+  loom_tpb_end(b);
+}
+
+const loom_sym_expr *loom_tp_bitlen(loom_sym_ctx *cx, const loom_sym_expr *n) {
+  const loom_sym_expr *one = loom_sym_const(cx, 1), *sum = NULL;
+  for (int k = 0; k < 63 && n; k++) {
+    const loom_sym_expr *bit = loom_sym_min(cx, loom_sym_floordiv(cx, n, loom_sym_const(cx, (int64_t)1 << k)), one);
+    sum = sum ? loom_sym_add(cx, sum, bit) : bit;
+  }
+  return sum;
+}
+
 loom_status loom_tp_gen_topk(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                              bool largest, bool indices, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
@@ -211,48 +337,70 @@ loom_status loom_tp_gen_topk(loom_arena *a, loom_sym_ctx *cx, const char *name, 
   for (int k = 0; k < rank; k++) d[k] = loom_tpb_shape_sym(&b, k == axis ? "a" : loom_tpg_var('d', k));
   const loom_sym_expr *ax = d[axis];
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d);
-  d[axis] = loom_tpb_shape_sym(&b, "kk");
+  const loom_sym_expr *depth = loom_tpb_scalar(&b, "dk");
+  const loom_sym_expr *kk = d[axis] = loom_tpb_shape_sym(&b, "kk");
   const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", indices ? LOOM_DTYPE_I64 : t, rank, d);
-  loom_tp_expr *xr[LOOM_TP_GEN_MAX_RANK], *xb[LOOM_TP_GEN_MAX_RANK], *yj[LOOM_TP_GEN_MAX_RANK];
+  const loom_sym_expr *one = loom_sym_const(cx, 1), *eight = loom_sym_const(cx, 8);
+  loom_tp_expr *xi[LOOM_TP_GEN_MAX_RANK], *yj[LOOM_TP_GEN_MAX_RANK];
   int nl = 0;
   for (int k = 0; k < rank; k++)
     if (k != axis)
-      xr[k] = xb[k] = yj[k] =
+      xi[k] = yj[k] =
           loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('i', k), d[k], nl++ == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
-  const loom_tp_buffer *U = loom_tpb_alloc(&b, "U", LOOM_DTYPE_BOOL, 1, &ax, LOOM_TP_SCOPE_LOCAL);
-  const loom_tp_buffer *B = loom_tpb_local(&b, "B", LOOM_DTYPE_I64, 1);
-  loom_tp_expr *r0 = loom_tpb_idx(&b, loom_tpb_for(&b, "r0", ax, LOOM_TP_LOOP_SERIAL, false));
-  loom_tpb_store(&b, U, &r0, loom_tp_const_i(a, LOOM_DTYPE_BOOL, 0));
-  loom_tpb_end(&b);
-  yj[axis] = loom_tpb_idx(&b, loom_tpb_for(&b, "j", d[axis], LOOM_TP_LOOP_SERIAL, true));
-  loom_tpb_store_at(&b, B, 0, loom_tpb_cidx(&b, -1));
-  loom_tp_expr *r = loom_tpb_idx(&b, loom_tpb_for(&b, "r", ax, LOOM_TP_LOOP_SERIAL, true));
-  loom_tpb_if(&b, loom_tp_op1(a, LOOM_TP_OP_NOT, loom_tpb_load(&b, U, &r)));
-  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_at(&b, B, 0), loom_tpb_cidx(&b, 0)));
-  loom_tpb_store_at(&b, B, 0, loom_tpb_dup(&b, r));
+  topk_gen g = {.b = &b, .t = t, .largest = largest, .X = X, .xi = xi, .axis = axis, .depth = depth};
+  g.V = loom_tpb_alloc(&b, "V", t, 1, &kk, LOOM_TP_SCOPE_LOCAL);
+  g.I = loom_tpb_alloc(&b, "I", LOOM_DTYPE_I64, 1, &kk, LOOM_TP_SCOPE_LOCAL);
+  g.C = loom_tpb_local(&b, "C", LOOM_DTYPE_I64, 1);
+  g.W = loom_tpb_local(&b, "W", LOOM_DTYPE_I64, 1);
+  /* the first kk elements, pushed: each goes after its parent unless it goes before it */
+  const loom_sym_expr *r = loom_tpb_for(&b, "r", kk, LOOM_TP_LOOP_SERIAL, true);
+  xi[axis] = loom_tpb_idx(&b, r);
+  loom_tp_expr *x = loom_tpb_let(&b, "x", loom_tpb_load(&b, X, xi));
+  loom_tp_expr *ir = loom_tpb_idx(&b, r);
+  loom_tpb_store(&b, g.V, &ir, loom_tpb_dup(&b, x));
+  loom_tpb_store(&b, g.I, &ir, loom_tpb_idx(&b, r));
+  loom_tpb_store_at(&b, g.C, 0, loom_tpb_idx(&b, r));
+  loom_tpb_for(&b, "s", depth, LOOM_TP_LOOP_SERIAL, true);
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_at(&b, g.C, 0), topk_i64(&g, 0)));
+  loom_tp_expr *pa = loom_tpb_let(&b, "pa", loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_at(&b, g.C, 0), topk_i64(&g, 1)),
+                                                       topk_i64(&g, 2)));
+  loom_tpb_if(&b, loom_tp_op1(a, LOOM_TP_OP_NOT, topk_before(&g, x, topk_at(&g, g.V, pa))));
+  loom_tp_expr *cur = loom_tpb_at(&b, g.C, 0);
+  topk_swap(&g, pa, cur, "");
+  loom_tpb_store_at(&b, g.C, 0, loom_tpb_dup(&b, pa));
   loom_tpb_else(&b);
-  /* the candidate X[r] goes before the best so far X[B[0]] (NaN last, as the reference) */
-  xr[axis] = r;
-  xb[axis] = loom_tpb_at(&b, B, 0); /* loads copy their indices */
-#define XR() loom_tpb_load(&b, X, xr)
-#define XB() loom_tpb_load(&b, X, xb)
-  loom_tp_op order = largest ? LOOM_TP_OP_GT : LOOM_TP_OP_LT;
-  loom_tp_expr *before;
-  if (loom_dtype_is_float(t)) {
-    loom_tp_expr *ne = loom_tp_op2(a, LOOM_TP_OP_NE, XR(), XB());
-    loom_tp_expr *ord = loom_tp_op2(a, order, XR(), XB());
-    loom_tp_expr *nan = loom_tp_op2(a, LOOM_TP_OP_NE, XB(), XB());
-    before = loom_tp_op2(a, LOOM_TP_OP_AND, ne, loom_tp_op2(a, LOOM_TP_OP_OR, ord, nan));
-  } else {
-    before = loom_tp_op2(a, order, XR(), XB());
+  loom_tpb_store_at(&b, g.C, 0, topk_i64(&g, 0));
+  loom_tpb_end_n(&b, 4); /* the ifs, s, r */
+  /* the rest: 8 at a time against the root, then the tail */
+  loom_tpb_if(&b, loom_tpb_cmp(&b, LOOM_TP_OP_GE, kk, one));
+  const loom_sym_expr *rest = loom_sym_sub(cx, ax, kk), *tail = loom_sym_floormod(cx, rest, eight);
+  const loom_sym_expr *c = loom_tpb_for(&b, "c", loom_sym_floordiv(cx, rest, eight), LOOM_TP_LOOP_SERIAL, true);
+  if (c) {
+    const loom_sym_expr *base = loom_sym_add(cx, kk, loom_sym_mul(cx, eight, c)); /* kk + 8*c */
+    loom_tp_expr *th = loom_tpb_let(&b, "th", loom_tpb_at(&b, g.V, 0));
+    loom_tp_expr *any = NULL;
+    for (int l = 0; l < 8; l++) {
+      xi[axis] = loom_tpb_idx(&b, loom_sym_add(cx, base, loom_sym_const(cx, l)));
+      loom_tp_expr *e = topk_before(&g, loom_tpb_load(&b, X, xi), loom_tpb_dup(&b, th));
+      any = any ? loom_tp_op2(a, LOOM_TP_OP_OR, any, e) : e;
+    }
+    loom_tpb_if(&b, any);
+    const loom_sym_expr *l = loom_tpb_for(&b, "l", eight, LOOM_TP_LOOP_SERIAL, true);
+    if (l) topk_offer(&g, loom_sym_add(cx, base, l), "c");
+    loom_tpb_end_n(&b, 2); /* l, the if */
   }
-  loom_tpb_if(&b, before);
-  loom_tpb_store_at(&b, B, 0, loom_tpb_dup(&b, r));
-  loom_tpb_end_n(&b, 4); /* the ifs, r */
-  loom_tp_expr *bi = loom_tpb_at(&b, B, 0);
-  loom_tpb_store(&b, U, &bi, loom_tp_const_i(a, LOOM_DTYPE_BOOL, 1));
-  loom_tpb_store(&b, Y, yj, indices ? loom_tpb_at(&b, B, 0) : XB());
-#undef XR
-#undef XB
+  loom_tpb_end(&b); /* c */
+  const loom_sym_expr *u = loom_tpb_for(&b, "u", tail, LOOM_TP_LOOP_SERIAL, true);
+  if (u) topk_offer(&g, loom_sym_add(cx, loom_sym_sub(cx, ax, tail), u), "t");
+  loom_tpb_end_n(&b, 2); /* u, the if kk >= 1 */
+  /* the root kk times, from Y's end */
+  const loom_sym_expr *j = loom_tpb_for(&b, "j", kk, LOOM_TP_LOOP_SERIAL, true);
+  const loom_sym_expr *back = j ? loom_sym_sub(cx, loom_sym_sub(cx, kk, j), one) : NULL; /* kk - j - 1 */
+  yj[axis] = loom_tpb_idx(&b, back);
+  loom_tpb_store(&b, Y, yj, loom_tpb_at(&b, indices ? g.I : g.V, 0));
+  loom_tp_expr *ib = loom_tpb_idx(&b, back);
+  loom_tpb_store_at(&b, g.V, 0, loom_tpb_load(&b, g.V, &ib));
+  loom_tpb_store_at(&b, g.I, 0, loom_tpb_load(&b, g.I, &ib));
+  if (back) topk_sift_down(&g, back, "e");
   return loom_tpb_finish(&b, result);
 }

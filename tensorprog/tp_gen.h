@@ -459,7 +459,9 @@ loom_status loom_tp_gen_dft(loom_arena *a, loom_sym_ctx *cx, const char *name, l
 
 /* topk along `axis` of X: Y (the axis of extent kk, bound from Y) holds the kk largest (or
  * smallest) elements of each slice in order, ties to the lower index, as values (t) or as i64
- * indices. */
+ * indices. Parameters (X, dk: i64, Y): dk must be loom_tp_bitlen(kk) (the heap's sift steps; the
+ * caller passes it, it is not checked). */
+const loom_sym_expr *loom_tp_bitlen(loom_sym_ctx *cx, const loom_sym_expr *n);
 loom_status loom_tp_gen_topk(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                              bool largest, bool indices, loom_tp_func **result);
 

@@ -103,6 +103,8 @@ pub const suites = .{
         "tests/e2e/test_e2e_norms.c",
         "tests/e2e/test_e2e_conv_gemm.c",
         "tests/e2e/test_e2e_pool_rows.c",
+        "tests/e2e/test_e2e_topk.c",
+        "tests/e2e/test_e2e_copy_forms.c",
         "tests/e2e/test_e2e_math.c",
         "tests/e2e/test_e2e_onnx_refs.c",
         "tests/e2e/test_e2e_cli.c",
