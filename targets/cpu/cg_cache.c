@@ -6,7 +6,7 @@
  * kernel's symbol `loom_kernel_h<digest>`):
  *
  *     loom kernel key 1
- *     codegen <LOOM_CPU_CODEGEN_VERSION> loom <LOOM_VERSION> llvm <major.minor.patch>
+ *     codegen <LOOM_CPU_CODEGEN_VERSION> loom <LOOM_VERSION> build <exe size.mtime> llvm <major.minor.patch>
  *     target <triple> <cpu> <features> opt <level> strict_fp <0|1>
  *     $0 [lo, hi] /d              one line per signature symbol, in f->syms order: its bounds
  *     ...                         (a shape's start at 0) and known divisor under the context's facts
@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/clock.h"
 #include "targets/cpu/cg_internal.h"
@@ -91,6 +92,17 @@ static void rename_symbols(const char *text, const name_list *names, loom_strbuf
   }
 }
 
+/* The running build's identity: the size and modification time of this executable, so that
+ * a rebuilt Loom (a changed code generator whose version constant was not bumped) never uses
+ * objects an earlier build made. Empty where /proc/self/exe cannot be read. */
+static char build_id[96];
+static void find_build_id(void) {
+  struct stat sb;
+  if (stat("/proc/self/exe", &sb) == 0)
+    snprintf(build_id, sizeof build_id, "%lld.%lld.%09ld", (long long)sb.st_size, (long long)sb.st_mtim.tv_sec,
+             (long)sb.st_mtim.tv_nsec);
+}
+
 static void print_bound(loom_strbuf *sb, int64_t v, bool inf, const char *inf_text) {
   if (inf) loom_strbuf_puts(sb, inf_text);
   else loom_strbuf_printf(sb, "%lld", (long long)v);
@@ -100,8 +112,10 @@ loom_status cg_kernel_key(const cg_machine *m, loom_sym_ctx *cx, const loom_tp_f
   unsigned maj, min, pat;
   LLVMGetVersion(&maj, &min, &pat);
   int lvl = m->opt ? m->opt->opt_level : 0;
-  loom_strbuf_printf(key, "loom kernel key 1\ncodegen %d loom %s llvm %u.%u.%u\ntarget %s %s %s opt %d strict_fp %d\n",
-                     LOOM_CPU_CODEGEN_VERSION, LOOM_VERSION, maj, min, pat, m->triple, m->cpu, m->feat, lvl,
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, find_build_id);
+  loom_strbuf_printf(key, "loom kernel key 1\ncodegen %d loom %s build %s llvm %u.%u.%u\ntarget %s %s %s opt %d strict_fp %d\n",
+                     LOOM_CPU_CODEGEN_VERSION, LOOM_VERSION, build_id, maj, min, pat, m->triple, m->cpu, m->feat, lvl,
                      m->opt && m->opt->strict_fp ? 1 : 0);
   name_list names = {.n = 0};
   for (size_t j = 0; j < f->nsyms; j++) add_name(&names, loom_sym_var_name(f->syms[j]));
