@@ -42,7 +42,7 @@ static loom_status print_memory(loom_graph_module *m) {
 
 /* The kernels, each with its content's place in the kernel cache: the first kernel of a
  * content is a cache hit or miss (a miss is compiled by LLVM), later ones are the same code. */
-static loom_status print_kernels(const loom_compiled *c, bool no_cache) {
+static loom_status print_kernels(const loom_compiled *c, bool no_cache, const char *key_of) {
   const loom_vm_exec *e = loom_compiled_exec(c);
   loom_graph_module *m = loom_compiled_module(c);
   const loom_tp_func **fs = calloc(e->nkernels + 1, sizeof *fs);
@@ -64,16 +64,17 @@ static loom_status print_kernels(const loom_compiled *c, bool no_cache) {
     printf("  %-40s %-26s buffers %u, symbols (", name, loom_tp_pattern_name(cl.pattern), e->kernels[k].nbuf);
     for (size_t j = 0; j < fs[k]->nsyms; j++) printf("%s%s", j ? ", " : "", loom_sym_var_name(fs[k]->syms[j]));
     loom_kcache_digest(loom_strbuf_cstr(&keys[k]), keys[k].len, digest[k]);
+    if (key_of && !strcmp(key_of, name)) printf(")\n  key:\n%s", loom_strbuf_cstr(&keys[k]));
     uint32_t same = 0;
     while (same < k && strcmp(digest[same], digest[k])) same++;
     if (same < k) {
-      printf("), same code as %s\n", loom_vm_exec_str(e, e->kernels[same].name));
+      printf("%s same code as %s\n", key_of && !strcmp(key_of, name) ? "  ->" : "),", loom_vm_exec_str(e, e->kernels[same].name));
       continue;
     }
     unique++;
     bool hit = loom_kcache_probe(kc, loom_strbuf_cstr(&keys[k]), keys[k].len);
     hits += hit;
-    printf("), cache %s %.12s\n", hit ? "hit" : "miss", digest[k]);
+    printf("%s cache %s %.12s\n", key_of && !strcmp(key_of, name) ? "  ->" : "),", hit ? "hit" : "miss", digest[k]);
   }
   if (!st)
     printf("kernel cache%s%s: %u kernels, %u distinct, %u cache hits, %u misses\n", kc ? " " : "",
@@ -128,7 +129,7 @@ static int run(const loom_cli_args *args) {
   loom_status st = loom_compile_file(args->positional[0], &o, &c);
   if (!st) {
     if (shp) print_shapes(loom_compiled_module(c));
-    if (ker) st = print_kernels(c, loom_cli_flag(args, "--no-cache"));
+    if (ker) st = print_kernels(c, loom_cli_flag(args, "--no-cache"), loom_cli_get(args, "--key"));
     if (mem && !st) st = print_memory(loom_compiled_module(c));
     loom_compiled_free(c);
   }
@@ -145,6 +146,7 @@ const loom_cli_command loom_cmd_inspect = {
         {"--memory", NULL, "the memory plan of every function: storages, lifetimes, symbolic peak", false},
         {"--kernels", NULL, "the kernels: access pattern, buffers, symbols, kernel cache hit or miss", false},
         {"--no-cache", NULL, "with --kernels: do not look in the kernel cache", false},
+        {"--key", "KERNEL", "with --kernels: also print the kernel cache key (the canonical text) of KERNEL", false},
         {"--shapes", NULL, "the symbolic struct info of every binding and the run-time guards", false},
         {NULL, NULL, NULL, false},
     },

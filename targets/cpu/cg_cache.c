@@ -11,10 +11,12 @@
  *     $0 [lo, hi] /d              one line per signature symbol, in f->syms order: its bounds
  *     ...                         (a shape's start at 0) and known divisor under the context's facts
  *     prim @_($0 ...) { ... }     the program as tensorprog/print.c prints it, named `_`, every
- *                                 symbol (signature and loop variables) spelled $k in order of
- *                                 first appearance
+ *                                 symbol (signature and loop variables) and parameter buffer
+ *                                 spelled $k in order of first appearance
  *
- * Buffer and let names stay (buffer names are in the kernels' run-time messages). What the
+ * Parameter buffers are renamed too ($k), except those a run-time message of the kernel names
+ * (indexed by data: take, gather, scatter); local buffers and lets keep their names (chosen by
+ * the generators, the same in every layer; a local's name is in its allocation message). What the
  * code depends on is all there: the program's structure, the facts codegen proves with, the
  * machine and the options, and the versions of what generates the code. */
 #include <pthread.h>
@@ -45,23 +47,69 @@ static void add_name(name_list *l, const char *name) {
   else l->overflow = true;
 }
 
-static void loop_names(const loom_tp_stmt *s, name_list *l) {
-  if (!s) return;
-  switch (s->kind) {
-  case LOOM_TP_STMT_SEQ:
-    for (size_t i = 0; i < s->u.seq.n; i++) loop_names(s->u.seq.items[i], l);
+/* Buffers named in the kernel's run-time messages: those indexed by data (take, gather,
+ * scatter: "an index into axis d of 'X'"). */
+static void mark_named_expr(const loom_tp_expr *e, name_list *keep) {
+  if (!e) return;
+  switch (e->kind) {
+  case LOOM_TP_EXPR_LOAD:
+    for (int d = 0; d < e->u.load.buf->ndim; d++) {
+      if (loom_tp_expr_reads_memory(e->u.load.idx[d])) add_name(keep, e->u.load.buf->name);
+      mark_named_expr(e->u.load.idx[d], keep);
+    }
     return;
-  case LOOM_TP_STMT_FOR:
-    add_name(l, loom_sym_var_name(s->u.loop.var));
-    loop_names(s->u.loop.body, l);
+  case LOOM_TP_EXPR_OP:
+    for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++) mark_named_expr(e->u.op.args[i], keep);
     return;
-  case LOOM_TP_STMT_IF:
-    loop_names(s->u.if_.then_s, l);
-    loop_names(s->u.if_.else_s, l);
+  case LOOM_TP_EXPR_CAST:
+    mark_named_expr(e->u.cast_arg, keep);
+    return;
+  case LOOM_TP_EXPR_SELECT:
+    mark_named_expr(e->u.select.cond, keep);
+    mark_named_expr(e->u.select.then_e, keep);
+    mark_named_expr(e->u.select.else_e, keep);
     return;
   default:
     return;
   }
+}
+
+/* The loop variables' names into `l`; buffers whose names the code carries into `keep`. */
+static void walk_names(const loom_tp_stmt *s, name_list *l, name_list *keep) {
+  if (!s) return;
+  switch (s->kind) {
+  case LOOM_TP_STMT_SEQ:
+    for (size_t i = 0; i < s->u.seq.n; i++) walk_names(s->u.seq.items[i], l, keep);
+    return;
+  case LOOM_TP_STMT_FOR:
+    add_name(l, loom_sym_var_name(s->u.loop.var));
+    walk_names(s->u.loop.body, l, keep);
+    return;
+  case LOOM_TP_STMT_STORE:
+    for (int d = 0; d < s->u.store.buf->ndim; d++) {
+      if (loom_tp_expr_reads_memory(s->u.store.idx[d])) add_name(keep, s->u.store.buf->name);
+      mark_named_expr(s->u.store.idx[d], keep);
+    }
+    mark_named_expr(s->u.store.value, keep);
+    return;
+  case LOOM_TP_STMT_LET:
+    mark_named_expr(s->u.let.value, keep);
+    return;
+  case LOOM_TP_STMT_IF:
+    mark_named_expr(s->u.if_.cond, keep);
+    walk_names(s->u.if_.then_s, l, keep);
+    walk_names(s->u.if_.else_s, l, keep);
+    return;
+  case LOOM_TP_STMT_ALLOC: /* a local's name is in its allocation-failure message */
+    add_name(keep, s->u.alloc->name);
+    return;
+  }
+}
+
+static bool in_list(const name_list *l, const char *name) {
+  for (size_t i = 0; i < l->n; i++)
+    if (!strcmp(l->v[i], name)) return true;
+  return false;
 }
 
 static bool ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
@@ -121,7 +169,13 @@ loom_status cg_kernel_key(const cg_machine *m, loom_sym_ctx *cx, const loom_tp_f
   for (size_t j = 0; j < f->nsyms; j++) add_name(&names, loom_sym_var_name(f->syms[j]));
   for (size_t i = 0; i < f->nparams; i++)
     if (!f->params[i].is_buffer) add_name(&names, loom_sym_var_name(f->params[i].scalar.var));
-  loop_names(f->body, &names);
+  name_list keep = {.n = 0};
+  walk_names(f->body, &names, &keep);
+  /* parameter buffers are named by the graph (one name per layer): renamed, unless a run-time
+   * message of the code names them */
+  for (size_t i = 0; i < f->nparams; i++)
+    if (f->params[i].is_buffer && !in_list(&keep, f->params[i].buf->name)) add_name(&names, f->params[i].buf->name);
+  if (keep.overflow) names.overflow = true;
   loom_strbuf text;
   loom_strbuf_init(&text, NULL);
   /* the signature symbols: what codegen may prove about them */

@@ -100,9 +100,24 @@ LOOM_TEST(kcache, programs_differing_only_in_names_share_an_entry) {
   cr_assert_null(loom_cpu_kernel_keys(NULL, fx.cx, fa, 1, &keys[0]));
   cr_assert_null(loom_cpu_kernel_keys(NULL, fy.cx, fb, 1, &keys[1]));
   cr_assert(strcmp(loom_strbuf_cstr(&keys[0]), loom_strbuf_cstr(&keys[1])), "a different constant, a different key");
-  cr_assert(strstr(loom_strbuf_cstr(&keys[1]), "prim @_(A: Buffer[($0, $1), f32]"), "%s", loom_strbuf_cstr(&keys[1]));
+  /* names canonical: the program, its symbols (n, m, i, j) and its parameter buffers */
+  cr_assert(strstr(loom_strbuf_cstr(&keys[1]), "prim @_($2: Buffer[($0, $1), f32], $3: Buffer[($0, $1), f32])"), "%s",
+            loom_strbuf_cstr(&keys[1]));
+  cr_assert(strstr(loom_strbuf_cstr(&keys[1]), "$3[$4, $5] = $2[$4, $5] * 2.0 + 1.0"), "%s", loom_strbuf_cstr(&keys[1]));
   loom_strbuf_free(&keys[0]);
   loom_strbuf_free(&keys[1]);
+  /* a buffer indexed by data keeps its name: the kernel's out-of-range message names it */
+  tp_fixture fz;
+  cpu_parse_ok(&fz, "prim @tk(X: Buffer[(n,), f32], I: Buffer[(m,), i64], Y: Buffer[(m,), f32]) {\n"
+                    "  for i in 0..m parallel { Y[i] = X[I[i]] }\n}\n");
+  const loom_tp_func *fc[1] = {fz.f};
+  loom_strbuf kz;
+  loom_strbuf_init(&kz, NULL);
+  cr_assert_null(loom_cpu_kernel_keys(NULL, fz.cx, fc, 1, &kz));
+  cr_assert(strstr(loom_strbuf_cstr(&kz), "prim @_(X: Buffer[($0,), f32], $2: Buffer[($1,), i64], $3: Buffer[($1,), f32])"),
+            "%s", loom_strbuf_cstr(&kz));
+  loom_strbuf_free(&kz);
+  tp_fixture_free(&fz);
   tp_fixture_free(&fx);
   tp_fixture_free(&fy);
   loom_kcache_close(kc);
