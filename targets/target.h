@@ -104,7 +104,7 @@ typedef struct loom_target {
   int (*matmul_panel)(const loom_target_options *o);
 
   /* Codegen in process: out_fns[i] is the kernel of fs[i], valid until code_free(*out_code).
-   * Program names must be unique (kernel symbols derive from them). */
+   * Through o->cache when set; what it did into *o->stats when set. */
   loom_status (*jit)(const loom_target_options *o, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,
                      loom_target_code **out_code, loom_kernel_fn *out_fns);
   /* Frees what `jit` made (NULL is fine); its kernels are invalid afterwards. */

@@ -89,9 +89,9 @@ typedef struct loom_cpu_jit loom_cpu_jit;
 
 /* opt NULL = defaults. */
 loom_status loom_cpu_jit_create(const loom_cpu_options *opt, loom_cpu_jit **out);
-/* Compiles the programs into one module, optimises it and adds it to the JIT; out_fns[i]
- * is the kernel of fs[i], valid until the JIT is destroyed. Program names must be unique
- * within one JIT (the kernel symbol is derived from the name). */
+/* Compiles the programs (one object per distinct content, each optimised and added to the
+ * JIT once: loom_cpu_jit_compile_cached with no disk cache); out_fns[i] is the kernel of
+ * fs[i], valid until the JIT is destroyed. Identical programs share one kernel. */
 loom_status loom_cpu_jit_compile(loom_cpu_jit *jit, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,
                                  loom_kernel_fn *out_fns);
 /* Milliseconds spent in the last compile: IR generation, optimisation, machine code. */

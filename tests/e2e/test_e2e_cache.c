@@ -1,7 +1,8 @@
 /* test_e2e_cache.c — the kernel cache through `loom compile` / `loom inspect` (docs/codegen.md,
  * "Kernel cache"): a warm compile runs no kernel through LLVM and makes the same bytes as a
  * cold one and as --no-cache; a corrupted or truncated entry is ignored and rewritten; two
- * processes compiling into one cache both succeed; a bad cache directory only warns. Every
+ * processes compiling into one cache both succeed; a bad cache directory only warns; one
+ * changed layer recompiles one kernel. Every
  * test uses its own temporary cache directory. */
 #include <dirent.h>
 #include <stdio.h>
@@ -86,6 +87,11 @@ LOOM_TEST(e2e_cache, cold_warm_and_no_cache_compiles_make_identical_artifacts) {
   expect_cache_line(&p, "3 misses compiled by LLVM, 0 bad entries ignored (--no-cache)");
   loom_test_proc_free(&p);
   same_bytes(a, b);
+  same_bytes(a, c);
+  /* and compiled on two threads (LOOM_COMPILE_THREADS: the misses over workers) */
+  p = loom_test_run("LOOM_COMPILE_THREADS=2 %s compile models/mlp.loom -o %s --time --no-cache", loom_test_loom_bin(), c);
+  expect_cache_line(&p, "3 misses compiled by LLVM");
+  loom_test_proc_free(&p);
   same_bytes(a, c);
   /* the warm artifact runs */
   p = loom_test_run("%s %s --bind b=5", loom_test_loom_run_bin(), b);
@@ -197,6 +203,42 @@ LOOM_TEST(e2e_cache, a_bad_cache_directory_warns_and_compiles_without_it) {
     p = compile(ro, out);
     expect_cache_line(&p, "3 misses compiled by LLVM");
     cr_assert(strstr(p.err, "cannot be written"), "%s", p.err);
+    loom_test_proc_free(&p);
+  }
+  rm_rf(dir);
+}
+
+/* Three identical layers are one kernel compiled once; changing the last layer's activation
+ * compiles only that layer's kernel, the others come from the cache (issue 23, item 3). */
+LOOM_TEST(e2e_cache, changing_one_layer_recompiles_only_its_kernel) {
+  static const char *module =
+      "fn @main(x: Tensor[(b, 64), f32], w1: Tensor[(64, 64), f32], b1: Tensor[(64,), f32],\n"
+      "         w2: Tensor[(64, 64), f32], b2: Tensor[(64,), f32], w3: Tensor[(64, 64), f32], b3: Tensor[(64,), f32])\n"
+      "         -> Tensor[(b, 64), f32] {\n"
+      "  dataflow {\n"
+      "    h1 = linear(x, w1, b1)\n    a1 = gelu(h1)\n"
+      "    h2 = linear(a1, w2, b2)\n    a2 = gelu(h2)\n"
+      "    h3 = linear(a2, w3, b3)\n    a3 = %s(h3)\n"
+      "    output a3\n  }\n  return a3\n}\n";
+  char dir[64], cache[96], src[2][96], so[96];
+  tmpdir(dir, sizeof dir);
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  snprintf(so, sizeof so, "%s/m.so", dir);
+  for (int k = 0; k < 2; k++) {
+    snprintf(src[k], sizeof src[k], "%s/layers%d.loom", dir, k);
+    FILE *f = fopen(src[k], "w");
+    fprintf(f, module, k ? "tanh" : "gelu");
+    fclose(f);
+  }
+  static const char *want[3] = {
+      "kernel cache: 3 kernels, 1 distinct, 0 cache hits, 1 misses compiled by LLVM",
+      "kernel cache: 3 kernels, 1 distinct, 1 cache hits, 0 misses compiled by LLVM",
+      "kernel cache: 3 kernels, 2 distinct, 1 cache hits, 1 misses compiled by LLVM",
+  };
+  for (int step = 0; step < 3; step++) {
+    loom_test_proc p = loom_test_run("LOOM_CACHE_DIR=%s %s compile %s -o %s --time", cache, loom_test_loom_bin(),
+                                     src[step == 2], so);
+    expect_cache_line(&p, want[step]);
     loom_test_proc_free(&p);
   }
   rm_rf(dir);
