@@ -10,6 +10,7 @@
  *     target <triple> <cpu> <features> opt <level> strict_fp <0|1>
  *     $0 [lo, hi] /d              one line per signature symbol, in f->syms order: its bounds
  *     ...                         (a shape's start at 0) and known divisor under the context's facts
+ *     $0 <= $1                    each order or equality between two of them the facts prove
  *     prim @_($0 ...) { ... }     the program as tensorprog/print.c prints it, named `_`, every
  *                                 symbol (signature and loop variables) and parameter buffer
  *                                 spelled $k in order of first appearance
@@ -187,6 +188,15 @@ loom_status cg_kernel_key(const cg_machine *m, loom_sym_ctx *cx, const loom_tp_f
     print_bound(&text, iv.hi, iv.hi_inf, "inf");
     loom_strbuf_printf(&text, "] /%lld\n", (long long)loom_sym_known_divisor(cx, f->syms[j]));
   }
+  /* what is known between them (learned equalities, orderings: bounds of a difference use it) */
+  for (size_t i = 0; i < f->nsyms; i++)
+    for (size_t j = i + 1; j < f->nsyms; j++) {
+      bool le = loom_sym_prove_le(cx, f->syms[i], f->syms[j]) == LOOM_SYM_TRUE;
+      bool ge = loom_sym_prove_le(cx, f->syms[j], f->syms[i]) == LOOM_SYM_TRUE;
+      if (le || ge)
+        loom_strbuf_printf(&text, "%s %s %s\n", loom_sym_var_name(f->syms[i]), le && ge ? "==" : le ? "<=" : ">=",
+                           loom_sym_var_name(f->syms[j]));
+    }
   loom_tp_func anon = *f;
   anon.name = "_";
   loom_tp_print_func(&anon, &text);
