@@ -37,6 +37,9 @@ typedef struct loom_compile_options {
                             count, libcall/) before legalize; JIT only for now: AOT artifacts do
                             not carry extern signatures yet */
   FILE *report;          /* where printing and timings go (stderr when NULL) */
+  bool no_cache;         /* no kernel cache on disk (identical programs are still compiled once) */
+  const char *cache_dir; /* the kernel cache's directory; NULL: $LOOM_CACHE_DIR, else
+                            $XDG_CACHE_HOME/loom, else ~/.cache/loom (docs/codegen.md) */
 } loom_compile_options;
 
 typedef struct loom_compiled loom_compiled;
@@ -46,6 +49,12 @@ typedef struct loom_compile_times {
   double passes_ms;  /* graph and tensor-program passes (normalize .. schedule) */
   double lower_ms;   /* the memplan and lower passes */
   double codegen_ms; /* the codegen pass (JIT or object; its last run), plus linking the artifact */
+  /* the kernel cache in codegen's last run */
+  uint32_t kernels;         /* kernel-table entries */
+  uint32_t kernels_unique;  /* distinct contents among them (compiled once each) */
+  uint32_t cache_hits;      /* distinct contents read from the disk cache */
+  uint32_t kernels_compiled; /* distinct contents run through LLVM: 0 on a warm compile */
+  uint32_t cache_rejected;  /* cache entries found corrupt or mismatched, ignored (recompiled) */
 } loom_compile_times;
 
 /* Runs the default pipeline (src/driver/pipeline.c) on `m` (which it changes and keeps: it

@@ -52,11 +52,26 @@ typedef enum loom_target_emit {
   LOOM_TARGET_EMIT_OBJECT, /* kernels written to a file (CPU: ELF object) for an artifact */
 } loom_target_emit;
 
-/* How to generate code. Zero-initialised: the host machine. */
+/* What codegen's kernel cache did (jit and emit_object fill it when asked). */
+typedef struct loom_target_cache_stats {
+  uint32_t kernels;  /* programs given */
+  uint32_t unique;   /* distinct contents among them: identical programs are compiled once */
+  uint32_t hits;     /* distinct contents whose code came from the disk cache */
+  uint32_t compiled; /* distinct contents the code generator made (cache misses) */
+  uint32_t rejected; /* cache entries found corrupt or of another key, and ignored */
+} loom_target_cache_stats;
+
+/* The CPU's kernel cache (targets/cpu/kcache.h); opaque here. */
+typedef struct loom_kcache loom_kcache;
+
+/* How to generate code. Zero-initialised: the host machine, no disk cache. */
 typedef struct loom_target_options {
   const char *arch;     /* the machine: an LLVM CPU name for the CPU ("x86-64-v3"), an sm_NN
                            for a GPU; NULL: the host's */
   const char *features; /* target feature string ("+avx2,-avx512f"); NULL: the arch's */
+  loom_kcache *cache;   /* kernels by content across runs (NULL: none; identical programs of
+                           one codegen run are compiled once regardless) */
+  loom_target_cache_stats *stats; /* where codegen reports what the cache did (may be NULL) */
 } loom_target_options;
 
 /* Code made in process by `jit` (CPU: an ORC LLJIT instance). Opaque to the driver. */
@@ -89,7 +104,7 @@ typedef struct loom_target {
   int (*matmul_panel)(const loom_target_options *o);
 
   /* Codegen in process: out_fns[i] is the kernel of fs[i], valid until code_free(*out_code).
-   * Program names must be unique (kernel symbols derive from them). */
+   * Through o->cache when set; what it did into *o->stats when set. */
   loom_status (*jit)(const loom_target_options *o, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,
                      loom_target_code **out_code, loom_kernel_fn *out_fns);
   /* Frees what `jit` made (NULL is fine); its kernels are invalid afterwards. */

@@ -79,6 +79,7 @@ pub const suites = .{
         "tests/tensorprog/tp_test_util.c",
         "tests/cpu/cpu_test_util.c",
         "tests/cpu/test_cpu_diff.c",
+        "tests/cpu/test_kcache.c",
     } },
     .{ .name = "libcall", .files = &[_][]const u8{
         "tests/libcall/test_libcall.c",
@@ -108,6 +109,7 @@ pub const suites = .{
         "tests/e2e/test_e2e_math.c",
         "tests/e2e/test_e2e_onnx_refs.c",
         "tests/e2e/test_e2e_cli.c",
+        "tests/e2e/test_e2e_cache.c",
         "tests/e2e/test_memplan.c",
         "tests/e2e/test_fuzz_ops.c",
         "tests/e2e/test_exec_mutation.c",

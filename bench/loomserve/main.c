@@ -1,6 +1,9 @@
 /* bench/loomserve — Loom's column of the side-by-side benchmarks (bench/harness/systems.py, class Loom).
  *
- *   bench-loom-serve MODEL.onnx --in IN_FILE --out OUT_FILE [--threads T] [--offload]
+ *   bench-loom-serve MODEL.onnx --in IN_FILE --out OUT_FILE [--threads T] [--offload] [--cache]
+ *
+ * Without --cache the kernel cache is off (loom_compile_options.no_cache): the compile time it
+ * reports is a cold compile, as every other system's is.
  *
  * Compiles MODEL once (loom_compile_file: symbolic shapes, one executable for every shape), JITs its
  * kernels into this process, then serves calls until stdin closes. The Python worker drives it over
@@ -163,20 +166,21 @@ static loom_status serve_threads(server *sv, const char *arg) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: bench-loom-serve MODEL.onnx --in IN_FILE --out OUT_FILE [--threads T] [--offload]\n");
+  fprintf(stderr, "usage: bench-loom-serve MODEL.onnx --in IN_FILE --out OUT_FILE [--threads T] [--offload] [--cache]\n");
   return 2;
 }
 
 int main(int argc, char **argv) {
   prctl(PR_SET_PDEATHSIG, SIGKILL); /* a worker killed by its timeout takes this process with it */
   const char *model = NULL, *in_path = NULL, *out_path = NULL;
-  loom_compile_options co = {0};
+  loom_compile_options co = {.no_cache = true};
   loom_rt_options ro = {0};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--in") && i + 1 < argc) in_path = argv[++i];
     else if (!strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) ro.threads = (uint32_t)atoi(argv[++i]);
     else if (!strcmp(argv[i], "--offload")) co.offload = true;
+    else if (!strcmp(argv[i], "--cache")) co.no_cache = false;
     else if (argv[i][0] != '-' && !model) model = argv[i];
     else return usage();
   }

@@ -21,7 +21,7 @@ static int run(const loom_cli_args *args) {
   loom_compile_options o = {.target = target, .cpu = loom_cli_get(args, "--cpu"), .emit = LOOM_TARGET_EMIT_OBJECT,
                             .print_after_all = loom_cli_flag(args, "--print-after-all"),
                             .time_passes = loom_cli_flag(args, "--time"), .offload = loom_cli_flag(args, "--offload"),
-                            .report = stderr};
+                            .report = stderr, .no_cache = loom_cli_flag(args, "--no-cache")};
   /* the signing key is read first: a bad key fails before the compile */
   const char *key_path = loom_cli_get(args, "--sign");
   loom_vm_artifact_seckey key;
@@ -42,6 +42,10 @@ static int run(const loom_cli_args *args) {
              loom_cli_get(args, "-o"), e->nfuncs, e->nkernels, ninsn, e->nconsts);
       printf("compile time: passes %.1f ms, planning + VM lowering %.1f ms, codegen + link %.1f ms\n", t.passes_ms,
              t.lower_ms, t.codegen_ms);
+      if (o.time_passes)
+        printf("kernel cache: %u kernels, %u distinct, %u cache hits, %u misses compiled by LLVM, %u bad entries ignored%s\n",
+               t.kernels, t.kernels_unique, t.cache_hits, t.kernels_compiled, t.cache_rejected,
+               o.no_cache ? " (--no-cache)" : "");
     }
     loom_compiled_free(c);
   }
@@ -59,7 +63,8 @@ const loom_cli_command loom_cmd_compile = {
         {"-o", "OUT.so", "the artifact to write (required)", false},
         {"--target", "cpu", "code generation target (cpu)", false},
         {"--cpu", "NAME", "LLVM CPU name for the kernels (default: this machine)", false},
-        {"--time", NULL, "report each pass's time (every stage, codegen included)", false},
+        {"--time", NULL, "report each pass's time (every stage, codegen included) and the kernel cache's hits and misses", false},
+        {"--no-cache", NULL, "do not read or write the kernel cache ($LOOM_CACHE_DIR, ~/.cache/loom)", false},
         {"--sign", "KEY", "sign the artifact with this secret key (loom keygen); loom-run --trust KEY.pub checks it", false},
         {"--offload", NULL, "hand large matmuls to BLAS (not yet in AOT artifacts: an error)", false},
         {"--print-after-all", NULL, "print what every pass made: the module, memory plans, bytecode, kernels", false},

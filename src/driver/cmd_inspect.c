@@ -8,6 +8,7 @@
 #include "driver/commands.h"
 #include "graph/memplan.h"
 #include "loom.h"
+#include "targets/cpu/codegen.h"
 #include "tensorprog/tp.h"
 #include "tensorprog/tp_ir.h"
 #include "tensorprog/tp_pattern.h"
@@ -39,19 +40,51 @@ static loom_status print_memory(loom_graph_module *m) {
   return LOOM_OK;
 }
 
-static void print_kernels(const loom_compiled *c) {
+/* The kernels, each with its content's place in the kernel cache: the first kernel of a
+ * content is a cache hit or miss (a miss is compiled by LLVM), later ones are the same code. */
+static loom_status print_kernels(const loom_compiled *c, bool no_cache, const char *key_of) {
   const loom_vm_exec *e = loom_compiled_exec(c);
   loom_graph_module *m = loom_compiled_module(c);
-  printf("%u kernels\n", e->nkernels);
-  for (uint32_t k = 0; k < e->nkernels; k++) {
-    const char *name = loom_vm_exec_str(e, e->kernels[k].name);
-    const loom_tp_func *tp = loom_graph_module_find_tp(m, name);
-    if (!tp) continue;
-    loom_tp_class cl = loom_tp_classify(tp);
-    printf("  %-40s %-26s buffers %u, symbols (", name, loom_tp_pattern_name(cl.pattern), e->kernels[k].nbuf);
-    for (size_t j = 0; j < tp->nsyms; j++) printf("%s%s", j ? ", " : "", loom_sym_var_name(tp->syms[j]));
-    printf(")\n");
+  const loom_tp_func **fs = calloc(e->nkernels + 1, sizeof *fs);
+  loom_strbuf *keys = calloc(e->nkernels + 1, sizeof *keys);
+  char(*digest)[33] = calloc(e->nkernels + 1, sizeof *digest);
+  loom_status st = fs && keys && digest ? LOOM_OK : LOOM_OOM();
+  for (uint32_t k = 0; k < e->nkernels && !st; k++) {
+    loom_strbuf_init(&keys[k], NULL);
+    fs[k] = loom_graph_module_find_tp(m, loom_vm_exec_str(e, e->kernels[k].name));
+    if (!fs[k]) st = LOOM_ERROR(INTERNAL, "kernel '%s' has no program", loom_vm_exec_str(e, e->kernels[k].name));
   }
+  if (!st) st = loom_cpu_kernel_keys(NULL, loom_graph_module_sym(m), fs, e->nkernels, keys);
+  loom_kcache *kc = no_cache || st ? NULL : loom_kcache_open(NULL, 0, NULL);
+  uint32_t unique = 0, hits = 0;
+  if (!st) printf("%u kernels\n", e->nkernels);
+  for (uint32_t k = 0; k < e->nkernels && !st; k++) {
+    const char *name = loom_vm_exec_str(e, e->kernels[k].name);
+    loom_tp_class cl = loom_tp_classify(fs[k]);
+    printf("  %-40s %-26s buffers %u, symbols (", name, loom_tp_pattern_name(cl.pattern), e->kernels[k].nbuf);
+    for (size_t j = 0; j < fs[k]->nsyms; j++) printf("%s%s", j ? ", " : "", loom_sym_var_name(fs[k]->syms[j]));
+    loom_kcache_digest(loom_strbuf_cstr(&keys[k]), keys[k].len, digest[k]);
+    if (key_of && !strcmp(key_of, name)) printf(")\n  key:\n%s", loom_strbuf_cstr(&keys[k]));
+    uint32_t same = 0;
+    while (same < k && strcmp(digest[same], digest[k])) same++;
+    if (same < k) {
+      printf("%s same code as %s\n", key_of && !strcmp(key_of, name) ? "  ->" : "),", loom_vm_exec_str(e, e->kernels[same].name));
+      continue;
+    }
+    unique++;
+    bool hit = loom_kcache_probe(kc, loom_strbuf_cstr(&keys[k]), keys[k].len);
+    hits += hit;
+    printf("%s cache %s %.12s\n", key_of && !strcmp(key_of, name) ? "  ->" : "),", hit ? "hit" : "miss", digest[k]);
+  }
+  if (!st)
+    printf("kernel cache%s%s: %u kernels, %u distinct, %u cache hits, %u misses\n", kc ? " " : "",
+           kc ? loom_kcache_dir(kc) : " (not used)", e->nkernels, unique, hits, unique - hits);
+  loom_kcache_close(kc);
+  for (uint32_t k = 0; keys && k < e->nkernels; k++) loom_strbuf_free(&keys[k]);
+  free(keys);
+  free(fs);
+  free(digest);
+  return st;
 }
 
 static void print_shapes(loom_graph_module *m) {
@@ -96,8 +129,8 @@ static int run(const loom_cli_args *args) {
   loom_status st = loom_compile_file(args->positional[0], &o, &c);
   if (!st) {
     if (shp) print_shapes(loom_compiled_module(c));
-    if (ker) print_kernels(c);
-    if (mem) st = print_memory(loom_compiled_module(c));
+    if (ker) st = print_kernels(c, loom_cli_flag(args, "--no-cache"), loom_cli_get(args, "--key"));
+    if (mem && !st) st = print_memory(loom_compiled_module(c));
     loom_compiled_free(c);
   }
   return loom_cli_exit(st);
@@ -111,7 +144,9 @@ const loom_cli_command loom_cmd_inspect = {
     .max_positional = 1,
     .opts = (const loom_cli_opt[]){
         {"--memory", NULL, "the memory plan of every function: storages, lifetimes, symbolic peak", false},
-        {"--kernels", NULL, "the kernels: access pattern, buffers, symbols", false},
+        {"--kernels", NULL, "the kernels: access pattern, buffers, symbols, kernel cache hit or miss", false},
+        {"--no-cache", NULL, "with --kernels: do not look in the kernel cache", false},
+        {"--key", "KERNEL", "with --kernels: also print the kernel cache key (the canonical text) of KERNEL", false},
         {"--shapes", NULL, "the symbolic struct info of every binding and the run-time guards", false},
         {NULL, NULL, NULL, false},
     },

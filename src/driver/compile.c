@@ -13,6 +13,7 @@
 #include "driver/pipeline.h"
 #include "frontend/onnx/onnx_import.h"
 #include "libcall/libcall.h"
+#include "targets/cpu/kcache.h"
 #include "loom.h"
 #include "tensorprog/tp.h"
 
@@ -25,6 +26,8 @@ struct loom_compiled {
   char workdir[64];                /* scratch directory for the object and the artifact ("" until needed) */
   char object_path[128];           /* workdir/kernels.o */
   loom_libcall_lib *externs;       /* the module's declared externs, loaded by the first open */
+  loom_kcache *cache;              /* the kernel cache (NULL with no_cache) */
+  loom_target_cache_stats cstats;  /* what it did in codegen's last run */
   loom_compile_times times;
 };
 
@@ -63,6 +66,7 @@ void loom_compiled_free(loom_compiled *c) {
   loom_pass_ctx_release(&c->ctx);
   remove_workdir(c);
   loom_libcall_lib_destroy(c->externs);
+  loom_kcache_close(c->cache);
   free(c->arch);
   free(c->features);
   if (c->owns_module) loom_graph_module_destroy(c->m);
@@ -81,6 +85,11 @@ static void note_times(loom_compiled *c, double extra_ms) {
   c->times.passes_ms = passes;
   c->times.lower_ms = c->ctx.ms[LOOM_PASS_memplan] + c->ctx.ms[LOOM_PASS_lower];
   c->times.codegen_ms = c->ctx.ms[LOOM_PASS_codegen] + extra_ms;
+  c->times.kernels = c->cstats.kernels;
+  c->times.kernels_unique = c->cstats.unique;
+  c->times.cache_hits = c->cstats.hits;
+  c->times.kernels_compiled = c->cstats.compiled;
+  c->times.cache_rejected = c->cstats.rejected;
 }
 
 /* Runs the codegen pass, making `emit`, unless it is made already. */
@@ -141,7 +150,15 @@ loom_status loom_compile(loom_graph_module *m, const loom_compile_options *opts,
     loom_compiled_free(c);
     return LOOM_OOM();
   }
-  c->ctx.target_opts = (loom_target_options){.arch = c->arch, .features = c->features};
+  if (!opts->no_cache) {
+    loom_strbuf warn;
+    loom_strbuf_init(&warn, NULL);
+    c->cache = loom_kcache_open(opts->cache_dir, 0, &warn);
+    if (warn.len) fprintf(opts->report ? opts->report : stderr, "warning: %s\n", loom_strbuf_cstr(&warn));
+    loom_strbuf_free(&warn);
+  }
+  c->ctx.target_opts = (loom_target_options){.arch = c->arch, .features = c->features, .cache = c->cache,
+                                             .stats = &c->cstats};
   c->po = (loom_pass_options){.print_after_all = opts->print_after_all, .verify_each = !opts->no_verify,
                               .time_passes = opts->time_passes, .out = opts->report ? opts->report : stderr};
   loom_status st = opts->emit == LOOM_TARGET_EMIT_OBJECT ? make_workdir(c) : LOOM_OK;

@@ -384,10 +384,10 @@ LLVMValueRef cg_elem_ptr(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *
       char msg[256];
       LLVMValueRef dim = cg_sym(g, buf->dims[d]), raw, lo;
       if (wrapped_index(g, idx[d], buf->dims[d], &raw)) { /* select(t < 0, t + dim, t): report t in [-dim, dim - 1] */
-        snprintf(msg, sizeof msg, "@%s: an index into axis %d of '%s' (read from data)", g->f->name, d, buf->name);
+        snprintf(msg, sizeof msg, "an index into axis %d of '%s' (read from data)", d, buf->name);
         lo = LLVMBuildNeg(g->b, dim, "");
       } else {
-        snprintf(msg, sizeof msg, "@%s: an index into axis %d of '%s' (read from data)", g->f->name, d, buf->name);
+        snprintf(msg, sizeof msg, "an index into axis %d of '%s' (read from data)", d, buf->name);
         raw = i, lo = cg_i64(g, 0);
       }
       cg_fail_index_if(g, LLVMBuildICmp(g->b, LLVMIntUGE, i, dim, ""), msg, raw, lo,

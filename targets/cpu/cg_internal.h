@@ -8,6 +8,7 @@
 #define LOOM_TARGETS_CPU_CG_INTERNAL_H
 
 #include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
 #include <llvm-c/TargetMachine.h>
 
 #include "base/vec.h"
@@ -47,6 +48,7 @@ typedef struct cg {
   LLVMBuilderRef b;
   loom_sym_ctx *cx;
   const loom_tp_func *f;
+  const char *sym_base;       /* the base of the LLVM symbols of f's functions (f->name, or a content name) */
   bool strict_fp;
   /* types */
   LLVMTypeRef t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_f32, t_f64, t_ptr, t_void;
@@ -110,8 +112,50 @@ LLVMValueRef cg_hoist_point(cg *g);
 /* Forgets hoisted divisions whose scope has ended. */
 void cg_prune_divs(cg *g);
 
+/* cg_target.c: the machine, modules, the pipeline */
+loom_status cg_from_llvm_error(LLVMErrorRef err, const char *what);
+loom_status cg_make_tm(const loom_cpu_options *opt, LLVMTargetMachineRef *out, char **out_cpu, char **out_feat);
+/* The module of fs (bases[i]: the symbol base of fs[i], NULL for the names), verified. */
+loom_status cg_build_module(LLVMContextRef c, LLVMTargetMachineRef tm, const char *cpu, const char *feat,
+                            const loom_cpu_options *opt, loom_sym_ctx *cx, const loom_tp_func *const *fs,
+                            const char *const *bases, size_t n, LLVMModuleRef *out);
+loom_status cg_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, const loom_cpu_options *opt);
+
+/* cg_cache.c: kernels as content-addressed objects */
+typedef struct cg_machine {
+  const loom_cpu_options *opt;
+  LLVMTargetMachineRef tm; /* for the calling thread */
+  const char *triple, *cpu, *feat;
+} cg_machine;
+typedef struct cg_kobj {
+  const loom_tp_func *f; /* the first program with this content */
+  char *key;             /* the key text */
+  size_t key_len;
+  char base[40];         /* "h<digest>": the symbol is loom_kernel_<base> */
+  uint8_t *obj;          /* the ELF object */
+  size_t len;
+  bool hit;              /* from the disk cache */
+  uint64_t ns[3];        /* IR generation, optimisation, machine code (when compiled) */
+} cg_kobj;
+typedef struct cg_kobjs {
+  cg_kobj *v;            /* distinct contents, in order of first appearance */
+  size_t n;
+  size_t *which;         /* per program: its entry in v */
+} cg_kobjs;
+/* The key text of f on machine m (see cg_cache.c) appended to `key`. */
+loom_status cg_kernel_key(const cg_machine *m, loom_sym_ctx *cx, const loom_tp_func *f, loom_strbuf *key);
+/* One object per distinct key of fs: from `kc` (NULL: no disk cache) or compiled (then stored). */
+loom_status cg_kernel_objects(const cg_machine *m, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,
+                              loom_kcache *kc, cg_kobjs *out, loom_cpu_cache_stats *stats);
+void cg_kobjs_free(cg_kobjs *ks);
+/* The objects as one `ar` archive with a symbol table (what the artifact's link reads). */
+loom_status cg_write_archive(const cg_kobjs *ks, loom_strbuf *out);
+
 /* cg_stmt.c */
-loom_status cg_emit_kernel(cg *g, const loom_tp_func *f);
+/* f's kernel: `loom_kernel_<sym_base>` and internal `<sym_base>.impl` / `.parK`; sym_base NULL: f->name.
+ * Nothing of f's name reaches the code otherwise (run-time messages name buffers only: the VM
+ * names the kernel), so one object serves every program with f's content. */
+loom_status cg_emit_kernel(cg *g, const loom_tp_func *f, const char *sym_base);
 void cg_stmt(cg *g, const loom_tp_stmt *s);
 
 #endif

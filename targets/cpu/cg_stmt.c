@@ -272,7 +272,7 @@ static void emit_parallel(cg *g, const loom_tp_stmt *s, LLVMValueRef extent) {
   char name[256];
   int id = g->nbody++;
   /* 1. The inner function: the loop over [begin, end), with noalias pointers. */
-  snprintf(name, sizeof name, "%s.par%d.impl", g->f->name, id);
+  snprintf(name, sizeof name, "%s.par%d.impl", g->sym_base, id);
   fn_state outer;
   LLVMTypeRef rng[2] = {g->t_i64, g->t_i64};
   LLVMValueRef be[2];
@@ -306,7 +306,7 @@ static void emit_parallel(cg *g, const loom_tp_stmt *s, LLVMValueRef extent) {
   }
   for (size_t i = 0; i < nenv; i++) tys[i] = LLVMTypeOf(env[i]);
   LLVMTypeRef st = LLVMStructTypeInContext(g->c, tys, (unsigned)nenv, 0);
-  snprintf(name, sizeof name, "%s.par%d", g->f->name, id);
+  snprintf(name, sizeof name, "%s.par%d", g->sym_base, id);
   LLVMValueRef body = LLVMAddFunction(g->mod, name, g->t_body);
   LLVMSetLinkage(body, LLVMInternalLinkage);
   LLVMBasicBlockRef here = LLVMGetInsertBlock(g->b);
@@ -700,12 +700,13 @@ void cg_stmt(cg *g, const loom_tp_stmt *s) {
 
 /* ---- the kernel -------------------------------------------------------------------- */
 
-loom_status cg_emit_kernel(cg *g, const loom_tp_func *f) {
+loom_status cg_emit_kernel(cg *g, const loom_tp_func *f, const char *sym_base) {
   g->f = f;
+  g->sym_base = sym_base ? sym_base : f->name;
   g->nbody = 0;
   g->reduce_depth = 0;
   char sym[300];
-  loom_cpu_kernel_symbol(f, sym, sizeof sym);
+  snprintf(sym, sizeof sym, "loom_kernel_%s", g->sym_base);
   LLVMTypeRef ps[3] = {g->t_ptr, g->t_ptr, g->t_ptr};
   LLVMTypeRef kty = LLVMFunctionType(g->t_i32, ps, 3, 0);
   if (LLVMGetNamedFunction(g->mod, sym))
@@ -735,7 +736,7 @@ loom_status cg_emit_kernel(cg *g, const loom_tp_func *f) {
   LLVMValueRef *env = malloc(nenv * sizeof *env);
   if (!env) return LOOM_OOM();
   env_values(g, env);
-  snprintf(sym, sizeof sym, "%s.impl", f->name);
+  snprintf(sym, sizeof sym, "%s.impl", g->sym_base);
   fn_state outer;
   LLVMValueRef impl = begin_env_fn(g, sym, &outer, NULL, 0, NULL);
   if (impl) {

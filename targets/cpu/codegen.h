@@ -40,7 +40,13 @@
 #include "base/strbuf.h"
 #include "symbolic/sym.h"
 #include "tensorprog/tp_ir.h"
+#include "targets/cpu/kcache.h"
 #include "vm/kernel_abi.h"
+
+/* The code generator's version, part of every kernel cache key: bump it with any change to
+ * targets/cpu (or to what it calls) that changes the code made for some program, so that no
+ * cache entry made before the change is used after it. */
+#define LOOM_CPU_CODEGEN_VERSION 1
 
 /* How to generate code. Zero-initialised = host CPU, O3, fast reductions. */
 typedef struct loom_cpu_options {
@@ -83,13 +89,44 @@ typedef struct loom_cpu_jit loom_cpu_jit;
 
 /* opt NULL = defaults. */
 loom_status loom_cpu_jit_create(const loom_cpu_options *opt, loom_cpu_jit **out);
-/* Compiles the programs into one module, optimises it and adds it to the JIT; out_fns[i]
- * is the kernel of fs[i], valid until the JIT is destroyed. Program names must be unique
- * within one JIT (the kernel symbol is derived from the name). */
+/* Compiles the programs (one object per distinct content, each optimised and added to the
+ * JIT once: loom_cpu_jit_compile_cached with no disk cache); out_fns[i] is the kernel of
+ * fs[i], valid until the JIT is destroyed. Identical programs share one kernel. */
 loom_status loom_cpu_jit_compile(loom_cpu_jit *jit, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,
                                  loom_kernel_fn *out_fns);
 /* Milliseconds spent in the last compile: IR generation, optimisation, machine code. */
 void loom_cpu_jit_last_times(const loom_cpu_jit *jit, double *irgen_ms, double *opt_ms, double *codegen_ms);
 void loom_cpu_jit_destroy(loom_cpu_jit *jit);
+
+/* ---- kernels by content (cg_cache.c): the kernel cache ------------------------------ */
+
+/* What a compile through the cache did. */
+typedef struct loom_cpu_cache_stats {
+  uint32_t kernels;  /* programs given */
+  uint32_t unique;   /* distinct contents among them (identical programs are compiled once) */
+  uint32_t hits;     /* distinct contents whose object came from the disk cache */
+  uint32_t compiled; /* distinct contents run through LLVM (misses) */
+  uint32_t rejected; /* cache entries found corrupt, truncated or of another key, and ignored */
+  double key_ms;     /* computing the keys and reading the cache */
+  double irgen_ms, opt_ms, mc_ms; /* LLVM, summed over the compiled kernels (and workers) */
+} loom_cpu_cache_stats;
+
+/* The key text of each program (keys[i] appended to; initialised by the caller): what the
+ * cache compares; its digest names the entry and the kernel symbol (cg_cache.c). */
+loom_status loom_cpu_kernel_keys(const loom_cpu_options *opt, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,
+                                 loom_strbuf *keys);
+
+/* As loom_cpu_jit_compile (which is this with no disk cache): every program's content is
+ * keyed, identical contents are compiled once, each object comes from `kc` (NULL: none) or
+ * from LLVM (then stored in kc) and is added to the JIT once; the kernel symbol is
+ * `loom_kernel_h<digest>`, so program names need not be unique. LOOM_COMPILE_THREADS=N
+ * compiles the misses on N threads. `stats` may be NULL. */
+loom_status loom_cpu_jit_compile_cached(loom_cpu_jit *jit, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,
+                                        loom_kcache *kc, loom_kernel_fn *out_fns, loom_cpu_cache_stats *stats);
+
+/* The AOT form: the distinct objects as one `ar` archive at `path` (with a symbol table), and
+ * each program's kernel symbol appended to `symbols`, one line per program in fs order. */
+loom_status loom_cpu_emit_archive(const loom_cpu_options *opt, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,
+                                  loom_kcache *kc, const char *path, loom_strbuf *symbols, loom_cpu_cache_stats *stats);
 
 #endif

@@ -34,13 +34,24 @@ static int cpu_matmul_panel(const loom_target_options *o) {
   return loom_cpu_vector_bytes(&co) / 2;
 }
 
+static loom_status write_text(const char *path, const char *text);
+
+/* What the cache did into the caller's stats. */
+static void note_stats(const loom_target_options *o, const loom_cpu_cache_stats *cs) {
+  if (o && o->stats)
+    *o->stats = (loom_target_cache_stats){.kernels = cs->kernels, .unique = cs->unique, .hits = cs->hits,
+                                          .compiled = cs->compiled, .rejected = cs->rejected};
+}
+
 static loom_status cpu_jit(const loom_target_options *o, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,
                            loom_target_code **out_code, loom_kernel_fn *out_fns) {
   *out_code = NULL;
   loom_cpu_options co = cpu_options(o);
   loom_cpu_jit *jit;
   LOOM_PROPAGATE(loom_cpu_jit_create(&co, &jit));
-  loom_status st = n ? loom_cpu_jit_compile(jit, cx, fs, n, out_fns) : LOOM_OK;
+  loom_cpu_cache_stats cs = {0};
+  loom_status st = n ? loom_cpu_jit_compile_cached(jit, cx, fs, n, o ? o->cache : NULL, out_fns, &cs) : LOOM_OK;
+  note_stats(o, &cs);
   if (st) {
     loom_cpu_jit_destroy(jit);
     return st;
@@ -53,10 +64,23 @@ static void cpu_code_free(loom_target_code *code) {
   if (code) loom_cpu_jit_destroy((loom_cpu_jit *)code);
 }
 
+/* The kernels as an archive of one object per distinct content (cg_cache.c) at `path`, and
+ * each program's kernel symbol, one per line, in `path`.syms (what cpu_link_artifact reads). */
 static loom_status cpu_emit_object(const loom_target_options *o, loom_sym_ctx *cx, const loom_tp_func *const *fs,
                                    size_t n, const char *path) {
   loom_cpu_options co = cpu_options(o);
-  return loom_cpu_emit_object(&co, cx, fs, n, path);
+  loom_strbuf syms;
+  loom_strbuf_init(&syms, NULL);
+  loom_cpu_cache_stats cs = {0};
+  loom_status st = loom_cpu_emit_archive(&co, cx, fs, n, o ? o->cache : NULL, path, &syms, &cs);
+  note_stats(o, &cs);
+  if (!st) {
+    char sp[4200];
+    snprintf(sp, sizeof sp, "%s.syms", path);
+    st = write_text(sp, loom_strbuf_cstr(&syms));
+  }
+  loom_strbuf_free(&syms);
+  return st;
 }
 
 /* ---- the artifact ------------------------------------------------------------ */
@@ -117,9 +141,25 @@ static loom_status cpu_link_artifact(const loom_target_artifact *a, const char *
   snprintf(blob, sizeof blob, "%s/blob.S", workdir);
   snprintf(desc, sizeof desc, "%s/desc.c", workdir);
   snprintf(log, sizeof log, "%s/cc.log", workdir);
-  loom_status st = LOOM_OK;
-  FILE *f = fopen(exec_path, "wb");
-  if (!f || fwrite(a->exec, 1, a->exec_len, f) != a->exec_len) st = LOOM_ERROR(IO_ERROR, "cannot write '%s'", exec_path);
+  /* each kernel's symbol, as cpu_emit_object listed them */
+  char syms_path[4200];
+  snprintf(syms_path, sizeof syms_path, "%s.syms", a->object);
+  char *symtext = NULL;
+  size_t symlen = 0;
+  char **syms = calloc(a->nkernels + 1, sizeof *syms);
+  loom_status st = syms ? loom_file_read(syms_path, &symtext, &symlen) : LOOM_OOM();
+  for (uint32_t k = 0; !st && k < a->nkernels; k++) {
+    char *line = k ? strchr(syms[k - 1], '\0') + 1 : symtext;
+    char *nl = line < symtext + symlen ? strchr(line, '\n') : NULL;
+    if (!nl) {
+      st = LOOM_ERROR(INTERNAL, "'%s' lists fewer than %u kernel symbols", syms_path, a->nkernels);
+      break;
+    }
+    *nl = '\0';
+    syms[k] = line;
+  }
+  FILE *f = st ? NULL : fopen(exec_path, "wb");
+  if (!st && (!f || fwrite(a->exec, 1, a->exec_len, f) != a->exec_len)) st = LOOM_ERROR(IO_ERROR, "cannot write '%s'", exec_path);
   if (f && fclose(f) && !st) st = LOOM_ERROR(IO_ERROR, "cannot write '%s'", exec_path);
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
@@ -135,11 +175,8 @@ static loom_status cpu_link_artifact(const loom_target_artifact *a, const char *
                           "typedef struct { uint32_t magic, abi; const unsigned char *exec; uint64_t size; uint32_t n; const kent *k; "
                           "const char *externs; } desc;\n"
                           "extern const unsigned char loom_exec_bytes[];\n");
-    char sym[256];
-    for (uint32_t k = 0; k < a->nkernels; k++) {
-      loom_cpu_kernel_symbol(a->fs[k], sym, sizeof sym);
-      loom_strbuf_printf(&sb, "int32_t %s(void *const *, const int64_t *, const void *);\n", sym);
-    }
+    for (uint32_t k = 0; k < a->nkernels; k++)
+      loom_strbuf_printf(&sb, "int32_t %s(void *const *, const int64_t *, const void *);\n", syms[k]);
     /* each kernel's signature, kept with its code (kernel_abi.h) */
     for (uint32_t k = 0; k < a->nkernels; k++) {
       loom_strbuf_printf(&sb, "static const uint32_t sig%u[] = {", k);
@@ -147,10 +184,8 @@ static loom_status cpu_link_artifact(const loom_target_artifact *a, const char *
       loom_strbuf_puts(&sb, a->sigs[k].nsig ? "};\n" : "0};\n");
     }
     loom_strbuf_puts(&sb, "static const kent kernels[] = {\n");
-    for (uint32_t k = 0; k < a->nkernels; k++) {
-      loom_cpu_kernel_symbol(a->fs[k], sym, sizeof sym);
-      loom_strbuf_printf(&sb, "  {\"%s\", %s, sig%u, %uu},\n", loom_tp_func_name(a->fs[k]), sym, k, a->sigs[k].nsig);
-    }
+    for (uint32_t k = 0; k < a->nkernels; k++)
+      loom_strbuf_printf(&sb, "  {\"%s\", %s, sig%u, %uu},\n", loom_tp_func_name(a->fs[k]), syms[k], k, a->sigs[k].nsig);
     loom_strbuf_printf(&sb, "  {0, 0, 0, 0}\n};\n__attribute__((visibility(\"default\"))) const desc %s = {0x%08xu, %uu, loom_exec_bytes, %zuu, %uu, kernels, ",
                        LOOM_ARTIFACT_SYMBOL, LOOM_ARTIFACT_MAGIC2, LOOM_KERNEL_ABI_VERSION, a->exec_len, a->nkernels);
     c_literal(&sb, a->externs);
@@ -162,12 +197,15 @@ static loom_status cpu_link_artifact(const loom_target_artifact *a, const char *
     const char *env = getenv("LOOM_CC");
     const char *ccs[] = {env && *env ? env : "cc", "clang-19"};
     for (int k = 0; k < (env && *env ? 1 : 2); k++) {
-      char *argv[] = {(char *)ccs[k], "-shared", "-fPIC", "-O1", "-o", (char *)out_path, (char *)a->object, blob, desc, "-lm", NULL};
+      /* the archive after what refers to its members */
+      char *argv[] = {(char *)ccs[k], "-shared", "-fPIC", "-O1", "-o", (char *)out_path, desc, blob, (char *)a->object, "-lm", NULL};
       loom_status_free(st);
       st = run_cc(argv, log);
       if (!st || loom_status_code(st) != LOOM_CODE_UNAVAILABLE) break;
     }
   }
+  free(syms);
+  free(symtext);
   return st;
 }
 

@@ -18,6 +18,16 @@ int loom_test_leaks(void) {
 #endif
 }
 
+/* Every compile a test runs (in process or through the CLI) uses a kernel cache under /tmp,
+ * never the user's: scripts/test sets a fresh LOOM_CACHE_DIR; a suite run by hand gets this
+ * one, shared by its runs. Tests of the cache itself use their own directories. */
+__attribute__((constructor)) static void test_cache_dir(void) {
+  if (getenv("LOOM_CACHE_DIR")) return;
+  char dir[64];
+  snprintf(dir, sizeof dir, "/tmp/loom-test-cache-%ld", (long)getuid());
+  setenv("LOOM_CACHE_DIR", dir, 0);
+}
+
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f) return calloc(1, 1);

@@ -1,0 +1,245 @@
+/* test_e2e_cache.c — the kernel cache through `loom compile` / `loom inspect` (docs/codegen.md,
+ * "Kernel cache"): a warm compile runs no kernel through LLVM and makes the same bytes as a
+ * cold one and as --no-cache; a corrupted or truncated entry is ignored and rewritten; two
+ * processes compiling into one cache both succeed; a bad cache directory only warns; one
+ * changed layer recompiles one kernel. Every
+ * test uses its own temporary cache directory. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "e2e/e2e_util.h"
+
+static void tmpdir(char *buf, size_t n) {
+  snprintf(buf, n, "/tmp/loom-kc-XXXXXX");
+  cr_assert_not_null(mkdtemp(buf));
+}
+
+static void rm_rf(const char *dir) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_assert_eq(system(cmd), 0);
+}
+
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "cannot read %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  *len = (size_t)n;
+  return b;
+}
+
+static void same_bytes(const char *a, const char *b) {
+  size_t la, lb;
+  char *x = slurp(a, &la), *y = slurp(b, &lb);
+  cr_assert(la == lb && !memcmp(x, y, la), "%s (%zu bytes) and %s (%zu bytes) differ", a, la, b, lb);
+  free(x);
+  free(y);
+}
+
+/* `loom compile models/mlp.loom --time` into out with the cache at dir (NULL: --no-cache). */
+static loom_test_proc compile(const char *dir, const char *out) {
+  if (!dir) return loom_test_run("%s compile models/mlp.loom -o %s --time --no-cache", loom_test_loom_bin(), out);
+  return loom_test_run("LOOM_CACHE_DIR=%s %s compile models/mlp.loom -o %s --time", dir, loom_test_loom_bin(), out);
+}
+
+static void expect_cache_line(loom_test_proc *p, const char *want) {
+  cr_assert_eq(p->exit_code, 0, "exit %d\nstdout: %s\nstderr: %s", p->exit_code, p->out, p->err);
+  cr_assert(strstr(p->out, want), "stdout lacks '%s':\n%s\nstderr: %s", want, p->out, p->err);
+}
+
+/* The entries of the cache at dir, into names (up to cap); returns the count. */
+static int entries(const char *dir, char names[][300], int cap) {
+  DIR *d = opendir(dir);
+  cr_assert_not_null(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (!strncmp(e->d_name, "k-", 2) && n < cap) snprintf(names[n++], 300, "%s/%s", dir, e->d_name);
+  closedir(d);
+  return n;
+}
+
+LOOM_TEST(e2e_cache, cold_warm_and_no_cache_compiles_make_identical_artifacts) {
+  char dir[64], cache[96], a[96], b[96], c[96];
+  tmpdir(dir, sizeof dir);
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  snprintf(a, sizeof a, "%s/cold.so", dir);
+  snprintf(b, sizeof b, "%s/warm.so", dir);
+  snprintf(c, sizeof c, "%s/none.so", dir);
+  loom_test_proc p = compile(cache, a);
+  expect_cache_line(&p, "kernel cache: 3 kernels, 3 distinct, 0 cache hits, 3 misses compiled by LLVM, 0 bad entries ignored");
+  loom_test_proc_free(&p);
+  char names[16][300];
+  cr_assert_eq(entries(cache, names, 16), 3, "one entry per distinct kernel");
+  p = compile(cache, b);
+  expect_cache_line(&p, "kernel cache: 3 kernels, 3 distinct, 3 cache hits, 0 misses compiled by LLVM, 0 bad entries ignored");
+  loom_test_proc_free(&p);
+  p = compile(NULL, c);
+  expect_cache_line(&p, "3 misses compiled by LLVM, 0 bad entries ignored (--no-cache)");
+  loom_test_proc_free(&p);
+  same_bytes(a, b);
+  same_bytes(a, c);
+  /* and compiled on two threads (LOOM_COMPILE_THREADS: the misses over workers) */
+  p = loom_test_run("LOOM_COMPILE_THREADS=2 %s compile models/mlp.loom -o %s --time --no-cache", loom_test_loom_bin(), c);
+  expect_cache_line(&p, "3 misses compiled by LLVM");
+  loom_test_proc_free(&p);
+  same_bytes(a, c);
+  /* the warm artifact runs */
+  p = loom_test_run("%s %s --bind b=5", loom_test_loom_run_bin(), b);
+  cr_assert_eq(p.exit_code, 0, "%s", p.err);
+  cr_assert(strstr(p.out, "output 0: f32(5, 10)"), "%s", p.out);
+  loom_test_proc_free(&p);
+  /* inspect sees the entries */
+  p = loom_test_run("LOOM_CACHE_DIR=%s %s inspect models/mlp.loom --kernels", cache, loom_test_loom_bin());
+  cr_assert_eq(p.exit_code, 0, "%s", p.err);
+  cr_assert(strstr(p.out, "3 kernels, 3 distinct, 3 cache hits, 0 misses"), "%s", p.out);
+  loom_test_proc_free(&p);
+  rm_rf(dir);
+}
+
+/* Every entry damaged one way (a flipped byte in the payload, in the key, a truncation, the
+ * entry of another key under this name): each is detected, ignored (recompiled) and rewritten,
+ * and the artifact is still the same bytes. */
+LOOM_TEST(e2e_cache, corrupt_truncated_and_mismatched_entries_are_ignored_and_rewritten) {
+  char dir[64], cache[96], a[96], b[96], c[96];
+  tmpdir(dir, sizeof dir);
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  snprintf(a, sizeof a, "%s/a.so", dir);
+  snprintf(b, sizeof b, "%s/b.so", dir);
+  snprintf(c, sizeof c, "%s/c.so", dir);
+  loom_test_proc p = compile(cache, a);
+  expect_cache_line(&p, "0 cache hits, 3 misses");
+  loom_test_proc_free(&p);
+  char names[16][300];
+  cr_assert_eq(entries(cache, names, 16), 3);
+  size_t len0, len1, len2;
+  char *e0 = slurp(names[0], &len0), *e1 = slurp(names[1], &len1), *e2 = slurp(names[2], &len2);
+  /* 0: a byte of the payload (its last) flipped; 1: truncated by one byte; 2: entry 1's bytes under 2's name */
+  e0[len0 - 1] ^= 0x40;
+  FILE *f = fopen(names[0], "wb");
+  cr_assert_eq(fwrite(e0, 1, len0, f), len0);
+  fclose(f);
+  cr_assert_eq(truncate(names[1], (off_t)len1 - 1), 0);
+  f = fopen(names[2], "wb");
+  cr_assert_eq(fwrite(e1, 1, len1, f), len1);
+  fclose(f);
+  p = compile(cache, b);
+  expect_cache_line(&p, "0 cache hits, 3 misses compiled by LLVM, 3 bad entries ignored");
+  loom_test_proc_free(&p);
+  same_bytes(a, b);
+  /* rewritten: warm again */
+  p = compile(cache, c);
+  expect_cache_line(&p, "3 cache hits, 0 misses compiled by LLVM, 0 bad entries ignored");
+  loom_test_proc_free(&p);
+  same_bytes(a, c);
+  free(e0);
+  free(e1);
+  free(e2);
+  rm_rf(dir);
+}
+
+/* Two processes compiling the same module into one empty cache (both write every key) and
+ * two more reading it while a third writes: all succeed with the same bytes. */
+LOOM_TEST(e2e_cache, concurrent_compiles_into_one_cache) {
+  char dir[64], cache[96];
+  tmpdir(dir, sizeof dir);
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  for (int round = 0; round < 2; round++) {
+    loom_test_proc p = loom_test_run("export LOOM_CACHE_DIR=%s; L=%s; D=%s/r%d; $L compile models/mlp.loom -o $D-1.so & a=$!; "
+                                     "$L compile models/mlp.loom -o $D-2.so & b=$!; $L compile models/mlp.loom -o $D-3.so & c=$!; "
+                                     "wait $a && wait $b && wait $c",
+                                     cache, loom_test_loom_bin(), dir, round);
+    cr_assert_eq(p.exit_code, 0, "round %d: %s\n%s", round, p.out, p.err);
+    loom_test_proc_free(&p);
+    for (int i = 1; i <= 3; i++) {
+      char x[128], y[128];
+      snprintf(x, sizeof x, "%s/r0-1.so", dir);
+      snprintf(y, sizeof y, "%s/r%d-%d.so", dir, round, i);
+      same_bytes(x, y);
+    }
+  }
+  char names[16][300];
+  cr_assert_eq(entries(cache, names, 16), 3, "no temporary files left, one entry per kernel");
+  DIR *d = opendir(cache);
+  struct dirent *e;
+  while ((e = readdir(d))) cr_assert(strncmp(e->d_name, "tmp-", 4), "a temporary file is left: %s", e->d_name);
+  closedir(d);
+  rm_rf(dir);
+}
+
+/* A cache directory that cannot be used (a file in its place, a directory without write
+ * permission) is a warning: the compile goes on without the cache. */
+LOOM_TEST(e2e_cache, a_bad_cache_directory_warns_and_compiles_without_it) {
+  char dir[64], file[96], out[96];
+  tmpdir(dir, sizeof dir);
+  snprintf(file, sizeof file, "%s/not-a-dir", dir);
+  snprintf(out, sizeof out, "%s/m.so", dir);
+  FILE *f = fopen(file, "w");
+  fputs("x", f);
+  fclose(f);
+  loom_test_proc p = compile(file, out);
+  expect_cache_line(&p, "0 cache hits, 3 misses compiled by LLVM");
+  cr_assert(strstr(p.err, "warning: kernel cache: '") && strstr(p.err, "compiling without it"), "%s", p.err);
+  loom_test_proc_free(&p);
+  char sub[128];
+  snprintf(sub, sizeof sub, "%s/under-a-file/cache", file);
+  p = compile(sub, out);
+  expect_cache_line(&p, "3 misses compiled by LLVM");
+  cr_assert(strstr(p.err, "compiling without it"), "%s", p.err);
+  loom_test_proc_free(&p);
+  if (geteuid() != 0) { /* root writes anywhere */
+    char ro[128];
+    snprintf(ro, sizeof ro, "%s/ro", dir);
+    cr_assert_eq(mkdir(ro, 0555), 0);
+    p = compile(ro, out);
+    expect_cache_line(&p, "3 misses compiled by LLVM");
+    cr_assert(strstr(p.err, "cannot be written"), "%s", p.err);
+    loom_test_proc_free(&p);
+  }
+  rm_rf(dir);
+}
+
+/* Three identical layers are one kernel compiled once; changing the last layer's activation
+ * compiles only that layer's kernel, the others come from the cache (issue 23, item 3). */
+LOOM_TEST(e2e_cache, changing_one_layer_recompiles_only_its_kernel) {
+  static const char *module =
+      "fn @main(x: Tensor[(b, 64), f32], w1: Tensor[(64, 64), f32], b1: Tensor[(64,), f32],\n"
+      "         w2: Tensor[(64, 64), f32], b2: Tensor[(64,), f32], w3: Tensor[(64, 64), f32], b3: Tensor[(64,), f32])\n"
+      "         -> Tensor[(b, 64), f32] {\n"
+      "  dataflow {\n"
+      "    h1 = linear(x, w1, b1)\n    a1 = gelu(h1)\n"
+      "    h2 = linear(a1, w2, b2)\n    a2 = gelu(h2)\n"
+      "    h3 = linear(a2, w3, b3)\n    a3 = %s(h3)\n"
+      "    output a3\n  }\n  return a3\n}\n";
+  char dir[64], cache[96], src[2][96], so[96];
+  tmpdir(dir, sizeof dir);
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  snprintf(so, sizeof so, "%s/m.so", dir);
+  for (int k = 0; k < 2; k++) {
+    snprintf(src[k], sizeof src[k], "%s/layers%d.loom", dir, k);
+    FILE *f = fopen(src[k], "w");
+    fprintf(f, module, k ? "tanh" : "gelu");
+    fclose(f);
+  }
+  static const char *want[3] = {
+      "kernel cache: 3 kernels, 1 distinct, 0 cache hits, 1 misses compiled by LLVM",
+      "kernel cache: 3 kernels, 1 distinct, 1 cache hits, 0 misses compiled by LLVM",
+      "kernel cache: 3 kernels, 2 distinct, 1 cache hits, 1 misses compiled by LLVM",
+  };
+  for (int step = 0; step < 3; step++) {
+    loom_test_proc p = loom_test_run("LOOM_CACHE_DIR=%s %s compile %s -o %s --time", cache, loom_test_loom_bin(),
+                                     src[step == 2], so);
+    expect_cache_line(&p, want[step]);
+    loom_test_proc_free(&p);
+  }
+  rm_rf(dir);
+}
