@@ -2,6 +2,7 @@
  * (onnx_import_misc.c): bad attributes name the node and the value; inputs known only at
  * run time (TopK's K, CumSum's axis, Split's sizes) give the right answer for every value and
  * a clear error for a bad one. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "base/strbuf.h"
@@ -243,4 +244,80 @@ LOOM_TEST(onnx, einsum_two_operands_as_matmul) {
     loom_graph_module_destroy(gm);
     loom_onnx_model_free(m);
   }
+}
+
+/* Imports the model `model` (freed), failing the test on an error. */
+static loom_graph_module *import_model(pb *model, loom_onnx_model **m) {
+  loom_status s = loom_onnx_model_parse(model->d, model->len, "mem.onnx", NULL, m);
+  pb_free(model);
+  cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+  loom_graph_module *gm = NULL;
+  s = loom_onnx_import(*m, &gm);
+  cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+  return gm;
+}
+
+/* Softmax / LogSoftmax before opset 13 at an axis short of the last: over the input flattened
+ * at that axis (squeezenet's (1, 1000, 1, 1) output, axis 1), against a reference in double. */
+LOOM_TEST(onnx, softmax_before_opset_13_flattens_at_its_axis) {
+  for (int lg = 0; lg < 2; lg++)
+    for (int64_t axis = 0; axis < 3; axis++) {
+      pb g = {0}, model = {0}, attrs = {0}, a = {0};
+      pb_str(&a, 1, "axis"), pb_int(&a, 20, 2), pb_int(&a, 3, axis), pb_msg(&attrs, 5, &a);
+      const char *ins[] = {"x", NULL}, *outs[] = {"y", NULL}, *dims[] = {"2", "3", "4"};
+      pb_node(&g, lg ? "LogSoftmax" : "Softmax", "sm", ins, outs, &attrs);
+      pb_value_info(&g, 11, "x", 1, 3, dims);
+      pb_value_info(&g, 12, "y", 1, 3, dims);
+      pb_model(&model, 11, &g);
+      loom_onnx_model *m;
+      loom_graph_module *gm = import_model(&model, &m);
+      double x[24];
+      for (int i = 0; i < 24; i++) x[i] = (double)((i * 7) % 11) / 3.0 - 1.5;
+      loom_graph_value args[1] = {vec(LOOM_DTYPE_F32, 3, (int64_t[]){2, 3, 4}, x)};
+      loom_graph_value res;
+      loom_status s = loom_graph_eval(gm, "main", 1, args, NULL, &res);
+      cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+      size_t outer = axis == 0 ? 1 : axis == 1 ? 2 : 6, inner = 24 / outer;
+      for (size_t o = 0; o < outer; o++) {
+        double mx = -1e300, sum = 0;
+        for (size_t i = 0; i < inner; i++) mx = fmax(mx, (double)(float)x[o * inner + i]);
+        for (size_t i = 0; i < inner; i++) sum += exp((double)(float)x[o * inner + i] - mx);
+        for (size_t i = 0; i < inner; i++) {
+          double e = (double)(float)x[o * inner + i] - mx, want = lg ? e - log(sum) : exp(e) / sum;
+          double got = loom_graph_tensor_get_f64(&res.t, o * inner + i);
+          cr_assert(fabs(got - want) <= 1e-6 * (1 + fabs(want)), "%s axis %lld element %zu: %g, want %g",
+                    lg ? "LogSoftmax" : "Softmax", (long long)axis, o * inner + i, got, want);
+        }
+      }
+      loom_graph_value_free(&res);
+      loom_graph_value_free(&args[0]);
+      loom_graph_module_destroy(gm);
+      loom_onnx_model_free(m);
+    }
+}
+
+/* ConstantOfShape of a constant shape too large to fold (AlexNet's and VGG's light models make
+ * their fc weights so) becomes full(shape=[...]) filled when the model runs. */
+LOOM_TEST(onnx, constant_of_shape_too_large_to_fold_is_a_full) {
+  pb g = {0}, model = {0}, t = {0}, attrs = {0}, a = {0}, v = {0};
+  int64_t shape[2] = {5000, 5000};
+  pb_int(&t, 1, 2), pb_int(&t, 2, 7), pb_str(&t, 8, "shape"), pb_bytes(&t, 9, shape, sizeof shape);
+  pb_msg(&g, 5, &t);
+  float half = 0.5f;
+  pb_int(&v, 1, 1), pb_int(&v, 2, 1), pb_bytes(&v, 9, &half, sizeof half);
+  pb_str(&a, 1, "value"), pb_int(&a, 20, 4), pb_msg(&a, 5, &v), pb_msg(&attrs, 5, &a);
+  const char *ins[] = {"shape", NULL}, *outs[] = {"y", NULL}, *dims[] = {"5000", "5000"}, *sd[] = {"2"};
+  pb_node(&g, "ConstantOfShape", "c", ins, outs, &attrs);
+  pb_value_info(&g, 11, "shape", 7, 1, sd);
+  pb_value_info(&g, 12, "y", 1, 2, dims);
+  pb_model(&model, 13, &g);
+  loom_onnx_model *m;
+  loom_graph_module *gm = import_model(&model, &m);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_graph_print_module(gm, &sb);
+  cr_assert(strstr(sb.data, "full(shape=[5000, 5000], dtype=f32, value=0.5)") != NULL, "%s", sb.data);
+  loom_strbuf_free(&sb);
+  loom_graph_module_destroy(gm);
+  loom_onnx_model_free(m);
 }

@@ -32,14 +32,32 @@ static loom_status h_minmax(nctx *c, const op_entry *e, loom_graph_expr **out) {
   return LOOM_OK;
 }
 
+/* Softmax / LogSoftmax before opset 13 along `axis` < rank - 1: over the input flattened to
+ * (d0*..*d(axis-1), d(axis)*..), reshaped back (the input's dims must be known). */
+static loom_status softmax_flattened(nctx *c, const op_entry *e, int64_t axis, loom_graph_expr **out) {
+  const loom_sinfo *si = c->args[0]->sinfo;
+  if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 1 || !si->dims || axis < 0 || axis >= si->ndim)
+    return UNSUP(c->n, "%s before opset 13 at axis %lld flattens the input, whose dims are unknown", e->onnx, (long long)axis);
+  loom_sym_ctx *cx = c->im->cx;
+  const loom_sym_expr *two[2] = {loom_sym_const(cx, 1), loom_sym_const(cx, 1)};
+  for (int k = 0; k < si->ndim; k++) two[k >= axis] = loom_sym_mul(cx, two[k >= axis], si->dims[k]);
+  if (!two[0] || !two[1]) return LOOM_OOM();
+  loom_graph_expr *t;
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 2, two));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, c->args[0], &t));
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 1));
+  LOOM_PROPAGATE(oimp_op1(c, e->op, t, &t));
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)si->ndim, si->dims));
+  return oimp_emit(c, LOOM_GRAPH_OP_RESHAPE, 1, &t, c->n->outputs[0], out);
+}
+
 static loom_status h_axis(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t axis;
   bool softmax = strcmp(e->onnx, "Softmax") == 0 || strcmp(e->onnx, "LogSoftmax") == 0;
   LOOM_PROPAGATE(oimp_attr_int(c, "axis", softmax ? (c->im->opset >= 13 ? -1 : 1) : (strcmp(e->onnx, "Flatten") == 0 ? 1 : 0), &axis));
   int r = oimp_in_rank(c, 0);
   if (axis < 0 && r >= 0 && !(strcmp(e->onnx, "Flatten") == 0 && axis + r < 0)) axis += r;
-  if (softmax && c->im->opset < 13 && r >= 0 && axis != r - 1)
-    return UNSUP(c->n, "%s before opset 13 flattens at axis %lld; only the last axis is supported", e->onnx, (long long)axis);
+  if (softmax && c->im->opset < 13 && r >= 0 && axis != r - 1) return softmax_flattened(c, e, axis, out);
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", axis));
   return oimp_h_simple(c, e, out);
 }
@@ -238,6 +256,22 @@ static loom_status h_mod(nctx *c, const op_entry *e, loom_graph_expr **out) {
   return oimp_emit(c, LOOM_GRAPH_OP_WHERE, 3, t, c->n->outputs[0], out);
 }
 
+
+/* ConstantOfShape as full(shape=dims) of value attribute `a`'s element (0 without one): the
+ * shapes known at run time, and constants too large to fold. */
+static loom_status full_of(nctx *c, const loom_sym_expr *const *dims, size_t n, loom_dtype dt, const loom_onnx_attr *a,
+                           loom_graph_expr **out) {
+  double v = 0;
+  if (a) {
+    loom_graph_tensor g = {.dtype = dt, .ndim = 0, .numel = 1, .data = a->t->data};
+    v = loom_graph_tensor_get_f64(&g, 0);
+  }
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", n, dims));
+  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
+  oimp_add_attr(c, loom_graph_attr_float(c->im->m, "value", v));
+  return oimp_emit(c, LOOM_GRAPH_OP_FULL, 0, NULL, c->n->outputs[0], out);
+}
+
 static loom_status h_constant_of_shape(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   const loom_onnx_attr *a = loom_onnx_node_attr(c->n, "value");
@@ -250,23 +284,22 @@ static loom_status h_constant_of_shape(nctx *c, const op_entry *e, loom_graph_ex
     const loom_sym_expr *dims[16];
     size_t n;
     LOOM_PROPAGATE(oimp_shape_syms(c, 0, "shape", dims, 16, &n));
-    double v = 0;
-    if (a) {
-      loom_graph_tensor g = {.dtype = dt, .ndim = 0, .numel = 1, .data = a->t->data};
-      v = loom_graph_tensor_get_f64(&g, 0);
-    }
-    oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", n, dims));
-    oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
-    oimp_add_attr(c, loom_graph_attr_float(c->im->m, "value", v));
-    return oimp_emit(c, LOOM_GRAPH_OP_FULL, 0, NULL, c->n->outputs[0], out);
+    return full_of(c, dims, n, dt, a, out);
   }
   int64_t shp[16], numel = 1;
   size_t n;
   LOOM_PROPAGATE(oimp_const_ints(c, 0, "shape", shp, 16, &n));
+  bool large = false;
   for (size_t k = 0; k < n; k++) {
     if (shp[k] < 0) return BAD(c->n, "shape[%zu] is %lld", k, (long long)shp[k]);
-    if (shp[k] && numel > OIMP_FOLD_MAX / shp[k]) return UNSUP(c->n, "a constant of over %d elements", OIMP_FOLD_MAX);
-    numel *= shp[k];
+    if (shp[k] && numel > OIMP_FOLD_MAX / shp[k]) large = true;
+    else numel *= shp[k];
+  }
+  if (large) { /* too large to fold: full(shape=[...]) fills it when the model runs */
+    const loom_sym_expr *dims[16];
+    for (size_t k = 0; k < n; k++)
+      if (!(dims[k] = loom_sym_const(c->im->cx, shp[k]))) return LOOM_OOM();
+    return full_of(c, dims, n, dt, a, out);
   }
   loom_onnx_tensor *t = oimp_new_tensor(c->im, dt, n, shp);
   if (!t) return LOOM_OOM();
