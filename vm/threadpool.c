@@ -118,13 +118,7 @@ void loom_cpu_fpenv_leave(uint32_t saved) {
 #endif
 }
 
-uint32_t loom_cpu_pool_default_threads(void) {
-  const char *env = getenv("LOOM_NUM_THREADS");
-  if (env && *env) {
-    char *end;
-    long v = strtol(env, &end, 10);
-    if (*end == '\0' && v >= 1 && v <= LOOM_CPU_POOL_MAX_THREADS) return (uint32_t)v;
-  }
+uint32_t loom_cpu_cores_available(void) {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) {
     int c = CPU_COUNT(&set);
@@ -132,6 +126,16 @@ uint32_t loom_cpu_pool_default_threads(void) {
   }
   long c = sysconf(_SC_NPROCESSORS_ONLN);
   return c >= 1 ? (uint32_t)(c > LOOM_CPU_POOL_MAX_THREADS ? LOOM_CPU_POOL_MAX_THREADS : c) : 1;
+}
+
+uint32_t loom_cpu_pool_default_threads(void) {
+  const char *env = getenv("LOOM_NUM_THREADS");
+  if (env && *env) {
+    char *end;
+    long v = strtol(env, &end, 10);
+    if (*end == '\0' && v >= 1 && v <= LOOM_CPU_POOL_MAX_THREADS) return (uint32_t)v;
+  }
+  return loom_cpu_cores_available();
 }
 
 /* Chunk w of n iterations over `active` chunks. */

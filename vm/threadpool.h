@@ -45,8 +45,11 @@ typedef struct loom_cpu_pool loom_cpu_pool;
 /* Loops that may be in flight on one pool at once (callers beyond it run their loop alone). */
 #define LOOM_CPU_POOL_SLOTS 16
 
+/* The cores available to this process (sched_getaffinity, else the online CPUs), 1 to
+ * LOOM_CPU_POOL_MAX_THREADS. */
+uint32_t loom_cpu_cores_available(void);
 /* Threads to use by default: LOOM_NUM_THREADS if set to a valid count, else the cores
- * available to this process (sched_getaffinity), at least 1. */
+ * available to this process, at least 1. */
 uint32_t loom_cpu_pool_default_threads(void);
 
 /* Creates a pool of `threads` threads counting the caller (0 = the default above).

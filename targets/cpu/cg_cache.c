@@ -28,6 +28,7 @@
 #include "base/clock.h"
 #include "targets/cpu/cg_internal.h"
 #include "tensorprog/tp.h"
+#include "vm/threadpool.h"
 
 #ifndef LOOM_VERSION
 #define LOOM_VERSION "dev"
@@ -284,10 +285,12 @@ static void *worker_run(void *arg) {
   return NULL;
 }
 
-/* Compile threads: LOOM_COMPILE_THREADS (default 1), at most 8 and at most the work. */
+/* Compile threads: LOOM_COMPILE_THREADS when set (1 = serial), else the CPUs this process may
+ * run on; at most 8 and at most the work. The objects do not depend on it (each kernel is
+ * compiled alone, in its own LLVM context), so neither do artifacts. */
 static size_t compile_threads(size_t n) {
   const char *env = getenv("LOOM_COMPILE_THREADS");
-  long t = env && *env ? strtol(env, NULL, 10) : 1;
+  long t = env && *env ? strtol(env, NULL, 10) : (long)loom_cpu_cores_available();
   if (t < 1) t = 1;
   if (t > 8) t = 8;
   return (size_t)t < n ? (size_t)t : n;

@@ -119,8 +119,8 @@ loom_status loom_cpu_kernel_keys(const loom_cpu_options *opt, loom_sym_ctx *cx, 
 /* As loom_cpu_jit_compile (which is this with no disk cache): every program's content is
  * keyed, identical contents are compiled once, each object comes from `kc` (NULL: none) or
  * from LLVM (then stored in kc) and is added to the JIT once; the kernel symbol is
- * `loom_kernel_h<digest>`, so program names need not be unique. LOOM_COMPILE_THREADS=N
- * compiles the misses on N threads. `stats` may be NULL. */
+ * `loom_kernel_h<digest>`, so program names need not be unique. The misses are compiled on
+ * one worker per available core (at most 8; LOOM_COMPILE_THREADS=N sets it). `stats` may be NULL. */
 loom_status loom_cpu_jit_compile_cached(loom_cpu_jit *jit, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,
                                         loom_kcache *kc, loom_kernel_fn *out_fns, loom_cpu_cache_stats *stats);
 

@@ -56,9 +56,13 @@ loom_graph_module *e2e_load(const char *path) {
 }
 
 e2e_model e2e_compile(const char *path) {
-  e2e_model md = {.path = path, .ref = e2e_load(path)};
   loom_compile_options o = {0};
-  loom_status s = loom_compile_file(path, &o, &md.c);
+  return e2e_compile_with(path, &o);
+}
+
+e2e_model e2e_compile_with(const char *path, const loom_compile_options *o) {
+  e2e_model md = {.path = path, .ref = e2e_load(path)};
+  loom_status s = loom_compile_file(path, o, &md.c);
   cr_assert_null(s, "%s: %s", path, loom_status_text(s, 0));
   s = loom_compiled_open(md.c, NULL, &md.rt);
   cr_assert_null(s, "%s: %s", path, loom_status_text(s, 0));
