@@ -143,7 +143,9 @@ pub fn build(b: *std.Build) void {
     const libs = addLibraries(cfg, .normal);
     b.installArtifact(libs.rt);
     b.installArtifact(libs.full);
-    b.installArtifact(addProgram(cfg, "loom", &@import("src/driver/sources.zig").loom_main, libs.full, .normal));
+    const loom_exe = addProgram(cfg, "loom", &@import("src/driver/sources.zig").loom_main, libs.full, .normal);
+    loom_exe.rdynamic = true; // pass plugins (src/loom_pass.h) call Loom's functions in the program
+    b.installArtifact(loom_exe);
     b.installArtifact(addProgram(cfg, "loom-run", &@import("src/driver/sources.zig").loom_run_main, libs.rt, .normal));
 
     // Benchmark programs (bench/sources.zig), built on request.
@@ -158,10 +160,30 @@ pub fn build(b: *std.Build) void {
         bench_step.dependOn(&b.addInstallArtifact(exe, .{}).step);
     }
 
+    // Examples: the out-of-tree pass plugin (examples/passes/, src/loom_pass.h).
+    const examples_step = b.step("examples", "Build the examples (zig-out/lib/libloom_example_passes.so)");
+    const example_passes = b.addInstallArtifact(addPassPlugin(cfg, "loom_example_passes", "examples/passes/twice_to_add.c", &.{}), .{});
+    examples_step.dependOn(&example_passes.step);
+    // Plugins the CLI tests load: the example, and broken ones (tests/cli/bad_plugin.c).
+    const test_plugins = [_]struct { name: []const u8, define: []const u8 }{
+        .{ .name = "loom_test_plugin_abi", .define = "-DBAD_ABI" },
+        .{ .name = "loom_test_plugin_taken", .define = "-DBAD_TAKEN_NAME" },
+        .{ .name = "loom_test_plugin_wrong", .define = "-DBAD_WRONG_REWRITE" },
+        .{ .name = "loom_test_plugin_noentry", .define = "-DBAD_NO_ENTRY" },
+    };
+    const plugins_step = b.step("test-plugins", "Build the pass plugins the CLI tests load (into zig-out/lib)");
+    plugins_step.dependOn(&example_passes.step);
+    inline for (test_plugins) |tp| {
+        const lib = addPassPlugin(cfg, tp.name, "tests/cli/bad_plugin.c", &.{tp.define});
+        plugins_step.dependOn(&b.addInstallArtifact(lib, .{}).step);
+    }
+
     // 5. Tests, sanitized. Suites run one after another so their output reads in order.
     const test_step = b.step("test", "Build every test suite with ASan+UBSan and run it");
     const san = addLibraries(cfg, .sanitized);
-    const loom_san = b.addInstallArtifact(addProgram(cfg, "loom-san", &@import("src/driver/sources.zig").loom_main, san.full, .sanitized), .{});
+    const loom_san_exe = addProgram(cfg, "loom-san", &@import("src/driver/sources.zig").loom_main, san.full, .sanitized);
+    loom_san_exe.rdynamic = true;
+    const loom_san = b.addInstallArtifact(loom_san_exe, .{});
     const loom_run_san = b.addInstallArtifact(addProgram(cfg, "loom-run-san", &@import("src/driver/sources.zig").loom_run_main, san.rt, .sanitized), .{});
     var previous: ?*std.Build.Step = null;
     const only_suite = b.option([]const u8, "suite", "Build and run only this test suite (e.g. -Dsuite=e2e)");
@@ -177,6 +199,8 @@ pub fn build(b: *std.Build) void {
             // CLI-level tests find the sanitized programs through these variables.
             run.setEnvironmentVariable("LOOM_BIN", b.getInstallPath(.bin, "loom-san"));
             run.setEnvironmentVariable("LOOM_RUN_BIN", b.getInstallPath(.bin, "loom-run-san"));
+            run.setEnvironmentVariable("LOOM_PLUGIN_DIR", b.getInstallPath(.lib, ""));
+            run.step.dependOn(plugins_step);
             run.step.dependOn(&loom_san.step);
             run.step.dependOn(&loom_run_san.step);
             if (previous) |p| run.step.dependOn(p);
@@ -200,6 +224,8 @@ pub fn build(b: *std.Build) void {
             // CLI-level tests run the ASan programs (a separate process each).
             run.setEnvironmentVariable("LOOM_BIN", b.getInstallPath(.bin, "loom-san"));
             run.setEnvironmentVariable("LOOM_RUN_BIN", b.getInstallPath(.bin, "loom-run-san"));
+            run.setEnvironmentVariable("LOOM_PLUGIN_DIR", b.getInstallPath(.lib, ""));
+            run.step.dependOn(plugins_step);
             run.step.dependOn(&loom_san.step);
             run.step.dependOn(&loom_run_san.step);
             if (previous_tsan) |p| run.step.dependOn(p);
@@ -366,6 +392,21 @@ fn addProgram(cfg: Config, name: []const u8, files: []const []const u8, lib: *st
     const runtime_only = std.mem.startsWith(u8, lib.name, "loomrt");
     if (runtime_only) linkRuntimeDeps(cfg, m) else linkCompilerDeps(cfg, m);
     return cfg.b.addExecutable(.{ .name = name, .root_module = m });
+}
+
+/// A pass plugin: a shared library whose undefined symbols are Loom's, resolved from the
+/// `loom` program that loads it (src/loom_pass.h).
+fn addPassPlugin(cfg: Config, name: []const u8, file: []const u8, defines: []const []const u8) *std.Build.Step.Compile {
+    const m = newModule(cfg, .normal);
+    var flags = std.ArrayList([]const u8).init(cfg.b.allocator);
+    flags.appendSlice(&warning_flags) catch @panic("OOM");
+    flags.appendSlice(defines) catch @panic("OOM");
+    flags.append("-fPIC") catch @panic("OOM");
+    m.addCSourceFiles(.{ .files = &.{file}, .flags = flags.items });
+    m.pic = true;
+    const lib = cfg.b.addLibrary(.{ .name = name, .linkage = .dynamic, .root_module = m });
+    lib.linker_allow_shlib_undefined = true;
+    return lib;
 }
 
 fn addTestSuite(cfg: Config, comptime name: []const u8, files: []const []const u8, lib: *std.Build.Step.Compile, variant: Variant) *std.Build.Step.Compile {

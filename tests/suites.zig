@@ -20,6 +20,7 @@ pub const suites = .{
     .{ .name = "cli", .files = &[_][]const u8{
         "tests/cli/test_cli.c",
         "tests/cli/test_cli_inputs.c",
+        "tests/cli/test_cli_plugins.c",
     } },
     .{ .name = "symbolic", .files = &[_][]const u8{
         "tests/symbolic/test_sym_prop.c",

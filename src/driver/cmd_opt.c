@@ -1,6 +1,7 @@
-/* cmd_opt.c — `loom opt FILE.loom [--passes=normalize,fold,...] [--print-after-all] [--time]
- * [--check-passes[=N]]`: runs passes on a module and prints the result. By default the
- * pipeline up to the scheduled module; the late passes (memplan, lower, codegen) by name. */
+/* cmd_opt.c — `loom opt FILE.loom [--load-pass LIB.so]... [--passes=normalize,fold,...]
+ * [--print-after-all] [--time] [--check-passes[=N]]`: runs passes on a module and prints the
+ * result. By default the pipeline up to the scheduled module; the late passes (memplan, lower,
+ * codegen) and passes loaded from plugins (src/loom_pass.h) by name. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,14 @@
 
 static int run(const loom_cli_args *args) {
   const char *path = args->positional[0];
+  for (int i = 0; i < loom_cli_count(args, "--load-pass"); i++) {
+    loom_status ls = loom_pass_plugin_load(loom_cli_value_at(args, "--load-pass", i), NULL);
+    if (ls) {
+      fprintf(stderr, "loom opt: error: %s\n", loom_status_text(ls, 0));
+      loom_status_free(ls);
+      return LOOM_EXIT_FAILURE;
+    }
+  }
   loom_pass_id passes[64];
   _Static_assert(LOOM_PASS_COUNT <= 64, "the default pipeline fits `passes`");
   size_t npasses = 0;
@@ -22,7 +31,7 @@ static int run(const loom_cli_args *args) {
       if (npasses == 64) return loom_cli_usage_error(args, "too many passes");
       if (!loom_pass_lookup(p, len, &passes[npasses++])) {
         fprintf(stderr, "loom opt: error: unknown pass '%.*s'; passes:", (int)len, p);
-        for (int i = 0; i < LOOM_PASS_COUNT; i++) fprintf(stderr, " %s", loom_pass_info_of((loom_pass_id)i)->name);
+        for (size_t i = 0; i < loom_pass_count(); i++) fprintf(stderr, " %s", loom_pass_info_of((loom_pass_id)i)->name);
         fputc('\n', stderr);
         return LOOM_EXIT_USAGE;
       }
@@ -76,6 +85,7 @@ const loom_cli_command loom_cmd_opt = {
     .min_positional = 1,
     .max_positional = 1,
     .opts = (const loom_cli_opt[]){
+        {"--load-pass", "LIB.so", "load the passes of a pass plugin (src/loom_pass.h) so --passes can name them", true},
         {"--passes", "P1,P2,...", "passes to run, in order (default: the pipeline through schedule)", false},
         {"--print-after-all", NULL, "print what every pass made (module, memory plans, bytecode, kernels)", false},
         {"--time", NULL, "report the time of every pass", false},
@@ -91,6 +101,7 @@ const loom_cli_command loom_cmd_opt = {
                "classify (report each tensor program's access pattern); docs/passes.md. After them: memplan\n"
                "(memory plans), lower (VM bytecode; needs memplan), codegen (JIT kernels; needs lower), e.g.\n"
                "--passes=normalize,simplify,fold,cse,dce,legalize,fuse,schedule,memplan,lower,codegen --time.\n"
+               "--load-pass LIB.so adds the passes of a plugin built against src/loom_pass.h (examples/passes/).\n"
                "What every pass made is verified; --check-passes also runs the module in the reference\n"
                "interpreter before and after each pass on random inputs at random symbolic-var values and\n"
                "fails naming the pass that changed a result.",

@@ -188,17 +188,23 @@ static loom_status pass_codegen(loom_pass_ctx *c) {
 
 static const loom_pass_info infos[] = {
 #define LOOM_PASS(ident, name, level, purpose, requires, invalidates) \
-  {name, LOOM_PASS_LEVEL_##level, purpose, requires, invalidates, pass_##ident},
+  {name, LOOM_PASS_LEVEL_##level, purpose, requires, invalidates, pass_##ident, NULL},
 #include "driver/passes.def"
 #undef LOOM_PASS
 };
 _Static_assert(sizeof infos / sizeof infos[0] == LOOM_PASS_COUNT, "passes.def and the pass table disagree");
 
-const loom_pass_info *loom_pass_info_of(loom_pass_id id) { return &infos[id]; }
+const loom_pass_info *loom_pass_info_of(loom_pass_id id) {
+  return id < LOOM_PASS_COUNT ? &infos[id] : loom_pass_plugin_info((size_t)id - LOOM_PASS_COUNT);
+}
+
+size_t loom_pass_count(void) { return LOOM_PASS_COUNT + loom_pass_plugin_count(); }
 
 bool loom_pass_lookup(const char *name, size_t len, loom_pass_id *out) {
-  for (int i = 0; i < LOOM_PASS_COUNT; i++) {
-    if (strlen(infos[i].name) == len && !memcmp(infos[i].name, name, len)) {
+  size_t n = loom_pass_count();
+  for (size_t i = 0; i < n; i++) {
+    const char *have = loom_pass_info_of((loom_pass_id)i)->name;
+    if (strlen(have) == len && !memcmp(have, name, len)) {
       *out = (loom_pass_id)i;
       return true;
     }

@@ -424,7 +424,7 @@ loom_status loom_pipeline_run_ctx(loom_pass_ctx *ctx, const loom_pass_id *passes
   for (size_t i = 0; i < n && !st; i++) {
     const loom_pass_info *info = loom_pass_info_of(passes[i]);
     uint64_t t0 = loom_clock_ns();
-    st = info->run(ctx);
+    st = info->plugin ? info->plugin->run(ctx->m, ctx->diags, info->plugin->user) : info->run(ctx);
     if (st) {
       st = loom_status_annotate(st, __FILE__, __LINE__, "while running pass '%s'", info->name);
       break;

@@ -32,6 +32,7 @@
 #include "base/diag.h"
 #include "graph/graph.h"
 #include "graph/memplan.h"
+#include "loom_pass.h"
 #include "targets/target.h"
 #include "vm/exec.h"
 
@@ -41,6 +42,8 @@ typedef enum loom_pass_id {
 #undef LOOM_PASS
   LOOM_PASS_COUNT
 } loom_pass_id;
+/* Ids of loaded passes (src/loom_pass.h) follow the built-in ones: LOOM_PASS_COUNT + k. */
+#define LOOM_PASS_ID_MAX (LOOM_PASS_COUNT + LOOM_PASS_PLUGIN_MAX)
 
 /* What a pass makes, and so how the manager verifies and prints it. */
 typedef enum loom_pass_level {
@@ -71,7 +74,7 @@ typedef struct loom_pass_ctx {
   loom_target_code *code;          /* codegen, JIT: the code the kernels live in (made once) */
   loom_artifact_kernel *kernels;   /* codegen, JIT: the kernel of each kernel-table entry, for the runtime */
   bool object_written;             /* codegen, object: object_path holds every kernel */
-  double ms[LOOM_PASS_COUNT];      /* wall-clock milliseconds of each pass's last run */
+  double ms[LOOM_PASS_ID_MAX];     /* wall-clock milliseconds of each pass's last run */
 } loom_pass_ctx;
 
 /* The signature of every pass. */
@@ -83,12 +86,19 @@ typedef struct loom_pass_info {
   const char *purpose;     /* one line */
   const char *requires;    /* what must hold before it */
   const char *invalidates; /* what it changes */
-  loom_pass_fn run;        /* the pass (passes.c) */
+  loom_pass_fn run;        /* the pass (passes.c); NULL for a loaded one */
+  const loom_plugin_pass *plugin; /* a loaded pass (pass_plugin.c): run on ctx->m; NULL when built in */
 } loom_pass_info;
 
+/* The pass `id`: built in (passes.def) or loaded (LOOM_PASS_COUNT + k). */
 const loom_pass_info *loom_pass_info_of(loom_pass_id id);
-/* The pass named `name` (len bytes); false when unknown. */
+/* The pass named `name` (len bytes), built in or loaded; false when unknown. */
 bool loom_pass_lookup(const char *name, size_t len, loom_pass_id *out);
+/* Passes known now: the built-in ones and those loaded (ids 0 .. count-1). */
+size_t loom_pass_count(void);
+/* Loaded passes (pass_plugin.c; loom_pass_plugin_load in src/loom_pass.h loads them). */
+size_t loom_pass_plugin_count(void);
+const loom_pass_info *loom_pass_plugin_info(size_t k);
 
 /* A context on `m` for the CPU target with JIT codegen; no products yet. */
 void loom_pass_ctx_init(loom_pass_ctx *ctx, loom_graph_module *m, loom_diag_list *diags);

@@ -2,6 +2,7 @@
 pub const compiler = [_][]const u8{
     "src/driver/pipeline.c",
     "src/driver/passes.c",
+    "src/driver/pass_plugin.c",
     "src/driver/lower_vm.c",
     "src/driver/lower_sig.c",
     "src/driver/compile.c",

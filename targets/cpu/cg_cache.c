@@ -296,6 +296,44 @@ static size_t compile_threads(size_t n) {
   return (size_t)t < n ? (size_t)t : n;
 }
 
+/* LLVM makes some process-wide state on first use, lazily (the timer group of the pass
+ * instrumentation, option tables, ...), synchronised in code ThreadSanitizer does not see.
+ * A small function run through optimisation and machine code once, before the first workers
+ * start, makes that state while one thread runs. */
+static void warm_up_llvm(const cg_machine *m) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  static bool done;
+  pthread_mutex_lock(&lock);
+  if (!done) {
+    LLVMContextRef c = LLVMContextCreate();
+    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("warm_up", c);
+    char *triple = LLVMGetTargetMachineTriple(m->tm);
+    LLVMSetTarget(mod, triple);
+    LLVMDisposeMessage(triple);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(m->tm);
+    char *layout = LLVMCopyStringRepOfTargetData(td);
+    LLVMSetDataLayout(mod, layout);
+    LLVMDisposeMessage(layout);
+    LLVMDisposeTargetData(td);
+    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c), NULL, 0, 0);
+    LLVMValueRef fn = LLVMAddFunction(mod, "warm_up", fty);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c, fn, "entry"));
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+    loom_status st = cg_optimize(mod, m->tm, m->opt);
+    if (st) loom_status_free(st);
+    char *err = NULL;
+    LLVMMemoryBufferRef buf = NULL;
+    if (!LLVMTargetMachineEmitToMemoryBuffer(m->tm, mod, LLVMObjectFile, &err, &buf)) LLVMDisposeMemoryBuffer(buf);
+    LLVMDisposeMessage(err);
+    LLVMDisposeModule(mod);
+    LLVMContextDispose(c);
+    done = true;
+  }
+  pthread_mutex_unlock(&lock);
+}
+
 /* Compiles `todo[0..n)`: in the calling thread, or over worker threads each with its own
  * target machine. */
 static loom_status compile_all(const cg_machine *m, loom_sym_ctx *cx, cg_kobj **todo, size_t n) {
@@ -304,6 +342,7 @@ static loom_status compile_all(const cg_machine *m, loom_sym_ctx *cx, cg_kobj **
     for (size_t i = 0; i < n; i++) LOOM_PROPAGATE(compile_kobj(m, m->tm, cx, todo[i], NULL));
     return LOOM_OK;
   }
+  warm_up_llvm(m);
   work w = {.m = m, .cx = cx, .todo = todo, .n = n};
   pthread_mutex_init(&w.lock, NULL);
   worker ws[8];
