@@ -10,5 +10,7 @@ pub const programs = .{
     .{ .name = "bench-soak", .files = &[_][]const u8{"bench/soak/main.c"}, .runtime_only = false },
     .{ .name = "bench-e2e", .files = &[_][]const u8{ "bench/e2e/main.c", "bench/common/machine_limits.c" }, .runtime_only = false },
     .{ .name = "bench-limits", .files = &[_][]const u8{ "bench/limits/limits.c", "bench/common/machine_limits.c" }, .runtime_only = true },
+    // issue 23: one compilation, in process (bench/compile runs it cold, warm, after a change).
+    .{ .name = "bench-compile", .files = &[_][]const u8{"bench/compiletime/main.c"}, .runtime_only = false },
     .{ .name = "bench-loom-serve", .files = &[_][]const u8{"bench/loomserve/main.c"}, .runtime_only = false },
 };
