@@ -175,7 +175,8 @@ void loom_vm_builder_free(loom_vm_builder *b);
 uint32_t loom_vm_builder_str(loom_vm_builder *b, const char *s);
 uint32_t loom_vm_builder_symvar(loom_vm_builder *b, const char *name);
 uint32_t loom_vm_builder_intconst(loom_vm_builder *b, int64_t v);
-/* A tensor constant; the bytes are copied into DATA. */
+/* A tensor constant. Its bytes are borrowed: they must stay valid until loom_vm_builder_finish,
+ * which copies every constant once into DATA (64-byte aligned each). */
 uint32_t loom_vm_builder_const(loom_vm_builder *b, const char *name, loom_dtype dt, uint32_t rank,
                                const int64_t *dims, const void *bytes);
 /* A kernel / extern with its signature words (copied; format above). Entries with the same
@@ -217,6 +218,11 @@ LOOM_MUST_USE loom_status loom_vm_exec_save(const loom_vm_exec *e, const char *p
 LOOM_MUST_USE loom_status loom_vm_exec_load(loom_allocator *alloc, const uint8_t *bytes, size_t len,
                                             void (*backing_free)(void *), void *backing,
                                             loom_vm_exec **out);
+/* A copy of `src` that shares its DATA (constants, weights) instead of copying it: every
+ * other section is copied. `src` must outlive the copy (loom_compiled_open hands a runtime
+ * such a copy of the compiled executable). */
+LOOM_MUST_USE loom_status loom_vm_exec_clone_sharing_data(loom_allocator *alloc, const loom_vm_exec *src,
+                                                          loom_vm_exec **out);
 /* Memory-maps `path` and loads it. */
 LOOM_MUST_USE loom_status loom_vm_exec_load_file(loom_allocator *alloc, const char *path,
                                                  loom_vm_exec **out);

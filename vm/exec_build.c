@@ -14,6 +14,7 @@ typedef LOOM_VEC(loom_vm_param) param_vec;
 typedef LOOM_VEC(loom_vm_debug) debug_vec;
 typedef LOOM_VEC(loom_vm_const) const_vec;
 typedef LOOM_VEC(loom_vm_kernel) kernel_vec;
+typedef LOOM_VEC(const void *) ptr_vec;
 
 struct loom_vm_fbuilder {
   loom_vm_builder *b;
@@ -38,7 +39,8 @@ struct loom_vm_builder {
   i64_vec intconsts;
   const_vec consts;
   kernel_vec kernels, externs;
-  u8_vec data;
+  ptr_vec const_bytes; /* the bytes of consts[i], borrowed until finish copies them into DATA */
+  size_t data_len;      /* DATA's size: each constant at a 64-byte aligned offset */
   loom_vm_fbuilder **funcs;
   uint32_t nfuncs, cap_funcs;
 };
@@ -78,7 +80,7 @@ void loom_vm_builder_free(loom_vm_builder *b) {
   for (size_t i = 0; i < b->externs.len; i++) loom_free(a, b->externs.data[i].sig, b->externs.data[i].nsig * 4u);
   LOOM_VEC_FREE(a, &b->kernels);
   LOOM_VEC_FREE(a, &b->externs);
-  LOOM_VEC_FREE(a, &b->data);
+  LOOM_VEC_FREE(a, &b->const_bytes);
   loom_free(a, b, sizeof *b);
 }
 
@@ -136,16 +138,15 @@ uint32_t loom_vm_builder_const(loom_vm_builder *b, const char *name, loom_dtype 
     return 0;
   }
   memcpy(c.dims, dims, rank * sizeof(int64_t));
-  size_t at = (b->data.len + 63) & ~(size_t)63;
-  if (!LOOM_VEC_RESERVE(b->alloc, &b->data, at + nbytes + 1)) {
-    b->oom = true;
+  size_t at = (b->data_len + 63) & ~(size_t)63;
+  if (at + nbytes < at) {
+    b->misuse = "tensor constants larger than the address space";
     return 0;
   }
-  memset(b->data.data + b->data.len, 0, at - b->data.len);
-  if (nbytes) memcpy(b->data.data + at, bytes, nbytes);
-  b->data.len = at + nbytes;
+  b->data_len = at + nbytes;
   c.offset = at;
   c.nbytes = nbytes;
+  PUSH(b, &b->const_bytes, bytes);
   PUSH(b, &b->consts, c);
   return (uint32_t)b->consts.len - 1;
 }
@@ -294,13 +295,20 @@ loom_status loom_vm_builder_finish(loom_vm_builder *b, loom_vm_exec **out) {
   e->externs = dup(a, b->externs.data, b->externs.len, sizeof(loom_vm_kernel), &oom);
   e->nexterns = e->externs ? (uint32_t)b->externs.len : 0;
   for (uint32_t i = 0; i < e->nexterns; i++) e->externs[i].sig = dup(a, e->externs[i].sig, e->externs[i].nsig, 4, &oom);
-  if (b->data.len) {
-    e->data_owned = loom_alloc_aligned(a, b->data.len, 64);
-    if (e->data_owned) memcpy(e->data_owned, b->data.data, b->data.len);
-    else oom = true;
+  if (b->data_len) {
+    /* each constant's bytes copied once, from where the caller keeps them, into DATA */
+    e->data_owned = loom_alloc_aligned(a, b->data_len, 64);
+    if (!e->data_owned) oom = true;
+    size_t end = 0;
+    for (size_t i = 0; e->data_owned && i < b->consts.len; i++) {
+      const loom_vm_const *c = &b->consts.data[i];
+      memset(e->data_owned + end, 0, c->offset - end);
+      if (c->nbytes) memcpy(e->data_owned + c->offset, b->const_bytes.data[i], c->nbytes);
+      end = c->offset + c->nbytes;
+    }
   }
   e->data = e->data_owned;
-  e->data_len = b->data.len;
+  e->data_len = b->data_len;
   e->funcs = loom_alloc_array(a, b->nfuncs ? b->nfuncs : 1, sizeof(loom_vm_func));
   if (!e->funcs) oom = true;
   else memset(e->funcs, 0, (b->nfuncs ? b->nfuncs : 1) * sizeof(loom_vm_func));
@@ -331,6 +339,56 @@ loom_status loom_vm_builder_finish(loom_vm_builder *b, loom_vm_exec **out) {
   if (st) {
     loom_vm_exec_free(e);
     return loom_status_annotate(st, __FILE__, __LINE__, "while finishing an executable built in memory");
+  }
+  *out = e;
+  return LOOM_OK;
+}
+
+loom_status loom_vm_exec_clone_sharing_data(loom_allocator *a, const loom_vm_exec *src, loom_vm_exec **out) {
+  *out = NULL;
+  loom_vm_exec *e = loom_alloc_zero(a, sizeof *e);
+  if (!e) return LOOM_OOM();
+  e->alloc = a;
+  bool oom = false;
+  e->strings = dup(a, src->strings, src->strings_len, 1, &oom);
+  e->strings_len = src->strings_len;
+  e->symvars = dup(a, src->symvars, src->nsymvars, 4, &oom);
+  e->nsymvars = src->nsymvars;
+  e->intconsts = dup(a, src->intconsts, src->nintconsts, 8, &oom);
+  e->nintconsts = src->nintconsts;
+  e->consts = dup(a, src->consts, src->nconsts, sizeof(loom_vm_const), &oom);
+  e->nconsts = e->consts ? src->nconsts : 0;
+  e->kernels = dup(a, src->kernels, src->nkernels, sizeof(loom_vm_kernel), &oom);
+  e->nkernels = e->kernels ? src->nkernels : 0;
+  for (uint32_t i = 0; i < e->nkernels; i++) e->kernels[i].sig = dup(a, src->kernels[i].sig, src->kernels[i].nsig, 4, &oom);
+  e->externs = dup(a, src->externs, src->nexterns, sizeof(loom_vm_kernel), &oom);
+  e->nexterns = e->externs ? src->nexterns : 0;
+  for (uint32_t i = 0; i < e->nexterns; i++) e->externs[i].sig = dup(a, src->externs[i].sig, src->externs[i].nsig, 4, &oom);
+  e->data = src->data; /* borrowed: src outlives the clone */
+  e->data_len = src->data_len;
+  e->funcs = loom_alloc_array(a, src->nfuncs ? src->nfuncs : 1, sizeof(loom_vm_func));
+  if (!e->funcs) oom = true;
+  else memset(e->funcs, 0, (src->nfuncs ? src->nfuncs : 1) * sizeof(loom_vm_func));
+  for (uint32_t i = 0; e->funcs && i < src->nfuncs; i++) {
+    const loom_vm_func *s = &src->funcs[i];
+    loom_vm_func *f = &e->funcs[i];
+    e->nfuncs = i + 1;
+    *f = (loom_vm_func){.name = s->name, .nparams = s->nparams, .nint_params = s->nint_params};
+    f->obj_kinds = dup(a, s->obj_kinds, s->nobj, 1, &oom);
+    f->nobj = f->obj_kinds || !s->nobj ? s->nobj : 0;
+    f->int_names = dup(a, s->int_names, s->nint, 4, &oom);
+    f->nint = f->int_names || !s->nint ? s->nint : 0;
+    f->params = dup(a, s->params, s->nparams, sizeof(loom_vm_param), &oom);
+    f->code = dup(a, s->code, s->ncode, 8, &oom);
+    f->ncode = f->code ? s->ncode : 0;
+    f->lists = dup(a, s->lists, s->nlists, 4, &oom);
+    f->nlists = f->lists ? s->nlists : 0;
+    f->debug = dup(a, s->debug, s->ndebug, sizeof(loom_vm_debug), &oom);
+    f->ndebug = f->debug ? s->ndebug : 0;
+  }
+  if (oom) {
+    loom_vm_exec_free(e);
+    return LOOM_OOM();
   }
   *out = e;
   return LOOM_OK;

@@ -270,12 +270,10 @@ loom_status loom_compiled_open(loom_compiled *c, const loom_rt_options *opts, lo
   o.kernels = c->ctx.kernels;
   o.nkernels = c->ctx.nprograms;
   if (c->externs && !o.nexterns) o.externs = loom_libcall_lib_externs(c->externs, &o.nexterns);
-  /* the runtime owns its executable: hand it a copy through the file format */
-  uint8_t *bytes;
-  size_t len;
-  LOOM_PROPAGATE(loom_vm_exec_write(c->ctx.exe, NULL, &bytes, &len));
-  loom_vm_exec *copy; /* DATA is used in place from `bytes`: the copy keeps them (frees them) */
-  LOOM_PROPAGATE(loom_vm_exec_load(NULL, bytes, len, free, bytes, &copy));
+  /* the runtime owns its executable: hand it a copy whose DATA (the weights) is the compiled
+   * executable's, which outlives the runtime (loom.h) */
+  loom_vm_exec *copy;
+  LOOM_PROPAGATE(loom_vm_exec_clone_sharing_data(NULL, c->ctx.exe, &copy));
   return loom_rt_open_exec(copy, &o, out);
 }
 

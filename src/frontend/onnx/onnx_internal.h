@@ -33,9 +33,11 @@ LOOM_MUST_USE loom_status loom_onnx_read_file(const char *path, const char *what
 
 /* Decodes `tp` into `out` (all allocations in `arena`). `file` and `what` ("initializer 'w'",
  * "attribute 'value' of node 3 (Constant 'c')") prefix messages; `dir` is where external
- * data lives (NULL: refused). */
+ * data lives (NULL: refused). With `borrow`, raw_data of a type of 8 bits or more, 16-byte
+ * aligned, is used in place (out->data points into tp, which must outlive out: a model keeps
+ * its unpacked ModelProto) instead of being copied. */
 LOOM_MUST_USE loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *file,
-                                                  const char *what, const char *dir,
+                                                  const char *what, const char *dir, bool borrow,
                                                   loom_arena *arena, loom_onnx_tensor *out);
 
 /* Checks a decoded tensor against a declared value (element type, rank, fixed dims); a

@@ -197,7 +197,7 @@ static loom_status convert_attr(conv *c, const Onnx__AttributeProto *ap, const l
     if (!ap->t) return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: type tensor but no tensor", c->file, where);
     a->t = LOOM_ARENA_NEW(ar, loom_onnx_tensor);
     if (!a->t) return LOOM_OOM();
-    LOOM_PROPAGATE(loom_onnx_tensor_decode(ap->t, c->file, where, c->dir, ar, a->t));
+    LOOM_PROPAGATE(loom_onnx_tensor_decode(ap->t, c->file, where, c->dir, true, ar, a->t));
     break;
   case LOOM_ONNX_ATTR_GRAPH:
     if (!ap->g) return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: type graph but no graph", c->file, where);
@@ -234,7 +234,7 @@ static loom_status convert_attr(conv *c, const Onnx__AttributeProto *ap, const l
     for (size_t i = 0; i < a->count; i++) {
       a->tensors[i] = LOOM_ARENA_NEW(ar, loom_onnx_tensor);
       if (!a->tensors[i]) return LOOM_OOM();
-      LOOM_PROPAGATE(loom_onnx_tensor_decode(ap->tensors[i], c->file, where, c->dir, ar, a->tensors[i]));
+      LOOM_PROPAGATE(loom_onnx_tensor_decode(ap->tensors[i], c->file, where, c->dir, true, ar, a->tensors[i]));
     }
     break;
   case LOOM_ONNX_ATTR_GRAPHS:
@@ -348,7 +348,7 @@ static loom_status convert_graph_in_scope(conv *c, const Onnx__GraphProto *gp, s
     }
     char what[LABEL_SIZE];
     snprintf(what, sizeof what, "initializer '%s'", tp->name);
-    s = loom_onnx_tensor_decode(tp, c->file, what, c->dir, ar, t);
+    s = loom_onnx_tensor_decode(tp, c->file, what, c->dir, true, ar, t);
     if (!s) s = intern(c, tp->name, &t->name);
     if (s) break;
     g->n_initializers = i + 1;
@@ -453,8 +453,8 @@ loom_status loom_onnx_model_parse(const void *bytes, size_t len, const char *nam
   m->path = loom_arena_strdup(&m->arena, name);
   if (!m->path) s = LOOM_OOM();
   conv c = {.m = m, .file = m->path ? m->path : name, .dir = dir};
+  m->proto = mp; /* initializers' raw bytes are used in place: kept until loom_onnx_model_free */
   if (!s) s = convert_model(&c, mp);
-  onnx__model_proto__free_unpacked(mp, NULL);
   if (s) {
     loom_onnx_model_free(m);
     return s;
@@ -478,6 +478,7 @@ loom_status loom_onnx_model_load(const char *path, loom_onnx_model **out) {
 
 void loom_onnx_model_free(loom_onnx_model *m) {
   if (!m) return;
+  if (m->proto) onnx__model_proto__free_unpacked(m->proto, NULL);
   loom_interner_destroy(&m->names);
   loom_arena_destroy(&m->arena);
   free(m);

@@ -179,6 +179,7 @@ typedef struct loom_onnx_model {
   loom_onnx_graph *graph;       /* the main graph */
   loom_arena arena;             /* owns everything above */
   loom_interner names;          /* interned names */
+  struct Onnx__ModelProto *proto; /* the unpacked protobuf: initializers' bytes point into it */
 } loom_onnx_model;
 
 /* Loads `path`. External data files are looked up in the model's directory. */

@@ -235,7 +235,7 @@ static void unpack(loom_dtype dt, const uint8_t *packed, size_t n, uint8_t *dst)
 }
 
 loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *file, const char *what,
-                                    const char *dir, loom_arena *arena, loom_onnx_tensor *out) {
+                                    const char *dir, bool borrow, loom_arena *arena, loom_onnx_tensor *out) {
   const char *name = tp->name ? tp->name : "";
   memset(out, 0, sizeof *out);
   out->name = loom_arena_strdup(arena, name);
@@ -294,6 +294,10 @@ loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *fil
     LOOM_PROPAGATE(check_count(file, what, field, have, width < 8 ? (int64_t)fbytes : numel));
   }
   if (nbytes == 0) return LOOM_OK;
+  if (borrow && !external && tp->has_raw_data && width >= 8 && (uintptr_t)tp->raw_data.data % 16 == 0) {
+    out->data = tp->raw_data.data; /* in place: the model keeps tp */
+    return LOOM_OK;
+  }
   out->data = loom_arena_alloc(arena, nbytes, 16);
   uint8_t *packed = width < 8 ? loom_arena_alloc(arena, fbytes, 16) : out->data;
   if (!out->data || !packed)
@@ -320,7 +324,7 @@ loom_status loom_onnx_tensor_parse(const void *bytes, size_t len, const char *na
   char what[256];
   if (tp->name && *tp->name) snprintf(what, sizeof what, "tensor '%s'", tp->name);
   else snprintf(what, sizeof what, "tensor");
-  loom_status s = t ? loom_onnx_tensor_decode(tp, name, what, NULL, arena, t) : LOOM_OOM();
+  loom_status s = t ? loom_onnx_tensor_decode(tp, name, what, NULL, false, arena, t) : LOOM_OOM();
   onnx__tensor_proto__free_unpacked(tp, NULL);
   if (s) return s;
   *out = t;
