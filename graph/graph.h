@@ -272,6 +272,10 @@ const loom_graph_extern *loom_graph_module_extern_at(const loom_graph_module *m,
 loom_status loom_graph_module_add_func(loom_graph_module *m, loom_graph_func *f);
 loom_status loom_graph_module_add_tp(loom_graph_module *m, loom_tp_func *tp);
 loom_status loom_graph_module_add_const(loom_graph_module *m, const char *name, loom_graph_expr *c);
+/* `m` takes `p` and calls free_fn(p) when it is destroyed, after everything else: what its
+ * borrowed constants (loom_graph_const_borrow) point into, e.g. the ONNX model they were
+ * imported from. On failure (out of memory) p is freed at once. */
+loom_status loom_graph_module_adopt(loom_graph_module *m, void *p, void (*free_fn)(void *));
 /* Records that constant i is stored in weights file `file` (as the text will name it: relative to the
  * module's directory, or absolute) under `tensor`: the printer then writes
  * `const @name: sinfo = weights("file", "tensor")` instead of its values (docs/ir.md). Neither name

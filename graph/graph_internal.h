@@ -26,6 +26,12 @@ typedef struct loom_graph_weights {
   loom_safetensors *file;                /* mapped; closed with the module */
 } loom_graph_weights;
 
+/* Memory a module's borrowed constants point into, freed with the module (loom_graph_module_adopt). */
+typedef struct loom_graph_adopted {
+  void *p;
+  void (*free_fn)(void *p);
+} loom_graph_adopted;
+
 struct loom_graph_module {
   loom_allocator *alloc;
   loom_arena arena;                      /* every IR node of the module */
@@ -42,6 +48,7 @@ struct loom_graph_module {
   const char *dir;                       /* directory of the parsed file (arena), or NULL */
   loom_libcall_lib *libcall;             /* the externs, loaded when the interpreter first calls one */
   LOOM_VEC(loom_graph_weights) weights;  /* weights files mapped for its constants */
+  LOOM_VEC(loom_graph_adopted) adopted;  /* freed last, in order (loom_graph_module_adopt) */
 };
 
 /* ---- operator implementations -------------------------------------------- */

@@ -41,7 +41,17 @@ void loom_graph_module_destroy(loom_graph_module *m) {
   loom_sym_ctx_destroy(m->cx);
   loom_interner_destroy(&m->names);
   loom_arena_destroy(&m->arena);
+  for (size_t i = 0; i < m->adopted.len; i++) m->adopted.data[i].free_fn(m->adopted.data[i].p);
+  LOOM_VEC_FREE(m->alloc, &m->adopted);
   loom_free(m->alloc, m, sizeof *m);
+}
+
+loom_status loom_graph_module_adopt(loom_graph_module *m, void *p, void (*free_fn)(void *)) {
+  if (!LOOM_VEC_PUSH(m->alloc, &m->adopted, ((loom_graph_adopted){p, free_fn}))) {
+    free_fn(p);
+    return LOOM_OOM();
+  }
+  return LOOM_OK;
 }
 
 loom_sym_ctx *loom_graph_module_sym(loom_graph_module *m) { return m->cx; }

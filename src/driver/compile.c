@@ -193,8 +193,7 @@ loom_status loom_compile(loom_graph_module *m, const loom_compile_options *opts,
 static loom_status load_onnx(const char *path, loom_graph_module **m) {
   loom_onnx_model *model;
   LOOM_PROPAGATE(loom_onnx_model_load(path, &model));
-  loom_status st = loom_onnx_import(model, m);
-  loom_onnx_model_free(model);
+  loom_status st = loom_onnx_import_adopting(model, m); /* the module keeps the model: weights not copied */
   if (st) return st;
   loom_diag_list dl;
   loom_diag_list_init(&dl, NULL);

@@ -29,10 +29,7 @@ static int verify_or_drop(loom_diag_list *dl, loom_graph_module **m) {
 static int load_onnx(const char *path, loom_diag_list *dl, loom_graph_module **out) {
   loom_onnx_model *model;
   loom_status s = loom_onnx_model_load(path, &model);
-  if (!s) {
-    s = loom_onnx_import(model, out);
-    loom_onnx_model_free(model);
-  }
+  if (!s) s = loom_onnx_import_adopting(model, out); /* the module keeps the model: weights not copied */
   if (s) {
     loom_status_fprint(stderr, s);
     loom_status_free(s);

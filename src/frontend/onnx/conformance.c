@@ -117,7 +117,7 @@ static result run_test(const char *tdir, const loom_onnx_conformance_opts *opts,
       if (opts->forget) opts->forget(opts->eval_ctx, gm);
   loom_graph_module_destroy(gm);
       gm = NULL;
-      loom_onnx_import_opts o = {nfz, fnames, fvals};
+      loom_onnx_import_opts o = {.n_frozen = nfz, .frozen_names = fnames, .frozen_values = fvals};
       s = loom_onnx_import_ex(model, &o, &gm);
       if (s) {
         r = loom_status_code(s) == LOOM_CODE_UNIMPLEMENTED ? R_UNSUP : R_FAIL;

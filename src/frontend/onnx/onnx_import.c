@@ -584,6 +584,23 @@ loom_status loom_onnx_import(const loom_onnx_model *model, loom_graph_module **o
   return loom_onnx_import_ex(model, NULL, out);
 }
 
+static void free_model(void *p) { loom_onnx_model_free(p); }
+
+loom_status loom_onnx_import_adopting(loom_onnx_model *model, loom_graph_module **out) {
+  loom_onnx_import_opts o = {.borrow_tensors = true};
+  loom_status st = loom_onnx_import_ex(model, &o, out);
+  if (st) {
+    loom_onnx_model_free(model);
+    return st;
+  }
+  st = loom_graph_module_adopt(*out, model, free_model);
+  if (st) {
+    loom_graph_module_destroy(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
 loom_status loom_onnx_import_ex(const loom_onnx_model *model, const loom_onnx_import_opts *opts,
                                 loom_graph_module **out) {
   *out = NULL;

@@ -26,9 +26,15 @@ typedef struct loom_onnx_import_opts {
   size_t n_frozen;
   const char *const *frozen_names;
   const loom_onnx_tensor *const *frozen_values;
+  /* The module's constants point into the model's tensors instead of copying them: the model
+   * must outlive the module (loom_onnx_import_adopting gives it to the module). */
+  bool borrow_tensors;
 } loom_onnx_import_opts;
 LOOM_MUST_USE loom_status loom_onnx_import_ex(const loom_onnx_model *model, const loom_onnx_import_opts *opts,
                                               loom_graph_module **out);
+/* Imports `model` with its tensors borrowed and gives the model to the module, which frees it
+ * when destroyed (the weights are not copied); on failure the model is freed too. */
+LOOM_MUST_USE loom_status loom_onnx_import_adopting(loom_onnx_model *model, loom_graph_module **out);
 
 /* Conformance runner: every test directory under `dir` (name containing `filter`, when
  * not NULL) is loaded, imported, and run in the reference interpreter on each

@@ -12,6 +12,7 @@ loom_graph_expr *oimp_const_of(imp *im, const loom_onnx_tensor *t) {
   for (size_t k = 0; k < t->rank; k++) dims[k] = loom_sym_const(im->cx, t->dims[k]);
   const loom_sinfo *si = loom_sinfo_tensor(im->m, t->dtype, (int)t->rank, dims, NULL);
   if (!si) return NULL;
+  if (im->opts && im->opts->borrow_tensors) return loom_graph_const_borrow(im->m, si, t->data, t->nbytes);
   return loom_graph_const_new(im->m, si, t->data, t->nbytes);
 }
 
