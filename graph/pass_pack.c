@@ -66,7 +66,7 @@ static loom_status pack_int8(loom_pass *p, loom_graph_binding *b, int64_t panel)
   if (k < 1 || n < panel || n % panel) return LOOM_OK;
   int64_t kh = (k + 1) / 2;
   size_t bytes = (size_t)(kh * n) * sizeof(int32_t);
-  uint32_t *words = malloc(bytes);
+  uint32_t *words = loom_arena_alloc(loom_graph_module_arena(p->m), bytes, 64); /* the constant's own bytes */
   if (!words) return LOOM_OOM();
   loom_graph_tensor src = {.dtype = si->dtype, .data = w->u.cnst.data};
   for (int64_t q = 0; q < n / panel; q++)
@@ -80,8 +80,7 @@ static loom_status pack_int8(loom_pass *p, loom_graph_binding *b, int64_t panel)
   loom_sym_ctx *cx = loom_graph_module_sym(p->m);
   const loom_sym_expr *dims[3] = {loom_sym_const(cx, n / panel), loom_sym_const(cx, kh), loom_sym_const(cx, panel)};
   const loom_sinfo *ps = loom_sinfo_tensor(p->m, LOOM_DTYPE_I32, 3, dims, si->device);
-  loom_graph_expr *c = ps ? loom_graph_const_new(p->m, ps, words, bytes) : NULL;
-  free(words);
+  loom_graph_expr *c = ps ? loom_graph_const_borrow(p->m, ps, words, bytes) : NULL;
   if (!c) return LOOM_OOM();
   char name[256];
   LOOM_PROPAGATE(loom_graph_module_add_const(p->m, packed_name(p, b, name, sizeof name), c));
@@ -112,7 +111,7 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   if (k < 1 || n < panel || n % panel) return LOOM_OK;
   /* Wp[q, r, c] = B[r, q*panel + c] with B = W, or W^T for transpose_b */
   size_t bytes = (size_t)(k * n) * sizeof(float);
-  float *packed = malloc(bytes);
+  float *packed = loom_arena_alloc(loom_graph_module_arena(p->m), bytes, 64); /* the constant's own bytes */
   if (!packed) return LOOM_OOM();
   const float *src = w->u.cnst.data;
   for (int64_t q = 0; q < n / panel; q++)
@@ -124,8 +123,7 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   loom_sym_ctx *cx = loom_graph_module_sym(p->m);
   const loom_sym_expr *dims[3] = {loom_sym_const(cx, n / panel), loom_sym_const(cx, k), loom_sym_const(cx, panel)};
   const loom_sinfo *si = loom_sinfo_tensor(p->m, LOOM_DTYPE_F32, 3, dims, w->sinfo->device);
-  loom_graph_expr *c = si ? loom_graph_const_new(p->m, si, packed, bytes) : NULL;
-  free(packed);
+  loom_graph_expr *c = si ? loom_graph_const_borrow(p->m, si, packed, bytes) : NULL;
   if (!c) return LOOM_OOM();
   char name[256];
   LOOM_PROPAGATE(loom_graph_module_add_const(p->m, packed_name(p, b, name, sizeof name), c));
