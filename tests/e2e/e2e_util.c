@@ -197,3 +197,16 @@ void e2e_io_free(e2e_io *io) {
   for (uint32_t k = 0; k < io->nout; k++) loom_tensor_release(io->out[k]);
   io->nout = 0;
 }
+
+char *e2e_slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "cannot read %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  *len = (size_t)n;
+  return b;
+}

@@ -43,5 +43,7 @@ const loom_sym_expr *e2e_eval_env(loom_graph_module *m, const loom_sym_expr *e, 
  * carries inputs in and outputs out. */
 double e2e_check(e2e_model *md, const char *fn, const e2e_bind *b, size_t nb, bool positive, e2e_io *io);
 void e2e_io_free(e2e_io *io);
+/* The whole file at `path` (malloc'd, NUL-terminated), its size in *len; asserts it can be read. */
+char *e2e_slurp(const char *path, size_t *len);
 
 #endif

@@ -24,22 +24,9 @@ static void rm_rf(const char *dir) {
   cr_assert_eq(system(cmd), 0);
 }
 
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "cannot read %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  *len = (size_t)n;
-  return b;
-}
-
 static void same_bytes(const char *a, const char *b) {
   size_t la, lb;
-  char *x = slurp(a, &la), *y = slurp(b, &lb);
+  char *x = e2e_slurp(a, &la), *y = e2e_slurp(b, &lb);
   cr_assert(la == lb && !memcmp(x, y, la), "%s (%zu bytes) and %s (%zu bytes) differ", a, la, b, lb);
   free(x);
   free(y);
@@ -122,7 +109,7 @@ LOOM_TEST(e2e_cache, corrupt_truncated_and_mismatched_entries_are_ignored_and_re
   char names[16][300];
   cr_assert_eq(entries(cache, names, 16), 3);
   size_t len0, len1, len2;
-  char *e0 = slurp(names[0], &len0), *e1 = slurp(names[1], &len1), *e2 = slurp(names[2], &len2);
+  char *e0 = e2e_slurp(names[0], &len0), *e1 = e2e_slurp(names[1], &len1), *e2 = e2e_slurp(names[2], &len2);
   /* 0: a byte of the payload (its last) flipped; 1: truncated by one byte; 2: entry 1's bytes under 2's name */
   e0[len0 - 1] ^= 0x40;
   FILE *f = fopen(names[0], "wb");

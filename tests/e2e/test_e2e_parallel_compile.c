@@ -41,19 +41,6 @@ LOOM_TEST(e2e_parallel_compile, a_llama_block_with_cache_compiled_on_three_worke
   compile_and_check("models/llama_block.loom", "3", 3, s, 3, 2);
 }
 
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "cannot read %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  *len = (size_t)n;
-  return b;
-}
-
 /* `loom compile` of the llama block into dir/<name>.so on `threads` workers (NULL: the default),
  * with the cache at dir/cache or none; asserts the cache line's hits and misses. */
 static void compile_artifact(const char *dir, const char *name, const char *threads, bool cache, const char *want) {
@@ -79,11 +66,11 @@ LOOM_TEST(e2e_parallel_compile, artifacts_are_the_same_bytes_for_every_worker_co
   char a[96], b[96];
   snprintf(a, sizeof a, "%s/t1.so", dir);
   size_t la;
-  char *x = slurp(a, &la);
+  char *x = e2e_slurp(a, &la);
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     snprintf(b, sizeof b, "%s/%s.so", dir, names[i]);
     size_t lb;
-    char *y = slurp(b, &lb);
+    char *y = e2e_slurp(b, &lb);
     cr_assert(la == lb && !memcmp(x, y, la), "t1.so (%zu bytes) and %s.so (%zu bytes) differ", la, names[i], lb);
     free(y);
   }
