@@ -33,11 +33,12 @@ LOOM_MUST_USE loom_status loom_onnx_read_file(const char *path, const char *what
 
 /* Decodes `tp` into `out` (all allocations in `arena`). `file` and `what` ("initializer 'w'",
  * "attribute 'value' of node 3 (Constant 'c')") prefix messages; `dir` is where external
- * data lives (NULL: refused). With `borrow`, raw_data of a type of 8 bits or more, 16-byte
- * aligned, is used in place (out->data points into tp, which must outlive out: a model keeps
- * its unpacked ModelProto) instead of being copied. */
+ * data lives (NULL: refused). With a `keeper` (the model being loaded, which keeps its unpacked
+ * ModelProto), the bytes of a type of 8 bits or more are used in place instead of copied:
+ * raw_data when 16-byte aligned, external data from the keeper's read-only mapping of its file
+ * when its offset is 16-byte aligned. */
 LOOM_MUST_USE loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *file,
-                                                  const char *what, const char *dir, bool borrow,
+                                                  const char *what, const char *dir, loom_onnx_model *keeper,
                                                   loom_arena *arena, loom_onnx_tensor *out);
 
 /* Checks a decoded tensor against a declared value (element type, rank, fixed dims); a

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "base/map.h"
 #include "frontend/onnx/onnx_internal.h"
@@ -197,7 +198,7 @@ static loom_status convert_attr(conv *c, const Onnx__AttributeProto *ap, const l
     if (!ap->t) return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: type tensor but no tensor", c->file, where);
     a->t = LOOM_ARENA_NEW(ar, loom_onnx_tensor);
     if (!a->t) return LOOM_OOM();
-    LOOM_PROPAGATE(loom_onnx_tensor_decode(ap->t, c->file, where, c->dir, true, ar, a->t));
+    LOOM_PROPAGATE(loom_onnx_tensor_decode(ap->t, c->file, where, c->dir, c->m, ar, a->t));
     break;
   case LOOM_ONNX_ATTR_GRAPH:
     if (!ap->g) return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: type graph but no graph", c->file, where);
@@ -234,7 +235,7 @@ static loom_status convert_attr(conv *c, const Onnx__AttributeProto *ap, const l
     for (size_t i = 0; i < a->count; i++) {
       a->tensors[i] = LOOM_ARENA_NEW(ar, loom_onnx_tensor);
       if (!a->tensors[i]) return LOOM_OOM();
-      LOOM_PROPAGATE(loom_onnx_tensor_decode(ap->tensors[i], c->file, where, c->dir, true, ar, a->tensors[i]));
+      LOOM_PROPAGATE(loom_onnx_tensor_decode(ap->tensors[i], c->file, where, c->dir, c->m, ar, a->tensors[i]));
     }
     break;
   case LOOM_ONNX_ATTR_GRAPHS:
@@ -348,7 +349,7 @@ static loom_status convert_graph_in_scope(conv *c, const Onnx__GraphProto *gp, s
     }
     char what[LABEL_SIZE];
     snprintf(what, sizeof what, "initializer '%s'", tp->name);
-    s = loom_onnx_tensor_decode(tp, c->file, what, c->dir, true, ar, t);
+    s = loom_onnx_tensor_decode(tp, c->file, what, c->dir, c->m, ar, t);
     if (!s) s = intern(c, tp->name, &t->name);
     if (s) break;
     g->n_initializers = i + 1;
@@ -479,6 +480,11 @@ loom_status loom_onnx_model_load(const char *path, loom_onnx_model **out) {
 void loom_onnx_model_free(loom_onnx_model *m) {
   if (!m) return;
   if (m->proto) onnx__model_proto__free_unpacked(m->proto, NULL);
+  for (size_t i = 0; i < m->nmaps; i++) {
+    munmap(m->maps[i].base, m->maps[i].len);
+    free(m->maps[i].path);
+  }
+  free(m->maps);
   loom_interner_destroy(&m->names);
   loom_arena_destroy(&m->arena);
   free(m);

@@ -168,6 +168,13 @@ typedef struct loom_onnx_opset {
   int64_t version;
 } loom_onnx_opset;
 
+/* An external data file mapped for the model's tensors (read only, unmapped with the model). */
+typedef struct loom_onnx_mapping {
+  char *path; /* resolved */
+  void *base;
+  size_t len;
+} loom_onnx_mapping;
+
 typedef struct loom_onnx_model {
   const char *path;             /* the file it came from (or the name given to parse) */
   int64_t ir_version;           /* ModelProto.ir_version (0 when absent) */
@@ -180,6 +187,8 @@ typedef struct loom_onnx_model {
   loom_arena arena;             /* owns everything above */
   loom_interner names;          /* interned names */
   struct Onnx__ModelProto *proto; /* the unpacked protobuf: initializers' bytes point into it */
+  loom_onnx_mapping *maps;      /* external data files its tensors point into */
+  size_t nmaps;
 } loom_onnx_model;
 
 /* Loads `path`. External data files are looked up in the model's directory. */

@@ -6,10 +6,12 @@
  * Every size is computed with overflow checks and compared with the bytes present
  * before anything is allocated, so a corrupt dim cannot ask for a huge buffer. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -106,9 +108,12 @@ static bool location_is_contained(const char *location) {
   return true;
 }
 
-/* Reads `nbytes` bytes of external data described by `tp`'s external_data entries into `dst`. */
-static loom_status read_external(const Onnx__TensorProto *tp, const char *file, const char *what,
-                                 const char *dir, size_t nbytes, void *dst) {
+/* Where `nbytes` bytes of external data described by `tp`'s external_data entries are: the
+ * resolved file (malloc'd, inside the model's directory, a regular file holding them) and the
+ * offset in it; `*shown` (malloc'd) is the path as messages name it. */
+static loom_status locate_external(const Onnx__TensorProto *tp, const char *file, const char *what, const char *dir,
+                                   size_t nbytes, char **out_file, char **shown, uint64_t *out_offset) {
+  *out_file = *shown = NULL;
   const char *location = NULL, *offset_s = NULL, *length_s = NULL;
   for (size_t i = 0; i < tp->n_external_data; i++) {
     const Onnx__StringStringEntryProto *e = tp->external_data[i];
@@ -142,7 +147,6 @@ static loom_status read_external(const Onnx__TensorProto *tp, const char *file, 
   char *real_dir = realpath(dir, NULL);
   char *real_file = NULL;
   loom_status s = LOOM_OK;
-  FILE *f = NULL;
   if (!path) {
     s = LOOM_OOM();
     goto done;
@@ -159,27 +163,85 @@ static loom_status read_external(const Onnx__TensorProto *tp, const char *file, 
                    file, what, path, real_file);
     goto done;
   }
-  f = fopen(real_file, "rb");
   struct stat st;
-  if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (stat(real_file, &st) != 0 || !S_ISREG(st.st_mode)) {
     s = LOOM_ERROR(IO_ERROR, "%s: %s: cannot read external data file %s", file, what, path);
     goto done;
   }
   uint64_t end;
-  if (__builtin_add_overflow(offset, length, &end) || end > (uint64_t)st.st_size) {
+  if (__builtin_add_overflow(offset, length, &end) || end > (uint64_t)st.st_size || offset > (uint64_t)LLONG_MAX) {
     s = LOOM_ERROR(OUT_OF_RANGE, "%s: %s: external data [%" PRIu64 ", +%" PRIu64 ") runs past the end of %s (%lld bytes)",
                    file, what, offset, length, path, (long long)st.st_size);
     goto done;
   }
-  if (offset > (uint64_t)LLONG_MAX || fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, nbytes, f) != nbytes) {
-    s = LOOM_ERROR(IO_ERROR, "%s: %s: reading %zu bytes at offset %" PRIu64 " of %s failed", file, what,
-                   nbytes, offset, path);
-    goto done;
-  }
 done:
+  free(real_dir);
+  if (s) {
+    free(real_file);
+    free(path);
+    return s;
+  }
+  *out_file = real_file;
+  *shown = path;
+  *out_offset = offset;
+  return LOOM_OK;
+}
+
+/* Reads `nbytes` bytes of external data into `dst`. */
+static loom_status read_external(const Onnx__TensorProto *tp, const char *file, const char *what, const char *dir,
+                                 size_t nbytes, void *dst) {
+  char *real_file, *path;
+  uint64_t offset;
+  LOOM_PROPAGATE(locate_external(tp, file, what, dir, nbytes, &real_file, &path, &offset));
+  loom_status s = LOOM_OK;
+  FILE *f = fopen(real_file, "rb");
+  if (!f || fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, nbytes, f) != nbytes)
+    s = LOOM_ERROR(IO_ERROR, "%s: %s: reading %zu bytes at offset %" PRIu64 " of %s failed", file, what, nbytes,
+                   offset, path);
   if (f) fclose(f);
   free(real_file);
-  free(real_dir);
+  free(path);
+  return s;
+}
+
+/* The external data in place, in the keeper's mapping of its file (mapped once per file, read
+ * only, unmapped by loom_onnx_model_free); NULL in *out when its offset is not 16-byte aligned
+ * (the caller copies it). */
+static loom_status map_external(const Onnx__TensorProto *tp, const char *file, const char *what, const char *dir,
+                                size_t nbytes, loom_onnx_model *keeper, const void **out) {
+  *out = NULL;
+  char *real_file, *path;
+  uint64_t offset;
+  LOOM_PROPAGATE(locate_external(tp, file, what, dir, nbytes, &real_file, &path, &offset));
+  loom_status s = LOOM_OK;
+  loom_onnx_mapping *mp = NULL;
+  for (size_t i = 0; i < keeper->nmaps && !mp; i++)
+    if (!strcmp(keeper->maps[i].path, real_file)) mp = &keeper->maps[i];
+  if (!mp) {
+    loom_onnx_mapping *grown = realloc(keeper->maps, (keeper->nmaps + 1) * sizeof *grown);
+    int fd = grown ? open(real_file, O_RDONLY | O_CLOEXEC) : -1;
+    struct stat st;
+    if (grown) keeper->maps = grown;
+    if (!grown) s = LOOM_OOM();
+    else if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0)
+      s = LOOM_ERROR(IO_ERROR, "%s: %s: cannot read external data file %s", file, what, path);
+    else {
+      void *base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (base == MAP_FAILED) s = LOOM_ERROR(IO_ERROR, "%s: %s: cannot map external data file %s: %s", file, what, path, strerror(errno));
+      else {
+        mp = &keeper->maps[keeper->nmaps++];
+        *mp = (loom_onnx_mapping){.path = real_file, .base = base, .len = (size_t)st.st_size};
+        real_file = NULL; /* the mapping keeps it */
+      }
+    }
+    if (fd >= 0) close(fd);
+  }
+  /* the file may have shrunk since it was mapped (another tensor's check saw its size then) */
+  if (!s && (offset > mp->len || nbytes > mp->len - offset))
+    s = LOOM_ERROR(OUT_OF_RANGE, "%s: %s: external data [%" PRIu64 ", +%zu) runs past the end of %s (%zu bytes mapped)",
+                   file, what, offset, nbytes, path, mp->len);
+  if (!s && offset % 16 == 0) *out = (const uint8_t *)mp->base + offset;
+  free(real_file);
   free(path);
   return s;
 }
@@ -235,7 +297,8 @@ static void unpack(loom_dtype dt, const uint8_t *packed, size_t n, uint8_t *dst)
 }
 
 loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *file, const char *what,
-                                    const char *dir, bool borrow, loom_arena *arena, loom_onnx_tensor *out) {
+                                    const char *dir, loom_onnx_model *keeper, loom_arena *arena,
+                                    loom_onnx_tensor *out) {
   const char *name = tp->name ? tp->name : "";
   memset(out, 0, sizeof *out);
   out->name = loom_arena_strdup(arena, name);
@@ -294,9 +357,17 @@ loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *fil
     LOOM_PROPAGATE(check_count(file, what, field, have, width < 8 ? (int64_t)fbytes : numel));
   }
   if (nbytes == 0) return LOOM_OK;
-  if (borrow && !external && tp->has_raw_data && width >= 8 && (uintptr_t)tp->raw_data.data % 16 == 0) {
+  if (keeper && !external && tp->has_raw_data && width >= 8 && (uintptr_t)tp->raw_data.data % 16 == 0) {
     out->data = tp->raw_data.data; /* in place: the model keeps tp */
     return LOOM_OK;
+  }
+  if (keeper && external && width >= 8) {
+    const void *at;
+    LOOM_PROPAGATE(map_external(tp, file, what, dir, nbytes, keeper, &at));
+    if (at) {
+      out->data = (void *)at; /* in place, read only: constants are never written */
+      return LOOM_OK;
+    }
   }
   out->data = loom_arena_alloc(arena, nbytes, 16);
   uint8_t *packed = width < 8 ? loom_arena_alloc(arena, fbytes, 16) : out->data;
@@ -324,7 +395,7 @@ loom_status loom_onnx_tensor_parse(const void *bytes, size_t len, const char *na
   char what[256];
   if (tp->name && *tp->name) snprintf(what, sizeof what, "tensor '%s'", tp->name);
   else snprintf(what, sizeof what, "tensor");
-  loom_status s = t ? loom_onnx_tensor_decode(tp, name, what, NULL, false, arena, t) : LOOM_OOM();
+  loom_status s = t ? loom_onnx_tensor_decode(tp, name, what, NULL, NULL, arena, t) : LOOM_OOM();
   onnx__tensor_proto__free_unpacked(tp, NULL);
   if (s) return s;
   *out = t;
