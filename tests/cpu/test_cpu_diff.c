@@ -565,6 +565,36 @@ LOOM_TEST(cpu, lane_mode_lets_selects_casts_and_uniform_loads) {
                "  }\n}\n", &o);
 }
 
+LOOM_TEST(cpu, lane_mode_strided_loads_read_only_their_elements) {
+  /* loads at stride 2, 3 and 4 (a strided convolution's input: one masked load and a shuffle),
+   * the last lane of each at the last element of its row; a symbolic offset; a stride-2 read
+   * of the buffer the body writes is a cross-lane dependence (left to the loop vectoriser) */
+  cpu_diff_opts o = opts(medium, 10, 1e-6);
+  diff_program("prim @sl(X: Buffer[(n, 23), f32], Y: Buffer[(n, 8), f32], Z: Buffer[(n, 64), f32], W: Buffer[(n, 16), f32],\n"
+               "         V: Buffer[(n, 2*m + 14), f32], U: Buffer[(n, m + 8), f32], A: Buffer[(n, 16), f32]) {\n"
+               "  for i in 0..n {\n"
+               "    for j in 0..8 vectorize { Y[i, j] = X[i, 2*j + 8] + X[i, 3*j + 1] * 2.0 - X[i, j] }\n"
+               "    for k in 0..16 vectorize { W[i, k] = Z[i, 4*k + 3] * Z[i, k] }\n"
+               "    for q in 0..m { for j in 0..8 vectorize { U[i, q + j] = V[i, 2*j + 2*q + 1] + U[i, q + j] } }\n"
+               "    for j in 0..8 vectorize { A[i, j] = A[i, 2*j] + 1.0 }\n"
+               "  }\n}\n", &o);
+  /* the strided loads are lane-mode code (masked loads), not the loop vectoriser's */
+  tp_fixture fx;
+  cpu_parse_ok(&fx, "prim @sl2(X: Buffer[(n, 23), f32], Y: Buffer[(n, 8), f32]) {\n"
+                    "  for i in 0..n { for j in 0..8 vectorize { Y[i, j] = X[i, 3*j + 1] } }\n}\n");
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  const loom_tp_func *fs[1] = {fx.f};
+  cr_assert_null(loom_cpu_emit_ir(NULL, fx.cx, fs, 1, false, &sb));
+  const char *ir = loom_strbuf_cstr(&sb);
+  cr_assert(strstr(ir, "@llvm.masked.load.v24f32") != NULL, "%s", ir);
+  cr_assert(strstr(ir, "<24 x i1> <i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, "
+                       "i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, "
+                       "i1 true, i1 true, i1 false, i1 false>") != NULL, "%s", ir);
+  loom_strbuf_free(&sb);
+  tp_fixture_free(&fx);
+}
+
 LOOM_TEST(cpu, lane_mode_refuses_cross_lane_dependences) {
   /* A[i, j + 1] = A[i, j] + X: a recurrence; must run in order (falls back to a loop). */
   cpu_diff_opts o = opts(small, 12, 1e-6);
