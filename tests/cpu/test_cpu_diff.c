@@ -730,6 +730,33 @@ static loom_status gen_linear3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **o
 }
 
 LOOM_TEST(cpu, schedule_rule_tiles_generated_matmul) { generated_schedule_and_diff(gen_mm22); }
+
+/* With at least a panel's width of columns, the column tail is one more whole panel ending at
+ * the last column (overlapping the previous one); fewer columns take the narrow variant
+ * (panels of 8, then columns one by one). Around each boundary, for every vector width. */
+LOOM_TEST(cpu, schedule_rule_matmul_column_tail_is_one_overlapping_panel) {
+  loom_arena a;
+  loom_arena_init(&a, NULL, 0);
+  loom_sym_ctx *cx;
+  cr_assert_null(loom_sym_ctx_create(NULL, &cx));
+  loom_tp_func *f;
+  cr_assert_null(gen_mm22(&a, cx, &f));
+  loom_strbuf text;
+  loom_strbuf_init(&text, NULL);
+  loom_tp_print_func(f, &text);
+  static const int64_t sz[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 49, 63, 65};
+  cpu_diff_opts o = opts(sz, 14, 1e-4);
+  o.trials = 10;
+  static const int vbytes[] = {64, 32, 16};
+  for (size_t v = 0; v < sizeof vbytes / sizeof *vbytes; v++) {
+    char want[96];
+    snprintf(want, sizeof want, "column tail: one more %d-column panel ending at the last column", vbytes[v] / 2);
+    schedule_for_and_diff(loom_strbuf_cstr(&text), vbytes[v], want, &o);
+  }
+  loom_strbuf_free(&text);
+  loom_sym_ctx_destroy(cx);
+  loom_arena_destroy(&a);
+}
 LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_rank3_shared_b) { generated_schedule_and_diff(gen_mm32); }
 LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_rank4) { generated_schedule_and_diff(gen_mm44); }
 LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_broadcast_b) { generated_schedule_and_diff(gen_mm43); }
