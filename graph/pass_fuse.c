@@ -154,47 +154,96 @@ static loom_tp_pattern pattern_of(fuser *fz, const loom_tp_func *tp) {
   return pat;
 }
 
-static bool expr_costly(const loom_tp_expr *e) {
+typedef struct var_probe {
+  const loom_sym_expr *var;
+  bool found;
+} var_probe;
+
+static void probe_cb(void *ud, const loom_sym_expr *v) {
+  var_probe *p = ud;
+  if (v == p->var) p->found = true;
+}
+
+/* Whether e depends on the loop variable `inner` (through a symbol or a load's index; NULL:
+ * outside every loop, never). A let is assumed to (its value is not looked at). */
+static bool expr_varies(const loom_tp_expr *e, const loom_sym_expr *inner) {
+  if (!inner) return false;
   switch (e->kind) {
+  case LOOM_TP_EXPR_SYM: {
+    var_probe p = {inner, false};
+    loom_sym_for_each_var(e->u.sym, probe_cb, &p);
+    return p.found;
+  }
+  case LOOM_TP_EXPR_LETREF:
+    return true;
   case LOOM_TP_EXPR_LOAD:
     for (int d = 0; d < e->u.load.buf->ndim; d++)
-      if (expr_costly(e->u.load.idx[d])) return true;
+      if (expr_varies(e->u.load.idx[d], inner)) return true;
     return false;
   case LOOM_TP_EXPR_OP:
-    if (e->u.op.op == LOOM_TP_OP_DIV || e->u.op.op == LOOM_TP_OP_MOD ||
-        (loom_tp_op_class_of(e->u.op.op) == LOOM_TP_CLASS_MATH && e->u.op.op != LOOM_TP_OP_FMA))
-      return true;
     for (int k = 0; k < loom_tp_op_arity(e->u.op.op); k++)
-      if (expr_costly(e->u.op.args[k])) return true;
+      if (expr_varies(e->u.op.args[k], inner)) return true;
     return false;
   case LOOM_TP_EXPR_CAST:
-    return expr_costly(e->u.cast_arg);
+    return expr_varies(e->u.cast_arg, inner);
   case LOOM_TP_EXPR_SELECT:
-    return expr_costly(e->u.select.cond) || expr_costly(e->u.select.then_e) || expr_costly(e->u.select.else_e);
+    return expr_varies(e->u.select.cond, inner) || expr_varies(e->u.select.then_e, inner) ||
+           expr_varies(e->u.select.else_e, inner);
   default:
     return false;
   }
 }
 
-/* Whether a program computes a math intrinsic or a division per element. */
-static bool stmt_costly(const loom_tp_stmt *s) {
-  switch (s->kind) {
-  case LOOM_TP_STMT_SEQ:
-    for (size_t i = 0; i < s->u.seq.n; i++)
-      if (stmt_costly(s->u.seq.items[i])) return true;
+/* A math intrinsic or a division that varies along the innermost loop `inner` (one that does
+ * not, such as batch_norm's rsqrt(var[c] + eps) in a loop over the columns, is computed once
+ * per row: LLVM hoists it out of the loop it does not depend on). */
+static bool expr_costly(const loom_tp_expr *e, const loom_sym_expr *inner) {
+  switch (e->kind) {
+  case LOOM_TP_EXPR_LOAD:
+    for (int d = 0; d < e->u.load.buf->ndim; d++)
+      if (expr_costly(e->u.load.idx[d], inner)) return true;
     return false;
-  case LOOM_TP_STMT_FOR:
-    return stmt_costly(s->u.loop.body);
-  case LOOM_TP_STMT_STORE:
-    return expr_costly(s->u.store.value);
-  case LOOM_TP_STMT_LET:
-    return expr_costly(s->u.let.value);
-  case LOOM_TP_STMT_IF:
-    return expr_costly(s->u.if_.cond) || stmt_costly(s->u.if_.then_s) || (s->u.if_.else_s && stmt_costly(s->u.if_.else_s));
+  case LOOM_TP_EXPR_OP:
+    if ((e->u.op.op == LOOM_TP_OP_DIV || e->u.op.op == LOOM_TP_OP_MOD ||
+         (loom_tp_op_class_of(e->u.op.op) == LOOM_TP_CLASS_MATH && e->u.op.op != LOOM_TP_OP_FMA)) &&
+        expr_varies(e, inner))
+      return true;
+    for (int k = 0; k < loom_tp_op_arity(e->u.op.op); k++)
+      if (expr_costly(e->u.op.args[k], inner)) return true;
+    return false;
+  case LOOM_TP_EXPR_CAST:
+    return expr_costly(e->u.cast_arg, inner);
+  case LOOM_TP_EXPR_SELECT:
+    return expr_costly(e->u.select.cond, inner) || expr_costly(e->u.select.then_e, inner) ||
+           expr_costly(e->u.select.else_e, inner);
   default:
     return false;
   }
 }
+
+/* Whether a program computes a math intrinsic or a division per element (one that varies
+ * along the innermost loop around it). */
+static bool stmt_costly_in(const loom_tp_stmt *s, const loom_sym_expr *inner) {
+  switch (s->kind) {
+  case LOOM_TP_STMT_SEQ:
+    for (size_t i = 0; i < s->u.seq.n; i++)
+      if (stmt_costly_in(s->u.seq.items[i], inner)) return true;
+    return false;
+  case LOOM_TP_STMT_FOR:
+    return stmt_costly_in(s->u.loop.body, s->u.loop.var);
+  case LOOM_TP_STMT_STORE:
+    return expr_costly(s->u.store.value, inner);
+  case LOOM_TP_STMT_LET:
+    return expr_costly(s->u.let.value, inner);
+  case LOOM_TP_STMT_IF:
+    return expr_costly(s->u.if_.cond, inner) || stmt_costly_in(s->u.if_.then_s, inner) ||
+           (s->u.if_.else_s && stmt_costly_in(s->u.if_.else_s, inner));
+  default:
+    return false;
+  }
+}
+
+static bool stmt_costly(const loom_tp_stmt *s) { return stmt_costly_in(s, NULL); }
 
 /* Counts the loads of `buf` and whether each reads every element once: its indices are
  * distinct enclosing loop variables, as many as there are enclosing loops. */
@@ -272,11 +321,23 @@ static void scan_reads(read_scan *r, const loom_tp_stmt *s) {
   case LOOM_TP_STMT_LET:
     scan_reads_expr(r, s->u.let.value);
     return;
-  case LOOM_TP_STMT_IF:
+  case LOOM_TP_STMT_IF: {
+    /* the two branches exclude each other: each is scanned from the state before the `if`,
+     * loads count per path (the larger branch), and loads in different innermost loops of
+     * the two branches are still one pass (conv_pad's row chunks or whole short rows) unless
+     * another load follows */
     scan_reads_expr(r, s->u.if_.cond);
-    scan_reads(r, s->u.if_.then_s);
-    if (s->u.if_.else_s) scan_reads(r, s->u.if_.else_s);
+    read_scan t = *r, e = *r;
+    scan_reads(&t, s->u.if_.then_s);
+    if (s->u.if_.else_s) scan_reads(&e, s->u.if_.else_s);
+    bool tl = t.loads > r->loads, el = e.loads > r->loads;
+    static const loom_tp_stmt branches; /* the pass after loads in two different loops */
+    r->once = t.once && e.once;
+    r->one_pass = t.one_pass && e.one_pass;
+    r->pass = tl && el && t.pass != e.pass ? &branches : tl ? t.pass : el ? e.pass : r->pass;
+    r->loads = t.loads > e.loads ? t.loads : e.loads;
     return;
+  }
   default:
     return;
   }
@@ -284,8 +345,9 @@ static void scan_reads(read_scan *r, const loom_tp_stmt *s) {
 
 /* How program f reads its parameter buffer named `name`: *one_pass when every load lies
  * in one innermost loop (a recomputed producer is then computed once per iteration there:
- * loads of one statement are one value to LLVM), *once when there is one load, indexed by
- * distinct loop variables covering its whole loop nest (each element read once). */
+ * loads of one statement are one value to LLVM; the two branches of an `if` are two paths,
+ * each may have its own loop), *once when there is one load per path, indexed by distinct
+ * loop variables covering its whole loop nest (each element read once). */
 static void read_kind(const loom_tp_func *f, const char *name, bool *one_pass, bool *once) {
   *one_pass = *once = false;
   for (size_t i = 0; i < f->nparams; i++) {

@@ -294,6 +294,7 @@ typedef struct mm_ctx {
   bool pack;                             /* pack B panels (cache_read) */
   loom_strbuf *why;
   int64_t widths[3];                     /* panel widths, widest first (panel_widths) */
+  bool overlap;                          /* the widest panels' column tail: one overlapping panel */
 } mm_ctx;
 
 /* Moves the header of `l` down `times` levels of a perfect nest; returns the node holding it. */
@@ -430,8 +431,11 @@ static loom_status panel_indices(mm_ctx *c, loom_tp_stmt *ji, const loom_sym_exp
   return st;
 }
 
+static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, loom_tp_stmt *jt, int64_t width, bool outermost);
+
 /* `top`: a loop over columns with, below it, nbatch batch loops, the i loop and the body.
- * Tiles it with panels of c->widths[w] and its column tail with the next widths. */
+ * Tiles it with panels of c->widths[w] and its column tail with the next widths (or, with
+ * c->overlap, the widest panels' tail with one more whole panel ending at the last column). */
 static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost) {
   int64_t width = c->widths[w];
   if (width == 1) {
@@ -441,13 +445,32 @@ static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost
     loom_strbuf_printf(c->why, "  columns %s one by one: ", loom_sym_var_name(top->u.loop.var));
     return row_tiles(c, il, NULL, 1, true);
   }
-  loom_tp_stmt *jo, *ji, *jt;
-  loom_status st = loom_tp_split(c->a, c->cx, c->view, top, width, &jo, &ji, &jt);
+  loom_tp_stmt *jo, *ji, *jt, *jti = NULL;
+  loom_status st;
+  if (w == 0 && c->overlap && !c->m->panel) {
+    st = loom_tp_split_overlap(c->a, c->cx, c->view, top, width, &jo, &ji, &jt, &jti);
+    if (!st) {
+      LOOM_PROPAGATE(panel(c, jo, ji, NULL, width, outermost));
+      if (!jt) return LOOM_OK;
+      loom_strbuf_printf(c->why, "  column tail: one more %lld-column panel ending at the last column,\n", (long long)width);
+      return panel(c, jt, jti, NULL, width, false);
+    }
+    if (loom_status_code(st) != LOOM_CODE_FAILED_PRECONDITION) return st;
+    loom_status_free(st);
+  }
+  st = loom_tp_split(c->a, c->cx, c->view, top, width, &jo, &ji, &jt);
   if (st && loom_status_code(st) == LOOM_CODE_FAILED_PRECONDITION) { /* extent known to be small */
     loom_status_free(st);
     return panels(c, top, w + 1, outermost);
   }
   LOOM_PROPAGATE(st);
+  LOOM_PROPAGATE(panel(c, jo, ji, jt, width, outermost));
+  return jt ? panels(c, jt, w + 1, false) : LOOM_OK;
+}
+
+/* One panel loop `jo` of `width` columns (`ji` its inner loop; `jt` the split's tail, if any):
+ * row tiles, B packed at the deepest batch loop its indices use. */
+static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, loom_tp_stmt *jt, int64_t width, bool outermost) {
   const char *jin = loom_sym_var_name(ji->u.loop.var);
   /* B laid out in panels of this width: its index [floordiv(P*jo + ji, P), r, floormod(..)]
    * is [jo, r, ji] given 0 <= ji < P, so each panel is read where it lies (no packing) */
@@ -471,8 +494,53 @@ static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost
     LOOM_PROPAGATE(set_kind_named(c->cx, fill, jin, LOOM_TP_LOOP_VECTORIZE));
   }
   if (outermost) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
+  return LOOM_OK;
+}
 
-  return jt ? panels(c, jt, w + 1, false) : LOOM_OK;
+/* The narrow-column variant of the general path (fewer columns than a widest panel). */
+static loom_status narrow_cols(void *ud, loom_tp_func *view) {
+  mm_ctx c = *(const mm_ctx *)ud;
+  c.view = view;
+  c.overlap = false;
+  return panels(&c, view->body, 1, true);
+}
+
+/* The general path's column panels, `*slot` the j loop. When the column extent is a symbol
+ * (matmul's n, a convolution's output pixels), a variant for fewer columns than a widest panel
+ * (narrower panels, then columns one by one) and, under columns >= that width, the widest
+ * panels with their tail as one more whole panel ending at the last column (overlapping: those
+ * columns are computed twice, at the register tile's speed, where narrow tail panels ran at a
+ * quarter of it and single columns at a sixteenth). */
+static loom_status general_panels(mm_ctx *c, loom_tp_stmt **slot) {
+  const loom_sym_expr *cols = (*slot)->u.loop.extent;
+  int64_t width = c->widths[0];
+  if (c->m->panel || !loom_sym_is_var(cols) || width <= c->widths[1]) return panels(c, *slot, 0, true);
+  const loom_sym_expr *guard = loom_sym_cmp(c->cx, LOOM_SYM_LT, cols, loom_sym_const(c->cx, width));
+  if (!guard) return LOOM_OOM();
+  loom_tp_func sub = *c->view;
+  sub.body = *slot;
+  loom_strbuf narrow;
+  loom_strbuf_init(&narrow, NULL);
+  mm_ctx nc = *c;
+  nc.why = &narrow;
+  loom_status st = loom_tp_add_variant(c->a, c->cx, &sub, guard, narrow_cols, &nc);
+  if (!st && (sub.body == *slot || sub.body->kind != LOOM_TP_STMT_IF)) { /* not added: as before */
+    loom_strbuf_free(&narrow);
+    return panels(c, *slot, 0, true);
+  }
+  if (!st) {
+    *slot = sub.body;
+    loom_sym_facts_push(c->cx);
+    st = loom_sym_assume_range(c->cx, cols, width, INT64_MAX);
+    c->overlap = true;
+    if (!st) st = panels(c, sub.body->u.if_.else_s, 0, true);
+    c->overlap = false;
+    loom_sym_facts_pop(c->cx);
+    loom_sym_print(cols, c->why);
+    loom_strbuf_printf(c->why, " < %lld: narrow columns:\n%s", (long long)width, loom_strbuf_cstr(&narrow));
+  }
+  loom_strbuf_free(&narrow);
+  return st;
 }
 
 /* The reduction loop's variable name. */
@@ -580,7 +648,7 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
   loom_strbuf small, steps;
   loom_strbuf_init(&small, NULL);
   loom_strbuf_init(&steps, NULL);
-  mm_ctx c = {a, cx, &view, &m, 0, true, &small, {0}};
+  mm_ctx c = {a, cx, &view, &m, 0, true, &small, {0}, false};
   panel_widths(p->vector_bytes, c.widths);
   int64_t limit = orig->b_unit || orig->panel ? SMALL_M_UNIT : SMALL_M_TRANSPOSED;
   const loom_sym_expr *rows = orig->loops[orig->nloops - 2]->u.loop.extent;
@@ -592,7 +660,7 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
   loom_sym_facts_push(cx);
   if (!st && loom_sym_is_var(rows)) st = loom_sym_assume_range(cx, rows, limit, INT64_MAX);
   if (!st) st = j_to_top(&c, view.body->u.if_.else_s, &m);
-  if (!st) st = panels(&c, view.body->u.if_.else_s, 0, true);
+  if (!st) st = general_panels(&c, &view.body->u.if_.else_s);
   loom_sym_facts_pop(cx);
   if (st) {
     loom_strbuf_printf(why, "nest %s: matmul, register tiling refused (%s): plain schedule\n",

@@ -356,7 +356,8 @@ class Loom(System):
             raise RuntimeError("loom: " + (" ".join(r[1:]) if r else f"bench-loom-serve exited with {self.proc.poll()}"))
         size, dt, rank = int(r[1]), r[2], int(r[3])
         shape = tuple(int(d) for d in r[4:4 + rank])
-        self.call_ns = int(r[4 + rank])  # the C side's own time of the call (loom_rt_call + output copy)
+        self.call_ns = int(r[4 + rank])  # the C side's own time of loom_rt_call (the output copy excluded)
+        self.copy_ns = int(r[5 + rank])  # and of the copy of output 0 to the shared file
         if self.out_map is None or len(self.out_map) != size:
             if self.out_map is not None:
                 self.out_map.close()

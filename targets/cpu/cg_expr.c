@@ -374,6 +374,25 @@ static bool wrapped_index(cg *g, const loom_tp_expr *e, const loom_sym_expr *dim
   return true;
 }
 
+/* Lane mode, a load at stride s (cg_lane_stride): lanes 0, s, .., s*(W-1) from p. One masked
+ * load of the s*W elements from p with only the first s*(W-1)+1 enabled (the last lane read is
+ * the last element the access needs: a masked-off lane is never read, so never outside the
+ * buffer), then a shuffle of every s-th. */
+static LLVMValueRef strided_lane_load(cg *g, loom_dtype t, LLVMValueRef p, unsigned s) {
+  unsigned w = g->lanes, n = s * w, used = s * (w - 1) + 1;
+  LLVMTypeRef et = cg_mem_type(g, t), wide = LLVMVectorType(et, n);
+  LLVMValueRef mask[LOOM_CPU_MAX_LANES], sel[LOOM_CPU_MAX_LANES];
+  for (unsigned i = 0; i < n; i++) mask[i] = LLVMConstInt(g->t_i1, i < used, 0);
+  for (unsigned i = 0; i < w; i++) sel[i] = LLVMConstInt(g->t_i32, i * s, 0);
+  LLVMValueRef args[4] = {p, LLVMConstInt(g->t_i32, (unsigned long long)loom_dtype_size(t), 0), LLVMConstVector(mask, n),
+                          LLVMGetPoison(wide)};
+  LLVMTypeRef tys[2] = {wide, LLVMTypeOf(p)};
+  unsigned id = LLVMLookupIntrinsicID("llvm.masked.load", strlen("llvm.masked.load"));
+  LLVMValueRef decl = LLVMGetIntrinsicDeclaration(g->mod, id, tys, 2);
+  LLVMValueRef v = LLVMBuildCall2(g->b, LLVMIntrinsicGetType(g->c, id, tys, 2), decl, args, 4, "");
+  return LLVMBuildShuffleVector(g->b, v, LLVMGetPoison(wide), LLVMConstVector(sel, w), "");
+}
+
 LLVMValueRef cg_elem_ptr(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *idx) {
   LLVMValueRef base = lookup_buf(g, buf);
   LLVMValueRef off = NULL;
@@ -774,9 +793,12 @@ LLVMValueRef cg_expr(cg *g, const loom_tp_expr *e) {
     case LOOM_TP_EXPR_LOAD: {
       LLVMValueRef p = cg_elem_ptr(g, e->u.load.buf, e->u.load.idx);
       if (g->lanes && cg_expr_uses_lane(g, e)) {
-        LLVMTypeRef vt = LLVMVectorType(cg_mem_type(g, e->u.load.buf->dtype), g->lanes);
+        const loom_tp_buffer *buf = e->u.load.buf;
+        unsigned s = cg_lane_stride(g, e->u.load.idx[buf->ndim - 1]->u.sym, g->lane_var);
+        if (s > 1) return strided_lane_load(g, buf->dtype, p, s);
+        LLVMTypeRef vt = LLVMVectorType(cg_mem_type(g, buf->dtype), g->lanes);
         LLVMValueRef v = LLVMBuildLoad2(g->b, vt, p, "");
-        LLVMSetAlignment(v, (unsigned)loom_dtype_size(e->u.load.buf->dtype));
+        LLVMSetAlignment(v, (unsigned)loom_dtype_size(buf->dtype));
         return v;
       }
       LLVMValueRef v = LLVMBuildLoad2(g->b, cg_mem_type(g, e->u.load.buf->dtype), p, "");

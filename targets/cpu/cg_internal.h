@@ -71,6 +71,7 @@ typedef struct cg {
    * is bound to 0 and accesses that use it become <lanes x T> loads and stores */
   unsigned lanes;             /* 0: scalar code */
   const loom_sym_expr *lane_var;
+  unsigned lane_max_stride;   /* while checking a loop for lane mode: the largest load stride allowed */
   /* the machine (for the few operations lowered to x86 intrinsics; generic IR elsewhere) */
   bool x86;                   /* the target is x86-64 (SSE2: pmaddwd on 4 lanes) */
   bool avx2;                  /* ... with AVX2 (vpmaddwd on 8 lanes) */
@@ -98,6 +99,8 @@ LLVMValueRef cg_erf_f32(cg *g, LLVMValueRef x);  /* below 1.5e-7 absolute */
 LLVMValueRef cg_splat(cg *g, LLVMValueRef v, unsigned lanes);
 /* Lane mode: does `e` depend on the lane variable? */
 bool cg_expr_uses_lane(cg *g, const loom_tp_expr *e);
+/* Lane mode: the stride s of `var` in index `x` (x - s*var free of var, s in [1, 4]), else 0. */
+unsigned cg_lane_stride(cg *g, const loom_sym_expr *x, const loom_sym_expr *var);
 /* Branches to the function's failure exit when `bad` (i1) is true, after ctx->set_error(msg). */
 void cg_fail_if(cg *g, LLVMValueRef bad, const char *msg);
 /* As cg_fail_if, for an index read from data: the failure reports `index` (i64) and its valid

@@ -352,7 +352,10 @@ static void emit_parallel(cg *g, const loom_tp_stmt *s, LLVMValueRef extent) {
  * accesses use v only as `... + v` in their LAST index (unit stride) becomes straight-line
  * vector code: v is bound to 0, such loads/stores become <W x T> loads/stores at the
  * address of lane 0, values that do not depend on v stay scalar and are broadcast where
- * they meet a vector. Anything else (nested loops, ifs, v elsewhere in an index or as a
+ * they meet a vector. A load may also use v as `... + s*v` with a constant stride s in
+ * [2, 4] (s*W <= 64: a strided convolution's input): it becomes one masked load of the
+ * s*(W-1)+1 elements it spans (no element past the last one read, so never outside the
+ * buffer) and a shuffle that keeps every s-th (cg_lane_stride, cg_expr.c). Anything else (nested loops, ifs, v elsewhere in an index or as a
  * value, gathers, f16/bf16/bool memory, libm calls, float->int casts) is left to LLVM's
  * loop vectoriser through the loop metadata. This is what keeps a register tile of
  * accumulators (a Local buffer indexed by unrolled constants and v) in vector registers. */
@@ -371,6 +374,17 @@ static bool sym_uses(const loom_sym_expr *e, const loom_sym_expr *var) {
   var_probe p = {var, false};
   loom_sym_for_each_var(e, probe_fn, &p);
   return p.found;
+}
+
+/* The stride s of the lane variable in `x` (an index): x - s*var free of var, s in [1, 4];
+ * 0 when there is none. */
+unsigned cg_lane_stride(cg *g, const loom_sym_expr *x, const loom_sym_expr *var) {
+  for (int64_t s = 1; s <= 4; s++) {
+    const loom_sym_expr *sv = s == 1 ? var : loom_sym_mul(g->cx, loom_sym_const(g->cx, s), var);
+    const loom_sym_expr *rest = sv ? loom_sym_sub(g->cx, x, sv) : NULL;
+    if (rest && !sym_uses(rest, var)) return (unsigned)s;
+  }
+  return 0;
 }
 
 bool cg_expr_uses_lane(cg *g, const loom_tp_expr *e) {
@@ -401,22 +415,22 @@ static bool lane_dtype_ok(loom_dtype t) {
   return t != LOOM_DTYPE_F16 && t != LOOM_DTYPE_BF16 && t != LOOM_DTYPE_BOOL && !loom_dtype_is_lowp_float(t);
 }
 
-/* An access's indices: v only in the last one, as `x + v` with x free of v. `uses`
- * says whether v appears at all. */
+/* An access's indices: v only in the last one, as `x + v` with x free of v (a load: or
+ * `x + s*v`, s in [2, 4], s*W <= 64). `uses` says whether v appears at all. */
 static bool lane_access_ok(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *idx, const loom_sym_expr *var,
-                           bool *uses);
+                           unsigned max_stride, bool *uses);
 static bool lane_expr_ok(cg *g, const loom_tp_expr *e, const loom_sym_expr *var);
 
 static bool lane_access_ok(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *idx, const loom_sym_expr *var,
-                           bool *uses) {
+                           unsigned max_stride, bool *uses) {
   *uses = false;
   for (int d = 0; d < buf->ndim; d++) {
     const loom_tp_expr *x = idx[d];
     if (x->kind != LOOM_TP_EXPR_SYM) return false; /* loaded indices: left to LLVM */
     if (!sym_uses(x->u.sym, var)) continue;
     if (d != buf->ndim - 1) return false;
-    const loom_sym_expr *rest = loom_sym_sub(g->cx, x->u.sym, var);
-    if (!rest || sym_uses(rest, var)) return false;
+    unsigned s = cg_lane_stride(g, x->u.sym, var);
+    if (s == 0 || s > max_stride) return false;
     *uses = true;
   }
   return lane_dtype_ok(buf->dtype) || !*uses;
@@ -431,7 +445,7 @@ static bool lane_expr_ok(cg *g, const loom_tp_expr *e, const loom_sym_expr *var)
       bool uses;
       for (int d = 0; d < e->u.load.buf->ndim; d++)
         if (e->u.load.idx[d]->kind != LOOM_TP_EXPR_SYM && !lane_expr_ok(g, e->u.load.idx[d], var)) return false;
-      if (!lane_access_ok(g, e->u.load.buf, e->u.load.idx, var, &uses)) return false;
+      if (!lane_access_ok(g, e->u.load.buf, e->u.load.idx, var, g->lane_max_stride, &uses)) return false;
       /* uniform loads must not hide v inside a loaded index */
       return true;
     }
@@ -476,7 +490,7 @@ static bool lane_stmt_ok(cg *g, const loom_tp_stmt *s, const loom_sym_expr *var)
       return true;
     case LOOM_TP_STMT_STORE: {
       bool uses;
-      if (!lane_access_ok(g, s->u.store.buf, s->u.store.idx, var, &uses) || !uses) return false;
+      if (!lane_access_ok(g, s->u.store.buf, s->u.store.idx, var, 1, &uses) || !uses) return false;
       if (!lane_dtype_ok(s->u.store.buf->dtype)) return false;
       return lane_expr_ok(g, s->u.store.value, var);
     }
@@ -572,10 +586,16 @@ static void emit_lanes(cg *g, const loom_tp_stmt *s, unsigned lanes) {
 static void emit_for(cg *g, const loom_tp_stmt *s) {
   int64_t c;
   bool is_const = loom_sym_is_const(s->u.loop.extent, &c);
-  if (s->u.loop.kind == LOOM_TP_LOOP_VECTORIZE && is_const && c >= 2 && c <= LOOM_CPU_MAX_LANES && !g->lanes &&
-      lane_stmt_ok(g, s->u.loop.body, s->u.loop.var) && lane_independent(s->u.loop.body)) {
-    emit_lanes(g, s, (unsigned)c);
-    return;
+  if (s->u.loop.kind == LOOM_TP_LOOP_VECTORIZE && is_const && c >= 2 && c <= LOOM_CPU_MAX_LANES && !g->lanes) {
+    /* strided loads only while s*W fits in 64 lanes */
+    g->lane_max_stride = (unsigned)(c * 4 <= LOOM_CPU_MAX_LANES ? 4 : c * 3 <= LOOM_CPU_MAX_LANES ? 3
+                                                                 : c * 2 <= LOOM_CPU_MAX_LANES ? 2 : 1);
+    bool ok = lane_stmt_ok(g, s->u.loop.body, s->u.loop.var) && lane_independent(s->u.loop.body);
+    g->lane_max_stride = 1;
+    if (ok) {
+      emit_lanes(g, s, (unsigned)c);
+      return;
+    }
   }
   if (s->u.loop.kind == LOOM_TP_LOOP_UNROLL && is_const && c <= UNROLL_MAX) {
     for (int64_t i = 0; i < c; i++) loop_body(g, s, cg_i64(g, i));

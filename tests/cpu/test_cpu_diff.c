@@ -565,6 +565,36 @@ LOOM_TEST(cpu, lane_mode_lets_selects_casts_and_uniform_loads) {
                "  }\n}\n", &o);
 }
 
+LOOM_TEST(cpu, lane_mode_strided_loads_read_only_their_elements) {
+  /* loads at stride 2, 3 and 4 (a strided convolution's input: one masked load and a shuffle),
+   * the last lane of each at the last element of its row; a symbolic offset; a stride-2 read
+   * of the buffer the body writes is a cross-lane dependence (left to the loop vectoriser) */
+  cpu_diff_opts o = opts(medium, 10, 1e-6);
+  diff_program("prim @sl(X: Buffer[(n, 23), f32], Y: Buffer[(n, 8), f32], Z: Buffer[(n, 64), f32], W: Buffer[(n, 16), f32],\n"
+               "         V: Buffer[(n, 2*m + 14), f32], U: Buffer[(n, m + 8), f32], A: Buffer[(n, 16), f32]) {\n"
+               "  for i in 0..n {\n"
+               "    for j in 0..8 vectorize { Y[i, j] = X[i, 2*j + 8] + X[i, 3*j + 1] * 2.0 - X[i, j] }\n"
+               "    for k in 0..16 vectorize { W[i, k] = Z[i, 4*k + 3] * Z[i, k] }\n"
+               "    for q in 0..m { for j in 0..8 vectorize { U[i, q + j] = V[i, 2*j + 2*q + 1] + U[i, q + j] } }\n"
+               "    for j in 0..8 vectorize { A[i, j] = A[i, 2*j] + 1.0 }\n"
+               "  }\n}\n", &o);
+  /* the strided loads are lane-mode code (masked loads), not the loop vectoriser's */
+  tp_fixture fx;
+  cpu_parse_ok(&fx, "prim @sl2(X: Buffer[(n, 23), f32], Y: Buffer[(n, 8), f32]) {\n"
+                    "  for i in 0..n { for j in 0..8 vectorize { Y[i, j] = X[i, 3*j + 1] } }\n}\n");
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  const loom_tp_func *fs[1] = {fx.f};
+  cr_assert_null(loom_cpu_emit_ir(NULL, fx.cx, fs, 1, false, &sb));
+  const char *ir = loom_strbuf_cstr(&sb);
+  cr_assert(strstr(ir, "@llvm.masked.load.v24f32") != NULL, "%s", ir);
+  cr_assert(strstr(ir, "<24 x i1> <i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, "
+                       "i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, i1 true, "
+                       "i1 true, i1 true, i1 false, i1 false>") != NULL, "%s", ir);
+  loom_strbuf_free(&sb);
+  tp_fixture_free(&fx);
+}
+
 LOOM_TEST(cpu, lane_mode_refuses_cross_lane_dependences) {
   /* A[i, j + 1] = A[i, j] + X: a recurrence; must run in order (falls back to a loop). */
   cpu_diff_opts o = opts(small, 12, 1e-6);
@@ -700,6 +730,33 @@ static loom_status gen_linear3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **o
 }
 
 LOOM_TEST(cpu, schedule_rule_tiles_generated_matmul) { generated_schedule_and_diff(gen_mm22); }
+
+/* With at least a panel's width of columns, the column tail is one more whole panel ending at
+ * the last column (overlapping the previous one); fewer columns take the narrow variant
+ * (panels of 8, then columns one by one). Around each boundary, for every vector width. */
+LOOM_TEST(cpu, schedule_rule_matmul_column_tail_is_one_overlapping_panel) {
+  loom_arena a;
+  loom_arena_init(&a, NULL, 0);
+  loom_sym_ctx *cx;
+  cr_assert_null(loom_sym_ctx_create(NULL, &cx));
+  loom_tp_func *f;
+  cr_assert_null(gen_mm22(&a, cx, &f));
+  loom_strbuf text;
+  loom_strbuf_init(&text, NULL);
+  loom_tp_print_func(f, &text);
+  static const int64_t sz[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 49, 63, 65};
+  cpu_diff_opts o = opts(sz, 14, 1e-4);
+  o.trials = 10;
+  static const int vbytes[] = {64, 32, 16};
+  for (size_t v = 0; v < sizeof vbytes / sizeof *vbytes; v++) {
+    char want[96];
+    snprintf(want, sizeof want, "column tail: one more %d-column panel ending at the last column", vbytes[v] / 2);
+    schedule_for_and_diff(loom_strbuf_cstr(&text), vbytes[v], want, &o);
+  }
+  loom_strbuf_free(&text);
+  loom_sym_ctx_destroy(cx);
+  loom_arena_destroy(&a);
+}
 LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_rank3_shared_b) { generated_schedule_and_diff(gen_mm32); }
 LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_rank4) { generated_schedule_and_diff(gen_mm44); }
 LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_broadcast_b) { generated_schedule_and_diff(gen_mm43); }
