@@ -410,11 +410,12 @@ static loom_status conv_centered(nctx *c, size_t x, size_t xz, size_t w, size_t 
  *   xt  = permute_dims(x, [0, 2.., 1])                       (N, h.., C) channels last
  *   xp  = pad(xt, value = x_zero_point)                      padded taps centre to 0
  *   col = concat(strided_slice(xp, tap t, group g) for t, axis=-1)   (N, y.., K * C/G)
- *   acc = matmul(i32(reshape(col, [N, P, K*C/G])) - xz, i32(Wt_g) - wz)   (N, P, O/G) per group
+ *   acc = matmul(i32(reshape(col, [N*P, K*C/G])) - xz, i32(Wt_g) - wz)   (N*P, O/G) per group
  * Wt_g ((t, c), o) = w[g*O/G + o, c, t] is laid out here, once; simplify makes the matmul a
  * matmul_integer and pack lays Wt_g out in the kernel's pair-word panels with wz subtracted, so
- * no per-call work touches the weights. The caller requantizes acc (N, P, O) (per-channel
- * scales broadcast along its last axis) and transposes it back to (N, O, y..). Other forms
+ * no per-call work touches the weights. The caller requantizes acc (N*P, O) (per-channel
+ * scales broadcast along its last axis; the matmul's epilogue) and transposes it back to
+ * (N, O, y..). One matrix of N*P rows, not N of P: the row loop is parallel at batch 1. Other forms
  * (run-time weights, per-channel distinct zero points, many small groups, depthwise) keep the
  * composed conv of the centred operands. */
 #define QC_MAXS 6
@@ -509,7 +510,7 @@ static loom_status group_weights(nctx *c, const loom_onnx_tensor *w, const qconv
   return *out ? LOOM_OK : LOOM_OOM();
 }
 
-/* acc (N, P, O) i32 of the form above; *ydims the output's (N, O, y..). */
+/* acc (N * P, O) i32 of the form above; *ydims the output's (N, O, y..). */
 static loom_status qconv_acc(nctx *c, size_t xi, size_t xz, size_t wi, size_t wz, const qconv_form *f, loom_graph_expr **acc,
                              const loom_sym_expr **ydims) {
   imp *im = c->im;
@@ -598,8 +599,9 @@ static loom_status qconv_acc(nctx *c, size_t xi, size_t xz, size_t wi, size_t wz
     P = cs->dims[1];
     for (size_t k = 1; k < ns; k++) P = loom_sym_mul(cx, P, cs->dims[1 + k]);
     for (size_t k = 0; k < ns; k++) ydims[2 + k] = cs->dims[1 + k];
-    const loom_sym_expr *fd[3] = {N, P, cs->dims[r - 1]};
-    oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 3, fd));
+    /* one matrix of N * P rows: the matmul's row loop is the parallel one at batch 1 */
+    const loom_sym_expr *fd[2] = {loom_sym_mul(cx, N, P), cs->dims[r - 1]};
+    oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 2, fd));
     if ((st = oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, col, &col))) break;
     if ((st = to_dtype(c, col, LOOM_DTYPE_I32, &col))) break;
     if (zx) {
@@ -618,13 +620,19 @@ static loom_status qconv_acc(nctx *c, size_t xi, size_t xz, size_t wi, size_t wz
   (void)Og;
   ydims[0] = N, ydims[1] = loom_sym_const(cx, f->O);
   if (f->groups == 1) return *acc = parts[0], LOOM_OK;
-  oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 2));
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 1));
   return oimp_emit(c, LOOM_GRAPH_OP_CONCAT, (size_t)f->groups, parts, NULL, acc);
 }
 
-/* y (N, P, O) to the output (N, O, y..), bound to the node's output. */
+/* y (N * P, O) to the output (N, O, y..), bound to the node's output. */
 static loom_status qconv_out(nctx *c, loom_graph_expr *y, size_t ns, const loom_sym_expr *const *ydims, loom_graph_expr **out) {
   static const int64_t tr[3] = {0, 2, 1};
+  loom_sym_ctx *cx = c->im->cx;
+  const loom_sym_expr *P = ydims[2], *npo[3];
+  for (size_t k = 1; k < ns; k++) P = loom_sym_mul(cx, P, ydims[2 + k]);
+  npo[0] = ydims[0], npo[1] = P, npo[2] = ydims[1];
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 3, npo));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, y, &y));
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 3, tr));
   LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_PERMUTE_DIMS, y, &y));
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", ns + 2, ydims));
@@ -665,7 +673,7 @@ static loom_status h_qlinear_conv(nctx *c, const op_entry *e, loom_graph_expr **
   qconv_form f;
   bool gemm;
   LOOM_PROPAGATE(qconv_form_of(c, 0, 2, 3, 5, &f, &gemm));
-  if (gemm) { /* acc (N, P, O): a 1-D w_scale broadcasts along its last axis */
+  if (gemm) { /* acc (N * P, O): a 1-D w_scale broadcasts along its last axis */
     const loom_sym_expr *yd[QC_MAXS + 2];
     loom_graph_expr *y;
     LOOM_PROPAGATE(qconv_acc(c, 0, 2, 3, 5, &f, &acc, yd));
