@@ -12,7 +12,8 @@
  * 1-D / 2-D / 3-D, strides, dilations, asymmetric pads, groups, per-channel scales, per-channel
  * zero points (equal: the GEMM; distinct: the composed form), u8 and i8 inputs and weights, and
  * the forms that keep the composed conv (depthwise, many small groups), checked to take their
- * path. */
+ * path, and weights whose centred values fit a signed byte (the byte-quad kernel, dot4, where
+ * the machine has AVX512-VNNI; pair words elsewhere). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 
 #include "e2e/e2e_util.h"
 #include "onnx/pb_writer.h"
+#include "targets/cpu/codegen.h"
 
 enum { ONNX_F32 = 1, ONNX_U8 = 2, ONNX_I8 = 3, ONNX_I32 = 6, MAXN = 3 };
 
@@ -33,6 +35,7 @@ typedef struct qform {
   int wz_kind;         /* 0: scalar, 1: per channel, all equal, 2: per channel, distinct */
   bool integer;        /* ConvInteger (i32 output) instead of QLinearConv */
   bool gemm;           /* expected to take the GEMM path */
+  bool narrow;         /* w - wz within [-100, 100]: byte quads where the machine has AVX512-VNNI */
 } qform;
 
 typedef struct qparams {
@@ -169,6 +172,17 @@ static bool has_conv_program(const e2e_model *md) {
   return false;
 }
 
+/* Whether the compiled module holds byte-quad weights (pack's column sums, @..._packed_1). */
+static bool has_quads(const e2e_model *md) {
+  loom_graph_module *m = loom_compiled_module(md->c);
+  for (size_t i = 0; i < loom_graph_module_num_consts(m); i++) {
+    const char *n = loom_graph_module_const_at(m, i)->name;
+    size_t len = strlen(n);
+    if (len > 9 && !strcmp(n + len - 9, "_packed_1")) return true;
+  }
+  return false;
+}
+
 /* Compiles form f once and checks it at several shapes and thread counts; returns the runs. */
 static int check_form(const qform *f) {
   qparams p = {.xs = 0.02f};
@@ -180,14 +194,18 @@ static int check_form(const qform *f) {
   /* the accumulator's spread is about 5500 sqrt(C/G K): y spans about +-40 steps (some saturate) */
   p.ys = 0.02f * 0.006f * sqrtf((float)(f->c / f->groups * K)) * 140.0f;
   p.w = malloc((size_t)p.wn);
-  for (int64_t i = 0; i < p.wn; i++) p.w[i] = (int8_t)(rnd() & 0xff);
   for (int64_t i = 0; i < f->o; i++) {
     p.ws[i] = 0.004f + 0.001f * (float)(i % 5);
     p.wz[i] = f->wz_kind == 2 ? (int64_t)(i % 3) - 1 : is_signed(f->wt) ? (f->wz_kind ? -3 : 2) : 119;
   }
+  for (int64_t i = 0; i < p.wn; i++)
+    p.w[i] = (int8_t)(f->narrow ? p.wz[i / (p.wn / f->o)] + (int64_t)(rnd() % 201) - 100 : (int64_t)(rnd() & 0xff));
   const char *path = write_model(f, &p);
   e2e_model md = e2e_compile(path);
   cr_assert_eq(!has_conv_program(&md), f->gemm, "%s: the GEMM path is %s", path, f->gemm ? "not taken" : "taken");
+  int64_t og = f->o / f->groups;
+  bool quads = f->gemm && f->narrow && og % 32 == 0 && loom_cpu_has_vnni512(NULL);
+  cr_assert_eq(has_quads(&md), quads, "%s: the byte-quad kernel is %s", path, quads ? "not taken" : "taken");
   static const int64_t extra[][MAXN] = {{0, 0, 0}, {4, 8, 1}, {12, 3, 2}, {21, 0, 5}};
   static const int64_t batches[] = {1, 2, 0, 3};
   int runs = 0;
@@ -244,38 +262,46 @@ static int check_form(const qform *f) {
 LOOM_TEST(e2e_qconv, qlinear_conv_2d_forms_equal_the_definition, .timeout = 600) {
   static const qform forms[] = {
       /* 3x3 pad 1, channels not multiples of anything */
-      {2, 5, 7, 1, K2(3, 3), ONES, ONES, K2(1, 1), K2(1, 1), ONNX_U8, ONNX_I8, false, 0, false, true},
+      {2, 5, 7, 1, K2(3, 3), ONES, ONES, K2(1, 1), K2(1, 1), ONNX_U8, ONNX_I8, false, 0, false, true, false},
       /* strided, asymmetric pads, per-channel scales, 2 groups */
-      {2, 6, 34, 2, K2(3, 2), K2(2, 3), ONES, K2(0, 1), K2(2, 0), ONNX_U8, ONNX_I8, true, 0, false, true},
+      {2, 6, 34, 2, K2(3, 2), K2(2, 3), ONES, K2(0, 1), K2(2, 0), ONNX_U8, ONNX_I8, true, 0, false, true, false},
       /* dilated, u8 weights with a zero point, per-channel zero points all equal */
-      {2, 3, 9, 1, K2(2, 3), ONES, K2(2, 3), K2(1, 2), K2(2, 1), ONNX_U8, ONNX_U8, true, 1, false, true},
+      {2, 3, 9, 1, K2(2, 3), ONES, K2(2, 3), K2(1, 2), K2(2, 1), ONNX_U8, ONNX_U8, true, 1, false, true, false},
       /* 1x1 without padding (the input itself), i8 input */
-      {2, 17, 33, 1, K2(1, 1), ONES, ONES, ZEROS, ZEROS, ONNX_I8, ONNX_I8, false, 0, false, true},
+      {2, 17, 33, 1, K2(1, 1), ONES, ONES, ZEROS, ZEROS, ONNX_I8, ONNX_I8, false, 0, false, true, false},
       /* 1x1 strided */
-      {2, 4, 40, 1, K2(1, 1), K2(2, 2), ONES, ZEROS, ZEROS, ONNX_U8, ONNX_I8, true, 0, false, true},
+      {2, 4, 40, 1, K2(1, 1), K2(2, 2), ONES, ZEROS, ZEROS, ONNX_U8, ONNX_I8, true, 0, false, true, false},
       /* distinct per-channel weight zero points: the composed conv */
-      {2, 4, 6, 1, K2(3, 3), ONES, ONES, K2(1, 1), K2(1, 1), ONNX_U8, ONNX_I8, true, 2, false, false},
+      {2, 4, 6, 1, K2(3, 3), ONES, ONES, K2(1, 1), K2(1, 1), ONNX_U8, ONNX_I8, true, 2, false, false, false},
       /* depthwise and many small groups: the composed conv */
-      {2, 8, 8, 8, K2(3, 3), ONES, ONES, K2(1, 1), K2(1, 1), ONNX_U8, ONNX_I8, false, 0, false, false},
-      {2, 8, 16, 4, K2(3, 3), K2(2, 2), ONES, K2(1, 0), K2(0, 1), ONNX_U8, ONNX_I8, true, 0, false, false},
+      {2, 8, 8, 8, K2(3, 3), ONES, ONES, K2(1, 1), K2(1, 1), ONNX_U8, ONNX_I8, false, 0, false, false, false},
+      {2, 8, 16, 4, K2(3, 3), K2(2, 2), ONES, K2(1, 0), K2(0, 1), ONNX_U8, ONNX_I8, true, 0, false, false, false},
+      /* weights whose centred values fit a signed byte: the byte-quad kernel on AVX512-VNNI */
+      /* (output channels per group a multiple of the panel: the weights are packed at compile time) */
+      {2, 5, 32, 1, K2(3, 3), ONES, ONES, K2(1, 1), K2(1, 1), ONNX_U8, ONNX_I8, false, 0, false, true, true},
+      {2, 3, 64, 1, K2(2, 3), ONES, K2(2, 3), K2(1, 2), K2(2, 1), ONNX_U8, ONNX_U8, true, 1, false, true, true},
+      {2, 17, 32, 1, K2(1, 1), ONES, ONES, ZEROS, ZEROS, ONNX_I8, ONNX_I8, false, 0, false, true, true},
+      {2, 6, 64, 2, K2(3, 2), K2(2, 3), ONES, K2(0, 1), K2(2, 0), ONNX_I8, ONNX_I8, true, 0, false, true, true},
   };
   int runs = 0;
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i]);
-  cr_assert_eq(runs, 8 * 8);
+  cr_assert_eq(runs, 12 * 8);
 }
 
 LOOM_TEST(e2e_qconv, qlinear_conv_1d_3d_and_conv_integer_equal_the_definition, .timeout = 600) {
   static const qform forms[] = {
-      {1, 7, 11, 1, {5}, {1}, {1}, {2}, {1}, ONNX_U8, ONNX_I8, true, 0, false, true},
-      {1, 12, 16, 2, {3}, {2}, {2}, {0}, {3}, ONNX_I8, ONNX_I8, false, 1, false, true},
+      {1, 7, 11, 1, {5}, {1}, {1}, {2}, {1}, ONNX_U8, ONNX_I8, true, 0, false, true, false},
+      {1, 12, 16, 2, {3}, {2}, {2}, {0}, {3}, ONNX_I8, ONNX_I8, false, 1, false, true, false},
       /* 35 taps: the patches concatenated in runs of 32 */
-      {1, 2, 9, 1, {35}, {3}, {1}, {17}, {4}, ONNX_U8, ONNX_I8, false, 0, false, true},
-      {3, 3, 8, 1, {2, 3, 2}, {1, 2, 1}, ONES, {1, 0, 1}, {0, 1, 1}, ONNX_U8, ONNX_I8, true, 0, false, true},
+      {1, 2, 9, 1, {35}, {3}, {1}, {17}, {4}, ONNX_U8, ONNX_I8, false, 0, false, true, false},
+      {3, 3, 8, 1, {2, 3, 2}, {1, 2, 1}, ONES, {1, 0, 1}, {0, 1, 1}, ONNX_U8, ONNX_I8, true, 0, false, true, false},
       /* ConvInteger: the accumulator itself */
-      {2, 5, 13, 1, K2(3, 3), K2(1, 2), ONES, K2(1, 1), K2(0, 2), ONNX_U8, ONNX_U8, false, 0, true, true},
-      {2, 3, 4, 1, K2(2, 2), ONES, ONES, ZEROS, ZEROS, ONNX_U8, ONNX_I8, false, 2, true, false},
+      {2, 5, 13, 1, K2(3, 3), K2(1, 2), ONES, K2(1, 1), K2(0, 2), ONNX_U8, ONNX_U8, false, 0, true, true, false},
+      {2, 3, 4, 1, K2(2, 2), ONES, ONES, ZEROS, ZEROS, ONNX_U8, ONNX_I8, false, 2, true, false, false},
+      {1, 2, 32, 1, {35}, {3}, {1}, {17}, {4}, ONNX_I8, ONNX_I8, false, 0, false, true, true},
+      {2, 5, 32, 1, K2(3, 3), K2(1, 2), ONES, K2(1, 1), K2(0, 2), ONNX_U8, ONNX_U8, false, 0, true, true, true},
   };
   int runs = 0;
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i]);
-  cr_assert_eq(runs, 6 * 8);
+  cr_assert_eq(runs, 8 * 8);
 }
