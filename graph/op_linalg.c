@@ -335,25 +335,39 @@ static bool int8(loom_dtype t) { return t == LOOM_DTYPE_U8 || t == LOOM_DTYPE_I8
 /* packed_b: operand 1 is the centred b as i16 pair words along k, laid out in column panels:
  * an i32 (n / P, ceil(k / 2), P) tensor whose [j / P, t, j % P] holds b[2t, j] - zb in its low
  * half and b[2t + 1, j] - zb (0 past k) in its high half; no zb operand (graph/pass_pack.c
- * makes it of a constant weight). */
-static const loom_graph_attr_spec matmul_integer_attrs[] = {{"packed_b", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {0}};
+ * makes it of a constant weight). With quads as well: operand 1 holds byte quads, (n / P,
+ * ceil(k / 4), P) words whose byte i is b[4t + i, j] - zb as a signed byte (0 past k), and operand
+ * 3 the column sums of the centred b, i32 (n) (pass_pack.c, on a machine with AVX512-VNNI). */
+static const loom_graph_attr_spec matmul_integer_attrs[] = {
+    {"packed_b", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {"quads", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {0}};
 
 /* matmul_integer(a, bp, za, packed_b=true): a (..., m, k), bp (q, ceil(k/2), P). */
 static loom_status infer_matmul_integer_packed(loom_graph_icx *ic, const loom_sinfo *a, const loom_sinfo **out) {
   const loom_sinfo *bp, *za;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 1, true, &bp));
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 2, true, &za));
-  if (ic->call->u.call.nargs != 3) return loom_graph_icx_error(ic, "packed_b takes 3 operands (a, packed b, a's zero point)");
+  bool quads = loom_graph_call_int(ic->call, "quads") != 0;
+  int per = quads ? 4 : 2;
+  if (ic->call->u.call.nargs != (quads ? 4u : 3u))
+    return loom_graph_icx_error(ic, quads ? "packed_b with quads takes 4 operands (a, packed b, a's zero point, column sums)"
+                                          : "packed_b takes 3 operands (a, packed b, a's zero point)");
   if (bp->dtype != LOOM_DTYPE_I32 || bp->ndim != 3)
-    return loom_graph_icx_error(ic, "packed_b needs operand 1 as i32 pair words (n / P, ceil(k / 2), P)");
+    return loom_graph_icx_error(ic, "packed_b needs operand 1 as i32 words (n / P, ceil(k / %d), P)", per);
   if (za->dtype != a->dtype || !one_element(za))
     return loom_graph_icx_error(ic, "operand 2 (a zero point) must be a %s tensor of one element", loom_dtype_name(a->dtype));
   loom_sym_ctx *cx = loom_graph_module_sym(ic->m);
-  const loom_sym_expr *kh = loom_sym_floordiv(cx, loom_sym_add(cx, a->dims[a->ndim - 1], loom_sym_const(cx, 1)), loom_sym_const(cx, 2));
+  const loom_sym_expr *kh =
+      loom_sym_floordiv(cx, loom_sym_add(cx, a->dims[a->ndim - 1], loom_sym_const(cx, per - 1)), loom_sym_const(cx, per));
   if (!kh) return LOOM_OOM();
   LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 1, bp->dims[1], 0, a->ndim - 1, kh));
   const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)a->ndim), *n = loom_sym_mul(cx, bp->dims[0], bp->dims[2]);
   if (!d || !n) return LOOM_OOM();
+  if (quads) {
+    const loom_sinfo *cs;
+    LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 3, true, &cs));
+    if (cs->dtype != LOOM_DTYPE_I32 || cs->ndim != 1) return loom_graph_icx_error(ic, "operand 3 (column sums) must be i32 of rank 1");
+    LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 3, 0, cs->dims[0], 1, 0, n));
+  }
   for (int i = 0; i + 1 < a->ndim; i++) d[i] = a->dims[i];
   d[a->ndim - 1] = n;
   *out = loom_sinfo_tensor(ic->m, LOOM_DTYPE_I32, a->ndim, d, a->device);
@@ -391,6 +405,32 @@ static loom_status infer_matmul_integer(loom_graph_icx *ic, const loom_sinfo **o
 /* The reference: every row of a, centred, times b centred, accumulated in int64 and wrapped
  * to i32 as the composed i32 matmul it replaces. */
 /* The reference of the packed form: b's centred value is the i16 half of its pair word. */
+/* The reference of the quads form: b's centred value is the signed byte of its quad word (the
+ * column sums operand is what the kernel subtracts; the reference does not need it). */
+static loom_status eval_matmul_integer_quads(const loom_graph_value *args, loom_graph_value *out) {
+  const loom_graph_tensor *a = &args[0].t, *bq = &args[1].t;
+  int64_t kk = a->shape[a->ndim - 1], kq = (kk + 3) / 4;
+  if (bq->ndim != 3 || bq->shape[1] != kq)
+    return LOOM_ERROR(INVALID_ARGUMENT, "matmul_integer: quad operand 1 axis 1 is not ceil(k / 4) of operand 0's k");
+  int64_t za = loom_graph_tensor_get_i64(&args[2].t, 0), pw = bq->shape[2], n = bq->shape[0] * pw, osh[8];
+  for (int i = 0; i + 1 < a->ndim; i++) osh[i] = a->shape[i];
+  osh[a->ndim - 1] = n;
+  LOOM_PROPAGATE(loom_graph_value_tensor(LOOM_DTYPE_I32, a->ndim, osh, out));
+  size_t rows = 1;
+  for (int i = 0; i + 1 < a->ndim; i++) rows *= (size_t)a->shape[i];
+  for (size_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < n; j++) {
+      uint64_t acc = 0;
+      for (int64_t q = 0; q < kk; q++) {
+        uint32_t w = (uint32_t)loom_graph_tensor_get_i64(bq, (size_t)(((j / pw) * kq + q / 4) * pw + j % pw));
+        int64_t bv = (int8_t)(uint8_t)((w >> (8 * (q % 4))) & 0xFF);
+        acc += (uint64_t)(loom_graph_tensor_get_i64(a, i * (size_t)kk + (size_t)q) - za) * (uint64_t)bv;
+      }
+      loom_graph_tensor_set_i64(&out->t, i * (size_t)n + (size_t)j, (int64_t)(int32_t)(uint32_t)acc);
+    }
+  return LOOM_OK;
+}
+
 static loom_status eval_matmul_integer_packed(const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *a = &args[0].t, *bp = &args[1].t;
   int64_t kk = a->shape[a->ndim - 1], kh = (kk + 1) / 2;
@@ -416,7 +456,8 @@ static loom_status eval_matmul_integer_packed(const loom_graph_value *args, loom
 }
 
 static loom_status eval_matmul_integer(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
-  if (loom_graph_call_int(ec->call, "packed_b")) return eval_matmul_integer_packed(args, out);
+  if (loom_graph_call_int(ec->call, "packed_b"))
+    return loom_graph_call_int(ec->call, "quads") ? eval_matmul_integer_quads(args, out) : eval_matmul_integer_packed(args, out);
   const loom_graph_tensor *a = &args[0].t, *b = &args[1].t;
   if (a->ndim < 2 || b->ndim != 2 || a->shape[a->ndim - 1] != b->shape[0])
     return LOOM_ERROR(INVALID_ARGUMENT, "matmul_integer: operand 1 axis 0 does not match operand 0's last axis");
@@ -442,7 +483,7 @@ typedef struct matmul_integer_params {
   int64_t panel; /* packed_b: b's panel width; else 0 */
   loom_dtype ta, tb;
   int32_t ra, rza, rzb;
-  int32_t zero; /* 0: the struct has no padding */
+  int32_t quads; /* packed_b in byte quads (dot4) */
 } matmul_integer_params;
 LOOM_TP_GEN_PARAMS(matmul_integer_params, 8 + 6 * 4);
 
@@ -450,6 +491,7 @@ static loom_status gen_matmul_integer(loom_graph_module *m, const char *name, co
   const matmul_integer_params *p = params;
   loom_arena *ar = loom_graph_module_arena(m);
   loom_sym_ctx *cx = loom_graph_module_sym(m);
+  if (p->panel && p->quads) return loom_tp_gen_matmul_integer_quads(ar, cx, name, p->ta, p->ra, p->rza, p->panel, tp);
   if (p->panel) return loom_tp_gen_matmul_integer_packed_b(ar, cx, name, p->ta, p->ra, p->rza, p->panel, tp);
   return loom_tp_gen_matmul_integer(ar, cx, name, p->ta, p->tb, p->ra, p->rza, p->rzb, tp);
 }
@@ -466,7 +508,9 @@ static loom_status legal_matmul_integer(loom_graph_module *m, const loom_graph_e
   if (loom_graph_call_int(call, "packed_b")) {
     if (b->ndim != 3 || !loom_sym_is_const(b->dims[2], &p.panel) || p.panel < 1)
       return loom_legal_unsupported(call, "for a packed operand 1 without a constant panel width");
-    snprintf(name, sizeof name, "matmul_integer_%s_p%lld_r%d_z%d", loom_dtype_name(a->dtype), (long long)p.panel, a->ndim, za->ndim);
+    p.quads = loom_graph_call_int(call, "quads") != 0;
+    snprintf(name, sizeof name, "matmul_integer_%s_%s%lld_r%d_z%d", loom_dtype_name(a->dtype), p.quads ? "q" : "p",
+             (long long)p.panel, a->ndim, za->ndim);
     return LOOM_LEGAL_PROGRAM(m, name, gen_matmul_integer, p, &r->tp);
   }
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 3, &zb));

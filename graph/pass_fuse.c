@@ -519,6 +519,28 @@ static void insert_sorted(size_t *mem, size_t *n, size_t x) {
   mem[i] = x;
 }
 
+static bool matmul_program(const loom_tp_func *tp);
+
+/* Whether the elementwise / broadcast binding p reads, through elementwise / broadcast bindings
+ * each used once, a matmul result used once: that chain is the matmul's epilogue (on its
+ * register tile), which a group rooted at a copy (a permute) would take from it. */
+static bool feeds_epilogue(fuser *fz, const loom_graph_block *blk, size_t p, int depth) {
+  const loom_graph_expr *c = blk->bindings[p]->value;
+  if (depth > 16 || c->kind != LOOM_GRAPH_EXPR_CALL) return false;
+  for (size_t i = 0; i < c->u.call.nargs; i++) {
+    const loom_graph_expr *e = c->u.call.args[i];
+    int q = def_index(blk, e, p);
+    if (q < 0 || uses_of(fz, e) != 1) continue;
+    const loom_tp_func *tp = loom_fuse_prog_of(fz, blk->bindings[q]);
+    if (!tp) continue;
+    if (matmul_program(tp)) return true;
+    loom_tp_pattern pat = pattern_of(fz, tp);
+    if ((pat == LOOM_TP_PATTERN_ELEMWISE || pat == LOOM_TP_PATTERN_BROADCAST) && feeds_epilogue(fz, blk, (size_t)q, depth + 1))
+      return true;
+  }
+  return false;
+}
+
 /* Grows the group rooted at blk->bindings[r] (see the banner); *nm members in mem. */
 static loom_status grow_group(fuser *fz, loom_graph_block *blk, size_t r, bool *assigned, bool *rejected, size_t *mem,
                               size_t *nm) {
@@ -527,6 +549,9 @@ static loom_status grow_group(fuser *fz, loom_graph_block *blk, size_t r, bool *
   loom_arena_reset(&fz->scratch);
   LOOM_PROPAGATE(loom_fuse_merge_group(fz, blk, mem, *nm, false, &fz->scratch, "trial", &cur, &ok));
   if (!ok) return LOOM_OK;
+  const loom_tp_func *rtp = loom_fuse_prog_of(fz, blk->bindings[r]);
+  loom_tp_pattern rpat = rtp ? pattern_of(fz, rtp) : LOOM_TP_PATTERN_OPAQUE;
+  bool copy_root = rpat != LOOM_TP_PATTERN_ELEMWISE && rpat != LOOM_TP_PATTERN_BROADCAST;
   for (bool grew = true; grew && *nm < MAX_GROUP;) {
     grew = false;
     for (size_t jj = 0; jj < *nm && !grew; jj++) {
@@ -539,7 +564,8 @@ static loom_status grow_group(fuser *fz, loom_graph_block *blk, size_t r, bool *
         const loom_tp_func *ptp = loom_fuse_prog_of(fz, pb);
         loom_tp_pattern pat = ptp ? pattern_of(fz, ptp) : LOOM_TP_PATTERN_OPAQUE;
         if ((pat != LOOM_TP_PATTERN_ELEMWISE && pat != LOOM_TP_PATTERN_BROADCAST && pat != LOOM_TP_PATTERN_INJECTIVE) ||
-            read_by_out_fusable(fz, blk, mem, *nm, e) || !sinfo_defined_before(fz, pb->var->sinfo, loom_fuse_pos_of(fz, pb))) {
+            read_by_out_fusable(fz, blk, mem, *nm, e) || !sinfo_defined_before(fz, pb->var->sinfo, loom_fuse_pos_of(fz, pb)) ||
+            (copy_root && pat != LOOM_TP_PATTERN_INJECTIVE && feeds_epilogue(fz, blk, (size_t)p, 0))) {
           rejected[p] = true;
           continue;
         }

@@ -6,6 +6,9 @@
  *   matmul(x, W, transpose_b=true)  W: const (n, k): the same with Wp[q, r, c] = W[q*P + c, r]
  *   matmul_integer(a, B, za, zb)    B: const (k, n) u8 / i8, zb const: B's centred i16 pair words
  *     -> matmul_integer(a, Bp, za, packed_b=true)   Bp: i32 (n / P, ceil(k / 2), P)
+ *     or, where the target reads byte quads (AVX512-VNNI) and every B - zb fits a signed byte,
+ *     -> matmul_integer(a, Bq, za, cs, packed_b=true, quads=true)   Bq: i32 (n / P, ceil(k / 4), P)
+ *        of four signed bytes B[4t + i, j] - zb, cs: i32 (n) their column sums
  *
  * P is the target's panel width (loom_target.matmul_panel: two vectors of f32). The register
  * tile then reads each panel of k x P contiguous floats where it lies: no per-call packing of
@@ -53,7 +56,57 @@ static bool const_scalar_i(const loom_graph_expr *e, int64_t *out) {
 /* matmul_integer(a, B, za, zb) with B (k, n) and zb constants:
  *   -> matmul_integer(a, Bp, za, packed_b=true)   Bp: i32 (n / P, ceil(k / 2), P) pair words,
  * low half B[2t, j] - zb, high half B[2t + 1, j] - zb (0 past k). */
-static loom_status pack_int8(loom_pass *p, loom_graph_binding *b, int64_t panel) {
+typedef struct pack_cfg {
+  int panel;
+  bool quads;
+} pack_cfg;
+
+/* The quad form of pack_int8 (B's centred values all fit a signed byte). */
+static loom_status pack_quads(loom_pass *p, loom_graph_binding *b, int64_t panel, int64_t k, int64_t n, int64_t zb) {
+  const loom_graph_expr *v = b->value, *w = v->u.call.args[1];
+  loom_graph_tensor src = {.dtype = w->sinfo->dtype, .data = w->u.cnst.data};
+  int64_t kq = (k + 3) / 4;
+  uint32_t *words = malloc((size_t)(kq * n) * sizeof *words);
+  int32_t *sums = calloc((size_t)n, sizeof *sums);
+  if (!words || !sums) {
+    free(words), free(sums);
+    return LOOM_OOM();
+  }
+  for (int64_t q = 0; q < n / panel; q++)
+    for (int64_t t = 0; t < kq; t++)
+      for (int64_t c = 0; c < panel; c++) {
+        int64_t j = q * panel + c;
+        uint32_t word = 0;
+        for (int64_t i = 0; i < 4 && 4 * t + i < k; i++) {
+          int64_t bv = loom_graph_tensor_get_i64(&src, (size_t)((4 * t + i) * n + j)) - zb;
+          sums[j] += (int32_t)bv;
+          word |= ((uint32_t)bv & 0xFFu) << (8 * i);
+        }
+        words[(q * kq + t) * panel + c] = word;
+      }
+  loom_sym_ctx *cx = loom_graph_module_sym(p->m);
+  const loom_sym_expr *dims[3] = {loom_sym_const(cx, n / panel), loom_sym_const(cx, kq), loom_sym_const(cx, panel)}, *nd = dims[0];
+  nd = loom_sym_const(cx, n);
+  const loom_sinfo *ps = loom_sinfo_tensor(p->m, LOOM_DTYPE_I32, 3, dims, w->sinfo->device);
+  const loom_sinfo *ss = loom_sinfo_tensor(p->m, LOOM_DTYPE_I32, 1, &nd, w->sinfo->device);
+  loom_graph_expr *c = ps ? loom_graph_const_new(p->m, ps, words, (size_t)(kq * n) * sizeof *words) : NULL;
+  loom_graph_expr *cs = ss ? loom_graph_const_new(p->m, ss, sums, (size_t)n * sizeof *sums) : NULL;
+  free(words), free(sums);
+  if (!c || !cs) return LOOM_OOM();
+  char name[256];
+  LOOM_PROPAGATE(loom_graph_module_add_const(p->m, packed_name(p, b, name, sizeof name), c));
+  LOOM_PROPAGATE(loom_graph_module_add_const(p->m, packed_name(p, b, name, sizeof name), cs));
+  loom_graph_attr attrs[2] = {loom_graph_attr_bool(p->m, "packed_b", true), loom_graph_attr_bool(p->m, "quads", true)};
+  if (!attrs[0].name || !attrs[1].name) return LOOM_OOM();
+  loom_graph_expr *args[4] = {v->u.call.args[0], c, v->u.call.args[2], cs};
+  loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 4, args, 2, attrs);
+  if (!nc) return LOOM_OOM();
+  bool ok;
+  return loom_pass_set_value(p, b, nc, &ok);
+}
+
+static loom_status pack_int8(loom_pass *p, loom_graph_binding *b, const pack_cfg *cfg) {
+  int64_t panel = cfg->panel;
   const loom_graph_expr *v = b->value;
   if (v->u.call.nargs != 4 || loom_graph_call_int(v, "packed_b")) return LOOM_OK;
   const loom_graph_expr *w = v->u.call.args[1];
@@ -64,6 +117,15 @@ static loom_status pack_int8(loom_pass *p, loom_graph_binding *b, int64_t panel)
       !loom_sym_is_const(si->dims[1], &n) || w->u.cnst.nbytes != (size_t)(k * n) || !const_scalar_i(v->u.call.args[3], &zb))
     return LOOM_OK;
   if (k < 1 || n < panel || n % panel) return LOOM_OK;
+  if (cfg->quads) {
+    loom_graph_tensor src = {.dtype = si->dtype, .data = w->u.cnst.data};
+    bool fits = true;
+    for (int64_t i = 0; i < k * n && fits; i++) {
+      int64_t bv = loom_graph_tensor_get_i64(&src, (size_t)i) - zb;
+      fits = bv >= -128 && bv <= 127;
+    }
+    if (fits) return pack_quads(p, b, panel, k, n, zb);
+  }
   int64_t kh = (k + 1) / 2;
   size_t bytes = (size_t)(kh * n) * sizeof(int32_t);
   uint32_t *words = loom_arena_alloc(loom_graph_module_arena(p->m), bytes, 64); /* the constant's own bytes */
@@ -95,11 +157,12 @@ static loom_status pack_int8(loom_pass *p, loom_graph_binding *b, int64_t panel)
 
 static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   (void)drop;
-  const int64_t panel = *(const int *)p->ud;
+  const pack_cfg *cfg = p->ud;
+  const int64_t panel = cfg->panel;
   const loom_graph_expr *v = b->value;
   if (b->kind == LOOM_GRAPH_BIND_VAR && v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_OP &&
       v->u.call.op == LOOM_GRAPH_OP_MATMUL_INTEGER)
-    return pack_int8(p, b, panel);
+    return pack_int8(p, b, cfg);
   if (b->kind != LOOM_GRAPH_BIND_VAR || v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP ||
       v->u.call.op != LOOM_GRAPH_OP_MATMUL || v->u.call.nargs != 2 || loom_graph_call_int(v, "packed_b"))
     return LOOM_OK;
@@ -137,9 +200,14 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
 }
 
 loom_status loom_graph_pack_weights(loom_graph_module *m, int panel, size_t *out_changed) {
+  return loom_graph_pack_weights_ex(m, panel, false, out_changed);
+}
+
+loom_status loom_graph_pack_weights_ex(loom_graph_module *m, int panel, bool quads, size_t *out_changed) {
   if (out_changed) *out_changed = 0;
   if (panel < 1) return LOOM_OK;
-  loom_pass p = {.m = m, .visit = visit, .ud = &panel};
+  pack_cfg cfg = {.panel = panel, .quads = quads};
+  loom_pass p = {.m = m, .visit = visit, .ud = &cfg};
   LOOM_PROPAGATE(loom_pass_run(&p));
   if (out_changed) *out_changed = p.changed;
   return LOOM_OK;

@@ -43,6 +43,9 @@ loom_status loom_graph_fold(loom_graph_module *m, size_t *out_changed);
  * matmul(x, Wp, packed_b=true) with Wp (n / panel, k, panel) computed here; panel < 1 does
  * nothing. Run dce after it: the weights it replaced stay until then. */
 loom_status loom_graph_pack_weights(loom_graph_module *m, int panel, size_t *out_changed);
+/* The same; with `quads` an int8 weight whose centred values fit a signed byte is laid out in
+ * byte quads with its column sums (matmul_integer quads=true: the target's dot4). */
+loom_status loom_graph_pack_weights_ex(loom_graph_module *m, int panel, bool quads, size_t *out_changed);
 
 /* Common subexpression elimination over pure bindings (operator calls, call_tp, tuples,
  * tuple-gets) with equal struct info: a later equal binding's uses become the earlier

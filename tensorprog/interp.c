@@ -161,6 +161,13 @@ static loom_status int_binary(interp *it, loom_tp_op op, loom_dtype t, int64_t a
       out->i = wrap_int(t, r);
       return LOOM_OK;
     }
+    case LOOM_TP_OP_DOT4: {
+      if (t != LOOM_DTYPE_I32) break;
+      int64_t s = 0;
+      for (int i = 0; i < 4; i++) s += (int64_t)((ua >> (8 * i)) & 0xFF) * (int8_t)(uint8_t)((ub >> (8 * i)) & 0xFF);
+      out->i = wrap_int(t, (uint64_t)s);
+      return LOOM_OK;
+    }
     case LOOM_TP_OP_DIV: case LOOM_TP_OP_MOD: case LOOM_TP_OP_FLOORDIV: case LOOM_TP_OP_FLOORMOD:
       if (b == 0)
         return LOOM_ERROR(OUT_OF_RANGE, "program @%s: integer %s by zero", it->f->name,

@@ -635,6 +635,37 @@ static LLVMValueRef dot2(cg *g, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildAdd(g->b, LLVMBuildMul(g->b, ae, be, ""), LLVMBuildMul(g->b, ao, bo, ""), "");
 }
 
+/* dot4 on i32 (tp_ops.def): the four products of a's unsigned bytes and b's signed bytes, added
+ * (to `acc` when given). With AVX512-VNNI, per 16 lanes one vpdpbusd (which adds acc itself);
+ * elsewhere plain arithmetic. */
+static LLVMValueRef dot4(cg *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef acc) {
+  LLVMTypeRef ty = LLVMTypeOf(a);
+  unsigned n = LLVMGetTypeKind(ty) == LLVMVectorTypeKind ? LLVMGetVectorSize(ty) : 0;
+  if (n && g->vnni512 && n % 16 == 0 && n <= 64) {
+    LLVMValueRef parts[4], idx[64];
+    for (unsigned c = 0; c < n / 16; c++) {
+      for (unsigned i = 0; i < 16; i++) idx[i] = LLVMConstInt(g->t_i32, c * 16 + i, 0);
+      LLVMValueRef sel = LLVMConstVector(idx, 16), in[3] = {acc ? acc : LLVMConstNull(ty), a, b}, args[3];
+      for (int k = 0; k < 3; k++) args[k] = n == 16 ? in[k] : LLVMBuildShuffleVector(g->b, in[k], LLVMGetPoison(ty), sel, "");
+      parts[c] = cg_call_intrinsic(g, "llvm.x86.avx512.vpdpbusd.512", NULL, args, 3);
+    }
+    for (unsigned w = 16; w < n; w *= 2) { /* concatenate pairs of equal widths */
+      for (unsigned i = 0; i < 2 * w; i++) idx[i] = LLVMConstInt(g->t_i32, i, 0);
+      LLVMValueRef sel = LLVMConstVector(idx, 2 * w);
+      for (unsigned c = 0; c < n / (2 * w); c++) parts[c] = LLVMBuildShuffleVector(g->b, parts[2 * c], parts[2 * c + 1], sel, "");
+    }
+    return parts[0];
+  }
+  LLVMValueRef s = acc;
+  for (int i = 0; i < 4; i++) {
+    LLVMValueRef ai = LLVMBuildAnd(g->b, LLVMBuildLShr(g->b, a, cg_ki(ty, 8 * i), ""), cg_ki(ty, 255), "");
+    LLVMValueRef bi = LLVMBuildAShr(g->b, LLVMBuildShl(g->b, b, cg_ki(ty, 24 - 8 * i), ""), cg_ki(ty, 24), "");
+    LLVMValueRef p = LLVMBuildMul(g->b, ai, bi, "");
+    s = s ? LLVMBuildAdd(g->b, s, p, "") : p;
+  }
+  return s;
+}
+
 static LLVMValueRef int_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a) {
   bool s = loom_dtype_is_signed(t);
   LLVMTypeRef ty = LLVMTypeOf(a[0]);
@@ -644,6 +675,9 @@ static LLVMValueRef int_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a) 
     case LOOM_TP_OP_MUL: return LLVMBuildMul(g->b, a[0], a[1], "");
     case LOOM_TP_OP_DOT2:
       if (t == LOOM_DTYPE_I32) return dot2(g, a[0], a[1]);
+      break;
+    case LOOM_TP_OP_DOT4:
+      if (t == LOOM_DTYPE_I32) return dot4(g, a[0], a[1], NULL);
       break;
     case LOOM_TP_OP_DIV: return int_divmod(g, a[0], a[1], s, false, false, false);
     case LOOM_TP_OP_MOD: return int_divmod(g, a[0], a[1], s, false, true, false);
@@ -719,6 +753,17 @@ static LLVMValueRef op_expr(cg *g, const loom_tp_expr *e) {
     if (op == LOOM_TP_OP_AND) return lazy_select(g, a0, e->u.op.args[1], NULL, LLVMConstInt(g->t_i1, 0, 0));
     LLVMValueRef na = LLVMBuildNot(g->b, a0, "");
     return lazy_select(g, na, e->u.op.args[1], NULL, LLVMConstInt(g->t_i1, 1, 0));
+  }
+  if (op == LOOM_TP_OP_ADD && t == LOOM_DTYPE_I32 && g->vnni512) { /* acc + dot4(x, y): one vpdpbusd */
+    for (int k = 0; k < 2; k++) {
+      const loom_tp_expr *d = e->u.op.args[k];
+      if (d->kind != LOOM_TP_EXPR_OP || d->u.op.op != LOOM_TP_OP_DOT4) continue;
+      LLVMValueRef v[3] = {cg_expr(g, e->u.op.args[1 - k]), cg_expr(g, d->u.op.args[0]), cg_expr(g, d->u.op.args[1])};
+      bool any = cg_is_vec(v[0]) || cg_is_vec(v[1]) || cg_is_vec(v[2]);
+      if (!any || !g->lanes) return wrap_narrow(g, e->dtype, LLVMBuildAdd(g->b, v[0], dot4(g, v[1], v[2], NULL), ""));
+      for (int i = 0; i < 3; i++) v[i] = cg_splat(g, v[i], g->lanes);
+      return dot4(g, v[1], v[2], v[0]);
+    }
   }
   LLVMValueRef a[3] = {NULL, NULL, NULL};
   for (int i = 0; i < n; i++) a[i] = cg_expr(g, e->u.op.args[i]);

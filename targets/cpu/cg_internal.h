@@ -75,6 +75,7 @@ typedef struct cg {
   /* the machine (for the few operations lowered to x86 intrinsics; generic IR elsewhere) */
   bool x86;                   /* the target is x86-64 (SSE2: pmaddwd on 4 lanes) */
   bool avx2;                  /* ... with AVX2 (vpmaddwd on 8 lanes) */
+  bool vnni512;               /* ... with AVX512-VNNI (vpdpbusd on 16 lanes) */
 } cg;
 
 enum { LOOM_CPU_MAX_LANES = 64 };

@@ -131,6 +131,29 @@ static int feature_vector_bytes(const char *feat) {
   return avx512 ? 64 : avx ? 32 : 16;
 }
 
+/* Whether feature string `feat` holds the entry `want` ("+avx512vnni"), whole entries only. */
+static bool has_entry(const char *feat, const char *want) {
+  size_t wn = strlen(want);
+  for (const char *p = feat; p && *p;) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n == wn && !strncmp(p, want, n)) return true;
+    p = e ? e + 1 : p + n;
+  }
+  return false;
+}
+
+/* AVX512-VNNI with 512-bit vectors (vpdpbusd on zmm): from the features, the host's when neither
+ * a CPU nor features are named; a named CPU without features: no (LLVM-C cannot list them). */
+bool loom_cpu_has_vnni512(const loom_cpu_options *opt) {
+  const char *feat = opt ? opt->features : NULL;
+  char *host = NULL;
+  if (!feat && !(opt && opt->cpu)) feat = host = LLVMGetHostCPUFeatures();
+  bool r = feat && has_entry(feat, "+avx512vnni") && has_entry(feat, "+avx512bw") && feature_vector_bytes(feat) == 64;
+  if (host) LLVMDisposeMessage(host);
+  return r;
+}
+
 /* Named CPUs with 256-bit vectors but no AVX2 (AVX only). */
 static const char *const CPUS_AVX_ONLY[] = {"sandybridge", "ivybridge", "corei7-avx", "core-avx-i", "btver2", "bdver1", "bdver2"};
 
@@ -189,6 +212,7 @@ static void cg_init(cg *g, LLVMContextRef c, loom_sym_ctx *cx, const loom_cpu_op
   g->x86 = !strncmp(triple, "x86_64", 6);
   LLVMDisposeMessage(triple);
   g->avx2 = g->x86 && loom_cpu_has_avx2(opt);
+  g->vnni512 = g->x86 && loom_cpu_has_vnni512(opt);
   g->c = c;
   g->cx = cx;
   g->strict_fp = opt && opt->strict_fp;

@@ -65,6 +65,8 @@ loom_status loom_cpu_describe_target(const loom_cpu_options *opt, loom_strbuf *o
 int loom_cpu_vector_bytes(const loom_cpu_options *opt);
 /* Whether that machine has AVX2 (the feature string, or the named CPU). */
 bool loom_cpu_has_avx2(const loom_cpu_options *opt);
+/* Whether the machine has AVX512-VNNI on 512-bit vectors (the int8 matmul's byte quads: pass_pack.c). */
+bool loom_cpu_has_vnni512(const loom_cpu_options *opt);
 
 /* "loom_kernel_<name>" into buf (truncated to cap). */
 void loom_cpu_kernel_symbol(const loom_tp_func *f, char *buf, size_t cap);

@@ -34,6 +34,11 @@ static int cpu_matmul_panel(const loom_target_options *o) {
   return loom_cpu_vector_bytes(&co) / 2;
 }
 
+static bool cpu_int8_quads(const loom_target_options *o) {
+  loom_cpu_options co = cpu_options(o);
+  return loom_cpu_has_vnni512(&co);
+}
+
 static loom_status write_text(const char *path, const char *text);
 
 /* What the cache did into the caller's stats. */
@@ -214,6 +219,7 @@ const loom_target loom_target_cpu = {
     .summary = "this machine's CPU (or --cpu NAME) through LLVM: parallel outer loops, vectorised inner loops",
     .schedule = cpu_schedule,
     .matmul_panel = cpu_matmul_panel,
+    .int8_quads = cpu_int8_quads,
     .jit = cpu_jit,
     .code_free = cpu_code_free,
     .emit_object = cpu_emit_object,

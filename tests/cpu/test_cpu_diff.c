@@ -722,6 +722,13 @@ static loom_status gen_mm_int8_batched(loom_arena *a, loom_sym_ctx *cx, loom_tp_
   return loom_tp_gen_matmul_integer(a, cx, "mmi8b", LOOM_DTYPE_I8, LOOM_DTYPE_U8, 3, 1, 0, out);
 }
 
+static loom_status gen_mm_int8_quads(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8q", LOOM_DTYPE_U8, 2, 0, 16, out);
+}
+static loom_status gen_mm_int8_quads3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8q3", LOOM_DTYPE_I8, 3, 1, 32, out);
+}
+
 static loom_status gen_linear_bias(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
   return loom_tp_gen_linear(a, cx, "lin_b", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 2, true, out);
 }
@@ -794,6 +801,51 @@ LOOM_TEST(cpu, schedule_rule_tiles_the_int8_matmul) {
   generated_schedule_and_diff(gen_mm_int8);
   generated_schedule_and_diff(gen_mm_int8_batched);
   generated_schedule_and_diff_at(gen_mm_int8_packed, 32);
+}
+/* The same in byte quads (dot4: vpdpbusd with AVX512-VNNI, plain arithmetic elsewhere), u8 and
+ * i8 A, k not a multiple of 4 (the last, partial quad), bit-exact to the interpreter. */
+LOOM_TEST(cpu, schedule_rule_tiles_the_int8_matmul_in_byte_quads) {
+  generated_schedule_and_diff_at(gen_mm_int8_quads, 32);
+  generated_schedule_and_diff_at(gen_mm_int8_quads3, 64);
+}
+
+/* dot4's value: unsigned bytes of a times signed bytes of b, in lanes and scalar, on the host's
+ * JIT (vpdpbusd where it has AVX512-VNNI, with the accumulator added by the instruction) and on
+ * one without AVX-512 (plain arithmetic). */
+LOOM_TEST(cpu, dot4_multiplies_unsigned_by_signed_bytes_scalar_and_in_lanes) {
+  static const int64_t sz[] = {1, 3, 8, 16, 19};
+  cpu_diff_opts o = opts(sz, 5, 0);
+  diff_program("prim @d4(A: Buffer[(n, 16), i32], B: Buffer[(n, 16), i32], C: Buffer[(n, 16), i32], D: Buffer[(n,), i32]) {\n"
+               "  for i in 0..n {\n"
+               "    for j in 0..16 vectorize { C[i, j] = C[i, j] + dot4(A[i, j], B[i, j]) }\n"
+               "    D[i] = dot4(A[i, 0], B[i, 1])\n"
+               "  }\n}\n", &o);
+  static const loom_cpu_options plain = {.features = "+avx2,+fma,-avx512f"};
+  for (int k = 0; k < 2; k++) {
+    tp_fixture fx;
+    /* a = 0xFF7F8001: unsigned bytes (1, 128, 127, 255); b = 0x81010101: signed bytes (1, 1, 1, -127) */
+    cpu_parse_ok(&fx, "prim @k(C: Buffer[(16,), i32], D: Buffer[(1,), i32]) {\n"
+                      "  for j in 0..16 vectorize { C[j] = C[j] + dot4(-8421375i32, -2130640639i32) }\n"
+                      "  D[0] = dot4(-8421375i32, -2130640639i32)\n"
+                      "}\n");
+    loom_cpu_jit *jit;
+    cr_assert_null(loom_cpu_jit_create(k ? NULL : &plain, &jit));
+    loom_kernel_fn fn = cpu_jit(jit, &fx);
+    int32_t c[16], d[1] = {0};
+    for (int j = 0; j < 16; j++) c[j] = 1000 * j;
+    int64_t nc[1] = {16}, nd[1] = {1};
+    loom_tp_arg args[2] = {{c, nc, 0}, {d, nd, 0}};
+    cpu_ctx ctx;
+    cpu_ctx_init(&ctx, 1);
+    cr_assert_eq(cpu_call(fx.cx, fx.f, fn, args, 2, &ctx), 0);
+    cpu_ctx_fini(&ctx);
+    int32_t want = 1 + 128 + 127 - 255 * 127;
+    cr_assert_eq(d[0], want, "scalar (%s): %d, want %d", k ? "host" : "no AVX-512", d[0], want);
+    for (int j = 0; j < 16; j++)
+      cr_assert_eq(c[j], 1000 * j + want, "lane %d (%s): %d, want %d", j, k ? "host" : "no AVX-512", c[j], 1000 * j + want);
+    loom_cpu_jit_destroy(jit);
+    tp_fixture_free(&fx);
+  }
 }
 
 LOOM_TEST(cpu, dot2_multiplies_signed_halves_scalar_and_in_lanes) {

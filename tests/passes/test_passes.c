@@ -674,6 +674,77 @@ LOOM_TEST(passes, pack_lays_constant_weights_out_in_panels) {
   loom_graph_module_destroy(m);
 }
 
+/* pack with byte quads (a machine with AVX512-VNNI): an int8 weight whose centred values fit a
+ * signed byte becomes quads + column sums (k = 5: the last quad partial), one that does not
+ * (q - (-3) reaches 130) keeps the pair words; the module computes the same (the interpreter's
+ * quads form), and the words and sums are the centred weight's. */
+LOOM_TEST(passes, pack_lays_int8_weights_in_byte_quads_where_they_fit) {
+  enum { K = 5, N = 32 };
+  loom_strbuf in;
+  loom_strbuf_init(&in, NULL);
+  loom_strbuf_printf(&in, "const @f: Tensor[(%d, %d), u8] = [", K, N);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d", i ? ", " : "", (i * 37) % 256);
+  loom_strbuf_printf(&in, "]\nconst @g: Tensor[(%d, %d), i8] = [", K, N);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d", i ? ", " : "", (i * 37) % 256 - 128);
+  loom_strbuf_printf(&in, "]\n"
+                          "fn @main(xi: Tensor[(n, %d), u8], xs: Tensor[(n, %d), i8]) -> Object {\n"
+                          "  dataflow {\n"
+                          "    e = matmul_integer(xi, @f, const(7, u8), const(128, u8))\n"
+                          "    h = matmul_integer(xs, @g, const(-5, i8), const(-3, i8))\n"
+                          "    out = (e, h)\n"
+                          "    output out\n"
+                          "  }\n"
+                          "  return out\n"
+                          "}\n", K, K);
+  loom_graph_module *m = parse(loom_strbuf_cstr(&in));
+  loom_pipeline_check *c;
+  cr_assert_null(loom_pipeline_check_begin(m, 4, 9, NULL, &c));
+  size_t n = 0;
+  cr_assert_null(loom_graph_pack_weights_ex(m, 16, true, &n));
+  cr_assert_eq(n, 2);
+  cr_assert_null(loom_graph_dce(m, NULL));
+  verify(m);
+  loom_status st = loom_pipeline_check_after(c, "pack");
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  loom_pipeline_check_end(c);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_graph_print_func(m, loom_graph_module_find_func(m, "main"), &sb);
+  const char *fn = loom_strbuf_cstr(&sb);
+  cr_assert_not_null(strstr(fn, "e: Tensor[(n, 32), i32] = matmul_integer(xi, @main_e_packed, const(7, u8), @main_e_packed_1, "
+                                "packed_b=true, quads=true)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "h: Tensor[(n, 32), i32] = matmul_integer(xs, @main_h_packed, const(-5, i8), packed_b=true)"), "%s", fn);
+  bool seen[2] = {false, false};
+  for (size_t i = 0; i < loom_graph_module_num_consts(m); i++) {
+    const loom_graph_const *k = loom_graph_module_const_at(m, i);
+    if (!strcmp(k->name, "main_e_packed")) { /* quads of f - 128 along k; bytes past k are 0 */
+      const uint32_t *wd = k->expr->u.cnst.data;
+      seen[0] = true;
+      for (int q = 0; q < N / 16; q++)
+        for (int t = 0; t < (K + 3) / 4; t++)
+          for (int col = 0; col < 16; col++) {
+            uint32_t want = 0;
+            for (int b = 0; b < 4 && 4 * t + b < K; b++)
+              want |= (uint32_t)(uint8_t)(int8_t)((((4 * t + b) * N + q * 16 + col) * 37) % 256 - 128) << (8 * b);
+            cr_assert_eq(wd[(q * ((K + 3) / 4) + t) * 16 + col], want, "@%s[%d, %d, %d]", k->name, q, t, col);
+          }
+    }
+    if (!strcmp(k->name, "main_e_packed_1")) { /* the column sums */
+      const int32_t *cs = k->expr->u.cnst.data;
+      seen[1] = true;
+      for (int j = 0; j < N; j++) {
+        int32_t want = 0;
+        for (int r = 0; r < K; r++) want += ((r * N + j) * 37) % 256 - 128;
+        cr_assert_eq(cs[j], want, "column sum %d", j);
+      }
+    }
+  }
+  cr_assert(seen[0] && seen[1]);
+  loom_strbuf_free(&sb);
+  loom_strbuf_free(&in);
+  loom_graph_module_destroy(m);
+}
+
 /* The composed int8 matmul (the ONNX importer's MatMulInteger) becomes matmul_integer with its
  * zero points in the operands' dtypes (a constant converted, a run-time one taken from before
  * its cast, none: 0); a zero point out of the operand's range, a batched b, and an operand that

@@ -39,7 +39,7 @@ int64_t oimp_const_dim(const nctx *c, size_t i, int ax) {
 /* Pads from auto_pad (SAME_UPPER / SAME_LOWER need constant spatial extents): output
  * ceil(in / stride), total padding (out - 1) * stride + dilated kernel - in, the odd one after
  * (UPPER) or before (LOWER). NOTSET keeps `pads`; VALID zeroes them. */
-static loom_status auto_pads(const nctx *c, size_t ns, const int64_t *kern, const int64_t *strides, const int64_t *dil, int64_t *pads) {
+loom_status oimp_auto_pads(const nctx *c, size_t ns, const int64_t *kern, const int64_t *strides, const int64_t *dil, int64_t *pads) {
   const char *ap;
   LOOM_PROPAGATE(oimp_attr_str(c, "auto_pad", "NOTSET", &ap));
   if (!strcmp(ap, "NOTSET")) return LOOM_OK;
@@ -71,7 +71,7 @@ static loom_status h_conv(nctx *c, const op_entry *e, loom_graph_expr **out) {
   LOOM_PROPAGATE(oimp_ints_or(c, "dilations", dil, ns, 1));
   for (size_t k = 0; k < ns; k++) kern[k] = oimp_const_dim(c, 1, (int)k + 2);
   if (loom_onnx_node_attr(c->n, "kernel_shape")) LOOM_PROPAGATE(oimp_ints_or(c, "kernel_shape", kern, ns, 1));
-  LOOM_PROPAGATE(auto_pads(c, ns, kern, strides, dil, pads));
+  LOOM_PROPAGATE(oimp_auto_pads(c, ns, kern, strides, dil, pads));
   LOOM_PROPAGATE(oimp_attr_int(c, "group", 1, &g));
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "groups", g));
   oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "dilation", ns, dil));
@@ -105,7 +105,7 @@ static loom_status h_pool(nctx *c, const op_entry *e, loom_graph_expr **out) {
     if (kern[k] < 1 || strides[k] < 1 || dil[k] < 1) return BAD(c->n, "kernel_shape, strides and dilations must be >= 1 (axis %zu)", k);
   for (size_t k = 0; k < 2 * ns; k++)
     if (pads[k] < 0) return BAD(c->n, "pads must be >= 0 (entry %zu is %lld)", k, (long long)pads[k]);
-  LOOM_PROPAGATE(auto_pads(c, ns, kern, strides, dil, pads));
+  LOOM_PROPAGATE(oimp_auto_pads(c, ns, kern, strides, dil, pads));
   LOOM_PROPAGATE(oimp_attr_int(c, "ceil_mode", 0, &ceil_mode));
   if (!maxp) LOOM_PROPAGATE(oimp_attr_int(c, "count_include_pad", 0, &incl));
   if (maxp) LOOM_PROPAGATE(oimp_attr_int(c, "storage_order", 0, &so));

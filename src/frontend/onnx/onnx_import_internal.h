@@ -188,6 +188,8 @@ loom_status oimp_inline_graph(imp *im, const loom_onnx_graph *g, size_t nin, loo
 loom_graph_attr oimp_str_attr(imp *im, const char *name, const char *s);
 loom_status oimp_ints_or(const nctx *c, const char *name, int64_t *buf, size_t want, int64_t dflt);
 int64_t oimp_const_dim(const nctx *c, size_t i, int ax);
+/* pads (2 * ns: before..., after...) from attribute auto_pad (SAME_* need constant extents of input 0). */
+loom_status oimp_auto_pads(const nctx *c, size_t ns, const int64_t *kern, const int64_t *strides, const int64_t *dil, int64_t *pads);
 
 /* From onnx_import_imgcomp.c: Pad's reflect / edge / wrap modes on input 0 with pads
  * [before.., after..] over every axis (a gather of computed indices per padded axis). */

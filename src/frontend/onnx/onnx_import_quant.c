@@ -5,6 +5,7 @@
  * (onnx/reference/ops/op_*.py), including where it computes in int32 or float64. The
  * low-precision element types themselves are in src/base/lowp.h. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "frontend/onnx/onnx_import_internal.h"
@@ -339,8 +340,8 @@ static bool single_or_absent(const nctx *c, size_t i) {
 /* The reference's requantization of an int32 accumulator: acc * scale (scale = x_scale *
  * w_scale / y_scale in the scales' dtype; acc and the rest in float64, as NumPy promotes int32
  * times float32), + y_zero_point (input `yz`), rounded half to even, clamped to `odt`. */
-static loom_status requantize(nctx *c, loom_graph_expr *acc, loom_graph_expr *scale, size_t yz, loom_dtype odt,
-                              loom_graph_expr **out) {
+static loom_status requantize_as(nctx *c, loom_graph_expr *acc, loom_graph_expr *scale, size_t yz, loom_dtype odt,
+                                 const char *name, loom_graph_expr **out) {
   double lo, hi;
   if (!int_range(odt, &lo, &hi)) return BAD(c->n, "output type %s is not an integer type", loom_dtype_name(odt));
   loom_graph_expr *y;
@@ -355,7 +356,12 @@ static loom_status requantize(nctx *c, loom_graph_expr *acc, loom_graph_expr *sc
   LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_ROUND, y, &y));
   LOOM_PROPAGATE(clip(c, y, lo, hi, &y));
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", odt));
-  return oimp_emit(c, LOOM_GRAPH_OP_CAST, 1, &y, c->n->outputs[0], out);
+  return oimp_emit(c, LOOM_GRAPH_OP_CAST, 1, &y, name, out);
+}
+
+static loom_status requantize(nctx *c, loom_graph_expr *acc, loom_graph_expr *scale, size_t yz, loom_dtype odt,
+                              loom_graph_expr **out) {
+  return requantize_as(c, acc, scale, yz, odt, c->n->outputs[0], out);
 }
 
 /* The reference: C = (a - a_zp) @ (b - b_zp) in int32, requantized with a_scale * b_scale /
@@ -396,8 +402,254 @@ static loom_status conv_centered(nctx *c, size_t x, size_t xz, size_t w, size_t 
   return conv->h(c, conv, out);
 }
 
+/* ---- QLinearConv / ConvInteger as an int8 GEMM --------------------------------------------
+ *
+ * With constant weights w (O, C/G, k..) of u8 / i8, a one-element x zero point (a constant when
+ * the input is padded) and a one-element weight zero point (or a per-channel one whose entries
+ * are equal), the convolution is an int8 matmul over the input's patches:
+ *   xt  = permute_dims(x, [0, 2.., 1])                       (N, h.., C) channels last
+ *   xp  = pad(xt, value = x_zero_point)                      padded taps centre to 0
+ *   col = concat(strided_slice(xp, tap t, group g) for t, axis=-1)   (N, y.., K * C/G)
+ *   acc = matmul(i32(reshape(col, [N*P, K*C/G])) - xz, i32(Wt_g) - wz)   (N*P, O/G) per group
+ * Wt_g ((t, c), o) = w[g*O/G + o, c, t] is laid out here, once; simplify makes the matmul a
+ * matmul_integer and pack lays Wt_g out in the kernel's pair-word panels with wz subtracted, so
+ * no per-call work touches the weights. The caller requantizes acc (N*P, O) (per-channel
+ * scales broadcast along its last axis; the matmul's epilogue) and transposes it back to
+ * (N, O, y..). One matrix of N*P rows, not N of P: the row loop is parallel at batch 1. Other forms
+ * (run-time weights, per-channel distinct zero points, many small groups, depthwise) keep the
+ * composed conv of the centred operands. */
+#define QC_MAXS 6
+
+typedef struct qconv_form {
+  size_t ns;
+  int64_t kern[QC_MAXS], strides[QC_MAXS], dil[QC_MAXS], pads[2 * QC_MAXS], groups;
+  int64_t O, Cg, K;
+} qconv_form;
+
+/* The one value of weight zero point input wz (0 when absent; every entry of a per-channel one
+ * equal) when it is a constant of the weights' (input wi) dtype, or false. */
+static bool weight_zero(const nctx *c, size_t wi, size_t wz, int64_t *v) {
+  *v = 0;
+  if (!oimp_has_input(c, wz)) return true;
+  const loom_onnx_tensor *t = c->consts[wz];
+  if (!t || t->dtype != c->args[wi]->sinfo->dtype) return false;
+  loom_graph_tensor g = {.dtype = t->dtype, .data = t->data};
+  for (int64_t i = 0; i < t->numel; i++) {
+    int64_t z = loom_graph_tensor_get_i64(&g, (size_t)i);
+    if (i && z != *v) return false;
+    *v = z;
+  }
+  return t->numel >= 1;
+}
+
+/* Whether QLinearConv / ConvInteger (x input xi, zero point xz, weights wi, zero point wz) has
+ * the form above; *f filled when it has. */
+static loom_status qconv_form_of(nctx *c, size_t xi, size_t xz, size_t wi, size_t wz, qconv_form *f, bool *ok) {
+  *ok = false;
+  const loom_onnx_tensor *w = c->consts[wi];
+  const loom_sinfo *xs = c->args[xi]->sinfo;
+  int r = oimp_in_rank(c, xi);
+  if (!w || r < 3 || r > QC_MAXS + 2 || (int)w->rank != r || !xs->dims || (xs->dtype != LOOM_DTYPE_U8 && xs->dtype != LOOM_DTYPE_I8) ||
+      (w->dtype != LOOM_DTYPE_U8 && w->dtype != LOOM_DTYPE_I8) || !single_or_absent(c, xz))
+    return LOOM_OK;
+  f->ns = (size_t)r - 2;
+  LOOM_PROPAGATE(oimp_ints_or(c, "pads", f->pads, 2 * f->ns, 0));
+  LOOM_PROPAGATE(oimp_ints_or(c, "strides", f->strides, f->ns, 1));
+  LOOM_PROPAGATE(oimp_ints_or(c, "dilations", f->dil, f->ns, 1));
+  LOOM_PROPAGATE(oimp_attr_int(c, "group", 1, &f->groups));
+  f->K = 1;
+  for (size_t k = 0; k < f->ns; k++) f->kern[k] = w->dims[k + 2], f->K *= w->dims[k + 2];
+  if (loom_onnx_node_attr(c->n, "kernel_shape")) {
+    int64_t ks[QC_MAXS];
+    LOOM_PROPAGATE(oimp_ints_or(c, "kernel_shape", ks, f->ns, 1));
+    for (size_t k = 0; k < f->ns; k++)
+      if (ks[k] != f->kern[k]) return LOOM_OK; /* the composed form reports it */
+  }
+  for (size_t k = 0; k < f->ns; k++)
+    if (f->strides[k] < 1 || f->dil[k] < 1 || f->kern[k] < 1 || f->pads[k] < 0 || f->pads[f->ns + k] < 0) return LOOM_OK;
+  loom_status st = oimp_auto_pads(c, f->ns, f->kern, f->strides, f->dil, f->pads);
+  if (st) { /* SAME_* on a symbolic extent: the composed form says so */
+    loom_status_free(st);
+    return LOOM_OK;
+  }
+  int64_t C;
+  f->O = w->dims[0], f->Cg = w->dims[1];
+  if (!loom_sym_is_const(xs->dims[1], &C) || f->groups < 1 || C != f->Cg * f->groups || f->O % f->groups || f->O < 1 || f->Cg < 1)
+    return LOOM_OK;
+  int64_t Og = f->O / f->groups, z;
+  if (f->groups > 1 && (f->groups > 16 || Og < 8)) return LOOM_OK; /* depthwise / many small groups */
+  if (!weight_zero(c, wi, wz, &z)) return LOOM_OK;
+  bool pad = false;
+  for (size_t k = 0; k < 2 * f->ns; k++) pad |= f->pads[k] > 0;
+  if (pad && oimp_has_input(c, xz) && !c->consts[xz]) return LOOM_OK; /* the pad value must be known */
+  *ok = true;
+  return LOOM_OK;
+}
+
+static loom_status syms_attr(nctx *c, const char *name, size_t n, const int64_t *v) {
+  const loom_sym_expr *d[16];
+  for (size_t k = 0; k < n; k++) d[k] = loom_sym_const(c->im->cx, v[k]);
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, name, n, d));
+  return LOOM_OK;
+}
+
+/* Wt of group g: a constant (K * Cg, Og) of w's dtype, row t * Cg + c, column o = w[g*Og + o, c, t]. */
+static loom_status group_weights(nctx *c, const loom_onnx_tensor *w, const qconv_form *f, int64_t g, loom_graph_expr **out) {
+  int64_t Og = f->O / f->groups, rows = f->K * f->Cg;
+  uint8_t *buf = malloc((size_t)(rows * Og));
+  if (!buf) return LOOM_OOM();
+  const uint8_t *src = w->data; /* one byte per element */
+  for (int64_t o = 0; o < Og; o++)
+    for (int64_t ch = 0; ch < f->Cg; ch++)
+      for (int64_t t = 0; t < f->K; t++)
+        buf[(t * f->Cg + ch) * Og + o] = src[((g * Og + o) * f->Cg + ch) * f->K + t];
+  const loom_sym_expr *d[2] = {loom_sym_const(c->im->cx, rows), loom_sym_const(c->im->cx, Og)};
+  const loom_sinfo *si = loom_sinfo_tensor(c->im->m, w->dtype, 2, d, NULL);
+  *out = si ? loom_graph_const_new(c->im->m, si, buf, (size_t)(rows * Og)) : NULL;
+  free(buf);
+  return *out ? LOOM_OK : LOOM_OOM();
+}
+
+/* acc (N * P, O) i32 of the form above; *ydims the output's (N, O, y..). */
+static loom_status qconv_acc(nctx *c, size_t xi, size_t xz, size_t wi, size_t wz, const qconv_form *f, loom_graph_expr **acc,
+                             const loom_sym_expr **ydims) {
+  imp *im = c->im;
+  loom_sym_ctx *cx = im->cx;
+  size_t ns = f->ns, r = ns + 2;
+  loom_graph_expr *x = c->args[xi], *xp;
+  int64_t perm[QC_MAXS + 2];
+  perm[0] = 0, perm[r - 1] = 1;
+  for (size_t k = 0; k < ns; k++) perm[k + 1] = (int64_t)k + 2;
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", r, perm));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_PERMUTE_DIMS, x, &xp));
+  bool pad = false;
+  for (size_t k = 0; k < 2 * ns; k++) pad |= f->pads[k] > 0;
+  if (pad) {
+    int64_t pv[2 * (QC_MAXS + 2)] = {0};
+    for (size_t k = 0; k < ns; k++) pv[1 + k] = f->pads[k], pv[r + 1 + k] = f->pads[ns + k];
+    LOOM_PROPAGATE(syms_attr(c, "pads", 2 * r, pv));
+    double zv = oimp_has_input(c, xz) ? oimp_scalar_f64(c->consts[xz]) : 0;
+    oimp_add_attr(c, loom_graph_attr_float(im->m, "value", zv));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_PAD, xp, &xp));
+  }
+  const loom_sinfo *ps = xp->sinfo;
+  /* the output extents: floordiv(hp - d (k - 1) - 1, s) + 1 */
+  const loom_sym_expr *yd[QC_MAXS];
+  for (size_t k = 0; k < ns; k++) {
+    const loom_sym_expr *span = loom_sym_sub(cx, ps->dims[1 + k], loom_sym_const(cx, f->dil[k] * (f->kern[k] - 1) + 1));
+    yd[k] = loom_sym_add(cx, loom_sym_floordiv(cx, span, loom_sym_const(cx, f->strides[k])), loom_sym_const(cx, 1));
+  }
+  int64_t Og = f->O / f->groups;
+  loom_graph_expr *parts[16], *zx = oimp_has_input(c, xz) ? c->args[xz] : NULL, *zw;
+  int64_t zwv;
+  weight_zero(c, wi, wz, &zwv);
+  LOOM_PROPAGATE(oimp_scalar(c, c->consts[wi]->dtype, (double)zwv, &zw));
+  loom_graph_expr **taps = malloc(sizeof *taps * (size_t)f->K);
+  if (!taps) return LOOM_OOM();
+  loom_status st = LOOM_OK;
+  const loom_sym_expr *P = NULL, *N = x->sinfo->dims[0];
+  for (int64_t g = 0; g < f->groups && !st; g++) {
+    /* the taps of group g, channels last */
+    for (int64_t t = 0; t < f->K && !st; t++) {
+      const loom_sym_expr *ax[QC_MAXS + 1], *b[QC_MAXS + 1], *e[QC_MAXS + 1], *s[QC_MAXS + 1];
+      int64_t rem = t;
+      bool whole = f->groups == 1;
+      for (size_t k = ns; k-- > 0;) {
+        int64_t tk = rem % f->kern[k];
+        rem /= f->kern[k];
+        ax[k] = loom_sym_const(cx, (int64_t)k + 1);
+        b[k] = loom_sym_const(cx, tk * f->dil[k]);
+        e[k] = loom_sym_add(cx, b[k], loom_sym_add(cx, loom_sym_mul(cx, loom_sym_sub(cx, yd[k], loom_sym_const(cx, 1)),
+                                                                     loom_sym_const(cx, f->strides[k])),
+                                                  loom_sym_const(cx, 1)));
+        s[k] = loom_sym_const(cx, f->strides[k]);
+        whole = whole && f->kern[k] == 1 && f->strides[k] == 1;
+      }
+      ax[ns] = loom_sym_const(cx, (int64_t)r - 1), b[ns] = loom_sym_const(cx, g * f->Cg);
+      e[ns] = loom_sym_const(cx, (g + 1) * f->Cg), s[ns] = loom_sym_const(cx, 1);
+      if (whole) {
+        taps[t] = xp;
+        continue;
+      }
+      oimp_add_attr(c, loom_graph_attr_syms(im->m, "axes", ns + 1, ax));
+      oimp_add_attr(c, loom_graph_attr_syms(im->m, "begin", ns + 1, b));
+      oimp_add_attr(c, loom_graph_attr_syms(im->m, "end", ns + 1, e));
+      oimp_add_attr(c, loom_graph_attr_syms(im->m, "strides", ns + 1, s));
+      st = oimp_op1(c, LOOM_GRAPH_OP_STRIDED_SLICE, xp, &taps[t]);
+    }
+    loom_graph_expr *col = taps[0], *wt, *m;
+    /* concat takes 32 inputs at most: runs of 32 taps first (a 7 x 7 kernel has 49) */
+    int64_t nt = f->K;
+    while (!st && nt > 1) {
+      int64_t runs = 0;
+      for (int64_t t0 = 0; t0 < nt && !st; t0 += 32, runs++) {
+        int64_t len = nt - t0 < 32 ? nt - t0 : 32;
+        if (len == 1) {
+          taps[runs] = taps[t0];
+          continue;
+        }
+        oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", (int64_t)r - 1));
+        st = oimp_emit(c, LOOM_GRAPH_OP_CONCAT, (size_t)len, taps + t0, NULL, &taps[runs]);
+      }
+      nt = runs;
+    }
+    col = taps[0];
+    if (st) break;
+    const loom_sinfo *cs = col->sinfo;
+    P = cs->dims[1];
+    for (size_t k = 1; k < ns; k++) P = loom_sym_mul(cx, P, cs->dims[1 + k]);
+    for (size_t k = 0; k < ns; k++) ydims[2 + k] = cs->dims[1 + k];
+    /* one matrix of N * P rows: the matmul's row loop is the parallel one at batch 1 */
+    const loom_sym_expr *fd[2] = {loom_sym_mul(cx, N, P), cs->dims[r - 1]};
+    oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 2, fd));
+    if ((st = oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, col, &col))) break;
+    if ((st = to_dtype(c, col, LOOM_DTYPE_I32, &col))) break;
+    if (zx) {
+      loom_graph_expr *z;
+      if ((st = to_dtype(c, zx, LOOM_DTYPE_I32, &z)) || (st = oimp_op2(c, LOOM_GRAPH_OP_SUB, col, z, &col))) break;
+    }
+    loom_graph_expr *z;
+    if ((st = group_weights(c, c->consts[wi], f, g, &wt)) || (st = to_dtype(c, wt, LOOM_DTYPE_I32, &wt)) ||
+        (st = to_dtype(c, zw, LOOM_DTYPE_I32, &z)) || (st = oimp_op2(c, LOOM_GRAPH_OP_SUB, wt, z, &wt)) ||
+        (st = oimp_op2(c, LOOM_GRAPH_OP_MATMUL, col, wt, &m)))
+      break;
+    parts[g] = m;
+  }
+  free(taps);
+  LOOM_PROPAGATE(st);
+  (void)Og;
+  ydims[0] = N, ydims[1] = loom_sym_const(cx, f->O);
+  if (f->groups == 1) return *acc = parts[0], LOOM_OK;
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 1));
+  return oimp_emit(c, LOOM_GRAPH_OP_CONCAT, (size_t)f->groups, parts, NULL, acc);
+}
+
+/* y (N * P, O) to the output (N, O, y..), bound to the node's output. */
+static loom_status qconv_out(nctx *c, loom_graph_expr *y, size_t ns, const loom_sym_expr *const *ydims, loom_graph_expr **out) {
+  static const int64_t tr[3] = {0, 2, 1};
+  loom_sym_ctx *cx = c->im->cx;
+  const loom_sym_expr *P = ydims[2], *npo[3];
+  for (size_t k = 1; k < ns; k++) P = loom_sym_mul(cx, P, ydims[2 + k]);
+  npo[0] = ydims[0], npo[1] = P, npo[2] = ydims[1];
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 3, npo));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, y, &y));
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 3, tr));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_PERMUTE_DIMS, y, &y));
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", ns + 2, ydims));
+  return oimp_emit(c, LOOM_GRAPH_OP_RESHAPE, 1, &y, c->n->outputs[0], out);
+}
+
 static loom_status h_conv_integer(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
+  qconv_form f;
+  bool gemm;
+  LOOM_PROPAGATE(qconv_form_of(c, 0, 2, 1, 3, &f, &gemm));
+  if (gemm) {
+    loom_graph_expr *acc;
+    const loom_sym_expr *yd[QC_MAXS + 2];
+    LOOM_PROPAGATE(qconv_acc(c, 0, 2, 1, 3, &f, &acc, yd));
+    return qconv_out(c, acc, f.ns, yd, out);
+  }
   int r;
   return conv_centered(c, 0, 2, 1, 3, &r, out);
 }
@@ -413,14 +665,26 @@ static loom_status h_qlinear_conv(nctx *c, const op_entry *e, loom_graph_expr **
     return UNSUP(c->n, "only per-tensor x and y scales and zero points are supported");
   loom_dtype odt = oimp_has_input(c, 7) ? c->args[7]->sinfo->dtype : c->args[0]->sinfo->dtype;
   loom_graph_expr *xs = c->args[1], *ws = c->args[4], *ys = c->args[6], *acc, *s;
-  int r;
-  LOOM_PROPAGATE(conv_centered(c, 0, 2, 3, 5, &r, &acc));
   if (ws->sinfo->kind != LOOM_SINFO_TENSOR || ws->sinfo->ndim < 0 || !ws->sinfo->dims)
     return UNSUP(c->n, "the shape of w_scale is unknown");
   bool single = true;
   for (int d = 0; d < ws->sinfo->ndim; d++) single = single && is_one(ws->sinfo->dims[d]);
+  if (!single && ws->sinfo->ndim != 1) return BAD(c->n, "w_scale has rank %d (a scalar or 1-D)", ws->sinfo->ndim);
+  qconv_form f;
+  bool gemm;
+  LOOM_PROPAGATE(qconv_form_of(c, 0, 2, 3, 5, &f, &gemm));
+  if (gemm) { /* acc (N * P, O): a 1-D w_scale broadcasts along its last axis */
+    const loom_sym_expr *yd[QC_MAXS + 2];
+    loom_graph_expr *y;
+    LOOM_PROPAGATE(qconv_acc(c, 0, 2, 3, 5, &f, &acc, yd));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, xs, ws, &s));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_DIV, s, ys, &s));
+    LOOM_PROPAGATE(requantize_as(c, acc, s, 7, odt, NULL, &y));
+    return qconv_out(c, y, f.ns, yd, out);
+  }
+  int r;
+  LOOM_PROPAGATE(conv_centered(c, 0, 2, 3, 5, &r, &acc));
   if (!single) { /* per output channel: (1, O, 1, ...) */
-    if (ws->sinfo->ndim != 1) return BAD(c->n, "w_scale has rank %d (a scalar or 1-D)", ws->sinfo->ndim);
     const loom_sym_expr *one = loom_sym_const(c->im->cx, 1), *d[8];
     for (int k = 0; k < r; k++) d[k] = k == 1 ? ws->sinfo->dims[0] : one;
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", (size_t)r, d));
