@@ -10,5 +10,7 @@ pub const programs = .{
     .{ .name = "bench-soak", .files = &[_][]const u8{"bench/soak/main.c"}, .runtime_only = false },
     .{ .name = "bench-e2e", .files = &[_][]const u8{ "bench/e2e/main.c", "bench/common/machine_limits.c" }, .runtime_only = false },
     .{ .name = "bench-limits", .files = &[_][]const u8{ "bench/limits/limits.c", "bench/common/machine_limits.c" }, .runtime_only = true },
+    // issue 25: the C side of bench/python/overhead.py (per-call cost from Python vs C).
+    .{ .name = "bench-pycall-c", .files = &[_][]const u8{"bench/python/call_c.c"}, .runtime_only = false },
     .{ .name = "bench-loom-serve", .files = &[_][]const u8{"bench/loomserve/main.c"}, .runtime_only = false },
 };
