@@ -27,7 +27,10 @@ from ._module import Function, MemoryPlan, Module, Param, Signature, compile, in
 from ._tensor import Tensor
 from ._torch import from_torch
 
-__version__ = "0.1.0"
+try:
+    from ._version import __version__  # written by the build backend (build.zig.zon)
+except ImportError:  # running from the source tree
+    __version__ = "0+unknown"
 
 __all__ = [
     "compile",

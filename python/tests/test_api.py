@@ -177,3 +177,15 @@ def test_closed_module(tmp_path):
     with loom.compile(ADD_LOOM.encode()) as m2:
         assert m2(np.ones(2, np.float32), np.ones(2, np.float32)).sum() == 4
     assert m2._rt is None
+
+
+def test_the_installed_package_is_tested():
+    # scripts/test-python installs the wheel; the tests must not import python/loom in place
+    from pathlib import Path
+
+    import loom._capi
+
+    here = Path(loom.__file__).resolve().parent
+    assert here != (Path(__file__).resolve().parents[1] / "loom"), here
+    assert (here / "libloom.so").exists() or "LOOM_LIBRARY" in os.environ
+    assert loom.__version__ == (here / "_version.py").read_text().split('"')[1]
