@@ -150,6 +150,11 @@ pub fn build(b: *std.Build) void {
     // built on request: `zig build python -Doptimize=ReleaseFast` -> zig-out/lib/libloom.so.
     const py_step = b.step("python", "Build libloom.so (the whole C API as a shared library) for the Python package");
     py_step.dependOn(&b.addInstallArtifact(addSharedLibrary(cfg), .{}).step);
+    // With the running Python's include directory (the package's build backend passes it), also
+    // the package's call-path extension, python/loom/_fastcall.c -> lib/libloom_fastcall.so.
+    if (b.option([]const u8, "python-include", "Python's include directory: also build the loom._fastcall extension")) |inc| {
+        py_step.dependOn(&b.addInstallArtifact(addPythonExtension(cfg, inc), .{}).step);
+    }
 
     // Benchmark programs (bench/sources.zig), built on request.
     const bench_step = b.step("bench", "Build the benchmark programs (use -Doptimize=ReleaseFast)");
@@ -344,6 +349,20 @@ fn addSharedLibrary(cfg: Config) *std.Build.Step.Compile {
     addOnnxGenerated(cfg, m, .normal);
     linkCompilerDeps(cfg, m);
     return b.addLibrary(.{ .name = "loom", .root_module = m, .linkage = .dynamic });
+}
+
+/// loom._fastcall (python/loom/_fastcall.c): a CPython extension for the package's call path.
+/// It does not link libloom.so or libpython: both are already in the process when Python
+/// imports it (the package opens libloom.so with RTLD_GLOBAL first), as for any extension.
+fn addPythonExtension(cfg: Config, include_dir: []const u8) *std.Build.Step.Compile {
+    const b = cfg.b;
+    const m = newModule(cfg, .normal);
+    m.pic = true;
+    m.addSystemIncludePath(.{ .cwd_relative = include_dir });
+    m.addCSourceFiles(.{ .files = &.{"python/loom/_fastcall.c"}, .flags = cFlags(cfg, .normal, true) });
+    const lib = b.addLibrary(.{ .name = "loom_fastcall", .root_module = m, .linkage = .dynamic });
+    lib.linker_allow_shlib_undefined = true;
+    return lib;
 }
 
 /// The generated protobuf-c code of the ONNX schema (compiler side: libloom only).

@@ -8,8 +8,9 @@
 The model is tiny (@main(x, y) = x + y on f32(n)), so a call's cost is the call path itself.
 Each round runs, one after the other on the same machine: the C program bench-pycall-c
 (loom_rt_call on inputs made once, `scripts/zig build bench -Doptimize=ReleaseFast`), then the
-same calls from Python — NumPy in / NumPy out (``m(x, y)``), NumPy in / loom.Tensor out
-(``dlpack=True``), and PyTorch tensors in (when torch is installed). Each figure is the median
+same calls from Python — NumPy in / NumPy out (``m(x, y)``: the loom._fastcall extension
+when the wheel has it, and again through the ctypes path), NumPy in / loom.Tensor out
+(``dlpack=True``: the ctypes path), and PyTorch tensors in (when torch is installed). Each figure is the median
 over rounds of the mean ns per call; the overhead is Python's minus C's. Both use one runtime
 thread.
 """
@@ -64,7 +65,21 @@ def main() -> int:
         x = np.arange(a.n, dtype=np.float32)
         y = np.ones(a.n, dtype=np.float32)
         assert np.array_equal(m(x, y), x + y)
-        cases = {"numpy in, numpy out": lambda: m(x, y), "numpy in, loom.Tensor out": lambda: m(x, y, dlpack=True)}
+        import loom._module as lm
+
+        fast = lm._fast
+
+        def ctypes_path():
+            lm._fast = None
+            try:
+                return m(x, y)
+            finally:
+                lm._fast = fast
+
+        cases = {"numpy in, numpy out": lambda: m(x, y)}
+        if fast is not None:
+            cases["(same, ctypes path)"] = ctypes_path
+        cases["numpy in, loom.Tensor out"] = lambda: m(x, y, dlpack=True)
         try:
             import torch
 

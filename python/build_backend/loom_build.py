@@ -5,7 +5,10 @@
      with the project's pinned Zig: ``scripts/zig build python -Doptimize=ReleaseFast``
      ($LOOM_PY_OPTIMIZE picks another mode), into a temporary prefix;
   2. packs ``python/loom/*.py``, ``py.typed``, a generated ``_version.py`` and libloom.so into a
-     wheel tagged py3-none-<platform> (the library does not use CPython's ABI: ctypes loads it).
+     wheel. libloom.so does not use CPython's ABI (ctypes loads it); when the running Python has
+     its headers (python3-dev), the call-path extension ``loom._fastcall`` is built too
+     (``-Dpython-include``) and the wheel is tagged for this CPython (cp311-cp311-<platform>),
+     else py3-none-<platform> ($LOOM_PY_FASTCALL=0 leaves the extension out).
 The version is the one in build.zig.zon. Nothing is downloaded; no compiler but Zig runs.
 """
 
@@ -39,13 +42,23 @@ def _platform_tag() -> str:
     return re.sub(r"[^A-Za-z0-9]", "_", sysconfig.get_platform())
 
 
+def _python_include() -> str | None:
+    """The running Python's include directory, when it has Python.h (python3-dev)."""
+    inc = sysconfig.get_paths().get("include")
+    return inc if inc and (Path(inc) / "Python.h").exists() else None
+
+
 def _build_library(prefix: Path) -> Path:
-    """Runs Zig; returns the built libloom.so."""
+    """Runs Zig; returns the built libloom.so (and, with Python's headers, libloom_fastcall.so
+    beside it)."""
     zig = ROOT / "scripts" / "zig"
     if not (ROOT / "build.zig").exists() or not zig.exists():
         raise RuntimeError(f"loom_build: {ROOT} is not a Loom checkout (build the package from python/ inside one)")
     optimize = os.environ.get("LOOM_PY_OPTIMIZE", "ReleaseFast")
     cmd = [str(zig), "build", "python", f"-Doptimize={optimize}", "-p", str(prefix)]
+    inc = _python_include()
+    if inc and os.environ.get("LOOM_PY_FASTCALL", "1") != "0":
+        cmd.append(f"-Dpython-include={inc}")
     print("loom_build: " + " ".join(cmd), file=sys.stderr, flush=True)
     r = subprocess.run(cmd, cwd=ROOT, stdout=sys.stderr, stderr=sys.stderr)
     if r.returncode != 0:
@@ -92,9 +105,6 @@ def get_requires_for_build_sdist(config_settings=None):
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     version = _version()
-    tag = f"py3-none-{_platform_tag()}"
-    dist_info = f"{NAME}-{version}.dist-info"
-    wheel_name = f"{NAME}-{version}-{tag}.whl"
     files: list[tuple[str, bytes]] = []
     for p in sorted((PACKAGE_DIR / "loom").iterdir()):
         if p.suffix == ".py" or p.name == "py.typed":
@@ -104,6 +114,16 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     with tempfile.TemporaryDirectory(prefix="loom-wheel-") as tmp:
         lib = _build_library(Path(tmp))
         files.append(("loom/libloom.so", lib.read_bytes()))
+        ext = lib.parent / "libloom_fastcall.so"
+        if ext.exists():
+            # the extension ties the wheel to this CPython version and ABI
+            files.append((f"loom/_fastcall{sysconfig.get_config_var('EXT_SUFFIX')}", ext.read_bytes()))
+            py = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+            tag = f"{py}-{py}-{_platform_tag()}"
+        else:
+            tag = f"py3-none-{_platform_tag()}"
+    dist_info = f"{NAME}-{version}.dist-info"
+    wheel_name = f"{NAME}-{version}-{tag}.whl"
     files.append((f"{dist_info}/METADATA", _metadata(version).encode()))
     files.append((f"{dist_info}/WHEEL", _wheel_file(tag).encode()))
     files.append((f"{dist_info}/top_level.txt", b"loom\n"))

@@ -147,7 +147,8 @@ def _library_path() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "libloom.so")
 
 
-lib = ctypes.CDLL(_library_path())
+# RTLD_GLOBAL: the call-path extension (loom._fastcall) resolves its loom_* symbols from it.
+lib = ctypes.CDLL(_library_path(), mode=ctypes.RTLD_GLOBAL)
 
 
 def _fn(name: str, restype, *argtypes):

@@ -14,8 +14,10 @@ import numpy as np
 
 from . import _capi, sym
 from ._errors import LoomError, check
+from ._errors import error_from_status
 from ._tensor import (
     DTYPE_OF_NP,
+    NP_OF_DTYPE,
     NP_DATA_OFFSET,
     NP_FAST,
     Tensor,
@@ -27,6 +29,17 @@ from ._tensor import (
 )
 
 _HOST, _TENSOR, _HOST_AT = _capi.ARG_HOST, _capi.ARG_TENSOR, _capi.ARG_HOST_AT
+
+# The call path as a CPython extension (python/loom/_fastcall.c), when the wheel has one and
+# LOOM_PY_FASTCALL is not "0"; otherwise (and for inputs it does not take) the ctypes path.
+_fast = None
+if os.environ.get("LOOM_PY_FASTCALL", "1") != "0":
+    try:
+        from . import _fastcall as _fast  # type: ignore[attr-defined]
+
+        _fast.init(np.empty, tuple(NP_OF_DTYPE))
+    except ImportError:
+        _fast = None
 _RES_TEMPLATE = bytes(8 * 256)  # room to describe the results (more: read from the outputs)
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -191,6 +204,13 @@ class Module:
             name = self._fn_names[fn] = fn.encode()
         if kwargs:
             args = self._bind_kwargs(fn, args, kwargs)
+        if _fast is not None and not dlpack:
+            r = _fast.call(rt, name, args)
+            if type(r) is list:
+                return r[0] if len(r) == 1 else tuple(r)
+            if r is not None:
+                raise error_from_status(r)
+            # None: an input or result the extension does not take; the general path below
         # one packed description, one foreign call (loom_rt_call_packed): C-contiguous NumPy
         # arrays are borrowed by address; anything else becomes a tensor first (to_loom)
         desc: list[int] = []

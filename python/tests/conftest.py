@@ -73,3 +73,16 @@ def random_inputs(fn: "loom.Function", dims: dict[str, int], rng: np.random.Gene
             a = rng.integers(0, 2, shape).astype({"i64": np.int64, "i32": np.int32}[p.dtype])
         out.append(a)
     return out
+
+
+@pytest.fixture(params=["extension", "ctypes"])
+def call_path(request, monkeypatch):
+    """Runs a test through both call paths: the loom._fastcall extension (when the wheel has
+    it) and the ctypes path (loom_rt_call_packed)."""
+    import loom._module as lm
+
+    if request.param == "ctypes":
+        monkeypatch.setattr(lm, "_fast", None)
+    elif lm._fast is None:
+        pytest.skip("the wheel has no loom._fastcall extension (no Python headers at build time)")
+    return request.param

@@ -189,3 +189,27 @@ def test_the_installed_package_is_tested():
     assert here != (Path(__file__).resolve().parents[1] / "loom"), here
     assert (here / "libloom.so").exists() or "LOOM_LIBRARY" in os.environ
     assert loom.__version__ == (here / "_version.py").read_text().split('"')[1]
+
+
+def test_extension_is_built_and_used(add_module):
+    # the wheel built by scripts/test-python has the call-path extension (python3-dev is set up)
+    import loom._module as lm
+
+    assert lm._fast is not None, "loom._fastcall missing: was the wheel built without Python's headers?"
+    x = np.arange(4, dtype=np.float32)
+    assert type(lm._fast.call(add_module._rt, b"main", (x, x))) is list
+    # a strided input is not taken by the extension (None): the general path copies it
+    assert lm._fast.call(add_module._rt, b"main", (x[::2], x[::2])) is None
+    np.testing.assert_array_equal(add_module(x[::2], x[::2]), 2 * x[::2])
+
+
+def test_both_paths_agree(add_module, multi_module, call_path):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    w = rng.standard_normal((4, 2)).astype(np.float32)
+    y, z = multi_module(x, w)
+    np.testing.assert_allclose(y, x @ w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(z, x * x)
+    ro = np.arange(5, dtype=np.float32)
+    ro.flags.writeable = False  # read-only inputs are fine
+    np.testing.assert_array_equal(add_module(ro, ro), 2 * ro)

@@ -10,6 +10,12 @@ import pytest
 import loom
 
 
+@pytest.fixture(autouse=True)
+def _both_paths(call_path):
+    """Every test here runs through both call paths."""
+    return call_path
+
+
 class Producer:
     """A DLPack producer that is not a NumPy array (as a JAX or CuPy host array would be)."""
 

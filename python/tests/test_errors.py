@@ -9,6 +9,12 @@ import loom
 from conftest import MODELS
 
 
+@pytest.fixture(autouse=True)
+def _both_paths(call_path):
+    """Every test here runs through both call paths."""
+    return call_path
+
+
 @pytest.fixture(scope="module")
 def mlp():
     return loom.compile(MODELS / "mlp.loom")

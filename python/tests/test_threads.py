@@ -8,10 +8,17 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pytest
 
 import loom
 from loom import _capi
 from conftest import MODELS
+
+
+@pytest.fixture(autouse=True)
+def _both_paths(call_path):
+    """Every test here runs through both call paths."""
+    return call_path
 
 
 def test_library_releases_the_gil():
