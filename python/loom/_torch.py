@@ -61,8 +61,7 @@ def from_torch(
     if "dynamo" in inspect.signature(torch.onnx.export).parameters:
         kwargs["dynamo"] = False  # the TorchScript exporter: dynamic_axes, no onnxscript needed
     buf = io.BytesIO()
-    module = module.eval()
-    with torch.no_grad():
+    with torch.no_grad():  # exported in eval mode (torch.onnx.export's default training=EVAL)
         torch.onnx.export(
             module,
             example_inputs,
