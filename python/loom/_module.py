@@ -26,6 +26,7 @@ from ._tensor import (
     results_to_numpy,
     take_outputs,
     to_loom,
+    torch_numpy_view,
 )
 
 _HOST, _TENSOR, _HOST_AT = _capi.ARG_HOST, _capi.ARG_TENSOR, _capi.ARG_HOST_AT
@@ -206,6 +207,12 @@ class Module:
             args = self._bind_kwargs(fn, args, kwargs)
         if _fast is not None and not dlpack:
             r = _fast.call(rt, name, args)
+            if type(r) is list:
+                return r[0] if len(r) == 1 else tuple(r)
+            if r is None and any(type(a).__module__ == "torch" for a in args):
+                # PyTorch CPU tensors as zero-copy NumPy views, which the extension takes
+                args = tuple(torch_numpy_view(a) for a in args)
+                r = _fast.call(rt, name, args)
             if type(r) is list:
                 return r[0] if len(r) == 1 else tuple(r)
             if r is not None:

@@ -119,6 +119,19 @@ class Tensor:
         return np.from_dlpack(self)
 
 
+def torch_numpy_view(a: Any) -> Any:
+    """A zero-copy NumPy view of a PyTorch CPU tensor (detached), or `a` itself when it is not
+    one or has no NumPy form (bf16, another device): the general path then takes it."""
+    if type(a).__module__ != "torch":
+        return a
+    try:
+        if a.device.type != "cpu":
+            return a
+        return (a.detach() if a.requires_grad else a).numpy()
+    except (TypeError, RuntimeError, AttributeError):
+        return a
+
+
 def from_dlpack_capsule(rt: int, capsule: Any) -> int:
     """Imports a "dltensor" capsule zero-copy; returns a new loom_tensor* reference."""
     p = _capi.PyCapsule_GetPointer(capsule, _DLTENSOR)  # raises for a consumed capsule
