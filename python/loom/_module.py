@@ -6,7 +6,7 @@ import ctypes
 import os
 from array import array
 import shutil
-from ctypes import c_int64, c_void_p
+from ctypes import c_void_p
 from dataclasses import dataclass
 from typing import Any, Sequence, Union
 
@@ -20,7 +20,6 @@ from ._tensor import (
     NP_OF_DTYPE,
     NP_DATA_OFFSET,
     NP_FAST,
-    Tensor,
     dtype_name,
     np_data,
     results_to_numpy,
@@ -207,8 +206,6 @@ class Module:
             args = self._bind_kwargs(fn, args, kwargs)
         if _fast is not None and not dlpack:
             r = _fast.call(rt, name, args)
-            if type(r) is list:
-                return r[0] if len(r) == 1 else tuple(r)
             if r is None and any(type(a).__module__ == "torch" for a in args):
                 # PyTorch CPU tensors as zero-copy NumPy views, which the extension takes
                 args = tuple(torch_numpy_view(a) for a in args)
@@ -217,7 +214,8 @@ class Module:
                 return r[0] if len(r) == 1 else tuple(r)
             if r is not None:
                 raise error_from_status(r)
-            # None: an input or result the extension does not take; the general path below
+            # None: an input the extension does not take, or a result NumPy cannot hold (a
+            # bf16 tensor: the call then runs again below, to return it as the general path does)
         # one packed description, one foreign call (loom_rt_call_packed): C-contiguous NumPy
         # arrays are borrowed by address; anything else becomes a tensor first (to_loom)
         desc: list[int] = []
@@ -249,6 +247,7 @@ class Module:
             out = take_outputs(rt, outs, dlpack)
             return out[0] if len(out) == 1 else tuple(out)
         return results_to_numpy(outs, res)
+
     def _bind_kwargs(self, fn: str, args: Sequence[Any], kwargs: dict) -> tuple:
         f = self.signature.get(fn)
         if f is None:

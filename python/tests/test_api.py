@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import loom
-from conftest import ADD_LOOM, MODELS, MULTI_LOOM
+from conftest import ADD_LOOM, MODELS
 
 
 def test_compile_path_and_bytes_agree(tmp_path):
