@@ -120,15 +120,19 @@ class Tensor:
 
 
 def torch_numpy_view(a: Any) -> Any:
-    """A zero-copy NumPy view of a PyTorch CPU tensor (detached), or `a` itself when it is not
-    one or has no NumPy form (bf16, another device): the general path then takes it."""
+    """A zero-copy NumPy view of a PyTorch CPU tensor, or `a` itself when it is not one or has
+    no NumPy form (bf16, another device): the general path then takes it. (``Tensor.numpy()``
+    refuses other devices and, with requires_grad, asks for ``detach()``: cheaper than asking.)"""
     if type(a).__module__ != "torch":
         return a
     try:
-        if a.device.type != "cpu":
+        return a.numpy()
+    except RuntimeError:
+        try:
+            return a.detach().numpy()
+        except (TypeError, RuntimeError):
             return a
-        return (a.detach() if a.requires_grad else a).numpy()
-    except (TypeError, RuntimeError, AttributeError):
+    except (TypeError, AttributeError):
         return a
 
 
