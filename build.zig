@@ -148,6 +148,16 @@ pub fn build(b: *std.Build) void {
     b.installArtifact(loom_exe);
     b.installArtifact(addProgram(cfg, "loom-run", &@import("src/driver/sources.zig").loom_run_main, libs.rt, .normal));
 
+    // The shared library of the Python package (python/: loom/_capi.py loads it with ctypes),
+    // built on request: `zig build python -Doptimize=ReleaseFast` -> zig-out/lib/libloom.so.
+    const py_step = b.step("python", "Build libloom.so (the whole C API as a shared library) for the Python package");
+    py_step.dependOn(&b.addInstallArtifact(addSharedLibrary(cfg), .{}).step);
+    // With the running Python's include directory (the package's build backend passes it), also
+    // the package's call-path extension, python/loom/_fastcall.c -> lib/libloom_fastcall.so.
+    if (b.option([]const u8, "python-include", "Python's include directory: also build the loom._fastcall extension")) |inc| {
+        py_step.dependOn(&b.addInstallArtifact(addPythonExtension(cfg, inc), .{}).step);
+    }
+
     // Benchmark programs (bench/sources.zig), built on request.
     const bench_step = b.step("bench", "Build the benchmark programs (use -Doptimize=ReleaseFast)");
     inline for (@import("bench/sources.zig").programs) |prog| {
@@ -345,6 +355,40 @@ fn addLibraries(cfg: Config, variant: Variant) Libraries {
     addOnnxGenerated(cfg, full_mod, variant);
     const full = b.addLibrary(.{ .name = b.fmt("loom{s}", .{suffix}), .root_module = full_mod, .linkage = .static });
     return .{ .rt = rt, .full = full };
+}
+
+/// libloom.so: the same sources as the static libloom (position-independent), linked with the
+/// same system libraries as the programs, so every public function of src/loom.h and
+/// src/loomrt.h is reachable through dlopen (the Python package's ctypes layer).
+fn addSharedLibrary(cfg: Config) *std.Build.Step.Compile {
+    const b = cfg.b;
+    const flags = cFlags(cfg, .normal, true);
+    const m = newModule(cfg, .normal);
+    m.pic = true;
+    addSources(m, &runtime_sources, flags);
+    inline for (modules) |mod| addSources(m, &mod.compiler, flags);
+    if (cfg.cuda) {
+        addSources(m, &cuda_sources.compiler, flags);
+        m.addSystemIncludePath(.{ .cwd_relative = cuda_prefix ++ "/include" });
+    }
+    m.addSystemIncludePath(.{ .cwd_relative = llvm_prefix ++ "/include" });
+    addOnnxGenerated(cfg, m, .normal);
+    linkCompilerDeps(cfg, m);
+    return b.addLibrary(.{ .name = "loom", .root_module = m, .linkage = .dynamic });
+}
+
+/// loom._fastcall (python/loom/_fastcall.c): a CPython extension for the package's call path.
+/// It does not link libloom.so or libpython: both are already in the process when Python
+/// imports it (the package opens libloom.so with RTLD_GLOBAL first), as for any extension.
+fn addPythonExtension(cfg: Config, include_dir: []const u8) *std.Build.Step.Compile {
+    const b = cfg.b;
+    const m = newModule(cfg, .normal);
+    m.pic = true;
+    m.addSystemIncludePath(.{ .cwd_relative = include_dir });
+    m.addCSourceFiles(.{ .files = &.{"python/loom/_fastcall.c"}, .flags = cFlags(cfg, .normal, true) });
+    const lib = b.addLibrary(.{ .name = "loom_fastcall", .root_module = m, .linkage = .dynamic });
+    lib.linker_allow_shlib_undefined = true;
+    return lib;
 }
 
 /// The generated protobuf-c code of the ONNX schema (compiler side: libloom only).

@@ -12,5 +12,7 @@ pub const programs = .{
     .{ .name = "bench-limits", .files = &[_][]const u8{ "bench/limits/limits.c", "bench/common/machine_limits.c" }, .runtime_only = true },
     // issue 23: one compilation, in process (bench/compile runs it cold, warm, after a change).
     .{ .name = "bench-compile", .files = &[_][]const u8{"bench/compiletime/main.c"}, .runtime_only = false },
+    // issue 25: the C side of bench/python/overhead.py (per-call cost from Python vs C).
+    .{ .name = "bench-pycall-c", .files = &[_][]const u8{"bench/python/call_c.c"}, .runtime_only = false },
     .{ .name = "bench-loom-serve", .files = &[_][]const u8{"bench/loomserve/main.c"}, .runtime_only = false },
 };

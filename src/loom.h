@@ -82,4 +82,40 @@ LOOM_MUST_USE loom_status loom_compiled_save_signed(loom_compiled *c, const char
  * The runtime must be closed before `c` is freed. */
 LOOM_MUST_USE loom_status loom_compiled_open(loom_compiled *c, const loom_rt_options *opts, loom_rt **out);
 
+/* ---- for language bindings (python/loom calls these through ctypes) ---- */
+
+/* Loads a model held in memory into a fresh, verified module: ONNX protobuf bytes or .loom
+ * text. `name` ("model.onnx", "net.loom") names it in errors; `format` is "onnx" or "loom",
+ * or NULL: by the suffix of `name`, else by content (bytes below 0x20 other than white
+ * space mean ONNX's binary protobuf; otherwise text). ONNX external data is refused. */
+LOOM_MUST_USE loom_status loom_module_load_buffer(const void *bytes, size_t len, const char *name,
+                                                  const char *format, loom_graph_module **out);
+/* loom_module_load_buffer then loom_compile; the result owns the module. */
+LOOM_MUST_USE loom_status loom_compile_buffer(const void *bytes, size_t len, const char *name, const char *format,
+                                              const loom_compile_options *opts, loom_compiled **out);
+/* The symbolic peak of the memory plan of function `fn` (graph/memplan.h: its storages
+ * plus what the graph functions it calls hold), in bytes, as text ("4096*b + 40"; malloc'd,
+ * free() it). NOT_FOUND when there is no such graph function. */
+LOOM_MUST_USE loom_status loom_compiled_memory_peak(loom_compiled *c, const char *fn, char **out_text);
+
+/* Runs graph function `fn` of a model in memory (as loom_module_load_buffer reads it, not
+ * compiled) in the reference interpreter (graph/interp.c). Inputs are dense CPU tensors,
+ * copied in; the results (a returned tuple flattened one level, as loom_rt_call) are fresh
+ * dense tensors the caller releases with loom_rt_outputs_free. */
+LOOM_MUST_USE loom_status loom_interp_call_buffer(const void *bytes, size_t len, const char *name, const char *format,
+                                                  const char *fn, loom_tensor *const *inputs, uint32_t ninputs,
+                                                  loom_rt_outputs *out);
+
+/* Symbolic shape arithmetic on text, as `loom sym` (symbolic/sym.h): names are shape vars
+ * (>= 0), the same name the same var; `facts` ("n >= 1", "n % 8 == 0") hold while deciding.
+ * Errors name the text with a caret. */
+LOOM_MUST_USE loom_status loom_sym_text_simplify(const char *expr, const char *const *facts, uint32_t nfacts,
+                                                 char **out_text); /* malloc'd: free() */
+/* *out: 1 true, 0 false, -1 unknown (the prover is never wrong when definite). */
+LOOM_MUST_USE loom_status loom_sym_text_prove(const char *claim, const char *const *facts, uint32_t nfacts,
+                                              int32_t *out);
+/* The value of `expr` with names[i] = values[i]; an unbound name or an overflow is an error. */
+LOOM_MUST_USE loom_status loom_sym_text_eval(const char *expr, const char *const *names, const int64_t *values,
+                                             uint32_t n, int64_t *out);
+
 #endif

@@ -113,6 +113,39 @@ void loom_rt_outputs_free(loom_rt_outputs *out);
 LOOM_MUST_USE loom_status loom_rt_tensor_new(loom_rt *rt, loom_dtype dt, int32_t rank, const int64_t *shape,
                                              loom_tensor **out);
 void loom_tensor_release(loom_tensor *t);
+/* A dense row-major CPU tensor over host memory the caller owns (borrowed: Loom never
+ * frees it). The memory must stay valid and unwritten while the tensor or anything made from
+ * it (a result may be a view of an input) is alive. `nbytes` is the memory's size, checked.
+ * `rt` may be NULL: the tensor then gets a CPU device of its own (loom_interp_call_buffer's
+ * inputs need no runtime). */
+LOOM_MUST_USE loom_status loom_rt_tensor_borrow(loom_rt *rt, loom_dtype dt, int32_t rank, const int64_t *shape,
+                                                void *data, size_t nbytes, loom_tensor **out);
+/* Whether t's data is borrowed memory (loom_rt_tensor_borrow): copy it before keeping it. */
+bool loom_tensor_is_borrowed(const loom_tensor *t);
+/* Zero-copy DLPack import on the runtime's CPU device (vm/object.h loom_tensor_from_dlpack:
+ * the tensor owns `dl`; its deleter runs when the tensor is freed, or now on failure).
+ * `rt` may be NULL, as for loom_rt_tensor_borrow. */
+LOOM_MUST_USE loom_status loom_rt_tensor_from_dlpack(loom_rt *rt, DLManagedTensor *dl, loom_tensor **out);
+/* One call with its inputs and results described in int64 arrays, so a binding makes one
+ * foreign call per call (python/loom's fast path). For each input, in order:
+ *   LOOM_RT_ARG_HOST, dtype, rank, dims[rank], data address, nbytes   host memory, borrowed for
+ *                                                                      the call (as
+ *                                                                      loom_rt_tensor_borrow)
+ *   LOOM_RT_ARG_HOST_AT, ... as HOST, but the address of the data's address (read once here:
+ *                        the address of an object's data field, for callers that cannot read it
+ *                        cheaply themselves)
+ *   LOOM_RT_ARG_TENSOR, loom_tensor address                            a tensor the caller owns
+ * `ndesc` is the array's length (checked). The results are in `out` as loom_rt_call's, and,
+ * when `res` is not NULL (`nres` int64s), described there: res[0] = count, then per result
+ * kind (loom_vm_obj_kind), dtype, rank, dims[rank], data address, borrowed (1: a view of a
+ * borrowed input, loom_tensor_is_borrowed: copy it before that memory goes) — res[0] = -1 when
+ * the results do not fit in `nres` (read them from `out`). */
+enum { LOOM_RT_ARG_HOST = 0, LOOM_RT_ARG_TENSOR = 1, LOOM_RT_ARG_HOST_AT = 2 };
+LOOM_MUST_USE loom_status loom_rt_call_packed(loom_rt *rt, const char *fn, const int64_t *desc, size_t ndesc,
+                                              uint32_t ninputs, loom_rt_outputs *out, int64_t *res, size_t nres);
+/* Byte offsets of loom_tensor's fields, for bindings that read the struct directly (ctypes):
+ * out[0..5] = data, dtype, rank, shape, strides, storage; out[6] = sizeof(loom_tensor). */
+void loom_tensor_layout(uint64_t out[7]);
 
 /* ---- settings ---- */
 LOOM_MUST_USE loom_status loom_rt_set_threads(loom_rt *rt, uint32_t threads); /* 0: default */

@@ -113,6 +113,7 @@ pub const suites = .{
         "tests/e2e/test_e2e_onnx_refs.c",
         "tests/e2e/test_e2e_cli.c",
         "tests/e2e/test_e2e_cache.c",
+        "tests/e2e/test_e2e_bind.c",
         "tests/e2e/test_memplan.c",
         "tests/e2e/test_fuzz_ops.c",
         "tests/e2e/test_exec_mutation.c",

@@ -244,6 +244,20 @@ loom_status loom_compile_file(const char *path, const loom_compile_options *opts
   return LOOM_OK;
 }
 
+loom_status loom_compile_buffer(const void *bytes, size_t len, const char *name, const char *format,
+                                const loom_compile_options *opts, loom_compiled **out) {
+  *out = NULL;
+  loom_graph_module *m;
+  LOOM_PROPAGATE(loom_module_load_buffer(bytes, len, name, format, &m));
+  loom_status st = loom_compile(m, opts, out);
+  if (st) {
+    loom_graph_module_destroy(m);
+    return st;
+  }
+  (*out)->owns_module = true;
+  return LOOM_OK;
+}
+
 /* Loads the externs the module declares (libcall/), once. */
 static loom_status load_externs(loom_compiled *c) {
   if (c->externs || !loom_graph_module_num_externs(c->m)) return LOOM_OK;

@@ -6,6 +6,7 @@ pub const compiler = [_][]const u8{
     "src/driver/lower_vm.c",
     "src/driver/lower_sig.c",
     "src/driver/compile.c",
+    "src/driver/api_bind.c",
     "src/driver/fuzz_ops.c",
     "src/driver/fuzz_ops_cases.c",
     "src/driver/fuzz_ops_cases2.c",

@@ -3,6 +3,7 @@
  * its externs by the extern provider (vm/extern.h: libcall's unless the options name
  * another), and run by a VM (vm/vm.h) on a thread pool (vm/threadpool.h). vm/ includes
  * nothing of this file's other includes; this layer is what knows them all. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -250,6 +251,129 @@ loom_status loom_rt_tensor_new(loom_rt *rt, loom_dtype dt, int32_t rank, const i
 }
 
 void loom_tensor_release(loom_tensor *t) { loom_vm_obj_release(t ? &t->hdr : NULL); }
+
+/* The owner tag of borrowed storage: its address marks it, nothing is released. */
+static const char borrowed_tag = 0;
+
+loom_status loom_rt_tensor_borrow(loom_rt *rt, loom_dtype dt, int32_t rank, const int64_t *shape, void *data,
+                                  size_t nbytes, loom_tensor **out) {
+  *out = NULL;
+  if ((unsigned)dt >= LOOM_DTYPE_COUNT) return LOOM_ERROR(INVALID_ARGUMENT, "unknown dtype %d", (int)dt);
+  if (rank < 0 || rank > LOOM_VM_MAX_RANK)
+    return LOOM_ERROR(OUT_OF_RANGE, "rank %d is outside 0..%d", rank, LOOM_VM_MAX_RANK);
+  size_t need;
+  LOOM_PROPAGATE(loom_tensor_nbytes(dt, rank, shape, &need));
+  if (need > nbytes)
+    return LOOM_ERROR(OUT_OF_RANGE, "a %s tensor of %zu bytes does not fit in the %zu bytes given", loom_dtype_name(dt),
+                      need, nbytes);
+  loom_device *own = NULL;
+  if (!rt) LOOM_PROPAGATE(loom_device_cpu_create(NULL, &own));
+  loom_storage *s;
+  loom_status st = loom_storage_wrap(rt ? loom_vm_device(rt->vm) : own, data, nbytes, NULL, (void *)&borrowed_tag, &s);
+  if (!st) {
+    st = loom_tensor_view(s, 0, dt, rank, shape, out);
+    loom_vm_obj_release(&s->hdr); /* the view holds it */
+  }
+  loom_device_release(own); /* the storage holds it */
+  return st;
+}
+
+bool loom_tensor_is_borrowed(const loom_tensor *t) {
+  return t->storage && t->storage->owner == (const void *)&borrowed_tag;
+}
+
+loom_status loom_rt_tensor_from_dlpack(loom_rt *rt, DLManagedTensor *dl, loom_tensor **out) {
+  if (rt) return loom_tensor_from_dlpack(loom_allocator_system(), loom_vm_device(rt->vm), dl, out);
+  loom_device *own;
+  loom_status st = loom_device_cpu_create(NULL, &own);
+  if (st) {
+    *out = NULL;
+    if (dl->deleter) dl->deleter(dl);
+    return st;
+  }
+  st = loom_tensor_from_dlpack(loom_allocator_system(), own, dl, out);
+  loom_device_release(own); /* the tensor holds it */
+  return st;
+}
+
+/* Reads input `i` of a packed description at desc[*pos]: a borrowed tensor into *made (released
+ * by the caller), or the caller's tensor. */
+static loom_status unpack_input(loom_rt *rt, const int64_t *desc, size_t ndesc, size_t *pos, uint32_t i,
+                                loom_tensor **t, loom_tensor **made) {
+  size_t p = *pos;
+  if (p + 2 > ndesc) return LOOM_ERROR(INVALID_ARGUMENT, "input %u: the packed description ends early", i);
+  int64_t kind = desc[p];
+  if (kind == LOOM_RT_ARG_TENSOR) {
+    *t = (loom_tensor *)(uintptr_t)desc[p + 1];
+    *pos = p + 2;
+    return LOOM_OK;
+  }
+  if ((kind != LOOM_RT_ARG_HOST && kind != LOOM_RT_ARG_HOST_AT) || p + 3 > ndesc)
+    return LOOM_ERROR(INVALID_ARGUMENT, "input %u: bad packed description (kind %lld)", i, (long long)kind);
+  int64_t dt = desc[p + 1], rank = desc[p + 2];
+  if (rank < 0 || rank > LOOM_VM_MAX_RANK || p + 5 + (size_t)rank > ndesc)
+    return LOOM_ERROR(INVALID_ARGUMENT, "input %u: bad packed description (rank %lld)", i, (long long)rank);
+  const int64_t *dims = &desc[p + 3];
+  void *data = (void *)(uintptr_t)desc[p + 3 + rank];
+  if (kind == LOOM_RT_ARG_HOST_AT) data = *(void *const *)data;
+  int64_t nbytes = desc[p + 4 + rank];
+  if (dt < 0 || dt >= LOOM_DTYPE_COUNT || nbytes < 0)
+    return LOOM_ERROR(INVALID_ARGUMENT, "input %u: bad packed description (dtype %lld)", i, (long long)dt);
+  *pos = p + 5 + (size_t)rank;
+  LOOM_PROPAGATE(loom_rt_tensor_borrow(rt, (loom_dtype)dt, (int32_t)rank, dims, data, (size_t)nbytes, made));
+  *t = *made;
+  return LOOM_OK;
+}
+
+/* Describes the results into res (see loom_rt_call_packed); -1 in res[0] when they do not fit. */
+static void describe_results(const loom_rt_outputs *out, int64_t *res, size_t nres) {
+  size_t p = 1;
+  for (uint32_t i = 0; i < out->count; i++) {
+    const loom_vm_obj *o = out->items[i];
+    const loom_tensor *t = o->kind == LOOM_VM_OBJ_TENSOR ? (const loom_tensor *)o : NULL;
+    size_t need = 5 + (t ? (size_t)t->rank : 0);
+    if (p + need > nres) {
+      res[0] = -1;
+      return;
+    }
+    res[p++] = o->kind;
+    res[p++] = t ? t->dtype : -1;
+    res[p++] = t ? t->rank : 0;
+    for (int32_t d = 0; t && d < t->rank; d++) res[p++] = t->shape[d];
+    res[p++] = t ? (int64_t)(uintptr_t)t->data : 0;
+    res[p++] = t && loom_tensor_is_borrowed(t);
+  }
+  res[0] = out->count;
+}
+
+loom_status loom_rt_call_packed(loom_rt *rt, const char *fn, const int64_t *desc, size_t ndesc, uint32_t ninputs,
+                                loom_rt_outputs *out, int64_t *res, size_t nres) {
+  out->count = 0;
+  out->items = NULL;
+  loom_tensor *ts[LOOM_VM_MAX_RANK * 16], *made[LOOM_VM_MAX_RANK * 16];
+  if (ninputs > LOOM_ARRAY_LEN(ts)) return LOOM_ERROR(INVALID_ARGUMENT, "%u inputs are too many", ninputs);
+  loom_status st = LOOM_OK;
+  size_t pos = 0;
+  uint32_t n = 0;
+  for (; n < ninputs && !st; n++) {
+    made[n] = NULL;
+    st = unpack_input(rt, desc, ndesc, &pos, n, &ts[n], &made[n]);
+  }
+  if (!st) st = loom_rt_call(rt, fn, ts, ninputs, out);
+  for (uint32_t i = 0; i < n; i++) loom_tensor_release(made[i]);
+  if (!st && res && nres) describe_results(out, res, nres);
+  return st;
+}
+
+void loom_tensor_layout(uint64_t out[7]) {
+  out[0] = offsetof(loom_tensor, data);
+  out[1] = offsetof(loom_tensor, dtype);
+  out[2] = offsetof(loom_tensor, rank);
+  out[3] = offsetof(loom_tensor, shape);
+  out[4] = offsetof(loom_tensor, strides);
+  out[5] = offsetof(loom_tensor, storage);
+  out[6] = sizeof(loom_tensor);
+}
 
 loom_status loom_rt_set_threads(loom_rt *rt, uint32_t threads) {
   loom_cpu_pool *p;
