@@ -402,62 +402,42 @@ static loom_status infer_matmul_integer(loom_graph_icx *ic, const loom_sinfo **o
   return LOOM_OK;
 }
 
+/* The reference of the packed forms: b's centred values are the `per` signed fields of its
+ * words (2: i16 halves, packed_b; 4: i8 bytes, packed_b quads), word (j / pw, q / per, j % pw)
+ * holding b[q, j]; a row of a, centred, times them accumulated as the unpacked form does (the
+ * quads' column-sums operand is what the kernel subtracts; the reference does not need it). */
+static loom_status eval_matmul_integer_words(const loom_graph_value *args, int per, loom_graph_value *out) {
+  const loom_graph_tensor *a = &args[0].t, *bw = &args[1].t;
+  int64_t kk = a->shape[a->ndim - 1], kw = (kk + per - 1) / per;
+  if (bw->ndim != 3 || bw->shape[1] != kw)
+    return LOOM_ERROR(INVALID_ARGUMENT, "matmul_integer: %s operand 1 axis 1 is not ceil(k / %d) of operand 0's k",
+                      per == 4 ? "quad" : "packed", per);
+  int64_t za = loom_graph_tensor_get_i64(&args[2].t, 0), pw = bw->shape[2], n = bw->shape[0] * pw, osh[8];
+  for (int i = 0; i + 1 < a->ndim; i++) osh[i] = a->shape[i];
+  osh[a->ndim - 1] = n;
+  LOOM_PROPAGATE(loom_graph_value_tensor(LOOM_DTYPE_I32, a->ndim, osh, out));
+  size_t rows = 1;
+  for (int i = 0; i + 1 < a->ndim; i++) rows *= (size_t)a->shape[i];
+  unsigned bits = 32u / (unsigned)per;
+  for (size_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < n; j++) {
+      uint64_t acc = 0;
+      for (int64_t q = 0; q < kk; q++) {
+        uint32_t w = (uint32_t)loom_graph_tensor_get_i64(bw, (size_t)(((j / pw) * kw + q / per) * pw + j % pw));
+        uint32_t field = (w >> (bits * (unsigned)(q % per))) & ((1u << bits) - 1u);
+        int64_t bv = per == 4 ? (int64_t)(int8_t)(uint8_t)field : (int64_t)(int16_t)(uint16_t)field;
+        acc += (uint64_t)(loom_graph_tensor_get_i64(a, i * (size_t)kk + (size_t)q) - za) * (uint64_t)bv;
+      }
+      loom_graph_tensor_set_i64(&out->t, i * (size_t)n + (size_t)j, (int64_t)(int32_t)(uint32_t)acc);
+    }
+  return LOOM_OK;
+}
+
 /* The reference: every row of a, centred, times b centred, accumulated in int64 and wrapped
  * to i32 as the composed i32 matmul it replaces. */
-/* The reference of the packed form: b's centred value is the i16 half of its pair word. */
-/* The reference of the quads form: b's centred value is the signed byte of its quad word (the
- * column sums operand is what the kernel subtracts; the reference does not need it). */
-static loom_status eval_matmul_integer_quads(const loom_graph_value *args, loom_graph_value *out) {
-  const loom_graph_tensor *a = &args[0].t, *bq = &args[1].t;
-  int64_t kk = a->shape[a->ndim - 1], kq = (kk + 3) / 4;
-  if (bq->ndim != 3 || bq->shape[1] != kq)
-    return LOOM_ERROR(INVALID_ARGUMENT, "matmul_integer: quad operand 1 axis 1 is not ceil(k / 4) of operand 0's k");
-  int64_t za = loom_graph_tensor_get_i64(&args[2].t, 0), pw = bq->shape[2], n = bq->shape[0] * pw, osh[8];
-  for (int i = 0; i + 1 < a->ndim; i++) osh[i] = a->shape[i];
-  osh[a->ndim - 1] = n;
-  LOOM_PROPAGATE(loom_graph_value_tensor(LOOM_DTYPE_I32, a->ndim, osh, out));
-  size_t rows = 1;
-  for (int i = 0; i + 1 < a->ndim; i++) rows *= (size_t)a->shape[i];
-  for (size_t i = 0; i < rows; i++)
-    for (int64_t j = 0; j < n; j++) {
-      uint64_t acc = 0;
-      for (int64_t q = 0; q < kk; q++) {
-        uint32_t w = (uint32_t)loom_graph_tensor_get_i64(bq, (size_t)(((j / pw) * kq + q / 4) * pw + j % pw));
-        int64_t bv = (int8_t)(uint8_t)((w >> (8 * (q % 4))) & 0xFF);
-        acc += (uint64_t)(loom_graph_tensor_get_i64(a, i * (size_t)kk + (size_t)q) - za) * (uint64_t)bv;
-      }
-      loom_graph_tensor_set_i64(&out->t, i * (size_t)n + (size_t)j, (int64_t)(int32_t)(uint32_t)acc);
-    }
-  return LOOM_OK;
-}
-
-static loom_status eval_matmul_integer_packed(const loom_graph_value *args, loom_graph_value *out) {
-  const loom_graph_tensor *a = &args[0].t, *bp = &args[1].t;
-  int64_t kk = a->shape[a->ndim - 1], kh = (kk + 1) / 2;
-  if (bp->ndim != 3 || bp->shape[1] != kh)
-    return LOOM_ERROR(INVALID_ARGUMENT, "matmul_integer: packed operand 1 axis 1 is not ceil(k / 2) of operand 0's k");
-  int64_t za = loom_graph_tensor_get_i64(&args[2].t, 0), pw = bp->shape[2], n = bp->shape[0] * pw, osh[8];
-  for (int i = 0; i + 1 < a->ndim; i++) osh[i] = a->shape[i];
-  osh[a->ndim - 1] = n;
-  LOOM_PROPAGATE(loom_graph_value_tensor(LOOM_DTYPE_I32, a->ndim, osh, out));
-  size_t rows = 1;
-  for (int i = 0; i + 1 < a->ndim; i++) rows *= (size_t)a->shape[i];
-  for (size_t i = 0; i < rows; i++)
-    for (int64_t j = 0; j < n; j++) {
-      uint64_t acc = 0;
-      for (int64_t q = 0; q < kk; q++) {
-        uint32_t w = (uint32_t)loom_graph_tensor_get_i64(bp, (size_t)(((j / pw) * kh + q / 2) * pw + j % pw));
-        int64_t bv = (int16_t)(uint16_t)(q % 2 ? w >> 16 : w & 0xFFFF);
-        acc += (uint64_t)(loom_graph_tensor_get_i64(a, i * (size_t)kk + (size_t)q) - za) * (uint64_t)bv;
-      }
-      loom_graph_tensor_set_i64(&out->t, i * (size_t)n + (size_t)j, (int64_t)(int32_t)(uint32_t)acc);
-    }
-  return LOOM_OK;
-}
-
 static loom_status eval_matmul_integer(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   if (loom_graph_call_int(ec->call, "packed_b"))
-    return loom_graph_call_int(ec->call, "quads") ? eval_matmul_integer_quads(args, out) : eval_matmul_integer_packed(args, out);
+    return eval_matmul_integer_words(args, loom_graph_call_int(ec->call, "quads") ? 4 : 2, out);
   const loom_graph_tensor *a = &args[0].t, *b = &args[1].t;
   if (a->ndim < 2 || b->ndim != 2 || a->shape[a->ndim - 1] != b->shape[0])
     return LOOM_ERROR(INVALID_ARGUMENT, "matmul_integer: operand 1 axis 0 does not match operand 0's last axis");
