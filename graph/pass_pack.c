@@ -53,9 +53,6 @@ static bool const_scalar_i(const loom_graph_expr *e, int64_t *out) {
   return true;
 }
 
-/* matmul_integer(a, B, za, zb) with B (k, n) and zb constants:
- *   -> matmul_integer(a, Bp, za, packed_b=true)   Bp: i32 (n / P, ceil(k / 2), P) pair words,
- * low half B[2t, j] - zb, high half B[2t + 1, j] - zb (0 past k). */
 typedef struct pack_cfg {
   int panel;
   bool quads;
@@ -66,12 +63,11 @@ static loom_status pack_quads(loom_pass *p, loom_graph_binding *b, int64_t panel
   const loom_graph_expr *v = b->value, *w = v->u.call.args[1];
   loom_graph_tensor src = {.dtype = w->sinfo->dtype, .data = w->u.cnst.data};
   int64_t kq = (k + 3) / 4;
-  uint32_t *words = malloc((size_t)(kq * n) * sizeof *words);
-  int32_t *sums = calloc((size_t)n, sizeof *sums);
-  if (!words || !sums) {
-    free(words), free(sums);
-    return LOOM_OOM();
-  }
+  size_t wbytes = (size_t)(kq * n) * sizeof(uint32_t), sbytes = (size_t)n * sizeof(int32_t);
+  /* the constants' own bytes, in the module arena */
+  uint32_t *words = loom_arena_alloc(loom_graph_module_arena(p->m), wbytes, 64);
+  int32_t *sums = loom_arena_alloc_zero(loom_graph_module_arena(p->m), sbytes, 64);
+  if (!words || !sums) return LOOM_OOM();
   for (int64_t q = 0; q < n / panel; q++)
     for (int64_t t = 0; t < kq; t++)
       for (int64_t c = 0; c < panel; c++) {
@@ -85,13 +81,12 @@ static loom_status pack_quads(loom_pass *p, loom_graph_binding *b, int64_t panel
         words[(q * kq + t) * panel + c] = word;
       }
   loom_sym_ctx *cx = loom_graph_module_sym(p->m);
-  const loom_sym_expr *dims[3] = {loom_sym_const(cx, n / panel), loom_sym_const(cx, kq), loom_sym_const(cx, panel)}, *nd = dims[0];
-  nd = loom_sym_const(cx, n);
+  const loom_sym_expr *dims[3] = {loom_sym_const(cx, n / panel), loom_sym_const(cx, kq), loom_sym_const(cx, panel)};
+  const loom_sym_expr *nd = loom_sym_const(cx, n);
   const loom_sinfo *ps = loom_sinfo_tensor(p->m, LOOM_DTYPE_I32, 3, dims, w->sinfo->device);
   const loom_sinfo *ss = loom_sinfo_tensor(p->m, LOOM_DTYPE_I32, 1, &nd, w->sinfo->device);
-  loom_graph_expr *c = ps ? loom_graph_const_new(p->m, ps, words, (size_t)(kq * n) * sizeof *words) : NULL;
-  loom_graph_expr *cs = ss ? loom_graph_const_new(p->m, ss, sums, (size_t)n * sizeof *sums) : NULL;
-  free(words), free(sums);
+  loom_graph_expr *c = ps ? loom_graph_const_borrow(p->m, ps, words, wbytes) : NULL;
+  loom_graph_expr *cs = ss ? loom_graph_const_borrow(p->m, ss, sums, sbytes) : NULL;
   if (!c || !cs) return LOOM_OOM();
   char name[256];
   LOOM_PROPAGATE(loom_graph_module_add_const(p->m, packed_name(p, b, name, sizeof name), c));
@@ -105,6 +100,9 @@ static loom_status pack_quads(loom_pass *p, loom_graph_binding *b, int64_t panel
   return loom_pass_set_value(p, b, nc, &ok);
 }
 
+/* matmul_integer(a, B, za, zb) with B (k, n) and zb constants:
+ *   -> matmul_integer(a, Bp, za, packed_b=true)   Bp: i32 (n / P, ceil(k / 2), P) pair words,
+ * low half B[2t, j] - zb, high half B[2t + 1, j] - zb (0 past k). */
 static loom_status pack_int8(loom_pass *p, loom_graph_binding *b, const pack_cfg *cfg) {
   int64_t panel = cfg->panel;
   const loom_graph_expr *v = b->value;
