@@ -223,17 +223,8 @@ loom_status loom_compile_file(const char *path, const loom_compile_options *opts
   char *text;
   size_t len;
   LOOM_PROPAGATE(loom_file_read_limited(path, "module", LOOM_FILE_LIMIT_TEXT, &text, &len));
-  loom_source src = {path, text, len};
-  loom_diag_list dl;
-  loom_diag_list_init(&dl, NULL);
   loom_graph_module *m = NULL;
-  loom_status st = loom_graph_parse(&src, &dl, &m);
-  if (!st) st = loom_graph_verify(m, &dl);
-  if (st && dl.errors) {
-    loom_status_free(st);
-    st = loom_diag_list_status(&dl, LOOM_CODE_PARSE_ERROR);
-  }
-  loom_diag_list_destroy(&dl);
+  loom_status st = loom_module_load_buffer(text, len, path, "loom", &m); /* parsed and verified (api_bind.c) */
   free(text);
   if (!st) st = loom_compile(m, opts, out);
   if (st) {
