@@ -117,7 +117,8 @@ def run_case(case, threads, args, mdir, wdir):
                     return None
 
                 times = interleave.alternate([("loom", loom_call), ("ort", ort_call)], rounds=args.rounds,
-                                             budget_s=args.case_budget, min_rounds=3, gap_s=0.002 if t > 1 else 0.0)
+                                             budget_s=args.case_budget, min_rounds=3,
+                                             quiet_pids=[os.getpid(), loom.proc.pid], burst=3 if t > 1 else 1)
                 lm, ls = interleave.summary(times["loom"])
                 om, osp = interleave.summary(times["ort"])
                 out_bytes = np.asarray(y_ort).nbytes

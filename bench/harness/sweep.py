@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 
+import interleave
 import workloads
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -192,8 +193,12 @@ def drive(live, timeout):
                 if r > 0 and srv.spent - start[id(srv)] > job["budget_s"]:
                     res["budget_hit"] = True
                     continue
+                # every worker's threads quiet first: a pool still spinning after its own call (ORT's
+                # for ~60 ms) would run through this one; at T > 1 one untimed call first wakes this
+                # system's own pool, as in a stream of calls (harness/interleave.py, quiesce / burst)
+                interleave.quiesce([w.proc.pid for w, _, _ in live])
                 if job["threads"] > 1:
-                    time.sleep(0.002)  # the previous system's thread pool stops spinning (ORT's, Loom's: ~1 ms)
+                    srv.request({"op": "time", "i": k}, timeout - srv.spent)
                 ans = srv.request({"op": "time", "i": k}, timeout - srv.spent)
                 if not ans.get("ok"):
                     if not srv.dead:
