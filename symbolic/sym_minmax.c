@@ -21,6 +21,10 @@ static const loom_sym_expr *minmax(loom_sym_ctx *cx, bool is_min, const loom_sym
   const loom_sym_expr *d = loom_sym_sub(cx, b, a);
   if (!d) return NULL;
   if (d->kind == LOOM_SYM_CONST) return (sym_num_sign(d) >= 0) == is_min ? a : b;
+  // min(a, max(a, b)) -> a ; max(a, min(a, b)) -> a   (absorption; either operand, either order)
+  loom_sym_kind other = is_min ? LOOM_SYM_MAX : LOOM_SYM_MIN;
+  if (b->kind == other && (b->ops[0] == a || b->ops[1] == a)) return a;
+  if (a->kind == other && (a->ops[0] == b || a->ops[1] == b)) return b;
   // min(b, a) -> min(a, b)   (operands in canonical order, a constant last)
   if (a->kind == LOOM_SYM_CONST || (b->kind != LOOM_SYM_CONST && sym_order(a, b) > 0)) {
     const loom_sym_expr *t = a;

@@ -99,6 +99,9 @@ LOOM_TEST(symbolic, min_max_cmp_logic_rules) {
   canon(&f, "max(n, n + 1)", "n + 1");                 // difference is a constant
   canon(&f, "min(n, n + 1)", "n");
   canon(&f, "min(4096, s)", "min(s, 4096)");           // operands ordered, constant last
+  canon(&f, "max(s, min(s, 256))", "s");               // absorption: a BERT position slice's dim
+  canon(&f, "max(min(256, s), s)", "s");
+  canon(&f, "min(n, max(m, n))", "n");
   canon(&f, "max(m, n)", "max(n, m)");
   canon(&f, "n < m + 1", "n <= m");
   canon(&f, "n + 1 > 0", "n >= 0");
