@@ -17,7 +17,7 @@ order) and C.out<k>.npy (ONNX Runtime's outputs in the model's order).
 | gpt2_past | GPT2LMHeadModel with a KV cache: past in, present out, padded mask | dynamo |
 | llama_past | LlamaForCausalLM, grouped-query attention (8 q / 2 kv heads), RoPE, KV cache | TorchScript |
 | t5_encoder | T5EncoderModel (relative position buckets, RMS norm) | dynamo |
-| vit | ViTModel, 64 x 64 images, patch 8 | TorchScript |
+| vit | ViTModel at any image size (position embeddings resized to the patch grid at run time), patch 8 | TorchScript |
 | cnn | torchvision blocks: ResNet BasicBlock, MobileNetV2 InvertedResidual, EfficientNet MBConv (SiLU, squeeze-excitation), pooling, linear; dynamic batch and image size | TorchScript |
 """
 import os
@@ -144,13 +144,25 @@ def causal_past(d, kind, dynamo):
             [(1, 5, 0), (2, 1, 9), (3, 4, 17), (1, 1, 64)]}
 
 
+class VitAnySize(torch.nn.Module):
+    """ViTModel at any image size: the position embeddings bicubic-resized to the patch grid
+    (`interpolate_pos_encoding`), sizes computed from the input's shape at run time."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, x):
+        return self.m(pixel_values=x, interpolate_pos_encoding=True).last_hidden_state
+
+
 def vit(d):
     c = T.ViTConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
                     image_size=64, patch_size=8)
-    m = Hidden(T.ViTModel(c), ["pixel_values"])
-    export(m, (torch.randn(2, 3, 64, 64),), d + "/model.onnx", ["pixel_values"], ["y"], False,
-           dyn_axes={"pixel_values": {0: "batch"}, "y": {0: "batch"}})
-    return {f"{b}": [np.random.default_rng(b).standard_normal((b, 3, 64, 64)).astype(np.float32)] for b in (1, 3)}
+    export(VitAnySize(T.ViTModel(c)), (torch.randn(2, 3, 64, 64),), d + "/model.onnx", ["pixel_values"], ["y"], False,
+           dyn_axes={"pixel_values": {0: "batch", 2: "h", 3: "w"}, "y": {0: "batch", 1: "tokens"}})
+    return {f"{b}x{h}x{w}": [np.random.default_rng(h).standard_normal((b, 3, h, w)).astype(np.float32)]
+            for b, h, w in [(1, 64, 64), (2, 57, 43), (1, 8, 120)]}
 
 
 class Cnn(torch.nn.Module):

@@ -167,6 +167,32 @@ static loom_status f64_const(nctx *c, size_t n, const double *v, loom_graph_expr
 static loom_status emit_resize(nctx *c, const char *mode, const char *coord, const char *nm, double a, int64_t excl, double extrap,
                                int64_t aa, loom_graph_expr **args, size_t nargs, loom_graph_expr **out);
 
+/* Run-time sizes that the importer computed from shapes (an exporter's `interpolate(size=(h // 8,
+ * w // 8))`): the resize's fresh output extents are those expressions, which a match_cast states
+ * and the VM checks when it runs. The output then reads `floordiv(h, 8)` instead of a fresh
+ * symbol named after an internal value. i_sizes 0: nothing to state. */
+static loom_status sizes_from_shapes(nctx *c, size_t i_sizes, const int64_t *ax, size_t na, loom_graph_expr **out) {
+  oimp_symval sv;
+  if (!i_sizes || !oimp_symval_of(c, i_sizes, &sv) || sv.n != na) return LOOM_OK;
+  const loom_sinfo *si = (*out)->sinfo;
+  if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims || si->ndim > 8) return LOOM_OK;
+  const loom_sym_expr *dims[8];
+  memcpy(dims, si->dims, (size_t)si->ndim * sizeof *dims);
+  for (size_t k = 0; k < na; k++) dims[ax[k]] = sv.v[k];
+  const loom_sinfo *to = loom_sinfo_tensor(c->im->m, si->dtype, si->ndim, dims, NULL);
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s_sized", c->n->outputs[0]);
+  const char *nm = oimp_ir_name(c->im, buf);
+  if (!to || !nm) return LOOM_OOM();
+  loom_status s = loom_graph_builder_match_cast(&c->im->b, *out, to, nm, out);
+  if (s) {
+    loom_status e = oimp_node_err(loom_status_code(s), c->n, "%s", loom_status_message(s));
+    loom_status_free(s);
+    return e;
+  }
+  return LOOM_OK;
+}
+
 static loom_status h_resize(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   imp *im = c->im;
@@ -218,7 +244,8 @@ static loom_status h_resize(nctx *c, const op_entry *e, loom_graph_expr **out) {
     if (present) oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", na, ax));
     oimp_add_attr(c, oimp_str_attr(im, "by", use_sizes ? "sizes" : "scales"));
     if (!stretch) oimp_add_attr(c, oimp_str_attr(im, "policy", policy));
-    return emit_resize(c, mode, coord, nm, a, excl, extrap, aa, args, crop ? 3 : 2, out);
+    LOOM_PROPAGATE(emit_resize(c, mode, coord, nm, a, excl, extrap, aa, args, crop ? 3 : 2, out));
+    return sizes_from_shapes(c, use_sizes && stretch ? i_sizes : 0, ax, na, out);
   }
   if (use_sizes) {
     int64_t sz[8];
