@@ -175,12 +175,22 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   float *packed = loom_arena_alloc(loom_graph_module_arena(p->m), bytes, 64); /* the constant's own bytes */
   if (!packed) return LOOM_OOM();
   const float *src = w->u.cnst.data;
-  for (int64_t q = 0; q < n / panel; q++)
+  if (!tb) {
+    /* row by row: each source row read once, in order, its panels written to their places */
     for (int64_t r = 0; r < k; r++)
-      for (int64_t c = 0; c < panel; c++) {
-        int64_t j = q * panel + c;
-        packed[(q * k + r) * panel + c] = tb ? src[j * k + r] : src[r * n + j];
+      for (int64_t q = 0; q < n / panel; q++)
+        memcpy(&packed[(q * k + r) * panel], &src[r * n + q * panel], (size_t)panel * sizeof(float));
+  } else {
+    /* W^T: by blocks of 64 source columns, so that a block of W's rows stays in cache */
+    for (int64_t q = 0; q < n / panel; q++)
+      for (int64_t r0 = 0; r0 < k; r0 += 64) {
+        int64_t r1 = r0 + 64 < k ? r0 + 64 : k;
+        for (int64_t c = 0; c < panel; c++) {
+          const float *row = &src[(q * panel + c) * k];
+          for (int64_t r = r0; r < r1; r++) packed[(q * k + r) * panel + c] = row[r];
+        }
       }
+  }
   loom_sym_ctx *cx = loom_graph_module_sym(p->m);
   const loom_sym_expr *dims[3] = {loom_sym_const(cx, n / panel), loom_sym_const(cx, k), loom_sym_const(cx, panel)};
   const loom_sinfo *si = loom_sinfo_tensor(p->m, LOOM_DTYPE_F32, 3, dims, w->sinfo->device);

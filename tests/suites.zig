@@ -112,6 +112,7 @@ pub const suites = .{
         "tests/e2e/test_e2e_parallel_compile.c",
         "tests/e2e/test_e2e_onnx_refs.c",
         "tests/e2e/test_e2e_torch_models.c",
+        "tests/e2e/test_e2e_artifact_data.c",
         "tests/e2e/test_e2e_cli.c",
         "tests/e2e/test_e2e_cache.c",
         "tests/e2e/test_e2e_bind.c",

@@ -12,8 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#define XXH_INLINE_ALL /* header-only: libloomrt links no xxhash library */
+#include <xxhash.h>
 
 #include "base/file.h"
 #include "vm/exec.h"
@@ -33,7 +36,7 @@
 
 static const char start_magic[8] = {'L', 'O', 'O', 'M', 'A', 'R', 'T', '\0'};
 static const char end_magic[8] = {'\0', 'L', 'O', 'O', 'M', 'E', 'N', 'D'};
-static const char sign_context[16] = {'l', 'o', 'o', 'm', '-', 'a', 'r', 't', 'i', 'f', 'a', 'c', 't', '-', 'v', '1'};
+static const char sign_context[16] = {'l', 'o', 'o', 'm', '-', 'a', 'r', 't', 'i', 'f', 'a', 'c', 't', '-', 'v', '2'};
 
 /* Field offsets in the trailer (artifact.h has the table). */
 enum {
@@ -46,15 +49,20 @@ enum {
   T_FLAGS = 40,
   T_RESERVED = 44,
   T_KEY_ID = 48,
-  T_HASH = 56,
-  T_SIG = 88,
-  T_SIZE = 152,
-  T_VERSION = 156,
-  T_END = 160,
+  T_DATA_OFFSET = 56,
+  T_DATA_SIZE = 64,
+  T_DATA_CHECK = 72,
+  T_DATA_HASH = 88,
+  T_HASH = 120,
+  T_SIG = 152,
+  T_SIZE = 216,
+  T_VERSION = 220,
+  T_END = 224,
 };
 _Static_assert(T_END + 8 == LOOM_VM_ARTIFACT_TRAILER_SIZE, "trailer layout");
 #define FLAG_SIGNED 1u
 #define HASH_BYTES 32u
+#define CHECK_BYTES 16u /* XXH3-128 */
 #define EXEC_HEADER_BYTES 24u /* "LOOMEXE\0", u32 version, u32 sections, u64 size (exec_io.c) */
 
 static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
@@ -219,7 +227,20 @@ loom_status loom_vm_artifact_check_fd(int fd, const char *path, const loom_vm_ar
   if (out->exec_version != LOOM_VM_FORMAT_VERSION)
     return BAD("'%s': the executable has format version %u, this runtime reads version %u (recompile the model)", path,
                out->exec_version, LOOM_VM_FORMAT_VERSION);
-  uint64_t elf_size = size - T, exec_end;
+  out->data_offset = rd64(t + T_DATA_OFFSET);
+  out->data_size = rd64(t + T_DATA_SIZE);
+  memcpy(out->data_check, t + T_DATA_CHECK, CHECK_BYTES);
+  memcpy(out->data_hash, t + T_DATA_HASH, HASH_BYTES);
+  uint64_t elf_size = size - T, exec_end, data_end;
+  if (out->data_size || out->data_offset) {
+    if (!out->data_size || out->data_offset % LOOM_VM_ARTIFACT_DATA_ALIGN ||
+        __builtin_add_overflow(out->data_offset, out->data_size, &data_end) || data_end != size - T ||
+        out->data_offset < sizeof(Elf64_Ehdr))
+      return BAD("'%s': the trailer places the DATA region at [%llu, +%llu), which does not end where the trailer "
+                 "starts (%llu) at an offset aligned to %u bytes", path, (unsigned long long)out->data_offset,
+                 (unsigned long long)out->data_size, (unsigned long long)(size - T), LOOM_VM_ARTIFACT_DATA_ALIGN);
+    elf_size = out->data_offset;
+  }
   if (out->exec_offset % 64 || __builtin_add_overflow(out->exec_offset, out->exec_size, &exec_end) || exec_end > elf_size ||
       out->exec_size < EXEC_HEADER_BYTES)
     return BAD("'%s': the trailer places the executable at [%llu, +%llu), which is not 64-byte aligned inside the ELF part "
@@ -256,7 +277,107 @@ loom_status loom_vm_artifact_check_fd(int fd, const char *path, const loom_vm_ar
   return LOOM_OK;
 }
 
+/* XXH3-128 of n bytes as 16 big-endian bytes (XXH128_canonicalFromHash). */
+static void xxh_digest(const XXH128_hash_t *h, uint8_t out[CHECK_BYTES]) {
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, *h);
+  memcpy(out, c.digest, CHECK_BYTES);
+}
+
+loom_status loom_vm_artifact_map_data(int fd, const char *path, const loom_vm_artifact_info *info, bool verify_hash,
+                                      const uint8_t **out) {
+  *out = NULL;
+  if (!info->data_size) return LOOM_OK;
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size != info->file_size)
+    return BAD("'%s' changed after it was checked (it is no longer %llu bytes)", path, (unsigned long long)info->file_size);
+  if (info->data_size > SIZE_MAX) return LOOM_ERROR(OUT_OF_RANGE, "'%s': the DATA region does not fit in memory", path);
+  void *p = mmap(NULL, (size_t)info->data_size, PROT_READ, MAP_SHARED, fd, (off_t)info->data_offset);
+  if (p == MAP_FAILED) return LOOM_ERROR(IO_ERROR, "'%s': cannot map its DATA region (%llu bytes): %s", path,
+                                         (unsigned long long)info->data_size, strerror(errno));
+  const uint8_t *d = p;
+  uint8_t got[HASH_BYTES];
+  XXH128_hash_t h = XXH3_128bits(d, (size_t)info->data_size);
+  xxh_digest(&h, got);
+  loom_status st = LOOM_OK;
+  if (memcmp(got, info->data_check, CHECK_BYTES))
+    st = BAD("'%s': its DATA region (the weights, %llu bytes) does not match its check: the file was modified or "
+             "corrupted after it was written", path, (unsigned long long)info->data_size);
+  if (!st && verify_hash) {
+    crypto_generichash(got, HASH_BYTES, d, info->data_size, NULL, 0);
+    if (sodium_memcmp(got, info->data_hash, HASH_BYTES))
+      st = BAD("'%s': its DATA region (the weights) does not match its signed hash: the artifact was tampered with", path);
+  }
+  if (st) {
+    munmap(p, (size_t)info->data_size);
+    return st;
+  }
+  *out = d;
+  return LOOM_OK;
+}
+
+void loom_vm_artifact_unmap_data(const uint8_t *data, uint64_t size) {
+  if (data && size) munmap((void *)data, (size_t)size);
+}
+
 /* ---- sealing ---------------------------------------------------------------------- */
+
+/* Writes DATA after the ELF part, digesting it on the way (loom_vm_exec_data_each's sink). */
+typedef struct data_sink {
+  int fd;
+  uint64_t at;                  /* file offset of the next byte */
+  XXH3_state_t *xxh;            /* the DATA check */
+  bool hash;                    /* also the DATA hash (a signed artifact: only a trusted key reads it) */
+  crypto_generichash_state h;   /* the DATA hash */
+  int err;                      /* errno of a failed write */
+} data_sink;
+
+static int sink_put(void *ctx, const void *p, size_t n) {
+  data_sink *k = ctx;
+  static const uint8_t zeros[1 << 16];
+  while (n) {
+    size_t m = p ? (n < (1u << 24) ? n : 1u << 24) : (n < sizeof zeros ? n : sizeof zeros);
+    const void *src = p ? p : zeros;
+    XXH3_128bits_update(k->xxh, src, m);
+    if (k->hash) crypto_generichash_update(&k->h, src, m);
+    for (size_t done = 0; done < m;) {
+      ssize_t w = pwrite(k->fd, (const uint8_t *)src + done, m - done, (off_t)(k->at + done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return k->err = w < 0 ? errno : EIO;
+      done += (size_t)w;
+    }
+    k->at += m;
+    n -= m;
+    if (p) p = (const uint8_t *)p + m;
+  }
+  return 0;
+}
+
+/* Appends zeros up to the next multiple of LOOM_VM_ARTIFACT_DATA_ALIGN, then e's DATA; its
+ * place and digests go into the trailer t: the check always, the hash when `hash` (a signed
+ * artifact; unsigned, the field stays zero, as nothing reads it: a BLAKE2b pass over 4 GB of
+ * weights costs several seconds). */
+static loom_status write_data(int fd, const char *path, uint64_t elf_size, const loom_vm_exec *e, bool hash, uint8_t *t,
+                              uint64_t *end) {
+  uint64_t off = (elf_size + LOOM_VM_ARTIFACT_DATA_ALIGN - 1) / LOOM_VM_ARTIFACT_DATA_ALIGN * LOOM_VM_ARTIFACT_DATA_ALIGN;
+  if (ftruncate(fd, (off_t)off) != 0)
+    return LOOM_ERROR(IO_ERROR, "cannot pad '%s' for its DATA region: %s", path, strerror(errno));
+  data_sink k = {.fd = fd, .at = off, .xxh = XXH3_createState(), .hash = hash};
+  if (!k.xxh) return LOOM_OOM();
+  XXH3_128bits_reset(k.xxh);
+  crypto_generichash_init(&k.h, NULL, 0, HASH_BYTES);
+  int r = loom_vm_exec_data_each(e, sink_put, &k);
+  XXH128_hash_t h = XXH3_128bits_digest(k.xxh);
+  XXH3_freeState(k.xxh);
+  if (r) return LOOM_ERROR(IO_ERROR, "cannot write the DATA region of '%s': %s", path, strerror(k.err ? k.err : EIO));
+  wr64(t + T_DATA_OFFSET, off);
+  wr64(t + T_DATA_SIZE, k.at - off);
+  xxh_digest(&h, t + T_DATA_CHECK);
+  if (hash) crypto_generichash_final(&k.h, t + T_DATA_HASH, HASH_BYTES);
+  *end = k.at;
+  return LOOM_OK;
+}
+
 
 /* The offset of `exec` in the file: it is 64-byte aligned there (the linker keeps the
  * section's alignment in file offsets), so only those offsets are compared. */
@@ -286,7 +407,7 @@ static loom_status find_exec(int fd, const char *path, uint64_t size, const uint
   return st;
 }
 
-loom_status loom_vm_artifact_seal(const char *path, const uint8_t *exec, size_t exec_len,
+loom_status loom_vm_artifact_seal(const char *path, const uint8_t *exec, size_t exec_len, const loom_vm_exec *data,
                                   const loom_vm_artifact_seckey *sign) {
   LOOM_PROPAGATE(sodium_ready());
   int fd = open(path, O_RDWR | O_CLOEXEC);
@@ -297,11 +418,13 @@ loom_status loom_vm_artifact_seal(const char *path, const uint8_t *exec, size_t 
   if (!st) st = check_elf(fd, path, size);
   if (!st) st = find_exec(fd, path, size, exec, exec_len, &exec_off);
   uint8_t t[LOOM_VM_ARTIFACT_TRAILER_SIZE] = {0};
+  uint64_t end = size; /* where the trailer goes */
+  if (!st && data && data->data_len) st = write_data(fd, path, size, data, sign != NULL, t, &end);
   if (!st) {
     memcpy(t + T_MAGIC, start_magic, 8);
     wr32(t + T_ABI, LOOM_KERNEL_ABI_VERSION);
     wr32(t + T_EXEC_VERSION, exec_len >= 12 ? rd32(exec + 8) : 0);
-    wr64(t + T_FILE_SIZE, size + LOOM_VM_ARTIFACT_TRAILER_SIZE);
+    wr64(t + T_FILE_SIZE, end + LOOM_VM_ARTIFACT_TRAILER_SIZE);
     wr64(t + T_EXEC_OFFSET, exec_off);
     wr64(t + T_EXEC_SIZE, exec_len);
     if (sign) {
@@ -313,7 +436,8 @@ loom_status loom_vm_artifact_seal(const char *path, const uint8_t *exec, size_t 
     wr32(t + T_SIZE, LOOM_VM_ARTIFACT_TRAILER_SIZE);
     wr32(t + T_VERSION, LOOM_VM_ARTIFACT_TRAILER_VERSION);
     memcpy(t + T_END, end_magic, 8);
-    st = hash_file(fd, path, size, t, T_HASH, t + T_HASH);
+    /* the ELF part: every byte before the DATA region (its padding included), or before the trailer */
+    st = hash_file(fd, path, end == size ? size : rd64(t + T_DATA_OFFSET), t, T_HASH, t + T_HASH);
   }
   if (!st && sign) {
     uint8_t msg[sizeof sign_context + HASH_BYTES];
@@ -321,7 +445,7 @@ loom_status loom_vm_artifact_seal(const char *path, const uint8_t *exec, size_t 
     memcpy(msg + sizeof sign_context, t + T_HASH, HASH_BYTES);
     crypto_sign_detached(t + T_SIG, NULL, msg, sizeof msg, sign->bytes);
   }
-  if (!st && pwrite(fd, t, sizeof t, (off_t)size) != (ssize_t)sizeof t)
+  if (!st && pwrite(fd, t, sizeof t, (off_t)end) != (ssize_t)sizeof t)
     st = LOOM_ERROR(IO_ERROR, "cannot append the trailer to '%s': %s", path, strerror(errno));
   if (close(fd) != 0 && !st) st = LOOM_ERROR(IO_ERROR, "cannot write '%s': %s", path, strerror(errno));
   return st;

@@ -65,6 +65,10 @@ typedef struct loom_device_vtable {
   LOOM_MUST_USE loom_status (*image_load)(loom_device *dev, const char *path, const loom_vm_artifact_pubkey *trust,
                                           void **out_image, const loom_artifact_desc **out_desc);
   void (*image_unload)(loom_device *dev, void *image);
+  /* The image's DATA region (the weights an artifact stores apart from its executable,
+   * vm/artifact.h: mapped and checked by image_load), valid while the image is loaded; NULL
+   * and 0 when the executable holds its constants itself. */
+  void (*image_data)(loom_device *dev, void *image, const uint8_t **out_data, uint64_t *out_len);
   /* The kernel `name` of a loaded image, or NULL. */
   loom_kernel_fn (*kernel_find)(loom_device *dev, void *image, const char *name);
   /* Runs one kernel through the kernel ABI and returns its code. The VM's CALLK calls a

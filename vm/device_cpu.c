@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <dlpack/dlpack.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -47,33 +48,53 @@ static void fd_path(int fd, char *buf, size_t n) {
  * checked are the bytes loaded even if `path` is replaced meanwhile. The handle is the
  * dlopen handle; its artifact is looked up again when needed (dlsym is cheap next to
  * loading). */
+/* A loaded artifact: the shared object and its mapped DATA region. */
+typedef struct cpu_image {
+  void *dl;            /* dlopen handle */
+  const uint8_t *data; /* the DATA region (vm/artifact.h), or NULL */
+  uint64_t data_len;   /* its size */
+} cpu_image;
+
+static void cpu_image_unload(loom_device *d, void *image) {
+  (void)d;
+  cpu_image *im = image;
+  if (!im) return;
+  if (im->dl) dlclose(im->dl);
+  loom_vm_artifact_unmap_data(im->data, im->data_len);
+  free(im);
+}
+
 static loom_status cpu_image_load(loom_device *d, const char *path, const loom_vm_artifact_pubkey *trust,
                                   void **out_image, const loom_artifact_desc **out_desc) {
-  (void)d;
   *out_image = NULL;
   *out_desc = NULL;
   int fd;
   uint64_t size;
   loom_vm_artifact_info info;
   LOOM_PROPAGATE(loom_file_open_regular(path, "artifact", LOOM_FILE_LIMIT_ARTIFACT, &fd, &size));
-  loom_status st = loom_vm_artifact_check_fd(fd, path, trust, &info);
+  cpu_image *im = calloc(1, sizeof *im);
+  loom_status st = im ? loom_vm_artifact_check_fd(fd, path, trust, &info) : LOOM_OOM();
+  /* the weights: mapped and checked before any of the artifact's code is loaded */
+  if (!st) st = loom_vm_artifact_map_data(fd, path, &info, trust != NULL, &im->data);
   if (st) {
     close(fd);
+    free(im);
     return st;
   }
+  im->data_len = im->data ? info.data_size : 0;
   char buf[256];
   fd_path(fd, buf, sizeof buf);
-  void *dl = dlopen(buf, RTLD_NOW | RTLD_LOCAL);
-  if (!dl && access("/proc/self/fd", F_OK) != 0) {
+  im->dl = dlopen(buf, RTLD_NOW | RTLD_LOCAL);
+  if (!im->dl && access("/proc/self/fd", F_OK) != 0) {
     /* no /proc: load by name (dlopen searches the library path for names without a slash) */
     char name[4096];
     snprintf(name, sizeof name, "%s%s", strchr(path, '/') ? "" : "./", path);
-    dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    im->dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
   }
   close(fd);
-  if (!dl) return LOOM_ERROR(NOT_FOUND, "cannot load artifact '%s': %s", path, dlerror());
-  const loom_artifact_desc *a = dlsym(dl, LOOM_ARTIFACT_SYMBOL);
-  if (!a)
+  const loom_artifact_desc *a = NULL;
+  if (!im->dl) st = LOOM_ERROR(NOT_FOUND, "cannot load artifact '%s': %s", path, dlerror());
+  else if (!(a = dlsym(im->dl, LOOM_ARTIFACT_SYMBOL)))
     st = LOOM_ERROR(NOT_FOUND, "'%s' is a shared object without the symbol %s: not a Loom artifact", path,
                     LOOM_ARTIFACT_SYMBOL);
   else if (a->magic != LOOM_ARTIFACT_MAGIC && a->magic != LOOM_ARTIFACT_MAGIC2)
@@ -85,22 +106,25 @@ static loom_status cpu_image_load(loom_device *d, const char *path, const loom_v
     st = LOOM_ERROR(DATA_LOSS, "'%s': %s holds an executable of %llu bytes, the trailer records %llu", path,
                     LOOM_ARTIFACT_SYMBOL, (unsigned long long)a->exec_size, (unsigned long long)info.exec_size);
   if (st) {
-    dlclose(dl);
+    cpu_image_unload(d, im);
     return st;
   }
-  *out_image = dl;
+  *out_image = im;
   *out_desc = a;
   return LOOM_OK;
 }
 
-static void cpu_image_unload(loom_device *d, void *image) {
+static void cpu_image_data(loom_device *d, void *image, const uint8_t **out_data, uint64_t *out_len) {
   (void)d;
-  if (image) dlclose(image);
+  const cpu_image *im = image;
+  *out_data = im ? im->data : NULL;
+  *out_len = im ? im->data_len : 0;
 }
 
 static loom_kernel_fn cpu_kernel_find(loom_device *d, void *image, const char *name) {
   (void)d;
-  const loom_artifact_desc *a = image ? dlsym(image, LOOM_ARTIFACT_SYMBOL) : NULL;
+  const cpu_image *im = image;
+  const loom_artifact_desc *a = im && im->dl ? dlsym(im->dl, LOOM_ARTIFACT_SYMBOL) : NULL;
   if (!a) return NULL;
   for (uint32_t i = 0; i < a->nkernels; i++)
     if (a->kernels[i].name && !strcmp(a->kernels[i].name, name)) return a->kernels[i].fn;
@@ -129,6 +153,7 @@ static const loom_device_vtable cpu_vtable = {
     .copy_to_host = cpu_copy_host,
     .image_load = cpu_image_load,
     .image_unload = cpu_image_unload,
+    .image_data = cpu_image_data,
     .kernel_find = cpu_kernel_find,
     .launch = cpu_launch,
     .sync = cpu_sync,

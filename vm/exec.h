@@ -152,15 +152,29 @@ typedef struct loom_vm_exec {
   uint32_t nexterns;
   loom_vm_func *funcs;
   uint32_t nfuncs;
-  const uint8_t *data;  /* DATA bytes (in `backing` when loaded from a file) */
-  uint64_t data_len;
-  uint8_t *data_owned;  /* DATA owned by the builder's result, or NULL */
+  const uint8_t *data;  /* DATA bytes (in `backing` when loaded from a file, or an artifact's mapped
+                           DATA region); NULL when the constants are borrowed (const_src) */
+  uint64_t data_len;    /* DATA's size: every constant at its 64-byte aligned offset */
+  uint8_t *data_owned;  /* DATA owned by this executable (data_len bytes), or NULL */
+  /* Borrowed constants (an executable built in process for the JIT, loom_vm_builder_borrow):
+   * const_src[i] is constant i's bytes where the compiler keeps them (the module's weights,
+   * 16-byte aligned), which must outlive the executable; NULL: every constant is in `data`.
+   * Writing such an executable lays the constants out at their offsets. */
+  const void **const_src;
+  uint8_t *const_copies;   /* constants whose source was misaligned, copied (owned), or NULL */
+  size_t const_copies_len; /* its size */
   /* Keeps loaded bytes alive (a memory-mapped file or a borrowed buffer); NULL if none. */
   void (*backing_free)(void *backing);
   void *backing;
 } loom_vm_exec;
 
 const char *loom_vm_exec_str(const loom_vm_exec *e, uint32_t off);
+/* The bytes of tensor constant i (in DATA, or where it is borrowed from). */
+const void *loom_vm_exec_const_bytes(const loom_vm_exec *e, uint32_t i);
+/* DATA's bytes in order, as pieces: `put(ctx, p, n)` for each run of constant bytes and (with
+ * p NULL) for the zero padding between them, data_len bytes in all. Stops at the first
+ * non-zero return of put and returns it. */
+int loom_vm_exec_data_each(const loom_vm_exec *e, int (*put)(void *ctx, const void *p, size_t n), void *ctx);
 void loom_vm_exec_free(loom_vm_exec *e);
 /* Index of the function called `name`, or LOOM_VM_NONE. */
 uint32_t loom_vm_exec_find_func(const loom_vm_exec *e, const char *name);
@@ -176,7 +190,8 @@ uint32_t loom_vm_builder_str(loom_vm_builder *b, const char *s);
 uint32_t loom_vm_builder_symvar(loom_vm_builder *b, const char *name);
 uint32_t loom_vm_builder_intconst(loom_vm_builder *b, int64_t v);
 /* A tensor constant. Its bytes are borrowed: they must stay valid until loom_vm_builder_finish,
- * which copies every constant once into DATA (64-byte aligned each). */
+ * which copies every constant once into DATA (64-byte aligned each) — or, after
+ * loom_vm_builder_borrow, for as long as the executable lives. */
 uint32_t loom_vm_builder_const(loom_vm_builder *b, const char *name, loom_dtype dt, uint32_t rank,
                                const int64_t *dims, const void *bytes);
 /* A kernel / extern with its signature words (copied; format above). Entries with the same
@@ -203,6 +218,11 @@ uint32_t loom_vm_fb_emit(loom_vm_fbuilder *f, loom_vm_insn insn);
 void loom_vm_fb_patch(loom_vm_fbuilder *f, uint32_t pc, loom_vm_insn insn);
 uint32_t loom_vm_fb_pc(const loom_vm_fbuilder *f);
 void loom_vm_fb_debug(loom_vm_fbuilder *f, const char *text); /* for the next instruction */
+/* The executable finish makes keeps the constants where the caller holds them instead of
+ * copying them into DATA (exec->const_src; those not 16-byte aligned are copied): for an
+ * executable run in process next to the module that owns the weights. Writing it to a file
+ * lays DATA out as usual. */
+void loom_vm_builder_borrow(loom_vm_builder *b);
 /* Finishes: a verified executable (the builder stays usable only for freeing).
  * Any builder misuse (out of memory, too many registers) is reported here. */
 LOOM_MUST_USE loom_status loom_vm_builder_finish(loom_vm_builder *b, loom_vm_exec **out);
@@ -211,6 +231,11 @@ LOOM_MUST_USE loom_status loom_vm_builder_finish(loom_vm_builder *b, loom_vm_exe
 /* Serialises `e` (the bytes are malloc'd through alloc; free with loom_free(alloc, p, len)). */
 LOOM_MUST_USE loom_status loom_vm_exec_write(const loom_vm_exec *e, loom_allocator *alloc,
                                              uint8_t **out, size_t *out_len);
+/* As loom_vm_exec_write, with an empty DATA section: the constants' bytes are stored apart
+ * (an AOT artifact's page-aligned DATA region, vm/artifact.h, written with
+ * loom_vm_exec_data_each) and given back by loom_vm_exec_load_ext. */
+LOOM_MUST_USE loom_status loom_vm_exec_write_no_data(const loom_vm_exec *e, loom_allocator *alloc,
+                                                     uint8_t **out, size_t *out_len);
 LOOM_MUST_USE loom_status loom_vm_exec_save(const loom_vm_exec *e, const char *path);
 /* Loads and verifies from bytes. The DATA section is used in place: `bytes` must stay
  * valid and 64-byte aligned until `backing_free(backing)` is called by loom_vm_exec_free
@@ -218,6 +243,12 @@ LOOM_MUST_USE loom_status loom_vm_exec_save(const loom_vm_exec *e, const char *p
 LOOM_MUST_USE loom_status loom_vm_exec_load(loom_allocator *alloc, const uint8_t *bytes, size_t len,
                                             void (*backing_free)(void *), void *backing,
                                             loom_vm_exec **out);
+/* As loom_vm_exec_load for bytes written by loom_vm_exec_write_no_data, with the constants'
+ * bytes in `data` (data_len bytes, 64-byte aligned, valid until backing_free runs): the
+ * executable's own DATA section must be empty, and every constant must lie inside `data`. */
+LOOM_MUST_USE loom_status loom_vm_exec_load_ext(loom_allocator *alloc, const uint8_t *bytes, size_t len,
+                                                const uint8_t *data, size_t data_len,
+                                                void (*backing_free)(void *), void *backing, loom_vm_exec **out);
 /* A copy of `src` that shares its DATA (constants, weights) instead of copying it: every
  * other section is copied. `src` must outlive the copy (loom_compiled_open hands a runtime
  * such a copy of the compiled executable). */

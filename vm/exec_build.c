@@ -41,6 +41,7 @@ struct loom_vm_builder {
   kernel_vec kernels, externs;
   ptr_vec const_bytes; /* the bytes of consts[i], borrowed until finish copies them into DATA */
   size_t data_len;      /* DATA's size: each constant at a 64-byte aligned offset */
+  bool borrow;          /* finish keeps the constants where they are (loom_vm_builder_borrow) */
   loom_vm_fbuilder **funcs;
   uint32_t nfuncs, cap_funcs;
 };
@@ -272,6 +273,8 @@ static void *dup(loom_allocator *a, const void *p, size_t n, size_t elem, bool *
   return q;
 }
 
+void loom_vm_builder_borrow(loom_vm_builder *b) { b->borrow = true; }
+
 loom_status loom_vm_builder_finish(loom_vm_builder *b, loom_vm_exec **out) {
   *out = NULL;
   if (b->oom) return LOOM_OOM();
@@ -295,7 +298,25 @@ loom_status loom_vm_builder_finish(loom_vm_builder *b, loom_vm_exec **out) {
   e->externs = dup(a, b->externs.data, b->externs.len, sizeof(loom_vm_kernel), &oom);
   e->nexterns = e->externs ? (uint32_t)b->externs.len : 0;
   for (uint32_t i = 0; i < e->nexterns; i++) e->externs[i].sig = dup(a, e->externs[i].sig, e->externs[i].nsig, 4, &oom);
-  if (b->data_len) {
+  if (b->borrow) {
+    /* the constants stay where the caller keeps them; a misaligned one is copied */
+    e->const_src = dup(a, b->const_bytes.data, b->const_bytes.len, sizeof(void *), &oom);
+    size_t need = 0;
+    for (size_t i = 0; e->const_src && i < b->consts.len; i++)
+      if ((uintptr_t)e->const_src[i] % 16) need += (b->consts.data[i].nbytes + 63) & ~(size_t)63;
+    if (need && e->const_src) {
+      e->const_copies = loom_alloc_aligned(a, need, 64);
+      if (!e->const_copies) oom = true;
+      else e->const_copies_len = need;
+    }
+    size_t at = 0;
+    for (size_t i = 0; e->const_copies && i < b->consts.len; i++) {
+      if ((uintptr_t)e->const_src[i] % 16 == 0) continue;
+      memcpy(e->const_copies + at, e->const_src[i], b->consts.data[i].nbytes);
+      e->const_src[i] = e->const_copies + at;
+      at += (b->consts.data[i].nbytes + 63) & ~(size_t)63;
+    }
+  } else if (b->data_len) {
     /* each constant's bytes copied once, from where the caller keeps them, into DATA */
     e->data_owned = loom_alloc_aligned(a, b->data_len, 64);
     if (!e->data_owned) oom = true;
@@ -366,6 +387,7 @@ loom_status loom_vm_exec_clone_sharing_data(loom_allocator *a, const loom_vm_exe
   for (uint32_t i = 0; i < e->nexterns; i++) e->externs[i].sig = dup(a, src->externs[i].sig, src->externs[i].nsig, 4, &oom);
   e->data = src->data; /* borrowed: src outlives the clone */
   e->data_len = src->data_len;
+  if (src->const_src) e->const_src = dup(a, src->const_src, src->nconsts, sizeof(void *), &oom);
   e->funcs = loom_alloc_array(a, src->nfuncs ? src->nfuncs : 1, sizeof(loom_vm_func));
   if (!e->funcs) oom = true;
   else memset(e->funcs, 0, (src->nfuncs ? src->nfuncs : 1) * sizeof(loom_vm_func));

@@ -59,6 +59,8 @@ void loom_vm_exec_free(loom_vm_exec *e) {
   loom_free(a, e->kernels, e->nkernels * sizeof *e->kernels);
   loom_free(a, e->externs, e->nexterns * sizeof *e->externs);
   if (e->data_owned) loom_free(a, e->data_owned, e->data_len);
+  if (e->const_src) loom_free(a, (void *)e->const_src, e->nconsts * sizeof *e->const_src);
+  if (e->const_copies) loom_free(a, e->const_copies, e->const_copies_len);
   if (e->backing_free) e->backing_free(e->backing);
   loom_free(a, e, sizeof *e);
 }
@@ -88,7 +90,40 @@ static void pad_to(writer *w, size_t align) {
   put(w, z, n);
 }
 
-loom_status loom_vm_exec_write(const loom_vm_exec *e, loom_allocator *alloc, uint8_t **out, size_t *out_len) {
+const void *loom_vm_exec_const_bytes(const loom_vm_exec *e, uint32_t i) {
+  return e->const_src ? e->const_src[i] : e->data + e->consts[i].offset;
+}
+
+int loom_vm_exec_data_each(const loom_vm_exec *e, int (*fn)(void *ctx, const void *p, size_t n), void *ctx) {
+  if (!e->const_src) return e->data_len ? fn(ctx, e->data, e->data_len) : 0;
+  /* borrowed: constants at increasing offsets (the builder's layout), zeros between them */
+  uint64_t end = 0;
+  for (uint32_t i = 0; i < e->nconsts; i++) {
+    const loom_vm_const *c = &e->consts[i];
+    int r = c->offset > end ? fn(ctx, NULL, c->offset - end) : 0;
+    if (!r && c->nbytes) r = fn(ctx, e->const_src[i], c->nbytes);
+    if (r) return r;
+    end = c->offset + c->nbytes;
+  }
+  return end < e->data_len ? fn(ctx, NULL, e->data_len - end) : 0;
+}
+
+/* A loom_vm_exec_data_each sink into the writer (NULL p: zeros). */
+static int put_piece(void *ctx, const void *p, size_t n) {
+  writer *w = ctx;
+  if (p) {
+    put(w, p, n);
+  } else if (!w->oom && LOOM_VEC_RESERVE(w->a, &w->b, w->b.len + n)) {
+    memset(w->b.data + w->b.len, 0, n);
+    w->b.len += n;
+  } else {
+    w->oom = true;
+  }
+  return w->oom;
+}
+
+static loom_status write_exec(const loom_vm_exec *e, bool with_data, loom_allocator *alloc, uint8_t **out,
+                              size_t *out_len) {
   *out = NULL;
   *out_len = 0;
   writer w = {.a = alloc};
@@ -160,7 +195,10 @@ loom_status loom_vm_exec_write(const loom_vm_exec *e, loom_allocator *alloc, uin
         for (uint32_t d = 0; d < e->funcs[i].ndebug; d++)
           put32(&w, e->funcs[i].debug[d].pc), put32(&w, e->funcs[i].debug[d].text), count[s]++;
       break;
-    case LOOM_VM_SEC_DATA: count[s] = 0; put(&w, e->data, e->data_len); break;
+    case LOOM_VM_SEC_DATA:
+      count[s] = 0;
+      if (with_data) (void)loom_vm_exec_data_each(e, put_piece, &w);
+      break;
     }
     size[s] = w.b.len - off[s];
   }
@@ -190,6 +228,14 @@ loom_status loom_vm_exec_write(const loom_vm_exec *e, loom_allocator *alloc, uin
     }
   }
   return LOOM_OK;
+}
+
+loom_status loom_vm_exec_write(const loom_vm_exec *e, loom_allocator *alloc, uint8_t **out, size_t *out_len) {
+  return write_exec(e, true, alloc, out, out_len);
+}
+
+loom_status loom_vm_exec_write_no_data(const loom_vm_exec *e, loom_allocator *alloc, uint8_t **out, size_t *out_len) {
+  return write_exec(e, false, alloc, out, out_len);
 }
 
 loom_status loom_vm_exec_save(const loom_vm_exec *e, const char *path) {
@@ -314,7 +360,7 @@ static loom_status slice(loom_allocator *a, const void *base, uint64_t total, ui
   return LOOM_OK;
 }
 
-static loom_status load(loom_vm_exec *e, const uint8_t *bytes, size_t len) {
+static loom_status load(loom_vm_exec *e, const uint8_t *bytes, size_t len, const uint8_t *ext_data, size_t ext_len) {
   loom_allocator *a = e->alloc;
   if (len < HEADER_SIZE) return LOOM_ERROR(DATA_LOSS, "file is %zu bytes, shorter than the %u-byte header", len, HEADER_SIZE);
   if (memcmp(bytes, magic, 8) != 0) return LOOM_ERROR(DATA_LOSS, "not a Loom executable (bad magic)");
@@ -427,7 +473,15 @@ static loom_status load(loom_vm_exec *e, const uint8_t *bytes, size_t len) {
   }
   loom_free(a, offs, (nf ? nf : 1) * sizeof *offs);
   LOOM_PROPAGATE(st);
-  /* DATA: used in place when aligned */
+  /* DATA: an artifact's region given apart (load_ext), else used in place when aligned */
+  if (ext_data) {
+    if (sec[LOOM_VM_SEC_DATA].left)
+      return LOOM_ERROR(DATA_LOSS, "section DATA: %llu bytes, where the constants are stored apart (expected none)",
+                        (unsigned long long)sec[LOOM_VM_SEC_DATA].left);
+    e->data = ext_data;
+    e->data_len = ext_len;
+    return LOOM_OK;
+  }
   e->data_len = sec[LOOM_VM_SEC_DATA].left;
   if (((uintptr_t)sec[LOOM_VM_SEC_DATA].p % 64) == 0) {
     e->data = sec[LOOM_VM_SEC_DATA].p;
@@ -442,6 +496,11 @@ static loom_status load(loom_vm_exec *e, const uint8_t *bytes, size_t len) {
 
 loom_status loom_vm_exec_load(loom_allocator *alloc, const uint8_t *bytes, size_t len,
                               void (*backing_free)(void *), void *backing, loom_vm_exec **out) {
+  return loom_vm_exec_load_ext(alloc, bytes, len, NULL, 0, backing_free, backing, out);
+}
+
+loom_status loom_vm_exec_load_ext(loom_allocator *alloc, const uint8_t *bytes, size_t len, const uint8_t *data,
+                                  size_t data_len, void (*backing_free)(void *), void *backing, loom_vm_exec **out) {
   *out = NULL;
   loom_vm_exec *e = loom_alloc_zero(alloc, sizeof *e);
   if (!e) {
@@ -451,7 +510,8 @@ loom_status loom_vm_exec_load(loom_allocator *alloc, const uint8_t *bytes, size_
   e->alloc = alloc;
   e->backing_free = backing_free;
   e->backing = backing;
-  loom_status st = load(e, bytes, len);
+  loom_status st = data && ((uintptr_t)data % 64) ? LOOM_ERROR(INVALID_ARGUMENT, "the constants' DATA is not 64-byte aligned")
+                                                   : load(e, bytes, len, data, data_len);
   if (!st) st = loom_vm_exec_verify(e);
   if (st) {
     loom_vm_exec_free(e);

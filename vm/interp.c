@@ -138,10 +138,19 @@ loom_status loom_vm_create_on(loom_allocator *alloc, loom_device *dev, const loo
     if (!vm->consts) st = LOOM_OOM();
     /* constants are used in place from the (host) executable: right for the CPU; a device
      * with memory of its own will need them copied in with copy_from_host */
-    if (!st) st = loom_storage_wrap(vm->dev, (void *)exe->data, exe->data_len, no_release, NULL, &vm->backing);
+    if (!st && !exe->const_src)
+      st = loom_storage_wrap(vm->dev, (void *)exe->data, exe->data_len, no_release, NULL, &vm->backing);
     for (uint32_t i = 0; !st && i < exe->nconsts; i++) {
       const loom_vm_const *c = &exe->consts[i];
-      st = loom_tensor_view(vm->backing, c->offset, (loom_dtype)c->dtype, (int32_t)c->rank, c->dims, &vm->consts[i]);
+      if (exe->const_src) {
+        /* borrowed constants (a JIT executable): each one wrapped where the compiler keeps it */
+        loom_storage *one = NULL;
+        st = loom_storage_wrap(vm->dev, (void *)exe->const_src[i], c->nbytes, no_release, NULL, &one);
+        if (!st) st = loom_tensor_view(one, 0, (loom_dtype)c->dtype, (int32_t)c->rank, c->dims, &vm->consts[i]);
+        if (one) loom_vm_obj_release(&one->hdr);
+      } else {
+        st = loom_tensor_view(vm->backing, c->offset, (loom_dtype)c->dtype, (int32_t)c->rank, c->dims, &vm->consts[i]);
+      }
     }
   }
   if (st) {

@@ -331,7 +331,8 @@ loom_status loom_compiled_save_signed(loom_compiled *c, const char *path, const 
   loom_strbuf ext;
   loom_strbuf_init(&ext, NULL);
   bool any = false;
-  if (!st) st = loom_vm_exec_write(c->ctx.exe, NULL, &bytes, &len);
+  /* the executable without its constants: they go after the linked object, as the DATA region */
+  if (!st) st = loom_vm_exec_write_no_data(c->ctx.exe, NULL, &bytes, &len);
   if (!st) st = externs_text(c, &ext, &any);
   if (!st) {
     char so[200];
@@ -340,7 +341,7 @@ loom_status loom_compiled_save_signed(loom_compiled *c, const char *path, const 
                                 .sigs = c->ctx.exe->kernels,
                                 .exec = bytes, .exec_len = len, .externs = any ? loom_strbuf_cstr(&ext) : NULL};
     st = c->ctx.target->link_artifact(&art, c->workdir, so);
-    if (!st) st = loom_vm_artifact_seal(so, bytes, len, key);
+    if (!st) st = loom_vm_artifact_seal(so, bytes, len, c->ctx.exe, key);
     if (!st) st = move_into_place(so, path);
   }
   note_times(c, (double)(loom_clock_ns() - t0) / 1e6);

@@ -850,6 +850,10 @@ loom_status loom_lower_vm(loom_graph_module *m, loom_memplan *const *plans, loom
                         loom_graph_module_func_at(m, i)->name);
   lower l = {.m = m, .cx = loom_graph_module_sym(m)};
   LOOM_PROPAGATE(loom_vm_builder_new(NULL, &l.b));
+  /* the constants stay in the module (its weights, borrowed from the ONNX model or a mapped
+   * weights file): the executable reads them there and must not outlive the module; an
+   * artifact's writer lays them out as its DATA region */
+  loom_vm_builder_borrow(l.b);
   loom_map_init(&l.kernels, NULL);
   loom_map_init(&l.consts, NULL);
   loom_map_init(&l.var_reg, NULL);

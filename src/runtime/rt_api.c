@@ -55,7 +55,11 @@ static loom_status open_so(loom_rt *rt, const char *path, const loom_vm_artifact
   const loom_artifact_desc *a;
   LOOM_PROPAGATE(rt->dev->vt->image_load(rt->dev, path, trust, &rt->image, &a));
   rt->desc = a;
-  LOOM_RETURN_IF_ERROR(loom_vm_exec_load(NULL, a->exec, a->exec_size, NULL, NULL, &rt->exe), "artifact '%s'", path);
+  const uint8_t *data = NULL;
+  uint64_t data_len = 0;
+  if (rt->dev->vt->image_data) rt->dev->vt->image_data(rt->dev, rt->image, &data, &data_len);
+  LOOM_RETURN_IF_ERROR(loom_vm_exec_load_ext(NULL, a->exec, a->exec_size, data, (size_t)data_len, NULL, NULL, &rt->exe),
+                       "artifact '%s'", path);
   if (a->magic == LOOM_ARTIFACT_MAGIC2 && a->externs && !rt->nexterns) {
     /* the externs the artifact declares: loaded now (libraries relative to the artifact) */
     char dir[4096];

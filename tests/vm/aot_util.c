@@ -37,7 +37,7 @@ void aot_build_artifact_signed(const char *dir, const char *name, const char *ex
   loom_test_proc p = loom_test_run("cc -O1 -shared -fPIC -I. -o %s %s", so, c_path);
   cr_assert_eq(p.exit_code, 0, "cc failed: %s", p.err);
   loom_test_proc_free(&p);
-  if (seal == AOT_SEAL) OK(loom_vm_artifact_seal(so, bytes, len, key));
+  if (seal == AOT_SEAL) OK(loom_vm_artifact_seal(so, bytes, len, NULL, key));
   char exe_path[512];
   snprintf(exe_path, sizeof exe_path, "%s/%s.loomexe", dir, name);
   OK(loom_vm_exec_save(e, exe_path));
