@@ -74,6 +74,7 @@ pub const suites = .{
     .{ .name = "legalize", .files = &[_][]const u8{
         "tests/legalize/test_legalize.c",
         "tests/legalize/test_legalize_models.c",
+        "tests/legalize/test_legalize_paged.c",
         "tests/legalize/test_opt_cli.c",
     } },
     .{ .name = "cpu", .files = &[_][]const u8{
