@@ -71,6 +71,10 @@ pub const suites = .{
         "tests/fuzz/fuzz_graph_harness.c",
         "tests/fuzz/fuzz_graph_parse.c",
     } },
+    .{ .name = "serve", .files = &[_][]const u8{
+        "tests/serve/test_serve_units.c",
+        "tests/serve/test_serve_e2e.c",
+    } },
     .{ .name = "legalize", .files = &[_][]const u8{
         "tests/legalize/test_legalize.c",
         "tests/legalize/test_legalize_models.c",

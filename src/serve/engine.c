@@ -282,17 +282,19 @@ static void req_free(loom_serve_req *r) {
   free(r->seqs), free(r->finish), free(r->rng), free(r->t_last), free(r->error), free(r);
 }
 
-/* Under e->mu: a choice ended; the engine drops its reference when the last one does. */
-static void choice_done(loom_serve_engine *e, loom_serve_req *r, size_t c, loom_serve_finish f) {
-  if (r->finish[c] != LOOM_SERVE_RUNNING) return;
+/* Under e->mu: a choice ended; the engine drops its reference when the last one does.
+ * Returns true then (r may be freed: the caller must not touch it again). */
+static bool choice_done(loom_serve_engine *e, loom_serve_req *r, size_t c, loom_serve_finish f) {
+  if (r->finish[c] != LOOM_SERVE_RUNNING) return false;
   loom_serve_sched_finish(&e->sched, &r->seqs[c]);
   r->finish[c] = f;
   pthread_cond_broadcast(&r->cv);
-  if (--r->running) return;
+  if (--r->running) return false;
   if (r->prev) r->prev->next = r->next;
   else e->reqs = r->next;
   if (r->next) r->next->prev = r->prev;
   if (--r->refs == 0) req_free(r);
+  return true;
 }
 
 loom_status loom_serve_submit(loom_serve_engine *e, const int64_t *const *prompts, const size_t *lens, size_t n, const loom_serve_params *p,
@@ -439,7 +441,8 @@ static void reap_cancelled(loom_serve_engine *e) {
   for (loom_serve_req *r = e->reqs, *next; r; r = next) {
     next = r->next;
     if (!r->cancelled && !e->stop) continue;
-    for (size_t c = 0; c < r->n && r->running; c++) choice_done(e, r, c, LOOM_SERVE_CANCELLED);
+    for (size_t c = 0, n = r->n; c < n; c++)
+      if (choice_done(e, r, c, LOOM_SERVE_CANCELLED)) break;
   }
 }
 
