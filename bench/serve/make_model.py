@@ -73,7 +73,7 @@ def loom_text(cfg, w):
            f"    q = reshape(q0, shape=[t, {H}, {dh}])",
            f"    k = reshape(k0, shape=[t, {H}, {dh}])",
            f"    v = reshape(v0, shape=[t, {H}, {dh}])",
-           f"    a = paged_attention(q, k, v, kc, vc, bt, ctx, seq, pos, scale={1 / np.sqrt(dh)!r})",
+           f"    a = paged_attention(q, k, v, kc, vc, bt, ctx, seq, pos, scale={float(1 / np.sqrt(dh))!r})",
            f"    att = reshape(a, shape=[t, {d}])",
            "    o0 = matmul(att, w_o)", "    o = add(o0, b_o)", "    x1 = add(x, o)",
            "    h2 = layer_norm(x1, ln2_g, ln2_b, eps=1e-05)",

@@ -8,6 +8,7 @@ POST /v1/completions {"prompt": [ids], "max_tokens", "stream"} (greedy), GET /he
     python3 bench/serve/ort_server.py MODEL.onnx PORT [--threads N]
 """
 import json
+import socket
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -47,6 +48,11 @@ def main():
 
         def log_message(self, *a):
             pass
+
+        def setup(self):
+            super().setup()
+            # small writes go out at once (no Nagle delay): the baseline is not made slow by its socket
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def do_GET(self):
             body = b'{"status":"ok"}'

@@ -126,6 +126,7 @@ def main():
     ap.add_argument("--systems", default="loom,ort")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=26)
+    ap.add_argument("--loom-args", default="", help="more options for `loom serve` (e.g. \"--offload --max-step-tokens 64\")")
     ap.add_argument("--out", default=None, help="results file (default bench/results/<date>-serve.md)")
     a = ap.parse_args()
     if not os.path.exists(os.path.join(OUT, "model.onnx")):
@@ -136,7 +137,7 @@ def main():
         env = dict(os.environ, LOOM_CACHE_DIR=os.path.join(OUT, "cache"))
         if system == "loom":
             cmd = [os.path.join(ROOT, "zig-out", "bin", "loom"), "serve", os.path.join(OUT, "serve.loom"), "--weights",
-                   os.path.join(OUT, "weights.safetensors"), "--port", str(port), "--threads", str(a.threads), "--max-batch", "64"]
+                   os.path.join(OUT, "weights.safetensors"), "--port", str(port), "--threads", str(a.threads), "--max-batch", "64"] + a.loom_args.split()
         else:
             cmd = [sys.executable, os.path.join(ROOT, "bench", "serve", "ort_server.py"), os.path.join(OUT, "model.onnx"), str(port),
                    "--threads", str(a.threads)]
@@ -160,7 +161,7 @@ def main():
     out = a.out or os.path.join(ROOT, "bench", "results", datetime.date.today().isoformat() + "-serve.md")
     with open(out, "w") as f:
         f.write(f"# bench/serve — {datetime.datetime.now().isoformat(timespec='minutes')}\n\n")
-        f.write(f"`bench/serve/run.py --clients {a.clients} --seconds {a.seconds} --threads {a.threads}`; model: make_model.py's default "
+        f.write(f"`bench/serve/run.py --clients {a.clients} --seconds {a.seconds} --threads {a.threads} --loom-args '{a.loom_args}'`; model: make_model.py's default "
                 "(256 wide, 4 heads, 4 layers, vocabulary 4096); greedy; prompts log-uniform 1..512, outputs 16..256, seed "
                 f"{a.seed}. The machine has 2 cores shared with other jobs: short runs, figures drift.\n\n")
         f.write("| system | clients | tokens/s | TTFT p50 (s) | TTFT p99 (s) | ITL p50 (ms) | ITL p99 (ms) | requests | errors |\n")

@@ -37,6 +37,7 @@ static int run(const loom_cli_args *args) {
   if (!st) st = int_opt(args, "--random-weights", -1, 0, INT64_MAX, &seed);
   if (!st && o.weights && seed >= 0) st = LOOM_ERROR(INVALID_ARGUMENT, "give --weights or --random-weights, not both");
   o.threads = (uint32_t)threads;
+  o.offload = loom_cli_flag(args, "--offload");
   o.random_weights = seed >= 0, o.weight_seed = (uint64_t)seed;
   const char *host = loom_cli_get(args, "--host") ? loom_cli_get(args, "--host") : "127.0.0.1";
   /* SIGTERM / SIGINT are taken by sigwait in the HTTP runner: blocked here, before any thread
@@ -73,6 +74,7 @@ const loom_cli_command loom_cmd_serve = {
         {"--max-context", "N", "positions per sequence at most (default: the model's position table, else the cache)", false},
         {"--weights", "FILE", "safetensors file holding every weight parameter by name", false},
         {"--random-weights", "SEED", "seeded random weights instead (tests and benchmarks)", false},
+        {"--offload", NULL, "hand large matmuls to BLAS (the offload pass, libcall/)", false},
         {NULL, NULL, NULL, false},
     },
     .run = run,

@@ -488,6 +488,7 @@ static void *engine_main(void *arg) {
     loom_serve_hist_add(&e->m.batch, (double)n);
     pthread_mutex_unlock(&e->mu);
     loom_rt_outputs out = {0};
+    uint64_t t0 = loom_clock_ns();
     st = run_step(e, plan, n, &out);
     if (!st) {
       const float *lg = ((const loom_tensor *)out.items[0])->data;
@@ -502,6 +503,10 @@ static void *engine_main(void *arg) {
     }
     uint64_t now = loom_clock_ns();
     pthread_mutex_lock(&e->mu);
+    loom_serve_hist_add(&e->m.step, (double)(now - t0) / 1e9);
+    int64_t ntok = 0;
+    for (int64_t i = 0; i < n; i++) ntok += plan[i]->step_tokens;
+    loom_serve_hist_add(&e->m.step_tokens, (double)ntok);
     if (st) {
       e->m.failed_steps++;
       for (int64_t i = 0; i < n; i++) {
@@ -557,7 +562,7 @@ loom_status loom_serve_engine_open(const loom_serve_options *o, loom_serve_engin
   loom_serve_metrics_init(&e->m);
   loom_status st = loom_serve_sched_init(&e->sched, o->kv_pages, o->page_size, o->max_batch, o->max_step_tokens);
   uint64_t t0 = loom_clock_ns();
-  loom_compile_options co = {.emit = LOOM_TARGET_EMIT_JIT};
+  loom_compile_options co = {.emit = LOOM_TARGET_EMIT_JIT, .offload = o->offload};
   if (!st) st = loom_compile_file(o->model, &co, &e->c);
   if (!st) st = loom_compiled_open(e->c, NULL, &e->rt);
   if (!st && o->threads) st = loom_rt_set_threads(e->rt, o->threads);

@@ -460,7 +460,7 @@ loom_status loom_serve_http_run(loom_serve_engine *e, const char *host, int port
   const char *h = !strcmp(host, "localhost") ? "127.0.0.1" : host;
   if (inet_pton(AF_INET, h, &sa.sin_addr) != 1) return LOOM_ERROR(INVALID_ARGUMENT, "--host '%s' is not an IPv4 address", host);
   if (port < 0 || port > 65535) return LOOM_ERROR(INVALID_ARGUMENT, "--port %d is not a port (0 .. 65535; 0: any free one)", port);
-  struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, (uint16_t)port, NULL,
+  struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, (uint16_t)port, NULL,
                                           NULL, handle, e, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, completed,
                                           NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned)512, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
                                           MHD_OPTION_END);

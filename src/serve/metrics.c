@@ -18,7 +18,10 @@ void loom_serve_metrics_init(loom_serve_metrics *m) {
   static const double batch[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
   static const double ttft[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
   static const double itl[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+  static const double toks[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
   hist_init(&m->batch, "loom_serve_batch_size", "sequences in one engine step", batch, 9);
+  hist_init(&m->step_tokens, "loom_serve_step_tokens", "tokens in one engine step (decodes and prefill chunks)", toks, 11);
+  hist_init(&m->step, "loom_serve_step_seconds", "time of one engine step: model call, cache writes, sampling", itl, 14);
   hist_init(&m->ttft, "loom_serve_time_to_first_token_seconds", "from a request's submission to a choice's first token", ttft, 14);
   hist_init(&m->itl, "loom_serve_inter_token_latency_seconds", "between two tokens of one choice", itl, 14);
 }
@@ -73,6 +76,8 @@ void loom_serve_metrics_print(const loom_serve_metrics *m, const loom_serve_metr
   counter(sb, "loom_serve_compilations", "compilations of the model since start (every shape runs on one)", "gauge", 1);
   counter(sb, "loom_serve_compile_seconds", "time of that compilation", "gauge", m->compile_seconds);
   hist(sb, &m->batch);
+  hist(sb, &m->step_tokens);
+  hist(sb, &m->step);
   hist(sb, &m->ttft);
   hist(sb, &m->itl);
 }

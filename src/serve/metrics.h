@@ -31,6 +31,8 @@ typedef struct loom_serve_metrics {
   uint64_t responses[LOOM_SERVE_NSTATUS + 1]; /* by status (statuses[]), then other */
   double compile_seconds;      /* the one compilation's time */
   loom_serve_hist batch;       /* sequences per step */
+  loom_serve_hist step_tokens; /* tokens per step */
+  loom_serve_hist step;        /* seconds per step (the model call, the cache writes, the sampling) */
   loom_serve_hist ttft;        /* seconds from submission to a choice's first token */
   loom_serve_hist itl;         /* seconds between a choice's tokens */
 } loom_serve_metrics;

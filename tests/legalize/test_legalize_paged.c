@@ -1,6 +1,7 @@
 /* test_legalize_paged.c — paged_attention (graph/op_paged.c, tensorprog/gen_paged.c): the
  * reference against the dense `attention` op on each sequence's gathered keys (an independent
- * oracle), the legalized program (tensor-program interpreter) against the reference, on
+ * oracle), the legalized program (tensor-program interpreter) and the compiled kernel (JIT, 1
+ * and 2 threads) against the reference, on
  * ragged batches with chunked prefill, decode, empty batches, pages in shuffled order, absent
  * pages and sequences, grouped-query heads; and inference's error messages. */
 #include <math.h>
@@ -10,6 +11,7 @@
 
 #include "graph/graph.h"
 #include "graph/legalize.h"
+#include "loom.h"
 #include "support/loom_test.h"
 
 static const char *const paged_text =
@@ -46,6 +48,38 @@ static void tensor(loom_graph_value *v, loom_dtype dt, int nd, int64_t a, int64_
   cr_assert_null(loom_graph_value_tensor(dt, nd, shape, v));
   if (dt == LOOM_DTYPE_F32)
     for (size_t i = 0; i < v->t.numel; i++) loom_graph_tensor_set_f64(&v->t, i, frand());
+}
+
+/* The module compiled (JIT) and run at 1 and 2 threads on the same inputs: within 1e-5 of ref. */
+static void check_compiled(const char *attrs, loom_graph_value *in, const loom_graph_value *ref) {
+  char text[2048];
+  snprintf(text, sizeof text, paged_text, attrs);
+  loom_compile_options o = {.emit = LOOM_TARGET_EMIT_JIT};
+  loom_compiled *c;
+  loom_status st = loom_compile_buffer(text, strlen(text), "paged.loom", "loom", &o, &c);
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  loom_rt *rt;
+  cr_assert_null(loom_compiled_open(c, NULL, &rt));
+  loom_tensor *args[9];
+  for (int i = 0; i < 9; i++)
+    cr_assert_null(loom_rt_tensor_borrow(rt, in[i].t.dtype, in[i].t.ndim, in[i].t.shape, in[i].t.data,
+                                         in[i].t.numel * loom_dtype_size(in[i].t.dtype), &args[i]));
+  for (uint32_t threads = 1; threads <= 2; threads++) {
+    cr_assert_null(loom_rt_set_threads(rt, threads));
+    loom_rt_outputs out;
+    st = loom_rt_call(rt, "main", args, 9, &out);
+    cr_assert_null(st, "%s", loom_status_text(st, 0));
+    const loom_tensor *y = (const loom_tensor *)out.items[0];
+    cr_assert_eq(loom_tensor_numel(y), ref->t.numel);
+    for (size_t i = 0; i < ref->t.numel; i++) {
+      double a = loom_graph_tensor_get_f64(&ref->t, i), b = ((const float *)y->data)[i];
+      cr_assert(fabs(a - b) <= 1e-5 * (1 + fabs(a)), "compiled, %u threads, elem %zu: want %.9g got %.9g", threads, i, a, b);
+    }
+    loom_rt_outputs_free(&out);
+  }
+  for (int i = 0; i < 9; i++) loom_tensor_release(args[i]);
+  loom_rt_close(rt);
+  loom_compiled_free(c);
 }
 
 /* A scenario: sequences with `cached[s]` keys in the cache and `fresh[s]` tokens in the step. */
@@ -107,6 +141,7 @@ static void run(const scenario *sc, const char *attrs) {
   loom_diag_list_destroy(&dl);
   s = loom_graph_eval(m, "main", 9, in, NULL, &got);
   cr_assert_null(s, "%s", loom_status_text(s, 0));
+  check_compiled(attrs, in, &ref);
   for (size_t i = 0; i < ref.t.numel; i++) {
     double a = loom_graph_tensor_get_f64(&ref.t, i), b = loom_graph_tensor_get_f64(&got.t, i);
     cr_assert(fabs(a - b) <= 1e-5 * (1 + fabs(a)), "legalized elem %zu: want %.9g got %.9g", i, a, b);
