@@ -70,8 +70,17 @@ static void start_server(void) {
     if (at && strchr(at, '\n')) server_port = atoi(at + strlen(key));
   }
   server_out = fdopen(fds[0], "r");
-  if (!server_port) kill(server_pid, SIGKILL);
-  cr_assert_gt(server_port, 0, "the server did not start");
+  cr_assert_gt(server_port, 0, "the server did not start: %s", seen);
+}
+
+/* The test's .fini: a server still running (the test failed) is killed, so nothing outlives
+ * the test (nor holds its output pipe open). */
+static void kill_server(void) {
+  if (server_pid > 0) {
+    kill(server_pid, SIGKILL);
+    waitpid(server_pid, NULL, 0);
+    server_pid = 0;
+  }
 }
 
 /* Sends SIGTERM; the server must exit 0 within 60 s and say it stopped. */
@@ -79,11 +88,8 @@ static void stop_server(void) {
   cr_assert_eq(kill(server_pid, SIGTERM), 0);
   int status = -1;
   for (int i = 0; i < 600 && waitpid(server_pid, &status, WNOHANG) == 0; i++) usleep(100000);
-  if (!WIFEXITED(status)) {
-    kill(server_pid, SIGKILL);
-    waitpid(server_pid, &status, 0);
-    cr_assert_fail("the server did not stop on SIGTERM");
-  }
+  if (!WIFEXITED(status)) cr_assert_fail("the server did not stop on SIGTERM"); /* .fini kills it */
+  server_pid = 0;
   char rest[4096] = "";
   size_t n = fread(rest, 1, sizeof rest - 1, server_out);
   rest[n] = 0;
@@ -271,7 +277,7 @@ static void *client_main(void *arg) {
   return NULL;
 }
 
-LOOM_TEST(serve_e2e, greedy_equals_interpreter_errors_disconnects_sigterm) {
+LOOM_TEST(serve_e2e, greedy_equals_interpreter_errors_disconnects_sigterm, .fini = kill_server) {
   start_server();
   oracle_open();
   char *res;
