@@ -97,7 +97,9 @@ def loom_text(cfg, w):
     return "\n".join(out)
 
 
-def onnx_model(cfg, w):
+def onnx_model(cfg, w, genai=False):
+    """genai: the variant ONNX Runtime GenAI drives (attention_mask (1, t) int64 in place of the
+    additive mask, which is then built inside from the shapes: causal, offset by the past)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     d, H, L, V = cfg.width, cfg.heads, cfg.layers, cfg.vocab
@@ -114,8 +116,28 @@ def onnx_model(cfg, w):
     n("Gather", ["wpe", "position_ids"], ["pe"])
     n("Add", ["tok", "pe"], ["h_0"])
     inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, "s"]),
-              helper.make_tensor_value_info("position_ids", TensorProto.INT64, [1, "s"]),
-              helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["s", "t"])]
+              helper.make_tensor_value_info("position_ids", TensorProto.INT64, [1, "s"])]
+    if genai:
+        inputs.append(helper.make_tensor_value_info("attention_mask", TensorProto.INT64, [1, "t"]))
+        c("i0", np.array(0, np.int64))
+        c("i1", np.array(1, np.int64))
+        c("ax0", np.array([0], np.int64))
+        c("ax1", np.array([1], np.int64))
+        c("f0", np.array(0, np.float32))
+        c("fneg", np.array(-1e9, np.float32))
+        n("Shape", ["input_ids"], ["ids_shape"])
+        n("Gather", ["ids_shape", "i1"], ["s_len"], axis=0)
+        n("Shape", ["attention_mask"], ["am_shape"])
+        n("Gather", ["am_shape", "i1"], ["t_len"], axis=0)
+        n("Sub", ["t_len", "s_len"], ["past_len"])
+        n("Range", ["past_len", "t_len", "i1"], ["rows0"])
+        n("Unsqueeze", ["rows0", "ax1"], ["rows"])
+        n("Range", ["i0", "t_len", "i1"], ["cols0"])
+        n("Unsqueeze", ["cols0", "ax0"], ["cols"])
+        n("LessOrEqual", ["cols", "rows"], ["keep"])
+        n("Where", ["keep", "f0", "fneg"], ["mask"])
+    else:
+        inputs.append(helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["s", "t"]))
     outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, "s", V])]
     for l in range(L):
         p = f"L{l}_"
@@ -176,6 +198,23 @@ def main():
     write_safetensors(os.path.join(cfg.out, "weights.safetensors"), w)
     import onnx
     onnx.save(onnx_model(cfg, w), os.path.join(cfg.out, "model.onnx"))
+    # baseline (b): the same model for ONNX Runtime GenAI, with its configuration
+    gd = os.path.join(cfg.out, "genai")
+    os.makedirs(gd, exist_ok=True)
+    onnx.save(onnx_model(cfg, w, genai=True), os.path.join(gd, "model.onnx"))
+    dh = cfg.width // cfg.heads
+    conf = {"model": {"bos_token_id": 0, "context_length": cfg.positions, "eos_token_id": cfg.vocab - 1, "pad_token_id": 0,
+                      "type": "llama", "vocab_size": cfg.vocab,
+                      "decoder": {"filename": "model.onnx", "head_size": dh, "hidden_size": cfg.width,
+                                  "num_attention_heads": cfg.heads, "num_hidden_layers": cfg.layers, "num_key_value_heads": cfg.heads,
+                                  "inputs": {"input_ids": "input_ids", "attention_mask": "attention_mask", "position_ids": "position_ids",
+                                             "past_key_names": "past_k%d", "past_value_names": "past_v%d"},
+                                  "outputs": {"logits": "logits", "present_key_names": "present_k%d", "present_value_names": "present_v%d"}}},
+            "search": {"do_sample": False, "max_length": cfg.positions, "min_length": 0, "num_beams": 1, "num_return_sequences": 1,
+                       "past_present_share_buffer": False, "temperature": 1.0, "top_k": 1, "top_p": 1.0, "repetition_penalty": 1.0,
+                       "length_penalty": 1.0, "diversity_penalty": 0.0, "no_repeat_ngram_size": 0, "early_stopping": True}}
+    with open(os.path.join(gd, "genai_config.json"), "w") as f:
+        json.dump(conf, f, indent=2)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ deadline are cut; their tokens so far count). Reported per level: throughput (ge
 TTFT p50/p99 and inter-token latency p50/p99, for
   loom   `loom serve` on make_model.py's serve.loom + weights.safetensors
   ort    baseline (a): the same model as ONNX, per request, in a plain generate loop (ort_server.py)
-Baseline (b), ONNX Runtime GenAI, is not run: see the results file for why.
+  genai  baseline (b): the same model run by ONNX Runtime GenAI, a generator per request (genai_server.py;
+         needs bench/out/genai-venv with onnxruntime-genai, else skipped)
 
     bench/.venv/bin/python bench/serve/run.py [--clients 1,4,16,64] [--seconds 20] [--systems loom,ort]
 """
@@ -123,21 +124,28 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--clients", default="1,4,16,64")
     ap.add_argument("--seconds", type=float, default=20)
-    ap.add_argument("--systems", default="loom,ort")
+    ap.add_argument("--systems", default="loom,ort,genai")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=26)
     ap.add_argument("--loom-args", default="", help="more options for `loom serve` (e.g. \"--offload --max-step-tokens 64\")")
     ap.add_argument("--out", default=None, help="results file (default bench/results/<date>-serve.md)")
     a = ap.parse_args()
-    if not os.path.exists(os.path.join(OUT, "model.onnx")):
+    if not os.path.exists(os.path.join(OUT, "genai", "genai_config.json")):
         subprocess.check_call([sys.executable, os.path.join(ROOT, "bench", "serve", "make_model.py"), OUT])
     rows = []
     for system in a.systems.split(","):
-        port = 18000 + hash(system) % 1000
+        port = {"loom": 18101, "ort": 18102, "genai": 18103}[system]
         env = dict(os.environ, LOOM_CACHE_DIR=os.path.join(OUT, "cache"))
         if system == "loom":
             cmd = [os.path.join(ROOT, "zig-out", "bin", "loom"), "serve", os.path.join(OUT, "serve.loom"), "--weights",
                    os.path.join(OUT, "weights.safetensors"), "--port", str(port), "--threads", str(a.threads), "--max-batch", "64"] + a.loom_args.split()
+        elif system == "genai":
+            py = os.path.join(ROOT, "bench", "out", "genai-venv", "bin", "python")
+            if not os.path.exists(py):
+                print("genai: no bench/out/genai-venv (python3 -m venv bench/out/genai-venv && "
+                      "bench/out/genai-venv/bin/pip install onnxruntime-genai): skipped", flush=True)
+                continue
+            cmd = [py, os.path.join(ROOT, "bench", "serve", "genai_server.py"), os.path.join(OUT, "genai"), str(port)]
         else:
             cmd = [sys.executable, os.path.join(ROOT, "bench", "serve", "ort_server.py"), os.path.join(OUT, "model.onnx"), str(port),
                    "--threads", str(a.threads)]
@@ -145,12 +153,21 @@ def main():
         try:
             wait_ready(port, proc)
             for n in [int(x) for x in a.clients.split(",")]:
+                if system == "loom":
+                    m0 = {k: metric(port, k) for k in ("loom_serve_step_seconds_sum", "loom_serve_steps_total", "loom_serve_step_tokens_sum")}
                 rec, wall = level(port, n, a.seconds, a.seed)
                 row = dict(system=system, clients=n, tok_s=rec["tokens"] / wall, requests=rec["requests"], tokens=rec["tokens"],
                            errors=rec["errors"], ttft50=pct(rec["ttft"], 50), ttft99=pct(rec["ttft"], 99),
                            itl50=pct(rec["itl"], 50), itl99=pct(rec["itl"], 99), wall=wall)
                 if system == "loom":
                     row["compilations"] = metric(port, "loom_serve_compilations")
+                    d = {k: metric(port, k) - v for k, v in m0.items()}
+                    steps = max(1.0, d["loom_serve_steps_total"])
+                    row["busy"] = d["loom_serve_step_seconds_sum"] / wall
+                    row["step_ms"] = d["loom_serve_step_seconds_sum"] / steps * 1e3
+                    row["step_tokens"] = d["loom_serve_step_tokens_sum"] / steps
+                    print(f"      engine: busy {row['busy'] * 100:.0f}% of the wall time, {steps:.0f} steps of {row['step_tokens']:.1f} "
+                          f"tokens in {row['step_ms']:.2f} ms on average; compilations {row['compilations']:.0f}", flush=True)
                 rows.append(row)
                 print("{system:5} {clients:3} clients: {tok_s:8.1f} tok/s  TTFT p50 {ttft50:.3f} s p99 {ttft99:.3f} s  "
                       "ITL p50 {itl50:.4f} s p99 {itl99:.4f} s  ({requests} requests, {tokens} tokens, {errors} errors, {wall:.0f} s)".format(**row),
@@ -164,11 +181,12 @@ def main():
         f.write(f"`bench/serve/run.py --clients {a.clients} --seconds {a.seconds} --threads {a.threads} --loom-args '{a.loom_args}'`; model: make_model.py's default "
                 "(256 wide, 4 heads, 4 layers, vocabulary 4096); greedy; prompts log-uniform 1..512, outputs 16..256, seed "
                 f"{a.seed}. The machine has 2 cores shared with other jobs: short runs, figures drift.\n\n")
-        f.write("| system | clients | tokens/s | TTFT p50 (s) | TTFT p99 (s) | ITL p50 (ms) | ITL p99 (ms) | requests | errors |\n")
-        f.write("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+        f.write("| system | clients | tokens/s | TTFT p50 (s) | TTFT p99 (s) | ITL p50 (ms) | ITL p99 (ms) | requests | errors | engine busy | step (ms) | tokens/step |\n")
+        f.write("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
         for r in rows:
-            f.write("| {system} | {clients} | {tok_s:.1f} | {ttft50:.3f} | {ttft99:.3f} | {:.2f} | {:.2f} | {requests} | {errors} |\n".format(
-                r["itl50"] * 1e3, r["itl99"] * 1e3, **r))
+            eng = "| {:.0f}% | {:.2f} | {:.1f} ".format(r["busy"] * 100, r["step_ms"], r["step_tokens"]) if "busy" in r else "| | | "
+            f.write("| {system} | {clients} | {tok_s:.1f} | {ttft50:.3f} | {ttft99:.3f} | {:.2f} | {:.2f} | {requests} | {errors} ".format(
+                r["itl50"] * 1e3, r["itl99"] * 1e3, **r) + eng + "|\n")
     print("wrote", out)
 
 

@@ -38,6 +38,7 @@ static int run(const loom_cli_args *args) {
   if (!st && o.weights && seed >= 0) st = LOOM_ERROR(INVALID_ARGUMENT, "give --weights or --random-weights, not both");
   o.threads = (uint32_t)threads;
   o.offload = loom_cli_flag(args, "--offload");
+  o.profile = loom_cli_flag(args, "--profile");
   o.random_weights = seed >= 0, o.weight_seed = (uint64_t)seed;
   const char *host = loom_cli_get(args, "--host") ? loom_cli_get(args, "--host") : "127.0.0.1";
   /* SIGTERM / SIGINT are taken by sigwait in the HTTP runner: blocked here, before any thread
@@ -75,6 +76,7 @@ const loom_cli_command loom_cmd_serve = {
         {"--weights", "FILE", "safetensors file holding every weight parameter by name", false},
         {"--random-weights", "SEED", "seeded random weights instead (tests and benchmarks)", false},
         {"--offload", NULL, "hand large matmuls to BLAS (the offload pass, libcall/)", false},
+        {"--profile", NULL, "time every instruction and kernel; printed when the server stops", false},
         {NULL, NULL, NULL, false},
     },
     .run = run,

@@ -566,6 +566,7 @@ loom_status loom_serve_engine_open(const loom_serve_options *o, loom_serve_engin
   if (!st) st = loom_compile_file(o->model, &co, &e->c);
   if (!st) st = loom_compiled_open(e->c, NULL, &e->rt);
   if (!st && o->threads) st = loom_rt_set_threads(e->rt, o->threads);
+  if (!st && o->profile) loom_rt_set_profile(e->rt, true);
   if (!st && o->weights) st = loom_safetensors_open(NULL, o->weights, &e->wfile);
   if (!st) st = bind_interface(e);
   int64_t capacity = o->kv_pages * o->page_size;
@@ -610,6 +611,7 @@ void loom_serve_engine_close(loom_serve_engine *e) {
   e->stop = true;
   reap_cancelled(e); /* everything still running ends CANCELLED; callers keep their references */
   pthread_mutex_unlock(&e->mu);
+  if (e->o.profile && e->rt && e->o.log) loom_rt_profile_print(e->rt, e->o.log);
   for (uint32_t i = 0; i < MAX_PARAMS; i++) loom_tensor_release(e->fixed[i]);
   loom_rt_close(e->rt);
   loom_compiled_free(e->c);

@@ -37,6 +37,7 @@ typedef struct loom_serve_options {
   int64_t max_queue;        /* sequences waiting at most before new requests get 503 */
   int64_t max_context;      /* positions per sequence at most (0: the model's position table, else the cache) */
   bool offload;             /* matmuls to BLAS above the measured size (the offload pass, libcall/) */
+  bool profile;             /* time every instruction and kernel; printed to `log` at close */
   FILE *log;                /* start-up and shutdown lines (NULL: quiet) */
 } loom_serve_options;
 
