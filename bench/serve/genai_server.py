@@ -7,12 +7,13 @@ ort_server.py. GenAI is not in bench/.venv: run.py runs this with bench/out/gena
 
     bench/out/genai-venv/bin/python bench/serve/genai_server.py GENAI_DIR PORT
 """
-import json
-import socket
+import os
 import sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import onnxruntime_genai as og
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sse_server import serve  # noqa: E402
 
 
 def main():
@@ -30,43 +31,7 @@ def main():
             n += 1
             yield int(g.get_next_tokens()[0])
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *a):
-            pass
-
-        def setup(self):
-            super().setup()
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-        def do_GET(self):
-            body = b'{"status":"ok"}'
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def do_POST(self):
-            req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-
-            def chunk(b):
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(b), b))
-                self.wfile.flush()
-
-            for tok in generate(req["prompt"], int(req.get("max_tokens", 16))):
-                chunk(b"data: " + json.dumps({"choices": [{"index": 0, "token": tok, "finish_reason": None}]}).encode() + b"\n\n")
-            chunk(b"data: [DONE]\n\n")
-            self.wfile.write(b"0\r\n\r\n")
-
-    srv = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    srv.daemon_threads = True
-    print(f"genai baseline: listening on http://127.0.0.1:{port}", flush=True)
-    srv.serve_forever()
+    serve(generate, port, "genai baseline")
 
 
 if __name__ == "__main__":

@@ -7,14 +7,14 @@ POST /v1/completions {"prompt": [ids], "max_tokens", "stream"} (greedy), GET /he
 
     python3 bench/serve/ort_server.py MODEL.onnx PORT [--threads N]
 """
-import json
-import socket
+import os
 import sys
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import onnxruntime as ort
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sse_server import serve  # noqa: E402
 
 
 def main():
@@ -43,53 +43,7 @@ def main():
             n += s
             ids = np.array([[tok]], np.int64)
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *a):
-            pass
-
-        def setup(self):
-            super().setup()
-            # small writes go out at once (no Nagle delay): the baseline is not made slow by its socket
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-        def do_GET(self):
-            body = b'{"status":"ok"}'
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def do_POST(self):
-            req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            prompt, mt, stream = req["prompt"], int(req.get("max_tokens", 16)), bool(req.get("stream"))
-            if not stream:
-                toks = list(generate(prompt, mt))
-                body = json.dumps({"choices": [{"index": 0, "tokens": toks, "finish_reason": "length"}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-
-            def chunk(b):
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(b), b))
-                self.wfile.flush()
-
-            for tok in generate(prompt, mt):
-                chunk(b"data: " + json.dumps({"choices": [{"index": 0, "token": tok, "finish_reason": None}]}).encode() + b"\n\n")
-            chunk(b"data: [DONE]\n\n")
-            self.wfile.write(b"0\r\n\r\n")
-
-    srv = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    srv.daemon_threads = True
-    print(f"ort baseline: listening on http://127.0.0.1:{port}", flush=True)
-    srv.serve_forever()
+    serve(generate, port, "ort baseline")
 
 
 if __name__ == "__main__":
