@@ -106,12 +106,18 @@ static bool grow(loom_serve_sched *s, loom_serve_seq *q, int64_t total, loom_sta
 
 loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int64_t *n) {
   *n = 0;
-  int64_t budget = s->max_step_tokens;
+  int64_t budget = s->max_step_tokens, decoding = 0;
   loom_status st = LOOM_OK;
-  for (int64_t i = 0; i < s->nrunning; i++) s->running[i]->step_tokens = 0;
+  for (int64_t i = 0; i < s->nrunning; i++) {
+    s->running[i]->step_tokens = 0;
+    decoding += s->running[i]->ntokens - s->running[i]->ncached == 1;
+  }
+  /* prompt tokens this step may take: capped while someone decodes */
+  int64_t prefill = decoding && s->prefill_cap > 0 ? s->prefill_cap : budget;
   for (int64_t i = 0; i < s->nrunning && *n < s->max_batch && budget > 0;) {
     loom_serve_seq *q = s->running[i];
-    int64_t take = q->ntokens - q->ncached;
+    int64_t need = q->ntokens - q->ncached, take = need;
+    if (need > 1 && take > prefill) take = prefill;
     if (take > budget) take = budget;
     if (take <= 0) {
       i++;
@@ -129,12 +135,14 @@ loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int
     q->step_tokens = take;
     out[(*n)++] = q;
     budget -= take;
+    if (need > 1) prefill -= take;
     i++;
   }
-  while (s->wait_head && *n < s->max_batch && budget > 0) {
+  while (s->wait_head && *n < s->max_batch && budget > 0 && prefill > 0) {
     loom_serve_seq *q = s->wait_head;
     int64_t take = q->ntokens - q->ncached;
     if (take > budget) take = budget;
+    if (take > prefill) take = prefill;
     int64_t need = loom_serve_pages_for(&s->pages, take);
     if (need + s->nrunning > s->pages.nfree) break; /* keep a spare page for each running sequence */
     if (s->nrunning == s->running_cap) {
@@ -151,6 +159,7 @@ loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int
     q->step_tokens = take;
     out[(*n)++] = q;
     budget -= take;
+    prefill -= take;
   }
   return LOOM_OK;
 }

@@ -170,6 +170,31 @@ LOOM_TEST(serve_sched, preempts_the_youngest_and_recomputes) {
   loom_serve_sched_destroy(&s);
 }
 
+LOOM_TEST(serve_sched, prefill_capped_while_decoding) {
+  loom_serve_sched s;
+  cr_assert_null(loom_serve_sched_init(&s, 100, 4, 8, 50));
+  s.prefill_cap = 6;
+  loom_serve_seq a, b, *plan[8];
+  seq_init(&a, 2);
+  seq_init(&b, 30);
+  loom_serve_sched_add(&s, &a);
+  cr_assert_eq(step(&s, plan), 1);
+  cr_assert_eq(a.ncached, 2, "nobody decodes: the whole prompt");
+  loom_serve_sched_add(&s, &b);
+  cr_assert_eq(step(&s, plan), 2);
+  cr_assert_eq(a.ncached, 3, "a decodes");
+  cr_assert_eq(b.ncached, 6, "b's chunk is capped at 6 while a decodes");
+  step(&s, plan);
+  cr_assert_eq(b.ncached, 12);
+  loom_serve_sched_finish(&s, &a);
+  step(&s, plan);
+  cr_assert_eq(b.ncached, 30, "alone, b takes what the step budget allows");
+  loom_serve_sched_finish(&s, &b);
+  loom_serve_seq_free(&a);
+  loom_serve_seq_free(&b);
+  loom_serve_sched_destroy(&s);
+}
+
 LOOM_TEST(serve_sched, max_batch_and_errors) {
   loom_serve_sched s;
   cr_assert_null(loom_serve_sched_init(&s, 64, 4, 2, 100));
