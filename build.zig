@@ -106,6 +106,7 @@ const modules = .{
     @import("libcall/sources.zig"),
     @import("targets/cpu/sources.zig"),
     @import("src/driver/sources.zig"),
+    @import("src/serve/sources.zig"),
     @import("src/frontend/onnx/sources.zig"),
 };
 const cuda_sources = @import("targets/cuda/sources.zig");
@@ -145,6 +146,7 @@ pub fn build(b: *std.Build) void {
     b.installArtifact(libs.full);
     const loom_exe = addProgram(cfg, "loom", &@import("src/driver/sources.zig").loom_main, libs.full, .normal);
     loom_exe.rdynamic = true; // pass plugins (src/loom_pass.h) call Loom's functions in the program
+    loom_exe.root_module.linkSystemLibrary("microhttpd", .{}); // `loom serve`'s HTTP front (src/serve/http.c) only
     b.installArtifact(loom_exe);
     b.installArtifact(addProgram(cfg, "loom-run", &@import("src/driver/sources.zig").loom_run_main, libs.rt, .normal));
 
@@ -193,6 +195,7 @@ pub fn build(b: *std.Build) void {
     const san = addLibraries(cfg, .sanitized);
     const loom_san_exe = addProgram(cfg, "loom-san", &@import("src/driver/sources.zig").loom_main, san.full, .sanitized);
     loom_san_exe.rdynamic = true;
+    loom_san_exe.root_module.linkSystemLibrary("microhttpd", .{});
     const loom_san = b.addInstallArtifact(loom_san_exe, .{});
     const loom_run_san = b.addInstallArtifact(addProgram(cfg, "loom-run-san", &@import("src/driver/sources.zig").loom_run_main, san.rt, .sanitized), .{});
     var previous: ?*std.Build.Step = null;

@@ -13,6 +13,7 @@ pub const compiler = [_][]const u8{
     "graph/op_linalg.c",
     "graph/op_reduce.c",
     "graph/op_nn.c",
+    "graph/op_paged.c",
     "graph/op_conv.c",
     "graph/op_image.c",
     "graph/op_shape.c",

@@ -9,6 +9,7 @@ pub const compiler = [_][]const u8{
     "tensorprog/gen_image.c",
     "tensorprog/gen_linalg.c",
     "tensorprog/gen_nn.c",
+    "tensorprog/gen_paged.c",
     "tensorprog/gen_reduce.c",
     "tensorprog/gen_sample.c",
     "tensorprog/gen_scatter.c",

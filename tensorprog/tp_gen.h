@@ -351,6 +351,15 @@ loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *n
                                   bool causal, int mask_rank, const loom_tp_bcast *mask_modes, loom_dtype mask_t,
                                   loom_tp_func **result);
 
+/* Paged attention of a ragged batch (tensorprog/gen_paged.c; graph op paged_attention): queries
+ * Q (t, h, d) and the step's keys / values Kn (t, hk, d), Vn (t, hk, dv), the paged cache
+ * Kc (n, pg, hk, d), Vc (n, pg, hk, dv), block tables BT (b, m), cached lengths CTX (b,), each
+ * token's sequence SEQ (t,) and position POS (t,) (all i64) -> Y (t, h, dv). scale_text: a
+ * literal, or NULL for 1/sqrt(d). Absent keys (a page outside the cache, a sequence outside
+ * the batch) are skipped, as the reference does. */
+loom_status loom_tp_gen_paged_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
+                                        loom_tp_func **result);
+
 /* ONNX Resize's modes (graph/op_image.c is the reference). */
 typedef enum loom_tp_resize_mode {
   LOOM_TP_RESIZE_NEAREST, /* one tap per axis: a neighbour chosen by the nearest mode */

@@ -71,9 +71,14 @@ pub const suites = .{
         "tests/fuzz/fuzz_graph_harness.c",
         "tests/fuzz/fuzz_graph_parse.c",
     } },
+    .{ .name = "serve", .files = &[_][]const u8{
+        "tests/serve/test_serve_units.c",
+        "tests/serve/test_serve_e2e.c",
+    } },
     .{ .name = "legalize", .files = &[_][]const u8{
         "tests/legalize/test_legalize.c",
         "tests/legalize/test_legalize_models.c",
+        "tests/legalize/test_legalize_paged.c",
         "tests/legalize/test_opt_cli.c",
     } },
     .{ .name = "cpu", .files = &[_][]const u8{

@@ -9,10 +9,12 @@ import pytest
 import loom
 from conftest import MODELS, random_inputs
 
-# Symbolic dims of the bundled models: a smallest case (an empty KV cache) and primes.
+# Symbolic dims of the bundled models: a smallest case (an empty KV cache) and primes. t, m, pg:
+# serve_decoder.loom's step tokens, block-table width and page size (t >= 2: its last_index
+# inputs, like every integer input here, are 0 or 1).
 SIZES = [
-    {"b": 1, "s": 1, "past": 0, "n": 1, "h": 5, "w": 7, "V": 5, "P": 7},
-    {"b": 2, "s": 7, "past": 3, "n": 2, "h": 13, "w": 11, "V": 11, "P": 13},
+    {"b": 1, "s": 1, "past": 0, "n": 1, "h": 5, "w": 7, "V": 5, "P": 7, "t": 2, "m": 1, "pg": 1},
+    {"b": 2, "s": 7, "past": 3, "n": 2, "h": 13, "w": 11, "V": 11, "P": 13, "t": 7, "m": 3, "pg": 5},
 ]
 MODEL_FILES = sorted(p.name for p in MODELS.glob("*.loom"))
 

@@ -31,6 +31,8 @@ pub const loom_main = [_][]const u8{
     "src/driver/cmd_run.c",
     "src/driver/cmd_inspect.c",
     "src/driver/cmd_demo.c",
+    "src/driver/cmd_serve.c",
+    "src/serve/http.c",
     "src/driver/cmd_fuzz_ops.c",
     "src/driver/run_tool.c",
 };

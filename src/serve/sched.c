@@ -1,0 +1,191 @@
+/* sched.c — iteration-level (continuous) batching: before every step the scheduler decides
+ * which sequences run and how many of their tokens. Running sequences go first, oldest first
+ * (a decode is one token, a prompt a chunk of what the step's token budget leaves), then
+ * waiting sequences are admitted while seats, budget and pages allow. When a running sequence
+ * needs a page and none is free, the youngest running sequence is preempted: its pages go
+ * back and it returns to the front of the queue, to be recomputed from its tokens when it is
+ * readmitted. The oldest sequence always makes progress, and a sequence that fits the cache
+ * alone always fits eventually (the engine refuses any other), so nothing runs out of memory
+ * and nothing starves. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve/serve_internal.h"
+
+loom_status loom_serve_sched_init(loom_serve_sched *s, int64_t npages, int64_t page_size, int64_t max_batch, int64_t max_step_tokens) {
+  memset(s, 0, sizeof *s);
+  if (max_batch < 1 || max_step_tokens < 1)
+    return LOOM_ERROR(INVALID_ARGUMENT, "--max-batch (%lld) and --max-step-tokens (%lld) must be positive", (long long)max_batch,
+                      (long long)max_step_tokens);
+  LOOM_PROPAGATE(loom_serve_pages_init(&s->pages, npages, page_size));
+  s->max_batch = max_batch;
+  s->max_step_tokens = max_step_tokens;
+  return LOOM_OK;
+}
+
+void loom_serve_sched_destroy(loom_serve_sched *s) {
+  loom_serve_pages_destroy(&s->pages);
+  free(s->running);
+  s->running = NULL;
+}
+
+void loom_serve_sched_add(loom_serve_sched *s, loom_serve_seq *q) {
+  q->state = LOOM_SERVE_SEQ_WAITING;
+  q->next_wait = NULL;
+  if (s->wait_tail) s->wait_tail->next_wait = q;
+  else s->wait_head = q;
+  s->wait_tail = q;
+  s->nwaiting++;
+}
+
+static void wait_remove(loom_serve_sched *s, loom_serve_seq *q) {
+  loom_serve_seq **pp = &s->wait_head, *prev = NULL;
+  while (*pp && *pp != q) prev = *pp, pp = &(*pp)->next_wait;
+  if (!*pp) return;
+  *pp = q->next_wait;
+  if (s->wait_tail == q) s->wait_tail = prev;
+  q->next_wait = NULL;
+  s->nwaiting--;
+}
+
+static void running_remove(loom_serve_sched *s, loom_serve_seq *q) {
+  for (int64_t i = 0; i < s->nrunning; i++)
+    if (s->running[i] == q) {
+      memmove(&s->running[i], &s->running[i + 1], (size_t)(s->nrunning - i - 1) * sizeof *s->running);
+      s->nrunning--;
+      return;
+    }
+}
+
+static void drop_pages(loom_serve_sched *s, loom_serve_seq *q) {
+  loom_serve_pages_give(&s->pages, q->pages, q->npages);
+  q->npages = 0;
+  q->ncached = 0;
+  q->step_tokens = 0;
+}
+
+void loom_serve_sched_finish(loom_serve_sched *s, loom_serve_seq *q) {
+  if (q->state == LOOM_SERVE_SEQ_WAITING) wait_remove(s, q);
+  else if (q->state == LOOM_SERVE_SEQ_RUNNING) running_remove(s, q);
+  drop_pages(s, q);
+  q->state = LOOM_SERVE_SEQ_DONE;
+}
+
+/* The youngest running sequence goes back to the front of the queue without its cache. */
+static void preempt_youngest(loom_serve_sched *s) {
+  loom_serve_seq *q = s->running[--s->nrunning];
+  drop_pages(s, q);
+  q->state = LOOM_SERVE_SEQ_WAITING;
+  q->preemptions++;
+  s->preemptions++;
+  q->next_wait = s->wait_head;
+  s->wait_head = q;
+  if (!s->wait_tail) s->wait_tail = q;
+  s->nwaiting++;
+}
+
+/* Grows q's block table to hold `total` pages, taking the new ones; false when not enough are free. */
+static bool grow(loom_serve_sched *s, loom_serve_seq *q, int64_t total, loom_status *st) {
+  int64_t more = total - q->npages;
+  if (more <= 0) return true;
+  if (more > s->pages.nfree) return false;
+  if (total > q->pages_cap) {
+    int64_t cap = q->pages_cap ? q->pages_cap : 4;
+    while (cap < total) cap *= 2;
+    int32_t *p = realloc(q->pages, (size_t)cap * sizeof *p);
+    if (!p) {
+      *st = LOOM_OOM();
+      return false;
+    }
+    q->pages = p, q->pages_cap = cap;
+  }
+  loom_serve_pages_take(&s->pages, more, q->pages + q->npages);
+  q->npages = total;
+  return true;
+}
+
+loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int64_t *n) {
+  *n = 0;
+  int64_t budget = s->max_step_tokens, decoding = 0;
+  loom_status st = LOOM_OK;
+  for (int64_t i = 0; i < s->nrunning; i++) {
+    s->running[i]->step_tokens = 0;
+    decoding += s->running[i]->ntokens - s->running[i]->ncached == 1;
+  }
+  /* prompt tokens this step may take: capped while someone decodes */
+  int64_t prefill = decoding && s->prefill_cap > 0 ? s->prefill_cap : budget;
+  for (int64_t i = 0; i < s->nrunning && *n < s->max_batch && budget > 0;) {
+    loom_serve_seq *q = s->running[i];
+    int64_t need = q->ntokens - q->ncached, take = need;
+    if (need > 1 && take > prefill) take = prefill;
+    if (take > budget) take = budget;
+    if (take <= 0) {
+      i++;
+      continue;
+    }
+    int64_t total = loom_serve_pages_for(&s->pages, q->ncached + take);
+    bool self = false;
+    while (!grow(s, q, total, &st)) {
+      if (st) return st;
+      self = s->running[s->nrunning - 1] == q;
+      preempt_youngest(s);
+      if (self) break;
+    }
+    if (self) break; /* q was the youngest: everything older is planned */
+    q->step_tokens = take;
+    out[(*n)++] = q;
+    budget -= take;
+    if (need > 1) prefill -= take;
+    i++;
+  }
+  while (s->wait_head && *n < s->max_batch && budget > 0 && prefill > 0) {
+    loom_serve_seq *q = s->wait_head;
+    int64_t take = q->ntokens - q->ncached;
+    if (take > budget) take = budget;
+    if (take > prefill) take = prefill;
+    int64_t need = loom_serve_pages_for(&s->pages, take);
+    if (need + s->nrunning > s->pages.nfree) break; /* keep a spare page for each running sequence */
+    if (s->nrunning == s->running_cap) {
+      int64_t cap = s->running_cap ? s->running_cap * 2 : 16;
+      loom_serve_seq **r = realloc(s->running, (size_t)cap * sizeof *r);
+      if (!r) return LOOM_OOM();
+      s->running = r, s->running_cap = cap;
+    }
+    if (!grow(s, q, need, &st)) return st ? st : LOOM_ERROR(INTERNAL, "serve: pages counted free are not");
+    wait_remove(s, q);
+    q->state = LOOM_SERVE_SEQ_RUNNING;
+    q->admitted = s->stamp++;
+    s->running[s->nrunning++] = q;
+    q->step_tokens = take;
+    out[(*n)++] = q;
+    budget -= take;
+    prefill -= take;
+  }
+  return LOOM_OK;
+}
+
+void loom_serve_sched_commit(loom_serve_sched *s, loom_serve_seq *const *planned, int64_t n) {
+  (void)s;
+  for (int64_t i = 0; i < n; i++) {
+    planned[i]->ncached += planned[i]->step_tokens;
+    planned[i]->step_tokens = 0;
+  }
+}
+
+loom_status loom_serve_seq_push(loom_serve_seq *q, int64_t token) {
+  if (q->ntokens == q->cap) {
+    int64_t cap = q->cap ? q->cap * 2 : 64;
+    int64_t *t = realloc(q->tokens, (size_t)cap * sizeof *t);
+    if (!t) return LOOM_OOM();
+    q->tokens = t, q->cap = cap;
+  }
+  q->tokens[q->ntokens++] = token;
+  return LOOM_OK;
+}
+
+void loom_serve_seq_free(loom_serve_seq *q) {
+  free(q->tokens);
+  free(q->pages);
+  q->tokens = NULL;
+  q->pages = NULL;
+}

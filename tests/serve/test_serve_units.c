@@ -1,0 +1,214 @@
+/* test_serve_units.c — the engine's parts on their own (src/serve/serve_internal.h): the page
+ * allocator, the sampler (greedy, top-k, top-p, seeded reproducibility, the distribution it
+ * draws from) and the scheduler (token budget and chunked prefill, admission, preemption
+ * when pages run out, recompute after it). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve/serve_internal.h"
+#include "support/loom_test.h"
+
+LOOM_TEST(serve_pages, all_or_nothing) {
+  loom_serve_pages p;
+  cr_assert_null(loom_serve_pages_init(&p, 5, 4));
+  cr_assert_eq(loom_serve_pages_for(&p, 0), 0);
+  cr_assert_eq(loom_serve_pages_for(&p, 1), 1);
+  cr_assert_eq(loom_serve_pages_for(&p, 4), 1);
+  cr_assert_eq(loom_serve_pages_for(&p, 5), 2);
+  int32_t a[5], b[5];
+  cr_assert(loom_serve_pages_take(&p, 3, a));
+  cr_assert_eq(a[0], 0, "a fresh cache hands out page 0 first");
+  cr_assert(!loom_serve_pages_take(&p, 3, b), "only 2 are free");
+  cr_assert_eq(p.nfree, 2, "a refused take takes nothing");
+  loom_serve_pages_give(&p, a, 3);
+  cr_assert(loom_serve_pages_take(&p, 5, b));
+  loom_serve_pages_give(&p, b, 5);
+  loom_serve_pages_destroy(&p);
+  loom_status st = loom_serve_pages_init(&p, 0, 4);
+  cr_assert(st && strstr(loom_status_message(st), "given 0 pages of 4"));
+  loom_status_free(st);
+}
+
+LOOM_TEST(serve_sample, greedy_topk_topp_and_seeds) {
+  float lg[6] = {0.5f, 2.0f, -1.0f, 2.0f, 1.9f, NAN};
+  double scratch[12];
+  loom_serve_rng r = {1};
+  loom_serve_sampling greedy = {0, 0, 1};
+  cr_assert_eq(loom_serve_sample(lg, 6, &greedy, &r, scratch), 1, "the first maximum; NaN never wins");
+  cr_assert_eq(r.s, 1, "greedy draws nothing");
+  loom_serve_sampling k1 = {1.0, 1, 1};
+  cr_assert_eq(loom_serve_sample(lg, 5, &k1, &r, scratch), 1, "top_k 1 is greedy");
+  loom_serve_sampling p0 = {1.0, 0, 1e-9};
+  for (int i = 0; i < 20; i++) cr_assert_eq(loom_serve_sample(lg, 5, &p0, &r, scratch), 1, "a tiny top_p keeps the top token");
+  loom_serve_sampling k2 = {1.0, 2, 1};
+  for (int i = 0; i < 50; i++) {
+    int64_t t = loom_serve_sample(lg, 5, &k2, &r, scratch);
+    cr_assert(t == 1 || t == 3, "top_k 2 keeps tokens 1 and 3, drew %lld", (long long)t);
+  }
+  /* the same seed gives the same draws; another seed other draws */
+  loom_serve_sampling s = {0.8, 0, 0.95};
+  loom_serve_rng a = {42}, b = {42}, c = {43};
+  int same = 0, differ = 0;
+  for (int i = 0; i < 64; i++) {
+    int64_t x = loom_serve_sample(lg, 5, &s, &a, scratch), y = loom_serve_sample(lg, 5, &s, &b, scratch);
+    same += x == y;
+    differ += x != loom_serve_sample(lg, 5, &s, &c, scratch);
+  }
+  cr_assert_eq(same, 64);
+  cr_assert_gt(differ, 0);
+}
+
+LOOM_TEST(serve_sample, draws_follow_the_softmax) {
+  /* logits 0 and log 3 at temperature 1: probabilities 1/4 and 3/4 */
+  float lg[2] = {0.0f, (float)log(3.0)};
+  double scratch[4];
+  loom_serve_rng r = {7};
+  loom_serve_sampling s = {1.0, 0, 1};
+  int ones = 0, n = 20000;
+  for (int i = 0; i < n; i++) ones += loom_serve_sample(lg, 2, &s, &r, scratch) == 1;
+  cr_assert(fabs((double)ones / n - 0.75) < 0.015, "token 1 drawn %d of %d times", ones, n);
+  /* temperature 0.5 squares the odds: 9/10 */
+  s.temperature = 0.5;
+  ones = 0;
+  for (int i = 0; i < n; i++) ones += loom_serve_sample(lg, 2, &s, &r, scratch) == 1;
+  cr_assert(fabs((double)ones / n - 0.9) < 0.012, "token 1 drawn %d of %d times at temperature 0.5", ones, n);
+}
+
+static void seq_init(loom_serve_seq *q, int64_t prompt) {
+  memset(q, 0, sizeof *q);
+  q->cap = prompt + 64;
+  q->tokens = calloc((size_t)q->cap, sizeof *q->tokens);
+  q->ntokens = q->nprompt = prompt;
+  q->max_tokens = 64;
+}
+
+/* One step of the plan as the engine runs it: commit, then a token for every sequence that
+ * reached its end. */
+static int64_t step(loom_serve_sched *s, loom_serve_seq **plan) {
+  int64_t n;
+  cr_assert_null(loom_serve_sched_plan(s, plan, &n));
+  for (int64_t i = 0; i < n; i++)
+    cr_assert_geq(plan[i]->npages * s->pages.page_size, plan[i]->ncached + plan[i]->step_tokens, "planned without pages");
+  loom_serve_seq *fin[64];
+  int64_t nf = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (plan[i]->ncached + plan[i]->step_tokens == plan[i]->ntokens) fin[nf++] = plan[i];
+  loom_serve_sched_commit(s, plan, n);
+  for (int64_t i = 0; i < nf; i++) cr_assert_null(loom_serve_seq_push(fin[i], 1));
+  return n;
+}
+
+LOOM_TEST(serve_sched, budget_chunks_prefill_and_decodes_run_first) {
+  loom_serve_sched s;
+  cr_assert_null(loom_serve_sched_init(&s, 100, 4, 8, 10));
+  loom_serve_seq a, b, *plan[8];
+  seq_init(&a, 3);
+  seq_init(&b, 25);
+  loom_serve_sched_add(&s, &a);
+  loom_serve_sched_add(&s, &b);
+  cr_assert_eq(step(&s, plan), 2);
+  cr_assert_eq(a.ncached, 3, "a's prompt whole");
+  cr_assert_eq(b.ncached, 7, "b gets what the budget of 10 leaves");
+  cr_assert_eq(a.ntokens, 4, "a got its first token");
+  cr_assert_eq(b.ntokens, 25, "b's prompt is not done: no token");
+  cr_assert_eq(step(&s, plan), 2);
+  cr_assert_eq(plan[0], &a, "the decode (older) first");
+  cr_assert_eq(a.ncached, 4);
+  cr_assert_eq(b.ncached, 16);
+  step(&s, plan);
+  cr_assert_eq(b.ncached, 25);
+  cr_assert_eq(b.ntokens, 26);
+  cr_assert_eq(b.npages, 7, "25 positions in pages of 4");
+  loom_serve_sched_finish(&s, &a);
+  loom_serve_sched_finish(&s, &b);
+  cr_assert_eq(s.pages.nfree, 100, "every page back");
+  loom_serve_seq_free(&a);
+  loom_serve_seq_free(&b);
+  loom_serve_sched_destroy(&s);
+}
+
+LOOM_TEST(serve_sched, preempts_the_youngest_and_recomputes) {
+  /* 6 pages of 2 slots; two sequences of 5 tokens each take 3 pages, then decoding needs more */
+  loom_serve_sched s;
+  cr_assert_null(loom_serve_sched_init(&s, 6, 2, 4, 64));
+  loom_serve_seq a, b, c, *plan[4];
+  seq_init(&a, 5);
+  seq_init(&b, 5);
+  seq_init(&c, 1);
+  loom_serve_sched_add(&s, &a);
+  loom_serve_sched_add(&s, &b);
+  loom_serve_sched_add(&s, &c);
+  cr_assert_eq(step(&s, plan), 1, "b waits: 3 free pages minus a spare for a are not enough for it");
+  cr_assert_eq(step(&s, plan), 1);
+  cr_assert_eq(a.ncached, 6);
+  /* a grows to 4 pages; then b (3 pages) can never be admitted while a runs with a spare */
+  for (int i = 0; i < 4; i++) step(&s, plan);
+  cr_assert_eq(a.state, LOOM_SERVE_SEQ_RUNNING);
+  loom_serve_sched_finish(&s, &a);
+  int64_t n = step(&s, plan);
+  cr_assert_eq(n, 2, "b and c admitted once a is gone");
+  cr_assert_eq(b.ncached, 5);
+  /* b decodes until the pages run out; c is younger and is preempted, then readmitted */
+  int64_t pre = s.preemptions;
+  for (int i = 0; i < 6 && s.preemptions == pre; i++) step(&s, plan);
+  cr_assert_gt(s.preemptions, pre, "a full cache preempts");
+  cr_assert_eq(c.state, LOOM_SERVE_SEQ_WAITING, "the youngest went back");
+  cr_assert_eq(c.ncached, 0, "its cache is dropped");
+  cr_assert_eq(c.npages, 0);
+  cr_assert_eq(s.wait_head, &c, "at the front of the queue");
+  int64_t ctoks = c.ntokens;
+  loom_serve_sched_finish(&s, &b);
+  step(&s, plan);
+  cr_assert_eq(c.state, LOOM_SERVE_SEQ_RUNNING, "readmitted");
+  cr_assert_eq(c.ncached, ctoks, "its tokens recomputed in one prefill");
+  loom_serve_sched_finish(&s, &c);
+  cr_assert_eq(s.pages.nfree, 6);
+  loom_serve_seq_free(&a);
+  loom_serve_seq_free(&b);
+  loom_serve_seq_free(&c);
+  loom_serve_sched_destroy(&s);
+}
+
+LOOM_TEST(serve_sched, prefill_capped_while_decoding) {
+  loom_serve_sched s;
+  cr_assert_null(loom_serve_sched_init(&s, 100, 4, 8, 50));
+  s.prefill_cap = 6;
+  loom_serve_seq a, b, *plan[8];
+  seq_init(&a, 2);
+  seq_init(&b, 30);
+  loom_serve_sched_add(&s, &a);
+  cr_assert_eq(step(&s, plan), 1);
+  cr_assert_eq(a.ncached, 2, "nobody decodes: the whole prompt");
+  loom_serve_sched_add(&s, &b);
+  cr_assert_eq(step(&s, plan), 2);
+  cr_assert_eq(a.ncached, 3, "a decodes");
+  cr_assert_eq(b.ncached, 6, "b's chunk is capped at 6 while a decodes");
+  step(&s, plan);
+  cr_assert_eq(b.ncached, 12);
+  loom_serve_sched_finish(&s, &a);
+  step(&s, plan);
+  cr_assert_eq(b.ncached, 30, "alone, b takes what the step budget allows");
+  loom_serve_sched_finish(&s, &b);
+  loom_serve_seq_free(&a);
+  loom_serve_seq_free(&b);
+  loom_serve_sched_destroy(&s);
+}
+
+LOOM_TEST(serve_sched, max_batch_and_errors) {
+  loom_serve_sched s;
+  cr_assert_null(loom_serve_sched_init(&s, 64, 4, 2, 100));
+  loom_serve_seq q[3], *plan[2];
+  for (int i = 0; i < 3; i++) seq_init(&q[i], 2), loom_serve_sched_add(&s, &q[i]);
+  cr_assert_eq(step(&s, plan), 2, "two seats");
+  cr_assert_eq(s.nwaiting, 1);
+  loom_serve_sched_finish(&s, &q[2]); /* cancelled while waiting */
+  cr_assert_eq(s.nwaiting, 0);
+  cr_assert_null(s.wait_head);
+  for (int i = 0; i < 2; i++) loom_serve_sched_finish(&s, &q[i]);
+  for (int i = 0; i < 3; i++) loom_serve_seq_free(&q[i]);
+  loom_serve_sched_destroy(&s);
+  loom_status st = loom_serve_sched_init(&s, 4, 4, 0, 1);
+  cr_assert(st && strstr(loom_status_message(st), "--max-batch (0)"));
+  loom_status_free(st);
+}
