@@ -141,6 +141,12 @@ static void expr_uses(const loom_graph_expr *e, use_fn fn, void *ud) {
     seq_uses(e->u.if_.then_seq, fn, ud);
     seq_uses(e->u.if_.else_seq, fn, ud);
     break;
+  case LOOM_GRAPH_EXPR_LOOP:
+    expr_uses(e->u.loop.count, fn, ud);
+    expr_uses(e->u.loop.cond, fn, ud);
+    for (size_t i = 0; i < e->u.loop.ncarry; i++) expr_uses(e->u.loop.inits[i], fn, ud);
+    seq_uses(e->u.loop.body, fn, ud);
+    break;
   default: break;
   }
 }

@@ -67,6 +67,7 @@ pub const suites = .{
         "tests/graph/test_lowp.c",
         "tests/graph/test_dyn.c",
         "tests/graph/test_weights.c",
+        "tests/graph/test_loop.c",
         "tests/fuzz/fuzz_safetensors.c",
         "tests/fuzz/fuzz_graph_harness.c",
         "tests/fuzz/fuzz_graph_parse.c",

@@ -506,6 +506,11 @@ static loom_status name_consts(imp *im, const loom_graph_seq *s) {
       else if (v->kind == LOOM_GRAPH_EXPR_IF) {
         LOOM_PROPAGATE(name_consts(im, v->u.if_.then_seq));
         LOOM_PROPAGATE(name_consts(im, v->u.if_.else_seq));
+      } else if (v->kind == LOOM_GRAPH_EXPR_LOOP) {
+        if (v->u.loop.count) LOOM_PROPAGATE(name_const(im, v->u.loop.count));
+        if (v->u.loop.cond) LOOM_PROPAGATE(name_const(im, v->u.loop.cond));
+        for (size_t a = 0; a < v->u.loop.ncarry; a++) LOOM_PROPAGATE(name_const(im, v->u.loop.inits[a]));
+        LOOM_PROPAGATE(name_consts(im, v->u.loop.body));
       } else LOOM_PROPAGATE(name_const(im, v));
     }
   return name_const(im, s->result);
