@@ -116,6 +116,7 @@ pub const suites = .{
         "tests/e2e/test_e2e_cache.c",
         "tests/e2e/test_e2e_bind.c",
         "tests/e2e/test_memplan.c",
+        "tests/e2e/test_e2e_loop.c",
         "tests/e2e/test_fuzz_ops.c",
         "tests/e2e/test_exec_mutation.c",
     } },

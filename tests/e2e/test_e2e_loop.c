@@ -1,0 +1,189 @@
+/* test_e2e_loop.c — loops compiled once (JIT and AOT) against the interpreter
+ * (tests/e2e/data/loops.loom): trip counts 0, 1, 2, primes and large, a carried value that
+ * grows a row per step, a condition the body computes (greedy decoding), a count read from a
+ * tensor, nested loops; what a call holds stays within the plan's peak, and a loop whose carried
+ * values keep their shape holds the same whatever its trip count (its body's storage is reused
+ * across iterations); the executable shows the backward jump, and a run-time shape error in a
+ * loop names the carried value. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "e2e/e2e_util.h"
+#include "graph/memplan.h"
+
+#define LOOPS "tests/e2e/data/loops.loom"
+
+static const int64_t counts[] = {0, 1, 2, 3, 7, 13, 100};
+
+LOOM_TEST(e2e_loop, growing_carried_value_and_scan_at_many_trip_counts) {
+  e2e_model md = e2e_compile(LOOPS);
+  for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+    int64_t n = counts[c];
+    e2e_bind b[] = {{"n", n}, {"k0", 3}, {"r_k0", 3 + n}};
+    e2e_io io = {0};
+    double err = e2e_check(&md, "grow", b, 3, false, &io);
+    cr_expect_leq(err, 1e-5, "n = %lld: worst error %g", (long long)n, err);
+    cr_assert_eq(io.nout, 3);
+    cr_expect_eq(io.out[1]->shape[0], 3 + n, "the final acc has k0 + n rows");
+    cr_expect_eq(io.out[2]->shape[0], n, "one scan item per iteration");
+    e2e_io_free(&io);
+  }
+  e2e_model_free(&md);
+}
+
+LOOM_TEST(e2e_loop, body_storage_is_reused_across_iterations) {
+  e2e_model md = e2e_compile(LOOPS);
+  /* the plan: the body's temporaries in storage allocated before the loop; the peak does not
+   * name the trip count */
+  loom_graph_module *cm = loom_compiled_module(md.c);
+  loom_memplan *p;
+  cr_assert_null(loom_memplan_build(cm, loom_graph_module_find_func(cm, "steady"), &p));
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_memplan_print(p, &sb);
+  const char *text = loom_strbuf_cstr(&sb);
+  cr_expect(strstr(text, "(allocated before the loop)"), "%s", text);
+  cr_expect(strstr(text, "peak = 768*b bytes"), "%s", text);
+  loom_strbuf_free(&sb);
+  loom_memplan_free(p);
+  /* measured: the same bytes at 2, 10 and 100 steps (one step makes one state: no second buffer) */
+  size_t used[4];
+  static const int64_t steps[4] = {2, 10, 100, 1};
+  for (int i = 0; i < 4; i++) {
+    e2e_bind b[] = {{"t", steps[i]}, {"b", 5}};
+    e2e_io io = {0};
+    double err = e2e_check(&md, "steady", b, 2, false, &io);
+    cr_expect_leq(err, 1e-5, "t = %lld: worst error %g", (long long)steps[i], err);
+    used[i] = io.used;
+    cr_expect_leq(io.used, (size_t)io.planned);
+    e2e_io_free(&io);
+  }
+  cr_expect(used[0] == used[1] && used[1] == used[2], "held %zu, %zu, %zu bytes at 2, 10, 100 steps", used[0], used[1], used[2]);
+  cr_expect_lt(used[3], used[0], "one step holds less: %zu", used[3]);
+  e2e_model_free(&md);
+}
+
+/* Greedy decoding: the table sends token t to t + 1 (and 3, the end token, to 0). */
+LOOM_TEST(e2e_loop, greedy_decode_with_an_early_exit) {
+  e2e_model md = e2e_compile(LOOPS);
+  loom_tensor *table, *prompt, *steps;
+  int64_t ts[2] = {4, 4}, one = 1;
+  cr_assert_null(loom_rt_tensor_new(md.rt, LOOM_DTYPE_F32, 2, ts, &table));
+  for (int r = 0; r < 4; r++)
+    for (int k = 0; k < 4; k++) ((float *)table->data)[r * 4 + k] = k == (r + 1) % 4 ? 1.0f : 0.1f * (float)k;
+  struct {
+    int64_t start, steps, len;
+  } cases[] = {{0, 10, 4}, {0, 2, 3}, {3, 10, 5}, {1, 0, 1}, {2, 1, 2}, {1, -4, 1}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    cr_assert_null(loom_rt_tensor_new(md.rt, LOOM_DTYPE_I64, 1, &one, &prompt));
+    cr_assert_null(loom_rt_tensor_new(md.rt, LOOM_DTYPE_I64, 0, NULL, &steps));
+    *(int64_t *)prompt->data = cases[c].start;
+    *(int64_t *)steps->data = cases[c].steps;
+    int64_t it = cases[c].len - 1;
+    e2e_bind b[] = {{"p", 1}, {"r_k1", cases[c].len}, {"r_n2", it}};
+    e2e_io io = {.given = {prompt, steps, table}, .ngiven = 3};
+    double err = e2e_check(&md, "decode", b, 3, false, &io);
+    cr_expect_eq(err, 0);
+    cr_assert_eq(io.nout, 3);
+    cr_expect_eq(io.out[0]->shape[0], cases[c].len, "case %zu: %lld tokens", c, (long long)io.out[0]->shape[0]);
+    for (int64_t k = 0; k < io.out[0]->shape[0]; k++)
+      cr_expect_eq(((int64_t *)io.out[0]->data)[k], (cases[c].start + k) % 4, "case %zu token %lld", c, (long long)k);
+    cr_expect_eq(io.out[2]->shape[0], it);
+    e2e_io_free(&io);
+    loom_tensor_release(prompt);
+    loom_tensor_release(steps);
+  }
+  loom_tensor_release(table);
+  e2e_model_free(&md);
+}
+
+LOOM_TEST(e2e_loop, nested_loops_and_a_count_read_from_a_tensor) {
+  e2e_model md = e2e_compile(LOOPS);
+  static const int64_t ms[] = {1, 17};
+  for (size_t i = 0; i < 2; i++) {
+    e2e_bind b[] = {{"m", ms[i]}};
+    cr_expect_leq(e2e_check(&md, "nested", b, 1, false, NULL), 1e-6);
+  }
+  static const int64_t ns[] = {-2, 0, 1, 2, 11};
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+    loom_tensor *n;
+    cr_assert_null(loom_rt_tensor_new(md.rt, LOOM_DTYPE_I64, 0, NULL, &n));
+    *(int64_t *)n->data = ns[i];
+    int64_t it = ns[i] > 0 ? ns[i] : 0;
+    e2e_bind b[] = {{"m", 6}, {"r_n3", it}};
+    e2e_io io = {.given = {NULL, n}, .ngiven = 2};
+    cr_expect_leq(e2e_check(&md, "counted", b, 2, false, &io), 1e-6);
+    cr_expect_eq(io.out[1]->shape[0], it);
+    e2e_io_free(&io);
+    loom_tensor_release(n);
+  }
+  e2e_model_free(&md);
+}
+
+static void expect(loom_test_proc *p, int code, const char *out_has, const char *err_has) {
+  cr_assert_eq(p->exit_code, code, "exit %d (want %d)\nstdout: %s\nstderr: %s", p->exit_code, code, p->out, p->err);
+  if (out_has) cr_assert(strstr(p->out, out_has), "stdout lacks '%s':\n%s", out_has, p->out);
+  if (err_has) cr_assert(strstr(p->err, err_has), "stderr lacks '%s':\n%s", err_has, p->err);
+}
+
+LOOM_TEST(e2e_loop, aot_artifact_runs_and_shows_the_backward_jump) {
+  char dir[64] = "/tmp/loom-e2e-loop-XXXXXX", so[128];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(so, sizeof so, "%s/loops.so", dir);
+  loom_test_proc p = loom_test_run("%s compile %s -o %s", loom_test_loom_bin(), LOOPS, so);
+  expect(&p, 0, "5 functions", NULL);
+  loom_test_proc_free(&p);
+  /* 2 + 3 + ... : x[i][j] = sin(7i + 13*0) ... loom-run's random inputs; the shapes tell */
+  p = loom_test_run("%s %s --fn grow --bind n=9,k0=2", loom_test_loom_run_bin(), so);
+  expect(&p, 0, "output 1: f32(11, 4)", "");
+  cr_expect(strstr(p.out, "output 2: f32(9, 1, 4)"), "%s", p.out);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s %s --fn steady --bind t=13,b=2", loom_test_loom_run_bin(), so);
+  expect(&p, 0, "output 0: f32(2, 64)", NULL);
+  loom_test_proc_free(&p);
+  /* the disassembly: a JMP back to the loop's test, the count compared with ILT */
+  p = loom_test_run("%s disasm %s", loom_test_loom_bin(), so);
+  expect(&p, 0, "CALLB     SCAN_PUT(", NULL);
+  const char *g = strstr(p.out, "func 0 grow");
+  cr_assert(g, "%s", p.out);
+  const char *j = strstr(g, "JMP       -> ");
+  cr_assert(j, "%s", g);
+  int target = atoi(j + strlen("JMP       -> "));
+  int at = -1;
+  for (const char *q = j; q > g && at < 0; q--)
+    if (q[-1] == '\n') at = atoi(q);
+  cr_expect(target < at, "JMP at %d goes to %d: backward", at, target);
+  cr_expect(strstr(g, "ILT"), "%s", g);
+  cr_expect(strstr(p.out, "CALLB     ROWS("), "%s", p.out);
+  loom_test_proc_free(&p);
+  unlink(so);
+  rmdir(dir);
+}
+
+LOOM_TEST(e2e_loop, a_carried_value_that_breaks_its_shape_is_named_at_run_time) {
+  char path[64] = "/tmp/loom-e2e-loopbad-XXXXXX.loom";
+  int fd = mkstemps(path, 5);
+  cr_assert_geq(fd, 0);
+  const char *text = "fn @main(x: Tensor[(n, 4), f32]) -> Object {\n"
+                     "  r = loop (i < sym(3)) (b: Tensor[(n, 4), f32] = x) {\n"
+                     "    c = concat(b, b, axis=0)\n"
+                     "    t = (c,)\n"
+                     "    return t\n"
+                     "  }\n"
+                     "  return r\n"
+                     "}\n";
+  cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+  loom_test_proc p = loom_test_run("%s run %s --bind n=2", loom_test_loom_bin(), path);
+  expect(&p, 1, NULL, "input 'b' axis 0: expected n = 2");
+  cr_expect(strstr(p.err, "got 4") && strstr(p.err, "r = loop"), "%s", p.err);
+  loom_test_proc_free(&p);
+  /* no iteration past the first: it runs (n = 0 doubles nothing) */
+  p = loom_test_run("%s run %s --bind n=0", loom_test_loom_bin(), path);
+  expect(&p, 0, "output 0: f32(0, 4)", NULL);
+  loom_test_proc_free(&p);
+  unlink(path);
+}
