@@ -238,8 +238,16 @@ static loom_status stack_rows(interp *it, const loom_sinfo *si, const loom_graph
   int nd = si->ndim;
   shape[0] = (int64_t)n;
   for (int k = 0; k < nd; k++) {
-    if (n) shape[k + 1] = rows[0].t.shape[k];
-    else LOOM_PROPAGATE(loom_sym_eval(it->m->cx, si->dims[k], it->env, &shape[k + 1]));
+    if (n) {
+      shape[k + 1] = rows[0].t.shape[k];
+      continue;
+    }
+    loom_status st = loom_sym_eval(it->m->cx, si->dims[k], it->env, &shape[k + 1]);
+    if (st) { /* a dim of the body's: only the items tell it */
+      loom_status_free(st);
+      return LOOM_ERROR(INVALID_ARGUMENT, "loop: scan item %zu: the loop ran no iteration, and the items' shape is known "
+                        "only from them (axis %d names a symbol of the body)", j, k);
+    }
   }
   for (size_t r = 0; r < n; r++) {
     bool same = rows[r].kind == LOOM_SINFO_TENSOR && rows[r].t.dtype == si->dtype && rows[r].t.ndim == nd;

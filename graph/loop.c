@@ -11,10 +11,14 @@
  * is a symbolic var of the body. The loop's value is Tuple[final carried values..., scan items
  * stacked along a new axis 0]. Its struct info keeps every fact: a carried value whose struct
  * info uses no local keeps it; a local becomes a fresh symbol of the binding (`r_k0`), bound
- * when the loop ends; the stacked axis is `count` when the loop has no condition, else fresh. */
+ * when the loop ends; the stacked axis is `count` when the loop has no condition, else fresh; a
+ * scan item's dim that names a symbol of the body (which may differ per iteration as far as the
+ * prover knows) becomes a fresh symbol too, bound from the items (every item must have the first
+ * one's shape, checked when each is stacked). */
 #include <stdio.h>
 #include <string.h>
 
+#include "base/map.h"
 #include "graph/graph_internal.h"
 
 loom_graph_expr *loom_graph_loop_new(loom_graph_module *m, loom_graph_expr *count, loom_graph_expr *cond,
@@ -116,6 +120,103 @@ static bool sinfo_uses(const loom_sinfo *si, const loom_sym_expr *v) {
   return sinfo_uses(si->ret, v);
 }
 
+/* ---- the body's own symbols ------------------------------------------------------------ */
+
+/* A set of symbolic vars (the map's keys). */
+typedef struct symset {
+  loom_map set;
+  bool oom;
+} symset;
+
+static void add_cb(void *ud, const loom_sym_expr *v) {
+  symset *s = ud;
+  if (!loom_map_put(&s->set, (uint64_t)(uintptr_t)v, 1)) s->oom = true;
+}
+
+static void sinfo_vars(const loom_sinfo *si, void (*fn)(void *, const loom_sym_expr *), void *ud) {
+  if (!si) return;
+  for (int i = 0; si->dims && i < si->ndim; i++) loom_sym_for_each_var(si->dims[i], fn, ud);
+  if (si->value) loom_sym_for_each_var(si->value, fn, ud);
+  for (size_t i = 0; i < si->nfields; i++) sinfo_vars(si->fields[i], fn, ud);
+  sinfo_vars(si->ret, fn, ud);
+}
+
+static void leaf_vars(const loom_graph_expr *e, symset *s) {
+  if (!e) return;
+  sinfo_vars(e->sinfo, add_cb, s);
+  if (e->kind == LOOM_GRAPH_EXPR_SYM) loom_sym_for_each_var(e->u.sym, add_cb, s);
+  for (size_t i = 0; e->kind == LOOM_GRAPH_EXPR_SHAPE && i < e->u.shape.n; i++) loom_sym_for_each_var(e->u.shape.dims[i], add_cb, s);
+}
+
+typedef struct intro_ctx {
+  const symset *known; /* vars the binding's operands and attributes name */
+  symset *body;        /* the body's own vars */
+} intro_ctx;
+
+static void intro_cb(void *ud, const loom_sym_expr *v) {
+  intro_ctx *c = ud;
+  if (!loom_map_contains(&c->known->set, (uint64_t)(uintptr_t)v)) add_cb(c->body, v);
+}
+
+static void body_vars(const loom_graph_seq *s, symset *body, loom_allocator *alloc);
+
+/* The vars binding b introduces (its struct info names them, its operands and attributes do
+ * not: a match_cast's new symbols, an op's fresh extent, a loop's fresh symbols) go into body;
+ * a nested body's own vars too. Over-approximate: a var counted here that is defined outside
+ * only makes a scan dim fresh. */
+static void binding_vars(const loom_graph_binding *b, symset *body, loom_allocator *alloc) {
+  const loom_graph_expr *v = b->value;
+  symset known;
+  loom_map_init(&known.set, alloc);
+  known.oom = false;
+  switch (v->kind) {
+  case LOOM_GRAPH_EXPR_CALL:
+    for (size_t i = 0; i < v->u.call.nargs; i++) leaf_vars(v->u.call.args[i], &known);
+    for (size_t i = 0; i < v->u.call.nattrs; i++)
+      for (size_t k = 0; v->u.call.attrs[i].kind == LOOM_GRAPH_ATTR_SYMS && k < v->u.call.attrs[i].n; k++)
+        loom_sym_for_each_var(v->u.call.attrs[i].syms[k], add_cb, &known);
+    break;
+  case LOOM_GRAPH_EXPR_TUPLE:
+    for (size_t i = 0; i < v->u.tuple.n; i++) leaf_vars(v->u.tuple.items[i], &known);
+    break;
+  case LOOM_GRAPH_EXPR_TUPLE_GET: leaf_vars(v->u.get.tuple, &known); break;
+  case LOOM_GRAPH_EXPR_IF:
+    leaf_vars(v->u.if_.cond, &known);
+    body_vars(v->u.if_.then_seq, body, alloc);
+    body_vars(v->u.if_.else_seq, body, alloc);
+    break;
+  case LOOM_GRAPH_EXPR_LOOP:
+    leaf_vars(v->u.loop.count, &known);
+    leaf_vars(v->u.loop.cond, &known);
+    for (size_t i = 0; i < v->u.loop.ncarry; i++) leaf_vars(v->u.loop.inits[i], &known);
+    add_cb(body, v->u.loop.iter);
+    for (size_t i = 0; i < v->u.loop.nlocals; i++) add_cb(body, v->u.loop.locals[i]);
+    body_vars(v->u.loop.body, body, alloc);
+    break;
+  default: leaf_vars(v, &known); break;
+  }
+  intro_ctx c = {&known, body};
+  sinfo_vars(b->var->sinfo, intro_cb, &c);
+  body->oom = body->oom || known.oom;
+  loom_map_destroy(&known.set);
+}
+
+static void body_vars(const loom_graph_seq *s, symset *body, loom_allocator *alloc) {
+  for (size_t i = 0; i < s->nblocks; i++)
+    for (size_t j = 0; j < s->blocks[i]->n; j++) binding_vars(s->blocks[i]->bindings[j], body, alloc);
+}
+
+typedef struct uses_ctx {
+  const symset *body;
+  bool hit;
+} uses_ctx;
+static void uses_cb(void *ud, const loom_sym_expr *v) {
+  uses_ctx *c = ud;
+  if (loom_map_contains(&c->body->set, (uint64_t)(uintptr_t)v)) c->hit = true;
+}
+
+/* ---- the loop's struct info ----------------------------------------------------------------- */
+
 loom_status loom_graph_loop_infer(loom_graph_module *m, const loom_graph_expr *e, const char *hint,
                                   const loom_sinfo **out) {
   loom_sym_ctx *cx = m->cx;
@@ -156,25 +257,44 @@ loom_status loom_graph_loop_infer(loom_graph_module *m, const loom_graph_expr *e
     const loom_sinfo *p = e->u.loop.params[i]->sinfo;
     if (!(f[i] = n ? loom_graph_sinfo_subst(m, p, from, to, n) : p)) return LOOM_OOM();
   }
-  /* stacked scan items: (iterations, item dims...) */
+  /* stacked scan items: (iterations, item dims...), a dim that names a symbol of the body fresh */
+  symset body;
+  loom_map_init(&body.set, m->alloc);
+  body.oom = false;
+  if (nscan) {
+    add_cb(&body, e->u.loop.iter);
+    for (size_t k = 0; k < e->u.loop.nlocals; k++) add_cb(&body, e->u.loop.locals[k]);
+    body_vars(e->u.loop.body, &body, m->alloc);
+  }
+  loom_status st = body.oom ? LOOM_OOM() : LOOM_OK;
   const loom_sym_expr *iters = NULL;
   if (!cond && count && (count->kind == LOOM_GRAPH_EXPR_SYM || count->sinfo->kind == LOOM_SINFO_SCALAR)) {
     const loom_sym_expr *c = count->kind == LOOM_GRAPH_EXPR_SYM ? count->u.sym : count->sinfo->value;
     if (c) iters = loom_sym_prove_le(cx, loom_sym_const(cx, 0), c) == LOOM_SYM_TRUE ? c : loom_sym_max(cx, c, loom_sym_const(cx, 0));
   }
-  for (size_t j = 0; j < nscan; j++) {
+  for (size_t j = 0; j < nscan && !st; j++) {
     const loom_sinfo *s = rt->fields[hc + nc + j];
     if (s->kind != LOOM_SINFO_TENSOR || s->ndim < 0 || (s->ndim > 0 && !s->dims) || s->ndim >= 8 ||
-        s->dtype == LOOM_DTYPE_UNKNOWN)
-      return LOOM_ERROR(TYPE_ERROR, "loop: scan item %zu (the body's result field %zu) must be a tensor of known dtype and "
-                        "rank below 8 to be stacked, not %s", j, hc + nc + j, loom_graph_sinfo_kind_word(s));
-    if (!iters && !(iters = loom_graph_fresh_sym(m, hint, "n"))) return loom_sym_ctx_take_error(cx);
-    const loom_sym_expr **d = loom_graph_dims_new(m, (size_t)s->ndim + 1);
-    if (!d) return LOOM_OOM();
+        s->dtype == LOOM_DTYPE_UNKNOWN) {
+      st = LOOM_ERROR(TYPE_ERROR, "loop: scan item %zu (the body's result field %zu) must be a tensor of known dtype and "
+                      "rank below 8 to be stacked, not %s", j, hc + nc + j, loom_graph_sinfo_kind_word(s));
+      break;
+    }
+    if (!iters && !(iters = loom_graph_fresh_sym(m, hint, "n"))) st = loom_sym_ctx_take_error(cx);
+    const loom_sym_expr **d = st ? NULL : loom_graph_dims_new(m, (size_t)s->ndim + 1);
+    if (!st && !d) st = LOOM_OOM();
+    if (st) break;
     d[0] = iters;
-    for (int k = 0; k < s->ndim; k++) d[k + 1] = s->dims[k];
-    if (!(f[nc + j] = loom_sinfo_tensor(m, s->dtype, s->ndim + 1, d, s->device))) return LOOM_OOM();
+    for (int k = 0; k < s->ndim && !st; k++) {
+      uses_ctx u = {&body, false};
+      loom_sym_for_each_var(s->dims[k], uses_cb, &u);
+      d[k + 1] = u.hit ? loom_graph_fresh_sym(m, hint, "s") : s->dims[k];
+      if (!d[k + 1]) st = loom_sym_ctx_take_error(cx);
+    }
+    if (!st && !(f[nc + j] = loom_sinfo_tensor(m, s->dtype, s->ndim + 1, d, s->device))) st = LOOM_OOM();
   }
+  loom_map_destroy(&body.set);
+  if (st) return st;
   *out = loom_sinfo_tuple(m, nc + nscan, f);
   return *out ? LOOM_OK : LOOM_OOM();
 }

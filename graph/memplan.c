@@ -227,6 +227,17 @@ static void check_late(void *ud, const loom_sym_expr *var) {
   if (loom_map_get(l->defs, (uint64_t)(uintptr_t)var, &at) && at > l->limit) l->late = true;
 }
 
+/* Whether an expression names a var the plan defines (in a loop's body: one of its own). */
+typedef struct local_ctx {
+  const loom_map *defs;
+  bool local;
+} local_ctx;
+
+static void check_local(void *ud, const loom_sym_expr *var) {
+  local_ctx *l = ud;
+  if (loom_map_contains(l->defs, (uint64_t)(uintptr_t)var)) l->local = true;
+}
+
 /* ---- placement ---------------------------------------------------------------- */
 
 static const loom_sym_expr *tensor_bytes(loom_sym_ctx *cx, const loom_sinfo *s) {
@@ -489,9 +500,9 @@ static loom_status build(loom_graph_module *m, const loom_graph_func *f, const l
   st = place(m, p, &defs);
   /* a body's storage whose size uses no symbol of the body is allocated once, before the loop */
   for (uint32_t s = 0; !st && lp && outer && s < p->nstorages; s++) {
-    late_ctx l = {&defs, 0, false};
-    loom_sym_for_each_var(p->storages[s].size, check_late, &l);
-    p->storages[s].hoist = !p->storages[s].output && !l.late;
+    local_ctx lc = {&defs, false};
+    loom_sym_for_each_var(p->storages[s].size, check_local, &lc);
+    p->storages[s].hoist = !p->storages[s].output && !lc.local;
   }
   /* tensors inside `if` branches: storage of their own, added to the peak; loops: their plans */
   p->branches = loom_sym_const(cx, 0);

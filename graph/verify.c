@@ -9,8 +9,7 @@
  *   sinfo      each binding's struct info agrees with re-inference (which also checks
  *              attributes and call signatures); the function result fits its declared info
  *   loop       its iteration var and locals are new; each initial value can fit its carried
- *              var's struct info, and so can each next value the body returns; scan items use
- *              no symbol of the body (they are stacked: one shape for every iteration) */
+ *              var's struct info, and so can each next value the body returns */
 #include <stdio.h>
 #include <string.h>
 
@@ -125,19 +124,6 @@ static void check_leaf(vctx *v, const loom_graph_binding *b, const loom_graph_ex
 static void verify_seq(vctx *v, const loom_graph_seq *s);
 static void sinfo_text(const loom_sinfo *si, char *buf, size_t cap);
 
-/* A symbolic var of `si` that is not in v->syms[0 .. n) (NULL: none). */
-typedef struct outer_walk {
-  vctx *v;
-  size_t n;
-  const loom_sym_expr *bad;
-} outer_walk;
-static void outer_cb(void *ud, const loom_sym_expr *var) {
-  outer_walk *w = ud;
-  for (size_t i = 0; i < w->n; i++)
-    if (w->v->syms.data[i] == var) return;
-  if (!w->bad) w->bad = var;
-}
-
 /* The loop rule (see the banner); `b` binds loop `e`. Re-inference (loom_graph_loop_infer) has
  * checked the kinds of the count, the condition and the body's result; `inferred` is its
  * result (NULL when it failed), whose carried fields are the params' struct info with the
@@ -189,14 +175,6 @@ static void verify_loop(vctx *v, const loom_graph_binding *b, const loom_graph_e
         report(v, b, b->loc, "loop-carried '%s' is %s, but the body's next value for it (result field %zu) is %s: it can never fit",
                p->u.var.name, a, hc + i, c);
       }
-    }
-    for (size_t j = hc + nc; j < rt->nfields; j++) {
-      outer_walk w = {v, smark, NULL};
-      const loom_sinfo *s = rt->fields[j];
-      for (int k = 0; s->dims && k < s->ndim; k++) loom_sym_for_each_var(s->dims[k], outer_cb, &w);
-      if (w.bad)
-        report(v, b, b->loc, "scan item %zu (the body's result field %zu) has a dim of '%s', a symbol of the loop's body: the "
-               "items are stacked, so their shape must be one for every iteration", j - hc - nc, j, loom_sym_var_name(w.bad));
     }
   }
   v->vars.len = vmark;

@@ -378,8 +378,19 @@ static loom_status row_bytes(const loom_tensor *t, const char *what, size_t *out
   return LOOM_OK;
 }
 
-/* SCAN_PUT (builtins.def): row i of the stack *dst := src, growing *dst first if needed. */
+/* SCAN_PUT (builtins.def): row i of the stack *dst := src, growing *dst first if needed (or
+ * making it, shaped by src, when the register is empty). */
 static loom_status scan_put(loom_vm *vm, loom_vm_obj **dst_reg, const loom_tensor *src, int64_t i, int64_t cap) {
+  if (!*dst_reg) {
+    int64_t shape[LOOM_VM_MAX_RANK];
+    if (src->rank + 1 > LOOM_VM_MAX_RANK)
+      return LOOM_ERROR(OUT_OF_RANGE, "SCAN_PUT: an item of rank %d cannot be stacked", src->rank);
+    shape[0] = 0;
+    memcpy(shape + 1, src->shape, sizeof *shape * (size_t)src->rank);
+    loom_tensor *t;
+    LOOM_PROPAGATE(loom_tensor_alloc(vm->dev, src->dtype, src->rank + 1, shape, &t));
+    *dst_reg = &t->hdr;
+  }
   loom_tensor *dst = (loom_tensor *)*dst_reg;
   size_t rb;
   LOOM_PROPAGATE(row_bytes(dst, "SCAN_PUT", &rb));
@@ -430,7 +441,9 @@ static loom_status builtin(loom_vm *vm, frame *fr, uint32_t id, const uint32_t *
   uint32_t nobj = l[0];
   const uint32_t *o = l + 1, *iv = l + 2 + nobj;
   loom_vm_obj **R = fr->R;
-  for (uint32_t i = (id == LOOM_VM_BUILTIN_COPY || id == LOOM_VM_BUILTIN_ROWS); i < nobj; i++)
+  if (id == LOOM_VM_BUILTIN_ROWS && !R[o[1]])
+    return LOOM_ERROR(INVALID_ARGUMENT, "a loop ran no iteration, and the shape of its scan items is known only from them");
+  for (uint32_t i = (id == LOOM_VM_BUILTIN_COPY || id == LOOM_VM_BUILTIN_ROWS || id == LOOM_VM_BUILTIN_SCAN_PUT); i < nobj; i++)
     if (!R[o[i]]) return LOOM_ERROR(FAILED_PRECONDITION, "builtin %s: register r%u is empty", loom_vm_builtin_table[id].name, o[i]);
   switch (id) {
   case LOOM_VM_BUILTIN_COPY: {

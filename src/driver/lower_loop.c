@@ -54,6 +54,16 @@ static uint32_t int_of(lower *l, const loom_graph_expr *e, uint32_t into, const 
   return into;
 }
 
+/* Whether every var of the expressions walked is bound (has an int register) before the loop. */
+typedef struct bound_scan {
+  lower *l;
+  bool all;
+} bound_scan;
+static void bound_cb(void *ud, const loom_sym_expr *var) {
+  bound_scan *b = ud;
+  if (!loom_map_contains(&b->l->sym_reg, (uint64_t)(uintptr_t)var)) b->all = false;
+}
+
 /* The binding of `res` in plan p when it is a tuple the loop may take apart: a TUPLE no other
  * binding reads. */
 static const loom_graph_binding *result_tuple(const loom_memplan *p, const loom_graph_expr *res) {
@@ -137,6 +147,10 @@ void lw_emit_loop(lower *l, uint32_t bi, const loom_graph_binding *b) {
   }
   for (size_t j = 0; j < nscan && !l->err; j++) {
     const loom_sinfo *f = rs->fields[nc + j];
+    S[j] = loom_vm_fb_reg(l->fb, LOOM_VM_OBJ_TENSOR);
+    bound_scan bs = {l, true};
+    for (int d = 1; d < f->ndim; d++) loom_sym_for_each_var(f->dims[d], bound_cb, &bs);
+    if (!bs.all) continue; /* an item's dim the body decides: SCAN_PUT makes the stack from the first */
     uint32_t rows = l->zero_reg;
     if (!hc && cnt != NOREG) { /* the stack's final size: no growing */
       if (v->u.loop.count->kind == LOOM_GRAPH_EXPR_SYM) rows = lw_sym_reg(l, f->dims[0]);
@@ -149,7 +163,6 @@ void lw_emit_loop(lower *l, uint32_t bi, const loom_graph_binding *b) {
     push(l, &w, (uint32_t)f->ndim);
     push(l, &w, rows);
     for (int d = 1; d < f->ndim; d++) push(l, &w, lw_sym_reg(l, f->dims[d]));
-    S[j] = loom_vm_fb_reg(l->fb, LOOM_VM_OBJ_TENSOR);
     if (!l->err) lw_emit_main(l, abx(LOOM_VM_OP_EMPTY, S[j], loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
     LOOM_VEC_FREE(NULL, &w);
   }

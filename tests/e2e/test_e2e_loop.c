@@ -123,6 +123,37 @@ LOOM_TEST(e2e_loop, nested_loops_and_a_count_read_from_a_tensor) {
   e2e_model_free(&md);
 }
 
+LOOM_TEST(e2e_loop, scan_items_whose_shape_the_body_decides) {
+  e2e_model md = e2e_compile(LOOPS);
+  for (int64_t it = 1; it <= 5; it += 4) {
+    loom_tensor *n;
+    cr_assert_null(loom_rt_tensor_new(md.rt, LOOM_DTYPE_I64, 0, NULL, &n));
+    *(int64_t *)n->data = it;
+    e2e_bind b[] = {{"n", 3}, {"r_k4", 3}, {"r_n5", it}, {"r_s6", 3}};
+    e2e_io io = {.given = {NULL, n}, .ngiven = 2};
+    cr_expect_leq(e2e_check(&md, "shaped", b, 4, false, &io), 1e-6);
+    cr_expect(io.out[1]->rank == 3 && io.out[1]->shape[0] == it && io.out[1]->shape[1] == 3);
+    e2e_io_free(&io);
+    loom_tensor_release(n);
+  }
+  /* no iteration: the items' shape is unknown */
+  loom_tensor *in[2];
+  int64_t xs[2] = {3, 4};
+  cr_assert_null(loom_rt_tensor_new(md.rt, LOOM_DTYPE_F32, 2, xs, &in[0]));
+  cr_assert_null(loom_rt_tensor_new(md.rt, LOOM_DTYPE_I64, 0, NULL, &in[1]));
+  memset(in[0]->data, 0, 12 * sizeof(float));
+  *(int64_t *)in[1]->data = 0;
+  loom_rt_outputs out;
+  loom_status s = loom_rt_call(md.rt, "shaped", in, 2, &out);
+  cr_assert(s, "ran");
+  cr_expect(strstr(loom_status_text(s, 0), "a loop ran no iteration, and the shape of its scan items is known only from them"),
+            "%s", loom_status_text(s, 0));
+  loom_status_free(s);
+  loom_tensor_release(in[0]);
+  loom_tensor_release(in[1]);
+  e2e_model_free(&md);
+}
+
 static void expect(loom_test_proc *p, int code, const char *out_has, const char *err_has) {
   cr_assert_eq(p->exit_code, code, "exit %d (want %d)\nstdout: %s\nstderr: %s", p->exit_code, code, p->out, p->err);
   if (out_has) cr_assert(strstr(p->out, out_has), "stdout lacks '%s':\n%s", out_has, p->out);
@@ -134,7 +165,7 @@ LOOM_TEST(e2e_loop, aot_artifact_runs_and_shows_the_backward_jump) {
   cr_assert_not_null(mkdtemp(dir));
   snprintf(so, sizeof so, "%s/loops.so", dir);
   loom_test_proc p = loom_test_run("%s compile %s -o %s", loom_test_loom_bin(), LOOPS, so);
-  expect(&p, 0, "5 functions", NULL);
+  expect(&p, 0, "6 functions", NULL);
   loom_test_proc_free(&p);
   /* 2 + 3 + ... : x[i][j] = sin(7i + 13*0) ... loom-run's random inputs; the shapes tell */
   p = loom_test_run("%s %s --fn grow --bind n=9,k0=2", loom_test_loom_run_bin(), so);

@@ -104,8 +104,57 @@ LOOM_TEST(graph_loop, bad_loops_are_refused_by_name) {
   expect_error(HEAD "  r = loop (i < m) (a: Tensor[(k, 4), f32] = x) {\n    b = concat(a, a, axis=1)\n    t = (b,)\n"
                     "    return t\n  }\n  return r\n}\n",
                "the body's next value for it (result field 0) is Tensor[(k, 8), f32]: it can never fit");
-  expect_error(HEAD "  r = loop (i < m) (a: Tensor[(k, 4), f32] = x) {\n    t = (a, a)\n    return t\n  }\n  return r\n}\n",
-               "scan item 0 (the body's result field 1) has a dim of 'k', a symbol of the loop's body");
+}
+
+/* Scan items whose shape the body decides (a carried value's local here): the stacked dims are
+ * fresh, every item must have the first one's shape, and no iteration leaves the shape unknown. */
+static const char *body_shape_text =
+    "fn @main(x: Tensor[(n, 4), f32], m: Tensor[(), i64]) -> Object {\n"
+    "  r = loop (i < m) (a: Tensor[(k, 4), f32] = x) {\n"
+    "    b = concat(a, a, axis=0)\n"
+    "    c = strided_slice(b, axes=[0], begin=[0], end=[k])\n"
+    "    t = (c, a)\n"
+    "    return t\n"
+    "  }\n"
+    "  return r\n"
+    "}\n";
+
+LOOM_TEST(graph_loop, scan_items_whose_shape_the_body_decides) {
+  loom_graph_module *m = gt_parse_ok(body_shape_text);
+  char *s = gt_sinfo_str(gt_binding(m, "main", "r")->var->sinfo);
+  cr_expect_str_eq(s, "Tuple[Tensor[(r_k0, 4), f32], Tensor[(r_n1, r_s2, 4), f32]]");
+  free(s);
+  int64_t xs[2] = {3, 4};
+  for (int64_t it = 0; it < 3; it++) {
+    double mv = (double)it;
+    loom_graph_value args[2] = {gt_tensor(LOOM_DTYPE_F32, 2, xs, NULL), gt_tensor(LOOM_DTYPE_I64, 0, NULL, &mv)};
+    if (it == 0) {
+      char *msg = gt_eval_err(m, 2, args);
+      cr_expect(strstr(msg, "scan item 0: the loop ran no iteration, and the items' shape is known only from them"), "%s", msg);
+      free(msg);
+    } else {
+      loom_graph_value r = gt_eval_ok(m, 2, args, NULL);
+      cr_expect(r.items[1].t.ndim == 3 && r.items[1].t.shape[0] == it && r.items[1].t.shape[1] == 3, "stacked (%lld, 3, 4)", (long long)it);
+      loom_graph_value_free(&r);
+    }
+    gt_free_args(args, 2);
+  }
+  loom_graph_module_destroy(m);
+  /* an item that changes shape is an error at its iteration */
+  m = gt_parse_ok("fn @main(x: Tensor[(n, 4), f32]) -> Object {\n"
+                  "  r = loop (i < sym(3)) (a: Tensor[(k, 4), f32] = x) {\n"
+                  "    b = concat(a, a, axis=0)\n"
+                  "    t = (b, a)\n"
+                  "    return t\n"
+                  "  }\n"
+                  "  return r\n"
+                  "}\n");
+  loom_graph_value args[1] = {gt_tensor(LOOM_DTYPE_F32, 2, xs, NULL)};
+  char *msg = gt_eval_err(m, 1, args);
+  cr_expect(strstr(msg, "scan item 0 of iteration 1 differs in shape or dtype from iteration 0's"), "%s", msg);
+  free(msg);
+  gt_free_args(args, 1);
+  loom_graph_module_destroy(m);
 }
 
 /* x (n, 4) with x[i][j] = i + j / 10; a0 (k0, 4) of 100s. */
