@@ -384,6 +384,9 @@ loom_graph_expr *loom_graph_loop_new(loom_graph_module *m, loom_graph_expr *coun
                                      const loom_sym_expr *iter, size_t ncarry, loom_graph_expr *const *params,
                                      loom_graph_expr *const *inits, size_t nlocals, const loom_sym_expr *const *locals,
                                      loom_graph_seq *body);
+/* A fresh shape symbol "<hint>_<what><N>" (N: the module's counter; "<what><N>" without a hint):
+ * what inference names data-dependent extents with, and a loop's fresh symbols. NULL on OOM. */
+const loom_sym_expr *loom_graph_fresh_sym(loom_graph_module *m, const char *hint, const char *what);
 /* The iteration var of a new loop whose count is `count` (a leaf or NULL): a shape var named
  * `name`, with the fact i < count (graph/loop.c) recorded for the prover when the count is
  * symbolic, so that a body's shapes know it (x[i : i + 1] has extent 1). Make it before the
@@ -469,6 +472,10 @@ loom_status loom_graph_builder_nest_begin(loom_graph_builder *b, loom_graph_buil
  * dropped (an abandoned body) and *out (may be NULL) is set to NULL. */
 loom_status loom_graph_builder_nest_end(loom_graph_builder *b, loom_graph_builder_nest *saved, loom_graph_expr *result,
                                         loom_graph_seq **out);
+
+/* Ends the nested sequence by keeping its bindings in the enclosing one, after what it had (a
+ * tentative body that turned out not to need a sequence of its own). */
+loom_status loom_graph_builder_nest_splice(loom_graph_builder *b, loom_graph_builder_nest *saved);
 
 /* Makes a call expression (not yet bound). NULL on OOM. */
 loom_graph_expr *loom_graph_call_op(loom_graph_module *m, loom_graph_op op, size_t nargs,

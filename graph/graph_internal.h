@@ -192,8 +192,6 @@ loom_status loom_graph_icx_same_dim(loom_graph_icx *ic, size_t ia, int xa, const
  * into tuples); NULL on OOM. */
 const loom_sinfo *loom_graph_sinfo_subst(loom_graph_module *m, const loom_sinfo *si, const loom_sym_expr *const *from,
                                          const loom_sym_expr *const *to, size_t n);
-/* A fresh shape symbol "<hint>_<what><N>" (N: the module's counter; "<what><N>" without a hint). */
-const loom_sym_expr *loom_graph_fresh_sym(loom_graph_module *m, const char *hint, const char *what);
 /* A dims array in the module arena. */
 const loom_sym_expr **loom_graph_dims_new(loom_graph_module *m, size_t n);
 /* Prints a symbolic expression / a dims list into a module-arena string (for messages). */

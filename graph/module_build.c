@@ -396,6 +396,18 @@ loom_status loom_graph_builder_nest_end(loom_graph_builder *b, loom_graph_builde
   return st;
 }
 
+loom_status loom_graph_builder_nest_splice(loom_graph_builder *b, loom_graph_builder_nest *saved) {
+  loom_graph_module *m = b->m;
+  loom_status st = close_block(b);
+  swap_seq(b, saved); /* saved: the nested blocks */
+  if (!st) st = close_block(b);
+  for (size_t i = 0; !st && i < saved->blocks.len; i++)
+    if (!LOOM_VEC_PUSH(m->alloc, &b->blocks, saved->blocks.data[i])) st = LOOM_OOM();
+  LOOM_VEC_FREE(m->alloc, &saved->blocks);
+  LOOM_VEC_FREE(m->alloc, &saved->cur);
+  return st;
+}
+
 loom_status loom_graph_builder_end(loom_graph_builder *b, loom_graph_expr *result,
                                    const loom_sinfo *ret, loom_graph_func **out) {
   loom_graph_module *m = b->m;

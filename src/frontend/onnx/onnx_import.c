@@ -112,8 +112,14 @@ static loom_status value_expr(imp *im, size_t v, loom_graph_expr **out) {
   if (!im->vals[v] && !im->val_syms[v])
     return LOOM_ERROR(UNIMPLEMENTED, "'%s' is a sequence or optional, not a tensor", im->val_names[v]);
   if (!im->vals[v]) {
-    LOOM_PROPAGATE(oimp_symval_expr(im, im->val_names[v], im->val_syms[v], &im->vals[v]));
+    loom_graph_expr *e;
+    LOOM_PROPAGATE(oimp_symval_expr(im, im->val_names[v], im->val_syms[v], &e));
     im->nsymvals++;
+    if (v < im->body_mark) { /* made inside a loop's body: valid there only */
+      *out = e;
+      return LOOM_OK;
+    }
+    im->vals[v] = e;
   }
   *out = im->vals[v];
   return LOOM_OK;
