@@ -4,7 +4,10 @@
  * tensor, nested loops; what a call holds stays within the plan's peak, and a loop whose carried
  * values keep their shape holds the same whatever its trip count (its body's storage is reused
  * across iterations); the executable shows the backward jump, and a run-time shape error in a
- * loop names the carried value. */
+ * loop names the carried value. ONNX LSTM / GRU / RNN models over a symbolic sequence length,
+ * compiled ONCE, equal ONNX Runtime's outputs at three sequence lengths
+ * (tests/e2e/data/onnx/make.py wrote them). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,7 @@
 #include <unistd.h>
 
 #include "e2e/e2e_util.h"
+#include "frontend/onnx/onnx_model.h"
 #include "graph/memplan.h"
 
 #define LOOPS "tests/e2e/data/loops.loom"
@@ -217,4 +221,72 @@ LOOM_TEST(e2e_loop, a_carried_value_that_breaks_its_shape_is_named_at_run_time) 
   expect(&p, 0, "output 0: f32(0, 4)", NULL);
   loom_test_proc_free(&p);
   unlink(path);
+}
+
+/* dir/model.onnx compiled once; each test_data_set_N's inputs run through it (1 and 2 threads)
+ * and every output compared with ONNX Runtime's within rtol 1e-4, atol 1e-5. */
+static void check_onnx_sets(const char *dir, int nsets, const char *sym) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/model.onnx", dir);
+  e2e_model md = e2e_compile(path);
+  loom_onnx_model *om;
+  loom_status s = loom_onnx_model_load(path, &om);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  for (int k = 0; k < nsets; k++) {
+    loom_arena arena;
+    loom_arena_init(&arena, NULL, 0);
+    loom_tensor *in[8];
+    size_t nin = 0;
+    for (size_t i = 0; i < om->graph->n_inputs; i++) {
+      if (loom_onnx_graph_find_initializer(om->graph, om->graph->inputs[i].name)) continue;
+      loom_onnx_tensor *t;
+      snprintf(path, sizeof path, "%s/test_data_set_%d/input_%zu.pb", dir, k, i);
+      s = loom_onnx_tensor_load(path, &arena, &t);
+      cr_assert_null(s, "%s", loom_status_text(s, 0));
+      cr_assert_null(loom_rt_tensor_new(md.rt, t->dtype, (int32_t)t->rank, t->dims, &in[nin]));
+      memcpy(in[nin]->data, t->data, t->nbytes);
+      nin++;
+    }
+    for (uint32_t threads = 1; threads <= 2; threads++) {
+      cr_assert_null(loom_rt_set_threads(md.rt, threads));
+      loom_rt_outputs out;
+      s = loom_rt_call(md.rt, "main", in, (uint32_t)nin, &out);
+      cr_assert_null(s, "%s set %d: %s", dir, k, loom_status_text(s, 0));
+      cr_assert_eq(out.count, om->graph->n_outputs);
+      for (uint32_t o = 0; o < out.count; o++) {
+        loom_onnx_tensor *want;
+        snprintf(path, sizeof path, "%s/test_data_set_%d/output_%u.pb", dir, k, o);
+        s = loom_onnx_tensor_load(path, &arena, &want);
+        cr_assert_null(s, "%s", loom_status_text(s, 0));
+        const loom_tensor *y = (const loom_tensor *)out.items[o];
+        cr_assert_eq((size_t)y->rank, want->rank, "%s set %d output %u: rank", dir, k, o);
+        for (size_t d = 0; d < want->rank; d++) cr_assert_eq(y->shape[d], want->dims[d], "%s set %d output %u axis %zu", dir, k, o, d);
+        loom_graph_tensor got = {.dtype = want->dtype, .data = y->data}, ref = {.dtype = want->dtype, .data = want->data};
+        for (int64_t e = 0; e < want->numel; e++) {
+          double a = loom_graph_tensor_get_f64(&got, (size_t)e), b = loom_graph_tensor_get_f64(&ref, (size_t)e);
+          cr_assert(fabs(a - b) <= 1e-5 + 1e-4 * fabs(b), "%s set %d (%u threads) output %u element %lld: %g, ONNX Runtime %g",
+                    dir, k, threads, o, (long long)e, a, b);
+        }
+      }
+      loom_rt_outputs_free(&out);
+    }
+    for (size_t i = 0; i < nin; i++) loom_tensor_release(in[i]);
+    loom_arena_destroy(&arena);
+  }
+  /* one compilation served every length: the model's signature names it */
+  char sig[512];
+  uint32_t fn = loom_rt_function_find(md.rt, "main");
+  cr_assert_lt(fn, loom_rt_function_count(md.rt));
+  loom_rt_signature_text(md.rt, fn, sig, sizeof sig);
+  cr_expect(strstr(sig, sym), "%s lacks %s", sig, sym);
+  loom_onnx_model_free(om);
+  e2e_model_free(&md);
+}
+
+LOOM_TEST(e2e_loop, onnx_recurrences_of_any_length_from_one_compilation_equal_onnx_runtime) {
+  check_onnx_sets("tests/e2e/data/onnx/test_lstm_dyn", 3, "f32(seq, batch, 3)"); /* lengths 1, 5, 17; peepholes, sequence_lens */
+  check_onnx_sets("tests/e2e/data/onnx/test_gru_dyn", 3, "f32(seq, batch, 5)");  /* 1, 6, 13; bidirectional, linear_before_reset, clip */
+  check_onnx_sets("tests/e2e/data/onnx/test_rnn_dyn", 3, "f32(seq, batch, 2)");  /* 2, 3, 11; reverse, Relu */
+  check_onnx_sets("tests/e2e/data/onnx/test_loop_decode", 3, "i64(p)");        /* run-time steps, data-dependent exit */
+  check_onnx_sets("tests/e2e/data/onnx/test_scan_dyn", 3, "f32(t, 3)");         /* 1, 4, 23; reverse, output axis 1 */
 }

@@ -10,8 +10,8 @@
  * lost and none is invented (a row appended per step: (k, 4) -> (k + 1, 4) carried as (k, 4)).
  *
  * Loop: M, when it is not a constant or a shape value, is bound to a symbolic var from
- * max(M, 0) when the loop starts; `cond` is the loop's condition and the body's first output its
- * next one; the iteration number is the body's symbolic var (a shape value: Slice bounds on it
+ * max(M, 0) when the loop starts; `cond` (true when absent) is the loop's condition and the
+ * body's first output its next one (ONNX Runtime honours that output without a `cond` too); the iteration number is the body's symbolic var (a shape value: Slice bounds on it
  * stay symbolic); cond_in is true (the body runs only then). Scan: the count is the scan
  * inputs' length along their axes; each iteration reads one slice of each (strided_slice at
  * i, or length - 1 - i in reverse), and each scan output is stacked along axis 0, then
@@ -305,8 +305,12 @@ loom_status oimp_loop_node(nctx *c, const loom_onnx_graph *g) {
     if (oimp_has_input(c, 1)) {
       cond = c->args[1];
       if (!cond || !cond->sinfo || cond->sinfo->dtype != LOOM_DTYPE_BOOL) return BAD(c->n, "input 1 (cond) must be a bool tensor");
+    } else { /* no entry condition: true, and the body's still decides (as ONNX Runtime runs it) */
+      loom_onnx_tensor *t = oimp_new_tensor(im, LOOM_DTYPE_BOOL, 0, NULL);
+      if (!t) return LOOM_OOM();
+      *(uint8_t *)t->data = 1;
+      if (!(cond = oimp_const_of(im, t))) return LOOM_OOM();
     }
-    if (!count && !cond) return UNSUP(c->n, "a loop with neither a trip count nor a condition would never end");
     for (size_t k = 0; k < nl.nstate; k++) {
       if (c->seqs[2 + k] || !c->args[2 + k]) return UNSUP(c->n, "loop-carried input %zu is a sequence or optional", 2 + k);
       inits[k] = c->args[2 + k];
