@@ -7,9 +7,12 @@
  *   only at run time imports both branches and selects each output with `where`, which needs
  *   the two outputs to have the same dtype and provably equal shapes (graph ops have no side
  *   effects, so evaluating the branch not taken changes no result).
- * - Loop and Scan are unrolled: the trip count / scan length must be static; Loop's condition
- *   must be a constant at entry and fold in every iteration (no data-dependent early exit).
- *   Scan outputs are stacked (expand_dims + concat) along their axes, in their directions.
+ * - Loop and Scan are unrolled when the trip count / scan length is static and at most
+ *   OIMP_UNROLL_STEPS, and Loop's condition is a constant at entry and folds in every iteration;
+ *   scan outputs are stacked (expand_dims + concat) along their axes, in their directions.
+ *   Otherwise (a run-time count, a data-dependent exit, a long loop) they become the graph IR's
+ *   loop (onnx_import_loop.c); a Loop's unrolling is tried in a nested sequence, dropped when the
+ *   body's condition turns out not to fold.
  * - Sequences and optionals built in the graph are static lists of graph values (oimp_seq);
  *   SequenceAt / SequenceLength / ConcatFromSequence / OptionalGetElement ... read the list;
  *   SequenceMap imports its body once per element.
@@ -20,7 +23,8 @@
 
 #include "frontend/onnx/onnx_import_internal.h"
 
-/* Unrolling stops with an error past this many imported body nodes in one node. */
+/* Unrolling gives way to the loop form past this many imported body nodes in one node (and
+ * past OIMP_UNROLL_STEPS steps). */
 #define CTL_MAX_UNROLLED_NODES 200000
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -210,6 +214,7 @@ static loom_status unroll_loop(nctx *c, const loom_onnx_graph *g, int64_t trip, 
     return BAD(c->n, "%zu outputs, the body gives %zu", c->n->n_outputs, nstate + nscan);
   if (trip < 0 && !cond) trip = 0;
   size_t cap_it = g->n_nodes ? CTL_MAX_UNROLLED_NODES / g->n_nodes : CTL_MAX_UNROLLED_NODES;
+  if (cap_it > OIMP_UNROLL_STEPS) cap_it = OIMP_UNROLL_STEPS;
   if (trip > (int64_t)cap_it) return *dynamic = true, LOOM_OK;
   oimp_binding *st = calloc(2 * (1 + nstate + nscan) + 2, sizeof *st);
   size_t nit_cap = trip >= 0 ? (size_t)trip : 16, nit = 0;
@@ -335,7 +340,7 @@ static loom_status scan_run(nctx *c, const scan_spec *sp, oimp_binding *st, loom
     len = n;
   }
   size_t cap_it = sp->g->n_nodes ? CTL_MAX_UNROLLED_NODES / sp->g->n_nodes : CTL_MAX_UNROLLED_NODES;
-  if (len <= 0 || len > (int64_t)cap_it) return *dynamic = true, LOOM_OK;
+  if (len <= 0 || len > (int64_t)cap_it || len > OIMP_UNROLL_STEPS) return *dynamic = true, LOOM_OK;
   size_t nb = sp->nstate + sp->nin + sp->g->n_outputs;
   oimp_binding *b = calloc(nb, sizeof *b);
   loom_graph_expr **acc = calloc(sp->nout * (size_t)len + 1, sizeof *acc);
