@@ -269,36 +269,27 @@ static void scan_model(pb *g, const char *n) {
 
 LOOM_TEST(onnx_ctl, scan_is_unrolled_along_axes_and_directions) {
   pb g = {0};
-  scan_model(&g, "3");
   loom_onnx_model *m;
   loom_graph_module *gm;
-  loom_status s = import(&g, 16, &m, &gm);
-  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
-  loom_graph_value a[2], r;
-  f32_arg(&a[0], 1, (int64_t[]){2}, (float[]){0, 100});
-  f32_arg(&a[1], 2, (int64_t[]){2, 3}, (float[]){1, 2, 3, 4, 5, 6});
-  s = loom_graph_eval(gm, "main", 2, a, NULL, &r);
-  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
-  /* columns read 2, 1, 0: sums (3, 106), (5, 111), (6, 115); stacked on the last axis */
-  expect_f32(&r.items[0], 1, (int64_t[]){2}, (float[]){6, 115});
-  expect_f32(&r.items[1], 2, (int64_t[]){2, 3}, (float[]){30, 50, 60, 1060, 1110, 1150});
-  loom_graph_value_free(&r), loom_graph_value_free(&a[0]), loom_graph_value_free(&a[1]);
-  loom_graph_module_destroy(gm);
-  loom_onnx_model_free(m);
-  /* a symbolic length: the graph IR's loop, with the same values */
-  scan_model(&g, "T");
-  s = import(&g, 16, &m, &gm);
-  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
-  cr_assert(has_loop(gm));
-  f32_arg(&a[0], 1, (int64_t[]){2}, (float[]){0, 100});
-  f32_arg(&a[1], 2, (int64_t[]){2, 3}, (float[]){1, 2, 3, 4, 5, 6});
-  s = loom_graph_eval(gm, "main", 2, a, NULL, &r);
-  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
-  expect_f32(&r.items[0], 1, (int64_t[]){2}, (float[]){6, 115});
-  expect_f32(&r.items[1], 2, (int64_t[]){2, 3}, (float[]){30, 50, 60, 1060, 1110, 1150});
-  loom_graph_value_free(&r), loom_graph_value_free(&a[0]), loom_graph_value_free(&a[1]);
-  loom_graph_module_destroy(gm);
-  loom_onnx_model_free(m);
+  /* a static length is unrolled; a symbolic one is the graph IR's loop, with the same values */
+  static const char *const lens[] = {"3", "T"};
+  for (int k = 0; k < 2; k++) {
+    scan_model(&g, lens[k]);
+    loom_status s = import(&g, 16, &m, &gm);
+    cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+    cr_assert_eq(has_loop(gm), k == 1);
+    loom_graph_value a[2], r;
+    f32_arg(&a[0], 1, (int64_t[]){2}, (float[]){0, 100});
+    f32_arg(&a[1], 2, (int64_t[]){2, 3}, (float[]){1, 2, 3, 4, 5, 6});
+    s = loom_graph_eval(gm, "main", 2, a, NULL, &r);
+    cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+    /* columns read 2, 1, 0: sums (3, 106), (5, 111), (6, 115); stacked on the last axis */
+    expect_f32(&r.items[0], 1, (int64_t[]){2}, (float[]){6, 115});
+    expect_f32(&r.items[1], 2, (int64_t[]){2, 3}, (float[]){30, 50, 60, 1060, 1110, 1150});
+    loom_graph_value_free(&r), loom_graph_value_free(&a[0]), loom_graph_value_free(&a[1]);
+    loom_graph_module_destroy(gm);
+    loom_onnx_model_free(m);
+  }
   scan_model(&g, "3"); /* Scan-8 has no scan_input_axes */
   EXPECT_REFUSED(&g, 8, INVALID_ARGUMENT, "attribute 'scan_input_axes' is not in Scan before opset 9");
 }

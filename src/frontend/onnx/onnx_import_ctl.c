@@ -214,7 +214,7 @@ static loom_status unroll_loop(nctx *c, const loom_onnx_graph *g, int64_t trip, 
     return BAD(c->n, "%zu outputs, the body gives %zu", c->n->n_outputs, nstate + nscan);
   if (trip < 0 && !cond) trip = 0;
   size_t cap_it = g->n_nodes ? CTL_MAX_UNROLLED_NODES / g->n_nodes : CTL_MAX_UNROLLED_NODES;
-  if (cap_it > OIMP_UNROLL_STEPS) cap_it = OIMP_UNROLL_STEPS;
+  if ((int64_t)cap_it > oimp_unroll_steps()) cap_it = (size_t)oimp_unroll_steps();
   if (trip > (int64_t)cap_it) return *dynamic = true, LOOM_OK;
   oimp_binding *st = calloc(2 * (1 + nstate + nscan) + 2, sizeof *st);
   size_t nit_cap = trip >= 0 ? (size_t)trip : 16, nit = 0;
@@ -340,7 +340,7 @@ static loom_status scan_run(nctx *c, const scan_spec *sp, oimp_binding *st, loom
     len = n;
   }
   size_t cap_it = sp->g->n_nodes ? CTL_MAX_UNROLLED_NODES / sp->g->n_nodes : CTL_MAX_UNROLLED_NODES;
-  if (len <= 0 || len > (int64_t)cap_it || len > OIMP_UNROLL_STEPS) return *dynamic = true, LOOM_OK;
+  if (len <= 0 || len > (int64_t)cap_it || len > oimp_unroll_steps()) return *dynamic = true, LOOM_OK;
   size_t nb = sp->nstate + sp->nin + sp->g->n_outputs;
   oimp_binding *b = calloc(nb, sizeof *b);
   loom_graph_expr **acc = calloc(sp->nout * (size_t)len + 1, sizeof *acc);

@@ -132,6 +132,9 @@ loom_status oimp_import_graph(imp *im, const loom_onnx_graph *g);
  * and the unrolled form's compile time grows with the count (past 32 steps it does not compile:
  * concat takes at most 32 inputs). */
 #define OIMP_UNROLL_STEPS 16
+/* The unrolling limit in force: OIMP_UNROLL_STEPS, or $LOOM_UNROLL_STEPS (0 to 100000) to
+ * measure the two forms against each other (bench/rnn_forms). */
+int64_t oimp_unroll_steps(void);
 
 /* onnx_import_loop.c: a graph loop built by the importer. The body callback emits one
  * iteration (in the builder, nested) from the iteration var and the carried values' params, and

@@ -148,6 +148,14 @@ loom_status oimp_loop_build(nctx *c, const char *name, loom_graph_expr *count, l
 
 /* ---- helpers ----------------------------------------------------------------------------------- */
 
+int64_t oimp_unroll_steps(void) {
+  const char *e = getenv("LOOM_UNROLL_STEPS");
+  if (!e || !*e) return OIMP_UNROLL_STEPS;
+  char *end;
+  long long v = strtoll(e, &end, 10);
+  return *end || v < 0 || v > 100000 ? OIMP_UNROLL_STEPS : (int64_t)v;
+}
+
 loom_status oimp_loop_count(nctx *c, size_t i, const char *what, loom_graph_expr **out) {
   imp *im = c->im;
   oimp_symval sv;

@@ -843,7 +843,7 @@ static loom_status h_rnn(nctx *c, const op_entry *e, loom_graph_expr **out) {
   /* a short static length is unrolled (its positions fold into every slice), a symbolic or long
    * one is a loop (OIMP_UNROLL_STEPS) */
   const loom_sym_expr *Tsym = dims_of(X)[0];
-  bool loop_form = !loom_sym_is_const(Tsym, &T) || T > OIMP_UNROLL_STEPS;
+  bool loop_form = !loom_sym_is_const(Tsym, &T) || T > oimp_unroll_steps();
   if (!loop_form && T < 1) return UNSUP(c->n, "the sequence length is %lld: the outputs' shapes are unknown", (long long)T);
   loom_graph_expr *B = c->nargs > 3 ? c->args[3] : NULL, *h0 = c->nargs > 5 ? c->args[5] : NULL;
   loom_graph_expr *c0 = rn.gates == 4 && c->nargs > 6 ? c->args[6] : NULL, *P = rn.gates == 4 && c->nargs > 7 ? c->args[7] : NULL;
