@@ -209,6 +209,18 @@ LOOM_TEST(e2e_loop, a_carried_value_that_breaks_its_shape_is_named_at_run_time) 
   loom_test_proc_free(&p);
 }
 
+/* The default pipeline on loops (tests/e2e/data/loops.loom: a growing carried value, an RNN
+ * cell, a data-dependent exit, nested loops, a count from a tensor, scan items of a shape the body
+ * decides): every stage verified and checked numerically against the module before it. */
+LOOM_TEST(e2e_loop, the_default_pipeline_on_loops_is_checked_numerically) {
+  loom_test_proc p = loom_test_run("%s opt tests/e2e/data/loops.loom --check-passes=3 --print-after-all | grep '^// '",
+                                   loom_test_loom_bin());
+  cr_assert_eq(p.exit_code, 0, "%s%s", p.out, p.err);
+  cr_assert(strstr(p.out, "input sets agreed after every pass") != NULL, "%s", p.out); /* 3 per function */
+  cr_assert(strstr(p.out, "// ---- after fuse ----") != NULL, "%s", p.out);
+  loom_test_proc_free(&p);
+}
+
 /* dir/model.onnx compiled once; each test_data_set_N's inputs run through it (1 and 2 threads)
  * and every output compared with ONNX Runtime's within rtol 1e-4, atol 1e-5. */
 static void check_onnx_sets(const char *dir, int nsets, const char *sym) {

@@ -3,6 +3,7 @@
  * primes and large, with a carried value that grows per step, scan items, a condition the body
  * computes (greedy decoding) and a count read from a tensor. (tests/graph/corpus/loops.loom
  * is round-tripped by test_text.c.) */
+#include "graph/passes.h"
 #include "tests/graph/graph_test_util.h"
 
 /* Running sum h, rows seen so far acc (one more per step) and each step's relu(h) stacked. */
@@ -326,3 +327,79 @@ LOOM_TEST(graph_loop, nested_loops) {
   gt_free_args(args, 1);
   loom_graph_module_destroy(m);
 }
+
+typedef loom_status (*pass_fn)(loom_graph_module *m, size_t *out_changed);
+
+/* Runs the passes in order on `in` (verifying after each) and asserts the printed module is
+ * `want`, which parses back to the same text. */
+static void expect_passes(const char *in, const pass_fn *passes, size_t n, const char *want) {
+  loom_graph_module *m = gt_parse_ok(in);
+  for (size_t i = 0; i < n; i++) {
+    loom_status s = passes[i](m, NULL);
+    cr_assert_null(s, "%s", loom_status_text(s, 0));
+    loom_diag_list dl;
+    loom_diag_list_init(&dl, NULL);
+    s = loom_graph_verify(m, &dl);
+    cr_assert_null(s, "%s", loom_status_text(s, 0));
+    loom_diag_list_destroy(&dl);
+  }
+  char *got = gt_print(m);
+  cr_assert_str_eq(got, want);
+  loom_graph_module *back = gt_parse_ok(got);
+  cr_assert(loom_graph_module_equal(m, back));
+  loom_graph_module_destroy(back);
+  free(got);
+  loom_graph_module_destroy(m);
+}
+
+/* The walk goes into a loop's body: fold and DCE there, CSE using what was computed before the
+ * loop; what the body binds is not available after it (q2 stays). */
+LOOM_TEST(graph_loop, passes_walk_loop_bodies) {
+  static const pass_fn p[] = {loom_graph_normalize, loom_graph_fold, loom_graph_cse, loom_graph_dce};
+  expect_passes("fn @main(x: Tensor[(n, 4), f32]) -> Object {\n"
+         "  a = exp(x)\n"
+         "  r = loop (i < sym(3)) (h: Tensor[(n, 4), f32] = x) {\n"
+         "    b = exp(x)\n"
+         "    dead = relu(h)\n"
+         "    q = sqrt(x)\n"
+         "    c = add(h, b)\n"
+         "    s0 = shape_of(h)\n"
+         "    z = zeros(s0, dtype=f32)\n"
+         "    d = add(c, z)\n"
+         "    e = mul(d, q)\n"
+         "    t = (e,)\n"
+         "    return t\n"
+         "  }\n"
+         "  q2 = sqrt(x)\n"
+         "  h2 = r.0\n"
+         "  out = (h2, q2, a)\n"
+         "  return out\n"
+         "}\n",
+         p, 4,
+         "fn @main(x: Tensor[(n, 4), f32]) -> Object {\n"
+         "  dataflow {\n"
+         "    a: Tensor[(n, 4), f32] = exp(x)\n"
+         "    output a\n"
+         "  }\n"
+         "  r: Tuple[Tensor[(n, 4), f32]] = loop (i < sym(3)) (h: Tensor[(n, 4), f32] = x) {\n"
+         "    dataflow {\n"
+         "      q: Tensor[(n, 4), f32] = sqrt(x)\n"
+         "      c: Tensor[(n, 4), f32] = add(h, a)\n"
+         "      z: Tensor[(n, 4), f32] = zeros(dtype=f32, shape=[n, 4])\n"
+         "      d: Tensor[(n, 4), f32] = add(c, z)\n"
+         "      e: Tensor[(n, 4), f32] = mul(q, d)\n"
+         "      t: Tuple[Tensor[(n, 4), f32]] = (e,)\n"
+         "      output t\n"
+         "    }\n"
+         "    return t\n"
+         "  }\n"
+         "  dataflow {\n"
+         "    q2: Tensor[(n, 4), f32] = sqrt(x)\n"
+         "    h2: Tensor[(n, 4), f32] = r.0\n"
+         "    out: Tuple[Tensor[(n, 4), f32], Tensor[(n, 4), f32], Tensor[(n, 4), f32]] = (h2, q2, a)\n"
+         "    output out\n"
+         "  }\n"
+         "  return out\n"
+         "}\n");
+}
+

@@ -397,57 +397,6 @@ LOOM_TEST(passes, dce_removes_dead_code_but_keeps_checks_effects_and_symbol_defi
          "}\n");
 }
 
-/* The walk goes into a loop's body: fold and DCE there, CSE using what was computed before the
- * loop; what the body binds is not available after it (q2 stays). */
-LOOM_TEST(passes, passes_walk_loop_bodies) {
-  static const pass_fn p[] = {loom_graph_normalize, loom_graph_fold, loom_graph_cse, loom_graph_dce};
-  expect("fn @main(x: Tensor[(n, 4), f32]) -> Object {\n"
-         "  a = exp(x)\n"
-         "  r = loop (i < sym(3)) (h: Tensor[(n, 4), f32] = x) {\n"
-         "    b = exp(x)\n"
-         "    dead = relu(h)\n"
-         "    q = sqrt(x)\n"
-         "    c = add(h, b)\n"
-         "    s0 = shape_of(h)\n"
-         "    z = zeros(s0, dtype=f32)\n"
-         "    d = add(c, z)\n"
-         "    e = mul(d, q)\n"
-         "    t = (e,)\n"
-         "    return t\n"
-         "  }\n"
-         "  q2 = sqrt(x)\n"
-         "  h2 = r.0\n"
-         "  out = (h2, q2, a)\n"
-         "  return out\n"
-         "}\n",
-         p, 4,
-         "fn @main(x: Tensor[(n, 4), f32]) -> Object {\n"
-         "  dataflow {\n"
-         "    a: Tensor[(n, 4), f32] = exp(x)\n"
-         "    output a\n"
-         "  }\n"
-         "  r: Tuple[Tensor[(n, 4), f32]] = loop (i < sym(3)) (h: Tensor[(n, 4), f32] = x) {\n"
-         "    dataflow {\n"
-         "      q: Tensor[(n, 4), f32] = sqrt(x)\n"
-         "      c: Tensor[(n, 4), f32] = add(h, a)\n"
-         "      z: Tensor[(n, 4), f32] = zeros(dtype=f32, shape=[n, 4])\n"
-         "      d: Tensor[(n, 4), f32] = add(c, z)\n"
-         "      e: Tensor[(n, 4), f32] = mul(q, d)\n"
-         "      t: Tuple[Tensor[(n, 4), f32]] = (e,)\n"
-         "      output t\n"
-         "    }\n"
-         "    return t\n"
-         "  }\n"
-         "  dataflow {\n"
-         "    q2: Tensor[(n, 4), f32] = sqrt(x)\n"
-         "    h2: Tensor[(n, 4), f32] = r.0\n"
-         "    out: Tuple[Tensor[(n, 4), f32], Tensor[(n, 4), f32], Tensor[(n, 4), f32]] = (h2, q2, a)\n"
-         "    output out\n"
-         "  }\n"
-         "  return out\n"
-         "}\n");
-}
-
 LOOM_TEST(passes, simplify_algebra_and_shape_chains) {
   static const pass_fn p[] = {loom_graph_simplify, loom_graph_dce};
   expect("fn @main(x: Tensor[(b, s, 64), f32], y: Tensor[(b, s, 64), i32]) -> Object {\n"
@@ -993,18 +942,6 @@ LOOM_TEST(passes, the_default_pipeline_respects_match_cast_scope) {
   free(text);
   loom_diag_list_destroy(&diags);
   loom_graph_module_destroy(m);
-}
-
-/* The default pipeline on loops (tests/e2e/data/loops.loom: a growing carried value, an RNN
- * cell, a data-dependent exit, nested loops, a count from a tensor, scan items of a shape the body
- * decides): every stage verified and checked numerically against the module before it. */
-LOOM_TEST(passes, the_default_pipeline_on_loops_is_checked_numerically) {
-  loom_test_proc p = loom_test_run("%s opt tests/e2e/data/loops.loom --check-passes=3 --print-after-all | grep '^// '",
-                                   loom_test_loom_bin());
-  cr_assert_eq(p.exit_code, 0, "%s%s", p.out, p.err);
-  cr_assert(strstr(p.out, "input sets agreed after every pass") != NULL, "%s", p.out); /* 3 per function */
-  cr_assert(strstr(p.out, "// ---- after fuse ----") != NULL, "%s", p.out);
-  loom_test_proc_free(&p);
 }
 
 LOOM_TEST(passes, check_passes_on_the_command_line) {
