@@ -4,7 +4,8 @@
  * tensor, nested loops; what a call holds stays within the plan's peak, and a loop whose carried
  * values keep their shape holds the same whatever its trip count (its body's storage is reused
  * across iterations); the executable shows the backward jump, and a run-time shape error in a
- * loop names the carried value. ONNX LSTM / GRU / RNN models over a symbolic sequence length,
+ * loop names the carried value; the default pipeline on loops is checked numerically pass by pass.
+ * ONNX LSTM / GRU / RNN models over a symbolic sequence length,
  * compiled ONCE, equal ONNX Runtime's outputs at three sequence lengths
  * (tests/e2e/data/onnx/make.py wrote them). */
 #include <math.h>

@@ -1,8 +1,8 @@
 /* test_loop.c — the loop construct (docs/ir.md "Loops"): its struct info, the text form and
  * its errors, the verifier's loop rule, and the reference interpreter at trip counts 0, 1, 2,
  * primes and large, with a carried value that grows per step, scan items, a condition the body
- * computes (greedy decoding) and a count read from a tensor. (tests/graph/corpus/loops.loom
- * is round-tripped by test_text.c.) */
+ * computes (greedy decoding) and a count read from a tensor; the passes' walk into a loop's body.
+ * (tests/graph/corpus/loops.loom is round-tripped by test_text.c.) */
 #include "graph/passes.h"
 #include "tests/graph/graph_test_util.h"
 
