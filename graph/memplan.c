@@ -363,12 +363,20 @@ static loom_status seq_bytes(loom_graph_module *m, const loom_graph_seq *seq, in
 
 /* ---- loops ---------------------------------------------------------------------- */
 
+/* The struct info of field f of loop v's value as the body returns it (a scan item: one row). */
+static const loom_sinfo *item_sinfo(const loom_graph_expr *v, size_t f) {
+  const loom_sinfo *rt = v->u.loop.body->result ? v->u.loop.body->result->sinfo : NULL;
+  size_t at = (v->u.loop.cond ? 1 : 0) + f;
+  return rt && rt->kind == LOOM_SINFO_TUPLE && at < rt->nfields && rt->fields[at]->dims ? rt->fields[at] : NULL;
+}
+
 /* What loop binding b holds at most, from its body's plan: the body's peak (hoisted and
  * per-iteration storages, nested loops), once more every output storage (the carried values
  * of the last iteration stay live while the next ones are made: double buffering), and the
- * stacked scan items (their final size; with a condition the stack grows by doubling, up to
- * 3 n + 8 rows while it is copied). A carried value's locals are counted at their final values
- * (the loop's fresh symbols): exact for values that grow, like a row appended per step. */
+ * stacked scan items (their final size; with a condition, or items of a shape the body decides,
+ * the stack grows by doubling: up to 3 n + 8 rows while it is copied). A carried value's
+ * locals are counted at their final values (the loop's fresh symbols): exact for values that
+ * grow, like a row appended per step. */
 static loom_status loop_bytes(loom_graph_module *m, const loom_graph_binding *b, const loom_memplan *body,
                               const loom_sym_expr **out) {
   loom_sym_ctx *cx = loom_graph_module_sym(m);
@@ -379,10 +387,12 @@ static loom_status loop_bytes(loom_graph_module *m, const loom_graph_binding *b,
   for (uint32_t s = 0; s < body->nstorages; s++)
     if (body->storages[s].output) t = loom_sym_add(cx, t, body->storages[s].size);
   for (size_t j = 0; rs->kind == LOOM_SINFO_TUPLE && j < nscan && nc + j < rs->nfields; j++) {
-    const loom_sinfo *f = rs->fields[nc + j];
+    const loom_sinfo *f = rs->fields[nc + j], *item = item_sinfo(v, nc + j);
     const loom_sym_expr *bytes = tensor_bytes(cx, f);
     if (!bytes) continue;
-    if (v->u.loop.cond) { /* (3 n + 8) rows */
+    bool grows = v->u.loop.cond != NULL; /* stacked in a growing buffer: with a condition, or items the body shapes */
+    for (int d = 1; !grows && item && d < f->ndim && d - 1 < item->ndim; d++) grows = f->dims[d] != item->dims[d - 1];
+    if (grows) { /* (3 n + 8) rows */
       const loom_sym_expr *row = loom_sym_const(cx, (int64_t)loom_dtype_size(f->dtype));
       for (int d = 1; d < f->ndim; d++) row = loom_sym_mul(cx, row, f->dims[d]);
       bytes = loom_sym_mul(cx, loom_sym_add(cx, loom_sym_mul(cx, loom_sym_const(cx, 3), f->dims[0]), loom_sym_const(cx, 8)), row);
