@@ -687,6 +687,9 @@ static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
                                  const loom_tp_cpu_params *p, loom_strbuf *why) {
   loom_tp_stmt *s = *slot;
   if (s->kind != LOOM_TP_STMT_FOR) return LOOM_OK;
+  bool conv;
+  LOOM_PROPAGATE(loom_tp_schedule_conv(a, cx, f, slot, p, why, &conv));
+  if (conv) return LOOM_OK;
   mm_nest m;
   if (match_matmul(cx, s, &m)) {
     bool done;
