@@ -104,6 +104,7 @@ pub const suites = .{
         "tests/e2e/test_e2e_window.c",
         "tests/e2e/test_e2e_norms.c",
         "tests/e2e/test_e2e_conv_gemm.c",
+        "tests/e2e/test_e2e_conv_packed.c",
         "tests/e2e/test_e2e_qconv.c",
         "tests/e2e/test_e2e_pool_rows.c",
         "tests/e2e/test_e2e_topk.c",
