@@ -166,7 +166,7 @@ typedef struct conv_cx {
   loom_arena *a;
   loom_sym_ctx *cx;
   const conv_nest *m;
-  const loom_sym_expr *i0, *ob; /* the values of loops 0 and 1 (from the parallel loop) */
+  const loom_sym_expr *i0, *ob; /* the values of loops 0 and 1 in the tiles being built (from their parallel loop) */
   int lanes;
   bool oom;
 } conv_cx;
@@ -249,17 +249,37 @@ static loom_tp_stmt *store_body(conv_cx *c, const loom_sym_expr *ii, const loom_
   return loom_tp_store(c->a, c->m->y, yi, loom_tp_load(c->a, t->acc, ai));
 }
 
-/* The tiles of V vectors over the columns (p >= V*L: the caller's guard). */
+/* X's elements a chunk of columns may read: a quarter of a 2 MiB L2 (docs/codegen.md). */
+enum { CHUNK_FLOATS = 1 << 17 };
+
+/* The tiles of V vectors over the columns (p >= V*L: the caller's guard), in a parallel loop over
+ * (i0, column chunk, ob): a chunk is as many tiles as keep the part of b they read (its buffer's
+ * elements per column: the dims between its first and last, times the chunk's columns) within
+ * CHUNK_FLOATS, so the weight blocks of one chunk reuse it from the cache; b smaller than that is
+ * one chunk, every block of weights reusing all of it. */
 static loom_tp_stmt *tiles(conv_cx *c, int V) {
   loom_sym_ctx *cx = c->cx;
   const conv_nest *m = c->m;
-  const loom_sym_expr *p = m->loops[3]->u.loop.extent;
+  const loom_sym_expr *p = m->loops[3]->u.loop.extent, *qe = m->loops[1]->u.loop.extent;
   int64_t cw = (int64_t)V * c->lanes;
   char tag[16], name[32];
   snprintf(tag, sizeof tag, "v%d", V);
+  const loom_tp_buffer *xb = m->b->u.load.buf;
+  const loom_sym_expr *rows = K(c, 1);
+  for (int d = 1; d + 1 < xb->ndim; d++) rows = loom_sym_mul(cx, rows, xb->dims[d]);
+  const loom_sym_expr *ntiles = loom_sym_floordiv(cx, loom_sym_add(cx, p, K(c, cw - 1)), K(c, cw));
+  const loom_sym_expr *ch = loom_sym_max(cx, loom_sym_floordiv(cx, K(c, CHUNK_FLOATS), loom_sym_mul(cx, rows, K(c, cw))), K(c, 1));
+  const loom_sym_expr *nch = loom_sym_floordiv(cx, loom_sym_add(cx, ntiles, loom_sym_sub(cx, ch, K(c, 1))), ch);
+  snprintf(name, sizeof name, "iq_%s", tag);
+  const loom_sym_expr *iq = var(c, name);
   snprintf(name, sizeof name, "jt_%s", tag);
-  const loom_sym_expr *jt = var(c, name);
-  if (c->oom) return NULL;
+  const loom_sym_expr *jt2 = var(c, name);
+  if (c->oom || !nch) return NULL;
+  const loom_sym_expr *nq = loom_sym_mul(cx, nch, qe);
+  const loom_sym_expr *jc = loom_sym_floormod(cx, loom_sym_floordiv(cx, iq, qe), nch);
+  c->i0 = loom_sym_floordiv(cx, iq, nq);
+  c->ob = loom_sym_floormod(cx, iq, qe);
+  const loom_sym_expr *jt = loom_sym_add(cx, loom_sym_mul(cx, jc, ch), jt2);
   const loom_sym_expr *jb = loom_sym_min(cx, loom_sym_mul(cx, jt, K(c, cw)), loom_sym_sub(cx, p, K(c, cw)));
   const loom_sym_expr *dims[3] = {K(c, m->rows), K(c, V), K(c, c->lanes)};
   snprintf(name, sizeof name, "acc_%s", tag);
@@ -285,10 +305,23 @@ static loom_tp_stmt *tiles(conv_cx *c, int V) {
   loom_tp_stmt *store = tile_nest(c, V, jb, t3, store_body, &ud);
   loom_tp_stmt *items[4] = {loom_tp_alloc_stmt(c->a, acc), init, red, store};
   loom_tp_stmt *body = loom_tp_seq(c->a, items, 4);
-  const loom_sym_expr *ntiles = loom_sym_floordiv(cx, loom_sym_add(cx, p, K(c, cw - 1)), K(c, cw));
-  loom_tp_stmt *s = loom_tp_for(c->a, jt, ntiles, LOOM_TP_LOOP_SERIAL, false, body);
-  if (!s || !items[0] || !init || !red || !store || !ntiles) c->oom = true;
+  const loom_sym_expr *in_chunk = loom_sym_min(cx, ch, loom_sym_sub(cx, ntiles, loom_sym_mul(cx, jc, ch)));
+  loom_tp_stmt *s = loom_tp_for(c->a, jt2, in_chunk, LOOM_TP_LOOP_SERIAL, false, body);
+  s = loom_tp_for(c->a, iq, loom_sym_mul(cx, m->loops[0]->u.loop.extent, nq), LOOM_TP_LOOP_PARALLEL, false, s);
+  if (!s || !items[0] || !init || !red || !store || !in_chunk) c->oom = true;
   return s;
+}
+
+/* `lhs >= rhs` of two index values. */
+static loom_tp_expr *ge(conv_cx *c, const loom_sym_expr *lhs, const loom_sym_expr *rhs) {
+  loom_tp_expr *e = loom_tp_op2(c->a, LOOM_TP_OP_GE, loom_tp_sym(c->a, lhs), loom_tp_sym(c->a, rhs));
+  if (!e) c->oom = true;
+  return e;
+}
+
+/* ceil(p / w) * w: the columns tiles of w compute. */
+static const loom_sym_expr *covered(conv_cx *c, const loom_sym_expr *p, int64_t w) {
+  return loom_sym_mul(c->cx, loom_sym_floordiv(c->cx, loom_sym_add(c->cx, p, K(c, w - 1)), K(c, w)), K(c, w));
 }
 
 loom_status loom_tp_schedule_conv(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot, const loom_tp_cpu_params *p,
@@ -297,32 +330,35 @@ loom_status loom_tp_schedule_conv(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
   *done = false;
   conv_nest m;
   if (!match(cx, *slot, &m)) return LOOM_OK;
-  int lanes = p->vector_bytes >= 64 ? 16 : p->vector_bytes >= 32 ? 8 : 4;
-  conv_cx c = {.a = a, .cx = cx, .m = &m, .lanes = lanes};
-  const loom_sym_expr *qe = m.loops[1]->u.loop.extent, *iq = var(&c, "iq");
+  int L = p->vector_bytes >= 64 ? 16 : p->vector_bytes >= 32 ? 8 : 4;
+  conv_cx c = {.a = a, .cx = cx, .m = &m, .lanes = L};
+  const loom_sym_expr *P = m.loops[3]->u.loop.extent, *qe = m.loops[1]->u.loop.extent, *iq = var(&c, "iq");
   if (c.oom) return LOOM_OOM();
-  c.i0 = loom_sym_floordiv(cx, iq, qe);
-  c.ob = loom_sym_floormod(cx, iq, qe);
-  /* the plain nest (fewer columns than a vector), then the tiles from the narrowest to the widest
-   * (AVX-512: 1, 2 and 3 vectors; with fewer registers 1) */
-  const loom_sym_expr *vars[2] = {m.loops[0]->u.loop.var, m.loops[1]->u.loop.var}, *vals[2] = {c.i0, c.ob};
+  /* fewer columns than a vector: the nest as it was, in parallel over (i0, ob) */
+  const loom_sym_expr *vars[2] = {m.loops[0]->u.loop.var, m.loops[1]->u.loop.var};
+  const loom_sym_expr *vals[2] = {loom_sym_floordiv(cx, iq, qe), loom_sym_floormod(cx, iq, qe)};
   loom_tp_stmt *body = loom_tp_stmt_copy_subst(a, cx, m.loops[2], vars, vals, 2);
-  static const int widths[3] = {1, 2, 3};
-  static const int64_t from[3] = {1, 2, 12}; /* the tiles of V vectors from p >= from*L columns */
-  int nv = lanes >= 16 ? 3 : 1;
-  loom_strbuf_printf(why, "nest %s: convolution over packed weights: %s x %s parallel;", loom_sym_var_name(m.loops[0]->u.loop.var),
-                     loom_sym_var_name(m.loops[0]->u.loop.var), loom_sym_var_name(m.loops[1]->u.loop.var));
-  for (int k = 0; k < nv && body; k++) {
-    loom_tp_stmt *t = tiles(&c, widths[k]);
-    loom_tp_expr *cond = loom_tp_op2(a, LOOM_TP_OP_GE, loom_tp_sym(a, m.loops[3]->u.loop.extent), loom_tp_sym(a, K(&c, from[k] * lanes)));
-    body = t && cond ? loom_tp_if(a, cond, t, body) : NULL;
-    loom_strbuf_printf(why, " %lldx%lld register tiles from %lld columns;", (long long)m.rows, (long long)widths[k] * lanes,
-                       (long long)from[k] * lanes);
+  body = body ? loom_tp_for(a, iq, loom_sym_mul(cx, m.loops[0]->u.loop.extent, qe), LOOM_TP_LOOP_PARALLEL, false, body) : NULL;
+  loom_strbuf_printf(why, "nest %s: convolution over packed weights, in parallel over batch x column chunks x weight blocks: ",
+                     loom_sym_var_name(m.loops[0]->u.loop.var));
+  if (L >= 16) {
+    /* 3 vectors where the columns they compute beyond the grid cost less than 2 vectors' lower
+     * speed (about 5 % per column: 20 * cover48 <= 21 * cover32), 2 from 2L columns, 1 from L */
+    loom_tp_stmt *t1 = tiles(&c, 1), *t2 = tiles(&c, 2), *t3 = tiles(&c, 3);
+    loom_tp_expr *c3 = loom_tp_op2(a, LOOM_TP_OP_AND, ge(&c, P, K(&c, 3 * L)),
+                                   ge(&c, loom_sym_mul(cx, K(&c, 21), covered(&c, P, 2 * L)), loom_sym_mul(cx, K(&c, 20), covered(&c, P, 3 * L))));
+    body = body && t1 && t2 && t3 && c3 ? loom_tp_if(a, c3, t3, loom_tp_if(a, ge(&c, P, K(&c, 2 * L)), t2, loom_tp_if(a, ge(&c, P, K(&c, L)), t1, body)))
+                                        : NULL;
+    loom_strbuf_printf(why, "%lldx%d register tiles where they waste fewer columns, else %lldx%d from %d columns, %lldx%d from %d; ",
+                       (long long)m.rows, 3 * L, (long long)m.rows, 2 * L, 2 * L, (long long)m.rows, L, L);
+  } else {
+    loom_tp_stmt *t1 = tiles(&c, 1);
+    body = body && t1 ? loom_tp_if(a, ge(&c, P, K(&c, L)), t1, body) : NULL;
+    loom_strbuf_printf(why, "%lldx%d register tiles from %d columns; ", (long long)m.rows, L, L);
   }
-  loom_strbuf_printf(why, " the plain nest below %d columns\n", lanes);
-  loom_tp_stmt *par = body ? loom_tp_for(a, iq, loom_sym_mul(cx, m.loops[0]->u.loop.extent, qe), LOOM_TP_LOOP_PARALLEL, false, body) : NULL;
-  if (!par || c.oom) return LOOM_OOM();
-  *slot = par;
+  loom_strbuf_printf(why, "the nest as it was below %d columns\n", L);
+  if (!body || c.oom) return LOOM_OOM();
+  *slot = body;
   *done = true;
   return LOOM_OK;
 }

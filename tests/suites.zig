@@ -127,5 +127,6 @@ pub const suites = .{
     .{ .name = "passes", .files = &[_][]const u8{
         "tests/passes/test_passes.c",
         "tests/passes/test_fuse.c",
+        "tests/passes/test_pack_conv.c",
     } },
 };
