@@ -182,14 +182,14 @@ typedef struct pad_key {
   int64_t lo[LOOM_TP_MAX_SPATIAL], hi[LOOM_TP_MAX_SPATIAL];
   double fill;
   int64_t flat_extra; /* conv_pad's flat form (>= 0) */
-  int32_t n, zero;
+  int32_t n, share; /* conv_pad's shared pads of the last axis (flat form) */
 } pad_key;
 LOOM_TP_GEN_PARAMS(pad_key, (2 * LOOM_TP_MAX_SPATIAL + 2) * 8 + 2 * 4);
 
 static loom_status gen_conv_pad(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
   const pad_key *k = ctx;
   return loom_tp_gen_conv_pad(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, k->n, k->lo, k->hi,
-                              k->fill, k->flat_extra, tp);
+                              k->fill, k->flat_extra, k->share, tp);
 }
 
 /* `<b>_xp` = x (struct info xs) padded by k (conv_pad); *xin becomes it. */
@@ -350,8 +350,17 @@ static loom_status expand_conv_packed(loom_lx *x, const loom_sinfo *xs, const lo
   loom_tp_conv_packed g = packed_from(&pp);
   const loom_sym_expr *N = xs->dims[0], *Cc = xs->dims[1], *E[LOOM_TP_MAX_SPATIAL], *F = loom_sym_const(cx, 1);
   bool extra = loom_tp_conv_phase_extra_row(&g);
+  /* stride 1, rows: a row's right padding shares up to min(lo, hi) zeros with the next row's left
+   * padding as long as the taps still reach them ((k - 1)*d of them past the row's data) */
+  int l = n - 1;
+  int64_t share = 0;
+  if (!strided && n > 1) {
+    share = pp.pad_lo[l] < pp.pad_hi[l] ? pp.pad_lo[l] : pp.pad_hi[l];
+    if ((pp.kernel[l] - 1) * pp.dilation[l] < share) share = (pp.kernel[l] - 1) * pp.dilation[l];
+  }
   for (int i = n - 1; i >= 0; i--) {
     E[i] = loom_tp_conv_phase_extent(cx, &g, i, xs->dims[2 + i]);
+    if (i == l) E[i] = loom_sym_sub(cx, E[i], loom_sym_const(cx, share));
     F = loom_sym_mul(cx, F, i == 0 && extra ? loom_sym_add(cx, E[i], loom_sym_const(cx, 1)) : E[i]);
   }
   const loom_sym_expr *pd[4] = {N, Cc, loom_sym_const(cx, loom_tp_conv_phase_planes(&g)), F};
@@ -371,7 +380,7 @@ static loom_status expand_conv_packed(loom_lx *x, const loom_sinfo *xs, const lo
     LOOM_PROPAGATE(loom_lx_add_tp(x, "xs", name, gen_conv_phases, &kp, sizeof kp, 1, &xp, psi, &xp));
   } else { /* one plane: the padded input flat (conv_pad's flat form), or x itself, viewed */
     if (pad || extra) {
-      pad_key pk = {.n = n, .fill = 0.0, .flat_extra = 0};
+      pad_key pk = {.n = n, .fill = 0.0, .flat_extra = 0, .share = (int32_t)share};
       for (int i = 0; i < n; i++) {
         pk.lo[i] = gw.pad_lo[i];
         pk.hi[i] = gw.pad_hi[i] + (i == 0 && extra);
@@ -382,7 +391,7 @@ static loom_status expand_conv_packed(loom_lx *x, const loom_sinfo *xs, const lo
       snprintf(name, sizeof name, "conv_pad_f32_n%d", n);
       key_list(name, sizeof name, "p", pk.lo, n);
       key_list(name, sizeof name, "q", pk.hi, n);
-      snprintf(name + strlen(name), sizeof name - strlen(name), "_flat0");
+      snprintf(name + strlen(name), sizeof name - strlen(name), "_flat0%s", share ? "_shared" : "");
       LOOM_PROPAGATE(loom_lx_add_tp(x, "xf", name, gen_conv_pad, &pk, sizeof pk, 1, &xp, fsi, &xp));
     }
     xp = loom_lx_add(x, "xs", LOOM_GRAPH_BIND_VAR, loom_lx_view(x, xp, LOOM_DTYPE_F32, 4, pd), psi);

@@ -155,8 +155,7 @@ static loom_status pack_int8(loom_pass *p, loom_graph_binding *b, const pack_cfg
 }
 
 /* conv1d / conv2d / conv(x, W[, bias]) with W a constant f32 (O, C, k..), groups 1, O a multiple of
- * the block B = LOOM_TP_CONV_BLOCK, not a 1 x 1 convolution without stride or padding (a plain GEMM
- * on views, legalize_window.c):
+ * the block B = LOOM_TP_CONV_BLOCK:
  *   -> conv(x, Wp[, bias], packed_w=B)   Wp: const (O/B, C, k.., B), Wp[q, c, t.., b] = W[q*B + b, c, t..]
  * the layout the convolution kernel over packed weights broadcasts from (B output channels per tap
  * contiguous; tensorprog/gen_conv_packed.c). */
@@ -175,16 +174,6 @@ static loom_status pack_conv(loom_pass *p, loom_graph_binding *b) {
     if (i) per_o *= dims[i];
   }
   if (dims[0] % B || w->u.cnst.nbytes != (size_t)(dims[0] * per_o) * sizeof(float)) return LOOM_OK;
-  loom_graph_icx ic = {.m = p->m, .cx = loom_graph_module_sym(p->m), .call = v, .op = loom_graph_op_name(v->u.call.op)};
-  loom_graph_window gw;
-  loom_status st = loom_graph_conv_window(&ic, n, false, &gw);
-  if (st) { /* a malformed call: inference reports it */
-    loom_status_free(st);
-    return LOOM_OK;
-  }
-  bool plain = true; /* 1 x 1, stride 1, no padding: the GEMM on views */
-  for (int i = 0; i < n; i++) plain = plain && dims[2 + i] == 1 && gw.stride[i] == 1 && !gw.pad_lo[i] && !gw.pad_hi[i];
-  if (plain) return LOOM_OK;
   size_t bytes = (size_t)(dims[0] * per_o) * sizeof(float);
   float *packed = loom_arena_alloc(loom_graph_module_arena(p->m), bytes, 64); /* the constant's own bytes */
   if (!packed) return LOOM_OOM();

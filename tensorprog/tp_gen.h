@@ -305,11 +305,14 @@ loom_status loom_tp_gen_conv_packed(loom_arena *a, loom_sym_ctx *cx, const char 
 loom_status loom_tp_gen_conv_crop(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, loom_tp_func **result);
 
 /* With flat_extra >= 0, Y is instead (n, c, prod (h_i + lo_i + hi_i) + flat_extra): each plane flat,
- * followed by flat_extra elements of fill (where the GEMM's rounded-up columns read). */
+ * followed by flat_extra elements of fill (where the GEMM's rounded-up columns read). `share` (flat,
+ * 2 or more axes; at most both pads of the last axis): a row's last `share` right-padding elements
+ * are the next row's first left-padding ones, the rows' pitch h + lo + hi - share (the convolution
+ * over packed weights: fewer grid columns to compute and crop). */
 /* Y (n, c, h_i + lo_i + hi_i ..) = X (n, c, h..) between `fill`s (lo_i, hi_i >= 0 per spatial axis): one
  * loop over the (n, c) planes, the rows inside copied between their zeroed borders. */
 loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, const int64_t *lo,
-                                 const int64_t *hi, double fill, int64_t flat_extra, loom_tp_func **result);
+                                 const int64_t *hi, double fill, int64_t flat_extra, int64_t share, loom_tp_func **result);
 
 /* N-d pooling. Taps are at y*s + k*d of the input padded by pad_lo (max, argmax) or by
  * pad_lo + shift (average, Lp). MAX / ARGMAX: the maximum of the taps inside the input (ARGMAX:

@@ -136,13 +136,16 @@ LOOM_TEST(e2e_conv_packed, conv1d_forms) {
   cr_log_info("conv1d over packed weights: %d runs", runs);
 }
 
-/* 2-D stride 1 (one phase plane: the padded input flat): 3 x 3 same padding, asymmetric pads and
- * kernel, dilation, a 1 x 5 kernel, a 1 x 1 kernel with padding, no padding. */
+/* 2-D stride 1 (one phase plane: the padded input flat, rows sharing their padding): 3 x 3 same
+ * padding, asymmetric pads and kernel, dilation, a 1 x 5 kernel, a 1 x 1 kernel with padding (no
+ * sharing: the taps do not reach the next row), a 1 x 1 kernel without (x itself, the grid the
+ * output), no padding, more padding than the taps reach (shared up to (k - 1)*d). */
 LOOM_TEST(e2e_conv_packed, conv2d_stride_one) {
   const packed_form forms[] = {
       f2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5, 16, true), f2(3, 2, 0, 2, 1, 0, 1, 1, 1, 1, 3, 8, false),
       f2(3, 3, 2, 2, 2, 2, 1, 1, 2, 2, 4, 24, false), f2(1, 5, 0, 2, 0, 2, 1, 1, 1, 1, 2, 8, true),
-      f2(1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 6, 8, true),  f2(2, 3, 0, 0, 0, 0, 1, 1, 1, 1, 3, 40, false),
+      f2(1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 6, 8, true),  f2(1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 9, 16, true),
+      f2(2, 3, 0, 0, 0, 0, 1, 1, 1, 1, 3, 40, false), f2(3, 2, 2, 3, 2, 3, 1, 1, 1, 1, 2, 8, true),
   };
   int runs = 0;
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i]);
@@ -175,11 +178,9 @@ LOOM_TEST(e2e_conv_packed, conv3d_forms) {
   cr_log_info("conv3d over packed weights: %d runs", runs);
 }
 
-/* What pack leaves alone keeps its path: a 1 x 1 convolution without stride or padding (a GEMM on
- * views), grouped weights, output channels not a multiple of 8. */
+/* What pack leaves alone keeps its path: grouped weights, output channels not a multiple of 8. */
 LOOM_TEST(e2e_conv_packed, forms_left_unpacked) {
   const packed_form forms[] = {
-      f2(1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 6, 16, true),
       {.n = 2, .kernel = {3, 3}, .pad_lo = {1, 1}, .pad_hi = {1, 1}, .stride = {1, 1}, .dilation = {1, 1}, .groups = 2, .c = 4,
        .o = 16, .bias = false},
       f2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 12, true),
