@@ -81,6 +81,7 @@ pub const suites = .{
         "tests/cpu/cpu_test_util.c",
         "tests/cpu/test_cpu_diff.c",
         "tests/cpu/test_kcache.c",
+        "tests/cpu/test_cpu_conv.c",
     } },
     .{ .name = "libcall", .files = &[_][]const u8{
         "tests/libcall/test_libcall.c",
