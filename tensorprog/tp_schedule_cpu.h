@@ -14,7 +14,8 @@
  *      tail; plus a variant for few rows (dot products for linear's W, unpacked 1-row tiles
  *      for matmul). Built on a copy; when a primitive refuses, the nest keeps rules 1-3;
  *   1. the outermost loop of a nest, when it is serial and not a reduction, becomes
- *      PARALLEL (rows of softmax / norms, output rows of a matmul);
+ *      PARALLEL (rows of softmax / norms, output rows of a matmul); with three or more perfectly
+ *      nested loops the outer two are fused into it first (a batch of one still splits);
  *   2. an innermost non-reduce loop whose statements only store, and whose variable
  *      appears in every access only as `+ v` of the LAST index (unit stride), becomes
  *      VECTORIZE; when that loop is also the parallel one (a 1-D nest), it is split by
