@@ -104,6 +104,8 @@ static loom_status legalize_conv(loom_graph_module *m, const loom_graph_expr *ca
   if (call->u.call.nargs > 2) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &b));
   loom_graph_op op = call->u.call.op;
   bool transpose = op == LOOM_GRAPH_OP_CONV_TRANSPOSE;
+  if (!transpose && loom_graph_call_int(call, "packed_w"))
+    return loom_legal_unsupported(call, "with packed weights outside the form over packed weights");
   int n = transpose ? x->ndim - 2 : loom_graph_conv_rank(op, x->ndim);
   if (n < 1 || n > LOOM_TP_MAX_SPATIAL || x->ndim != n + 2 || k->ndim != n + 2 || x->dtype != k->dtype || (b && b->dtype != x->dtype))
     return loom_legal_unsupported(call, "for these operands");
@@ -180,14 +182,14 @@ typedef struct pad_key {
   int64_t lo[LOOM_TP_MAX_SPATIAL], hi[LOOM_TP_MAX_SPATIAL];
   double fill;
   int64_t flat_extra; /* conv_pad's flat form (>= 0) */
-  int32_t n, zero;
+  int32_t n, share; /* conv_pad's shared pads of the last axis (flat form) */
 } pad_key;
 LOOM_TP_GEN_PARAMS(pad_key, (2 * LOOM_TP_MAX_SPATIAL + 2) * 8 + 2 * 4);
 
 static loom_status gen_conv_pad(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
   const pad_key *k = ctx;
   return loom_tp_gen_conv_pad(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, k->n, k->lo, k->hi,
-                              k->fill, k->flat_extra, tp);
+                              k->fill, k->flat_extra, k->share, tp);
 }
 
 /* `<b>_xp` = x (struct info xs) padded by k (conv_pad); *xin becomes it. */
@@ -284,6 +286,158 @@ static loom_status expand_depthwise(loom_lx *x, const loom_sinfo *xs, const loom
   return loom_lx_call(x, name, gen_depthwise, &wp, sizeof wp, k.bias ? 3 : 2, args, x->b->var->sinfo, value);
 }
 
+/* ---- convolution over packed weights (gen_conv_packed.c) ------------------------------------------
+ *
+ * A convolution whose weight the pack pass laid out in blocks (packed_w = B; graph/pass_pack.c):
+ *   y_xs = phase planes of x: (n, c, S, F)    stride 1: conv_pad's flat form (or x itself), viewed; else conv_phases
+ *   y_wm = reshape(w, [O/B, c*K, B])          a view
+ *   y_yf = call_tp(@conv_packed.., (y_xs, y_wm[, bias], sym(E1)..), [n, O, p])   on the grid of the phase planes
+ *   y    = call_tp(@conv_crop.., (y_yf, sym(E1)..))   (1-D: the grid is the output, viewed)
+ * p = y0 * prod over i >= 1 of E_i (the phase extents; 0 when an output extent is), so the columns u_i >= y_i
+ * of each row are computed and cropped; docs/tensorprog.md "Convolution over packed weights". */
+typedef struct packed_params {
+  int64_t kernel[LOOM_TP_MAX_SPATIAL], dilation[LOOM_TP_MAX_SPATIAL], stride[LOOM_TP_MAX_SPATIAL];
+  int64_t pad_lo[LOOM_TP_MAX_SPATIAL], pad_hi[LOOM_TP_MAX_SPATIAL];
+  int32_t n, bias;
+} packed_params;
+LOOM_TP_GEN_PARAMS(packed_params, 5 * LOOM_TP_MAX_SPATIAL * 8 + 2 * 4);
+
+static loom_tp_conv_packed packed_from(const packed_params *p) {
+  loom_tp_conv_packed g = {.n = p->n, .bias = p->bias != 0};
+  for (int i = 0; i < LOOM_TP_MAX_SPATIAL; i++) {
+    g.kernel[i] = p->kernel[i];
+    g.dilation[i] = p->dilation[i];
+    g.stride[i] = p->stride[i];
+    g.pad_lo[i] = p->pad_lo[i];
+    g.pad_hi[i] = p->pad_hi[i];
+  }
+  return g;
+}
+
+static loom_status gen_conv_packed(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  loom_tp_conv_packed g = packed_from(params);
+  return loom_tp_gen_conv_packed(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, &g, tp);
+}
+
+static loom_status gen_conv_phases(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  loom_tp_conv_packed g = packed_from(params);
+  return loom_tp_gen_conv_phases(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, &g, tp);
+}
+
+static loom_status expand_conv_packed(loom_lx *x, const loom_sinfo *xs, const loom_sinfo *ws, const loom_sinfo *bs, const loom_sinfo *out,
+                                      int n, int64_t B, loom_graph_expr **value, bool *applies) {
+  const loom_graph_expr *call = x->b->value;
+  if (ws->ndim != n + 3 || !ws->dims) return LOOM_OK;
+  loom_graph_icx ic = icx_for(x->m, call);
+  loom_graph_window gw;
+  LOOM_PROPAGATE(loom_graph_conv_window(&ic, n, false, &gw));
+  packed_params pp = {.n = n, .bias = bs != NULL};
+  int64_t K = 1;
+  bool strided = false, pad = false;
+  for (int i = 0; i < n; i++) {
+    if (!loom_sym_is_const(ws->dims[2 + i], &pp.kernel[i]) || pp.kernel[i] < 1) return LOOM_OK;
+    pp.dilation[i] = gw.dilation[i];
+    pp.stride[i] = gw.stride[i];
+    pp.pad_lo[i] = gw.pad_lo[i];
+    pp.pad_hi[i] = gw.pad_hi[i];
+    K *= pp.kernel[i];
+    strided |= gw.stride[i] > 1;
+    pad |= gw.pad_lo[i] > 0 || gw.pad_hi[i] > 0;
+  }
+  *applies = true;
+  loom_graph_module *m = x->m;
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  loom_tp_conv_packed g = packed_from(&pp);
+  const loom_sym_expr *N = xs->dims[0], *Cc = xs->dims[1], *E[LOOM_TP_MAX_SPATIAL], *F = loom_sym_const(cx, 1);
+  bool extra = loom_tp_conv_phase_extra_row(&g);
+  /* stride 1, rows: a row's right padding shares up to min(lo, hi) zeros with the next row's left
+   * padding as long as the taps still reach them ((k - 1)*d of them past the row's data) */
+  int l = n - 1;
+  int64_t share = 0;
+  if (!strided && n > 1) {
+    share = pp.pad_lo[l] < pp.pad_hi[l] ? pp.pad_lo[l] : pp.pad_hi[l];
+    if ((pp.kernel[l] - 1) * pp.dilation[l] < share) share = (pp.kernel[l] - 1) * pp.dilation[l];
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    E[i] = loom_tp_conv_phase_extent(cx, &g, i, xs->dims[2 + i]);
+    if (i == l) E[i] = loom_sym_sub(cx, E[i], loom_sym_const(cx, share));
+    F = loom_sym_mul(cx, F, i == 0 && extra ? loom_sym_add(cx, E[i], loom_sym_const(cx, 1)) : E[i]);
+  }
+  const loom_sym_expr *pd[4] = {N, Cc, loom_sym_const(cx, loom_tp_conv_phase_planes(&g)), F};
+  const loom_sinfo *psi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, 4, pd, xs->device);
+  if (!psi) return LOOM_OOM();
+  char name[512];
+  loom_graph_expr *xp = call->u.call.args[0];
+  if (strided) { /* the phase planes */
+    packed_params kp = pp;
+    kp.bias = 0;
+    snprintf(name, sizeof name, "conv_phases_f32_n%d", n);
+    key_list(name, sizeof name, "k", kp.kernel, n);
+    key_list(name, sizeof name, "d", kp.dilation, n);
+    key_list(name, sizeof name, "s", kp.stride, n);
+    key_list(name, sizeof name, "p", kp.pad_lo, n);
+    key_list(name, sizeof name, "q", kp.pad_hi, n);
+    LOOM_PROPAGATE(loom_lx_add_tp(x, "xs", name, gen_conv_phases, &kp, sizeof kp, 1, &xp, psi, &xp));
+  } else { /* one plane: the padded input flat (conv_pad's flat form), or x itself, viewed */
+    if (pad || extra) {
+      pad_key pk = {.n = n, .fill = 0.0, .flat_extra = 0, .share = (int32_t)share};
+      for (int i = 0; i < n; i++) {
+        pk.lo[i] = gw.pad_lo[i];
+        pk.hi[i] = gw.pad_hi[i] + (i == 0 && extra);
+      }
+      const loom_sym_expr *fd[3] = {N, Cc, F};
+      const loom_sinfo *fsi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, fd, xs->device);
+      if (!fsi) return LOOM_OOM();
+      snprintf(name, sizeof name, "conv_pad_f32_n%d", n);
+      key_list(name, sizeof name, "p", pk.lo, n);
+      key_list(name, sizeof name, "q", pk.hi, n);
+      snprintf(name + strlen(name), sizeof name - strlen(name), "_flat0%s", share ? "_shared" : "");
+      LOOM_PROPAGATE(loom_lx_add_tp(x, "xf", name, gen_conv_pad, &pk, sizeof pk, 1, &xp, fsi, &xp));
+    }
+    xp = loom_lx_add(x, "xs", LOOM_GRAPH_BIND_VAR, loom_lx_view(x, xp, LOOM_DTYPE_F32, 4, pd), psi);
+    if (!xp) return LOOM_OOM();
+  }
+  const loom_sym_expr *wd[3] = {ws->dims[0], loom_sym_mul(cx, ws->dims[1], loom_sym_const(cx, K)), loom_sym_const(cx, B)};
+  loom_graph_expr *wm = loom_lx_add(x, "wm", LOOM_GRAPH_BIND_VAR, loom_lx_view(x, call->u.call.args[1], LOOM_DTYPE_F32, 3, wd),
+                                    loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, wd, ws->device));
+  if (!wm) return LOOM_OOM();
+  loom_graph_expr *args[3 + LOOM_TP_MAX_SPATIAL];
+  size_t nargs = 0;
+  args[nargs++] = xp;
+  args[nargs++] = wm;
+  if (bs) args[nargs++] = call->u.call.args[2];
+  /* the grid: y0 rows of the phase planes' pitch (0 when an output extent is 0) */
+  const loom_sym_expr *P = out->dims[2];
+  bool exact = true; /* the grid is the output: no columns to crop */
+  for (int i = 1; i < n; i++) {
+    if (!(args[nargs++] = loom_graph_sym_new(m, E[i]))) return LOOM_OOM();
+    P = loom_sym_mul(cx, P, loom_sym_mul(cx, loom_sym_min(cx, out->dims[2 + i], loom_sym_const(cx, 1)), E[i]));
+    exact = exact && loom_sym_prove_eq(cx, E[i], out->dims[2 + i]) == LOOM_SYM_TRUE;
+  }
+  const loom_sym_expr *yd[3] = {N, out->dims[1], P};
+  const loom_sinfo *ysi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, yd, xs->device);
+  if (!ysi || !P) return LOOM_OOM();
+  snprintf(name, sizeof name, "conv_packed_f32_n%d", n);
+  key_list(name, sizeof name, "k", pp.kernel, n);
+  key_list(name, sizeof name, "d", pp.dilation, n);
+  key_list(name, sizeof name, "s", pp.stride, n);
+  if (bs) snprintf(name + strlen(name), sizeof name - strlen(name), "_bias");
+  packed_params kp = pp; /* the padding is the phase planes' business */
+  memset(kp.pad_lo, 0, sizeof kp.pad_lo);
+  memset(kp.pad_hi, 0, sizeof kp.pad_hi);
+  loom_graph_expr *yf;
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "yf", name, gen_conv_packed, &kp, sizeof kp, nargs, args, ysi, &yf));
+  if (exact)
+    return final_call(x, LOOM_GRAPH_OP_RESHAPE, yf, 1, (loom_graph_attr[]){loom_graph_attr_syms(m, "shape", (size_t)(n + 2), out->dims)},
+                      out, value);
+  args[0] = yf;
+  for (int i = 1; i < n; i++)
+    if (!(args[i] = loom_graph_sym_new(m, E[i]))) return LOOM_OOM();
+  snprintf(name, sizeof name, "conv_crop_f32_n%d", n);
+  int32_t rank = n;
+  return loom_lx_call(x, name, gen_conv_crop, &rank, sizeof rank, (size_t)n, args, out, value);
+}
+
 static loom_status expand_conv(loom_lx *x, loom_graph_expr **value, bool *applies) {
   const loom_graph_expr *call = x->b->value;
   loom_graph_op op = call->u.call.op;
@@ -292,6 +446,14 @@ static loom_status expand_conv(loom_lx *x, loom_graph_expr **value, bool *applie
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &ws));
   if (call->u.call.nargs > 2) LOOM_PROPAGATE(loom_legal_tensor_arg(call, 2, &bs));
   int n = loom_graph_conv_rank(op, xs->ndim);
+  int64_t B = loom_graph_call_int(call, "packed_w");
+  if (B > 0) {
+    if (n < 1 || n > LOOM_TP_MAX_SPATIAL || xs->ndim != n + 2 || !xs->dims || !out || out->kind != LOOM_SINFO_TENSOR || !out->dims ||
+        out->ndim != n + 2 || xs->dtype != LOOM_DTYPE_F32 || ws->dtype != LOOM_DTYPE_F32 || B != LOOM_TP_CONV_BLOCK ||
+        (bs && (bs->dtype != LOOM_DTYPE_F32 || !bs->dims)))
+      return LOOM_OK;
+    return expand_conv_packed(x, xs, ws, bs, out, n, B, value, applies);
+  }
   if (n < 1 || n > LOOM_TP_MAX_SPATIAL || xs->ndim != n + 2 || ws->ndim != n + 2 || !xs->dims || !ws->dims ||
       !out || out->kind != LOOM_SINFO_TENSOR || !out->dims || out->ndim != n + 2 || xs->dtype != LOOM_DTYPE_F32 ||
       ws->dtype != LOOM_DTYPE_F32 || (bs && (bs->dtype != LOOM_DTYPE_F32 || !bs->dims)))

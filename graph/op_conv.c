@@ -13,6 +13,7 @@ static const loom_graph_attr_spec conv_attrs[] = {{"strides", LOOM_GRAPH_ATTR_SY
                                                   {"padding", LOOM_GRAPH_ATTR_SYMS, .required = false},
                                                   {"dilation", LOOM_GRAPH_ATTR_SYMS, .required = false},
                                                   {"groups", LOOM_GRAPH_ATTR_INT, .dflt = 1},
+                                                  {"packed_w", LOOM_GRAPH_ATTR_INT, .dflt = 0},
                                                   {0}};
 static const loom_graph_attr_spec pool_attrs[] = {{"kernel", LOOM_GRAPH_ATTR_SYMS, .required = true},
                                                   {"strides", LOOM_GRAPH_ATTR_SYMS, .required = false},
@@ -97,6 +98,9 @@ int loom_graph_conv_rank(loom_graph_op op, int ndim) {
   return op == LOOM_GRAPH_OP_CONV1D ? 1 : op == LOOM_GRAPH_OP_CONV2D ? 2 : ndim - 2;
 }
 
+/* packed_w = B > 0: the weight is laid out in blocks of B output channels, (O/B, C, k.., B) with
+ * W'[q, c, t.., b] = W[q*B + b, c, t..] (the pack pass's layout for the CPU convolution kernel,
+ * graph/pass_pack.c; groups 1). The result has B times its axis 0 channels. */
 static loom_status infer_conv(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x, *w;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
@@ -106,11 +110,24 @@ static loom_status infer_conv(loom_graph_icx *ic, const loom_sinfo **out) {
     return loom_graph_icx_error(ic, "operand 0 must have rank 3 to %d (N, C, 1 to %d spatial axes), got %d", LOOM_GRAPH_MAX_SPATIAL + 2,
                                 LOOM_GRAPH_MAX_SPATIAL, x->ndim);
   if (x->ndim != n + 2) return loom_graph_icx_error(ic, "operand 0 must have rank %d (N, C, spatial), got %d", n + 2, x->ndim);
-  if (w->ndim != n + 2) return loom_graph_icx_error(ic, "operand 1 must have rank %d (O, C/groups, kernel), got %d", n + 2, w->ndim);
+  int64_t B = loom_graph_call_int(ic->call, "packed_w");
+  if (B < 0) return loom_graph_icx_error(ic, "attribute 'packed_w' is %lld, must be >= 0", (long long)B);
+  if (!B && w->ndim != n + 2) return loom_graph_icx_error(ic, "operand 1 must have rank %d (O, C/groups, kernel), got %d", n + 2, w->ndim);
+  if (B && w->ndim != n + 3)
+    return loom_graph_icx_error(ic, "operand 1 must have rank %d (O/%lld, C, kernel, %lld: packed_w), got %d", n + 3, (long long)B,
+                                (long long)B, w->ndim);
   if (x->dtype != w->dtype) return loom_graph_icx_error(ic, "operand 0 has dtype %s, operand 1 has dtype %s", loom_dtype_name(x->dtype), loom_dtype_name(w->dtype));
   loom_graph_window sp;
   LOOM_PROPAGATE(loom_graph_conv_window(ic, n, false, &sp));
   loom_sym_ctx *cx = ic->cx;
+  const loom_sym_expr *O = B ? loom_sym_mul(cx, w->dims[0], loom_sym_const(cx, B)) : w->dims[0];
+  if (B) {
+    int64_t last;
+    if (sp.groups != 1) return loom_graph_icx_error(ic, "packed_w needs groups 1, got %lld", (long long)sp.groups);
+    if (!loom_sym_is_const(w->dims[n + 2], &last) || last != B)
+      return loom_graph_icx_error(ic, "operand 1 axis %d is %s, must be packed_w (%lld)", n + 2, loom_graph_sym_str(ic->m, w->dims[n + 2]),
+                                  (long long)B);
+  }
   LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 1, loom_sym_mul(cx, w->dims[1], loom_sym_const(cx, sp.groups)), 0, 1, x->dims[1]));
   if (sp.groups > 1 && loom_sym_prove_divisible(cx, w->dims[0], sp.groups) == LOOM_SYM_FALSE)
     return loom_graph_icx_error(ic, "operand 1 axis 0 is %s, not a multiple of groups %lld", loom_graph_sym_str(ic->m, w->dims[0]), (long long)sp.groups);
@@ -118,9 +135,15 @@ static loom_status infer_conv(loom_graph_icx *ic, const loom_sinfo **out) {
     const loom_sinfo *b;
     LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 2, true, &b));
     if (b->ndim != 1) return loom_graph_icx_error(ic, "operand 2 (bias) must have rank 1");
-    LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 2, 0, b->dims[0], 1, 0, w->dims[0]));
+    if (B) {
+      if (loom_sym_prove_eq(cx, b->dims[0], O) == LOOM_SYM_FALSE)
+        return loom_graph_icx_error(ic, "operand 2 (bias) has %s channels, the packed weight %s", loom_graph_sym_str(ic->m, b->dims[0]),
+                                    loom_graph_sym_str(ic->m, O));
+    } else {
+      LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 2, 0, b->dims[0], 1, 0, w->dims[0]));
+    }
   }
-  const loom_sym_expr *d[LOOM_GRAPH_MAX_SPATIAL + 2] = {x->dims[0], w->dims[0]};
+  const loom_sym_expr *d[LOOM_GRAPH_MAX_SPATIAL + 2] = {x->dims[0], O};
   for (int i = 0; i < n; i++) {
     d[2 + i] = out_extent(cx, x->dims[2 + i], w->dims[2 + i], &sp, i);
     if (!d[2 + i]) return loom_sym_ctx_take_error(cx);
@@ -138,7 +161,8 @@ static loom_status eval_conv(loom_graph_ecx *ec, const loom_graph_value *args, l
   loom_graph_icx ic = {.m = ec->m, .cx = loom_graph_module_sym(ec->m), .call = ec->call, .op = ec->op};
   loom_graph_window sp;
   LOOM_PROPAGATE(loom_graph_conv_window(&ic, n, false, &sp));
-  int64_t N = x->shape[0], C = x->shape[1], O = w->shape[0], CG = w->shape[1], G = sp.groups;
+  int64_t B = loom_graph_call_int(ec->call, "packed_w");
+  int64_t N = x->shape[0], C = x->shape[1], O = w->shape[0] * (B ? B : 1), CG = w->shape[1], G = sp.groups;
   if (CG * G != C) return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand 1 axis 1 is %lld, operand 0 axis 1 is %lld, groups %lld", ec->op, (long long)CG, (long long)C, (long long)G);
   const int64_t *in = x->shape + 2, *k = w->shape + 2;
   int64_t shape[LOOM_GRAPH_MAX_SPATIAL + 2] = {N, O}, *os = shape + 2;
@@ -150,9 +174,9 @@ static loom_status eval_conv(loom_graph_ecx *ec, const loom_graph_value *args, l
   }
   LOOM_PROPAGATE(loom_graph_value_tensor(x->dtype, n + 2, shape, out));
   if (!out->t.numel) return LOOM_OK;
-  int64_t xst[LOOM_GRAPH_MAX_SPATIAL + 2], wst[LOOM_GRAPH_MAX_SPATIAL + 2];
+  int64_t xst[LOOM_GRAPH_MAX_SPATIAL + 2], wst[LOOM_GRAPH_MAX_SPATIAL + 3];
   loom_graph_strides(n + 2, x->shape, xst);
-  loom_graph_strides(n + 2, w->shape, wst);
+  loom_graph_strides(n + 2 + (B > 0), w->shape, wst);
   int64_t OG = O / G, y[LOOM_GRAPH_MAX_SPATIAL + 2] = {0}, t[LOOM_GRAPH_MAX_SPATIAL];
   size_t oi = 0;
   do { /* y: (b, o, output position) */
@@ -163,7 +187,8 @@ static loom_status eval_conv(loom_graph_ecx *ec, const loom_graph_value *args, l
     for (int64_t c = 0; c < CG && taps; c++) {
       for (int i = 0; i < n; i++) t[i] = 0;
       do { /* t: the kernel tap */
-        size_t xi = (size_t)(b * xst[0] + (g * CG + c) * xst[1]), wi = (size_t)(o * wst[0] + c * wst[1]);
+        size_t xi = (size_t)(b * xst[0] + (g * CG + c) * xst[1]);
+        size_t wi = (size_t)(B ? (o / B) * wst[0] + (o % B) * wst[n + 2] + c * wst[1] : o * wst[0] + c * wst[1]);
         bool inside = true;
         for (int i = 0; i < n && inside; i++) {
           int64_t p = y[2 + i] * sp.stride[i] - sp.pad_lo[i] + t[i] * sp.dilation[i];

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "graph/pass_internal.h"
+#include "tensorprog/tp_gen.h"
 
 /* A constant 2-D f32 operand with constant dims, or false. */
 static bool const_matrix(const loom_graph_expr *w, int64_t *rows, int64_t *cols) {
@@ -153,6 +154,53 @@ static loom_status pack_int8(loom_pass *p, loom_graph_binding *b, const pack_cfg
   return loom_pass_set_value(p, b, nc, &ok);
 }
 
+/* conv1d / conv2d / conv(x, W[, bias]) with W a constant f32 (O, C, k..), groups 1, O a multiple of
+ * the block B = LOOM_TP_CONV_BLOCK:
+ *   -> conv(x, Wp[, bias], packed_w=B)   Wp: const (O/B, C, k.., B), Wp[q, c, t.., b] = W[q*B + b, c, t..]
+ * the layout the convolution kernel over packed weights broadcasts from (B output channels per tap
+ * contiguous; tensorprog/gen_conv_packed.c). */
+static loom_status pack_conv(loom_pass *p, loom_graph_binding *b) {
+  const loom_graph_expr *v = b->value, *x = v->u.call.args[0], *w = v->u.call.args[1];
+  const int64_t B = LOOM_TP_CONV_BLOCK;
+  if (loom_graph_call_int(v, "packed_w") || loom_graph_call_int(v, "groups") != 1 || x->sinfo->kind != LOOM_SINFO_TENSOR ||
+      x->sinfo->dtype != LOOM_DTYPE_F32 || !x->sinfo->dims || w->kind != LOOM_GRAPH_EXPR_CONST || w->sinfo->kind != LOOM_SINFO_TENSOR ||
+      w->sinfo->dtype != LOOM_DTYPE_F32 || !w->sinfo->dims)
+    return LOOM_OK;
+  int n = loom_graph_conv_rank(v->u.call.op, x->sinfo->ndim);
+  if (n < 1 || n > LOOM_TP_MAX_SPATIAL || x->sinfo->ndim != n + 2 || w->sinfo->ndim != n + 2) return LOOM_OK;
+  int64_t dims[2 + LOOM_TP_MAX_SPATIAL], per_o = 1;
+  for (int i = 0; i < n + 2; i++) {
+    if (!loom_sym_is_const(w->sinfo->dims[i], &dims[i]) || dims[i] < 1) return LOOM_OK;
+    if (i) per_o *= dims[i];
+  }
+  if (dims[0] % B || w->u.cnst.nbytes != (size_t)(dims[0] * per_o) * sizeof(float)) return LOOM_OK;
+  size_t bytes = (size_t)(dims[0] * per_o) * sizeof(float);
+  float *packed = loom_arena_alloc(loom_graph_module_arena(p->m), bytes, 64); /* the constant's own bytes */
+  if (!packed) return LOOM_OOM();
+  const float *src = w->u.cnst.data;
+  for (int64_t o = 0; o < dims[0]; o++)
+    for (int64_t r = 0; r < per_o; r++) packed[((o / B) * per_o + r) * B + o % B] = src[o * per_o + r];
+  loom_sym_ctx *cx = loom_graph_module_sym(p->m);
+  const loom_sym_expr *pd[3 + LOOM_TP_MAX_SPATIAL];
+  pd[0] = loom_sym_const(cx, dims[0] / B);
+  for (int i = 1; i < n + 2; i++) pd[i] = w->sinfo->dims[i];
+  pd[n + 2] = loom_sym_const(cx, B);
+  const loom_sinfo *si = loom_sinfo_tensor(p->m, LOOM_DTYPE_F32, n + 3, pd, w->sinfo->device);
+  loom_graph_expr *c = si ? loom_graph_const_borrow(p->m, si, packed, bytes) : NULL;
+  loom_graph_attr *attrs = LOOM_ARENA_ARRAY(loom_graph_module_arena(p->m), loom_graph_attr, v->u.call.nattrs + 1);
+  if (!c || !attrs) return LOOM_OOM();
+  char name[256];
+  LOOM_PROPAGATE(loom_graph_module_add_const(p->m, packed_name(p, b, name, sizeof name), c));
+  for (size_t i = 0; i < v->u.call.nattrs; i++) attrs[i] = v->u.call.attrs[i];
+  attrs[v->u.call.nattrs] = loom_graph_attr_int(p->m, "packed_w", B);
+  if (!attrs[v->u.call.nattrs].name) return LOOM_OOM();
+  loom_graph_expr *args[3] = {(loom_graph_expr *)x, c, v->u.call.nargs > 2 ? v->u.call.args[2] : NULL};
+  loom_graph_expr *nc = loom_pass_call_copy(p->m, v, v->u.call.nargs, args, v->u.call.nattrs + 1, attrs);
+  if (!nc) return LOOM_OOM();
+  bool ok;
+  return loom_pass_set_value(p, b, nc, &ok);
+}
+
 static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   (void)drop;
   const pack_cfg *cfg = p->ud;
@@ -161,6 +209,10 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   if (b->kind == LOOM_GRAPH_BIND_VAR && v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_OP &&
       v->u.call.op == LOOM_GRAPH_OP_MATMUL_INTEGER)
     return pack_int8(p, b, cfg);
+  if (b->kind == LOOM_GRAPH_BIND_VAR && v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_OP &&
+      (v->u.call.op == LOOM_GRAPH_OP_CONV1D || v->u.call.op == LOOM_GRAPH_OP_CONV2D || v->u.call.op == LOOM_GRAPH_OP_CONV) &&
+      v->u.call.nargs >= 2)
+    return pack_conv(p, b);
   if (b->kind != LOOM_GRAPH_BIND_VAR || v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP ||
       v->u.call.op != LOOM_GRAPH_OP_MATMUL || v->u.call.nargs != 2 || loom_graph_call_int(v, "packed_b"))
     return LOOM_OK;

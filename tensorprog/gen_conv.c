@@ -241,11 +241,14 @@ static void row_copy(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, co
  * (the loops over pads of 0 left out). One loop over the (n, c) planes, so that a batch of one
  * still has work for every thread. */
 loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, const int64_t *lo,
-                                 const int64_t *hi, double fill, int64_t flat_extra, loom_tp_func **result) {
+                                 const int64_t *hi, double fill, int64_t flat_extra, int64_t share, loom_tp_func **result) {
   if (n < 1 || n > LOOM_TP_MAX_SPATIAL) return LOOM_ERROR(INVALID_ARGUMENT, "conv_pad: %d spatial axes", n);
   for (int i = 0; i < n; i++)
     if (lo[i] < 0 || hi[i] < 0)
       return LOOM_ERROR(INVALID_ARGUMENT, "conv_pad: spatial axis %d pads %lld / %lld", i, (long long)lo[i], (long long)hi[i]);
+  if (share < 0 || share > lo[n - 1] || share > hi[n - 1] || (share && (flat_extra < 0 || n < 2)))
+    return LOOM_ERROR(INVALID_ARGUMENT, "conv_pad: %lld shared pads of %lld / %lld (flat rows only)", (long long)share,
+                      (long long)lo[n - 1], (long long)hi[n - 1]);
   static const char *const hn[LOOM_TP_MAX_SPATIAL] = {"h0", "h1", "h2", "h3", "h4", "h5"};
   static const char *const rn[LOOM_TP_MAX_SPATIAL] = {"r0", "r1", "r2", "r3", "r4", "r5"};
   loom_tpb b;
@@ -255,9 +258,10 @@ loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *na
   xd[1] = yd[1] = loom_tpb_shape_sym(&b, "c");
   for (int i = 0; i < n; i++) {
     xd[2 + i] = loom_tpb_shape_sym(&b, hn[i]);
-    yd[2 + i] = loom_sym_add(cx, xd[2 + i], C(cx, lo[i] + hi[i]));
+    yd[2 + i] = loom_sym_add(cx, xd[2 + i], C(cx, lo[i] + hi[i] - (i == n - 1 ? share : 0)));
   }
-  /* flat: Y (n, c, the padded plane's elements + flat_extra zeros), rows at their flat offsets */
+  /* flat: Y (n, c, the padded plane's elements + flat_extra zeros), rows at their flat offsets; the
+   * last `share` zeros of a row's right padding are the next row's left padding */
   bool flat = flat_extra >= 0;
   const loom_sym_expr *plane = C(cx, 1), *fd[3];
   for (int i = 0; i < n; i++) plane = loom_sym_mul(cx, plane, yd[2 + i]);
@@ -295,8 +299,8 @@ loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *na
     loom_tpb_end(&b);
   }
   row_copy(&b, Y, yi, loom_sym_add(cx, row0, C(cx, lo[n - 1])), X, xi, t, fill, xd[last], "z1");
-  if (hi[n - 1] > 0) {
-    const loom_sym_expr *z2 = loom_tpb_for(&b, "z2", C(cx, hi[n - 1]), LOOM_TP_LOOP_SERIAL, false);
+  if (hi[n - 1] - share > 0) {
+    const loom_sym_expr *z2 = loom_tpb_for(&b, "z2", C(cx, hi[n - 1] - share), LOOM_TP_LOOP_SERIAL, false);
     yi[ly] = loom_tpb_idx(&b, loom_sym_add(cx, row0, loom_sym_add(cx, loom_sym_add(cx, z2, xd[last]), C(cx, lo[n - 1]))));
     loom_tpb_store(&b, Y, yi, loom_tp_const_f(a, t, fill));
     loom_tpb_end(&b);

@@ -687,11 +687,28 @@ static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
                                  const loom_tp_cpu_params *p, loom_strbuf *why) {
   loom_tp_stmt *s = *slot;
   if (s->kind != LOOM_TP_STMT_FOR) return LOOM_OK;
+  bool conv;
+  LOOM_PROPAGATE(loom_tp_schedule_conv(a, cx, f, slot, p, why, &conv));
+  if (conv) return LOOM_OK;
   mm_nest m;
   if (match_matmul(cx, s, &m)) {
     bool done;
     LOOM_PROPAGATE(tile_matmul(a, cx, f, slot, &m, p, why, &done));
     if (done) return LOOM_OK;
+  }
+  /* three or more perfectly nested loops: the outer two fused into the (parallel) outermost one, so
+   * that a batch of one (an (n, c, h, w) activation's n) still has work for every thread */
+  loom_tp_stmt *in = child_loop(s);
+  if ((s->u.loop.kind == LOOM_TP_LOOP_SERIAL || s->u.loop.kind == LOOM_TP_LOOP_PARALLEL) && !s->u.loop.reduce && in &&
+      !in->u.loop.reduce && in->u.loop.kind == LOOM_TP_LOOP_SERIAL && child_loop(in)) {
+    loom_tp_stmt *fused;
+    loom_status st = loom_tp_fuse(a, cx, f, s, &fused);
+    if (!st) {
+      loom_strbuf_printf(why, "loops %s, %s: fused (a batch of one still splits)\n", loom_sym_var_name(s->u.loop.var),
+                         loom_sym_var_name(in->u.loop.var));
+      *slot = s = fused;
+    }
+    loom_status_free(st);
   }
   const char *name = loom_sym_var_name(s->u.loop.var);
   loom_tp_stmt *par = NULL;

@@ -262,16 +262,57 @@ loom_status loom_tp_gen_col2im(loom_arena *a, loom_sym_ctx *cx, const char *name
 enum { LOOM_TP_CONV_COLS = 32 };
 const loom_sym_expr *loom_tp_conv_cols(loom_sym_ctx *cx, const loom_sym_expr *p);
 
+/* Convolution over packed weights (gen_conv_packed.c; graph/legalize_window.c picks the form, the
+ * CPU rule of tensorprog/schedule_conv.c tiles it). The weights are laid out in blocks of
+ * LOOM_TP_CONV_BLOCK output channels, (o / B, c, k.., B) viewed (o / B, c*K, B): the `pack` pass's
+ * conv layout (graph/pass_pack.c), so a register tile of B output channels broadcasts B contiguous
+ * floats per tap. The input is split into phase planes: on axis i with stride s_i, the kernel's
+ * taps t*d_i reach the residues mod s_i that are multiples of g_i = gcd(d_i, s_i) (g_i = s_i when
+ * k_i = 1: only residue 0), so there are P_i = s_i / g_i phases, phase b holding padded positions
+ * u*s_i + b*g_i; then every tap reads its phase plane at the output position plus a constant
+ * offset (a stride-1 convolution has one plane: the padded input itself, flat). */
+enum { LOOM_TP_CONV_BLOCK = 8 };
+typedef struct loom_tp_conv_packed {
+  int n;    /* spatial axes */
+  bool bias; /* conv_packed: a Bias operand */
+  int64_t kernel[LOOM_TP_MAX_SPATIAL], dilation[LOOM_TP_MAX_SPATIAL], stride[LOOM_TP_MAX_SPATIAL];
+  int64_t pad_lo[LOOM_TP_MAX_SPATIAL], pad_hi[LOOM_TP_MAX_SPATIAL]; /* conv_phases: the padding */
+} loom_tp_conv_packed;
+/* Axis i's phase step g_i, phase count P_i, and all axes' phase planes (prod P_i). */
+int64_t loom_tp_conv_phase_step(const loom_tp_conv_packed *g, int i);
+int64_t loom_tp_conv_phase_count(const loom_tp_conv_packed *g, int i);
+int64_t loom_tp_conv_phase_planes(const loom_tp_conv_packed *g);
+/* Axis i's phase extent E_i = ceil((h + lo_i + hi_i) / s_i) of an input extent h. */
+const loom_sym_expr *loom_tp_conv_phase_extent(loom_sym_ctx *cx, const loom_tp_conv_packed *g, int i, const loom_sym_expr *h);
+/* Whether the phase planes get one more row of axis 0 (zeros): the taps of the later axes reach
+ * past the end of a row, so the grid's last row reads past the plane. */
+bool loom_tp_conv_phase_extra_row(const loom_tp_conv_packed *g);
+
+/* Y (n, c, prod P_i, F) = X (n, c, h..) padded by pad_lo / pad_hi (zeros) and split into phase planes,
+ * each flat: Y[n, c, b, sum u_i * pitch_i] = Xpad[n, c, u_i*s_i + b_i*g_i ..] (zero past the padded
+ * input), u_i < E_i, pitch the row-major pitches of (E_0 (+ 1: the extra row), E_1, ..). */
+loom_status loom_tp_gen_conv_phases(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_packed *g,
+                                    loom_tp_func **result);
+/* Y (n, B*q, p) = (Bias) + sum over c < C and the taps t of Wp[o / B, K*c + t, o % B] * X[n, c, plane(t),
+ * j + off(t)]: X (n, C, S, l) the phase planes, Wp (q, K*C, B) the packed weights, plane(t) and off(t)
+ * the tap's phase plane and flat offset there (its pitches i64 scalar parameters e1..e(n-1): the phase
+ * extents of axes 1..n-1). p is the grid of the output positions (y_0 * prod E_i of i >= 1). */
+loom_status loom_tp_gen_conv_packed(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_packed *g,
+                                    loom_tp_func **result);
+
 /* Y (n, o, y..) = Yf (n, o, p) at flat position sum j_i * pitch_i (pitches from i64 scalar parameters
  * e1..e(n-1), the grid extents of spatial axes 1..n-1): the crop after conv_gemm. */
 loom_status loom_tp_gen_conv_crop(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, loom_tp_func **result);
 
 /* With flat_extra >= 0, Y is instead (n, c, prod (h_i + lo_i + hi_i) + flat_extra): each plane flat,
- * followed by flat_extra elements of fill (where the GEMM's rounded-up columns read). */
+ * followed by flat_extra elements of fill (where the GEMM's rounded-up columns read). `share` (flat,
+ * 2 or more axes; at most both pads of the last axis): a row's last `share` right-padding elements
+ * are the next row's first left-padding ones, the rows' pitch h + lo + hi - share (the convolution
+ * over packed weights: fewer grid columns to compute and crop). */
 /* Y (n, c, h_i + lo_i + hi_i ..) = X (n, c, h..) between `fill`s (lo_i, hi_i >= 0 per spatial axis): one
  * loop over the (n, c) planes, the rows inside copied between their zeroed borders. */
 loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, const int64_t *lo,
-                                 const int64_t *hi, double fill, int64_t flat_extra, loom_tp_func **result);
+                                 const int64_t *hi, double fill, int64_t flat_extra, int64_t share, loom_tp_func **result);
 
 /* N-d pooling. Taps are at y*s + k*d of the input padded by pad_lo (max, argmax) or by
  * pad_lo + shift (average, Lp). MAX / ARGMAX: the maximum of the taps inside the input (ARGMAX:

@@ -5,6 +5,8 @@
  *     // why: one line per decision, e.g. "loop i: parallel (outermost, not a reduction)"
  *
  * Rules, applied to every top-level loop nest of the program:
+ *   0'. a convolution over packed weights (loom_tp_gen_conv_packed's nest) is register-tiled by
+ *      loom_tp_schedule_conv (below);
  *   0. a matmul-shaped nest (init store + `C = C + a * b` reduction, f32: matmul, batched
  *      matmul, linear) is register-tiled: column panels of two vector registers (32 with
  *      AVX-512, 16 with AVX2; then 8 (4 with SSE), 1 for the tail) in parallel, B panels packed (cache_read), 6-row tiles whose accumulators are a
@@ -12,7 +14,8 @@
  *      tail; plus a variant for few rows (dot products for linear's W, unpacked 1-row tiles
  *      for matmul). Built on a copy; when a primitive refuses, the nest keeps rules 1-3;
  *   1. the outermost loop of a nest, when it is serial and not a reduction, becomes
- *      PARALLEL (rows of softmax / norms, output rows of a matmul);
+ *      PARALLEL (rows of softmax / norms, output rows of a matmul); with three or more perfectly
+ *      nested loops the outer two are fused into it first (a batch of one still splits);
  *   2. an innermost non-reduce loop whose statements only store, and whose variable
  *      appears in every access only as `+ v` of the LAST index (unit stride), becomes
  *      VECTORIZE; when that loop is also the parallel one (a 1-D nest), it is split by
@@ -36,6 +39,12 @@ loom_status loom_tp_schedule_cpu_for(loom_arena *a, loom_sym_ctx *cx, loom_tp_fu
                                      loom_strbuf *why);
 /* The rules for a machine with AVX-512 (vector_bytes 64). */
 loom_status loom_tp_schedule_cpu(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_strbuf *why);
+
+/* Rule 0 for a convolution over packed weights (schedule_conv.c; the nest of
+ * loom_tp_gen_conv_packed): register tiles of the weight block's rows by one to three vectors of
+ * output positions, read where they lie. *done: the nest at *slot matched and was replaced. */
+loom_status loom_tp_schedule_conv(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot, const loom_tp_cpu_params *p,
+                                  loom_strbuf *why, bool *done);
 
 /* A hand-written register-tiled f32 matmul (6x32 tile, packed B panels, symbolic tails), as
  * program text: the form rule 0 was modelled on, kept as a benchmark reference and a

@@ -87,6 +87,7 @@ pub const suites = .{
         "tests/cpu/cpu_test_util.c",
         "tests/cpu/test_cpu_diff.c",
         "tests/cpu/test_kcache.c",
+        "tests/cpu/test_cpu_conv.c",
     } },
     .{ .name = "libcall", .files = &[_][]const u8{
         "tests/libcall/test_libcall.c",
@@ -110,6 +111,7 @@ pub const suites = .{
         "tests/e2e/test_e2e_window.c",
         "tests/e2e/test_e2e_norms.c",
         "tests/e2e/test_e2e_conv_gemm.c",
+        "tests/e2e/test_e2e_conv_packed.c",
         "tests/e2e/test_e2e_qconv.c",
         "tests/e2e/test_e2e_pool_rows.c",
         "tests/e2e/test_e2e_topk.c",
@@ -135,5 +137,6 @@ pub const suites = .{
     .{ .name = "passes", .files = &[_][]const u8{
         "tests/passes/test_passes.c",
         "tests/passes/test_fuse.c",
+        "tests/passes/test_pack_conv.c",
     } },
 };

@@ -135,12 +135,40 @@ void fz_attr_list(char *buf, size_t cap, const char *name, int n, const int64_t 
 
 /* ---- cases -------------------------------------------------------------------------------- */
 
-static void module_text(const fz_case *c, char *buf, size_t cap) {
+static void fill_param(const fz_param *p, int idx, bool grid, uint64_t seed, loom_graph_tensor *t);
+
+/* The case's module: its constants (values of seed) and @main over the other parameters. */
+static void module_text(const fz_case *c, uint64_t seed, char *buf, size_t cap) {
   buf[0] = '\0';
-  fz_cat(buf, cap, "fn @main(");
   for (int i = 0; i < c->np; i++) {
     const fz_param *p = &c->p[i];
-    fz_cat(buf, cap, "%s%s: Tensor[(", i ? ", " : "", p->name);
+    if (!p->constant) continue;
+    int64_t shape[FZ_MAX_RANK];
+    for (int d = 0; d < p->rank; d++) shape[d] = p->dims[d].v;
+    loom_graph_value v;
+    memset(&v, 0, sizeof v);
+    if (loom_graph_value_tensor(p->dt, p->rank, shape, &v)) continue; /* out of memory: the module does not parse */
+    fill_param(p, i, c->grid, seed, &v.t);
+    fz_cat(buf, cap, "const @%s: Tensor[(", p->name);
+    for (int d = 0; d < p->rank; d++) fz_cat(buf, cap, "%s%lld", d ? ", " : "", (long long)p->dims[d].v);
+    fz_cat(buf, cap, "%s), %s] = [", p->rank == 1 ? "," : "", loom_dtype_name(p->dt));
+    /* 3 digits: the interpreter and the compiled module both read the values as written (appended
+     * at a running length: fz_cat's strlen per value would be quadratic in a large weight) */
+    size_t len = strlen(buf);
+    for (size_t k = 0; k < v.t.numel && len + 1 < cap; k++) {
+      int w = snprintf(buf + len, cap - len, "%s%.3g", k ? ", " : "", loom_graph_tensor_get_f64(&v.t, k));
+      len += w > 0 ? (size_t)w : 0;
+    }
+    if (len + 1 < cap) fz_cat(buf, cap, "]\n");
+    loom_graph_value_free(&v);
+  }
+  fz_cat(buf, cap, "fn @main(");
+  bool first = true;
+  for (int i = 0; i < c->np; i++) {
+    const fz_param *p = &c->p[i];
+    if (p->constant) continue;
+    fz_cat(buf, cap, "%s%s: Tensor[(", first ? "" : ", ", p->name);
+    first = false;
     for (int d = 0; d < p->rank; d++) fz_cat(buf, cap, "%s%s", d ? ", " : "", p->dims[d].t);
     fz_cat(buf, cap, "%s), %s]", p->rank == 1 ? "," : "", loom_dtype_name(p->dt));
   }
@@ -150,7 +178,7 @@ static void module_text(const fz_case *c, char *buf, size_t cap) {
 static void shapes_text(const fz_case *c, char *buf, size_t cap) {
   buf[0] = '\0';
   for (int i = 0; i < c->np; i++) {
-    fz_cat(buf, cap, "%s%s=%s(", i ? " " : "", c->p[i].name, loom_dtype_name(c->p[i].dt));
+    fz_cat(buf, cap, "%s%s%s=%s(", i ? " " : "", c->p[i].constant ? "@" : "", c->p[i].name, loom_dtype_name(c->p[i].dt));
     for (int d = 0; d < c->p[i].rank; d++) fz_cat(buf, cap, "%s%lld", d ? "," : "", (long long)c->p[i].dims[d].v);
     fz_cat(buf, cap, ")");
   }
@@ -318,8 +346,12 @@ static loom_status parse_text(const char *text, loom_graph_module **m) {
 
 /* Runs the case in this process. */
 static void run_case(const fz_case *c, uint64_t seed, const loom_fuzz_ops_options *o, fz_result *r) {
-  char text[4096];
-  module_text(c, text, sizeof text);
+  char *text = malloc(FZ_TEXT_CAP);
+  if (!text) {
+    set_result(r, FZ_INVALID, "out of memory");
+    return;
+  }
+  module_text(c, seed, text, FZ_TEXT_CAP);
   set_result(r, FZ_OK, "ok");
   loom_graph_module *m1 = NULL, *m2 = NULL;
   loom_compiled *cc = NULL;
@@ -327,18 +359,21 @@ static void run_case(const fz_case *c, uint64_t seed, const loom_fuzz_ops_option
   loom_graph_value in[FZ_MAX_PARAMS], ref;
   memset(in, 0, sizeof in);
   memset(&ref, 0, sizeof ref);
+  int nin = 0; /* @main's parameters: the case's parameters but its constants */
   loom_status st = parse_text(text, &m1);
   if (st) {
     set_result(r, FZ_INVALID, "the module does not verify: %s", loom_status_text(st, 0));
     goto done;
   }
   for (int i = 0; i < c->np && !st; i++) {
+    if (c->p[i].constant) continue;
     int64_t shape[FZ_MAX_RANK];
     for (int d = 0; d < c->p[i].rank; d++) shape[d] = c->p[i].dims[d].v;
-    st = loom_graph_value_tensor(c->p[i].dt, c->p[i].rank, shape, &in[i]);
-    if (!st) fill_param(&c->p[i], i, c->grid, seed, &in[i].t);
+    st = loom_graph_value_tensor(c->p[i].dt, c->p[i].rank, shape, &in[nin]);
+    if (!st) fill_param(&c->p[i], i, c->grid, seed, &in[nin].t);
+    nin++;
   }
-  if (!st) st = loom_graph_eval(m1, "main", (size_t)c->np, in, NULL, &ref);
+  if (!st) st = loom_graph_eval(m1, "main", (size_t)nin, in, NULL, &ref);
   if (st) {
     set_result(r, FZ_INVALID, "the interpreter refuses the case: %s", loom_status_text(st, 0));
     goto done;
@@ -359,27 +394,28 @@ static void run_case(const fz_case *c, uint64_t seed, const loom_fuzz_ops_option
   for (int k = 0; k < o->nthreads; k++) {
     st = loom_rt_set_threads(rt, o->threads[k]);
     loom_tensor *tin[FZ_MAX_PARAMS] = {0};
-    for (int i = 0; i < c->np && !st; i++) {
+    for (int i = 0; i < nin && !st; i++) {
       st = loom_rt_tensor_new(rt, in[i].t.dtype, in[i].t.ndim, in[i].t.shape, &tin[i]);
       if (!st && in[i].t.numel) memcpy(tin[i]->data, in[i].t.data, in[i].t.numel * loom_dtype_size(in[i].t.dtype));
     }
     loom_rt_outputs out = {0};
-    if (!st) st = loom_rt_call(rt, "main", tin, (uint32_t)c->np, &out);
+    if (!st) st = loom_rt_call(rt, "main", tin, (uint32_t)nin, &out);
     bool ok = true;
     if (st) set_result(r, FZ_MISMATCH, "threads=%u: the compiled call fails: %s", o->threads[k], loom_status_text(st, 0));
     else ok = compare(c, &ref, &out, o->threads[k], r);
     loom_rt_outputs_free(&out);
-    for (int i = 0; i < c->np; i++) loom_tensor_release(tin[i]);
+    for (int i = 0; i < nin; i++) loom_tensor_release(tin[i]);
     if (st || !ok) break;
   }
 done:
+  free(text);
   loom_status_free(st);
   loom_rt_close(rt);
   loom_compiled_free(cc);
   loom_graph_module_destroy(m2);
   loom_graph_module_destroy(m1);
   loom_graph_value_free(&ref);
-  for (int i = 0; i < c->np; i++) loom_graph_value_free(&in[i]);
+  for (int i = 0; i < nin; i++) loom_graph_value_free(&in[i]);
 }
 
 /* Runs the case in a child process (unless o->no_fork): a crash or a hang is a mismatch. */
@@ -440,8 +476,13 @@ static int shrink(const fz_family *f, uint64_t seed, const loom_fuzz_ops_options
   uint64_t t0 = loom_clock_ns();
   int steps = 0, runs = 0;
   bool progress = true;
-  char cur[4096];
-  module_text(c, cur, sizeof cur);
+  char *cur = malloc(FZ_TEXT_CAP), *txt = malloc(FZ_TEXT_CAP);
+  if (!cur || !txt) {
+    free(cur);
+    free(txt);
+    return 0;
+  }
+  module_text(c, seed, cur, FZ_TEXT_CAP);
   while (progress && runs < 200) {
     progress = false;
     for (int i = 0; i < g->n && !progress; i++) {
@@ -449,14 +490,18 @@ static int shrink(const fz_family *f, uint64_t seed, const loom_fuzz_ops_options
       int64_t cands[3] = {lo, lo + (v - lo) / 2, v - 1};
       for (int k = 0; k < 3 && !progress; k++) {
         if (cands[k] >= v || (k > 0 && cands[k] == cands[k - 1])) continue;
-        if ((double)(loom_clock_ns() - t0) / 1e9 > limit) return steps;
+        if ((double)(loom_clock_ns() - t0) / 1e9 > limit) {
+          free(cur);
+          free(txt);
+          return steps;
+        }
         fz_gen t = *g;
         t.replay = true;
         t.choice[i] = cands[k];
         fz_case tc;
         if (!generate(f, &t, &tc)) continue;
-        char txt[4096], shp[1024], shp0[1024];
-        module_text(&tc, txt, sizeof txt);
+        char shp[1024], shp0[1024];
+        module_text(&tc, seed, txt, FZ_TEXT_CAP);
         shapes_text(&tc, shp, sizeof shp);
         shapes_text(c, shp0, sizeof shp0);
         if (!strcmp(txt, cur) && !strcmp(shp, shp0) && tc.grid == c->grid) continue;
@@ -469,12 +514,14 @@ static int shrink(const fz_family *f, uint64_t seed, const loom_fuzz_ops_options
         *g = t;
         *c = tc;
         *r = tr;
-        memcpy(cur, txt, sizeof cur);
+        memcpy(cur, txt, FZ_TEXT_CAP);
         steps++;
         progress = true;
       }
     }
   }
+  free(cur);
+  free(txt);
   return steps;
 }
 
@@ -505,7 +552,8 @@ const char *loom_fuzz_ops_family_ops(int i) { return loom_fz_families[i].ops; }
 
 static void report_failure(FILE *out, const fz_family *f, uint64_t seed, const loom_fuzz_ops_options *o, fz_gen *g, fz_case *c,
                            fz_result *r) {
-  char text[4096], shp[1024], thr[64] = "";
+  char shp[1024], thr[64] = "", *text = malloc(FZ_TEXT_CAP);
+  if (!text) return;
   for (int k = 0; k < o->nthreads; k++) fz_cat(thr, sizeof thr, "%s%u", k ? "," : "", o->threads[k]);
   shapes_text(c, shp, sizeof shp);
   fprintf(out, "MISMATCH %s seed %llu: %s\n  call: %s\n  inputs: %s\n  repro: loom fuzz-ops --op %s --seed %llu --cases 1 --threads %s\n", f->name,
@@ -513,11 +561,11 @@ static void report_failure(FILE *out, const fz_family *f, uint64_t seed, const l
   fflush(out);
   if (!o->no_shrink) {
     int steps = shrink(f, seed, o, g, c, r);
-    module_text(c, text, sizeof text);
+    module_text(c, seed, text, FZ_TEXT_CAP);
     shapes_text(c, shp, sizeof shp);
     fprintf(out, "  shrunk (%d steps): %s\n  inputs: %s%s\n", steps, r->msg, shp, c->grid ? " (floats on a 1/4 grid)" : "");
   } else {
-    module_text(c, text, sizeof text);
+    module_text(c, seed, text, FZ_TEXT_CAP);
   }
   fprintf(out, "  module:\n");
   for (const char *p = text; *p;) {
@@ -526,6 +574,7 @@ static void report_failure(FILE *out, const fz_family *f, uint64_t seed, const l
     p += n + (p[n] == '\n');
   }
   fflush(out);
+  free(text);
 }
 
 bool loom_fuzz_ops_run(const loom_fuzz_ops_options *oin, FILE *out, loom_fuzz_ops_report *rep) {

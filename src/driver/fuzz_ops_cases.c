@@ -458,31 +458,36 @@ static void win_attrs(char *a, size_t cap, const fz_win *w, int n, bool stride, 
   fz_attr_list(a, cap, "padding", 2 * n, v);
 }
 
-/* conv1d, conv2d, or the N-d `conv` with 3 spatial axes (smaller kernels and extents). */
+/* conv1d, conv2d, or the N-d `conv` with 3 spatial axes (smaller kernels and extents). Half the f32
+ * cases take the weight (and bias) as module constants, the output channels mostly a multiple of 8:
+ * what `pack` lays out for the convolution over packed weights (graph/pass_pack.c). */
 static bool gen_conv(fz_gen *g, fz_case *c, int n) {
   static const char *const in_names[3] = {"h", "w", "t"}, *const k_names[3] = {"kh", "kw", "kt"};
   c->op = n == 1 ? "conv1d" : n == 2 ? "conv2d" : "conv";
-  int64_t groups = fz_flag(g, 60) ? 1 : fz_int(g, 1, 4), cg = fz_size(g, 1, 9), og = fz_size(g, 1, 9), batch = fz_size(g, 0, 3);
+  loom_dtype dt = fz_float_dtype(g, c, false);
+  bool cnst = dt == LOOM_DTYPE_F32 && fz_flag(g, 50);
+  int64_t groups = fz_flag(g, cnst ? 80 : 60) ? 1 : fz_int(g, 1, 4), cg = fz_size(g, 1, 9), batch = fz_size(g, 0, 3);
+  int64_t og = cnst && fz_flag(g, 80) ? 8 * fz_int(g, 1, 3) : fz_size(g, 1, 9);
   fz_win w[3];
-  for (int i = 0; i < n; i++) w[i] = n < 3 ? draw_win(g, 13, 4, 3, false) : draw_win_in(g, 9, 3, 2, false, 9);
-  fz_dim x[5] = {fz_sym(g, "b", batch), fz_expr(g, groups * cg, "%lld*c", (long long)groups)};
-  fz_dim k[5] = {fz_expr(g, groups * og, "%lld*o", (long long)groups), fz_sym(g, "c", cg)};
+  for (int i = 0; i < n; i++) w[i] = n < 3 ? draw_win(g, cnst ? 9 : 13, 4, 3, false) : draw_win_in(g, cnst ? 5 : 9, 3, 2, false, 9);
+  fz_dim x[5] = {fz_sym(g, "b", batch), cnst ? fz_lit(groups * cg) : fz_expr(g, groups * cg, "%lld*c", (long long)groups)};
+  fz_dim k[5] = {cnst ? fz_lit(groups * og) : fz_expr(g, groups * og, "%lld*o", (long long)groups), cnst ? fz_lit(cg) : fz_sym(g, "c", cg)};
   for (int i = 0; i < n; i++) {
     x[2 + i] = fz_sym(g, in_names[i], w[i].in);
-    k[2 + i] = fz_flag(g, 70) ? fz_lit(w[i].k) : fz_sym(g, k_names[i], w[i].k);
+    k[2 + i] = cnst || fz_flag(g, 70) ? fz_lit(w[i].k) : fz_sym(g, k_names[i], w[i].k);
   }
-  loom_dtype dt = fz_float_dtype(g, c, false);
   fz_param_add(c, "x", dt, 2 + n, x);
-  fz_param_add(c, "w", dt, 2 + n, k);
+  fz_param_add(c, "w", dt, 2 + n, k)->constant = cnst;
   bool bias = fz_flag(g, 40);
-  if (bias) fz_param_add(c, "bias", dt, 1, &k[0]);
+  if (bias) fz_param_add(c, "bias", dt, 1, &k[0])->constant = cnst;
   char a[256] = "";
   win_attrs(a, sizeof a, w, n, true, true, true, false);
   if (groups > 1) fz_cat(a, sizeof a, ", groups=%lld", (long long)groups);
   int64_t kk = cg;
   for (int i = 0; i < n; i++) kk *= w[i].k;
   c->atol = 1e-6 * (double)(kk + 4);
-  fz_call(c, "%s(x, w%s%s)", c->op, bias ? ", bias" : "", a);
+  const char *at = cnst ? "@" : "";
+  fz_call(c, "%s(x, %sw%s%s%s)", c->op, at, bias ? ", " : "", bias ? (cnst ? "@bias" : "bias") : "", a);
   return true;
 }
 

@@ -18,6 +18,7 @@
 #define FZ_MAX_PARAMS 6
 #define FZ_MAX_RANK 6
 #define FZ_MAX_VALUES 16
+#define FZ_TEXT_CAP (1 << 20) /* a case's module text (constants hold their values) */
 
 /* How a parameter's elements are made. */
 typedef enum fz_fill {
@@ -42,6 +43,8 @@ typedef struct fz_param {
   double lo, hi;           /* FZ_FILL_RANGE */
   double vals[FZ_MAX_VALUES]; /* FZ_FILL_VALUES */
   int nvals;
+  bool constant;           /* a module constant `@name` (literal dims; its values, drawn as an input's
+                              would be, written into the module), not a parameter of @main */
 } fz_param;
 
 typedef struct fz_case {

@@ -1,0 +1,364 @@
+/* schedule_conv.c — the CPU rule for a convolution over packed weights (loom_tp_gen_conv_packed,
+ * docs/codegen.md "Convolution over packed weights"): the nest
+ *
+ *   for i0 { for ob { for ii in 0..B { for j in 0..p {
+ *     Y[.., j] = init
+ *     for r reduce { for t0 reduce { .. for tl reduce { Y[.., j] = Y[.., j] + a * b } } } } } } }
+ *
+ * (a free of j: the packed weight's broadcast; b a load whose last index is `j + rest`: the input's
+ * phase plane read with unit stride along the output positions) becomes register tiles of B rows
+ * (ii) by V vectors of L lanes (j), their accumulators a Local that lane mode keeps in registers,
+ * the innermost tap loop unrolled, b read where it lies:
+ *
+ *   for iq in 0..n*q parallel {                                    i0 = iq // q, ob = iq % q
+ *     if p >= 12*L { tiles(V = 3) } else { if p >= 2*L { tiles(2) } else { if p >= L { tiles(1) } else { the nest } } }
+ *   tiles(V): for jt in 0..(p + V*L - 1) // (V*L) {                the last tile ends at p - 1
+ *     jb = min(V*L*jt, p - V*L)
+ *     alloc acc: Local[(B, V, L), f32]
+ *     for ii unroll { for jv unroll { for ji vectorize { acc[ii, jv, ji] = init } } }
+ *     for r reduce { .. for tl unroll reduce { for ii unroll { for jv unroll { for ji vectorize {
+ *       acc[ii, jv, ji] = acc[ii, jv, ji] + a * b[j := jb + L*jv + ji] } } } } }
+ *     for ii unroll { for jv unroll { for ji vectorize { Y[.., jb + L*jv + ji] = acc[ii, jv, ji] } } } }
+ *
+ * With 16-lane vectors (AVX-512) the 8 x 48 tile holds 24 accumulators and takes 8 broadcasts and 3
+ * loads per 24 FMAs; narrower vectors take one vector per tile (8 accumulators fit 16 registers).
+ * The overlapping last tile computes some columns twice, each time the same value (init does not
+ * read Y). Built directly from the matched pieces (expressions copied with substitution), on a
+ * match only; anything else is left to the other rules. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tensorprog/tp_schedule_cpu.h"
+
+enum { MAX_RED = 1 + 6, MAX_UNROLL_TAPS = 16 };
+
+/* The recognised pieces of the nest. */
+typedef struct conv_nest {
+  loom_tp_stmt *loops[4];          /* i0, ob, ii, j */
+  int64_t rows;                    /* ii's extent B */
+  const loom_tp_stmt *init;        /* Y[idx] = init */
+  loom_tp_stmt *red[MAX_RED];      /* the reduction nest, outer to inner */
+  int nred;
+  const loom_tp_buffer *y;         /* the output */
+  loom_tp_expr *const *idx;        /* its indices (init's) */
+  const loom_tp_expr *a, *b;       /* the product's operands: a free of j, b the unit-stride load */
+} conv_nest;
+
+static bool uses(const loom_sym_expr *e, const loom_sym_expr *v) { return loom_sym_uses_var(e, v); }
+
+static bool expr_uses(const loom_tp_expr *e, const loom_sym_expr *v) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_SYM: return uses(e->u.sym, v);
+    case LOOM_TP_EXPR_LOAD:
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (expr_uses(e->u.load.idx[d], v)) return true;
+      return false;
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (expr_uses(e->u.op.args[i], v)) return true;
+      return false;
+    case LOOM_TP_EXPR_CAST: return expr_uses(e->u.cast_arg, v);
+    case LOOM_TP_EXPR_SELECT:
+      return expr_uses(e->u.select.cond, v) || expr_uses(e->u.select.then_e, v) || expr_uses(e->u.select.else_e, v);
+    case LOOM_TP_EXPR_LETREF: return true; /* a let's value: not tracked, so refused */
+    default: return false;
+  }
+}
+
+static bool expr_loads(const loom_tp_expr *e, const loom_tp_buffer *buf) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD:
+      if (e->u.load.buf == buf) return true;
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (expr_loads(e->u.load.idx[d], buf)) return true;
+      return false;
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (expr_loads(e->u.op.args[i], buf)) return true;
+      return false;
+    case LOOM_TP_EXPR_CAST: return expr_loads(e->u.cast_arg, buf);
+    case LOOM_TP_EXPR_SELECT:
+      return expr_loads(e->u.select.cond, buf) || expr_loads(e->u.select.then_e, buf) || expr_loads(e->u.select.else_e, buf);
+    default: return false;
+  }
+}
+
+static loom_tp_stmt *strip(loom_tp_stmt *s) {
+  while (s->kind == LOOM_TP_STMT_SEQ && s->u.seq.n == 1) s = s->u.seq.items[0];
+  return s;
+}
+
+/* Whether load e is buf at exactly the index symbols idx. */
+static bool at(const loom_tp_expr *e, const loom_tp_buffer *buf, loom_tp_expr *const *idx) {
+  if (e->kind != LOOM_TP_EXPR_LOAD || e->u.load.buf != buf) return false;
+  for (int d = 0; d < buf->ndim; d++)
+    if (e->u.load.idx[d]->kind != LOOM_TP_EXPR_SYM || e->u.load.idx[d]->u.sym != idx[d]->u.sym) return false;
+  return true;
+}
+
+/* b: a load whose last index is `j + rest` (rest free of j and ii) and whose other indices are free of
+ * j and ii. */
+static bool unit_in_j(loom_sym_ctx *cx, const loom_tp_expr *b, const loom_sym_expr *j, const loom_sym_expr *ii) {
+  if (b->kind != LOOM_TP_EXPR_LOAD) return false;
+  int last = b->u.load.buf->ndim - 1;
+  for (int d = 0; d < last; d++)
+    if (expr_uses(b->u.load.idx[d], j) || expr_uses(b->u.load.idx[d], ii)) return false;
+  const loom_tp_expr *x = b->u.load.idx[last];
+  if (x->kind != LOOM_TP_EXPR_SYM) return false;
+  const loom_sym_expr *rest = loom_sym_sub(cx, x->u.sym, j);
+  return rest && !uses(rest, j) && !uses(rest, ii);
+}
+
+static bool match(loom_sym_ctx *cx, loom_tp_stmt *top, conv_nest *m) {
+  *m = (conv_nest){0};
+  loom_tp_stmt *l = strip(top);
+  for (int k = 0; k < 4; k++) {
+    if (l->kind != LOOM_TP_STMT_FOR || l->u.loop.reduce || l->u.loop.kind != LOOM_TP_LOOP_SERIAL) return false;
+    m->loops[k] = l;
+    if (k < 3) l = strip(l->u.loop.body);
+  }
+  if (!loom_sym_is_const(m->loops[2]->u.loop.extent, &m->rows) || m->rows < 2 || m->rows > 16) return false;
+  loom_tp_stmt *body = m->loops[3]->u.loop.body;
+  if (body->kind != LOOM_TP_STMT_SEQ || body->u.seq.n != 2) return false;
+  const loom_tp_stmt *init = body->u.seq.items[0];
+  loom_tp_stmt *r = body->u.seq.items[1];
+  if (init->kind != LOOM_TP_STMT_STORE || init->u.store.buf->dtype != LOOM_DTYPE_F32) return false;
+  m->init = init;
+  m->y = init->u.store.buf;
+  m->idx = init->u.store.idx;
+  const loom_sym_expr *j = m->loops[3]->u.loop.var, *ii = m->loops[2]->u.loop.var;
+  int nd = m->y->ndim;
+  for (int d = 0; d < nd; d++)
+    if (m->idx[d]->kind != LOOM_TP_EXPR_SYM || (d < nd - 1 && uses(m->idx[d]->u.sym, j))) return false;
+  if (m->idx[nd - 1]->u.sym != j || expr_loads(init->u.store.value, m->y)) return false;
+  while (r->kind == LOOM_TP_STMT_FOR && r->u.loop.reduce && r->u.loop.kind == LOOM_TP_LOOP_SERIAL && m->nred < MAX_RED) {
+    m->red[m->nred++] = r;
+    r = strip(r->u.loop.body);
+  }
+  if (!m->nred || r->kind != LOOM_TP_STMT_STORE || r->u.store.buf != m->y) return false;
+  for (int d = 0; d < nd; d++) {
+    if (r->u.store.idx[d]->kind != LOOM_TP_EXPR_SYM || r->u.store.idx[d]->u.sym != m->idx[d]->u.sym) return false;
+    for (int k = 0; k < m->nred; k++)
+      if (uses(m->idx[d]->u.sym, m->red[k]->u.loop.var)) return false;
+  }
+  for (int k = 1; k < m->nred; k++) { /* the taps: constant extents */
+    int64_t e;
+    if (!loom_sym_is_const(m->red[k]->u.loop.extent, &e)) return false;
+  }
+  const loom_tp_expr *v = r->u.store.value;
+  if (v->kind != LOOM_TP_EXPR_OP || v->u.op.op != LOOM_TP_OP_ADD) return false;
+  const loom_tp_expr *prod = at(v->u.op.args[0], m->y, m->idx) ? v->u.op.args[1] : at(v->u.op.args[1], m->y, m->idx) ? v->u.op.args[0] : NULL;
+  if (!prod || prod->kind != LOOM_TP_EXPR_OP || prod->u.op.op != LOOM_TP_OP_MUL) return false;
+  const loom_tp_expr *x = prod->u.op.args[0], *y = prod->u.op.args[1];
+  if (expr_uses(x, j)) {
+    const loom_tp_expr *t = x;
+    x = y;
+    y = t;
+  }
+  if (expr_uses(x, j) || expr_loads(x, m->y) || expr_loads(y, m->y) || !unit_in_j(cx, y, j, ii)) return false;
+  m->a = x;
+  m->b = y;
+  return true;
+}
+
+/* What building a tile needs: the matched nest, the substitutions of its variables. */
+typedef struct conv_cx {
+  loom_arena *a;
+  loom_sym_ctx *cx;
+  const conv_nest *m;
+  const loom_sym_expr *i0, *ob; /* the values of loops 0 and 1 in the tiles being built (from their parallel loop) */
+  int lanes;
+  bool oom;
+} conv_cx;
+
+static const loom_sym_expr *var(conv_cx *c, const char *name) {
+  const loom_sym_expr *v = loom_sym_var_new(c->cx, name, LOOM_SYM_VAR_SHAPE);
+  if (!v) c->oom = true;
+  return v;
+}
+
+static const loom_sym_expr *K(conv_cx *c, int64_t v) { return loom_sym_const(c->cx, v); }
+
+/* The index array [x, y, z] (index values of the three symbols), in the arena: stores and loads
+ * keep the array they are given. */
+static loom_tp_expr **idx3(conv_cx *c, const loom_sym_expr *x, const loom_sym_expr *y, const loom_sym_expr *z) {
+  loom_tp_expr **r = LOOM_ARENA_ARRAY(c->a, loom_tp_expr *, 3);
+  if (r) r[0] = loom_tp_sym(c->a, x), r[1] = loom_tp_sym(c->a, y), r[2] = loom_tp_sym(c->a, z);
+  if (!r || !r[0] || !r[1] || !r[2]) c->oom = true;
+  return c->oom ? NULL : r;
+}
+
+/* A copy of e with loops 0..3 at (i0, ob, ii, jv) and the reduction variables at rv (NULL: kept). */
+static loom_tp_expr *subst(conv_cx *c, const loom_tp_expr *e, const loom_sym_expr *ii, const loom_sym_expr *jv,
+                           const loom_sym_expr *const *rv) {
+  const loom_sym_expr *vars[4 + MAX_RED], *vals[4 + MAX_RED];
+  size_t n = 0;
+  const loom_sym_expr *four[4] = {c->i0, c->ob, ii, jv};
+  for (int k = 0; k < 4; k++) vars[n] = c->m->loops[k]->u.loop.var, vals[n++] = four[k];
+  for (int k = 0; rv && k < c->m->nred; k++) vars[n] = c->m->red[k]->u.loop.var, vals[n++] = rv[k];
+  loom_tp_expr *r = loom_tp_expr_copy_subst(c->a, c->cx, e, vars, vals, n);
+  if (!r) c->oom = true;
+  return r;
+}
+
+/* `for ii unroll { for jv unroll { for ji vectorize { body(ii, jb + L*jv + ji, acc[ii, jv, ji]) } } }`:
+ * what(c, ii, j, accidx, ud) makes the body statement. */
+typedef loom_tp_stmt *(*tile_body_fn)(conv_cx *c, const loom_sym_expr *ii, const loom_sym_expr *j, loom_tp_expr **acc_idx, void *ud);
+
+static loom_tp_stmt *tile_nest(conv_cx *c, int V, const loom_sym_expr *jb, const char *tag, tile_body_fn what, void *ud) {
+  char n1[32], n2[32], n3[32];
+  snprintf(n1, sizeof n1, "ii_%s", tag);
+  snprintf(n2, sizeof n2, "jv_%s", tag);
+  snprintf(n3, sizeof n3, "ji_%s", tag);
+  const loom_sym_expr *ii = var(c, n1), *jv = var(c, n2), *ji = var(c, n3);
+  if (c->oom) return NULL;
+  const loom_sym_expr *j = loom_sym_add(c->cx, jb, loom_sym_add(c->cx, loom_sym_mul(c->cx, jv, K(c, c->lanes)), ji));
+  loom_tp_expr **ai = idx3(c, ii, jv, ji);
+  loom_tp_stmt *s = ai && j ? what(c, ii, j, ai, ud) : NULL;
+  s = loom_tp_for(c->a, ji, K(c, c->lanes), LOOM_TP_LOOP_VECTORIZE, false, s);
+  s = loom_tp_for(c->a, jv, K(c, V), LOOM_TP_LOOP_UNROLL, false, s);
+  s = loom_tp_for(c->a, ii, K(c, c->m->rows), LOOM_TP_LOOP_UNROLL, false, s);
+  if (!s || !j) c->oom = true;
+  return s;
+}
+
+typedef struct tile_ud {
+  const loom_tp_buffer *acc;
+  const loom_sym_expr *const *rv; /* the reduction's new variables */
+} tile_ud;
+
+static loom_tp_stmt *init_body(conv_cx *c, const loom_sym_expr *ii, const loom_sym_expr *j, loom_tp_expr **ai, void *ud) {
+  const tile_ud *t = ud;
+  return loom_tp_store(c->a, t->acc, ai, subst(c, c->m->init->u.store.value, ii, j, NULL));
+}
+
+static loom_tp_stmt *update_body(conv_cx *c, const loom_sym_expr *ii, const loom_sym_expr *j, loom_tp_expr **ai, void *ud) {
+  const tile_ud *t = ud;
+  loom_tp_expr **ai2 = idx3(c, ai[0]->u.sym, ai[1]->u.sym, ai[2]->u.sym);
+  if (!ai2) return NULL;
+  loom_tp_expr *prod = loom_tp_op2(c->a, LOOM_TP_OP_MUL, subst(c, c->m->a, ii, j, t->rv), subst(c, c->m->b, ii, j, t->rv));
+  return loom_tp_store(c->a, t->acc, ai, loom_tp_op2(c->a, LOOM_TP_OP_ADD, loom_tp_load(c->a, t->acc, ai2), prod));
+}
+
+static loom_tp_stmt *store_body(conv_cx *c, const loom_sym_expr *ii, const loom_sym_expr *j, loom_tp_expr **ai, void *ud) {
+  const tile_ud *t = ud;
+  int nd = c->m->y->ndim;
+  loom_tp_expr **yi = LOOM_ARENA_ARRAY(c->a, loom_tp_expr *, (size_t)nd);
+  if (!yi) return NULL;
+  for (int d = 0; d < nd; d++) yi[d] = subst(c, c->m->idx[d], ii, j, NULL);
+  return loom_tp_store(c->a, c->m->y, yi, loom_tp_load(c->a, t->acc, ai));
+}
+
+/* X's elements a chunk of columns may read: a quarter of a 2 MiB L2 (docs/codegen.md). */
+enum { CHUNK_FLOATS = 1 << 17 };
+
+/* The tiles of V vectors over the columns (p >= V*L: the caller's guard), in a parallel loop over
+ * (i0, column chunk, ob): a chunk is as many tiles as keep the part of b they read (its buffer's
+ * elements per column: the dims between its first and last, times the chunk's columns) within
+ * CHUNK_FLOATS, so the weight blocks of one chunk reuse it from the cache; b smaller than that is
+ * one chunk, every block of weights reusing all of it. */
+static loom_tp_stmt *tiles(conv_cx *c, int V) {
+  loom_sym_ctx *cx = c->cx;
+  const conv_nest *m = c->m;
+  const loom_sym_expr *p = m->loops[3]->u.loop.extent, *qe = m->loops[1]->u.loop.extent;
+  int64_t cw = (int64_t)V * c->lanes;
+  char tag[16], name[32];
+  snprintf(tag, sizeof tag, "v%d", V);
+  const loom_tp_buffer *xb = m->b->u.load.buf;
+  const loom_sym_expr *rows = K(c, 1);
+  for (int d = 1; d + 1 < xb->ndim; d++) rows = loom_sym_mul(cx, rows, xb->dims[d]);
+  const loom_sym_expr *ntiles = loom_sym_floordiv(cx, loom_sym_add(cx, p, K(c, cw - 1)), K(c, cw));
+  const loom_sym_expr *ch = loom_sym_max(cx, loom_sym_floordiv(cx, K(c, CHUNK_FLOATS), loom_sym_mul(cx, rows, K(c, cw))), K(c, 1));
+  const loom_sym_expr *nch = loom_sym_floordiv(cx, loom_sym_add(cx, ntiles, loom_sym_sub(cx, ch, K(c, 1))), ch);
+  snprintf(name, sizeof name, "iq_%s", tag);
+  const loom_sym_expr *iq = var(c, name);
+  snprintf(name, sizeof name, "jt_%s", tag);
+  const loom_sym_expr *jt2 = var(c, name);
+  if (c->oom || !nch) return NULL;
+  const loom_sym_expr *nq = loom_sym_mul(cx, nch, qe);
+  const loom_sym_expr *jc = loom_sym_floormod(cx, loom_sym_floordiv(cx, iq, qe), nch);
+  c->i0 = loom_sym_floordiv(cx, iq, nq);
+  c->ob = loom_sym_floormod(cx, iq, qe);
+  const loom_sym_expr *jt = loom_sym_add(cx, loom_sym_mul(cx, jc, ch), jt2);
+  const loom_sym_expr *jb = loom_sym_min(cx, loom_sym_mul(cx, jt, K(c, cw)), loom_sym_sub(cx, p, K(c, cw)));
+  const loom_sym_expr *dims[3] = {K(c, m->rows), K(c, V), K(c, c->lanes)};
+  snprintf(name, sizeof name, "acc_%s", tag);
+  loom_tp_buffer *acc = loom_tp_buffer_new(c->a, name, LOOM_DTYPE_F32, 3, dims, LOOM_TP_SCOPE_LOCAL);
+  const loom_sym_expr *rv[MAX_RED];
+  for (int k = 0; k < m->nred; k++) {
+    snprintf(name, sizeof name, "%s_%s", loom_sym_var_name(m->red[k]->u.loop.var), tag);
+    rv[k] = var(c, name);
+  }
+  if (!acc || !jb || c->oom) return NULL;
+  tile_ud ud = {acc, rv};
+  char t1[24], t2[24], t3[24];
+  snprintf(t1, sizeof t1, "i%s", tag);
+  snprintf(t2, sizeof t2, "u%s", tag);
+  snprintf(t3, sizeof t3, "s%s", tag);
+  loom_tp_stmt *init = tile_nest(c, V, jb, t1, init_body, &ud);
+  loom_tp_stmt *red = tile_nest(c, V, jb, t2, update_body, &ud);
+  for (int k = m->nred - 1; k >= 0; k--) {
+    int64_t e = 0;
+    bool unroll = k == m->nred - 1 && k > 0 && loom_sym_is_const(m->red[k]->u.loop.extent, &e) && e <= MAX_UNROLL_TAPS;
+    red = loom_tp_for(c->a, rv[k], m->red[k]->u.loop.extent, unroll ? LOOM_TP_LOOP_UNROLL : LOOM_TP_LOOP_SERIAL, true, red);
+  }
+  loom_tp_stmt *store = tile_nest(c, V, jb, t3, store_body, &ud);
+  loom_tp_stmt *items[4] = {loom_tp_alloc_stmt(c->a, acc), init, red, store};
+  loom_tp_stmt *body = loom_tp_seq(c->a, items, 4);
+  const loom_sym_expr *in_chunk = loom_sym_min(cx, ch, loom_sym_sub(cx, ntiles, loom_sym_mul(cx, jc, ch)));
+  loom_tp_stmt *s = loom_tp_for(c->a, jt2, in_chunk, LOOM_TP_LOOP_SERIAL, false, body);
+  s = loom_tp_for(c->a, iq, loom_sym_mul(cx, m->loops[0]->u.loop.extent, nq), LOOM_TP_LOOP_PARALLEL, false, s);
+  if (!s || !items[0] || !init || !red || !store || !in_chunk) c->oom = true;
+  return s;
+}
+
+/* `lhs >= rhs` of two index values. */
+static loom_tp_expr *ge(conv_cx *c, const loom_sym_expr *lhs, const loom_sym_expr *rhs) {
+  loom_tp_expr *e = loom_tp_op2(c->a, LOOM_TP_OP_GE, loom_tp_sym(c->a, lhs), loom_tp_sym(c->a, rhs));
+  if (!e) c->oom = true;
+  return e;
+}
+
+/* ceil(p / w) * w: the columns tiles of w compute. */
+static const loom_sym_expr *covered(conv_cx *c, const loom_sym_expr *p, int64_t w) {
+  return loom_sym_mul(c->cx, loom_sym_floordiv(c->cx, loom_sym_add(c->cx, p, K(c, w - 1)), K(c, w)), K(c, w));
+}
+
+loom_status loom_tp_schedule_conv(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot, const loom_tp_cpu_params *p,
+                                  loom_strbuf *why, bool *done) {
+  (void)f;
+  *done = false;
+  conv_nest m;
+  if (!match(cx, *slot, &m)) return LOOM_OK;
+  int L = p->vector_bytes >= 64 ? 16 : p->vector_bytes >= 32 ? 8 : 4;
+  conv_cx c = {.a = a, .cx = cx, .m = &m, .lanes = L};
+  const loom_sym_expr *P = m.loops[3]->u.loop.extent, *qe = m.loops[1]->u.loop.extent, *iq = var(&c, "iq");
+  if (c.oom) return LOOM_OOM();
+  /* fewer columns than a vector: the nest as it was, in parallel over (i0, ob) */
+  const loom_sym_expr *vars[2] = {m.loops[0]->u.loop.var, m.loops[1]->u.loop.var};
+  const loom_sym_expr *vals[2] = {loom_sym_floordiv(cx, iq, qe), loom_sym_floormod(cx, iq, qe)};
+  loom_tp_stmt *body = loom_tp_stmt_copy_subst(a, cx, m.loops[2], vars, vals, 2);
+  body = body ? loom_tp_for(a, iq, loom_sym_mul(cx, m.loops[0]->u.loop.extent, qe), LOOM_TP_LOOP_PARALLEL, false, body) : NULL;
+  loom_strbuf_printf(why, "nest %s: convolution over packed weights, in parallel over batch x column chunks x weight blocks: ",
+                     loom_sym_var_name(m.loops[0]->u.loop.var));
+  if (L >= 16) {
+    /* 3 vectors where the columns they compute beyond the grid cost less than 2 vectors' lower
+     * speed (about 5 % per column: 20 * cover48 <= 21 * cover32), 2 from 2L columns, 1 from L */
+    loom_tp_stmt *t1 = tiles(&c, 1), *t2 = tiles(&c, 2), *t3 = tiles(&c, 3);
+    loom_tp_expr *c3 = loom_tp_op2(a, LOOM_TP_OP_AND, ge(&c, P, K(&c, 3 * L)),
+                                   ge(&c, loom_sym_mul(cx, K(&c, 21), covered(&c, P, 2 * L)), loom_sym_mul(cx, K(&c, 20), covered(&c, P, 3 * L))));
+    body = body && t1 && t2 && t3 && c3 ? loom_tp_if(a, c3, t3, loom_tp_if(a, ge(&c, P, K(&c, 2 * L)), t2, loom_tp_if(a, ge(&c, P, K(&c, L)), t1, body)))
+                                        : NULL;
+    loom_strbuf_printf(why, "%lldx%d register tiles where they waste fewer columns, else %lldx%d from %d columns, %lldx%d from %d; ",
+                       (long long)m.rows, 3 * L, (long long)m.rows, 2 * L, 2 * L, (long long)m.rows, L, L);
+  } else {
+    loom_tp_stmt *t1 = tiles(&c, 1);
+    body = body && t1 ? loom_tp_if(a, ge(&c, P, K(&c, L)), t1, body) : NULL;
+    loom_strbuf_printf(why, "%lldx%d register tiles from %d columns; ", (long long)m.rows, L, L);
+  }
+  loom_strbuf_printf(why, "the nest as it was below %d columns\n", L);
+  if (!body || c.oom) return LOOM_OOM();
+  *slot = body;
+  *done = true;
+  return LOOM_OK;
+}

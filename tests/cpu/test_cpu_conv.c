@@ -1,0 +1,193 @@
+/* test_cpu_conv.c — the CPU rule for the convolution over packed weights (tensorprog/schedule_conv.c)
+ * on the generator's programs (tensorprog/gen_conv_packed.c): scheduled for 64-, 32- and 16-byte
+ * vectors, compiled, and compared with the reference interpreter running the program as generated,
+ * at grids of 0 to 700 columns (the plain nest, 1-, 2- and 3-vector tiles, the overlapping last
+ * tile), channel counts that make one column chunk or several, batch 0 to 2, with 1 thread, 2
+ * threads and the runtime pool. A nest the rule must not take (the input read at stride 2 along
+ * the columns) keeps the generic rules. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_test_util.h"
+#include "tensorprog/tp_gen.h"
+#include "tensorprog/tp_schedule_cpu.h"
+
+/* One run: the program's symbols from the buffers' shapes; `e` the pitch scalars. */
+typedef struct conv_run {
+  int64_t n, c, q, p, l; /* batch, channels, weight blocks, grid columns, plane length */
+  int64_t e;             /* the row pitch (2-D and 3-D: every pitch scalar) */
+} conv_run;
+
+/* Buffers of f for the run r, filled at random: X (n, c, S, l), Wp (q, K*c, 8), [Bias (8*q)], Y (n, 8*q, p). */
+static void run_args(const loom_tp_func *f, const conv_run *r, int64_t S, int64_t K, loom_tp_arg *args, int64_t shapes[][4],
+                     loom_test_rng *rng) {
+  size_t nb = 0;
+  for (size_t i = 0; i < f->nparams; i++) {
+    const loom_tp_param *pp = &f->params[i];
+    if (!pp->is_buffer) {
+      args[i] = (loom_tp_arg){.scalar = r->e};
+      continue;
+    }
+    int64_t *sh = shapes[nb++];
+    const char *name = pp->buf->name;
+    if (!strcmp(name, "X")) sh[0] = r->n, sh[1] = r->c, sh[2] = S, sh[3] = r->l;
+    else if (!strcmp(name, "Wp")) sh[0] = r->q, sh[1] = K * r->c, sh[2] = 8;
+    else if (!strcmp(name, "Bias")) sh[0] = 8 * r->q;
+    else sh[0] = r->n, sh[1] = 8 * r->q, sh[2] = r->p;
+    size_t count = 1;
+    for (int d = 0; d < pp->buf->ndim; d++) count *= (size_t)sh[d];
+    void *data = calloc(count ? count : 1, sizeof(float));
+    cr_assert_not_null(data);
+    cpu_fill(LOOM_DTYPE_F32, data, count, rng);
+    args[i] = (loom_tp_arg){.data = data, .shape = sh};
+  }
+}
+
+/* Generates with gen, schedules a copy for `vector_bytes`, and compares the compiled schedule with
+ * the interpreter on the runs. */
+static void check(loom_status (*gen)(loom_arena *, loom_sym_ctx *, const char *, loom_dtype, const loom_tp_conv_packed *,
+                                     loom_tp_func **),
+                  const loom_tp_conv_packed *g, int vector_bytes, const conv_run *runs, size_t nruns) {
+  loom_arena a;
+  loom_arena_init(&a, NULL, 0);
+  loom_sym_ctx *cx;
+  cr_assert_null(loom_sym_ctx_create(NULL, &cx));
+  loom_tp_func *f;
+  cr_assert_null(gen(&a, cx, "cp", LOOM_DTYPE_F32, g, &f));
+  char *text = tp_print(f);
+  tp_fixture ref, fx;
+  cpu_parse_ok(&ref, text);
+  cpu_parse_ok(&fx, text);
+  loom_strbuf why;
+  loom_strbuf_init(&why, NULL);
+  loom_tp_cpu_params params = {.vector_bytes = vector_bytes};
+  cr_assert_null(loom_tp_schedule_cpu_for(&fx.arena, fx.cx, fx.f, &params, &why));
+  cr_assert_null(loom_tp_verify(fx.cx, fx.f));
+  cr_assert_not_null(strstr(loom_strbuf_cstr(&why), "convolution over packed weights"), "why:\n%s", loom_strbuf_cstr(&why));
+  loom_cpu_jit *jit;
+  cr_assert_null(loom_cpu_jit_create(NULL, &jit));
+  loom_kernel_fn fn = cpu_jit(jit, &fx);
+  int64_t S = loom_tp_conv_phase_planes(g), K = 1;
+  for (int i = 0; i < g->n; i++) K *= g->kernel[i];
+  loom_test_rng rng = {loom_test_seed()};
+  for (size_t k = 0; k < nruns; k++) {
+    loom_tp_arg args[8], got[8];
+    int64_t shapes[8][4];
+    run_args(ref.f, &runs[k], S, K, args, shapes, &rng);
+    size_t ny = ref.f->nparams - 1, ycount = (size_t)(runs[k].n * 8 * runs[k].q * runs[k].p);
+    cr_assert_null(loom_tp_interpret(ref.cx, ref.f, args, ref.f->nparams));
+    static const uint32_t threads[] = {1, 2, CPU_CTX_POOL};
+    for (size_t t = 0; t < 3; t++) {
+      memcpy(got, args, sizeof got);
+      float *y = calloc(ycount ? ycount : 1, sizeof(float));
+      cr_assert_not_null(y);
+      got[ny].data = y;
+      cpu_ctx c;
+      cpu_ctx_init(&c, threads[t]);
+      cr_assert_eq(cpu_call(fx.cx, fx.f, fn, got, fx.f->nparams, &c), 0, "%s", c.error);
+      cpu_ctx_fini(&c);
+      const float *want = args[ny].data;
+      for (size_t i = 0; i < ycount; i++)
+        cr_assert(fabsf(y[i] - want[i]) <= 1e-4f * (1.0f + fabsf(want[i])), "vector bytes %d, run %zu (p %lld, c %lld), threads %u: Y[%zu] %g, want %g",
+                  vector_bytes, k, (long long)runs[k].p, (long long)runs[k].c, threads[t], i, (double)y[i], (double)want[i]);
+      free(y);
+    }
+    for (size_t i = 0; i < ref.f->nparams; i++) free(args[i].data);
+  }
+  loom_cpu_jit_destroy(jit);
+  loom_strbuf_free(&why);
+  tp_fixture_free(&fx);
+  tp_fixture_free(&ref);
+  free(text);
+  loom_sym_ctx_destroy(cx);
+  loom_arena_destroy(&a);
+}
+
+/* Runs over grids around every tile width's threshold; l keeps the taps' reads inside X (max_rows
+ * rows of pitch e below plus max_cols columns). */
+static size_t runs_for(conv_run *out, int64_t max_rows, int64_t max_cols) {
+  static const int64_t ps[] = {0, 1, 15, 16, 17, 31, 32, 33, 47, 48, 49, 95, 96, 191, 192, 193, 250};
+  static const int64_t cs[] = {3, 1, 5, 2, 4, 7};
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+    conv_run r = {.n = i % 5 == 4 ? 2 : i == 6 ? 0 : 1, .c = cs[i % 6], .q = 1 + (int64_t)(i % 3), .p = ps[i], .e = 5 + (int64_t)(i % 4)};
+    r.l = r.p + max_rows * r.e + max_cols + 1;
+    out[n++] = r;
+  }
+  return n;
+}
+
+static size_t few_runs(conv_run *out, int64_t max_rows, int64_t max_cols, int64_t cmax);
+
+LOOM_TEST(cpu_conv, packed_3x3_stride_one_every_tile_width) {
+  loom_tp_conv_packed g = {.n = 2, .bias = true, .kernel = {3, 3}, .dilation = {1, 1}, .stride = {1, 1}};
+  conv_run runs[32];
+  check(loom_tp_gen_conv_packed, &g, 64, runs, runs_for(runs, 2, 2));
+  /* 8-lane and 4-lane vectors: one vector per tile */
+  check(loom_tp_gen_conv_packed, &g, 32, runs, few_runs(runs, 2, 2, 3));
+  check(loom_tp_gen_conv_packed, &g, 16, runs, few_runs(runs, 2, 2, 3));
+}
+
+/* Fewer runs (the interpreter's time): a grid in each tile width's range and past a threshold. */
+static size_t few_runs(conv_run *out, int64_t max_rows, int64_t max_cols, int64_t cmax) {
+  static const int64_t ps[] = {0, 17, 33, 49, 193};
+  for (size_t i = 0; i < 5; i++) {
+    out[i] = (conv_run){.n = i == 0 ? 2 : 1, .c = 1 + (int64_t)i % cmax, .q = 1 + (int64_t)(i % 2), .p = ps[i], .e = 6 + (int64_t)i};
+    out[i].l = out[i].p + max_rows * out[i].e + max_cols + 1;
+  }
+  return 5;
+}
+
+LOOM_TEST(cpu_conv, packed_strided_dilated_and_1d_3d) {
+  conv_run runs[8];
+  /* 7 x 7 stride 2: four phase planes, taps reaching 3 rows / columns */
+  loom_tp_conv_packed stem = {.n = 2, .bias = false, .kernel = {7, 7}, .dilation = {1, 1}, .stride = {2, 2}};
+  check(loom_tp_gen_conv_packed, &stem, 64, runs, few_runs(runs, 3, 3, 2));
+  /* stride 3 dilation 2 (three phases), 1-D (the innermost tap loop the only one) */
+  loom_tp_conv_packed sd = {.n = 2, .bias = true, .kernel = {3, 2}, .dilation = {2, 2}, .stride = {3, 1}};
+  check(loom_tp_gen_conv_packed, &sd, 64, runs, few_runs(runs, 1, 2, 3));
+  loom_tp_conv_packed one = {.n = 1, .bias = true, .kernel = {5}, .dilation = {1}, .stride = {1}};
+  check(loom_tp_gen_conv_packed, &one, 64, runs, few_runs(runs, 0, 4, 3));
+  /* 3-D: the pitches e*e and e, one tap row of each */
+  loom_tp_conv_packed three = {.n = 3, .bias = false, .kernel = {2, 3, 2}, .dilation = {1, 1, 1}, .stride = {1, 1, 1}};
+  size_t n = few_runs(runs, 0, 0, 2);
+  for (size_t i = 0; i < n; i++) runs[i].l = runs[i].p + runs[i].e * runs[i].e + 2 * runs[i].e + 2;
+  check(loom_tp_gen_conv_packed, &three, 32, runs, n);
+}
+
+/* Channels enough that the columns come in several chunks (2^17 floats of the input per chunk: 1400
+ * channels make chunks of one 48-column tile), a 1 x 1 kernel to keep the interpreter's work small. */
+LOOM_TEST(cpu_conv, packed_columns_in_several_chunks) {
+  loom_tp_conv_packed g = {.n = 2, .bias = true, .kernel = {1, 1}, .dilation = {1, 1}, .stride = {1, 1}};
+  const conv_run runs[] = {{.n = 1, .c = 1400, .q = 2, .p = 200, .l = 200, .e = 20}, {.n = 2, .c = 700, .q = 1, .p = 150, .l = 150, .e = 15}};
+  check(loom_tp_gen_conv_packed, &g, 64, runs, 2);
+}
+
+/* The input read at stride 2 along the output positions: not the nest the rule tiles. */
+LOOM_TEST(cpu_conv, strided_column_reads_keep_the_generic_rules) {
+  tp_fixture fx;
+  cpu_parse_ok(&fx, "prim @s2(X: Buffer[(n, c, 1, l), f32], Wp: Buffer[(q, c, 8), f32], Y: Buffer[(n, 8*q, p), f32]) {\n"
+                    "  for i0 in 0..n { for ob in 0..q { for ii in 0..8 { for j in 0..p {\n"
+                    "    Y[i0, 8*ob + ii, j] = 0.0\n"
+                    "    for r in 0..c reduce { for t0 in 0..1 reduce {\n"
+                    "      Y[i0, 8*ob + ii, j] = Y[i0, 8*ob + ii, j] + Wp[ob, r + t0, ii] * X[i0, r, 0, 2*j + t0] } } } } } }\n}\n");
+  loom_strbuf why;
+  loom_strbuf_init(&why, NULL);
+  loom_tp_cpu_params params = {.vector_bytes = 64};
+  cr_assert_null(loom_tp_schedule_cpu_for(&fx.arena, fx.cx, fx.f, &params, &why));
+  cr_assert_null(strstr(loom_strbuf_cstr(&why), "convolution over packed weights"), "why:\n%s", loom_strbuf_cstr(&why));
+  loom_strbuf_free(&why);
+  tp_fixture_free(&fx);
+}
+
+/* conv_phases against the interpreter is covered end to end (e2e_conv_packed); here its phase
+ * arithmetic: the steps and counts of strides, dilations and 1 x 1 kernels. */
+LOOM_TEST(cpu_conv, phase_counts) {
+  loom_tp_conv_packed g = {.n = 3, .kernel = {3, 1, 3}, .dilation = {1, 1, 2}, .stride = {2, 2, 4}};
+  cr_assert_eq(loom_tp_conv_phase_count(&g, 0), 2);
+  cr_assert_eq(loom_tp_conv_phase_count(&g, 1), 1); /* a 1-tap axis reads residue 0 only */
+  cr_assert_eq(loom_tp_conv_phase_step(&g, 2), 2);  /* gcd(2, 4): residues 0 and 2 */
+  cr_assert_eq(loom_tp_conv_phase_count(&g, 2), 2);
+  cr_assert_eq(loom_tp_conv_phase_planes(&g), 4);
+}
