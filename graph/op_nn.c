@@ -189,8 +189,12 @@ static loom_status eval_channel_norm(loom_graph_ecx *ec, const loom_graph_value 
 
 /* ---- attention -------------------------------------------------------------------------- */
 
-static const loom_graph_attr_spec attn_attrs[] = {
-    {"scale", LOOM_GRAPH_ATTR_FLOAT, .required = false}, {"causal", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {0}};
+/* empty_nan: a row whose softmax sum is not positive (every key masked, or a NaN score) gives
+ * NaN, as softmax followed by matmul does (the `attention` pass writes it); default 0. */
+static const loom_graph_attr_spec attn_attrs[] = {{"scale", LOOM_GRAPH_ATTR_FLOAT, .required = false},
+                                                  {"causal", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                  {"empty_nan", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                  {0}};
 
 /* q (b, h, s, d), k (b, hk, t, d), v (b, hk, t, dv), mask broadcastable to (b, h, s, t)
  * (bool: keep; float: added). h must be a multiple of hk (grouped-query attention). */
@@ -249,6 +253,7 @@ static loom_status eval_attention(loom_graph_ecx *ec, const loom_graph_value *ar
   /* absent scale: 1 / sqrt(d), from the operands */
   double scale = loom_graph_call_attr(ec->call, "scale") ? loom_graph_call_float(ec->call, "scale") : 1.0 / sqrt((double)(D ? D : 1));
   bool causal = loom_graph_call_int(ec->call, "causal") != 0;
+  double empty = loom_graph_call_int(ec->call, "empty_nan") ? NAN : 0.0;
   int64_t shape[4] = {B, H, S, DV};
   LOOM_PROPAGATE(loom_graph_value_tensor(q->dtype, 4, shape, out));
   double *p = calloc((size_t)(T ? T : 1), sizeof *p);
@@ -284,7 +289,7 @@ static loom_status eval_attention(loom_graph_ecx *ec, const loom_graph_value *ar
         for (int64_t e = 0; e < DV; e++) {
           double acc = 0;
           for (int64_t j = 0; j < T; j++) acc += (sum > 0 ? p[j] / sum : 0) * vd[((b * HK + hk) * T + j) * DV + e];
-          loom_graph_tensor_set_f64(&out->t, (size_t)(((b * H + h) * S + i) * DV + e), acc);
+          loom_graph_tensor_set_f64(&out->t, (size_t)(((b * H + h) * S + i) * DV + e), sum > 0 ? acc : empty);
         }
       }
     }
@@ -296,6 +301,10 @@ static loom_status eval_attention(loom_graph_ecx *ec, const loom_graph_value *ar
 }
 
 /* ---- legalization (the records' legalize hooks; graph/legalize.h) ------------------------------ */
+
+/* The largest constant head dim attention's program is specialised to (its (d, 32) f32 tiles
+ * stay on the stack, under codegen's 64 KiB); a larger one stays a symbol. */
+#define LOOM_ATTN_MAX_CONST_DIM 512
 
 typedef struct softmax_params {
   loom_dtype t;
@@ -417,16 +426,20 @@ static loom_status legal_group_norm(loom_graph_module *m, const loom_graph_expr 
 
 typedef struct attention_params {
   char scale_text[64];    /* the scale as a literal ("" without one: 1/sqrt(d)) */
+  int32_t head_dim;       /* q's and k's last axis when a constant, else 0 (the program is sized to it) */
+  int32_t value_dim;      /* v's last axis when a constant, else 0 */
   loom_dtype t, mask_t;
   int32_t causal, mask_rank;
+  int32_t empty_nan;      /* rows without a positive softmax sum give NaN (else 0) */
   loom_tp_bcast modes[4]; /* the mask's axes against (b, h, s, t) */
 } attention_params;
-LOOM_TP_GEN_PARAMS(attention_params, 64 + 8 * 4);
+LOOM_TP_GEN_PARAMS(attention_params, 64 + 11 * 4);
 
 static loom_status gen_attention(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
   const attention_params *p = params;
   return loom_tp_gen_attention(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t,
-                               p->scale_text[0] ? p->scale_text : NULL, p->causal, p->mask_rank, p->modes, p->mask_t, tp);
+                               p->scale_text[0] ? p->scale_text : NULL, p->causal, p->mask_rank, p->modes, p->mask_t,
+                               p->empty_nan, p->head_dim, p->value_dim, tp);
 }
 
 static loom_status legal_attention(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
@@ -442,7 +455,12 @@ static loom_status legal_attention(loom_graph_module *m, const loom_graph_expr *
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   const loom_graph_attr *sc = loom_graph_call_attr(call, "scale");
   attention_params p = {.t = q->dtype, .mask_t = mk ? mk->dtype : LOOM_DTYPE_BOOL, .causal = loom_graph_call_int(call, "causal") != 0,
-                        .mask_rank = mk ? mk->ndim : -1};
+                        .mask_rank = mk ? mk->ndim : -1, .empty_nan = loom_graph_call_int(call, "empty_nan") != 0};
+  /* constant head dims (every transformer's) size the flash kernel's tiles: stack buffers, loops
+   * of known trip count; a program per head size */
+  int64_t dq, dv;
+  if (loom_sym_is_const(q->dims[3], &dq) && dq > 0 && dq <= LOOM_ATTN_MAX_CONST_DIM) p.head_dim = (int32_t)dq;
+  if (loom_sym_is_const(v->dims[3], &dv) && dv > 0 && dv <= LOOM_ATTN_MAX_CONST_DIM) p.value_dim = (int32_t)dv;
   char key[64] = "";
   if (sc) loom_legal_literal(LOOM_DTYPE_F64, sc->kind == LOOM_GRAPH_ATTR_INT ? (double)sc->i : sc->f, p.scale_text, sizeof p.scale_text);
   if (mk) {
@@ -450,8 +468,11 @@ static loom_status legal_attention(loom_graph_module *m, const loom_graph_expr *
     loom_legal_bcast_modes(cx, mk, full, 4, p.modes, key, sizeof key);
   }
   char name[256];
-  snprintf(name, sizeof name, "attention_%s%s%s%s%s_%016llx", loom_dtype_name(q->dtype), p.causal ? "_causal" : "",
-           mk ? "_mask_" : "", mk ? loom_dtype_name(mk->dtype) : "", key,
+  char dims[48] = "";
+  if (p.head_dim || p.value_dim) snprintf(dims, sizeof dims, "_d%d_%d", (int)p.head_dim, (int)p.value_dim);
+  snprintf(name, sizeof name, "attention_%s%s%s%s%s%s%s_%016llx", loom_dtype_name(q->dtype), p.causal ? "_causal" : "",
+           p.empty_nan ? "_nan" : "",
+           mk ? "_mask_" : "", mk ? loom_dtype_name(mk->dtype) : "", key, dims,
            (unsigned long long)loom_hash_bytes(p.scale_text, strlen(p.scale_text)));
   return LOOM_LEGAL_PROGRAM(m, name, gen_attention, p, &r->tp);
 }

@@ -355,8 +355,9 @@ static void emit_parallel(cg *g, const loom_tp_stmt *s, LLVMValueRef extent) {
  * they meet a vector. A load may also use v as `... + s*v` with a constant stride s in
  * [2, 4] (s*W <= 64: a strided convolution's input): it becomes one masked load of the
  * s*(W-1)+1 elements it spans (no element past the last one read, so never outside the
- * buffer) and a shuffle that keeps every s-th (cg_lane_stride, cg_expr.c). Anything else (nested loops, ifs, v elsewhere in an index or as a
- * value, gathers, f16/bf16/bool memory, libm calls, float->int casts) is left to LLVM's
+ * buffer) and a shuffle that keeps every s-th (cg_lane_stride, cg_expr.c). v may also be a value
+ * as `x + s*v` (s in [1, 4]): the vector x + <0, s, 2s, ..>. Anything else (nested loops, ifs,
+ * v elsewhere in an index, gathers, f16/bf16/bool memory, libm calls, float->int casts) is left to LLVM's
  * loop vectoriser through the loop metadata. This is what keeps a register tile of
  * accumulators (a Local buffer indexed by unrolled constants and v) in vector registers. */
 
@@ -436,15 +437,40 @@ static bool lane_access_ok(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const
   return lane_dtype_ok(buf->dtype) || !*uses;
 }
 
+/* Does `e` mention `var` anywhere (a symbol, or inside a loaded index)? */
+static bool expr_mentions(const loom_tp_expr *e, const loom_sym_expr *var) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_SYM: return sym_uses(e->u.sym, var);
+    case LOOM_TP_EXPR_LOAD:
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (expr_mentions(e->u.load.idx[d], var)) return true;
+      return false;
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (expr_mentions(e->u.op.args[i], var)) return true;
+      return false;
+    case LOOM_TP_EXPR_CAST: return expr_mentions(e->u.cast_arg, var);
+    case LOOM_TP_EXPR_SELECT:
+      return expr_mentions(e->u.select.cond, var) || expr_mentions(e->u.select.then_e, var) ||
+             expr_mentions(e->u.select.else_e, var);
+    default: return false;
+  }
+}
+
 static bool lane_expr_ok(cg *g, const loom_tp_expr *e, const loom_sym_expr *var) {
   switch (e->kind) {
     case LOOM_TP_EXPR_CONST: return true;
-    case LOOM_TP_EXPR_SYM: return !sym_uses(e->u.sym, var);
+    /* v as a value: `x + s*v` (s in [1, 4]) is lane 0's x plus the constant vector
+     * <0, s, 2s, ..> (an attention kernel's causal test of key j against query row q0 + v) */
+    case LOOM_TP_EXPR_SYM: return !sym_uses(e->u.sym, var) || cg_lane_stride(g, e->u.sym, var) != 0;
     case LOOM_TP_EXPR_LETREF: return true;
     case LOOM_TP_EXPR_LOAD: {
       bool uses;
+      /* an index that is not a symbol (read from memory, a select) must not vary by lane */
       for (int d = 0; d < e->u.load.buf->ndim; d++)
-        if (e->u.load.idx[d]->kind != LOOM_TP_EXPR_SYM && !lane_expr_ok(g, e->u.load.idx[d], var)) return false;
+        if (e->u.load.idx[d]->kind != LOOM_TP_EXPR_SYM &&
+            (expr_mentions(e->u.load.idx[d], var) || !lane_expr_ok(g, e->u.load.idx[d], var)))
+          return false;
       if (!lane_access_ok(g, e->u.load.buf, e->u.load.idx, var, g->lane_max_stride, &uses)) return false;
       /* uniform loads must not hide v inside a loaded index */
       return true;
