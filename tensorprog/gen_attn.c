@@ -45,7 +45,7 @@ enum { ATTN_QT = 32, ATTN_KT = 8 };
  *     alloc A: Local[(dv,), sn]  let inv: sn = select(R[1] > 0.0, 1.0 / R[1], 0.0)
  *     for j2 in 0..d3 { let w: sn = P[j2] * inv
  *       for e in 0..dv vectorize { A[e] = A[e] + w * sn(V[i0, kv, j2, e]) } }
- *     for e2 in 0..dv vectorize { Y[i0, i1, i2, e2] = T(A[e2]) } }
+ *     for e2 in 0..dv vectorize { Y[i0, i1, i2, e2] = T(A[e2])   [empty_nan: select(R[1] > 0.0, A[e2], nan)] } }
  * kv = floordiv(i1, floordiv(d1, hk)). The mask's broadcast load indexes (i0, i1, i2, i3). */
 typedef struct attn_prog {
   loom_tpb *b;
@@ -136,6 +136,9 @@ static void row_kernel(attn_prog *p) {
   loom_tpb_end_n(b, 2);
   loom_tp_expr *e2 = loom_tpb_idx(b, loom_tpb_for(b, "e2", p->dv, LOOM_TP_LOOP_VECTORIZE, false));
   loom_tp_expr *yi[4] = {oi[0], oi[1], oi[2], e2}, *acc = loom_tpb_load(b, A, &e2);
+  if (p->empty_nan) /* also with no key at all (no weight carries inv's NaN) */
+    acc = loom_tp_select(a, loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_load(b, R, &z1), loom_tp_const_f(a, sn, 0.0)), acc,
+                         loom_tp_const_f(a, sn, NAN));
   loom_tpb_store(b, p->Y, yi, sn == p->t ? acc : loom_tp_cast(a, p->t, acc));
   loom_tpb_end_n(b, 2);
 }

@@ -80,6 +80,7 @@ pub const suites = .{
         "tests/tensorprog/tp_test_util.c",
         "tests/cpu/cpu_test_util.c",
         "tests/cpu/test_cpu_diff.c",
+        "tests/cpu/test_cpu_attention.c",
         "tests/cpu/test_kcache.c",
     } },
     .{ .name = "libcall", .files = &[_][]const u8{
@@ -103,6 +104,7 @@ pub const suites = .{
         "tests/e2e/test_e2e_models.c",
         "tests/e2e/test_e2e_window.c",
         "tests/e2e/test_e2e_norms.c",
+        "tests/e2e/test_e2e_attention.c",
         "tests/e2e/test_e2e_conv_gemm.c",
         "tests/e2e/test_e2e_qconv.c",
         "tests/e2e/test_e2e_pool_rows.c",
@@ -126,5 +128,6 @@ pub const suites = .{
     .{ .name = "passes", .files = &[_][]const u8{
         "tests/passes/test_passes.c",
         "tests/passes/test_fuse.c",
+        "tests/passes/test_attention_pass.c",
     } },
 };
