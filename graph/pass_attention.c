@@ -209,6 +209,25 @@ static bool causal_bias(loom_pass *p, const loom_graph_expr *m, const loom_sym_e
   return false;
 }
 
+/* The one-element constant of where's operand, or false. */
+static bool where_const(const loom_graph_expr *w, size_t i, double *v) { return scalar_f(w->u.call.args[i], v); }
+
+/* m = where(cond, 0, F) with cond true on and below the diagonal, or where(ncond, F, 0) with ncond
+ * true above it ((tri == 0), not(tri)), F <= -FILL: PyTorch's scaled_dot_product_attention with
+ * is_causal exports its mask so. */
+static bool causal_cond(loom_pass *p, const loom_graph_expr *cond, const loom_sym_expr *s, const loom_sym_expr *t);
+static bool causal_where(loom_pass *p, const loom_graph_expr *m, const loom_sym_expr *s, const loom_sym_expr *t) {
+  const loom_graph_expr *w = call_of(p, m, LOOM_GRAPH_OP_WHERE);
+  double a, b;
+  if (!w || !where_const(w, 1, &a) || !where_const(w, 2, &b)) return false;
+  if (a == 0 && b <= -LOOM_ATTN_CAUSAL_FILL) return causal_cond(p, w->u.call.args[0], s, t);
+  if (b != 0 || a > -LOOM_ATTN_CAUSAL_FILL) return false;
+  const loom_graph_expr *c = w->u.call.args[0], *eq = call_of(p, c, LOOM_GRAPH_OP_EQUAL), *nt = call_of(p, c, LOOM_GRAPH_OP_NOT);
+  if (eq && eq->u.call.nargs == 2 && loom_pass_const_all(eq->u.call.args[1], 0)) return causal_tril(p, eq->u.call.args[0], s, t);
+  if (nt) return causal_cond(p, nt->u.call.args[0], s, t);
+  return false;
+}
+
 /* cond = tril(..) (bool) or tril(..) != 0 / cast(tril(..), bool): true on and below the diagonal. */
 static bool causal_cond(loom_pass *p, const loom_graph_expr *cond, const loom_sym_expr *s, const loom_sym_expr *t) {
   if (!tensor_of(cond, 2) || cond->sinfo->dtype != LOOM_DTYPE_BOOL) return false;
@@ -305,6 +324,26 @@ static bool layout(loom_pass *p, int r, const loom_graph_expr *qm, const loom_gr
   return false;
 }
 
+/* The keys (.., t, d) of the score matmul qk: its operand 1 read transposed (transpose_b), or
+ * operand 1 = permute_dims(k', swapping the last two axes), the scalar scales before and after
+ * the transposition multiplied into *scale (PyTorch's scaled_dot_product_attention exports
+ * `q * sqrt(scale)` and `k^T * sqrt(scale)`). NULL when neither. */
+static const loom_graph_expr *key_operand(loom_pass *p, const loom_graph_expr *qk, int r, double *scale) {
+  const loom_graph_expr *b = peel_scale(p, qk->u.call.args[1], scale, false);
+  if (plain_matmul(qk, true)) return b;
+  const loom_graph_expr *pd = call_of(p, b, LOOM_GRAPH_OP_PERMUTE_DIMS);
+  if (!pd || pd->u.call.nargs != 1) return NULL;
+  const loom_graph_attr *a = loom_graph_call_attr(pd, "axes");
+  if (!a || a->kind != LOOM_GRAPH_ATTR_SYMS || (int)a->n != r) return NULL;
+  for (int i = 0; i < r; i++) { /* [0, 1, .., r-1, r-2] */
+    int64_t ax;
+    if (!loom_sym_is_const(a->syms[i], &ax)) return NULL;
+    if (ax < 0) ax += r;
+    if (ax != (i < r - 2 ? i : i == r - 2 ? r - 1 : r - 2)) return NULL;
+  }
+  return peel_scale(p, pd->u.call.args[0], scale, false);
+}
+
 /* y = matmul(P, vm) (rank r, the composed attention): fills f. */
 static bool match(loom_pass *p, const loom_graph_expr *mm, attn_form *f) {
   *f = (attn_form){.scale = 1.0};
@@ -330,7 +369,7 @@ static bool match(loom_pass *p, const loom_graph_expr *mm, attn_form *f) {
     scores = add ? add->u.call.args[i] : wh ? wh->u.call.args[1] : x;
     const loom_graph_expr *s0 = peel_scale(p, scores, &k, true);
     qk = used_once(p, s0) ? call_of(p, s0, LOOM_GRAPH_OP_MATMUL) : NULL;
-    if (qk && qk->u.call.nargs == 2 && plain_matmul(qk, true)) {
+    if (qk && qk->u.call.nargs == 2 && (plain_matmul(qk, true) || plain_matmul(qk, false))) {
       f->scale = k;
       m = add ? add->u.call.args[1 - i] : NULL;
       break;
@@ -343,14 +382,15 @@ static bool match(loom_pass *p, const loom_graph_expr *mm, attn_form *f) {
     if (!scalar_f(wh->u.call.args[2], &fill)) return false;
   }
   const loom_graph_expr *qm = peel_scale(p, qk->u.call.args[0], &f->scale, false);
-  const loom_graph_expr *km = peel_scale(p, qk->u.call.args[1], &f->scale, false);
+  const loom_graph_expr *km = key_operand(p, qk, r, &f->scale);
+  if (!km) return false;
   if (!tensor_of(qm, r) || !tensor_of(km, r) || qm->sinfo->dtype != pv->sinfo->dtype || km->sinfo->dtype != pv->sinfo->dtype ||
       !isfinite(f->scale))
     return false;
   if (!layout(p, r, qm, km, vm, f)) return false;
   /* the mask */
   if (m) {
-    if (causal_bias(p, m, s, t)) {
+    if (causal_bias(p, m, s, t) || causal_where(p, m, s, t)) {
       f->causal = true;
     } else {
       const loom_sinfo *ms = m->sinfo;

@@ -1,6 +1,7 @@
 /* test_attention_pass.c — the `attention` pass (graph/pass_attention.c) as IR text in, IR text
  * out: the composed form exporters write (matmul with a transposed K, a scalar scale before or
- * after it, a causal triangle as an additive bias, an additive data mask, a `where` with -inf,
+ * after it, a causal triangle as an additive bias or as PyTorch's scaled_dot_product_attention
+ * exports it (where(tri == 0, -inf, 0), q and k^T scaled), an additive data mask, a `where` with -inf,
  * rank-5 grouped-query reshapes, Hugging Face's repeat_kv, rank-3 views) becomes one `attention`
  * call and dce removes the rest; near misses (another softmax axis, a finite fill of a data mask,
  * a score or probability used elsewhere, a tensor scale, K given transposed, a broadcast batch, V
@@ -188,11 +189,59 @@ static const char *const rank3_out =
     "}\n";
 
 
+/* sdpa: PyTorch's scaled_dot_product_attention as exported (q and k^T each scaled by sqrt(scale)) */
+static const char *const sdpa_in =
+    "fn @sdpa(q: Tensor[(b, 4, s, 16), f32], k: Tensor[(b, 4, t, 16), f32], v: Tensor[(b, 4, t, 16), f32], m: Tensor[(b, 1, s, t), f32]) -> Tensor[(b, 4, s, 16), f32] {\n"
+    "  kt: Tensor[(b, 4, 16, t), f32] = permute_dims(k, axes=[0, 1, 3, 2])\n"
+    "  qs: Tensor[(b, 4, s, 16), f32] = mul(q, const(0.5, f32))\n"
+    "  kts: Tensor[(b, 4, 16, t), f32] = mul(kt, const(0.5, f32))\n"
+    "  sc: Tensor[(b, 4, s, t), f32] = matmul(qs, kts)\n"
+    "  masked: Tensor[(b, 4, s, t), f32] = add(sc, m)\n"
+    "  p: Tensor[(b, 4, s, t), f32] = softmax(masked, axis=-1)\n"
+    "  y: Tensor[(b, 4, s, 16), f32] = matmul(p, v)\n"
+    "  return y\n"
+    "}\n";
+static const char *const sdpa_out =
+    "fn @sdpa(q: Tensor[(b, 4, s, 16), f32], k: Tensor[(b, 4, t, 16), f32], v: Tensor[(b, 4, t, 16), f32], m: Tensor[(b, 1, s, t), f32]) -> Tensor[(b, 4, s, 16), f32] {\n"
+    "  dataflow {\n"
+    "    y: Tensor[(b, 4, s, 16), f32] = attention(q, k, v, m, scale=0.25, causal=false, empty_nan=true)\n"
+    "    output y\n"
+    "  }\n"
+    "  return y\n"
+    "}\n";
+
+/* sdpa_causal: PyTorch's scaled_dot_product_attention as exported (q and k^T each scaled by sqrt(scale)) */
+static const char *const sdpa_causal_in =
+    "fn @sdpa_causal(q: Tensor[(b, 4, s, 16), f32], k: Tensor[(b, 4, s, 16), f32], v: Tensor[(b, 4, s, 16), f32]) -> Tensor[(b, 4, s, 16), f32] {\n"
+    "  ones: Tensor[(s, s), f32] = full(shape=[s, s], dtype=f32, value=1.0)\n"
+    "  tri: Tensor[(s, s), f32] = tril(ones, k=[0])\n"
+    "  above: Tensor[(s, s), bool] = equal(tri, const(0.0, f32))\n"
+    "  m: Tensor[(s, s), f32] = where(above, const(-inf, f32), const(0.0, f32))\n"
+    "  kt: Tensor[(b, 4, 16, s), f32] = permute_dims(k, axes=[0, 1, 3, 2])\n"
+    "  qs: Tensor[(b, 4, s, 16), f32] = mul(q, const(0.5, f32))\n"
+    "  kts: Tensor[(b, 4, 16, s), f32] = mul(kt, const(0.5, f32))\n"
+    "  sc: Tensor[(b, 4, s, s), f32] = matmul(qs, kts)\n"
+    "  masked: Tensor[(b, 4, s, s), f32] = add(sc, m)\n"
+    "  p: Tensor[(b, 4, s, s), f32] = softmax(masked, axis=-1)\n"
+    "  y: Tensor[(b, 4, s, 16), f32] = matmul(p, v)\n"
+    "  return y\n"
+    "}\n";
+static const char *const sdpa_causal_out =
+    "fn @sdpa_causal(q: Tensor[(b, 4, s, 16), f32], k: Tensor[(b, 4, s, 16), f32], v: Tensor[(b, 4, s, 16), f32]) -> Tensor[(b, 4, s, 16), f32] {\n"
+    "  dataflow {\n"
+    "    y: Tensor[(b, 4, s, 16), f32] = attention(q, k, v, scale=0.25, causal=true, empty_nan=true)\n"
+    "    output y\n"
+    "  }\n"
+    "  return y\n"
+    "}\n";
+
 LOOM_TEST(attention_pass, gpt2_causal_bias_becomes_causal) { expect(gpt2_in, gpt2_out); }
 LOOM_TEST(attention_pass, decode_with_past_keys_and_divided_scores) { expect(decode_in, decode_out); }
 LOOM_TEST(attention_pass, rank5_grouped_query_reads_k_and_v_once) { expect(gqa5_in, gqa5_out); }
 LOOM_TEST(attention_pass, repeat_kv_prescaled_q_and_data_mask) { expect(repeat_kv_in, repeat_kv_out); }
 LOOM_TEST(attention_pass, rank3_views_and_where_minus_inf) { expect(rank3_in, rank3_out); }
+LOOM_TEST(attention_pass, sdpa_export_scales_q_and_transposed_k) { expect(sdpa_in, sdpa_out); }
+LOOM_TEST(attention_pass, sdpa_export_causal_where_mask) { expect(sdpa_causal_in, sdpa_causal_out); }
 
 /* Near misses: the pass leaves each function exactly as normalize made it. */
 /* t < s: row i < s - t has no key on or below its diagonal, every score of the row is
@@ -419,4 +468,6 @@ static void numeric(const char *text) {
 LOOM_TEST(attention_pass, rewrites_keep_the_interpreters_results) {
   numeric(composed_in);
   numeric(NEAR);
+  numeric(sdpa_in);
+  numeric(sdpa_causal_in);
 }
