@@ -165,31 +165,29 @@ static loom_tp_expr *flash_mask_load(flash_item *it, loom_tp_expr *q, loom_tp_ex
   return loom_tpg_bcast_load(b, p->Mk, 4, p->mask_modes, oi);
 }
 
-/* One step of KT keys starting at key kb * KT (kb a symbolic expression). `edge`: the step may
- * hold keys past t (clamped for the loads, masked) or, causal, keys past some row's diagonal. */
-static void flash_step(flash_item *it, const loom_sym_expr *kb, bool edge) {
+/* One step of KT keys starting at key kb * KT (kb a symbolic expression). Keys past t are clamped
+ * for the loads; `edge` (a bool index expression, or NULL for never) says whether the step holds
+ * keys past t or, causal, past some row's diagonal: only then the masks run. One body serves
+ * every step (half the code to compile of a copy per kind). */
+static void flash_step(flash_item *it, const loom_sym_expr *kb, loom_tp_expr *edge_cond) {
   attn_prog *p = it->p;
   loom_tpb *b = p->b;
   loom_arena *a = p->a;
   loom_sym_ctx *cx = p->cx;
   const loom_sym_expr *j0 = loom_sym_mul(cx, kb, loom_sym_const(cx, ATTN_KT)), *t1 = loom_sym_sub(cx, p->d[3], loom_sym_const(cx, 1));
-  const char *sx = edge ? "e" : "";
   char nm[16];
   const loom_sym_expr *tile[2] = {loom_sym_const(cx, ATTN_KT), loom_sym_const(cx, ATTN_QT)};
-  snprintf(nm, sizeof nm, "S%s", sx);
-  const loom_tp_buffer *S = loom_tpb_alloc(b, nm, LOOM_DTYPE_F32, 2, tile, LOOM_TP_SCOPE_LOCAL);
-  /* the key of unrolled row jj (clamped into K / V at an edge) */
+  const loom_tp_buffer *S = loom_tpb_alloc(b, "S", LOOM_DTYPE_F32, 2, tile, LOOM_TP_SCOPE_LOCAL);
+  /* the key of unrolled row jj (clamped into K / V: the last step may pass t) */
   const loom_sym_expr *keys[ATTN_KT], *at[ATTN_KT];
   for (int jj = 0; jj < ATTN_KT; jj++) {
     keys[jj] = loom_sym_add(cx, j0, loom_sym_const(cx, jj));
-    at[jj] = edge ? loom_sym_min(cx, keys[jj], t1) : keys[jj];
+    at[jj] = loom_sym_min(cx, keys[jj], t1);
   }
   const loom_tp_buffer *Mt = NULL;
   if (p->Mk && it->mask_lanes) { /* the mask's (KT, QT) block, for the lanes to read contiguously */
-    snprintf(nm, sizeof nm, "Mt%s", sx);
-    Mt = loom_tpb_alloc(b, nm, LOOM_DTYPE_F32, 2, tile, LOOM_TP_SCOPE_LOCAL);
-    snprintf(nm, sizeof nm, "mi%s", sx);
-    const loom_sym_expr *mi = loom_tpb_for(b, nm, loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_SERIAL, false);
+    Mt = loom_tpb_alloc(b, "Mt", LOOM_DTYPE_F32, 2, tile, LOOM_TP_SCOPE_LOCAL);
+    const loom_sym_expr *mi = loom_tpb_for(b, "mi", loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_SERIAL, false);
     loom_tp_expr *q = loom_tpb_idx(b, loom_sym_min(cx, loom_sym_add(cx, it->q0, mi), loom_sym_sub(cx, p->d[2], loom_sym_const(cx, 1))));
     for (int jj = 0; jj < ATTN_KT; jj++) {
       loom_tp_expr *mx[2] = {loom_tpb_cidx(b, jj), loom_tpb_idx(b, mi)};
@@ -198,76 +196,68 @@ static void flash_step(flash_item *it, const loom_sym_expr *kb, bool edge) {
     loom_tpb_end(b);
   }
   /* S = K[step] . Qt: per r, KT broadcasts of K and two vector loads of Qt for 2*KT FMAs */
-  snprintf(nm, sizeof nm, "r%s", sx);
-  const loom_sym_expr *r = loom_tpb_for(b, nm, p->dq, LOOM_TP_LOOP_SERIAL, false);
-  snprintf(nm, sizeof nm, "jj%s", sx);
-  const loom_sym_expr *jj = loom_tpb_for(b, nm, loom_sym_const(cx, ATTN_KT), LOOM_TP_LOOP_UNROLL, false);
+  const loom_sym_expr *r = loom_tpb_for(b, "r", p->dq, LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *jj = loom_tpb_for(b, "jj", loom_sym_const(cx, ATTN_KT), LOOM_TP_LOOP_UNROLL, false);
   /* the unrolled row's key: at[jj] is a function of the constant jj, written with jj */
-  const loom_sym_expr *kj = loom_sym_add(cx, j0, jj);
-  if (edge) kj = loom_sym_min(cx, kj, t1);
+  const loom_sym_expr *kj = loom_sym_min(cx, loom_sym_add(cx, j0, jj), t1);
   loom_tp_expr *ki[4] = {loom_tpb_idx(b, it->i0), loom_tpb_idx(b, it->kv), loom_tpb_idx(b, kj), loom_tpb_idx(b, r)};
-  snprintf(nm, sizeof nm, "kr%s", sx);
-  loom_tp_expr *kr = loom_tpb_let(b, nm, loom_tpb_load(b, p->K, ki));
-  snprintf(nm, sizeof nm, "ii%s", sx);
-  const loom_sym_expr *ii = loom_tpb_for(b, nm, loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false);
+  loom_tp_expr *kr = loom_tpb_let(b, "kr", loom_tpb_load(b, p->K, ki));
+  const loom_sym_expr *ii = loom_tpb_for(b, "ii", loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false);
   loom_tp_expr *si[2] = {loom_tpb_idx(b, jj), loom_tpb_idx(b, ii)}, *qi[2] = {loom_tpb_idx(b, r), loom_tpb_idx(b, ii)};
   loom_tpb_store(b, S, si, loom_tp_op3(a, LOOM_TP_OP_FMA, loom_tpb_load(b, it->Qt, qi), kr, loom_tpb_load(b, S, si)));
   loom_tpb_end_n(b, 3);
-  /* masks: the operand's, the key tail, the causal diagonal */
-  if (edge || p->Mk) {
-    snprintf(nm, sizeof nm, "jm%s", sx);
-    const loom_sym_expr *jm = loom_tpb_for(b, nm, loom_sym_const(cx, ATTN_KT), LOOM_TP_LOOP_UNROLL, false);
-    snprintf(nm, sizeof nm, "im%s", sx);
-    const loom_sym_expr *im = loom_tpb_for(b, nm, loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false);
+  /* masks: the operand's (every step), the key tail and the causal diagonal (edge steps) */
+  for (int pass = 0; pass < 2; pass++) {
+    bool user = pass == 0, tail = pass == 1;
+    if (user && !p->Mk) continue;
+    if (tail && !edge_cond) continue;
+    if (tail) loom_tpb_if(b, edge_cond);
+    const loom_sym_expr *jm = loom_tpb_for(b, user ? "jm" : "jt", loom_sym_const(cx, ATTN_KT), LOOM_TP_LOOP_UNROLL, false);
+    const loom_sym_expr *im = loom_tpb_for(b, user ? "im" : "it", loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false);
     const loom_sym_expr *key = loom_sym_add(cx, j0, jm);
     loom_tp_expr *mx[2] = {loom_tpb_idx(b, jm), loom_tpb_idx(b, im)};
     loom_tp_expr *v = loom_tpb_load(b, S, mx), *ninf = loom_tp_const_f(a, LOOM_DTYPE_F32, -INFINITY);
-    if (p->Mk) {
+    if (user) {
       loom_tp_expr *m = Mt ? loom_tpb_load(b, Mt, mx)
-                           : flash_mask_load(it, loom_tpb_cidx(b, 0), loom_tpb_idx(b, edge ? loom_sym_min(cx, key, t1) : key));
+                           : flash_mask_load(it, loom_tpb_cidx(b, 0), loom_tpb_idx(b, loom_sym_min(cx, key, t1)));
       /* packed: f32 (a bool as 1 / 0); in place: the operand's own dtype (a bool selects) */
       if (p->mask_t == LOOM_DTYPE_BOOL)
         v = loom_tp_select(a, Mt ? loom_tp_op2(a, LOOM_TP_OP_NE, m, loom_tp_const_f(a, LOOM_DTYPE_F32, 0.0)) : m, v, ninf);
       else
         v = loom_tp_op2(a, LOOM_TP_OP_ADD, v, m);
     }
-    if (edge && p->causal) {
+    if (tail && p->causal) {
       const loom_sym_expr *lim = loom_sym_add(cx, loom_sym_add(cx, it->q0, im), loom_sym_sub(cx, p->d[3], p->d[2]));
       v = loom_tp_select(a, loom_tpb_cmp(b, LOOM_TP_OP_GT, key, lim), loom_tpb_dup(b, ninf), v);
     }
-    if (edge) v = loom_tp_select(a, loom_tpb_cmp(b, LOOM_TP_OP_GT, key, t1), loom_tpb_dup(b, ninf), v);
+    if (tail) v = loom_tp_select(a, loom_tpb_cmp(b, LOOM_TP_OP_GT, key, t1), loom_tpb_dup(b, ninf), v);
     loom_tpb_store(b, S, mx, v);
-    loom_tpb_end_n(b, 2);
+    loom_tpb_end_n(b, tail ? 3 : 2);
   }
   /* the new running max (a select, not max(): one vmaxps), the rescale of what came before */
-  snprintf(nm, sizeof nm, "ia%s", sx);
-  loom_tp_expr *ia = loom_tpb_idx(b, loom_tpb_for(b, nm, loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tp_expr *ia = loom_tpb_idx(b, loom_tpb_for(b, "ia", loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false));
   loom_tp_expr *mn = loom_tpb_load(b, it->M, &ia);
   for (int k = 0; k < ATTN_KT; k++) {
     loom_tp_expr *sx2[2] = {loom_tpb_cidx(b, k), ia};
     loom_tp_expr *sk = loom_tpb_load(b, S, sx2);
-    snprintf(nm, sizeof nm, "m%d%s", k, sx);
+    snprintf(nm, sizeof nm, "m%d", k);
     mn = loom_tpb_let(b, nm, loom_tp_select(a, loom_tp_op2(a, LOOM_TP_OP_GT, sk, mn), loom_tpb_dup(b, sk), loom_tpb_dup(b, mn)));
   }
   loom_tp_expr *fin = loom_tp_select(a, loom_tp_op2(a, LOOM_TP_OP_EQ, mn, loom_tp_const_f(a, LOOM_DTYPE_F32, -INFINITY)),
                                      loom_tp_const_f(a, LOOM_DTYPE_F32, 0.0), loom_tpb_dup(b, mn));
-  snprintf(nm, sizeof nm, "ms%s", sx);
-  loom_tp_expr *ms = loom_tpb_let(b, nm, fin);
+  loom_tp_expr *ms = loom_tpb_let(b, "ms", fin);
   loom_tpb_store(b, it->Al, &ia, loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_load(b, it->M, &ia), ms)));
   loom_tpb_store(b, it->Ms, &ia, loom_tpb_dup(b, ms));
   loom_tpb_store(b, it->M, &ia, loom_tpb_dup(b, mn));
   loom_tpb_end(b);
   /* P = exp(S - m') in place */
-  snprintf(nm, sizeof nm, "jp%s", sx);
-  const loom_sym_expr *jp = loom_tpb_for(b, nm, loom_sym_const(cx, ATTN_KT), LOOM_TP_LOOP_UNROLL, false);
-  snprintf(nm, sizeof nm, "ip%s", sx);
-  loom_tp_expr *ip = loom_tpb_idx(b, loom_tpb_for(b, nm, loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false));
+  const loom_sym_expr *jp = loom_tpb_for(b, "jp", loom_sym_const(cx, ATTN_KT), LOOM_TP_LOOP_UNROLL, false);
+  loom_tp_expr *ip = loom_tpb_idx(b, loom_tpb_for(b, "ip", loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false));
   loom_tp_expr *px[2] = {loom_tpb_idx(b, jp), ip};
   loom_tpb_store(b, S, px, loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_load(b, S, px), loom_tpb_load(b, it->Ms, &ip))));
   loom_tpb_end_n(b, 2);
   /* l = l * a + sum_j P[j] */
-  snprintf(nm, sizeof nm, "il%s", sx);
-  loom_tp_expr *il = loom_tpb_idx(b, loom_tpb_for(b, nm, loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tp_expr *il = loom_tpb_idx(b, loom_tpb_for(b, "il", loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false));
   loom_tp_expr *sum = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(b, it->L, &il), loom_tpb_load(b, it->Al, &il));
   for (int k = 0; k < ATTN_KT; k++) {
     loom_tp_expr *sx2[2] = {loom_tpb_cidx(b, k), il};
@@ -276,10 +266,8 @@ static void flash_step(flash_item *it, const loom_sym_expr *kb, bool edge) {
   loom_tpb_store(b, it->L, &il, sum);
   loom_tpb_end(b);
   /* Ot[e] = Ot[e] * a + sum_j P[j] * V[key j, e]: P stays in registers across e */
-  snprintf(nm, sizeof nm, "e%s", sx);
-  const loom_sym_expr *e = loom_tpb_for(b, nm, p->dv, LOOM_TP_LOOP_SERIAL, false);
-  snprintf(nm, sizeof nm, "io%s", sx);
-  loom_tp_expr *io = loom_tpb_idx(b, loom_tpb_for(b, nm, loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false));
+  const loom_sym_expr *e = loom_tpb_for(b, "e", p->dv, LOOM_TP_LOOP_SERIAL, false);
+  loom_tp_expr *io = loom_tpb_idx(b, loom_tpb_for(b, "io", loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false));
   loom_tp_expr *ox[2] = {loom_tpb_idx(b, e), io};
   loom_tp_expr *acc = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(b, it->Ot, ox), loom_tpb_load(b, it->Al, &io));
   for (int k = 0; k < ATTN_KT; k++) {
@@ -296,16 +284,18 @@ static void flash_step(flash_item *it, const loom_sym_expr *kb, bool edge) {
  *     let q0 = qo * QT   alloc Qt: Local[(dq, QT), f32]  Ot: Local[(dv, QT), f32]  M, L, Al, Ms: Local[(QT,), f32]
  *     for ii in 0..QT vectorize { M[ii] = -inf }
  *     for qi in 0..QT { for qr in 0..dq { Qt[qr, qi] = Q[i0, i1, min(q0 + qi, d2 - 1), qr] * scale } }
- *     for kb in 0..nfull { step(kb) }                   keys every row of the tile sees
- *     for kbe in 0..nsteps - nfull { step_edge(nfull + kbe) }
- *     for oi in 0..min(QT, d2 - q0) { let inv = select(L[oi] > 0, 1 / L[oi], 0)
+ *     for kb in 0..nsteps { step(kb, edge = kb >= nfull) }   nfull: the steps no row of the tile masks
+ *     for oi in 0..min(QT, d2 - q0) { let inv = select(L[oi] > 0, 1 / L[oi], 0 | nan)
  *       for oe in 0..dv vectorize { Y[i0, i1, q0 + oi, oe] = Ot[oe, oi] * inv } } }
- * step (flash_step): alloc S: Local[(KT, QT), f32]
- *     for r in 0..dq { for jj in 0..KT unroll { let kr = K[i0, kv, j0 + jj, r]
+ * step (flash_step), j0 = kb * KT, keys clamped to d3 - 1 for the loads:
+ *     alloc S: Local[(KT, QT), f32]
+ *     for r in 0..dq { for jj in 0..KT unroll { let kr = K[i0, kv, min(j0 + jj, d3 - 1), r]
  *       for ii in 0..QT vectorize { S[jj, ii] = fma(Qt[r, ii], kr, S[jj, ii]) } } }
- *     [for jm unroll { for im vectorize { S[jm, im] = masked(S[jm, im]) } }]
- *     for ia vectorize { let mn = max of M[ia], S[0..KT-1, ia]  let ms = select(mn == -inf, 0, mn)
- *       Al[ia] = exp(M[ia] - ms)  Ms[ia] = ms  M[ia] = mn }
+ *     [for jm unroll { for im vectorize { S[jm, im] = S[jm, im] + mask | select(mask, S, -inf) } }]
+ *     if kb >= nfull { for jt unroll { for it vectorize {
+ *       S[jt, it] = select(key > d3 - 1, -inf, [select(key > q0 + it + d3 - d2, -inf,] S[jt, it]) } } }
+ *     for ia vectorize { let m0..m7 = running max of M[ia], S[0..KT-1, ia]  let ms = select(m7 == -inf, 0, m7)
+ *       Al[ia] = exp(M[ia] - ms)  Ms[ia] = ms  M[ia] = m7 }
  *     for jp unroll { for ip vectorize { S[jp, ip] = exp(S[jp, ip] - Ms[ip]) } }
  *     for il vectorize { L[il] = L[il] * Al[il] + S[0, il] + .. + S[KT-1, il] }
  *     for e in 0..dv { for io vectorize { Ot[e, io] = fma(S[KT-1, io], V[.., j0+KT-1, e], .. fma(S[0, io], V[.., j0, e], Ot[e, io] * Al[io])) } }
@@ -352,8 +342,7 @@ static void flash_kernel(attn_prog *p) {
   loom_tp_expr *tx[2] = {loom_tpb_idx(b, qr), loom_tpb_idx(b, qi)};
   loom_tpb_store(b, it.Qt, tx, loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(b, p->Q, qx), attn_scale(p)));
   loom_tpb_end_n(b, 2);
-  /* the steps: nfull that no row of the tile masks, then the edge steps up to the last key any
-   * row sees */
+  /* the steps up to the last key any row sees; the first nfull no row of the tile masks */
   const loom_sym_expr *nfull, *nsteps;
   if (p->causal) {
     const loom_sym_expr *off = loom_sym_sub(cx, d[3], d[2]);
@@ -366,11 +355,8 @@ static void flash_kernel(attn_prog *p) {
     nsteps = loom_sym_ceildiv(cx, d[3], KT);
     nfull = loom_sym_floordiv(cx, d[3], KT);
   }
-  const loom_sym_expr *kb = loom_tpb_for(b, "kb", nfull, LOOM_TP_LOOP_SERIAL, false);
-  flash_step(&it, kb, false);
-  loom_tpb_end(b);
-  const loom_sym_expr *kbe = loom_tpb_for(b, "kbe", loom_sym_sub(cx, nsteps, nfull), LOOM_TP_LOOP_SERIAL, false);
-  flash_step(&it, loom_sym_add(cx, nfull, kbe), true);
+  const loom_sym_expr *kb = loom_tpb_for(b, "kb", nsteps, LOOM_TP_LOOP_SERIAL, false);
+  flash_step(&it, kb, loom_tpb_cmp(b, LOOM_TP_OP_GE, kb, nfull));
   loom_tpb_end(b);
   /* Y = Ot^T / l */
   const loom_sym_expr *oi = loom_tpb_for(b, "oi", loom_sym_min(cx, QT, loom_sym_sub(cx, d[2], it.q0)), LOOM_TP_LOOP_SERIAL, false);
