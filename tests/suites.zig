@@ -81,6 +81,7 @@ pub const suites = .{
         "tests/cpu/cpu_test_util.c",
         "tests/cpu/test_cpu_diff.c",
         "tests/cpu/test_cpu_attention.c",
+        "tests/cpu/test_cpu_parallel.c",
         "tests/cpu/test_kcache.c",
     } },
     .{ .name = "libcall", .files = &[_][]const u8{
