@@ -39,7 +39,8 @@
 #define LOOM_ATTN_CAUSAL_FILL 1e4
 
 typedef struct attn_state {
-  loom_map uses; /* var id -> number of uses in the function (its values and result) */
+  loom_map uses;     /* var id -> number of uses in the function (its values and result) */
+  loom_map consumer; /* var id -> the binding that uses it last (the only one when used once) */
   bool oom;
 } attn_state;
 
@@ -47,25 +48,27 @@ typedef struct attn_state {
 
 static void count_seq(attn_state *st, const loom_graph_seq *s);
 
-static void count_leaf(attn_state *st, const loom_graph_expr *e) {
+static void count_leaf(attn_state *st, const loom_graph_expr *e, const loom_graph_binding *by) {
   if (!e || e->kind != LOOM_GRAPH_EXPR_VAR) return;
   uint64_t n = 0;
   loom_map_get(&st->uses, e->u.var.id, &n);
-  if (!loom_map_put(&st->uses, e->u.var.id, n + 1)) st->oom = true;
+  if (!loom_map_put(&st->uses, e->u.var.id, n + 1) ||
+      !loom_map_put(&st->consumer, e->u.var.id, (uint64_t)(uintptr_t)by))
+    st->oom = true;
 }
 
-static void count_expr(attn_state *st, const loom_graph_expr *e) {
+static void count_expr(attn_state *st, const loom_graph_expr *e, const loom_graph_binding *by) {
   switch (e->kind) {
-  case LOOM_GRAPH_EXPR_VAR: count_leaf(st, e); break;
+  case LOOM_GRAPH_EXPR_VAR: count_leaf(st, e, by); break;
   case LOOM_GRAPH_EXPR_TUPLE:
-    for (size_t i = 0; i < e->u.tuple.n; i++) count_leaf(st, e->u.tuple.items[i]);
+    for (size_t i = 0; i < e->u.tuple.n; i++) count_leaf(st, e->u.tuple.items[i], by);
     break;
-  case LOOM_GRAPH_EXPR_TUPLE_GET: count_leaf(st, e->u.get.tuple); break;
+  case LOOM_GRAPH_EXPR_TUPLE_GET: count_leaf(st, e->u.get.tuple, by); break;
   case LOOM_GRAPH_EXPR_CALL:
-    for (size_t i = 0; i < e->u.call.nargs; i++) count_leaf(st, e->u.call.args[i]);
+    for (size_t i = 0; i < e->u.call.nargs; i++) count_leaf(st, e->u.call.args[i], by);
     break;
   case LOOM_GRAPH_EXPR_IF:
-    count_leaf(st, e->u.if_.cond);
+    count_leaf(st, e->u.if_.cond, by);
     count_seq(st, e->u.if_.then_seq);
     count_seq(st, e->u.if_.else_seq);
     break;
@@ -75,13 +78,14 @@ static void count_expr(attn_state *st, const loom_graph_expr *e) {
 
 static void count_seq(attn_state *st, const loom_graph_seq *s) {
   for (size_t i = 0; i < s->nblocks; i++)
-    for (size_t j = 0; j < s->blocks[i]->n; j++) count_expr(st, s->blocks[i]->bindings[j]->value);
-  if (s->result) count_expr(st, s->result);
+    for (size_t j = 0; j < s->blocks[i]->n; j++) count_expr(st, s->blocks[i]->bindings[j]->value, s->blocks[i]->bindings[j]);
+  if (s->result) count_expr(st, s->result, NULL);
 }
 
 static void begin(loom_pass *p) {
   attn_state *st = p->ud;
   loom_map_clear(&st->uses);
+  loom_map_clear(&st->consumer);
   count_seq(st, p->f->body);
 }
 
@@ -279,17 +283,53 @@ static const loom_graph_expr *view_of4(loom_pass *p, const loom_graph_expr *x, c
 
 /* What a match found: the op's operands and attributes. */
 typedef struct attn_form {
-  const loom_graph_expr *q, *k, *v; /* (b, h, s, d), (b, hk, t, d), (b, hk, t, dv) */
+  const loom_graph_expr *q, *k, *v; /* (b, h, s, d), (b, hk, t, d), (b, hk, t, dv); bshd: (b, s, h, d) .. */
   const loom_graph_expr *mask;      /* NULL, or the op's mask operand */
   double scale;
   bool causal;
+  bool bshd;                        /* q, k, v (and the result) in (batch, seq, heads, dim) */
 } attn_form;
+
+/* Whether call c is permute_dims with constant axes `want` (n of them). */
+static bool permute_is(const loom_graph_expr *c, const int64_t *want, int n) {
+  const loom_graph_attr *a = loom_graph_call_attr(c, "axes");
+  if (!a || a->kind != LOOM_GRAPH_ATTR_SYMS || (int)a->n != n || c->u.call.nargs != 1) return false;
+  for (int i = 0; i < n; i++) {
+    int64_t ax;
+    if (!loom_sym_is_const(a->syms[i], &ax)) return false;
+    if (ax < 0) ax += n;
+    if (ax != want[i]) return false;
+  }
+  return true;
+}
+
+static const int64_t swap_heads[4] = {0, 2, 1, 3}; /* (b, s, h, d) <-> (b, h, s, d) */
+
+/* x = permute_dims(y, [0, 2, 1, 3]), y rank 4: y (the heads split from a projection's rows). */
+static const loom_graph_expr *heads_of(loom_pass *p, const loom_graph_expr *x) {
+  const loom_graph_expr *pd = x ? call_of(p, x, LOOM_GRAPH_OP_PERMUTE_DIMS) : NULL;
+  return pd && permute_is(pd, swap_heads, 4) && tensor_of(pd->u.call.args[0], 4) ? pd->u.call.args[0] : NULL;
+}
 
 /* The composed form's rank-r operands qm (.., s, d), km (.., t, d) (transposed-B layout) and
  * vm (.., t, dv) as rank-4 operands of the op (f->q, f->k, f->v); false when their layout is
- * not one the op reads without a copy. */
-static bool layout(loom_pass *p, int r, const loom_graph_expr *qm, const loom_graph_expr *km, const loom_graph_expr *vm,
-                   attn_form *f) {
+ * not one the op reads without a copy. `kbshd`: K^T was permute_dims(kbshd, [0, 2, 3, 1]) (no
+ * km: only the bshd layout reads it); with `bshd` allowed (the result is transposed back to
+ * (b, s, h, dv) by the root) q, k and v are read where the heads were split from rows. */
+static bool layout(loom_pass *p, int r, const loom_graph_expr *qm, const loom_graph_expr *km, const loom_graph_expr *kbshd,
+                   const loom_graph_expr *vm, bool bshd, attn_form *f) {
+  if (r == 4 && bshd) {
+    const loom_graph_expr *q = heads_of(p, qm), *k = kbshd ? kbshd : heads_of(p, km), *v = heads_of(p, vm);
+    if (q && k && v && tensor_of(k, 4)) {
+      const loom_sym_expr *const *qd = q->sinfo->dims, *const *kd = k->sinfo->dims, *const *vd = v->sinfo->dims;
+      if (eq(p, kd[0], qd[0]) && eq(p, vd[0], qd[0]) && eq(p, vd[1], kd[1]) && eq(p, vd[2], kd[2]) &&
+          (eq(p, kd[2], qd[2]) || is_const(kd[2], 1))) {
+        f->q = q, f->k = k, f->v = v, f->bshd = true;
+        return true;
+      }
+    }
+  }
+  if (!km) return false;
   const loom_sym_expr *const *qd = qm->sinfo->dims, *const *kd = km->sinfo->dims, *const *vd = vm->sinfo->dims;
   if (r == 4) {
     if (!eq(p, kd[0], qd[0]) || !eq(p, vd[0], qd[0]) || !eq(p, vd[2], kd[2])) return false;
@@ -327,25 +367,46 @@ static bool layout(loom_pass *p, int r, const loom_graph_expr *qm, const loom_gr
 /* The keys (.., t, d) of the score matmul qk: its operand 1 read transposed (transpose_b), or
  * operand 1 = permute_dims(k', swapping the last two axes), the scalar scales before and after
  * the transposition multiplied into *scale (PyTorch's scaled_dot_product_attention exports
- * `q * sqrt(scale)` and `k^T * sqrt(scale)`). NULL when neither. */
-static const loom_graph_expr *key_operand(loom_pass *p, const loom_graph_expr *qk, int r, double *scale) {
+ * `q * sqrt(scale)` and `k^T * sqrt(scale)`). NULL when neither; then *kbshd is set when K^T
+ * is permute_dims(x, [0, 2, 3, 1]) of a rank-4 x (b, t, hk, d): the heads split from rows and
+ * transposed in one (a module exported from `k.transpose(1, 2)` then `.transpose(-2, -1)`). */
+static const loom_graph_expr *key_operand(loom_pass *p, const loom_graph_expr *qk, int r, double *scale,
+                                          const loom_graph_expr **kbshd) {
+  *kbshd = NULL;
   const loom_graph_expr *b = peel_scale(p, qk->u.call.args[1], scale, false);
   if (plain_matmul(qk, true)) return b;
   const loom_graph_expr *pd = call_of(p, b, LOOM_GRAPH_OP_PERMUTE_DIMS);
   if (!pd || pd->u.call.nargs != 1) return NULL;
-  const loom_graph_attr *a = loom_graph_call_attr(pd, "axes");
-  if (!a || a->kind != LOOM_GRAPH_ATTR_SYMS || (int)a->n != r) return NULL;
-  for (int i = 0; i < r; i++) { /* [0, 1, .., r-1, r-2] */
-    int64_t ax;
-    if (!loom_sym_is_const(a->syms[i], &ax)) return NULL;
-    if (ax < 0) ax += r;
-    if (ax != (i < r - 2 ? i : i == r - 2 ? r - 1 : r - 2)) return NULL;
-  }
-  return peel_scale(p, pd->u.call.args[0], scale, false);
+  int64_t swap[8];
+  for (int i = 0; i < r && r <= 8; i++) swap[i] = i < r - 2 ? i : i == r - 2 ? r - 1 : r - 2;
+  if (r <= 8 && permute_is(pd, swap, r)) return peel_scale(p, pd->u.call.args[0], scale, false);
+  static const int64_t kt[4] = {0, 2, 3, 1};
+  if (r == 4 && permute_is(pd, kt, 4)) *kbshd = peel_scale(p, pd->u.call.args[0], scale, false);
+  return NULL;
 }
 
-/* y = matmul(P, vm) (rank r, the composed attention): fills f. */
-static bool match(loom_pass *p, const loom_graph_expr *mm, attn_form *f) {
+/* cond true above the diagonal (the keys a row must not see): not(causal) or causal == 0. */
+static bool above_diagonal(loom_pass *p, const loom_graph_expr *cond, const loom_sym_expr *s, const loom_sym_expr *t) {
+  const loom_graph_expr *nt = call_of(p, cond, LOOM_GRAPH_OP_NOT), *eq0 = call_of(p, cond, LOOM_GRAPH_OP_EQUAL);
+  if (nt) return causal_cond(p, nt->u.call.args[0], s, t);
+  if (eq0 && eq0->u.call.nargs == 2 && loom_pass_const_all(eq0->u.call.args[1], 0)) return causal_tril(p, eq0->u.call.args[0], s, t);
+  return false;
+}
+
+/* Whether var y's one use is permute_dims(y, [0, 2, 1, 3]) (the heads merged back into rows). */
+static bool transposed_back(loom_pass *p, const loom_graph_expr *y) {
+  attn_state *st = p->ud;
+  uint64_t c;
+  if (!used_once(p, y) || !loom_map_get(&st->consumer, y->u.var.id, &c) || !c) return false;
+  const loom_graph_binding *b = (const loom_graph_binding *)(uintptr_t)c;
+  const loom_graph_expr *v = b->value;
+  return b->kind == LOOM_GRAPH_BIND_VAR && !b->nguards && v->kind == LOOM_GRAPH_EXPR_CALL &&
+         v->u.call.callee == LOOM_GRAPH_CALLEE_OP && v->u.call.op == LOOM_GRAPH_OP_PERMUTE_DIMS && permute_is(v, swap_heads, 4);
+}
+
+/* y = matmul(P, vm) (rank r, the composed attention): fills f. `bshd`: the root transposes y
+ * back to (b, s, h, dv), so operands whose heads were split from rows may be read in place. */
+static bool match(loom_pass *p, const loom_graph_expr *mm, bool bshd, attn_form *f) {
   *f = (attn_form){.scale = 1.0};
   if (mm->u.call.nargs != 2 || !plain_matmul(mm, false)) return false;
   const loom_graph_expr *pv = mm->u.call.args[0], *vm = mm->u.call.args[1];
@@ -362,16 +423,19 @@ static bool match(loom_pass *p, const loom_graph_expr *mm, attn_form *f) {
   if (!used_once(p, x)) return false;
   const loom_sym_expr *s = pv->sinfo->dims[r - 2], *t = pv->sinfo->dims[r - 1];
   const loom_graph_expr *add = call_of(p, x, LOOM_GRAPH_OP_ADD), *wh = add ? NULL : call_of(p, x, LOOM_GRAPH_OP_WHERE);
-  /* the scores: a chain of scalar scales down to matmul(q', k', transpose_b=true) */
+  /* the scores: a chain of scalar scales down to matmul(q', k'); in an add either operand, in a
+   * where the kept (then) value or the replaced (else) one */
   const loom_graph_expr *qk = NULL;
-  for (int i = 0; i < (add ? 2 : 1); i++) {
+  int at = 0;
+  for (int i = 0; i < (add || wh ? 2 : 1); i++) {
     double k = 1.0;
-    scores = add ? add->u.call.args[i] : wh ? wh->u.call.args[1] : x;
+    scores = add ? add->u.call.args[i] : wh ? wh->u.call.args[1 + i] : x;
     const loom_graph_expr *s0 = peel_scale(p, scores, &k, true);
     qk = used_once(p, s0) ? call_of(p, s0, LOOM_GRAPH_OP_MATMUL) : NULL;
     if (qk && qk->u.call.nargs == 2 && (plain_matmul(qk, true) || plain_matmul(qk, false))) {
       f->scale = k;
       m = add ? add->u.call.args[1 - i] : NULL;
+      at = i;
       break;
     }
     qk = NULL;
@@ -379,15 +443,14 @@ static bool match(loom_pass *p, const loom_graph_expr *mm, attn_form *f) {
   if (!qk) return false;
   if (wh) {
     cond = wh->u.call.args[0];
-    if (!scalar_f(wh->u.call.args[2], &fill)) return false;
+    if (!scalar_f(wh->u.call.args[at ? 1 : 2], &fill)) return false;
   }
-  const loom_graph_expr *qm = peel_scale(p, qk->u.call.args[0], &f->scale, false);
-  const loom_graph_expr *km = key_operand(p, qk, r, &f->scale);
-  if (!km) return false;
-  if (!tensor_of(qm, r) || !tensor_of(km, r) || qm->sinfo->dtype != pv->sinfo->dtype || km->sinfo->dtype != pv->sinfo->dtype ||
-      !isfinite(f->scale))
+  const loom_graph_expr *kbshd, *qm = peel_scale(p, qk->u.call.args[0], &f->scale, false);
+  const loom_graph_expr *km = key_operand(p, qk, r, &f->scale, &kbshd);
+  if ((!km && !kbshd) || !tensor_of(qm, r) || (km && !tensor_of(km, r)) || qm->sinfo->dtype != pv->sinfo->dtype ||
+      (km && km->sinfo->dtype != pv->sinfo->dtype) || (kbshd && kbshd->sinfo->dtype != pv->sinfo->dtype) || !isfinite(f->scale))
     return false;
-  if (!layout(p, r, qm, km, vm, f)) return false;
+  if (!layout(p, r, qm, km, kbshd, vm, bshd, f)) return false;
   /* the mask */
   if (m) {
     if (causal_bias(p, m, s, t) || causal_where(p, m, s, t)) {
@@ -398,6 +461,9 @@ static bool match(loom_pass *p, const loom_graph_expr *mm, attn_form *f) {
         return false;
       f->mask = m;
     }
+  } else if (cond && at == 1) { /* where(cond, F, S'): cond says which keys are masked */
+    if (!(fill <= -LOOM_ATTN_CAUSAL_FILL && above_diagonal(p, cond, s, t))) return false;
+    f->causal = true;
   } else if (cond) {
     if (fill <= -LOOM_ATTN_CAUSAL_FILL && causal_cond(p, cond, s, t)) {
       f->causal = true;
@@ -419,9 +485,9 @@ static loom_status rewrite(loom_pass *p, loom_graph_binding *b, const attn_form 
   loom_graph_module *m = p->m;
   loom_graph_expr *args[4] = {(loom_graph_expr *)f->q, (loom_graph_expr *)f->k, (loom_graph_expr *)f->v,
                               (loom_graph_expr *)f->mask};
-  loom_graph_attr attrs[3] = {loom_graph_attr_float(m, "scale", f->scale), loom_graph_attr_bool(m, "causal", f->causal),
-                              loom_graph_attr_bool(m, "empty_nan", true)};
-  loom_graph_expr *call = loom_graph_call_op(m, LOOM_GRAPH_OP_ATTENTION, f->mask ? 4 : 3, args, 3, attrs);
+  loom_graph_attr attrs[4] = {loom_graph_attr_float(m, "scale", f->scale), loom_graph_attr_bool(m, "causal", f->causal),
+                              loom_graph_attr_bool(m, "empty_nan", true), loom_graph_attr_str(m, "layout", "bshd")};
+  loom_graph_expr *call = loom_graph_call_op(m, LOOM_GRAPH_OP_ATTENTION, f->mask ? 4 : 3, args, f->bshd ? 4 : 3, attrs);
   if (!call) return LOOM_OOM();
   call->loc = b->value->loc;
   bool ok;
@@ -434,15 +500,23 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   if (b->kind != LOOM_GRAPH_BIND_VAR || v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP || b->nguards)
     return LOOM_OK;
   attn_form f;
-  /* rank 4: y = matmul(softmax(..), v) is the attention itself */
+  /* rank 4: y = matmul(softmax(..), v) is the attention itself — unless y's one use transposes
+   * it back to (b, s, h, dv): that binding is the root then (below), reading q, k, v in place */
   if (v->u.call.op == LOOM_GRAPH_OP_MATMUL) {
-    if (tensor_of(b->var, 4) && match(p, v, &f)) return rewrite(p, b, &f);
+    if (!tensor_of(b->var, 4) || transposed_back(p, b->var)) return LOOM_OK;
+    return match(p, v, false, &f) ? rewrite(p, b, &f) : LOOM_OK;
+  }
+  if (v->u.call.op == LOOM_GRAPH_OP_PERMUTE_DIMS && permute_is(v, swap_heads, 4)) {
+    const loom_graph_expr *y = v->u.call.args[0], *mm = call_of(p, y, LOOM_GRAPH_OP_MATMUL);
+    loom_graph_binding *yb = loom_pass_producer(p, y);
+    if (!mm || !used_once(p, y) || !tensor_of(y, 4)) return LOOM_OK;
+    if (match(p, mm, true, &f)) return f.bshd ? rewrite(p, b, &f) : rewrite(p, yb, &f);
     return LOOM_OK;
   }
   /* ranks 5 and 3: y = reshape(matmul(softmax(..), v)) back to (b, h, s, dv) */
   if (v->u.call.op == LOOM_GRAPH_OP_RESHAPE && v->u.call.nargs == 1 && tensor_of(b->var, 4)) {
     const loom_graph_expr *y = v->u.call.args[0], *mm = call_of(p, y, LOOM_GRAPH_OP_MATMUL);
-    if (!mm || !used_once(p, y) || (y->sinfo->ndim != 5 && y->sinfo->ndim != 3) || !match(p, mm, &f)) return LOOM_OK;
+    if (!mm || !used_once(p, y) || (y->sinfo->ndim != 5 && y->sinfo->ndim != 3) || !match(p, mm, false, &f)) return LOOM_OK;
     return rewrite(p, b, &f);
   }
   return LOOM_OK;
@@ -451,9 +525,11 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
 loom_status loom_graph_attention(loom_graph_module *m, size_t *out_changed) {
   attn_state st = {0};
   loom_map_init(&st.uses, m->alloc);
+  loom_map_init(&st.consumer, m->alloc);
   loom_pass p = {.m = m, .visit = visit, .begin = begin, .ud = &st};
   loom_status s = loom_pass_run(&p);
   loom_map_destroy(&st.uses);
+  loom_map_destroy(&st.consumer);
   if (!s && st.oom) s = LOOM_OOM();
   if (!s && p.changed) s = loom_graph_dce(m, NULL);
   if (out_changed) *out_changed = p.changed;

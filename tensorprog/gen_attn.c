@@ -61,7 +61,21 @@ typedef struct attn_prog {
   const loom_tp_bcast *mask_modes;    /* the mask's axes against (b, h, s, t) */
   loom_dtype mask_t;
   bool empty_nan;                     /* a row without a positive sum gives NaN, else 0 */
+  bool bshd;                          /* Q, K, V, Y laid out (batch, seq, heads, dim) */
 } attn_prog;
+
+/* A load of Q, K, V or Y at (batch, head, row, column) — idx in that order, reordered to the
+ * buffer's layout. */
+static loom_tp_expr *attn_load(attn_prog *p, const loom_tp_buffer *buf, loom_tp_expr *const *idx) {
+  loom_tp_expr *x[4] = {idx[0], p->bshd ? idx[2] : idx[1], p->bshd ? idx[1] : idx[2], idx[3]};
+  return loom_tpb_load(p->b, buf, x);
+}
+
+/* The store of Y at (batch, head, row, column). */
+static void attn_store(attn_prog *p, loom_tp_expr *const *idx, loom_tp_expr *v) {
+  loom_tp_expr *x[4] = {idx[0], p->bshd ? idx[2] : idx[1], p->bshd ? idx[1] : idx[2], idx[3]};
+  loom_tpb_store(p->b, p->Y, x, v);
+}
 
 /* The scale as an expression of the statistics' dtype. */
 static loom_tp_expr *attn_scale(attn_prog *p) {
@@ -96,7 +110,7 @@ static void row_kernel(attn_prog *p) {
   const loom_tp_buffer *S = loom_tpb_alloc(b, "S", sn, 1, &one, LOOM_TP_SCOPE_LOCAL);
   loom_tp_expr *r = loom_tpb_idx(b, loom_tpb_for(b, "r", p->dq, LOOM_TP_LOOP_SERIAL, true));
   loom_tp_expr *qi[4] = {oi[0], oi[1], oi[2], r}, *ki[4] = {oi[0], loom_tpb_idx(b, kv), oi[3], r};
-  loom_tp_expr *qk = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_cast(a, sn, loom_tpb_load(b, p->Q, qi)), loom_tp_cast(a, sn, loom_tpb_load(b, p->K, ki)));
+  loom_tp_expr *qk = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_cast(a, sn, attn_load(p, p->Q, qi)), loom_tp_cast(a, sn, attn_load(p, p->K, ki)));
   loom_tpb_store(b, S, &z0, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(b, S, &z0), qk));
   loom_tpb_end(b);
   loom_tp_expr *cur = loom_tpb_let(b, "sc", loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(b, S, &z0), attn_scale(p)));
@@ -131,7 +145,7 @@ static void row_kernel(attn_prog *p) {
   loom_tp_expr *wt = loom_tpb_let(b, "wt", loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(b, P, &j2), loom_tpb_dup(b, inv)));
   loom_tp_expr *e = loom_tpb_idx(b, loom_tpb_for(b, "e", p->dv, LOOM_TP_LOOP_VECTORIZE, false));
   loom_tp_expr *vi[4] = {oi[0], loom_tpb_idx(b, kv), j2, e};
-  loom_tp_expr *wv = loom_tp_op2(a, LOOM_TP_OP_MUL, wt, loom_tp_cast(a, sn, loom_tpb_load(b, p->V, vi)));
+  loom_tp_expr *wv = loom_tp_op2(a, LOOM_TP_OP_MUL, wt, loom_tp_cast(a, sn, attn_load(p, p->V, vi)));
   loom_tpb_store(b, A, &e, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(b, A, &e), wv));
   loom_tpb_end_n(b, 2);
   loom_tp_expr *e2 = loom_tpb_idx(b, loom_tpb_for(b, "e2", p->dv, LOOM_TP_LOOP_VECTORIZE, false));
@@ -139,7 +153,7 @@ static void row_kernel(attn_prog *p) {
   if (p->empty_nan) /* also with no key at all (no weight carries inv's NaN) */
     acc = loom_tp_select(a, loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_load(b, R, &z1), loom_tp_const_f(a, sn, 0.0)), acc,
                          loom_tp_const_f(a, sn, NAN));
-  loom_tpb_store(b, p->Y, yi, sn == p->t ? acc : loom_tp_cast(a, p->t, acc));
+  attn_store(p, yi, sn == p->t ? acc : loom_tp_cast(a, p->t, acc));
   loom_tpb_end_n(b, 2);
 }
 
@@ -201,7 +215,7 @@ static void flash_step(flash_item *it, const loom_sym_expr *kb, loom_tp_expr *ed
   /* the unrolled row's key: at[jj] is a function of the constant jj, written with jj */
   const loom_sym_expr *kj = loom_sym_min(cx, loom_sym_add(cx, j0, jj), t1);
   loom_tp_expr *ki[4] = {loom_tpb_idx(b, it->i0), loom_tpb_idx(b, it->kv), loom_tpb_idx(b, kj), loom_tpb_idx(b, r)};
-  loom_tp_expr *kr = loom_tpb_let(b, "kr", loom_tpb_load(b, p->K, ki));
+  loom_tp_expr *kr = loom_tpb_let(b, "kr", attn_load(p, p->K, ki));
   const loom_sym_expr *ii = loom_tpb_for(b, "ii", loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false);
   loom_tp_expr *si[2] = {loom_tpb_idx(b, jj), loom_tpb_idx(b, ii)}, *qi[2] = {loom_tpb_idx(b, r), loom_tpb_idx(b, ii)};
   loom_tpb_store(b, S, si, loom_tp_op3(a, LOOM_TP_OP_FMA, loom_tpb_load(b, it->Qt, qi), kr, loom_tpb_load(b, S, si)));
@@ -273,7 +287,7 @@ static void flash_step(flash_item *it, const loom_sym_expr *kb, loom_tp_expr *ed
   for (int k = 0; k < ATTN_KT; k++) {
     loom_tp_expr *sx2[2] = {loom_tpb_cidx(b, k), io};
     loom_tp_expr *vi[4] = {loom_tpb_idx(b, it->i0), loom_tpb_idx(b, it->kv), loom_tpb_idx(b, at[k]), loom_tpb_idx(b, e)};
-    acc = loom_tp_op3(a, LOOM_TP_OP_FMA, loom_tpb_load(b, S, sx2), loom_tpb_load(b, p->V, vi), acc);
+    acc = loom_tp_op3(a, LOOM_TP_OP_FMA, loom_tpb_load(b, S, sx2), attn_load(p, p->V, vi), acc);
   }
   loom_tpb_store(b, it->Ot, ox, acc);
   loom_tpb_end_n(b, 2);
@@ -341,7 +355,7 @@ static void flash_kernel(attn_prog *p) {
   loom_tp_expr *qx[4] = {loom_tpb_idx(b, it.i0), loom_tpb_idx(b, it.i1), loom_tpb_idx(b, loom_sym_min(cx, loom_sym_add(cx, it.q0, qi), d21)),
                          loom_tpb_idx(b, qr)};
   loom_tp_expr *tx[2] = {loom_tpb_idx(b, qr), loom_tpb_idx(b, qi)};
-  loom_tpb_store(b, it.Qt, tx, loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(b, p->Q, qx), attn_scale(p)));
+  loom_tpb_store(b, it.Qt, tx, loom_tp_op2(a, LOOM_TP_OP_MUL, attn_load(p, p->Q, qx), attn_scale(p)));
   loom_tpb_end_n(b, 2);
   /* the steps up to the last key any row sees; the first nfull no row of the tile masks */
   const loom_sym_expr *nfull, *nsteps;
@@ -368,7 +382,7 @@ static void flash_kernel(attn_prog *p) {
   const loom_sym_expr *oe = loom_tpb_for(b, "oe", p->dv, LOOM_TP_LOOP_VECTORIZE, false);
   loom_tp_expr *yx[4] = {loom_tpb_idx(b, it.i0), loom_tpb_idx(b, it.i1), loom_tpb_idx(b, loom_sym_add(cx, it.q0, oi)), loom_tpb_idx(b, oe)};
   loom_tp_expr *ox[2] = {loom_tpb_idx(b, oe), loom_tpb_idx(b, oi)};
-  loom_tpb_store(b, p->Y, yx, loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(b, it.Ot, ox), inv));
+  attn_store(p, yx, loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(b, it.Ot, ox), inv));
   loom_tpb_end_n(b, 3);
 }
 
@@ -376,7 +390,7 @@ static void flash_kernel(attn_prog *p) {
 
 loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
                                   bool causal, int mask_rank, const loom_tp_bcast *mask_modes, loom_dtype mask_t,
-                                  bool empty_nan, int64_t head_dim, int64_t value_dim, loom_tp_func **result) {
+                                  bool empty_nan, bool bshd, int64_t head_dim, int64_t value_dim, loom_tp_func **result) {
   if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "attention of %s is not supported", loom_dtype_name(t));
   if (mask_rank > 4) return LOOM_ERROR(INVALID_ARGUMENT, "attention mask of rank %d", mask_rank);
   if (head_dim < 0 || value_dim < 0)
@@ -385,20 +399,25 @@ loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *n
   loom_tpb_init(&b, a, cx, name);
   attn_prog p = {.b = &b, .a = a, .cx = cx, .t = t, .sn = loom_tpg_stat_type(t), .scale_text = scale_text,
                  .causal = causal, .mask_rank = mask_rank, .mask_modes = mask_modes, .mask_t = mask_t,
-                 .empty_nan = empty_nan};
+                 .empty_nan = empty_nan, .bshd = bshd};
   loom_tpg_dims_d(&b, 3, p.d);
   p.dq = head_dim ? loom_sym_const(cx, head_dim) : loom_tpb_shape_sym(&b, "dq");
-  const loom_sym_expr *qd[4] = {p.d[0], p.d[1], p.d[2], p.dq};
+  int h = bshd ? 2 : 1, r = 3 - h; /* the axes of heads and rows */
+  const loom_sym_expr *qd[4] = {p.d[0], NULL, NULL, p.dq};
+  qd[h] = p.d[1], qd[r] = p.d[2];
   p.Q = loom_tpb_buffer(&b, "Q", t, 4, qd);
   p.hk = loom_tpb_shape_sym(&b, "hk");
   p.d[3] = loom_tpb_shape_sym(&b, "d3");
-  const loom_sym_expr *kd[4] = {p.d[0], p.hk, p.d[3], p.dq};
+  const loom_sym_expr *kd[4] = {p.d[0], NULL, NULL, p.dq};
+  kd[h] = p.hk, kd[r] = p.d[3];
   p.K = loom_tpb_buffer(&b, "K", t, 4, kd);
   p.dv = value_dim ? loom_sym_const(cx, value_dim) : loom_tpb_shape_sym(&b, "dv");
-  const loom_sym_expr *vd[4] = {p.d[0], p.hk, p.d[3], p.dv};
+  const loom_sym_expr *vd[4] = {p.d[0], NULL, NULL, p.dv};
+  vd[h] = p.hk, vd[r] = p.d[3];
   p.V = loom_tpb_buffer(&b, "V", t, 4, vd);
   p.Mk = mask_rank >= 0 ? loom_tpg_bcast_buffer(&b, "Mk", "m", mask_rank, 4, mask_modes, mask_t) : NULL;
-  const loom_sym_expr *yd[4] = {p.d[0], p.d[1], p.d[2], p.dv};
+  const loom_sym_expr *yd[4] = {p.d[0], NULL, NULL, p.dv};
+  yd[h] = p.d[1], yd[r] = p.d[2];
   p.Y = loom_tpb_buffer(&b, "Y", t, 4, yd);
   bool flash = t == LOOM_DTYPE_F32 && (mask_rank < 0 || mask_t == LOOM_DTYPE_BOOL || mask_t == LOOM_DTYPE_F32);
   if (flash) {

@@ -63,14 +63,14 @@ static void bind_trial(const loom_tp_func *f, loom_sym_env *env, int trial) {
 
 /* Generates attention with these parameters, schedules it for AVX-512, and compares compiled
  * with interpreted on every trial shape. */
-static void gen_diff(bool causal, int mask_rank, const loom_tp_bcast *modes, loom_dtype mask_t, bool empty_nan,
+static void gen_diff(bool causal, int mask_rank, const loom_tp_bcast *modes, loom_dtype mask_t, bool empty_nan, bool bshd,
                      int64_t d, int64_t dv, const char *scale) {
   tp_fixture fx = {0};
   cr_assert_null(loom_sym_ctx_create(NULL, &fx.cx));
   loom_arena_init(&fx.arena, NULL, 0);
   loom_diag_list_init(&fx.diags, NULL);
   cr_assert_null(loom_tp_gen_attention(&fx.arena, fx.cx, "attn", LOOM_DTYPE_F32, scale, causal, mask_rank, modes, mask_t,
-                                       empty_nan, d, dv, &fx.f));
+                                       empty_nan, bshd, d, dv, &fx.f));
   loom_strbuf why;
   loom_strbuf_init(&why, NULL);
   cr_assert_null(loom_tp_schedule_cpu(&fx.arena, fx.cx, fx.f, &why));
@@ -92,9 +92,10 @@ LOOM_TEST(cpu, generated_attention_against_the_interpreter) {
   static const loom_tp_bcast keys[4] = {LOOM_TP_BCAST_FULL, LOOM_TP_BCAST_ONE, LOOM_TP_BCAST_ONE, LOOM_TP_BCAST_FULL};
   static const loom_tp_bcast full[4] = {LOOM_TP_BCAST_FULL, LOOM_TP_BCAST_FULL, LOOM_TP_BCAST_FULL, LOOM_TP_BCAST_FULL};
   static const loom_tp_bcast guard[2] = {LOOM_TP_BCAST_GUARD, LOOM_TP_BCAST_FULL};
-  gen_diff(false, -1, NULL, LOOM_DTYPE_BOOL, false, 16, 16, NULL);
-  gen_diff(true, -1, NULL, LOOM_DTYPE_BOOL, false, 0, 0, "0.3f64");           /* symbolic head dims */
-  gen_diff(false, 4, keys, LOOM_DTYPE_F32, false, 16, 8, NULL);               /* a mask along the keys only */
-  gen_diff(true, 4, full, LOOM_DTYPE_BOOL, true, 16, 16, NULL);               /* packed bool, empty rows NaN */
-  gen_diff(true, 2, guard, LOOM_DTYPE_F32, false, 8, 8, NULL);                /* a query axis that may be 1 */
+  gen_diff(false, -1, NULL, LOOM_DTYPE_BOOL, false, false, 16, 16, NULL);
+  gen_diff(true, -1, NULL, LOOM_DTYPE_BOOL, false, false, 0, 0, "0.3f64");     /* symbolic head dims */
+  gen_diff(false, 4, keys, LOOM_DTYPE_F32, false, false, 16, 8, NULL);         /* a mask along the keys only */
+  gen_diff(true, 4, full, LOOM_DTYPE_BOOL, true, false, 16, 16, NULL);         /* packed bool, empty rows NaN */
+  gen_diff(true, 2, guard, LOOM_DTYPE_F32, false, false, 8, 8, NULL);          /* a query axis that may be 1 */
+  gen_diff(true, 4, keys, LOOM_DTYPE_F32, false, true, 16, 16, NULL);          /* (batch, seq, heads, dim) */
 }

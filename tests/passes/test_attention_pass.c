@@ -235,6 +235,65 @@ static const char *const sdpa_causal_out =
     "  return y\n"
     "}\n";
 
+/* heads_split: heads split from a projection's rows (bshd), K^T as one permute_dims [0, 2, 3, 1], where(not(tril), -inf, S) and the result merged back: the transpositions go too */
+static const char *const heads_split_in =
+    "fn @heads_split(x: Tensor[(b, s, 192), f32]) -> Tensor[(b, s, 64), f32] {\n"
+    "  qs: Tensor[(b, s, 64), f32] = strided_slice(x, axes=[2], begin=[0], end=[64])\n"
+    "  ks: Tensor[(b, s, 64), f32] = strided_slice(x, axes=[2], begin=[64], end=[128])\n"
+    "  vs: Tensor[(b, s, 64), f32] = strided_slice(x, axes=[2], begin=[128], end=[192])\n"
+    "  q4: Tensor[(b, s, 4, 16), f32] = reshape(qs, shape=[b, s, 4, 16])\n"
+    "  k4: Tensor[(b, s, 4, 16), f32] = reshape(ks, shape=[b, s, 4, 16])\n"
+    "  v4: Tensor[(b, s, 4, 16), f32] = reshape(vs, shape=[b, s, 4, 16])\n"
+    "  q: Tensor[(b, 4, s, 16), f32] = permute_dims(q4, axes=[0, 2, 1, 3])\n"
+    "  kt: Tensor[(b, 4, 16, s), f32] = permute_dims(k4, axes=[0, 2, 3, 1])\n"
+    "  v: Tensor[(b, 4, s, 16), f32] = permute_dims(v4, axes=[0, 2, 1, 3])\n"
+    "  sc: Tensor[(b, 4, s, s), f32] = matmul(q, kt)\n"
+    "  scaled: Tensor[(b, 4, s, s), f32] = mul(sc, const(0.25, f32))\n"
+    "  ones: Tensor[(s, s), bool] = full(shape=[s, s], dtype=bool, value=1.0)\n"
+    "  tri: Tensor[(s, s), bool] = tril(ones, k=[0])\n"
+    "  above: Tensor[(s, s), bool] = not(tri)\n"
+    "  masked: Tensor[(b, 4, s, s), f32] = where(above, const(-inf, f32), scaled)\n"
+    "  p: Tensor[(b, 4, s, s), f32] = softmax(masked, axis=3)\n"
+    "  y: Tensor[(b, 4, s, 16), f32] = matmul(p, v)\n"
+    "  yt: Tensor[(b, s, 4, 16), f32] = permute_dims(y, axes=[0, 2, 1, 3])\n"
+    "  r: Tensor[(b, s, 64), f32] = reshape(yt, shape=[b, s, 64])\n"
+    "  return r\n"
+    "}\n";
+static const char *const heads_split_out =
+    "fn @heads_split(x: Tensor[(b, s, 192), f32]) -> Tensor[(b, s, 64), f32] {\n"
+    "  dataflow {\n"
+    "    qs: Tensor[(b, s, 64), f32] = strided_slice(x, axes=[2], begin=[0], end=[64])\n"
+    "    ks: Tensor[(b, s, 64), f32] = strided_slice(x, axes=[2], begin=[64], end=[128])\n"
+    "    vs: Tensor[(b, s, 64), f32] = strided_slice(x, axes=[2], begin=[128], end=[192])\n"
+    "    q4: Tensor[(b, s, 4, 16), f32] = reshape(qs, shape=[b, s, 4, 16])\n"
+    "    k4: Tensor[(b, s, 4, 16), f32] = reshape(ks, shape=[b, s, 4, 16])\n"
+    "    v4: Tensor[(b, s, 4, 16), f32] = reshape(vs, shape=[b, s, 4, 16])\n"
+    "    yt: Tensor[(b, s, 4, 16), f32] = attention(q4, k4, v4, scale=0.25, causal=true, empty_nan=true, layout=\"bshd\")\n"
+    "    r: Tensor[(b, s, 64), f32] = reshape(yt, shape=[b, s, 64])\n"
+    "    output r\n"
+    "  }\n"
+    "  return r\n"
+    "}\n";
+
+/* heads_given: the result transposed back but q, k, v given in (b, h, s, d): the op in bhsd at y, the transposition stays */
+static const char *const heads_given_in =
+    "fn @heads_given(q: Tensor[(b, 4, s, 16), f32], k: Tensor[(b, 4, s, 16), f32], v: Tensor[(b, 4, s, 16), f32]) -> Tensor[(b, s, 4, 16), f32] {\n"
+    "  sc: Tensor[(b, 4, s, s), f32] = matmul(q, k, transpose_b=true)\n"
+    "  p: Tensor[(b, 4, s, s), f32] = softmax(sc, axis=3)\n"
+    "  y: Tensor[(b, 4, s, 16), f32] = matmul(p, v)\n"
+    "  yt: Tensor[(b, s, 4, 16), f32] = permute_dims(y, axes=[0, 2, 1, 3])\n"
+    "  return yt\n"
+    "}\n";
+static const char *const heads_given_out =
+    "fn @heads_given(q: Tensor[(b, 4, s, 16), f32], k: Tensor[(b, 4, s, 16), f32], v: Tensor[(b, 4, s, 16), f32]) -> Tensor[(b, s, 4, 16), f32] {\n"
+    "  dataflow {\n"
+    "    y: Tensor[(b, 4, s, 16), f32] = attention(q, k, v, scale=1.0, causal=false, empty_nan=true)\n"
+    "    yt: Tensor[(b, s, 4, 16), f32] = permute_dims(y, axes=[0, 2, 1, 3])\n"
+    "    output yt\n"
+    "  }\n"
+    "  return yt\n"
+    "}\n";
+
 LOOM_TEST(attention_pass, gpt2_causal_bias_becomes_causal) { expect(gpt2_in, gpt2_out); }
 LOOM_TEST(attention_pass, decode_with_past_keys_and_divided_scores) { expect(decode_in, decode_out); }
 LOOM_TEST(attention_pass, rank5_grouped_query_reads_k_and_v_once) { expect(gqa5_in, gqa5_out); }
@@ -242,6 +301,8 @@ LOOM_TEST(attention_pass, repeat_kv_prescaled_q_and_data_mask) { expect(repeat_k
 LOOM_TEST(attention_pass, rank3_views_and_where_minus_inf) { expect(rank3_in, rank3_out); }
 LOOM_TEST(attention_pass, sdpa_export_scales_q_and_transposed_k) { expect(sdpa_in, sdpa_out); }
 LOOM_TEST(attention_pass, sdpa_export_causal_where_mask) { expect(sdpa_causal_in, sdpa_causal_out); }
+LOOM_TEST(attention_pass, heads_split_from_rows_read_in_place) { expect(heads_split_in, heads_split_out); }
+LOOM_TEST(attention_pass, heads_given_keep_the_transposition_after) { expect(heads_given_in, heads_given_out); }
 
 /* Near misses: the pass leaves each function exactly as normalize made it. */
 /* t < s: row i < s - t has no key on or below its diagonal, every score of the row is
@@ -470,4 +531,6 @@ LOOM_TEST(attention_pass, rewrites_keep_the_interpreters_results) {
   numeric(NEAR);
   numeric(sdpa_in);
   numeric(sdpa_causal_in);
+  numeric(heads_split_in);
+  numeric(heads_given_in);
 }
