@@ -189,35 +189,54 @@ static loom_status eval_channel_norm(loom_graph_ecx *ec, const loom_graph_value 
 
 /* ---- attention -------------------------------------------------------------------------- */
 
-static const loom_graph_attr_spec attn_attrs[] = {
-    {"scale", LOOM_GRAPH_ATTR_FLOAT, .required = false}, {"causal", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {0}};
+/* empty_nan: a row whose softmax sum is not positive (every key masked, or a NaN score) gives
+ * NaN, as softmax followed by matmul does (the `attention` pass writes it); default 0. */
+static const loom_graph_attr_spec attn_attrs[] = {{"scale", LOOM_GRAPH_ATTR_FLOAT, .required = false},
+                                                  {"causal", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                  {"empty_nan", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                  {"layout", LOOM_GRAPH_ATTR_STR, .dflt_str = "bhsd"},
+                                                  {0}};
 
-/* q (b, h, s, d), k (b, hk, t, d), v (b, hk, t, dv), mask broadcastable to (b, h, s, t)
+/* The axes of heads and sequence in q, k, v and the result: layout "bhsd" (batch, heads, seq,
+ * dim), or "bshd" (batch, seq, heads, dim: the projections' rows split into heads, read and
+ * written without a transposition). -1: another layout. */
+static int attn_head_axis(const loom_graph_expr *call) {
+  const char *l = loom_graph_call_str(call, "layout");
+  return !strcmp(l, "bhsd") ? 1 : !strcmp(l, "bshd") ? 2 : -1;
+}
+
+/* q (b, h, s, d), k (b, hk, t, d), v (b, hk, t, dv) (layout bshd: q (b, s, h, d), k (b, t, hk,
+ * d), v (b, t, hk, dv), the result (b, s, h, dv)), mask broadcastable to (b, h, s, t) in either
  * (bool: keep; float: added). h must be a multiple of hk (grouped-query attention). */
 static loom_status infer_attention(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *q, *k, *v;
   LOOM_PROPAGATE(float_tensor(ic, 0, &q));
   LOOM_PROPAGATE(float_tensor(ic, 1, &k));
   LOOM_PROPAGATE(float_tensor(ic, 2, &v));
+  int ha = attn_head_axis(ic->call), sa = 3 - ha;
+  if (ha < 0) return loom_graph_icx_error(ic, "layout '%s' is not bhsd or bshd", loom_graph_call_str(ic->call, "layout"));
   for (size_t i = 0; i < 3; i++) {
     const loom_sinfo *t = loom_graph_icx_arg(ic, i);
-    if (t->ndim != 4) return loom_graph_icx_error(ic, "operand %zu must have rank 4 (batch, heads, seq, dim), got %d", i, t->ndim);
+    if (t->ndim != 4)
+      return loom_graph_icx_error(ic, "operand %zu must have rank 4 (%s), got %d", i,
+                                  ha == 1 ? "batch, heads, seq, dim" : "batch, seq, heads, dim", t->ndim);
     if (t->dtype != q->dtype) return loom_graph_icx_error(ic, "operand %zu has dtype %s, operand 0 has %s", i, loom_dtype_name(t->dtype), loom_dtype_name(q->dtype));
   }
   LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 0, k->dims[0], 0, 0, q->dims[0]));
   LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 2, 0, v->dims[0], 0, 0, q->dims[0]));
   LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 3, k->dims[3], 0, 3, q->dims[3]));
-  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 2, 1, v->dims[1], 1, 1, k->dims[1]));
-  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 2, 2, v->dims[2], 1, 2, k->dims[2]));
+  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 2, ha, v->dims[ha], 1, ha, k->dims[ha]));
+  LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 2, sa, v->dims[sa], 1, sa, k->dims[sa]));
   loom_sym_ctx *cx = ic->cx;
-  if (q->dims[1] != k->dims[1]) {
-    const loom_sym_expr *r = loom_sym_floormod(cx, q->dims[1], k->dims[1]);
+  if (q->dims[ha] != k->dims[ha]) {
+    const loom_sym_expr *r = loom_sym_floormod(cx, q->dims[ha], k->dims[ha]);
     loom_sym_truth t = loom_sym_prove_eq(cx, r, loom_sym_const(cx, 0));
     if (t == LOOM_SYM_FALSE)
-      return loom_graph_icx_error(ic, "operand 0 axis 1 is %s heads, not a multiple of operand 1 axis 1 (%s)", loom_graph_sym_str(ic->m, q->dims[1]), loom_graph_sym_str(ic->m, k->dims[1]));
+      return loom_graph_icx_error(ic, "operand 0 axis %d is %s heads, not a multiple of operand 1 axis %d (%s)", ha,
+                                  loom_graph_sym_str(ic->m, q->dims[ha]), ha, loom_graph_sym_str(ic->m, k->dims[ha]));
     if (t == LOOM_SYM_UNKNOWN) {
       char why[256];
-      snprintf(why, sizeof why, "attention: %s query heads must be a multiple of %s key/value heads", loom_graph_sym_str(ic->m, q->dims[1]), loom_graph_sym_str(ic->m, k->dims[1]));
+      snprintf(why, sizeof why, "attention: %s query heads must be a multiple of %s key/value heads", loom_graph_sym_str(ic->m, q->dims[ha]), loom_graph_sym_str(ic->m, k->dims[ha]));
       LOOM_PROPAGATE(loom_graph_icx_guard(ic, loom_sym_cmp(cx, LOOM_SYM_EQ, r, loom_sym_const(cx, 0)), why));
     }
   }
@@ -227,7 +246,7 @@ static loom_status infer_attention(loom_graph_icx *ic, const loom_sinfo **out) {
     if (mk->ndim > 4) return loom_graph_icx_error(ic, "operand 3 (mask) has rank %d, above 4", mk->ndim);
     if (mk->dtype != LOOM_DTYPE_BOOL && mk->dtype != q->dtype)
       return loom_graph_icx_error(ic, "operand 3 (mask) must be bool or %s", loom_dtype_name(q->dtype));
-    const loom_sym_expr *full[4] = {q->dims[0], q->dims[1], q->dims[2], k->dims[2]}, *tmp[4];
+    const loom_sym_expr *full[4] = {q->dims[0], q->dims[ha], q->dims[sa], k->dims[sa]}, *tmp[4];
     LOOM_PROPAGATE(loom_graph_icx_broadcast(ic, 0, 4, full, 3, mk->ndim, mk->dims, tmp));
     for (int i = 0; i < 4; i++)
       if (tmp[i] != full[i]) LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 3, i - (4 - mk->ndim), tmp[i], 0, i, full[i]));
@@ -237,19 +256,28 @@ static loom_status infer_attention(loom_graph_icx *ic, const loom_sinfo **out) {
   return LOOM_OK;
 }
 
+/* The flat offset of (batch b, head h, row i, column e) in a tensor of `nh` heads, `n` rows and
+ * `w` columns per head, in layout bhsd (bshd: rows before heads). */
+static size_t attn_at(bool bshd, int64_t b, int64_t h, int64_t i, int64_t e, int64_t nh, int64_t n, int64_t w) {
+  return (size_t)(bshd ? ((b * n + i) * nh + h) * w + e : ((b * nh + h) * n + i) * w + e);
+}
+
 static loom_status eval_attention(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *q = &args[0].t, *k = &args[1].t, *v = &args[2].t;
   const loom_graph_tensor *mk = ec->call->u.call.nargs == 4 ? &args[3].t : NULL;
-  int64_t B = q->shape[0], H = q->shape[1], S = q->shape[2], D = q->shape[3];
-  int64_t HK = k->shape[1], T = k->shape[2], DV = v->shape[3];
-  if (k->shape[0] != B || v->shape[0] != B || k->shape[3] != D || v->shape[1] != HK || v->shape[2] != T || !HK || H % HK)
+  int ha = attn_head_axis(ec->call), sa = 3 - ha;
+  bool bshd = ha == 2;
+  int64_t B = q->shape[0], H = q->shape[ha], S = q->shape[sa], D = q->shape[3];
+  int64_t HK = k->shape[ha], T = k->shape[sa], DV = v->shape[3];
+  if (k->shape[0] != B || v->shape[0] != B || k->shape[3] != D || v->shape[ha] != HK || v->shape[sa] != T || !HK || H % HK)
     return LOOM_ERROR(INVALID_ARGUMENT, "attention: incompatible q (%lld, %lld, %lld, %lld), k (%lld, %lld, %lld, %lld), v (.., %lld)",
-                      (long long)B, (long long)H, (long long)S, (long long)D, (long long)k->shape[0], (long long)HK,
-                      (long long)T, (long long)k->shape[3], (long long)DV);
+                      (long long)q->shape[0], (long long)q->shape[1], (long long)q->shape[2], (long long)D, (long long)k->shape[0],
+                      (long long)k->shape[1], (long long)k->shape[2], (long long)k->shape[3], (long long)DV);
   /* absent scale: 1 / sqrt(d), from the operands */
   double scale = loom_graph_call_attr(ec->call, "scale") ? loom_graph_call_float(ec->call, "scale") : 1.0 / sqrt((double)(D ? D : 1));
   bool causal = loom_graph_call_int(ec->call, "causal") != 0;
-  int64_t shape[4] = {B, H, S, DV};
+  double empty = loom_graph_call_int(ec->call, "empty_nan") ? NAN : 0.0;
+  int64_t shape[4] = {B, bshd ? S : H, bshd ? H : S, DV};
   LOOM_PROPAGATE(loom_graph_value_tensor(q->dtype, 4, shape, out));
   double *p = calloc((size_t)(T ? T : 1), sizeof *p);
   double *qd = loom_graph_tensor_to_f64(q), *kd = loom_graph_tensor_to_f64(k), *vd = loom_graph_tensor_to_f64(v);
@@ -268,7 +296,7 @@ static loom_status eval_attention(loom_graph_ecx *ec, const loom_graph_value *ar
         for (int64_t j = 0; j < T; j++) {
           double sc = 0;
           for (int64_t d = 0; d < D; d++)
-            sc += qd[((b * H + h) * S + i) * D + d] * kd[((b * HK + hk) * T + j) * D + d];
+            sc += qd[attn_at(bshd, b, h, i, d, H, S, D)] * kd[attn_at(bshd, b, hk, j, d, HK, T, D)];
           sc *= scale;
           if (mk) {
             int64_t idx[4] = {b, h, i, j};
@@ -283,8 +311,8 @@ static loom_status eval_attention(loom_graph_ecx *ec, const loom_graph_value *ar
         for (int64_t j = 0; j < T; j++) sum += (p[j] = mx == -INFINITY ? 0 : exp(p[j] - mx));
         for (int64_t e = 0; e < DV; e++) {
           double acc = 0;
-          for (int64_t j = 0; j < T; j++) acc += (sum > 0 ? p[j] / sum : 0) * vd[((b * HK + hk) * T + j) * DV + e];
-          loom_graph_tensor_set_f64(&out->t, (size_t)(((b * H + h) * S + i) * DV + e), acc);
+          for (int64_t j = 0; j < T; j++) acc += (sum > 0 ? p[j] / sum : 0) * vd[attn_at(bshd, b, hk, j, e, HK, T, DV)];
+          loom_graph_tensor_set_f64(&out->t, attn_at(bshd, b, h, i, e, H, S, DV), sum > 0 ? acc : empty);
         }
       }
     }
@@ -296,6 +324,10 @@ static loom_status eval_attention(loom_graph_ecx *ec, const loom_graph_value *ar
 }
 
 /* ---- legalization (the records' legalize hooks; graph/legalize.h) ------------------------------ */
+
+/* The largest constant head dim attention's program is specialised to (its (d, 32) f32 tiles
+ * stay on the stack, under codegen's 64 KiB); a larger one stays a symbol. */
+#define LOOM_ATTN_MAX_CONST_DIM 512
 
 typedef struct softmax_params {
   loom_dtype t;
@@ -417,16 +449,21 @@ static loom_status legal_group_norm(loom_graph_module *m, const loom_graph_expr 
 
 typedef struct attention_params {
   char scale_text[64];    /* the scale as a literal ("" without one: 1/sqrt(d)) */
+  int32_t head_dim;       /* q's and k's last axis when a constant, else 0 (the program is sized to it) */
+  int32_t value_dim;      /* v's last axis when a constant, else 0 */
   loom_dtype t, mask_t;
   int32_t causal, mask_rank;
+  int32_t empty_nan;      /* rows without a positive softmax sum give NaN (else 0) */
+  int32_t bshd;           /* q, k, v and the result in (batch, seq, heads, dim) */
   loom_tp_bcast modes[4]; /* the mask's axes against (b, h, s, t) */
 } attention_params;
-LOOM_TP_GEN_PARAMS(attention_params, 64 + 8 * 4);
+LOOM_TP_GEN_PARAMS(attention_params, 64 + 12 * 4);
 
 static loom_status gen_attention(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
   const attention_params *p = params;
   return loom_tp_gen_attention(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t,
-                               p->scale_text[0] ? p->scale_text : NULL, p->causal, p->mask_rank, p->modes, p->mask_t, tp);
+                               p->scale_text[0] ? p->scale_text : NULL, p->causal, p->mask_rank, p->modes, p->mask_t,
+                               p->empty_nan, p->bshd, p->head_dim, p->value_dim, tp);
 }
 
 static loom_status legal_attention(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
@@ -442,16 +479,26 @@ static loom_status legal_attention(loom_graph_module *m, const loom_graph_expr *
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   const loom_graph_attr *sc = loom_graph_call_attr(call, "scale");
   attention_params p = {.t = q->dtype, .mask_t = mk ? mk->dtype : LOOM_DTYPE_BOOL, .causal = loom_graph_call_int(call, "causal") != 0,
-                        .mask_rank = mk ? mk->ndim : -1};
+                        .mask_rank = mk ? mk->ndim : -1, .empty_nan = loom_graph_call_int(call, "empty_nan") != 0,
+                        .bshd = attn_head_axis(call) == 2};
+  int ha = p.bshd ? 2 : 1, sa = 3 - ha;
+  /* constant head dims (every transformer's) size the flash kernel's tiles: stack buffers, loops
+   * of known trip count; a program per head size */
+  int64_t dq, dv;
+  if (loom_sym_is_const(q->dims[3], &dq) && dq > 0 && dq <= LOOM_ATTN_MAX_CONST_DIM) p.head_dim = (int32_t)dq;
+  if (loom_sym_is_const(v->dims[3], &dv) && dv > 0 && dv <= LOOM_ATTN_MAX_CONST_DIM) p.value_dim = (int32_t)dv;
   char key[64] = "";
   if (sc) loom_legal_literal(LOOM_DTYPE_F64, sc->kind == LOOM_GRAPH_ATTR_INT ? (double)sc->i : sc->f, p.scale_text, sizeof p.scale_text);
   if (mk) {
-    const loom_sym_expr *full[4] = {q->dims[0], q->dims[1], q->dims[2], k->dims[2]};
+    const loom_sym_expr *full[4] = {q->dims[0], q->dims[ha], q->dims[sa], k->dims[sa]};
     loom_legal_bcast_modes(cx, mk, full, 4, p.modes, key, sizeof key);
   }
   char name[256];
-  snprintf(name, sizeof name, "attention_%s%s%s%s%s_%016llx", loom_dtype_name(q->dtype), p.causal ? "_causal" : "",
-           mk ? "_mask_" : "", mk ? loom_dtype_name(mk->dtype) : "", key,
+  char dims[48] = "";
+  if (p.head_dim || p.value_dim) snprintf(dims, sizeof dims, "_d%d_%d", (int)p.head_dim, (int)p.value_dim);
+  snprintf(name, sizeof name, "attention_%s%s%s%s%s%s%s_%016llx", loom_dtype_name(q->dtype), p.causal ? "_causal" : "",
+           p.empty_nan ? (p.bshd ? "_nan_bshd" : "_nan") : p.bshd ? "_bshd" : "",
+           mk ? "_mask_" : "", mk ? loom_dtype_name(mk->dtype) : "", key, dims,
            (unsigned long long)loom_hash_bytes(p.scale_text, strlen(p.scale_text)));
   return LOOM_LEGAL_PROGRAM(m, name, gen_attention, p, &r->tp);
 }

@@ -57,6 +57,12 @@ loom_status loom_graph_cse(loom_graph_module *m, size_t *out_changed);
  * that defines a symbolic var used by live code; removes module constants nothing uses. */
 loom_status loom_graph_dce(loom_graph_module *m, size_t *out_changed);
 
+/* Attention written out as operators (matmul(q, k, transpose_b) -> scalar scale -> additive /
+ * `where` / causal mask -> softmax over the keys -> matmul with v, at rank 4, rank 5 grouped-query
+ * or rank 3 views, as exporters write it) becomes one `attention` call where it is exact
+ * (graph/pass_attention.c: the conditions); dce then removes the composed form. */
+loom_status loom_graph_attention(loom_graph_module *m, size_t *out_changed);
+
 /* Algebraic simplification: permute_dims compositions, reshape chains (reshape,
  * expand_dims, squeeze, flatten) into one reshape, reshape-likes / broadcast_to /
  * strided_slice / permute_dims that provably keep their input as it is, mul/div by one,

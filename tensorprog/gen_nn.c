@@ -1,5 +1,5 @@
 /* gen_nn.c — generators of the contraction-heavy programs: batched matmul, linear, batch norm
- * and attention (convolution and pooling: gen_window.c). Built directly as IR (tp_build.h);
+ * (attention: gen_attn.c; convolution and pooling: gen_window.c). Built directly as IR (tp_build.h);
  * each generator's comment shows its program's text. */
 #include <math.h>
 
@@ -559,106 +559,5 @@ loom_status loom_tp_gen_group_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   loom_tp_expr *floor = loom_tp_const_f(a, st, st == LOOM_DTYPE_F64 ? 2.2250738585072014e-308 : 1.1754943508222875e-38);
   loom_tp_expr *rstd2 = loom_tpb_let(&b, "rstd2", loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_op2(a, LOOM_TP_OP_MAX, loom_tp_op2(a, LOOM_TP_OP_ADD, var2, eps2), floor)));
   gn_pass_emit(&c, GN_OUTPUT, 0, ms, rstd2);
-  return loom_tpb_finish(&b, result);
-}
-
-/* Scaled dot-product attention over (b, h, s, t) = d0..d3, K/V heads hk (query head i1 reads
- * kv = floordiv(i1, floordiv(d1, hk))), statistics in sn (f32, f64 for f64):
- *   for i0 in 0..d0 { for i1 in 0..d1 parallel { for i2 in 0..d2 {
- *     alloc P: Local[(d3,), sn]  alloc R: Local[(2,), sn]  R[0] = -inf
- *     for i3 in 0..d3 { alloc S: Local[(1,), sn]
- *       for r in 0..dq reduce { S[0] = S[0] + sn(Q[i0, i1, i2, r]) * sn(K[i0, kv, i3, r]) }
- *       let sc: sn = S[0] * sn(scale) | S[0] * rsqrt(sn(dq))
- *       [let sm: sn = select(Mk[..], sc, -inf) (bool mask) | sc + sn(Mk[..])]
- *       [let sk: sn = select(i3 > i2 + (d3 - d2), -inf, cur) (causal)]
- *       P[i3] = cur  R[0] = max(R[0], cur) }
- *     for j in 0..d3 { P[j] = select(R[0] == -inf, 0.0, exp(P[j] - R[0]))  R[1] = R[1] + P[j] }
- *     alloc A: Local[(dv,), sn]  let inv: sn = select(R[1] > 0.0, 1.0 / R[1], 0.0)
- *     for j2 in 0..d3 { let w: sn = P[j2] * inv
- *       for e in 0..dv vectorize { A[e] = A[e] + w * sn(V[i0, kv, j2, e]) } }
- *     for e2 in 0..dv vectorize { Y[i0, i1, i2, e2] = T(A[e2]) } } } }
- * The mask's broadcast load (loom_tpg_bcast_load) indexes the (b, h, s, t) loops i0..i3. */
-loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
-                                  bool causal, int mask_rank, const loom_tp_bcast *mask_modes, loom_dtype mask_t,
-                                  loom_tp_func **result) {
-  if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "attention of %s is not supported", loom_dtype_name(t));
-  if (mask_rank > 4) return LOOM_ERROR(INVALID_ARGUMENT, "attention mask of rank %d", mask_rank);
-  loom_dtype sn = t == LOOM_DTYPE_F64 ? LOOM_DTYPE_F64 : LOOM_DTYPE_F32;
-  loom_tpb b;
-  loom_tpb_init(&b, a, cx, name);
-  const loom_sym_expr *d[4];
-  loom_tpg_dims_d(&b, 3, d);
-  const loom_sym_expr *dq = loom_tpb_shape_sym(&b, "dq");
-  const loom_sym_expr *qd[4] = {d[0], d[1], d[2], dq};
-  const loom_tp_buffer *Q = loom_tpb_buffer(&b, "Q", t, 4, qd);
-  const loom_sym_expr *hk = loom_tpb_shape_sym(&b, "hk");
-  d[3] = loom_tpb_shape_sym(&b, "d3");
-  const loom_sym_expr *kd[4] = {d[0], hk, d[3], dq};
-  const loom_tp_buffer *K = loom_tpb_buffer(&b, "K", t, 4, kd);
-  const loom_sym_expr *vd[4] = {d[0], hk, d[3], loom_tpb_shape_sym(&b, "dv")};
-  const loom_tp_buffer *V = loom_tpb_buffer(&b, "V", t, 4, vd);
-  const loom_tp_buffer *Mk = mask_rank >= 0 ? loom_tpg_bcast_buffer(&b, "Mk", "m", mask_rank, 4, mask_modes, mask_t) : NULL;
-  const loom_sym_expr *yd[4] = {d[0], d[1], d[2], vd[3]};
-  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, 4, yd);
-  /* the heads in parallel (a batch of 1 is the common case) */
-  loom_tp_expr *oi[4];
-  oi[0] = loom_tpb_idx(&b, loom_tpb_for(&b, "i0", d[0], LOOM_TP_LOOP_SERIAL, false));
-  oi[1] = loom_tpb_idx(&b, loom_tpb_for(&b, "i1", d[1], LOOM_TP_LOOP_PARALLEL, false));
-  oi[2] = loom_tpb_idx(&b, loom_tpb_for(&b, "i2", d[2], LOOM_TP_LOOP_SERIAL, false));
-  const loom_sym_expr *one = loom_sym_const(cx, 1), *two = loom_sym_const(cx, 2);
-  loom_tp_expr *z0 = loom_tpb_idx(&b, loom_sym_const(cx, 0)), *z1 = loom_tpb_idx(&b, one);
-  const loom_tp_buffer *P = loom_tpb_alloc(&b, "P", sn, 1, &d[3], LOOM_TP_SCOPE_LOCAL);
-  const loom_tp_buffer *R = loom_tpb_alloc(&b, "R", sn, 1, &two, LOOM_TP_SCOPE_LOCAL);
-  loom_tpb_store(&b, R, &z0, loom_tp_const_f(a, sn, -INFINITY));
-  const loom_sym_expr *i1 = oi[1] ? oi[1]->u.sym : NULL, *i2 = oi[2] ? oi[2]->u.sym : NULL;
-  const loom_sym_expr *kv = i1 ? loom_sym_floordiv(cx, i1, loom_sym_floordiv(cx, d[1], hk)) : NULL;
-  const loom_sym_expr *i3 = loom_tpb_for(&b, "i3", d[3], LOOM_TP_LOOP_SERIAL, false);
-  oi[3] = loom_tpb_idx(&b, i3);
-  const loom_tp_buffer *S = loom_tpb_alloc(&b, "S", sn, 1, &one, LOOM_TP_SCOPE_LOCAL);
-  loom_tp_expr *r = loom_tpb_idx(&b, loom_tpb_for(&b, "r", dq, LOOM_TP_LOOP_SERIAL, true));
-  loom_tp_expr *qi[4] = {oi[0], oi[1], oi[2], r}, *ki[4] = {oi[0], loom_tpb_idx(&b, kv), oi[3], r};
-  loom_tp_expr *qk = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_cast(a, sn, loom_tpb_load(&b, Q, qi)), loom_tp_cast(a, sn, loom_tpb_load(&b, K, ki)));
-  loom_tpb_store(&b, S, &z0, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, S, &z0), qk));
-  loom_tpb_end(&b);
-  loom_tp_expr *scale = scale_text ? loom_tp_cast(a, sn, loom_tpb_parse(&b, scale_text, NULL, NULL, 0, NULL))
-                                   : loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_cast(a, sn, loom_tpb_idx(&b, dq)));
-  loom_tp_expr *cur = loom_tpb_let(&b, "sc", loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&b, S, &z0), scale));
-  if (Mk) {
-    loom_tp_expr *m = loom_tpg_bcast_load(&b, Mk, 4, mask_modes, oi);
-    loom_tp_expr *v = mask_t == LOOM_DTYPE_BOOL ? loom_tp_select(a, m, cur, loom_tp_const_f(a, sn, -INFINITY))
-                                                : loom_tp_op2(a, LOOM_TP_OP_ADD, cur, loom_tp_cast(a, sn, m));
-    cur = loom_tpb_let(&b, "sm", v);
-  }
-  if (causal) {
-    const loom_sym_expr *lim = i2 ? loom_sym_add(cx, i2, loom_sym_sub(cx, d[3], d[2])) : NULL;
-    loom_tp_expr *future = loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_idx(&b, i3), loom_tpb_idx(&b, lim));
-    cur = loom_tpb_let(&b, "sk", loom_tp_select(a, future, loom_tp_const_f(a, sn, -INFINITY), cur));
-  }
-  loom_tpb_store(&b, P, &oi[3], loom_tp_expr_copy(a, cur));
-  loom_tpb_store(&b, R, &z0, loom_tp_op2(a, LOOM_TP_OP_MAX, loom_tpb_load(&b, R, &z0), loom_tp_expr_copy(a, cur)));
-  loom_tpb_end(&b);
-  loom_tp_expr *j = loom_tpb_idx(&b, loom_tpb_for(&b, "j", d[3], LOOM_TP_LOOP_SERIAL, false));
-  loom_tp_expr *empty = loom_tp_op2(a, LOOM_TP_OP_EQ, loom_tpb_load(&b, R, &z0), loom_tp_const_f(a, sn, -INFINITY));
-  loom_tp_expr *ex = loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_load(&b, P, &j), loom_tpb_load(&b, R, &z0)));
-  loom_tpb_store(&b, P, &j, loom_tp_select(a, empty, loom_tp_const_f(a, sn, 0.0), ex));
-  loom_tpb_store(&b, R, &z1, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, R, &z1), loom_tpb_load(&b, P, &j)));
-  loom_tpb_end(&b);
-  /* the weighted sum of V's rows: each row of V read once, contiguously, for the whole output
-   * row (A, vectorised over e), the normalisation a multiply by 1 / sum */
-  const loom_tp_buffer *A = loom_tpb_alloc(&b, "A", sn, 1, &vd[3], LOOM_TP_SCOPE_LOCAL);
-  loom_tp_expr *some = loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_load(&b, R, &z1), loom_tp_const_f(a, sn, 0.0));
-  loom_tp_expr *inv = loom_tpb_let(&b, "inv", loom_tp_select(a, some, loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tp_const_f(a, sn, 1.0),
-                                                                                        loom_tpb_load(&b, R, &z1)),
-                                                              loom_tp_const_f(a, sn, 0.0)));
-  loom_tp_expr *j2 = loom_tpb_idx(&b, loom_tpb_for(&b, "j2", d[3], LOOM_TP_LOOP_SERIAL, false));
-  loom_tp_expr *w = loom_tpb_let(&b, "w", loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&b, P, &j2), loom_tp_expr_copy(a, inv)));
-  loom_tp_expr *e = loom_tpb_idx(&b, loom_tpb_for(&b, "e", vd[3], LOOM_TP_LOOP_VECTORIZE, false));
-  loom_tp_expr *vi[4] = {oi[0], loom_tpb_idx(&b, kv), j2, e};
-  loom_tp_expr *wv = loom_tp_op2(a, LOOM_TP_OP_MUL, w, loom_tp_cast(a, sn, loom_tpb_load(&b, V, vi)));
-  loom_tpb_store(&b, A, &e, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, A, &e), wv));
-  loom_tpb_end_n(&b, 2);
-  loom_tp_expr *e2 = loom_tpb_idx(&b, loom_tpb_for(&b, "e2", vd[3], LOOM_TP_LOOP_VECTORIZE, false));
-  loom_tp_expr *yi[4] = {oi[0], oi[1], oi[2], e2}, *acc = loom_tpb_load(&b, A, &e2);
-  loom_tpb_store(&b, Y, yi, sn == t ? acc : loom_tp_cast(a, t, acc));
   return loom_tpb_finish(&b, result);
 }

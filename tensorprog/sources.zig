@@ -2,6 +2,7 @@
 pub const compiler = [_][]const u8{
     "tensorprog/classify.c",
     "tensorprog/fuse.c",
+    "tensorprog/gen_attn.c",
     "tensorprog/gen_common.c",
     "tensorprog/gen_conv.c",
     "tensorprog/gen_conv_packed.c",

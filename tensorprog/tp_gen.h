@@ -383,14 +383,23 @@ loom_status loom_tp_gen_batch_norm(loom_arena *a, loom_sym_ctx *cx, const char *
 loom_status loom_tp_gen_group_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                                    int64_t groups, double eps, loom_tp_func **result);
 
+/* Queries below which an f32 attention program runs its row kernel instead of the flash tiles
+ * (a decode step: one tile of 32 lanes would compute mostly unused rows). */
+enum { LOOM_TP_ATTN_MIN_ROWS = 8 };
+
 /* Attention over (b, h, s, d) queries and (b, hk, t, d) keys / (b, hk, t, dv) values, hk dividing h
  * (grouped-query): Y = softmax(Q K^T * scale + mask) V with an optional mask of rank mask_rank
  * broadcast to (b, h, s, t) by `mask_modes` (bool: keep where true; float: added), and causal
  * masking `j > i + (t - s)`. scale_text: a literal, or NULL for 1/sqrt(d). Rows with no unmasked
- * entry give 0 (as the reference). */
+ * entry give 0 (as the reference), or NaN with empty_nan (as softmax then matmul). bshd: Q, K, V
+ * and Y are laid out (batch, seq, heads, dim) (the mask stays (b, h, s, t)). head_dim / value_dim: d and dv when the call knows them as
+ * constants (the program is then specialised to them: its tiles are fixed-size), else 0 (symbols
+ * dq, dv). f32 with an f32 or bool mask (or none) is a flash kernel (online softmax over key
+ * steps, tensorprog/gen_attn.c) for s >= LOOM_TP_ATTN_MIN_ROWS, the row kernel below; other
+ * dtypes the row kernel. */
 loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
                                   bool causal, int mask_rank, const loom_tp_bcast *mask_modes, loom_dtype mask_t,
-                                  loom_tp_func **result);
+                                  bool empty_nan, bool bshd, int64_t head_dim, int64_t value_dim, loom_tp_func **result);
 
 /* Paged attention of a ragged batch (tensorprog/gen_paged.c; graph op paged_attention): queries
  * Q (t, h, d) and the step's keys / values Kn (t, hk, d), Vn (t, hk, dv), the paged cache

@@ -86,6 +86,8 @@ pub const suites = .{
         "tests/tensorprog/tp_test_util.c",
         "tests/cpu/cpu_test_util.c",
         "tests/cpu/test_cpu_diff.c",
+        "tests/cpu/test_cpu_attention.c",
+        "tests/cpu/test_cpu_parallel.c",
         "tests/cpu/test_kcache.c",
         "tests/cpu/test_cpu_conv.c",
     } },
@@ -110,6 +112,7 @@ pub const suites = .{
         "tests/e2e/test_e2e_models.c",
         "tests/e2e/test_e2e_window.c",
         "tests/e2e/test_e2e_norms.c",
+        "tests/e2e/test_e2e_attention.c",
         "tests/e2e/test_e2e_conv_gemm.c",
         "tests/e2e/test_e2e_conv_packed.c",
         "tests/e2e/test_e2e_qconv.c",
@@ -138,5 +141,6 @@ pub const suites = .{
         "tests/passes/test_passes.c",
         "tests/passes/test_fuse.c",
         "tests/passes/test_pack_conv.c",
+        "tests/passes/test_attention_pass.c",
     } },
 };

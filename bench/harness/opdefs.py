@@ -364,13 +364,14 @@ def cumsum():
 
 
 # ---- attention ------------------------------------------------------------------------------------------
-def attention(heads, kv_heads, d, causal):
+def attention(heads, kv_heads, d, causal, kv_len="S"):
     """softmax(q k^T / sqrt(d) [+ causal mask]) v on [B, H, S, D] inputs. GQA (kv_heads < heads) groups the
-    query heads over the shared K / V heads by reshapes and a broadcasting MatMul, as exporters do."""
+    query heads over the shared K / V heads by reshapes and a broadcasting MatMul, as exporters do.
+    kv_len names the keys' length (a decode step: "T", queries S = 1 over a long K / V; not causal)."""
     def build(g):
         q = g.input("q", F32, ["B", heads, "S", d])
-        k = g.input("k", F32, ["B", kv_heads, "S", d])
-        v = g.input("v", F32, ["B", kv_heads, "S", d])
+        k = g.input("k", F32, ["B", kv_heads, kv_len, d])
+        v = g.input("v", F32, ["B", kv_heads, kv_len, d])
         grp = heads // kv_heads
         if grp > 1:
             q = g.op("Reshape", [q, g.const([0, kv_heads, grp, -1, d])])
@@ -556,9 +557,15 @@ def all_cases():
     add(Case("resize", "linear 2x 64x56x56", resize("linear"), {"x": (1, 64, 56, 56)}, quick=False))
     add(Case("einsum", "bhqd,bhkd->bhqk 1x12x128x64", einsum(), {"q": (1, 12, 128, 64), "k": (1, 12, 128, 64)},
              2.0 * 12 * 128 * 128 * 64))
-    for s, quick in [(128, True), (512, True), (2048, False)]:
+    for s, quick in [(128, True), (512, True), (1024, True), (2048, True)]:
         add(Case("attention", f"12 heads s={s}", attention(12, 12, 64, False),
                  {"q": (1, 12, s, 64), "k": (1, 12, s, 64), "v": (1, 12, s, 64)}, attn_flops(1, 12, s, 64), quick=quick))
+    # a decode step: one query over a long K / V (read once)
+    add(Case("attention_decode", "12 heads 1 query, 2048 keys", attention(12, 12, 64, False, kv_len="T"),
+             {"q": (1, 12, 1, 64), "k": (1, 12, 2048, 64), "v": (1, 12, 2048, 64)}, 4.0 * 12 * 2048 * 64))
+    add(Case("attention_decode", "GQA 32q/8kv d=128, 1 query, 2048 keys", attention(32, 8, 128, False, kv_len="T"),
+             {"q": (1, 32, 1, 128), "k": (1, 8, 2048, 128), "v": (1, 8, 2048, 128)}, 4.0 * 32 * 2048 * 128,
+             quick=False))
     add(Case("attention_causal", "12 heads s=512", attention(12, 12, 64, True),
              {"q": (1, 12, 512, 64), "k": (1, 12, 512, 64), "v": (1, 12, 512, 64)}, attn_flops(1, 12, 512, 64)))
     add(Case("attention_gqa", "32q/8kv heads d=128 s=512", attention(32, 8, 128, True),

@@ -336,27 +336,39 @@ bool fz_gen_norm(fz_gen *g, fz_case *c) {
   return true;
 }
 
+/* attention: grouped-query heads (1-3 K/V heads, 1-3 queries each), queries and keys from 0 to
+ * 70 (the row kernel below 8 queries, flash tiles of 32 with tails), head dims static or
+ * symbolic, a mask along queries and keys (packed by the flash kernel) or along the keys only
+ * (read in its lanes), bool or additive, causal, a scale, empty_nan (rows with no key NaN), the
+ * bshd layout. */
 bool fz_gen_attention(fz_gen *g, fz_case *c) {
   c->op = "attention";
-  int64_t b = fz_size(g, 1, 3), hk = fz_int(g, 1, 3), rep = fz_int(g, 1, 3), s = fz_size(g, 1, 33), t = fz_size(g, 1, 33),
+  int64_t b = fz_size(g, 1, 3), hk = fz_int(g, 1, 3), rep = fz_int(g, 1, 3), s = fz_size(g, 0, 70), t = fz_size(g, 0, 70),
           dd = fz_size(g, 1, 33), dv = fz_flag(g, 30) ? fz_size(g, 1, 17) : dd;
   loom_dtype dt = fz_float_dtype(g, c, false);
-  fz_dim q[4] = {fz_sym(g, "b", b), fz_expr(g, hk * rep, "%lld*hk", (long long)rep), fz_sym(g, "s", s), fz_sym(g, "d", dd)};
-  fz_dim k[4] = {fz_sym(g, "b", b), fz_sym(g, "hk", hk), fz_sym(g, "t", t), fz_sym(g, "d", dd)};
-  fz_dim v[4] = {fz_sym(g, "b", b), fz_sym(g, "hk", hk), fz_sym(g, "t", t), fz_sym(g, "dv", dv)};
+  bool bshd = fz_flag(g, 30); /* (batch, seq, heads, dim) */
+  int ha = bshd ? 2 : 1, sa = 3 - ha;
+  fz_dim q[4] = {fz_sym(g, "b", b), {0}, {0}, fz_sym(g, "d", dd)}, k[4] = {fz_sym(g, "b", b), {0}, {0}, fz_sym(g, "d", dd)},
+         v[4] = {fz_sym(g, "b", b), {0}, {0}, fz_sym(g, "dv", dv)};
+  q[ha] = fz_expr(g, hk * rep, "%lld*hk", (long long)rep), q[sa] = fz_sym(g, "s", s);
+  k[ha] = fz_sym(g, "hk", hk), k[sa] = fz_sym(g, "t", t);
+  v[ha] = fz_sym(g, "hk", hk), v[sa] = fz_sym(g, "t", t);
   fz_param_add(c, "q", dt, 4, q);
   fz_param_add(c, "k", dt, 4, k);
   fz_param_add(c, "v", dt, 4, v);
   char attrs[128] = "", mask[8] = "";
   if (fz_flag(g, 40)) {
-    fz_dim m[2] = {fz_sym(g, "s", s), fz_sym(g, "t", t)};
-    bool bmask = fz_flag(g, 50);
-    fz_param *mp = fz_param_add(c, "m", bmask ? LOOM_DTYPE_BOOL : dt, 2, m);
+    bool keys_only = fz_flag(g, 40), bmask = fz_flag(g, 50);
+    fz_dim m2[2] = {fz_sym(g, "s", s), fz_sym(g, "t", t)};
+    fz_dim m4[4] = {fz_sym(g, "b", b), fz_lit(1), fz_lit(1), fz_sym(g, "t", t)};
+    fz_param *mp = fz_param_add(c, "m", bmask ? LOOM_DTYPE_BOOL : dt, keys_only ? 4 : 2, keys_only ? m4 : m2);
     if (!bmask) mp->lo = -4, mp->hi = 0;
     snprintf(mask, sizeof mask, ", m");
   }
   if (fz_flag(g, 40)) fz_cat(attrs, sizeof attrs, ", causal=true");
   if (fz_flag(g, 30)) fz_cat(attrs, sizeof attrs, ", scale=%g", fz_real(g, 0.125, 2));
+  if (fz_flag(g, 30)) fz_cat(attrs, sizeof attrs, ", empty_nan=true");
+  if (bshd) fz_cat(attrs, sizeof attrs, ", layout=\"bshd\"");
   c->rtol = 1e-4, c->atol = 1e-5 * (double)(dd + t);
   fz_call(c, "attention(q, k, v%s%s)", mask, attrs);
   return true;

@@ -23,6 +23,7 @@ static rewrite_fn rewrite_of(loom_pass_id id) {
   case LOOM_PASS_fold: return loom_graph_fold;
   case LOOM_PASS_cse: return loom_graph_cse;
   case LOOM_PASS_dce: return loom_graph_dce;
+  case LOOM_PASS_attention: return loom_graph_attention;
   default: return NULL;
   }
 }
@@ -41,6 +42,7 @@ static loom_status pass_simplify(loom_pass_ctx *c) { return run_rewrite(c, LOOM_
 static loom_status pass_fold(loom_pass_ctx *c) { return run_rewrite(c, LOOM_PASS_fold); }
 static loom_status pass_cse(loom_pass_ctx *c) { return run_rewrite(c, LOOM_PASS_cse); }
 static loom_status pass_dce(loom_pass_ctx *c) { return run_rewrite(c, LOOM_PASS_dce); }
+static loom_status pass_attention(loom_pass_ctx *c) { return run_rewrite(c, LOOM_PASS_attention); }
 
 /* ---- module passes ------------------------------------------------------------------ */
 

@@ -19,6 +19,7 @@ static const loom_pass_id default_pipeline[] = {
     LOOM_PASS_fold,      /* constants evaluated; shape computations become symbolic literals */
     LOOM_PASS_cse,       /* equal pure bindings computed once */
     LOOM_PASS_dce,       /* dead bindings and constants removed */
+    LOOM_PASS_attention, /* attention written out as matmul / scale / mask / softmax / matmul -> the attention op */
     LOOM_PASS_offload,   /* on request: matmul/linear to BLAS above a row threshold */
     LOOM_PASS_pack,      /* constant matmul weights laid out in the target's panels (not with offload) */
     LOOM_PASS_legalize,  /* ops -> call_tp of generated tensor programs */

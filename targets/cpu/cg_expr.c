@@ -208,6 +208,15 @@ static LLVMValueRef int_divmod(cg *g, LLVMValueRef a, LLVMValueRef b, bool is_si
 static LLVMValueRef bool64(cg *g, LLVMValueRef i1) { return LLVMBuildZExt(g->b, i1, g->t_i64, ""); }
 static LLVMValueRef nz(cg *g, LLVMValueRef v) { return LLVMBuildICmp(g->b, LLVMIntNE, v, cg_i64(g, 0), ""); }
 
+/* Lane mode, the lane variable as a value: lane 0's i64 value x (the variable bound to 0)
+ * plus s * <0, 1, .., W-1>. */
+static LLVMValueRef lane_iota(cg *g, LLVMValueRef x, unsigned s) {
+  unsigned w = g->lanes;
+  LLVMValueRef k[LOOM_CPU_MAX_LANES];
+  for (unsigned i = 0; i < w; i++) k[i] = cg_i64(g, (int64_t)(s * i));
+  return LLVMBuildAdd(g->b, cg_splat(g, x, w), LLVMConstVector(k, w), "");
+}
+
 /* ---- hoisted divisions ----------------------------------------------------------
  *
  * A floordiv / floormod of symbols by a non-constant divisor is computed once, at the hoist
@@ -397,7 +406,8 @@ LLVMValueRef cg_elem_ptr(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *
   LLVMValueRef base = lookup_buf(g, buf);
   LLVMValueRef off = NULL;
   for (int d = 0; d < buf->ndim; d++) {
-    LLVMValueRef i = cg_expr(g, idx[d]);
+    /* a symbol is lane 0's index in lane mode (the variable bound to 0), never a vector */
+    LLVMValueRef i = idx[d]->kind == LOOM_TP_EXPR_SYM ? cg_sym(g, idx[d]->u.sym) : cg_expr(g, idx[d]);
     if (LLVMTypeOf(i) != g->t_i64) i = LLVMBuildSExt(g->b, i, g->t_i64, "");
     if (loom_tp_expr_reads_memory(idx[d])) { /* data, not affine: checked (unsigned: negatives too) */
       char msg[256];
@@ -830,8 +840,10 @@ LLVMValueRef cg_expr(cg *g, const loom_tp_expr *e) {
     case LOOM_TP_EXPR_SYM: {
       LLVMValueRef v = cg_sym(g, e->u.sym);
       LLVMTypeRef t = cg_reg_type(g, e->dtype);
-      if (t == g->t_i64) return v;
-      if (t == g->t_i1) return nz(g, v);
+      if (g->lanes && cg_expr_uses_lane(g, e)) v = lane_iota(g, v, cg_lane_stride(g, e->u.sym, g->lane_var));
+      t = cg_like_ty(LLVMTypeOf(v), t);
+      if (t == LLVMTypeOf(v)) return v;
+      if (t == cg_like_ty(t, g->t_i1)) return LLVMBuildICmp(g->b, LLVMIntNE, v, cg_ki(LLVMTypeOf(v), 0), "");
       if (loom_dtype_is_float(e->dtype)) return LLVMBuildSIToFP(g->b, v, t, "");
       return LLVMBuildTrunc(g->b, v, t, "");
     }

@@ -268,6 +268,84 @@ static void emit_range_loop(cg *g, const loom_tp_stmt *s, LLVMValueRef begin, LL
 static bool in_parallel(cg *g) { return g->nbody < 0; }
 
 /* A PARALLEL loop: outlined body called through ctx->parallel_for. */
+/* ---- the work of a parallel loop ------------------------------------------------------------
+ *
+ * A parallel loop whose whole work is small runs in the calling thread: handing half of a
+ * microsecond's work to a worker costs the hand-over (the worker's claim, the caller waiting for
+ * its chunk; on a loaded machine a worker that is not running), more than it saves. The work is
+ * estimated from the program: every store counts (1 + the operations of its value: a load, an
+ * operator, a cast or a select 1, a math function 8) times the extents of the loops around it,
+ * times 8 outside vectorised and reduction loops (scalar code); the loop's own extent multiplies
+ * the body's. When an extent inside depends on a variable bound there (a triangle's bound), the
+ * work is unknown and the loop is parallel as before. Below LOOM_CPU_PARALLEL_MIN_WORK (about a
+ * microsecond of vector code on the development machine: a GEMV of 128 x 384 is 196k and took 3 us)
+ * the body runs as body(arg, 0, n, 0). */
+#define LOOM_CPU_PARALLEL_MIN_WORK 65536.0
+
+static bool sym_uses(const loom_sym_expr *e, const loom_sym_expr *var);
+
+typedef struct work_walk {
+  cg *g;
+  const loom_sym_expr *inner[64]; /* loop variables bound inside the parallel loop */
+  size_t ninner;
+  bool unknown;                   /* an extent uses one of them, or too many loops */
+} work_walk;
+
+static bool uses_inner(work_walk *w, const loom_sym_expr *e) {
+  for (size_t i = 0; i < w->ninner; i++)
+    if (sym_uses(e, w->inner[i])) return true;
+  return false;
+}
+
+static double expr_ops(const loom_tp_expr *e) {
+  switch (e->kind) {
+  case LOOM_TP_EXPR_LOAD: return 1;
+  case LOOM_TP_EXPR_OP: {
+    double n = loom_tp_op_class_of(e->u.op.op) == LOOM_TP_CLASS_MATH ? 8 : 1;
+    for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++) n += expr_ops(e->u.op.args[i]);
+    return n;
+  }
+  case LOOM_TP_EXPR_CAST: return 1 + expr_ops(e->u.cast_arg);
+  case LOOM_TP_EXPR_SELECT:
+    return 1 + expr_ops(e->u.select.cond) + expr_ops(e->u.select.then_e) + expr_ops(e->u.select.else_e);
+  default: return 0;
+  }
+}
+
+/* The work of one execution of s (an f64 value), `vec` inside a vectorised or reduction loop. */
+static LLVMValueRef stmt_work(work_walk *w, const loom_tp_stmt *s, bool vec) {
+  cg *g = w->g;
+  LLVMValueRef zero = LLVMConstReal(g->t_f64, 0.0);
+  switch (s->kind) {
+  case LOOM_TP_STMT_SEQ: {
+    LLVMValueRef sum = zero;
+    for (size_t i = 0; i < s->u.seq.n && !w->unknown; i++) sum = LLVMBuildFAdd(g->b, sum, stmt_work(w, s->u.seq.items[i], vec), "");
+    return sum;
+  }
+  case LOOM_TP_STMT_FOR: {
+    if (uses_inner(w, s->u.loop.extent) || w->ninner == sizeof w->inner / sizeof *w->inner) {
+      w->unknown = true;
+      return zero;
+    }
+    LLVMValueRef n = LLVMBuildSIToFP(g->b, cg_sym(g, s->u.loop.extent), g->t_f64, "");
+    w->inner[w->ninner++] = s->u.loop.var;
+    bool v = vec || s->u.loop.kind == LOOM_TP_LOOP_VECTORIZE || s->u.loop.reduce;
+    LLVMValueRef body = stmt_work(w, s->u.loop.body, v);
+    w->ninner--;
+    return LLVMBuildFMul(g->b, n, body, "");
+  }
+  case LOOM_TP_STMT_STORE:
+    return LLVMConstReal(g->t_f64, (1 + expr_ops(s->u.store.value)) * (vec ? 1 : 8));
+  case LOOM_TP_STMT_LET:
+    return LLVMConstReal(g->t_f64, expr_ops(s->u.let.value) * (vec ? 1 : 8));
+  case LOOM_TP_STMT_IF: {
+    LLVMValueRef t = stmt_work(w, s->u.if_.then_s, vec);
+    return s->u.if_.else_s ? LLVMBuildFAdd(g->b, t, stmt_work(w, s->u.if_.else_s, vec), "") : t;
+  }
+  default: return zero;
+  }
+}
+
 static void emit_parallel(cg *g, const loom_tp_stmt *s, LLVMValueRef extent) {
   char name[256];
   int id = g->nbody++;
@@ -329,12 +407,39 @@ static void emit_parallel(cg *g, const loom_tp_stmt *s, LLVMValueRef extent) {
   LLVMValueRef slot = LLVMBuildAlloca(eb, st, "par.arg");
   LLVMDisposeBuilder(eb);
   for (size_t i = 0; i < nenv; i++) LLVMBuildStore(g->b, env[i], LLVMBuildStructGEP2(g->b, st, slot, (unsigned)i, ""));
+  /* small work: the body in this thread (above) */
+  work_walk w = {.g = g, .inner = {s->u.loop.var}, .ninner = 1};
+  LLVMValueRef work = stmt_work(&w, s->u.loop.body, false);
+  LLVMBasicBlockRef serial = NULL, split = NULL, join = NULL;
+  LLVMValueRef rs = NULL;
+  if (!w.unknown) {
+    work = LLVMBuildFMul(g->b, LLVMBuildSIToFP(g->b, extent, g->t_f64, ""), work, "");
+    LLVMValueRef small = LLVMBuildFCmp(g->b, LLVMRealOLT, work, LLVMConstReal(g->t_f64, LOOM_CPU_PARALLEL_MIN_WORK), "");
+    serial = LLVMAppendBasicBlockInContext(g->c, g->fn, "par.serial");
+    split = LLVMAppendBasicBlockInContext(g->c, g->fn, "par.split");
+    join = LLVMAppendBasicBlockInContext(g->c, g->fn, "par.join");
+    LLVMBuildCondBr(g->b, small, serial, split);
+    LLVMPositionBuilderAtEnd(g->b, serial);
+    LLVMValueRef bargs[4] = {slot, cg_i64(g, 0), extent, LLVMConstInt(g->t_i32, 0, 0)};
+    rs = LLVMBuildCall2(g->b, g->t_body, body, bargs, 4, "");
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, split);
+  }
   LLVMValueRef pf = LLVMBuildLoad2(g->b, g->t_ptr, LLVMBuildStructGEP2(g->b, g->t_ctx, g->ctxp, 4, ""), "parallel_for");
   LLVMValueRef pool = LLVMBuildLoad2(g->b, g->t_ptr, LLVMBuildStructGEP2(g->b, g->t_ctx, g->ctxp, 5, ""), "pool");
   LLVMTypeRef pft_params[4] = {g->t_ptr, g->t_i64, g->t_ptr, g->t_ptr};
   LLVMTypeRef pft = LLVMFunctionType(g->t_i32, pft_params, 4, 0);
   LLVMValueRef cargs[4] = {pool, extent, body, slot};
   LLVMValueRef r = LLVMBuildCall2(g->b, pft, pf, cargs, 4, "");
+  if (join) {
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, join);
+    LLVMValueRef phi = LLVMBuildPhi(g->b, g->t_i32, "");
+    LLVMValueRef vals[2] = {rs, r};
+    LLVMBasicBlockRef from[2] = {serial, split};
+    LLVMAddIncoming(phi, vals, from, 2);
+    r = phi;
+  }
   LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(g->c, g->fn, "par.fail");
   LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->c, g->fn, "par.ok");
   LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntNE, r, LLVMConstInt(g->t_i32, 0, 0), ""), bad, ok);
@@ -355,8 +460,9 @@ static void emit_parallel(cg *g, const loom_tp_stmt *s, LLVMValueRef extent) {
  * they meet a vector. A load may also use v as `... + s*v` with a constant stride s in
  * [2, 4] (s*W <= 64: a strided convolution's input): it becomes one masked load of the
  * s*(W-1)+1 elements it spans (no element past the last one read, so never outside the
- * buffer) and a shuffle that keeps every s-th (cg_lane_stride, cg_expr.c). Anything else (nested loops, ifs, v elsewhere in an index or as a
- * value, gathers, f16/bf16/bool memory, libm calls, float->int casts) is left to LLVM's
+ * buffer) and a shuffle that keeps every s-th (cg_lane_stride, cg_expr.c). v may also be a value
+ * as `x + s*v` (s in [1, 4]): the vector x + <0, s, 2s, ..>. Anything else (nested loops, ifs,
+ * v elsewhere in an index, gathers, f16/bf16/bool memory, libm calls, float->int casts) is left to LLVM's
  * loop vectoriser through the loop metadata. This is what keeps a register tile of
  * accumulators (a Local buffer indexed by unrolled constants and v) in vector registers. */
 
@@ -436,15 +542,40 @@ static bool lane_access_ok(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const
   return lane_dtype_ok(buf->dtype) || !*uses;
 }
 
+/* Does `e` mention `var` anywhere (a symbol, or inside a loaded index)? */
+static bool expr_mentions(const loom_tp_expr *e, const loom_sym_expr *var) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_SYM: return sym_uses(e->u.sym, var);
+    case LOOM_TP_EXPR_LOAD:
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (expr_mentions(e->u.load.idx[d], var)) return true;
+      return false;
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (expr_mentions(e->u.op.args[i], var)) return true;
+      return false;
+    case LOOM_TP_EXPR_CAST: return expr_mentions(e->u.cast_arg, var);
+    case LOOM_TP_EXPR_SELECT:
+      return expr_mentions(e->u.select.cond, var) || expr_mentions(e->u.select.then_e, var) ||
+             expr_mentions(e->u.select.else_e, var);
+    default: return false;
+  }
+}
+
 static bool lane_expr_ok(cg *g, const loom_tp_expr *e, const loom_sym_expr *var) {
   switch (e->kind) {
     case LOOM_TP_EXPR_CONST: return true;
-    case LOOM_TP_EXPR_SYM: return !sym_uses(e->u.sym, var);
+    /* v as a value: `x + s*v` (s in [1, 4]) is lane 0's x plus the constant vector
+     * <0, s, 2s, ..> (an attention kernel's causal test of key j against query row q0 + v) */
+    case LOOM_TP_EXPR_SYM: return !sym_uses(e->u.sym, var) || cg_lane_stride(g, e->u.sym, var) != 0;
     case LOOM_TP_EXPR_LETREF: return true;
     case LOOM_TP_EXPR_LOAD: {
       bool uses;
+      /* an index that is not a symbol (read from memory, a select) must not vary by lane */
       for (int d = 0; d < e->u.load.buf->ndim; d++)
-        if (e->u.load.idx[d]->kind != LOOM_TP_EXPR_SYM && !lane_expr_ok(g, e->u.load.idx[d], var)) return false;
+        if (e->u.load.idx[d]->kind != LOOM_TP_EXPR_SYM &&
+            (expr_mentions(e->u.load.idx[d], var) || !lane_expr_ok(g, e->u.load.idx[d], var)))
+          return false;
       if (!lane_access_ok(g, e->u.load.buf, e->u.load.idx, var, g->lane_max_stride, &uses)) return false;
       /* uniform loads must not hide v inside a loaded index */
       return true;

@@ -155,6 +155,7 @@ int cpu_diff(tp_fixture *fx, loom_kernel_fn fn, const cpu_diff_opts *o, uint64_t
         if (!f->params[i].is_buffer && f->params[i].scalar.var == f->syms[j]) v = o->scalar;
       cr_assert_null(loom_sym_env_set(env, f->syms[j], v));
     }
+    if (o->bind) o->bind(f, env, trial);
     int64_t shapes[MAXP][8];
     size_t counts[MAXP];
     void *want[MAXP], *init[MAXP];

@@ -26,6 +26,10 @@ void cpu_fill(loom_dtype t, void *data, size_t count, loom_test_rng *rng);
 typedef void (*cpu_fill_fn)(const loom_tp_func *f, size_t param, void *data, size_t count, const int64_t *shape,
                             loom_test_rng *rng);
 
+/* Optional hook: sets the symbols of trial `trial` in env after the random assignment (shapes
+ * whose symbols are related: K/V heads that divide the query heads). */
+typedef void (*cpu_bind_fn)(const loom_tp_func *f, loom_sym_env *env, int trial);
+
 /* What one differential run checks. */
 typedef struct cpu_diff_opts {
   const int64_t *sizes; /* values tried for each shape symbol */
@@ -34,6 +38,7 @@ typedef struct cpu_diff_opts {
   double rtol, atol;    /* float tolerance: |got - want| <= atol + rtol*|want| */
   cpu_fill_fn fill;     /* NULL: cpu_fill */
   int64_t scalar;       /* value of every scalar param */
+  cpu_bind_fn bind;     /* NULL: random sizes only */
 } cpu_diff_opts;
 
 /* Runs `fn` (compiled from f) and the interpreter on the same random inputs for

@@ -18,7 +18,7 @@ static const int64_t small[] = {0, 1, 2, 3, 5, 7, 8, 13, 16, 17, 31, 33};
 static const int64_t medium[] = {0, 1, 3, 7, 16, 17, 31, 64, 97, 129};
 
 static cpu_diff_opts opts(const int64_t *sizes, size_t n, double tol) {
-  return (cpu_diff_opts){sizes, n, 6, tol, tol, NULL, 3};
+  return (cpu_diff_opts){sizes, n, 6, tol, tol, NULL, 3, NULL};
 }
 
 /* Parses, JIT-compiles and differentially tests one program. */
