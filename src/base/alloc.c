@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static atomic_long fail_countdown = -1; /* < 0: off; 0: fail now; n: n more succeed */
 static atomic_long injected_failures = 0;
@@ -84,4 +85,19 @@ void loom_free(loom_allocator *a, void *ptr, size_t size) {
   if (!ptr) return;
   if (!a) a = &system_allocator;
   a->free(a->ctx, ptr, size);
+}
+
+void *loom_alloc_large(size_t size) {
+  if (inject_failure()) return NULL;
+  if (size == 0) size = 1;
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+  if (size >= ((size_t)2 << 20)) (void)madvise(p, size, MADV_HUGEPAGE); /* advice only: 4 KiB pages if refused */
+#endif
+  return p;
+}
+
+void loom_free_large(void *ptr, size_t size) {
+  if (ptr) munmap(ptr, size ? size : 1);
 }

@@ -36,6 +36,15 @@ void loom_free(loom_allocator *a, void *ptr, size_t size);
 /* `count * elem` bytes, NULL on overflow or failure. */
 void *loom_alloc_array(loom_allocator *a, size_t count, size_t elem);
 
+/* Large buffers (weights, packed constants, an arena's big blocks): an anonymous mapping of their
+ * own, which the kernel may back with transparent huge pages (madvise MADV_HUGEPAGE). A fresh
+ * 4 KiB page costs a fault, a zeroing and a cgroup charge; 340 MB of them (GPT-2's 12 layers)
+ * took 430-600 ms to fill on the shared machine, 2 MiB pages 170-350 ms. Page aligned; NULL on
+ * failure (fault injection applies). Free with loom_free_large and the same size. */
+#define LOOM_ALLOC_LARGE_MIN ((size_t)1 << 20) /* the size from which callers use it */
+void *loom_alloc_large(size_t size);
+void loom_free_large(void *ptr, size_t size);
+
 /* Fault injection: the allocation after `n` more successful ones fails, and every
  * one after that fails too until reset. n < 0 turns injection off. */
 void loom_alloc_fail_after(long n);

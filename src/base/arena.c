@@ -10,6 +10,7 @@ struct loom_arena_block {
   loom_arena_block *prev; /* older block */
   size_t size;            /* bytes of data[] */
   size_t used;            /* bytes of data[] handed out */
+  bool large;             /* from loom_alloc_large (a big block of the system allocator's arena) */
   _Alignas(16) unsigned char data[];
 };
 
@@ -22,7 +23,8 @@ void loom_arena_init(loom_arena *a, loom_allocator *alloc, size_t block_size) {
 
 static void free_block(loom_arena *a, loom_arena_block *b) {
   a->bytes_reserved -= b->size;
-  loom_free(a->alloc, b, sizeof(*b) + b->size);
+  if (b->large) loom_free_large(b, sizeof(*b) + b->size);
+  else loom_free(a->alloc, b, sizeof(*b) + b->size);
 }
 
 void loom_arena_destroy(loom_arena *a) {
@@ -37,8 +39,11 @@ static loom_arena_block *push_block(loom_arena *a, size_t size, size_t align) {
   if (need > data_size / 4) data_size = need; /* large request: a block of its own */
   size_t total;
   if (!loom_size_add(sizeof(loom_arena_block), data_size, &total)) return NULL;
-  loom_arena_block *b = loom_alloc_aligned(a->alloc, total, 16);
+  /* a big block of the system allocator (a weight, a packed constant): a mapping of its own */
+  bool large = a->alloc == loom_allocator_system() && total >= LOOM_ALLOC_LARGE_MIN;
+  loom_arena_block *b = large ? loom_alloc_large(total) : loom_alloc_aligned(a->alloc, total, 16);
   if (!b) return NULL;
+  b->large = large;
   b->prev = a->head;
   b->size = data_size;
   b->used = 0;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,6 +88,35 @@ loom_status loom_file_read_limited(const char *path, const char *what, uint64_t 
   *out_data = data;
   *out_len = len;
   return LOOM_OK;
+}
+
+loom_status loom_file_map_limited(const char *path, const char *what, uint64_t limit, const void **out_data,
+                                  size_t *out_len) {
+  *out_data = NULL;
+  *out_len = 0;
+  int fd;
+  uint64_t size;
+  LOOM_PROPAGATE(loom_file_open_regular(path, what, limit, &fd, &size));
+  if (size > SIZE_MAX - 1) {
+    close(fd);
+    return LOOM_ERROR(RESOURCE_EXHAUSTED, "'%s' (%llu bytes) does not fit in memory", path, (unsigned long long)size);
+  }
+  if (size == 0) { /* mmap refuses a length of 0 */
+    close(fd);
+    *out_data = "";
+    return LOOM_OK;
+  }
+  void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+  int e = errno;
+  close(fd); /* the mapping keeps the file */
+  if (p == MAP_FAILED) return LOOM_ERROR(IO_ERROR, "cannot map '%s' (%llu bytes): %s", path, (unsigned long long)size, strerror(e));
+  *out_data = p;
+  *out_len = (size_t)size;
+  return LOOM_OK;
+}
+
+void loom_file_unmap(const void *data, size_t len) {
+  if (data && len) munmap((void *)data, len);
 }
 
 loom_status loom_file_read(const char *path, char **out_data, size_t *out_len) {

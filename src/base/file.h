@@ -32,6 +32,14 @@ LOOM_MUST_USE loom_status loom_file_open_regular(const char *path, const char *w
 LOOM_MUST_USE loom_status loom_file_read_limited(const char *path, const char *what, uint64_t limit, char **out_data,
                                                  size_t *out_len);
 
+/* Maps all of `path` (a regular file within `limit` bytes) read-only (MAP_PRIVATE): no copy, the
+ * pages are the page cache's (a 340 MB model is not read into fresh memory). An empty file gives
+ * a non-NULL pointer to no bytes. Release with loom_file_unmap(*out_data, *out_len). A file
+ * truncated by another process while mapped faults on access (SIGBUS), as any mapped input. */
+LOOM_MUST_USE loom_status loom_file_map_limited(const char *path, const char *what, uint64_t limit,
+                                                const void **out_data, size_t *out_len);
+void loom_file_unmap(const void *data, size_t len);
+
 /* loom_file_read_limited(path, "file", LOOM_FILE_LIMIT_TEXT, ...). */
 LOOM_MUST_USE loom_status loom_file_read(const char *path, char **out_data, size_t *out_len);
 

@@ -53,3 +53,20 @@ LOOM_TEST(alloc, realloc_failure_keeps_the_block) {
   cr_assert_str_eq(p, "abc");
   loom_free(NULL, p, 4);
 }
+
+LOOM_TEST(alloc, large_allocations_are_page_aligned_and_injectable) {
+  size_t sizes[] = {0, 1, LOOM_ALLOC_LARGE_MIN, 3 * LOOM_ALLOC_LARGE_MIN + 5};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    unsigned char *p = loom_alloc_large(sizes[i]);
+    cr_assert_not_null(p, "size %zu", sizes[i]);
+    cr_assert_eq((uintptr_t)p % 4096, 0);
+    cr_assert_eq(p[sizes[i] ? sizes[i] - 1 : 0], 0, "fresh mappings read as zeros");
+    memset(p, 0x5a, sizes[i]);
+    loom_free_large(p, sizes[i]);
+  }
+  loom_free_large(NULL, 0);
+  loom_alloc_fail_after(0);
+  cr_assert_null(loom_alloc_large(LOOM_ALLOC_LARGE_MIN));
+  cr_assert_eq(loom_alloc_injected_failures(), 1);
+  loom_alloc_fail_after(-1);
+}

@@ -95,3 +95,23 @@ LOOM_TEST(arena, printf_and_strndup) {
   cr_assert_str_eq(loom_arena_strndup(&a, "abcdef", 3), "abc");
   loom_arena_destroy(&a);
 }
+
+LOOM_TEST(arena, large_blocks_of_the_system_allocator_are_mappings) {
+  loom_arena a;
+  loom_arena_init(&a, NULL, 256);
+  unsigned char *small = loom_arena_alloc(&a, 8, 8);
+  unsigned char *big = loom_arena_alloc(&a, 4 * LOOM_ALLOC_LARGE_MIN, 64);
+  unsigned char *after = loom_arena_alloc(&a, 8, 8);
+  cr_assert(small && big && after);
+  memset(big, 7, 4 * LOOM_ALLOC_LARGE_MIN); /* all of it ours */
+  cr_assert_eq((uintptr_t)big % 64, 0);
+  loom_arena_mark m = loom_arena_get_mark(&a);
+  cr_assert_not_null(loom_arena_alloc(&a, LOOM_ALLOC_LARGE_MIN, 16));
+  loom_arena_reset_to(&a, m); /* a mapped block freed by a reset */
+  cr_assert_eq(big[4 * LOOM_ALLOC_LARGE_MIN - 1], 7);
+  loom_alloc_fail_after(0);
+  cr_assert_null(loom_arena_alloc(&a, 2 * LOOM_ALLOC_LARGE_MIN, 16), "a large block fails cleanly");
+  loom_alloc_fail_after(-1);
+  loom_arena_destroy(&a);
+  cr_assert_eq(a.bytes_reserved, 0);
+}

@@ -390,3 +390,62 @@ LOOM_TEST(onnx, cli_onnx_info) {
   cr_assert_eq(p.exit_code, 2);
   loom_test_proc_free(&p);
 }
+
+/* A model whose one initializer 'w' (f32[n], w[i] = i) is bigger than LOOM_ALLOC_LARGE_MIN:
+ * its bytes go to a mapping of their own (onnx_model.c's protobuf allocator). */
+static void big_initializer_model(pb *model, size_t n) {
+  pb g = {0}, t = {0};
+  float *v = malloc(n * sizeof *v);
+  cr_assert_not_null(v);
+  for (size_t i = 0; i < n; i++) v[i] = (float)i;
+  pb_int(&t, 1, (int64_t)n), pb_int(&t, 2, 1), pb_str(&t, 8, "w"), pb_bytes(&t, 9, v, n * sizeof *v);
+  free(v);
+  pb_msg(&g, 5, &t);
+  char len[32];
+  snprintf(len, sizeof len, "%zu", n);
+  const char *dims[] = {len}, *ins[] = {"w", NULL}, *outs[] = {"y", NULL};
+  pb_node(&g, "Relu", NULL, ins, outs, NULL);
+  pb_value_info(&g, 12, "y", 1, 1, dims);
+  pb_model(model, 13, &g);
+}
+
+static void expect_ramp(const loom_onnx_model *m, size_t n) {
+  const loom_onnx_tensor *w = loom_onnx_graph_find_initializer(m->graph, "w");
+  cr_assert_not_null(w);
+  cr_assert_eq(w->nbytes, n * sizeof(float));
+  cr_assert_eq((uintptr_t)w->data % 16, 0);
+  const float *f = w->data;
+  for (size_t i = 0; i < n; i += 4093) cr_assert_eq(f[i], (float)i, "w[%zu]", i);
+  cr_assert_eq(f[n - 1], (float)(n - 1));
+}
+
+LOOM_TEST(onnx, large_initializers_parse_load_and_report_out_of_memory) {
+  const size_t n = LOOM_ALLOC_LARGE_MIN / 4 * 3 + 7; /* 3 MiB and a bit */
+  pb model = {0};
+  big_initializer_model(&model, n);
+  loom_onnx_model *m = NULL;
+  loom_status s = loom_onnx_model_parse(model.d, model.len, "mem.onnx", NULL, &m);
+  cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+  cr_assert_eq(m->nlarges, 1, "the raw_data is the one large allocation");
+  expect_ramp(m, n);
+  loom_onnx_model_free(m);
+  /* from a file (mapped, not read) */
+  char path[] = "/tmp/loom-test-big-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(write(fd, model.d, model.len), (ssize_t)model.len);
+  close(fd);
+  s = loom_onnx_model_load(path, &m);
+  cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+  expect_ramp(m, n);
+  loom_onnx_model_free(m);
+  unlink(path);
+  /* no memory for the weight's bytes: said so, not "does not parse" */
+  loom_alloc_fail_after(0);
+  m = NULL;
+  s = loom_onnx_model_parse(model.d, model.len, "mem.onnx", NULL, &m);
+  loom_alloc_fail_after(-1);
+  pb_free(&model);
+  cr_assert_null(m);
+  EXPECT_ERROR(s, RESOURCE_EXHAUSTED, "mem.onnx: out of memory for an initializer's bytes");
+}

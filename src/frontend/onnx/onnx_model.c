@@ -1,14 +1,16 @@
 /* onnx_model.c — ModelProto (via protobuf-c) to loom_onnx_model, with the checks of load.
  *
- * Loading is: read the file; walk the wire format (onnx_wire.c) so a broken file gets
+ * Loading is: map the file; walk the wire format (onnx_wire.c) so a broken file gets
  * a message that says where it breaks; unpack with protobuf-c; convert every graph
  * (recursively for If / Loop / Scan bodies) into arena-held plain structs, checking
- * names as it goes; release the protobuf. The converted model never points into it. */
+ * names as it goes. The model keeps the protobuf: initializers' raw_data are used in place, and
+ * those of LOOM_ALLOC_LARGE_MIN or more were unpacked onto mappings of their own (pb_alloc). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#include "base/file.h"
 #include "base/map.h"
 #include "frontend/onnx/onnx_internal.h"
 
@@ -437,16 +439,56 @@ static loom_status convert_model(conv *c, const Onnx__ModelProto *mp) {
   return convert_graph(c, mp->graph, NULL, m->graph);
 }
 
+/* The protobuf's allocator (allocator_data: the model): a large block (a weight's raw_data) is a
+ * mapping of its own, tracked in m->larges; everything else is malloc's. */
+static void *pb_alloc(void *data, size_t size) {
+  loom_onnx_model *m = data;
+  if (size < LOOM_ALLOC_LARGE_MIN) return malloc(size);
+  if (m->nlarges == m->caplarges) {
+    size_t cap = m->caplarges ? 2 * m->caplarges : 64;
+    loom_onnx_large *n = realloc(m->larges, cap * sizeof *n);
+    if (!n) return NULL;
+    m->larges = n;
+    m->caplarges = cap;
+  }
+  void *p = loom_alloc_large(size);
+  if (!p) {
+    m->large_failed = true;
+    return NULL;
+  }
+  m->larges[m->nlarges++] = (loom_onnx_large){p, size};
+  return p;
+}
+
+static void pb_free(void *data, void *p) {
+  loom_onnx_model *m = data;
+  if (((uintptr_t)p & 4095) == 0) /* mappings are page aligned; malloc's blocks seldom */
+    for (size_t i = m->nlarges; i-- > 0;)
+      if (m->larges[i].p == p) {
+        loom_free_large(p, m->larges[i].len);
+        m->larges[i] = m->larges[--m->nlarges];
+        return;
+      }
+  free(p);
+}
+
+static ProtobufCAllocator pb_allocator(loom_onnx_model *m) {
+  return (ProtobufCAllocator){.alloc = pb_alloc, .free = pb_free, .allocator_data = m};
+}
+
 loom_status loom_onnx_model_parse(const void *bytes, size_t len, const char *name, const char *dir,
                                   loom_onnx_model **out) {
   if (!bytes) bytes = ""; /* (NULL, 0): no pointer arithmetic on NULL below */
   LOOM_PROPAGATE(loom_onnx_wire_check(bytes, len, LOOM_ONNX_WIRE_MODEL, name));
-  Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, bytes);
-  if (!mp) return LOOM_ERROR(DATA_LOSS, "%s: not a valid ONNX model (%zu bytes do not parse as a ModelProto)", name, len);
   loom_onnx_model *m = calloc(1, sizeof *m);
-  if (!m) {
-    onnx__model_proto__free_unpacked(mp, NULL);
-    return LOOM_OOM();
+  if (!m) return LOOM_OOM();
+  ProtobufCAllocator pa = pb_allocator(m);
+  Onnx__ModelProto *mp = onnx__model_proto__unpack(&pa, len, bytes);
+  if (!mp) {
+    bool oom = m->large_failed;
+    loom_onnx_model_free(m);
+    if (oom) return LOOM_ERROR(RESOURCE_EXHAUSTED, "%s: out of memory for an initializer's bytes", name);
+    return LOOM_ERROR(DATA_LOSS, "%s: not a valid ONNX model (%zu bytes do not parse as a ModelProto)", name, len);
   }
   loom_arena_init(&m->arena, NULL, 0);
   loom_interner_init(&m->names, NULL);
@@ -465,21 +507,25 @@ loom_status loom_onnx_model_parse(const void *bytes, size_t len, const char *nam
 }
 
 loom_status loom_onnx_model_load(const char *path, loom_onnx_model **out) {
-  uint8_t *buf;
+  const void *buf;
   size_t len;
-  LOOM_PROPAGATE(loom_onnx_read_file(path, "model", &buf, &len));
+  /* mapped, not read: protobuf-c copies what it keeps (the weights onto huge pages) */
+  LOOM_PROPAGATE(loom_file_map_limited(path, "model file", LOOM_FILE_LIMIT_ONNX, &buf, &len));
   /* External data lives in the model's directory. */
   const char *slash = strrchr(path, '/');
   char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
   loom_status s = dir ? loom_onnx_model_parse(buf, len, path, dir, out) : LOOM_OOM();
   free(dir);
-  free(buf);
+  loom_file_unmap(buf, len);
   return s;
 }
 
 void loom_onnx_model_free(loom_onnx_model *m) {
   if (!m) return;
-  if (m->proto) onnx__model_proto__free_unpacked(m->proto, NULL);
+  ProtobufCAllocator pa = pb_allocator(m);
+  if (m->proto) onnx__model_proto__free_unpacked(m->proto, &pa);
+  for (size_t i = 0; i < m->nlarges; i++) loom_free_large(m->larges[i].p, m->larges[i].len); /* a failed unpack's */
+  free(m->larges);
   for (size_t i = 0; i < m->nmaps; i++) {
     munmap(m->maps[i].base, m->maps[i].len);
     free(m->maps[i].path);

@@ -175,6 +175,13 @@ typedef struct loom_onnx_mapping {
   size_t len;
 } loom_onnx_mapping;
 
+/* A bytes field of the protobuf (an initializer's raw_data) of LOOM_ALLOC_LARGE_MIN or more: a
+ * mapping of its own (loom_alloc_large), so that 340 MB of weights land on huge pages. */
+typedef struct loom_onnx_large {
+  void *p;
+  size_t len;
+} loom_onnx_large;
+
 typedef struct loom_onnx_model {
   const char *path;             /* the file it came from (or the name given to parse) */
   int64_t ir_version;           /* ModelProto.ir_version (0 when absent) */
@@ -189,6 +196,9 @@ typedef struct loom_onnx_model {
   struct Onnx__ModelProto *proto; /* the unpacked protobuf: initializers' bytes point into it */
   loom_onnx_mapping *maps;      /* external data files its tensors point into */
   size_t nmaps;
+  loom_onnx_large *larges;      /* the protobuf's large allocations (its allocator's state) */
+  size_t nlarges, caplarges;
+  bool large_failed;            /* one of them could not be made: the unpack failed for memory */
 } loom_onnx_model;
 
 /* Loads `path`. External data files are looked up in the model's directory. */
