@@ -9,5 +9,7 @@
 #define LOOM_LIKELY(x) __builtin_expect(!!(x), 1)
 #define LOOM_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define LOOM_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+/* A helper inlined at every call, so that each constant argument specialises it. */
+#define LOOM_ALWAYS_INLINE inline __attribute__((always_inline))
 
 #endif

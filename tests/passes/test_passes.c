@@ -674,6 +674,40 @@ LOOM_TEST(passes, pack_lays_constant_weights_out_in_panels) {
   loom_graph_module_destroy(m);
 }
 
+/* pack at every panel width: the inlined widths (8, 16, 32) and any other (4) lay W's values out
+ * the same way, Wp[q, r, c] = W[r, q*P + c]. */
+LOOM_TEST(passes, pack_lays_panels_of_every_width) {
+  enum { K = 5, N = 64 };
+  static const int panels[] = {4, 8, 16, 32};
+  for (size_t pi = 0; pi < sizeof panels / sizeof *panels; pi++) {
+    int P = panels[pi];
+    loom_strbuf in;
+    loom_strbuf_init(&in, NULL);
+    loom_strbuf_printf(&in, "const @w: Tensor[(%d, %d), f32] = [", K, N);
+    for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d.0", i ? ", " : "", i);
+    loom_strbuf_printf(&in, "]\nfn @main(x: Tensor[(n, %d), f32]) -> Tensor[(n, %d), f32] {\n"
+                            "  dataflow {\n    a = matmul(x, @w)\n    output a\n  }\n  return a\n}\n", K, N);
+    loom_graph_module *m = parse(loom_strbuf_cstr(&in));
+    size_t n = 0;
+    cr_assert_null(loom_graph_pack_weights(m, P, &n));
+    cr_assert_eq(n, 1, "panel %d", P);
+    bool seen = false;
+    for (size_t i = 0; i < loom_graph_module_num_consts(m); i++) {
+      const loom_graph_const *k = loom_graph_module_const_at(m, i);
+      if (strcmp(k->name, "main_a_packed")) continue;
+      seen = true;
+      const float *d = k->expr->u.cnst.data;
+      for (int q = 0; q < N / P; q++)
+        for (int r = 0; r < K; r++)
+          for (int col = 0; col < P; col++)
+            cr_assert_eq(d[(q * K + r) * P + col], (float)(r * N + q * P + col), "panel %d: [%d, %d, %d]", P, q, r, col);
+    }
+    cr_assert(seen, "panel %d: no packed constant", P);
+    loom_strbuf_free(&in);
+    loom_graph_module_destroy(m);
+  }
+}
+
 /* pack with byte quads (a machine with AVX512-VNNI): an int8 weight whose centred values fit a
  * signed byte becomes quads + column sums (k = 5: the last quad partial), one that does not
  * (q - (-3) reaches 130) keeps the pair words; the module computes the same (the interpreter's
