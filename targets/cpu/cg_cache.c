@@ -362,6 +362,14 @@ static loom_status compile_all(const cg_machine *m, loom_sym_ctx *cx, cg_kobj **
   return st;
 }
 
+/* qsort order of kernels to compile: the longer key first, then the earlier in the program (the
+ * order changes no object: each kernel is compiled alone). */
+static int longest_first(const void *a, const void *b) {
+  const cg_kobj *x = *(cg_kobj *const *)a, *y = *(cg_kobj *const *)b;
+  if (x->key_len != y->key_len) return x->key_len > y->key_len ? -1 : 1;
+  return x < y ? -1 : x > y;
+}
+
 loom_status cg_kernel_objects(const cg_machine *m, loom_sym_ctx *cx, const loom_tp_func *const *fs, size_t n,
                               loom_kcache *kc, cg_kobjs *out, loom_cpu_cache_stats *stats) {
   memset(out, 0, sizeof *out);
@@ -398,6 +406,9 @@ loom_status cg_kernel_objects(const cg_machine *m, loom_sym_ctx *cx, const loom_
   }
   loom_strbuf_free(&key);
   uint64_t t1 = loom_clock_ns();
+  /* the longest first (the key's length, the printed program's, as the estimate): a big kernel
+   * (flash attention) taken last by one worker would leave the other idle till it ends */
+  if (!st && ntodo > 1) qsort(todo, ntodo, sizeof *todo, longest_first);
   if (!st) st = compile_all(m, cx, todo, ntodo);
   for (size_t i = 0; i < ntodo && !st; i++) loom_kcache_put(kc, todo[i]->key, todo[i]->key_len, todo[i]->obj, todo[i]->len);
   if (stats) {
