@@ -203,8 +203,8 @@ LOOM_TEST(e2e_cli, onnx_conformance_families_through_the_compiled_path) {
               {"test_reshape", 10}, {"test_unsqueeze", 7}, {"test_squeeze", 2}, {"test_slice", 8}, {"test_constant_pad", 3},
               {"test_range", 4}, {"test_nonzero", 1}, {"test_compress", 4}, {"test_hannwindow", 4}, {"test_unique", 6},
               {"test_nonmax", 10}, {"test_resize", 39}, {"test_upsample", 1},
-              /* the 4- and 2-bit integers, float8 / float4 */
-              {"test_cast_", 48}, {"test_quantizelinear", 13}, {"test_dequantizelinear", 14}};
+              /* the 4- and 2-bit integers, float8 / float4, e8m0, unsaturated float8 */
+              {"test_cast_", 60}, {"test_castlike_no_saturate", 16}, {"test_quantizelinear", 13}, {"test_dequantizelinear", 14}};
   for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++) {
     loom_test_proc p = loom_test_run("%s conformance ../shared/conformance/onnx-backend-1.22/node --compiled --filter %s",
                                      loom_test_loom_bin(), fams[i].filter);
