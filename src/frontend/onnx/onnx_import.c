@@ -364,26 +364,32 @@ loom_status oimp_attr_str(const nctx *c, const char *name, const char *def, cons
 }
 
 
-const op_entry *oimp_find_entry(const char *op_type) {
+/* Is `d` the default domain? */
+static bool default_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
+
+const op_entry *oimp_find_entry(const char *domain, const char *op_type) {
   static const struct {
     const op_entry *rows;
     const size_t *len;
+    const char *domain;
   } tables[] = {
-#define OIMP_TABLE(family) {oimp_##family##_table, &oimp_##family##_table_len},
+#define OIMP_TABLE(family, domain) {oimp_##family##_table, &oimp_##family##_table_len, domain},
 #include "frontend/onnx/onnx_tables.def"
 #undef OIMP_TABLE
   };
-  for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+  /* ai.onnx.preview's FlexAttention lives in the default domain's tables */
+  if (domain && !strcmp(domain, "ai.onnx.preview") && !strcmp(op_type, "FlexAttention")) domain = NULL;
+  for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
+    const char *d = tables[t].domain;
+    if (default_domain(d) ? !default_domain(domain) : default_domain(domain) || strcmp(d, domain)) continue;
     for (size_t i = 0; i < *tables[t].len; i++)
       if (strcmp(tables[t].rows[i].onnx, op_type) == 0) return &tables[t].rows[i];
+  }
   return NULL;
 }
 
 loom_status oimp_import_node(imp *im, const loom_onnx_node *n) {
-  /* ai.onnx.preview is accepted for the ops of it the importer handles (FlexAttention) */
-  bool preview = !strcmp(n->domain, "ai.onnx.preview") && !strcmp(n->op_type, "FlexAttention");
-  if (*n->domain && strcmp(n->domain, "ai.onnx") != 0 && !preview) return UNSUP(n, "domain '%s' is not supported", n->domain);
-  if (strcmp(n->op_type, "Constant") == 0) {
+  if (default_domain(n->domain) && strcmp(n->op_type, "Constant") == 0) {
     if (n->n_attrs != 1) return BAD(n, "exactly one value attribute is required");
     const loom_onnx_attr *a = &n->attrs[0];
     if (strcmp(a->name, "value") != 0) {
@@ -410,7 +416,8 @@ loom_status oimp_import_node(imp *im, const loom_onnx_node *n) {
     if (!k) return UNSUP(n, "the constant tensor cannot be represented");
     return oimp_bind(im, n->outputs[0], k, a->t);
   }
-  const op_entry *e = oimp_find_entry(n->op_type);
+  const op_entry *e = oimp_find_entry(n->domain, n->op_type);
+  if (!e && !default_domain(n->domain)) return UNSUP(n, "op type %s of domain '%s' is not supported", n->op_type, n->domain);
   if (!e) return UNSUP(n, "op type %s is not supported", n->op_type);
   for (size_t i = 0; i < n->n_attrs; i++) {
     char key[80];
@@ -419,10 +426,10 @@ loom_status oimp_import_node(imp *im, const loom_onnx_node *n) {
   }
   nctx c = {.im = im, .n = n};
   bool has_seq = false;
-  size_t vidx[8];
+  size_t vidx[OIMP_MAX_IN];
   size_t last = n->n_inputs;
   while (last > 0 && !*n->inputs[last - 1]) last--;
-  if ((int)last < e->min_in || (int)last > e->max_in)
+  if ((int)last < e->min_in || (int)last > e->max_in || last > OIMP_MAX_IN)
     return UNSUP(n, "%zu inputs (supported: %d to %d)", last, e->min_in, e->max_in);
   for (size_t i = 0; i < last; i++) {
     if (!*n->inputs[i] && (int)i < e->min_in) return BAD(n, "input %zu is required but has no name", i);
