@@ -108,6 +108,7 @@ typedef enum loom_graph_expr_kind {
   LOOM_GRAPH_EXPR_TUPLE_GET, /* a.0 */
   LOOM_GRAPH_EXPR_CALL,      /* op / graph function / tensor program / external call */
   LOOM_GRAPH_EXPR_IF,        /* if (cond) { seq } else { seq } */
+  LOOM_GRAPH_EXPR_LOOP,      /* loop (i < count, while cond) (carried = init, ...) { seq } (docs/ir.md "Loops") */
 } loom_graph_expr_kind;
 
 typedef enum loom_graph_callee_kind {
@@ -186,6 +187,21 @@ struct loom_graph_expr {
       loom_graph_expr *cond; /* a leaf: bool tensor of rank 0 or a scalar */
       loom_graph_seq *then_seq, *else_seq;
     } if_;
+    struct {                 /* LOOP (graph/loop.c) */
+      loom_graph_expr *count;  /* a leaf: the most iterations (sym(e), an integer Scalar, or a one-element
+                                  integer tensor; below 1: none), or NULL: no bound */
+      loom_graph_expr *cond;   /* a leaf: the condition before the first iteration (sym, Scalar, or a
+                                  one-element bool / integer tensor), or NULL: none, and the body returns none */
+      const loom_sym_expr *iter; /* the iteration number 0, 1, ...: a symbolic var of the body's scope */
+      size_t ncarry;           /* loop-carried values */
+      loom_graph_expr *const *params; /* ncarry VARs: each carried value inside the body; their struct
+                                  info holds at every iteration (checked, binding `locals`, at its start) */
+      loom_graph_expr *const *inits;  /* ncarry leaves: the values before the first iteration */
+      size_t nlocals;          /* symbolic vars the params' struct info defines: bound anew each iteration */
+      const loom_sym_expr *const *locals;
+      loom_graph_seq *body;    /* result: a tuple var (next condition if `cond`, next carried values, then
+                                  the scan items, stacked along a new axis 0 in the loop's result) */
+    } loop;
   } u;
 };
 
@@ -359,6 +375,34 @@ loom_graph_expr *loom_graph_call_tp(loom_graph_module *m, const char *name, size
 loom_graph_expr *loom_graph_call_extern(loom_graph_module *m, const char *name, size_t nargs,
                                         loom_graph_expr *const *args, const loom_sinfo *out);
 
+/* loop (iter < count, while cond) (params[i] = inits[i], ...) { body }: a loop (docs/ir.md "Loops").
+ * count and cond are leaves or NULL (not both); params are VARs whose struct info may use the
+ * `locals` (symbolic vars new in this scope, bound at each iteration); body's result is a tuple
+ * var (cond', carried'..., scan items...). The struct info is set by loom_graph_loop_infer (the
+ * builder and the parser call it). NULL on OOM. */
+loom_graph_expr *loom_graph_loop_new(loom_graph_module *m, loom_graph_expr *count, loom_graph_expr *cond,
+                                     const loom_sym_expr *iter, size_t ncarry, loom_graph_expr *const *params,
+                                     loom_graph_expr *const *inits, size_t nlocals, const loom_sym_expr *const *locals,
+                                     loom_graph_seq *body);
+/* A fresh shape symbol "<hint>_<what><N>" (N: the module's counter; "<what><N>" without a hint):
+ * what inference names data-dependent extents with, and a loop's fresh symbols. NULL on OOM. */
+const loom_sym_expr *loom_graph_fresh_sym(loom_graph_module *m, const char *hint, const char *what);
+/* The iteration var of a new loop whose count is `count` (a leaf or NULL): a shape var named
+ * `name`, with the fact i < count (graph/loop.c) recorded for the prover when the count is
+ * symbolic, so that a body's shapes know it (x[i : i + 1] has extent 1). Make it before the
+ * body's bindings. NULL on OOM. */
+const loom_sym_expr *loom_graph_loop_iter_new(loom_graph_module *m, const char *name, const loom_graph_expr *count);
+/* Scan items the body of loop `e` returns (its result's fields after the condition and the
+ * carried values; 0 when the result is not such a tuple). */
+size_t loom_graph_loop_nscan(const loom_graph_expr *e);
+/* The struct info of loop `e`: Tuple[final carried values..., stacked scan items...]. A carried
+ * value's locals become fresh symbols named after `hint` (the binding: "r" -> "r_k0"); the
+ * stacked axis is the count (sym(n) without a condition) or a fresh "hint_n0". TYPE_ERROR for a
+ * malformed loop (the body's result, the kinds of count and cond, a scan item that is not a
+ * tensor of known rank), naming the part. */
+loom_status loom_graph_loop_infer(loom_graph_module *m, const loom_graph_expr *e, const char *hint,
+                                  const loom_sinfo **out);
+
 /* True for the ANF leaves: VAR, CONST, SHAPE, SYM. */
 bool loom_graph_expr_is_leaf(const loom_graph_expr *e);
 
@@ -412,6 +456,26 @@ loom_status loom_graph_builder_op(loom_graph_builder *b, const char *op, size_t 
  * the module. `ret` NULL means the result's struct info. */
 loom_status loom_graph_builder_end(loom_graph_builder *b, loom_graph_expr *result,
                                    const loom_sinfo *ret, loom_graph_func **out);
+
+/* A nested sequence (a loop's body) being built: what the enclosing sequence had. */
+typedef struct loom_graph_builder_nest {
+  LOOM_VEC(loom_graph_block *) blocks; /* the enclosing sequence's closed blocks */
+  LOOM_VEC(loom_graph_binding *) cur;  /* and its open block */
+  bool cur_dataflow;                   /* whether that block is a dataflow block */
+} loom_graph_builder_nest;
+
+/* Starts a nested sequence: the bindings made until loom_graph_builder_nest_end go into it
+ * (its first block a dataflow block when `dataflow`); the enclosing sequence is saved in *saved. */
+loom_status loom_graph_builder_nest_begin(loom_graph_builder *b, loom_graph_builder_nest *saved, bool dataflow);
+/* Ends the nested sequence with `result` (bound first unless a leaf): *out is the sequence, and
+ * the enclosing sequence continues where it was. With result NULL the nested bindings are
+ * dropped (an abandoned body) and *out (may be NULL) is set to NULL. */
+loom_status loom_graph_builder_nest_end(loom_graph_builder *b, loom_graph_builder_nest *saved, loom_graph_expr *result,
+                                        loom_graph_seq **out);
+
+/* Ends the nested sequence by keeping its bindings in the enclosing one, after what it had (a
+ * tentative body that turned out not to need a sequence of its own). */
+loom_status loom_graph_builder_nest_splice(loom_graph_builder *b, loom_graph_builder_nest *saved);
 
 /* Makes a call expression (not yet bound). NULL on OOM. */
 loom_graph_expr *loom_graph_call_op(loom_graph_module *m, loom_graph_op op, size_t nargs,

@@ -188,6 +188,10 @@ loom_status loom_graph_icx_broadcast(loom_graph_icx *ic, size_t ia, int na, cons
  * prover says UNKNOWN a guard a == b is recorded. */
 loom_status loom_graph_icx_same_dim(loom_graph_icx *ic, size_t ia, int xa, const loom_sym_expr *a,
                                     size_t ib, int xb, const loom_sym_expr *b);
+/* `si` with the symbolic vars from[i] replaced by to[i] in every dim and scalar value (recursing
+ * into tuples); NULL on OOM. */
+const loom_sinfo *loom_graph_sinfo_subst(loom_graph_module *m, const loom_sinfo *si, const loom_sym_expr *const *from,
+                                         const loom_sym_expr *const *to, size_t n);
 /* A dims array in the module arena. */
 const loom_sym_expr **loom_graph_dims_new(loom_graph_module *m, size_t n);
 /* Prints a symbolic expression / a dims list into a module-arena string (for messages). */

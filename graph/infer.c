@@ -279,14 +279,13 @@ static loom_status check_signature(loom_graph_icx *ic, const char *what, size_t 
   return LOOM_OK;
 }
 
-/* Rewrites the symbolic dims of `si` with vars -> values (recursing into tuples). */
-static const loom_sinfo *subst_sinfo(loom_graph_module *m, const loom_sinfo *si, const loom_sym_expr *const *from,
+const loom_sinfo *loom_graph_sinfo_subst(loom_graph_module *m, const loom_sinfo *si, const loom_sym_expr *const *from,
                                      const loom_sym_expr *const *to, size_t n) {
   if (si->kind == LOOM_SINFO_TUPLE) {
     const loom_sinfo **f = LOOM_ARENA_ARRAY(&m->arena, const loom_sinfo *, si->nfields ? si->nfields : 1);
     if (!f) return NULL;
     for (size_t i = 0; i < si->nfields; i++)
-      if (!(f[i] = subst_sinfo(m, si->fields[i], from, to, n))) return NULL;
+      if (!(f[i] = loom_graph_sinfo_subst(m, si->fields[i], from, to, n))) return NULL;
     return loom_sinfo_tuple(m, si->nfields, f);
   }
   if (si->kind == LOOM_SINFO_SCALAR && si->value)
@@ -318,7 +317,7 @@ static const loom_sinfo *subst_result(loom_graph_module *m, size_t nparams, cons
           if (!seen) ok = LOOM_VEC_PUSH(m->alloc, &from, p->dims[k]) && LOOM_VEC_PUSH(m->alloc, &to, a->dims[k]);
         }
   }
-  if (ok && from.len) r = subst_sinfo(m, r, from.data, to.data, from.len);
+  if (ok && from.len) r = loom_graph_sinfo_subst(m, r, from.data, to.data, from.len);
   LOOM_VEC_FREE(m->alloc, &from);
   LOOM_VEC_FREE(m->alloc, &to);
   return ok ? r : NULL;

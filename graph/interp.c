@@ -216,6 +216,144 @@ static loom_status eval_call(interp *it, const loom_graph_binding *b, loom_graph
   return st;
 }
 
+/* The integer a loop's count or condition holds: a scalar, or a tensor of one element. */
+static loom_status value_int(const loom_graph_value *v, const char *what, int64_t *out) {
+  if (v->kind == LOOM_SINFO_SCALAR) {
+    *out = v->i;
+    return LOOM_OK;
+  }
+  if (v->kind != LOOM_SINFO_TENSOR || v->t.numel != 1 || loom_dtype_is_float(v->t.dtype))
+    return LOOM_ERROR(INVALID_ARGUMENT, "loop: %s must hold one integer or bool, got %s of %zu elements", what,
+                      v->kind == LOOM_SINFO_TENSOR ? loom_dtype_name(v->t.dtype) : "a non-tensor",
+                      v->kind == LOOM_SINFO_TENSOR ? v->t.numel : (size_t)0);
+  *out = loom_graph_tensor_get_i64(&v->t, 0);
+  return LOOM_OK;
+}
+
+/* Stacks the n rows of a scan item (each of struct info `si`, which names no symbol of the
+ * loop's body) along a new axis 0. */
+static loom_status stack_rows(interp *it, const loom_sinfo *si, const loom_graph_value *rows, size_t n, size_t j,
+                              loom_graph_value *out) {
+  int64_t shape[8];
+  int nd = si->ndim;
+  shape[0] = (int64_t)n;
+  for (int k = 0; k < nd; k++) {
+    if (n) {
+      shape[k + 1] = rows[0].t.shape[k];
+      continue;
+    }
+    loom_status st = loom_sym_eval(it->m->cx, si->dims[k], it->env, &shape[k + 1]);
+    if (st) { /* a dim of the body's: only the items tell it */
+      loom_status_free(st);
+      return LOOM_ERROR(INVALID_ARGUMENT, "loop: scan item %zu: the loop ran no iteration, and the items' shape is known "
+                        "only from them (axis %d names a symbol of the body)", j, k);
+    }
+  }
+  for (size_t r = 0; r < n; r++) {
+    bool same = rows[r].kind == LOOM_SINFO_TENSOR && rows[r].t.dtype == si->dtype && rows[r].t.ndim == nd;
+    for (int k = 0; same && k < nd; k++) same = rows[r].t.shape[k] == shape[k + 1];
+    if (!same)
+      return LOOM_ERROR(INVALID_ARGUMENT, "loop: scan item %zu of iteration %zu differs in shape or dtype from iteration 0's", j, r);
+  }
+  LOOM_PROPAGATE(loom_graph_value_tensor(si->dtype, nd + 1, shape, out));
+  size_t rb = n ? rows[0].t.numel * loom_dtype_size(si->dtype) : 0;
+  for (size_t r = 0; r < n; r++) memcpy((char *)out->t.data + r * rb, rows[r].t.data, rb);
+  return LOOM_OK;
+}
+
+/* loop (i < count, while cond) (params = inits) { body }: every iteration starts from the
+ * symbolic bindings the loop started with, binds i, matches each carried value against its
+ * param's struct info (binding the loop's locals), runs the body and takes its result apart.
+ * The value is (final carried values..., stacked scan items...). */
+static loom_status eval_loop(interp *it, const loom_graph_binding *b, loom_graph_value *out) {
+  const loom_graph_expr *e = b->value;
+  loom_graph_module *m = it->m;
+  size_t nc = e->u.loop.ncarry, hc = e->u.loop.cond ? 1 : 0, nscan = loom_graph_loop_nscan(e);
+  const loom_sinfo *rt = e->u.loop.body->result->sinfo;
+  int64_t count = INT64_MAX, c = 1;
+  loom_graph_value tmp;
+  loom_status st = LOOM_OK;
+  if (e->u.loop.count) {
+    LOOM_PROPAGATE(leaf_value(it, e->u.loop.count, &tmp));
+    st = value_int(&tmp, "the trip count", &count);
+    loom_graph_value_free(&tmp);
+    LOOM_PROPAGATE(st);
+  }
+  if (e->u.loop.cond) {
+    LOOM_PROPAGATE(leaf_value(it, e->u.loop.cond, &tmp));
+    st = value_int(&tmp, "the condition", &c);
+    loom_graph_value_free(&tmp);
+    LOOM_PROPAGATE(st);
+  }
+  loom_sym_env *saved = NULL;
+  loom_graph_value *carry = calloc(nc + 1, sizeof *carry);
+  LOOM_VEC(loom_graph_value) *scans = calloc(nscan + 1, sizeof *scans);
+  if (!carry || !scans) st = LOOM_OOM();
+  if (!st) st = loom_sym_env_create(m->alloc, &saved);
+  if (!st) st = loom_sym_env_assign(saved, it->env);
+  for (size_t k = 0; k < nc && !st; k++) st = leaf_value(it, e->u.loop.inits[k], &carry[k]);
+  int64_t i = 0;
+  for (; !st && i < count && c; i++) {
+    st = loom_sym_env_assign(it->env, saved);
+    if (!st) st = loom_sym_env_set(it->env, e->u.loop.iter, i);
+    for (size_t k = 0; k < nc && !st; k++) {
+      const loom_graph_expr *p = e->u.loop.params[k];
+      char what[256];
+      snprintf(what, sizeof what, "loop iteration %lld: carried '%s'", (long long)i, p->u.var.name);
+      st = check_value(it, p->sinfo, &carry[k], what);
+      if (st) break;
+      uint32_t id = p->u.var.id;
+      if (it->set[id]) loom_graph_value_free(&it->vals[id]);
+      it->vals[id] = carry[k]; /* moved */
+      it->set[id] = true;
+      memset(&carry[k], 0, sizeof carry[k]);
+    }
+    loom_graph_value res;
+    memset(&res, 0, sizeof res);
+    if (!st) st = eval_seq(it, e->u.loop.body, &res);
+    if (!st && (res.kind != LOOM_SINFO_TUPLE || res.n != rt->nfields))
+      st = LOOM_ERROR(INTERNAL, "loop: the body's result is not a tuple of %zu", rt->nfields);
+    if (!st && hc) st = value_int(&res.items[0], "the body's next condition", &c);
+    for (size_t k = 0; k < nc && !st; k++) st = loom_graph_value_copy(&res.items[hc + k], &carry[k]);
+    for (size_t j = 0; j < nscan && !st; j++) {
+      loom_graph_value row;
+      st = loom_graph_value_copy(&res.items[hc + nc + j], &row);
+      if (!st && !LOOM_VEC_PUSH(m->alloc, &scans[j], row)) {
+        loom_graph_value_free(&row);
+        st = LOOM_OOM();
+      }
+    }
+    loom_graph_value_free(&res);
+  }
+  if (saved) {
+    loom_status s2 = loom_sym_env_assign(it->env, saved);
+    if (!st) st = s2;
+    else loom_status_free(s2);
+  }
+  if (!st) {
+    out->kind = LOOM_SINFO_TUPLE;
+    out->n = nc + nscan;
+    out->items = calloc(out->n ? out->n : 1, sizeof *out->items);
+    if (!out->items) st = LOOM_OOM();
+    for (size_t k = 0; k < nc && !st; k++) {
+      out->items[k] = carry[k];
+      memset(&carry[k], 0, sizeof carry[k]);
+    }
+    for (size_t j = 0; j < nscan && !st; j++)
+      st = stack_rows(it, rt->fields[hc + nc + j], scans[j].data, scans[j].len, j, &out->items[nc + j]);
+    if (st) loom_graph_value_free(out);
+  }
+  for (size_t k = 0; carry && k < nc; k++) loom_graph_value_free(&carry[k]);
+  for (size_t j = 0; scans && j < nscan; j++) {
+    for (size_t r = 0; r < scans[j].len; r++) loom_graph_value_free(&scans[j].data[r]);
+    LOOM_VEC_FREE(m->alloc, &scans[j]);
+  }
+  free(carry);
+  free(scans);
+  loom_sym_env_destroy(saved);
+  return st;
+}
+
 static loom_status eval_binding(interp *it, const loom_graph_binding *b) {
   const loom_graph_expr *v = b->value;
   loom_graph_value out;
@@ -240,6 +378,9 @@ static loom_status eval_binding(interp *it, const loom_graph_binding *b) {
     loom_graph_value_free(&t);
     break;
   }
+  case LOOM_GRAPH_EXPR_LOOP:
+    st = eval_loop(it, b, &out);
+    break;
   case LOOM_GRAPH_EXPR_IF: {
     loom_graph_value c;
     st = leaf_value(it, v->u.if_.cond, &c);

@@ -176,7 +176,7 @@ loom_status loom_legal_lower_call(loom_graph_module *m, const loom_graph_expr *v
   return LOOM_OK;
 }
 
-/* Rewrites the bindings of one sequence (and of nested if branches). */
+/* Rewrites the bindings of one sequence (and of nested if branches and loop bodies). */
 static loom_status legalize_seq(loom_graph_module *m, loom_graph_seq *seq, loom_diag_list *diags, size_t *done,
                                 size_t *kept) {
   for (size_t bi = 0; bi < seq->nblocks; bi++) {
@@ -187,6 +187,10 @@ static loom_status legalize_seq(loom_graph_module *m, loom_graph_seq *seq, loom_
       if (v->kind == LOOM_GRAPH_EXPR_IF) {
         LOOM_PROPAGATE(legalize_seq(m, v->u.if_.then_seq, diags, done, kept));
         LOOM_PROPAGATE(legalize_seq(m, v->u.if_.else_seq, diags, done, kept));
+        continue;
+      }
+      if (v->kind == LOOM_GRAPH_EXPR_LOOP) {
+        LOOM_PROPAGATE(legalize_seq(m, v->u.loop.body, diags, done, kept));
         continue;
       }
       if (v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP) continue;

@@ -25,7 +25,17 @@
  * when every storage is live at once), printed as one symbolic expression.
  *
  * Tensors made inside `if` branches get storage of their own (not reused); the peak adds,
- * per `if`, the larger branch's total. */
+ * per `if`, the larger branch's total.
+ *
+ * A loop's body has a plan of its own (sub[i] of the loop binding i), made by the same rules
+ * over the body's bindings once, not per iteration: its tensors reuse storage among
+ * themselves, and a storage whose size uses no symbol of the body (its iteration var, its
+ * locals, a symbol bound inside it) is `hoist`ed: allocated before the loop and released after
+ * it, so every iteration reuses it. The body's outputs (what it returns: the next carried
+ * values, the scan items) get storage of their own each iteration; the carried values of one
+ * iteration are released when the next ones replace them (double buffering), the scan items
+ * are copied into the stack the loop returns. The peak adds per loop its body's peak, its
+ * outputs once more, and its stacked scan items (loop_bytes in memplan.c). */
 #ifndef LOOM_GRAPH_MEMPLAN_H
 #define LOOM_GRAPH_MEMPLAN_H
 
@@ -43,6 +53,7 @@ typedef struct loom_memplan_storage {
   uint32_t last;             /* last binding index reading one of its tensors (nbindings: the return) */
   uint32_t ntensors;         /* tensors placed in it */
   bool output;               /* holds a value the function returns: not reused, not released */
+  bool hoist;                /* a loop body's storage of a size fixed before the loop: allocated before it */
 } loom_memplan_storage;
 
 typedef struct loom_memplan_tensor {
@@ -54,9 +65,11 @@ typedef struct loom_memplan_tensor {
   bool output;                       /* returned by the function (its storage is an output one) */
 } loom_memplan_tensor;
 
-typedef struct loom_memplan {
+typedef struct loom_memplan loom_memplan;
+struct loom_memplan {
   loom_arena arena;
-  const loom_graph_func *func;
+  const loom_graph_func *func;          /* the function planned, or NULL: a loop's body */
+  const loom_graph_binding *loop;       /* the loop binding whose body is planned (func NULL) */
   uint32_t nbindings;                   /* bindings of the function, in order */
   const loom_graph_binding **bindings;
   uint32_t *tensor_of;                  /* per binding: tensor index or LOOM_MEMPLAN_NONE */
@@ -64,15 +77,20 @@ typedef struct loom_memplan {
   loom_memplan_tensor *tensors;
   uint32_t nstorages;
   loom_memplan_storage *storages;
+  loom_memplan **sub;                   /* per binding: the plan of a loop's body, or NULL */
   const loom_sym_expr *branches;        /* bytes made inside `if` branches (larger branch each) */
-  const loom_sym_expr *peak;            /* bytes: sum of storage sizes + branches */
+  const loom_sym_expr *loops;           /* bytes the loops hold (loop_bytes each) */
+  const loom_sym_expr *peak;            /* bytes: sum of storage sizes + branches + loops */
   const loom_sym_expr *naive;           /* bytes without reuse: sum of tensor sizes */
-} loom_memplan;
+};
 
 /* Plans `f` of `m` (after legalization). UNIMPLEMENTED naming the binding for what the
  * plan does not take (an operator call that was not legalized is fine: it gets no storage). */
 LOOM_MUST_USE loom_status loom_memplan_build(loom_graph_module *m, const loom_graph_func *f, loom_memplan **out);
 void loom_memplan_free(loom_memplan *p);
+/* The plan of the body of loop binding `b` alone (a loop inside an `if` branch, which the
+ * function's plan does not cover), with no storage hoisted. */
+LOOM_MUST_USE loom_status loom_memplan_build_loop(loom_graph_module *m, const loom_graph_binding *b, loom_memplan **out);
 
 /* Upper bound of what one call of `f` allocates including the graph functions it calls:
  * peak(f) + the sum over its call sites of the callee's total (calls run one at a time, a

@@ -261,6 +261,13 @@ static loom_status normalize_operands(loom_graph_builder *b, loom_graph_expr *va
     n = value->u.tuple.n;
   } else if (value->kind == LOOM_GRAPH_EXPR_TUPLE_GET && !loom_graph_expr_is_leaf(value->u.get.tuple)) {
     return bind(b, LOOM_GRAPH_BIND_VAR, value->u.get.tuple, NULL, NULL, &value->u.get.tuple);
+  } else if (value->kind == LOOM_GRAPH_EXPR_LOOP) {
+    if (value->u.loop.count && !loom_graph_expr_is_leaf(value->u.loop.count))
+      LOOM_PROPAGATE(bind(b, LOOM_GRAPH_BIND_VAR, value->u.loop.count, NULL, NULL, &value->u.loop.count));
+    if (value->u.loop.cond && !loom_graph_expr_is_leaf(value->u.loop.cond))
+      LOOM_PROPAGATE(bind(b, LOOM_GRAPH_BIND_VAR, value->u.loop.cond, NULL, NULL, &value->u.loop.cond));
+    items = (loom_graph_expr **)value->u.loop.inits;
+    n = value->u.loop.ncarry;
   }
   for (size_t i = 0; i < n; i++)
     if (!loom_graph_expr_is_leaf(items[i]))
@@ -268,9 +275,10 @@ static loom_status normalize_operands(loom_graph_builder *b, loom_graph_expr *va
   return LOOM_OK;
 }
 
-/* Struct info of a non-call expression. */
-static loom_status infer_simple(loom_graph_module *m, loom_graph_expr *e) {
+/* Struct info of a non-call expression (`name`: the binding, which names a loop's fresh symbols). */
+static loom_status infer_simple(loom_graph_module *m, loom_graph_expr *e, const char *name) {
   if (e->sinfo) return LOOM_OK;
+  if (e->kind == LOOM_GRAPH_EXPR_LOOP) return loom_graph_loop_infer(m, e, name, &e->sinfo);
   if (e->kind == LOOM_GRAPH_EXPR_TUPLE) {
     const loom_sinfo **f = LOOM_ARENA_ARRAY(&m->arena, const loom_sinfo *, e->u.tuple.n ? e->u.tuple.n : 1);
     if (!f) return LOOM_OOM();
@@ -306,7 +314,7 @@ static loom_status bind(loom_graph_builder *b, loom_graph_binding_kind kind, loo
     bd->guards = r.guards;
     bd->guard_why = r.guard_why;
   } else {
-    LOOM_PROPAGATE(infer_simple(m, value));
+    LOOM_RETURN_IF_ERROR(infer_simple(m, value, name), "while building '%s' in @%s", name, b->name);
   }
   const loom_sinfo *si = value->sinfo;
   if (kind == LOOM_GRAPH_BIND_MATCH_CAST) {
@@ -339,6 +347,65 @@ loom_status loom_graph_builder_op(loom_graph_builder *b, const char *op, size_t 
   loom_graph_op id;
   if (!loom_graph_op_lookup(op, strlen(op), &id)) return LOOM_ERROR(NOT_FOUND, "unknown operator '%s'", op);
   return bind(b, LOOM_GRAPH_BIND_VAR, loom_graph_call_op(b->m, id, nargs, args, nattrs, attrs), NULL, name, out_var);
+}
+
+/* Swaps the builder's open sequence with a saved one (its closed blocks and open block). */
+static void swap_seq(loom_graph_builder *b, loom_graph_builder_nest *s) {
+  loom_graph_block **bd = b->blocks.data;
+  size_t bl = b->blocks.len, bc = b->blocks.cap;
+  b->blocks.data = s->blocks.data, b->blocks.len = s->blocks.len, b->blocks.cap = s->blocks.cap;
+  s->blocks.data = bd, s->blocks.len = bl, s->blocks.cap = bc;
+  loom_graph_binding **cd = b->cur.data;
+  size_t cl = b->cur.len, cc = b->cur.cap;
+  b->cur.data = s->cur.data, b->cur.len = s->cur.len, b->cur.cap = s->cur.cap;
+  s->cur.data = cd, s->cur.len = cl, s->cur.cap = cc;
+  bool df = b->cur_dataflow;
+  b->cur_dataflow = s->cur_dataflow;
+  s->cur_dataflow = df;
+}
+
+loom_status loom_graph_builder_nest_begin(loom_graph_builder *b, loom_graph_builder_nest *saved, bool dataflow) {
+  memset(saved, 0, sizeof *saved);
+  saved->cur_dataflow = dataflow;
+  swap_seq(b, saved);
+  return LOOM_OK;
+}
+
+loom_status loom_graph_builder_nest_end(loom_graph_builder *b, loom_graph_builder_nest *saved, loom_graph_expr *result,
+                                        loom_graph_seq **out) {
+  loom_graph_module *m = b->m;
+  loom_status st = LOOM_OK;
+  loom_graph_seq *seq = NULL;
+  if (result) {
+    if (!loom_graph_expr_is_leaf(result)) st = bind(b, LOOM_GRAPH_BIND_VAR, result, NULL, NULL, &result);
+    if (!st) st = close_block(b);
+    seq = st ? NULL : LOOM_ARENA_NEW(&m->arena, loom_graph_seq);
+    loom_graph_block **bl = st ? NULL : LOOM_ARENA_ARRAY(&m->arena, loom_graph_block *, b->blocks.len ? b->blocks.len : 1);
+    if (!st && (!seq || !bl)) st = LOOM_OOM();
+    if (!st) {
+      if (b->blocks.len) memcpy(bl, b->blocks.data, b->blocks.len * sizeof *bl);
+      seq->nblocks = b->blocks.len;
+      seq->blocks = bl;
+      seq->result = result;
+    }
+  }
+  swap_seq(b, saved);
+  LOOM_VEC_FREE(m->alloc, &saved->blocks);
+  LOOM_VEC_FREE(m->alloc, &saved->cur);
+  if (out) *out = st ? NULL : seq;
+  return st;
+}
+
+loom_status loom_graph_builder_nest_splice(loom_graph_builder *b, loom_graph_builder_nest *saved) {
+  loom_graph_module *m = b->m;
+  loom_status st = close_block(b);
+  swap_seq(b, saved); /* saved: the nested blocks */
+  if (!st) st = close_block(b);
+  for (size_t i = 0; !st && i < saved->blocks.len; i++)
+    if (!LOOM_VEC_PUSH(m->alloc, &b->blocks, saved->blocks.data[i])) st = LOOM_OOM();
+  LOOM_VEC_FREE(m->alloc, &saved->blocks);
+  LOOM_VEC_FREE(m->alloc, &saved->cur);
+  return st;
 }
 
 loom_status loom_graph_builder_end(loom_graph_builder *b, loom_graph_expr *result,

@@ -186,9 +186,9 @@ static loom_status offload_block(loom_graph_module *m, const loom_graph_block *b
     loom_graph_binding *b = blk->bindings[i];
     loom_graph_expr *v = b->value;
     gemm_form f;
-    if (v->kind == LOOM_GRAPH_EXPR_IF) {
-      s = offload_seq(m, v->u.if_.then_seq, thr, st);
-      if (!s) s = offload_seq(m, v->u.if_.else_seq, thr, st);
+    if (v->kind == LOOM_GRAPH_EXPR_IF || v->kind == LOOM_GRAPH_EXPR_LOOP) {
+      s = offload_seq(m, v->kind == LOOM_GRAPH_EXPR_IF ? v->u.if_.then_seq : v->u.loop.body, thr, st);
+      if (!s && v->kind == LOOM_GRAPH_EXPR_IF) s = offload_seq(m, v->u.if_.else_seq, thr, st);
       if (!s && !LOOM_VEC_PUSH(m->alloc, &cur, b)) s = LOOM_OOM();
       continue;
     }

@@ -10,11 +10,13 @@
 
 /* ---- bindings, blocks, functions --------------------------------------------------------- */
 
-/* Struct info of a non-call value (tuple, tuple-get, if, leaf). */
+/* Struct info of a non-call value (tuple, tuple-get, if, loop, leaf). */
 static loom_status simple_sinfo(parser *p, loom_graph_expr *e) {
   loom_graph_module *m = p->m;
   if (e->sinfo) return LOOM_OK;
   switch (e->kind) {
+  case LOOM_GRAPH_EXPR_LOOP:
+    return loom_graph_loop_infer(m, e, p->binding, &e->sinfo);
   case LOOM_GRAPH_EXPR_TUPLE: {
     const loom_sinfo **f = LOOM_ARENA_ARRAY(&m->arena, const loom_sinfo *, e->u.tuple.n ? e->u.tuple.n : 1);
     if (!f) return LOOM_OOM();
@@ -113,7 +115,7 @@ static bool sinfo_uses(const loom_sinfo *si, const loom_sym_expr *v) {
 /* Words that cannot name a variable (the printer must be able to print every name). */
 bool gp_reserved(const char *name) {
   static const char *const words[] = {"return", "dataflow", "output", "if", "else", "match_cast", "fn", "const",
-                                      "extern", "prim", "shape", "sym", "call_tp", "call_extern"};
+                                      "extern", "prim", "shape", "sym", "call_tp", "call_extern", "loop"};
   for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
     if (!strcmp(name, words[i])) return true;
   return false;
@@ -258,8 +260,9 @@ static loom_status dataflow_block(parser *p, block_vec *blocks) {
     }
     loom_graph_binding *b;
     st = binding(p, &b);
-    if (!st && b->value->kind == LOOM_GRAPH_EXPR_IF)
-      st = gp_err(p, b->loc.offset, "'if' is not allowed in a dataflow block (dataflow blocks are free of control flow)");
+    if (!st && (b->value->kind == LOOM_GRAPH_EXPR_IF || b->value->kind == LOOM_GRAPH_EXPR_LOOP))
+      st = gp_err(p, b->loc.offset, "'%s' is not allowed in a dataflow block (dataflow blocks are free of control flow)",
+                  b->value->kind == LOOM_GRAPH_EXPR_IF ? "if" : "loop");
     if (!st && !LOOM_VEC_PUSH(m->alloc, &bs, b)) st = LOOM_OOM();
   }
   if (!st) {

@@ -210,7 +210,90 @@ static loom_status op_call(parser *p, loom_graph_op op, size_t b, loom_graph_exp
   return st;
 }
 
-/* value := 'if' '(' leaf ')' '{' seq '}' 'else' '{' seq '}'
+/* loop := 'loop' '(' ident ('<' leaf)? (',' 'while' leaf)? ')' '(' (ident ':' sinfo '=' leaf),* ')' '{' seq '}'
+ * (after 'loop' '('). The count, the condition and the initial values are read in the enclosing
+ * scope; the params' struct info defines the loop's locals; the iteration var, the locals and the
+ * params are visible in the body only. */
+static loom_status loop_value(parser *p, size_t b, loom_graph_expr **out) {
+  loom_graph_module *m = p->m;
+  size_t ib = (gp_skip_ws(p), p->pos);
+  const char *iname;
+  LOOM_PROPAGATE(gp_expect_ident(p, "the loop's iteration variable", &iname));
+  if (gp_lookup((const void *)&p->syms, iname) || gp_reserved(iname))
+    return gp_err(p, ib, "'%s' cannot name the loop's iteration variable (it is %s)", iname,
+                  gp_reserved(iname) ? "a reserved word" : "a symbolic variable already defined here");
+  loom_graph_expr *count = NULL, *cond = NULL;
+  if (gp_accept(p, "<")) LOOM_PROPAGATE(gp_leaf(p, &count));
+  if (gp_accept(p, ",")) {
+    if (!gp_peek_kw(p, "while")) return gp_err(p, p->pos, "expected 'while COND' after the loop's count");
+    const char *k;
+    size_t kn;
+    gp_ident(p, &k, &kn);
+    LOOM_PROPAGATE(gp_leaf(p, &cond));
+  }
+  LOOM_PROPAGATE(gp_expect(p, ")"));
+  LOOM_PROPAGATE(gp_expect(p, "("));
+  size_t vmark = p->vars.len, smark = p->syms.len;
+  LOOM_VEC(loom_graph_expr *) params = {0};
+  LOOM_VEC(loom_graph_expr *) inits = {0};
+  LOOM_VEC(const loom_sym_expr *) locals = {0};
+  loom_status st = LOOM_OK;
+  while (!st && gp_peek(p) != ')') {
+    size_t pb = (gp_skip_ws(p), p->pos);
+    const char *name;
+    const loom_sinfo *si = NULL;
+    loom_graph_expr *init = NULL;
+    st = gp_expect_ident(p, "a loop-carried variable", &name);
+    if (!st && gp_reserved(name)) st = gp_err(p, pb, "'%s' is a reserved word and cannot name a variable", name);
+    for (size_t i = 0; !st && i < params.len; i++)
+      if (params.data[i]->u.var.name == name) st = gp_err(p, pb, "loop-carried variable '%s' is given twice", name);
+    if (!st) st = gp_expect(p, ":");
+    if (!st) {
+      p->sym_mode = SYM_DEFINE;
+      st = gp_sinfo(p, &si);
+      p->sym_mode = SYM_RESOLVE;
+    }
+    if (!st) st = gp_expect(p, "=");
+    if (!st) st = gp_leaf(p, &init);
+    if (st) break;
+    loom_graph_expr *v = loom_graph_var_new(m, name, si);
+    if (!v || !LOOM_VEC_PUSH(m->alloc, &params, v) || !LOOM_VEC_PUSH(m->alloc, &inits, init)) st = LOOM_OOM();
+    else v->loc = (loom_loc){p->ir_src, pb};
+    if (!st && !gp_accept(p, ",")) break;
+  }
+  if (!st) st = gp_expect(p, ")");
+  for (size_t i = smark; !st && i < p->syms.len; i++)
+    if (!LOOM_VEC_PUSH(m->alloc, &locals, (const loom_sym_expr *)p->syms.data[i].val)) st = LOOM_OOM();
+  const loom_sym_expr *iter = NULL;
+  if (!st) {
+    iter = loom_graph_loop_iter_new(m, iname, count);
+    st = iter ? gp_push_name(p, &p->syms, iname, iter) : LOOM_OOM();
+  }
+  for (size_t i = 0; !st && i < params.len; i++) st = gp_push_name(p, &p->vars, params.data[i]->u.var.name, params.data[i]);
+  if (!st) st = gp_expect(p, "{");
+  loom_graph_seq *body = NULL;
+  const char *binding = p->binding; /* the loop's binding names its fresh symbols */
+  if (!st) {
+    p->depth++;
+    st = gp_seq(p, &body);
+    p->depth--;
+  }
+  p->binding = binding;
+  p->vars.len = vmark;
+  p->syms.len = smark;
+  if (!st) st = gp_expect(p, "}");
+  if (!st) {
+    *out = loom_graph_loop_new(m, count, cond, iter, params.len, params.data, inits.data, locals.len, locals.data, body);
+    if (!*out) st = LOOM_OOM();
+    else (*out)->loc = (loom_loc){p->ir_src, b};
+  }
+  LOOM_VEC_FREE(m->alloc, &params);
+  LOOM_VEC_FREE(m->alloc, &inits);
+  LOOM_VEC_FREE(m->alloc, &locals);
+  return st;
+}
+
+/* value := 'if' '(' leaf ')' '{' seq '}' 'else' '{' seq '}' | loop
  *        | ('call_tp' | 'call_extern') '(' '@' name ',' '(' leaves ')' ',' sinfo ')'
  *        | '@' name '(' leaves ')' | '(' leaves ')' | op_call | leaf ('.' INT)* */
 loom_status gp_value(parser *p, loom_graph_expr **out) {
@@ -292,6 +375,11 @@ loom_status gp_value(parser *p, loom_graph_expr **out) {
       LOOM_PROPAGATE(gp_expect(p, "}"));
       *out = e;
       return LOOM_OK;
+    }
+    if (gp_is_kw(s, n, "loop")) {
+      if (p->depth >= MAX_DEPTH) return gp_err(p, b, "'loop' nested more than %d deep", MAX_DEPTH);
+      p->pos++;
+      return loop_value(p, b, out);
     }
     if (gp_is_kw(s, n, "call_tp") || gp_is_kw(s, n, "call_extern")) {
       bool tp = gp_is_kw(s, n, "call_tp");

@@ -4,7 +4,7 @@
  *   - its var is used by live code, or
  *   - it has an effect: a match_cast (a run-time check that defines symbols), an
  *     external call, a call of a graph function that (transitively) makes one, an `if`
- *     whose branches hold such a binding, or
+ *     whose branches or a loop whose body hold such a binding, or
  *   - it defines a symbolic var (first occurrence in its struct info, e.g. the fresh
  *     count of nonzero) that live code uses — after fold turns shape_of(nz) into
  *     shape(2, nz_nnz0), `nz` stays although no var reads it.
@@ -31,6 +31,7 @@ static bool binding_has_effects(const loom_graph_module *m, const loom_graph_bin
   if (b->kind == LOOM_GRAPH_BIND_MATCH_CAST) return true;
   if (v->kind == LOOM_GRAPH_EXPR_IF)
     return seq_has_effects(m, v->u.if_.then_seq, depth) || seq_has_effects(m, v->u.if_.else_seq, depth);
+  if (v->kind == LOOM_GRAPH_EXPR_LOOP) return seq_has_effects(m, v->u.loop.body, depth);
   if (v->kind != LOOM_GRAPH_EXPR_CALL) return false;
   if (v->u.call.callee == LOOM_GRAPH_CALLEE_EXTERN) return true;
   if (v->u.call.callee == LOOM_GRAPH_CALLEE_FUNC) {
@@ -82,6 +83,11 @@ static void defs_seq(dce_state *d, const loom_graph_seq *s) {
       if (b->value->kind == LOOM_GRAPH_EXPR_IF) {
         defs_seq(d, b->value->u.if_.then_seq);
         defs_seq(d, b->value->u.if_.else_seq);
+      } else if (b->value->kind == LOOM_GRAPH_EXPR_LOOP) { /* the loop defines its body's own symbols */
+        def_walk lw = {d, b};
+        def_cb(&lw, b->value->u.loop.iter);
+        for (size_t k = 0; k < b->value->u.loop.nlocals; k++) def_cb(&lw, b->value->u.loop.locals[k]);
+        defs_seq(d, b->value->u.loop.body);
       }
       def_walk w = {d, b};
       sinfo_vars(b->var->sinfo, def_cb, &w);
@@ -148,6 +154,15 @@ static void live_binding(const loom_graph_module *m, dce_state *d, const loom_gr
     live_seq(m, d, v->u.if_.then_seq);
     live_seq(m, d, v->u.if_.else_seq);
     break;
+  case LOOM_GRAPH_EXPR_LOOP:
+    if (v->u.loop.count) use_leaf(d, v->u.loop.count);
+    if (v->u.loop.cond) use_leaf(d, v->u.loop.cond);
+    for (size_t i = 0; i < v->u.loop.ncarry; i++) {
+      use_leaf(d, v->u.loop.inits[i]);
+      sinfo_vars(v->u.loop.params[i]->sinfo, use_sym_cb, d);
+    }
+    live_seq(m, d, v->u.loop.body); /* the body's result (every field) is used by the next iteration */
+    break;
   default:
     use_leaf(d, v);
     break;
@@ -203,6 +218,11 @@ static void const_seq(loom_map *used, const loom_graph_seq *s, bool *oom) {
         const_leaf(used, v->u.if_.cond, oom);
         const_seq(used, v->u.if_.then_seq, oom);
         const_seq(used, v->u.if_.else_seq, oom);
+      } else if (v->kind == LOOM_GRAPH_EXPR_LOOP) {
+        if (v->u.loop.count) const_leaf(used, v->u.loop.count, oom);
+        if (v->u.loop.cond) const_leaf(used, v->u.loop.cond, oom);
+        for (size_t k = 0; k < v->u.loop.ncarry; k++) const_leaf(used, v->u.loop.inits[k], oom);
+        const_seq(used, v->u.loop.body, oom);
       } else const_leaf(used, v, oom);
     }
 }

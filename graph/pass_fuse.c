@@ -92,6 +92,16 @@ static void prepass_seq(fuser *fz, const loom_graph_seq *s) {
         prepass_seq(fz, v->u.if_.then_seq);
         prepass_seq(fz, v->u.if_.else_seq);
         break;
+      case LOOM_GRAPH_EXPR_LOOP: { /* its iteration var and locals are defined before its body */
+        count_leaf(fz, v->u.loop.count);
+        count_leaf(fz, v->u.loop.cond);
+        for (size_t k = 0; k < v->u.loop.ncarry; k++) count_leaf(fz, v->u.loop.inits[k]);
+        def_walk lw = {fz, ++fz->npos};
+        define_cb(&lw, v->u.loop.iter);
+        for (size_t k = 0; k < v->u.loop.nlocals; k++) define_cb(&lw, v->u.loop.locals[k]);
+        prepass_seq(fz, v->u.loop.body);
+        break;
+      }
       default:
         count_leaf(fz, v);
         break;
@@ -670,6 +680,7 @@ static loom_status epilogue_seq(fuser *fz, loom_graph_seq *s) {
     }
     for (size_t i = 0; i < blk->n; i++) {
       loom_graph_expr *v = blk->bindings[i]->value;
+      if (v->kind == LOOM_GRAPH_EXPR_LOOP) LOOM_PROPAGATE(epilogue_seq(fz, v->u.loop.body));
       if (v->kind != LOOM_GRAPH_EXPR_IF) continue;
       LOOM_PROPAGATE(epilogue_seq(fz, v->u.if_.then_seq));
       LOOM_PROPAGATE(epilogue_seq(fz, v->u.if_.else_seq));
@@ -708,6 +719,7 @@ static loom_status fuse_seq(fuser *fz, loom_graph_seq *s) {
     }
     for (size_t i = 0; i < blk->n; i++) {
       loom_graph_expr *v = blk->bindings[i]->value;
+      if (v->kind == LOOM_GRAPH_EXPR_LOOP) LOOM_PROPAGATE(fuse_seq(fz, v->u.loop.body));
       if (v->kind != LOOM_GRAPH_EXPR_IF) continue;
       LOOM_PROPAGATE(fuse_seq(fz, v->u.if_.then_seq));
       LOOM_PROPAGATE(fuse_seq(fz, v->u.if_.else_seq));
@@ -725,6 +737,8 @@ static loom_status mark_called(loom_map *called, const loom_graph_seq *s) {
       if (v->kind == LOOM_GRAPH_EXPR_IF) {
         LOOM_PROPAGATE(mark_called(called, v->u.if_.then_seq));
         LOOM_PROPAGATE(mark_called(called, v->u.if_.else_seq));
+      } else if (v->kind == LOOM_GRAPH_EXPR_LOOP) {
+        LOOM_PROPAGATE(mark_called(called, v->u.loop.body));
       } else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_TP &&
                  !loom_map_put(called, (uint64_t)(uintptr_t)v->u.call.target, 1)) {
         return LOOM_OOM();

@@ -12,7 +12,7 @@
 typedef struct loom_pass loom_pass;
 
 /* Called for every binding in order, after the uses in its value were substituted (and,
- * for an `if`, after both branches were walked). Set *drop to remove the binding (its var
+ * for an `if`, after both branches were walked; for a loop, after its body). Set *drop to remove the binding (its var
  * must then have a replacement: loom_pass_replace_var). */
 typedef loom_status (*loom_pass_visit_fn)(loom_pass *p, loom_graph_binding *b, bool *drop);
 
@@ -22,7 +22,7 @@ struct loom_pass {
   loom_graph_func *f;                   /* function being rewritten */
   loom_pass_visit_fn visit;             /* per binding (NULL: substitution only) */
   void (*begin)(loom_pass *p);          /* at the start of each function (may be NULL) */
-  void (*enter)(loom_pass *p);          /* before an `if` branch is walked (may be NULL) */
+  void (*enter)(loom_pass *p);          /* before an `if` branch or a loop's body is walked (may be NULL) */
   void (*leave)(loom_pass *p);          /* after it */
   void *ud;                             /* the pass's own state */
   loom_map subst;                       /* var id -> replacement leaf (loom_graph_expr *) */

@@ -124,11 +124,11 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   return LOOM_OK;
 }
 
-/* Whether binding b may stand in a dataflow block: not an `if`, not a call of an extern that
- * is not declared pure, not a graph-function call (it may make one). */
+/* Whether binding b may stand in a dataflow block: not an `if` or a loop, not a call of an
+ * extern that is not declared pure, not a graph-function call (it may make one). */
 static bool dataflow_ok(const loom_graph_module *m, const loom_graph_binding *b) {
   const loom_graph_expr *v = b->value;
-  if (v->kind == LOOM_GRAPH_EXPR_IF) return false;
+  if (v->kind == LOOM_GRAPH_EXPR_IF || v->kind == LOOM_GRAPH_EXPR_LOOP) return false;
   if (v->kind != LOOM_GRAPH_EXPR_CALL) return true;
   if (v->u.call.callee == LOOM_GRAPH_CALLEE_FUNC) return false;
   if (v->u.call.callee == LOOM_GRAPH_CALLEE_EXTERN) {
@@ -155,6 +155,8 @@ static loom_status form_dataflow(loom_graph_module *m, loom_graph_seq *s, size_t
       if (blk->bindings[j]->value->kind == LOOM_GRAPH_EXPR_IF) {
         LOOM_PROPAGATE(form_dataflow(m, blk->bindings[j]->value->u.if_.then_seq, changed));
         LOOM_PROPAGATE(form_dataflow(m, blk->bindings[j]->value->u.if_.else_seq, changed));
+      } else if (blk->bindings[j]->value->kind == LOOM_GRAPH_EXPR_LOOP) {
+        LOOM_PROPAGATE(form_dataflow(m, blk->bindings[j]->value->u.loop.body, changed));
       }
     if (blk->dataflow) {
       out[k++] = blk;
@@ -188,6 +190,8 @@ static loom_status merge_blocks(loom_graph_module *m, loom_graph_seq *s, size_t 
       if (blk->bindings[j]->value->kind == LOOM_GRAPH_EXPR_IF) {
         LOOM_PROPAGATE(merge_blocks(m, blk->bindings[j]->value->u.if_.then_seq, changed));
         LOOM_PROPAGATE(merge_blocks(m, blk->bindings[j]->value->u.if_.else_seq, changed));
+      } else if (blk->bindings[j]->value->kind == LOOM_GRAPH_EXPR_LOOP) {
+        LOOM_PROPAGATE(merge_blocks(m, blk->bindings[j]->value->u.loop.body, changed));
       }
     if (k && blk->dataflow && blocks[k - 1]->dataflow) {
       loom_graph_block *prev = blocks[k - 1];

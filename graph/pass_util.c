@@ -4,7 +4,8 @@
  * its value is replaced by the var's replacement, if an earlier visit gave it one; a
  * call whose operands changed is re-inferred so its guards stay exact. The walk keeps
  * the symbolic vars in scope the way the verifier does (params, then the first
- * occurrence in each binding's struct info; an `if` branch's own symbols end with it),
+ * occurrence in each binding's struct info; an `if` branch's own symbols end with it, and a
+ * loop's iteration var, locals and body symbols with its body),
  * so a pass can check that a rewrite never uses a symbol above its definition. */
 #include <string.h>
 
@@ -229,6 +230,24 @@ static loom_status subst_binding(loom_pass *p, loom_graph_binding *b) {
     p->syms.len = mark;
     return st;
   }
+  case LOOM_GRAPH_EXPR_LOOP: {
+    /* the leaves are replaced in place: a loop's value is this very expression */
+    if (v->u.loop.count) v->u.loop.count = subst_leaf(p, v->u.loop.count);
+    if (v->u.loop.cond) v->u.loop.cond = subst_leaf(p, v->u.loop.cond);
+    loom_graph_expr **inits = (loom_graph_expr **)v->u.loop.inits;
+    for (size_t i = 0; i < v->u.loop.ncarry; i++) inits[i] = subst_leaf(p, inits[i]);
+    size_t mark = p->syms.len;
+    loom_status st = LOOM_VEC_PUSH(m->alloc, &p->syms, v->u.loop.iter) ? LOOM_OK : LOOM_OOM();
+    for (size_t i = 0; i < v->u.loop.nlocals && !st; i++)
+      if (!LOOM_VEC_PUSH(m->alloc, &p->syms, v->u.loop.locals[i])) st = LOOM_OOM();
+    if (!st) {
+      if (p->enter) p->enter(p);
+      st = walk_seq(p, v->u.loop.body);
+      if (p->leave) p->leave(p);
+    }
+    p->syms.len = mark;
+    return st;
+  }
   default:
     b->value = subst_leaf(p, v);
     return LOOM_OK;
@@ -284,6 +303,11 @@ static loom_status use_binding(loom_graph_module *m, loom_graph_binding *b, loom
     LOOM_PROPAGATE(use_leaf(used, v->u.if_.cond));
     LOOM_PROPAGATE(fix_seq(m, v->u.if_.then_seq, used));
     return fix_seq(m, v->u.if_.else_seq, used);
+  case LOOM_GRAPH_EXPR_LOOP:
+    if (v->u.loop.count) LOOM_PROPAGATE(use_leaf(used, v->u.loop.count));
+    if (v->u.loop.cond) LOOM_PROPAGATE(use_leaf(used, v->u.loop.cond));
+    for (size_t i = 0; i < v->u.loop.ncarry; i++) LOOM_PROPAGATE(use_leaf(used, v->u.loop.inits[i]));
+    return fix_seq(m, v->u.loop.body, used);
   default:
     return use_leaf(used, v);
   }

@@ -162,6 +162,28 @@ static void print_expr(const loom_graph_expr *e, int depth, loom_strbuf *sb) {
     indent(sb, depth);
     loom_strbuf_putc(sb, '}');
     return;
+  case LOOM_GRAPH_EXPR_LOOP:
+    loom_strbuf_printf(sb, "loop (%s", loom_sym_var_name(e->u.loop.iter));
+    if (e->u.loop.count) {
+      loom_strbuf_puts(sb, " < ");
+      print_expr(e->u.loop.count, depth, sb);
+    }
+    if (e->u.loop.cond) {
+      loom_strbuf_puts(sb, ", while ");
+      print_expr(e->u.loop.cond, depth, sb);
+    }
+    loom_strbuf_puts(sb, ") (");
+    for (size_t i = 0; i < e->u.loop.ncarry; i++) {
+      loom_strbuf_printf(sb, "%s%s: ", i ? ", " : "", e->u.loop.params[i]->u.var.name);
+      loom_sinfo_print(e->u.loop.params[i]->sinfo, sb);
+      loom_strbuf_puts(sb, " = ");
+      print_expr(e->u.loop.inits[i], depth, sb);
+    }
+    loom_strbuf_puts(sb, ") {\n");
+    print_seq(e->u.loop.body, depth + 1, sb);
+    indent(sb, depth);
+    loom_strbuf_putc(sb, '}');
+    return;
   }
 }
 

@@ -39,6 +39,7 @@ pub const compiler = [_][]const u8{
     "graph/npy_io.c",
     "graph/tp_bridge.c",
     "graph/memplan.c",
+    "graph/loop.c",
     "graph/pass_util.c",
     "graph/pass_normalize.c",
     "graph/pass_fold.c",

@@ -5,9 +5,11 @@
  *   symbols    every symbolic var used is defined before: in a param's struct info, a
  *              match_cast target, or as a fresh symbol an op introduces (nonzero)
  *   anf        call arguments, tuple fields, if conditions and results are leaves
- *   dataflow   dataflow blocks hold no `if` and no call of an extern not declared `pure`
+ *   dataflow   dataflow blocks hold no `if` or `loop` and no call of an extern not declared `pure`
  *   sinfo      each binding's struct info agrees with re-inference (which also checks
- *              attributes and call signatures); the function result fits its declared info */
+ *              attributes and call signatures); the function result fits its declared info
+ *   loop       its iteration var and locals are new; each initial value can fit its carried
+ *              var's struct info, and so can each next value the body returns */
 #include <stdio.h>
 #include <string.h>
 
@@ -120,6 +122,64 @@ static void check_leaf(vctx *v, const loom_graph_binding *b, const loom_graph_ex
 }
 
 static void verify_seq(vctx *v, const loom_graph_seq *s);
+static void sinfo_text(const loom_sinfo *si, char *buf, size_t cap);
+
+/* The loop rule (see the banner); `b` binds loop `e`. Re-inference (loom_graph_loop_infer) has
+ * checked the kinds of the count, the condition and the body's result; `inferred` is its
+ * result (NULL when it failed), whose carried fields are the params' struct info with the
+ * locals fresh: what an initial or next value is checked against (a local is bound anew by
+ * each iteration: acc (k, 4) takes a next value (k + 1, 4)). */
+static void verify_loop(vctx *v, const loom_graph_binding *b, const loom_graph_expr *e, const loom_sinfo *inferred) {
+  loom_graph_module *m = v->m;
+  char a[256], c[256], what[96];
+  if (e->u.loop.count) check_leaf(v, b, e->u.loop.count, "the loop's count");
+  if (e->u.loop.cond) check_leaf(v, b, e->u.loop.cond, "the loop's condition");
+  for (size_t i = 0; i < e->u.loop.ncarry; i++) {
+    snprintf(what, sizeof what, "the initial value of '%s'", e->u.loop.params[i]->u.var.name);
+    check_leaf(v, b, e->u.loop.inits[i], what);
+  }
+  size_t vmark = v->vars.len, smark = v->syms.len;
+  for (size_t k = 0; k <= e->u.loop.nlocals; k++) {
+    const loom_sym_expr *s = k ? e->u.loop.locals[k - 1] : e->u.loop.iter;
+    if (has(&v->syms, s))
+      report(v, b, b->loc, "symbolic variable '%s' of the loop is defined outside it (a loop's iteration var and locals are its own)",
+             loom_sym_var_name(s));
+    push(v, &v->syms, s);
+  }
+  for (size_t i = 0; i < e->u.loop.ncarry; i++) {
+    const loom_graph_expr *p = e->u.loop.params[i], *init = e->u.loop.inits[i];
+    snprintf(what, sizeof what, "loop-carried '%s'", p->u.var.name);
+    if (p->kind != LOOM_GRAPH_EXPR_VAR || has(&v->bound, p)) report(v, b, b->loc, "%s is bound twice", what);
+    use_syms_sinfo(v, b, b->loc, p->sinfo, what);
+    check_dims(v, b, b->loc, p->sinfo, what);
+    const loom_sinfo *any = inferred ? inferred->fields[i] : p->sinfo;
+    if (init->sinfo && init->sinfo->kind != LOOM_SINFO_OBJECT && loom_sinfo_is_base_of(m->cx, any, init->sinfo) == LOOM_SYM_FALSE) {
+      sinfo_text(p->sinfo, a, sizeof a);
+      sinfo_text(init->sinfo, c, sizeof c);
+      report(v, b, b->loc, "%s is %s, but its initial value is %s: it can never fit", what, a, c);
+    }
+    push(v, &v->vars, p);
+    push(v, &v->bound, p);
+  }
+  verify_seq(v, e->u.loop.body);
+  const loom_graph_expr *res = e->u.loop.body->result;
+  const loom_sinfo *rt = res ? res->sinfo : NULL;
+  size_t hc = e->u.loop.cond ? 1 : 0, nc = e->u.loop.ncarry;
+  if (rt && rt->kind == LOOM_SINFO_TUPLE && rt->nfields >= hc + nc) {
+    for (size_t i = 0; i < nc; i++) {
+      const loom_graph_expr *p = e->u.loop.params[i];
+      const loom_sinfo *nx = rt->fields[hc + i], *any = inferred ? inferred->fields[i] : p->sinfo;
+      if (nx->kind != LOOM_SINFO_OBJECT && loom_sinfo_is_base_of(m->cx, any, nx) == LOOM_SYM_FALSE) {
+        sinfo_text(p->sinfo, a, sizeof a);
+        sinfo_text(nx, c, sizeof c);
+        report(v, b, b->loc, "loop-carried '%s' is %s, but the body's next value for it (result field %zu) is %s: it can never fit",
+               p->u.var.name, a, hc + i, c);
+      }
+    }
+  }
+  v->vars.len = vmark;
+  v->syms.len = smark;
+}
 
 /* Positions where `inferred` has a var not yet defined (a fresh symbol) and `declared` has a
  * var: the declared one stands for it. */
@@ -223,6 +283,17 @@ static void verify_binding(vctx *v, const loom_graph_block *blk, const loom_grap
       report(v, b, b->loc, "tuple-get .%zu of a value that is not a tuple with that many fields", e->u.get.index);
     else inferred = e->u.get.tuple->sinfo->fields[e->u.get.index];
     break;
+  case LOOM_GRAPH_EXPR_LOOP: {
+    if (blk->dataflow) report(v, b, b->loc, "'loop' inside a dataflow block (dataflow blocks are free of control flow)");
+    loom_status st = loom_graph_loop_infer(m, e, b->var->u.var.name, &inferred);
+    if (st) {
+      report(v, b, b->loc, "%s", loom_status_message(st));
+      loom_status_free(st);
+      inferred = NULL;
+    }
+    verify_loop(v, b, e, inferred);
+    break;
+  }
   case LOOM_GRAPH_EXPR_IF: {
     if (blk->dataflow) report(v, b, b->loc, "'if' inside a dataflow block (dataflow blocks are free of control flow)");
     check_leaf(v, b, e->u.if_.cond, "the condition");

@@ -148,6 +148,10 @@ loom_status loom_sym_assume_divisible(loom_sym_ctx *cx, const loom_sym_expr *var
 /* a == b for expressions learned equal at a match site (union-find on variables and
  * expressions); later proofs and simplify use it. Error when provably false. */
 loom_status loom_sym_assume_eq(loom_sym_ctx *cx, const loom_sym_expr *a, const loom_sym_expr *b);
+/* e >= 0, for a relation between variables that no range states (a loop's iteration number
+ * below its count: `n - i - 1 >= 0`): the prover then takes 0 <= d when d - e is provably
+ * >= 0. Error when e is a negative constant. */
+loom_status loom_sym_assume_nonneg(loom_sym_ctx *cx, const loom_sym_expr *e);
 /* Parses and adds a fact written as text: "n >= 1", "n <= 4096", "n % 8 == 0", "m == n".
  * A name resolves to the most recently created variable of the context with that name
  * (a fresh shape variable if there is none). */
@@ -185,6 +189,9 @@ void loom_sym_env_destroy(loom_sym_env *env);
 void loom_sym_env_clear(loom_sym_env *env);
 loom_status loom_sym_env_set(loom_sym_env *env, const loom_sym_expr *var, int64_t value);
 bool loom_sym_env_get(const loom_sym_env *env, const loom_sym_expr *var, int64_t *out);
+/* Makes dst hold exactly src's bindings (a loop's body restores the bindings it started
+ * with this way at every iteration). */
+loom_status loom_sym_env_assign(loom_sym_env *dst, const loom_sym_env *src);
 /* Substitution of expressions for variables (canonical result; NULL + sticky error on failure). */
 const loom_sym_expr *loom_sym_subst(loom_sym_ctx *cx, const loom_sym_expr *e,
                                     const loom_sym_expr *const *vars,

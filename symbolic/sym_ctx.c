@@ -93,6 +93,7 @@ void loom_sym_ctx_destroy(loom_sym_ctx *cx) {
   LOOM_VEC_FREE(cx->alloc, &cx->undo);
   LOOM_VEC_FREE(cx->alloc, &cx->scopes);
   LOOM_VEC_FREE(cx->alloc, &cx->zeros);
+  LOOM_VEC_FREE(cx->alloc, &cx->nonnegs);
   loom_map_destroy(&cx->table);
   loom_map_destroy(&cx->simp_memo);
   loom_interner_destroy(&cx->names);
@@ -415,6 +416,15 @@ loom_status loom_sym_env_set(loom_sym_env *env, const loom_sym_expr *var, int64_
   if (!var || var->kind != LOOM_SYM_VAR)
     return LOOM_ERROR(INVALID_ARGUMENT, "loom_sym_env_set: not a variable");
   if (!loom_map_put(&env->values, (uint64_t)(uintptr_t)var, (uint64_t)value)) return LOOM_OOM();
+  return LOOM_OK;
+}
+
+loom_status loom_sym_env_assign(loom_sym_env *dst, const loom_sym_env *src) {
+  if (dst == src) return LOOM_OK;
+  loom_map_clear(&dst->values);
+  uint64_t k, v;
+  for (size_t it = 0; loom_map_next(&src->values, &it, &k, &v);)
+    if (!loom_map_put(&dst->values, k, v)) return LOOM_OOM();
   return LOOM_OK;
 }
 

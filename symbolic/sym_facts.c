@@ -26,7 +26,7 @@ static void changed(loom_sym_ctx *cx) {
 /* Logs the current facts of `id` so they can be restored; false on OOM. */
 static bool save(loom_sym_ctx *cx, uint32_t id) {
   sym_undo u = {.id = id};
-  if (id != UINT32_MAX) u.old = cx->facts.data[id];
+  if (id < SYM_UNDO_NONNEG) u.old = cx->facts.data[id];
   if (!LOOM_VEC_PUSH(cx->alloc, &cx->undo, u)) return false;
   changed(cx);
   return true;
@@ -40,7 +40,8 @@ void loom_sym_facts_pop(loom_sym_ctx *cx) {
   size_t mark = cx->scopes.len ? LOOM_VEC_POP(&cx->scopes) : 0;
   while (cx->undo.len > mark) {
     sym_undo u = LOOM_VEC_POP(&cx->undo);
-    if (u.id == UINT32_MAX) cx->zeros.len--;
+    if (u.id == SYM_UNDO_ZERO) cx->zeros.len--;
+    else if (u.id == SYM_UNDO_NONNEG) cx->nonnegs.len--;
     else cx->facts.data[u.id] = u.old;
   }
   changed(cx);
@@ -158,8 +159,26 @@ loom_status loom_sym_assume_eq(loom_sym_ctx *cx, const loom_sym_expr *a, const l
     }
   }
   if (!LOOM_VEC_PUSH(cx->alloc, &cx->zeros, d)) return LOOM_OOM();
-  if (!save(cx, UINT32_MAX)) {
+  if (!save(cx, SYM_UNDO_ZERO)) {
     cx->zeros.len--;
+    return LOOM_OOM();
+  }
+  return LOOM_OK;
+}
+
+loom_status loom_sym_assume_nonneg(loom_sym_ctx *cx, const loom_sym_expr *e) {
+  if (!e) return loom_sym_ctx_take_error(cx);
+  const loom_sym_expr *d = loom_sym_simplify(cx, e);
+  if (!d) return loom_sym_ctx_take_error(cx);
+  int64_t k;
+  if (loom_sym_is_const(d, &k)) {
+    if (k < 0) return LOOM_ERROR(INVALID_ARGUMENT, "fact %lld >= 0 is always false", (long long)k);
+    return LOOM_OK;
+  }
+  if (loom_sym_prove_le(cx, cx->c0, d) == LOOM_SYM_TRUE) return LOOM_OK; /* known already */
+  if (!LOOM_VEC_PUSH(cx->alloc, &cx->nonnegs, d)) return LOOM_OOM();
+  if (!save(cx, SYM_UNDO_NONNEG)) {
+    cx->nonnegs.len--;
     return LOOM_OOM();
   }
   return LOOM_OK;

@@ -62,9 +62,12 @@ typedef struct sym_var_facts {
   const loom_sym_expr *var;   /* the variable itself */
 } sym_var_facts;
 
+/* Undo records of the facts kept in lists rather than per variable. */
+#define SYM_UNDO_ZERO UINT32_MAX        /* a zero fact (cx->zeros) was appended */
+#define SYM_UNDO_NONNEG (UINT32_MAX - 1) /* a non-negativity fact (cx->nonnegs) was appended */
 /* One undo-log record: restores a var's facts as they were. */
 typedef struct sym_undo {
-  uint32_t id;                /* var id; UINT32_MAX: a zero-fact was appended */
+  uint32_t id;                /* var id; SYM_UNDO_ZERO / SYM_UNDO_NONNEG: such a fact was appended */
   sym_var_facts old;          /* previous facts */
 } sym_undo;
 
@@ -81,6 +84,7 @@ struct loom_sym_ctx {
   LOOM_VEC(sym_undo) undo;                /* fact changes, newest last */
   LOOM_VEC(size_t) scopes;                /* undo length at each push */
   LOOM_VEC(const loom_sym_expr *) zeros;  /* learned "e == 0" facts that are not substitutions */
+  LOOM_VEC(const loom_sym_expr *) nonnegs; /* "e >= 0" facts relating variables (loom_sym_assume_nonneg) */
   loom_map simp_memo;         /* simplify cache (cleared when facts change) */
   uint64_t facts_gen;         /* bumped on every fact change */
   mpz_t t0, t1, t2;           /* GMP scratch */

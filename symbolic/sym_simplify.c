@@ -139,6 +139,12 @@ static loom_sym_truth le0_raw(loom_sym_ctx *cx, const loom_sym_expr *d) { /* 0 <
   sym_ival b = sym_bounds128(cx, d);
   if (b.lo >= 0) return LOOM_SYM_TRUE;
   if (b.hi < 0) return LOOM_SYM_FALSE;
+  // 0 <= d   if 0 <= d - f for a fact f >= 0 (d = (d - f) + f)
+  for (size_t i = 0; i < cx->nonnegs.len; i++) {
+    const loom_sym_expr *f = sym_apply_eqs(cx, cx->nonnegs.data[i]);
+    const loom_sym_expr *r = f ? loom_sym_sub(cx, d, f) : NULL;
+    if (r && sym_bounds128(cx, r).lo >= 0) return LOOM_SYM_TRUE;
+  }
   return LOOM_SYM_UNKNOWN;
 }
 

@@ -353,11 +353,106 @@ static loom_status match_values(const loom_vm_exec *e, frame *fr, const loom_ten
   return match_items(e, fr, name, "shape", "element", v, rank, l + 3);
 }
 
+/* ILOAD: the one element of t (bool or integer) as int64. */
+static loom_status load_int(const loom_tensor *t, int64_t *out) {
+  if (loom_tensor_numel(t) != 1 || loom_dtype_is_float(t->dtype) || loom_dtype_is_lowp(t->dtype))
+    return LOOM_ERROR(INVALID_ARGUMENT, "ILOAD: expected one bool or integer element, got %s of %zu elements",
+                      loom_dtype_name(t->dtype), loom_tensor_numel(t));
+  const void *p = t->data;
+  switch (t->dtype) {
+  case LOOM_DTYPE_BOOL: case LOOM_DTYPE_U8: *out = *(const uint8_t *)p; break;
+  case LOOM_DTYPE_I8: *out = *(const int8_t *)p; break;
+  case LOOM_DTYPE_I16: *out = *(const int16_t *)p; break;
+  case LOOM_DTYPE_U16: *out = *(const uint16_t *)p; break;
+  case LOOM_DTYPE_I32: *out = *(const int32_t *)p; break;
+  case LOOM_DTYPE_U32: *out = *(const uint32_t *)p; break;
+  case LOOM_DTYPE_I64: *out = *(const int64_t *)p; break;
+  case LOOM_DTYPE_U64: {
+    uint64_t v = *(const uint64_t *)p;
+    *out = v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
+    break;
+  }
+  default: return LOOM_ERROR(INVALID_ARGUMENT, "ILOAD: dtype %s", loom_dtype_name(t->dtype));
+  }
+  return LOOM_OK;
+}
+
+/* The bytes of one row (axis 0) of dense tensor t, or an error naming `what`. */
+static loom_status row_bytes(const loom_tensor *t, const char *what, size_t *out) {
+  if (t->rank < 1 || !loom_tensor_is_contiguous(t))
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: expected a dense tensor of rank >= 1, got rank %d", what, t->rank);
+  size_t n;
+  LOOM_PROPAGATE(loom_tensor_nbytes(t->dtype, t->rank - 1, t->shape + 1, &n));
+  *out = n;
+  return LOOM_OK;
+}
+
+/* SCAN_PUT (builtins.def): row i of the stack *dst := src, growing *dst first if needed (or
+ * making it, shaped by src, when the register is empty). */
+static loom_status scan_put(loom_vm *vm, loom_vm_obj **dst_reg, const loom_tensor *src, int64_t i, int64_t cap) {
+  if (!*dst_reg) {
+    int64_t shape[LOOM_VM_MAX_RANK];
+    if (src->rank + 1 > LOOM_VM_MAX_RANK)
+      return LOOM_ERROR(OUT_OF_RANGE, "SCAN_PUT: an item of rank %d cannot be stacked", src->rank);
+    shape[0] = 0;
+    memcpy(shape + 1, src->shape, sizeof *shape * (size_t)src->rank);
+    loom_tensor *t;
+    LOOM_PROPAGATE(loom_tensor_alloc(vm->dev, src->dtype, src->rank + 1, shape, &t));
+    *dst_reg = &t->hdr;
+  }
+  loom_tensor *dst = (loom_tensor *)*dst_reg;
+  size_t rb;
+  LOOM_PROPAGATE(row_bytes(dst, "SCAN_PUT", &rb));
+  bool same = src->dtype == dst->dtype && src->rank == dst->rank - 1 && loom_tensor_is_contiguous(src);
+  for (int32_t k = 0; same && k < src->rank; k++) same = src->shape[k] == dst->shape[k + 1];
+  if (!same) {
+    char got[160], want[160];
+    size_t g = (size_t)snprintf(got, sizeof got, "%s(", loom_dtype_name(src->dtype)), w = (size_t)snprintf(want, sizeof want, "%s(", loom_dtype_name(dst->dtype));
+    for (int32_t k = 0; k < src->rank && g < sizeof got; k++) g += (size_t)snprintf(got + g, sizeof got - g, "%s%lld", k ? ", " : "", (long long)src->shape[k]);
+    for (int32_t k = 1; k < dst->rank && w < sizeof want; k++) w += (size_t)snprintf(want + w, sizeof want - w, "%s%lld", k > 1 ? ", " : "", (long long)dst->shape[k]);
+    return LOOM_ERROR(INVALID_ARGUMENT, "scan item of iteration %lld is %s), the items before it %s)", (long long)i, got, want);
+  }
+  if (i < 0 || i >= cap) return LOOM_ERROR(OUT_OF_RANGE, "SCAN_PUT: row %lld outside [0, %lld)", (long long)i, (long long)cap);
+  if (i >= dst->shape[0]) { /* grow: at least twice the rows (amortised copies), at most cap */
+    int64_t rows = dst->shape[0] > INT64_MAX / 2 ? INT64_MAX : 2 * dst->shape[0];
+    if (rows < 8) rows = 8;
+    if (rows < i + 1) rows = i + 1;
+    if (rows > cap) rows = cap;
+    int64_t shape[LOOM_VM_MAX_RANK];
+    memcpy(shape, dst->shape, sizeof *shape * (size_t)dst->rank);
+    shape[0] = rows;
+    loom_tensor *t;
+    LOOM_PROPAGATE(loom_tensor_alloc(vm->dev, dst->dtype, dst->rank, shape, &t));
+    if (dst->shape[0]) vm->dev->vt->copy(vm->dev, t->data, dst->data, rb * (size_t)dst->shape[0]);
+    loom_vm_obj_release(*dst_reg);
+    *dst_reg = &t->hdr;
+    dst = t;
+  }
+  if (rb) vm->dev->vt->copy(vm->dev, (char *)dst->data + rb * (size_t)i, src->data, rb);
+  return LOOM_OK;
+}
+
+/* ROWS (builtins.def): a view of the first n rows of src. */
+static loom_status rows_view(const loom_tensor *src, int64_t n, loom_tensor **out) {
+  size_t rb;
+  LOOM_PROPAGATE(row_bytes(src, "ROWS", &rb));
+  if (n < 0 || n > src->shape[0])
+    return LOOM_ERROR(OUT_OF_RANGE, "ROWS: %lld rows of a tensor of %lld", (long long)n, (long long)src->shape[0]);
+  if (!src->storage) return LOOM_ERROR(UNIMPLEMENTED, "ROWS of a tensor without storage");
+  int64_t shape[LOOM_VM_MAX_RANK];
+  memcpy(shape, src->shape, sizeof *shape * (size_t)src->rank);
+  shape[0] = n;
+  size_t off = (size_t)((const char *)src->data - (const char *)src->storage->data);
+  return loom_tensor_view(src->storage, off, src->dtype, src->rank, shape, out);
+}
+
 static loom_status builtin(loom_vm *vm, frame *fr, uint32_t id, const uint32_t *l) {
   uint32_t nobj = l[0];
   const uint32_t *o = l + 1, *iv = l + 2 + nobj;
   loom_vm_obj **R = fr->R;
-  for (uint32_t i = (id == LOOM_VM_BUILTIN_COPY); i < nobj; i++)
+  if (id == LOOM_VM_BUILTIN_ROWS && !R[o[1]])
+    return LOOM_ERROR(INVALID_ARGUMENT, "a loop ran no iteration, and the shape of its scan items is known only from them");
+  for (uint32_t i = (id == LOOM_VM_BUILTIN_COPY || id == LOOM_VM_BUILTIN_ROWS || id == LOOM_VM_BUILTIN_SCAN_PUT); i < nobj; i++)
     if (!R[o[i]]) return LOOM_ERROR(FAILED_PRECONDITION, "builtin %s: register r%u is empty", loom_vm_builtin_table[id].name, o[i]);
   switch (id) {
   case LOOM_VM_BUILTIN_COPY: {
@@ -379,6 +474,15 @@ static loom_status builtin(loom_vm *vm, frame *fr, uint32_t id, const uint32_t *
     size_t nb;
     LOOM_PROPAGATE(loom_tensor_nbytes(t->dtype, t->rank, t->shape, &nb));
     vm->dev->vt->zero(vm->dev, t->data, nb);
+    return LOOM_OK;
+  }
+  case LOOM_VM_BUILTIN_SCAN_PUT:
+    return scan_put(vm, &R[o[0]], (const loom_tensor *)R[o[1]], fr->I[iv[0]], fr->I[iv[1]]);
+  case LOOM_VM_BUILTIN_ROWS: {
+    loom_tensor *t;
+    LOOM_PROPAGATE(rows_view((const loom_tensor *)R[o[1]], fr->I[iv[0]], &t));
+    loom_vm_obj_release(R[o[0]]);
+    R[o[0]] = &t->hdr;
     return LOOM_OK;
   }
   case LOOM_VM_BUILTIN_ASSERT_EQ:

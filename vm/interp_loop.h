@@ -323,6 +323,13 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, call_state *cs, frame *fr, loo
       R[LOOM_VM_A(in)] = &t->hdr;
       DISPATCH();
     }
+    /* Synopsis: I[A] := the one element of R[B] */
+    CASE(ILOAD): {
+      NEED(LOOM_VM_B(in));
+      st = load_int((const loom_tensor *)R[LOOM_VM_B(in)], &I[LOOM_VM_A(in)]);
+      if (st) goto fail;
+      DISPATCH();
+    }
     /* Synopsis: error unless I[A] != 0 */
     CASE(CHECK):
       if (LOOM_UNLIKELY(I[LOOM_VM_A(in)] == 0)) {

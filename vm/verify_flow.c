@@ -3,7 +3,7 @@
  * to a fixed point), so that every register use is checked against its definitions:
  *   - a use of a register that no path has defined (empty on every path) is an error;
  *   - every CALLK / CALLX buffer operand must be a tensor whose dtype and rank, where the
- *     definitions fix them (EMPTY, VIEW, TCONST, SHAPE, MATCH, RESHAPE, COPY), are the
+ *     definitions fix them (EMPTY, VIEW, TCONST, SHAPE, MATCH, RESHAPE, COPY, ROWS), are the
  *     kernel signature's (a rank-0 tensor may fill a buffer of any rank: a (1,) buffer).
  * What the definitions leave open (a tensor out of a tuple or a call, a MATCH of any dtype)
  * is checked before the call by loom_vm_sig_check_call, with the dims. */
@@ -127,9 +127,16 @@ static loom_status step(flow *fl, uint32_t pc, bool check) {
   case LOOM_VM_OP_CALLX:
     if (check) LOOM_PROPAGATE(call_buffers(fl, op == LOOM_VM_OP_CALLK ? &e->kernels[a] : &e->externs[a], l));
     break;
-  case LOOM_VM_OP_CALLB:
-    for (uint32_t i = (a == LOOM_VM_BUILTIN_COPY); check && i < l[0]; i++) LOOM_PROPAGATE(use(fl, l[1 + i], "builtin operand"));
-    if (a == LOOM_VM_BUILTIN_COPY) R[l[1]] = STATE(R[l[2]]) == DEF ? R[l[2]] : tensor(ANY8, ANY8);
+  case LOOM_VM_OP_CALLB: {
+    bool out0 = a == LOOM_VM_BUILTIN_COPY || a == LOOM_VM_BUILTIN_ROWS; /* o0 written, not read */
+    for (uint32_t i = out0; check && i < l[0]; i++) LOOM_PROPAGATE(use(fl, l[1 + i], "builtin operand"));
+    if (out0) R[l[1]] = STATE(R[l[2]]) == DEF ? R[l[2]] : tensor(ANY8, ANY8);
+    else if (a == LOOM_VM_BUILTIN_SCAN_PUT) /* may become a new tensor: its dtype and rank stay */
+      R[l[1]] = STATE(R[l[1]]) == DEF ? R[l[1]] : tensor(ANY8, ANY8);
+    break;
+  }
+  case LOOM_VM_OP_ILOAD:
+    if (check) LOOM_PROPAGATE(use(fl, b, "ILOAD"));
     break;
   case LOOM_VM_OP_RESHAPE:
     if (check) LOOM_PROPAGATE(use(fl, l[0], "RESHAPE source"));

@@ -4,7 +4,8 @@
  * The pass `twice_to_add` rewrites every `y = mul(x, 2)` and `y = mul(2, x)` whose 2 is a
  * rank-0 floating-point constant into `y = add(x, x)`, when the new call's struct info is
  * provably y's (same dtype and dims: no broadcast hides in the rewrite). It walks every graph
- * function, every block and the branches of `if`; each rewrite is reported as a note.
+ * function, every block, the branches of `if` and the bodies of loops; each rewrite is
+ * reported as a note.
  *
  *     zig build examples     # zig-out/lib/libloom_example_passes.so
  *     loom opt examples/passes/twice.loom --load-pass zig-out/lib/libloom_example_passes.so \
@@ -44,13 +45,15 @@ typedef struct walk {
 
 static loom_status rewrite_seq(walk *w, loom_graph_seq *s);
 
-/* Rewrites binding b when it is mul(x, 2) or mul(2, x); recurses into `if` branches. */
+/* Rewrites binding b when it is mul(x, 2) or mul(2, x); recurses into `if` branches and loop
+ * bodies. */
 static loom_status rewrite_binding(walk *w, loom_graph_binding *b) {
   loom_graph_expr *v = b->value;
   if (v->kind == LOOM_GRAPH_EXPR_IF) {
     loom_status st = rewrite_seq(w, v->u.if_.then_seq);
     return st ? st : rewrite_seq(w, v->u.if_.else_seq);
   }
+  if (v->kind == LOOM_GRAPH_EXPR_LOOP) return rewrite_seq(w, v->u.loop.body);
   if (b->kind != LOOM_GRAPH_BIND_VAR || v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP ||
       v->u.call.op != LOOM_GRAPH_OP_MUL || v->u.call.nattrs != 0)
     return LOOM_OK;

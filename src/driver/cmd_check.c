@@ -27,6 +27,8 @@ static void count_seq(const loom_graph_seq *s, size_t *bindings, size_t *unknown
       if (b->value->kind == LOOM_GRAPH_EXPR_IF) {
         count_seq(b->value->u.if_.then_seq, bindings, unknown, guards);
         count_seq(b->value->u.if_.else_seq, bindings, unknown, guards);
+      } else if (b->value->kind == LOOM_GRAPH_EXPR_LOOP) {
+        count_seq(b->value->u.loop.body, bindings, unknown, guards);
       }
     }
 }

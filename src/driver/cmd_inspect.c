@@ -87,6 +87,39 @@ static loom_status print_kernels(const loom_compiled *c, bool no_cache, const ch
   return st;
 }
 
+/* The struct info of every binding of s, `depth` levels in (an `if`'s branches and a loop's body
+ * one more), with its guards, counted in *guards. */
+static void shapes_seq(const loom_graph_seq *s, int depth, loom_strbuf *sb, size_t *guards) {
+  for (size_t bi = 0; bi < s->nblocks; bi++) {
+    const loom_graph_block *blk = s->blocks[bi];
+    for (size_t j = 0; j < blk->n; j++) {
+      const loom_graph_binding *b = blk->bindings[j];
+      for (int d = 0; d < depth; d++) loom_strbuf_puts(sb, "  ");
+      loom_strbuf_printf(sb, "%-6s %-12s ", b->kind == LOOM_GRAPH_BIND_MATCH_CAST ? "match" : "let", b->var->u.var.name);
+      loom_sinfo_print(b->var->sinfo, sb);
+      for (size_t g = 0; g < b->nguards; g++) {
+        loom_strbuf_puts(sb, g ? ", " : "   guard ");
+        loom_sym_print(b->guards[g], sb);
+      }
+      *guards += b->nguards;
+      loom_strbuf_puts(sb, "\n");
+      const loom_graph_expr *v = b->value;
+      if (v->kind == LOOM_GRAPH_EXPR_IF) {
+        shapes_seq(v->u.if_.then_seq, depth + 1, sb, guards);
+        shapes_seq(v->u.if_.else_seq, depth + 1, sb, guards);
+      } else if (v->kind == LOOM_GRAPH_EXPR_LOOP) {
+        for (size_t k = 0; k < v->u.loop.ncarry; k++) {
+          for (int d = 0; d <= depth; d++) loom_strbuf_puts(sb, "  ");
+          loom_strbuf_printf(sb, "%-6s %-12s ", "carry", v->u.loop.params[k]->u.var.name);
+          loom_sinfo_print(v->u.loop.params[k]->sinfo, sb);
+          loom_strbuf_puts(sb, "\n");
+        }
+        shapes_seq(v->u.loop.body, depth + 1, sb, guards);
+      }
+    }
+  }
+}
+
 static void print_shapes(loom_graph_module *m) {
   for (size_t i = 0; i < loom_graph_module_num_funcs(m); i++) {
     const loom_graph_func *f = loom_graph_module_func_at(m, i);
@@ -99,20 +132,7 @@ static void print_shapes(loom_graph_module *m) {
       loom_strbuf_puts(&sb, "\n");
     }
     size_t guards = 0;
-    for (size_t bi = 0; bi < f->body->nblocks; bi++) {
-      const loom_graph_block *blk = f->body->blocks[bi];
-      for (size_t j = 0; j < blk->n; j++) {
-        const loom_graph_binding *b = blk->bindings[j];
-        loom_strbuf_printf(&sb, "  %-6s %-12s ", b->kind == LOOM_GRAPH_BIND_MATCH_CAST ? "match" : "let", b->var->u.var.name);
-        loom_sinfo_print(b->var->sinfo, &sb);
-        for (size_t g = 0; g < b->nguards; g++) {
-          loom_strbuf_puts(&sb, g ? ", " : "   guard ");
-          loom_sym_print(b->guards[g], &sb);
-        }
-        guards += b->nguards;
-        loom_strbuf_puts(&sb, "\n");
-      }
-    }
+    shapes_seq(f->body, 1, &sb, &guards);
     loom_strbuf_printf(&sb, "  returns ");
     loom_sinfo_print(f->ret, &sb);
     loom_strbuf_printf(&sb, "\n  %zu run-time guards\n", guards);

@@ -1,5 +1,5 @@
 /* lower_vm.c — graph functions -> VM bytecode (see lower_vm.h). */
-#include "driver/lower_vm.h"
+#include "driver/lower_vm_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,55 +10,26 @@
 #include "tensorprog/tp.h"
 #include "tensorprog/tp_ir.h"
 
-typedef struct lower {
-  loom_graph_module *m;
-  loom_sym_ctx *cx;
-  loom_vm_builder *b;
-  loom_map kernels;   /* tp name (interned pointer) -> kernel index + 1 */
-  loom_map consts;    /* constant data pointer -> builder const index + 1 */
-  /* per function */
-  const loom_graph_func *f;
-  loom_vm_fbuilder *fb;
-  const loom_memplan *plan;
-  loom_map var_reg;   /* graph var id -> object register */
-  loom_map sym_reg;   /* symbolic expression -> int register holding its value */
-  uint32_t *storage_reg;
-  uint32_t zero_reg;  /* int register holding 0 (view offsets) */
-  const char *where;  /* the binding being lowered, for messages */
-  const char *dbg;    /* debug text of the binding's main instructions */
-  uint32_t nconsts;
-  loom_status err;    /* first error */
-} lower;
-
-#define FAIL(l, ...) ((l)->err ? (void)0 : (void)((l)->err = LOOM_ERROR(__VA_ARGS__)))
-#define NOREG LOOM_VM_NONE
-
-static loom_vm_insn abc(loom_vm_op op, uint32_t a, uint32_t b, uint32_t c) { return loom_vm_insn_abc(op, a, b, c); }
-static loom_vm_insn abx(loom_vm_op op, uint32_t a, uint32_t bx) { return loom_vm_insn_abx(op, a, bx); }
-
-static void oom(lower *l) {
+void lw_oom(lower *l) {
   if (!l->err) l->err = LOOM_OOM();
 }
 
-/* Emits an instruction that carries the binding's debug text (errors at it name the binding). */
-static void emit_main(lower *l, loom_vm_insn in) {
+void lw_emit_main(lower *l, loom_vm_insn in) {
   if (l->dbg) loom_vm_fb_debug(l->fb, l->dbg);
   loom_vm_fb_emit(l->fb, in);
 }
 
 /* ---- int registers for symbolic expressions ---------------------------------- */
 
-static uint32_t sym_reg(lower *l, const loom_sym_expr *e);
-
-static uint32_t const_reg(lower *l, int64_t v) {
+uint32_t lw_const_reg(lower *l, int64_t v) {
   const loom_sym_expr *c = loom_sym_const(l->cx, v);
-  return c ? sym_reg(l, c) : (oom(l), NOREG);
+  return c ? lw_sym_reg(l, c) : (lw_oom(l), NOREG);
 }
 
 static uint32_t fold(lower *l, const loom_sym_expr *e, loom_vm_op op) {
-  uint32_t acc = sym_reg(l, loom_sym_operand(e, 0));
+  uint32_t acc = lw_sym_reg(l, loom_sym_operand(e, 0));
   for (size_t i = 1; i < loom_sym_num_operands(e) && acc != NOREG; i++) {
-    uint32_t r = sym_reg(l, loom_sym_operand(e, i));
+    uint32_t r = lw_sym_reg(l, loom_sym_operand(e, i));
     if (r == NOREG) return NOREG;
     uint32_t d = loom_vm_fb_ireg(l->fb, NULL);
     loom_vm_fb_emit(l->fb, abc(op, d, acc, r));
@@ -67,11 +38,11 @@ static uint32_t fold(lower *l, const loom_sym_expr *e, loom_vm_op op) {
   return acc;
 }
 
-static uint32_t sym_reg(lower *l, const loom_sym_expr *e) {
+uint32_t lw_sym_reg(lower *l, const loom_sym_expr *e) {
   if (l->err) return NOREG;
   if (!e) {
     l->err = loom_sym_ctx_take_error(l->cx);
-    if (!l->err) oom(l);
+    if (!l->err) lw_oom(l);
     return NOREG;
   }
   uint64_t r;
@@ -91,8 +62,8 @@ static uint32_t sym_reg(lower *l, const loom_sym_expr *e) {
   } else if (k == LOOM_SYM_MUL) {
     d = fold(l, e, LOOM_VM_OP_IMUL);
   } else if (k == LOOM_SYM_SELECT) { /* b + c*(a - b) with c in {0, 1} */
-    uint32_t c = sym_reg(l, loom_sym_operand(e, 0)), a = sym_reg(l, loom_sym_operand(e, 1)),
-             b = sym_reg(l, loom_sym_operand(e, 2));
+    uint32_t c = lw_sym_reg(l, loom_sym_operand(e, 0)), a = lw_sym_reg(l, loom_sym_operand(e, 1)),
+             b = lw_sym_reg(l, loom_sym_operand(e, 2));
     if (c == NOREG || a == NOREG || b == NOREG) return NOREG;
     uint32_t t = loom_vm_fb_ireg(l->fb, NULL);
     loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_ISUB, t, a, b));
@@ -100,7 +71,7 @@ static uint32_t sym_reg(lower *l, const loom_sym_expr *e) {
     d = loom_vm_fb_ireg(l->fb, NULL);
     loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_IADD, d, b, t));
   } else if (k == LOOM_SYM_NOT) {
-    uint32_t a = sym_reg(l, loom_sym_operand(e, 0)), z = const_reg(l, 0);
+    uint32_t a = lw_sym_reg(l, loom_sym_operand(e, 0)), z = lw_const_reg(l, 0);
     if (a == NOREG || z == NOREG) return NOREG;
     d = loom_vm_fb_ireg(l->fb, NULL);
     loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_IEQ, d, a, z));
@@ -124,7 +95,7 @@ static uint32_t sym_reg(lower *l, const loom_sym_expr *e) {
     }
     d = fold(l, e, op);
   }
-  if (d != NOREG && !loom_map_put(&l->sym_reg, (uint64_t)(uintptr_t)e, d)) oom(l);
+  if (d != NOREG && !loom_map_put(&l->sym_reg, (uint64_t)(uintptr_t)e, d)) lw_oom(l);
   return d;
 }
 
@@ -133,7 +104,7 @@ static uint32_t sym_reg(lower *l, const loom_sym_expr *e) {
 typedef LOOM_VEC(uint32_t) words;
 
 static void push(lower *l, words *w, uint32_t v) {
-  if (!LOOM_VEC_PUSH(NULL, w, v)) oom(l);
+  if (!LOOM_VEC_PUSH(NULL, w, v)) lw_oom(l);
 }
 
 static bool is_bound(lower *l, const loom_sym_expr *var) { return loom_map_contains(&l->sym_reg, (uint64_t)(uintptr_t)var); }
@@ -164,7 +135,7 @@ static bool fits32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
 /* Emits MATCH of register `reg` (named `name` in errors) against tensor info `si`.
  * With `defer`, axes that need vars no earlier instruction binds are left ANY and
  * flagged in defer[axis]; without it they are errors. Returns false on error. */
-static bool emit_match(lower *l, uint32_t reg, const char *name, const loom_sinfo *si, bool *defer, bool recheck) {
+bool lw_emit_match(lower *l, uint32_t reg, const char *name, const loom_sinfo *si, bool *defer, bool recheck) {
   bool values = si->kind == LOOM_SINFO_SHAPE; /* a Shape value: its elements are matched (MATCHV) */
   if ((si->kind != LOOM_SINFO_TENSOR && !values) || si->ndim < 0 || !si->dims || si->ndim > LOOM_VM_MAX_RANK) {
     FAIL(l, UNIMPLEMENTED, "function @%s: '%s' needs a tensor of known rank or a Shape of at most %d known dims to be "
@@ -199,7 +170,7 @@ static bool emit_match(lower *l, uint32_t reg, const char *name, const loom_sinf
       push(l, &w, r);
       push(l, &w, (uint32_t)(int32_t)k);
       push(l, &w, (uint32_t)(int32_t)c);
-      if (!loom_map_put(&pending, (uint64_t)(uintptr_t)var, r)) oom(l);
+      if (!loom_map_put(&pending, (uint64_t)(uintptr_t)var, r)) lw_oom(l);
       if (defer) defer[ax] = false;
       continue;
     }
@@ -228,7 +199,7 @@ static bool emit_match(lower *l, uint32_t reg, const char *name, const loom_sinf
       free(t);
       break;
     }
-    uint32_t r = sym_reg(l, e);
+    uint32_t r = lw_sym_reg(l, e);
     char *t = loom_sym_to_string(e);
     push(l, &w, LOOM_VM_AXIS_EXPR);
     push(l, &w, r);
@@ -240,10 +211,10 @@ static bool emit_match(lower *l, uint32_t reg, const char *name, const loom_sinf
     if (defer) defer[ax] = false;
   }
   if (!l->err) {
-    emit_main(l, abx(values ? LOOM_VM_OP_MATCHV : LOOM_VM_OP_MATCH, reg, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+    lw_emit_main(l, abx(values ? LOOM_VM_OP_MATCHV : LOOM_VM_OP_MATCH, reg, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
     uint64_t key, r;
     for (size_t it = 0; loom_map_next(&pending, &it, &key, &r);)
-      if (!loom_map_put(&l->sym_reg, key, r)) oom(l);
+      if (!loom_map_put(&l->sym_reg, key, r)) lw_oom(l);
   }
   LOOM_VEC_FREE(NULL, &w);
   loom_map_destroy(&pending);
@@ -252,7 +223,7 @@ static bool emit_match(lower *l, uint32_t reg, const char *name, const loom_sinf
 
 /* ---- object registers ----------------------------------------------------------- */
 
-static loom_vm_obj_kind kind_of(const loom_sinfo *si) {
+loom_vm_obj_kind lw_kind_of(const loom_sinfo *si) {
   if (!si) return LOOM_VM_OBJ_ANY;
   if (si->kind == LOOM_SINFO_TENSOR || si->kind == LOOM_SINFO_SHAPE) return LOOM_VM_OBJ_TENSOR; /* a Shape: 1-D i64 */
   if (si->kind == LOOM_SINFO_TUPLE) return LOOM_VM_OBJ_TUPLE;
@@ -278,12 +249,12 @@ static uint32_t const_index(lower *l, const loom_graph_expr *c) {
   l->nconsts++;
   uint32_t k = loom_vm_builder_const(l->b, c->u.cnst.name ? c->u.cnst.name : name, si->dtype, (uint32_t)si->ndim, dims,
                                      c->u.cnst.data);
-  if (!loom_map_put(&l->consts, (uint64_t)(uintptr_t)c->u.cnst.data, (uint64_t)k + 1)) oom(l);
+  if (!loom_map_put(&l->consts, (uint64_t)(uintptr_t)c->u.cnst.data, (uint64_t)k + 1)) lw_oom(l);
   return k;
 }
 
 /* The register holding leaf `e` (a var, or a constant loaded here). */
-static uint32_t leaf_reg(lower *l, const loom_graph_expr *e) {
+uint32_t lw_leaf_reg(lower *l, const loom_graph_expr *e) {
   if (l->err) return NOREG;
   uint64_t r;
   if (e->kind == LOOM_GRAPH_EXPR_VAR) {
@@ -303,9 +274,9 @@ static uint32_t leaf_reg(lower *l, const loom_graph_expr *e) {
   return NOREG;
 }
 
-static uint32_t new_var_reg(lower *l, const loom_graph_expr *var) {
-  uint32_t r = loom_vm_fb_reg(l->fb, kind_of(var->sinfo));
-  if (!loom_map_put(&l->var_reg, var->u.var.id, r)) oom(l);
+uint32_t lw_new_var_reg(lower *l, const loom_graph_expr *var) {
+  uint32_t r = loom_vm_fb_reg(l->fb, lw_kind_of(var->sinfo));
+  if (!loom_map_put(&l->var_reg, var->u.var.id, r)) lw_oom(l);
   return r;
 }
 
@@ -324,7 +295,7 @@ static uint32_t kernel_index(lower *l, const loom_tp_func *tp) {
   }
   uint32_t idx = loom_vm_builder_kernel(l->b, tp->name, nbuf, (uint32_t)tp->nsyms, sig.data, (uint32_t)sig.len);
   LOOM_VEC_FREE(NULL, &sig);
-  if (!loom_map_put(&l->kernels, (uint64_t)(uintptr_t)tp, (uint64_t)idx + 1)) oom(l);
+  if (!loom_map_put(&l->kernels, (uint64_t)(uintptr_t)tp, (uint64_t)idx + 1)) lw_oom(l);
   return idx;
 }
 
@@ -348,7 +319,7 @@ static uint32_t emit_output(lower *l, uint32_t bi, const loom_graph_expr *var) {
   uint32_t s = t == LOOM_MEMPLAN_NONE ? 0 : l->plan->tensors[t].storage;
   if (!st->output) {
     if (l->storage_reg[s] == NOREG) {
-      uint32_t size = sym_reg(l, st->size);
+      uint32_t size = lw_sym_reg(l, st->size);
       if (size == NOREG) return NOREG;
       l->storage_reg[s] = loom_vm_fb_reg(l->fb, LOOM_VM_OBJ_STORAGE);
       loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_ALLOC, l->storage_reg[s], size, 0));
@@ -361,10 +332,10 @@ static uint32_t emit_output(lower *l, uint32_t bi, const loom_graph_expr *var) {
     push(l, &w, 0);
   }
   push(l, &w, (uint32_t)si->ndim);
-  for (int d = 0; d < si->ndim; d++) push(l, &w, sym_reg(l, si->dims[d]));
-  uint32_t dst = new_var_reg(l, var);
+  for (int d = 0; d < si->ndim; d++) push(l, &w, lw_sym_reg(l, si->dims[d]));
+  uint32_t dst = lw_new_var_reg(l, var);
   if (!l->err)
-    emit_main(l, abx(st->output ? LOOM_VM_OP_EMPTY : LOOM_VM_OP_VIEW, dst, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+    lw_emit_main(l, abx(st->output ? LOOM_VM_OP_EMPTY : LOOM_VM_OP_VIEW, dst, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
   LOOM_VEC_FREE(NULL, &w);
   return dst;
 }
@@ -420,7 +391,7 @@ static void emit_call_tp(lower *l, uint32_t bi, const loom_graph_binding *b) {
   for (size_t i = 0; i < tp->nparams; i++) nbuf += tp->params[i].is_buffer;
   push(l, &w, nbuf);
   for (size_t i = 0; i + 1 < tp->nparams; i++)
-    if (tp->params[i].is_buffer) push(l, &w, leaf_reg(l, c->u.call.args[i]));
+    if (tp->params[i].is_buffer) push(l, &w, lw_leaf_reg(l, c->u.call.args[i]));
   uint32_t symregs[LOOM_VM_MAX_CALL_ARGS];
   for (size_t j = 0; j < tp->nsyms && !l->err; j++) {
     if (!val[j]) {
@@ -428,14 +399,14 @@ static void emit_call_tp(lower *l, uint32_t bi, const loom_graph_binding *b) {
            l->where, tp->name, loom_sym_var_name(tp->syms[j]));
       break;
     }
-    symregs[j] = sym_reg(l, val[j]);
+    symregs[j] = lw_sym_reg(l, val[j]);
   }
   uint32_t dst = emit_output(l, bi, b->var);
   push(l, &w, dst);
   push(l, &w, (uint32_t)tp->nsyms);
   for (size_t j = 0; j < tp->nsyms; j++) push(l, &w, symregs[j]);
   uint32_t k = kernel_index(l, tp);
-  if (!l->err) emit_main(l, abx(LOOM_VM_OP_CALLK, k, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+  if (!l->err) lw_emit_main(l, abx(LOOM_VM_OP_CALLK, k, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
   LOOM_VEC_FREE(NULL, &w);
 }
 
@@ -449,7 +420,7 @@ static void emit_call_extern(lower *l, uint32_t bi, const loom_graph_binding *b)
     if (a->kind == LOOM_GRAPH_EXPR_SYM) continue;
     if (n + 1 >= LOOM_VM_MAX_CALL_ARGS) break;
     infos[n++] = a->sinfo;
-    push(l, &bufs, leaf_reg(l, a));
+    push(l, &bufs, lw_leaf_reg(l, a));
   }
   infos[n++] = b->var->sinfo;
   /* the signature: each buffer's dims are the symbols passed for them, in order */
@@ -464,11 +435,11 @@ static void emit_call_extern(lower *l, uint32_t bi, const loom_graph_binding *b)
     push(l, &sig, (uint32_t)si->ndim);
     for (int d = 0; d < si->ndim; d++) {
       push(l, &sig, 1), push(l, &sig, LOOM_VM_SIG_SYM), push(l, &sig, (uint32_t)syms.len);
-      push(l, &syms, sym_reg(l, si->dims[d]));
+      push(l, &syms, lw_sym_reg(l, si->dims[d]));
     }
   }
   for (size_t i = 0; i < c->u.call.nargs && !l->err; i++)
-    if (c->u.call.args[i]->kind == LOOM_GRAPH_EXPR_SYM) push(l, &syms, sym_reg(l, c->u.call.args[i]->u.sym));
+    if (c->u.call.args[i]->kind == LOOM_GRAPH_EXPR_SYM) push(l, &syms, lw_sym_reg(l, c->u.call.args[i]->u.sym));
   for (size_t j = 0; j < syms.len && !l->err; j++) {
     char name[32];
     snprintf(name, sizeof name, "s%zu", j);
@@ -484,7 +455,7 @@ static void emit_call_extern(lower *l, uint32_t bi, const loom_graph_binding *b)
     for (size_t i = 0; i < bufs.len; i++) push(l, &w, bufs.data[i]);
     push(l, &w, (uint32_t)syms.len);
     for (size_t i = 0; i < syms.len; i++) push(l, &w, syms.data[i]);
-    if (!l->err) emit_main(l, abx(LOOM_VM_OP_CALLX, k, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+    if (!l->err) lw_emit_main(l, abx(LOOM_VM_OP_CALLX, k, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
     LOOM_VEC_FREE(NULL, &w);
   }
   LOOM_VEC_FREE(NULL, &bufs);
@@ -500,11 +471,11 @@ static void emit_view(lower *l, const loom_graph_binding *b) {
     return;
   }
   words w = {0};
-  push(l, &w, leaf_reg(l, b->value->u.call.args[0]));
+  push(l, &w, lw_leaf_reg(l, b->value->u.call.args[0]));
   push(l, &w, (uint32_t)si->ndim);
-  for (int d = 0; d < si->ndim; d++) push(l, &w, sym_reg(l, si->dims[d]));
-  uint32_t dst = new_var_reg(l, b->var);
-  if (!l->err) emit_main(l, abx(LOOM_VM_OP_RESHAPE, dst, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+  for (int d = 0; d < si->ndim; d++) push(l, &w, lw_sym_reg(l, si->dims[d]));
+  uint32_t dst = lw_new_var_reg(l, b->var);
+  if (!l->err) lw_emit_main(l, abx(LOOM_VM_OP_RESHAPE, dst, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
   LOOM_VEC_FREE(NULL, &w);
 }
 
@@ -520,10 +491,10 @@ static void emit_call_func(lower *l, const loom_graph_binding *b) {
   words w = {0};
   push(l, &w, (uint32_t)idx);
   push(l, &w, (uint32_t)c->u.call.nargs);
-  for (size_t i = 0; i < c->u.call.nargs; i++) push(l, &w, leaf_reg(l, c->u.call.args[i]));
+  for (size_t i = 0; i < c->u.call.nargs; i++) push(l, &w, lw_leaf_reg(l, c->u.call.args[i]));
   push(l, &w, 0);
-  uint32_t dst = new_var_reg(l, b->var);
-  if (!l->err) emit_main(l, abx(LOOM_VM_OP_CALL, dst, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+  uint32_t dst = lw_new_var_reg(l, b->var);
+  if (!l->err) lw_emit_main(l, abx(LOOM_VM_OP_CALL, dst, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
   LOOM_VEC_FREE(NULL, &w);
 }
 
@@ -539,7 +510,7 @@ static void emit_guards(lower *l, const loom_graph_binding *b) {
   for (size_t i = 0; i < b->nguards && !l->err; i++) {
     int64_t v;
     if (loom_sym_is_const(b->guards[i], &v) && v) continue;
-    uint32_t r = sym_reg(l, b->guards[i]);
+    uint32_t r = lw_sym_reg(l, b->guards[i]);
     char *g = loom_sym_to_string(b->guards[i]);
     loom_strbuf msg;
     loom_strbuf_init(&msg, NULL);
@@ -552,8 +523,8 @@ static void emit_guards(lower *l, const loom_graph_binding *b) {
     push(l, &w, loom_vm_builder_str(l->b, loom_strbuf_cstr(&msg)));
     push(l, &w, (uint32_t)s.regs.len);
     for (size_t k = 0; k < s.regs.len; k++) push(l, &w, s.regs.data[k]);
-    if (msg.oom) oom(l);
-    if (!l->err) emit_main(l, abx(LOOM_VM_OP_CHECK, r, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+    if (msg.oom) lw_oom(l);
+    if (!l->err) lw_emit_main(l, abx(LOOM_VM_OP_CHECK, r, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
     loom_strbuf_free(&msg);
     LOOM_VEC_FREE(NULL, &w);
     LOOM_VEC_FREE(NULL, &s.regs);
@@ -562,13 +533,11 @@ static void emit_guards(lower *l, const loom_graph_binding *b) {
 
 /* ---- bindings ------------------------------------------------------------------------ */
 
-static void emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b);
-
 /* A branch of `if`: its bindings (storage of their own), then result -> dst, then releases. */
 static void emit_branch(lower *l, const loom_graph_seq *seq, uint32_t dst) {
   for (size_t i = 0; i < seq->nblocks && !l->err; i++)
-    for (size_t j = 0; j < seq->blocks[i]->n && !l->err; j++) emit_binding(l, NOREG, seq->blocks[i]->bindings[j]);
-  uint32_t r = leaf_reg(l, seq->result);
+    for (size_t j = 0; j < seq->blocks[i]->n && !l->err; j++) lw_emit_binding(l, NOREG, seq->blocks[i]->bindings[j]);
+  uint32_t r = lw_leaf_reg(l, seq->result);
   if (l->err) return;
   loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_MOV, dst, r, 0));
   for (size_t i = 0; i < seq->nblocks; i++)
@@ -579,12 +548,12 @@ static void emit_branch(lower *l, const loom_graph_seq *seq, uint32_t dst) {
     }
 }
 
-static bool copy_map(lower *l, loom_map *dst, const loom_map *src) {
+bool lw_copy_map(lower *l, loom_map *dst, const loom_map *src) {
   loom_map_clear(dst);
   uint64_t k, v;
   for (size_t it = 0; loom_map_next(src, &it, &k, &v);)
     if (!loom_map_put(dst, k, v)) {
-      oom(l);
+      lw_oom(l);
       return false;
     }
   return true;
@@ -595,10 +564,10 @@ static bool copy_map(lower *l, loom_map *dst, const loom_map *src) {
  * planned storage; its elements are checked to be dims where a match_cast binds them. */
 static void emit_tensor_to_shape(lower *l, const loom_graph_binding *b) {
   const loom_graph_expr *v = b->value;
-  uint32_t src = leaf_reg(l, v->u.call.args[0]);
-  uint32_t dst = new_var_reg(l, b->var);
+  uint32_t src = lw_leaf_reg(l, v->u.call.args[0]);
+  uint32_t dst = lw_new_var_reg(l, b->var);
   uint32_t w[4] = {2, dst, src, 0};
-  if (!l->err) emit_main(l, abx(LOOM_VM_OP_CALLB, LOOM_VM_BUILTIN_COPY, loom_vm_fb_list(l->fb, w, 4)));
+  if (!l->err) lw_emit_main(l, abx(LOOM_VM_OP_CALLB, LOOM_VM_BUILTIN_COPY, loom_vm_fb_list(l->fb, w, 4)));
 }
 
 /* shape(d0, d1, ...): a new i64 tensor of the dims' values. */
@@ -606,9 +575,9 @@ static void emit_shape_literal(lower *l, const loom_graph_binding *b) {
   const loom_graph_expr *v = b->value;
   words w = {0};
   push(l, &w, (uint32_t)v->u.shape.n);
-  for (size_t i = 0; i < v->u.shape.n; i++) push(l, &w, sym_reg(l, v->u.shape.dims[i]));
-  uint32_t dst = new_var_reg(l, b->var);
-  if (!l->err) emit_main(l, abx(LOOM_VM_OP_SHAPE, dst, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+  for (size_t i = 0; i < v->u.shape.n; i++) push(l, &w, lw_sym_reg(l, v->u.shape.dims[i]));
+  uint32_t dst = lw_new_var_reg(l, b->var);
+  if (!l->err) lw_emit_main(l, abx(LOOM_VM_OP_SHAPE, dst, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
   LOOM_VEC_FREE(NULL, &w);
 }
 
@@ -621,24 +590,24 @@ static void emit_if(lower *l, const loom_graph_binding *b) {
          "condition, sym(...), has)", l->f->name, b->var->u.var.name);
     return;
   }
-  uint32_t r = sym_reg(l, c->u.sym);
-  uint32_t dst = new_var_reg(l, b->var);
+  uint32_t r = lw_sym_reg(l, c->u.sym);
+  uint32_t dst = lw_new_var_reg(l, b->var);
   if (l->err) return;
   loom_map saved;
   loom_map_init(&saved, NULL);
-  if (copy_map(l, &saved, &l->sym_reg)) {
+  if (lw_copy_map(l, &saved, &l->sym_reg)) {
     uint32_t jelse = loom_vm_fb_emit(l->fb, abx(LOOM_VM_OP_JMPIFNOT, r, 0));
     emit_branch(l, v->u.if_.then_seq, dst);
     uint32_t jend = loom_vm_fb_emit(l->fb, abx(LOOM_VM_OP_JMP, 0, 0));
     loom_vm_fb_patch(l->fb, jelse, abx(LOOM_VM_OP_JMPIFNOT, r, loom_vm_fb_pc(l->fb)));
-    if (copy_map(l, &l->sym_reg, &saved)) emit_branch(l, v->u.if_.else_seq, dst);
+    if (lw_copy_map(l, &l->sym_reg, &saved)) emit_branch(l, v->u.if_.else_seq, dst);
     loom_vm_fb_patch(l->fb, jend, abx(LOOM_VM_OP_JMP, 0, loom_vm_fb_pc(l->fb)));
-    copy_map(l, &l->sym_reg, &saved);
+    lw_copy_map(l, &l->sym_reg, &saved);
   }
   loom_map_destroy(&saved);
 }
 
-static void emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
+void lw_emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
   const loom_graph_expr *v = b->value;
   loom_strbuf dbg;
   loom_strbuf_init(&dbg, NULL);
@@ -656,14 +625,15 @@ static void emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
   else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_EXTERN) loom_strbuf_printf(&dbg, "call_extern(%s, ...)", v->u.call.target);
   else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_FUNC) loom_strbuf_printf(&dbg, "@%s(...)", v->u.call.target);
   else if (v->kind == LOOM_GRAPH_EXPR_CALL) loom_strbuf_printf(&dbg, "%s(...)", loom_graph_op_name(v->u.call.op));
+  else if (v->kind == LOOM_GRAPH_EXPR_LOOP) loom_strbuf_puts(&dbg, "loop(...)");
   else loom_strbuf_puts(&dbg, v->kind == LOOM_GRAPH_EXPR_TUPLE ? "(...)" : "...");
   l->dbg = dbg.oom ? NULL : loom_strbuf_cstr(&dbg);
   emit_guards(l, b);
   if (b->kind == LOOM_GRAPH_BIND_MATCH_CAST) {
-    uint32_t src = leaf_reg(l, v);
-    uint32_t dst = new_var_reg(l, b->var);
+    uint32_t src = lw_leaf_reg(l, v);
+    uint32_t dst = lw_new_var_reg(l, b->var);
     if (!l->err) loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_MOV, dst, src, 0));
-    emit_match(l, dst, b->var->u.var.name, b->var->sinfo, NULL, false);
+    lw_emit_match(l, dst, b->var->u.var.name, b->var->sinfo, NULL, false);
     l->dbg = NULL;
     loom_strbuf_free(&dbg);
     return;
@@ -671,24 +641,24 @@ static void emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
   switch (v->kind) {
   case LOOM_GRAPH_EXPR_VAR:
   case LOOM_GRAPH_EXPR_CONST: {
-    uint32_t src = leaf_reg(l, v);
-    uint32_t dst = new_var_reg(l, b->var);
+    uint32_t src = lw_leaf_reg(l, v);
+    uint32_t dst = lw_new_var_reg(l, b->var);
     loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_MOV, dst, src, 0));
     break;
   }
   case LOOM_GRAPH_EXPR_TUPLE: {
     words w = {0};
     push(l, &w, (uint32_t)v->u.tuple.n);
-    for (size_t i = 0; i < v->u.tuple.n; i++) push(l, &w, leaf_reg(l, v->u.tuple.items[i]));
-    uint32_t dst = new_var_reg(l, b->var);
-    if (!l->err) emit_main(l, abx(LOOM_VM_OP_TUPLE, dst, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
+    for (size_t i = 0; i < v->u.tuple.n; i++) push(l, &w, lw_leaf_reg(l, v->u.tuple.items[i]));
+    uint32_t dst = lw_new_var_reg(l, b->var);
+    if (!l->err) lw_emit_main(l, abx(LOOM_VM_OP_TUPLE, dst, loom_vm_fb_list(l->fb, w.data, (uint32_t)w.len)));
     LOOM_VEC_FREE(NULL, &w);
     break;
   }
   case LOOM_GRAPH_EXPR_TUPLE_GET: {
-    uint32_t t = leaf_reg(l, v->u.get.tuple);
-    uint32_t dst = new_var_reg(l, b->var);
-    if (!l->err) emit_main(l, abc(LOOM_VM_OP_TGET, dst, t, (uint32_t)v->u.get.index));
+    uint32_t t = lw_leaf_reg(l, v->u.get.tuple);
+    uint32_t dst = lw_new_var_reg(l, b->var);
+    if (!l->err) lw_emit_main(l, abc(LOOM_VM_OP_TGET, dst, t, (uint32_t)v->u.get.index));
     break;
   }
   case LOOM_GRAPH_EXPR_CALL:
@@ -712,57 +682,79 @@ static void emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
     }
     break;
   case LOOM_GRAPH_EXPR_IF: emit_if(l, b); break;
+  case LOOM_GRAPH_EXPR_LOOP: lw_emit_loop(l, bi, b); break;
   case LOOM_GRAPH_EXPR_SHAPE: emit_shape_literal(l, b); break;
   default:
     FAIL(l, UNIMPLEMENTED, "function @%s, binding '%s': %s has no VM lowering yet", l->f->name, b->var->u.var.name,
          v->kind == LOOM_GRAPH_EXPR_SHAPE ? "a shape value" : "a scalar value");
     break;
   }
-  if (dbg.oom) oom(l);
+  if (dbg.oom) lw_oom(l);
   l->dbg = NULL;
   loom_strbuf_free(&dbg);
 }
 
 /* ---- liveness of registers ------------------------------------------------------------- */
 
-typedef struct last_ctx {
-  uint32_t *last; /* var id -> last binding index + 1 using it (0: never) */
-  uint32_t nids;
-  uint32_t at;
-} last_ctx;
+static void seq_uses(uint32_t *last, uint32_t nids, uint32_t at, const loom_graph_seq *s) {
+  for (size_t i = 0; i < s->nblocks; i++)
+    for (size_t j = 0; j < s->blocks[i]->n; j++) lw_note_uses(last, nids, at, s->blocks[i]->bindings[j]->value);
+  lw_note_uses(last, nids, at, s->result);
+}
 
-static void note_use(last_ctx *c, const loom_graph_expr *e);
-
-static void note_use(last_ctx *c, const loom_graph_expr *e) {
+void lw_note_uses(uint32_t *last, uint32_t nids, uint32_t at, const loom_graph_expr *e) {
   if (!e) return;
   switch (e->kind) {
   case LOOM_GRAPH_EXPR_VAR:
-    if (e->u.var.id < c->nids) c->last[e->u.var.id] = c->at + 1;
+    if (e->u.var.id < nids) last[e->u.var.id] = at + 1;
     break;
   case LOOM_GRAPH_EXPR_TUPLE:
-    for (size_t i = 0; i < e->u.tuple.n; i++) note_use(c, e->u.tuple.items[i]);
+    for (size_t i = 0; i < e->u.tuple.n; i++) lw_note_uses(last, nids, at, e->u.tuple.items[i]);
     break;
-  case LOOM_GRAPH_EXPR_TUPLE_GET: note_use(c, e->u.get.tuple); break;
+  case LOOM_GRAPH_EXPR_TUPLE_GET: lw_note_uses(last, nids, at, e->u.get.tuple); break;
   case LOOM_GRAPH_EXPR_CALL:
-    for (size_t i = 0; i < e->u.call.nargs; i++) note_use(c, e->u.call.args[i]);
+    for (size_t i = 0; i < e->u.call.nargs; i++) lw_note_uses(last, nids, at, e->u.call.args[i]);
     break;
-  case LOOM_GRAPH_EXPR_IF: { /* a use inside a branch counts at the `if` */
-    note_use(c, e->u.if_.cond);
-    const loom_graph_seq *seqs[2] = {e->u.if_.then_seq, e->u.if_.else_seq};
-    for (int k = 0; k < 2; k++) {
-      for (size_t i = 0; i < seqs[k]->nblocks; i++)
-        for (size_t j = 0; j < seqs[k]->blocks[i]->n; j++) note_use(c, seqs[k]->blocks[i]->bindings[j]->value);
-      note_use(c, seqs[k]->result);
-    }
+  case LOOM_GRAPH_EXPR_IF: /* a use inside a branch counts at the `if` */
+    lw_note_uses(last, nids, at, e->u.if_.cond);
+    seq_uses(last, nids, at, e->u.if_.then_seq);
+    seq_uses(last, nids, at, e->u.if_.else_seq);
     break;
-  }
+  case LOOM_GRAPH_EXPR_LOOP: /* and inside a loop's body at the loop */
+    lw_note_uses(last, nids, at, e->u.loop.count);
+    lw_note_uses(last, nids, at, e->u.loop.cond);
+    for (size_t i = 0; i < e->u.loop.ncarry; i++) lw_note_uses(last, nids, at, e->u.loop.inits[i]);
+    seq_uses(last, nids, at, e->u.loop.body);
+    break;
   default: break;
   }
 }
 
-static void emit_kill(lower *l, const loom_graph_expr *var) {
+void lw_emit_kill(lower *l, const loom_graph_expr *var) {
   uint64_t r;
   if (loom_map_get(&l->var_reg, var->u.var.id, &r)) loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_KILL, (uint32_t)r, 0, 0));
+}
+
+void lw_emit_plan(lower *l, const loom_memplan *p, size_t nparams, loom_graph_expr *const *params, const uint32_t *last,
+                  const loom_graph_binding *skip) {
+  uint32_t nids = l->nids;
+  for (uint32_t i = 0; i < p->nbindings && !l->err; i++) {
+    const loom_graph_binding *b = p->bindings[i];
+    l->where = b->var->u.var.name;
+    if (b != skip) lw_emit_binding(l, i, b);
+    if (l->err) break;
+    /* releases: values whose last use is this binding (or never used), and storages */
+    for (size_t k = 0; k < nparams; k++)
+      if (last[params[k]->u.var.id] == i + 1) lw_emit_kill(l, params[k]);
+    for (uint32_t j = 0; j <= i; j++) {
+      const loom_graph_expr *v = p->bindings[j]->var;
+      uint32_t lu = v->u.var.id < nids ? last[v->u.var.id] : 0;
+      if (lu == i + 1 || (lu == 0 && j == i)) lw_emit_kill(l, v);
+    }
+    for (uint32_t s = 0; s < p->nstorages; s++)
+      if (!p->storages[s].output && !p->storages[s].hoist && p->storages[s].last == i && l->storage_reg[s] != NOREG)
+        loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_KILL, l->storage_reg[s], 0, 0));
+  }
 }
 
 /* ---- functions ------------------------------------------------------------------------------ */
@@ -787,52 +779,31 @@ static void lower_func(lower *l, const loom_graph_func *f, const loom_memplan *p
     uint32_t r = loom_vm_fb_param(l->fb, p->u.var.name, si->dtype == LOOM_DTYPE_UNKNOWN ? LOOM_VM_ANY_DTYPE : (uint32_t)si->dtype,
                                   (uint32_t)si->ndim, (const char *const *)texts);
     for (int d = 0; d < si->ndim; d++) free(texts[d]);
-    if (!loom_map_put(&l->var_reg, p->u.var.id, r)) oom(l);
+    if (!loom_map_put(&l->var_reg, p->u.var.id, r)) lw_oom(l);
   }
   l->plan = plan;
   l->storage_reg = malloc(sizeof *l->storage_reg * (l->plan->nstorages + 1));
   uint32_t *last = calloc(nids + 1, sizeof *last);
   bool *defer = calloc((f->nparams + 1) * LOOM_VM_MAX_RANK, sizeof *defer);
-  if (!l->storage_reg || !last || !defer) oom(l);
+  if (!l->storage_reg || !last || !defer) lw_oom(l);
   for (uint32_t s = 0; l->storage_reg && s < l->plan->nstorages; s++) l->storage_reg[s] = NOREG;
   /* shape binding at entry, then the axes that needed later parameters */
   for (size_t i = 0; i < f->nparams && !l->err; i++)
-    emit_match(l, (uint32_t)i, f->params[i]->u.var.name, f->params[i]->sinfo, defer + i * LOOM_VM_MAX_RANK, false);
+    lw_emit_match(l, (uint32_t)i, f->params[i]->u.var.name, f->params[i]->sinfo, defer + i * LOOM_VM_MAX_RANK, false);
   for (size_t i = 0; i < f->nparams && !l->err; i++) {
     bool any = false;
     for (int d = 0; d < f->params[i]->sinfo->ndim; d++) any |= defer[i * LOOM_VM_MAX_RANK + d];
-    if (any) emit_match(l, (uint32_t)i, f->params[i]->u.var.name, f->params[i]->sinfo, defer + i * LOOM_VM_MAX_RANK, true);
+    if (any) lw_emit_match(l, (uint32_t)i, f->params[i]->u.var.name, f->params[i]->sinfo, defer + i * LOOM_VM_MAX_RANK, true);
   }
-  l->zero_reg = const_reg(l, 0);
+  l->zero_reg = lw_const_reg(l, 0);
   /* liveness: last use of every var */
   const loom_memplan *p = l->plan;
-  last_ctx lc = {last, nids, 0};
-  for (uint32_t i = 0; last && i < p->nbindings; i++) {
-    lc.at = i;
-    note_use(&lc, p->bindings[i]->value);
-  }
-  lc.at = p->nbindings;
-  if (last) note_use(&lc, f->body->result);
-  for (uint32_t i = 0; i < p->nbindings && !l->err; i++) {
-    const loom_graph_binding *b = p->bindings[i];
-    l->where = b->var->u.var.name;
-    emit_binding(l, i, b);
-    if (l->err) break;
-    /* releases: values whose last use is this binding (or never used), and storages */
-    for (size_t k = 0; k < f->nparams; k++)
-      if (last[f->params[k]->u.var.id] == i + 1) emit_kill(l, f->params[k]);
-    for (uint32_t j = 0; j <= i; j++) {
-      const loom_graph_expr *v = p->bindings[j]->var;
-      uint32_t lu = v->u.var.id < nids ? last[v->u.var.id] : 0;
-      if (lu == i + 1 || (lu == 0 && j == i)) emit_kill(l, v);
-    }
-    for (uint32_t s = 0; s < p->nstorages; s++)
-      if (!p->storages[s].output && p->storages[s].last == i && l->storage_reg[s] != NOREG)
-        loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_KILL, l->storage_reg[s], 0, 0));
-  }
+  for (uint32_t i = 0; last && i < p->nbindings; i++) lw_note_uses(last, nids, i, p->bindings[i]->value);
+  if (last) lw_note_uses(last, nids, p->nbindings, f->body->result);
+  if (last) lw_emit_plan(l, p, f->nparams, f->params, last, NULL);
   if (!l->err) {
     l->where = "return";
-    uint32_t r = leaf_reg(l, f->body->result);
+    uint32_t r = lw_leaf_reg(l, f->body->result);
     if (!l->err) loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_RET, r, 0, 0));
   }
   free(l->storage_reg);
@@ -859,6 +830,7 @@ loom_status loom_lower_vm(loom_graph_module *m, loom_memplan *const *plans, loom
   loom_map_init(&l.var_reg, NULL);
   loom_map_init(&l.sym_reg, NULL);
   uint32_t nids = loom_graph_module_num_var_ids(m);
+  l.nids = nids;
   for (size_t i = 0; i < loom_graph_module_num_funcs(m) && !l.err; i++) lower_func(&l, loom_graph_module_func_at(m, i), plans[i], nids);
   loom_status st = l.err;
   if (!st) st = loom_status_annotate(loom_vm_builder_finish(l.b, out), __FILE__, __LINE__, "while building the executable");

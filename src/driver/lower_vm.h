@@ -16,13 +16,15 @@
  *                    dims in order, then the scalar args (libcall's convention);
  *       @f(...)      CALL; match_cast: MOV + MATCH (binds the vars it defines);
  *       tuples, tuple items, constants (weights go to the executable's DATA);
+ *       if           JMPIFNOT / JMP on a symbolic condition, each branch's tensors EMPTY;
+ *       loop         a backward jump over the body, lowered from its own plan (lower_loop.c);
  *   - KILL of every register after its last use, and of every storage after the plan's
  *     last use; RET of the result.
  * Symbolic expressions are computed once per function into int registers (IADD, IMUL,
  * IFLOORDIV, ... with overflow checks in the VM).
  *
- * What does not lower (an operator the legalize pass kept, `if`, shape or scalar values
- * bound to vars) is an UNIMPLEMENTED error naming the function and the binding. */
+ * What does not lower (an operator the legalize pass kept, `if` on a tensor condition, shape or
+ * scalar values bound to vars) is an UNIMPLEMENTED error naming the function and the binding. */
 #ifndef LOOM_DRIVER_LOWER_VM_H
 #define LOOM_DRIVER_LOWER_VM_H
 

@@ -4,6 +4,7 @@ pub const compiler = [_][]const u8{
     "src/driver/passes.c",
     "src/driver/pass_plugin.c",
     "src/driver/lower_vm.c",
+    "src/driver/lower_loop.c",
     "src/driver/lower_sig.c",
     "src/driver/compile.c",
     "src/driver/api_bind.c",

@@ -105,3 +105,40 @@ LOOM_TEST(memplan, a_function_of_views_only_has_an_empty_plan) {
   cr_assert_null(strstr(p, "storage s0"), "%s", p);
   free(p);
 }
+
+/* A loop's body is planned once: its tensors share storage within an iteration; a storage of a
+ * size fixed before the loop (no symbol of the body) is allocated before it and reused by every
+ * iteration; what the body returns is an output of each iteration; the peak names the final
+ * size of the growing carried value (r_k0), and not the trip count but through the stacked scan
+ * items (32*t). */
+LOOM_TEST(memplan, a_loop_body_is_planned_once) {
+  char *p = plan_text("fn @main(xs: Tensor[(t, b, 8), f32], h0: Tensor[(b, 8), f32]) -> Object {\n"
+                      "  r = loop (i < sym(t)) (h: Tensor[(b, 8), f32] = h0, acc: Tensor[(k, 8), f32] = h0) {\n"
+                      "    xt = strided_slice(xs, axes=[0], begin=[i], end=[i + 1])\n"
+                      "    xi = squeeze(xt, axes=[0])\n"
+                      "    u = exp(xi)\n"
+                      "    v = add(u, h)\n"
+                      "    h1 = tanh(v)\n"
+                      "    acc1 = concat(acc, h1, axis=0)\n"
+                      "    big = concat(acc1, acc1, axis=0)\n"
+                      "    s = sum(big, axes=[0], keepdims=true)\n"
+                      "    tp = (h1, acc1, s)\n"
+                      "    return tp\n"
+                      "  }\n"
+                      "  return r\n"
+                      "}\n");
+  static const char *const want[] = {
+      "memory plan of @main: 0 tensors in 0 storages\n",
+      "  loop 'r', its body (planned once): 7 tensors in 5 storages\n",
+      "    storage s0 (allocated before the loop): 32*b bytes, xt .. h1: xt, v\n",
+      "    storage s1: 64*b + 64*k bytes, u .. s: u, big\n",
+      "    storage s2 (output, each iteration): 32*b bytes, h1 .. return: h1\n",
+      "    storage s3 (output, each iteration): 32*b + 32*k bytes, acc1 .. return: acc1\n",
+      "    storage s4 (output, each iteration): 32 bytes, s .. return: s\n",
+      "    peak = 160*b + 96*k + 32 bytes (without reuse: 224*b + 96*k + 32 bytes)\n",
+      "  loops (bodies, carried values twice, stacked scan items): 32*t + 224*b + 128*r_k0 + 64 bytes\n",
+      "  peak = 32*t + 224*b + 128*r_k0 + 64 bytes (without reuse: 0 bytes)\n",
+  };
+  expect_lines(p, want, sizeof want / sizeof want[0]);
+  free(p);
+}

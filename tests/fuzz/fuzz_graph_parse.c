@@ -17,7 +17,8 @@ static const char *const dict[] = {"(", ")", "[", "]", ",", "=", ":", "@", "{", 
                                    "Tensor[", "Shape[", "Tuple[", "Scalar[i64, ", "Object", "f32", "i64", "bool",
                                    "n", "m + 1", "floordiv(n, 2)", "dataflow {", "output ", "return ", "match_cast(",
                                    "if (", "else", "const(1.5, f32)", "shape(n, 2)", "sym(n)", "axis=", "axes=[0]",
-                                   "add(", "matmul(", "reshape(", "concat(", "nonzero(", "\n", " ", "//", "9999999999999999999"};
+                                   "add(", "matmul(", "reshape(", "concat(", "nonzero(", "\n", " ", "//", "9999999999999999999",
+                                   "loop (", "i < sym(n)", ", while ", "sym(i)", "(k, 4)"};
 
 /* Counts inputs that broke the round trip. */
 static void target(const uint8_t *data, size_t len, void *ud) { *(size_t *)ud += (size_t)loom_fuzz_graph_parse_one(data, len); }

@@ -79,7 +79,8 @@ static void expect_f32(const loom_graph_value *v, int ndim, const int64_t *shape
   cr_assert_eq(v->t.ndim, ndim);
   for (int k = 0; k < ndim; k++) cr_assert_eq(v->t.shape[k], shape[k], "dim %d", k);
   for (size_t i = 0; i < v->t.numel; i++)
-    cr_assert_float_eq(loom_graph_tensor_get_f64(&v->t, i), want[i], 1e-6, "element %zu", i);
+    cr_assert_float_eq(loom_graph_tensor_get_f64(&v->t, i), want[i], 1e-6, "element %zu: %g, want %g", i,
+                       loom_graph_tensor_get_f64(&v->t, i), (double)want[i]);
 }
 
 /* Loop body: y_out = If(i < 2, y_in + x, y_in - x) (x from the main graph), s = y_out + i. */
@@ -138,12 +139,68 @@ LOOM_TEST(onnx_ctl, loop_is_unrolled_with_outer_values_and_a_folded_if) {
   loom_onnx_model_free(m);
 }
 
-LOOM_TEST(onnx_ctl, loop_refusals) {
+/* Whether @main holds a graph loop (a binding whose value is `loop`). */
+static bool has_loop(loom_graph_module *gm) {
+  const loom_graph_seq *b = loom_graph_module_find_func(gm, "main")->body;
+  for (size_t i = 0; i < b->nblocks; i++)
+    for (size_t j = 0; j < b->blocks[i]->n; j++)
+      if (b->blocks[i]->bindings[j]->value->kind == LOOM_GRAPH_EXPR_LOOP) return true;
+  return false;
+}
+
+/* A trip count known only at run time, or a condition the body computes from data: the graph
+ * IR's loop (onnx_import_loop.c), which the interpreter runs like the unrolled form. */
+LOOM_TEST(onnx_ctl, loop_of_a_runtime_count_or_exit_is_a_graph_loop) {
   pb g = {0};
   loop_model(&g, false, false);
-  EXPECT_REFUSED(&g, 13, UNIMPLEMENTED, "node 0 (Loop): input 0 (M) must be a constant: the trip count must be static");
+  loom_onnx_model *m;
+  loom_graph_module *gm;
+  loom_status s = import(&g, 13, &m, &gm);
+  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+  cr_assert(has_loop(gm));
+  loom_graph_value a[2], r;
+  f32_arg(&a[0], 1, (int64_t[]){3}, (float[]){1, 2, 3});
+  cr_assert(!loom_graph_value_tensor(LOOM_DTYPE_I64, 0, NULL, &a[1]));
+  static const int64_t ms[] = {4, 2, 0, -1};
+  for (size_t k = 0; k < 4; k++) {
+    loom_graph_tensor_set_i64(&a[1].t, 0, ms[k]);
+    s = loom_graph_eval(gm, "main", 2, a, NULL, &r);
+    cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+    static const float y4[3] = {1, 2, 3}, y2[3] = {3, 6, 9}, y0[3] = {1, 2, 3};
+    static const float s4[12] = {2, 4, 6, 4, 7, 10, 4, 6, 8, 4, 5, 6};
+    int64_t n = ms[k] > 0 ? ms[k] : 0;
+    expect_f32(&r.items[0], 1, (int64_t[]){3}, n == 4 ? y4 : n == 2 ? y2 : y0);
+    expect_f32(&r.items[1], 2, (int64_t[]){n, 3}, s4);
+    loom_graph_value_free(&r);
+  }
+  loom_graph_value_free(&a[0]), loom_graph_value_free(&a[1]);
+  loom_graph_module_destroy(gm);
+  loom_onnx_model_free(m);
+  /* a static count with a data-dependent exit: sum(y) < 10 stops after the first step here */
   loop_model(&g, true, true);
-  EXPECT_REFUSED(&g, 13, UNIMPLEMENTED, "the body's condition output 'c_out' is computed at run time: a data-dependent early exit");
+  s = import(&g, 13, &m, &gm);
+  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+  cr_assert(has_loop(gm));
+  f32_arg(&a[0], 1, (int64_t[]){3}, (float[]){1, 2, 3});
+  s = loom_graph_eval(gm, "main", 1, a, NULL, &r);
+  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+  expect_f32(&r.items[0], 1, (int64_t[]){3}, (float[]){2, 4, 6});
+  expect_f32(&r.items[1], 2, (int64_t[]){1, 3}, (float[]){2, 4, 6});
+  loom_graph_value_free(&r);
+  /* smaller values run all four steps: y = 2x, 3x, 2x, x; scan y_i + i */
+  loom_graph_value_free(&a[0]);
+  f32_arg(&a[0], 1, (int64_t[]){3}, (float[]){0.5f, 0.5f, 0.5f});
+  s = loom_graph_eval(gm, "main", 1, a, NULL, &r);
+  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+  expect_f32(&r.items[0], 1, (int64_t[]){3}, (float[]){0.5f, 0.5f, 0.5f});
+  expect_f32(&r.items[1], 2, (int64_t[]){4, 3}, (float[]){1, 1, 1, 2.5f, 2.5f, 2.5f, 3, 3, 3, 3.5f, 3.5f, 3.5f});
+  loom_graph_value_free(&r), loom_graph_value_free(&a[0]);
+  loom_graph_module_destroy(gm);
+  loom_onnx_model_free(m);
+}
+
+LOOM_TEST(onnx_ctl, loop_refusals) {
+  pb g = {0};
   /* the body's error names the node inside the body and the Loop holding it */
   pb body = {0}, at = {0};
   in(&g, "x", F32, 1, L("3"));
@@ -212,24 +269,27 @@ static void scan_model(pb *g, const char *n) {
 
 LOOM_TEST(onnx_ctl, scan_is_unrolled_along_axes_and_directions) {
   pb g = {0};
-  scan_model(&g, "3");
   loom_onnx_model *m;
   loom_graph_module *gm;
-  loom_status s = import(&g, 16, &m, &gm);
-  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
-  loom_graph_value a[2], r;
-  f32_arg(&a[0], 1, (int64_t[]){2}, (float[]){0, 100});
-  f32_arg(&a[1], 2, (int64_t[]){2, 3}, (float[]){1, 2, 3, 4, 5, 6});
-  s = loom_graph_eval(gm, "main", 2, a, NULL, &r);
-  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
-  /* columns read 2, 1, 0: sums (3, 106), (5, 111), (6, 115); stacked on the last axis */
-  expect_f32(&r.items[0], 1, (int64_t[]){2}, (float[]){6, 115});
-  expect_f32(&r.items[1], 2, (int64_t[]){2, 3}, (float[]){30, 50, 60, 1060, 1110, 1150});
-  loom_graph_value_free(&r), loom_graph_value_free(&a[0]), loom_graph_value_free(&a[1]);
-  loom_graph_module_destroy(gm);
-  loom_onnx_model_free(m);
-  scan_model(&g, "T");
-  EXPECT_REFUSED(&g, 16, UNIMPLEMENTED, "scan input 0's axis 1 has a symbolic length: the scan length must be static");
+  /* a static length is unrolled; a symbolic one is the graph IR's loop, with the same values */
+  static const char *const lens[] = {"3", "T"};
+  for (int k = 0; k < 2; k++) {
+    scan_model(&g, lens[k]);
+    loom_status s = import(&g, 16, &m, &gm);
+    cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+    cr_assert_eq(has_loop(gm), k == 1);
+    loom_graph_value a[2], r;
+    f32_arg(&a[0], 1, (int64_t[]){2}, (float[]){0, 100});
+    f32_arg(&a[1], 2, (int64_t[]){2, 3}, (float[]){1, 2, 3, 4, 5, 6});
+    s = loom_graph_eval(gm, "main", 2, a, NULL, &r);
+    cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+    /* columns read 2, 1, 0: sums (3, 106), (5, 111), (6, 115); stacked on the last axis */
+    expect_f32(&r.items[0], 1, (int64_t[]){2}, (float[]){6, 115});
+    expect_f32(&r.items[1], 2, (int64_t[]){2, 3}, (float[]){30, 50, 60, 1060, 1110, 1150});
+    loom_graph_value_free(&r), loom_graph_value_free(&a[0]), loom_graph_value_free(&a[1]);
+    loom_graph_module_destroy(gm);
+    loom_onnx_model_free(m);
+  }
   scan_model(&g, "3"); /* Scan-8 has no scan_input_axes */
   EXPECT_REFUSED(&g, 8, INVALID_ARGUMENT, "attribute 'scan_input_axes' is not in Scan before opset 9");
 }

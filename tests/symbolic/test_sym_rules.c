@@ -165,6 +165,29 @@ LOOM_TEST(symbolic, facts_and_simplify) {
   fx_free(&f);
 }
 
+LOOM_TEST(symbolic, nonneg_facts_relate_variables) {
+  fx f = fx_new(LOOM_SYM_VAR_SHAPE);
+  loom_sym_ctx *cx = f.cx;
+  const loom_sym_expr *i = V(&f, "i"), *n = V(&f, "n");
+  /* a loop's i < n: x[i : i + 1] along an axis of n has extent 1 */
+  simp(&f, "min(n, i + 1) - min(n, i)", "min(n, i + 1) - min(i, n)");
+  cr_assert_eq(loom_sym_prove_lt(cx, i, n), LOOM_SYM_UNKNOWN);
+  loom_sym_facts_push(cx);
+  cr_assert_eq(loom_sym_assume_nonneg(cx, P(&f, "n - i - 1")), LOOM_OK);
+  simp(&f, "min(n, i + 1) - min(n, i)", "1");
+  cr_assert_eq(loom_sym_prove_lt(cx, i, n), LOOM_SYM_TRUE);
+  cr_assert_eq(loom_sym_prove_le(cx, P(&f, "i + 1"), P(&f, "n + 5")), LOOM_SYM_TRUE);
+  cr_assert_eq(loom_sym_prove_le(cx, P(&f, "i + 2"), n), LOOM_SYM_UNKNOWN); /* i = n - 1 */
+  cr_assert_eq(loom_sym_assume_nonneg(cx, P(&f, "n + 1")), LOOM_OK);          /* known: no new fact */
+  loom_sym_facts_pop(cx);
+  simp(&f, "min(n, i + 1) - min(n, i)", "min(n, i + 1) - min(i, n)"); /* the fact is gone */
+  loom_status s = loom_sym_assume_nonneg(cx, loom_sym_const(cx, -2));
+  cr_assert(s && strstr(loom_status_message(s), "always false"), "%s", s ? loom_status_message(s) : "accepted");
+  loom_status_free(s);
+  (void)n;
+  fx_free(&f);
+}
+
 LOOM_TEST(symbolic, prover_three_valued) {
   fx f = fx_new(LOOM_SYM_VAR_SHAPE);
   loom_sym_ctx *cx = f.cx;

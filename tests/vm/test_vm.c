@@ -597,3 +597,76 @@ LOOM_TEST(vm, builder_out_of_memory_is_reported) {
   }
   cr_assert_fail("the builder never succeeded");
 }
+
+/* A loop's run-time pieces: ILOAD reads the count from a tensor; SCAN_PUT stacks x at row i
+ * (the stack made from the first item, grown by doubling), y at the last row when y is given a
+ * different shape is refused; ROWS cuts the stack to the rows run, or fails when none ran. */
+LOOM_TEST(vm, iload_scan_put_and_rows) {
+  ctx c = begin();
+  const char *dx[] = {"n"}, *dy[] = {"m"}, *dc[] = {0};
+  uint32_t x = loom_vm_fb_param(c.f, "x", LOOM_DTYPE_F32, 1, dx);
+  uint32_t y = loom_vm_fb_param(c.f, "y", LOOM_DTYPE_F32, 1, dy);
+  uint32_t cnt = loom_vm_fb_param(c.f, "c", LOOM_VM_ANY_DTYPE, 0, dc);
+  uint32_t s = loom_vm_fb_reg(c.f, LOOM_VM_OBJ_TENSOR), r = loom_vm_fb_reg(c.f, LOOM_VM_OBJ_TENSOR);
+  uint32_t n = loom_vm_fb_ireg(c.f, NULL), i = iconst(&c, 0), one = iconst(&c, 1), t = loom_vm_fb_ireg(c.f, NULL);
+  uint32_t last = loom_vm_fb_ireg(c.f, NULL), big = iconst(&c, INT64_MAX);
+  loom_vm_fb_emit(c.f, loom_vm_insn_abc(LOOM_VM_OP_ILOAD, n, cnt, 0));
+  loom_vm_fb_emit(c.f, loom_vm_insn_abc(LOOM_VM_OP_ISUB, last, n, one));
+  uint32_t top = loom_vm_fb_pc(c.f);
+  loom_vm_fb_emit(c.f, loom_vm_insn_abc(LOOM_VM_OP_ILT, t, i, n));
+  uint32_t jexit = loom_vm_fb_emit(c.f, 0);
+  /* the item: y at the last row, x elsewhere (IEQ t := i == last; JMPIF t -> put y) */
+  loom_vm_fb_emit(c.f, loom_vm_insn_abc(LOOM_VM_OP_IEQ, t, i, last));
+  uint32_t jy = loom_vm_fb_emit(c.f, 0);
+  uint32_t lx[] = {2, s, x, 2, i, big};
+  loom_vm_fb_emit(c.f, loom_vm_insn_abx(LOOM_VM_OP_CALLB, LOOM_VM_BUILTIN_SCAN_PUT, loom_vm_fb_list(c.f, lx, 6)));
+  uint32_t jnext = loom_vm_fb_emit(c.f, 0);
+  loom_vm_fb_patch(c.f, jy, loom_vm_insn_abx(LOOM_VM_OP_JMPIF, t, loom_vm_fb_pc(c.f)));
+  uint32_t ly[] = {2, s, y, 2, i, big};
+  loom_vm_fb_emit(c.f, loom_vm_insn_abx(LOOM_VM_OP_CALLB, LOOM_VM_BUILTIN_SCAN_PUT, loom_vm_fb_list(c.f, ly, 6)));
+  loom_vm_fb_patch(c.f, jnext, loom_vm_insn_abx(LOOM_VM_OP_JMP, 0, loom_vm_fb_pc(c.f)));
+  loom_vm_fb_emit(c.f, loom_vm_insn_abc(LOOM_VM_OP_IADD, i, i, one));
+  loom_vm_fb_emit(c.f, loom_vm_insn_abx(LOOM_VM_OP_JMP, 0, top)); /* backward */
+  loom_vm_fb_patch(c.f, jexit, loom_vm_insn_abx(LOOM_VM_OP_JMPIFNOT, t, loom_vm_fb_pc(c.f)));
+  uint32_t lr[] = {2, r, s, 1, i};
+  loom_vm_fb_emit(c.f, loom_vm_insn_abx(LOOM_VM_OP_CALLB, LOOM_VM_BUILTIN_ROWS, loom_vm_fb_list(c.f, lr, 5)));
+  loom_vm_fb_emit(c.f, loom_vm_insn_abc(LOOM_VM_OP_RET, r, 0, 0));
+  loom_vm_exec *e;
+  OK(loom_vm_builder_finish(c.b, &e)); /* the verifier takes the backward jump and the maybe-empty stack */
+  loom_vm_builder_free(c.b);
+  loom_vm *vm;
+  OK(loom_vm_create(NULL, e, NULL, NULL, NULL, &vm));
+  loom_device *dev = loom_vm_device(vm);
+  int64_t three = 3, two = 2;
+  loom_tensor *tx, *ty, *ty2, *tc, *tf;
+  OK(loom_tensor_alloc(dev, LOOM_DTYPE_F32, 1, &three, &tx));
+  OK(loom_tensor_alloc(dev, LOOM_DTYPE_F32, 1, &three, &ty));
+  OK(loom_tensor_alloc(dev, LOOM_DTYPE_F32, 1, &two, &ty2));
+  OK(loom_tensor_alloc(dev, LOOM_DTYPE_I32, 0, NULL, &tc));
+  OK(loom_tensor_alloc(dev, LOOM_DTYPE_F32, 0, NULL, &tf));
+  for (int k = 0; k < 3; k++) ((float *)tx->data)[k] = (float)k, ((float *)ty->data)[k] = 10.0f + (float)k;
+  static const int32_t counts[] = {1, 9, 20};
+  for (size_t q = 0; q < 3; q++) {
+    *(int32_t *)tc->data = counts[q];
+    loom_vm_obj *args[3] = {&tx->hdr, &ty->hdr, &tc->hdr}, *out;
+    OK(loom_vm_call(vm, 0, args, 3, &out));
+    loom_tensor *o = (loom_tensor *)out;
+    cr_assert(o->rank == 2 && o->shape[0] == counts[q] && o->shape[1] == 3, "(%lld, %lld)", (long long)o->shape[0], (long long)o->shape[1]);
+    for (int32_t row = 0; row < counts[q]; row++)
+      for (int k = 0; k < 3; k++)
+        cr_assert_float_eq(((float *)o->data)[row * 3 + k], row == counts[q] - 1 ? 10.0f + (float)k : (float)k, 0);
+    loom_vm_obj_release(out);
+  }
+  loom_vm_obj *out, *args[3] = {&tx->hdr, &ty2->hdr, &tc->hdr};
+  *(int32_t *)tc->data = 4;
+  FAILS_WITH(loom_vm_call(vm, 0, args, 3, &out), "scan item of iteration 3 is f32(2), the items before it f32(3)");
+  args[1] = &ty->hdr;
+  *(int32_t *)tc->data = 0;
+  FAILS_WITH(loom_vm_call(vm, 0, args, 3, &out), "a loop ran no iteration, and the shape of its scan items is known only from them");
+  args[2] = &tf->hdr;
+  FAILS_WITH(loom_vm_call(vm, 0, args, 3, &out), "ILOAD: expected one bool or integer element, got f32 of 1 elements");
+  loom_tensor *objs[] = {tx, ty, ty2, tc, tf};
+  for (int k = 0; k < 5; k++) loom_vm_obj_release(&objs[k]->hdr);
+  loom_vm_destroy(vm);
+  loom_vm_exec_free(e);
+}

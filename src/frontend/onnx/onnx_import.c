@@ -112,8 +112,14 @@ static loom_status value_expr(imp *im, size_t v, loom_graph_expr **out) {
   if (!im->vals[v] && !im->val_syms[v])
     return LOOM_ERROR(UNIMPLEMENTED, "'%s' is a sequence or optional, not a tensor", im->val_names[v]);
   if (!im->vals[v]) {
-    LOOM_PROPAGATE(oimp_symval_expr(im, im->val_names[v], im->val_syms[v], &im->vals[v]));
+    loom_graph_expr *e;
+    LOOM_PROPAGATE(oimp_symval_expr(im, im->val_names[v], im->val_syms[v], &e));
     im->nsymvals++;
+    if (v < im->body_mark) { /* made inside a loop's body: valid there only */
+      *out = e;
+      return LOOM_OK;
+    }
+    im->vals[v] = e;
   }
   *out = im->vals[v];
   return LOOM_OK;
@@ -513,6 +519,11 @@ static loom_status name_consts(imp *im, const loom_graph_seq *s) {
       else if (v->kind == LOOM_GRAPH_EXPR_IF) {
         LOOM_PROPAGATE(name_consts(im, v->u.if_.then_seq));
         LOOM_PROPAGATE(name_consts(im, v->u.if_.else_seq));
+      } else if (v->kind == LOOM_GRAPH_EXPR_LOOP) {
+        if (v->u.loop.count) LOOM_PROPAGATE(name_const(im, v->u.loop.count));
+        if (v->u.loop.cond) LOOM_PROPAGATE(name_const(im, v->u.loop.cond));
+        for (size_t a = 0; a < v->u.loop.ncarry; a++) LOOM_PROPAGATE(name_const(im, v->u.loop.inits[a]));
+        LOOM_PROPAGATE(name_consts(im, v->u.loop.body));
       } else LOOM_PROPAGATE(name_const(im, v));
     }
   return name_const(im, s->result);

@@ -7,9 +7,12 @@
  *   only at run time imports both branches and selects each output with `where`, which needs
  *   the two outputs to have the same dtype and provably equal shapes (graph ops have no side
  *   effects, so evaluating the branch not taken changes no result).
- * - Loop and Scan are unrolled: the trip count / scan length must be static; Loop's condition
- *   must be a constant at entry and fold in every iteration (no data-dependent early exit).
- *   Scan outputs are stacked (expand_dims + concat) along their axes, in their directions.
+ * - Loop and Scan are unrolled when the trip count / scan length is static and at most
+ *   OIMP_UNROLL_STEPS, and Loop's condition is a constant at entry and folds in every iteration;
+ *   scan outputs are stacked (expand_dims + concat) along their axes, in their directions.
+ *   Otherwise (a run-time count, a data-dependent exit, a long loop) they become the graph IR's
+ *   loop (onnx_import_loop.c); a Loop's unrolling is tried in a nested sequence, dropped when the
+ *   body's condition turns out not to fold.
  * - Sequences and optionals built in the graph are static lists of graph values (oimp_seq);
  *   SequenceAt / SequenceLength / ConcatFromSequence / OptionalGetElement ... read the list;
  *   SequenceMap imports its body once per element.
@@ -20,7 +23,8 @@
 
 #include "frontend/onnx/onnx_import_internal.h"
 
-/* Unrolling stops with an error past this many imported body nodes in one node. */
+/* Unrolling gives way to the loop form past this many imported body nodes in one node (and
+ * past OIMP_UNROLL_STEPS steps). */
 #define CTL_MAX_UNROLLED_NODES 200000
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -198,22 +202,11 @@ static loom_status h_if(nctx *c, const op_entry *e, loom_graph_expr **out) {
 
 /* ---- Loop ---------------------------------------------------------------------------------- */
 
-static loom_status h_loop(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  (void)e, (void)out;
-  const loom_onnx_graph *g;
-  LOOM_PROPAGATE(body_attr(c, "body", &g));
-  int64_t trip = -1;
-  if (oimp_has_input(c, 0)) {
-    if (!c->consts[0]) return UNSUP(c->n, "input 0 (M) must be a constant: the trip count must be static to unroll the loop");
-    LOOM_PROPAGATE(const_int(c, 0, "M", &trip));
-    if (trip < 0) trip = 0;
-  }
-  bool cond = true;
-  if (oimp_has_input(c, 1)) {
-    if (!c->consts[1] || c->consts[1]->numel != 1)
-      return UNSUP(c->n, "input 1 (cond) is computed at run time: the loop's entry condition must be a constant");
-    cond = truthy(c->consts[1]);
-  }
+/* The loop unrolled (trip < 0: no M, the condition must fold to false within the cap). Sets
+ * *dynamic when it cannot be (the body's condition depends on data, or the loop runs past the
+ * cap) and nothing was bound: the caller imports the loop form instead. */
+static loom_status unroll_loop(nctx *c, const loom_onnx_graph *g, int64_t trip, bool cond, bool *dynamic) {
+  *dynamic = false;
   size_t nstate = c->nargs > 2 ? c->nargs - 2 : 0;
   if (g->n_outputs < 1 + nstate) return BAD(c->n, "the body has %zu outputs, fewer than 1 + %zu loop-carried values", g->n_outputs, nstate);
   size_t nscan = g->n_outputs - 1 - nstate;
@@ -221,8 +214,8 @@ static loom_status h_loop(nctx *c, const op_entry *e, loom_graph_expr **out) {
     return BAD(c->n, "%zu outputs, the body gives %zu", c->n->n_outputs, nstate + nscan);
   if (trip < 0 && !cond) trip = 0;
   size_t cap_it = g->n_nodes ? CTL_MAX_UNROLLED_NODES / g->n_nodes : CTL_MAX_UNROLLED_NODES;
-  if (trip > (int64_t)cap_it)
-    return UNSUP(c->n, "trip count %lld is too large to unroll (at most %zu iterations of this body)", (long long)trip, cap_it);
+  if ((int64_t)cap_it > oimp_unroll_steps()) cap_it = (size_t)oimp_unroll_steps();
+  if (trip > (int64_t)cap_it) return *dynamic = true, LOOM_OK;
   oimp_binding *st = calloc(2 * (1 + nstate + nscan) + 2, sizeof *st);
   size_t nit_cap = trip >= 0 ? (size_t)trip : 16, nit = 0;
   loom_graph_expr **scan = calloc(nscan * nit_cap + 1, sizeof *scan);
@@ -235,16 +228,15 @@ static loom_status h_loop(nctx *c, const op_entry *e, loom_graph_expr **out) {
   loom_status s = LOOM_OK;
   for (int64_t it = 0; !s && cond && (trip < 0 || it < trip); it++) {
     if (trip < 0 && nit == cap_it) {
-      s = UNSUP(c->n, "the loop has no trip count and its condition is still true after %zu iterations", cap_it);
+      *dynamic = true;
       break;
     }
     if (!s) s = const_scalar(c->im, LOOM_DTYPE_I64, it, &ins[0]);
     if (!s) s = const_scalar(c->im, LOOM_DTYPE_BOOL, 1, &ins[1]);
     if (!s) s = run_body(c, "body", g, 2 + nstate, ins, outs);
     if (s) break;
-    if (!outs[0].k || outs[0].k->numel != 1) {
-      s = UNSUP(c->n, "the body's condition output '%s' is computed at run time: a data-dependent early exit is not supported",
-                g->outputs[0].name);
+    if (!outs[0].k || outs[0].k->numel != 1) { /* a data-dependent early exit */
+      *dynamic = true;
       break;
     }
     cond = truthy(outs[0].k);
@@ -263,10 +255,10 @@ static loom_status h_loop(nctx *c, const op_entry *e, loom_graph_expr **out) {
     }
     nit++;
   }
-  for (size_t i = 0; !s && i < nstate; i++) s = bind_out(c, i, &ins[2 + i]);
-  for (size_t j = 0; !s && j < nscan; j++) {
+  for (size_t i = 0; !s && !*dynamic && i < nstate; i++) s = bind_out(c, i, &ins[2 + i]);
+  for (size_t j = 0; !s && !*dynamic && j < nscan; j++) {
     if (nstate + j >= c->n->n_outputs || !*c->n->outputs[nstate + j]) continue;
-    if (nit == 0) { s = UNSUP(c->n, "the loop runs no iteration, so the shape of scan output %zu is unknown", j); break; }
+    if (nit == 0) return *dynamic = true, free(st), free(scan), LOOM_OK; /* the loop form knows the shape, or says why not */
     loom_graph_expr *y;
     s = stack(c, scan + j * nit_cap, nit, 0, false, &y);
     if (!s) s = oimp_bind(c->im, c->n->outputs[nstate + j], y, NULL);
@@ -274,6 +266,38 @@ static loom_status h_loop(nctx *c, const op_entry *e, loom_graph_expr **out) {
   free(st), free(scan);
   c->bound = true;
   return s;
+}
+
+/* Loop: unrolled when M and the condition are constants and every iteration's condition folds
+ * (within the unrolling cap); otherwise the graph IR's loop (onnx_import_loop.c). The unrolling
+ * is tried in a nested sequence that is dropped when it turns out impossible. */
+static loom_status h_loop(nctx *c, const op_entry *e, loom_graph_expr **out) {
+  (void)e, (void)out;
+  const loom_onnx_graph *g;
+  LOOM_PROPAGATE(body_attr(c, "body", &g));
+  bool dynamic = (oimp_has_input(c, 0) && !c->consts[0]) ||
+                 (oimp_has_input(c, 1) && (!c->consts[1] || c->consts[1]->numel != 1));
+  int64_t trip = -1;
+  bool cond = true;
+  if (!dynamic && oimp_has_input(c, 0)) {
+    LOOM_PROPAGATE(const_int(c, 0, "M", &trip));
+    if (trip < 0) trip = 0;
+  }
+  if (!dynamic && oimp_has_input(c, 1)) cond = truthy(c->consts[1]);
+  if (!dynamic) {
+    loom_graph_builder_nest nest;
+    imp *im = c->im;
+    size_t mark = im->nvals, nused = im->nused;
+    LOOM_PROPAGATE(loom_graph_builder_nest_begin(&im->b, &nest, true));
+    loom_status s = unroll_loop(c, g, trip, cond, &dynamic);
+    if (!s && !dynamic) return loom_graph_builder_nest_splice(&im->b, &nest);
+    loom_status s2 = loom_graph_builder_nest_end(&im->b, &nest, NULL, NULL);
+    if (s) return s2 ? (loom_status_free(s2), s) : s;
+    LOOM_PROPAGATE(s2);
+    im->nvals = mark, im->nused = nused;
+    c->bound = false;
+  }
+  return oimp_loop_node(c, g);
 }
 
 /* ---- Scan ---------------------------------------------------------------------------------- */
@@ -298,8 +322,11 @@ static loom_status scan_ints(const nctx *c, const char *name, size_t n, int64_t 
 }
 
 /* One scan over states st[] and scan inputs xs[]: final states into st, each scan output's
- * stacked value into ys. */
-static loom_status scan_run(nctx *c, const scan_spec *sp, oimp_binding *st, loom_graph_expr **xs, loom_graph_expr **ys) {
+ * stacked value into ys. Sets *dynamic (nothing made) when the length is not static or too
+ * large to unroll: the loop form does it. */
+static loom_status scan_run(nctx *c, const scan_spec *sp, oimp_binding *st, loom_graph_expr **xs, loom_graph_expr **ys,
+                            bool *dynamic) {
+  *dynamic = false;
   int64_t len = -1, ax[8];
   for (size_t j = 0; j < sp->nin; j++) {
     const loom_sinfo *si = xs[j]->sinfo;
@@ -308,14 +335,12 @@ static loom_status scan_run(nctx *c, const scan_spec *sp, oimp_binding *st, loom
     if (ax[j] < 0 || ax[j] >= si->ndim)
       return BAD(c->n, "scan input %zu: axis %lld out of range for rank %d", j, (long long)sp->in_axes[j], si->ndim);
     int64_t n;
-    if (!loom_sym_is_const(si->dims[ax[j]], &n))
-      return UNSUP(c->n, "scan input %zu's axis %lld has a symbolic length: the scan length must be static", j, (long long)ax[j]);
+    if (!loom_sym_is_const(si->dims[ax[j]], &n)) return *dynamic = true, LOOM_OK;
     if (len >= 0 && n != len) return BAD(c->n, "scan input %zu has length %lld along its axis, scan input 0 has %lld", j, (long long)n, (long long)len);
     len = n;
   }
-  if (len <= 0) return UNSUP(c->n, "the scan length is %lld: the scan outputs' shapes are unknown", (long long)len);
   size_t cap_it = sp->g->n_nodes ? CTL_MAX_UNROLLED_NODES / sp->g->n_nodes : CTL_MAX_UNROLLED_NODES;
-  if (len > (int64_t)cap_it) return UNSUP(c->n, "scan length %lld is too large to unroll (at most %zu)", (long long)len, cap_it);
+  if (len <= 0 || len > (int64_t)cap_it || len > oimp_unroll_steps()) return *dynamic = true, LOOM_OK;
   size_t nb = sp->nstate + sp->nin + sp->g->n_outputs;
   oimp_binding *b = calloc(nb, sizeof *b);
   loom_graph_expr **acc = calloc(sp->nout * (size_t)len + 1, sizeof *acc);
@@ -382,8 +407,13 @@ static loom_status h_scan(nctx *c, const op_entry *e, loom_graph_expr **out) {
     xs[j] = c->args[first + sp.nstate + j];
   }
   c->bound = true;
+  bool dynamic;
   if (!v8) {
-    LOOM_PROPAGATE(scan_run(c, &sp, st, xs, ys));
+    LOOM_PROPAGATE(scan_run(c, &sp, st, xs, ys, &dynamic));
+    if (dynamic) {
+      c->bound = false;
+      return oimp_loop_node(c, sp.g); /* a run-time (or very large) length: the loop form */
+    }
   } else {
     /* opset 8: axis 0 of every input and output is a batch, scanned separately */
     const loom_sinfo *si = xs[0]->sinfo;
@@ -402,7 +432,8 @@ static loom_status h_scan(nctx *c, const op_entry *e, loom_graph_expr **out) {
         s = take_at(c, st[i].e, 0, bi, &sb[i].e);
       }
       for (size_t j = 0; !s && j < sp.nin; j++) s = take_at(c, xs[j], 0, bi, &xb[j]);
-      if (!s) s = scan_run(c, &sp, sb, xb, yb);
+      if (!s) s = scan_run(c, &sp, sb, xb, yb, &dynamic);
+      if (!s && dynamic) s = UNSUP(c->n, "Scan-8 needs a static positive length (the loop form takes Scan from opset 9)");
       for (size_t i = 0; !s && i < sp.nstate; i++) {
         if (!sb[i].e) s = UNSUP(c->n, "state %zu of the body is not a tensor", i);
         per[i * (size_t)nbatch + (size_t)bi] = sb[i].e;

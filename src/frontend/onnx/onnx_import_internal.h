@@ -55,6 +55,8 @@ typedef struct imp {
   size_t nused, capused;               /* IR names given out (interned in m) */
   const char **used;
   unsigned nconst;                     /* next kN constant name */
+  size_t body_mark;                    /* values below this index belong to scopes outside the loop body
+                                          being imported: made into exprs there, not cached (0: none) */
 } imp;
 
 /* The most inputs a node may have (an op table row's max_in is at most this). */
@@ -128,6 +130,36 @@ loom_status oimp_bind_as(imp *im, const char *name, const oimp_binding *b);
 /* Imports one node, or a graph's initializers and nodes (the main graph or a body, in scope). */
 loom_status oimp_import_node(imp *im, const loom_onnx_node *n);
 loom_status oimp_import_graph(imp *im, const loom_onnx_graph *g);
+/* Loops, scans and recurrences of a static count up to this many steps are unrolled (their
+ * step numbers fold into constants); longer ones and counts known only at run time become the
+ * graph IR's loop. Measured (docs/onnx.md "Loop"): an LSTM / GRU step of 128 hidden units runs
+ * equally fast either way at 16 steps, unrolled ~1% faster at 8, the loop ~2% faster at 32,
+ * and the unrolled form's compile time grows with the count (past 32 steps it does not compile:
+ * concat takes at most 32 inputs). */
+#define OIMP_UNROLL_STEPS 16
+/* The unrolling limit in force: OIMP_UNROLL_STEPS, or $LOOM_UNROLL_STEPS (0 to 100000) to
+ * measure the two forms against each other (bench/rnn_forms). */
+int64_t oimp_unroll_steps(void);
+
+/* onnx_import_loop.c: a graph loop built by the importer. The body callback emits one
+ * iteration (in the builder, nested) from the iteration var and the carried values' params, and
+ * returns the next condition (when the loop has one), the next carried values and the scan
+ * items (each a graph expr). Params start with the initial values' struct info; a carried value
+ * whose next value the prover cannot show to have it gets a fresh local per differing axis (a
+ * symbol bound at each iteration) and the body is imported again. The loop is bound as
+ * `name`; finals[k] and stacks[j] are its final carried values and stacked scan items. */
+typedef loom_status (*oimp_loop_body_fn)(nctx *c, void *ud, const loom_sym_expr *iter, loom_graph_expr *const *params,
+                                          loom_graph_expr **cond_out, loom_graph_expr **next, loom_graph_expr **scans);
+loom_status oimp_loop_build(nctx *c, const char *name, loom_graph_expr *count, loom_graph_expr *cond, size_t ncarry,
+                            loom_graph_expr *const *inits, const char *const *param_names, size_t nscan,
+                            oimp_loop_body_fn body, void *ud, loom_graph_expr **finals, loom_graph_expr **stacks);
+/* An integer input as a loop's count: a constant or shape value as sym(...), a run-time tensor as
+ * a symbolic var bound from max(value, 0) when the loop starts (tensor_to_shape + match_cast). */
+loom_status oimp_loop_count(nctx *c, size_t i, const char *what, loom_graph_expr **out);
+/* Loop (onnx_import_ctl.c's h_loop when it does not unroll) and Scan of a run-time length. */
+loom_status oimp_loop_node(nctx *c, const loom_onnx_graph *g);
+/* x reversed along `axis`, whose extent may be symbolic (a take of n - 1 - arange(n)). */
+loom_status oimp_reverse_dyn(nctx *c, loom_graph_expr *x, int64_t axis, loom_graph_expr **y);
 /* onnx_import_ctl.c: whether an op table entry takes sequence / optional inputs. */
 bool oimp_ctl_takes_seq(const op_entry *e);
 loom_graph_expr *oimp_const_of(imp *im, const loom_onnx_tensor *t);

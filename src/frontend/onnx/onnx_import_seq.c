@@ -612,103 +612,184 @@ static loom_status gate_k(nctx *c, const rnn *rn, loom_graph_expr *x, int64_t ax
   return slice_k(c, x, axis, g * rn->H, (g + n) * rn->H, 1, y);
 }
 
-/* One direction over X (T, b, in): the hidden state per step into ys[t] (position t, also
- * for the reverse direction), the final h (and c) into *hl, *cl. W (G*H, in), R (G*H, H),
- * wb / rb (G*H) or NULL, p (3H) or NULL, h0 / c0 (b, H). */
+/* What every step of one direction reads, sliced once outside the steps: R (G*H, H) and its
+ * bias (RNN, LSTM), GRU's z/r and h parts of R and of its bias, the peepholes, a zero. */
+typedef struct rnn_w {
+  loom_graph_expr *R, *rb;                /* RNN, LSTM */
+  loom_graph_expr *rzr, *rh, *rbzr, *rbh; /* GRU */
+  loom_graph_expr *pi, *po, *pf;          /* LSTM peepholes, or NULL */
+  loom_graph_expr *zero;                  /* 0 of X's dtype (outputs past a row's length) */
+} rnn_w;
+
+static loom_status rnn_prep(nctx *c, const rnn *rn, loom_graph_expr *X, loom_graph_expr *R, loom_graph_expr *rb,
+                            loom_graph_expr *p, rnn_w *w) {
+  *w = (rnn_w){.R = R, .rb = rb};
+  LOOM_PROPAGATE(oimp_scalar(c, X->sinfo->dtype, 0, &w->zero));
+  if (rn->gates == 3) {
+    LOOM_PROPAGATE(gate_k(c, rn, R, 0, 0, 2, &w->rzr));
+    LOOM_PROPAGATE(gate_k(c, rn, R, 0, 2, 1, &w->rh));
+    LOOM_PROPAGATE(gate_k(c, rn, rb, 0, 0, 2, &w->rbzr));
+    LOOM_PROPAGATE(gate_k(c, rn, rb, 0, 2, 1, &w->rbh));
+  }
+  if (p) {
+    LOOM_PROPAGATE(gate_k(c, rn, p, 0, 0, 1, &w->pi));
+    LOOM_PROPAGATE(gate_k(c, rn, p, 0, 1, 1, &w->po));
+    LOOM_PROPAGATE(gate_k(c, rn, p, 0, 2, 1, &w->pf));
+  }
+  return LOOM_OK;
+}
+
+/* One step: xt (b, G*H) the input's gate pre-activations, h and cc the state; *y the step's
+ * output, *hn and *cn (LSTM) the next state. `tk` (0-d i64) is the step's position, compared
+ * with sequence_lens when there are lengths. */
+static loom_status rnn_step(nctx *c, const rnn *rn, const rnn_w *w, loom_graph_expr *xt, loom_graph_expr *tk,
+                            loom_graph_expr *h, loom_graph_expr *cc, loom_graph_expr **y, loom_graph_expr **hn_out,
+                            loom_graph_expr **cn_out) {
+  loom_graph_expr *g, *hn, *cn = NULL, *a, *b2;
+  if (rn->gates == 1) {
+    LOOM_PROPAGATE(lin(c, h, w->R, w->rb, &g));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, xt, g, &g));
+    LOOM_PROPAGATE(rnn_act(c, rn, 0, g, &hn));
+  } else if (rn->gates == 3) {
+    loom_graph_expr *z, *r, *hh;
+    LOOM_PROPAGATE(lin(c, h, w->rzr, w->rbzr, &g));
+    LOOM_PROPAGATE(gate_k(c, rn, xt, 1, 0, 2, &a));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, a, g, &g));
+    LOOM_PROPAGATE(gate_k(c, rn, g, 1, 0, 1, &z));
+    LOOM_PROPAGATE(gate_k(c, rn, g, 1, 1, 1, &r));
+    LOOM_PROPAGATE(rnn_act(c, rn, 0, z, &z));
+    LOOM_PROPAGATE(rnn_act(c, rn, 0, r, &r));
+    if (rn->lbr) {
+      LOOM_PROPAGATE(lin(c, h, w->rh, w->rbh, &b2));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, r, b2, &b2));
+    } else {
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, r, h, &b2));
+      LOOM_PROPAGATE(lin(c, b2, w->rh, w->rbh, &b2));
+    }
+    LOOM_PROPAGATE(gate_k(c, rn, xt, 1, 2, 1, &a));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, a, b2, &hh));
+    LOOM_PROPAGATE(rnn_act(c, rn, 1, hh, &hh));
+    /* (1 - z) * hh + z * h = hh + z * (h - hh) */
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, h, hh, &a));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, z, a, &a));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, hh, a, &hn));
+  } else {
+    loom_graph_expr *gi, *go, *gf, *gc;
+    LOOM_PROPAGATE(lin(c, h, w->R, w->rb, &g));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, xt, g, &g));
+    LOOM_PROPAGATE(gate_k(c, rn, g, 1, 0, 1, &gi));
+    LOOM_PROPAGATE(gate_k(c, rn, g, 1, 1, 1, &go));
+    LOOM_PROPAGATE(gate_k(c, rn, g, 1, 2, 1, &gf));
+    LOOM_PROPAGATE(gate_k(c, rn, g, 1, 3, 1, &gc));
+    if (w->pi) {
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, w->pi, cc, &a));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, gi, a, &gi));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, w->pf, cc, &a));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, gf, a, &gf));
+    }
+    LOOM_PROPAGATE(rnn_act(c, rn, 0, gi, &gi));
+    LOOM_PROPAGATE(rnn_act(c, rn, 0, gf, &gf));
+    LOOM_PROPAGATE(rnn_act(c, rn, 1, gc, &gc));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, gf, cc, &a));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, gi, gc, &b2));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, a, b2, &cn));
+    if (w->po) {
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, w->po, cn, &a));
+      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, go, a, &go));
+    }
+    LOOM_PROPAGATE(rnn_act(c, rn, 0, go, &go));
+    LOOM_PROPAGATE(rnn_act(c, rn, 2, cn, &a));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, go, a, &hn));
+  }
+  if (rn->lens) { /* steps at or past a batch row's length keep its state and output 0 */
+    loom_graph_expr *live;
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_LESS, tk, rn->lens, &live));
+    LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, live, hn, w->zero, y));
+    LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, live, hn, h, &hn));
+    if (cn) LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, live, cn, cc, &cn));
+  } else {
+    *y = hn;
+  }
+  *hn_out = hn;
+  *cn_out = cn;
+  return LOOM_OK;
+}
+
+/* One direction over X (T, b, in), T static: the steps unrolled, the hidden state per step into
+ * ys[t] (position t, also for the reverse direction), the final h (and c) into *hl, *cl. W
+ * (G*H, in), R (G*H, H), wb / rb (G*H) or NULL, p (3H) or NULL, h0 / c0 (b, H). */
 static loom_status rnn_dir(nctx *c, const rnn *rn, loom_graph_expr *X, int64_t T, bool rev, loom_graph_expr *W,
                            loom_graph_expr *R, loom_graph_expr *wb, loom_graph_expr *rb, loom_graph_expr *p,
                            loom_graph_expr *h, loom_graph_expr *cc, loom_graph_expr **ys, loom_graph_expr **hl,
                            loom_graph_expr **cl) {
   static const int64_t ax0 = 0;
-  loom_graph_expr *xw, *rzr = NULL, *rh = NULL, *rbzr = NULL, *rbh = NULL, *pi = NULL, *po = NULL, *pf = NULL, *zero;
+  loom_graph_expr *xw;
+  rnn_w w;
   LOOM_PROPAGATE(lin(c, X, W, wb, &xw)); /* (T, b, G*H) */
-  LOOM_PROPAGATE(oimp_scalar(c, X->sinfo->dtype, 0, &zero));
-  if (rn->gates == 3) {
-    LOOM_PROPAGATE(gate_k(c, rn, R, 0, 0, 2, &rzr));
-    LOOM_PROPAGATE(gate_k(c, rn, R, 0, 2, 1, &rh));
-    LOOM_PROPAGATE(gate_k(c, rn, rb, 0, 0, 2, &rbzr));
-    LOOM_PROPAGATE(gate_k(c, rn, rb, 0, 2, 1, &rbh));
-  }
-  if (p) {
-    LOOM_PROPAGATE(gate_k(c, rn, p, 0, 0, 1, &pi));
-    LOOM_PROPAGATE(gate_k(c, rn, p, 0, 1, 1, &po));
-    LOOM_PROPAGATE(gate_k(c, rn, p, 0, 2, 1, &pf));
-  }
+  LOOM_PROPAGATE(rnn_prep(c, rn, X, R, rb, p, &w));
   for (int64_t s = 0; s < T; s++) {
     int64_t t = rev ? T - 1 - s : s;
-    loom_graph_expr *xt, *g, *hn, *cn = NULL, *a, *b2;
+    loom_graph_expr *xt, *tk = NULL, *hn, *cn;
     LOOM_PROPAGATE(slice_k(c, xw, 0, t, t + 1, 1, &xt));
     oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &ax0));
     LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_SQUEEZE, xt, &xt)); /* (b, G*H) */
-    if (rn->gates == 1) {
-      LOOM_PROPAGATE(lin(c, h, R, rb, &g));
-      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, xt, g, &g));
-      LOOM_PROPAGATE(rnn_act(c, rn, 0, g, &hn));
-    } else if (rn->gates == 3) {
-      loom_graph_expr *z, *r, *hh;
-      LOOM_PROPAGATE(lin(c, h, rzr, rbzr, &g));
-      LOOM_PROPAGATE(gate_k(c, rn, xt, 1, 0, 2, &a));
-      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, a, g, &g));
-      LOOM_PROPAGATE(gate_k(c, rn, g, 1, 0, 1, &z));
-      LOOM_PROPAGATE(gate_k(c, rn, g, 1, 1, 1, &r));
-      LOOM_PROPAGATE(rnn_act(c, rn, 0, z, &z));
-      LOOM_PROPAGATE(rnn_act(c, rn, 0, r, &r));
-      if (rn->lbr) {
-        LOOM_PROPAGATE(lin(c, h, rh, rbh, &b2));
-        LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, r, b2, &b2));
-      } else {
-        LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, r, h, &b2));
-        LOOM_PROPAGATE(lin(c, b2, rh, rbh, &b2));
-      }
-      LOOM_PROPAGATE(gate_k(c, rn, xt, 1, 2, 1, &a));
-      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, a, b2, &hh));
-      LOOM_PROPAGATE(rnn_act(c, rn, 1, hh, &hh));
-      /* (1 - z) * hh + z * h = hh + z * (h - hh) */
-      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, h, hh, &a));
-      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, z, a, &a));
-      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, hh, a, &hn));
-    } else {
-      loom_graph_expr *gi, *go, *gf, *gc;
-      LOOM_PROPAGATE(lin(c, h, R, rb, &g));
-      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, xt, g, &g));
-      LOOM_PROPAGATE(gate_k(c, rn, g, 1, 0, 1, &gi));
-      LOOM_PROPAGATE(gate_k(c, rn, g, 1, 1, 1, &go));
-      LOOM_PROPAGATE(gate_k(c, rn, g, 1, 2, 1, &gf));
-      LOOM_PROPAGATE(gate_k(c, rn, g, 1, 3, 1, &gc));
-      if (p) {
-        LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, pi, cc, &a));
-        LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, gi, a, &gi));
-        LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, pf, cc, &a));
-        LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, gf, a, &gf));
-      }
-      LOOM_PROPAGATE(rnn_act(c, rn, 0, gi, &gi));
-      LOOM_PROPAGATE(rnn_act(c, rn, 0, gf, &gf));
-      LOOM_PROPAGATE(rnn_act(c, rn, 1, gc, &gc));
-      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, gf, cc, &a));
-      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, gi, gc, &b2));
-      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, a, b2, &cn));
-      if (p) {
-        LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, po, cn, &a));
-        LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, go, a, &go));
-      }
-      LOOM_PROPAGATE(rnn_act(c, rn, 0, go, &go));
-      LOOM_PROPAGATE(rnn_act(c, rn, 2, cn, &a));
-      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, go, a, &hn));
-    }
-    if (rn->lens) { /* steps at or past a batch row's length keep its state and output 0 */
-      loom_graph_expr *live, *tk;
-      LOOM_PROPAGATE(oimp_scalar(c, LOOM_DTYPE_I64, (double)t, &tk));
-      LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_LESS, tk, rn->lens, &live));
-      LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, live, hn, zero, &ys[t]));
-      LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, live, hn, h, &hn));
-      if (cn) LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, live, cn, cc, &cn));
-    } else {
-      ys[t] = hn;
-    }
+    if (rn->lens) LOOM_PROPAGATE(oimp_scalar(c, LOOM_DTYPE_I64, (double)t, &tk));
+    LOOM_PROPAGATE(rnn_step(c, rn, &w, xt, tk, h, cc, &ys[t], &hn, &cn));
     h = hn;
     if (cn) cc = cn;
   }
   *hl = h, *cl = cc;
+  return LOOM_OK;
+}
+
+/* One direction as a loop over a symbolic T (onnx_import_loop.c): the state carried, each
+ * step's output stacked. */
+typedef struct rnn_loop {
+  const rnn *rn;
+  const rnn_w *w;
+  loom_graph_expr *xw; /* (T, b, G*H) */
+  const loom_sym_expr *T;
+  bool rev;
+} rnn_loop;
+
+static loom_status rnn_loop_body(nctx *c, void *ud, const loom_sym_expr *i, loom_graph_expr *const *params,
+                                 loom_graph_expr **cond_out, loom_graph_expr **next, loom_graph_expr **scans) {
+  (void)cond_out;
+  const rnn_loop *rl = ud;
+  loom_sym_ctx *cx = c->im->cx;
+  static const int64_t ax0 = 0;
+  const loom_sym_expr *t = rl->rev ? loom_sym_sub(cx, loom_sym_sub(cx, rl->T, i), loom_sym_const(cx, 1)) : i;
+  loom_graph_expr *xt, *tk = NULL, *cn;
+  LOOM_PROPAGATE(slice(c, rl->xw, 0, t, loom_sym_add(cx, t, loom_sym_const(cx, 1)), &xt));
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", 1, &ax0));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_SQUEEZE, xt, &xt)); /* (b, G*H) */
+  if (rl->rn->lens) {
+    oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "values", 1, &t));
+    oimp_add_attr(c, loom_graph_attr_int(c->im->m, "scalar", 1));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_SYM_TENSOR, 0, NULL, NULL, &tk));
+  }
+  LOOM_PROPAGATE(rnn_step(c, rl->rn, rl->w, xt, tk, params[0], rl->rn->gates == 4 ? params[1] : NULL, &scans[0], &next[0], &cn));
+  if (rl->rn->gates == 4) next[1] = cn;
+  return LOOM_OK;
+}
+
+static loom_status rnn_dir_loop(nctx *c, const rnn *rn, loom_graph_expr *X, const loom_sym_expr *T, bool rev, loom_graph_expr *W,
+                                loom_graph_expr *R, loom_graph_expr *wb, loom_graph_expr *rb, loom_graph_expr *p,
+                                loom_graph_expr *h, loom_graph_expr *cc, loom_graph_expr **Y, loom_graph_expr **hl,
+                                loom_graph_expr **cl) {
+  rnn_w w;
+  rnn_loop rl = {.rn = rn, .w = &w, .T = T, .rev = rev};
+  LOOM_PROPAGATE(lin(c, X, W, wb, &rl.xw)); /* (T, b, G*H): every step's input at once */
+  LOOM_PROPAGATE(rnn_prep(c, rn, X, R, rb, p, &w));
+  loom_graph_expr *count = loom_graph_sym_new(c->im->m, T), *inits[2] = {h, cc}, *finals[2];
+  if (!count) return LOOM_OOM();
+  static const char *const names[2] = {"h", "c"};
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s", c->n->outputs[0][0] ? c->n->outputs[0] : c->n->op_type, rev ? "rev" : "fwd");
+  LOOM_PROPAGATE(oimp_loop_build(c, name, count, NULL, rn->gates == 4 ? 2 : 1, inits, names, 1, rnn_loop_body, &rl, finals, Y));
+  if (rev) LOOM_PROPAGATE(oimp_reverse_dyn(c, *Y, 0, Y)); /* stacked in step order: positions reversed */
+  *hl = finals[0];
+  *cl = rn->gates == 4 ? finals[1] : cc;
   return LOOM_OK;
 }
 
@@ -727,9 +808,10 @@ static loom_status rnn_acts(nctx *c, rnn *rn, int64_t d, int64_t ndir) {
   return LOOM_OK;
 }
 
-/* RNN, GRU and LSTM: the recurrence unrolled over the static sequence length, per
- * direction (forward, reverse, bidirectional), with layout, bias, initial state, peepholes,
- * clip, custom Sigmoid / Tanh / Relu activations and sequence_lens (forward only). */
+/* RNN, GRU and LSTM: the recurrence unrolled over a static sequence length, or a loop over a
+ * symbolic one (its state carried, each step's output stacked), per direction (forward,
+ * reverse, bidirectional), with layout, bias, initial state, peepholes, clip, custom Sigmoid /
+ * Tanh / Relu activations and sequence_lens (forward only). */
 static loom_status h_rnn(nctx *c, const op_entry *e, loom_graph_expr **out) {
   loom_sym_ctx *cx = c->im->cx;
   rnn rn = {.gates = !strcmp(e->onnx, "RNN") ? 1 : !strcmp(e->onnx, "GRU") ? 3 : 4};
@@ -758,8 +840,11 @@ static loom_status h_rnn(nctx *c, const op_entry *e, loom_graph_expr **out) {
     return BAD(c->n, "W has %lld directions, direction '%s' needs %lld", (long long)wd, dir, (long long)ndir);
   static const int64_t p102[3] = {1, 0, 2};
   if (layout) LOOM_PROPAGATE(permute(c, X, 3, p102, &X));
-  if (!loom_sym_is_const(dims_of(X)[0], &T) || T < 1)
-    return UNSUP(c->n, "the sequence length must be static and positive (the recurrence is unrolled)");
+  /* a short static length is unrolled (its positions fold into every slice), a symbolic or long
+   * one is a loop (OIMP_UNROLL_STEPS) */
+  const loom_sym_expr *Tsym = dims_of(X)[0];
+  bool loop_form = !loom_sym_is_const(Tsym, &T) || T > oimp_unroll_steps();
+  if (!loop_form && T < 1) return UNSUP(c->n, "the sequence length is %lld: the outputs' shapes are unknown", (long long)T);
   loom_graph_expr *B = c->nargs > 3 ? c->args[3] : NULL, *h0 = c->nargs > 5 ? c->args[5] : NULL;
   loom_graph_expr *c0 = rn.gates == 4 && c->nargs > 6 ? c->args[6] : NULL, *P = rn.gates == 4 && c->nargs > 7 ? c->args[7] : NULL;
   if (c->nargs > 4 && c->args[4]) {
@@ -779,7 +864,7 @@ static loom_status h_rnn(nctx *c, const op_entry *e, loom_graph_expr **out) {
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 2, zd));
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", X->sinfo->dtype));
   LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ZEROS, 0, NULL, NULL, &zs));
-  loom_graph_expr **ys = calloc((size_t)(T * ndir), sizeof *ys);
+  loom_graph_expr **ys = calloc(loop_form ? 1 : (size_t)(T * ndir), sizeof *ys);
   loom_graph_expr *yd[2], *hd[2], *cd[2];
   if (!ys) return LOOM_OOM();
   loom_status st = LOOM_OK;
@@ -794,10 +879,14 @@ static loom_status h_rnn(nctx *c, const op_entry *e, loom_graph_expr **out) {
     if (P && (st = dir_of(c, P, d, &pd))) break;
     if (h0 && (st = dir_of(c, h0, d, &hi))) break;
     if (c0 && (st = dir_of(c, c0, d, &ci))) break;
-    if ((st = rnn_dir(c, &rn, X, T, d == 1 || !strcmp(dir, "reverse"), Wd, Rd, wb, rb, pd, hi, ci, ys + d * T, &hl, &cl)))
-      break;
-    for (int64_t t = 0; t < T && !st; t++) st = expand_dims(c, ys[d * T + t], 1, &ax0, &ys[d * T + t]);
-    if (!st) st = oimp_emit(c, LOOM_GRAPH_OP_CONCAT, (size_t)T, ys + d * T, NULL, &yd[d]); /* (T, b, H) */
+    bool rev = d == 1 || !strcmp(dir, "reverse");
+    if (loop_form) {
+      if ((st = rnn_dir_loop(c, &rn, X, Tsym, rev, Wd, Rd, wb, rb, pd, hi, ci, &yd[d], &hl, &cl))) break; /* (T, b, H) */
+    } else {
+      if ((st = rnn_dir(c, &rn, X, T, rev, Wd, Rd, wb, rb, pd, hi, ci, ys + d * T, &hl, &cl))) break;
+      for (int64_t t = 0; t < T && !st; t++) st = expand_dims(c, ys[d * T + t], 1, &ax0, &ys[d * T + t]);
+      if (!st) st = oimp_emit(c, LOOM_GRAPH_OP_CONCAT, (size_t)T, ys + d * T, NULL, &yd[d]); /* (T, b, H) */
+    }
     if (!st) st = expand_dims(c, yd[d], 1, &ax1, &yd[d]);
     if (!st) st = expand_dims(c, hl, 1, &ax0, &hd[d]);
     if (!st) st = expand_dims(c, cl, 1, &ax0, &cd[d]);
