@@ -45,6 +45,50 @@ loom_status oimp_pad_mode(nctx *c, const char *mode, const int64_t *pads, loom_g
 
 /* ---- CenterCropPad ------------------------------------------------------------------------- */
 
+/* CenterCropPad with `shape` s known only at run time (a 1-D integer tensor of na values) over
+ * axes ax of constant extents n: a run-time slice [max(n - s, 0) / 2, + min(n, s)) then a
+ * run-time zero pad of max(s - n, 0), the smaller half before (graph ops strided_slice and pad
+ * with tensor operands, legalized by their expand hooks). A negative s gives extent 0. */
+static loom_status center_crop_pad_dyn(nctx *c, size_t na, const int64_t *ax, loom_graph_expr **out) {
+  imp *im = c->im;
+  const loom_sinfo *si = c->args[1]->sinfo;
+  int64_t len, nav = (int64_t)na;
+  if (si->kind != LOOM_SINFO_TENSOR || (si->dtype != LOOM_DTYPE_I64 && si->dtype != LOOM_DTYPE_I32) || si->ndim != 1 ||
+      !si->dims || !loom_sym_is_const(si->dims[0], &len))
+    return UNSUP(c->n, "input 1 (shape) must be a constant or a 1-D integer tensor of static length (it is computed at run time)");
+  if (len != nav) return BAD(c->n, "shape has %lld values for %zu axes", (long long)len, na);
+  loom_onnx_tensor *nt = oimp_new_tensor(im, LOOM_DTYPE_I64, 1, &nav), *at = oimp_new_tensor(im, LOOM_DTYPE_I64, 1, &nav);
+  if (!nt || !at) return LOOM_OOM();
+  for (size_t k = 0; k < na; k++) {
+    int64_t n = oimp_const_dim(c, 0, (int)ax[k]);
+    if (n < 0) return UNSUP(c->n, "axis %lld needs a constant extent", (long long)ax[k]);
+    ((int64_t *)nt->data)[k] = n, ((int64_t *)at->data)[k] = ax[k];
+  }
+  loom_graph_expr *n = oimp_const_of(im, nt), *axes = oimp_const_of(im, at), *s = c->args[1];
+  if (!n || !axes) return LOOM_OOM();
+  if (si->dtype != LOOM_DTYPE_I64) {
+    oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", LOOM_DTYPE_I64));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_CAST, s, &s));
+  }
+  loom_graph_expr *sz, *start, *keep, *end, *p, *before, *after, *pads, *x;
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, s, 0, &sz));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, n, sz, &start));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, start, 0, &start));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_DIV, start, 2, &start));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MINIMUM, n, sz, &keep));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, start, keep, &end));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_STRIDED_SLICE, 4, (loom_graph_expr *[]){c->args[0], start, end, axes}, NULL, &x));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, sz, n, &p));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, p, 0, &p));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_DIV, p, 2, &before));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, p, before, &after));
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 0));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_CONCAT, 2, (loom_graph_expr *[]){before, after}, NULL, &pads));
+  loom_graph_expr *zero = loom_graph_const_scalar(im->m, c->args[0]->sinfo->dtype, 0);
+  if (!zero) return LOOM_OOM();
+  return oimp_emit(c, LOOM_GRAPH_OP_PAD, 4, (loom_graph_expr *[]){x, pads, zero, axes}, c->n->outputs[0], out);
+}
+
 /* Each listed axis of extent n becomes `shape`'s s: cropped to [(n - s) / 2, + s) when n > s,
  * zero-padded by (s - n) / 2 before and the rest after when n < s. */
 static loom_status h_center_crop_pad(nctx *c, const op_entry *e, loom_graph_expr **out) {
@@ -65,6 +109,7 @@ static loom_status h_center_crop_pad(nctx *c, const op_entry *e, loom_graph_expr
     na = (size_t)r;
     for (int k = 0; k < r; k++) ax[k] = k;
   }
+  if (oimp_runtime_input(c, 1)) return center_crop_pad_dyn(c, na, ax, out);
   LOOM_PROPAGATE(oimp_const_ints(c, 1, "shape", sh, 16, &ns));
   if (ns != na) return BAD(c->n, "shape has %zu values for %zu axes", ns, na);
   int64_t cax[16];
