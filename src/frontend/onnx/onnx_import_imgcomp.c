@@ -523,6 +523,72 @@ static loom_status h_col2im(nctx *c, const op_entry *e, loom_graph_expr **out) {
 
 /* ---- AffineGrid ---------------------------------------------------------------------------- */
 
+/* AffineGrid with `size` known only at run time (a 1-D i64 tensor of 4 or 5 values): per
+ * spatial axis k of run-time extent d = size[2 + k], the coordinates j = 0..d-1 (a run-time
+ * arange) as (2j + 1) / d - 1, or with align_corners 2j / max(d - 1, 1) - 1, are broadcast along
+ * the other axes; grid[.., i] = sum_k coord_k * theta[:, i, n - 1 - k] + theta[:, i, n]
+ * (coordinate 0 is x, the last axis). Theta's N is the grid's; an extent below 1 gives an
+ * empty grid. */
+static loom_status affine_grid_dyn(nctx *c, bool ac, loom_dtype dt, loom_graph_expr **out) {
+  imp *im = c->im;
+  const loom_sinfo *si = c->args[1]->sinfo;
+  int64_t n;
+  if (si->kind != LOOM_SINFO_TENSOR || si->dtype != LOOM_DTYPE_I64 || si->ndim != 1 || !si->dims || !loom_sym_is_const(si->dims[0], &n))
+    return UNSUP(c->n, "input 1 (size) must be a constant or a 1-D i64 tensor of static length (it is computed at run time)");
+  if (n != 4 && n != 5) return BAD(c->n, "size has %lld values; expected 4 (N, C, H, W) or 5 (N, C, D, H, W)", (long long)n);
+  int64_t ns = n - 2, r = ns + 2;
+  if (oimp_in_rank(c, 0) != 3 || oimp_const_dim(c, 0, 1) != ns || oimp_const_dim(c, 0, 2) != ns + 1)
+    return BAD(c->n, "theta must be (N, %lld, %lld) for a size of %lld values", (long long)ns, (long long)ns + 1, (long long)n);
+  loom_graph_expr *zero = loom_graph_const_scalar(im->m, LOOM_DTYPE_I64, 0), *one = loom_graph_const_scalar(im->m, LOOM_DTYPE_I64, 1);
+  if (!zero || !one) return LOOM_OOM();
+  int64_t tax[MAXS], axes[MAXS + 2];
+  for (int64_t k = 0; k < ns; k++) tax[k] = 1 + k;
+  loom_graph_expr *acc, *col;
+  /* theta[:, :, ns] as (N, 1.., ns): the translation */
+  loom_graph_expr *ti = loom_graph_const_scalar(im->m, LOOM_DTYPE_I64, (double)ns);
+  if (!ti) return LOOM_OOM();
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 2));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){c->args[0], ti}, NULL, &col));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", (size_t)ns, tax));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXPAND_DIMS, col, &acc));
+  for (int64_t k = 0; k < ns; k++) {
+    loom_graph_expr *d, *j, *df, *crd, *th, *term, *ki = loom_graph_const_scalar(im->m, LOOM_DTYPE_I64, (double)(2 + k));
+    if (!ki) return LOOM_OOM();
+    oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 0));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){c->args[1], ki}, NULL, &d));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ARANGE, 3, (loom_graph_expr *[]){zero, d, one}, NULL, &j));
+    oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", dt));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_CAST, j, &j));
+    oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", dt));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_CAST, d, &df));
+    if (ac) {
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_SUB, df, 1, &df));
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, df, 1, &df));
+      LOOM_PROPAGATE(oimp_k_op(c, LOOM_GRAPH_OP_MUL, 2, j, &crd));
+    } else {
+      LOOM_PROPAGATE(oimp_k_op(c, LOOM_GRAPH_OP_MUL, 2, j, &crd));
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_ADD, crd, 1, &crd));
+    }
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_DIV, crd, df, &crd));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_SUB, crd, 1, &crd));
+    size_t na = 0;
+    for (int64_t a = 0; a < r; a++)
+      if (a != 1 + k) axes[na++] = a;
+    oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", na, axes));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXPAND_DIMS, crd, &crd));
+    loom_graph_expr *ci = loom_graph_const_scalar(im->m, LOOM_DTYPE_I64, (double)(ns - 1 - k));
+    if (!ci) return LOOM_OOM();
+    oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 2));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){c->args[0], ci}, NULL, &th));
+    oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", (size_t)ns, tax));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXPAND_DIMS, th, &th));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, crd, th, &term));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ADD, 2, (loom_graph_expr *[]){acc, term}, k == ns - 1 ? c->n->outputs[0] : NULL, &acc));
+  }
+  *out = acc;
+  return LOOM_OK;
+}
+
 /* grid (N, spatial.., n) = theta (N, n, n + 1) applied to the homogeneous coordinates
  * (x, y[, z], 1) of every output point, the coordinates spanning [-1, 1] per axis (pixel
  * centres, or the corners with align_corners): a constant (P, n + 1) @ theta^T. */
@@ -532,11 +598,12 @@ static loom_status h_affine_grid(nctx *c, const op_entry *e, loom_graph_expr **o
   int64_t sz[5], ac;
   size_t n;
   LOOM_PROPAGATE(oimp_attr_int(c, "align_corners", 0, &ac));
+  loom_dtype dt = c->args[0]->sinfo->dtype;
+  if (dt != LOOM_DTYPE_F32 && dt != LOOM_DTYPE_F64) return UNSUP(c->n, "dtype %s (f32 or f64 only)", loom_dtype_name(dt));
+  if (oimp_runtime_input(c, 1)) return affine_grid_dyn(c, ac != 0, dt, out);
   LOOM_PROPAGATE(oimp_const_ints(c, 1, "size", sz, 5, &n));
   if (n != 4 && n != 5) return BAD(c->n, "size has %zu values; expected 4 (N, C, H, W) or 5 (N, C, D, H, W)", n);
   size_t ns = n - 2;
-  loom_dtype dt = c->args[0]->sinfo->dtype;
-  if (dt != LOOM_DTYPE_F32 && dt != LOOM_DTYPE_F64) return UNSUP(c->n, "dtype %s (f32 or f64 only)", loom_dtype_name(dt));
   if (oimp_in_rank(c, 0) != 3 || oimp_const_dim(c, 0, 1) != (int64_t)ns || oimp_const_dim(c, 0, 2) != (int64_t)ns + 1)
     return BAD(c->n, "theta must be (N, %zu, %zu) for a size of %zu values", ns, ns + 1, n);
   int64_t p = 1;
