@@ -628,7 +628,7 @@ static loom_status h_pad(nctx *c, const op_entry *e, loom_graph_expr **out) {
   } else {
     for (size_t i = 1; i < 4; i++)
       if (oimp_runtime_input(c, i)) {
-        if (strcmp(md, "constant")) return UNSUP(c->n, "mode '%s' with pads known only at run time", md);
+        if (strcmp(md, "constant")) return oimp_pad_mode_dyn(c, md, out);
         return oimp_dyn_pad(c, e, out);
       }
     LOOM_PROPAGATE(oimp_const_ints(c, 1, "pads", pads, 32, &n));

@@ -43,6 +43,63 @@ loom_status oimp_pad_mode(nctx *c, const char *mode, const int64_t *pads, loom_g
   return LOOM_OK;
 }
 
+/* Pad in mode edge / reflect / wrap with pads known only at run time (input 1, a 1-D i64
+ * tensor of static length 2 * na; axes absent or constant): per listed axis k of constant
+ * extent n, the indices j = -b .. n + a - 1 (a run-time arange; b, a = pads[k], pads[na + k])
+ * are mapped into [0, n) as oimp_pad_mode does (edge clamps, wrap takes j mod n, reflect folds
+ * j mod 2(n - 1)) and gathered along k. A negative pad crops. */
+loom_status oimp_pad_mode_dyn(nctx *c, const char *mode, loom_graph_expr **out) {
+  imp *im = c->im;
+  int r = oimp_in_rank(c, 0);
+  int64_t ax[16], np;
+  size_t na = (size_t)r;
+  if (r < 1 || r > 16) return UNSUP(c->n, "rank %d input", r);
+  if (oimp_runtime_input(c, 3)) return UNSUP(c->n, "mode '%s' with axes known only at run time", mode);
+  if (oimp_has_input(c, 3)) {
+    LOOM_PROPAGATE(oimp_const_ints(c, 3, "axes", ax, 16, &na));
+    LOOM_PROPAGATE(oimp_norm_axes(c, r, ax, na));
+  } else
+    for (int k = 0; k < r; k++) ax[k] = k;
+  const loom_sinfo *si = c->args[1]->sinfo;
+  if (si->kind != LOOM_SINFO_TENSOR || si->dtype != LOOM_DTYPE_I64 || si->ndim != 1 || !si->dims || !loom_sym_is_const(si->dims[0], &np))
+    return UNSUP(c->n, "input 1 (pads) must be a constant or a 1-D i64 tensor of static length (it is computed at run time)");
+  if (np != 2 * (int64_t)na) return BAD(c->n, "pads has %lld values for %zu axes", (long long)np, na);
+  loom_graph_expr *x = c->args[0], *one = loom_graph_const_scalar(im->m, LOOM_DTYPE_I64, 1);
+  if (!one) return LOOM_OOM();
+  for (size_t k = 0; k < na; k++) {
+    int64_t n = oimp_const_dim(c, 0, (int)ax[k]);
+    if (n < 0) return UNSUP(c->n, "mode '%s' needs a constant extent on padded axis %lld", mode, (long long)ax[k]);
+    if (n == 0) return BAD(c->n, "mode '%s' cannot pad axis %lld of extent 0", mode, (long long)ax[k]);
+    loom_graph_expr *kb = loom_graph_const_scalar(im->m, LOOM_DTYPE_I64, (double)k);
+    loom_graph_expr *ka = loom_graph_const_scalar(im->m, LOOM_DTYPE_I64, (double)(na + k));
+    if (!kb || !ka) return LOOM_OOM();
+    loom_graph_expr *b, *a, *j, *idx, *m, *lt, *fold;
+    oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 0));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){c->args[1], kb}, NULL, &b));
+    oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 0));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){c->args[1], ka}, NULL, &a));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_NEG, b, &b));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_ADD, a, (double)n, &a));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ARANGE, 3, (loom_graph_expr *[]){b, a, one}, NULL, &j));
+    if (!strcmp(mode, "edge")) {
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, j, 0, &idx));
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MINIMUM, idx, (double)(n - 1), &idx));
+    } else if (!strcmp(mode, "wrap") || n == 1) {
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MOD, j, (double)n, &idx)); /* reflect over one element: 0 */
+    } else {
+      int64_t per = 2 * (n - 1);
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MOD, j, (double)per, &m));
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_LESS, m, (double)n, &lt));
+      LOOM_PROPAGATE(oimp_k_op(c, LOOM_GRAPH_OP_SUB, (double)per, m, &fold));
+      LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, lt, m, fold, &idx));
+    }
+    oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", ax[k]));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){x, idx}, k == na - 1 ? c->n->outputs[0] : NULL, &x));
+  }
+  *out = x;
+  return LOOM_OK;
+}
+
 /* ---- CenterCropPad ------------------------------------------------------------------------- */
 
 /* CenterCropPad with `shape` s known only at run time (a 1-D integer tensor of na values) over

@@ -231,6 +231,8 @@ loom_status oimp_auto_pads(const nctx *c, size_t ns, const int64_t *kern, const 
 /* From onnx_import_imgcomp.c: Pad's reflect / edge / wrap modes on input 0 with pads
  * [before.., after..] over every axis (a gather of computed indices per padded axis). */
 loom_status oimp_pad_mode(nctx *c, const char *mode, const int64_t *pads, loom_graph_expr **out);
+/* The same with input 1 (pads) known only at run time (input 3, axes, absent or constant). */
+loom_status oimp_pad_mode_dyn(nctx *c, const char *mode, loom_graph_expr **out);
 
 loom_status oimp_h_simple(nctx *c, const op_entry *e, loom_graph_expr **out);
 loom_status oimp_h_identity(nctx *c, const op_entry *e, loom_graph_expr **out);
