@@ -202,8 +202,30 @@ static loom_status h_center_crop_pad(nctx *c, const op_entry *e, loom_graph_expr
 
 /* ---- MaxUnpool ----------------------------------------------------------------------------- */
 
+/* MaxUnpool's pads [0.., output_shape - unpooled..] (*pads, a run-time i64 tensor of 2r values)
+ * for output_shape (input 2) known only at run time: the unpooled extents od must be constant;
+ * a smaller output_shape entry is a negative pad, which crops. */
+static loom_status unpool_pads_dyn(nctx *c, int r, const loom_sym_expr *const *od, loom_graph_expr **pads) {
+  const loom_sinfo *si = c->args[2]->sinfo;
+  int64_t len, rr = r;
+  if (si->kind != LOOM_SINFO_TENSOR || si->dtype != LOOM_DTYPE_I64 || si->ndim != 1 || !si->dims || !loom_sym_is_const(si->dims[0], &len))
+    return UNSUP(c->n, "input 2 (output_shape) must be a constant or a 1-D i64 tensor of static length (it is computed at run time)");
+  if (len != r) return BAD(c->n, "output_shape has %lld values for rank %d", (long long)len, r);
+  loom_onnx_tensor *z = oimp_new_tensor(c->im, LOOM_DTYPE_I64, 1, &rr), *d = oimp_new_tensor(c->im, LOOM_DTYPE_I64, 1, &rr);
+  if (!z || !d) return LOOM_OOM();
+  for (int k = 0; k < r; k++) {
+    ((int64_t *)z->data)[k] = 0;
+    if (!loom_sym_is_const(od[k], &((int64_t *)d->data)[k])) return UNSUP(c->n, "output_shape needs constant input extents (axis %d)", k);
+  }
+  loom_graph_expr *zv = oimp_const_of(c->im, z), *dv = oimp_const_of(c->im, d), *after;
+  if (!zv || !dv) return LOOM_OOM();
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, c->args[2], dv, &after));
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 0));
+  return oimp_emit(c, LOOM_GRAPH_OP_CONCAT, 2, (loom_graph_expr *[]){zv, after}, NULL, pads);
+}
+
 /* x and I (N, C, in..): a zero tensor of (N, C, (in - 1) * stride + kernel - pads..) with
- * x's values at I's flat indices, then zero-padded after to output_shape when given. */
+ * x's values at I's flat indices, then zero-padded after to output_shape when given (constant or known at run time). */
 static loom_status h_max_unpool(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   imp *im = c->im;
@@ -219,6 +241,7 @@ static loom_status h_max_unpool(nctx *c, const op_entry *e, loom_graph_expr **ou
   LOOM_PROPAGATE(oimp_ints_or(c, "pads", pads, 2 * ns, 0));
   const loom_sym_expr *const *xd = c->args[0]->sinfo->dims, *od[MAXS + 2], *one = loom_sym_const(cx, 1);
   const loom_sym_expr *tot = one, *m = one;
+  loom_graph_expr *padv = NULL;
   for (int k = 0; k < r; k++) {
     if (k < 2) od[k] = xd[k];
     else {
@@ -228,8 +251,9 @@ static loom_status h_max_unpool(nctx *c, const op_entry *e, loom_graph_expr **ou
     }
     tot = loom_sym_mul(cx, tot, od[k]), m = loom_sym_mul(cx, m, xd[k]);
   }
-  bool has_os = oimp_has_input(c, 2);
-  if (has_os) {
+  bool has_os = oimp_has_input(c, 2), dyn_os = oimp_runtime_input(c, 2);
+  if (dyn_os) LOOM_PROPAGATE(unpool_pads_dyn(c, r, od, &padv));
+  else if (has_os) {
     size_t n;
     LOOM_PROPAGATE(oimp_const_ints(c, 2, "output_shape", oshape, MAXS + 2, &n));
     if (n != (size_t)r) return BAD(c->n, "output_shape has %zu values for rank %d", n, r);
@@ -252,7 +276,11 @@ static loom_status h_max_unpool(nctx *c, const op_entry *e, loom_graph_expr **ou
   LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_SCATTER_ELEMENTS, 3, a, NULL, &y));
   oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", (size_t)r, od));
   LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_RESHAPE, 1, &y, has_os ? NULL : c->n->outputs[0], &y));
-  if (has_os) {
+  if (dyn_os) {
+    loom_graph_expr *zero = loom_graph_const_scalar(im->m, c->args[0]->sinfo->dtype, 0);
+    if (!zero) return LOOM_OOM();
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_PAD, 3, (loom_graph_expr *[]){y, padv, zero}, c->n->outputs[0], &y));
+  } else if (has_os) {
     oimp_add_attr(c, loom_graph_attr_ints(im->m, "pads", 2 * (size_t)r, full));
     oimp_add_attr(c, loom_graph_attr_float(im->m, "value", 0));
     LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_PAD, 1, &y, c->n->outputs[0], &y));
