@@ -554,6 +554,132 @@ static loom_status h_roi_align(nctx *c, const op_entry *e, loom_graph_expr **out
 
 /* ---- Col2Im ------------------------------------------------------------------------------- */
 
+/* An i64 constant of the given dims from v. */
+static loom_graph_expr *i64_const(nctx *c, size_t rank, const int64_t *dims, const int64_t *v) {
+  loom_onnx_tensor *t = oimp_new_tensor(c->im, LOOM_DTYPE_I64, rank, dims);
+  if (!t) return NULL;
+  memcpy(t->data, v, (size_t)t->numel * sizeof *v);
+  return oimp_const_of(c->im, t);
+}
+
+/* x[k] of a 1-D i64 tensor as a scalar, at least 1 when `pos` (a divisor never 0). */
+static loom_status elem_at(nctx *c, loom_graph_expr *x, int64_t k, bool pos, loom_graph_expr **y) {
+  loom_graph_expr *ki = loom_graph_const_scalar(c->im->m, LOOM_DTYPE_I64, (double)k);
+  if (!ki) return LOOM_OOM();
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 0));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){x, ki}, NULL, y));
+  return pos ? oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, *y, 1, y) : LOOM_OK;
+}
+
+/* Col2Im with image_shape or block_shape known only at run time: a scatter-add. Input element
+ * (ch, l) of (N, CK, L) (CK and L constant) belongs to channel ch / K (K = prod(block)), block
+ * offset ch % K and block position l, both split row-major over the axes; on axis k it lands at
+ * l_k * stride + kidx_k * dilation - pad_before, and where every axis lands inside the image it
+ * adds into image element (ch / K) * P + flat position (P = prod(image)); the rest go to a
+ * dump element P * CK / K, sliced off before the reshape to (N, CK / K, image..). Run-time
+ * values are clamped so that no division is by 0 and no index leaves the buffer. */
+static loom_status col2im_dyn(nctx *c, size_t ns, const int64_t *strides, const int64_t *dil, const int64_t *pads, loom_graph_expr **out) {
+  imp *im = c->im;
+  int64_t ck = oimp_const_dim(c, 0, 1), l = oimp_const_dim(c, 0, 2), nsv = (int64_t)ns;
+  if (ck < 1 || l < 1) return UNSUP(c->n, "run-time image_shape / block_shape need constant channel and block extents");
+  if (ck * l > OIMP_FOLD_MAX) return UNSUP(c->n, "%lld channels of %lld blocks", (long long)ck, (long long)l);
+  for (int i = 1; i < 3; i++) {
+    const loom_sinfo *si = c->args[i]->sinfo;
+    int64_t len;
+    if (si->kind != LOOM_SINFO_TENSOR || si->dtype != LOOM_DTYPE_I64 || si->ndim != 1 || !si->dims || !loom_sym_is_const(si->dims[0], &len))
+      return UNSUP(c->n, "input %d (%s) must be a constant or a 1-D i64 tensor of static length", i, i == 1 ? "image_shape" : "block_shape");
+    if (len != nsv) return BAD(c->n, "image_shape and block_shape must have %zu values (the pads / strides / dilations)", ns);
+  }
+  int64_t *iv = malloc((size_t)(ck > l ? ck : l) * sizeof *iv);
+  if (!iv) return LOOM_OOM();
+  for (int64_t i = 0; i < (ck > l ? ck : l); i++) iv[i] = i;
+  loom_graph_expr *ch = i64_const(c, 2, (int64_t[]){ck, 1}, iv), *li = i64_const(c, 2, (int64_t[]){1, l}, iv);
+  free(iv);
+  if (!ch || !li) return LOOM_OOM();
+  loom_graph_expr *img = c->args[1], *blk = c->args[2], *kk, *kidx, *cc, *bafter = NULL, *oafter = NULL, *iafter = NULL, *flat = NULL, *valid = NULL;
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", 1, (int64_t[]){0}));
+  oimp_add_attr(c, loom_graph_attr_bool(im->m, "keepdims", false));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_PROD, blk, &kk));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, kk, 1, &kk));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MOD, ch, kk, &kidx));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_DIV, ch, kk, &cc));
+  for (size_t k = ns; k-- > 0;) {
+    loom_graph_expr *bk, *ik, *ok, *kq, *lq, *pos, *t;
+    LOOM_PROPAGATE(elem_at(c, blk, (int64_t)k, true, &bk));
+    LOOM_PROPAGATE(elem_at(c, img, (int64_t)k, false, &ik));
+    /* o_k = (image + pads - dilation * (block - 1) - 1) / stride + 1, at least 1 */
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_SUB, bk, 1, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, t, (double)dil[k], &t));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, ik, t, &ok));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_ADD, ok, (double)(pads[k] + pads[ns + k] - 1), &ok));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_DIV, ok, (double)strides[k], &ok));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_ADD, ok, 1, &ok));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, ok, 1, &ok));
+    /* the axis's block offset and block position, row-major (the later axes' products after) */
+    kq = kidx, lq = li;
+    if (bafter) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_DIV, kq, bafter, &kq));
+    if (oafter) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_DIV, lq, oafter, &lq));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MOD, kq, bk, &kq));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MOD, lq, ok, &lq));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, kq, (double)dil[k], &kq));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, lq, (double)strides[k], &lq));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, kq, lq, &pos));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_SUB, pos, (double)pads[k], &pos));
+    loom_graph_expr *ge, *lt, *ok2;
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_GREATER_EQUAL, pos, 0, &ge));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_LESS, pos, ik, &lt));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_LOGICAL_AND, ge, lt, &ok2));
+    if (valid) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_LOGICAL_AND, valid, ok2, &ok2));
+    valid = ok2;
+    if (iafter) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, pos, iafter, &pos));
+    if (flat) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, flat, pos, &pos));
+    flat = pos;
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, ik, 0, &ik));
+    if (bafter) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, bafter, bk, &bk));
+    if (oafter) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, oafter, ok, &ok));
+    if (iafter) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, iafter, ik, &ik));
+    bafter = bk, oafter = ok, iafter = ik;
+  }
+  /* iafter = P; dump = P * (CK / K); target = cc * P + flat where valid and below the dump */
+  loom_graph_expr *dump, *tgt, *below, *idx, *tot, *zeros, *upd, *y, *dims, *shape;
+  LOOM_PROPAGATE(oimp_k_op(c, LOOM_GRAPH_OP_DIV, (double)ck, kk, &dump));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, dump, iafter, &dump));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, cc, iafter, &tgt));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, tgt, flat, &tgt));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_LESS, tgt, dump, &below));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_LOGICAL_AND, valid, below, &valid));
+  LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, valid, tgt, dump, &idx));
+  /* zeros (N, dump + 1): the extent bound from data */
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_ADD, dump, 1, &tot));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", 1, (int64_t[]){0}));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXPAND_DIMS, tot, &tot));
+  const loom_sym_expr *zd[2] = {c->args[0]->sinfo->dims[0]}, *m = loom_sym_const(im->cx, ck * l);
+  LOOM_PROPAGATE(oimp_runtime_syms(c, tot, c->n->outputs[0], &zd[1], 1));
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 2, zd));
+  oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", c->args[0]->sinfo->dtype));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ZEROS, 0, NULL, NULL, &zeros));
+  const loom_sym_expr *ud[2] = {zd[0], m}, *one = loom_sym_const(im->cx, 1);
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 2, (const loom_sym_expr *[]){one, m}));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, idx, &idx));
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 2, ud));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_BROADCAST_TO, idx, &idx));
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 2, ud));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, c->args[0], &upd));
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 1));
+  oimp_add_attr(c, oimp_str_attr(im, "reduction", "add"));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_SCATTER_ELEMENTS, 3, (loom_graph_expr *[]){zeros, idx, upd}, NULL, &y));
+  /* y[:, :dump] reshaped to (N, CK / K, image..) (0 copies N, -1 infers the channels) */
+  loom_graph_expr *st = i64_const(c, 1, (int64_t[]){1}, (int64_t[]){0}), *ax = i64_const(c, 1, (int64_t[]){1}, (int64_t[]){1});
+  loom_graph_expr *head = i64_const(c, 1, (int64_t[]){2}, (int64_t[]){0, -1});
+  if (!st || !ax || !head) return LOOM_OOM();
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", 1, (int64_t[]){0}));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXPAND_DIMS, dump, &dims));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_STRIDED_SLICE, 4, (loom_graph_expr *[]){y, st, dims, ax}, NULL, &y));
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 0));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_CONCAT, 2, (loom_graph_expr *[]){head, img}, NULL, &shape));
+  return oimp_emit(c, LOOM_GRAPH_OP_RESHAPE, 2, (loom_graph_expr *[]){y, shape}, c->n->outputs[0], out);
+}
+
 /* Col2Im: input (N, C * prod(block), L) with L the positions of a block sliding over the padded
  * image; overlapping values add. That is a grouped transposed convolution (C groups of
  * prod(block) input channels, one output channel each) whose kernel is one-hot per channel. */
@@ -563,6 +689,20 @@ static loom_status h_col2im(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (oimp_in_rank(c, 0) != 3) return BAD(c->n, "input must be rank 3 (N, C * prod(block_shape), L)");
   int64_t img[MAXS], blk[MAXS], strides[MAXS], dil[MAXS], pads[2 * MAXS], o[MAXS], opad[MAXS], kk = 1, nl = 1;
   size_t ns, nb;
+  if (oimp_runtime_input(c, 1) || oimp_runtime_input(c, 2)) {
+    int64_t len;
+    const loom_sinfo *si = c->args[1]->sinfo;
+    if (si->kind != LOOM_SINFO_TENSOR || si->ndim != 1 || !si->dims || !loom_sym_is_const(si->dims[0], &len) || len < 1 || len > MAXS)
+      return UNSUP(c->n, "input 1 (image_shape) must be a constant or a 1-D i64 tensor of 1 to %d values", MAXS);
+    ns = (size_t)len;
+    LOOM_PROPAGATE(oimp_ints_or(c, "strides", strides, ns, 1));
+    LOOM_PROPAGATE(oimp_ints_or(c, "dilations", dil, ns, 1));
+    LOOM_PROPAGATE(oimp_ints_or(c, "pads", pads, 2 * ns, 0));
+    for (size_t k = 0; k < ns; k++)
+      if (strides[k] < 1 || dil[k] < 1 || pads[k] < 0 || pads[ns + k] < 0)
+        return BAD(c->n, "axis %zu: stride %lld and dilation %lld must be >= 1, pads >= 0", k, (long long)strides[k], (long long)dil[k]);
+    return col2im_dyn(c, ns, strides, dil, pads, out);
+  }
   LOOM_PROPAGATE(oimp_const_ints(c, 1, "image_shape", img, MAXS, &ns));
   LOOM_PROPAGATE(oimp_const_ints(c, 2, "block_shape", blk, MAXS, &nb));
   if (ns != nb || ns < 1) return BAD(c->n, "image_shape has %zu values and block_shape %zu; they must match", ns, nb);
