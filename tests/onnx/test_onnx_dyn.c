@@ -1,6 +1,6 @@
 /* test_onnx_dyn.c — ONNX operands that decide structure fed as graph inputs (Reduce* axes,
  * Reshape's shape, Trilu's k, Range's bounds, Pad's pads in every mode, Slice's bounds, CumSum's axis,
- * CenterCropPad's shape, AffineGrid's size):
+ * CenterCropPad's shape, AffineGrid's size, Col2Im's image and block shapes):
  * imported as the graph ops' run-time operand forms, evaluated by the interpreter, and the
  * import / run errors for bad ones name the node, the input and the values. */
 #include "frontend/onnx/onnx_import.h"
@@ -198,4 +198,22 @@ LOOM_TEST(onnx_dyn, affine_grid_with_a_runtime_size) {
   io bad[] = {{"t", F32, 3, {"1", "2", "3"}}, {"s", I64, 1, {"3"}}};
   EXPECT_IMPORT_ERROR("AffineGrid", bad, &out, NULL, INVALID_ARGUMENT,
                       "node 0 (AffineGrid 'd'): size has 3 values; expected 4 (N, C, H, W) or 5 (N, C, D, H, W)");
+}
+
+/* Col2Im with image_shape and block_shape as graph inputs: two channels (the block's two
+ * offsets) of two blocks over a 1 x 3 image overlap in the middle. */
+LOOM_TEST(onnx_dyn, col2im_with_runtime_shapes) {
+  io ins[] = {{"x", F32, 3, {"1", "2", "2"}}, {"i", I64, 1, {"2"}}, {"b", I64, 1, {"2"}}};
+  io out = {"y", F32, -1, {NULL}};
+  loom_onnx_model *m;
+  loom_graph_module *gm;
+  loom_status s = onnx_test_import_one("Col2Im", "d", ins, 3, &out, NULL, &m, &gm);
+  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+  loom_graph_value a1[3] = {tensor(LOOM_DTYPE_F32, 3, (int64_t[]){1, 2, 2}, (double[]){1, 2, 3, 4}),
+                            tensor(LOOM_DTYPE_I64, 1, (int64_t[]){2}, (double[]){1, 3}), tensor(LOOM_DTYPE_I64, 1, (int64_t[]){2}, (double[]){1, 2})};
+  expect_run(gm, 3, a1, 4, (int64_t[]){1, 1, 1, 3}, (double[]){1, 5, 4});
+  loom_graph_module_destroy(gm);
+  loom_onnx_model_free(m);
+  io bad[] = {{"x", F32, 3, {"1", "2", "2"}}, {"i", I64, 1, {"2"}}, {"b", I64, 1, {"1"}}};
+  EXPECT_IMPORT_ERROR("Col2Im", bad, &out, NULL, INVALID_ARGUMENT, "node 0 (Col2Im 'd'): image_shape and block_shape must have 2 values");
 }
