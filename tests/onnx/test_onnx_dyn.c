@@ -217,3 +217,35 @@ LOOM_TEST(onnx_dyn, col2im_with_runtime_shapes) {
   io bad[] = {{"x", F32, 3, {"1", "2", "2"}}, {"i", I64, 1, {"2"}}, {"b", I64, 1, {"1"}}};
   EXPECT_IMPORT_ERROR("Col2Im", bad, &out, NULL, INVALID_ARGUMENT, "node 0 (Col2Im 'd'): image_shape and block_shape must have 2 values");
 }
+
+/* Broadcasting before opset 7 (the importer, not a run-time operand): B (2,) lines up with
+ * A (2, 3) at axis 0, so row i gets B[i]; an axis from which B does not fit is refused. */
+LOOM_TEST(onnx_dyn, legacy_broadcast_with_an_axis) {
+  for (int bad = 0; bad < 2; bad++) {
+    pb g = {0}, model = {0}, attrs = {0};
+    onnx_test_int_attr(&attrs, "broadcast", 1);
+    onnx_test_int_attr(&attrs, "axis", bad ? 2 : 0);
+    const char *ins[] = {"a", "b", NULL}, *outs[] = {"y", NULL}, *ad[] = {"2", "3"}, *bd[] = {"2"};
+    pb_node(&g, "Add", "d", ins, outs, &attrs);
+    pb_value_info(&g, 11, "a", F32, 2, ad);
+    pb_value_info(&g, 11, "b", F32, 1, bd);
+    pb_value_info(&g, 12, "y", F32, 2, ad);
+    pb_model(&model, 6, &g);
+    loom_onnx_model *m;
+    loom_graph_module *gm = NULL;
+    loom_status s = loom_onnx_model_parse(model.d, model.len, "mem.onnx", NULL, &m);
+    pb_free(&model);
+    cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+    if (bad) {
+      EXPECT_ERROR(loom_onnx_import(m, &gm), INVALID_ARGUMENT, "node 0 (Add 'd'): broadcast axis 2: B of rank 1 does not fit A of rank 2 from it");
+    } else {
+      s = loom_onnx_import(m, &gm);
+      cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+      loom_graph_value a[2] = {tensor(LOOM_DTYPE_F32, 2, (int64_t[]){2, 3}, (double[]){1, 2, 3, 4, 5, 6}),
+                               tensor(LOOM_DTYPE_F32, 1, (int64_t[]){2}, (double[]){10, 20})};
+      expect_run(gm, 2, a, 2, (int64_t[]){2, 3}, (double[]){11, 12, 13, 24, 25, 26});
+      loom_graph_module_destroy(gm);
+    }
+    loom_onnx_model_free(m);
+  }
+}

@@ -533,6 +533,11 @@ static loom_status h_batchnorm(nctx *c, const op_entry *e, loom_graph_expr **out
   int64_t train;
   double eps, mom;
   LOOM_PROPAGATE(oimp_attr_int(c, "training_mode", 0, &train));
+  if (loom_onnx_node_attr(c->n, "is_test")) { /* before opset 7: is_test=0 is training */
+    int64_t test;
+    LOOM_PROPAGATE(oimp_attr_int(c, "is_test", 0, &test));
+    train = !test;
+  }
   LOOM_PROPAGATE(oimp_attr_float(c, "epsilon", 1e-5, &eps));
   LOOM_PROPAGATE(oimp_attr_float(c, "momentum", 0.9, &mom));
   if (train) return batchnorm_train(c, e, eps, mom, out);
@@ -791,7 +796,7 @@ const op_entry oimp_core_table[] = {
     {"Slice", LOOM_GRAPH_OP_STRIDED_SLICE, h_slice, 1, 5, " starts ends axes ", false},
     {"Pad", LOOM_GRAPH_OP_PAD, h_pad, 1, 4, " mode pads value ", false},
     {"Expand", LOOM_GRAPH_OP_BROADCAST_TO, h_expand, 2, 2, NOATTR, false},
-    {"BatchNormalization", LOOM_GRAPH_OP_BATCH_NORM, h_batchnorm, 5, 5, " epsilon momentum training_mode spatial ", true},
+    {"BatchNormalization", LOOM_GRAPH_OP_BATCH_NORM, h_batchnorm, 5, 5, " epsilon momentum training_mode spatial is_test ", true},
     {"GatherElements", LOOM_GRAPH_OP_GATHER_ELEMENTS, h_gather, 2, 2, " axis ", false},
     {"Pow", LOOM_GRAPH_OP_POW, h_pow, 2, 2, NOATTR, false},
     {"Shape", OIMP_OP_NONE, h_shape, 1, 1, " start end ", false},
