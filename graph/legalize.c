@@ -141,13 +141,6 @@ loom_status loom_graph_legalize_call(loom_graph_module *m, const loom_graph_expr
     return LOOM_ERROR(INVALID_ARGUMENT, "legalize: not an operator call");
   if (!out || out->kind != LOOM_SINFO_TENSOR || out->dtype == LOOM_DTYPE_UNKNOWN)
     return loom_legal_unsupported(call, "for a non-tensor result");
-  /* float8, int4, ...: the reference interpreter runs them; tensor programs do not take them */
-  for (size_t i = 0; i <= call->u.call.nargs; i++) {
-    const loom_sinfo *si = i < call->u.call.nargs ? call->u.call.args[i]->sinfo : out;
-    if (si && si->kind == LOOM_SINFO_TENSOR && si->dtype == LOOM_DTYPE_F8E8M0)
-      return LOOM_ERROR(UNIMPLEMENTED, "%s: no legalization for dtype %s (e8m0 runs on the interpreter only)",
-                        loom_graph_op_name(call->u.call.op), loom_dtype_name(si->dtype));
-  }
   loom_graph_legalize_fn legalize = loom_graph_op_impl_of(call->u.call.op)->legalize;
   if (!legalize) return loom_legal_unsupported(call, "yet");
   return legalize(m, call, out, result);

@@ -510,13 +510,60 @@ static loom_status legal_clip(loom_graph_module *m, const loom_graph_expr *call,
   return LOOM_LEGAL_PROGRAM(m, name, gen_unary, p, &r->tp);
 }
 
+/* The expression of a cast to e8m0 under round_mode `mode` and `sat` over `u`, x's float32 bits
+ * (ONNX casts through float32): base/lowp.c's loom_lowp_e8m0 in integer operations on them. A
+ * program's e8m0 rounding (a store) is "up" saturating already; "down" clears the mantissa;
+ * "nearest" adds half a binade (just under half for a subnormal: its tie rounds down) and
+ * clears the mantissa, a carry into the exponent being the step up. With saturate the exponent
+ * stops at 2^127 (0x7f000000); without, 2^127's step up is NaN. Inf and NaN give NaN. */
+static void e8m0_expr(char *expr, size_t cap, const char *u, loom_lowp_round mode, bool sat) {
+  char a[64];
+  snprintf(a, sizeof a, "(%s && 2147483647)", u); /* |x|'s bits */
+  if (mode == LOOM_LOWP_ROUND_DOWN)
+    snprintf(expr, cap, "f8e8m0(bitcast(%s && 2139095040, 0.0f32))", u);
+  else if (mode == LOOM_LOWP_ROUND_UP)
+    snprintf(expr, cap, sat ? "f8e8m0(bitcast(%s, 0.0f32))" : "select(%s > 2130706432, nanf8e8m0, f8e8m0(bitcast(%s, 0.0f32)))",
+             sat ? u : a, u);
+  else
+    snprintf(expr, cap, "f8e8m0(select(%s >= 2139095040, nanf32, bitcast(%s(%s + select(%s < 8388608, 4194303i32, 4194304i32)) && "
+             "2139095040%s, 0.0f32)))", a, sat ? "min(" : "", a, a, sat ? ", 2130706432)" : "");
+}
+
+/* Casts: a value cast, the tensor-program `T(x)`, rounds to nearest and saturates float8 /
+ * float4 (a store keeps e5m2's inf). saturate=false to a float8 format: where |x| rounds past
+ * the largest value (loom_lowp_overflow_bound, decided in f64, exactly) the result is the
+ * format's inf or NaN with x's sign. e8m0 honours round_mode and saturate (e8m0_expr). */
 static loom_status legal_cast(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
                               loom_graph_legal *r) {
-  if (loom_dtype_is_lowp_float(out->dtype) && !loom_graph_call_int(call, "saturate"))
-    return loom_legal_unsupported(call, "to a float8 / float4 dtype with saturate=false (programs saturate)");
-  char expr[32];
-  snprintf(expr, sizeof expr, "%s(x)", loom_dtype_name(out->dtype));
-  return unary_program(m, call, out, expr, &r->tp);
+  const loom_sinfo *x;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
+  const char *to = loom_dtype_name(out->dtype);
+  bool sat = loom_graph_call_int(call, "saturate") != 0;
+  const loom_lowp_format *f = loom_lowp_format_of(out->dtype);
+  char expr[256], what[16] = "";
+  snprintf(expr, sizeof expr, "%s(x)", to);
+  if (out->dtype == LOOM_DTYPE_F8E8M0 && x->dtype != LOOM_DTYPE_F8E8M0) {
+    const loom_graph_attr *rm = loom_graph_call_attr(call, "round_mode");
+    loom_lowp_round mode = LOOM_LOWP_ROUND_UP;
+    if (rm && !loom_lowp_round_parse(rm->s, &mode)) return loom_legal_unsupported(call, "with an unknown round_mode");
+    char u[32];
+    snprintf(u, sizeof u, x->dtype == LOOM_DTYPE_F32 ? "bitcast(x, 0i32)" : "bitcast(f32(x), 0i32)");
+    e8m0_expr(expr, sizeof expr, u, mode, sat);
+    snprintf(what, sizeof what, "_%s%s", rm ? rm->s : "up", sat ? "" : "_nosat");
+  } else if (f && !sat && x->dtype != LOOM_DTYPE_BOOL && loom_lowp_overflow_code(f, 0) != loom_lowp_max_code(f, 0)) {
+    bool incl;
+    double bound = loom_lowp_overflow_bound(f, &incl);
+    const char *v = x->dtype == LOOM_DTYPE_F64 ? "x" : "f64(x)", *ovf = f->ieee ? "inf" : "nan";
+    snprintf(expr, sizeof expr, "select(abs(%s) %s %.17g, select(%s < 0.0, -%s%s, %s%s), %s(x))", v, incl ? ">=" : ">", bound,
+             v, ovf, to, ovf, to, to);
+    snprintf(what, sizeof what, "_nosat");
+  }
+  if (!what[0]) return unary_program(m, call, out, expr, &r->tp);
+  char name[128];
+  snprintf(name, sizeof name, "cast%s_%s_%s_r%d", what, loom_dtype_name(x->dtype), to, x->ndim);
+  unary_params p = {.in = x->dtype, .out = out->dtype, .rank = x->ndim};
+  LOOM_PROPAGATE(copy_expr(p.expr, sizeof p.expr, expr));
+  return LOOM_LEGAL_PROGRAM(m, name, gen_unary, p, &r->tp);
 }
 
 /* bitcast: between integers of one width and to / from bool the bits are the value (wrapped;

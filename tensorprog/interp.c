@@ -82,7 +82,7 @@ static void store_elem(loom_dtype t, void *base, int64_t off, value v) {
     case LOOM_DTYPE_F32: { float x = (float)v.f; memcpy(p, &x, 4); break; }
     case LOOM_DTYPE_F64: { memcpy(p, &v.f, 8); break; }
     default:
-      if (loom_dtype_is_lowp_float(t)) *(uint8_t *)p = loom_lowp_from_f64(t, v.f, true); /* saturating, as Cast's default */
+      if (loom_dtype_is_lowp_float(t)) *(uint8_t *)p = loom_lowp_store(t, v.f); /* saturating; e5m2 keeps inf */
       break;
   }
 }

@@ -10,8 +10,7 @@
  *     bool or integer; MATH float; select's condition bool and branches alike;
  *   - a store's value has the buffer's dtype; an if's condition is bool;
  *   - loop variables are not reused by nested loops;
- *   - no value has dtype e8m0 (it lives only in graph functions run by the reference
- *     interpreter); float8 / float4 are storage types computed in float (as f16), the 4- and
+ *   - float8 / float4 / e8m0 are storage types computed in float (as f16), the 4- and
  *     2-bit integers integers that wrap at their width. */
 #include <string.h>
 
@@ -118,11 +117,6 @@ static void check_op(verifier *v, const loom_tp_expr *e) {
 
 static void check_expr(verifier *v, const loom_tp_expr *e) {
   if (v->err) return;
-  if (e->dtype == LOOM_DTYPE_F8E8M0) {
-    fail(v, LOOM_ERROR(UNIMPLEMENTED, "program @%s: a value of dtype %s: tensor programs do not take e8m0",
-                       v->f->name, loom_dtype_name(e->dtype)));
-    return;
-  }
   switch (e->kind) {
     case LOOM_TP_EXPR_CONST:
       return;

@@ -130,6 +130,21 @@ uint8_t loom_lowp_from_f64(loom_dtype t, double v, bool saturate) {
   return int_wrap(t, i);
 }
 
+uint8_t loom_lowp_store(loom_dtype t, double v) {
+  const fmt *f = fmt_of(t);
+  return loom_lowp_from_f64(t, v, !(f && f->ieee && isinf(v)));
+}
+
+double loom_lowp_overflow_bound(const fmt *f, bool *inclusive) {
+  int e;
+  frexp(f->max, &e); /* max in [2^(e-1), 2^e) */
+  double ulp = ldexp(1.0, e - 1 - (int)f->mbits);
+  *inclusive = ((uint64_t)ldexp(f->max, (int)f->mbits - (e - 1)) & 1) != 0;
+  return f->max + ulp / 2;
+}
+
+uint8_t loom_lowp_overflow_code(const fmt *f, unsigned s) { return fmt_overflow(f, s, false); }
+
 uint8_t loom_lowp_e8m0(double v, bool saturate, loom_lowp_round mode) {
   float x = (float)v;
   uint32_t u;

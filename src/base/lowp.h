@@ -57,6 +57,19 @@ uint8_t loom_lowp_from_f64(loom_dtype t, double v, bool saturate);
 /* The e8m0 code of (float)v, as ONNX Cast: from float32's exponent field and mantissa (so
  * 2^-127, a float32 subnormal, rounds "up" to 2^-126 as in the reference). */
 uint8_t loom_lowp_e8m0(double v, bool saturate, loom_lowp_round mode);
+/* The byte a tensor program stores for the register value v of lowp float type t (registers
+ * hold values already rounded to t, so this only encodes): as loom_lowp_from_f64 saturating,
+ * except that an infinity stays an infinity where the format has one (e5m2): an unsaturated
+ * cast's inf must reach memory (a saturating cast has made it the largest value already). */
+uint8_t loom_lowp_store(loom_dtype t, double v);
+/* Where rounding to float8 / float4 format f overflows: |v| > bound, or |v| >= bound when
+ * *inclusive (the largest finite value plus half its spacing; the tie rounds away from the
+ * largest value when that value's mantissa is odd). A cast with saturate=false gives inf or
+ * NaN there (loom_lowp_overflow_code); formats without either (e2m1) always saturate. */
+double loom_lowp_overflow_bound(const loom_lowp_format *f, bool *inclusive);
+/* The code an unsaturated overflow with sign bit s gives in format f (inf, NaN, or for e2m1
+ * the largest value). */
+uint8_t loom_lowp_overflow_code(const loom_lowp_format *f, unsigned s);
 /* The byte for the low bits of integer v in i4 / u4 / i2 / u2 (wrapping). */
 uint8_t loom_lowp_from_i64(loom_dtype t, int64_t v);
 

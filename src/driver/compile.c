@@ -101,56 +101,8 @@ static loom_status run_codegen(loom_compiled *c, loom_target_emit emit) {
   return loom_pipeline_run_ctx(&c->ctx, codegen, 1, &c->po);
 }
 
-/* The low-precision float dtype in `si` (a tensor or a tuple of them), or LOOM_DTYPE_COUNT. */
-static loom_dtype lowp_in(const loom_sinfo *si) {
-  if (!si) return LOOM_DTYPE_COUNT;
-  if (si->kind == LOOM_SINFO_TUPLE)
-    for (size_t i = 0; i < si->nfields; i++)
-      if (lowp_in(si->fields[i]) != LOOM_DTYPE_COUNT) return lowp_in(si->fields[i]);
-  if ((si->kind == LOOM_SINFO_TENSOR || si->kind == LOOM_SINFO_SCALAR) && si->dtype == LOOM_DTYPE_F8E8M0)
-    return si->dtype;
-  return LOOM_DTYPE_COUNT;
-}
-
-/* Float8, float4, e8m0 (loom_dtype_is_lowp_float) run on the reference interpreter only: a
- * compiled function refuses them up front, naming the parameter or binding. (The 4- and 2-bit
- * integers compile: integers of that width, one per byte.) */
-/* The first binding of seq (or of a branch or a loop's body in it) holding such a dtype. */
-static loom_dtype lowp_seq(const loom_graph_seq *s, const char **what) {
-  loom_dtype dt = LOOM_DTYPE_COUNT;
-  for (size_t b = 0; b < s->nblocks && dt == LOOM_DTYPE_COUNT; b++)
-    for (size_t k = 0; k < s->blocks[b]->n && dt == LOOM_DTYPE_COUNT; k++) {
-      const loom_graph_binding *bd = s->blocks[b]->bindings[k];
-      if ((dt = lowp_in(bd->var->sinfo)) != LOOM_DTYPE_COUNT) *what = bd->var->u.var.name;
-      else if (bd->value->kind == LOOM_GRAPH_EXPR_IF && (dt = lowp_seq(bd->value->u.if_.then_seq, what)) == LOOM_DTYPE_COUNT)
-        dt = lowp_seq(bd->value->u.if_.else_seq, what);
-      else if (bd->value->kind == LOOM_GRAPH_EXPR_LOOP) {
-        for (size_t q = 0; q < bd->value->u.loop.ncarry && dt == LOOM_DTYPE_COUNT; q++)
-          if ((dt = lowp_in(bd->value->u.loop.params[q]->sinfo)) != LOOM_DTYPE_COUNT) *what = bd->value->u.loop.params[q]->u.var.name;
-        if (dt == LOOM_DTYPE_COUNT) dt = lowp_seq(bd->value->u.loop.body, what);
-      }
-    }
-  return dt;
-}
-
-static loom_status refuse_lowp(loom_graph_module *m) {
-  for (size_t i = 0; i < loom_graph_module_num_funcs(m); i++) {
-    const loom_graph_func *f = loom_graph_module_func_at(m, i);
-    const char *what = NULL;
-    loom_dtype dt = LOOM_DTYPE_COUNT;
-    for (size_t k = 0; k < f->nparams && dt == LOOM_DTYPE_COUNT; k++)
-      if ((dt = lowp_in(f->params[k]->sinfo)) != LOOM_DTYPE_COUNT) what = f->params[k]->u.var.name;
-    if (dt == LOOM_DTYPE_COUNT) dt = lowp_seq(f->body, &what);
-    if (dt != LOOM_DTYPE_COUNT)
-      return LOOM_ERROR(UNIMPLEMENTED, "function @%s: '%s' has dtype %s; e8m0 runs on the reference interpreter only "
-                        "(loom eval), not compiled", f->name, what, loom_dtype_name(dt));
-  }
-  return LOOM_OK;
-}
-
 loom_status loom_compile(loom_graph_module *m, const loom_compile_options *opts, loom_compiled **out) {
   *out = NULL;
-  LOOM_PROPAGATE(refuse_lowp(m));
   static const loom_compile_options none = {0};
   if (!opts) opts = &none;
   const loom_target *target;

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/lowp.h"
 #include "driver/fuzz_ops_cases.h"
 
 /* A float dtype (mostly f32); half types get a tolerance of their precision. */
@@ -181,27 +182,46 @@ bool fz_gen_clip(fz_gen *g, fz_case *c) {
   return true;
 }
 
+/* cast between every pair of the dtypes below (the low-precision floats as targets only, e8m0
+ * also as a source); to a float8 format, saturate=false in half the cases with inputs past its
+ * overflow bound; to e8m0 each round_mode, either saturate, and in half the cases inputs of
+ * random bits (subnormals, inf, NaN, both ends of the exponent range). */
 bool fz_gen_cast(fz_gen *g, fz_case *c) {
   static const loom_dtype all[] = {LOOM_DTYPE_F32, LOOM_DTYPE_I32, LOOM_DTYPE_F64, LOOM_DTYPE_I64, LOOM_DTYPE_F16, LOOM_DTYPE_BF16,
                                    LOOM_DTYPE_I8,  LOOM_DTYPE_U8,  LOOM_DTYPE_I16, LOOM_DTYPE_U16, LOOM_DTYPE_U32, LOOM_DTYPE_U64,
-                                   LOOM_DTYPE_BOOL, LOOM_DTYPE_F8E4M3FN, LOOM_DTYPE_F8E5M2, LOOM_DTYPE_I4, LOOM_DTYPE_U4};
+                                   LOOM_DTYPE_BOOL, LOOM_DTYPE_F8E8M0, LOOM_DTYPE_F8E4M3FN, LOOM_DTYPE_F8E5M2, LOOM_DTYPE_I4,
+                                   LOOM_DTYPE_U4, LOOM_DTYPE_F8E4M3FNUZ, LOOM_DTYPE_F8E5M2FNUZ};
+  static const char *const modes[] = {"up", "down", "nearest"};
   int rank = (int)fz_int(g, 0, 4);
   fz_dim d[FZ_MAX_RANK];
   fz_shape(g, "d", rank, 0, d);
   c->op = "cast";
-  loom_dtype from = all[fz_pick(g, 13)], to = all[fz_pick(g, 17)];
+  loom_dtype from = all[fz_pick(g, 14)], to = all[fz_pick(g, 20)];
   fz_param *x = fz_param_add(c, "x", from, rank, d);
-  if (loom_dtype_is_float(from)) {
+  char attrs[96] = "";
+  const loom_lowp_format *f = loom_lowp_format_of(to);
+  bool nosat = (f || to == LOOM_DTYPE_F8E8M0) && fz_flag(g, 50);
+  if (nosat) fz_cat(attrs, sizeof attrs, ", saturate=false");
+  if (to == LOOM_DTYPE_F8E8M0 && fz_flag(g, 70)) fz_cat(attrs, sizeof attrs, ", round_mode=\"%s\"", modes[fz_pick(g, 3)]);
+  if (loom_dtype_is_float(from) && from != LOOM_DTYPE_F8E8M0) {
     bool to_unsigned = to == LOOM_DTYPE_BOOL || (loom_dtype_is_int(to) && !loom_dtype_is_signed(to));
     double mag = to == LOOM_DTYPE_I4 || to == LOOM_DTYPE_U4 ? 7 : loom_dtype_bits(to) <= 8 ? 100 : 1000;
-    if (to == LOOM_DTYPE_F8E4M3FN || to == LOOM_DTYPE_F8E5M2 || to == LOOM_DTYPE_F16 || to == LOOM_DTYPE_BF16) mag = 300;
+    if (f || to == LOOM_DTYPE_F16 || to == LOOM_DTYPE_BF16) mag = 300;
+    if (nosat && f) { /* across the overflow bound (f16 holds up to 65504) */
+      bool incl;
+      mag = 1.25 * loom_lowp_overflow_bound(f, &incl);
+      if (from == LOOM_DTYPE_F16 && mag > 65504) mag = 65504;
+    }
     x->lo = to_unsigned ? 0 : -mag, x->hi = mag;
+    if (to == LOOM_DTYPE_F8E8M0 && from != LOOM_DTYPE_F64 && fz_flag(g, 50)) x->fill = FZ_FILL_BITS;
   } else if (loom_dtype_is_int(from)) {
     x->lo = loom_dtype_is_signed(from) ? -100 : 0, x->hi = 200;
     if (loom_dtype_bits(from) == 8) x->hi = loom_dtype_is_signed(from) ? 127 : 255;
+  } else if (from == LOOM_DTYPE_F8E8M0) {
+    x->fill = FZ_FILL_BITS; /* every code, NaN (0xff) included */
   }
   if (loom_dtype_is_float(to) && loom_dtype_bits(to) < 32) c->rtol = 1e-2, c->atol = 1e-3;
-  fz_call(c, "cast(x, dtype=%s)", loom_dtype_name(to));
+  fz_call(c, "cast(x, dtype=%s%s)", loom_dtype_name(to), attrs);
   return true;
 }
 

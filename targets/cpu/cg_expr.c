@@ -441,7 +441,8 @@ static LLVMValueRef wrap_narrow(cg *g, loom_dtype t, LLVMValueRef v) {
 }
 
 static LLVMValueRef round_to(cg *g, loom_dtype t, LLVMValueRef v) {
-  if (t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16 || loom_dtype_is_lowp_float(t)) return cg_from_mem(g, t, cg_to_mem(g, t, v));
+  if (t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16) return cg_from_mem(g, t, cg_to_mem(g, t, v));
+  if (loom_dtype_is_lowp_float(t)) return cg_round_lowp(g, t, v);
   return v;
 }
 

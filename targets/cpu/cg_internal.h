@@ -88,6 +88,7 @@ LLVMValueRef cg_expr(cg *g, const loom_tp_expr *e);
 LLVMValueRef cg_elem_ptr(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *idx);
 LLVMValueRef cg_to_mem(cg *g, loom_dtype t, LLVMValueRef v);   /* register -> memory value */
 LLVMValueRef cg_from_mem(cg *g, loom_dtype t, LLVMValueRef v); /* memory -> register value */
+LLVMValueRef cg_round_lowp(cg *g, loom_dtype t, LLVMValueRef v); /* f32 -> lowp float t's value, saturating */
 LLVMValueRef cg_i64(cg *g, int64_t v);
 LLVMValueRef cg_kf(LLVMTypeRef ty, double v);     /* float constant, splatted for vector types */
 LLVMValueRef cg_ki(LLVMTypeRef ty, long long v);  /* integer constant, splatted for vector types */

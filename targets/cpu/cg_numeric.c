@@ -63,8 +63,10 @@ static LLVMValueRef exponent_of(cg *g, LLVMValueRef a) {
   return LLVMBuildSub(g->b, b, LLVMConstInt(g->t_i64, 1023, 0), "");
 }
 
-/* The byte of v (f32 / f64) in lowp float t, saturating: base/lowp.c's fmt_encode in IR. */
-static LLVMValueRef lowp_encode(cg *g, loom_dtype t, LLVMValueRef v) {
+/* The byte of v (f32 / f64) in lowp float t, saturating: base/lowp.c's fmt_encode in IR.
+ * keep_inf: an infinity becomes the format's infinity where it has one (e5m2), as a store does
+ * (loom_lowp_store); rounding (a cast, an operation's result) saturates it. */
+static LLVMValueRef lowp_encode(cg *g, loom_dtype t, LLVMValueRef v, bool keep_inf) {
   const loom_lowp_format *f = loom_lowp_format_of(t);
   LLVMBuilderRef b = g->b;
   LLVMTypeRef i8 = g->t_i8, i64 = g->t_i64, f64 = g->t_f64;
@@ -98,8 +100,34 @@ static LLVMValueRef lowp_encode(cg *g, loom_dtype t, LLVMValueRef v) {
   res = LLVMBuildSelect(b, zero, f->fnuz ? LLVMConstInt(i8, 0, 0) : sb, res, "");
   LLVMValueRef maxc = LLVMBuildSelect(b, neg, LLVMConstInt(i8, loom_lowp_max_code(f, sbit), 0), LLVMConstInt(i8, loom_lowp_max_code(f, 0), 0), "");
   res = LLVMBuildSelect(b, LLVMBuildOr(b, over, isinf, ""), maxc, res, "");
+  if (keep_inf && f->ieee) {
+    LLVMValueRef infc = LLVMBuildOr(b, sb, LLVMConstInt(i8, loom_lowp_overflow_code(f, 0), 0), "");
+    res = LLVMBuildSelect(b, isinf, infc, res, "");
+  }
   LLVMValueRef nanc = LLVMBuildSelect(b, neg, LLVMConstInt(i8, loom_lowp_nan_code(f, sbit), 0), LLVMConstInt(i8, loom_lowp_nan_code(f, 0), 0), "");
   return LLVMBuildSelect(b, isnan, nanc, res, "");
+}
+
+/* The e8m0 byte of an f32 register value, from its bits as loom_lowp_from_f64(e8m0, v, true):
+ * the exponent field, plus one when a mantissa bit is set (round "up") short of 0xfe
+ * (saturate); 0xff (inf, NaN) stays; 2^-127 (f32 subnormal 0x00400000) is code 0 exactly. */
+static LLVMValueRef e8m0_encode(cg *g, LLVMValueRef v) {
+  LLVMBuilderRef b = g->b;
+  LLVMTypeRef i32 = g->t_i32;
+  if (LLVMTypeOf(v) != g->t_f32) v = LLVMBuildFPTrunc(b, v, g->t_f32, "");
+  LLVMValueRef u = LLVMBuildAnd(b, LLVMBuildBitCast(b, v, i32, ""), LLVMConstInt(i32, 0x7fffffff, 0), "");
+  LLVMValueRef e = LLVMBuildLShr(b, u, LLVMConstInt(i32, 23, 0), "");
+  LLVMValueRef m = LLVMBuildAnd(b, u, LLVMConstInt(i32, 0x7fffff, 0), "");
+  LLVMValueRef up = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntNE, m, LLVMConstInt(i32, 0, 0), ""),
+                                 LLVMBuildICmp(b, LLVMIntULT, e, LLVMConstInt(i32, 0xfe, 0), ""), "");
+  LLVMValueRef code = LLVMBuildAdd(b, e, LLVMBuildZExt(b, up, i32, ""), "");
+  code = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, u, LLVMConstInt(i32, 0x00400000, 0), ""), LLVMConstInt(i32, 0, 0), code, "");
+  return LLVMBuildTrunc(b, code, g->t_i8, "");
+}
+
+/* A register value's byte in lowp float t (keep_inf as lowp_encode). */
+static LLVMValueRef lowp_to_mem(cg *g, loom_dtype t, LLVMValueRef v, bool keep_inf) {
+  return t == LOOM_DTYPE_F8E8M0 ? e8m0_encode(g, v) : lowp_encode(g, t, v, keep_inf);
 }
 
 LLVMValueRef cg_to_mem(cg *g, loom_dtype t, LLVMValueRef v) {
@@ -107,8 +135,12 @@ LLVMValueRef cg_to_mem(cg *g, loom_dtype t, LLVMValueRef v) {
     case LOOM_DTYPE_BOOL: return LLVMBuildZExt(g->b, v, g->t_i8, "");
     case LOOM_DTYPE_F16: return LLVMBuildFPTrunc(g->b, v, g->t_f16, "");
     case LOOM_DTYPE_BF16: return f32_to_bf16(g, v);
-    default: return loom_dtype_is_lowp_float(t) ? lowp_encode(g, t, v) : v;
+    default: return loom_dtype_is_lowp_float(t) ? lowp_to_mem(g, t, v, true) : v;
   }
+}
+
+LLVMValueRef cg_round_lowp(cg *g, loom_dtype t, LLVMValueRef v) {
+  return lowp_decode(g, t, lowp_to_mem(g, t, v, false));
 }
 
 LLVMValueRef cg_from_mem(cg *g, loom_dtype t, LLVMValueRef v) {

@@ -1,5 +1,6 @@
 /* cpu_test_util.c — differential testing of compiled tensor programs. */
 #include "cpu_test_util.h"
+#include "base/lowp.h"
 #include "vm/threadpool.h"
 
 #include <math.h>
@@ -93,7 +94,9 @@ void cpu_fill(loom_dtype t, void *data, size_t count, loom_test_rng *rng) {
       case LOOM_DTYPE_BF16: { uint16_t x = loom_f32_to_bf16((float)f); memcpy(p, &x, 2); break; }
       case LOOM_DTYPE_F32: { float x = (float)f; memcpy(p, &x, 4); break; }
       case LOOM_DTYPE_F64: memcpy(p, &f, 8); break;
-      default: break;
+      default: /* the low-precision types: any code (floats: NaN and inf too), integers in range */
+        *(uint8_t *)p = loom_dtype_is_lowp_float(t) ? (uint8_t)(r >> 56) : loom_lowp_from_i64(t, (int64_t)(r >> 56));
+        break;
     }
   }
 }
@@ -208,15 +211,15 @@ int cpu_diff(tp_fixture *fx, loom_kernel_fn fn, const cpu_diff_opts *o, uint64_t
         size_t es = loom_dtype_size(t);
         for (size_t e = 0; e < counts[i]; e++) {
           const char *g = (const char *)args[i].data + e * es, *w = (const char *)want[i] + e * es;
-          if (loom_dtype_is_float(t)) {
+          if (loom_dtype_is_float(t) && !loom_dtype_is_lowp(t)) {
             double gv = as_double(t, g), wv = as_double(t, w);
             if (isnan(gv) && isnan(wv)) continue;
             cr_assert(fabs(gv - wv) <= o->atol + o->rtol * fabs(wv) || gv == wv,
                       "@%s buffer '%s' element %zu (trial %d, %u threads): got %.9g, want %.9g", f->name,
                       p->buf->name, e, trial, threads, gv, wv);
           } else {
-            cr_assert(memcmp(g, w, es) == 0, "@%s buffer '%s' element %zu (trial %d, %u threads) differs", f->name,
-                      p->buf->name, e, trial, threads);
+            cr_assert(memcmp(g, w, es) == 0, "@%s buffer '%s' element %zu (trial %d, %u threads) differs (got 0x%02x, want 0x%02x)",
+                      f->name, p->buf->name, e, trial, threads, (unsigned)*(const uint8_t *)g, (unsigned)*(const uint8_t *)w);
           }
         }
       }

@@ -251,6 +251,25 @@ LOOM_TEST(cpu, float8_and_float4_storage_bit_exact) {
   }
 }
 
+/* e8m0 storage (2^(code-127), 0xff NaN): decoded by table (code 0 is the f32 subnormal 2^-127),
+ * encoded from f32 bits (exponent, rounded "up", saturating); random bit patterns reach
+ * subnormals, infinities and NaN without arithmetic on them. A store keeps e5m2's infinity
+ * (an unsaturated cast's), which a cast saturates. Bit-exact to the interpreter. */
+LOOM_TEST(cpu, e8m0_storage_and_e5m2_infinity_bit_exact) {
+  cpu_diff_opts o = opts(small, 12, 0);
+  diff_program("prim @e8(X: Buffer[(n,), f32], K: Buffer[(n,), i32], E: Buffer[(n,), f8e8m0], A: Buffer[(n,), f8e8m0],\n"
+               "         B: Buffer[(n,), f8e8m0], C: Buffer[(n,), f8e8m0], D: Buffer[(n, 3), f32], F: Buffer[(n,), f8e5m2]) {\n"
+               "  for i in 0..n {\n"
+               "    A[i] = f8e8m0(X[i] * 1.0e30)\n"
+               "    B[i] = f8e8m0(bitcast(K[i] * 2654435761i32, 0.0))\n"
+               "    C[i] = f8e8m0(f64(X[i]) * 1.0e-30f64)\n"
+               "    D[i, 0] = f32(E[i])\n"
+               "    D[i, 1] = f32(f16(E[i]))\n"
+               "    D[i, 2] = f32(A[i])\n"
+               "    F[i] = select(X[i] > 1.0, inff8e5m2, select(X[i] < -1.0, -inff8e5m2, f8e5m2(X[i] / 0.0)))\n"
+               "  }\n}\n", &o);
+}
+
 LOOM_TEST(cpu, half_precision_storage) {
   cpu_diff_opts o = opts(medium, 10, 0);
   diff_program("prim @h(A: Buffer[(n,), f16], B: Buffer[(n,), bf16], C: Buffer[(n,), f16], D: Buffer[(n,), bf16],\n"

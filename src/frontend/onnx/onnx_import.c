@@ -370,26 +370,69 @@ loom_status oimp_attr_str(const nctx *c, const char *name, const char *def, cons
 }
 
 
-const op_entry *oimp_find_entry(const char *op_type) {
+/* Is `d` the default domain? */
+static bool default_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
+
+const op_entry *oimp_find_entry(const char *domain, const char *op_type) {
   static const struct {
     const op_entry *rows;
     const size_t *len;
+    const char *domain;
   } tables[] = {
-#define OIMP_TABLE(family) {oimp_##family##_table, &oimp_##family##_table_len},
+#define OIMP_TABLE(family, domain) {oimp_##family##_table, &oimp_##family##_table_len, domain},
 #include "frontend/onnx/onnx_tables.def"
 #undef OIMP_TABLE
   };
-  for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+  /* ai.onnx.preview's FlexAttention lives in the default domain's tables */
+  if (domain && !strcmp(domain, "ai.onnx.preview") && !strcmp(op_type, "FlexAttention")) domain = NULL;
+  for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
+    const char *d = tables[t].domain;
+    if (default_domain(d) ? !default_domain(domain) : default_domain(domain) || strcmp(d, domain)) continue;
     for (size_t i = 0; i < *tables[t].len; i++)
       if (strcmp(tables[t].rows[i].onnx, op_type) == 0) return &tables[t].rows[i];
+  }
   return NULL;
 }
 
+/* Does node n carry the attributes of broadcasting before opset 7 (`broadcast`, and `axis`
+ * except on Gemm)? Those ops are the binary elementwise ones and Gemm (for C). */
+static bool legacy_broadcast_op(const imp *im, const loom_onnx_node *n) {
+  static const char *ops[] = {"Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less", "Gemm"};
+  if (im->opset >= 7 || !default_domain(n->domain)) return false;
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (!strcmp(n->op_type, ops[i])) return true;
+  return false;
+}
+
+/* Broadcasting before opset 7: with broadcast=1, B's dims line up with A's from `axis` (absent:
+ * the trailing dims, numpy's rule) — B gets trailing 1-dims for the axes of A after its own, and
+ * then numpy broadcasting gives the same result; broadcast=0 requires equal shapes, which numpy
+ * broadcasting also takes. Gemm's broadcast (of C) is the unidirectional broadcasting of today. */
+static loom_status legacy_broadcast(nctx *c, size_t *vidx) {
+  const loom_onnx_attr *b = loom_onnx_node_attr(c->n, "broadcast"), *ax = loom_onnx_node_attr(c->n, "axis");
+  if (!ax || !strcmp(c->n->op_type, "Gemm")) return LOOM_OK;
+  if (ax->kind != LOOM_ONNX_ATTR_INT) return BAD(c->n, "attribute 'axis' must be an int");
+  if (!b || b->kind != LOOM_ONNX_ATTR_INT || !b->i) return LOOM_OK;
+  if (c->nargs != 2) return LOOM_OK;
+  if (!c->args[1] && c->syms[1]) LOOM_PROPAGATE(value_expr(c->im, vidx[1], &c->args[1]));
+  int ra = oimp_in_rank(c, 0), rb = oimp_in_rank(c, 1);
+  int64_t axis = ax->i < 0 ? ax->i + ra : ax->i;
+  if (ra < 0 || rb < 0) return UNSUP(c->n, "broadcast with 'axis' needs the inputs' ranks");
+  if (axis < 0 || axis + rb > ra)
+    return BAD(c->n, "broadcast axis %lld: B of rank %d does not fit A of rank %d from it", (long long)ax->i, rb, ra);
+  if (axis + rb == ra) return LOOM_OK;
+  int64_t add[8];
+  size_t na = 0;
+  for (int64_t k = axis + rb; k < ra && na < 8; k++, na++) add[na] = rb + (int64_t)na;
+  if ((int64_t)na != ra - axis - rb) return UNSUP(c->n, "broadcast over more than 8 trailing axes");
+  oimp_add_attr(c, loom_graph_attr_ints(c->im->m, "axes", na, add));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXPAND_DIMS, c->args[1], &c->args[1]));
+  c->consts[1] = NULL, c->syms[1] = NULL;
+  return LOOM_OK;
+}
+
 loom_status oimp_import_node(imp *im, const loom_onnx_node *n) {
-  /* ai.onnx.preview is accepted for the ops of it the importer handles (FlexAttention) */
-  bool preview = !strcmp(n->domain, "ai.onnx.preview") && !strcmp(n->op_type, "FlexAttention");
-  if (*n->domain && strcmp(n->domain, "ai.onnx") != 0 && !preview) return UNSUP(n, "domain '%s' is not supported", n->domain);
-  if (strcmp(n->op_type, "Constant") == 0) {
+  if (default_domain(n->domain) && strcmp(n->op_type, "Constant") == 0) {
     if (n->n_attrs != 1) return BAD(n, "exactly one value attribute is required");
     const loom_onnx_attr *a = &n->attrs[0];
     if (strcmp(a->name, "value") != 0) {
@@ -416,19 +459,23 @@ loom_status oimp_import_node(imp *im, const loom_onnx_node *n) {
     if (!k) return UNSUP(n, "the constant tensor cannot be represented");
     return oimp_bind(im, n->outputs[0], k, a->t);
   }
-  const op_entry *e = oimp_find_entry(n->op_type);
+  const op_entry *e = oimp_find_entry(n->domain, n->op_type);
+  if (!e && !default_domain(n->domain)) return UNSUP(n, "op type %s of domain '%s' is not supported", n->op_type, n->domain);
   if (!e) return UNSUP(n, "op type %s is not supported", n->op_type);
+  bool legacy = legacy_broadcast_op(im, n);
   for (size_t i = 0; i < n->n_attrs; i++) {
     char key[80];
     snprintf(key, sizeof key, " %s ", n->attrs[i].name);
+    if (legacy && (!strcmp(n->attrs[i].name, "broadcast") || (!strcmp(n->attrs[i].name, "axis") && strcmp(n->op_type, "Gemm"))))
+      continue;
     if (!strstr(e->attrs, key)) return UNSUP(n, "attribute '%s' is not supported", n->attrs[i].name);
   }
   nctx c = {.im = im, .n = n};
   bool has_seq = false;
-  size_t vidx[8];
+  size_t vidx[OIMP_MAX_IN];
   size_t last = n->n_inputs;
   while (last > 0 && !*n->inputs[last - 1]) last--;
-  if ((int)last < e->min_in || (int)last > e->max_in)
+  if ((int)last < e->min_in || (int)last > e->max_in || last > OIMP_MAX_IN)
     return UNSUP(n, "%zu inputs (supported: %d to %d)", last, e->min_in, e->max_in);
   for (size_t i = 0; i < last; i++) {
     if (!*n->inputs[i] && (int)i < e->min_in) return BAD(n, "input %zu is required but has no name", i);
@@ -450,6 +497,7 @@ loom_status oimp_import_node(imp *im, const loom_onnx_node *n) {
   for (size_t i = 1; i < n->n_outputs; i++)
     if (*n->outputs[i] && !e->multi_out)
       return UNSUP(n, "output %zu is not supported", i);
+  if (legacy) LOOM_PROPAGATE(legacy_broadcast(&c, vidx));
   bool all_const = c.nargs > 0 && n->n_outputs == 1 && !e->multi_out && !has_seq;
   for (size_t i = 0; i < c.nargs; i++)
     if ((c.args[i] || c.syms[i]) && !c.consts[i]) all_const = false;

@@ -489,13 +489,58 @@ static loom_status h_expand(nctx *c, const op_entry *e, loom_graph_expr **out) {
   return oimp_emit(c, e->op, 1, c->args, c->n->outputs[0], out);
 }
 
+/* BatchNormalization with training_mode=1 (opset >= 14), as the reference: the batch's mean
+ * and (population) variance over every axis but 1 normalize x (batch_norm with them as the
+ * statistics); outputs 1 and 2, when named, are the running statistics
+ * input_mean * momentum + batch_mean * (1 - momentum) (likewise the variance). */
+static loom_status batchnorm_train(nctx *c, const op_entry *e, double eps, double mom, loom_graph_expr **out) {
+  imp *im = c->im;
+  int r = oimp_in_rank(c, 0);
+  if (r < 2 || r > 8) return UNSUP(c->n, "training_mode=1 needs an input of known rank 2 to 8 (rank %d)", r);
+  for (size_t i = 3; i < c->n->n_outputs; i++)
+    if (*c->n->outputs[i]) return UNSUP(c->n, "output %zu (saved statistics, opset < 14) is not supported", i);
+  int64_t ax[8];
+  size_t na = 0;
+  for (int k = 0; k < r; k++)
+    if (k != 1) ax[na++] = k;
+  loom_graph_expr *mk, *dev, *var, *mean, *args[5];
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", na, ax));
+  oimp_add_attr(c, loom_graph_attr_bool(im->m, "keepdims", true));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_MEAN, c->args[0], &mk));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, c->args[0], mk, &dev));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, dev, dev, &dev));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", na, ax));
+  oimp_add_attr(c, loom_graph_attr_bool(im->m, "keepdims", false));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_MEAN, dev, &var));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", na, ax));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_SQUEEZE, mk, &mean));
+  args[0] = c->args[0], args[1] = c->args[1], args[2] = c->args[2], args[3] = mean, args[4] = var;
+  oimp_add_attr(c, loom_graph_attr_float(im->m, "eps", eps));
+  LOOM_PROPAGATE(oimp_emit(c, e->op, 5, args, c->n->outputs[0], out));
+  loom_graph_expr *stat[2] = {mean, var};
+  for (size_t i = 1; i < 3 && i < c->n->n_outputs; i++) {
+    if (!*c->n->outputs[i]) continue;
+    loom_graph_expr *a, *b, *y;
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, c->args[2 + i], mom, &a));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, stat[i - 1], 1 - mom, &b));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ADD, 2, (loom_graph_expr *[]){a, b}, c->n->outputs[i], &y));
+    LOOM_PROPAGATE(oimp_bind(im, c->n->outputs[i], y, NULL));
+  }
+  return LOOM_OK;
+}
+
 static loom_status h_batchnorm(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t train;
   double eps, mom;
   LOOM_PROPAGATE(oimp_attr_int(c, "training_mode", 0, &train));
+  if (loom_onnx_node_attr(c->n, "is_test")) { /* before opset 7: is_test=0 is training */
+    int64_t test;
+    LOOM_PROPAGATE(oimp_attr_int(c, "is_test", 0, &test));
+    train = !test;
+  }
   LOOM_PROPAGATE(oimp_attr_float(c, "epsilon", 1e-5, &eps));
   LOOM_PROPAGATE(oimp_attr_float(c, "momentum", 0.9, &mom));
-  if (train) return UNSUP(c->n, "training_mode=1 is not supported");
+  if (train) return batchnorm_train(c, e, eps, mom, out);
   for (size_t i = 1; i < c->n->n_outputs; i++)
     if (*c->n->outputs[i]) return UNSUP(c->n, "output %zu (running statistics) is not supported", i);
   oimp_add_attr(c, loom_graph_attr_float(c->im->m, "eps", eps));
@@ -588,7 +633,7 @@ static loom_status h_pad(nctx *c, const op_entry *e, loom_graph_expr **out) {
   } else {
     for (size_t i = 1; i < 4; i++)
       if (oimp_runtime_input(c, i)) {
-        if (strcmp(md, "constant")) return UNSUP(c->n, "mode '%s' with pads known only at run time", md);
+        if (strcmp(md, "constant")) return oimp_pad_mode_dyn(c, md, out);
         return oimp_dyn_pad(c, e, out);
       }
     LOOM_PROPAGATE(oimp_const_ints(c, 1, "pads", pads, 32, &n));
@@ -751,7 +796,7 @@ const op_entry oimp_core_table[] = {
     {"Slice", LOOM_GRAPH_OP_STRIDED_SLICE, h_slice, 1, 5, " starts ends axes ", false},
     {"Pad", LOOM_GRAPH_OP_PAD, h_pad, 1, 4, " mode pads value ", false},
     {"Expand", LOOM_GRAPH_OP_BROADCAST_TO, h_expand, 2, 2, NOATTR, false},
-    {"BatchNormalization", LOOM_GRAPH_OP_BATCH_NORM, h_batchnorm, 5, 5, " epsilon momentum training_mode spatial ", true},
+    {"BatchNormalization", LOOM_GRAPH_OP_BATCH_NORM, h_batchnorm, 5, 5, " epsilon momentum training_mode spatial is_test ", true},
     {"GatherElements", LOOM_GRAPH_OP_GATHER_ELEMENTS, h_gather, 2, 2, " axis ", false},
     {"Pow", LOOM_GRAPH_OP_POW, h_pow, 2, 2, NOATTR, false},
     {"Shape", OIMP_OP_NONE, h_shape, 1, 1, " start end ", false},

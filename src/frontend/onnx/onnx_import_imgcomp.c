@@ -43,7 +43,108 @@ loom_status oimp_pad_mode(nctx *c, const char *mode, const int64_t *pads, loom_g
   return LOOM_OK;
 }
 
+/* Pad in mode edge / reflect / wrap with pads known only at run time (input 1, a 1-D i64
+ * tensor of static length 2 * na; axes absent or constant): per listed axis k of constant
+ * extent n, the indices j = -b .. n + a - 1 (a run-time arange; b, a = pads[k], pads[na + k])
+ * are mapped into [0, n) as oimp_pad_mode does (edge clamps, wrap takes j mod n, reflect folds
+ * j mod 2(n - 1)) and gathered along k. A negative pad crops. */
+loom_status oimp_pad_mode_dyn(nctx *c, const char *mode, loom_graph_expr **out) {
+  imp *im = c->im;
+  int r = oimp_in_rank(c, 0);
+  int64_t ax[16], np;
+  size_t na = (size_t)r;
+  if (r < 1 || r > 16) return UNSUP(c->n, "rank %d input", r);
+  if (oimp_runtime_input(c, 3)) return UNSUP(c->n, "mode '%s' with axes known only at run time", mode);
+  if (oimp_has_input(c, 3)) {
+    LOOM_PROPAGATE(oimp_const_ints(c, 3, "axes", ax, 16, &na));
+    LOOM_PROPAGATE(oimp_norm_axes(c, r, ax, na));
+  } else
+    for (int k = 0; k < r; k++) ax[k] = k;
+  const loom_sinfo *si = c->args[1]->sinfo;
+  if (si->kind != LOOM_SINFO_TENSOR || si->dtype != LOOM_DTYPE_I64 || si->ndim != 1 || !si->dims || !loom_sym_is_const(si->dims[0], &np))
+    return UNSUP(c->n, "input 1 (pads) must be a constant or a 1-D i64 tensor of static length (it is computed at run time)");
+  if (np != 2 * (int64_t)na) return BAD(c->n, "pads has %lld values for %zu axes", (long long)np, na);
+  loom_graph_expr *x = c->args[0], *one = loom_graph_const_scalar(im->m, LOOM_DTYPE_I64, 1);
+  if (!one) return LOOM_OOM();
+  for (size_t k = 0; k < na; k++) {
+    int64_t n = oimp_const_dim(c, 0, (int)ax[k]);
+    if (n < 0) return UNSUP(c->n, "mode '%s' needs a constant extent on padded axis %lld", mode, (long long)ax[k]);
+    if (n == 0) return BAD(c->n, "mode '%s' cannot pad axis %lld of extent 0", mode, (long long)ax[k]);
+    loom_graph_expr *kb = loom_graph_const_scalar(im->m, LOOM_DTYPE_I64, (double)k);
+    loom_graph_expr *ka = loom_graph_const_scalar(im->m, LOOM_DTYPE_I64, (double)(na + k));
+    if (!kb || !ka) return LOOM_OOM();
+    loom_graph_expr *b, *a, *j, *idx, *m, *lt, *fold;
+    oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 0));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){c->args[1], kb}, NULL, &b));
+    oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 0));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){c->args[1], ka}, NULL, &a));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_NEG, b, &b));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_ADD, a, (double)n, &a));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ARANGE, 3, (loom_graph_expr *[]){b, a, one}, NULL, &j));
+    if (!strcmp(mode, "edge")) {
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, j, 0, &idx));
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MINIMUM, idx, (double)(n - 1), &idx));
+    } else if (!strcmp(mode, "wrap") || n == 1) {
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MOD, j, (double)n, &idx)); /* reflect over one element: 0 */
+    } else {
+      int64_t per = 2 * (n - 1);
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MOD, j, (double)per, &m));
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_LESS, m, (double)n, &lt));
+      LOOM_PROPAGATE(oimp_k_op(c, LOOM_GRAPH_OP_SUB, (double)per, m, &fold));
+      LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, lt, m, fold, &idx));
+    }
+    oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", ax[k]));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){x, idx}, k == na - 1 ? c->n->outputs[0] : NULL, &x));
+  }
+  *out = x;
+  return LOOM_OK;
+}
+
 /* ---- CenterCropPad ------------------------------------------------------------------------- */
+
+/* CenterCropPad with `shape` s known only at run time (a 1-D integer tensor of na values) over
+ * axes ax of constant extents n: a run-time slice [max(n - s, 0) / 2, + min(n, s)) then a
+ * run-time zero pad of max(s - n, 0), the smaller half before (graph ops strided_slice and pad
+ * with tensor operands, legalized by their expand hooks). A negative s gives extent 0. */
+static loom_status center_crop_pad_dyn(nctx *c, size_t na, const int64_t *ax, loom_graph_expr **out) {
+  imp *im = c->im;
+  const loom_sinfo *si = c->args[1]->sinfo;
+  int64_t len, nav = (int64_t)na;
+  if (si->kind != LOOM_SINFO_TENSOR || (si->dtype != LOOM_DTYPE_I64 && si->dtype != LOOM_DTYPE_I32) || si->ndim != 1 ||
+      !si->dims || !loom_sym_is_const(si->dims[0], &len))
+    return UNSUP(c->n, "input 1 (shape) must be a constant or a 1-D integer tensor of static length (it is computed at run time)");
+  if (len != nav) return BAD(c->n, "shape has %lld values for %zu axes", (long long)len, na);
+  loom_onnx_tensor *nt = oimp_new_tensor(im, LOOM_DTYPE_I64, 1, &nav), *at = oimp_new_tensor(im, LOOM_DTYPE_I64, 1, &nav);
+  if (!nt || !at) return LOOM_OOM();
+  for (size_t k = 0; k < na; k++) {
+    int64_t n = oimp_const_dim(c, 0, (int)ax[k]);
+    if (n < 0) return UNSUP(c->n, "axis %lld needs a constant extent", (long long)ax[k]);
+    ((int64_t *)nt->data)[k] = n, ((int64_t *)at->data)[k] = ax[k];
+  }
+  loom_graph_expr *n = oimp_const_of(im, nt), *axes = oimp_const_of(im, at), *s = c->args[1];
+  if (!n || !axes) return LOOM_OOM();
+  if (si->dtype != LOOM_DTYPE_I64) {
+    oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", LOOM_DTYPE_I64));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_CAST, s, &s));
+  }
+  loom_graph_expr *sz, *start, *keep, *end, *p, *before, *after, *pads, *x;
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, s, 0, &sz));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, n, sz, &start));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, start, 0, &start));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_DIV, start, 2, &start));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MINIMUM, n, sz, &keep));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, start, keep, &end));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_STRIDED_SLICE, 4, (loom_graph_expr *[]){c->args[0], start, end, axes}, NULL, &x));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, sz, n, &p));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, p, 0, &p));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_DIV, p, 2, &before));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, p, before, &after));
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 0));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_CONCAT, 2, (loom_graph_expr *[]){before, after}, NULL, &pads));
+  loom_graph_expr *zero = loom_graph_const_scalar(im->m, c->args[0]->sinfo->dtype, 0);
+  if (!zero) return LOOM_OOM();
+  return oimp_emit(c, LOOM_GRAPH_OP_PAD, 4, (loom_graph_expr *[]){x, pads, zero, axes}, c->n->outputs[0], out);
+}
 
 /* Each listed axis of extent n becomes `shape`'s s: cropped to [(n - s) / 2, + s) when n > s,
  * zero-padded by (s - n) / 2 before and the rest after when n < s. */
@@ -65,6 +166,7 @@ static loom_status h_center_crop_pad(nctx *c, const op_entry *e, loom_graph_expr
     na = (size_t)r;
     for (int k = 0; k < r; k++) ax[k] = k;
   }
+  if (oimp_runtime_input(c, 1)) return center_crop_pad_dyn(c, na, ax, out);
   LOOM_PROPAGATE(oimp_const_ints(c, 1, "shape", sh, 16, &ns));
   if (ns != na) return BAD(c->n, "shape has %zu values for %zu axes", ns, na);
   int64_t cax[16];
@@ -100,8 +202,30 @@ static loom_status h_center_crop_pad(nctx *c, const op_entry *e, loom_graph_expr
 
 /* ---- MaxUnpool ----------------------------------------------------------------------------- */
 
+/* MaxUnpool's pads [0.., output_shape - unpooled..] (*pads, a run-time i64 tensor of 2r values)
+ * for output_shape (input 2) known only at run time: the unpooled extents od must be constant;
+ * a smaller output_shape entry is a negative pad, which crops. */
+static loom_status unpool_pads_dyn(nctx *c, int r, const loom_sym_expr *const *od, loom_graph_expr **pads) {
+  const loom_sinfo *si = c->args[2]->sinfo;
+  int64_t len, rr = r;
+  if (si->kind != LOOM_SINFO_TENSOR || si->dtype != LOOM_DTYPE_I64 || si->ndim != 1 || !si->dims || !loom_sym_is_const(si->dims[0], &len))
+    return UNSUP(c->n, "input 2 (output_shape) must be a constant or a 1-D i64 tensor of static length (it is computed at run time)");
+  if (len != r) return BAD(c->n, "output_shape has %lld values for rank %d", (long long)len, r);
+  loom_onnx_tensor *z = oimp_new_tensor(c->im, LOOM_DTYPE_I64, 1, &rr), *d = oimp_new_tensor(c->im, LOOM_DTYPE_I64, 1, &rr);
+  if (!z || !d) return LOOM_OOM();
+  for (int k = 0; k < r; k++) {
+    ((int64_t *)z->data)[k] = 0;
+    if (!loom_sym_is_const(od[k], &((int64_t *)d->data)[k])) return UNSUP(c->n, "output_shape needs constant input extents (axis %d)", k);
+  }
+  loom_graph_expr *zv = oimp_const_of(c->im, z), *dv = oimp_const_of(c->im, d), *after;
+  if (!zv || !dv) return LOOM_OOM();
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, c->args[2], dv, &after));
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 0));
+  return oimp_emit(c, LOOM_GRAPH_OP_CONCAT, 2, (loom_graph_expr *[]){zv, after}, NULL, pads);
+}
+
 /* x and I (N, C, in..): a zero tensor of (N, C, (in - 1) * stride + kernel - pads..) with
- * x's values at I's flat indices, then zero-padded after to output_shape when given. */
+ * x's values at I's flat indices, then zero-padded after to output_shape when given (constant or known at run time). */
 static loom_status h_max_unpool(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e;
   imp *im = c->im;
@@ -117,6 +241,7 @@ static loom_status h_max_unpool(nctx *c, const op_entry *e, loom_graph_expr **ou
   LOOM_PROPAGATE(oimp_ints_or(c, "pads", pads, 2 * ns, 0));
   const loom_sym_expr *const *xd = c->args[0]->sinfo->dims, *od[MAXS + 2], *one = loom_sym_const(cx, 1);
   const loom_sym_expr *tot = one, *m = one;
+  loom_graph_expr *padv = NULL;
   for (int k = 0; k < r; k++) {
     if (k < 2) od[k] = xd[k];
     else {
@@ -126,8 +251,9 @@ static loom_status h_max_unpool(nctx *c, const op_entry *e, loom_graph_expr **ou
     }
     tot = loom_sym_mul(cx, tot, od[k]), m = loom_sym_mul(cx, m, xd[k]);
   }
-  bool has_os = oimp_has_input(c, 2);
-  if (has_os) {
+  bool has_os = oimp_has_input(c, 2), dyn_os = oimp_runtime_input(c, 2);
+  if (dyn_os) LOOM_PROPAGATE(unpool_pads_dyn(c, r, od, &padv));
+  else if (has_os) {
     size_t n;
     LOOM_PROPAGATE(oimp_const_ints(c, 2, "output_shape", oshape, MAXS + 2, &n));
     if (n != (size_t)r) return BAD(c->n, "output_shape has %zu values for rank %d", n, r);
@@ -150,7 +276,11 @@ static loom_status h_max_unpool(nctx *c, const op_entry *e, loom_graph_expr **ou
   LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_SCATTER_ELEMENTS, 3, a, NULL, &y));
   oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", (size_t)r, od));
   LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_RESHAPE, 1, &y, has_os ? NULL : c->n->outputs[0], &y));
-  if (has_os) {
+  if (dyn_os) {
+    loom_graph_expr *zero = loom_graph_const_scalar(im->m, c->args[0]->sinfo->dtype, 0);
+    if (!zero) return LOOM_OOM();
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_PAD, 3, (loom_graph_expr *[]){y, padv, zero}, c->n->outputs[0], &y));
+  } else if (has_os) {
     oimp_add_attr(c, loom_graph_attr_ints(im->m, "pads", 2 * (size_t)r, full));
     oimp_add_attr(c, loom_graph_attr_float(im->m, "value", 0));
     LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_PAD, 1, &y, c->n->outputs[0], &y));
@@ -424,6 +554,132 @@ static loom_status h_roi_align(nctx *c, const op_entry *e, loom_graph_expr **out
 
 /* ---- Col2Im ------------------------------------------------------------------------------- */
 
+/* An i64 constant of the given dims from v. */
+static loom_graph_expr *i64_const(nctx *c, size_t rank, const int64_t *dims, const int64_t *v) {
+  loom_onnx_tensor *t = oimp_new_tensor(c->im, LOOM_DTYPE_I64, rank, dims);
+  if (!t) return NULL;
+  memcpy(t->data, v, (size_t)t->numel * sizeof *v);
+  return oimp_const_of(c->im, t);
+}
+
+/* x[k] of a 1-D i64 tensor as a scalar, at least 1 when `pos` (a divisor never 0). */
+static loom_status elem_at(nctx *c, loom_graph_expr *x, int64_t k, bool pos, loom_graph_expr **y) {
+  loom_graph_expr *ki = loom_graph_const_scalar(c->im->m, LOOM_DTYPE_I64, (double)k);
+  if (!ki) return LOOM_OOM();
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", 0));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){x, ki}, NULL, y));
+  return pos ? oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, *y, 1, y) : LOOM_OK;
+}
+
+/* Col2Im with image_shape or block_shape known only at run time: a scatter-add. Input element
+ * (ch, l) of (N, CK, L) (CK and L constant) belongs to channel ch / K (K = prod(block)), block
+ * offset ch % K and block position l, both split row-major over the axes; on axis k it lands at
+ * l_k * stride + kidx_k * dilation - pad_before, and where every axis lands inside the image it
+ * adds into image element (ch / K) * P + flat position (P = prod(image)); the rest go to a
+ * dump element P * CK / K, sliced off before the reshape to (N, CK / K, image..). Run-time
+ * values are clamped so that no division is by 0 and no index leaves the buffer. */
+static loom_status col2im_dyn(nctx *c, size_t ns, const int64_t *strides, const int64_t *dil, const int64_t *pads, loom_graph_expr **out) {
+  imp *im = c->im;
+  int64_t ck = oimp_const_dim(c, 0, 1), l = oimp_const_dim(c, 0, 2), nsv = (int64_t)ns;
+  if (ck < 1 || l < 1) return UNSUP(c->n, "run-time image_shape / block_shape need constant channel and block extents");
+  if (ck * l > OIMP_FOLD_MAX) return UNSUP(c->n, "%lld channels of %lld blocks", (long long)ck, (long long)l);
+  for (int i = 1; i < 3; i++) {
+    const loom_sinfo *si = c->args[i]->sinfo;
+    int64_t len;
+    if (si->kind != LOOM_SINFO_TENSOR || si->dtype != LOOM_DTYPE_I64 || si->ndim != 1 || !si->dims || !loom_sym_is_const(si->dims[0], &len))
+      return UNSUP(c->n, "input %d (%s) must be a constant or a 1-D i64 tensor of static length", i, i == 1 ? "image_shape" : "block_shape");
+    if (len != nsv) return BAD(c->n, "image_shape and block_shape must have %zu values (the pads / strides / dilations)", ns);
+  }
+  int64_t *iv = malloc((size_t)(ck > l ? ck : l) * sizeof *iv);
+  if (!iv) return LOOM_OOM();
+  for (int64_t i = 0; i < (ck > l ? ck : l); i++) iv[i] = i;
+  loom_graph_expr *ch = i64_const(c, 2, (int64_t[]){ck, 1}, iv), *li = i64_const(c, 2, (int64_t[]){1, l}, iv);
+  free(iv);
+  if (!ch || !li) return LOOM_OOM();
+  loom_graph_expr *img = c->args[1], *blk = c->args[2], *kk, *kidx, *cc, *bafter = NULL, *oafter = NULL, *iafter = NULL, *flat = NULL, *valid = NULL;
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", 1, (int64_t[]){0}));
+  oimp_add_attr(c, loom_graph_attr_bool(im->m, "keepdims", false));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_PROD, blk, &kk));
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, kk, 1, &kk));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MOD, ch, kk, &kidx));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_DIV, ch, kk, &cc));
+  for (size_t k = ns; k-- > 0;) {
+    loom_graph_expr *bk, *ik, *ok, *kq, *lq, *pos, *t;
+    LOOM_PROPAGATE(elem_at(c, blk, (int64_t)k, true, &bk));
+    LOOM_PROPAGATE(elem_at(c, img, (int64_t)k, false, &ik));
+    /* o_k = (image + pads - dilation * (block - 1) - 1) / stride + 1, at least 1 */
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_SUB, bk, 1, &t));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, t, (double)dil[k], &t));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, ik, t, &ok));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_ADD, ok, (double)(pads[k] + pads[ns + k] - 1), &ok));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_DIV, ok, (double)strides[k], &ok));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_ADD, ok, 1, &ok));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, ok, 1, &ok));
+    /* the axis's block offset and block position, row-major (the later axes' products after) */
+    kq = kidx, lq = li;
+    if (bafter) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_DIV, kq, bafter, &kq));
+    if (oafter) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_DIV, lq, oafter, &lq));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MOD, kq, bk, &kq));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MOD, lq, ok, &lq));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, kq, (double)dil[k], &kq));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MUL, lq, (double)strides[k], &lq));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, kq, lq, &pos));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_SUB, pos, (double)pads[k], &pos));
+    loom_graph_expr *ge, *lt, *ok2;
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_GREATER_EQUAL, pos, 0, &ge));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_LESS, pos, ik, &lt));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_LOGICAL_AND, ge, lt, &ok2));
+    if (valid) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_LOGICAL_AND, valid, ok2, &ok2));
+    valid = ok2;
+    if (iafter) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, pos, iafter, &pos));
+    if (flat) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, flat, pos, &pos));
+    flat = pos;
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, ik, 0, &ik));
+    if (bafter) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, bafter, bk, &bk));
+    if (oafter) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, oafter, ok, &ok));
+    if (iafter) LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, iafter, ik, &ik));
+    bafter = bk, oafter = ok, iafter = ik;
+  }
+  /* iafter = P; dump = P * (CK / K); target = cc * P + flat where valid and below the dump */
+  loom_graph_expr *dump, *tgt, *below, *idx, *tot, *zeros, *upd, *y, *dims, *shape;
+  LOOM_PROPAGATE(oimp_k_op(c, LOOM_GRAPH_OP_DIV, (double)ck, kk, &dump));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, dump, iafter, &dump));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, cc, iafter, &tgt));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, tgt, flat, &tgt));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_LESS, tgt, dump, &below));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_LOGICAL_AND, valid, below, &valid));
+  LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, valid, tgt, dump, &idx));
+  /* zeros (N, dump + 1): the extent bound from data */
+  LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_ADD, dump, 1, &tot));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", 1, (int64_t[]){0}));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXPAND_DIMS, tot, &tot));
+  const loom_sym_expr *zd[2] = {c->args[0]->sinfo->dims[0]}, *m = loom_sym_const(im->cx, ck * l);
+  LOOM_PROPAGATE(oimp_runtime_syms(c, tot, c->n->outputs[0], &zd[1], 1));
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 2, zd));
+  oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", c->args[0]->sinfo->dtype));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ZEROS, 0, NULL, NULL, &zeros));
+  const loom_sym_expr *ud[2] = {zd[0], m}, *one = loom_sym_const(im->cx, 1);
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 2, (const loom_sym_expr *[]){one, m}));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, idx, &idx));
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 2, ud));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_BROADCAST_TO, idx, &idx));
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 2, ud));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, c->args[0], &upd));
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 1));
+  oimp_add_attr(c, oimp_str_attr(im, "reduction", "add"));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_SCATTER_ELEMENTS, 3, (loom_graph_expr *[]){zeros, idx, upd}, NULL, &y));
+  /* y[:, :dump] reshaped to (N, CK / K, image..) (0 copies N, -1 infers the channels) */
+  loom_graph_expr *st = i64_const(c, 1, (int64_t[]){1}, (int64_t[]){0}), *ax = i64_const(c, 1, (int64_t[]){1}, (int64_t[]){1});
+  loom_graph_expr *head = i64_const(c, 1, (int64_t[]){2}, (int64_t[]){0, -1});
+  if (!st || !ax || !head) return LOOM_OOM();
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", 1, (int64_t[]){0}));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXPAND_DIMS, dump, &dims));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_STRIDED_SLICE, 4, (loom_graph_expr *[]){y, st, dims, ax}, NULL, &y));
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 0));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_CONCAT, 2, (loom_graph_expr *[]){head, img}, NULL, &shape));
+  return oimp_emit(c, LOOM_GRAPH_OP_RESHAPE, 2, (loom_graph_expr *[]){y, shape}, c->n->outputs[0], out);
+}
+
 /* Col2Im: input (N, C * prod(block), L) with L the positions of a block sliding over the padded
  * image; overlapping values add. That is a grouped transposed convolution (C groups of
  * prod(block) input channels, one output channel each) whose kernel is one-hot per channel. */
@@ -433,6 +689,20 @@ static loom_status h_col2im(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (oimp_in_rank(c, 0) != 3) return BAD(c->n, "input must be rank 3 (N, C * prod(block_shape), L)");
   int64_t img[MAXS], blk[MAXS], strides[MAXS], dil[MAXS], pads[2 * MAXS], o[MAXS], opad[MAXS], kk = 1, nl = 1;
   size_t ns, nb;
+  if (oimp_runtime_input(c, 1) || oimp_runtime_input(c, 2)) {
+    int64_t len;
+    const loom_sinfo *si = c->args[1]->sinfo;
+    if (si->kind != LOOM_SINFO_TENSOR || si->ndim != 1 || !si->dims || !loom_sym_is_const(si->dims[0], &len) || len < 1 || len > MAXS)
+      return UNSUP(c->n, "input 1 (image_shape) must be a constant or a 1-D i64 tensor of 1 to %d values", MAXS);
+    ns = (size_t)len;
+    LOOM_PROPAGATE(oimp_ints_or(c, "strides", strides, ns, 1));
+    LOOM_PROPAGATE(oimp_ints_or(c, "dilations", dil, ns, 1));
+    LOOM_PROPAGATE(oimp_ints_or(c, "pads", pads, 2 * ns, 0));
+    for (size_t k = 0; k < ns; k++)
+      if (strides[k] < 1 || dil[k] < 1 || pads[k] < 0 || pads[ns + k] < 0)
+        return BAD(c->n, "axis %zu: stride %lld and dilation %lld must be >= 1, pads >= 0", k, (long long)strides[k], (long long)dil[k]);
+    return col2im_dyn(c, ns, strides, dil, pads, out);
+  }
   LOOM_PROPAGATE(oimp_const_ints(c, 1, "image_shape", img, MAXS, &ns));
   LOOM_PROPAGATE(oimp_const_ints(c, 2, "block_shape", blk, MAXS, &nb));
   if (ns != nb || ns < 1) return BAD(c->n, "image_shape has %zu values and block_shape %zu; they must match", ns, nb);
@@ -478,6 +748,72 @@ static loom_status h_col2im(nctx *c, const op_entry *e, loom_graph_expr **out) {
 
 /* ---- AffineGrid ---------------------------------------------------------------------------- */
 
+/* AffineGrid with `size` known only at run time (a 1-D i64 tensor of 4 or 5 values): per
+ * spatial axis k of run-time extent d = size[2 + k], the coordinates j = 0..d-1 (a run-time
+ * arange) as (2j + 1) / d - 1, or with align_corners 2j / max(d - 1, 1) - 1, are broadcast along
+ * the other axes; grid[.., i] = sum_k coord_k * theta[:, i, n - 1 - k] + theta[:, i, n]
+ * (coordinate 0 is x, the last axis). Theta's N is the grid's; an extent below 1 gives an
+ * empty grid. */
+static loom_status affine_grid_dyn(nctx *c, bool ac, loom_dtype dt, loom_graph_expr **out) {
+  imp *im = c->im;
+  const loom_sinfo *si = c->args[1]->sinfo;
+  int64_t n;
+  if (si->kind != LOOM_SINFO_TENSOR || si->dtype != LOOM_DTYPE_I64 || si->ndim != 1 || !si->dims || !loom_sym_is_const(si->dims[0], &n))
+    return UNSUP(c->n, "input 1 (size) must be a constant or a 1-D i64 tensor of static length (it is computed at run time)");
+  if (n != 4 && n != 5) return BAD(c->n, "size has %lld values; expected 4 (N, C, H, W) or 5 (N, C, D, H, W)", (long long)n);
+  int64_t ns = n - 2, r = ns + 2;
+  if (oimp_in_rank(c, 0) != 3 || oimp_const_dim(c, 0, 1) != ns || oimp_const_dim(c, 0, 2) != ns + 1)
+    return BAD(c->n, "theta must be (N, %lld, %lld) for a size of %lld values", (long long)ns, (long long)ns + 1, (long long)n);
+  loom_graph_expr *zero = loom_graph_const_scalar(im->m, LOOM_DTYPE_I64, 0), *one = loom_graph_const_scalar(im->m, LOOM_DTYPE_I64, 1);
+  if (!zero || !one) return LOOM_OOM();
+  int64_t tax[MAXS], axes[MAXS + 2];
+  for (int64_t k = 0; k < ns; k++) tax[k] = 1 + k;
+  loom_graph_expr *acc, *col;
+  /* theta[:, :, ns] as (N, 1.., ns): the translation */
+  loom_graph_expr *ti = loom_graph_const_scalar(im->m, LOOM_DTYPE_I64, (double)ns);
+  if (!ti) return LOOM_OOM();
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 2));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){c->args[0], ti}, NULL, &col));
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", (size_t)ns, tax));
+  LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXPAND_DIMS, col, &acc));
+  for (int64_t k = 0; k < ns; k++) {
+    loom_graph_expr *d, *j, *df, *crd, *th, *term, *ki = loom_graph_const_scalar(im->m, LOOM_DTYPE_I64, (double)(2 + k));
+    if (!ki) return LOOM_OOM();
+    oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 0));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){c->args[1], ki}, NULL, &d));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ARANGE, 3, (loom_graph_expr *[]){zero, d, one}, NULL, &j));
+    oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", dt));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_CAST, j, &j));
+    oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", dt));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_CAST, d, &df));
+    if (ac) {
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_SUB, df, 1, &df));
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, df, 1, &df));
+      LOOM_PROPAGATE(oimp_k_op(c, LOOM_GRAPH_OP_MUL, 2, j, &crd));
+    } else {
+      LOOM_PROPAGATE(oimp_k_op(c, LOOM_GRAPH_OP_MUL, 2, j, &crd));
+      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_ADD, crd, 1, &crd));
+    }
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_DIV, crd, df, &crd));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_SUB, crd, 1, &crd));
+    size_t na = 0;
+    for (int64_t a = 0; a < r; a++)
+      if (a != 1 + k) axes[na++] = a;
+    oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", na, axes));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXPAND_DIMS, crd, &crd));
+    loom_graph_expr *ci = loom_graph_const_scalar(im->m, LOOM_DTYPE_I64, (double)(ns - 1 - k));
+    if (!ci) return LOOM_OOM();
+    oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 2));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){c->args[0], ci}, NULL, &th));
+    oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", (size_t)ns, tax));
+    LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXPAND_DIMS, th, &th));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MUL, crd, th, &term));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ADD, 2, (loom_graph_expr *[]){acc, term}, k == ns - 1 ? c->n->outputs[0] : NULL, &acc));
+  }
+  *out = acc;
+  return LOOM_OK;
+}
+
 /* grid (N, spatial.., n) = theta (N, n, n + 1) applied to the homogeneous coordinates
  * (x, y[, z], 1) of every output point, the coordinates spanning [-1, 1] per axis (pixel
  * centres, or the corners with align_corners): a constant (P, n + 1) @ theta^T. */
@@ -487,11 +823,12 @@ static loom_status h_affine_grid(nctx *c, const op_entry *e, loom_graph_expr **o
   int64_t sz[5], ac;
   size_t n;
   LOOM_PROPAGATE(oimp_attr_int(c, "align_corners", 0, &ac));
+  loom_dtype dt = c->args[0]->sinfo->dtype;
+  if (dt != LOOM_DTYPE_F32 && dt != LOOM_DTYPE_F64) return UNSUP(c->n, "dtype %s (f32 or f64 only)", loom_dtype_name(dt));
+  if (oimp_runtime_input(c, 1)) return affine_grid_dyn(c, ac != 0, dt, out);
   LOOM_PROPAGATE(oimp_const_ints(c, 1, "size", sz, 5, &n));
   if (n != 4 && n != 5) return BAD(c->n, "size has %zu values; expected 4 (N, C, H, W) or 5 (N, C, D, H, W)", n);
   size_t ns = n - 2;
-  loom_dtype dt = c->args[0]->sinfo->dtype;
-  if (dt != LOOM_DTYPE_F32 && dt != LOOM_DTYPE_F64) return UNSUP(c->n, "dtype %s (f32 or f64 only)", loom_dtype_name(dt));
   if (oimp_in_rank(c, 0) != 3 || oimp_const_dim(c, 0, 1) != (int64_t)ns || oimp_const_dim(c, 0, 2) != (int64_t)ns + 1)
     return BAD(c->n, "theta must be (N, %zu, %zu) for a size of %zu values", ns, ns + 1, n);
   int64_t p = 1;

@@ -59,15 +59,18 @@ typedef struct imp {
                                           being imported: made into exprs there, not cached (0: none) */
 } imp;
 
+/* The most inputs a node may have (an op table row's max_in is at most this). */
+#define OIMP_MAX_IN 16
+
 /* One node being imported. */
 typedef struct nctx {
   imp *im;
   const loom_onnx_node *n;
   size_t nargs;
-  loom_graph_expr *args[8];          /* one per input; NULL for an omitted optional one */
-  const loom_onnx_tensor *consts[8]; /* constant value of each input, or NULL */
-  const oimp_symval *syms[8];        /* symbolic value of each input (not constant), or NULL */
-  const oimp_seq *seqs[8];           /* the sequence or optional an input is (args[i] NULL), or NULL */
+  loom_graph_expr *args[OIMP_MAX_IN];          /* one per input; NULL for an omitted optional one */
+  const loom_onnx_tensor *consts[OIMP_MAX_IN]; /* constant value of each input, or NULL */
+  const oimp_symval *syms[OIMP_MAX_IN];        /* symbolic value of each input (not constant), or NULL */
+  const oimp_seq *seqs[OIMP_MAX_IN];           /* the sequence or optional an input is (args[i] NULL), or NULL */
   bool bound;                        /* the handler bound every output itself (*out unused) */
   const loom_onnx_tensor *folded;    /* the result, when the handler folded it (oimp_fold_const) */
   size_t nattrs;                     /* attributes for the next oimp_emit */
@@ -89,14 +92,16 @@ struct op_entry {
   bool multi_out;     /* the handler binds (or refuses) the outputs after the first itself */
 };
 
-/* Each family's table (oimp_<family>_table in onnx_import_<family>.c; the list is onnx_tables.def). */
-#define OIMP_TABLE(family)                          \
+/* Each family's table (oimp_<family>_table in onnx_import_<family>.c; the list is onnx_tables.def,
+ * which gives each table's domain). */
+#define OIMP_TABLE(family, domain)                  \
   extern const op_entry oimp_##family##_table[]; \
   extern const size_t oimp_##family##_table_len;
 #include "frontend/onnx/onnx_tables.def"
 #undef OIMP_TABLE
-/* The entry for an op type, searched in every family's table; NULL when none has it. */
-const op_entry *oimp_find_entry(const char *op_type);
+/* The entry for an op type of `domain` (NULL, "" and "ai.onnx": the default domain), searched
+ * in every family's table; NULL when none has it. */
+const op_entry *oimp_find_entry(const char *domain, const char *op_type);
 
 loom_status oimp_node_err(loom_code code, const loom_onnx_node *n, const char *fmt, ...) LOOM_PRINTF(3, 4);
 #define UNSUP(n, ...) oimp_node_err(LOOM_CODE_UNIMPLEMENTED, n, __VA_ARGS__)
@@ -226,6 +231,8 @@ loom_status oimp_auto_pads(const nctx *c, size_t ns, const int64_t *kern, const 
 /* From onnx_import_imgcomp.c: Pad's reflect / edge / wrap modes on input 0 with pads
  * [before.., after..] over every axis (a gather of computed indices per padded axis). */
 loom_status oimp_pad_mode(nctx *c, const char *mode, const int64_t *pads, loom_graph_expr **out);
+/* The same with input 1 (pads) known only at run time (input 3, axes, absent or constant). */
+loom_status oimp_pad_mode_dyn(nctx *c, const char *mode, loom_graph_expr **out);
 
 loom_status oimp_h_simple(nctx *c, const op_entry *e, loom_graph_expr **out);
 loom_status oimp_h_identity(nctx *c, const op_entry *e, loom_graph_expr **out);

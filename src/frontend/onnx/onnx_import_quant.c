@@ -387,7 +387,7 @@ static loom_status h_qlinear_matmul(nctx *c, const op_entry *e, loom_graph_expr 
 /* Conv of (input x - input xz) and (input w - input wz) in int32 (a 1-D w zero point is per
  * output channel) by the importer's Conv handler; *r is the weights' rank. */
 static loom_status conv_centered(nctx *c, size_t x, size_t xz, size_t w, size_t wz, int *r, loom_graph_expr **out) {
-  const op_entry *conv = oimp_find_entry("Conv");
+  const op_entry *conv = oimp_find_entry(NULL, "Conv");
   if (!conv) return UNSUP(c->n, "Conv is not supported");
   *r = oimp_in_rank(c, w);
   if (*r < 3 || *r > 8) return UNSUP(c->n, "weights of rank %d", *r);

@@ -17,6 +17,7 @@ pub const compiler = [_][]const u8{
     "src/frontend/onnx/onnx_import_misc.c",
     "src/frontend/onnx/onnx_import_dyn.c",
     "src/frontend/onnx/onnx_import_ctl.c",
+    "src/frontend/onnx/onnx_import_train.c",
     "src/frontend/onnx/onnx_import_loop.c",
     "src/frontend/onnx/conformance.c",
 };
