@@ -1,8 +1,10 @@
 /* pass_pack.c — constant matmul weights laid out once, in the panels the CPU matmul rule reads
  * (loom_graph_pack_weights).
  *
- *   matmul(x, W)                    W: const (k, n), f32, n a multiple of P, n >= P
+ *   matmul(x, W)                    W: const (k, n), f32, n >= P
  *     -> matmul(x, Wp, packed_b=true)    Wp: const (n / P, k, P), Wp[q, r, c] = W[r, q*P + c]
+ *     -> matmul(x, Wp, packed_b=true, n=n)  when n is not a multiple of P: Wp (ceil(n / P), k, P),
+ *        the last panel's columns >= n zero (an LM head's odd vocabulary)
  *   matmul(x, W, transpose_b=true)  W: const (n, k): the same with Wp[q, r, c] = W[q*P + c, r]
  *   matmul_integer(a, B, za, zb)    B: const (k, n) u8 / i8, zb const: B's centred i16 pair words
  *     -> matmul_integer(a, Bp, za, packed_b=true)   Bp: i32 (n / P, ceil(k / 2), P)
@@ -221,39 +223,45 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   int64_t rows, cols;
   if (x->sinfo->kind != LOOM_SINFO_TENSOR || x->sinfo->dtype != LOOM_DTYPE_F32 || !const_matrix(w, &rows, &cols)) return LOOM_OK;
   int64_t k = tb ? cols : rows, n = tb ? rows : cols;
-  if (k < 1 || n < panel || n % panel) return LOOM_OK;
-  /* Wp[q, r, c] = B[r, q*panel + c] with B = W, or W^T for transpose_b */
-  size_t bytes = (size_t)(k * n) * sizeof(float);
-  float *packed = loom_arena_alloc(loom_graph_module_arena(p->m), bytes, 64); /* the constant's own bytes */
+  if (k < 1 || n < panel) return LOOM_OK;
+  /* Wp[q, r, c] = B[r, q*panel + c] with B = W, or W^T for transpose_b; 0 past n (the last
+   * panel's padding when n is not a multiple of the panel) */
+  int64_t nq = (n + panel - 1) / panel;
+  size_t bytes = (size_t)(nq * k * panel) * sizeof(float);
+  float *packed = loom_arena_alloc_zero(loom_graph_module_arena(p->m), bytes, 64); /* the constant's own bytes */
   if (!packed) return LOOM_OOM();
   const float *src = w->u.cnst.data;
   if (!tb) {
     /* row by row: each source row read once, in order, its panels written to their places */
     for (int64_t r = 0; r < k; r++)
-      for (int64_t q = 0; q < n / panel; q++)
-        memcpy(&packed[(q * k + r) * panel], &src[r * n + q * panel], (size_t)panel * sizeof(float));
+      for (int64_t q = 0; q < nq; q++) {
+        int64_t wq = n - q * panel < panel ? n - q * panel : panel;
+        memcpy(&packed[(q * k + r) * panel], &src[r * n + q * panel], (size_t)wq * sizeof(float));
+      }
   } else {
     /* W^T: by blocks of 64 source columns, so that a block of W's rows stays in cache */
-    for (int64_t q = 0; q < n / panel; q++)
+    for (int64_t q = 0; q < nq; q++)
       for (int64_t r0 = 0; r0 < k; r0 += 64) {
         int64_t r1 = r0 + 64 < k ? r0 + 64 : k;
-        for (int64_t c = 0; c < panel; c++) {
+        for (int64_t c = 0; c < panel && q * panel + c < n; c++) {
           const float *row = &src[(q * panel + c) * k];
           for (int64_t r = r0; r < r1; r++) packed[(q * k + r) * panel + c] = row[r];
         }
       }
   }
   loom_sym_ctx *cx = loom_graph_module_sym(p->m);
-  const loom_sym_expr *dims[3] = {loom_sym_const(cx, n / panel), loom_sym_const(cx, k), loom_sym_const(cx, panel)};
+  const loom_sym_expr *dims[3] = {loom_sym_const(cx, nq), loom_sym_const(cx, k), loom_sym_const(cx, panel)};
   const loom_sinfo *si = loom_sinfo_tensor(p->m, LOOM_DTYPE_F32, 3, dims, w->sinfo->device);
   loom_graph_expr *c = si ? loom_graph_const_borrow(p->m, si, packed, bytes) : NULL;
   if (!c) return LOOM_OOM();
   char name[256];
   LOOM_PROPAGATE(loom_graph_module_add_const(p->m, packed_name(p, b, name, sizeof name), c));
-  loom_graph_attr attr = loom_graph_attr_bool(p->m, "packed_b", true);
-  if (!attr.name) return LOOM_OOM();
+  /* the true column count when the last panel is padded */
+  loom_graph_attr attrs[2] = {loom_graph_attr_bool(p->m, "packed_b", true), loom_graph_attr_int(p->m, "n", n)};
+  size_t nattrs = n % panel ? 2 : 1;
+  if (!attrs[0].name || !attrs[nattrs - 1].name) return LOOM_OOM();
   loom_graph_expr *args[2] = {(loom_graph_expr *)x, c};
-  loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 2, args, 1, &attr);
+  loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 2, args, nattrs, attrs);
   if (!nc) return LOOM_OOM();
   bool ok;
   return loom_pass_set_value(p, b, nc, &ok);

@@ -94,9 +94,11 @@ loom_status loom_tp_gen_matmul_transposed_b(loom_arena *a, loom_sym_ctx *cx, con
 }
 
 /* C[b.., m?, jn] = sum over rk of A[b.., m?, rk] * B[floordiv(jn, P), rk, floormod(jn, P)]: B a
- * weight laid out panel by panel, (q, k, P), n = P*q (graph/pass_pack.c); batch axes are A's. */
+ * weight laid out panel by panel, (q, k, P), n = P*q (graph/pass_pack.c); batch axes are A's.
+ * ragged: n is C's own shape symbol, (q - 1) * P < n <= q * P (the last panel zero-padded past
+ * n; the caller's graph inference proves the bound, the padding is never read). */
 loom_status loom_tp_gen_matmul_packed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
-                                        int ra, int64_t panel, loom_tp_func **result) {
+                                        int ra, int64_t panel, bool ragged, loom_tp_func **result) {
   if (ra < 1 || panel < 1)
     return LOOM_ERROR(INVALID_ARGUMENT, "packed matmul generator needs rank >= 1 and a panel >= 1 (given %d and %lld)", ra,
                       (long long)panel);
@@ -119,7 +121,7 @@ loom_status loom_tp_gen_matmul_packed_b(loom_arena *a, loom_sym_ctx *cx, const c
   for (int i = 0; i < NB; i++) pc[i] = pa[i];
   int kc = NB;
   if (has_m) pc[kc++] = pa[NB];
-  const loom_sym_expr *n = loom_sym_mul(cx, P, pb[0]);
+  const loom_sym_expr *n = ragged ? loom_tpb_shape_sym(&b, "n") : loom_sym_mul(cx, P, pb[0]);
   if (!n) return LOOM_OOM();
   pc[kc++] = n;
   const loom_tp_buffer *Cb = loom_tpb_buffer(&b, "C", t, kc, pc);

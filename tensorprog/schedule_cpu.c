@@ -433,7 +433,7 @@ static loom_status panel_indices(mm_ctx *c, loom_tp_stmt *ji, const loom_sym_exp
   return st;
 }
 
-static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, loom_tp_stmt *jt, int64_t width, bool outermost);
+static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, int64_t width, bool outermost);
 
 /* `top`: a loop over columns with, below it, nbatch batch loops, the i loop and the body.
  * Tiles it with panels of c->widths[w] and its column tail with the next widths (or, with
@@ -452,10 +452,10 @@ static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost
   if (w == 0 && c->overlap && !c->m->panel) {
     st = loom_tp_split_overlap(c->a, c->cx, c->view, top, width, &jo, &ji, &jt, &jti);
     if (!st) {
-      LOOM_PROPAGATE(panel(c, jo, ji, NULL, width, outermost));
+      LOOM_PROPAGATE(panel(c, jo, ji, width, outermost));
       if (!jt) return LOOM_OK;
       loom_strbuf_printf(c->why, "  column tail: one more %lld-column panel ending at the last column,\n", (long long)width);
-      return panel(c, jt, jti, NULL, width, false);
+      return panel(c, jt, jti, width, false);
     }
     if (loom_status_code(st) != LOOM_CODE_FAILED_PRECONDITION) return st;
     loom_status_free(st);
@@ -466,17 +466,23 @@ static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost
     return panels(c, top, w + 1, outermost);
   }
   LOOM_PROPAGATE(st);
-  LOOM_PROPAGATE(panel(c, jo, ji, jt, width, outermost));
-  return jt ? panels(c, jt, w + 1, false) : LOOM_OK;
+  LOOM_PROPAGATE(panel(c, jo, ji, width, outermost));
+  if (!jt) return LOOM_OK;
+  /* B in panels of this width with n not a multiple of it (the last panel zero-padded): the
+   * tail's columns P*floordiv(n, P) + t, t < P, all lie in panel floordiv(n, P), read as
+   * [floordiv(n, P), r, t] -- unit stride in t, tiled by the narrower panels like any B */
+  if (c->m->panel == width) LOOM_PROPAGATE(panel_indices(c, jt, jt->u.loop.var, width));
+  return panels(c, jt, w + 1, false);
 }
 
-/* One panel loop `jo` of `width` columns (`ji` its inner loop; `jt` the split's tail, if any):
- * row tiles, B packed at the deepest batch loop its indices use. */
-static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, loom_tp_stmt *jt, int64_t width, bool outermost) {
+/* One panel loop `jo` of `width` columns (`ji` its inner loop): row tiles, B packed at the
+ * deepest batch loop its indices use. */
+static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, int64_t width, bool outermost) {
   const char *jin = loom_sym_var_name(ji->u.loop.var);
   /* B laid out in panels of this width: its index [floordiv(P*jo + ji, P), r, floormod(..)]
-   * is [jo, r, ji] given 0 <= ji < P, so each panel is read where it lies (no packing) */
-  bool in_place = c->m->panel == width && !jt;
+   * is [jo, r, ji] given 0 <= ji < P, so each panel is read where it lies (no packing); the
+   * column tail (n not a multiple of P: the padded last panel) is the narrower panels' (panels) */
+  bool in_place = c->m->panel == width;
   if (in_place) LOOM_PROPAGATE(panel_indices(c, ji, ji->u.loop.var, width));
   LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &ji));
   loom_tp_stmt *il = jo;

@@ -81,11 +81,12 @@ loom_status loom_tp_gen_matmul_transposed_b(loom_arena *a, loom_sym_ctx *cx, con
                                             const loom_tp_bcast *mb, loom_tp_func **result);
 
 /* C[..., m, n] = sum_k A[..., m, k] * B[k, n] with B a constant laid out panel by panel,
- * (n / panel, k, panel): B[k, n] is Bp[n / panel, k, n % panel] (the graph's matmul with
+ * (ceil(n / panel), k, panel): B[k, n] is Bp[n / panel, k, n % panel] (the graph's matmul with
  * packed_b; graph/pass_pack.c). A of rank ra >= 1 (1-D: no m axis); C's last extent is
- * panel * (Bp's first). */
+ * panel * (Bp's first), or with `ragged` its own symbol n, the last panel zero-padded past n
+ * (the caller guarantees (q - 1) * panel < n <= q * panel). */
 loom_status loom_tp_gen_matmul_packed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
-                                        int ra, int64_t panel, loom_tp_func **result);
+                                        int ra, int64_t panel, bool ragged, loom_tp_func **result);
 
 /* C[..., m, n] = sum_k (i32(A[..., m, k]) - ZA) * (i32(B[k, n]) - ZB) in i32: the graph's
  * matmul_integer. A (rank ra >= 2) and B (rank 2) of u8 / i8; ZA and ZB one element of A's and
