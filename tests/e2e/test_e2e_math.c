@@ -337,3 +337,81 @@ LOOM_TEST(e2e_math, int8_matmul_with_a_constant_weight_laid_out_in_panels) {
   loom_graph_module_destroy(m);
   loom_strbuf_free(&t);
 }
+
+/* One f32 matmul of a (m, k) input by a constant weight, checked compiled against the
+ * interpreter at rows 0, 1, 7 (less than a tile), 64 (tiles) of the symbolic m, 1 and 2
+ * threads. `wtext` declares @w; `call` is the matmul. */
+static void check_const_matmul(const char *wtext, const char *call, int k, int n) {
+  loom_strbuf t;
+  loom_strbuf_init(&t, NULL);
+  loom_strbuf_printf(&t, "%sfn @main(x: Tensor[(m, %d), f32]) -> Tensor[(m, %d), f32] {\n  y = %s\n  return y\n}\n", wtext, k, n,
+                     call);
+  static const int64_t ms[] = {0, 1, 7, 64};
+  for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+    const bind b[] = {{"m", ms[i]}};
+    check_random(loom_strbuf_cstr(&t), b, 1, 1e-5);
+  }
+  loom_strbuf_free(&t);
+}
+
+/* A weight laid out in panels of P with n not a multiple of P (matmul packed_b n=: the last
+ * panel zero-padded, graph/pass_pack.c): n = 1, P - 1, P + 1, 2P + 3 and 1001 at k = 1 and
+ * primes, panels of 16 and 32 (the target's own width, or repacked by the rule). */
+LOOM_TEST(e2e_math, matmul_by_padded_panels_matches_the_interpreter) {
+  static const int pw[] = {16, 32};
+  for (size_t p = 0; p < 2; p++) {
+    int P = pw[p];
+    const int shapes[][2] = {{1, 1}, {P - 1, 7}, {P + 1, 13}, {2 * P + 3, 5}, {1001, 3}}; /* n, k */
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+      int n = shapes[s][0], k = shapes[s][1], q = (n + P - 1) / P;
+      loom_strbuf w;
+      loom_strbuf_init(&w, NULL);
+      loom_strbuf_printf(&w, "const @w: Tensor[(%d, %d, %d), f32] = [", q, k, P);
+      for (int i = 0; i < q * k * P; i++) {
+        int j = (i / (k * P)) * P + i % P; /* the column */
+        loom_strbuf_printf(&w, "%s%.6g", i ? ", " : "", j < n ? sin((double)i * 0.37) : 0.0);
+      }
+      loom_strbuf_printf(&w, "]\n");
+      char call[96];
+      snprintf(call, sizeof call, "matmul(x, @w, packed_b=true, n=%d)", n);
+      check_const_matmul(loom_strbuf_cstr(&w), call, k, n);
+      loom_strbuf_free(&w);
+    }
+  }
+}
+
+/* The whole pipeline on a Linear whose out-features is not a multiple of the target's panel
+ * (an LM head's vocabulary): pack pads the last panel, the weight as (k, n) and as (n, k) read
+ * with transpose_b (tied embeddings); the compiled module holds the packed form. */
+LOOM_TEST(e2e_math, linear_with_odd_out_features_is_packed_and_exact) {
+  const int shapes[][3] = {{33, 13, 0}, {67, 1, 1}, {1001, 7, 0}, {1001, 5, 1}}; /* n, k, transpose_b */
+  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+    int n = shapes[s][0], k = shapes[s][1];
+    bool tb = shapes[s][2];
+    loom_strbuf w;
+    loom_strbuf_init(&w, NULL);
+    loom_strbuf_printf(&w, "const @w: Tensor[(%d, %d), f32] = [", tb ? n : k, tb ? k : n);
+    for (int i = 0; i < k * n; i++) loom_strbuf_printf(&w, "%s%.6g", i ? ", " : "", cos((double)i * 0.61));
+    loom_strbuf_printf(&w, "]\n");
+    const char *call = tb ? "matmul(x, @w, transpose_b=true)" : "matmul(x, @w)";
+    check_const_matmul(loom_strbuf_cstr(&w), call, k, n);
+    loom_strbuf t;
+    loom_strbuf_init(&t, NULL);
+    loom_strbuf_printf(&t, "%sfn @main(x: Tensor[(m, %d), f32]) -> Tensor[(m, %d), f32] {\n  y = %s\n  return y\n}\n",
+                       loom_strbuf_cstr(&w), k, n, call);
+    loom_graph_module *m = parse_text(loom_strbuf_cstr(&t));
+    loom_compiled *c;
+    loom_compile_options o = {0};
+    cr_assert_null(loom_compile(m, &o, &c));
+    loom_strbuf pr;
+    loom_strbuf_init(&pr, NULL);
+    loom_graph_module *cm = loom_compiled_module(c);
+    loom_graph_print_func(cm, loom_graph_module_find_func(cm, "main"), &pr);
+    cr_assert(strstr(loom_strbuf_cstr(&pr), "_packed") != NULL, "n = %d: the weight was not packed:\n%s", n, loom_strbuf_cstr(&pr));
+    loom_strbuf_free(&pr);
+    loom_compiled_free(c);
+    loom_graph_module_destroy(m);
+    loom_strbuf_free(&t);
+    loom_strbuf_free(&w);
+  }
+}
