@@ -117,7 +117,7 @@ static loom_status pack_int8(loom_pass *p, loom_graph_binding *b, const pack_cfg
       (si->dtype != LOOM_DTYPE_U8 && si->dtype != LOOM_DTYPE_I8) || !loom_sym_is_const(si->dims[0], &k) ||
       !loom_sym_is_const(si->dims[1], &n) || w->u.cnst.nbytes != (size_t)(k * n) || !const_scalar_i(v->u.call.args[3], &zb))
     return LOOM_OK;
-  if (k < 1 || n < panel || n % panel) return LOOM_OK;
+  if (k < 1 || n < panel || n % panel) return LOOM_OK; /* no padded int8 panels (yet): paired per call */
   if (cfg->quads) {
     loom_graph_tensor src = {.dtype = si->dtype, .data = w->u.cnst.data};
     bool fits = true;
