@@ -95,14 +95,15 @@ loom_status loom_tp_gen_matmul_packed_b(loom_arena *a, loom_sym_ctx *cx, const c
 loom_status loom_tp_gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, loom_dtype tb,
                                        int ra, int rza, int rzb, loom_tp_func **result);
 
-/* The same with B given as BP (n / panel, ceil(k / 2), panel) i32 pair words of the centred B in
- * column panels (graph/pass_pack.c), read as BP[n / panel, t, n % panel]; no ZB. */
+/* The same with B given as BP (ceil(n / panel), ceil(k / 2), panel) i32 pair words of the
+ * centred B in column panels (graph/pass_pack.c), read as BP[n / panel, t, n % panel]; no ZB.
+ * ragged: C's n is its own symbol, the last panel zero-padded past it (else n = q * panel). */
 /* The same with B as byte quads BQ (q, ceil(k / 4), panel) of the centred values (signed bytes)
- * and CS (q * panel) their column sums (dot4; gen_nn.c). */
+ * and CS (n) their column sums (dot4; gen_nn.c). */
 loom_status loom_tp_gen_matmul_integer_quads(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, int ra, int rza,
-                                             int64_t panel, loom_tp_func **result);
+                                             int64_t panel, bool ragged, loom_tp_func **result);
 loom_status loom_tp_gen_matmul_integer_packed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, int ra,
-                                                int rza, int64_t panel, loom_tp_func **result);
+                                                int rza, int64_t panel, bool ragged, loom_tp_func **result);
 
 /* softmax / log_softmax along `axis` (max-subtracted, exact). */
 loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,

@@ -719,21 +719,28 @@ static loom_status gen_mm_packed_ragged3(loom_arena *a, loom_sym_ctx *cx, loom_t
   return loom_tp_gen_matmul_packed_b(a, cx, "mmpr3", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 3, 16, true, out);
 }
 
+static loom_status gen_mm_int8_packed_ragged(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_integer_packed_b(a, cx, "mmi8pr", LOOM_DTYPE_U8, 2, 0, 16, true, out);
+}
+static loom_status gen_mm_int8_quads_ragged(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8qr", LOOM_DTYPE_I8, 3, 1, 16, true, out);
+}
+
 static loom_status gen_mm_int8(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
   return loom_tp_gen_matmul_integer(a, cx, "mmi8", LOOM_DTYPE_U8, LOOM_DTYPE_I8, 2, 0, 1, out);
 }
 static loom_status gen_mm_int8_packed(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
-  return loom_tp_gen_matmul_integer_packed_b(a, cx, "mmi8p", LOOM_DTYPE_U8, 2, 0, 16, out);
+  return loom_tp_gen_matmul_integer_packed_b(a, cx, "mmi8p", LOOM_DTYPE_U8, 2, 0, 16, false, out);
 }
 static loom_status gen_mm_int8_batched(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
   return loom_tp_gen_matmul_integer(a, cx, "mmi8b", LOOM_DTYPE_I8, LOOM_DTYPE_U8, 3, 1, 0, out);
 }
 
 static loom_status gen_mm_int8_quads(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
-  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8q", LOOM_DTYPE_U8, 2, 0, 16, out);
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8q", LOOM_DTYPE_U8, 2, 0, 16, false, out);
 }
 static loom_status gen_mm_int8_quads3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
-  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8q3", LOOM_DTYPE_I8, 3, 1, 32, out);
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8q3", LOOM_DTYPE_I8, 3, 1, 32, false, out);
 }
 
 static loom_status gen_linear_bias(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
@@ -817,17 +824,18 @@ static void bind_ragged(const loom_tp_func *f, loom_sym_env *env, int trial) {
   }
 }
 
-/* B in panels of 16 with n not a multiple of 16 (the last panel zero-padded, matmul packed_b
- * n=): the panels read in place (AVX2's 16-wide tiles) and the column tail as one panel of 8
- * and single columns, reading only the real columns of the last panel; every width, rows 0, 1,
- * primes, more than a tile, rank 2 and 3, against the interpreter. */
+/* B in panels of 16 with n not a multiple of 16 (the last panel zero-padded, matmul /
+ * matmul_integer packed_b n=): the panels read in place (AVX2's 16-wide tiles) and the column
+ * tail as one panel of 8 and single columns, reading only the real columns of the last panel;
+ * every width, rows 0, 1, primes, more than a tile, rank 2 and 3, f32, int8 pair words and
+ * byte quads (bit-exact), against the interpreter. */
 LOOM_TEST(cpu, schedule_rule_reads_padded_panels_in_place_with_a_column_tail) {
   static const int64_t sz[] = {0, 1, 2, 3, 5, 7, 13, 37};
   cpu_diff_opts o = opts(sz, 8, 1e-4);
   o.trials = (int)LOOM_ARRAY_LEN(ragged_n);
   o.bind = bind_ragged;
-  gen_fn gens[] = {gen_mm_packed_ragged, gen_mm_packed_ragged3};
-  for (size_t g = 0; g < 2; g++) {
+  gen_fn gens[] = {gen_mm_packed_ragged, gen_mm_packed_ragged3, gen_mm_int8_packed_ragged, gen_mm_int8_quads_ragged};
+  for (size_t g = 0; g < LOOM_ARRAY_LEN(gens); g++) {
     loom_arena a;
     loom_arena_init(&a, NULL, 0);
     loom_sym_ctx *cx;
@@ -837,8 +845,8 @@ LOOM_TEST(cpu, schedule_rule_reads_padded_panels_in_place_with_a_column_tail) {
     loom_strbuf text;
     loom_strbuf_init(&text, NULL);
     loom_tp_print_func(f, &text);
-    cr_assert(strstr(loom_strbuf_cstr(&text), "C: Buffer[(m, n), f32]") || strstr(loom_strbuf_cstr(&text), "C: Buffer[(d0, m, n), f32]"),
-              "%s", loom_strbuf_cstr(&text));
+    cr_assert(strstr(loom_strbuf_cstr(&text), "C: Buffer[(m, n), ") || strstr(loom_strbuf_cstr(&text), "C: Buffer[(d0, m, n), "), "%s",
+              loom_strbuf_cstr(&text));
     schedule_for_and_diff(loom_strbuf_cstr(&text), 32, ": 16 columns, B laid out in panels (read in place)", &o);
     schedule_for_and_diff(loom_strbuf_cstr(&text), 64, ": 32 columns, B packed", &o);
     schedule_for_and_diff(loom_strbuf_cstr(&text), 16, ": 8 columns, B packed", &o);

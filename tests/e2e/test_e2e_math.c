@@ -307,35 +307,41 @@ LOOM_TEST(e2e_math, int8_matmul_at_awkward_shapes) {
  * panels (matmul_integer packed_b) for the kernel to read in place; exact at odd k, 0, 1,
  * primes and row counts that are not multiples of the tile. */
 LOOM_TEST(e2e_math, int8_matmul_with_a_constant_weight_laid_out_in_panels) {
-  enum { K = 7, N = 64 };
-  loom_strbuf t;
-  loom_strbuf_init(&t, NULL);
-  loom_strbuf_printf(&t, "const @w: Tensor[(%d, %d), i8] = [", K, N);
-  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&t, "%s%d", i ? ", " : "", (i * 53) % 256 - 128);
-  loom_strbuf_printf(&t, "]\n"
-                         "fn @main(a: Tensor[(m, %d), u8], za: Tensor[(), u8]) -> Tensor[(m, %d), i32] {\n"
-                         "  ai = cast(a, dtype=i32)\n  zi = cast(za, dtype=i32)\n  ac = sub(ai, zi)\n"
-                         "  wi = cast(@w, dtype=i32)\n  wc = sub(wi, const(-5, i32))\n"
-                         "  y = matmul(ac, wc)\n  return y\n}\n", K, N);
-  const char *text = loom_strbuf_cstr(&t);
-  static const int64_t ms[] = {0, 1, 5, 6, 7, 13, 37};
-  for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
-    const bind b[] = {{"m", ms[i]}};
-    check_random(text, b, 1, 0);
+  /* n = 64 a multiple of the panel; 37 and 101 not (the last panel zero-padded, n=); weight zero
+   * point -5 (pair words) or 0 (byte quads where the target has them) */
+  static const int cases[][2] = {{64, -5}, {37, -5}, {101, 0}, {37, 0}};
+  for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+    enum { K = 7 };
+    int N = cases[ci][0], zb = cases[ci][1];
+    loom_strbuf t;
+    loom_strbuf_init(&t, NULL);
+    loom_strbuf_printf(&t, "const @w: Tensor[(%d, %d), i8] = [", K, N);
+    for (int i = 0; i < K * N; i++) loom_strbuf_printf(&t, "%s%d", i ? ", " : "", (i * 53) % 256 - 128);
+    loom_strbuf_printf(&t, "]\n"
+                           "fn @main(a: Tensor[(m, %d), u8], za: Tensor[(), u8]) -> Tensor[(m, %d), i32] {\n"
+                           "  ai = cast(a, dtype=i32)\n  zi = cast(za, dtype=i32)\n  ac = sub(ai, zi)\n"
+                           "  wi = cast(@w, dtype=i32)\n  wc = sub(wi, const(%d, i32))\n"
+                           "  y = matmul(ac, wc)\n  return y\n}\n", K, N, zb);
+    const char *text = loom_strbuf_cstr(&t);
+    static const int64_t ms[] = {0, 1, 5, 6, 7, 13, 37};
+    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+      const bind b[] = {{"m", ms[i]}};
+      check_random(text, b, 1, 0);
+    }
+    loom_graph_module *m = parse_text(text);
+    loom_compiled *c;
+    loom_compile_options o = {0};
+    cr_assert_null(loom_compile(m, &o, &c));
+    loom_strbuf p;
+    loom_strbuf_init(&p, NULL);
+    loom_graph_module *cm = loom_compiled_module(c);
+    loom_graph_print_func(cm, loom_graph_module_find_func(cm, "main"), &p);
+    cr_assert(strstr(loom_strbuf_cstr(&p), "_packed") != NULL, "n = %d: the weight was not packed:\n%s", N, loom_strbuf_cstr(&p));
+    loom_strbuf_free(&p);
+    loom_compiled_free(c);
+    loom_graph_module_destroy(m);
+    loom_strbuf_free(&t);
   }
-  loom_graph_module *m = parse_text(text);
-  loom_compiled *c;
-  loom_compile_options o = {0};
-  cr_assert_null(loom_compile(m, &o, &c));
-  loom_strbuf p;
-  loom_strbuf_init(&p, NULL);
-  loom_graph_module *cm = loom_compiled_module(c);
-  loom_graph_print_func(cm, loom_graph_module_find_func(cm, "main"), &p);
-  cr_assert(strstr(loom_strbuf_cstr(&p), "_packed") != NULL, "the weight was not packed:\n%s", loom_strbuf_cstr(&p));
-  loom_strbuf_free(&p);
-  loom_compiled_free(c);
-  loom_graph_module_destroy(m);
-  loom_strbuf_free(&t);
 }
 
 /* One f32 matmul of a (m, k) input by a constant weight, checked compiled against the

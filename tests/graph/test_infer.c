@@ -414,4 +414,26 @@ LOOM_TEST(graph_infer, matmul_packed_b_with_a_padded_last_panel) {
     cr_assert(strstr(err, bad[i].want), "%s: %s", bad[i].call, err);
     free(err);
   }
+  /* matmul_integer's packed forms take n the same way */
+  static const struct {
+    const char *call, *want;
+  } bad8[] = {
+      {"matmul_integer(a, w, za, packed_b=true, n=33)", "packed_b with n=33: operand 1 (2, k, 16) holds 32 columns; n must lie in (16, 32]"},
+      {"matmul_integer(a, b, za, zb, n=7)", "n=7 is an attribute of packed_b only"},
+  };
+  for (size_t i = 0; i < sizeof bad8 / sizeof *bad8; i++) {
+    char text[512], *err;
+    snprintf(text, sizeof text,
+             "fn @main(a: Tensor[(s, 5), u8], w: Tensor[(2, 3, 16), i32], za: Tensor[(), u8], b: Tensor[(5, 7), u8], zb: Tensor[(), u8]) -> Object {\n"
+             "  y = %s\n  return y\n}\n",
+             bad8[i].call);
+    cr_assert_null(gt_parse(text, &err), "%s", bad8[i].call);
+    cr_assert(strstr(err, bad8[i].want), "%s: %s", bad8[i].call, err);
+    free(err);
+  }
+  loom_graph_module *m8 = gt_parse_ok(
+      "fn @main(a: Tensor[(s, 5), u8], w: Tensor[(2, 3, 16), i32], za: Tensor[(), u8]) -> Object {\n"
+      "  y = matmul_integer(a, w, za, packed_b=true, n=21)\n  return y\n}\n");
+  expect_sinfo(m8, "y", "Tensor[(s, 21), i32]");
+  loom_graph_module_destroy(m8);
 }

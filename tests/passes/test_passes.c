@@ -768,6 +768,64 @@ LOOM_TEST(passes, pack_lays_int8_weights_in_byte_quads_where_they_fit) {
   loom_graph_module_destroy(m);
 }
 
+/* An int8 weight with n = 21 columns (not a multiple of the panel of 16): pair words and byte
+ * quads (with column sums over the 21 real columns) in 2 panels, the last zero-padded, the
+ * call given n=21; the module computes the same (the interpreter reads the padded forms). */
+LOOM_TEST(passes, pack_pads_the_last_panel_of_int8_weights) {
+  enum { K = 5, N = 21 };
+  loom_strbuf in;
+  loom_strbuf_init(&in, NULL);
+  loom_strbuf_printf(&in, "const @f: Tensor[(%d, %d), u8] = [", K, N);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d", i ? ", " : "", (i * 37) % 256);
+  loom_strbuf_printf(&in, "]\nconst @g: Tensor[(%d, %d), i8] = [", K, N);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d", i ? ", " : "", (i * 37) % 256 - 128);
+  loom_strbuf_printf(&in, "]\n"
+                          "fn @main(xi: Tensor[(n, %d), u8], xs: Tensor[(n, %d), i8]) -> Object {\n"
+                          "  dataflow {\n"
+                          "    e = matmul_integer(xi, @f, const(7, u8), const(128, u8))\n"
+                          "    h = matmul_integer(xs, @g, const(-5, i8), const(-3, i8))\n"
+                          "    out = (e, h)\n"
+                          "    output out\n"
+                          "  }\n"
+                          "  return out\n"
+                          "}\n", K, K);
+  for (int quads = 0; quads < 2; quads++) {
+    loom_graph_module *m = parse(loom_strbuf_cstr(&in));
+    loom_pipeline_check *c;
+    cr_assert_null(loom_pipeline_check_begin(m, 4, 9, NULL, &c));
+    size_t n = 0;
+    cr_assert_null(loom_graph_pack_weights_ex(m, 16, quads, &n));
+    cr_assert_eq(n, 2);
+    cr_assert_null(loom_graph_dce(m, NULL));
+    verify(m);
+    loom_status st = loom_pipeline_check_after(c, "pack");
+    cr_assert_null(st, "%s", loom_status_text(st, 0));
+    loom_pipeline_check_end(c);
+    loom_strbuf sb;
+    loom_strbuf_init(&sb, NULL);
+    loom_graph_print_func(m, loom_graph_module_find_func(m, "main"), &sb);
+    const char *fn = loom_strbuf_cstr(&sb);
+    cr_assert_not_null(strstr(fn, quads ? "e: Tensor[(n, 21), i32] = matmul_integer(xi, @main_e_packed, const(7, u8), @main_e_packed_1, "
+                                          "packed_b=true, quads=true, n=21)"
+                                        : "e: Tensor[(n, 21), i32] = matmul_integer(xi, @main_e_packed, const(7, u8), packed_b=true, n=21)"),
+                       "%s", fn);
+    cr_assert_not_null(strstr(fn, "h: Tensor[(n, 21), i32] = matmul_integer(xs, @main_h_packed, const(-5, i8), packed_b=true, n=21)"),
+                       "%s", fn);
+    for (size_t i = 0; i < loom_graph_module_num_consts(m); i++) {
+      const loom_graph_const *k = loom_graph_module_const_at(m, i);
+      if (strcmp(k->name, "main_e_packed") && strcmp(k->name, "main_h_packed")) continue;
+      int per = quads && !strcmp(k->name, "main_e_packed") ? 4 : 2, kw = (K + per - 1) / per;
+      const uint32_t *wd = k->expr->u.cnst.data;
+      cr_assert_eq(k->expr->u.cnst.nbytes, (size_t)(2 * kw * 16) * sizeof(uint32_t), "@%s", k->name);
+      for (int t = 0; t < kw; t++)
+        for (int col = N - 16; col < 16; col++) cr_assert_eq(wd[(kw + t) * 16 + col], 0u, "@%s[1, %d, %d]: the padding", k->name, t, col);
+    }
+    loom_strbuf_free(&sb);
+    loom_graph_module_destroy(m);
+  }
+  loom_strbuf_free(&in);
+}
+
 /* The composed int8 matmul (the ONNX importer's MatMulInteger) becomes matmul_integer with its
  * zero points in the operands' dtypes (a constant converted, a run-time one taken from before
  * its cast, none: 0); a zero point out of the operand's range, a batched b, and an operand that
