@@ -9,33 +9,64 @@
 static const loom_graph_attr_spec no_attrs[] = {{0}};
 /* transpose_b: b is read transposed in its last two axes, (..., m, k) (what simplify makes of
  * matmul(a, permute_dims(b, [.., -1, -2])): no transposition kernel). */
-/* packed_b: b is a constant weight laid out panel by panel, (n / P, k, P): B[r, j] =
+/* packed_b: b is a constant weight laid out panel by panel, (ceil(n / P), k, P): B[r, j] =
  * b[j / P, r, j % P] (graph/pass_pack.c makes it; the CPU matmul rule reads such panels in
- * place instead of packing them on every call). b has no batch axes then. */
-static const loom_graph_attr_spec matmul_attrs[] = {
-    {"transpose_b", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {"packed_b", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {0}};
+ * place instead of packing them on every call). b has no batch axes then.
+ * n (packed_b only; default 0: q * P): the true column count when it is not a multiple of P,
+ * the last panel's columns >= n zero; (q - 1) * P < n <= q * P. */
+static const loom_graph_attr_spec matmul_attrs[] = {{"transpose_b", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                    {"packed_b", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                    {"n", LOOM_GRAPH_ATTR_INT, .dflt = 0},
+                                                    {0}};
 
-/* matmul(a, b, packed_b=true): a (..., m, k) or (k); b (q, k, P). Result (..., m, q*P). */
+/* The columns of a packed operand 1 (q, .., P) of matmul / matmul_integer: the n attribute,
+ * which must lie in the last panel ((q - 1) * P, q * P] of constant q and P (the last panel
+ * zero-padded past it), or q * P without it. */
+static loom_status packed_cols(loom_graph_icx *ic, const loom_sinfo *b, const loom_sym_expr **out) {
+  loom_sym_ctx *cx = loom_graph_module_sym(ic->m);
+  const loom_graph_attr *na = loom_graph_call_attr(ic->call, "n");
+  if (!na || na->i == 0) {
+    *out = loom_sym_mul(cx, b->dims[0], b->dims[2]);
+    return *out ? LOOM_OK : LOOM_OOM();
+  }
+  int64_t q, pw;
+  if (!b->dims || !loom_sym_is_const(b->dims[0], &q) || !loom_sym_is_const(b->dims[2], &pw))
+    return loom_graph_icx_error(ic, "packed_b with n=%lld needs operand 1's panel count and width as constants", (long long)na->i);
+  if (na->i <= (q - 1) * pw || na->i > q * pw)
+    return loom_graph_icx_error(ic, "packed_b with n=%lld: operand 1 (%lld, k, %lld) holds %lld columns; n must lie in (%lld, %lld]",
+                                (long long)na->i, (long long)q, (long long)pw, (long long)(q * pw), (long long)((q - 1) * pw),
+                                (long long)(q * pw));
+  *out = loom_sym_const(cx, na->i);
+  return *out ? LOOM_OK : LOOM_OOM();
+}
+
+/* matmul(a, b, packed_b=true[, n=N]): a (..., m, k) or (k); b (q, k, P). Result (..., m, q*P),
+ * or (..., m, N) with N in ((q - 1) * P, q * P] (q and P constants then: the last panel padded). */
 static loom_status infer_matmul_packed(loom_graph_icx *ic, const loom_sinfo *a, const loom_sinfo *b,
                                        const loom_sinfo **out) {
   if (loom_graph_call_int(ic->call, "transpose_b")) return loom_graph_icx_error(ic, "packed_b and transpose_b exclude each other");
   if (b->ndim != 3) return loom_graph_icx_error(ic, "packed_b needs operand 1 of rank 3 (n / P, k, P), it has rank %d", b->ndim);
   LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 1, b->dims[1], 0, a->ndim - 1, a->dims[a->ndim - 1]));
   int nd = a->ndim;
-  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)nd);
-  const loom_sym_expr *n = loom_sym_mul(loom_graph_module_sym(ic->m), b->dims[0], b->dims[2]);
-  if (!d || !n) return LOOM_OOM();
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)nd), *n;
+  LOOM_PROPAGATE(packed_cols(ic, b, &n));
+  if (!d) return LOOM_OOM();
   for (int i = 0; i + 1 < nd; i++) d[i] = a->dims[i];
   d[nd - 1] = n;
   *out = loom_sinfo_tensor(ic->m, a->dtype, nd, d, a->device);
   return LOOM_OK;
 }
 
-/* The reference of matmul(a, b, packed_b=true): every row of a times B[r, j] = b[j / P, r, j % P]. */
-static loom_status eval_matmul_packed(const loom_graph_tensor *a, const loom_graph_tensor *b, loom_graph_value *out) {
+/* The reference of matmul(a, b, packed_b=true[, n]): every row of a times B[r, j] =
+ * b[j / P, r, j % P] for j < n (nn: the n attribute, 0 for q * P; the padding never read). */
+static loom_status eval_matmul_packed(const loom_graph_tensor *a, const loom_graph_tensor *b, int64_t nn, loom_graph_value *out) {
   if (b->ndim != 3 || a->ndim < 1 || a->shape[a->ndim - 1] != b->shape[1])
     return LOOM_ERROR(INVALID_ARGUMENT, "matmul: packed_b needs operand 1 of shape (n / P, k, P) with k operand 0's last axis");
   int64_t kk = b->shape[1], pw = b->shape[2], n = b->shape[0] * pw, osh[8];
+  if (nn && (nn <= n - pw || nn > n))
+    return LOOM_ERROR(INVALID_ARGUMENT, "matmul: packed_b with n=%lld needs n in (%lld, %lld] for operand 1 (%lld, %lld, %lld)",
+                      (long long)nn, (long long)(n - pw), (long long)n, (long long)b->shape[0], (long long)kk, (long long)pw);
+  if (nn) n = nn;
   for (int i = 0; i + 1 < a->ndim; i++) osh[i] = a->shape[i];
   osh[a->ndim - 1] = n;
   LOOM_PROPAGATE(loom_graph_value_tensor(a->dtype, a->ndim, osh, out));
@@ -76,6 +107,8 @@ static loom_status infer_matmul(loom_graph_icx *ic, const loom_sinfo **out) {
   LOOM_PROPAGATE(same_dtype(ic, a, b, 1));
   if (a->ndim == 0 || b->ndim == 0) return loom_graph_icx_error(ic, "operand %d is 0-d", a->ndim == 0 ? 0 : 1);
   if (loom_graph_call_int(ic->call, "packed_b")) return infer_matmul_packed(ic, a, b, out);
+  if (loom_graph_call_int(ic->call, "n"))
+    return loom_graph_icx_error(ic, "n=%lld is an attribute of packed_b only", (long long)loom_graph_call_int(ic->call, "n"));
   bool tb = loom_graph_call_int(ic->call, "transpose_b") != 0;
   if (tb && b->ndim < 2) return loom_graph_icx_error(ic, "transpose_b needs operand 1 of rank >= 2 (it has rank %d)", b->ndim);
   int ka = a->ndim - 1, kb = b->ndim == 1 ? 0 : tb ? b->ndim - 1 : b->ndim - 2;
@@ -95,7 +128,8 @@ static loom_status infer_matmul(loom_graph_icx *ic, const loom_sinfo **out) {
 
 static loom_status eval_matmul(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *a = &args[0].t, *b = &args[1].t;
-  if (loom_graph_call_int(ec->call, "packed_b")) return eval_matmul_packed(a, b, out);
+  if (loom_graph_call_int(ec->call, "packed_b")) return eval_matmul_packed(a, b, loom_graph_call_int(ec->call, "n"), out);
+  if (loom_graph_call_int(ec->call, "n")) return LOOM_ERROR(INVALID_ARGUMENT, "matmul: n is an attribute of packed_b only");
   bool tb = loom_graph_call_int(ec->call, "transpose_b") != 0;
   if (tb && b->ndim < 2) return LOOM_ERROR(INVALID_ARGUMENT, "matmul: transpose_b needs operand 1 of rank >= 2");
   /* View both as batched matrices. */
@@ -241,7 +275,7 @@ typedef struct matmul_params {
   loom_dtype t, acc;
   int32_t ra, rb;
   int32_t transpose_b;
-  int32_t zero; /* 0: the struct has no padding */
+  int32_t ragged; /* packed_b with n: C's last extent is its own symbol, the last panel padded */
   loom_tp_bcast ma[LOOM_TP_GEN_MAX_RANK], mb[LOOM_TP_GEN_MAX_RANK]; /* the batch axes' modes (0 past them) */
 } matmul_params;
 LOOM_TP_GEN_PARAMS(matmul_params, 8 + (6 + 2 * LOOM_TP_GEN_MAX_RANK) * 4);
@@ -250,7 +284,7 @@ static loom_status gen_matmul(loom_graph_module *m, const char *name, const void
   const matmul_params *p = params;
   loom_arena *ar = loom_graph_module_arena(m);
   loom_sym_ctx *cx = loom_graph_module_sym(m);
-  if (p->panel) return loom_tp_gen_matmul_packed_b(ar, cx, name, p->t, p->acc, p->ra, p->panel, tp);
+  if (p->panel) return loom_tp_gen_matmul_packed_b(ar, cx, name, p->t, p->acc, p->ra, p->panel, p->ragged != 0, tp);
   if (p->transpose_b) return loom_tp_gen_matmul_transposed_b(ar, cx, name, p->t, p->acc, p->ra, p->ma, p->rb, p->mb, tp);
   return loom_tp_gen_matmul(ar, cx, name, p->t, p->acc, p->ra, p->ma, p->rb, p->mb, tp);
 }
@@ -266,9 +300,10 @@ static loom_status legal_matmul(loom_graph_module *m, const loom_graph_expr *cal
     if (b->ndim != 3 || !loom_sym_is_const(b->dims[2], &pw) || pw < 1)
       return loom_legal_unsupported(call, "for a packed operand 1 without a constant panel width");
     loom_dtype acc = a->dtype == LOOM_DTYPE_F16 || a->dtype == LOOM_DTYPE_BF16 ? LOOM_DTYPE_F32 : a->dtype;
-    matmul_params p = {.panel = pw, .t = a->dtype, .acc = acc, .ra = a->ndim, .rb = b->ndim};
+    matmul_params p = {.panel = pw, .t = a->dtype, .acc = acc, .ra = a->ndim, .rb = b->ndim,
+                       .ragged = loom_graph_call_int(call, "n") != 0};
     char name[256];
-    snprintf(name, sizeof name, "matmul_%s_%d_p%lld", loom_dtype_name(a->dtype), a->ndim, (long long)pw);
+    snprintf(name, sizeof name, "matmul_%s_%d_p%lld%s", loom_dtype_name(a->dtype), a->ndim, (long long)pw, p.ragged ? "r" : "");
     return LOOM_LEGAL_PROGRAM(m, name, gen_matmul, p, &r->tp);
   }
   /* a 1-D operand (NumPy's vector forms) contributes no batch axes and no m / n axis */
@@ -338,8 +373,12 @@ static bool int8(loom_dtype t) { return t == LOOM_DTYPE_U8 || t == LOOM_DTYPE_I8
  * makes it of a constant weight). With quads as well: operand 1 holds byte quads, (n / P,
  * ceil(k / 4), P) words whose byte i is b[4t + i, j] - zb as a signed byte (0 past k), and operand
  * 3 the column sums of the centred b, i32 (n) (pass_pack.c, on a machine with AVX512-VNNI). */
-static const loom_graph_attr_spec matmul_integer_attrs[] = {
-    {"packed_b", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {"quads", LOOM_GRAPH_ATTR_BOOL, .dflt = 0}, {0}};
+/* n (packed_b only; default 0: q * P): the true column count when the last panel is zero-padded,
+ * (q - 1) * P < n <= q * P, as matmul's. */
+static const loom_graph_attr_spec matmul_integer_attrs[] = {{"packed_b", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                            {"quads", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                            {"n", LOOM_GRAPH_ATTR_INT, .dflt = 0},
+                                                            {0}};
 
 /* matmul_integer(a, bp, za, packed_b=true): a (..., m, k), bp (q, ceil(k/2), P). */
 static loom_status infer_matmul_integer_packed(loom_graph_icx *ic, const loom_sinfo *a, const loom_sinfo **out) {
@@ -360,8 +399,9 @@ static loom_status infer_matmul_integer_packed(loom_graph_icx *ic, const loom_si
       loom_sym_floordiv(cx, loom_sym_add(cx, a->dims[a->ndim - 1], loom_sym_const(cx, per - 1)), loom_sym_const(cx, per));
   if (!kh) return LOOM_OOM();
   LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 1, bp->dims[1], 0, a->ndim - 1, kh));
-  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)a->ndim), *n = loom_sym_mul(cx, bp->dims[0], bp->dims[2]);
-  if (!d || !n) return LOOM_OOM();
+  const loom_sym_expr **d = loom_graph_dims_new(ic->m, (size_t)a->ndim), *n;
+  LOOM_PROPAGATE(packed_cols(ic, bp, &n));
+  if (!d) return LOOM_OOM();
   if (quads) {
     const loom_sinfo *cs;
     LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 3, true, &cs));
@@ -381,6 +421,8 @@ static loom_status infer_matmul_integer(loom_graph_icx *ic, const loom_sinfo **o
   if (!int8(a->dtype) || a->ndim < 2)
     return loom_graph_icx_error(ic, "operand 0 must be u8 or i8 of rank >= 2 (it is %s of rank %d)", loom_dtype_name(a->dtype), a->ndim);
   if (loom_graph_call_int(ic->call, "packed_b")) return infer_matmul_integer_packed(ic, a, out);
+  if (loom_graph_call_int(ic->call, "n"))
+    return loom_graph_icx_error(ic, "n=%lld is an attribute of packed_b only", (long long)loom_graph_call_int(ic->call, "n"));
   if (ic->call->u.call.nargs != 4) return loom_graph_icx_error(ic, "takes 4 operands (a, b, a's zero point, b's zero point)");
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 1, true, &b));
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 2, true, &za));
@@ -406,13 +448,17 @@ static loom_status infer_matmul_integer(loom_graph_icx *ic, const loom_sinfo **o
  * words (2: i16 halves, packed_b; 4: i8 bytes, packed_b quads), word (j / pw, q / per, j % pw)
  * holding b[q, j]; a row of a, centred, times them accumulated as the unpacked form does (the
  * quads' column-sums operand is what the kernel subtracts; the reference does not need it). */
-static loom_status eval_matmul_integer_words(const loom_graph_value *args, int per, loom_graph_value *out) {
+static loom_status eval_matmul_integer_words(const loom_graph_value *args, int per, int64_t nn, loom_graph_value *out) {
   const loom_graph_tensor *a = &args[0].t, *bw = &args[1].t;
   int64_t kk = a->shape[a->ndim - 1], kw = (kk + per - 1) / per;
   if (bw->ndim != 3 || bw->shape[1] != kw)
     return LOOM_ERROR(INVALID_ARGUMENT, "matmul_integer: %s operand 1 axis 1 is not ceil(k / %d) of operand 0's k",
                       per == 4 ? "quad" : "packed", per);
   int64_t za = loom_graph_tensor_get_i64(&args[2].t, 0), pw = bw->shape[2], n = bw->shape[0] * pw, osh[8];
+  if (nn && (nn <= n - pw || nn > n))
+    return LOOM_ERROR(INVALID_ARGUMENT, "matmul_integer: packed_b with n=%lld needs n in (%lld, %lld] for operand 1 (%lld, %lld, %lld)",
+                      (long long)nn, (long long)(n - pw), (long long)n, (long long)bw->shape[0], (long long)kw, (long long)pw);
+  if (nn) n = nn;
   for (int i = 0; i + 1 < a->ndim; i++) osh[i] = a->shape[i];
   osh[a->ndim - 1] = n;
   LOOM_PROPAGATE(loom_graph_value_tensor(LOOM_DTYPE_I32, a->ndim, osh, out));
@@ -437,7 +483,7 @@ static loom_status eval_matmul_integer_words(const loom_graph_value *args, int p
  * to i32 as the composed i32 matmul it replaces. */
 static loom_status eval_matmul_integer(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   if (loom_graph_call_int(ec->call, "packed_b"))
-    return eval_matmul_integer_words(args, loom_graph_call_int(ec->call, "quads") ? 4 : 2, out);
+    return eval_matmul_integer_words(args, loom_graph_call_int(ec->call, "quads") ? 4 : 2, loom_graph_call_int(ec->call, "n"), out);
   const loom_graph_tensor *a = &args[0].t, *b = &args[1].t;
   if (a->ndim < 2 || b->ndim != 2 || a->shape[a->ndim - 1] != b->shape[0])
     return LOOM_ERROR(INVALID_ARGUMENT, "matmul_integer: operand 1 axis 0 does not match operand 0's last axis");
@@ -463,16 +509,18 @@ typedef struct matmul_integer_params {
   int64_t panel; /* packed_b: b's panel width; else 0 */
   loom_dtype ta, tb;
   int32_t ra, rza, rzb;
-  int32_t quads; /* packed_b in byte quads (dot4) */
+  int32_t quads;  /* packed_b in byte quads (dot4) */
+  int32_t ragged; /* packed_b with n: C's last extent its own symbol, the last panel padded */
+  int32_t zero;   /* 0: the struct has no padding */
 } matmul_integer_params;
-LOOM_TP_GEN_PARAMS(matmul_integer_params, 8 + 6 * 4);
+LOOM_TP_GEN_PARAMS(matmul_integer_params, 8 + 8 * 4);
 
 static loom_status gen_matmul_integer(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
   const matmul_integer_params *p = params;
   loom_arena *ar = loom_graph_module_arena(m);
   loom_sym_ctx *cx = loom_graph_module_sym(m);
-  if (p->panel && p->quads) return loom_tp_gen_matmul_integer_quads(ar, cx, name, p->ta, p->ra, p->rza, p->panel, tp);
-  if (p->panel) return loom_tp_gen_matmul_integer_packed_b(ar, cx, name, p->ta, p->ra, p->rza, p->panel, tp);
+  if (p->panel && p->quads) return loom_tp_gen_matmul_integer_quads(ar, cx, name, p->ta, p->ra, p->rza, p->panel, p->ragged != 0, tp);
+  if (p->panel) return loom_tp_gen_matmul_integer_packed_b(ar, cx, name, p->ta, p->ra, p->rza, p->panel, p->ragged != 0, tp);
   return loom_tp_gen_matmul_integer(ar, cx, name, p->ta, p->tb, p->ra, p->rza, p->rzb, tp);
 }
 
@@ -489,8 +537,9 @@ static loom_status legal_matmul_integer(loom_graph_module *m, const loom_graph_e
     if (b->ndim != 3 || !loom_sym_is_const(b->dims[2], &p.panel) || p.panel < 1)
       return loom_legal_unsupported(call, "for a packed operand 1 without a constant panel width");
     p.quads = loom_graph_call_int(call, "quads") != 0;
-    snprintf(name, sizeof name, "matmul_integer_%s_%s%lld_r%d_z%d", loom_dtype_name(a->dtype), p.quads ? "q" : "p",
-             (long long)p.panel, a->ndim, za->ndim);
+    p.ragged = loom_graph_call_int(call, "n") != 0;
+    snprintf(name, sizeof name, "matmul_integer_%s_%s%lld%s_r%d_z%d", loom_dtype_name(a->dtype), p.quads ? "q" : "p",
+             (long long)p.panel, p.ragged ? "r" : "", a->ndim, za->ndim);
     return LOOM_LEGAL_PROGRAM(m, name, gen_matmul_integer, p, &r->tp);
   }
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 3, &zb));

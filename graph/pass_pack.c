@@ -1,11 +1,14 @@
 /* pass_pack.c — constant matmul weights laid out once, in the panels the CPU matmul rule reads
  * (loom_graph_pack_weights).
  *
- *   matmul(x, W)                    W: const (k, n), f32, n a multiple of P, n >= P
+ *   matmul(x, W)                    W: const (k, n), f32, n >= P
  *     -> matmul(x, Wp, packed_b=true)    Wp: const (n / P, k, P), Wp[q, r, c] = W[r, q*P + c]
+ *     -> matmul(x, Wp, packed_b=true, n=n)  when n is not a multiple of P: Wp (ceil(n / P), k, P),
+ *        the last panel's columns >= n zero (an LM head's odd vocabulary)
  *   matmul(x, W, transpose_b=true)  W: const (n, k): the same with Wp[q, r, c] = W[q*P + c, r]
  *   matmul_integer(a, B, za, zb)    B: const (k, n) u8 / i8, zb const: B's centred i16 pair words
  *     -> matmul_integer(a, Bp, za, packed_b=true)   Bp: i32 (n / P, ceil(k / 2), P)
+ *        (n not a multiple of P: ceil(n / P) panels, the last zero-padded, and n=n, as for f32)
  *     or, where the target reads byte quads (AVX512-VNNI) and every B - zb fits a signed byte,
  *     -> matmul_integer(a, Bq, za, cs, packed_b=true, quads=true)   Bq: i32 (n / P, ceil(k / 4), P)
  *        of four signed bytes B[4t + i, j] - zb, cs: i32 (n) their column sums
@@ -63,15 +66,15 @@ typedef struct pack_cfg {
 static loom_status pack_quads(loom_pass *p, loom_graph_binding *b, int64_t panel, int64_t k, int64_t n, int64_t zb) {
   const loom_graph_expr *v = b->value, *w = v->u.call.args[1];
   loom_graph_tensor src = {.dtype = w->sinfo->dtype, .data = w->u.cnst.data};
-  int64_t kq = (k + 3) / 4;
-  size_t wbytes = (size_t)(kq * n) * sizeof(uint32_t), sbytes = (size_t)n * sizeof(int32_t);
-  /* the constants' own bytes, in the module arena */
-  uint32_t *words = loom_arena_alloc(loom_graph_module_arena(p->m), wbytes, 64);
+  int64_t kq = (k + 3) / 4, nq = (n + panel - 1) / panel;
+  size_t wbytes = (size_t)(kq * nq * panel) * sizeof(uint32_t), sbytes = (size_t)n * sizeof(int32_t);
+  /* the constants' own bytes, in the module arena (words past n: 0, the last panel's padding) */
+  uint32_t *words = loom_arena_alloc_zero(loom_graph_module_arena(p->m), wbytes, 64);
   int32_t *sums = loom_arena_alloc_zero(loom_graph_module_arena(p->m), sbytes, 64);
   if (!words || !sums) return LOOM_OOM();
-  for (int64_t q = 0; q < n / panel; q++)
+  for (int64_t q = 0; q < nq; q++)
     for (int64_t t = 0; t < kq; t++)
-      for (int64_t c = 0; c < panel; c++) {
+      for (int64_t c = 0; c < panel && q * panel + c < n; c++) {
         int64_t j = q * panel + c;
         uint32_t word = 0;
         for (int64_t i = 0; i < 4 && 4 * t + i < k; i++) {
@@ -82,7 +85,7 @@ static loom_status pack_quads(loom_pass *p, loom_graph_binding *b, int64_t panel
         words[(q * kq + t) * panel + c] = word;
       }
   loom_sym_ctx *cx = loom_graph_module_sym(p->m);
-  const loom_sym_expr *dims[3] = {loom_sym_const(cx, n / panel), loom_sym_const(cx, kq), loom_sym_const(cx, panel)};
+  const loom_sym_expr *dims[3] = {loom_sym_const(cx, nq), loom_sym_const(cx, kq), loom_sym_const(cx, panel)};
   const loom_sym_expr *nd = loom_sym_const(cx, n);
   const loom_sinfo *ps = loom_sinfo_tensor(p->m, LOOM_DTYPE_I32, 3, dims, w->sinfo->device);
   const loom_sinfo *ss = loom_sinfo_tensor(p->m, LOOM_DTYPE_I32, 1, &nd, w->sinfo->device);
@@ -92,10 +95,12 @@ static loom_status pack_quads(loom_pass *p, loom_graph_binding *b, int64_t panel
   char name[256];
   LOOM_PROPAGATE(loom_graph_module_add_const(p->m, packed_name(p, b, name, sizeof name), c));
   LOOM_PROPAGATE(loom_graph_module_add_const(p->m, packed_name(p, b, name, sizeof name), cs));
-  loom_graph_attr attrs[2] = {loom_graph_attr_bool(p->m, "packed_b", true), loom_graph_attr_bool(p->m, "quads", true)};
-  if (!attrs[0].name || !attrs[1].name) return LOOM_OOM();
+  loom_graph_attr attrs[3] = {loom_graph_attr_bool(p->m, "packed_b", true), loom_graph_attr_bool(p->m, "quads", true),
+                              loom_graph_attr_int(p->m, "n", n)};
+  size_t nattrs = n % panel ? 3 : 2; /* the true column count when the last panel is padded */
+  if (!attrs[0].name || !attrs[1].name || !attrs[2].name) return LOOM_OOM();
   loom_graph_expr *args[4] = {v->u.call.args[0], c, v->u.call.args[2], cs};
-  loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 4, args, 2, attrs);
+  loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 4, args, nattrs, attrs);
   if (!nc) return LOOM_OOM();
   bool ok;
   return loom_pass_set_value(p, b, nc, &ok);
@@ -115,7 +120,7 @@ static loom_status pack_int8(loom_pass *p, loom_graph_binding *b, const pack_cfg
       (si->dtype != LOOM_DTYPE_U8 && si->dtype != LOOM_DTYPE_I8) || !loom_sym_is_const(si->dims[0], &k) ||
       !loom_sym_is_const(si->dims[1], &n) || w->u.cnst.nbytes != (size_t)(k * n) || !const_scalar_i(v->u.call.args[3], &zb))
     return LOOM_OK;
-  if (k < 1 || n < panel || n % panel) return LOOM_OK;
+  if (k < 1 || n < panel) return LOOM_OK;
   if (cfg->quads) {
     loom_graph_tensor src = {.dtype = si->dtype, .data = w->u.cnst.data};
     bool fits = true;
@@ -125,30 +130,32 @@ static loom_status pack_int8(loom_pass *p, loom_graph_binding *b, const pack_cfg
     }
     if (fits) return pack_quads(p, b, panel, k, n, zb);
   }
-  int64_t kh = (k + 1) / 2;
-  size_t bytes = (size_t)(kh * n) * sizeof(int32_t);
-  uint32_t *words = loom_arena_alloc(loom_graph_module_arena(p->m), bytes, 64); /* the constant's own bytes */
+  int64_t kh = (k + 1) / 2, nq = (n + panel - 1) / panel;
+  size_t bytes = (size_t)(kh * nq * panel) * sizeof(int32_t);
+  /* the constant's own bytes (past n: 0, the last panel's padding) */
+  uint32_t *words = loom_arena_alloc_zero(loom_graph_module_arena(p->m), bytes, 64);
   if (!words) return LOOM_OOM();
   loom_graph_tensor src = {.dtype = si->dtype, .data = w->u.cnst.data};
-  for (int64_t q = 0; q < n / panel; q++)
+  for (int64_t q = 0; q < nq; q++)
     for (int64_t t = 0; t < kh; t++)
-      for (int64_t c = 0; c < panel; c++) {
+      for (int64_t c = 0; c < panel && q * panel + c < n; c++) {
         int64_t j = q * panel + c;
         int64_t lo = loom_graph_tensor_get_i64(&src, (size_t)(2 * t * n + j)) - zb;
         int64_t hi = 2 * t + 1 < k ? loom_graph_tensor_get_i64(&src, (size_t)((2 * t + 1) * n + j)) - zb : 0;
         words[(q * kh + t) * panel + c] = ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16);
       }
   loom_sym_ctx *cx = loom_graph_module_sym(p->m);
-  const loom_sym_expr *dims[3] = {loom_sym_const(cx, n / panel), loom_sym_const(cx, kh), loom_sym_const(cx, panel)};
+  const loom_sym_expr *dims[3] = {loom_sym_const(cx, nq), loom_sym_const(cx, kh), loom_sym_const(cx, panel)};
   const loom_sinfo *ps = loom_sinfo_tensor(p->m, LOOM_DTYPE_I32, 3, dims, si->device);
   loom_graph_expr *c = ps ? loom_graph_const_borrow(p->m, ps, words, bytes) : NULL;
   if (!c) return LOOM_OOM();
   char name[256];
   LOOM_PROPAGATE(loom_graph_module_add_const(p->m, packed_name(p, b, name, sizeof name), c));
-  loom_graph_attr attr = loom_graph_attr_bool(p->m, "packed_b", true);
-  if (!attr.name) return LOOM_OOM();
+  loom_graph_attr attrs[2] = {loom_graph_attr_bool(p->m, "packed_b", true), loom_graph_attr_int(p->m, "n", n)};
+  size_t nattrs = n % panel ? 2 : 1; /* the true column count when the last panel is padded */
+  if (!attrs[0].name || !attrs[1].name) return LOOM_OOM();
   loom_graph_expr *args[3] = {v->u.call.args[0], c, v->u.call.args[2]};
-  loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 3, args, 1, &attr);
+  loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 3, args, nattrs, attrs);
   if (!nc) return LOOM_OOM();
   bool ok;
   return loom_pass_set_value(p, b, nc, &ok);
@@ -204,9 +211,12 @@ static loom_status pack_conv(loom_pass *p, loom_graph_binding *b) {
 /* Wp[q, r, c] = W[r, q*panel + c] for W (k, n): inlined with each constant `panel` it is called with. */
 static LOOM_ALWAYS_INLINE void pack_rows(float *packed, const float *src, int64_t k, int64_t n,
                                          int64_t panel) {
-  for (int64_t r = 0; r < k; r++)
-    for (int64_t q = 0; q < n / panel; q++)
+  const int64_t full = n / panel, rest = n % panel; /* rest: the zero-padded last panel's columns */
+  for (int64_t r = 0; r < k; r++) {
+    for (int64_t q = 0; q < full; q++)
       memcpy(&packed[(q * k + r) * panel], &src[r * n + q * panel], (size_t)panel * sizeof(float));
+    if (rest) memcpy(&packed[(full * k + r) * panel], &src[r * n + full * panel], (size_t)rest * sizeof(float));
+  }
 }
 
 static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
@@ -229,16 +239,19 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   int64_t rows, cols;
   if (x->sinfo->kind != LOOM_SINFO_TENSOR || x->sinfo->dtype != LOOM_DTYPE_F32 || !const_matrix(w, &rows, &cols)) return LOOM_OK;
   int64_t k = tb ? cols : rows, n = tb ? rows : cols;
-  if (k < 1 || n < panel || n % panel) return LOOM_OK;
-  /* Wp[q, r, c] = B[r, q*panel + c] with B = W, or W^T for transpose_b */
-  size_t bytes = (size_t)(k * n) * sizeof(float);
-  float *packed = loom_arena_alloc(loom_graph_module_arena(p->m), bytes, 64); /* the constant's own bytes */
+  if (k < 1 || n < panel) return LOOM_OK;
+  /* Wp[q, r, c] = B[r, q*panel + c] with B = W, or W^T for transpose_b; 0 past n (the last
+   * panel's padding when n is not a multiple of the panel) */
+  int64_t nq = (n + panel - 1) / panel;
+  size_t bytes = (size_t)(nq * k * panel) * sizeof(float);
+  float *packed = loom_arena_alloc_zero(loom_graph_module_arena(p->m), bytes, 64); /* the constant's own bytes */
   if (!packed) return LOOM_OOM();
   const float *src = w->u.cnst.data;
   if (!tb) {
     /* row by row: each source row read once, in order, its panels written to their places; the
      * usual panel widths as copies of a constant size, which the compiler inlines (a call to
-     * memcpy per 64 bytes made this loop 1.5-1.9x slower) */
+     * memcpy per 64 bytes made this loop 1.5-1.9x slower); a last panel of n % P
+     * columns, its padding left 0 */
     switch (panel) {
     case 8: pack_rows(packed, src, k, n, 8); break;
     case 16: pack_rows(packed, src, k, n, 16); break;
@@ -247,26 +260,28 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
     }
   } else {
     /* W^T: by blocks of 64 source columns, so that a block of W's rows stays in cache */
-    for (int64_t q = 0; q < n / panel; q++)
+    for (int64_t q = 0; q < nq; q++)
       for (int64_t r0 = 0; r0 < k; r0 += 64) {
         int64_t r1 = r0 + 64 < k ? r0 + 64 : k;
-        for (int64_t c = 0; c < panel; c++) {
+        for (int64_t c = 0; c < panel && q * panel + c < n; c++) {
           const float *row = &src[(q * panel + c) * k];
           for (int64_t r = r0; r < r1; r++) packed[(q * k + r) * panel + c] = row[r];
         }
       }
   }
   loom_sym_ctx *cx = loom_graph_module_sym(p->m);
-  const loom_sym_expr *dims[3] = {loom_sym_const(cx, n / panel), loom_sym_const(cx, k), loom_sym_const(cx, panel)};
+  const loom_sym_expr *dims[3] = {loom_sym_const(cx, nq), loom_sym_const(cx, k), loom_sym_const(cx, panel)};
   const loom_sinfo *si = loom_sinfo_tensor(p->m, LOOM_DTYPE_F32, 3, dims, w->sinfo->device);
   loom_graph_expr *c = si ? loom_graph_const_borrow(p->m, si, packed, bytes) : NULL;
   if (!c) return LOOM_OOM();
   char name[256];
   LOOM_PROPAGATE(loom_graph_module_add_const(p->m, packed_name(p, b, name, sizeof name), c));
-  loom_graph_attr attr = loom_graph_attr_bool(p->m, "packed_b", true);
-  if (!attr.name) return LOOM_OOM();
+  /* the true column count when the last panel is padded */
+  loom_graph_attr attrs[2] = {loom_graph_attr_bool(p->m, "packed_b", true), loom_graph_attr_int(p->m, "n", n)};
+  size_t nattrs = n % panel ? 2 : 1;
+  if (!attrs[0].name || !attrs[nattrs - 1].name) return LOOM_OOM();
   loom_graph_expr *args[2] = {(loom_graph_expr *)x, c};
-  loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 2, args, 1, &attr);
+  loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 2, args, nattrs, attrs);
   if (!nc) return LOOM_OOM();
   bool ok;
   return loom_pass_set_value(p, b, nc, &ok);

@@ -39,8 +39,9 @@ loom_status loom_graph_normalize(loom_graph_module *m, size_t *out_changed);
 loom_status loom_graph_fold(loom_graph_module *m, size_t *out_changed);
 
 /* Constant matmul weights laid out once (graph/pass_pack.c): matmul(x, W) with W a constant
- * f32 (k, n) matrix (or (n, k) with transpose_b), n a multiple of `panel`, becomes
- * matmul(x, Wp, packed_b=true) with Wp (n / panel, k, panel) computed here; panel < 1 does
+ * f32 (k, n) matrix (or (n, k) with transpose_b), n >= `panel`, becomes
+ * matmul(x, Wp, packed_b=true) with Wp (ceil(n / panel), k, panel) computed here (n not a
+ * multiple of panel: the last panel zero-padded and the call given n=n); panel < 1 does
  * nothing. Run dce after it: the weights it replaced stay until then. */
 loom_status loom_graph_pack_weights(loom_graph_module *m, int panel, size_t *out_changed);
 /* The same; with `quads` an int8 weight whose centred values fit a signed byte is laid out in

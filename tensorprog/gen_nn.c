@@ -94,9 +94,11 @@ loom_status loom_tp_gen_matmul_transposed_b(loom_arena *a, loom_sym_ctx *cx, con
 }
 
 /* C[b.., m?, jn] = sum over rk of A[b.., m?, rk] * B[floordiv(jn, P), rk, floormod(jn, P)]: B a
- * weight laid out panel by panel, (q, k, P), n = P*q (graph/pass_pack.c); batch axes are A's. */
+ * weight laid out panel by panel, (q, k, P), n = P*q (graph/pass_pack.c); batch axes are A's.
+ * ragged: n is C's own shape symbol, (q - 1) * P < n <= q * P (the last panel zero-padded past
+ * n; the caller's graph inference proves the bound, the padding is never read). */
 loom_status loom_tp_gen_matmul_packed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
-                                        int ra, int64_t panel, loom_tp_func **result) {
+                                        int ra, int64_t panel, bool ragged, loom_tp_func **result) {
   if (ra < 1 || panel < 1)
     return LOOM_ERROR(INVALID_ARGUMENT, "packed matmul generator needs rank >= 1 and a panel >= 1 (given %d and %lld)", ra,
                       (long long)panel);
@@ -119,7 +121,7 @@ loom_status loom_tp_gen_matmul_packed_b(loom_arena *a, loom_sym_ctx *cx, const c
   for (int i = 0; i < NB; i++) pc[i] = pa[i];
   int kc = NB;
   if (has_m) pc[kc++] = pa[NB];
-  const loom_sym_expr *n = loom_sym_mul(cx, P, pb[0]);
+  const loom_sym_expr *n = ragged ? loom_tpb_shape_sym(&b, "n") : loom_sym_mul(cx, P, pb[0]);
   if (!n) return LOOM_OOM();
   pc[kc++] = n;
   const loom_tp_buffer *Cb = loom_tpb_buffer(&b, "C", t, kc, pc);
@@ -176,9 +178,10 @@ static loom_tp_expr *pair_word(loom_tpb *b, loom_tp_expr *lo, loom_tp_expr *hi, 
  * (a batch-less A: the im loop is the parallel one). ZA and ZB (A's and B's dtypes) have rza / rzb
  * axes of extent 1; every centred value lies in [-255, 255], so the i16 halves are exact. */
 /* panel > 0: B is given as BP (q, kh, panel) pair words in panels (no ZB, no B2 nest) and read
- * as BP[floordiv(jn, panel), r, floormod(jn, panel)]. */
+ * as BP[floordiv(jn, panel), r, floormod(jn, panel)]; ragged: C's n is its own symbol, the last
+ * panel zero-padded past it ((q - 1) * panel < n <= q * panel, proven by graph inference). */
 static loom_status gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, loom_dtype tb,
-                                      int ra, int rza, int rzb, int64_t panel, loom_tp_func **result) {
+                                      int ra, int rza, int rzb, int64_t panel, bool ragged, loom_tp_func **result) {
   if (ra < 2 || rza < 0 || rzb < 0 || rza > LOOM_TP_GEN_MAX_RANK || rzb > LOOM_TP_GEN_MAX_RANK || panel < 0)
     return LOOM_ERROR(INVALID_ARGUMENT, "matmul_integer generator needs rank >= 2 (given %d)", ra);
   LOOM_PROPAGATE(loom_tpg_check_rank(ra));
@@ -196,7 +199,7 @@ static loom_status gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const cha
   if (panel) {
     pp[0] = loom_tpb_shape_sym(&b, "q"), pp[1] = kh, pp[2] = P;
     BP = loom_tpb_buffer(&b, "BP", LOOM_DTYPE_I32, 3, pp);
-    pb[1] = loom_sym_mul(cx, P, pp[0]);
+    pb[1] = ragged ? loom_tpb_shape_sym(&b, "n") : loom_sym_mul(cx, P, pp[0]);
   } else {
     pb[0] = pa[NB + 1];
     pb[1] = loom_tpb_shape_sym(&b, "n");
@@ -267,13 +270,13 @@ static loom_status gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const cha
 
 loom_status loom_tp_gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, loom_dtype tb,
                                        int ra, int rza, int rzb, loom_tp_func **result) {
-  return gen_matmul_integer(a, cx, name, ta, tb, ra, rza, rzb, 0, result);
+  return gen_matmul_integer(a, cx, name, ta, tb, ra, rza, rzb, 0, false, result);
 }
 
 loom_status loom_tp_gen_matmul_integer_packed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, int ra,
-                                                int rza, int64_t panel, loom_tp_func **result) {
+                                                int rza, int64_t panel, bool ragged, loom_tp_func **result) {
   if (panel < 1) return LOOM_ERROR(INVALID_ARGUMENT, "packed matmul_integer generator needs a panel >= 1");
-  return gen_matmul_integer(a, cx, name, ta, ta, ra, rza, 0, panel, result);
+  return gen_matmul_integer(a, cx, name, ta, ta, ra, rza, 0, panel, ragged, result);
 }
 
 /* The int8 matmul in byte quads (dot4: vpdpbusd with AVX512-VNNI), B given as BQ (q, kq, panel)
@@ -285,7 +288,7 @@ loom_status loom_tp_gen_matmul_integer_packed_b(loom_arena *a, loom_sym_ctx *cx,
  * u(a) = a for u8, a + 128 for i8 (an unsigned byte): sum (a - za)(b - zb) = sum u(a)(b - zb) -
  * u(za) sum (b - zb), exact in i32. */
 loom_status loom_tp_gen_matmul_integer_quads(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, int ra, int rza,
-                                             int64_t panel, loom_tp_func **result) {
+                                             int64_t panel, bool ragged, loom_tp_func **result) {
   if (ra < 2 || rza < 0 || rza > LOOM_TP_GEN_MAX_RANK || panel < 1 || (ta != LOOM_DTYPE_U8 && ta != LOOM_DTYPE_I8))
     return LOOM_ERROR(INVALID_ARGUMENT, "quad matmul_integer generator needs rank >= 2, a panel >= 1 and u8 / i8 (given %d, %lld)", ra,
                       (long long)panel);
@@ -302,7 +305,7 @@ loom_status loom_tp_gen_matmul_integer_quads(loom_arena *a, loom_sym_ctx *cx, co
   const loom_sym_expr *P = loom_sym_const(cx, panel);
   pq[0] = loom_tpb_shape_sym(&b, "q"), pq[1] = kq, pq[2] = P;
   const loom_tp_buffer *BQ = loom_tpb_buffer(&b, "BQ", LOOM_DTYPE_I32, 3, pq);
-  const loom_sym_expr *n = loom_sym_mul(cx, P, pq[0]);
+  const loom_sym_expr *n = ragged ? loom_tpb_shape_sym(&b, "n") : loom_sym_mul(cx, P, pq[0]);
   for (int i = 0; i < LOOM_TP_GEN_MAX_RANK; i++) ones[i] = loom_sym_const(cx, 1);
   const loom_tp_buffer *ZA = loom_tpb_buffer(&b, "ZA", ta, rza, ones);
   const loom_tp_buffer *CS = loom_tpb_buffer(&b, "CS", LOOM_DTYPE_I32, 1, &n);

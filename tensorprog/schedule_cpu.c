@@ -433,7 +433,7 @@ static loom_status panel_indices(mm_ctx *c, loom_tp_stmt *ji, const loom_sym_exp
   return st;
 }
 
-static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, loom_tp_stmt *jt, int64_t width, bool outermost);
+static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, int64_t width, bool outermost, bool overlap_tail);
 
 /* `top`: a loop over columns with, below it, nbatch batch loops, the i loop and the body.
  * Tiles it with panels of c->widths[w] and its column tail with the next widths (or, with
@@ -449,13 +449,13 @@ static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost
   }
   loom_tp_stmt *jo, *ji, *jt, *jti = NULL;
   loom_status st;
-  if (w == 0 && c->overlap && !c->m->panel) {
+  if (w == 0 && c->overlap) {
     st = loom_tp_split_overlap(c->a, c->cx, c->view, top, width, &jo, &ji, &jt, &jti);
     if (!st) {
-      LOOM_PROPAGATE(panel(c, jo, ji, NULL, width, outermost));
+      LOOM_PROPAGATE(panel(c, jo, ji, width, outermost, false));
       if (!jt) return LOOM_OK;
       loom_strbuf_printf(c->why, "  column tail: one more %lld-column panel ending at the last column,\n", (long long)width);
-      return panel(c, jt, jti, NULL, width, false);
+      return panel(c, jt, jti, width, false, true);
     }
     if (loom_status_code(st) != LOOM_CODE_FAILED_PRECONDITION) return st;
     loom_status_free(st);
@@ -466,17 +466,26 @@ static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost
     return panels(c, top, w + 1, outermost);
   }
   LOOM_PROPAGATE(st);
-  LOOM_PROPAGATE(panel(c, jo, ji, jt, width, outermost));
-  return jt ? panels(c, jt, w + 1, false) : LOOM_OK;
+  LOOM_PROPAGATE(panel(c, jo, ji, width, outermost, false));
+  if (!jt) return LOOM_OK;
+  /* B in panels of this width with n not a multiple of it (the last panel zero-padded): the
+   * tail's columns P*floordiv(n, P) + t, t < P, all lie in panel floordiv(n, P), read as
+   * [floordiv(n, P), r, t] -- unit stride in t, tiled by the narrower panels like any B */
+  if (c->m->panel == width) LOOM_PROPAGATE(panel_indices(c, jt, jt->u.loop.var, width));
+  return panels(c, jt, w + 1, false);
 }
 
-/* One panel loop `jo` of `width` columns (`ji` its inner loop; `jt` the split's tail, if any):
- * row tiles, B packed at the deepest batch loop its indices use. */
-static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, loom_tp_stmt *jt, int64_t width, bool outermost) {
+/* One panel loop `jo` of `width` columns (`ji` its inner loop): row tiles, B packed at the
+ * deepest batch loop its indices use. `overlap_tail`: the whole panel ending at the last column
+ * (loom_tp_split_overlap's tail), which straddles two of B's panels when B is laid out in panels
+ * of this width: packed like any B, then the same register tile as every other panel, so each
+ * column's sum runs in the same order whatever panel it falls in. */
+static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, int64_t width, bool outermost, bool overlap_tail) {
   const char *jin = loom_sym_var_name(ji->u.loop.var);
   /* B laid out in panels of this width: its index [floordiv(P*jo + ji, P), r, floormod(..)]
-   * is [jo, r, ji] given 0 <= ji < P, so each panel is read where it lies (no packing) */
-  bool in_place = c->m->panel == width && !jt;
+   * is [jo, r, ji] given 0 <= ji < P, so each panel is read where it lies (no packing); the
+   * column tail (n not a multiple of P: the padded last panel) is the narrower panels' (panels) */
+  bool in_place = c->m->panel == width && !overlap_tail;
   if (in_place) LOOM_PROPAGATE(panel_indices(c, ji, ji->u.loop.var, width));
   LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &ji));
   loom_tp_stmt *il = jo;
@@ -490,13 +499,30 @@ static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, loom_tp_
     l = child_loop(l);
     if (in_names(c->m->b_batch, c->m->nb_batch, loom_sym_var_name(l->u.loop.var))) at = l;
   }
-  if (c->pack && !in_place) {
+  if ((c->pack || overlap_tail) && !in_place) {
     loom_tp_stmt *fill;
     LOOM_PROPAGATE(loom_tp_cache_read(c->a, c->cx, at, c->m->b, "Bp", &fill));
     LOOM_PROPAGATE(set_kind_named(c->cx, fill, jin, LOOM_TP_LOOP_VECTORIZE));
   }
   if (outermost) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
   return LOOM_OK;
+}
+
+/* The column loop `top` in panels of the widest width. With B laid out in padded panels of
+ * that width (n a constant, not a multiple of it) the column tail is one more whole panel
+ * ending at the last column, B's part of it packed, and the same register tile as every
+ * other panel: each column's sum runs in the same order whichever panel holds it (a narrower
+ * tail summed in another order, and a model whose columns are equal, such as the ONNX light
+ * suite's AlexNet with every weight 0.02, then gave its softmax unequal values). */
+static loom_status padded_panels(mm_ctx *c, loom_tp_stmt *top) {
+  int64_t width = c->widths[0], ncols;
+  if (c->m->panel != width || !loom_sym_is_const(top->u.loop.extent, &ncols) || ncols <= width || ncols % width == 0)
+    return panels(c, top, 0, true);
+  bool was = c->overlap;
+  c->overlap = true;
+  loom_status st = panels(c, top, 0, true);
+  c->overlap = was;
+  return st;
 }
 
 /* The narrow-column variant of the general path (fewer columns than a widest panel). */
@@ -516,7 +542,7 @@ static loom_status narrow_cols(void *ud, loom_tp_func *view) {
 static loom_status general_panels(mm_ctx *c, loom_tp_stmt **slot) {
   const loom_sym_expr *cols = (*slot)->u.loop.extent;
   int64_t width = c->widths[0];
-  if (c->m->panel || !loom_sym_is_var(cols) || width <= c->widths[1]) return panels(c, *slot, 0, true);
+  if (!loom_sym_is_var(cols) || width <= c->widths[1]) return padded_panels(c, *slot);
   const loom_sym_expr *guard = loom_sym_cmp(c->cx, LOOM_SYM_LT, cols, loom_sym_const(c->cx, width));
   if (!guard) return LOOM_OOM();
   loom_tp_func sub = *c->view;
@@ -630,7 +656,7 @@ static loom_status small_m(void *ud, loom_tp_func *view) {
   LOOM_PROPAGATE(j_to_top(&c, view->body, &m));
   if (m.panel) { /* B in panels: rows one by one against each panel, read where it lies */
     loom_strbuf_printf(c.why, "  B laid out in panels, rows one by one:\n");
-    return panels(&c, view->body, 0, true);
+    return padded_panels(&c, view->body);
   }
   if (m.b_unit) return stream_chunks(&c, view->body);
   loom_strbuf_printf(c.why, "  dot products over %s, %s outermost and parallel\n", red_name(&m),

@@ -81,11 +81,12 @@ loom_status loom_tp_gen_matmul_transposed_b(loom_arena *a, loom_sym_ctx *cx, con
                                             const loom_tp_bcast *mb, loom_tp_func **result);
 
 /* C[..., m, n] = sum_k A[..., m, k] * B[k, n] with B a constant laid out panel by panel,
- * (n / panel, k, panel): B[k, n] is Bp[n / panel, k, n % panel] (the graph's matmul with
+ * (ceil(n / panel), k, panel): B[k, n] is Bp[n / panel, k, n % panel] (the graph's matmul with
  * packed_b; graph/pass_pack.c). A of rank ra >= 1 (1-D: no m axis); C's last extent is
- * panel * (Bp's first). */
+ * panel * (Bp's first), or with `ragged` its own symbol n, the last panel zero-padded past n
+ * (the caller guarantees (q - 1) * panel < n <= q * panel). */
 loom_status loom_tp_gen_matmul_packed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype acc,
-                                        int ra, int64_t panel, loom_tp_func **result);
+                                        int ra, int64_t panel, bool ragged, loom_tp_func **result);
 
 /* C[..., m, n] = sum_k (i32(A[..., m, k]) - ZA) * (i32(B[k, n]) - ZB) in i32: the graph's
  * matmul_integer. A (rank ra >= 2) and B (rank 2) of u8 / i8; ZA and ZB one element of A's and
@@ -94,14 +95,15 @@ loom_status loom_tp_gen_matmul_packed_b(loom_arena *a, loom_sym_ctx *cx, const c
 loom_status loom_tp_gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, loom_dtype tb,
                                        int ra, int rza, int rzb, loom_tp_func **result);
 
-/* The same with B given as BP (n / panel, ceil(k / 2), panel) i32 pair words of the centred B in
- * column panels (graph/pass_pack.c), read as BP[n / panel, t, n % panel]; no ZB. */
+/* The same with B given as BP (ceil(n / panel), ceil(k / 2), panel) i32 pair words of the
+ * centred B in column panels (graph/pass_pack.c), read as BP[n / panel, t, n % panel]; no ZB.
+ * ragged: C's n is its own symbol, the last panel zero-padded past it (else n = q * panel). */
 /* The same with B as byte quads BQ (q, ceil(k / 4), panel) of the centred values (signed bytes)
- * and CS (q * panel) their column sums (dot4; gen_nn.c). */
+ * and CS (n) their column sums (dot4; gen_nn.c). */
 loom_status loom_tp_gen_matmul_integer_quads(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, int ra, int rza,
-                                             int64_t panel, loom_tp_func **result);
+                                             int64_t panel, bool ragged, loom_tp_func **result);
 loom_status loom_tp_gen_matmul_integer_packed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, int ra,
-                                                int rza, int64_t panel, loom_tp_func **result);
+                                                int rza, int64_t panel, bool ragged, loom_tp_func **result);
 
 /* softmax / log_softmax along `axis` (max-subtracted, exact). */
 loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,

@@ -523,6 +523,11 @@ def all_cases():
     for m, quick in [(1, True), (7, True), (64, True), (512, False)]:
         add(Case("matmul", f"M={m} 768x3072", matmul_const(768, 3072), {"x": (m, 768)}, 2.0 * m * 768 * 3072, quick=quick))
     add(Case("gemm", "M=64 768->768 +bias transB", gemm_bias(768, 768), {"x": (64, 768)}, 2.0 * 64 * 768 * 768))
+    # a Linear whose out-features is not a multiple of the matmul panel: an LM head's vocabulary
+    # (GPT-2's 50257), a classifier's 1000 classes (the weight packed with a zero-padded last panel)
+    for k, n, m, quick in [(768, 50257, 1, True), (768, 50257, 8, True), (512, 1000, 1, True), (512, 1000, 64, True),
+                           (2048, 1000, 1, True), (2048, 1000, 64, True)]:
+        add(Case("matmul_odd_n", f"M={m} {k}x{n}", matmul_const(k, n), {"x": (m, k)}, 2.0 * m * k * n, quick=quick))
     add(Case("batched_matmul", "4x12 128x64x128", batched_matmul(), {"a": (4, 12, 128, 64), "b": (4, 12, 64, 128)},
              2.0 * 48 * 128 * 64 * 128))
     add(Case("matmul_integer", "u8xi8 128x512x128", matmul_integer(512, 128), {"a": (128, 512)}, 2.0 * 128 * 512 * 128,

@@ -725,27 +725,41 @@ static loom_status gen_mm43(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out)
 }
 
 static loom_status gen_mm_packed(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
-  return loom_tp_gen_matmul_packed_b(a, cx, "mmp", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 2, 16, out);
+  return loom_tp_gen_matmul_packed_b(a, cx, "mmp", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 2, 16, false, out);
 }
 static loom_status gen_mm_packed3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
-  return loom_tp_gen_matmul_packed_b(a, cx, "mmp3", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 3, 16, out);
+  return loom_tp_gen_matmul_packed_b(a, cx, "mmp3", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 3, 16, false, out);
+}
+
+static loom_status gen_mm_packed_ragged(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_packed_b(a, cx, "mmpr", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 2, 16, true, out);
+}
+static loom_status gen_mm_packed_ragged3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_packed_b(a, cx, "mmpr3", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 3, 16, true, out);
+}
+
+static loom_status gen_mm_int8_packed_ragged(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_integer_packed_b(a, cx, "mmi8pr", LOOM_DTYPE_U8, 2, 0, 16, true, out);
+}
+static loom_status gen_mm_int8_quads_ragged(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8qr", LOOM_DTYPE_I8, 3, 1, 16, true, out);
 }
 
 static loom_status gen_mm_int8(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
   return loom_tp_gen_matmul_integer(a, cx, "mmi8", LOOM_DTYPE_U8, LOOM_DTYPE_I8, 2, 0, 1, out);
 }
 static loom_status gen_mm_int8_packed(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
-  return loom_tp_gen_matmul_integer_packed_b(a, cx, "mmi8p", LOOM_DTYPE_U8, 2, 0, 16, out);
+  return loom_tp_gen_matmul_integer_packed_b(a, cx, "mmi8p", LOOM_DTYPE_U8, 2, 0, 16, false, out);
 }
 static loom_status gen_mm_int8_batched(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
   return loom_tp_gen_matmul_integer(a, cx, "mmi8b", LOOM_DTYPE_I8, LOOM_DTYPE_U8, 3, 1, 0, out);
 }
 
 static loom_status gen_mm_int8_quads(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
-  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8q", LOOM_DTYPE_U8, 2, 0, 16, out);
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8q", LOOM_DTYPE_U8, 2, 0, 16, false, out);
 }
 static loom_status gen_mm_int8_quads3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
-  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8q3", LOOM_DTYPE_I8, 3, 1, 32, out);
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8q3", LOOM_DTYPE_I8, 3, 1, 32, false, out);
 }
 
 static loom_status gen_linear_bias(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
@@ -814,6 +828,53 @@ LOOM_TEST(cpu, schedule_rule_reads_a_weight_laid_out_in_panels_in_place) {
   generated_schedule_and_diff_at(gen_mm_packed, 32);
   generated_schedule_and_diff_at(gen_mm_packed3, 32);
 }
+/* The column counts of the padded-panel trials: 1, a panel less one, one panel and one more,
+ * two panels and three more, primes, a tail of 8 + 1 (the 8-column panel then single columns). */
+static const int64_t ragged_n[] = {1, 15, 17, 35, 13, 41, 57, 16, 32, 73};
+
+/* n (C's columns) per trial and q = ceil(n / 16) (the padded panels B holds): the program's
+ * bound (q - 1) * 16 < n <= q * 16, which graph inference proves. */
+static void bind_ragged(const loom_tp_func *f, loom_sym_env *env, int trial) {
+  int64_t n = ragged_n[trial % (int)LOOM_ARRAY_LEN(ragged_n)];
+  for (size_t j = 0; j < f->nsyms; j++) {
+    const char *nm = loom_sym_var_name(f->syms[j]);
+    if (!strcmp(nm, "n")) cr_assert_null(loom_sym_env_set(env, f->syms[j], n));
+    if (!strcmp(nm, "q")) cr_assert_null(loom_sym_env_set(env, f->syms[j], (n + 15) / 16));
+  }
+}
+
+/* B in panels of 16 with n not a multiple of 16 (the last panel zero-padded, matmul /
+ * matmul_integer packed_b n=): the panels read in place (AVX2's 16-wide tiles) and the column
+ * tail as one panel of 8 and single columns, reading only the real columns of the last panel;
+ * every width, rows 0, 1, primes, more than a tile, rank 2 and 3, f32, int8 pair words and
+ * byte quads (bit-exact), against the interpreter. */
+LOOM_TEST(cpu, schedule_rule_reads_padded_panels_in_place_with_a_column_tail) {
+  static const int64_t sz[] = {0, 1, 2, 3, 5, 7, 13, 37};
+  cpu_diff_opts o = opts(sz, 8, 1e-4);
+  o.trials = (int)LOOM_ARRAY_LEN(ragged_n);
+  o.bind = bind_ragged;
+  gen_fn gens[] = {gen_mm_packed_ragged, gen_mm_packed_ragged3, gen_mm_int8_packed_ragged, gen_mm_int8_quads_ragged};
+  for (size_t g = 0; g < LOOM_ARRAY_LEN(gens); g++) {
+    loom_arena a;
+    loom_arena_init(&a, NULL, 0);
+    loom_sym_ctx *cx;
+    cr_assert_null(loom_sym_ctx_create(NULL, &cx));
+    loom_tp_func *f;
+    cr_assert_null(gens[g](&a, cx, &f));
+    loom_strbuf text;
+    loom_strbuf_init(&text, NULL);
+    loom_tp_print_func(f, &text);
+    cr_assert(strstr(loom_strbuf_cstr(&text), "C: Buffer[(m, n), ") || strstr(loom_strbuf_cstr(&text), "C: Buffer[(d0, m, n), "), "%s",
+              loom_strbuf_cstr(&text));
+    schedule_for_and_diff(loom_strbuf_cstr(&text), 32, ": 16 columns, B laid out in panels (read in place)", &o);
+    schedule_for_and_diff(loom_strbuf_cstr(&text), 64, ": 32 columns, B packed", &o);
+    schedule_for_and_diff(loom_strbuf_cstr(&text), 16, ": 8 columns, B packed", &o);
+    loom_strbuf_free(&text);
+    loom_sym_ctx_destroy(cx);
+    loom_arena_destroy(&a);
+  }
+}
+
 /* The int8 matmul (i16 pair words, dot2 on i32 accumulators: vpmaddwd) register-tiled like the
  * f32 one, bit-exact to the interpreter; and dot2's own value at the sign boundaries. */
 LOOM_TEST(cpu, schedule_rule_tiles_the_int8_matmul) {

@@ -386,3 +386,54 @@ LOOM_TEST(graph_infer, builder_tuples_functions_match_cast) {
   loom_graph_module_destroy(m2);
   loom_graph_module_destroy(m);
 }
+
+/* matmul packed_b with n: the last panel padded, the result's columns n, which must lie in
+ * the last panel ((q - 1) * P, q * P] of constant panels; n without packed_b is refused. */
+LOOM_TEST(graph_infer, matmul_packed_b_with_a_padded_last_panel) {
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(x: Tensor[(s, 5), f32], w: Tensor[(3, 5, 16), f32]) -> Object {\n"
+      "  y = matmul(x, w, packed_b=true, n=37)\n  z = matmul(x, w, packed_b=true)\n  out = (y, z)\n  return out\n}\n");
+  expect_sinfo(m, "y", "Tensor[(s, 37), f32]");
+  expect_sinfo(m, "z", "Tensor[(s, 48), f32]");
+  loom_graph_module_destroy(m);
+  static const struct {
+    const char *call, *want;
+  } bad[] = {
+      {"matmul(x, w, packed_b=true, n=32)", "packed_b with n=32: operand 1 (3, k, 16) holds 48 columns; n must lie in (32, 48]"},
+      {"matmul(x, w, packed_b=true, n=49)", "packed_b with n=49: operand 1 (3, k, 16) holds 48 columns; n must lie in (32, 48]"},
+      {"matmul(x, v, packed_b=true, n=7)", "packed_b with n=7 needs operand 1's panel count and width as constants"},
+      {"matmul(x, u, n=7)", "n=7 is an attribute of packed_b only"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char text[512], *err;
+    snprintf(text, sizeof text,
+             "fn @main(x: Tensor[(s, 5), f32], w: Tensor[(3, 5, 16), f32], v: Tensor[(q, 5, 16), f32], u: Tensor[(5, 7), f32]) -> Object {\n"
+             "  y = %s\n  return y\n}\n",
+             bad[i].call);
+    cr_assert_null(gt_parse(text, &err), "%s", bad[i].call);
+    cr_assert(strstr(err, bad[i].want), "%s: %s", bad[i].call, err);
+    free(err);
+  }
+  /* matmul_integer's packed forms take n the same way */
+  static const struct {
+    const char *call, *want;
+  } bad8[] = {
+      {"matmul_integer(a, w, za, packed_b=true, n=33)", "packed_b with n=33: operand 1 (2, k, 16) holds 32 columns; n must lie in (16, 32]"},
+      {"matmul_integer(a, b, za, zb, n=7)", "n=7 is an attribute of packed_b only"},
+  };
+  for (size_t i = 0; i < sizeof bad8 / sizeof *bad8; i++) {
+    char text[512], *err;
+    snprintf(text, sizeof text,
+             "fn @main(a: Tensor[(s, 5), u8], w: Tensor[(2, 3, 16), i32], za: Tensor[(), u8], b: Tensor[(5, 7), u8], zb: Tensor[(), u8]) -> Object {\n"
+             "  y = %s\n  return y\n}\n",
+             bad8[i].call);
+    cr_assert_null(gt_parse(text, &err), "%s", bad8[i].call);
+    cr_assert(strstr(err, bad8[i].want), "%s: %s", bad8[i].call, err);
+    free(err);
+  }
+  loom_graph_module *m8 = gt_parse_ok(
+      "fn @main(a: Tensor[(s, 5), u8], w: Tensor[(2, 3, 16), i32], za: Tensor[(), u8]) -> Object {\n"
+      "  y = matmul_integer(a, w, za, packed_b=true, n=21)\n  return y\n}\n");
+  expect_sinfo(m8, "y", "Tensor[(s, 21), i32]");
+  loom_graph_module_destroy(m8);
+}

@@ -596,7 +596,7 @@ LOOM_TEST(passes, simplify_recognises_gelu_patterns) {
 static void pack_panel_16(loom_graph_module *m) {
   size_t n = 0;
   cr_assert_null(loom_graph_pack_weights(m, 16, &n));
-  cr_assert_eq(n, 3);
+  cr_assert_eq(n, 5);
   cr_assert_null(loom_graph_dce(m, NULL));
 }
 
@@ -609,7 +609,11 @@ LOOM_TEST(passes, pack_lays_constant_weights_out_in_panels) {
   loom_strbuf_printf(&in, "]\nconst @v: Tensor[(%d, %d), f32] = [", N, K);
   for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d.5", i ? ", " : "", i);
   loom_strbuf_printf(&in, "]\nconst @o: Tensor[(%d, 24), f32] = [", K);
-  for (int i = 0; i < K * 24; i++) loom_strbuf_printf(&in, "%s1.0", i ? ", " : "");
+  for (int i = 0; i < K * 24; i++) loom_strbuf_printf(&in, "%s%d.25", i ? ", " : "", i);
+  loom_strbuf_printf(&in, "]\nconst @t: Tensor[(21, %d), f32] = [", K);
+  for (int i = 0; i < K * 21; i++) loom_strbuf_printf(&in, "%s%d.75", i ? ", " : "", i);
+  loom_strbuf_printf(&in, "]\nconst @s: Tensor[(%d, 15), f32] = [", K);
+  for (int i = 0; i < K * 15; i++) loom_strbuf_printf(&in, "%s1.0", i ? ", " : "");
   loom_strbuf_printf(&in, "]\nconst @q: Tensor[(%d, %d), i8] = [", K, N);
   for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d", i ? ", " : "", (i * 37) % 256 - 128);
   loom_strbuf_printf(&in, "]\n"
@@ -620,7 +624,9 @@ LOOM_TEST(passes, pack_lays_constant_weights_out_in_panels) {
                           "    c = matmul(x, @o)\n"
                           "    d = matmul(x, u)\n"
                           "    e = matmul_integer(xi, @q, const(7, u8), const(-3, i8))\n"
-                          "    out = (a, b, c, d, e)\n"
+                          "    f = matmul(x, @t, transpose_b=true)\n"
+                          "    g = matmul(x, @s)\n"
+                          "    out = (a, b, c, d, e, f, g)\n"
                           "    output out\n"
                           "  }\n"
                           "  return out\n"
@@ -639,14 +645,31 @@ LOOM_TEST(passes, pack_lays_constant_weights_out_in_panels) {
   const char *fn = loom_strbuf_cstr(&sb);
   cr_assert_not_null(strstr(fn, "a: Tensor[(n, 32), f32] = matmul(x, @main_a_packed, packed_b=true)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "b: Tensor[(n, 32), f32] = matmul(x, @main_b_packed, packed_b=true)"), "%s", fn);
-  cr_assert_not_null(strstr(fn, "c: Tensor[(n, 24), f32] = matmul(x, @o)"), "%s", fn);
+  /* n not a multiple of the panel: the last panel zero-padded, the true n an attribute; fewer
+   * columns than a panel stay */
+  cr_assert_not_null(strstr(fn, "c: Tensor[(n, 24), f32] = matmul(x, @main_c_packed, packed_b=true, n=24)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "f: Tensor[(n, 21), f32] = matmul(x, @main_f_packed, packed_b=true, n=21)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "g: Tensor[(n, 15), f32] = matmul(x, @s)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "d: Tensor[(n, 32), f32] = matmul(x, u)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "e: Tensor[(n, 32), i32] = matmul_integer(xi, @main_e_packed, const(7, u8), packed_b=true)"), "%s",
                      fn);
   for (size_t i = 0; i < loom_graph_module_num_consts(m); i++) {
     const loom_graph_const *k = loom_graph_module_const_at(m, i);
-    cr_assert(strcmp(k->name, "w") && strcmp(k->name, "v") && strcmp(k->name, "q"), "the packed weight @%s was not dropped",
-              k->name);
+    cr_assert(strcmp(k->name, "w") && strcmp(k->name, "v") && strcmp(k->name, "q") && strcmp(k->name, "o") && strcmp(k->name, "t"),
+              "the packed weight @%s was not dropped", k->name);
+    bool tt = !strcmp(k->name, "main_f_packed");
+    if (tt || !strcmp(k->name, "main_c_packed")) { /* (2, K, 16): columns past n zero */
+      int nn = tt ? 21 : 24;
+      const float *d = k->expr->u.cnst.data;
+      cr_assert_eq(k->expr->u.cnst.nbytes, (size_t)(2 * K * 16) * sizeof(float), "@%s", k->name);
+      for (int q = 0; q < 2; q++)
+        for (int r = 0; r < K; r++)
+          for (int col = 0; col < 16; col++) {
+            int j = q * 16 + col;
+            float want = j >= nn ? 0.0f : tt ? (float)(j * K + r) + 0.75f : (float)(r * nn + j) + 0.25f;
+            cr_assert_eq(d[(q * K + r) * 16 + col], want, "@%s[%d, %d, %d]", k->name, q, r, col);
+          }
+    }
     if (!strcmp(k->name, "main_e_packed")) { /* pair words of q + 3 along k (K = 3: the last high half 0) */
       const uint32_t *wd = k->expr->u.cnst.data;
       for (int q = 0; q < N / 16; q++)
@@ -777,6 +800,64 @@ LOOM_TEST(passes, pack_lays_int8_weights_in_byte_quads_where_they_fit) {
   loom_strbuf_free(&sb);
   loom_strbuf_free(&in);
   loom_graph_module_destroy(m);
+}
+
+/* An int8 weight with n = 21 columns (not a multiple of the panel of 16): pair words and byte
+ * quads (with column sums over the 21 real columns) in 2 panels, the last zero-padded, the
+ * call given n=21; the module computes the same (the interpreter reads the padded forms). */
+LOOM_TEST(passes, pack_pads_the_last_panel_of_int8_weights) {
+  enum { K = 5, N = 21 };
+  loom_strbuf in;
+  loom_strbuf_init(&in, NULL);
+  loom_strbuf_printf(&in, "const @f: Tensor[(%d, %d), u8] = [", K, N);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d", i ? ", " : "", (i * 37) % 256);
+  loom_strbuf_printf(&in, "]\nconst @g: Tensor[(%d, %d), i8] = [", K, N);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d", i ? ", " : "", (i * 37) % 256 - 128);
+  loom_strbuf_printf(&in, "]\n"
+                          "fn @main(xi: Tensor[(n, %d), u8], xs: Tensor[(n, %d), i8]) -> Object {\n"
+                          "  dataflow {\n"
+                          "    e = matmul_integer(xi, @f, const(7, u8), const(128, u8))\n"
+                          "    h = matmul_integer(xs, @g, const(-5, i8), const(-3, i8))\n"
+                          "    out = (e, h)\n"
+                          "    output out\n"
+                          "  }\n"
+                          "  return out\n"
+                          "}\n", K, K);
+  for (int quads = 0; quads < 2; quads++) {
+    loom_graph_module *m = parse(loom_strbuf_cstr(&in));
+    loom_pipeline_check *c;
+    cr_assert_null(loom_pipeline_check_begin(m, 4, 9, NULL, &c));
+    size_t n = 0;
+    cr_assert_null(loom_graph_pack_weights_ex(m, 16, quads, &n));
+    cr_assert_eq(n, 2);
+    cr_assert_null(loom_graph_dce(m, NULL));
+    verify(m);
+    loom_status st = loom_pipeline_check_after(c, "pack");
+    cr_assert_null(st, "%s", loom_status_text(st, 0));
+    loom_pipeline_check_end(c);
+    loom_strbuf sb;
+    loom_strbuf_init(&sb, NULL);
+    loom_graph_print_func(m, loom_graph_module_find_func(m, "main"), &sb);
+    const char *fn = loom_strbuf_cstr(&sb);
+    cr_assert_not_null(strstr(fn, quads ? "e: Tensor[(n, 21), i32] = matmul_integer(xi, @main_e_packed, const(7, u8), @main_e_packed_1, "
+                                          "packed_b=true, quads=true, n=21)"
+                                        : "e: Tensor[(n, 21), i32] = matmul_integer(xi, @main_e_packed, const(7, u8), packed_b=true, n=21)"),
+                       "%s", fn);
+    cr_assert_not_null(strstr(fn, "h: Tensor[(n, 21), i32] = matmul_integer(xs, @main_h_packed, const(-5, i8), packed_b=true, n=21)"),
+                       "%s", fn);
+    for (size_t i = 0; i < loom_graph_module_num_consts(m); i++) {
+      const loom_graph_const *k = loom_graph_module_const_at(m, i);
+      if (strcmp(k->name, "main_e_packed") && strcmp(k->name, "main_h_packed")) continue;
+      int per = quads && !strcmp(k->name, "main_e_packed") ? 4 : 2, kw = (K + per - 1) / per;
+      const uint32_t *wd = k->expr->u.cnst.data;
+      cr_assert_eq(k->expr->u.cnst.nbytes, (size_t)(2 * kw * 16) * sizeof(uint32_t), "@%s", k->name);
+      for (int t = 0; t < kw; t++)
+        for (int col = N - 16; col < 16; col++) cr_assert_eq(wd[(kw + t) * 16 + col], 0u, "@%s[1, %d, %d]: the padding", k->name, t, col);
+    }
+    loom_strbuf_free(&sb);
+    loom_graph_module_destroy(m);
+  }
+  loom_strbuf_free(&in);
 }
 
 /* The composed int8 matmul (the ONNX importer's MatMulInteger) becomes matmul_integer with its
