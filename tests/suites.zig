@@ -139,6 +139,7 @@ pub const suites = .{
         "tests/concurrency/test_conc_vm.c",
     } },
     .{ .name = "passes", .files = &[_][]const u8{
+        "tests/passes/passes_test_util.c",
         "tests/passes/test_passes.c",
         "tests/passes/test_fuse.c",
         "tests/passes/test_pack_conv.c",

@@ -15,32 +15,13 @@
 
 #include "driver/pipeline.h"
 #include "graph/passes.h"
+#include "passes_test_util.h"
 #include "support/loom_test.h"
-
-static loom_graph_module *parse(const char *text) {
-  loom_source src = {"test.loom", text, strlen(text)};
-  loom_diag_list diags;
-  loom_diag_list_init(&diags, NULL);
-  loom_graph_module *m = NULL;
-  loom_status s = loom_graph_parse(&src, &diags, &m);
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
-  loom_diag_list_destroy(&diags);
-  return m;
-}
-
-static void verify(loom_graph_module *m) {
-  loom_diag_list diags;
-  loom_diag_list_init(&diags, NULL);
-  loom_status s = loom_graph_verify(m, &diags);
-  if (s) loom_diag_list_print(stderr, &diags);
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
-  loom_diag_list_destroy(&diags);
-}
 
 /* normalize, then (with `attention`) the pass; the printed module, verified and re-parsed to
  * itself. The caller frees it. */
 static char *run(const char *in, bool attention, size_t *rewrites) {
-  loom_graph_module *m = parse(in);
+  loom_graph_module *m = pt_parse(in);
   cr_assert_null(loom_graph_normalize(m, NULL));
   size_t n = 0;
   if (attention) {
@@ -48,11 +29,11 @@ static char *run(const char *in, bool attention, size_t *rewrites) {
     cr_assert_null(s, "%s", loom_status_text(s, 0));
   }
   if (rewrites) *rewrites = n;
-  verify(m);
+  pt_verify(m);
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
   loom_graph_print_module(m, &sb);
-  loom_graph_module *back = parse(loom_strbuf_cstr(&sb));
+  loom_graph_module *back = pt_parse(loom_strbuf_cstr(&sb));
   cr_assert(loom_graph_module_equal(m, back), "the result does not parse back to itself");
   loom_graph_module_destroy(back);
   loom_graph_module_destroy(m);
@@ -512,7 +493,7 @@ static const char *const composed_in =
     "}\n";
 
 static void numeric(const char *text) {
-  loom_graph_module *m = parse(text);
+  loom_graph_module *m = pt_parse(text);
   cr_assert_null(loom_graph_normalize(m, NULL));
   loom_pipeline_check *c;
   cr_assert_null(loom_pipeline_check_begin(m, 4, 11, NULL, &c));

@@ -10,6 +10,7 @@
 
 #include "driver/pipeline.h"
 #include "graph/passes.h"
+#include "passes_test_util.h"
 #include "support/loom_test.h"
 #include "tensorprog/tp.h"
 
@@ -22,15 +23,12 @@ typedef struct fused {
 /* Parses `in`, runs legalize and fuse (and schedule if asked; verified and numerically checked after each), and
  * checks that the printed module parses back to itself. */
 static fused run_passes(const char *in, bool schedule) {
-  loom_source src = {"test.loom", in, strlen(in)};
+  fused r = {.m = pt_parse(in)};
   loom_diag_list diags;
   loom_diag_list_init(&diags, NULL);
-  fused r = {0};
-  loom_status s = loom_graph_parse(&src, &diags, &r.m);
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
   static const loom_pass_id passes[] = {LOOM_PASS_legalize, LOOM_PASS_fuse, LOOM_PASS_schedule};
   loom_pass_options o = {.verify_each = true, .check_numerics = 3};
-  s = loom_pipeline_run(r.m, passes, schedule ? 3 : 2, &o, &diags);
+  loom_status s = loom_pipeline_run(r.m, passes, schedule ? 3 : 2, &o, &diags);
   if (s) loom_diag_list_print(stderr, &diags);
   cr_assert_null(s, "%s", loom_status_text(s, 0));
   loom_diag_list_destroy(&diags);

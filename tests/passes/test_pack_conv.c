@@ -10,23 +10,8 @@
 
 #include "driver/pipeline.h"
 #include "graph/passes.h"
+#include "passes_test_util.h"
 #include "support/loom_test.h"
-
-static loom_status parse_text(const char *text, loom_graph_module **m) {
-  loom_source src = {"test.loom", text, strlen(text)};
-  loom_diag_list diags;
-  loom_diag_list_init(&diags, NULL);
-  loom_status s = loom_graph_parse(&src, &diags, m);
-  loom_diag_list_destroy(&diags);
-  return s;
-}
-
-static loom_graph_module *parse(const char *text) {
-  loom_graph_module *m = NULL;
-  loom_status s = parse_text(text, &m);
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
-  return m;
-}
 
 /* const @<name>: Tensor[(o, c, k..), f32] with W[i] = i + 0.25 (flat index i). */
 static void weight(loom_strbuf *sb, const char *name, int o, int c, const int *k, int n) {
@@ -67,7 +52,7 @@ LOOM_TEST(pack_conv, lays_conv_weights_out_in_blocks_of_8) {
                           "  }\n"
                           "  return out\n"
                           "}\n");
-  loom_graph_module *m = parse(loom_strbuf_cstr(&in));
+  loom_graph_module *m = pt_parse(loom_strbuf_cstr(&in));
   loom_pipeline_check *c;
   cr_assert_null(loom_pipeline_check_begin(m, 3, 7, NULL, &c));
   size_t n = 0;
@@ -125,7 +110,7 @@ LOOM_TEST(pack_conv, packed_form_errors_name_the_operand) {
              "  dataflow {\n    y = %s\n    output y\n  }\n  return y\n}\n",
              cases[i].call);
     loom_graph_module *m = NULL;
-    loom_status s = parse_text(text, &m);
+    loom_status s = pt_parse_text(text, &m);
     cr_assert_not_null(s, "case %zu was accepted", i);
     const char *msg = loom_status_text(s, 0);
     cr_assert_not_null(strstr(msg, cases[i].want), "case %zu: %s", i, msg);

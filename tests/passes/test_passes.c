@@ -9,44 +9,25 @@
 
 #include "driver/pipeline.h"
 #include "graph/passes.h"
+#include "passes_test_util.h"
 #include "support/loom_test.h"
-
-static loom_graph_module *parse(const char *text) {
-  loom_source src = {"test.loom", text, strlen(text)};
-  loom_diag_list diags;
-  loom_diag_list_init(&diags, NULL);
-  loom_graph_module *m = NULL;
-  loom_status s = loom_graph_parse(&src, &diags, &m);
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
-  loom_diag_list_destroy(&diags);
-  return m;
-}
-
-static void verify(loom_graph_module *m) {
-  loom_diag_list diags;
-  loom_diag_list_init(&diags, NULL);
-  loom_status s = loom_graph_verify(m, &diags);
-  if (s) loom_diag_list_print(stderr, &diags);
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
-  loom_diag_list_destroy(&diags);
-}
 
 typedef loom_status (*pass_fn)(loom_graph_module *m, size_t *out_changed);
 
 /* Runs the passes in order on `in` and asserts the printed module is `want`, that it verifies
  * and that it parses back to the same text. */
 static void expect(const char *in, const pass_fn *passes, size_t n, const char *want) {
-  loom_graph_module *m = parse(in);
+  loom_graph_module *m = pt_parse(in);
   for (size_t i = 0; i < n; i++) {
     loom_status s = passes[i](m, NULL);
     cr_assert_null(s, "%s", loom_status_text(s, 0));
-    verify(m);
+    pt_verify(m);
   }
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
   loom_graph_print_module(m, &sb);
   cr_assert_str_eq(loom_strbuf_cstr(&sb), want);
-  loom_graph_module *back = parse(loom_strbuf_cstr(&sb));
+  loom_graph_module *back = pt_parse(loom_strbuf_cstr(&sb));
   cr_assert(loom_graph_module_equal(m, back), "the result does not parse back to itself");
   loom_graph_module_destroy(back);
   loom_strbuf_free(&sb);
@@ -256,11 +237,11 @@ LOOM_TEST(passes, fold_transposes_a_large_constant_once) {
                           "  }\n"
                           "  return out\n"
                           "}\n", C, R, C);
-  loom_graph_module *m = parse(loom_strbuf_cstr(&in));
+  loom_graph_module *m = pt_parse(loom_strbuf_cstr(&in));
   loom_strbuf_free(&in);
   cr_assert_null(loom_graph_fold(m, NULL));
   cr_assert_null(loom_graph_dce(m, NULL));
-  verify(m);
+  pt_verify(m);
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
   loom_graph_print_module(m, &sb);
@@ -499,7 +480,7 @@ LOOM_TEST(passes, simplify_reads_a_transposed_matmul_operand_in_place) {
          "  }\n"
          "  return out\n"
          "}\n");
-  loom_graph_module *m = parse(transposed_b_in);
+  loom_graph_module *m = pt_parse(transposed_b_in);
   loom_pipeline_check *c;
   cr_assert_null(loom_pipeline_check_begin(m, 4, 3, NULL, &c));
   cr_assert_eq(loom_pipeline_check_count(c), 4);
@@ -554,7 +535,7 @@ static const char *gelu_in =
 
 LOOM_TEST(passes, simplify_recognises_gelu_patterns) {
   static const pass_fn p[] = {loom_graph_normalize, loom_graph_simplify, loom_graph_dce};
-  loom_graph_module *m = parse(gelu_in);
+  loom_graph_module *m = pt_parse(gelu_in);
   loom_pipeline_check *c;
   cr_assert_null(loom_pipeline_check_begin(m, 4, 5, NULL, &c));
   cr_assert_eq(loom_pipeline_check_count(c), 4);
@@ -631,11 +612,11 @@ LOOM_TEST(passes, pack_lays_constant_weights_out_in_panels) {
                           "  }\n"
                           "  return out\n"
                           "}\n", K, K, N, K);
-  loom_graph_module *m = parse(loom_strbuf_cstr(&in));
+  loom_graph_module *m = pt_parse(loom_strbuf_cstr(&in));
   loom_pipeline_check *c;
   cr_assert_null(loom_pipeline_check_begin(m, 4, 9, NULL, &c));
   pack_panel_16(m);
-  verify(m);
+  pt_verify(m);
   loom_status st = loom_pipeline_check_after(c, "pack");
   cr_assert_null(st, "%s", loom_status_text(st, 0));
   loom_pipeline_check_end(c);
@@ -710,7 +691,7 @@ LOOM_TEST(passes, pack_lays_panels_of_every_width) {
     for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d.0", i ? ", " : "", i);
     loom_strbuf_printf(&in, "]\nfn @main(x: Tensor[(n, %d), f32]) -> Tensor[(n, %d), f32] {\n"
                             "  dataflow {\n    a = matmul(x, @w)\n    output a\n  }\n  return a\n}\n", K, N);
-    loom_graph_module *m = parse(loom_strbuf_cstr(&in));
+    loom_graph_module *m = pt_parse(loom_strbuf_cstr(&in));
     size_t n = 0;
     cr_assert_null(loom_graph_pack_weights(m, P, &n));
     cr_assert_eq(n, 1, "panel %d", P);
@@ -753,14 +734,14 @@ LOOM_TEST(passes, pack_lays_int8_weights_in_byte_quads_where_they_fit) {
                           "  }\n"
                           "  return out\n"
                           "}\n", K, K);
-  loom_graph_module *m = parse(loom_strbuf_cstr(&in));
+  loom_graph_module *m = pt_parse(loom_strbuf_cstr(&in));
   loom_pipeline_check *c;
   cr_assert_null(loom_pipeline_check_begin(m, 4, 9, NULL, &c));
   size_t n = 0;
   cr_assert_null(loom_graph_pack_weights_ex(m, 16, true, &n));
   cr_assert_eq(n, 2);
   cr_assert_null(loom_graph_dce(m, NULL));
-  verify(m);
+  pt_verify(m);
   loom_status st = loom_pipeline_check_after(c, "pack");
   cr_assert_null(st, "%s", loom_status_text(st, 0));
   loom_pipeline_check_end(c);
@@ -824,14 +805,14 @@ LOOM_TEST(passes, pack_pads_the_last_panel_of_int8_weights) {
                           "  return out\n"
                           "}\n", K, K);
   for (int quads = 0; quads < 2; quads++) {
-    loom_graph_module *m = parse(loom_strbuf_cstr(&in));
+    loom_graph_module *m = pt_parse(loom_strbuf_cstr(&in));
     loom_pipeline_check *c;
     cr_assert_null(loom_pipeline_check_begin(m, 4, 9, NULL, &c));
     size_t n = 0;
     cr_assert_null(loom_graph_pack_weights_ex(m, 16, quads, &n));
     cr_assert_eq(n, 2);
     cr_assert_null(loom_graph_dce(m, NULL));
-    verify(m);
+    pt_verify(m);
     loom_status st = loom_pipeline_check_after(c, "pack");
     cr_assert_null(st, "%s", loom_status_text(st, 0));
     loom_pipeline_check_end(c);
@@ -887,7 +868,7 @@ LOOM_TEST(passes, simplify_recognises_the_int8_matmul) {
                    "  }\n"
                    "  return out\n"
                    "}\n";
-  loom_graph_module *m = parse(in);
+  loom_graph_module *m = pt_parse(in);
   loom_pipeline_check *c;
   cr_assert_null(loom_pipeline_check_begin(m, 4, 11, NULL, &c));
   for (size_t i = 0; i < 3; i++) cr_assert_null(p[i](m, NULL));
@@ -933,7 +914,7 @@ static const char *small_model = "fn @main(x: Tensor[(n, 4), f32], y: Tensor[(n,
                                  "}\n";
 
 LOOM_TEST(passes, the_numeric_check_catches_a_wrong_rewrite) {
-  loom_graph_module *m = parse(small_model);
+  loom_graph_module *m = pt_parse(small_model);
   loom_diag_list diags;
   loom_diag_list_init(&diags, NULL);
   loom_pipeline_check *c;
@@ -959,7 +940,7 @@ LOOM_TEST(passes, the_numeric_check_catches_a_wrong_rewrite) {
 
 LOOM_TEST(passes, the_numeric_check_uses_one_and_primes) {
   /* Returning z instead of x is wrong for every shape but 1 x 1: the prime set catches it. */
-  loom_graph_module *m = parse("fn @main(x: Tensor[(n, k), f32]) -> Tensor[(n, k), f32] {\n"
+  loom_graph_module *m = pt_parse("fn @main(x: Tensor[(n, k), f32]) -> Tensor[(n, k), f32] {\n"
                                "  dataflow {\n"
                                "    y = sum(x, axes=[0, 1], keepdims=true)\n"
                                "    z = broadcast_to(y, shape=[n, k])\n"
@@ -1011,7 +992,7 @@ static const char *scoped_model =
     "}\n";
 
 LOOM_TEST(passes, the_default_pipeline_respects_match_cast_scope) {
-  loom_graph_module *m = parse(scoped_model);
+  loom_graph_module *m = pt_parse(scoped_model);
   loom_pass_id passes[LOOM_PASS_COUNT];
   size_t n = loom_pipeline_default(false, LOOM_PASS_schedule, passes);
   char *text = NULL;
@@ -1030,8 +1011,8 @@ LOOM_TEST(passes, the_default_pipeline_respects_match_cast_scope) {
     /* The module runs to the next report line (reports start at column 0 with "//"). */
     char *body = strchr(at, '\n') + 1, *end = strstr(body, "\n//");
     char *copy = strndup(body, end ? (size_t)(end + 1 - body) : strlen(body));
-    loom_graph_module *mid = parse(copy);
-    verify(mid);
+    loom_graph_module *mid = pt_parse(copy);
+    pt_verify(mid);
     loom_graph_module_destroy(mid);
     free(copy);
     stages++;

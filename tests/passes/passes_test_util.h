@@ -1,0 +1,17 @@
+/* passes_test_util.h — what the graph-pass tests share: a module parsed from IR text and a
+ * verified module, each failing the test with the parser's or verifier's message. */
+#ifndef LOOM_TESTS_PASSES_TEST_UTIL_H
+#define LOOM_TESTS_PASSES_TEST_UTIL_H
+
+#include "graph/graph.h"
+
+/* Parses `text` (named test.loom in messages) into *m; the parse status, diagnostics dropped. */
+loom_status pt_parse_text(const char *text, loom_graph_module **m);
+
+/* Parses `text`; fails the test with the parse error. The caller frees the module. */
+loom_graph_module *pt_parse(const char *text);
+
+/* Verifies `m`; fails the test with the verifier's message (its diagnostics printed). */
+void pt_verify(loom_graph_module *m);
+
+#endif
