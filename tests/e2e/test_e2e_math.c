@@ -195,6 +195,23 @@ static void check_random(const char *text, const bind *b, size_t nb, double rel)
   loom_graph_module_destroy(cm);
 }
 
+/* Compiles `text` with the default pipeline and asserts that the printed main of the compiled
+ * module contains `needle` (a rewrite or a packed weight took place). */
+static void expect_main_holds(const char *text, const char *needle) {
+  loom_graph_module *m = parse_text(text);
+  loom_compiled *c;
+  loom_compile_options o = {0};
+  cr_assert_null(loom_compile(m, &o, &c));
+  loom_strbuf p;
+  loom_strbuf_init(&p, NULL);
+  loom_graph_module *cm = loom_compiled_module(c);
+  loom_graph_print_func(cm, loom_graph_module_find_func(cm, "main"), &p);
+  cr_assert(strstr(loom_strbuf_cstr(&p), needle) != NULL, "no %s in the compiled main:\n%s", needle, loom_strbuf_cstr(&p));
+  loom_strbuf_free(&p);
+  loom_compiled_free(c);
+  loom_graph_module_destroy(m);
+}
+
 /* Matmul, batched matmul, transposed-B matmul and linear with their elementwise readers fused
  * into the output loop (graph/pass_fuse.c, loom_tp_fuse_epilogue) and scheduled by the CPU
  * matmul rule (the epilogue on the register tile, the row-streaming variant for few rows):
@@ -289,18 +306,7 @@ LOOM_TEST(e2e_math, int8_matmul_at_awkward_shapes) {
         check_random(texts[t], b, 3, 0);
       }
   /* the composed form became matmul_integer */
-  loom_graph_module *m = parse_text(texts[0]);
-  loom_compiled *c;
-  loom_compile_options o = {0};
-  cr_assert_null(loom_compile(m, &o, &c));
-  loom_strbuf p;
-  loom_strbuf_init(&p, NULL);
-  loom_graph_module *cm = loom_compiled_module(c);
-  loom_graph_print_func(cm, loom_graph_module_find_func(cm, "main"), &p);
-  cr_assert(strstr(loom_strbuf_cstr(&p), "matmul_integer_u8_i8") != NULL, "%s", loom_strbuf_cstr(&p));
-  loom_strbuf_free(&p);
-  loom_compiled_free(c);
-  loom_graph_module_destroy(m);
+  expect_main_holds(texts[0], "matmul_integer_u8_i8");
 }
 
 /* The int8 matmul with a constant weight: the `pack` pass lays its centred pair words out in
@@ -328,18 +334,7 @@ LOOM_TEST(e2e_math, int8_matmul_with_a_constant_weight_laid_out_in_panels) {
       const bind b[] = {{"m", ms[i]}};
       check_random(text, b, 1, 0);
     }
-    loom_graph_module *m = parse_text(text);
-    loom_compiled *c;
-    loom_compile_options o = {0};
-    cr_assert_null(loom_compile(m, &o, &c));
-    loom_strbuf p;
-    loom_strbuf_init(&p, NULL);
-    loom_graph_module *cm = loom_compiled_module(c);
-    loom_graph_print_func(cm, loom_graph_module_find_func(cm, "main"), &p);
-    cr_assert(strstr(loom_strbuf_cstr(&p), "_packed") != NULL, "n = %d: the weight was not packed:\n%s", N, loom_strbuf_cstr(&p));
-    loom_strbuf_free(&p);
-    loom_compiled_free(c);
-    loom_graph_module_destroy(m);
+    expect_main_holds(text, "_packed");
     loom_strbuf_free(&t);
   }
 }
@@ -405,18 +400,7 @@ LOOM_TEST(e2e_math, linear_with_odd_out_features_is_packed_and_exact) {
     loom_strbuf_init(&t, NULL);
     loom_strbuf_printf(&t, "%sfn @main(x: Tensor[(m, %d), f32]) -> Tensor[(m, %d), f32] {\n  y = %s\n  return y\n}\n",
                        loom_strbuf_cstr(&w), k, n, call);
-    loom_graph_module *m = parse_text(loom_strbuf_cstr(&t));
-    loom_compiled *c;
-    loom_compile_options o = {0};
-    cr_assert_null(loom_compile(m, &o, &c));
-    loom_strbuf pr;
-    loom_strbuf_init(&pr, NULL);
-    loom_graph_module *cm = loom_compiled_module(c);
-    loom_graph_print_func(cm, loom_graph_module_find_func(cm, "main"), &pr);
-    cr_assert(strstr(loom_strbuf_cstr(&pr), "_packed") != NULL, "n = %d: the weight was not packed:\n%s", n, loom_strbuf_cstr(&pr));
-    loom_strbuf_free(&pr);
-    loom_compiled_free(c);
-    loom_graph_module_destroy(m);
+    expect_main_holds(loom_strbuf_cstr(&t), "_packed");
     loom_strbuf_free(&t);
     loom_strbuf_free(&w);
   }

@@ -387,6 +387,15 @@ LOOM_TEST(graph_infer, builder_tuples_functions_match_cast) {
   loom_graph_module_destroy(m);
 }
 
+/* `fn @main(params) -> Object { y = call; return y }` is refused with a message containing `want`. */
+static void expect_refused(const char *params, const char *call, const char *want) {
+  char text[512], *err;
+  snprintf(text, sizeof text, "fn @main(%s) -> Object {\n  y = %s\n  return y\n}\n", params, call);
+  cr_assert_null(gt_parse(text, &err), "%s", call);
+  cr_assert(strstr(err, want), "%s: %s", call, err);
+  free(err);
+}
+
 /* matmul packed_b with n: the last panel padded, the result's columns n, which must lie in
  * the last panel ((q - 1) * P, q * P] of constant panels; n without packed_b is refused. */
 LOOM_TEST(graph_infer, matmul_packed_b_with_a_padded_last_panel) {
@@ -404,16 +413,9 @@ LOOM_TEST(graph_infer, matmul_packed_b_with_a_padded_last_panel) {
       {"matmul(x, v, packed_b=true, n=7)", "packed_b with n=7 needs operand 1's panel count and width as constants"},
       {"matmul(x, u, n=7)", "n=7 is an attribute of packed_b only"},
   };
-  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    char text[512], *err;
-    snprintf(text, sizeof text,
-             "fn @main(x: Tensor[(s, 5), f32], w: Tensor[(3, 5, 16), f32], v: Tensor[(q, 5, 16), f32], u: Tensor[(5, 7), f32]) -> Object {\n"
-             "  y = %s\n  return y\n}\n",
-             bad[i].call);
-    cr_assert_null(gt_parse(text, &err), "%s", bad[i].call);
-    cr_assert(strstr(err, bad[i].want), "%s: %s", bad[i].call, err);
-    free(err);
-  }
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    expect_refused("x: Tensor[(s, 5), f32], w: Tensor[(3, 5, 16), f32], v: Tensor[(q, 5, 16), f32], u: Tensor[(5, 7), f32]",
+                   bad[i].call, bad[i].want);
   /* matmul_integer's packed forms take n the same way */
   static const struct {
     const char *call, *want;
@@ -421,16 +423,9 @@ LOOM_TEST(graph_infer, matmul_packed_b_with_a_padded_last_panel) {
       {"matmul_integer(a, w, za, packed_b=true, n=33)", "packed_b with n=33: operand 1 (2, k, 16) holds 32 columns; n must lie in (16, 32]"},
       {"matmul_integer(a, b, za, zb, n=7)", "n=7 is an attribute of packed_b only"},
   };
-  for (size_t i = 0; i < sizeof bad8 / sizeof *bad8; i++) {
-    char text[512], *err;
-    snprintf(text, sizeof text,
-             "fn @main(a: Tensor[(s, 5), u8], w: Tensor[(2, 3, 16), i32], za: Tensor[(), u8], b: Tensor[(5, 7), u8], zb: Tensor[(), u8]) -> Object {\n"
-             "  y = %s\n  return y\n}\n",
-             bad8[i].call);
-    cr_assert_null(gt_parse(text, &err), "%s", bad8[i].call);
-    cr_assert(strstr(err, bad8[i].want), "%s: %s", bad8[i].call, err);
-    free(err);
-  }
+  for (size_t i = 0; i < sizeof bad8 / sizeof *bad8; i++)
+    expect_refused("a: Tensor[(s, 5), u8], w: Tensor[(2, 3, 16), i32], za: Tensor[(), u8], b: Tensor[(5, 7), u8], zb: Tensor[(), u8]",
+                   bad8[i].call, bad8[i].want);
   loom_graph_module *m8 = gt_parse_ok(
       "fn @main(a: Tensor[(s, 5), u8], w: Tensor[(2, 3, 16), i32], za: Tensor[(), u8]) -> Object {\n"
       "  y = matmul_integer(a, w, za, packed_b=true, n=21)\n  return y\n}\n");
