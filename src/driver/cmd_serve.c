@@ -77,7 +77,7 @@ const loom_cli_command loom_cmd_serve = {
         {"--max-batch", "N", "sequences in one step at most (default 64)", false},
         {"--max-step-tokens", "N", "tokens in one step at most; longer prompts are prefilled in chunks (default 256)", false},
         {"--decode-step-tokens", "N",
-         "tokens per step while sequences decode: every decode, then prompt chunks in what is left, at least N/4 (default " DECODE_BUDGET_TEXT
+         "tokens per step while D sequences decode: every decode, then prompt chunks in what is left, at least D (default " DECODE_BUDGET_TEXT
          "; 0: only --max-step-tokens)",
          false},
         {"--max-queue", "N", "waiting sequences at most before requests get 503 (default 1024)", false},

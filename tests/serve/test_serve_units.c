@@ -170,8 +170,8 @@ LOOM_TEST(serve_sched, preempts_the_youngest_and_recomputes) {
   loom_serve_sched_destroy(&s);
 }
 
-/* While sequences decode, a step holds the decode budget: every decode, then prompt chunks in
- * what is left, never less than a quarter of the budget; alone, a prompt takes the step budget. */
+/* While D sequences decode, a step holds the decode budget: every decode, then prompt chunks in
+ * what is left, never less than D tokens; alone, a prompt takes the step budget. */
 LOOM_TEST(serve_sched, decode_budget_bounds_steps_that_decode) {
   loom_serve_sched s;
   cr_assert_null(loom_serve_sched_init(&s, 100, 4, 8, 50));
@@ -198,15 +198,15 @@ LOOM_TEST(serve_sched, decode_budget_bounds_steps_that_decode) {
   s.decode_budget = 9;
   step(&s, plan);
   cr_assert_eq(d.ncached, 18, "9 - 2");
-  s.decode_budget = 2; /* 2 decode: nothing left, but a quarter of the budget is the floor */
+  s.decode_budget = 3; /* 2 decode: 1 left, but the floor is as many as decode */
   step(&s, plan);
-  cr_assert_eq(d.ncached, 19, "floor ceil(2/4) = 1");
-  s.decode_budget = 7; /* 7 - 2 = 5 is above the floor ceil(7/4) = 2 */
+  cr_assert_eq(d.ncached, 20, "floor: 2 decodes, 2 prompt tokens");
+  s.decode_budget = 7; /* 7 - 2 = 5 is above the floor */
   step(&s, plan);
-  cr_assert_eq(d.ncached, 24);
+  cr_assert_eq(d.ncached, 25);
   s.decode_budget = 1; /* fewer than the decodes: every decode still runs, and the floor */
   cr_assert_eq(step(&s, plan), 3, "decodes are never dropped");
-  cr_assert_eq(d.ncached, 25);
+  cr_assert_eq(d.ncached, 27);
   cr_assert_eq(a.ncached, 8, "a decoded in every step");
   loom_serve_sched_finish(&s, &a);
   loom_serve_sched_finish(&s, &c);
