@@ -6,6 +6,9 @@
 
 #include "tensorprog/gen_internal.h"
 
+/* Cached keys scored together: a tile of a page (a constant, so its scores live on the stack). */
+#define KT 16
+
 /* What one key's update needs: the builder's operands shared by the cached and the step's keys. */
 typedef struct paged_key {
   loom_tpb *b;                         /* the builder */
@@ -79,26 +82,42 @@ static void online_key(paged_key *k, const loom_tp_buffer *K, loom_tp_expr *cons
  * gives 0), so no value of the integer operands reads outside a buffer.
  *
  * One pass, online softmax (scores in sn: f32, f64 for f64): the row's running maximum R[0],
- * its running sum R[1] and the unnormalised accumulator A are updated key by key (online_key).
- * The cached keys are walked page by page: a page wholly past the sequence's context costs
- * one comparison, so a row's work is proportional to its own context, not to the batch's
- * longest (m*pg); no score buffer is kept:
+ * its running sum R[1] and the unnormalised accumulator A are updated as keys come. The cached
+ * keys are walked page by page: a page wholly past the sequence's context costs one
+ * comparison, so a row's work is proportional to its own context, not to the batch's longest
+ * (m*pg). A page is scored in tiles of KT slots into a constant-size P (on the stack): the KT
+ * dot products are independent (they overlap in the core), the tile's maximum rescales what
+ * is summed only when it is a new maximum, and the exponentials are one vectorised loop:
  *   for i0 in 0..t parallel { let sq: i64 = SEQ[i0]
  *     for i1 in 0..h { alloc A: Local[(dv,), sn]  alloc R: Local[(2,), sn]  R[0] = -inf
  *       if sq >= 0 { if sq < b { let c: i64 = CTX[sq]  let nw: i64 = POS[i0] - c
  *         for p in 0..m { if p*pg < c { let blk: i64 = BT[sq, p]  if blk >= 0 { if blk < n {
- *           for s in 0..pg { if p*pg + s < c { KEY(Kc[blk, s, kv, _], Vc[blk, s, kv, _]) } } } } } }
+ *           for s0 in 0..floordiv(pg + KT-1, KT) { alloc P: Local[(KT,), sn]
+ *             for s1 in 0..KT { P[s1] = -inf  if KT*s0 + s1 < pg { if p*pg + KT*s0 + s1 < c {
+ *               alloc S: Local[(1,), sn]
+ *               for r in 0..d reduce { S[0] = S[0] + sn(Q[i0, i1, r]) * sn(Kc[blk, KT*s0 + s1, kv, r]) }
+ *               P[s1] = S[0] * scale } } }
+ *             alloc TM: Local[(1,), sn]  TM[0] = R[0]  for s2 in 0..KT reduce { TM[0] = max(TM[0], P[s2]) }
+ *             if TM[0] > R[0] { let cr: sn = exp(R[0] - TM[0])  R[1] = R[1] * cr
+ *               for ea in 0..dv vectorize { A[ea] = A[ea] * cr }  R[0] = TM[0] }
+ *             for s3 in 0..KT vectorize { P[s3] = select(R[0] == -inf, 0.0, exp(P[s3] - R[0])) }
+ *             for s4 in 0..KT reduce { R[1] = R[1] + P[s4] }
+ *             for s5 in 0..KT { let w: sn = P[s5]  if w > 0.0 {
+ *               for e in 0..dv vectorize { A[e] = A[e] + w * sn(Vc[blk, KT*s0 + s5, kv, e]) } } } } } } } }
  *         for u in 0..t { if u <= nw { if nw <= i0 {
  *           KEY(Kn[i0 - nw + u, kv, _], Vn[i0 - nw + u, kv, _]) } } } } }
  *       let inv: sn = select(R[1] > 0.0, 1.0 / R[1], 0.0)
  *       for ey in 0..dv vectorize { Y[i0, i1, ey] = T(A[ey] * inv) } } }
- * where KEY(K, V) is
- *   alloc S: Local[(1,), sn]  for r in 0..d reduce { S[0] = S[0] + sn(Q[i0, i1, r]) * sn(K[r]) }
- *   let sc: sn = S[0] * scale
- *   if sc > R[0] { let cr: sn = exp(R[0] - sc)  R[1] = R[1] * cr
- *     for ea in 0..dv vectorize { A[ea] = A[ea] * cr }  R[0] = sc }
- *   let w: sn = select(R[0] == -inf, 0.0, exp(sc - R[0]))  R[1] = R[1] + w
- *   for e in 0..dv vectorize { A[e] = A[e] + w * sn(V[e]) }
+ * where KEY(K, V), one step key at a time (a decode has one), is
+ *   alloc S2: Local[(1,), sn]  for r2 in 0..d reduce { S2[0] = S2[0] + sn(Q[i0, i1, r2]) * sn(K[r2]) }
+ *   let sc2: sn = S2[0] * scale
+ *   if sc2 > R[0] { let cr2: sn = exp(R[0] - sc2)  R[1] = R[1] * cr2
+ *     for ea2 in 0..dv vectorize { A[ea2] = A[ea2] * cr2 }  R[0] = sc2 }
+ *   let w2: sn = select(R[0] == -inf, 0.0, exp(sc2 - R[0]))  R[1] = R[1] + w2
+ *   for e2 in 0..dv vectorize { A[e2] = A[e2] + w2 * sn(V[e2]) }
+ * A cached key's weight is positive only when its score was stored, so the value loop reads
+ * only keys the score loop checked. The dot products are `reduce` loops over the head width,
+ * which the CPU codegen vectorises (reassoc).
  * with kv = floordiv(i1, floordiv(h, hk)). */
 loom_status loom_tp_gen_paged_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
                                         loom_tp_func **result) {
@@ -145,7 +164,7 @@ loom_status loom_tp_gen_paged_attention(loom_arena *a, loom_sym_ctx *cx, const c
                                    : loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_cast(a, sn, loom_tpb_idx(&b, D)));
   paged_key k = {.b = &b, .a = a, .sn = sn, .Q = Q, .A = A, .R = R, .i0 = i0, .i1 = i1e, .kv = kv, .D = D, .DV = DV, .scale = scale};
 
-  /* the cached keys, page by page through the block table */
+  /* the cached keys, page by page through the block table, each page in tiles of KT slots */
   const loom_sym_expr *p = loom_tpb_for(&b, "p", M, LOOM_TP_LOOP_SERIAL, false);
   const loom_sym_expr *first = p ? loom_sym_mul(cx, p, PG) : NULL;
   loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(&b, first), loom_tpb_dup(&b, c)));
@@ -153,12 +172,59 @@ loom_status loom_tp_gen_paged_attention(loom_arena *a, loom_sym_ctx *cx, const c
   loom_tp_expr *blk = loom_tpb_let(&b, "blk", loom_tpb_load(&b, BT, bti));
   loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_dup(&b, blk), loom_tpb_cidx(&b, 0)));
   loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_dup(&b, blk), loom_tpb_idx(&b, N)));
-  const loom_sym_expr *s = loom_tpb_for(&b, "s", PG, LOOM_TP_LOOP_SERIAL, false);
-  loom_tp_expr *se = loom_tpb_idx(&b, s);
-  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(&b, s && first ? loom_sym_add(cx, first, s) : NULL), loom_tpb_dup(&b, c)));
-  loom_tp_expr *cpre[3] = {blk, se, kv};
-  online_key(&k, Kc, cpre, 3, Vc, cpre, 3, "");
-  loom_tpb_end_n(&b, 6); /* if slot, s, two ifs on blk, if page, p */
+  const loom_sym_expr *kt = loom_sym_const(cx, KT);
+  const loom_sym_expr *ntiles = loom_sym_floordiv(cx, loom_sym_add(cx, PG, loom_sym_const(cx, KT - 1)), kt);
+  const loom_sym_expr *s0 = loom_tpb_for(&b, "s0", ntiles, LOOM_TP_LOOP_SERIAL, false);
+  const loom_tp_buffer *P = loom_tpb_alloc(&b, "P", sn, 1, &kt, LOOM_TP_SCOPE_LOCAL);
+  /* the tile's scores (-inf where there is no key) */
+  const loom_sym_expr *s1 = loom_tpb_for(&b, "s1", kt, LOOM_TP_LOOP_SERIAL, false);
+  loom_tp_expr *s1e = loom_tpb_idx(&b, s1);
+  const loom_sym_expr *slot = s0 && s1 ? loom_sym_add(cx, loom_sym_mul(cx, s0, kt), s1) : NULL;
+  loom_tpb_store(&b, P, &s1e, loom_tp_const_f(a, sn, -INFINITY));
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(&b, slot), loom_tpb_idx(&b, PG)));
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(&b, slot && first ? loom_sym_add(cx, first, slot) : NULL), loom_tpb_dup(&b, c)));
+  const loom_sym_expr *one = loom_sym_const(cx, 1);
+  const loom_tp_buffer *S = loom_tpb_alloc(&b, "S", sn, 1, &one, LOOM_TP_SCOPE_LOCAL);
+  loom_tp_expr *r = loom_tpb_idx(&b, loom_tpb_for(&b, "r", D, LOOM_TP_LOOP_SERIAL, true));
+  loom_tp_expr *qi[3] = {i0, i1e, r}, *kci[4] = {blk, loom_tpb_idx(&b, slot), kv, r};
+  loom_tp_expr *qk = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_cast(a, sn, loom_tpb_load(&b, Q, qi)), loom_tp_cast(a, sn, loom_tpb_load(&b, Kc, kci)));
+  loom_tpb_store_at(&b, S, 0, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_at(&b, S, 0), qk));
+  loom_tpb_end(&b);
+  loom_tpb_store(&b, P, &s1e, loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_at(&b, S, 0), loom_tpb_dup(&b, scale)));
+  loom_tpb_end_n(&b, 3); /* two ifs, s1 */
+  /* the tile's maximum; a new one rescales the sum and the accumulator */
+  const loom_tp_buffer *TM = loom_tpb_alloc(&b, "TM", sn, 1, &one, LOOM_TP_SCOPE_LOCAL);
+  loom_tpb_store_at(&b, TM, 0, loom_tpb_at(&b, R, 0));
+  loom_tp_expr *s2 = loom_tpb_idx(&b, loom_tpb_for(&b, "s2", kt, LOOM_TP_LOOP_SERIAL, true));
+  loom_tpb_store_at(&b, TM, 0, loom_tp_op2(a, LOOM_TP_OP_MAX, loom_tpb_at(&b, TM, 0), loom_tpb_load(&b, P, &s2)));
+  loom_tpb_end(&b);
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_at(&b, TM, 0), loom_tpb_at(&b, R, 0)));
+  loom_tp_expr *cr = loom_tpb_let(&b, "cr", loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_at(&b, R, 0), loom_tpb_at(&b, TM, 0))));
+  loom_tpb_store_at(&b, R, 1, loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_at(&b, R, 1), loom_tpb_dup(&b, cr)));
+  loom_tp_expr *ea = loom_tpb_idx(&b, loom_tpb_for(&b, "ea", DV, LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tpb_store(&b, A, &ea, loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&b, A, &ea), cr));
+  loom_tpb_end(&b);
+  loom_tpb_store_at(&b, R, 0, loom_tpb_at(&b, TM, 0));
+  loom_tpb_end(&b);
+  /* the weights (0 where there is no key, and while every score is -inf), vectorised */
+  loom_tp_expr *s3 = loom_tpb_idx(&b, loom_tpb_for(&b, "s3", kt, LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tp_expr *none = loom_tp_op2(a, LOOM_TP_OP_EQ, loom_tpb_at(&b, R, 0), loom_tp_const_f(a, sn, -INFINITY));
+  loom_tp_expr *ex = loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_load(&b, P, &s3), loom_tpb_at(&b, R, 0)));
+  loom_tpb_store(&b, P, &s3, loom_tp_select(a, none, loom_tp_const_f(a, sn, 0.0), ex));
+  loom_tpb_end(&b);
+  loom_tp_expr *s4 = loom_tpb_idx(&b, loom_tpb_for(&b, "s4", kt, LOOM_TP_LOOP_SERIAL, true));
+  loom_tpb_store_at(&b, R, 1, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_at(&b, R, 1), loom_tpb_load(&b, P, &s4)));
+  loom_tpb_end(&b);
+  /* the weighted values: a positive weight is a stored score, so only keys present are read */
+  const loom_sym_expr *s5 = loom_tpb_for(&b, "s5", kt, LOOM_TP_LOOP_SERIAL, false);
+  loom_tp_expr *s5e = loom_tpb_idx(&b, s5);
+  loom_tp_expr *w = loom_tpb_let(&b, "w", loom_tpb_load(&b, P, &s5e));
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_dup(&b, w), loom_tp_const_f(a, sn, 0.0)));
+  loom_tp_expr *e = loom_tpb_idx(&b, loom_tpb_for(&b, "e", DV, LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tp_expr *vci[4] = {blk, loom_tpb_idx(&b, s0 && s5 ? loom_sym_add(cx, loom_sym_mul(cx, s0, kt), s5) : NULL), kv, e};
+  loom_tp_expr *wv = loom_tp_op2(a, LOOM_TP_OP_MUL, w, loom_tp_cast(a, sn, loom_tpb_load(&b, Vc, vci)));
+  loom_tpb_store(&b, A, &e, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, A, &e), wv));
+  loom_tpb_end_n(&b, 8); /* e, if w, s5, s0, two ifs on blk, if page, p */
 
   /* the step's own keys: i0 - nw .. i0 */
   const loom_sym_expr *u = loom_tpb_for(&b, "u", T, LOOM_TP_LOOP_SERIAL, false);
