@@ -6,6 +6,71 @@
 
 #include "tensorprog/gen_internal.h"
 
+/* Cached keys scored together: a tile of a page (a constant, so its scores live on the stack). */
+#define KT 16
+
+/* What one key's update needs: the builder's operands shared by the cached and the step's keys. */
+typedef struct paged_key {
+  loom_tpb *b;                         /* the builder */
+  loom_arena *a;                       /* its arena */
+  loom_dtype sn;                       /* the dtype of scores and sums */
+  const loom_tp_buffer *Q, *A, *R;     /* the queries, the row's accumulator (dv,), R = (max, sum) */
+  loom_tp_expr *i0, *i1, *kv;          /* the token, its head, that head's key/value head */
+  const loom_sym_expr *D, *DV;         /* key and value widths */
+  const loom_tp_expr *scale;           /* the score scale (copied at each use) */
+} paged_key;
+
+/* One key of the row, online softmax: its score s (a dot product over r, a reduce loop, which
+ * the CPU codegen vectorises), then when s is a new maximum the sum and the accumulator are
+ * rescaled by exp(max - s) (rare after the first keys), then the key's weight exp(s - max)
+ * is added to the sum and its value row, times the weight, to A. kpre / vpre are the indices
+ * of K / V before the last axis (nk / nv of them); `tag` makes the names distinct. */
+static void online_key(paged_key *k, const loom_tp_buffer *K, loom_tp_expr *const *kpre, int nk, const loom_tp_buffer *V,
+                       loom_tp_expr *const *vpre, int nv, const char *tag) {
+  loom_tpb *b = k->b;
+  loom_arena *a = k->a;
+  loom_dtype sn = k->sn;
+  char name[16];
+  const loom_sym_expr *one = loom_sym_const(b->cx, 1);
+  snprintf(name, sizeof name, "S%s", tag);
+  const loom_tp_buffer *S = loom_tpb_alloc(b, name, sn, 1, &one, LOOM_TP_SCOPE_LOCAL);
+  snprintf(name, sizeof name, "r%s", tag);
+  loom_tp_expr *r = loom_tpb_idx(b, loom_tpb_for(b, name, k->D, LOOM_TP_LOOP_SERIAL, true));
+  loom_tp_expr *qi[3] = {k->i0, k->i1, r}, *ki[4];
+  for (int i = 0; i < nk; i++) ki[i] = kpre[i];
+  ki[nk] = r;
+  loom_tp_expr *qk = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_cast(a, sn, loom_tpb_load(b, k->Q, qi)), loom_tp_cast(a, sn, loom_tpb_load(b, K, ki)));
+  loom_tpb_store_at(b, S, 0, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_at(b, S, 0), qk));
+  loom_tpb_end(b);
+  snprintf(name, sizeof name, "sc%s", tag);
+  loom_tp_expr *sc = loom_tpb_let(b, name, loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_at(b, S, 0), loom_tpb_dup(b, k->scale)));
+  /* a new maximum: what is summed so far is rescaled to it */
+  loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_dup(b, sc), loom_tpb_at(b, k->R, 0)));
+  snprintf(name, sizeof name, "cr%s", tag);
+  loom_tp_expr *cr = loom_tpb_let(b, name, loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_at(b, k->R, 0), loom_tpb_dup(b, sc))));
+  loom_tpb_store_at(b, k->R, 1, loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_at(b, k->R, 1), loom_tpb_dup(b, cr)));
+  snprintf(name, sizeof name, "ea%s", tag);
+  loom_tp_expr *ea = loom_tpb_idx(b, loom_tpb_for(b, name, k->DV, LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tpb_store(b, k->A, &ea, loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(b, k->A, &ea), cr));
+  loom_tpb_end(b);
+  loom_tpb_store_at(b, k->R, 0, loom_tpb_dup(b, sc));
+  loom_tpb_end(b);
+  /* the weight: 0 while every score is -inf (exp(-inf - -inf) would be NaN) */
+  loom_tp_expr *none = loom_tp_op2(a, LOOM_TP_OP_EQ, loom_tpb_at(b, k->R, 0), loom_tp_const_f(a, sn, -INFINITY));
+  loom_tp_expr *ex = loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, sc, loom_tpb_at(b, k->R, 0)));
+  snprintf(name, sizeof name, "w%s", tag);
+  loom_tp_expr *w = loom_tpb_let(b, name, loom_tp_select(a, none, loom_tp_const_f(a, sn, 0.0), ex));
+  loom_tpb_store_at(b, k->R, 1, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_at(b, k->R, 1), loom_tpb_dup(b, w)));
+  snprintf(name, sizeof name, "e%s", tag);
+  loom_tp_expr *e = loom_tpb_idx(b, loom_tpb_for(b, name, k->DV, LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tp_expr *vi[4];
+  for (int i = 0; i < nv; i++) vi[i] = vpre[i];
+  vi[nv] = e;
+  loom_tp_expr *wv = loom_tp_op2(a, LOOM_TP_OP_MUL, w, loom_tp_cast(a, sn, loom_tpb_load(b, V, vi)));
+  loom_tpb_store(b, k->A, &e, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(b, k->A, &e), wv));
+  loom_tpb_end(b);
+}
+
 /* Paged attention. Buffers: Q (t, h, d), Kn (t, hk, d), Vn (t, hk, dv) (the step's tokens),
  * Kc (n, pg, hk, d), Vc (n, pg, hk, dv) (the paged cache: n pages of pg slots), BT (b, m) i64
  * (sequence s's page of its key j is BT[s, floordiv(j, pg)], slot floormod(j, pg)), CTX (b,)
@@ -14,28 +79,46 @@
  * nw = POS[i] - CTX[s] attends to the cached keys 0 .. CTX[s] - 1 and to the step's tokens
  * i - nw .. i (causal within the chunk). Cached keys whose page is outside [0, n), step
  * tokens before 0 and tokens whose sequence is outside [0, b) are absent (a row with no key
- * gives 0), so no value of the integer operands reads outside a buffer. Scores in sn (f32,
- * f64 for f64), two passes over the scores P (cached slots first, then the step's):
+ * gives 0), so no value of the integer operands reads outside a buffer.
+ *
+ * One pass, online softmax (scores in sn: f32, f64 for f64): the row's running maximum R[0],
+ * its running sum R[1] and the unnormalised accumulator A are updated as keys come. The cached
+ * keys are walked page by page: a page wholly past the sequence's context costs one
+ * comparison, so a row's work is proportional to its own context, not to the batch's longest
+ * (m*pg). A page is scored in tiles of KT slots into a constant-size P (on the stack): the KT
+ * dot products are independent (they overlap in the core), the tile's maximum rescales what
+ * is summed only when it is a new maximum, and the exponentials are one vectorised loop:
  *   for i0 in 0..t parallel { let sq: i64 = SEQ[i0]
- *     for i1 in 0..h { alloc A: Local[(dv,), sn]
+ *     for i1 in 0..h { alloc A: Local[(dv,), sn]  alloc R: Local[(2,), sn]  R[0] = -inf
  *       if sq >= 0 { if sq < b { let c: i64 = CTX[sq]  let nw: i64 = POS[i0] - c
- *         alloc P: Local[(m*pg + t,), sn]  alloc R: Local[(2,), sn]  R[0] = -inf
- *         for j0 in 0..m*pg + t { P[j0] = -inf }
- *         for j in 0..m*pg { if j < c { let blk: i64 = BT[sq, floordiv(j, pg)]
- *           if blk >= 0 { if blk < n { alloc S: Local[(1,), sn]
- *             for r in 0..d reduce { S[0] = S[0] + sn(Q[i0, i1, r]) * sn(Kc[blk, floormod(j, pg), kv, r]) }
- *             let sc: sn = S[0] * scale  P[j] = sc  R[0] = max(R[0], sc) } } } }
- *         for u in 0..t { if u <= nw { if nw <= i0 { alloc S2 ...
- *             Kn[i0 - nw + u, kv, r2] ...  P[m*pg + u] = sc2  R[0] = max(R[0], sc2) } } }
- *         for j1 in 0..m*pg + t { P[j1] = select(R[0] == -inf, 0.0, exp(P[j1] - R[0]))  R[1] = R[1] + P[j1] }
- *         let inv: sn = select(R[1] > 0.0, 1.0 / R[1], 0.0)
- *         for j2 in 0..m*pg { let w: sn = P[j2] * inv  if w > 0.0 { let blk2: i64 = BT[sq, floordiv(j2, pg)]
- *           for e in 0..dv vectorize { A[e] = A[e] + w * sn(Vc[blk2, floormod(j2, pg), kv, e]) } } }
- *         for u2 in 0..t { let w2: sn = P[m*pg + u2] * inv  if w2 > 0.0 {
- *           for e1 in 0..dv vectorize { A[e1] = A[e1] + w2 * sn(Vn[i0 - nw + u2, kv, e1]) } } } } }
- *       for e2 in 0..dv vectorize { Y[i0, i1, e2] = T(A[e2]) } } }
- * with kv = floordiv(i1, floordiv(h, hk)). A key's weight is positive exactly when its score
- * was stored, so the value passes read only what the score passes checked. */
+ *         for p in 0..m { if p*pg < c { let blk: i64 = BT[sq, p]  if blk >= 0 { if blk < n {
+ *           for s0 in 0..floordiv(pg + KT-1, KT) { alloc P: Local[(KT,), sn]
+ *             for s1 in 0..KT { P[s1] = -inf  if KT*s0 + s1 < pg { if p*pg + KT*s0 + s1 < c {
+ *               alloc S: Local[(1,), sn]
+ *               for r in 0..d reduce { S[0] = S[0] + sn(Q[i0, i1, r]) * sn(Kc[blk, KT*s0 + s1, kv, r]) }
+ *               P[s1] = S[0] * scale } } }
+ *             alloc TM: Local[(1,), sn]  TM[0] = R[0]  for s2 in 0..KT reduce { TM[0] = max(TM[0], P[s2]) }
+ *             if TM[0] > R[0] { let cr: sn = exp(R[0] - TM[0])  R[1] = R[1] * cr
+ *               for ea in 0..dv vectorize { A[ea] = A[ea] * cr }  R[0] = TM[0] }
+ *             for s3 in 0..KT vectorize { P[s3] = select(R[0] == -inf, 0.0, exp(P[s3] - R[0])) }
+ *             for s4 in 0..KT reduce { R[1] = R[1] + P[s4] }
+ *             for s5 in 0..KT { let w: sn = P[s5]  if w > 0.0 {
+ *               for e in 0..dv vectorize { A[e] = A[e] + w * sn(Vc[blk, KT*s0 + s5, kv, e]) } } } } } } } }
+ *         for u in 0..t { if u <= nw { if nw <= i0 {
+ *           KEY(Kn[i0 - nw + u, kv, _], Vn[i0 - nw + u, kv, _]) } } } } }
+ *       let inv: sn = select(R[1] > 0.0, 1.0 / R[1], 0.0)
+ *       for ey in 0..dv vectorize { Y[i0, i1, ey] = T(A[ey] * inv) } } }
+ * where KEY(K, V), one step key at a time (a decode has one), is
+ *   alloc S2: Local[(1,), sn]  for r2 in 0..d reduce { S2[0] = S2[0] + sn(Q[i0, i1, r2]) * sn(K[r2]) }
+ *   let sc2: sn = S2[0] * scale
+ *   if sc2 > R[0] { let cr2: sn = exp(R[0] - sc2)  R[1] = R[1] * cr2
+ *     for ea2 in 0..dv vectorize { A[ea2] = A[ea2] * cr2 }  R[0] = sc2 }
+ *   let w2: sn = select(R[0] == -inf, 0.0, exp(sc2 - R[0]))  R[1] = R[1] + w2
+ *   for e2 in 0..dv vectorize { A[e2] = A[e2] + w2 * sn(V[e2]) }
+ * A cached key's weight is positive only when its score was stored, so the value loop reads
+ * only keys the score loop checked. The dot products are `reduce` loops over the head width,
+ * which the CPU codegen vectorises (reassoc).
+ * with kv = floordiv(i1, floordiv(h, hk)). */
 loom_status loom_tp_gen_paged_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
                                         loom_tp_func **result) {
   if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "paged_attention of %s is not supported", loom_dtype_name(t));
@@ -64,102 +147,101 @@ loom_status loom_tp_gen_paged_attention(loom_arena *a, loom_sym_ctx *cx, const c
   const loom_sym_expr *yd[3] = {T, H, DV};
   const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, 3, yd);
 
-  const loom_sym_expr *slots = loom_sym_mul(cx, M, PG), *nkeys = loom_sym_add(cx, slots, T);
-  const loom_sym_expr *one = loom_sym_const(cx, 1), *two = loom_sym_const(cx, 2);
+  const loom_sym_expr *two = loom_sym_const(cx, 2);
   loom_tp_expr *i0 = loom_tpb_idx(&b, loom_tpb_for(&b, "i0", T, LOOM_TP_LOOP_PARALLEL, false));
   loom_tp_expr *sq = loom_tpb_let(&b, "sq", loom_tpb_load(&b, SEQ, &i0));
   const loom_sym_expr *i1 = loom_tpb_for(&b, "i1", H, LOOM_TP_LOOP_SERIAL, false);
   loom_tp_expr *i1e = loom_tpb_idx(&b, i1);
   loom_tp_expr *kv = loom_tpb_idx(&b, i1 ? loom_sym_floordiv(cx, i1, loom_sym_floordiv(cx, H, HK)) : NULL);
   const loom_tp_buffer *A = loom_tpb_alloc(&b, "A", sn, 1, &DV, LOOM_TP_SCOPE_LOCAL);
+  const loom_tp_buffer *R = loom_tpb_alloc(&b, "R", sn, 1, &two, LOOM_TP_SCOPE_LOCAL);
+  loom_tpb_store_at(&b, R, 0, loom_tp_const_f(a, sn, -INFINITY));
   loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_dup(&b, sq), loom_tpb_cidx(&b, 0)));
   loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_dup(&b, sq), loom_tpb_idx(&b, B)));
   loom_tp_expr *c = loom_tpb_let(&b, "c", loom_tpb_load(&b, CTX, &sq));
   loom_tp_expr *nw = loom_tpb_let(&b, "nw", loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_load(&b, POS, &i0), loom_tpb_dup(&b, c)));
-  const loom_tp_buffer *P = loom_tpb_alloc(&b, "P", sn, 1, &nkeys, LOOM_TP_SCOPE_LOCAL);
-  const loom_tp_buffer *R = loom_tpb_alloc(&b, "R", sn, 1, &two, LOOM_TP_SCOPE_LOCAL);
-  loom_tpb_store_at(&b, R, 0, loom_tp_const_f(a, sn, -INFINITY));
-  loom_tp_expr *j0 = loom_tpb_idx(&b, loom_tpb_for(&b, "j0", nkeys, LOOM_TP_LOOP_SERIAL, false));
-  loom_tpb_store(&b, P, &j0, loom_tp_const_f(a, sn, -INFINITY));
-  loom_tpb_end(&b);
   loom_tp_expr *scale = scale_text ? loom_tp_cast(a, sn, loom_tpb_parse(&b, scale_text, NULL, NULL, 0, NULL))
                                    : loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_cast(a, sn, loom_tpb_idx(&b, D)));
+  paged_key k = {.b = &b, .a = a, .sn = sn, .Q = Q, .A = A, .R = R, .i0 = i0, .i1 = i1e, .kv = kv, .D = D, .DV = DV, .scale = scale};
 
-  /* the cached keys, through the block table */
-  const loom_sym_expr *j = loom_tpb_for(&b, "j", slots, LOOM_TP_LOOP_SERIAL, false);
-  loom_tp_expr *je = loom_tpb_idx(&b, j);
-  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_dup(&b, je), loom_tpb_dup(&b, c)));
-  loom_tp_expr *bti[2] = {sq, loom_tpb_idx(&b, j ? loom_sym_floordiv(cx, j, PG) : NULL)};
+  /* the cached keys, page by page through the block table, each page in tiles of KT slots */
+  const loom_sym_expr *p = loom_tpb_for(&b, "p", M, LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *first = p ? loom_sym_mul(cx, p, PG) : NULL;
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(&b, first), loom_tpb_dup(&b, c)));
+  loom_tp_expr *bti[2] = {sq, loom_tpb_idx(&b, p)};
   loom_tp_expr *blk = loom_tpb_let(&b, "blk", loom_tpb_load(&b, BT, bti));
   loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_dup(&b, blk), loom_tpb_cidx(&b, 0)));
   loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_dup(&b, blk), loom_tpb_idx(&b, N)));
+  const loom_sym_expr *kt = loom_sym_const(cx, KT);
+  const loom_sym_expr *ntiles = loom_sym_floordiv(cx, loom_sym_add(cx, PG, loom_sym_const(cx, KT - 1)), kt);
+  const loom_sym_expr *s0 = loom_tpb_for(&b, "s0", ntiles, LOOM_TP_LOOP_SERIAL, false);
+  const loom_tp_buffer *P = loom_tpb_alloc(&b, "P", sn, 1, &kt, LOOM_TP_SCOPE_LOCAL);
+  /* the tile's scores (-inf where there is no key) */
+  const loom_sym_expr *s1 = loom_tpb_for(&b, "s1", kt, LOOM_TP_LOOP_SERIAL, false);
+  loom_tp_expr *s1e = loom_tpb_idx(&b, s1);
+  const loom_sym_expr *slot = s0 && s1 ? loom_sym_add(cx, loom_sym_mul(cx, s0, kt), s1) : NULL;
+  loom_tpb_store(&b, P, &s1e, loom_tp_const_f(a, sn, -INFINITY));
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(&b, slot), loom_tpb_idx(&b, PG)));
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(&b, slot && first ? loom_sym_add(cx, first, slot) : NULL), loom_tpb_dup(&b, c)));
+  const loom_sym_expr *one = loom_sym_const(cx, 1);
   const loom_tp_buffer *S = loom_tpb_alloc(&b, "S", sn, 1, &one, LOOM_TP_SCOPE_LOCAL);
   loom_tp_expr *r = loom_tpb_idx(&b, loom_tpb_for(&b, "r", D, LOOM_TP_LOOP_SERIAL, true));
-  loom_tp_expr *slot = loom_tpb_idx(&b, j ? loom_sym_floormod(cx, j, PG) : NULL);
-  loom_tp_expr *qi[3] = {i0, i1e, r}, *kci[4] = {blk, slot, kv, r};
+  loom_tp_expr *qi[3] = {i0, i1e, r}, *kci[4] = {blk, loom_tpb_idx(&b, slot), kv, r};
   loom_tp_expr *qk = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_cast(a, sn, loom_tpb_load(&b, Q, qi)), loom_tp_cast(a, sn, loom_tpb_load(&b, Kc, kci)));
   loom_tpb_store_at(&b, S, 0, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_at(&b, S, 0), qk));
   loom_tpb_end(&b);
-  loom_tp_expr *sc = loom_tpb_let(&b, "sc", loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_at(&b, S, 0), loom_tpb_dup(&b, scale)));
-  loom_tpb_store(&b, P, &je, loom_tpb_dup(&b, sc));
-  loom_tpb_store_at(&b, R, 0, loom_tp_op2(a, LOOM_TP_OP_MAX, loom_tpb_at(&b, R, 0), sc));
-  loom_tpb_end_n(&b, 4);
+  loom_tpb_store(&b, P, &s1e, loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_at(&b, S, 0), loom_tpb_dup(&b, scale)));
+  loom_tpb_end_n(&b, 3); /* two ifs, s1 */
+  /* the tile's maximum; a new one rescales the sum and the accumulator */
+  const loom_tp_buffer *TM = loom_tpb_alloc(&b, "TM", sn, 1, &one, LOOM_TP_SCOPE_LOCAL);
+  loom_tpb_store_at(&b, TM, 0, loom_tpb_at(&b, R, 0));
+  loom_tp_expr *s2 = loom_tpb_idx(&b, loom_tpb_for(&b, "s2", kt, LOOM_TP_LOOP_SERIAL, true));
+  loom_tpb_store_at(&b, TM, 0, loom_tp_op2(a, LOOM_TP_OP_MAX, loom_tpb_at(&b, TM, 0), loom_tpb_load(&b, P, &s2)));
+  loom_tpb_end(&b);
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_at(&b, TM, 0), loom_tpb_at(&b, R, 0)));
+  loom_tp_expr *cr = loom_tpb_let(&b, "cr", loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_at(&b, R, 0), loom_tpb_at(&b, TM, 0))));
+  loom_tpb_store_at(&b, R, 1, loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_at(&b, R, 1), loom_tpb_dup(&b, cr)));
+  loom_tp_expr *ea = loom_tpb_idx(&b, loom_tpb_for(&b, "ea", DV, LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tpb_store(&b, A, &ea, loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&b, A, &ea), cr));
+  loom_tpb_end(&b);
+  loom_tpb_store_at(&b, R, 0, loom_tpb_at(&b, TM, 0));
+  loom_tpb_end(&b);
+  /* the weights (0 where there is no key, and while every score is -inf), vectorised */
+  loom_tp_expr *s3 = loom_tpb_idx(&b, loom_tpb_for(&b, "s3", kt, LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tp_expr *none = loom_tp_op2(a, LOOM_TP_OP_EQ, loom_tpb_at(&b, R, 0), loom_tp_const_f(a, sn, -INFINITY));
+  loom_tp_expr *ex = loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_load(&b, P, &s3), loom_tpb_at(&b, R, 0)));
+  loom_tpb_store(&b, P, &s3, loom_tp_select(a, none, loom_tp_const_f(a, sn, 0.0), ex));
+  loom_tpb_end(&b);
+  loom_tp_expr *s4 = loom_tpb_idx(&b, loom_tpb_for(&b, "s4", kt, LOOM_TP_LOOP_SERIAL, true));
+  loom_tpb_store_at(&b, R, 1, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_at(&b, R, 1), loom_tpb_load(&b, P, &s4)));
+  loom_tpb_end(&b);
+  /* the weighted values: a positive weight is a stored score, so only keys present are read */
+  const loom_sym_expr *s5 = loom_tpb_for(&b, "s5", kt, LOOM_TP_LOOP_SERIAL, false);
+  loom_tp_expr *s5e = loom_tpb_idx(&b, s5);
+  loom_tp_expr *w = loom_tpb_let(&b, "w", loom_tpb_load(&b, P, &s5e));
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_dup(&b, w), loom_tp_const_f(a, sn, 0.0)));
+  loom_tp_expr *e = loom_tpb_idx(&b, loom_tpb_for(&b, "e", DV, LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tp_expr *vci[4] = {blk, loom_tpb_idx(&b, s0 && s5 ? loom_sym_add(cx, loom_sym_mul(cx, s0, kt), s5) : NULL), kv, e};
+  loom_tp_expr *wv = loom_tp_op2(a, LOOM_TP_OP_MUL, w, loom_tp_cast(a, sn, loom_tpb_load(&b, Vc, vci)));
+  loom_tpb_store(&b, A, &e, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, A, &e), wv));
+  loom_tpb_end_n(&b, 8); /* e, if w, s5, s0, two ifs on blk, if page, p */
 
   /* the step's own keys: i0 - nw .. i0 */
   const loom_sym_expr *u = loom_tpb_for(&b, "u", T, LOOM_TP_LOOP_SERIAL, false);
   loom_tp_expr *ue = loom_tpb_idx(&b, u);
   loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LE, loom_tpb_dup(&b, ue), loom_tpb_dup(&b, nw)));
   loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LE, loom_tpb_dup(&b, nw), loom_tpb_dup(&b, i0)));
-  const loom_tp_buffer *S2 = loom_tpb_alloc(&b, "S2", sn, 1, &one, LOOM_TP_SCOPE_LOCAL);
-  loom_tp_expr *r2 = loom_tpb_idx(&b, loom_tpb_for(&b, "r2", D, LOOM_TP_LOOP_SERIAL, true));
-  loom_tp_expr *key = loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_dup(&b, i0), loom_tpb_dup(&b, nw)), loom_tpb_dup(&b, ue));
-  loom_tp_expr *qi2[3] = {i0, i1e, r2}, *kni[3] = {key, kv, r2};
-  loom_tp_expr *qk2 = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tp_cast(a, sn, loom_tpb_load(&b, Q, qi2)), loom_tp_cast(a, sn, loom_tpb_load(&b, Kn, kni)));
-  loom_tpb_store_at(&b, S2, 0, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_at(&b, S2, 0), qk2));
-  loom_tpb_end(&b);
-  loom_tp_expr *sc2 = loom_tpb_let(&b, "sc2", loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_at(&b, S2, 0), loom_tpb_dup(&b, scale)));
-  loom_tp_expr *pu = loom_tpb_idx(&b, u ? loom_sym_add(cx, slots, u) : NULL);
-  loom_tpb_store(&b, P, &pu, loom_tpb_dup(&b, sc2));
-  loom_tpb_store_at(&b, R, 0, loom_tp_op2(a, LOOM_TP_OP_MAX, loom_tpb_at(&b, R, 0), sc2));
-  loom_tpb_end_n(&b, 3);
+  loom_tp_expr *key = loom_tpb_let(&b, "key", loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_dup(&b, i0), loom_tpb_dup(&b, nw)), ue));
+  loom_tp_expr *npre[2] = {key, kv};
+  online_key(&k, Kn, npre, 2, Vn, npre, 2, "2");
+  loom_tpb_end_n(&b, 5); /* two ifs, u, the two ifs on sq */
 
-  /* exponentials and their sum over every slot (absent keys hold -inf: weight 0) */
-  loom_tp_expr *j1 = loom_tpb_idx(&b, loom_tpb_for(&b, "j1", nkeys, LOOM_TP_LOOP_SERIAL, false));
-  loom_tp_expr *empty = loom_tp_op2(a, LOOM_TP_OP_EQ, loom_tpb_at(&b, R, 0), loom_tp_const_f(a, sn, -INFINITY));
-  loom_tp_expr *ex = loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_load(&b, P, &j1), loom_tpb_at(&b, R, 0)));
-  loom_tpb_store(&b, P, &j1, loom_tp_select(a, empty, loom_tp_const_f(a, sn, 0.0), ex));
-  loom_tpb_store_at(&b, R, 1, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_at(&b, R, 1), loom_tpb_load(&b, P, &j1)));
-  loom_tpb_end(&b);
   loom_tp_expr *some = loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_at(&b, R, 1), loom_tp_const_f(a, sn, 0.0));
   loom_tp_expr *inv = loom_tpb_let(&b, "inv", loom_tp_select(a, some, loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tp_const_f(a, sn, 1.0), loom_tpb_at(&b, R, 1)),
                                                               loom_tp_const_f(a, sn, 0.0)));
-
-  /* the weighted sum of the cached values, then of the step's */
-  const loom_sym_expr *j2 = loom_tpb_for(&b, "j2", slots, LOOM_TP_LOOP_SERIAL, false);
-  loom_tp_expr *j2e = loom_tpb_idx(&b, j2);
-  loom_tp_expr *w = loom_tpb_let(&b, "w", loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&b, P, &j2e), loom_tpb_dup(&b, inv)));
-  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_dup(&b, w), loom_tp_const_f(a, sn, 0.0)));
-  loom_tp_expr *bti2[2] = {sq, loom_tpb_idx(&b, j2 ? loom_sym_floordiv(cx, j2, PG) : NULL)};
-  loom_tp_expr *blk2 = loom_tpb_let(&b, "blk2", loom_tpb_load(&b, BT, bti2));
-  loom_tp_expr *e = loom_tpb_idx(&b, loom_tpb_for(&b, "e", DV, LOOM_TP_LOOP_VECTORIZE, false));
-  loom_tp_expr *vci[4] = {blk2, loom_tpb_idx(&b, j2 ? loom_sym_floormod(cx, j2, PG) : NULL), kv, e};
-  loom_tp_expr *wv = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_dup(&b, w), loom_tp_cast(a, sn, loom_tpb_load(&b, Vc, vci)));
-  loom_tpb_store(&b, A, &e, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, A, &e), wv));
-  loom_tpb_end_n(&b, 3);
-  const loom_sym_expr *u2 = loom_tpb_for(&b, "u2", T, LOOM_TP_LOOP_SERIAL, false);
-  loom_tp_expr *pu2 = loom_tpb_idx(&b, u2 ? loom_sym_add(cx, slots, u2) : NULL);
-  loom_tp_expr *w2 = loom_tpb_let(&b, "w2", loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&b, P, &pu2), loom_tpb_dup(&b, inv)));
-  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_dup(&b, w2), loom_tp_const_f(a, sn, 0.0)));
-  loom_tp_expr *e1 = loom_tpb_idx(&b, loom_tpb_for(&b, "e1", DV, LOOM_TP_LOOP_VECTORIZE, false));
-  loom_tp_expr *key2 = loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_dup(&b, i0), loom_tpb_dup(&b, nw)),
-                                   loom_tpb_idx(&b, u2));
-  loom_tp_expr *vni[3] = {key2, kv, e1};
-  loom_tp_expr *wv2 = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_dup(&b, w2), loom_tp_cast(a, sn, loom_tpb_load(&b, Vn, vni)));
-  loom_tpb_store(&b, A, &e1, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, A, &e1), wv2));
-  loom_tpb_end_n(&b, 5); /* e1, if w2, u2, the two ifs on sq */
-
-  loom_tp_expr *e2 = loom_tpb_idx(&b, loom_tpb_for(&b, "e2", DV, LOOM_TP_LOOP_VECTORIZE, false));
-  loom_tp_expr *yi[3] = {i0, i1e, e2}, *acc = loom_tpb_load(&b, A, &e2);
-  loom_tpb_store(&b, Y, yi, sn == t ? acc : loom_tp_cast(a, t, acc));
+  loom_tp_expr *ey = loom_tpb_idx(&b, loom_tpb_for(&b, "ey", DV, LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tp_expr *yi[3] = {i0, i1e, ey};
+  loom_tp_expr *y = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&b, A, &ey), inv);
+  loom_tpb_store(&b, Y, yi, sn == t ? y : loom_tp_cast(a, t, y));
   return loom_tpb_finish(&b, result);
 }

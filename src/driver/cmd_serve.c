@@ -10,9 +10,9 @@
 #include "serve/http.h"
 #include "serve/serve.h"
 
-/* The default cap on prompt tokens in a step that decodes (--max-prefill-tokens). */
-#define PREFILL_CAP 64
-#define PREFILL_CAP_TEXT "64"
+/* The default token budget of a step that decodes (--decode-step-tokens). */
+#define DECODE_BUDGET 32
+#define DECODE_BUDGET_TEXT "32"
 
 /* An integer option within [lo, hi], or its default. */
 static loom_status int_opt(const loom_cli_args *args, const char *name, int64_t dflt, int64_t lo, int64_t hi, int64_t *out) {
@@ -37,7 +37,7 @@ static int run(const loom_cli_args *args) {
   if (!st) st = int_opt(args, "--max-batch", 64, 1, 4096, &o.max_batch);
   if (!st) st = int_opt(args, "--max-step-tokens", 256, 1, 1 << 20, &o.max_step_tokens);
   if (!st) st = int_opt(args, "--max-queue", 1024, 1, 1 << 20, &o.max_queue);
-  if (!st) st = int_opt(args, "--max-prefill-tokens", PREFILL_CAP, 0, 1 << 20, &o.max_prefill_tokens);
+  if (!st) st = int_opt(args, "--decode-step-tokens", DECODE_BUDGET, 0, 1 << 20, &o.decode_step_tokens);
   if (!st) st = int_opt(args, "--max-context", 0, 0, INT32_MAX, &o.max_context);
   if (!st) st = int_opt(args, "--random-weights", -1, 0, INT64_MAX, &seed);
   if (!st && o.weights && seed >= 0) st = LOOM_ERROR(INVALID_ARGUMENT, "give --weights or --random-weights, not both");
@@ -76,7 +76,10 @@ const loom_cli_command loom_cmd_serve = {
         {"--page-size", "N", "tokens per page (default 16)", false},
         {"--max-batch", "N", "sequences in one step at most (default 64)", false},
         {"--max-step-tokens", "N", "tokens in one step at most; longer prompts are prefilled in chunks (default 256)", false},
-        {"--max-prefill-tokens", "N", "prompt tokens per step while sequences decode (default " PREFILL_CAP_TEXT "; 0: only --max-step-tokens)", false},
+        {"--decode-step-tokens", "N",
+         "tokens per step while D sequences decode: every decode, then prompt chunks in what is left, at least D (default " DECODE_BUDGET_TEXT
+         "; 0: only --max-step-tokens)",
+         false},
         {"--max-queue", "N", "waiting sequences at most before requests get 503 (default 1024)", false},
         {"--max-context", "N", "positions per sequence at most (default: the model's position table, else the cache)", false},
         {"--weights", "FILE", "safetensors file holding every weight parameter by name", false},

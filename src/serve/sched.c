@@ -1,6 +1,9 @@
 /* sched.c — iteration-level (continuous) batching: before every step the scheduler decides
  * which sequences run and how many of their tokens. Running sequences go first, oldest first
- * (a decode is one token, a prompt a chunk of what the step's token budget leaves), then
+ * (a decode is one token, a prompt a chunk of what the step's token budget leaves: while any
+ * sequence decodes, the decode budget less the decodes but at least as many tokens as decode,
+ * so a step's time, which every decoding sequence waits for, stays within about twice a
+ * decode-only step's — vLLM's chunked-prefill policy), then
  * waiting sequences are admitted while seats, budget and pages allow. When a running sequence
  * needs a page and none is free, the youngest running sequence is preempted: its pages go
  * back and it returns to the front of the queue, to be recomputed from its tokens when it is
@@ -112,8 +115,11 @@ loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int
     s->running[i]->step_tokens = 0;
     decoding += s->running[i]->ntokens - s->running[i]->ncached == 1;
   }
-  /* prompt tokens this step may take: capped while someone decodes */
-  int64_t prefill = decoding && s->prefill_cap > 0 ? s->prefill_cap : budget;
+  /* prompt tokens this step may take: while someone decodes, what the decode budget leaves
+   * after the decodes, and at least as many as decode (so a step with a prompt chunk holds at
+   * most max(budget, twice the decodes) tokens, and prompts advance however many decode) */
+  int64_t prefill = budget;
+  if (decoding && s->decode_budget > 0) prefill = s->decode_budget - decoding > decoding ? s->decode_budget - decoding : decoding;
   for (int64_t i = 0; i < s->nrunning && *n < s->max_batch && budget > 0;) {
     loom_serve_seq *q = s->running[i];
     int64_t need = q->ntokens - q->ncached, take = need;

@@ -89,7 +89,8 @@ typedef struct loom_serve_sched {
   int64_t nwaiting;             /* its length */
   int64_t max_batch;            /* sequences in one step at most */
   int64_t max_step_tokens;      /* tokens in one step at most (prefill chunks share it) */
-  int64_t prefill_cap;          /* prompt tokens in a step while sequences decode in it (0: no cap) */
+  int64_t decode_budget;        /* tokens in a step while D sequences decode in it: the decodes, then prompt
+                                 * chunks in max(decode_budget - D, D) tokens (0: no budget) */
   uint64_t stamp;               /* the next admission stamp */
   int64_t preemptions;          /* total, for the metrics */
 } loom_serve_sched;
@@ -103,8 +104,9 @@ void loom_serve_sched_add(loom_serve_sched *s, loom_serve_seq *q);
 void loom_serve_sched_finish(loom_serve_sched *s, loom_serve_seq *q);
 /* Plans the next step: out[0..*n) are the sequences that run, each with step_tokens > 0 tokens
  * from position ncached (running ones oldest first, then admitted ones); while any running
- * sequence decodes, prompt chunks share at most prefill_cap tokens (a step's time is what every
- * decoding sequence waits for its next token); each holds pages for
+ * sequence decodes, prompt chunks share what decode_budget leaves after the D decodes, but at
+ * least D tokens (a step's time is what every decoding sequence waits for its next token: a
+ * step holds at most max(decode_budget, 2D) tokens); each holds pages for
  * ncached + step_tokens positions. Running sequences that cannot get a page preempt the
  * youngest (back to the waiting queue's front, cache dropped: recomputed when readmitted). A
  * waiting sequence is admitted only with free pages for its chunk and one spare page per

@@ -206,6 +206,27 @@ LOOM_TEST(legalize_paged, prefill_decode_mixed) {
   run(&sc, ", scale=0.3");
 }
 
+/* Contexts 0, 1, primes and page-boundary lengths (one less, equal, one more than a page or two)
+ * in one batch: the walk over pages stops at each row's own context, not the batch's longest. */
+LOOM_TEST(legalize_paged, context_lengths_at_page_edges) {
+  scenario sc = {.nseq = 4, .h = 4, .hk = 4, .d = 16, .dv = 16, .pg = 4, .npages = 12, .cached = {0, 1, 13, 16}, .fresh = {1, 1, 1, 1}};
+  run(&sc, "");
+  scenario sc2 = {.nseq = 4, .h = 2, .hk = 2, .d = 8, .dv = 8, .pg = 16, .npages = 8, .cached = {15, 16, 17, 31}, .fresh = {1, 3, 1, 2}};
+  run(&sc2, "");
+  scenario sc3 = {.nseq = 3, .h = 2, .hk = 1, .d = 7, .dv = 5, .pg = 5, .npages = 12, .cached = {5, 10, 29}, .fresh = {4, 1, 6}};
+  run(&sc3, ", scale=0.2");
+}
+
+/* Grouped-query heads (8 query heads on 2 key/value heads) with the head widths of a real model
+ * (64: the vectorised dot products' full vectors), a long context (211 keys, prime) next to a
+ * short one, a prefill chunk after cached keys and a fresh prompt. */
+LOOM_TEST(legalize_paged, gqa_long_context) {
+  scenario sc = {.nseq = 3, .h = 8, .hk = 2, .d = 64, .dv = 64, .pg = 16, .npages = 20, .cached = {211, 2, 0}, .fresh = {1, 5, 7}};
+  run(&sc, "");
+  scenario sc2 = {.nseq = 2, .h = 4, .hk = 1, .d = 67, .dv = 33, .pg = 7, .npages = 40, .cached = {97, 64}, .fresh = {2, 1}};
+  run(&sc2, "");
+}
+
 LOOM_TEST(legalize_paged, one_token_one_page) {
   scenario sc = {.nseq = 1, .h = 1, .hk = 1, .d = 1, .dv = 1, .pg = 1, .npages = 1, .cached = {0}, .fresh = {1}};
   run(&sc, "");

@@ -170,28 +170,54 @@ LOOM_TEST(serve_sched, preempts_the_youngest_and_recomputes) {
   loom_serve_sched_destroy(&s);
 }
 
-LOOM_TEST(serve_sched, prefill_capped_while_decoding) {
+/* While D sequences decode, a step holds the decode budget: every decode, then prompt chunks in
+ * what is left, never less than D tokens; alone, a prompt takes the step budget. */
+LOOM_TEST(serve_sched, decode_budget_bounds_steps_that_decode) {
   loom_serve_sched s;
   cr_assert_null(loom_serve_sched_init(&s, 100, 4, 8, 50));
-  s.prefill_cap = 6;
-  loom_serve_seq a, b, *plan[8];
+  s.decode_budget = 8;
+  loom_serve_seq a, b, c, d, *plan[8];
   seq_init(&a, 2);
-  seq_init(&b, 30);
+  seq_init(&b, 2);
+  seq_init(&c, 1);
+  seq_init(&d, 40);
   loom_serve_sched_add(&s, &a);
-  cr_assert_eq(step(&s, plan), 1);
-  cr_assert_eq(a.ncached, 2, "nobody decodes: the whole prompt");
   loom_serve_sched_add(&s, &b);
-  cr_assert_eq(step(&s, plan), 2);
-  cr_assert_eq(a.ncached, 3, "a decodes");
-  cr_assert_eq(b.ncached, 6, "b's chunk is capped at 6 while a decodes");
-  step(&s, plan);
-  cr_assert_eq(b.ncached, 12);
-  loom_serve_sched_finish(&s, &a);
-  step(&s, plan);
-  cr_assert_eq(b.ncached, 30, "alone, b takes what the step budget allows");
+  loom_serve_sched_add(&s, &c);
+  cr_assert_eq(step(&s, plan), 3);
+  cr_assert_eq(a.ncached + b.ncached + c.ncached, 5, "nobody decodes: whole prompts");
+  loom_serve_sched_add(&s, &d);
+  cr_assert_eq(step(&s, plan), 4);
+  cr_assert_eq(plan[0], &a, "decodes first");
+  cr_assert_eq(plan[3], &d, "then the prompt");
+  cr_assert_eq(d.ncached, 5, "d's chunk is what the budget of 8 leaves after 3 decodes");
+  cr_assert_eq(s.pages.npages - s.pages.nfree, 3 + 2, "pages for the decodes' positions and d's chunk");
   loom_serve_sched_finish(&s, &b);
+  step(&s, plan);
+  cr_assert_eq(d.ncached, 11, "2 decodes leave 6");
+  s.decode_budget = 9;
+  step(&s, plan);
+  cr_assert_eq(d.ncached, 18, "9 - 2");
+  s.decode_budget = 3; /* 2 decode: 1 left, but the floor is as many as decode */
+  step(&s, plan);
+  cr_assert_eq(d.ncached, 20, "floor: 2 decodes, 2 prompt tokens");
+  s.decode_budget = 7; /* 7 - 2 = 5 is above the floor */
+  step(&s, plan);
+  cr_assert_eq(d.ncached, 25);
+  s.decode_budget = 1; /* fewer than the decodes: every decode still runs, and the floor */
+  cr_assert_eq(step(&s, plan), 3, "decodes are never dropped");
+  cr_assert_eq(d.ncached, 27);
+  cr_assert_eq(a.ncached, 8, "a decoded in every step");
+  loom_serve_sched_finish(&s, &a);
+  loom_serve_sched_finish(&s, &c);
+  step(&s, plan);
+  cr_assert_eq(d.ncached, 40, "alone, d takes what the step budget allows");
+  loom_serve_sched_finish(&s, &d);
+  cr_assert_eq(s.pages.nfree, 100, "every page back");
   loom_serve_seq_free(&a);
   loom_serve_seq_free(&b);
+  loom_serve_seq_free(&c);
+  loom_serve_seq_free(&d);
   loom_serve_sched_destroy(&s);
 }
 
