@@ -254,6 +254,6 @@ loom_status oimp_dyn_pad(nctx *c, const op_entry *e, loom_graph_expr **out);
  * InvStdDev outputs (bound when the node names them). */
 loom_status oimp_reverse_axis(nctx *c, loom_graph_expr *x, int64_t axis, loom_graph_expr **y);
 loom_status oimp_layernorm_stats(nctx *c, int64_t axis, double eps);
-/* From onnx_import_train.c: Dropout whose training_mode is not a constant false. */
+/* From onnx_import_random.c: Dropout whose training_mode is not a constant false. */
 loom_status oimp_dropout_training(nctx *c, loom_graph_expr **out);
 #endif
