@@ -239,6 +239,21 @@ LOOM_TEST(onnx, binarizer_and_array_feature_extractor) {
   loom_graph_module_destroy(gm);
   loom_onnx_model_free(mm);
 
+  /* integers against a fractional threshold: x > -0.5 holds for 0 (the threshold is not truncated) */
+  pb ia = {0};
+  float_attr(&ia, "threshold", -0.5f);
+  s = import_ml("ai.onnx.ml", "Binarizer", 7, 1, dims, 0, NULL, &ia, &mm, &gm);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  static const int64_t xi[3] = {-1, 0, 1};
+  static const double wi[3] = {0, 1, 1};
+  int64_t three = 3;
+  loom_graph_value oi;
+  run_ml(gm, LOOM_DTYPE_I64, 1, &three, xi, 0, NULL, &oi);
+  expect_values(&oi, 1, &three, wi);
+  loom_graph_value_free(&oi);
+  loom_graph_module_destroy(gm);
+  loom_onnx_model_free(mm);
+
   /* X [3, 5] (rows of a prime width), indices [2, 0, 4, 2]; a rank-1 X gives [1, k] */
   const char *xd2[] = {"3", "5"}, *yd[] = {"K"};
   s = import_ml("ai.onnx.ml", "ArrayFeatureExtractor", 1, 2, xd2, 1, yd, NULL, &mm, &gm);
@@ -339,6 +354,11 @@ LOOM_TEST(onnx, ml_bad_input_names_the_node) {
   loom_onnx_model_free(mm);
   EXPECT_ERROR(import_ml("ai.onnx.ml", "Binarizer", 9, 2, dims, 0, NULL, NULL, &mm, &gm), INVALID_ARGUMENT,
                "node 0 (Binarizer 'node'): input 0 (X) is bool; a number type is required");
+  loom_onnx_model_free(mm);
+  attrs = tree_attrs(1, 0);
+  const char *one_feature[] = {"N", "1"};
+  EXPECT_ERROR(import_ml("ai.onnx.ml", "TreeEnsemble", 11, 2, one_feature, 0, NULL, &attrs, &mm, &gm), INVALID_ARGUMENT,
+               "nodes_featureids[1] = 1 is out of range (1 features)");
   loom_onnx_model_free(mm);
   const char *x3[] = {"2", "2", "2"};
   EXPECT_ERROR(import_ml("ai.onnx.ml", "TreeEnsemble", 11, 3, x3, 0, NULL, NULL, &mm, &gm), UNIMPLEMENTED,

@@ -45,6 +45,7 @@ static loom_status h_binarizer(nctx *c, const op_entry *e, loom_graph_expr **out
   if (si->kind != LOOM_SINFO_TENSOR || si->dtype == LOOM_DTYPE_UNKNOWN) return UNSUP(c->n, "input 0 (X) needs a known dtype");
   if (si->dtype == LOOM_DTYPE_BOOL) return BAD(c->n, "input 0 (X) is bool; a number type is required");
   loom_graph_expr *gt;
+  if (!loom_dtype_is_float(si->dtype)) thr = floor(thr); /* an integer x > thr exactly when x > floor(thr) */
   LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_GREATER, c->args[0], thr, &gt));
   oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", si->dtype));
   return oimp_emit(c, LOOM_GRAPH_OP_CAST, 1, &gt, c->n->outputs[0], out);
@@ -101,6 +102,7 @@ typedef struct te {
   size_t nnodes;                              /* nodes_* length */
   const int64_t *feat, *tid, *fid, *tleaf, *fleaf, *mtt, *ltarget;
   size_t nleaves, nmtt;                       /* leaf_* length; nodes_missing_value_tracks_true length */
+  int64_t nfeatures;                          /* X's dim 1 when known at import, else -1 */
   const loom_onnx_tensor *splits, *modes, *lweights, *members;
   int64_t next_member;                        /* the reference's iterator over membership_values */
   te_state *st;
@@ -136,6 +138,8 @@ static loom_status te_build(te *s, int64_t i, bool leaf, int d, int64_t *at) {
   v.mode = ((const uint8_t *)s->modes->data)[i];
   if (v.mode >= TE_NMODES) return BAD(c->n, "nodes_modes[%lld] is %d (0 to 6)", (long long)i, v.mode);
   v.feature = s->feat[i], v.split = get_f(s->splits, i), v.missing_true = (size_t)i < s->nmtt && s->mtt[i];
+  if (v.feature < 0 || (s->nfeatures >= 0 && v.feature >= s->nfeatures))
+    return BAD(c->n, "nodes_featureids[%lld] = %lld is out of range (%lld features)", (long long)i, (long long)v.feature, (long long)s->nfeatures);
   if (v.mode == TE_MEMBER) {
     if (!s->members) return BAD(c->n, "node %lld is a set membership node but membership_values is absent", (long long)i);
     v.set_at = s->next_member;
@@ -341,7 +345,8 @@ static loom_status h_tree_ensemble(nctx *c, const op_entry *e, loom_graph_expr *
   if (agg < 0 || agg > 3) return BAD(c->n, "attribute 'aggregate_function' is %lld (0 to 3)", (long long)agg);
   if (post != 0) return UNSUP(c->n, "attribute 'post_transform' is %lld (only 0, NONE)", (long long)post);
   if (ntargets < 1 || ntargets > (1 << 20)) return BAD(c->n, "attribute 'n_targets' is %lld (>= 1 required)", (long long)ntargets);
-  te s = {.c = c};
+  te s = {.c = c, .nfeatures = -1};
+  if (!loom_sym_is_const(xs->dims[1], &s.nfeatures)) s.nfeatures = -1;
   int64_t *roots = NULL;
   size_t ntrees = 0;
   loom_status st = te_expand(c, &s, dt, &roots, &ntrees);
