@@ -1,7 +1,8 @@
 /* test_onnx_train.c — the optimizers of domain ai.onnx.preview.training (onnx_import_train.c):
  * values against the schema's formulas on both sides of T > 0 (the node tests fix T), several
  * optimized tensors at once, and errors that name the node; ops of a domain the importer does not
- * have are refused naming op type and domain. */
+ * have are refused naming op type and domain. Dropout in training mode (onnx_import_random.c):
+ * numpy's RandomState(seed) draws, ratio and training_mode at run time. */
 #include <math.h>
 
 #include "graph/graph.h"
@@ -136,5 +137,69 @@ LOOM_TEST(onnx, optimizer_errors_name_the_node) {
   loom_onnx_model_free(mm);
   EXPECT_ERROR(import_opt("ai.onnx.preview.training", "Gradient", ins1, outs2, NULL, &mm, &gm), UNIMPLEMENTED,
                "op type Gradient of domain 'ai.onnx.preview.training' is not supported");
+  loom_onnx_model_free(mm);
+}
+
+/* Dropout(x [7], ratio, training_mode) with seed 0, both outputs. numpy's
+ * RandomState(0).uniform(0, 1, 7) = 0.5488135, 0.71518937, 0.60276338, 0.54488318, 0.4236548,
+ * 0.64589411, 0.43758721: ratio 0.55 keeps elements 1, 2 and 5 (times 1 / 0.45); ratio 0 or
+ * training_mode false keeps all unscaled. */
+LOOM_TEST(onnx, dropout_training_mode_draws_as_numpy) {
+  pb g = {0}, model = {0}, attrs = {0};
+  const char *ins[] = {"x", "r", "t", NULL}, *outs[] = {"y", "mask", NULL}, *seven[] = {"7"};
+  onnx_test_int_attr(&attrs, "seed", 0);
+  pb_node(&g, "Dropout", "drop", ins, outs, &attrs);
+  pb_value_info(&g, 11, "x", 1, 1, seven), pb_value_info(&g, 11, "r", 1, 0, NULL), pb_value_info(&g, 11, "t", 9, 0, NULL);
+  pb_value_info(&g, 12, "y", 1, 1, seven), pb_value_info(&g, 12, "mask", 9, 1, seven);
+  pb_model(&model, 22, &g);
+  loom_onnx_model *mm;
+  loom_graph_module *gm = NULL;
+  loom_status s = loom_onnx_model_parse(model.d, model.len, "mem.onnx", NULL, &mm);
+  pb_free(&model);
+  if (!s) s = loom_onnx_import(mm, &gm);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  static const float x[7] = {1, -2, 3, 4, -5, 6, 7};
+  static const bool kept[7] = {false, true, true, false, false, true, false};
+  struct {
+    float r;
+    bool t;
+  } cases[] = {{0.55f, true}, {0.55f, false}, {0, true}};
+  for (size_t k = 0; k < 3; k++) {
+    loom_graph_value args[3], out;
+    int64_t n = 7;
+    cr_assert_null(loom_graph_value_tensor(LOOM_DTYPE_F32, 1, &n, &args[0]));
+    cr_assert_null(loom_graph_value_tensor(LOOM_DTYPE_F32, 0, NULL, &args[1]));
+    cr_assert_null(loom_graph_value_tensor(LOOM_DTYPE_BOOL, 0, NULL, &args[2]));
+    memcpy(args[0].t.data, x, sizeof x);
+    ((float *)args[1].t.data)[0] = cases[k].r, ((bool *)args[2].t.data)[0] = cases[k].t;
+    s = loom_graph_eval(gm, "main", 3, args, NULL, &out);
+    cr_assert_null(s, "%s", loom_status_text(s, 0));
+    bool active = cases[k].t && cases[k].r != 0;
+    for (size_t i = 0; i < 7; i++) {
+      bool keep = !active || kept[i];
+      double want = keep ? (active ? x[i] / (1 - (double)cases[k].r) : x[i]) : 0;
+      expect_near(&out, 0, i, want);
+      cr_assert_eq(loom_graph_tensor_get_i64(&out.items[1].t, i), keep, "case %zu mask %zu", k, i);
+    }
+    loom_graph_value_free(&out);
+    for (size_t i = 0; i < 3; i++) loom_graph_value_free(&args[i]);
+  }
+  loom_graph_module_destroy(gm);
+  loom_onnx_model_free(mm);
+}
+
+LOOM_TEST(onnx, dropout_training_mode_needs_known_dims) {
+  pb g = {0}, model = {0};
+  const char *ins[] = {"x", "r", "t", NULL}, *outs[] = {"y", NULL}, *dyn[] = {"N"};
+  pb_node(&g, "Dropout", "drop", ins, outs, NULL);
+  pb_value_info(&g, 11, "x", 1, 1, dyn), pb_value_info(&g, 11, "r", 1, 0, NULL), pb_value_info(&g, 11, "t", 9, 0, NULL);
+  pb_value_info(&g, 12, "y", 1, 1, dyn);
+  pb_model(&model, 22, &g);
+  loom_onnx_model *mm;
+  loom_graph_module *gm = NULL;
+  cr_assert_null(loom_onnx_model_parse(model.d, model.len, "mem.onnx", NULL, &mm));
+  pb_free(&model);
+  EXPECT_ERROR(loom_onnx_import(mm, &gm), UNIMPLEMENTED,
+               "node 0 (Dropout 'drop'): training_mode needs the dims of input 0 (data) known at import");
   loom_onnx_model_free(mm);
 }

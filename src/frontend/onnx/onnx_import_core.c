@@ -373,11 +373,11 @@ static loom_status h_argminmax(nctx *c, const op_entry *e, loom_graph_expr **out
 }
 
 /* Dropout at inference (no training_mode, or a constant false): y = x and a mask of all
- * true (output 1, when named). */
+ * true (output 1, when named); training_mode otherwise: oimp_dropout_training. */
 static loom_status h_dropout(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (oimp_has_input(c, 2)) {
     const loom_onnx_tensor *t = c->consts[2];
-    if (!t || t->numel != 1 || oimp_scalar_f64(t) != 0) return UNSUP(c->n, "training_mode must be a constant false");
+    if (!t || t->numel != 1 || oimp_scalar_f64(t) != 0) return oimp_dropout_training(c, out);
   }
   if (c->n->n_outputs > 1 && *c->n->outputs[1]) {
     const loom_sinfo *si = c->args[0]->sinfo;

@@ -6,7 +6,9 @@
  * recurrences; onnx_import_quant.c: casts and quantization; onnx_import_image.c: convolution,
  * pooling, resize; onnx_import_imgcomp.c: image ops composed of graph ops, FlexAttention;
  * onnx_import_symval.c: shape computations as symbolic values; onnx_import_dyn.c: structural
- * inputs known only at run time; onnx_import_ctl.c: If / Loop / Scan, sequences and optionals).
+ * inputs known only at run time; onnx_import_ctl.c: If / Loop / Scan, sequences and optionals;
+ * onnx_import_train.c: the training optimizers; onnx_import_ml.c: ai.onnx.ml ops;
+ * onnx_import_text.c: TfIdfVectorizer; onnx_import_random.c: Dropout in training mode).
  * Not a public interface. */
 #ifndef LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
 #define LOOM_FRONTEND_ONNX_IMPORT_INTERNAL_H
@@ -254,4 +256,6 @@ loom_status oimp_dyn_pad(nctx *c, const op_entry *e, loom_graph_expr **out);
  * InvStdDev outputs (bound when the node names them). */
 loom_status oimp_reverse_axis(nctx *c, loom_graph_expr *x, int64_t axis, loom_graph_expr **y);
 loom_status oimp_layernorm_stats(nctx *c, int64_t axis, double eps);
+/* From onnx_import_random.c: Dropout whose training_mode is not a constant false. */
+loom_status oimp_dropout_training(nctx *c, loom_graph_expr **out);
 #endif
