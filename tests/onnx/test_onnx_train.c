@@ -188,18 +188,26 @@ LOOM_TEST(onnx, dropout_training_mode_draws_as_numpy) {
   loom_onnx_model_free(mm);
 }
 
-LOOM_TEST(onnx, dropout_training_mode_needs_known_dims) {
-  pb g = {0}, model = {0};
-  const char *ins[] = {"x", "r", "t", NULL}, *outs[] = {"y", NULL}, *dyn[] = {"N"};
-  pb_node(&g, "Dropout", "drop", ins, outs, NULL);
-  pb_value_info(&g, 11, "x", 1, 1, dyn), pb_value_info(&g, 11, "r", 1, 0, NULL), pb_value_info(&g, 11, "t", 9, 0, NULL);
-  pb_value_info(&g, 12, "y", 1, 1, dyn);
-  pb_model(&model, 22, &g);
-  loom_onnx_model *mm;
-  loom_graph_module *gm = NULL;
-  cr_assert_null(loom_onnx_model_parse(model.d, model.len, "mem.onnx", NULL, &mm));
-  pb_free(&model);
-  EXPECT_ERROR(loom_onnx_import(mm, &gm), UNIMPLEMENTED,
-               "node 0 (Dropout 'drop'): training_mode needs the dims of input 0 (data) known at import");
-  loom_onnx_model_free(mm);
+/* Draws need X's dims at import and a seed (without one ONNX asks for fresh draws per run). */
+LOOM_TEST(onnx, dropout_training_mode_needs_known_dims_and_a_seed) {
+  static const struct {
+    const char *dim, *want;
+  } cases[] = {
+      {"N", "node 0 (Dropout 'drop'): training_mode needs the dims of input 0 (data) known at import"},
+      {"7", "node 0 (Dropout 'drop'): training_mode without a 'seed' attribute (the draws would differ per run)"},
+  };
+  for (size_t k = 0; k < 2; k++) {
+    pb g = {0}, model = {0};
+    const char *ins[] = {"x", "r", "t", NULL}, *outs[] = {"y", NULL}, *dims[] = {cases[k].dim};
+    pb_node(&g, "Dropout", "drop", ins, outs, NULL);
+    pb_value_info(&g, 11, "x", 1, 1, dims), pb_value_info(&g, 11, "r", 1, 0, NULL), pb_value_info(&g, 11, "t", 9, 0, NULL);
+    pb_value_info(&g, 12, "y", 1, 1, dims);
+    pb_model(&model, 22, &g);
+    loom_onnx_model *mm;
+    loom_graph_module *gm = NULL;
+    cr_assert_null(loom_onnx_model_parse(model.d, model.len, "mem.onnx", NULL, &mm));
+    pb_free(&model);
+    EXPECT_ERROR(loom_onnx_import(mm, &gm), UNIMPLEMENTED, cases[k].want);
+    loom_onnx_model_free(mm);
+  }
 }

@@ -35,8 +35,8 @@ static void mt_uniform(uint32_t seed, double *u, int64_t n) {
 }
 
 /* As onnx.reference's Dropout: when training_mode is true and ratio is not 0, keep = U >= ratio
- * with U = RandomState(seed).uniform(0, 1, shape(X)) (seed absent: 0, so the result is
- * reproducible), y = keep ? X / (1 - ratio) : 0 and mask = keep; otherwise y = X and mask is all
+ * with U = RandomState(seed).uniform(0, 1, shape(X)) (a fixed function of the seed: every call
+ * draws the same mask; without a seed ONNX asks for fresh draws, refused as unsupported), y = keep ? X / (1 - ratio) : 0 and mask = keep; otherwise y = X and mask is all
  * true. U is drawn here (X's dims must be constant); ratio and training_mode may arrive at run
  * time, so the choice is `where`s on `active = training_mode && ratio != 0`. */
 loom_status oimp_dropout_training(nctx *c, loom_graph_expr **out) {
@@ -47,6 +47,8 @@ loom_status oimp_dropout_training(nctx *c, loom_graph_expr **out) {
   if (si->ndim > 8) return UNSUP(c->n, "training_mode with input 0 of rank %d (at most 8)", si->ndim);
   for (int k = 0; k < si->ndim; k++)
     if (!loom_sym_is_const(si->dims[k], &dims[k])) return UNSUP(c->n, "training_mode needs the dims of input 0 (data) known at import");
+  if (!loom_onnx_node_attr(c->n, "seed")) /* ONNX: a fresh seed per run; one fixed mask would be wrong */
+    return UNSUP(c->n, "training_mode without a 'seed' attribute (the draws would differ per run)");
   LOOM_PROPAGATE(oimp_attr_int(c, "seed", 0, &seed));
   if (seed < 0 || seed > 0xffffffffLL) return BAD(c->n, "attribute 'seed' is %lld (0 to 2^32 - 1)", (long long)seed);
   for (size_t i = 2; i < c->n->n_outputs; i++)
