@@ -34,6 +34,7 @@ pub const suites = .{
         "tests/tensorprog/test_tp_fuzz.c",
         "tests/fuzz/fuzz_tp_harness.c",
         "tests/tensorprog/test_tp_gen.c",
+        "tests/tensorprog/test_tp_gpu.c",
         "tests/tensorprog/test_tp_interp.c",
         "tests/tensorprog/test_tp_schedule.c",
         "tests/tensorprog/test_tp_text.c",

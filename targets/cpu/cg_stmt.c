@@ -846,6 +846,9 @@ void cg_stmt(cg *g, const loom_tp_stmt *s) {
     case LOOM_TP_STMT_ALLOC:
       /* Outside a sequence nothing can see them; evaluate for effects (none) and drop. */
       return;
+    case LOOM_TP_STMT_BARRIER:
+      /* GPU programs only; the CPU schedule never makes one (one thread runs a block). */
+      return;
   }
 }
 
