@@ -56,7 +56,7 @@ static bool libdevice_name(const char *name, char *out, size_t cap) {
 }
 
 /* Redirects math calls to libdevice and links it in (only what is used survives: every
- * libdevice function is made internal, so the optimiser drops the rest). */
+ * definition but the kernels is made internal after the link, so the optimiser drops the rest). */
 static loom_status link_libdevice(LLVMContextRef c, LLVMModuleRef mod) {
   bool any = false;
   for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn;) {
@@ -92,9 +92,15 @@ static loom_status link_libdevice(LLVMContextRef c, LLVMModuleRef mod) {
   LLVMDisposeMemoryBuffer(buf);
   LLVMSetTarget(dev, LLVMGetTarget(mod));
   LLVMSetDataLayout(dev, LLVMGetDataLayoutStr(mod));
-  for (LLVMValueRef fn = LLVMGetFirstFunction(dev); fn; fn = LLVMGetNextFunction(fn))
-    if (!LLVMIsDeclaration(fn)) LLVMSetLinkage(fn, LLVMInternalLinkage);
   if (LLVMLinkModules2(mod, dev)) return LOOM_ERROR(INTERNAL, "linking libdevice '%s' failed", path);
+  /* every definition but the kernels internal: the optimiser drops what no kernel calls */
+  for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
+    size_t len;
+    const char *name = LLVMGetValueName2(fn, &len);
+    if (!LLVMIsDeclaration(fn) && strncmp(name, "loom_kernel_", 12)) LLVMSetLinkage(fn, LLVMInternalLinkage);
+  }
+  for (LLVMValueRef gv = LLVMGetFirstGlobal(mod); gv; gv = LLVMGetNextGlobal(gv))
+    if (!LLVMIsDeclaration(gv)) LLVMSetLinkage(gv, LLVMInternalLinkage);
   return LOOM_OK;
 }
 
