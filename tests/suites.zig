@@ -84,6 +84,10 @@ pub const suites = .{
         "tests/legalize/test_legalize_paged.c",
         "tests/legalize/test_opt_cli.c",
     } },
+    .{ .name = "cuda", .files = &[_][]const u8{
+        "tests/tensorprog/tp_test_util.c",
+        "tests/cuda/test_cuda.c",
+    } },
     .{ .name = "cpu", .files = &[_][]const u8{
         "tests/tensorprog/tp_test_util.c",
         "tests/cpu/cpu_test_util.c",
