@@ -109,8 +109,14 @@ loom_status loom_cuda_emit_ptx(const char *arch, loom_sym_ctx *cx, const loom_tp
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, init_nvptx);
   if (!arch) arch = LOOM_CUDA_DEFAULT_ARCH;
-  if (strncmp(arch, "sm_", 3) || !arch[3])
-    return LOOM_ERROR(INVALID_ARGUMENT, "CUDA architecture '%s': expected sm_NN (sm_80, sm_90)", arch);
+  /* the architectures LLVM 19's NVPTX back end knows (PTX ISA 7.8 covers them all) */
+  static const char *const known[] = {"sm_50", "sm_52", "sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72",
+                                      "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90"};
+  bool ok = false;
+  for (size_t i = 0; i < sizeof known / sizeof *known; i++) ok |= !strcmp(arch, known[i]);
+  if (!ok)
+    return LOOM_ERROR(INVALID_ARGUMENT, "CUDA architecture '%s' is not one LLVM's NVPTX back end knows: expected sm_NN "
+                      "from sm_50 to sm_90 (sm_80, sm_90)", arch);
   const char *triple = "nvptx64-nvidia-cuda";
   LLVMTargetRef t;
   char *err = NULL;

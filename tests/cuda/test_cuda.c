@@ -170,6 +170,53 @@ static void run_on_gpu(loom_cuda_driver *d, tp_fixture *fx, loom_cuda_module *mo
   }
 }
 
+/* The compile side, everywhere: PTX for sm_80 and sm_90 with one entry per program, the
+ * kernel ABI's parameters, bar.sync for a thread loop, .shared for a Shared alloc, libdevice's
+ * exp inlined (no extern left); unknown architectures refused by name. */
+LOOM_TEST(cuda_ptx, programs_compile_to_ptx_for_sm_80_and_sm_90) {
+  tp_fixture fx[2];
+  const loom_tp_func *fs[2];
+  for (int i = 0; i < 2; i++) {
+    cr_assert_null(tp_parse(&fx[i], progs[i == 0 ? 1 : 4].text));
+    loom_tp_gpu_params gp = {.threads = 256};
+    cr_assert_null(loom_tp_schedule_gpu(&fx[i].arena, fx[i].cx, fx[i].f, &gp, NULL));
+    fs[i] = fx[i].f;
+  }
+  static const char *const archs[] = {"sm_80", "sm_90"};
+  for (int a = 0; a < 2; a++) {
+    loom_strbuf ptx;
+    loom_strbuf_init(&ptx, NULL);
+    /* one module per program: each fixture has its own symbol context */
+    for (int i = 0; i < 2; i++) {
+      loom_status s = loom_cuda_emit_ptx(archs[a], fx[i].cx, &fs[i], 1, &ptx);
+      cr_assert_null(s, "%s", loom_status_text(s, 0));
+    }
+    const char *t = loom_strbuf_cstr(&ptx);
+    char want[64];
+    snprintf(want, sizeof want, ".target %s", archs[a]);
+    cr_assert(strstr(t, want) != NULL, "%s", t);
+    cr_assert(strstr(t, ".entry loom_kernel_softmax(") != NULL);
+    cr_assert(strstr(t, ".entry loom_kernel_rev8(") != NULL);
+    cr_assert(strstr(t, "bar.sync") != NULL);
+    cr_assert(strstr(t, ".shared .align 16 .b8 S[32]") != NULL, "%s", t);
+    cr_assert(strstr(t, ".extern") == NULL, "an unresolved function is left: %s", t);
+    loom_strbuf_free(&ptx);
+  }
+  static const char *const bad[] = {"sm_12", "xyz", "sm_"};
+  for (size_t i = 0; i < 3; i++) {
+    loom_strbuf ptx;
+    loom_strbuf_init(&ptx, NULL);
+    loom_status s = loom_cuda_emit_ptx(bad[i], fx[0].cx, &fs[0], 1, &ptx);
+    cr_assert_not_null(s);
+    char want[80];
+    snprintf(want, sizeof want, "CUDA architecture '%s' is not one LLVM's NVPTX back end knows", bad[i]);
+    cr_assert(strstr(loom_status_message(s), want) != NULL, "%s", loom_status_message(s));
+    loom_status_free(s);
+    loom_strbuf_free(&ptx);
+  }
+  for (int i = 0; i < 2; i++) tp_fixture_free(&fx[i]);
+}
+
 LOOM_TEST(cuda_gpu, scheduled_programs_on_the_gpu_equal_the_interpreter) {
   loom_cuda_driver *d;
   loom_status s = loom_cuda_driver_open(NULL, &d);
