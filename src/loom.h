@@ -77,6 +77,9 @@ LOOM_MUST_USE loom_status loom_compiled_save(loom_compiled *c, const char *path)
  * `key` (vm/artifact.h; loom_vm_artifact_seckey_read reads a `loom keygen` key file), so
  * loom_rt_open with loom_rt_options.trust set to the matching public key accepts it. */
 LOOM_MUST_USE loom_status loom_compiled_save_signed(loom_compiled *c, const char *path, const loom_vm_artifact_seckey *key);
+/* The kernels alone, as the target's code generator writes them (CUDA: one PTX module with a
+ * kernel per program, targets/cuda/ptx.h; CPU: an archive of objects), into `path`. */
+LOOM_MUST_USE loom_status loom_compiled_save_kernels(loom_compiled *c, const char *path);
 /* JIT-compiles the kernels (the codegen pass, once per compiled module) and opens a runtime
  * on the executable.
  * The runtime must be closed before `c` is freed. */

@@ -127,5 +127,9 @@ typedef struct loom_target {
 
 /* The CPU through LLVM (targets/cpu/target_cpu.c). */
 extern const loom_target loom_target_cpu;
+#if LOOM_HAVE_CUDA
+/* NVIDIA GPUs through LLVM's NVPTX back end (targets/cuda/target_cuda.c; with the toolkit only). */
+extern const loom_target loom_target_cuda;
+#endif
 
 #endif

@@ -114,6 +114,9 @@ static void walk_stmt(walker *w, const loom_tp_stmt *s) {
     case LOOM_TP_STMT_ALLOC:
       mark_opaque(w, "allocates a local buffer");
       return;
+    case LOOM_TP_STMT_BARRIER:
+      mark_opaque(w, "synchronises a GPU block");
+      return;
   }
 }
 

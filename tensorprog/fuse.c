@@ -283,6 +283,7 @@ static void scan_stmt(access_scan *sc, const loom_tp_stmt *s) {
       if (s->u.if_.else_s) scan_stmt(sc, s->u.if_.else_s);
       return;
     case LOOM_TP_STMT_ALLOC:
+    case LOOM_TP_STMT_BARRIER:
       return;
   }
 }
@@ -368,6 +369,7 @@ static void inline_stmt(inliner *in, loom_tp_stmt *s) {
       if (s->u.if_.else_s) inline_stmt(in, s->u.if_.else_s);
       return;
     case LOOM_TP_STMT_ALLOC:
+    case LOOM_TP_STMT_BARRIER:
       return;
   }
 }

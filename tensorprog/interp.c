@@ -432,6 +432,32 @@ static loom_status exec_seq(interp *it, const loom_tp_stmt *s) {
   return st;
 }
 
+/* A gpu_thread loop whose body sequence holds barriers, run as the block would: phase by
+ * phase, each phase (the items between two barriers) run by every thread in order before
+ * the next begins. The verifier keeps lets and allocs out of such a sequence, so no
+ * per-thread value has to outlive a phase. */
+static loom_status exec_phased(interp *it, const loom_tp_stmt *s, int64_t n) {
+  const loom_tp_stmt *body = s->u.loop.body;
+  size_t start = 0;
+  while (start <= body->u.seq.n) {
+    size_t end = start;
+    while (end < body->u.seq.n && body->u.seq.items[end]->kind != LOOM_TP_STMT_BARRIER) end++;
+    for (int64_t i = 0; i < n; i++) {
+      LOOM_PROPAGATE(loom_sym_env_set(it->env, s->u.loop.var, i));
+      for (size_t k = start; k < end; k++) LOOM_PROPAGATE(exec(it, body->u.seq.items[k]));
+    }
+    start = end + 1;
+  }
+  return LOOM_OK;
+}
+
+static bool has_barrier(const loom_tp_stmt *body) {
+  if (body->kind != LOOM_TP_STMT_SEQ) return false;
+  for (size_t i = 0; i < body->u.seq.n; i++)
+    if (body->u.seq.items[i]->kind == LOOM_TP_STMT_BARRIER) return true;
+  return false;
+}
+
 static loom_status exec(interp *it, const loom_tp_stmt *s) {
   switch (s->kind) {
     case LOOM_TP_STMT_SEQ:
@@ -439,6 +465,9 @@ static loom_status exec(interp *it, const loom_tp_stmt *s) {
     case LOOM_TP_STMT_FOR: {
       int64_t n;
       LOOM_PROPAGATE(eval_sym(it, s->u.loop.extent, &n));
+      /* Block and thread loops run in order, one iteration after another; a thread loop
+       * with barriers runs phase by phase. Every other loop kind is a serial loop here. */
+      if (s->u.loop.kind == LOOM_TP_LOOP_GPU_THREAD && has_barrier(s->u.loop.body)) return exec_phased(it, s, n);
       for (int64_t i = 0; i < n; i++) {
         LOOM_PROPAGATE(loom_sym_env_set(it->env, s->u.loop.var, i));
         LOOM_PROPAGATE(exec(it, s->u.loop.body));
@@ -465,6 +494,8 @@ static loom_status exec(interp *it, const loom_tp_stmt *s) {
     case LOOM_TP_STMT_ALLOC:
       /* Handled by the enclosing sequence, which owns their scope. */
       return LOOM_ERROR(INTERNAL, "program @%s: let/alloc outside a sequence", it->f->name);
+    case LOOM_TP_STMT_BARRIER:
+      return LOOM_OK; /* a phase boundary: exec_phased splits the thread loop at it */
   }
   return LOOM_ERROR(INTERNAL, "bad statement kind");
 }

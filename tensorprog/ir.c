@@ -196,6 +196,8 @@ loom_tp_stmt *loom_tp_if(loom_arena *a, loom_tp_expr *cond, loom_tp_stmt *then_s
   return s;
 }
 
+loom_tp_stmt *loom_tp_barrier(loom_arena *a) { return new_stmt(a, LOOM_TP_STMT_BARRIER); }
+
 loom_tp_stmt *loom_tp_alloc_stmt(loom_arena *a, loom_tp_buffer *buf) {
   if (!buf) return NULL;
   loom_tp_stmt *s = new_stmt(a, LOOM_TP_STMT_ALLOC);

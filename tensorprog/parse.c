@@ -10,6 +10,7 @@
  *            | 'let' NAME ':' DTYPE '=' expr
  *            | 'if' expr block ['else' (block | if-stmt)]
  *            | 'alloc' NAME ':' buftype
+ *            | 'barrier'                              -- GPU block-wide sync
  *            | NAME '[' expr (',' expr)* ']' '=' expr
  *   expr    := or;  or := and ('||' and)*;  and := cmp ('&&' cmp)*
  *   cmp     := sum [('=='|'!='|'<'|'<='|'>'|'>=') sum]
@@ -629,6 +630,12 @@ static loom_tp_stmt *parse_stmt(parser *p) {
     tpp_declare(p, name_at, nm, len, N_LET, s);
     return s;
   }
+  if (tpp_is_name(p, "barrier")) {
+    tpp_next(p);
+    loom_tp_stmt *s = loom_tp_barrier(p->arena);
+    if (!s) tpp_oom(p);
+    return s;
+  }
   if (tpp_is_name(p, "alloc")) {
     tpp_next(p);
     const char *name;
@@ -663,7 +670,7 @@ static loom_tp_stmt *parse_stmt(parser *p) {
   }
   char got[64];
   tpp_describe_tok(p, got, sizeof got);
-  tpp_error_at(p, at, "expected a statement (for, let, if, alloc or a store), found %s", got);
+  tpp_error_at(p, at, "expected a statement (for, let, if, alloc, barrier or a store), found %s", got);
   return NULL;
 }
 

@@ -230,6 +230,10 @@ static void print_stmt(const loom_tp_stmt *s, int depth, loom_strbuf *sb) {
       print_buffer_type(s->u.alloc, sb);
       loom_strbuf_putc(sb, '\n');
       return;
+    case LOOM_TP_STMT_BARRIER:
+      indent(sb, depth);
+      loom_strbuf_puts(sb, "barrier\n");
+      return;
   }
 }
 

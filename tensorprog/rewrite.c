@@ -158,6 +158,9 @@ static loom_tp_stmt *copy_stmt(copier *c, const loom_tp_stmt *s) {
       }
       break;
     }
+    case LOOM_TP_STMT_BARRIER:
+      r = loom_tp_barrier(c->a);
+      break;
   }
   if (!r) c->failed = true;
   return r;

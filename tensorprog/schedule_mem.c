@@ -113,6 +113,7 @@ static void walk_stmt(walker *w, loom_tp_stmt *s) {
       w->if_depth--;
       return;
     case LOOM_TP_STMT_ALLOC: return;
+    case LOOM_TP_STMT_BARRIER: return;
   }
 }
 

@@ -27,6 +27,7 @@ pub const compiler = [_][]const u8{
     "tensorprog/schedule.c",
     "tensorprog/variants.c",
     "tensorprog/schedule_cpu.c",
+    "tensorprog/schedule_gpu.c",
     "tensorprog/schedule_conv.c",
     "tensorprog/verify.c",
     "tensorprog/schedule_mem.c",

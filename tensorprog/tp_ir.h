@@ -10,7 +10,7 @@
  * Statements: seq, for (extent symbolic; kind serial / parallel / vectorize /
  * unroll / gpu_block / gpu_thread; flagged `reduce` when it is a reduction axis),
  * store, let (a scalar value named for the statements after it), if, alloc (a
- * local buffer). Expressions: constants, loads, symbolic index values, let
+ * local buffer, or a Shared one for a GPU block), barrier (GPU block-wide sync). Expressions: constants, loads, symbolic index values, let
  * references, operators from tp_ops.def, cast, select.
  *
  * Reductions are explicit: an init store, then loops flagged `reduce` around an
@@ -127,6 +127,8 @@ typedef enum loom_tp_stmt_kind {
   LOOM_TP_STMT_LET,   /* let name: dtype = value; visible in the rest of the enclosing seq */
   LOOM_TP_STMT_IF,    /* if cond { then } else { else } */
   LOOM_TP_STMT_ALLOC, /* alloc buf: Local[(dims), dtype]; visible in the rest of the seq */
+  LOOM_TP_STMT_BARRIER, /* barrier: every thread of the GPU block reaches it before any goes on
+                           (__syncthreads); only an item of a gpu_thread loop's body (verify.c) */
 } loom_tp_stmt_kind;
 
 struct loom_tp_stmt {
@@ -216,6 +218,8 @@ loom_tp_stmt *loom_tp_let(loom_arena *a, const char *name, loom_tp_expr *value);
 loom_tp_stmt *loom_tp_if(loom_arena *a, loom_tp_expr *cond, loom_tp_stmt *then_s,
                          loom_tp_stmt *else_s);
 loom_tp_stmt *loom_tp_alloc_stmt(loom_arena *a, loom_tp_buffer *buf);
+/* A block-wide barrier (GPU programs: see LOOM_TP_STMT_BARRIER). */
+loom_tp_stmt *loom_tp_barrier(loom_arena *a);
 /* A buffer description (copies `dims`). */
 loom_tp_buffer *loom_tp_buffer_new(loom_arena *a, const char *name, loom_dtype t, int ndim,
                                    const loom_sym_expr *const *dims, loom_tp_scope scope);

@@ -10,6 +10,14 @@
  *     bool or integer; MATH float; select's condition bool and branches alike;
  *   - a store's value has the buffer's dtype; an if's condition is bool;
  *   - loop variables are not reused by nested loops;
+ *   - GPU forms: a gpu_thread loop lies inside a gpu_block loop and inside no other
+ *     gpu_thread loop; a gpu_block loop inside no GPU loop; neither is `reduce`; inside a
+ *     gpu_block every store is inside a gpu_thread loop (block-level code runs on every
+ *     thread, so it only computes); a Shared alloc lies in a gpu_block, outside its thread
+ *     loops, with constant extents; a barrier is an item of a gpu_thread loop's body
+ *     sequence (not under an if or an inner loop: every thread must reach it), and that
+ *     sequence then holds no let or alloc of its own (the interpreter runs it phase by
+ *     phase, barrier to barrier, so per-thread values cannot cross one);
  *   - float8 / float4 / e8m0 are storage types computed in float (as f16), the 4- and
  *     2-bit integers integers that wrap at their width. */
 #include <string.h>
@@ -24,6 +32,10 @@ typedef struct verifier {
   LOOM_VEC(const loom_sym_expr *) syms; /* signature symbols + enclosing loop vars */
   LOOM_VEC(const loom_tp_buffer *) bufs;
   LOOM_VEC(const loom_tp_stmt *) lets;
+  int blocks;                           /* enclosing gpu_block loops */
+  int threads;                          /* enclosing gpu_thread loops */
+  const loom_tp_stmt *thread_body;      /* the body of the innermost gpu_thread loop, while
+                                           its items are checked (NULL elsewhere) */
   loom_status err;                      /* first error */
 } verifier;
 
@@ -153,24 +165,61 @@ static void check_expr(verifier *v, const loom_tp_expr *e) {
   }
 }
 
+/* Does sequence `s` hold a barrier among its items? */
+static bool seq_has_barrier(const loom_tp_stmt *s) {
+  for (size_t i = 0; i < s->u.seq.n; i++)
+    if (s->u.seq.items[i]->kind == LOOM_TP_STMT_BARRIER) return true;
+  return false;
+}
+
 static void check_stmt(verifier *v, const loom_tp_stmt *s) {
   if (v->err) return;
   switch (s->kind) {
     case LOOM_TP_STMT_SEQ: {
       size_t bm = v->bufs.len, lm = v->lets.len;
+      /* Only the items of a thread loop's own body may be barriers. */
+      const loom_tp_stmt *tb = v->thread_body;
+      bool phased = tb == s && seq_has_barrier(s);
+      v->thread_body = NULL;
       for (size_t i = 0; i < s->u.seq.n && !v->err; i++) {
         const loom_tp_stmt *c = s->u.seq.items[i];
+        if (c->kind == LOOM_TP_STMT_BARRIER && tb != s)
+          fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: a barrier must be an item of a gpu_thread loop's body "
+                                         "(not under an if or an inner loop, not outside a thread loop)",
+                             v->f->name));
+        if (phased && (c->kind == LOOM_TP_STMT_LET || c->kind == LOOM_TP_STMT_ALLOC))
+          fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: %s '%s' in a gpu_thread loop body with a barrier "
+                                         "(a per-thread value cannot cross a barrier: move it into a nested block)",
+                             v->f->name, c->kind == LOOM_TP_STMT_LET ? "let" : "alloc",
+                             c->kind == LOOM_TP_STMT_LET ? c->u.let.name : c->u.alloc->name));
         check_stmt(v, c);
         if (c->kind == LOOM_TP_STMT_ALLOC && !LOOM_VEC_PUSH(NULL, &v->bufs, c->u.alloc)) fail(v, LOOM_OOM());
         if (c->kind == LOOM_TP_STMT_LET && !LOOM_VEC_PUSH(NULL, &v->lets, c)) fail(v, LOOM_OOM());
       }
       v->bufs.len = bm;
       v->lets.len = lm;
+      v->thread_body = tb;
       return;
     }
-    case LOOM_TP_STMT_FOR:
+    case LOOM_TP_STMT_FOR: {
       check_sym(v, s->u.loop.extent, "a loop extent");
       if (v->err) return;
+      loom_tp_loop_kind k = s->u.loop.kind;
+      const char *var = loom_sym_var_name(s->u.loop.var);
+      if ((k == LOOM_TP_LOOP_GPU_BLOCK || k == LOOM_TP_LOOP_GPU_THREAD) && s->u.loop.reduce) {
+        fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: loop '%s' is %s and reduce (its iterations would race)",
+                           v->f->name, var, loom_tp_loop_kind_name(k)));
+        return;
+      }
+      if (k == LOOM_TP_LOOP_GPU_BLOCK && (v->blocks || v->threads)) {
+        fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: gpu_block loop '%s' inside another GPU loop", v->f->name, var));
+        return;
+      }
+      if (k == LOOM_TP_LOOP_GPU_THREAD && (!v->blocks || v->threads)) {
+        fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: gpu_thread loop '%s' %s", v->f->name, var,
+                           v->threads ? "inside another gpu_thread loop" : "outside a gpu_block loop"));
+        return;
+      }
       if (sym_known(v, s->u.loop.var)) {
         fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: loop variable '%s' is bound twice", v->f->name,
                            loom_sym_var_name(s->u.loop.var)));
@@ -180,10 +229,24 @@ static void check_stmt(verifier *v, const loom_tp_stmt *s) {
         fail(v, LOOM_OOM());
         return;
       }
+      v->blocks += k == LOOM_TP_LOOP_GPU_BLOCK;
+      v->threads += k == LOOM_TP_LOOP_GPU_THREAD;
+      const loom_tp_stmt *tb = v->thread_body;
+      v->thread_body = k == LOOM_TP_LOOP_GPU_THREAD ? s->u.loop.body : NULL;
       check_stmt(v, s->u.loop.body);
+      v->thread_body = tb;
+      v->blocks -= k == LOOM_TP_LOOP_GPU_BLOCK;
+      v->threads -= k == LOOM_TP_LOOP_GPU_THREAD;
       v->syms.len--;
       return;
+    }
     case LOOM_TP_STMT_STORE:
+      if (v->blocks && !v->threads) {
+        fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: store to '%s' in a gpu_block outside every gpu_thread loop "
+                                       "(every thread of the block would run it)",
+                           v->f->name, s->u.store.buf->name));
+        return;
+      }
       check_access(v, s->u.store.buf, s->u.store.idx, "store");
       check_expr(v, s->u.store.value);
       if (!v->err && s->u.store.value->dtype != s->u.store.buf->dtype)
@@ -204,6 +267,23 @@ static void check_stmt(verifier *v, const loom_tp_stmt *s) {
       return;
     case LOOM_TP_STMT_ALLOC:
       for (int d = 0; d < s->u.alloc->ndim; d++) check_sym(v, s->u.alloc->dims[d], "an alloc shape");
+      if (!v->err && s->u.alloc->scope == LOOM_TP_SCOPE_SHARED) {
+        if (!v->blocks || v->threads)
+          fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: Shared alloc '%s' %s", v->f->name, s->u.alloc->name,
+                             v->threads ? "inside a gpu_thread loop (it belongs to the block: allocate it outside)"
+                                        : "outside a gpu_block loop"));
+        for (int d = 0; d < s->u.alloc->ndim && !v->err; d++)
+          if (loom_sym_kind_of(s->u.alloc->dims[d]) != LOOM_SYM_CONST)
+            fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: Shared alloc '%s' axis %d is not a constant (shared memory is sized at compile time)",
+                               v->f->name, s->u.alloc->name, d));
+      }
+      return;
+    case LOOM_TP_STMT_BARRIER:
+      /* Placement within a thread loop's body is checked by the enclosing sequence. */
+      if (!v->threads)
+        fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: a barrier must be an item of a gpu_thread loop's body "
+                                       "(not under an if or an inner loop, not outside a thread loop)",
+                           v->f->name));
       return;
   }
 }

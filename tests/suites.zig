@@ -34,6 +34,7 @@ pub const suites = .{
         "tests/tensorprog/test_tp_fuzz.c",
         "tests/fuzz/fuzz_tp_harness.c",
         "tests/tensorprog/test_tp_gen.c",
+        "tests/tensorprog/test_tp_gpu.c",
         "tests/tensorprog/test_tp_interp.c",
         "tests/tensorprog/test_tp_schedule.c",
         "tests/tensorprog/test_tp_text.c",
@@ -83,6 +84,10 @@ pub const suites = .{
         "tests/legalize/test_legalize_models.c",
         "tests/legalize/test_legalize_paged.c",
         "tests/legalize/test_opt_cli.c",
+    } },
+    .{ .name = "cuda", .files = &[_][]const u8{
+        "tests/tensorprog/tp_test_util.c",
+        "tests/cuda/test_cuda.c",
     } },
     .{ .name = "cpu", .files = &[_][]const u8{
         "tests/tensorprog/tp_test_util.c",

@@ -8,8 +8,28 @@
 #include "loom.h"
 #include "vm/exec.h"
 
+/* `--emit=ptx DIR`: the kernels of FILE as DIR/<file's base name>.ptx. */
+static int emit_ptx(const loom_cli_args *args, const loom_compile_options *o, const char *dir) {
+  const char *file = args->positional[0];
+  const char *base = strrchr(file, '/');
+  base = base ? base + 1 : file;
+  size_t blen = strcspn(base, ".");
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%.*s.ptx", dir, (int)blen, base);
+  loom_compiled *c;
+  loom_status st = loom_compile_file(file, o, &c);
+  if (!st) {
+    st = loom_compiled_save_kernels(c, path);
+    if (!st) printf("compiled %s -> %s: %u kernels\n", file, path, loom_compiled_exec(c)->nkernels);
+    loom_compiled_free(c);
+  }
+  return loom_cli_exit(st);
+}
+
 static int run(const loom_cli_args *args) {
-  if (!loom_cli_get(args, "-o")) return loom_cli_usage_error(args, "say where to write the artifact: -o OUT.so");
+  const char *emit = loom_cli_get(args, "--emit");
+  if (!emit && args->npositional > 1) return loom_cli_usage_error(args, "one FILE (a second positional is --emit=ptx's DIR)");
+  if (!emit && !loom_cli_get(args, "-o")) return loom_cli_usage_error(args, "say where to write the artifact: -o OUT.so");
   const char *target = loom_cli_get(args, "--target");
   const loom_target *tgt;
   loom_status ts = loom_pipeline_target(target, &tgt);
@@ -18,10 +38,21 @@ static int run(const loom_cli_args *args) {
     loom_status_free(ts);
     return rc;
   }
-  loom_compile_options o = {.target = target, .cpu = loom_cli_get(args, "--cpu"), .emit = LOOM_TARGET_EMIT_OBJECT,
+  const char *colon = target ? strchr(target, ':') : NULL; /* cuda:sm_90: the machine after the colon */
+  loom_compile_options o = {.target = target, .cpu = colon ? colon + 1 : loom_cli_get(args, "--cpu"),
+                            .emit = emit ? LOOM_TARGET_EMIT_NONE : LOOM_TARGET_EMIT_OBJECT,
                             .print_after_all = loom_cli_flag(args, "--print-after-all"),
                             .time_passes = loom_cli_flag(args, "--time"), .offload = loom_cli_flag(args, "--offload"),
                             .report = stderr, .no_cache = loom_cli_flag(args, "--no-cache")};
+  if (emit) {
+    if (strcmp(emit, "ptx"))
+      return loom_cli_usage_error(args, "--emit: expected ptx (--emit=ptx DIR), got '%s'", emit);
+    const char *dir = args->npositional > 1 ? args->positional[1] : loom_cli_get(args, "-o");
+    if (!dir || !*dir) return loom_cli_usage_error(args, "--emit=ptx: say which directory: --emit=ptx DIR (or -o DIR)");
+    if (strcmp(tgt->name, "cuda"))
+      return loom_cli_usage_error(args, "--emit=ptx needs --target cuda (target '%s' makes no PTX)", tgt->name);
+    return emit_ptx(args, &o, dir);
+  }
   /* the signing key is read first: a bad key fails before the compile */
   const char *key_path = loom_cli_get(args, "--sign");
   loom_vm_artifact_seckey key;
@@ -56,12 +87,13 @@ static int run(const loom_cli_args *args) {
 const loom_cli_command loom_cmd_compile = {
     .name = "compile",
     .summary = "compile a module once into an AOT artifact that runs for every shape",
-    .positional = "FILE",
+    .positional = "FILE [DIR]",
     .min_positional = 1,
-    .max_positional = 1,
+    .max_positional = 2,
     .opts = (const loom_cli_opt[]){
         {"-o", "OUT.so", "the artifact to write (required)", false},
-        {"--target", "cpu", "code generation target (cpu)", false},
+        {"--target", "cpu", "code generation target: cpu, or cuda[:sm_80|:sm_90] (with the CUDA toolkit; PTX only)", false},
+        {"--emit", "ptx", "write the kernels alone instead of an artifact: --emit=ptx DIR (cuda: DIR/FILE.ptx)", false},
         {"--cpu", "NAME", "LLVM CPU name for the kernels (default: this machine)", false},
         {"--time", NULL, "report each pass's time (every stage, codegen included) and the kernel cache's hits and misses", false},
         {"--no-cache", NULL, "do not read or write the kernel cache ($LOOM_CACHE_DIR, ~/.cache/loom)", false},

@@ -318,3 +318,13 @@ loom_status loom_compiled_save_signed(loom_compiled *c, const char *path, const 
 }
 
 loom_status loom_compiled_save(loom_compiled *c, const char *path) { return loom_compiled_save_signed(c, path, NULL); }
+
+/* The codegen pass's object, moved to `path` as it is (the CUDA target's PTX module). */
+loom_status loom_compiled_save_kernels(loom_compiled *c, const char *path) {
+  loom_status st = run_codegen(c, LOOM_TARGET_EMIT_OBJECT);
+  if (!st) st = move_into_place(c->object_path, path);
+  if (!st) chmod(path, 0644);
+  c->ctx.object_written = false; /* moved away: a later save makes it again */
+  remove_workdir(c);
+  return st;
+}

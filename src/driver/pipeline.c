@@ -46,20 +46,24 @@ size_t loom_pipeline_default(bool offload, loom_pass_id last, loom_pass_id out[L
 /* The targets this build generates code for; the driver picks one by name. */
 static const loom_target *const targets[] = {
     &loom_target_cpu,
+#if LOOM_HAVE_CUDA
+    &loom_target_cuda,
+#endif
 };
 
 loom_status loom_pipeline_target(const char *name, const loom_target **out) {
   *out = NULL;
   if (!name) name = "cpu";
+  /* "cuda:sm_90": the target's name, then its machine (the caller passes that as the arch) */
+  size_t len = strcspn(name, ":");
   for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
-    if (!strcmp(targets[i]->name, name)) {
+    if (strlen(targets[i]->name) == len && !strncmp(targets[i]->name, name, len)) {
       *out = targets[i];
       return LOOM_OK;
     }
-  if (!strcmp(name, "cuda"))
-    return LOOM_ERROR(UNIMPLEMENTED, "target 'cuda' is not built yet: targets/cuda probes the device only (no GPU "
-                      "schedule rules, no PTX codegen, no kernel loader); targets: cpu");
-  return LOOM_ERROR(INVALID_ARGUMENT, "unknown target '%s'; targets: cpu", name);
+  if (len == 4 && !strncmp(name, "cuda", 4))
+    return LOOM_ERROR(UNIMPLEMENTED, "target 'cuda' is not in this build (no CUDA toolkit at build time); targets: cpu");
+  return LOOM_ERROR(INVALID_ARGUMENT, "unknown target '%s'; targets: cpu%s", name, LOOM_HAVE_CUDA ? ", cuda" : "");
 }
 
 /* ---- numeric checking ------------------------------------------------------------------ */

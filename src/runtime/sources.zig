@@ -41,6 +41,7 @@ pub const files = [_][]const u8{
     "libcall/provider.c",
     // devices outside vm/ (each compiles to nothing without its toolkit: LOOM_HAVE_CUDA)
     "targets/cuda/device.c",
+    "targets/cuda/driver.c", // the CUDA driver API through dlopen (builds without the toolkit)
     // src/runtime/
     "src/runtime/rt_api.c",
 };

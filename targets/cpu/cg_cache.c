@@ -105,6 +105,8 @@ static void walk_names(const loom_tp_stmt *s, name_list *l, name_list *keep) {
   case LOOM_TP_STMT_ALLOC: /* a local's name is in its allocation-failure message */
     add_name(keep, s->u.alloc->name);
     return;
+  case LOOM_TP_STMT_BARRIER: /* GPU programs only: nothing named */
+    return;
   }
 }
 

@@ -119,6 +119,12 @@ void cg_fail_if(cg *g, LLVMValueRef bad, const char *msg) {
   LLVMValueRef br = LLVMBuildCondBr(g->b, bad, fail, ok);
   (void)br;
   LLVMPositionBuilderAtEnd(g->b, fail);
+  if (g->gpu) { /* *err = 1; return 1 (the host reports the kernel's failure) */
+    LLVMBuildStore(g->b, LLVMConstInt(g->t_i32, 1, 0), g->ctxp);
+    LLVMBuildRet(g->b, LLVMConstInt(g->t_i32, 1, 0));
+    LLVMPositionBuilderAtEnd(g->b, ok);
+    return;
+  }
   /* ctx->set_error(ctx, msg); return 1 */
   LLVMValueRef slot = LLVMBuildStructGEP2(g->b, g->t_ctx, g->ctxp, 6, "");
   LLVMValueRef fnp = LLVMBuildLoad2(g->b, g->t_ptr, slot, "set_error");
@@ -136,6 +142,12 @@ void cg_fail_index_if(cg *g, LLVMValueRef bad, const char *msg, LLVMValueRef ind
   LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->c, g->fn, "ok");
   LLVMBuildCondBr(g->b, bad, fail, ok);
   LLVMPositionBuilderAtEnd(g->b, fail);
+  if (g->gpu) { /* *err = 2; return 1 */
+    LLVMBuildStore(g->b, LLVMConstInt(g->t_i32, 2, 0), g->ctxp);
+    LLVMBuildRet(g->b, LLVMConstInt(g->t_i32, 1, 0));
+    LLVMPositionBuilderAtEnd(g->b, ok);
+    return;
+  }
   /* ctx->set_error_index(ctx, msg, index, lo, hi); return 1 */
   LLVMValueRef slot = LLVMBuildStructGEP2(g->b, g->t_ctx, g->ctxp, 9, "");
   LLVMValueRef fnp = LLVMBuildLoad2(g->b, g->t_ptr, slot, "set_error_index");

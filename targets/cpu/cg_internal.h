@@ -76,6 +76,10 @@ typedef struct cg {
   bool x86;                   /* the target is x86-64 (SSE2: pmaddwd on 4 lanes) */
   bool avx2;                  /* ... with AVX2 (vpmaddwd on 8 lanes) */
   bool vnni512;               /* ... with AVX512-VNNI (vpdpbusd on 16 lanes) */
+  /* NVPTX (loom_cpu_options.nvptx, used by targets/cuda): GPU loops bound to the grid and the
+   * block, no parallel_for or lane mode, failures stored into an error word (ctxp points to
+   * it) instead of ctx->set_error */
+  bool gpu;
 } cg;
 
 enum { LOOM_CPU_MAX_LANES = 64 };

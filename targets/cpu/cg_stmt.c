@@ -714,9 +714,73 @@ static void emit_lanes(cg *g, const loom_tp_stmt *s, unsigned lanes) {
   g->lane_var = NULL;
 }
 
+/* NVPTX: the ctaid.x / tid.x special register as an i64. */
+static LLVMValueRef gpu_sreg(cg *g, const char *name) {
+  LLVMTypeRef fty = LLVMFunctionType(g->t_i32, NULL, 0, 0);
+  LLVMValueRef fn = LLVMGetNamedFunction(g->mod, name);
+  if (!fn) fn = LLVMAddFunction(g->mod, name, fty);
+  return LLVMBuildZExt(g->b, LLVMBuildCall2(g->b, fty, fn, NULL, 0, ""), g->t_i64, "");
+}
+
+/* NVPTX: __syncthreads(). */
+static void gpu_barrier(cg *g) {
+  LLVMTypeRef fty = LLVMFunctionType(g->t_void, NULL, 0, 0);
+  LLVMValueRef fn = LLVMGetNamedFunction(g->mod, "llvm.nvvm.barrier0");
+  if (!fn) fn = LLVMAddFunction(g->mod, "llvm.nvvm.barrier0", fty);
+  LLVMBuildCall2(g->b, fty, fn, NULL, 0, "");
+}
+
+/* NVPTX: a gpu_block loop is the block index (the grid has `extent` blocks), a gpu_thread loop
+ * the thread index (the block has at least `extent` threads: the launch rule's bound); the
+ * body runs where the index is below the extent. A thread loop ends with a barrier, and its
+ * body's barriers are reached by every thread of the block: the body is split at them, each
+ * part under its own `tid < extent` test. */
+static void emit_gpu_loop(cg *g, const loom_tp_stmt *s) {
+  bool block = s->u.loop.kind == LOOM_TP_LOOP_GPU_BLOCK;
+  LLVMValueRef iv = gpu_sreg(g, block ? "llvm.nvvm.read.ptx.sreg.ctaid.x" : "llvm.nvvm.read.ptx.sreg.tid.x");
+  const loom_tp_stmt *body = s->u.loop.body;
+  size_t nparts = 1;
+  if (!block && body->kind == LOOM_TP_STMT_SEQ)
+    for (size_t i = 0; i < body->u.seq.n; i++) nparts += body->u.seq.items[i]->kind == LOOM_TP_STMT_BARRIER;
+  size_t start = 0;
+  for (size_t part = 0; part < nparts && !g->st; part++) {
+    LLVMValueRef n = cg_sym(g, s->u.loop.extent);
+    LLVMBasicBlockRef bt = LLVMAppendBasicBlockInContext(g->c, g->fn, block ? "block.body" : "thread.body");
+    LLVMBasicBlockRef bj = LLVMAppendBasicBlockInContext(g->c, g->fn, block ? "block.end" : "thread.end");
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, iv, n, ""), bt, bj);
+    LLVMPositionBuilderAtEnd(g->b, bt);
+    if (nparts == 1) {
+      loop_body(g, s, iv);
+    } else { /* the items up to the next barrier (no lets or allocs among them: verify.c) */
+      size_t end = start;
+      while (end < body->u.seq.n && body->u.seq.items[end]->kind != LOOM_TP_STMT_BARRIER) end++;
+      loom_tp_stmt part_seq = {.kind = LOOM_TP_STMT_SEQ, .u.seq = {end - start, body->u.seq.items + start}};
+      loom_tp_stmt part_loop = *s;
+      part_loop.u.loop.body = &part_seq;
+      loop_body(g, &part_loop, iv);
+      start = end + 1;
+    }
+    LLVMBuildBr(g->b, bj);
+    LLVMPositionBuilderAtEnd(g->b, bj);
+    if (!block) gpu_barrier(g);
+  }
+}
+
 static void emit_for(cg *g, const loom_tp_stmt *s) {
   int64_t c;
   bool is_const = loom_sym_is_const(s->u.loop.extent, &c);
+  if (g->gpu) { /* GPU loops bound; every other kind is a plain loop in a thread */
+    if (s->u.loop.kind == LOOM_TP_LOOP_GPU_BLOCK || s->u.loop.kind == LOOM_TP_LOOP_GPU_THREAD) {
+      emit_gpu_loop(g, s);
+      return;
+    }
+    if (s->u.loop.kind == LOOM_TP_LOOP_UNROLL && is_const && c <= UNROLL_MAX) {
+      for (int64_t i = 0; i < c; i++) loop_body(g, s, cg_i64(g, i));
+      return;
+    }
+    emit_range_loop(g, s, cg_i64(g, 0), cg_sym(g, s->u.loop.extent));
+    return;
+  }
   if (s->u.loop.kind == LOOM_TP_LOOP_VECTORIZE && is_const && c >= 2 && c <= LOOM_CPU_MAX_LANES && !g->lanes) {
     /* strided loads only while s*W fits in 64 lanes */
     g->lane_max_stride = (unsigned)(c * 4 <= LOOM_CPU_MAX_LANES ? 4 : c * 3 <= LOOM_CPU_MAX_LANES ? 3
@@ -756,7 +820,15 @@ static void emit_alloc(cg *g, loom_tp_buffer *buf) {
     bytes = LLVMBuildMul(g->b, bytes, cg_sym(g, buf->dims[d]), "");
   }
   LLVMValueRef p;
-  if (cst && total <= STACK_ALLOC_MAX) {
+  if (g->gpu && buf->scope == LOOM_TP_SCOPE_SHARED) {
+    /* the block's shared memory (constant extents: verify.c); contents start undefined */
+    LLVMTypeRef at = LLVMArrayType2(cg_mem_type(g, buf->dtype), (uint64_t)(total / (int64_t)esize));
+    LLVMValueRef gv = LLVMAddGlobalInAddressSpace(g->mod, at, buf->name, 3);
+    LLVMSetInitializer(gv, LLVMGetUndef(at));
+    LLVMSetLinkage(gv, LLVMInternalLinkage);
+    LLVMSetAlignment(gv, 16);
+    p = LLVMBuildAddrSpaceCast(g->b, gv, g->t_ptr, buf->name);
+  } else if (cst && total <= STACK_ALLOC_MAX) {
     LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(g->fn);
     LLVMBuilderRef eb = LLVMCreateBuilderInContext(g->c);
     LLVMValueRef first = LLVMGetFirstInstruction(entry);
@@ -767,6 +839,15 @@ static void emit_alloc(cg *g, loom_tp_buffer *buf) {
     LLVMSetAlignment(p, 64);
     LLVMDisposeBuilder(eb);
     if (total > 0) LLVMBuildMemSet(g->b, p, LLVMConstInt(g->t_i8, 0, 0), cg_i64(g, total), 64);
+  } else if (g->gpu) { /* the device heap: malloc, then zeroed as calloc would */
+    LLVMTypeRef mt = LLVMFunctionType(g->t_ptr, &g->t_i64, 1, 0);
+    LLVMValueRef mf = LLVMGetNamedFunction(g->mod, "malloc");
+    if (!mf) mf = LLVMAddFunction(g->mod, "malloc", mt);
+    LLVMValueRef nz = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, bytes, cg_i64(g, 0), ""), bytes, cg_i64(g, 1), "");
+    p = LLVMBuildCall2(g->b, mt, mf, &nz, 1, buf->name);
+    cg_fail_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, p, LLVMConstPointerNull(g->t_ptr), ""), "cannot allocate a local buffer");
+    LLVMBuildMemSet(g->b, p, LLVMConstInt(g->t_i8, 0, 0), bytes, 16);
+    if (!LOOM_VEC_PUSH(NULL, &g->heap, p)) cg_error(g, LOOM_OOM());
   } else {
     LLVMValueRef mf = LLVMGetNamedFunction(g->mod, "calloc");
     LLVMTypeRef ct_params[2] = {g->t_i64, g->t_i64};
@@ -846,10 +927,71 @@ void cg_stmt(cg *g, const loom_tp_stmt *s) {
     case LOOM_TP_STMT_ALLOC:
       /* Outside a sequence nothing can see them; evaluate for effects (none) and drop. */
       return;
+    case LOOM_TP_STMT_BARRIER:
+      /* GPU programs only (emit_gpu_loop splits a thread loop's body at its barriers); the CPU
+       * schedule never makes one. */
+      if (g->gpu) gpu_barrier(g);
+      return;
   }
 }
 
 /* ---- the kernel -------------------------------------------------------------------- */
+
+/* NVPTX: `void loom_kernel_<base>(ptr buf0, .., ptr bufK, i64 sym0, .., i64 symJ, ptr err)`, the
+ * buffers and f->syms in the CPU kernel's order but by value, `err` an i32 the kernel sets to
+ * 1 (or 2, an index out of range) on a run-time error. Marked a kernel (nvvm.annotations). The
+ * body is one function: a failure returns from it. */
+static loom_status emit_gpu_kernel(cg *g, const loom_tp_func *f, const char *sym) {
+  size_t nb = 0;
+  for (size_t i = 0; i < f->nparams; i++) nb += f->params[i].is_buffer;
+  size_t np = nb + f->nsyms + 1;
+  LLVMTypeRef *ps = malloc(np * sizeof *ps);
+  if (!ps) return LOOM_OOM();
+  for (size_t i = 0; i < np; i++) ps[i] = i < nb || i == np - 1 ? g->t_ptr : g->t_i64;
+  LLVMTypeRef kty = LLVMFunctionType(g->t_void, ps, (unsigned)np, 0);
+  free(ps);
+  LLVMValueRef kfn = LLVMAddFunction(g->mod, sym, kty);
+  /* the body returns i32 (cg_fail_if's `ret i32 1`); the kernel calls it and returns */
+  char isym[320];
+  snprintf(isym, sizeof isym, "%s.impl", g->sym_base);
+  LLVMTypeRef *ips = malloc(np * sizeof *ips);
+  if (!ips) return LOOM_OOM();
+  for (size_t i = 0; i < np; i++) ips[i] = i < nb || i == np - 1 ? g->t_ptr : g->t_i64;
+  LLVMTypeRef ity = LLVMFunctionType(g->t_i32, ips, (unsigned)np, 0);
+  free(ips);
+  LLVMValueRef impl = LLVMAddFunction(g->mod, isym, ity);
+  LLVMSetLinkage(impl, LLVMInternalLinkage);
+  g->fn = impl;
+  LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->c, impl, "entry"));
+  unsigned k = 0;
+  for (size_t i = 0; i < f->nparams; i++)
+    if (f->params[i].is_buffer) push_buf(g, f->params[i].buf, LLVMGetParam(impl, k++));
+  for (size_t j = 0; j < f->nsyms; j++) push_sym(g, f->syms[j], LLVMGetParam(impl, k++), NULL);
+  g->ctxp = LLVMGetParam(impl, k);
+  cg_stmt(g, f->body);
+  free_heap_to(g, 0);
+  LLVMBuildRet(g->b, LLVMConstInt(g->t_i32, 0, 0));
+  /* the kernel */
+  g->fn = kfn;
+  LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->c, kfn, "entry"));
+  LLVMValueRef *args = malloc(np * sizeof *args);
+  if (!args) return LOOM_OOM();
+  for (size_t i = 0; i < np; i++) args[i] = LLVMGetParam(kfn, (unsigned)i);
+  LLVMBuildCall2(g->b, ity, impl, args, (unsigned)np, "");
+  free(args);
+  LLVMBuildRetVoid(g->b);
+  LLVMMetadataRef md[3] = {LLVMValueAsMetadata(kfn), LLVMMDStringInContext2(g->c, "kernel", 6),
+                           LLVMValueAsMetadata(LLVMConstInt(g->t_i32, 1, 0))};
+  LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMetadataAsValue(g->c, LLVMMDNodeInContext2(g->c, md, 3)));
+  g->syms.len = 0;
+  g->bufs.len = 0;
+  g->lets.len = 0;
+  g->heap.len = 0;
+  g->divs.len = 0;
+  loom_status st = g->st;
+  g->st = LOOM_OK;
+  return st;
+}
 
 loom_status cg_emit_kernel(cg *g, const loom_tp_func *f, const char *sym_base) {
   g->f = f;
@@ -858,10 +1000,11 @@ loom_status cg_emit_kernel(cg *g, const loom_tp_func *f, const char *sym_base) {
   g->reduce_depth = 0;
   char sym[300];
   snprintf(sym, sizeof sym, "loom_kernel_%s", g->sym_base);
-  LLVMTypeRef ps[3] = {g->t_ptr, g->t_ptr, g->t_ptr};
-  LLVMTypeRef kty = LLVMFunctionType(g->t_i32, ps, 3, 0);
   if (LLVMGetNamedFunction(g->mod, sym))
     return LOOM_ERROR(ALREADY_EXISTS, "program @%s is compiled twice into one module", f->name);
+  if (g->gpu) return emit_gpu_kernel(g, f, sym);
+  LLVMTypeRef ps[3] = {g->t_ptr, g->t_ptr, g->t_ptr};
+  LLVMTypeRef kty = LLVMFunctionType(g->t_i32, ps, 3, 0);
   LLVMValueRef kfn = LLVMAddFunction(g->mod, sym, kty);
   g->fn = kfn;
   LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->c, kfn, "entry"));

@@ -216,6 +216,8 @@ static void cg_init(cg *g, LLVMContextRef c, loom_sym_ctx *cx, const loom_cpu_op
   g->c = c;
   g->cx = cx;
   g->strict_fp = opt && opt->strict_fp;
+  g->gpu = opt && opt->nvptx;
+  if (g->gpu) g->x86 = g->avx2 = g->vnni512 = false;
   g->b = LLVMCreateBuilderInContext(c);
   g->t_i1 = LLVMInt1TypeInContext(c);
   g->t_i8 = LLVMInt8TypeInContext(c);
@@ -283,7 +285,7 @@ loom_status cg_build_module(LLVMContextRef c, LLVMTargetMachineRef tm, const cha
     for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
       if (LLVMIsDeclaration(fn)) continue;
       add_str_attr(c, fn, "target-cpu", cpu);
-      add_str_attr(c, fn, "target-features", feat);
+      if (feat[0]) add_str_attr(c, fn, "target-features", feat);
       if (wide) add_str_attr(c, fn, "prefer-vector-width", "512");
       LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c, nounwind, 0));
     }

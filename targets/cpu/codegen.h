@@ -55,6 +55,9 @@ typedef struct loom_cpu_options {
   int opt_level;        /* 0..3; 0 in this struct means 3 (use -1 for no optimisation) */
   bool strict_fp;       /* no reassociation of float reductions (bit-exact to the interpreter's order) */
   bool pic;             /* position-independent code (always on for objects) */
+  bool nvptx;           /* GPU kernels for targets/cuda (NVPTX): gpu_block / gpu_thread loops bound to
+                           ctaid.x / tid.x, Shared allocs in addrspace(3), barriers, arguments by
+                           value (targets/cuda/ptx.h describes the kernel ABI); false: the CPU's */
 } loom_cpu_options;
 
 /* The target machine a set of options resolves to: "x86_64-pc-linux-gnu sapphirerapids +avx512f,...". */

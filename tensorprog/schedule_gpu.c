@@ -1,0 +1,169 @@
+/* schedule_gpu.c — default GPU schedule rules (see tp_schedule_gpu.h). */
+#include "tensorprog/tp_schedule_gpu.h"
+
+#include <stdio.h>
+
+/* CPU loop kinds (parallel, vectorize) become serial under `s`; *gpu: a GPU loop was seen. */
+static void reset_kinds(loom_tp_stmt *s, bool *gpu) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) reset_kinds(s->u.seq.items[i], gpu);
+      return;
+    case LOOM_TP_STMT_FOR:
+      if (s->u.loop.kind == LOOM_TP_LOOP_GPU_BLOCK || s->u.loop.kind == LOOM_TP_LOOP_GPU_THREAD) *gpu = true;
+      else if (s->u.loop.kind != LOOM_TP_LOOP_UNROLL) s->u.loop.kind = LOOM_TP_LOOP_SERIAL;
+      reset_kinds(s->u.loop.body, gpu);
+      return;
+    case LOOM_TP_STMT_IF:
+      reset_kinds(s->u.if_.then_s, gpu);
+      if (s->u.if_.else_s) reset_kinds(s->u.if_.else_s, gpu);
+      return;
+    default:
+      return;
+  }
+}
+
+/* The one loop that is the whole of `s` (itself, or the single item of a sequence), or NULL. */
+static loom_tp_stmt *sole_loop(loom_tp_stmt *s) {
+  while (s && s->kind == LOOM_TP_STMT_SEQ && s->u.seq.n == 1) s = s->u.seq.items[0];
+  return s && s->kind == LOOM_TP_STMT_FOR ? s : NULL;
+}
+
+/* Can `loop`'s iterations be the threads of a grid (independent, not a scatter)? */
+static bool spatial(const loom_tp_stmt *loop) {
+  return !loop->u.loop.reduce && !loom_tp_stmt_scatters(loop->u.loop.body);
+}
+
+/* Rule 1: the outer spatial loops fused, split into chunks of `threads`: blocks x threads. */
+static loom_status grid_form(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int threads,
+                             loom_strbuf *why, bool *done) {
+  *done = false;
+  if (!spatial(loop)) return LOOM_OK;
+  int fused = 1;
+  for (;;) {
+    loom_tp_stmt *inner = sole_loop(loop->u.loop.body);
+    if (!inner || !spatial(inner)) break;
+    loom_tp_stmt *out;
+    loom_status s = loom_tp_fuse(a, cx, f, loop, &out);
+    if (s) { /* e.g. the inner extent depends on the outer variable: stop here */
+      loom_status_free(s);
+      break;
+    }
+    loop = out;
+    fused++;
+  }
+  loom_tp_stmt *outer, *inner;
+  LOOM_PROPAGATE(loom_tp_split_ceil(a, cx, f, loop, threads, &outer, &inner));
+  LOOM_PROPAGATE(loom_tp_set_kind(cx, outer, LOOM_TP_LOOP_GPU_BLOCK));
+  LOOM_PROPAGATE(loom_tp_set_kind(cx, inner, LOOM_TP_LOOP_GPU_THREAD));
+  if (why) {
+    loom_strbuf_printf(why, "program @%s: grid form: %d outer loop%s fused, %d threads per block, blocks over ", f->name,
+                       fused, fused == 1 ? "" : "s", threads);
+    loom_sym_print(outer->u.loop.extent, why);
+    loom_strbuf_putc(why, '\n');
+  }
+  *done = true;
+  return LOOM_OK;
+}
+
+/* Rule 2: the body as written on one thread of one block. */
+static loom_status one_thread(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, const char *reason, loom_strbuf *why) {
+  const loom_sym_expr *b = loom_sym_var_new(cx, "gpu_b", LOOM_SYM_VAR_SHAPE);
+  const loom_sym_expr *t = loom_sym_var_new(cx, "gpu_t", LOOM_SYM_VAR_SHAPE);
+  const loom_sym_expr *one = loom_sym_const(cx, 1);
+  if (!b || !t || !one) return LOOM_OOM();
+  loom_tp_stmt *thr = loom_tp_for(a, t, one, LOOM_TP_LOOP_GPU_THREAD, false, f->body);
+  loom_tp_stmt *blk = thr ? loom_tp_for(a, b, one, LOOM_TP_LOOP_GPU_BLOCK, false, thr) : NULL;
+  loom_tp_stmt *body = blk ? loom_tp_seq(a, &blk, 1) : NULL;
+  if (!body) return LOOM_OOM();
+  f->body = body;
+  if (why) loom_strbuf_printf(why, "program @%s: one thread (fallback): %s\n", f->name, reason);
+  return LOOM_OK;
+}
+
+loom_status loom_tp_schedule_gpu(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, const loom_tp_gpu_params *p,
+                                 loom_strbuf *why) {
+  int threads = p && p->threads ? p->threads : 256;
+  bool gpu = false;
+  reset_kinds(f->body, &gpu);
+  if (gpu) {
+    if (why) loom_strbuf_printf(why, "program @%s: already has GPU loops: kept\n", f->name);
+    return LOOM_OK;
+  }
+  loom_tp_stmt *loop = sole_loop(f->body);
+  const char *reason = "the body is not one loop nest";
+  if (loop) {
+    bool done;
+    LOOM_PROPAGATE(grid_form(a, cx, f, loop, threads, why, &done));
+    if (done) return loom_tp_verify(cx, f);
+    reason = loop->u.loop.reduce ? "the outer loop is a reduction" : "the outer loop stores at indices read from memory";
+  }
+  LOOM_PROPAGATE(one_thread(a, cx, f, reason, why));
+  return loom_tp_verify(cx, f);
+}
+
+/* ---- the launch ---------------------------------------------------------------------------- */
+
+typedef struct launch_walk {
+  loom_sym_ctx *cx;
+  const loom_tp_func *f;
+  int64_t threads; /* largest thread extent bound so far */
+  loom_status st;  /* first error */
+} launch_walk;
+
+static void walk_threads(launch_walk *w, const loom_tp_stmt *s) {
+  if (w->st) return;
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) walk_threads(w, s->u.seq.items[i]);
+      return;
+    case LOOM_TP_STMT_FOR:
+      if (s->u.loop.kind == LOOM_TP_LOOP_GPU_THREAD) {
+        loom_sym_interval iv = loom_sym_bounds(w->cx, s->u.loop.extent);
+        if (iv.hi_inf || iv.hi > 1024) {
+          loom_strbuf e;
+          loom_strbuf_init(&e, NULL);
+          loom_sym_print(s->u.loop.extent, &e);
+          w->st = LOOM_ERROR(INVALID_ARGUMENT, "program @%s: gpu_thread loop '%s' has extent %s, not bounded by a constant <= 1024",
+                             w->f->name, loom_sym_var_name(s->u.loop.var), loom_strbuf_cstr(&e));
+          loom_strbuf_free(&e);
+          return;
+        }
+        if (iv.hi > w->threads) w->threads = iv.hi;
+      }
+      walk_threads(w, s->u.loop.body);
+      return;
+    case LOOM_TP_STMT_IF:
+      walk_threads(w, s->u.if_.then_s);
+      if (s->u.if_.else_s) walk_threads(w, s->u.if_.else_s);
+      return;
+    default:
+      return;
+  }
+}
+
+loom_status loom_tp_gpu_launch_of(loom_sym_ctx *cx, const loom_tp_func *f, loom_tp_gpu_launch *out) {
+  const loom_tp_stmt *top = NULL;
+  const loom_tp_stmt *b = f->body;
+  if (b->kind == LOOM_TP_STMT_SEQ) {
+    for (size_t i = 0; i < b->u.seq.n; i++) {
+      const loom_tp_stmt *c = b->u.seq.items[i];
+      if (c->kind == LOOM_TP_STMT_LET || c->kind == LOOM_TP_STMT_ALLOC) continue;
+      if (top || c->kind != LOOM_TP_STMT_FOR) {
+        top = NULL;
+        break;
+      }
+      top = c;
+    }
+  } else if (b->kind == LOOM_TP_STMT_FOR) {
+    top = b;
+  }
+  if (!top || top->u.loop.kind != LOOM_TP_LOOP_GPU_BLOCK)
+    return LOOM_ERROR(INVALID_ARGUMENT, "program @%s is not scheduled for a GPU: its body is not one gpu_block loop", f->name);
+  launch_walk w = {.cx = cx, .f = f, .threads = 1};
+  walk_threads(&w, top->u.loop.body);
+  if (w.st) return w.st;
+  out->grid = top->u.loop.extent;
+  out->threads = w.threads;
+  return LOOM_OK;
+}

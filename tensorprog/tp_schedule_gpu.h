@@ -1,0 +1,46 @@
+/* tp_schedule_gpu.h — default GPU schedule rules for tensor programs (targets/cuda).
+ *
+ *     loom_tp_gpu_params p = {.threads = 256};
+ *     LOOM_PROPAGATE(loom_tp_schedule_gpu(&arena, cx, f, &p, &why));  // f changed in place
+ *     loom_tp_gpu_launch l;
+ *     LOOM_PROPAGATE(loom_tp_gpu_launch_of(cx, f, &l));  // grid = l.grid (over f's symbols), block = l.threads
+ *
+ * Every program gets a schedule, never a refusal; the result is ONE gpu_block loop holding the
+ * whole body (one kernel launch), its thread loops inside:
+ *   1. grid form: when the body is one loop nest whose outer loops are perfectly nested, not
+ *      `reduce` and store at no index read from memory, those loops are fused into one and
+ *      split into chunks of `threads` (split_ceil): the chunks are the blocks, the iterations
+ *      of a chunk its threads — one thread per output element (elementwise, injective, and
+ *      one thread per row / output of a reduction, a norm, a matmul);
+ *   2. fallback: anything else (several nests in sequence, a scatter, a reduction at the top)
+ *      runs as written on one thread of one block: `for b in 0..1 gpu_block { for t in 0..1
+ *      gpu_thread { body } }`. Correct, slow: `why` names the program so a later rule can take it.
+ * Before either, CPU loop kinds (parallel, vectorize) become serial: they mean nothing on a GPU.
+ * Each decision is one line in `why`. */
+#ifndef LOOM_TENSORPROG_TP_SCHEDULE_GPU_H
+#define LOOM_TENSORPROG_TP_SCHEDULE_GPU_H
+
+#include "base/strbuf.h"
+#include "tensorprog/tp_rewrite.h"
+
+/* What the rules need to know of the device. */
+typedef struct loom_tp_gpu_params {
+  int threads; /* threads per block of the grid form (a power of two, 32..1024; 0: 256) */
+} loom_tp_gpu_params;
+
+/* The rules above, in place. */
+loom_status loom_tp_schedule_gpu(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, const loom_tp_gpu_params *p,
+                                 loom_strbuf *why);
+
+/* How a scheduled program is launched: the grid and block sizes, from its shape symbols. */
+typedef struct loom_tp_gpu_launch {
+  const loom_sym_expr *grid; /* blocks: the extent of the top gpu_block loop (f's symbols only) */
+  int64_t threads;           /* threads per block: the largest upper bound of a gpu_thread extent */
+} loom_tp_gpu_launch;
+
+/* Reads the launch of a program scheduled for the GPU (its body one gpu_block loop, possibly
+ * after allocs and lets; every gpu_thread extent bounded by a constant). Refused (INVALID_ARGUMENT,
+ * naming the program and what is missing) otherwise. */
+loom_status loom_tp_gpu_launch_of(loom_sym_ctx *cx, const loom_tp_func *f, loom_tp_gpu_launch *out);
+
+#endif
