@@ -58,6 +58,8 @@ loom_status loom_pipeline_target(const char *name, const loom_target **out) {
   size_t len = strcspn(name, ":");
   for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
     if (strlen(targets[i]->name) == len && !strncmp(targets[i]->name, name, len)) {
+      if (name[len] && targets[i] == &loom_target_cpu) /* the CPU is the host's: no machine to name */
+        return LOOM_ERROR(INVALID_ARGUMENT, "target '%s': the cpu target takes no ':MACHINE' (it compiles for this host)", name);
       *out = targets[i];
       return LOOM_OK;
     }

@@ -80,6 +80,7 @@ LOOM_TEST(cuda_launch, kernel_parameters_follow_the_ptx_abi) {
 #include "targets/cpu/codegen.h"
 #include "targets/cuda/ptx.h"
 #include "tensorprog/tp_schedule_gpu.h"
+#include "driver/pipeline.h"
 
 /* GPU programs: scheduled by the rules unless they are GPU programs already. Buffer shapes
  * as in test_tp_gpu.c: one letter per axis ('m', 'n', 'k', '8' for 8*m, '1'); the last
@@ -247,3 +248,22 @@ LOOM_TEST(cuda_gpu, scheduled_programs_on_the_gpu_equal_the_interpreter) {
   loom_cuda_driver_close(d);
 }
 #endif
+
+/* Target names: "cuda" and "cuda:ARCH" pick the CUDA target where the build has it; the cpu
+ * target takes no machine; an unknown name is refused with the list. */
+LOOM_TEST(cuda, target_names) {
+  const loom_target *t;
+  cr_assert_null(loom_pipeline_target("cpu", &t));
+  cr_assert_eq(t, &loom_target_cpu);
+  loom_status s = loom_pipeline_target("cpu:x", &t);
+  cr_assert(s && strstr(loom_status_message(s), "target 'cpu:x': the cpu target takes no ':MACHINE'"), "%s",
+            s ? loom_status_message(s) : "accepted");
+  loom_status_free(s);
+  s = loom_pipeline_target("tpu", &t);
+  cr_assert(s && strstr(loom_status_message(s), "unknown target 'tpu'; targets: cpu"), "%s", s ? loom_status_message(s) : "accepted");
+  loom_status_free(s);
+#if LOOM_HAVE_CUDA
+  cr_assert_null(loom_pipeline_target("cuda:sm_90", &t));
+  cr_assert_eq(t, &loom_target_cuda);
+#endif
+}
