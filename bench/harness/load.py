@@ -26,8 +26,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-LOOM = os.path.join(ROOT, "zig-out", "bin", "loom")
-LOOM_RUN = os.path.join(ROOT, "zig-out", "bin", "loom-run")
+BIN = os.environ.get("LOOM_BIN") or os.path.join(ROOT, "zig-out", "bin")  # another build's bin/, for a before/after
+LOOM = os.path.join(BIN, "loom")
+LOOM_RUN = os.path.join(BIN, "loom-run")
 TRAILER = 232  # vm/artifact.h
 
 

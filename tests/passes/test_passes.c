@@ -697,6 +697,55 @@ LOOM_TEST(passes, pack_lays_constant_weights_out_in_panels) {
   loom_graph_module_destroy(m);
 }
 
+/* pack and a tied LM head: @e is read by take (the embedding) and by matmul(.., transpose_b=true)
+ * (the head). Packing it would keep a second copy, so it stays and the head reads it where it
+ * lies; @v, read by a matmul only, is packed. The module computes the same. */
+LOOM_TEST(passes, pack_leaves_a_tied_weight_in_place) {
+  enum { K = 3, V = 40 };
+  loom_strbuf in;
+  loom_strbuf_init(&in, NULL);
+  loom_strbuf_printf(&in, "const @e: Tensor[(%d, %d), f32] = [", V, K);
+  for (int i = 0; i < K * V; i++) loom_strbuf_printf(&in, "%s%d.5", i ? ", " : "", i % 17 - 8);
+  loom_strbuf_printf(&in, "]\nconst @v: Tensor[(%d, %d), f32] = [", V, K);
+  for (int i = 0; i < K * V; i++) loom_strbuf_printf(&in, "%s%d.25", i ? ", " : "", i % 13 - 6);
+  loom_strbuf_printf(&in, "]\n"
+                          "fn @main(ids: Tensor[(n), i64], x: Tensor[(n, %d), f32]) -> Object {\n"
+                          "  dataflow {\n"
+                          "    h = take(@e, ids, axis=0)\n"
+                          "    y = add(h, x)\n"
+                          "    lm = matmul(y, @e, transpose_b=true)\n"
+                          "    other = matmul(y, @v, transpose_b=true)\n"
+                          "    out = (lm, other)\n"
+                          "    output out\n"
+                          "  }\n"
+                          "  return out\n"
+                          "}\n", K);
+  loom_graph_module *m = parse(loom_strbuf_cstr(&in));
+  loom_pipeline_check *c;
+  cr_assert_null(loom_pipeline_check_begin(m, 4, 9, NULL, &c));
+  size_t n = 0;
+  cr_assert_null(loom_graph_pack_weights(m, 16, &n));
+  cr_assert_eq(n, 1, "only @v is packed (%zu packed)", n);
+  cr_assert_null(loom_graph_dce(m, NULL));
+  verify(m);
+  loom_status st = loom_pipeline_check_after(c, "pack");
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  loom_pipeline_check_end(c);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_graph_print_func(m, loom_graph_module_find_func(m, "main"), &sb);
+  const char *fn = loom_strbuf_cstr(&sb);
+  cr_assert_not_null(strstr(fn, "lm: Tensor[(n, 40), f32] = matmul(y, @e, transpose_b=true)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "other: Tensor[(n, 40), f32] = matmul(y, @main_other_packed, packed_b=true, n=40)"), "%s", fn);
+  size_t bytes = 0;
+  for (size_t i = 0; i < loom_graph_module_num_consts(m); i++) bytes += loom_graph_module_const_at(m, i)->expr->u.cnst.nbytes;
+  /* @e once (480 bytes) and @v's three padded panels (576): no packed copy of @e */
+  cr_assert_eq(bytes, (size_t)(V * K + 3 * K * 16) * sizeof(float), "%zu bytes of constants", bytes);
+  loom_strbuf_free(&sb);
+  loom_strbuf_free(&in);
+  loom_graph_module_destroy(m);
+}
+
 /* pack at every panel width: the inlined widths (8, 16, 32) and any other (4) lay W's values out
  * the same way, Wp[q, r, c] = W[r, q*P + c]. */
 LOOM_TEST(passes, pack_lays_panels_of_every_width) {
