@@ -16,8 +16,10 @@
  * P is the target's panel width (loom_target.matmul_panel: two vectors of f32). The register
  * tile then reads each panel of k x P contiguous floats where it lies: no per-call packing of
  * B, no strided reads of a weight row per k step (tensorprog/schedule_cpu.c). The packed
- * constant replaces the weight; the weight goes with dce when nothing else reads it. The
- * reference (and the interpreter) compute the packed form exactly as the original. */
+ * constant replaces the weight; the weight goes with dce when nothing else reads it. An f32 weight
+ * that something other than a matmul's B operand also reads (a tied LM head: matmul(x, wte,
+ * transpose_b=true) and take(wte, ids)) is not packed: the panels would be a second copy of it.
+ * The reference (and the interpreter) compute the packed form exactly as the original. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,9 +60,30 @@ static bool const_scalar_i(const loom_graph_expr *e, int64_t *out) {
 }
 
 typedef struct pack_cfg {
-  int panel;
-  bool quads;
+  int panel;    /* the target's panel width */
+  bool quads;   /* int8 weights as byte quads (AVX512-VNNI) */
+  loom_map tied; /* constant data pointer -> 1: read by something other than a matmul's B operand */
 } pack_cfg;
+
+/* Marks in cfg->tied the constants binding b reads other than as an f32 matmul's B operand (a
+ * tied LM head's embedding, which a gather also reads). Packing such a weight would keep two
+ * copies of it (the panels and the original): the matmul reads it where it lies instead
+ * (transposed B: dot products over rows of W, or the rule's own blocking). */
+static loom_status mark_tied(loom_pass *p, loom_graph_binding *b, bool *drop) {
+  (void)drop;
+  pack_cfg *cfg = p->ud;
+  const loom_graph_expr *v = b->value;
+  if (v->kind == LOOM_GRAPH_EXPR_CONST && v->u.cnst.data)
+    return loom_map_put(&cfg->tied, (uint64_t)(uintptr_t)v->u.cnst.data, 1) ? LOOM_OK : LOOM_OOM();
+  if (v->kind != LOOM_GRAPH_EXPR_CALL) return LOOM_OK;
+  bool mm = v->u.call.callee == LOOM_GRAPH_CALLEE_OP && v->u.call.op == LOOM_GRAPH_OP_MATMUL;
+  for (size_t i = 0; i < v->u.call.nargs; i++) {
+    const loom_graph_expr *a = v->u.call.args[i];
+    if (!a || a->kind != LOOM_GRAPH_EXPR_CONST || !a->u.cnst.data || (mm && i == 1)) continue;
+    if (!loom_map_put(&cfg->tied, (uint64_t)(uintptr_t)a->u.cnst.data, 1)) return LOOM_OOM();
+  }
+  return LOOM_OK;
+}
 
 /* The quad form of pack_int8 (B's centred values all fit a signed byte). */
 static loom_status pack_quads(loom_pass *p, loom_graph_binding *b, int64_t panel, int64_t k, int64_t n, int64_t zb) {
@@ -215,7 +238,11 @@ static LOOM_ALWAYS_INLINE void pack_rows(float *packed, const float *src, int64_
   for (int64_t r = 0; r < k; r++) {
     for (int64_t q = 0; q < full; q++)
       memcpy(&packed[(q * k + r) * panel], &src[r * n + q * panel], (size_t)panel * sizeof(float));
-    if (rest) memcpy(&packed[(full * k + r) * panel], &src[r * n + full * panel], (size_t)rest * sizeof(float));
+    if (rest) {
+      float *last = &packed[(full * k + r) * panel];
+      memcpy(last, &src[r * n + full * panel], (size_t)rest * sizeof(float));
+      memset(last + rest, 0, (size_t)(panel - rest) * sizeof(float)); /* the padding */
+    }
   }
 }
 
@@ -239,12 +266,14 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   int64_t rows, cols;
   if (x->sinfo->kind != LOOM_SINFO_TENSOR || x->sinfo->dtype != LOOM_DTYPE_F32 || !const_matrix(w, &rows, &cols)) return LOOM_OK;
   int64_t k = tb ? cols : rows, n = tb ? rows : cols;
-  if (k < 1 || n < panel) return LOOM_OK;
+  if (k < 1 || n < panel || loom_map_contains(&cfg->tied, (uint64_t)(uintptr_t)w->u.cnst.data)) return LOOM_OK;
   /* Wp[q, r, c] = B[r, q*panel + c] with B = W, or W^T for transpose_b; 0 past n (the last
    * panel's padding when n is not a multiple of the panel) */
   int64_t nq = (n + panel - 1) / panel;
   size_t bytes = (size_t)(nq * k * panel) * sizeof(float);
-  float *packed = loom_arena_alloc_zero(loom_graph_module_arena(p->m), bytes, 64); /* the constant's own bytes */
+  /* the constant's own bytes, every one written below (not zeroed first: a pass over 340 MB
+   * for a 12-layer GPT-2, and the page faults are taken by the copy either way) */
+  float *packed = loom_arena_alloc(loom_graph_module_arena(p->m), bytes, 64);
   if (!packed) return LOOM_OOM();
   const float *src = w->u.cnst.data;
   if (!tb) {
@@ -259,7 +288,10 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
     default: pack_rows(packed, src, k, n, panel); break;
     }
   } else {
-    /* W^T: by blocks of 64 source columns, so that a block of W's rows stays in cache */
+    /* W^T: by blocks of 64 source columns, so that a block of W's rows stays in cache; the
+     * last panel's padding columns zeroed first */
+    for (int64_t r = 0; r < k && n % panel; r++)
+      memset(&packed[((nq - 1) * k + r) * panel + n % panel], 0, (size_t)(panel - n % panel) * sizeof(float));
     for (int64_t q = 0; q < nq; q++)
       for (int64_t r0 = 0; r0 < k; r0 += 64) {
         int64_t r1 = r0 + 64 < k ? r0 + 64 : k;
@@ -295,8 +327,12 @@ loom_status loom_graph_pack_weights_ex(loom_graph_module *m, int panel, bool qua
   if (out_changed) *out_changed = 0;
   if (panel < 1) return LOOM_OK;
   pack_cfg cfg = {.panel = panel, .quads = quads};
+  loom_map_init(&cfg.tied, NULL);
+  loom_pass t = {.m = m, .visit = mark_tied, .ud = &cfg};
+  loom_status s = loom_pass_run(&t);
   loom_pass p = {.m = m, .visit = visit, .ud = &cfg};
-  LOOM_PROPAGATE(loom_pass_run(&p));
-  if (out_changed) *out_changed = p.changed;
-  return LOOM_OK;
+  if (!s) s = loom_pass_run(&p);
+  loom_map_destroy(&cfg.tied);
+  if (!s && out_changed) *out_changed = p.changed;
+  return s;
 }

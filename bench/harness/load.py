@@ -26,8 +26,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-LOOM = os.path.join(ROOT, "zig-out", "bin", "loom")
-LOOM_RUN = os.path.join(ROOT, "zig-out", "bin", "loom-run")
+BIN = os.environ.get("LOOM_BIN") or os.path.join(ROOT, "zig-out", "bin")  # another build's bin/, for a before/after
+LOOM = os.path.join(BIN, "loom")
+LOOM_RUN = os.path.join(BIN, "loom-run")
 TRAILER = 232  # vm/artifact.h
 
 
@@ -37,14 +38,17 @@ def log(*a):
 
 def run_fresh(cmd, env=None):
     """(wall s, peak RSS bytes, stdout) of `cmd` alone: a small Python child runs it and reports its
-    children's high-water mark (getrusage RUSAGE_CHILDREN), which is then that one process's."""
+    children's high-water mark (getrusage RUSAGE_CHILDREN), which is then that one process's. The
+    process's CPU time (user + sys) is kept in run_fresh.cpu: on a shared machine the wall time is
+    mostly waiting for a core."""
     code = ("import resource,subprocess,sys,time;t=time.perf_counter();r=subprocess.run(sys.argv[1:],capture_output=True,text=True);"
-            "w=time.perf_counter()-t;sys.stdout.write(r.stdout);sys.stderr.write(r.stderr);"
-            "print('@@',w,resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss*1024,r.returncode)")
+            "w=time.perf_counter()-t;sys.stdout.write(r.stdout);sys.stderr.write(r.stderr);u=resource.getrusage(resource.RUSAGE_CHILDREN);"
+            "print('@@',w,u.ru_maxrss*1024,r.returncode,u.ru_utime+u.ru_stime)")
     p = subprocess.run([sys.executable, "-c", code] + cmd, capture_output=True, text=True, env=env)
-    m = re.search(r"@@ ([0-9.e-]+) (\d+) (-?\d+)\s*$", p.stdout)
+    m = re.search(r"@@ ([0-9.e-]+) (\d+) (-?\d+) ([0-9.e-]+)\s*$", p.stdout)
     if not m or int(m.group(3)) != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {p.stderr.strip()[-800:]}")
+    run_fresh.cpu = float(m.group(4))
     return float(m.group(1)), int(m.group(2)), p.stdout[:m.start()]
 
 
@@ -74,6 +78,7 @@ def measure(name, model, out, seq):
     os.makedirs(d)
     log(f"bench/load: {name}: import")
     r["import_s"], r["import_rss"], _ = run_fresh([LOOM, "import", model, "-o", os.path.join(d, "m.loom")])
+    r["import_cpu"] = run_fresh.cpu
     r["text_kb"] = os.path.getsize(os.path.join(d, "m.loom")) / 1e3
     r["weights_mb"] = os.path.getsize(os.path.join(d, "m.safetensors")) / 1e6
     cache = tempfile.mkdtemp(prefix="loom-load-cache-")
@@ -82,6 +87,7 @@ def measure(name, model, out, seq):
     for kind in ("cold", "warm"):
         log(f"bench/load: {name}: compile ({kind} kernel cache)")
         r[f"compile_{kind}_s"], r[f"compile_{kind}_rss"], _ = run_fresh([LOOM, "compile", model, "-o", so], env)
+        r[f"compile_{kind}_cpu"] = run_fresh.cpu
     shutil.rmtree(cache, ignore_errors=True)
     r["artifact_mb"] = os.path.getsize(so) / 1e6
     r["data_mb"] = data_size(so) / 1e6
@@ -96,15 +102,15 @@ def measure(name, model, out, seq):
 
 
 def table(rows):
-    L = ["| model | ONNX MB | import s (RSS MB) | .loom KB + weights MB | compile cold s (RSS MB) | compile warm s (RSS MB) | "
+    L = ["| model | ONNX MB | import s / CPU s (RSS MB) | .loom KB + weights MB | compile cold s / CPU s (RSS MB) | compile warm s / CPU s (RSS MB) | "
          "artifact MB (DATA MB) | open s | call s (peak RSS MB) | weights + activations MB | RSS / that |",
          "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         act = (r["planned"] or 0) / 1e6
         need = r["data_mb"] + act
-        L.append(f"| {r['model']} | {r['onnx_mb']:.0f} | {r['import_s']:.2f} ({r['import_rss'] / 1e6:.0f}) | "
-                 f"{r['text_kb']:.0f} + {r['weights_mb']:.0f} | {r['compile_cold_s']:.2f} ({r['compile_cold_rss'] / 1e6:.0f}) | "
-                 f"{r['compile_warm_s']:.2f} ({r['compile_warm_rss'] / 1e6:.0f}) | {r['artifact_mb']:.0f} ({r['data_mb']:.0f}) | "
+        L.append(f"| {r['model']} | {r['onnx_mb']:.0f} | {r['import_s']:.2f} / {r['import_cpu']:.2f} ({r['import_rss'] / 1e6:.0f}) | "
+                 f"{r['text_kb']:.0f} + {r['weights_mb']:.0f} | {r['compile_cold_s']:.2f} / {r['compile_cold_cpu']:.2f} ({r['compile_cold_rss'] / 1e6:.0f}) | "
+                 f"{r['compile_warm_s']:.2f} / {r['compile_warm_cpu']:.2f} ({r['compile_warm_rss'] / 1e6:.0f}) | {r['artifact_mb']:.0f} ({r['data_mb']:.0f}) | "
                  f"{r['open_s']:.3f} | {r['call_s']:.2f} ({r['call_rss'] / 1e6:.0f}) | {r['data_mb']:.0f} + {act:.0f} (seq {r['seq']}) | "
                  f"{r['call_rss'] / 1e6 / need:.2f} |")
     return L

@@ -436,8 +436,8 @@ LOOM_TEST(passes, simplify_keeps_a_broadcasting_multiply_by_one) {
 }
 
 /* A matmul operand that swaps its last two axes is read transposed (transpose_b), before and
- * after permutations compose; a transposed operand of transpose_b cancels; a constant's
- * transposition is left to fold. Checked numerically at n = 1, primes and random sizes. */
+ * after permutations compose; a transposed operand of transpose_b cancels; the transposition of a
+ * constant nothing else reads is left to fold. Checked numerically at n = 1, primes and random sizes. */
 static const char *transposed_b_in =
     "const @c: Tensor[(2, 8), f32] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]\n"
     "fn @main(q: Tensor[(b, 2, s, 8), f32], k: Tensor[(b, t, 2, 8), f32], w: Tensor[(4, 8), f32], "

@@ -49,9 +49,29 @@ loom_status oimp_fold_const(nctx *c, loom_onnx_tensor *t, loom_graph_expr **out)
 }
 
 
+/* The most elements a folded result may have: larger ones stay operators (the graph's fold pass
+ * decides about them, with its own rules). */
+#define FOLD_RESULT_MAX ((int64_t)1 << 20)
+
+/* Whether the inferred result y is known to have more than FOLD_RESULT_MAX elements (then it is
+ * not computed at all: GPT-2's tied LM head, Transpose(wte), 38.6 M elements, took 60% of
+ * `loom import`'s time in the interpreter for a result that was then dropped). */
+static bool too_large(const loom_graph_expr *y) {
+  const loom_sinfo *si = y ? y->sinfo : NULL;
+  if (!si || si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || (si->ndim && !si->dims)) return false;
+  int64_t numel = 1;
+  for (int i = 0; i < si->ndim; i++) {
+    int64_t d;
+    if (!loom_sym_is_const(si->dims[i], &d) || d < 0) return false;
+    if (__builtin_mul_overflow(numel, d, &numel)) return true;
+  }
+  return numel > FOLD_RESULT_MAX;
+}
+
 /* Constant folding: a node whose inputs are all constants is built alone in a scratch
  * module and run in the interpreter; its result becomes a constant (so shape arithmetic
- * feeding Reshape / axes / ConstantOfShape folds). False when it cannot be folded. */
+ * feeding Reshape / axes / ConstantOfShape folds). False when it cannot be folded, or when its
+ * result would have more than FOLD_RESULT_MAX elements. */
 bool oimp_fold_node(imp *im, const op_entry *e, const nctx *c, loom_onnx_tensor **out) {
   *out = NULL;
   imp sub = {.model = im->model, .g = im->g, .opset = im->opset};
@@ -66,12 +86,13 @@ bool oimp_fold_node(imp *im, const op_entry *e, const nctx *c, loom_onnx_tensor 
   loom_graph_expr *y = NULL;
   loom_status s = ok ? e->h(&c2, e, &y) : LOOM_OK;
   if (s) loom_status_free(s), ok = false;
+  if (ok && too_large(y)) ok = false;
   if (ok && (s = loom_graph_builder_end(&sub.b, y, NULL, NULL))) loom_status_free(s), ok = false;
   loom_graph_builder_reset(&sub.b);
   loom_graph_value res;
   if (ok && (s = loom_graph_eval(sub.m, "main", 0, NULL, NULL, &res))) loom_status_free(s), ok = false;
   if (ok) {
-    if (res.kind == LOOM_SINFO_TENSOR && res.t.numel <= (1u << 20)) {
+    if (res.kind == LOOM_SINFO_TENSOR && res.t.numel <= (size_t)FOLD_RESULT_MAX) {
       *out = oimp_new_tensor(im, res.t.dtype, (size_t)res.t.ndim, res.t.shape);
       if (*out && (*out)->nbytes) memcpy((*out)->data, res.t.data, (*out)->nbytes);
     }
