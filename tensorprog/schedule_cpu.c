@@ -499,7 +499,8 @@ static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost
 enum { K_BLOCK = 256 };
 
 /* k blocking of one panel's rows: `il` (the i loop, body [for ji { init; for r reduce { C +=
- * .. }; [epilogue] }]) with a constant r extent of at least 2 * K_BLOCK becomes
+ * .. }; [epilogue] }]) with an r extent of at least 2 * K_BLOCK or a symbol (a matmul kernel
+ * shared by every k) becomes
  *     for i { for ji { init } }
  *     for ro reduce { for i { for ji { for ri in 0..min(K_BLOCK, k - ro*K_BLOCK) { C += .. } } } }
  *     for i { for ji { epilogue } }
@@ -525,8 +526,8 @@ static loom_status k_blocks(mm_ctx *c, loom_tp_stmt *il, loom_tp_stmt **out_il, 
   if (body->kind != LOOM_TP_STMT_SEQ || body->u.seq.n < 2) return LOOM_OK;
   loom_tp_stmt *red = body->u.seq.items[1];
   int64_t k;
-  if (red->kind != LOOM_TP_STMT_FOR || !red->u.loop.reduce || !loom_sym_is_const(red->u.loop.extent, &k) ||
-      k < 2 * K_BLOCK)
+  if (red->kind != LOOM_TP_STMT_FOR || !red->u.loop.reduce ||
+      (loom_sym_is_const(red->u.loop.extent, &k) && k < 2 * K_BLOCK))
     return LOOM_OK;
   /* the whole tiles' rows as one loop over TILE_ROWS * floordiv(m, TILE_ROWS) with the body
    * as it was (a fused io, ii would index 6*floordiv(f, 6) + floormod(f, 6), which distribute
