@@ -458,3 +458,70 @@ LOOM_TEST(e2e_math, equal_columns_stay_equal_through_padded_panels) {
     loom_strbuf_free(&t);
   }
 }
+
+/* The schedule report of compiling `text` (print_after_all into a memory stream): what the
+ * CPU rules decided, for a test to check that a branch of a rule was taken. Caller frees. */
+static char *schedule_report(const char *text) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  cr_assert_not_null(f);
+  loom_graph_module *m = parse_text(text);
+  loom_compiled *c;
+  loom_compile_options o = {.print_after_all = true, .report = f, .no_cache = true};
+  loom_status s = loom_compile(m, &o, &c);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  fclose(f);
+  loom_compiled_free(c);
+  loom_graph_module_destroy(m);
+  return buf;
+}
+
+/* k blocks (tensorprog/schedule_cpu.c k_blocks): a constant weight laid out in panels with k
+ * at least two blocks of 256 -- a multiple of the block (512), a partial last block (600) and
+ * a prime (1031) -- n a multiple of the panel (64) and not (40: the padded last panel), a bias
+ * and an activation after the blocks; rows 0, 1 and 5 (the few-rows variant, rows one by one
+ * in blocks), 6, 7, 13 and 37 (whole tiles in blocks, the row tail one unblocked tile that
+ * overlaps the last whole tile), 1 and 2 threads: equal to the interpreter; and the int8
+ * matmul (i32 accumulators) at k = 600 bit for bit. The report says the blocks were made. */
+LOOM_TEST(e2e_math, k_blocked_matmul_matches_the_interpreter) {
+  static const int shapes[][2] = {{512, 64}, {600, 40}, {1031, 40}}; /* k, n */
+  static const int64_t ms[] = {0, 1, 5, 6, 7, 13, 37};
+  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+    int k = shapes[s][0], n = shapes[s][1];
+    loom_strbuf t;
+    loom_strbuf_init(&t, NULL);
+    loom_strbuf_printf(&t, "const @w: Tensor[(%d, %d), f32] = [", k, n);
+    for (int i = 0; i < k * n; i++) loom_strbuf_printf(&t, "%s%.5f", i ? ", " : "", sin(i * 0.37) * 0.1);
+    loom_strbuf_printf(&t, "]\nconst @b: Tensor[(%d,), f32] = [", n);
+    for (int i = 0; i < n; i++) loom_strbuf_printf(&t, "%s%.3f", i ? ", " : "", 0.01 * i - 0.2);
+    loom_strbuf_printf(&t, "]\nfn @main(x: Tensor[(m, %d), f32]) -> Tensor[(m, %d), f32] {\n"
+                           "  h = matmul(x, @w)\n  hb = add(h, @b)\n  y = gelu(hb)\n  return y\n}\n", k, n);
+    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+      const bind b[] = {{"m", ms[i]}};
+      check_random(loom_strbuf_cstr(&t), b, 1, 1e-4);
+    }
+    char *rep = schedule_report(loom_strbuf_cstr(&t));
+    cr_assert(strstr(rep, "k in blocks") != NULL, "k = %d: no k blocks:\n%s", k, rep);
+    cr_assert(strstr(rep, "row tail: one overlapping") != NULL, "k = %d: no unblocked row tail:\n%s", k, rep);
+    free(rep);
+    loom_strbuf_free(&t);
+  }
+  enum { K = 600, N = 37 };
+  loom_strbuf t;
+  loom_strbuf_init(&t, NULL);
+  loom_strbuf_printf(&t, "const @w: Tensor[(%d, %d), i8] = [", K, N);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&t, "%s%d", i ? ", " : "", (i * 53) % 256 - 128);
+  loom_strbuf_printf(&t, "]\n"
+                         "fn @main(a: Tensor[(m, %d), u8]) -> Tensor[(m, %d), i32] {\n"
+                         "  ai = cast(a, dtype=i32)\n  ac = sub(ai, const(3, i32))\n"
+                         "  wi = cast(@w, dtype=i32)\n  y = matmul(ac, wi)\n  return y\n}\n", K, N);
+  for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+    const bind b[] = {{"m", ms[i]}};
+    check_random(loom_strbuf_cstr(&t), b, 1, 0);
+  }
+  char *rep = schedule_report(loom_strbuf_cstr(&t));
+  cr_assert(strstr(rep, "k in blocks") != NULL, "int8: no k blocks:\n%s", rep);
+  free(rep);
+  loom_strbuf_free(&t);
+}
