@@ -630,7 +630,17 @@ static bool matmul_program(const loom_tp_func *tp) {
   return !strncmp(tp->name, "matmul_", 7) || !strncmp(tp->name, "linear_", 7);
 }
 
-/* Each matmul whose result only one elementwise or broadcast call reads (after the groups
+/* Whether `tp` is a rows program of legalization (depthwise_rows, pool_rows: each output
+ * element stored once from a register, never read back), whose stores take an epilogue: its
+ * activation (batch_norm + Clip, SiLU) computed where the sum is stored, not in a pass of its own. */
+static bool rows_program(const loom_tp_func *tp) {
+  static const char *const prefixes[] = {"depthwise_rows_", "max_pool_rows_", "avg_pool_rows_", "avgpad_pool_rows_"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+    if (!strncmp(tp->name, prefixes[i], strlen(prefixes[i]))) return true;
+  return false;
+}
+
+/* Each matmul (or rows program) whose result only one elementwise or broadcast call reads (after the groups
  * above are fused: bias + activation + residual is one call) takes that call as its
  * epilogue: the two become one call where the reader stood, its program the matmul nest
  * with the reader's computation in the output loop (loom_tp_fuse_epilogue). */
@@ -642,7 +652,7 @@ static loom_status epilogue_block(fuser *fz, loom_graph_block *blk) {
   for (size_t i = 0; i < n && !st; i++) {
     const loom_graph_binding *mb = blk->bindings[i];
     const loom_tp_func *mtp = loom_fuse_prog_of(fz, mb);
-    if (drop[i] || !mtp || !matmul_program(mtp) || uses_of(fz, mb->var) != 1) continue;
+    if (drop[i] || !mtp || !(matmul_program(mtp) || rows_program(mtp)) || uses_of(fz, mb->var) != 1) continue;
     size_t j = i + 1;
     for (; j < n; j++) {
       const loom_graph_expr *c = blk->bindings[j]->value;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/vec.h"
+#include "tensorprog/tp_build.h"
 #include "tensorprog/tp_fuse.h"
 #include "tensorprog/tp_rewrite.h"
 
@@ -528,6 +529,106 @@ static loom_tp_stmt *flatten_seq(loom_arena *a, loom_tp_stmt *s) {
   return r ? flatten_seq(a, r) : NULL; /* nested deeper: again, until no item is a sequence */
 }
 
+/* Whether statement s loads t anywhere (stores into t do not count). */
+static bool stmt_loads(const loom_tp_stmt *s, const loom_tp_buffer *t) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++)
+        if (stmt_loads(s->u.seq.items[i], t)) return true;
+      return false;
+    case LOOM_TP_STMT_FOR: return stmt_loads(s->u.loop.body, t);
+    case LOOM_TP_STMT_STORE:
+      if (expr_loads(s->u.store.value, t)) return true;
+      for (int d = 0; d < s->u.store.buf->ndim; d++)
+        if (expr_loads(s->u.store.idx[d], t)) return true;
+      return false;
+    case LOOM_TP_STMT_LET: return expr_loads(s->u.let.value, t);
+    case LOOM_TP_STMT_IF:
+      return expr_loads(s->u.if_.cond, t) || stmt_loads(s->u.if_.then_s, t) || (s->u.if_.else_s && stmt_loads(s->u.if_.else_s, t));
+    default: return false;
+  }
+}
+
+/* A copy of e with every load of c replaced by (a copy of) v. */
+static loom_tp_expr *replace_loads(loom_arena *a, const loom_tp_expr *e, const loom_tp_buffer *c, const loom_tp_expr *v) {
+  if (e->kind == LOOM_TP_EXPR_LOAD && e->u.load.buf == c) return loom_tp_expr_copy(a, v);
+  if (!expr_loads(e, c)) return loom_tp_expr_copy(a, e);
+  loom_tp_expr *r = LOOM_ARENA_NEW(a, loom_tp_expr); /* this node; its operands below */
+  if (!r) return NULL;
+  *r = *e;
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD: /* another buffer at an index that reads c */
+      if (!(r->u.load.idx = LOOM_ARENA_ARRAY(a, loom_tp_expr *, (size_t)e->u.load.buf->ndim))) return NULL;
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (!(r->u.load.idx[d] = replace_loads(a, e->u.load.idx[d], c, v))) return NULL;
+      return r;
+    case LOOM_TP_EXPR_OP:
+      for (int k = 0; k < loom_tp_op_arity(e->u.op.op); k++)
+        if (!(r->u.op.args[k] = replace_loads(a, e->u.op.args[k], c, v))) return NULL;
+      return r;
+    case LOOM_TP_EXPR_CAST: return (r->u.cast_arg = replace_loads(a, e->u.cast_arg, c, v)) ? r : NULL;
+    case LOOM_TP_EXPR_SELECT:
+      r->u.select.cond = replace_loads(a, e->u.select.cond, c, v);
+      r->u.select.then_e = replace_loads(a, e->u.select.then_e, c, v);
+      r->u.select.else_e = replace_loads(a, e->u.select.else_e, c, v);
+      return r->u.select.cond && r->u.select.then_e && r->u.select.else_e ? r : NULL;
+    default: return r;
+  }
+}
+
+/* Moving an epilogue into a producer that only stores its result C (a rows program: the sum
+ * of a depthwise convolution's taps in a register, then one store per output element). */
+typedef struct redirector {
+  loom_arena *a;
+  loom_sym_ctx *cx;
+  const loom_tp_buffer *c, *y;  /* the intermediate, the epilogue's output */
+  const loom_tp_expr *e;        /* the epilogue's value, reading c at kv.. */
+  const loom_sym_expr *const *kv;
+  int depth;                    /* the epilogue's loops (y's axes) */
+  bool refused;                 /* a store of c at an index that is not symbolic */
+  bool oom;
+} redirector;
+
+/* A copy of s in which each store `C[i..] = v` is `Y[i..] = e[k := i, C[k] := v]`; other
+ * statements are shared. NULL with r->refused or r->oom. */
+static loom_tp_stmt *redirect(redirector *r, loom_tp_stmt *s) {
+  loom_arena *a = r->a;
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ: {
+      loom_tp_stmt **items = LOOM_ARENA_ARRAY(a, loom_tp_stmt *, s->u.seq.n ? s->u.seq.n : 1);
+      if (!items) return r->oom = true, NULL;
+      for (size_t i = 0; i < s->u.seq.n; i++)
+        if (!(items[i] = redirect(r, s->u.seq.items[i]))) return NULL;
+      loom_tp_stmt *q = loom_tp_seq(a, items, s->u.seq.n);
+      return q ? q : (r->oom = true, NULL);
+    }
+    case LOOM_TP_STMT_FOR: {
+      loom_tp_stmt *b = redirect(r, s->u.loop.body);
+      loom_tp_stmt *q = b ? loom_tp_for(a, s->u.loop.var, s->u.loop.extent, s->u.loop.kind, s->u.loop.reduce, b) : NULL;
+      return q || !b ? q : (r->oom = true, NULL);
+    }
+    case LOOM_TP_STMT_IF: {
+      loom_tp_stmt *t = redirect(r, s->u.if_.then_s), *e = t && s->u.if_.else_s ? redirect(r, s->u.if_.else_s) : NULL;
+      if (!t || (s->u.if_.else_s && !e)) return NULL;
+      loom_tp_stmt *q = loom_tp_if(a, s->u.if_.cond, t, e);
+      return q ? q : (r->oom = true, NULL);
+    }
+    case LOOM_TP_STMT_STORE: {
+      if (s->u.store.buf != r->c) return s;
+      const loom_sym_expr *vals[16];
+      for (int d = 0; d < r->c->ndim; d++) {
+        if (s->u.store.idx[d]->kind != LOOM_TP_EXPR_SYM) return r->refused = true, NULL;
+        vals[d] = s->u.store.idx[d]->u.sym;
+      }
+      loom_tp_expr *at = loom_tp_expr_copy_subst(a, r->cx, r->e, r->kv, vals, (size_t)r->depth);
+      loom_tp_expr *v = at ? replace_loads(a, at, r->c, s->u.store.value) : NULL;
+      loom_tp_stmt *q = v ? loom_tp_store(a, r->y, s->u.store.idx, v) : NULL;
+      return q ? q : (r->oom = true, NULL);
+    }
+    default: return s;
+  }
+}
+
 loom_status loom_tp_fuse_epilogue(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, bool *out_done) {
   *out_done = false;
   loom_tp_stmt *top = unwrap(f->body);
@@ -562,7 +663,7 @@ loom_status loom_tp_fuse_epilogue(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
   }
   if (mi == n || mi < ci) return LOOM_OK;
   loom_tp_stmt *mm = top->u.seq.items[mi], *body = matmul_body(mm, c);
-  if (!body) return LOOM_OK;
+  if (!body && stmt_loads(mm, c)) return LOOM_OK; /* neither a matmul nor a producer that only stores C */
   const loom_tp_buffer *y = epi->u.store.buf;
   if (y->scope != LOOM_TP_SCOPE_GLOBAL || y->ndim != c->ndim || depth != y->ndim) return LOOM_OK;
   for (int d = 0; d < y->ndim; d++) {
@@ -573,6 +674,22 @@ loom_status loom_tp_fuse_epilogue(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
   if (!loads_only_at(epi->u.store.value, c, epi->u.store.idx) || expr_loads(epi->u.store.value, y)) return LOOM_OK;
   for (size_t i = 0; i + 1 < n; i++)
     if (i != mi && stmt_mentions(top->u.seq.items[i], y)) return LOOM_OK;
+  if (!body) { /* the store form: every store of C becomes a store of Y */
+    if (stmt_mentions(mm, y)) return LOOM_OK;
+    redirector r = {a, cx, c, y, epi->u.store.value, kv, depth, false, false};
+    loom_tp_stmt *nest = redirect(&r, mm);
+    if (r.oom || (!nest && !r.refused)) return LOOM_OOM();
+    if (r.refused) return LOOM_OK;
+    loom_tp_stmt **out = LOOM_ARENA_ARRAY(a, loom_tp_stmt *, n);
+    if (!out) return LOOM_OOM();
+    size_t k = 0;
+    for (size_t i = 0; i + 1 < n; i++)
+      if (i != ci) out[k++] = i == mi ? nest : top->u.seq.items[i];
+    if (k == 1) f->body = out[0];
+    else if (!(f->body = loom_tp_seq(a, out, k))) return LOOM_OOM();
+    *out_done = true;
+    return LOOM_OK;
+  }
   /* e with k := the matmul's indices, appended to the matmul's output loop */
   loom_tp_expr *const *idx = body->u.seq.items[0]->u.store.idx;
   const loom_sym_expr *vals[16];

@@ -585,28 +585,33 @@ static void pool_chunks(pool_b *p, loom_dtype t) {
   loom_tpb_end_n(b, 2);
 }
 
-/* Every tap's pass over a whole row (rows shorter than a chunk). */
+/* Every tap's pass over a whole row (rows shorter than a chunk), the sums in a Local row of
+ * POOL_LANES, then one store of each output element: Y is only written, so an epilogue can
+ * take its stores (loom_tp_fuse_epilogue's store form). */
 static void pool_row(pool_b *p, loom_dtype t) {
   static const char *const vn[LOOM_TP_MAX_SPATIAL] = {"v0", "v1", "v2", "v3", "v4", "v5"};
   loom_tpb *b = &p->b;
   loom_arena *a = b->a;
-  const loom_sym_expr *yl = p->yd[1 + p->n];
+  const loom_sym_expr *yl = p->yd[1 + p->n], *L = C(b->cx, POOL_LANES);
+  const loom_tp_buffer *acc = loom_tpb_alloc(b, "accr", t, 1, &L, LOOM_TP_SCOPE_LOCAL);
   loom_tp_expr *yi[2 + LOOM_TP_MAX_SPATIAL] = {p->lead[0], p->lead[1]}, *xi[2 + LOOM_TP_MAX_SPATIAL];
   for (int i = 0; i + 1 < p->n; i++) yi[2 + i] = loom_tpb_idx(b, p->jv[i]);
-  yi[1 + p->n] = loom_tpb_idx(b, loom_tpb_for(b, "u0", yl, LOOM_TP_LOOP_SERIAL, false));
-  loom_tpb_store(b, p->Y, yi, pool_init(p, t));
+  loom_tp_expr *ai = loom_tpb_idx(b, loom_tpb_for(b, "u0", yl, LOOM_TP_LOOP_SERIAL, false));
+  loom_tpb_store(b, acc, &ai, pool_init(p, t));
   loom_tpb_end(b);
   const loom_sym_expr *tv[LOOM_TP_MAX_SPATIAL];
   for (int i = 0; i < p->n; i++) tv[i] = loom_tpb_for(b, vn[i], C(b->cx, p->w->kernel[i]), LOOM_TP_LOOP_SERIAL, false);
   const loom_sym_expr *u1 = loom_tpb_for(b, "u1", yl, LOOM_TP_LOOP_SERIAL, false);
-  yi[1 + p->n] = loom_tpb_idx(b, u1);
+  ai = loom_tpb_idx(b, u1);
   pool_taps(p, tv, u1, xi);
-  loom_tpb_store(b, p->Y, yi, pool_step(p, loom_tpb_load(b, p->Y, yi), loom_tpb_load(b, p->X, xi), tv));
+  loom_tpb_store(b, acc, &ai, pool_step(p, loom_tpb_load(b, acc, &ai), loom_tpb_load(b, p->X, xi), tv));
   loom_tpb_end_n(b, p->n + 1);
-  if (!pool_avg(p)) return;
   const loom_sym_expr *u2 = loom_tpb_for(b, "u2", yl, LOOM_TP_LOOP_SERIAL, false);
   yi[1 + p->n] = loom_tpb_idx(b, u2);
-  loom_tpb_store(b, p->Y, yi, loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(b, p->Y, yi), pool_count(p, u2, t)));
+  ai = loom_tpb_idx(b, u2);
+  loom_tp_expr *v = loom_tpb_load(b, acc, &ai);
+  if (pool_avg(p)) v = loom_tp_op2(a, LOOM_TP_OP_DIV, v, pool_count(p, u2, t));
+  loom_tpb_store(b, p->Y, yi, v);
   loom_tpb_end(b);
 }
 

@@ -62,6 +62,9 @@ loom_status loom_tp_inline_locals(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
  *     for l.. { C[l..] = init; for r.. reduce { C[l..] = C[l..] + ... }; Y[l..] = e[k := l] }
  * (the CPU matmul rule keeps C's tile in registers; the stores to C then die and C goes:
  * loom_tp_drop_dead_locals). The epilogue runs once per element after its reduction.
+ * The store form: when the statement writing C never reads it (a rows program: depthwise_rows,
+ * pool_rows), each of its stores `C[i..] = v` (symbolic indices) becomes `Y[i..] = e[k := i,
+ * C[k] := v]` and C goes; a second store of one element (an overlapping chunk) computes e again.
  * *out_done is false (f unchanged) for any other form. */
 loom_status loom_tp_fuse_epilogue(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, bool *out_done);
 

@@ -152,3 +152,46 @@ LOOM_TEST(e2e_pool_rows, global_average_pool_over_planes) {
   e2e_model_free(&md);
   unlink(path);
 }
+
+/* Activations moved into the stores of the rows programs (pass_fuse's epilogues, the store form of
+ * loom_tp_fuse_epilogue): a depthwise convolution + batch_norm + clip (MobileNetV2), a strided one +
+ * batch_norm + x * sigmoid(x) (EfficientNet's SiLU), a 5 x 5 one with a bias + hardswish-like clip,
+ * max pooling + relu and average pooling + a per-channel scale, against the interpreter running
+ * them as written; one compilation, batch 0-2, output rows shorter than a chunk (5, 7: the Local
+ * row), exactly one (8), a prime past it (11) and long and odd (37), 1 and 2 threads. Every
+ * depthwise and pooling program is checked to have taken its reader (none is left on its own). */
+LOOM_TEST(e2e_pool_rows, activations_in_the_stores_of_depthwise_and_pooling_rows) {
+  const char *text =
+      "fn @main(x: Tensor[(b, 6, h, v), f32], k: Tensor[(6, 1, 3, 3), f32], k5: Tensor[(6, 1, 5, 5), f32], kb: Tensor[(6,), f32],\n"
+      "         g: Tensor[(6,), f32], be: Tensor[(6,), f32], m: Tensor[(6,), f32], va: Tensor[(6,), f32], s: Tensor[(6, 1, 1), f32]) -> Object {\n"
+      "  dataflow {\n"
+      "    vp = abs(va)\n"
+      "    y1 = conv2d(x, k, groups=6, padding=[1])\n"
+      "    bn1 = batch_norm(y1, g, be, m, vp)\n"
+      "    c1 = clip(bn1, min=0.0, max=6.0)\n"
+      "    y2 = conv2d(x, k, groups=6, strides=[2, 2], padding=[1])\n"
+      "    bn2 = batch_norm(y2, g, be, m, vp)\n"
+      "    s2 = sigmoid(bn2)\n"
+      "    o2 = mul(bn2, s2)\n"
+      "    y3 = conv2d(x, k5, kb, groups=6, padding=[2])\n"
+      "    a3 = add(y3, const(3.0, f32))\n"
+      "    c3 = clip(a3, min=0.0, max=6.0)\n"
+      "    o3 = mul(y3, c3)\n"
+      "    p4 = max_pool(x, kernel=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])\n"
+      "    r4 = relu(p4)\n"
+      "    p5 = avg_pool(x, kernel=[3, 3], padding=[1, 1, 1, 1])\n"
+      "    o5 = mul(p5, s)\n"
+      "    out = (c1, o2, o3, r4, o5)\n"
+      "    output out\n"
+      "  }\n"
+      "  return out\n"
+      "}\n";
+  char path[] = "/tmp/loom-rowsepi-XXXXXX";
+  e2e_model md = compile_text(text, path);
+  cr_assert(!has_program(&md, "depthwise_rows") && !has_program(&md, "pool_rows"), "a rows program kept its reader apart");
+  static const int64_t sizes[][MAX_N] = {{5, 5}, {9, 7}, {8, 8}, {11, 11}, {6, 37}, {13, 16}};
+  int runs = run_sizes(&md, path, text, 2, sizes, sizeof sizes / sizeof *sizes);
+  cr_log_info("activations in the stores of rows programs: %d runs", runs);
+  e2e_model_free(&md);
+  unlink(path);
+}

@@ -270,6 +270,53 @@ LOOM_TEST(passes, fuse_puts_batch_norm_and_clip_into_the_padding_of_a_depthwise_
   fused_free(&r);
 }
 
+/* A depthwise convolution's (or a pooling's) one elementwise reader moves into the stores of
+ * its rows program (loom_tp_fuse_epilogue's store form): batch_norm + clip (MobileNet), batch_norm
+ * + SiLU written as x * sigmoid(x) (EfficientNet), relu after max pooling; each is one call that
+ * stores the activation of the sum where depthwise_rows stored the sum, in both paths (chunks of
+ * 8, and rows shorter than a chunk summed in a Local row). Left apart: a result two calls read. */
+LOOM_TEST(passes, fuse_moves_activations_into_the_stores_of_depthwise_and_pooling_rows) {
+  fused r = run_fuse("fn @main(x: Tensor[(n, 4, h, w), f32], k: Tensor[(4, 1, 3, 3), f32], g: Tensor[(4,), f32],\n"
+                     "         b: Tensor[(4,), f32], m: Tensor[(4,), f32], v: Tensor[(4,), f32]) -> Object {\n"
+                     "  dataflow {\n"
+                     "    y1 = conv2d(x, k, groups=4, padding=[1])\n"
+                     "    bn1 = batch_norm(y1, g, b, m, v)\n"
+                     "    c1 = clip(bn1, min=0.0, max=6.0)\n"
+                     "    y2 = conv2d(x, k, groups=4, strides=[2, 2], padding=[1])\n"
+                     "    bn2 = batch_norm(y2, g, b, m, v)\n"
+                     "    s2 = sigmoid(bn2)\n"
+                     "    o2 = mul(bn2, s2)\n"
+                     "    p3 = max_pool(x, kernel=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])\n"
+                     "    r3 = relu(p3)\n"
+                     "    y4 = conv2d(x, k, groups=4, padding=[1])\n"
+                     "    r4 = relu(y4)\n"
+                     "    o4 = add(y4, r4)\n"
+                     "    out = (c1, o2, r3, o4, y4)\n"
+                     "    output out\n"
+                     "  }\n"
+                     "  return out\n"
+                     "}\n");
+  cr_assert(strstr(r.fn, "    y1: ") == NULL && strstr(r.fn, "    bn1: ") == NULL && strstr(r.fn, "    y2: ") == NULL, "%s", r.fn);
+  cr_assert(strstr(r.fn, "    p3: ") == NULL && strstr(r.fn, "    s2: ") == NULL, "%s", r.fn);
+  char *c1 = callee_of(&r, "c1"), *o2 = callee_of(&r, "o2"), *r3 = callee_of(&r, "r3");
+  char *p1 = prog_text(&r, c1), *p2 = prog_text(&r, o2), *q3 = prog_text(&r, r3);
+  /* the sum's stores, both paths, now store the activation of the accumulator */
+  cr_assert(strstr(p1, "c1[floordiv(q, 4), floormod(q, 4), j0, ui2 + min(8*uo, ") != NULL && strstr(p1, "] = min(max((acc[ui2] - ") != NULL,
+            "%s", p1);
+  cr_assert(strstr(p1, "c1[floordiv(q, 4), floormod(q, 4), j0, u2] = min(max((accr[u2] - ") != NULL, "%s", p1);
+  cr_assert(strstr(p2, "sigmoid(") != NULL && strstr(p2, "(acc[ui2] - ") != NULL && strstr(p2, "alloc t") == NULL, "%s", p2);
+  cr_assert(strstr(q3, "r3[") != NULL && strstr(q3, "max(acc[ui2], 0.0)") != NULL, "%s", q3);
+  /* left apart: y4 is read by relu, add and the output */
+  cr_assert(strstr(r.fn, "    y4: Tensor[(n, 4, h, w), f32] = call_tp(@depthwise_rows_") != NULL, "%s", r.fn);
+  free(c1);
+  free(o2);
+  free(r3);
+  free(p1);
+  free(p2);
+  free(q3);
+  fused_free(&r);
+}
+
 /* A matmul's elementwise reader (here bias + tanh-GELU + residual, fused into one call first)
  * moves into the matmul's output loop: one program whose nest stores hb after the reduction,
  * at the element the reduction made (loom_tp_fuse_epilogue); linear and batched matmul too.
