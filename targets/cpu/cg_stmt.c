@@ -937,6 +937,19 @@ void cg_stmt(cg *g, const loom_tp_stmt *s) {
 
 /* ---- the kernel -------------------------------------------------------------------- */
 
+/* The end of one kernel's emission: the per-function tables emptied (their values belong to the
+ * finished function) and its first error returned, the generator ready for the next kernel. */
+static loom_status end_kernel(cg *g) {
+  g->syms.len = 0;
+  g->bufs.len = 0;
+  g->lets.len = 0;
+  g->heap.len = 0;
+  g->divs.len = 0;
+  loom_status st = g->st;
+  g->st = LOOM_OK;
+  return st;
+}
+
 /* NVPTX: `void loom_kernel_<base>(ptr buf0, .., ptr bufK, i64 sym0, .., i64 symJ, ptr err)`, the
  * buffers and f->syms in the CPU kernel's order but by value, `err` an i32 the kernel sets to
  * 1 (or 2, an index out of range) on a run-time error. Marked a kernel (nvvm.annotations). The
@@ -983,14 +996,7 @@ static loom_status emit_gpu_kernel(cg *g, const loom_tp_func *f, const char *sym
   LLVMMetadataRef md[3] = {LLVMValueAsMetadata(kfn), LLVMMDStringInContext2(g->c, "kernel", 6),
                            LLVMValueAsMetadata(LLVMConstInt(g->t_i32, 1, 0))};
   LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMetadataAsValue(g->c, LLVMMDNodeInContext2(g->c, md, 3)));
-  g->syms.len = 0;
-  g->bufs.len = 0;
-  g->lets.len = 0;
-  g->heap.len = 0;
-  g->divs.len = 0;
-  loom_status st = g->st;
-  g->st = LOOM_OK;
-  return st;
+  return end_kernel(g);
 }
 
 loom_status cg_emit_kernel(cg *g, const loom_tp_func *f, const char *sym_base) {
@@ -1040,11 +1046,5 @@ loom_status cg_emit_kernel(cg *g, const loom_tp_func *f, const char *sym_base) {
     LLVMBuildRet(g->b, rc);
   }
   free(env);
-  g->syms.len = 0;
-  g->bufs.len = 0;
-  g->lets.len = 0;
-  g->heap.len = 0;
-  loom_status st = g->st;
-  g->st = LOOM_OK;
-  return st;
+  return end_kernel(g);
 }
