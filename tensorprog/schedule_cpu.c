@@ -297,8 +297,6 @@ typedef struct mm_ctx {
   loom_strbuf *why;
   int64_t widths[3];                     /* panel widths, widest first (panel_widths) */
   bool overlap;                          /* the widest panels' column tail: one overlapping panel */
-  bool kblocked;                         /* the row tiles being made are of one k block (k_blocks):
-                                            accumulators loaded from C, no init */
 } mm_ctx;
 
 /* Moves the header of `l` down `times` levels of a perfect nest; returns the node holding it. */
@@ -344,20 +342,6 @@ static loom_status micro_tile(mm_ctx *c, loom_tp_stmt *tile, const char *ii, con
   return LOOM_OK;
 }
 
-/* The register tile of a k block (k_blocks): `tile`'s body is [for ii {] [for ji {] for r
- * reduce { C += .. } [}] [}] with no init -- the accumulators are loaded from C (cache_write
- * loads them, the first access being a read) and stored back after the block's r; r moved
- * outermost as in micro_tile. */
-static loom_status micro_tile_acc(mm_ctx *c, loom_tp_stmt *tile, const char *ii, const char *ji) {
-  loom_tp_stmt *nest = strip_seq(tile->u.loop.body);
-  LOOM_PROPAGATE(loom_tp_cache_write(c->a, c->cx, tile, c->m->c, "acc", NULL, NULL));
-  if (ii && ji) LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, child_loop(nest)));
-  if (ii || ji) LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, nest));
-  if (ii) LOOM_PROPAGATE(set_kind_named(c->cx, tile->u.loop.body, ii, LOOM_TP_LOOP_UNROLL));
-  if (ji) LOOM_PROPAGATE(set_kind_named(c->cx, tile->u.loop.body, ji, LOOM_TP_LOOP_VECTORIZE));
-  return LOOM_OK;
-}
-
 /* Row tiles of the i loop `il` (body: [for ji {] init; for r [}]). When the rows are provably
  * at least a tile, the row tail is one more full tile ending at the last row (overlapping the
  * previous tile: those rows are computed twice, at the register tile's speed); else the tail
@@ -372,14 +356,13 @@ static loom_status row_tiles(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_
   if (st && loom_status_code(st) == LOOM_CODE_FAILED_PRECONDITION) { /* fewer rows than a tile: rows one by one */
     loom_status_free(st);
     loom_strbuf_printf(c->why, "1x%lld rows\n", (long long)width);
-    return c->kblocked ? micro_tile_acc(c, il, NULL, ji) : micro_tile(c, il, NULL, ji);
+    return micro_tile(c, il, NULL, ji);
   }
   LOOM_PROPAGATE(st);
   const char *iin = loom_sym_var_name(ii->u.loop.var);
-  loom_status (*tile)(mm_ctx *, loom_tp_stmt *, const char *, const char *) = c->kblocked ? micro_tile_acc : micro_tile;
-  LOOM_PROPAGATE(tile(c, io, iin, ji));
+  LOOM_PROPAGATE(micro_tile(c, io, iin, ji));
   if (parallel) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, io, LOOM_TP_LOOP_PARALLEL));
-  if (it) LOOM_PROPAGATE(tile(c, it, iti ? loom_sym_var_name(iti->u.loop.var) : NULL, ji));
+  if (it) LOOM_PROPAGATE(micro_tile(c, it, iti ? loom_sym_var_name(iti->u.loop.var) : NULL, ji));
   if (iti)
     loom_strbuf_printf(c->why, "%dx%lld register tiles + one overlapping %dx%lld tile for the row tail\n", TILE_ROWS,
                        (long long)width, TILE_ROWS, (long long)width);
@@ -492,78 +475,6 @@ static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost
   return panels(c, jt, w + 1, false);
 }
 
-/* Reduction steps per k block: a block of B laid out in panels of 32 f32 columns is 256 x 128
- * bytes = 32 KiB, in L1 (48 KiB on Sapphire Rapids) with the 6 x 256 A values of a row tile,
- * for every row tile of the panel; unblocked, a panel at k = 4096 (512 KiB) came from L2 or
- * beyond for each row tile. As MLAS's SGEMM driver (StrideK 256). */
-enum { K_BLOCK = 256 };
-
-/* k blocking of one panel's rows: `il` (the i loop, body [for ji { init; for r reduce { C +=
- * .. }; [epilogue] }]) with an r extent of at least 2 * K_BLOCK or a symbol (a matmul kernel
- * shared by every k) becomes
- *     for i { for ji { init } }
- *     for ro reduce { for i { for ji { for ri in 0..min(K_BLOCK, k - ro*K_BLOCK) { C += .. } } } }
- *     for i { for ji { epilogue } }
- * so the row tiles made next (kblocked: accumulators loaded from C and stored back) sweep
- * one K_BLOCK x width block of B from L1 for every row tile. When rows >= TILE_ROWS is known,
- * the rows are first split with an overlapping tail (loom_tp_split_overlap): the blocks
- * cover the whole tiles (one loop of TILE_ROWS * floordiv(m,
- * TILE_ROWS) rows) and the tail, one whole tile ending at the last row, stays unblocked
- * (init, all of k, epilogue: it overwrites the rows it shares with the last whole tile, so
- * running it after them is exact), `*out_tail` / `*out_tail_inner` for the caller to tile;
- * adding a block twice to shared rows would not be. Not done when C is a Local (a requantizing
- * epilogue's int32 accumulator: it would be materialized whole). `*out_il`: the i loop to
- * tile (unchanged when not blocked). Built from split_overlap, split_ceil, distribute and
- * reorder. */
-static loom_status k_blocks(mm_ctx *c, loom_tp_stmt *il, loom_tp_stmt **out_il, bool *blocked,
-                            loom_tp_stmt **out_tail, loom_tp_stmt **out_tail_inner) {
-  *blocked = false;
-  *out_il = il;
-  *out_tail = *out_tail_inner = NULL;
-  loom_tp_stmt *jl = child_loop(il);
-  if (!jl || c->m->c->scope == LOOM_TP_SCOPE_LOCAL) return LOOM_OK;
-  loom_tp_stmt *body = jl->u.loop.body;
-  if (body->kind != LOOM_TP_STMT_SEQ || body->u.seq.n < 2) return LOOM_OK;
-  loom_tp_stmt *red = body->u.seq.items[1];
-  int64_t k;
-  if (red->kind != LOOM_TP_STMT_FOR || !red->u.loop.reduce ||
-      (loom_sym_is_const(red->u.loop.extent, &k) && k < 2 * K_BLOCK))
-    return LOOM_OK;
-  /* the whole tiles' rows as one loop over TILE_ROWS * floordiv(m, TILE_ROWS) with the body
-   * as it was (a fused io, ii would index 6*floordiv(f, 6) + floormod(f, 6), which distribute
-   * cannot read as one row) */
-  char name[128];
-  snprintf(name, sizeof name, "%s_w", loom_sym_var_name(il->u.loop.var));
-  const loom_sym_expr *vw = loom_sym_var_new(c->cx, name, LOOM_SYM_VAR_SHAPE);
-  loom_tp_stmt *whole = vw ? loom_tp_stmt_copy_subst(c->a, c->cx, il->u.loop.body, &il->u.loop.var, &vw, 1) : NULL;
-  if (!whole) return LOOM_OOM();
-  loom_tp_stmt *io, *ii, *ro, *ri, **parts;
-  loom_status st = loom_tp_split_overlap(c->a, c->cx, c->view, il, TILE_ROWS, &io, &ii, out_tail, out_tail_inner);
-  if (st && loom_status_code(st) != LOOM_CODE_FAILED_PRECONDITION) return st;
-  if (st) { /* rows >= TILE_ROWS not known (the few-rows variant): every row blocked */
-    loom_status_free(st);
-  } else {
-    const loom_sym_expr *rows = loom_sym_mul(c->cx, io->u.loop.extent, loom_sym_const(c->cx, TILE_ROWS));
-    il = rows ? loom_tp_for(c->a, vw, rows, LOOM_TP_LOOP_SERIAL, false, whole) : NULL;
-    if (!il) return LOOM_OOM();
-    LOOM_PROPAGATE(loom_tp_replace(c->view, io, il));
-    jl = child_loop(il);
-    red = jl->u.loop.body->u.seq.items[1];
-  }
-  size_t n;
-  LOOM_PROPAGATE(loom_tp_split_ceil(c->a, c->cx, c->view, red, K_BLOCK, &ro, &ri));
-  LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, jl, &parts, &n)); /* init, reduction, epilogue */
-  for (size_t p = 0; p < n; p++)
-    if (p != 1) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, parts[p], LOOM_TP_LOOP_VECTORIZE));
-  LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, il, &parts, &n));
-  loom_tp_stmt *mid = parts[1];
-  LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, child_loop(mid))); /* ro above ji */
-  LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, mid));             /* ro above i: mid holds ro */
-  *out_il = child_loop(mid);
-  *blocked = true;
-  return LOOM_OK;
-}
-
 /* One panel loop `jo` of `width` columns (`ji` its inner loop): row tiles, B packed at the
  * deepest batch loop its indices use. `overlap_tail`: the whole panel ending at the last column
  * (loom_tp_split_overlap's tail), which straddles two of B's panels when B is laid out in panels
@@ -579,22 +490,9 @@ static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, int64_t 
   LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &ji));
   loom_tp_stmt *il = jo;
   for (int k = 0; k <= c->nbatch; k++) il = child_loop(il);
-  /* k blocks for the parallel panels of B laid out in panels (a constant weight); a packed B
-   * (cache_read) would need the block's footprint, whose last extent depends on the block */
-  bool blocked = false;
-  loom_tp_stmt *tail = NULL, *tail_inner = NULL;
-  if (in_place && outermost) LOOM_PROPAGATE(k_blocks(c, il, &il, &blocked, &tail, &tail_inner));
-  loom_strbuf_printf(c->why, "  panel %s: %lld columns, %s, %s", loom_sym_var_name(jo->u.loop.var), (long long)width,
-                     in_place ? "B laid out in panels (read in place)" : c->pack ? "B packed" : "B in place",
-                     blocked ? "k in blocks (K_BLOCK steps; accumulators loaded from C), " : "");
-  c->kblocked = blocked;
-  loom_status st = row_tiles(c, il, jin, width, !outermost);
-  c->kblocked = false;
-  LOOM_PROPAGATE(st);
-  if (tail) { /* the k-blocked rows' tail: one whole unblocked tile ending at the last row */
-    LOOM_PROPAGATE(micro_tile(c, tail, loom_sym_var_name(tail_inner->u.loop.var), jin));
-    loom_strbuf_printf(c->why, "    row tail: one overlapping %dx%lld tile over all of k\n", TILE_ROWS, (long long)width);
-  }
+  loom_strbuf_printf(c->why, "  panel %s: %lld columns, %s, ", loom_sym_var_name(jo->u.loop.var), (long long)width,
+                     in_place ? "B laid out in panels (read in place)" : c->pack ? "B packed" : "B in place");
+  LOOM_PROPAGATE(row_tiles(c, il, jin, width, !outermost));
   /* pack B at the deepest batch loop its indices use (B shared across the others) */
   loom_tp_stmt *at = jo, *l = jo;
   for (int k = 0; k < c->nbatch; k++) {
@@ -778,7 +676,7 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
   loom_strbuf small, steps;
   loom_strbuf_init(&small, NULL);
   loom_strbuf_init(&steps, NULL);
-  mm_ctx c = {a, cx, &view, &m, 0, true, &small, {0}, false, false};
+  mm_ctx c = {a, cx, &view, &m, 0, true, &small, {0}, false};
   panel_widths(p->vector_bytes, c.widths);
   int64_t limit = orig->b_unit || orig->panel ? SMALL_M_UNIT : SMALL_M_TRANSPOSED;
   const loom_sym_expr *rows = orig->loops[orig->nloops - 2]->u.loop.extent;
