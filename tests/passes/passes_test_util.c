@@ -1,7 +1,9 @@
-/* passes_test_util.c — the parse and verify helpers of the graph-pass tests. */
+/* passes_test_util.c — the parse, verify and check helpers of the graph-pass tests. */
+#define _POSIX_C_SOURCE 200809L /* strdup */
 #include "passes_test_util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "support/loom_test.h"
@@ -29,4 +31,17 @@ void pt_verify(loom_graph_module *m) {
   if (s) loom_diag_list_print(stderr, &diags);
   cr_assert_null(s, "%s", loom_status_text(s, 0));
   loom_diag_list_destroy(&diags);
+}
+
+char *pt_checked_main(loom_pipeline_check *c, const char *pass, loom_graph_module *m) {
+  loom_status s = loom_pipeline_check_after(c, pass);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_pipeline_check_end(c);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_graph_print_func(m, loom_graph_module_find_func(m, "main"), &sb);
+  char *fn = strdup(loom_strbuf_cstr(&sb));
+  cr_assert_not_null(fn);
+  loom_strbuf_free(&sb);
+  return fn;
 }

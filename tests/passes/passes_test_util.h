@@ -3,6 +3,7 @@
 #ifndef LOOM_TESTS_PASSES_TEST_UTIL_H
 #define LOOM_TESTS_PASSES_TEST_UTIL_H
 
+#include "driver/pipeline.h"
 #include "graph/graph.h"
 
 /* Parses `text` (named test.loom in messages) into *m; the parse status, diagnostics dropped. */
@@ -13,5 +14,9 @@ loom_graph_module *pt_parse(const char *text);
 
 /* Verifies `m`; fails the test with the verifier's message (its diagnostics printed). */
 void pt_verify(loom_graph_module *m);
+
+/* Ends the numeric check `c` after `pass` (failing the test with its message) and returns the
+ * printed main of `m`; the caller frees it. */
+char *pt_checked_main(loom_pipeline_check *c, const char *pass, loom_graph_module *m);
 
 #endif

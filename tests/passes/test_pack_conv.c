@@ -59,13 +59,7 @@ LOOM_TEST(pack_conv, lays_conv_weights_out_in_blocks_of_8) {
   cr_assert_null(loom_graph_pack_weights(m, 32, &n));
   cr_assert_eq(n, 3);
   cr_assert_null(loom_graph_dce(m, NULL));
-  loom_status st = loom_pipeline_check_after(c, "pack");
-  cr_assert_null(st, "%s", loom_status_text(st, 0));
-  loom_pipeline_check_end(c);
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_graph_print_func(m, loom_graph_module_find_func(m, "main"), &sb);
-  const char *fn = loom_strbuf_cstr(&sb);
+  char *fn = pt_checked_main(c, "pack", m);
   cr_assert_not_null(strstr(fn, "conv2d(x, @main_a_packed, @bias, padding=[1, 1, 1, 1], packed_w=8)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "conv2d(x, @main_b_packed, strides=[2, 2], packed_w=8)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "conv2d(x, @v, padding=[1, 1, 1, 1])"), "%s", fn);
@@ -86,7 +80,7 @@ LOOM_TEST(pack_conv, lays_conv_weights_out_in_blocks_of_8) {
     for (int o = 0; o < 16; o++)
       for (int r = 0; r < 27; r++) cr_assert_eq(p[((o / 8) * 27 + r) * 8 + o % 8], (float)(o * 27 + r) + 0.25f, "o %d, r %d", o, r);
   }
-  loom_strbuf_free(&sb);
+  free(fn);
   loom_strbuf_free(&in);
   loom_graph_module_destroy(m);
 }

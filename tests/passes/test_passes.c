@@ -617,13 +617,7 @@ LOOM_TEST(passes, pack_lays_constant_weights_out_in_panels) {
   cr_assert_null(loom_pipeline_check_begin(m, 4, 9, NULL, &c));
   pack_panel_16(m);
   pt_verify(m);
-  loom_status st = loom_pipeline_check_after(c, "pack");
-  cr_assert_null(st, "%s", loom_status_text(st, 0));
-  loom_pipeline_check_end(c);
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_graph_print_func(m, loom_graph_module_find_func(m, "main"), &sb);
-  const char *fn = loom_strbuf_cstr(&sb);
+  char *fn = pt_checked_main(c, "pack", m);
   cr_assert_not_null(strstr(fn, "a: Tensor[(n, 32), f32] = matmul(x, @main_a_packed, packed_b=true)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "b: Tensor[(n, 32), f32] = matmul(x, @main_b_packed, packed_b=true)"), "%s", fn);
   /* n not a multiple of the panel: the last panel zero-padded, the true n an attribute; fewer
@@ -673,7 +667,7 @@ LOOM_TEST(passes, pack_lays_constant_weights_out_in_panels) {
           cr_assert_eq(d[(q * K + r) * 16 + col], want, "@%s[%d, %d, %d]", k->name, q, r, col);
         }
   }
-  loom_strbuf_free(&sb);
+  free(fn);
   loom_strbuf_free(&in);
   loom_graph_module_destroy(m);
 }
@@ -742,13 +736,7 @@ LOOM_TEST(passes, pack_lays_int8_weights_in_byte_quads_where_they_fit) {
   cr_assert_eq(n, 2);
   cr_assert_null(loom_graph_dce(m, NULL));
   pt_verify(m);
-  loom_status st = loom_pipeline_check_after(c, "pack");
-  cr_assert_null(st, "%s", loom_status_text(st, 0));
-  loom_pipeline_check_end(c);
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_graph_print_func(m, loom_graph_module_find_func(m, "main"), &sb);
-  const char *fn = loom_strbuf_cstr(&sb);
+  char *fn = pt_checked_main(c, "pack", m);
   cr_assert_not_null(strstr(fn, "e: Tensor[(n, 32), i32] = matmul_integer(xi, @main_e_packed, const(7, u8), @main_e_packed_1, "
                                 "packed_b=true, quads=true)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "h: Tensor[(n, 32), i32] = matmul_integer(xs, @main_h_packed, const(-5, i8), packed_b=true)"), "%s", fn);
@@ -778,7 +766,7 @@ LOOM_TEST(passes, pack_lays_int8_weights_in_byte_quads_where_they_fit) {
     }
   }
   cr_assert(seen[0] && seen[1]);
-  loom_strbuf_free(&sb);
+  free(fn);
   loom_strbuf_free(&in);
   loom_graph_module_destroy(m);
 }
@@ -813,13 +801,7 @@ LOOM_TEST(passes, pack_pads_the_last_panel_of_int8_weights) {
     cr_assert_eq(n, 2);
     cr_assert_null(loom_graph_dce(m, NULL));
     pt_verify(m);
-    loom_status st = loom_pipeline_check_after(c, "pack");
-    cr_assert_null(st, "%s", loom_status_text(st, 0));
-    loom_pipeline_check_end(c);
-    loom_strbuf sb;
-    loom_strbuf_init(&sb, NULL);
-    loom_graph_print_func(m, loom_graph_module_find_func(m, "main"), &sb);
-    const char *fn = loom_strbuf_cstr(&sb);
+    char *fn = pt_checked_main(c, "pack", m);
     cr_assert_not_null(strstr(fn, quads ? "e: Tensor[(n, 21), i32] = matmul_integer(xi, @main_e_packed, const(7, u8), @main_e_packed_1, "
                                           "packed_b=true, quads=true, n=21)"
                                         : "e: Tensor[(n, 21), i32] = matmul_integer(xi, @main_e_packed, const(7, u8), packed_b=true, n=21)"),
@@ -835,7 +817,7 @@ LOOM_TEST(passes, pack_pads_the_last_panel_of_int8_weights) {
       for (int t = 0; t < kw; t++)
         for (int col = N - 16; col < 16; col++) cr_assert_eq(wd[(kw + t) * 16 + col], 0u, "@%s[1, %d, %d]: the padding", k->name, t, col);
     }
-    loom_strbuf_free(&sb);
+    free(fn);
     loom_graph_module_destroy(m);
   }
   loom_strbuf_free(&in);

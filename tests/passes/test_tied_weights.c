@@ -9,27 +9,8 @@
 
 #include "driver/pipeline.h"
 #include "graph/passes.h"
+#include "passes_test_util.h"
 #include "support/loom_test.h"
-
-static loom_graph_module *parse(const char *text) {
-  loom_source src = {"test.loom", text, strlen(text)};
-  loom_diag_list diags;
-  loom_diag_list_init(&diags, NULL);
-  loom_graph_module *m = NULL;
-  loom_status s = loom_graph_parse(&src, &diags, &m);
-  loom_diag_list_destroy(&diags);
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
-  return m;
-}
-
-static void verify(loom_graph_module *m) {
-  loom_diag_list diags;
-  loom_diag_list_init(&diags, NULL);
-  loom_status s = loom_graph_verify(m, &diags);
-  if (s) loom_diag_list_print(stderr, &diags);
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
-  loom_diag_list_destroy(&diags);
-}
 
 /* A tied LM head: @e is gathered (the embedding) and transposed for the head. Folding the
  * transposition would keep a second copy of @e, so the head reads @e transposed in place and the
@@ -54,24 +35,18 @@ static const char *tied_head_in =
     "}\n";
 
 LOOM_TEST(passes, simplify_reads_a_tied_constant_transposed_in_place) {
-  loom_graph_module *m = parse(tied_head_in);
+  loom_graph_module *m = pt_parse(tied_head_in);
   loom_pipeline_check *c;
   cr_assert_null(loom_pipeline_check_begin(m, 4, 3, NULL, &c));
   cr_assert_null(loom_graph_normalize(m, NULL));
   cr_assert_null(loom_graph_simplify(m, NULL));
-  verify(m);
-  loom_status s = loom_pipeline_check_after(c, "simplify");
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
-  loom_pipeline_check_end(c);
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_graph_print_func(m, loom_graph_module_find_func(m, "main"), &sb);
-  const char *fn = loom_strbuf_cstr(&sb);
+  pt_verify(m);
+  char *fn = pt_checked_main(c, "simplify", m);
   cr_assert_not_null(strstr(fn, "lm: Tensor[(s, 5), f32] = matmul(y, @e, transpose_b=true)"), "%s", fn);
   cr_assert_null(strstr(fn, "permute_dims(@e)"), "a transposed copy of the tied constant remains:\n%s", fn);
   cr_assert_not_null(strstr(fn, "ct: Tensor[(4, 3), f32] = permute_dims(@c)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "z: Tensor[(s, 3), f32] = matmul(y, ct)"), "%s", fn);
-  loom_strbuf_free(&sb);
+  free(fn);
   loom_graph_module_destroy(m);
 }
 
@@ -98,28 +73,22 @@ LOOM_TEST(passes, pack_leaves_a_tied_weight_in_place) {
                           "  }\n"
                           "  return out\n"
                           "}\n", K);
-  loom_graph_module *m = parse(loom_strbuf_cstr(&in));
+  loom_graph_module *m = pt_parse(loom_strbuf_cstr(&in));
   loom_pipeline_check *c;
   cr_assert_null(loom_pipeline_check_begin(m, 4, 9, NULL, &c));
   size_t n = 0;
   cr_assert_null(loom_graph_pack_weights(m, 16, &n));
   cr_assert_eq(n, 1, "only @v is packed (%zu packed)", n);
   cr_assert_null(loom_graph_dce(m, NULL));
-  verify(m);
-  loom_status st = loom_pipeline_check_after(c, "pack");
-  cr_assert_null(st, "%s", loom_status_text(st, 0));
-  loom_pipeline_check_end(c);
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  loom_graph_print_func(m, loom_graph_module_find_func(m, "main"), &sb);
-  const char *fn = loom_strbuf_cstr(&sb);
+  pt_verify(m);
+  char *fn = pt_checked_main(c, "pack", m);
   cr_assert_not_null(strstr(fn, "lm: Tensor[(n, 40), f32] = matmul(y, @e, transpose_b=true)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "other: Tensor[(n, 40), f32] = matmul(y, @main_other_packed, packed_b=true, n=40)"), "%s", fn);
   size_t bytes = 0;
   for (size_t i = 0; i < loom_graph_module_num_consts(m); i++) bytes += loom_graph_module_const_at(m, i)->expr->u.cnst.nbytes;
   /* @e once (480 bytes) and @v's three padded panels (576): no packed copy of @e */
   cr_assert_eq(bytes, (size_t)(V * K + 3 * K * 16) * sizeof(float), "%zu bytes of constants", bytes);
-  loom_strbuf_free(&sb);
+  free(fn);
   loom_strbuf_free(&in);
   loom_graph_module_destroy(m);
 }
