@@ -1,4 +1,4 @@
-/* threadpool.c — persistent pthread pool with static-chunk parallel-for (threadpool.h). */
+/* threadpool.c — persistent pthread pool with a chunked parallel-for (threadpool.h). */
 #include "vm/threadpool.h"
 
 #include <pthread.h>
@@ -140,7 +140,7 @@ uint32_t loom_cpu_pool_default_threads(void) {
 
 /* Chunk w of n iterations over `active` chunks. */
 static void chunk(int64_t n, uint32_t active, uint32_t w, int64_t *b, int64_t *e) {
-  /* w*n/active without overflow for any n < 2^63 and active <= 256 */
+  /* w*n/active without overflow for any n < 2^63 and active < 2^16 */
   *b = (int64_t)(((__int128)n * w) / active);
   *e = (int64_t)(((__int128)n * (w + 1)) / active);
 }
@@ -307,11 +307,17 @@ static uint32_t acquire_slot(loom_cpu_pool *pool) {
   }
 }
 
+int64_t loom_cpu_pool_chunks(uint32_t threads, int64_t n) {
+  if (n <= 0) return 0;
+  if (threads <= 1) return 1;
+  int64_t c = (int64_t)threads * LOOM_CPU_POOL_CHUNKS_PER_THREAD;
+  return c < n ? c : n;
+}
+
 int32_t loom_cpu_pool_parallel_for(void *p, int64_t n, loom_parallel_body body, void *arg) {
   loom_cpu_pool *pool = p;
   if (n <= 0) return 0;
-  uint32_t chunks = pool ? pool->threads : 1;
-  if ((int64_t)chunks > n) chunks = (uint32_t)n;
+  uint32_t chunks = (uint32_t)loom_cpu_pool_chunks(pool ? pool->threads : 1, n);
   if (chunks <= 1 || in_parallel) return body(arg, 0, n, 0);
   uint32_t s = acquire_slot(pool);
   if (s == LOOM_CPU_POOL_SLOTS) return run_alone(n, chunks, body, arg);

@@ -8,9 +8,12 @@
  *     loom_cpu_pool_parallel_for(p, n, body, arg);         // body(arg, begin, end, worker)
  *     loom_cpu_pool_destroy(p);
  *
- * Work is split statically into T chunks, chunk c being [c*n/T, (c+1)*n/T), but chunks are
- * claimed (a CAS), not assigned: the calling thread claims chunks as the workers do, so a
- * loop never waits for a worker that has not woken, only for chunks others are running.
+ * Work is split statically into C = loom_cpu_pool_chunks(T, n) chunks (T threads: C is
+ * min(n, LOOM_CPU_POOL_CHUNKS_PER_THREAD * T)), chunk c being [c*n/C, (c+1)*n/C), and chunks
+ * are claimed (a CAS), not assigned: the calling thread claims chunks as the workers do, so a
+ * loop never waits for a worker that has not woken, only for chunks others are running. More
+ * chunks than threads balance uneven work (a causal triangle, a tail panel) and a thread that
+ * the OS preempts on a shared machine: the others take its remaining chunks.
  * Between loops a worker spins for LOOM_POOL_SPIN_US microseconds (default 1000; 0 sleeps
  * at once) on the loop counter, without yielding, before it sleeps on a condition
  * variable; the caller waits for running chunks the same way. Spinning is what makes a
@@ -42,6 +45,8 @@ typedef struct loom_cpu_pool loom_cpu_pool;
 
 /* Most threads a pool may have. */
 #define LOOM_CPU_POOL_MAX_THREADS 256
+/* Chunks per thread of a parallel loop (at most; never more chunks than iterations). */
+#define LOOM_CPU_POOL_CHUNKS_PER_THREAD 4
 /* Loops that may be in flight on one pool at once (callers beyond it run their loop alone). */
 #define LOOM_CPU_POOL_SLOTS 16
 
@@ -59,6 +64,10 @@ LOOM_MUST_USE loom_status loom_cpu_pool_create(loom_allocator *alloc, uint32_t t
 /* Stops and joins every worker, frees the pool (NULL is a no-op). */
 void loom_cpu_pool_destroy(loom_cpu_pool *pool);
 uint32_t loom_cpu_pool_threads(const loom_cpu_pool *pool);
+
+/* The chunks a pool of `threads` threads makes of a loop of n iterations: 0 when n <= 0,
+ * else min(n, LOOM_CPU_POOL_CHUNKS_PER_THREAD * threads), 1 for one thread. */
+int64_t loom_cpu_pool_chunks(uint32_t threads, int64_t n);
 
 /* The parallel-for of the kernel ABI (`pool` is a loom_cpu_pool *). */
 int32_t loom_cpu_pool_parallel_for(void *pool, int64_t n, loom_parallel_body body, void *arg);

@@ -55,8 +55,8 @@ static void *pool_caller_main(void *p) {
     int64_t n = (int64_t)((s >> 33) % 300); /* 0, 1, primes, not multiples of the threads */
     cover c = {calloc((size_t)n + 1, sizeof(int64_t)), calloc((size_t)n + 1, sizeof(_Atomic int)), pc->inner};
     int32_t rc = loom_cpu_pool_parallel_for(pc->pool, n, cover_body, &c);
-    /* the chunks the pool makes: min(threads, n) of them, chunk k = [k*n/T, (k+1)*n/T) */
-    int64_t chunks = n < (int64_t)pc->threads ? n : (int64_t)pc->threads;
+    /* the chunks the pool makes (loom_cpu_pool_chunks of them), chunk k = [k*n/C, (k+1)*n/C) */
+    int64_t chunks = loom_cpu_pool_chunks(pc->threads, n);
     for (int64_t k = 0; rc == 0 && k < chunks; k++)
       for (int64_t i = k * n / chunks; i < (k + 1) * n / chunks; i++)
         if (atomic_load(&c.hits[i]) != 1 || c.begin_of[i] != k * n / chunks) {

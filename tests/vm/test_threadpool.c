@@ -88,6 +88,49 @@ LOOM_TEST(threadpool, workers_run_chunks_beside_the_caller) {
   }
 }
 
+/* The first chunk to start stalls (as a thread the OS preempts) until every other chunk has
+ * finished, for up to 5 seconds: with more chunks than threads, the other threads take the
+ * stalled thread's share, so the loop does not wait for it chunk by chunk. */
+typedef struct stall {
+  _Atomic int started, finished, ranges;
+  _Atomic bool stalled_once, others_done;
+  int64_t chunks;
+} stall;
+
+static int32_t stall_body(void *arg, int64_t b, int64_t e, uint32_t w) {
+  stall *st = arg;
+  (void)b, (void)e, (void)w;
+  atomic_fetch_add(&st->ranges, 1);
+  bool was = false;
+  if (atomic_fetch_add(&st->started, 1) == 0 && atomic_compare_exchange_strong(&st->stalled_once, &was, true)) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do clock_gettime(CLOCK_MONOTONIC, &t);
+    while (atomic_load(&st->finished) < st->chunks - 1 && (t.tv_sec - t0.tv_sec) < 5);
+    atomic_store(&st->others_done, atomic_load(&st->finished) == st->chunks - 1);
+  }
+  atomic_fetch_add(&st->finished, 1);
+  return 0;
+}
+
+LOOM_TEST(threadpool, more_chunks_than_threads_and_a_stalled_thread_does_not_hold_the_rest) {
+  cr_assert_eq(loom_cpu_pool_chunks(1, 1000), 1);
+  cr_assert_eq(loom_cpu_pool_chunks(2, 0), 0);
+  cr_assert_eq(loom_cpu_pool_chunks(2, 3), 3, "never more chunks than iterations");
+  cr_assert_eq(loom_cpu_pool_chunks(2, 1000), 2 * LOOM_CPU_POOL_CHUNKS_PER_THREAD);
+  for (uint32_t threads = 2; threads <= 3; threads++) {
+    loom_cpu_pool *p;
+    cr_assert(loom_cpu_pool_create(NULL, threads, &p) == LOOM_OK);
+    stall st = {.chunks = loom_cpu_pool_chunks(threads, 1000)};
+    cr_assert_gt(st.chunks, threads);
+    cr_assert_eq(loom_cpu_pool_parallel_for(p, 1000, stall_body, &st), 0);
+    cr_assert_eq(atomic_load(&st.ranges), st.chunks, "%u threads: the body ran once per chunk", threads);
+    cr_assert(atomic_load(&st.others_done), "%u threads: the other threads ran all %lld other chunks while one stalled",
+              threads, (long long)st.chunks - 1);
+    loom_cpu_pool_destroy(p);
+  }
+}
+
 static int32_t fail_body(void *arg, int64_t b, int64_t e, uint32_t w) {
   (void)arg, (void)e, (void)w;
   return b > 0 ? 5 : 0;
