@@ -50,8 +50,9 @@ static void body_names(fuser *fz, const loom_tp_stmt *s, name_vec *out) {
 
 /* Words of the program text a buffer may not be called. */
 static bool reserved_word(const char *s) {
-  static const char *const words[] = {"prim", "for", "in", "let", "if", "else", "alloc", "reduce", "true", "false",
-                                      "inf", "nan", "select", "Buffer", "Local", "Shared", "i64"};
+  static const char *const words[] = {"prim",   "for",    "in",     "let",   "if",    "else",     "alloc",
+                                      "reduce", "true",   "false",  "inf",   "nan",   "select",   "Buffer",
+                                      "Local",  "Shared", "i64",    "barrier", "prefetch"};
   for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
     if (!strcmp(s, words[i])) return true;
   loom_dtype dt;

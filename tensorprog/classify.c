@@ -117,6 +117,7 @@ static void walk_stmt(walker *w, const loom_tp_stmt *s) {
     case LOOM_TP_STMT_BARRIER:
       mark_opaque(w, "synchronises a GPU block");
       return;
+    case LOOM_TP_STMT_PREFETCH: return; /* a hint: no access */
   }
 }
 

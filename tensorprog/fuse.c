@@ -283,6 +283,10 @@ static void scan_stmt(access_scan *sc, const loom_tp_stmt *s) {
       scan_stmt(sc, s->u.if_.then_s);
       if (s->u.if_.else_s) scan_stmt(sc, s->u.if_.else_s);
       return;
+    case LOOM_TP_STMT_PREFETCH: /* a hint naming t keeps t (it is not inlined away) */
+      if (s->u.prefetch.buf == sc->t) sc->non_sym_load = true;
+      for (int d = 0; d < s->u.prefetch.buf->ndim; d++) scan_expr(sc, s->u.prefetch.idx[d]);
+      return;
     case LOOM_TP_STMT_ALLOC:
     case LOOM_TP_STMT_BARRIER:
       return;
@@ -368,6 +372,9 @@ static void inline_stmt(inliner *in, loom_tp_stmt *s) {
       inline_expr(in, &s->u.if_.cond);
       inline_stmt(in, s->u.if_.then_s);
       if (s->u.if_.else_s) inline_stmt(in, s->u.if_.else_s);
+      return;
+    case LOOM_TP_STMT_PREFETCH:
+      for (int d = 0; d < s->u.prefetch.buf->ndim; d++) inline_expr(in, &s->u.prefetch.idx[d]);
       return;
     case LOOM_TP_STMT_ALLOC:
     case LOOM_TP_STMT_BARRIER:

@@ -496,6 +496,14 @@ static loom_status exec(interp *it, const loom_tp_stmt *s) {
       return LOOM_ERROR(INTERNAL, "program @%s: let/alloc outside a sequence", it->f->name);
     case LOOM_TP_STMT_BARRIER:
       return LOOM_OK; /* a phase boundary: exec_phased splits the thread loop at it */
+    case LOOM_TP_STMT_PREFETCH: {
+      /* no effect on memory; its element must exist (the compiled hint never reads outside a
+       * buffer), so the index is computed and bounds-checked like a load's */
+      buf_binding *b = find_buf(it, s->u.prefetch.buf);
+      if (!b) return LOOM_ERROR(INTERNAL, "program @%s: buffer '%s' is not bound", it->f->name, s->u.prefetch.buf->name);
+      int64_t off;
+      return offset_of(it, b, s->u.prefetch.idx, &off);
+    }
   }
   return LOOM_ERROR(INTERNAL, "bad statement kind");
 }

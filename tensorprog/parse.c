@@ -11,6 +11,7 @@
  *            | 'if' expr block ['else' (block | if-stmt)]
  *            | 'alloc' NAME ':' buftype
  *            | 'barrier'                              -- GPU block-wide sync
+ *            | 'prefetch' NAME '[' expr (',' expr)* ']' -- a cache hint, no effect on results
  *            | NAME '[' expr (',' expr)* ']' '=' expr
  *   expr    := or;  or := and ('||' and)*;  and := cmp ('&&' cmp)*
  *   cmp     := sum [('=='|'!='|'<'|'<='|'>'|'>=') sum]
@@ -636,6 +637,23 @@ static loom_tp_stmt *parse_stmt(parser *p) {
     if (!s) tpp_oom(p);
     return s;
   }
+  if (tpp_is_name(p, "prefetch")) {
+    tpp_next(p);
+    size_t name_at = p->tok.start;
+    const char *name;
+    size_t len;
+    if (!tpp_expect_name(p, "a buffer name", &name, &len)) return NULL;
+    const name_entry *ne = tpp_lookup(p, name, len);
+    if (!ne || ne->kind != N_BUF) {
+      tpp_error_at(p, name_at, "prefetch: '%.*s' is not a buffer", (int)len, name);
+      return NULL;
+    }
+    loom_tp_expr **idx = parse_indices(p, ne->ptr, name_at);
+    if (!idx) return NULL;
+    loom_tp_stmt *s = loom_tp_prefetch(p->arena, ne->ptr, idx);
+    if (!s) tpp_oom(p);
+    return s;
+  }
   if (tpp_is_name(p, "alloc")) {
     tpp_next(p);
     const char *name;
@@ -670,7 +688,7 @@ static loom_tp_stmt *parse_stmt(parser *p) {
   }
   char got[64];
   tpp_describe_tok(p, got, sizeof got);
-  tpp_error_at(p, at, "expected a statement (for, let, if, alloc, barrier or a store), found %s", got);
+  tpp_error_at(p, at, "expected a statement (for, let, if, alloc, barrier, prefetch or a store), found %s", got);
   return NULL;
 }
 

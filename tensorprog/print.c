@@ -234,6 +234,12 @@ static void print_stmt(const loom_tp_stmt *s, int depth, loom_strbuf *sb) {
       indent(sb, depth);
       loom_strbuf_puts(sb, "barrier\n");
       return;
+    case LOOM_TP_STMT_PREFETCH:
+      indent(sb, depth);
+      loom_strbuf_printf(sb, "prefetch %s", s->u.prefetch.buf->name);
+      print_indices(s->u.prefetch.idx, s->u.prefetch.buf->ndim, sb);
+      loom_strbuf_putc(sb, '\n');
+      return;
   }
 }
 

@@ -161,6 +161,11 @@ static loom_tp_stmt *copy_stmt(copier *c, const loom_tp_stmt *s) {
     case LOOM_TP_STMT_BARRIER:
       r = loom_tp_barrier(c->a);
       break;
+    case LOOM_TP_STMT_PREFETCH: {
+      loom_tp_expr **idx = copy_idx(c, s->u.prefetch.idx, s->u.prefetch.buf->ndim);
+      r = idx ? loom_tp_prefetch(c->a, remapped(c, s->u.prefetch.buf), idx) : NULL;
+      break;
+    }
   }
   if (!r) c->failed = true;
   return r;

@@ -114,6 +114,15 @@ static void walk_stmt(walker *w, loom_tp_stmt *s) {
       return;
     case LOOM_TP_STMT_ALLOC: return;
     case LOOM_TP_STMT_BARRIER: return;
+    case LOOM_TP_STMT_PREFETCH: { /* follows its buffer as a load does */
+      for (int d = 0; d < s->u.prefetch.buf->ndim; d++) s->u.prefetch.idx[d] = walk_expr(w, s->u.prefetch.idx[d]);
+      loom_tp_expr **idx = w->err ? NULL : w->visit(w, s->u.prefetch.buf, s->u.prefetch.idx, false);
+      if (idx) {
+        s->u.prefetch.buf = w->to;
+        s->u.prefetch.idx = idx;
+      }
+      return;
+    }
   }
 }
 
@@ -456,6 +465,10 @@ static void refs_stmt(local_refs *r, const loom_tp_stmt *s) {
       refs_expr(r, s->u.store.value);
       return;
     case LOOM_TP_STMT_LET: refs_expr(r, s->u.let.value); return;
+    case LOOM_TP_STMT_PREFETCH: /* counts as a read: the buffer must stay */
+      r->loads += s->u.prefetch.buf == r->buf;
+      for (int d = 0; d < s->u.prefetch.buf->ndim; d++) refs_expr(r, s->u.prefetch.idx[d]);
+      return;
     case LOOM_TP_STMT_IF:
       refs_expr(r, s->u.if_.cond);
       refs_stmt(r, s->u.if_.then_s);

@@ -278,6 +278,9 @@ static void check_stmt(verifier *v, const loom_tp_stmt *s) {
                                v->f->name, s->u.alloc->name, d));
       }
       return;
+    case LOOM_TP_STMT_PREFETCH:
+      check_access(v, s->u.prefetch.buf, s->u.prefetch.idx, "prefetch");
+      return;
     case LOOM_TP_STMT_BARRIER:
       /* Placement within a thread loop's body is checked by the enclosing sequence. */
       if (!v->threads)

@@ -522,6 +522,10 @@ def all_cases():
     # matmul family: a Linear's constant weight at M = 1, 7, 64, 512
     for m, quick in [(1, True), (7, True), (64, True), (512, False)]:
         add(Case("matmul", f"M={m} 768x3072", matmul_const(768, 3072), {"x": (m, 768)}, 2.0 * m * 768 * 3072, quick=quick))
+    # a weight that streams from memory every call (64 MB, B1's fc2): the decode / small-batch regime
+    for m, quick in [(1, True), (7, True), (32, False)]:
+        add(Case("matmul_stream", f"M={m} 4096x4096", matmul_const(4096, 4096), {"x": (m, 4096)}, 2.0 * m * 4096 * 4096,
+                 quick=quick))
     add(Case("gemm", "M=64 768->768 +bias transB", gemm_bias(768, 768), {"x": (64, 768)}, 2.0 * 64 * 768 * 768))
     # a Linear whose out-features is not a multiple of the matmul panel: an LM head's vocabulary
     # (GPT-2's 50257), a classifier's 1000 classes (the weight packed with a zero-padded last panel)

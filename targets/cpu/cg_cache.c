@@ -107,6 +107,9 @@ static void walk_names(const loom_tp_stmt *s, name_list *l, name_list *keep) {
     return;
   case LOOM_TP_STMT_BARRIER: /* GPU programs only: nothing named */
     return;
+  case LOOM_TP_STMT_PREFETCH:
+    for (int d = 0; d < s->u.prefetch.buf->ndim; d++) mark_named_expr(s->u.prefetch.idx[d], keep);
+    return;
   }
 }
 

@@ -932,6 +932,15 @@ void cg_stmt(cg *g, const loom_tp_stmt *s) {
        * schedule never makes one. */
       if (g->gpu) gpu_barrier(g);
       return;
+    case LOOM_TP_STMT_PREFETCH: {
+      /* llvm.prefetch(ptr, read, locality 3 (keep in every cache level), data); NVPTX
+       * kernels skip the hint (the GPU schedule never makes one). */
+      if (g->gpu) return;
+      LLVMValueRef args[4] = {cg_elem_ptr(g, s->u.prefetch.buf, s->u.prefetch.idx), LLVMConstInt(g->t_i32, 0, 0),
+                              LLVMConstInt(g->t_i32, 3, 0), LLVMConstInt(g->t_i32, 1, 0)};
+      cg_call_intrinsic(g, "llvm.prefetch", g->t_ptr, args, 4);
+      return;
+    }
   }
 }
 

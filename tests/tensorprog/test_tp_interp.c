@@ -124,6 +124,27 @@ LOOM_TEST(tp_interp, out_of_bounds_is_an_error_naming_buffer_axis_index) {
   tp_fixture_free(&fx);
 }
 
+/* A prefetch changes nothing, but its element must exist: the hint the schedule makes is
+ * clamped into the buffer, and the interpreter checks that it is. */
+LOOM_TEST(tp_interp, prefetch_has_no_effect_and_its_index_is_bounds_checked) {
+  tp_fixture fx;
+  parse_ok(&fx, "prim @p(A: Buffer[(n,), f32], B: Buffer[(n,), f32], d: i64) {\n"
+                "  for i in 0..n { prefetch A[min(i + d, n - 1)]\n B[i] = A[i] }\n}\n");
+  int64_t shape[1] = {4};
+  float A[4] = {1, 2, 3, 4}, B[4] = {0};
+  loom_tp_arg args[3] = {{A, shape, 0}, {B, shape, 0}, {NULL, NULL, 2}};
+  cr_assert_null(loom_tp_interpret(fx.cx, fx.f, args, 3));
+  for (int i = 0; i < 4; i++) cr_assert_eq(B[i], A[i]);
+  tp_fixture_free(&fx);
+  parse_ok(&fx, "prim @p(A: Buffer[(n,), f32], B: Buffer[(n,), f32]) {\n"
+                "  for i in 0..n { prefetch A[i + 1]\n B[i] = A[i] }\n}\n");
+  loom_status s = loom_tp_interpret(fx.cx, fx.f, args, 2);
+  cr_assert_not_null(s);
+  cr_assert_str_eq(loom_status_message(s), "program @p: buffer 'A' axis 0: index 4 is outside [0, 4)");
+  loom_status_free(s);
+  tp_fixture_free(&fx);
+}
+
 LOOM_TEST(tp_interp, shapes_bind_symbols_and_mismatches_are_named) {
   tp_fixture fx;
   parse_ok(&fx, "prim @p(A: Buffer[(n, 2*n + 1), f32], B: Buffer[(n,), f32]) {\n"

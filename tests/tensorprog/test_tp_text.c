@@ -40,6 +40,15 @@ static const char *const canonical[] = {
     "    W[i] = bitcast(i16(Y[i]), 0.0f16)\n"
     "  }\n"
     "}\n",
+    "prim @pf(A: Buffer[(n, k), f32], C: Buffer[(n,), f32]) {\n"
+    "  for i in 0..n {\n"
+    "    C[i] = 0.0\n"
+    "    for r in 0..k reduce {\n"
+    "      prefetch A[i, min(k - 1, r + 16)]\n"
+    "      C[i] = C[i] + A[i, r]\n"
+    "    }\n"
+    "  }\n"
+    "}\n",
     "prim @gather(D: Buffer[(v, d), f32], I: Buffer[(n,), i64], O: Buffer[(n, d), f32]) {\n"
     "  for i in 0..n parallel {\n"
     "    for j in 0..d {\n"
@@ -106,6 +115,10 @@ LOOM_TEST(tp_text, errors_are_located) {
   expect_error("prim @p(A: Buffer[(n,), f32]) {\n  for i in 0..n { A[i] = bitcast(1i32, f32(i)) }\n}\n", "test.loom:2:26:",
                "bitcast takes a literal naming the result dtype");
   expect_error("prim @p(A: Buffer[(n,), f32]) {\n  A[0] = 1.0 $\n}\n", "test.loom:2:14:", "unexpected character");
+  expect_error("prim @p(A: Buffer[(n,), f32]) {\n  for i in 0..n { prefetch i[0] }\n}\n", "test.loom:2:28:",
+               "prefetch: 'i' is not a buffer");
+  expect_error("prim @p(A: Buffer[(n,), f32]) {\n  prefetch A[0, 1]\n}\n", "test.loom:2:12:",
+               "buffer 'A' has 1 dimension, indexed with 2");
 }
 
 LOOM_TEST(tp_text, truncations_of_a_valid_program_never_crash) {
