@@ -166,5 +166,23 @@ loom_status cg_write_archive(const cg_kobjs *ks, loom_strbuf *out);
  * names the kernel), so one object serves every program with f's content. */
 loom_status cg_emit_kernel(cg *g, const loom_tp_func *f, const char *sym_base);
 void cg_stmt(cg *g, const loom_tp_stmt *s);
+/* Binds a loop variable or symbol to its value (`at`: the hoist point of the binding's scope,
+ * cg_hoist_point, or NULL) / a buffer to its pointer, until the enclosing scope pops them. */
+void cg_push_sym(cg *g, const loom_sym_expr *var, LLVMValueRef v, LLVMValueRef at);
+void cg_push_buf(cg *g, const loom_tp_buffer *b, LLVMValueRef p);
+/* One iteration's body of loop s with its variable bound to iv (and the fact 0 <= iv < extent). */
+void cg_loop_body(cg *g, const loom_tp_stmt *s, LLVMValueRef iv);
+/* Frees the heap-allocated Local buffers above `mark` (the end of their scope). */
+void cg_free_heap_to(cg *g, size_t mark);
+/* The end of one kernel's emission: the per-function tables emptied, the first error returned. */
+loom_status cg_end_kernel(cg *g);
+
+/* cg_gpu.c */
+/* NVPTX: __syncthreads(). */
+void cg_gpu_barrier(cg *g);
+/* NVPTX: a gpu_block or gpu_thread loop (the body under `index < extent`, split at barriers). */
+void cg_emit_gpu_loop(cg *g, const loom_tp_stmt *s);
+/* NVPTX: f's kernel `sym` (buffers and symbols by value, the error word last). */
+loom_status cg_emit_gpu_kernel(cg *g, const loom_tp_func *f, const char *sym);
 
 #endif

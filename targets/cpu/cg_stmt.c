@@ -54,10 +54,10 @@ static void set_loop_md(cg *g, LLVMValueRef br, const char *key, LLVMValueRef va
 /* ---- bindings ------------------------------------------------------------------ */
 
 /* `at`: the hoist point of the binding's scope (cg_hoist_point), or NULL. */
-static void push_sym(cg *g, const loom_sym_expr *var, LLVMValueRef v, LLVMValueRef at) {
+void cg_push_sym(cg *g, const loom_sym_expr *var, LLVMValueRef v, LLVMValueRef at) {
   if (!LOOM_VEC_PUSH(NULL, &g->syms, ((cg_symval){var, v, at}))) cg_error(g, LOOM_OOM());
 }
-static void push_buf(cg *g, const loom_tp_buffer *b, LLVMValueRef p) {
+void cg_push_buf(cg *g, const loom_tp_buffer *b, LLVMValueRef p) {
   if (!LOOM_VEC_PUSH(NULL, &g->bufs, ((cg_bufval){b, p}))) cg_error(g, LOOM_OOM());
 }
 static void push_let(cg *g, const loom_tp_stmt *l, LLVMValueRef v) {
@@ -171,8 +171,8 @@ static void with_loop_fact(cg *g, const loom_tp_stmt *s, bool push) {
   }
 }
 
-static void loop_body(cg *g, const loom_tp_stmt *s, LLVMValueRef iv) {
-  push_sym(g, s->u.loop.var, iv, cg_hoist_point(g));
+void cg_loop_body(cg *g, const loom_tp_stmt *s, LLVMValueRef iv) {
+  cg_push_sym(g, s->u.loop.var, iv, cg_hoist_point(g));
   with_loop_fact(g, s, true);
   if (s->u.loop.reduce) g->reduce_depth++;
   cg_stmt(g, s->u.loop.body);
@@ -248,7 +248,7 @@ static void emit_range_loop(cg *g, const loom_tp_stmt *s, LLVMValueRef begin, LL
   LLVMValueRef iv = LLVMBuildPhi(g->b, g->t_i64, loom_sym_var_name(s->u.loop.var));
   LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, iv, end, ""), body, exit);
   LLVMPositionBuilderAtEnd(g->b, body);
-  loop_body(g, s, iv);
+  cg_loop_body(g, s, iv);
   LLVMValueRef next = LLVMBuildNUWAdd(g->b, iv, cg_i64(g, 1), "");
   LLVMSetNSW(next, 1);
   LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
@@ -703,7 +703,7 @@ static bool lane_independent(const loom_tp_stmt *body) {
 static void emit_lanes(cg *g, const loom_tp_stmt *s, unsigned lanes) {
   g->lanes = lanes;
   g->lane_var = s->u.loop.var;
-  push_sym(g, s->u.loop.var, cg_i64(g, 0), NULL);
+  cg_push_sym(g, s->u.loop.var, cg_i64(g, 0), NULL);
   with_loop_fact(g, s, true);
   if (s->u.loop.reduce) g->reduce_depth++;
   cg_stmt(g, s->u.loop.body);
@@ -714,68 +714,16 @@ static void emit_lanes(cg *g, const loom_tp_stmt *s, unsigned lanes) {
   g->lane_var = NULL;
 }
 
-/* NVPTX: the ctaid.x / tid.x special register as an i64. */
-static LLVMValueRef gpu_sreg(cg *g, const char *name) {
-  LLVMTypeRef fty = LLVMFunctionType(g->t_i32, NULL, 0, 0);
-  LLVMValueRef fn = LLVMGetNamedFunction(g->mod, name);
-  if (!fn) fn = LLVMAddFunction(g->mod, name, fty);
-  return LLVMBuildZExt(g->b, LLVMBuildCall2(g->b, fty, fn, NULL, 0, ""), g->t_i64, "");
-}
-
-/* NVPTX: __syncthreads(). */
-static void gpu_barrier(cg *g) {
-  LLVMTypeRef fty = LLVMFunctionType(g->t_void, NULL, 0, 0);
-  LLVMValueRef fn = LLVMGetNamedFunction(g->mod, "llvm.nvvm.barrier0");
-  if (!fn) fn = LLVMAddFunction(g->mod, "llvm.nvvm.barrier0", fty);
-  LLVMBuildCall2(g->b, fty, fn, NULL, 0, "");
-}
-
-/* NVPTX: a gpu_block loop is the block index (the grid has `extent` blocks), a gpu_thread loop
- * the thread index (the block has at least `extent` threads: the launch rule's bound); the
- * body runs where the index is below the extent. A thread loop ends with a barrier, and its
- * body's barriers are reached by every thread of the block: the body is split at them, each
- * part under its own `tid < extent` test. */
-static void emit_gpu_loop(cg *g, const loom_tp_stmt *s) {
-  bool block = s->u.loop.kind == LOOM_TP_LOOP_GPU_BLOCK;
-  LLVMValueRef iv = gpu_sreg(g, block ? "llvm.nvvm.read.ptx.sreg.ctaid.x" : "llvm.nvvm.read.ptx.sreg.tid.x");
-  const loom_tp_stmt *body = s->u.loop.body;
-  size_t nparts = 1;
-  if (!block && body->kind == LOOM_TP_STMT_SEQ)
-    for (size_t i = 0; i < body->u.seq.n; i++) nparts += body->u.seq.items[i]->kind == LOOM_TP_STMT_BARRIER;
-  size_t start = 0;
-  for (size_t part = 0; part < nparts && !g->st; part++) {
-    LLVMValueRef n = cg_sym(g, s->u.loop.extent);
-    LLVMBasicBlockRef bt = LLVMAppendBasicBlockInContext(g->c, g->fn, block ? "block.body" : "thread.body");
-    LLVMBasicBlockRef bj = LLVMAppendBasicBlockInContext(g->c, g->fn, block ? "block.end" : "thread.end");
-    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, iv, n, ""), bt, bj);
-    LLVMPositionBuilderAtEnd(g->b, bt);
-    if (nparts == 1) {
-      loop_body(g, s, iv);
-    } else { /* the items up to the next barrier (no lets or allocs among them: verify.c) */
-      size_t end = start;
-      while (end < body->u.seq.n && body->u.seq.items[end]->kind != LOOM_TP_STMT_BARRIER) end++;
-      loom_tp_stmt part_seq = {.kind = LOOM_TP_STMT_SEQ, .u.seq = {end - start, body->u.seq.items + start}};
-      loom_tp_stmt part_loop = *s;
-      part_loop.u.loop.body = &part_seq;
-      loop_body(g, &part_loop, iv);
-      start = end + 1;
-    }
-    LLVMBuildBr(g->b, bj);
-    LLVMPositionBuilderAtEnd(g->b, bj);
-    if (!block) gpu_barrier(g);
-  }
-}
-
 static void emit_for(cg *g, const loom_tp_stmt *s) {
   int64_t c;
   bool is_const = loom_sym_is_const(s->u.loop.extent, &c);
   if (g->gpu) { /* GPU loops bound; every other kind is a plain loop in a thread */
     if (s->u.loop.kind == LOOM_TP_LOOP_GPU_BLOCK || s->u.loop.kind == LOOM_TP_LOOP_GPU_THREAD) {
-      emit_gpu_loop(g, s);
+      cg_emit_gpu_loop(g, s);
       return;
     }
     if (s->u.loop.kind == LOOM_TP_LOOP_UNROLL && is_const && c <= UNROLL_MAX) {
-      for (int64_t i = 0; i < c; i++) loop_body(g, s, cg_i64(g, i));
+      for (int64_t i = 0; i < c; i++) cg_loop_body(g, s, cg_i64(g, i));
       return;
     }
     emit_range_loop(g, s, cg_i64(g, 0), cg_sym(g, s->u.loop.extent));
@@ -793,7 +741,7 @@ static void emit_for(cg *g, const loom_tp_stmt *s) {
     }
   }
   if (s->u.loop.kind == LOOM_TP_LOOP_UNROLL && is_const && c <= UNROLL_MAX) {
-    for (int64_t i = 0; i < c; i++) loop_body(g, s, cg_i64(g, i));
+    for (int64_t i = 0; i < c; i++) cg_loop_body(g, s, cg_i64(g, i));
     return;
   }
   LLVMValueRef n = cg_sym(g, s->u.loop.extent);
@@ -862,10 +810,10 @@ static void emit_alloc(cg *g, loom_tp_buffer *buf) {
     cg_fail_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, p, LLVMConstPointerNull(g->t_ptr), ""), msg);
     if (!LOOM_VEC_PUSH(NULL, &g->heap, p)) cg_error(g, LOOM_OOM());
   }
-  push_buf(g, buf, p);
+  cg_push_buf(g, buf, p);
 }
 
-static void free_heap_to(cg *g, size_t mark) {
+void cg_free_heap_to(cg *g, size_t mark) {
   while (g->heap.len > mark) {
     LLVMValueRef p = LOOM_VEC_POP(&g->heap);
     LLVMTypeRef ft = LLVMFunctionType(g->t_void, &g->t_ptr, 1, 0);
@@ -888,7 +836,7 @@ void cg_stmt(cg *g, const loom_tp_stmt *s) {
         else if (c->kind == LOOM_TP_STMT_ALLOC) emit_alloc(g, c->u.alloc);
         else cg_stmt(g, c);
       }
-      free_heap_to(g, nh);
+      cg_free_heap_to(g, nh);
       g->syms.len = ns;
       g->bufs.len = nb;
       g->lets.len = nl;
@@ -930,7 +878,7 @@ void cg_stmt(cg *g, const loom_tp_stmt *s) {
     case LOOM_TP_STMT_BARRIER:
       /* GPU programs only (emit_gpu_loop splits a thread loop's body at its barriers); the CPU
        * schedule never makes one. */
-      if (g->gpu) gpu_barrier(g);
+      if (g->gpu) cg_gpu_barrier(g);
       return;
     case LOOM_TP_STMT_PREFETCH: {
       /* llvm.prefetch(ptr, read, locality 3 (keep in every cache level), data); NVPTX
@@ -948,7 +896,7 @@ void cg_stmt(cg *g, const loom_tp_stmt *s) {
 
 /* The end of one kernel's emission: the per-function tables emptied (their values belong to the
  * finished function) and its first error returned, the generator ready for the next kernel. */
-static loom_status end_kernel(cg *g) {
+loom_status cg_end_kernel(cg *g) {
   g->syms.len = 0;
   g->bufs.len = 0;
   g->lets.len = 0;
@@ -957,55 +905,6 @@ static loom_status end_kernel(cg *g) {
   loom_status st = g->st;
   g->st = LOOM_OK;
   return st;
-}
-
-/* NVPTX: `void loom_kernel_<base>(ptr buf0, .., ptr bufK, i64 sym0, .., i64 symJ, ptr err)`, the
- * buffers and f->syms in the CPU kernel's order but by value, `err` an i32 the kernel sets to
- * 1 (or 2, an index out of range) on a run-time error. Marked a kernel (nvvm.annotations). The
- * body is one function: a failure returns from it. */
-static loom_status emit_gpu_kernel(cg *g, const loom_tp_func *f, const char *sym) {
-  size_t nb = 0;
-  for (size_t i = 0; i < f->nparams; i++) nb += f->params[i].is_buffer;
-  size_t np = nb + f->nsyms + 1;
-  LLVMTypeRef *ps = malloc(np * sizeof *ps);
-  if (!ps) return LOOM_OOM();
-  for (size_t i = 0; i < np; i++) ps[i] = i < nb || i == np - 1 ? g->t_ptr : g->t_i64;
-  LLVMTypeRef kty = LLVMFunctionType(g->t_void, ps, (unsigned)np, 0);
-  free(ps);
-  LLVMValueRef kfn = LLVMAddFunction(g->mod, sym, kty);
-  /* the body returns i32 (cg_fail_if's `ret i32 1`); the kernel calls it and returns */
-  char isym[320];
-  snprintf(isym, sizeof isym, "%s.impl", g->sym_base);
-  LLVMTypeRef *ips = malloc(np * sizeof *ips);
-  if (!ips) return LOOM_OOM();
-  for (size_t i = 0; i < np; i++) ips[i] = i < nb || i == np - 1 ? g->t_ptr : g->t_i64;
-  LLVMTypeRef ity = LLVMFunctionType(g->t_i32, ips, (unsigned)np, 0);
-  free(ips);
-  LLVMValueRef impl = LLVMAddFunction(g->mod, isym, ity);
-  LLVMSetLinkage(impl, LLVMInternalLinkage);
-  g->fn = impl;
-  LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->c, impl, "entry"));
-  unsigned k = 0;
-  for (size_t i = 0; i < f->nparams; i++)
-    if (f->params[i].is_buffer) push_buf(g, f->params[i].buf, LLVMGetParam(impl, k++));
-  for (size_t j = 0; j < f->nsyms; j++) push_sym(g, f->syms[j], LLVMGetParam(impl, k++), NULL);
-  g->ctxp = LLVMGetParam(impl, k);
-  cg_stmt(g, f->body);
-  free_heap_to(g, 0);
-  LLVMBuildRet(g->b, LLVMConstInt(g->t_i32, 0, 0));
-  /* the kernel */
-  g->fn = kfn;
-  LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->c, kfn, "entry"));
-  LLVMValueRef *args = malloc(np * sizeof *args);
-  if (!args) return LOOM_OOM();
-  for (size_t i = 0; i < np; i++) args[i] = LLVMGetParam(kfn, (unsigned)i);
-  LLVMBuildCall2(g->b, ity, impl, args, (unsigned)np, "");
-  free(args);
-  LLVMBuildRetVoid(g->b);
-  LLVMMetadataRef md[3] = {LLVMValueAsMetadata(kfn), LLVMMDStringInContext2(g->c, "kernel", 6),
-                           LLVMValueAsMetadata(LLVMConstInt(g->t_i32, 1, 0))};
-  LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMetadataAsValue(g->c, LLVMMDNodeInContext2(g->c, md, 3)));
-  return end_kernel(g);
 }
 
 loom_status cg_emit_kernel(cg *g, const loom_tp_func *f, const char *sym_base) {
@@ -1017,7 +916,7 @@ loom_status cg_emit_kernel(cg *g, const loom_tp_func *f, const char *sym_base) {
   snprintf(sym, sizeof sym, "loom_kernel_%s", g->sym_base);
   if (LLVMGetNamedFunction(g->mod, sym))
     return LOOM_ERROR(ALREADY_EXISTS, "program @%s is compiled twice into one module", f->name);
-  if (g->gpu) return emit_gpu_kernel(g, f, sym);
+  if (g->gpu) return cg_emit_gpu_kernel(g, f, sym);
   LLVMTypeRef ps[3] = {g->t_ptr, g->t_ptr, g->t_ptr};
   LLVMTypeRef kty = LLVMFunctionType(g->t_i32, ps, 3, 0);
   LLVMValueRef kfn = LLVMAddFunction(g->mod, sym, kty);
@@ -1032,13 +931,13 @@ loom_status cg_emit_kernel(cg *g, const loom_tp_func *f, const char *sym_base) {
     LLVMValueRef idx = LLVMConstInt(g->t_i64, k++, 0);
     LLVMValueRef p = LLVMBuildLoad2(g->b, g->t_ptr, LLVMBuildInBoundsGEP2(g->b, g->t_ptr, bufs, &idx, 1, ""),
                                     f->params[i].buf->name);
-    push_buf(g, f->params[i].buf, p);
+    cg_push_buf(g, f->params[i].buf, p);
   }
   for (size_t j = 0; j < f->nsyms; j++) {
     LLVMValueRef idx = LLVMConstInt(g->t_i64, j, 0);
     LLVMValueRef v = LLVMBuildLoad2(g->b, g->t_i64, LLVMBuildInBoundsGEP2(g->b, g->t_i64, syms, &idx, 1, ""),
                                     loom_sym_var_name(f->syms[j]));
-    push_sym(g, f->syms[j], v, NULL);
+    cg_push_sym(g, f->syms[j], v, NULL);
   }
   /* Scalar params are symbols too: their variable appears in f->syms. */
   size_t nenv = env_count(g);
@@ -1055,5 +954,5 @@ loom_status cg_emit_kernel(cg *g, const loom_tp_func *f, const char *sym_base) {
     LLVMBuildRet(g->b, rc);
   }
   free(env);
-  return end_kernel(g);
+  return cg_end_kernel(g);
 }
