@@ -67,20 +67,17 @@ loom_status cg_emit_gpu_kernel(cg *g, const loom_tp_func *f, const char *sym) {
   size_t nb = 0;
   for (size_t i = 0; i < f->nparams; i++) nb += f->params[i].is_buffer;
   size_t np = nb + f->nsyms + 1;
+  /* the kernel and its body take the same parameters; the body returns i32 (cg_fail_if's
+   * `ret i32 1`), the kernel calls it and returns */
   LLVMTypeRef *ps = malloc(np * sizeof *ps);
   if (!ps) return LOOM_OOM();
   for (size_t i = 0; i < np; i++) ps[i] = i < nb || i == np - 1 ? g->t_ptr : g->t_i64;
   LLVMTypeRef kty = LLVMFunctionType(g->t_void, ps, (unsigned)np, 0);
+  LLVMTypeRef ity = LLVMFunctionType(g->t_i32, ps, (unsigned)np, 0);
   free(ps);
   LLVMValueRef kfn = LLVMAddFunction(g->mod, sym, kty);
-  /* the body returns i32 (cg_fail_if's `ret i32 1`); the kernel calls it and returns */
   char isym[320];
   snprintf(isym, sizeof isym, "%s.impl", g->sym_base);
-  LLVMTypeRef *ips = malloc(np * sizeof *ips);
-  if (!ips) return LOOM_OOM();
-  for (size_t i = 0; i < np; i++) ips[i] = i < nb || i == np - 1 ? g->t_ptr : g->t_i64;
-  LLVMTypeRef ity = LLVMFunctionType(g->t_i32, ips, (unsigned)np, 0);
-  free(ips);
   LLVMValueRef impl = LLVMAddFunction(g->mod, isym, ity);
   LLVMSetLinkage(impl, LLVMInternalLinkage);
   g->fn = impl;
