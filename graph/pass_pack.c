@@ -272,9 +272,9 @@ static loom_status pack_conv(loom_pass *p, loom_graph_binding *b) {
   if (!packed) {
     packed = loom_arena_alloc(loom_graph_module_arena(p->m), bytes, 64); /* the constant's own bytes */
     if (!packed) return LOOM_OOM();
-    const float *src = w->u.cnst.data;
+    const uint8_t *src = w->u.cnst.data; /* read bytewise: any alignment (pack_rows) */
     for (int64_t o = 0; o < dims[0]; o++)
-      for (int64_t r = 0; r < per_o; r++) packed[((o / B) * per_o + r) * B + o % B] = src[o * per_o + r];
+      for (int64_t r = 0; r < per_o; r++) memcpy(&packed[((o / B) * per_o + r) * B + o % B], src + (size_t)(o * per_o + r) * 4, 4);
     pack_store(p, key, klen, packed, bytes);
   }
   loom_sym_ctx *cx = loom_graph_module_sym(p->m);
@@ -298,24 +298,25 @@ static loom_status pack_conv(loom_pass *p, loom_graph_binding *b) {
   return loom_pass_set_value(p, b, nc, &ok);
 }
 
-/* Wp[q, r, c] = W[r, q*panel + c] for W (k, n): inlined with each constant `panel` it is called with. */
-static LOOM_ALWAYS_INLINE void pack_rows(float *packed, const float *src, int64_t k, int64_t n,
+/* Wp[q, r, c] = W[r, q*panel + c] for W (k, n): inlined with each constant `panel` it is called with.
+ * `src` is read bytewise: an imported weight may lie at any alignment in its file (graph.h). */
+static LOOM_ALWAYS_INLINE void pack_rows(float *packed, const uint8_t *src, int64_t k, int64_t n,
                                          int64_t panel) {
   const int64_t full = n / panel, rest = n % panel; /* rest: the zero-padded last panel's columns */
   for (int64_t r = 0; r < k; r++) {
     for (int64_t q = 0; q < full; q++)
-      memcpy(&packed[(q * k + r) * panel], &src[r * n + q * panel], (size_t)panel * sizeof(float));
+      memcpy(&packed[(q * k + r) * panel], src + (size_t)(r * n + q * panel) * 4, (size_t)panel * sizeof(float));
     if (rest) {
       float *last = &packed[(full * k + r) * panel];
-      memcpy(last, &src[r * n + full * panel], (size_t)rest * sizeof(float));
+      memcpy(last, src + (size_t)(r * n + full * panel) * 4, (size_t)rest * sizeof(float));
       memset(last + rest, 0, (size_t)(panel - rest) * sizeof(float)); /* the padding */
     }
   }
 }
 
 /* Wp[q, r, c] = B[r, q*panel + c] with B = W (k, n), or W^T for transpose_b (W (n, k)); 0 past n
- * (the last panel's padding when n is not a multiple of the panel). */
-static void pack_f32(float *packed, const float *src, int64_t k, int64_t n, int64_t panel, bool tb) {
+ * (the last panel's padding when n is not a multiple of the panel). `src`: as for pack_rows. */
+static void pack_f32(float *packed, const uint8_t *src, int64_t k, int64_t n, int64_t panel, bool tb) {
   int64_t nq = (n + panel - 1) / panel;
   if (!tb) {
     /* row by row: each source row read once, in order, its panels written to their places; the
@@ -337,8 +338,8 @@ static void pack_f32(float *packed, const float *src, int64_t k, int64_t n, int6
       for (int64_t r0 = 0; r0 < k; r0 += 64) {
         int64_t r1 = r0 + 64 < k ? r0 + 64 : k;
         for (int64_t c = 0; c < panel && q * panel + c < n; c++) {
-          const float *row = &src[(q * panel + c) * k];
-          for (int64_t r = r0; r < r1; r++) packed[(q * k + r) * panel + c] = row[r];
+          const uint8_t *row = src + (size_t)((q * panel + c) * k) * 4;
+          for (int64_t r = r0; r < r1; r++) memcpy(&packed[(q * k + r) * panel + c], row + (size_t)r * 4, 4);
         }
       }
   }
