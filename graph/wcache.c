@@ -5,6 +5,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,15 +78,80 @@ void loom_wcache_blob_free(void *p) {
   free(b);
 }
 
+/* The content hash: XXH3-128 of the bytes up to HASH_CHUNK, else XXH3-128 of the chunks'
+ * XXH3-128 digests (each chunk HASH_CHUNK bytes, the last one the rest), so that the chunks can
+ * be hashed on several threads; the value does not depend on how many. */
+#define HASH_CHUNK ((size_t)1 << 20)
+#define HASH_MAX_THREADS 8
+
+/* Threads for hashing: LOOM_COMPILE_THREADS when set, else the CPUs this process may run on
+ * (at most HASH_MAX_THREADS), as codegen's workers. */
+static size_t hash_threads(void) {
+  const char *env = getenv("LOOM_COMPILE_THREADS");
+  long t = 0;
+  if (env && *env) t = strtol(env, NULL, 10);
+  else {
+    cpu_set_t set;
+    t = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  }
+  return t < 1 ? 1 : t > HASH_MAX_THREADS ? HASH_MAX_THREADS : (size_t)t;
+}
+
+/* One thread's share of the chunks: [first, end) of `nchunks` over `n` bytes at `p`. */
+typedef struct hash_job {
+  const uint8_t *p;
+  size_t n, first, end;
+  XXH128_hash_t *digests;
+} hash_job;
+
+static void *hash_chunks(void *arg) {
+  hash_job *j = arg;
+  for (size_t i = j->first; i < j->end; i++) {
+    size_t at = i * HASH_CHUNK, len = j->n - at < HASH_CHUNK ? j->n - at : HASH_CHUNK;
+    j->digests[i] = XXH3_128bits(j->p + at, len);
+  }
+  return NULL;
+}
+
+static XXH128_hash_t content_hash(const void *p, size_t n) {
+  if (n <= HASH_CHUNK) return XXH3_128bits(p, n);
+  size_t nchunks = (n + HASH_CHUNK - 1) / HASH_CHUNK, nt = hash_threads();
+  if (nt > nchunks) nt = nchunks;
+  XXH128_hash_t *d = malloc(nchunks * sizeof *d);
+  if (!d) { /* the same value, one chunk at a time through a streaming state */
+    XXH3_state_t st;
+    XXH3_128bits_reset(&st);
+    for (size_t at = 0; at < n; at += HASH_CHUNK) {
+      XXH128_hash_t h = XXH3_128bits((const uint8_t *)p + at, n - at < HASH_CHUNK ? n - at : HASH_CHUNK);
+      XXH3_128bits_update(&st, &h, sizeof h);
+    }
+    return XXH3_128bits_digest(&st);
+  }
+  hash_job jobs[HASH_MAX_THREADS];
+  pthread_t tids[HASH_MAX_THREADS];
+  bool started[HASH_MAX_THREADS] = {false};
+  for (size_t t = 0; t < nt; t++) {
+    jobs[t] = (hash_job){.p = p, .n = n, .first = nchunks * t / nt, .end = nchunks * (t + 1) / nt, .digests = d};
+    if (t) started[t] = pthread_create(&tids[t], NULL, hash_chunks, &jobs[t]) == 0;
+  }
+  hash_chunks(&jobs[0]);
+  for (size_t t = 1; t < nt; t++) {
+    if (started[t]) pthread_join(tids[t], NULL);
+    else hash_chunks(&jobs[t]); /* no thread: this one does that share too */
+  }
+  XXH128_hash_t h = XXH3_128bits(d, nchunks * sizeof *d); /* the digests as they lie: little-endian hosts only */
+  free(d);
+  return h;
+}
+
 void loom_wcache_content_hash(const void *p, size_t n, char hex[33]) {
-  XXH128_hash_t h = XXH3_128bits(p, n);
+  XXH128_hash_t h = content_hash(p, n);
   snprintf(hex, 33, "%016llx%016llx", (unsigned long long)h.high64, (unsigned long long)h.low64);
 }
 
 static void entry_path(const loom_wcache *c, const char *key, size_t key_len, char *out, size_t cap) {
-  char hex[33];
-  loom_wcache_content_hash(key, key_len, hex);
-  snprintf(out, cap, "%s/w-%s", c->dir, hex);
+  XXH128_hash_t h = XXH3_128bits(key, key_len);
+  snprintf(out, cap, "%s/w-%016llx%016llx", c->dir, (unsigned long long)h.high64, (unsigned long long)h.low64);
 }
 
 /* The payload offset for a key of key_len bytes. */
@@ -101,7 +168,7 @@ static bool entry_ok(const uint8_t *buf, size_t len, const char *key, size_t key
       h.payload_off != payload_offset(key_len) || h.payload_off > len || len - h.payload_off != h.payload_len)
     return false;
   if (memcmp(buf + sizeof h, key, key_len)) return false;
-  XXH128_hash_t x = XXH3_128bits(buf + h.payload_off, (size_t)h.payload_len);
+  XXH128_hash_t x = content_hash(buf + h.payload_off, (size_t)h.payload_len);
   return x.low64 == h.hash_lo && x.high64 == h.hash_hi;
 }
 
@@ -164,7 +231,7 @@ void loom_wcache_put(loom_wcache *c, const char *key, size_t key_len, const void
   clock_gettime(CLOCK_REALTIME, &now);
   snprintf(tmp, sizeof tmp, "%s/tmp-w-%ld-%lu-%llx", c->dir, (long)getpid(), seq,
            (unsigned long long)(now.tv_nsec ^ (uint64_t)(uintptr_t)&seq));
-  XXH128_hash_t x = XXH3_128bits(data, len);
+  XXH128_hash_t x = content_hash(data, len);
   wc_header h = {.format = WC_FORMAT, .key_len = key_len, .payload_len = len, .payload_off = payload_offset(key_len),
                  .hash_lo = x.low64, .hash_hi = x.high64};
   memcpy(h.magic, WC_MAGIC, 8);

@@ -7,15 +7,15 @@
  *     else { ...pack into buf...; loom_wcache_put(wc, key, key_len, buf, bytes); }
  *     loom_wcache_close(wc);                            // evicts down to its own size bound
  *
- * An entry is one file `<dir>/w-<32 hex>` named by the digest of its KEY: the text that decides
- * the packed bytes (the layout and its parameters, the source's dtype, dims and XXH3-128 of its
- * bytes, Loom's pack layout version; graph/pass_pack.c writes it). The file is a 64-byte header
- * (magic, format, the key's and the payload's lengths, the payload's offset, XXH3-128 of the
- * payload), the key text, zeros up to the next 4096-byte boundary, and the payload, which is
+ * An entry is one file `<dir>/w-<32 hex>` named by XXH3-128 of its KEY: the text that decides
+ * the packed bytes (the layout and its parameters, the source's dtype, dims and content hash,
+ * Loom's pack layout version; graph/pass_pack.c writes it). The file is a 64-byte header
+ * (magic, format, the key's and the payload's lengths, the payload's offset, the payload's
+ * content hash, loom_wcache_content_hash), the key text, zeros up to the next 4096-byte boundary, and the payload, which is
  * therefore page-aligned once mapped. A lookup maps the file read-only and uses it only when
  * the magic, the format, the lengths (against the file's size and the length the caller
  * expects), the key text (byte for byte: a digest collision is a miss) and the payload's
- * XXH3-128 all match: a corrupt or truncated entry is counted as rejected and never used (the
+ * content hash all match: a corrupt or truncated entry is counted as rejected and never used (the
  * caller packs again and the put replaces it). Writes go to a temporary file and rename(2)
  * (atomic, as in the kernel cache: concurrent writers of one key both succeed).
  *
@@ -68,7 +68,10 @@ loom_wcache_stats loom_wcache_stats_of(const loom_wcache *c);
 /* Evicts if anything was stored, and frees. NULL is fine. */
 void loom_wcache_close(loom_wcache *c);
 
-/* XXH3-128 of n bytes as 32 hex digits into hex[33] (the content part of a pack key). */
+/* The content hash of n bytes as 32 hex digits into hex[33] (the content part of a pack key; also
+ * what an entry's payload is checked by): XXH3-128 of the bytes up to 1 MiB, else XXH3-128 of the
+ * XXH3-128 digests of its 1 MiB chunks, hashed on LOOM_COMPILE_THREADS threads (default: the
+ * CPUs available, at most 8); the value does not depend on the thread count. */
 void loom_wcache_content_hash(const void *p, size_t n, char hex[33]);
 
 #endif

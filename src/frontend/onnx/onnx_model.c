@@ -477,10 +477,11 @@ static ProtobufCAllocator pb_allocator(loom_onnx_model *m) {
   return (ProtobufCAllocator){.alloc = pb_alloc, .free = pb_free, .allocator_data = m};
 }
 
-/* Parses `bytes`; with `map` (the file's mapping, which the model then owns, also on failure)
- * large raw_data are left in it (onnx_view.c) instead of copied by protobuf-c. */
-static loom_status parse(const void *bytes, size_t len, const char *name, const char *dir, const void *map,
-                         loom_onnx_model **out) {
+/* Parses `bytes`; with view_min > 0, raw_data of view_min bytes or more are left in `bytes`
+ * (onnx_view.c) instead of copied by protobuf-c. `map` (or NULL): the file's mapping, which the
+ * model then owns (unmapped by loom_onnx_model_free, also on failure). */
+static loom_status parse(const void *bytes, size_t len, const char *name, const char *dir, size_t view_min,
+                         const void *map, loom_onnx_model **out) {
   loom_onnx_model *m = calloc(1, sizeof *m);
   if (!m) {
     if (map) loom_file_unmap(map, len);
@@ -489,8 +490,8 @@ static loom_status parse(const void *bytes, size_t len, const char *name, const 
   m->file_map = map;
   m->file_len = map ? len : 0;
   loom_onnx_stripped st = {0};
-  if (map) {
-    loom_status s = loom_onnx_views_strip(bytes, len, LOOM_ONNX_VIEW_MIN, &st);
+  if (view_min) {
+    loom_status s = loom_onnx_views_strip(bytes, len, view_min, &st);
     if (s) {
       loom_onnx_model_free(m);
       return s;
@@ -527,7 +528,14 @@ loom_status loom_onnx_model_parse(const void *bytes, size_t len, const char *nam
                                   loom_onnx_model **out) {
   if (!bytes) bytes = ""; /* (NULL, 0): no pointer arithmetic on NULL below */
   LOOM_PROPAGATE(loom_onnx_wire_check(bytes, len, LOOM_ONNX_WIRE_MODEL, name));
-  return parse(bytes, len, name, dir, NULL, out);
+  return parse(bytes, len, name, dir, 0, NULL, out);
+}
+
+loom_status loom_onnx_model_parse_in_place(const void *bytes, size_t len, const char *name, const char *dir,
+                                           size_t view_min, loom_onnx_model **out) {
+  if (!bytes) bytes = "";
+  LOOM_PROPAGATE(loom_onnx_wire_check(bytes, len, LOOM_ONNX_WIRE_MODEL, name));
+  return parse(bytes, len, name, dir, view_min, NULL, out);
 }
 
 loom_status loom_onnx_model_load(const char *path, loom_onnx_model **out) {
@@ -547,7 +555,7 @@ loom_status loom_onnx_model_load(const char *path, loom_onnx_model **out) {
     loom_file_unmap(buf, len);
     return LOOM_OOM();
   }
-  s = parse(buf, len, path, dir, buf, out); /* the model owns the mapping now */
+  s = parse(buf, len, path, dir, LOOM_ONNX_VIEW_MIN, buf, out); /* the model owns the mapping now */
   free(dir);
   return s;
 }

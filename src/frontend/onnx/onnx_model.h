@@ -219,6 +219,11 @@ LOOM_MUST_USE loom_status loom_onnx_model_load(const char *path, loom_onnx_model
  * data lives (NULL: external data is refused). */
 LOOM_MUST_USE loom_status loom_onnx_model_parse(const void *bytes, size_t len, const char *name,
                                                 const char *dir, loom_onnx_model **out);
+/* As loom_onnx_model_parse, but raw_data of `view_min` bytes or more (0: none) are used where
+ * they lie in `bytes` (at any alignment), which must then outlive the model: what
+ * loom_onnx_model_load does with the file's mapping (view_min LOOM_ONNX_VIEW_MIN). */
+LOOM_MUST_USE loom_status loom_onnx_model_parse_in_place(const void *bytes, size_t len, const char *name,
+                                                         const char *dir, size_t view_min, loom_onnx_model **out);
 void loom_onnx_model_free(loom_onnx_model *m);
 
 /* The version of `domain` ("" or "ai.onnx" for the default domain) the model imports, 0 if none. */

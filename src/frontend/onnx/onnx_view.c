@@ -12,8 +12,10 @@
  * once its fields are written. Any LOOM_ONNX_VIEW_FIELD already in a TensorProto it walks is
  * dropped, so the only ones protobuf-c sees are its own; tensors it does not walk (sparse
  * initializers, functions) are never decoded with views. Anything it does not expect (a
- * group wire type, a raw_data given twice, nesting deeper than LOOM_ONNX_MAX_DEPTH, a bound
- * crossed) makes it give up: the caller then unpacks the file as it is. */
+ * group wire type, a raw_data given twice, a singular message given twice, which protobuf-c
+ * would merge, nesting deeper than LOOM_ONNX_MAX_DEPTH, a bound crossed) makes it give up: the
+ * caller then unpacks the file as it is. The fuzz target (tests/fuzz/fuzz_onnx_model.c) loads
+ * every input both ways and requires the same initializers. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,6 +91,7 @@ static bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
 static bool walk(vwalk *w, const uint8_t *p, const uint8_t *end, vmsg kind, int depth) {
   if (depth > LOOM_ONNX_MAX_DEPTH) return false;
   bool raw_seen = false;
+  unsigned singular = 0; /* a singular message field seen: ModelProto.graph, AttributeProto.t or .g */
   while (p < end) {
     const uint8_t *field = p;
     uint64_t tag, v;
@@ -134,6 +137,13 @@ static bool walk(vwalk *w, const uint8_t *p, const uint8_t *end, vmsg kind, int 
           w->nviews++;
           break;
         }
+      }
+      /* a singular message given twice is merged by protobuf-c, a raw_data in the second
+       * replacing the first's while the marker stays: not worth a special case either */
+      if ((kind == V_MODEL && number == 7) || (kind == V_ATTR && (number == 5 || number == 6))) {
+        unsigned bit = 1u << (number & 7);
+        if (singular & bit) return false;
+        singular |= bit;
       }
       if (sub == V_NONE) {
         if (!put(w, field, (size_t)(p - field))) return false;
