@@ -351,8 +351,12 @@ loom_tp_pattern loom_graph_op_pattern(loom_graph_op op);
 loom_graph_expr *loom_graph_var_new(loom_graph_module *m, const char *name, const loom_sinfo *si);
 loom_graph_expr *loom_graph_shape_new(loom_graph_module *m, size_t n, const loom_sym_expr *const *dims);
 loom_graph_expr *loom_graph_sym_new(loom_graph_module *m, const loom_sym_expr *e);
-/* A constant whose data is NOT copied: `data` (nbytes, aligned to the dtype's size) must outlive the
- * module and is never written (a weights file's mapping, loom_graph_module_weights). */
+/* A constant whose data is NOT copied: `data` (nbytes) must outlive the module and is never written
+ * (a weights file's mapping, loom_graph_module_weights). It is aligned to the dtype's size, except
+ * the weights an ONNX model's file holds (LOOM_ONNX_VIEW_MIN bytes or more, used where they lie,
+ * at any alignment): read a constant's elements through loom_graph_tensor_get_* (which read
+ * bytewise) or memcpy, never through a typed pointer; the VM copies a constant that is not 16-byte
+ * aligned (vm/exec.h, loom_vm_builder_borrow). */
 loom_graph_expr *loom_graph_const_borrow(loom_graph_module *m, const loom_sinfo *si, const void *data, size_t nbytes);
 /* A constant tensor: copies `nbytes` of row-major `data` of the (constant-shaped) `si`. */
 loom_graph_expr *loom_graph_const_new(loom_graph_module *m, const loom_sinfo *si, const void *data,

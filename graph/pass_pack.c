@@ -25,7 +25,14 @@
 #include <string.h>
 
 #include "graph/pass_internal.h"
+#include "graph/wcache.h"
 #include "tensorprog/tp_gen.h"
+
+/* The version of the layouts this file writes: part of every packed-weight cache key, so that
+ * a change of a layout (or of how a form's key is spelled) never reads an older entry. */
+#define PACK_LAYOUT_VERSION 1
+/* Packed constants smaller than this are made every time (hashing and a file cost more). */
+#define PACK_CACHE_MIN_BYTES ((size_t)64 << 10)
 
 /* A constant 2-D f32 operand with constant dims, or false. */
 static bool const_matrix(const loom_graph_expr *w, int64_t *rows, int64_t *cols) {
@@ -63,7 +70,51 @@ typedef struct pack_cfg {
   int panel;    /* the target's panel width */
   bool quads;   /* int8 weights as byte quads (AVX512-VNNI) */
   loom_map tied; /* constant data pointer -> 1: read by something other than a matmul's B operand */
+  loom_wcache *cache; /* packed weights by content across compilations (NULL: none) */
 } pack_cfg;
+
+/* The key of a packed constant of `bytes` bytes made from constant w by `form` (the layout and
+ * its parameters): the layout version, the form, the source's dtype, dims, size and XXH3-128
+ * of its bytes. False when it does not fit `cap`. */
+static bool pack_key(const loom_graph_expr *w, const char *form, size_t bytes, char *key, size_t cap, size_t *len) {
+  char hex[33];
+  loom_wcache_content_hash(w->u.cnst.data, w->u.cnst.nbytes, hex);
+  int n = snprintf(key, cap, "loom packed weight, layout version %d\nform %s\nbytes %zu\nsource %s (", PACK_LAYOUT_VERSION,
+                   form, bytes, loom_dtype_name(w->sinfo->dtype));
+  for (int i = 0; i < w->sinfo->ndim && n > 0 && (size_t)n < cap; i++) {
+    int64_t d = 0;
+    if (!loom_sym_is_const(w->sinfo->dims[i], &d)) return false;
+    n += snprintf(key + n, cap - (size_t)n, "%s%lld", i ? ", " : "", (long long)d);
+  }
+  if (n > 0 && (size_t)n < cap) n += snprintf(key + n, cap - (size_t)n, ") %zu bytes xxh3-128 %s\n", w->u.cnst.nbytes, hex);
+  if (n <= 0 || (size_t)n >= cap) return false;
+  *len = (size_t)n;
+  return true;
+}
+
+/* A packed constant's bytes from the cache: *out mapped (kept by the module until it is
+ * destroyed) on a hit; NULL otherwise, with the key in key[*klen] for pack_store (klen 0: not
+ * cacheable, too small or no cache). */
+static loom_status pack_lookup(loom_pass *p, const loom_graph_expr *w, const char *form, size_t bytes, char *key,
+                               size_t cap, size_t *klen, void **out) {
+  const pack_cfg *cfg = p->ud;
+  *out = NULL;
+  *klen = 0;
+  if (!loom_wcache_usable(cfg->cache) || bytes < PACK_CACHE_MIN_BYTES || !w->u.cnst.data) return LOOM_OK;
+  if (!pack_key(w, form, bytes, key, cap, klen)) return LOOM_OK;
+  loom_wcache_blob *blob;
+  if (!loom_wcache_get(cfg->cache, key, *klen, bytes, &blob)) return LOOM_OK;
+  void *data = (void *)loom_wcache_blob_data(blob); /* read only: constants are never written */
+  LOOM_PROPAGATE(loom_graph_module_adopt(p->m, blob, loom_wcache_blob_free));
+  *out = data;
+  return LOOM_OK;
+}
+
+/* Stores a packed constant made after a miss of pack_lookup (klen 0: nothing to do). */
+static void pack_store(loom_pass *p, const char *key, size_t klen, const void *data, size_t bytes) {
+  const pack_cfg *cfg = p->ud;
+  if (klen) loom_wcache_put(cfg->cache, key, klen, data, bytes);
+}
 
 /* Marks in cfg->tied the constants binding b reads other than as an f32 matmul's B operand (a
  * tied LM head's embedding, which a gather also reads). Packing such a weight would keep two
@@ -155,18 +206,26 @@ static loom_status pack_int8(loom_pass *p, loom_graph_binding *b, const pack_cfg
   }
   int64_t kh = (k + 1) / 2, nq = (n + panel - 1) / panel;
   size_t bytes = (size_t)(kh * nq * panel) * sizeof(int32_t);
-  /* the constant's own bytes (past n: 0, the last panel's padding) */
-  uint32_t *words = loom_arena_alloc_zero(loom_graph_module_arena(p->m), bytes, 64);
-  if (!words) return LOOM_OOM();
-  loom_graph_tensor src = {.dtype = si->dtype, .data = w->u.cnst.data};
-  for (int64_t q = 0; q < nq; q++)
-    for (int64_t t = 0; t < kh; t++)
-      for (int64_t c = 0; c < panel && q * panel + c < n; c++) {
-        int64_t j = q * panel + c;
-        int64_t lo = loom_graph_tensor_get_i64(&src, (size_t)(2 * t * n + j)) - zb;
-        int64_t hi = 2 * t + 1 < k ? loom_graph_tensor_get_i64(&src, (size_t)((2 * t + 1) * n + j)) - zb : 0;
-        words[(q * kh + t) * panel + c] = ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16);
-      }
+  char key[1024], form[128];
+  size_t klen;
+  snprintf(form, sizeof form, "i16 pair words, panel %lld, zero point %lld", (long long)panel, (long long)zb);
+  uint32_t *words;
+  LOOM_PROPAGATE(pack_lookup(p, w, form, bytes, key, sizeof key, &klen, (void **)&words));
+  if (!words) {
+    /* the constant's own bytes (past n: 0, the last panel's padding) */
+    words = loom_arena_alloc_zero(loom_graph_module_arena(p->m), bytes, 64);
+    if (!words) return LOOM_OOM();
+    loom_graph_tensor src = {.dtype = si->dtype, .data = w->u.cnst.data};
+    for (int64_t q = 0; q < nq; q++)
+      for (int64_t t = 0; t < kh; t++)
+        for (int64_t c = 0; c < panel && q * panel + c < n; c++) {
+          int64_t j = q * panel + c;
+          int64_t lo = loom_graph_tensor_get_i64(&src, (size_t)(2 * t * n + j)) - zb;
+          int64_t hi = 2 * t + 1 < k ? loom_graph_tensor_get_i64(&src, (size_t)((2 * t + 1) * n + j)) - zb : 0;
+          words[(q * kh + t) * panel + c] = ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16);
+        }
+    pack_store(p, key, klen, words, bytes);
+  }
   loom_sym_ctx *cx = loom_graph_module_sym(p->m);
   const loom_sym_expr *dims[3] = {loom_sym_const(cx, nq), loom_sym_const(cx, kh), loom_sym_const(cx, panel)};
   const loom_sinfo *ps = loom_sinfo_tensor(p->m, LOOM_DTYPE_I32, 3, dims, si->device);
@@ -205,11 +264,19 @@ static loom_status pack_conv(loom_pass *p, loom_graph_binding *b) {
   }
   if (dims[0] % B || w->u.cnst.nbytes != (size_t)(dims[0] * per_o) * sizeof(float)) return LOOM_OK;
   size_t bytes = (size_t)(dims[0] * per_o) * sizeof(float);
-  float *packed = loom_arena_alloc(loom_graph_module_arena(p->m), bytes, 64); /* the constant's own bytes */
-  if (!packed) return LOOM_OOM();
-  const float *src = w->u.cnst.data;
-  for (int64_t o = 0; o < dims[0]; o++)
-    for (int64_t r = 0; r < per_o; r++) packed[((o / B) * per_o + r) * B + o % B] = src[o * per_o + r];
+  char key[1024], form[64];
+  size_t klen;
+  snprintf(form, sizeof form, "conv blocks of %lld output channels", (long long)B);
+  float *packed;
+  LOOM_PROPAGATE(pack_lookup(p, w, form, bytes, key, sizeof key, &klen, (void **)&packed));
+  if (!packed) {
+    packed = loom_arena_alloc(loom_graph_module_arena(p->m), bytes, 64); /* the constant's own bytes */
+    if (!packed) return LOOM_OOM();
+    const uint8_t *src = w->u.cnst.data; /* read bytewise: any alignment (pack_rows) */
+    for (int64_t o = 0; o < dims[0]; o++)
+      for (int64_t r = 0; r < per_o; r++) memcpy(&packed[((o / B) * per_o + r) * B + o % B], src + (size_t)(o * per_o + r) * 4, 4);
+    pack_store(p, key, klen, packed, bytes);
+  }
   loom_sym_ctx *cx = loom_graph_module_sym(p->m);
   const loom_sym_expr *pd[3 + LOOM_TP_MAX_SPATIAL];
   pd[0] = loom_sym_const(cx, dims[0] / B);
@@ -231,18 +298,50 @@ static loom_status pack_conv(loom_pass *p, loom_graph_binding *b) {
   return loom_pass_set_value(p, b, nc, &ok);
 }
 
-/* Wp[q, r, c] = W[r, q*panel + c] for W (k, n): inlined with each constant `panel` it is called with. */
-static LOOM_ALWAYS_INLINE void pack_rows(float *packed, const float *src, int64_t k, int64_t n,
+/* Wp[q, r, c] = W[r, q*panel + c] for W (k, n): inlined with each constant `panel` it is called with.
+ * `src` is read bytewise: an imported weight may lie at any alignment in its file (graph.h). */
+static LOOM_ALWAYS_INLINE void pack_rows(float *packed, const uint8_t *src, int64_t k, int64_t n,
                                          int64_t panel) {
   const int64_t full = n / panel, rest = n % panel; /* rest: the zero-padded last panel's columns */
   for (int64_t r = 0; r < k; r++) {
     for (int64_t q = 0; q < full; q++)
-      memcpy(&packed[(q * k + r) * panel], &src[r * n + q * panel], (size_t)panel * sizeof(float));
+      memcpy(&packed[(q * k + r) * panel], src + (size_t)(r * n + q * panel) * 4, (size_t)panel * sizeof(float));
     if (rest) {
       float *last = &packed[(full * k + r) * panel];
-      memcpy(last, &src[r * n + full * panel], (size_t)rest * sizeof(float));
+      memcpy(last, src + (size_t)(r * n + full * panel) * 4, (size_t)rest * sizeof(float));
       memset(last + rest, 0, (size_t)(panel - rest) * sizeof(float)); /* the padding */
     }
+  }
+}
+
+/* Wp[q, r, c] = B[r, q*panel + c] with B = W (k, n), or W^T for transpose_b (W (n, k)); 0 past n
+ * (the last panel's padding when n is not a multiple of the panel). `src`: as for pack_rows. */
+static void pack_f32(float *packed, const uint8_t *src, int64_t k, int64_t n, int64_t panel, bool tb) {
+  int64_t nq = (n + panel - 1) / panel;
+  if (!tb) {
+    /* row by row: each source row read once, in order, its panels written to their places; the
+     * usual panel widths as copies of a constant size, which the compiler inlines (a call to
+     * memcpy per 64 bytes made this loop 1.5-1.9x slower); a last panel of n % P
+     * columns, its padding left 0 */
+    switch (panel) {
+    case 8: pack_rows(packed, src, k, n, 8); break;
+    case 16: pack_rows(packed, src, k, n, 16); break;
+    case 32: pack_rows(packed, src, k, n, 32); break;
+    default: pack_rows(packed, src, k, n, panel); break;
+    }
+  } else {
+    /* W^T: by blocks of 64 source columns, so that a block of W's rows stays in cache; the
+     * last panel's padding columns zeroed first */
+    for (int64_t r = 0; r < k && n % panel; r++)
+      memset(&packed[((nq - 1) * k + r) * panel + n % panel], 0, (size_t)(panel - n % panel) * sizeof(float));
+    for (int64_t q = 0; q < nq; q++)
+      for (int64_t r0 = 0; r0 < k; r0 += 64) {
+        int64_t r1 = r0 + 64 < k ? r0 + 64 : k;
+        for (int64_t c = 0; c < panel && q * panel + c < n; c++) {
+          const uint8_t *row = src + (size_t)((q * panel + c) * k) * 4;
+          for (int64_t r = r0; r < r1; r++) memcpy(&packed[(q * k + r) * panel + c], row + (size_t)r * 4, 4);
+        }
+      }
   }
 }
 
@@ -273,33 +372,16 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   size_t bytes = (size_t)(nq * k * panel) * sizeof(float);
   /* the constant's own bytes, every one written below (not zeroed first: a pass over 340 MB
    * for a 12-layer GPT-2, and the page faults are taken by the copy either way) */
-  float *packed = loom_arena_alloc(loom_graph_module_arena(p->m), bytes, 64);
-  if (!packed) return LOOM_OOM();
-  const float *src = w->u.cnst.data;
-  if (!tb) {
-    /* row by row: each source row read once, in order, its panels written to their places; the
-     * usual panel widths as copies of a constant size, which the compiler inlines (a call to
-     * memcpy per 64 bytes made this loop 1.5-1.9x slower); a last panel of n % P
-     * columns, its padding left 0 */
-    switch (panel) {
-    case 8: pack_rows(packed, src, k, n, 8); break;
-    case 16: pack_rows(packed, src, k, n, 16); break;
-    case 32: pack_rows(packed, src, k, n, 32); break;
-    default: pack_rows(packed, src, k, n, panel); break;
-    }
-  } else {
-    /* W^T: by blocks of 64 source columns, so that a block of W's rows stays in cache; the
-     * last panel's padding columns zeroed first */
-    for (int64_t r = 0; r < k && n % panel; r++)
-      memset(&packed[((nq - 1) * k + r) * panel + n % panel], 0, (size_t)(panel - n % panel) * sizeof(float));
-    for (int64_t q = 0; q < nq; q++)
-      for (int64_t r0 = 0; r0 < k; r0 += 64) {
-        int64_t r1 = r0 + 64 < k ? r0 + 64 : k;
-        for (int64_t c = 0; c < panel && q * panel + c < n; c++) {
-          const float *row = &src[(q * panel + c) * k];
-          for (int64_t r = r0; r < r1; r++) packed[(q * k + r) * panel + c] = row[r];
-        }
-      }
+  char key[1024], form[64];
+  size_t klen;
+  snprintf(form, sizeof form, "f32 panels of %lld columns%s", (long long)panel, tb ? " of the transpose" : "");
+  float *packed;
+  LOOM_PROPAGATE(pack_lookup(p, w, form, bytes, key, sizeof key, &klen, (void **)&packed));
+  if (!packed) {
+    packed = loom_arena_alloc(loom_graph_module_arena(p->m), bytes, 64);
+    if (!packed) return LOOM_OOM();
+    pack_f32(packed, w->u.cnst.data, k, n, panel, tb);
+    pack_store(p, key, klen, packed, bytes);
   }
   loom_sym_ctx *cx = loom_graph_module_sym(p->m);
   const loom_sym_expr *dims[3] = {loom_sym_const(cx, nq), loom_sym_const(cx, k), loom_sym_const(cx, panel)};
@@ -324,9 +406,14 @@ loom_status loom_graph_pack_weights(loom_graph_module *m, int panel, size_t *out
 }
 
 loom_status loom_graph_pack_weights_ex(loom_graph_module *m, int panel, bool quads, size_t *out_changed) {
+  return loom_graph_pack_weights_cached(m, panel, quads, NULL, out_changed);
+}
+
+loom_status loom_graph_pack_weights_cached(loom_graph_module *m, int panel, bool quads, loom_wcache *cache,
+                                           size_t *out_changed) {
   if (out_changed) *out_changed = 0;
   if (panel < 1) return LOOM_OK;
-  pack_cfg cfg = {.panel = panel, .quads = quads};
+  pack_cfg cfg = {.panel = panel, .quads = quads, .cache = cache};
   loom_map_init(&cfg.tied, NULL);
   loom_pass t = {.m = m, .visit = mark_tied, .ud = &cfg};
   loom_status s = loom_pass_run(&t);

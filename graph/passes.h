@@ -47,6 +47,13 @@ loom_status loom_graph_pack_weights(loom_graph_module *m, int panel, size_t *out
 /* The same; with `quads` an int8 weight whose centred values fit a signed byte is laid out in
  * byte quads with its column sums (matmul_integer quads=true: the target's dot4). */
 loom_status loom_graph_pack_weights_ex(loom_graph_module *m, int panel, bool quads, size_t *out_changed);
+/* The same through the packed-weight cache `cache` (graph/wcache.h; NULL: none): a packed
+ * constant of 64 KiB or more whose key (layout, its parameters, the source's dtype, dims and
+ * XXH3-128 of its bytes) has a sound entry is mapped from it instead of made, and one made is
+ * stored. The module keeps the mappings until it is destroyed. */
+typedef struct loom_wcache loom_wcache;
+loom_status loom_graph_pack_weights_cached(loom_graph_module *m, int panel, bool quads, loom_wcache *cache,
+                                           size_t *out_changed);
 
 /* Common subexpression elimination over pure bindings (operator calls, call_tp, tuples,
  * tuple-gets) with equal struct info: a later equal binding's uses become the earlier

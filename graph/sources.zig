@@ -8,6 +8,7 @@ pub const compiler = [_][]const u8{
     "graph/extern.c",
     "graph/tensor.c",
     "graph/safetensors.c",
+    "graph/wcache.c",
     "graph/op_registry.c",
     "graph/op_elemwise.c",
     "graph/op_linalg.c",

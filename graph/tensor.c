@@ -70,22 +70,40 @@ loom_status loom_graph_value_copy(const loom_graph_value *v, loom_graph_value *o
   return LOOM_OK;
 }
 
+/* The element at p, of C type T, read bytewise: constants may lie at any alignment (an imported
+ * weight used where it lies in its file, graph.h), and a copy of a few bytes compiles to one load. */
+#define LOADER(T)                                                                                                   \
+  static inline T load_##T(const void *p) {                                                                        \
+    T v;                                                                                                             \
+    memcpy(&v, p, sizeof v);                                                                                         \
+    return v;                                                                                                        \
+  }
+LOADER(int16_t)
+LOADER(int32_t)
+LOADER(int64_t)
+LOADER(uint16_t)
+LOADER(uint32_t)
+LOADER(uint64_t)
+LOADER(float)
+LOADER(double)
+#define LOAD(T, p) load_##T(p)
+
 double loom_graph_tensor_get_f64(const loom_graph_tensor *t, size_t i) {
   const void *p = (const char *)t->data + i * loom_dtype_size(t->dtype);
   switch (t->dtype) {
   case LOOM_DTYPE_BOOL: return *(const uint8_t *)p != 0;
   case LOOM_DTYPE_I8: return *(const int8_t *)p;
-  case LOOM_DTYPE_I16: return *(const int16_t *)p;
-  case LOOM_DTYPE_I32: return *(const int32_t *)p;
-  case LOOM_DTYPE_I64: return (double)*(const int64_t *)p;
+  case LOOM_DTYPE_I16: return LOAD(int16_t, p);
+  case LOOM_DTYPE_I32: return LOAD(int32_t, p);
+  case LOOM_DTYPE_I64: return (double)LOAD(int64_t, p);
   case LOOM_DTYPE_U8: return *(const uint8_t *)p;
-  case LOOM_DTYPE_U16: return *(const uint16_t *)p;
-  case LOOM_DTYPE_U32: return *(const uint32_t *)p;
-  case LOOM_DTYPE_U64: return (double)*(const uint64_t *)p;
-  case LOOM_DTYPE_F16: return loom_f16_to_f32(*(const uint16_t *)p);
-  case LOOM_DTYPE_BF16: return loom_bf16_to_f32(*(const uint16_t *)p);
-  case LOOM_DTYPE_F32: return *(const float *)p;
-  case LOOM_DTYPE_F64: return *(const double *)p;
+  case LOOM_DTYPE_U16: return LOAD(uint16_t, p);
+  case LOOM_DTYPE_U32: return LOAD(uint32_t, p);
+  case LOOM_DTYPE_U64: return (double)LOAD(uint64_t, p);
+  case LOOM_DTYPE_F16: return loom_f16_to_f32(LOAD(uint16_t, p));
+  case LOOM_DTYPE_BF16: return loom_bf16_to_f32(LOAD(uint16_t, p));
+  case LOOM_DTYPE_F32: return LOAD(float, p);
+  case LOOM_DTYPE_F64: return LOAD(double, p);
   default: return loom_dtype_is_lowp(t->dtype) ? loom_lowp_to_f64(t->dtype, *(const uint8_t *)p) : 0;
   }
 }
@@ -93,8 +111,8 @@ double loom_graph_tensor_get_f64(const loom_graph_tensor *t, size_t i) {
 int64_t loom_graph_tensor_get_i64(const loom_graph_tensor *t, size_t i) {
   const void *p = (const char *)t->data + i * loom_dtype_size(t->dtype);
   switch (t->dtype) {
-  case LOOM_DTYPE_I64: return *(const int64_t *)p;
-  case LOOM_DTYPE_U64: return (int64_t)*(const uint64_t *)p;
+  case LOOM_DTYPE_I64: return LOAD(int64_t, p);
+  case LOOM_DTYPE_U64: return (int64_t)LOAD(uint64_t, p);
   default: {
     double d = loom_graph_tensor_get_f64(t, i);
     if (d != d) return 0;
@@ -185,7 +203,7 @@ double *loom_graph_tensor_to_f64(const loom_graph_tensor *t) {
   double *d = malloc((t->numel ? t->numel : 1) * sizeof *d);
   if (!d) return NULL;
   if (t->dtype == LOOM_DTYPE_F32)
-    for (size_t i = 0; i < t->numel; i++) d[i] = ((const float *)t->data)[i];
+    for (size_t i = 0; i < t->numel; i++) d[i] = LOAD(float, (const char *)t->data + 4 * i);
   else
     for (size_t i = 0; i < t->numel; i++) d[i] = loom_graph_tensor_get_f64(t, i);
   return d;

@@ -55,6 +55,11 @@ typedef struct loom_compile_times {
   uint32_t cache_hits;      /* distinct contents read from the disk cache */
   uint32_t kernels_compiled; /* distinct contents run through LLVM: 0 on a warm compile */
   uint32_t cache_rejected;  /* cache entries found corrupt or mismatched, ignored (recompiled) */
+  /* the packed-weight cache (pack; graph/wcache.h) */
+  uint32_t packed_hits;     /* packed weights mapped from the cache instead of made */
+  uint32_t packed_stored;   /* packed weights made and stored */
+  uint32_t packed_rejected; /* entries found corrupt, truncated or mismatched, ignored (packed again) */
+  uint64_t packed_bytes_mapped; /* the bytes of the hits */
 } loom_compile_times;
 
 /* Runs the default pipeline (src/driver/pipeline.c) on `m` (which it changes and keeps: it

@@ -43,6 +43,7 @@ pub const suites = .{
     } },
     .{ .name = "onnx", .files = &[_][]const u8{
         "tests/onnx/test_onnx_model.c",
+        "tests/onnx/test_onnx_views.c",
         "tests/onnx/test_onnx_tensor.c",
         "tests/onnx/test_onnx_conformance.c",
         "tests/onnx/test_conformance_run.c",
@@ -151,5 +152,6 @@ pub const suites = .{
         "tests/passes/test_pack_conv.c",
         "tests/passes/test_tied_weights.c",
         "tests/passes/test_attention_pass.c",
+        "tests/passes/test_wcache.c",
     } },
 };

@@ -7,7 +7,8 @@
  * The kernel cache is $LOOM_CACHE_DIR (the caller picks a fresh or a warm one); compile workers
  * are the default (one per available core) unless LOOM_COMPILE_THREADS says otherwise. Prints
  * one line per repetition:
- *   compile MODEL: W ms (passes P ms, planning+lowering L ms, codegen C ms); kernels K, distinct U, cache hits H, compiled by LLVM N */
+ *   compile MODEL: W ms (passes P ms, planning+lowering L ms, codegen C ms); kernels K, distinct U, cache hits H, compiled by LLVM N;
+ *   packed weights mapped W (B MB), stored S */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +49,9 @@ int main(int argc, char **argv) {
     }
     loom_compile_times t = loom_compiled_times(c);
     printf("compile %s: %.1f ms (passes %.1f ms, planning+lowering %.1f ms, codegen %.1f ms); kernels %u, distinct %u, "
-           "cache hits %u, compiled by LLVM %u\n",
-           path, ms, t.passes_ms, t.lower_ms, t.codegen_ms, t.kernels, t.kernels_unique, t.cache_hits, t.kernels_compiled);
+           "cache hits %u, compiled by LLVM %u; packed weights mapped %u (%.0f MB), stored %u\n",
+           path, ms, t.passes_ms, t.lower_ms, t.codegen_ms, t.kernels, t.kernels_unique, t.cache_hits, t.kernels_compiled,
+           t.packed_hits, (double)t.packed_bytes_mapped / 1e6, t.packed_stored);
     fflush(stdout);
     loom_rt_close(rt);
     loom_compiled_free(c);

@@ -77,6 +77,9 @@ static int run(const loom_cli_args *args) {
         printf("kernel cache: %u kernels, %u distinct, %u cache hits, %u misses compiled by LLVM, %u bad entries ignored%s\n",
                t.kernels, t.kernels_unique, t.cache_hits, t.kernels_compiled, t.cache_rejected,
                o.no_cache ? " (--no-cache)" : "");
+      if (o.time_passes)
+        printf("packed-weight cache: %u hits (%.1f MB mapped), %u stored, %u bad entries ignored%s\n", t.packed_hits,
+               (double)t.packed_bytes_mapped / 1e6, t.packed_stored, t.packed_rejected, o.no_cache ? " (--no-cache)" : "");
     }
     loom_compiled_free(c);
   }

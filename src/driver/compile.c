@@ -12,6 +12,7 @@
 #include "base/file.h"
 #include "driver/pipeline.h"
 #include "frontend/onnx/onnx_import.h"
+#include "graph/wcache.h"
 #include "libcall/libcall.h"
 #include "targets/cpu/kcache.h"
 #include "loom.h"
@@ -27,6 +28,7 @@ struct loom_compiled {
   char object_path[128];           /* workdir/kernels.o */
   loom_libcall_lib *externs;       /* the module's declared externs, loaded by the first open */
   loom_kcache *cache;              /* the kernel cache (NULL with no_cache) */
+  loom_wcache *wcache;             /* the packed-weight cache, in the kernel cache's directory (NULL with no_cache) */
   loom_target_cache_stats cstats;  /* what it did in codegen's last run */
   loom_compile_times times;
 };
@@ -67,6 +69,7 @@ void loom_compiled_free(loom_compiled *c) {
   remove_workdir(c);
   loom_libcall_lib_destroy(c->externs);
   loom_kcache_close(c->cache);
+  loom_wcache_close(c->wcache);
   free(c->arch);
   free(c->features);
   if (c->owns_module) loom_graph_module_destroy(c->m);
@@ -90,6 +93,11 @@ static void note_times(loom_compiled *c, double extra_ms) {
   c->times.cache_hits = c->cstats.hits;
   c->times.kernels_compiled = c->cstats.compiled;
   c->times.cache_rejected = c->cstats.rejected;
+  loom_wcache_stats ws = loom_wcache_stats_of(c->wcache);
+  c->times.packed_hits = ws.hits;
+  c->times.packed_stored = ws.stored;
+  c->times.packed_rejected = ws.rejected;
+  c->times.packed_bytes_mapped = ws.bytes_mapped;
 }
 
 /* Runs the codegen pass, making `emit`, unless it is made already. */
@@ -122,6 +130,11 @@ loom_status loom_compile(loom_graph_module *m, const loom_compile_options *opts,
     c->cache = loom_kcache_open(opts->cache_dir, 0, &warn);
     if (warn.len) fprintf(opts->report ? opts->report : stderr, "warning: %s\n", loom_strbuf_cstr(&warn));
     loom_strbuf_free(&warn);
+    if (loom_kcache_usable(c->cache) && !(c->wcache = loom_wcache_open(loom_kcache_dir(c->cache), 0))) {
+      loom_compiled_free(c);
+      return LOOM_OOM();
+    }
+    c->ctx.wcache = c->wcache;
   }
   c->ctx.target_opts = (loom_target_options){.arch = c->arch, .features = c->features, .cache = c->cache,
                                              .stats = &c->cstats};

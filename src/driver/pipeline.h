@@ -64,6 +64,7 @@ typedef struct loom_pass_ctx {
   loom_diag_list *diags;           /* notes and warnings of the passes (may be NULL) */
   FILE *out;                       /* where reports and printing go */
   bool report;                     /* one-line reports (with print_after_all) */
+  struct loom_wcache *wcache;      /* pack: packed weights by content across runs (graph/wcache.h; NULL: none) */
   /* products */
   loom_memplan **plans;            /* memplan: one per graph function, in module order */
   size_t nplans;                   /* entries in plans */

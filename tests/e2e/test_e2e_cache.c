@@ -2,8 +2,9 @@
  * "Kernel cache"): a warm compile runs no kernel through LLVM and makes the same bytes as a
  * cold one and as --no-cache; a corrupted or truncated entry is ignored and rewritten; two
  * processes compiling into one cache both succeed; a bad cache directory only warns; one
- * changed layer recompiles one kernel. Every
- * test uses its own temporary cache directory. */
+ * changed layer recompiles one kernel; packed weights (graph/wcache.h) come from the same
+ * directory on a warm compile, a corrupt one is ignored, and the artifacts stay the same bytes.
+ * Every test uses its own temporary cache directory. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "e2e/e2e_util.h"
+#include "onnx/pb_writer.h"
 
 static void tmpdir(char *buf, size_t n) {
   snprintf(buf, n, "/tmp/loom-kc-XXXXXX");
@@ -228,5 +230,99 @@ LOOM_TEST(e2e_cache, changing_one_layer_recompiles_only_its_kernel) {
     expect_cache_line(&p, want[step]);
     loom_test_proc_free(&p);
   }
+  rm_rf(dir);
+}
+
+/* An ONNX model y = (x @ W) @ V with x f32[N, 64], W f32[64, 300], V f32[300, 96] constants: both
+ * packed by the pack pass (77,824 and 116,736 bytes of panels, over the packed-weight cache's
+ * 64 KiB floor; 300 is no multiple of the panel), their raw_data (76,800 and 115,200 bytes)
+ * read in place from the file. */
+static void write_two_matmuls(const char *path) {
+  pb g = {0};
+  static const int dims[2][2] = {{64, 300}, {300, 96}};
+  static const char *const names[2] = {"W", "V"};
+  for (int k = 0; k < 2; k++) {
+    size_t n = (size_t)(dims[k][0] * dims[k][1]);
+    float *v = malloc(n * sizeof *v);
+    cr_assert_not_null(v);
+    for (size_t i = 0; i < n; i++) v[i] = (float)((i * 37 + (size_t)k) % 101) / 101.0f - 0.5f;
+    pb t = {0};
+    pb_int(&t, 1, dims[k][0]), pb_int(&t, 1, dims[k][1]), pb_int(&t, 2, 1), pb_str(&t, 8, names[k]);
+    pb_bytes(&t, 9, v, n * sizeof *v);
+    free(v);
+    pb_msg(&g, 5, &t);
+  }
+  const char *in1[] = {"x", "W", NULL}, *out1[] = {"h", NULL}, *in2[] = {"h", "V", NULL}, *out2[] = {"y", NULL};
+  pb_node(&g, "MatMul", "mm0", in1, out1, NULL);
+  pb_node(&g, "MatMul", "mm1", in2, out2, NULL);
+  pb_str(&g, 2, "g");
+  const char *xd[] = {"N", "64"}, *yd[] = {"N", "96"};
+  pb_value_info(&g, 11, "x", 1, 2, xd);
+  pb_value_info(&g, 12, "y", 1, 2, yd);
+  pb model = {0};
+  pb_model(&model, 13, &g);
+  FILE *f = fopen(path, "wb");
+  cr_assert_not_null(f);
+  cr_assert_eq(fwrite(model.d, 1, model.len, f), model.len);
+  fclose(f);
+  pb_free(&model);
+}
+
+static loom_test_proc compile_onnx(const char *model, const char *cache, const char *out) {
+  if (!cache) return loom_test_run("%s compile %s -o %s --time --no-cache", loom_test_loom_bin(), model, out);
+  return loom_test_run("LOOM_CACHE_DIR=%s %s compile %s -o %s --time", cache, loom_test_loom_bin(), model, out);
+}
+
+/* Cold (both packed and stored), warm (both mapped), --no-cache, and after one entry's last byte
+ * is flipped (ignored, packed and stored again): four artifacts of the same bytes, which run. */
+LOOM_TEST(e2e_cache, packed_weights_come_from_the_cache_and_change_no_byte) {
+  char dir[64], cache[96], model[96], a[96], b[96], c[96];
+  tmpdir(dir, sizeof dir);
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  snprintf(model, sizeof model, "%s/two.onnx", dir);
+  snprintf(a, sizeof a, "%s/a.so", dir);
+  snprintf(b, sizeof b, "%s/b.so", dir);
+  snprintf(c, sizeof c, "%s/c.so", dir);
+  write_two_matmuls(model);
+  loom_test_proc p = compile_onnx(model, cache, a);
+  expect_cache_line(&p, "packed-weight cache: 0 hits (0.0 MB mapped), 2 stored, 0 bad entries ignored");
+  loom_test_proc_free(&p);
+  p = compile_onnx(model, cache, b);
+  expect_cache_line(&p, "packed-weight cache: 2 hits (0.2 MB mapped), 0 stored, 0 bad entries ignored");
+  loom_test_proc_free(&p);
+  same_bytes(a, b);
+  p = compile_onnx(model, NULL, c);
+  expect_cache_line(&p, "packed-weight cache: 0 hits (0.0 MB mapped), 0 stored, 0 bad entries ignored (--no-cache)");
+  loom_test_proc_free(&p);
+  same_bytes(a, c);
+  /* one entry damaged: its last payload byte flipped */
+  DIR *d = opendir(cache);
+  cr_assert_not_null(d);
+  struct dirent *e;
+  char victim[300] = "";
+  int nw = 0;
+  while ((e = readdir(d)))
+    if (!strncmp(e->d_name, "w-", 2)) nw++, snprintf(victim, sizeof victim, "%s/%s", cache, e->d_name);
+  closedir(d);
+  cr_assert_eq(nw, 2, "one entry per packed weight");
+  size_t len;
+  char *bytes = e2e_slurp(victim, &len);
+  bytes[len - 1] ^= 0x10;
+  FILE *f = fopen(victim, "wb");
+  cr_assert_eq(fwrite(bytes, 1, len, f), len);
+  fclose(f);
+  free(bytes);
+  p = compile_onnx(model, cache, b);
+  expect_cache_line(&p, "packed-weight cache: 1 hits (0.1 MB mapped), 1 stored, 1 bad entries ignored");
+  loom_test_proc_free(&p);
+  same_bytes(a, b);
+  p = compile_onnx(model, cache, b);
+  expect_cache_line(&p, "packed-weight cache: 2 hits (0.2 MB mapped), 0 stored, 0 bad entries ignored");
+  loom_test_proc_free(&p);
+  same_bytes(a, b);
+  p = loom_test_run("%s %s --bind N=7", loom_test_loom_run_bin(), b);
+  cr_assert_eq(p.exit_code, 0, "%s", p.err);
+  cr_assert(strstr(p.out, "output 0: f32(7, 96)"), "%s", p.out);
+  loom_test_proc_free(&p);
   rm_rf(dir);
 }

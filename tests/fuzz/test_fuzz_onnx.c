@@ -200,8 +200,8 @@ LOOM_TEST(onnx, fuzz_model_loader) {
     size_t len = mutate(&r, &blobs[which], &lens[which], buf);
     LLVMFuzzerTestOneInput(buf, len);
   }
-  printf("onnx fuzz: %ld iterations (seed %llu): %zu loaded, %zu rejected with a status\n", iters,
-         (unsigned long long)seed, loom_fuzz_onnx_ok, loom_fuzz_onnx_errors);
+  printf("onnx fuzz: %ld iterations (seed %llu): %zu loaded, %zu rejected with a status; %zu raw_data in place\n", iters,
+         (unsigned long long)seed, loom_fuzz_onnx_ok, loom_fuzz_onnx_errors, loom_fuzz_onnx_views);
   fflush(stdout);
   free(buf);
   for (size_t i = 0; i < n_seeds; i++) {
@@ -209,4 +209,5 @@ LOOM_TEST(onnx, fuzz_model_loader) {
     free(lens[i].at);
   }
   cr_assert_gt(iters, 100);
+  cr_assert_gt(loom_fuzz_onnx_views, 0, "no input had a raw_data left in place: the in-place loader was not exercised");
 }

@@ -13,6 +13,7 @@
 #include "base/file.h"
 #include "base/map.h"
 #include "frontend/onnx/onnx_internal.h"
+#include "frontend/onnx/onnx_view.h"
 
 /* One graph being converted: the names it defines (interned pointer -> 1) and the graph
  * around it, whose names its nodes may use. */
@@ -476,14 +477,31 @@ static ProtobufCAllocator pb_allocator(loom_onnx_model *m) {
   return (ProtobufCAllocator){.alloc = pb_alloc, .free = pb_free, .allocator_data = m};
 }
 
-loom_status loom_onnx_model_parse(const void *bytes, size_t len, const char *name, const char *dir,
-                                  loom_onnx_model **out) {
-  if (!bytes) bytes = ""; /* (NULL, 0): no pointer arithmetic on NULL below */
-  LOOM_PROPAGATE(loom_onnx_wire_check(bytes, len, LOOM_ONNX_WIRE_MODEL, name));
+/* Parses `bytes`; with view_min > 0, raw_data of view_min bytes or more are left in `bytes`
+ * (onnx_view.c) instead of copied by protobuf-c. `map` (or NULL): the file's mapping, which the
+ * model then owns (unmapped by loom_onnx_model_free, also on failure). */
+static loom_status parse(const void *bytes, size_t len, const char *name, const char *dir, size_t view_min,
+                         const void *map, loom_onnx_model **out) {
   loom_onnx_model *m = calloc(1, sizeof *m);
-  if (!m) return LOOM_OOM();
+  if (!m) {
+    if (map) loom_file_unmap(map, len);
+    return LOOM_OOM();
+  }
+  m->file_map = map;
+  m->file_len = map ? len : 0;
+  loom_onnx_stripped st = {0};
+  if (view_min) {
+    loom_status s = loom_onnx_views_strip(bytes, len, view_min, &st);
+    if (s) {
+      loom_onnx_model_free(m);
+      return s;
+    }
+    m->views = st.views;
+    m->nviews = st.nviews;
+  }
   ProtobufCAllocator pa = pb_allocator(m);
-  Onnx__ModelProto *mp = onnx__model_proto__unpack(&pa, len, bytes);
+  Onnx__ModelProto *mp = st.bytes ? onnx__model_proto__unpack(&pa, st.len, st.bytes) : onnx__model_proto__unpack(&pa, len, bytes);
+  free(st.bytes);
   if (!mp) {
     bool oom = m->large_failed;
     loom_onnx_model_free(m);
@@ -506,17 +524,39 @@ loom_status loom_onnx_model_parse(const void *bytes, size_t len, const char *nam
   return LOOM_OK;
 }
 
+loom_status loom_onnx_model_parse(const void *bytes, size_t len, const char *name, const char *dir,
+                                  loom_onnx_model **out) {
+  if (!bytes) bytes = ""; /* (NULL, 0): no pointer arithmetic on NULL below */
+  LOOM_PROPAGATE(loom_onnx_wire_check(bytes, len, LOOM_ONNX_WIRE_MODEL, name));
+  return parse(bytes, len, name, dir, 0, NULL, out);
+}
+
+loom_status loom_onnx_model_parse_in_place(const void *bytes, size_t len, const char *name, const char *dir,
+                                           size_t view_min, loom_onnx_model **out) {
+  if (!bytes) bytes = "";
+  LOOM_PROPAGATE(loom_onnx_wire_check(bytes, len, LOOM_ONNX_WIRE_MODEL, name));
+  return parse(bytes, len, name, dir, view_min, NULL, out);
+}
+
 loom_status loom_onnx_model_load(const char *path, loom_onnx_model **out) {
   const void *buf;
   size_t len;
-  /* mapped, not read: protobuf-c copies what it keeps (the weights onto huge pages) */
+  /* mapped, not read, and kept mapped: large raw_data are used where they lie (onnx_view.c) */
   LOOM_PROPAGATE(loom_file_map_limited(path, "model file", LOOM_FILE_LIMIT_ONNX, &buf, &len));
+  loom_status s = loom_onnx_wire_check(buf, len, LOOM_ONNX_WIRE_MODEL, path);
+  if (s) {
+    loom_file_unmap(buf, len);
+    return s;
+  }
   /* External data lives in the model's directory. */
   const char *slash = strrchr(path, '/');
   char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
-  loom_status s = dir ? loom_onnx_model_parse(buf, len, path, dir, out) : LOOM_OOM();
+  if (!dir) {
+    loom_file_unmap(buf, len);
+    return LOOM_OOM();
+  }
+  s = parse(buf, len, path, dir, LOOM_ONNX_VIEW_MIN, buf, out); /* the model owns the mapping now */
   free(dir);
-  loom_file_unmap(buf, len);
   return s;
 }
 
@@ -531,6 +571,8 @@ void loom_onnx_model_free(loom_onnx_model *m) {
     free(m->maps[i].path);
   }
   free(m->maps);
+  free(m->views);
+  if (m->file_map) loom_file_unmap(m->file_map, m->file_len);
   loom_interner_destroy(&m->names);
   loom_arena_destroy(&m->arena);
   free(m);

@@ -54,7 +54,9 @@ typedef struct loom_onnx_tensor {
   int64_t *dims;     /* `rank` dims, each >= 0 */
   int64_t numel;     /* product of dims (1 for a scalar) */
   size_t nbytes;     /* numel * element size */
-  void *data;        /* nbytes bytes, aligned to 16; NULL when nbytes is 0 */
+  void *data;        /* nbytes bytes, aligned to 16 — except raw_data of LOOM_ONNX_VIEW_MIN bytes or more
+                        in a model loaded from a file, used where it lies in the file (any alignment:
+                        read its elements with memcpy); NULL when nbytes is 0 */
 } loom_onnx_tensor;
 
 /* One dim of a declared shape. */
@@ -199,7 +201,17 @@ typedef struct loom_onnx_model {
   loom_onnx_large *larges;      /* the protobuf's large allocations (its allocator's state) */
   size_t nlarges, caplarges;
   bool large_failed;            /* one of them could not be made: the unpack failed for memory */
+  /* Large initializers' raw_data in place (onnx_view.c): the model file stays mapped. */
+  const void *file_map;         /* the model file's read-only mapping, or NULL */
+  size_t file_len;              /* its length */
+  struct loom_onnx_view *views; /* the raw_data left in it, indexed by the markers of the unpacked proto */
+  size_t nviews;
+  size_t view_bytes;            /* bytes of the decoded tensors that point into file_map (not copied) */
 } loom_onnx_model;
+
+/* raw_data of this many bytes or more is read in place from the model file's mapping (at any
+ * alignment: loom_onnx_tensor.data of such a tensor is aligned only when its place in the file is). */
+#define LOOM_ONNX_VIEW_MIN ((size_t)64 << 10)
 
 /* Loads `path`. External data files are looked up in the model's directory. */
 LOOM_MUST_USE loom_status loom_onnx_model_load(const char *path, loom_onnx_model **out);
@@ -207,6 +219,11 @@ LOOM_MUST_USE loom_status loom_onnx_model_load(const char *path, loom_onnx_model
  * data lives (NULL: external data is refused). */
 LOOM_MUST_USE loom_status loom_onnx_model_parse(const void *bytes, size_t len, const char *name,
                                                 const char *dir, loom_onnx_model **out);
+/* As loom_onnx_model_parse, but raw_data of `view_min` bytes or more (0: none) are used where
+ * they lie in `bytes` (at any alignment), which must then outlive the model: what
+ * loom_onnx_model_load does with the file's mapping (view_min LOOM_ONNX_VIEW_MIN). */
+LOOM_MUST_USE loom_status loom_onnx_model_parse_in_place(const void *bytes, size_t len, const char *name,
+                                                         const char *dir, size_t view_min, loom_onnx_model **out);
 void loom_onnx_model_free(loom_onnx_model *m);
 
 /* The version of `domain` ("" or "ai.onnx" for the default domain) the model imports, 0 if none. */

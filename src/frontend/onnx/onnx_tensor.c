@@ -18,6 +18,7 @@
 #include "base/file.h"
 #include "base/lowp.h"
 #include "frontend/onnx/onnx_internal.h"
+#include "frontend/onnx/onnx_view.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "ONNX raw_data is little-endian; Loom's decoder copies it as is and needs a little-endian host"
@@ -337,14 +338,20 @@ loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *fil
   size_t fbytes = width < 8 ? (size_t)numel / per + ((size_t)numel % per != 0) : nbytes;
 
   /* Where the bytes are, and whether there are as many as the dims say. */
+  /* raw_data: in the unpacked proto, or left in the model file (a view, onnx_view.c) */
+  loom_onnx_view view = {0};
+  bool viewed = keeper && loom_onnx_view_of(tp, keeper->views, keeper->nviews, &view);
+  bool has_raw = tp->has_raw_data || viewed;
+  const uint8_t *raw = viewed ? view.data : tp->raw_data.data;
+  size_t raw_len = viewed ? view.len : tp->raw_data.len;
   bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
   if (tp->has_data_location && !external && tp->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__DEFAULT)
     return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: unknown data_location %d", file, what,
                       (int)tp->data_location);
-  if (!external && tp->has_raw_data && tp->raw_data.len != fbytes)
+  if (!external && has_raw && raw_len != fbytes)
     return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: raw_data has %zu bytes but %s dims need %zu", file,
-                      what, tp->raw_data.len, loom_dtype_name(dt), fbytes);
-  if (!external && !tp->has_raw_data) {
+                      what, raw_len, loom_dtype_name(dt), fbytes);
+  if (!external && !has_raw) {
     size_t have;
     const char *field;
     switch (dt) {
@@ -357,8 +364,13 @@ loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *fil
     LOOM_PROPAGATE(check_count(file, what, field, have, width < 8 ? (int64_t)fbytes : numel));
   }
   if (nbytes == 0) return LOOM_OK;
-  if (keeper && !external && tp->has_raw_data && width >= 8 && (uintptr_t)tp->raw_data.data % 16 == 0) {
-    out->data = tp->raw_data.data; /* in place: the model keeps tp */
+  if (viewed && !external && width >= 8) {
+    out->data = (void *)raw; /* in place in the file's mapping, at any alignment; read only */
+    keeper->view_bytes += nbytes;
+    return LOOM_OK;
+  }
+  if (keeper && !external && has_raw && width >= 8 && (uintptr_t)raw % 16 == 0) {
+    out->data = (void *)raw; /* in place: the model keeps tp */
     return LOOM_OK;
   }
   if (keeper && external && width >= 8) {
@@ -375,7 +387,7 @@ loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *fil
     return LOOM_ERROR(RESOURCE_EXHAUSTED, "%s: %s: out of memory for %zu bytes", file, what, nbytes);
 
   if (external) LOOM_PROPAGATE(read_external(tp, file, what, dir, fbytes, packed));
-  else if (tp->has_raw_data) memcpy(packed, tp->raw_data.data, fbytes);
+  else if (has_raw) memcpy(packed, raw, fbytes);
   else LOOM_PROPAGATE(decode_typed(tp, file, what, dt, width < 8 ? fbytes : (size_t)numel, out->data, packed));
   if (width < 8) unpack(dt, packed, (size_t)numel, out->data);
   return LOOM_OK;

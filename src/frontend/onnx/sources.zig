@@ -5,6 +5,7 @@ pub const compiler = [_][]const u8{
     "src/frontend/onnx/onnx_tensor.c",
     "src/frontend/onnx/onnx_print.c",
     "src/frontend/onnx/onnx_wire.c",
+    "src/frontend/onnx/onnx_view.c",
     "src/frontend/onnx/onnx_import.c",
     "src/frontend/onnx/onnx_import_core.c",
     "src/frontend/onnx/onnx_import_fold.c",

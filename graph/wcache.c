@@ -1,0 +1,314 @@
+/* wcache.c — the packed-weight cache on disk (wcache.h): mapped entries checked by XXH3-128,
+ * atomic writes, least-recently-used eviction under a size bound of its own. */
+#include "graph/wcache.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define XXH_INLINE_ALL /* header-only (Debian's libxxhash-dev): nothing more to link */
+#include <xxhash.h>
+
+/* The entry header, little-endian on disk as in memory (Loom builds for x86-64 and AArch64 only). */
+#define WC_MAGIC "LOOMWC01"
+#define WC_FORMAT 1u
+#define WC_ALIGN 4096u /* the payload's offset in the file: page-aligned once mapped */
+typedef struct wc_header {
+  char magic[8];
+  uint32_t format;
+  uint32_t reserved;     /* 0 */
+  uint64_t key_len;      /* bytes of key text after the header */
+  uint64_t payload_len;  /* bytes of payload */
+  uint64_t payload_off;  /* where the payload starts: a multiple of WC_ALIGN after header and key */
+  uint64_t hash_lo;      /* XXH3-128 of the payload, low half */
+  uint64_t hash_hi;      /* ... and high half */
+  uint64_t pad;          /* 0: the header is 64 bytes */
+} wc_header;
+_Static_assert(sizeof(wc_header) == 64, "the wcache header is 64 bytes");
+
+struct loom_wcache {
+  char dir[4096];      /* the directory ("" when none) */
+  bool usable;         /* dir exists and is writable */
+  bool warned_write;   /* a failed write has been reported */
+  uint64_t max_bytes;  /* the size bound of the `w-` entries */
+  loom_wcache_stats st;
+};
+
+struct loom_wcache_blob {
+  void *base;          /* the whole file's mapping */
+  size_t map_len;      /* its length */
+  const void *data;    /* the payload inside it */
+  size_t len;          /* payload bytes */
+};
+
+loom_wcache *loom_wcache_open(const char *dir, uint64_t max_bytes) {
+  loom_wcache *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  if (!max_bytes) {
+    const char *mb = getenv("LOOM_CACHE_WEIGHTS_MAX_MB");
+    long long v = mb && *mb ? strtoll(mb, NULL, 10) : 0;
+    max_bytes = (uint64_t)(v > 0 ? v : LOOM_WCACHE_DEFAULT_MAX_MB) << 20;
+  }
+  c->max_bytes = max_bytes;
+  if (!dir || !*dir || strlen(dir) >= sizeof c->dir) return c;
+  snprintf(c->dir, sizeof c->dir, "%s", dir);
+  struct stat sb;
+  c->usable = stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) && access(dir, R_OK | W_OK | X_OK) == 0;
+  return c;
+}
+
+bool loom_wcache_usable(const loom_wcache *c) { return c && c->usable; }
+loom_wcache_stats loom_wcache_stats_of(const loom_wcache *c) { return c ? c->st : (loom_wcache_stats){0}; }
+const void *loom_wcache_blob_data(const loom_wcache_blob *b) { return b->data; }
+size_t loom_wcache_blob_len(const loom_wcache_blob *b) { return b->len; }
+
+void loom_wcache_blob_free(void *p) {
+  loom_wcache_blob *b = p;
+  if (!b) return;
+  munmap(b->base, b->map_len);
+  free(b);
+}
+
+/* The content hash: XXH3-128 of the bytes up to HASH_CHUNK, else XXH3-128 of the chunks'
+ * XXH3-128 digests (each chunk HASH_CHUNK bytes, the last one the rest), so that the chunks can
+ * be hashed on several threads; the value does not depend on how many. */
+#define HASH_CHUNK ((size_t)1 << 20)
+#define HASH_MAX_THREADS 8
+
+/* Threads for hashing: LOOM_COMPILE_THREADS when set, else the CPUs this process may run on
+ * (at most HASH_MAX_THREADS), as codegen's workers. */
+static size_t hash_threads(void) {
+  const char *env = getenv("LOOM_COMPILE_THREADS");
+  long t = 0;
+  if (env && *env) t = strtol(env, NULL, 10);
+  else {
+    cpu_set_t set;
+    t = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  }
+  return t < 1 ? 1 : t > HASH_MAX_THREADS ? HASH_MAX_THREADS : (size_t)t;
+}
+
+/* One thread's share of the chunks: [first, end) of `nchunks` over `n` bytes at `p`. */
+typedef struct hash_job {
+  const uint8_t *p;
+  size_t n, first, end;
+  XXH128_hash_t *digests;
+} hash_job;
+
+static void *hash_chunks(void *arg) {
+  hash_job *j = arg;
+  for (size_t i = j->first; i < j->end; i++) {
+    size_t at = i * HASH_CHUNK, len = j->n - at < HASH_CHUNK ? j->n - at : HASH_CHUNK;
+    j->digests[i] = XXH3_128bits(j->p + at, len);
+  }
+  return NULL;
+}
+
+static XXH128_hash_t content_hash(const void *p, size_t n) {
+  if (n <= HASH_CHUNK) return XXH3_128bits(p, n);
+  size_t nchunks = (n + HASH_CHUNK - 1) / HASH_CHUNK, nt = hash_threads();
+  if (nt > nchunks) nt = nchunks;
+  XXH128_hash_t *d = malloc(nchunks * sizeof *d);
+  if (!d) { /* the same value, one chunk at a time through a streaming state */
+    XXH3_state_t st;
+    XXH3_128bits_reset(&st);
+    for (size_t at = 0; at < n; at += HASH_CHUNK) {
+      XXH128_hash_t h = XXH3_128bits((const uint8_t *)p + at, n - at < HASH_CHUNK ? n - at : HASH_CHUNK);
+      XXH3_128bits_update(&st, &h, sizeof h);
+    }
+    return XXH3_128bits_digest(&st);
+  }
+  hash_job jobs[HASH_MAX_THREADS];
+  pthread_t tids[HASH_MAX_THREADS];
+  bool started[HASH_MAX_THREADS] = {false};
+  for (size_t t = 0; t < nt; t++) {
+    jobs[t] = (hash_job){.p = p, .n = n, .first = nchunks * t / nt, .end = nchunks * (t + 1) / nt, .digests = d};
+    if (t) started[t] = pthread_create(&tids[t], NULL, hash_chunks, &jobs[t]) == 0;
+  }
+  hash_chunks(&jobs[0]);
+  for (size_t t = 1; t < nt; t++) {
+    if (started[t]) pthread_join(tids[t], NULL);
+    else hash_chunks(&jobs[t]); /* no thread: this one does that share too */
+  }
+  XXH128_hash_t h = XXH3_128bits(d, nchunks * sizeof *d); /* the digests as they lie: little-endian hosts only */
+  free(d);
+  return h;
+}
+
+void loom_wcache_content_hash(const void *p, size_t n, char hex[33]) {
+  XXH128_hash_t h = content_hash(p, n);
+  snprintf(hex, 33, "%016llx%016llx", (unsigned long long)h.high64, (unsigned long long)h.low64);
+}
+
+static void entry_path(const loom_wcache *c, const char *key, size_t key_len, char *out, size_t cap) {
+  XXH128_hash_t h = XXH3_128bits(key, key_len);
+  snprintf(out, cap, "%s/w-%016llx%016llx", c->dir, (unsigned long long)h.high64, (unsigned long long)h.low64);
+}
+
+/* The payload offset for a key of key_len bytes. */
+static uint64_t payload_offset(size_t key_len) {
+  return ((uint64_t)sizeof(wc_header) + key_len + WC_ALIGN - 1) / WC_ALIGN * WC_ALIGN;
+}
+
+/* Whether the mapped file (len bytes) is a sound entry of `key` with a payload of `want` bytes. */
+static bool entry_ok(const uint8_t *buf, size_t len, const char *key, size_t key_len, size_t want) {
+  wc_header h;
+  if (len < sizeof h) return false;
+  memcpy(&h, buf, sizeof h);
+  if (memcmp(h.magic, WC_MAGIC, 8) || h.format != WC_FORMAT || h.key_len != key_len || h.payload_len != want ||
+      h.payload_off != payload_offset(key_len) || h.payload_off > len || len - h.payload_off != h.payload_len)
+    return false;
+  if (memcmp(buf + sizeof h, key, key_len)) return false;
+  XXH128_hash_t x = content_hash(buf + h.payload_off, (size_t)h.payload_len);
+  return x.low64 == h.hash_lo && x.high64 == h.hash_hi;
+}
+
+bool loom_wcache_get(loom_wcache *c, const char *key, size_t key_len, size_t len, loom_wcache_blob **out) {
+  *out = NULL;
+  if (!loom_wcache_usable(c)) return false;
+  char path[4200];
+  entry_path(c, key, key_len, path, sizeof path);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    c->st.misses++;
+    return false;
+  }
+  struct stat sb;
+  void *base = MAP_FAILED;
+  size_t flen = 0;
+  if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
+    flen = (size_t)sb.st_size;
+    /* populated at once: the check reads every page, and faulting them in one by one costs more */
+    base = mmap(NULL, flen, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  }
+  close(fd);
+  loom_wcache_blob *b = NULL;
+  if (base != MAP_FAILED && entry_ok(base, flen, key, key_len, len) && (b = malloc(sizeof *b))) {
+    wc_header h;
+    memcpy(&h, base, sizeof h);
+    *b = (loom_wcache_blob){.base = base, .map_len = flen, .data = (const uint8_t *)base + h.payload_off, .len = len};
+    utimensat(AT_FDCWD, path, NULL, 0); /* used now: the most recent for eviction */
+    c->st.hits++;
+    c->st.bytes_mapped += len;
+    *out = b;
+    return true;
+  }
+  if (base != MAP_FAILED) munmap(base, flen);
+  c->st.rejected++;
+  c->st.misses++;
+  return false;
+}
+
+static bool write_full(int fd, const void *p, size_t n) {
+  const uint8_t *q = p;
+  while (n) {
+    ssize_t w = write(fd, q, n);
+    if (w <= 0) {
+      if (w < 0 && errno == EINTR) continue;
+      return false;
+    }
+    q += w, n -= (size_t)w;
+  }
+  return true;
+}
+
+void loom_wcache_put(loom_wcache *c, const char *key, size_t key_len, const void *data, size_t len) {
+  if (!loom_wcache_usable(c)) return;
+  static unsigned long counter;
+  unsigned long seq = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+  char path[4200], tmp[4300];
+  entry_path(c, key, key_len, path, sizeof path);
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  snprintf(tmp, sizeof tmp, "%s/tmp-w-%ld-%lu-%llx", c->dir, (long)getpid(), seq,
+           (unsigned long long)(now.tv_nsec ^ (uint64_t)(uintptr_t)&seq));
+  XXH128_hash_t x = content_hash(data, len);
+  wc_header h = {.format = WC_FORMAT, .key_len = key_len, .payload_len = len, .payload_off = payload_offset(key_len),
+                 .hash_lo = x.low64, .hash_hi = x.high64};
+  memcpy(h.magic, WC_MAGIC, 8);
+  static const uint8_t zeros[WC_ALIGN];
+  size_t gap = (size_t)h.payload_off - sizeof h - key_len;
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  bool ok = fd >= 0 && write_full(fd, &h, sizeof h) && write_full(fd, key, key_len) && write_full(fd, zeros, gap) &&
+            write_full(fd, data, len);
+  if (fd >= 0) ok &= close(fd) == 0;
+  if (ok && rename(tmp, path) == 0) {
+    c->st.stored++;
+    c->st.bytes_stored += len;
+    return;
+  }
+  int err = errno;
+  unlink(tmp);
+  if (!c->warned_write) {
+    c->warned_write = true;
+    fprintf(stderr, "warning: packed-weight cache: cannot write an entry in '%s' (%s); going on without storing\n", c->dir,
+            strerror(err));
+  }
+}
+
+typedef struct wc_file {
+  char name[64];          /* the entry's file name */
+  uint64_t size;          /* its size */
+  struct timespec mtime;  /* its last use */
+} wc_file;
+
+static int older_first(const void *a, const void *b) {
+  const wc_file *x = a, *y = b;
+  if (x->mtime.tv_sec != y->mtime.tv_sec) return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+  if (x->mtime.tv_nsec != y->mtime.tv_nsec) return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+void loom_wcache_evict(loom_wcache *c) {
+  if (!loom_wcache_usable(c)) return;
+  DIR *d = opendir(c->dir);
+  if (!d) return;
+  wc_file *fs = NULL;
+  size_t n = 0, cap = 0;
+  uint64_t total = 0;
+  struct dirent *e;
+  char path[4200];
+  while ((e = readdir(d))) {
+    /* temporary files of dead writers: the kernel cache's eviction removes every `tmp-` */
+    if (strncmp(e->d_name, "w-", 2) || strlen(e->d_name) >= sizeof fs->name) continue;
+    snprintf(path, sizeof path, "%s/%s", c->dir, e->d_name);
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+    if (n == cap) {
+      size_t nc = cap ? 2 * cap : 64;
+      wc_file *g = realloc(fs, nc * sizeof *fs);
+      if (!g) break;
+      fs = g, cap = nc;
+    }
+    snprintf(fs[n].name, sizeof fs[n].name, "%s", e->d_name);
+    fs[n].size = (uint64_t)sb.st_size;
+    fs[n].mtime = sb.st_mtim;
+    total += fs[n].size;
+    n++;
+  }
+  closedir(d);
+  if (total > c->max_bytes) {
+    qsort(fs, n, sizeof *fs, older_first);
+    for (size_t i = 0; i < n && total > c->max_bytes; i++) {
+      snprintf(path, sizeof path, "%s/%s", c->dir, fs[i].name);
+      if (unlink(path) == 0) c->st.evicted++;
+      total -= fs[i].size; /* gone either way (another process may have removed it) */
+    }
+  }
+  free(fs);
+}
+
+void loom_wcache_close(loom_wcache *c) {
+  if (!c) return;
+  if (c->st.stored) loom_wcache_evict(c);
+  free(c);
+}
