@@ -494,6 +494,8 @@ loom_status oimp_import_node(imp *im, const loom_onnx_node *n) {
     vidx[c.nargs] = (size_t)v;
     c.args[c.nargs++] = im->vals[v]; /* NULL for a symbolic value not yet materialised */
   }
+  for (size_t i = 0; i < c.nargs; i++)
+    if (c.args[i] && c.args[i]->sinfo && c.args[i]->sinfo->kind == LOOM_SINFO_LIST) return oimp_list_node(&c);
   for (size_t i = 1; i < n->n_outputs; i++)
     if (*n->outputs[i] && !e->multi_out)
       return UNSUP(n, "output %zu is not supported", i);
@@ -598,6 +600,15 @@ static loom_status import_main(imp *im) {
       LOOM_PROPAGATE(oimp_bind(im, v->name, k, frozen));
       continue;
     }
+    if (v->kind == LOOM_ONNX_TYPE_SEQUENCE || v->kind == LOOM_ONNX_TYPE_OPTIONAL) { /* a list value */
+      const loom_sinfo *ls;
+      LOOM_PROPAGATE(oimp_list_sinfo(im, v, 0, &ls));
+      const char *nm = oimp_ir_name(im, v->name);
+      loom_graph_expr *p = nm ? loom_graph_builder_param(&im->b, nm, ls) : NULL;
+      if (!p) return LOOM_OOM();
+      LOOM_PROPAGATE(oimp_bind(im, v->name, p, NULL));
+      continue;
+    }
     if (v->kind != LOOM_ONNX_TYPE_TENSOR) return LOOM_ERROR(UNIMPLEMENTED, "graph input '%s' is not a tensor", v->name);
     loom_dtype dt;
     if (!loom_onnx_elem_dtype(v->elem_type, &dt))
@@ -627,7 +638,8 @@ static loom_status import_main(imp *im) {
   for (size_t i = 0; i < g->n_outputs; i++) {
     ssize_t v = find_val(im, g->outputs[i].name);
     if (v < 0) return LOOM_ERROR(INVALID_ARGUMENT, "graph output '%s' is not produced", g->outputs[i].name);
-    LOOM_PROPAGATE(value_expr(im, (size_t)v, &res[i]));
+    if (!im->vals[v] && im->val_seqs[v]) LOOM_PROPAGATE(oimp_seq_to_list(im, im->val_seqs[v], g->outputs[i].name, &res[i]));
+    else LOOM_PROPAGATE(value_expr(im, (size_t)v, &res[i]));
   }
   loom_graph_expr *r = res[0];
   if (g->n_outputs > 1 && !(r = loom_graph_tuple_new(im->m, g->n_outputs, res))) return LOOM_OOM();

@@ -1,0 +1,132 @@
+/* onnx_import_list.c — sequences and optionals known only at run time, as the graph IR's list
+ * values (docs/ir.md "Lists"; graph/op_list.c).
+ *
+ * The importer keeps its static lists (oimp_seq, onnx_import_ctl.c) wherever a sequence's
+ * length and an optional's presence are known at import: every op on them resolves while
+ * importing and nothing reaches the graph. A list value appears where they are not known:
+ * - a graph input declared as a sequence or optional is a List / Optional parameter (items: the
+ *   declared element type and rank; each item's dims are its own);
+ * - an op given a list value runs as a list op: Identity, SequenceInsert / Erase / At / Length,
+ *   OptionalHasElement / OptionalGetElement, Optional of a list value;
+ * - a static list that is a graph output is made a list value there (list_new).
+ * A tensor read out of a list (SequenceAt, OptionalGetElement) of known rank is match_cast to
+ * fresh dims named after the ONNX value, so later ops see symbolic shapes. */
+#include <stdio.h>
+#include <string.h>
+
+#include "frontend/onnx/onnx_import_internal.h"
+
+loom_status oimp_list_sinfo(imp *im, const loom_onnx_value *v, int depth, const loom_sinfo **out) {
+  bool opt = v->kind == LOOM_ONNX_TYPE_OPTIONAL;
+  const loom_onnx_value *e = v->elem;
+  if (depth > 8) return LOOM_ERROR(UNIMPLEMENTED, "graph input '%s': lists nested more than 8 deep", v->name);
+  const loom_sinfo *it;
+  if (e && (e->kind == LOOM_ONNX_TYPE_SEQUENCE || e->kind == LOOM_ONNX_TYPE_OPTIONAL)) {
+    LOOM_PROPAGATE(oimp_list_sinfo(im, e, depth + 1, &it));
+  } else if (e && e->kind != LOOM_ONNX_TYPE_TENSOR) {
+    return LOOM_ERROR(UNIMPLEMENTED, "graph input '%s': a %s of maps or sparse tensors is not supported", v->name,
+                      opt ? "optional" : "sequence");
+  } else {
+    loom_dtype dt = LOOM_DTYPE_UNKNOWN;
+    if (e && e->elem_type && !loom_onnx_elem_dtype(e->elem_type, &dt))
+      return LOOM_ERROR(UNIMPLEMENTED, "graph input '%s': element type %s is not supported", v->name,
+                        loom_onnx_elem_name(e->elem_type));
+    int nd = e && e->has_shape ? (int)e->rank : LOOM_SINFO_NDIM_UNKNOWN;
+    if (nd > 8) return LOOM_ERROR(UNIMPLEMENTED, "graph input '%s': items of rank %d", v->name, nd);
+    it = loom_sinfo_tensor(im->m, dt, nd, NULL, NULL);
+  }
+  *out = it ? loom_sinfo_list(im->m, it, NULL, opt) : NULL;
+  return *out ? LOOM_OK : LOOM_OOM();
+}
+
+loom_status oimp_seq_to_list(imp *im, const oimp_seq *sq, const char *name, loom_graph_expr **out) {
+  nctx c = {.im = im};
+  loom_graph_expr *items[OIMP_MAX_IN];
+  if (sq->n > OIMP_MAX_IN)
+    return LOOM_ERROR(UNIMPLEMENTED, "'%s': a sequence of %zu items as a graph output (at most %d)", name, sq->n, OIMP_MAX_IN);
+  for (size_t i = 0; i < sq->n; i++) {
+    if (!sq->items[i]) return LOOM_ERROR(UNIMPLEMENTED, "'%s': item %zu is not a tensor", name, i);
+    items[i] = sq->items[i];
+  }
+  loom_dtype dt = sq->dtype == LOOM_DTYPE_UNKNOWN ? LOOM_DTYPE_F32 : sq->dtype;
+  oimp_add_attr(&c, loom_graph_attr_dtype(im->m, "dtype", dt));
+  if (sq->optional) oimp_add_attr(&c, loom_graph_attr_bool(im->m, "optional", true));
+  loom_graph_builder *b = &im->b;
+  const char *nm = oimp_ir_name(im, name);
+  if (!nm) return LOOM_OOM();
+  return loom_graph_builder_emit(b, loom_graph_call_op(im->m, LOOM_GRAPH_OP_LIST_NEW, sq->n, items, c.nattrs, c.attrs), nm,
+                                 out);
+}
+
+/* Whether input i of the node is a list value. */
+static bool is_list(const nctx *c, size_t i) {
+  return i < c->nargs && c->args[i] && c->args[i]->sinfo && c->args[i]->sinfo->kind == LOOM_SINFO_LIST;
+}
+
+/* y, an item read out of a list, with fresh dims (named after the node's output) when its rank
+ * is known and its dims are not. */
+static loom_status name_dims(nctx *c, loom_graph_expr *y, loom_graph_expr **out) {
+  const loom_sinfo *s = y->sinfo;
+  *out = y;
+  if (s->kind != LOOM_SINFO_TENSOR || s->ndim < 0 || s->dims) return LOOM_OK;
+  imp *im = c->im;
+  const loom_sym_expr *dims[8];
+  const char *onnx = c->n->outputs[0];
+  for (int k = 0; k < s->ndim; k++) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s_d%d", onnx, k);
+    const char *nm = oimp_ir_name(im, buf);
+    if (!nm || !(dims[k] = loom_sym_var_new(im->cx, nm, LOOM_SYM_VAR_SHAPE))) return LOOM_OOM();
+  }
+  const loom_sinfo *to = loom_sinfo_tensor(im->m, s->dtype, s->ndim, dims, s->device);
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s_shaped", onnx);
+  const char *nm = oimp_ir_name(im, buf);
+  if (!to || !nm) return LOOM_OOM();
+  loom_status st = loom_graph_builder_match_cast(&im->b, y, to, nm, out);
+  if (st) {
+    loom_status e = oimp_node_err(loom_status_code(st), c->n, "%s", loom_status_message(st));
+    loom_status_free(st);
+    return e;
+  }
+  return LOOM_OK;
+}
+
+loom_status oimp_list_node(nctx *c) {
+  const loom_onnx_node *n = c->n;
+  const char *op = n->op_type;
+  loom_graph_expr *y = NULL;
+  const char *out = n->outputs[0];
+  for (size_t i = 0; i < c->nargs; i++)
+    if (c->seqs[i]) return UNSUP(n, "input %zu '%s' is a sequence built in the graph and another input a list known only at "
+                                 "run time", i, n->inputs[i]);
+  if (!strcmp(op, "Identity")) return oimp_bind(c->im, out, c->args[0], NULL);
+  if (!strcmp(op, "OptionalHasElement") && is_list(c, 0)) {
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_HAS, 1, c->args, out, &y));
+  } else if (!strcmp(op, "SequenceLength") && is_list(c, 0)) {
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_LENGTH, 1, c->args, out, &y));
+  } else if ((!strcmp(op, "OptionalGetElement") || !strcmp(op, "SequenceAt")) && is_list(c, 0)) {
+    bool at = op[0] == 'S';
+    if (at && (c->nargs < 2 || !c->args[1])) return BAD(n, "input 1 (position) is required");
+    if (!at && !c->args[0]->sinfo->optional) return oimp_bind(c->im, out, c->args[0], NULL); /* a sequence: itself */
+    loom_graph_expr *g;
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_GET, at ? 2 : 1, c->args, NULL, &g));
+    LOOM_PROPAGATE(name_dims(c, g, &y));
+  } else if (!strcmp(op, "SequenceInsert") && is_list(c, 0) && !is_list(c, 1)) {
+    size_t na = c->nargs > 2 && c->args[2] ? 3 : 2;
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_INSERT, na, c->args, out, &y));
+  } else if (!strcmp(op, "SequenceErase") && is_list(c, 0)) {
+    size_t na = c->nargs > 1 && c->args[1] ? 2 : 1;
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_ERASE, na, c->args, out, &y));
+  } else if (!strcmp(op, "Optional") && is_list(c, 0)) {
+    oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "optional", true));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_NEW, 1, c->args, out, &y));
+  } else {
+    for (size_t i = 0; i < c->nargs; i++)
+      if (is_list(c, i))
+        return UNSUP(n, "input %zu '%s' is a sequence or optional known only at run time, which %s does not take", i,
+                     n->inputs[i], op);
+    return UNSUP(n, "a list operand in a form %s does not take", op);
+  }
+  return oimp_bind(c->im, out, y, NULL);
+}
