@@ -592,6 +592,18 @@ static void emit_builtin(lower *l, uint32_t id, const uint32_t *o, uint32_t no, 
   if (!l->err) lw_emit_main(l, abx(LOOM_VM_OP_CALLB, id, loom_vm_fb_list(l->fb, w, n)));
 }
 
+/* The register of list item `e` as a list holds it: a tensor is copied (COPY: its own storage),
+ * since the memory plan may reuse the storage of a planned tensor, or of a loop body's tensor in
+ * the next iteration, while the list still holds it; a list is shared (lists never change). */
+static uint32_t list_item_reg(lower *l, const loom_graph_expr *e) {
+  uint32_t src = lw_leaf_reg(l, e);
+  if (l->err || !e->sinfo || e->sinfo->kind != LOOM_SINFO_TENSOR) return src;
+  uint32_t t = loom_vm_fb_reg(l->fb, LOOM_VM_OBJ_TENSOR);
+  uint32_t w[4] = {2, t, src, 0};
+  lw_emit_main(l, abx(LOOM_VM_OP_CALLB, LOOM_VM_BUILTIN_COPY, loom_vm_fb_list(l->fb, w, 4)));
+  return t;
+}
+
 /* The list ops (graph/op_list.c) as the VM's LIST_* builtins: list_new is LIST_EMPTY then one
  * append per operand; a position is read from its tensor with ILOAD (the builtin checks it). */
 static void emit_list_op(lower *l, const loom_graph_binding *b) {
@@ -604,8 +616,9 @@ static void emit_list_op(lower *l, const loom_graph_binding *b) {
   case LOOM_GRAPH_OP_LIST_NEW:
     emit_builtin(l, LOOM_VM_BUILTIN_LIST_EMPTY, &dst, 1, NULL, 0);
     for (size_t i = 0; i < v->u.call.nargs && !l->err; i++) {
-      uint32_t o[3] = {dst, dst, lw_leaf_reg(l, v->u.call.args[i])}, iv[2] = {zero, one};
+      uint32_t o[3] = {dst, dst, list_item_reg(l, v->u.call.args[i])}, iv[2] = {zero, one};
       emit_builtin(l, LOOM_VM_BUILTIN_LIST_INSERT, o, 3, iv, 2);
+      if (o[2] != lw_leaf_reg(l, v->u.call.args[i])) loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_KILL, o[2], 0, 0));
     }
     break;
   case LOOM_GRAPH_OP_LIST_LENGTH:
@@ -621,9 +634,10 @@ static void emit_list_op(lower *l, const loom_graph_binding *b) {
     break;
   }
   case LOOM_GRAPH_OP_LIST_INSERT: {
-    uint32_t p = list_pos_reg(l, v, 2), o[3] = {dst, src, lw_leaf_reg(l, v->u.call.args[1])};
+    uint32_t p = list_pos_reg(l, v, 2), o[3] = {dst, src, list_item_reg(l, v->u.call.args[1])};
     uint32_t iv[2] = {p == NOREG ? zero : p, p == NOREG ? one : zero};
     emit_builtin(l, LOOM_VM_BUILTIN_LIST_INSERT, o, 3, iv, 2);
+    if (o[2] != lw_leaf_reg(l, v->u.call.args[1])) loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_KILL, o[2], 0, 0));
     break;
   }
   default: { /* LIST_ERASE */

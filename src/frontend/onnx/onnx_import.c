@@ -494,13 +494,14 @@ loom_status oimp_import_node(imp *im, const loom_onnx_node *n) {
     vidx[c.nargs] = (size_t)v;
     c.args[c.nargs++] = im->vals[v]; /* NULL for a symbolic value not yet materialised */
   }
-  for (size_t i = 0; i < c.nargs; i++)
-    if (c.args[i] && c.args[i]->sinfo && c.args[i]->sinfo->kind == LOOM_SINFO_LIST) return oimp_list_node(&c);
+  bool has_list = false; /* a list value known only at run time (onnx_import_list.c) */
+  for (size_t i = 0; i < c.nargs; i++) has_list |= c.args[i] && c.args[i]->sinfo && c.args[i]->sinfo->kind == LOOM_SINFO_LIST;
+  has_list = has_list && strcmp(n->op_type, "Loop") != 0;
   for (size_t i = 1; i < n->n_outputs; i++)
     if (*n->outputs[i] && !e->multi_out)
       return UNSUP(n, "output %zu is not supported", i);
   if (legacy) LOOM_PROPAGATE(legacy_broadcast(&c, vidx));
-  bool all_const = c.nargs > 0 && n->n_outputs == 1 && !e->multi_out && !has_seq;
+  bool all_const = c.nargs > 0 && n->n_outputs == 1 && !e->multi_out && !has_seq && !has_list;
   for (size_t i = 0; i < c.nargs; i++)
     if ((c.args[i] || c.syms[i]) && !c.consts[i]) all_const = false;
   loom_onnx_tensor *folded_t;
@@ -510,10 +511,11 @@ loom_status oimp_import_node(imp *im, const loom_onnx_node *n) {
     return oimp_bind(im, n->outputs[0], k, folded_t);
   }
   oimp_symval *sv = NULL;
-  if (n->n_outputs == 1 && !has_seq) LOOM_PROPAGATE(oimp_symval_node(&c, &sv));
+  if (n->n_outputs == 1 && !has_seq && !has_list) LOOM_PROPAGATE(oimp_symval_node(&c, &sv));
   if (sv) return oimp_symval_bind(im, n->outputs[0], sv);
   for (size_t i = 0; i < c.nargs; i++)
     if (!c.args[i] && c.syms[i]) LOOM_PROPAGATE(value_expr(im, vidx[i], &c.args[i]));
+  if (has_list) return oimp_list_node(&c);
   loom_graph_expr *y = NULL;
   LOOM_PROPAGATE(e->h(&c, e, &y));
   if (c.bound) return LOOM_OK;
