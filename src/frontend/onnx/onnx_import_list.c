@@ -63,15 +63,14 @@ static bool is_list(const nctx *c, size_t i) {
   return i < c->nargs && c->args[i] && c->args[i]->sinfo && c->args[i]->sinfo->kind == LOOM_SINFO_LIST;
 }
 
-/* y, an item read out of a list, with fresh dims (named after the node's output) when its rank
+/* y, an item read out of a list, with fresh dims (named after ONNX value `onnx`) when its rank
  * is known and its dims are not. */
-static loom_status name_dims(nctx *c, loom_graph_expr *y, loom_graph_expr **out) {
+static loom_status name_dims(nctx *c, loom_graph_expr *y, const char *onnx, loom_graph_expr **out) {
   const loom_sinfo *s = y->sinfo;
   *out = y;
   if (s->kind != LOOM_SINFO_TENSOR || s->ndim < 0 || s->dims) return LOOM_OK;
   imp *im = c->im;
   const loom_sym_expr *dims[8];
-  const char *onnx = c->n->outputs[0];
   for (int k = 0; k < s->ndim; k++) {
     char buf[256];
     snprintf(buf, sizeof buf, "%s_d%d", onnx, k);
@@ -92,6 +91,82 @@ static loom_status name_dims(nctx *c, loom_graph_expr *y, loom_graph_expr **out)
   return LOOM_OK;
 }
 
+/* ---- SequenceMap over a list value: a loop over its length ------------------------------------ */
+
+/* What the loop's body needs: the node's body graph and how many outputs it has. */
+typedef struct map_loop {
+  const loom_onnx_graph *g; /* the `body` attribute */
+} map_loop;
+
+/* One iteration: item i of every list input (match_cast to fresh dims), the other inputs as
+ * they are, the body imported on them, each output appended to its carried list. */
+static loom_status map_body(nctx *c, void *ud, const loom_sym_expr *iter, loom_graph_expr *const *params,
+                            loom_graph_expr **cond_out, loom_graph_expr **next, loom_graph_expr **scans) {
+  (void)cond_out, (void)scans;
+  const map_loop *ml = ud;
+  imp *im = c->im;
+  const loom_onnx_graph *g = ml->g;
+  loom_graph_expr *pos;
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "values", 1, &iter));
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "scalar", 1));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_SYM_TENSOR, 0, NULL, NULL, &pos));
+  for (size_t j = 0; j < c->nargs; j++) {
+    loom_graph_expr *x = c->args[j];
+    if (is_list(c, j)) {
+      loom_graph_expr *ab[2] = {c->args[j], pos}, *g0;
+      LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_GET, 2, ab, NULL, &g0));
+      LOOM_PROPAGATE(name_dims(c, g0, g->inputs[j].name, &x));
+    }
+    LOOM_PROPAGATE(oimp_bind(im, g->inputs[j].name, x, NULL));
+  }
+  loom_status s = oimp_import_graph(im, g);
+  for (size_t o = 0; !s && o < g->n_outputs; o++) {
+    loom_graph_expr *y;
+    s = oimp_lookup_expr(im, g->outputs[o].name, &y);
+    if (s) break;
+    loom_graph_expr *ab[2] = {params[o], y};
+    s = oimp_emit(c, LOOM_GRAPH_OP_LIST_INSERT, 2, ab, NULL, &next[o]);
+  }
+  if (s) {
+    const loom_onnx_node *n = c->n;
+    return loom_status_annotate(s, __FILE__, __LINE__, "in the body of node %zu (%s%s%s%s)", n->index, n->op_type,
+                                *n->name ? " '" : "", n->name, *n->name ? "'" : "");
+  }
+  return LOOM_OK;
+}
+
+/* SequenceMap whose input 0 is a list value: for i < length(input 0), the body on item i of each
+ * list input (every list must be that long: list_get checks) and on the tensor inputs as they are;
+ * output k is the list of the body's output k. */
+static loom_status seq_map(nctx *c) {
+  imp *im = c->im;
+  const loom_onnx_node *n = c->n;
+  const loom_onnx_attr *a = loom_onnx_node_attr(n, "body");
+  if (!a || a->kind != LOOM_ONNX_ATTR_GRAPH) return BAD(n, "attribute 'body' (a graph) is required");
+  const loom_onnx_graph *g = a->g;
+  if (g->n_inputs != c->nargs) return BAD(n, "the body takes %zu inputs, the node gives %zu", g->n_inputs, c->nargs);
+  if (g->n_outputs != n->n_outputs || g->n_outputs > 16)
+    return BAD(n, "the body has %zu outputs, the node %zu (at most 16)", g->n_outputs, n->n_outputs);
+  for (size_t j = 0; j < c->nargs; j++)
+    if (!c->args[j]) return BAD(n, "input %zu has no value", j);
+  loom_graph_expr *count, *inits[16], *finals[16];
+  const char *names[16];
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_LENGTH, 1, c->args, NULL, &count));
+  for (size_t o = 0; o < g->n_outputs; o++) {
+    loom_dtype dt = LOOM_DTYPE_F32;
+    if (g->outputs[o].elem_type && !loom_onnx_elem_dtype(g->outputs[o].elem_type, &dt))
+      return UNSUP(n, "body output %zu: element type %s", o, loom_onnx_elem_name(g->outputs[o].elem_type));
+    oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", dt));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_NEW, 0, NULL, NULL, &inits[o]));
+    names[o] = n->outputs[o];
+  }
+  map_loop ml = {g};
+  LOOM_PROPAGATE(oimp_loop_build(c, n->outputs[0], count, NULL, g->n_outputs, inits, names, 0, map_body, &ml, finals, NULL));
+  for (size_t o = 0; o < g->n_outputs; o++)
+    if (*n->outputs[o]) LOOM_PROPAGATE(oimp_bind(im, n->outputs[o], finals[o], NULL));
+  return LOOM_OK;
+}
+
 loom_status oimp_list_node(nctx *c) {
   const loom_onnx_node *n = c->n;
   const char *op = n->op_type;
@@ -101,6 +176,7 @@ loom_status oimp_list_node(nctx *c) {
     if (c->seqs[i]) return UNSUP(n, "input %zu '%s' is a sequence built in the graph and another input a list known only at "
                                  "run time", i, n->inputs[i]);
   if (!strcmp(op, "Identity")) return oimp_bind(c->im, out, c->args[0], NULL);
+  if (!strcmp(op, "SequenceMap") && is_list(c, 0)) return seq_map(c);
   if (!strcmp(op, "OptionalHasElement") && is_list(c, 0)) {
     LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_HAS, 1, c->args, out, &y));
   } else if (!strcmp(op, "SequenceLength") && is_list(c, 0)) {
@@ -111,7 +187,7 @@ loom_status oimp_list_node(nctx *c) {
     if (!at && !c->args[0]->sinfo->optional) return oimp_bind(c->im, out, c->args[0], NULL); /* a sequence: itself */
     loom_graph_expr *g;
     LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_GET, at ? 2 : 1, c->args, NULL, &g));
-    LOOM_PROPAGATE(name_dims(c, g, &y));
+    LOOM_PROPAGATE(name_dims(c, g, out, &y));
   } else if (!strcmp(op, "SequenceInsert") && is_list(c, 0) && !is_list(c, 1)) {
     size_t na = c->nargs > 2 && c->args[2] ? 3 : 2;
     LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_INSERT, na, c->args, out, &y));
