@@ -71,6 +71,7 @@ pub const suites = .{
         "tests/graph/test_dyn.c",
         "tests/graph/test_weights.c",
         "tests/graph/test_loop.c",
+        "tests/graph/test_list.c",
         "tests/fuzz/fuzz_safetensors.c",
         "tests/fuzz/fuzz_graph_harness.c",
         "tests/fuzz/fuzz_graph_parse.c",
