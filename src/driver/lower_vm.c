@@ -703,7 +703,15 @@ void lw_emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
   }
   else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_EXTERN) loom_strbuf_printf(&dbg, "call_extern(%s, ...)", v->u.call.target);
   else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_FUNC) loom_strbuf_printf(&dbg, "@%s(...)", v->u.call.target);
-  else if (v->kind == LOOM_GRAPH_EXPR_CALL) loom_strbuf_printf(&dbg, "%s(...)", loom_graph_op_name(v->u.call.op));
+  else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.op >= LOOM_GRAPH_OP_LIST_NEW && v->u.call.op <= LOOM_GRAPH_OP_LIST_ERASE) {
+    /* a list op's errors (a position out of range, an empty list) name the list it read */
+    loom_strbuf_printf(&dbg, "%s(", loom_graph_op_name(v->u.call.op));
+    for (size_t i = 0; i < v->u.call.nargs; i++) {
+      const loom_graph_expr *a = v->u.call.args[i];
+      loom_strbuf_printf(&dbg, "%s%s", i ? ", " : "", a->kind == LOOM_GRAPH_EXPR_VAR ? a->u.var.name : "const");
+    }
+    loom_strbuf_puts(&dbg, ")");
+  } else if (v->kind == LOOM_GRAPH_EXPR_CALL) loom_strbuf_printf(&dbg, "%s(...)", loom_graph_op_name(v->u.call.op));
   else if (v->kind == LOOM_GRAPH_EXPR_LOOP) loom_strbuf_puts(&dbg, "loop(...)");
   else loom_strbuf_puts(&dbg, v->kind == LOOM_GRAPH_EXPR_TUPLE ? "(...)" : "...");
   l->dbg = dbg.oom ? NULL : loom_strbuf_cstr(&dbg);

@@ -161,13 +161,17 @@ LOOM_TEST(e2e_list, run_time_errors_name_the_list) {
   /* an empty optional read: both name emptiness */
   make_list(md.rt, 0, &gv[0], &obj[0]);
   run_both(&md, "get", 1, gv, obj, "empty", "@get of an empty optional");
+  loom_rt_outputs out = {0};
+  loom_status s = loom_rt_call_values(md.rt, "get", obj, 1, &out);
+  cr_assert_not_null(s);
+  cr_expect(strstr(loom_status_text(s, 0), "[y = list_get(o)]"), "the binding and its list: %s", loom_status_text(s, 0));
+  loom_status_free(s);
   free_args(1, gv, obj);
   /* a tensor where a list is expected */
   int64_t two[2] = {2, 2};
   float z[4] = {0};
   make_tensor(md.rt, LOOM_DTYPE_F32, 2, two, z, &gv[0], &obj[0]);
-  loom_rt_outputs out = {0};
-  loom_status s = loom_rt_call_values(md.rt, "get", obj, 1, &out);
+  s = loom_rt_call_values(md.rt, "get", obj, 1, &out);
   cr_assert_not_null(s);
   cr_expect(strstr(loom_status_message(s), "input 'o' of 'get': expected a list, got tensor"), "%s", loom_status_message(s));
   loom_status_free(s);
@@ -196,4 +200,28 @@ LOOM_TEST(e2e_list, run_time_errors_name_the_list) {
   loom_rt_signature_text(md.rt, loom_rt_function_find(md.rt, "map"), sig, sizeof sig);
   cr_expect_str_eq(sig, "map(s: list of f32)");
   e2e_model_free(&md);
+}
+
+/* `loom run` takes a list input as list:[SPEC;...] and prints a list result item by item. */
+LOOM_TEST(e2e_list, loom_run_lists_in_and_out) {
+  loom_test_proc p = loom_test_run("%s run %s --fn map --input 's=list:[random:(3);random:(0);random:(2)]' --no-cache",
+                                   loom_test_loom_bin(), LISTS);
+  cr_assert_eq(p.exit_code, 0, "%s%s", p.out, p.err);
+  cr_expect(strstr(p.out, "output 0: list of 3\n  item 0: f32(3)"), "%s", p.out);
+  cr_expect(strstr(p.out, "  item 1: f32(0)"), "%s", p.out);
+  cr_expect(strstr(p.out, "  item 2: f32(2)"), "%s", p.out);
+  loom_test_proc_free(&p);
+  /* an item of another rank: the match_cast that reads it names it */
+  p = loom_test_run("%s run %s --fn map --input 's=list:[random:(3);random:(2, 2)]' --no-cache", loom_test_loom_bin(), LISTS);
+  cr_expect_neq(p.exit_code, 0);
+  cr_expect(strstr(p.err, "input 'x1': expected rank 1, got 2"), "%s", p.err);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s run %s --fn map --input 's=random:(3)' --no-cache", loom_test_loom_bin(), LISTS);
+  cr_expect_neq(p.exit_code, 0);
+  cr_expect(strstr(p.err, "input 's' is a list: give list:[SPEC;SPEC;...]"), "%s", p.err);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s run %s --fn get --input 'o=list:[]' --no-cache", loom_test_loom_bin(), LISTS);
+  cr_expect_neq(p.exit_code, 0);
+  cr_expect(strstr(p.err, "LIST_GET: the list is empty") && strstr(p.err, "[y = list_get(o)]"), "%s", p.err);
+  loom_test_proc_free(&p);
 }
