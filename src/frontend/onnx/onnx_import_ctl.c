@@ -620,7 +620,7 @@ static loom_status h_split_to_seq(nctx *c, const op_entry *e, loom_graph_expr **
     squeeze = keep == 0;
   } else {
     const loom_onnx_tensor *t = c->consts[1];
-    if (!t) return UNSUP(c->n, "input 1 (split) must be a constant");
+    if (!t) return oimp_split_runtime(c, ax, len); /* sizes known only at run time: onnx_import_list.c */
     if (t->rank == 0) {
       int64_t chunk;
       LOOM_PROPAGATE(const_int(c, 1, "split", &chunk));

@@ -167,6 +167,105 @@ static loom_status seq_map(nctx *c) {
   return LOOM_OK;
 }
 
+/* ---- SplitToSequence by sizes known only at run time --------------------------------------------- */
+
+/* x[begin : end] along axis. */
+static loom_status slice_axis(nctx *c, loom_graph_expr *x, int64_t axis, const loom_sym_expr *begin, const loom_sym_expr *end,
+                              loom_graph_expr **out) {
+  loom_graph_module *m = c->im->m;
+  oimp_add_attr(c, loom_graph_attr_ints(m, "axes", 1, &axis));
+  oimp_add_attr(c, loom_graph_attr_syms(m, "begin", 1, &begin));
+  oimp_add_attr(c, loom_graph_attr_syms(m, "end", 1, &end));
+  return oimp_emit(c, LOOM_GRAPH_OP_STRIDED_SLICE, 1, &x, NULL, out);
+}
+
+/* What the chunk loop's body needs. */
+typedef struct split_loop {
+  int64_t axis, len;           /* the split axis and its static length */
+  const loom_sym_expr *chunk;  /* the run-time chunk size (a symbol bound before the loop) */
+} split_loop;
+
+/* Iteration i: x[i * chunk : min((i + 1) * chunk, len)] appended to the carried list. */
+static loom_status split_body(nctx *c, void *ud, const loom_sym_expr *iter, loom_graph_expr *const *params,
+                              loom_graph_expr **cond_out, loom_graph_expr **next, loom_graph_expr **scans) {
+  (void)cond_out, (void)scans;
+  const split_loop *sl = ud;
+  loom_sym_ctx *cx = c->im->cx;
+  const loom_sym_expr *b = loom_sym_mul(cx, iter, sl->chunk);
+  const loom_sym_expr *e = b ? loom_sym_min(cx, loom_sym_add(cx, b, sl->chunk), loom_sym_const(cx, sl->len)) : NULL;
+  if (!e) return loom_sym_ctx_take_error(cx);
+  loom_graph_expr *part;
+  LOOM_PROPAGATE(slice_axis(c, c->args[0], sl->axis, b, e, &part));
+  loom_graph_expr *ab[2] = {params[0], part};
+  return oimp_emit(c, LOOM_GRAPH_OP_LIST_INSERT, 2, ab, NULL, &next[0]);
+}
+
+loom_status oimp_split_runtime(nctx *c, int64_t axis, int64_t len) {
+  imp *im = c->im;
+  loom_sym_ctx *cx = im->cx;
+  const loom_onnx_node *n = c->n;
+  const loom_sinfo *ss = c->args[1]->sinfo;
+  if (ss->kind != LOOM_SINFO_TENSOR || (ss->dtype != LOOM_DTYPE_I64 && ss->dtype != LOOM_DTYPE_I32))
+    return BAD(n, "input 1 (split) must be an integer tensor");
+  if (ss->ndim == 1) { /* sizes: as many parts as it has elements */
+    const loom_sym_expr *sz[64];
+    size_t np;
+    LOOM_PROPAGATE(oimp_shape_syms(c, 1, "split", sz, 64, &np));
+    oimp_seq *q = LOOM_ARENA_NEW(loom_graph_module_arena(im->m), oimp_seq);
+    loom_graph_expr **items = LOOM_ARENA_ARRAY(loom_graph_module_arena(im->m), loom_graph_expr *, np ? np : 1);
+    const loom_onnx_tensor **consts = LOOM_ARENA_ARRAY(loom_graph_module_arena(im->m), const loom_onnx_tensor *, np ? np : 1);
+    if (!q || !items || !consts) return LOOM_OOM();
+    *q = (oimp_seq){.dtype = c->args[0]->sinfo->dtype, .n = np, .items = items, .consts = consts};
+    const loom_sym_expr *at = loom_sym_const(cx, 0);
+    for (size_t k = 0; k < np; k++) {
+      const loom_sym_expr *en = loom_sym_add(cx, at, sz[k]);
+      if (!en) return loom_sym_ctx_take_error(cx);
+      LOOM_PROPAGATE(slice_axis(c, c->args[0], axis, at, en, &items[k]));
+      consts[k] = NULL, at = en;
+    }
+    /* the sizes must cover the axis: their sum, as a Shape value (sym_tensor, tensor_to_shape),
+     * matched against Shape[(len,)] at run time */
+    const loom_sym_expr *want = loom_sym_const(cx, len);
+    const loom_sinfo *to = loom_sinfo_shape(im->m, 1, &want);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s_split_sum", n->outputs[0]);
+    const char *nm = oimp_ir_name(im, buf);
+    if (!to || !nm) return LOOM_OOM();
+    loom_graph_expr *st1, *sv, *chk;
+    oimp_add_attr(c, loom_graph_attr_syms(im->m, "values", 1, &at));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_SYM_TENSOR, 0, NULL, NULL, &st1));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TENSOR_TO_SHAPE, 1, &st1, NULL, &sv));
+    loom_status st = loom_graph_builder_match_cast(&im->b, sv, to, nm, &chk);
+    if (st) {
+      loom_status e = oimp_node_err(loom_status_code(st), n, "the splits must sum to %lld: %s", (long long)len,
+                                    loom_status_message(st));
+      loom_status_free(st);
+      return e;
+    }
+    c->bound = true;
+    return oimp_bind_seq(im, n->outputs[0], q);
+  }
+  if (ss->ndim != 0) return BAD(n, "input 1 (split) must be a scalar or 1-D, not of rank %d", ss->ndim);
+  /* one chunk size: ceil(len / chunk) parts, the last one shorter */
+  loom_graph_expr *v1;
+  const loom_sym_expr *chunk;
+  int64_t zero = 0;
+  oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", 1, &zero));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_EXPAND_DIMS, 1, &c->args[1], NULL, &v1));
+  LOOM_PROPAGATE(oimp_runtime_syms(c, v1, n->inputs[1], &chunk, 1));
+  const loom_sym_expr *cnt = loom_sym_floordiv(cx, loom_sym_add(cx, loom_sym_const(cx, len), loom_sym_sub(cx, chunk, loom_sym_const(cx, 1))), chunk);
+  if (!cnt) return loom_sym_ctx_take_error(cx);
+  loom_graph_expr *count = loom_graph_sym_new(im->m, cnt), *init, *fin;
+  if (!count) return LOOM_OOM();
+  oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", c->args[0]->sinfo->dtype));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_NEW, 0, NULL, NULL, &init));
+  split_loop sl = {axis, len, chunk};
+  const char *names[1] = {n->outputs[0]};
+  LOOM_PROPAGATE(oimp_loop_build(c, n->outputs[0], count, NULL, 1, &init, names, 0, split_body, &sl, &fin, NULL));
+  c->bound = true;
+  return oimp_bind(im, n->outputs[0], fin, NULL);
+}
+
 loom_status oimp_list_node(nctx *c) {
   const loom_onnx_node *n = c->n;
   const char *op = n->op_type;
