@@ -610,7 +610,10 @@ static loom_status h_split_to_seq(nctx *c, const op_entry *e, loom_graph_expr **
   if (r < 0 || !si->dims) return UNSUP(c->n, "the input's rank is unknown");
   int64_t ax = axis < 0 ? axis + r : axis, len;
   if (ax < 0 || ax >= r) return BAD(c->n, "axis %lld out of range for rank %d", (long long)axis, r);
-  if (!loom_sym_is_const(si->dims[ax], &len)) return UNSUP(c->n, "the input's axis %lld must have a static length", (long long)ax);
+  if (!loom_sym_is_const(si->dims[ax], &len)) {
+    if (!oimp_has_input(c, 1)) return UNSUP(c->n, "the input's axis %lld must have a static length", (long long)ax);
+    return oimp_split_runtime(c, ax, si->dims[ax]); /* onnx_import_list.c */
+  }
   int64_t sizes[1024];
   size_t n = 0;
   bool squeeze = false;
@@ -620,7 +623,7 @@ static loom_status h_split_to_seq(nctx *c, const op_entry *e, loom_graph_expr **
     squeeze = keep == 0;
   } else {
     const loom_onnx_tensor *t = c->consts[1];
-    if (!t) return oimp_split_runtime(c, ax, len); /* sizes known only at run time: onnx_import_list.c */
+    if (!t) return oimp_split_runtime(c, ax, si->dims[ax]); /* sizes known only at run time: onnx_import_list.c */
     if (t->rank == 0) {
       int64_t chunk;
       LOOM_PROPAGATE(const_int(c, 1, "split", &chunk));

@@ -168,10 +168,11 @@ loom_status oimp_list_sinfo(imp *im, const loom_onnx_value *v, int depth, const 
 /* The node (some input of which is a list value) as list ops; UNIMPLEMENTED naming the input
  * for an op that takes no list. */
 loom_status oimp_list_node(nctx *c);
-/* SplitToSequence of input 0 along `axis` (static length len) by a run-time input 1: 1-D sizes
- * (a static count: a static list of parts, the sizes bound as symbols and their sum checked) or
- * one chunk size (ceil(len / chunk) parts: a loop building a list value); binds the output. */
-loom_status oimp_split_runtime(nctx *c, int64_t axis, int64_t len);
+/* SplitToSequence of input 0 along `axis` (of length len) by input 1 known only at run time, or
+ * over an axis whose length is: 1-D sizes (a static count: a static list of parts, the sizes bound
+ * as symbols and their sum checked against len) or one chunk size (ceil(len / chunk) parts: a loop
+ * building a list value); binds the output. */
+loom_status oimp_split_runtime(nctx *c, int64_t axis, const loom_sym_expr *len);
 /* Static list sq made a list value (list_new) bound as `name`: a graph output. */
 loom_status oimp_seq_to_list(imp *im, const oimp_seq *sq, const char *name, loom_graph_expr **out);
 /* onnx_import_ctl.c: whether an op table entry takes sequence / optional inputs. */

@@ -181,7 +181,8 @@ static loom_status slice_axis(nctx *c, loom_graph_expr *x, int64_t axis, const l
 
 /* What the chunk loop's body needs. */
 typedef struct split_loop {
-  int64_t axis, len;           /* the split axis and its static length */
+  int64_t axis;                /* the split axis */
+  const loom_sym_expr *len;    /* its length */
   const loom_sym_expr *chunk;  /* the run-time chunk size (a symbol bound before the loop) */
 } split_loop;
 
@@ -192,7 +193,7 @@ static loom_status split_body(nctx *c, void *ud, const loom_sym_expr *iter, loom
   const split_loop *sl = ud;
   loom_sym_ctx *cx = c->im->cx;
   const loom_sym_expr *b = loom_sym_mul(cx, iter, sl->chunk);
-  const loom_sym_expr *e = b ? loom_sym_min(cx, loom_sym_add(cx, b, sl->chunk), loom_sym_const(cx, sl->len)) : NULL;
+  const loom_sym_expr *e = b ? loom_sym_min(cx, loom_sym_add(cx, b, sl->chunk), sl->len) : NULL;
   if (!e) return loom_sym_ctx_take_error(cx);
   loom_graph_expr *part;
   LOOM_PROPAGATE(slice_axis(c, c->args[0], sl->axis, b, e, &part));
@@ -200,7 +201,7 @@ static loom_status split_body(nctx *c, void *ud, const loom_sym_expr *iter, loom
   return oimp_emit(c, LOOM_GRAPH_OP_LIST_INSERT, 2, ab, NULL, &next[0]);
 }
 
-loom_status oimp_split_runtime(nctx *c, int64_t axis, int64_t len) {
+loom_status oimp_split_runtime(nctx *c, int64_t axis, const loom_sym_expr *len) {
   imp *im = c->im;
   loom_sym_ctx *cx = im->cx;
   const loom_onnx_node *n = c->n;
@@ -225,8 +226,7 @@ loom_status oimp_split_runtime(nctx *c, int64_t axis, int64_t len) {
     }
     /* the sizes must cover the axis: their sum, as a Shape value (sym_tensor, tensor_to_shape),
      * matched against Shape[(len,)] at run time */
-    const loom_sym_expr *want = loom_sym_const(cx, len);
-    const loom_sinfo *to = loom_sinfo_shape(im->m, 1, &want);
+    const loom_sinfo *to = loom_sinfo_shape(im->m, 1, &len);
     char buf[256];
     snprintf(buf, sizeof buf, "%s_split_sum", n->outputs[0]);
     const char *nm = oimp_ir_name(im, buf);
@@ -237,7 +237,7 @@ loom_status oimp_split_runtime(nctx *c, int64_t axis, int64_t len) {
     LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TENSOR_TO_SHAPE, 1, &st1, NULL, &sv));
     loom_status st = loom_graph_builder_match_cast(&im->b, sv, to, nm, &chk);
     if (st) {
-      loom_status e = oimp_node_err(loom_status_code(st), n, "the splits must sum to %lld: %s", (long long)len,
+      loom_status e = oimp_node_err(loom_status_code(st), n, "the splits must sum to the axis' length: %s",
                                     loom_status_message(st));
       loom_status_free(st);
       return e;
@@ -253,7 +253,7 @@ loom_status oimp_split_runtime(nctx *c, int64_t axis, int64_t len) {
   oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", 1, &zero));
   LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_EXPAND_DIMS, 1, &c->args[1], NULL, &v1));
   LOOM_PROPAGATE(oimp_runtime_syms(c, v1, n->inputs[1], &chunk, 1));
-  const loom_sym_expr *cnt = loom_sym_floordiv(cx, loom_sym_add(cx, loom_sym_const(cx, len), loom_sym_sub(cx, chunk, loom_sym_const(cx, 1))), chunk);
+  const loom_sym_expr *cnt = loom_sym_floordiv(cx, loom_sym_add(cx, len, loom_sym_sub(cx, chunk, loom_sym_const(cx, 1))), chunk);
   if (!cnt) return loom_sym_ctx_take_error(cx);
   loom_graph_expr *count = loom_graph_sym_new(im->m, cnt), *init, *fin;
   if (!count) return LOOM_OOM();
