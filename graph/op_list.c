@@ -1,5 +1,5 @@
 /* op_list.c — list values (docs/ir.md "Lists"): list_new, list_length, list_get, list_insert,
- * list_erase, list_has. A list holds tensors (or lists) whose shapes may differ item to item;
+ * list_erase, list_has, list_select. A list holds tensors (or lists) whose shapes may differ item to item;
  * its length is known only at run time. The ops are run by the VM itself (flag VM: builtins
  * LIST_* of vm/builtins.def), never legalized to tensor programs. A value read out of a list
  * has the items' struct info (often a rank without dims): a match_cast names its dims where a
@@ -257,9 +257,34 @@ static loom_status eval_erase(loom_graph_ecx *ec, const loom_graph_value *args, 
   return s;
 }
 
+/* ---- list_select ---------------------------------------------------------------------------------- */
+
+/* list_select(c, a, b) -> a when the one-element bool / integer tensor c holds (is not 0), else b:
+ * an If choosing between lists on a run-time condition (both lists already made: ops are pure). */
+static loom_status infer_select(loom_graph_icx *ic, const loom_sinfo **out) {
+  const loom_sinfo *c, *a, *b;
+  LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, false, &c));
+  if (c->ndim > 1) return loom_graph_icx_error(ic, "operand 0 (the condition) has rank %d, expected 0 or 1", c->ndim);
+  LOOM_PROPAGATE(list_operand(ic, 1, &a));
+  LOOM_PROPAGATE(list_operand(ic, 2, &b));
+  if (a->optional != b->optional || a->ret->kind != b->ret->kind)
+    return loom_graph_icx_error(ic, "operands 1 and 2 are lists of different kinds");
+  const loom_sinfo *it = join(ic->m, item_of(ic->m, a->ret), item_of(ic->m, b->ret));
+  if (!it) return LOOM_OOM();
+  *out = loom_sinfo_list(ic->m, it, a->value == b->value ? a->value : NULL, a->optional);
+  return LOOM_OK;
+}
+
+static loom_status eval_select(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
+  if (args[0].kind != LOOM_SINFO_TENSOR || args[0].t.numel != 1)
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: the condition must hold one element", ec->op);
+  return loom_graph_value_copy(loom_graph_tensor_get_i64(&args[0].t, 0) ? &args[1] : &args[2], out);
+}
+
 const loom_graph_op_impl loom_graph_op_impl_list_new = {new_attrs, infer_new, eval_new, NULL, NULL};
 const loom_graph_op_impl loom_graph_op_impl_list_length = {no_attrs, infer_length, eval_length, NULL, NULL};
 const loom_graph_op_impl loom_graph_op_impl_list_has = {no_attrs, infer_has, eval_has, NULL, NULL};
 const loom_graph_op_impl loom_graph_op_impl_list_get = {no_attrs, infer_get, eval_get, NULL, NULL};
 const loom_graph_op_impl loom_graph_op_impl_list_insert = {no_attrs, infer_insert, eval_insert, NULL, NULL};
 const loom_graph_op_impl loom_graph_op_impl_list_erase = {no_attrs, infer_erase, eval_erase, NULL, NULL};
+const loom_graph_op_impl loom_graph_op_impl_list_select = {no_attrs, infer_select, eval_select, NULL, NULL};

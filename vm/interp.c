@@ -477,6 +477,15 @@ static loom_status list_builtin(loom_vm *vm, frame *fr, uint32_t id, const uint3
     res = &t->hdr;
     break;
   }
+  case LOOM_VM_BUILTIN_LIST_SELECT: {
+    const loom_tuple *b = (const loom_tuple *)R[o[2]];
+    if (b->hdr.kind != LOOM_VM_OBJ_LIST)
+      return LOOM_ERROR(TYPE_ERROR, "builtin LIST_SELECT: register r%u holds a %s, not a list", o[2],
+                        loom_vm_obj_kind_name(b->hdr.kind));
+    res = fr->I[iv[0]] ? R[o[1]] : R[o[2]];
+    loom_vm_obj_retain(res);
+    break;
+  }
   case LOOM_VM_BUILTIN_LIST_GET: {
     uint32_t p;
     LOOM_PROPAGATE(list_pos("LIST_GET", fr->I[iv[0]], l->size, false, &p));
@@ -524,7 +533,7 @@ static loom_status builtin(loom_vm *vm, frame *fr, uint32_t id, const uint32_t *
   loom_vm_obj **R = fr->R;
   if (id == LOOM_VM_BUILTIN_ROWS && !R[o[1]])
     return LOOM_ERROR(INVALID_ARGUMENT, "a loop ran no iteration, and the shape of its scan items is known only from them");
-  bool list = id >= LOOM_VM_BUILTIN_LIST_EMPTY && id <= LOOM_VM_BUILTIN_LIST_ERASE;
+  bool list = id >= LOOM_VM_BUILTIN_LIST_EMPTY && id <= LOOM_VM_BUILTIN_LIST_SELECT;
   for (uint32_t i = (list || id == LOOM_VM_BUILTIN_COPY || id == LOOM_VM_BUILTIN_ROWS || id == LOOM_VM_BUILTIN_SCAN_PUT); i < nobj; i++)
     if (!R[o[i]]) return LOOM_ERROR(FAILED_PRECONDITION, "builtin %s: register r%u is empty", loom_vm_builtin_table[id].name, o[i]);
   if (list) return list_builtin(vm, fr, id, o, iv);

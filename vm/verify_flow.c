@@ -128,7 +128,7 @@ static loom_status step(flow *fl, uint32_t pc, bool check) {
     if (check) LOOM_PROPAGATE(call_buffers(fl, op == LOOM_VM_OP_CALLK ? &e->kernels[a] : &e->externs[a], l));
     break;
   case LOOM_VM_OP_CALLB: {
-    bool list = a >= LOOM_VM_BUILTIN_LIST_EMPTY && a <= LOOM_VM_BUILTIN_LIST_ERASE;
+    bool list = a >= LOOM_VM_BUILTIN_LIST_EMPTY && a <= LOOM_VM_BUILTIN_LIST_SELECT;
     bool out0 = a == LOOM_VM_BUILTIN_COPY || a == LOOM_VM_BUILTIN_ROWS || list; /* o0 written, not read */
     for (uint32_t i = out0; check && i < l[0]; i++) LOOM_PROPAGATE(use(fl, l[1 + i], "builtin operand"));
     if (a == LOOM_VM_BUILTIN_LIST_LEN) R[l[1]] = tensor(LOOM_DTYPE_I64, 0);

@@ -640,6 +640,11 @@ static void emit_list_op(lower *l, const loom_graph_binding *b) {
     if (o[2] != lw_leaf_reg(l, v->u.call.args[1])) loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_KILL, o[2], 0, 0));
     break;
   }
+  case LOOM_GRAPH_OP_LIST_SELECT: {
+    uint32_t c = list_pos_reg(l, v, 0), o[3] = {dst, lw_leaf_reg(l, v->u.call.args[1]), lw_leaf_reg(l, v->u.call.args[2])};
+    emit_builtin(l, LOOM_VM_BUILTIN_LIST_SELECT, o, 3, &c, 1);
+    break;
+  }
   default: { /* LIST_ERASE */
     uint32_t p = list_pos_reg(l, v, 1), o[2] = {dst, src};
     uint32_t iv[2] = {p == NOREG ? zero : p, p == NOREG ? one : zero};
@@ -703,7 +708,7 @@ void lw_emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
   }
   else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_EXTERN) loom_strbuf_printf(&dbg, "call_extern(%s, ...)", v->u.call.target);
   else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_FUNC) loom_strbuf_printf(&dbg, "@%s(...)", v->u.call.target);
-  else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.op >= LOOM_GRAPH_OP_LIST_NEW && v->u.call.op <= LOOM_GRAPH_OP_LIST_ERASE) {
+  else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.op >= LOOM_GRAPH_OP_LIST_NEW && v->u.call.op <= LOOM_GRAPH_OP_LIST_SELECT) {
     /* a list op's errors (a position out of range, an empty list) name the list it read */
     loom_strbuf_printf(&dbg, "%s(", loom_graph_op_name(v->u.call.op));
     for (size_t i = 0; i < v->u.call.nargs; i++) {
@@ -762,7 +767,7 @@ void lw_emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
         emit_tensor_to_shape(l, b);
         break;
       }
-      if (v->u.call.op >= LOOM_GRAPH_OP_LIST_NEW && v->u.call.op <= LOOM_GRAPH_OP_LIST_ERASE) {
+      if (v->u.call.op >= LOOM_GRAPH_OP_LIST_NEW && v->u.call.op <= LOOM_GRAPH_OP_LIST_SELECT) {
         emit_list_op(l, b);
         break;
       }

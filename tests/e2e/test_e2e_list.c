@@ -154,6 +154,24 @@ LOOM_TEST(e2e_list, a_loop_over_a_lists_length) {
   e2e_model_free(&md);
 }
 
+LOOM_TEST(e2e_list, a_list_chosen_at_run_time) {
+  e2e_model md = e2e_compile(LISTS);
+  for (int c = 0; c < 2; c++)
+    for (size_t na = 0; na < 3; na++) {
+      loom_graph_value gv[3];
+      loom_vm_obj *obj[3];
+      bool cv = c != 0;
+      make_tensor(md.rt, LOOM_DTYPE_BOOL, 0, NULL, &cv, &gv[0], &obj[0]);
+      make_list(md.rt, na, &gv[1], &obj[1]);
+      make_list(md.rt, 5 - na, &gv[2], &obj[2]);
+      char what[64];
+      snprintf(what, sizeof what, "@pick(%d) of %zu and %zu items", c, na, 5 - na);
+      run_both(&md, "pick", 3, gv, obj, NULL, what);
+      free_args(3, gv, obj);
+    }
+  e2e_model_free(&md);
+}
+
 LOOM_TEST(e2e_list, run_time_errors_name_the_list) {
   e2e_model md = e2e_compile(LISTS);
   loom_graph_value gv[1];

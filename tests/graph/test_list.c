@@ -46,6 +46,8 @@ LOOM_TEST(graph_list, errors_name_the_operand) {
       {"  y = list_new(x, s)\n", "list_new: operand 1 is a List, operand 0 a Tensor: a list holds one kind"},
       {"  y = list_new(x, x, optional=true)\n", "list_new: an optional holds at most one item, got 2"},
       {"  o = list_new(x, optional=true)\n  y = list_insert(o, x)\n", "operand 0 is an Optional: it holds at most one item"},
+      {"  o = list_new(x, optional=true)\n  y = list_select(i, s, o)\n", "list_select: operands 1 and 2 are lists of different kinds"},
+      {"  y = list_select(s, s, s)\n", "list_select: operand 0 must be a Tensor, got a List"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char text[512], *err;
