@@ -59,6 +59,29 @@ LOOM_TEST(graph_list, errors_name_the_operand) {
     cr_expect(err && strstr(err, cases[i].want), "%s: %s", cases[i].body, err ? err : "?");
     free(err);
   }
+  /* the verifier: a declared result a list value cannot fit (a tensor, other items, a list where
+   * an optional is declared); an optional does fit a list */
+  static const struct {
+    const char *sig, *want;
+  } verr[] = {
+      {"(x: Tensor[(n,), f32]) -> List[Tensor[1, f32]] {\n  return x", "declared result List[Tensor[1, f32]] but the function returns Tensor[(n,), f32]"},
+      {"(s: List[Tensor[1, f32]]) -> List[Tensor[1, i32]] {\n  return s", "declared result List[Tensor[1, i32]] but the function returns List[Tensor[1, f32]]"},
+      {"(s: List[Tensor[1, f32]]) -> Optional[Tensor[1, f32]] {\n  return s", "declared result Optional[Tensor[1, f32]] but the function returns List[Tensor[1, f32]]"},
+      {"(s: Optional[Tensor[1, f32]]) -> List[Tensor[1, f32]] {\n  return s", NULL},
+  };
+  for (size_t i = 0; i < sizeof verr / sizeof verr[0]; i++) {
+    char text[512], *e2;
+    snprintf(text, sizeof text, "fn @main%s\n}\n", verr[i].sig);
+    loom_graph_module *m = gt_parse(text, &e2);
+    if (!verr[i].want) {
+      cr_expect_not_null(m, "%s: %s", verr[i].sig, e2 ? e2 : "?");
+    } else {
+      cr_expect_null(m, "%s: accepted", verr[i].sig);
+      cr_expect(e2 && strstr(e2, verr[i].want), "%s: %s", verr[i].sig, e2 ? e2 : "?");
+    }
+    free(e2);
+    loom_graph_module_destroy(m);
+  }
   /* the text form: items must be tensors or lists */
   char *err;
   cr_assert_null(gt_parse("fn @main(s: List[Shape[2]]) -> Object {\n  return s\n}\n", &err));
