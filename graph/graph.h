@@ -57,6 +57,8 @@ typedef enum loom_sinfo_kind {
   LOOM_SINFO_TENSOR, /* dtype, ndim (or unknown), dims (or unknown), device */
   LOOM_SINFO_TUPLE,  /* fields */
   LOOM_SINFO_FUNC,   /* params -> result */
+  LOOM_SINFO_LIST,   /* a list of values of one struct info (`ret`), its length known only at run time
+                        (`value`: symbolic, or NULL); `optional`: a list of at most one (docs/ir.md "Lists") */
 } loom_sinfo_kind;
 
 /* Unknown dtype of a tensor (`Tensor[(n), ?]`). */
@@ -73,7 +75,8 @@ struct loom_sinfo {
   const char *device;               /* TENSOR: interned device name, NULL = default ("cpu") */
   size_t nfields;                   /* TUPLE: fields; FUNC: params */
   const loom_sinfo *const *fields;  /* TUPLE fields / FUNC params */
-  const loom_sinfo *ret;            /* FUNC: result */
+  const loom_sinfo *ret;            /* FUNC: result; LIST: the items' struct info */
+  bool optional;                    /* LIST: an optional (at most one item; printed Optional[...]) */
 };
 
 /* Constructors: the result and copies of the arrays live in the module arena.
@@ -86,6 +89,10 @@ const loom_sinfo *loom_sinfo_tensor(loom_graph_module *m, loom_dtype dt, int ndi
 const loom_sinfo *loom_sinfo_tuple(loom_graph_module *m, size_t n, const loom_sinfo *const *fields);
 const loom_sinfo *loom_sinfo_func(loom_graph_module *m, size_t nparams,
                                   const loom_sinfo *const *params, const loom_sinfo *ret);
+/* A list of `item`s (a TENSOR, or another LIST) of length `len` (NULL: unknown); `optional`:
+ * at most one item. */
+const loom_sinfo *loom_sinfo_list(loom_graph_module *m, const loom_sinfo *item, const loom_sym_expr *len,
+                                  bool optional);
 
 /* Structural equality (symbolic dims compared by pointer: they are hash-consed). */
 bool loom_sinfo_equal(const loom_sinfo *a, const loom_sinfo *b);
@@ -523,14 +530,14 @@ typedef struct loom_graph_tensor {
   void *data;            /* numel * dtype size bytes (malloc'd by the allocator) */
 } loom_graph_tensor;
 
-/* A runtime value: a tensor, a shape, a scalar, or a tuple. */
+/* A runtime value: a tensor, a shape, a scalar, a tuple, or a list. */
 typedef struct loom_graph_value loom_graph_value;
 struct loom_graph_value {
-  loom_sinfo_kind kind;  /* TENSOR, SHAPE, SCALAR (int64 in `i`, float in `f`), TUPLE */
+  loom_sinfo_kind kind;  /* TENSOR, SHAPE, SCALAR (int64 in `i`, float in `f`), TUPLE, LIST */
   loom_graph_tensor t;   /* TENSOR */
-  size_t n;              /* SHAPE: dims; TUPLE: items */
+  size_t n;              /* SHAPE: dims; TUPLE, LIST: items */
   int64_t *dims;         /* SHAPE */
-  loom_graph_value *items; /* TUPLE */
+  loom_graph_value *items; /* TUPLE, LIST (malloc'd; NULL when n is 0) */
   int64_t i;             /* SCALAR */
   double f;
   loom_dtype sdtype;     /* SCALAR dtype */

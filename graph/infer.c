@@ -24,7 +24,7 @@ loom_status loom_graph_icx_error(loom_graph_icx *ic, const char *fmt, ...) {
 }
 
 const char *loom_graph_sinfo_kind_word(const loom_sinfo *s) {
-  static const char *const w[] = {"an Object", "a Scalar", "a Shape", "a Tensor", "a Tuple", "a Func"};
+  static const char *const w[] = {"an Object", "a Scalar", "a Shape", "a Tensor", "a Tuple", "a Func", "a List"};
   return w[s->kind];
 }
 

@@ -27,7 +27,7 @@ loom_status loom_graph_ecx_sym(loom_graph_ecx *ec, const loom_sym_expr *e, int64
 }
 
 static const char *kind_name(loom_sinfo_kind k) {
-  static const char *const n[] = {"an object", "a scalar", "a shape", "a tensor", "a tuple", "a function"};
+  static const char *const n[] = {"an object", "a scalar", "a shape", "a tensor", "a tuple", "a function", "a list"};
   return n[k];
 }
 
@@ -62,6 +62,29 @@ static loom_status check_value(interp *it, const loom_sinfo *si, const loom_grap
       char w[256];
       snprintf(w, sizeof w, "%s field %zu", what, i);
       LOOM_PROPAGATE(check_value(it, si->fields[i], &v->items[i], w));
+    }
+    return LOOM_OK;
+  case LOOM_SINFO_LIST:
+    /* items may differ in shape: only their kind, dtype and rank are checked (no binding) */
+    if (si->optional && v->n > 1)
+      return LOOM_ERROR(INVALID_ARGUMENT, "%s: expected an optional (at most one item), got a list of %zu", what, v->n);
+    for (size_t i = 0; i < v->n; i++) {
+      char w[256];
+      snprintf(w, sizeof w, "%s item %zu", what, i);
+      const loom_graph_value *x = &v->items[i];
+      const loom_sinfo *ri = si->ret;
+      if (ri->kind != x->kind)
+        return LOOM_ERROR(INVALID_ARGUMENT, "%s: expected %s, got %s", w, kind_name(ri->kind), kind_name(x->kind));
+      if (ri->kind == LOOM_SINFO_TENSOR && ri->dtype != LOOM_DTYPE_UNKNOWN && ri->dtype != x->t.dtype)
+        return LOOM_ERROR(INVALID_ARGUMENT, "%s: expected dtype %s, got %s", w, loom_dtype_name(ri->dtype),
+                          loom_dtype_name(x->t.dtype));
+      if (ri->kind == LOOM_SINFO_TENSOR && ri->ndim >= 0 && ri->ndim != x->t.ndim)
+        return LOOM_ERROR(INVALID_ARGUMENT, "%s: expected rank %d, got %d", w, ri->ndim, x->t.ndim);
+      if (ri->kind == LOOM_SINFO_LIST) LOOM_PROPAGATE(check_value(it, (const loom_sinfo *)ri, x, w));
+    }
+    if (si->value) {
+      int64_t n = (int64_t)v->n;
+      return loom_sym_bind(it->m->cx, &si->value, &n, 1, it->env, what);
     }
     return LOOM_OK;
   default:

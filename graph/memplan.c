@@ -98,6 +98,10 @@ static void define(analysis *a, const loom_graph_binding *b, int depth) {
       src_add(a, dst, t);
     } else if (v->u.call.callee == LOOM_GRAPH_CALLEE_OP && loom_graph_op_is_view(v->u.call.op) && v->u.call.nargs) {
       src_union(a, dst, v->u.call.args[0]); /* a view shares its input's memory */
+    } else if (v->u.call.callee == LOOM_GRAPH_CALLEE_OP && v->sinfo && (v->sinfo->kind == LOOM_SINFO_LIST ||
+                                                                       v->u.call.op == LOOM_GRAPH_OP_LIST_GET)) {
+      /* a list holds its operands' tensors, and list_get returns one of them (op_list.c) */
+      for (size_t i = 0; i < v->u.call.nargs; i++) src_union(a, dst, v->u.call.args[i]);
     } else if (v->u.call.callee == LOOM_GRAPH_CALLEE_FUNC) {
       uint64_t mask = callee_returns(a->m, v->u.call.target, depth);
       for (size_t i = 0; i < v->u.call.nargs; i++)

@@ -63,7 +63,8 @@ static loom_status sinfo_list(parser *p, char close, LOOM_VEC(const loom_sinfo *
 
 /* sinfo := 'Object' | 'Scalar' '[' dtype (',' sym)? ']' | 'Shape' '[' dims ']'
  *        | 'Tensor' '[' dims ',' dtype (',' 'device' '=' ident)? ']'
- *        | 'Tuple' '[' sinfo,* ']' | 'Func' '[' '(' sinfo,* ')' '->' sinfo ']' */
+ *        | 'Tuple' '[' sinfo,* ']' | 'Func' '[' '(' sinfo,* ')' '->' sinfo ']'
+ *        | ('List' | 'Optional') '[' sinfo (',' sym)? ']' */
 static loom_status sinfo_inner(parser *p, const loom_sinfo **out);
 
 loom_status gp_sinfo(parser *p, const loom_sinfo **out) {
@@ -132,8 +133,20 @@ static loom_status sinfo_inner(parser *p, const loom_sinfo **out) {
     if (!st) *out = loom_sinfo_func(m, v.len, v.data, r);
     LOOM_VEC_FREE(m->alloc, &v);
     LOOM_PROPAGATE(st);
+  } else if (gp_is_kw(s, n, "List") || gp_is_kw(s, n, "Optional")) {
+    bool opt = gp_is_kw(s, n, "Optional");
+    const loom_sinfo *item;
+    const loom_sym_expr *len = NULL;
+    size_t ib = (gp_skip_ws(p), p->pos);
+    LOOM_PROPAGATE(gp_sinfo(p, &item));
+    if (item->kind != LOOM_SINFO_TENSOR && item->kind != LOOM_SINFO_LIST)
+      return gp_err(p, ib, "the items of a %s must be tensors or lists", opt ? "Optional" : "List");
+    if (gp_accept(p, ",")) LOOM_PROPAGATE(gp_sym_expr(p, &len));
+    LOOM_PROPAGATE(gp_expect(p, "]"));
+    *out = loom_sinfo_list(m, item, len, opt);
   } else {
-    return gp_err(p, b, "unknown struct info '%.*s' (expected Object, Scalar, Shape, Tensor, Tuple or Func)", (int)n, s);
+    return gp_err(p, b, "unknown struct info '%.*s' (expected Object, Scalar, Shape, Tensor, Tuple, Func, List or "
+                  "Optional)", (int)n, s);
   }
   return *out ? LOOM_OK : LOOM_OOM();
 }

@@ -87,6 +87,16 @@ const loom_sinfo *loom_sinfo_func(loom_graph_module *m, size_t nparams,
   return s;
 }
 
+const loom_sinfo *loom_sinfo_list(loom_graph_module *m, const loom_sinfo *item, const loom_sym_expr *len,
+                                  bool optional) {
+  loom_sinfo *s = item ? sinfo_new(m, LOOM_SINFO_LIST) : NULL;
+  if (!s) return NULL;
+  s->ret = item;
+  s->value = len;
+  s->optional = optional;
+  return s;
+}
+
 bool loom_sinfo_equal(const loom_sinfo *a, const loom_sinfo *b) {
   if (a == b) return true;
   if (!a || !b || a->kind != b->kind) return false;
@@ -109,6 +119,8 @@ bool loom_sinfo_equal(const loom_sinfo *a, const loom_sinfo *b) {
     for (size_t i = 0; i < a->nfields; i++)
       if (!loom_sinfo_equal(a->fields[i], b->fields[i])) return false;
     return a->kind == LOOM_SINFO_TUPLE || loom_sinfo_equal(a->ret, b->ret);
+  case LOOM_SINFO_LIST:
+    return a->optional == b->optional && a->value == b->value && loom_sinfo_equal(a->ret, b->ret);
   }
   return false;
 }
@@ -183,6 +195,16 @@ loom_sym_truth loom_sinfo_is_base_of(loom_sym_ctx *cx, const loom_sinfo *base,
     if (base->kind == LOOM_SINFO_FUNC) r = and3(r, loom_sinfo_is_base_of(cx, base->ret, derived->ret));
     return r;
   }
+  case LOOM_SINFO_LIST: {
+    /* an optional is a list of at most one: a list is one only where its length says so */
+    if (base->optional && !derived->optional) return LOOM_SYM_FALSE;
+    loom_sym_truth r = loom_sinfo_is_base_of(cx, base->ret, derived->ret);
+    if (base->value) {
+      if (!derived->value) r = and3(r, LOOM_SYM_UNKNOWN);
+      else if (base->value != derived->value) r = and3(r, loom_sym_prove_eq(cx, base->value, derived->value));
+    }
+    return r;
+  }
   }
   return LOOM_SYM_FALSE;
 }
@@ -212,7 +234,7 @@ static const char *dtype_str(loom_dtype dt) {
 /* Text forms:
  *   Object | Scalar[f32] | Scalar[i64, n + 1] | Shape[(b, s)] | Shape[2] | Shape[?]
  *   Tensor[(b, s, 768), f32] | Tensor[3, f32] | Tensor[?, ?] | Tensor[(n,), f32, device=cuda]
- *   Tuple[A, B] | Func[(A, B) -> C] */
+ *   Tuple[A, B] | Func[(A, B) -> C] | List[A] | List[A, n] | Optional[A] */
 void loom_sinfo_print(const loom_sinfo *s, loom_strbuf *sb) {
   switch (s->kind) {
   case LOOM_SINFO_OBJECT:
@@ -254,6 +276,15 @@ void loom_sinfo_print(const loom_sinfo *s, loom_strbuf *sb) {
     }
     loom_strbuf_puts(sb, ") -> ");
     loom_sinfo_print(s->ret, sb);
+    loom_strbuf_putc(sb, ']');
+    return;
+  case LOOM_SINFO_LIST:
+    loom_strbuf_puts(sb, s->optional ? "Optional[" : "List[");
+    loom_sinfo_print(s->ret, sb);
+    if (s->value) {
+      loom_strbuf_puts(sb, ", ");
+      loom_sym_print(s->value, sb);
+    }
     loom_strbuf_putc(sb, ']');
     return;
   }

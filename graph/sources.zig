@@ -22,6 +22,7 @@ pub const compiler = [_][]const u8{
     "graph/op_index.c",
     "graph/op_create.c",
     "graph/op_misc.c",
+    "graph/op_list.c",
     "graph/print.c",
     "graph/parse.c",
     "graph/parse_lex.c",

@@ -94,6 +94,8 @@ typedef struct loom_rt_param {
   int32_t dtype;             /* loom_dtype, or -1: any */
   uint32_t rank;
   const char *dims[LOOM_VM_MAX_RANK]; /* symbolic dims as text: "b", "s + past", "768" */
+  bool list;                 /* a list (a sequence or optional; loom_rt_list_new): dtype is its items',
+                                rank 0, and each item's shape is its own */
 } loom_rt_param;
 void loom_rt_param_get(const loom_rt *rt, uint32_t fn, uint32_t i, loom_rt_param *out);
 /* "main(x: f32(b, s, 768), ...)" into buf (truncated to n bytes). */
@@ -108,6 +110,14 @@ typedef struct loom_rt_outputs {
 LOOM_MUST_USE loom_status loom_rt_call(loom_rt *rt, const char *fn, loom_tensor *const *inputs, uint32_t ninputs,
                                        loom_rt_outputs *out);
 void loom_rt_outputs_free(loom_rt_outputs *out);
+/* loom_rt_call with inputs that may be lists (loom_rt_list_new) as well as tensors: the function
+ * takes a list where loom_rt_param says `list`. A result that is a list is one output of kind
+ * LOOM_VM_OBJ_LIST (a loom_tuple: `size` items, each a tensor or a list). */
+LOOM_MUST_USE loom_status loom_rt_call_values(loom_rt *rt, const char *fn, loom_vm_obj *const *inputs, uint32_t ninputs,
+                                              loom_rt_outputs *out);
+/* A list of n items (tensors or lists, each retained): an input for a list parameter. Release
+ * with loom_vm_obj_release. `rt` is unused (may be NULL). */
+LOOM_MUST_USE loom_status loom_rt_list_new(loom_rt *rt, loom_vm_obj *const *items, uint32_t n, loom_vm_obj **out);
 
 /* A dense CPU tensor from the runtime's pool (contents undefined). */
 LOOM_MUST_USE loom_status loom_rt_tensor_new(loom_rt *rt, loom_dtype dt, int32_t rank, const int64_t *shape,

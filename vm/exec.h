@@ -205,6 +205,8 @@ loom_vm_fbuilder *loom_vm_builder_func(loom_vm_builder *b, const char *name);
 /* Adds tensor parameter R[i] (in order) with dims given as text (NULL dims: any rank 0). */
 uint32_t loom_vm_fb_param(loom_vm_fbuilder *f, const char *name, uint32_t dtype, uint32_t rank,
                           const char *const *dims);
+/* Adds list parameter R[i] (in order): its items' dtype (or LOOM_VM_ANY_DTYPE), rank 0, no dims. */
+uint32_t loom_vm_fb_list_param(loom_vm_fbuilder *f, const char *name, uint32_t dtype);
 /* Adds an int parameter (internal functions); returns its register. Before any loom_vm_fb_ireg. */
 uint32_t loom_vm_fb_int_param(loom_vm_fbuilder *f, const char *symvar);
 /* New registers. */

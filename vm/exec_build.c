@@ -225,6 +225,15 @@ uint32_t loom_vm_fb_param(loom_vm_fbuilder *f, const char *name, uint32_t dtype,
   return loom_vm_fb_reg(f, LOOM_VM_OBJ_TENSOR);
 }
 
+uint32_t loom_vm_fb_list_param(loom_vm_fbuilder *f, const char *name, uint32_t dtype) {
+  loom_vm_param p = {0};
+  p.name = loom_vm_builder_str(f->b, name);
+  p.dtype = dtype;
+  if (f->kinds.len != f->params.len) f->b->misuse = "parameters must come before other registers";
+  PUSH(f->b, &f->params, p);
+  return loom_vm_fb_reg(f, LOOM_VM_OBJ_LIST);
+}
+
 uint32_t loom_vm_fb_ireg(loom_vm_fbuilder *f, const char *symvar) {
   uint32_t v = symvar ? loom_vm_builder_symvar(f->b, symvar) : LOOM_VM_NONE;
   PUSH(f->b, &f->int_names, v);

@@ -446,14 +446,97 @@ static loom_status rows_view(const loom_tensor *src, int64_t n, loom_tensor **ou
   return loom_tensor_view(src->storage, off, src->dtype, src->rank, shape, out);
 }
 
+/* A list position p of the LIST_* builtins, for a list of n items: negative counts from the end;
+ * in range 0 .. n - 1 (0 .. n when `insert`). */
+static loom_status list_pos(const char *op, int64_t p, uint32_t n, bool insert, uint32_t *out) {
+  int64_t q = p < 0 ? p + (int64_t)n : p;
+  if (n == 0 && !insert) return LOOM_ERROR(OUT_OF_RANGE, "%s: the list is empty", op);
+  if (q < 0 || q > (int64_t)n || (!insert && q == (int64_t)n))
+    return LOOM_ERROR(OUT_OF_RANGE, "%s: position %lld is out of range for a list of %u items (-%u .. %u)", op,
+                      (long long)p, n, n, insert ? n : n - 1);
+  *out = (uint32_t)q;
+  return LOOM_OK;
+}
+
+/* The list builtins (builtins.def): each makes a new object into R[o0]. */
+static loom_status list_builtin(loom_vm *vm, frame *fr, uint32_t id, const uint32_t *o, const uint32_t *iv) {
+  loom_vm_obj **R = fr->R;
+  const loom_tuple *l = id == LOOM_VM_BUILTIN_LIST_EMPTY ? NULL : (const loom_tuple *)R[o[1]];
+  if (l && l->hdr.kind != LOOM_VM_OBJ_LIST)
+    return LOOM_ERROR(TYPE_ERROR, "builtin %s: register r%u holds a %s, not a list", loom_vm_builtin_table[id].name,
+                      o[1], loom_vm_obj_kind_name(l->hdr.kind));
+  loom_vm_obj *res = NULL;
+  switch (id) {
+  case LOOM_VM_BUILTIN_LIST_LEN:
+  case LOOM_VM_BUILTIN_LIST_HAS: {
+    bool len = id == LOOM_VM_BUILTIN_LIST_LEN;
+    loom_tensor *t;
+    LOOM_PROPAGATE(loom_tensor_alloc(vm->dev, len ? LOOM_DTYPE_I64 : LOOM_DTYPE_BOOL, 0, NULL, &t));
+    if (len) *(int64_t *)t->data = l->size;
+    else *(uint8_t *)t->data = l->size > 0;
+    res = &t->hdr;
+    break;
+  }
+  case LOOM_VM_BUILTIN_LIST_SELECT: {
+    const loom_tuple *b = (const loom_tuple *)R[o[2]];
+    if (b->hdr.kind != LOOM_VM_OBJ_LIST)
+      return LOOM_ERROR(TYPE_ERROR, "builtin LIST_SELECT: register r%u holds a %s, not a list", o[2],
+                        loom_vm_obj_kind_name(b->hdr.kind));
+    res = fr->I[iv[0]] ? R[o[1]] : R[o[2]];
+    loom_vm_obj_retain(res);
+    break;
+  }
+  case LOOM_VM_BUILTIN_LIST_GET: {
+    uint32_t p;
+    LOOM_PROPAGATE(list_pos("LIST_GET", fr->I[iv[0]], l->size, false, &p));
+    uint32_t want = fr->f->obj_kinds[o[0]];
+    res = l->items[p];
+    if (want != LOOM_VM_OBJ_ANY && res->kind != want)
+      return LOOM_ERROR(TYPE_ERROR, "LIST_GET: item %u is a %s, register r%u holds %s", p, loom_vm_obj_kind_name(res->kind),
+                        o[0], loom_vm_obj_kind_name(want));
+    loom_vm_obj_retain(res);
+    break;
+  }
+  default: { /* EMPTY, INSERT, ERASE: the new list's items gathered, then retained by loom_list_new */
+    uint32_t n = l ? l->size : 0, m = 0, p = 0;
+    if (id == LOOM_VM_BUILTIN_LIST_INSERT) {
+      if (n == UINT32_MAX) return LOOM_ERROR(OUT_OF_RANGE, "LIST_INSERT: the list has %u items", n);
+      if (fr->I[iv[1]]) p = n;
+      else LOOM_PROPAGATE(list_pos("LIST_INSERT", fr->I[iv[0]], n, true, &p));
+    } else if (id == LOOM_VM_BUILTIN_LIST_ERASE) {
+      LOOM_PROPAGATE(list_pos("LIST_ERASE", fr->I[iv[1]] ? -1 : fr->I[iv[0]], n, false, &p));
+    }
+    size_t nb = ((size_t)n + 1) * sizeof(loom_vm_obj *);
+    loom_vm_obj **items = loom_alloc(vm->alloc, nb);
+    if (!items) return LOOM_OOM();
+    for (uint32_t i = 0; i < n; i++) {
+      if (id == LOOM_VM_BUILTIN_LIST_INSERT && i == p) items[m++] = R[o[2]];
+      if (id != LOOM_VM_BUILTIN_LIST_ERASE || i != p) items[m++] = l->items[i];
+    }
+    if (id == LOOM_VM_BUILTIN_LIST_INSERT && p == n) items[m++] = R[o[2]];
+    loom_tuple *t;
+    loom_status st = loom_list_new(vm->alloc, items, m, &t);
+    loom_free(vm->alloc, items, nb);
+    LOOM_PROPAGATE(st);
+    res = &t->hdr;
+    break;
+  }
+  }
+  loom_vm_obj_release(R[o[0]]);
+  R[o[0]] = res;
+  return LOOM_OK;
+}
+
 static loom_status builtin(loom_vm *vm, frame *fr, uint32_t id, const uint32_t *l) {
   uint32_t nobj = l[0];
   const uint32_t *o = l + 1, *iv = l + 2 + nobj;
   loom_vm_obj **R = fr->R;
   if (id == LOOM_VM_BUILTIN_ROWS && !R[o[1]])
     return LOOM_ERROR(INVALID_ARGUMENT, "a loop ran no iteration, and the shape of its scan items is known only from them");
-  for (uint32_t i = (id == LOOM_VM_BUILTIN_COPY || id == LOOM_VM_BUILTIN_ROWS || id == LOOM_VM_BUILTIN_SCAN_PUT); i < nobj; i++)
+  bool list = id >= LOOM_VM_BUILTIN_LIST_EMPTY && id <= LOOM_VM_BUILTIN_LIST_SELECT;
+  for (uint32_t i = (list || id == LOOM_VM_BUILTIN_COPY || id == LOOM_VM_BUILTIN_ROWS || id == LOOM_VM_BUILTIN_SCAN_PUT); i < nobj; i++)
     if (!R[o[i]]) return LOOM_ERROR(FAILED_PRECONDITION, "builtin %s: register r%u is empty", loom_vm_builtin_table[id].name, o[i]);
+  if (list) return list_builtin(vm, fr, id, o, iv);
   switch (id) {
   case LOOM_VM_BUILTIN_COPY: {
     loom_tensor *src = (loom_tensor *)R[o[1]], *dst;
@@ -565,6 +648,31 @@ static loom_status run(loom_vm *vm, call_state *cs, uint32_t fn, loom_vm_obj *co
   return st;
 }
 
+/* A list input: a list whose items are dense tensors of the parameter's dtype (when it names
+ * one; the items' shapes are checked where a match_cast binds them), or lists. */
+static loom_status check_list_input(const loom_vm_func *f, const loom_vm_param *p, const char *pn, const char *fname,
+                                    const loom_vm_obj *a) {
+  (void)f;
+  if (!a || a->kind != LOOM_VM_OBJ_LIST)
+    return LOOM_ERROR(TYPE_ERROR, "input '%s' of '%s': expected a list, got %s", pn, fname,
+                      a ? loom_vm_obj_kind_name(a->kind) : "nothing");
+  const loom_tuple *l = (const loom_tuple *)a;
+  for (uint32_t k = 0; k < l->size; k++) {
+    const loom_vm_obj *x = l->items[k];
+    if (x->kind == LOOM_VM_OBJ_LIST) continue;
+    if (x->kind != LOOM_VM_OBJ_TENSOR)
+      return LOOM_ERROR(TYPE_ERROR, "input '%s' of '%s': item %u is a %s, expected a tensor", pn, fname, k,
+                        loom_vm_obj_kind_name(x->kind));
+    const loom_tensor *t = (const loom_tensor *)x;
+    if (p->dtype != LOOM_VM_ANY_DTYPE && t->dtype != (loom_dtype)p->dtype)
+      return LOOM_ERROR(TYPE_ERROR, "input '%s' of '%s': item %u has dtype %s, expected %s", pn, fname, k,
+                        loom_dtype_name(t->dtype), loom_dtype_name((loom_dtype)p->dtype));
+    if (!loom_tensor_is_contiguous(t))
+      return LOOM_ERROR(INVALID_ARGUMENT, "input '%s' of '%s': item %u is strided; pass dense tensors", pn, fname, k);
+  }
+  return LOOM_OK;
+}
+
 loom_status loom_vm_call(loom_vm *vm, uint32_t fn, loom_vm_obj *const *args, uint32_t nargs, loom_vm_obj **out) {
   *out = NULL;
   const loom_vm_exec *e = vm->exe;
@@ -577,6 +685,10 @@ loom_status loom_vm_call(loom_vm *vm, uint32_t fn, loom_vm_obj *const *args, uin
   for (uint32_t i = 0; i < nargs; i++) {
     const loom_vm_param *p = &f->params[i];
     const char *pn = loom_vm_exec_str(e, p->name);
+    if (f->obj_kinds[i] == LOOM_VM_OBJ_LIST) {
+      LOOM_PROPAGATE(check_list_input(f, p, pn, fname, args[i]));
+      continue;
+    }
     if (!args[i] || args[i]->kind != LOOM_VM_OBJ_TENSOR)
       return LOOM_ERROR(TYPE_ERROR, "input '%s' of '%s': expected a tensor, got %s", pn, fname,
                         args[i] ? loom_vm_obj_kind_name(args[i]->kind) : "nothing");

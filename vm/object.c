@@ -366,6 +366,12 @@ loom_status loom_tuple_new(loom_allocator *alloc, loom_vm_obj *const *items, uin
   return LOOM_OK;
 }
 
+loom_status loom_list_new(loom_allocator *alloc, loom_vm_obj *const *items, uint32_t n, loom_tuple **out) {
+  LOOM_PROPAGATE(loom_tuple_new(alloc, items, n, out));
+  (*out)->hdr.kind = LOOM_VM_OBJ_LIST;
+  return LOOM_OK;
+}
+
 void loom_vm_obj_release(loom_vm_obj *o) {
   /* acq_rel: whoever drops the last reference sees every other holder's writes */
   if (!o || atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) != 1) return;
@@ -379,7 +385,8 @@ void loom_vm_obj_release(loom_vm_obj *o) {
     break;
   }
   case LOOM_VM_OBJ_STORAGE: storage_free((loom_storage *)o); break;
-  case LOOM_VM_OBJ_TUPLE: {
+  case LOOM_VM_OBJ_TUPLE:
+  case LOOM_VM_OBJ_LIST: {
     loom_tuple *t = (loom_tuple *)o;
     for (uint32_t i = 0; i < t->size; i++) loom_vm_obj_release(t->items[i]);
     loom_free(t->alloc, t, sizeof *t + (size_t)t->size * sizeof(loom_vm_obj *));
@@ -395,6 +402,7 @@ const char *loom_vm_obj_kind_name(uint32_t kind) {
   case LOOM_VM_OBJ_TENSOR: return "tensor";
   case LOOM_VM_OBJ_STORAGE: return "storage";
   case LOOM_VM_OBJ_TUPLE: return "tuple";
+  case LOOM_VM_OBJ_LIST: return "list";
   default: return "?";
   }
 }

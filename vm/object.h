@@ -15,7 +15,10 @@
  *   loom_tensor   dtype, rank, shape, strides (in elements), device, a data pointer
  *                 and the storage that keeps the data alive. Converts to and from
  *                 DLPack's DLManagedTensor without copying.
- *   loom_tuple    a fixed-size array of objects (multiple results). */
+ *   loom_tuple    a fixed-size array of objects (multiple results).
+ *   list          a loom_tuple of kind LIST: a list value of the graph IR (docs/vm.md "Lists"),
+ *                 tensors (or lists) whose count and shapes are known only at run time; the
+ *                 LIST_* builtins make new lists, never change one in place. */
 #ifndef LOOM_VM_OBJECT_H
 #define LOOM_VM_OBJECT_H
 
@@ -37,6 +40,7 @@ typedef enum loom_vm_obj_kind {
   LOOM_VM_OBJ_TENSOR = 1,  /* loom_tensor */
   LOOM_VM_OBJ_STORAGE = 2, /* loom_storage */
   LOOM_VM_OBJ_TUPLE = 3,   /* loom_tuple */
+  LOOM_VM_OBJ_LIST = 4,    /* a loom_tuple holding a list value's items (tensors or lists) */
   LOOM_VM_OBJ_KIND_COUNT
 } loom_vm_obj_kind;
 
@@ -72,7 +76,7 @@ typedef struct loom_tensor {
 } loom_tensor;
 
 typedef struct loom_tuple {
-  loom_vm_obj hdr;        /* kind TUPLE */
+  loom_vm_obj hdr;        /* kind TUPLE or LIST */
   loom_allocator *alloc;  /* where this struct lives */
   uint32_t size;          /* number of items */
   loom_vm_obj *items[];   /* each holds a reference (never NULL) */
@@ -123,5 +127,8 @@ bool loom_dtype_from_dl(DLDataType t, loom_dtype *out);
 /* A tuple of n items (each retained). */
 LOOM_MUST_USE loom_status loom_tuple_new(loom_allocator *alloc, loom_vm_obj *const *items,
                                          uint32_t n, loom_tuple **out);
+/* A list of n items (each retained; each a tensor or a list): an object of kind LIST. */
+LOOM_MUST_USE loom_status loom_list_new(loom_allocator *alloc, loom_vm_obj *const *items, uint32_t n,
+                                        loom_tuple **out);
 
 #endif

@@ -173,7 +173,8 @@ static loom_status verify_list(const loom_vm_exec *e, const loom_vm_func *f, loo
   }
   case LOOM_VM_OP_CALLB: {
     const loom_vm_builtininfo *bi = &loom_vm_builtin_table[a];
-    char ok = (a == LOOM_VM_BUILTIN_PRINT) ? 'R' : 'T';
+    bool list = a >= LOOM_VM_BUILTIN_LIST_EMPTY && a <= LOOM_VM_BUILTIN_LIST_SELECT; /* lists and their items */
+    char ok = (a == LOOM_VM_BUILTIN_PRINT || list) ? 'R' : 'T';
     LOOM_RETURN_IF_ERROR(counted(e, f, &r, ok, bi->nobj, "objects"), "calling builtin %s", bi->name);
     LOOM_RETURN_IF_ERROR(counted(e, f, &r, 'I', bi->nint, "ints"), "calling builtin %s", bi->name);
     return LOOM_OK;
@@ -219,7 +220,8 @@ static loom_status verify_func(const loom_vm_exec *e, uint32_t fi) {
       return BAD("int register i%u names symbolic var %u, out of range (%u)", i, f->int_names[i], e->nsymvars);
   for (uint32_t p = 0; p < f->nparams; p++) {
     const loom_vm_param *pr = &f->params[p];
-    if (f->obj_kinds[p] != LOOM_VM_OBJ_TENSOR) return BAD("parameter %u: register r%u is not a tensor register", p, p);
+    if (f->obj_kinds[p] != LOOM_VM_OBJ_TENSOR && f->obj_kinds[p] != LOOM_VM_OBJ_LIST)
+      return BAD("parameter %u: register r%u is not a tensor or list register", p, p);
     if (!str_ok(e, pr->name)) return BAD("parameter %u: name string out of range", p);
     if (pr->dtype != LOOM_VM_ANY_DTYPE && pr->dtype >= LOOM_DTYPE_COUNT) return BAD("parameter %u: unknown dtype %u", p, pr->dtype);
     for (uint32_t d = 0; d < pr->rank; d++)

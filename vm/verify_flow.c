@@ -128,9 +128,14 @@ static loom_status step(flow *fl, uint32_t pc, bool check) {
     if (check) LOOM_PROPAGATE(call_buffers(fl, op == LOOM_VM_OP_CALLK ? &e->kernels[a] : &e->externs[a], l));
     break;
   case LOOM_VM_OP_CALLB: {
-    bool out0 = a == LOOM_VM_BUILTIN_COPY || a == LOOM_VM_BUILTIN_ROWS; /* o0 written, not read */
+    bool list = a >= LOOM_VM_BUILTIN_LIST_EMPTY && a <= LOOM_VM_BUILTIN_LIST_SELECT;
+    bool out0 = a == LOOM_VM_BUILTIN_COPY || a == LOOM_VM_BUILTIN_ROWS || list; /* o0 written, not read */
     for (uint32_t i = out0; check && i < l[0]; i++) LOOM_PROPAGATE(use(fl, l[1 + i], "builtin operand"));
-    if (out0) R[l[1]] = STATE(R[l[2]]) == DEF ? R[l[2]] : tensor(ANY8, ANY8);
+    if (a == LOOM_VM_BUILTIN_LIST_LEN) R[l[1]] = tensor(LOOM_DTYPE_I64, 0);
+    else if (a == LOOM_VM_BUILTIN_LIST_HAS) R[l[1]] = tensor(LOOM_DTYPE_BOOL, 0);
+    else if (a == LOOM_VM_BUILTIN_LIST_GET) R[l[1]] = val(DEF, f->obj_kinds[l[1]], ANY8, ANY8);
+    else if (list) R[l[1]] = val(DEF, LOOM_VM_OBJ_LIST, ANY8, ANY8);
+    else if (out0) R[l[1]] = STATE(R[l[2]]) == DEF ? R[l[2]] : tensor(ANY8, ANY8);
     else if (a == LOOM_VM_BUILTIN_SCAN_PUT) /* may become a new tensor: its dtype and rank stay */
       R[l[1]] = STATE(R[l[1]]) == DEF ? R[l[1]] : tensor(ANY8, ANY8);
     break;
@@ -212,7 +217,10 @@ loom_status loom_vm_verify_flow(const loom_vm_exec *e, const loom_vm_func *f) {
   if (!st) {
     /* entry: parameters hold tensors (their dtype and rank are checked by loom_vm_call for
      * entry calls only, so not assumed here); every other register is empty */
-    for (uint32_t r = 0; r < f->nobj; r++) fl.in[r] = r < f->nparams ? tensor(ANY8, ANY8) : val(EMPTY, 0, 0, 0);
+    for (uint32_t r = 0; r < f->nobj; r++)
+      fl.in[r] = r >= f->nparams                       ? val(EMPTY, 0, 0, 0)
+                 : f->obj_kinds[r] == LOOM_VM_OBJ_LIST ? val(DEF, LOOM_VM_OBJ_LIST, ANY8, ANY8)
+                                                       : tensor(ANY8, ANY8);
     pending[0] = 1;
     for (bool again = true; again && !st;) {
       again = false;

@@ -64,13 +64,15 @@ class RtOptions(Structure):
 
 
 class RtParam(Structure):
-    """loom_rt_param: a parameter's name, dtype (-1: any), rank and symbolic dims as text."""
+    """loom_rt_param: a parameter's name, dtype (-1: any), rank, symbolic dims as text, and
+    whether it takes a list (a sequence or optional; this package passes tensors only)."""
 
     _fields_ = [
         ("name", c_char_p),
         ("dtype", c_int32),
         ("rank", c_uint32),
         ("dims", c_char_p * MAX_RANK),
+        ("list", c_bool),
     ]
 
 

@@ -9,11 +9,26 @@
 #include "driver/commands.h"
 #include "frontend/onnx/onnx_model.h"
 
+/* One test-data value: a tensor's dtype and dims, or a sequence / optional and its items below. */
+static void print_value(const loom_onnx_tensor *t, int depth) {
+  if (t->kind == LOOM_ONNX_TYPE_SEQUENCE || t->kind == LOOM_ONNX_TYPE_OPTIONAL) {
+    printf("%s of %zu%s%s\n", t->kind == LOOM_ONNX_TYPE_SEQUENCE ? "sequence" : "optional", t->nitems, *t->name ? " " : "",
+           t->name);
+    for (size_t i = 0; i < t->nitems; i++) {
+      printf("  %*sitem %zu: ", 2 * depth + 2, "", i);
+      print_value(t->items[i], depth + 1);
+    }
+    return;
+  }
+  printf("%s[", loom_dtype_name(t->dtype));
+  for (size_t k = 0; k < t->rank; k++) printf("%s%" PRId64, k ? ", " : "", t->dims[k]);
+  printf("]%s%s\n", *t->name ? " " : "", t->name);
+}
+
 static void print_tensors(const char *what, loom_onnx_tensor **ts, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    printf("  %s_%zu: %s[", what, i, loom_dtype_name(ts[i]->dtype));
-    for (size_t k = 0; k < ts[i]->rank; k++) printf("%s%" PRId64, k ? ", " : "", ts[i]->dims[k]);
-    printf("]%s%s\n", *ts[i]->name ? " " : "", ts[i]->name);
+    printf("  %s_%zu: ", what, i);
+    print_value(ts[i], 0);
   }
 }
 

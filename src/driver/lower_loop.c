@@ -108,7 +108,8 @@ void lw_emit_loop(lower *l, uint32_t bi, const loom_graph_binding *b) {
     return;
   }
   for (size_t f = 0; f < nc + nscan; f++)
-    if (rs->fields[f]->kind != LOOM_SINFO_TENSOR || !rs->fields[f]->dims || rs->fields[f]->ndim > LOOM_VM_MAX_RANK ||
+    if (f < nc && rs->fields[f]->kind == LOOM_SINFO_LIST) continue; /* a carried list: its items are matched where read */
+    else if (rs->fields[f]->kind != LOOM_SINFO_TENSOR || !rs->fields[f]->dims || rs->fields[f]->ndim > LOOM_VM_MAX_RANK ||
         rs->fields[f]->dtype == LOOM_DTYPE_UNKNOWN) {
       FAIL(l, UNIMPLEMENTED, "function @%s, binding '%s': %s %zu of the loop must be a tensor of known dtype and shape to be "
            "compiled", fname, bname, f < nc ? "carried value" : "scan item", f < nc ? f : f - nc);
@@ -250,7 +251,7 @@ void lw_emit_loop(lower *l, uint32_t bi, const loom_graph_binding *b) {
     loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_KILL, S[j], 0, 0));
   }
   for (size_t f = 0; f < nc + nscan && !l->err; f++)
-    lw_emit_match(l, f < nc ? P[f] : R[f - nc], bname, rs->fields[f], NULL, false);
+    if (rs->fields[f]->kind != LOOM_SINFO_LIST) lw_emit_match(l, f < nc ? P[f] : R[f - nc], bname, rs->fields[f], NULL, false);
   words w = {0};
   push(l, &w, (uint32_t)(nc + nscan));
   for (size_t f = 0; f < nc + nscan; f++) push(l, &w, f < nc ? P[f] : R[f - nc]);

@@ -227,6 +227,7 @@ loom_vm_obj_kind lw_kind_of(const loom_sinfo *si) {
   if (!si) return LOOM_VM_OBJ_ANY;
   if (si->kind == LOOM_SINFO_TENSOR || si->kind == LOOM_SINFO_SHAPE) return LOOM_VM_OBJ_TENSOR; /* a Shape: 1-D i64 */
   if (si->kind == LOOM_SINFO_TUPLE) return LOOM_VM_OBJ_TUPLE;
+  if (si->kind == LOOM_SINFO_LIST) return LOOM_VM_OBJ_LIST;
   return LOOM_VM_OBJ_ANY;
 }
 
@@ -570,6 +571,89 @@ static void emit_tensor_to_shape(lower *l, const loom_graph_binding *b) {
   if (!l->err) lw_emit_main(l, abx(LOOM_VM_OP_CALLB, LOOM_VM_BUILTIN_COPY, loom_vm_fb_list(l->fb, w, 4)));
 }
 
+/* An int register holding position operand i of list op call v (ILOAD of its one element), or
+ * NOREG when the call has no such operand. */
+static uint32_t list_pos_reg(lower *l, const loom_graph_expr *v, size_t i) {
+  if (v->u.call.nargs <= i) return NOREG;
+  uint32_t t = lw_leaf_reg(l, v->u.call.args[i]);
+  uint32_t r = loom_vm_fb_ireg(l->fb, NULL);
+  if (!l->err) lw_emit_main(l, abc(LOOM_VM_OP_ILOAD, r, t, 0));
+  return r;
+}
+
+/* Emits CALLB builtin `id` with object operands o[0..no) and int operands iv[0..ni). */
+static void emit_builtin(lower *l, uint32_t id, const uint32_t *o, uint32_t no, const uint32_t *iv, uint32_t ni) {
+  uint32_t w[8];
+  uint32_t n = 0;
+  w[n++] = no;
+  for (uint32_t i = 0; i < no; i++) w[n++] = o[i];
+  w[n++] = ni;
+  for (uint32_t i = 0; i < ni; i++) w[n++] = iv[i];
+  if (!l->err) lw_emit_main(l, abx(LOOM_VM_OP_CALLB, id, loom_vm_fb_list(l->fb, w, n)));
+}
+
+/* The register of list item `e` as a list holds it: a tensor is copied (COPY: its own storage),
+ * since the memory plan may reuse the storage of a planned tensor, or of a loop body's tensor in
+ * the next iteration, while the list still holds it; a list is shared (lists never change). */
+static uint32_t list_item_reg(lower *l, const loom_graph_expr *e) {
+  uint32_t src = lw_leaf_reg(l, e);
+  if (l->err || !e->sinfo || e->sinfo->kind != LOOM_SINFO_TENSOR) return src;
+  uint32_t t = loom_vm_fb_reg(l->fb, LOOM_VM_OBJ_TENSOR);
+  uint32_t w[4] = {2, t, src, 0};
+  lw_emit_main(l, abx(LOOM_VM_OP_CALLB, LOOM_VM_BUILTIN_COPY, loom_vm_fb_list(l->fb, w, 4)));
+  return t;
+}
+
+/* The list ops (graph/op_list.c) as the VM's LIST_* builtins: list_new is LIST_EMPTY then one
+ * append per operand; a position is read from its tensor with ILOAD (the builtin checks it). */
+static void emit_list_op(lower *l, const loom_graph_binding *b) {
+  const loom_graph_expr *v = b->value;
+  uint32_t src = v->u.call.nargs ? lw_leaf_reg(l, v->u.call.args[0]) : NOREG;
+  uint32_t zero = lw_const_reg(l, 0), one = lw_const_reg(l, 1);
+  uint32_t dst = lw_new_var_reg(l, b->var);
+  if (l->err) return;
+  switch (v->u.call.op) {
+  case LOOM_GRAPH_OP_LIST_NEW:
+    emit_builtin(l, LOOM_VM_BUILTIN_LIST_EMPTY, &dst, 1, NULL, 0);
+    for (size_t i = 0; i < v->u.call.nargs && !l->err; i++) {
+      uint32_t o[3] = {dst, dst, list_item_reg(l, v->u.call.args[i])}, iv[2] = {zero, one};
+      emit_builtin(l, LOOM_VM_BUILTIN_LIST_INSERT, o, 3, iv, 2);
+      if (o[2] != lw_leaf_reg(l, v->u.call.args[i])) loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_KILL, o[2], 0, 0));
+    }
+    break;
+  case LOOM_GRAPH_OP_LIST_LENGTH:
+  case LOOM_GRAPH_OP_LIST_HAS: {
+    uint32_t o[2] = {dst, src};
+    emit_builtin(l, v->u.call.op == LOOM_GRAPH_OP_LIST_LENGTH ? LOOM_VM_BUILTIN_LIST_LEN : LOOM_VM_BUILTIN_LIST_HAS, o, 2,
+                 NULL, 0);
+    break;
+  }
+  case LOOM_GRAPH_OP_LIST_GET: {
+    uint32_t p = list_pos_reg(l, v, 1), o[2] = {dst, src}, iv[1] = {p == NOREG ? zero : p};
+    emit_builtin(l, LOOM_VM_BUILTIN_LIST_GET, o, 2, iv, 1);
+    break;
+  }
+  case LOOM_GRAPH_OP_LIST_INSERT: {
+    uint32_t p = list_pos_reg(l, v, 2), o[3] = {dst, src, list_item_reg(l, v->u.call.args[1])};
+    uint32_t iv[2] = {p == NOREG ? zero : p, p == NOREG ? one : zero};
+    emit_builtin(l, LOOM_VM_BUILTIN_LIST_INSERT, o, 3, iv, 2);
+    if (o[2] != lw_leaf_reg(l, v->u.call.args[1])) loom_vm_fb_emit(l->fb, abc(LOOM_VM_OP_KILL, o[2], 0, 0));
+    break;
+  }
+  case LOOM_GRAPH_OP_LIST_SELECT: {
+    uint32_t c = list_pos_reg(l, v, 0), o[3] = {dst, lw_leaf_reg(l, v->u.call.args[1]), lw_leaf_reg(l, v->u.call.args[2])};
+    emit_builtin(l, LOOM_VM_BUILTIN_LIST_SELECT, o, 3, &c, 1);
+    break;
+  }
+  default: { /* LIST_ERASE */
+    uint32_t p = list_pos_reg(l, v, 1), o[2] = {dst, src};
+    uint32_t iv[2] = {p == NOREG ? zero : p, p == NOREG ? one : zero};
+    emit_builtin(l, LOOM_VM_BUILTIN_LIST_ERASE, o, 2, iv, 2);
+    break;
+  }
+  }
+}
+
 /* shape(d0, d1, ...): a new i64 tensor of the dims' values. */
 static void emit_shape_literal(lower *l, const loom_graph_binding *b) {
   const loom_graph_expr *v = b->value;
@@ -624,7 +708,15 @@ void lw_emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
   }
   else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_EXTERN) loom_strbuf_printf(&dbg, "call_extern(%s, ...)", v->u.call.target);
   else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_FUNC) loom_strbuf_printf(&dbg, "@%s(...)", v->u.call.target);
-  else if (v->kind == LOOM_GRAPH_EXPR_CALL) loom_strbuf_printf(&dbg, "%s(...)", loom_graph_op_name(v->u.call.op));
+  else if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.op >= LOOM_GRAPH_OP_LIST_NEW && v->u.call.op <= LOOM_GRAPH_OP_LIST_SELECT) {
+    /* a list op's errors (a position out of range, an empty list) name the list it read */
+    loom_strbuf_printf(&dbg, "%s(", loom_graph_op_name(v->u.call.op));
+    for (size_t i = 0; i < v->u.call.nargs; i++) {
+      const loom_graph_expr *a = v->u.call.args[i];
+      loom_strbuf_printf(&dbg, "%s%s", i ? ", " : "", a->kind == LOOM_GRAPH_EXPR_VAR ? a->u.var.name : "const");
+    }
+    loom_strbuf_puts(&dbg, ")");
+  } else if (v->kind == LOOM_GRAPH_EXPR_CALL) loom_strbuf_printf(&dbg, "%s(...)", loom_graph_op_name(v->u.call.op));
   else if (v->kind == LOOM_GRAPH_EXPR_LOOP) loom_strbuf_puts(&dbg, "loop(...)");
   else loom_strbuf_puts(&dbg, v->kind == LOOM_GRAPH_EXPR_TUPLE ? "(...)" : "...");
   l->dbg = dbg.oom ? NULL : loom_strbuf_cstr(&dbg);
@@ -673,6 +765,10 @@ void lw_emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
       }
       if (v->u.call.op == LOOM_GRAPH_OP_TENSOR_TO_SHAPE) {
         emit_tensor_to_shape(l, b);
+        break;
+      }
+      if (v->u.call.op >= LOOM_GRAPH_OP_LIST_NEW && v->u.call.op <= LOOM_GRAPH_OP_LIST_SELECT) {
+        emit_list_op(l, b);
         break;
       }
       FAIL(l, UNIMPLEMENTED, "function @%s, binding '%s': operator '%s' was not lowered to a tensor program (pass "
@@ -769,6 +865,13 @@ static void lower_func(lower *l, const loom_graph_func *f, const loom_memplan *p
   for (size_t i = 0; i < f->nparams && !l->err; i++) {
     const loom_graph_expr *p = f->params[i];
     const loom_sinfo *si = p->sinfo;
+    if (si->kind == LOOM_SINFO_LIST) { /* its items' shapes are matched where they are read */
+      const loom_sinfo *it = si->ret;
+      uint32_t dt = it->kind == LOOM_SINFO_TENSOR && it->dtype != LOOM_DTYPE_UNKNOWN ? (uint32_t)it->dtype : LOOM_VM_ANY_DTYPE;
+      uint32_t r = loom_vm_fb_list_param(l->fb, p->u.var.name, dt);
+      if (!loom_map_put(&l->var_reg, p->u.var.id, r)) lw_oom(l);
+      continue;
+    }
     if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims || si->ndim > LOOM_VM_MAX_RANK) {
       FAIL(l, UNIMPLEMENTED, "function @%s: parameter '%s' must be a tensor of known rank to be compiled", f->name,
            p->u.var.name);
@@ -789,8 +892,10 @@ static void lower_func(lower *l, const loom_graph_func *f, const loom_memplan *p
   for (uint32_t s = 0; l->storage_reg && s < l->plan->nstorages; s++) l->storage_reg[s] = NOREG;
   /* shape binding at entry, then the axes that needed later parameters */
   for (size_t i = 0; i < f->nparams && !l->err; i++)
-    lw_emit_match(l, (uint32_t)i, f->params[i]->u.var.name, f->params[i]->sinfo, defer + i * LOOM_VM_MAX_RANK, false);
+    if (f->params[i]->sinfo->kind != LOOM_SINFO_LIST)
+      lw_emit_match(l, (uint32_t)i, f->params[i]->u.var.name, f->params[i]->sinfo, defer + i * LOOM_VM_MAX_RANK, false);
   for (size_t i = 0; i < f->nparams && !l->err; i++) {
+    if (f->params[i]->sinfo->kind == LOOM_SINFO_LIST) continue;
     bool any = false;
     for (int d = 0; d < f->params[i]->sinfo->ndim; d++) any |= defer[i * LOOM_VM_MAX_RANK + d];
     if (any) lw_emit_match(l, (uint32_t)i, f->params[i]->u.var.name, f->params[i]->sinfo, defer + i * LOOM_VM_MAX_RANK, true);

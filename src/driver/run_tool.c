@@ -121,6 +121,33 @@ static loom_status make_input(loom_rt *rt, uint32_t fn, uint32_t pi, const char 
   return LOOM_OK;
 }
 
+/* "list:[SPEC;SPEC;...]" for list parameter `pi`: each item a tensor spec as make_input takes
+ * ("list:[]": an empty list). */
+static loom_status make_list_input(loom_rt *rt, uint32_t fn, uint32_t pi, const char *spec, loom_vm_obj **out) {
+  *out = NULL;
+  loom_rt_param p;
+  loom_rt_param_get(rt, fn, pi, &p);
+  size_t n = strlen(spec);
+  if (strncmp(spec, "list:[", 6) != 0 || n < 7 || spec[n - 1] != ']')
+    return LOOM_ERROR(INVALID_ARGUMENT, "input '%s' is a list: give list:[SPEC;SPEC;...] (each SPEC random:(...) or "
+                      "@FILE.npy), not '%s'", p.name, spec);
+  char *body = strndup(spec + 6, n - 7);
+  if (!body) return LOOM_OOM();
+  loom_vm_obj *items[MAX_INPUTS];
+  uint32_t k = 0;
+  loom_status st = LOOM_OK;
+  for (char *save = NULL, *it = strtok_r(body, ";", &save); it && !st; it = strtok_r(NULL, ";", &save)) {
+    loom_tensor *t;
+    if (k == MAX_INPUTS) st = LOOM_ERROR(UNIMPLEMENTED, "input '%s': more than %d items", p.name, MAX_INPUTS);
+    else st = make_input(rt, fn, pi, it, &t);
+    if (!st) items[k++] = &t->hdr;
+  }
+  if (!st) st = loom_rt_list_new(rt, items, k, out);
+  for (uint32_t i = 0; i < k; i++) loom_vm_obj_release(items[i]);
+  free(body);
+  return st;
+}
+
 /* Whether identifier `name` occurs in `text` as a whole word. */
 static bool mentions(const char *text, const char *name) {
   size_t n = strlen(name);
@@ -175,13 +202,22 @@ static loom_status input_from_binds(loom_rt *rt, uint32_t fn, uint32_t pi, const
   return LOOM_OK;
 }
 
-static void print_output(uint32_t i, const loom_vm_obj *o) {
+/* Prints output (or list item, at `depth`) i: a tensor's dtype, shape, sum and first elements; a
+ * list's length and then its items. */
+static void print_output_at(uint32_t i, const loom_vm_obj *o, int depth) {
+  printf("%*s%s %u: ", 2 * depth, "", depth ? "item" : "output", i);
+  if (o->kind == LOOM_VM_OBJ_LIST) {
+    const loom_tuple *l = (const loom_tuple *)o;
+    printf("list of %u\n", l->size);
+    for (uint32_t k = 0; k < l->size; k++) print_output_at(k, l->items[k], depth + 1);
+    return;
+  }
   if (o->kind != LOOM_VM_OBJ_TENSOR) {
-    printf("output %u: %s\n", i, loom_vm_obj_kind_name(o->kind));
+    printf("%s\n", loom_vm_obj_kind_name(o->kind));
     return;
   }
   const loom_tensor *t = (const loom_tensor *)o;
-  printf("output %u: %s(", i, loom_dtype_name(t->dtype));
+  printf("%s(", loom_dtype_name(t->dtype));
   for (int32_t d = 0; d < t->rank; d++) printf("%s%lld", d ? ", " : "", (long long)t->shape[d]);
   size_t n = loom_tensor_numel(t);
   double sum = 0;
@@ -190,6 +226,8 @@ static void print_output(uint32_t i, const loom_vm_obj *o) {
   for (size_t k = 0; k < n && k < 6; k++) printf("%s%.6g", k ? ", " : "", elem(t, k));
   printf("%s]\n", n > 6 ? ", ..." : "");
 }
+
+static void print_output(uint32_t i, const loom_vm_obj *o) { print_output_at(i, o, 0); }
 
 static loom_status run_inputs(const loom_cli_args *args, loom_rt *rt, binds *b);
 
@@ -227,7 +265,7 @@ static loom_status run_inputs(const loom_cli_args *args, loom_rt *rt, binds *b) 
   if (loom_cli_get(args, "--bind")) LOOM_PROPAGATE(parse_binds(loom_cli_get(args, "--bind"), b));
   uint32_t np = loom_rt_param_count(rt, fn);
   if (np > MAX_INPUTS) return LOOM_ERROR(UNIMPLEMENTED, "%u parameters", np);
-  loom_tensor *inputs[MAX_INPUTS] = {0};
+  loom_vm_obj *inputs[MAX_INPUTS] = {0}; /* tensors, or lists for list parameters */
   loom_status st = LOOM_OK;
   for (int i = 0; !st && i < loom_cli_count(args, "--input"); i++) {
     const char *v = loom_cli_value_at(args, "--input", i);
@@ -244,16 +282,24 @@ static loom_status run_inputs(const loom_cli_args *args, loom_rt *rt, binds *b) 
     }
     if (pi == UINT32_MAX) st = LOOM_ERROR(NOT_FOUND, "--input '%.*s': '%s' has no such parameter", (int)(eq - v), v, fname);
     else if (inputs[pi]) st = LOOM_ERROR(INVALID_ARGUMENT, "--input '%.*s' given twice", (int)(eq - v), v);
-    else st = make_input(rt, fn, pi, eq + 1, &inputs[pi]);
-    if (!st && loom_cli_get(args, "--bind")) st = check_input_against_binds(rt, fn, pi, inputs[pi], b, eq + 1);
+    else {
+      loom_rt_param p;
+      loom_rt_param_get(rt, fn, pi, &p);
+      loom_tensor *t = NULL;
+      if (p.list) st = make_list_input(rt, fn, pi, eq + 1, &inputs[pi]);
+      else if (!(st = make_input(rt, fn, pi, eq + 1, &t))) inputs[pi] = &t->hdr;
+      if (!st && t && loom_cli_get(args, "--bind")) st = check_input_against_binds(rt, fn, pi, t, b, eq + 1);
+    }
   }
   for (uint32_t k = 0; !st && k < np; k++) {
     if (inputs[k]) continue;
     loom_rt_param p;
     loom_rt_param_get(rt, fn, k, &p);
-    if (!loom_cli_get(args, "--bind"))
+    loom_tensor *t = NULL;
+    if (p.list) st = LOOM_ERROR(INVALID_ARGUMENT, "input '%s' is a list: give --input %s=list:[SPEC;...]", p.name, p.name);
+    else if (!loom_cli_get(args, "--bind"))
       st = LOOM_ERROR(INVALID_ARGUMENT, "input '%s' is missing: give --input %s=... or --bind vars", p.name, p.name);
-    else st = input_from_binds(rt, fn, k, b, &inputs[k]);
+    else if (!(st = input_from_binds(rt, fn, k, b, &t))) inputs[k] = &t->hdr;
   }
   long repeat = loom_cli_get(args, "--repeat") ? strtol(loom_cli_get(args, "--repeat"), NULL, 10) : 1;
   if (repeat < 1) repeat = 1;
@@ -263,7 +309,7 @@ static loom_status run_inputs(const loom_cli_args *args, loom_rt *rt, binds *b) 
   for (long r = 0; !st && r < repeat; r++) {
     loom_rt_outputs_free(&out);
     uint64_t t0 = loom_clock_ns();
-    st = loom_rt_call(rt, fname, inputs, np, &out);
+    st = loom_rt_call_values(rt, fname, inputs, np, &out);
     double ms = (double)(loom_clock_ns() - t0) / 1e6;
     total += ms;
     if (ms < best) best = ms;
@@ -287,7 +333,7 @@ static loom_status run_inputs(const loom_cli_args *args, loom_rt *rt, binds *b) 
     }
   }
   loom_rt_outputs_free(&out);
-  for (uint32_t k = 0; k < np; k++) loom_tensor_release(inputs[k]);
+  for (uint32_t k = 0; k < np; k++) loom_vm_obj_release(inputs[k]);
   return st;
 }
 

@@ -190,6 +190,7 @@ void loom_rt_param_get(const loom_rt *rt, uint32_t fn, uint32_t i, loom_rt_param
   out->dtype = p->dtype == LOOM_VM_ANY_DTYPE ? -1 : (int32_t)p->dtype;
   out->rank = p->rank;
   for (uint32_t d = 0; d < p->rank; d++) out->dims[d] = loom_vm_exec_str(rt->exe, p->dims[d]);
+  out->list = rt->exe->funcs[fn].obj_kinds[i] == LOOM_VM_OBJ_LIST;
 }
 
 void loom_rt_signature_text(const loom_rt *rt, uint32_t fn, char *buf, size_t n) {
@@ -199,6 +200,10 @@ void loom_rt_signature_text(const loom_rt *rt, uint32_t fn, char *buf, size_t n)
   for (uint32_t i = 0; i < loom_rt_param_count(rt, fn); i++) {
     loom_rt_param p;
     loom_rt_param_get(rt, fn, i, &p);
+    if (p.list) {
+      loom_strbuf_printf(&sb, "%s%s: list of %s", i ? ", " : "", p.name, p.dtype < 0 ? "any" : loom_dtype_name((loom_dtype)p.dtype));
+      continue;
+    }
     loom_strbuf_printf(&sb, "%s%s: %s(", i ? ", " : "", p.name, p.dtype < 0 ? "any" : loom_dtype_name((loom_dtype)p.dtype));
     for (uint32_t d = 0; d < p.rank; d++) loom_strbuf_printf(&sb, "%s%s", d ? ", " : "", p.dims[d]);
     loom_strbuf_puts(&sb, ")");
@@ -209,13 +214,33 @@ void loom_rt_signature_text(const loom_rt *rt, uint32_t fn, char *buf, size_t n)
 }
 
 loom_status loom_rt_call(loom_rt *rt, const char *fn, loom_tensor *const *inputs, uint32_t ninputs, loom_rt_outputs *out) {
+  loom_vm_obj *args[LOOM_VM_MAX_RANK * 16];
+  out->count = 0;
+  out->items = NULL;
+  if (ninputs > LOOM_ARRAY_LEN(args)) return LOOM_ERROR(INVALID_ARGUMENT, "%u inputs are too many", ninputs);
+  for (uint32_t k = 0; k < ninputs; k++) args[k] = inputs[k] ? &inputs[k]->hdr : NULL;
+  return loom_rt_call_values(rt, fn, args, ninputs, out);
+}
+
+loom_status loom_rt_list_new(loom_rt *rt, loom_vm_obj *const *items, uint32_t n, loom_vm_obj **out) {
+  (void)rt;
+  *out = NULL;
+  for (uint32_t k = 0; k < n; k++)
+    if (!items[k] || (items[k]->kind != LOOM_VM_OBJ_TENSOR && items[k]->kind != LOOM_VM_OBJ_LIST))
+      return LOOM_ERROR(INVALID_ARGUMENT, "list item %u is %s, expected a tensor or a list", k,
+                        items[k] ? loom_vm_obj_kind_name(items[k]->kind) : "nothing");
+  loom_tuple *t;
+  LOOM_PROPAGATE(loom_list_new(NULL, items, n, &t));
+  *out = &t->hdr;
+  return LOOM_OK;
+}
+
+loom_status loom_rt_call_values(loom_rt *rt, const char *fn, loom_vm_obj *const *args, uint32_t ninputs,
+                                loom_rt_outputs *out) {
   out->count = 0;
   out->items = NULL;
   uint32_t i = loom_vm_exec_find_func(rt->exe, fn);
   if (i == LOOM_VM_NONE) return LOOM_ERROR(NOT_FOUND, "no function '%s' in the executable", fn);
-  loom_vm_obj *args[LOOM_VM_MAX_RANK * 16];
-  if (ninputs > LOOM_ARRAY_LEN(args)) return LOOM_ERROR(INVALID_ARGUMENT, "%u inputs are too many", ninputs);
-  for (uint32_t k = 0; k < ninputs; k++) args[k] = inputs[k] ? &inputs[k]->hdr : NULL;
   loom_vm_obj *res;
   LOOM_PROPAGATE(loom_vm_call(rt->vm, i, args, ninputs, &res));
   if (res->kind == LOOM_VM_OBJ_TUPLE) {

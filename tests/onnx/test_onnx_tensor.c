@@ -203,7 +203,39 @@ LOOM_TEST(onnx, test_sets) {
   loom_onnx_model_free(m);
   s = loom_onnx_model_load(NODE_DIR "/test_sequence_insert_at_back/model.onnx", &m);
   cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
-  EXPECT_ERROR(loom_onnx_test_set_load(NODE_DIR "/test_sequence_insert_at_back/test_data_set_0", m, &ts),
-               UNIMPLEMENTED, "is a sequence: sequence test data is not supported");
+  /* A SequenceProto: a list of tensors of differing shapes (i64 of 4, 3 and 2 elements). */
+  s = loom_onnx_test_set_load(NODE_DIR "/test_sequence_insert_at_back/test_data_set_0", m, &ts);
+  cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+  const loom_onnx_tensor *sq = ts->inputs[0];
+  cr_assert_eq(sq->kind, LOOM_ONNX_TYPE_SEQUENCE);
+  cr_assert_eq(sq->nitems, 3);
+  for (size_t i = 0; i < 3; i++) {
+    cr_assert_eq(sq->items[i]->dtype, LOOM_DTYPE_I64);
+    cr_assert_eq(sq->items[i]->rank, 1);
+    cr_assert_eq(sq->items[i]->dims[0], 4 - (int64_t)i);
+  }
+  cr_assert_str_eq(sq->name, "sequence");
+  loom_onnx_test_set_free(ts);
+  loom_onnx_model_free(m);
+  /* OptionalProtos: an empty one, and one holding a sequence of one tensor of 5 elements. */
+  s = loom_onnx_model_load(NODE_DIR "/test_optional_has_element_empty_optional_input/model.onnx", &m);
+  cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+  s = loom_onnx_test_set_load(NODE_DIR "/test_optional_has_element_empty_optional_input/test_data_set_0", m, &ts);
+  cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+  cr_assert_eq(ts->inputs[0]->kind, LOOM_ONNX_TYPE_OPTIONAL);
+  cr_assert_eq(ts->inputs[0]->nitems, 0);
+  loom_onnx_test_set_free(ts);
+  loom_onnx_model_free(m);
+  s = loom_onnx_model_load(NODE_DIR "/test_identity_opt/model.onnx", &m);
+  cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+  s = loom_onnx_test_set_load(NODE_DIR "/test_identity_opt/test_data_set_0", m, &ts);
+  cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+  const loom_onnx_tensor *op = ts->inputs[0];
+  cr_assert_eq(op->kind, LOOM_ONNX_TYPE_OPTIONAL);
+  cr_assert_eq(op->nitems, 1);
+  cr_assert_eq(op->items[0]->kind, LOOM_ONNX_TYPE_SEQUENCE);
+  cr_assert_eq(op->items[0]->nitems, 1);
+  cr_assert_eq(op->items[0]->items[0]->numel, 5);
+  loom_onnx_test_set_free(ts);
   loom_onnx_model_free(m);
 }

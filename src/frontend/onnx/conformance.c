@@ -21,6 +21,18 @@ static int cmp_fam(const void *a, const void *b) { return strcmp(((const family 
 
 /* Compares one output; on mismatch writes why into `why`. */
 static bool compare(const loom_graph_value *got, const loom_onnx_tensor *want, char *why, size_t cap) {
+  if (want->kind == LOOM_ONNX_TYPE_SEQUENCE || want->kind == LOOM_ONNX_TYPE_OPTIONAL) {
+    const char *w = want->kind == LOOM_ONNX_TYPE_OPTIONAL ? "an optional" : "a sequence";
+    if (got->kind != LOOM_SINFO_LIST) return snprintf(why, cap, "output is not a list (expected %s)", w), false;
+    if (got->n != want->nitems)
+      return snprintf(why, cap, "%s of %zu items, expected %zu", w, got->n, want->nitems), false;
+    for (size_t i = 0; i < got->n; i++) {
+      char w2[300];
+      if (!compare(&got->items[i], want->items[i], w2, sizeof w2))
+        return snprintf(why, cap, "item %zu: %s", i, w2), false;
+    }
+    return true;
+  }
   if (got->kind != LOOM_SINFO_TENSOR) return snprintf(why, cap, "output is not a tensor"), false;
   const loom_graph_tensor *t = &got->t;
   if (t->dtype != want->dtype)
@@ -46,6 +58,29 @@ static bool compare(const loom_graph_value *got, const loom_onnx_tensor *want, c
 }
 
 typedef enum { R_PASS, R_FAIL, R_UNSUP } result;
+
+/* The graph value of test input t: a tensor, or a list of them (a sequence or optional). */
+static loom_status input_value(const loom_onnx_tensor *t, loom_graph_value *out) {
+  memset(out, 0, sizeof *out);
+  if (t->kind == LOOM_ONNX_TYPE_SEQUENCE || t->kind == LOOM_ONNX_TYPE_OPTIONAL) {
+    out->kind = LOOM_SINFO_LIST;
+    out->items = t->nitems ? calloc(t->nitems, sizeof *out->items) : NULL;
+    if (t->nitems && !out->items) return LOOM_OOM();
+    out->n = t->nitems;
+    for (size_t i = 0; i < t->nitems; i++) {
+      loom_status s = input_value(t->items[i], &out->items[i]);
+      if (s) {
+        loom_graph_value_free(out);
+        return s;
+      }
+    }
+    return LOOM_OK;
+  }
+  if (t->rank > 8) return LOOM_ERROR(UNIMPLEMENTED, "input rank %zu is over 8", t->rank);
+  LOOM_PROPAGATE(loom_graph_value_tensor(t->dtype, (int)t->rank, t->dims, out));
+  if (t->nbytes) memcpy(out->t.data, t->data, t->nbytes);
+  return LOOM_OK;
+}
 
 static void set_reason(char *why, size_t cap, loom_status s) {
   snprintf(why, cap, "%s", loom_status_message(s));
@@ -131,17 +166,12 @@ static result run_test(const char *tdir, const loom_onnx_conformance_opts *opts,
     size_t made = 0, nargs = 0;
     for (; made < ts->n_inputs && r == R_PASS; made++) {
       if (made < 64 && frozen[made]) continue;
-      const loom_onnx_tensor *t = ts->inputs[made];
-      if (t->rank > 8) {
-        r = R_UNSUP, snprintf(why, cap, "input rank %zu is over 8", t->rank);
-        break;
-      }
-      s = loom_graph_value_tensor(t->dtype, (int)t->rank, t->dims, &args[nargs]);
+      s = input_value(ts->inputs[made], &args[nargs]);
       if (s) {
-        r = R_FAIL, set_reason(why, cap, s), loom_status_free(s);
+        r = loom_status_code(s) == LOOM_CODE_UNIMPLEMENTED ? R_UNSUP : R_FAIL;
+        set_reason(why, cap, s), loom_status_free(s);
         break;
       }
-      if (t->nbytes) memcpy(args[nargs].t.data, t->data, t->nbytes);
       nargs++;
     }
     if (r == R_PASS) {

@@ -494,11 +494,14 @@ loom_status oimp_import_node(imp *im, const loom_onnx_node *n) {
     vidx[c.nargs] = (size_t)v;
     c.args[c.nargs++] = im->vals[v]; /* NULL for a symbolic value not yet materialised */
   }
+  bool has_list = false; /* a list value known only at run time (onnx_import_list.c) */
+  for (size_t i = 0; i < c.nargs; i++) has_list |= c.args[i] && c.args[i]->sinfo && c.args[i]->sinfo->kind == LOOM_SINFO_LIST;
+  has_list = has_list && strcmp(n->op_type, "Loop") != 0;
   for (size_t i = 1; i < n->n_outputs; i++)
     if (*n->outputs[i] && !e->multi_out)
       return UNSUP(n, "output %zu is not supported", i);
   if (legacy) LOOM_PROPAGATE(legacy_broadcast(&c, vidx));
-  bool all_const = c.nargs > 0 && n->n_outputs == 1 && !e->multi_out && !has_seq;
+  bool all_const = c.nargs > 0 && n->n_outputs == 1 && !e->multi_out && !has_seq && !has_list;
   for (size_t i = 0; i < c.nargs; i++)
     if ((c.args[i] || c.syms[i]) && !c.consts[i]) all_const = false;
   loom_onnx_tensor *folded_t;
@@ -508,10 +511,11 @@ loom_status oimp_import_node(imp *im, const loom_onnx_node *n) {
     return oimp_bind(im, n->outputs[0], k, folded_t);
   }
   oimp_symval *sv = NULL;
-  if (n->n_outputs == 1 && !has_seq) LOOM_PROPAGATE(oimp_symval_node(&c, &sv));
+  if (n->n_outputs == 1 && !has_seq && !has_list) LOOM_PROPAGATE(oimp_symval_node(&c, &sv));
   if (sv) return oimp_symval_bind(im, n->outputs[0], sv);
   for (size_t i = 0; i < c.nargs; i++)
     if (!c.args[i] && c.syms[i]) LOOM_PROPAGATE(value_expr(im, vidx[i], &c.args[i]));
+  if (has_list) return oimp_list_node(&c);
   loom_graph_expr *y = NULL;
   LOOM_PROPAGATE(e->h(&c, e, &y));
   if (c.bound) return LOOM_OK;
@@ -598,6 +602,15 @@ static loom_status import_main(imp *im) {
       LOOM_PROPAGATE(oimp_bind(im, v->name, k, frozen));
       continue;
     }
+    if (v->kind == LOOM_ONNX_TYPE_SEQUENCE || v->kind == LOOM_ONNX_TYPE_OPTIONAL) { /* a list value */
+      const loom_sinfo *ls;
+      LOOM_PROPAGATE(oimp_list_sinfo(im, v, 0, &ls));
+      const char *nm = oimp_ir_name(im, v->name);
+      loom_graph_expr *p = nm ? loom_graph_builder_param(&im->b, nm, ls) : NULL;
+      if (!p) return LOOM_OOM();
+      LOOM_PROPAGATE(oimp_bind(im, v->name, p, NULL));
+      continue;
+    }
     if (v->kind != LOOM_ONNX_TYPE_TENSOR) return LOOM_ERROR(UNIMPLEMENTED, "graph input '%s' is not a tensor", v->name);
     loom_dtype dt;
     if (!loom_onnx_elem_dtype(v->elem_type, &dt))
@@ -627,7 +640,8 @@ static loom_status import_main(imp *im) {
   for (size_t i = 0; i < g->n_outputs; i++) {
     ssize_t v = find_val(im, g->outputs[i].name);
     if (v < 0) return LOOM_ERROR(INVALID_ARGUMENT, "graph output '%s' is not produced", g->outputs[i].name);
-    LOOM_PROPAGATE(value_expr(im, (size_t)v, &res[i]));
+    if (!im->vals[v] && im->val_seqs[v]) LOOM_PROPAGATE(oimp_seq_to_list(im, im->val_seqs[v], g->outputs[i].name, &res[i]));
+    else LOOM_PROPAGATE(value_expr(im, (size_t)v, &res[i]));
   }
   loom_graph_expr *r = res[0];
   if (g->n_outputs > 1 && !(r = loom_graph_tuple_new(im->m, g->n_outputs, res))) return LOOM_OOM();

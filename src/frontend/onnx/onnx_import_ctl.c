@@ -18,6 +18,7 @@
  *   SequenceMap imports its body once per element.
  *   Positions must be constants. A sequence cannot be a graph input or output here (the
  *   loader refuses such test data anyway). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,10 +183,11 @@ static loom_status h_if(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (cs->dtype != LOOM_DTYPE_BOOL) return BAD(c->n, "the condition must be bool, not %s", loom_dtype_name(cs->dtype));
   LOOM_PROPAGATE(run_body(c, "then_branch", br[0], 0, NULL, o[0]));
   LOOM_PROPAGATE(run_body(c, "else_branch", br[1], 0, NULL, o[1]));
+  bool lists[64];
   for (size_t j = 0; j < nout; j++) {
-    if (o[0][j].seq || o[1][j].seq)
-      return UNSUP(c->n, "the condition is computed at run time and output %zu is a sequence or optional", j);
-    LOOM_PROPAGATE(same_type(c, j, o[0][j].e, o[1][j].e));
+    lists[j] = o[0][j].seq || o[1][j].seq || (o[0][j].e && o[0][j].e->sinfo->kind == LOOM_SINFO_LIST) ||
+               (o[1][j].e && o[1][j].e->sinfo->kind == LOOM_SINFO_LIST);
+    if (!lists[j]) LOOM_PROPAGATE(same_type(c, j, o[0][j].e, o[1][j].e));
   }
   if (cs->ndim != 0) { /* a one-element tensor: to a scalar, so `where` broadcasts like the outputs */
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 0, NULL));
@@ -194,7 +196,18 @@ static loom_status h_if(nctx *c, const op_entry *e, loom_graph_expr **out) {
   for (size_t j = 0; j < nout; j++) {
     if (!*c->n->outputs[j]) continue;
     loom_graph_expr *args[3] = {cond, o[0][j].e, o[1][j].e}, *y;
-    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_WHERE, 3, args, c->n->outputs[j], &y));
+    if (lists[j]) { /* sequences or optionals: each branch's as a list value, one chosen at run time */
+      for (int b = 0; b < 2; b++) {
+        char nm[256];
+        snprintf(nm, sizeof nm, "%s_%s", c->n->outputs[j], b ? "else" : "then");
+        if (o[b][j].seq) LOOM_PROPAGATE(oimp_seq_to_list(c->im, o[b][j].seq, nm, &args[1 + b]));
+        else if (!args[1 + b] || args[1 + b]->sinfo->kind != LOOM_SINFO_LIST)
+          return UNSUP(c->n, "the condition is computed at run time and output %zu is a sequence in one branch only", j);
+      }
+      LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_SELECT, 3, args, c->n->outputs[j], &y));
+    } else {
+      LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_WHERE, 3, args, c->n->outputs[j], &y));
+    }
     LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[j], y, NULL));
   }
   return LOOM_OK;
@@ -610,7 +623,10 @@ static loom_status h_split_to_seq(nctx *c, const op_entry *e, loom_graph_expr **
   if (r < 0 || !si->dims) return UNSUP(c->n, "the input's rank is unknown");
   int64_t ax = axis < 0 ? axis + r : axis, len;
   if (ax < 0 || ax >= r) return BAD(c->n, "axis %lld out of range for rank %d", (long long)axis, r);
-  if (!loom_sym_is_const(si->dims[ax], &len)) return UNSUP(c->n, "the input's axis %lld must have a static length", (long long)ax);
+  if (!loom_sym_is_const(si->dims[ax], &len)) {
+    if (!oimp_has_input(c, 1)) return UNSUP(c->n, "the input's axis %lld must have a static length", (long long)ax);
+    return oimp_split_runtime(c, ax, si->dims[ax]); /* onnx_import_list.c */
+  }
   int64_t sizes[1024];
   size_t n = 0;
   bool squeeze = false;
@@ -620,7 +636,7 @@ static loom_status h_split_to_seq(nctx *c, const op_entry *e, loom_graph_expr **
     squeeze = keep == 0;
   } else {
     const loom_onnx_tensor *t = c->consts[1];
-    if (!t) return UNSUP(c->n, "input 1 (split) must be a constant");
+    if (!t) return oimp_split_runtime(c, ax, si->dims[ax]); /* sizes known only at run time: onnx_import_list.c */
     if (t->rank == 0) {
       int64_t chunk;
       LOOM_PROPAGATE(const_int(c, 1, "split", &chunk));

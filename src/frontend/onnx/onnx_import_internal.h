@@ -162,6 +162,19 @@ loom_status oimp_loop_count(nctx *c, size_t i, const char *what, loom_graph_expr
 loom_status oimp_loop_node(nctx *c, const loom_onnx_graph *g);
 /* x reversed along `axis`, whose extent may be symbolic (a take of n - 1 - arange(n)). */
 loom_status oimp_reverse_dyn(nctx *c, loom_graph_expr *x, int64_t axis, loom_graph_expr **y);
+/* onnx_import_list.c: list values (sequences and optionals known only at run time). The List /
+ * Optional struct info of graph input v declared as a sequence or optional. */
+loom_status oimp_list_sinfo(imp *im, const loom_onnx_value *v, int depth, const loom_sinfo **out);
+/* The node (some input of which is a list value) as list ops; UNIMPLEMENTED naming the input
+ * for an op that takes no list. */
+loom_status oimp_list_node(nctx *c);
+/* SplitToSequence of input 0 along `axis` (of length len) by input 1 known only at run time, or
+ * over an axis whose length is: 1-D sizes (a static count: a static list of parts, the sizes bound
+ * as symbols and their sum checked against len) or one chunk size (ceil(len / chunk) parts: a loop
+ * building a list value); binds the output. */
+loom_status oimp_split_runtime(nctx *c, int64_t axis, const loom_sym_expr *len);
+/* Static list sq made a list value (list_new) bound as `name`: a graph output. */
+loom_status oimp_seq_to_list(imp *im, const oimp_seq *sq, const char *name, loom_graph_expr **out);
 /* onnx_import_ctl.c: whether an op table entry takes sequence / optional inputs. */
 bool oimp_ctl_takes_seq(const op_entry *e);
 loom_graph_expr *oimp_const_of(imp *im, const loom_onnx_tensor *t);

@@ -30,6 +30,22 @@
 
 /* ---- the loop builder ------------------------------------------------------------------------- */
 
+/* A carried list: the body's next list nx against param ps (List[item], no length): *out is ps
+ * with an item describing both when nx's items are not ps's (NULL: ps fits). */
+static loom_status list_widen(nctx *c, const char *name, const loom_sinfo *ps, const loom_sinfo *nx, const loom_sinfo **out) {
+  *out = NULL;
+  if (nx->kind != LOOM_SINFO_LIST || nx->optional != ps->optional || nx->ret->kind != ps->ret->kind)
+    return UNSUP(c->n, "loop-carried '%s' is a list, but the body's next value for it is %s", name,
+                 nx->kind == LOOM_SINFO_LIST ? "a list of other items" : "not a list");
+  if (loom_sinfo_is_base_of(c->im->cx, ps->ret, nx->ret) == LOOM_SYM_TRUE) return LOOM_OK;
+  const loom_sinfo *a = ps->ret, *b = nx->ret;
+  if (a->kind != LOOM_SINFO_TENSOR) return UNSUP(c->n, "loop-carried '%s' is a list of lists that change", name);
+  const loom_sinfo *it = loom_sinfo_tensor(c->im->m, a->dtype == b->dtype ? a->dtype : LOOM_DTYPE_UNKNOWN,
+                                           a->ndim == b->ndim ? a->ndim : LOOM_SINFO_NDIM_UNKNOWN, NULL, NULL);
+  *out = it ? loom_sinfo_list(c->im->m, it, NULL, ps->optional) : NULL;
+  return *out ? LOOM_OK : LOOM_OOM();
+}
+
 /* The shape the next value `nx` of a carried value of struct info `ps` needs: ps with a fresh
  * local (appended to locals) on every axis the prover cannot show equal (NULL: ps already fits;
  * an error when the dtype or rank changes). */
@@ -37,7 +53,7 @@ static loom_status widen(nctx *c, const char *name, const loom_sinfo *ps, const 
                          size_t *nlocals, const loom_sinfo **out) {
   imp *im = c->im;
   *out = NULL;
-  if (nx->kind != LOOM_SINFO_TENSOR || nx->ndim < 0 || (nx->ndim && !nx->dims))
+  if (ps->kind != LOOM_SINFO_LIST && (nx->kind != LOOM_SINFO_TENSOR || nx->ndim < 0 || (nx->ndim && !nx->dims)))
     return UNSUP(c->n, "the body's next value of loop-carried '%s' is not a tensor of known rank", name);
   if (nx->dtype != ps->dtype || nx->ndim != ps->ndim)
     return UNSUP(c->n, "loop-carried '%s' changes its %s across iterations (%s of rank %d, then %s of rank %d)", name,
@@ -45,6 +61,8 @@ static loom_status widen(nctx *c, const char *name, const loom_sinfo *ps, const 
                  loom_dtype_name(nx->dtype), nx->ndim);
   const loom_sym_expr *d[LOOP_MAX_RANK];
   bool changed = false;
+  if (ps->kind == LOOM_SINFO_LIST) /* its item's facts shared with the next value's */
+    return list_widen(c, name, ps, nx, out);
   for (int k = 0; k < ps->ndim; k++) {
     d[k] = ps->dims[k];
     bool local = false;
@@ -74,7 +92,9 @@ loom_status oimp_loop_build(nctx *c, const char *name, loom_graph_expr *count, l
   size_t nlocals = 0;
   for (size_t k = 0; k < ncarry; k++) {
     const loom_sinfo *si = inits[k]->sinfo;
-    if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || (si->ndim && !si->dims) || si->ndim > LOOP_MAX_RANK)
+    if (si->kind == LOOM_SINFO_LIST) { /* a list's length changes: the param does not say it */
+      if (!(si = loom_sinfo_list(m, si->ret, NULL, si->optional))) return LOOM_OOM();
+    } else if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || (si->ndim && !si->dims) || si->ndim > LOOP_MAX_RANK)
       return UNSUP(c->n, "loop-carried value %zu is not a tensor of known rank", k);
     ps[k] = si;
     if (!(pn[k] = oimp_ir_name(im, param_names[k]))) return LOOM_OOM();
@@ -320,7 +340,9 @@ loom_status oimp_loop_node(nctx *c, const loom_onnx_graph *g) {
       if (!(cond = oimp_const_of(im, t))) return LOOM_OOM();
     }
     for (size_t k = 0; k < nl.nstate; k++) {
-      if (c->seqs[2 + k] || !c->args[2 + k]) return UNSUP(c->n, "loop-carried input %zu is a sequence or optional", 2 + k);
+      if (c->seqs[2 + k]) /* a sequence built in the graph, carried: a list value */
+        LOOM_PROPAGATE(oimp_seq_to_list(im, c->seqs[2 + k], c->n->inputs[2 + k], &c->args[2 + k]));
+      if (!c->args[2 + k]) return UNSUP(c->n, "loop-carried input %zu has no value", 2 + k);
       inits[k] = c->args[2 + k];
       names[k] = g->inputs[2 + k].name;
     }

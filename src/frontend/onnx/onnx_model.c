@@ -84,14 +84,31 @@ static loom_status convert_shape(conv *c, const Onnx__TensorShapeProto *sp, cons
   return LOOM_OK;
 }
 
+static loom_status convert_type(conv *c, const Onnx__TypeProto *tp, const char *what, int depth, loom_onnx_value *v);
+
+/* The declared items of a sequence or optional (type `tp`) of value v. */
+static loom_status convert_elem(conv *c, const Onnx__TypeProto *tp, const char *what, int depth, loom_onnx_value *v) {
+  if (!tp) return LOOM_OK;
+  if (depth > 16) return LOOM_ERROR(UNIMPLEMENTED, "%s: '%s' nests sequences / optionals more than 16 deep", c->file, v->name);
+  loom_onnx_value *e = LOOM_ARENA_NEW(&c->m->arena, loom_onnx_value);
+  if (!e) return LOOM_OOM();
+  memset(e, 0, sizeof *e);
+  e->name = v->name;
+  LOOM_PROPAGATE(convert_type(c, tp, what, depth + 1, e));
+  v->elem = e;
+  return LOOM_OK;
+}
+
 static loom_status convert_value(conv *c, const Onnx__ValueInfoProto *vp, const char *what, size_t index,
                                  loom_onnx_value *v) {
   memset(v, 0, sizeof *v);
   if (!vp || !vp->name || !*vp->name)
     return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s %zu has no name", c->file, what, index);
   LOOM_PROPAGATE(intern(c, vp->name, &v->name));
-  const Onnx__TypeProto *tp = vp->type;
-  if (!tp) return LOOM_OK;
+  return vp->type ? convert_type(c, vp->type, what, 0, v) : LOOM_OK;
+}
+
+static loom_status convert_type(conv *c, const Onnx__TypeProto *tp, const char *what, int depth, loom_onnx_value *v) {
   switch (tp->value_case) {
   case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
     v->kind = LOOM_ONNX_TYPE_TENSOR;
@@ -107,9 +124,15 @@ static loom_status convert_value(conv *c, const Onnx__ValueInfoProto *vp, const 
       LOOM_PROPAGATE(convert_shape(c, tp->sparse_tensor_type->shape, what, v));
     }
     break;
-  case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE: v->kind = LOOM_ONNX_TYPE_SEQUENCE; break;
+  case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+    v->kind = LOOM_ONNX_TYPE_SEQUENCE;
+    if (tp->sequence_type) LOOM_PROPAGATE(convert_elem(c, tp->sequence_type->elem_type, what, depth, v));
+    break;
   case ONNX__TYPE_PROTO__VALUE_MAP_TYPE: v->kind = LOOM_ONNX_TYPE_MAP; break;
-  case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE: v->kind = LOOM_ONNX_TYPE_OPTIONAL; break;
+  case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+    v->kind = LOOM_ONNX_TYPE_OPTIONAL;
+    if (tp->optional_type) LOOM_PROPAGATE(convert_elem(c, tp->optional_type->elem_type, what, depth, v));
+    break;
   default: break;
   }
   return LOOM_OK;

@@ -57,6 +57,10 @@ typedef struct loom_onnx_tensor {
   void *data;        /* nbytes bytes, aligned to 16 — except raw_data of LOOM_ONNX_VIEW_MIN bytes or more
                         in a model loaded from a file, used where it lies in the file (any alignment:
                         read its elements with memcpy); NULL when nbytes is 0 */
+  /* Test data only (loom_onnx_test_set_load): a SequenceProto or OptionalProto read as a list. */
+  int kind;          /* LOOM_ONNX_TYPE_TENSOR (0 reads the same), _SEQUENCE or _OPTIONAL */
+  size_t nitems;     /* SEQUENCE / OPTIONAL: items (an optional: 0 or 1) */
+  struct loom_onnx_tensor **items; /* each a tensor or a list */
 } loom_onnx_tensor;
 
 /* One dim of a declared shape. */
@@ -90,6 +94,7 @@ typedef struct loom_onnx_value {
   bool has_shape;            /* false: the rank itself is unknown */
   size_t rank;               /* number of dims when has_shape */
   loom_onnx_dim *dims;       /* `rank` dims */
+  const struct loom_onnx_value *elem; /* SEQUENCE, OPTIONAL: the declared items (same name), or NULL */
 } loom_onnx_value;
 
 typedef struct loom_onnx_graph loom_onnx_graph;

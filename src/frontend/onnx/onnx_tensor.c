@@ -452,6 +452,104 @@ loom_status loom_onnx_tensor_check(const char *path, const loom_onnx_tensor *t, 
   return LOOM_OK;
 }
 
+/* Reads a protobuf varint at *p (below end); false when truncated or longer than 10 bytes. */
+static bool wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
+  uint64_t v = 0;
+  for (int sh = 0; sh < 70 && *p < end; sh += 7) {
+    uint8_t b = *(*p)++;
+    v |= (uint64_t)(b & 0x7f) << sh;
+    if (!(b & 0x80)) {
+      *out = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Parses a SequenceProto (`optional` false) or an OptionalProto (onnx-data.proto; protobuf-c has
+ * no code for them: onnx.proto does not define them) declared as `v` into out. Their fields:
+ * 1 name, 2 elem_type, 3 tensor value(s), 4 sparse, 5 sequence value(s), 6 map, 7 optional
+ * value(s) (repeated in a SequenceProto, one in an OptionalProto). Items are parsed by the
+ * declared element type `v->elem` when known, else by the field they sit in. */
+static loom_status parse_list(const uint8_t *b, size_t len, const char *path, const loom_onnx_value *v, int depth,
+                              loom_arena *arena, loom_onnx_tensor *out) {
+  bool optional = v->kind == LOOM_ONNX_TYPE_OPTIONAL;
+  const char *what = optional ? "OptionalProto" : "SequenceProto";
+  if (depth > 16) return LOOM_ERROR(UNIMPLEMENTED, "%s: lists nested more than 16 deep", path);
+  memset(out, 0, sizeof *out);
+  out->name = "";
+  out->kind = (int)v->kind;
+  out->dtype = LOOM_DTYPE_COUNT; /* no dtype: a list */
+  size_t cap = 0;
+  const uint8_t *p = b, *end = b + len;
+  while (p < end) {
+    uint64_t tag, n = 0;
+    if (!wire_varint(&p, end, &tag)) return LOOM_ERROR(DATA_LOSS, "%s: %s: a truncated field tag", path, what);
+    uint32_t field = (uint32_t)(tag >> 3), wt = (uint32_t)(tag & 7);
+    if (wt == 0) {
+      if (!wire_varint(&p, end, &n)) return LOOM_ERROR(DATA_LOSS, "%s: %s: field %u is truncated", path, what, field);
+      continue;
+    }
+    if (wt == 1 || wt == 5) {
+      size_t k = wt == 1 ? 8 : 4;
+      if ((size_t)(end - p) < k) return LOOM_ERROR(DATA_LOSS, "%s: %s: field %u is truncated", path, what, field);
+      p += k;
+      continue;
+    }
+    if (wt != 2 || !wire_varint(&p, end, &n) || n > (uint64_t)(end - p))
+      return LOOM_ERROR(DATA_LOSS, "%s: %s: field %u has a bad wire type or length", path, what, field);
+    const uint8_t *body = p;
+    p += n;
+    if (field == 1) {
+      char *nm = loom_arena_alloc(arena, n + 1, 1);
+      if (!nm) return LOOM_OOM();
+      memcpy(nm, body, n);
+      nm[n] = 0;
+      out->name = nm;
+      continue;
+    }
+    if (field != 3 && field != 5 && field != 7) {
+      if (field == 4 || field == 6)
+        return LOOM_ERROR(UNIMPLEMENTED, "%s: %s '%s' holds %s", path, what, v->name, field == 4 ? "sparse tensors" : "maps");
+      continue;
+    }
+    if (optional && out->nitems) return LOOM_ERROR(DATA_LOSS, "%s: OptionalProto holds more than one value", path);
+    loom_onnx_tensor *it = LOOM_ARENA_NEW(arena, loom_onnx_tensor);
+    if (!it) return LOOM_OOM();
+    const loom_onnx_value *ev = v->elem;
+    if (field == 3) {
+      loom_onnx_tensor *t;
+      LOOM_PROPAGATE(loom_onnx_tensor_parse(body, (size_t)n, path, arena, &t));
+      *it = *t;
+    } else {
+      loom_onnx_value inner = {.name = v->name, .kind = field == 5 ? LOOM_ONNX_TYPE_SEQUENCE : LOOM_ONNX_TYPE_OPTIONAL};
+      if (ev && ev->kind == inner.kind) inner = *ev;
+      LOOM_PROPAGATE(parse_list(body, (size_t)n, path, &inner, depth + 1, arena, it));
+    }
+    if (out->nitems == cap) {
+      size_t nc = cap ? 2 * cap : 4;
+      loom_onnx_tensor **ni = LOOM_ARENA_ARRAY(arena, loom_onnx_tensor *, nc);
+      if (!ni) return LOOM_OOM();
+      if (cap) memcpy(ni, out->items, cap * sizeof *ni);
+      out->items = ni, cap = nc;
+    }
+    out->items[out->nitems++] = it;
+  }
+  return LOOM_OK;
+}
+
+/* Loads one test-data file declared as a sequence or optional `v`. */
+static loom_status load_list(const char *path, const loom_onnx_value *v, loom_arena *arena, loom_onnx_tensor **out) {
+  uint8_t *buf;
+  size_t len;
+  LOOM_PROPAGATE(loom_onnx_read_file(path, "test data", &buf, &len));
+  loom_onnx_tensor *t = LOOM_ARENA_NEW(arena, loom_onnx_tensor);
+  loom_status s = t ? parse_list(buf, len, path, v, 0, arena, t) : LOOM_OOM();
+  free(buf);
+  if (!s) *out = t;
+  return s;
+}
+
 /* Loads `dir`/`prefix`_K.pb for K = 0.. into a vector; `decl` are the values they stand for. */
 static loom_status load_series(const char *dir, const char *prefix, const loom_onnx_value *const *decl, size_t n_decl,
                                loom_onnx_test_set *ts, loom_onnx_tensor ***out, size_t *out_n) {
@@ -470,6 +568,10 @@ static loom_status load_series(const char *dir, const char *prefix, const loom_o
   for (size_t k = 0; k < n; k++) {
     snprintf(path, sizeof path, "%s/%s_%zu.pb", dir, prefix, k);
     const loom_onnx_value *v = decl[k];
+    if (v->kind == LOOM_ONNX_TYPE_SEQUENCE || v->kind == LOOM_ONNX_TYPE_OPTIONAL) {
+      LOOM_PROPAGATE(load_list(path, v, &ts->arena, &arr[k]));
+      continue;
+    }
     if (v->kind != LOOM_ONNX_TYPE_TENSOR && v->kind != LOOM_ONNX_TYPE_NONE)
       return LOOM_ERROR(UNIMPLEMENTED, "%s: graph %s '%s' is a %s: %s test data is not supported", path, prefix,
                         v->name, type_kind_name(v->kind), type_kind_name(v->kind));

@@ -23,5 +23,6 @@ pub const compiler = [_][]const u8{
     "src/frontend/onnx/onnx_import_ml.c",
     "src/frontend/onnx/onnx_import_random.c",
     "src/frontend/onnx/onnx_import_loop.c",
+    "src/frontend/onnx/onnx_import_list.c",
     "src/frontend/onnx/conformance.c",
 };
