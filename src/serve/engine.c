@@ -334,7 +334,7 @@ loom_status loom_serve_submit(loom_serve_engine *e, const int64_t *const *prompt
   }
   r->e = e, r->n = n, r->refs = 2, r->running = (int64_t)n;
   r->samp = (loom_serve_sampling){p->temperature, p->top_k, p->top_p};
-  memcpy(r->stop, p->stop, p->nstop * sizeof *r->stop);
+  if (p->nstop) memcpy(r->stop, p->stop, p->nstop * sizeof *r->stop);
   r->nstop = p->nstop;
   for (size_t c = 0; c < n; c++) {
     loom_serve_seq *q = &r->seqs[c];
