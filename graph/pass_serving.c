@@ -66,7 +66,16 @@ typedef struct serving {
   loom_graph_expr *ids, *pos;    /* input_ids, position_ids */
   int64_t pos_rows;              /* rows of the table position_ids index (0: none found) */
   unsigned tmp;                  /* names of the bindings the rewrite adds: sv0, sv1, ... */
+  char why[256];                 /* why the last matmul over a present value was not an attention */
 } serving;
+
+/* Notes why the attention rooted at `root` (its values a concat of a past) was not matched. */
+static bool miss(serving *s, const loom_graph_binding *root, const char *what, const loom_graph_expr *at) {
+  if (s->why[0]) return false; /* the first one */
+  snprintf(s->why, sizeof s->why, "at binding '%s', %s%s%s", root->var->u.var.name, what, at && at->kind == LOOM_GRAPH_EXPR_VAR ? " " : "",
+           at && at->kind == LOOM_GRAPH_EXPR_VAR ? at->u.var.name : "");
+  return false;
+}
 
 /* A fresh name for a binding the rewrite adds (the builder's own t<N> may clash with the
  * ONNX names). NULL on OOM. */
@@ -143,14 +152,14 @@ static bool match_attention(serving *s, loom_graph_binding *b, serving_layer *L)
   loom_graph_expr *P = y->u.call.args[0], *V = y->u.call.args[1];
   if (!concat_past(s, V, &L->past_v, &L->v_new)) return false;
   const loom_graph_expr *sm = call_of(s, P, LOOM_GRAPH_OP_SOFTMAX);
-  if (!sm || axis_of(sm, "axis", 4) != 3) return false;
+  if (!sm || axis_of(sm, "axis", 4) != 3) return miss(s, b, "the weights are not a softmax over the keys (last axis):", P);
   loom_graph_expr *S = sm->u.call.args[0], *S1 = S;
   const loom_graph_expr *add = call_of(s, S, LOOM_GRAPH_OP_ADD);
   if (add) {
     loom_graph_expr *a0 = add->u.call.args[0], *a1 = add->u.call.args[1];
     if (is_param(s, a1)) S1 = a0;
     else if (is_param(s, a0)) S1 = a1;
-    else return false;
+    else return miss(s, b, "the scores are masked by a value computed in the graph, not a mask input (only a mask input is taken as the causal mask):", S);
   }
   loom_graph_expr *S0 = S1;
   L->scale = 1.0;
@@ -159,32 +168,32 @@ static bool match_attention(serving *s, loom_graph_binding *b, serving_layer *L)
   if ((sc = call_of(s, S1, LOOM_GRAPH_OP_MUL))) {
     if (const_scalar(sc->u.call.args[1], &c)) S0 = sc->u.call.args[0];
     else if (const_scalar(sc->u.call.args[0], &c)) S0 = sc->u.call.args[1];
-    else return false;
+    else return miss(s, b, "the scores are scaled by a value that is not a one-element constant:", S1);
     L->scale = c;
   } else if ((sc = call_of(s, S1, LOOM_GRAPH_OP_DIV))) {
-    if (!const_scalar(sc->u.call.args[1], &c) || c == 0) return false;
+    if (!const_scalar(sc->u.call.args[1], &c) || c == 0) return miss(s, b, "the scores are divided by a value that is not a nonzero one-element constant:", S1);
     S0 = sc->u.call.args[0];
     L->scale = 1.0 / c;
   }
   const loom_graph_expr *mm = call_of(s, S0, LOOM_GRAPH_OP_MATMUL);
-  if (!mm) return false;
+  if (!mm) return miss(s, b, "the scores are not matmul(q, keys^T):", S0);
   L->q = mm->u.call.args[0];
   loom_graph_expr *KT = mm->u.call.args[1], *K;
   const loom_graph_attr *tb = loom_graph_call_attr(mm, "transpose_b");
   if (tb && tb->i && mm->u.call.nattrs == 1) {
     K = KT;
   } else {
-    if (mm->u.call.nattrs) return false;
+    if (mm->u.call.nattrs) return miss(s, b, "the scores' matmul has attributes:", S0);
     const loom_graph_expr *pd = call_of(s, KT, LOOM_GRAPH_OP_PERMUTE_DIMS);
     const loom_graph_attr *ax = pd ? loom_graph_call_attr(pd, "axes") : NULL;
     int64_t want[4] = {0, 1, 3, 2}, v;
-    if (!ax || ax->kind != LOOM_GRAPH_ATTR_SYMS || ax->n != 4) return false;
+    if (!ax || ax->kind != LOOM_GRAPH_ATTR_SYMS || ax->n != 4) return miss(s, b, "the keys are not permute_dims(present key, [0, 1, 3, 2]):", KT);
     for (int i = 0; i < 4; i++)
-      if (!loom_sym_is_const(ax->syms[i], &v) || v != want[i]) return false;
+      if (!loom_sym_is_const(ax->syms[i], &v) || v != want[i]) return miss(s, b, "the keys are not permute_dims(present key, [0, 1, 3, 2]):", KT);
     K = pd->u.call.args[0];
     loom_map_put(&s->skip, KT->u.var.id, 1);
   }
-  if (!concat_past(s, K, &L->past_k, &L->k_new)) return false;
+  if (!concat_past(s, K, &L->past_k, &L->k_new)) return miss(s, b, "the keys are not concat(past key input, new keys, axis=2):", K);
   L->present_k = K, L->present_v = V;
   /* the scores, their scaling, masking and softmax are this attention's own */
   const loom_graph_expr *inner[] = {P, S, S1, S0, K, V};
@@ -415,8 +424,12 @@ static loom_status rewrite(serving *s, loom_graph_func **out_f) {
     for (int l = 0; l < s->nlayers; l++) uses += (s->layers[l].past_k == p) + (s->layers[l].past_v == p);
     if (uses > 1) return refuse(s, "input '%s' is the past of two attentions%s", p->u.var.name, "");
     if (!uses && p->sinfo->kind == LOOM_SINFO_TENSOR && p->sinfo->ndim == 4 && (strstr(p->u.var.name, "past") || strstr(p->u.var.name, "cache")))
-      return refuse(s, "input '%s' looks like a past key / value, but no attention over concat('%s', new, axis=2) was recognised",
-                    p->u.var.name, p->u.var.name);
+    {
+      char msg[400];
+      snprintf(msg, sizeof msg, "input '%s' looks like a past key / value, but no attention over concat('%s', new, axis=2) was recognised%s%s",
+               p->u.var.name, p->u.var.name, s->why[0] ? ": " : "", s->why);
+      return refuse(s, "%s%s", msg, "");
+    }
   }
   if (!s->nlayers) return refuse(s, "no attention over a past key / value input was recognised%s%s", "", "");
 

@@ -554,6 +554,9 @@ static loom_status probe(loom_serve_engine *e) {
 /* An ONNX decoder with past/present key/values: imported, rewritten into the serving form
  * (graph/pass_serving.c; refused with its message when not recognised), compiled. */
 static loom_status load_onnx_decoder(loom_serve_engine *e, const loom_compile_options *co) {
+  if (e->o.weights || e->o.random_weights)
+    return LOOM_ERROR(INVALID_ARGUMENT, "'%s': an ONNX model's weights are its initializers; --weights and --random-weights are for .loom models",
+                      e->o.model);
   char *bytes;
   size_t len;
   LOOM_PROPAGATE(loom_file_read_limited(e->o.model, "model", LOOM_FILE_LIMIT_ONNX, &bytes, &len));

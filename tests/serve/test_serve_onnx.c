@@ -118,6 +118,17 @@ static void serve_all(const char *model, const char *weights, int64_t got[NREQ][
   loom_serve_engine_close(e);
 }
 
+LOOM_TEST(serve_onnx, onnx_weights_are_its_initializers) {
+  loom_serve_options o = {.model = onnx_path, .random_weights = true, .kv_pages = 4, .page_size = 4, .max_batch = 1, .max_step_tokens = 4,
+                          .max_queue = 1};
+  loom_serve_engine *e = NULL;
+  loom_status st = loom_serve_engine_open(&o, &e);
+  cr_assert_not_null(st);
+  cr_assert(strstr(loom_status_text(st, 0), "an ONNX model's weights are its initializers"), "%s", loom_status_text(st, 0));
+  cr_assert_null(e);
+  loom_status_free(st);
+}
+
 LOOM_TEST(serve_onnx, served_onnx_equals_interpreter_and_loom_form) {
   char *bytes;
   size_t len;
@@ -250,6 +261,9 @@ LOOM_TEST(serve_onnx, rewrite_accepts_the_pattern_and_refuses_what_it_does_not_r
   expect_refused("    a1 = permute_dims(a,", "    bad = add(pr, pr)\n    a1 = permute_dims(a,", "binding 'bad' uses 'pr', an intermediate");
   /* a scale that is not a constant: no attention is recognised; the past is named */
   expect_refused("s1 = mul(s0, const(0.5, f32))", "s1 = mul(s0, s0)", "input 'past_k0' looks like a past key / value");
+  /* a mask computed in the graph */
+  expect_refused("sc = add(s1, mask)", "m2 = mul(mask, const(2.0, f32))\n    sc = add(s1, m2)",
+                 "at binding 'a', the scores are masked by a value computed in the graph");
   /* the past after the new keys */
   expect_refused("pk = concat(past_k0, q, axis=2)", "pk = concat(q, past_k0, axis=2)", "input 'past_k0'");
   /* softmax over another axis */
