@@ -26,7 +26,9 @@
  *
  * Refused, naming the input / binding / result: a binding that still uses a past input, the
  * mask or an intermediate of an attention (its scores, its softmax, a present tensor) other
- * than as above; control flow and match_casts; shape literals and attributes with symbolic
+ * than as above; a copied operator that acts along an axis whose extent depends on the step's
+ * tokens (it would mix the sequences of a step: per_token) or is not known to act token by
+ * token; a constant token axis; control flow and match_casts; shape literals and attributes with symbolic
  * dims (they would name the padded s); a result that is neither the logits nor a present key
  * or value; a past input without its attention; heads or head widths that are not constants.
  * What is refused is never served: the engine reports the message and stops. */
@@ -64,6 +66,7 @@ typedef struct serving {
   serving_layer layers[MAX_LAYERS];
   int nlayers;
   loom_graph_expr *ids, *pos;    /* input_ids, position_ids */
+  const loom_sym_expr *t;        /* the step's token count (the new @main's) */
   int64_t pos_rows;              /* rows of the table position_ids index (0: none found) */
   unsigned tmp;                  /* names of the bindings the rewrite adds: sv0, sv1, ... */
   char why[256];                 /* why the last matmul over a present value was not an attention */
@@ -218,6 +221,95 @@ static loom_status check_layer(serving *s, serving_layer *L) {
   return LOOM_OK;
 }
 
+/* ---- the token axis ---------------------------------------------------------------------------- */
+
+/* Does a dim depend on the step's token count t? */
+static bool dim_has_t(serving *s, const loom_sym_expr *d) {
+  const loom_sym_expr *zero = loom_sym_const(s->cx, 0);
+  return loom_sym_subst(s->cx, d, &s->t, &zero, 1) != d;
+}
+
+/* Does a leaf's tensor have a dim over the tokens? */
+static bool has_t(serving *s, const loom_graph_expr *x) {
+  const loom_sinfo *si = x->sinfo;
+  if (si->kind != LOOM_SINFO_TENSOR || !si->dims) return si->kind == LOOM_SINFO_TENSOR; /* unknown dims: assume so */
+  for (int i = 0; i < si->ndim; i++)
+    if (dim_has_t(s, si->dims[i])) return true;
+  return false;
+}
+
+/* Axis `a` (negative from the end) of x: does its extent depend on t? Out of range: true. */
+static bool axis_has_t(serving *s, const loom_graph_expr *x, int64_t a) {
+  const loom_sinfo *si = x->sinfo;
+  if (si->kind != LOOM_SINFO_TENSOR || !si->dims) return true;
+  if (a < 0) a += si->ndim;
+  return a < 0 || a >= si->ndim || dim_has_t(s, si->dims[a]);
+}
+
+/* The axes attribute `name` of call c on x: does any of them run over the tokens? Absent: all
+ * axes. */
+static bool axes_have_t(serving *s, const loom_graph_expr *c, const loom_graph_expr *x, const char *name) {
+  const loom_graph_attr *a = loom_graph_call_attr(c, name);
+  if (!a) return has_t(s, x);
+  int64_t v;
+  if (a->kind == LOOM_GRAPH_ATTR_INT) return axis_has_t(s, x, a->i);
+  for (size_t i = 0; i < a->n; i++)
+    if (!loom_sym_is_const(a->syms[i], &v) || axis_has_t(s, x, v)) return true;
+  return false;
+}
+
+/* Is the copied call c (on the new leaves) computed token by token: nothing it does combines
+ * the values of different tokens? Every operand row of the step's t tokens is one padded row of
+ * the ONNX graph, so an operator that reduces, gathers, slices, pads, convolves or multiplies
+ * along an axis whose extent depends on t would mix the sequences of a batch (or the tokens of
+ * one: a causal mask the rewrite does not see). What is not known to be per token is refused. */
+static bool per_token(serving *s, const loom_graph_expr *c) {
+  loom_graph_expr *const *a = c->u.call.args;
+  size_t n = c->u.call.nargs;
+  bool any = false;
+  for (size_t i = 0; i < n; i++) any |= has_t(s, a[i]);
+  if (!any) return true;
+  loom_graph_op op = c->u.call.op;
+  switch (op) {
+  case LOOM_GRAPH_OP_RESHAPE:
+  case LOOM_GRAPH_OP_PERMUTE_DIMS:
+  case LOOM_GRAPH_OP_EXPAND_DIMS:
+  case LOOM_GRAPH_OP_SQUEEZE:
+  case LOOM_GRAPH_OP_FLATTEN: return true; /* a later operator along a merged axis is checked there */
+  case LOOM_GRAPH_OP_SOFTMAX:
+  case LOOM_GRAPH_OP_LOG_SOFTMAX: return !axis_has_t(s, a[0], loom_graph_call_int(c, "axis"));
+  case LOOM_GRAPH_OP_LAYER_NORM:
+  case LOOM_GRAPH_OP_RMS_NORM: {
+    /* over the trailing axes of the gain's rank */
+    int r = n > 1 && a[1]->sinfo->kind == LOOM_SINFO_TENSOR ? a[1]->sinfo->ndim : 1;
+    for (int i = 1; i <= (r < 1 ? 1 : r); i++)
+      if (axis_has_t(s, a[0], -i)) return false;
+    return !(n > 1 && has_t(s, a[1])) && !(n > 2 && has_t(s, a[2]));
+  }
+  case LOOM_GRAPH_OP_SUM:
+  case LOOM_GRAPH_OP_MEAN:
+  case LOOM_GRAPH_OP_MAX:
+  case LOOM_GRAPH_OP_MIN:
+  case LOOM_GRAPH_OP_PROD: return !axes_have_t(s, c, a[0], "axes");
+  case LOOM_GRAPH_OP_ARGMAX:
+  case LOOM_GRAPH_OP_ARGMIN: return !axis_has_t(s, a[0], loom_graph_call_int(c, "axis"));
+  case LOOM_GRAPH_OP_MATMUL:
+  case LOOM_GRAPH_OP_LINEAR: return !has_t(s, a[1]) && !(n > 2 && has_t(s, a[2])) && !axis_has_t(s, a[0], -1);
+  case LOOM_GRAPH_OP_CONCAT: {
+    int64_t ax = loom_graph_call_int(c, "axis");
+    for (size_t i = 0; i < n; i++)
+      if (axis_has_t(s, a[i], ax)) return false;
+    return true;
+  }
+  case LOOM_GRAPH_OP_SPLIT: return !axis_has_t(s, a[0], loom_graph_call_int(c, "axis"));
+  case LOOM_GRAPH_OP_STRIDED_SLICE: return !axes_have_t(s, c, a[0], "axes");
+  case LOOM_GRAPH_OP_TAKE: return !axis_has_t(s, a[0], loom_graph_call_int(c, "axis"));
+  default: break;
+  }
+  loom_tp_pattern pk = loom_graph_op_pattern(op);
+  return pk == LOOM_TP_PATTERN_ELEMWISE || pk == LOOM_TP_PATTERN_BROADCAST;
+}
+
 /* ---- emission --------------------------------------------------------------------------------- */
 
 static loom_status op(serving *s, loom_graph_builder *b, const char *name, size_t nargs, loom_graph_expr *const *args, size_t nattrs,
@@ -331,6 +423,9 @@ static loom_status emit_copy(serving *s, loom_graph_builder *b, loom_graph_bindi
     if (!args) return LOOM_OOM();
     for (size_t i = 0; i < e->u.call.nargs; i++) LOOM_PROPAGATE(leaf(s, bd, e->u.call.args[i], &args[i]));
     ne = loom_graph_call_op(s->m, e->u.call.op, e->u.call.nargs, args, e->u.call.nattrs, e->u.call.attrs);
+    if (ne && !per_token(s, ne))
+      return refuse(s, "binding '%s' (%s) may combine different tokens: it acts along the token axis, or is not known to act token by token",
+                    name, loom_graph_op_name(e->u.call.op));
     break;
   }
   default: return refuse(s, "binding '%s' is control flow (if / loop)%s", name, "");
@@ -403,6 +498,9 @@ static loom_status rewrite(serving *s, loom_graph_func **out_f) {
   int64_t one;
   if (idsi->ndim != 2 || idsi->dtype != LOOM_DTYPE_I64 || !dim_const(idsi, 0, &one) || one != 1)
     return refuse(s, "input '%s' is not (1, s) i64 (batch by padding of one sequence)%s", "input_ids", "");
+  int64_t fixed;
+  if (dim_const(idsi, 1, &fixed))
+    return refuse(s, "input 'input_ids' has a constant token axis (%s); the rewrite needs it symbolic%s", loom_graph_sym_str(s->m, idsi->dims[1]), "");
   if (posi->ndim != 2 || (posi->dtype != LOOM_DTYPE_I64) || !dim_const(posi, 0, &one) || one != 1)
     return refuse(s, "input '%s' is not (1, s) i64%s", "position_ids", "");
   /* the attentions, in order */
@@ -439,6 +537,7 @@ static loom_status rewrite(serving *s, loom_graph_func **out_f) {
                       *mq = loom_sym_var_new(cx, "m", LOOM_SYM_VAR_SHAPE), *nq = loom_sym_var_new(cx, "n", LOOM_SYM_VAR_SHAPE),
                       *pg = loom_sym_var_new(cx, "pg", LOOM_SYM_VAR_SHAPE);
   if (!t || !bq || !mq || !nq || !pg) return LOOM_OOM();
+  s->t = t;
   loom_graph_builder b;
   loom_graph_builder_begin(&b, m, "main");
   const loom_sym_expr *bm[2] = {bq, mq};

@@ -261,6 +261,17 @@ LOOM_TEST(serve_onnx, rewrite_accepts_the_pattern_and_refuses_what_it_does_not_r
   expect_refused("    a1 = permute_dims(a,", "    bad = add(pr, pr)\n    a1 = permute_dims(a,", "binding 'bad' uses 'pr', an intermediate");
   /* a scale that is not a constant: no attention is recognised; the past is named */
   expect_refused("s1 = mul(s0, const(0.5, f32))", "s1 = mul(s0, s0)", "input 'past_k0' looks like a past key / value");
+  /* operators along the token axis (they would mix the sequences of a step): refused; along
+   * the last axis: accepted */
+  expect_refused("logits = matmul(a2, wte_t)", "a3 = softmax(a2, axis=1)\n    logits = matmul(a3, wte_t)",
+                 "binding 'a3' (softmax) may combine different tokens");
+  expect_refused("logits = matmul(a2, wte_t)", "a3 = sum(a2, axes=[1], keepdims=true)\n    logits = matmul(a3, wte_t)",
+                 "binding 'a3' (sum) may combine different tokens");
+  expect_refused("logits = matmul(a2, wte_t)", "a3 = permute_dims(a2, axes=[0, 2, 1])\n    a4 = matmul(a3, a2)\n    logits = matmul(a2, wte_t)",
+                 "binding 'a4' (matmul) may combine different tokens");
+  st = rewrite_variant("logits = matmul(a2, wte_t)", "a3 = softmax(a2, axis=-1)\n    logits = matmul(a3, wte_t)", &printed);
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  free(printed);
   /* a mask computed in the graph */
   expect_refused("sc = add(s1, mask)", "m2 = mul(mask, const(2.0, f32))\n    sc = add(s1, m2)",
                  "at binding 'a', the scores are masked by a value computed in the graph");
