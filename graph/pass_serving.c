@@ -609,7 +609,8 @@ static loom_status rewrite(serving *s, loom_graph_func **out_f) {
   if (!st && !logits) st = refuse(s, "no result is the logits%s%s", "", "");
   if (!st) st = emit_logits(s, &b, logits, last, t, &kv[0]);
   loom_graph_expr *res = NULL;
-  if (!st) res = loom_graph_tuple_new(m, 2 * (size_t)s->nlayers + 1, kv);
+  /* bound here, under a fresh name: the builder's own t<N> may be an ONNX name */
+  if (!st) st = loom_graph_builder_emit(&b, loom_graph_tuple_new(m, 2 * (size_t)s->nlayers + 1, kv), fresh(s), &res);
   if (st) {
     loom_graph_builder_reset(&b);
     return st;

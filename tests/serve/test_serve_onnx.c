@@ -173,8 +173,8 @@ static const char *const base_text =
     "    pe = take(@wpe, position_ids, axis=0)\n"
     "    h = add(tok, pe)\n"
     "    x = matmul(h, wq)\n"
-    "    x1 = reshape(x, shape=[1, -1, 2, 4])\n"
-    "    q = permute_dims(x1, axes=[0, 2, 1, 3])\n"
+    "    t0 = reshape(x, shape=[1, -1, 2, 4])\n"
+    "    q = permute_dims(t0, axes=[0, 2, 1, 3])\n"
     "    pk = concat(past_k0, q, axis=2)\n"
     "    pv = concat(past_v0, q, axis=2)\n"
     "    kt = permute_dims(pk, axes=[0, 1, 3, 2])\n"
@@ -223,6 +223,14 @@ static loom_status rewrite_variant(const char *from, const char *to, char **prin
     loom_status vs = loom_graph_verify(m, &dl);
     cr_assert_null(vs, "%s", loom_status_text(vs, 0));
     loom_diag_list_destroy(&dl);
+    /* the text parses back (the added bindings' names do not clash with the import's t<N>) */
+    loom_source src2 = {"printed.loom", *printed, strlen(*printed)};
+    loom_graph_module *m2;
+    loom_diag_list_init(&dl, NULL);
+    vs = loom_graph_parse(&src2, &dl, &m2);
+    cr_assert_null(vs, "%s\n%s", loom_status_text(vs, 0), *printed);
+    loom_diag_list_destroy(&dl);
+    loom_graph_module_destroy(m2);
   }
   loom_graph_module_destroy(m);
   return st;
