@@ -293,6 +293,8 @@ size_t loom_graph_module_num_externs(const loom_graph_module *m);
 const loom_graph_extern *loom_graph_module_extern_at(const loom_graph_module *m, size_t i);
 
 loom_status loom_graph_module_add_func(loom_graph_module *m, loom_graph_func *f);
+/* Takes function `name` out of the module (its IR stays in the arena); NOT_FOUND when absent. */
+loom_status loom_graph_module_remove_func(loom_graph_module *m, const char *name);
 loom_status loom_graph_module_add_tp(loom_graph_module *m, loom_tp_func *tp);
 loom_status loom_graph_module_add_const(loom_graph_module *m, const char *name, loom_graph_expr *c);
 /* `m` takes `p` and calls free_fn(p) when it is destroyed, after everything else: what its

@@ -93,6 +93,16 @@ loom_status loom_graph_module_add_func(loom_graph_module *m, loom_graph_func *f)
   return LOOM_OK;
 }
 
+loom_status loom_graph_module_remove_func(loom_graph_module *m, const char *name) {
+  for (size_t i = 0; i < m->funcs.len; i++)
+    if (!strcmp(m->funcs.data[i]->name, name)) {
+      memmove(&m->funcs.data[i], &m->funcs.data[i + 1], (m->funcs.len - i - 1) * sizeof *m->funcs.data);
+      m->funcs.len--;
+      return LOOM_OK;
+    }
+  return LOOM_ERROR(NOT_FOUND, "no function @%s to remove", name);
+}
+
 loom_status loom_graph_module_add_tp(loom_graph_module *m, loom_tp_func *tp) {
   if (!LOOM_VEC_PUSH(m->alloc, &m->tps, tp)) return LOOM_OOM();
   return LOOM_OK;

@@ -95,4 +95,20 @@ typedef struct loom_graph_fuse_stats {
 } loom_graph_fuse_stats;
 loom_status loom_graph_fuse(loom_graph_module *m, loom_graph_fuse_stats *out);
 
+/* What loom_graph_serving_from_decoder found. */
+typedef struct loom_graph_serving_info {
+  int layers;            /* attentions replaced (cache parameter pairs) */
+  int64_t position_rows; /* rows of the constant table position_ids index (0: none): the context limit */
+} loom_graph_serving_info;
+
+/* Rewrites an imported ONNX decoder with past/present key/values (input_ids, position_ids,
+ * past inputs concatenated with each layer's new keys / values, an optional additive mask
+ * input) into `loom serve`'s serving form (docs/serve.md): @main is replaced by one taking
+ * tokens, positions, seq_ids, ctx_lens, block_tables, last_index, k_cache<L>, v_cache<L> and
+ * returning the last tokens' logits and each layer's new keys and values, with
+ * paged_attention in place of each attention (graph/pass_serving.c lists the patterns).
+ * UNIMPLEMENTED, naming the input / binding / result, for a structure it does not recognise;
+ * `what` names the model in messages. */
+loom_status loom_graph_serving_from_decoder(loom_graph_module *m, const char *what, loom_graph_serving_info *out);
+
 #endif

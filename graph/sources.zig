@@ -46,6 +46,7 @@ pub const compiler = [_][]const u8{
     "graph/pass_normalize.c",
     "graph/pass_fold.c",
     "graph/pass_attention.c",
+    "graph/pass_serving.c",
     "graph/pass_cse.c",
     "graph/pass_dce.c",
     "graph/pass_simplify.c",

@@ -80,6 +80,7 @@ pub const suites = .{
     .{ .name = "serve", .files = &[_][]const u8{
         "tests/serve/test_serve_units.c",
         "tests/serve/test_serve_e2e.c",
+        "tests/serve/test_serve_onnx.c",
     } },
     .{ .name = "legalize", .files = &[_][]const u8{
         "tests/legalize/test_legalize.c",

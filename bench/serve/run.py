@@ -5,6 +5,7 @@ a fixed seed; each level runs for --seconds and stops by itself (requests still 
 deadline are cut; their tokens so far count). Reported per level: throughput (generated tokens/s),
 TTFT p50/p99 and inter-token latency p50/p99, for
   loom   `loom serve` on make_model.py's serve.loom + weights.safetensors
+  loom-onnx  `loom serve` on make_model.py's model.onnx (past/present, rewritten onto the paged cache at start)
   ort    baseline (a): the same model as ONNX, per request, in a plain generate loop (ort_server.py)
   genai  baseline (b): the same model run by ONNX Runtime GenAI, a generator per request (genai_server.py;
          needs bench/out/genai-venv with onnxruntime-genai, else skipped)
@@ -134,11 +135,14 @@ def main():
         subprocess.check_call([sys.executable, os.path.join(ROOT, "bench", "serve", "make_model.py"), OUT])
     rows = []
     for system in a.systems.split(","):
-        port = {"loom": 18101, "ort": 18102, "genai": 18103}[system]
+        port = {"loom": 18101, "ort": 18102, "genai": 18103, "loom-onnx": 18104}[system]
         env = dict(os.environ, LOOM_CACHE_DIR=os.path.join(OUT, "cache"))
         if system == "loom":
             cmd = [os.path.join(ROOT, "zig-out", "bin", "loom"), "serve", os.path.join(OUT, "serve.loom"), "--weights",
                    os.path.join(OUT, "weights.safetensors"), "--port", str(port), "--threads", str(a.threads), "--max-batch", "64"] + a.loom_args.split()
+        elif system == "loom-onnx":
+            cmd = [os.path.join(ROOT, "zig-out", "bin", "loom"), "serve", os.path.join(OUT, "model.onnx"), "--port", str(port),
+                   "--threads", str(a.threads), "--max-batch", "64"] + a.loom_args.split()
         elif system == "genai":
             py = os.path.join(ROOT, "bench", "out", "genai-venv", "bin", "python")
             if not os.path.exists(py):
@@ -153,13 +157,13 @@ def main():
         try:
             wait_ready(port, proc)
             for n in [int(x) for x in a.clients.split(",")]:
-                if system == "loom":
+                if system.startswith("loom"):
                     m0 = {k: metric(port, k) for k in ("loom_serve_step_seconds_sum", "loom_serve_steps_total", "loom_serve_step_tokens_sum")}
                 rec, wall = level(port, n, a.seconds, a.seed)
                 row = dict(system=system, clients=n, tok_s=rec["tokens"] / wall, requests=rec["requests"], tokens=rec["tokens"],
                            errors=rec["errors"], ttft50=pct(rec["ttft"], 50), ttft99=pct(rec["ttft"], 99),
                            itl50=pct(rec["itl"], 50), itl99=pct(rec["itl"], 99), wall=wall)
-                if system == "loom":
+                if system.startswith("loom"):
                     row["compilations"] = metric(port, "loom_serve_compilations")
                     d = {k: metric(port, k) - v for k, v in m0.items()}
                     steps = max(1.0, d["loom_serve_steps_total"])
@@ -169,7 +173,7 @@ def main():
                     print(f"      engine: busy {row['busy'] * 100:.0f}% of the wall time, {steps:.0f} steps of {row['step_tokens']:.1f} "
                           f"tokens in {row['step_ms']:.2f} ms on average; compilations {row['compilations']:.0f}", flush=True)
                 rows.append(row)
-                print("{system:5} {clients:3} clients: {tok_s:8.1f} tok/s  TTFT p50 {ttft50:.3f} s p99 {ttft99:.3f} s  "
+                print("{system:9} {clients:3} clients: {tok_s:8.1f} tok/s  TTFT p50 {ttft50:.3f} s p99 {ttft99:.3f} s  "
                       "ITL p50 {itl50:.4f} s p99 {itl99:.4f} s  ({requests} requests, {tokens} tokens, {errors} errors, {wall:.0f} s)".format(**row),
                       flush=True)
         finally:

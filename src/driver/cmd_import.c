@@ -16,6 +16,7 @@
 #include "driver/commands.h"
 #include "driver/graph_file.h"
 #include "graph/graph.h"
+#include "graph/passes.h"
 #include "graph/safetensors.h"
 
 /* Constants with fewer elements stay in the text (scalars, shapes, small biases read better there). */
@@ -106,7 +107,12 @@ static int run(const loom_cli_args *args) {
   loom_diag_list dl;
   if (loom_driver_load_graph(path, &dl, &m)) return LOOM_EXIT_FAILURE;
   int rc = LOOM_EXIT_OK;
-  if (out && !loom_cli_flag(args, "--inline-weights")) {
+  if (loom_cli_flag(args, "--serving")) {
+    loom_graph_serving_info info;
+    loom_status st = loom_graph_serving_from_decoder(m, path, &info);
+    if (st) rc = loom_cli_exit(st);
+  }
+  if (!rc && out && !loom_cli_flag(args, "--inline-weights")) {
     char *wpath = weights_path(out);
     if (!wpath || write_weights(m, wpath)) rc = LOOM_EXIT_FAILURE;
     free(wpath);
@@ -134,6 +140,7 @@ const loom_cli_command loom_cmd_import = {
     .max_positional = 1,
     .opts = (const loom_cli_opt[]){{"-o", "OUT.loom", "write the module here (default: stdout)", false},
                                    {"--inline-weights", NULL, "write every constant's values into the text (no OUT.safetensors)", false},
+                                   {"--serving", NULL, "rewrite a decoder with past/present key/values into loom serve's form (docs/serve.md)", false},
                                    {NULL, NULL, NULL, false}},
     .run = run,
     .details = "Graph inputs become @main's parameters (dim_param names become symbolic vars), "

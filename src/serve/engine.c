@@ -12,6 +12,8 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "base/file.h"
+#include "graph/passes.h"
 #include "graph/safetensors.h"
 #include "loom.h"
 #include "serve/metrics.h"
@@ -58,6 +60,7 @@ struct loom_serve_req {
 struct loom_serve_engine {
   loom_serve_options o;           /* as opened */
   loom_compiled *c;               /* the compiled module (compiled once) */
+  loom_graph_module *onnx_m;      /* an ONNX decoder's rewritten module (c does not own it), or NULL */
   loom_rt *rt;                    /* its runtime */
   loom_safetensors *wfile;        /* the weights file (its tensors are borrowed), or NULL */
   uint32_t np;                    /* @main's parameters */
@@ -331,7 +334,7 @@ loom_status loom_serve_submit(loom_serve_engine *e, const int64_t *const *prompt
   }
   r->e = e, r->n = n, r->refs = 2, r->running = (int64_t)n;
   r->samp = (loom_serve_sampling){p->temperature, p->top_k, p->top_p};
-  memcpy(r->stop, p->stop, p->nstop * sizeof *r->stop);
+  if (p->nstop) memcpy(r->stop, p->stop, p->nstop * sizeof *r->stop);
   r->nstop = p->nstop;
   for (size_t c = 0; c < n; c++) {
     loom_serve_seq *q = &r->seqs[c];
@@ -548,6 +551,26 @@ static loom_status probe(loom_serve_engine *e) {
   return e->scratch ? LOOM_OK : LOOM_OOM();
 }
 
+/* An ONNX decoder with past/present key/values: imported, rewritten into the serving form
+ * (graph/pass_serving.c; refused with its message when not recognised), compiled. */
+static loom_status load_onnx_decoder(loom_serve_engine *e, const loom_compile_options *co) {
+  if (e->o.weights || e->o.random_weights)
+    return LOOM_ERROR(INVALID_ARGUMENT, "'%s': an ONNX model's weights are its initializers; --weights and --random-weights are for .loom models",
+                      e->o.model);
+  char *bytes;
+  size_t len;
+  LOOM_PROPAGATE(loom_file_read_limited(e->o.model, "model", LOOM_FILE_LIMIT_ONNX, &bytes, &len));
+  loom_status st = loom_module_load_buffer(bytes, len, e->o.model, "onnx", &e->onnx_m);
+  free(bytes);
+  loom_graph_serving_info info = {0};
+  if (!st) st = loom_graph_serving_from_decoder(e->onnx_m, e->o.model, &info);
+  if (!st) st = loom_compile(e->onnx_m, co, &e->c);
+  if (!st && info.position_rows && !e->o.max_context) e->max_context = info.position_rows;
+  if (!st && e->o.log)
+    fprintf(e->o.log, "loom serve: '%s' rewritten into the serving form: %d attentions on the paged cache\n", e->o.model, info.layers);
+  return st;
+}
+
 loom_status loom_serve_engine_open(const loom_serve_options *o, loom_serve_engine **out) {
   *out = NULL;
   if (o->kv_pages < 1 || o->page_size < 1 || o->max_batch < 1 || o->max_step_tokens < 1 || o->max_queue < 1 || o->max_context < 0)
@@ -564,7 +587,9 @@ loom_status loom_serve_engine_open(const loom_serve_options *o, loom_serve_engin
   e->sched.decode_budget = o->decode_step_tokens;
   uint64_t t0 = loom_clock_ns();
   loom_compile_options co = {.emit = LOOM_TARGET_EMIT_JIT, .offload = o->offload};
-  if (!st) st = loom_compile_file(o->model, &co, &e->c);
+  size_t mlen = strlen(o->model);
+  if (!st && mlen >= 5 && !strcmp(o->model + mlen - 5, ".onnx")) st = load_onnx_decoder(e, &co);
+  else if (!st) st = loom_compile_file(o->model, &co, &e->c);
   if (!st) st = loom_compiled_open(e->c, NULL, &e->rt);
   if (!st && o->threads) st = loom_rt_set_threads(e->rt, o->threads);
   if (!st && o->profile) loom_rt_set_profile(e->rt, true);
@@ -616,6 +641,7 @@ void loom_serve_engine_close(loom_serve_engine *e) {
   for (uint32_t i = 0; i < MAX_PARAMS; i++) loom_tensor_release(e->fixed[i]);
   loom_rt_close(e->rt);
   loom_compiled_free(e->c);
+  loom_graph_module_destroy(e->onnx_m);
   loom_safetensors_close(e->wfile);
   loom_serve_sched_destroy(&e->sched);
   loom_serve_metrics_destroy(&e->m);
