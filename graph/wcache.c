@@ -2,7 +2,6 @@
  * atomic writes, least-recently-used eviction under a size bound of its own. */
 #include "graph/wcache.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -17,6 +16,8 @@
 
 #define XXH_INLINE_ALL /* header-only (Debian's libxxhash-dev): nothing more to link */
 #include <xxhash.h>
+
+#include "base/file.h"
 
 /* The entry header, little-endian on disk as in memory (Loom builds for x86-64 and AArch64 only). */
 #define WC_MAGIC "LOOMWC01"
@@ -255,56 +256,10 @@ void loom_wcache_put(loom_wcache *c, const char *key, size_t key_len, const void
   }
 }
 
-typedef struct wc_file {
-  char name[64];          /* the entry's file name */
-  uint64_t size;          /* its size */
-  struct timespec mtime;  /* its last use */
-} wc_file;
-
-static int older_first(const void *a, const void *b) {
-  const wc_file *x = a, *y = b;
-  if (x->mtime.tv_sec != y->mtime.tv_sec) return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
-  if (x->mtime.tv_nsec != y->mtime.tv_nsec) return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
-  return strcmp(x->name, y->name);
-}
-
 void loom_wcache_evict(loom_wcache *c) {
   if (!loom_wcache_usable(c)) return;
-  DIR *d = opendir(c->dir);
-  if (!d) return;
-  wc_file *fs = NULL;
-  size_t n = 0, cap = 0;
-  uint64_t total = 0;
-  struct dirent *e;
-  char path[4200];
-  while ((e = readdir(d))) {
-    /* temporary files of dead writers: the kernel cache's eviction removes every `tmp-` */
-    if (strncmp(e->d_name, "w-", 2) || strlen(e->d_name) >= sizeof fs->name) continue;
-    snprintf(path, sizeof path, "%s/%s", c->dir, e->d_name);
-    struct stat sb;
-    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
-    if (n == cap) {
-      size_t nc = cap ? 2 * cap : 64;
-      wc_file *g = realloc(fs, nc * sizeof *fs);
-      if (!g) break;
-      fs = g, cap = nc;
-    }
-    snprintf(fs[n].name, sizeof fs[n].name, "%s", e->d_name);
-    fs[n].size = (uint64_t)sb.st_size;
-    fs[n].mtime = sb.st_mtim;
-    total += fs[n].size;
-    n++;
-  }
-  closedir(d);
-  if (total > c->max_bytes) {
-    qsort(fs, n, sizeof *fs, older_first);
-    for (size_t i = 0; i < n && total > c->max_bytes; i++) {
-      snprintf(path, sizeof path, "%s/%s", c->dir, fs[i].name);
-      if (unlink(path) == 0) c->st.evicted++;
-      total -= fs[i].size; /* gone either way (another process may have removed it) */
-    }
-  }
-  free(fs);
+  /* packed-weight entries `w-`; the kernel cache's eviction removes every stale `tmp-` */
+  c->st.evicted += loom_file_evict_lru(c->dir, "w-", c->max_bytes, NULL, 0);
 }
 
 void loom_wcache_close(loom_wcache *c) {

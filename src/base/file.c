@@ -1,6 +1,7 @@
 /* file.c — opening and reading whole files (file.h): regular files within a size limit. */
 #include "base/file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* What a non-regular file is, for the error. */
@@ -121,4 +123,62 @@ void loom_file_unmap(const void *data, size_t len) {
 
 loom_status loom_file_read(const char *path, char **out_data, size_t *out_len) {
   return loom_file_read_limited(path, "file", LOOM_FILE_LIMIT_TEXT, out_data, out_len);
+}
+
+typedef struct lru_file {
+  char name[256];        /* the entry's file name */
+  uint64_t size;         /* its size */
+  struct timespec mtime; /* its last use */
+} lru_file;
+
+static int older_first(const void *a, const void *b) {
+  const lru_file *x = a, *y = b;
+  if (x->mtime.tv_sec != y->mtime.tv_sec) return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+  if (x->mtime.tv_nsec != y->mtime.tv_nsec) return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+uint64_t loom_file_evict_lru(const char *dir, const char *prefix, uint64_t max_bytes, const char *stale_prefix,
+                             int64_t stale_s) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  lru_file *fs = NULL;
+  size_t n = 0, cap = 0, plen = strlen(prefix), slen = stale_prefix ? strlen(stale_prefix) : 0;
+  uint64_t total = 0, evicted = 0;
+  time_t now = time(NULL);
+  struct dirent *e;
+  char path[4400];
+  while ((e = readdir(d))) {
+    bool entry = !strncmp(e->d_name, prefix, plen), stale = stale_prefix && !strncmp(e->d_name, stale_prefix, slen);
+    if ((!entry && !stale) || strlen(e->d_name) >= sizeof fs->name) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+    if (!entry) {
+      if (now - sb.st_mtim.tv_sec > stale_s) unlink(path);
+      continue;
+    }
+    if (n == cap) {
+      size_t nc = cap ? 2 * cap : 256;
+      lru_file *g = realloc(fs, nc * sizeof *fs);
+      if (!g) break;
+      fs = g, cap = nc;
+    }
+    snprintf(fs[n].name, sizeof fs[n].name, "%s", e->d_name);
+    fs[n].size = (uint64_t)sb.st_size;
+    fs[n].mtime = sb.st_mtim;
+    total += fs[n].size;
+    n++;
+  }
+  closedir(d);
+  if (total > max_bytes) {
+    qsort(fs, n, sizeof *fs, older_first);
+    for (size_t i = 0; i < n && total > max_bytes; i++) {
+      snprintf(path, sizeof path, "%s/%s", dir, fs[i].name);
+      if (unlink(path) == 0) evicted++;
+      total -= fs[i].size; /* gone either way (another process may have removed it) */
+    }
+  }
+  free(fs);
+  return evicted;
 }

@@ -40,6 +40,16 @@ LOOM_MUST_USE loom_status loom_file_map_limited(const char *path, const char *wh
                                                 const void **out_data, size_t *out_len);
 void loom_file_unmap(const void *data, size_t len);
 
+/* Least-recently-used eviction in a cache directory: the regular files of `dir` whose names start
+ * with `prefix`, oldest modification time first (a cache touches an entry when it uses it), are
+ * removed until their sizes sum to at most `max_bytes`. Files named `stale_prefix`... (NULL: none;
+ * writers' temporaries) whose modification is over `stale_s` seconds old are removed too (their
+ * writer died). Best effort: what cannot be listed or removed is left; returns the entries
+ * removed. Safe against other processes using the directory (a file gone meanwhile counts as
+ * gone). */
+uint64_t loom_file_evict_lru(const char *dir, const char *prefix, uint64_t max_bytes, const char *stale_prefix,
+                             int64_t stale_s);
+
 /* loom_file_read_limited(path, "file", LOOM_FILE_LIMIT_TEXT, ...). */
 LOOM_MUST_USE loom_status loom_file_read(const char *path, char **out_data, size_t *out_len);
 

@@ -1,7 +1,6 @@
 /* kcache.c — the kernel cache on disk (kcache.h): entries, atomic writes, LRU eviction. */
 #include "targets/cpu/kcache.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -12,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "base/hash.h"
 
 /* The entry header, little-endian on disk as in memory (x86-64 and AArch64 only build Loom). */
@@ -231,61 +231,10 @@ void loom_kcache_put(loom_kcache *c, const char *key, size_t key_len, const uint
   }
 }
 
-typedef struct kc_file {
-  char name[64];
-  uint64_t size;
-  struct timespec mtime;
-} kc_file;
-
-static int older_first(const void *a, const void *b) {
-  const kc_file *x = a, *y = b;
-  if (x->mtime.tv_sec != y->mtime.tv_sec) return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
-  if (x->mtime.tv_nsec != y->mtime.tv_nsec) return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
-  return strcmp(x->name, y->name);
-}
-
 void loom_kcache_evict(loom_kcache *c) {
   if (!loom_kcache_usable(c)) return;
-  DIR *d = opendir(c->dir);
-  if (!d) return;
-  kc_file *fs = NULL;
-  size_t n = 0, cap = 0;
-  uint64_t total = 0;
-  time_t now = time(NULL);
-  struct dirent *e;
-  char path[4200];
-  while ((e = readdir(d))) {
-    bool entry = !strncmp(e->d_name, "k-", 2), tmp = !strncmp(e->d_name, "tmp-", 4);
-    if ((!entry && !tmp) || strlen(e->d_name) >= sizeof fs->name) continue;
-    snprintf(path, sizeof path, "%s/%s", c->dir, e->d_name);
-    struct stat sb;
-    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
-    if (tmp) { /* a writer that died an hour ago */
-      if (now - sb.st_mtim.tv_sec > 3600) unlink(path);
-      continue;
-    }
-    if (n == cap) {
-      size_t nc = cap ? 2 * cap : 256;
-      kc_file *g = realloc(fs, nc * sizeof *fs);
-      if (!g) break;
-      fs = g, cap = nc;
-    }
-    snprintf(fs[n].name, sizeof fs[n].name, "%s", e->d_name);
-    fs[n].size = (uint64_t)sb.st_size;
-    fs[n].mtime = sb.st_mtim;
-    total += fs[n].size;
-    n++;
-  }
-  closedir(d);
-  if (total > c->max_bytes) {
-    qsort(fs, n, sizeof *fs, older_first);
-    for (size_t i = 0; i < n && total > c->max_bytes; i++) {
-      snprintf(path, sizeof path, "%s/%s", c->dir, fs[i].name);
-      if (unlink(path) == 0) c->st.evicted++;
-      total -= fs[i].size; /* gone either way (another process may have removed it) */
-    }
-  }
-  free(fs);
+  /* kernel entries `k-`; temporaries `tmp-` of a writer that died an hour ago */
+  c->st.evicted += loom_file_evict_lru(c->dir, "k-", c->max_bytes, "tmp-", 3600);
 }
 
 void loom_kcache_close(loom_kcache *c) {
