@@ -235,16 +235,18 @@ static bool starts_with_store(const loom_tp_stmt *s, const loom_tp_buffer *buf) 
   return s->kind == LOOM_TP_STMT_STORE && s->u.store.buf == buf && !loads(s->u.store.value, buf);
 }
 
-loom_status loom_tp_split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
-                                  loom_tp_stmt **out_outer, loom_tp_stmt **out_inner, loom_tp_stmt **out_tail,
-                                  loom_tp_stmt **out_tail_inner) {
+/* loom_tp_split_overlap, and with `clamp` loom_tp_split_overlap_clamped. */
+static loom_status split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
+                                 bool clamp, loom_tp_stmt **out_outer, loom_tp_stmt **out_inner, loom_tp_stmt **out_tail,
+                                 loom_tp_stmt **out_tail_inner) {
   if (loop->kind != LOOM_TP_STMT_FOR) return LOOM_ERROR(INVALID_ARGUMENT, "split_overlap: not a loop");
   const char *v = loom_sym_var_name(loop->u.loop.var);
   const loom_sym_expr *n = loop->u.loop.extent;
   loom_sym_interval b = loom_sym_bounds(cx, n);
-  if (factor < 2 || b.lo_inf || b.lo < factor)
+  int64_t need = clamp ? 1 : factor;
+  if (factor < 2 || b.lo_inf || b.lo < need)
     return LOOM_ERROR(FAILED_PRECONDITION, "split_overlap of loop '%s' does not apply: its extent is not provably >= %lld",
-                      v, (long long)factor);
+                      v, (long long)need);
   if (loop->u.loop.reduce || loop->u.loop.kind != LOOM_TP_LOOP_SERIAL)
     return LOOM_ERROR(FAILED_PRECONDITION, "split_overlap of loop '%s' does not apply: not a serial spatial loop", v);
   const loom_tp_buffer *buf = NULL, *others[4];
@@ -260,6 +262,7 @@ loom_status loom_tp_split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
   const loom_sym_expr *F = loom_sym_const(cx, factor);
   const loom_sym_expr *vt = named_var(cx, loop->u.loop.var, "_t"), *vti = named_var(cx, loop->u.loop.var, "_ti");
   const loom_sym_expr *at_tail = loom_sym_add(cx, loom_sym_sub(cx, n, F), vti);
+  if (clamp && at_tail) at_tail = loom_sym_max(cx, at_tail, loom_sym_const(cx, 0));
   const loom_sym_expr *ntail = loom_sym_min(cx, loom_sym_floormod(cx, n, F), loom_sym_const(cx, 1));
   if (!vt || !vti || !at_tail || !ntail) return sym_error(cx);
   /* the tail tile is built from the body before the split replaces the loop */
@@ -275,6 +278,18 @@ loom_status loom_tp_split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
   if (out_tail) *out_tail = plain_tail ? tail : NULL;
   if (out_tail_inner) *out_tail_inner = plain_tail ? tail_inner : NULL;
   return LOOM_OK;
+}
+
+loom_status loom_tp_split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
+                                  loom_tp_stmt **out_outer, loom_tp_stmt **out_inner, loom_tp_stmt **out_tail,
+                                  loom_tp_stmt **out_tail_inner) {
+  return split_overlap(a, cx, f, loop, factor, false, out_outer, out_inner, out_tail, out_tail_inner);
+}
+
+loom_status loom_tp_split_overlap_clamped(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop,
+                                          int64_t factor, loom_tp_stmt **out_outer, loom_tp_stmt **out_inner,
+                                          loom_tp_stmt **out_tail, loom_tp_stmt **out_tail_inner) {
+  return split_overlap(a, cx, f, loop, factor, true, out_outer, out_inner, out_tail, out_tail_inner);
 }
 
 loom_status loom_tp_fuse(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *outer,

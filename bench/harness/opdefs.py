@@ -519,8 +519,8 @@ def all_cases():
     add(Case("global_avgpool", "1280ch 7x7 batch 8", pool("GlobalAveragePool", 1280), {"x": (8, 1280, 7, 7)}))
     add(Case("qlinear_conv", "3x3 64->64 28x28 u8", qlinear_conv(64, 64, 3, 1), {"x": (1, 64, 28, 28)},
              conv_flops(1, 64, 64, 3, (28, 28)), tol=0.01, dtypes={"x": U8}))
-    # matmul family: a Linear's constant weight at M = 1, 7, 64, 512
-    for m, quick in [(1, True), (7, True), (64, True), (512, False)]:
+    # matmul family: a Linear's constant weight at M = 1, 7, 17 (a short prompt), 64, 512
+    for m, quick in [(1, True), (7, True), (17, True), (64, True), (512, False)]:
         add(Case("matmul", f"M={m} 768x3072", matmul_const(768, 3072), {"x": (m, 768)}, 2.0 * m * 768 * 3072, quick=quick))
     # a weight that streams from memory every call (64 MB, B1's fc2): the decode / small-batch regime
     for m, quick in [(1, True), (7, True), (32, False)]:

@@ -216,6 +216,39 @@ LOOM_TEST(tp_schedule, split_overlap_tail_is_a_whole_tile_ending_at_the_last_row
   tp_fixture_free(&fx);
 }
 
+/* split_overlap_clamped: the tail tile's rows max(m - f + i_ti, 0), so extents below the
+ * factor are one tile (its first row repeated); needs only m >= 1; equal to the original for
+ * every m from 1 to beyond two tiles. */
+LOOM_TEST(tp_schedule, split_overlap_clamped_covers_extents_below_the_factor) {
+  tp_fixture ref, fx;
+  cr_assert_null(tp_parse(&ref, matmul));
+  cr_assert_null(tp_parse(&fx, matmul));
+  loom_tp_stmt *i = loom_tp_find_loop(fx.f, "i");
+  loom_status s = loom_tp_split_overlap_clamped(&fx.arena, fx.cx, fx.f, i, 4, NULL, NULL, NULL, NULL);
+  cr_assert_eq(loom_status_code(s), LOOM_CODE_FAILED_PRECONDITION);
+  cr_assert(strstr(loom_status_message(s), "not provably >= 1") != NULL, "%s", loom_status_message(s));
+  loom_status_free(s);
+  loom_sym_facts_push(fx.cx);
+  cr_assert_null(loom_sym_assume_range(fx.cx, i->u.loop.extent, 1, INT64_MAX));
+  cr_assert_null(loom_tp_split_overlap_clamped(&fx.arena, fx.cx, fx.f, i, 4, NULL, NULL, NULL, NULL));
+  loom_sym_facts_pop(fx.cx);
+  cr_assert_null(loom_tp_verify(fx.cx, fx.f));
+  char *printed = tp_print(fx.f);
+  cr_assert(strstr(printed, "max(m + i_ti - 4, 0)") != NULL, "%s", printed);
+  for (int64_t m = 1; m <= 13; m++) {
+    int64_t k = 5, n = 3;
+    float *want = calloc((size_t)(m * n), 4), *got = calloc((size_t)(m * n), 4);
+    run(ref.cx, ref.f, true, m, k, n, want);
+    run(fx.cx, fx.f, true, m, k, n, got);
+    cr_assert_arr_eq(got, want, (size_t)(m * n) * 4, "m=%lld\n%s", (long long)m, printed);
+    free(want);
+    free(got);
+  }
+  free(printed);
+  tp_fixture_free(&ref);
+  tp_fixture_free(&fx);
+}
+
 /* ---- distribution, cache_read, cache_write, and the CPU rule built on them ---------------- */
 
 static loom_status distribute_j(tp_fixture *fx) {
@@ -248,7 +281,7 @@ LOOM_TEST(tp_schedule, cache_read_packs_the_footprint) {
   check_schedule(matmul, true, pack_b, "      Bp[j, r] = B[r, j]\n");
 }
 LOOM_TEST(tp_schedule, cpu_rule_register_tiles_matmul_and_round_trips) {
-  check_schedule(matmul, true, cpu_rule, "acc[i_i, j_i] = acc[i_i, j_i] + A[6*i_o + i_i, r] * Bp[r, j_i]\n");
+  check_schedule(matmul, true, cpu_rule, "acc[i_i, j_i] = acc[i_i, j_i] + A[12*i_o + i_i, r] * Bp[r, j_i]\n");
 }
 
 LOOM_TEST(tp_schedule, distribute_and_caches_refuse_what_they_cannot_prove) {
