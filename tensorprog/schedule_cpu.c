@@ -354,8 +354,24 @@ static loom_status micro_tile(mm_ctx *c, loom_tp_stmt *tile, const char *ii, con
 static loom_status row_tiles(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_t width, bool parallel) {
   loom_tp_stmt *io, *ii, *it, *iti = NULL;
   int64_t rows = c->tile_rows;
-  loom_status st = rows == TALL_ROWS ? loom_tp_split_overlap_clamped(c->a, c->cx, c->view, il, rows, &io, &ii, &it, &iti)
-                                     : loom_tp_split_overlap(c->a, c->cx, c->view, il, rows, &io, &ii, &it, &iti);
+  loom_status st;
+  if (rows == TALL_ROWS) { /* the tall tiles' remainder: 1..6 rows one 6-row tile, 7..11 one clamped 12-row tile */
+    loom_tp_stmt *tails[2] = {NULL, NULL}, *inners[2] = {NULL, NULL};
+    st = loom_tp_split_overlap_tails(c->a, c->cx, c->view, il, rows, TILE_ROWS, &io, &ii, tails, inners);
+    if (!st) {
+      LOOM_PROPAGATE(micro_tile(c, io, loom_sym_var_name(ii->u.loop.var), ji));
+      if (parallel) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, io, LOOM_TP_LOOP_PARALLEL));
+      for (int t = 0; t < 2; t++)
+        if (tails[t]) LOOM_PROPAGATE(micro_tile(c, tails[t], loom_sym_var_name(inners[t]->u.loop.var), ji));
+      loom_strbuf_printf(c->why, "%lldx%lld register tiles + for the row tail one %dx%lld tile (1..%d rows left) or one "
+                                 "clamped %lldx%lld tile ending at the last row\n",
+                         (long long)rows, (long long)width, TILE_ROWS, (long long)width, TILE_ROWS, (long long)rows, (long long)width);
+      return LOOM_OK;
+    }
+    if (loom_status_code(st) != LOOM_CODE_FAILED_PRECONDITION) return st;
+    loom_status_free(st);
+  }
+  st = loom_tp_split_overlap(c->a, c->cx, c->view, il, rows, &io, &ii, &it, &iti);
   if (st && loom_status_code(st) == LOOM_CODE_FAILED_PRECONDITION) {
     loom_status_free(st);
     st = loom_tp_split(c->a, c->cx, c->view, il, rows, &io, &ii, &it);
@@ -781,9 +797,10 @@ static loom_status small_m(void *ud, loom_tp_func *view) {
  * where the 6-row tile's feeds 12, so a panel is read half as often -- what counts when the
  * weight streams from memory and the rows are few (a 17-token prompt: one 12-row tile and one
  * overlapping 12-row tile read each panel twice, the 6-row tiles three times; MLAS's AVX-512
- * kernel is 12 rows too). The row tail is one more whole tile ending at the last row, its rows
- * clamped at 0 (loom_tp_split_overlap_clamped), so 6..11 rows are one tile and one pass over
- * B (rows computed twice write the same values). Measured on bench's gpt2_block at seq 17,
+ * kernel is 12 rows too). The row tail is a 6-row tile ending at the last row when 1..6 rows
+ * are left, else one more whole 12-row tile ending there, its rows clamped at 0
+ * (loom_tp_split_overlap_tails), so 7..11 rows are one tile and one pass over B (rows computed
+ * twice write the same values) and 17 rows cost 12 + 6, not 12 + 12. Measured on bench's gpt2_block at seq 17,
  * 1 thread, the old and new binaries alternated: 5.57 / 5.69 -> 4.40 / 4.78 ms. AVX2's 16
  * registers hold 6 x 2 accumulators, no more: TILE_ROWS there, and for the i32 (int8) tiles. */
 
@@ -793,8 +810,8 @@ static int64_t general_tile_rows(const mm_nest *orig, int64_t limit, const loom_
   const loom_sym_expr *rows = orig->loops[orig->nloops - 2]->u.loop.extent;
   if (p->vector_bytes < 64 || orig->c->dtype != LOOM_DTYPE_F32) return TILE_ROWS;
   if (loom_sym_is_const(rows, &n)) return n >= TALL_ROWS ? TALL_ROWS : TILE_ROWS;
-  /* a symbolic extent: the clamped tail needs rows >= 1 proven (a var, with rows >= limit assumed) */
-  return loom_sym_is_var(rows) && limit >= 1 ? TALL_ROWS : TILE_ROWS;
+  /* a symbolic extent: the tails need rows >= TILE_ROWS proven (a var, with rows >= limit assumed) */
+  return loom_sym_is_var(rows) && limit >= TILE_ROWS ? TALL_ROWS : TILE_ROWS;
 }
 
 /* Tiles the matmul nest held by *slot; on refusal leaves it unchanged and says why. */

@@ -65,6 +65,15 @@ loom_status loom_tp_split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
 loom_status loom_tp_split_overlap_clamped(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop,
                                           int64_t factor, loom_tp_stmt **out_outer, loom_tp_stmt **out_inner,
                                           loom_tp_stmt **out_tail, loom_tp_stmt **out_tail_inner);
+/* loom_tp_split_overlap_clamped with a second, smaller tail tile for short remainders (n >=
+ * small proven, 1 <= small < factor): when 1 <= n % factor <= small the tail is `small`
+ * iterations ending at the last one (body[v := n - small + v_si]), when n % factor > small
+ * the clamped whole tile -- so a 12-row tile's remainder of 1..6 rows costs a 6-row tile,
+ * not 12. Out: the tails and their inner loops, [0] the small one, [1] the whole one (NULL
+ * when n % factor == 0 is proven). */
+loom_status loom_tp_split_overlap_tails(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop,
+                                        int64_t factor, int64_t small, loom_tp_stmt **out_outer, loom_tp_stmt **out_inner,
+                                        loom_tp_stmt *out_tails[2], loom_tp_stmt *out_tail_inners[2]);
 /* Fuses `outer` with the one loop that is its whole body into one loop over
  * extent n*m (v_o := floordiv(k, m), v_i := floormod(k, m)). */
 loom_status loom_tp_fuse(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *outer,

@@ -780,8 +780,9 @@ static loom_status gen_linear3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **o
 
 LOOM_TEST(cpu, schedule_rule_tiles_generated_matmul) { generated_schedule_and_diff(gen_mm22); }
 
-/* The row tiles: 12 rows with AVX-512's 32 registers (the tail one clamped 12-row tile, so 6..11
- * rows are one tile), 6 with AVX2's 16; equal to the interpreter at rows around both. */
+/* The row tiles: 12 rows with AVX-512's 32 registers (the tail a 6-row tile for 1..6 rows left,
+ * else one clamped 12-row tile, so 7..11 rows are one tile), 6 with AVX2's 16; equal to the
+ * interpreter at rows around both. */
 LOOM_TEST(cpu, schedule_rule_tall_row_tiles_with_avx512_only) {
   loom_arena a;
   loom_arena_init(&a, NULL, 0);
@@ -795,7 +796,7 @@ LOOM_TEST(cpu, schedule_rule_tall_row_tiles_with_avx512_only) {
   static const int64_t sz[] = {0, 1, 5, 6, 7, 11, 12, 13, 17, 23, 24, 25};
   cpu_diff_opts o = opts(sz, 12, 1e-4);
   o.trials = 8;
-  schedule_for_and_diff(loom_strbuf_cstr(&text), 64, "12x32 register tiles + one overlapping 12x32 tile", &o);
+  schedule_for_and_diff(loom_strbuf_cstr(&text), 64, "12x32 register tiles + for the row tail one 6x32 tile", &o);
   schedule_for_and_diff(loom_strbuf_cstr(&text), 32, "6x16 register tiles + one overlapping 6x16 tile", &o);
   loom_strbuf_free(&text);
   loom_sym_ctx_destroy(cx);
