@@ -185,8 +185,8 @@ void loom_vm_exec_free(loom_vm_exec *e);
 /* Constant i's bytes against its check, once: OK when the executable checks nothing
  * (const_ok NULL) or the constant has passed already; else its XXH3-64 is computed and a
  * mismatch is DATA_LOSS naming the constant:
- *     constant 3 'wte' (f32, 154389504 bytes at DATA offset 4096) does not match its check:
- *       the weights were modified or corrupted after the executable was written
+ *     constant 6 'main_matmul_51_packed' (f32, 2359296 bytes at DATA offset 164628480) does not
+ *       match its check: the weights were modified or corrupted after the executable was written
  * The interpreter calls it at a constant's first TCONST, so loading a large model hashes
  * nothing and every weight is checked before a kernel reads it. */
 LOOM_MUST_USE loom_status loom_vm_exec_const_check(const loom_vm_exec *e, uint32_t i);
