@@ -68,12 +68,19 @@ typedef struct loom_rt_options {
    * plain executable files are refused. NULL: any intact artifact opens (docs/vm.md,
    * "Trust model"). */
   const loom_vm_artifact_pubkey *trust;
+  /* Check every weight at open. Without it (and without `trust`) opening hashes none of
+   * them: each tensor constant is checked against the XXH3-64 its executable records at its
+   * first use, so a changed weight fails that call, naming the tensor (vm/exec.h,
+   * loom_vm_exec_const_check). With it the same error comes from loom_rt_open. */
+  bool check_weights;
 } loom_rt_options;
 
 /* Opens an AOT artifact (.so exporting loom_artifact_v1) or an executable file (by its
  * magic), verifies it and binds every kernel. `opts` may be NULL. An artifact is checked
  * before any of its code runs (vm/artifact.h): a regular file of the size its trailer
- * records, sane ELF headers, its content hash and, with opts->trust, its signature. */
+ * records, sane ELF headers, its content hash and, with opts->trust, its signature. Its
+ * weights are mapped, not read: each is checked at its first use (or all at once with
+ * opts->check_weights; with opts->trust the whole region's BLAKE2b-256 is checked at open). */
 LOOM_MUST_USE loom_status loom_rt_open(const char *path, const loom_rt_options *opts, loom_rt **out);
 /* Opens a runtime on an executable already in memory (vm/exec.h), taking ownership of it
  * (freed by loom_rt_close, also on failure); kernels come from opts->kernels. */

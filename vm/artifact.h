@@ -27,7 +27,7 @@
  *         48    8  key id: the first 8 bytes of BLAKE2b-256 of the signer's public key (0: unsigned)
  *         56    8  DATA offset (a multiple of LOOM_VM_ARTIFACT_DATA_ALIGN; 0 with size 0: none)
  *         64    8  DATA size
- *         72   16  DATA check: XXH3-128 of the DATA region, checked at every open
+ *         72   16  DATA check: XXH3-128 of the DATA region, checked when a key is trusted
  *         88   32  DATA hash: BLAKE2b-256 of the DATA region (signed artifacts; else 0), checked
  *                  when a key is trusted
  *        120   32  content hash: BLAKE2b-256 (libsodium crypto_generichash) of the ELF part
@@ -39,11 +39,16 @@
  *        220    4  trailer format version (LOOM_VM_ARTIFACT_TRAILER_VERSION)
  *        224    8  "\0LOOMEND": the file's last bytes
  *
- * Why two digests of DATA: opening a 124M-parameter model must not hash 500 MB with a
- * cryptographic hash (BLAKE2b runs at ~1 GB/s here). An unsigned artifact's content hash
- * only detects damage — whoever can change the file can recompute it — and XXH3-128 (~10+
- * GB/s) detects damage as well. A signed artifact binds its weights cryptographically: with
- * a trusted key, the DATA hash is checked too.
+ * Why the weights are not hashed at open: opening a 1B-parameter model must not read 4 GB
+ * (XXH3 over 4.1 GB took 0.5 s, 92% of the open; BLAKE2b runs at ~1 GB/s). An unsigned
+ * artifact's content hash only detects damage — whoever can change the file can recompute
+ * it — so damage to the weights is caught as well by a check per weight taken when it is
+ * first used: each constant's record in the executable (inside the ELF part, covered by the
+ * content hash) holds the XXH3-64 of its bytes, and the VM compares it at the constant's
+ * first TCONST (vm/exec.h, loom_vm_exec_const_check), naming the tensor. Only the zero
+ * padding between constants, which nothing reads, goes unchecked. A signed artifact binds
+ * its weights cryptographically: with a trusted key the DATA check and hash are checked at
+ * open.
  *
  * loom_vm_artifact_check_fd reads the file with read(2) only, before dlopen: a regular file
  * within LOOM_FILE_LIMIT_ARTIFACT; the trailer's end marker, version and size; the file
@@ -51,10 +56,12 @@
  * little-endian shared object for this machine, header tables and every segment inside the
  * ELF part); the executable's header (magic, format version, its own size) at the recorded
  * offset; the content hash; and, with a trusted key, the signature.
- * loom_vm_artifact_map_data then maps the DATA region and checks its digests. What this does
+ * loom_vm_artifact_map_data then maps the DATA region (and checks its digests with a trusted
+ * key). What this does
  * and does not guarantee is in docs/vm.md ("Trust model").
  *
- * vm/artifact.c is the only file that includes libsodium and xxhash (scripts/check-layers). */
+ * vm/artifact.c is the only file that includes libsodium; it and vm/exec_io.c (the weights'
+ * checks) include xxhash (scripts/check-layers). */
 #ifndef LOOM_VM_ARTIFACT_H
 #define LOOM_VM_ARTIFACT_H
 
@@ -104,8 +111,9 @@ LOOM_MUST_USE loom_status loom_vm_artifact_check_fd(int fd, const char *path, co
                                                     loom_vm_artifact_info *out);
 
 /* The DATA region of the artifact checked into `info` (open on fd), mapped read-only and
- * shared: its XXH3-128 is compared with the trailer's; with `verify_hash` (a trusted key) its
- * BLAKE2b-256 too. *out is NULL when there is no region; else unmap it with
+ * shared. Without `verify_hash` nothing of it is read (its constants are checked at their
+ * first use); with it (a trusted key) its XXH3-128 and BLAKE2b-256 are compared with the
+ * trailer's. *out is NULL when there is no region; else unmap it with
  * loom_vm_artifact_unmap_data(*out, info->data_size). A file changed after the check is
  * refused here; one truncated while mapped raises SIGBUS on access, like any mapped file. */
 LOOM_MUST_USE loom_status loom_vm_artifact_map_data(int fd, const char *path, const loom_vm_artifact_info *info,

@@ -24,7 +24,7 @@
 #include "vm/kernel_abi.h"
 #include "vm/object.h"
 
-#define LOOM_VM_FORMAT_VERSION 2u /* 2: kernel and extern records carry signatures */
+#define LOOM_VM_FORMAT_VERSION 3u /* 2: kernel and extern records carry signatures; 3: constant records carry a check */
 #define LOOM_VM_MAX_REGS 65535u /* registers of each bank per function */
 #define LOOM_VM_MAX_CALL_ARGS 256u /* operands of one call, buffers or symbols (checked at load) */
 
@@ -46,6 +46,8 @@ typedef struct loom_vm_const {
   int64_t dims[LOOM_VM_MAX_RANK]; /* shape */
   uint64_t offset;    /* byte offset in DATA (64-aligned) */
   uint64_t nbytes;    /* dense size */
+  uint64_t check;     /* XXH3-64 of its nbytes bytes, set by the writer (loom_vm_exec_write): a loaded
+                         executable checks a constant against it before its first use */
 } loom_vm_const;
 
 typedef struct loom_vm_exec loom_vm_exec;
@@ -161,6 +163,10 @@ typedef struct loom_vm_exec {
    * 16-byte aligned), which must outlive the executable; NULL: every constant is in `data`.
    * Writing such an executable lays the constants out at their offsets. */
   const void **const_src;
+  /* Per constant of an executable loaded from bytes (a file, an artifact): 1 once its bytes
+   * have matched its check (set through __atomic stores, so concurrent calls may race to set
+   * it); NULL when there is nothing to check (built in process: the bytes are the compiler's). */
+  uint8_t *const_ok;
   uint8_t *const_copies;   /* constants whose source was misaligned, copied (owned), or NULL */
   size_t const_copies_len; /* its size */
   /* Keeps loaded bytes alive (a memory-mapped file or a borrowed buffer); NULL if none. */
@@ -176,6 +182,16 @@ const void *loom_vm_exec_const_bytes(const loom_vm_exec *e, uint32_t i);
  * non-zero return of put and returns it. */
 int loom_vm_exec_data_each(const loom_vm_exec *e, int (*put)(void *ctx, const void *p, size_t n), void *ctx);
 void loom_vm_exec_free(loom_vm_exec *e);
+/* Constant i's bytes against its check, once: OK when the executable checks nothing
+ * (const_ok NULL) or the constant has passed already; else its XXH3-64 is computed and a
+ * mismatch is DATA_LOSS naming the constant:
+ *     constant 6 'main_matmul_51_packed' (f32, 2359296 bytes at DATA offset 164628480) does not
+ *       match its check: the weights were modified or corrupted after the executable was written
+ * The interpreter calls it at a constant's first TCONST, so loading a large model hashes
+ * nothing and every weight is checked before a kernel reads it. */
+LOOM_MUST_USE loom_status loom_vm_exec_const_check(const loom_vm_exec *e, uint32_t i);
+/* Every constant checked now (loom_rt_options.check_weights, `loom-run --check-weights`). */
+LOOM_MUST_USE loom_status loom_vm_exec_check_consts(const loom_vm_exec *e);
 /* Index of the function called `name`, or LOOM_VM_NONE. */
 uint32_t loom_vm_exec_find_func(const loom_vm_exec *e, const char *name);
 

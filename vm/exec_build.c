@@ -397,6 +397,7 @@ loom_status loom_vm_exec_clone_sharing_data(loom_allocator *a, const loom_vm_exe
   e->data = src->data; /* borrowed: src outlives the clone */
   e->data_len = src->data_len;
   if (src->const_src) e->const_src = dup(a, src->const_src, src->nconsts, sizeof(void *), &oom);
+  if (src->const_ok) e->const_ok = loom_alloc_zero(a, src->nconsts), oom |= !e->const_ok; /* checked again */
   e->funcs = loom_alloc_array(a, src->nfuncs ? src->nfuncs : 1, sizeof(loom_vm_func));
   if (!e->funcs) oom = true;
   else memset(e->funcs, 0, (src->nfuncs ? src->nfuncs : 1) * sizeof(loom_vm_func));

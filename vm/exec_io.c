@@ -1,4 +1,6 @@
-/* exec_io.c — the executable file format: writer, loader (bounds-checked parse), file I/O. */
+/* exec_io.c — the executable file format: writer, loader (bounds-checked parse), file I/O,
+ * and the constants' checks (XXH3-64 of each constant, written into its record and compared
+ * before the constant's first use). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,6 +10,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#define XXH_INLINE_ALL /* header-only: libloomrt links no xxhash library */
+#include <xxhash.h>
 
 #include "base/file.h"
 #include "base/vec.h"
@@ -61,6 +66,7 @@ void loom_vm_exec_free(loom_vm_exec *e) {
   if (e->data_owned) loom_free(a, e->data_owned, e->data_len);
   if (e->const_src) loom_free(a, (void *)e->const_src, e->nconsts * sizeof *e->const_src);
   if (e->const_copies) loom_free(a, e->const_copies, e->const_copies_len);
+  if (e->const_ok) loom_free(a, e->const_ok, e->nconsts);
   if (e->backing_free) e->backing_free(e->backing);
   loom_free(a, e, sizeof *e);
 }
@@ -147,7 +153,7 @@ static loom_status write_exec(const loom_vm_exec *e, bool with_data, loom_alloca
       for (uint32_t i = 0; i < e->nconsts; i++) {
         const loom_vm_const *c = &e->consts[i];
         put32(&w, c->name), put32(&w, c->dtype), put32(&w, c->rank), put32(&w, 0);
-        put64(&w, c->offset), put64(&w, c->nbytes);
+        put64(&w, c->offset), put64(&w, c->nbytes), put64(&w, XXH3_64bits(loom_vm_exec_const_bytes(e, i), c->nbytes));
         put(&w, c->dims, c->rank * 8u);
       }
       break;
@@ -410,7 +416,7 @@ static loom_status load(loom_vm_exec *e, const uint8_t *bytes, size_t len, const
   e->nintconsts = count[2];
   /* CONSTS */
   cursor *c = &sec[LOOM_VM_SEC_CONSTS];
-  if (count[3] > c->left / 32) return CORRUPT(c, "%u constants do not fit in %llu bytes", count[3], (unsigned long long)c->left);
+  if (count[3] > c->left / 40) return CORRUPT(c, "%u constants do not fit in %llu bytes", count[3], (unsigned long long)c->left);
   if (count[3]) {
     e->consts = loom_alloc_array(a, count[3], sizeof(loom_vm_const));
     if (!e->consts) return LOOM_OOM();
@@ -421,7 +427,8 @@ static loom_status load(loom_vm_exec *e, const uint8_t *bytes, size_t len, const
     c->record = i;
     loom_vm_const *k = &e->consts[i];
     uint32_t h[4];
-    if (!take(c, h, 16) || !take(c, &k->offset, 8) || !take(c, &k->nbytes, 8)) return CORRUPT(c, "truncated constant");
+    if (!take(c, h, 16) || !take(c, &k->offset, 8) || !take(c, &k->nbytes, 8) || !take(c, &k->check, 8))
+      return CORRUPT(c, "truncated constant");
     k->name = h[0], k->dtype = h[1], k->rank = h[2];
     if (k->rank > LOOM_VM_MAX_RANK) return CORRUPT(c, "rank %u exceeds %d", k->rank, LOOM_VM_MAX_RANK);
     if (!take(c, k->dims, k->rank * 8u)) return CORRUPT(c, "truncated: dims");
@@ -513,11 +520,30 @@ loom_status loom_vm_exec_load_ext(loom_allocator *alloc, const uint8_t *bytes, s
   loom_status st = data && ((uintptr_t)data % 64) ? LOOM_ERROR(INVALID_ARGUMENT, "the constants' DATA is not 64-byte aligned")
                                                    : load(e, bytes, len, data, data_len);
   if (!st) st = loom_vm_exec_verify(e);
+  /* every constant is checked at its first use (loom_vm_exec_const_check), none now */
+  if (!st && e->nconsts && !(e->const_ok = loom_alloc_zero(alloc, e->nconsts))) st = LOOM_OOM();
   if (st) {
     loom_vm_exec_free(e);
     return loom_status_annotate(st, __FILE__, __LINE__, "while loading an executable");
   }
   *out = e;
+  return LOOM_OK;
+}
+
+loom_status loom_vm_exec_const_check(const loom_vm_exec *e, uint32_t i) {
+  if (!e->const_ok || __atomic_load_n(&e->const_ok[i], __ATOMIC_ACQUIRE)) return LOOM_OK;
+  const loom_vm_const *c = &e->consts[i];
+  if (XXH3_64bits(loom_vm_exec_const_bytes(e, i), c->nbytes) != c->check)
+    return LOOM_ERROR(DATA_LOSS, "constant %u '%s' (%s, %llu bytes at DATA offset %llu) does not match its check: the "
+                                 "weights were modified or corrupted after the executable was written", i,
+                      loom_vm_exec_str(e, c->name), loom_dtype_name((loom_dtype)c->dtype), (unsigned long long)c->nbytes,
+                      (unsigned long long)c->offset);
+  __atomic_store_n(&e->const_ok[i], 1, __ATOMIC_RELEASE);
+  return LOOM_OK;
+}
+
+loom_status loom_vm_exec_check_consts(const loom_vm_exec *e) {
+  for (uint32_t i = 0; i < e->nconsts; i++) LOOM_PROPAGATE(loom_vm_exec_const_check(e, i));
   return LOOM_OK;
 }
 

@@ -70,7 +70,12 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, call_state *cs, frame *fr, loo
     CASE(ICONST):
       I[LOOM_VM_A(in)] = K[LOOM_VM_BX(in)];
       DISPATCH();
+    /* Synopsis: R[A] := const[Bx], its bytes checked at its first use (loom_vm_exec_const_check) */
     CASE(TCONST): {
+      if (LOOM_UNLIKELY(e->const_ok && !__atomic_load_n(&e->const_ok[LOOM_VM_BX(in)], __ATOMIC_ACQUIRE))) {
+        st = loom_vm_exec_const_check(e, LOOM_VM_BX(in));
+        if (st) goto fail;
+      }
       loom_tensor *t = vm->consts[LOOM_VM_BX(in)];
       loom_vm_obj_retain(&t->hdr);
       loom_vm_obj_release(R[LOOM_VM_A(in)]);

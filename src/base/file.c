@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -181,4 +182,38 @@ uint64_t loom_file_evict_lru(const char *dir, const char *prefix, uint64_t max_b
   }
   free(fs);
   return evicted;
+}
+
+bool loom_file_mapping_of(const void *p, size_t n, int *out_fd, uint64_t *out_offset) {
+  *out_fd = -1;
+  *out_offset = 0;
+  FILE *f = fopen("/proc/self/maps", "re");
+  if (!f) return false;
+  uintptr_t at = (uintptr_t)p;
+  char line[4352];
+  bool found = false;
+  /* "start-end perms offset major:minor inode   path" */
+  while (!found && fgets(line, sizeof line, f)) {
+    unsigned long long lo, hi, off, ino;
+    unsigned maj, mn;
+    char perms[8];
+    int path_at = 0;
+    if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &lo, &hi, perms, &off, &maj, &mn, &ino, &path_at) < 7) continue;
+    if (at < lo || at >= hi) continue;
+    found = true; /* the one mapping holding p: it decides */
+    if (n > hi - at || perms[0] != 'r' || perms[1] != '-' || !ino || !path_at || line[path_at] != '/') break;
+    char *path = line + path_at;
+    path[strcspn(path, "\n")] = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_ino == (ino_t)ino && major(sb.st_dev) == maj &&
+        minor(sb.st_dev) == mn) {
+      *out_fd = fd;
+      *out_offset = off + (at - lo);
+    } else if (fd >= 0) {
+      close(fd);
+    }
+  }
+  fclose(f);
+  return *out_fd >= 0;
 }

@@ -8,6 +8,7 @@
 #define LOOM_BASE_FILE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include "base/status.h"
 
@@ -39,6 +40,14 @@ LOOM_MUST_USE loom_status loom_file_read_limited(const char *path, const char *w
 LOOM_MUST_USE loom_status loom_file_map_limited(const char *path, const char *what, uint64_t limit,
                                                 const void **out_data, size_t *out_len);
 void loom_file_unmap(const void *data, size_t len);
+
+/* Where the n bytes at p come from, when they lie in one read-only mapping of a regular file
+ * (an ONNX model or its external data mapped by the importer): that file opened read-only in
+ * *out_fd (the caller closes it) — the very file mapped, compared by device and inode — and
+ * the bytes' offset in it. False (and *out_fd -1) for any other memory, or where
+ * /proc/self/maps cannot be read: the caller then writes the bytes itself. Lets a writer copy
+ * file to file in the kernel (copy_file_range) instead of through the mapping. */
+bool loom_file_mapping_of(const void *p, size_t n, int *out_fd, uint64_t *out_offset);
 
 /* Least-recently-used eviction in a cache directory: the regular files of `dir` whose names start
  * with `prefix`, oldest modification time first (a cache touches an entry when it uses it), are

@@ -3,7 +3,7 @@
  *
  *   loom-run ARTIFACT [--fn main] --input NAME=random:(2,7,768) | NAME=@file.npy ...
  *            [--bind b=4,s=17] [--output out.npy] [--repeat N] [--profile] [--threads N] [--list]
- *            [--trust KEY.pub]
+ *            [--trust KEY.pub] [--check-weights]
  *
  * --bind gives symbolic vars values; every parameter without an --input is then made
  * random from its symbolic signature evaluated at those values. */

@@ -16,9 +16,11 @@
       {"--profile", NULL, "print per-instruction and per-kernel times", false},                                   \
       {"--threads", "N", "threads for kernels (default: LOOM_NUM_THREADS or all cores)", false},                  \
       {"--list", NULL, "list the functions and their symbolic signatures", false},                                \
-      {"--trust", "KEY.pub", "open only an artifact signed by this public key (loom keygen; docs/vm.md)", false}
+      {"--trust", "KEY.pub", "open only an artifact signed by this public key (loom keygen; docs/vm.md)", false},   \
+      {"--check-weights", NULL, "check every weight at open (else each is checked at its first use)", false}
 
-/* Opens the artifact or executable `path` (loom_rt_open), with the key of --trust if given. */
+/* Opens the artifact or executable `path` (loom_rt_open), with the key of --trust if given,
+ * every weight checked now with --check-weights. */
 loom_status loom_run_tool_open(const loom_cli_args *args, const char *path, loom_rt **out);
 
 /* Runs the function the flags name on `rt` (inputs, --repeat, printing, --output). */

@@ -100,6 +100,8 @@ static loom_status check_kernel_sigs(const loom_rt *rt) {
 /* Creates the pool and the VM once rt->exe is set (or st already failed); closes rt on failure. */
 static loom_status finish_open(loom_rt *rt, loom_status st, const char *what, const loom_rt_options *opts, loom_rt **out) {
   if (!st) st = check_kernel_sigs(rt);
+  if (!st && opts->check_weights)
+    st = loom_status_annotate(loom_vm_exec_check_consts(rt->exe), __FILE__, __LINE__, "while checking every weight of '%s'", what);
   if (!st) st = loom_cpu_pool_create(NULL, opts->threads, &rt->pool);
   if (!st) {
     st = loom_vm_create_on(NULL, rt->dev, rt->exe, resolve, rt, rt->pool, &rt->vm);

@@ -1,6 +1,7 @@
 /* test_e2e_artifact_data.c — an AOT artifact keeps its weights out of the linked object, in a
- * page-aligned DATA region after it (vm/artifact.h): mapped read-only at open, checked by
- * XXH3-128 at every open and by BLAKE2b-256 when a key is trusted. A compiled model's
+ * page-aligned DATA region after it (vm/artifact.h): mapped read-only at open, each weight
+ * checked by the XXH3-64 its executable records at its first use, the whole region by
+ * XXH3-128 and BLAKE2b-256 when a key is trusted. A compiled model's
  * artifact has the region where its trailer says, gives the JIT's results, and every damage
  * to the weights or to their place is refused with a message naming the file. */
 #include <fcntl.h>
@@ -117,26 +118,65 @@ LOOM_TEST(e2e_artifact_data, weights_are_a_mapped_region_after_the_object) {
   rm_rf(dir);
 }
 
+/* The status of one call of `main` on tokens (1, 7) through rt. */
+static loom_status call_status(loom_rt *rt) {
+  int64_t shape[2] = {1, 7};
+  loom_tensor *x;
+  cr_assert_null(loom_rt_tensor_new(rt, LOOM_DTYPE_I64, 2, shape, &x));
+  for (int i = 0; i < 7; i++) ((int64_t *)x->data)[i] = 3 * i + 1;
+  loom_rt_outputs out;
+  loom_status st = loom_rt_call(rt, "main", &x, 1, &out);
+  if (!st) loom_rt_outputs_free(&out);
+  loom_tensor_release(x);
+  return st;
+}
+
+/* A changed weight byte: opening reads no weight (the open stays fast for a 4 GB model), so
+ * the artifact opens; the first call that uses the tensor is refused naming it, before any
+ * kernel reads it, and so is every later call; with check_weights, the open itself. */
 LOOM_TEST(e2e_artifact_data, damaged_weights_are_refused) {
   char dir[64], so[96], t[128];
   tmpdir(dir, sizeof dir);
   snprintf(so, sizeof so, "%s/m.so", dir);
   snprintf(t, sizeof t, "%s/t.so", dir);
-  loom_compiled_free(compile_to(so, NULL));
+  loom_compiled *c = compile_to(so, NULL);
+  const loom_vm_exec *e = loom_compiled_exec(c);
   loom_vm_artifact_info info = check(so, NULL);
   size_t size = file_size(so);
   loom_rt *rt = NULL;
-  /* a byte of the weights: their check */
-  size_t at[] = {info.data_offset, info.data_offset + info.data_size / 2, info.data_offset + info.data_size - 1};
-  for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+  /* a byte of the first, a middle and the last constant, at its start, middle and end */
+  uint32_t which[] = {0, e->nconsts / 2, e->nconsts - 1};
+  for (size_t i = 0; i < sizeof which / sizeof which[0]; i++) {
+    const loom_vm_const *k = &e->consts[which[i]];
+    cr_assert_gt(k->nbytes, 0);
+    const char *name = loom_vm_exec_str(e, k->name);
+    uint64_t in[] = {0, k->nbytes / 2, k->nbytes - 1};
+    uint64_t at = info.data_offset + k->offset + in[i];
     copy_file(so, t, size);
-    flip(t, at[i]);
-    loom_status st = loom_rt_open(t, NULL, &rt);
-    cr_assert_not_null(st, "a changed weight byte at %zu must be refused", at[i]);
-    cr_assert(strstr(loom_status_text(st, 0), "DATA region (the weights") && strstr(loom_status_text(st, 0), "t.so"), "%s",
-              loom_status_text(st, 0));
+    flip(t, at);
+    cr_assert_null(loom_rt_open(t, NULL, &rt), "opening hashes no weight");
+    for (int call = 0; call < 2; call++) {
+      loom_status st = call_status(rt);
+      cr_assert_not_null(st, "a changed byte of constant %u '%s' must be refused (call %d)", which[i], name, call);
+      const char *m = loom_status_text(st, 0);
+      cr_assert(strstr(m, name) && strstr(m, "does not match its check"), "%s", m);
+      loom_status_free(st);
+    }
+    loom_rt_close(rt);
+    loom_rt_options o = {.check_weights = true};
+    loom_status st = loom_rt_open(t, &o, &rt);
+    cr_assert_not_null(st, "check_weights: constant %u '%s'", which[i], name);
+    const char *m = loom_status_text(st, 0);
+    cr_assert(strstr(m, name) && strstr(m, "does not match its check") && strstr(m, "t.so"), "%s", m);
     loom_status_free(st);
   }
+  /* intact: every constant passes, with check_weights too, and calls give the same logits */
+  loom_rt_options o = {.check_weights = true};
+  cr_assert_null(loom_rt_open(so, &o, &rt));
+  double first = call_sum(rt), again = call_sum(rt);
+  cr_assert(first == again && isfinite(first));
+  loom_rt_close(rt);
+  loom_compiled_free(c);
   /* the padding before the region, the region's place or its check in the trailer: the content hash */
   size_t meta[] = {info.data_offset - 1, size - LOOM_VM_ARTIFACT_TRAILER_SIZE + 60, size - LOOM_VM_ARTIFACT_TRAILER_SIZE + 75,
                    size - LOOM_VM_ARTIFACT_TRAILER_SIZE + 100};

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "graph/safetensors.h"
 #include "tests/graph/graph_test_util.h"
 
@@ -112,6 +113,66 @@ LOOM_TEST(weights, write_read_round_trip) {
   st = loom_safetensors_write(path, 1, &i4);
   cr_assert(st && strstr(loom_status_message(st), "i4"));
   loom_status_free(st);
+  rm_dir(dir);
+}
+
+/* Tensors whose bytes lie in a read-only file mapping (as the importer maps an ONNX model's
+ * external data) are copied file to file by the kernel; the result is byte for byte what
+ * writing them from memory gives, wherever they sit in the mapping, whatever their size (one
+ * of 1 MiB + 1 bytes, one not at a page boundary, one over the end of the mapping's first
+ * page, one beside from the heap). */
+LOOM_TEST(weights, tensors_in_a_file_mapping_are_copied_by_the_kernel) {
+  char *dir = tmp_dir();
+  enum { SRC = 3 << 20 };
+  uint8_t *bytes = malloc(SRC);
+  for (size_t i = 0; i < SRC; i++) bytes[i] = (uint8_t)(i * 2654435761u >> 13);
+  put_file(dir, "src.data", bytes, SRC);
+  char src[600], a[600], b[600];
+  snprintf(src, sizeof src, "%s/src.data", dir);
+  snprintf(a, sizeof a, "%s/a.safetensors", dir);
+  snprintf(b, sizeof b, "%s/b.safetensors", dir);
+  const void *map;
+  size_t len;
+  cr_assert_null(loom_file_map_limited(src, "test data", SRC, &map, &len));
+  const uint8_t *m = map;
+  /* where the bytes come from */
+  int fd;
+  uint64_t off;
+  cr_assert(loom_file_mapping_of(m + 4096 + 64, 1 << 20, &fd, &off));
+  cr_assert_eq(off, 4096 + 64);
+  close(fd);
+  cr_assert(!loom_file_mapping_of(bytes, 1 << 20, &fd, &off), "heap memory is no file");
+  cr_assert_eq(fd, -1);
+  cr_assert(!loom_file_mapping_of(m + SRC - 16, 4096, &fd, &off), "past the mapping's end");
+  int64_t d0[] = {(1 << 20) + 1}, d1[] = {(1 << 20) / 4}, d2[] = {(1 << 20) / 4}, d3[] = {16};
+  loom_safetensors_tensor ts[] = {
+      {"odd", LOOM_DTYPE_U8, 1, d0, m + 16, (1 << 20) + 1},
+      {"w", LOOM_DTYPE_F32, 1, d1, m + (2 << 20) - 4096 + 64, 1 << 20},
+      {"heap", LOOM_DTYPE_F32, 1, d2, bytes + 128, 1 << 20},
+      {"small", LOOM_DTYPE_F32, 1, d3, m + 4096, 64},
+  };
+  loom_safetensors_tensor heap[4];
+  for (int i = 0; i < 4; i++) heap[i] = ts[i], heap[i].data = bytes + ((const uint8_t *)ts[i].data - m) * (i != 2);
+  heap[2].data = bytes + 128;
+  loom_status st = loom_safetensors_write(a, 4, ts);
+  cr_assert_null(st, "%s", loom_status_message(st));
+  st = loom_safetensors_write(b, 4, heap);
+  cr_assert_null(st, "%s", loom_status_message(st));
+  size_t la, lb;
+  char *fa, *fb;
+  cr_assert_null(loom_file_read_limited(a, "a", 1u << 30, &fa, &la));
+  cr_assert_null(loom_file_read_limited(b, "b", 1u << 30, &fb, &lb));
+  cr_assert_eq(la, lb);
+  cr_assert(!memcmp(fa, fb, la), "the kernel's copy differs from the bytes written from memory");
+  loom_safetensors *f;
+  cr_assert_null(loom_safetensors_open(NULL, a, &f));
+  for (int i = 0; i < 4; i++) {
+    const loom_safetensors_tensor *t = loom_safetensors_find(f, ts[i].name);
+    cr_assert(t && t->nbytes == ts[i].nbytes && !memcmp(t->data, heap[i].data, t->nbytes), "%s", ts[i].name);
+  }
+  loom_safetensors_close(f);
+  free(fa), free(fb), free(bytes);
+  loom_file_unmap(map, len);
   rm_dir(dir);
 }
 

@@ -157,7 +157,7 @@ LOOM_TEST(exec, bad_version_magic_and_indices_are_named) {
     stmt;                        \
     FAILS_WITH(load_bytes(c, n), needle); \
   } while (0)
-  MUTATE(patch32(c, 8, 99), "format version 99 is not supported (this runtime reads version 2)");
+  MUTATE(patch32(c, 8, 99), "format version 99 is not supported (this runtime reads version 3)");
   MUTATE(c[0] = 'X', "not a Loom executable (bad magic)");
   MUTATE(patch32(c, 12, 5), "5 sections, expected 11");
   secinfo k = section(p, LOOM_VM_SEC_KERNELS), fu = section(p, LOOM_VM_SEC_FUNCS), co = section(p, LOOM_VM_SEC_CODE);
@@ -189,6 +189,57 @@ LOOM_TEST(exec, bad_version_magic_and_indices_are_named) {
   /* the last instruction becomes a NOP */
   MUTATE(memset(c + co.off + 24, 0, 8), "could run off the end");
   free(c);
+  loom_free(NULL, p, n);
+  loom_vm_exec_free(e);
+}
+
+/* A constant's record holds the XXH3-64 of its bytes: loading hashes nothing, the constant is
+ * checked at its first use (TCONST) and a changed byte is refused naming it; once passed it
+ * is not hashed again. An executable built in memory checks nothing. */
+LOOM_TEST(exec, a_changed_weight_is_refused_at_its_first_use) {
+  loom_vm_exec *e = richer_exec();
+  cr_assert_null(e->const_ok, "built in memory: nothing to check");
+  OK(loom_vm_exec_check_consts(e));
+  uint8_t *p;
+  size_t n;
+  to_bytes(e, &p, &n);
+  for (int flip = 0; flip < 2; flip++) {
+    loom_vm_exec *x;
+    OK(loom_vm_exec_load(NULL, p, n, NULL, NULL, &x));
+    cr_assert_not_null(x->const_ok);
+    cr_assert_eq(x->const_ok[0], 0, "loading checks no constant");
+    uint8_t *w = (uint8_t *)loom_vm_exec_const_bytes(x, 0);
+    if (flip) w[x->consts[0].nbytes - 1] ^= 0x40;
+    loom_vm *vm;
+    OK(loom_vm_create(NULL, x, fixture_resolve, NULL, NULL, &vm));
+    int64_t len = 4;
+    loom_tensor *in;
+    OK(loom_tensor_alloc(loom_vm_device(vm), LOOM_DTYPE_F32, 1, &len, &in));
+    loom_vm_obj *args[1] = {&in->hdr}, *out = NULL;
+    loom_status st = loom_vm_call(vm, 0, args, 1, &out);
+    if (flip) {
+      cr_assert_not_null(st, "a changed weight byte must be refused");
+      const char *m = loom_status_text(st, 0);
+      cr_assert(strstr(m, "constant 0 'w' (f32, 20 bytes at DATA offset 0) does not match its check") && strstr(m, "TCONST"),
+                "%s", m);
+      loom_status_free(st);
+      FAILS_WITH(loom_vm_exec_check_consts(x), "constant 0 'w'");
+      w[x->consts[0].nbytes - 1] ^= 0x40; /* restored: it passes, and stays passed */
+      OK(loom_vm_exec_check_consts(x));
+      cr_assert_eq(x->const_ok[0], 1);
+      w[0] ^= 1;
+      OK(loom_vm_exec_const_check(x, 0));
+      w[0] ^= 1;
+    } else {
+      /* the fixture's kernel may fail on its own; the constant passed before it ran */
+      loom_status_free(st);
+      cr_assert_eq(x->const_ok[0], 1, "checked at its first TCONST");
+    }
+    loom_vm_obj_release(out);
+    loom_vm_obj_release(&in->hdr);
+    loom_vm_destroy(vm);
+    loom_vm_exec_free(x);
+  }
   loom_free(NULL, p, n);
   loom_vm_exec_free(e);
 }
