@@ -4,33 +4,32 @@
  * token and the step's new keys and values as results.
  *
  * What it recognises in @main (the import of an exporter's decoder, batch 1 by padding):
- *   input_ids (1, s) i64, position_ids (1, s) i64     -> reshape(tokens, [1, t]), reshape(positions, [1, t])
+ *   input_ids (1, s) i64                              -> reshape(tokens, [1, t])
+ *   position_ids (1, s) i64, or add(arange(0, s), p)  -> reshape(positions, [1, t]), or positions
  *   past_k (1, hk, p, d), past_v (1, hk, p, dv)       -> k_cache<L>, v_cache<L> (n, pg, hk, d / dv)
- * and, per layer, its attention:
- *     K = concat(past_k, k_new, axis=2)                 present key (a result, or not)
- *     V = concat(past_v, v_new, axis=2)                 present value
- *     S0 = matmul(q, permute_dims(K, [0, 1, 3, 2])) | matmul(q, K, transpose_b=true)
- *     S1 = S0 | mul(S0, c) | mul(c, S0) | div(S0, c)    c a one-element constant
- *     S = S1 | add(S1, M) | add(M, S1)                  M a graph input (the additive mask)
- *     y = matmul(softmax(S, axis=-1), V)
+ *   attention_mask (1, p + s)                         -> taken as all ones (one unpadded sequence)
+ * and, per layer, its attention (the forms: graph/pass_serving_match.c) — concat(past, new) of
+ * the keys and values, their scores, scale, mask (an input, or the causal mask built in the
+ * graph, proven there), softmax and weighted sum:
  *  -> y = permute(reshape(paged_attention(q', k', v', k_cache<L>, v_cache<L>, block_tables,
  *         ctx_lens, seq_ids, positions, scale=c)))      q', k', v' the (t, heads, d) views
  * Every other binding is copied as it is, on the new inputs: the batch-by-padding axis of 1
  * and s tokens becomes one row of the step's t tokens, which every per-token operator (norms,
- * projections, embeddings, activations) computes the same. The mask input M is the causal
- * mask over past + new keys the exporter's caller passes (make_model.py's `mask`): it is
- * dropped, and paged_attention is causal within each sequence and reads its cached keys
- * through the block table. The logits (1, s, V) become those of each sequence's last token,
- * gathered at `last_index` — before the last matmul when the logits are matmul(h, W), so the
- * vocabulary projection runs for b rows, not t.
+ * projections, embeddings, activations) computes the same; s in a reshape's or broadcast's
+ * shape becomes t. The mask is dropped — paged_attention is causal within each sequence and
+ * reads its cached keys through the block table — and with it what only the mask, the computed
+ * positions and the attentions use (mark_unused). The logits (1, s, V) become those of each
+ * sequence's last token, gathered at `last_index` — before the last matmul when the logits are
+ * matmul(h, W), so the vocabulary projection runs for b rows, not t.
  *
  * Refused, naming the input / binding / result: a binding that still uses a past input, the
- * mask or an intermediate of an attention (its scores, its softmax, a present tensor) other
- * than as above; a copied operator that acts along an axis whose extent depends on the step's
- * tokens (it would mix the sequences of a step: per_token) or is not known to act token by
- * token; a constant token axis; control flow and match_casts; shape literals and attributes with symbolic
- * dims (they would name the padded s); a result that is neither the logits nor a present key
- * or value; a past input without its attention; heads or head widths that are not constants.
+ * mask, attention_mask or an intermediate of an attention (its scores, its softmax, a present
+ * tensor) other than as above; a copied operator that acts along an axis whose extent depends
+ * on the step's tokens (it would mix the sequences of a step: per_token) or is not known to act
+ * token by token; a constant token axis; control flow and match_casts; shape literals and
+ * attributes with symbolic dims other than s in a shape (they would name the padded s in a
+ * value, or the past); a result that is neither the logits nor a present key or value; a past
+ * input without its attention; heads or head widths that are not constants.
  * What is refused is never served: the engine reports the message and stops. */
 #include <stdio.h>
 #include <stdlib.h>
