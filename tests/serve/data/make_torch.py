@@ -9,6 +9,8 @@ prompts tests/serve/test_serve_torch.c serves. Needs torch + transformers (/work
 scripts/test only reads what it wrote.
 
     python tests/serve/data/make_torch.py
+    python tests/serve/data/make_torch.py --bench OUT.onnx   # GPT-2 at bench/serve's size (256 wide,
+        4 heads, 4 layers, vocabulary 4096, 1024 positions) for bench/serve/run.py --onnx
 """
 import os, sys, warnings
 import numpy as np
@@ -43,6 +45,9 @@ class WithPast(torch.nn.Module):
 
 def build(kind):
     torch.manual_seed(0)
+    if kind == "gpt2-bench":
+        c = T.GPT2Config(n_embd=256, n_layer=4, n_head=4, vocab_size=4096, n_positions=1024, bos_token_id=0, eos_token_id=0)
+        return T.GPT2LMHeadModel(c).eval(), c, 4, 64
     if kind == "gpt2":
         c = T.GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB, n_positions=128, initializer_range=0.1,
                          bos_token_id=0, eos_token_id=0)
@@ -56,7 +61,7 @@ def export(kind, path):
     m, c, kv, hd = build(kind)
     n = c.num_hidden_layers
     s, p = 3, 5
-    ids = torch.randint(0, VOCAB, (1, s))
+    ids = torch.randint(0, 256, (1, s))
     am = torch.ones(1, p + s, dtype=torch.int64)
     past = [torch.randn(1, kv, p, hd) for _ in range(2 * n)]
     names = ["input_ids", "attention_mask"] + [f"past_{i // 2}_{'kv'[i % 2]}" for i in range(2 * n)]
@@ -90,6 +95,10 @@ def ort_greedy(path, kv, hd, n, toks):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--bench":
+        export("gpt2-bench", sys.argv[2])
+        print("wrote", sys.argv[2], os.path.getsize(sys.argv[2]), "bytes")
+        sys.exit(0)
     lines = []
     for kind in ("gpt2", "llama"):
         path = os.path.join(HERE, f"torch_{kind}.onnx")
