@@ -197,7 +197,8 @@ static bool absval(serving *s, const loom_graph_expr *e, av *out, int depth) {
     loom_dtype from = a[0]->sinfo->dtype, to = si->dtype;
     if (!absval(s, a[0], &x, depth + 1)) return false;
     bool intish = from == LOOM_DTYPE_BOOL || loom_dtype_is_int(from);
-    if (x.k == AV_ONES && intish) *out = x; /* a nonzero integer stays nonzero */
+    bool widening = to == LOOM_DTYPE_BOOL || loom_dtype_is_float(to) || loom_dtype_size(to) >= loom_dtype_size(from);
+    if (x.k == AV_ONES && intish && widening) *out = x; /* a nonzero integer stays nonzero (not through a narrowing cast) */
     else if (x.k == AV_CAUSAL && (to == LOOM_DTYPE_BOOL || to == from)) *out = x;
     else if (x.k != AV_ONES && x.k != AV_CAUSAL && to == from) *out = x;
     else break;
