@@ -9,8 +9,9 @@
  *     V = concat(past_v, v_new, axis=2)
  *     KR = K | repeat_kv(K), VR = V | repeat_kv(V)   reshape(broadcast_to(expand_dims(K, axes=[2]),
  *                                                  [1, hk, r, T, d]), [1, hk * r, T, d]) (GQA)
- *     S0 = matmul(q | mul(q, c1), permute_dims(KR, [0, 1, 3, 2]) | its mul by c2)
- *          | matmul(q, KR, transpose_b=true)
+ *     S0 = matmul(q | mul(q, c1), KT | mul(KT, c2)) | matmul(q, KR, transpose_b=true)
+ *          KT = permute_dims(KR, [0, 1, 3, 2]), or reshape(permute_dims(reshape(KR, [h, T, d]),
+ *          [0, 2, 1]), [1, h, d, T]) (torch's dynamo exporter)
  *     S1 = S0 | mul(S0, c3) | mul(c3, S0) | div(S0, c3)
  *     S = S1 | add(S1, M) | add(M, S1)           M a mask input, or the causal mask (below)
  *     P = softmax(S, axis=-1), then optionally cast to its own dtype and where(isnan(P), c, P)
@@ -22,7 +23,7 @@
  * by evaluating the graph on abstract values, to be true exactly where key j <= query i + past
  * when attention_mask is all ones — the one unpadded sequence the serving form serves. The
  * abstract values: ONES (every element nonzero: attention_mask, a nonzero constant, and what
- * casts, reshapes, broadcasts and gathers make of them), PAST (the scalar p), IDX (arange(0,
+ * widening casts, reshapes, broadcasts, gathers and gather_nd's make of them), PAST (the scalar p), IDX (arange(0,
  * s) along an axis), QPOS (IDX + p: the queries' positions), KEYIDX (arange(0, s + p) along an
  * axis: the keys' positions), CAUSAL (KEYIDX <= QPOS). Anything else in C is refused, naming
  * the binding. */
@@ -234,6 +235,7 @@ static bool absval(serving *s, const loom_graph_expr *e, av *out, int depth) {
   case LOOM_GRAPH_OP_FLATTEN:
   case LOOM_GRAPH_OP_SQUEEZE:
   case LOOM_GRAPH_OP_TAKE: /* the elements of an all-nonzero tensor, rearranged or gathered */
+  case LOOM_GRAPH_OP_GATHER_ND:
     if (!absval(s, a[0], &x, depth + 1)) return false;
     if (x.k != AV_ONES) break;
     *out = x;
@@ -364,6 +366,28 @@ static loom_graph_expr *through_guards(serving *s, loom_graph_expr *P) {
   return P;
 }
 
+/* KT = reshape(permute_dims(reshape(KR, [h, T, d]), [0, 2, 1]), [1, h, d, T]) — the keys
+ * transposed through rank 3, as torch's dynamo exporter writes it: the permute_dims var (KT3),
+ * or NULL. */
+static loom_graph_expr *keys_t3(serving *s, loom_graph_expr *KT) {
+  const loom_graph_expr *r2 = sv_call_of(s, KT, LOOM_GRAPH_OP_RESHAPE), *pd, *r1;
+  if (!r2 || r2->u.call.nargs != 1 || !(pd = sv_call_of(s, r2->u.call.args[0], LOOM_GRAPH_OP_PERMUTE_DIMS)) ||
+      !(r1 = sv_call_of(s, pd->u.call.args[0], LOOM_GRAPH_OP_RESHAPE)) || r1->u.call.nargs != 1)
+    return NULL;
+  const loom_graph_attr *ax = loom_graph_call_attr(pd, "axes");
+  int64_t want[3] = {0, 2, 1}, v, one;
+  if (!ax || ax->kind != LOOM_GRAPH_ATTR_SYMS || ax->n != 3) return NULL;
+  for (int i = 0; i < 3; i++)
+    if (!loom_sym_is_const(ax->syms[i], &v) || v != want[i]) return NULL;
+  const loom_sinfo *k = r1->u.call.args[0]->sinfo, *k3 = pd->u.call.args[0]->sinfo, *o = KT->sinfo;
+  if (k->kind != LOOM_SINFO_TENSOR || !k->dims || k->ndim != 4 || !k3->dims || k3->ndim != 3 || !o->dims || o->ndim != 4) return NULL;
+  /* (1, h, T, d) -> (h, T, d) -> (h, d, T) -> (1, h, d, T) */
+  if (!sv_dim_const(k, 0, &one) || one != 1 || !sv_dim_const(o, 0, &one) || one != 1 || k3->dims[0] != k->dims[1] || k3->dims[1] != k->dims[2] ||
+      k3->dims[2] != k->dims[3] || o->dims[1] != k->dims[1] || o->dims[2] != k->dims[3] || o->dims[3] != k->dims[2])
+    return NULL;
+  return r2->u.call.args[0];
+}
+
 bool sv_match_attention(serving *s, loom_graph_binding *b, serving_layer *L) {
   const loom_graph_expr *y = b->value;
   if (y->kind != LOOM_GRAPH_EXPR_CALL || y->u.call.callee != LOOM_GRAPH_CALLEE_OP || y->u.call.op != LOOM_GRAPH_OP_MATMUL ||
@@ -414,6 +438,15 @@ bool sv_match_attention(serving *s, loom_graph_binding *b, serving_layer *L) {
   } else {
     if (mm->u.call.nattrs) return miss(s, b, "the scores' matmul has attributes:", S0);
     const loom_graph_expr *pd = sv_call_of(s, KT, LOOM_GRAPH_OP_PERMUTE_DIMS);
+    loom_graph_expr *KT3 = NULL;
+    if (!pd && (KT3 = keys_t3(s, KT))) {
+      skip(s, KT);
+      skip(s, KT3);
+      KR = sv_call_of(s, KT3, LOOM_GRAPH_OP_PERMUTE_DIMS)->u.call.args[0];
+      KR = sv_call_of(s, KR, LOOM_GRAPH_OP_RESHAPE)->u.call.args[0];
+      skip(s, sv_call_of(s, KT3, LOOM_GRAPH_OP_PERMUTE_DIMS)->u.call.args[0]);
+      goto keys_found;
+    }
     const loom_graph_attr *ax = pd ? loom_graph_call_attr(pd, "axes") : NULL;
     int64_t want[4] = {0, 1, 3, 2}, v;
     if (!ax || ax->kind != LOOM_GRAPH_ATTR_SYMS || ax->n != 4) return miss(s, b, "the keys are not permute_dims(present key, [0, 1, 3, 2]):", KT);
@@ -422,6 +455,7 @@ bool sv_match_attention(serving *s, loom_graph_binding *b, serving_layer *L) {
     KR = pd->u.call.args[0];
     skip(s, KT);
   }
+keys_found:
   K = KR;
   chain[0] = chain[1] = chain[2] = KR;
   if (!concat_past(s, K, &L->past_k, &L->k_new) && !(unrepeat(s, KR, &K, &L->rep_k, chain) && concat_past(s, K, &L->past_k, &L->k_new)))

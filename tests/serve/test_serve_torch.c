@@ -5,7 +5,8 @@
  * over 2 key/value heads and rotary positions) take input_ids (1, s), attention_mask (1, p + s)
  * and the past, and compute the positions (arange(p, p + s)), the causal + padding mask, the
  * attention scale (sqrt(sqrt(d)) on q and on k), the NaN guard after softmax and Llama's
- * repeat_kv inside the graph.
+ * repeat_kv inside the graph; torch_gpt2_dynamo.onnx and torch_llama_dynamo.onnx are the same
+ * models through torch's dynamo exporter.
  *   - 6 concurrent greedy requests with prompts of 1 to 23 tokens (chunked prefill, paging and
  *     preemption: 16 pages of 4 slots, 16 tokens a step) must give (a) the reference
  *     interpreter's token-by-token greedy decode of the ORIGINAL ONNX model (attention_mask all
@@ -40,6 +41,8 @@ typedef struct torch_model {
 
 static const torch_model gpt2 = {"tests/serve/data/torch_gpt2.onnx", "gpt2", 4, 16};
 static const torch_model llama = {"tests/serve/data/torch_llama.onnx", "llama", 2, 8};
+static const torch_model gpt2_dynamo = {"tests/serve/data/torch_gpt2_dynamo.onnx", "gpt2_dynamo", 4, 16};
+static const torch_model llama_dynamo = {"tests/serve/data/torch_llama_dynamo.onnx", "llama_dynamo", 2, 8};
 
 static void make_prompt(int r, int64_t *p) {
   for (int j = 0; j < prompt_lens[r]; j++) p[j] = (r * 37 + j * 11 + 5) % VOCAB;
@@ -175,6 +178,13 @@ static void check_model(const torch_model *tm) {
 LOOM_TEST(serve_torch, served_gpt2_equals_interpreter_and_onnxruntime) { check_model(&gpt2); }
 
 LOOM_TEST(serve_torch, served_llama_gqa_rotary_equals_interpreter_and_onnxruntime) { check_model(&llama); }
+
+/* torch's dynamo exporter: the keys transposed through rank 3, the padding mask gathered with
+ * gather_nd */
+LOOM_TEST(serve_torch, served_dynamo_exports_equal_interpreter_and_onnxruntime) {
+  check_model(&gpt2_dynamo);
+  check_model(&llama_dynamo);
+}
 
 /* ---- what the rewrite finds, and what it refuses ---- */
 

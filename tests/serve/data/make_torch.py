@@ -3,7 +3,8 @@ width 64, 4 heads, vocabulary 256, 128 positions) and Llama (2 layers, width 64,
 over 2 key/value heads, rotary positions), random weights (seed 0, initializer_range 0.1),
 exported by torch's TorchScript exporter (opset 17) with past key/values: inputs input_ids
 (1, s), attention_mask (1, p + s), past_<L>_k / past_<L>_v (1, hk, p, d); outputs logits
-(1, s, 256), present_<L>_k / present_<L>_v — and torch_tokens.txt: ONNX Runtime's greedy
+(1, s, 256), present_<L>_k / present_<L>_v; torch_gpt2_dynamo.onnx and torch_llama_dynamo.onnx the
+same models through torch's dynamo exporter (opset 18) — and torch_tokens.txt: ONNX Runtime's greedy
 decode of each (token by token, present fed back as past, attention_mask all ones) for the
 prompts tests/serve/test_serve_torch.c serves. Needs torch + transformers (/work/torchvenv);
 scripts/test only reads what it wrote.
@@ -57,7 +58,7 @@ def build(kind):
     return T.LlamaForCausalLM(c).eval(), c, 2, 8
 
 
-def export(kind, path):
+def export(kind, path, dynamo=False):
     m, c, kv, hd = build(kind)
     n = c.num_hidden_layers
     s, p = 3, 5
@@ -72,8 +73,15 @@ def export(kind, path):
     for nm in outs[1:]:
         dyn[nm] = {2: "total"}
     with torch.no_grad():
-        torch.onnx.export(WithPast(m, n), (ids, am, *past), path, input_names=names, output_names=outs, dynamic_axes=dyn,
-                          dynamo=False, opset_version=17)
+        if dynamo:  # torch.export's dims: past from 1 (0 would specialise), total = past + seq
+            S, P = torch.export.Dim("seq", min=1, max=64), torch.export.Dim("past", min=1, max=64)
+            ds = {"input_ids": {1: S}, "attention_mask": {1: torch.export.Dim("total", min=2, max=128)},
+                  "past": tuple({2: P} for _ in range(2 * n))}
+            torch.onnx.export(WithPast(m, n), (ids, am, *past), path, input_names=names, output_names=outs, dynamic_shapes=ds,
+                              dynamo=True, opset_version=18, external_data=False)
+        else:
+            torch.onnx.export(WithPast(m, n), (ids, am, *past), path, input_names=names, output_names=outs, dynamic_axes=dyn,
+                              dynamo=False, opset_version=17)
     return kv, hd, n
 
 
@@ -100,11 +108,12 @@ if __name__ == "__main__":
         print("wrote", sys.argv[2], os.path.getsize(sys.argv[2]), "bytes")
         sys.exit(0)
     lines = []
-    for kind in ("gpt2", "llama"):
-        path = os.path.join(HERE, f"torch_{kind}.onnx")
-        kv, hd, n = export(kind, path)
+    for kind, dynamo in (("gpt2", False), ("llama", False), ("gpt2", True), ("llama", True)):
+        name = kind + ("_dynamo" if dynamo else "")
+        path = os.path.join(HERE, f"torch_{name}.onnx")
+        kv, hd, n = export(kind, path, dynamo)
         for r in range(len(PROMPT_LENS)):
-            lines.append(f"{kind} {r} " + " ".join(map(str, ort_greedy(path, kv, hd, n, prompt(r)))))
+            lines.append(f"{name} {r} " + " ".join(map(str, ort_greedy(path, kv, hd, n, prompt(r)))))
         print("wrote", path, os.path.getsize(path), "bytes")
     with open(os.path.join(HERE, "torch_tokens.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
