@@ -23,10 +23,10 @@
  * by evaluating the graph on abstract values, to be true exactly where key j <= query i + past
  * when attention_mask is all ones — the one unpadded sequence the serving form serves. The
  * abstract values: ONES (every element nonzero: attention_mask, a nonzero constant, and what
- * widening casts, reshapes, broadcasts, gathers and gather_nd's make of them), PAST (the scalar p), IDX (arange(0,
- * s) along an axis), QPOS (IDX + p: the queries' positions), KEYIDX (arange(0, s + p) along an
- * axis: the keys' positions), CAUSAL (KEYIDX <= QPOS). Anything else in C is refused, naming
- * the binding. */
+ * widening casts, reshapes, broadcasts, gathers and gather_nd's make of them), PAST (the
+ * scalar p), IDX (arange(0, s) along an axis), QPOS (IDX + p: the queries' positions), KEYIDX
+ * (arange(0, s + p) along an axis: the keys' positions), CAUSAL (KEYIDX <= QPOS). Anything else
+ * in C is refused, naming the binding. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
