@@ -4,81 +4,39 @@
  * token and the step's new keys and values as results.
  *
  * What it recognises in @main (the import of an exporter's decoder, batch 1 by padding):
- *   input_ids (1, s) i64, position_ids (1, s) i64     -> reshape(tokens, [1, t]), reshape(positions, [1, t])
+ *   input_ids (1, s) i64                              -> reshape(tokens, [1, t])
+ *   position_ids (1, s) i64, or add(arange(0, s), p)  -> reshape(positions, [1, t]), or positions
  *   past_k (1, hk, p, d), past_v (1, hk, p, dv)       -> k_cache<L>, v_cache<L> (n, pg, hk, d / dv)
- * and, per layer, its attention:
- *     K = concat(past_k, k_new, axis=2)                 present key (a result, or not)
- *     V = concat(past_v, v_new, axis=2)                 present value
- *     S0 = matmul(q, permute_dims(K, [0, 1, 3, 2])) | matmul(q, K, transpose_b=true)
- *     S1 = S0 | mul(S0, c) | mul(c, S0) | div(S0, c)    c a one-element constant
- *     S = S1 | add(S1, M) | add(M, S1)                  M a graph input (the additive mask)
- *     y = matmul(softmax(S, axis=-1), V)
+ *   attention_mask (1, p + s)                         -> taken as all ones (one unpadded sequence)
+ * and, per layer, its attention (the forms: graph/pass_serving_match.c) — concat(past, new) of
+ * the keys and values, their scores, scale, mask (an input, or the causal mask built in the
+ * graph, proven there), softmax and weighted sum:
  *  -> y = permute(reshape(paged_attention(q', k', v', k_cache<L>, v_cache<L>, block_tables,
  *         ctx_lens, seq_ids, positions, scale=c)))      q', k', v' the (t, heads, d) views
  * Every other binding is copied as it is, on the new inputs: the batch-by-padding axis of 1
  * and s tokens becomes one row of the step's t tokens, which every per-token operator (norms,
- * projections, embeddings, activations) computes the same. The mask input M is the causal
- * mask over past + new keys the exporter's caller passes (make_model.py's `mask`): it is
- * dropped, and paged_attention is causal within each sequence and reads its cached keys
- * through the block table. The logits (1, s, V) become those of each sequence's last token,
- * gathered at `last_index` — before the last matmul when the logits are matmul(h, W), so the
- * vocabulary projection runs for b rows, not t.
+ * projections, embeddings, activations) computes the same; s in a reshape's or broadcast's
+ * shape becomes t. The mask is dropped — paged_attention is causal within each sequence and
+ * reads its cached keys through the block table — and with it what only the mask, the computed
+ * positions and the attentions use (mark_unused). The logits (1, s, V) become those of each
+ * sequence's last token, gathered at `last_index` — before the last matmul when the logits are
+ * matmul(h, W), so the vocabulary projection runs for b rows, not t.
  *
  * Refused, naming the input / binding / result: a binding that still uses a past input, the
- * mask or an intermediate of an attention (its scores, its softmax, a present tensor) other
- * than as above; a copied operator that acts along an axis whose extent depends on the step's
- * tokens (it would mix the sequences of a step: per_token) or is not known to act token by
- * token; a constant token axis; control flow and match_casts; shape literals and attributes with symbolic
- * dims (they would name the padded s); a result that is neither the logits nor a present key
- * or value; a past input without its attention; heads or head widths that are not constants.
+ * mask, attention_mask or an intermediate of an attention (its scores, its softmax, a present
+ * tensor) other than as above; a copied operator that acts along an axis whose extent depends
+ * on the step's tokens (it would mix the sequences of a step: per_token) or is not known to act
+ * token by token; a constant token axis; control flow and match_casts; shape literals and
+ * attributes with symbolic dims other than s in a shape (they would name the padded s in a
+ * value, or the past); a result that is neither the logits nor a present key or value; a past
+ * input without its attention; heads or head widths that are not constants.
  * What is refused is never served: the engine reports the message and stops. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/map.h"
-#include "graph/graph_internal.h"
+#include "graph/pass_serving_internal.h"
 #include "graph/passes.h"
-
-enum { MAX_LAYERS = 128 };
-
-/* One layer's attention, as found. */
-typedef struct serving_layer {
-  loom_graph_binding *root;      /* y = matmul(softmax(..), V) */
-  loom_graph_expr *past_k, *past_v; /* the two past parameters */
-  loom_graph_expr *q, *k_new, *v_new; /* (1, h, s, d), (1, hk, s, d), (1, hk, s, dv) in the ONNX graph */
-  loom_graph_expr *present_k, *present_v; /* the concat vars */
-  double scale;                  /* the scores' factor */
-  int64_t hk, d, dv;             /* key heads, key and value widths */
-  loom_graph_expr *kc, *vc;      /* the new cache parameters */
-} serving_layer;
-
-/* The rewrite's state. */
-typedef struct serving {
-  loom_graph_module *m;
-  loom_sym_ctx *cx;
-  loom_graph_func *f;            /* the ONNX @main */
-  const char *what;              /* the model's name, for messages */
-  loom_map producer;             /* var id -> its binding */
-  loom_map skip;                 /* var id -> 1: an attention intermediate (not copied) */
-  loom_map repl;                 /* var id -> its new leaf (loom_graph_expr *) */
-  loom_map layer_of;             /* var id of an attention root -> layer index + 1 */
-  serving_layer layers[MAX_LAYERS];
-  int nlayers;
-  loom_graph_expr *ids, *pos;    /* input_ids, position_ids */
-  const loom_sym_expr *t;        /* the step's token count (the new @main's) */
-  int64_t pos_rows;              /* rows of the table position_ids index (0: none found) */
-  unsigned tmp;                  /* names of the bindings the rewrite adds: sv0, sv1, ... */
-  char why[256];                 /* why the last matmul over a present value was not an attention */
-} serving;
-
-/* Notes why the attention rooted at `root` (its values a concat of a past) was not matched. */
-static bool miss(serving *s, const loom_graph_binding *root, const char *what, const loom_graph_expr *at) {
-  if (s->why[0]) return false; /* the first one */
-  snprintf(s->why, sizeof s->why, "at binding '%s', %s%s%s", root->var->u.var.name, what, at && at->kind == LOOM_GRAPH_EXPR_VAR ? " " : "",
-           at && at->kind == LOOM_GRAPH_EXPR_VAR ? at->u.var.name : "");
-  return false;
-}
 
 /* A fresh name for a binding the rewrite adds (the builder's own t<N> may clash with the
  * ONNX names). NULL on OOM. */
@@ -86,139 +44,6 @@ static const char *fresh(serving *s) {
   char nm[24];
   snprintf(nm, sizeof nm, "sv%u", s->tmp++);
   return loom_graph_module_intern(s->m, nm, strlen(nm));
-}
-
-static loom_status refuse(const serving *s, const char *fmt, const char *a, const char *b) {
-  char msg[512];
-  snprintf(msg, sizeof msg, fmt, a, b);
-  return LOOM_ERROR(UNIMPLEMENTED, "'%s' cannot be served as a decoder with a paged cache: %s (docs/serve.md, \"ONNX\")", s->what, msg);
-}
-
-static loom_graph_binding *producer(const serving *s, const loom_graph_expr *e) {
-  uint64_t v;
-  if (!e || e->kind != LOOM_GRAPH_EXPR_VAR || !loom_map_get(&s->producer, e->u.var.id, &v)) return NULL;
-  return (loom_graph_binding *)(uintptr_t)v;
-}
-
-/* The op call bound to `e`, when it is a call of `op`. */
-static const loom_graph_expr *call_of(const serving *s, const loom_graph_expr *e, loom_graph_op op) {
-  loom_graph_binding *b = producer(s, e);
-  if (!b || b->kind != LOOM_GRAPH_BIND_VAR || b->value->kind != LOOM_GRAPH_EXPR_CALL) return NULL;
-  const loom_graph_expr *c = b->value;
-  return c->u.call.callee == LOOM_GRAPH_CALLEE_OP && c->u.call.op == op ? c : NULL;
-}
-
-static bool is_param(const serving *s, const loom_graph_expr *e) {
-  for (size_t i = 0; e && i < s->f->nparams; i++)
-    if (s->f->params[i] == e) return true;
-  return false;
-}
-
-/* The value of a one-element f32 / f64 constant. */
-static bool const_scalar(const loom_graph_expr *e, double *out) {
-  if (!e || e->kind != LOOM_GRAPH_EXPR_CONST || e->sinfo->kind != LOOM_SINFO_TENSOR) return false;
-  if (e->sinfo->dtype == LOOM_DTYPE_F32 && e->u.cnst.nbytes == 4) *out = *(const float *)e->u.cnst.data;
-  else if (e->sinfo->dtype == LOOM_DTYPE_F64 && e->u.cnst.nbytes == 8) *out = *(const double *)e->u.cnst.data;
-  else return false;
-  return true;
-}
-
-/* A constant dim of a tensor's struct info. */
-static bool dim_const(const loom_sinfo *si, int axis, int64_t *out) {
-  return si && si->kind == LOOM_SINFO_TENSOR && si->dims && axis < si->ndim && loom_sym_is_const(si->dims[axis], out);
-}
-
-/* The axis attribute normalised against ndim. */
-static int64_t axis_of(const loom_graph_expr *c, const char *name, int ndim) {
-  int64_t a = loom_graph_call_int(c, name);
-  return a < 0 ? a + ndim : a;
-}
-
-/* K = concat(past, new, axis=2) with past a (1, hk, p, d) parameter: the past and the new part. */
-static bool concat_past(const serving *s, const loom_graph_expr *K, loom_graph_expr **past, loom_graph_expr **knew) {
-  const loom_graph_expr *c = call_of(s, K, LOOM_GRAPH_OP_CONCAT);
-  if (!c || c->u.call.nargs != 2 || K->sinfo->ndim != 4 || axis_of(c, "axis", 4) != 2) return false;
-  if (!is_param(s, c->u.call.args[0])) return false;
-  *past = c->u.call.args[0];
-  *knew = c->u.call.args[1];
-  return true;
-}
-
-/* Matches the attention rooted at binding b (y = matmul(P, V)); fills *L. */
-static bool match_attention(serving *s, loom_graph_binding *b, serving_layer *L) {
-  const loom_graph_expr *y = b->value;
-  if (y->kind != LOOM_GRAPH_EXPR_CALL || y->u.call.callee != LOOM_GRAPH_CALLEE_OP || y->u.call.op != LOOM_GRAPH_OP_MATMUL ||
-      y->u.call.nattrs)
-    return false;
-  memset(L, 0, sizeof *L);
-  L->root = b;
-  loom_graph_expr *P = y->u.call.args[0], *V = y->u.call.args[1];
-  if (!concat_past(s, V, &L->past_v, &L->v_new)) return false;
-  const loom_graph_expr *sm = call_of(s, P, LOOM_GRAPH_OP_SOFTMAX);
-  if (!sm || axis_of(sm, "axis", 4) != 3) return miss(s, b, "the weights are not a softmax over the keys (last axis):", P);
-  loom_graph_expr *S = sm->u.call.args[0], *S1 = S;
-  const loom_graph_expr *add = call_of(s, S, LOOM_GRAPH_OP_ADD);
-  if (add) {
-    loom_graph_expr *a0 = add->u.call.args[0], *a1 = add->u.call.args[1];
-    if (is_param(s, a1)) S1 = a0;
-    else if (is_param(s, a0)) S1 = a1;
-    else return miss(s, b, "the scores are masked by a value computed in the graph, not a mask input (only a mask input is taken as the causal mask):", S);
-  }
-  loom_graph_expr *S0 = S1;
-  L->scale = 1.0;
-  const loom_graph_expr *sc;
-  double c;
-  if ((sc = call_of(s, S1, LOOM_GRAPH_OP_MUL))) {
-    if (const_scalar(sc->u.call.args[1], &c)) S0 = sc->u.call.args[0];
-    else if (const_scalar(sc->u.call.args[0], &c)) S0 = sc->u.call.args[1];
-    else return miss(s, b, "the scores are scaled by a value that is not a one-element constant:", S1);
-    L->scale = c;
-  } else if ((sc = call_of(s, S1, LOOM_GRAPH_OP_DIV))) {
-    if (!const_scalar(sc->u.call.args[1], &c) || c == 0) return miss(s, b, "the scores are divided by a value that is not a nonzero one-element constant:", S1);
-    S0 = sc->u.call.args[0];
-    L->scale = 1.0 / c;
-  }
-  const loom_graph_expr *mm = call_of(s, S0, LOOM_GRAPH_OP_MATMUL);
-  if (!mm) return miss(s, b, "the scores are not matmul(q, keys^T):", S0);
-  L->q = mm->u.call.args[0];
-  loom_graph_expr *KT = mm->u.call.args[1], *K;
-  const loom_graph_attr *tb = loom_graph_call_attr(mm, "transpose_b");
-  if (tb && tb->i && mm->u.call.nattrs == 1) {
-    K = KT;
-  } else {
-    if (mm->u.call.nattrs) return miss(s, b, "the scores' matmul has attributes:", S0);
-    const loom_graph_expr *pd = call_of(s, KT, LOOM_GRAPH_OP_PERMUTE_DIMS);
-    const loom_graph_attr *ax = pd ? loom_graph_call_attr(pd, "axes") : NULL;
-    int64_t want[4] = {0, 1, 3, 2}, v;
-    if (!ax || ax->kind != LOOM_GRAPH_ATTR_SYMS || ax->n != 4) return miss(s, b, "the keys are not permute_dims(present key, [0, 1, 3, 2]):", KT);
-    for (int i = 0; i < 4; i++)
-      if (!loom_sym_is_const(ax->syms[i], &v) || v != want[i]) return miss(s, b, "the keys are not permute_dims(present key, [0, 1, 3, 2]):", KT);
-    K = pd->u.call.args[0];
-    loom_map_put(&s->skip, KT->u.var.id, 1);
-  }
-  if (!concat_past(s, K, &L->past_k, &L->k_new)) return miss(s, b, "the keys are not concat(past key input, new keys, axis=2):", K);
-  L->present_k = K, L->present_v = V;
-  /* the scores, their scaling, masking and softmax are this attention's own */
-  const loom_graph_expr *inner[] = {P, S, S1, S0, K, V};
-  for (size_t i = 0; i < sizeof inner / sizeof *inner; i++)
-    if (!loom_map_put(&s->skip, inner[i]->u.var.id, 1)) return false;
-  return true;
-}
-
-/* Checks the layer's tensors: q (1, h, s, d), the new and past keys and values (1, hk, ., d). */
-static loom_status check_layer(serving *s, serving_layer *L) {
-  int64_t one, h, d2, hv, dv;
-  const loom_sinfo *pk = L->past_k->sinfo, *pv = L->past_v->sinfo, *q = L->q->sinfo;
-  const char *pkn = L->past_k->u.var.name;
-  if (pk->ndim != 4 || !dim_const(pk, 0, &one) || one != 1 || !dim_const(pk, 1, &L->hk) || !dim_const(pk, 3, &L->d))
-    return refuse(s, "past input '%s' is not (1, heads, past, dim) with constant heads and dim%s", pkn, "");
-  if (pv->ndim != 4 || !dim_const(pv, 1, &hv) || hv != L->hk || !dim_const(pv, 3, &dv))
-    return refuse(s, "past input '%s' is not (1, heads, past, dim) with the heads of '%s'", L->past_v->u.var.name, pkn);
-  L->dv = dv;
-  if (q->kind != LOOM_SINFO_TENSOR || q->ndim != 4 || !dim_const(q, 0, &one) || one != 1 || !dim_const(q, 1, &h) ||
-      !dim_const(q, 3, &d2) || d2 != L->d || h % L->hk)
-    return refuse(s, "the query of the attention over '%s' is not (1, heads, s, dim) with a multiple of its heads%s", pkn, "");
-  return LOOM_OK;
 }
 
 /* ---- the token axis ---------------------------------------------------------------------------- */
@@ -341,22 +166,22 @@ static loom_status leaf(serving *s, const loom_graph_binding *user, loom_graph_e
   case LOOM_GRAPH_EXPR_VAR:
     if (!loom_map_get(&s->repl, e->u.var.id, &v)) {
       if (loom_map_contains(&s->skip, e->u.var.id))
-        return refuse(s, "binding '%s' uses '%s', an intermediate of an attention the rewrite replaces", uname, e->u.var.name);
-      return refuse(s, "binding '%s' uses input '%s', which the serving form has no value for", uname, e->u.var.name);
+        return sv_refuse(s, "binding '%s' uses '%s', an intermediate of an attention the rewrite replaces", uname, e->u.var.name);
+      return sv_refuse(s, "binding '%s' uses input '%s', which the serving form has no value for", uname, e->u.var.name);
     }
     *out = (loom_graph_expr *)(uintptr_t)v;
     return LOOM_OK;
   case LOOM_GRAPH_EXPR_CONST: *out = e; return LOOM_OK;
   case LOOM_GRAPH_EXPR_SHAPE:
     for (size_t i = 0; i < e->u.shape.n; i++)
-      if (!loom_sym_is_const(e->u.shape.dims[i], NULL)) return refuse(s, "binding '%s' has a symbolic shape literal%s", uname, "");
+      if (!loom_sym_is_const(e->u.shape.dims[i], NULL)) return sv_refuse(s, "binding '%s' has a symbolic shape literal%s", uname, "");
     *out = e;
     return LOOM_OK;
   case LOOM_GRAPH_EXPR_SYM:
-    if (!loom_sym_is_const(e->u.sym, NULL)) return refuse(s, "binding '%s' has a symbolic scalar literal%s", uname, "");
+    if (!loom_sym_is_const(e->u.sym, NULL)) return sv_refuse(s, "binding '%s' has a symbolic scalar literal%s", uname, "");
     *out = e;
     return LOOM_OK;
-  default: return refuse(s, "binding '%s' has an operand that is not a leaf%s", uname, "");
+  default: return sv_refuse(s, "binding '%s' has an operand that is not a leaf%s", uname, "");
   }
 }
 
@@ -387,10 +212,45 @@ static loom_status emit_attention(serving *s, loom_graph_builder *b, serving_lay
   return set_repl(s, L->root->var, y5);
 }
 
+/* The attributes of call e for its copy: constant ones as they are; the `shape` of a reshape or
+ * broadcast_to may name the padded token axis s (input_ids' dim), which becomes the step's t —
+ * the extent of the one row of the step's tokens, as the reshape of input_ids makes it. Any other
+ * symbolic dim is refused: it would name the padded axis in a value (arange(0, s) counts the
+ * tokens of every sequence of a step) or the past length, which the serving form has not. */
+static loom_status copy_attrs(serving *s, const loom_graph_expr *e, const char *name, const loom_graph_attr **out) {
+  *out = e->u.call.attrs;
+  loom_graph_attr *na = NULL;
+  loom_graph_op o = e->u.call.op;
+  const loom_sym_expr *one = loom_sym_const(s->cx, 1);
+  for (size_t i = 0; i < e->u.call.nattrs; i++) {
+    const loom_graph_attr *a = &e->u.call.attrs[i];
+    bool shape = (o == LOOM_GRAPH_OP_RESHAPE || o == LOOM_GRAPH_OP_BROADCAST_TO) && !strcmp(a->name, "shape");
+    for (size_t k = 0; a->kind == LOOM_GRAPH_ATTR_SYMS && k < a->n; k++) {
+      if (loom_sym_is_const(a->syms[k], NULL)) continue;
+      if (!shape || !loom_sym_is_const(loom_sym_subst(s->cx, a->syms[k], &s->seq, &one, 1), NULL))
+        return sv_refuse(s, "binding '%s' has attribute '%s' with a symbolic dim other than the token axis of a shape (it would name the padded axis or the past)", name, a->name);
+      if (!na) {
+        na = LOOM_ARENA_ARRAY(loom_graph_module_arena(s->m), loom_graph_attr, e->u.call.nattrs);
+        if (!na) return LOOM_OOM();
+        memcpy(na, e->u.call.attrs, e->u.call.nattrs * sizeof *na);
+      }
+      if (na[i].syms == a->syms) {
+        const loom_sym_expr **d = LOOM_ARENA_ARRAY(loom_graph_module_arena(s->m), const loom_sym_expr *, a->n);
+        if (!d) return LOOM_OOM();
+        memcpy(d, a->syms, a->n * sizeof *d);
+        na[i].syms = d;
+      }
+      ((const loom_sym_expr **)na[i].syms)[k] = loom_sym_subst(s->cx, a->syms[k], &s->seq, &s->t, 1);
+    }
+  }
+  if (na) *out = na;
+  return LOOM_OK;
+}
+
 /* A copy of binding `bd`'s value on the new leaves. */
 static loom_status emit_copy(serving *s, loom_graph_builder *b, loom_graph_binding *bd) {
   const char *name = bd->var->u.var.name;
-  if (bd->kind != LOOM_GRAPH_BIND_VAR) return refuse(s, "binding '%s' is a match_cast%s", name, "");
+  if (bd->kind != LOOM_GRAPH_BIND_VAR) return sv_refuse(s, "binding '%s' is a match_cast%s", name, "");
   loom_graph_expr *e = bd->value, *ne = NULL, *out;
   switch (e->kind) {
   case LOOM_GRAPH_EXPR_VAR:
@@ -412,23 +272,19 @@ static loom_status emit_copy(serving *s, loom_graph_builder *b, loom_graph_bindi
   }
   case LOOM_GRAPH_EXPR_CALL: {
     if (e->u.call.callee != LOOM_GRAPH_CALLEE_OP)
-      return refuse(s, "binding '%s' calls @%s; only operators are rewritten", name, e->u.call.target);
-    for (size_t i = 0; i < e->u.call.nattrs; i++) {
-      const loom_graph_attr *a = &e->u.call.attrs[i];
-      for (size_t k = 0; a->kind == LOOM_GRAPH_ATTR_SYMS && k < a->n; k++)
-        if (!loom_sym_is_const(a->syms[k], NULL))
-          return refuse(s, "binding '%s' has attribute '%s' with a symbolic dim (it would name the padded axis)", name, a->name);
-    }
+      return sv_refuse(s, "binding '%s' calls @%s; only operators are rewritten", name, e->u.call.target);
+    const loom_graph_attr *attrs;
+    LOOM_PROPAGATE(copy_attrs(s, e, name, &attrs));
     loom_graph_expr **args = LOOM_ARENA_ARRAY(loom_graph_module_arena(s->m), loom_graph_expr *, e->u.call.nargs ? e->u.call.nargs : 1);
     if (!args) return LOOM_OOM();
     for (size_t i = 0; i < e->u.call.nargs; i++) LOOM_PROPAGATE(leaf(s, bd, e->u.call.args[i], &args[i]));
-    ne = loom_graph_call_op(s->m, e->u.call.op, e->u.call.nargs, args, e->u.call.nattrs, e->u.call.attrs);
+    ne = loom_graph_call_op(s->m, e->u.call.op, e->u.call.nargs, args, e->u.call.nattrs, attrs);
     if (ne && !per_token(s, ne))
-      return refuse(s, "binding '%s' (%s) may combine different tokens: it acts along the token axis, or is not known to act token by token",
+      return sv_refuse(s, "binding '%s' (%s) may combine different tokens: it acts along the token axis, or is not known to act token by token",
                     name, loom_graph_op_name(e->u.call.op));
     break;
   }
-  default: return refuse(s, "binding '%s' is control flow (if / loop)%s", name, "");
+  default: return sv_refuse(s, "binding '%s' is control flow (if / loop)%s", name, "");
   }
   if (!ne) return LOOM_OOM();
   LOOM_RETURN_IF_ERROR(loom_graph_builder_emit(b, ne, name, &out), "while rewriting binding '%s' for serving", name);
@@ -439,7 +295,7 @@ static loom_status emit_copy(serving *s, loom_graph_builder *b, loom_graph_bindi
  * before the projection when the logits are matmul(h, W) with W a constant of rank 2. */
 static loom_status emit_logits(serving *s, loom_graph_builder *b, loom_graph_expr *logits, loom_graph_expr *last,
                                const loom_sym_expr *t, loom_graph_expr **out) {
-  const loom_graph_expr *mm = call_of(s, logits, LOOM_GRAPH_OP_MATMUL);
+  const loom_graph_expr *mm = sv_call_of(s, logits, LOOM_GRAPH_OP_MATMUL);
   loom_graph_attr ax = loom_graph_attr_int(s->m, "axis", 0);
   if (mm && !mm->u.call.nattrs && mm->u.call.args[1]->kind == LOOM_GRAPH_EXPR_CONST && mm->u.call.args[1]->sinfo->ndim == 2 &&
       mm->u.call.args[0]->sinfo->ndim == 3) {
@@ -454,7 +310,7 @@ static loom_status emit_logits(serving *s, loom_graph_builder *b, loom_graph_exp
   }
   loom_graph_expr *l, *l2;
   LOOM_PROPAGATE(leaf(s, NULL, logits, &l));
-  if (l->sinfo->kind != LOOM_SINFO_TENSOR || l->sinfo->ndim != 3) return refuse(s, "the logits '%s' are not (1, s, vocabulary)%s", logits->u.var.name, "");
+  if (l->sinfo->kind != LOOM_SINFO_TENSOR || l->sinfo->ndim != 3) return sv_refuse(s, "the logits '%s' are not (1, s, vocabulary)%s", logits->u.var.name, "");
   const loom_sym_expr *d2[2] = {t, l->sinfo->dims[2]};
   LOOM_PROPAGATE(reshape(s, b, l, 2, d2, &l2));
   loom_graph_expr *ta[2] = {l2, last};
@@ -464,17 +320,100 @@ static loom_status emit_logits(serving *s, loom_graph_builder *b, loom_graph_exp
 /* The function's results: (logits, present...) as a tuple var, or one var (in one[0]). */
 static loom_status results(serving *s, loom_graph_expr **one, loom_graph_expr *const **items, size_t *n) {
   loom_graph_expr *r = s->f->body->result;
-  loom_graph_binding *rb = producer(s, r);
+  loom_graph_binding *rb = sv_producer(s, r);
   if (rb && rb->value->kind == LOOM_GRAPH_EXPR_TUPLE) {
     *items = rb->value->u.tuple.items;
     *n = rb->value->u.tuple.n;
     loom_map_put(&s->skip, r->u.var.id, 1);
     return LOOM_OK;
   }
-  if (r->kind != LOOM_GRAPH_EXPR_VAR) return refuse(s, "@main's result is not a var%s%s", "", "");
+  if (r->kind != LOOM_GRAPH_EXPR_VAR) return sv_refuse(s, "@main's result is not a var%s%s", "", "");
   one[0] = r;
   *items = one;
   *n = 1;
+  return LOOM_OK;
+}
+
+/* Is e the positions: position_ids, arange(past, past + s) computed in the graph, or their
+ * reshape / expand_dims / cast to an integer type? */
+static bool is_positions(const serving *s, const loom_graph_expr *e, int depth) {
+  if (!e || e->kind != LOOM_GRAPH_EXPR_VAR || depth > 8) return false;
+  if (e == s->pos || loom_map_contains(&s->posv, e->u.var.id)) return true;
+  const loom_graph_binding *b = sv_producer(s, e);
+  const loom_graph_expr *c = b && b->kind == LOOM_GRAPH_BIND_VAR ? b->value : NULL;
+  if (!c || c->kind != LOOM_GRAPH_EXPR_CALL || c->u.call.callee != LOOM_GRAPH_CALLEE_OP || c->u.call.nargs != 1) return false;
+  loom_graph_op o = c->u.call.op;
+  if (o == LOOM_GRAPH_OP_CAST && !loom_dtype_is_int(e->sinfo->dtype)) return false;
+  return (o == LOOM_GRAPH_OP_RESHAPE || o == LOOM_GRAPH_OP_EXPAND_DIMS || o == LOOM_GRAPH_OP_CAST) && is_positions(s, c->u.call.args[0], depth + 1);
+}
+
+/* Calls f on each var operand of binding bd's value. */
+static void each_operand(const loom_graph_binding *bd, void (*fn)(serving *, const loom_graph_expr *), serving *s) {
+  const loom_graph_expr *e = bd->value;
+  if (bd->kind != LOOM_GRAPH_BIND_VAR) {
+    fn(s, e);
+    return;
+  }
+  switch (e->kind) {
+  case LOOM_GRAPH_EXPR_VAR: fn(s, e); break;
+  case LOOM_GRAPH_EXPR_TUPLE_GET: fn(s, e->u.get.tuple); break;
+  case LOOM_GRAPH_EXPR_TUPLE:
+    for (size_t i = 0; i < e->u.tuple.n; i++) fn(s, e->u.tuple.items[i]);
+    break;
+  case LOOM_GRAPH_EXPR_CALL:
+    for (size_t i = 0; i < e->u.call.nargs; i++) fn(s, e->u.call.args[i]);
+    break;
+  default: break;
+  }
+}
+
+/* each_operand callbacks: a use by a copied binding; an operand of a binding not copied. */
+static void count_use(serving *s, const loom_graph_expr *e) {
+  uint64_t n = 0;
+  if (e->kind != LOOM_GRAPH_EXPR_VAR) return;
+  loom_map_get(&s->uses, e->u.var.id, &n);
+  if (!loom_map_put(&s->uses, e->u.var.id, n + 1)) s->oom = true;
+}
+static void mark_cand(serving *s, const loom_graph_expr *e) {
+  if (e->kind == LOOM_GRAPH_EXPR_VAR && !loom_map_put(&s->cand, e->u.var.id, 1)) s->oom = true;
+}
+
+/* Finds the positions computed in the graph (s->posv) and what, besides the attentions'
+ * intermediates, only the bindings not copied use — the causal mask built from the shapes and
+ * attention_mask, the arange behind the positions, a past's alias —, and marks it not copied
+ * either (s->skip). One pass from the last binding back: a binding's users come after it. What
+ * no replaced binding reaches stays copied (and is refused if it uses what the serving form has
+ * no value for); so do the results. */
+static loom_status mark_unused(serving *s, loom_graph_expr *const *items, size_t nitems) {
+  loom_graph_func *f = s->f;
+  for (size_t k = 0; k < f->body->nblocks; k++)
+    for (size_t i = 0; i < f->body->blocks[k]->n; i++) {
+      loom_graph_binding *bd = f->body->blocks[k]->bindings[i];
+      if (!s->pos && !loom_map_contains(&s->skip, bd->var->u.var.id) && sv_is_positions(s, bd->var) &&
+          !loom_map_put(&s->posv, bd->var->u.var.id, 1))
+        return LOOM_OOM();
+    }
+  for (size_t k = f->body->nblocks; k-- > 0;)
+    for (size_t i = f->body->blocks[k]->n; i-- > 0;) {
+      loom_graph_binding *bd = f->body->blocks[k]->bindings[i];
+      uint32_t id = bd->var->u.var.id;
+      uint64_t li, n = 0;
+      bool result = false;
+      for (size_t r = 0; r < nitems; r++) result |= items[r] == bd->var;
+      loom_map_get(&s->uses, id, &n);
+      if (!result && !n && loom_map_contains(&s->cand, id) && !loom_map_contains(&s->posv, id) && !loom_map_put(&s->skip, id, 1))
+        return LOOM_OOM();
+      if (loom_map_get(&s->layer_of, id, &li)) {
+        serving_layer *L = &s->layers[li - 1];
+        count_use(s, L->q), count_use(s, L->k_new), count_use(s, L->v_new);
+        each_operand(bd, mark_cand, s);
+      } else if (loom_map_contains(&s->skip, id) || loom_map_contains(&s->posv, id)) {
+        each_operand(bd, mark_cand, s);
+      } else {
+        each_operand(bd, count_use, s);
+      }
+      if (s->oom) return LOOM_OOM();
+    }
   return LOOM_OK;
 }
 
@@ -491,26 +430,30 @@ static loom_status rewrite(serving *s, loom_graph_func **out_f) {
     const char *pn = f->params[i]->u.var.name;
     if (!strcmp(pn, "input_ids")) s->ids = f->params[i];
     if (!strcmp(pn, "position_ids")) s->pos = f->params[i];
+    if (!strcmp(pn, "attention_mask")) s->amask = f->params[i];
   }
-  if (!s->ids) return refuse(s, "@main has no input 'input_ids' (the token ids, (1, s) i64)%s%s", "", "");
-  if (!s->pos) return refuse(s, "@main has no input 'position_ids' (positions computed inside the graph are not recognised)%s%s", "", "");
-  const loom_sinfo *idsi = s->ids->sinfo, *posi = s->pos->sinfo;
+  if (!s->ids) return sv_refuse(s, "@main has no input 'input_ids' (the token ids, (1, s) i64)%s%s", "", "");
+  const loom_sinfo *idsi = s->ids->sinfo, *posi = s->pos ? s->pos->sinfo : NULL;
   int64_t one;
-  if (idsi->ndim != 2 || idsi->dtype != LOOM_DTYPE_I64 || !dim_const(idsi, 0, &one) || one != 1)
-    return refuse(s, "input '%s' is not (1, s) i64 (batch by padding of one sequence)%s", "input_ids", "");
+  if (idsi->ndim != 2 || idsi->dtype != LOOM_DTYPE_I64 || !sv_dim_const(idsi, 0, &one) || one != 1)
+    return sv_refuse(s, "input '%s' is not (1, s) i64 (batch by padding of one sequence)%s", "input_ids", "");
   int64_t fixed;
-  if (dim_const(idsi, 1, &fixed))
-    return refuse(s, "input 'input_ids' has a constant token axis (%s); the rewrite needs it symbolic%s", loom_graph_sym_str(s->m, idsi->dims[1]), "");
-  if (posi->ndim != 2 || (posi->dtype != LOOM_DTYPE_I64) || !dim_const(posi, 0, &one) || one != 1)
-    return refuse(s, "input '%s' is not (1, s) i64%s", "position_ids", "");
+  if (sv_dim_const(idsi, 1, &fixed))
+    return sv_refuse(s, "input 'input_ids' has a constant token axis (%s); the rewrite needs it symbolic%s", loom_graph_sym_str(s->m, idsi->dims[1]), "");
+  s->seq = idsi->dims[1];
+  if (posi && (posi->ndim != 2 || (posi->dtype != LOOM_DTYPE_I64) || !sv_dim_const(posi, 0, &one) || one != 1))
+    return sv_refuse(s, "input '%s' is not (1, s) i64%s", "position_ids", "");
+  const loom_sinfo *ami = s->amask ? s->amask->sinfo : NULL;
+  if (ami && (ami->kind != LOOM_SINFO_TENSOR || ami->ndim != 2 || !sv_dim_const(ami, 0, &one) || one != 1))
+    return sv_refuse(s, "input '%s' is not (1, p + s)%s", "attention_mask", "");
   /* the attentions, in order */
   for (size_t k = 0; k < f->body->nblocks; k++)
     for (size_t i = 0; i < f->body->blocks[k]->n; i++) {
       loom_graph_binding *bd = f->body->blocks[k]->bindings[i];
       serving_layer L;
-      if (!match_attention(s, bd, &L)) continue;
-      if (s->nlayers == MAX_LAYERS) return refuse(s, "more than %s layers%s", "128", "");
-      LOOM_PROPAGATE(check_layer(s, &L));
+      if (!sv_match_attention(s, bd, &L)) continue;
+      if (s->nlayers == MAX_LAYERS) return sv_refuse(s, "more than %s layers%s", "128", "");
+      LOOM_PROPAGATE(sv_check_layer(s, &L));
       s->layers[s->nlayers++] = L;
       if (!loom_map_put(&s->layer_of, bd->var->u.var.id, (uint64_t)s->nlayers)) return LOOM_OOM();
     }
@@ -520,16 +463,21 @@ static loom_status rewrite(serving *s, loom_graph_func **out_f) {
     if (p == s->ids || p == s->pos) continue;
     int uses = 0;
     for (int l = 0; l < s->nlayers; l++) uses += (s->layers[l].past_k == p) + (s->layers[l].past_v == p);
-    if (uses > 1) return refuse(s, "input '%s' is the past of two attentions%s", p->u.var.name, "");
+    if (uses > 1) return sv_refuse(s, "input '%s' is the past of two attentions%s", p->u.var.name, "");
     if (!uses && p->sinfo->kind == LOOM_SINFO_TENSOR && p->sinfo->ndim == 4 && (strstr(p->u.var.name, "past") || strstr(p->u.var.name, "cache")))
     {
       char msg[400];
       snprintf(msg, sizeof msg, "input '%s' looks like a past key / value, but no attention over concat('%s', new, axis=2) was recognised%s%s",
                p->u.var.name, p->u.var.name, s->why[0] ? ": " : "", s->why);
-      return refuse(s, "%s%s", msg, "");
+      return sv_refuse(s, "%s%s", msg, "");
     }
   }
-  if (!s->nlayers) return refuse(s, "no attention over a past key / value input was recognised%s%s", "", "");
+  if (!s->nlayers) return sv_refuse(s, "no attention over a past key / value input was recognised%s%s", "", "");
+  /* the results (their tuple is not copied) */
+  loom_graph_expr *res1[1], *const *items = NULL;
+  size_t nitems = 0;
+  LOOM_PROPAGATE(results(s, res1, &items, &nitems));
+  LOOM_PROPAGATE(mark_unused(s, items, nitems));
 
   /* the serving form's parameters */
   loom_sym_ctx *cx = s->cx;
@@ -567,11 +515,7 @@ static loom_status rewrite(serving *s, loom_graph_func **out_f) {
   if (!st) st = reshape(s, &b, tokens, 2, d1t, &ids2);
   if (!st) st = reshape(s, &b, positions, 2, d1t, &pos2);
   if (!st) st = set_repl(s, s->ids, ids2);
-  if (!st) st = set_repl(s, s->pos, pos2);
-  /* the results (their tuple is not copied) */
-  loom_graph_expr *res1[1], *const *items = NULL;
-  size_t nitems = 0;
-  if (!st) st = results(s, res1, &items, &nitems);
+  if (!st && s->pos) st = set_repl(s, s->pos, pos2);
   /* the bindings, the attentions replaced */
   loom_graph_expr *batch[4] = {bt, ctx_lens, seq_ids, positions};
   loom_graph_expr **kv = LOOM_ARENA_ARRAY(loom_graph_module_arena(m), loom_graph_expr *, 2 * (size_t)s->nlayers + 1);
@@ -581,18 +525,19 @@ static loom_status rewrite(serving *s, loom_graph_func **out_f) {
       loom_graph_binding *bd = f->body->blocks[k]->bindings[i];
       uint64_t li;
       if (loom_map_get(&s->layer_of, bd->var->u.var.id, &li)) st = emit_attention(s, &b, &s->layers[li - 1], batch, t, &kv[1 + 2 * (li - 1)]);
+      else if (loom_map_contains(&s->posv, bd->var->u.var.id)) st = set_repl(s, bd->var, positions);
       else if (!loom_map_contains(&s->skip, bd->var->u.var.id)) {
         /* a binding only the logits' projection uses is copied too; dce removes it */
         st = emit_copy(s, &b, bd);
       }
     }
-  /* position table rows: take(TABLE, position_ids) */
+  /* position table rows: take(TABLE, positions) */
   for (size_t k = 0; k < f->body->nblocks && !st; k++)
     for (size_t i = 0; i < f->body->blocks[k]->n; i++) {
       const loom_graph_expr *v = f->body->blocks[k]->bindings[i]->value;
       if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_OP && v->u.call.op == LOOM_GRAPH_OP_TAKE &&
-          v->u.call.args[1] == s->pos && v->u.call.args[0]->kind == LOOM_GRAPH_EXPR_CONST)
-        dim_const(v->u.call.args[0]->sinfo, 0, &s->pos_rows);
+          is_positions(s, v->u.call.args[1], 0) && v->u.call.args[0]->kind == LOOM_GRAPH_EXPR_CONST)
+        sv_dim_const(v->u.call.args[0]->sinfo, 0, &s->pos_rows);
     }
   /* the results: logits, then each layer's new keys and values */
   loom_graph_expr *logits = NULL;
@@ -602,11 +547,11 @@ static loom_status rewrite(serving *s, loom_graph_func **out_f) {
     for (int l = 0; l < s->nlayers; l++) present |= it == s->layers[l].present_k || it == s->layers[l].present_v;
     if (present) continue;
     if (logits || it->kind != LOOM_GRAPH_EXPR_VAR)
-      st = refuse(s, "result %s ('%s') is neither the logits (the first other result) nor a present key / value", i == 0 ? "0" : "after the logits",
+      st = sv_refuse(s, "result %s ('%s') is neither the logits (the first other result) nor a present key / value", i == 0 ? "0" : "after the logits",
                   it->kind == LOOM_GRAPH_EXPR_VAR ? it->u.var.name : "?");
     else logits = it;
   }
-  if (!st && !logits) st = refuse(s, "no result is the logits%s%s", "", "");
+  if (!st && !logits) st = sv_refuse(s, "no result is the logits%s%s", "", "");
   if (!st) st = emit_logits(s, &b, logits, last, t, &kv[0]);
   loom_graph_expr *res = NULL;
   /* bound here, under a fresh name: the builder's own t<N> may be an ONNX name */
@@ -632,7 +577,10 @@ loom_status loom_graph_serving_from_decoder(loom_graph_module *m, const char *wh
   loom_map_init(&s->skip, NULL);
   loom_map_init(&s->repl, NULL);
   loom_map_init(&s->layer_of, NULL);
-  loom_status st = s->f ? LOOM_OK : refuse(s, "it has no function @main%s%s", "", "");
+  loom_map_init(&s->posv, NULL);
+  loom_map_init(&s->uses, NULL);
+  loom_map_init(&s->cand, NULL);
+  loom_status st = s->f ? LOOM_OK : sv_refuse(s, "it has no function @main%s%s", "", "");
   loom_graph_func *nf = NULL;
   if (!st) st = rewrite(s, &nf);
   if (!st) {
@@ -643,6 +591,9 @@ loom_status loom_graph_serving_from_decoder(loom_graph_module *m, const char *wh
   loom_map_destroy(&s->skip);
   loom_map_destroy(&s->repl);
   loom_map_destroy(&s->layer_of);
+  loom_map_destroy(&s->posv);
+  loom_map_destroy(&s->uses);
+  loom_map_destroy(&s->cand);
   free(s);
   return st;
 }

@@ -47,6 +47,7 @@ pub const compiler = [_][]const u8{
     "graph/pass_fold.c",
     "graph/pass_attention.c",
     "graph/pass_serving.c",
+    "graph/pass_serving_match.c",
     "graph/pass_cse.c",
     "graph/pass_dce.c",
     "graph/pass_simplify.c",

@@ -81,6 +81,7 @@ pub const suites = .{
         "tests/serve/test_serve_units.c",
         "tests/serve/test_serve_e2e.c",
         "tests/serve/test_serve_onnx.c",
+        "tests/serve/test_serve_torch.c",
     } },
     .{ .name = "legalize", .files = &[_][]const u8{
         "tests/legalize/test_legalize.c",

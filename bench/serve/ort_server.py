@@ -26,6 +26,7 @@ def main():
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     pasts = [i for i in sess.get_inputs() if i.name.startswith("past_")]
     H, dh = pasts[0].shape[1], pasts[0].shape[3]
+    torch_style = any(i.name == "attention_mask" for i in sess.get_inputs())
 
     def generate(prompt, max_tokens):
         ids = np.array([prompt], np.int64)
@@ -33,8 +34,11 @@ def main():
         n = 0
         for _ in range(max_tokens):
             s = ids.shape[1]
-            mask = np.triu(np.full((s, n + s), -1e9, np.float32), k=n + 1)
-            feed = {"input_ids": ids, "position_ids": np.arange(n, n + s, dtype=np.int64)[None], "mask": mask, **past}
+            if torch_style:  # transformers' export (tests/serve/data/make_torch.py): the mask and positions are built inside
+                feed = {"input_ids": ids, "attention_mask": np.ones((1, n + s), np.int64), **past}
+            else:
+                mask = np.triu(np.full((s, n + s), -1e9, np.float32), k=n + 1)
+                feed = {"input_ids": ids, "position_ids": np.arange(n, n + s, dtype=np.int64)[None], "mask": mask, **past}
             out = sess.run(None, feed)
             tok = int(np.argmax(out[0][0, -1]))
             yield tok

@@ -129,10 +129,13 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=26)
     ap.add_argument("--loom-args", default="", help="more options for `loom serve` (e.g. \"--offload --max-step-tokens 64\")")
+    ap.add_argument("--onnx", default=None, help="the ONNX decoder of loom-onnx and ort (default make_model.py's model.onnx; e.g. "
+                    "tests/serve/data/make_torch.py --bench's torch GPT-2 export)")
     ap.add_argument("--out", default=None, help="results file (default bench/results/<date>-serve.md)")
     a = ap.parse_args()
     if not os.path.exists(os.path.join(OUT, "genai", "genai_config.json")):
         subprocess.check_call([sys.executable, os.path.join(ROOT, "bench", "serve", "make_model.py"), OUT])
+    onnx = a.onnx or os.path.join(OUT, "model.onnx")
     rows = []
     for system in a.systems.split(","):
         port = {"loom": 18101, "ort": 18102, "genai": 18103, "loom-onnx": 18104}[system]
@@ -141,7 +144,7 @@ def main():
             cmd = [os.path.join(ROOT, "zig-out", "bin", "loom"), "serve", os.path.join(OUT, "serve.loom"), "--weights",
                    os.path.join(OUT, "weights.safetensors"), "--port", str(port), "--threads", str(a.threads), "--max-batch", "64"] + a.loom_args.split()
         elif system == "loom-onnx":
-            cmd = [os.path.join(ROOT, "zig-out", "bin", "loom"), "serve", os.path.join(OUT, "model.onnx"), "--port", str(port),
+            cmd = [os.path.join(ROOT, "zig-out", "bin", "loom"), "serve", onnx, "--port", str(port),
                    "--threads", str(a.threads), "--max-batch", "64"] + a.loom_args.split()
         elif system == "genai":
             py = os.path.join(ROOT, "bench", "out", "genai-venv", "bin", "python")
@@ -151,7 +154,7 @@ def main():
                 continue
             cmd = [py, os.path.join(ROOT, "bench", "serve", "genai_server.py"), os.path.join(OUT, "genai"), str(port)]
         else:
-            cmd = [sys.executable, os.path.join(ROOT, "bench", "serve", "ort_server.py"), os.path.join(OUT, "model.onnx"), str(port),
+            cmd = [sys.executable, os.path.join(ROOT, "bench", "serve", "ort_server.py"), onnx, str(port),
                    "--threads", str(a.threads)]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         try:
@@ -182,8 +185,9 @@ def main():
     out = a.out or os.path.join(ROOT, "bench", "results", datetime.date.today().isoformat() + "-serve.md")
     with open(out, "w") as f:
         f.write(f"# bench/serve — {datetime.datetime.now().isoformat(timespec='minutes')}\n\n")
-        f.write(f"`bench/serve/run.py --clients {a.clients} --seconds {a.seconds} --threads {a.threads} --loom-args '{a.loom_args}'`; model: make_model.py's default "
-                "(256 wide, 4 heads, 4 layers, vocabulary 4096); greedy; prompts log-uniform 1..512, outputs 16..256, seed "
+        f.write(f"`bench/serve/run.py --clients {a.clients} --seconds {a.seconds} --threads {a.threads} --loom-args '{a.loom_args}'"
+                + (f" --onnx {a.onnx}" if a.onnx else "") + "`; model: make_model.py's default "
+                "(256 wide, 4 heads, 4 layers, vocabulary 4096)" + (" architecture, as the given ONNX" if a.onnx else "") + "; greedy; prompts log-uniform 1..512, outputs 16..256, seed "
                 f"{a.seed}. The machine has 2 cores shared with other jobs: short runs, figures drift.\n\n")
         f.write("| system | clients | tokens/s | TTFT p50 (s) | TTFT p99 (s) | ITL p50 (ms) | ITL p99 (ms) | requests | errors | engine busy | step (ms) | tokens/step |\n")
         f.write("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")

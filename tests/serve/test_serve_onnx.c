@@ -259,7 +259,8 @@ LOOM_TEST(serve_onnx, rewrite_accepts_the_pattern_and_refuses_what_it_does_not_r
   free(printed);
   /* inputs */
   expect_refused("input_ids", "ids", "no input 'input_ids'");
-  expect_refused("position_ids", "pos_ids", "no input 'position_ids'");
+  /* positions neither an input nor computed from the shapes: the binding using them is named */
+  expect_refused("position_ids", "pos_ids", "binding 'pe' uses input 'pos_ids'");
   expect_refused("input_ids: Tensor[(1, s), i64]", "input_ids: Tensor[(2, s), i64]", "input 'input_ids' is not (1, s) i64");
   /* a past input used elsewhere than its concat: the binding and the input are named */
   expect_refused("    a1 = permute_dims(a,", "    bad = add(past_k0, past_k0)\n    a1 = permute_dims(a,", "binding 'bad' uses input 'past_k0'");
