@@ -78,6 +78,7 @@ pub const suites = .{
         "tests/fuzz/fuzz_graph_parse.c",
     } },
     .{ .name = "serve", .files = &[_][]const u8{
+        "tests/serve/serve_test_util.c",
         "tests/serve/test_serve_units.c",
         "tests/serve/test_serve_e2e.c",
         "tests/serve/test_serve_onnx.c",

@@ -687,7 +687,8 @@ typedef loom_status (*gen_fn)(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **ou
 
 /* in_place_at: the vector width (bytes) at which B is read in place (a program whose B is laid
  * out in panels of that many halves), else 0. */
-static void generated_schedule_and_diff_at(gen_fn gen, int in_place_at) {
+/* The printed text of the program `gen` makes (malloc'd). */
+static char *generated_text(gen_fn gen) {
   loom_arena a;
   loom_arena_init(&a, NULL, 0);
   loom_sym_ctx *cx;
@@ -698,6 +699,16 @@ static void generated_schedule_and_diff_at(gen_fn gen, int in_place_at) {
   loom_strbuf text;
   loom_strbuf_init(&text, NULL);
   loom_tp_print_func(f, &text);
+  char *out = strdup(loom_strbuf_cstr(&text));
+  cr_assert_not_null(out);
+  loom_strbuf_free(&text);
+  loom_sym_ctx_destroy(cx);
+  loom_arena_destroy(&a);
+  return out;
+}
+
+static void generated_schedule_and_diff_at(gen_fn gen, int in_place_at) {
+  char *text = generated_text(gen);
   static const int64_t sz[] = {0, 1, 2, 3, 5, 6, 7, 13, 17, 31, 33, 37};
   cpu_diff_opts o = opts(sz, 12, 1e-4);
   o.trials = 8;
@@ -707,11 +718,9 @@ static void generated_schedule_and_diff_at(gen_fn gen, int in_place_at) {
     char panel[96];
     snprintf(panel, sizeof panel, ": %d columns, B %s", vbytes[v] / 2,
              in_place_at == vbytes[v] ? "laid out in panels|B prefetched 16 rows ahead" : "packed");
-    schedule_for_and_diff(loom_strbuf_cstr(&text), vbytes[v], panel, &o);
+    schedule_for_and_diff(text, vbytes[v], panel, &o);
   }
-  loom_strbuf_free(&text);
-  loom_sym_ctx_destroy(cx);
-  loom_arena_destroy(&a);
+  free(text);
 }
 
 static void generated_schedule_and_diff(gen_fn gen) { generated_schedule_and_diff_at(gen, 0); }
@@ -784,38 +793,20 @@ LOOM_TEST(cpu, schedule_rule_tiles_generated_matmul) { generated_schedule_and_di
  * else one clamped 12-row tile, so 7..11 rows are one tile), 6 with AVX2's 16; equal to the
  * interpreter at rows around both. */
 LOOM_TEST(cpu, schedule_rule_tall_row_tiles_with_avx512_only) {
-  loom_arena a;
-  loom_arena_init(&a, NULL, 0);
-  loom_sym_ctx *cx;
-  cr_assert_null(loom_sym_ctx_create(NULL, &cx));
-  loom_tp_func *f;
-  cr_assert_null(gen_mm22(&a, cx, &f));
-  loom_strbuf text;
-  loom_strbuf_init(&text, NULL);
-  loom_tp_print_func(f, &text);
+  char *text = generated_text(gen_mm22);
   static const int64_t sz[] = {0, 1, 5, 6, 7, 11, 12, 13, 17, 23, 24, 25};
   cpu_diff_opts o = opts(sz, 12, 1e-4);
   o.trials = 8;
-  schedule_for_and_diff(loom_strbuf_cstr(&text), 64, "12x32 register tiles + for the row tail one 6x32 tile", &o);
-  schedule_for_and_diff(loom_strbuf_cstr(&text), 32, "6x16 register tiles + one overlapping 6x16 tile", &o);
-  loom_strbuf_free(&text);
-  loom_sym_ctx_destroy(cx);
-  loom_arena_destroy(&a);
+  schedule_for_and_diff(text, 64, "12x32 register tiles + for the row tail one 6x32 tile", &o);
+  schedule_for_and_diff(text, 32, "6x16 register tiles + one overlapping 6x16 tile", &o);
+  free(text);
 }
 
 /* With at least a panel's width of columns, the column tail is one more whole panel ending at
  * the last column (overlapping the previous one); fewer columns take the narrow variant
  * (panels of 8, then columns one by one). Around each boundary, for every vector width. */
 LOOM_TEST(cpu, schedule_rule_matmul_column_tail_is_one_overlapping_panel) {
-  loom_arena a;
-  loom_arena_init(&a, NULL, 0);
-  loom_sym_ctx *cx;
-  cr_assert_null(loom_sym_ctx_create(NULL, &cx));
-  loom_tp_func *f;
-  cr_assert_null(gen_mm22(&a, cx, &f));
-  loom_strbuf text;
-  loom_strbuf_init(&text, NULL);
-  loom_tp_print_func(f, &text);
+  char *text = generated_text(gen_mm22);
   static const int64_t sz[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 49, 63, 65};
   cpu_diff_opts o = opts(sz, 14, 1e-4);
   o.trials = 10;
@@ -823,11 +814,9 @@ LOOM_TEST(cpu, schedule_rule_matmul_column_tail_is_one_overlapping_panel) {
   for (size_t v = 0; v < sizeof vbytes / sizeof *vbytes; v++) {
     char want[96];
     snprintf(want, sizeof want, "column tail: one more %d-column panel ending at the last column", vbytes[v] / 2);
-    schedule_for_and_diff(loom_strbuf_cstr(&text), vbytes[v], want, &o);
+    schedule_for_and_diff(text, vbytes[v], want, &o);
   }
-  loom_strbuf_free(&text);
-  loom_sym_ctx_destroy(cx);
-  loom_arena_destroy(&a);
+  free(text);
 }
 LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_rank3_shared_b) { generated_schedule_and_diff(gen_mm32); }
 LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_rank4) { generated_schedule_and_diff(gen_mm44); }

@@ -26,6 +26,7 @@
 #include "graph/passes.h"
 #include "loom.h"
 #include "serve/serve.h"
+#include "serve_test_util.h"
 #include "support/loom_test.h"
 
 enum { NREQ = 6, STEPS = 8, VOCAB = 256, LAYERS = 2 };
@@ -44,9 +45,7 @@ static const torch_model llama = {"tests/serve/data/torch_llama.onnx", "llama", 
 static const torch_model gpt2_dynamo = {"tests/serve/data/torch_gpt2_dynamo.onnx", "gpt2_dynamo", 4, 16};
 static const torch_model llama_dynamo = {"tests/serve/data/torch_llama_dynamo.onnx", "llama_dynamo", 2, 8};
 
-static void make_prompt(int r, int64_t *p) {
-  for (int j = 0; j < prompt_lens[r]; j++) p[j] = (r * 37 + j * 11 + 5) % VOCAB;
-}
+static void make_prompt(int r, int64_t *p) { serve_test_prompt(r, prompt_lens[r], VOCAB, p); }
 
 static loom_graph_module *load(const char *path) {
   char *bytes;
@@ -127,30 +126,7 @@ static void serve_all(const torch_model *tm, int64_t got[NREQ][STEPS]) {
   loom_status st = loom_serve_engine_open(&o, &e);
   cr_assert_null(st, "%s", loom_status_text(st, 0));
   cr_assert_eq(loom_serve_vocab(e), VOCAB);
-  loom_serve_req *req[NREQ];
-  loom_serve_params p = {.max_tokens = STEPS, .temperature = 0, .top_p = 1};
-  for (int r = 0; r < NREQ; r++) {
-    int64_t prompt[64];
-    make_prompt(r, prompt);
-    const int64_t *pp = prompt;
-    size_t len = (size_t)prompt_lens[r];
-    st = loom_serve_submit(e, &pp, &len, 1, &p, &req[r]);
-    cr_assert_null(st, "%s", loom_status_text(st, 0));
-  }
-  for (int r = 0; r < NREQ; r++) {
-    int64_t seen = 0, n = 0, plen;
-    bool fin = false;
-    loom_serve_finish f = LOOM_SERVE_RUNNING;
-    time_t t0 = time(NULL);
-    while (f == LOOM_SERVE_RUNNING && time(NULL) - t0 < 600) {
-      loom_serve_req_wait(req[r], &seen, &fin, 100);
-      seen = n = loom_serve_req_read(req[r], 0, 0, got[r], STEPS, &f, &plen);
-    }
-    cr_assert_eq(f, LOOM_SERVE_LENGTH, "request %d: %s", r, f == LOOM_SERVE_FAILED ? loom_serve_req_error(req[r]) : "not finished");
-    cr_assert_eq(n, STEPS);
-    cr_assert_eq(plen, prompt_lens[r]);
-    loom_serve_req_release(req[r]);
-  }
+  serve_test_greedy(e, NREQ, prompt_lens, VOCAB, STEPS, &got[0][0]);
   loom_serve_engine_close(e);
 }
 

@@ -216,6 +216,20 @@ LOOM_TEST(tp_schedule, split_overlap_tail_is_a_whole_tile_ending_at_the_last_row
   tp_fixture_free(&fx);
 }
 
+/* The matmul of `ref` and its transformed copy `fx` give equal results for m in lo..hi (k = 5,
+ * n = 3); `printed` (fx's text) goes into the failure message. */
+static void matmuls_equal(tp_fixture *ref, tp_fixture *fx, int64_t lo, int64_t hi, const char *printed) {
+  for (int64_t m = lo; m <= hi; m++) {
+    int64_t k = 5, n = 3;
+    float *want = calloc((size_t)(m * n), 4), *got = calloc((size_t)(m * n), 4);
+    run(ref->cx, ref->f, true, m, k, n, want);
+    run(fx->cx, fx->f, true, m, k, n, got);
+    cr_assert_arr_eq(got, want, (size_t)(m * n) * 4, "m=%lld\n%s", (long long)m, printed);
+    free(want);
+    free(got);
+  }
+}
+
 /* split_overlap_clamped: the tail tile's rows max(m - f + i_ti, 0), so extents below the
  * factor are one tile (its first row repeated); needs only m >= 1; equal to the original for
  * every m from 1 to beyond two tiles. */
@@ -235,15 +249,7 @@ LOOM_TEST(tp_schedule, split_overlap_clamped_covers_extents_below_the_factor) {
   cr_assert_null(loom_tp_verify(fx.cx, fx.f));
   char *printed = tp_print(fx.f);
   cr_assert(strstr(printed, "max(m + i_ti - 4, 0)") != NULL, "%s", printed);
-  for (int64_t m = 1; m <= 13; m++) {
-    int64_t k = 5, n = 3;
-    float *want = calloc((size_t)(m * n), 4), *got = calloc((size_t)(m * n), 4);
-    run(ref.cx, ref.f, true, m, k, n, want);
-    run(fx.cx, fx.f, true, m, k, n, got);
-    cr_assert_arr_eq(got, want, (size_t)(m * n) * 4, "m=%lld\n%s", (long long)m, printed);
-    free(want);
-    free(got);
-  }
+  matmuls_equal(&ref, &fx, 1, 13, printed);
   free(printed);
   tp_fixture_free(&ref);
   tp_fixture_free(&fx);
@@ -270,15 +276,7 @@ LOOM_TEST(tp_schedule, split_overlap_tails_small_remainder_runs_the_small_tile) 
   char *printed = tp_print(fx.f);
   cr_assert(strstr(printed, "m + i_si - 2") != NULL, "%s", printed);
   cr_assert(strstr(printed, "max(m + i_ti - 4, 0)") != NULL, "%s", printed);
-  for (int64_t m = 2; m <= 13; m++) {
-    int64_t k = 5, n = 3;
-    float *want = calloc((size_t)(m * n), 4), *got = calloc((size_t)(m * n), 4);
-    run(ref.cx, ref.f, true, m, k, n, want);
-    run(fx.cx, fx.f, true, m, k, n, got);
-    cr_assert_arr_eq(got, want, (size_t)(m * n) * 4, "m=%lld\n%s", (long long)m, printed);
-    free(want);
-    free(got);
-  }
+  matmuls_equal(&ref, &fx, 2, 13, printed);
   free(printed);
   tp_fixture_free(&ref);
   tp_fixture_free(&fx);

@@ -1,0 +1,19 @@
+/* Helpers shared by the serve tests: the deterministic prompts and a greedy run of several
+ * requests at once on an open engine. */
+#ifndef LOOM_TESTS_SERVE_TEST_UTIL_H
+#define LOOM_TESTS_SERVE_TEST_UTIL_H
+
+#include <stdint.h>
+#include "serve/serve.h"
+
+/* Prompt r of `len` tokens below `vocab`: token j is (r * 37 + j * 11 + 5) % vocab (the
+ * generators under tests/serve/data use the same rule). */
+void serve_test_prompt(int r, int len, int64_t vocab, int64_t *out);
+
+/* Submits nreq greedy requests (prompt r: serve_test_prompt(r, lens[r], vocab), at most 64
+ * tokens) to `e`, all before any finishes, waits for each (at most 600 s), asserts that each
+ * ran to `steps` tokens with its prompt length reported, and writes request r's tokens to
+ * got[r * steps .. r * steps + steps - 1]. */
+void serve_test_greedy(loom_serve_engine *e, int nreq, const int *lens, int64_t vocab, int steps, int64_t *got);
+
+#endif
