@@ -38,3 +38,11 @@ void serve_test_greedy(loom_serve_engine *e, int nreq, const int *lens, int64_t 
     loom_serve_req_release(req[r]);
   }
 }
+
+int64_t serve_test_argmax_last(const loom_graph_tensor *logits, int s, int64_t vocab) {
+  size_t row = (size_t)(s - 1) * (size_t)vocab;
+  int64_t best = 0;
+  for (int64_t v = 1; v < vocab; v++)
+    if (loom_graph_tensor_get_f64(logits, row + (size_t)v) > loom_graph_tensor_get_f64(logits, row + (size_t)best)) best = v;
+  return best;
+}

@@ -4,6 +4,7 @@
 #define LOOM_TESTS_SERVE_TEST_UTIL_H
 
 #include <stdint.h>
+#include "graph/graph.h"
 #include "serve/serve.h"
 
 /* Prompt r of `len` tokens below `vocab`: token j is (r * 37 + j * 11 + 5) % vocab (the
@@ -15,5 +16,9 @@ void serve_test_prompt(int r, int len, int64_t vocab, int64_t *out);
  * ran to `steps` tokens with its prompt length reported, and writes request r's tokens to
  * got[r * steps .. r * steps + steps - 1]. */
 void serve_test_greedy(loom_serve_engine *e, int nreq, const int *lens, int64_t vocab, int steps, int64_t *got);
+
+/* The greedy token of a decode step: the argmax (first of equals) of row s - 1 of logits
+ * (1, s, vocab). */
+int64_t serve_test_argmax_last(const loom_graph_tensor *logits, int s, int64_t vocab);
 
 #endif

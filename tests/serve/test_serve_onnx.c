@@ -64,11 +64,7 @@ static void oracle_decode(loom_graph_module *m, const int64_t *prompt, int n, in
     loom_status st = loom_graph_eval(m, "main", 3 + 2 * LAYERS, args, NULL, &res);
     cr_assert_null(st, "%s", loom_status_text(st, 0));
     for (int i = 0; i < 3 + 2 * LAYERS; i++) loom_graph_value_free(&args[i]);
-    const loom_graph_tensor *lg = &res.items[0].t; /* (1, s, V) */
-    size_t row = (size_t)(s - 1) * VOCAB;
-    int64_t best = 0;
-    for (int64_t v = 1; v < VOCAB; v++)
-      if (loom_graph_tensor_get_f64(lg, row + (size_t)v) > loom_graph_tensor_get_f64(lg, row + (size_t)best)) best = v;
+    int64_t best = serve_test_argmax_last(&res.items[0].t, s, VOCAB); /* logits (1, s, V) */
     out[step] = best;
     for (int i = 0; i < 2 * LAYERS; i++) cr_assert_null(loom_graph_value_copy(&res.items[1 + i], &past[i]));
     loom_graph_value_free(&res);
