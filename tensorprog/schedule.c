@@ -235,37 +235,18 @@ static bool starts_with_store(const loom_tp_stmt *s, const loom_tp_buffer *buf) 
   return s->kind == LOOM_TP_STMT_STORE && s->u.store.buf == buf && !loads(s->u.store.value, buf);
 }
 
-/* The tail tile of `small` iterations ending at the last one, run when 1 <= n % F <= small:
- *     for <v>_s in 0..min(n % F, 1) - floordiv(n % F + F - small - 1, F) {
- *       for <v>_si in 0..small { body[v := n - small + v_si] } }
- * (the second term is 1 exactly when n % F > small, where the whole-tile tail runs). */
-static loom_tp_stmt *small_tail(loom_arena *a, loom_sym_ctx *cx, const loom_tp_stmt *loop, int64_t factor, int64_t small,
-                                loom_tp_stmt **out_inner) {
-  const loom_sym_expr *n = loop->u.loop.extent, *F = loom_sym_const(cx, factor);
-  const loom_sym_expr *rem = loom_sym_floormod(cx, n, F);
-  const loom_sym_expr *big = loom_sym_floordiv(cx, loom_sym_add(cx, rem, loom_sym_const(cx, factor - small - 1)), F);
-  const loom_sym_expr *ext = loom_sym_sub(cx, loom_sym_min(cx, rem, loom_sym_const(cx, 1)), big);
-  const loom_sym_expr *vs = named_var(cx, loop->u.loop.var, "_s"), *vsi = named_var(cx, loop->u.loop.var, "_si");
-  const loom_sym_expr *at = loom_sym_add(cx, loom_sym_sub(cx, n, loom_sym_const(cx, small)), vsi);
-  if (!ext || !vs || !vsi || !at) return NULL;
-  loom_tp_stmt *body = loom_tp_stmt_copy_subst(a, cx, loop->u.loop.body, &loop->u.loop.var, &at, 1);
-  loom_tp_stmt *inner = body ? loom_tp_for(a, vsi, loom_sym_const(cx, small), LOOM_TP_LOOP_SERIAL, false, body) : NULL;
-  *out_inner = inner;
-  return inner ? loom_tp_for(a, vs, ext, LOOM_TP_LOOP_SERIAL, false, inner) : NULL;
-}
-
-/* loom_tp_split_overlap, with `clamp` loom_tp_split_overlap_clamped, with `small` > 0 also
- * loom_tp_split_overlap_tails' small tail (out_small, out_small_inner). */
+/* loom_tp_split_overlap, and with `small` > 0 loom_tp_split_overlap_small. */
 static loom_status split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
-                                 bool clamp, int64_t small, loom_tp_stmt **out_outer, loom_tp_stmt **out_inner,
-                                 loom_tp_stmt **out_tail, loom_tp_stmt **out_tail_inner, loom_tp_stmt **out_small,
-                                 loom_tp_stmt **out_small_inner) {
+                                 int64_t small, loom_tp_stmt **out_outer, loom_tp_stmt **out_inner, loom_tp_stmt **out_tail,
+                                 loom_tp_stmt **out_tail_inner) {
   if (loop->kind != LOOM_TP_STMT_FOR) return LOOM_ERROR(INVALID_ARGUMENT, "split_overlap: not a loop");
   const char *v = loom_sym_var_name(loop->u.loop.var);
+  if (small < 0 || small >= factor)
+    return LOOM_ERROR(INVALID_ARGUMENT, "split_overlap of loop '%s': tail tiles of %lld are not below %lld", v, (long long)small,
+                      (long long)factor);
   const loom_sym_expr *n = loop->u.loop.extent;
   loom_sym_interval b = loom_sym_bounds(cx, n);
-  int64_t need = small > 0 ? small : clamp ? 1 : factor;
-  if (small >= factor) return LOOM_ERROR(INVALID_ARGUMENT, "split_overlap: a small tail of %lld is not below %lld", (long long)small, (long long)factor);
+  int64_t need = small > 0 ? small : factor;
   if (factor < 2 || b.lo_inf || b.lo < need)
     return LOOM_ERROR(FAILED_PRECONDITION, "split_overlap of loop '%s' does not apply: its extent is not provably >= %lld",
                       v, (long long)need);
@@ -283,29 +264,27 @@ static loom_status split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
                       v);
   const loom_sym_expr *F = loom_sym_const(cx, factor);
   const loom_sym_expr *vt = named_var(cx, loop->u.loop.var, "_t"), *vti = named_var(cx, loop->u.loop.var, "_ti");
-  const loom_sym_expr *at_tail = loom_sym_add(cx, loom_sym_sub(cx, n, F), vti);
-  if (clamp && at_tail) at_tail = loom_sym_max(cx, at_tail, loom_sym_const(cx, 0));
-  const loom_sym_expr *ntail = loom_sym_min(cx, loom_sym_floormod(cx, n, F), loom_sym_const(cx, 1));
-  if (!vt || !vti || !at_tail || !ntail) return sym_error(cx);
+  const loom_sym_expr *at_tail, *ntail, *T;
+  if (small > 0) { /* K = ceil((n % F) / small) tiles, tile t starting at max(n - small*(K - t), 0) */
+    const loom_sym_expr *S = loom_sym_const(cx, small);
+    ntail = loom_sym_floordiv(cx, loom_sym_add(cx, loom_sym_floormod(cx, n, F), loom_sym_const(cx, small - 1)), S);
+    const loom_sym_expr *start = loom_sym_sub(cx, n, loom_sym_mul(cx, S, loom_sym_sub(cx, ntail, vt)));
+    at_tail = loom_sym_add(cx, loom_sym_max(cx, start, loom_sym_const(cx, 0)), vti);
+    T = S;
+  } else {
+    at_tail = loom_sym_add(cx, loom_sym_sub(cx, n, F), vti);
+    ntail = loom_sym_min(cx, loom_sym_floormod(cx, n, F), loom_sym_const(cx, 1));
+    T = F;
+  }
+  if (!vt || !vti || !at_tail || !ntail || !T) return sym_error(cx);
   /* the tail tile is built from the body before the split replaces the loop */
   loom_tp_stmt *tail_body = loom_tp_stmt_copy_subst(a, cx, loop->u.loop.body, &loop->u.loop.var, &at_tail, 1);
-  loom_tp_stmt *tail_inner = loom_tp_for(a, vti, F, LOOM_TP_LOOP_SERIAL, false, tail_body);
-  if (small > 0) /* the whole-tile tail only when n % F > small */
-    ntail = loom_sym_floordiv(cx, loom_sym_add(cx, loom_sym_floormod(cx, n, F), loom_sym_const(cx, factor - small - 1)), F);
-  loom_tp_stmt *tail = ntail ? loom_tp_for(a, vt, ntail, LOOM_TP_LOOP_SERIAL, false, tail_inner) : NULL;
-  loom_tp_stmt *stail = NULL, *stail_inner = NULL;
-  if (small > 0 && !(stail = small_tail(a, cx, loop, factor, small, &stail_inner))) return LOOM_OOM();
-  loom_tp_stmt *tails = tail;
-  if (stail) {
-    loom_tp_stmt *items[2] = {stail, tail};
-    tails = tail ? loom_tp_seq(a, items, 2) : NULL;
-  }
-  if (!tails) return LOOM_OOM();
+  loom_tp_stmt *tail_inner = loom_tp_for(a, vti, T, LOOM_TP_LOOP_SERIAL, false, tail_body);
+  loom_tp_stmt *tail = loom_tp_for(a, vt, ntail, LOOM_TP_LOOP_SERIAL, false, tail_inner);
+  if (!tail) return LOOM_OOM();
   loom_tp_stmt *outer, *inner, *plain_tail;
   LOOM_PROPAGATE(loom_tp_split(a, cx, f, loop, factor, &outer, &inner, &plain_tail));
-  if (plain_tail) LOOM_PROPAGATE(loom_tp_replace(f, plain_tail, tails));
-  if (out_small) *out_small = plain_tail ? stail : NULL;
-  if (out_small_inner) *out_small_inner = plain_tail ? stail_inner : NULL;
+  if (plain_tail) LOOM_PROPAGATE(loom_tp_replace(f, plain_tail, tail));
   if (out_outer) *out_outer = outer;
   if (out_inner) *out_inner = inner;
   if (out_tail) *out_tail = plain_tail ? tail : NULL;
@@ -316,21 +295,14 @@ static loom_status split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
 loom_status loom_tp_split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
                                   loom_tp_stmt **out_outer, loom_tp_stmt **out_inner, loom_tp_stmt **out_tail,
                                   loom_tp_stmt **out_tail_inner) {
-  return split_overlap(a, cx, f, loop, factor, false, 0, out_outer, out_inner, out_tail, out_tail_inner, NULL, NULL);
+  return split_overlap(a, cx, f, loop, factor, 0, out_outer, out_inner, out_tail, out_tail_inner);
 }
 
-loom_status loom_tp_split_overlap_clamped(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop,
-                                          int64_t factor, loom_tp_stmt **out_outer, loom_tp_stmt **out_inner,
-                                          loom_tp_stmt **out_tail, loom_tp_stmt **out_tail_inner) {
-  return split_overlap(a, cx, f, loop, factor, true, 0, out_outer, out_inner, out_tail, out_tail_inner, NULL, NULL);
-}
-
-loom_status loom_tp_split_overlap_tails(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop,
-                                        int64_t factor, int64_t small, loom_tp_stmt **out_outer, loom_tp_stmt **out_inner,
-                                        loom_tp_stmt *out_tails[2], loom_tp_stmt *out_tail_inners[2]) {
-  if (small < 1) return LOOM_ERROR(INVALID_ARGUMENT, "split_overlap_tails: a small tail of %lld", (long long)small);
-  return split_overlap(a, cx, f, loop, factor, true, small, out_outer, out_inner, &out_tails[1], &out_tail_inners[1],
-                       &out_tails[0], &out_tail_inners[0]);
+loom_status loom_tp_split_overlap_small(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
+                                        int64_t small, loom_tp_stmt **out_outer, loom_tp_stmt **out_inner,
+                                        loom_tp_stmt **out_tail, loom_tp_stmt **out_tail_inner) {
+  if (small < 1) return LOOM_ERROR(INVALID_ARGUMENT, "split_overlap_small: tail tiles of %lld", (long long)small);
+  return split_overlap(a, cx, f, loop, factor, small, out_outer, out_inner, out_tail, out_tail_inner);
 }
 
 loom_status loom_tp_fuse(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *outer,

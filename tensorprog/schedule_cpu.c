@@ -334,8 +334,7 @@ static loom_status set_kind_named(loom_sym_ctx *cx, loom_tp_stmt *s, const char 
  * accumulator in a Local, the init and the reduction distributed apart, r moved outermost. */
 static loom_status micro_tile(mm_ctx *c, loom_tp_stmt *tile, const char *ii, const char *ji) {
   loom_tp_stmt *nest = strip_seq(tile->u.loop.body); /* kept by cache_write, which wraps it */
-  /* repeats: the clamped row tail's rows max(n - 12 + ii, 0) share row 0 when n < 12 */
-  LOOM_PROPAGATE(loom_tp_cache_write_repeats(c->a, c->cx, tile, c->m->c, "acc", NULL, NULL));
+  LOOM_PROPAGATE(loom_tp_cache_write(c->a, c->cx, tile, c->m->c, "acc", NULL, NULL));
   if (!ii && !ji) return LOOM_OK; /* a single accumulator: nothing to move */
   loom_tp_stmt **parts;
   if (ii && ji) LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, child_loop(nest), NULL, NULL));
@@ -355,17 +354,14 @@ static loom_status row_tiles(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_
   loom_tp_stmt *io, *ii, *it, *iti = NULL;
   int64_t rows = c->tile_rows;
   loom_status st;
-  if (rows == TALL_ROWS) { /* the tall tiles' remainder: 1..6 rows one 6-row tile, 7..11 one clamped 12-row tile */
-    loom_tp_stmt *tails[2] = {NULL, NULL}, *inners[2] = {NULL, NULL};
-    st = loom_tp_split_overlap_tails(c->a, c->cx, c->view, il, rows, TILE_ROWS, &io, &ii, tails, inners);
+  if (rows == TALL_ROWS) { /* the tall tiles' remainder in 6-row tiles (overlapping) */
+    st = loom_tp_split_overlap_small(c->a, c->cx, c->view, il, rows, TILE_ROWS, &io, &ii, &it, &iti);
     if (!st) {
       LOOM_PROPAGATE(micro_tile(c, io, loom_sym_var_name(ii->u.loop.var), ji));
       if (parallel) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, io, LOOM_TP_LOOP_PARALLEL));
-      for (int t = 0; t < 2; t++)
-        if (tails[t]) LOOM_PROPAGATE(micro_tile(c, tails[t], loom_sym_var_name(inners[t]->u.loop.var), ji));
-      loom_strbuf_printf(c->why, "%lldx%lld register tiles + for the row tail one %dx%lld tile (1..%d rows left) or one "
-                                 "clamped %lldx%lld tile ending at the last row\n",
-                         (long long)rows, (long long)width, TILE_ROWS, (long long)width, TILE_ROWS, (long long)rows, (long long)width);
+      if (it) LOOM_PROPAGATE(micro_tile(c, it, loom_sym_var_name(iti->u.loop.var), ji));
+      loom_strbuf_printf(c->why, "%lldx%lld register tiles + the row tail in %dx%lld tiles, the last ending at the last row\n",
+                         (long long)rows, (long long)width, TILE_ROWS, (long long)width);
       return LOOM_OK;
     }
     if (loom_status_code(st) != LOOM_CODE_FAILED_PRECONDITION) return st;
@@ -795,13 +791,12 @@ static loom_status small_m(void *ud, loom_tp_func *view) {
  * With 32 vector registers (AVX-512) an f32 register tile of TALL_ROWS x 32 holds 24
  * accumulators (plus two B registers and a broadcast): each row of a B panel feeds 24 FMAs
  * where the 6-row tile's feeds 12, so a panel is read half as often -- what counts when the
- * weight streams from memory and the rows are few (a 17-token prompt: one 12-row tile and one
- * overlapping 12-row tile read each panel twice, the 6-row tiles three times; MLAS's AVX-512
- * kernel is 12 rows too). The row tail is a 6-row tile ending at the last row when 1..6 rows
- * are left, else one more whole 12-row tile ending there, its rows clamped at 0
- * (loom_tp_split_overlap_tails), so 7..11 rows are one tile and one pass over B (rows computed
- * twice write the same values) and 17 rows cost 12 + 6, not 12 + 12. Measured on bench's gpt2_block at seq 17,
- * 1 thread, the old and new binaries alternated: 5.57 / 5.69 -> 4.40 / 4.78 ms. AVX2's 16
+ * weight streams from memory and the rows are few (a 17-token prompt: a 12-row and a 6-row
+ * tile read each panel twice, the 6-row tiles three times; MLAS's AVX-512 kernel is 12 rows
+ * too). The row tail runs in 6-row tiles, the last ending at the last row
+ * (loom_tp_split_overlap_small): 17 rows cost 12 + 6, 7 rows 6 + 6, with two tile bodies in
+ * the code (a third, a clamped 12-row tile for 7..11 rows left, made 7 rows one pass over B but
+ * the MLP's compile 1.8x that of the 6-row tiles). Measurements: docs/codegen.md. AVX2's 16
  * registers hold 6 x 2 accumulators, no more: TILE_ROWS there, and for the i32 (int8) tiles. */
 
 /* The row-tile height for the general path of `orig` (rows >= limit known). */
@@ -810,7 +805,7 @@ static int64_t general_tile_rows(const mm_nest *orig, int64_t limit, const loom_
   const loom_sym_expr *rows = orig->loops[orig->nloops - 2]->u.loop.extent;
   if (p->vector_bytes < 64 || orig->c->dtype != LOOM_DTYPE_F32) return TILE_ROWS;
   if (loom_sym_is_const(rows, &n)) return n >= TALL_ROWS ? TALL_ROWS : TILE_ROWS;
-  /* a symbolic extent: the tails need rows >= TILE_ROWS proven (a var, with rows >= limit assumed) */
+  /* a symbolic extent: the 6-row tail tiles need rows >= TILE_ROWS proven (a var, rows >= limit assumed) */
   return loom_sym_is_var(rows) && limit >= TILE_ROWS ? TALL_ROWS : TILE_ROWS;
 }
 

@@ -397,18 +397,13 @@ loom_status loom_tp_cache_read(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *lo
   return LOOM_OK;
 }
 
-/* loom_tp_cache_write, and with `repeats` loom_tp_cache_write_repeats. */
-static loom_status cache_write(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *loop, const loom_tp_buffer *buf,
-                               const char *name, bool repeats, loom_tp_stmt **out_load, loom_tp_stmt **out_store) {
+loom_status loom_tp_cache_write(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *loop, const loom_tp_buffer *buf,
+                                const char *name, loom_tp_stmt **out_load, loom_tp_stmt **out_store) {
   footprint fp = {.what = "cache_write"};
   LOOM_PROPAGATE(footprint_of(a, cx, loop, buf, &fp));
   /* Distinct footprint points must be distinct elements: each footprint variable is alone
-   * (with unit coefficient, beside non-footprint terms) in some index -- unless repeats are
-   * allowed and the body's first access stores the whole box without reading it
-   * (fp.first_covers): then no point sees another's value, and the write-back runs the
-   * points in the loop's order, so an element two points share ends with the later point's
-   * value, as when the loop ran. */
-  for (int i = 0; i < fp.tn && !(repeats && fp.first_covers); i++) {
+   * (with unit coefficient, beside non-footprint terms) in some index. */
+  for (int i = 0; i < fp.tn; i++) {
     bool alone = false;
     for (int d = 0; d < buf->ndim && !alone; d++) {
       const loom_sym_expr *x = fp.tidx[d]->u.sym;
@@ -430,16 +425,6 @@ static loom_status cache_write(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *lo
   if (out_load) *out_load = load;
   if (out_store) *out_store = store;
   return LOOM_OK;
-}
-
-loom_status loom_tp_cache_write(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *loop, const loom_tp_buffer *buf,
-                                const char *name, loom_tp_stmt **out_load, loom_tp_stmt **out_store) {
-  return cache_write(a, cx, loop, buf, name, false, out_load, out_store);
-}
-
-loom_status loom_tp_cache_write_repeats(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *loop, const loom_tp_buffer *buf,
-                                        const char *name, loom_tp_stmt **out_load, loom_tp_stmt **out_store) {
-  return cache_write(a, cx, loop, buf, name, true, out_load, out_store);
 }
 
 /* ---- dead Local buffers ------------------------------------------------------------ */

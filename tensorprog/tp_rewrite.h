@@ -59,21 +59,16 @@ loom_status loom_tp_split_ceil(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
 loom_status loom_tp_split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
                                   loom_tp_stmt **out_outer, loom_tp_stmt **out_inner, loom_tp_stmt **out_tail,
                                   loom_tp_stmt **out_tail_inner);
-/* loom_tp_split_overlap for any extent n >= 1 (proven): the tail tile's iterations are
- * max(n - factor + v_ti, 0), so when n < factor the tail is the whole loop, its first
- * iteration repeated for the indices below 0 (run twice or more: the same precondition). */
-loom_status loom_tp_split_overlap_clamped(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop,
-                                          int64_t factor, loom_tp_stmt **out_outer, loom_tp_stmt **out_inner,
-                                          loom_tp_stmt **out_tail, loom_tp_stmt **out_tail_inner);
-/* loom_tp_split_overlap_clamped with a second, smaller tail tile for short remainders (n >=
- * small proven, 1 <= small < factor): when 1 <= n % factor <= small the tail is `small`
- * iterations ending at the last one (body[v := n - small + v_si]), when n % factor > small
- * the clamped whole tile -- so a 12-row tile's remainder of 1..6 rows costs a 6-row tile,
- * not 12. Out: the tails and their inner loops, [0] the small one, [1] the whole one (NULL
- * when n % factor == 0 is proven). */
-loom_status loom_tp_split_overlap_tails(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop,
-                                        int64_t factor, int64_t small, loom_tp_stmt **out_outer, loom_tp_stmt **out_inner,
-                                        loom_tp_stmt *out_tails[2], loom_tp_stmt *out_tail_inners[2]);
+/* loom_tp_split_overlap with the tail in tiles of `small` iterations (1 <= small < factor, n >=
+ * small proven): K = ceil((n % factor) / small) tiles, tile t covering
+ *     max(n - small*(K - t), 0) + v_ti,  v_ti < small
+ * (the last ending at the last iteration, the first clamped at 0, tiles overlapping where
+ * small does not divide the remainder) -- so a 12-row tile's remainder of 1..6 rows costs one
+ * 6-row tile and 7..11 rows two, with one tile body in the code. Out: the outer, inner, tail
+ * and tail-inner loops (the tails NULL when n % factor == 0 is proven). */
+loom_status loom_tp_split_overlap_small(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
+                                        int64_t small, loom_tp_stmt **out_outer, loom_tp_stmt **out_inner,
+                                        loom_tp_stmt **out_tail, loom_tp_stmt **out_tail_inner);
 /* Fuses `outer` with the one loop that is its whole body into one loop over
  * extent n*m (v_o := floordiv(k, m), v_i := floormod(k, m)). */
 loom_status loom_tp_fuse(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *outer,
@@ -111,17 +106,11 @@ loom_status loom_tp_distribute(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
  * instead; it is loaded from `buf` first unless the first access is a store covering the
  * box (then NULL), and written back after the body when the body stores. Refused when two
  * footprint points could be one element (each footprint variable must stand alone, with
- * unit coefficient, in some index). Out: the load and write-back nests (or NULL).
- * cache_write_repeats also takes points that share an element when the body's first access
- * stores the whole box without reading it: no point sees another's value, and the
- * write-back, in the loop's order, leaves the later point's value, as the loop did (the
- * clamped row tail of loom_tp_split_overlap_clamped). */
+ * unit coefficient, in some index). Out: the load and write-back nests (or NULL). */
 loom_status loom_tp_cache_read(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *loop, const loom_tp_buffer *buf,
                                const char *name, loom_tp_stmt **out_fill);
 loom_status loom_tp_cache_write(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *loop, const loom_tp_buffer *buf,
                                 const char *name, loom_tp_stmt **out_load, loom_tp_stmt **out_store);
-loom_status loom_tp_cache_write_repeats(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *loop, const loom_tp_buffer *buf,
-                                        const char *name, loom_tp_stmt **out_load, loom_tp_stmt **out_store);
 
 /* Local buffers of f's top level that scheduling left dead: stores into one that no later
  * statement reads are removed (in a branch of an `if` that never reads it, too: the register

@@ -789,15 +789,14 @@ static loom_status gen_linear3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **o
 
 LOOM_TEST(cpu, schedule_rule_tiles_generated_matmul) { generated_schedule_and_diff(gen_mm22); }
 
-/* The row tiles: 12 rows with AVX-512's 32 registers (the tail a 6-row tile for 1..6 rows left,
- * else one clamped 12-row tile, so 7..11 rows are one tile), 6 with AVX2's 16; equal to the
- * interpreter at rows around both. */
+/* The row tiles: 12 rows with AVX-512's 32 registers (the remainder in 6-row tiles, the last
+ * ending at the last row), 6 with AVX2's 16; equal to the interpreter at rows around both. */
 LOOM_TEST(cpu, schedule_rule_tall_row_tiles_with_avx512_only) {
   char *text = generated_text(gen_mm22);
   static const int64_t sz[] = {0, 1, 5, 6, 7, 11, 12, 13, 17, 23, 24, 25};
   cpu_diff_opts o = opts(sz, 12, 1e-4);
   o.trials = 8;
-  schedule_for_and_diff(text, 64, "12x32 register tiles + for the row tail one 6x32 tile", &o);
+  schedule_for_and_diff(text, 64, "12x32 register tiles + the row tail in 6x32 tiles", &o);
   schedule_for_and_diff(text, 32, "6x16 register tiles + one overlapping 6x16 tile", &o);
   free(text);
 }

@@ -216,67 +216,37 @@ LOOM_TEST(tp_schedule, split_overlap_tail_is_a_whole_tile_ending_at_the_last_row
   tp_fixture_free(&fx);
 }
 
-/* The matmul of `ref` and its transformed copy `fx` give equal results for m in lo..hi (k = 5,
- * n = 3); `printed` (fx's text) goes into the failure message. */
-static void matmuls_equal(tp_fixture *ref, tp_fixture *fx, int64_t lo, int64_t hi, const char *printed) {
-  for (int64_t m = lo; m <= hi; m++) {
+/* split_overlap_small: the remainder in small tiles, the last ending at the last iteration, the
+ * first clamped at 0; needs m >= small; equal to the original for every m up to beyond two
+ * whole tiles. */
+LOOM_TEST(tp_schedule, split_overlap_small_runs_the_remainder_in_small_tiles) {
+  tp_fixture ref, fx;
+  cr_assert_null(tp_parse(&ref, matmul));
+  cr_assert_null(tp_parse(&fx, matmul));
+  loom_tp_stmt *i = loom_tp_find_loop(fx.f, "i"), *tail = NULL, *tail_inner = NULL;
+  loom_sym_facts_push(fx.cx);
+  cr_assert_null(loom_sym_assume_range(fx.cx, i->u.loop.extent, 1, INT64_MAX));
+  loom_status s = loom_tp_split_overlap_small(&fx.arena, fx.cx, fx.f, i, 5, 2, NULL, NULL, &tail, &tail_inner);
+  cr_assert_eq(loom_status_code(s), LOOM_CODE_FAILED_PRECONDITION); /* m >= 2 is not known */
+  cr_assert(strstr(loom_status_message(s), "not provably >= 2") != NULL, "%s", loom_status_message(s));
+  loom_status_free(s);
+  cr_assert_null(loom_sym_assume_range(fx.cx, i->u.loop.extent, 2, INT64_MAX));
+  cr_assert_null(loom_tp_split_overlap_small(&fx.arena, fx.cx, fx.f, i, 5, 2, NULL, NULL, &tail, &tail_inner));
+  loom_sym_facts_pop(fx.cx);
+  cr_assert_not_null(tail);
+  cr_assert_not_null(tail_inner);
+  cr_assert_null(loom_tp_verify(fx.cx, fx.f));
+  char *printed = tp_print(fx.f);
+  cr_assert(strstr(printed, "for i_t in 0..floordiv(floormod(m, 5) + 1, 2)") != NULL, "%s", printed);
+  for (int64_t m = 2; m <= 13; m++) {
     int64_t k = 5, n = 3;
     float *want = calloc((size_t)(m * n), 4), *got = calloc((size_t)(m * n), 4);
-    run(ref->cx, ref->f, true, m, k, n, want);
-    run(fx->cx, fx->f, true, m, k, n, got);
+    run(ref.cx, ref.f, true, m, k, n, want);
+    run(fx.cx, fx.f, true, m, k, n, got);
     cr_assert_arr_eq(got, want, (size_t)(m * n) * 4, "m=%lld\n%s", (long long)m, printed);
     free(want);
     free(got);
   }
-}
-
-/* split_overlap_clamped: the tail tile's rows max(m - f + i_ti, 0), so extents below the
- * factor are one tile (its first row repeated); needs only m >= 1; equal to the original for
- * every m from 1 to beyond two tiles. */
-LOOM_TEST(tp_schedule, split_overlap_clamped_covers_extents_below_the_factor) {
-  tp_fixture ref, fx;
-  cr_assert_null(tp_parse(&ref, matmul));
-  cr_assert_null(tp_parse(&fx, matmul));
-  loom_tp_stmt *i = loom_tp_find_loop(fx.f, "i");
-  loom_status s = loom_tp_split_overlap_clamped(&fx.arena, fx.cx, fx.f, i, 4, NULL, NULL, NULL, NULL);
-  cr_assert_eq(loom_status_code(s), LOOM_CODE_FAILED_PRECONDITION);
-  cr_assert(strstr(loom_status_message(s), "not provably >= 1") != NULL, "%s", loom_status_message(s));
-  loom_status_free(s);
-  loom_sym_facts_push(fx.cx);
-  cr_assert_null(loom_sym_assume_range(fx.cx, i->u.loop.extent, 1, INT64_MAX));
-  cr_assert_null(loom_tp_split_overlap_clamped(&fx.arena, fx.cx, fx.f, i, 4, NULL, NULL, NULL, NULL));
-  loom_sym_facts_pop(fx.cx);
-  cr_assert_null(loom_tp_verify(fx.cx, fx.f));
-  char *printed = tp_print(fx.f);
-  cr_assert(strstr(printed, "max(m + i_ti - 4, 0)") != NULL, "%s", printed);
-  matmuls_equal(&ref, &fx, 1, 13, printed);
-  free(printed);
-  tp_fixture_free(&ref);
-  tp_fixture_free(&fx);
-}
-
-/* split_overlap_tails: remainders of 1..small iterations run a small tile ending at the last
- * iteration, larger ones the clamped whole tile; exactly one tail runs; needs m >= small. */
-LOOM_TEST(tp_schedule, split_overlap_tails_small_remainder_runs_the_small_tile) {
-  tp_fixture ref, fx;
-  cr_assert_null(tp_parse(&ref, matmul));
-  cr_assert_null(tp_parse(&fx, matmul));
-  loom_tp_stmt *i = loom_tp_find_loop(fx.f, "i"), *tails[2], *inners[2];
-  loom_sym_facts_push(fx.cx);
-  cr_assert_null(loom_sym_assume_range(fx.cx, i->u.loop.extent, 1, INT64_MAX));
-  loom_status s = loom_tp_split_overlap_tails(&fx.arena, fx.cx, fx.f, i, 4, 2, NULL, NULL, tails, inners);
-  cr_assert_eq(loom_status_code(s), LOOM_CODE_FAILED_PRECONDITION); /* m >= 2 is not known */
-  loom_status_free(s);
-  cr_assert_null(loom_sym_assume_range(fx.cx, i->u.loop.extent, 2, INT64_MAX));
-  cr_assert_null(loom_tp_split_overlap_tails(&fx.arena, fx.cx, fx.f, i, 4, 2, NULL, NULL, tails, inners));
-  loom_sym_facts_pop(fx.cx);
-  cr_assert_not_null(tails[0]);
-  cr_assert_not_null(tails[1]);
-  cr_assert_null(loom_tp_verify(fx.cx, fx.f));
-  char *printed = tp_print(fx.f);
-  cr_assert(strstr(printed, "m + i_si - 2") != NULL, "%s", printed);
-  cr_assert(strstr(printed, "max(m + i_ti - 4, 0)") != NULL, "%s", printed);
-  matmuls_equal(&ref, &fx, 2, 13, printed);
   free(printed);
   tp_fixture_free(&ref);
   tp_fixture_free(&fx);
