@@ -11,12 +11,15 @@
  * the packed bytes (the layout and its parameters, the source's dtype, dims and content hash,
  * Loom's pack layout version; graph/pass_pack.c writes it). The file is a 64-byte header
  * (magic, format, the key's and the payload's lengths, the payload's offset, the payload's
- * content hash, loom_wcache_content_hash), the key text, zeros up to the next 4096-byte boundary, and the payload, which is
- * therefore page-aligned once mapped. A lookup maps the file read-only and uses it only when
- * the magic, the format, the lengths (against the file's size and the length the caller
- * expects), the key text (byte for byte: a digest collision is a miss) and the payload's
- * content hash all match: a corrupt or truncated entry is counted as rejected and never used (the
- * caller packs again and the put replaces it). Writes go to a temporary file and rename(2)
+ * content hash, loom_wcache_content_hash, and a sample hash), the key text, zeros up to the next
+ * 4096-byte boundary, and the payload, which is therefore page-aligned once mapped. A lookup maps
+ * the file read-only (not populated) and uses it only when the magic, the format, the lengths
+ * (against the file's size and the length the caller expects), the key text (byte for byte: a
+ * digest collision is a miss) and the sample hash (XXH3-64 of the header, the key and 64 payload
+ * pages spread from the first to the last) match: a truncated entry, a damaged header or key, or
+ * damage in a sampled page is counted as rejected and never used (the caller packs again and the
+ * put replaces it). Damage elsewhere in the payload is found only by loom_wcache_verify (`loom
+ * cache verify`), which hashes every byte (docs/codegen.md, the trade-off). Writes go to a temporary file and rename(2)
  * (atomic, as in the kernel cache: concurrent writers of one key both succeed).
  *
  * Size bound: its own, $LOOM_CACHE_WEIGHTS_MAX_MB (default 4096 MiB), apart from the kernels'
