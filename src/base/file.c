@@ -105,6 +105,13 @@ bool loom_file_id_of(const char *path, loom_file_id *out) {
   return true;
 }
 
+bool loom_file_id_of_fd(int fd, loom_file_id *out) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  id_of_stat(&st, out);
+  return true;
+}
+
 bool loom_file_id_equal(const loom_file_id *a, const loom_file_id *b) {
   return a->dev == b->dev && a->ino == b->ino && a->size == b->size && a->mtime_s == b->mtime_s &&
          a->mtime_ns == b->mtime_ns && a->ctime_s == b->ctime_s && a->ctime_ns == b->ctime_ns;

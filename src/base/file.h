@@ -58,6 +58,8 @@ LOOM_MUST_USE loom_status loom_file_map_limited_id(const char *path, const char 
                                                    const void **out_data, size_t *out_len, loom_file_id *out_id);
 /* The identity of `path` now (stat(2)); false when it cannot be stat'ed or is not a regular file. */
 bool loom_file_id_of(const char *path, loom_file_id *out);
+/* The identity of the open file `fd` (fstat(2)); false as loom_file_id_of. */
+bool loom_file_id_of_fd(int fd, loom_file_id *out);
 /* Whether two identities are the same. */
 bool loom_file_id_equal(const loom_file_id *a, const loom_file_id *b);
 /* Whether an identity can stand for the contents: its modification or its status-change time

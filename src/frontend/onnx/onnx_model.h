@@ -181,6 +181,8 @@ typedef struct loom_onnx_mapping {
   char *path; /* resolved */
   void *base;
   size_t len;
+  bool has_id;     /* id is set */
+  loom_file_id id; /* the file's identity when it was mapped (the packed-weight cache's key) */
 } loom_onnx_mapping;
 
 /* A bytes field of the protobuf (an initializer's raw_data) of LOOM_ALLOC_LARGE_MIN or more: a
