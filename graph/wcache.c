@@ -457,6 +457,6 @@ loom_wcache_verify_report loom_wcache_verify(const char *dir, bool remove, loom_
 
 void loom_wcache_close(loom_wcache *c) {
   if (!c) return;
-  if (c->st.stored) loom_wcache_evict(c);
+  if (c->st.stored || c->st.memo_stored) loom_wcache_evict(c);
   free(c);
 }

@@ -82,7 +82,7 @@ void loom_wcache_put(loom_wcache *c, const char *key, size_t key_len, const void
 /* Removes least recently used `w-` entries until their total size is at most the bound. */
 void loom_wcache_evict(loom_wcache *c);
 loom_wcache_stats loom_wcache_stats_of(const loom_wcache *c);
-/* Evicts if anything was stored, and frees. NULL is fine. */
+/* Evicts if anything was stored (an entry or a source hash), and frees. NULL is fine. */
 void loom_wcache_close(loom_wcache *c);
 
 /* Source hashes remembered by file identity (`h-` files): `key` is text that names the source
