@@ -32,6 +32,7 @@
 #include "base/arena.h"
 #include "base/diag.h"
 #include "base/dtype.h"
+#include "base/file.h"
 #include "base/intern.h"
 #include "base/status.h"
 #include "base/strbuf.h"
@@ -301,6 +302,14 @@ loom_status loom_graph_module_add_const(loom_graph_module *m, const char *name, 
  * borrowed constants (loom_graph_const_borrow) point into, e.g. the ONNX model they were
  * imported from. On failure (out of memory) p is freed at once. */
 loom_status loom_graph_module_adopt(loom_graph_module *m, void *p, void (*free_fn)(void *));
+/* Records that [base, base + len) holds the bytes of file `path` (copied), which had identity *id
+ * when it was mapped: the pack pass then keys a weight lying there by the file's identity and the
+ * weight's offset before hashing its bytes (graph/wcache.h). The mapping must live as long as m. */
+loom_status loom_graph_module_add_source(loom_graph_module *m, const void *base, size_t len, const char *path,
+                                         const loom_file_id *id);
+/* Whether the n bytes at p lie inside one source: then its path, identity and p's offset in it. */
+bool loom_graph_module_source_of(const loom_graph_module *m, const void *p, size_t n, const char **path,
+                                 loom_file_id *id, uint64_t *offset);
 /* Records that constant i is stored in weights file `file` (as the text will name it: relative to the
  * module's directory, or absolute) under `tensor`: the printer then writes
  * `const @name: sinfo = weights("file", "tensor")` instead of its values (docs/ir.md). Neither name

@@ -26,6 +26,15 @@ typedef struct loom_graph_weights {
   loom_safetensors *file;                /* mapped; closed with the module */
 } loom_graph_weights;
 
+/* A file's bytes mapped at [base, base + len) that borrowed constants may point into, with the
+ * file's identity when it was mapped (loom_graph_module_add_source). */
+typedef struct loom_graph_source {
+  const uint8_t *base;                   /* the mapping */
+  size_t len;                            /* its length */
+  const char *path;                      /* the file (module arena) */
+  loom_file_id id;                       /* its identity when mapped */
+} loom_graph_source;
+
 /* Memory a module's borrowed constants point into, freed with the module (loom_graph_module_adopt). */
 typedef struct loom_graph_adopted {
   void *p;
@@ -49,6 +58,7 @@ struct loom_graph_module {
   loom_libcall_lib *libcall;             /* the externs, loaded when the interpreter first calls one */
   LOOM_VEC(loom_graph_weights) weights;  /* weights files mapped for its constants */
   LOOM_VEC(loom_graph_adopted) adopted;  /* freed last, in order (loom_graph_module_adopt) */
+  LOOM_VEC(loom_graph_source) sources;   /* files its constants' bytes lie in (loom_graph_module_add_source) */
 };
 
 /* ---- operator implementations -------------------------------------------- */

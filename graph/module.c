@@ -43,7 +43,29 @@ void loom_graph_module_destroy(loom_graph_module *m) {
   loom_arena_destroy(&m->arena);
   for (size_t i = 0; i < m->adopted.len; i++) m->adopted.data[i].free_fn(m->adopted.data[i].p);
   LOOM_VEC_FREE(m->alloc, &m->adopted);
+  LOOM_VEC_FREE(m->alloc, &m->sources);
   loom_free(m->alloc, m, sizeof *m);
+}
+
+loom_status loom_graph_module_add_source(loom_graph_module *m, const void *base, size_t len, const char *path,
+                                         const loom_file_id *id) {
+  const char *p = loom_arena_strdup(&m->arena, path);
+  if (!p || !LOOM_VEC_PUSH(m->alloc, &m->sources, ((loom_graph_source){base, len, p, *id}))) return LOOM_OOM();
+  return LOOM_OK;
+}
+
+bool loom_graph_module_source_of(const loom_graph_module *m, const void *p, size_t n, const char **path,
+                                 loom_file_id *id, uint64_t *offset) {
+  uintptr_t a = (uintptr_t)p;
+  for (size_t i = 0; i < m->sources.len; i++) {
+    const loom_graph_source *s = &m->sources.data[i];
+    uintptr_t b = (uintptr_t)s->base;
+    if (a >= b && a - b <= s->len && n <= s->len - (a - b)) {
+      *path = s->path, *id = s->id, *offset = (uint64_t)(a - b);
+      return true;
+    }
+  }
+  return false;
 }
 
 loom_status loom_graph_module_adopt(loom_graph_module *m, void *p, void (*free_fn)(void *)) {

@@ -73,12 +73,39 @@ typedef struct pack_cfg {
   loom_wcache *cache; /* packed weights by content across compilations (NULL: none) */
 } pack_cfg;
 
+/* The content hash of constant w's bytes (loom_wcache_content_hash) into hex[33]. When they lie in
+ * a file the module recorded (loom_graph_module_add_source: an ONNX model's mapping), the hash is
+ * first looked up by the file's identity, the offset and the length (wcache.h, `h-` files), so
+ * that an unchanged model is not read through again; after hashing, it is remembered under that
+ * identity only when the file still has it (nothing changed it while it was hashed) and it is
+ * settled (loom_file_id_settled: a later write must change its times). */
+static void source_hash(loom_pass *p, const loom_graph_expr *w, char hex[33]) {
+  const pack_cfg *cfg = p->ud;
+  const char *path;
+  loom_file_id id, now;
+  uint64_t off;
+  char key[512];
+  int n = 0;
+  if (loom_graph_module_source_of(p->m, w->u.cnst.data, w->u.cnst.nbytes, &path, &id, &off)) {
+    char idt[200];
+    loom_file_id_text(&id, idt, sizeof idt);
+    n = snprintf(key, sizeof key, "loom source bytes, version 1\nfile %s\noffset %llu bytes %zu\n", idt,
+                 (unsigned long long)off, w->u.cnst.nbytes);
+    if (n <= 0 || (size_t)n >= sizeof key) n = 0;
+    else if (loom_wcache_memo_get(cfg->cache, key, (size_t)n, hex)) return;
+  }
+  loom_wcache_content_hash(w->u.cnst.data, w->u.cnst.nbytes, hex);
+  if (n && loom_file_id_of(path, &now) && loom_file_id_equal(&id, &now) && loom_file_id_settled(&id))
+    loom_wcache_memo_put(cfg->cache, key, (size_t)n, hex);
+}
+
 /* The key of a packed constant of `bytes` bytes made from constant w by `form` (the layout and
  * its parameters): the layout version, the form, the source's dtype, dims, size and XXH3-128
- * of its bytes. False when it does not fit `cap`. */
-static bool pack_key(const loom_graph_expr *w, const char *form, size_t bytes, char *key, size_t cap, size_t *len) {
+ * of its bytes (source_hash). False when it does not fit `cap`. */
+static bool pack_key(loom_pass *p, const loom_graph_expr *w, const char *form, size_t bytes, char *key, size_t cap,
+                     size_t *len) {
   char hex[33];
-  loom_wcache_content_hash(w->u.cnst.data, w->u.cnst.nbytes, hex);
+  source_hash(p, w, hex);
   int n = snprintf(key, cap, "loom packed weight, layout version %d\nform %s\nbytes %zu\nsource %s (", PACK_LAYOUT_VERSION,
                    form, bytes, loom_dtype_name(w->sinfo->dtype));
   for (int i = 0; i < w->sinfo->ndim && n > 0 && (size_t)n < cap; i++) {
@@ -101,7 +128,7 @@ static loom_status pack_lookup(loom_pass *p, const loom_graph_expr *w, const cha
   *out = NULL;
   *klen = 0;
   if (!loom_wcache_usable(cfg->cache) || bytes < PACK_CACHE_MIN_BYTES || !w->u.cnst.data) return LOOM_OK;
-  if (!pack_key(w, form, bytes, key, cap, klen)) return LOOM_OK;
+  if (!pack_key(p, w, form, bytes, key, cap, klen)) return LOOM_OK;
   loom_wcache_blob *blob;
   if (!loom_wcache_get(cfg->cache, key, *klen, bytes, &blob)) return LOOM_OK;
   void *data = (void *)loom_wcache_blob_data(blob); /* read only: constants are never written */

@@ -60,6 +60,9 @@ typedef struct loom_compile_times {
   uint32_t packed_stored;   /* packed weights made and stored */
   uint32_t packed_rejected; /* entries found corrupt, truncated or mismatched, ignored (packed again) */
   uint64_t packed_bytes_mapped; /* the bytes of the hits */
+  uint32_t sources_by_id;   /* packed weights' sources whose hash was found by file identity (not read) */
+  uint32_t sources_read;    /* ... in a model file but not found so: hashed from their bytes */
+  uint32_t sources_remembered; /* ... of those, remembered under the file's identity for the next compile */
 } loom_compile_times;
 
 /* Runs the default pipeline (src/driver/pipeline.c) on `m` (which it changes and keeps: it

@@ -49,9 +49,10 @@ int main(int argc, char **argv) {
     }
     loom_compile_times t = loom_compiled_times(c);
     printf("compile %s: %.1f ms (passes %.1f ms, planning+lowering %.1f ms, codegen %.1f ms); kernels %u, distinct %u, "
-           "cache hits %u, compiled by LLVM %u; packed weights mapped %u (%.0f MB), stored %u\n",
+           "cache hits %u, compiled by LLVM %u; packed weights mapped %u (%.0f MB), stored %u; sources by file "
+           "identity %u, hashed %u\n",
            path, ms, t.passes_ms, t.lower_ms, t.codegen_ms, t.kernels, t.kernels_unique, t.cache_hits, t.kernels_compiled,
-           t.packed_hits, (double)t.packed_bytes_mapped / 1e6, t.packed_stored);
+           t.packed_hits, (double)t.packed_bytes_mapped / 1e6, t.packed_stored, t.sources_by_id, t.sources_read);
     fflush(stdout);
     loom_rt_close(rt);
     loom_compiled_free(c);

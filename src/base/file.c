@@ -93,13 +93,65 @@ loom_status loom_file_read_limited(const char *path, const char *what, uint64_t 
   return LOOM_OK;
 }
 
+static void id_of_stat(const struct stat *st, loom_file_id *id) {
+  *id = (loom_file_id){.dev = (uint64_t)st->st_dev, .ino = (uint64_t)st->st_ino, .size = (uint64_t)st->st_size,
+                       .mtime_s = (int64_t)st->st_mtim.tv_sec, .mtime_ns = (int64_t)st->st_mtim.tv_nsec,
+                       .ctime_s = (int64_t)st->st_ctim.tv_sec, .ctime_ns = (int64_t)st->st_ctim.tv_nsec};
+}
+
+bool loom_file_id_of(const char *path, loom_file_id *out) {
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  id_of_stat(&st, out);
+  return true;
+}
+
+bool loom_file_id_of_fd(int fd, loom_file_id *out) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  id_of_stat(&st, out);
+  return true;
+}
+
+bool loom_file_id_equal(const loom_file_id *a, const loom_file_id *b) {
+  return a->dev == b->dev && a->ino == b->ino && a->size == b->size && a->mtime_s == b->mtime_s &&
+         a->mtime_ns == b->mtime_ns && a->ctime_s == b->ctime_s && a->ctime_ns == b->ctime_ns;
+}
+
+bool loom_file_id_settled(const loom_file_id *id) {
+  struct timespec now;
+  if (clock_gettime(CLOCK_REALTIME, &now) != 0) return false;
+  int64_t before = (int64_t)now.tv_sec - LOOM_FILE_ID_SETTLED_S;
+  return id->mtime_s < before || id->ctime_s < before;
+}
+
+void loom_file_id_text(const loom_file_id *id, char *buf, size_t cap) {
+  snprintf(buf, cap, "dev %llu ino %llu size %llu mtime %lld.%09lld ctime %lld.%09lld", (unsigned long long)id->dev,
+           (unsigned long long)id->ino, (unsigned long long)id->size, (long long)id->mtime_s, (long long)id->mtime_ns,
+           (long long)id->ctime_s, (long long)id->ctime_ns);
+}
+
 loom_status loom_file_map_limited(const char *path, const char *what, uint64_t limit, const void **out_data,
                                   size_t *out_len) {
+  return loom_file_map_limited_id(path, what, limit, out_data, out_len, NULL);
+}
+
+loom_status loom_file_map_limited_id(const char *path, const char *what, uint64_t limit, const void **out_data,
+                                     size_t *out_len, loom_file_id *out_id) {
   *out_data = NULL;
   *out_len = 0;
   int fd;
   uint64_t size;
   LOOM_PROPAGATE(loom_file_open_regular(path, what, limit, &fd, &size));
+  if (out_id) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+      int e = errno;
+      close(fd);
+      return LOOM_ERROR(IO_ERROR, "cannot stat '%s': %s", path, strerror(e));
+    }
+    id_of_stat(&st, out_id);
+  }
   if (size > SIZE_MAX - 1) {
     close(fd);
     return LOOM_ERROR(RESOURCE_EXHAUSTED, "'%s' (%llu bytes) does not fit in memory", path, (unsigned long long)size);

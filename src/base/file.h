@@ -7,8 +7,8 @@
 #ifndef LOOM_BASE_FILE_H
 #define LOOM_BASE_FILE_H
 
-#include <stddef.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "base/status.h"
 
@@ -48,6 +48,36 @@ void loom_file_unmap(const void *data, size_t len);
  * /proc/self/maps cannot be read: the caller then writes the bytes itself. Lets a writer copy
  * file to file in the kernel (copy_file_range) instead of through the mapping. */
 bool loom_file_mapping_of(const void *p, size_t n, int *out_fd, uint64_t *out_offset);
+
+/* What identifies a file's contents without reading them (as ccache's direct mode): the device,
+ * the inode, the size and the modification and status-change times to the nanosecond. A write
+ * through write(2), truncate(2) or a shared mapping changes the times (and the status-change time
+ * cannot be set by a user), a replacement by rename(2) changes the inode. */
+typedef struct loom_file_id {
+  uint64_t dev, ino;      /* st_dev, st_ino */
+  uint64_t size;          /* st_size */
+  int64_t mtime_s, mtime_ns; /* st_mtim */
+  int64_t ctime_s, ctime_ns; /* st_ctim */
+} loom_file_id;
+
+/* loom_file_map_limited, and *out_id the identity of the file mapped (fstat of the descriptor
+ * before it is mapped). */
+LOOM_MUST_USE loom_status loom_file_map_limited_id(const char *path, const char *what, uint64_t limit,
+                                                   const void **out_data, size_t *out_len, loom_file_id *out_id);
+/* The identity of `path` now (stat(2)); false when it cannot be stat'ed or is not a regular file. */
+bool loom_file_id_of(const char *path, loom_file_id *out);
+/* The identity of the open file `fd` (fstat(2)); false as loom_file_id_of. */
+bool loom_file_id_of_fd(int fd, loom_file_id *out);
+/* Whether two identities are the same. */
+bool loom_file_id_equal(const loom_file_id *a, const loom_file_id *b);
+/* Whether an identity can stand for the contents: its modification or its status-change time
+ * is at least LOOM_FILE_ID_SETTLED_S seconds before now. A file written within the last tick of a
+ * coarse clock could be written again within that tick and keep both times; one whose times are
+ * that old cannot be changed again without one of them changing (ccache's "file too new"). */
+bool loom_file_id_settled(const loom_file_id *id);
+#define LOOM_FILE_ID_SETTLED_S 2
+/* The identity as text, "dev D ino I size S mtime A.B ctime C.D", into buf (cap >= 160). */
+void loom_file_id_text(const loom_file_id *id, char *buf, size_t cap);
 
 /* Least-recently-used eviction in a cache directory: the regular files of `dir` whose names start
  * with `prefix`, oldest modification time first (a cache touches an entry when it uses it), are

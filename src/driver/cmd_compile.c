@@ -80,6 +80,9 @@ static int run(const loom_cli_args *args) {
       if (o.time_passes)
         printf("packed-weight cache: %u hits (%.1f MB mapped), %u stored, %u bad entries ignored%s\n", t.packed_hits,
                (double)t.packed_bytes_mapped / 1e6, t.packed_stored, t.packed_rejected, o.no_cache ? " (--no-cache)" : "");
+      if (o.time_passes)
+        printf("packed weights' sources: %u found by file identity, %u hashed from their bytes, %u remembered\n",
+               t.sources_by_id, t.sources_read, t.sources_remembered);
     }
     loom_compiled_free(c);
   }

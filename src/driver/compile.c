@@ -98,6 +98,9 @@ static void note_times(loom_compiled *c, double extra_ms) {
   c->times.packed_stored = ws.stored;
   c->times.packed_rejected = ws.rejected;
   c->times.packed_bytes_mapped = ws.bytes_mapped;
+  c->times.sources_by_id = ws.memo_hits;
+  c->times.sources_read = ws.memo_misses;
+  c->times.sources_remembered = ws.memo_stored;
 }
 
 /* Runs the codegen pass, making `emit`, unless it is made already. */

@@ -28,6 +28,7 @@ pub const loom_main = [_][]const u8{
     "src/driver/graph_file.c",
     "src/driver/cmd_disasm.c",
     "src/driver/cmd_compile.c",
+    "src/driver/cmd_cache.c",
     "src/driver/cmd_keygen.c",
     "src/driver/cmd_run.c",
     "src/driver/cmd_inspect.c",

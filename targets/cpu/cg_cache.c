@@ -416,6 +416,12 @@ loom_status cg_kernel_objects(const cg_machine *m, loom_sym_ctx *cx, const loom_
   if (!st && ntodo > 1) qsort(todo, ntodo, sizeof *todo, longest_first);
   if (!st) st = compile_all(m, cx, todo, ntodo);
   for (size_t i = 0; i < ntodo && !st; i++) loom_kcache_put(kc, todo[i]->key, todo[i]->key_len, todo[i]->obj, todo[i]->len);
+  /* LOOM_CG_TIMES=1: one stderr line per kernel LLVM compiled (where a cold compile's time goes) */
+  const char *times = getenv("LOOM_CG_TIMES");
+  for (size_t i = 0; i < ntodo && !st && times && *times && *times != '0'; i++)
+    fprintf(stderr, "cg: @%s: IR %.1f ms, optimisation %.1f ms, machine code %.1f ms, object %zu bytes, key %zu bytes\n",
+            todo[i]->f->name, (double)todo[i]->ns[0] / 1e6, (double)todo[i]->ns[1] / 1e6, (double)todo[i]->ns[2] / 1e6,
+            todo[i]->len, todo[i]->key_len);
   if (stats) {
     *stats = (loom_cpu_cache_stats){.kernels = (uint32_t)n, .unique = (uint32_t)out->n, .compiled = (uint32_t)ntodo,
                                     .key_ms = (double)(t1 - t0) / 1e6};

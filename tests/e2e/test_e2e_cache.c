@@ -6,10 +6,12 @@
  * directory on a warm compile, a corrupt one is ignored, and the artifacts stay the same bytes.
  * Every test uses its own temporary cache directory. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "e2e/e2e_util.h"
@@ -237,7 +239,7 @@ LOOM_TEST(e2e_cache, changing_one_layer_recompiles_only_its_kernel) {
  * packed by the pack pass (77,824 and 116,736 bytes of panels, over the packed-weight cache's
  * 64 KiB floor; 300 is no multiple of the panel), their raw_data (76,800 and 115,200 bytes)
  * read in place from the file. */
-static void write_two_matmuls(const char *path) {
+static void write_two_matmuls_salted(const char *path, size_t salt) {
   pb g = {0};
   static const int dims[2][2] = {{64, 300}, {300, 96}};
   static const char *const names[2] = {"W", "V"};
@@ -245,7 +247,7 @@ static void write_two_matmuls(const char *path) {
     size_t n = (size_t)(dims[k][0] * dims[k][1]);
     float *v = malloc(n * sizeof *v);
     cr_assert_not_null(v);
-    for (size_t i = 0; i < n; i++) v[i] = (float)((i * 37 + (size_t)k) % 101) / 101.0f - 0.5f;
+    for (size_t i = 0; i < n; i++) v[i] = (float)((i * 37 + (size_t)k + salt) % 101) / 101.0f - 0.5f;
     pb t = {0};
     pb_int(&t, 1, dims[k][0]), pb_int(&t, 1, dims[k][1]), pb_int(&t, 2, 1), pb_str(&t, 8, names[k]);
     pb_bytes(&t, 9, v, n * sizeof *v);
@@ -267,6 +269,8 @@ static void write_two_matmuls(const char *path) {
   fclose(f);
   pb_free(&model);
 }
+
+static void write_two_matmuls(const char *path) { write_two_matmuls_salted(path, 0); }
 
 static loom_test_proc compile_onnx(const char *model, const char *cache, const char *out) {
   if (!cache) return loom_test_run("%s compile %s -o %s --time --no-cache", loom_test_loom_bin(), model, out);
@@ -323,6 +327,110 @@ LOOM_TEST(e2e_cache, packed_weights_come_from_the_cache_and_change_no_byte) {
   p = loom_test_run("%s %s --bind N=7", loom_test_loom_run_bin(), b);
   cr_assert_eq(p.exit_code, 0, "%s", p.err);
   cr_assert(strstr(p.out, "output 0: f32(7, 96)"), "%s", p.out);
+  loom_test_proc_free(&p);
+  rm_rf(dir);
+}
+
+/* Sets path's modification time to an old date (2001): a file whose times are that old is
+ * settled (base/file.h), so a compile remembers its weights' hashes under its identity. */
+static void backdate(const char *path) {
+  struct timespec ts[2] = {{.tv_sec = 1000000000}, {.tv_sec = 1000000000}};
+  cr_assert_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+/* The weights' hashes are found by the model file's identity on a warm compile (not read again);
+ * a model rewritten in place with other weights of the same size and given back the same
+ * modification time (its status-change time differs), or replaced by rename with the same times
+ * (another inode), is hashed again and never served the old packed weights: every artifact is
+ * the bytes of a --no-cache compile of the file as it is then. `loom cache verify` passes the
+ * cache, then names a damaged entry and removes it with --remove. */
+LOOM_TEST(e2e_cache, a_changed_model_of_the_same_size_is_not_served_the_old_weights) {
+  char dir[64], cache[96], model[96], tmp[96], a[96], b[96], c[96];
+  tmpdir(dir, sizeof dir);
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  snprintf(model, sizeof model, "%s/two.onnx", dir);
+  snprintf(tmp, sizeof tmp, "%s/two.onnx.new", dir);
+  snprintf(a, sizeof a, "%s/a.so", dir);
+  snprintf(b, sizeof b, "%s/b.so", dir);
+  snprintf(c, sizeof c, "%s/c.so", dir);
+  write_two_matmuls_salted(model, 0);
+  backdate(model);
+  loom_test_proc p = compile_onnx(model, cache, a);
+  expect_cache_line(&p, "packed weights' sources: 0 found by file identity, 2 hashed from their bytes, 2 remembered");
+  loom_test_proc_free(&p);
+  p = compile_onnx(model, cache, b);
+  expect_cache_line(&p, "packed-weight cache: 2 hits (0.2 MB mapped), 0 stored, 0 bad entries ignored");
+  expect_cache_line(&p, "packed weights' sources: 2 found by file identity, 0 hashed from their bytes, 0 remembered");
+  loom_test_proc_free(&p);
+  same_bytes(a, b);
+  struct stat before, after;
+  cr_assert_eq(stat(model, &before), 0);
+  usleep(20000); /* past the coarse clock's tick: the rewrite's status-change time differs */
+  /* rewritten in place (same inode, same size), the same modification time given back */
+  write_two_matmuls_salted(model, 1); /* fopen "wb": truncates and rewrites the same inode */
+  backdate(model);
+  cr_assert_eq(stat(model, &after), 0);
+  cr_assert(after.st_ino == before.st_ino && after.st_size == before.st_size &&
+            after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec,
+            "the rewrite keeps inode, size and modification time");
+  p = compile_onnx(model, cache, b);
+  expect_cache_line(&p, "packed weights' sources: 0 found by file identity, 2 hashed from their bytes, 2 remembered");
+  expect_cache_line(&p, "packed-weight cache: 0 hits (0.0 MB mapped), 2 stored");
+  loom_test_proc_free(&p);
+  p = compile_onnx(model, NULL, c);
+  expect_cache_line(&p, "packed-weight cache: 0 hits");
+  loom_test_proc_free(&p);
+  same_bytes(b, c);
+  size_t la, lb;
+  char *ba = e2e_slurp(a, &la), *bb = e2e_slurp(b, &lb);
+  cr_assert(la != lb || memcmp(ba, bb, la), "the new weights made another artifact");
+  free(ba), free(bb);
+  /* replaced by rename: another inode, the same size and times */
+  write_two_matmuls_salted(tmp, 2);
+  backdate(tmp);
+  cr_assert_eq(rename(tmp, model), 0);
+  p = compile_onnx(model, cache, b);
+  expect_cache_line(&p, "packed weights' sources: 0 found by file identity, 2 hashed from their bytes, 2 remembered");
+  loom_test_proc_free(&p);
+  p = compile_onnx(model, NULL, c);
+  loom_test_proc_free(&p);
+  same_bytes(b, c);
+  /* the full check: sound, then one damaged entry named, then removed */
+  p = loom_test_run("%s cache verify %s", loom_test_loom_bin(), cache);
+  cr_assert_eq(p.exit_code, 0, "%s%s", p.out, p.err);
+  cr_assert(strstr(p.out, "12 packed-weight and source-hash files checked, 0 bad"), "%s", p.out);
+  loom_test_proc_free(&p);
+  DIR *d = opendir(cache);
+  cr_assert_not_null(d);
+  struct dirent *e;
+  char victim[300] = "";
+  while ((e = readdir(d)))
+    if (!strncmp(e->d_name, "w-", 2)) snprintf(victim, sizeof victim, "%s/%s", cache, e->d_name);
+  closedir(d);
+  size_t len;
+  char *bytes = e2e_slurp(victim, &len);
+  bytes[len - 5000] ^= 0x10; /* in the payload's last page but one */
+  FILE *f = fopen(victim, "wb");
+  cr_assert_eq(fwrite(bytes, 1, len, f), len);
+  fclose(f);
+  free(bytes);
+  p = loom_test_run("%s cache verify %s", loom_test_loom_bin(), cache);
+  cr_assert_eq(p.exit_code, 1, "%s%s", p.out, p.err);
+  cr_assert(strstr(p.out, "the payload's XXH3-128 does not match"), "%s", p.out);
+  cr_assert(strstr(p.out, strrchr(victim, '/') + 1), "the entry named: %s", p.out);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s cache verify %s --remove", loom_test_loom_bin(), cache);
+  cr_assert_eq(p.exit_code, 0, "%s%s", p.out, p.err);
+  cr_assert(strstr(p.out, "(removed)"), "%s", p.out);
+  loom_test_proc_free(&p);
+  cr_assert(access(victim, F_OK) != 0, "removed");
+  p = loom_test_run("%s cache verify %s/none", loom_test_loom_bin(), dir);
+  cr_assert_eq(p.exit_code, 1);
+  cr_assert(strstr(p.err, "cannot list the cache directory"), "%s", p.err);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s cache check %s", loom_test_loom_bin(), cache);
+  cr_assert_eq(p.exit_code, 2);
+  cr_assert(strstr(p.err, "unknown action 'check'"), "%s", p.err);
   loom_test_proc_free(&p);
   rm_rf(dir);
 }

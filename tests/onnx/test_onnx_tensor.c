@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "graph/graph.h"
 #include "onnx/onnx_test.h"
 
 LOOM_TEST(onnx, loads_test_data_file) {
@@ -160,7 +161,20 @@ LOOM_TEST(onnx, external_data) {
   cr_assert_eq((const char *)t->data, (const char *)m->maps[0].base + 16, "used in place from the mapping");
   cr_assert_float_eq(((float *)t->data)[0], 1.0f, 0);
   cr_assert_float_eq(((float *)t->data)[3], -4.0f, 0);
-  loom_onnx_model_free(m);
+  /* the file's identity when mapped is kept, and the imported module knows the constant lies in
+   * it, at offset 16 (what the packed-weight cache keys it by before reading it) */
+  loom_file_id fid, got;
+  cr_assert(m->maps[0].has_id && loom_file_id_of(path, &fid) && loom_file_id_equal(&fid, &m->maps[0].id));
+  const void *wdata = t->data;
+  loom_graph_module *gm;
+  s = loom_onnx_import_adopting(m, &gm); /* gm frees m */
+  cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+  const char *src;
+  uint64_t off = 0;
+  cr_assert(loom_graph_module_source_of(gm, wdata, 16, &src, &got, &off), "the constant's source");
+  cr_assert(off == 16 && strstr(src, "aligned.bin") && loom_file_id_equal(&got, &fid), "offset %llu, %s", (unsigned long long)off, src);
+  cr_assert_not(loom_graph_module_source_of(gm, wdata, 17, &src, &got, &off), "past the end of the file");
+  loom_graph_module_destroy(gm);
   unlink(path);
   /* A path inside a subdirectory that climbs back is still refused: no '..' at all. */
   EXPECT_ERROR(load_external(dir, "sub/../weights.bin", "8", NULL, &m), INVALID_ARGUMENT,

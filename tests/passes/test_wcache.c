@@ -1,5 +1,7 @@
 /* test_wcache.c — the packed-weight cache (graph/wcache.h) and the pack pass through it: hit and
- * miss, entries checked (corrupt payload, truncated, bad magic, another key's, another length),
+ * miss, entries checked (corrupt sampled payload, truncated, bad magic, another key's, another
+ * length; a flip outside the sampled pages found by loom_wcache_verify), source hashes
+ * remembered by key (`h-` files, a damaged one ignored),
  * least-recently-used eviction under its own bound (the kernel cache's `k-` files untouched),
  * concurrent writers of one key, the content hash independent of the thread count, and the
  * pack pass giving the same packed bytes with the cache cold, warm and corrupted. Every test
@@ -118,8 +120,9 @@ LOOM_TEST(wcache, corrupt_truncated_and_foreign_entries_are_never_used) {
     long off;   /* where to write (negative: from the end); 0 with truncate */
     int trunc;  /* bytes to cut off the end instead */
   } cases[] = {
-      {"one payload byte flipped (the last)", -1, 0},
-      {"one payload byte flipped (the middle)", -(long)(n / 2), 0},
+      {"one payload byte flipped (the last: a sampled page)", -1, 0},
+      {"one payload byte flipped (the first: a sampled page)", 4096, 0},
+      {"the payload's hash in the header changed", 40, 0},
       {"bad magic", 0, 0},
       {"the key text changed", 64, 0},
       {"truncated by one byte", 0, 1},
@@ -362,5 +365,98 @@ LOOM_TEST(wcache, pack_gives_the_same_bytes_cold_warm_and_after_a_corrupt_entry)
     }
   }
   free(want);
+  rm_rf(dir);
+}
+
+/* Counts the bad files loom_wcache_verify reports. */
+static void count_bad(void *ud, const char *name, const char *why, bool removed) {
+  (void)name, (void)removed;
+  cr_assert(strstr(why, "XXH3-128"), "why: %s", why);
+  ++*(int *)ud;
+}
+
+/* A lookup checks the sampled pages only: a byte flipped in a page it does not sample is found by
+ * the full check (loom_wcache_verify, `loom cache verify`), which names the entry and removes it on
+ * request; sound entries pass it. */
+LOOM_TEST(wcache, verify_finds_a_flip_outside_the_sampled_pages) {
+  char dir[64], path[256];
+  tmpdir(dir, sizeof dir);
+  const size_t n = 3 * (1 << 20) + 5; /* 769 pages: 64 sampled */
+  uint8_t *data = pattern(n, 5);
+  loom_wcache *c = loom_wcache_open(dir, 0);
+  loom_wcache_put(c, KEY_A, strlen(KEY_A), data, n);
+  loom_wcache_put(c, KEY_B, strlen(KEY_B), data, 100000);
+  loom_wcache_memo_put(c, "source key\n", 11, "0123456789abcdef0123456789abcdef");
+  loom_wcache_verify_report r = loom_wcache_verify(dir, false, NULL, NULL);
+  cr_assert(r.checked == 3 && r.bad == 0 && !r.unreadable, "checked %u bad %u", r.checked, r.bad);
+  /* page 384 of the payload is not one of the 64 sampled (k * 768 / 63) */
+  snprintf(path, sizeof path, "%s", dir);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "ls '%s' | grep '^w-'", dir);
+  FILE *f = popen(cmd, "r");
+  char name[128], victim[300] = "";
+  while (fgets(name, sizeof name, f)) {
+    name[strcspn(name, "\n")] = '\0';
+    char pth[300];
+    snprintf(pth, sizeof pth, "%s/%s", dir, name);
+    struct stat sb;
+    cr_assert_eq(stat(pth, &sb), 0);
+    if ((size_t)sb.st_size == 4096 + n) snprintf(victim, sizeof victim, "%s", pth);
+  }
+  pclose(f);
+  cr_assert(victim[0], "the large entry");
+  uint8_t x = (uint8_t)(data[384 * 4096 + 7] ^ 0x40);
+  poke(victim, 4096 + 384 * 4096 + 7, &x, 1);
+  int bad_seen = 0;
+  r = loom_wcache_verify(dir, false, count_bad, &bad_seen);
+  cr_assert(r.checked == 3 && r.bad == 1 && r.removed == 0 && bad_seen == 1, "checked %u bad %u", r.checked, r.bad);
+  cr_assert(access(victim, F_OK) == 0, "not removed without the flag");
+  r = loom_wcache_verify(dir, true, NULL, NULL);
+  cr_assert(r.bad == 1 && r.removed == 1);
+  cr_assert(access(victim, F_OK) != 0, "removed with the flag");
+  loom_wcache_blob *b;
+  cr_assert_not(loom_wcache_get(c, KEY_A, strlen(KEY_A), n, &b), "a removed entry is a miss");
+  r = loom_wcache_verify(dir, false, NULL, NULL);
+  cr_assert(r.checked == 2 && r.bad == 0);
+  char missing[300];
+  snprintf(missing, sizeof missing, "%s/none", dir);
+  cr_assert(loom_wcache_verify(missing, false, NULL, NULL).unreadable);
+  loom_wcache_close(c);
+  free(data);
+  rm_rf(dir);
+}
+
+/* Source hashes by key: found after a put, a miss for another key, a damaged file ignored
+ * (counted as rejected) and found by verify. */
+LOOM_TEST(wcache, source_hashes_are_remembered_by_key_and_a_damaged_one_is_ignored) {
+  char dir[64];
+  tmpdir(dir, sizeof dir);
+  loom_wcache *c = loom_wcache_open(dir, 0);
+  const char *k1 = "loom source bytes, version 1\nfile dev 1 ino 2\noffset 0 bytes 8\n";
+  const char *k2 = "loom source bytes, version 1\nfile dev 1 ino 3\noffset 0 bytes 8\n";
+  char hex[33];
+  cr_assert_not(loom_wcache_memo_get(c, k1, strlen(k1), hex));
+  loom_wcache_memo_put(c, k1, strlen(k1), "00112233445566778899aabbccddeeff");
+  cr_assert(loom_wcache_memo_get(c, k1, strlen(k1), hex));
+  cr_assert_str_eq(hex, "00112233445566778899aabbccddeeff");
+  cr_assert_not(loom_wcache_memo_get(c, k2, strlen(k2), hex), "another key");
+  char cmd[300], name[128], path[300];
+  snprintf(cmd, sizeof cmd, "ls '%s' | grep '^h-'", dir);
+  FILE *f = popen(cmd, "r");
+  cr_assert_not_null(fgets(name, sizeof name, f));
+  pclose(f);
+  name[strcspn(name, "\n")] = '\0';
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  /* one hex digit of the hash changed: the check line no longer matches */
+  uint8_t x = '9';
+  poke(path, (long)(9 + strlen(k1) + 9), &x, 1);
+  uint32_t before = loom_wcache_stats_of(c).rejected;
+  cr_assert_not(loom_wcache_memo_get(c, k1, strlen(k1), hex), "a damaged source hash used");
+  cr_assert_eq(loom_wcache_stats_of(c).rejected, before + 1);
+  cr_assert_eq(loom_wcache_verify(dir, false, NULL, NULL).bad, 1);
+  loom_wcache_stats st = loom_wcache_stats_of(c);
+  cr_assert(st.memo_hits == 1 && st.memo_misses == 3 && st.memo_stored == 1, "hits %u misses %u stored %u", st.memo_hits,
+            st.memo_misses, st.memo_stored);
+  loom_wcache_close(c);
   rm_rf(dir);
 }

@@ -666,6 +666,19 @@ loom_status loom_onnx_import_adopting(loom_onnx_model *model, loom_graph_module 
     loom_onnx_model_free(model);
     return st;
   }
+  /* the raw_data left in the file mapping: the pack pass may key it by the file's identity */
+  if (model->has_file_id && model->file_map && model->file_len)
+    st = loom_graph_module_add_source(*out, model->file_map, model->file_len, model->path, &model->file_id);
+  for (size_t i = 0; i < model->nmaps && !st; i++) /* external data files */
+    if (model->maps[i].has_id)
+      st = loom_graph_module_add_source(*out, model->maps[i].base, model->maps[i].len, model->maps[i].path,
+                                        &model->maps[i].id);
+  if (st) {
+    loom_onnx_model_free(model);
+    loom_graph_module_destroy(*out);
+    *out = NULL;
+    return st;
+  }
   st = loom_graph_module_adopt(*out, model, free_model);
   if (st) {
     loom_graph_module_destroy(*out);

@@ -565,7 +565,8 @@ loom_status loom_onnx_model_load(const char *path, loom_onnx_model **out) {
   const void *buf;
   size_t len;
   /* mapped, not read, and kept mapped: large raw_data are used where they lie (onnx_view.c) */
-  LOOM_PROPAGATE(loom_file_map_limited(path, "model file", LOOM_FILE_LIMIT_ONNX, &buf, &len));
+  loom_file_id id;
+  LOOM_PROPAGATE(loom_file_map_limited_id(path, "model file", LOOM_FILE_LIMIT_ONNX, &buf, &len, &id));
   loom_status s = loom_onnx_wire_check(buf, len, LOOM_ONNX_WIRE_MODEL, path);
   if (s) {
     loom_file_unmap(buf, len);
@@ -580,6 +581,7 @@ loom_status loom_onnx_model_load(const char *path, loom_onnx_model **out) {
   }
   s = parse(buf, len, path, dir, LOOM_ONNX_VIEW_MIN, buf, out); /* the model owns the mapping now */
   free(dir);
+  if (!s) (*out)->has_file_id = true, (*out)->file_id = id;
   return s;
 }
 

@@ -29,6 +29,7 @@
 
 #include "base/arena.h"
 #include "base/dtype.h"
+#include "base/file.h"
 #include "base/intern.h"
 #include "base/status.h"
 #include "base/strbuf.h"
@@ -180,6 +181,8 @@ typedef struct loom_onnx_mapping {
   char *path; /* resolved */
   void *base;
   size_t len;
+  bool has_id;     /* id is set */
+  loom_file_id id; /* the file's identity when it was mapped (the packed-weight cache's key) */
 } loom_onnx_mapping;
 
 /* A bytes field of the protobuf (an initializer's raw_data) of LOOM_ALLOC_LARGE_MIN or more: a
@@ -212,6 +215,8 @@ typedef struct loom_onnx_model {
   struct loom_onnx_view *views; /* the raw_data left in it, indexed by the markers of the unpacked proto */
   size_t nviews;
   size_t view_bytes;            /* bytes of the decoded tensors that point into file_map (not copied) */
+  bool has_file_id;             /* file_id is set (the model was loaded from a file) */
+  loom_file_id file_id;         /* the identity of the model file when it was mapped (base/file.h) */
 } loom_onnx_model;
 
 /* raw_data of this many bytes or more is read in place from the model file's mapping (at any

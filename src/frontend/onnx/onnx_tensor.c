@@ -227,11 +227,14 @@ static loom_status map_external(const Onnx__TensorProto *tp, const char *file, c
     else if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0)
       s = LOOM_ERROR(IO_ERROR, "%s: %s: cannot read external data file %s", file, what, path);
     else {
+      loom_file_id fid; /* before the mapping, as loom_file_map_limited_id */
+      bool has_id = loom_file_id_of_fd(fd, &fid);
       void *base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
       if (base == MAP_FAILED) s = LOOM_ERROR(IO_ERROR, "%s: %s: cannot map external data file %s: %s", file, what, path, strerror(errno));
       else {
         mp = &keeper->maps[keeper->nmaps++];
         *mp = (loom_onnx_mapping){.path = real_file, .base = base, .len = (size_t)st.st_size};
+        mp->has_id = has_id, mp->id = fid;
         real_file = NULL; /* the mapping keeps it */
       }
     }
