@@ -167,6 +167,20 @@ LOOM_TEST(tp_schedule, split_of_provably_divisible_extent_has_no_tail) {
   tp_fixture_free(&fx);
 }
 
+/* The matmul of `ref` and its transformed copy `fx` give equal results at each m of ms (k = 5,
+ * n = 3); `printed` (fx's text) goes into the failure message. */
+static void matmuls_equal(tp_fixture *ref, tp_fixture *fx, const int64_t *ms, size_t nms, const char *printed) {
+  for (size_t a = 0; a < nms; a++) {
+    int64_t m = ms[a], k = 5, n = 3;
+    float *want = calloc((size_t)(m * n), 4), *got = calloc((size_t)(m * n), 4);
+    run(ref->cx, ref->f, true, m, k, n, want);
+    run(fx->cx, fx->f, true, m, k, n, got);
+    cr_assert_arr_eq(got, want, (size_t)(m * n) * 4, "m=%lld\n%s", (long long)m, printed);
+    free(want);
+    free(got);
+  }
+}
+
 /* split_overlap: the row tail as one whole tile ending at the last row. Applies only where the
  * extent is provably >= the factor and the body may run twice for one iteration. */
 LOOM_TEST(tp_schedule, split_overlap_tail_is_a_whole_tile_ending_at_the_last_row) {
@@ -190,15 +204,7 @@ LOOM_TEST(tp_schedule, split_overlap_tail_is_a_whole_tile_ending_at_the_last_row
   char *printed = tp_print(fx.f);
   cr_assert(strstr(printed, "for i_t in 0..min(floormod(m, 4), 1)") != NULL, "%s", printed);
   static const int64_t ms[] = {4, 5, 6, 7, 8, 13, 17};
-  for (size_t a = 0; a < sizeof ms / sizeof ms[0]; a++) {
-    int64_t m = ms[a], k = 5, n = 3;
-    float *want = calloc((size_t)(m * n), 4), *got = calloc((size_t)(m * n), 4);
-    run(ref.cx, ref.f, true, m, k, n, want);
-    run(fx.cx, fx.f, true, m, k, n, got);
-    cr_assert_arr_eq(got, want, (size_t)(m * n) * 4, "m=%lld\n%s", (long long)m, printed);
-    free(want);
-    free(got);
-  }
+  matmuls_equal(&ref, &fx, ms, sizeof ms / sizeof ms[0], printed);
   free(printed);
   tp_fixture_free(&ref);
   tp_fixture_free(&fx);
@@ -238,15 +244,8 @@ LOOM_TEST(tp_schedule, split_overlap_small_runs_the_remainder_in_small_tiles) {
   cr_assert_null(loom_tp_verify(fx.cx, fx.f));
   char *printed = tp_print(fx.f);
   cr_assert(strstr(printed, "for i_t in 0..floordiv(floormod(m, 5) + 1, 2)") != NULL, "%s", printed);
-  for (int64_t m = 2; m <= 13; m++) {
-    int64_t k = 5, n = 3;
-    float *want = calloc((size_t)(m * n), 4), *got = calloc((size_t)(m * n), 4);
-    run(ref.cx, ref.f, true, m, k, n, want);
-    run(fx.cx, fx.f, true, m, k, n, got);
-    cr_assert_arr_eq(got, want, (size_t)(m * n) * 4, "m=%lld\n%s", (long long)m, printed);
-    free(want);
-    free(got);
-  }
+  static const int64_t ms[] = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
+  matmuls_equal(&ref, &fx, ms, sizeof ms / sizeof ms[0], printed);
   free(printed);
   tp_fixture_free(&ref);
   tp_fixture_free(&fx);
