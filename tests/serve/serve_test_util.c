@@ -2,6 +2,7 @@
 #include "serve_test_util.h"
 
 #include <stdbool.h>
+#include <string.h>
 #include <time.h>
 #include "support/loom_test.h"
 
@@ -45,4 +46,11 @@ int64_t serve_test_argmax_last(const loom_graph_tensor *logits, int s, int64_t v
   for (int64_t v = 1; v < vocab; v++)
     if (loom_graph_tensor_get_f64(logits, row + (size_t)v) > loom_graph_tensor_get_f64(logits, row + (size_t)best)) best = v;
   return best;
+}
+
+void serve_test_expect_refused(loom_status st, const char *from, const char *to, const char *needle) {
+  cr_assert_not_null(st, "'%s' -> '%s' was accepted", from, to);
+  const char *msg = loom_status_text(st, 0);
+  cr_assert(strstr(msg, needle) && strstr(msg, "cannot be served as a decoder with a paged cache"), "'%s' -> '%s': %s", from, to, msg);
+  loom_status_free(st);
 }

@@ -21,4 +21,8 @@ void serve_test_greedy(loom_serve_engine *e, int nreq, const int *lens, int64_t 
  * (1, s, vocab). */
 int64_t serve_test_argmax_last(const loom_graph_tensor *logits, int s, int64_t vocab);
 
+/* Asserts that rewriting a decoder variant (`from` replaced by `to` in its text) was refused with
+ * `st`, whose message holds `needle` and says the model cannot be served; frees st. */
+void serve_test_expect_refused(loom_status st, const char *from, const char *to, const char *needle);
+
 #endif
