@@ -233,6 +233,14 @@ loom_tp_buffer *loom_tp_buffer_new(loom_arena *a, const char *name, loom_dtype t
   return b;
 }
 
+const loom_sym_expr *loom_tp_fused_pair(const loom_tp_buffer *buf, loom_tp_expr *const *idx, int d) {
+  if (d + 1 >= buf->ndim || idx[d]->kind != LOOM_TP_EXPR_SYM || idx[d + 1]->kind != LOOM_TP_EXPR_SYM) return NULL;
+  const loom_sym_expr *q = idx[d]->u.sym, *r = idx[d + 1]->u.sym;
+  if (loom_sym_kind_of(q) != LOOM_SYM_FLOORDIV || loom_sym_kind_of(r) != LOOM_SYM_FLOORMOD) return NULL;
+  const loom_sym_expr *x = loom_sym_operand(q, 0), *e = loom_sym_operand(q, 1);
+  return loom_sym_operand(r, 0) == x && loom_sym_operand(r, 1) == e && buf->dims[d + 1] == e ? x : NULL;
+}
+
 bool loom_tp_expr_reads_memory(const loom_tp_expr *e) {
   switch (e->kind) {
     case LOOM_TP_EXPR_LOAD: return true;

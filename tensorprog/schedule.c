@@ -245,9 +245,8 @@ static loom_status split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
     return LOOM_ERROR(INVALID_ARGUMENT, "split_overlap of loop '%s': tail tiles of %lld are not below %lld", v, (long long)small,
                       (long long)factor);
   const loom_sym_expr *n = loop->u.loop.extent;
-  loom_sym_interval b = loom_sym_bounds(cx, n);
   int64_t need = small > 0 ? small : factor;
-  if (factor < 2 || b.lo_inf || b.lo < need)
+  if (factor < 2 || loom_sym_prove_le(cx, loom_sym_const(cx, need), n) != LOOM_SYM_TRUE)
     return LOOM_ERROR(FAILED_PRECONDITION, "split_overlap of loop '%s' does not apply: its extent is not provably >= %lld",
                       v, (long long)need);
   if (loop->u.loop.reduce || loop->u.loop.kind != LOOM_TP_LOOP_SERIAL)

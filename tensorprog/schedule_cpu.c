@@ -799,14 +799,14 @@ static loom_status small_m(void *ud, loom_tp_func *view) {
  * the MLP's compile 1.8x that of the 6-row tiles). Measurements: docs/codegen.md. AVX2's 16
  * registers hold 6 x 2 accumulators, no more: TILE_ROWS there, and for the i32 (int8) tiles. */
 
-/* The row-tile height for the general path of `orig` (rows >= limit known). */
-static int64_t general_tile_rows(const mm_nest *orig, int64_t limit, const loom_tp_cpu_params *p) {
+/* The row-tile height for the general path of `orig` (under its rows >= limit fact). */
+static int64_t general_tile_rows(loom_sym_ctx *cx, const mm_nest *orig, const loom_tp_cpu_params *p) {
   int64_t n;
   const loom_sym_expr *rows = orig->loops[orig->nloops - 2]->u.loop.extent;
   if (p->vector_bytes < 64 || orig->c->dtype != LOOM_DTYPE_F32) return TILE_ROWS;
   if (loom_sym_is_const(rows, &n)) return n >= TALL_ROWS ? TALL_ROWS : TILE_ROWS;
-  /* a symbolic extent: the 6-row tail tiles need rows >= TILE_ROWS proven (a var, rows >= limit assumed) */
-  return loom_sym_is_var(rows) && limit >= TILE_ROWS ? TALL_ROWS : TILE_ROWS;
+  /* a symbolic extent: the 6-row tail tiles need rows >= TILE_ROWS proven (rows >= limit assumed) */
+  return loom_sym_prove_le(cx, loom_sym_const(cx, TILE_ROWS), rows) == LOOM_SYM_TRUE ? TALL_ROWS : TILE_ROWS;
 }
 
 /* Tiles the matmul nest held by *slot; on refusal leaves it unchanged and says why. */
@@ -832,7 +832,9 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
    * scheduled under that fact, so the row tail can be one overlapping full tile. */
   loom_sym_facts_push(cx);
   if (!st && loom_sym_is_var(rows)) st = loom_sym_assume_range(cx, rows, limit, INT64_MAX);
-  c.tile_rows = general_tile_rows(orig, limit, p);
+  else if (!st && !loom_sym_is_const(rows, NULL)) /* fused rows (b * s): rows - limit >= 0 */
+    st = loom_sym_assume_nonneg(cx, loom_sym_sub(cx, rows, loom_sym_const(cx, limit)));
+  c.tile_rows = general_tile_rows(cx, orig, p);
   if (!st) st = j_to_top(&c, view.body->u.if_.else_s, &m);
   if (!st) st = general_panels(&c, &view.body->u.if_.else_s);
   loom_sym_facts_pop(cx);
@@ -855,6 +857,31 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
   return LOOM_OK;
 }
 
+/* The batch loops right above the row loop i whose index B does not use (a (b, s, k) x (k, n)
+ * matmul: the weight shared by every batch) fused with i, outermost last: the register tiles
+ * then run over b * s rows, so B is read once per b * s / 12 rows where it was read once per
+ * s / 12 for every batch (b = 8, s = 4 read B eight times, through the few-rows path), and the
+ * row tail is one per matmul, not one per batch. Each fused access reads [floordiv(x, s),
+ * floormod(x, s)]: row-major, that is offset x (targets/cpu cg_elem_ptr, no division). */
+static loom_status fuse_shared_rows(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot, mm_nest *m,
+                                    loom_strbuf *why) {
+  while (m->nloops >= 3) {
+    loom_tp_stmt *outer = m->loops[m->nloops - 3], *fused;
+    const char *bn = loom_sym_var_name(outer->u.loop.var), *in = loom_sym_var_name(m->loops[m->nloops - 2]->u.loop.var);
+    if (in_names(m->b_batch, m->nb_batch, bn)) return LOOM_OK;
+    loom_status st = loom_tp_fuse(a, cx, f, outer, &fused);
+    if (st) { /* a nest fuse does not apply to stays as it is */
+      loom_strbuf_printf(why, "loops %s, %s: not fused (%s)\n", bn, in, loom_status_message(st));
+      loom_status_free(st);
+      return LOOM_OK;
+    }
+    loom_strbuf_printf(why, "loops %s, %s: fused (rows of every batch against the one B)\n", bn, in);
+    if (outer == *slot) *slot = fused;
+    if (!match_matmul(cx, *slot, m)) return LOOM_ERROR(INTERNAL, "the matmul nest does not match after fusing its rows");
+  }
+  return LOOM_OK;
+}
+
 static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
                                  const loom_tp_cpu_params *p, loom_strbuf *why) {
   loom_tp_stmt *s = *slot;
@@ -865,6 +892,8 @@ static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
   mm_nest m;
   if (match_matmul(cx, s, &m)) {
     bool done;
+    LOOM_PROPAGATE(fuse_shared_rows(a, cx, f, slot, &m, why));
+    s = *slot;
     LOOM_PROPAGATE(tile_matmul(a, cx, f, slot, &m, p, why, &done));
     if (done) return LOOM_OK;
   }

@@ -148,12 +148,13 @@ static loom_tp_expr **collect_visit(walker *w, const loom_tp_buffer *buf, loom_t
   return NULL;
 }
 
-/* The rest of index `d` when it is `v + rest`, rest free of v and of the body's loop
- * variables; NULL otherwise. */
-static const loom_sym_expr *own_part(loom_sym_ctx *cx, const access *x, int d, const loom_sym_expr *v,
+/* The rest of index `d` when it is `v + rest` (with `pair`, of the fused pair at d, d + 1),
+ * rest free of v and of the body's loop variables; NULL otherwise. */
+static const loom_sym_expr *own_part(loom_sym_ctx *cx, const access *x, int d, bool pair, const loom_sym_expr *v,
                                      const walker *w) {
   if (x->idx[d]->kind != LOOM_TP_EXPR_SYM) return NULL;
-  const loom_sym_expr *e = x->idx[d]->u.sym;
+  const loom_sym_expr *e = pair ? loom_tp_fused_pair(x->buf, x->idx, d) : x->idx[d]->u.sym;
+  if (!e) return NULL;
   if (!loom_sym_uses_var(e, v)) return NULL;
   const loom_sym_expr *rest = loom_sym_sub(cx, e, v);
   if (!rest || loom_sym_uses_var(rest, v)) return NULL;
@@ -162,21 +163,23 @@ static const loom_sym_expr *own_part(loom_sym_ctx *cx, const access *x, int d, c
   return rest;
 }
 
-/* Iteration v touches only elements of `buf` whose index d is v + rest, for one d and one
- * rest shared by all of buf's accesses: distinct iterations never meet. */
+/* Iteration v touches only elements of `buf` whose index d (or fused pair d, d + 1) is
+ * v + rest, for one d and one rest shared by all of buf's accesses: distinct iterations
+ * never meet. */
 static bool separated(loom_sym_ctx *cx, const access_vec *acc, const loom_tp_buffer *buf, const loom_sym_expr *v,
                       const walker *w) {
-  for (int d = 0; d < buf->ndim; d++) {
-    const loom_sym_expr *rest = NULL;
-    bool ok = true;
-    for (size_t i = 0; i < acc->len && ok; i++) {
-      if (acc->data[i].buf != buf) continue;
-      const loom_sym_expr *r = own_part(cx, &acc->data[i], d, v, w);
-      if (!r || (rest && r != rest)) ok = false;
-      rest = r;
+  for (int d = 0; d < buf->ndim; d++)
+    for (int pair = 0; pair < 2; pair++) {
+      const loom_sym_expr *rest = NULL;
+      bool ok = true;
+      for (size_t i = 0; i < acc->len && ok; i++) {
+        if (acc->data[i].buf != buf) continue;
+        const loom_sym_expr *r = own_part(cx, &acc->data[i], d, pair, v, w);
+        if (!r || (rest && r != rest)) ok = false;
+        rest = r;
+      }
+      if (ok) return true;
     }
-    if (ok) return true;
-  }
   return false;
 }
 
@@ -402,12 +405,14 @@ loom_status loom_tp_cache_write(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *l
   footprint fp = {.what = "cache_write"};
   LOOM_PROPAGATE(footprint_of(a, cx, loop, buf, &fp));
   /* Distinct footprint points must be distinct elements: each footprint variable is alone
-   * (with unit coefficient, beside non-footprint terms) in some index. */
+   * (with unit coefficient, beside non-footprint terms) in some index, or in the one index
+   * of a fused pair of axes (loom_tp_fused_pair). */
   for (int i = 0; i < fp.tn; i++) {
     bool alone = false;
-    for (int d = 0; d < buf->ndim && !alone; d++) {
-      const loom_sym_expr *x = fp.tidx[d]->u.sym;
-      if (!loom_sym_uses_var(x, fp.tvars[i])) continue;
+    for (int k = 0; k < 2 * buf->ndim && !alone; k++) {
+      int d = k / 2;
+      const loom_sym_expr *x = k % 2 ? loom_tp_fused_pair(buf, fp.tidx, d) : fp.tidx[d]->u.sym;
+      if (!x || !loom_sym_uses_var(x, fp.tvars[i])) continue;
       const loom_sym_expr *rest = loom_sym_sub(cx, x, fp.tvars[i]);
       if (!rest) return sym_error(cx);
       alone = true;

@@ -175,6 +175,11 @@ bool loom_tp_expr_reads_memory(const loom_tp_expr *e);
 /* Does a store under `s` write at an index read from memory (a scatter: two iterations may
  * write one element)? */
 bool loom_tp_stmt_scatters(const loom_tp_stmt *s);
+/* x when indices d, d + 1 of an access to `buf` are floordiv(x, E), floormod(x, E) with E
+ * the extent of axis d + 1 (two loops fused into one, loom_tp_fuse): row-major, the pair is
+ * then one index, x — distinct x reach distinct elements, and the offset needs no division.
+ * NULL otherwise. */
+const loom_sym_expr *loom_tp_fused_pair(const loom_tp_buffer *buf, loom_tp_expr *const *idx, int d);
 
 /* A scalar (int64) parameter: a symbolic variable the caller passes. */
 typedef struct loom_tp_scalar_param {

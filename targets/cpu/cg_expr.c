@@ -418,6 +418,16 @@ LLVMValueRef cg_elem_ptr(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *
   LLVMValueRef base = lookup_buf(g, buf);
   LLVMValueRef off = NULL;
   for (int d = 0; d < buf->ndim; d++) {
+    const loom_sym_expr *fused = loom_tp_fused_pair(buf, idx, d);
+    if (fused) { /* two axes fused into one loop: off * dims[d] * dims[d + 1] + x, no division */
+      LLVMValueRef x = cg_sym(g, fused);
+      if (off)
+        x = LLVMBuildNSWAdd(g->b, LLVMBuildNSWMul(g->b, off, cg_sym(g, loom_sym_mul(g->cx, buf->dims[d], buf->dims[d + 1])), ""),
+                            x, "");
+      off = x;
+      d++;
+      continue;
+    }
     /* a symbol is lane 0's index in lane mode (the variable bound to 0), never a vector */
     LLVMValueRef i = idx[d]->kind == LOOM_TP_EXPR_SYM ? cg_sym(g, idx[d]->u.sym) : cg_expr(g, idx[d]);
     if (LLVMTypeOf(i) != g->t_i64) i = LLVMBuildSExt(g->b, i, g->t_i64, "");

@@ -819,6 +819,22 @@ LOOM_TEST(cpu, schedule_rule_matmul_column_tail_is_one_overlapping_panel) {
 }
 LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_rank3_shared_b) { generated_schedule_and_diff(gen_mm32); }
 LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_rank4) { generated_schedule_and_diff(gen_mm44); }
+/* A (b, s, k) x (k, n) matmul (and linear) with B shared by every batch: b and s fused into one
+ * row loop, so the tiles run over b * s rows (fewer than 6 streamed); equal to the interpreter
+ * with b * s around the tile boundaries, for every vector width. */
+LOOM_TEST(cpu, schedule_rule_fuses_batch_rows_against_a_shared_b) {
+  static const gen_fn gens[] = {gen_mm32, gen_linear3};
+  static const int64_t sz[] = {0, 1, 2, 3, 4, 5, 6, 7, 11, 13, 33};
+  cpu_diff_opts o = opts(sz, 11, 1e-4);
+  o.trials = 10;
+  static const int vbytes[] = {64, 32};
+  for (size_t g = 0; g < 2; g++) {
+    char *text = generated_text(gens[g]);
+    for (size_t v = 0; v < 2; v++) schedule_for_and_diff(text, vbytes[v], "fused (rows of every batch against the one B)", &o);
+    free(text);
+  }
+}
+
 LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_broadcast_b) { generated_schedule_and_diff(gen_mm43); }
 static void fill_identity_index(const loom_tp_func *f, size_t param, void *data, size_t count, const int64_t *shape,
                                 loom_test_rng *rng) {

@@ -286,6 +286,41 @@ LOOM_TEST(tp_schedule, cpu_rule_register_tiles_matmul_and_round_trips) {
   check_schedule(matmul, true, cpu_rule, "acc[i_i, j_i] = acc[i_i, j_i] + A[12*i_o + i_i, r] * Bp[r, j_i]\n");
 }
 
+/* Two axes fused into one loop (loom_tp_fuse): [floordiv(x, s), floormod(x, s)] on axes of
+ * extents (b, s) is the one row-major index x, so distinct x reach distinct elements
+ * (distribute and cache_write prove it); a divisor other than the axis's extent proves nothing. */
+LOOM_TEST(tp_schedule, a_fused_pair_of_axes_is_one_index) {
+  tp_fixture fx;
+  cr_assert_null(tp_parse(&fx, "prim @p(A: Buffer[(b, s, k), f32], C: Buffer[(b, s, n), f32], D: Buffer[(b, s, n), f32]) {\n"
+                               "  for f in 0..b * s {\n    for j in 0..n {\n      C[floordiv(f, s), floormod(f, s), j] = 0.0\n    }\n"
+                               "    for j2 in 0..n {\n      D[floordiv(f, s), floormod(f, s), j2] = 1.0\n    }\n  }\n"
+                               "  for g in 0..b * s {\n    D[floordiv(g, 2), floormod(g, 2), 0] = 1.0\n"
+                               "    C[floordiv(g, 2), floormod(g, 2), 0] = 2.0\n  }\n"
+                               "  for o in 0..b {\n    for t in 0..4 {\n      for l in 0..n {\n"
+                               "        C[floordiv(4 * o + t, s), floormod(4 * o + t, s), l] = A[floordiv(4 * o + t, s), floormod(4 * o + t, s), 0]\n"
+                               "      }\n    }\n  }\n"
+                               "  for q in 0..b {\n    for u in 0..4 {\n      D[floordiv(4 * q + u, 2), floormod(4 * q + u, 2), 0] = 1.0\n"
+                               "    }\n  }\n}\n"));
+  loom_status s = loom_tp_distribute(&fx.arena, fx.cx, fx.f, loom_tp_find_loop(fx.f, "f"), NULL, NULL);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  s = loom_tp_cache_write(&fx.arena, fx.cx, loom_tp_find_loop(fx.f, "o"), fx.f->params[1].buf, "acc", NULL, NULL);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  char *printed = tp_print(fx.f);
+  cr_assert(strstr(printed, "alloc acc: Local[(4, n), f32]") != NULL, "%s", printed);
+  free(printed);
+  s = loom_tp_distribute(&fx.arena, fx.cx, fx.f, loom_tp_find_loop(fx.f, "g"), NULL, NULL);
+  cr_assert_not_null(s);
+  cr_assert(strstr(loom_status_message(s), "two iterations may access one element of 'D'") != NULL, "%s",
+            loom_status_message(s));
+  loom_status_free(s);
+  s = loom_tp_cache_write(&fx.arena, fx.cx, loom_tp_find_loop(fx.f, "q"), fx.f->params[2].buf, "acc2", NULL, NULL);
+  cr_assert_not_null(s);
+  cr_assert(strstr(loom_status_message(s), "two footprint points may be one element") != NULL, "%s",
+            loom_status_message(s));
+  loom_status_free(s);
+  tp_fixture_free(&fx);
+}
+
 LOOM_TEST(tp_schedule, distribute_and_caches_refuse_what_they_cannot_prove) {
   tp_fixture fx;
   cr_assert_null(tp_parse(&fx, "prim @p(A: Buffer[(n + 1,), f32], B: Buffer[(n,), f32], C: Buffer[(2 * n,), f32]) {\n"
