@@ -194,7 +194,8 @@ int cpu_diff(tp_fixture *fx, loom_kernel_fn fn, const cpu_diff_opts *o, uint64_t
         wargs[i].data = want[i];
       }
     }
-    loom_status s = loom_tp_interpret(fx->cx, f, wargs, f->nparams);
+    loom_status s = o->oracle ? loom_tp_interpret(o->oracle->cx, o->oracle->f, wargs, f->nparams)
+                              : loom_tp_interpret(fx->cx, f, wargs, f->nparams);
     cr_assert_null(s, "interpreter: %s", loom_status_text(s, 0));
     for (uint32_t threads = 1; threads <= CPU_CTX_POOL; threads++) {
       for (size_t i = 0; i < f->nparams; i++)

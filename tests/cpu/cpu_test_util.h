@@ -39,6 +39,8 @@ typedef struct cpu_diff_opts {
   cpu_fill_fn fill;     /* NULL: cpu_fill */
   int64_t scalar;       /* value of every scalar param */
   cpu_bind_fn bind;     /* NULL: random sizes only */
+  const tp_fixture *oracle; /* the program whose interpretation is the expected result (the
+                               unscheduled one, same parameters); NULL: the one compiled */
 } cpu_diff_opts;
 
 /* Runs `fn` (compiled from f) and the interpreter on the same random inputs for

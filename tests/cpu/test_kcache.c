@@ -53,7 +53,7 @@ LOOM_TEST(kcache, identical_programs_of_one_compile_are_compiled_once) {
   cr_assert(st.kernels == 3 && st.unique == 1 && st.compiled == 1 && st.hits == 0, "%u %u %u %u", st.kernels, st.unique,
             st.compiled, st.hits);
   cr_assert(fns[0] == fns[1] && fns[1] == fns[2]);
-  cpu_diff_opts o = {sizes, 7, 3, 0, 0, NULL, 1, NULL};
+  cpu_diff_opts o = {sizes, 7, 3, 0, 0, NULL, 1, NULL, NULL};
   cr_assert_gt(cpu_diff(&fx, fns[1], &o, 1), 0);
   /* the same content again in this JIT: its kernel is reused, nothing compiled */
   s = loom_cpu_jit_compile_cached(jit, fx.cx, fs, 1, NULL, fns, &st);
@@ -82,7 +82,7 @@ LOOM_TEST(kcache, programs_differing_only_in_names_share_an_entry) {
     cr_assert_null(s, "%s", loom_status_text(s, 0));
     cr_assert_eq(st.hits, (uint32_t)k, "program %d: %u hits", k, st.hits);
     cr_assert_eq(st.compiled, (uint32_t)(1 - k));
-    cpu_diff_opts o = {sizes, 7, 3, 0, 0, NULL, 1, NULL};
+    cpu_diff_opts o = {sizes, 7, 3, 0, 0, NULL, 1, NULL, NULL};
     cr_assert_gt(cpu_diff(&fx, fn, &o, 2), 0);
     loom_cpu_jit_destroy(jit);
     tp_fixture_free(&fx);
