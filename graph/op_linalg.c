@@ -506,20 +506,22 @@ static loom_status eval_matmul_integer(loom_graph_ecx *ec, const loom_graph_valu
 }
 
 typedef struct matmul_integer_params {
-  int64_t panel; /* packed_b: b's panel width; else 0 */
+  int64_t panel;  /* packed_b: b's panel width; else 0 */
+  int64_t kwhole; /* quads with a u8 a whose k is this constant, a multiple of 4 (a read in place); else 0 */
   loom_dtype ta, tb;
   int32_t ra, rza, rzb;
   int32_t quads;  /* packed_b in byte quads (dot4) */
   int32_t ragged; /* packed_b with n: C's last extent its own symbol, the last panel padded */
   int32_t zero;   /* 0: the struct has no padding */
 } matmul_integer_params;
-LOOM_TP_GEN_PARAMS(matmul_integer_params, 8 + 8 * 4);
+LOOM_TP_GEN_PARAMS(matmul_integer_params, 16 + 8 * 4);
 
 static loom_status gen_matmul_integer(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
   const matmul_integer_params *p = params;
   loom_arena *ar = loom_graph_module_arena(m);
   loom_sym_ctx *cx = loom_graph_module_sym(m);
-  if (p->panel && p->quads) return loom_tp_gen_matmul_integer_quads(ar, cx, name, p->ta, p->ra, p->rza, p->panel, p->ragged != 0, tp);
+  if (p->panel && p->quads)
+    return loom_tp_gen_matmul_integer_quads(ar, cx, name, p->ta, p->ra, p->rza, p->panel, p->ragged != 0, p->kwhole, tp);
   if (p->panel) return loom_tp_gen_matmul_integer_packed_b(ar, cx, name, p->ta, p->ra, p->rza, p->panel, p->ragged != 0, tp);
   return loom_tp_gen_matmul_integer(ar, cx, name, p->ta, p->tb, p->ra, p->rza, p->rzb, tp);
 }
@@ -538,8 +540,11 @@ static loom_status legal_matmul_integer(loom_graph_module *m, const loom_graph_e
       return loom_legal_unsupported(call, "for a packed operand 1 without a constant panel width");
     p.quads = loom_graph_call_int(call, "quads") != 0;
     p.ragged = loom_graph_call_int(call, "n") != 0;
-    snprintf(name, sizeof name, "matmul_integer_%s_%s%lld%s_r%d_z%d", loom_dtype_name(a->dtype), p.quads ? "q" : "p",
-             (long long)p.panel, p.ragged ? "r" : "", a->ndim, za->ndim);
+    int64_t k;
+    if (p.quads && a->dtype == LOOM_DTYPE_U8 && a->ndim >= 2 && loom_sym_is_const(a->dims[a->ndim - 1], &k) && k > 0 && k % 4 == 0)
+      p.kwhole = k;
+    snprintf(name, sizeof name, "matmul_integer_%s_%s%lld%s_r%d_z%d%s", loom_dtype_name(a->dtype), p.quads ? "q" : "p",
+             (long long)p.panel, p.ragged ? "r" : "", a->ndim, za->ndim, p.kwhole ? "_k4" : "");
     return LOOM_LEGAL_PROGRAM(m, name, gen_matmul_integer, p, &r->tp);
   }
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 3, &zb));

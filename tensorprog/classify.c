@@ -13,7 +13,8 @@
  *               `O[S] = O[S] op e` inside them, S free of reduce variables;
  *   OUT_FUSABLE  a REDUCTION whose update is a multiply-accumulate of two loads
  *               from different buffers that both use the reduce variables (matmul,
- *               convolution): an elementwise epilogue can be fused into its output;
+ *               convolution), or dot2 / dot4 of packed int8 words (the int8 matmul): an
+ *               elementwise epilogue can be fused into its output, a producer is not;
  *   OPAQUE      anything else (several outputs, data-dependent store indices, local
  *               buffers, stores that do not cover the loop nest).
  * Each verdict comes with a one-line reason, so `--print-after-all` can say why. */
@@ -201,6 +202,13 @@ loom_tp_class loom_tp_classify(const loom_tp_func *f) {
         out.pattern = LOOM_TP_PATTERN_OUT_FUSABLE;
         out.reason = "multiply-accumulate of two inputs over reduce loops";
       }
+    }
+    /* dot2 / dot4 of packed int8 words (the int8 matmul; its A operand may be a quad of byte
+     * loads read in place): a producer fused into it would be recomputed per column panel */
+    if (v->u.op.op == LOOM_TP_OP_ADD && term->kind == LOOM_TP_EXPR_OP &&
+        (term->u.op.op == LOOM_TP_OP_DOT2 || term->u.op.op == LOOM_TP_OP_DOT4)) {
+      out.pattern = LOOM_TP_PATTERN_OUT_FUSABLE;
+      out.reason = "dot products of packed int8 words over reduce loops";
     }
     goto done;
   }

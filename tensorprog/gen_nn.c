@@ -286,12 +286,19 @@ loom_status loom_tp_gen_matmul_integer_packed_b(loom_arena *a, loom_sym_ctx *cx,
  *   for b.. parallel { for im { for t { A4[.., im, t] = bytes u(A[.., im, 4t + i]) (0 past k) } } }
  *   for b.. { for im { for jn { C = -u(ZA) * CS[jn]  for r reduce { C = C + dot4(A4[.., im, r], BQ[..]) } } } }
  * u(a) = a for u8, a + 128 for i8 (an unsigned byte): sum (a - za)(b - zb) = sum u(a)(b - zb) -
- * u(za) sum (b - zb), exact in i32. */
+ * u(za) sum (b - zb), exact in i32.
+ * kwhole > 0 (a u8 A whose k is that constant, a multiple of 4): no A4 -- the nest reads A's
+ * quads in place, `A[.., im, 4r] || shl(A[.., im, 4r + 1], 8) || ..` as dot4's operand, which
+ * LLVM combines into one little-endian i32 load (broadcast by the register tile): no Local of
+ * m * k bytes allocated, zeroed and filled serially per call. */
 loom_status loom_tp_gen_matmul_integer_quads(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, int ra, int rza,
-                                             int64_t panel, bool ragged, loom_tp_func **result) {
+                                             int64_t panel, bool ragged, int64_t kwhole, loom_tp_func **result) {
   if (ra < 2 || rza < 0 || rza > LOOM_TP_GEN_MAX_RANK || panel < 1 || (ta != LOOM_DTYPE_U8 && ta != LOOM_DTYPE_I8))
     return LOOM_ERROR(INVALID_ARGUMENT, "quad matmul_integer generator needs rank >= 2, a panel >= 1 and u8 / i8 (given %d, %lld)", ra,
                       (long long)panel);
+  if (kwhole < 0 || kwhole % 4 || (kwhole && ta != LOOM_DTYPE_U8))
+    return LOOM_ERROR(INVALID_ARGUMENT, "quad matmul_integer generator reads A in place only for u8 and k a multiple of 4 (given %s, k=%lld)",
+                      loom_dtype_name(ta), (long long)kwhole);
   LOOM_PROPAGATE(loom_tpg_check_rank(ra));
   int NB = ra - 2;
   loom_tpb b;
@@ -299,7 +306,7 @@ loom_status loom_tp_gen_matmul_integer_quads(loom_arena *a, loom_sym_ctx *cx, co
   const loom_sym_expr *pa[LOOM_TP_GEN_MAX_RANK], *pc[LOOM_TP_GEN_MAX_RANK], *ones[LOOM_TP_GEN_MAX_RANK], *pq[3];
   loom_tpg_dims_d(&b, NB, pa);
   pa[NB] = loom_tpb_shape_sym(&b, "m");
-  pa[NB + 1] = loom_tpb_shape_sym(&b, "k");
+  pa[NB + 1] = kwhole ? loom_sym_const(cx, kwhole) : loom_tpb_shape_sym(&b, "k");
   const loom_tp_buffer *A = loom_tpb_buffer(&b, "A", ta, ra, pa);
   const loom_sym_expr *k = pa[NB + 1], *kq = loom_sym_floordiv(cx, loom_sym_add(cx, k, loom_sym_const(cx, 3)), loom_sym_const(cx, 4));
   const loom_sym_expr *P = loom_sym_const(cx, panel);
@@ -317,35 +324,37 @@ loom_status loom_tp_gen_matmul_integer_quads(loom_arena *a, loom_sym_ctx *cx, co
   const loom_sym_expr *pa4[LOOM_TP_GEN_MAX_RANK];
   for (int i = 0; i <= NB; i++) pa4[i] = pa[i];
   pa4[NB + 1] = kq;
-  const loom_tp_buffer *A4 = loom_tpb_alloc(&b, "A4", LOOM_DTYPE_I32, ra, pa4, LOOM_TP_SCOPE_LOCAL);
-  loom_tpg_nest(&b, NB, pa, ai);
-  ai[NB] = loom_tpb_idx(&b, loom_tpb_for(&b, "im", pa[NB], NB ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
-  for (int i = 0; i <= NB; i++) a4i[i] = ai[i];
-  int64_t off = ta == LOOM_DTYPE_I8 ? 128 : 0;
   static const char *const names[] = {"a0", "a1", "a2", "a3"};
-  /* the whole quads (no bound to check: the loop vectorises), then the last, partial one */
-  const loom_sym_expr *kf = loom_sym_floordiv(cx, k, loom_sym_const(cx, 4));
-  for (int part = 0; part < 2; part++) {
-    const loom_sym_expr *t = part ? kf : loom_tpb_for(&b, "t", kf, LOOM_TP_LOOP_SERIAL, false);
-    if (part) loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(&b, loom_sym_mul(cx, loom_sym_const(cx, 4), kf)), loom_tpb_idx(&b, k)));
-    a4i[NB + 1] = loom_tpb_idx(&b, t);
-    loom_tp_expr *byte[4];
-    for (int q = 0; q < 4; q++) {
-      const loom_sym_expr *kk = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_const(cx, 4), t), loom_sym_const(cx, q));
-      if (part) kk = loom_sym_min(cx, kk, loom_sym_sub(cx, k, loom_sym_const(cx, 1)));
-      ai[NB + 1] = loom_tpb_idx(&b, kk);
-      byte[q] = loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, A, ai)), loom_tpb_lit_i(&b, LOOM_DTYPE_I32, off));
+  const loom_tp_buffer *A4 = kwhole ? NULL : loom_tpb_alloc(&b, "A4", LOOM_DTYPE_I32, ra, pa4, LOOM_TP_SCOPE_LOCAL);
+  int64_t off = ta == LOOM_DTYPE_I8 ? 128 : 0;
+  if (!kwhole) { /* A's rows as quads in A4 */
+    loom_tpg_nest(&b, NB, pa, ai);
+    ai[NB] = loom_tpb_idx(&b, loom_tpb_for(&b, "im", pa[NB], NB ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
+    for (int i = 0; i <= NB; i++) a4i[i] = ai[i];
+    /* the whole quads (no bound to check: the loop vectorises), then the last, partial one */
+    const loom_sym_expr *kf = loom_sym_floordiv(cx, k, loom_sym_const(cx, 4));
+    for (int part = 0; part < 2; part++) {
+      const loom_sym_expr *t = part ? kf : loom_tpb_for(&b, "t", kf, LOOM_TP_LOOP_SERIAL, false);
+      if (part) loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(&b, loom_sym_mul(cx, loom_sym_const(cx, 4), kf)), loom_tpb_idx(&b, k)));
+      a4i[NB + 1] = loom_tpb_idx(&b, t);
+      loom_tp_expr *byte[4];
+      for (int q = 0; q < 4; q++) {
+        const loom_sym_expr *kk = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_const(cx, 4), t), loom_sym_const(cx, q));
+        if (part) kk = loom_sym_min(cx, kk, loom_sym_sub(cx, k, loom_sym_const(cx, 1)));
+        ai[NB + 1] = loom_tpb_idx(&b, kk);
+        byte[q] = loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, A, ai)), loom_tpb_lit_i(&b, LOOM_DTYPE_I32, off));
+      }
+      loom_tp_expr *word = part ? loom_tpb_parse(&b,
+                                                 "(a0 && 255) || shl((a1 && 255) * i32(4 * floordiv(k, 4) + 1 < k), 8)"
+                                                 " || shl((a2 && 255) * i32(4 * floordiv(k, 4) + 2 < k), 16)",
+                                                 names, byte, 3, NULL)
+                                : loom_tpb_parse(&b, "(a0 && 255) || shl(a1 && 255, 8) || shl(a2 && 255, 16) || shl(a3 && 255, 24)", names,
+                                                 byte, 4, NULL);
+      loom_tpb_store(&b, A4, a4i, word);
+      loom_tpb_end(&b);
     }
-    loom_tp_expr *word = part ? loom_tpb_parse(&b,
-                                               "(a0 && 255) || shl((a1 && 255) * i32(4 * floordiv(k, 4) + 1 < k), 8)"
-                                               " || shl((a2 && 255) * i32(4 * floordiv(k, 4) + 2 < k), 16)",
-                                               names, byte, 3, NULL)
-                              : loom_tpb_parse(&b, "(a0 && 255) || shl(a1 && 255, 8) || shl(a2 && 255, 16) || shl(a3 && 255, 24)", names,
-                                               byte, 4, NULL);
-    loom_tpb_store(&b, A4, a4i, word);
-    loom_tpb_end(&b);
+    loom_tpb_end_n(&b, NB + 1);
   }
-  loom_tpb_end_n(&b, NB + 1);
   /* the matmul of the quads, from -u(za) * CS */
   loom_tpg_nest(&b, NB, pc, ci);
   ci[NB] = loom_tpb_idx(&b, loom_tpb_for(&b, "im", pc[NB], NB ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_PARALLEL, false));
@@ -355,11 +364,23 @@ loom_status loom_tp_gen_matmul_integer_quads(loom_arena *a, loom_sym_ctx *cx, co
   loom_tp_expr *zu = loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, ZA, z0)), loom_tpb_lit_i(&b, LOOM_DTYPE_I32, off));
   loom_tpb_store(&b, Cb, ci, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_lit_i(&b, LOOM_DTYPE_I32, 0),
                                          loom_tp_op2(a, LOOM_TP_OP_MUL, zu, loom_tpb_load(&b, CS, &jx))));
-  loom_tp_expr *r = loom_tpb_idx(&b, loom_tpb_for(&b, "r", kq, LOOM_TP_LOOP_SERIAL, true));
+  const loom_sym_expr *rv = loom_tpb_for(&b, "r", kq, LOOM_TP_LOOP_SERIAL, true);
+  loom_tp_expr *r = loom_tpb_idx(&b, rv);
   for (int i = 0; i <= NB; i++) a4i[i] = ci[i];
   a4i[NB + 1] = r;
+  loom_tp_expr *aw;
+  if (kwhole) { /* A's quad in place: bytes 4r .. 4r + 3 of the row, low byte first */
+    loom_tp_expr *byte[4];
+    for (int q = 0; q < 4; q++) {
+      a4i[NB + 1] = loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_mul(cx, loom_sym_const(cx, 4), rv), loom_sym_const(cx, q)));
+      byte[q] = loom_tp_cast(a, LOOM_DTYPE_I32, loom_tpb_load(&b, A, a4i));
+    }
+    aw = loom_tpb_parse(&b, "a0 || shl(a1, 8) || shl(a2, 16) || shl(a3, 24)", names, byte, 4, NULL);
+  } else {
+    aw = loom_tpb_load(&b, A4, a4i);
+  }
   loom_tp_expr *bw[3] = {loom_tpb_idx(&b, loom_sym_floordiv(cx, jv, P)), r, loom_tpb_idx(&b, loom_sym_floormod(cx, jv, P))};
-  loom_tp_expr *d = loom_tp_op2(a, LOOM_TP_OP_DOT4, loom_tpb_load(&b, A4, a4i), loom_tpb_load(&b, BQ, bw));
+  loom_tp_expr *d = loom_tp_op2(a, LOOM_TP_OP_DOT4, aw, loom_tpb_load(&b, BQ, bw));
   loom_tpb_store(&b, Cb, ci, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, Cb, ci), d));
   return loom_tpb_finish(&b, result);
 }

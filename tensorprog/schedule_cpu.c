@@ -1033,13 +1033,24 @@ static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
   return vectorize_inner(a, cx, f, s, par, why);
 }
 
+/* Schedules every nest of the statement list in *slot, descending into nested lists (graph
+ * fusion leaves `alloc C; { for .. }` when it merges a one-nest producer with its consumer). */
+static loom_status schedule_seq(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot, const loom_tp_cpu_params *p,
+                                loom_strbuf *why) {
+  loom_tp_stmt *body = *slot;
+  if (body->kind != LOOM_TP_STMT_SEQ) return schedule_nest(a, cx, f, slot, p, why);
+  /* items may be replaced by the split: iterate over a snapshot of the count */
+  size_t n = body->u.seq.n;
+  for (size_t i = 0; i < n && i < body->u.seq.n; i++) LOOM_PROPAGATE(schedule_seq(a, cx, f, &body->u.seq.items[i], p, why));
+  return LOOM_OK;
+}
+
 loom_status loom_tp_schedule_cpu_for(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, const loom_tp_cpu_params *p,
                                      loom_strbuf *why) {
   loom_tp_stmt *body = f->body;
   if (body->kind != LOOM_TP_STMT_SEQ) return schedule_nest(a, cx, f, &f->body, p, why);
-  /* items may be replaced by the split: iterate over a snapshot of the count */
-  size_t n = body->u.seq.n, dropped;
-  for (size_t i = 0; i < n && i < body->u.seq.n; i++) LOOM_PROPAGATE(schedule_nest(a, cx, f, &body->u.seq.items[i], p, why));
+  size_t dropped;
+  LOOM_PROPAGATE(schedule_seq(a, cx, f, &f->body, p, why));
   /* a matmul's accumulator its register tile replaced (a requantizing epilogue's int32 C) */
   LOOM_PROPAGATE(loom_tp_drop_dead_locals(a, f, &dropped));
   if (dropped) loom_strbuf_printf(why, "%zu Local buffers left dead by the tiles removed\n", dropped);

@@ -810,6 +810,25 @@ static LLVMValueRef op_expr(cg *g, const loom_tp_expr *e) {
   return wrap_narrow(g, e->dtype, int_op(g, op, t, a));
 }
 
+/* Float v -> the 8- / 16-bit integer `to` (LLVM type tt), truncating and saturating as
+ * llvm.fpto[su]i.sat does (NaN -> 0), in a form that stays vectorised: NaN replaced by 0, the
+ * value clamped to [min, max] of `to` (both exact in f32 / f64: vmaxps / vminps), converted to
+ * i32 (vcvttps2dq) and truncated (vpmovdb). LLVM 19 scalarises fpto[su]i.sat to i8 / i16 vectors
+ * lane by lane (4 instructions a lane): the quantizing casts of the int8 families spent most of
+ * their time there. */
+static LLVMValueRef narrow_sat(cg *g, loom_dtype to, LLVMValueRef v, LLVMTypeRef tt) {
+  LLVMTypeRef ft = LLVMTypeOf(v);
+  int bits = loom_dtype_bits(to);
+  double lo = loom_dtype_is_signed(to) ? -ldexp(1.0, bits - 1) : 0.0;
+  double hi = loom_dtype_is_signed(to) ? ldexp(1.0, bits - 1) - 1.0 : ldexp(1.0, bits) - 1.0;
+  LLVMValueRef nan = LLVMBuildFCmp(g->b, LLVMRealUNO, v, v, "");
+  v = LLVMBuildSelect(g->b, nan, cg_kf(ft, 0.0), v, "");
+  v = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOLT, v, cg_kf(ft, lo), ""), cg_kf(ft, lo), v, "");
+  v = LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOGT, v, cg_kf(ft, hi), ""), cg_kf(ft, hi), v, "");
+  LLVMValueRef w = LLVMBuildFPToSI(g->b, v, cg_like_ty(ft, g->t_i32), "");
+  return LLVMBuildTrunc(g->b, w, tt, "");
+}
+
 static LLVMValueRef cast_expr(cg *g, const loom_tp_expr *e) {
   LLVMValueRef v = cg_expr(g, e->u.cast_arg);
   loom_dtype from = e->u.cast_arg->dtype, to = e->dtype;
@@ -830,6 +849,7 @@ static LLVMValueRef cast_expr(cg *g, const loom_tp_expr *e) {
       w = LLVMBuildSelect(g->b, big, cg_ki(t64, INT64_MIN), w, "");
       return wrap_narrow(g, to, LLVMBuildTrunc(g->b, w, tt, ""));
     }
+    if (loom_dtype_bits(to) <= 16) return narrow_sat(g, to, v, tt);
     return cg_call_intrinsic(g, loom_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", tt, &v, 1);
   }
   bool su = loom_dtype_kind_of(from) == LOOM_DTYPE_KIND_UINT || from == LOOM_DTYPE_BOOL;

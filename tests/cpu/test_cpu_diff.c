@@ -215,6 +215,24 @@ LOOM_TEST(cpu, float_to_narrow_int_casts_saturate_at_the_target_range) {
                "  }\n}\n", &o);
 }
 
+/* The 8- and 16-bit targets from f32 and f64 (the quantizing casts of the int8 operators,
+ * cg_expr.c narrow_sat: NaN to 0, clamp, vcvttps2dq, vpmovdb), vectorised: truncation toward
+ * zero inside the range, saturation at both ends, infinities and NaN. */
+LOOM_TEST(cpu, float_to_8_and_16_bit_casts_vectorised_saturate_and_map_nan_to_zero) {
+  cpu_diff_opts o = opts(small, 12, 0);
+  diff_program("prim @sat8(X: Buffer[(n,), f32], A: Buffer[(n,), u8], B: Buffer[(n,), i8], C: Buffer[(n,), i16],\n"
+               "           D: Buffer[(n,), u8], E: Buffer[(n,), i8], F: Buffer[(n,), u16], G: Buffer[(n,), i8]) {\n"
+               "  for i in 0..n vectorize {\n"
+               "    A[i] = u8(f64(X[i]) * 300.0f64 + 100.0f64)\n"
+               "    B[i] = i8(f64(X[i]) * 200.0f64)\n"
+               "    C[i] = i16(X[i] * 40000.0)\n"
+               "    D[i] = u8(X[i] / 0.0)\n"
+               "    E[i] = i8((X[i] - X[i]) / 0.0)\n"
+               "    F[i] = u16(f64(X[i]) / 0.0f64)\n"
+               "    G[i] = i8(X[i] * 127.9)\n"
+               "  }\n}\n", &o);
+}
+
 /* The 4- and 2-bit integers: one per byte, arithmetic wraps at their width, float -> narrow int
  * truncates and keeps the low bits (as base/lowp.c), compiled as in the interpreter. */
 LOOM_TEST(cpu, four_and_two_bit_integers_wrap_at_their_width) {
@@ -766,7 +784,7 @@ static loom_status gen_mm_int8_packed_ragged(loom_arena *a, loom_sym_ctx *cx, lo
   return loom_tp_gen_matmul_integer_packed_b(a, cx, "mmi8pr", LOOM_DTYPE_U8, 2, 0, 16, true, out);
 }
 static loom_status gen_mm_int8_quads_ragged(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
-  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8qr", LOOM_DTYPE_I8, 3, 1, 16, true, out);
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8qr", LOOM_DTYPE_I8, 3, 1, 16, true, 0, out);
 }
 
 static loom_status gen_mm_int8(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
@@ -780,10 +798,18 @@ static loom_status gen_mm_int8_batched(loom_arena *a, loom_sym_ctx *cx, loom_tp_
 }
 
 static loom_status gen_mm_int8_quads(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
-  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8q", LOOM_DTYPE_U8, 2, 0, 16, false, out);
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8q", LOOM_DTYPE_U8, 2, 0, 16, false, 0, out);
 }
 static loom_status gen_mm_int8_quads3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
-  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8q3", LOOM_DTYPE_I8, 3, 1, 32, false, out);
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8q3", LOOM_DTYPE_I8, 3, 1, 32, false, 0, out);
+}
+
+/* u8 A with a constant k (a multiple of 4) read in place as quads: no A4 (gen_nn.c kwhole) */
+static loom_status gen_mm_int8_quads_in_place(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8qa", LOOM_DTYPE_U8, 2, 0, 16, false, 36, out);
+}
+static loom_status gen_mm_int8_quads_in_place3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8qa3", LOOM_DTYPE_U8, 3, 1, 32, false, 8, out);
 }
 
 static loom_status gen_linear_bias(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
@@ -966,6 +992,31 @@ LOOM_TEST(cpu, schedule_rule_tiles_the_int8_matmul) {
 LOOM_TEST(cpu, schedule_rule_tiles_the_int8_matmul_in_byte_quads) {
   generated_schedule_and_diff_at(gen_mm_int8_quads, 32);
   generated_schedule_and_diff_at(gen_mm_int8_quads3, 64);
+}
+/* A u8 A of constant k (a multiple of 4) read in place, its quads the dot4 operand (no A4
+ * Local): register-tiled as the packed form, bit-exact to the interpreter; the generator
+ * refuses an i8 A or a k not a multiple of 4 there. */
+LOOM_TEST(cpu, schedule_rule_tiles_the_int8_matmul_reading_u8_quads_in_place) {
+  char *text = generated_text(gen_mm_int8_quads_in_place);
+  cr_assert_null(strstr(text, "alloc A4"), "%s", text);
+  free(text);
+  generated_schedule_and_diff_at(gen_mm_int8_quads_in_place, 32);
+  generated_schedule_and_diff_at(gen_mm_int8_quads_in_place3, 64);
+  loom_arena a;
+  loom_arena_init(&a, NULL, 0);
+  loom_sym_ctx *cx;
+  cr_assert_null(loom_sym_ctx_create(NULL, &cx));
+  loom_tp_func *f;
+  loom_status st = loom_tp_gen_matmul_integer_quads(&a, cx, "bad", LOOM_DTYPE_I8, 2, 0, 16, false, 8, &f);
+  cr_assert_eq(loom_status_code(st), LOOM_CODE_INVALID_ARGUMENT);
+  cr_assert_not_null(strstr(loom_status_message(st), "reads A in place only for u8 and k a multiple of 4 (given i8, k=8)"), "%s",
+                     loom_status_message(st));
+  loom_status_free(st);
+  st = loom_tp_gen_matmul_integer_quads(&a, cx, "bad", LOOM_DTYPE_U8, 2, 0, 16, false, 6, &f);
+  cr_assert_not_null(strstr(loom_status_message(st), "(given u8, k=6)"), "%s", loom_status_message(st));
+  loom_status_free(st);
+  loom_sym_ctx_destroy(cx);
+  loom_arena_destroy(&a);
 }
 
 /* dot4's value: unsigned bytes of a times signed bytes of b, in lanes and scalar, on the host's

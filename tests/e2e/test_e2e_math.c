@@ -328,6 +328,49 @@ LOOM_TEST(e2e_math, int8_matmul_with_a_constant_weight_laid_out_in_panels) {
   }
 }
 
+/* The int8 matmul whose u8 A has k a multiple of 4 and whose weight's centred values are bytes
+ * (zero point 0): on AVX512-VNNI the byte quads of A are read in place (no A4 Local, gen_nn.c
+ * kwhole), A made by a quantizing producer (which stays its own call: the matmul is out_fusable)
+ * or given, with and without a requantizing epilogue; exact at rows 0, 1, primes and
+ * non-multiples of the tiles, k = 4, 8 and 36, 1 and 2 threads. */
+LOOM_TEST(e2e_math, int8_matmul_reading_u8_quads_in_place) {
+  static const int cases[][3] = {{4, 37, 0}, {8, 64, 1}, {36, 37, 2}, {36, 101, 0}};
+  for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+    int K = cases[ci][0], N = cases[ci][1], form = cases[ci][2];
+    loom_strbuf t;
+    loom_strbuf_init(&t, NULL);
+    loom_strbuf_printf(&t, "const @w: Tensor[(%d, %d), i8] = [", K, N);
+    for (int i = 0; i < K * N; i++) loom_strbuf_printf(&t, "%s%d", i ? ", " : "", (i * 53) % 256 - 128);
+    if (form == 1) /* A quantized from f32 in the program */
+      loom_strbuf_printf(&t, "]\n"
+                             "fn @main(x: Tensor[(m, %d), f32]) -> Tensor[(m, %d), i32] {\n"
+                             "  s = mul(x, const(40.0, f32))\n  r = round(s)\n  o = add(r, const(128.0, f32))\n"
+                             "  c = clip(o, min=0.0, max=255.0)\n  a = cast(c, dtype=u8)\n"
+                             "  ai = cast(a, dtype=i32)\n  ac = sub(ai, const(128, i32))\n  wi = cast(@w, dtype=i32)\n"
+                             "  y = matmul(ac, wi)\n  return y\n}\n", K, N);
+    else if (form == 2) /* requantized to u8 (QLinearMatMul) */
+      loom_strbuf_printf(&t, "]\n"
+                             "fn @main(a: Tensor[(m, %d), u8]) -> Tensor[(m, %d), u8] {\n"
+                             "  ai = cast(a, dtype=i32)\n  ac = sub(ai, const(128, i32))\n  wi = cast(@w, dtype=i32)\n"
+                             "  acc = matmul(ac, wi)\n  f = cast(acc, dtype=f64)\n  q = mul(f, const(0.0004, f64))\n"
+                             "  z = add(q, const(120.0, f64))\n  r = round(z)\n  c = clip(r, min=0.0, max=255.0)\n"
+                             "  y = cast(c, dtype=u8)\n  return y\n}\n", K, N);
+    else
+      loom_strbuf_printf(&t, "]\n"
+                             "fn @main(a: Tensor[(m, %d), u8], za: Tensor[(), u8]) -> Tensor[(m, %d), i32] {\n"
+                             "  ai = cast(a, dtype=i32)\n  zi = cast(za, dtype=i32)\n  ac = sub(ai, zi)\n"
+                             "  wi = cast(@w, dtype=i32)\n  y = matmul(ac, wi)\n  return y\n}\n", K, N);
+    const char *text = loom_strbuf_cstr(&t);
+    static const int64_t ms[] = {0, 1, 5, 6, 7, 13, 37};
+    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+      const bind b[] = {{"m", ms[i]}};
+      check_random(text, b, 1, 0);
+    }
+    expect_main_holds(text, "_packed");
+    loom_strbuf_free(&t);
+  }
+}
+
 /* One f32 matmul of a (m, k) input by a constant weight, checked compiled against the
  * interpreter at rows 0, 1, 7 (less than a tile), 64 (tiles) of the symbolic m, 1 and 2
  * threads. `wtext` declares @w; `call` is the matmul. */

@@ -38,6 +38,18 @@ LOOM_TEST(tp_classify, each_kind) {
                  "  for i in 0..m { for j in 0..n { C[i, j] = 0.0\n"
                  "    for r in 0..k reduce { C[i, j] = C[i, j] + A[i, r] * B[r, j] } } } }",
                  LOOM_TP_PATTERN_OUT_FUSABLE);
+  /* the int8 matmul reading u8 quads in place (dot4 of a word made of four loads): a producer
+   * fused into A would be recomputed per column panel */
+  expect_pattern("prim @p(A: Buffer[(m, 8), u8], B: Buffer[(2, n), i32], C: Buffer[(m, n), i32]) {\n"
+                 "  for i in 0..m { for j in 0..n { C[i, j] = 0i32\n"
+                 "    for r in 0..2 reduce { C[i, j] = C[i, j] + dot4(i32(A[i, 4*r]) || shl(i32(A[i, 4*r + 1]), 8i32) ||\n"
+                 "      shl(i32(A[i, 4*r + 2]), 16i32) || shl(i32(A[i, 4*r + 3]), 24i32), B[r, j]) } } } }",
+                 LOOM_TP_PATTERN_OUT_FUSABLE);
+  /* dot2 of i16 pair words (the int8 matmul without VNNI): no producer either */
+  expect_pattern("prim @p(A: Buffer[(m, k), i32], B: Buffer[(k, n), i32], C: Buffer[(m, n), i32]) {\n"
+                 "  for i in 0..m { for j in 0..n { C[i, j] = 0i32\n"
+                 "    for r in 0..k reduce { C[i, j] = C[i, j] + dot2(A[i, r], B[r, j]) } } } }",
+                 LOOM_TP_PATTERN_OUT_FUSABLE);
 }
 
 LOOM_TEST(tp_classify, opaque_programs) {
