@@ -29,6 +29,7 @@ pub const compiler = [_][]const u8{
     "tensorprog/schedule_cpu.c",
     "tensorprog/schedule_gpu.c",
     "tensorprog/schedule_conv.c",
+    "tensorprog/schedule_matmul.c",
     "tensorprog/verify.c",
     "tensorprog/schedule_mem.c",
     "tensorprog/tp_build.c",

@@ -46,6 +46,17 @@ loom_status loom_tp_schedule_cpu(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
 loom_status loom_tp_schedule_conv(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot, const loom_tp_cpu_params *p,
                                   loom_strbuf *why, bool *done);
 
+/* Rule 0 for a matmul-shaped nest (schedule_matmul.c): its batch loops that B does not use
+ * fused with its rows, then register tiles and the few-rows variant. *done: the nest at *slot
+ * was tiled; when not, *slot may still hold the nest with its rows fused. */
+loom_status loom_tp_schedule_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
+                                    const loom_tp_cpu_params *p, loom_strbuf *why, bool *done);
+
+/* Whether `var` appears in an access's indices only as `x + var` in the last one (unit
+ * stride; loads inside the indices checked the same way). */
+bool loom_tp_cpu_access_unit(loom_sym_ctx *cx, const loom_tp_buffer *b, loom_tp_expr *const *idx,
+                             const loom_sym_expr *var);
+
 /* A hand-written register-tiled f32 matmul (6x32 tile, packed B panels, symbolic tails), as
  * program text: the form rule 0 was modelled on, kept as a benchmark reference and a
  * differential test. */

@@ -99,6 +99,7 @@ pub const suites = .{
         "tests/tensorprog/tp_test_util.c",
         "tests/cpu/cpu_test_util.c",
         "tests/cpu/test_cpu_diff.c",
+        "tests/cpu/test_cpu_schedule.c",
         "tests/cpu/test_cpu_attention.c",
         "tests/cpu/test_cpu_parallel.c",
         "tests/cpu/test_kcache.c",

@@ -234,3 +234,14 @@ int cpu_diff(tp_fixture *fx, loom_kernel_fn fn, const cpu_diff_opts *o, uint64_t
   }
   return runs;
 }
+
+cpu_diff_opts cpu_opts(const int64_t *sizes, size_t n, double tol) {
+  return (cpu_diff_opts){sizes, n, 6, tol, tol, NULL, 3, NULL, NULL};
+}
+
+const char *const cpu_mm_text =
+    "prim @mm(A: Buffer[(m, k), f32], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
+    "  for i in 0..m { for j in 0..n {\n"
+    "    C[i, j] = 0.0\n"
+    "    for r in 0..k reduce { C[i, j] = C[i, j] + A[i, r] * B[r, j] }\n"
+    "  } }\n}\n";

@@ -43,6 +43,13 @@ typedef struct cpu_diff_opts {
                                unscheduled one, same parameters); NULL: the one compiled */
 } cpu_diff_opts;
 
+/* Options for `trials` = 6 random shapes drawn from sizes[0..n), tolerance tol (rtol and atol),
+ * scalar params 3, default fill. */
+cpu_diff_opts cpu_opts(const int64_t *sizes, size_t n, double tol);
+
+/* A plain f32 matmul C[m, n] = A[m, k] B[k, n] (init + reduction), as program text. */
+extern const char *const cpu_mm_text;
+
 /* Runs `fn` (compiled from f) and the interpreter on the same random inputs for
  * `trials` random shapes, with 1 and 2 threads (test-local) and the runtime pool, and asserts every buffer is equal
  * (integers bit-exact, floats within tolerance). Returns the number of runs. */

@@ -1,0 +1,892 @@
+/* schedule_matmul.c — rule 0 of the default CPU rules: matmul-shaped nests register-tiled
+ * (tp_schedule_cpu.h, docs/codegen.md "Schedule rules"). */
+#include <string.h>
+
+#include "tensorprog/tp_schedule_cpu.h"
+
+static bool uses(const loom_sym_expr *e, const loom_sym_expr *var) { return loom_sym_uses_var(e, var); }
+
+/* ---- matmul: register-blocked microkernel ---------------------------------------------
+ *
+ * A nest `for b.. { for i { for j { C[.., i, j] = init; for r reduce { C[.., i, j] =
+ * C[.., i, j] + a * b } } } }` (a free of j, b a load free of i; f32) becomes column panels
+ * of widths[0] = two vector registers of f32 (then narrower panels for the column tail, down
+ * to 1: panel_widths), each with its B
+ * panel packed (cache_read) and row tiles of TILE_ROWS (the row tail one more tile ending at the
+ * last row when rows >= TILE_ROWS is known, else rows one by one) whose
+ * accumulators live in a Local (cache_write) that lane mode keeps in registers:
+ *
+ *   for jo parallel { for b.. { alloc Bp; pack; for io { alloc acc; init; for r reduce {
+ *     for ii unroll { for ji vectorize { acc[ii, ji] += a * Bp[r, ji] } } }; write back }
+ *     row tail } }  column tail (the same, narrower)
+ *
+ * built from split, reorder, fuse, distribute, cache_read/cache_write and loop kinds; the
+ * nest is transformed as a copy and installed only when every step applied. */
+enum { TILE_ROWS = 6, TALL_ROWS = 12, MAX_CHAIN = 12 }; /* TALL_ROWS: see "tall row tiles" below */
+
+/* Panel widths for vectors of `vector_bytes`: 2 registers of f32 (6 x 2 accumulators, 2 B
+ * loads and a broadcast: 15 of the 16 registers of AVX2, 15 of 32 with AVX-512), one narrower
+ * panel for the column tail (8 columns, or 4 with 16-byte vectors), then columns one by one.
+ * A 32-wide panel with AVX2 needs 24 accumulators and spills them on every k step (measured on
+ * Zen 3: 64 x 768 x 768 ran at 2.2 ms with 32-wide panels). */
+static void panel_widths(int vector_bytes, int64_t w[3]) {
+  int64_t lanes = vector_bytes >= 64 ? 16 : vector_bytes >= 32 ? 8 : 4;
+  w[0] = 2 * lanes;
+  w[1] = lanes < 8 ? lanes : 8;
+  w[2] = 1;
+}
+
+typedef struct mm_nest {
+  int nloops;                            /* non-reduce loops around the init + reduction */
+  loom_tp_stmt *loops[MAX_CHAIN];
+  const loom_tp_buffer *c;               /* the output */
+  const loom_tp_buffer *b;               /* the operand indexed by j, not by i (packed) */
+  bool b_unit;                           /* b's index uses j only as `+ j` in its last index */
+  int64_t panel;                         /* > 0: b is laid out in panels of this many columns,
+                                            (n / panel, k, panel) read as [j / panel, r, j % panel]
+                                            (matmul packed_b, graph/pass_pack.c) */
+  const char *b_batch[MAX_CHAIN];        /* names of batch loop variables b's indices use */
+  int nb_batch;
+  const char *red;                       /* the reduction loop's variable name */
+} mm_nest;
+
+static loom_tp_stmt *strip_seq(loom_tp_stmt *s) {
+  while (s->kind == LOOM_TP_STMT_SEQ && s->u.seq.n == 1) s = s->u.seq.items[0];
+  return s;
+}
+
+static loom_tp_stmt *child_loop(loom_tp_stmt *l) {
+  loom_tp_stmt *c = strip_seq(l->u.loop.body);
+  return c->kind == LOOM_TP_STMT_FOR ? c : NULL;
+}
+
+static bool expr_uses(const loom_tp_expr *e, const loom_sym_expr *var) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_SYM: return uses(e->u.sym, var);
+    case LOOM_TP_EXPR_LOAD:
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (expr_uses(e->u.load.idx[d], var)) return true;
+      return false;
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (expr_uses(e->u.op.args[i], var)) return true;
+      return false;
+    case LOOM_TP_EXPR_CAST: return expr_uses(e->u.cast_arg, var);
+    case LOOM_TP_EXPR_SELECT:
+      return expr_uses(e->u.select.cond, var) || expr_uses(e->u.select.then_e, var) ||
+             expr_uses(e->u.select.else_e, var);
+    default: return false;
+  }
+}
+
+static bool is_access(const loom_tp_expr *e, const loom_tp_buffer *buf, loom_tp_expr *const *idx) {
+  if (e->kind != LOOM_TP_EXPR_LOAD || e->u.load.buf != buf) return false;
+  for (int d = 0; d < buf->ndim; d++)
+    if (e->u.load.idx[d]->kind != LOOM_TP_EXPR_SYM || e->u.load.idx[d]->u.sym != idx[d]->u.sym) return false;
+  return true;
+}
+
+/* Whether every load of c in e is at exactly idx (NULL idx: e does not load c). */
+static bool reads_only_at(const loom_tp_expr *e, const loom_tp_buffer *c, loom_tp_expr *const *idx) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD:
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (!reads_only_at(e->u.load.idx[d], c, idx)) return false;
+      return e->u.load.buf != c || (idx && is_access(e, c, idx));
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (!reads_only_at(e->u.op.args[i], c, idx)) return false;
+      return true;
+    case LOOM_TP_EXPR_CAST: return reads_only_at(e->u.cast_arg, c, idx);
+    case LOOM_TP_EXPR_SELECT:
+      return reads_only_at(e->u.select.cond, c, idx) && reads_only_at(e->u.select.then_e, c, idx) &&
+             reads_only_at(e->u.select.else_e, c, idx);
+    default: return true;
+  }
+}
+
+/* The panel width P when load y reads B[floordiv(j, P), r, floormod(j, P)] of a (q, k, P)
+ * buffer (a weight laid out panel by panel), else 0. */
+static int64_t packed_panel(loom_sym_ctx *cx, const loom_tp_expr *y, const loom_sym_expr *j, const loom_sym_expr *r) {
+  const loom_tp_buffer *b = y->u.load.buf;
+  loom_tp_expr *const *idx = y->u.load.idx;
+  int64_t p;
+  if (b->ndim != 3 || !loom_sym_is_const(b->dims[2], &p) || p < 2) return 0;
+  for (int d = 0; d < 3; d++)
+    if (idx[d]->kind != LOOM_TP_EXPR_SYM) return 0;
+  const loom_sym_expr *P = loom_sym_const(cx, p);
+  if (!P || idx[1]->u.sym != r || idx[0]->u.sym != loom_sym_floordiv(cx, j, P) || idx[2]->u.sym != loom_sym_floormod(cx, j, P))
+    return 0;
+  return p;
+}
+
+/* Recognises the nest (without changing it); false: not a matmul the rule tiles. An epilogue
+ * store after the reduction (graph fusion of a bias, an activation, a residual) is carried
+ * along: it stays with the register tile, applied to the accumulators before they are
+ * stored. */
+static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
+  *m = (mm_nest){0};
+  loom_tp_stmt *l = top;
+  while (l && l->kind == LOOM_TP_STMT_FOR && !l->u.loop.reduce && m->nloops < MAX_CHAIN) {
+    m->loops[m->nloops++] = l;
+    l = child_loop(l);
+  }
+  if (m->nloops < 2 || l) return false;
+  loom_tp_stmt *body = m->loops[m->nloops - 1]->u.loop.body;
+  if (body->kind != LOOM_TP_STMT_SEQ || (body->u.seq.n != 2 && body->u.seq.n != 3)) return false;
+  loom_tp_stmt *init = body->u.seq.items[0], *red = body->u.seq.items[1];
+  if (init->kind != LOOM_TP_STMT_STORE || red->kind != LOOM_TP_STMT_FOR || !red->u.loop.reduce) return false;
+  loom_tp_stmt *upd = strip_seq(red->u.loop.body);
+  const loom_tp_buffer *c = init->u.store.buf;
+  if (upd->kind != LOOM_TP_STMT_STORE || upd->u.store.buf != c || (c->dtype != LOOM_DTYPE_F32 && c->dtype != LOOM_DTYPE_I32))
+    return false;
+  const loom_sym_expr *i = m->loops[m->nloops - 2]->u.loop.var, *j = m->loops[m->nloops - 1]->u.loop.var;
+  loom_tp_expr *const *idx = init->u.store.idx;
+  for (int d = 0; d < c->ndim; d++)
+    if (idx[d]->kind != LOOM_TP_EXPR_SYM || upd->u.store.idx[d]->kind != LOOM_TP_EXPR_SYM ||
+        idx[d]->u.sym != upd->u.store.idx[d]->u.sym || uses(idx[d]->u.sym, red->u.loop.var))
+      return false;
+  if (c->ndim < 2 || idx[c->ndim - 1]->u.sym != j) return false;
+  if (body->u.seq.n == 3) { /* an epilogue (graph fusion): C[idx] or Y[idx] = f(C[idx], loads free of r) */
+    const loom_tp_stmt *epi = body->u.seq.items[2];
+    if (epi->kind != LOOM_TP_STMT_STORE || expr_uses(epi->u.store.value, red->u.loop.var) ||
+        !reads_only_at(epi->u.store.value, c, idx) ||
+        (epi->u.store.buf != c && !reads_only_at(epi->u.store.value, epi->u.store.buf, NULL)))
+      return false;
+    for (int d = 0; d < c->ndim; d++)
+      if (epi->u.store.idx[d]->kind != LOOM_TP_EXPR_SYM || epi->u.store.idx[d]->u.sym != idx[d]->u.sym) return false;
+  }
+  const loom_tp_expr *v = upd->u.store.value;
+  if (v->kind != LOOM_TP_EXPR_OP || v->u.op.op != LOOM_TP_OP_ADD) return false;
+  const loom_tp_expr *prod = is_access(v->u.op.args[0], c, idx)   ? v->u.op.args[1]
+                             : is_access(v->u.op.args[1], c, idx) ? v->u.op.args[0]
+                                                                  : NULL;
+  /* a * b, or dot2(a, b) of i16 pair words / dot4(a, b) of byte quads (the int8 matmul: i32
+   * accumulators, vpmaddwd / vpdpbusd) */
+  if (!prod || prod->kind != LOOM_TP_EXPR_OP ||
+      (prod->u.op.op != LOOM_TP_OP_MUL &&
+       ((prod->u.op.op != LOOM_TP_OP_DOT2 && prod->u.op.op != LOOM_TP_OP_DOT4) || c->dtype != LOOM_DTYPE_I32)))
+    return false;
+  const loom_tp_expr *x = prod->u.op.args[0], *y = prod->u.op.args[1];
+  if (expr_uses(x, j)) {
+    const loom_tp_expr *t = x;
+    x = y;
+    y = t;
+  }
+  if (expr_uses(x, j) || y->kind != LOOM_TP_EXPR_LOAD || expr_uses(y, i)) return false;
+  m->c = c;
+  m->red = loom_sym_var_name(red->u.loop.var);
+  m->b = y->u.load.buf;
+  m->b_unit = loom_tp_cpu_access_unit(cx, y->u.load.buf, y->u.load.idx, j);
+  m->panel = packed_panel(cx, y, j, red->u.loop.var);
+  for (int k = 0; k < m->nloops - 2; k++)
+    if (expr_uses(y, m->loops[k]->u.loop.var)) m->b_batch[m->nb_batch++] = loom_sym_var_name(m->loops[k]->u.loop.var);
+  return true;
+}
+
+typedef struct mm_ctx {
+  loom_arena *a;
+  loom_sym_ctx *cx;
+  loom_tp_func *view;                    /* body: the copy being transformed */
+  const mm_nest *m;
+  int nbatch;
+  bool pack;                             /* pack B panels (cache_read) */
+  loom_strbuf *why;
+  int64_t widths[3];                     /* panel widths, widest first (panel_widths) */
+  bool overlap;                          /* the widest panels' column tail: one overlapping panel */
+  bool prefetch;                         /* register tiles of B laid out in panels prefetch B ahead */
+  int64_t tile_rows;                     /* rows of a register tile (TILE_ROWS, or TALL_ROWS) */
+} mm_ctx;
+
+/* Moves the header of `l` down `times` levels of a perfect nest; returns the node holding it. */
+static loom_status sink(mm_ctx *c, loom_tp_stmt *l, int times, loom_tp_stmt **out) {
+  for (int t = 0; t < times; t++) {
+    loom_tp_stmt *child = child_loop(l);
+    LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, l));
+    l = child;
+  }
+  *out = l;
+  return LOOM_OK;
+}
+
+/* Sets `kind` on every loop under `s` whose variable is named `name`. */
+static loom_status set_kind_named(loom_sym_ctx *cx, loom_tp_stmt *s, const char *name, loom_tp_loop_kind kind) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) LOOM_PROPAGATE(set_kind_named(cx, s->u.seq.items[i], name, kind));
+      return LOOM_OK;
+    case LOOM_TP_STMT_FOR:
+      if (!strcmp(loom_sym_var_name(s->u.loop.var), name)) LOOM_PROPAGATE(loom_tp_set_kind(cx, s, kind));
+      return set_kind_named(cx, s->u.loop.body, name, kind);
+    case LOOM_TP_STMT_IF:
+      LOOM_PROPAGATE(set_kind_named(cx, s->u.if_.then_s, name, kind));
+      return s->u.if_.else_s ? set_kind_named(cx, s->u.if_.else_s, name, kind) : LOOM_OK;
+    default: return LOOM_OK;
+  }
+}
+
+/* One register tile at `tile` (body: [for ii {] [for ji {] init; for r {upd} [}] [}]): the
+ * accumulator in a Local, the init and the reduction distributed apart, r moved outermost. */
+/* ---- a heavy epilogue after the tile is stored ----------------------------------------------
+ *
+ * An epilogue that calls a transcendental (GELU's tanh or erf, a sigmoid, exp) applied to the
+ * accumulators is unrolled over the tile's rows: 24 inline tanh expansions per 12 x 32 tile,
+ * and again in the row-tail tile and the few-rows variant. LLVM spent most of the GPT-2
+ * block's MLP kernel's compile time on them. Such an epilogue runs instead after the tile is
+ * stored, on the stored rows (in L1), in a loop over the rows: one vector body.
+ *     for ii unroll { for ji { acc[ii, ji] = f(acc[ii, ji]) } }; for ii' unroll { for ji' { C[x(ii', ji')] = acc[ii', ji'] } }
+ *  -> for ii' unroll { for ji' { C[x(ii', ji')] = acc[ii', ji'] } }; for ii { for ji { C[x(ii, ji)] = f(C[x(ii, ji)]) } } */
+
+static bool heavy_expr(const loom_tp_expr *e) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_OP:
+      switch (e->u.op.op) {
+        case LOOM_TP_OP_EXP: case LOOM_TP_OP_LOG: case LOOM_TP_OP_TANH: case LOOM_TP_OP_SIGMOID: case LOOM_TP_OP_ERF:
+        case LOOM_TP_OP_SIN: case LOOM_TP_OP_COS: case LOOM_TP_OP_POW: case LOOM_TP_OP_ASIN: case LOOM_TP_OP_ACOS:
+        case LOOM_TP_OP_ATAN: return true;
+        default: break;
+      }
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (heavy_expr(e->u.op.args[i])) return true;
+      return false;
+    case LOOM_TP_EXPR_CAST: return heavy_expr(e->u.cast_arg);
+    case LOOM_TP_EXPR_SELECT:
+      return heavy_expr(e->u.select.cond) || heavy_expr(e->u.select.then_e) || heavy_expr(e->u.select.else_e);
+    default: return false;
+  }
+}
+
+/* e with every load of `from` replaced by a load of `to` at idx (a copy where it changes). */
+static loom_tp_expr *reload(loom_arena *a, loom_tp_expr *e, const loom_tp_buffer *from, const loom_tp_buffer *to,
+                            loom_tp_expr **idx) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD: return e->u.load.buf == from ? loom_tp_load(a, to, idx) : e;
+    case LOOM_TP_EXPR_OP: {
+      loom_tp_expr *r = LOOM_ARENA_NEW(a, loom_tp_expr);
+      if (!r) return NULL;
+      *r = *e;
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (!(r->u.op.args[i] = reload(a, e->u.op.args[i], from, to, idx))) return NULL;
+      return r;
+    }
+    case LOOM_TP_EXPR_CAST: {
+      loom_tp_expr *x = reload(a, e->u.cast_arg, from, to, idx);
+      return x ? loom_tp_cast(a, e->dtype, x) : NULL;
+    }
+    case LOOM_TP_EXPR_SELECT: {
+      loom_tp_expr *x = reload(a, e->u.select.cond, from, to, idx), *y = reload(a, e->u.select.then_e, from, to, idx),
+                   *z = reload(a, e->u.select.else_e, from, to, idx);
+      return x && y && z ? loom_tp_select(a, x, y, z) : NULL;
+    }
+    default: return e;
+  }
+}
+
+/* The store two loops down in `l` (for v { for w { store } }), else NULL. */
+static loom_tp_stmt *store_in_2d(loom_tp_stmt *l) {
+  loom_tp_stmt *in = l && l->kind == LOOM_TP_STMT_FOR ? child_loop(l) : NULL;
+  loom_tp_stmt *st = in ? strip_seq(in->u.loop.body) : NULL;
+  return st && st->kind == LOOM_TP_STMT_STORE ? st : NULL;
+}
+
+/* `epi` (parts[2] of the tile's nest) and the store-back, the last item of the tile's body:
+ * the epilogue moved after the store-back, from memory, its row loop not unrolled. Nothing
+ * changes unless both have the shapes above and the epilogue is heavy. */
+static loom_status epilogue_after_store(mm_ctx *c, loom_tp_stmt *tile, loom_tp_stmt *epi) {
+  loom_tp_stmt *body = tile->u.loop.body, *es = store_in_2d(epi);
+  if (body->kind != LOOM_TP_STMT_SEQ || !es || !heavy_expr(es->u.store.value)) return LOOM_OK;
+  loom_tp_stmt *back = body->u.seq.items[body->u.seq.n - 1], *bs = store_in_2d(back);
+  const loom_tp_buffer *acc = es->u.store.buf;
+  if (!bs || es->u.store.buf->ndim != 2 || bs->u.store.value->kind != LOOM_TP_EXPR_LOAD ||
+      bs->u.store.value->u.load.buf != acc || bs->u.store.buf == acc)
+    return LOOM_OK;
+  loom_tp_expr *const *bi = bs->u.store.value->u.load.idx, *const *ei = es->u.store.idx;
+  for (int d = 0; d < 2; d++)
+    if (bi[d]->kind != LOOM_TP_EXPR_SYM || ei[d]->kind != LOOM_TP_EXPR_SYM) return LOOM_OK;
+  /* the store-back's index of C in the epilogue's variables */
+  const loom_sym_expr *vars[2] = {bi[0]->u.sym, bi[1]->u.sym}, *vals[2] = {ei[0]->u.sym, ei[1]->u.sym};
+  const loom_tp_buffer *out = bs->u.store.buf;
+  loom_tp_expr **idx = LOOM_ARENA_ARRAY(c->a, loom_tp_expr *, (size_t)out->ndim);
+  if (!idx) return LOOM_OOM();
+  for (int d = 0; d < out->ndim; d++)
+    if (!(idx[d] = loom_tp_expr_copy_subst(c->a, c->cx, bs->u.store.idx[d], vars, vals, 2))) return LOOM_OOM();
+  loom_tp_expr *v = reload(c->a, es->u.store.value, acc, out, idx);
+  if (!v) return LOOM_OOM();
+  es->u.store.buf = out;
+  es->u.store.idx = idx;
+  es->u.store.value = v;
+  epi->u.loop.kind = LOOM_TP_LOOP_SERIAL;
+  /* epi out of the nest's parts (a sequence in the body), then after the store-back */
+  loom_tp_stmt *nothing = loom_tp_seq(c->a, NULL, 0);
+  if (!nothing) return LOOM_OOM();
+  LOOM_PROPAGATE(loom_tp_replace(c->view, epi, nothing));
+  loom_tp_stmt **items = LOOM_ARENA_ARRAY(c->a, loom_tp_stmt *, body->u.seq.n + 1);
+  if (!items) return LOOM_OOM();
+  memcpy(items, body->u.seq.items, body->u.seq.n * sizeof *items);
+  items[body->u.seq.n] = epi;
+  body->u.seq.items = items;
+  body->u.seq.n++;
+  loom_strbuf_printf(c->why, "  the epilogue (a transcendental) after the tile is stored, over its rows in a loop\n");
+  return LOOM_OK;
+}
+
+static loom_status micro_tile(mm_ctx *c, loom_tp_stmt *tile, const char *ii, const char *ji) {
+  loom_tp_stmt *nest = strip_seq(tile->u.loop.body); /* kept by cache_write, which wraps it */
+  LOOM_PROPAGATE(loom_tp_cache_write(c->a, c->cx, tile, c->m->c, "acc", NULL, NULL));
+  if (!ii && !ji) return LOOM_OK; /* a single accumulator: nothing to move */
+  loom_tp_stmt **parts;
+  size_t nparts;
+  if (ii && ji) LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, child_loop(nest), NULL, NULL));
+  LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, nest, &parts, &nparts));
+  if (ii && ji) LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, child_loop(parts[1])));
+  LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, parts[1]));
+  if (ii) LOOM_PROPAGATE(set_kind_named(c->cx, tile->u.loop.body, ii, LOOM_TP_LOOP_UNROLL));
+  if (ji) LOOM_PROPAGATE(set_kind_named(c->cx, tile->u.loop.body, ji, LOOM_TP_LOOP_VECTORIZE));
+  if (ii && ji && nparts == 3) LOOM_PROPAGATE(epilogue_after_store(c, tile, parts[2]));
+  return LOOM_OK;
+}
+
+/* Row tiles of the i loop `il` (body: [for ji {] init; for r [}]). When the rows are provably
+ * at least a tile, the row tail is one more full tile ending at the last row (overlapping the
+ * previous tile: those rows are computed twice, at the register tile's speed); else the tail
+ * rows run one by one. */
+static loom_status row_tiles(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_t width, bool parallel) {
+  loom_tp_stmt *io, *ii, *it, *iti = NULL;
+  int64_t rows = c->tile_rows;
+  loom_status st;
+  if (rows == TALL_ROWS) { /* the tall tiles' remainder in 6-row tiles (overlapping) */
+    st = loom_tp_split_overlap_small(c->a, c->cx, c->view, il, rows, TILE_ROWS, &io, &ii, &it, &iti);
+    if (!st) {
+      LOOM_PROPAGATE(micro_tile(c, io, loom_sym_var_name(ii->u.loop.var), ji));
+      if (parallel) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, io, LOOM_TP_LOOP_PARALLEL));
+      if (it) LOOM_PROPAGATE(micro_tile(c, it, loom_sym_var_name(iti->u.loop.var), ji));
+      loom_strbuf_printf(c->why, "%lldx%lld register tiles + the row tail in %dx%lld tiles, the last ending at the last row\n",
+                         (long long)rows, (long long)width, TILE_ROWS, (long long)width);
+      return LOOM_OK;
+    }
+    if (loom_status_code(st) != LOOM_CODE_FAILED_PRECONDITION) return st;
+    loom_status_free(st);
+  }
+  st = loom_tp_split_overlap(c->a, c->cx, c->view, il, rows, &io, &ii, &it, &iti);
+  if (st && loom_status_code(st) == LOOM_CODE_FAILED_PRECONDITION) {
+    loom_status_free(st);
+    st = loom_tp_split(c->a, c->cx, c->view, il, rows, &io, &ii, &it);
+  }
+  if (st && loom_status_code(st) == LOOM_CODE_FAILED_PRECONDITION) { /* fewer rows than a tile: rows one by one */
+    loom_status_free(st);
+    loom_strbuf_printf(c->why, "1x%lld rows\n", (long long)width);
+    return micro_tile(c, il, NULL, ji);
+  }
+  LOOM_PROPAGATE(st);
+  const char *iin = loom_sym_var_name(ii->u.loop.var);
+  LOOM_PROPAGATE(micro_tile(c, io, iin, ji));
+  if (parallel) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, io, LOOM_TP_LOOP_PARALLEL));
+  if (it) LOOM_PROPAGATE(micro_tile(c, it, iti ? loom_sym_var_name(iti->u.loop.var) : NULL, ji));
+  if (iti)
+    loom_strbuf_printf(c->why, "%lldx%lld register tiles + one overlapping %lldx%lld tile for the row tail\n", (long long)rows,
+                       (long long)width, (long long)rows, (long long)width);
+  else
+    loom_strbuf_printf(c->why, "%lldx%lld register tiles + 1x%lld row tail\n", (long long)rows, (long long)width, (long long)width);
+  return LOOM_OK;
+}
+
+static bool in_names(const char *const *names, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(names[i], name)) return true;
+  return false;
+}
+
+/* Simplifies every symbolic index of the loads of B under `s` given 0 <= var < width. */
+static void simplify_b_expr(mm_ctx *c, loom_tp_expr *e, bool *oom) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD:
+      for (int d = 0; d < e->u.load.buf->ndim; d++) {
+        loom_tp_expr *x = e->u.load.idx[d];
+        if (e->u.load.buf == c->m->b && x->kind == LOOM_TP_EXPR_SYM) {
+          const loom_sym_expr *v = loom_sym_simplify(c->cx, x->u.sym);
+          if (v) x->u.sym = v;
+          else *oom = true;
+        }
+        simplify_b_expr(c, x, oom);
+      }
+      return;
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++) simplify_b_expr(c, e->u.op.args[i], oom);
+      return;
+    case LOOM_TP_EXPR_CAST: simplify_b_expr(c, e->u.cast_arg, oom); return;
+    case LOOM_TP_EXPR_SELECT:
+      simplify_b_expr(c, e->u.select.cond, oom);
+      simplify_b_expr(c, e->u.select.then_e, oom);
+      simplify_b_expr(c, e->u.select.else_e, oom);
+      return;
+    default: return;
+  }
+}
+
+static void simplify_b_stmt(mm_ctx *c, loom_tp_stmt *s, bool *oom) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) simplify_b_stmt(c, s->u.seq.items[i], oom);
+      return;
+    case LOOM_TP_STMT_FOR: simplify_b_stmt(c, s->u.loop.body, oom); return;
+    case LOOM_TP_STMT_STORE: simplify_b_expr(c, s->u.store.value, oom); return;
+    case LOOM_TP_STMT_LET: simplify_b_expr(c, s->u.let.value, oom); return;
+    case LOOM_TP_STMT_IF:
+      simplify_b_expr(c, s->u.if_.cond, oom);
+      simplify_b_stmt(c, s->u.if_.then_s, oom);
+      if (s->u.if_.else_s) simplify_b_stmt(c, s->u.if_.else_s, oom);
+      return;
+    default: return;
+  }
+}
+
+/* B's indices in the inner column loop `ji` (variable v) of a panel, simplified under
+ * 0 <= v < width: floordiv(P*jo + v, P) -> jo and floormod(P*jo + v, P) -> v when P = width. */
+static loom_status panel_indices(mm_ctx *c, loom_tp_stmt *ji, const loom_sym_expr *v, int64_t width) {
+  bool oom = false;
+  loom_sym_facts_push(c->cx);
+  loom_status st = loom_sym_assume_range(c->cx, v, 0, width - 1);
+  if (!st) simplify_b_stmt(c, ji->u.loop.body, &oom);
+  loom_sym_facts_pop(c->cx);
+  if (!st && oom) st = LOOM_OOM();
+  return st;
+}
+
+static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, int64_t width, bool outermost, bool overlap_tail);
+
+/* ---- software prefetch of a weight laid out in panels ------------------------------------
+ *
+ * A register tile streams its panel of B (k rows of P contiguous columns) once per row tile;
+ * a weight larger than the caches comes from memory, and while the tile computes (6 rows: 12
+ * FMAs per row of B) the hardware prefetchers alone kept a 4096 x 4096 panel stream at 5-7
+ * GB/s of the core's 10. Each step of the reduction therefore prefetches the panel's row
+ * PREFETCH_ROWS ahead (every cache line of it), clamped to the last row so that the hint
+ * never names an element outside B:
+ *     for r reduce { prefetch B[jo, min(r + 16, k - 1), 0]; prefetch B[.., 16]; for ii ... }
+ * Measured in a C model of the kernel (7 rows, 4096 x 4096, best of 5 rounds): 9.6 -> 7.5 ms
+ * with the 6-row tiles; one row per pass gained nothing, so the 1-row tiles do not prefetch. */
+enum { PREFETCH_ROWS = 16 };
+
+/* The first loop under s whose variable is called `name` (NULL if none). */
+static loom_tp_stmt *loop_named(loom_tp_stmt *s, const char *name) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) {
+        loom_tp_stmt *l = loop_named(s->u.seq.items[i], name);
+        if (l) return l;
+      }
+      return NULL;
+    case LOOM_TP_STMT_FOR:
+      return !strcmp(loom_sym_var_name(s->u.loop.var), name) ? s : loop_named(s->u.loop.body, name);
+    case LOOM_TP_STMT_IF: {
+      loom_tp_stmt *l = loop_named(s->u.if_.then_s, name);
+      return l || !s->u.if_.else_s ? l : loop_named(s->u.if_.else_s, name);
+    }
+    default: return NULL;
+  }
+}
+
+/* The first load of `b` in e or under s (NULL if none). */
+static const loom_tp_expr *load_of_expr(const loom_tp_expr *e, const loom_tp_buffer *b) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD: return e->u.load.buf == b ? e : NULL;
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++) {
+        const loom_tp_expr *l = load_of_expr(e->u.op.args[i], b);
+        if (l) return l;
+      }
+      return NULL;
+    case LOOM_TP_EXPR_CAST: return load_of_expr(e->u.cast_arg, b);
+    default: return NULL;
+  }
+}
+
+static const loom_tp_expr *load_of(const loom_tp_stmt *s, const loom_tp_buffer *b) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) {
+        const loom_tp_expr *l = load_of(s->u.seq.items[i], b);
+        if (l) return l;
+      }
+      return NULL;
+    case LOOM_TP_STMT_FOR: return load_of(s->u.loop.body, b);
+    case LOOM_TP_STMT_STORE: return load_of_expr(s->u.store.value, b);
+    default: return NULL;
+  }
+}
+
+/* Prefetches in every reduction loop called `red` under s that reads B through its vector
+ * column loop `ji` (width columns). */
+static loom_status add_prefetch(mm_ctx *c, loom_tp_stmt *s, const char *red, const char *ji, int64_t width) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) LOOM_PROPAGATE(add_prefetch(c, s->u.seq.items[i], red, ji, width));
+      return LOOM_OK;
+    case LOOM_TP_STMT_IF:
+      LOOM_PROPAGATE(add_prefetch(c, s->u.if_.then_s, red, ji, width));
+      return s->u.if_.else_s ? add_prefetch(c, s->u.if_.else_s, red, ji, width) : LOOM_OK;
+    case LOOM_TP_STMT_FOR: break;
+    default: return LOOM_OK;
+  }
+  if (!s->u.loop.reduce || strcmp(loom_sym_var_name(s->u.loop.var), red))
+    return add_prefetch(c, s->u.loop.body, red, ji, width);
+  const loom_tp_expr *ld = load_of(s->u.loop.body, c->m->b);
+  loom_tp_stmt *jl = loop_named(s->u.loop.body, ji);
+  if (!ld || !jl) return LOOM_OK;
+  const loom_tp_buffer *b = c->m->b;
+  int64_t elem = (int64_t)loom_dtype_size(b->dtype), per_line = 64 / elem;
+  int64_t lines = (width * elem + 63) / 64;
+  const loom_sym_expr *ahead = loom_sym_min(
+      c->cx, loom_sym_add(c->cx, s->u.loop.var, loom_sym_const(c->cx, PREFETCH_ROWS)),
+      loom_sym_sub(c->cx, s->u.loop.extent, loom_sym_const(c->cx, 1)));
+  if (!ahead) return LOOM_OOM();
+  loom_tp_stmt **items = LOOM_ARENA_ARRAY(c->a, loom_tp_stmt *, (size_t)lines + 1);
+  if (!items) return LOOM_OOM();
+  for (int64_t l = 0; l < lines; l++) {
+    const loom_sym_expr *vars[2] = {s->u.loop.var, jl->u.loop.var};
+    const loom_sym_expr *vals[2] = {ahead, loom_sym_const(c->cx, l * per_line)};
+    loom_tp_expr **idx = LOOM_ARENA_ARRAY(c->a, loom_tp_expr *, (size_t)b->ndim);
+    if (!idx || !vals[1]) return LOOM_OOM();
+    for (int d = 0; d < b->ndim; d++)
+      if (!(idx[d] = loom_tp_expr_copy_subst(c->a, c->cx, ld->u.load.idx[d], vars, vals, 2))) return LOOM_OOM();
+    if (!(items[l] = loom_tp_prefetch(c->a, b, idx))) return LOOM_OOM();
+  }
+  items[lines] = s->u.loop.body;
+  if (!(s->u.loop.body = loom_tp_seq(c->a, items, (size_t)lines + 1))) return LOOM_OOM();
+  return LOOM_OK;
+}
+
+/* `top`: a loop over columns with, below it, nbatch batch loops, the i loop and the body.
+ * Tiles it with panels of c->widths[w] and its column tail with the next widths (or, with
+ * c->overlap, the widest panels' tail with one more whole panel ending at the last column). */
+static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost) {
+  int64_t width = c->widths[w];
+  if (width == 1) {
+    loom_tp_stmt *il;
+    LOOM_PROPAGATE(sink(c, top, 0, &il));
+    for (int k = 0; k <= c->nbatch; k++) il = child_loop(il);
+    loom_strbuf_printf(c->why, "  columns %s one by one: ", loom_sym_var_name(top->u.loop.var));
+    return row_tiles(c, il, NULL, 1, true);
+  }
+  loom_tp_stmt *jo, *ji, *jt, *jti = NULL;
+  loom_status st;
+  if (w == 0 && c->overlap) {
+    st = loom_tp_split_overlap(c->a, c->cx, c->view, top, width, &jo, &ji, &jt, &jti);
+    if (!st) {
+      LOOM_PROPAGATE(panel(c, jo, ji, width, outermost, false));
+      if (!jt) return LOOM_OK;
+      loom_strbuf_printf(c->why, "  column tail: one more %lld-column panel ending at the last column,\n", (long long)width);
+      return panel(c, jt, jti, width, false, true);
+    }
+    if (loom_status_code(st) != LOOM_CODE_FAILED_PRECONDITION) return st;
+    loom_status_free(st);
+  }
+  st = loom_tp_split(c->a, c->cx, c->view, top, width, &jo, &ji, &jt);
+  if (st && loom_status_code(st) == LOOM_CODE_FAILED_PRECONDITION) { /* extent known to be small */
+    loom_status_free(st);
+    return panels(c, top, w + 1, outermost);
+  }
+  LOOM_PROPAGATE(st);
+  LOOM_PROPAGATE(panel(c, jo, ji, width, outermost, false));
+  if (!jt) return LOOM_OK;
+  /* B in panels of this width with n not a multiple of it (the last panel zero-padded): the
+   * tail's columns P*floordiv(n, P) + t, t < P, all lie in panel floordiv(n, P), read as
+   * [floordiv(n, P), r, t] -- unit stride in t, tiled by the narrower panels like any B */
+  if (c->m->panel == width) LOOM_PROPAGATE(panel_indices(c, jt, jt->u.loop.var, width));
+  return panels(c, jt, w + 1, false);
+}
+
+/* One panel loop `jo` of `width` columns (`ji` its inner loop): row tiles, B packed at the
+ * deepest batch loop its indices use. `overlap_tail`: the whole panel ending at the last column
+ * (loom_tp_split_overlap's tail), which straddles two of B's panels when B is laid out in panels
+ * of this width: packed like any B, then the same register tile as every other panel, so each
+ * column's sum runs in the same order whatever panel it falls in. */
+static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, int64_t width, bool outermost, bool overlap_tail) {
+  const char *jin = loom_sym_var_name(ji->u.loop.var);
+  /* B laid out in panels of this width: its index [floordiv(P*jo + ji, P), r, floormod(..)]
+   * is [jo, r, ji] given 0 <= ji < P, so each panel is read where it lies (no packing); the
+   * column tail (n not a multiple of P: the padded last panel) is the narrower panels' (panels) */
+  bool in_place = c->m->panel == width && !overlap_tail;
+  if (in_place) LOOM_PROPAGATE(panel_indices(c, ji, ji->u.loop.var, width));
+  LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &ji));
+  loom_tp_stmt *il = jo;
+  for (int k = 0; k <= c->nbatch; k++) il = child_loop(il);
+  loom_strbuf_printf(c->why, "  panel %s: %lld columns, %s, ", loom_sym_var_name(jo->u.loop.var), (long long)width,
+                     in_place ? "B laid out in panels (read in place)" : c->pack ? "B packed" : "B in place");
+  LOOM_PROPAGATE(row_tiles(c, il, jin, width, !outermost));
+  if (in_place && c->prefetch) {
+    LOOM_PROPAGATE(add_prefetch(c, jo, c->m->red, jin, width));
+    loom_strbuf_printf(c->why, "  B prefetched %d rows ahead\n", PREFETCH_ROWS);
+  }
+  /* pack B at the deepest batch loop its indices use (B shared across the others) */
+  loom_tp_stmt *at = jo, *l = jo;
+  for (int k = 0; k < c->nbatch; k++) {
+    l = child_loop(l);
+    if (in_names(c->m->b_batch, c->m->nb_batch, loom_sym_var_name(l->u.loop.var))) at = l;
+  }
+  if ((c->pack || overlap_tail) && !in_place) {
+    loom_tp_stmt *fill;
+    LOOM_PROPAGATE(loom_tp_cache_read(c->a, c->cx, at, c->m->b, "Bp", &fill));
+    LOOM_PROPAGATE(set_kind_named(c->cx, fill, jin, LOOM_TP_LOOP_VECTORIZE));
+  }
+  if (outermost) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
+  return LOOM_OK;
+}
+
+/* The column loop `top` in panels of the widest width. With B laid out in padded panels of
+ * that width (n a constant, not a multiple of it) the column tail is one more whole panel
+ * ending at the last column, B's part of it packed, and the same register tile as every
+ * other panel: each column's sum runs in the same order whichever panel holds it (a narrower
+ * tail summed in another order, and a model whose columns are equal, such as the ONNX light
+ * suite's AlexNet with every weight 0.02, then gave its softmax unequal values). */
+static loom_status padded_panels(mm_ctx *c, loom_tp_stmt *top) {
+  int64_t width = c->widths[0], ncols;
+  if (c->m->panel != width || !loom_sym_is_const(top->u.loop.extent, &ncols) || ncols <= width || ncols % width == 0)
+    return panels(c, top, 0, true);
+  bool was = c->overlap;
+  c->overlap = true;
+  loom_status st = panels(c, top, 0, true);
+  c->overlap = was;
+  return st;
+}
+
+/* The narrow-column variant of the general path (fewer columns than a widest panel). */
+static loom_status narrow_cols(void *ud, loom_tp_func *view) {
+  mm_ctx c = *(const mm_ctx *)ud;
+  c.view = view;
+  c.overlap = false;
+  return panels(&c, view->body, 1, true);
+}
+
+/* The general path's column panels, `*slot` the j loop. When the column extent is a symbol
+ * (matmul's n, a convolution's output pixels), a variant for fewer columns than a widest panel
+ * (narrower panels, then columns one by one) and, under columns >= that width, the widest
+ * panels with their tail as one more whole panel ending at the last column (overlapping: those
+ * columns are computed twice, at the register tile's speed, where narrow tail panels ran at a
+ * quarter of it and single columns at a sixteenth). */
+static loom_status general_panels(mm_ctx *c, loom_tp_stmt **slot) {
+  const loom_sym_expr *cols = (*slot)->u.loop.extent;
+  int64_t width = c->widths[0];
+  if (!loom_sym_is_var(cols) || width <= c->widths[1]) return padded_panels(c, *slot);
+  const loom_sym_expr *guard = loom_sym_cmp(c->cx, LOOM_SYM_LT, cols, loom_sym_const(c->cx, width));
+  if (!guard) return LOOM_OOM();
+  loom_tp_func sub = *c->view;
+  sub.body = *slot;
+  loom_strbuf narrow;
+  loom_strbuf_init(&narrow, NULL);
+  mm_ctx nc = *c;
+  nc.why = &narrow;
+  loom_status st = loom_tp_add_variant(c->a, c->cx, &sub, guard, narrow_cols, &nc);
+  if (!st && (sub.body == *slot || sub.body->kind != LOOM_TP_STMT_IF)) { /* not added: as before */
+    loom_strbuf_free(&narrow);
+    return panels(c, *slot, 0, true);
+  }
+  if (!st) {
+    *slot = sub.body;
+    loom_sym_facts_push(c->cx);
+    st = loom_sym_assume_range(c->cx, cols, width, INT64_MAX);
+    c->overlap = true;
+    if (!st) st = panels(c, sub.body->u.if_.else_s, 0, true);
+    c->overlap = false;
+    loom_sym_facts_pop(c->cx);
+    loom_sym_print(cols, c->why);
+    loom_strbuf_printf(c->why, " < %lld: narrow columns:\n%s", (long long)width, loom_strbuf_cstr(&narrow));
+  }
+  loom_strbuf_free(&narrow);
+  return st;
+}
+
+
+/* The j loop to the top of the nest (j, batch loops, i). */
+static loom_status j_to_top(mm_ctx *c, loom_tp_stmt *top, mm_nest *m) {
+  if (!match_matmul(c->cx, top, m)) return LOOM_ERROR(INTERNAL, "the copy does not match");
+  for (int k = 0; k < m->nloops; k++) m->loops[k]->u.loop.kind = LOOM_TP_LOOP_SERIAL;
+  c->nbatch = m->nloops - 2;
+  for (int t = m->nloops - 2; t >= 0; t--) LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, m->loops[t]));
+  return LOOM_OK;
+}
+
+/* Below SMALL_M rows (the i extent) packing costs more than it saves: B with unit stride in
+ * j is used in place by 1-row tiles (fewer rows than one full tile); B indexed `[j, r]`
+ * (linear's W, where packing is a transposition) is used by dot products over r (vectorised
+ * by LLVM), j outermost and parallel so each row of B is read once. */
+enum { SMALL_M_UNIT = TILE_ROWS, SMALL_M_TRANSPOSED = 12 };
+
+/* Row streaming for few rows (the GEMV shape of decode steps): B is read once, row by row, in
+ * chunks of STREAM_CHUNK contiguous columns (4 KiB: the hardware prefetchers follow them; the
+ * 32-column panels read 128 bytes per row of B, a new page each, and ran weight-bound at
+ * a third of the bandwidth). Per chunk (parallel):
+ *     for b.. { for i { for ji { C = 0 } }; for r reduce { for i { for ji vectorize {
+ *       C[.., i, j] += A[.., i, r] * B[r, j] } } } }
+ * C's chunk rows (at most 5 x 4 KiB) stay in L1; r is then split by STREAM_K and its inner
+ * part unrolled inside ji (below). Built from split, sink, distribute, reorder. */
+enum { STREAM_CHUNK = 1024, STREAM_K = 4 };
+
+/* levels[0..n-1]: the batch loops (outer to inner) then i, each the only loop of the previous;
+ * i's body is [for ji { init; for r { upd } }]. Init and update apart, r moved above i and
+ * above every batch loop B's indices do not use (B shared across them is read once). */
+static loom_status stream_rows(mm_ctx *c, loom_tp_stmt **levels, int n) {
+  loom_tp_stmt *jl = child_loop(levels[n - 1]), **parts;
+  size_t nparts;
+  LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, jl, &parts, &nparts));
+  loom_tp_stmt *init = parts[0], *upd = parts[1];
+  if (nparts == 3) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, parts[2], LOOM_TP_LOOP_VECTORIZE)); /* the epilogue */
+  LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, upd)); /* for r { for ji } */
+  LOOM_PROPAGATE(loom_tp_set_kind(c->cx, init, LOOM_TP_LOOP_VECTORIZE));
+  LOOM_PROPAGATE(loom_tp_set_kind(c->cx, child_loop(upd), LOOM_TP_LOOP_VECTORIZE));
+  loom_tp_stmt *r = upd; /* reorder swaps headers in place: the node that holds r */
+  int above = 0;         /* levels r was moved above */
+  for (int k = n - 1; k >= 0; k--) {
+    if (k < n - 1 && in_names(c->m->b_batch, c->m->nb_batch, loom_sym_var_name(levels[k]->u.loop.var))) break;
+    LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, levels[k], &parts, NULL));
+    LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, parts[1])); /* r above this level */
+    r = parts[1];
+    above++;
+  }
+  /* STREAM_K rows of B per pass over a row of C: r split, its inner part sunk below the
+   * rows and the column loop and unrolled, so C is loaded and stored once per STREAM_K FMAs
+   * and STREAM_K rows of B (pages) stream at once; the k % STREAM_K rows in a tail loop */
+  loom_tp_stmt *ro, *ri, *rt, *sunk;
+  LOOM_PROPAGATE(loom_tp_split(c->a, c->cx, c->view, r, STREAM_K, &ro, &ri, &rt));
+  LOOM_PROPAGATE(sink(c, ri, above + 1, &sunk));
+  return loom_tp_set_kind(c->cx, sunk, LOOM_TP_LOOP_UNROLL);
+}
+
+static loom_status stream_chunks(mm_ctx *c, loom_tp_stmt *top) {
+  loom_tp_stmt *jo, *ji;
+  LOOM_PROPAGATE(loom_tp_split_ceil(c->a, c->cx, c->view, top, STREAM_CHUNK, &jo, &ji));
+  /* sinking swaps loop headers in place: the chunk's node then holds the first batch loop (or
+   * i), and i is nbatch levels below it */
+  loom_tp_stmt *sunk, *levels[MAX_CHAIN], *l = ji;
+  LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &sunk));
+  for (int k = 0; k <= c->nbatch; k++, l = child_loop(l)) levels[k] = l;
+  LOOM_PROPAGATE(stream_rows(c, levels, c->nbatch + 1));
+  LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
+  loom_strbuf_printf(c->why, "  rows streamed: B read once, row by row, in chunks of %d columns (parallel, the last "
+                             "partial), reduction outside the rows, %d rows of B per pass over C\n", STREAM_CHUNK, STREAM_K);
+  return LOOM_OK;
+}
+
+static loom_status small_m(void *ud, loom_tp_func *view) {
+  const mm_ctx *outer = ud;
+  mm_nest m;
+  mm_ctx c = *outer;
+  c.view = view;
+  c.m = &m;
+  c.pack = false;
+  c.prefetch = false; /* one row per pass: the hardware prefetchers keep up (measured: no gain) */
+  LOOM_PROPAGATE(j_to_top(&c, view->body, &m));
+  if (m.panel) { /* B in panels: rows one by one against each panel, read where it lies */
+    loom_strbuf_printf(c.why, "  B laid out in panels, rows one by one:\n");
+    return padded_panels(&c, view->body);
+  }
+  if (m.b_unit) return stream_chunks(&c, view->body);
+  loom_strbuf_printf(c.why, "  dot products over %s, %s outermost and parallel\n", m.red,
+                     loom_sym_var_name(view->body->u.loop.var));
+  return loom_tp_set_kind(c.cx, view->body, LOOM_TP_LOOP_PARALLEL);
+}
+
+/* ---- tall row tiles ------------------------------------------------------------------------
+ *
+ * With 32 vector registers (AVX-512) an f32 register tile of TALL_ROWS x 32 holds 24
+ * accumulators (plus two B registers and a broadcast): each row of a B panel feeds 24 FMAs
+ * where the 6-row tile's feeds 12, so a panel is read half as often -- what counts when the
+ * weight streams from memory and the rows are few (a 17-token prompt: a 12-row and a 6-row
+ * tile read each panel twice, the 6-row tiles three times; MLAS's AVX-512 kernel is 12 rows
+ * too). The row tail runs in 6-row tiles, the last ending at the last row
+ * (loom_tp_split_overlap_small): 17 rows cost 12 + 6, 7 rows 6 + 6, with two tile bodies in
+ * the code (a third, a clamped 12-row tile for 7..11 rows left, made 7 rows one pass over B but
+ * the MLP's compile 1.8x that of the 6-row tiles). Measurements: docs/codegen.md. AVX2's 16
+ * registers hold 6 x 2 accumulators, no more: TILE_ROWS there, and for the i32 (int8) tiles. */
+
+/* The row-tile height for the general path of `orig` (under its rows >= limit fact). */
+static int64_t general_tile_rows(loom_sym_ctx *cx, const mm_nest *orig, const loom_tp_cpu_params *p) {
+  int64_t n;
+  const loom_sym_expr *rows = orig->loops[orig->nloops - 2]->u.loop.extent;
+  if (p->vector_bytes < 64 || orig->c->dtype != LOOM_DTYPE_F32) return TILE_ROWS;
+  if (loom_sym_is_const(rows, &n)) return n >= TALL_ROWS ? TALL_ROWS : TILE_ROWS;
+  /* a symbolic extent: the 6-row tail tiles need rows >= TILE_ROWS proven (rows >= limit assumed) */
+  return loom_sym_prove_le(cx, loom_sym_const(cx, TILE_ROWS), rows) == LOOM_SYM_TRUE ? TALL_ROWS : TILE_ROWS;
+}
+
+/* Tiles the matmul nest held by *slot; on refusal leaves it unchanged and says why. */
+static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
+                               const mm_nest *orig, const loom_tp_cpu_params *p, loom_strbuf *why, bool *done) {
+  *done = false;
+  loom_tp_stmt *copy = loom_tp_stmt_copy_subst(a, cx, *slot, NULL, NULL, 0);
+  if (!copy) return LOOM_OOM();
+  loom_tp_func view = *f;
+  view.body = copy;
+  mm_nest m;
+  loom_strbuf small, steps;
+  loom_strbuf_init(&small, NULL);
+  loom_strbuf_init(&steps, NULL);
+  mm_ctx c = {a, cx, &view, &m, 0, true, &small, {0}, false, true, TILE_ROWS};
+  panel_widths(p->vector_bytes, c.widths);
+  int64_t limit = orig->b_unit || orig->panel ? SMALL_M_UNIT : SMALL_M_TRANSPOSED;
+  const loom_sym_expr *rows = orig->loops[orig->nloops - 2]->u.loop.extent;
+  const loom_sym_expr *guard = loom_sym_cmp(cx, LOOM_SYM_LT, rows, loom_sym_const(cx, limit));
+  loom_status st = guard ? loom_tp_add_variant(a, cx, &view, guard, small_m, &c) : LOOM_OOM();
+  c.why = &steps;
+  /* The general path runs only when rows >= limit (the variant's guard failed): it is
+   * scheduled under that fact, so the row tail can be one overlapping full tile. */
+  loom_sym_facts_push(cx);
+  if (!st && loom_sym_is_var(rows)) st = loom_sym_assume_range(cx, rows, limit, INT64_MAX);
+  else if (!st && !loom_sym_is_const(rows, NULL)) /* fused rows (b * s): rows - limit >= 0 */
+    st = loom_sym_assume_nonneg(cx, loom_sym_sub(cx, rows, loom_sym_const(cx, limit)));
+  c.tile_rows = general_tile_rows(cx, orig, p);
+  if (!st) st = j_to_top(&c, view.body->u.if_.else_s, &m);
+  if (!st) st = general_panels(&c, &view.body->u.if_.else_s);
+  loom_sym_facts_pop(cx);
+  if (st) {
+    loom_strbuf_printf(why, "nest %s: matmul, register tiling refused (%s): plain schedule\n",
+                       loom_sym_var_name(orig->loops[0]->u.loop.var), loom_status_message(st));
+    loom_status_free(st);
+  } else {
+    loom_strbuf sb;
+    loom_strbuf_init(&sb, NULL);
+    loom_sym_print(rows, &sb);
+    loom_strbuf_printf(why, "nest %s: matmul (init + reduction over %s), register-tiled:\n%s  variant %s < %lld:\n%s",
+                       loom_sym_var_name(orig->loops[0]->u.loop.var), orig->red, loom_strbuf_cstr(&steps), loom_strbuf_cstr(&sb), (long long)limit, loom_strbuf_cstr(&small));
+    loom_strbuf_free(&sb);
+    *slot = view.body;
+    *done = true;
+  }
+  loom_strbuf_free(&small);
+  loom_strbuf_free(&steps);
+  return LOOM_OK;
+}
+
+/* The batch loops right above the row loop i whose index B does not use (a (b, s, k) x (k, n)
+ * matmul: the weight shared by every batch) fused with i, outermost last: the register tiles
+ * then run over b * s rows, so B is read once per b * s / 12 rows where it was read once per
+ * s / 12 for every batch (b = 8, s = 4 read B eight times, through the few-rows path), and the
+ * row tail is one per matmul, not one per batch. Each fused access reads [floordiv(x, s),
+ * floormod(x, s)]: row-major, that is offset x (targets/cpu cg_elem_ptr, no division). */
+static loom_status fuse_shared_rows(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot, mm_nest *m,
+                                    loom_strbuf *why) {
+  while (m->nloops >= 3) {
+    loom_tp_stmt *outer = m->loops[m->nloops - 3], *fused;
+    const char *bn = loom_sym_var_name(outer->u.loop.var), *in = loom_sym_var_name(m->loops[m->nloops - 2]->u.loop.var);
+    if (in_names(m->b_batch, m->nb_batch, bn)) return LOOM_OK;
+    loom_status st = loom_tp_fuse(a, cx, f, outer, &fused);
+    if (st) { /* a nest fuse does not apply to stays as it is */
+      loom_strbuf_printf(why, "loops %s, %s: not fused (%s)\n", bn, in, loom_status_message(st));
+      loom_status_free(st);
+      return LOOM_OK;
+    }
+    loom_strbuf_printf(why, "loops %s, %s: fused (rows of every batch against the one B)\n", bn, in);
+    if (outer == *slot) *slot = fused;
+    if (!match_matmul(cx, *slot, m)) return LOOM_ERROR(INTERNAL, "the matmul nest does not match after fusing its rows");
+  }
+  return LOOM_OK;
+}
+
+loom_status loom_tp_schedule_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
+                                    const loom_tp_cpu_params *p, loom_strbuf *why, bool *done) {
+  mm_nest m;
+  *done = false;
+  if ((*slot)->kind != LOOM_TP_STMT_FOR || !match_matmul(cx, *slot, &m)) return LOOM_OK;
+  LOOM_PROPAGATE(fuse_shared_rows(a, cx, f, slot, &m, why));
+  return tile_matmul(a, cx, f, slot, &m, p, why, done);
+}
