@@ -180,6 +180,8 @@ const loom_graph_attr *loom_graph_call_attr(const loom_graph_expr *call, const c
 int64_t loom_graph_call_int(const loom_graph_expr *call, const char *name);
 double loom_graph_call_float(const loom_graph_expr *call, const char *name);
 const char *loom_graph_call_str(const loom_graph_expr *call, const char *name);
+/* Attribute `name` of `call` as a list of strings (STRS): *n of them; an absent one is empty. */
+const char *const *loom_graph_call_strs(const loom_graph_expr *call, const char *name, size_t *n);
 loom_dtype loom_graph_call_dtype(const loom_graph_expr *call, const char *name);
 /* Normalises `axis` against `ndim` (negative counts from the end); error when out of range. */
 loom_status loom_graph_icx_axis(loom_graph_icx *ic, int64_t axis, int ndim, const char *what, int *out);

@@ -339,6 +339,12 @@ static loom_status eval_bcast(loom_graph_ecx *ec, const loom_graph_value *args, 
   loom_dtype dt = is_logic(op) ? LOOM_DTYPE_BOOL : in_dt;
   LOOM_PROPAGATE(loom_graph_value_tensor(dt, nd, shape, out));
   int64_t idx[8] = {0};
+  if (in_dt == LOOM_DTYPE_STRING) { /* equal is the one op here that takes strings (flag STR) */
+    for (size_t o = 0; o < out->t.numel; o++, loom_graph_index_next(nd, shape, idx))
+      loom_graph_tensor_set_i64(&out->t, o, loom_graph_str_equal(loom_graph_tensor_get_str(&args[0].t, loom_graph_bcast_index(&args[0].t, nd, idx)),
+                                                                  loom_graph_tensor_get_str(&args[1].t, loom_graph_bcast_index(&args[1].t, nd, idx))));
+    return LOOM_OK;
+  }
   bool ints = loom_dtype_is_int(in_dt);
   if (out->t.numel == 0) return LOOM_OK;
   size_t o = 0;
