@@ -194,7 +194,7 @@ static loom_status eval_split(loom_graph_ecx *ec, const loom_graph_value *args, 
     size_t k = split_one(s, delim, dlen, maxsplit, pos);
     loom_graph_tensor_set_i64(&out->items[1].t, i, (int64_t)k);
     for (size_t j = 0; j < k && !st; j++)
-      st = loom_graph_tensor_set_str(&out->items[0].t, i * m + j, s.data + pos[2 * j], pos[2 * j + 1]);
+      st = loom_graph_tensor_set_str(&out->items[0].t, i * m + j, (s.data ? s.data : "") + pos[2 * j], pos[2 * j + 1]);
   }
   free(pos);
   return st;
@@ -377,7 +377,7 @@ static loom_status eval_regex(loom_graph_ecx *ec, const loom_graph_value *args, 
   for (size_t i = 0; i < x->numel && !st; i++) {
     if ((st = need_utf8(ec, x, i))) break;
     loom_str s = loom_graph_tensor_get_str(x, i);
-    if (memchr(s.data, 0, (size_t)s.len)) {
+    if (s.len && memchr(s.data, 0, (size_t)s.len)) {
       st = LOOM_ERROR(INVALID_ARGUMENT, "%s: element %zu of operand 0 holds a NUL byte", ec->op, i);
       break;
     }

@@ -68,6 +68,7 @@ pub const suites = .{
         "tests/graph/test_interp.c",
         "tests/graph/test_image.c",
         "tests/graph/test_interp_misc.c",
+        "tests/graph/test_string.c",
         "tests/graph/test_models.c",
         "tests/graph/test_lowp.c",
         "tests/graph/test_dyn.c",
