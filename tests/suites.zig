@@ -53,6 +53,7 @@ pub const suites = .{
         "tests/onnx/test_onnx_seq.c",
         "tests/onnx/test_onnx_train.c",
         "tests/onnx/test_onnx_ml.c",
+        "tests/onnx/test_onnx_str.c",
         "tests/onnx/test_onnx_image.c",
         "tests/onnx/test_onnx_quant.c",
         "tests/onnx/test_onnx_import_misc.c",
