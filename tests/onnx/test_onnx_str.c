@@ -152,3 +152,37 @@ LOOM_TEST(onnx_str, concat_and_regex_import) {
   loom_graph_value_free(&out), loom_graph_value_free(&x);
   loom_graph_module_destroy(gm), loom_onnx_model_free(mm);
 }
+
+/* A STRING initializer: its bytes copied into the module (the model may go first), read by the
+ * interpreter as a constant; constant folding (the importer's and the fold pass's) leaves string
+ * calls alone, and the compile fails naming the kept operator. */
+LOOM_TEST(onnx_str, string_initializer_is_a_module_constant) {
+  pb g = {0}, model = {0}, n = {0}, init = {0}, opset = {0}, attrs = {0};
+  pb_node(&g, "StringConcat", "cat", (const char *[]){"c", "c", NULL}, (const char *[]){"s", NULL}, NULL);
+  strs_attr(&attrs, "keys_strings", 2, (const char *[]){"aa", "bb"});
+  ints_attr(&attrs, "values_int64s", 2, (int64_t[]){1, 2});
+  pb_str(&n, 1, "s"), pb_str(&n, 2, "y"), pb_str(&n, 3, "enc"), pb_str(&n, 4, "LabelEncoder"), pb_str(&n, 7, "ai.onnx.ml");
+  pb_raw(&n, attrs.d, attrs.len), pb_free(&attrs);
+  pb_msg(&g, 1, &n);
+  pb_int(&init, 1, 3), pb_int(&init, 2, 8), pb_str(&init, 6, "a"), pb_str(&init, 6, "b"), pb_str(&init, 6, "c"), pb_str(&init, 8, "c");
+  pb_msg(&g, 5, &init);
+  pb_value_info(&g, 12, "y", 7, 1, (const char *[]){"3"});
+  pb_model(&model, 21, &g);
+  pb_str(&opset, 1, "ai.onnx.ml"), pb_int(&opset, 2, 4), pb_msg(&model, 8, &opset);
+  loom_onnx_model *mm;
+  loom_graph_module *gm = NULL;
+  cr_assert(loom_onnx_model_parse(model.d, model.len, "mem.onnx", NULL, &mm) == LOOM_OK);
+  pb_free(&model);
+  cr_assert(loom_onnx_import(mm, &gm) == LOOM_OK);
+  loom_onnx_model_free(mm); /* the module keeps its own copy of the strings */
+  loom_graph_value out;
+  cr_assert(loom_graph_eval(gm, "main", 0, NULL, NULL, &out) == LOOM_OK);
+  cr_assert_eq(out.t.numel, 3);
+  const int64_t *y = out.t.data;
+  cr_assert(y[0] == 1 && y[1] == 2 && y[2] == -1, "%lld %lld %lld", (long long)y[0], (long long)y[1], (long long)y[2]);
+  loom_graph_value_free(&out);
+  loom_compiled *c = NULL;
+  loom_compile_options o = {.no_cache = true};
+  EXPECT_ERROR(loom_compile(gm, &o, &c), UNIMPLEMENTED, "string tensors run on the reference interpreter only");
+  loom_graph_module_destroy(gm);
+}
