@@ -1,6 +1,7 @@
 /* parse_expr.c — the values of a binding: leaves (variables, constants, shape(...), sym(...)),
  * operator calls with attributes, function calls, call_tp / call_extern, tuples, tuple
  * indexing and `if`. */
+#include <ctype.h>
 #include <string.h>
 
 #include "graph/parse_internal.h"
@@ -124,7 +125,8 @@ static loom_status quoted(parser *p, const char **out) {
     else if (ch == '\\' && e + 3 < p->len && p->s[e + 1] == 'x') {
       unsigned v;
       char hex[3] = {p->s[e + 2], p->s[e + 3], 0};
-      if (sscanf(hex, "%2x", &v) != 1 || !v) return gp_err(p, e, "bad \\x escape (two hex digits, not 00)");
+      if (!isxdigit((unsigned char)hex[0]) || !isxdigit((unsigned char)hex[1]) || sscanf(hex, "%2x", &v) != 1 || !v)
+        return gp_err(p, e, "bad \\x escape (two hex digits, not 00)");
       ch = (char)v, e += 3;
     } else if (ch == '\\') return gp_err(p, e, "unknown escape (\\\", \\\\ or \\xHH)");
     buf[n++] = ch;

@@ -121,6 +121,12 @@ LOOM_TEST(graph_string, normalize_stopwords_and_case) {
             "is not NONE, LOWER or UPPER");
   parse_err("fn @main(x: Tensor[(4,), string]) -> Object {\n  y = string_normalize(x, stopwords=[\"a\\q\"])\n  return y\n}\n",
             "unknown escape");
+  parse_err("fn @main(x: Tensor[(4,), string]) -> Object {\n  y = string_normalize(x, stopwords=[\"a\\x4\"])\n  return y\n}\n",
+            "bad \\x escape");
+  parse_err("fn @main(x: Tensor[(4,), string]) -> Object {\n  y = string_normalize(x, stopwords=[\"a\\x00\"])\n  return y\n}\n",
+            "bad \\x escape");
+  parse_err("fn @main(x: Tensor[(4,), string]) -> Object {\n  y = string_normalize(x, stopwords=[\"ab)\n  return y\n}\n",
+            "unterminated string");
 }
 
 LOOM_TEST(graph_string, regex_full_match_posix) {
