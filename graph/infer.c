@@ -219,6 +219,12 @@ static loom_status check_attrs(loom_graph_icx *ic, const loom_graph_op_impl *imp
   return LOOM_OK;
 }
 
+/* The variable name of operand i of the call being inferred, or NULL when it is not a variable. */
+static const char *arg_name(const loom_graph_icx *ic, size_t i) {
+  const loom_graph_expr *a = ic->call->u.call.args[i];
+  return a->kind == LOOM_GRAPH_EXPR_VAR ? a->u.var.name : NULL;
+}
+
 /* Whether struct info s is a tensor or scalar of dtype string. */
 static bool is_string(const loom_sinfo *s) {
   return (s->kind == LOOM_SINFO_TENSOR || s->kind == LOOM_SINFO_SCALAR) && loom_dtype_is_string(s->dtype);
@@ -230,7 +236,8 @@ static loom_status check_lowp(loom_graph_icx *ic, const loom_sinfo *result) {
   if (!(flags & LOOM_GRAPH_OPF_STR)) {
     for (size_t i = 0; i < ic->call->u.call.nargs; i++)
       if (is_string(ic->call->u.call.args[i]->sinfo))
-        return LOOM_ERROR(UNIMPLEMENTED, "%s: operand %zu is a string tensor, which this operator does not take", ic->op, i);
+        return LOOM_ERROR(UNIMPLEMENTED, "%s: operand %zu%s%s%s is a string tensor, which this operator does not take", ic->op, i,
+                          arg_name(ic, i) ? " ('" : "", arg_name(ic, i) ? arg_name(ic, i) : "", arg_name(ic, i) ? "')" : "");
     if (is_string(result)) return LOOM_ERROR(UNIMPLEMENTED, "%s: a string result is not supported by this operator", ic->op);
   }
   /* ops that only move or convert elements (flag LOWP) take the low-precision dtypes

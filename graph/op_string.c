@@ -54,7 +54,10 @@ static bool utf8_valid(const unsigned char *s, size_t n) {
 static loom_status need_utf8(loom_graph_ecx *ec, const loom_graph_tensor *t, size_t i) {
   loom_str e = loom_graph_tensor_get_str(t, i);
   if (utf8_valid((const unsigned char *)e.data, (size_t)e.len)) return LOOM_OK;
-  return LOOM_ERROR(INVALID_ARGUMENT, "%s: element %zu of operand 0 is not valid UTF-8", ec->op, i);
+  const loom_graph_expr *x = ec->call->u.call.args[0];
+  return LOOM_ERROR(INVALID_ARGUMENT, "%s: element %zu of operand 0%s%s%s is not valid UTF-8", ec->op, i,
+                    x->kind == LOOM_GRAPH_EXPR_VAR ? " ('" : "", x->kind == LOOM_GRAPH_EXPR_VAR ? x->u.var.name : "",
+                    x->kind == LOOM_GRAPH_EXPR_VAR ? "')" : "");
 }
 
 /* ---- string_concat ---------------------------------------------------------------------------- */

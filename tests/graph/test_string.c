@@ -112,7 +112,7 @@ LOOM_TEST(graph_string, normalize_stopwords_and_case) {
   loom_graph_value_free(&x);
   x = st_tensor(2, (int64_t[]){1, 4}, (const char *[]){"a", "b", "\xc3", "d"});
   char *msg = gt_eval_err(m, 1, &x);
-  cr_assert(strstr(msg, "element 2 of operand 0 is not valid UTF-8"), "%s", msg);
+  cr_assert(strstr(msg, "element 2 of operand 0 ('x') is not valid UTF-8"), "%s", msg);
   free(msg);
   loom_graph_value_free(&x);
   loom_graph_module_destroy(m);
@@ -170,9 +170,9 @@ LOOM_TEST(graph_string, label_encode) {
 
 LOOM_TEST(graph_string, numeric_ops_refuse_strings) {
   parse_err("fn @main(x: Tensor[(2,), string]) -> Object {\n  y = reshape(x, shape=[1, 2])\n  return y\n}\n",
-            "reshape: operand 0 is a string tensor, which this operator does not take");
+            "reshape: operand 0 ('x') is a string tensor, which this operator does not take");
   parse_err("fn @main(x: Tensor[(2,), string]) -> Object {\n  y = add(x, x)\n  return y\n}\n",
-            "add: operand 0 is a string tensor");
+            "add: operand 0 ('x') is a string tensor");
   parse_err("fn @main(x: Tensor[(2,), string], y: Tensor[(2,), f32]) -> Object {\n  z = equal(x, y)\n  return z\n}\n",
             "operand 0 has dtype string, operand 1 has dtype f32");
 }
