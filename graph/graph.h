@@ -339,7 +339,7 @@ const char *loom_graph_module_source_dir(const loom_graph_module *m);
 
 /* ---- operators ------------------------------------------------------------- */
 
-/* Properties of an operator: ops.def's flags column (NONE, LOWP, VIEW_LOWP, VM, STR), one bit each. */
+/* Properties of an operator: ops.def's flags column (NONE, LOWP, VIEW_LOWP, VM, STR, LOWP_STR), one bit each. */
 enum {
   LOOM_GRAPH_OPF_NONE = 0,
   LOOM_GRAPH_OPF_LOWP = 1,      /* takes the low-precision dtypes (loom_dtype_is_lowp): it only moves or
@@ -351,6 +351,7 @@ enum {
   LOOM_GRAPH_OPF_STR = 8,       /* takes the string dtype (loom_dtype_is_string); the other ops refuse it
                                  * at inference. String calls run on the reference interpreter only:
                                  * the legalize pass keeps them as operators (docs/ir.md "Strings") */
+  LOOM_GRAPH_OPF_LOWP_STR = 9,  /* LOWP and STR (cast) */
 };
 /* The flags of op (LOOM_GRAPH_OPF_*). */
 unsigned loom_graph_op_flags(loom_graph_op op);

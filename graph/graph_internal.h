@@ -237,6 +237,11 @@ size_t loom_graph_bcast_index(const loom_graph_tensor *t, int ndim, const int64_
 /* Steps a multi-index through `shape`; false after the last. */
 bool loom_graph_index_next(int ndim, const int64_t *shape, int64_t *idx);
 
+/* cast (op_elemwise.c) to or from dtype string, y allocated (op_string.c): numbers print as
+ * NumPy's str() does (ONNX's reference: astype(str)); strings parse as numbers (an integer
+ * literal exactly; "100.5" to an integer truncates) or are refused naming the element. */
+loom_status loom_graph_cast_string(loom_graph_ecx *ec, const loom_graph_tensor *x, loom_graph_tensor *y);
+
 /* ---- parsing/printing helpers shared with the verifier ---------------------- */
 
 /* Whether a binding's declared info agrees with re-inference (fresh symbols of the inferred

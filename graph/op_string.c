@@ -1,5 +1,6 @@
 /* op_string.c — the string operators (docs/ir.md "Strings"): string_concat, string_split,
- * string_normalize, regex_full_match, label_encode. Their tensors have dtype string, whose
+ * string_normalize, regex_full_match, label_encode, and cast's conversions to and from strings
+ * (loom_graph_cast_string). Their tensors have dtype string, whose
  * element is a loom_str handle (base/dtype.h); a graph tensor owns its elements' bytes
  * (graph/tensor.c: loom_graph_tensor_set_str). These ops have no tensor programs: they run on
  * the reference interpreter, and the legalize pass keeps every call that touches a string as
@@ -10,6 +11,8 @@
  * expressions (glibc's regcomp, no extra dependency) after rewriting the RE2 spellings that
  * have a POSIX counterpart (\d, and \w \s \d inside brackets); the RE2 features POSIX lacks
  * ((?...) groups, lazy quantifiers, \p classes, \A \z) are refused at inference, by name. */
+#include <errno.h>
+#include <math.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -433,6 +436,121 @@ static loom_status eval_label(loom_graph_ecx *ec, const loom_graph_value *args, 
         break;
       }
     loom_graph_tensor_set_i64(&out->t, i, r);
+  }
+  return LOOM_OK;
+}
+
+/* ---- cast to and from strings (cast's record is op_elemwise.c's) ------------------------------ */
+
+/* Whether the decimal text t reads back as v in dtype dt's precision. */
+static bool reads_back(const char *t, double v, loom_dtype dt) {
+  double r = strtod(t, NULL);
+  switch (dt) {
+  case LOOM_DTYPE_F32: return (float)r == (float)v;
+  case LOOM_DTYPE_F16: return loom_f32_to_f16((float)r) == loom_f32_to_f16((float)v);
+  case LOOM_DTYPE_BF16: return loom_f32_to_bf16((float)r) == loom_f32_to_bf16((float)v);
+  default: return r == v;
+  }
+}
+
+/* NumPy's str() of a float of dtype dt (ONNX's reference casts with astype(str)): the fewest
+ * significant digits that read back as v in dt's precision, positional when 1e-4 <= |v| < M
+ * ("1.0", "0.001", "123.5"), else scientific ("1e-05", "1.5e+20"); "nan", "inf", "-inf". M is
+ * NumPy's per type: 1e16 for f64, 1e6 for f32, 1e3 for f16 (and bf16, which NumPy lacks). */
+static void float_str(double v, loom_dtype dt, char *buf, size_t cap) {
+  if (isnan(v)) return (void)snprintf(buf, cap, "nan");
+  if (isinf(v)) return (void)snprintf(buf, cap, v < 0 ? "-inf" : "inf");
+  if (v == 0) return (void)snprintf(buf, cap, signbit(v) ? "-0.0" : "0.0");
+  char e[40];
+  for (int p = 1; p <= 17; p++) {
+    snprintf(e, sizeof e, "%.*e", p - 1, v);
+    if (reads_back(e, v, dt)) break;
+  }
+  /* e is [-]d[.ddd]e[+-]XX: its digits without trailing zeros, and the exponent */
+  char digits[24];
+  size_t nd = 0;
+  const char *q = e + (e[0] == '-');
+  for (; *q && *q != 'e'; q++)
+    if (*q != '.') digits[nd++] = *q;
+  while (nd > 1 && digits[nd - 1] == '0') nd--;
+  digits[nd] = 0;
+  int x = atoi(q + 1);
+  char *o = buf;
+  size_t left = cap;
+#define PUT(...) do { int w_ = snprintf(o, left, __VA_ARGS__); if (w_ < 0 || (size_t)w_ >= left) return; o += w_, left -= (size_t)w_; } while (0)
+  if (v < 0) PUT("-");
+  double a = fabs(v);
+  double max_positional = dt == LOOM_DTYPE_F64 ? 1e16 : dt == LOOM_DTYPE_F32 ? 1e6 : 1e3;
+  if (a >= 1e-4 && a < max_positional) {
+    if (x >= 0) {
+      for (int i = 0; i <= x; i++) PUT("%c", i < (int)nd ? digits[i] : '0');
+      PUT(".");
+      if ((int)nd > x + 1) PUT("%s", digits + x + 1);
+      else PUT("0");
+    } else {
+      PUT("0.");
+      for (int i = 0; i < -x - 1; i++) PUT("0");
+      PUT("%s", digits);
+    }
+  } else {
+    PUT("%c", digits[0]);
+    if (nd > 1) PUT(".%s", digits + 1);
+    PUT("e%c%02d", x < 0 ? '-' : '+', x < 0 ? -x : x);
+  }
+#undef PUT
+}
+
+/* Parses element i of string tensor x as a number: an integer literal exactly, else strtod's
+ * forms (decimal, scientific, "inf" / "infinity" / "nan" in any case, signed), blanks around it
+ * allowed; false when the text is not a number. */
+static bool parse_number(loom_str s, bool *is_int, int64_t *iv, double *dv) {
+  char buf[128];
+  if (s.len >= sizeof buf) return false;
+  if (s.len) memcpy(buf, s.data, (size_t)s.len);
+  buf[s.len] = 0;
+  char *end;
+  *dv = strtod(buf, &end); /* "-0" stays -0.0 for a float */
+  while (end != buf && is_space(*end)) end++;
+  if (end == buf || *end) return false;
+  errno = 0;
+  long long ll = strtoll(buf, &end, 10);
+  while (end != buf && is_space(*end)) end++;
+  *is_int = end != buf && !*end && !errno, *iv = ll;
+  return true;
+}
+
+loom_status loom_graph_cast_string(loom_graph_ecx *ec, const loom_graph_tensor *x, loom_graph_tensor *y) {
+  const loom_graph_expr *xe = ec->call->u.call.args[0];
+  const char *xn = xe->kind == LOOM_GRAPH_EXPR_VAR ? xe->u.var.name : "operand 0";
+  for (size_t i = 0; i < x->numel; i++) {
+    if (x->dtype == LOOM_DTYPE_STRING && y->dtype == LOOM_DTYPE_STRING) {
+      loom_str s = loom_graph_tensor_get_str(x, i);
+      LOOM_PROPAGATE(loom_graph_tensor_set_str(y, i, s.data, (size_t)s.len));
+    } else if (x->dtype == LOOM_DTYPE_STRING) {
+      loom_str s = loom_graph_tensor_get_str(x, i);
+      bool is_int;
+      int64_t iv;
+      double dv;
+      if (!parse_number(s, &is_int, &iv, &dv))
+        return LOOM_ERROR(INVALID_ARGUMENT, "%s: element %zu of '%s', \"%.*s\", is not a number", ec->op, i, xn,
+                          (int)(s.len > 40 ? 40 : s.len), s.data ? s.data : "");
+      if (loom_dtype_is_int(y->dtype)) {
+        if (!is_int) { /* "100.5" -> 100 (toward zero, as ONNX's Cast describes) */
+          if (!(dv > -9.3e18 && dv < 9.3e18))
+            return LOOM_ERROR(OUT_OF_RANGE, "%s: element %zu of '%s' (%g) is out of range for %s", ec->op, i, xn, dv,
+                              loom_dtype_name(y->dtype));
+          iv = (int64_t)dv;
+        }
+        loom_graph_tensor_set_i64(y, i, iv);
+      } else loom_graph_tensor_set_f64(y, i, dv);
+    } else {
+      char buf[64];
+      if (loom_dtype_is_float(x->dtype)) float_str(loom_graph_tensor_get_f64(x, i), x->dtype, buf, sizeof buf);
+      else if (x->dtype == LOOM_DTYPE_BOOL) snprintf(buf, sizeof buf, "%s", loom_graph_tensor_get_i64(x, i) ? "True" : "False");
+      else if (loom_dtype_is_signed(x->dtype)) snprintf(buf, sizeof buf, "%lld", (long long)loom_graph_tensor_get_i64(x, i));
+      else snprintf(buf, sizeof buf, "%llu", (unsigned long long)loom_graph_tensor_get_i64(x, i));
+      LOOM_PROPAGATE(loom_graph_tensor_set_str(y, i, buf, strlen(buf)));
+    }
   }
   return LOOM_OK;
 }

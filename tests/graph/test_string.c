@@ -1,6 +1,6 @@
 /* test_string.c — string tensors on the reference interpreter (graph/op_string.c, docs/ir.md
  * "Strings"): equal, string_concat, string_split, string_normalize, regex_full_match and
- * label_encode on hand-computed cases (empty strings, 0-element and 0-d tensors, broadcasting,
+ * label_encode and cast to / from strings on hand-computed cases (empty strings, 0-element and 0-d tensors, broadcasting,
  * UTF-8), the STRS attribute through the printer and the parser, and the refusals: a string
  * operand of an op that takes numbers, RE2 features POSIX lacks, invalid UTF-8, a compile. */
 #include "tests/graph/graph_test_util.h"
@@ -186,4 +186,59 @@ LOOM_TEST(graph_string, value_copy_owns_its_bytes) {
   loom_graph_value_free(&a); /* b must not read freed bytes (ASan) */
   st_expect(&b, 1, (int64_t[]){2}, (const char *[]){"left", ""});
   loom_graph_value_free(&b);
+}
+
+/* cast to string prints as NumPy's str() (ONNX's reference: astype(str)); these are NumPy
+ * 2.4's strings for the same values (f32 switches to scientific at 1e6, f16 at 1e3, f64 at 1e16). */
+LOOM_TEST(graph_string, cast_numbers_to_and_from_strings) {
+  loom_graph_module *m = gt_parse_ok("fn @main(x: Tensor[(20,), string]) -> Object {\n"
+                                     "  f = cast(x, dtype=f32)\n  d = cast(x, dtype=f64)\n  h = cast(x, dtype=f16)\n"
+                                     "  fs = cast(f, dtype=string)\n  ds = cast(d, dtype=string)\n  hs = cast(h, dtype=string)\n"
+                                     "  r = (fs, ds, hs)\n  return r\n}\n");
+  static const char *in[20] = {"0.1", " 100.5 ", "1e-5", "-INF", "NaN", "1e20", "123456789", "-0", "3.14159", "1e16",
+                               "9999999999999998", "0.0001", "7", "999", "1000", "65504", "0.00011", "1234567.5", "999999", "1e6"};
+  static const char *f32[20] = {"0.1", "100.5", "1e-05", "-inf", "nan", "1e+20", "1.2345679e+08", "-0.0", "3.14159", "1e+16",
+                                "1e+16", "1e-04", "7.0", "999.0", "1000.0", "65504.0", "0.00011", "1.2345675e+06", "999999.0", "1e+06"};
+  static const char *f64[20] = {"0.1", "100.5", "1e-05", "-inf", "nan", "1e+20", "123456789.0", "-0.0", "3.14159", "1e+16",
+                                "9999999999999998.0", "0.0001", "7.0", "999.0", "1000.0", "65504.0", "0.00011", "1234567.5",
+                                "999999.0", "1000000.0"};
+  static const char *f16[20] = {"0.1", "100.5", "1e-05", "-inf", "nan", "inf", "inf", "-0.0", "3.14", "inf", "inf", "0.0001",
+                                "7.0", "999.0", "1e+03", "6.55e+04", "0.00011", "inf", "inf", "inf"};
+  loom_graph_value x = st_tensor(1, (int64_t[]){20}, in);
+  loom_graph_value r = gt_eval_ok(m, 1, &x, NULL);
+  st_expect(&r.items[0], 1, (int64_t[]){20}, f32);
+  st_expect(&r.items[1], 1, (int64_t[]){20}, f64);
+  st_expect(&r.items[2], 1, (int64_t[]){20}, f16);
+  loom_graph_value_free(&r);
+  loom_graph_value_free(&x);
+  loom_graph_module_destroy(m);
+
+  /* integers and bools; "100.5" to an integer truncates (ONNX's Cast); i64 literals exactly */
+  m = gt_parse_ok("fn @main(x: Tensor[(4,), string], b: Tensor[(2,), bool], u: Tensor[(1,), u64]) -> Object {\n"
+                  "  i = cast(x, dtype=i64)\n  s = cast(i, dtype=string)\n  t = cast(b, dtype=string)\n  v = cast(u, dtype=string)\n"
+                  "  r = (i, s, t, v)\n  return r\n}\n");
+  loom_graph_value a[3] = {st_tensor(1, (int64_t[]){4}, (const char *[]){"100.5", " -3 ", "9007199254740993", "-7.9"}),
+                           gt_tensor(LOOM_DTYPE_BOOL, 1, (int64_t[]){2}, (double[]){1, 0}),
+                           gt_tensor(LOOM_DTYPE_U64, 1, (int64_t[]){1}, NULL)};
+  ((uint64_t *)a[2].t.data)[0] = UINT64_MAX;
+  r = gt_eval_ok(m, 3, a, NULL);
+  const int64_t *iv = r.items[0].t.data;
+  cr_assert(iv[0] == 100 && iv[1] == -3 && iv[2] == 9007199254740993LL && iv[3] == -7, "%lld %lld %lld %lld", (long long)iv[0],
+            (long long)iv[1], (long long)iv[2], (long long)iv[3]);
+  st_expect(&r.items[1], 1, (int64_t[]){4}, (const char *[]){"100", "-3", "9007199254740993", "-7"});
+  st_expect(&r.items[2], 1, (int64_t[]){2}, (const char *[]){"True", "False"});
+  st_expect(&r.items[3], 1, (int64_t[]){1}, (const char *[]){"18446744073709551615"});
+  loom_graph_value_free(&r);
+  /* text that is not a number is refused naming the element */
+  loom_graph_value_free(&a[0]);
+  a[0] = st_tensor(1, (int64_t[]){4}, (const char *[]){"1", "2", "12abc", "4"});
+  char *msg = gt_eval_err(m, 3, a);
+  cr_assert(strstr(msg, "cast: element 2 of 'x', \"12abc\", is not a number"), "%s", msg);
+  free(msg);
+  gt_free_args(a, 3);
+  loom_graph_module_destroy(m);
+  parse_err("fn @main(x: Tensor[(2,), string]) -> Object {\n  y = cast(x, dtype=bool)\n  return y\n}\n",
+            "a cast from string to bool is not supported");
+  parse_err("fn @main(x: Tensor[(2,), f8e4m3fn]) -> Object {\n  y = cast(x, dtype=string)\n  return y\n}\n",
+            "a cast from f8e4m3fn to string is not supported");
 }
