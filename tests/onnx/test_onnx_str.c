@@ -186,3 +186,24 @@ LOOM_TEST(onnx_str, string_initializer_is_a_module_constant) {
   EXPECT_ERROR(loom_compile(gm, &o, &c), UNIMPLEMENTED, "string tensors run on the reference interpreter only");
   loom_graph_module_destroy(gm);
 }
+
+/* Cast to STRING and back (the graph cast; strings as NumPy prints them). */
+LOOM_TEST(onnx_str, cast_to_and_from_string) {
+  onnx_test_io x = {"x", 1, 1, {"n"}}, y = {"y", 8, 1, {"n"}};
+  pb attrs = {0};
+  onnx_test_int_attr(&attrs, "to", 8);
+  loom_onnx_model *mm;
+  loom_graph_module *gm;
+  cr_assert(onnx_test_import_one("Cast", "c", &x, 1, &y, &attrs, &mm, &gm) == LOOM_OK);
+  loom_graph_value in, out;
+  cr_assert(!loom_graph_value_tensor(LOOM_DTYPE_F32, 1, (int64_t[]){3}, &in));
+  ((float *)in.t.data)[0] = 0.5f, ((float *)in.t.data)[1] = -2e7f, ((float *)in.t.data)[2] = 0.1f;
+  cr_assert(loom_graph_eval(gm, "main", 1, &in, NULL, &out) == LOOM_OK);
+  static const char *want[] = {"0.5", "-2e+07", "0.1"};
+  for (size_t i = 0; i < 3; i++) {
+    loom_str s = loom_graph_tensor_get_str(&out.t, i);
+    cr_assert(s.len == strlen(want[i]) && !memcmp(s.data, want[i], s.len), "element %zu: %.*s", i, (int)s.len, s.data);
+  }
+  loom_graph_value_free(&out), loom_graph_value_free(&in);
+  loom_graph_module_destroy(gm), loom_onnx_model_free(mm);
+}
