@@ -141,6 +141,7 @@ typedef enum loom_graph_attr_kind {
   LOOM_GRAPH_ATTR_STR,   /* "text" */
   LOOM_GRAPH_ATTR_DTYPE, /* f32 ... */
   LOOM_GRAPH_ATTR_SYMS,  /* [e0, e1, ...] symbolic expressions (int lists are constants) */
+  LOOM_GRAPH_ATTR_STRS,  /* ["a", "b", ...] strings (printed with C escapes; no NUL inside) */
 } loom_graph_attr_kind;
 
 typedef struct loom_graph_attr {
@@ -152,6 +153,7 @@ typedef struct loom_graph_attr {
   loom_dtype dtype;          /* DTYPE */
   size_t n;                  /* SYMS: count */
   const loom_sym_expr *const *syms; /* SYMS */
+  const char *const *strs;   /* STRS: n strings (module arena, interned) */
 } loom_graph_attr;
 
 struct loom_graph_expr {
@@ -337,7 +339,7 @@ const char *loom_graph_module_source_dir(const loom_graph_module *m);
 
 /* ---- operators ------------------------------------------------------------- */
 
-/* Properties of an operator: ops.def's flags column (NONE, LOWP, VIEW_LOWP, VM), one bit each. */
+/* Properties of an operator: ops.def's flags column (NONE, LOWP, VIEW_LOWP, VM, STR, LOWP_STR), one bit each. */
 enum {
   LOOM_GRAPH_OPF_NONE = 0,
   LOOM_GRAPH_OPF_LOWP = 1,      /* takes the low-precision dtypes (loom_dtype_is_lowp): it only moves or
@@ -346,6 +348,10 @@ enum {
   LOOM_GRAPH_OPF_VIEW_LOWP = 3, /* both */
   LOOM_GRAPH_OPF_VM = 4,        /* run by the VM itself (it reads the values: tensor_to_shape); never
                                  * legalized to a program */
+  LOOM_GRAPH_OPF_STR = 8,       /* takes the string dtype (loom_dtype_is_string); the other ops refuse it
+                                 * at inference. String calls run on the reference interpreter only:
+                                 * the legalize pass keeps them as operators (docs/ir.md "Strings") */
+  LOOM_GRAPH_OPF_LOWP_STR = 9,  /* LOWP and STR (cast) */
 };
 /* The flags of op (LOOM_GRAPH_OPF_*). */
 unsigned loom_graph_op_flags(loom_graph_op op);
@@ -512,6 +518,8 @@ loom_graph_attr loom_graph_attr_str(loom_graph_module *m, const char *name, cons
 loom_graph_attr loom_graph_attr_ints(loom_graph_module *m, const char *name, size_t n, const int64_t *v);
 loom_graph_attr loom_graph_attr_syms(loom_graph_module *m, const char *name, size_t n,
                                      const loom_sym_expr *const *v);
+/* A list of n strings (each interned into m; a string holding a NUL byte ends there). */
+loom_graph_attr loom_graph_attr_strs(loom_graph_module *m, const char *name, size_t n, const char *const *v);
 
 /* ---- text ------------------------------------------------------------------------ */
 
@@ -538,7 +546,10 @@ typedef struct loom_graph_tensor {
   int ndim;
   int64_t shape[8];
   size_t numel;
-  void *data;            /* numel * dtype size bytes (malloc'd by the allocator) */
+  void *data;            /* numel * dtype size bytes (malloc'd by the allocator); dtype string:
+                          * loom_str handles, each non-empty one owning a malloc'd copy of its
+                          * bytes with a NUL after them (loom_graph_tensor_set_str; freed with
+                          * the tensor) */
 } loom_graph_tensor;
 
 /* A runtime value: a tensor, a shape, a scalar, a tuple, or a list. */
@@ -567,6 +578,16 @@ double loom_graph_tensor_get_f64(const loom_graph_tensor *t, size_t i);
 int64_t loom_graph_tensor_get_i64(const loom_graph_tensor *t, size_t i);
 void loom_graph_tensor_set_f64(loom_graph_tensor *t, size_t i, double v);
 void loom_graph_tensor_set_i64(loom_graph_tensor *t, size_t i, int64_t v);
+/* String elements (dtype string; the only way to write them): element i of t becomes its own
+ * copy of `len` bytes (NUL-terminated, the NUL not counted), the old one freed. */
+loom_status loom_graph_tensor_set_str(loom_graph_tensor *t, size_t i, const char *bytes, size_t len);
+/* Element i of a string tensor (borrowed from t). */
+loom_str loom_graph_tensor_get_str(const loom_graph_tensor *t, size_t i);
+/* Elements at..at+n-1 of string tensor t become copies of the n loom_str handles at `src` (any
+ * alignment; their bytes are copied, not shared). */
+loom_status loom_graph_tensor_copy_strs(loom_graph_tensor *t, size_t at, const void *src, size_t n);
+/* Whether two strings hold the same bytes. */
+bool loom_graph_str_equal(loom_str a, loom_str b);
 
 /* Runs graph function `fn` on `args` (owned by the caller). Binds symbolic vars from the
  * argument shapes, checks match_cast and guards. On success *out holds the result (free

@@ -180,6 +180,8 @@ const loom_graph_attr *loom_graph_call_attr(const loom_graph_expr *call, const c
 int64_t loom_graph_call_int(const loom_graph_expr *call, const char *name);
 double loom_graph_call_float(const loom_graph_expr *call, const char *name);
 const char *loom_graph_call_str(const loom_graph_expr *call, const char *name);
+/* Attribute `name` of `call` as a list of strings (STRS): *n of them; an absent one is empty. */
+const char *const *loom_graph_call_strs(const loom_graph_expr *call, const char *name, size_t *n);
 loom_dtype loom_graph_call_dtype(const loom_graph_expr *call, const char *name);
 /* Normalises `axis` against `ndim` (negative counts from the end); error when out of range. */
 loom_status loom_graph_icx_axis(loom_graph_icx *ic, int64_t axis, int ndim, const char *what, int *out);
@@ -234,6 +236,11 @@ void loom_graph_strides(int ndim, const int64_t *shape, int64_t *strides);
 size_t loom_graph_bcast_index(const loom_graph_tensor *t, int ndim, const int64_t *idx);
 /* Steps a multi-index through `shape`; false after the last. */
 bool loom_graph_index_next(int ndim, const int64_t *shape, int64_t *idx);
+
+/* cast (op_elemwise.c) to or from dtype string, y allocated (op_string.c): numbers print as
+ * NumPy's str() does (ONNX's reference: astype(str)); strings parse as numbers (an integer
+ * literal exactly; "100.5" to an integer truncates) or are refused naming the element. */
+loom_status loom_graph_cast_string(loom_graph_ecx *ec, const loom_graph_tensor *x, loom_graph_tensor *y);
 
 /* ---- parsing/printing helpers shared with the verifier ---------------------- */
 

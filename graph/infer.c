@@ -209,7 +209,7 @@ static loom_status check_attrs(loom_graph_icx *ic, const loom_graph_op_impl *imp
     if (sp->kind == LOOM_GRAPH_ATTR_SYMS && a->kind == LOOM_GRAPH_ATTR_INT) ok = true;
     if (sp->kind == LOOM_GRAPH_ATTR_FLOAT && a->kind == LOOM_GRAPH_ATTR_INT) ok = true;
     if (!ok) {
-      static const char *const kn[] = {"an integer", "a number", "a bool", "a string", "a dtype", "a list"};
+      static const char *const kn[] = {"an integer", "a number", "a bool", "a string", "a dtype", "a list", "a list of strings"};
       return loom_graph_icx_error(ic, "attribute '%s' must be %s", a->name, kn[sp->kind]);
     }
   }
@@ -219,10 +219,30 @@ static loom_status check_attrs(loom_graph_icx *ic, const loom_graph_op_impl *imp
   return LOOM_OK;
 }
 
+/* The variable name of operand i of the call being inferred, or NULL when it is not a variable. */
+static const char *arg_name(const loom_graph_icx *ic, size_t i) {
+  const loom_graph_expr *a = ic->call->u.call.args[i];
+  return a->kind == LOOM_GRAPH_EXPR_VAR ? a->u.var.name : NULL;
+}
+
+/* Whether struct info s is a tensor or scalar of dtype string. */
+static bool is_string(const loom_sinfo *s) {
+  return (s->kind == LOOM_SINFO_TENSOR || s->kind == LOOM_SINFO_SCALAR) && loom_dtype_is_string(s->dtype);
+}
+
 static loom_status check_lowp(loom_graph_icx *ic, const loom_sinfo *result) {
+  unsigned flags = loom_graph_op_flags(ic->call->u.call.op);
+  /* only the ops that know strings (flag STR) take them: an element of another op is a number */
+  if (!(flags & LOOM_GRAPH_OPF_STR)) {
+    for (size_t i = 0; i < ic->call->u.call.nargs; i++)
+      if (is_string(ic->call->u.call.args[i]->sinfo))
+        return LOOM_ERROR(UNIMPLEMENTED, "%s: operand %zu%s%s%s is a string tensor, which this operator does not take", ic->op, i,
+                          arg_name(ic, i) ? " ('" : "", arg_name(ic, i) ? arg_name(ic, i) : "", arg_name(ic, i) ? "')" : "");
+    if (is_string(result)) return LOOM_ERROR(UNIMPLEMENTED, "%s: a string result is not supported by this operator", ic->op);
+  }
   /* ops that only move or convert elements (flag LOWP) take the low-precision dtypes
    * (loom_dtype_is_lowp), which carry no arithmetic; the rest refuse them: cast them first */
-  if (loom_graph_op_flags(ic->call->u.call.op) & LOOM_GRAPH_OPF_LOWP) return LOOM_OK;
+  if (flags & LOOM_GRAPH_OPF_LOWP) return LOOM_OK;
   for (size_t i = 0; i < ic->call->u.call.nargs; i++) {
     const loom_sinfo *a = ic->call->u.call.args[i]->sinfo;
     if ((a->kind == LOOM_SINFO_TENSOR || a->kind == LOOM_SINFO_SCALAR) && loom_dtype_is_lowp(a->dtype))

@@ -109,6 +109,7 @@ static loom_status leaf_value(interp *it, const loom_graph_expr *e, loom_graph_v
     if (si->ndim > 8) return LOOM_ERROR(UNIMPLEMENTED, "constant of rank %d", si->ndim);
     for (int i = 0; i < si->ndim; i++) loom_sym_is_const(si->dims[i], &sh[i]);
     LOOM_PROPAGATE(loom_graph_value_tensor(si->dtype, si->ndim, sh, out));
+    if (si->dtype == LOOM_DTYPE_STRING) return loom_graph_tensor_copy_strs(&out->t, 0, e->u.cnst.data, out->t.numel);
     memcpy(out->t.data, e->u.cnst.data, out->t.numel * loom_dtype_size(si->dtype));
     return LOOM_OK;
   }
@@ -280,6 +281,10 @@ static loom_status stack_rows(interp *it, const loom_sinfo *si, const loom_graph
   }
   LOOM_PROPAGATE(loom_graph_value_tensor(si->dtype, nd + 1, shape, out));
   size_t rb = n ? rows[0].t.numel * loom_dtype_size(si->dtype) : 0;
+  if (si->dtype == LOOM_DTYPE_STRING) {
+    for (size_t r = 0; r < n; r++) LOOM_PROPAGATE(loom_graph_tensor_copy_strs(&out->t, r * rows[0].t.numel, rows[r].t.data, rows[0].t.numel));
+    return LOOM_OK;
+  }
   for (size_t r = 0; r < n; r++) memcpy((char *)out->t.data + r * rb, rows[r].t.data, rb);
   return LOOM_OK;
 }

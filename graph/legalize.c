@@ -176,6 +176,24 @@ loom_status loom_legal_lower_call(loom_graph_module *m, const loom_graph_expr *v
   return LOOM_OK;
 }
 
+/* Whether struct info s holds a string tensor (itself, or a field of a tuple). */
+static bool holds_string(const loom_sinfo *s) {
+  if (!s) return false;
+  if (s->kind == LOOM_SINFO_TUPLE) {
+    for (size_t k = 0; k < s->nfields; k++)
+      if (holds_string(s->fields[k])) return true;
+    return false;
+  }
+  return (s->kind == LOOM_SINFO_TENSOR || s->kind == LOOM_SINFO_SCALAR) && loom_dtype_is_string(s->dtype);
+}
+
+/* Whether call v takes or makes a string tensor: such calls have no tensor program (op_string.c). */
+static bool touches_string(const loom_graph_expr *v) {
+  for (size_t k = 0; k < v->u.call.nargs; k++)
+    if (holds_string(v->u.call.args[k]->sinfo)) return true;
+  return holds_string(v->sinfo);
+}
+
 /* Rewrites the bindings of one sequence (and of nested if branches and loop bodies). */
 static loom_status legalize_seq(loom_graph_module *m, loom_graph_seq *seq, loom_diag_list *diags, size_t *done,
                                 size_t *kept) {
@@ -198,8 +216,10 @@ static loom_status legalize_seq(loom_graph_module *m, loom_graph_seq *seq, loom_
        * so do the ops the VM runs itself (tensor_to_shape: MATCHV reads the values) */
       unsigned flags = loom_graph_op_flags(v->u.call.op);
       if (((flags & LOOM_GRAPH_OPF_VIEW) && v->u.call.nargs == 1) || (flags & LOOM_GRAPH_OPF_VM)) continue;
-      bool expanded;
-      loom_status s = loom_legalize_expand(m, blk, i, &expanded);
+      bool expanded = false;
+      loom_status s = touches_string(v) ? LOOM_ERROR(UNIMPLEMENTED, "%s: string tensors run on the reference interpreter only (docs/ir.md \"Strings\")",
+                                                     loom_graph_op_name(v->u.call.op))
+                                        : loom_legalize_expand(m, blk, i, &expanded);
       if (!s && !expanded) {
         loom_graph_expr *call;
         s = loom_legal_lower_call(m, v, b, &call);

@@ -36,6 +36,13 @@ loom_graph_attr loom_graph_attr_ints(loom_graph_module *m, const char *name, siz
   return (loom_graph_attr){.name = loom_intern_cstr(&m->names, name), .kind = LOOM_GRAPH_ATTR_SYMS, .n = n, .syms = d};
 }
 
+loom_graph_attr loom_graph_attr_strs(loom_graph_module *m, const char *name, size_t n, const char *const *v) {
+  const char **d = LOOM_ARENA_ARRAY(&m->arena, const char *, n ? n : 1);
+  if (d)
+    for (size_t i = 0; i < n; i++) d[i] = loom_intern_cstr(&m->names, v[i]);
+  return (loom_graph_attr){.name = loom_intern_cstr(&m->names, name), .kind = LOOM_GRAPH_ATTR_STRS, .n = n, .strs = d};
+}
+
 const loom_graph_attr *loom_graph_call_attr(const loom_graph_expr *call, const char *name) {
   for (size_t i = 0; i < call->u.call.nattrs; i++)
     if (!strcmp(call->u.call.attrs[i].name, name)) return &call->u.call.attrs[i];

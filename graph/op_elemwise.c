@@ -69,8 +69,14 @@ static loom_status infer_unary(loom_graph_icx *ic, const loom_sinfo **out) {
   loom_lowp_round mode;
   if (rm && !loom_lowp_round_parse(rm->s, &mode))
     return loom_graph_icx_error(ic, "round_mode \"%s\" is not one of \"up\", \"down\", \"nearest\"", rm->s);
-  if (op == LOOM_GRAPH_OP_CAST) dt = loom_graph_call_attr(ic->call, "dtype")->dtype;
-  else if (op == LOOM_GRAPH_OP_NOT) dt = LOOM_DTYPE_BOOL;
+  if (op == LOOM_GRAPH_OP_CAST) {
+    dt = loom_graph_call_attr(ic->call, "dtype")->dtype;
+    /* strings cast to and from numbers (op_string.c), but not to bool or a low-precision type */
+    if (loom_dtype_is_string(x->dtype) && !loom_dtype_is_string(dt) && (dt == LOOM_DTYPE_BOOL || loom_dtype_is_lowp(dt)))
+      return loom_graph_icx_error(ic, "a cast from string to %s is not supported", loom_dtype_name(dt));
+    if (loom_dtype_is_string(dt) && loom_dtype_is_lowp(x->dtype))
+      return loom_graph_icx_error(ic, "a cast from %s to string is not supported", loom_dtype_name(x->dtype));
+  } else if (op == LOOM_GRAPH_OP_NOT) dt = LOOM_DTYPE_BOOL;
   else if (op == LOOM_GRAPH_OP_BITWISE_NOT) {
     if (dt != LOOM_DTYPE_UNKNOWN && !loom_dtype_is_int(dt))
       return loom_graph_icx_error(ic, "operand 0 has dtype %s; an integer dtype is required", loom_dtype_name(dt));
@@ -141,6 +147,8 @@ static loom_status eval_unary(loom_graph_ecx *ec, const loom_graph_value *args, 
   double lo = 0, hi = 0; /* clip's bounds */
   if (op == LOOM_GRAPH_OP_CLIP) lo = loom_graph_call_float(ec->call, "min"), hi = loom_graph_call_float(ec->call, "max");
   if (op == LOOM_GRAPH_OP_CAST && loom_dtype_is_lowp(dt) && loom_dtype_is_float(dt)) return cast_lowp(ec, x, &out->t);
+  if (op == LOOM_GRAPH_OP_CAST && (loom_dtype_is_string(dt) || loom_dtype_is_string(x->dtype)))
+    return loom_graph_cast_string(ec, x, &out->t);
   bool int_path = (loom_dtype_is_int(x->dtype) && loom_dtype_is_int(dt)) &&
                   (op == LOOM_GRAPH_OP_NEG || op == LOOM_GRAPH_OP_ABS || op == LOOM_GRAPH_OP_CAST ||
                    op == LOOM_GRAPH_OP_DROPOUT || op == LOOM_GRAPH_OP_BITWISE_NOT);
@@ -339,6 +347,12 @@ static loom_status eval_bcast(loom_graph_ecx *ec, const loom_graph_value *args, 
   loom_dtype dt = is_logic(op) ? LOOM_DTYPE_BOOL : in_dt;
   LOOM_PROPAGATE(loom_graph_value_tensor(dt, nd, shape, out));
   int64_t idx[8] = {0};
+  if (in_dt == LOOM_DTYPE_STRING) { /* equal is the one op here that takes strings (flag STR) */
+    for (size_t o = 0; o < out->t.numel; o++, loom_graph_index_next(nd, shape, idx))
+      loom_graph_tensor_set_i64(&out->t, o, loom_graph_str_equal(loom_graph_tensor_get_str(&args[0].t, loom_graph_bcast_index(&args[0].t, nd, idx)),
+                                                                  loom_graph_tensor_get_str(&args[1].t, loom_graph_bcast_index(&args[1].t, nd, idx))));
+    return LOOM_OK;
+  }
   bool ints = loom_dtype_is_int(in_dt);
   if (out->t.numel == 0) return LOOM_OK;
   size_t o = 0;

@@ -81,6 +81,12 @@ const char *loom_graph_call_str(const loom_graph_expr *call, const char *name) {
   return sp && sp->dflt_str ? sp->dflt_str : "";
 }
 
+const char *const *loom_graph_call_strs(const loom_graph_expr *call, const char *name, size_t *n) {
+  const loom_graph_attr *a = loom_graph_call_attr(call, name);
+  if (a && a->kind == LOOM_GRAPH_ATTR_STRS) return *n = a->n, a->strs;
+  return *n = 0, NULL;
+}
+
 loom_dtype loom_graph_call_dtype(const loom_graph_expr *call, const char *name) {
   const loom_graph_attr *a = loom_graph_call_attr(call, name);
   if (a) return a->dtype;

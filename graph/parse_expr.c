@@ -1,6 +1,7 @@
 /* parse_expr.c — the values of a binding: leaves (variables, constants, shape(...), sym(...)),
  * operator calls with attributes, function calls, call_tp / call_extern, tuples, tuple
  * indexing and `if`. */
+#include <ctype.h>
 #include <string.h>
 
 #include "graph/parse_internal.h"
@@ -109,12 +110,66 @@ loom_graph_expr **gp_copy_exprs(parser *p, size_t n, loom_graph_expr *const *src
   return a;
 }
 
-/* attr_value := '[' syms ']' | number | 'true' | 'false' | dtype | '"' chars '"' */
+/* quoted := '"' (char | '\\' ('"' | '\\' | 'x' hex hex))* '"'   (print.c's print_quoted) */
+static loom_status quoted(parser *p, const char **out) {
+  size_t b = (gp_skip_ws(p), p->pos);
+  if (gp_peek(p) != '"') return gp_err(p, b, "expected a \"string\"");
+  size_t end = b + 1;
+  while (end < p->len && p->s[end] != '"' && p->s[end] != '\n') end += p->s[end] == '\\' ? 2 : 1;
+  char *buf = loom_arena_alloc(&p->m->arena, end - b + 1, 1);
+  if (!buf) return LOOM_OOM();
+  size_t n = 0, e = b + 1;
+  for (; e < p->len && p->s[e] != '"' && p->s[e] != '\n'; e++) {
+    char ch = p->s[e];
+    if (ch == '\\' && e + 1 < p->len && (p->s[e + 1] == '"' || p->s[e + 1] == '\\')) ch = p->s[++e];
+    else if (ch == '\\' && e + 3 < p->len && p->s[e + 1] == 'x') {
+      unsigned v;
+      char hex[3] = {p->s[e + 2], p->s[e + 3], 0};
+      if (!isxdigit((unsigned char)hex[0]) || !isxdigit((unsigned char)hex[1]) || sscanf(hex, "%2x", &v) != 1 || !v)
+        return gp_err(p, e, "bad \\x escape (two hex digits, not 00)");
+      ch = (char)v, e += 3;
+    } else if (ch == '\\') return gp_err(p, e, "unknown escape (\\\", \\\\ or \\xHH)");
+    buf[n++] = ch;
+  }
+  if (e >= p->len || p->s[e] != '"') return gp_err(p, b, "unterminated string");
+  buf[n] = 0;
+  p->pos = e + 1;
+  *out = loom_graph_module_intern(p->m, buf, n);
+  return *out ? LOOM_OK : LOOM_OOM();
+}
+
+/* strs := quoted (',' quoted)* ']' */
+static loom_status str_list(parser *p, loom_graph_attr *a) {
+  LOOM_VEC(const char *) v = {0};
+  loom_status st = LOOM_OK;
+  do {
+    const char *s;
+    if ((st = quoted(p, &s))) break;
+    if (!LOOM_VEC_PUSH(p->m->alloc, &v, s)) {
+      st = LOOM_OOM();
+      break;
+    }
+  } while (gp_accept(p, ","));
+  if (!st) st = gp_expect(p, "]");
+  if (!st) {
+    const char **d = LOOM_ARENA_ARRAY(&p->m->arena, const char *, v.len ? v.len : 1);
+    if (!d) st = LOOM_OOM();
+    else {
+      if (v.len) memcpy(d, v.data, v.len * sizeof *d);
+      a->kind = LOOM_GRAPH_ATTR_STRS, a->n = v.len, a->strs = d;
+    }
+  }
+  LOOM_VEC_FREE(p->m->alloc, &v);
+  return st;
+}
+
+/* attr_value := '[' syms ']' | '[' strs | number | 'true' | 'false' | dtype | '"' chars '"' */
 static loom_status attr_value(parser *p, loom_graph_attr *a) {
   size_t b = (gp_skip_ws(p), p->pos);
   char c = gp_peek(p);
   if (c == '[') {
     p->pos++;
+    if (gp_peek(p) == '"') return str_list(p, a);
     LOOM_VEC(const loom_sym_expr *) v = {0};
     loom_status st = gp_sym_list(p, ']', (void *)&v);
     if (!st) {

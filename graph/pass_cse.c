@@ -82,6 +82,11 @@ static bool attr_equal(const loom_graph_attr *a, const loom_graph_attr *b) {
     for (size_t i = 0; i < a->n; i++)
       if (a->syms[i] != b->syms[i]) return false;
     return true;
+  case LOOM_GRAPH_ATTR_STRS:
+    if (a->n != b->n) return false;
+    for (size_t i = 0; i < a->n; i++)
+      if (strcmp(a->strs[i], b->strs[i])) return false;
+    return true;
   }
   return false;
 }

@@ -52,6 +52,7 @@ static bool const_value(const loom_graph_expr *e, loom_graph_value *out, loom_st
     const loom_sinfo *si = e->sinfo;
     int64_t sh[8];
     if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || si->ndim > 8 || (si->ndim && !si->dims)) return false;
+    if (loom_dtype_is_string(si->dtype)) return false; /* string calls are not folded (their bytes have owners) */
     for (int i = 0; i < si->ndim; i++)
       if (!sym_const(si->dims[i], &sh[i])) return false;
     if ((*st = loom_graph_value_tensor(si->dtype, si->ndim, sh, out))) return false;
@@ -122,8 +123,8 @@ static loom_status fold_constant(loom_pass *p, loom_graph_binding *b, bool *drop
   const loom_sinfo *si = b->var->sinfo;
   if (b->kind != LOOM_GRAPH_BIND_VAR || v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP)
     return LOOM_OK;
-  if (si->kind != LOOM_SINFO_TENSOR || si->dtype == LOOM_DTYPE_UNKNOWN || si->ndim < 0 || si->ndim > 8 ||
-      (si->ndim && !si->dims))
+  if (si->kind != LOOM_SINFO_TENSOR || si->dtype == LOOM_DTYPE_UNKNOWN || loom_dtype_is_string(si->dtype) || si->ndim < 0 ||
+      si->ndim > 8 || (si->ndim && !si->dims))
     return LOOM_OK;
   int64_t shape[8];
   size_t numel = 1;

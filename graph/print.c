@@ -45,6 +45,18 @@ static void print_syms(size_t n, const loom_sym_expr *const *d, loom_strbuf *sb)
   }
 }
 
+/* "text" with C escapes for '"', '\\' and bytes outside printable ASCII (\xHH), so any
+ * string parses back (parse_expr.c's attr_value). */
+static void print_quoted(const char *s, loom_strbuf *sb) {
+  loom_strbuf_putc(sb, '"');
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\') loom_strbuf_printf(sb, "\\%c", *p);
+    else if (*p < 0x20 || *p >= 0x7f) loom_strbuf_printf(sb, "\\x%02x", *p);
+    else loom_strbuf_putc(sb, (char)*p);
+  }
+  loom_strbuf_putc(sb, '"');
+}
+
 static void print_attr(const loom_graph_attr *a, loom_strbuf *sb) {
   loom_strbuf_printf(sb, "%s=", a->name);
   switch (a->kind) {
@@ -58,6 +70,14 @@ static void print_attr(const loom_graph_attr *a, loom_strbuf *sb) {
     print_syms(a->n, a->syms, sb);
     loom_strbuf_putc(sb, ']');
     break;
+  case LOOM_GRAPH_ATTR_STRS:
+    loom_strbuf_putc(sb, '[');
+    for (size_t i = 0; i < a->n; i++) {
+      if (i) loom_strbuf_puts(sb, ", ");
+      print_quoted(a->strs[i], sb);
+    }
+    loom_strbuf_putc(sb, ']');
+    break;
   }
 }
 
@@ -67,6 +87,10 @@ static void print_const_data(const loom_graph_expr *e, loom_strbuf *sb) {
   loom_strbuf_putc(sb, '[');
   for (size_t i = 0; i < n; i++) {
     if (i) loom_strbuf_puts(sb, ", ");
+    if (t.dtype == LOOM_DTYPE_STRING) { /* for reading: the parser does not take string constants back yet */
+      print_quoted(loom_graph_tensor_get_str(&t, i).data ? loom_graph_tensor_get_str(&t, i).data : "", sb);
+      continue;
+    }
     if (loom_dtype_is_float(t.dtype)) print_double(loom_graph_tensor_get_f64(&t, i), sb);
     else loom_strbuf_printf(sb, "%lld", (long long)loom_graph_tensor_get_i64(&t, i));
   }

@@ -23,6 +23,7 @@ pub const compiler = [_][]const u8{
     "graph/op_create.c",
     "graph/op_misc.c",
     "graph/op_list.c",
+    "graph/op_string.c",
     "graph/print.c",
     "graph/parse.c",
     "graph/parse_lex.c",

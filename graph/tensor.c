@@ -27,6 +27,8 @@ loom_status loom_graph_tensor_alloc(loom_dtype dt, int ndim, const int64_t *shap
 }
 
 void loom_graph_tensor_free(loom_graph_tensor *t) {
+  if (t->data && t->dtype == LOOM_DTYPE_STRING)
+    for (size_t i = 0; i < t->numel; i++) free((void *)((loom_str *)t->data)[i].data);
   free(t->data);
   t->data = NULL;
 }
@@ -55,7 +57,8 @@ loom_status loom_graph_value_copy(const loom_graph_value *v, loom_graph_value *o
   out->t.data = NULL;
   if (v->kind == LOOM_SINFO_TENSOR) {
     LOOM_PROPAGATE(loom_graph_tensor_alloc(v->t.dtype, v->t.ndim, v->t.shape, &out->t));
-    memcpy(out->t.data, v->t.data, v->t.numel * loom_dtype_size(v->t.dtype));
+    if (v->t.dtype == LOOM_DTYPE_STRING) LOOM_PROPAGATE(loom_graph_tensor_copy_strs(&out->t, 0, v->t.data, v->t.numel));
+    else memcpy(out->t.data, v->t.data, v->t.numel * loom_dtype_size(v->t.dtype));
   }
   if (v->dims) {
     out->dims = malloc((v->n ? v->n : 1) * sizeof *out->dims);
@@ -68,6 +71,42 @@ loom_status loom_graph_value_copy(const loom_graph_value *v, loom_graph_value *o
     for (size_t i = 0; i < v->n; i++) LOOM_PROPAGATE(loom_graph_value_copy(&v->items[i], &out->items[i]));
   }
   return LOOM_OK;
+}
+
+/* ---- string elements ------------------------------------------------------------------- */
+
+loom_status loom_graph_tensor_set_str(loom_graph_tensor *t, size_t i, const char *bytes, size_t len) {
+  loom_str *e = &((loom_str *)t->data)[i];
+  char *copy = NULL;
+  if (len) {
+    if (len > ((size_t)1 << 36)) return LOOM_ERROR(OUT_OF_RANGE, "string element %zu of %zu bytes is too long", i, len);
+    copy = malloc(len + 1);
+    if (!copy) return LOOM_OOM();
+    memcpy(copy, bytes, len);
+    copy[len] = 0;
+  }
+  free((void *)e->data);
+  *e = (loom_str){copy, len};
+  return LOOM_OK;
+}
+
+loom_str loom_graph_tensor_get_str(const loom_graph_tensor *t, size_t i) {
+  loom_str e;
+  memcpy(&e, (const char *)t->data + i * sizeof e, sizeof e); /* constants may lie at any alignment */
+  return e;
+}
+
+loom_status loom_graph_tensor_copy_strs(loom_graph_tensor *t, size_t at, const void *src, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    loom_str e;
+    memcpy(&e, (const char *)src + i * sizeof e, sizeof e);
+    LOOM_PROPAGATE(loom_graph_tensor_set_str(t, at + i, e.data, (size_t)e.len));
+  }
+  return LOOM_OK;
+}
+
+bool loom_graph_str_equal(loom_str a, loom_str b) {
+  return a.len == b.len && (a.len == 0 || memcmp(a.data, b.data, (size_t)a.len) == 0);
 }
 
 /* The element at p, of C type T, read bytewise: constants may lie at any alignment (an imported

@@ -16,6 +16,7 @@ static const dtype_info infos[] = {
 };
 _Static_assert(sizeof(infos) / sizeof(infos[0]) == LOOM_DTYPE_COUNT,
                "dtypes.def and the dtype table disagree");
+_Static_assert(sizeof(loom_str) * 8 == 128, "dtypes.def gives string 128 bits: a loom_str");
 
 const char *loom_dtype_name(loom_dtype t) {
   return (unsigned)t < LOOM_DTYPE_COUNT ? infos[t].name : "?";
@@ -33,7 +34,8 @@ bool loom_dtype_parse(const char *s, size_t len, loom_dtype *out) {
 
 unsigned loom_dtype_bits(loom_dtype t) { return infos[t].bits; }
 unsigned loom_dtype_width(loom_dtype t) { return infos[t].width; }
-bool loom_dtype_is_lowp(loom_dtype t) { return t > LOOM_DTYPE_F64 && t < LOOM_DTYPE_COUNT; }
+bool loom_dtype_is_lowp(loom_dtype t) { return t > LOOM_DTYPE_F64 && t <= LOOM_DTYPE_U2; }
+bool loom_dtype_is_string(loom_dtype t) { return t == LOOM_DTYPE_STRING; }
 bool loom_dtype_is_lowp_float(loom_dtype t) { return loom_dtype_is_lowp(t) && infos[t].kind == LOOM_DTYPE_KIND_FLOAT; }
 size_t loom_dtype_size(loom_dtype t) { return infos[t].bits / 8; }
 loom_dtype_kind loom_dtype_kind_of(loom_dtype t) { return infos[t].kind; }

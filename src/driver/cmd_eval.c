@@ -1,6 +1,7 @@
 /* cmd_eval.c — `loom eval FILE.loom [--fn main] --input NAME=SPEC ... [--output out.npy]`:
  * runs a graph function in the reference interpreter. SPEC is random:(2,7,768) (floats
- * uniform in [-1, 1), integers in [0, 2)), randint:HIGH:(2,7) (integers in [0, HIGH)), or
+ * uniform in [-1, 1), integers in [0, 2)), randint:HIGH:(2,7) (integers in [0, HIGH)),
+ * strings:a,b,c (a 1-D string tensor; string results print their first 16 elements), or
  * @file.npy. With --sym NAME=VALUE, parameters without --input get random data (floats in
  * [-0.1, 0.1), integers in [0, 2), bools true) of the shape their struct info gives. Prints each input, the bound value of every symbolic var, and the result's
  * shape with a checksum. */
@@ -36,7 +37,30 @@ static bool parse_dims(const char *s, int *nd, int64_t *shape) {
   }
 }
 
+/* A string tensor: its dtype and shape, then its first elements quoted (C escapes). */
+static void print_string_line(const char *what, const loom_graph_tensor *t) {
+  printf("%s: string (", what);
+  for (int i = 0; i < t->ndim; i++) printf("%s%lld", i ? ", " : "", (long long)t->shape[i]);
+  printf("%s) [", t->ndim == 1 ? "," : "");
+  for (size_t i = 0; i < t->numel && i < 16; i++) {
+    loom_str e = loom_graph_tensor_get_str(t, i);
+    printf("%s\"", i ? ", " : "");
+    for (size_t k = 0; k < e.len; k++) {
+      unsigned char c = (unsigned char)e.data[k];
+      if (c == '"' || c == '\\') printf("\\%c", c);
+      else if (c < 0x20 || c == 0x7f) printf("\\x%02x", c);
+      else putchar(c); /* UTF-8 bytes as they are */
+    }
+    putchar('"');
+  }
+  printf("%s]\n", t->numel > 16 ? ", ..." : "");
+}
+
 static void print_tensor_line(const char *what, const loom_graph_tensor *t) {
+  if (t->dtype == LOOM_DTYPE_STRING) {
+    print_string_line(what, t);
+    return;
+  }
   double sum = 0, asum = 0;
   for (size_t i = 0; i < t->numel; i++) {
     double v = loom_graph_tensor_get_f64(t, i);
@@ -164,8 +188,19 @@ static int run(const loom_cli_args *args) {
         if (loom_dtype_is_float(dt)) loom_graph_tensor_set_f64(&in[idx].t, i, (double)(r >> 11) / 9007199254740992.0 * 2 - 1);
         else loom_graph_tensor_set_i64(&in[idx].t, i, (int64_t)(r % (uint64_t)high));
       }
+    } else if (!strncmp(v, "strings:", 8)) { /* a 1-D string tensor: strings:a,b,c */
+      int64_t n = 1;
+      for (const char *q = v + 8; *q; q++) n += *q == ',';
+      st = loom_graph_value_tensor(LOOM_DTYPE_STRING, 1, &n, &in[idx]);
+      const char *q = v + 8;
+      for (int64_t i = 0; !st && i < n; i++) {
+        const char *e = strchr(q, ',');
+        size_t len = e ? (size_t)(e - q) : strlen(q);
+        st = loom_graph_tensor_set_str(&in[idx].t, (size_t)i, q, len);
+        q += len + (e != NULL);
+      }
     } else {
-      rc = loom_cli_usage_error(args, "--input %s: SPEC is random:(dims), randint:HIGH:(dims) or @file.npy", spec);
+      rc = loom_cli_usage_error(args, "--input %s: SPEC is random:(dims), randint:HIGH:(dims), strings:a,b,c or @file.npy", spec);
       break;
     }
     if (st) {
@@ -284,7 +319,7 @@ const loom_cli_command loom_cmd_eval = {
     .min_positional = 1,
     .max_positional = 1,
     .opts = (const loom_cli_opt[]){{"--fn", "NAME", "function to run (default main)", false},
-                                   {"--input", "NAME=SPEC", "random:(2,7,768) | randint:HIGH:(2,7) | @file.npy", true},
+                                   {"--input", "NAME=SPEC", "random:(2,7,768) | randint:HIGH:(2,7) | strings:a,b,c | @file.npy", true},
                                    {"--output", "PATH", "write the result to a .npy file", false},
                                    {"--seed", "N", "seed of random inputs (default 1)", false},
                                    {"--sym", "NAME=VALUE", "a symbol's value: parameters without --input get random data of that shape", true},

@@ -277,7 +277,18 @@ void loom_rt_outputs_free(loom_rt_outputs *out) {
   out->count = 0;
 }
 
+/* String tensors (dtype string: loom_str handles to bytes some owner keeps) run on the
+ * reference interpreter only (docs/ir.md "Strings"); the runtime's storage owns no bytes
+ * behind its elements, so it makes none. */
+static loom_status refuse_string(loom_dtype dt) {
+  if (loom_dtype_is_string(dt))
+    return LOOM_ERROR(UNIMPLEMENTED, "string tensors are not supported by the runtime (they run on the reference interpreter)");
+  return LOOM_OK;
+}
+
 loom_status loom_rt_tensor_new(loom_rt *rt, loom_dtype dt, int32_t rank, const int64_t *shape, loom_tensor **out) {
+  *out = NULL;
+  LOOM_PROPAGATE(refuse_string(dt));
   return loom_tensor_alloc(loom_vm_device(rt->vm), dt, rank, shape, out);
 }
 
@@ -290,6 +301,7 @@ loom_status loom_rt_tensor_borrow(loom_rt *rt, loom_dtype dt, int32_t rank, cons
                                   size_t nbytes, loom_tensor **out) {
   *out = NULL;
   if ((unsigned)dt >= LOOM_DTYPE_COUNT) return LOOM_ERROR(INVALID_ARGUMENT, "unknown dtype %d", (int)dt);
+  LOOM_PROPAGATE(refuse_string(dt));
   if (rank < 0 || rank > LOOM_VM_MAX_RANK)
     return LOOM_ERROR(OUT_OF_RANGE, "rank %d is outside 0..%d", rank, LOOM_VM_MAX_RANK);
   size_t need;

@@ -22,6 +22,13 @@ LOOM_TEST(dtype, names_parse_back_and_sizes) {
   cr_assert(loom_dtype_is_int(LOOM_DTYPE_U8));
   cr_assert_not(loom_dtype_is_int(LOOM_DTYPE_BOOL));
   cr_assert_not(loom_dtype_is_signed(LOOM_DTYPE_U64));
+  /* string: a 16-byte loom_str handle, neither a number nor a low-precision type */
+  cr_assert_eq(loom_dtype_size(LOOM_DTYPE_STRING), sizeof(loom_str));
+  cr_assert(loom_dtype_is_string(LOOM_DTYPE_STRING));
+  cr_assert_not(loom_dtype_is_string(LOOM_DTYPE_U2));
+  cr_assert_not(loom_dtype_is_lowp(LOOM_DTYPE_STRING));
+  cr_assert_not(loom_dtype_is_float(LOOM_DTYPE_STRING) || loom_dtype_is_int(LOOM_DTYPE_STRING));
+  cr_assert_eq(loom_dtype_kind_of(LOOM_DTYPE_STRING), LOOM_DTYPE_KIND_STRING);
 }
 
 LOOM_TEST(dtype, f16_round_trips_every_non_nan_value) {

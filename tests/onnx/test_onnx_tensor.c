@@ -71,8 +71,11 @@ LOOM_TEST(onnx, bad_tensors) {
   loom_arena arena;
   loom_arena_init(&arena, NULL, 0);
   pb p = {0};
-  pb_int(&p, 1, 2), pb_int(&p, 2, 8), pb_str(&p, 8, "names"), pb_str(&p, 6, "a"), pb_str(&p, 6, "b");
-  EXPECT_ERROR(onnx_test_parse_tensor(&p, &arena, NULL), UNIMPLEMENTED, "t.pb: tensor 'names': element type STRING is not supported");
+  pb_int(&p, 1, 2), pb_int(&p, 2, 8), pb_str(&p, 8, "names"), pb_bytes(&p, 9, "ab", 2);
+  EXPECT_ERROR(onnx_test_parse_tensor(&p, &arena, NULL), INVALID_ARGUMENT,
+               "t.pb: tensor 'names': a STRING tensor keeps its elements in string_data, not in raw_data");
+  pb_int(&p, 1, 2), pb_int(&p, 2, 8), pb_str(&p, 8, "names"), pb_str(&p, 6, "a");
+  EXPECT_ERROR(onnx_test_parse_tensor(&p, &arena, NULL), INVALID_ARGUMENT, "tensor 'names': string_data holds 1 values but the dims need 2");
   pb_int(&p, 1, 2), pb_int(&p, 2, 14), pb_str(&p, 8, "c64"), pb_bytes(&p, 9, "abcdefghabcdefgh", 16);
   EXPECT_ERROR(onnx_test_parse_tensor(&p, &arena, NULL), UNIMPLEMENTED, "element type COMPLEX64 is not supported");
   pb_int(&p, 1, 2), pb_int(&p, 2, 99), pb_bytes(&p, 9, "ab", 2);

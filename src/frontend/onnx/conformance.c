@@ -43,6 +43,13 @@ static bool compare(const loom_graph_value *got, const loom_onnx_tensor *want, c
       return snprintf(why, cap, "dim %zu is %lld, expected %lld", k, (long long)t->shape[k], (long long)want->dims[k]), false;
   loom_graph_tensor w = {.dtype = want->dtype, .ndim = (int)want->rank, .numel = (size_t)want->numel, .data = want->data};
   for (size_t i = 0; i < t->numel; i++) {
+    if (t->dtype == LOOM_DTYPE_STRING) {
+      loom_str a = loom_graph_tensor_get_str(t, i), e = loom_graph_tensor_get_str(&w, i);
+      if (!loom_graph_str_equal(a, e))
+        return snprintf(why, cap, "element %zu is \"%.*s\", expected \"%.*s\"", i, (int)(a.len > 60 ? 60 : a.len),
+                        a.data ? a.data : "", (int)(e.len > 60 ? 60 : e.len), e.data ? e.data : ""), false;
+      continue;
+    }
     if (loom_dtype_is_float(t->dtype)) {
       double a = loom_graph_tensor_get_f64(t, i), e = loom_graph_tensor_get_f64(&w, i);
       if (isnan(a) && isnan(e)) continue;
@@ -78,6 +85,7 @@ static loom_status input_value(const loom_onnx_tensor *t, loom_graph_value *out)
   }
   if (t->rank > 8) return LOOM_ERROR(UNIMPLEMENTED, "input rank %zu is over 8", t->rank);
   LOOM_PROPAGATE(loom_graph_value_tensor(t->dtype, (int)t->rank, t->dims, out));
+  if (t->dtype == LOOM_DTYPE_STRING) return loom_graph_tensor_copy_strs(&out->t, 0, t->data, (size_t)t->numel);
   if (t->nbytes) memcpy(out->t.data, t->data, t->nbytes);
   return LOOM_OK;
 }

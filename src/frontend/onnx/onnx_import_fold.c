@@ -12,6 +12,20 @@ loom_graph_expr *oimp_const_of(imp *im, const loom_onnx_tensor *t) {
   for (size_t k = 0; k < t->rank; k++) dims[k] = loom_sym_const(im->cx, t->dims[k]);
   const loom_sinfo *si = loom_sinfo_tensor(im->m, t->dtype, (int)t->rank, dims, NULL);
   if (!si) return NULL;
+  if (t->dtype == LOOM_DTYPE_STRING) { /* the handles and their bytes copied into the module's arena */
+    loom_arena *ar = loom_graph_module_arena(im->m);
+    loom_str *e = LOOM_ARENA_ARRAY(ar, loom_str, t->numel ? (size_t)t->numel : 1);
+    if (!e) return NULL;
+    for (int64_t i = 0; i < t->numel; i++) {
+      loom_str s;
+      memcpy(&s, (const char *)t->data + (size_t)i * sizeof s, sizeof s);
+      char *b = s.len ? loom_arena_alloc(ar, (size_t)s.len + 1, 1) : NULL;
+      if (s.len && !b) return NULL;
+      if (s.len) memcpy(b, s.data, (size_t)s.len), b[s.len] = 0;
+      e[i] = (loom_str){b, s.len};
+    }
+    return loom_graph_const_new(im->m, si, e, t->nbytes);
+  }
   if (im->opts && im->opts->borrow_tensors) return loom_graph_const_borrow(im->m, si, t->data, t->nbytes);
   return loom_graph_const_new(im->m, si, t->data, t->nbytes);
 }
@@ -92,7 +106,8 @@ bool oimp_fold_node(imp *im, const op_entry *e, const nctx *c, loom_onnx_tensor 
   loom_graph_value res;
   if (ok && (s = loom_graph_eval(sub.m, "main", 0, NULL, NULL, &res))) loom_status_free(s), ok = false;
   if (ok) {
-    if (res.kind == LOOM_SINFO_TENSOR && res.t.numel <= (size_t)FOLD_RESULT_MAX) {
+    /* string results are not folded: their elements' bytes belong to res */
+    if (res.kind == LOOM_SINFO_TENSOR && res.t.numel <= (size_t)FOLD_RESULT_MAX && res.t.dtype != LOOM_DTYPE_STRING) {
       *out = oimp_new_tensor(im, res.t.dtype, (size_t)res.t.ndim, res.t.shape);
       if (*out && (*out)->nbytes) memcpy((*out)->data, res.t.data, (*out)->nbytes);
     }

@@ -300,6 +300,30 @@ static void unpack(loom_dtype dt, const uint8_t *packed, size_t n, uint8_t *dst)
   }
 }
 
+/* A STRING tensor: string_data's entries (bytes, any content) copied into `arena`, each element
+ * a loom_str handle to its copy (NUL-terminated there, the NUL not counted). raw_data and
+ * external data do not hold strings (onnx.proto): refused by name. */
+static loom_status decode_strings(const Onnx__TensorProto *tp, const char *file, const char *what, loom_arena *arena,
+                                  loom_onnx_tensor *out) {
+  bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  if (tp->has_raw_data || external)
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: %s: a STRING tensor keeps its elements in string_data, not in %s", file,
+                      what, external ? "external data" : "raw_data");
+  LOOM_PROPAGATE(check_count(file, what, "string_data", tp->n_string_data, out->numel));
+  if (!out->nbytes) return LOOM_OK;
+  loom_str *e = loom_arena_alloc(arena, out->nbytes, 16);
+  if (!e) return LOOM_ERROR(RESOURCE_EXHAUSTED, "%s: %s: out of memory for %zu bytes", file, what, out->nbytes);
+  out->data = e;
+  for (size_t i = 0; i < tp->n_string_data; i++) {
+    size_t len = tp->string_data[i].len;
+    char *b = len ? loom_arena_alloc(arena, len + 1, 1) : NULL;
+    if (len && !b) return LOOM_ERROR(RESOURCE_EXHAUSTED, "%s: %s: out of memory for string element %zu", file, what, i);
+    if (len) memcpy(b, tp->string_data[i].data, len), b[len] = 0;
+    e[i] = (loom_str){b, len};
+  }
+  return LOOM_OK;
+}
+
 loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *file, const char *what,
                                     const char *dir, loom_onnx_model *keeper, loom_arena *arena,
                                     loom_onnx_tensor *out) {
@@ -336,6 +360,7 @@ loom_status loom_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *fil
                       what, numel, loom_dtype_name(dt));
   out->numel = numel;
   out->nbytes = nbytes;
+  if (dt == LOOM_DTYPE_STRING) return decode_strings(tp, file, what, arena, out);
   /* 4- and 2-bit types are packed in the file, first element in the low bits */
   unsigned width = loom_dtype_width(dt), per = 8 / width;
   size_t fbytes = width < 8 ? (size_t)numel / per + ((size_t)numel % per != 0) : nbytes;

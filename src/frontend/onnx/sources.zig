@@ -21,6 +21,7 @@ pub const compiler = [_][]const u8{
     "src/frontend/onnx/onnx_import_train.c",
     "src/frontend/onnx/onnx_import_text.c",
     "src/frontend/onnx/onnx_import_ml.c",
+    "src/frontend/onnx/onnx_import_str.c",
     "src/frontend/onnx/onnx_import_random.c",
     "src/frontend/onnx/onnx_import_loop.c",
     "src/frontend/onnx/onnx_import_list.c",
