@@ -44,6 +44,7 @@ static int run(const loom_cli_args *args) {
   o.threads = (uint32_t)threads;
   o.offload = loom_cli_flag(args, "--offload");
   o.profile = loom_cli_flag(args, "--profile");
+  o.step_log = loom_cli_get(args, "--step-log");
   o.random_weights = seed >= 0, o.weight_seed = (uint64_t)seed;
   const char *host = loom_cli_get(args, "--host") ? loom_cli_get(args, "--host") : "127.0.0.1";
   /* SIGTERM / SIGINT are taken by sigwait in the HTTP runner: blocked here, before any thread
@@ -86,6 +87,7 @@ const loom_cli_command loom_cmd_serve = {
         {"--random-weights", "SEED", "seeded random weights instead (tests and benchmarks)", false},
         {"--offload", NULL, "hand large matmuls to BLAS (the offload pass, libcall/)", false},
         {"--profile", NULL, "time every instruction and kernel; printed when the server stops", false},
+        {"--step-log", "FILE", "write one line per step: its time (ms), decodes, their keys, prompt tokens, their keys", false},
         {NULL, NULL, NULL, false},
     },
     .run = run,

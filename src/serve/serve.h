@@ -39,6 +39,7 @@ typedef struct loom_serve_options {
   int64_t max_context;      /* positions per sequence at most (0: the model's position table, else the cache) */
   bool offload;             /* matmuls to BLAS above the measured size (the offload pass, libcall/) */
   bool profile;             /* time every instruction and kernel; printed to `log` at close */
+  const char *step_log;     /* a file that gets one line per step (what it held, what it took), or NULL */
   FILE *log;                /* start-up and shutdown lines (NULL: quiet) */
 } loom_serve_options;
 
