@@ -602,6 +602,7 @@ loom_status loom_serve_engine_open(const loom_serve_options *o, loom_serve_engin
   loom_serve_metrics_init(&e->m);
   loom_status st = loom_serve_sched_init(&e->sched, o->kv_pages, o->page_size, o->max_batch, o->max_step_tokens);
   e->sched.decode_budget = o->decode_step_tokens;
+  e->sched.chunk_by_keys = o->chunk_by_keys;
   uint64_t t0 = loom_clock_ns();
   loom_compile_options co = {.emit = LOOM_TARGET_EMIT_JIT, .offload = o->offload};
   size_t mlen = strlen(o->model);
