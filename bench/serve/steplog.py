@@ -34,8 +34,8 @@ def main():
             print(f"| {name} | {sel.sum()} | {dec[sel].mean():.1f} | {dk[sel].mean():.0f} | {pre[sel].mean():.1f} | {pk[sel].mean():.0f} | "
                   f"{pct(ms[sel], 50):.2f} | {pct(ms[sel], 90):.2f} | {pct(ms[sel], 99):.2f} |")
     sel = dec > 0
-    if sel.sum() >= 3:
-        X = np.stack([np.ones(sel.sum()), (dec + pre)[sel], (dk + pk)[sel]], 1)
+    X = np.stack([np.ones(sel.sum()), (dec + pre)[sel], (dk + pk)[sel]], 1)
+    if sel.sum() >= 3 and np.linalg.matrix_rank(X) == 3:  # one client: every step one token, no fit
         coef, *_ = np.linalg.lstsq(X, ms[sel], rcond=None)
         print(f"fit over steps that decode: ms = {coef[0]:.3f} + {coef[1] * 1e3:.2f}e-3 * tokens + {coef[2] * 1e6:.2f}e-6 * keys")
         slow = sel & (ms >= pct(ms[sel], 99))
