@@ -132,6 +132,8 @@ def main():
     ap.add_argument("--onnx", default=None, help="the ONNX decoder of loom-onnx and ort (default make_model.py's model.onnx; e.g. "
                     "tests/serve/data/make_torch.py --bench's torch GPT-2 export)")
     ap.add_argument("--out", default=None, help="results file (default bench/results/<date>-serve.md)")
+    ap.add_argument("--step-log", default=None, help="a directory: `loom serve --step-log` of each Loom system and level goes to "
+                    "DIR/<system>-<clients>.log (read it with steplog.py)")
     a = ap.parse_args()
     if not os.path.exists(os.path.join(OUT, "genai", "genai_config.json")):
         subprocess.check_call([sys.executable, os.path.join(ROOT, "bench", "serve", "make_model.py"), OUT])
@@ -140,12 +142,17 @@ def main():
     for system in a.systems.split(","):
         port = {"loom": 18101, "ort": 18102, "genai": 18103, "loom-onnx": 18104}[system]
         env = dict(os.environ, LOOM_CACHE_DIR=os.path.join(OUT, "cache"))
+        if a.step_log and system.startswith("loom"):
+            os.makedirs(a.step_log, exist_ok=True)
+            a.loom_args_sys = " --step-log " + os.path.join(a.step_log, system + ".log")
+        else:
+            a.loom_args_sys = ""
         if system == "loom":
             cmd = [os.path.join(ROOT, "zig-out", "bin", "loom"), "serve", os.path.join(OUT, "serve.loom"), "--weights",
-                   os.path.join(OUT, "weights.safetensors"), "--port", str(port), "--threads", str(a.threads), "--max-batch", "64"] + a.loom_args.split()
+                   os.path.join(OUT, "weights.safetensors"), "--port", str(port), "--threads", str(a.threads), "--max-batch", "64"] + (a.loom_args + a.loom_args_sys).split()
         elif system == "loom-onnx":
             cmd = [os.path.join(ROOT, "zig-out", "bin", "loom"), "serve", onnx, "--port", str(port),
-                   "--threads", str(a.threads), "--max-batch", "64"] + a.loom_args.split()
+                   "--threads", str(a.threads), "--max-batch", "64"] + (a.loom_args + a.loom_args_sys).split()
         elif system == "genai":
             py = os.path.join(ROOT, "bench", "out", "genai-venv", "bin", "python")
             if not os.path.exists(py):
@@ -162,7 +169,13 @@ def main():
             for n in [int(x) for x in a.clients.split(",")]:
                 if system.startswith("loom"):
                     m0 = {k: metric(port, k) for k in ("loom_serve_step_seconds_sum", "loom_serve_steps_total", "loom_serve_step_tokens_sum")}
+                if system.startswith("loom") and a.step_log:
+                    log0 = len(open(os.path.join(a.step_log, system + ".log")).readlines())
                 rec, wall = level(port, n, a.seconds, a.seed)
+                if system.startswith("loom") and a.step_log:
+                    lines = open(os.path.join(a.step_log, system + ".log")).readlines()
+                    with open(os.path.join(a.step_log, f"{system}-{n}.log"), "w") as f:
+                        f.writelines(lines[:1] + lines[log0:])
                 row = dict(system=system, clients=n, tok_s=rec["tokens"] / wall, requests=rec["requests"], tokens=rec["tokens"],
                            errors=rec["errors"], ttft50=pct(rec["ttft"], 50), ttft99=pct(rec["ttft"], 99),
                            itl50=pct(rec["itl"], 50), itl99=pct(rec["itl"], 99), wall=wall)

@@ -44,6 +44,8 @@ static int run(const loom_cli_args *args) {
   o.threads = (uint32_t)threads;
   o.offload = loom_cli_flag(args, "--offload");
   o.profile = loom_cli_flag(args, "--profile");
+  o.step_log = loom_cli_get(args, "--step-log");
+  o.chunk_by_keys = loom_cli_flag(args, "--chunk-by-keys");
   o.random_weights = seed >= 0, o.weight_seed = (uint64_t)seed;
   const char *host = loom_cli_get(args, "--host") ? loom_cli_get(args, "--host") : "127.0.0.1";
   /* SIGTERM / SIGINT are taken by sigwait in the HTTP runner: blocked here, before any thread
@@ -80,12 +82,17 @@ const loom_cli_command loom_cmd_serve = {
          "tokens per step while D sequences decode: every decode, then prompt chunks in what is left, at least D (default " DECODE_BUDGET_TEXT
          "; 0: only --max-step-tokens)",
          false},
+        {"--chunk-by-keys", NULL,
+         "with --decode-step-tokens: a prompt chunk whose tokens read more cached keys than the decodes' mean counts as its keys in "
+         "units of that mean (at least one token a step)",
+         false},
         {"--max-queue", "N", "waiting sequences at most before requests get 503 (default 1024)", false},
         {"--max-context", "N", "positions per sequence at most (default: the model's position table, else the cache)", false},
         {"--weights", "FILE", "safetensors file holding every weight parameter by name", false},
         {"--random-weights", "SEED", "seeded random weights instead (tests and benchmarks)", false},
         {"--offload", NULL, "hand large matmuls to BLAS (the offload pass, libcall/)", false},
         {"--profile", NULL, "time every instruction and kernel; printed when the server stops", false},
+        {"--step-log", "FILE", "write one line per step: its time (ms), decodes, their keys, prompt tokens, their keys", false},
         {NULL, NULL, NULL, false},
     },
     .run = run,

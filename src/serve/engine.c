@@ -82,6 +82,7 @@ struct loom_serve_engine {
   loom_serve_req *reqs;           /* requests with a running choice */
   void *scratch;                  /* the sampler's (2 * vocab doubles) */
   loom_serve_metrics m;           /* counters and histograms */
+  FILE *step_log;                 /* --step-log: one line per step, written by the engine thread, or NULL */
 };
 
 /* ---- weights ------------------------------------------------------------------------------ */
@@ -472,6 +473,21 @@ static void deliver(loom_serve_engine *e, loom_serve_seq *q, int64_t tok, uint64
   if (q->ntokens - q->nprompt >= q->max_tokens || q->ntokens >= e->max_context) choice_done(e, r, c, LOOM_SERVE_LENGTH);
 }
 
+/* --step-log: one line for a step that ran (planned, not yet committed), what the scheduler
+ * put in it and what it took: the decodes (sequences running their one next token) and the
+ * keys their attention reads (each one's context and itself), the prompt tokens (chunks) and
+ * the keys theirs read (a chunk of c tokens after p cached ones reads c*p + c*(c+1)/2). */
+static void log_step(loom_serve_engine *e, loom_serve_seq *const *plan, int64_t n, double ms) {
+  int64_t dec = 0, dec_keys = 0, pre = 0, pre_keys = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const loom_serve_seq *q = plan[i];
+    int64_t c = q->step_tokens, keys = c * q->ncached + c * (c + 1) / 2;
+    if (c == 1 && q->ntokens - q->ncached == 1) dec++, dec_keys += keys;
+    else pre += c, pre_keys += keys;
+  }
+  fprintf(e->step_log, "%.3f %lld %lld %lld %lld\n", ms, (long long)dec, (long long)dec_keys, (long long)pre, (long long)pre_keys);
+}
+
 static void *engine_main(void *arg) {
   loom_serve_engine *e = arg;
   loom_serve_seq **plan = malloc((size_t)e->o.max_batch * sizeof *plan);
@@ -510,6 +526,7 @@ static void *engine_main(void *arg) {
     int64_t ntok = 0;
     for (int64_t i = 0; i < n; i++) ntok += plan[i]->step_tokens;
     loom_serve_hist_add(&e->m.step_tokens, (double)ntok);
+    if (e->step_log) log_step(e, plan, n, (double)(now - t0) / 1e6);
     if (st) {
       e->m.failed_steps++;
       for (int64_t i = 0; i < n; i++) {
@@ -585,6 +602,7 @@ loom_status loom_serve_engine_open(const loom_serve_options *o, loom_serve_engin
   loom_serve_metrics_init(&e->m);
   loom_status st = loom_serve_sched_init(&e->sched, o->kv_pages, o->page_size, o->max_batch, o->max_step_tokens);
   e->sched.decode_budget = o->decode_step_tokens;
+  e->sched.chunk_by_keys = o->chunk_by_keys;
   uint64_t t0 = loom_clock_ns();
   loom_compile_options co = {.emit = LOOM_TARGET_EMIT_JIT, .offload = o->offload};
   size_t mlen = strlen(o->model);
@@ -594,6 +612,14 @@ loom_status loom_serve_engine_open(const loom_serve_options *o, loom_serve_engin
   if (!st && o->threads) st = loom_rt_set_threads(e->rt, o->threads);
   if (!st && o->profile) loom_rt_set_profile(e->rt, true);
   if (!st && o->weights) st = loom_safetensors_open(NULL, o->weights, &e->wfile);
+  if (!st && o->step_log) {
+    e->step_log = fopen(o->step_log, "w");
+    if (!e->step_log) st = LOOM_ERROR(INVALID_ARGUMENT, "--step-log %s: cannot open it for writing", o->step_log);
+    else {
+      setvbuf(e->step_log, NULL, _IOLBF, 0); /* whole lines, so that a reader can follow it while the server runs */
+      fprintf(e->step_log, "# step_ms decodes decode_keys prompt_tokens prompt_keys\n");
+    }
+  }
   if (!st) st = bind_interface(e);
   int64_t capacity = o->kv_pages * o->page_size;
   if (!st) {
@@ -643,6 +669,7 @@ void loom_serve_engine_close(loom_serve_engine *e) {
   loom_compiled_free(e->c);
   loom_graph_module_destroy(e->onnx_m);
   loom_safetensors_close(e->wfile);
+  if (e->step_log) fclose(e->step_log);
   loom_serve_sched_destroy(&e->sched);
   loom_serve_metrics_destroy(&e->m);
   free(e->scratch);

@@ -3,8 +3,9 @@
  * (a decode is one token, a prompt a chunk of what the step's token budget leaves: while any
  * sequence decodes, the decode budget less the decodes but at least as many tokens as decode,
  * so a step's time, which every decoding sequence waits for, stays within about twice a
- * decode-only step's — vLLM's chunked-prefill policy), then
- * waiting sequences are admitted while seats, budget and pages allow. When a running sequence
+ * decode-only step's — vLLM's chunked-prefill policy; with chunk_by_keys a chunk is counted
+ * by the keys its attention reads, in units of the decodes' mean, when that is more than its
+ * tokens), then waiting sequences are admitted while seats, budget and pages allow. When a running sequence
  * needs a page and none is free, the youngest running sequence is preempted: its pages go
  * back and it returns to the front of the queue, to be recomputed from its tokens when it is
  * readmitted. The oldest sequence always makes progress, and a sequence that fits the cache
@@ -107,14 +108,41 @@ static bool grow(loom_serve_sched *s, loom_serve_seq *q, int64_t total, loom_sta
   return true;
 }
 
+/* Keys the attention of a chunk of k tokens after p cached ones reads: token j sees p + j + 1. */
+static int64_t chunk_keys(int64_t p, int64_t k) { return k * p + k * (k + 1) / 2; }
+
+/* What a prompt chunk of k tokens after p cached ones counts against the prompt tokens of a step
+ * whose D decodes read dkeys keys: k, or, when its tokens read more keys than the decodes' mean,
+ * its keys in units of that mean (ceil(keys * D / dkeys)): a prompt token late in a long prompt
+ * costs a step as much attention as several decodes. dkeys 0: k. */
+static int64_t chunk_cost(int64_t p, int64_t k, int64_t decoding, int64_t dkeys) {
+  if (!dkeys) return k;
+  int64_t by_keys = (chunk_keys(p, k) * decoding + dkeys - 1) / dkeys;
+  return by_keys > k ? by_keys : k;
+}
+
+/* The longest chunk of at most `want` tokens after p cached ones whose cost fits `left`, but at
+ * least one token (so that a prompt always advances). */
+static int64_t chunk_fit(int64_t p, int64_t want, int64_t left, int64_t decoding, int64_t dkeys) {
+  int64_t lo = 1, hi = want;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (chunk_cost(p, mid, decoding, dkeys) <= left) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
 loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int64_t *n) {
   *n = 0;
-  int64_t budget = s->max_step_tokens, decoding = 0;
+  int64_t budget = s->max_step_tokens, decoding = 0, dkeys = 0;
   loom_status st = LOOM_OK;
   for (int64_t i = 0; i < s->nrunning; i++) {
-    s->running[i]->step_tokens = 0;
-    decoding += s->running[i]->ntokens - s->running[i]->ncached == 1;
+    loom_serve_seq *q = s->running[i];
+    q->step_tokens = 0;
+    if (q->ntokens - q->ncached == 1) decoding++, dkeys += q->ncached + 1;
   }
+  if (s->decode_budget <= 0 || !s->chunk_by_keys) dkeys = 0; /* prompt chunks counted in tokens only */
   /* prompt tokens this step may take: while someone decodes, what the decode budget leaves
    * after the decodes, and at least as many as decode (so a step with a prompt chunk holds at
    * most max(budget, twice the decodes) tokens, and prompts advance however many decode) */
@@ -125,6 +153,7 @@ loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int
     int64_t need = q->ntokens - q->ncached, take = need;
     if (need > 1 && take > prefill) take = prefill;
     if (take > budget) take = budget;
+    if (need > 1 && take > 0) take = chunk_fit(q->ncached, take, prefill, decoding, dkeys);
     if (take <= 0) {
       i++;
       continue;
@@ -141,7 +170,7 @@ loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int
     q->step_tokens = take;
     out[(*n)++] = q;
     budget -= take;
-    if (need > 1) prefill -= take;
+    if (need > 1) prefill -= chunk_cost(q->ncached, take, decoding, dkeys);
     i++;
   }
   while (s->wait_head && *n < s->max_batch && budget > 0 && prefill > 0) {
@@ -149,6 +178,7 @@ loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int
     int64_t take = q->ntokens - q->ncached;
     if (take > budget) take = budget;
     if (take > prefill) take = prefill;
+    take = chunk_fit(q->ncached, take, prefill, decoding, dkeys);
     int64_t need = loom_serve_pages_for(&s->pages, take);
     if (need + s->nrunning > s->pages.nfree) break; /* keep a spare page for each running sequence */
     if (s->nrunning == s->running_cap) {
@@ -165,7 +195,7 @@ loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int
     q->step_tokens = take;
     out[(*n)++] = q;
     budget -= take;
-    prefill -= take;
+    prefill -= chunk_cost(q->ncached, take, decoding, dkeys);
   }
   return LOOM_OK;
 }

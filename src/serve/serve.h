@@ -35,10 +35,12 @@ typedef struct loom_serve_options {
   int64_t max_batch;        /* sequences per step at most */
   int64_t max_step_tokens;  /* tokens per step at most (prefill chunking) */
   int64_t decode_step_tokens; /* tokens per step while sequences decode: decodes, then prompt chunks (0: no budget) */
+  bool chunk_by_keys;       /* count prompt chunks against that budget by the keys they read (sched.c) */
   int64_t max_queue;        /* sequences waiting at most before new requests get 503 */
   int64_t max_context;      /* positions per sequence at most (0: the model's position table, else the cache) */
   bool offload;             /* matmuls to BLAS above the measured size (the offload pass, libcall/) */
   bool profile;             /* time every instruction and kernel; printed to `log` at close */
+  const char *step_log;     /* a file that gets one line per step (what it held, what it took), or NULL */
   FILE *log;                /* start-up and shutdown lines (NULL: quiet) */
 } loom_serve_options;
 

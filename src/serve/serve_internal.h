@@ -91,6 +91,8 @@ typedef struct loom_serve_sched {
   int64_t max_step_tokens;      /* tokens in one step at most (prefill chunks share it) */
   int64_t decode_budget;        /* tokens in a step while D sequences decode in it: the decodes, then prompt
                                  * chunks in max(decode_budget - D, D) tokens (0: no budget) */
+  bool chunk_by_keys;           /* with a decode budget: a prompt chunk counts against it as
+                                 * max(tokens, its keys / the decodes' mean keys), at least one token */
   uint64_t stamp;               /* the next admission stamp */
   int64_t preemptions;          /* total, for the metrics */
 } loom_serve_sched;
@@ -106,7 +108,10 @@ void loom_serve_sched_finish(loom_serve_sched *s, loom_serve_seq *q);
  * from position ncached (running ones oldest first, then admitted ones); while any running
  * sequence decodes, prompt chunks share what decode_budget leaves after the D decodes, but at
  * least D tokens (a step's time is what every decoding sequence waits for its next token: a
- * step holds at most max(decode_budget, 2D) tokens); each holds pages for
+ * step holds at most max(decode_budget, 2D) tokens; with chunk_by_keys a chunk whose tokens read
+ * more keys than the decodes' mean counts as its keys in units of that mean, so that its
+ * attention stays within what the decodes' would be at that many tokens, but a prompt chunk
+ * always has one token); each holds pages for
  * ncached + step_tokens positions. Running sequences that cannot get a page preempt the
  * youngest (back to the waiting queue's front, cache dropped: recomputed when readmitted). A
  * waiting sequence is admitted only with free pages for its chunk and one spare page per

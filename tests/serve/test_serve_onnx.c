@@ -10,11 +10,13 @@
  *     `.loom` serving form (models/serve_decoder.loom) with the same weights
  *     (tests/serve/data/decoder.safetensors), served the same way;
  *   - decoders whose structure the rewrite does not recognise are refused with a message that
- *     names the input / binding / result (IR text modules in the ONNX import's shape). */
+ *     names the input / binding / result (IR text modules in the ONNX import's shape);
+ *   - the engine's --step-log: a line per step with its decodes, prompt tokens and their keys. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/file.h"
 #include "graph/graph.h"
@@ -260,4 +262,52 @@ LOOM_TEST(serve_onnx, rewrite_accepts_the_pattern_and_refuses_what_it_does_not_r
   expect_refused("out = (logits, pk, pv)", "out = (logits, pk, pv, h)", "result after the logits ('h')");
   /* no logits */
   expect_refused("out = (logits, pk, pv)", "out = (pk, pv)", "no result is the logits");
+}
+
+/* ---- --step-log ---- */
+
+/* One request alone (prompt 5, 3 tokens): a prefill step of 5 prompt tokens reading
+ * 1 + 2 + .. + 5 = 15 keys, then two decodes at contexts 5 and 6 reading 6 and 7 keys. */
+LOOM_TEST(serve_onnx, step_log_has_a_line_per_step_with_its_tokens_and_keys) {
+  char path[] = "/tmp/loom-step-log-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  loom_serve_options o = {.model = "models/serve_decoder.loom", .random_weights = true, .weight_seed = 7, .threads = 1, .kv_pages = 8,
+                          .page_size = 4, .max_batch = 2, .max_step_tokens = 16, .decode_step_tokens = 32, .max_queue = 4,
+                          .step_log = path};
+  loom_serve_engine *e;
+  loom_status st = loom_serve_engine_open(&o, &e);
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  int len = 5;
+  int64_t got[3];
+  serve_test_greedy(e, 1, &len, 256, 3, got);
+  loom_serve_engine_close(e);
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f);
+  char line[256];
+  cr_assert_not_null(fgets(line, sizeof line, f));
+  cr_assert_str_eq(line, "# step_ms decodes decode_keys prompt_tokens prompt_keys\n");
+  const long long want[3][4] = {{0, 0, 5, 15}, {1, 6, 0, 0}, {1, 7, 0, 0}};
+  for (int i = 0; i < 3; i++) {
+    double ms;
+    long long v[4];
+    cr_assert_not_null(fgets(line, sizeof line, f), "step %d is missing", i);
+    cr_assert_eq(sscanf(line, "%lf %lld %lld %lld %lld", &ms, &v[0], &v[1], &v[2], &v[3]), 5, "step %d: '%s'", i, line);
+    cr_assert_gt(ms, 0.0);
+    for (int k = 0; k < 4; k++)
+      cr_assert_eq(v[k], want[i][k], "step %d field %d: %lld, want %lld ('%s')", i, k + 2, v[k], want[i][k], line);
+  }
+  cr_assert_null(fgets(line, sizeof line, f), "one line per step: '%s'", line);
+  fclose(f);
+  unlink(path);
+  /* a file that cannot be written is refused when the engine opens, naming it */
+  o.step_log = "/nonexistent-loom-dir/steps.log";
+  e = NULL;
+  st = loom_serve_engine_open(&o, &e);
+  cr_assert_not_null(st);
+  cr_assert(strstr(loom_status_text(st, 0), "--step-log /nonexistent-loom-dir/steps.log: cannot open it for writing"), "%s",
+            loom_status_text(st, 0));
+  cr_assert_null(e);
+  loom_status_free(st);
 }

@@ -221,6 +221,60 @@ LOOM_TEST(serve_sched, decode_budget_bounds_steps_that_decode) {
   loom_serve_sched_destroy(&s);
 }
 
+/* With chunk_by_keys, a prompt chunk in a step that decodes counts against the prompt tokens as
+ * max(tokens, ceil(its keys * D / the decodes' keys)) — a chunk of k tokens after p cached reads
+ * k*p + k(k+1)/2 keys, a decode at context c reads c + 1 — and always gets one token. */
+LOOM_TEST(serve_sched, chunk_by_keys_counts_a_chunk_by_the_keys_it_reads) {
+  loom_serve_sched s;
+  cr_assert_null(loom_serve_sched_init(&s, 200, 4, 8, 64));
+  s.decode_budget = 8;
+  s.chunk_by_keys = true;
+  loom_serve_seq a, b, d, *plan[8];
+  seq_init(&a, 9);
+  seq_init(&b, 9);
+  seq_init(&d, 100);
+  loom_serve_sched_add(&s, &a);
+  loom_serve_sched_add(&s, &b);
+  cr_assert_eq(step(&s, plan), 2);
+  loom_serve_sched_add(&s, &d);
+  cr_assert_eq(step(&s, plan), 3);
+  cr_assert_eq(d.ncached, 6, "6 tokens at the start read 21 keys, 2.1 decodes' worth (20 keys for 2): they count as 6");
+  step(&s, plan);
+  cr_assert_eq(d.ncached, 12, "after 6: 57 keys, ceil(57 * 2 / 22) = 6 decodes: fits the 6 left");
+  step(&s, plan);
+  cr_assert_eq(d.ncached, 16, "after 12: 6 tokens read 93 keys (8 decodes of 12), 5 read 75 (7); 4 read 58 (5)");
+  s.decode_budget = 3; /* 2 prompt tokens: the floor of 2 decodes */
+  step(&s, plan);
+  cr_assert_eq(d.ncached, 17, "after 16: 2 tokens read 35 keys (3 decodes of 13), 1 reads 17 (2)");
+  cr_assert_eq(a.ncached, 13, "a decoded in every step");
+  s.chunk_by_keys = false;
+  step(&s, plan);
+  cr_assert_eq(d.ncached, 19, "counted in tokens: the 2 the floor gives");
+  for (loom_serve_seq *q = &a; q; q = q == &a ? &b : q == &b ? &d : NULL) loom_serve_sched_finish(&s, q);
+  /* a chunk late in a long prompt beside a decode at a short context: one token, never none */
+  loom_serve_seq e, f;
+  seq_init(&e, 1);
+  seq_init(&f, 100);
+  s.max_step_tokens = 40;
+  s.decode_budget = 4;
+  s.chunk_by_keys = true;
+  loom_serve_sched_add(&s, &e);
+  loom_serve_sched_add(&s, &f);
+  cr_assert_eq(step(&s, plan), 2);
+  cr_assert_eq(f.ncached, 39, "nobody decoded: the step budget");
+  cr_assert_eq(step(&s, plan), 2);
+  cr_assert_eq(f.ncached, 40, "after 39, 1 token reads 40 keys, 20 decodes of 2: over the 3 left, but one token runs");
+  s.chunk_by_keys = false;
+  step(&s, plan);
+  cr_assert_eq(f.ncached, 43, "counted in tokens: 4 - 1");
+  loom_serve_sched_finish(&s, &e);
+  loom_serve_sched_finish(&s, &f);
+  cr_assert_eq(s.pages.nfree, 200, "every page back");
+  loom_serve_seq *all[5] = {&a, &b, &d, &e, &f};
+  for (int i = 0; i < 5; i++) loom_serve_seq_free(all[i]);
+  loom_serve_sched_destroy(&s);
+}
+
 LOOM_TEST(serve_sched, max_batch_and_errors) {
   loom_serve_sched s;
   cr_assert_null(loom_serve_sched_init(&s, 64, 4, 2, 100));
