@@ -97,6 +97,9 @@ const loom_sinfo *loom_sinfo_list(loom_graph_module *m, const loom_sinfo *item, 
 
 /* Structural equality (symbolic dims compared by pointer: they are hash-consed). */
 bool loom_sinfo_equal(const loom_sinfo *a, const loom_sinfo *b);
+/* Whether s holds a string tensor: itself, a tuple's field or a list's items (strings run on
+ * the reference interpreter only: docs/ir.md "Strings"). */
+bool loom_sinfo_holds_string(const loom_sinfo *s);
 /* Is every value described by `derived` also described by `base`?
  * TRUE: statically; FALSE: never (e.g. dtype or rank differ, dims provably differ);
  * UNKNOWN: needs a runtime check (a match_cast). Uses the prover under current facts. */

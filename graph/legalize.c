@@ -176,22 +176,11 @@ loom_status loom_legal_lower_call(loom_graph_module *m, const loom_graph_expr *v
   return LOOM_OK;
 }
 
-/* Whether struct info s holds a string tensor (itself, or a field of a tuple). */
-static bool holds_string(const loom_sinfo *s) {
-  if (!s) return false;
-  if (s->kind == LOOM_SINFO_TUPLE) {
-    for (size_t k = 0; k < s->nfields; k++)
-      if (holds_string(s->fields[k])) return true;
-    return false;
-  }
-  return (s->kind == LOOM_SINFO_TENSOR || s->kind == LOOM_SINFO_SCALAR) && loom_dtype_is_string(s->dtype);
-}
-
 /* Whether call v takes or makes a string tensor: such calls have no tensor program (op_string.c). */
 static bool touches_string(const loom_graph_expr *v) {
   for (size_t k = 0; k < v->u.call.nargs; k++)
-    if (holds_string(v->u.call.args[k]->sinfo)) return true;
-  return holds_string(v->sinfo);
+    if (loom_sinfo_holds_string(v->u.call.args[k]->sinfo)) return true;
+  return loom_sinfo_holds_string(v->sinfo);
 }
 
 /* Rewrites the bindings of one sequence (and of nested if branches and loop bodies). */

@@ -289,3 +289,14 @@ void loom_sinfo_print(const loom_sinfo *s, loom_strbuf *sb) {
     return;
   }
 }
+
+bool loom_sinfo_holds_string(const loom_sinfo *s) {
+  if (!s) return false;
+  if (s->kind == LOOM_SINFO_TUPLE) {
+    for (size_t k = 0; k < s->nfields; k++)
+      if (loom_sinfo_holds_string(s->fields[k])) return true;
+    return false;
+  }
+  if (s->kind == LOOM_SINFO_LIST) return loom_sinfo_holds_string(s->ret);
+  return (s->kind == LOOM_SINFO_TENSOR || s->kind == LOOM_SINFO_SCALAR) && loom_dtype_is_string(s->dtype);
+}

@@ -112,18 +112,6 @@ static loom_status run_codegen(loom_compiled *c, loom_target_emit emit) {
   return loom_pipeline_run_ctx(&c->ctx, codegen, 1, &c->po);
 }
 
-/* Whether struct info s holds a string tensor (itself, a tuple field or a list's items). */
-static bool holds_string(const loom_sinfo *s) {
-  if (!s) return false;
-  if (s->kind == LOOM_SINFO_TUPLE) {
-    for (size_t k = 0; k < s->nfields; k++)
-      if (holds_string(s->fields[k])) return true;
-    return false;
-  }
-  if (s->kind == LOOM_SINFO_LIST) return holds_string(s->ret);
-  return (s->kind == LOOM_SINFO_TENSOR || s->kind == LOOM_SINFO_SCALAR) && loom_dtype_is_string(s->dtype);
-}
-
 /* String tensors run on the reference interpreter only (docs/ir.md "Strings"): the runtime's
  * buffers hold fixed-size numbers, so a function taking or returning strings is refused by
  * name before any pass runs (the string ops themselves stay operators in legalize). */
@@ -131,10 +119,10 @@ static loom_status refuse_strings(const loom_graph_module *m) {
   for (size_t i = 0; i < loom_graph_module_num_funcs(m); i++) {
     const loom_graph_func *f = loom_graph_module_func_at(m, i);
     for (size_t k = 0; k < f->nparams; k++)
-      if (holds_string(f->params[k]->sinfo))
+      if (loom_sinfo_holds_string(f->params[k]->sinfo))
         return LOOM_ERROR(UNIMPLEMENTED, "@%s: parameter '%s' is a string tensor: strings run on the reference interpreter only",
                           f->name, f->params[k]->u.var.name);
-    if (holds_string(f->ret))
+    if (loom_sinfo_holds_string(f->ret))
       return LOOM_ERROR(UNIMPLEMENTED, "@%s: the result holds a string tensor: strings run on the reference interpreter only", f->name);
   }
   return LOOM_OK;

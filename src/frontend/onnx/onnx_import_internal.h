@@ -85,6 +85,9 @@ typedef struct nctx {
 typedef struct op_entry op_entry;
 /* Emits the node's first output into *out (other outputs: oimp_bind them). */
 typedef loom_status (*handler)(nctx *c, const op_entry *e, loom_graph_expr **out);
+/* Binds output k of the node to item k of tuple t for k < n (outputs without a name are
+ * skipped); *first gets item 0 (onnx_import_misc.c). */
+loom_status oimp_bind_items(nctx *c, loom_graph_expr *t, size_t n, loom_graph_expr **first);
 struct op_entry {
   const char *onnx;   /* op type */
   loom_graph_op op;   /* graph op (OIMP_OP_NONE when the handler picks) */

@@ -34,7 +34,7 @@ static loom_status dims_of(nctx *c, loom_graph_expr *x, int *r, const loom_sym_e
 
 /* Binds output k of the node to item k of tuple t (outputs without a name are skipped);
  * *first gets item 0. */
-static loom_status bind_items(nctx *c, loom_graph_expr *t, size_t n, loom_graph_expr **first) {
+loom_status oimp_bind_items(nctx *c, loom_graph_expr *t, size_t n, loom_graph_expr **first) {
   for (size_t k = 0; k < n; k++) {
     bool named = k < c->n->n_outputs && *c->n->outputs[k];
     if (!named && k) continue;
@@ -140,7 +140,7 @@ static loom_status h_split(nctx *c, const op_entry *e, loom_graph_expr **out) {
   else oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "sizes", n, sizes));
   loom_graph_expr *t;
   LOOM_PROPAGATE(oimp_emit(c, e->op, 1, c->args, NULL, &t));
-  return bind_items(c, t, n, out);
+  return oimp_bind_items(c, t, n, out);
 }
 
 /* ---- CumSum / CumProd ------------------------------------------------------------------------ */
@@ -678,7 +678,7 @@ static loom_status h_topk(nctx *c, const op_entry *e, loom_graph_expr **out) {
   oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "largest", largest != 0));
   loom_graph_expr *t;
   LOOM_PROPAGATE(oimp_emit(c, e->op, nargs, c->args, NULL, &t));
-  return bind_items(c, t, 2, out);
+  return oimp_bind_items(c, t, 2, out);
 }
 
 static loom_status h_unique(nctx *c, const op_entry *e, loom_graph_expr **out) {
@@ -697,7 +697,7 @@ static loom_status h_unique(nctx *c, const op_entry *e, loom_graph_expr **out) {
   oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "indices", true));
   loom_graph_expr *t;
   LOOM_PROPAGATE(oimp_emit(c, e->op, 1, c->args, NULL, &t));
-  return bind_items(c, t, c->n->n_outputs, out);
+  return oimp_bind_items(c, t, c->n->n_outputs, out);
 }
 
 /* ---- GatherND / ScatterND / Det / NonMaxSuppression -------------------------------------------- */

@@ -47,18 +47,7 @@ static loom_status h_split(nctx *c, const op_entry *e, loom_graph_expr **out) {
   oimp_add_attr(c, loom_graph_attr_int(c->im->m, "maxsplit", maxsplit));
   loom_graph_expr *t;
   LOOM_PROPAGATE(oimp_emit(c, e->op, 1, c->args, NULL, &t));
-  for (size_t k = 0; k < 2; k++) {
-    bool named = k < c->n->n_outputs && *c->n->outputs[k];
-    if (!named && k) continue;
-    loom_graph_expr *g = loom_graph_tuple_get_new(c->im->m, t, k), *v;
-    if (!g) return LOOM_OOM();
-    const char *nm = named ? oimp_ir_name(c->im, c->n->outputs[k]) : NULL;
-    if (named && !nm) return LOOM_OOM();
-    LOOM_PROPAGATE(loom_graph_builder_emit(&c->im->b, g, nm, &v));
-    if (k == 0) *out = v;
-    else LOOM_PROPAGATE(oimp_bind(c->im, c->n->outputs[k], v, NULL));
-  }
-  return LOOM_OK;
+  return oimp_bind_items(c, t, 2, out);
 }
 
 static loom_status h_normalizer(nctx *c, const op_entry *e, loom_graph_expr **out) {
