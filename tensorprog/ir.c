@@ -257,6 +257,25 @@ bool loom_tp_expr_reads_memory(const loom_tp_expr *e) {
   }
 }
 
+bool loom_tp_expr_uses_var(const loom_tp_expr *e, const loom_sym_expr *var) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_SYM: return loom_sym_uses_var(e->u.sym, var);
+    case LOOM_TP_EXPR_LOAD:
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (loom_tp_expr_uses_var(e->u.load.idx[d], var)) return true;
+      return false;
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (loom_tp_expr_uses_var(e->u.op.args[i], var)) return true;
+      return false;
+    case LOOM_TP_EXPR_CAST: return loom_tp_expr_uses_var(e->u.cast_arg, var);
+    case LOOM_TP_EXPR_SELECT:
+      return loom_tp_expr_uses_var(e->u.select.cond, var) || loom_tp_expr_uses_var(e->u.select.then_e, var) ||
+             loom_tp_expr_uses_var(e->u.select.else_e, var);
+    default: return false;
+  }
+}
+
 bool loom_tp_stmt_scatters(const loom_tp_stmt *s) {
   if (!s) return false;
   switch (s->kind) {

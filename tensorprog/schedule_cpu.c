@@ -18,6 +18,11 @@ bool loom_tp_cpu_access_unit(loom_sym_ctx *cx, const loom_tp_buffer *b, loom_tp_
       continue;
     }
     if (!uses(x->u.sym, var)) continue;
+    const loom_sym_expr *pair = loom_tp_fused_pair(b, idx, d);
+    if (pair && d + 1 == b->ndim - 1) { /* [.., floordiv(y, E), floormod(y, E)]: the one index y */
+      const loom_sym_expr *rest = loom_sym_sub(cx, pair, var);
+      return rest && !uses(rest, var);
+    }
     if (d != b->ndim - 1) return false;
     const loom_sym_expr *rest = loom_sym_sub(cx, x->u.sym, var);
     if (!rest || uses(rest, var)) return false;
@@ -102,6 +107,80 @@ static loom_tp_stmt *child_loop(loom_tp_stmt *l) {
   return c->kind == LOOM_TP_STMT_FOR ? c : NULL;
 }
 
+/* Does every access under `s` (stores and lets only) index its buffer either without u and v, or
+ * with exactly u, v as its last two indices over an axis of extent `ev` (and u, v nowhere else)?
+ * Then fusing the loops of u and v leaves each such access a fused pair (loom_tp_fused_pair). */
+static bool rows_pair_access(const loom_tp_buffer *b, loom_tp_expr *const *idx, const loom_sym_expr *u,
+                             const loom_sym_expr *v, const loom_sym_expr *ev);
+
+static bool rows_pair_expr(const loom_tp_expr *e, const loom_sym_expr *u, const loom_sym_expr *v,
+                           const loom_sym_expr *ev) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_SYM: return !uses(e->u.sym, u) && !uses(e->u.sym, v); /* a value: left alone */
+    case LOOM_TP_EXPR_LOAD: return rows_pair_access(e->u.load.buf, e->u.load.idx, u, v, ev);
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (!rows_pair_expr(e->u.op.args[i], u, v, ev)) return false;
+      return true;
+    case LOOM_TP_EXPR_CAST: return rows_pair_expr(e->u.cast_arg, u, v, ev);
+    case LOOM_TP_EXPR_SELECT:
+      return rows_pair_expr(e->u.select.cond, u, v, ev) && rows_pair_expr(e->u.select.then_e, u, v, ev) &&
+             rows_pair_expr(e->u.select.else_e, u, v, ev);
+    default: return true;
+  }
+}
+
+static bool rows_pair_access(const loom_tp_buffer *b, loom_tp_expr *const *idx, const loom_sym_expr *u,
+                             const loom_sym_expr *v, const loom_sym_expr *ev) {
+  int n = b->ndim;
+  bool tail = n >= 2 && idx[n - 2]->kind == LOOM_TP_EXPR_SYM && idx[n - 2]->u.sym == u &&
+              idx[n - 1]->kind == LOOM_TP_EXPR_SYM && idx[n - 1]->u.sym == v && b->dims[n - 1] == ev;
+  for (int d = 0; d < (tail ? n - 2 : n); d++) {
+    if (loom_tp_expr_uses_var(idx[d], u) || loom_tp_expr_uses_var(idx[d], v)) return false;
+    if (!rows_pair_expr(idx[d], u, v, ev)) return false; /* a loaded index's own accesses */
+  }
+  return true;
+}
+
+static bool rows_pair_body(const loom_tp_stmt *s, const loom_sym_expr *u, const loom_sym_expr *v,
+                           const loom_sym_expr *ev) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++)
+        if (!rows_pair_body(s->u.seq.items[i], u, v, ev)) return false;
+      return true;
+    case LOOM_TP_STMT_STORE:
+      return rows_pair_access(s->u.store.buf, s->u.store.idx, u, v, ev) && rows_pair_expr(s->u.store.value, u, v, ev);
+    case LOOM_TP_STMT_LET: return rows_pair_expr(s->u.let.value, u, v, ev);
+    default: return false;
+  }
+}
+
+/* Rule 0a: four or more perfectly nested loops, none a reduction, whose two innermost index every
+ * buffer they touch as its last two axes, row-major (an (n, c, h, w) elementwise pass): those two
+ * are fused into one loop over h*w, so that a short row (a 7 x 7 plane's 7) is not a vector loop
+ * of its own that runs scalar. */
+static loom_status fuse_plane_rows(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *s,
+                                   loom_strbuf *why) {
+  loom_tp_stmt *chain[4] = {s, NULL, NULL, NULL};
+  for (int k = 1; k < 4; k++)
+    if (!(chain[k] = child_loop(chain[k - 1]))) return LOOM_OK;
+  loom_tp_stmt *u = chain[2], *v = chain[3];
+  while (child_loop(v)) u = v, v = child_loop(v);
+  for (loom_tp_stmt *l = s;; l = child_loop(l)) {
+    bool kind_ok = l->u.loop.kind == LOOM_TP_LOOP_SERIAL || (l == s && l->u.loop.kind == LOOM_TP_LOOP_PARALLEL);
+    if (l->u.loop.reduce || !kind_ok) return LOOM_OK;
+    if (l == v) break;
+  }
+  if (!rows_pair_body(v->u.loop.body, u->u.loop.var, v->u.loop.var, v->u.loop.extent)) return LOOM_OK;
+  loom_tp_stmt *fused;
+  loom_status st = loom_tp_fuse(a, cx, f, u, &fused);
+  if (!st) loom_strbuf_printf(why, "loops %s, %s: fused (the rows of a plane are one index)\n",
+                              loom_sym_var_name(u->u.loop.var), loom_sym_var_name(v->u.loop.var));
+  loom_status_free(st);
+  return LOOM_OK;
+}
+
 static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
                                  const loom_tp_cpu_params *p, loom_strbuf *why) {
   loom_tp_stmt *s = *slot;
@@ -113,6 +192,7 @@ static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
   LOOM_PROPAGATE(loom_tp_schedule_matmul(a, cx, f, slot, p, why, &tiled));
   if (tiled) return LOOM_OK;
   s = *slot; /* its batch rows may have been fused */
+  LOOM_PROPAGATE(fuse_plane_rows(a, cx, f, s, why));
   /* three or more perfectly nested loops: the outer two fused into the (parallel) outermost one, so
    * that a batch of one (an (n, c, h, w) activation's n) still has work for every thread */
   loom_tp_stmt *in = child_loop(s);

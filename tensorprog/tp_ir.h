@@ -172,6 +172,8 @@ struct loom_tp_stmt {
 /* Does `e` depend on memory (a load, directly or through a let)? An index that does is data
  * (take, gather and scatter indices), not an affine function of loops and shapes. */
 bool loom_tp_expr_reads_memory(const loom_tp_expr *e);
+/* Does `e` mention `var` (in a symbol, or in a loaded index)? A let's value is not followed. */
+bool loom_tp_expr_uses_var(const loom_tp_expr *e, const loom_sym_expr *var);
 /* Does a store under `s` write at an index read from memory (a scatter: two iterations may
  * write one element)? */
 bool loom_tp_stmt_scatters(const loom_tp_stmt *s);

@@ -78,6 +78,37 @@ LOOM_TEST(cpu, schedule_rules_elementwise_1d_2d_softmax_matmul) {
   schedule_and_diff(cpu_mm_text, "register-tiled", &om);
 }
 
+/* Rule 0a: an (n, c, h, w) elementwise nest whose two innermost loops index every buffer as its
+ * last two axes runs each h x w plane as one vector loop (a 7 x 7 plane's rows of 7 ran scalar);
+ * an operand broadcast along w alone (indexed by w but not h) keeps the loops apart. */
+LOOM_TEST(cpu, schedule_rule_fuses_the_rows_of_a_plane) {
+  static const int64_t sz[] = {0, 1, 2, 3, 7, 13, 14, 17, 31};
+  cpu_diff_opts o = cpu_opts(sz, 9, 1e-5);
+  const char *plane =
+      "prim @silu_se(X: Buffer[(n, c, h, w), f32], S: Buffer[(n, c, 1, 1), f32], Y: Buffer[(n, c, h, w), f32]) {\n"
+      "  for i0 in 0..n parallel { for i1 in 0..c { for i2 in 0..h { for i3 in 0..w {\n"
+      "    Y[i0, i1, i2, i3] = X[i0, i1, i2, i3] * sigmoid(X[i0, i1, i2, i3]) * S[i0, i1, 0, 0]\n"
+      "  } } } }\n}\n";
+  schedule_for_and_diff(plane, 64, "loops i2, i3: fused (the rows of a plane are one index)|loops i0, i1: fused", &o);
+  schedule_for_and_diff(plane, 32, "loops i2, i3: fused (the rows of a plane are one index)", &o);
+  const char *bias_w =
+      "prim @bias_w(X: Buffer[(n, c, h, w), f32], B: Buffer[(w,), f32], Y: Buffer[(n, c, h, w), f32]) {\n"
+      "  for i0 in 0..n { for i1 in 0..c { for i2 in 0..h { for i3 in 0..w {\n"
+      "    Y[i0, i1, i2, i3] = X[i0, i1, i2, i3] + B[i3]\n"
+      "  } } } }\n}\n";
+  schedule_for_and_diff(bias_w, 64, "loop i3: vectorize", &o);
+  tp_fixture fx;
+  cpu_parse_ok(&fx, bias_w);
+  loom_strbuf why;
+  loom_strbuf_init(&why, NULL);
+  loom_tp_cpu_params params = {.vector_bytes = 64};
+  cr_assert_null(loom_tp_schedule_cpu_for(&fx.arena, fx.cx, fx.f, &params, &why));
+  cr_assert(strstr(loom_strbuf_cstr(&why), "rows of a plane") == NULL, "fused a broadcast along w:\n%s",
+            loom_strbuf_cstr(&why));
+  loom_strbuf_free(&why);
+  tp_fixture_free(&fx);
+}
+
 /* The default rule on the programs legalization generates for matmul, batched matmul and
  * linear: register-tiled (panels of two vectors, then 8 (4) and 1 columns, 6-row tiles, packed
  * B) for AVX-512, AVX2 and 16-byte vectors, equal to the interpreter for every extent incl. 0,
