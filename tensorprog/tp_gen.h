@@ -349,6 +349,11 @@ loom_status loom_tp_gen_pool_rows(loom_arena *a, loom_sym_ctx *cx, const char *n
 loom_status loom_tp_gen_depthwise_rows(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_window *w,
                                        bool bias, loom_tp_func **result);
 
+/* Whether the pool_rows / depthwise_rows program of w takes, after its other inputs (X, W, Bias), X once
+ * more viewed (n, c, hp0*hp1): 2-D with equal strides (and not AVG, whose divisor varies per position),
+ * for rows shorter than a vector computed on the padded plane's grid (gen_conv.c pool_grid). */
+bool loom_tp_rows_grid(const loom_tp_window *w, loom_tp_pool_kind kind, bool dw);
+
 /* gather_nd: I (lead..., depth) names, per leading position, an element or slice of X past its
  * first `batch` axes (batch axes shared by X and I): Y = I.shape[:-1] + X.shape[batch + depth:]. */
 loom_status loom_tp_gen_gather_nd(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype index_t,
