@@ -208,6 +208,19 @@ static loom_status pad_input(loom_lx *x, const loom_sinfo *xs, const pad_key *k,
   return loom_lx_add_tp(x, "xp", name, gen_conv_pad, k, sizeof *k, 1, xin, psi, xin);
 }
 
+/* `<b>_xg` = xp (x, struct info xs, padded by k's lo / hi: zeros when not padded) viewed (n, c, hp0*hp1):
+ * the rows programs' grid operand (loom_tp_rows_grid). */
+static loom_status plane_view(loom_lx *x, const loom_sinfo *xs, const pad_key *k, loom_graph_expr *xp, loom_graph_expr **out) {
+  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
+  const loom_sym_expr *f = loom_sym_const(cx, 1);
+  for (int i = 0; i < k->n; i++) f = loom_sym_mul(cx, f, loom_sym_add(cx, xs->dims[2 + i], loom_sym_const(cx, k->lo[i] + k->hi[i])));
+  const loom_sym_expr *fd[3] = {xs->dims[0], xs->dims[1], f};
+  const loom_sinfo *si = loom_sinfo_tensor(x->m, LOOM_DTYPE_F32, 3, fd, xs->device);
+  loom_graph_expr *v = si ? loom_lx_view(x, xp, LOOM_DTYPE_F32, 3, fd) : NULL;
+  *out = v ? loom_lx_add(x, "xg", LOOM_GRAPH_BIND_VAR, v, si) : NULL;
+  return *out ? LOOM_OK : LOOM_OOM();
+}
+
 static loom_status gen_conv_gemm(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
   loom_tp_conv_gemm g = gemm_from(params);
   return loom_tp_gen_conv_gemm(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, &g, tp);
@@ -276,6 +289,9 @@ static loom_status expand_depthwise(loom_lx *x, const loom_sinfo *xs, const loom
   }
   loom_graph_expr *args[3] = {call->u.call.args[0], call->u.call.args[1], call->u.call.nargs > 2 ? call->u.call.args[2] : NULL};
   if (pad) LOOM_PROPAGATE(pad_input(x, xs, &pk, &args[0]));
+  loom_graph_expr *all[4] = {args[0], args[1], args[2], NULL};
+  size_t nargs = k.bias ? 3 : 2;
+  if (loom_tp_rows_grid(&k.w, LOOM_TP_POOL_AVG_PAD, true)) LOOM_PROPAGATE(plane_view(x, xs, &pk, all[0], &all[nargs++]));
   char name[512];
   snprintf(name, sizeof name, "depthwise_rows_f32_n%d%s", g->n, k.bias ? "_bias" : "");
   key_list(name, sizeof name, "k", k.w.kernel, g->n);
@@ -283,7 +299,7 @@ static loom_status expand_depthwise(loom_lx *x, const loom_sinfo *xs, const loom
   key_list(name, sizeof name, "d", k.w.dilation, g->n);
   window_params wp = params_of(&k.w, LOOM_DTYPE_F32);
   wp.bias = k.bias;
-  return loom_lx_call(x, name, gen_depthwise, &wp, sizeof wp, k.bias ? 3 : 2, args, x->b->var->sinfo, value);
+  return loom_lx_call(x, name, gen_depthwise, &wp, sizeof wp, nargs, all, x->b->var->sinfo, value);
 }
 
 /* ---- convolution over packed weights (gen_conv_packed.c) ------------------------------------------
@@ -789,7 +805,10 @@ static loom_status expand_pool(loom_lx *x, loom_graph_expr **value, bool *applie
   key_window(name, sizeof name, &k.w, true);
   window_params wp = params_of(&k.w, LOOM_DTYPE_F32);
   wp.kind = k.pool.kind;
-  return loom_lx_call(x, name, gen_pool_rows, &wp, sizeof wp, 1, &xin, out, value);
+  loom_graph_expr *args[2] = {xin, NULL};
+  size_t nargs = 1;
+  if (loom_tp_rows_grid(&k.w, k.pool.kind, false)) LOOM_PROPAGATE(plane_view(x, xs, &pk, xin, &args[nargs++]));
+  return loom_lx_call(x, name, gen_pool_rows, &wp, sizeof wp, nargs, args, out, value);
 }
 
 static loom_status gen_plane_mean(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {

@@ -448,6 +448,7 @@ typedef struct pool_b {
   loom_tp_expr *lead[2]; /* the (n, c) indices */
   bool dw;               /* a depthwise convolution: the sum of the taps weighted by W[c, 0, tap..] (+ Bias[c]) */
   const loom_tp_buffer *W, *Bias;
+  const loom_tp_buffer *Xf; /* X viewed (n, c, h0*h1): the plane's grid for rows shorter than a chunk (NULL: none) */
 } pool_b;
 
 static bool pool_avg(const pool_b *p) {
@@ -615,6 +616,66 @@ static void pool_row(pool_b *p, loom_dtype t) {
   loom_tpb_end(b);
 }
 
+/* The most grid positions of one plane the grid form keeps in its Local (floats). */
+enum { POOL_GRID_MAX = 1024 };
+
+bool loom_tp_rows_grid(const loom_tp_window *w, loom_tp_pool_kind kind, bool dw) {
+  return w->n == 2 && w->stride[0] == w->stride[1] && (dw || kind == LOOM_TP_POOL_MAX || kind == LOOM_TP_POOL_AVG_PAD);
+}
+
+/* Rows shorter than a chunk, 2-D, equal strides s (loom_tp_rows_grid): the plane's output positions
+ * computed on the grid of the padded input, position g = j0*h1 + u (u >= y1 junk), whose tap
+ * (t0, t1) reads Xf at s*g + t0*d0*h1 + t1*d1: unit stride (or s) along g, so that a 7 x 7 output
+ * (h1 = 9: 61 grid positions) runs as vectors of POOL_LANES instead of element by element:
+ *   G = (y0 - 1)*h1 + y1
+ *   alloc accg: Local[(POOL_GRID_MAX,)]
+ *   for go in 0..(G + 7) // 8 { base = min(8*go, G - 8)
+ *     acc[gi] = init; for taps { for gi vectorize { acc[gi] = step(acc[gi], Xf[.., s*(base + gi) + off]) } }
+ *     for gi vectorize { accg[base + gi] = acc[gi] } }
+ *   for j0 in 0..y0 { for u in 0..y1 { Y[.., j0, u] = accg[j0*h1 + u] (/ K) } }
+ * Every read is inside the plane: the largest, at g = G - 1, is the last output's last tap. The guard
+ * (rows_program) is 1 <= y1, 8 <= G <= POOL_GRID_MAX. Y is only stored, element by element (an
+ * epilogue takes those stores). */
+static void pool_grid(pool_b *p, loom_dtype t, const loom_sym_expr *G) {
+  loom_tpb *b = &p->b;
+  loom_sym_ctx *cx = b->cx;
+  loom_arena *a = b->a;
+  const loom_sym_expr *L = C(cx, POOL_LANES), *h1 = p->xd[3], *gmax = C(cx, POOL_GRID_MAX);
+  int64_t s = p->w->stride[1];
+  const loom_tp_buffer *accg = loom_tpb_alloc(b, "accg", t, 1, &gmax, LOOM_TP_SCOPE_LOCAL);
+  const loom_sym_expr *go = loom_tpb_for(b, "go", loom_sym_floordiv(cx, loom_sym_add(cx, G, C(cx, POOL_LANES - 1)), L),
+                                         LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *base = loom_sym_min(cx, loom_sym_mul(cx, go, L), loom_sym_sub(cx, G, L));
+  const loom_tp_buffer *acc = loom_tpb_alloc(b, "accq", t, 1, &L, LOOM_TP_SCOPE_LOCAL);
+  loom_tp_expr *ai = loom_tpb_idx(b, loom_tpb_for(b, "gi0", L, LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tpb_store(b, acc, &ai, pool_init(p, t));
+  loom_tpb_end(b);
+  const loom_sym_expr *tv[2];
+  tv[0] = loom_tpb_for(b, "g0", C(cx, p->w->kernel[0]), LOOM_TP_LOOP_SERIAL, false);
+  tv[1] = loom_tpb_for(b, "g1", C(cx, p->w->kernel[1]), LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *gi = loom_tpb_for(b, "gi1", L, LOOM_TP_LOOP_VECTORIZE, false);
+  const loom_sym_expr *off = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_mul(cx, tv[0], C(cx, p->w->dilation[0])), h1),
+                                          loom_sym_mul(cx, tv[1], C(cx, p->w->dilation[1])));
+  loom_tp_expr *xi[3] = {loom_tp_expr_copy(a, p->lead[0]), loom_tp_expr_copy(a, p->lead[1]),
+                         loom_tpb_idx(b, loom_sym_add(cx, loom_sym_mul(cx, loom_sym_add(cx, base, gi), C(cx, s)), off))};
+  ai = loom_tpb_idx(b, gi);
+  loom_tpb_store(b, acc, &ai, pool_step(p, loom_tpb_load(b, acc, &ai), loom_tpb_load(b, p->Xf, xi), tv));
+  loom_tpb_end_n(b, 3);
+  const loom_sym_expr *g2 = loom_tpb_for(b, "gi2", L, LOOM_TP_LOOP_VECTORIZE, false);
+  loom_tp_expr *gx = loom_tpb_idx(b, loom_sym_add(cx, base, g2));
+  ai = loom_tpb_idx(b, g2);
+  loom_tpb_store(b, accg, &gx, loom_tpb_load(b, acc, &ai));
+  loom_tpb_end_n(b, 2);
+  const loom_sym_expr *j0 = loom_tpb_for(b, "gj", p->yd[2], LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *u = loom_tpb_for(b, "gu", p->yd[3], LOOM_TP_LOOP_SERIAL, false);
+  loom_tp_expr *yi[4] = {loom_tp_expr_copy(a, p->lead[0]), loom_tp_expr_copy(a, p->lead[1]), loom_tpb_idx(b, j0), loom_tpb_idx(b, u)};
+  gx = loom_tpb_idx(b, loom_sym_add(cx, loom_sym_mul(cx, j0, h1), u));
+  loom_tp_expr *v = loom_tpb_load(b, accg, &gx);
+  if (pool_avg(p)) v = loom_tp_op2(a, LOOM_TP_OP_DIV, v, pool_taps_k(p, t)); /* AVG_PAD: K taps everywhere */
+  loom_tpb_store(b, p->Y, yi, v);
+  loom_tpb_end_n(b, 2);
+}
+
 /* The program of pool_rows / depthwise_rows: buffers, the plane and row loops, chunks or whole rows. */
 static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, bool bias,
                                 loom_tp_func **result) {
@@ -634,17 +695,32 @@ static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, cons
     p->W = loom_tpb_buffer(b, "W", t, 2 + n, wd);
     if (bias) p->Bias = loom_tpb_buffer(b, "Bias", t, 1, &p->xd[1]);
   }
+  if (loom_tp_rows_grid(p->w, p->kind, p->dw)) {
+    const loom_sym_expr *fd[3] = {p->xd[0], p->xd[1], loom_sym_mul(cx, p->xd[2], p->xd[3])};
+    p->Xf = loom_tpb_buffer(b, "Xf", t, 3, fd);
+  }
   for (int i = 0; i < n; i++) p->yd[2 + i] = loom_tpb_shape_sym(b, yn[i]);
   p->Y = loom_tpb_buffer(b, "Y", t, 2 + n, p->yd);
   const loom_sym_expr *q = loom_tpb_for(b, "q", loom_sym_mul(cx, p->xd[0], p->xd[1]), LOOM_TP_LOOP_SERIAL, false);
   p->lead[0] = loom_tpb_idx(b, loom_sym_floordiv(cx, q, p->xd[1]));
   p->lead[1] = loom_tpb_idx(b, loom_sym_floormod(cx, q, p->xd[1]));
+  if (p->Xf) { /* y1 < 8 (1 <= y1): the grid form when the plane's grid has 8 to POOL_GRID_MAX positions */
+    const loom_sym_expr *G = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_sub(cx, p->yd[2], C(cx, 1)), p->xd[3]), p->yd[3]);
+    loom_tp_expr *c = loom_tp_op2(a, LOOM_TP_OP_AND, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, p->yd[3]), loom_tpb_idx(b, C(cx, 1))),
+                                  loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(b, p->yd[3]), loom_tpb_idx(b, C(cx, POOL_LANES))));
+    c = loom_tp_op2(a, LOOM_TP_OP_AND, c, loom_tp_op2(a, LOOM_TP_OP_AND, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, G), loom_tpb_idx(b, C(cx, POOL_LANES))),
+                                                      loom_tp_op2(a, LOOM_TP_OP_LE, loom_tpb_idx(b, G), loom_tpb_idx(b, C(cx, POOL_GRID_MAX)))));
+    loom_tpb_if(b, c);
+    pool_grid(p, t, G);
+    loom_tpb_else(b);
+  }
   for (int i = 0; i + 1 < n; i++) p->jv[i] = loom_tpb_for(b, jn[i], p->yd[2 + i], LOOM_TP_LOOP_SERIAL, false);
   loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, p->yd[1 + n]), loom_tpb_idx(b, C(cx, POOL_LANES))));
   pool_chunks(p, t);
   loom_tpb_else(b);
   pool_row(p, t);
-  loom_tpb_end(b);
+  loom_tpb_end_n(b, n); /* the if, the loops j0.. */
+  if (p->Xf) loom_tpb_end(b);
   return loom_tpb_finish(b, result);
 }
 

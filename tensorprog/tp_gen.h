@@ -339,15 +339,22 @@ loom_status loom_tp_gen_pool(loom_arena *a, loom_sym_ctx *cx, const char *name, 
 
 /* MAX, AVG and AVG_PAD pooling (no ceil-mode shift; AVG with dilation 1) of an input X (n, c, hp..) that
  * conv_pad padded beforehand (-inf for MAX, 0 otherwise) by w's pad_lo / pad_hi, into Y (n, c, y..):
- * one output row at a time, every tap's pass over the row a unit-stride store (gen_conv.c). */
+ * one output row at a time, every tap's pass over the row a unit-stride store (gen_conv.c); when
+ * loom_tp_rows_grid, X viewed (n, c, hp0*hp1) is a second input (Xf, before Y). */
 loom_status loom_tp_gen_pool_rows(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_tp_pool_kind kind,
                                   const loom_tp_window *w, loom_tp_func **result);
 
 /* Depthwise convolution (groups = input channels = output channels) of an input X (n, c, hp..) padded
  * beforehand: Y (n, c, y..) = (Bias[c]) + sum over taps of W[c, 0, tap..] * X[n, c, y*s + tap*d ..], row by
- * row as pool_rows (W (c, 1, k..), kernel extents, strides and dilations of w constants). */
+ * row as pool_rows (W (c, 1, k..), kernel extents, strides and dilations of w constants; Xf after Bias as
+ * pool_rows takes it). */
 loom_status loom_tp_gen_depthwise_rows(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_window *w,
                                        bool bias, loom_tp_func **result);
+
+/* Whether the pool_rows / depthwise_rows program of w takes, after its other inputs (X, W, Bias), X once
+ * more viewed (n, c, hp0*hp1): 2-D with equal strides (and not AVG, whose divisor varies per position),
+ * for rows shorter than a vector computed on the padded plane's grid (gen_conv.c pool_grid). */
+bool loom_tp_rows_grid(const loom_tp_window *w, loom_tp_pool_kind kind, bool dw);
 
 /* gather_nd: I (lead..., depth) names, per leading position, an element or slice of X past its
  * first `batch` axes (batch axes shared by X and I): Y = I.shape[:-1] + X.shape[batch + depth:]. */

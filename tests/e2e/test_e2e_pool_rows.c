@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "e2e/e2e_util.h"
+#include "base/strbuf.h"
+#include "tensorprog/tp.h"
 
 enum { MAX_N = 3 };
 
@@ -192,6 +194,60 @@ LOOM_TEST(e2e_pool_rows, activations_in_the_stores_of_depthwise_and_pooling_rows
   static const int64_t sizes[][MAX_N] = {{5, 5}, {9, 7}, {8, 8}, {11, 11}, {6, 37}, {13, 16}};
   int runs = run_sizes(&md, path, text, 2, sizes, sizeof sizes / sizeof *sizes);
   cr_log_info("activations in the stores of rows programs: %d runs", runs);
+  e2e_model_free(&md);
+  unlink(path);
+}
+
+/* Whether some program of md whose name holds `part` has `text` in its printed form. */
+static bool program_has(const e2e_model *md, const char *part, const char *text) {
+  loom_graph_module *m = loom_compiled_module(md->c);
+  bool found = false;
+  for (size_t i = 0; i < loom_graph_module_num_tps(m) && !found; i++) {
+    const loom_tp_func *f = loom_graph_module_tp_at(m, i);
+    if (!strstr(loom_tp_func_name(f), part)) continue;
+    loom_strbuf sb;
+    loom_strbuf_init(&sb, NULL);
+    loom_tp_print_func(f, &sb);
+    found = strstr(loom_strbuf_cstr(&sb), text) != NULL;
+    loom_strbuf_free(&sb);
+  }
+  return found;
+}
+
+/* Rows shorter than a chunk on the padded plane's grid (gen_conv.c pool_grid: 2-D, equal strides):
+ * depthwise 3 x 3 at strides 1, 2 and 3, 5 x 5 dilated 2, 11 x 11 with a bias, max pooling at stride
+ * 2 and average pooling counting the padding, against the interpreter; one compilation, batch 0-2,
+ * planes whose grid has fewer than 8 positions (one output row of 1-3: the Local row), 8 to 1024
+ * (7 x 7, 9 x 5, 3 x 7 at stride 3, 13 x 2) and more than 1024 (1100 rows of 6: the Local row
+ * again), rows of 8 and more (the chunks), 1 and 2 threads. The programs are checked to hold the
+ * grid form (its Local `accg`) and average pooling without the padding counted not to. */
+LOOM_TEST(e2e_pool_rows, short_rows_on_the_planes_grid) {
+  const char *text =
+      "fn @main(x: Tensor[(b, 4, h, v), f32], k: Tensor[(4, 1, 3, 3), f32], k5: Tensor[(4, 1, 5, 5), f32],\n"
+      "         k11: Tensor[(4, 1, 11, 11), f32], kb: Tensor[(4,), f32]) -> Object {\n"
+      "  dataflow {\n"
+      "    y1 = conv2d(x, k, groups=4, padding=[1])\n"
+      "    y2 = conv2d(x, k, groups=4, strides=[2, 2], padding=[1])\n"
+      "    y3 = conv2d(x, k, groups=4, strides=[3, 3], padding=[2, 1, 0, 2])\n"
+      "    y4 = conv2d(x, k5, groups=4, dilation=[2, 2], padding=[4])\n"
+      "    y5 = conv2d(x, k11, kb, groups=4, padding=[5])\n"
+      "    p6 = max_pool(x, kernel=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])\n"
+      "    p7 = avg_pool(x, kernel=[3, 3], padding=[1, 1, 1, 1], count_include_pad=true)\n"
+      "    p8 = avg_pool(x, kernel=[3, 3], padding=[1, 1, 1, 1])\n"
+      "    out = (y1, y2, y3, y4, y5, p6, p7, p8)\n"
+      "    output out\n"
+      "  }\n"
+      "  return out\n"
+      "}\n";
+  char path[] = "/tmp/loom-rowsgrid-XXXXXX";
+  e2e_model md = compile_text(text, path);
+  cr_assert(program_has(&md, "depthwise_rows", "accg"), "no depthwise program has the grid form");
+  cr_assert(program_has(&md, "max_pool_rows", "accg"), "max pooling has no grid form");
+  cr_assert(program_has(&md, "avgpad_pool_rows", "accg"), "average pooling counting the padding has no grid form");
+  cr_assert(!program_has(&md, "avg_pool_rows", "accg"), "average pooling without the padding took the grid form");
+  static const int64_t sizes[][MAX_N] = {{7, 7}, {1, 3}, {9, 5}, {2, 1}, {13, 2}, {1100, 6}, {14, 13}, {5, 20}, {3, 7}, {8, 8}};
+  int runs = run_sizes(&md, path, text, 2, sizes, sizeof sizes / sizeof *sizes);
+  cr_log_info("short rows on the plane's grid: %d runs", runs);
   e2e_model_free(&md);
   unlink(path);
 }
