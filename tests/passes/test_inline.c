@@ -169,3 +169,43 @@ LOOM_TEST(passes, bind_params_makes_weights_constants) {
   free(text);
   loom_graph_module_destroy(m);
 }
+
+/* pack and linear: linear(x, W) without a bias is matmul(x, W, transpose_b=true), so an untied
+ * constant W (40 x 3) is laid out in panels (3 of 16, the last padded: n=40); a tied one (also
+ * gathered) and a linear with a bias stay. The module computes the same. */
+LOOM_TEST(passes, pack_lays_out_a_linear_weight) {
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  const_matrix(&sb, "e", 40, 3, 3);
+  const_matrix(&sb, "v", 40, 3, 4);
+  loom_strbuf_printf(&sb, "const @bias: Tensor[(40), f32] = [");
+  for (int i = 0; i < 40; i++) loom_strbuf_printf(&sb, "%s%d.5", i ? ", " : "", i % 5 - 2);
+  loom_strbuf_printf(&sb, "]\n"
+                          "fn @main(ids: Tensor[(n), i64], x: Tensor[(n, 3), f32]) -> Object {\n"
+                          "  dataflow {\n"
+                          "    h = take(@e, ids, axis=0)\n"
+                          "    y = add(h, x)\n"
+                          "    lm = linear(y, @e)\n"
+                          "    other = linear(y, @v)\n"
+                          "    biased = linear(y, @e, @bias)\n"
+                          "    out = (lm, other, biased)\n"
+                          "    output out\n"
+                          "  }\n"
+                          "  return out\n"
+                          "}\n");
+  loom_graph_module *m = pt_parse(loom_strbuf_cstr(&sb));
+  loom_pipeline_check *c;
+  cr_assert_null(loom_pipeline_check_begin(m, 4, 11, NULL, &c));
+  size_t n = 0;
+  cr_assert_null(loom_graph_pack_weights(m, 16, &n));
+  cr_assert_eq(n, 1, "only linear(y, @v) is packed (%zu packed)", n);
+  cr_assert_null(loom_graph_dce(m, NULL));
+  pt_verify(m);
+  char *fn = pt_checked_main(c, "pack", m);
+  cr_assert_not_null(strstr(fn, "other: Tensor[(n, 40), f32] = matmul(y, @main_other_packed, packed_b=true, n=40)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "lm: Tensor[(n, 40), f32] = linear(y, @e)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "biased: Tensor[(n, 40), f32] = linear(y, @e, @bias)"), "%s", fn);
+  free(fn);
+  loom_strbuf_free(&sb);
+  loom_graph_module_destroy(m);
+}
