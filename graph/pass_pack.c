@@ -72,6 +72,7 @@ typedef struct pack_cfg {
   bool quads;   /* int8 weights as byte quads (AVX512-VNNI) */
   loom_map tied; /* constant data pointer -> 1: read by something other than a matmul's B operand */
   loom_wcache *cache; /* packed weights by content across compilations (NULL: none) */
+  bool tied_copies;   /* f32 weights in `tied` are packed too (a second copy; loom_graph_pack_weights_tied) */
 } pack_cfg;
 
 /* The content hash of constant w's bytes (loom_wcache_content_hash) into hex[33]. When they lie in
@@ -397,7 +398,8 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   int64_t rows, cols;
   if (x->sinfo->kind != LOOM_SINFO_TENSOR || x->sinfo->dtype != LOOM_DTYPE_F32 || !const_matrix(w, &rows, &cols)) return LOOM_OK;
   int64_t k = tb ? cols : rows, n = tb ? rows : cols;
-  if (k < 1 || n < panel || loom_map_contains(&cfg->tied, (uint64_t)(uintptr_t)w->u.cnst.data)) return LOOM_OK;
+  if (k < 1 || n < panel || (!cfg->tied_copies && loom_map_contains(&cfg->tied, (uint64_t)(uintptr_t)w->u.cnst.data)))
+    return LOOM_OK;
   /* Wp[q, r, c] = B[r, q*panel + c] with B = W, or W^T for transpose_b; 0 past n (the last
    * panel's padding when n is not a multiple of the panel) */
   int64_t nq = (n + panel - 1) / panel;
@@ -444,9 +446,14 @@ loom_status loom_graph_pack_weights_ex(loom_graph_module *m, int panel, bool qua
 
 loom_status loom_graph_pack_weights_cached(loom_graph_module *m, int panel, bool quads, loom_wcache *cache,
                                            size_t *out_changed) {
+  return loom_graph_pack_weights_tied(m, panel, quads, false, cache, out_changed);
+}
+
+loom_status loom_graph_pack_weights_tied(loom_graph_module *m, int panel, bool quads, bool tied, loom_wcache *cache,
+                                         size_t *out_changed) {
   if (out_changed) *out_changed = 0;
   if (panel < 1) return LOOM_OK;
-  pack_cfg cfg = {.panel = panel, .quads = quads, .cache = cache};
+  pack_cfg cfg = {.panel = panel, .quads = quads, .cache = cache, .tied_copies = tied};
   loom_map_init(&cfg.tied, NULL);
   loom_pass t = {.m = m, .visit = mark_tied, .ud = &cfg};
   loom_status s = loom_pass_run(&t);

@@ -74,6 +74,12 @@ typedef struct loom_wcache loom_wcache;
 loom_status loom_graph_pack_weights_cached(loom_graph_module *m, int panel, bool quads, loom_wcache *cache,
                                            size_t *out_changed);
 
+/* The same; with `tied` a weight that something else also reads (a tied LM head's embedding,
+ * gathered) is packed for its matmuls too, the original kept for the other reads: one more copy
+ * of it in memory (off in the default: issue 22). */
+loom_status loom_graph_pack_weights_tied(loom_graph_module *m, int panel, bool quads, bool tied, loom_wcache *cache,
+                                         size_t *out_changed);
+
 /* Common subexpression elimination over pure bindings (operator calls, call_tp, tuples,
  * tuple-gets) with equal struct info: a later equal binding's uses become the earlier
  * var. An `if` branch sees the bindings before the `if`; its own are forgotten after it. */

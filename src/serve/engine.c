@@ -685,7 +685,7 @@ loom_status loom_serve_engine_open(const loom_serve_options *o, loom_serve_engin
   e->sched.decode_budget = o->decode_step_tokens;
   e->sched.chunk_by_keys = o->chunk_by_keys;
   uint64_t t0 = loom_clock_ns();
-  loom_compile_options co = {.emit = LOOM_TARGET_EMIT_JIT, .offload = o->offload};
+  loom_compile_options co = {.emit = LOOM_TARGET_EMIT_JIT, .offload = o->offload, .pack_tied = o->pack_tied};
   size_t mlen = strlen(o->model);
   if (!st && mlen >= 5 && !strcmp(o->model + mlen - 5, ".onnx")) st = load_onnx_decoder(e, &co);
   else if (!st) st = load_loom_decoder(e, &co);

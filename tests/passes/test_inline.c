@@ -209,3 +209,35 @@ LOOM_TEST(passes, pack_lays_out_a_linear_weight) {
   loom_strbuf_free(&sb);
   loom_graph_module_destroy(m);
 }
+
+/* pack with tied copies (loom serve --pack-tied): the tied head linear(y, @e) gets its own
+ * panels, take(@e) still reads @e; the module computes the same and keeps both copies. */
+LOOM_TEST(passes, pack_tied_copies_give_a_tied_head_its_panels) {
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  const_matrix(&sb, "e", 40, 3, 3);
+  loom_strbuf_printf(&sb, "fn @main(ids: Tensor[(n), i64], x: Tensor[(n, 3), f32]) -> Object {\n"
+                          "  dataflow {\n"
+                          "    h = take(@e, ids, axis=0)\n"
+                          "    y = add(h, x)\n"
+                          "    lm = linear(y, @e)\n"
+                          "    output lm\n"
+                          "  }\n"
+                          "  return lm\n"
+                          "}\n");
+  loom_graph_module *m = pt_parse(loom_strbuf_cstr(&sb));
+  loom_pipeline_check *c;
+  cr_assert_null(loom_pipeline_check_begin(m, 4, 12, NULL, &c));
+  size_t n = 0;
+  cr_assert_null(loom_graph_pack_weights_tied(m, 16, false, true, NULL, &n));
+  cr_assert_eq(n, 1, "%zu packed", n);
+  cr_assert_null(loom_graph_dce(m, NULL));
+  pt_verify(m);
+  char *fn = pt_checked_main(c, "pack", m);
+  cr_assert_not_null(strstr(fn, "lm: Tensor[(n, 40), f32] = matmul(y, @main_lm_packed, packed_b=true, n=40)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "take(@e, ids, axis=0)"), "%s", fn);
+  cr_assert_eq(loom_graph_module_num_consts(m), 2, "@e and its panels");
+  free(fn);
+  loom_strbuf_free(&sb);
+  loom_graph_module_destroy(m);
+}
