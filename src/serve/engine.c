@@ -229,7 +229,42 @@ static loom_status bind_weights_as_constants(loom_serve_engine *e) {
   return LOOM_OK;
 }
 
-/* A .loom decoder: parsed, its weights bound as constants (above), compiled. */
+/* Whether a binding of seq `s` (or of its branches and loop bodies) calls graph function `name`. */
+static bool seq_calls(const loom_graph_seq *s, const char *name) {
+  for (size_t bi = 0; bi < s->nblocks; bi++)
+    for (size_t i = 0; i < s->blocks[bi]->n; i++) {
+      const loom_graph_expr *v = s->blocks[bi]->bindings[i]->value;
+      if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_FUNC && !strcmp(v->u.call.target, name)) return true;
+      if (v->kind == LOOM_GRAPH_EXPR_IF && (seq_calls(v->u.if_.then_seq, name) || seq_calls(v->u.if_.else_seq, name))) return true;
+      if (v->kind == LOOM_GRAPH_EXPR_LOOP && seq_calls(v->u.loop.body, name)) return true;
+    }
+  return false;
+}
+
+/* Removes the graph functions other than @main that no other function calls (a layer function
+ * whose calls were all inlined): the engine calls only @main, and compiling them would cost
+ * start-up time for kernels nothing runs. */
+static loom_status drop_uncalled_functions(loom_graph_module *m) {
+  for (bool again = true; again;) {
+    again = false;
+    for (size_t i = 0; i < loom_graph_module_num_funcs(m) && !again; i++) {
+      const loom_graph_func *f = loom_graph_module_func_at(m, i);
+      if (!strcmp(f->name, "main")) continue;
+      bool called = false;
+      for (size_t j = 0; j < loom_graph_module_num_funcs(m) && !called; j++)
+        if (j != i) called = seq_calls(loom_graph_module_func_at(m, j)->body, f->name);
+      if (!called) {
+        LOOM_PROPAGATE(loom_graph_module_remove_func(m, f->name));
+        again = true;
+      }
+    }
+  }
+  return LOOM_OK;
+}
+
+/* A .loom decoder: parsed, its weights bound as constants (above), the calls that now pass
+ * constants inlined (the pipeline's `inline`, run here first so that the functions it leaves
+ * uncalled are not compiled), compiled. */
 static loom_status load_loom_decoder(loom_serve_engine *e, const loom_compile_options *co) {
   char *text;
   size_t len;
@@ -238,6 +273,9 @@ static loom_status load_loom_decoder(loom_serve_engine *e, const loom_compile_op
   free(text);
   if (!st && e->o.weights) st = loom_safetensors_open(NULL, e->o.weights, &e->wfile);
   if (!st) st = bind_weights_as_constants(e);
+  size_t inlined = 0;
+  if (!st) st = loom_graph_inline_const_calls(e->onnx_m, &inlined);
+  if (!st && inlined) st = drop_uncalled_functions(e->onnx_m);
   if (!st) st = loom_compile(e->onnx_m, co, &e->c);
   return st;
 }
