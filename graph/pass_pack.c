@@ -6,6 +6,7 @@
  *     -> matmul(x, Wp, packed_b=true, n=n)  when n is not a multiple of P: Wp (ceil(n / P), k, P),
  *        the last panel's columns >= n zero (an LM head's odd vocabulary)
  *   matmul(x, W, transpose_b=true)  W: const (n, k): the same with Wp[q, r, c] = W[q*P + c, r]
+ *   linear(x, W)                    (no bias) the same as matmul(x, W, transpose_b=true)
  *   matmul_integer(a, B, za, zb)    B: const (k, n) u8 / i8, zb const: B's centred i16 pair words
  *     -> matmul_integer(a, Bp, za, packed_b=true)   Bp: i32 (n / P, ceil(k / 2), P)
  *        (n not a multiple of P: ceil(n / P) panels, the last zero-padded, and n=n, as for f32)
@@ -71,6 +72,7 @@ typedef struct pack_cfg {
   bool quads;   /* int8 weights as byte quads (AVX512-VNNI) */
   loom_map tied; /* constant data pointer -> 1: read by something other than a matmul's B operand */
   loom_wcache *cache; /* packed weights by content across compilations (NULL: none) */
+  bool tied_copies;   /* f32 weights in `tied` are packed too (a second copy; loom_graph_pack_weights_tied) */
 } pack_cfg;
 
 /* The content hash of constant w's bytes (loom_wcache_content_hash) into hex[33]. When they lie in
@@ -154,7 +156,8 @@ static loom_status mark_tied(loom_pass *p, loom_graph_binding *b, bool *drop) {
   if (v->kind == LOOM_GRAPH_EXPR_CONST && v->u.cnst.data)
     return loom_map_put(&cfg->tied, (uint64_t)(uintptr_t)v->u.cnst.data, 1) ? LOOM_OK : LOOM_OOM();
   if (v->kind != LOOM_GRAPH_EXPR_CALL) return LOOM_OK;
-  bool mm = v->u.call.callee == LOOM_GRAPH_CALLEE_OP && v->u.call.op == LOOM_GRAPH_OP_MATMUL;
+  bool mm = v->u.call.callee == LOOM_GRAPH_CALLEE_OP &&
+            (v->u.call.op == LOOM_GRAPH_OP_MATMUL || (v->u.call.op == LOOM_GRAPH_OP_LINEAR && v->u.call.nargs == 2));
   for (size_t i = 0; i < v->u.call.nargs; i++) {
     const loom_graph_expr *a = v->u.call.args[i];
     if (!a || a->kind != LOOM_GRAPH_EXPR_CONST || !a->u.cnst.data || (mm && i == 1)) continue;
@@ -384,15 +387,19 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
       (v->u.call.op == LOOM_GRAPH_OP_CONV1D || v->u.call.op == LOOM_GRAPH_OP_CONV2D || v->u.call.op == LOOM_GRAPH_OP_CONV) &&
       v->u.call.nargs >= 2)
     return pack_conv(p, b);
-  if (b->kind != LOOM_GRAPH_BIND_VAR || v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP ||
-      v->u.call.op != LOOM_GRAPH_OP_MATMUL || v->u.call.nargs != 2 || loom_graph_call_int(v, "packed_b"))
+  /* linear(x, W) without a bias is matmul(x, W, transpose_b=true) */
+  bool lin = b->kind == LOOM_GRAPH_BIND_VAR && v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_OP &&
+             v->u.call.op == LOOM_GRAPH_OP_LINEAR && v->u.call.nargs == 2;
+  if (!lin && (b->kind != LOOM_GRAPH_BIND_VAR || v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP ||
+               v->u.call.op != LOOM_GRAPH_OP_MATMUL || v->u.call.nargs != 2 || loom_graph_call_int(v, "packed_b")))
     return LOOM_OK;
   const loom_graph_expr *x = v->u.call.args[0], *w = v->u.call.args[1];
-  bool tb = loom_graph_call_int(v, "transpose_b") != 0;
+  bool tb = lin || loom_graph_call_int(v, "transpose_b") != 0;
   int64_t rows, cols;
   if (x->sinfo->kind != LOOM_SINFO_TENSOR || x->sinfo->dtype != LOOM_DTYPE_F32 || !const_matrix(w, &rows, &cols)) return LOOM_OK;
   int64_t k = tb ? cols : rows, n = tb ? rows : cols;
-  if (k < 1 || n < panel || loom_map_contains(&cfg->tied, (uint64_t)(uintptr_t)w->u.cnst.data)) return LOOM_OK;
+  if (k < 1 || n < panel || (!cfg->tied_copies && loom_map_contains(&cfg->tied, (uint64_t)(uintptr_t)w->u.cnst.data)))
+    return LOOM_OK;
   /* Wp[q, r, c] = B[r, q*panel + c] with B = W, or W^T for transpose_b; 0 past n (the last
    * panel's padding when n is not a multiple of the panel) */
   int64_t nq = (n + panel - 1) / panel;
@@ -424,6 +431,7 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   loom_graph_expr *args[2] = {(loom_graph_expr *)x, c};
   loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 2, args, nattrs, attrs);
   if (!nc) return LOOM_OOM();
+  nc->u.call.op = LOOM_GRAPH_OP_MATMUL;
   bool ok;
   return loom_pass_set_value(p, b, nc, &ok);
 }
@@ -438,9 +446,14 @@ loom_status loom_graph_pack_weights_ex(loom_graph_module *m, int panel, bool qua
 
 loom_status loom_graph_pack_weights_cached(loom_graph_module *m, int panel, bool quads, loom_wcache *cache,
                                            size_t *out_changed) {
+  return loom_graph_pack_weights_tied(m, panel, quads, false, cache, out_changed);
+}
+
+loom_status loom_graph_pack_weights_tied(loom_graph_module *m, int panel, bool quads, bool tied, loom_wcache *cache,
+                                         size_t *out_changed) {
   if (out_changed) *out_changed = 0;
   if (panel < 1) return LOOM_OK;
-  pack_cfg cfg = {.panel = panel, .quads = quads, .cache = cache};
+  pack_cfg cfg = {.panel = panel, .quads = quads, .cache = cache, .tied_copies = tied};
   loom_map_init(&cfg.tied, NULL);
   loom_pass t = {.m = m, .visit = mark_tied, .ud = &cfg};
   loom_status s = loom_pass_run(&t);

@@ -38,6 +38,25 @@ loom_status loom_graph_normalize(loom_graph_module *m, size_t *out_changed);
 #define LOOM_GRAPH_FOLD_MAX_ELEMS 16384
 loom_status loom_graph_fold(loom_graph_module *m, size_t *out_changed);
 
+/* Inlining (graph/pass_inline.c): a call of a graph function that passes a constant operand
+ * (a layer function called with its weights) becomes a copy of the callee's bindings in the
+ * caller's block, the callee's parameters read as the arguments and its symbolic vars as the
+ * arguments' dims; the call's var then reads the copy's result. Only calls in a function's
+ * top-level blocks, of callees made of plain bindings (no match_cast, control flow,
+ * tensor-program or external call; into a dataflow block only dataflow blocks) whose
+ * parameter dims are constants or symbolic vars; a call that does not fit stays. Repeated
+ * while calls are inlined (at most 8 rounds: a callee's own calls go in the next round). */
+loom_status loom_graph_inline_const_calls(loom_graph_module *m, size_t *out_changed);
+
+/* Binds parameters of function `func` to values known at compile time: each names[i] becomes
+ * module constant @names[i] of struct info sinfos[i] (a tensor of constant dims, which the
+ * parameter's struct info must provably describe) over data[i], borrowed (it must outlive m),
+ * its uses read the constant and the parameter is removed from the function's signature.
+ * Errors name the function and the parameter (absent, bound twice, of another type, a
+ * constant of that name already defined). */
+loom_status loom_graph_bind_params(loom_graph_module *m, const char *func, size_t n, const char *const *names,
+                                   const loom_sinfo *const *sinfos, const void *const *data, size_t *out_bound);
+
 /* Constant matmul weights laid out once (graph/pass_pack.c): matmul(x, W) with W a constant
  * f32 (k, n) matrix (or (n, k) with transpose_b), n >= `panel`, becomes
  * matmul(x, Wp, packed_b=true) with Wp (ceil(n / panel), k, panel) computed here (n not a
@@ -54,6 +73,12 @@ loom_status loom_graph_pack_weights_ex(loom_graph_module *m, int panel, bool qua
 typedef struct loom_wcache loom_wcache;
 loom_status loom_graph_pack_weights_cached(loom_graph_module *m, int panel, bool quads, loom_wcache *cache,
                                            size_t *out_changed);
+
+/* The same; with `tied` a weight that something else also reads (a tied LM head's embedding,
+ * gathered) is packed for its matmuls too, the original kept for the other reads: one more copy
+ * of it in memory (off in the default: issue 22). */
+loom_status loom_graph_pack_weights_tied(loom_graph_module *m, int panel, bool quads, bool tied, loom_wcache *cache,
+                                         size_t *out_changed);
 
 /* Common subexpression elimination over pure bindings (operator calls, call_tp, tuples,
  * tuple-gets) with equal struct info: a later equal binding's uses become the earlier

@@ -38,6 +38,9 @@ typedef struct loom_compile_options {
                             not carry extern signatures yet */
   FILE *report;          /* where printing and timings go (stderr when NULL) */
   bool no_cache;         /* no kernel cache on disk (identical programs are still compiled once) */
+  bool pack_tied;        /* pack: give a tied weight's matmul (an LM head on the embedding it also
+                            gathers) its own packed copy: faster at many rows, a second copy of the
+                            weight in memory (issue 22: off by default; `loom serve --pack-tied`) */
   const char *cache_dir; /* the kernel cache's directory; NULL: $LOOM_CACHE_DIR, else
                             $XDG_CACHE_HOME/loom, else ~/.cache/loom (docs/codegen.md) */
 } loom_compile_options;

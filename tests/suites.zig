@@ -162,5 +162,6 @@ pub const suites = .{
         "tests/passes/test_tied_weights.c",
         "tests/passes/test_attention_pass.c",
         "tests/passes/test_wcache.c",
+        "tests/passes/test_inline.c",
     } },
 };

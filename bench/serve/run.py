@@ -131,6 +131,8 @@ def main():
     ap.add_argument("--loom-args", default="", help="more options for `loom serve` (e.g. \"--offload --max-step-tokens 64\")")
     ap.add_argument("--onnx", default=None, help="the ONNX decoder of loom-onnx and ort (default make_model.py's model.onnx; e.g. "
                     "tests/serve/data/make_torch.py --bench's torch GPT-2 export)")
+    ap.add_argument("--loom-bin", default=os.path.join(ROOT, "zig-out", "bin", "loom"),
+                    help="the loom program of the loom systems (a before/after comparison runs an older build)")
     ap.add_argument("--out", default=None, help="results file (default bench/results/<date>-serve.md)")
     ap.add_argument("--step-log", default=None, help="a directory: `loom serve --step-log` of each Loom system and level goes to "
                     "DIR/<system>-<clients>.log (read it with steplog.py)")
@@ -148,10 +150,10 @@ def main():
         else:
             a.loom_args_sys = ""
         if system == "loom":
-            cmd = [os.path.join(ROOT, "zig-out", "bin", "loom"), "serve", os.path.join(OUT, "serve.loom"), "--weights",
+            cmd = [a.loom_bin, "serve", os.path.join(OUT, "serve.loom"), "--weights",
                    os.path.join(OUT, "weights.safetensors"), "--port", str(port), "--threads", str(a.threads), "--max-batch", "64"] + (a.loom_args + a.loom_args_sys).split()
         elif system == "loom-onnx":
-            cmd = [os.path.join(ROOT, "zig-out", "bin", "loom"), "serve", onnx, "--port", str(port),
+            cmd = [a.loom_bin, "serve", onnx, "--port", str(port),
                    "--threads", str(a.threads), "--max-batch", "64"] + (a.loom_args + a.loom_args_sys).split()
         elif system == "genai":
             py = os.path.join(ROOT, "bench", "out", "genai-venv", "bin", "python")

@@ -7,6 +7,8 @@ of P tokens after C cached ones. Each step's six batch tensors (docs/serve.md) a
 compiled kernels the server calls), for both forms of the bench model:
   loom   make_model.py's serve.loom (weights are parameters: random here, the time does not
          depend on their values)
+  loomc  the same with its weights as module constants from weights.safetensors: what `loom serve`
+         compiles (it binds a .loom decoder's weights as constants; docs/serve.md)
   onnx   make_model.py's model.onnx rewritten into the serving form (`loom import --serving`;
          its initializers are module constants)
 Rounds alternate the forms and the thread counts call by call; a cell is the best of its
@@ -67,8 +69,37 @@ def write_step(d, ctxs, chunk, chunk_ctx, pg):
     return page, keys
 
 
-def run(model, d, pages, pg, threads, repeat, profile=False):
-    cmd = [LOOM, "run", model, "--bind", f"n={pages},pg={pg}", "--threads", str(threads), "--repeat", str(repeat)]
+def const_form(src, weights, dst):
+    """serve.loom with every weight parameter of @main turned into `const @w = weights(FILE, "w")`
+    (the batch inputs and caches stay parameters), written to dst."""
+    text = open(src).read()
+    i = text.index("fn @main(") + len("fn @main(")
+    depth, j = 0, i
+    while depth or text[j] != ")":
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(text[j], 0)
+        j += 1
+    params, depth, cur = [], 0, ""
+    for ch in text[i:j]:
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+        if ch == "," and not depth:
+            params.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    params.append(cur.strip())
+    keep = [p for p in params if p.split(":")[0] in NAMES or p.startswith(("k_cache", "v_cache"))]
+    consts = [p for p in params if p not in keep]
+    rel = os.path.relpath(weights, os.path.dirname(dst))
+    head = "".join(f'const @{p.split(":")[0]}: {p.split(":", 1)[1].strip()} = weights("{rel}", "{p.split(":")[0]}")\n' for p in consts)
+    body = text[j:]  # from @main's closing parenthesis: its uses of the weights read the constants
+    for p in consts:
+        name = p.split(":")[0]
+        body = re.sub(r"(?<![@\w.])" + re.escape(name) + r"(?![\w:])", "@" + name, body)
+    open(dst, "w").write(head + text[:i] + ", ".join(keep) + body)
+
+
+def run(model, d, pages, pg, threads, repeat, profile=False, loom=LOOM, extra=""):
+    cmd = [loom, "run", model, "--bind", f"n={pages},pg={pg}", "--threads", str(threads), "--repeat", str(repeat)] + extra.split()
     for name in NAMES:
         cmd += ["--input", f"{name}=@{os.path.join(d, name + '.npy')}"]
     if profile:
@@ -104,14 +135,19 @@ def main():
     ap.add_argument("--page-size", type=int, default=16)
     ap.add_argument("--seed", type=int, default=26)
     ap.add_argument("--split", action="store_true", help="also split each cell's mean by kernel class (--profile, 1 thread)")
+    ap.add_argument("--loom-bin", default=LOOM, help="the loom program (a before/after comparison runs an older build)")
+    ap.add_argument("--run-args", default="", help="more options for `loom run` (e.g. --pack-tied)")
     ap.add_argument("--out", default=None, help="results file (default bench/results/<date>-serve-steps.md)")
     a = ap.parse_args()
     if not os.path.exists(os.path.join(OUT, "model.onnx")):
         subprocess.check_call([sys.executable, os.path.join(ROOT, "bench", "serve", "make_model.py"), OUT])
-    models = {"loom": os.path.join(OUT, "serve.loom"), "onnx": os.path.join(OUT, "steps", "onnx-serving.loom")}
+    models = {"loom": os.path.join(OUT, "serve.loom"), "onnx": os.path.join(OUT, "steps", "onnx-serving.loom"),
+              "loomc": os.path.join(OUT, "steps", "serve-const.loom")}
     os.makedirs(os.path.join(OUT, "steps"), exist_ok=True)
+    if "loomc" in a.forms:
+        const_form(models["loom"], os.path.join(OUT, "weights.safetensors"), models["loomc"])
     if "onnx" in a.forms:
-        subprocess.check_call([LOOM, "import", "--serving", os.path.join(OUT, "model.onnx"), "-o", models["onnx"]])
+        subprocess.check_call([a.loom_bin, "import", "--serving", os.path.join(OUT, "model.onnx"), "-o", models["onnx"]])
     forms, threads = a.forms.split(","), [int(x) for x in a.threads.split(",")]
     cells = []
     for D in [int(x) for x in a.decodes.split(",")]:
@@ -126,13 +162,13 @@ def main():
         for c in cells:
             for f in forms:
                 for t in threads:
-                    ms = run(models[f], c["dir"], c["pages"], a.page_size, t, a.repeat)
+                    ms = run(models[f], c["dir"], c["pages"], a.page_size, t, a.repeat, loom=a.loom_bin, extra=a.run_args)
                     c["times"].setdefault((f, t), []).append(ms)
                     print(f"round {r}: D={c['D']:3} P={c['P']:3} {f:5} {t} threads: min {ms:.3f} ms", flush=True)
     if a.split:
         for c in cells:
             for f in forms:
-                c["split"][f] = run(models[f], c["dir"], c["pages"], a.page_size, 1, a.repeat, profile=True)
+                c["split"][f] = run(models[f], c["dir"], c["pages"], a.page_size, 1, a.repeat, profile=True, loom=a.loom_bin, extra=a.run_args)
     base = {k: min(v) for k, v in next((c for c in cells if c["D"] == 1 and c["P"] == 0), cells[0])["times"].items()}
     out = a.out or os.path.join(ROOT, "bench", "results", datetime.date.today().isoformat() + "-serve-steps.md")
     with open(out, "w") as fh:

@@ -23,7 +23,7 @@ static int run(const loom_cli_args *args) {
   } else if (is_module(path)) {
     loom_compile_options o = {.cpu = loom_cli_get(args, "--cpu"), .emit = LOOM_TARGET_EMIT_JIT,
                               .offload = loom_cli_flag(args, "--offload"), .report = stderr,
-                              .no_cache = loom_cli_flag(args, "--no-cache")};
+                              .no_cache = loom_cli_flag(args, "--no-cache"), .pack_tied = loom_cli_flag(args, "--pack-tied")};
     st = loom_compile_file(path, &o, &c);
     if (!st) st = loom_compiled_open(c, NULL, &rt);
   } else {
@@ -44,6 +44,7 @@ const loom_cli_command loom_cmd_run = {
     .opts = (const loom_cli_opt[]){LOOM_RUN_TOOL_OPTS,
                                    {"--cpu", "NAME", "LLVM CPU name for JIT kernels (default: this machine)", false},
                                    {"--offload", NULL, "hand large matmuls to BLAS (the offload pass; JIT only)", false},
+                                   {"--pack-tied", NULL, "lay a tied weight's matmul operand out in panels too (a second copy; loom serve --pack-tied)", false},
                                    {"--no-cache", NULL, "do not read or write the kernel cache ($LOOM_CACHE_DIR, ~/.cache/loom)", false},
                                    {NULL, NULL, NULL, false}},
     .run = run,

@@ -46,6 +46,7 @@ static int run(const loom_cli_args *args) {
   o.profile = loom_cli_flag(args, "--profile");
   o.step_log = loom_cli_get(args, "--step-log");
   o.chunk_by_keys = loom_cli_flag(args, "--chunk-by-keys");
+  o.pack_tied = loom_cli_flag(args, "--pack-tied");
   o.random_weights = seed >= 0, o.weight_seed = (uint64_t)seed;
   const char *host = loom_cli_get(args, "--host") ? loom_cli_get(args, "--host") : "127.0.0.1";
   /* SIGTERM / SIGINT are taken by sigwait in the HTTP runner: blocked here, before any thread
@@ -88,6 +89,10 @@ const loom_cli_command loom_cmd_serve = {
          false},
         {"--max-queue", "N", "waiting sequences at most before requests get 503 (default 1024)", false},
         {"--max-context", "N", "positions per sequence at most (default: the model's position table, else the cache)", false},
+        {"--pack-tied", NULL,
+         "lay a tied LM head's weight (the embedding it also gathers) out in panels too: faster steps of many sequences, one more "
+         "copy of that weight in memory",
+         false},
         {"--weights", "FILE", "safetensors file holding every weight parameter by name", false},
         {"--random-weights", "SEED", "seeded random weights instead (tests and benchmarks)", false},
         {"--offload", NULL, "hand large matmuls to BLAS (the offload pass, libcall/)", false},

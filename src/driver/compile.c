@@ -156,6 +156,7 @@ loom_status loom_compile(loom_graph_module *m, const loom_compile_options *opts,
     }
     c->ctx.wcache = c->wcache;
   }
+  c->ctx.pack_tied = opts->pack_tied;
   c->ctx.target_opts = (loom_target_options){.arch = c->arch, .features = c->features, .cache = c->cache,
                                              .stats = &c->cstats};
   c->po = (loom_pass_options){.print_after_all = opts->print_after_all, .verify_each = !opts->no_verify,

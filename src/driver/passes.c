@@ -24,6 +24,7 @@ static rewrite_fn rewrite_of(loom_pass_id id) {
   case LOOM_PASS_cse: return loom_graph_cse;
   case LOOM_PASS_dce: return loom_graph_dce;
   case LOOM_PASS_attention: return loom_graph_attention;
+  case LOOM_PASS_inline: return loom_graph_inline_const_calls;
   default: return NULL;
   }
 }
@@ -43,6 +44,7 @@ static loom_status pass_fold(loom_pass_ctx *c) { return run_rewrite(c, LOOM_PASS
 static loom_status pass_cse(loom_pass_ctx *c) { return run_rewrite(c, LOOM_PASS_cse); }
 static loom_status pass_dce(loom_pass_ctx *c) { return run_rewrite(c, LOOM_PASS_dce); }
 static loom_status pass_attention(loom_pass_ctx *c) { return run_rewrite(c, LOOM_PASS_attention); }
+static loom_status pass_inline(loom_pass_ctx *c) { return run_rewrite(c, LOOM_PASS_inline); }
 
 /* ---- module passes ------------------------------------------------------------------ */
 
@@ -77,7 +79,7 @@ static loom_status pass_pack(loom_pass_ctx *c) {
   int panel = c->target && c->target->matmul_panel ? c->target->matmul_panel(&c->target_opts) : 0;
   size_t n = 0, dropped = 0;
   bool quads = c->target && c->target->int8_quads && c->target->int8_quads(&c->target_opts);
-  LOOM_PROPAGATE(loom_graph_pack_weights_cached(c->m, panel, quads, c->wcache, &n));
+  LOOM_PROPAGATE(loom_graph_pack_weights_tied(c->m, panel, quads, c->pack_tied, c->wcache, &n));
   if (n) LOOM_PROPAGATE(loom_graph_dce(c->m, &dropped));
   if (c->report) fprintf(c->out, "// pack (panels of %d): %zu weights laid out\n", panel, n);
   return LOOM_OK;

@@ -14,6 +14,7 @@
  * what each one is). `offload` runs when asked; a caller stops after `schedule` (the module),
  * `lower` (the executable) or `codegen` (the kernels). */
 static const loom_pass_id default_pipeline[] = {
+    LOOM_PASS_inline,    /* calls of graph functions that pass constants (weights) inlined */
     LOOM_PASS_normalize, /* canonical form: leaves propagated, commutative operands ordered */
     LOOM_PASS_simplify,  /* algebraic rewrites (transpose/reshape chains, x*1, ...) */
     LOOM_PASS_fold,      /* constants evaluated; shape computations become symbolic literals */

@@ -65,6 +65,7 @@ typedef struct loom_pass_ctx {
   FILE *out;                       /* where reports and printing go */
   bool report;                     /* one-line reports (with print_after_all) */
   struct loom_wcache *wcache;      /* pack: packed weights by content across runs (graph/wcache.h; NULL: none) */
+  bool pack_tied;                  /* pack: tied weights get a packed copy too (loom_compile_options.pack_tied) */
   /* products */
   loom_memplan **plans;            /* memplan: one per graph function, in module order */
   size_t nplans;                   /* entries in plans */

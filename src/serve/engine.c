@@ -60,7 +60,8 @@ struct loom_serve_req {
 struct loom_serve_engine {
   loom_serve_options o;           /* as opened */
   loom_compiled *c;               /* the compiled module (compiled once) */
-  loom_graph_module *onnx_m;      /* an ONNX decoder's rewritten module (c does not own it), or NULL */
+  loom_graph_module *onnx_m;      /* the module c was compiled from (c does not own it): an ONNX decoder's
+                                     rewritten one, or a .loom decoder's with its weights as constants */
   loom_rt *rt;                    /* its runtime */
   loom_safetensors *wfile;        /* the weights file (its tensors are borrowed), or NULL */
   uint32_t np;                    /* @main's parameters */
@@ -158,6 +159,127 @@ static loom_status make_cache(loom_serve_engine *e, uint32_t i, const loom_rt_pa
   return LOOM_OK;
 }
 
+/* What @main's parameter `name` is: one of the six batch inputs, a cache, else a weight. */
+static role role_of(const char *name) {
+  for (int k = ROLE_TOKENS; k <= ROLE_LAST_INDEX; k++)
+    if (!strcmp(name, role_names[k])) return (role)k;
+  if (!strncmp(name, "k_cache", 7) || !strncmp(name, "v_cache", 7)) return ROLE_CACHE;
+  return ROLE_WEIGHT;
+}
+
+/* Most weights bound as constants (@main's parameters are at most MAX_PARAMS). */
+#define MAX_BOUND MAX_PARAMS
+
+/* The weights of a .loom decoder's @main, bound as module constants before it is compiled
+ * (loom_graph_bind_params), so that every constant pass applies to them: the calls of layer
+ * functions that pass them are inlined and the matmul weights laid out in panels (docs/serve.md
+ * "Weights are constants"). From the weights file the constants borrow its mapping; random ones
+ * are made here and owned by the module. A weight with a symbolic dim leaves every weight a
+ * parameter (bound at each call, as before). */
+static loom_status bind_weights_as_constants(loom_serve_engine *e) {
+  loom_graph_module *m = e->onnx_m;
+  loom_graph_func *f = loom_graph_module_find_func(m, "main");
+  if (!f) return LOOM_ERROR(NOT_FOUND, "'%s' has no function @main", e->o.model);
+  if (f->nparams > MAX_BOUND) return LOOM_ERROR(INVALID_ARGUMENT, "@main has %zu parameters; at most %d", f->nparams, MAX_BOUND);
+  const char *names[MAX_BOUND];
+  const loom_sinfo *sinfos[MAX_BOUND];
+  const void *data[MAX_BOUND];
+  size_t n = 0;
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  for (size_t i = 0; i < f->nparams; i++) {
+    const char *name = f->params[i]->u.var.name;
+    const loom_sinfo *p = f->params[i]->sinfo;
+    if (role_of(name) != ROLE_WEIGHT) continue;
+    if (p->kind != LOOM_SINFO_TENSOR || p->ndim < 0 || p->ndim > LOOM_VM_MAX_RANK) return LOOM_OK;
+    const loom_sym_expr *dims[LOOM_VM_MAX_RANK];
+    int64_t c[LOOM_VM_MAX_RANK];
+    for (int k = 0; k < p->ndim; k++)
+      if (!loom_sym_is_const(p->dims[k], &c[k])) return LOOM_OK; /* symbolic: every weight stays a parameter */
+    if (e->wfile) {
+      const loom_safetensors_tensor *w = loom_safetensors_find(e->wfile, name);
+      if (!w) return LOOM_ERROR(NOT_FOUND, "weight '%s' is not in '%s'", name, e->o.weights);
+      if (w->dtype != p->dtype || w->rank != p->ndim)
+        return LOOM_ERROR(INVALID_ARGUMENT, "weight '%s' in '%s' is %s of rank %d; the model wants %s of rank %d", name, e->o.weights,
+                          loom_dtype_name(w->dtype), w->rank, loom_dtype_name(p->dtype), p->ndim);
+      for (int k = 0; k < p->ndim; k++)
+        if (w->dims[k] != c[k])
+          return LOOM_ERROR(INVALID_ARGUMENT, "weight '%s' axis %d is %lld in '%s'; the model wants %lld", name, k, (long long)w->dims[k],
+                            e->o.weights, (long long)c[k]);
+      data[n] = w->data;
+    } else {
+      if (!e->o.random_weights)
+        return LOOM_ERROR(INVALID_ARGUMENT, "weight '%s' has no value: give --weights FILE or --random-weights SEED", name);
+      if (p->dtype != LOOM_DTYPE_F32) return LOOM_ERROR(INVALID_ARGUMENT, "--random-weights makes f32 weights; '%s' is not f32", name);
+      size_t elems = 1;
+      for (int k = 0; k < p->ndim; k++) elems *= (size_t)c[k];
+      float *v = malloc(elems ? elems * sizeof *v : 1);
+      if (!v) return LOOM_OOM();
+      loom_serve_random_weight(name, e->o.weight_seed, v, elems);
+      LOOM_PROPAGATE(loom_graph_module_adopt(m, v, free));
+      data[n] = v;
+    }
+    for (int k = 0; k < p->ndim; k++) dims[k] = loom_sym_const(cx, c[k]);
+    if (!(sinfos[n] = loom_sinfo_tensor(m, p->dtype, p->ndim, dims, NULL))) return LOOM_OOM();
+    if (!strcmp(name, "wpe") && p->ndim >= 1 && !e->o.max_context) e->max_context = c[0];
+    names[n++] = name;
+  }
+  size_t bound = 0;
+  LOOM_RETURN_IF_ERROR(loom_graph_bind_params(m, "main", n, names, sinfos, data, &bound), "while binding the weights of '%s'",
+                       e->o.model);
+  return LOOM_OK;
+}
+
+/* Whether a binding of seq `s` (or of its branches and loop bodies) calls graph function `name`. */
+static bool seq_calls(const loom_graph_seq *s, const char *name) {
+  for (size_t bi = 0; bi < s->nblocks; bi++)
+    for (size_t i = 0; i < s->blocks[bi]->n; i++) {
+      const loom_graph_expr *v = s->blocks[bi]->bindings[i]->value;
+      if (v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_FUNC && !strcmp(v->u.call.target, name)) return true;
+      if (v->kind == LOOM_GRAPH_EXPR_IF && (seq_calls(v->u.if_.then_seq, name) || seq_calls(v->u.if_.else_seq, name))) return true;
+      if (v->kind == LOOM_GRAPH_EXPR_LOOP && seq_calls(v->u.loop.body, name)) return true;
+    }
+  return false;
+}
+
+/* Removes the graph functions other than @main that no other function calls (a layer function
+ * whose calls were all inlined): the engine calls only @main, and compiling them would cost
+ * start-up time for kernels nothing runs. */
+static loom_status drop_uncalled_functions(loom_graph_module *m) {
+  for (bool again = true; again;) {
+    again = false;
+    for (size_t i = 0; i < loom_graph_module_num_funcs(m) && !again; i++) {
+      const loom_graph_func *f = loom_graph_module_func_at(m, i);
+      if (!strcmp(f->name, "main")) continue;
+      bool called = false;
+      for (size_t j = 0; j < loom_graph_module_num_funcs(m) && !called; j++)
+        if (j != i) called = seq_calls(loom_graph_module_func_at(m, j)->body, f->name);
+      if (!called) {
+        LOOM_PROPAGATE(loom_graph_module_remove_func(m, f->name));
+        again = true;
+      }
+    }
+  }
+  return LOOM_OK;
+}
+
+/* A .loom decoder: parsed, its weights bound as constants (above), the calls that now pass
+ * constants inlined (the pipeline's `inline`, run here first so that the functions it leaves
+ * uncalled are not compiled), compiled. */
+static loom_status load_loom_decoder(loom_serve_engine *e, const loom_compile_options *co) {
+  char *text;
+  size_t len;
+  LOOM_PROPAGATE(loom_file_read_limited(e->o.model, "module", LOOM_FILE_LIMIT_TEXT, &text, &len));
+  loom_status st = loom_module_load_buffer(text, len, e->o.model, "loom", &e->onnx_m);
+  free(text);
+  if (!st && e->o.weights) st = loom_safetensors_open(NULL, e->o.weights, &e->wfile);
+  if (!st) st = bind_weights_as_constants(e);
+  size_t inlined = 0;
+  if (!st) st = loom_graph_inline_const_calls(e->onnx_m, &inlined);
+  if (!st && inlined) st = drop_uncalled_functions(e->onnx_m);
+  if (!st) st = loom_compile(e->onnx_m, co, &e->c);
+  return st;
+}
+
 /* Reads @main's parameters: the six batch inputs by name, the caches, the weights. */
 static loom_status bind_interface(loom_serve_engine *e) {
   uint32_t fn = loom_rt_function_find(e->rt, "main");
@@ -168,10 +290,7 @@ static loom_status bind_interface(loom_serve_engine *e) {
   for (uint32_t i = 0; i < e->np; i++) {
     loom_rt_param p;
     loom_rt_param_get(e->rt, fn, i, &p);
-    role r = ROLE_WEIGHT;
-    for (int k = ROLE_TOKENS; k <= ROLE_LAST_INDEX; k++)
-      if (!strcmp(p.name, role_names[k])) r = (role)k;
-    if (!strncmp(p.name, "k_cache", 7) || !strncmp(p.name, "v_cache", 7)) r = ROLE_CACHE;
+    role r = role_of(p.name);
     e->roles[i] = r;
     if (r >= ROLE_TOKENS && r <= ROLE_LAST_INDEX) {
       uint32_t rank = r == ROLE_BLOCK_TABLES ? 2 : 1;
@@ -604,14 +723,14 @@ loom_status loom_serve_engine_open(const loom_serve_options *o, loom_serve_engin
   e->sched.decode_budget = o->decode_step_tokens;
   e->sched.chunk_by_keys = o->chunk_by_keys;
   uint64_t t0 = loom_clock_ns();
-  loom_compile_options co = {.emit = LOOM_TARGET_EMIT_JIT, .offload = o->offload};
+  loom_compile_options co = {.emit = LOOM_TARGET_EMIT_JIT, .offload = o->offload, .pack_tied = o->pack_tied};
   size_t mlen = strlen(o->model);
   if (!st && mlen >= 5 && !strcmp(o->model + mlen - 5, ".onnx")) st = load_onnx_decoder(e, &co);
-  else if (!st) st = loom_compile_file(o->model, &co, &e->c);
+  else if (!st) st = load_loom_decoder(e, &co);
   if (!st) st = loom_compiled_open(e->c, NULL, &e->rt);
   if (!st && o->threads) st = loom_rt_set_threads(e->rt, o->threads);
   if (!st && o->profile) loom_rt_set_profile(e->rt, true);
-  if (!st && o->weights) st = loom_safetensors_open(NULL, o->weights, &e->wfile);
+  if (!st && o->weights && !e->wfile) st = loom_safetensors_open(NULL, o->weights, &e->wfile);
   if (!st && o->step_log) {
     e->step_log = fopen(o->step_log, "w");
     if (!e->step_log) st = LOOM_ERROR(INVALID_ARGUMENT, "--step-log %s: cannot open it for writing", o->step_log);

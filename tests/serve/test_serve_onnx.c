@@ -21,6 +21,7 @@
 #include "base/file.h"
 #include "graph/graph.h"
 #include "graph/passes.h"
+#include "graph/safetensors.h"
 #include "loom.h"
 #include "serve/serve.h"
 #include "serve_test_util.h"
@@ -101,6 +102,63 @@ LOOM_TEST(serve_onnx, onnx_weights_are_its_initializers) {
   cr_assert(strstr(loom_status_text(st, 0), "an ONNX model's weights are its initializers"), "%s", loom_status_text(st, 0));
   cr_assert_null(e);
   loom_status_free(st);
+}
+
+/* Opens the bundled decoder on `weights`; the error text (NULL: it opened). */
+static char *open_error(const char *weights, bool random) {
+  loom_serve_options o = {.model = "models/serve_decoder.loom", .weights = weights, .random_weights = random, .kv_pages = 4,
+                          .page_size = 4, .max_batch = 1, .max_step_tokens = 4, .max_queue = 1};
+  loom_serve_engine *e = NULL;
+  loom_status st = loom_serve_engine_open(&o, &e);
+  if (!st) {
+    loom_serve_engine_close(e);
+    return NULL;
+  }
+  char *text = strdup(loom_status_text(st, 0));
+  loom_status_free(st);
+  return text;
+}
+
+/* A .loom decoder's weights are bound as constants before compiling (docs/serve.md "Weights are
+ * constants"): a weights file that lacks one, or holds one of another shape, and no weights at
+ * all, are refused naming the weight. */
+LOOM_TEST(serve_onnx, loom_weights_bound_as_constants_are_checked_by_name) {
+  loom_safetensors *f;
+  loom_status st = loom_safetensors_open(NULL, "tests/serve/data/decoder.safetensors", &f);
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  size_t n = loom_safetensors_count(f);
+  loom_safetensors_tensor *t = calloc(n, sizeof *t);
+  cr_assert_not_null(t);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(loom_safetensors_at(f, i)->name, "w_o1")) t[k++] = *loom_safetensors_at(f, i);
+  char path[] = "/tmp/loom-serve-weights-XXXXXX.safetensors";
+  int fd = mkstemps(path, 12);
+  cr_assert(fd >= 0);
+  close(fd);
+  st = loom_safetensors_write(path, k, t);
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  char *err = open_error(path, false);
+  cr_assert(err && strstr(err, "weight 'w_o1' is not in"), "%s", err ? err : "opened");
+  free(err);
+  /* w_o1 back, as a (32, 128) slice of w_fc1's bytes: the model wants (64, 64) */
+  const loom_safetensors_tensor *fc = loom_safetensors_find(f, "w_fc1");
+  int64_t dims[2] = {32, 128};
+  t[k] = (loom_safetensors_tensor){.name = "w_o1", .dtype = LOOM_DTYPE_F32, .rank = 2, .dims = dims, .data = fc->data,
+                                   .nbytes = 32 * 128 * sizeof(float)};
+  st = loom_safetensors_write(path, k + 1, t);
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  err = open_error(path, false);
+  cr_assert(err && strstr(err, "weight 'w_o1' axis 0 is 32 in"), "%s", err ? err : "opened");
+  cr_assert(strstr(err, "the model wants 64"), "%s", err);
+  free(err);
+  err = open_error(NULL, false);
+  cr_assert(err && strstr(err, "has no value: give --weights FILE or --random-weights SEED"), "%s", err ? err : "opened");
+  free(err);
+  cr_assert_null(open_error(NULL, true), "random weights open");
+  unlink(path);
+  free(t);
+  loom_safetensors_close(f);
 }
 
 LOOM_TEST(serve_onnx, served_onnx_equals_interpreter_and_loom_form) {
