@@ -68,7 +68,8 @@ typedef struct resize_params {
   int32_t exclude_outside;
   uint32_t axes;
   loom_dtype scale_t, roi_t, t;
-  int32_t rank, unused; /* 0 */
+  int32_t rank;
+  loom_dtype tout; /* Y's dtype (t: X's) */
 } resize_params;
 LOOM_TP_GEN_PARAMS(resize_params, 2 * 8 + 10 * 4);
 
@@ -81,27 +82,85 @@ static loom_tp_resize resize_of(const resize_params *p) {
 static loom_status gen_resize(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
   const resize_params *p = params;
   loom_tp_resize rz = resize_of(p);
-  return loom_tp_gen_resize(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->rank, &rz, tp);
+  return loom_tp_gen_resize_io(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->tout, p->rank, &rz, tp);
+}
+
+/* Taps per output element of rz over its resized axes (rank axes). */
+static int resize_terms(const loom_tp_resize *rz, int rank) {
+  int terms = 1, taps = rz->mode == LOOM_TP_RESIZE_CUBIC ? 4 : rz->mode == LOOM_TP_RESIZE_LINEAR ? 2 : 1;
+  for (int k = 0; k < rank; k++)
+    if (rz->axes >> k & 1) terms *= taps;
+  return terms;
+}
+
+/* The resize program of rank `rank` from tin to tout under rz (named by its parameters). */
+static loom_status resize_pass(int rank, loom_dtype tin, loom_dtype tout, const loom_tp_resize *rz,
+                               char *name, size_t cap, resize_params *p) {
+  bool crop = rz->coord == LOOM_TP_RESIZE_TF_CROP_AND_RESIZE;
+  double key[2] = {rz->cubic_a, rz->extrapolation};
+  char io[40];
+  snprintf(io, sizeof io, tin == tout ? "%s" : "%s_%s", loom_dtype_name(tin), loom_dtype_name(tout));
+  snprintf(name, cap, "resize_%s_r%d_%s_%s_%s_ax%x_%s%s%s%s_%016llx", io, rank, modes[rz->mode], coords[rz->coord],
+           nearests[rz->nearest], rz->axes, loom_dtype_name(rz->scale_t), crop ? "_" : "", crop ? loom_dtype_name(rz->roi_t) : "",
+           rz->exclude_outside ? "_excl" : "", (unsigned long long)loom_hash_bytes(key, sizeof key));
+  *p = (resize_params){.cubic_a = rz->cubic_a, .extrapolation = rz->extrapolation, .mode = rz->mode, .coord = rz->coord,
+                       .nearest = rz->nearest, .exclude_outside = rz->exclude_outside, .axes = rz->axes, .scale_t = rz->scale_t,
+                       .roi_t = rz->roi_t, .t = tin, .rank = rank, .tout = tout};
+  return LOOM_OK;
 }
 
 /* The resize program for x (rank, dtype) under rz; UNIMPLEMENTED past the generator's 256 taps
  * per output element. */
 static loom_status resize_program(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *x, const loom_tp_resize *rz,
                                   loom_tp_func **tp) {
-  int terms = 1, taps = rz->mode == LOOM_TP_RESIZE_CUBIC ? 4 : rz->mode == LOOM_TP_RESIZE_LINEAR ? 2 : 1;
-  for (int k = 0; k < x->ndim; k++)
-    if (rz->axes >> k & 1) terms *= taps;
-  if (terms > 256) return loom_legal_unsupported(call, "for more than 256 taps per output element (resize fewer axes)");
-  bool crop = rz->coord == LOOM_TP_RESIZE_TF_CROP_AND_RESIZE;
-  double key[2] = {rz->cubic_a, rz->extrapolation};
-  char name[160];
-  snprintf(name, sizeof name, "resize_%s_r%d_%s_%s_%s_ax%x_%s%s%s%s_%016llx", loom_dtype_name(x->dtype), x->ndim, modes[rz->mode],
-           coords[rz->coord], nearests[rz->nearest], rz->axes, loom_dtype_name(rz->scale_t), crop ? "_" : "",
-           crop ? loom_dtype_name(rz->roi_t) : "", rz->exclude_outside ? "_excl" : "", (unsigned long long)loom_hash_bytes(key, sizeof key));
-  resize_params p = {.cubic_a = rz->cubic_a, .extrapolation = rz->extrapolation, .mode = rz->mode, .coord = rz->coord,
-                     .nearest = rz->nearest, .exclude_outside = rz->exclude_outside, .axes = rz->axes, .scale_t = rz->scale_t,
-                     .roi_t = rz->roi_t, .t = x->dtype, .rank = x->ndim};
+  if (resize_terms(rz, x->ndim) > 256)
+    return loom_legal_unsupported(call, "for more than 256 taps per output element (resize fewer axes)");
+  char name[192];
+  resize_params p;
+  LOOM_PROPAGATE(resize_pass(x->ndim, x->dtype, x->dtype, rz, name, sizeof name, &p));
   return LOOM_LEGAL_PROGRAM(m, name, gen_resize, p, tp);
+}
+
+/* Whether a resize under rz runs as one pass per resized axis (sep_chain): interpolating, not
+ * tf_crop_and_resize (its extrapolation is not separable), and more than 16 taps per element
+ * together (the run-time form resizes every axis: 4 cubic axes are 256 taps, where the passes
+ * read 16 per element of the largest pass). */
+static bool separable(const loom_tp_resize *rz, int rank) {
+  return rz->mode != LOOM_TP_RESIZE_NEAREST && rz->coord != LOOM_TP_RESIZE_TF_CROP_AND_RESIZE && resize_terms(rz, rank) > 16;
+}
+
+/* y = resize(x, sc, ..) under rz (separable) ->
+ *   y_s<k> = call_tp(@resize_<t>_f64_.._ax<1 << k>, (cur, sc))   per resized axis k in order, f64
+ *                                                                between axes; the last is y
+ * The weights of every axis are separable, so the sum over every combination of taps is the
+ * same sums axis by axis (in f64 both ways, rounded to y's dtype once at the end). */
+static loom_status sep_chain(loom_lx *x, const loom_tp_resize *rz, loom_graph_expr *sc, loom_graph_expr **value) {
+  const loom_graph_expr *call = x->b->value;
+  const loom_sinfo *in = call->u.call.args[0]->sinfo, *out = x->b->var->sinfo;
+  int rank = in->ndim, last = -1;
+  for (int k = 0; k < rank; k++)
+    if (rz->axes >> k & 1) last = k;
+  const loom_sym_expr *dims[LOOM_TP_GEN_MAX_RANK];
+  memcpy(dims, in->dims, (size_t)rank * sizeof *dims);
+  loom_graph_expr *cur = call->u.call.args[0];
+  for (int k = 0; k <= last; k++) {
+    if (!(rz->axes >> k & 1)) continue;
+    loom_tp_resize one = *rz;
+    one.axes = 1u << k;
+    loom_dtype tout = k == last ? out->dtype : LOOM_DTYPE_F64;
+    dims[k] = out->dims[k];
+    const loom_sinfo *si = k == last ? out : loom_sinfo_tensor(x->m, tout, rank, dims, in->device);
+    if (!si) return LOOM_OOM();
+    char name[192];
+    resize_params p;
+    LOOM_PROPAGATE(resize_pass(rank, cur->sinfo->dtype, tout, &one, name, sizeof name, &p));
+    loom_graph_expr *args[2] = {cur, sc};
+    if (k == last) return loom_lx_call(x, name, gen_resize, &p, sizeof p, 2, args, out, value);
+    char suffix[16];
+    snprintf(suffix, sizeof suffix, "s%d", k);
+    LOOM_PROPAGATE(loom_lx_add_tp(x, suffix, name, gen_resize, &p, sizeof p, 2, args, si, &cur));
+  }
+  return loom_legal_unsupported(call, "with no resized axis in a separable chain");
 }
 
 /* The resized axes of the static form: an axis is copied when its extent is kept, its
@@ -362,6 +421,29 @@ static loom_status expand_static_aa(loom_lx *x, loom_graph_expr **value) {
   return aa_chain(x, &rz, call->u.call.args[1], crop ? call->u.call.args[2] : NULL, value);
 }
 
+/* resize(x, scales, size=[..]) without antialias: one program (legalize_resize), unless it is
+ * separable with more than 16 taps per element: then one pass per resized axis (sep_chain). */
+static loom_status expand_static_sep(loom_lx *x, loom_graph_expr **value) {
+  const loom_graph_expr *call = x->b->value;
+  const loom_sinfo *in, *sc, *out = x->b->var->sinfo;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &sc));
+  const loom_graph_attr *size = loom_graph_call_attr(call, "size");
+  if ((int)size->n != in->ndim || !out || out->kind != LOOM_SINFO_TENSOR || out->ndim != in->ndim || !out->dims ||
+      loom_dtype_is_lowp(in->dtype) || sc->ndim != 1 || !loom_dtype_is_float(sc->dtype) || loom_dtype_is_lowp(sc->dtype))
+    return LOOM_OK; /* legalize_resize decides */
+  loom_tp_resize rz;
+  loom_status st = resize_modes(call, in, &rz);
+  if (st) {
+    loom_status_free(st);
+    return LOOM_OK;
+  }
+  if (rz.coord == LOOM_TP_RESIZE_TF_CROP_AND_RESIZE) return LOOM_OK;
+  rz.axes = static_axes(x->m, call, in, size, false);
+  rz.scale_t = sc->dtype;
+  return separable(&rz, in->ndim) ? sep_chain(x, &rz, call->u.call.args[1], value) : LOOM_OK;
+}
+
 /* y = resize(x, p [, roi], by=.., axes=.., policy=..) with p (and roi) read at run time ->
  *   y_dims = call_tp(@resize_dims_.., (x, p))         the extents of y, i64 (rank,)
  *   bind y_dims to y's dims                            the resized axes' fresh symbols; x's dims
@@ -371,13 +453,14 @@ static loom_status expand_static_aa(loom_lx *x, loom_graph_expr **value) {
  *   y_roi = call_tp(@resize_roi_.., (roi,))           the roi of every axis (tf_crop_and_resize,
  *                                                      when `axes` is not every axis in order)
  *   y = call_tp(@resize_.., (x, y_scales [, y_roi]))  the static form's program; the axes not
- *                                                      resized are copied
+ *                                                      resized are copied (separable with more
+ *                                                      than 16 taps: one pass per axis, sep_chain)
  * Everything refused is refused before a binding is added. */
 loom_status loom_legal_expand_resize(loom_lx *x, loom_graph_expr **value) {
   static const char *const policies[] = {"stretch", "not_larger", "not_smaller", NULL};
   const loom_graph_expr *call = x->b->value;
   bool antialias = loom_graph_call_int(call, "antialias") != 0;
-  if (loom_graph_call_attr(call, "size")) return antialias ? expand_static_aa(x, value) : LOOM_OK; /* else one program */
+  if (loom_graph_call_attr(call, "size")) return antialias ? expand_static_aa(x, value) : expand_static_sep(x, value);
   const loom_sinfo *in, *p, *roi = NULL, *out = x->b->var->sinfo;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &in));
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &p));
@@ -424,7 +507,8 @@ loom_status loom_legal_expand_resize(loom_lx *x, loom_graph_expr **value) {
   rz.scale_t = own_scales ? LOOM_DTYPE_F64 : p->dtype;
   rz.roi_t = crop && !own_roi ? roi->dtype : LOOM_DTYPE_F64;
   loom_tp_func *tp = NULL; /* made first: what it refuses adds no binding */
-  if (!antialias) LOOM_PROPAGATE(resize_program(x->m, call, in, &rz, &tp));
+  bool sep = !antialias && separable(&rz, rank);
+  if (!antialias && !sep) LOOM_PROPAGATE(resize_program(x->m, call, in, &rz, &tp));
 
   char axes[LOOM_TP_GEN_MAX_RANK + 1], name[160];
   for (int j = 0; j < rt.na; j++) axes[j] = (char)('0' + rt.axes[j]);
@@ -451,6 +535,7 @@ loom_status loom_legal_expand_resize(loom_lx *x, loom_graph_expr **value) {
     LOOM_PROPAGATE(loom_lx_add_tp(x, "roi", name, gen_rt_roi, &rk, sizeof rk, 1, &args[2], rvec, &args[2]));
   }
   if (antialias) return aa_chain(x, &rz, args[1], crop ? args[2] : NULL, value);
+  if (sep) return sep_chain(x, &rz, args[1], value);
   *value = loom_graph_call_tp(x->m, loom_tp_func_name(tp), crop ? 3 : 2, args, out);
   return *value ? LOOM_OK : LOOM_OOM();
 }

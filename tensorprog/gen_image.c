@@ -176,10 +176,18 @@ static int taps_of(const loom_tp_resize *rz) { return rz->mode == LOOM_TP_RESIZE
  * non-resized axis reads X at i<k>). */
 loom_status loom_tp_gen_resize(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                                const loom_tp_resize *rz, loom_tp_func **result) {
+  return loom_tp_gen_resize_io(a, cx, name, t, t, rank, rz, result);
+}
+
+loom_status loom_tp_gen_resize_io(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype tin, loom_dtype t, int rank,
+                                  const loom_tp_resize *rz, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
   if (rank < 1) return LOOM_ERROR(INVALID_ARGUMENT, "resize: rank 0");
-  if (rz->mode != LOOM_TP_RESIZE_NEAREST && !loom_dtype_is_float(t))
-    return LOOM_ERROR(INVALID_ARGUMENT, "resize: interpolation of %s data is not supported", loom_dtype_name(t));
+  if (rz->mode != LOOM_TP_RESIZE_NEAREST && (!loom_dtype_is_float(t) || !loom_dtype_is_float(tin)))
+    return LOOM_ERROR(INVALID_ARGUMENT, "resize: interpolation of %s data is not supported",
+                      loom_dtype_name(loom_dtype_is_float(t) ? tin : t));
+  if (rz->mode == LOOM_TP_RESIZE_NEAREST && tin != t)
+    return LOOM_ERROR(INVALID_ARGUMENT, "resize: nearest from %s to %s", loom_dtype_name(tin), loom_dtype_name(t));
   if (rz->mode == LOOM_TP_RESIZE_NEAREST && rz->exclude_outside)
     return LOOM_ERROR(INVALID_ARGUMENT, "resize: exclude_outside with mode nearest is not supported");
   if (!loom_dtype_is_float(rz->scale_t) || (rz->coord == LOOM_TP_RESIZE_TF_CROP_AND_RESIZE && !loom_dtype_is_float(rz->roi_t)))
@@ -194,7 +202,7 @@ loom_status loom_tp_gen_resize(loom_arena *a, loom_sym_ctx *cx, const char *name
   /* X's resized axes are a<k>; the others share Y's extent d<k> */
   const loom_sym_expr *xd[LOOM_TP_GEN_MAX_RANK], *d[LOOM_TP_GEN_MAX_RANK], *nr = loom_sym_const(cx, rank), *n2 = loom_sym_const(cx, 2 * rank);
   for (int k = 0; k < rank; k++) xd[k] = loom_tpb_shape_sym(b, loom_tpg_var(rz->axes >> k & 1 ? 'a' : 'd', k));
-  const loom_tp_buffer *X = loom_tpb_buffer(b, "X", t, rank, xd), *S = loom_tpb_buffer(b, "S", rz->scale_t, 1, &nr);
+  const loom_tp_buffer *X = loom_tpb_buffer(b, "X", tin, rank, xd), *S = loom_tpb_buffer(b, "S", rz->scale_t, 1, &nr);
   const loom_tp_buffer *Rb = crop ? loom_tpb_buffer(b, "R", rz->roi_t, 1, &n2) : NULL;
   loom_tpg_dims_d(b, rank, d);
   const loom_tp_buffer *Y = loom_tpb_buffer(b, "Y", t, rank, d);

@@ -457,6 +457,11 @@ typedef struct loom_tp_resize {
  * inference. Interpolating modes need a float t; at most 256 taps per output element. */
 loom_status loom_tp_gen_resize(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank,
                                const loom_tp_resize *rz, loom_tp_func **result);
+/* The same with X of dtype tin and Y of tout (interpolating modes; both float): one pass of a
+ * separable resize, axis by axis with f64 between the passes (legalization chains them when the
+ * taps of every resized axis together exceed 16 per element). */
+loom_status loom_tp_gen_resize_io(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype tin, loom_dtype tout, int rank,
+                                  const loom_tp_resize *rz, loom_tp_func **result);
 
 /* Antialiased linear / cubic resize, one axis at a time as the reference: T (rank,) i64 = the
  * taps of each axis from the scales S (-1 for a scale not > 0 or below 2^-20), then per resized

@@ -355,7 +355,8 @@ static const op_case pool_cases[] = {
   "const @s1d: Tensor[(1,), f64] = [2.5]\n"                                                        \
   "const @roi: Tensor[(8,), f64] = [0, 0, 0.4, 0.6, 1, 1, 0.6, 0.8]\n"                             \
   "const @roi1: Tensor[(8,), f64] = [0, 0, -0.2, 0.1, 1, 1, 1.3, 0.7]\n"                             \
-  "const @shalf: Tensor[(4,), f32] = [1, 1, 1, 0.5]\n"
+  "const @shalf: Tensor[(4,), f32] = [1, 1, 1, 0.5]\n"                                             \
+  "const @s3c: Tensor[(4,), f64] = [1, 2, 1.5, 2.5]\n"
 static const op_case resize_cases[] = {
     {"x: Tensor[(n, c, h, w), f32]", "resize(x, @s23, size=[n, c, 2*h, 3*w], coord=\"asymmetric\", nearest_mode=\"floor\")", 3,
      {{{1, 2, 3, 2}}, {{2, 1, 1, 5}}, {{1, 1, 0, 3}}}, 0, RS_CONSTS},
@@ -395,6 +396,9 @@ static const op_case resize_cases[] = {
     {"x: Tensor[(n, c, h, w), f32]", "resize(x, @snc, size=[2*n, c, 6, w], mode=\"linear\", coord=\"align_corners\")", 1,
      {{{2, 2, 4, 3}}}, 0, RS_CONSTS},
     {"x: Tensor[(l,), f32]", "resize(x, @s1d, size=[5], mode=\"linear\", coord=\"asymmetric\")", 1, {{{2}}}, 0, RS_CONSTS},
+    /* three cubic axes (64 taps an element): one pass per axis, f64 between them (sep_chain) */
+    {"x: Tensor[(n, c, h, w), f32]", "resize(x, @s3c, size=[n, 2*c, 3, 5], mode=\"cubic\")", 2, {{{1, 2, 2, 2}}, {{2, 1, 2, 2}}}, 0,
+     RS_CONSTS},
     {"x: Tensor[(n, c, h, w), f32]",
      "resize(x, @s23, @roi, size=[n, c, 2*h, 3*w], mode=\"linear\", coord=\"tf_crop_and_resize\", extrapolation_value=10.0)", 1,
      {{{1, 2, 4, 3}}}, 0, RS_CONSTS},
@@ -443,6 +447,12 @@ static const op_case resize_rt_cases[] = {
      {{{2}, {1}}, {{7}, {1}}}, 0, NULL, {NULL, rs_1d}},
     {"x: Tensor[(n, c, h, w), i32], s: Tensor[(4,), f32]", "resize(x, s, by=\"scales\", nearest_mode=\"floor\", coord=\"asymmetric\")", 1,
      {{{1, 2, 5, 3}, {4}}}, 0, NULL, {NULL, rs_i}},
+    /* every axis cubic at run time (256 taps an element): one pass per axis (sep_chain) */
+    {"x: Tensor[(n, c, h, w), f32], s: Tensor[(4,), f32]", "resize(x, s, by=\"scales\", mode=\"cubic\")", 2,
+     {{{1, 2, 3, 4}, {4}}, {{1, 1, 0, 3}, {4}}}, 0, NULL, {NULL, rs_up}},
+    {"x: Tensor[(n, c, h, w), f32], s: Tensor[(4,), f32]",
+     "resize(x, s, by=\"scales\", mode=\"cubic\", coord=\"pytorch_half_pixel\", exclude_outside=true)", 1,
+     {{{2, 3, 3, 2}, {4}}}, 0, NULL, {NULL, rs_nc}},
     /* sizes (i64) from index_range 9: (1, 8), (4, 2), (7, 5) for the three shape sets */
     {"x: Tensor[(n, c, h, w), f32], z: Tensor[(2,), i64]", "resize(x, z, axes=[2, 3], by=\"sizes\")", 3,
      {{{1, 2, 3, 4}, {2}}, {{2, 1, 5, 1}, {2}}, {{1, 1, 2, 3}, {2}}}, 9},
@@ -452,6 +462,8 @@ static const op_case resize_rt_cases[] = {
      "resize(x, z, axes=[3, 2], by=\"sizes\", policy=\"not_smaller\", mode=\"cubic\", coord=\"align_corners\")", 2,
      {{{1, 1, 3, 2}, {2}}, {{1, 2, 4, 4}, {2}}}, 9},
     {"x: Tensor[(n, c, h, w), f32], z: Tensor[(4,), i64]", "resize(x, z, by=\"sizes\", policy=\"not_larger\")", 1,
+     {{{2, 3, 4, 5}, {4}}}, 9},
+    {"x: Tensor[(n, c, h, w), f32], z: Tensor[(4,), i64]", "resize(x, z, by=\"sizes\", policy=\"not_larger\", mode=\"cubic\")", 1,
      {{{2, 3, 4, 5}, {4}}}, 9},
     /* antialias: one program per resized axis, each with its tap count bound from the scales */
     {"x: Tensor[(n, c, h, w), f32], s: Tensor[(4,), f64]", "resize(x, s, by=\"scales\", mode=\"linear\", antialias=true)", 2,
