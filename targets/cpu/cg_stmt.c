@@ -542,26 +542,6 @@ static bool lane_access_ok(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const
   return lane_dtype_ok(buf->dtype) || !*uses;
 }
 
-/* Does `e` mention `var` anywhere (a symbol, or inside a loaded index)? */
-static bool expr_mentions(const loom_tp_expr *e, const loom_sym_expr *var) {
-  switch (e->kind) {
-    case LOOM_TP_EXPR_SYM: return sym_uses(e->u.sym, var);
-    case LOOM_TP_EXPR_LOAD:
-      for (int d = 0; d < e->u.load.buf->ndim; d++)
-        if (expr_mentions(e->u.load.idx[d], var)) return true;
-      return false;
-    case LOOM_TP_EXPR_OP:
-      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
-        if (expr_mentions(e->u.op.args[i], var)) return true;
-      return false;
-    case LOOM_TP_EXPR_CAST: return expr_mentions(e->u.cast_arg, var);
-    case LOOM_TP_EXPR_SELECT:
-      return expr_mentions(e->u.select.cond, var) || expr_mentions(e->u.select.then_e, var) ||
-             expr_mentions(e->u.select.else_e, var);
-    default: return false;
-  }
-}
-
 static bool lane_expr_ok(cg *g, const loom_tp_expr *e, const loom_sym_expr *var) {
   switch (e->kind) {
     case LOOM_TP_EXPR_CONST: return true;
@@ -574,7 +554,7 @@ static bool lane_expr_ok(cg *g, const loom_tp_expr *e, const loom_sym_expr *var)
       /* an index that is not a symbol (read from memory, a select) must not vary by lane */
       for (int d = 0; d < e->u.load.buf->ndim; d++)
         if (e->u.load.idx[d]->kind != LOOM_TP_EXPR_SYM &&
-            (expr_mentions(e->u.load.idx[d], var) || !lane_expr_ok(g, e->u.load.idx[d], var)))
+            (loom_tp_expr_uses_var(e->u.load.idx[d], var) || !lane_expr_ok(g, e->u.load.idx[d], var)))
           return false;
       if (!lane_access_ok(g, e->u.load.buf, e->u.load.idx, var, g->lane_max_stride, &uses)) return false;
       /* uniform loads must not hide v inside a loaded index */
