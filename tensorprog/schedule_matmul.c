@@ -815,10 +815,10 @@ static loom_status small_m(void *ud, loom_tp_func *view) {
  * where the 6-row tile's feeds 12, so a panel is read half as often -- what counts when the
  * weight streams from memory and the rows are few (a 17-token prompt: a 12-row and a 6-row
  * tile read each panel twice, the 6-row tiles three times; MLAS's AVX-512 kernel is 12 rows
- * too). The row tail runs in 6-row tiles, the last ending at the last row
- * (loom_tp_split_overlap_small): 17 rows cost 12 + 6, 7 rows 6 + 6, with two tile bodies in
- * the code (a third, a clamped 12-row tile for 7..11 rows left, made 7 rows one pass over B but
- * the MLP's compile 1.8x that of the 6-row tiles). Measurements: docs/codegen.md. AVX2's 16
+ * too). The remainder (loom_tp_split_clamped, row_tiles): 7..11 rows one more 12-row tile
+ * ending at the last row (repeating it below 12 rows), 1..6 rows one 6-row tile: 7 rows are one
+ * pass over B, 17 rows 12 + 6, with two tile bodies in the code (a third tile body made the
+ * MLP's compile 1.8x that of the 6-row tiles). Measurements: docs/codegen.md. AVX2's 16
  * registers hold 6 x 2 accumulators, no more: TILE_ROWS there, and for the i32 (int8) tiles. */
 
 /* The row-tile height for the general path of `orig` (under its rows >= limit fact). */
