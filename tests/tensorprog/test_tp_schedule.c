@@ -318,7 +318,9 @@ LOOM_TEST(tp_schedule, cache_read_packs_the_footprint) {
   check_schedule(matmul, true, pack_b, "      Bp[j, r] = B[r, j]\n");
 }
 LOOM_TEST(tp_schedule, cpu_rule_register_tiles_matmul_and_round_trips) {
-  check_schedule(matmul, true, cpu_rule, "acc[i_i, j_i] = acc[i_i, j_i] + A[12*i_o + i_i, r] * Bp[r, j_i]\n");
+  /* the 12-row tiles, the last one ending at row m - 1 and repeating it below 12 rows (split_clamped) */
+  check_schedule(matmul, true, cpu_rule,
+                 "acc[i_i, j_i] = acc[i_i, j_i] + A[min(m - 1, i_i + max(min(12*i_o, m - 12), 0)), r] * Bp[r, j_i]\n");
 }
 
 /* Two axes fused into one loop (loom_tp_fuse): [floordiv(x, s), floormod(x, s)] on axes of
