@@ -235,10 +235,42 @@ static bool starts_with_store(const loom_tp_stmt *s, const loom_tp_buffer *buf) 
   return s->kind == LOOM_TP_STMT_STORE && s->u.store.buf == buf && !loads(s->u.store.value, buf);
 }
 
-/* loom_tp_split_overlap, and with `small` > 0 loom_tp_split_overlap_small. */
+/* loom_tp_split_clamped's main tiles, `loop` (extent n) replaced by
+ *     for v_o in 0..floordiv(n + F - S - 1, F) { for v_i in 0..F {
+ *       body[v := min(max(min(F*v_o, n - F), 0) + v_i, n - 1)] } }
+ * followed by `tail` (its tile loop over v_t, built by split_overlap) unless its count is
+ * proven 0. */
+static loom_status clamped_main(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
+                                int64_t small, loom_tp_stmt *tail, loom_tp_stmt *tail_inner, loom_tp_stmt **out_outer,
+                                loom_tp_stmt **out_inner, loom_tp_stmt **out_tail, loom_tp_stmt **out_tail_inner) {
+  const loom_sym_expr *n = loop->u.loop.extent, *F = loom_sym_const(cx, factor), *one = loom_sym_const(cx, 1);
+  const loom_sym_expr *nmain = loom_sym_floordiv(cx, loom_sym_add(cx, n, loom_sym_const(cx, factor - small - 1)), F);
+  const loom_sym_expr *vo = named_var(cx, loop->u.loop.var, "_o"), *vi = named_var(cx, loop->u.loop.var, "_i");
+  const loom_sym_expr *start =
+      loom_sym_max(cx, loom_sym_min(cx, loom_sym_mul(cx, vo, F), loom_sym_sub(cx, n, F)), loom_sym_const(cx, 0));
+  const loom_sym_expr *at_main = loom_sym_min(cx, loom_sym_add(cx, start, vi), loom_sym_sub(cx, n, one));
+  if (!nmain || !vo || !vi || !at_main) return sym_error(cx);
+  loom_tp_stmt *main_body = loom_tp_stmt_copy_subst(a, cx, loop->u.loop.body, &loop->u.loop.var, &at_main, 1);
+  loom_tp_stmt *inner = main_body ? loom_tp_for(a, vi, F, LOOM_TP_LOOP_SERIAL, false, main_body) : NULL;
+  loom_tp_stmt *outer = inner ? loom_tp_for(a, vo, nmain, LOOM_TP_LOOP_SERIAL, false, inner) : NULL;
+  if (!outer) return LOOM_OOM();
+  int64_t count = -1;
+  bool no_tail = loom_sym_is_const(tail->u.loop.extent, &count) && count == 0;
+  loom_tp_stmt *both[2] = {outer, tail}, *result = no_tail ? outer : loom_tp_seq(a, both, 2);
+  if (!result) return LOOM_OOM();
+  LOOM_PROPAGATE(loom_tp_replace(f, loop, result));
+  if (out_outer) *out_outer = outer;
+  if (out_inner) *out_inner = inner;
+  if (out_tail) *out_tail = no_tail ? NULL : tail;
+  if (out_tail_inner) *out_tail_inner = no_tail ? NULL : tail_inner;
+  return LOOM_OK;
+}
+
+/* loom_tp_split_overlap, with `small` > 0 loom_tp_split_overlap_small, with `clamp` as well
+ * loom_tp_split_clamped. */
 static loom_status split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
-                                 int64_t small, loom_tp_stmt **out_outer, loom_tp_stmt **out_inner, loom_tp_stmt **out_tail,
-                                 loom_tp_stmt **out_tail_inner) {
+                                 int64_t small, bool clamp, loom_tp_stmt **out_outer, loom_tp_stmt **out_inner,
+                                 loom_tp_stmt **out_tail, loom_tp_stmt **out_tail_inner) {
   if (loop->kind != LOOM_TP_STMT_FOR) return LOOM_ERROR(INVALID_ARGUMENT, "split_overlap: not a loop");
   const char *v = loom_sym_var_name(loop->u.loop.var);
   if (small < 0 || small >= factor)
@@ -264,7 +296,13 @@ static loom_status split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
   const loom_sym_expr *F = loom_sym_const(cx, factor);
   const loom_sym_expr *vt = named_var(cx, loop->u.loop.var, "_t"), *vti = named_var(cx, loop->u.loop.var, "_ti");
   const loom_sym_expr *at_tail, *ntail, *T;
-  if (small > 0) { /* K = ceil((n % F) / small) tiles, tile t starting at max(n - small*(K - t), 0) */
+  if (clamp) { /* one small tile ending at the last iteration when 1 <= n % F <= small */
+    const loom_sym_expr *S = loom_sym_const(cx, small);
+    const loom_sym_expr *r = loom_sym_floormod(cx, loom_sym_add(cx, n, loom_sym_const(cx, factor - small - 1)), F);
+    ntail = loom_sym_floordiv(cx, loom_sym_add(cx, r, S), F);
+    at_tail = loom_sym_add(cx, loom_sym_sub(cx, n, S), vti);
+    T = S;
+  } else if (small > 0) { /* K = ceil((n % F) / small) tiles, tile t starting at max(n - small*(K - t), 0) */
     const loom_sym_expr *S = loom_sym_const(cx, small);
     ntail = loom_sym_floordiv(cx, loom_sym_add(cx, loom_sym_floormod(cx, n, F), loom_sym_const(cx, small - 1)), S);
     const loom_sym_expr *start = loom_sym_sub(cx, n, loom_sym_mul(cx, S, loom_sym_sub(cx, ntail, vt)));
@@ -282,6 +320,7 @@ static loom_status split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
   loom_tp_stmt *tail = loom_tp_for(a, vt, ntail, LOOM_TP_LOOP_SERIAL, false, tail_inner);
   if (!tail) return LOOM_OOM();
   loom_tp_stmt *outer, *inner, *plain_tail;
+  if (clamp) return clamped_main(a, cx, f, loop, factor, small, tail, tail_inner, out_outer, out_inner, out_tail, out_tail_inner);
   LOOM_PROPAGATE(loom_tp_split(a, cx, f, loop, factor, &outer, &inner, &plain_tail));
   if (plain_tail) LOOM_PROPAGATE(loom_tp_replace(f, plain_tail, tail));
   if (out_outer) *out_outer = outer;
@@ -294,14 +333,21 @@ static loom_status split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
 loom_status loom_tp_split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
                                   loom_tp_stmt **out_outer, loom_tp_stmt **out_inner, loom_tp_stmt **out_tail,
                                   loom_tp_stmt **out_tail_inner) {
-  return split_overlap(a, cx, f, loop, factor, 0, out_outer, out_inner, out_tail, out_tail_inner);
+  return split_overlap(a, cx, f, loop, factor, 0, false, out_outer, out_inner, out_tail, out_tail_inner);
 }
 
 loom_status loom_tp_split_overlap_small(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
                                         int64_t small, loom_tp_stmt **out_outer, loom_tp_stmt **out_inner,
                                         loom_tp_stmt **out_tail, loom_tp_stmt **out_tail_inner) {
   if (small < 1) return LOOM_ERROR(INVALID_ARGUMENT, "split_overlap_small: tail tiles of %lld", (long long)small);
-  return split_overlap(a, cx, f, loop, factor, small, out_outer, out_inner, out_tail, out_tail_inner);
+  return split_overlap(a, cx, f, loop, factor, small, false, out_outer, out_inner, out_tail, out_tail_inner);
+}
+
+loom_status loom_tp_split_clamped(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
+                                  int64_t small, loom_tp_stmt **out_outer, loom_tp_stmt **out_inner, loom_tp_stmt **out_tail,
+                                  loom_tp_stmt **out_tail_inner) {
+  if (small < 1) return LOOM_ERROR(INVALID_ARGUMENT, "split_clamped: tail tiles of %lld", (long long)small);
+  return split_overlap(a, cx, f, loop, factor, small, true, out_outer, out_inner, out_tail, out_tail_inner);
 }
 
 loom_status loom_tp_fuse(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *outer,

@@ -196,6 +196,9 @@ typedef struct mm_ctx {
   bool overlap;                          /* the widest panels' column tail: one overlapping panel */
   bool prefetch;                         /* register tiles of B laid out in panels prefetch B ahead */
   int64_t tile_rows;                     /* rows of a register tile (TILE_ROWS, or TALL_ROWS) */
+  const loom_sym_expr *distinct_rows;    /* the tile being built repeats its last row past this many
+                                            (loom_tp_split_clamped's main tiles), else NULL */
+  bool epi_moved;                        /* the last micro_tile moved a heavy epilogue after its store */
 } mm_ctx;
 
 /* Moves the header of `l` down `times` levels of a perfect nest; returns the node holding it. */
@@ -316,6 +319,9 @@ static loom_status epilogue_after_store(mm_ctx *c, loom_tp_stmt *tile, loom_tp_s
   es->u.store.idx = idx;
   es->u.store.value = v;
   epi->u.loop.kind = LOOM_TP_LOOP_SERIAL;
+  /* a clamped tile stores its repeated last row more than once: f applied once per row */
+  if (c->distinct_rows) epi->u.loop.extent = c->distinct_rows;
+  c->epi_moved = true;
   /* epi out of the nest's parts (a sequence in the body), then after the store-back */
   loom_tp_stmt *nothing = loom_tp_seq(c->a, NULL, 0);
   if (!nothing) return LOOM_OOM();
@@ -332,7 +338,11 @@ static loom_status epilogue_after_store(mm_ctx *c, loom_tp_stmt *tile, loom_tp_s
 
 static loom_status micro_tile(mm_ctx *c, loom_tp_stmt *tile, const char *ii, const char *ji) {
   loom_tp_stmt *nest = strip_seq(tile->u.loop.body); /* kept by cache_write, which wraps it */
-  LOOM_PROPAGATE(loom_tp_cache_write(c->a, c->cx, tile, c->m->c, "acc", NULL, NULL));
+  c->epi_moved = false;
+  if (c->distinct_rows) /* repeated rows compute and store equal values */
+    LOOM_PROPAGATE(loom_tp_cache_write_aliased(c->a, c->cx, tile, c->m->c, "acc", NULL, NULL));
+  else
+    LOOM_PROPAGATE(loom_tp_cache_write(c->a, c->cx, tile, c->m->c, "acc", NULL, NULL));
   if (!ii && !ji) return LOOM_OK; /* a single accumulator: nothing to move */
   loom_tp_stmt **parts;
   size_t nparts;
@@ -354,14 +364,26 @@ static loom_status row_tiles(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_
   loom_tp_stmt *io, *ii, *it, *iti = NULL;
   int64_t rows = c->tile_rows;
   loom_status st;
-  if (rows == TALL_ROWS) { /* the tall tiles' remainder in 6-row tiles (overlapping) */
-    st = loom_tp_split_overlap_small(c->a, c->cx, c->view, il, rows, TILE_ROWS, &io, &ii, &it, &iti);
+  if (rows == TALL_ROWS) { /* a remainder of 7..11 rows: one more (clamped) tall tile; 1..6: a 6-row tile */
+    st = loom_tp_split_clamped(c->a, c->cx, c->view, il, rows, TILE_ROWS, &io, &ii, &it, &iti);
     if (!st) {
-      LOOM_PROPAGATE(micro_tile(c, io, loom_sym_var_name(ii->u.loop.var), ji));
-      if (parallel) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, io, LOOM_TP_LOOP_PARALLEL));
+      /* tile o covers rows max(min(12*o, m - 12), 0) + ii, the rows from m on repeat m - 1 */
+      const loom_sym_expr *m = il->u.loop.extent, *o = io->u.loop.var;
+      const loom_sym_expr *start = loom_sym_max(
+          c->cx, loom_sym_min(c->cx, loom_sym_mul(c->cx, o, loom_sym_const(c->cx, rows)), loom_sym_sub(c->cx, m, loom_sym_const(c->cx, rows))),
+          loom_sym_const(c->cx, 0));
+      c->distinct_rows = loom_sym_min(c->cx, loom_sym_const(c->cx, rows), loom_sym_sub(c->cx, m, start));
+      if (!c->distinct_rows) return LOOM_OOM();
+      st = micro_tile(c, io, loom_sym_var_name(ii->u.loop.var), ji);
+      c->distinct_rows = NULL;
+      LOOM_PROPAGATE(st);
+      /* tiles may overlap (the clamped last one): parallel only while every tile stores plain
+       * values, equal wherever two tiles meet (not when a heavy epilogue runs on C after) */
+      if (parallel && !c->epi_moved) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, io, LOOM_TP_LOOP_PARALLEL));
       if (it) LOOM_PROPAGATE(micro_tile(c, it, loom_sym_var_name(iti->u.loop.var), ji));
-      loom_strbuf_printf(c->why, "%lldx%lld register tiles + the row tail in %dx%lld tiles, the last ending at the last row\n",
-                         (long long)rows, (long long)width, TILE_ROWS, (long long)width);
+      loom_strbuf_printf(c->why, "%lldx%lld register tiles (a remainder above %d rows: one more, ending at the last row, "
+                         "repeating it when fewer rows) + a row tail of at most %d rows in one %dx%lld tile ending at the last row\n",
+                         (long long)rows, (long long)width, TILE_ROWS, TILE_ROWS, TILE_ROWS, (long long)width);
       return LOOM_OK;
     }
     if (loom_status_code(st) != LOOM_CODE_FAILED_PRECONDITION) return st;
@@ -793,10 +815,10 @@ static loom_status small_m(void *ud, loom_tp_func *view) {
  * where the 6-row tile's feeds 12, so a panel is read half as often -- what counts when the
  * weight streams from memory and the rows are few (a 17-token prompt: a 12-row and a 6-row
  * tile read each panel twice, the 6-row tiles three times; MLAS's AVX-512 kernel is 12 rows
- * too). The row tail runs in 6-row tiles, the last ending at the last row
- * (loom_tp_split_overlap_small): 17 rows cost 12 + 6, 7 rows 6 + 6, with two tile bodies in
- * the code (a third, a clamped 12-row tile for 7..11 rows left, made 7 rows one pass over B but
- * the MLP's compile 1.8x that of the 6-row tiles). Measurements: docs/codegen.md. AVX2's 16
+ * too). The remainder (loom_tp_split_clamped, row_tiles): 7..11 rows one more 12-row tile
+ * ending at the last row (repeating it below 12 rows), 1..6 rows one 6-row tile: 7 rows are one
+ * pass over B, 17 rows 12 + 6, with two tile bodies in the code (a third tile body made the
+ * MLP's compile 1.8x that of the 6-row tiles). Measurements: docs/codegen.md. AVX2's 16
  * registers hold 6 x 2 accumulators, no more: TILE_ROWS there, and for the i32 (int8) tiles. */
 
 /* The row-tile height for the general path of `orig` (under its rows >= limit fact). */
@@ -804,7 +826,7 @@ static int64_t general_tile_rows(loom_sym_ctx *cx, const mm_nest *orig, const lo
   int64_t n;
   const loom_sym_expr *rows = orig->loops[orig->nloops - 2]->u.loop.extent;
   if (p->vector_bytes < 64 || orig->c->dtype != LOOM_DTYPE_F32) return TILE_ROWS;
-  if (loom_sym_is_const(rows, &n)) return n >= TALL_ROWS ? TALL_ROWS : TILE_ROWS;
+  if (loom_sym_is_const(rows, &n)) return n > TILE_ROWS ? TALL_ROWS : TILE_ROWS;
   /* a symbolic extent: the 6-row tail tiles need rows >= TILE_ROWS proven (rows >= limit assumed) */
   return loom_sym_prove_le(cx, loom_sym_const(cx, TILE_ROWS), rows) == LOOM_SYM_TRUE ? TALL_ROWS : TILE_ROWS;
 }
@@ -821,7 +843,7 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
   loom_strbuf small, steps;
   loom_strbuf_init(&small, NULL);
   loom_strbuf_init(&steps, NULL);
-  mm_ctx c = {a, cx, &view, &m, 0, true, &small, {0}, false, true, TILE_ROWS};
+  mm_ctx c = {a, cx, &view, &m, 0, true, &small, {0}, false, true, TILE_ROWS, NULL, false};
   panel_widths(p->vector_bytes, c.widths);
   int64_t limit = orig->b_unit || orig->panel ? SMALL_M_UNIT : SMALL_M_TRANSPOSED;
   const loom_sym_expr *rows = orig->loops[orig->nloops - 2]->u.loop.extent;

@@ -400,14 +400,15 @@ loom_status loom_tp_cache_read(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *lo
   return LOOM_OK;
 }
 
-loom_status loom_tp_cache_write(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *loop, const loom_tp_buffer *buf,
-                                const char *name, loom_tp_stmt **out_load, loom_tp_stmt **out_store) {
+/* loom_tp_cache_write; `aliased`: footprint points may be one element (the caller's guarantee). */
+static loom_status cache_write(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *loop, const loom_tp_buffer *buf,
+                               const char *name, bool aliased, loom_tp_stmt **out_load, loom_tp_stmt **out_store) {
   footprint fp = {.what = "cache_write"};
   LOOM_PROPAGATE(footprint_of(a, cx, loop, buf, &fp));
   /* Distinct footprint points must be distinct elements: each footprint variable is alone
    * (with unit coefficient, beside non-footprint terms) in some index, or in the one index
    * of a fused pair of axes (loom_tp_fused_pair). */
-  for (int i = 0; i < fp.tn; i++) {
+  for (int i = 0; i < fp.tn && !aliased; i++) {
     bool alone = false;
     for (int k = 0; k < 2 * buf->ndim && !alone; k++) {
       int d = k / 2;
@@ -430,6 +431,16 @@ loom_status loom_tp_cache_write(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *l
   if (out_load) *out_load = load;
   if (out_store) *out_store = store;
   return LOOM_OK;
+}
+
+loom_status loom_tp_cache_write(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *loop, const loom_tp_buffer *buf,
+                                const char *name, loom_tp_stmt **out_load, loom_tp_stmt **out_store) {
+  return cache_write(a, cx, loop, buf, name, false, out_load, out_store);
+}
+
+loom_status loom_tp_cache_write_aliased(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *loop, const loom_tp_buffer *buf,
+                                        const char *name, loom_tp_stmt **out_load, loom_tp_stmt **out_store) {
+  return cache_write(a, cx, loop, buf, name, true, out_load, out_store);
 }
 
 /* ---- dead Local buffers ------------------------------------------------------------ */

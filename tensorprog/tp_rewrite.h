@@ -69,6 +69,21 @@ loom_status loom_tp_split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
 loom_status loom_tp_split_overlap_small(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
                                         int64_t small, loom_tp_stmt **out_outer, loom_tp_stmt **out_inner,
                                         loom_tp_stmt **out_tail, loom_tp_stmt **out_tail_inner);
+/* Row tiles of `factor` iterations whose last one may be clamped, and a tail of at most one
+ * tile of `small` (1 <= small < factor, n >= small proven):
+ *     for v_o in 0..floordiv(n + factor - small - 1, factor) { for v_i in 0..factor {
+ *       body[v := min(max(min(factor*v_o, n - factor), 0) + v_i, n - 1)] } }
+ *     for v_t in 0..[1 <= n % factor <= small] { for v_ti in 0..small { body[v := n - small + v_ti] } }
+ * A remainder of more than `small` iterations runs as one more whole tile ending at the last
+ * iteration, and when n < factor that tile repeats the last iteration (v_i >= n): with a
+ * 12-row matmul tile, 7..11 rows are one pass over B where two 6-row tiles made two, with no
+ * third tile body in the code. The main tiles' index is then not one-to-one in v_i: the
+ * caller caches the written buffer with loom_tp_cache_write_aliased. Same preconditions as
+ * loom_tp_split_overlap (a body that may run twice for one iteration). Out: as
+ * loom_tp_split_overlap_small (the tails NULL when the tail count is proven 0). */
+loom_status loom_tp_split_clamped(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int64_t factor,
+                                  int64_t small, loom_tp_stmt **out_outer, loom_tp_stmt **out_inner, loom_tp_stmt **out_tail,
+                                  loom_tp_stmt **out_tail_inner);
 /* Fuses `outer` with the one loop that is its whole body into one loop over
  * extent n*m (v_o := floordiv(k, m), v_i := floormod(k, m)). */
 loom_status loom_tp_fuse(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *outer,
@@ -111,6 +126,12 @@ loom_status loom_tp_cache_read(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *lo
                                const char *name, loom_tp_stmt **out_fill);
 loom_status loom_tp_cache_write(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *loop, const loom_tp_buffer *buf,
                                 const char *name, loom_tp_stmt **out_load, loom_tp_stmt **out_store);
+/* loom_tp_cache_write without the one-element-per-footprint-point check: the caller
+ * guarantees that footprint points which are one element receive equal values (the clamped
+ * rows of loom_tp_split_clamped repeat the last row's computation exactly), so the write-back
+ * stores each such element several times with one value. */
+loom_status loom_tp_cache_write_aliased(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *loop, const loom_tp_buffer *buf,
+                                        const char *name, loom_tp_stmt **out_load, loom_tp_stmt **out_store);
 
 /* Local buffers of f's top level that scheduling left dead: stores into one that no later
  * statement reads are removed (in a branch of an `if` that never reads it, too: the register

@@ -175,6 +175,9 @@ static loom_status gen_mm43(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out)
 static loom_status gen_mm_packed(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
   return loom_tp_gen_matmul_packed_b(a, cx, "mmp", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 2, 16, false, out);
 }
+static loom_status gen_mm_packed32(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_packed_b(a, cx, "mmp32", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 2, 32, false, out);
+}
 static loom_status gen_mm_packed3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
   return loom_tp_gen_matmul_packed_b(a, cx, "mmp3", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 3, 16, false, out);
 }
@@ -227,15 +230,34 @@ static loom_status gen_linear3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **o
 
 LOOM_TEST(cpu, schedule_rule_tiles_generated_matmul) { generated_schedule_and_diff(gen_mm22); }
 
-/* The row tiles: 12 rows with AVX-512's 32 registers (the remainder in 6-row tiles, the last
- * ending at the last row), 6 with AVX2's 16; equal to the interpreter at rows around both. */
+/* The rows of the tall-tile trials: every count from 0 to 16 (below 6 the few-rows variant;
+ * 7..11 one clamped 12-row tile repeating the last row), then remainders of 12 around the 6-row
+ * tail (13, 17, 18, 19, 23: one more clamped tile overlapping the previous one), primes. */
+static const int64_t tall_m[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 23, 24, 25, 29, 31, 37};
+
+/* m per trial from tall_m (k and n random: 1, primes, around the 32-column panels). */
+static void bind_tall(const loom_tp_func *f, loom_sym_env *env, int trial) {
+  for (size_t j = 0; j < f->nsyms; j++)
+    if (!strcmp(loom_sym_var_name(f->syms[j]), "m"))
+      cr_assert_null(loom_sym_env_set(env, f->syms[j], tall_m[trial % (int)LOOM_ARRAY_LEN(tall_m)]));
+}
+
+/* The row tiles: 12 rows with AVX-512's 32 registers (a remainder of 7..11 rows one more
+ * 12-row tile ending at the last row, or repeating it below 12 rows; of 1..6 one 6-row tile
+ * ending at the last row), 6 with AVX2's 16; equal to the interpreter at every row count to
+ * 16 and around the tiles, with B packed and B laid out in panels, 1 and 2 threads. */
 LOOM_TEST(cpu, schedule_rule_tall_row_tiles_with_avx512_only) {
+  static const int64_t sz[] = {1, 3, 7, 16, 31, 32, 33, 65};
+  cpu_diff_opts o = cpu_opts(sz, 8, 1e-4);
+  o.trials = (int)LOOM_ARRAY_LEN(tall_m);
+  o.bind = bind_tall;
   char *text = generated_text(gen_mm22);
-  static const int64_t sz[] = {0, 1, 5, 6, 7, 11, 12, 13, 17, 23, 24, 25};
-  cpu_diff_opts o = cpu_opts(sz, 12, 1e-4);
-  o.trials = 8;
-  schedule_for_and_diff(text, 64, "12x32 register tiles + the row tail in 6x32 tiles", &o);
+  schedule_for_and_diff(text, 64, "12x32 register tiles (a remainder above 6 rows: one more", &o);
   schedule_for_and_diff(text, 32, "6x16 register tiles + one overlapping 6x16 tile", &o);
+  free(text);
+  /* B laid out in panels of 32 (read in place, prefetched): the Linear weights of a model */
+  text = generated_text(gen_mm_packed32);
+  schedule_for_and_diff(text, 64, "12x32 register tiles (a remainder above 6 rows: one more|B laid out in panels", &o);
   free(text);
 }
 
@@ -271,7 +293,8 @@ LOOM_TEST(cpu, schedule_rule_runs_a_heavy_epilogue_after_the_tile) {
       "  } }\n}\n";
   static const int64_t sz[] = {0, 1, 5, 6, 7, 12, 13, 17, 31, 33};
   cpu_diff_opts o = cpu_opts(sz, 10, 1e-4);
-  o.trials = 10;
+  o.trials = (int)LOOM_ARRAY_LEN(tall_m); /* every row count to 16: the clamped tiles store the last row more than once */
+  o.bind = bind_tall;
   schedule_for_and_diff(heavy, 64, "12x32 register tiles|the epilogue (a transcendental) after the tile is stored", &o);
   schedule_for_and_diff(heavy, 32, "6x16 register tiles|the epilogue (a transcendental) after the tile is stored", &o);
   static const char *const light =

@@ -251,6 +251,41 @@ LOOM_TEST(tp_schedule, split_overlap_small_runs_the_remainder_in_small_tiles) {
   tp_fixture_free(&fx);
 }
 
+/* split_clamped: tiles of 5 whose last one ends at the last row (repeating it below 5 rows)
+ * when the remainder is above 2, else one tile of 2 ending at the last row; needs m >= 2; equal
+ * to the original for every m up to beyond two whole tiles. The main tiles' index repeats the
+ * last row: cache_write refuses them, cache_write_aliased accumulates them. */
+LOOM_TEST(tp_schedule, split_clamped_runs_a_large_remainder_as_one_more_tile) {
+  tp_fixture ref, fx;
+  cr_assert_null(tp_parse(&ref, matmul));
+  cr_assert_null(tp_parse(&fx, matmul));
+  loom_tp_stmt *i = loom_tp_find_loop(fx.f, "i"), *outer = NULL, *tail = NULL, *tail_inner = NULL;
+  loom_sym_facts_push(fx.cx);
+  cr_assert_null(loom_sym_assume_range(fx.cx, i->u.loop.extent, 1, INT64_MAX));
+  loom_status s = loom_tp_split_clamped(&fx.arena, fx.cx, fx.f, i, 5, 2, NULL, NULL, &tail, &tail_inner);
+  cr_assert_eq(loom_status_code(s), LOOM_CODE_FAILED_PRECONDITION); /* m >= 2 is not known */
+  cr_assert(strstr(loom_status_message(s), "not provably >= 2") != NULL, "%s", loom_status_message(s));
+  loom_status_free(s);
+  cr_assert_null(loom_sym_assume_range(fx.cx, i->u.loop.extent, 2, INT64_MAX));
+  cr_assert_null(loom_tp_split_clamped(&fx.arena, fx.cx, fx.f, i, 5, 2, &outer, NULL, &tail, &tail_inner));
+  loom_sym_facts_pop(fx.cx);
+  cr_assert_not_null(tail);
+  cr_assert_not_null(tail_inner);
+  s = loom_tp_cache_write(&fx.arena, fx.cx, outer, fx.f->params[2].buf, "acc", NULL, NULL);
+  cr_assert_eq(loom_status_code(s), LOOM_CODE_FAILED_PRECONDITION);
+  cr_assert(strstr(loom_status_message(s), "two footprint points may be one element") != NULL, "%s", loom_status_message(s));
+  loom_status_free(s);
+  cr_assert_null(loom_tp_cache_write_aliased(&fx.arena, fx.cx, outer, fx.f->params[2].buf, "acc", NULL, NULL));
+  cr_assert_null(loom_tp_verify(fx.cx, fx.f));
+  char *printed = tp_print(fx.f);
+  cr_assert(strstr(printed, "for i_o in 0..floordiv(m + 2, 5)") != NULL, "%s", printed);
+  static const int64_t ms[] = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  matmuls_equal(&ref, &fx, ms, sizeof ms / sizeof ms[0], printed);
+  free(printed);
+  tp_fixture_free(&ref);
+  tp_fixture_free(&fx);
+}
+
 /* ---- distribution, cache_read, cache_write, and the CPU rule built on them ---------------- */
 
 static loom_status distribute_j(tp_fixture *fx) {
@@ -283,7 +318,9 @@ LOOM_TEST(tp_schedule, cache_read_packs_the_footprint) {
   check_schedule(matmul, true, pack_b, "      Bp[j, r] = B[r, j]\n");
 }
 LOOM_TEST(tp_schedule, cpu_rule_register_tiles_matmul_and_round_trips) {
-  check_schedule(matmul, true, cpu_rule, "acc[i_i, j_i] = acc[i_i, j_i] + A[12*i_o + i_i, r] * Bp[r, j_i]\n");
+  /* the 12-row tiles, the last one ending at row m - 1 and repeating it below 12 rows (split_clamped) */
+  check_schedule(matmul, true, cpu_rule,
+                 "acc[i_i, j_i] = acc[i_i, j_i] + A[min(m - 1, i_i + max(min(12*i_o, m - 12), 0)), r] * Bp[r, j_i]\n");
 }
 
 /* Two axes fused into one loop (loom_tp_fuse): [floordiv(x, s), floormod(x, s)] on axes of
