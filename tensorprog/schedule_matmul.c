@@ -60,25 +60,6 @@ static loom_tp_stmt *child_loop(loom_tp_stmt *l) {
   return c->kind == LOOM_TP_STMT_FOR ? c : NULL;
 }
 
-static bool expr_uses(const loom_tp_expr *e, const loom_sym_expr *var) {
-  switch (e->kind) {
-    case LOOM_TP_EXPR_SYM: return uses(e->u.sym, var);
-    case LOOM_TP_EXPR_LOAD:
-      for (int d = 0; d < e->u.load.buf->ndim; d++)
-        if (expr_uses(e->u.load.idx[d], var)) return true;
-      return false;
-    case LOOM_TP_EXPR_OP:
-      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
-        if (expr_uses(e->u.op.args[i], var)) return true;
-      return false;
-    case LOOM_TP_EXPR_CAST: return expr_uses(e->u.cast_arg, var);
-    case LOOM_TP_EXPR_SELECT:
-      return expr_uses(e->u.select.cond, var) || expr_uses(e->u.select.then_e, var) ||
-             expr_uses(e->u.select.else_e, var);
-    default: return false;
-  }
-}
-
 static bool is_access(const loom_tp_expr *e, const loom_tp_buffer *buf, loom_tp_expr *const *idx) {
   if (e->kind != LOOM_TP_EXPR_LOAD || e->u.load.buf != buf) return false;
   for (int d = 0; d < buf->ndim; d++)
@@ -149,7 +130,7 @@ static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
   if (c->ndim < 2 || idx[c->ndim - 1]->u.sym != j) return false;
   if (body->u.seq.n == 3) { /* an epilogue (graph fusion): C[idx] or Y[idx] = f(C[idx], loads free of r) */
     const loom_tp_stmt *epi = body->u.seq.items[2];
-    if (epi->kind != LOOM_TP_STMT_STORE || expr_uses(epi->u.store.value, red->u.loop.var) ||
+    if (epi->kind != LOOM_TP_STMT_STORE || loom_tp_expr_uses_var(epi->u.store.value, red->u.loop.var) ||
         !reads_only_at(epi->u.store.value, c, idx) ||
         (epi->u.store.buf != c && !reads_only_at(epi->u.store.value, epi->u.store.buf, NULL)))
       return false;
@@ -168,19 +149,19 @@ static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
        ((prod->u.op.op != LOOM_TP_OP_DOT2 && prod->u.op.op != LOOM_TP_OP_DOT4) || c->dtype != LOOM_DTYPE_I32)))
     return false;
   const loom_tp_expr *x = prod->u.op.args[0], *y = prod->u.op.args[1];
-  if (expr_uses(x, j)) {
+  if (loom_tp_expr_uses_var(x, j)) {
     const loom_tp_expr *t = x;
     x = y;
     y = t;
   }
-  if (expr_uses(x, j) || y->kind != LOOM_TP_EXPR_LOAD || expr_uses(y, i)) return false;
+  if (loom_tp_expr_uses_var(x, j) || y->kind != LOOM_TP_EXPR_LOAD || loom_tp_expr_uses_var(y, i)) return false;
   m->c = c;
   m->red = loom_sym_var_name(red->u.loop.var);
   m->b = y->u.load.buf;
   m->b_unit = loom_tp_cpu_access_unit(cx, y->u.load.buf, y->u.load.idx, j);
   m->panel = packed_panel(cx, y, j, red->u.loop.var);
   for (int k = 0; k < m->nloops - 2; k++)
-    if (expr_uses(y, m->loops[k]->u.loop.var)) m->b_batch[m->nb_batch++] = loom_sym_var_name(m->loops[k]->u.loop.var);
+    if (loom_tp_expr_uses_var(y, m->loops[k]->u.loop.var)) m->b_batch[m->nb_batch++] = loom_sym_var_name(m->loops[k]->u.loop.var);
   return true;
 }
 
