@@ -48,6 +48,9 @@ typedef struct mm_nest {
   const char *b_batch[MAX_CHAIN];        /* names of batch loop variables b's indices use */
   int nb_batch;
   const char *red;                       /* the reduction loop's variable name */
+  bool ab_unit_r;                        /* a is one load and it and b step by 1 in the reduction
+                                            variable (rows of both contiguous: dot_tiles) */
+  const loom_sym_expr *red_ext;          /* the reduction's extent */
 } mm_nest;
 
 static loom_tp_stmt *strip_seq(loom_tp_stmt *s) {
@@ -160,6 +163,9 @@ static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
   m->b = y->u.load.buf;
   m->b_unit = loom_tp_cpu_access_unit(cx, y->u.load.buf, y->u.load.idx, j);
   m->panel = packed_panel(cx, y, j, red->u.loop.var);
+  m->ab_unit_r = x->kind == LOOM_TP_EXPR_LOAD && loom_tp_cpu_access_unit(cx, x->u.load.buf, x->u.load.idx, red->u.loop.var) &&
+                 loom_tp_cpu_access_unit(cx, y->u.load.buf, y->u.load.idx, red->u.loop.var);
+  m->red_ext = red->u.loop.extent;
   for (int k = 0; k < m->nloops - 2; k++)
     if (loom_tp_expr_uses_var(y, m->loops[k]->u.loop.var)) m->b_batch[m->nb_batch++] = loom_sym_var_name(m->loops[k]->u.loop.var);
   return true;
@@ -789,6 +795,84 @@ static loom_status small_m(void *ud, loom_tp_func *view) {
   return loom_tp_set_kind(c.cx, view->body, LOOM_TP_LOOP_PARALLEL);
 }
 
+/* ---- dot-product tiles: B read as [j, r] ----------------------------------------------------
+ *
+ * linear(x, W) on a W that is not laid out in panels (a graph input; a tied embedding that
+ * `pack` leaves alone, graph/pass_pack.c) reads B[j, r]: each row of B contiguous in r.
+ * Packing a panel of such a B transposes it, one strided gather per row of the panel: a
+ * 16 x 768 x 50257 product (a tied GPT-2 LM head at 16 tokens) ran at 12% of the FMA peak. When
+ * the reduction is long (a constant extent of DOT_MIN_K or more) the rule instead computes
+ * DOT_ROWS x DOT_COLS tiles of dot products, r innermost and vectorised by LLVM (`reassoc` in
+ * reduce loops: one vector accumulator per output, summed across its lanes once at the end):
+ *     for jo parallel { for b.. { for io { acc = 0; for r reduce { for ii unroll { for ji unroll {
+ *       acc[ii, ji] += A[.., DOT_ROWS*io + ii, r] * B[DOT_COLS*jo + ji, r] } } }; C = acc }
+ *       for it { the same, one row } } }
+ *     for jt { the column tail: DOT_ROWS x 1 tiles, then 1 x 1 }
+ * per vector step DOT_ROWS + DOT_COLS loads feed DOT_ROWS * DOT_COLS FMAs (a lone dot product:
+ * two loads per FMA), DOT_COLS rows of B are read at once and each is read from memory once per
+ * DOT_COLS columns, then from L1 by every row tile. The horizontal sums (DOT_ROWS * DOT_COLS
+ * per tile) cost about what 8 vector steps do, hence the long reductions only (attention's
+ * Q K^T, head dim 64, keeps the packed panels), and packing costs a fixed amount per panel that
+ * many rows amortise, hence fewer than DOT_MAX_ROWS rows (a variant; measured, 1 thread, x (m, k)
+ * times W (4096, k)^T: k = 256, m = 16: 0.51 against 1.20 ms packed, m = 64: 2.27 against 2.00;
+ * k = 768 and W (50257, 768): m = 16 38 against 65 ms, m = 64 66 against 104). One row is the
+ * row tail's tile. */
+enum { DOT_ROWS = 4, DOT_COLS = 4, DOT_MIN_K = 256, DOT_MAX_ROWS = 64 };
+
+/* Whether the nest can take dot_tiles (f32; B not contiguous in j; the rows of a and b
+ * contiguous in r); they are used where r's extent is at least DOT_MIN_K. */
+static bool dot_shaped(const mm_nest *m) {
+  return !m->b_unit && !m->panel && m->c->dtype == LOOM_DTYPE_F32 && m->ab_unit_r;
+}
+
+/* The rows `il` (body: [for ji {] init; for r reduce [}]) in tiles of `rows` rows, the tail
+ * rows one by one; ji (NULL: a single column) unrolled, not vectorised: r is the vector loop. */
+static loom_status dot_rows(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_t rows) {
+  loom_tp_stmt *io, *ii, *it;
+  loom_status st = loom_tp_split(c->a, c->cx, c->view, il, rows, &io, &ii, &it);
+  if (st && loom_status_code(st) == LOOM_CODE_FAILED_PRECONDITION) { /* fewer rows than a tile */
+    loom_status_free(st);
+    io = NULL, it = il;
+  } else
+    LOOM_PROPAGATE(st);
+  if (io) {
+    LOOM_PROPAGATE(micro_tile(c, io, loom_sym_var_name(ii->u.loop.var), ji));
+    if (ji) LOOM_PROPAGATE(set_kind_named(c->cx, io->u.loop.body, ji, LOOM_TP_LOOP_UNROLL));
+  }
+  if (it) {
+    LOOM_PROPAGATE(micro_tile(c, it, NULL, ji));
+    if (ji) LOOM_PROPAGATE(set_kind_named(c->cx, it->u.loop.body, ji, LOOM_TP_LOOP_UNROLL));
+  }
+  return LOOM_OK;
+}
+
+/* `top` (the j loop, above the batch loops and i) in dot-product tiles (above). */
+static loom_status dot_tiles(mm_ctx *c, loom_tp_stmt *top, int64_t rows) {
+  loom_tp_stmt *jo, *ji, *jt, *il;
+  loom_status st = loom_tp_split(c->a, c->cx, c->view, top, DOT_COLS, &jo, &ji, &jt);
+  if (st && loom_status_code(st) == LOOM_CODE_FAILED_PRECONDITION) { /* fewer columns than a tile */
+    loom_status_free(st);
+    jo = NULL, jt = top;
+  } else
+    LOOM_PROPAGATE(st);
+  if (jo) {
+    LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &ji));
+    il = jo;
+    for (int k = 0; k <= c->nbatch; k++) il = child_loop(il);
+    LOOM_PROPAGATE(dot_rows(c, il, loom_sym_var_name(ji->u.loop.var), rows));
+    LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
+  }
+  if (jt) {
+    il = jt;
+    for (int k = 0; k <= c->nbatch; k++) il = child_loop(il);
+    LOOM_PROPAGATE(dot_rows(c, il, NULL, rows));
+    if (!jo) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jt, LOOM_TP_LOOP_PARALLEL));
+  }
+  loom_strbuf_printf(c->why, "  dot-product tiles %lldx%d over %s (B read as rows), the row and column tails one by "
+                     "one, columns parallel\n", (long long)rows, DOT_COLS, c->m->red);
+  return LOOM_OK;
+}
+
 /* ---- tall row tiles ------------------------------------------------------------------------
  *
  * With 32 vector registers (AVX-512) an f32 register tile of TALL_ROWS x 32 holds 24
@@ -812,6 +896,16 @@ static int64_t general_tile_rows(loom_sym_ctx *cx, const mm_nest *orig, const lo
   return loom_sym_prove_le(cx, loom_sym_const(cx, TILE_ROWS), rows) == LOOM_SYM_TRUE ? TALL_ROWS : TILE_ROWS;
 }
 
+/* The dot-tile variant (a view whose body is a copy of the nest, r's extent >= DOT_MIN_K). */
+static loom_status dot_variant(void *ud, loom_tp_func *view) {
+  mm_ctx c = *(const mm_ctx *)ud;
+  mm_nest m;
+  c.view = view;
+  c.m = &m;
+  LOOM_PROPAGATE(j_to_top(&c, view->body, &m));
+  return dot_tiles(&c, view->body, c.tile_rows);
+}
+
 /* Tiles the matmul nest held by *slot; on refusal leaves it unchanged and says why. */
 static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
                                const mm_nest *orig, const loom_tp_cpu_params *p, loom_strbuf *why, bool *done) {
@@ -821,26 +915,53 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
   loom_tp_func view = *f;
   view.body = copy;
   mm_nest m;
-  loom_strbuf small, steps;
+  loom_strbuf small, steps, dots;
   loom_strbuf_init(&small, NULL);
   loom_strbuf_init(&steps, NULL);
+  loom_strbuf_init(&dots, NULL);
   mm_ctx c = {a, cx, &view, &m, 0, true, &small, {0}, false, true, TILE_ROWS, NULL, false};
   panel_widths(p->vector_bytes, c.widths);
-  int64_t limit = orig->b_unit || orig->panel ? SMALL_M_UNIT : SMALL_M_TRANSPOSED;
+  loom_status st = LOOM_OK;
+  /* B read as [j, r], a long reduction and few rows: dot-product tiles, a variant (the general
+   * path below for the rest) */
+  loom_tp_func *gen = &view, rest; /* where the general path goes */
+  bool dots_variant = false;
   const loom_sym_expr *rows = orig->loops[orig->nloops - 2]->u.loop.extent;
-  const loom_sym_expr *guard = loom_sym_cmp(cx, LOOM_SYM_LT, rows, loom_sym_const(cx, limit));
-  loom_status st = guard ? loom_tp_add_variant(a, cx, &view, guard, small_m, &c) : LOOM_OOM();
-  c.why = &steps;
-  /* The general path runs only when rows >= limit (the variant's guard failed): it is
-   * scheduled under that fact, so the row tail can be one overlapping full tile. */
-  loom_sym_facts_push(cx);
-  if (!st && loom_sym_is_var(rows)) st = loom_sym_assume_range(cx, rows, limit, INT64_MAX);
-  else if (!st && !loom_sym_is_const(rows, NULL)) /* fused rows (b * s): rows - limit >= 0 */
-    st = loom_sym_assume_nonneg(cx, loom_sym_sub(cx, rows, loom_sym_const(cx, limit)));
-  c.tile_rows = general_tile_rows(cx, orig, p);
-  if (!st) st = j_to_top(&c, view.body->u.if_.else_s, &m);
-  if (!st) st = general_panels(&c, &view.body->u.if_.else_s);
-  loom_sym_facts_pop(cx);
+  int64_t k = 0, nrows = 0;
+  if (dot_shaped(orig) && (!loom_sym_is_const(orig->red_ext, &k) || k >= DOT_MIN_K) &&
+      (!loom_sym_is_const(rows, &nrows) || nrows < DOT_MAX_ROWS)) {
+    mm_ctx dc = c;
+    dc.why = &dots;
+    dc.tile_rows = p->vector_bytes >= 64 ? DOT_ROWS : DOT_ROWS / 2; /* AVX2's 16 registers: 2 x 4 accumulators */
+    const loom_sym_expr *guard =
+        loom_sym_and(cx, loom_sym_cmp(cx, LOOM_SYM_LE, loom_sym_const(cx, DOT_MIN_K), orig->red_ext),
+                     loom_sym_cmp(cx, LOOM_SYM_LT, rows, loom_sym_const(cx, DOT_MAX_ROWS)));
+    st = guard ? loom_tp_add_variant(a, cx, &view, guard, dot_variant, &dc) : LOOM_OOM();
+    if (!st && view.body != copy && view.body->kind == LOOM_TP_STMT_IF) {
+      rest = view;
+      rest.body = view.body->u.if_.else_s;
+      gen = &rest;
+      c.view = gen;
+      dots_variant = true;
+    }
+  }
+  int64_t limit = orig->b_unit || orig->panel ? SMALL_M_UNIT : SMALL_M_TRANSPOSED;
+  if (!st) {
+    const loom_sym_expr *guard = loom_sym_cmp(cx, LOOM_SYM_LT, rows, loom_sym_const(cx, limit));
+    st = guard ? loom_tp_add_variant(a, cx, gen, guard, small_m, &c) : LOOM_OOM();
+    c.why = &steps;
+    /* The general path runs only when rows >= limit (the variant's guard failed): it is
+     * scheduled under that fact, so the row tail can be one overlapping full tile. */
+    loom_sym_facts_push(cx);
+    if (!st && loom_sym_is_var(rows)) st = loom_sym_assume_range(cx, rows, limit, INT64_MAX);
+    else if (!st && !loom_sym_is_const(rows, NULL)) /* fused rows (b * s): rows - limit >= 0 */
+      st = loom_sym_assume_nonneg(cx, loom_sym_sub(cx, rows, loom_sym_const(cx, limit)));
+    c.tile_rows = general_tile_rows(cx, orig, p);
+    if (!st) st = j_to_top(&c, gen->body->u.if_.else_s, &m);
+    if (!st) st = general_panels(&c, &gen->body->u.if_.else_s);
+    loom_sym_facts_pop(cx);
+    if (dots_variant) view.body->u.if_.else_s = gen->body;
+  }
   if (st) {
     loom_strbuf_printf(why, "nest %s: matmul, register tiling refused (%s): plain schedule\n",
                        loom_sym_var_name(orig->loops[0]->u.loop.var), loom_status_message(st));
@@ -849,14 +970,20 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
     loom_strbuf sb;
     loom_strbuf_init(&sb, NULL);
     loom_sym_print(rows, &sb);
-    loom_strbuf_printf(why, "nest %s: matmul (init + reduction over %s), register-tiled:\n%s  variant %s < %lld:\n%s",
-                       loom_sym_var_name(orig->loops[0]->u.loop.var), orig->red, loom_strbuf_cstr(&steps), loom_strbuf_cstr(&sb), (long long)limit, loom_strbuf_cstr(&small));
+    loom_strbuf_printf(why, "nest %s: matmul (init + reduction over %s), register-tiled:\n", loom_sym_var_name(orig->loops[0]->u.loop.var),
+                       orig->red);
+    if (dots_variant)
+      loom_strbuf_printf(why, "  variant %s >= %d and %s < %d:\n%s", orig->red, DOT_MIN_K, loom_strbuf_cstr(&sb), DOT_MAX_ROWS,
+                         loom_strbuf_cstr(&dots));
+    loom_strbuf_printf(why, "%s  variant %s < %lld:\n%s", loom_strbuf_cstr(&steps), loom_strbuf_cstr(&sb), (long long)limit,
+                       loom_strbuf_cstr(&small));
     loom_strbuf_free(&sb);
     *slot = view.body;
     *done = true;
   }
   loom_strbuf_free(&small);
   loom_strbuf_free(&steps);
+  loom_strbuf_free(&dots);
   return LOOM_OK;
 }
 

@@ -261,6 +261,60 @@ LOOM_TEST(cpu, schedule_rule_tall_row_tiles_with_avx512_only) {
   free(text);
 }
 
+/* linear(x, W) on a W read as [j, r] (not laid out in panels: a graph input, a tied
+ * embedding): with r >= 256 and fewer than 64 rows, 4x4 tiles of dot products over r (2x4 with
+ * AVX2), the row and column tails one by one; else the general path. Rows 0..7, around the
+ * tiles and the 64-row bound; k below, at and above 256 (a symbol: the variant's guard) and a
+ * constant k; 1 and 2 threads (cpu_diff). */
+static const int64_t dot_m[] = {0, 1, 2, 3, 4, 5, 6, 7, 13, 17, 63, 64, 65};
+static const int64_t dot_k[] = {1, 255, 256, 257, 300, 515};
+
+static void bind_dot(const loom_tp_func *f, loom_sym_env *env, int trial) {
+  for (size_t j = 0; j < f->nsyms; j++) {
+    const char *name = loom_sym_var_name(f->syms[j]);
+    if (!strcmp(name, "m")) cr_assert_null(loom_sym_env_set(env, f->syms[j], dot_m[trial % (int)LOOM_ARRAY_LEN(dot_m)]));
+    if (!strcmp(name, "k"))
+      cr_assert_null(loom_sym_env_set(env, f->syms[j], dot_k[(trial / 2) % (int)LOOM_ARRAY_LEN(dot_k)]));
+  }
+}
+
+LOOM_TEST(cpu, schedule_rule_dot_product_tiles_for_a_row_major_weight) {
+  static const int64_t sz[] = {0, 1, 3, 4, 5, 8, 17, 37};
+  cpu_diff_opts o = cpu_opts(sz, 8, 1e-4);
+  o.trials = 2 * (int)LOOM_ARRAY_LEN(dot_m);
+  o.bind = bind_dot;
+  const char *lin = "prim @lin(X: Buffer[(m, k), f32], W: Buffer[(n, k), f32], B: Buffer[(n,), f32], Y: Buffer[(m, n), f32]) {\n"
+                    "  for i in 0..m { for j in 0..n {\n"
+                    "    Y[i, j] = 0.0\n"
+                    "    for r in 0..k reduce { Y[i, j] = Y[i, j] + X[i, r] * W[j, r] }\n"
+                    "    Y[i, j] = Y[i, j] + B[j]\n"
+                    "  } }\n}\n";
+  schedule_for_and_diff(lin, 64, "variant r >= 256 and m < 64:|dot-product tiles 4x4 over r|variant m < 12", &o);
+  schedule_for_and_diff(lin, 32, "dot-product tiles 2x4 over r", &o);
+  const char *lin300 = "prim @lin300(X: Buffer[(m, 300), f32], W: Buffer[(n, 300), f32], Y: Buffer[(m, n), f32]) {\n"
+                       "  for i in 0..m { for j in 0..n {\n"
+                       "    Y[i, j] = 0.0\n"
+                       "    for r in 0..300 reduce { Y[i, j] = Y[i, j] + X[i, r] * W[j, r] }\n"
+                       "  } }\n}\n";
+  schedule_for_and_diff(lin300, 64, "dot-product tiles 4x4 over r", &o);
+  /* a short reduction keeps the packed panels */
+  const char *lin64 = "prim @lin64(X: Buffer[(m, 64), f32], W: Buffer[(n, 64), f32], Y: Buffer[(m, n), f32]) {\n"
+                      "  for i in 0..m { for j in 0..n {\n"
+                      "    Y[i, j] = 0.0\n"
+                      "    for r in 0..64 reduce { Y[i, j] = Y[i, j] + X[i, r] * W[j, r] }\n"
+                      "  } }\n}\n";
+  schedule_for_and_diff(lin64, 64, "B packed", &o);
+  tp_fixture fx;
+  cpu_parse_ok(&fx, lin64);
+  loom_strbuf why;
+  loom_strbuf_init(&why, NULL);
+  loom_tp_cpu_params params = {.vector_bytes = 64};
+  cr_assert_null(loom_tp_schedule_cpu_for(&fx.arena, fx.cx, fx.f, &params, &why));
+  cr_assert(strstr(loom_strbuf_cstr(&why), "dot-product") == NULL, "dot tiles for k = 64:\n%s", loom_strbuf_cstr(&why));
+  loom_strbuf_free(&why);
+  tp_fixture_free(&fx);
+}
+
 /* With at least a panel's width of columns, the column tail is one more whole panel ending at
  * the last column (overlapping the previous one); fewer columns take the narrow variant
  * (panels of 8, then columns one by one). Around each boundary, for every vector width. */
