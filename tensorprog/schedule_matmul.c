@@ -801,7 +801,7 @@ static loom_status small_m(void *ud, loom_tp_func *view) {
  * `pack` leaves alone, graph/pass_pack.c) reads B[j, r]: each row of B contiguous in r.
  * Packing a panel of such a B transposes it, one strided gather per row of the panel: a
  * 16 x 768 x 50257 product (a tied GPT-2 LM head at 16 tokens) ran at 12% of the FMA peak. When
- * the reduction is long (a constant extent of DOT_MIN_K or more) the rule instead computes
+ * the reduction is long (DOT_MIN_K or more) and the rows few, the rule instead computes
  * DOT_ROWS x DOT_COLS tiles of dot products, r innermost and vectorised by LLVM (`reassoc` in
  * reduce loops: one vector accumulator per output, summed across its lanes once at the end):
  *     for jo parallel { for b.. { for io { acc = 0; for r reduce { for ii unroll { for ji unroll {
@@ -925,7 +925,7 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
   /* B read as [j, r], a long reduction and few rows: dot-product tiles, a variant (the general
    * path below for the rest) */
   loom_tp_func *gen = &view, rest; /* where the general path goes */
-  bool dots_variant = false;
+  bool dots_variant = false, dots_only = false;
   const loom_sym_expr *rows = orig->loops[orig->nloops - 2]->u.loop.extent;
   int64_t k = 0, nrows = 0;
   if (dot_shaped(orig) && (!loom_sym_is_const(orig->red_ext, &k) || k >= DOT_MIN_K) &&
@@ -936,17 +936,33 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
     const loom_sym_expr *guard =
         loom_sym_and(cx, loom_sym_cmp(cx, LOOM_SYM_LE, loom_sym_const(cx, DOT_MIN_K), orig->red_ext),
                      loom_sym_cmp(cx, LOOM_SYM_LT, rows, loom_sym_const(cx, DOT_MAX_ROWS)));
-    st = guard ? loom_tp_add_variant(a, cx, &view, guard, dot_variant, &dc) : LOOM_OOM();
-    if (!st && view.body != copy && view.body->kind == LOOM_TP_STMT_IF) {
-      rest = view;
-      rest.body = view.body->u.if_.else_s;
-      gen = &rest;
-      c.view = gen;
-      dots_variant = true;
+    int64_t always = 0;
+    if (!guard) st = LOOM_OOM();
+    else if (loom_sym_is_const(guard, &always) && always) { /* both extents constants: the dot tiles alone */
+      st = dot_variant(&dc, &view);
+      dots_only = !st;
+    } else {
+      st = loom_tp_add_variant(a, cx, &view, guard, dot_variant, &dc);
+      dots_variant = !st;
+      if (!st) {
+        rest = view;
+        rest.body = view.body->u.if_.else_s;
+        gen = &rest;
+        c.view = gen;
+      }
+    }
+    if (st && loom_status_code(st) != LOOM_CODE_RESOURCE_EXHAUSTED) { /* the general path alone */
+      loom_strbuf_printf(why, "nest %s: dot-product tiles refused (%s)\n", loom_sym_var_name(orig->loops[0]->u.loop.var),
+                         loom_status_message(st));
+      loom_status_free(st);
+      st = LOOM_OK;
+      view.body = copy = loom_tp_stmt_copy_subst(a, cx, *slot, NULL, NULL, 0);
+      if (!copy) st = LOOM_OOM();
+      dots_only = false;
     }
   }
   int64_t limit = orig->b_unit || orig->panel ? SMALL_M_UNIT : SMALL_M_TRANSPOSED;
-  if (!st) {
+  if (!st && !dots_only) {
     const loom_sym_expr *guard = loom_sym_cmp(cx, LOOM_SYM_LT, rows, loom_sym_const(cx, limit));
     st = guard ? loom_tp_add_variant(a, cx, gen, guard, small_m, &c) : LOOM_OOM();
     c.why = &steps;
@@ -973,10 +989,11 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
     loom_strbuf_printf(why, "nest %s: matmul (init + reduction over %s), register-tiled:\n", loom_sym_var_name(orig->loops[0]->u.loop.var),
                        orig->red);
     if (dots_variant)
-      loom_strbuf_printf(why, "  variant %s >= %d and %s < %d:\n%s", orig->red, DOT_MIN_K, loom_strbuf_cstr(&sb), DOT_MAX_ROWS,
-                         loom_strbuf_cstr(&dots));
-    loom_strbuf_printf(why, "%s  variant %s < %lld:\n%s", loom_strbuf_cstr(&steps), loom_strbuf_cstr(&sb), (long long)limit,
-                       loom_strbuf_cstr(&small));
+      loom_strbuf_printf(why, "  variant %s >= %d and %s < %d:\n", orig->red, DOT_MIN_K, loom_strbuf_cstr(&sb), DOT_MAX_ROWS);
+    loom_strbuf_puts(why, loom_strbuf_cstr(&dots));
+    if (!dots_only)
+      loom_strbuf_printf(why, "%s  variant %s < %lld:\n%s", loom_strbuf_cstr(&steps), loom_strbuf_cstr(&sb), (long long)limit,
+                         loom_strbuf_cstr(&small));
     loom_strbuf_free(&sb);
     *slot = view.body;
     *done = true;

@@ -302,6 +302,18 @@ def gather_embedding(vocab, d):
     return build
 
 
+def tied_head(vocab, d):
+    """A tied LM head: one embedding table both gathered (the token embeddings) and multiplied
+    transposed (the logits), as GPT-2 / Llama with tie_word_embeddings export it."""
+    def build(g):
+        ids = g.input("ids", I64, ["M"])
+        h = g.input("h", F32, ["M", d])
+        w = g.weight([vocab, d], std=0.02)
+        x = g.op("Add", [h, g.op("Gather", [w, ids], "e", axis=0)], "x")
+        return g.model(g.op("MatMul", [x, g.op("Transpose", [w], "wt", perm=[1, 0])], "y"))
+    return build
+
+
 def concat():
     def build(g):
         xs = [g.input(n, F32, ["B", "S", 256]) for n in ("a", "b", "c")]
@@ -532,6 +544,10 @@ def all_cases():
     for k, n, m, quick in [(768, 50257, 1, True), (768, 50257, 8, True), (512, 1000, 1, True), (512, 1000, 64, True),
                            (2048, 1000, 1, True), (2048, 1000, 64, True)]:
         add(Case("matmul_odd_n", f"M={m} {k}x{n}", matmul_const(k, n), {"x": (m, k)}, 2.0 * m * k * n, quick=quick))
+    # the tied LM head: the table read in place (not a second, packed copy), at 1 and 16 rows
+    for m in (1, 16):
+        add(Case("matmul_tied", f"M={m} 768x50257 (tied embedding)", tied_head(50257, 768),
+                 {"ids": (m,), "h": (m, 768)}, 2.0 * m * 768 * 50257, dtypes={"ids": I64}, index_hi=50257))
     add(Case("batched_matmul", "4x12 128x64x128", batched_matmul(), {"a": (4, 12, 128, 64), "b": (4, 12, 64, 128)},
              2.0 * 48 * 128 * 64 * 128))
     add(Case("matmul_integer", "u8xi8 128x512x128", matmul_integer(512, 128), {"a": (128, 512)}, 2.0 * 128 * 512 * 128,

@@ -297,6 +297,22 @@ LOOM_TEST(cpu, schedule_rule_dot_product_tiles_for_a_row_major_weight) {
                        "    for r in 0..300 reduce { Y[i, j] = Y[i, j] + X[i, r] * W[j, r] }\n"
                        "  } }\n}\n";
   schedule_for_and_diff(lin300, 64, "dot-product tiles 4x4 over r", &o);
+  /* rows and reduction both constants: the dot tiles alone, no other path in the code */
+  const char *lin16 = "prim @lin16(X: Buffer[(13, 300), f32], W: Buffer[(n, 300), f32], Y: Buffer[(13, n), f32]) {\n"
+                      "  for i in 0..13 { for j in 0..n {\n"
+                      "    Y[i, j] = 0.0\n"
+                      "    for r in 0..300 reduce { Y[i, j] = Y[i, j] + X[i, r] * W[j, r] }\n"
+                      "  } }\n}\n";
+  schedule_for_and_diff(lin16, 64, "dot-product tiles 4x4 over r", &o);
+  tp_fixture f16;
+  cpu_parse_ok(&f16, lin16);
+  loom_strbuf w16;
+  loom_strbuf_init(&w16, NULL);
+  loom_tp_cpu_params p64 = {.vector_bytes = 64};
+  cr_assert_null(loom_tp_schedule_cpu_for(&f16.arena, f16.cx, f16.f, &p64, &w16));
+  cr_assert(strstr(loom_strbuf_cstr(&w16), "variant") == NULL, "a variant with constant extents:\n%s", loom_strbuf_cstr(&w16));
+  loom_strbuf_free(&w16);
+  tp_fixture_free(&f16);
   /* a short reduction keeps the packed panels */
   const char *lin64 = "prim @lin64(X: Buffer[(m, 64), f32], W: Buffer[(n, 64), f32], Y: Buffer[(m, n), f32]) {\n"
                       "  for i in 0..m { for j in 0..n {\n"
