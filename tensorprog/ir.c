@@ -233,12 +233,28 @@ loom_tp_buffer *loom_tp_buffer_new(loom_arena *a, const char *name, loom_dtype t
   return b;
 }
 
-const loom_sym_expr *loom_tp_fused_pair(const loom_tp_buffer *buf, loom_tp_expr *const *idx, int d) {
+const loom_sym_expr *loom_tp_fused_run(loom_sym_ctx *cx, const loom_tp_buffer *buf, loom_tp_expr *const *idx, int d,
+                                       int *naxes) {
   if (d + 1 >= buf->ndim || idx[d]->kind != LOOM_TP_EXPR_SYM || idx[d + 1]->kind != LOOM_TP_EXPR_SYM) return NULL;
   const loom_sym_expr *q = idx[d]->u.sym, *r = idx[d + 1]->u.sym;
-  if (loom_sym_kind_of(q) != LOOM_SYM_FLOORDIV || loom_sym_kind_of(r) != LOOM_SYM_FLOORMOD) return NULL;
+  if (loom_sym_kind_of(q) != LOOM_SYM_FLOORDIV) return NULL;
   const loom_sym_expr *x = loom_sym_operand(q, 0), *e = loom_sym_operand(q, 1);
-  return loom_sym_operand(r, 0) == x && loom_sym_operand(r, 1) == e && buf->dims[d + 1] == e ? x : NULL;
+  if (loom_sym_kind_of(r) == LOOM_SYM_FLOORMOD && loom_sym_operand(r, 0) == x && loom_sym_operand(r, 1) == e &&
+      buf->dims[d + 1] == e) {
+    *naxes = 2;
+    return x;
+  }
+  /* three or more loops fused: the axes from d + 1 on are a run whose one index is x mod E,
+   * E the product of their extents */
+  int inner = 0;
+  const loom_sym_expr *y = cx ? loom_tp_fused_run(cx, buf, idx, d + 1, &inner) : NULL;
+  if (!y || loom_sym_kind_of(y) != LOOM_SYM_FLOORMOD || loom_sym_operand(y, 0) != x || loom_sym_operand(y, 1) != e)
+    return NULL;
+  const loom_sym_expr *prod = buf->dims[d + 1];
+  for (int k = d + 2; k <= d + inner && prod; k++) prod = loom_sym_mul(cx, prod, buf->dims[k]);
+  if (!prod || (prod != e && loom_sym_prove_eq(cx, prod, e) != LOOM_SYM_TRUE)) return NULL;
+  *naxes = inner + 1;
+  return x;
 }
 
 bool loom_tp_expr_reads_memory(const loom_tp_expr *e) {

@@ -18,8 +18,9 @@ bool loom_tp_cpu_access_unit(loom_sym_ctx *cx, const loom_tp_buffer *b, loom_tp_
       continue;
     }
     if (!uses(x->u.sym, var)) continue;
-    const loom_sym_expr *pair = loom_tp_fused_pair(b, idx, d);
-    if (pair && d + 1 == b->ndim - 1) { /* [.., floordiv(y, E), floormod(y, E)]: the one index y */
+    int run = 0;
+    const loom_sym_expr *pair = loom_tp_fused_run(cx, b, idx, d, &run);
+    if (pair && d + run == b->ndim) { /* [.., floordiv(y, E), floormod(y, E)] (or a longer run): the one index y */
       const loom_sym_expr *rest = loom_sym_sub(cx, pair, var);
       return rest && !uses(rest, var);
     }
@@ -109,7 +110,7 @@ static loom_tp_stmt *child_loop(loom_tp_stmt *l) {
 
 /* Does every access under `s` (stores and lets only) index its buffer either without u and v, or
  * with exactly u, v as its last two indices over an axis of extent `ev` (and u, v nowhere else)?
- * Then fusing the loops of u and v leaves each such access a fused pair (loom_tp_fused_pair). */
+ * Then fusing the loops of u and v leaves each such access a fused pair (loom_tp_fused_run). */
 static bool rows_pair_access(const loom_tp_buffer *b, loom_tp_expr *const *idx, const loom_sym_expr *u,
                              const loom_sym_expr *v, const loom_sym_expr *ev);
 

@@ -148,12 +148,13 @@ static loom_tp_expr **collect_visit(walker *w, const loom_tp_buffer *buf, loom_t
   return NULL;
 }
 
-/* The rest of index `d` when it is `v + rest` (with `pair`, of the fused pair at d, d + 1),
+/* The rest of index `d` when it is `v + rest` (with `pair`, of the fused run of axes from d),
  * rest free of v and of the body's loop variables; NULL otherwise. */
 static const loom_sym_expr *own_part(loom_sym_ctx *cx, const access *x, int d, bool pair, const loom_sym_expr *v,
                                      const walker *w) {
   if (x->idx[d]->kind != LOOM_TP_EXPR_SYM) return NULL;
-  const loom_sym_expr *e = pair ? loom_tp_fused_pair(x->buf, x->idx, d) : x->idx[d]->u.sym;
+  int run = 0;
+  const loom_sym_expr *e = pair ? loom_tp_fused_run(cx, x->buf, x->idx, d, &run) : x->idx[d]->u.sym;
   if (!e) return NULL;
   if (!loom_sym_uses_var(e, v)) return NULL;
   const loom_sym_expr *rest = loom_sym_sub(cx, e, v);
@@ -163,7 +164,7 @@ static const loom_sym_expr *own_part(loom_sym_ctx *cx, const access *x, int d, b
   return rest;
 }
 
-/* Iteration v touches only elements of `buf` whose index d (or fused pair d, d + 1) is
+/* Iteration v touches only elements of `buf` whose index d (or fused run from d) is
  * v + rest, for one d and one rest shared by all of buf's accesses: distinct iterations
  * never meet. */
 static bool separated(loom_sym_ctx *cx, const access_vec *acc, const loom_tp_buffer *buf, const loom_sym_expr *v,
@@ -407,12 +408,13 @@ static loom_status cache_write(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *lo
   LOOM_PROPAGATE(footprint_of(a, cx, loop, buf, &fp));
   /* Distinct footprint points must be distinct elements: each footprint variable is alone
    * (with unit coefficient, beside non-footprint terms) in some index, or in the one index
-   * of a fused pair of axes (loom_tp_fused_pair). */
+   * of a fused run of axes (loom_tp_fused_run). */
   for (int i = 0; i < fp.tn && !aliased; i++) {
     bool alone = false;
     for (int k = 0; k < 2 * buf->ndim && !alone; k++) {
       int d = k / 2;
-      const loom_sym_expr *x = k % 2 ? loom_tp_fused_pair(buf, fp.tidx, d) : fp.tidx[d]->u.sym;
+      int run = 0;
+      const loom_sym_expr *x = k % 2 ? loom_tp_fused_run(cx, buf, fp.tidx, d, &run) : fp.tidx[d]->u.sym;
       if (!x || !loom_sym_uses_var(x, fp.tvars[i])) continue;
       const loom_sym_expr *rest = loom_sym_sub(cx, x, fp.tvars[i]);
       if (!rest) return sym_error(cx);

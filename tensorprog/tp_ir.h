@@ -179,9 +179,14 @@ bool loom_tp_expr_uses_var(const loom_tp_expr *e, const loom_sym_expr *var);
 bool loom_tp_stmt_scatters(const loom_tp_stmt *s);
 /* x when indices d, d + 1 of an access to `buf` are floordiv(x, E), floormod(x, E) with E
  * the extent of axis d + 1 (two loops fused into one, loom_tp_fuse): row-major, the pair is
- * then one index, x — distinct x reach distinct elements, and the offset needs no division.
- * NULL otherwise. */
-const loom_sym_expr *loom_tp_fused_pair(const loom_tp_buffer *buf, loom_tp_expr *const *idx, int d);
+ * then one index, x — distinct x reach distinct elements, and the offset needs no division
+ * (*naxes = 2). With three or more loops fused, a run of n axes d..d+n-1 (*naxes = n):
+ * [floordiv(x, E), <the run from d + 1, whose one index is floormod(x, E)>] with E the product
+ * of the run's extents -- (b, h, w) fused into one loop over b*h*w rows reads
+ * [floordiv(x, h*w), floordiv(floormod(x, h*w), w), floormod(floormod(x, h*w), w)], the one
+ * index x. cx NULL: pairs only. NULL when axis d starts no run. */
+const loom_sym_expr *loom_tp_fused_run(loom_sym_ctx *cx, const loom_tp_buffer *buf, loom_tp_expr *const *idx, int d,
+                                       int *naxes);
 
 /* A scalar (int64) parameter: a symbolic variable the caller passes. */
 typedef struct loom_tp_scalar_param {

@@ -418,14 +418,17 @@ LLVMValueRef cg_elem_ptr(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *
   LLVMValueRef base = lookup_buf(g, buf);
   LLVMValueRef off = NULL;
   for (int d = 0; d < buf->ndim; d++) {
-    const loom_sym_expr *fused = loom_tp_fused_pair(buf, idx, d);
-    if (fused) { /* two axes fused into one loop: off * dims[d] * dims[d + 1] + x, no division */
+    int run = 0;
+    const loom_sym_expr *fused = loom_tp_fused_run(g->cx, buf, idx, d, &run);
+    if (fused) { /* axes d..d+run-1 fused into one loop: off * (their extents' product) + x, no division */
       LLVMValueRef x = cg_sym(g, fused);
-      if (off)
-        x = LLVMBuildNSWAdd(g->b, LLVMBuildNSWMul(g->b, off, cg_sym(g, loom_sym_mul(g->cx, buf->dims[d], buf->dims[d + 1])), ""),
-                            x, "");
+      if (off) {
+        const loom_sym_expr *prod = buf->dims[d];
+        for (int k = d + 1; k < d + run; k++) prod = loom_sym_mul(g->cx, prod, buf->dims[k]);
+        x = LLVMBuildNSWAdd(g->b, LLVMBuildNSWMul(g->b, off, cg_sym(g, prod), ""), x, "");
+      }
       off = x;
-      d++;
+      d += run - 1;
       continue;
     }
     /* a symbol is lane 0's index in lane mode (the variable bound to 0), never a vector */

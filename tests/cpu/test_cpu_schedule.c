@@ -608,3 +608,29 @@ LOOM_TEST(cpu, generated_resize_grid_sample_det_dft) {
   loom_sym_ctx_destroy(cx);
   loom_arena_destroy(&a);
 }
+
+/* A channels-last Linear (b, h, w, k) x (k, n) (ConvNeXt's MLP): the rule fuses the three row
+ * loops into one over b*h*w rows, whose accesses are a run of three axes
+ * ([floordiv(x, h*w), floordiv(floormod(x, h*w), w), floormod(floormod(x, h*w), w)]):
+ * loom_tp_fused_run makes them the one index x, so the register tiles apply (the accumulator's
+ * cache_write saw "two footprint points may be one element" and the nest ran untiled, ~30x
+ * slower) and the address needs no division; with a GELU epilogue too. */
+LOOM_TEST(cpu, schedule_rule_tiles_rows_fused_from_three_loops) {
+  static const int64_t sz[] = {0, 1, 2, 3, 5, 7, 13};
+  cpu_diff_opts o = cpu_opts(sz, 7, 1e-4);
+  o.trials = 10;
+  const char *t = "prim @cnx(A: Buffer[(b, h, w, k), f32], B: Buffer[(q, k, 32), f32], C: Buffer[(b, h, w, 32*q), f32]) {\n"
+                  "  for i0 in 0..b { for i1 in 0..h { for i2 in 0..w { for j in 0..(32*q) {\n"
+                  "    C[i0, i1, i2, j] = 0.0\n"
+                  "    for r in 0..k reduce { C[i0, i1, i2, j] = C[i0, i1, i2, j] + A[i0, i1, i2, r] * B[floordiv(j, 32), r, floormod(j, 32)] }\n"
+                  "  } } } }\n}\n";
+  schedule_for_and_diff(t, 64, "loops i0, i1_f: fused|12x32 register tiles|B laid out in panels", &o);
+  schedule_for_and_diff(t, 32, "loops i0, i1_f: fused|6x16 register tiles", &o);
+  const char *g = "prim @cnxg(A: Buffer[(b, h, w, 96), f32], B: Buffer[(12, 96, 32), f32], C: Buffer[(b, h, w, 384), f32]) {\n"
+                  "  for i0 in 0..b { for i1 in 0..h { for i2 in 0..w { for j in 0..384 {\n"
+                  "    C[i0, i1, i2, j] = 0.0\n"
+                  "    for r in 0..96 reduce { C[i0, i1, i2, j] = C[i0, i1, i2, j] + A[i0, i1, i2, r] * B[floordiv(j, 32), r, floormod(j, 32)] }\n"
+                  "    C[i0, i1, i2, j] = 0.5 * C[i0, i1, i2, j] * (1.0 + erf(C[i0, i1, i2, j] * 0.707106781))\n"
+                  "  } } } }\n}\n";
+  schedule_for_and_diff(g, 64, "12x32 register tiles|the epilogue (a transcendental) after the tile is stored", &o);
+}
