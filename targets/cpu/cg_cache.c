@@ -8,6 +8,7 @@
  *     loom kernel key 1
  *     codegen <LOOM_CPU_CODEGEN_VERSION> loom <LOOM_VERSION> build <exe size.mtime> llvm <major.minor.patch>
  *     target <triple> <cpu> <features> opt <level> strict_fp <0|1>
+ *     pipeline <LLVM pass pipeline text>   (cg_pipeline: LOOM_LLVM_PIPELINE changes it)
  *     $0 [lo, hi] /d              one line per signature symbol, in f->syms order: its bounds
  *     ...                         (a shape's start at 0) and known divisor under the context's facts
  *     $0 <= $1                    each order or equality between two of them the facts prove
@@ -169,9 +170,11 @@ loom_status cg_kernel_key(const cg_machine *m, loom_sym_ctx *cx, const loom_tp_f
   int lvl = m->opt ? m->opt->opt_level : 0;
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, find_build_id);
-  loom_strbuf_printf(key, "loom kernel key 1\ncodegen %d loom %s build %s llvm %u.%u.%u\ntarget %s %s %s opt %d strict_fp %d\n",
+  char pbuf[32];
+  loom_strbuf_printf(key, "loom kernel key 1\ncodegen %d loom %s build %s llvm %u.%u.%u\ntarget %s %s %s opt %d strict_fp %d\n"
+                     "pipeline %s\n",
                      LOOM_CPU_CODEGEN_VERSION, LOOM_VERSION, build_id, maj, min, pat, m->triple, m->cpu, m->feat, lvl,
-                     m->opt && m->opt->strict_fp ? 1 : 0);
+                     m->opt && m->opt->strict_fp ? 1 : 0, cg_pipeline(m->opt, pbuf, sizeof pbuf));
   name_list names = {.n = 0};
   for (size_t j = 0; j < f->nsyms; j++) add_name(&names, loom_sym_var_name(f->syms[j]));
   for (size_t i = 0; i < f->nparams; i++)

@@ -128,6 +128,15 @@ loom_status cg_make_tm(const loom_cpu_options *opt, LLVMTargetMachineRef *out, c
 loom_status cg_build_module(LLVMContextRef c, LLVMTargetMachineRef tm, const char *cpu, const char *feat,
                             const loom_cpu_options *opt, loom_sym_ctx *cx, const loom_tp_func *const *fs,
                             const char *const *bases, size_t n, LLVMModuleRef *out);
+/* The LLVM pass pipeline text for `opt` (part of the kernel cache key): $LOOM_LLVM_PIPELINE when
+ * set, Loom's own O3 pipeline (CG_LOOM_O3_PIPELINE) for the default level, `default<O1|2>` (in
+ * buf) for levels 1 and 2 and for NVPTX, "" for none (opt_level -1). */
+#define CG_LOOM_O3_PIPELINE \
+  "function(sroa,early-cse<memssa>,instcombine,simplifycfg,loop-mssa(licm),gvn,loop-rotate,loop-vectorize," \
+  "instcombine,loop-unroll<O3>,instcombine,simplifycfg)"
+const char *cg_pipeline(const loom_cpu_options *opt, char *buf, size_t cap);
+/* Runs cg_pipeline's passes over mod; a pipeline LLVM cannot parse is an INVALID_ARGUMENT error
+ * naming it. */
 loom_status cg_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, const loom_cpu_options *opt);
 
 /* cg_cache.c: kernels as content-addressed objects */

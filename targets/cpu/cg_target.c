@@ -303,11 +303,24 @@ loom_status cg_build_module(LLVMContextRef c, LLVMTargetMachineRef tm, const cha
   return LOOM_OK;
 }
 
-loom_status cg_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, const loom_cpu_options *opt) {
+/* Loom's own O3 pipeline: the function passes our kernels need, in place of `default<O3>`'s
+ * whole module pipeline (docs/codegen.md, "The pass pipeline"). */
+static const char LOOM_O3_PIPELINE[] = CG_LOOM_O3_PIPELINE;
+
+const char *cg_pipeline(const loom_cpu_options *opt, char *buf, size_t cap) {
   int lvl = opt ? opt->opt_level : 0;
-  if (lvl < 0) return LOOM_OK;
-  char pipeline[32];
-  snprintf(pipeline, sizeof pipeline, "default<O%d>", lvl == 0 ? 3 : lvl);
+  if (lvl < 0) return "";
+  const char *env = getenv("LOOM_LLVM_PIPELINE");
+  if (env && *env) return env;
+  if ((lvl == 0 || lvl == 3) && !(opt && opt->nvptx)) return LOOM_O3_PIPELINE;
+  snprintf(buf, cap, "default<O%d>", lvl == 0 ? 3 : lvl);
+  return buf;
+}
+
+loom_status cg_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, const loom_cpu_options *opt) {
+  char buf[32];
+  const char *pipeline = cg_pipeline(opt, buf, sizeof buf);
+  if (!pipeline[0]) return LOOM_OK;
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
   LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
   LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
@@ -315,8 +328,12 @@ loom_status cg_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, const loom_c
   LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
   LLVMErrorRef err = LLVMRunPasses(mod, pipeline, tm, po);
   LLVMDisposePassBuilderOptions(po);
-  if (err) return cg_from_llvm_error(err, "LLVM optimisation");
-  return LOOM_OK;
+  if (!err) return LOOM_OK;
+  char *m = LLVMGetErrorMessage(err);
+  loom_status st = LOOM_ERROR(INVALID_ARGUMENT, "LLVM optimisation pipeline '%s' (LOOM_LLVM_PIPELINE when set): %s",
+                              pipeline, m);
+  LLVMDisposeErrorMessage(m);
+  return st;
 }
 
 loom_status loom_cpu_emit_ir(const loom_cpu_options *opt, loom_sym_ctx *cx, const loom_tp_func *const *fs,
