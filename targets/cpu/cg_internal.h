@@ -129,11 +129,8 @@ loom_status cg_build_module(LLVMContextRef c, LLVMTargetMachineRef tm, const cha
                             const loom_cpu_options *opt, loom_sym_ctx *cx, const loom_tp_func *const *fs,
                             const char *const *bases, size_t n, LLVMModuleRef *out);
 /* The LLVM pass pipeline text for `opt` (part of the kernel cache key): $LOOM_LLVM_PIPELINE when
- * set, Loom's own O3 pipeline (CG_LOOM_O3_PIPELINE) for the default level, `default<O1|2>` (in
- * buf) for levels 1 and 2 and for NVPTX, "" for none (opt_level -1). */
-#define CG_LOOM_O3_PIPELINE \
-  "function(sroa,early-cse<memssa>,instcombine,simplifycfg,loop-mssa(licm),gvn,loop-rotate,loop-vectorize," \
-  "instcombine,loop-unroll<O3>,instcombine,simplifycfg)"
+ * set, else `default<O3>` (O1, O2 at those levels; written into buf), "" for none (opt_level -1).
+ * docs/codegen.md, "The pass pipeline", says why the default stays `default<O3>`. */
 const char *cg_pipeline(const loom_cpu_options *opt, char *buf, size_t cap);
 /* Runs cg_pipeline's passes over mod; a pipeline LLVM cannot parse is an INVALID_ARGUMENT error
  * naming it. */
@@ -153,7 +150,8 @@ typedef struct cg_kobj {
   uint8_t *obj;          /* the ELF object */
   size_t len;
   bool hit;              /* from the disk cache */
-  uint64_t ns[3];        /* IR generation, optimisation, machine code (when compiled) */
+  uint64_t ns[3];        /* IR generation, optimisation, machine code (when compiled): wall time */
+  uint64_t cpu_ns;       /* the compiling thread's CPU time for all three (LOOM_CG_TIMES) */
 } cg_kobj;
 typedef struct cg_kobjs {
   cg_kobj *v;            /* distinct contents, in order of first appearance */

@@ -303,16 +303,11 @@ loom_status cg_build_module(LLVMContextRef c, LLVMTargetMachineRef tm, const cha
   return LOOM_OK;
 }
 
-/* Loom's own O3 pipeline: the function passes our kernels need, in place of `default<O3>`'s
- * whole module pipeline (docs/codegen.md, "The pass pipeline"). */
-static const char LOOM_O3_PIPELINE[] = CG_LOOM_O3_PIPELINE;
-
 const char *cg_pipeline(const loom_cpu_options *opt, char *buf, size_t cap) {
   int lvl = opt ? opt->opt_level : 0;
   if (lvl < 0) return "";
   const char *env = getenv("LOOM_LLVM_PIPELINE");
   if (env && *env) return env;
-  if ((lvl == 0 || lvl == 3) && !(opt && opt->nvptx)) return LOOM_O3_PIPELINE;
   snprintf(buf, cap, "default<O%d>", lvl == 0 ? 3 : lvl);
   return buf;
 }
