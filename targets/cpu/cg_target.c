@@ -308,6 +308,7 @@ const char *cg_pipeline(const loom_cpu_options *opt, char *buf, size_t cap) {
   if (lvl < 0) return "";
   const char *env = getenv("LOOM_LLVM_PIPELINE");
   if (env && *env) return env;
+  if ((lvl == 0 || lvl == 3) && !(opt && opt->nvptx)) return CG_LOOM_O3_PIPELINE;
   snprintf(buf, cap, "default<O%d>", lvl == 0 ? 3 : lvl);
   return buf;
 }
