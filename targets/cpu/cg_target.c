@@ -313,10 +313,31 @@ const char *cg_pipeline(const loom_cpu_options *opt, char *buf, size_t cap) {
   return buf;
 }
 
+/* Whether `p` runs an `instcombine` that checks its fixpoint: LLVM 19's bare `instcombine` (or one
+ * without `no-verify-fixpoint` among its parameters) ends the process when one iteration does not
+ * reach it, so such a pipeline is refused before LLVM sees it. */
+static bool verifies_fixpoint(const char *p) {
+  for (const char *s = strstr(p, "instcombine"); s; s = strstr(s + 11, "instcombine")) {
+    if (s > p && (s[-1] == '-' || s[-1] == '_')) continue; /* aggressive-instcombine */
+    const char *a = s + 11, *e = *a == '<' ? strchr(a, '>') : NULL;
+    if (!e) return true;
+    bool off = false;
+    for (const char *q = strstr(a, "no-verify-fixpoint"); q && q < e && !off; q = strstr(q + 1, "no-verify-fixpoint"))
+      off = true;
+    if (!off) return true;
+  }
+  return false;
+}
+
 loom_status cg_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, const loom_cpu_options *opt) {
   char buf[32];
   const char *pipeline = cg_pipeline(opt, buf, sizeof buf);
   if (!pipeline[0]) return LOOM_OK;
+  if (verifies_fixpoint(pipeline))
+    return LOOM_ERROR(INVALID_ARGUMENT,
+                      "LLVM optimisation pipeline '%s' (LOOM_LLVM_PIPELINE when set): write "
+                      "instcombine<no-verify-fixpoint> (LLVM ends the process when instcombine's fixpoint check fails)",
+                      pipeline);
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
   LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
   LLVMPassBuilderOptionsSetSLPVectorization(po, 1);

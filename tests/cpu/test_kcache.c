@@ -172,6 +172,17 @@ LOOM_TEST(kcache, the_pass_pipeline_is_part_of_the_key) {
                 strstr(msg, "no-such-pass"),
             "%s", msg);
   loom_status_free(s);
+  /* a bare instcombine (LLVM would end the process when its fixpoint check fails) is refused */
+  setenv("LOOM_LLVM_PIPELINE", "function(aggressive-instcombine,instcombine<max-iterations=1>)", 1);
+  s = loom_cpu_jit_compile(jit, fx.cx, fs, 1, &fn);
+  cr_assert_not_null(s);
+  cr_assert_eq(loom_status_code(s), LOOM_CODE_INVALID_ARGUMENT);
+  msg = loom_status_text(s, 0);
+  cr_assert(strstr(msg, "write instcombine<no-verify-fixpoint>"), "%s", msg);
+  loom_status_free(s);
+  setenv("LOOM_LLVM_PIPELINE", "function(aggressive-instcombine,instcombine<max-iterations=1;no-verify-fixpoint>)", 1);
+  s = loom_cpu_jit_compile(jit, fx.cx, fs, 1, &fn);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
   loom_cpu_jit_destroy(jit);
   if (saved) setenv("LOOM_LLVM_PIPELINE", saved, 1);
   else unsetenv("LOOM_LLVM_PIPELINE");
