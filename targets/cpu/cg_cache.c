@@ -8,6 +8,7 @@
  *     loom kernel key 1
  *     codegen <LOOM_CPU_CODEGEN_VERSION> loom <LOOM_VERSION> build <exe size.mtime> llvm <major.minor.patch>
  *     target <triple> <cpu> <features> opt <level> strict_fp <0|1>
+ *     pipeline <LLVM pass pipeline text>   (cg_pipeline: LOOM_LLVM_PIPELINE changes it)
  *     $0 [lo, hi] /d              one line per signature symbol, in f->syms order: its bounds
  *     ...                         (a shape's start at 0) and known divisor under the context's facts
  *     $0 <= $1                    each order or equality between two of them the facts prove
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "base/clock.h"
 #include "targets/cpu/cg_internal.h"
@@ -169,9 +171,11 @@ loom_status cg_kernel_key(const cg_machine *m, loom_sym_ctx *cx, const loom_tp_f
   int lvl = m->opt ? m->opt->opt_level : 0;
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, find_build_id);
-  loom_strbuf_printf(key, "loom kernel key 1\ncodegen %d loom %s build %s llvm %u.%u.%u\ntarget %s %s %s opt %d strict_fp %d\n",
+  char pbuf[32];
+  loom_strbuf_printf(key, "loom kernel key 1\ncodegen %d loom %s build %s llvm %u.%u.%u\ntarget %s %s %s opt %d strict_fp %d\n"
+                     "pipeline %s\n",
                      LOOM_CPU_CODEGEN_VERSION, LOOM_VERSION, build_id, maj, min, pat, m->triple, m->cpu, m->feat, lvl,
-                     m->opt && m->opt->strict_fp ? 1 : 0);
+                     m->opt && m->opt->strict_fp ? 1 : 0, cg_pipeline(m->opt, pbuf, sizeof pbuf));
   name_list names = {.n = 0};
   for (size_t j = 0; j < f->nsyms; j++) add_name(&names, loom_sym_var_name(f->syms[j]));
   for (size_t i = 0; i < f->nparams; i++)
@@ -228,13 +232,20 @@ void cg_kobjs_free(cg_kobjs *ks) {
   memset(ks, 0, sizeof *ks);
 }
 
+/* CPU time of the calling thread, ns: what a kernel's compile costs whatever else runs. */
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* Compiles kobj `k` (IR under `lock` when given: the symbolic context is shared), to an object in memory. */
 static loom_status compile_kobj(const cg_machine *m, LLVMTargetMachineRef tm, loom_sym_ctx *cx, cg_kobj *k,
                                 pthread_mutex_t *lock) {
   LLVMContextRef c = LLVMContextCreate();
   LLVMModuleRef mod = NULL;
   const char *base = k->base;
-  uint64_t t0 = loom_clock_ns();
+  uint64_t c0 = thread_cpu_ns(), t0 = loom_clock_ns();
   if (lock) pthread_mutex_lock(lock);
   loom_status st = cg_build_module(c, tm, m->cpu, m->feat, m->opt, cx, &k->f, &base, 1, &mod);
   if (lock) pthread_mutex_unlock(lock);
@@ -256,6 +267,7 @@ static loom_status compile_kobj(const cg_machine *m, LLVMTargetMachineRef tm, lo
     LLVMDisposeMessage(err);
   }
   k->ns[0] = t1 - t0, k->ns[1] = t2 - t1, k->ns[2] = loom_clock_ns() - t2;
+  k->cpu_ns = thread_cpu_ns() - c0;
   if (mod) LLVMDisposeModule(mod);
   LLVMContextDispose(c);
   return st;
@@ -419,9 +431,10 @@ loom_status cg_kernel_objects(const cg_machine *m, loom_sym_ctx *cx, const loom_
   /* LOOM_CG_TIMES=1: one stderr line per kernel LLVM compiled (where a cold compile's time goes) */
   const char *times = getenv("LOOM_CG_TIMES");
   for (size_t i = 0; i < ntodo && !st && times && *times && *times != '0'; i++)
-    fprintf(stderr, "cg: @%s: IR %.1f ms, optimisation %.1f ms, machine code %.1f ms, object %zu bytes, key %zu bytes\n",
+    fprintf(stderr,
+            "cg: @%s: IR %.1f ms, optimisation %.1f ms, machine code %.1f ms, cpu %.1f ms, object %zu bytes, key %zu bytes\n",
             todo[i]->f->name, (double)todo[i]->ns[0] / 1e6, (double)todo[i]->ns[1] / 1e6, (double)todo[i]->ns[2] / 1e6,
-            todo[i]->len, todo[i]->key_len);
+            (double)todo[i]->cpu_ns / 1e6, todo[i]->len, todo[i]->key_len);
   if (stats) {
     *stats = (loom_cpu_cache_stats){.kernels = (uint32_t)n, .unique = (uint32_t)out->n, .compiled = (uint32_t)ntodo,
                                     .key_ms = (double)(t1 - t0) / 1e6};

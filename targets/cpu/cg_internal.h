@@ -128,6 +128,18 @@ loom_status cg_make_tm(const loom_cpu_options *opt, LLVMTargetMachineRef *out, c
 loom_status cg_build_module(LLVMContextRef c, LLVMTargetMachineRef tm, const char *cpu, const char *feat,
                             const loom_cpu_options *opt, loom_sym_ctx *cx, const loom_tp_func *const *fs,
                             const char *const *bases, size_t n, LLVMModuleRef *out);
+/* The LLVM pass pipeline text for `opt` (part of the kernel cache key): $LOOM_LLVM_PIPELINE when
+ * set; else Loom's own (CG_LOOM_O3_PIPELINE) at the default level, `default<O1|2|3>` (written into
+ * buf) at levels 1 and 2 and for NVPTX; "" for none (opt_level -1). docs/codegen.md, "The pass
+ * pipeline". */
+#define CG_LOOM_O3_PIPELINE                                                                                          \
+  "cgscc(inline),function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,gvn,"                    \
+  "loop-mssa(loop-rotate,licm,simple-loop-unswitch),simplifycfg,instcombine<no-verify-fixpoint>,loop-vectorize,"     \
+  "instcombine<no-verify-fixpoint>,loop-unroll<O3>,instcombine<no-verify-fixpoint>,simplifycfg,slp-vectorizer,"      \
+  "instcombine<no-verify-fixpoint>)"
+const char *cg_pipeline(const loom_cpu_options *opt, char *buf, size_t cap);
+/* Runs cg_pipeline's passes over mod; a pipeline LLVM cannot parse is an INVALID_ARGUMENT error
+ * naming it. */
 loom_status cg_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, const loom_cpu_options *opt);
 
 /* cg_cache.c: kernels as content-addressed objects */
@@ -144,7 +156,8 @@ typedef struct cg_kobj {
   uint8_t *obj;          /* the ELF object */
   size_t len;
   bool hit;              /* from the disk cache */
-  uint64_t ns[3];        /* IR generation, optimisation, machine code (when compiled) */
+  uint64_t ns[3];        /* IR generation, optimisation, machine code (when compiled): wall time */
+  uint64_t cpu_ns;       /* the compiling thread's CPU time for all three (LOOM_CG_TIMES) */
 } cg_kobj;
 typedef struct cg_kobjs {
   cg_kobj *v;            /* distinct contents, in order of first appearance */

@@ -303,11 +303,41 @@ loom_status cg_build_module(LLVMContextRef c, LLVMTargetMachineRef tm, const cha
   return LOOM_OK;
 }
 
-loom_status cg_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, const loom_cpu_options *opt) {
+const char *cg_pipeline(const loom_cpu_options *opt, char *buf, size_t cap) {
   int lvl = opt ? opt->opt_level : 0;
-  if (lvl < 0) return LOOM_OK;
-  char pipeline[32];
-  snprintf(pipeline, sizeof pipeline, "default<O%d>", lvl == 0 ? 3 : lvl);
+  if (lvl < 0) return "";
+  const char *env = getenv("LOOM_LLVM_PIPELINE");
+  if (env && *env) return env;
+  if ((lvl == 0 || lvl == 3) && !(opt && opt->nvptx)) return CG_LOOM_O3_PIPELINE;
+  snprintf(buf, cap, "default<O%d>", lvl == 0 ? 3 : lvl);
+  return buf;
+}
+
+/* Whether `p` runs an `instcombine` that checks its fixpoint: LLVM 19's bare `instcombine` (or one
+ * without `no-verify-fixpoint` among its parameters) ends the process when one iteration does not
+ * reach it, so such a pipeline is refused before LLVM sees it. */
+static bool verifies_fixpoint(const char *p) {
+  for (const char *s = strstr(p, "instcombine"); s; s = strstr(s + 11, "instcombine")) {
+    if (s > p && (s[-1] == '-' || s[-1] == '_')) continue; /* aggressive-instcombine */
+    const char *a = s + 11, *e = *a == '<' ? strchr(a, '>') : NULL;
+    if (!e) return true;
+    bool off = false;
+    for (const char *q = strstr(a, "no-verify-fixpoint"); q && q < e && !off; q = strstr(q + 1, "no-verify-fixpoint"))
+      off = true;
+    if (!off) return true;
+  }
+  return false;
+}
+
+loom_status cg_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, const loom_cpu_options *opt) {
+  char buf[32];
+  const char *pipeline = cg_pipeline(opt, buf, sizeof buf);
+  if (!pipeline[0]) return LOOM_OK;
+  if (verifies_fixpoint(pipeline))
+    return LOOM_ERROR(INVALID_ARGUMENT,
+                      "LLVM optimisation pipeline '%s' (LOOM_LLVM_PIPELINE when set): write "
+                      "instcombine<no-verify-fixpoint> (LLVM ends the process when instcombine's fixpoint check fails)",
+                      pipeline);
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
   LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
   LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
@@ -315,8 +345,12 @@ loom_status cg_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, const loom_c
   LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
   LLVMErrorRef err = LLVMRunPasses(mod, pipeline, tm, po);
   LLVMDisposePassBuilderOptions(po);
-  if (err) return cg_from_llvm_error(err, "LLVM optimisation");
-  return LOOM_OK;
+  if (!err) return LOOM_OK;
+  char *m = LLVMGetErrorMessage(err);
+  loom_status st = LOOM_ERROR(INVALID_ARGUMENT, "LLVM optimisation pipeline '%s' (LOOM_LLVM_PIPELINE when set): %s",
+                              pipeline, m);
+  LLVMDisposeErrorMessage(m);
+  return st;
 }
 
 loom_status loom_cpu_emit_ir(const loom_cpu_options *opt, loom_sym_ctx *cx, const loom_tp_func *const *fs,

@@ -124,6 +124,73 @@ LOOM_TEST(kcache, programs_differing_only_in_names_share_an_entry) {
   rm_rf(dir);
 }
 
+/* The LLVM pass pipeline is part of the key: Loom's own by default, `default<O2>` at level 2,
+ * $LOOM_LLVM_PIPELINE when set (each a different key, each computing the same); a pipeline LLVM
+ * cannot parse fails the compile with a message naming it. */
+#define LIGHT "default<O3>"
+LOOM_TEST(kcache, the_pass_pipeline_is_part_of_the_key) {
+  tp_fixture fx;
+  cpu_parse_ok(&fx, PROG("scale", "n", "m"));
+  const loom_tp_func *fs[1] = {fx.f};
+  const char *keep = getenv("LOOM_LLVM_PIPELINE");
+  char *saved = keep ? strdup(keep) : NULL;
+  unsetenv("LOOM_LLVM_PIPELINE");
+  loom_strbuf keys[3];
+  for (int k = 0; k < 3; k++) loom_strbuf_init(&keys[k], NULL);
+  cr_assert_null(loom_cpu_kernel_keys(NULL, fx.cx, fs, 1, &keys[0]));
+  cr_assert(strstr(loom_strbuf_cstr(&keys[0]), "\npipeline cgscc(inline),function(sroa,"), "%s", loom_strbuf_cstr(&keys[0]));
+  loom_cpu_options o2 = {.opt_level = 2};
+  cr_assert_null(loom_cpu_kernel_keys(&o2, fx.cx, fs, 1, &keys[1]));
+  cr_assert(strstr(loom_strbuf_cstr(&keys[1]), "\npipeline default<O2>\n"), "%s", loom_strbuf_cstr(&keys[1]));
+  setenv("LOOM_LLVM_PIPELINE", LIGHT, 1);
+  cr_assert_null(loom_cpu_kernel_keys(NULL, fx.cx, fs, 1, &keys[2]));
+  cr_assert(strstr(loom_strbuf_cstr(&keys[2]), "\npipeline " LIGHT "\n"), "%s", loom_strbuf_cstr(&keys[2]));
+  cr_assert(strcmp(loom_strbuf_cstr(&keys[0]), loom_strbuf_cstr(&keys[2])), "another pipeline, another key");
+  /* every pipeline computes the same (the programs' reference interpreter) */
+  for (int k = 0; k < 3; k++) {
+    if (k == 0) unsetenv("LOOM_LLVM_PIPELINE");
+    if (k == 2) setenv("LOOM_LLVM_PIPELINE", LIGHT, 1);
+    loom_cpu_jit *jit;
+    loom_status s = loom_cpu_jit_create(k == 1 ? &o2 : NULL, &jit);
+    cr_assert_null(s, "%s", loom_status_text(s, 0));
+    loom_kernel_fn fn;
+    s = loom_cpu_jit_compile(jit, fx.cx, fs, 1, &fn);
+    cr_assert_null(s, "%s", loom_status_text(s, 0));
+    cpu_diff_opts o = {sizes, 7, 3, 0, 0, NULL, 1, NULL, NULL};
+    cr_assert_gt(cpu_diff(&fx, fn, &o, 2), 0);
+    loom_cpu_jit_destroy(jit);
+  }
+  /* a pipeline LLVM cannot parse */
+  setenv("LOOM_LLVM_PIPELINE", "function(no-such-pass)", 1);
+  loom_cpu_jit *jit = new_jit();
+  loom_kernel_fn fn;
+  loom_status s = loom_cpu_jit_compile(jit, fx.cx, fs, 1, &fn);
+  cr_assert_not_null(s);
+  cr_assert_eq(loom_status_code(s), LOOM_CODE_INVALID_ARGUMENT);
+  const char *msg = loom_status_text(s, 0);
+  cr_assert(strstr(msg, "LLVM optimisation pipeline 'function(no-such-pass)' (LOOM_LLVM_PIPELINE when set)") &&
+                strstr(msg, "no-such-pass"),
+            "%s", msg);
+  loom_status_free(s);
+  /* a bare instcombine (LLVM would end the process when its fixpoint check fails) is refused */
+  setenv("LOOM_LLVM_PIPELINE", "function(aggressive-instcombine,instcombine<max-iterations=1>)", 1);
+  s = loom_cpu_jit_compile(jit, fx.cx, fs, 1, &fn);
+  cr_assert_not_null(s);
+  cr_assert_eq(loom_status_code(s), LOOM_CODE_INVALID_ARGUMENT);
+  msg = loom_status_text(s, 0);
+  cr_assert(strstr(msg, "write instcombine<no-verify-fixpoint>"), "%s", msg);
+  loom_status_free(s);
+  setenv("LOOM_LLVM_PIPELINE", "function(aggressive-instcombine,instcombine<max-iterations=1;no-verify-fixpoint>)", 1);
+  s = loom_cpu_jit_compile(jit, fx.cx, fs, 1, &fn);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_cpu_jit_destroy(jit);
+  if (saved) setenv("LOOM_LLVM_PIPELINE", saved, 1);
+  else unsetenv("LOOM_LLVM_PIPELINE");
+  free(saved);
+  for (int k = 0; k < 3; k++) loom_strbuf_free(&keys[k]);
+  tp_fixture_free(&fx);
+}
+
 static char *entry_file(const char *dir, const char *key) {
   char hex[33];
   loom_kcache_digest(key, strlen(key), hex);
