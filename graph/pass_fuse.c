@@ -266,7 +266,23 @@ typedef struct read_scan {
   bool once;
   const loom_tp_stmt *pass; /* the innermost loop of the first load (NULL: none or outside loops) */
   bool one_pass;            /* every load lies in that same innermost loop */
+  loom_sym_ctx *cx;         /* evaluates loop extents at the sample shape (NULL: no count) */
+  loom_sym_env *env;        /* every signature symbol bound to READ_SAMPLE */
+  double trips[32];         /* iterations of the enclosing loops, outermost first, at the sample */
+  double reads;             /* loads executed on the longest path at the sample */
+  bool counted;             /* every loop extent around a load evaluated at the sample */
 } read_scan;
+
+/* The value of every shape symbol when read_kind counts the loads a reader executes per element
+ * of its input: large, so that the count says how many times each element is read as the shape
+ * grows (a plane halved five times by strided convolutions is still 129 wide) and the borders of
+ * a guarded copy, whose guard the count does not evaluate, weigh little; a prime, not a multiple
+ * of a vector chunk; small enough that a product of four extents fits in int64 (an extent that
+ * overflows leaves the count out). READ_ONCE_SLACK: the count up to which a read still counts as
+ * once per element (conv_pad's 2 + 2 rows of border around a 129-row plane: 1.03; a second load
+ * or a broadcast read is 2 or more). */
+enum { READ_SAMPLE = 4099 };
+#define READ_ONCE_SLACK 1.25
 
 static void scan_reads_expr(read_scan *r, const loom_tp_expr *e) {
   switch (e->kind) {
@@ -279,6 +295,11 @@ static void scan_reads_expr(read_scan *r, const loom_tp_expr *e) {
       r->pass = inner;
     }
     r->loads++;
+    {
+      double t = 1.0;
+      for (int k = 0; k < r->depth; k++) t *= r->trips[k];
+      r->reads += t;
+    }
     if (r->depth != r->buf->ndim) r->once = false;
     for (int d = 0; d < r->buf->ndim && r->once; d++) {
       const loom_tp_expr *x = e->u.load.idx[d];
@@ -320,6 +341,16 @@ static void scan_reads(read_scan *r, const loom_tp_stmt *s) {
       return;
     }
     r->nests[r->depth] = s;
+    r->trips[r->depth] = 0.0;
+    if (r->cx && r->counted) {
+      int64_t v = 0;
+      loom_status st = loom_sym_eval(r->cx, s->u.loop.extent, r->env, &v);
+      if (st == LOOM_OK)
+        r->trips[r->depth] = v > 0 ? (double)v : 0.0;
+      else
+        r->counted = false; /* an extent that depends on an outer loop: no count */
+      loom_status_free(st);
+    }
     r->loops[r->depth++] = s->u.loop.var;
     scan_reads(r, s->u.loop.body);
     r->depth--;
@@ -344,6 +375,8 @@ static void scan_reads(read_scan *r, const loom_tp_stmt *s) {
     static const loom_tp_stmt branches; /* the pass after loads in two different loops */
     r->once = t.once && e.once;
     r->one_pass = t.one_pass && e.one_pass;
+    r->counted = t.counted && e.counted;
+    r->reads = t.reads > e.reads ? t.reads : e.reads;
     r->pass = tl && el && t.pass != e.pass ? &branches : tl ? t.pass : el ? e.pass : r->pass;
     r->loads = t.loads > e.loads ? t.loads : e.loads;
     return;
@@ -357,17 +390,39 @@ static void scan_reads(read_scan *r, const loom_tp_stmt *s) {
  * in one innermost loop (a recomputed producer is then computed once per iteration there:
  * loads of one statement are one value to LLVM; the two branches of an `if` are two paths,
  * each may have its own loop), *once when there is one load per path, indexed by distinct
- * loop variables covering its whole loop nest (each element read once). */
-static void read_kind(const loom_tp_func *f, const char *name, bool *one_pass, bool *once) {
+ * loop variables covering its whole loop nest, or when, every signature symbol set to
+ * READ_SAMPLE, the loads executed on the longest path are at most READ_ONCE_SLACK times the
+ * buffer's elements (conv_pad reads x[q // c, q % c, r0 - 1, min(8*zo, w - 8) + zi]: each
+ * element once but the last chunk's overlap). Loops whose extent depends on an outer loop
+ * variable, or a symbol that fails to evaluate, leave the count out (the first test only). */
+static loom_status read_kind(fuser *fz, const loom_tp_func *f, const char *name, bool *one_pass, bool *once) {
   *one_pass = *once = false;
   for (size_t i = 0; i < f->nparams; i++) {
     if (!f->params[i].is_buffer || strcmp(f->params[i].buf->name, name)) continue;
-    read_scan r = {.buf = f->params[i].buf, .once = true, .one_pass = true};
+    loom_sym_env *env = NULL;
+    LOOM_PROPAGATE(loom_sym_env_create(fz->m->alloc, &env));
+    loom_status st = LOOM_OK;
+    for (size_t k = 0; k < f->nsyms && st == LOOM_OK; k++) st = loom_sym_env_set(env, f->syms[k], READ_SAMPLE);
+    if (st != LOOM_OK) {
+      loom_sym_env_destroy(env);
+      return st;
+    }
+    read_scan r = {.buf = f->params[i].buf, .once = true, .one_pass = true, .cx = fz->cx, .env = env, .counted = true};
     scan_reads(&r, f->body);
+    double elems = 1.0;
+    for (int d = 0; d < r.buf->ndim && r.counted; d++) {
+      int64_t v = 0;
+      loom_status es = loom_sym_eval(fz->cx, r.buf->dims[d], env, &v);
+      if (es != LOOM_OK) r.counted = false;
+      loom_status_free(es);
+      elems *= (double)v;
+    }
+    loom_sym_env_destroy(env);
     *one_pass = r.one_pass;
-    *once = r.loads == 1 && r.once;
-    return;
+    *once = (r.loads == 1 && r.once) || (r.counted && r.loads > 0 && elems > 0.0 && r.reads <= READ_ONCE_SLACK * elems);
+    return LOOM_OK;
   }
+  return LOOM_OK;
 }
 
 /* ---- grouping over a dataflow block ---------------------------------------------------- */
@@ -585,7 +640,7 @@ static loom_status grow_group(fuser *fz, loom_graph_block *blk, size_t r, bool *
          * costly one once. */
         const char *bn = input_name(&cur, e);
         bool one_pass = false, once = false;
-        if (bn) read_kind(cur.prog, bn, &one_pass, &once);
+        if (bn) LOOM_PROPAGATE(read_kind(fz, cur.prog, bn, &one_pass, &once));
         if (!one_pass || (!once && stmt_costly(ptp->body))) {
           rejected[p] = true;
           continue;

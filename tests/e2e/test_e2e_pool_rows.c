@@ -251,3 +251,48 @@ LOOM_TEST(e2e_pool_rows, short_rows_on_the_planes_grid) {
   e2e_model_free(&md);
   unlink(path);
 }
+
+/* The padding copy of a depthwise convolution (conv_pad: rows in 8-wide chunks, the last moved back
+ * to the row's end, or whole when shorter) computing EfficientNet's SiLU before it: batch_norm,
+ * sigmoid and the multiply all in `fused_conv_pad_*` (the fuse pass counts conv_pad's reads at once
+ * per element), 3 x 3 at strides 1 and 2 and 5 x 5; a squeeze-excite scale sigmoid(s) broadcast
+ * over the plane stays a call of its own. Against the interpreter running them as written; one
+ * compilation, batch 0-2, rows shorter than a chunk, one chunk, a prime past it, long and odd, 1
+ * and 2 threads. */
+LOOM_TEST(e2e_pool_rows, silu_in_the_padding_of_a_depthwise_convolution) {
+  const char *text =
+      "fn @main(x: Tensor[(b, 6, h, v), f32], k: Tensor[(6, 1, 3, 3), f32], k5: Tensor[(6, 1, 5, 5), f32], g: Tensor[(6,), f32],\n"
+      "         be: Tensor[(6,), f32], m: Tensor[(6,), f32], va: Tensor[(6,), f32], s: Tensor[(b, 6, 1, 1), f32]) -> Object {\n"
+      "  dataflow {\n"
+      "    vp = abs(va)\n"
+      "    bn = batch_norm(x, g, be, m, vp)\n"
+      "    sg = sigmoid(bn)\n"
+      "    a = mul(bn, sg)\n"
+      "    y1 = conv2d(a, k, groups=6, padding=[1])\n"
+      "    y2 = conv2d(a, k, groups=6, strides=[2, 2], padding=[1])\n"
+      "    e = sigmoid(x)\n"
+      "    a5 = mul(x, e)\n"
+      "    y3 = conv2d(a5, k5, groups=6, padding=[2])\n"
+      "    se = sigmoid(s)\n"
+      "    sx = mul(x, se)\n"
+      "    y4 = conv2d(sx, k, groups=6, padding=[1])\n"
+      "    out = (y1, y2, y3, y4)\n"
+      "    output out\n"
+      "  }\n"
+      "  return out\n"
+      "}\n";
+  char path[] = "/tmp/loom-silupad-XXXXXX";
+  e2e_model md = compile_text(text, path);
+  cr_assert(program_has(&md, "fused_conv_pad", "sigmoid("), "no padding copy computes the sigmoid");
+  /* the only sigmoid program left is the squeeze-excite scale's (b, 6, 1, 1) */
+  cr_assert(program_has(&md, "sigmoid_f32", "sigmoid("), "the squeeze-excite sigmoid was recomputed per element");
+  loom_graph_module *gm = loom_compiled_module(md.c);
+  int alone = 0;
+  for (size_t i = 0; i < loom_graph_module_num_tps(gm); i++) alone += strncmp(loom_tp_func_name(loom_graph_module_tp_at(gm, i)), "sigmoid_", 8) == 0;
+  cr_assert_eq(alone, 1, "%d sigmoid programs of their own, want 1 (the squeeze-excite scale)", alone);
+  static const int64_t sizes[][MAX_N] = {{5, 5}, {9, 7}, {8, 8}, {11, 11}, {6, 37}, {13, 16}, {1, 1}};
+  int runs = run_sizes(&md, path, text, 2, sizes, sizeof sizes / sizeof *sizes);
+  cr_log_info("SiLU in the padding of depthwise convolutions: %d runs", runs);
+  e2e_model_free(&md);
+  unlink(path);
+}
