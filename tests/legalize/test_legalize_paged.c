@@ -85,7 +85,7 @@ static void check_compiled(const char *attrs, loom_graph_value *in, const loom_g
 /* A scenario: sequences with `cached[s]` keys in the cache and `fresh[s]` tokens in the step. */
 typedef struct scenario {
   int nseq, h, hk, d, dv, pg, npages;
-  int cached[4], fresh[4];
+  int cached[20], fresh[20];
   bool bad_page;     /* one page of sequence 0 made -1 (absent) */
   bool bad_seq;      /* the last token's sequence made out of range */
 } scenario;
@@ -225,6 +225,22 @@ LOOM_TEST(legalize_paged, gqa_long_context) {
   run(&sc, "");
   scenario sc2 = {.nseq = 2, .h = 4, .hk = 1, .d = 67, .dv = 33, .pg = 7, .npages = 40, .cached = {97, 64}, .fresh = {2, 1}};
   run(&sc2, "");
+}
+
+/* The keys of each row are split in NS (8) slices, run in parallel and combined (log-sum-exp):
+ * many sequences (a decode batch of 17 as the server runs, contexts 0, 1, a page -1 / 0 / +1,
+ * primes, long ones), and few with long contexts (one decode of 509 keys: every slice has
+ * keys; a 40-token prefill chunk after 100 cached: the slices cut through the step's own keys
+ * too, so some slices hold cached and step keys, some only step keys). */
+LOOM_TEST(legalize_paged, split_keys_many_and_few_sequences) {
+  scenario many = {.nseq = 17, .h = 4, .hk = 4, .d = 16, .dv = 16, .pg = 8, .npages = 140,
+                   .cached = {0, 1, 7, 8, 9, 13, 31, 64, 97, 127, 211, 2, 3, 5, 17, 300, 99},
+                   .fresh = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}};
+  run(&many, "");
+  scenario one = {.nseq = 1, .h = 2, .hk = 1, .d = 64, .dv = 64, .pg = 16, .npages = 32, .cached = {509}, .fresh = {1}};
+  run(&one, "");
+  scenario chunk = {.nseq = 2, .h = 2, .hk = 2, .d = 8, .dv = 8, .pg = 5, .npages = 24, .cached = {100, 3}, .fresh = {40, 1}};
+  run(&chunk, ", scale=0.5");
 }
 
 LOOM_TEST(legalize_paged, one_token_one_page) {
