@@ -9,12 +9,6 @@
 /* Cached keys scored together: a tile of a page (a constant, so its scores live on the stack). */
 #define KT 16
 
-/* Splits of each row's keys (flash-decoding): the first loop runs over them in parallel, each
- * split a slice of every row's keys with its own maximum and sum, and a second loop combines
- * them (log-sum-exp). A fixed count (a program cannot read the thread count): 8 cost 25-30% more
- * at one thread than the loop over tokens (W's traffic, the per-split restarts), 2 about 5%. */
-#define NS 2
-
 /* What one key's update needs: the builder's operands shared by the cached and the step's keys. */
 typedef struct paged_key {
   loom_tpb *b;                         /* the builder */
@@ -77,57 +71,6 @@ static void online_key(paged_key *k, const loom_tp_buffer *K, loom_tp_expr *cons
   loom_tpb_end(b);
 }
 
-/* The rows from their NS splits (log-sum-exp): for each (token, head) row, M = the splits'
- * largest maximum; a split's factor f = exp(max - M) (0 for a split without keys, and every
- * factor 0 when the row has none); Y = sum f * acc / sum f * sum (0 when that is 0):
- *   for j0 in 0..t parallel { for j1 in 0..h {
- *     alloc CM: Local[(2,), sn]  CM[0] = -inf  for k in 0..NS reduce { CM[0] = max(CM[0], W[k, j0, j1, dv]) }
- *     alloc F: Local[(NS,), sn]  for k1 in 0..NS { F[k1] = select(CM[0] == -inf, 0, exp(W[k1, j0, j1, dv] - CM[0]))
- *       CM[1] = CM[1] + F[k1] * W[k1, j0, j1, dv + 1] }
- *     alloc AC: Local[(dv,), sn]  for k2 in 0..NS { for ec in 0..dv vectorize { AC[ec] = AC[ec] + F[k2] * W[k2, j0, j1, ec] } }
- *     let inv: sn = select(CM[1] > 0.0, 1.0 / CM[1], 0.0)
- *     for ey in 0..dv vectorize { Y[j0, j1, ey] = T(AC[ey] * inv) } } } */
-static void combine(loom_tpb *b, const loom_tp_buffer *W, const loom_tp_buffer *Y, loom_dtype t, loom_dtype sn) {
-  loom_arena *a = b->a;
-  loom_sym_ctx *cx = b->cx;
-  const loom_sym_expr *T = Y->dims[0], *H = Y->dims[1], *DV = Y->dims[2], *ns = W->dims[0];
-  const loom_sym_expr *two = loom_sym_const(cx, 2), *dmax = DV, *dsum = loom_sym_add(cx, DV, loom_sym_const(cx, 1));
-  const loom_sym_expr *j0 = loom_tpb_for(b, "j0", T, LOOM_TP_LOOP_PARALLEL, false);
-  const loom_sym_expr *j1 = loom_tpb_for(b, "j1", H, LOOM_TP_LOOP_SERIAL, false);
-  const loom_tp_buffer *CM = loom_tpb_alloc(b, "CM", sn, 1, &two, LOOM_TP_SCOPE_LOCAL);
-  loom_tpb_store_at(b, CM, 0, loom_tp_const_f(a, sn, -INFINITY));
-  const loom_sym_expr *k = loom_tpb_for(b, "k", ns, LOOM_TP_LOOP_SERIAL, true);
-  loom_tp_expr *mi[4] = {loom_tpb_idx(b, k), loom_tpb_idx(b, j0), loom_tpb_idx(b, j1), loom_tpb_idx(b, dmax)};
-  loom_tpb_store_at(b, CM, 0, loom_tp_op2(a, LOOM_TP_OP_MAX, loom_tpb_at(b, CM, 0), loom_tpb_load(b, W, mi)));
-  loom_tpb_end(b);
-  const loom_tp_buffer *F = loom_tpb_alloc(b, "F", sn, 1, &ns, LOOM_TP_SCOPE_LOCAL);
-  const loom_sym_expr *k1 = loom_tpb_for(b, "k1", ns, LOOM_TP_LOOP_SERIAL, false);
-  loom_tp_expr *k1e = loom_tpb_idx(b, k1);
-  loom_tp_expr *fi[4] = {loom_tpb_idx(b, k1), loom_tpb_idx(b, j0), loom_tpb_idx(b, j1), loom_tpb_idx(b, dmax)};
-  loom_tp_expr *none = loom_tp_op2(a, LOOM_TP_OP_EQ, loom_tpb_at(b, CM, 0), loom_tp_const_f(a, sn, -INFINITY));
-  loom_tp_expr *ex = loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_load(b, W, fi), loom_tpb_at(b, CM, 0)));
-  loom_tpb_store(b, F, &k1e, loom_tp_select(a, none, loom_tp_const_f(a, sn, 0.0), ex));
-  loom_tp_expr *si[4] = {loom_tpb_idx(b, k1), loom_tpb_idx(b, j0), loom_tpb_idx(b, j1), loom_tpb_idx(b, dsum)};
-  loom_tpb_store_at(b, CM, 1, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_at(b, CM, 1), loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(b, F, &k1e), loom_tpb_load(b, W, si))));
-  loom_tpb_end(b);
-  const loom_tp_buffer *AC = loom_tpb_alloc(b, "AC", sn, 1, &DV, LOOM_TP_SCOPE_LOCAL);
-  const loom_sym_expr *k2 = loom_tpb_for(b, "k2", ns, LOOM_TP_LOOP_SERIAL, false);
-  loom_tp_expr *ec = loom_tpb_idx(b, loom_tpb_for(b, "ec", DV, LOOM_TP_LOOP_VECTORIZE, false));
-  loom_tp_expr *k2e = loom_tpb_idx(b, k2);
-  loom_tp_expr *ai[4] = {loom_tpb_idx(b, k2), loom_tpb_idx(b, j0), loom_tpb_idx(b, j1), ec};
-  loom_tp_expr *fw = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(b, F, &k2e), loom_tpb_load(b, W, ai));
-  loom_tpb_store(b, AC, &ec, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(b, AC, &ec), fw));
-  loom_tpb_end_n(b, 2); /* ec, k2 */
-  loom_tp_expr *some = loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_at(b, CM, 1), loom_tp_const_f(a, sn, 0.0));
-  loom_tp_expr *inv = loom_tpb_let(b, "inv", loom_tp_select(a, some, loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tp_const_f(a, sn, 1.0), loom_tpb_at(b, CM, 1)),
-                                                             loom_tp_const_f(a, sn, 0.0)));
-  loom_tp_expr *ey = loom_tpb_idx(b, loom_tpb_for(b, "ey", DV, LOOM_TP_LOOP_VECTORIZE, false));
-  loom_tp_expr *yi[3] = {loom_tpb_idx(b, j0), loom_tpb_idx(b, j1), ey};
-  loom_tp_expr *y = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(b, AC, &ey), inv);
-  loom_tpb_store(b, Y, yi, sn == t ? y : loom_tp_cast(a, t, y));
-  loom_tpb_end_n(b, 3); /* ey, j1, j0 */
-}
-
 /* Paged attention. Buffers: Q (t, h, d), Kn (t, hk, d), Vn (t, hk, dv) (the step's tokens),
  * Kc (n, pg, hk, d), Vc (n, pg, hk, dv) (the paged cache: n pages of pg slots), BT (b, m) i64
  * (sequence s's page of its key j is BT[s, floordiv(j, pg)], slot floormod(j, pg)), CTX (b,)
@@ -138,26 +81,17 @@ static void combine(loom_tpb *b, const loom_tp_buffer *W, const loom_tp_buffer *
  * tokens before 0 and tokens whose sequence is outside [0, b) are absent (a row with no key
  * gives 0), so no value of the integer operands reads outside a buffer.
  *
- * The keys of each (token, head) row are split in NS slices of whole pages (flash-decoding):
- * slice sp holds the row's keys [lo, hi) = [sp*per, (sp+1)*per) of its c + nw + 1 (the cached
- * ones, then the step's), per = pg * ceil((c + nw + 1) / (NS*pg)). The outer loop runs over
- * the slices in parallel, so a step of a few long contexts (or a single decode) keeps both
- * cores on its keys and each chunk of the pool holds about the same share of every row; each
- * slice leaves its unnormalised row and its maximum and sum in W (NS, t, h, dv + 2), and
- * `combine` (above) merges them. Within a slice, one pass, online softmax (scores in sn: f32,
- * f64 for f64): the row's running maximum R[0],
+ * One pass, online softmax (scores in sn: f32, f64 for f64): the row's running maximum R[0],
  * its running sum R[1] and the unnormalised accumulator A are updated as keys come. The cached
  * keys are walked page by page: a page wholly past the sequence's context costs one
  * comparison, so a row's work is proportional to its own context, not to the batch's longest
  * (m*pg). A page is scored in tiles of KT slots into a constant-size P (on the stack): the KT
  * dot products are independent (they overlap in the core), the tile's maximum rescales what
  * is summed only when it is a new maximum, and the exponentials are one vectorised loop:
- *   alloc W: Local[(NS, t, h, dv + 2), sn]
- *   for sp in 0..NS parallel { for i0 in 0..t { let sq: i64 = SEQ[i0]
+ *   for i0 in 0..t parallel { let sq: i64 = SEQ[i0]
  *     for i1 in 0..h { alloc A: Local[(dv,), sn]  alloc R: Local[(2,), sn]  R[0] = -inf
  *       if sq >= 0 { if sq < b { let c: i64 = CTX[sq]  let nw: i64 = POS[i0] - c
- *         let per: i64 = floordiv(c + nw + NS*pg, NS*pg) * pg  let lo: i64 = sp * per  let hi: i64 = lo + per
- *         for p in 0..m { if p*pg < c { if p*pg >= lo { if p*pg < hi { let blk: i64 = BT[sq, p]  if blk >= 0 { if blk < n {
+ *         for p in 0..m { if p*pg < c { let blk: i64 = BT[sq, p]  if blk >= 0 { if blk < n {
  *           for s0 in 0..floordiv(pg + KT-1, KT) { alloc P: Local[(KT,), sn]
  *             for s1 in 0..KT { P[s1] = -inf  if KT*s0 + s1 < pg { if p*pg + KT*s0 + s1 < c {
  *               alloc S: Local[(1,), sn]
@@ -170,10 +104,10 @@ static void combine(loom_tpb *b, const loom_tp_buffer *W, const loom_tp_buffer *
  *             for s4 in 0..KT reduce { R[1] = R[1] + P[s4] }
  *             for s5 in 0..KT { let w: sn = P[s5]  if w > 0.0 {
  *               for e in 0..dv vectorize { A[e] = A[e] + w * sn(Vc[blk, KT*s0 + s5, kv, e]) } } } } } } } }
- *         for u in 0..t { if u <= nw { if nw <= i0 { if c + u >= lo { if c + u < hi {
+ *         for u in 0..t { if u <= nw { if nw <= i0 {
  *           KEY(Kn[i0 - nw + u, kv, _], Vn[i0 - nw + u, kv, _]) } } } } }
- *       for ew in 0..dv vectorize { W[sp, i0, i1, ew] = A[ew] }  W[sp, i0, i1, dv] = R[0]  W[sp, i0, i1, dv + 1] = R[1] } } }
- *   COMBINE
+ *       let inv: sn = select(R[1] > 0.0, 1.0 / R[1], 0.0)
+ *       for ey in 0..dv vectorize { Y[i0, i1, ey] = T(A[ey] * inv) } } }
  * where KEY(K, V), one step key at a time (a decode has one), is
  *   alloc S2: Local[(1,), sn]  for r2 in 0..d reduce { S2[0] = S2[0] + sn(Q[i0, i1, r2]) * sn(K[r2]) }
  *   let sc2: sn = S2[0] * scale
@@ -213,12 +147,8 @@ loom_status loom_tp_gen_paged_attention(loom_arena *a, loom_sym_ctx *cx, const c
   const loom_sym_expr *yd[3] = {T, H, DV};
   const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, 3, yd);
 
-  const loom_sym_expr *two = loom_sym_const(cx, 2), *ns = loom_sym_const(cx, NS);
-  /* each split's partial row: the unnormalised accumulator, then its maximum and its sum */
-  const loom_sym_expr *wd[4] = {ns, T, H, loom_sym_add(cx, DV, two)};
-  const loom_tp_buffer *W = loom_tpb_alloc(&b, "W", sn, 4, wd, LOOM_TP_SCOPE_LOCAL);
-  const loom_sym_expr *sp = loom_tpb_for(&b, "sp", ns, LOOM_TP_LOOP_PARALLEL, false);
-  loom_tp_expr *i0 = loom_tpb_idx(&b, loom_tpb_for(&b, "i0", T, LOOM_TP_LOOP_SERIAL, false));
+  const loom_sym_expr *two = loom_sym_const(cx, 2);
+  loom_tp_expr *i0 = loom_tpb_idx(&b, loom_tpb_for(&b, "i0", T, LOOM_TP_LOOP_PARALLEL, false));
   loom_tp_expr *sq = loom_tpb_let(&b, "sq", loom_tpb_load(&b, SEQ, &i0));
   const loom_sym_expr *i1 = loom_tpb_for(&b, "i1", H, LOOM_TP_LOOP_SERIAL, false);
   loom_tp_expr *i1e = loom_tpb_idx(&b, i1);
@@ -230,31 +160,15 @@ loom_status loom_tp_gen_paged_attention(loom_arena *a, loom_sym_ctx *cx, const c
   loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_dup(&b, sq), loom_tpb_idx(&b, B)));
   loom_tp_expr *c = loom_tpb_let(&b, "c", loom_tpb_load(&b, CTX, &sq));
   loom_tp_expr *nw = loom_tpb_let(&b, "nw", loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_load(&b, POS, &i0), loom_tpb_dup(&b, c)));
-  /* the split's keys [lo, hi) of the row's cc + nwc + 1 (the cached ones that can exist,
-   * cc = min(c, m*pg), then the step's, nwc = min(max(nw, -1), t - 1)): ppg whole pages each,
-   * ppg = ceil((cc + nwc + 1) / (NS*pg)), at most E = ceil((m*pg + t) / (NS*pg)) */
-  const loom_sym_expr *nspg = loom_sym_mul(cx, ns, PG), *mpg = loom_sym_mul(cx, M, PG);
-  loom_tp_expr *cc = loom_tpb_let(&b, "cc", loom_tp_op2(a, LOOM_TP_OP_MIN, loom_tpb_dup(&b, c), loom_tpb_idx(&b, mpg)));
-  loom_tp_expr *nwc = loom_tpb_let(&b, "nwc", loom_tp_op2(a, LOOM_TP_OP_MIN, loom_tp_op2(a, LOOM_TP_OP_MAX, loom_tpb_dup(&b, nw), loom_tpb_cidx(&b, -1)),
-                                                              loom_tpb_idx(&b, loom_sym_sub(cx, T, loom_sym_const(cx, 1)))));
-  loom_tp_expr *len = loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_dup(&b, cc), loom_tpb_dup(&b, nwc)), loom_tpb_idx(&b, nspg));
-  loom_tp_expr *ppg = loom_tpb_let(&b, "ppg", loom_tp_op2(a, LOOM_TP_OP_FLOORDIV, len, loom_tpb_idx(&b, nspg)));
-  loom_tp_expr *lp = loom_tpb_let(&b, "lp", loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_idx(&b, sp), loom_tpb_dup(&b, ppg)));
-  loom_tp_expr *lo = loom_tpb_let(&b, "lo", loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_dup(&b, lp), loom_tpb_idx(&b, PG)));
-  loom_tp_expr *hi = loom_tpb_let(&b, "hi", loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_dup(&b, lo), loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_dup(&b, ppg), loom_tpb_idx(&b, PG))));
-  const loom_sym_expr *E = loom_sym_floordiv(cx, loom_sym_add(cx, loom_sym_add(cx, mpg, T), loom_sym_sub(cx, nspg, loom_sym_const(cx, 1))), nspg);
   loom_tp_expr *scale = scale_text ? loom_tp_cast(a, sn, loom_tpb_parse(&b, scale_text, NULL, NULL, 0, NULL))
                                    : loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_cast(a, sn, loom_tpb_idx(&b, D)));
   paged_key k = {.b = &b, .a = a, .sn = sn, .Q = Q, .A = A, .R = R, .i0 = i0, .i1 = i1e, .kv = kv, .D = D, .DV = DV, .scale = scale};
 
   /* the cached keys, page by page through the block table, each page in tiles of KT slots */
-  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_dup(&b, lo), loom_tpb_dup(&b, cc)));
-  const loom_sym_expr *pp = loom_tpb_for(&b, "pp", E, LOOM_TP_LOOP_SERIAL, false);
-  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(&b, pp), loom_tpb_dup(&b, ppg)));
-  loom_tp_expr *p = loom_tpb_let(&b, "p", loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_dup(&b, lp), loom_tpb_idx(&b, pp)));
-  loom_tp_expr *first = loom_tpb_let(&b, "first", loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_dup(&b, p), loom_tpb_idx(&b, PG)));
-  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_dup(&b, first), loom_tpb_dup(&b, cc)));
-  loom_tp_expr *bti[2] = {sq, loom_tpb_dup(&b, p)};
+  const loom_sym_expr *p = loom_tpb_for(&b, "p", M, LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *first = p ? loom_sym_mul(cx, p, PG) : NULL;
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(&b, first), loom_tpb_dup(&b, c)));
+  loom_tp_expr *bti[2] = {sq, loom_tpb_idx(&b, p)};
   loom_tp_expr *blk = loom_tpb_let(&b, "blk", loom_tpb_load(&b, BT, bti));
   loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_dup(&b, blk), loom_tpb_cidx(&b, 0)));
   loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_dup(&b, blk), loom_tpb_idx(&b, N)));
@@ -268,7 +182,7 @@ loom_status loom_tp_gen_paged_attention(loom_arena *a, loom_sym_ctx *cx, const c
   const loom_sym_expr *slot = s0 && s1 ? loom_sym_add(cx, loom_sym_mul(cx, s0, kt), s1) : NULL;
   loom_tpb_store(&b, P, &s1e, loom_tp_const_f(a, sn, -INFINITY));
   loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(&b, slot), loom_tpb_idx(&b, PG)));
-  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_dup(&b, first), loom_tpb_idx(&b, slot)), loom_tpb_dup(&b, c)));
+  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(&b, slot && first ? loom_sym_add(cx, first, slot) : NULL), loom_tpb_dup(&b, c)));
   const loom_sym_expr *one = loom_sym_const(cx, 1);
   const loom_tp_buffer *S = loom_tpb_alloc(&b, "S", sn, 1, &one, LOOM_TP_SCOPE_LOCAL);
   loom_tp_expr *r = loom_tpb_idx(&b, loom_tpb_for(&b, "r", D, LOOM_TP_LOOP_SERIAL, true));
@@ -310,33 +224,24 @@ loom_status loom_tp_gen_paged_attention(loom_arena *a, loom_sym_ctx *cx, const c
   loom_tp_expr *vci[4] = {blk, loom_tpb_idx(&b, s0 && s5 ? loom_sym_add(cx, loom_sym_mul(cx, s0, kt), s5) : NULL), kv, e};
   loom_tp_expr *wv = loom_tp_op2(a, LOOM_TP_OP_MUL, w, loom_tp_cast(a, sn, loom_tpb_load(&b, Vc, vci)));
   loom_tpb_store(&b, A, &e, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, A, &e), wv));
-  loom_tpb_end_n(&b, 10); /* e, if w, s5, s0, two ifs on blk, if page, if pp, pp, if lo */
+  loom_tpb_end_n(&b, 8); /* e, if w, s5, s0, two ifs on blk, if page, p */
 
   /* the step's own keys: i0 - nw .. i0 */
-  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_dup(&b, cc), loom_tpb_dup(&b, nwc)), loom_tpb_dup(&b, lo)));
-  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_dup(&b, cc), loom_tpb_dup(&b, hi)));
   const loom_sym_expr *u = loom_tpb_for(&b, "u", T, LOOM_TP_LOOP_SERIAL, false);
   loom_tp_expr *ue = loom_tpb_idx(&b, u);
   loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LE, loom_tpb_dup(&b, ue), loom_tpb_dup(&b, nw)));
   loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LE, loom_tpb_dup(&b, nw), loom_tpb_dup(&b, i0)));
-  loom_tp_expr *cu = loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_dup(&b, cc), loom_tpb_dup(&b, ue));
-  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_GE, cu, loom_tpb_dup(&b, lo)));
-  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_dup(&b, cu), loom_tpb_dup(&b, hi)));
   loom_tp_expr *key = loom_tpb_let(&b, "key", loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_dup(&b, i0), loom_tpb_dup(&b, nw)), ue));
   loom_tp_expr *npre[2] = {key, kv};
   online_key(&k, Kn, npre, 2, Vn, npre, 2, "2");
-  loom_tpb_end_n(&b, 9); /* four ifs, u, two ifs on the split, the two ifs on sq */
+  loom_tpb_end_n(&b, 5); /* two ifs, u, the two ifs on sq */
 
-  /* the split's partial row into W */
-  loom_tp_expr *ew = loom_tpb_idx(&b, loom_tpb_for(&b, "ew", DV, LOOM_TP_LOOP_VECTORIZE, false));
-  loom_tp_expr *wi[4] = {loom_tpb_idx(&b, sp), loom_tpb_dup(&b, i0), loom_tpb_dup(&b, i1e), ew};
-  loom_tpb_store(&b, W, wi, loom_tpb_load(&b, A, &ew));
-  loom_tpb_end(&b);
-  for (int k2 = 0; k2 < 2; k2++) {
-    loom_tp_expr *wr[4] = {loom_tpb_idx(&b, sp), loom_tpb_dup(&b, i0), loom_tpb_dup(&b, i1e), loom_tpb_idx(&b, loom_sym_add(cx, DV, loom_sym_const(cx, k2)))};
-    loom_tpb_store(&b, W, wr, loom_tpb_at(&b, R, k2));
-  }
-  loom_tpb_end_n(&b, 3); /* i1, i0, sp */
-  combine(&b, W, Y, t, sn);
+  loom_tp_expr *some = loom_tp_op2(a, LOOM_TP_OP_GT, loom_tpb_at(&b, R, 1), loom_tp_const_f(a, sn, 0.0));
+  loom_tp_expr *inv = loom_tpb_let(&b, "inv", loom_tp_select(a, some, loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tp_const_f(a, sn, 1.0), loom_tpb_at(&b, R, 1)),
+                                                              loom_tp_const_f(a, sn, 0.0)));
+  loom_tp_expr *ey = loom_tpb_idx(&b, loom_tpb_for(&b, "ey", DV, LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tp_expr *yi[3] = {i0, i1e, ey};
+  loom_tp_expr *y = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&b, A, &ey), inv);
+  loom_tpb_store(&b, Y, yi, sn == t ? y : loom_tp_cast(a, t, y));
   return loom_tpb_finish(&b, result);
 }

@@ -227,12 +227,11 @@ LOOM_TEST(legalize_paged, gqa_long_context) {
   run(&sc2, "");
 }
 
-/* The keys of each row are split in NS (8) slices, run in parallel and combined (log-sum-exp):
- * many sequences (a decode batch of 17 as the server runs, contexts 0, 1, a page -1 / 0 / +1,
- * primes, long ones), and few with long contexts (one decode of 509 keys: every slice has
- * keys; a 40-token prefill chunk after 100 cached: the slices cut through the step's own keys
- * too, so some slices hold cached and step keys, some only step keys). */
-LOOM_TEST(legalize_paged, split_keys_many_and_few_sequences) {
+/* Many sequences (a decode batch of 17 as the server runs: more tokens than the thread pool's
+ * chunks, contexts 0, 1, a page -1 / 0 / +1, primes, long ones) and few with long contexts (one
+ * decode of 509 keys; a 40-token prefill chunk after 100 cached next to a decode), page sizes
+ * 8, 16 and 5. */
+LOOM_TEST(legalize_paged, many_and_few_sequences) {
   scenario many = {.nseq = 17, .h = 4, .hk = 4, .d = 16, .dv = 16, .pg = 8, .npages = 140,
                    .cached = {0, 1, 7, 8, 9, 13, 31, 64, 97, 127, 211, 2, 3, 5, 17, 300, 99},
                    .fresh = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}};
