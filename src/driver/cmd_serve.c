@@ -14,8 +14,8 @@
 #define DECODE_BUDGET 32
 #define DECODE_BUDGET_TEXT "32"
 /* --step-ratio's default (sched.c; docs/serve.md "The engine") */
-#define STEP_RATIO 1.5
-#define STEP_RATIO_TEXT "1.5"
+#define STEP_RATIO 0.0
+#define STEP_RATIO_TEXT "0"
 
 /* An integer option within [lo, hi], or its default. */
 static loom_status int_opt(const loom_cli_args *args, const char *name, int64_t dflt, int64_t lo, int64_t hi, int64_t *out) {
