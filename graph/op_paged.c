@@ -13,7 +13,8 @@
  * and to the step's tokens i - nw .. i. Pages outside [0, n), step tokens before 0 and
  * sequences outside [0, b) contribute no key (a row without keys is 0), so no operand value
  * reads outside a tensor. y (t, h, dv). The op reads the cache; writing the step's k and v
- * into it is the caller's (the engine's) job. */
+ * into it is the caller's (the engine's) job. The caches are q's dtype, or f16 / bf16 under an
+ * f32 or f64 q (half the bytes a key: the program widens each cached element as it reads it). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,13 +45,22 @@ static loom_status operand(loom_graph_icx *ic, size_t i, int rank, loom_dtype wa
   return LOOM_OK;
 }
 
+/* A cache dtype the program reads under queries of dtype t: t itself, or a half-width float
+ * (f16, bf16) under f32 / f64 queries. */
+static bool cache_dtype_ok(loom_dtype t, loom_dtype ct) {
+  return ct == t || ((ct == LOOM_DTYPE_F16 || ct == LOOM_DTYPE_BF16) && (t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F64));
+}
+
 static loom_status infer_paged(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *q, *k, *v, *kc, *vc, *bt, *cl, *sq, *ps;
   LOOM_PROPAGATE(operand(ic, 0, 3, LOOM_DTYPE_UNKNOWN, &q));
   LOOM_PROPAGATE(operand(ic, 1, 3, q->dtype, &k));
   LOOM_PROPAGATE(operand(ic, 2, 3, q->dtype, &v));
-  LOOM_PROPAGATE(operand(ic, 3, 4, q->dtype, &kc));
-  LOOM_PROPAGATE(operand(ic, 4, 4, q->dtype, &vc));
+  LOOM_PROPAGATE(operand(ic, 3, 4, LOOM_DTYPE_UNKNOWN, &kc));
+  LOOM_PROPAGATE(operand(ic, 4, 4, kc->dtype, &vc));
+  if (q->dtype != LOOM_DTYPE_UNKNOWN && kc->dtype != LOOM_DTYPE_UNKNOWN && !cache_dtype_ok(q->dtype, kc->dtype))
+    return loom_graph_icx_error(ic, "operand 3 (k_cache) has dtype %s; %s, or f16 / bf16 under an f32 or f64 q, is required",
+                                loom_dtype_name(kc->dtype), loom_dtype_name(q->dtype));
   LOOM_PROPAGATE(operand(ic, 5, 2, LOOM_DTYPE_I64, &bt));
   LOOM_PROPAGATE(operand(ic, 6, 1, LOOM_DTYPE_I64, &cl));
   LOOM_PROPAGATE(operand(ic, 7, 1, LOOM_DTYPE_I64, &sq));
@@ -154,32 +164,35 @@ static loom_status eval_paged(loom_graph_ecx *ec, const loom_graph_value *args, 
 
 typedef struct paged_params {
   char scale_text[64]; /* the scale as a literal ("" without one: 1/sqrt(d)) */
-  loom_dtype t;
-  int32_t pad;         /* keeps the struct free of padding */
+  loom_dtype t;        /* q, k, v and y */
+  loom_dtype ct;       /* the caches (t, or f16 / bf16) */
 } paged_params;
 LOOM_TP_GEN_PARAMS(paged_params, 64 + 2 * 4);
 
 static loom_status gen_paged(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
   const paged_params *p = params;
-  return loom_tp_gen_paged_attention(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->scale_text[0] ? p->scale_text : NULL,
-                                     tp);
+  return loom_tp_gen_paged_attention(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, p->ct,
+                                     p->scale_text[0] ? p->scale_text : NULL, tp);
 }
 
 static loom_status legal_paged(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r) {
   (void)out;
   const loom_sinfo *q;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &q));
+  const loom_sinfo *kc;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 3, &kc));
   for (size_t i = 1; i < 9; i++) {
     const loom_sinfo *x;
     LOOM_PROPAGATE(loom_legal_tensor_arg(call, i, &x));
-    if (x->dtype != (i < 5 ? q->dtype : LOOM_DTYPE_I64)) return loom_legal_unsupported(call, "for these operand dtypes");
+    if (x->dtype != (i < 3 ? q->dtype : i < 5 ? kc->dtype : LOOM_DTYPE_I64) || !cache_dtype_ok(q->dtype, kc->dtype))
+      return loom_legal_unsupported(call, "for these operand dtypes");
   }
-  paged_params p = {.t = q->dtype};
+  paged_params p = {.t = q->dtype, .ct = kc->dtype};
   const loom_graph_attr *sc = loom_graph_call_attr(call, "scale");
   if (sc) loom_legal_literal(LOOM_DTYPE_F64, sc->kind == LOOM_GRAPH_ATTR_INT ? (double)sc->i : sc->f, p.scale_text, sizeof p.scale_text);
   char name[128];
-  snprintf(name, sizeof name, "paged_attention_%s_%016llx", loom_dtype_name(q->dtype),
-           (unsigned long long)loom_hash_bytes(p.scale_text, strlen(p.scale_text)));
+  snprintf(name, sizeof name, "paged_attention_%s%s%s_%016llx", loom_dtype_name(q->dtype), p.ct == p.t ? "" : "_kv",
+           p.ct == p.t ? "" : loom_dtype_name(p.ct), (unsigned long long)loom_hash_bytes(p.scale_text, strlen(p.scale_text)));
   return LOOM_LEGAL_PROGRAM(m, name, gen_paged, p, &r->tp);
 }
 

@@ -72,7 +72,8 @@ static void online_key(paged_key *k, const loom_tp_buffer *K, loom_tp_expr *cons
 }
 
 /* Paged attention. Buffers: Q (t, h, d), Kn (t, hk, d), Vn (t, hk, dv) (the step's tokens),
- * Kc (n, pg, hk, d), Vc (n, pg, hk, dv) (the paged cache: n pages of pg slots), BT (b, m) i64
+ * Kc (n, pg, hk, d), Vc (n, pg, hk, dv) (the paged cache: n pages of pg slots, of dtype ct: t,
+ * or f16 / bf16, each element widened to sn as it is read: half the bytes a key), BT (b, m) i64
  * (sequence s's page of its key j is BT[s, floordiv(j, pg)], slot floormod(j, pg)), CTX (b,)
  * i64 (keys of sequence s already in the cache), SEQ (t,) and POS (t,) i64 (each token's
  * sequence and absolute position), Y (t, h, dv). Token i of sequence s = SEQ[i] with
@@ -119,9 +120,10 @@ static void online_key(paged_key *k, const loom_tp_buffer *K, loom_tp_expr *cons
  * only keys the score loop checked. The dot products are `reduce` loops over the head width,
  * which the CPU codegen vectorises (reassoc).
  * with kv = floordiv(i1, floordiv(h, hk)). */
-loom_status loom_tp_gen_paged_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
-                                        loom_tp_func **result) {
-  if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "paged_attention of %s is not supported", loom_dtype_name(t));
+loom_status loom_tp_gen_paged_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype ct,
+                                        const char *scale_text, loom_tp_func **result) {
+  if (!loom_dtype_is_float(t) || !loom_dtype_is_float(ct))
+    return LOOM_ERROR(INVALID_ARGUMENT, "paged_attention of %s over a %s cache is not supported", loom_dtype_name(t), loom_dtype_name(ct));
   loom_dtype sn = t == LOOM_DTYPE_F64 ? LOOM_DTYPE_F64 : LOOM_DTYPE_F32;
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
@@ -136,8 +138,8 @@ loom_status loom_tp_gen_paged_attention(loom_arena *a, loom_sym_ctx *cx, const c
   const loom_tp_buffer *Vn = loom_tpb_buffer(&b, "Vn", t, 3, vnd);
   const loom_sym_expr *N = loom_tpb_shape_sym(&b, "n"), *PG = loom_tpb_shape_sym(&b, "pg");
   const loom_sym_expr *kcd[4] = {N, PG, HK, D}, *vcd[4] = {N, PG, HK, DV};
-  const loom_tp_buffer *Kc = loom_tpb_buffer(&b, "Kc", t, 4, kcd);
-  const loom_tp_buffer *Vc = loom_tpb_buffer(&b, "Vc", t, 4, vcd);
+  const loom_tp_buffer *Kc = loom_tpb_buffer(&b, "Kc", ct, 4, kcd);
+  const loom_tp_buffer *Vc = loom_tpb_buffer(&b, "Vc", ct, 4, vcd);
   const loom_sym_expr *B = loom_tpb_shape_sym(&b, "b"), *M = loom_tpb_shape_sym(&b, "m");
   const loom_sym_expr *btd[2] = {B, M};
   const loom_tp_buffer *BT = loom_tpb_buffer(&b, "BT", LOOM_DTYPE_I64, 2, btd);

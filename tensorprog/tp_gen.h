@@ -414,11 +414,12 @@ loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *n
 /* Paged attention of a ragged batch (tensorprog/gen_paged.c; graph op paged_attention): queries
  * Q (t, h, d) and the step's keys / values Kn (t, hk, d), Vn (t, hk, dv), the paged cache
  * Kc (n, pg, hk, d), Vc (n, pg, hk, dv), block tables BT (b, m), cached lengths CTX (b,), each
- * token's sequence SEQ (t,) and position POS (t,) (all i64) -> Y (t, h, dv). scale_text: a
+ * token's sequence SEQ (t,) and position POS (t,) (all i64) -> Y (t, h, dv); Q, Kn, Vn, Y of
+ * dtype t, the cache of ct (t, or a half-width float widened as it is read). scale_text: a
  * literal, or NULL for 1/sqrt(d). Absent keys (a page outside the cache, a sequence outside
  * the batch) are skipped, as the reference does. */
-loom_status loom_tp_gen_paged_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
-                                        loom_tp_func **result);
+loom_status loom_tp_gen_paged_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_dtype ct,
+                                        const char *scale_text, loom_tp_func **result);
 
 /* ONNX Resize's modes (graph/op_image.c is the reference). */
 typedef enum loom_tp_resize_mode {

@@ -13,6 +13,9 @@
 /* The default token budget of a step that decodes (--decode-step-tokens). */
 #define DECODE_BUDGET 32
 #define DECODE_BUDGET_TEXT "32"
+/* --step-ratio's default (sched.c; docs/serve.md "The engine") */
+#define STEP_RATIO 0.0
+#define STEP_RATIO_TEXT "0"
 
 /* An integer option within [lo, hi], or its default. */
 static loom_status int_opt(const loom_cli_args *args, const char *name, int64_t dflt, int64_t lo, int64_t hi, int64_t *out) {
@@ -23,6 +26,19 @@ static loom_status int_opt(const loom_cli_args *args, const char *name, int64_t 
   long long x = strtoll(v, &end, 10);
   if (end == v || *end || x < lo || x > hi)
     return LOOM_ERROR(INVALID_ARGUMENT, "%s %s: give an integer in [%lld, %lld]", name, v, (long long)lo, (long long)hi);
+  *out = x;
+  return LOOM_OK;
+}
+
+/* --step-ratio: 0 (off) or a number in [1, 100], or its default. */
+static loom_status ratio_opt(const loom_cli_args *args, double *out) {
+  const char *v = loom_cli_get(args, "--step-ratio");
+  *out = STEP_RATIO;
+  if (!v) return LOOM_OK;
+  char *end;
+  double x = strtod(v, &end);
+  if (end == v || *end || !(x == 0 || (x >= 1 && x <= 100)))
+    return LOOM_ERROR(INVALID_ARGUMENT, "--step-ratio %s: give 0 (off) or a number in [1, 100]", v);
   *out = x;
   return LOOM_OK;
 }
@@ -38,6 +54,7 @@ static int run(const loom_cli_args *args) {
   if (!st) st = int_opt(args, "--max-step-tokens", 256, 1, 1 << 20, &o.max_step_tokens);
   if (!st) st = int_opt(args, "--max-queue", 1024, 1, 1 << 20, &o.max_queue);
   if (!st) st = int_opt(args, "--decode-step-tokens", DECODE_BUDGET, 0, 1 << 20, &o.decode_step_tokens);
+  if (!st) st = ratio_opt(args, &o.step_ratio);
   if (!st) st = int_opt(args, "--max-context", 0, 0, INT32_MAX, &o.max_context);
   if (!st) st = int_opt(args, "--random-weights", -1, 0, INT64_MAX, &seed);
   if (!st && o.weights && seed >= 0) st = LOOM_ERROR(INVALID_ARGUMENT, "give --weights or --random-weights, not both");
@@ -86,6 +103,10 @@ const loom_cli_command loom_cmd_serve = {
         {"--chunk-by-keys", NULL,
          "with --decode-step-tokens: a prompt chunk whose tokens read more cached keys than the decodes' mean counts as its keys in "
          "units of that mean (at least one token a step)",
+         false},
+        {"--step-ratio", "R",
+         "while sequences decode, cut prompt chunks so that a step's time, predicted from the steps measured so far, stays within "
+         "R times that of its decodes alone (default " STEP_RATIO_TEXT "; 0: off)",
          false},
         {"--max-queue", "N", "waiting sequences at most before requests get 503 (default 1024)", false},
         {"--max-context", "N", "positions per sequence at most (default: the model's position table, else the cache)", false},

@@ -592,6 +592,13 @@ static void deliver(loom_serve_engine *e, loom_serve_seq *q, int64_t tok, uint64
   if (q->ntokens - q->nprompt >= q->max_tokens || q->ntokens >= e->max_context) choice_done(e, r, c, LOOM_SERVE_LENGTH);
 }
 
+/* The keys the attention of q's tokens in the step reads: a chunk of c tokens after p cached
+ * ones reads c*p + c*(c+1)/2 (a decode at context p: p + 1). */
+static int64_t step_keys(const loom_serve_seq *q) {
+  int64_t c = q->step_tokens;
+  return c * q->ncached + c * (c + 1) / 2;
+}
+
 /* --step-log: one line for a step that ran (planned, not yet committed), what the scheduler
  * put in it and what it took: the decodes (sequences running their one next token) and the
  * keys their attention reads (each one's context and itself), the prompt tokens (chunks) and
@@ -600,7 +607,7 @@ static void log_step(loom_serve_engine *e, loom_serve_seq *const *plan, int64_t 
   int64_t dec = 0, dec_keys = 0, pre = 0, pre_keys = 0;
   for (int64_t i = 0; i < n; i++) {
     const loom_serve_seq *q = plan[i];
-    int64_t c = q->step_tokens, keys = c * q->ncached + c * (c + 1) / 2;
+    int64_t c = q->step_tokens, keys = step_keys(q);
     if (c == 1 && q->ntokens - q->ncached == 1) dec++, dec_keys += keys;
     else pre += c, pre_keys += keys;
   }
@@ -657,6 +664,9 @@ static void *engine_main(void *arg) {
       loom_status_free(st);
       continue;
     }
+    int64_t keys = 0;
+    for (int64_t i = 0; i < n; i++) keys += step_keys(plan[i]);
+    loom_serve_cost_observe(&e->sched.cost, ntok, keys, (double)(now - t0) / 1e6);
     loom_serve_sched_commit(&e->sched, plan, n);
     for (int64_t i = 0; i < n; i++)
       if (toks[i] >= 0) deliver(e, plan[i], toks[i], now);
@@ -722,6 +732,7 @@ loom_status loom_serve_engine_open(const loom_serve_options *o, loom_serve_engin
   loom_status st = loom_serve_sched_init(&e->sched, o->kv_pages, o->page_size, o->max_batch, o->max_step_tokens);
   e->sched.decode_budget = o->decode_step_tokens;
   e->sched.chunk_by_keys = o->chunk_by_keys;
+  e->sched.step_ratio = o->step_ratio;
   uint64_t t0 = loom_clock_ns();
   loom_compile_options co = {.emit = LOOM_TARGET_EMIT_JIT, .offload = o->offload, .pack_tied = o->pack_tied};
   size_t mlen = strlen(o->model);

@@ -5,7 +5,9 @@
  * so a step's time, which every decoding sequence waits for, stays within about twice a
  * decode-only step's — vLLM's chunked-prefill policy; with chunk_by_keys a chunk is counted
  * by the keys its attention reads, in units of the decodes' mean, when that is more than its
- * tokens), then waiting sequences are admitted while seats, budget and pages allow. When a running sequence
+ * tokens; with step_ratio, chunks are also cut so that the step's time, predicted from the
+ * steps measured (cost.c), stays within step_ratio times that of its decodes alone), then
+ * waiting sequences are admitted while seats, budget and pages allow. When a running sequence
  * needs a page and none is free, the youngest running sequence is preempted: its pages go
  * back and it returns to the front of the queue, to be recomputed from its tokens when it is
  * readmitted. The oldest sequence always makes progress, and a sequence that fits the cache
@@ -133,6 +135,33 @@ static int64_t chunk_fit(int64_t p, int64_t want, int64_t left, int64_t decoding
   return lo;
 }
 
+/* The step-time bound (step_ratio): the tokens and keys planned so far and the predicted time
+ * the step may reach; `on` false when there is no bound (off, no decodes, the cost not learned). */
+typedef struct time_bound {
+  bool on;
+  int64_t tokens, keys; /* planned so far */
+  double limit;         /* ms */
+  bool chunked;         /* a prompt chunk is planned already (the first gets its token regardless) */
+} time_bound;
+
+/* The longest chunk of at most `want` tokens after p cached ones that keeps the step's predicted
+ * time within the bound; the step's first chunk gets at least one token, a later one may get 0. */
+static int64_t time_fit(const loom_serve_sched *s, const time_bound *tb, int64_t p, int64_t want) {
+  if (!tb->on) return want;
+  int64_t lo = tb->chunked ? 0 : 1, hi = want;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (loom_serve_cost_predict(&s->cost, tb->tokens + mid, tb->keys + chunk_keys(p, mid)) <= tb->limit) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+static void time_add(time_bound *tb, int64_t p, int64_t k) {
+  tb->tokens += k, tb->keys += chunk_keys(p, k);
+  tb->chunked = true;
+}
+
 loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int64_t *n) {
   *n = 0;
   int64_t budget = s->max_step_tokens, decoding = 0, dkeys = 0;
@@ -142,6 +171,9 @@ loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int
     q->step_tokens = 0;
     if (q->ntokens - q->ncached == 1) decoding++, dkeys += q->ncached + 1;
   }
+  /* the decodes run whatever the bound (they are what it protects); chunks fill up to it */
+  time_bound tb = {.on = s->step_ratio > 0 && decoding > 0 && loom_serve_cost_ready(&s->cost), .tokens = decoding, .keys = dkeys};
+  if (tb.on) tb.limit = s->step_ratio * loom_serve_cost_predict(&s->cost, decoding, dkeys);
   if (s->decode_budget <= 0 || !s->chunk_by_keys) dkeys = 0; /* prompt chunks counted in tokens only */
   /* prompt tokens this step may take: while someone decodes, what the decode budget leaves
    * after the decodes, and at least as many as decode (so a step with a prompt chunk holds at
@@ -153,7 +185,7 @@ loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int
     int64_t need = q->ntokens - q->ncached, take = need;
     if (need > 1 && take > prefill) take = prefill;
     if (take > budget) take = budget;
-    if (need > 1 && take > 0) take = chunk_fit(q->ncached, take, prefill, decoding, dkeys);
+    if (need > 1 && take > 0) take = time_fit(s, &tb, q->ncached, chunk_fit(q->ncached, take, prefill, decoding, dkeys));
     if (take <= 0) {
       i++;
       continue;
@@ -170,7 +202,7 @@ loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int
     q->step_tokens = take;
     out[(*n)++] = q;
     budget -= take;
-    if (need > 1) prefill -= chunk_cost(q->ncached, take, decoding, dkeys);
+    if (need > 1) prefill -= chunk_cost(q->ncached, take, decoding, dkeys), time_add(&tb, q->ncached, take);
     i++;
   }
   while (s->wait_head && *n < s->max_batch && budget > 0 && prefill > 0) {
@@ -178,7 +210,8 @@ loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int
     int64_t take = q->ntokens - q->ncached;
     if (take > budget) take = budget;
     if (take > prefill) take = prefill;
-    take = chunk_fit(q->ncached, take, prefill, decoding, dkeys);
+    take = time_fit(s, &tb, q->ncached, chunk_fit(q->ncached, take, prefill, decoding, dkeys));
+    if (take <= 0) break;
     int64_t need = loom_serve_pages_for(&s->pages, take);
     if (need + s->nrunning > s->pages.nfree) break; /* keep a spare page for each running sequence */
     if (s->nrunning == s->running_cap) {
@@ -196,6 +229,7 @@ loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int
     out[(*n)++] = q;
     budget -= take;
     prefill -= chunk_cost(q->ncached, take, decoding, dkeys);
+    time_add(&tb, q->ncached, take);
   }
   return LOOM_OK;
 }

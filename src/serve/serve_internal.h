@@ -79,6 +79,23 @@ typedef struct loom_serve_seq {
   int choice;                 /* its index in the request */
 } loom_serve_seq;
 
+/* A step's time learned from the steps run (cost.c): ms = coef[0] + coef[1]·tokens +
+ * coef[2]·keys/1000, least squares with exponential forgetting. */
+typedef struct loom_serve_cost {
+  double xx[3][3];  /* decayed sums of f·fᵀ, f = (1, tokens, keys/1000) */
+  double xy[3];     /* decayed sums of f·ms */
+  double coef[3];   /* the fit (each >= 0) */
+  int64_t steps;    /* steps observed */
+} loom_serve_cost;
+
+void loom_serve_cost_init(loom_serve_cost *c);
+/* Adds a step of `tokens` tokens whose attention read `keys` keys and took `ms`, and refits. */
+void loom_serve_cost_observe(loom_serve_cost *c, int64_t tokens, int64_t keys, double ms);
+/* True once enough steps were observed for the fit to be used. */
+bool loom_serve_cost_ready(const loom_serve_cost *c);
+/* The fit's time (ms) of a step of `tokens` tokens reading `keys` keys. */
+double loom_serve_cost_predict(const loom_serve_cost *c, int64_t tokens, int64_t keys);
+
 /* The scheduler: the waiting queue (FIFO, preempted sequences at its front) and the running
  * set, limits per step, and the pages. */
 typedef struct loom_serve_sched {
@@ -93,6 +110,10 @@ typedef struct loom_serve_sched {
                                  * chunks in max(decode_budget - D, D) tokens (0: no budget) */
   bool chunk_by_keys;           /* with a decode budget: a prompt chunk counts against it as
                                  * max(tokens, its keys / the decodes' mean keys), at least one token */
+  double step_ratio;            /* > 0: while D sequences decode, prompt chunks only while the step's predicted
+                                 * time stays within step_ratio x that of its decodes alone (cost), the
+                                 * first chunk at least one token; 0: off */
+  loom_serve_cost cost;         /* the step times measured (the engine observes every step) */
   uint64_t stamp;               /* the next admission stamp */
   int64_t preemptions;          /* total, for the metrics */
 } loom_serve_sched;

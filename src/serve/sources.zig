@@ -4,6 +4,7 @@ pub const compiler = [_][]const u8{
     "src/serve/pages.c",
     "src/serve/sample.c",
     "src/serve/sched.c",
+    "src/serve/cost.c",
     "src/serve/metrics.c",
     "src/serve/engine.c",
 };

@@ -16,7 +16,7 @@
 
 static const char *const paged_text =
     "fn @main(q: Tensor[(t, h, d), f32], k: Tensor[(t, hk, d), f32], v: Tensor[(t, hk, dv), f32],\n"
-    "         kc: Tensor[(n, pg, hk, d), f32], vc: Tensor[(n, pg, hk, dv), f32], bt: Tensor[(b, m), i64],\n"
+    "         kc: Tensor[(n, pg, hk, d), %s], vc: Tensor[(n, pg, hk, dv), %s], bt: Tensor[(b, m), i64],\n"
     "         ctx: Tensor[(b,), i64], seq: Tensor[(t,), i64], pos: Tensor[(t,), i64]) -> Tensor[(t, h, dv), f32] {\n"
     "  dataflow {\n    y = paged_attention(q, k, v, kc, vc, bt, ctx, seq, pos%s)\n    output y\n  }\n  return y\n}\n";
 
@@ -37,6 +37,9 @@ static loom_graph_module *parse(const char *fmt, const char *attrs) {
   return m;
 }
 
+/* The paged module's text: caches of dtype ct, call attributes attrs. */
+static void paged_src(char *text, size_t n, const char *ct, const char *attrs) { snprintf(text, n, paged_text, ct, ct, attrs); }
+
 static uint64_t rng_state;
 static double frand(void) {
   rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
@@ -46,14 +49,14 @@ static double frand(void) {
 static void tensor(loom_graph_value *v, loom_dtype dt, int nd, int64_t a, int64_t b, int64_t c, int64_t d) {
   int64_t shape[4] = {a, b, c, d};
   cr_assert_null(loom_graph_value_tensor(dt, nd, shape, v));
-  if (dt == LOOM_DTYPE_F32)
+  if (loom_dtype_is_float(dt))
     for (size_t i = 0; i < v->t.numel; i++) loom_graph_tensor_set_f64(&v->t, i, frand());
 }
 
 /* The module compiled (JIT) and run at 1 and 2 threads on the same inputs: within 1e-5 of ref. */
-static void check_compiled(const char *attrs, loom_graph_value *in, const loom_graph_value *ref) {
+static void check_compiled(const char *ct, const char *attrs, loom_graph_value *in, const loom_graph_value *ref) {
   char text[2048];
-  snprintf(text, sizeof text, paged_text, attrs);
+  paged_src(text, sizeof text, ct, attrs);
   loom_compile_options o = {.emit = LOOM_TARGET_EMIT_JIT};
   loom_compiled *c;
   loom_status st = loom_compile_buffer(text, strlen(text), "paged.loom", "loom", &o, &c);
@@ -85,9 +88,10 @@ static void check_compiled(const char *attrs, loom_graph_value *in, const loom_g
 /* A scenario: sequences with `cached[s]` keys in the cache and `fresh[s]` tokens in the step. */
 typedef struct scenario {
   int nseq, h, hk, d, dv, pg, npages;
-  int cached[4], fresh[4];
+  int cached[20], fresh[20];
   bool bad_page;     /* one page of sequence 0 made -1 (absent) */
   bool bad_seq;      /* the last token's sequence made out of range */
+  loom_dtype cache;  /* the caches' dtype (0: f32) */
 } scenario;
 
 /* Builds the inputs, runs the reference paged op, the legalized program and, per sequence, the
@@ -104,8 +108,9 @@ static void run(const scenario *sc, const char *attrs) {
   tensor(&in[0], LOOM_DTYPE_F32, 3, T, sc->h, sc->d, 0);
   tensor(&in[1], LOOM_DTYPE_F32, 3, T, sc->hk, sc->d, 0);
   tensor(&in[2], LOOM_DTYPE_F32, 3, T, sc->hk, sc->dv, 0);
-  tensor(&in[3], LOOM_DTYPE_F32, 4, sc->npages, sc->pg, sc->hk, sc->d);
-  tensor(&in[4], LOOM_DTYPE_F32, 4, sc->npages, sc->pg, sc->hk, sc->dv);
+  loom_dtype ct = sc->cache ? sc->cache : LOOM_DTYPE_F32;
+  tensor(&in[3], ct, 4, sc->npages, sc->pg, sc->hk, sc->d);
+  tensor(&in[4], ct, 4, sc->npages, sc->pg, sc->hk, sc->dv);
   tensor(&in[5], LOOM_DTYPE_I64, 2, sc->nseq, M, 0, 0);
   tensor(&in[6], LOOM_DTYPE_I64, 1, sc->nseq, 0, 0, 0);
   tensor(&in[7], LOOM_DTYPE_I64, 1, T, 0, 0, 0);
@@ -128,7 +133,9 @@ static void run(const scenario *sc, const char *attrs) {
   if (sc->bad_page) loom_graph_tensor_set_i64(&in[5].t, 0, -1);
   if (sc->bad_seq && T) loom_graph_tensor_set_i64(&in[7].t, (size_t)T - 1, sc->nseq + 3);
 
-  loom_graph_module *m = parse(paged_text, attrs);
+  char text[2048];
+  paged_src(text, sizeof text, loom_dtype_name(ct), attrs);
+  loom_graph_module *m = parse("%s", text);
   loom_graph_value ref, got;
   loom_status s = loom_graph_eval(m, "main", 9, in, NULL, &ref);
   cr_assert_null(s, "%s", loom_status_text(s, 0));
@@ -141,7 +148,7 @@ static void run(const scenario *sc, const char *attrs) {
   loom_diag_list_destroy(&dl);
   s = loom_graph_eval(m, "main", 9, in, NULL, &got);
   cr_assert_null(s, "%s", loom_status_text(s, 0));
-  check_compiled(attrs, in, &ref);
+  check_compiled(loom_dtype_name(ct), attrs, in, &ref);
   for (size_t i = 0; i < ref.t.numel; i++) {
     double a = loom_graph_tensor_get_f64(&ref.t, i), b = loom_graph_tensor_get_f64(&got.t, i);
     cr_assert(fabs(a - b) <= 1e-5 * (1 + fabs(a)), "legalized elem %zu: want %.9g got %.9g", i, a, b);
@@ -227,6 +234,40 @@ LOOM_TEST(legalize_paged, gqa_long_context) {
   run(&sc2, "");
 }
 
+/* Many sequences (a decode batch of 17 as the server runs: more tokens than the thread pool's
+ * chunks, contexts 0, 1, a page -1 / 0 / +1, primes, long ones) and few with long contexts (one
+ * decode of 509 keys; a 40-token prefill chunk after 100 cached next to a decode), page sizes
+ * 8, 16 and 5. */
+LOOM_TEST(legalize_paged, many_and_few_sequences) {
+  scenario many = {.nseq = 17, .h = 4, .hk = 4, .d = 16, .dv = 16, .pg = 8, .npages = 140,
+                   .cached = {0, 1, 7, 8, 9, 13, 31, 64, 97, 127, 211, 2, 3, 5, 17, 300, 99},
+                   .fresh = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}};
+  run(&many, "");
+  scenario one = {.nseq = 1, .h = 2, .hk = 1, .d = 64, .dv = 64, .pg = 16, .npages = 32, .cached = {509}, .fresh = {1}};
+  run(&one, "");
+  scenario chunk = {.nseq = 2, .h = 2, .hk = 2, .d = 8, .dv = 8, .pg = 5, .npages = 24, .cached = {100, 3}, .fresh = {40, 1}};
+  run(&chunk, ", scale=0.5");
+}
+
+/* Half-width caches (f16, bf16) under f32 queries: the program widens each cached element as it
+ * reads it; the reference, the interpreted program, the compiled one at 1 and 2 threads and the
+ * dense oracle (on the cache's values widened) agree. */
+LOOM_TEST(legalize_paged, half_width_caches) {
+  scenario many = {.nseq = 17, .h = 4, .hk = 4, .d = 16, .dv = 16, .pg = 8, .npages = 140, .cache = LOOM_DTYPE_F16,
+                   .cached = {0, 1, 7, 8, 9, 13, 31, 64, 97, 127, 211, 2, 3, 5, 17, 300, 99},
+                   .fresh = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}};
+  run(&many, "");
+  scenario gqa = {.nseq = 3, .h = 8, .hk = 2, .d = 64, .dv = 64, .pg = 16, .npages = 20, .cache = LOOM_DTYPE_F16, .cached = {211, 2, 0},
+                  .fresh = {1, 5, 7}};
+  run(&gqa, ", scale=0.125");
+  scenario odd = {.nseq = 3, .h = 2, .hk = 1, .d = 7, .dv = 5, .pg = 5, .npages = 12, .cache = LOOM_DTYPE_BF16, .cached = {5, 10, 29},
+                  .fresh = {4, 1, 6}};
+  run(&odd, "");
+  scenario absent = {.nseq = 2, .h = 2, .hk = 2, .d = 3, .dv = 2, .pg = 2, .npages = 6, .cache = LOOM_DTYPE_F16, .cached = {3, 1},
+                     .fresh = {1, 1}, .bad_page = true};
+  run(&absent, "");
+}
+
 LOOM_TEST(legalize_paged, one_token_one_page) {
   scenario sc = {.nseq = 1, .h = 1, .hk = 1, .d = 1, .dv = 1, .pg = 1, .npages = 1, .cached = {0}, .fresh = {1}};
   run(&sc, "");
@@ -270,6 +311,15 @@ LOOM_TEST(legalize_paged, inference_errors) {
       {"q: Tensor[(t, 4, 8), f32], k: Tensor[(t, 4, 8), f32], v: Tensor[(t, 4, 8), f32], kc: Tensor[(n, p, 4, 8), f32], "
        "vc: Tensor[(n, p, 4, 8), f32], bt: Tensor[(b, m), i64], c: Tensor[(b,), i64], s: Tensor[(t,), i64], o: Tensor[(t,), i64]",
        "paged_attention(q, k, v, kc, vc, bt, c, s)", "paged_attention"},
+      {"q: Tensor[(t, 4, 8), f32], k: Tensor[(t, 4, 8), f32], v: Tensor[(t, 4, 8), f32], kc: Tensor[(n, p, 4, 8), f16], "
+       "vc: Tensor[(n, p, 4, 8), f32], bt: Tensor[(b, m), i64], c: Tensor[(b,), i64], s: Tensor[(t,), i64], o: Tensor[(t,), i64]",
+       "paged_attention(q, k, v, kc, vc, bt, c, s, o)", "operand 4 (v_cache) has dtype f32; f16 is required"},
+      {"q: Tensor[(t, 4, 8), f16], k: Tensor[(t, 4, 8), f16], v: Tensor[(t, 4, 8), f16], kc: Tensor[(n, p, 4, 8), f32], "
+       "vc: Tensor[(n, p, 4, 8), f32], bt: Tensor[(b, m), i64], c: Tensor[(b,), i64], s: Tensor[(t,), i64], o: Tensor[(t,), i64]",
+       "paged_attention(q, k, v, kc, vc, bt, c, s, o)", "operand 3 (k_cache) has dtype f32; f16, or f16 / bf16 under an f32 or f64 q, is required"},
+      {"q: Tensor[(t, 4, 8), f32], k: Tensor[(t, 4, 8), f32], v: Tensor[(t, 4, 8), f32], kc: Tensor[(n, p, 4, 8), i32], "
+       "vc: Tensor[(n, p, 4, 8), i32], bt: Tensor[(b, m), i64], c: Tensor[(b,), i64], s: Tensor[(t,), i64], o: Tensor[(t,), i64]",
+       "paged_attention(q, k, v, kc, vc, bt, c, s, o)", "operand 3 (k_cache) has dtype i32; a float dtype is required"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char text[2048];

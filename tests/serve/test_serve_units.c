@@ -1,7 +1,8 @@
 /* test_serve_units.c — the engine's parts on their own (src/serve/serve_internal.h): the page
  * allocator, the sampler (greedy, top-k, top-p, seeded reproducibility, the distribution it
- * draws from) and the scheduler (token budget and chunked prefill, admission, preemption
- * when pages run out, recompute after it). */
+ * draws from), the step cost learned from measured steps (cost.c) and the scheduler (token
+ * budget and chunked prefill, admission, preemption when pages run out, recompute after it,
+ * the step-time bound). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,4 +292,102 @@ LOOM_TEST(serve_sched, max_batch_and_errors) {
   loom_status st = loom_serve_sched_init(&s, 4, 4, 0, 1);
   cr_assert(st && strstr(loom_status_message(st), "--max-batch (0)"));
   loom_status_free(st);
+}
+
+/* The step cost (cost.c): ms = a + b*tokens + c*keys/1000 fitted by least squares. */
+static double cost_law(int64_t t, int64_t k) { return 0.5 + 0.05 * (double)t + 1.5 * (double)k / 1000; }
+
+LOOM_TEST(serve_cost, recovers_a_linear_law_after_enough_steps) {
+  loom_serve_cost c;
+  loom_serve_cost_init(&c);
+  for (int i = 0; i < 30; i++) {
+    int64_t t = 1 + (i * 7) % 23, k = 100 + (i * 389) % 5000;
+    loom_serve_cost_observe(&c, t, k, cost_law(t, k));
+    cr_assert_eq(loom_serve_cost_ready(&c), i >= 15, "ready after 16 steps, not before (step %d)", i + 1);
+  }
+  cr_assert(fabs(c.coef[0] - 0.5) < 1e-6 && fabs(c.coef[1] - 0.05) < 1e-6 && fabs(c.coef[2] - 1.5) < 1e-6, "fit %g %g %g", c.coef[0],
+            c.coef[1], c.coef[2]);
+  cr_assert(fabs(loom_serve_cost_predict(&c, 16, 2568) - cost_law(16, 2568)) < 1e-6);
+  /* a stall counts as three times the prediction: the same fit as a step of exactly that */
+  loom_serve_cost d = c;
+  loom_serve_cost_observe(&c, 16, 2568, 1000 * cost_law(16, 2568));
+  loom_serve_cost_observe(&d, 16, 2568, 3 * cost_law(16, 2568));
+  for (int i = 0; i < 3; i++) cr_assert(fabs(c.coef[i] - d.coef[i]) < 1e-9, "coef %d: %g, capped %g", i, c.coef[i], d.coef[i]);
+  cr_assert(loom_serve_cost_predict(&c, 16, 2568) < 1.2 * cost_law(16, 2568), "one stall moves the fit little: %g",
+            loom_serve_cost_predict(&c, 16, 2568));
+  /* what cannot be a step is not observed */
+  int64_t steps = c.steps;
+  loom_serve_cost_observe(&c, 0, 0, 1.0);
+  loom_serve_cost_observe(&c, 4, 10, NAN);
+  loom_serve_cost_observe(&c, 4, 10, -1.0);
+  cr_assert_eq(c.steps, steps);
+}
+
+LOOM_TEST(serve_cost, never_a_negative_cost) {
+  /* time falling with the keys (noise, or a feature that does not matter): keys dropped */
+  loom_serve_cost c;
+  loom_serve_cost_init(&c);
+  for (int i = 0; i < 20; i++) {
+    int64_t t = 1 + i % 5, k = 100 * (i % 7);
+    loom_serve_cost_observe(&c, t, k, 2 + 0.1 * (double)t - 0.5 * (double)k / 1000);
+  }
+  cr_assert(c.coef[0] >= 0 && c.coef[1] >= 0 && c.coef[2] == 0, "fit %g %g %g", c.coef[0], c.coef[1], c.coef[2]);
+  /* nothing varies (decodes of one size): the mean */
+  loom_serve_cost_init(&c);
+  for (int i = 0; i < 20; i++) loom_serve_cost_observe(&c, 4, 40, i % 2 ? 3.0 : 5.0);
+  cr_assert(fabs(loom_serve_cost_predict(&c, 4, 40) - 4.0) < 0.1, "mean 4, predicted %g", loom_serve_cost_predict(&c, 4, 40));
+  cr_assert(fabs(loom_serve_cost_predict(&c, 400, 4000) - loom_serve_cost_predict(&c, 4, 40)) < 1e-9, "no slope from no variation");
+}
+
+/* With step_ratio R and a learned cost (here exactly ms = 1 + 0.1*tokens + 2*keys/1000), a
+ * step's prompt chunks stop where its predicted time would pass R times its decodes' alone; the
+ * step's first chunk gets one token whatever the bound, a later prompt none; R 0 or a cost not
+ * yet learned: the token budget alone. */
+static double sched_law(int64_t t, int64_t k) { return 1 + 0.1 * (double)t + 2 * (double)k / 1000; }
+
+LOOM_TEST(serve_sched, step_ratio_bounds_the_predicted_step_time) {
+  loom_serve_sched s;
+  cr_assert_null(loom_serve_sched_init(&s, 200, 4, 8, 64));
+  s.decode_budget = 32;
+  s.step_ratio = 1.5;
+  for (int i = 0; i < 15; i++) {
+    int64_t t = 1 + (i * 5) % 17, k = (i * 131) % 900;
+    loom_serve_cost_observe(&s.cost, t, k, sched_law(t, k));
+  }
+  loom_serve_seq a, b, d, e, *plan[8];
+  seq_init(&a, 9);
+  seq_init(&b, 9);
+  seq_init(&d, 100);
+  seq_init(&e, 50);
+  loom_serve_sched_add(&s, &a);
+  loom_serve_sched_add(&s, &b);
+  cr_assert_eq(step(&s, plan), 2);
+  cr_assert_eq(a.ncached, 9, "nobody decoded: no bound");
+  loom_serve_sched_add(&s, &d);
+  cr_assert_eq(step(&s, plan), 3);
+  cr_assert_eq(d.ncached, 30, "15 steps learned: not ready, the token budget (32 - 2 decodes)");
+  loom_serve_cost_observe(&s.cost, 3, 500, sched_law(3, 500)); /* the 16th */
+  cr_assert(loom_serve_cost_ready(&s.cost));
+  /* 2 decodes at 10 cached read 22 keys: 1.244 ms alone; 1.5x is 1.866; a chunk of k after 30
+   * reads 30k + k(k+1)/2: k = 4 predicts 1 + 0.6 + 2 * (22 + 130) / 1000 = 1.904, k = 3 1.79 */
+  step(&s, plan);
+  cr_assert_eq(d.ncached, 33, "the bound cuts the chunk to 3 tokens");
+  cr_assert_eq(a.ncached, 11, "the decodes ran");
+  s.step_ratio = 2.0; /* 2 * (1.2 + 2 * 24 / 1000) = 2.496: k = 7 after 33 reads 259 keys, 2.466; k = 8 2.648 */
+  step(&s, plan);
+  cr_assert_eq(d.ncached, 40, "7 tokens");
+  s.step_ratio = 1.0; /* nothing fits: one token for the first chunk, none for a waiting prompt */
+  loom_serve_sched_add(&s, &e);
+  cr_assert_eq(step(&s, plan), 3, "e is not admitted");
+  cr_assert_eq(d.ncached, 41, "one token, never none");
+  cr_assert_eq(e.state, LOOM_SERVE_SEQ_WAITING);
+  s.step_ratio = 0;
+  cr_assert_eq(step(&s, plan), 3);
+  cr_assert_eq(d.ncached, 71, "off: the token budget, 32 - 2 decodes, to d first");
+  cr_assert_eq(e.state, LOOM_SERVE_SEQ_WAITING, "and nothing left for e");
+  loom_serve_seq *all[4] = {&a, &b, &d, &e};
+  for (int i = 0; i < 4; i++) loom_serve_sched_finish(&s, all[i]);
+  cr_assert_eq(s.pages.nfree, 200, "every page back");
+  for (int i = 0; i < 4; i++) loom_serve_seq_free(all[i]);
+  loom_serve_sched_destroy(&s);
 }
