@@ -825,16 +825,23 @@ static bool dot_shaped(const mm_nest *m) {
   return !m->b_unit && !m->panel && m->c->dtype == LOOM_DTYPE_F32 && m->ab_unit_r;
 }
 
+/* loom_tp_split of `l` by `factor`; when its extent is known to be below the factor, no tiles:
+ * *outer NULL and *tail the loop itself. */
+static loom_status split_or_tail(mm_ctx *c, loom_tp_stmt *l, int64_t factor, loom_tp_stmt **outer, loom_tp_stmt **inner,
+                                 loom_tp_stmt **tail) {
+  loom_status st = loom_tp_split(c->a, c->cx, c->view, l, factor, outer, inner, tail);
+  if (!st || loom_status_code(st) != LOOM_CODE_FAILED_PRECONDITION) return st;
+  loom_status_free(st);
+  *outer = *inner = NULL;
+  *tail = l;
+  return LOOM_OK;
+}
+
 /* The rows `il` (body: [for ji {] init; for r reduce [}]) in tiles of `rows` rows, the tail
  * rows one by one; ji (NULL: a single column) unrolled, not vectorised: r is the vector loop. */
 static loom_status dot_rows(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_t rows) {
   loom_tp_stmt *io, *ii, *it;
-  loom_status st = loom_tp_split(c->a, c->cx, c->view, il, rows, &io, &ii, &it);
-  if (st && loom_status_code(st) == LOOM_CODE_FAILED_PRECONDITION) { /* fewer rows than a tile */
-    loom_status_free(st);
-    io = NULL, it = il;
-  } else
-    LOOM_PROPAGATE(st);
+  LOOM_PROPAGATE(split_or_tail(c, il, rows, &io, &ii, &it));
   if (io) {
     LOOM_PROPAGATE(micro_tile(c, io, loom_sym_var_name(ii->u.loop.var), ji));
     if (ji) LOOM_PROPAGATE(set_kind_named(c->cx, io->u.loop.body, ji, LOOM_TP_LOOP_UNROLL));
@@ -849,12 +856,7 @@ static loom_status dot_rows(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_t
 /* `top` (the j loop, above the batch loops and i) in dot-product tiles (above). */
 static loom_status dot_tiles(mm_ctx *c, loom_tp_stmt *top, int64_t rows) {
   loom_tp_stmt *jo, *ji, *jt, *il;
-  loom_status st = loom_tp_split(c->a, c->cx, c->view, top, DOT_COLS, &jo, &ji, &jt);
-  if (st && loom_status_code(st) == LOOM_CODE_FAILED_PRECONDITION) { /* fewer columns than a tile */
-    loom_status_free(st);
-    jo = NULL, jt = top;
-  } else
-    LOOM_PROPAGATE(st);
+  LOOM_PROPAGATE(split_or_tail(c, top, DOT_COLS, &jo, &ji, &jt));
   if (jo) {
     LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &ji));
     il = jo;
