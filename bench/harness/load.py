@@ -40,7 +40,10 @@ def run_fresh(cmd, env=None):
     """(wall s, peak RSS bytes, stdout) of `cmd` alone: a small Python child runs it and reports its
     children's high-water mark (getrusage RUSAGE_CHILDREN), which is then that one process's. The
     process's CPU time (user + sys) is kept in run_fresh.cpu: on a shared machine the wall time is
-    mostly waiting for a core."""
+    mostly waiting for a core. Before the clock starts, the page cache's dirty pages are written
+    back (os.sync): otherwise a step pays for the writeback of the files the step before it wrote
+    (the generated ONNX model, the previous step's 4 GB output) instead of for its own work."""
+    os.sync()
     code = ("import resource,subprocess,sys,time;t=time.perf_counter();r=subprocess.run(sys.argv[1:],capture_output=True,text=True);"
             "w=time.perf_counter()-t;sys.stdout.write(r.stdout);sys.stderr.write(r.stderr);u=resource.getrusage(resource.RUSAGE_CHILDREN);"
             "print('@@',w,u.ru_maxrss*1024,r.returncode,u.ru_utime+u.ru_stime)")
