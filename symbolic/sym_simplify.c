@@ -368,9 +368,53 @@ loom_sym_truth loom_sym_prove_divisible(loom_sym_ctx *cx, const loom_sym_expr *a
   return eq0_raw(cx, loom_sym_simplify(cx, loom_sym_floormod(cx, d, loom_sym_const(cx, k))));
 }
 
+static loom_sym_truth negate(loom_sym_truth t) {
+  return t == LOOM_SYM_UNKNOWN ? t : t == LOOM_SYM_TRUE ? LOOM_SYM_FALSE : LOOM_SYM_TRUE;
+}
+
+/* A comparison or logic node decided through the case-splitting prover above (simplify alone
+ * decides a comparison by bounds only: min(a, b) + max(a, b) == a + b needs the split). */
+static loom_sym_truth prove_split(loom_sym_ctx *cx, const loom_sym_expr *c) {
+  const loom_sym_expr *const *o = c->ops;
+  switch ((loom_sym_kind)c->kind) {
+  case LOOM_SYM_EQ: return loom_sym_prove_eq(cx, o[0], o[1]);
+  case LOOM_SYM_NE: {
+    /* a != b when a < b or b < a is proved; false when a == b is */
+    loom_sym_truth eq = loom_sym_prove_eq(cx, o[0], o[1]);
+    if (eq != LOOM_SYM_UNKNOWN) return negate(eq);
+    if (loom_sym_prove_lt(cx, o[0], o[1]) == LOOM_SYM_TRUE || loom_sym_prove_lt(cx, o[1], o[0]) == LOOM_SYM_TRUE)
+      return LOOM_SYM_TRUE;
+    return LOOM_SYM_UNKNOWN;
+  }
+  case LOOM_SYM_LE: {
+    loom_sym_truth t = loom_sym_prove_le(cx, o[0], o[1]);
+    if (t == LOOM_SYM_UNKNOWN && loom_sym_prove_lt(cx, o[1], o[0]) == LOOM_SYM_TRUE) t = LOOM_SYM_FALSE;
+    return t;
+  }
+  case LOOM_SYM_LT: {
+    loom_sym_truth t = loom_sym_prove_lt(cx, o[0], o[1]);
+    if (t == LOOM_SYM_UNKNOWN && loom_sym_prove_le(cx, o[1], o[0]) == LOOM_SYM_TRUE) t = LOOM_SYM_FALSE;
+    return t;
+  }
+  case LOOM_SYM_NOT: return negate(prove_split(cx, o[0]));
+  case LOOM_SYM_AND:
+  case LOOM_SYM_OR: {
+    /* AND: false if either is, true if both are; OR the dual */
+    loom_sym_truth stop = c->kind == LOOM_SYM_AND ? LOOM_SYM_FALSE : LOOM_SYM_TRUE;
+    loom_sym_truth a = prove_split(cx, o[0]);
+    if (a == stop) return a;
+    loom_sym_truth b = prove_split(cx, o[1]);
+    if (b == stop) return b;
+    return a == b ? a : LOOM_SYM_UNKNOWN;
+  }
+  default: return LOOM_SYM_UNKNOWN;
+  }
+}
+
 loom_sym_truth loom_sym_prove(loom_sym_ctx *cx, const loom_sym_expr *cond) {
   if (!cond) return LOOM_SYM_UNKNOWN;
   const loom_sym_expr *c = loom_sym_simplify(cx, loom_sym_and(cx, cond, cx->c1));
-  if (!c || c->kind != LOOM_SYM_CONST) return LOOM_SYM_UNKNOWN;
+  if (!c) return LOOM_SYM_UNKNOWN;
+  if (c->kind != LOOM_SYM_CONST) return prove_split(cx, c);
   return sym_is_zero(c) ? LOOM_SYM_FALSE : LOOM_SYM_TRUE;
 }

@@ -26,6 +26,10 @@ LOOM_TEST(symbolic_cli, prove) {
   expect("prove 'n <= m'", 0, "unknown\n", NULL);
   expect("prove 'n <= m' --assume 'm == n'", 0, "true\n", NULL);
   expect("prove 'floormod(n, 4) == 0' --assume 'n % 8 == 0'", 0, "true\n", NULL);
+  /* issue 22's examples: the prover splits cases on min / max and select */
+  expect("prove 'min(a, b) + max(a, b) == a + b'", 0, "true\n", NULL);
+  expect("prove 'max(n, select(n == 1, 1, n)) == n'", 0, "true\n", NULL);
+  expect("prove 'min(a, b) + max(a, b) < a + b'", 0, "false\n", NULL);
 }
 
 LOOM_TEST(symbolic_cli, eval) {
