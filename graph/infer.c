@@ -48,10 +48,15 @@ loom_status loom_graph_icx_guard(loom_graph_icx *ic, const loom_sym_expr *cond, 
   return LOOM_OK;
 }
 
+/* Whether a binding's name is an exporter's path made a name ("/model/Resize_output_0" ->
+ * "_model_Resize_output_0", "onnx::Reshape_7" -> "onnx__Reshape_7"): fresh dims are then named
+ * after the op instead, so that signatures read `resize_rs3`, not `_model_..._rs3`. */
+static bool path_name(const char *s) { return s[0] == '_' || strstr(s, "__") || strlen(s) > 40; }
+
 const loom_sym_expr *loom_graph_icx_fresh(loom_graph_icx *ic, const char *what) {
   char name[128];
-  snprintf(name, sizeof name, "%s%s%s%u", ic->hint ? ic->hint : "", ic->hint ? "_" : "", what,
-           ic->m->next_fresh++);
+  const char *hint = ic->hint && path_name(ic->hint) ? ic->op : ic->hint;
+  snprintf(name, sizeof name, "%s%s%s%u", hint ? hint : "", hint ? "_" : "", what, ic->m->next_fresh++);
   return loom_sym_var_new(ic->cx, name, LOOM_SYM_VAR_SHAPE);
 }
 

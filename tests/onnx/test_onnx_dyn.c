@@ -113,6 +113,46 @@ LOOM_TEST(onnx_dyn, reshape_and_range_from_graph_inputs) {
   loom_onnx_model_free(m);
 }
 
+/* The module text of a one-node model (op, inputs ins, output out). */
+static char *import_text(const char *op, io *ins, size_t n, io *out) {
+  loom_onnx_model *m;
+  loom_graph_module *gm;
+  loom_status s = onnx_test_import_one(op, "d", ins, n, out, NULL, &m, &gm);
+  cr_assert(!s, "%s", s ? loom_status_text(s, 0) : "");
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_graph_print_module(gm, &sb);
+  char *text = strdup(loom_strbuf_cstr(&sb));
+  loom_strbuf_free(&sb);
+  loom_graph_module_destroy(gm);
+  loom_onnx_model_free(m);
+  return text;
+}
+
+/* Issue 22: fresh dims are named after what they are. A run-time operand's values are named
+ * after the ONNX value when its name reads as one (a user's graph input "r": r_0, r_1), else after
+ * the op and its operand (an exporter's "/model/Concat_output_0" as Tile's repeats:
+ * tile_repeats_0, ...); dims an op's result gets fresh are named after the result, or after the
+ * op when the result's name is an exporter's path (reshape_dim...). */
+LOOM_TEST(onnx_dyn, fresh_dims_have_readable_names) {
+  const char *names[] = {"r", "/model/Concat_output_0"}, *want[] = {"r_0", "tile_repeats_0"},
+             *never[] = {"tile_repeats_0", "_model_Concat_output_0_0"};
+  for (int k = 0; k < 2; k++) {
+    io ins[] = {{"x", F32, 2, {"2", "3"}}, {names[k], I64, 1, {"2"}}};
+    io out = {"y", F32, -1, {NULL}};
+    char *text = import_text("Tile", ins, 2, &out);
+    cr_assert(strstr(text, want[k]) != NULL, "no '%s' in\n%s", want[k], text);
+    cr_assert(strstr(text, never[k]) == NULL, "'%s' in\n%s", never[k], text);
+    free(text);
+  }
+  io ins[] = {{"x", F32, 2, {"2", "3"}}, {"s", I64, 1, {"3"}}};
+  io out = {"/model/Reshape_output_0", F32, -1, {NULL}};
+  char *text = import_text("Reshape", ins, 2, &out);
+  cr_assert(strstr(text, "reshape_dim") != NULL, "%s", text);
+  cr_assert(strstr(text, "_output_0_dim") == NULL, "%s", text);
+  free(text);
+}
+
 /* Runs @main of gm on args (n of them, freed) and checks a 1-D / 2-D f32 result against want. */
 static void expect_run(loom_graph_module *gm, size_t n, loom_graph_value *args, int nd, const int64_t *shape, const double *want) {
   loom_graph_value r;

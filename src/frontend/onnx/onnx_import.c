@@ -250,15 +250,38 @@ loom_status oimp_shape_syms(nctx *c, size_t i, const char *what, const loom_sym_
       len > (int64_t)cap || (si->dtype != LOOM_DTYPE_I64 && si->dtype != LOOM_DTYPE_I32))
     return UNSUP(c->n, "input %zu (%s) must be a constant or a 1-D integer tensor of static length", i, what);
   *n = (size_t)len;
-  return oimp_runtime_syms(c, c->args[i], c->n->inputs[i], dims, *n);
+  return oimp_runtime_syms(c, c->args[i], c->n->inputs[i], what, dims, *n);
+}
+
+/* Whether an ONNX value's name reads as a name: a letter, then letters, digits and '_'
+ * (a user's graph input), not an exporter's path ("/model/Concat_output_0", "onnx::Reshape_7"). */
+static bool readable_name(const char *s) {
+  if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')) || strlen(s) > 40) return false;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_')) return false;
+  return true;
+}
+
+const char *oimp_sym_base(const nctx *c, const char *onnx, const char *what, char *buf, size_t cap) {
+  if (readable_name(onnx)) {
+    snprintf(buf, cap, "%s", onnx);
+    return buf;
+  }
+  snprintf(buf, cap, "%s_%s", c->n->op_type, what);
+  for (char *p = buf; *p; p++)
+    if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+  return buf;
 }
 
 /* The n values of v (a 1-D i32 / i64 tensor of static length n, computed at run time) as
  * symbolic dims: `tensor_to_shape` then a match_cast to Shape[(v_0, ..., v_n-1)] binds each
- * element to a fresh symbolic var named after `onnx` (they must be dims: >= 0, checked when
- * it runs). */
-loom_status oimp_runtime_syms(nctx *c, loom_graph_expr *v, const char *onnx, const loom_sym_expr **dims, size_t n) {
+ * element to a fresh symbolic var (they must be dims: >= 0, checked when it runs), named
+ * after `onnx` when that reads as a name, else after the op and its operand `what`. */
+loom_status oimp_runtime_syms(nctx *c, loom_graph_expr *v, const char *onnx, const char *what, const loom_sym_expr **dims,
+                              size_t n) {
   imp *im = c->im;
+  char base[128];
+  onnx = oimp_sym_base(c, onnx, what, base, sizeof base);
   loom_graph_expr *sv;
   LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TENSOR_TO_SHAPE, 1, &v, NULL, &sv));
   for (size_t k = 0; k < n; k++) {

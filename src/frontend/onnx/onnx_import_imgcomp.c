@@ -654,7 +654,7 @@ static loom_status col2im_dyn(nctx *c, size_t ns, const int64_t *strides, const 
   oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", 1, (int64_t[]){0}));
   LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_EXPAND_DIMS, tot, &tot));
   const loom_sym_expr *zd[2] = {c->args[0]->sinfo->dims[0]}, *m = loom_sym_const(im->cx, ck * l);
-  LOOM_PROPAGATE(oimp_runtime_syms(c, tot, c->n->outputs[0], &zd[1], 1));
+  LOOM_PROPAGATE(oimp_runtime_syms(c, tot, c->n->outputs[0], "extent", &zd[1], 1));
   oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 2, zd));
   oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", c->args[0]->sinfo->dtype));
   LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ZEROS, 0, NULL, NULL, &zeros));

@@ -204,8 +204,14 @@ loom_status oimp_norm_axes(const nctx *c, int rank, int64_t *ax, size_t n);
  * static length known at run time) oimp_runtime_syms of it. */
 loom_status oimp_shape_syms(nctx *c, size_t i, const char *what, const loom_sym_expr **dims, size_t cap, size_t *n);
 /* The n values of v (1-D i32 / i64, static length n, computed at run time) bound to fresh
- * symbolic vars named after ONNX value `onnx` (tensor_to_shape + match_cast). */
-loom_status oimp_runtime_syms(nctx *c, loom_graph_expr *v, const char *onnx, const loom_sym_expr **dims, size_t n);
+ * symbolic vars (tensor_to_shape + match_cast) named `<onnx>_<k>` when the ONNX value's name
+ * reads as a name (a graph input such as "new_shape"), else `<op>_<what>_<k>` (an exporter's
+ * "/model/Concat_output_0" feeding Reshape's shape: reshape_shape_0, ...). */
+/* The base of fresh symbols' names for ONNX value `onnx`, operand `what` of c's node: the
+ * value's name when it reads as a name, else `<op>_<what>` (lower case), into buf. */
+const char *oimp_sym_base(const nctx *c, const char *onnx, const char *what, char *buf, size_t cap);
+loom_status oimp_runtime_syms(nctx *c, loom_graph_expr *v, const char *onnx, const char *what, const loom_sym_expr **dims,
+                              size_t n);
 void oimp_add_attr(nctx *c, loom_graph_attr a);
 /* Emits graph op `op` on args with c->attrs (then cleared); errors name the node. */
 loom_status oimp_emit(nctx *c, loom_graph_op op, size_t nargs, loom_graph_expr *const *args, const char *name,

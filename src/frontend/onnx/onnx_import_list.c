@@ -63,14 +63,16 @@ static bool is_list(const nctx *c, size_t i) {
   return i < c->nargs && c->args[i] && c->args[i]->sinfo && c->args[i]->sinfo->kind == LOOM_SINFO_LIST;
 }
 
-/* y, an item read out of a list, with fresh dims (named after ONNX value `onnx`) when its rank
- * is known and its dims are not. */
+/* y, an item read out of a list, with fresh dims (named after ONNX value `onnx`, oimp_sym_base)
+ * when its rank is known and its dims are not. */
 static loom_status name_dims(nctx *c, loom_graph_expr *y, const char *onnx, loom_graph_expr **out) {
   const loom_sinfo *s = y->sinfo;
   *out = y;
   if (s->kind != LOOM_SINFO_TENSOR || s->ndim < 0 || s->dims) return LOOM_OK;
   imp *im = c->im;
   const loom_sym_expr *dims[8];
+  char base[128];
+  onnx = oimp_sym_base(c, onnx, "item", base, sizeof base);
   for (int k = 0; k < s->ndim; k++) {
     char buf[256];
     snprintf(buf, sizeof buf, "%s_d%d", onnx, k);
@@ -252,7 +254,7 @@ loom_status oimp_split_runtime(nctx *c, int64_t axis, const loom_sym_expr *len) 
   int64_t zero = 0;
   oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", 1, &zero));
   LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_EXPAND_DIMS, 1, &c->args[1], NULL, &v1));
-  LOOM_PROPAGATE(oimp_runtime_syms(c, v1, n->inputs[1], &chunk, 1));
+  LOOM_PROPAGATE(oimp_runtime_syms(c, v1, n->inputs[1], "split", &chunk, 1));
   const loom_sym_expr *cnt = loom_sym_floordiv(cx, loom_sym_add(cx, len, loom_sym_sub(cx, chunk, loom_sym_const(cx, 1))), chunk);
   if (!cnt) return loom_sym_ctx_take_error(cx);
   loom_graph_expr *count = loom_graph_sym_new(im->m, cnt), *init, *fin;

@@ -200,7 +200,7 @@ loom_status oimp_loop_count(nctx *c, size_t i, const char *what, loom_graph_expr
     LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, v, &v));
   }
   const loom_sym_expr *n;
-  LOOM_PROPAGATE(oimp_runtime_syms(c, v, c->n->inputs[i], &n, 1));
+  LOOM_PROPAGATE(oimp_runtime_syms(c, v, c->n->inputs[i], what, &n, 1));
   *out = loom_graph_sym_new(im->m, n);
   return *out ? LOOM_OK : LOOM_OOM();
 }

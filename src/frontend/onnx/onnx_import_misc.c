@@ -61,7 +61,7 @@ static loom_status as_scalar(nctx *c, loom_graph_expr *x, loom_graph_expr **y) {
 
 /* A scalar integer operand i known at run time as one symbolic dim (>= 0, checked when it
  * runs): cast to i64, reshape to (1,), tensor_to_shape, match_cast. A constant folds. */
-static loom_status scalar_sym(nctx *c, size_t i, const loom_sym_expr **out) {
+static loom_status scalar_sym(nctx *c, size_t i, const char *what, const loom_sym_expr **out) {
   if (c->consts[i]) {
     if (c->consts[i]->numel != 1) return BAD(c->n, "input %zu must hold one value", i);
     double v = oimp_scalar_f64(c->consts[i]);
@@ -75,7 +75,7 @@ static loom_status scalar_sym(nctx *c, size_t i, const loom_sym_expr **out) {
   const loom_sym_expr *s1 = loom_sym_const(c->im->cx, one);
   oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 1, &s1));
   LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_RESHAPE, x, &x));
-  return oimp_runtime_syms(c, x, c->n->inputs[i], out, 1);
+  return oimp_runtime_syms(c, x, c->n->inputs[i], what, out, 1);
 }
 
 /* ---- elementwise ------------------------------------------------------------------------ */
@@ -255,7 +255,7 @@ static loom_status h_onehot(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (vs->kind != LOOM_SINFO_TENSOR || vs->ndim != 1 || !loom_sym_is_const(vs->dims[0], &nv) || nv != 2)
     return BAD(c->n, "input 2 (values) must be a 1-D tensor of two values [off, on]");
   const loom_sym_expr *depth;
-  LOOM_PROPAGATE(scalar_sym(c, 1, &depth));
+  LOOM_PROPAGATE(scalar_sym(c, 1, "depth", &depth));
   loom_graph_expr *idx, *neg, *wrapped, *oh, *dep;
   LOOM_PROPAGATE(cast(c, c->args[0], LOOM_DTYPE_I64, &idx));
   if (c->consts[1]) LOOM_PROPAGATE(oimp_scalar(c, LOOM_DTYPE_I64, (double)(int64_t)oimp_scalar_f64(c->consts[1]), &dep));
@@ -299,7 +299,7 @@ static loom_status h_window(nctx *c, const op_entry *e, loom_graph_expr **out) {
   loom_dtype dt;
   if (!loom_onnx_elem_dtype((int32_t)odt, &dt)) return UNSUP(c->n, "output_datatype %s is not supported", loom_onnx_elem_name((int32_t)odt));
   const loom_sym_expr *n;
-  LOOM_PROPAGATE(scalar_sym(c, 0, &n));
+  LOOM_PROPAGATE(scalar_sym(c, 0, "size", &n));
   loom_graph_expr *i, *nn, *t, *w, *u;
   LOOM_PROPAGATE(iota(c, n, &i));
   LOOM_PROPAGATE(cast(c, i, LOOM_DTYPE_F64, &i));
@@ -775,7 +775,7 @@ static loom_status h_dft(nctx *c, const op_entry *e, loom_graph_expr **out) {
     if (axis < 0 || axis >= r - 1) return BAD(c->n, "axis %lld is out of range for a signal of rank %d", (long long)axis, r - 1);
   }
   const loom_sym_expr *len = NULL;
-  if (oimp_has_input(c, 1)) LOOM_PROPAGATE(scalar_sym(c, 1, &len));
+  if (oimp_has_input(c, 1)) LOOM_PROPAGATE(scalar_sym(c, 1, "dft_length", &len));
   if (!runtime_axis) return dft1(c, c->args[0], axis, len, onesided != 0, inverse != 0, c->n->outputs[0], out);
   if (onesided) return UNSUP(c->n, "onesided with an axis known only at run time (the result shape depends on it)");
   loom_dtype adt = c->args[2]->sinfo->dtype;
@@ -812,9 +812,9 @@ static loom_status h_stft(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (r != 3) return BAD(c->n, "the signal has rank %d (3: batch, samples, 1 or 2)", r);
   loom_sym_ctx *cx = c->im->cx;
   const loom_sym_expr *step, *n, *one = loom_sym_const(cx, 1);
-  LOOM_PROPAGATE(scalar_sym(c, 1, &step));
+  LOOM_PROPAGATE(scalar_sym(c, 1, "frame_step", &step));
   bool win = c->nargs > 2 && c->args[2];
-  if (c->nargs > 3 && c->args[3]) LOOM_PROPAGATE(scalar_sym(c, 3, &n));
+  if (c->nargs > 3 && c->args[3]) LOOM_PROPAGATE(scalar_sym(c, 3, "frame_length", &n));
   else if (win) {
     int rw;
     const loom_sym_expr *const *dw;
