@@ -25,14 +25,8 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-OUT = os.path.join(ROOT, "bench", "out", "serve")
-# make_model.py's architectures: the default (small enough for the CI-sized runs) and GPT-2 small's
-# dimensions (124 M parameters, 500 MB of weights: a decode step streams them, as real serving does).
-SIZES = {
-    "small": ("256 wide, 4 heads, 4 layers, vocabulary 4096", []),
-    "gpt2": ("GPT-2 small's 768 wide, 12 heads, 12 layers, vocabulary 50257",
-             ["--width", "768", "--heads", "12", "--layers", "12", "--vocab", "50257"]),
-}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sizes  # noqa: E402
 
 
 def workload(seed, n):
@@ -136,8 +130,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=26)
     ap.add_argument("--loom-args", default="", help="more options for `loom serve` (e.g. \"--offload --max-step-tokens 64\")")
-    ap.add_argument("--size", default="small", choices=sorted(SIZES),
-                    help="make_model.py's architecture: " + "; ".join(f"{k}: {v[0]}" for k, v in SIZES.items()))
+    sizes.add_argument(ap)
     ap.add_argument("--onnx", default=None, help="the ONNX decoder of loom-onnx and ort (default make_model.py's model.onnx; e.g. "
                     "tests/serve/data/make_torch.py --bench's torch GPT-2 export)")
     ap.add_argument("--loom-bin", default=os.path.join(ROOT, "zig-out", "bin", "loom"),
@@ -146,11 +139,7 @@ def main():
     ap.add_argument("--step-log", default=None, help="a directory: `loom serve --step-log` of each Loom system and level goes to "
                     "DIR/<system>-<clients>.log (read it with steplog.py)")
     a = ap.parse_args()
-    global OUT
-    if a.size != "small":
-        OUT = os.path.join(OUT, a.size)
-    if not os.path.exists(os.path.join(OUT, "genai", "genai_config.json")):
-        subprocess.check_call([sys.executable, os.path.join(ROOT, "bench", "serve", "make_model.py"), OUT] + SIZES[a.size][1])
+    OUT = sizes.model_dir(a.size)
     onnx = a.onnx or os.path.join(OUT, "model.onnx")
     rows = []
     for system in a.systems.split(","):
@@ -214,7 +203,7 @@ def main():
         f.write(f"# bench/serve — {datetime.datetime.now().isoformat(timespec='minutes')}\n\n")
         f.write(f"`bench/serve/run.py --clients {a.clients} --seconds {a.seconds} --threads {a.threads} --loom-args '{a.loom_args}'"
                 + (f" --onnx {a.onnx}" if a.onnx else "") + f" --size {a.size}`; model: make_model.py's "
-                f"({SIZES[a.size][0]})" + (" architecture, as the given ONNX" if a.onnx else "") + "; greedy; prompts log-uniform 1..512, outputs 16..256, seed "
+                f"({sizes.SIZES[a.size][0]})" + (" architecture, as the given ONNX" if a.onnx else "") + "; greedy; prompts log-uniform 1..512, outputs 16..256, seed "
                 f"{a.seed}. The machine has 2 cores shared with other jobs: short runs, figures drift.\n\n")
         f.write("| system | clients | tokens/s | TTFT p50 (s) | TTFT p99 (s) | ITL p50 (ms) | ITL p99 (ms) | requests | errors | engine busy | step (ms) | tokens/step |\n")
         f.write("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")

@@ -32,6 +32,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "bench", "out", "serve")
 LOOM = os.path.join(ROOT, "zig-out", "bin", "loom")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sizes  # noqa: E402
 NAMES = ["tokens", "positions", "seq_ids", "ctx_lens", "block_tables", "last_index"]
 
 
@@ -138,9 +140,10 @@ def main():
     ap.add_argument("--loom-bin", default=LOOM, help="the loom program (a before/after comparison runs an older build)")
     ap.add_argument("--run-args", default="", help="more options for `loom run` (e.g. --pack-tied)")
     ap.add_argument("--out", default=None, help="results file (default bench/results/<date>-serve-steps.md)")
+    sizes.add_argument(ap)
     a = ap.parse_args()
-    if not os.path.exists(os.path.join(OUT, "model.onnx")):
-        subprocess.check_call([sys.executable, os.path.join(ROOT, "bench", "serve", "make_model.py"), OUT])
+    global OUT
+    OUT = sizes.model_dir(a.size)
     models = {"loom": os.path.join(OUT, "serve.loom"), "onnx": os.path.join(OUT, "steps", "onnx-serving.loom"),
               "loomc": os.path.join(OUT, "steps", "serve-const.loom")}
     os.makedirs(os.path.join(OUT, "steps"), exist_ok=True)
@@ -174,8 +177,8 @@ def main():
     with open(out, "w") as fh:
         fh.write(f"# bench/serve/steps.py — {datetime.datetime.now().isoformat(timespec='minutes')}\n\n")
         fh.write(f"`bench/serve/steps.py --decodes {a.decodes} --chunks {a.chunks} --chunk-ctx {a.chunk_ctx} --threads {a.threads} "
-                 f"--repeat {a.repeat} --rounds {a.rounds}{' --split' if a.split else ''}`: one engine step of make_model.py's default "
-                 f"model (256 wide, 4 heads, 4 layers, vocabulary 4096), D decodes at the load benchmark's contexts plus a prompt chunk "
+                 f"--repeat {a.repeat} --rounds {a.rounds}{' --split' if a.split else ''}`: one engine step of make_model.py's "
+                 f"model ({sizes.SIZES[a.size][0]}; --size {a.size}), D decodes at the load benchmark's contexts plus a prompt chunk "
                  f"of P tokens after {a.chunk_ctx} cached; keys: what the step's attention reads (per layer and head). Each cell: the "
                  f"best of {a.rounds} rounds' minima of {a.repeat} calls (ms), [the spread of the rounds' minima], and its ratio to the "
                  "one-decode step of the same form and threads. The machine is shared: compare within a column.\n\n")
