@@ -592,6 +592,11 @@ loom_status loom_graph_tensor_copy_strs(loom_graph_tensor *t, size_t at, const v
 /* Whether two strings hold the same bytes. */
 bool loom_graph_str_equal(loom_str a, loom_str b);
 
+/* Evaluates operator call `call` (of module m) on `args` (its operands' values, borrowed) with
+ * the reference implementation; *out is the result (free with loom_graph_value_free). Only
+ * reads m: safe from several threads. */
+loom_status loom_graph_call_eval(loom_graph_module *m, const loom_graph_expr *call, const loom_graph_value *args,
+                                 loom_graph_value *out);
 /* Runs graph function `fn` on `args` (owned by the caller). Binds symbolic vars from the
  * argument shapes, checks match_cast and guards. On success *out holds the result (free
  * with loom_graph_value_free) and `env` (if not NULL) the bound symbolic values. */
