@@ -128,6 +128,7 @@ pub const suites = .{
         "tests/e2e/test_e2e_models.c",
         "tests/e2e/test_e2e_window.c",
         "tests/e2e/test_e2e_list.c",
+        "tests/e2e/test_e2e_string.c",
         "tests/e2e/test_e2e_norms.c",
         "tests/e2e/test_e2e_attention.c",
         "tests/e2e/test_e2e_conv_gemm.c",
