@@ -197,6 +197,40 @@ LOOM_TEST(e2e_string, mixed_with_tensor_programs) {
   e2e_model_free(&md);
 }
 
+/* cast to and from strings: a tensor program's result printed, strings parsed into a program */
+LOOM_TEST(e2e_string, casts_between_numbers_and_strings) {
+  e2e_model md = e2e_compile(STRINGS);
+  static const int64_t ns[] = {0, 1, 3};
+  for (int q = 0; q < 3; q++) {
+    int64_t n = ns[q];
+    loom_graph_value in[2];
+    loom_tensor *t[2];
+    cr_assert_null(loom_graph_value_tensor(LOOM_DTYPE_F32, 1, &n, &in[0]));
+    cr_assert_null(loom_rt_tensor_new(md.rt, LOOM_DTYPE_F32, 1, &n, &t[0]));
+    for (int64_t i = 0; i < n; i++) ((float *)in[0].t.data)[i] = ((float *)t[0]->data)[i] = (float)i - 1.0f;
+    make_str(md.rt, 1, &n, (const char *[]){"12", " -7 ", "100.5"}, &in[1], &t[1]);
+    uint32_t nr;
+    loom_graph_value *r = run_both(&md, "casts", in, t, 2, &nr);
+    if (n == 3) {
+      expect_strs(&r[0], (const char *[]){"0.36787945", "1.0", "2.7182817"});
+      const int64_t *w = r[1].t.data;
+      cr_assert(w[0] == 24 && w[1] == -14 && w[2] == 200, "%lld %lld %lld", (long long)w[0], (long long)w[1], (long long)w[2]);
+    }
+    free_res(r, nr);
+    free_all(in, t, 2);
+  }
+  /* an element that is not a number: the interpreter's message, from the compiled call */
+  loom_tensor *t[2];
+  int64_t one = 1;
+  cr_assert_null(loom_rt_tensor_new(md.rt, LOOM_DTYPE_F32, 1, &one, &t[0]));
+  cr_assert_null(loom_rt_tensor_strings(md.rt, 1, &one, (const char *[]){"12abc"}, NULL, &t[1]));
+  loom_rt_outputs out = {0};
+  expect_fail(loom_rt_call(md.rt, "casts", t, 2, &out), LOOM_CODE_INVALID_ARGUMENT, "\"12abc\", is not a number");
+  loom_tensor_release(t[0]);
+  loom_tensor_release(t[1]);
+  e2e_model_free(&md);
+}
+
 LOOM_TEST(e2e_string, bad_input_and_aot_refused) {
   e2e_model md = e2e_compile(STRINGS);
   /* a number tensor for a string parameter: refused naming the parameter */
