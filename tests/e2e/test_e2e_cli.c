@@ -251,7 +251,7 @@ LOOM_TEST(e2e_cli, onnx_conformance_families_through_the_compiled_path) {
               /* sequences and optionals known only at run time: list values (graph inputs and outputs,
                * SequenceMap and Loop over a list's length, SplitToSequence with a run-time split, If over lists) */
               {"test_sequence_", 14}, {"test_optional", 11}, {"test_split_to_sequence", 3}, {"test_identity", 3},
-              {"test_loop13_seq", 1}, {"test_if_seq", 1},
+              {"test_loop13_seq", 1}, {"test_if_seq", 1}, {"test_if_opt", 1}, {"test_loop16_seq_none", 1},
               /* string tensors: the VM's host operators (docs/vm.md "Host operators") */
               {"test_string_", 11}, {"test_strnormalizer", 6}, {"test_regex_full_match", 3}, {"test_equal_string", 2},
               {"test_ai_onnx_ml_label_encoder", 4}};
