@@ -122,6 +122,7 @@ pub const suites = .{
         "tests/vm/test_artifact.c",
         "tests/vm/test_kernel_sig.c",
         "tests/vm/test_model.c",
+        "tests/vm/test_vm_strings.c",
     } },
     .{ .name = "e2e", .files = &[_][]const u8{
         "tests/e2e/e2e_util.c",
