@@ -97,8 +97,8 @@ const loom_sinfo *loom_sinfo_list(loom_graph_module *m, const loom_sinfo *item, 
 
 /* Structural equality (symbolic dims compared by pointer: they are hash-consed). */
 bool loom_sinfo_equal(const loom_sinfo *a, const loom_sinfo *b);
-/* Whether s holds a string tensor: itself, a tuple's field or a list's items (strings run on
- * the reference interpreter only: docs/ir.md "Strings"). */
+/* Whether s holds a string tensor: itself, a tuple's field or a list's items (no tensor program
+ * takes strings: the VM runs their operators on the host, docs/vm.md "Host operators"). */
 bool loom_sinfo_holds_string(const loom_sinfo *s);
 /* Is every value described by `derived` also described by `base`?
  * TRUE: statically; FALSE: never (e.g. dtype or rank differ, dims provably differ);
@@ -352,8 +352,8 @@ enum {
   LOOM_GRAPH_OPF_VM = 4,        /* run by the VM itself (it reads the values: tensor_to_shape); never
                                  * legalized to a program */
   LOOM_GRAPH_OPF_STR = 8,       /* takes the string dtype (loom_dtype_is_string); the other ops refuse it
-                                 * at inference. String calls run on the reference interpreter only:
-                                 * the legalize pass keeps them as operators (docs/ir.md "Strings") */
+                                 * at inference. The legalize pass keeps string calls as operators; the
+                                 * VM runs them on the host (docs/vm.md "Host operators") */
   LOOM_GRAPH_OPF_LOWP_STR = 9,  /* LOWP and STR (cast) */
 };
 /* The flags of op (LOOM_GRAPH_OPF_*). */
@@ -592,6 +592,11 @@ loom_status loom_graph_tensor_copy_strs(loom_graph_tensor *t, size_t at, const v
 /* Whether two strings hold the same bytes. */
 bool loom_graph_str_equal(loom_str a, loom_str b);
 
+/* Evaluates operator call `call` (of module m) on `args` (its operands' values, borrowed) with
+ * the reference implementation; *out is the result (free with loom_graph_value_free). Only
+ * reads m: safe from several threads. */
+loom_status loom_graph_call_eval(loom_graph_module *m, const loom_graph_expr *call, const loom_graph_value *args,
+                                 loom_graph_value *out);
 /* Runs graph function `fn` on `args` (owned by the caller). Binds symbolic vars from the
  * argument shapes, checks match_cast and guards. On success *out holds the result (free
  * with loom_graph_value_free) and `env` (if not NULL) the bound symbolic values. */

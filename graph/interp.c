@@ -488,3 +488,23 @@ loom_status loom_graph_eval(loom_graph_module *m, const char *fn, size_t nargs, 
   loom_sym_env_destroy(own);
   return st;
 }
+
+/* One operator call on values: what the VM's host operators run (docs/vm.md "Host operators"),
+ * the same implementation the interpreter runs. The module is only read, so calls may run
+ * on several threads at once. */
+loom_status loom_graph_call_eval(loom_graph_module *m, const loom_graph_expr *call, const loom_graph_value *args,
+                                 loom_graph_value *out) {
+  memset(out, 0, sizeof *out);
+  if (call->kind != LOOM_GRAPH_EXPR_CALL || call->u.call.callee != LOOM_GRAPH_CALLEE_OP)
+    return LOOM_ERROR(INVALID_ARGUMENT, "loom_graph_call_eval: not an operator call");
+  loom_graph_ecx ec = {.m = m, .call = call, .op = loom_graph_op_name(call->u.call.op)};
+  for (size_t i = 0; i < call->u.call.nargs; i++)
+    if (args[i].kind != LOOM_SINFO_TENSOR && call->u.call.args[i]->sinfo->kind == LOOM_SINFO_TENSOR)
+      return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand %zu is not a tensor", ec.op, i);
+  loom_sym_env *env;
+  LOOM_PROPAGATE(loom_sym_env_create(NULL, &env));
+  ec.env = env;
+  loom_status st = loom_graph_op_impl_of(call->u.call.op)->eval(&ec, args, out);
+  loom_sym_env_destroy(env);
+  return st;
+}

@@ -206,7 +206,7 @@ static loom_status legalize_seq(loom_graph_module *m, loom_graph_seq *seq, loom_
       unsigned flags = loom_graph_op_flags(v->u.call.op);
       if (((flags & LOOM_GRAPH_OPF_VIEW) && v->u.call.nargs == 1) || (flags & LOOM_GRAPH_OPF_VM)) continue;
       bool expanded = false;
-      loom_status s = touches_string(v) ? LOOM_ERROR(UNIMPLEMENTED, "%s: string tensors run on the reference interpreter only (docs/ir.md \"Strings\")",
+      loom_status s = touches_string(v) ? LOOM_ERROR(UNIMPLEMENTED, "%s: string tensors run on the host, through the interpreter's implementation (docs/vm.md \"Host operators\")",
                                                      loom_graph_op_name(v->u.call.op))
                                         : loom_legalize_expand(m, blk, i, &expanded);
       if (!s && !expanded) {

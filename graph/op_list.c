@@ -17,6 +17,7 @@
 static const loom_graph_attr_spec no_attrs[] = {{0}};
 static const loom_graph_attr_spec new_attrs[] = {{"dtype", LOOM_GRAPH_ATTR_DTYPE, .dflt_dtype = LOOM_DTYPE_F32},
                                                  {"optional", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                 {"nest", LOOM_GRAPH_ATTR_INT, .dflt = 0},
                                                  {0}};
 
 /* Requires operand i to be a list; *out is its struct info. */
@@ -117,13 +118,18 @@ static loom_status position(const loom_graph_ecx *ec, const loom_graph_value *ar
 
 /* ---- list_new ---------------------------------------------------------------------------------- */
 
-/* list_new(x0, x1, ..., dtype=f32, optional=false) -> List[items, n]: the items in order (dtype
- * names the items of an empty list); optional: an optional of the one item, or empty. */
+/* list_new(x0, x1, ..., dtype=f32, optional=false, nest=0) -> List[items, n]: the items in order
+ * (dtype names the items of an empty list; nest > 0: they are lists, nested that deep, of such
+ * tensors: an empty Optional of a sequence); optional: an optional of the one item, or empty. */
 static loom_status infer_new(loom_graph_icx *ic, const loom_sinfo **out) {
   size_t n = ic->call->u.call.nargs;
   bool opt = loom_graph_call_int(ic->call, "optional") != 0;
   if (opt && n > 1) return loom_graph_icx_error(ic, "an optional holds at most one item, got %zu", n);
   const loom_sinfo *it = n ? NULL : loom_sinfo_tensor(ic->m, loom_graph_call_dtype(ic->call, "dtype"), LOOM_SINFO_NDIM_UNKNOWN, NULL, NULL);
+  int64_t nest = loom_graph_call_int(ic->call, "nest");
+  if (nest < 0 || nest > 8) return loom_graph_icx_error(ic, "nest %lld is outside 0..8", (long long)nest);
+  for (int64_t k = 0; !n && it && k < nest; k++) it = loom_sinfo_list(ic->m, it, NULL, false);
+  if (!n && !it) return LOOM_OOM();
   for (size_t i = 0; i < n; i++) {
     const loom_sinfo *x = loom_graph_icx_arg(ic, i);
     if (x->kind != LOOM_SINFO_TENSOR && x->kind != LOOM_SINFO_LIST)

@@ -50,6 +50,7 @@
 #include "vm/extern.h"
 #include "vm/kernel_abi.h"
 #include "vm/object.h"
+#include "vm/vm.h"
 
 typedef struct loom_rt loom_rt;
 
@@ -73,6 +74,11 @@ typedef struct loom_rt_options {
    * first use, so a changed weight fails that call, naming the tensor (vm/exec.h,
    * loom_vm_exec_const_check). With it the same error comes from loom_rt_open. */
   bool check_weights;
+  /* Host operators (builtin HOSTOP, vm/vm.h): the operators on string tensors, which the
+   * program that compiled the executable runs (loom_compiled_open sets them); NULL: none, and
+   * an executable that uses one fails that call naming it. */
+  loom_vm_hostop_fn hostop;
+  void *hostop_ctx;
 } loom_rt_options;
 
 /* Opens an AOT artifact (.so exporting loom_artifact_v1) or an executable file (by its
@@ -130,6 +136,12 @@ LOOM_MUST_USE loom_status loom_rt_list_new(loom_rt *rt, loom_vm_obj *const *item
 LOOM_MUST_USE loom_status loom_rt_tensor_new(loom_rt *rt, loom_dtype dt, int32_t rank, const int64_t *shape,
                                              loom_tensor **out);
 void loom_tensor_release(loom_tensor *t);
+/* A dense string tensor (dtype string; docs/vm.md "Strings") holding copies of the numel
+ * strings strs[i] of lens[i] bytes (lens NULL: NUL-terminated). Its elements are loom_str
+ * handles into bytes its storage owns; read them as ((const loom_str *)t->data)[i].
+ * loom_rt_tensor_new and loom_rt_tensor_borrow make no string tensors. `rt` may be NULL. */
+LOOM_MUST_USE loom_status loom_rt_tensor_strings(loom_rt *rt, int32_t rank, const int64_t *shape,
+                                                 const char *const *strs, const size_t *lens, loom_tensor **out);
 /* A dense row-major CPU tensor over host memory the caller owns (borrowed: Loom never
  * frees it). The memory must stay valid and unwritten while the tensor or anything made from
  * it (a result may be a view of an input) is alive. `nbytes` is the memory's size, checked.

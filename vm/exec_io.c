@@ -132,6 +132,11 @@ static loom_status write_exec(const loom_vm_exec *e, bool with_data, loom_alloca
                               size_t *out_len) {
   *out = NULL;
   *out_len = 0;
+  /* a string constant's elements are pointers into the compiler's memory (docs/vm.md "Strings") */
+  for (uint32_t i = 0; i < e->nconsts; i++)
+    if (loom_dtype_is_string((loom_dtype)e->consts[i].dtype))
+      return LOOM_ERROR(UNIMPLEMENTED, "constant '%s' is a string tensor: an executable file cannot hold string "
+                        "constants yet (they run in the process that compiled them)", loom_vm_exec_str(e, e->consts[i].name));
   writer w = {.a = alloc};
   uint64_t off[LOOM_VM_SEC_COUNT], size[LOOM_VM_SEC_COUNT];
   uint32_t count[LOOM_VM_SEC_COUNT];
@@ -431,6 +436,7 @@ static loom_status load(loom_vm_exec *e, const uint8_t *bytes, size_t len, const
       return CORRUPT(c, "truncated constant");
     k->name = h[0], k->dtype = h[1], k->rank = h[2];
     if (k->rank > LOOM_VM_MAX_RANK) return CORRUPT(c, "rank %u exceeds %d", k->rank, LOOM_VM_MAX_RANK);
+    if (loom_dtype_is_string((loom_dtype)k->dtype)) return CORRUPT(c, "a string constant (its elements would be pointers)");
     if (!take(c, k->dims, k->rank * 8u)) return CORRUPT(c, "truncated: dims");
   }
   if (sec[3].left) return CORRUPT(&sec[3], "%llu bytes left after the last constant", (unsigned long long)sec[3].left);

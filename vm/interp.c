@@ -38,6 +38,8 @@ struct loom_vm {
   loom_kernel_fn *kernels;    /* resolved kernels */
   loom_kernel_fn *externs;    /* resolved externs */
   loom_kernel_ctx kctx;       /* the template of every call's kernel context */
+  loom_vm_hostop_fn hostop;   /* host operators (HOSTOP), or NULL */
+  void *hostop_ctx;           /* their context */
   bool profile;               /* time every instruction and kernel */
   prof_entry op_prof[LOOM_VM_OP_COUNT];
   prof_entry *kernel_prof;    /* per kernel */
@@ -84,6 +86,10 @@ void loom_vm_set_pool(loom_vm *vm, loom_cpu_pool *pool) {
 }
 
 void loom_vm_set_user(loom_vm *vm, void *user) { vm->kctx.user = user; }
+void loom_vm_set_hostop(loom_vm *vm, loom_vm_hostop_fn fn, void *ctx) {
+  vm->hostop = fn;
+  vm->hostop_ctx = ctx;
+}
 loom_device *loom_vm_device(loom_vm *vm) { return vm->dev; }
 void loom_vm_set_profile(loom_vm *vm, bool on) { __atomic_store_n(&vm->profile, on, __ATOMIC_RELAXED); }
 
@@ -534,12 +540,19 @@ static loom_status builtin(loom_vm *vm, frame *fr, uint32_t id, const uint32_t *
   if (id == LOOM_VM_BUILTIN_ROWS && !R[o[1]])
     return LOOM_ERROR(INVALID_ARGUMENT, "a loop ran no iteration, and the shape of its scan items is known only from them");
   bool list = id >= LOOM_VM_BUILTIN_LIST_EMPTY && id <= LOOM_VM_BUILTIN_LIST_SELECT;
-  for (uint32_t i = (list || id == LOOM_VM_BUILTIN_COPY || id == LOOM_VM_BUILTIN_ROWS || id == LOOM_VM_BUILTIN_SCAN_PUT); i < nobj; i++)
+  for (uint32_t i = (list || id == LOOM_VM_BUILTIN_COPY || id == LOOM_VM_BUILTIN_HOSTOP || id == LOOM_VM_BUILTIN_ROWS || id == LOOM_VM_BUILTIN_SCAN_PUT); i < nobj; i++)
     if (!R[o[i]]) return LOOM_ERROR(FAILED_PRECONDITION, "builtin %s: register r%u is empty", loom_vm_builtin_table[id].name, o[i]);
   if (list) return list_builtin(vm, fr, id, o, iv);
   switch (id) {
   case LOOM_VM_BUILTIN_COPY: {
     loom_tensor *src = (loom_tensor *)R[o[1]], *dst;
+    if (loom_dtype_is_string(src->dtype)) { /* the bytes too: the copy's storage owns its own */
+      if (!loom_tensor_is_contiguous(src)) return LOOM_ERROR(UNIMPLEMENTED, "COPY of a strided string tensor");
+      LOOM_PROPAGATE(loom_tensor_strings(vm->dev, src->rank, src->shape, src->data, &dst));
+      loom_vm_obj_release(R[o[0]]);
+      R[o[0]] = &dst->hdr;
+      return LOOM_OK;
+    }
     LOOM_PROPAGATE(loom_tensor_alloc(vm->dev, src->dtype, src->rank, src->shape, &dst));
     size_t nb;
     loom_status st = loom_tensor_nbytes(src->dtype, src->rank, src->shape, &nb);
@@ -560,12 +573,30 @@ static loom_status builtin(loom_vm *vm, frame *fr, uint32_t id, const uint32_t *
     return LOOM_OK;
   }
   case LOOM_VM_BUILTIN_SCAN_PUT:
+    if (loom_dtype_is_string(((const loom_tensor *)R[o[1]])->dtype))
+      return LOOM_ERROR(UNIMPLEMENTED, "SCAN_PUT: a loop's scan items are string tensors, which the VM does not stack yet");
     return scan_put(vm, &R[o[0]], (const loom_tensor *)R[o[1]], fr->I[iv[0]], fr->I[iv[1]]);
   case LOOM_VM_BUILTIN_ROWS: {
     loom_tensor *t;
     LOOM_PROPAGATE(rows_view((const loom_tensor *)R[o[1]], fr->I[iv[0]], &t));
     loom_vm_obj_release(R[o[0]]);
     R[o[0]] = &t->hdr;
+    return LOOM_OK;
+  }
+  case LOOM_VM_BUILTIN_HOSTOP: {
+    const loom_tuple *t = (const loom_tuple *)R[o[1]];
+    if (t->hdr.kind != LOOM_VM_OBJ_TUPLE)
+      return LOOM_ERROR(TYPE_ERROR, "builtin HOSTOP: register r%u holds a %s, not a tuple", o[1], loom_vm_obj_kind_name(t->hdr.kind));
+    int64_t op = fr->I[iv[0]];
+    if (!vm->hostop)
+      return LOOM_ERROR(UNIMPLEMENTED, "host operator %lld: this executable runs operators on the host (string tensors), "
+                        "which only the program that compiled it provides (loom run, loom_compiled_open); a runtime "
+                        "without a compiler (loom-run, loom_rt_open) cannot run them", (long long)op);
+    if (op < 0 || op > UINT32_MAX) return LOOM_ERROR(OUT_OF_RANGE, "host operator %lld is out of range", (long long)op);
+    loom_vm_obj *res = NULL;
+    LOOM_PROPAGATE(vm->hostop(vm->hostop_ctx, (uint32_t)op, vm->dev, t->size, t->items, &res));
+    loom_vm_obj_release(R[o[0]]);
+    R[o[0]] = res;
     return LOOM_OK;
   }
   case LOOM_VM_BUILTIN_ASSERT_EQ:

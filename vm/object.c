@@ -209,6 +209,34 @@ loom_status loom_tensor_alloc(loom_device *d, loom_dtype dt, int32_t rank, const
   return st;
 }
 
+loom_status loom_tensor_strings(loom_device *d, int32_t rank, const int64_t *shape, const loom_str *elems,
+                                loom_tensor **out) {
+  *out = NULL;
+  if (rank < 0 || rank > LOOM_VM_MAX_RANK)
+    return LOOM_ERROR(OUT_OF_RANGE, "rank %d is outside 0..%d", rank, LOOM_VM_MAX_RANK);
+  size_t hb, total, n = 0;
+  LOOM_PROPAGATE(loom_tensor_nbytes(LOOM_DTYPE_STRING, rank, shape, &hb));
+  n = hb / sizeof(loom_str);
+  total = hb;
+  for (size_t i = 0; i < n; i++)
+    if (!loom_size_add(total, (size_t)elems[i].len, &total) || !loom_size_add(total, 1, &total))
+      return LOOM_ERROR(OUT_OF_RANGE, "a string tensor of more than SIZE_MAX bytes");
+  loom_storage *s;
+  LOOM_PROPAGATE(loom_storage_alloc(d, total ? total : 1, &s));
+  loom_str *h = s->data;
+  char *p = (char *)s->data + hb;
+  for (size_t i = 0; i < n; i++) {
+    size_t len = (size_t)elems[i].len;
+    if (len) memcpy(p, elems[i].data, len);
+    p[len] = 0;
+    h[i] = (loom_str){len ? p : NULL, len};
+    p += len + 1;
+  }
+  loom_status st = loom_tensor_view(s, 0, LOOM_DTYPE_STRING, rank, shape, out);
+  loom_vm_obj_release(&s->hdr);
+  return st;
+}
+
 loom_status loom_tensor_view(loom_storage *s, size_t offset, loom_dtype dt, int32_t rank,
                              const int64_t *shape, loom_tensor **out) {
   *out = NULL;

@@ -14,7 +14,10 @@
  *                 memory-mapped executable, or a DLPack producer).
  *   loom_tensor   dtype, rank, shape, strides (in elements), device, a data pointer
  *                 and the storage that keeps the data alive. Converts to and from
- *                 DLPack's DLManagedTensor without copying.
+ *                 DLPack's DLManagedTensor without copying. A string tensor (dtype
+ *                 string, elements loom_str handles) is made only by loom_tensor_strings:
+ *                 its storage holds the handles and, after them, the bytes they point
+ *                 to, so the bytes are freed with the storage (docs/vm.md "Strings").
  *   loom_tuple    a fixed-size array of objects (multiple results).
  *   list          a loom_tuple of kind LIST: a list value of the graph IR (docs/vm.md "Lists"),
  *                 tensors (or lists) whose count and shapes are known only at run time; the
@@ -111,6 +114,10 @@ LOOM_MUST_USE loom_status loom_tensor_alloc(loom_device *d, loom_dtype dt, int32
 /* A dense row-major view of `s` at byte `offset`; checks it fits. Retains s. */
 LOOM_MUST_USE loom_status loom_tensor_view(loom_storage *s, size_t offset, loom_dtype dt,
                                            int32_t rank, const int64_t *shape, loom_tensor **out);
+/* A dense string tensor on the CPU device `d` holding copies of elems[0 .. numel): one
+ * storage with the numel handles, then each element's bytes and a NUL (not counted). */
+LOOM_MUST_USE loom_status loom_tensor_strings(loom_device *d, int32_t rank, const int64_t *shape,
+                                              const loom_str *elems, loom_tensor **out);
 size_t loom_tensor_numel(const loom_tensor *t);
 bool loom_tensor_is_contiguous(const loom_tensor *t);
 /* Zero-copy export: the DLManagedTensor holds a reference to t; its deleter drops it. */

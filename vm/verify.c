@@ -174,7 +174,7 @@ static loom_status verify_list(const loom_vm_exec *e, const loom_vm_func *f, loo
   case LOOM_VM_OP_CALLB: {
     const loom_vm_builtininfo *bi = &loom_vm_builtin_table[a];
     bool list = a >= LOOM_VM_BUILTIN_LIST_EMPTY && a <= LOOM_VM_BUILTIN_LIST_SELECT; /* lists and their items */
-    char ok = (a == LOOM_VM_BUILTIN_PRINT || list) ? 'R' : 'T';
+    char ok = (a == LOOM_VM_BUILTIN_PRINT || a == LOOM_VM_BUILTIN_HOSTOP || list) ? 'R' : 'T';
     LOOM_RETURN_IF_ERROR(counted(e, f, &r, ok, bi->nobj, "objects"), "calling builtin %s", bi->name);
     LOOM_RETURN_IF_ERROR(counted(e, f, &r, 'I', bi->nint, "ints"), "calling builtin %s", bi->name);
     return LOOM_OK;

@@ -129,12 +129,14 @@ static loom_status step(flow *fl, uint32_t pc, bool check) {
     break;
   case LOOM_VM_OP_CALLB: {
     bool list = a >= LOOM_VM_BUILTIN_LIST_EMPTY && a <= LOOM_VM_BUILTIN_LIST_SELECT;
-    bool out0 = a == LOOM_VM_BUILTIN_COPY || a == LOOM_VM_BUILTIN_ROWS || list; /* o0 written, not read */
+    bool host = a == LOOM_VM_BUILTIN_HOSTOP;
+    bool out0 = a == LOOM_VM_BUILTIN_COPY || a == LOOM_VM_BUILTIN_ROWS || list || host; /* o0 written, not read */
     for (uint32_t i = out0; check && i < l[0]; i++) LOOM_PROPAGATE(use(fl, l[1 + i], "builtin operand"));
     if (a == LOOM_VM_BUILTIN_LIST_LEN) R[l[1]] = tensor(LOOM_DTYPE_I64, 0);
     else if (a == LOOM_VM_BUILTIN_LIST_HAS) R[l[1]] = tensor(LOOM_DTYPE_BOOL, 0);
     else if (a == LOOM_VM_BUILTIN_LIST_GET) R[l[1]] = val(DEF, f->obj_kinds[l[1]], ANY8, ANY8);
     else if (list) R[l[1]] = val(DEF, LOOM_VM_OBJ_LIST, ANY8, ANY8);
+    else if (host) R[l[1]] = val(DEF, f->obj_kinds[l[1]], ANY8, ANY8);
     else if (out0) R[l[1]] = STATE(R[l[2]]) == DEF ? R[l[2]] : tensor(ANY8, ANY8);
     else if (a == LOOM_VM_BUILTIN_SCAN_PUT) /* may become a new tensor: its dtype and rank stay */
       R[l[1]] = STATE(R[l[1]]) == DEF ? R[l[1]] : tensor(ANY8, ANY8);

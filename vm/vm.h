@@ -36,6 +36,16 @@ loom_device *loom_vm_device(loom_vm *vm);
 void loom_vm_set_pool(loom_vm *vm, loom_cpu_pool *pool);
 void loom_vm_set_user(loom_vm *vm, void *user);
 
+/* A host operator (builtin HOSTOP; docs/vm.md "Host operators"): operator `op` of the host's own
+ * table applied to `nargs` operands (borrowed); *out a new tensor or tuple made on `dev`. The
+ * program that compiled the executable provides it (the driver runs the reference
+ * interpreter's implementation of the operator: string tensors); it may be called from several
+ * threads at once. */
+typedef loom_status (*loom_vm_hostop_fn)(void *ctx, uint32_t op, loom_device *dev, uint32_t nargs,
+                                         loom_vm_obj *const *args, loom_vm_obj **out);
+/* Sets the host operators of the VM (NULL: none; HOSTOP then fails naming the operator). */
+void loom_vm_set_hostop(loom_vm *vm, loom_vm_hostop_fn fn, void *ctx);
+
 /* Calls function `fn` with `nargs` tensors (borrowed). Checks count, kind, dtype, rank
  * and density against the signature before running; the bytecode's MATCH instructions
  * check and bind the dims. On success *out holds a new reference to the result. */

@@ -7,6 +7,7 @@
 
 #include "base/status.h"
 #include "driver/commands.h"
+#include "driver/hostop.h"
 #include "frontend/onnx/onnx_import.h"
 #include "loom.h"
 
@@ -31,52 +32,6 @@ static void compiled_eval_forget(void *ctx, loom_graph_module *m) {
   if (ce->m == m) compiled_eval_reset(ce);
 }
 
-static loom_status to_value(const loom_vm_obj *o, loom_graph_value *out) {
-  if (o->kind == LOOM_VM_OBJ_LIST) { /* a sequence or optional */
-    const loom_tuple *l = (const loom_tuple *)o;
-    *out = (loom_graph_value){.kind = LOOM_SINFO_LIST, .n = l->size};
-    out->items = l->size ? calloc(l->size, sizeof *out->items) : NULL;
-    if (l->size && !out->items) return LOOM_OOM();
-    for (uint32_t i = 0; i < l->size; i++) {
-      loom_status s = to_value(l->items[i], &out->items[i]);
-      if (s) {
-        loom_graph_value_free(out);
-        return s;
-      }
-    }
-    return LOOM_OK;
-  }
-  if (o->kind != LOOM_VM_OBJ_TENSOR) return LOOM_ERROR(UNIMPLEMENTED, "a non-tensor result");
-  const loom_tensor *t = (const loom_tensor *)o;
-  if (t->rank > 8) return LOOM_ERROR(UNIMPLEMENTED, "a result of rank %d", t->rank);
-  LOOM_PROPAGATE(loom_graph_value_tensor(t->dtype, t->rank, t->shape, out));
-  memcpy(out->t.data, t->data, loom_tensor_numel(t) * loom_dtype_size(t->dtype));
-  return LOOM_OK;
-}
-
-/* The runtime object of input value v: a tensor, or a list of them. */
-static loom_status to_object(loom_rt *rt, const loom_graph_value *v, loom_vm_obj **out) {
-  if (v->kind == LOOM_SINFO_LIST) {
-    loom_vm_obj *items[256];
-    if (v->n > 256) return LOOM_ERROR(UNIMPLEMENTED, "a list of %zu items", v->n);
-    loom_status st = LOOM_OK;
-    size_t made = 0;
-    for (; made < v->n && !st; made++) {
-      st = to_object(rt, &v->items[made], &items[made]);
-      if (st) made--;
-    }
-    if (!st) st = loom_rt_list_new(rt, items, (uint32_t)v->n, out);
-    for (size_t i = 0; i < made; i++) loom_vm_obj_release(items[i]);
-    return st;
-  }
-  const loom_graph_tensor *t = &v->t;
-  loom_tensor *x;
-  LOOM_PROPAGATE(loom_rt_tensor_new(rt, t->dtype, t->ndim, t->shape, &x));
-  memcpy(x->data, t->data, t->numel * loom_dtype_size(t->dtype));
-  *out = &x->hdr;
-  return LOOM_OK;
-}
-
 static loom_status compiled_eval_run(void *ctx, loom_graph_module *m, size_t nargs, const loom_graph_value *args,
                                      loom_graph_value *out) {
   compiled_eval *ce = ctx;
@@ -92,17 +47,17 @@ static loom_status compiled_eval_run(void *ctx, loom_graph_module *m, size_t nar
   loom_status st = LOOM_OK;
   size_t made = 0;
   for (; made < nargs && !st; made++) {
-    st = to_object(ce->rt, &args[made], &in[made]);
+    st = loom_driver_obj_of_value(loom_rt_device(ce->rt), &args[made], &in[made]);
     if (st) made--;
   }
   loom_rt_outputs res = {0};
   if (!st) st = loom_rt_call_values(ce->rt, "main", in, (uint32_t)nargs, &res);
-  if (!st && res.count == 1) st = to_value(res.items[0], out);
+  if (!st && res.count == 1) st = loom_driver_value_of_obj(res.items[0], out);
   else if (!st) {
     *out = (loom_graph_value){.kind = LOOM_SINFO_TUPLE, .n = res.count};
     out->items = calloc(res.count, sizeof *out->items);
     if (!out->items) st = LOOM_OOM();
-    for (uint32_t i = 0; !st && i < res.count; i++) st = to_value(res.items[i], &out->items[i]);
+    for (uint32_t i = 0; !st && i < res.count; i++) st = loom_driver_value_of_obj(res.items[i], &out->items[i]);
     if (st) loom_graph_value_free(out);
   }
   loom_rt_outputs_free(&res);

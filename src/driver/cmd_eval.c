@@ -11,6 +11,7 @@
 
 #include "driver/commands.h"
 #include "driver/graph_file.h"
+#include "driver/run_tool.h"
 #include "graph/graph.h"
 #include "graph/npy_io.h"
 
@@ -42,18 +43,8 @@ static void print_string_line(const char *what, const loom_graph_tensor *t) {
   printf("%s: string (", what);
   for (int i = 0; i < t->ndim; i++) printf("%s%lld", i ? ", " : "", (long long)t->shape[i]);
   printf("%s) [", t->ndim == 1 ? "," : "");
-  for (size_t i = 0; i < t->numel && i < 16; i++) {
-    loom_str e = loom_graph_tensor_get_str(t, i);
-    printf("%s\"", i ? ", " : "");
-    for (size_t k = 0; k < e.len; k++) {
-      unsigned char c = (unsigned char)e.data[k];
-      if (c == '"' || c == '\\') printf("\\%c", c);
-      else if (c < 0x20 || c == 0x7f) printf("\\x%02x", c);
-      else putchar(c); /* UTF-8 bytes as they are */
-    }
-    putchar('"');
-  }
-  printf("%s]\n", t->numel > 16 ? ", ..." : "");
+  loom_run_tool_print_strs(t->data, t->numel);
+  printf("]\n");
 }
 
 static void print_tensor_line(const char *what, const loom_graph_tensor *t) {

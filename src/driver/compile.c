@@ -10,6 +10,7 @@
 
 #include "base/clock.h"
 #include "base/file.h"
+#include "driver/hostop.h"
 #include "driver/pipeline.h"
 #include "frontend/onnx/onnx_import.h"
 #include "graph/wcache.h"
@@ -31,6 +32,7 @@ struct loom_compiled {
   loom_wcache *wcache;             /* the packed-weight cache, in the kernel cache's directory (NULL with no_cache) */
   loom_target_cache_stats cstats;  /* what it did in codegen's last run */
   loom_compile_times times;
+  loom_driver_hostops host;        /* the runtime's host operators (ctx.hostops of m), set by loom_compiled_open */
 };
 
 /* Removes the scratch directory and what the target wrote into it. */
@@ -112,25 +114,8 @@ static loom_status run_codegen(loom_compiled *c, loom_target_emit emit) {
   return loom_pipeline_run_ctx(&c->ctx, codegen, 1, &c->po);
 }
 
-/* String tensors run on the reference interpreter only (docs/ir.md "Strings"): the runtime's
- * buffers hold fixed-size numbers, so a function taking or returning strings is refused by
- * name before any pass runs (the string ops themselves stay operators in legalize). */
-static loom_status refuse_strings(const loom_graph_module *m) {
-  for (size_t i = 0; i < loom_graph_module_num_funcs(m); i++) {
-    const loom_graph_func *f = loom_graph_module_func_at(m, i);
-    for (size_t k = 0; k < f->nparams; k++)
-      if (loom_sinfo_holds_string(f->params[k]->sinfo))
-        return LOOM_ERROR(UNIMPLEMENTED, "@%s: parameter '%s' is a string tensor: strings run on the reference interpreter only",
-                          f->name, f->params[k]->u.var.name);
-    if (loom_sinfo_holds_string(f->ret))
-      return LOOM_ERROR(UNIMPLEMENTED, "@%s: the result holds a string tensor: strings run on the reference interpreter only", f->name);
-  }
-  return LOOM_OK;
-}
-
 loom_status loom_compile(loom_graph_module *m, const loom_compile_options *opts, loom_compiled **out) {
   *out = NULL;
-  LOOM_PROPAGATE(refuse_strings(m));
   static const loom_compile_options none = {0};
   if (!opts) opts = &none;
   const loom_target *target;
@@ -273,6 +258,10 @@ loom_status loom_compiled_open(loom_compiled *c, const loom_rt_options *opts, lo
   loom_rt_options o = opts ? *opts : (loom_rt_options){0};
   o.kernels = c->ctx.kernels;
   o.nkernels = c->ctx.nprograms;
+  if (c->ctx.hostops.len) { /* the string operators: run here, by the interpreter's implementation */
+    c->host = (loom_driver_hostops){.m = c->m, .calls = &c->ctx.hostops};
+    o.hostop = loom_driver_hostop, o.hostop_ctx = &c->host;
+  }
   if (c->externs && !o.nexterns) o.externs = loom_libcall_lib_externs(c->externs, &o.nexterns);
   /* the runtime owns its executable: hand it a copy whose DATA (the weights) is the compiled
    * executable's, which outlives the runtime (loom.h) */
@@ -324,6 +313,10 @@ static loom_status move_into_place(const char *from, const char *path) {
  * with the executable into one file, sealed (vm/artifact.h: the trailer with the content
  * hash, signed with `key` when given) and moved into place under `path`. */
 loom_status loom_compiled_save_signed(loom_compiled *c, const char *path, const loom_vm_artifact_seckey *key) {
+  if (c->ctx.hostops.len) /* docs/vm.md "Host operators" */
+    return LOOM_ERROR(UNIMPLEMENTED, "operator '%s' takes or makes string tensors, which run on the host through the "
+                      "interpreter's implementation: an AOT artifact (loom-run, libloomrt) cannot hold them yet; run the "
+                      "model in-process (loom run, loom_compiled_open)", loom_graph_op_name(c->ctx.hostops.data[0]->u.call.op));
   loom_status st = run_codegen(c, LOOM_TARGET_EMIT_OBJECT);
   uint64_t t0 = loom_clock_ns();
   uint8_t *bytes = NULL;

@@ -771,6 +771,10 @@ void lw_emit_binding(lower *l, uint32_t bi, const loom_graph_binding *b) {
         emit_list_op(l, b);
         break;
       }
+      if (lw_is_hostop(v)) {
+        lw_emit_hostop(l, b);
+        break;
+      }
       FAIL(l, UNIMPLEMENTED, "function @%s, binding '%s': operator '%s' was not lowered to a tensor program (pass "
            "'legalize' has no legalization for this form of it)", l->f->name, b->var->u.var.name,
            loom_graph_op_name(v->u.call.op));
@@ -918,13 +922,15 @@ static void lower_func(lower *l, const loom_graph_func *f, const loom_memplan *p
   l->plan = NULL;
 }
 
-loom_status loom_lower_vm(loom_graph_module *m, loom_memplan *const *plans, loom_vm_exec **out) {
+loom_status loom_lower_vm(loom_graph_module *m, loom_memplan *const *plans, loom_lower_hostops *hostops,
+                          loom_vm_exec **out) {
   *out = NULL;
+  if (hostops) hostops->len = 0;
   for (size_t i = 0; i < loom_graph_module_num_funcs(m); i++)
     if (!plans[i] || plans[i]->func != loom_graph_module_func_at(m, i))
       return LOOM_ERROR(INTERNAL, "function @%s has no memory plan (run 'memplan' before 'lower')",
                         loom_graph_module_func_at(m, i)->name);
-  lower l = {.m = m, .cx = loom_graph_module_sym(m)};
+  lower l = {.m = m, .cx = loom_graph_module_sym(m), .hostops = hostops};
   LOOM_PROPAGATE(loom_vm_builder_new(NULL, &l.b));
   /* the constants stay in the module (its weights, borrowed from the ONNX model or a mapped
    * weights file): the executable reads them there and must not outlive the module; an

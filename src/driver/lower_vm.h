@@ -12,6 +12,7 @@
  *                    tensor), then CALLK with the kernel ABI of targets/cpu/codegen.h:
  *                    buffers = args then output, symbols = the program's f->syms solved
  *                    at compile time from the call's struct info (int registers);
+ *       a call taking or making strings: CALLB HOSTOP (lower_host.c), run by the host;
  *       call_extern  CALLX: buffers = tensor args then output; symbols = every buffer's
  *                    dims in order, then the scalar args (libcall's convention);
  *       @f(...)      CALL; match_cast: MOV + MATCH (binds the vars it defines);
@@ -33,10 +34,16 @@
 #include "base/vec.h"
 #include "vm/exec.h"
 
+/* The operator calls an executable runs on the host (lower_host.c; docs/vm.md "Host
+ * operators"): entry i is HOSTOP i's call, an expression of the module lowered. */
+typedef LOOM_VEC(const loom_graph_expr *) loom_lower_hostops;
+
 /* The executable of every graph function of `m`; plans[i] is the memory plan of the i-th
  * function (loom_memplan_build). Its kernel table names tensor programs of `m` (kernel
- * name = program name). */
-LOOM_MUST_USE loom_status loom_lower_vm(loom_graph_module *m, loom_memplan *const *plans, loom_vm_exec **out);
+ * name = program name). `hostops` (emptied first) receives the calls HOSTOP runs (calls that
+ * take or make strings); NULL refuses such calls. */
+LOOM_MUST_USE loom_status loom_lower_vm(loom_graph_module *m, loom_memplan *const *plans, loom_lower_hostops *hostops,
+                                        loom_vm_exec **out);
 
 /* Signature words of a kernel (vm/exec.h, loom_vm_kernel). */
 typedef LOOM_VEC(uint32_t) loom_lower_words;

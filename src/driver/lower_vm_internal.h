@@ -25,6 +25,7 @@ typedef struct lower {
   const char *where;  /* the binding being lowered, for messages */
   const char *dbg;    /* debug text of the binding's main instructions */
   uint32_t nconsts;
+  loom_lower_hostops *hostops; /* the calls HOSTOP runs (lower_host.c), or NULL: refused */
   loom_status err;    /* first error */
 } lower;
 
@@ -66,6 +67,10 @@ void lw_emit_plan(lower *l, const loom_memplan *p, size_t nparams, loom_graph_ex
                   const loom_graph_binding *skip);
 /* A register whose value is killed: KILL of var's register, if it has one. */
 void lw_emit_kill(lower *l, const loom_graph_expr *var);
+
+/* lower_host.c: whether call v takes or makes a string (a host operator); binding b as HOSTOP. */
+bool lw_is_hostop(const loom_graph_expr *v);
+void lw_emit_hostop(lower *l, const loom_graph_binding *b);
 
 /* lower_loop.c: loop binding b, the bi-th of l->plan (NOREG: outside the plan). */
 void lw_emit_loop(lower *l, uint32_t bi, const loom_graph_binding *b);

@@ -142,7 +142,7 @@ static loom_status pass_lower(loom_pass_ctx *c) {
     return LOOM_ERROR(FAILED_PRECONDITION, "pass 'lower' needs the memory plans: run 'memplan' before it");
   loom_vm_exec_free(c->exe);
   c->exe = NULL;
-  return loom_status_annotate(loom_lower_vm(c->m, c->plans, &c->exe), __FILE__, __LINE__, "while lowering to the VM");
+  return loom_status_annotate(loom_lower_vm(c->m, c->plans, &c->hostops, &c->exe), __FILE__, __LINE__, "while lowering to the VM");
 }
 
 /* The executable's kernels through the target: JIT-compiled and loaded (ctx->code,
@@ -230,6 +230,7 @@ void loom_pass_ctx_release(loom_pass_ctx *ctx) {
   free_plans(ctx);
   loom_vm_exec_free(ctx->exe);
   ctx->exe = NULL;
+  LOOM_VEC_FREE(NULL, &ctx->hostops);
   free(ctx->programs);
   ctx->programs = NULL;
   ctx->nprograms = 0;

@@ -30,6 +30,7 @@
 #include <stdio.h>
 
 #include "base/diag.h"
+#include "driver/lower_vm.h"
 #include "graph/graph.h"
 #include "graph/memplan.h"
 #include "loom_pass.h"
@@ -70,6 +71,7 @@ typedef struct loom_pass_ctx {
   loom_memplan **plans;            /* memplan: one per graph function, in module order */
   size_t nplans;                   /* entries in plans */
   loom_vm_exec *exe;               /* lower: the executable; its kernel table names programs of m */
+  loom_lower_hostops hostops;      /* lower: the calls of m its HOSTOP i runs (strings; src/driver/hostop.c) */
   const loom_tp_func **programs;   /* codegen: the program of each kernel-table entry, in order */
   uint32_t nprograms;              /* entries in programs (== exe->nkernels) */
   loom_target_emit made;           /* what codegen made last (NONE: it has not run) */

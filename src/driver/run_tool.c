@@ -87,12 +87,48 @@ static loom_status parse_binds(const char *spec, binds *b) {
   return LOOM_OK;
 }
 
-/* "random:(2,7,768)" or "@file.npy" for parameter `pi` of fn. */
+void loom_run_tool_print_strs(const loom_str *e, size_t n) {
+  for (size_t i = 0; i < n && i < 16; i++) {
+    printf("%s\"", i ? ", " : "");
+    for (size_t k = 0; k < e[i].len; k++) {
+      unsigned char c = (unsigned char)e[i].data[k];
+      if (c == '"' || c == '\\') printf("\\%c", c);
+      else if (c < 0x20 || c == 0x7f) printf("\\x%02x", c);
+      else putchar(c); /* UTF-8 bytes as they are */
+    }
+    putchar('"');
+  }
+  if (n > 16) printf(", ...");
+}
+
+/* "strings:a,b,c": a 1-D string tensor of the comma-separated pieces. */
+static loom_status make_strings(loom_rt *rt, const char *list, loom_tensor **out) {
+  int64_t n = 1;
+  for (const char *q = list; *q; q++) n += *q == ',';
+  const char **s = malloc((size_t)n * sizeof *s);
+  size_t *len = malloc((size_t)n * sizeof *len);
+  loom_status st = s && len ? LOOM_OK : LOOM_OOM();
+  const char *q = list;
+  for (int64_t i = 0; !st && i < n; i++) {
+    const char *e = strchr(q, ',');
+    s[i] = q, len[i] = e ? (size_t)(e - q) : strlen(q);
+    q += len[i] + (e != NULL);
+  }
+  if (!st) st = loom_rt_tensor_strings(rt, 1, &n, s, len, out);
+  free(s);
+  free(len);
+  return st;
+}
+
+/* "random:(2,7,768)", "@file.npy" or "strings:a,b,c" for parameter `pi` of fn. */
 static loom_status make_input(loom_rt *rt, uint32_t fn, uint32_t pi, const char *spec, loom_tensor **out) {
   *out = NULL;
   loom_rt_param p;
   loom_rt_param_get(rt, fn, pi, &p);
   loom_dtype dt = p.dtype < 0 ? LOOM_DTYPE_F32 : (loom_dtype)p.dtype;
+  if (!strncmp(spec, "strings:", 8)) return make_strings(rt, spec + 8, out);
+  if (loom_dtype_is_string(dt))
+    return LOOM_ERROR(INVALID_ARGUMENT, "input '%s' is a string tensor: give --input %s=strings:a,b,c", p.name, p.name);
   if (spec[0] == '@') {
     loom_npy n;
     LOOM_PROPAGATE(loom_npy_read(spec + 1, &n));
@@ -193,6 +229,8 @@ static loom_status check_input_against_binds(loom_rt *rt, uint32_t fn, uint32_t 
 static loom_status input_from_binds(loom_rt *rt, uint32_t fn, uint32_t pi, const binds *b, loom_tensor **out) {
   loom_rt_param p;
   loom_rt_param_get(rt, fn, pi, &p);
+  if (p.dtype >= 0 && loom_dtype_is_string((loom_dtype)p.dtype))
+    return LOOM_ERROR(INVALID_ARGUMENT, "input '%s' is a string tensor: give --input %s=strings:a,b,c", p.name, p.name);
   int64_t shape[LOOM_VM_MAX_RANK];
   for (uint32_t d = 0; d < p.rank; d++)
     LOOM_RETURN_IF_ERROR(loom_vm_symeval(p.dims[d], (const char *const *)b->names, b->values, b->n, &shape[d]),
@@ -220,6 +258,12 @@ static void print_output_at(uint32_t i, const loom_vm_obj *o, int depth) {
   printf("%s(", loom_dtype_name(t->dtype));
   for (int32_t d = 0; d < t->rank; d++) printf("%s%lld", d ? ", " : "", (long long)t->shape[d]);
   size_t n = loom_tensor_numel(t);
+  if (loom_dtype_is_string(t->dtype)) { /* dense: made by loom_tensor_strings */
+    printf(") first=[");
+    loom_run_tool_print_strs(t->data, n);
+    printf("]\n");
+    return;
+  }
   double sum = 0;
   for (size_t k = 0; k < n; k++) sum += elem(t, k);
   printf(") sum=%.6g first=[", sum);
@@ -324,6 +368,10 @@ static loom_status run_inputs(const loom_cli_args *args, loom_rt *rt, binds *b) 
     for (uint32_t i = 0; path && !st && i < out.count; i++) {
       if (out.items[i]->kind != LOOM_VM_OBJ_TENSOR) continue;
       const loom_tensor *t = (const loom_tensor *)out.items[i];
+      if (loom_dtype_is_string(t->dtype)) {
+        st = LOOM_ERROR(UNIMPLEMENTED, "output %u is a string tensor: --output writes .npy files of numbers", i);
+        break;
+      }
       char name[4096];
       if (out.count == 1) snprintf(name, sizeof name, "%s", path);
       else {

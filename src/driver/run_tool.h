@@ -9,7 +9,7 @@
  * in a command's own table, see LOOM_RUN_TOOL_OPTS). */
 #define LOOM_RUN_TOOL_OPTS                                                                                         \
   {"--fn", "NAME", "function to run (default: main)", false},                                                     \
-      {"--input", "NAME=SPEC", "input NAME: random:(D0,D1,...) or @FILE.npy; a list: list:[SPEC;SPEC;...]", true},                              \
+      {"--input", "NAME=SPEC", "input NAME: random:(D0,D1,...), @FILE.npy or strings:a,b,c; a list: list:[SPEC;SPEC;...]", true},             \
       {"--bind", "VAR=N,...", "values of symbolic vars; inputs not given are made random from the signature", false}, \
       {"--output", "FILE.npy", "write the output (several: FILE.0.npy, FILE.1.npy, ...)", false},                 \
       {"--repeat", "N", "run N times and print the mean and best time", false},                                   \
@@ -22,6 +22,10 @@
 /* Opens the artifact or executable `path` (loom_rt_open), with the key of --trust if given,
  * every weight checked now with --check-weights. */
 loom_status loom_run_tool_open(const loom_cli_args *args, const char *path, loom_rt **out);
+
+/* Prints the first 16 of the n strings e quoted, comma-separated, C escapes for '"', '\\' and
+ * control bytes (UTF-8 as it is), then ", ..." when there are more. */
+void loom_run_tool_print_strs(const loom_str *e, size_t n);
 
 /* Runs the function the flags name on `rt` (inputs, --repeat, printing, --output). */
 loom_status loom_run_tool(const loom_cli_args *args, loom_rt *rt);

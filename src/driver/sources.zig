@@ -5,6 +5,8 @@ pub const compiler = [_][]const u8{
     "src/driver/pass_plugin.c",
     "src/driver/lower_vm.c",
     "src/driver/lower_loop.c",
+    "src/driver/lower_host.c",
+    "src/driver/hostop.c",
     "src/driver/lower_sig.c",
     "src/driver/compile.c",
     "src/driver/api_bind.c",

@@ -115,6 +115,7 @@ static loom_status finish_open(loom_rt *rt, loom_status st, const char *what, co
     return st;
   }
   loom_vm_set_user(rt->vm, opts->user);
+  loom_vm_set_hostop(rt->vm, opts->hostop, opts->hostop_ctx);
   *out = rt;
   return LOOM_OK;
 }
@@ -277,13 +278,35 @@ void loom_rt_outputs_free(loom_rt_outputs *out) {
   out->count = 0;
 }
 
-/* String tensors (dtype string: loom_str handles to bytes some owner keeps) run on the
- * reference interpreter only (docs/ir.md "Strings"); the runtime's storage owns no bytes
- * behind its elements, so it makes none. */
+/* String tensors (dtype string: loom_str handles) are made only by loom_rt_tensor_strings,
+ * whose storage owns the bytes behind the handles (docs/vm.md "Strings"): a tensor of
+ * handles without bytes, or over memory the caller owns, would be pointers nobody checks. */
 static loom_status refuse_string(loom_dtype dt) {
   if (loom_dtype_is_string(dt))
-    return LOOM_ERROR(UNIMPLEMENTED, "string tensors are not supported by the runtime (they run on the reference interpreter)");
+    return LOOM_ERROR(INVALID_ARGUMENT, "a string tensor is made with loom_rt_tensor_strings (its storage owns the bytes)");
   return LOOM_OK;
+}
+
+loom_status loom_rt_tensor_strings(loom_rt *rt, int32_t rank, const int64_t *shape, const char *const *strs,
+                                   const size_t *lens, loom_tensor **out) {
+  *out = NULL;
+  size_t nb;
+  if (rank < 0 || rank > LOOM_VM_MAX_RANK) return LOOM_ERROR(OUT_OF_RANGE, "rank %d is outside 0..%d", rank, LOOM_VM_MAX_RANK);
+  LOOM_PROPAGATE(loom_tensor_nbytes(LOOM_DTYPE_STRING, rank, shape, &nb));
+  size_t n = nb / sizeof(loom_str);
+  loom_str *el = malloc(n ? n * sizeof *el : 1);
+  if (!el) return LOOM_OOM();
+  loom_status st = LOOM_OK;
+  for (size_t i = 0; i < n && !st; i++) {
+    if (!strs[i]) st = LOOM_ERROR(INVALID_ARGUMENT, "string %zu is NULL", i);
+    else el[i] = (loom_str){strs[i], lens ? lens[i] : strlen(strs[i])};
+  }
+  loom_device *own = NULL;
+  if (!st && !rt) st = loom_device_cpu_create(NULL, &own);
+  if (!st) st = loom_tensor_strings(rt ? loom_vm_device(rt->vm) : own, rank, shape, el, out);
+  loom_device_release(own);
+  free(el);
+  return st;
 }
 
 loom_status loom_rt_tensor_new(loom_rt *rt, loom_dtype dt, int32_t rank, const int64_t *shape, loom_tensor **out) {

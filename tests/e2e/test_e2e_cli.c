@@ -43,6 +43,30 @@ LOOM_TEST(e2e_cli, compile_once_run_every_batch_size_with_loom_run) {
   rmdir(dir);
 }
 
+/* `loom run` with string inputs (strings:a,b,c) and results; a string parameter without
+ * strings, a string --output and an AOT artifact of string operators are refused by name. */
+LOOM_TEST(e2e_cli, loom_run_strings) {
+  loom_test_proc p = loom_test_run("%s run tests/e2e/data/strings.loom --fn cat --input 'a=strings:x,h\xc3\xa9,' "
+                                   "--input 'b=strings:1,2,'", loom_test_loom_bin());
+  expect(&p, 1, NULL, "input 'a' of 'cat': expected rank 2, got 1");
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s run tests/e2e/data/strings.loom --fn mixed --input 'a=strings:ab,x,' --input 'b=strings:@c.com,x,' "
+                    "--input 'w=random:(3)'", loom_test_loom_bin());
+  expect(&p, 0, "output 0: string(3) first=[\"ab@c.com\", \"xx\", \"\"]", NULL);
+  cr_assert(strstr(p.out, "output 2: i64(3) sum=3 first=[-1, 1, 3]"), "%s", p.out);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s run tests/e2e/data/strings.loom --fn norm --bind n=2", loom_test_loom_bin());
+  expect(&p, 1, NULL, "input 'x' is a string tensor: give --input x=strings:a,b,c");
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s run tests/e2e/data/strings.loom --fn norm --input x=strings:a --output /tmp/loom-e2e-str.npy",
+                    loom_test_loom_bin());
+  expect(&p, 1, NULL, "output 0 is a string tensor");
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s compile tests/e2e/data/strings.loom -o /tmp/loom-e2e-str.so", loom_test_loom_bin());
+  expect(&p, 1, NULL, "an AOT artifact (loom-run, libloomrt) cannot hold them yet");
+  loom_test_proc_free(&p);
+}
+
 LOOM_TEST(e2e_cli, loom_run_jit_guard_and_match_cast_errors) {
   loom_test_proc p = loom_test_run("%s run tests/e2e/data/guard.loom --bind n=6,m=1", loom_test_loom_bin());
   expect(&p, 0, "output 0: f32(6)", NULL);
@@ -227,7 +251,10 @@ LOOM_TEST(e2e_cli, onnx_conformance_families_through_the_compiled_path) {
               /* sequences and optionals known only at run time: list values (graph inputs and outputs,
                * SequenceMap and Loop over a list's length, SplitToSequence with a run-time split, If over lists) */
               {"test_sequence_", 14}, {"test_optional", 11}, {"test_split_to_sequence", 3}, {"test_identity", 3},
-              {"test_loop13_seq", 1}, {"test_if_seq", 1}};
+              {"test_loop13_seq", 1}, {"test_if_seq", 1}, {"test_if_opt", 1}, {"test_loop16_seq_none", 1},
+              /* string tensors: the VM's host operators (docs/vm.md "Host operators") */
+              {"test_string_", 11}, {"test_strnormalizer", 6}, {"test_regex_full_match", 3}, {"test_equal_string", 2},
+              {"test_ai_onnx_ml_label_encoder", 4}};
   for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++) {
     loom_test_proc p = loom_test_run("%s conformance ../shared/conformance/onnx-backend-1.22/node --compiled --filter %s",
                                      loom_test_loom_bin(), fams[i].filter);

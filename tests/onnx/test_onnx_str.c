@@ -123,18 +123,32 @@ LOOM_TEST(onnx_str, concat_and_regex_import) {
   loom_str r0 = loom_graph_tensor_get_str(&out.t, 0), r1 = loom_graph_tensor_get_str(&out.t, 1);
   cr_assert(r0.len == 2 && !memcmp(r0.data, "x!", 2) && r1.len == 1 && r1.data[0] == '!');
   loom_graph_value_free(&out);
-  /* the compiled path refuses strings by name (they run on the interpreter) */
+  /* compiled: the call runs as a host operator (docs/vm.md "Host operators"), same result */
   loom_compiled *c = NULL;
   loom_compile_options o = {.no_cache = true};
-  EXPECT_ERROR(loom_compile(gm, &o, &c), UNIMPLEMENTED, "@main: parameter 'a' is a string tensor: strings run on the reference interpreter only");
-  cr_assert_null(c);
-  /* and legalize keeps a string call as an operator, saying why */
+  cr_assert(loom_compile(gm, &o, &c) == LOOM_OK);
+  loom_rt *rt;
+  cr_assert(loom_compiled_open(c, NULL, &rt) == LOOM_OK);
+  loom_tensor *t[2];
+  cr_assert(loom_rt_tensor_strings(rt, 1, (int64_t[]){2}, (const char *[]){"x", ""}, NULL, &t[0]) == LOOM_OK);
+  cr_assert(loom_rt_tensor_strings(rt, 0, NULL, (const char *[]){"!"}, (size_t[]){1}, &t[1]) == LOOM_OK);
+  loom_rt_outputs ro = {0};
+  cr_assert(loom_rt_call(rt, "main", t, 2, &ro) == LOOM_OK);
+  const loom_tensor *rz = (const loom_tensor *)ro.items[0];
+  const loom_str *rs = rz->data;
+  cr_assert(rz->dtype == LOOM_DTYPE_STRING && rz->shape[0] == 2);
+  cr_assert(rs[0].len == 2 && !memcmp(rs[0].data, "x!", 3) && rs[1].len == 1 && !strcmp(rs[1].data, "!")); /* NUL-terminated */
+  loom_rt_outputs_free(&ro);
+  loom_tensor_release(t[0]), loom_tensor_release(t[1]);
+  loom_rt_close(rt);
+  loom_compiled_free(c);
+  /* legalize keeps a string call as an operator, saying why */
   loom_diag_list dl;
   loom_diag_list_init(&dl, NULL);
   size_t done = 0, kept = 0;
   cr_assert(loom_graph_legalize(gm, &dl, &done, &kept) == LOOM_OK);
   cr_assert(done == 0 && kept == 1, "legalized %zu, kept %zu", done, kept);
-  cr_assert(dl.items.len >= 1 && strstr(dl.items.data[0].message, "string_concat: string tensors run on the reference interpreter only"),
+  cr_assert(dl.items.len >= 1 && strstr(dl.items.data[0].message, "string_concat: string tensors run on the host"),
             "%s", dl.items.len ? dl.items.data[0].message : "(no note)");
   loom_diag_list_destroy(&dl);
   loom_graph_module_destroy(gm), loom_onnx_model_free(mm);
@@ -155,7 +169,7 @@ LOOM_TEST(onnx_str, concat_and_regex_import) {
 
 /* A STRING initializer: its bytes copied into the module (the model may go first), read by the
  * interpreter as a constant; constant folding (the importer's and the fold pass's) leaves string
- * calls alone, and the compile fails naming the kept operator. */
+ * calls alone, and the compiled path runs them on the constant as host operators. */
 LOOM_TEST(onnx_str, string_initializer_is_a_module_constant) {
   pb g = {0}, model = {0}, n = {0}, init = {0}, opset = {0}, attrs = {0};
   pb_node(&g, "StringConcat", "cat", (const char *[]){"c", "c", NULL}, (const char *[]){"s", NULL}, NULL);
@@ -181,9 +195,19 @@ LOOM_TEST(onnx_str, string_initializer_is_a_module_constant) {
   const int64_t *y = out.t.data;
   cr_assert(y[0] == 1 && y[1] == 2 && y[2] == -1, "%lld %lld %lld", (long long)y[0], (long long)y[1], (long long)y[2]);
   loom_graph_value_free(&out);
+  /* compiled: the string constant is read in place (JIT), the calls run as host operators */
   loom_compiled *c = NULL;
   loom_compile_options o = {.no_cache = true};
-  EXPECT_ERROR(loom_compile(gm, &o, &c), UNIMPLEMENTED, "string tensors run on the reference interpreter only");
+  cr_assert(loom_compile(gm, &o, &c) == LOOM_OK);
+  loom_rt *rt;
+  cr_assert(loom_compiled_open(c, NULL, &rt) == LOOM_OK);
+  loom_rt_outputs ro = {0};
+  cr_assert(loom_rt_call(rt, "main", NULL, 0, &ro) == LOOM_OK);
+  const int64_t *cy = ((const loom_tensor *)ro.items[0])->data;
+  cr_assert(cy[0] == 1 && cy[1] == 2 && cy[2] == -1, "%lld %lld %lld", (long long)cy[0], (long long)cy[1], (long long)cy[2]);
+  loom_rt_outputs_free(&ro);
+  loom_rt_close(rt);
+  loom_compiled_free(c);
   loom_graph_module_destroy(gm);
 }
 

@@ -675,11 +675,34 @@ static loom_status h_split_to_seq(nctx *c, const op_entry *e, loom_graph_expr **
 static loom_status h_optional(nctx *c, const op_entry *e, loom_graph_expr **out) {
   (void)e, (void)out;
   if (c->nargs == 0) {
-    if (!loom_onnx_node_attr(c->n, "type")) return BAD(c->n, "attribute 'type' is required when there is no input");
+    const loom_onnx_attr *ty = loom_onnx_node_attr(c->n, "type");
+    if (!ty) return BAD(c->n, "attribute 'type' is required when there is no input");
+    const loom_onnx_value *sq = ty->type; /* the type of the element */
+    if (sq && sq->kind == LOOM_ONNX_TYPE_SEQUENCE) { /* an empty Optional of a sequence: a list value of lists */
+      loom_dtype dt = LOOM_DTYPE_F32;
+      if (sq->elem && sq->elem->elem_type && !loom_onnx_elem_dtype(sq->elem->elem_type, &dt))
+        return UNSUP(c->n, "element type %s is not supported", loom_onnx_elem_name(sq->elem->elem_type));
+      loom_graph_expr *y;
+      oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", dt));
+      oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "optional", true));
+      oimp_add_attr(c, loom_graph_attr_int(c->im->m, "nest", 1));
+      LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_NEW, 0, NULL, c->n->outputs[0], &y));
+      c->bound = true;
+      return oimp_bind(c->im, c->n->outputs[0], y, NULL);
+    }
     oimp_seq *q = new_seq(c->im, 0, LOOM_DTYPE_UNKNOWN, true);
     return q ? bind_seq_out(c, q) : LOOM_OOM();
   }
-  if (c->seqs[0]) return UNSUP(c->n, "an optional sequence is not supported");
+  if (c->seqs[0]) { /* an Optional of a sequence built in the graph: a list value holding the sequence's */
+    loom_graph_expr *l, *y;
+    char nm[256];
+    snprintf(nm, sizeof nm, "%s_seq", c->n->outputs[0]);
+    LOOM_PROPAGATE(oimp_seq_to_list(c->im, c->seqs[0], nm, &l));
+    oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "optional", true));
+    LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_NEW, 1, &l, c->n->outputs[0], &y));
+    c->bound = true;
+    return oimp_bind(c->im, c->n->outputs[0], y, NULL);
+  }
   oimp_seq *q = new_seq(c->im, 1, c->args[0]->sinfo->dtype, true);
   if (!q) return LOOM_OOM();
   q->items[0] = c->args[0], q->consts[0] = c->consts[0];

@@ -30,6 +30,18 @@
 
 /* ---- the loop builder ------------------------------------------------------------------------- */
 
+/* Items describing both a and b: tensors of their common dtype and rank (else unknown), lists
+ * of such items; NULL when their kinds differ (or out of memory). */
+static const loom_sinfo *item_join(loom_graph_module *m, const loom_sinfo *a, const loom_sinfo *b) {
+  if (a->kind == LOOM_SINFO_LIST && b->kind == LOOM_SINFO_LIST && a->optional == b->optional) {
+    const loom_sinfo *it = item_join(m, a->ret, b->ret);
+    return it ? loom_sinfo_list(m, it, NULL, a->optional) : NULL;
+  }
+  if (a->kind != LOOM_SINFO_TENSOR || b->kind != LOOM_SINFO_TENSOR) return NULL;
+  return loom_sinfo_tensor(m, a->dtype == b->dtype ? a->dtype : LOOM_DTYPE_UNKNOWN,
+                           a->ndim == b->ndim ? a->ndim : LOOM_SINFO_NDIM_UNKNOWN, NULL, NULL);
+}
+
 /* A carried list: the body's next list nx against param ps (List[item], no length): *out is ps
  * with an item describing both when nx's items are not ps's (NULL: ps fits). */
 static loom_status list_widen(nctx *c, const char *name, const loom_sinfo *ps, const loom_sinfo *nx, const loom_sinfo **out) {
@@ -38,11 +50,9 @@ static loom_status list_widen(nctx *c, const char *name, const loom_sinfo *ps, c
     return UNSUP(c->n, "loop-carried '%s' is a list, but the body's next value for it is %s", name,
                  nx->kind == LOOM_SINFO_LIST ? "a list of other items" : "not a list");
   if (loom_sinfo_is_base_of(c->im->cx, ps->ret, nx->ret) == LOOM_SYM_TRUE) return LOOM_OK;
-  const loom_sinfo *a = ps->ret, *b = nx->ret;
-  if (a->kind != LOOM_SINFO_TENSOR) return UNSUP(c->n, "loop-carried '%s' is a list of lists that change", name);
-  const loom_sinfo *it = loom_sinfo_tensor(c->im->m, a->dtype == b->dtype ? a->dtype : LOOM_DTYPE_UNKNOWN,
-                                           a->ndim == b->ndim ? a->ndim : LOOM_SINFO_NDIM_UNKNOWN, NULL, NULL);
-  *out = it ? loom_sinfo_list(c->im->m, it, NULL, ps->optional) : NULL;
+  const loom_sinfo *it = item_join(c->im->m, ps->ret, nx->ret);
+  if (!it) return UNSUP(c->n, "loop-carried '%s' is a list whose items change kind", name);
+  *out = loom_sinfo_list(c->im->m, it, NULL, ps->optional);
   return *out ? LOOM_OK : LOOM_OOM();
 }
 
@@ -232,6 +242,8 @@ typedef struct node_loop {
   int64_t in_axes[8];       /* Scan: their axes (normalized) */
   int64_t in_rev[8];        /* Scan: read backwards */
   const loom_sym_expr *len; /* Scan: the length */
+  bool *wrapped;            /* Loop: carried k is an Optional whose body gives the plain sequence,
+                             * wrapped back into an Optional for the next iteration (node_body) */
 } node_loop;
 
 /* Slice i (or len - 1 - i) of scan input j along its axis, the axis removed. */
@@ -282,7 +294,18 @@ static loom_status node_body(nctx *c, void *ud, const loom_sym_expr *iter, loom_
     size_t first = nl->scan ? 0 : 1;
     if (!nl->scan && o == 0) {
       if (cond_out) *cond_out = e;
-    } else if (o - first < nl->nstate) next[o - first] = e;
+    } else if (o - first < nl->nstate) {
+      size_t q = o - first;
+      const loom_sinfo *ps = params[q]->sinfo, *ns = e->sinfo;
+      nl->wrapped[q] = ps->kind == LOOM_SINFO_LIST && ps->optional && ps->ret->kind == LOOM_SINFO_LIST &&
+                       ns->kind == LOOM_SINFO_LIST && !ns->optional;
+      if (nl->wrapped[q]) { /* an Optional of a sequence carried, the sequence given: Optional(it) next */
+        oimp_add_attr(c, loom_graph_attr_bool(im->m, "optional", true));
+        s = oimp_emit(c, LOOM_GRAPH_OP_LIST_NEW, 1, &e, NULL, &e);
+        if (s) break;
+      }
+      next[q] = e;
+    }
     else scans[o - first - nl->nstate] = e;
   }
   if (s) {
@@ -319,7 +342,8 @@ static loom_status scan_attrs(const nctx *c, const char *name, size_t n, int64_t
 loom_status oimp_loop_node(nctx *c, const loom_onnx_graph *g) {
   imp *im = c->im;
   bool scan = !strcmp(c->n->op_type, "Scan");
-  node_loop nl = {.g = g, .scan = scan};
+  bool wrapped[LOOP_MAX_CARRY] = {false};
+  node_loop nl = {.g = g, .scan = scan, .wrapped = wrapped};
   loom_graph_expr *count = NULL, *cond = NULL, *inits[LOOP_MAX_CARRY];
   const char *names[LOOP_MAX_CARRY];
   size_t nscan;
@@ -387,7 +411,11 @@ loom_status oimp_loop_node(nctx *c, const loom_onnx_graph *g) {
   loom_graph_expr *finals[LOOP_MAX_CARRY], *stacks[LOOP_MAX_CARRY];
   LOOM_PROPAGATE(oimp_loop_build(c, loop_name(c), count, cond, nl.nstate, inits, names, nscan, node_body, &nl, finals, stacks));
   c->bound = true;
-  for (size_t k = 0; k < nl.nstate; k++) LOOM_PROPAGATE(bind_output(c, k, finals[k]));
+  for (size_t k = 0; k < nl.nstate; k++) {
+    if (wrapped[k]) /* the sequence the last iteration gave (a loop that ran none: an error naming the list) */
+      LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_GET, 1, &finals[k], NULL, &finals[k]));
+    LOOM_PROPAGATE(bind_output(c, k, finals[k]));
+  }
   for (size_t j = 0; j < nscan; j++) {
     loom_graph_expr *y = stacks[j];
     if (scan) {

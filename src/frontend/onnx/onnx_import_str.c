@@ -1,7 +1,7 @@
 /* onnx_import_str.c — the string ops (graph/op_string.c; docs/ir.md "Strings"): StringConcat,
  * StringSplit, StringNormalizer, RegexFullMatch, and ai.onnx.ml's LabelEncoder from strings to
- * integers. Equal on strings is Equal's row (onnx_import_core.c). String tensors run on the
- * reference interpreter only; a compiled pipeline refuses them by name. */
+ * integers. Equal on strings is Equal's row (onnx_import_core.c). The compiled path runs them
+ * as the VM's host operators (docs/vm.md "Host operators"). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -270,9 +270,16 @@ static loom_status convert_attr(conv *c, const Onnx__AttributeProto *ap, const l
     if (!a->graphs) return LOOM_OOM();
     for (size_t i = 0; i < a->count; i++) LOOM_PROPAGATE(convert_subgraph(c, ap->graphs[i], sc, g, n, a->name, where, &a->graphs[i]));
     break;
+  case LOOM_ONNX_ATTR_TYPE_PROTO: {
+    loom_onnx_value *v = LOOM_ARENA_NEW(ar, loom_onnx_value);
+    if (!v) return LOOM_OOM();
+    v->name = a->name;
+    if (ap->tp) LOOM_PROPAGATE(convert_type(c, ap->tp, where, 0, v));
+    a->type = v;
+    break;
+  }
   case LOOM_ONNX_ATTR_SPARSE_TENSOR:
   case LOOM_ONNX_ATTR_SPARSE_TENSORS:
-  case LOOM_ONNX_ATTR_TYPE_PROTO:
   case LOOM_ONNX_ATTR_TYPE_PROTOS:
     break; /* kept as a kind; the importer reports it if an op needs it */
   case LOOM_ONNX_ATTR_UNDEFINED:

@@ -115,7 +115,7 @@ typedef enum loom_onnx_attr_kind {
   LOOM_ONNX_ATTR_GRAPHS = 10,        /* graphs[count] */
   LOOM_ONNX_ATTR_SPARSE_TENSOR = 11, /* kept as a kind only (no payload) */
   LOOM_ONNX_ATTR_SPARSE_TENSORS = 12,/* kept as a kind only (no payload) */
-  LOOM_ONNX_ATTR_TYPE_PROTO = 13,    /* kept as a kind only (no payload) */
+  LOOM_ONNX_ATTR_TYPE_PROTO = 13,    /* `type` */
   LOOM_ONNX_ATTR_TYPE_PROTOS = 14,   /* kept as a kind only (no payload) */
 } loom_onnx_attr_kind;
 
@@ -138,6 +138,7 @@ typedef struct loom_onnx_attr {
   size_t *string_lens;       /* STRINGS: byte lengths */
   loom_onnx_tensor **tensors;/* TENSORS */
   loom_onnx_graph **graphs;  /* GRAPHS */
+  const struct loom_onnx_value *type; /* TYPE_PROTO: the declared type (Optional's `type`) */
 } loom_onnx_attr;
 
 typedef struct loom_onnx_node {
