@@ -80,10 +80,12 @@ loom_status loom_tp_split(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom
                       (long long)factor);
   const loom_sym_expr *n = loop->u.loop.extent;
   loom_sym_interval b = loom_sym_bounds(cx, n);
-  if (!b.hi_inf && b.hi <= factor)
+  const loom_sym_expr *F = loom_sym_const(cx, factor);
+  if (!F) return sym_error(cx);
+  /* the bounds, or a fact the prover knows (the few-rows variant's batch*seq < 6) */
+  if ((!b.hi_inf && b.hi <= factor) || loom_sym_prove_le(cx, n, F) == LOOM_SYM_TRUE)
     return LOOM_ERROR(FAILED_PRECONDITION, "split of loop '%s' does not apply: its extent is at most %lld", v,
                       (long long)factor);
-  const loom_sym_expr *F = loom_sym_const(cx, factor);
   const loom_sym_expr *nmain = loom_sym_floordiv(cx, n, F), *ntail = loom_sym_floormod(cx, n, F);
   const loom_sym_expr *vo = named_var(cx, loop->u.loop.var, "_o"), *vi = named_var(cx, loop->u.loop.var, "_i");
   const loom_sym_expr *vt = named_var(cx, loop->u.loop.var, "_t");

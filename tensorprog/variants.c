@@ -26,8 +26,15 @@ static loom_status assume_guard(loom_sym_ctx *cx, const loom_sym_expr *g) {
   /* any other form a <= b with b - a = ±v + c (canonical forms such as -5 <= -m) */
   const loom_sym_expr *diff = loom_sym_sub(cx, b, a), *v;
   int64_t coef, off;
-  if (!diff || !loom_sym_as_affine(diff, &v, &coef, &off) || (coef != 1 && coef != -1)) return LOOM_OK;
+  if (!diff) return LOOM_OOM();
   int64_t need = lt ? 1 : 0; /* coef*v + off >= need */
+  if (!loom_sym_as_affine(diff, &v, &coef, &off)) {
+    /* a relation of a product (fused rows: batch*seq < 6): diff - need >= 0 for the prover */
+    const loom_sym_expr *e = loom_sym_sub(cx, diff, loom_sym_const(cx, need));
+    if (!e) return LOOM_OOM();
+    return loom_sym_is_const(e, NULL) ? LOOM_OK : loom_sym_assume_nonneg(cx, e);
+  }
+  if (coef != 1 && coef != -1) return LOOM_OK;
   if (off < INT64_MIN / 2 || off > INT64_MAX / 2) return LOOM_OK;
   return coef == 1 ? loom_sym_assume_range(cx, v, need - off, INT64_MAX)
                    : loom_sym_assume_range(cx, v, INT64_MIN, off - need);

@@ -429,6 +429,36 @@ LOOM_TEST(cpu, schedule_rule_reads_a_weight_laid_out_in_panels_in_place) {
   generated_schedule_and_diff_at(gen_mm_packed, 32);
   generated_schedule_and_diff_at(gen_mm_packed3, 32);
 }
+/* The few-rows variant of fused rows (b * s < 6) streams its rows one by one and holds no
+ * 6-row register tile: its guard bounds the product, so the split by 6 whose main loop could
+ * never run there is not emitted (6-row tiles only in the general path).
+ * LLVM compiled that dead tile in every linear layer of a transformer. */
+LOOM_TEST(cpu, few_fused_rows_hold_no_dead_register_tile) {
+  char *text = generated_text(gen_mm_packed3);
+  tp_fixture fx;
+  cpu_parse_ok(&fx, text);
+  loom_strbuf why;
+  loom_strbuf_init(&why, NULL);
+  loom_tp_cpu_params params = {.vector_bytes = 32};
+  loom_status s = loom_tp_schedule_cpu_for(&fx.arena, fx.cx, fx.f, &params, &why);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_strbuf out;
+  loom_strbuf_init(&out, NULL);
+  loom_tp_print_func(fx.f, &out);
+  const char *t = loom_strbuf_cstr(&out), *variant = strstr(t, "if -5 <= -d0*m {"), *general = strstr(t, "} else {");
+  cr_assert(variant && general && variant < general, "%s", t);
+  const char *tile = strstr(variant, "Local[(6, 16)");
+  cr_assert(tile && tile > general, "a 6-row tile in the few-rows variant:\n%s", t);
+  loom_strbuf_free(&out);
+  loom_strbuf_free(&why);
+  tp_fixture_free(&fx);
+  static const int64_t sz[] = {0, 1, 2, 3, 5, 6, 7};
+  cpu_diff_opts o = cpu_opts(sz, 7, 1e-4);
+  o.trials = 12;
+  schedule_for_and_diff(text, 32, "B laid out in panels", &o);
+  free(text);
+}
+
 /* The column counts of the padded-panel trials: 1, a panel less one, one panel and one more,
  * two panels and three more, primes, a tail of 8 + 1 (the 8-column panel then single columns). */
 static const int64_t ragged_n[] = {1, 15, 17, 35, 13, 41, 57, 16, 32, 73};

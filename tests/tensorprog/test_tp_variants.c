@@ -69,3 +69,38 @@ LOOM_TEST(tp_variants, guarded_specialisations_equal_the_general_program) {
   tp_fixture_free(&ref);
   tp_fixture_free(&fx);
 }
+
+/* A guard on a product (fused rows: b * s < 6) is a fact inside the variant: a split of the
+ * b * s loop by 6 is refused there (its main loop would never run), not emitted as dead code. */
+typedef struct split_rows_ctx {
+  loom_arena *a;
+  loom_sym_ctx *cx;
+  loom_status st;
+} split_rows_ctx;
+
+static loom_status split_rows(void *ud, loom_tp_func *view) {
+  split_rows_ctx *c = ud;
+  c->st = loom_tp_split(c->a, c->cx, view, loom_tp_find_loop(view, "x"), 6, NULL, NULL, NULL);
+  if (c->st && loom_status_code(c->st) == LOOM_CODE_FAILED_PRECONDITION) return LOOM_OK;
+  return c->st;
+}
+
+LOOM_TEST(tp_variants, a_guard_on_a_product_bounds_the_product_inside_the_variant) {
+  tp_fixture fx;
+  cr_assert_null(tp_parse(&fx, "prim @rows(A: Buffer[(b, s), f32], C: Buffer[(b, s), f32]) {\n"
+                               "  for x in 0..(b*s) {\n    C[floordiv(x, s), floormod(x, s)] = A[floordiv(x, s), floormod(x, s)] * 2.0\n  }\n}\n"));
+  const loom_sym_expr *b = sym_named(fx.f, "b"), *s = sym_named(fx.f, "s");
+  cr_assert(b && s);
+  const loom_sym_expr *guard = loom_sym_cmp(fx.cx, LOOM_SYM_LT, loom_sym_mul(fx.cx, b, s), loom_sym_const(fx.cx, 6));
+  split_rows_ctx c = {&fx.arena, fx.cx, LOOM_OK};
+  loom_status st = loom_tp_add_variant(&fx.arena, fx.cx, fx.f, guard, split_rows, &c);
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  cr_assert_not_null(c.st, "the split applied under b*s < 6");
+  cr_assert_eq(loom_status_code(c.st), LOOM_CODE_FAILED_PRECONDITION, "%s", loom_status_text(c.st, 0));
+  loom_status_free(c.st);
+  /* outside the variant nothing is known: the split applies */
+  st = loom_tp_split(&fx.arena, fx.cx, fx.f, loom_tp_find_loop(fx.f, "x"), 6, NULL, NULL, NULL);
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  cr_assert_null(loom_tp_verify(fx.cx, fx.f));
+  tp_fixture_free(&fx);
+}
