@@ -159,6 +159,47 @@ static loom_status make_input(loom_rt *rt, uint32_t fn, uint32_t pi, const char 
 
 /* "list:[SPEC;SPEC;...]" for list parameter `pi`: each item a tensor spec as make_input takes
  * ("list:[]": an empty list). */
+/* Whether --input's `name` (n bytes) names parameter `pname`: the same text, or an ONNX input's
+ * name as the importer spells it in the IR (each character outside [A-Za-z0-9_] as '_':
+ * "gpu_0/data_0" is gpu_0_data_0). */
+static bool names_param(const char *pname, const char *name, size_t n) {
+  if (strlen(pname) != n) return false;
+  for (size_t i = 0; i < n; i++) {
+    char c = name[i];
+    bool id = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    if (pname[i] != (id ? c : '_')) return false;
+  }
+  return true;
+}
+
+/* The parameter of function fn that `name` (n bytes) names (exact spelling first), or UINT32_MAX. */
+static uint32_t find_param(loom_rt *rt, uint32_t fn, const char *name, size_t n) {
+  uint32_t np = loom_rt_param_count(rt, fn), found = UINT32_MAX;
+  for (uint32_t k = 0; k < np; k++) {
+    loom_rt_param p;
+    loom_rt_param_get(rt, fn, k, &p);
+    if (strlen(p.name) == n && !strncmp(p.name, name, n)) return k;
+    if (found == UINT32_MAX && names_param(p.name, name, n)) found = k;
+  }
+  return found;
+}
+
+/* fn's parameter names, comma-separated (cut with "..." to fit cap bytes), for an error. */
+static void param_names(loom_rt *rt, uint32_t fn, char *buf, size_t cap) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (uint32_t k = 0; k < loom_rt_param_count(rt, fn); k++) {
+    loom_rt_param p;
+    loom_rt_param_get(rt, fn, k, &p);
+    int w = snprintf(buf + len, cap - len, "%s%s", k ? ", " : "", p.name);
+    if (w < 0 || (size_t)w >= cap - len) {
+      if (cap > 4) memcpy(buf + cap - 4, "...", 4);
+      return;
+    }
+    len += (size_t)w;
+  }
+}
+
 static loom_status make_list_input(loom_rt *rt, uint32_t fn, uint32_t pi, const char *spec, loom_vm_obj **out) {
   *out = NULL;
   loom_rt_param p;
@@ -320,13 +361,12 @@ static loom_status run_inputs(const loom_cli_args *args, loom_rt *rt, binds *b) 
       st = LOOM_ERROR(INVALID_ARGUMENT, "--input '%s': expected NAME=random:(...) or NAME=@FILE.npy", v);
       break;
     }
-    uint32_t pi = UINT32_MAX;
-    for (uint32_t k = 0; k < np; k++) {
-      loom_rt_param p;
-      loom_rt_param_get(rt, fn, k, &p);
-      if (strlen(p.name) == (size_t)(eq - v) && !strncmp(p.name, v, (size_t)(eq - v))) pi = k;
+    uint32_t pi = find_param(rt, fn, v, (size_t)(eq - v));
+    if (pi == UINT32_MAX) {
+      char names[512];
+      param_names(rt, fn, names, sizeof names);
+      st = LOOM_ERROR(NOT_FOUND, "--input '%.*s': '%s' has no such parameter (its parameters: %s)", (int)(eq - v), v, fname, names);
     }
-    if (pi == UINT32_MAX) st = LOOM_ERROR(NOT_FOUND, "--input '%.*s': '%s' has no such parameter", (int)(eq - v), v, fname);
     else if (inputs[pi]) st = LOOM_ERROR(INVALID_ARGUMENT, "--input '%.*s' given twice", (int)(eq - v), v);
     else {
       loom_rt_param p;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "e2e/e2e_util.h"
+#include "onnx/pb_writer.h"
 
 static void tmpdir(char *buf, size_t n) {
   snprintf(buf, n, "/tmp/loom-e2e-XXXXXX");
@@ -65,6 +66,39 @@ LOOM_TEST(e2e_cli, loom_run_strings) {
   p = loom_test_run("%s compile tests/e2e/data/strings.loom -o /tmp/loom-e2e-str.so", loom_test_loom_bin());
   expect(&p, 1, NULL, "an AOT artifact (loom-run, libloomrt) cannot hold them yet");
   loom_test_proc_free(&p);
+}
+
+/* `loom run --input NAME=...` takes an ONNX input by the name the model gives it, also when the
+ * IR spells it otherwise (an exporter's "gpu_0/data:0" is gpu_0_data_0 there); a name that is
+ * neither is refused with the function's parameter names. */
+LOOM_TEST(e2e_cli, loom_run_takes_onnx_input_names) {
+  char dir[64], path[96];
+  tmpdir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/relu.onnx", dir);
+  pb g = {0}, model = {0};
+  const char *dims[] = {"n", "3"}, *ins[] = {"gpu_0/data:0", NULL}, *outs[] = {"y", NULL};
+  pb_node(&g, "Relu", "relu0", ins, outs, NULL);
+  pb_str(&g, 2, "g");
+  pb_value_info(&g, 11, "gpu_0/data:0", 1, 2, dims);
+  pb_value_info(&g, 12, "y", 1, 2, dims);
+  pb_model(&model, 17, &g);
+  FILE *f = fopen(path, "wb");
+  cr_assert_not_null(f);
+  cr_assert_eq(fwrite(model.d, 1, model.len, f), model.len);
+  fclose(f);
+  pb_free(&g);
+  pb_free(&model);
+  loom_test_proc p = loom_test_run("%s run %s --input 'gpu_0/data:0=random:(2,3)'", loom_test_loom_bin(), path);
+  expect(&p, 0, "output 0: f32(2, 3)", NULL);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s run %s --input 'gpu_0_data_0=random:(2,3)'", loom_test_loom_bin(), path);
+  expect(&p, 0, "output 0: f32(2, 3)", NULL);
+  loom_test_proc_free(&p);
+  p = loom_test_run("%s run %s --input 'data=random:(2,3)'", loom_test_loom_bin(), path);
+  expect(&p, 1, NULL, "--input 'data': 'main' has no such parameter (its parameters: gpu_0_data_0)");
+  loom_test_proc_free(&p);
+  remove(path);
+  rmdir(dir);
 }
 
 LOOM_TEST(e2e_cli, loom_run_jit_guard_and_match_cast_errors) {
