@@ -9,7 +9,7 @@
  * in a command's own table, see LOOM_RUN_TOOL_OPTS). */
 #define LOOM_RUN_TOOL_OPTS                                                                                         \
   {"--fn", "NAME", "function to run (default: main)", false},                                                     \
-      {"--input", "NAME=SPEC", "input NAME: random:(D0,D1,...), @FILE.npy or strings:a,b,c; a list: list:[SPEC;SPEC;...]", true},             \
+      {"--input", "NAME=SPEC", "input NAME (a parameter, or an ONNX input by its own name): random:(D0,D1,...), @FILE.npy or strings:a,b,c; a list: list:[SPEC;SPEC;...]", true},             \
       {"--bind", "VAR=N,...", "values of symbolic vars; inputs not given are made random from the signature", false}, \
       {"--output", "FILE.npy", "write the output (several: FILE.0.npy, FILE.1.npy, ...)", false},                 \
       {"--repeat", "N", "run N times and print the mean and best time", false},                                   \
