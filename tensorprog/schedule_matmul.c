@@ -769,10 +769,20 @@ static loom_status stream_chunks(mm_ctx *c, loom_tp_stmt *top) {
   loom_tp_stmt *sunk, *levels[MAX_CHAIN], *l = ji;
   LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &sunk));
   for (int k = 0; k <= c->nbatch; k++, l = child_loop(l)) levels[k] = l;
+  /* The outermost batch loops B's indices use (a grouped convolution's batch and groups, the
+   * heads of attention's P.V): B is not shared across them, so they go above the chunks and
+   * are fused with them into the parallel loop -- 840 columns in 32 groups were one chunk, one
+   * thread. stream_rows left these levels a perfect nest (it stops at the innermost of them). */
+  int lead = 0;
+  while (lead < c->nbatch && in_names(c->m->b_batch, c->m->nb_batch, loom_sym_var_name(levels[lead]->u.loop.var))) lead++;
   LOOM_PROPAGATE(stream_rows(c, levels, c->nbatch + 1));
-  LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
-  loom_strbuf_printf(c->why, "  rows streamed: B read once, row by row, in chunks of %d columns (parallel, the last "
-                             "partial), reduction outside the rows, %d rows of B per pass over C\n", STREAM_CHUNK, STREAM_K);
+  loom_tp_stmt *par = jo;
+  LOOM_PROPAGATE(sink(c, jo, lead, &sunk)); /* jo's node now holds the first of them */
+  for (int k = 0; k < lead; k++) LOOM_PROPAGATE(loom_tp_fuse(c->a, c->cx, c->view, par, &par));
+  LOOM_PROPAGATE(loom_tp_set_kind(c->cx, par, LOOM_TP_LOOP_PARALLEL));
+  loom_strbuf_printf(c->why, "  rows streamed: B read once, row by row, in chunks of %d columns (parallel%s, the last "
+                             "partial), reduction outside the rows, %d rows of B per pass over C\n", STREAM_CHUNK,
+                     lead ? " with the batch loops B uses" : "", STREAM_K);
   return LOOM_OK;
 }
 
