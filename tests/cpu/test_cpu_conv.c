@@ -44,11 +44,12 @@ static void run_args(const loom_tp_func *f, const conv_run *r, int64_t S, int64_
   }
 }
 
-/* Generates with gen, schedules a copy for `vector_bytes`, and compares the compiled schedule with
- * the interpreter on the runs. */
-static void check(loom_status (*gen)(loom_arena *, loom_sym_ctx *, const char *, loom_dtype, const loom_tp_conv_packed *,
-                                     loom_tp_func **),
-                  const loom_tp_conv_packed *g, int vector_bytes, const conv_run *runs, size_t nruns) {
+typedef loom_status (*conv_gen_fn)(loom_arena *, loom_sym_ctx *, const char *, loom_dtype, const loom_tp_conv_packed *,
+                                   loom_tp_func **);
+
+/* The program gen makes for g, as text (the caller frees it), parsed into fx and scheduled there
+ * for `vector_bytes` by the convolution rule (asserted), and parsed unscheduled into ref (optional). */
+static char *gen_scheduled(conv_gen_fn gen, const loom_tp_conv_packed *g, int vector_bytes, tp_fixture *fx, tp_fixture *ref) {
   loom_arena a;
   loom_arena_init(&a, NULL, 0);
   loom_sym_ctx *cx;
@@ -56,15 +57,25 @@ static void check(loom_status (*gen)(loom_arena *, loom_sym_ctx *, const char *,
   loom_tp_func *f;
   cr_assert_null(gen(&a, cx, "cp", LOOM_DTYPE_F32, g, &f));
   char *text = tp_print(f);
-  tp_fixture ref, fx;
-  cpu_parse_ok(&ref, text);
-  cpu_parse_ok(&fx, text);
+  loom_sym_ctx_destroy(cx);
+  loom_arena_destroy(&a);
+  if (ref) cpu_parse_ok(ref, text);
+  cpu_parse_ok(fx, text);
   loom_strbuf why;
   loom_strbuf_init(&why, NULL);
   loom_tp_cpu_params params = {.vector_bytes = vector_bytes};
-  cr_assert_null(loom_tp_schedule_cpu_for(&fx.arena, fx.cx, fx.f, &params, &why));
-  cr_assert_null(loom_tp_verify(fx.cx, fx.f));
+  cr_assert_null(loom_tp_schedule_cpu_for(&fx->arena, fx->cx, fx->f, &params, &why));
+  cr_assert_null(loom_tp_verify(fx->cx, fx->f));
   cr_assert_not_null(strstr(loom_strbuf_cstr(&why), "convolution over packed weights"), "why:\n%s", loom_strbuf_cstr(&why));
+  loom_strbuf_free(&why);
+  return text;
+}
+
+/* Generates with gen, schedules a copy for `vector_bytes`, and compares the compiled schedule with
+ * the interpreter on the runs. */
+static void check(conv_gen_fn gen, const loom_tp_conv_packed *g, int vector_bytes, const conv_run *runs, size_t nruns) {
+  tp_fixture ref, fx;
+  char *text = gen_scheduled(gen, g, vector_bytes, &fx, &ref);
   loom_cpu_jit *jit;
   cr_assert_null(loom_cpu_jit_create(NULL, &jit));
   loom_kernel_fn fn = cpu_jit(jit, &fx);
@@ -96,12 +107,9 @@ static void check(loom_status (*gen)(loom_arena *, loom_sym_ctx *, const char *,
     for (size_t i = 0; i < ref.f->nparams; i++) free(args[i].data);
   }
   loom_cpu_jit_destroy(jit);
-  loom_strbuf_free(&why);
   tp_fixture_free(&fx);
   tp_fixture_free(&ref);
   free(text);
-  loom_sym_ctx_destroy(cx);
-  loom_arena_destroy(&a);
 }
 
 /* Runs over grids around every tile width's threshold; l keeps the taps' reads inside X (max_rows
@@ -201,18 +209,7 @@ typedef struct chunking {
 
 static chunking chunks_at(const loom_tp_conv_packed *g, int64_t n, int64_t c, int64_t q, int64_t p) {
   tp_fixture fx;
-  loom_arena a;
-  loom_arena_init(&a, NULL, 0);
-  loom_sym_ctx *cx;
-  cr_assert_null(loom_sym_ctx_create(NULL, &cx));
-  loom_tp_func *f;
-  cr_assert_null(loom_tp_gen_conv_packed(&a, cx, "cp", LOOM_DTYPE_F32, g, &f));
-  char *text = tp_print(f);
-  cpu_parse_ok(&fx, text);
-  loom_strbuf why;
-  loom_strbuf_init(&why, NULL);
-  loom_tp_cpu_params params = {.vector_bytes = 64};
-  cr_assert_null(loom_tp_schedule_cpu_for(&fx.arena, fx.cx, fx.f, &params, &why));
+  char *text = gen_scheduled(loom_tp_gen_conv_packed, g, 64, &fx, NULL);
   loom_tp_stmt *par = loom_tp_find_loop(fx.f, "iq_v3"), *in = loom_tp_find_loop(fx.f, "jt_v3");
   cr_assert(par && in && par->u.loop.kind == LOOM_TP_LOOP_PARALLEL, "%s", text);
   loom_sym_env *env;
@@ -235,11 +232,8 @@ static chunking chunks_at(const loom_tp_conv_packed *g, int64_t n, int64_t c, in
   }
   cr_assert_eq(sum, n * q * ((p + 47) / 48), "p %lld: %lld tiles in the chunks", (long long)p, (long long)sum);
   loom_sym_env_destroy(env);
-  loom_strbuf_free(&why);
   tp_fixture_free(&fx);
   free(text);
-  loom_sym_ctx_destroy(cx);
-  loom_arena_destroy(&a);
   return r;
 }
 
