@@ -677,21 +677,22 @@ LOOM_TEST(cpu, schedule_rule_streams_groups_in_parallel) {
 /* Fewer than 8 column panels, a constant count (64 columns: 2 panels of 32): the row tiles run
  * in parallel inside each panel, the panels one after the other; 16 panels keep the panels
  * parallel. Rows 0, 1, primes and around the tiles; 1 and 2 threads and the pool (cpu_diff). */
+/* C (m, n) = A (m, k) B (k, n) with a constant n; the text in a static buffer. */
+static const char *cols_text(int n) {
+  static char buf[384];
+  snprintf(buf, sizeof buf,
+           "prim @cols(A: Buffer[(m, k), f32], B: Buffer[(k, %d), f32], C: Buffer[(m, %d), f32]) {\n"
+           "  for i in 0..m { for j in 0..%d { C[i, j] = 0.0\n"
+           "    for r in 0..k reduce { C[i, j] = C[i, j] + A[i, r] * B[r, j] } } }\n}\n",
+           n, n, n);
+  return buf;
+}
+
 LOOM_TEST(cpu, schedule_rule_rows_in_parallel_for_few_panels) {
   static const int64_t sz[] = {0, 1, 5, 6, 7, 13, 31, 37, 97};
   cpu_diff_opts o = cpu_opts(sz, 9, 1e-4);
   o.trials = 9;
-  const char *few = "prim @few(A: Buffer[(m, k), f32], B: Buffer[(k, 64), f32], C: Buffer[(m, 64), f32]) {\n"
-                    "  for i in 0..m { for j in 0..64 {\n"
-                    "    C[i, j] = 0.0\n"
-                    "    for r in 0..k reduce { C[i, j] = C[i, j] + A[i, r] * B[r, j] }\n"
-                    "  } }\n}\n";
-  schedule_for_and_diff(few, 64, "rows in parallel (few panels)", &o);
-  schedule_for_and_diff(few, 32, "rows in parallel (few panels)", &o);
-  why_lacks("prim @many(A: Buffer[(m, k), f32], B: Buffer[(k, 512), f32], C: Buffer[(m, 512), f32]) {\n"
-            "  for i in 0..m { for j in 0..512 {\n"
-            "    C[i, j] = 0.0\n"
-            "    for r in 0..k reduce { C[i, j] = C[i, j] + A[i, r] * B[r, j] }\n"
-            "  } }\n}\n",
-            "rows in parallel");
+  schedule_for_and_diff(cols_text(64), 64, "rows in parallel (few panels)", &o);
+  schedule_for_and_diff(cols_text(64), 32, "rows in parallel (few panels)", &o);
+  why_lacks(cols_text(512), "rows in parallel");
 }
