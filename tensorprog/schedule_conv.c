@@ -249,14 +249,19 @@ static loom_tp_stmt *store_body(conv_cx *c, const loom_sym_expr *ii, const loom_
   return loom_tp_store(c->a, c->m->y, yi, loom_tp_load(c->a, t->acc, ai));
 }
 
-/* X's elements a chunk of columns may read: a quarter of a 2 MiB L2 (docs/codegen.md). */
-enum { CHUNK_FLOATS = 1 << 17 };
+/* X's elements a chunk of columns may read: a quarter of a 2 MiB L2 (docs/codegen.md).
+ * PAR_MIN: the parallel iterations the columns are cut into at least (when there are as many
+ * tiles), so that 2 to 4 threads, each claiming up to 4 chunks, find work of even size. */
+enum { CHUNK_FLOATS = 1 << 17, PAR_MIN = 16 };
 
 /* The tiles of V vectors over the columns (p >= V*L: the caller's guard), in a parallel loop over
- * (i0, column chunk, ob): a chunk is as many tiles as keep the part of b they read (its buffer's
- * elements per column: the dims between its first and last, times the chunk's columns) within
- * CHUNK_FLOATS, so the weight blocks of one chunk reuse it from the cache; b smaller than that is
- * one chunk, every block of weights reusing all of it. */
+ * (i0, column chunk, ob): a chunk is at most as many tiles as keep the part of b they read (its
+ * buffer's elements per column: the dims between its first and last, times the chunk's columns)
+ * within CHUNK_FLOATS, so the weight blocks of one chunk reuse it from the cache; b smaller than
+ * that is one chunk, every block of weights reusing all of it -- unless batch x weight blocks are
+ * fewer than PAR_MIN, then the columns are cut into more chunks, up to one tile each. The tiles
+ * are dealt evenly: chunk jc of nch holds tiles floor(jc*T/nch) .. floor((jc+1)*T/nch) - 1 (a
+ * 269-tile stem in chunks of 227 and 42 became 135 and 134). */
 static loom_tp_stmt *tiles(conv_cx *c, int V) {
   loom_sym_ctx *cx = c->cx;
   const conv_nest *m = c->m;
@@ -270,6 +275,10 @@ static loom_tp_stmt *tiles(conv_cx *c, int V) {
   const loom_sym_expr *ntiles = loom_sym_floordiv(cx, loom_sym_add(cx, p, K(c, cw - 1)), K(c, cw));
   const loom_sym_expr *ch = loom_sym_max(cx, loom_sym_floordiv(cx, K(c, CHUNK_FLOATS), loom_sym_mul(cx, rows, K(c, cw))), K(c, 1));
   const loom_sym_expr *nch = loom_sym_floordiv(cx, loom_sym_add(cx, ntiles, loom_sym_sub(cx, ch, K(c, 1))), ch);
+  /* at least ceil(PAR_MIN / (n*q)) chunks, at most one per tile (ntiles >= 1: the caller's guard) */
+  const loom_sym_expr *nb = loom_sym_max(cx, loom_sym_mul(cx, m->loops[0]->u.loop.extent, qe), K(c, 1));
+  const loom_sym_expr *want = loom_sym_floordiv(cx, loom_sym_add(cx, K(c, PAR_MIN - 1), nb), nb);
+  nch = loom_sym_min(cx, loom_sym_max(cx, nch, want), ntiles);
   snprintf(name, sizeof name, "iq_%s", tag);
   const loom_sym_expr *iq = var(c, name);
   snprintf(name, sizeof name, "jt_%s", tag);
@@ -279,7 +288,8 @@ static loom_tp_stmt *tiles(conv_cx *c, int V) {
   const loom_sym_expr *jc = loom_sym_floormod(cx, loom_sym_floordiv(cx, iq, qe), nch);
   c->i0 = loom_sym_floordiv(cx, iq, nq);
   c->ob = loom_sym_floormod(cx, iq, qe);
-  const loom_sym_expr *jt = loom_sym_add(cx, loom_sym_mul(cx, jc, ch), jt2);
+  const loom_sym_expr *first = loom_sym_floordiv(cx, loom_sym_mul(cx, jc, ntiles), nch);
+  const loom_sym_expr *jt = loom_sym_add(cx, first, jt2);
   const loom_sym_expr *jb = loom_sym_min(cx, loom_sym_mul(cx, jt, K(c, cw)), loom_sym_sub(cx, p, K(c, cw)));
   const loom_sym_expr *dims[3] = {K(c, m->rows), K(c, V), K(c, c->lanes)};
   snprintf(name, sizeof name, "acc_%s", tag);
@@ -305,7 +315,8 @@ static loom_tp_stmt *tiles(conv_cx *c, int V) {
   loom_tp_stmt *store = tile_nest(c, V, jb, t3, store_body, &ud);
   loom_tp_stmt *items[4] = {loom_tp_alloc_stmt(c->a, acc), init, red, store};
   loom_tp_stmt *body = loom_tp_seq(c->a, items, 4);
-  const loom_sym_expr *in_chunk = loom_sym_min(cx, ch, loom_sym_sub(cx, ntiles, loom_sym_mul(cx, jc, ch)));
+  const loom_sym_expr *in_chunk =
+      loom_sym_sub(cx, loom_sym_floordiv(cx, loom_sym_mul(cx, loom_sym_add(cx, jc, K(c, 1)), ntiles), nch), first);
   loom_tp_stmt *s = loom_tp_for(c->a, jt2, in_chunk, LOOM_TP_LOOP_SERIAL, false, body);
   s = loom_tp_for(c->a, iq, loom_sym_mul(cx, m->loops[0]->u.loop.extent, nq), LOOM_TP_LOOP_PARALLEL, false, s);
   if (!s || !items[0] || !init || !red || !store || !in_chunk) c->oom = true;

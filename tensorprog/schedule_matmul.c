@@ -463,6 +463,21 @@ static loom_status panel_indices(mm_ctx *c, loom_tp_stmt *ji, const loom_sym_exp
 
 static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, int64_t width, bool outermost, bool overlap_tail);
 
+enum { FEW_PANELS = 8 };
+
+/* Whether a loop under s (s included) is PARALLEL. */
+static bool has_parallel(const loom_tp_stmt *s) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++)
+        if (has_parallel(s->u.seq.items[i])) return true;
+      return false;
+    case LOOM_TP_STMT_FOR: return s->u.loop.kind == LOOM_TP_LOOP_PARALLEL || has_parallel(s->u.loop.body);
+    case LOOM_TP_STMT_IF: return has_parallel(s->u.if_.then_s) || (s->u.if_.else_s && has_parallel(s->u.if_.else_s));
+    default: return false;
+  }
+}
+
 /* ---- software prefetch of a weight laid out in panels ------------------------------------
  *
  * A register tile streams its panel of B (k rows of P contiguous columns) once per row tile;
@@ -620,9 +635,15 @@ static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, int64_t 
   LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &ji));
   loom_tp_stmt *il = jo;
   for (int k = 0; k <= c->nbatch; k++) il = child_loop(il);
-  loom_strbuf_printf(c->why, "  panel %s: %lld columns, %s, ", loom_sym_var_name(jo->u.loop.var), (long long)width,
-                     in_place ? "B laid out in panels (read in place)" : c->pack ? "B packed" : "B in place");
-  LOOM_PROPAGATE(row_tiles(c, il, jin, width, !outermost));
+  /* Fewer panels than FEW_PANELS (a constant count, no batch loops: a 64-channel int8
+   * convolution's 2 panels) leave 2 threads one chunk each, none to even out a late start: the
+   * row tiles run in parallel inside each panel instead (B packed once per panel, shared). */
+  int64_t np = 0;
+  bool rows_par = outermost && c->nbatch == 0 && loom_sym_is_const(jo->u.loop.extent, &np) && np < FEW_PANELS;
+  loom_strbuf_printf(c->why, "  panel %s: %lld columns, %s, %s", loom_sym_var_name(jo->u.loop.var), (long long)width,
+                     in_place ? "B laid out in panels (read in place)" : c->pack ? "B packed" : "B in place",
+                     rows_par ? "rows in parallel (few panels), " : "");
+  LOOM_PROPAGATE(row_tiles(c, il, jin, width, !outermost || rows_par));
   if (in_place && c->prefetch) {
     LOOM_PROPAGATE(add_prefetch(c, jo, c->m->red, jin, width));
     loom_strbuf_printf(c->why, "  B prefetched %d rows ahead\n", PREFETCH_ROWS);
@@ -638,7 +659,7 @@ static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, int64_t 
     LOOM_PROPAGATE(loom_tp_cache_read(c->a, c->cx, at, c->m->b, "Bp", &fill));
     LOOM_PROPAGATE(set_kind_named(c->cx, fill, jin, LOOM_TP_LOOP_VECTORIZE));
   }
-  if (outermost) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
+  if (outermost && !(rows_par && has_parallel(jo))) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
   return LOOM_OK;
 }
 
@@ -769,10 +790,20 @@ static loom_status stream_chunks(mm_ctx *c, loom_tp_stmt *top) {
   loom_tp_stmt *sunk, *levels[MAX_CHAIN], *l = ji;
   LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &sunk));
   for (int k = 0; k <= c->nbatch; k++, l = child_loop(l)) levels[k] = l;
+  /* The outermost batch loops B's indices use (a grouped convolution's batch and groups, the
+   * heads of attention's P.V): B is not shared across them, so they go above the chunks and
+   * are fused with them into the parallel loop -- 840 columns in 32 groups were one chunk, one
+   * thread. stream_rows left these levels a perfect nest (it stops at the innermost of them). */
+  int lead = 0;
+  while (lead < c->nbatch && in_names(c->m->b_batch, c->m->nb_batch, loom_sym_var_name(levels[lead]->u.loop.var))) lead++;
   LOOM_PROPAGATE(stream_rows(c, levels, c->nbatch + 1));
-  LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
-  loom_strbuf_printf(c->why, "  rows streamed: B read once, row by row, in chunks of %d columns (parallel, the last "
-                             "partial), reduction outside the rows, %d rows of B per pass over C\n", STREAM_CHUNK, STREAM_K);
+  loom_tp_stmt *par = jo;
+  LOOM_PROPAGATE(sink(c, jo, lead, &sunk)); /* jo's node now holds the first of them */
+  for (int k = 0; k < lead; k++) LOOM_PROPAGATE(loom_tp_fuse(c->a, c->cx, c->view, par, &par));
+  LOOM_PROPAGATE(loom_tp_set_kind(c->cx, par, LOOM_TP_LOOP_PARALLEL));
+  loom_strbuf_printf(c->why, "  rows streamed: B read once, row by row, in chunks of %d columns (parallel%s, the last "
+                             "partial), reduction outside the rows, %d rows of B per pass over C\n", STREAM_CHUNK,
+                     lead ? " with the batch loops B uses" : "", STREAM_K);
   return LOOM_OK;
 }
 

@@ -9,7 +9,8 @@
  *      loom_tp_schedule_conv (below);
  *   0. a matmul-shaped nest (init store + `C = C + a * b` reduction, f32: matmul, batched
  *      matmul, linear) is register-tiled: column panels of two vector registers (32 with
- *      AVX-512, 16 with AVX2; then 8 (4 with SSE), 1 for the tail) in parallel, B panels packed (cache_read), 6-row tiles whose accumulators are a
+ *      AVX-512, 16 with AVX2; then 8 (4 with SSE), 1 for the tail) in parallel (fewer than 8
+ *      panels, a constant count: their row tiles in parallel instead), B panels packed (cache_read), 6-row tiles whose accumulators are a
  *      Local kept in registers by lane mode (cache_write + distribute + reorder), a 1-row
  *      tail; plus a variant for few rows (dot products for linear's W, unpacked 1-row tiles
  *      for matmul). Built on a copy; when a primitive refuses, the nest keeps rules 1-3;

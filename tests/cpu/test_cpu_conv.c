@@ -44,11 +44,12 @@ static void run_args(const loom_tp_func *f, const conv_run *r, int64_t S, int64_
   }
 }
 
-/* Generates with gen, schedules a copy for `vector_bytes`, and compares the compiled schedule with
- * the interpreter on the runs. */
-static void check(loom_status (*gen)(loom_arena *, loom_sym_ctx *, const char *, loom_dtype, const loom_tp_conv_packed *,
-                                     loom_tp_func **),
-                  const loom_tp_conv_packed *g, int vector_bytes, const conv_run *runs, size_t nruns) {
+typedef loom_status (*conv_gen_fn)(loom_arena *, loom_sym_ctx *, const char *, loom_dtype, const loom_tp_conv_packed *,
+                                   loom_tp_func **);
+
+/* The program gen makes for g, as text (the caller frees it), parsed into fx and scheduled there
+ * for `vector_bytes` by the convolution rule (asserted), and parsed unscheduled into ref (optional). */
+static char *gen_scheduled(conv_gen_fn gen, const loom_tp_conv_packed *g, int vector_bytes, tp_fixture *fx, tp_fixture *ref) {
   loom_arena a;
   loom_arena_init(&a, NULL, 0);
   loom_sym_ctx *cx;
@@ -56,15 +57,25 @@ static void check(loom_status (*gen)(loom_arena *, loom_sym_ctx *, const char *,
   loom_tp_func *f;
   cr_assert_null(gen(&a, cx, "cp", LOOM_DTYPE_F32, g, &f));
   char *text = tp_print(f);
-  tp_fixture ref, fx;
-  cpu_parse_ok(&ref, text);
-  cpu_parse_ok(&fx, text);
+  loom_sym_ctx_destroy(cx);
+  loom_arena_destroy(&a);
+  if (ref) cpu_parse_ok(ref, text);
+  cpu_parse_ok(fx, text);
   loom_strbuf why;
   loom_strbuf_init(&why, NULL);
   loom_tp_cpu_params params = {.vector_bytes = vector_bytes};
-  cr_assert_null(loom_tp_schedule_cpu_for(&fx.arena, fx.cx, fx.f, &params, &why));
-  cr_assert_null(loom_tp_verify(fx.cx, fx.f));
+  cr_assert_null(loom_tp_schedule_cpu_for(&fx->arena, fx->cx, fx->f, &params, &why));
+  cr_assert_null(loom_tp_verify(fx->cx, fx->f));
   cr_assert_not_null(strstr(loom_strbuf_cstr(&why), "convolution over packed weights"), "why:\n%s", loom_strbuf_cstr(&why));
+  loom_strbuf_free(&why);
+  return text;
+}
+
+/* Generates with gen, schedules a copy for `vector_bytes`, and compares the compiled schedule with
+ * the interpreter on the runs. */
+static void check(conv_gen_fn gen, const loom_tp_conv_packed *g, int vector_bytes, const conv_run *runs, size_t nruns) {
+  tp_fixture ref, fx;
+  char *text = gen_scheduled(gen, g, vector_bytes, &fx, &ref);
   loom_cpu_jit *jit;
   cr_assert_null(loom_cpu_jit_create(NULL, &jit));
   loom_kernel_fn fn = cpu_jit(jit, &fx);
@@ -96,12 +107,9 @@ static void check(loom_status (*gen)(loom_arena *, loom_sym_ctx *, const char *,
     for (size_t i = 0; i < ref.f->nparams; i++) free(args[i].data);
   }
   loom_cpu_jit_destroy(jit);
-  loom_strbuf_free(&why);
   tp_fixture_free(&fx);
   tp_fixture_free(&ref);
   free(text);
-  loom_sym_ctx_destroy(cx);
-  loom_arena_destroy(&a);
 }
 
 /* Runs over grids around every tile width's threshold; l keeps the taps' reads inside X (max_rows
@@ -190,4 +198,72 @@ LOOM_TEST(cpu_conv, phase_counts) {
   cr_assert_eq(loom_tp_conv_phase_step(&g, 2), 2);  /* gcd(2, 4): residues 0 and 2 */
   cr_assert_eq(loom_tp_conv_phase_count(&g, 2), 2);
   cr_assert_eq(loom_tp_conv_phase_planes(&g), 4);
+}
+
+/* The tiles' parallel loop at (n, c, q, p) (schedule_conv.c tiles, 3-vector tiles): its
+ * iterations, and the fewest and most tiles one holds; asserts that together they hold every
+ * tile of every (batch, weight block) once. */
+typedef struct chunking {
+  int64_t iters, lo, hi;
+} chunking;
+
+static chunking chunks_at(const loom_tp_conv_packed *g, int64_t n, int64_t c, int64_t q, int64_t p) {
+  tp_fixture fx;
+  char *text = gen_scheduled(loom_tp_gen_conv_packed, g, 64, &fx, NULL);
+  loom_tp_stmt *par = loom_tp_find_loop(fx.f, "iq_v3"), *in = loom_tp_find_loop(fx.f, "jt_v3");
+  cr_assert(par && in && par->u.loop.kind == LOOM_TP_LOOP_PARALLEL, "%s", text);
+  loom_sym_env *env;
+  cr_assert_null(loom_sym_env_create(NULL, &env));
+  const int64_t vals[] = {n, c, q, p};
+  const char *names[] = {"n", "c", "q", "p"};
+  for (size_t j = 0; j < fx.f->nsyms; j++)
+    for (size_t k = 0; k < 4; k++)
+      if (!strcmp(loom_sym_var_name(fx.f->syms[j]), names[k])) cr_assert_null(loom_sym_env_set(env, fx.f->syms[j], vals[k]));
+  chunking r = {0, INT64_MAX, 0};
+  cr_assert_null(loom_sym_eval(fx.cx, par->u.loop.extent, env, &r.iters));
+  int64_t sum = 0;
+  for (int64_t i = 0; i < r.iters; i++) {
+    int64_t t;
+    cr_assert_null(loom_sym_env_set(env, par->u.loop.var, i));
+    cr_assert_null(loom_sym_eval(fx.cx, in->u.loop.extent, env, &t));
+    r.lo = t < r.lo ? t : r.lo;
+    r.hi = t > r.hi ? t : r.hi;
+    sum += t;
+  }
+  cr_assert_eq(sum, n * q * ((p + 47) / 48), "p %lld: %lld tiles in the chunks", (long long)p, (long long)sum);
+  loom_sym_env_destroy(env);
+  tp_fixture_free(&fx);
+  free(text);
+  return r;
+}
+
+/* Chunks that follow the threads: at least 16 parallel iterations where batch x weight blocks
+ * are fewer (up to one tile each), tiles dealt evenly. ResNet's stem (7x7/2, 3 -> 64, 112 x 115
+ * columns: 269 tiles) was 8 weight blocks x chunks of 227 and 42 tiles; 16 output channels at
+ * 56 x 58 columns (68 tiles, 64 channels: chunks of 42) were 4 iterations for any number of threads. */
+LOOM_TEST(cpu_conv, column_chunks_even_and_enough_for_the_threads) {
+  loom_tp_conv_packed stem = {.n = 2, .bias = false, .kernel = {7, 7}, .dilation = {1, 1}, .stride = {2, 2}};
+  chunking s = chunks_at(&stem, 1, 3, 8, 112 * 115);
+  cr_assert(s.iters == 16 && s.lo == 134 && s.hi == 135, "stem: %lld iterations of %lld..%lld tiles", (long long)s.iters,
+            (long long)s.lo, (long long)s.hi);
+  loom_tp_conv_packed k3 = {.n = 2, .bias = true, .kernel = {3, 3}, .dilation = {1, 1}, .stride = {1, 1}};
+  chunking few = chunks_at(&k3, 1, 64, 2, 56 * 58);
+  cr_assert(few.iters == 16 && few.lo == 8 && few.hi == 9, "q 2: %lld iterations of %lld..%lld tiles", (long long)few.iters,
+            (long long)few.lo, (long long)few.hi);
+  /* fewer tiles than 16 / q: one tile per chunk; batch x blocks of 16 or more: the cache's chunks */
+  chunking small = chunks_at(&k3, 1, 64, 1, 5 * 48 + 1);
+  cr_assert(small.iters == 6 && small.lo == 1 && small.hi == 1, "%lld iterations", (long long)small.iters);
+  chunking wide = chunks_at(&k3, 2, 64, 16, 56 * 58);
+  cr_assert(wide.iters == 64 && wide.lo == 34 && wide.hi == 34, "%lld iterations of %lld..%lld", (long long)wide.iters,
+            (long long)wide.lo, (long long)wide.hi);
+}
+
+/* Grids of prime columns cut into many small chunks (few weight blocks), batch 0 to 2, against the
+ * interpreter with 1 and 2 threads and the pool (check). */
+LOOM_TEST(cpu_conv, packed_prime_grids_in_many_chunks) {
+  loom_tp_conv_packed g = {.n = 2, .bias = true, .kernel = {3, 3}, .dilation = {1, 1}, .stride = {1, 1}};
+  conv_run runs[] = {{.n = 1, .c = 3, .q = 1, .p = 509, .e = 7}, {.n = 2, .c = 2, .q = 3, .p = 701, .e = 11},
+                     {.n = 0, .c = 1, .q = 1, .p = 97, .e = 5}, {.n = 1, .c = 1, .q = 2, .p = 1, .e = 3}};
+  for (size_t i = 0; i < 4; i++) runs[i].l = runs[i].p + 2 * runs[i].e + 3;
+  check(loom_tp_gen_conv_packed, &g, 64, runs, 4);
 }

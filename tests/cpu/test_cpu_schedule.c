@@ -661,3 +661,68 @@ LOOM_TEST(cpu, schedule_rule_tiles_rows_fused_from_three_loops) {
                   "  } } } }\n}\n";
   schedule_for_and_diff(g, 64, "12x32 register tiles|the epilogue (a transcendental) after the tile is stored", &o);
 }
+
+/* Few rows against a B read per batch (a grouped convolution's groups, attention's heads): the
+ * streamed columns' chunks are fused with the batch loops B uses into the parallel loop, so 32
+ * groups of 840 columns are 32 parallel iterations, not one 1024-column chunk on one thread.
+ * Rows 0..5 (the few-rows variant) and 7 (the general path), groups 0..7, columns around the
+ * 1024-column chunk; 1 and 2 threads and the pool (cpu_diff). */
+static const int64_t grp_m[] = {0, 1, 3, 5, 7, 2, 4};
+static const int64_t grp_n[] = {0, 1, 17, 1031, 31, 1024, 2};
+static const int64_t grp_g[] = {1, 0, 3, 2, 7, 1, 5};
+
+static void bind_groups(const loom_tp_func *f, loom_sym_env *env, int trial) {
+  for (size_t j = 0; j < f->nsyms; j++) {
+    const char *name = loom_sym_var_name(f->syms[j]);
+    const int64_t *v = !strcmp(name, "m") ? grp_m : !strcmp(name, "n") ? grp_n : !strcmp(name, "g") ? grp_g : NULL;
+    if (v) cr_assert_null(loom_sym_env_set(env, f->syms[j], v[trial % (int)LOOM_ARRAY_LEN(grp_m)]));
+  }
+}
+
+/* Few rows of a (g, m, k) A against X (g, k, n) or, `per_batch` false, one X (k, n) shared by
+ * every batch; the text in a static buffer. */
+static const char *grp_text(bool per_batch) {
+  static char buf[512];
+  snprintf(buf, sizeof buf,
+           "prim @grp(A: Buffer[(g, m, k), f32], X: Buffer[(%sk, n), f32], Y: Buffer[(g, m, n), f32]) {\n"
+           "  for b in 0..g { for i in 0..m { for j in 0..n {\n"
+           "    Y[b, i, j] = 0.0\n"
+           "    for r in 0..k reduce { Y[b, i, j] = Y[b, i, j] + A[b, i, r] * X[%sr, j] }\n"
+           "  } } }\n}\n",
+           per_batch ? "g, " : "", per_batch ? "b, " : "");
+  return buf;
+}
+
+LOOM_TEST(cpu, schedule_rule_streams_groups_in_parallel) {
+  static const int64_t sz[] = {1, 3, 5, 7};
+  cpu_diff_opts o = cpu_opts(sz, 4, 1e-4);
+  o.trials = (int)LOOM_ARRAY_LEN(grp_m);
+  o.bind = bind_groups;
+  schedule_for_and_diff(grp_text(true), 64, "rows streamed: B read once, row by row, in chunks of 1024 columns (parallel with the batch loops B uses", &o);
+  schedule_for_and_diff(grp_text(true), 32, "(parallel with the batch loops B uses", &o);
+  /* B shared by the batch (a GEMV per batch row): the chunks alone stay parallel, B read once */
+  why_lacks(grp_text(false), "with the batch loops B uses");
+}
+
+/* Fewer than 8 column panels, a constant count (64 columns: 2 panels of 32): the row tiles run
+ * in parallel inside each panel, the panels one after the other; 16 panels keep the panels
+ * parallel. Rows 0, 1, primes and around the tiles; 1 and 2 threads and the pool (cpu_diff). */
+/* C (m, n) = A (m, k) B (k, n) with a constant n; the text in a static buffer. */
+static const char *cols_text(int n) {
+  static char buf[384];
+  snprintf(buf, sizeof buf,
+           "prim @cols(A: Buffer[(m, k), f32], B: Buffer[(k, %d), f32], C: Buffer[(m, %d), f32]) {\n"
+           "  for i in 0..m { for j in 0..%d { C[i, j] = 0.0\n"
+           "    for r in 0..k reduce { C[i, j] = C[i, j] + A[i, r] * B[r, j] } } }\n}\n",
+           n, n, n);
+  return buf;
+}
+
+LOOM_TEST(cpu, schedule_rule_rows_in_parallel_for_few_panels) {
+  static const int64_t sz[] = {0, 1, 5, 6, 7, 13, 31, 37, 97};
+  cpu_diff_opts o = cpu_opts(sz, 9, 1e-4);
+  o.trials = 9;
+  schedule_for_and_diff(cols_text(64), 64, "rows in parallel (few panels)", &o);
+  schedule_for_and_diff(cols_text(64), 32, "rows in parallel (few panels)", &o);
+  why_lacks(cols_text(512), "rows in parallel");
+}
