@@ -2,7 +2,7 @@
  * (tp_schedule_cpu.h, docs/codegen.md "Schedule rules"). */
 #include <string.h>
 
-#include "tensorprog/tp_schedule_cpu.h"
+#include "tensorprog/schedule_matmul_internal.h"
 
 static bool uses(const loom_sym_expr *e, const loom_sym_expr *var) { return loom_sym_uses_var(e, var); }
 
@@ -22,7 +22,6 @@ static bool uses(const loom_sym_expr *e, const loom_sym_expr *var) { return loom
  *
  * built from split, reorder, fuse, distribute, cache_read/cache_write and loop kinds; the
  * nest is transformed as a copy and installed only when every step applied. */
-enum { TILE_ROWS = 6, TALL_ROWS = 12, MAX_CHAIN = 12 }; /* TALL_ROWS: see "tall row tiles" below */
 
 /* Panel widths for vectors of `vector_bytes`: 2 registers of f32 (6 x 2 accumulators, 2 B
  * loads and a broadcast: 15 of the 16 registers of AVX2, 15 of 32 with AVX-512), one narrower
@@ -36,30 +35,13 @@ static void panel_widths(int vector_bytes, int64_t w[3]) {
   w[2] = 1;
 }
 
-typedef struct mm_nest {
-  int nloops;                            /* non-reduce loops around the init + reduction */
-  loom_tp_stmt *loops[MAX_CHAIN];
-  const loom_tp_buffer *c;               /* the output */
-  const loom_tp_buffer *b;               /* the operand indexed by j, not by i (packed) */
-  bool b_unit;                           /* b's index uses j only as `+ j` in its last index */
-  int64_t panel;                         /* > 0: b is laid out in panels of this many columns,
-                                            (n / panel, k, panel) read as [j / panel, r, j % panel]
-                                            (matmul packed_b, graph/pass_pack.c) */
-  const char *b_batch[MAX_CHAIN];        /* names of batch loop variables b's indices use */
-  int nb_batch;
-  const char *red;                       /* the reduction loop's variable name */
-  bool ab_unit_r;                        /* a is one load and it and b step by 1 in the reduction
-                                            variable (rows of both contiguous: dot_tiles) */
-  const loom_sym_expr *red_ext;          /* the reduction's extent */
-} mm_nest;
-
-static loom_tp_stmt *strip_seq(loom_tp_stmt *s) {
+loom_tp_stmt *loom_tpmm_strip_seq(loom_tp_stmt *s) {
   while (s->kind == LOOM_TP_STMT_SEQ && s->u.seq.n == 1) s = s->u.seq.items[0];
   return s;
 }
 
-static loom_tp_stmt *child_loop(loom_tp_stmt *l) {
-  loom_tp_stmt *c = strip_seq(l->u.loop.body);
+loom_tp_stmt *loom_tpmm_child_loop(loom_tp_stmt *l) {
+  loom_tp_stmt *c = loom_tpmm_strip_seq(l->u.loop.body);
   return c->kind == LOOM_TP_STMT_FOR ? c : NULL;
 }
 
@@ -113,14 +95,14 @@ static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
   loom_tp_stmt *l = top;
   while (l && l->kind == LOOM_TP_STMT_FOR && !l->u.loop.reduce && m->nloops < MAX_CHAIN) {
     m->loops[m->nloops++] = l;
-    l = child_loop(l);
+    l = loom_tpmm_child_loop(l);
   }
   if (m->nloops < 2 || l) return false;
   loom_tp_stmt *body = m->loops[m->nloops - 1]->u.loop.body;
   if (body->kind != LOOM_TP_STMT_SEQ || (body->u.seq.n != 2 && body->u.seq.n != 3)) return false;
   loom_tp_stmt *init = body->u.seq.items[0], *red = body->u.seq.items[1];
   if (init->kind != LOOM_TP_STMT_STORE || red->kind != LOOM_TP_STMT_FOR || !red->u.loop.reduce) return false;
-  loom_tp_stmt *upd = strip_seq(red->u.loop.body);
+  loom_tp_stmt *upd = loom_tpmm_strip_seq(red->u.loop.body);
   const loom_tp_buffer *c = init->u.store.buf;
   if (upd->kind != LOOM_TP_STMT_STORE || upd->u.store.buf != c || (c->dtype != LOOM_DTYPE_F32 && c->dtype != LOOM_DTYPE_I32))
     return false;
@@ -171,27 +153,10 @@ static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
   return true;
 }
 
-typedef struct mm_ctx {
-  loom_arena *a;
-  loom_sym_ctx *cx;
-  loom_tp_func *view;                    /* body: the copy being transformed */
-  const mm_nest *m;
-  int nbatch;
-  bool pack;                             /* pack B panels (cache_read) */
-  loom_strbuf *why;
-  int64_t widths[3];                     /* panel widths, widest first (panel_widths) */
-  bool overlap;                          /* the widest panels' column tail: one overlapping panel */
-  bool prefetch;                         /* register tiles of B laid out in panels prefetch B ahead */
-  int64_t tile_rows;                     /* rows of a register tile (TILE_ROWS, or TALL_ROWS) */
-  const loom_sym_expr *distinct_rows;    /* the tile being built repeats its last row past this many
-                                            (loom_tp_split_clamped's main tiles), else NULL */
-  bool epi_moved;                        /* the last micro_tile moved a heavy epilogue after its store */
-} mm_ctx;
-
 /* Moves the header of `l` down `times` levels of a perfect nest; returns the node holding it. */
-static loom_status sink(mm_ctx *c, loom_tp_stmt *l, int times, loom_tp_stmt **out) {
+loom_status loom_tpmm_sink(mm_ctx *c, loom_tp_stmt *l, int times, loom_tp_stmt **out) {
   for (int t = 0; t < times; t++) {
-    loom_tp_stmt *child = child_loop(l);
+    loom_tp_stmt *child = loom_tpmm_child_loop(l);
     LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, l));
     l = child;
   }
@@ -200,147 +165,19 @@ static loom_status sink(mm_ctx *c, loom_tp_stmt *l, int times, loom_tp_stmt **ou
 }
 
 /* Sets `kind` on every loop under `s` whose variable is named `name`. */
-static loom_status set_kind_named(loom_sym_ctx *cx, loom_tp_stmt *s, const char *name, loom_tp_loop_kind kind) {
+loom_status loom_tpmm_set_kind_named(loom_sym_ctx *cx, loom_tp_stmt *s, const char *name, loom_tp_loop_kind kind) {
   switch (s->kind) {
     case LOOM_TP_STMT_SEQ:
-      for (size_t i = 0; i < s->u.seq.n; i++) LOOM_PROPAGATE(set_kind_named(cx, s->u.seq.items[i], name, kind));
+      for (size_t i = 0; i < s->u.seq.n; i++) LOOM_PROPAGATE(loom_tpmm_set_kind_named(cx, s->u.seq.items[i], name, kind));
       return LOOM_OK;
     case LOOM_TP_STMT_FOR:
       if (!strcmp(loom_sym_var_name(s->u.loop.var), name)) LOOM_PROPAGATE(loom_tp_set_kind(cx, s, kind));
-      return set_kind_named(cx, s->u.loop.body, name, kind);
+      return loom_tpmm_set_kind_named(cx, s->u.loop.body, name, kind);
     case LOOM_TP_STMT_IF:
-      LOOM_PROPAGATE(set_kind_named(cx, s->u.if_.then_s, name, kind));
-      return s->u.if_.else_s ? set_kind_named(cx, s->u.if_.else_s, name, kind) : LOOM_OK;
+      LOOM_PROPAGATE(loom_tpmm_set_kind_named(cx, s->u.if_.then_s, name, kind));
+      return s->u.if_.else_s ? loom_tpmm_set_kind_named(cx, s->u.if_.else_s, name, kind) : LOOM_OK;
     default: return LOOM_OK;
   }
-}
-
-/* One register tile at `tile` (body: [for ii {] [for ji {] init; for r {upd} [}] [}]): the
- * accumulator in a Local, the init and the reduction distributed apart, r moved outermost. */
-/* ---- a heavy epilogue after the tile is stored ----------------------------------------------
- *
- * An epilogue that calls a transcendental (GELU's tanh or erf, a sigmoid, exp) applied to the
- * accumulators is unrolled over the tile's rows: 24 inline tanh expansions per 12 x 32 tile,
- * and again in the row-tail tile and the few-rows variant. LLVM spent most of the GPT-2
- * block's MLP kernel's compile time on them. Such an epilogue runs instead after the tile is
- * stored, on the stored rows (in L1), in a loop over the rows: one vector body.
- *     for ii unroll { for ji { acc[ii, ji] = f(acc[ii, ji]) } }; for ii' unroll { for ji' { C[x(ii', ji')] = acc[ii', ji'] } }
- *  -> for ii' unroll { for ji' { C[x(ii', ji')] = acc[ii', ji'] } }; for ii { for ji { C[x(ii, ji)] = f(C[x(ii, ji)]) } } */
-
-static bool heavy_expr(const loom_tp_expr *e) {
-  switch (e->kind) {
-    case LOOM_TP_EXPR_OP:
-      switch (e->u.op.op) {
-        case LOOM_TP_OP_EXP: case LOOM_TP_OP_LOG: case LOOM_TP_OP_TANH: case LOOM_TP_OP_SIGMOID: case LOOM_TP_OP_ERF:
-        case LOOM_TP_OP_SIN: case LOOM_TP_OP_COS: case LOOM_TP_OP_POW: case LOOM_TP_OP_ASIN: case LOOM_TP_OP_ACOS:
-        case LOOM_TP_OP_ATAN: return true;
-        default: break;
-      }
-      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
-        if (heavy_expr(e->u.op.args[i])) return true;
-      return false;
-    case LOOM_TP_EXPR_CAST: return heavy_expr(e->u.cast_arg);
-    case LOOM_TP_EXPR_SELECT:
-      return heavy_expr(e->u.select.cond) || heavy_expr(e->u.select.then_e) || heavy_expr(e->u.select.else_e);
-    default: return false;
-  }
-}
-
-/* e with every load of `from` replaced by a load of `to` at idx (a copy where it changes). */
-static loom_tp_expr *reload(loom_arena *a, loom_tp_expr *e, const loom_tp_buffer *from, const loom_tp_buffer *to,
-                            loom_tp_expr **idx) {
-  switch (e->kind) {
-    case LOOM_TP_EXPR_LOAD: return e->u.load.buf == from ? loom_tp_load(a, to, idx) : e;
-    case LOOM_TP_EXPR_OP: {
-      loom_tp_expr *r = LOOM_ARENA_NEW(a, loom_tp_expr);
-      if (!r) return NULL;
-      *r = *e;
-      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
-        if (!(r->u.op.args[i] = reload(a, e->u.op.args[i], from, to, idx))) return NULL;
-      return r;
-    }
-    case LOOM_TP_EXPR_CAST: {
-      loom_tp_expr *x = reload(a, e->u.cast_arg, from, to, idx);
-      return x ? loom_tp_cast(a, e->dtype, x) : NULL;
-    }
-    case LOOM_TP_EXPR_SELECT: {
-      loom_tp_expr *x = reload(a, e->u.select.cond, from, to, idx), *y = reload(a, e->u.select.then_e, from, to, idx),
-                   *z = reload(a, e->u.select.else_e, from, to, idx);
-      return x && y && z ? loom_tp_select(a, x, y, z) : NULL;
-    }
-    default: return e;
-  }
-}
-
-/* The store two loops down in `l` (for v { for w { store } }), else NULL. */
-static loom_tp_stmt *store_in_2d(loom_tp_stmt *l) {
-  loom_tp_stmt *in = l && l->kind == LOOM_TP_STMT_FOR ? child_loop(l) : NULL;
-  loom_tp_stmt *st = in ? strip_seq(in->u.loop.body) : NULL;
-  return st && st->kind == LOOM_TP_STMT_STORE ? st : NULL;
-}
-
-/* `epi` (parts[2] of the tile's nest) and the store-back, the last item of the tile's body:
- * the epilogue moved after the store-back, from memory, its row loop not unrolled. Nothing
- * changes unless both have the shapes above and the epilogue is heavy. */
-static loom_status epilogue_after_store(mm_ctx *c, loom_tp_stmt *tile, loom_tp_stmt *epi) {
-  loom_tp_stmt *body = tile->u.loop.body, *es = store_in_2d(epi);
-  if (body->kind != LOOM_TP_STMT_SEQ || !es || !heavy_expr(es->u.store.value)) return LOOM_OK;
-  loom_tp_stmt *back = body->u.seq.items[body->u.seq.n - 1], *bs = store_in_2d(back);
-  const loom_tp_buffer *acc = es->u.store.buf;
-  if (!bs || es->u.store.buf->ndim != 2 || bs->u.store.value->kind != LOOM_TP_EXPR_LOAD ||
-      bs->u.store.value->u.load.buf != acc || bs->u.store.buf == acc)
-    return LOOM_OK;
-  loom_tp_expr *const *bi = bs->u.store.value->u.load.idx, *const *ei = es->u.store.idx;
-  for (int d = 0; d < 2; d++)
-    if (bi[d]->kind != LOOM_TP_EXPR_SYM || ei[d]->kind != LOOM_TP_EXPR_SYM) return LOOM_OK;
-  /* the store-back's index of C in the epilogue's variables */
-  const loom_sym_expr *vars[2] = {bi[0]->u.sym, bi[1]->u.sym}, *vals[2] = {ei[0]->u.sym, ei[1]->u.sym};
-  const loom_tp_buffer *out = bs->u.store.buf;
-  loom_tp_expr **idx = LOOM_ARENA_ARRAY(c->a, loom_tp_expr *, (size_t)out->ndim);
-  if (!idx) return LOOM_OOM();
-  for (int d = 0; d < out->ndim; d++)
-    if (!(idx[d] = loom_tp_expr_copy_subst(c->a, c->cx, bs->u.store.idx[d], vars, vals, 2))) return LOOM_OOM();
-  loom_tp_expr *v = reload(c->a, es->u.store.value, acc, out, idx);
-  if (!v) return LOOM_OOM();
-  es->u.store.buf = out;
-  es->u.store.idx = idx;
-  es->u.store.value = v;
-  epi->u.loop.kind = LOOM_TP_LOOP_SERIAL;
-  /* a clamped tile stores its repeated last row more than once: f applied once per row */
-  if (c->distinct_rows) epi->u.loop.extent = c->distinct_rows;
-  c->epi_moved = true;
-  /* epi out of the nest's parts (a sequence in the body), then after the store-back */
-  loom_tp_stmt *nothing = loom_tp_seq(c->a, NULL, 0);
-  if (!nothing) return LOOM_OOM();
-  LOOM_PROPAGATE(loom_tp_replace(c->view, epi, nothing));
-  loom_tp_stmt **items = LOOM_ARENA_ARRAY(c->a, loom_tp_stmt *, body->u.seq.n + 1);
-  if (!items) return LOOM_OOM();
-  memcpy(items, body->u.seq.items, body->u.seq.n * sizeof *items);
-  items[body->u.seq.n] = epi;
-  body->u.seq.items = items;
-  body->u.seq.n++;
-  loom_strbuf_printf(c->why, "  the epilogue (a transcendental) after the tile is stored, over its rows in a loop\n");
-  return LOOM_OK;
-}
-
-static loom_status micro_tile(mm_ctx *c, loom_tp_stmt *tile, const char *ii, const char *ji) {
-  loom_tp_stmt *nest = strip_seq(tile->u.loop.body); /* kept by cache_write, which wraps it */
-  c->epi_moved = false;
-  if (c->distinct_rows) /* repeated rows compute and store equal values */
-    LOOM_PROPAGATE(loom_tp_cache_write_aliased(c->a, c->cx, tile, c->m->c, "acc", NULL, NULL));
-  else
-    LOOM_PROPAGATE(loom_tp_cache_write(c->a, c->cx, tile, c->m->c, "acc", NULL, NULL));
-  if (!ii && !ji) return LOOM_OK; /* a single accumulator: nothing to move */
-  loom_tp_stmt **parts;
-  size_t nparts;
-  if (ii && ji) LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, child_loop(nest), NULL, NULL));
-  LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, nest, &parts, &nparts));
-  if (ii && ji) LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, child_loop(parts[1])));
-  LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, parts[1]));
-  if (ii) LOOM_PROPAGATE(set_kind_named(c->cx, tile->u.loop.body, ii, LOOM_TP_LOOP_UNROLL));
-  if (ji) LOOM_PROPAGATE(set_kind_named(c->cx, tile->u.loop.body, ji, LOOM_TP_LOOP_VECTORIZE));
-  if (ii && ji && nparts == 3) LOOM_PROPAGATE(epilogue_after_store(c, tile, parts[2]));
-  return LOOM_OK;
 }
 
 /* Row tiles of the i loop `il` (body: [for ji {] init; for r [}]). When the rows are provably
@@ -361,13 +198,13 @@ static loom_status row_tiles(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_
           loom_sym_const(c->cx, 0));
       c->distinct_rows = loom_sym_min(c->cx, loom_sym_const(c->cx, rows), loom_sym_sub(c->cx, m, start));
       if (!c->distinct_rows) return LOOM_OOM();
-      st = micro_tile(c, io, loom_sym_var_name(ii->u.loop.var), ji);
+      st = loom_tpmm_micro_tile(c, io, loom_sym_var_name(ii->u.loop.var), ji);
       c->distinct_rows = NULL;
       LOOM_PROPAGATE(st);
       /* tiles may overlap (the clamped last one): parallel only while every tile stores plain
        * values, equal wherever two tiles meet (not when a heavy epilogue runs on C after) */
       if (parallel && !c->epi_moved) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, io, LOOM_TP_LOOP_PARALLEL));
-      if (it) LOOM_PROPAGATE(micro_tile(c, it, loom_sym_var_name(iti->u.loop.var), ji));
+      if (it) LOOM_PROPAGATE(loom_tpmm_micro_tile(c, it, loom_sym_var_name(iti->u.loop.var), ji));
       loom_strbuf_printf(c->why, "%lldx%lld register tiles (a remainder above %d rows: one more, ending at the last row, "
                          "repeating it when fewer rows) + a row tail of at most %d rows in one %dx%lld tile ending at the last row\n",
                          (long long)rows, (long long)width, TILE_ROWS, TILE_ROWS, TILE_ROWS, (long long)width);
@@ -384,13 +221,13 @@ static loom_status row_tiles(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_
   if (st && loom_status_code(st) == LOOM_CODE_FAILED_PRECONDITION) { /* fewer rows than a tile: rows one by one */
     loom_status_free(st);
     loom_strbuf_printf(c->why, "1x%lld rows\n", (long long)width);
-    return micro_tile(c, il, NULL, ji);
+    return loom_tpmm_micro_tile(c, il, NULL, ji);
   }
   LOOM_PROPAGATE(st);
   const char *iin = loom_sym_var_name(ii->u.loop.var);
-  LOOM_PROPAGATE(micro_tile(c, io, iin, ji));
+  LOOM_PROPAGATE(loom_tpmm_micro_tile(c, io, iin, ji));
   if (parallel) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, io, LOOM_TP_LOOP_PARALLEL));
-  if (it) LOOM_PROPAGATE(micro_tile(c, it, iti ? loom_sym_var_name(iti->u.loop.var) : NULL, ji));
+  if (it) LOOM_PROPAGATE(loom_tpmm_micro_tile(c, it, iti ? loom_sym_var_name(iti->u.loop.var) : NULL, ji));
   if (iti)
     loom_strbuf_printf(c->why, "%lldx%lld register tiles + one overlapping %lldx%lld tile for the row tail\n", (long long)rows,
                        (long long)width, (long long)rows, (long long)width);
@@ -587,8 +424,8 @@ static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost
   int64_t width = c->widths[w];
   if (width == 1) {
     loom_tp_stmt *il;
-    LOOM_PROPAGATE(sink(c, top, 0, &il));
-    for (int k = 0; k <= c->nbatch; k++) il = child_loop(il);
+    LOOM_PROPAGATE(loom_tpmm_sink(c, top, 0, &il));
+    for (int k = 0; k <= c->nbatch; k++) il = loom_tpmm_child_loop(il);
     loom_strbuf_printf(c->why, "  columns %s one by one: ", loom_sym_var_name(top->u.loop.var));
     return row_tiles(c, il, NULL, 1, true);
   }
@@ -632,9 +469,9 @@ static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, int64_t 
    * column tail (n not a multiple of P: the padded last panel) is the narrower panels' (panels) */
   bool in_place = c->m->panel == width && !overlap_tail;
   if (in_place) LOOM_PROPAGATE(panel_indices(c, ji, ji->u.loop.var, width));
-  LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &ji));
+  LOOM_PROPAGATE(loom_tpmm_sink(c, ji, c->nbatch + 1, &ji));
   loom_tp_stmt *il = jo;
-  for (int k = 0; k <= c->nbatch; k++) il = child_loop(il);
+  for (int k = 0; k <= c->nbatch; k++) il = loom_tpmm_child_loop(il);
   /* Fewer panels than FEW_PANELS (a constant count, no batch loops: a 64-channel int8
    * convolution's 2 panels) leave 2 threads one chunk each, none to even out a late start: the
    * row tiles run in parallel inside each panel instead (B packed once per panel, shared). */
@@ -651,13 +488,13 @@ static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, int64_t 
   /* pack B at the deepest batch loop its indices use (B shared across the others) */
   loom_tp_stmt *at = jo, *l = jo;
   for (int k = 0; k < c->nbatch; k++) {
-    l = child_loop(l);
+    l = loom_tpmm_child_loop(l);
     if (in_names(c->m->b_batch, c->m->nb_batch, loom_sym_var_name(l->u.loop.var))) at = l;
   }
   if ((c->pack || overlap_tail) && !in_place) {
     loom_tp_stmt *fill;
     LOOM_PROPAGATE(loom_tp_cache_read(c->a, c->cx, at, c->m->b, "Bp", &fill));
-    LOOM_PROPAGATE(set_kind_named(c->cx, fill, jin, LOOM_TP_LOOP_VECTORIZE));
+    LOOM_PROPAGATE(loom_tpmm_set_kind_named(c->cx, fill, jin, LOOM_TP_LOOP_VECTORIZE));
   }
   if (outermost && !(rows_par && has_parallel(jo))) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
   return LOOM_OK;
@@ -726,9 +563,8 @@ static loom_status general_panels(mm_ctx *c, loom_tp_stmt **slot) {
   return st;
 }
 
-
 /* The j loop to the top of the nest (j, batch loops, i). */
-static loom_status j_to_top(mm_ctx *c, loom_tp_stmt *top, mm_nest *m) {
+loom_status loom_tpmm_j_to_top(mm_ctx *c, loom_tp_stmt *top, mm_nest *m) {
   if (!match_matmul(c->cx, top, m)) return LOOM_ERROR(INTERNAL, "the copy does not match");
   for (int k = 0; k < m->nloops; k++) m->loops[k]->u.loop.kind = LOOM_TP_LOOP_SERIAL;
   c->nbatch = m->nloops - 2;
@@ -749,21 +585,21 @@ enum { SMALL_M_UNIT = TILE_ROWS, SMALL_M_TRANSPOSED = 12 };
  *     for b.. { for i { for ji { C = 0 } }; for r reduce { for i { for ji vectorize {
  *       C[.., i, j] += A[.., i, r] * B[r, j] } } } }
  * C's chunk rows (at most 5 x 4 KiB) stay in L1; r is then split by STREAM_K and its inner
- * part unrolled inside ji (below). Built from split, sink, distribute, reorder. */
+ * part unrolled inside ji (below). Built from split, loom_tpmm_sink, distribute, reorder. */
 enum { STREAM_CHUNK = 1024, STREAM_K = 4 };
 
 /* levels[0..n-1]: the batch loops (outer to inner) then i, each the only loop of the previous;
  * i's body is [for ji { init; for r { upd } }]. Init and update apart, r moved above i and
  * above every batch loop B's indices do not use (B shared across them is read once). */
 static loom_status stream_rows(mm_ctx *c, loom_tp_stmt **levels, int n) {
-  loom_tp_stmt *jl = child_loop(levels[n - 1]), **parts;
+  loom_tp_stmt *jl = loom_tpmm_child_loop(levels[n - 1]), **parts;
   size_t nparts;
   LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, jl, &parts, &nparts));
   loom_tp_stmt *init = parts[0], *upd = parts[1];
   if (nparts == 3) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, parts[2], LOOM_TP_LOOP_VECTORIZE)); /* the epilogue */
   LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, upd)); /* for r { for ji } */
   LOOM_PROPAGATE(loom_tp_set_kind(c->cx, init, LOOM_TP_LOOP_VECTORIZE));
-  LOOM_PROPAGATE(loom_tp_set_kind(c->cx, child_loop(upd), LOOM_TP_LOOP_VECTORIZE));
+  LOOM_PROPAGATE(loom_tp_set_kind(c->cx, loom_tpmm_child_loop(upd), LOOM_TP_LOOP_VECTORIZE));
   loom_tp_stmt *r = upd; /* reorder swaps headers in place: the node that holds r */
   int above = 0;         /* levels r was moved above */
   for (int k = n - 1; k >= 0; k--) {
@@ -778,7 +614,7 @@ static loom_status stream_rows(mm_ctx *c, loom_tp_stmt **levels, int n) {
    * and STREAM_K rows of B (pages) stream at once; the k % STREAM_K rows in a tail loop */
   loom_tp_stmt *ro, *ri, *rt, *sunk;
   LOOM_PROPAGATE(loom_tp_split(c->a, c->cx, c->view, r, STREAM_K, &ro, &ri, &rt));
-  LOOM_PROPAGATE(sink(c, ri, above + 1, &sunk));
+  LOOM_PROPAGATE(loom_tpmm_sink(c, ri, above + 1, &sunk));
   return loom_tp_set_kind(c->cx, sunk, LOOM_TP_LOOP_UNROLL);
 }
 
@@ -788,8 +624,8 @@ static loom_status stream_chunks(mm_ctx *c, loom_tp_stmt *top) {
   /* sinking swaps loop headers in place: the chunk's node then holds the first batch loop (or
    * i), and i is nbatch levels below it */
   loom_tp_stmt *sunk, *levels[MAX_CHAIN], *l = ji;
-  LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &sunk));
-  for (int k = 0; k <= c->nbatch; k++, l = child_loop(l)) levels[k] = l;
+  LOOM_PROPAGATE(loom_tpmm_sink(c, ji, c->nbatch + 1, &sunk));
+  for (int k = 0; k <= c->nbatch; k++, l = loom_tpmm_child_loop(l)) levels[k] = l;
   /* The outermost batch loops B's indices use (a grouped convolution's batch and groups, the
    * heads of attention's P.V): B is not shared across them, so they go above the chunks and
    * are fused with them into the parallel loop -- 840 columns in 32 groups were one chunk, one
@@ -798,7 +634,7 @@ static loom_status stream_chunks(mm_ctx *c, loom_tp_stmt *top) {
   while (lead < c->nbatch && in_names(c->m->b_batch, c->m->nb_batch, loom_sym_var_name(levels[lead]->u.loop.var))) lead++;
   LOOM_PROPAGATE(stream_rows(c, levels, c->nbatch + 1));
   loom_tp_stmt *par = jo;
-  LOOM_PROPAGATE(sink(c, jo, lead, &sunk)); /* jo's node now holds the first of them */
+  LOOM_PROPAGATE(loom_tpmm_sink(c, jo, lead, &sunk)); /* jo's node now holds the first of them */
   for (int k = 0; k < lead; k++) LOOM_PROPAGATE(loom_tp_fuse(c->a, c->cx, c->view, par, &par));
   LOOM_PROPAGATE(loom_tp_set_kind(c->cx, par, LOOM_TP_LOOP_PARALLEL));
   loom_strbuf_printf(c->why, "  rows streamed: B read once, row by row, in chunks of %d columns (parallel%s, the last "
@@ -815,7 +651,7 @@ static loom_status small_m(void *ud, loom_tp_func *view) {
   c.m = &m;
   c.pack = false;
   c.prefetch = false; /* one row per pass: the hardware prefetchers keep up (measured: no gain) */
-  LOOM_PROPAGATE(j_to_top(&c, view->body, &m));
+  LOOM_PROPAGATE(loom_tpmm_j_to_top(&c, view->body, &m));
   if (m.panel) { /* B in panels: rows one by one against each panel, read where it lies */
     loom_strbuf_printf(c.why, "  B laid out in panels, rows one by one:\n");
     return padded_panels(&c, view->body);
@@ -824,86 +660,6 @@ static loom_status small_m(void *ud, loom_tp_func *view) {
   loom_strbuf_printf(c.why, "  dot products over %s, %s outermost and parallel\n", m.red,
                      loom_sym_var_name(view->body->u.loop.var));
   return loom_tp_set_kind(c.cx, view->body, LOOM_TP_LOOP_PARALLEL);
-}
-
-/* ---- dot-product tiles: B read as [j, r] ----------------------------------------------------
- *
- * linear(x, W) on a W that is not laid out in panels (a graph input; a tied embedding that
- * `pack` leaves alone, graph/pass_pack.c) reads B[j, r]: each row of B contiguous in r.
- * Packing a panel of such a B transposes it, one strided gather per row of the panel: a
- * 16 x 768 x 50257 product (a tied GPT-2 LM head at 16 tokens) ran at 12% of the FMA peak. When
- * the reduction is long (DOT_MIN_K or more) and the rows few, the rule instead computes
- * DOT_ROWS x DOT_COLS tiles of dot products, r innermost and vectorised by LLVM (`reassoc` in
- * reduce loops: one vector accumulator per output, summed across its lanes once at the end):
- *     for jo parallel { for b.. { for io { acc = 0; for r reduce { for ii unroll { for ji unroll {
- *       acc[ii, ji] += A[.., DOT_ROWS*io + ii, r] * B[DOT_COLS*jo + ji, r] } } }; C = acc }
- *       for it { the same, one row } } }
- *     for jt { the column tail: DOT_ROWS x 1 tiles, then 1 x 1 }
- * per vector step DOT_ROWS + DOT_COLS loads feed DOT_ROWS * DOT_COLS FMAs (a lone dot product:
- * two loads per FMA), DOT_COLS rows of B are read at once and each is read from memory once per
- * DOT_COLS columns, then from L1 by every row tile. The horizontal sums (DOT_ROWS * DOT_COLS
- * per tile) cost about what 8 vector steps do, hence the long reductions only (attention's
- * Q K^T, head dim 64, keeps the packed panels), and packing costs a fixed amount per panel that
- * many rows amortise, hence fewer than DOT_MAX_ROWS rows (a variant; measured, 1 thread, x (m, k)
- * times W (4096, k)^T: k = 256, m = 16: 0.51 against 1.20 ms packed, m = 64: 2.27 against 2.00;
- * k = 768 and W (50257, 768): m = 16 38 against 65 ms, m = 64 66 against 104). One row is the
- * row tail's tile. */
-enum { DOT_ROWS = 4, DOT_COLS = 4, DOT_MIN_K = 256, DOT_MAX_ROWS = 64 };
-
-/* Whether the nest can take dot_tiles (f32; B not contiguous in j; the rows of a and b
- * contiguous in r); they are used where r's extent is at least DOT_MIN_K. */
-static bool dot_shaped(const mm_nest *m) {
-  return !m->b_unit && !m->panel && m->c->dtype == LOOM_DTYPE_F32 && m->ab_unit_r;
-}
-
-/* loom_tp_split of `l` by `factor`; when its extent is known to be below the factor, no tiles:
- * *outer NULL and *tail the loop itself. */
-static loom_status split_or_tail(mm_ctx *c, loom_tp_stmt *l, int64_t factor, loom_tp_stmt **outer, loom_tp_stmt **inner,
-                                 loom_tp_stmt **tail) {
-  loom_status st = loom_tp_split(c->a, c->cx, c->view, l, factor, outer, inner, tail);
-  if (!st || loom_status_code(st) != LOOM_CODE_FAILED_PRECONDITION) return st;
-  loom_status_free(st);
-  *outer = *inner = NULL;
-  *tail = l;
-  return LOOM_OK;
-}
-
-/* The rows `il` (body: [for ji {] init; for r reduce [}]) in tiles of `rows` rows, the tail
- * rows one by one; ji (NULL: a single column) unrolled, not vectorised: r is the vector loop. */
-static loom_status dot_rows(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_t rows) {
-  loom_tp_stmt *io, *ii, *it;
-  LOOM_PROPAGATE(split_or_tail(c, il, rows, &io, &ii, &it));
-  if (io) {
-    LOOM_PROPAGATE(micro_tile(c, io, loom_sym_var_name(ii->u.loop.var), ji));
-    if (ji) LOOM_PROPAGATE(set_kind_named(c->cx, io->u.loop.body, ji, LOOM_TP_LOOP_UNROLL));
-  }
-  if (it) {
-    LOOM_PROPAGATE(micro_tile(c, it, NULL, ji));
-    if (ji) LOOM_PROPAGATE(set_kind_named(c->cx, it->u.loop.body, ji, LOOM_TP_LOOP_UNROLL));
-  }
-  return LOOM_OK;
-}
-
-/* `top` (the j loop, above the batch loops and i) in dot-product tiles (above). */
-static loom_status dot_tiles(mm_ctx *c, loom_tp_stmt *top, int64_t rows) {
-  loom_tp_stmt *jo, *ji, *jt, *il;
-  LOOM_PROPAGATE(split_or_tail(c, top, DOT_COLS, &jo, &ji, &jt));
-  if (jo) {
-    LOOM_PROPAGATE(sink(c, ji, c->nbatch + 1, &ji));
-    il = jo;
-    for (int k = 0; k <= c->nbatch; k++) il = child_loop(il);
-    LOOM_PROPAGATE(dot_rows(c, il, loom_sym_var_name(ji->u.loop.var), rows));
-    LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
-  }
-  if (jt) {
-    il = jt;
-    for (int k = 0; k <= c->nbatch; k++) il = child_loop(il);
-    LOOM_PROPAGATE(dot_rows(c, il, NULL, rows));
-    if (!jo) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jt, LOOM_TP_LOOP_PARALLEL));
-  }
-  loom_strbuf_printf(c->why, "  dot-product tiles %lldx%d over %s (B read as rows), the row and column tails one by "
-                     "one, columns parallel\n", (long long)rows, DOT_COLS, c->m->red);
-  return LOOM_OK;
 }
 
 /* ---- tall row tiles ------------------------------------------------------------------------
@@ -929,16 +685,6 @@ static int64_t general_tile_rows(loom_sym_ctx *cx, const mm_nest *orig, const lo
   return loom_sym_prove_le(cx, loom_sym_const(cx, TILE_ROWS), rows) == LOOM_SYM_TRUE ? TALL_ROWS : TILE_ROWS;
 }
 
-/* The dot-tile variant (a view whose body is a copy of the nest, r's extent >= DOT_MIN_K). */
-static loom_status dot_variant(void *ud, loom_tp_func *view) {
-  mm_ctx c = *(const mm_ctx *)ud;
-  mm_nest m;
-  c.view = view;
-  c.m = &m;
-  LOOM_PROPAGATE(j_to_top(&c, view->body, &m));
-  return dot_tiles(&c, view->body, c.tile_rows);
-}
-
 /* Tiles the matmul nest held by *slot; on refusal leaves it unchanged and says why. */
 static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
                                const mm_nest *orig, const loom_tp_cpu_params *p, loom_strbuf *why, bool *done) {
@@ -961,7 +707,7 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
   bool dots_variant = false, dots_only = false;
   const loom_sym_expr *rows = orig->loops[orig->nloops - 2]->u.loop.extent;
   int64_t k = 0, nrows = 0;
-  if (dot_shaped(orig) && (!loom_sym_is_const(orig->red_ext, &k) || k >= DOT_MIN_K) &&
+  if (loom_tpmm_dot_shaped(orig) && (!loom_sym_is_const(orig->red_ext, &k) || k >= DOT_MIN_K) &&
       (!loom_sym_is_const(rows, &nrows) || nrows < DOT_MAX_ROWS)) {
     mm_ctx dc = c;
     dc.why = &dots;
@@ -972,10 +718,10 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
     int64_t always = 0;
     if (!guard) st = LOOM_OOM();
     else if (loom_sym_is_const(guard, &always) && always) { /* both extents constants: the dot tiles alone */
-      st = dot_variant(&dc, &view);
+      st = loom_tpmm_dot_variant(&dc, &view);
       dots_only = !st;
     } else {
-      st = loom_tp_add_variant(a, cx, &view, guard, dot_variant, &dc);
+      st = loom_tp_add_variant(a, cx, &view, guard, loom_tpmm_dot_variant, &dc);
       dots_variant = !st;
       if (!st) {
         rest = view;
@@ -1006,7 +752,7 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
     else if (!st && !loom_sym_is_const(rows, NULL)) /* fused rows (b * s): rows - limit >= 0 */
       st = loom_sym_assume_nonneg(cx, loom_sym_sub(cx, rows, loom_sym_const(cx, limit)));
     c.tile_rows = general_tile_rows(cx, orig, p);
-    if (!st) st = j_to_top(&c, gen->body->u.if_.else_s, &m);
+    if (!st) st = loom_tpmm_j_to_top(&c, gen->body->u.if_.else_s, &m);
     if (!st) st = general_panels(&c, &gen->body->u.if_.else_s);
     loom_sym_facts_pop(cx);
     if (dots_variant) view.body->u.if_.else_s = gen->body;

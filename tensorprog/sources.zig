@@ -30,6 +30,8 @@ pub const compiler = [_][]const u8{
     "tensorprog/schedule_gpu.c",
     "tensorprog/schedule_conv.c",
     "tensorprog/schedule_matmul.c",
+    "tensorprog/schedule_matmul_tile.c",
+    "tensorprog/schedule_matmul_dot.c",
     "tensorprog/verify.c",
     "tensorprog/schedule_mem.c",
     "tensorprog/tp_build.c",
