@@ -174,8 +174,12 @@ loom_sym_truth loom_sym_prove_le(loom_sym_ctx *cx, const loom_sym_expr *a, const
 loom_sym_truth loom_sym_prove_lt(loom_sym_ctx *cx, const loom_sym_expr *a, const loom_sym_expr *b);
 /* a % k == 0 for constant k > 0. */
 loom_sym_truth loom_sym_prove_divisible(loom_sym_ctx *cx, const loom_sym_expr *a, int64_t k);
-/* A comparison/logic expression (EQ, LT, AND, ...) proved under the facts. */
+/* A comparison/logic expression (EQ, LT, AND, ...) proved under the facts, by simplification
+ * alone (cheap: the importer's shape conditions). loom_sym_prove_cases also splits into cases
+ * on min / max / select nodes as loom_sym_prove_eq / le / lt do (min(a, b) + max(a, b) == a + b:
+ * true), at up to 2^3 times the work: `loom sym prove`, the Python package's loom.sym. */
 loom_sym_truth loom_sym_prove(loom_sym_ctx *cx, const loom_sym_expr *cond);
+loom_sym_truth loom_sym_prove_cases(loom_sym_ctx *cx, const loom_sym_expr *cond);
 /* Fact-aware simplification (idempotent): uses ranges, divisibility and learned
  * equalities, e.g. floordiv(n, 8) -> 0 when 0 <= n < 8, min(n, 4096) -> n when n <= 4096. */
 const loom_sym_expr *loom_sym_simplify(loom_sym_ctx *cx, const loom_sym_expr *e);

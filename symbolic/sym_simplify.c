@@ -414,6 +414,13 @@ static loom_sym_truth prove_split(loom_sym_ctx *cx, const loom_sym_expr *c) {
 loom_sym_truth loom_sym_prove(loom_sym_ctx *cx, const loom_sym_expr *cond) {
   if (!cond) return LOOM_SYM_UNKNOWN;
   const loom_sym_expr *c = loom_sym_simplify(cx, loom_sym_and(cx, cond, cx->c1));
+  if (!c || c->kind != LOOM_SYM_CONST) return LOOM_SYM_UNKNOWN;
+  return sym_is_zero(c) ? LOOM_SYM_FALSE : LOOM_SYM_TRUE;
+}
+
+loom_sym_truth loom_sym_prove_cases(loom_sym_ctx *cx, const loom_sym_expr *cond) {
+  if (!cond) return LOOM_SYM_UNKNOWN;
+  const loom_sym_expr *c = loom_sym_simplify(cx, loom_sym_and(cx, cond, cx->c1));
   if (!c) return LOOM_SYM_UNKNOWN;
   if (c->kind != LOOM_SYM_CONST) return prove_split(cx, c);
   return sym_is_zero(c) ? LOOM_SYM_FALSE : LOOM_SYM_TRUE;

@@ -211,7 +211,7 @@ loom_status loom_sym_text_prove(const char *claim, const char *const *facts, uin
   sym_session ss;
   const loom_sym_expr *e;
   LOOM_PROPAGATE(sym_begin(&ss, claim, facts, nfacts, &e));
-  loom_sym_truth t = loom_sym_prove(ss.cx, e);
+  loom_sym_truth t = loom_sym_prove_cases(ss.cx, e);
   *out = t == LOOM_SYM_TRUE ? 1 : t == LOOM_SYM_FALSE ? 0 : -1;
   sym_end(&ss);
   return LOOM_OK;

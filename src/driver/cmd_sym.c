@@ -71,7 +71,7 @@ static int run_verb(const loom_cli_args *args, loom_sym_ctx *cx, loom_sym_names 
     return LOOM_EXIT_OK;
   }
   if (prove) {
-    loom_sym_truth t = loom_sym_prove(cx, e);
+    loom_sym_truth t = loom_sym_prove_cases(cx, e);
     printf("%s\n", t == LOOM_SYM_TRUE ? "true" : t == LOOM_SYM_FALSE ? "false" : "unknown");
     return LOOM_EXIT_OK;
   }
