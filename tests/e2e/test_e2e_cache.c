@@ -263,10 +263,7 @@ static void write_two_matmuls_salted(const char *path, size_t salt) {
   pb_value_info(&g, 12, "y", 1, 2, yd);
   pb model = {0};
   pb_model(&model, 13, &g);
-  FILE *f = fopen(path, "wb");
-  cr_assert_not_null(f);
-  cr_assert_eq(fwrite(model.d, 1, model.len, f), model.len);
-  fclose(f);
+  cr_assert(pb_write_file(&model, path));
   pb_free(&model);
 }
 

@@ -82,10 +82,7 @@ LOOM_TEST(e2e_cli, loom_run_takes_onnx_input_names) {
   pb_value_info(&g, 11, "gpu_0/data:0", 1, 2, dims);
   pb_value_info(&g, 12, "y", 1, 2, dims);
   pb_model(&model, 17, &g);
-  FILE *f = fopen(path, "wb");
-  cr_assert_not_null(f);
-  cr_assert_eq(fwrite(model.d, 1, model.len, f), model.len);
-  fclose(f);
+  cr_assert(pb_write_file(&model, path));
   pb_free(&g);
   pb_free(&model);
   loom_test_proc p = loom_test_run("%s run %s --input 'gpu_0/data:0=random:(2,3)'", loom_test_loom_bin(), path);

@@ -10,7 +10,9 @@
 #ifndef LOOM_TESTS_ONNX_PB_WRITER_H
 #define LOOM_TESTS_ONNX_PB_WRITER_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,6 +111,14 @@ static inline void pb_model(pb *out, int opset, pb *graph) {
   pb_int(&op, 2, opset);
   pb_msg(out, 8, &op);
   if (graph) pb_msg(out, 7, graph);
+}
+
+/* Writes the bytes of p to `path`; false if it could not be written whole. */
+static inline bool pb_write_file(const pb *p, const char *path) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return false;
+  bool ok = fwrite(p->d, 1, p->len, f) == p->len;
+  return fclose(f) == 0 && ok;
 }
 
 #endif

@@ -120,9 +120,7 @@ static loom_status load_external(const char *dir, const char *location, const ch
   pb_model(&model, 13, &g);
   char path[512];
   snprintf(path, sizeof path, "%s/model.onnx", dir);
-  FILE *f = fopen(path, "wb");
-  fwrite(model.d, 1, model.len, f);
-  fclose(f);
+  cr_assert(pb_write_file(&model, path));
   pb_free(&model);
   return loom_onnx_model_load(path, out);
 }
