@@ -16,6 +16,7 @@ pub const suites = .{
         "tests/base/test_status.c",
         "tests/base/test_strbuf.c",
         "tests/base/test_file_id.c",
+        "tests/base/test_file_write.c",
         "tests/base/test_vec.c",
     } },
     .{ .name = "cli", .files = &[_][]const u8{

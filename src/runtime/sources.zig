@@ -12,6 +12,7 @@ pub const files = [_][]const u8{
     "src/base/diag.c",
     "src/base/dtype.c",
     "src/base/file.c",
+    "src/base/file_write.c",
     "src/base/hash.c",
     "src/base/intern.c",
     "src/base/log.c",
