@@ -287,6 +287,9 @@ loom_status loom_safetensors_open(loom_allocator *alloc, const char *path, loom_
   int err = errno;
   close(fd);
   if (map == MAP_FAILED) return LOOM_ERROR(IO_ERROR, "cannot map '%s': %s", path, strerror(err));
+  /* a module's weights are all read (packed, bound, called): ask the disk for them now, not a
+   * page fault at a time (loom import writes them past the page cache, file_write.h) */
+  (void)madvise(map, (size_t)size, MADV_WILLNEED);
   loom_safetensors *f = loom_alloc_zero(alloc, sizeof *f);
   if (!f) {
     munmap(map, (size_t)size);
@@ -376,7 +379,7 @@ loom_status loom_safetensors_write(const char *path, size_t n, const loom_safete
   for (size_t k = 0; k < n; k++) total += tensors[k].nbytes;
   char *head = malloc(8 + padded);
   loom_file_writer *w = NULL;
-  int err = head ? loom_file_writer_open(fd, total, LOOM_FILE_WRITE_DIRECT_MIN, &w) : ENOMEM;
+  int err = head ? loom_file_writer_open(fd, 0, total, LOOM_FILE_WRITE_DIRECT_MIN, &w) : ENOMEM;
   bool ok = !err;
   if (ok) {
     for (int i = 0; i < 8; i++) head[i] = (char)((uint64_t)padded >> (8 * i));

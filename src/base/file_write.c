@@ -156,11 +156,12 @@ static int put_direct(loom_file_writer *w, const char *p, size_t n) {
   return e;
 }
 
-int loom_file_writer_open(int fd, uint64_t total, uint64_t direct_min, loom_file_writer **out) {
+int loom_file_writer_open(int fd, uint64_t at, uint64_t total, uint64_t direct_min, loom_file_writer **out) {
   loom_file_writer *w = calloc(1, sizeof *w);
   if (!w) return ENOMEM;
   w->fd = fd;
-  if (total >= direct_min && (w->stage[0] = aligned_alloc(DIRECT_ALIGN, STAGE_BYTES)) &&
+  w->at = at;
+  if (total >= direct_min && at % DIRECT_ALIGN == 0 && (w->stage[0] = aligned_alloc(DIRECT_ALIGN, STAGE_BYTES)) &&
       (w->stage[1] = aligned_alloc(DIRECT_ALIGN, STAGE_BYTES)))
     w->direct = set_direct(fd, true);
   if (w->direct && !pthread_mutex_init(&w->mu, NULL)) {

@@ -1,8 +1,8 @@
 /* file_write.h — writing a large file front to back: gigabytes of weights (loom import's
  * safetensors file) without filling the page cache.
  *
- * A writer takes the file's bytes in order (loom_file_writer_put) and writes them at offsets
- * 0, 1, ... of an open descriptor. Files of at least LOOM_FILE_WRITE_DIRECT_MIN bytes are written
+ * A writer takes the file's bytes in order (loom_file_writer_put) and writes them at
+ * consecutive offsets of an open descriptor (from 0, or after what the caller wrote itself). Files of at least LOOM_FILE_WRITE_DIRECT_MIN bytes are written
  * with O_DIRECT from an aligned staging buffer: the bytes go from that buffer to the disk and no
  * page cache is populated. Measured on a 2-core VM importing a 4.1 GB decoder: through the page
  * cache 2.5 to 15.9 s (the kernel's copy into fresh page-cache pages, `perf`: memcpy in
@@ -23,10 +23,10 @@
 
 typedef struct loom_file_writer loom_file_writer;
 
-/* A writer for `fd` (open for writing; the writer uses pwrite from offset 0) of `total` bytes in
- * all, written with O_DIRECT when total >= direct_min (LOOM_FILE_WRITE_DIRECT_MIN; tests pass
- * less). 0 or ENOMEM. */
-int loom_file_writer_open(int fd, uint64_t total, uint64_t direct_min, loom_file_writer **out);
+/* A writer of `total` bytes in all to `fd` (open for writing) from file offset `at` on (pwrite:
+ * the descriptor's position is not used), written with O_DIRECT when total >= direct_min
+ * (LOOM_FILE_WRITE_DIRECT_MIN; tests pass less) and `at` is a multiple of 4096. 0 or ENOMEM. */
+int loom_file_writer_open(int fd, uint64_t at, uint64_t total, uint64_t direct_min, loom_file_writer **out);
 /* Appends n bytes. 0 or an errno. */
 int loom_file_writer_put(loom_file_writer *w, const void *p, size_t n);
 /* Writes what is staged and frees the writer (also after a failed put). 0 or an errno: the

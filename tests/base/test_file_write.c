@@ -35,7 +35,7 @@ static void write_and_check(const char *path, const unsigned char *p, size_t n, 
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   cr_assert(fd >= 0);
   loom_file_writer *w;
-  cr_assert_eq(loom_file_writer_open(fd, n, direct_min, &w), 0);
+  cr_assert_eq(loom_file_writer_open(fd, 0, n, direct_min, &w), 0);
   for (size_t done = 0, k = 0; done < n; k++) {
     size_t m = pieces[k % npieces] < n - done ? pieces[k % npieces] : n - done;
     cr_assert_eq(loom_file_writer_put(w, p + done, m), 0, "put of %zu at %zu", m, done);
@@ -112,7 +112,7 @@ LOOM_TEST(file_write, direct_writes_leave_the_page_cache_empty) {
   write_and_check(path, p, n, UINT64_MAX, pieces, 1);
   fd = open(path, O_RDWR | O_CLOEXEC);
   loom_file_writer *w;
-  cr_assert_eq(loom_file_writer_open(fd, n, 0, &w), 0);
+  cr_assert_eq(loom_file_writer_open(fd, 0, n, 0, &w), 0);
   cr_assert_eq(loom_file_writer_put(w, p, n), 0);
   cr_assert_eq(loom_file_writer_close(w), 0);
   void *map = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0);
@@ -139,10 +139,39 @@ LOOM_TEST(file_write, a_descriptor_that_cannot_be_written_gives_its_errno) {
   for (uint64_t min = 0; min <= 1; min++) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     loom_file_writer *w;
-    cr_assert_eq(loom_file_writer_open(fd, n, min ? UINT64_MAX : 0, &w), 0);
+    cr_assert_eq(loom_file_writer_open(fd, 0, n, min ? UINT64_MAX : 0, &w), 0);
     int e = loom_file_writer_put(w, p, n);
     int c = loom_file_writer_close(w);
     cr_assert(c == EBADF && (e == 0 || e == EBADF), "put %d close %d (direct_min %llu)", e, c, (unsigned long long)min);
+    close(fd);
+  }
+  free(p);
+  unlink(path);
+  rmdir(dir);
+}
+
+LOOM_TEST(file_write, starts_at_the_offset_given) {
+  char dir[] = "/tmp/loom-fw-XXXXXX", path[64];
+  make_dir(dir);
+  snprintf(path, sizeof path, "%s/w.bin", dir);
+  size_t n = 2 * STAGE + 999;
+  unsigned char *p = pattern(n, 9);
+  const uint64_t ats[] = {65536, 100}; /* a block boundary (direct), and not one (through the cache) */
+  for (int i = 0; i < 2; i++) {
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    cr_assert(fd >= 0 && pwrite(fd, "head", 4, 0) == 4);
+    loom_file_writer *w;
+    cr_assert_eq(loom_file_writer_open(fd, ats[i], n, 0, &w), 0);
+    cr_assert_eq(loom_file_writer_put(w, p, n / 2), 0);
+    cr_assert_eq(loom_file_writer_put(w, p + n / 2, n - n / 2), 0);
+    cr_assert_eq(loom_file_writer_close(w), 0);
+    struct stat sb;
+    cr_assert(fstat(fd, &sb) == 0 && (uint64_t)sb.st_size == ats[i] + n, "size %lld at %llu", (long long)sb.st_size,
+              (unsigned long long)ats[i]);
+    unsigned char *back = malloc(n), head[4];
+    cr_assert(pread(fd, head, 4, 0) == 4 && !memcmp(head, "head", 4), "the bytes before `at` are kept");
+    cr_assert(pread(fd, back, n, (off_t)ats[i]) == (ssize_t)n && !memcmp(back, p, n), "at %llu", (unsigned long long)ats[i]);
+    free(back);
     close(fd);
   }
   free(p);
