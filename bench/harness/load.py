@@ -4,7 +4,9 @@ Called by bench/load (which makes the venv and builds Loom in release). For each
 harness/loadmodels.py (GPT-2 small, 124 M parameters; a Llama-style 1 B-parameter decoder whose
 weights are ONNX external data), every step is a `loom` / `loom-run` process of its own, timed from
 outside (wall time, the process's peak RSS from wait4):
-  import    loom import MODEL.onnx -o OUT/m.loom: the module text and its safetensors weights file
+  import    loom import MODEL.onnx -o OUT/m.loom: the module text and its safetensors weights file,
+            once with the ONNX file evicted from the page cache (read from the disk) and once with
+            it cached (as right after an export; the table's main import column)
   compile   loom compile MODEL.onnx -o OUT/m.so, cold (an empty kernel cache) and warm
   open      loom-run m.so --list: check the artifact, map its weights, load (median of 3)
   call      loom-run m.so --bind batch=1,seq=S: peak RSS against the weights (the artifact's DATA
@@ -72,6 +74,23 @@ def planned_peak(model, binds):
     return int(v.strip().splitlines()[-1])
 
 
+def page_cache(model, keep):
+    """Reads the model's files into the page cache (keep) or evicts them (written back first)."""
+    os.sync()
+    for f in (model, model + ".data"):
+        if not os.path.exists(f):
+            continue
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            if keep:
+                while os.read(fd, 16 << 20):
+                    pass
+            else:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
 def measure(name, model, out, seq):
     r = {"model": name}
     onnx_bytes = os.path.getsize(model) + (os.path.getsize(model + ".data") if os.path.exists(model + ".data") else 0)
@@ -79,7 +98,16 @@ def measure(name, model, out, seq):
     d = os.path.join(out, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
-    log(f"bench/load: {name}: import")
+    # import with the ONNX file evicted from the page cache (read from the disk), then with it
+    # in the page cache (as right after an export): the second one's files are kept
+    cold = os.path.join(d, "cold")
+    os.makedirs(cold)
+    page_cache(model, keep=False)
+    log(f"bench/load: {name}: import (ONNX file not in the page cache)")
+    r["import_cold_s"], _, _ = run_fresh([LOOM, "import", model, "-o", os.path.join(cold, "m.loom")])
+    shutil.rmtree(cold, ignore_errors=True)
+    page_cache(model, keep=True)
+    log(f"bench/load: {name}: import (ONNX file in the page cache)")
     r["import_s"], r["import_rss"], _ = run_fresh([LOOM, "import", model, "-o", os.path.join(d, "m.loom")])
     r["import_cpu"] = run_fresh.cpu
     r["text_kb"] = os.path.getsize(os.path.join(d, "m.loom")) / 1e3
@@ -105,13 +133,14 @@ def measure(name, model, out, seq):
 
 
 def table(rows):
-    L = ["| model | ONNX MB | import s / CPU s (RSS MB) | .loom KB + weights MB | compile cold s / CPU s (RSS MB) | compile warm s / CPU s (RSS MB) | "
+    L = ["| model | ONNX MB | import s / CPU s (RSS MB) | import s, ONNX not cached | .loom KB + weights MB | compile cold s / CPU s (RSS MB) | compile warm s / CPU s (RSS MB) | "
          "artifact MB (DATA MB) | open s | call s (peak RSS MB) | weights + activations MB | RSS / that |",
-         "|---|---|---|---|---|---|---|---|---|---|---|"]
+         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         act = (r["planned"] or 0) / 1e6
         need = r["data_mb"] + act
         L.append(f"| {r['model']} | {r['onnx_mb']:.0f} | {r['import_s']:.2f} / {r['import_cpu']:.2f} ({r['import_rss'] / 1e6:.0f}) | "
+                 f"{r['import_cold_s']:.2f} | "
                  f"{r['text_kb']:.0f} + {r['weights_mb']:.0f} | {r['compile_cold_s']:.2f} / {r['compile_cold_cpu']:.2f} ({r['compile_cold_rss'] / 1e6:.0f}) | "
                  f"{r['compile_warm_s']:.2f} / {r['compile_warm_cpu']:.2f} ({r['compile_warm_rss'] / 1e6:.0f}) | {r['artifact_mb']:.0f} ({r['data_mb']:.0f}) | "
                  f"{r['open_s']:.3f} | {r['call_s']:.2f} ({r['call_rss'] / 1e6:.0f}) | {r['data_mb']:.0f} + {act:.0f} (seq {r['seq']}) | "
