@@ -1,7 +1,7 @@
 """bench/zoo/run.py — transformers Loom does not ship (bench/zoo/models.py: Llama, BERT, T5, ViT, a
 Whisper-like conv front end), as a user would try them: `loom run --threads T --repeat N` (the CLI
 compiles the ONNX file, then runs it N times) against ONNX Runtime (T intra-op threads, best of N) on
-the same inputs, at T = 1 and 2, batch 1 and 4, sequence 33 and 128 (ViT: image 224 and 211; conv:
+the same inputs (several Loom binaries, comma-separated: each in turn on every row, an A/B side by side), at T = 1 and 2, batch 1 and 4, sequence 33 and 128 (ViT: image 224 and 211; conv:
 127 and 255 frames). Prints max |loom - ort| / max |ort| per row (a row over 1e-4 is marked BAD)
 and writes the table to bench/results/DATE-TAG.md.
 
@@ -75,7 +75,7 @@ def loom_time(loom, path, files, threads, repeat, outp):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--loom", default=os.path.join(ROOT, "zig-out", "bin", "loom"))
+    ap.add_argument("--loom", default=os.path.join(ROOT, "zig-out", "bin", "loom"), help="one or more binaries, comma-separated")
     ap.add_argument("--models", default=",".join(models.MODELS))
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--batches", default="1,4")
@@ -85,9 +85,12 @@ def main():
     a = ap.parse_args()
     work = os.path.join(ROOT, "bench", "out", "zoo")
     os.makedirs(work, exist_ok=True)
-    rows = [f"| model | input | T | loom ms | ort ms | loom/ort | max rel err | loom wall s (compile + {a.repeat} runs) |",
-            "|---|---|---|---|---|---|---|---|"]
-    print(rows[0], flush=True)
+    looms = a.loom.split(",")
+    tags = [""] if len(looms) == 1 else [f" {chr(65 + i)}" for i in range(len(looms))]
+    head = "".join(f" loom{t} ms | loom{t}/ort | max rel err{t} | loom{t} wall s |" for t in tags)
+    rows = [f"| model | input | T | ort ms |{head}", "|---|---|---|---|" + "---|---|---|---|" * len(looms)]
+    legend = "".join(f"loom{t}: {lp}  \n" for t, lp in zip(tags, looms) if t)
+    print(legend + rows[0], flush=True)
     bad = 0
     for name in a.models.split(","):
         path = os.path.join(work, name + ".onnx")
@@ -102,15 +105,17 @@ def main():
                     np.save(files[k], v)
                 for t in map(int, a.threads.split(",")):
                     om, y = ort_time(path, feed, t, a.repeat)
-                    lm, z, wall, err = loom_time(a.loom, path, files, t, a.repeat, os.path.join(work, name + ".out.npy"))
-                    if z is None or z.shape != y.shape:
-                        e, note = float("inf"), " FAILED " + (" ".join(err) if z is None else f"shape {z.shape} vs {y.shape}")
-                    else:
-                        e = float(np.max(np.abs(z - y)) / max(np.max(np.abs(y)), 1e-30))
-                        note = "" if e <= TOL else " BAD"
-                    bad += e > TOL
                     shape = "x".join(map(str, feed[ins[0][0]].shape))
-                    row = f"| {name} | {shape} | {t} | {lm:.2f} | {om:.2f} | {lm / om:.2f} | {e:.1e}{note} | {wall:.2f} |"
+                    row = f"| {name} | {shape} | {t} | {om:.2f} |"
+                    for lp in looms:
+                        lm, z, wall, err = loom_time(lp, path, files, t, a.repeat, os.path.join(work, name + ".out.npy"))
+                        if z is None or z.shape != y.shape:
+                            e, note = float("inf"), " FAILED " + (" ".join(err) if z is None else f"shape {z.shape} vs {y.shape}")
+                        else:
+                            e = float(np.max(np.abs(z - y)) / max(np.max(np.abs(y)), 1e-30))
+                            note = "" if e <= TOL else " BAD"
+                        bad += e > TOL
+                        row += f" {lm:.2f} | {lm / om:.2f} | {e:.1e}{note} | {wall:.2f} |"
                     rows.append(row)
                     print(row, flush=True)
     load = os.getloadavg()
@@ -119,7 +124,7 @@ def main():
     with open(out, "w") as fh:
         fh.write(f"# bench/zoo ({a.tag}), {stamp:%Y-%m-%d %H:%M} UTC\n\n`bench/.venv/bin/python bench/zoo/run.py "
                  + " ".join(sys.argv[1:]) + f"`; best of {a.repeat} each; load average after: "
-                 + f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} cores)\n\n" + "\n".join(rows) + "\n")
+                 + f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} cores)\n\n" + legend + "\n" + "\n".join(rows) + "\n")
     print(f"wrote {out}; {bad} rows over {TOL} relative error", flush=True)
     return 1 if bad else 0
 
