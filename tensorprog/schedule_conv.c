@@ -255,6 +255,58 @@ static loom_tp_stmt *store_body(conv_cx *c, const loom_sym_expr *ii, const loom_
   return loom_tp_store(c->a, c->m->y, yi, loom_tp_load(c->a, t->acc, ai));
 }
 
+/* `for jc unroll { for ii KIND { body(ii, jb + jc, acc[jc, 0, ii]) } }`: a column tile, the block's
+ * B output channels as the vector (init and update: vectorize, the weight read contiguous in ii and
+ * the input broadcast; the store to Y, strided in ii: unrolled). */
+static loom_tp_stmt *col_nest(conv_cx *c, int C, const loom_sym_expr *jb, const char *tag, loom_tp_loop_kind kind, tile_body_fn what,
+                              void *ud) {
+  char n1[32], n2[32];
+  snprintf(n1, sizeof n1, "ii_%s", tag);
+  snprintf(n2, sizeof n2, "jc_%s", tag);
+  const loom_sym_expr *ii = var(c, n1), *jc = var(c, n2);
+  if (c->oom) return NULL;
+  const loom_sym_expr *j = loom_sym_add(c->cx, jb, jc);
+  loom_tp_expr **ai = idx3(c, jc, K(c, 0), ii);
+  loom_tp_stmt *s = ai && j ? what(c, ii, j, ai, ud) : NULL;
+  s = loom_tp_for(c->a, ii, K(c, c->m->rows), kind, false, s);
+  s = loom_tp_for(c->a, jc, K(c, C), LOOM_TP_LOOP_UNROLL, false, s);
+  if (!s || !j) c->oom = true;
+  return s;
+}
+
+/* The body of one tile: its accumulators acc (dims), init, the reduction (the innermost tap loop
+ * unrolled up to MAX_UNROLL_TAPS), the store to Y; the tile `width` vectors of L lanes at jb
+ * (tile_nest), or with cols `width` columns at jb, the block's rows the vector (col_nest). */
+static loom_tp_stmt *tile_seq(conv_cx *c, const char *tag, const loom_sym_expr *const *dims, bool cols, int width, const loom_sym_expr *jb) {
+  const conv_nest *m = c->m;
+  char name[32];
+  snprintf(name, sizeof name, "acc_%s", tag);
+  loom_tp_buffer *acc = loom_tp_buffer_new(c->a, name, LOOM_DTYPE_F32, 3, dims, LOOM_TP_SCOPE_LOCAL);
+  const loom_sym_expr *rv[MAX_RED];
+  for (int k = 0; k < m->nred; k++) {
+    snprintf(name, sizeof name, "%s_%s", loom_sym_var_name(m->red[k]->u.loop.var), tag);
+    rv[k] = var(c, name);
+  }
+  if (!acc || !jb || c->oom) return NULL;
+  tile_ud ud = {acc, rv};
+  char t[3][24];
+  tile_body_fn what[3] = {init_body, update_body, store_body};
+  loom_tp_stmt *items[4] = {loom_tp_alloc_stmt(c->a, acc)};
+  for (int i = 0; i < 3; i++) {
+    snprintf(t[i], sizeof t[i], "%c%s", "ius"[i], tag);
+    items[1 + i] = cols ? col_nest(c, width, jb, t[i], i < 2 ? LOOM_TP_LOOP_VECTORIZE : LOOM_TP_LOOP_UNROLL, what[i], &ud)
+                        : tile_nest(c, width, jb, t[i], what[i], &ud);
+  }
+  for (int k = m->nred - 1; k >= 0; k--) {
+    int64_t e = 0;
+    bool unroll = k == m->nred - 1 && k > 0 && loom_sym_is_const(m->red[k]->u.loop.extent, &e) && e <= MAX_UNROLL_TAPS;
+    items[2] = loom_tp_for(c->a, rv[k], m->red[k]->u.loop.extent, unroll ? LOOM_TP_LOOP_UNROLL : LOOM_TP_LOOP_SERIAL, true, items[2]);
+  }
+  loom_tp_stmt *s = loom_tp_seq(c->a, items, 4);
+  if (!s || !items[0] || !items[1] || !items[2] || !items[3]) c->oom = true;
+  return c->oom ? NULL : s;
+}
+
 /* X's elements a chunk of columns may read: a quarter of a 2 MiB L2 (docs/codegen.md).
  * PAR_MIN: the parallel iterations the columns are cut into at least (when there are as many
  * tiles), so that 2 to 4 threads, each claiming up to 4 chunks, find work of even size. */
@@ -298,53 +350,12 @@ static loom_tp_stmt *tiles(conv_cx *c, int V) {
   const loom_sym_expr *jt = loom_sym_add(cx, first, jt2);
   const loom_sym_expr *jb = loom_sym_min(cx, loom_sym_mul(cx, jt, K(c, cw)), loom_sym_sub(cx, p, K(c, cw)));
   const loom_sym_expr *dims[3] = {K(c, m->rows), K(c, V), K(c, c->lanes)};
-  snprintf(name, sizeof name, "acc_%s", tag);
-  loom_tp_buffer *acc = loom_tp_buffer_new(c->a, name, LOOM_DTYPE_F32, 3, dims, LOOM_TP_SCOPE_LOCAL);
-  const loom_sym_expr *rv[MAX_RED];
-  for (int k = 0; k < m->nred; k++) {
-    snprintf(name, sizeof name, "%s_%s", loom_sym_var_name(m->red[k]->u.loop.var), tag);
-    rv[k] = var(c, name);
-  }
-  if (!acc || !jb || c->oom) return NULL;
-  tile_ud ud = {acc, rv};
-  char t1[24], t2[24], t3[24];
-  snprintf(t1, sizeof t1, "i%s", tag);
-  snprintf(t2, sizeof t2, "u%s", tag);
-  snprintf(t3, sizeof t3, "s%s", tag);
-  loom_tp_stmt *init = tile_nest(c, V, jb, t1, init_body, &ud);
-  loom_tp_stmt *red = tile_nest(c, V, jb, t2, update_body, &ud);
-  for (int k = m->nred - 1; k >= 0; k--) {
-    int64_t e = 0;
-    bool unroll = k == m->nred - 1 && k > 0 && loom_sym_is_const(m->red[k]->u.loop.extent, &e) && e <= MAX_UNROLL_TAPS;
-    red = loom_tp_for(c->a, rv[k], m->red[k]->u.loop.extent, unroll ? LOOM_TP_LOOP_UNROLL : LOOM_TP_LOOP_SERIAL, true, red);
-  }
-  loom_tp_stmt *store = tile_nest(c, V, jb, t3, store_body, &ud);
-  loom_tp_stmt *items[4] = {loom_tp_alloc_stmt(c->a, acc), init, red, store};
-  loom_tp_stmt *body = loom_tp_seq(c->a, items, 4);
+  loom_tp_stmt *body = tile_seq(c, tag, dims, false, V, jb);
   const loom_sym_expr *in_chunk =
       loom_sym_sub(cx, loom_sym_floordiv(cx, loom_sym_mul(cx, loom_sym_add(cx, jc, K(c, 1)), ntiles), nch), first);
-  loom_tp_stmt *s = loom_tp_for(c->a, jt2, in_chunk, LOOM_TP_LOOP_SERIAL, false, body);
-  s = loom_tp_for(c->a, iq, loom_sym_mul(cx, m->loops[0]->u.loop.extent, nq), LOOM_TP_LOOP_PARALLEL, false, s);
-  if (!s || !items[0] || !init || !red || !store || !in_chunk) c->oom = true;
-  return s;
-}
-
-/* `for jc unroll { for ii KIND { body(ii, jb + jc, acc[jc, 0, ii]) } }`: a column tile, the block's
- * B output channels as the vector (init and update: vectorize, the weight read contiguous in ii and
- * the input broadcast; the store to Y, strided in ii: unrolled). */
-static loom_tp_stmt *col_nest(conv_cx *c, int C, const loom_sym_expr *jb, const char *tag, loom_tp_loop_kind kind, tile_body_fn what,
-                              void *ud) {
-  char n1[32], n2[32];
-  snprintf(n1, sizeof n1, "ii_%s", tag);
-  snprintf(n2, sizeof n2, "jc_%s", tag);
-  const loom_sym_expr *ii = var(c, n1), *jc = var(c, n2);
-  if (c->oom) return NULL;
-  const loom_sym_expr *j = loom_sym_add(c->cx, jb, jc);
-  loom_tp_expr **ai = idx3(c, jc, K(c, 0), ii);
-  loom_tp_stmt *s = ai && j ? what(c, ii, j, ai, ud) : NULL;
-  s = loom_tp_for(c->a, ii, K(c, c->m->rows), kind, false, s);
-  s = loom_tp_for(c->a, jc, K(c, C), LOOM_TP_LOOP_UNROLL, false, s);
-  if (!s || !j) c->oom = true;
+  loom_tp_stmt *s = body && in_chunk ? loom_tp_for(c->a, jt2, in_chunk, LOOM_TP_LOOP_SERIAL, false, body) : NULL;
+  s = s ? loom_tp_for(c->a, iq, loom_sym_mul(cx, m->loops[0]->u.loop.extent, nq), LOOM_TP_LOOP_PARALLEL, false, s) : NULL;
+  if (!s || !in_chunk) c->oom = true;
   return s;
 }
 
@@ -367,32 +378,10 @@ static loom_tp_stmt *col_tiles(conv_cx *c, int C) {
   c->i0 = loom_sym_floordiv(cx, iq, loom_sym_mul(cx, nt, qe));
   const loom_sym_expr *jb = C == 1 ? jt : loom_sym_min(cx, loom_sym_mul(cx, jt, K(c, C)), loom_sym_sub(cx, p, K(c, C)));
   const loom_sym_expr *dims[3] = {K(c, C), K(c, 1), K(c, m->rows)};
-  snprintf(name, sizeof name, "acc_%s", tag);
-  loom_tp_buffer *acc = loom_tp_buffer_new(c->a, name, LOOM_DTYPE_F32, 3, dims, LOOM_TP_SCOPE_LOCAL);
-  const loom_sym_expr *rv[MAX_RED];
-  for (int k = 0; k < m->nred; k++) {
-    snprintf(name, sizeof name, "%s_%s", loom_sym_var_name(m->red[k]->u.loop.var), tag);
-    rv[k] = var(c, name);
-  }
-  if (!acc || !jb || c->oom) return NULL;
-  tile_ud ud = {acc, rv};
-  char t1[24], t2[24], t3[24];
-  snprintf(t1, sizeof t1, "i%s", tag);
-  snprintf(t2, sizeof t2, "u%s", tag);
-  snprintf(t3, sizeof t3, "s%s", tag);
-  loom_tp_stmt *init = col_nest(c, C, jb, t1, LOOM_TP_LOOP_VECTORIZE, init_body, &ud);
-  loom_tp_stmt *red = col_nest(c, C, jb, t2, LOOM_TP_LOOP_VECTORIZE, update_body, &ud);
-  for (int k = m->nred - 1; k >= 0; k--) {
-    int64_t e = 0;
-    bool unroll = k == m->nred - 1 && k > 0 && loom_sym_is_const(m->red[k]->u.loop.extent, &e) && e <= MAX_UNROLL_TAPS;
-    red = loom_tp_for(c->a, rv[k], m->red[k]->u.loop.extent, unroll ? LOOM_TP_LOOP_UNROLL : LOOM_TP_LOOP_SERIAL, true, red);
-  }
-  loom_tp_stmt *store = col_nest(c, C, jb, t3, LOOM_TP_LOOP_UNROLL, store_body, &ud);
-  loom_tp_stmt *items[4] = {loom_tp_alloc_stmt(c->a, acc), init, red, store};
-  loom_tp_stmt *s = loom_tp_seq(c->a, items, 4);
+  loom_tp_stmt *s = tile_seq(c, tag, dims, true, C, jb);
   const loom_sym_expr *n = loom_sym_mul(cx, loom_sym_mul(cx, m->loops[0]->u.loop.extent, qe), nt);
   s = s && n ? loom_tp_for(c->a, iq, n, LOOM_TP_LOOP_PARALLEL, false, s) : NULL;
-  if (!s || !items[0] || !init || !red || !store) c->oom = true;
+  if (!s) c->oom = true;
   return s;
 }
 
