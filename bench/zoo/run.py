@@ -1,8 +1,9 @@
 """bench/zoo/run.py — transformers Loom does not ship (bench/zoo/models.py: Llama, BERT, T5, ViT, a
 Whisper-like conv front end), as a user would try them: `loom run --threads T --repeat N` (the CLI
 compiles the ONNX file, then runs it N times) against ONNX Runtime (T intra-op threads, best of N) on
-the same inputs (several Loom binaries, comma-separated: each in turn on every row, an A/B side by side), at T = 1 and 2, batch 1 and 4, sequence 33 and 128 (ViT: image 224 and 211; conv:
-127 and 255 frames). Prints max |loom - ort| / max |ort| per row (a row over 1e-4 is marked BAD)
+the same inputs (several Loom binaries, comma-separated: each in turn on every row, an A/B side by
+side), at T = 1 and 2, batch 1 and 4, sequence 33 and 128 (ViT: image 224, 211 and 48; conv: 15, 127
+and 255 frames). Prints max |loom - ort| / max |ort| per row (a row over 1e-4 is marked BAD)
 and writes the table to bench/results/DATE-TAG.md.
 
     bench/.venv/bin/python bench/zoo/run.py [--loom PATH] [--models llama,bert] [--threads 1,2]
@@ -25,7 +26,9 @@ sys.path.insert(0, HERE)
 import models  # noqa: E402
 
 # per model: the run-time sizes of its symbolic dims, by name
-SIZES = {"llama": [33, 128], "bert": [33, 128], "t5": [33, 128], "vit": [224, 211], "conv": [127, 255]}
+# (conv: 15 frames are 8 after the stride-2 convolution, ViT 48: a 3 x 3 patch grid -- fewer output
+# columns than a vector, where the convolution over packed weights ran scalar before column tiles)
+SIZES = {"llama": [33, 128], "bert": [33, 128], "t5": [33, 128], "vit": [224, 211, 48], "conv": [15, 127, 255]}
 TOL = 1e-4
 
 
