@@ -11,7 +11,7 @@
  * the innermost tap loop unrolled, b read where it lies:
  *
  *   for iq in 0..n*q parallel {                                    i0 = iq // q, ob = iq % q
- *     if p >= 12*L { tiles(V = 3) } else { if p >= 2*L { tiles(2) } else { if p >= L { tiles(1) } else { the nest } } }
+ *     if p >= 12*L { tiles(V = 3) } else { if p >= 2*L { tiles(2) } else { if p >= L { tiles(1) } else { columns } } }
  *   tiles(V): for jt in 0..(p + V*L - 1) // (V*L) {                the last tile ends at p - 1
  *     jb = min(V*L*jt, p - V*L)
  *     alloc acc: Local[(B, V, L), f32]
@@ -19,6 +19,12 @@
  *     for r reduce { .. for tl unroll reduce { for ii unroll { for jv unroll { for ji vectorize {
  *       acc[ii, jv, ji] = acc[ii, jv, ji] + a * b[j := jb + L*jv + ji] } } } } }
  *     for ii unroll { for jv unroll { for ji vectorize { Y[.., jb + L*jv + ji] = acc[ii, jv, ji] } } } }
+ *
+ * columns (p < L; parallel over (i0, ob, column tile) instead): tiles of C = 8, 4, 2 or 1 columns
+ * (C < L, the widest with C <= p), the block's B output channels the vector:
+ *   for jc unroll { for ii vectorize { acc[jc, 0, ii] = init } }
+ *   for r reduce { .. { for jc unroll { for ii vectorize { acc[jc, 0, ii] += a * b[j := jb + jc] } } } }
+ *   for jc unroll { for ii unroll { Y[.., jb + jc] = acc[jc, 0, ii] } }
  *
  * With 16-lane vectors (AVX-512) the 8 x 48 tile holds 24 accumulators and takes 8 broadcasts and 3
  * loads per 24 FMAs; narrower vectors take one vector per tile (8 accumulators fit 16 registers).
@@ -249,6 +255,58 @@ static loom_tp_stmt *store_body(conv_cx *c, const loom_sym_expr *ii, const loom_
   return loom_tp_store(c->a, c->m->y, yi, loom_tp_load(c->a, t->acc, ai));
 }
 
+/* `for jc unroll { for ii KIND { body(ii, jb + jc, acc[jc, 0, ii]) } }`: a column tile, the block's
+ * B output channels as the vector (init and update: vectorize, the weight read contiguous in ii and
+ * the input broadcast; the store to Y, strided in ii: unrolled). */
+static loom_tp_stmt *col_nest(conv_cx *c, int C, const loom_sym_expr *jb, const char *tag, loom_tp_loop_kind kind, tile_body_fn what,
+                              void *ud) {
+  char n1[32], n2[32];
+  snprintf(n1, sizeof n1, "ii_%s", tag);
+  snprintf(n2, sizeof n2, "jc_%s", tag);
+  const loom_sym_expr *ii = var(c, n1), *jc = var(c, n2);
+  if (c->oom) return NULL;
+  const loom_sym_expr *j = loom_sym_add(c->cx, jb, jc);
+  loom_tp_expr **ai = idx3(c, jc, K(c, 0), ii);
+  loom_tp_stmt *s = ai && j ? what(c, ii, j, ai, ud) : NULL;
+  s = loom_tp_for(c->a, ii, K(c, c->m->rows), kind, false, s);
+  s = loom_tp_for(c->a, jc, K(c, C), LOOM_TP_LOOP_UNROLL, false, s);
+  if (!s || !j) c->oom = true;
+  return s;
+}
+
+/* The body of one tile: its accumulators acc (dims), init, the reduction (the innermost tap loop
+ * unrolled up to MAX_UNROLL_TAPS), the store to Y; the tile `width` vectors of L lanes at jb
+ * (tile_nest), or with cols `width` columns at jb, the block's rows the vector (col_nest). */
+static loom_tp_stmt *tile_seq(conv_cx *c, const char *tag, const loom_sym_expr *const *dims, bool cols, int width, const loom_sym_expr *jb) {
+  const conv_nest *m = c->m;
+  char name[32];
+  snprintf(name, sizeof name, "acc_%s", tag);
+  loom_tp_buffer *acc = loom_tp_buffer_new(c->a, name, LOOM_DTYPE_F32, 3, dims, LOOM_TP_SCOPE_LOCAL);
+  const loom_sym_expr *rv[MAX_RED];
+  for (int k = 0; k < m->nred; k++) {
+    snprintf(name, sizeof name, "%s_%s", loom_sym_var_name(m->red[k]->u.loop.var), tag);
+    rv[k] = var(c, name);
+  }
+  if (!acc || !jb || c->oom) return NULL;
+  tile_ud ud = {acc, rv};
+  char t[3][24];
+  tile_body_fn what[3] = {init_body, update_body, store_body};
+  loom_tp_stmt *items[4] = {loom_tp_alloc_stmt(c->a, acc)};
+  for (int i = 0; i < 3; i++) {
+    snprintf(t[i], sizeof t[i], "%c%s", "ius"[i], tag);
+    items[1 + i] = cols ? col_nest(c, width, jb, t[i], i < 2 ? LOOM_TP_LOOP_VECTORIZE : LOOM_TP_LOOP_UNROLL, what[i], &ud)
+                        : tile_nest(c, width, jb, t[i], what[i], &ud);
+  }
+  for (int k = m->nred - 1; k >= 0; k--) {
+    int64_t e = 0;
+    bool unroll = k == m->nred - 1 && k > 0 && loom_sym_is_const(m->red[k]->u.loop.extent, &e) && e <= MAX_UNROLL_TAPS;
+    items[2] = loom_tp_for(c->a, rv[k], m->red[k]->u.loop.extent, unroll ? LOOM_TP_LOOP_UNROLL : LOOM_TP_LOOP_SERIAL, true, items[2]);
+  }
+  loom_tp_stmt *s = loom_tp_seq(c->a, items, 4);
+  if (!s || !items[0] || !items[1] || !items[2] || !items[3]) c->oom = true;
+  return c->oom ? NULL : s;
+}
+
 /* X's elements a chunk of columns may read: a quarter of a 2 MiB L2 (docs/codegen.md).
  * PAR_MIN: the parallel iterations the columns are cut into at least (when there are as many
  * tiles), so that 2 to 4 threads, each claiming up to 4 chunks, find work of even size. */
@@ -292,34 +350,38 @@ static loom_tp_stmt *tiles(conv_cx *c, int V) {
   const loom_sym_expr *jt = loom_sym_add(cx, first, jt2);
   const loom_sym_expr *jb = loom_sym_min(cx, loom_sym_mul(cx, jt, K(c, cw)), loom_sym_sub(cx, p, K(c, cw)));
   const loom_sym_expr *dims[3] = {K(c, m->rows), K(c, V), K(c, c->lanes)};
-  snprintf(name, sizeof name, "acc_%s", tag);
-  loom_tp_buffer *acc = loom_tp_buffer_new(c->a, name, LOOM_DTYPE_F32, 3, dims, LOOM_TP_SCOPE_LOCAL);
-  const loom_sym_expr *rv[MAX_RED];
-  for (int k = 0; k < m->nred; k++) {
-    snprintf(name, sizeof name, "%s_%s", loom_sym_var_name(m->red[k]->u.loop.var), tag);
-    rv[k] = var(c, name);
-  }
-  if (!acc || !jb || c->oom) return NULL;
-  tile_ud ud = {acc, rv};
-  char t1[24], t2[24], t3[24];
-  snprintf(t1, sizeof t1, "i%s", tag);
-  snprintf(t2, sizeof t2, "u%s", tag);
-  snprintf(t3, sizeof t3, "s%s", tag);
-  loom_tp_stmt *init = tile_nest(c, V, jb, t1, init_body, &ud);
-  loom_tp_stmt *red = tile_nest(c, V, jb, t2, update_body, &ud);
-  for (int k = m->nred - 1; k >= 0; k--) {
-    int64_t e = 0;
-    bool unroll = k == m->nred - 1 && k > 0 && loom_sym_is_const(m->red[k]->u.loop.extent, &e) && e <= MAX_UNROLL_TAPS;
-    red = loom_tp_for(c->a, rv[k], m->red[k]->u.loop.extent, unroll ? LOOM_TP_LOOP_UNROLL : LOOM_TP_LOOP_SERIAL, true, red);
-  }
-  loom_tp_stmt *store = tile_nest(c, V, jb, t3, store_body, &ud);
-  loom_tp_stmt *items[4] = {loom_tp_alloc_stmt(c->a, acc), init, red, store};
-  loom_tp_stmt *body = loom_tp_seq(c->a, items, 4);
+  loom_tp_stmt *body = tile_seq(c, tag, dims, false, V, jb);
   const loom_sym_expr *in_chunk =
       loom_sym_sub(cx, loom_sym_floordiv(cx, loom_sym_mul(cx, loom_sym_add(cx, jc, K(c, 1)), ntiles), nch), first);
-  loom_tp_stmt *s = loom_tp_for(c->a, jt2, in_chunk, LOOM_TP_LOOP_SERIAL, false, body);
-  s = loom_tp_for(c->a, iq, loom_sym_mul(cx, m->loops[0]->u.loop.extent, nq), LOOM_TP_LOOP_PARALLEL, false, s);
-  if (!s || !items[0] || !init || !red || !store || !in_chunk) c->oom = true;
+  loom_tp_stmt *s = body && in_chunk ? loom_tp_for(c->a, jt2, in_chunk, LOOM_TP_LOOP_SERIAL, false, body) : NULL;
+  s = s ? loom_tp_for(c->a, iq, loom_sym_mul(cx, m->loops[0]->u.loop.extent, nq), LOOM_TP_LOOP_PARALLEL, false, s) : NULL;
+  if (!s || !in_chunk) c->oom = true;
+  return s;
+}
+
+/* Fewer columns than a vector (a 1-D convolution over a few frames, a patch embedding of a small
+ * image): tiles of C columns (the last ending at p - 1; C = 1: one tile per column), each the B
+ * output channels of one weight block as a vector, C accumulators, per tap one load of the packed
+ * weight and C broadcasts of the input; in parallel over (i0, ob, tile). */
+static loom_tp_stmt *col_tiles(conv_cx *c, int C) {
+  loom_sym_ctx *cx = c->cx;
+  const conv_nest *m = c->m;
+  const loom_sym_expr *p = m->loops[3]->u.loop.extent, *qe = m->loops[1]->u.loop.extent;
+  char tag[16], name[32];
+  snprintf(tag, sizeof tag, "c%d", C);
+  const loom_sym_expr *nt = loom_sym_floordiv(cx, loom_sym_add(cx, p, K(c, C - 1)), K(c, C));
+  snprintf(name, sizeof name, "iq_%s", tag);
+  const loom_sym_expr *iq = var(c, name);
+  if (c->oom || !nt) return NULL;
+  const loom_sym_expr *jt = loom_sym_floormod(cx, iq, nt);
+  c->ob = loom_sym_floormod(cx, loom_sym_floordiv(cx, iq, nt), qe);
+  c->i0 = loom_sym_floordiv(cx, iq, loom_sym_mul(cx, nt, qe));
+  const loom_sym_expr *jb = C == 1 ? jt : loom_sym_min(cx, loom_sym_mul(cx, jt, K(c, C)), loom_sym_sub(cx, p, K(c, C)));
+  const loom_sym_expr *dims[3] = {K(c, C), K(c, 1), K(c, m->rows)};
+  loom_tp_stmt *s = tile_seq(c, tag, dims, true, C, jb);
+  const loom_sym_expr *n = loom_sym_mul(cx, loom_sym_mul(cx, m->loops[0]->u.loop.extent, qe), nt);
+  s = s && n ? loom_tp_for(c->a, iq, n, LOOM_TP_LOOP_PARALLEL, false, s) : NULL;
+  if (!s) c->oom = true;
   return s;
 }
 
@@ -343,13 +405,13 @@ loom_status loom_tp_schedule_conv(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
   if (!match(cx, *slot, &m)) return LOOM_OK;
   int L = p->vector_bytes >= 64 ? 16 : p->vector_bytes >= 32 ? 8 : 4;
   conv_cx c = {.a = a, .cx = cx, .m = &m, .lanes = L};
-  const loom_sym_expr *P = m.loops[3]->u.loop.extent, *qe = m.loops[1]->u.loop.extent, *iq = var(&c, "iq");
-  if (c.oom) return LOOM_OOM();
-  /* fewer columns than a vector: the nest as it was, in parallel over (i0, ob) */
-  const loom_sym_expr *vars[2] = {m.loops[0]->u.loop.var, m.loops[1]->u.loop.var};
-  const loom_sym_expr *vals[2] = {loom_sym_floordiv(cx, iq, qe), loom_sym_floormod(cx, iq, qe)};
-  loom_tp_stmt *body = loom_tp_stmt_copy_subst(a, cx, m.loops[2], vars, vals, 2);
-  body = body ? loom_tp_for(a, iq, loom_sym_mul(cx, m.loops[0]->u.loop.extent, qe), LOOM_TP_LOOP_PARALLEL, false, body) : NULL;
+  const loom_sym_expr *P = m.loops[3]->u.loop.extent;
+  /* fewer columns than a vector: column tiles of 8, 4, 2 or 1 (those narrower than a vector) */
+  loom_tp_stmt *body = col_tiles(&c, 1);
+  for (int C = 2; C <= 8 && C < L; C *= 2) {
+    loom_tp_stmt *t = col_tiles(&c, C);
+    body = body && t ? loom_tp_if(a, ge(&c, P, K(&c, C)), t, body) : NULL;
+  }
   loom_strbuf_printf(why, "nest %s: convolution over packed weights, in parallel over batch x column chunks x weight blocks: ",
                      loom_sym_var_name(m.loops[0]->u.loop.var));
   if (L >= 16) {
@@ -367,7 +429,8 @@ loom_status loom_tp_schedule_conv(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
     body = body && t1 ? loom_tp_if(a, ge(&c, P, K(&c, L)), t1, body) : NULL;
     loom_strbuf_printf(why, "%lldx%d register tiles from %d columns; ", (long long)m.rows, L, L);
   }
-  loom_strbuf_printf(why, "the nest as it was below %d columns\n", L);
+  loom_strbuf_printf(why, "below %d columns, tiles of 8, 4, 2 or 1 columns by the block's %lld output channels as the vector\n", L,
+                     (long long)m.rows);
   if (!body || c.oom) return LOOM_OOM();
   *slot = body;
   *done = true;

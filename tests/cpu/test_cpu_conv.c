@@ -1,11 +1,12 @@
 /* test_cpu_conv.c — the CPU rule for the convolution over packed weights (tensorprog/schedule_conv.c)
  * on the generator's programs (tensorprog/gen_conv_packed.c): scheduled for 64-, 32- and 16-byte
  * vectors, compiled, and compared with the reference interpreter running the program as generated,
- * at grids of 0 to 700 columns (the plain nest, 1-, 2- and 3-vector tiles, the overlapping last
- * tile), channel counts that make one column chunk or several, batch 0 to 2, with 1 thread, 2
+ * at grids of 0 to 700 columns (column tiles of 8, 4, 2 and 1 below a vector, 1-, 2- and 3-vector
+ * tiles, the overlapping last tile), channel counts that make one column chunk or several, batch 0 to 2, with 1 thread, 2
  * threads and the runtime pool. A nest the rule must not take (the input read at stride 2 along
  * the columns) keeps the generic rules. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,6 +136,44 @@ LOOM_TEST(cpu_conv, packed_3x3_stride_one_every_tile_width) {
   /* 8-lane and 4-lane vectors: one vector per tile */
   check(loom_tp_gen_conv_packed, &g, 32, runs, few_runs(runs, 2, 2, 3));
   check(loom_tp_gen_conv_packed, &g, 16, runs, few_runs(runs, 2, 2, 3));
+}
+
+/* Fewer columns than a vector (a 1-D convolution over a few frames, the patch embedding of a small
+ * image): column tiles of 8, 4, 2 and 1 columns with the weight block's 8 output channels as the
+ * vector (before: the plain nest, scalar, 60x slower at 15 columns). Every tile width, the
+ * overlapping last tile, 0, 1 and primes, for 64-, 32- and 16-byte vectors; the scheduled program
+ * holds the tiles the vector width allows, their update vectorized over the output channels. */
+LOOM_TEST(cpu_conv, packed_fewer_columns_than_a_vector) {
+  static const int64_t ps[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 11, 13, 15};
+  static const int vbs[] = {64, 32, 16};
+  /* Whisper's second convolution (kernel 3, stride 2: two phase planes) and a 3 x 3 */
+  const loom_tp_conv_packed forms[] = {{.n = 1, .bias = true, .kernel = {3}, .dilation = {1}, .stride = {2}},
+                                       {.n = 2, .bias = false, .kernel = {3, 3}, .dilation = {1, 1}, .stride = {1, 1}}};
+  for (size_t v = 0; v < 3; v++) {
+    int lanes = vbs[v] / 4;
+    for (size_t f = 0; f < 2; f++) {
+      conv_run runs[12];
+      size_t n = 0;
+      for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+        if (ps[i] >= lanes + 3) continue;
+        conv_run r = {.n = i % 4 == 3 ? 2 : 1, .c = 1 + (int64_t)(i % 5), .q = 1 + (int64_t)(i % 3), .p = ps[i], .e = 4 + (int64_t)(i % 3)};
+        r.l = r.p + 2 * r.e + 3;
+        runs[n++] = r;
+      }
+      check(loom_tp_gen_conv_packed, &forms[f], vbs[v], runs, n);
+      tp_fixture fx;
+      free(gen_scheduled(loom_tp_gen_conv_packed, &forms[f], vbs[v], &fx, NULL));
+      char *text = tp_print(fx.f);
+      for (int C = 1; C <= 8; C *= 2) {
+        char want[64];
+        snprintf(want, sizeof want, "for ii_uc%d in 0..8 vectorize", C);
+        cr_assert_eq(strstr(text, want) != NULL, C < lanes, "vector bytes %d, %zu-D: %s %s\n%s", vbs[v], f + 1, want,
+                     C < lanes ? "missing" : "unexpected", text);
+      }
+      free(text);
+      tp_fixture_free(&fx);
+    }
+  }
 }
 
 /* Fewer runs (the interpreter's time): a grid in each tile width's range and past a threshold. */

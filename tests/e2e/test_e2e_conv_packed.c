@@ -4,7 +4,7 @@
  * tensorprog/schedule_conv.c; docs/tensorprog.md "Convolution over packed weights"), against the
  * reference interpreter running the module as written. Each form is compiled once with batch and
  * spatial extents symbolic and run at batch 0 to 3, at the smallest spatial extent with an output,
- * at primes, and at grids of fewer than 16 columns (the plain nest), 16-31 (8 x 16 tiles), 32-191
+ * at primes, and at grids of fewer than 16 columns (column tiles), 16-31 (8 x 16 tiles), 32-191
  * (8 x 32) and 192 and more (8 x 48; the last tile overlapping), with 1 and 2 threads. Output
  * channels 8, 16, 24 and 40, odd input channels, strides 1 to 3 with and without dilation (one, two
  * and three phases per axis), asymmetric padding, 1-D, 2-D and 3-D are covered. Every form is checked
