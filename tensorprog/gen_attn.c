@@ -5,7 +5,7 @@
  *
  * Two kernels, one program:
  *   - the ROW kernel (any float dtype, and f32 with fewer than LOOM_TP_ATTN_MIN_ROWS queries: a
- *     decode step): per query row, its scores against every key, softmax, then V's rows summed
+ *     decode step; not made when the keys are the queries' own rows, `self_rows`): per query row, its scores against every key, softmax, then V's rows summed
  *     into the output row; each (batch, head, row) is one parallel item, so one row still splits
  *     over the threads by heads. K and V are read once per row.
  *   - the FLASH kernel (f32, FlashAttention's online softmax; MLAS's flashattn.cpp tiles the same
@@ -390,7 +390,8 @@ static void flash_kernel(attn_prog *p) {
 
 loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
                                   bool causal, int mask_rank, const loom_tp_bcast *mask_modes, loom_dtype mask_t,
-                                  bool empty_nan, bool bshd, int64_t head_dim, int64_t value_dim, loom_tp_func **result) {
+                                  bool empty_nan, bool bshd, bool self_rows, int64_t head_dim, int64_t value_dim,
+                                  loom_tp_func **result) {
   if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "attention of %s is not supported", loom_dtype_name(t));
   if (mask_rank > 4) return LOOM_ERROR(INVALID_ARGUMENT, "attention mask of rank %d", mask_rank);
   if (head_dim < 0 || value_dim < 0)
@@ -420,7 +421,11 @@ loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *n
   yd[h] = p.d[1], yd[r] = p.d[2];
   p.Y = loom_tpb_buffer(&b, "Y", t, 4, yd);
   bool flash = t == LOOM_DTYPE_F32 && (mask_rank < 0 || mask_t == LOOM_DTYPE_BOOL || mask_t == LOOM_DTYPE_F32);
-  if (flash) {
+  if (flash && self_rows) {
+    /* s == t: no decode step, the flash tiles serve every s (a tile of s < 8 rows is its own
+     * tail); the row kernel would only be compiled (a third of the program's LLVM time) */
+    flash_kernel(&p);
+  } else if (flash) {
     loom_tpb_if(&b, loom_tpb_cmp(&b, LOOM_TP_OP_LT, p.d[2], loom_sym_const(cx, LOOM_TP_ATTN_MIN_ROWS)));
     row_kernel(&p);
     loom_tpb_else(&b);
