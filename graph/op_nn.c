@@ -455,7 +455,7 @@ typedef struct attention_params {
   int32_t causal, mask_rank;
   int32_t empty_nan;      /* rows without a positive softmax sum give NaN (else 0) */
   int32_t bshd;           /* q, k, v and the result in (batch, seq, heads, dim) */
-  int32_t self_rows;      /* the keys' rows are the queries' (t == s as symbols): no row kernel */
+  int32_t self_rows;      /* the keys' rows are the queries' (t == s as symbols): short row kernel */
   loom_tp_bcast modes[4]; /* the mask's axes against (b, h, s, t) */
 } attention_params;
 LOOM_TP_GEN_PARAMS(attention_params, 64 + 13 * 4);
@@ -483,7 +483,8 @@ static loom_status legal_attention(loom_graph_module *m, const loom_graph_expr *
                         .mask_rank = mk ? mk->ndim : -1, .empty_nan = loom_graph_call_int(call, "empty_nan") != 0,
                         .bshd = attn_head_axis(call) == 2};
   int ha = p.bshd ? 2 : 1, sa = 3 - ha;
-  /* self-attention without a cache (the same symbol for the rows of q and k): never a decode step */
+  /* self-attention without a cache (the same symbol for the rows of q and k): the row kernel
+   * (s < 8) then sees fewer than 8 keys */
   p.self_rows = q->dims && k->dims && q->dims[sa] == k->dims[sa];
   /* constant head dims (every transformer's) size the flash kernel's tiles: stack buffers, loops
    * of known trip count; a program per head size */

@@ -5,7 +5,7 @@
  *
  * Two kernels, one program:
  *   - the ROW kernel (any float dtype, and f32 with fewer than LOOM_TP_ATTN_MIN_ROWS queries: a
- *     decode step; not made when the keys are the queries' own rows, `self_rows`): per query row, its scores against every key, softmax, then V's rows summed
+ *     decode step; with `self_rows`, t == s < 8, its softmax loop is not vectorised): per query row, its scores against every key, softmax, then V's rows summed
  *     into the output row; each (batch, head, row) is one parallel item, so one row still splits
  *     over the threads by heads. K and V are read once per row.
  *   - the FLASH kernel (f32, FlashAttention's online softmax; MLAS's flashattn.cpp tiles the same
@@ -62,6 +62,7 @@ typedef struct attn_prog {
   loom_dtype mask_t;
   bool empty_nan;                     /* a row without a positive sum gives NaN, else 0 */
   bool bshd;                          /* Q, K, V, Y laid out (batch, seq, heads, dim) */
+  bool self_rows;                     /* the caller's t is its s: the row kernel runs at t < 8 only */
 } attn_prog;
 
 /* A load of Q, K, V or Y at (batch, head, row, column) — idx in that order, reordered to the
@@ -128,7 +129,10 @@ static void row_kernel(attn_prog *p) {
   loom_tpb_store(b, P, &oi[3], loom_tpb_dup(b, cur));
   loom_tpb_store(b, R, &z0, loom_tp_op2(a, LOOM_TP_OP_MAX, loom_tpb_load(b, R, &z0), loom_tpb_dup(b, cur)));
   loom_tpb_end(b);
-  loom_tp_expr *j = loom_tpb_idx(b, loom_tpb_for(b, "j", d[3], LOOM_TP_LOOP_VECTORIZE, false));
+  /* the softmax over the keys: SIMD lanes, unless the keys are the queries' own rows (t == s < 8:
+   * a 16-lane body and its interleaved copies would never run, only be compiled) */
+  loom_tp_loop_kind jk = p->self_rows ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_VECTORIZE;
+  loom_tp_expr *j = loom_tpb_idx(b, loom_tpb_for(b, "j", d[3], jk, false));
   loom_tp_expr *empty = loom_tp_op2(a, LOOM_TP_OP_EQ, loom_tpb_load(b, R, &z0), loom_tp_const_f(a, sn, -INFINITY));
   loom_tp_expr *ex = loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_load(b, P, &j), loom_tpb_load(b, R, &z0)));
   loom_tpb_store(b, P, &j, loom_tp_select(a, empty, loom_tp_const_f(a, sn, 0.0), ex));
@@ -400,7 +404,7 @@ loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *n
   loom_tpb_init(&b, a, cx, name);
   attn_prog p = {.b = &b, .a = a, .cx = cx, .t = t, .sn = loom_tpg_stat_type(t), .scale_text = scale_text,
                  .causal = causal, .mask_rank = mask_rank, .mask_modes = mask_modes, .mask_t = mask_t,
-                 .empty_nan = empty_nan, .bshd = bshd};
+                 .empty_nan = empty_nan, .bshd = bshd, .self_rows = self_rows};
   loom_tpg_dims_d(&b, 3, p.d);
   p.dq = head_dim ? loom_sym_const(cx, head_dim) : loom_tpb_shape_sym(&b, "dq");
   int h = bshd ? 2 : 1, r = 3 - h; /* the axes of heads and rows */
@@ -421,11 +425,7 @@ loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *n
   yd[h] = p.d[1], yd[r] = p.d[2];
   p.Y = loom_tpb_buffer(&b, "Y", t, 4, yd);
   bool flash = t == LOOM_DTYPE_F32 && (mask_rank < 0 || mask_t == LOOM_DTYPE_BOOL || mask_t == LOOM_DTYPE_F32);
-  if (flash && self_rows) {
-    /* s == t: no decode step, the flash tiles serve every s (a tile of s < 8 rows is its own
-     * tail); the row kernel would only be compiled (a third of the program's LLVM time) */
-    flash_kernel(&p);
-  } else if (flash) {
+  if (flash) {
     loom_tpb_if(&b, loom_tpb_cmp(&b, LOOM_TP_OP_LT, p.d[2], loom_sym_const(cx, LOOM_TP_ATTN_MIN_ROWS)));
     row_kernel(&p);
     loom_tpb_else(&b);
