@@ -5,9 +5,10 @@
  *
  * Two kernels, one program:
  *   - the ROW kernel (any float dtype, and f32 with fewer than LOOM_TP_ATTN_MIN_ROWS queries: a
- *     decode step; with `self_rows`, t == s < 8, its softmax loop is not vectorised): per query row, its scores against every key, softmax, then V's rows summed
+ *     decode step): per query row, its scores against every key, softmax, then V's rows summed
  *     into the output row; each (batch, head, row) is one parallel item, so one row still splits
- *     over the threads by heads. K and V are read once per row.
+ *     over the threads by heads. K and V are read once per row. With `self_rows` (t == s, so
+ *     t < 8 here) its softmax loop over the keys is a plain loop, not 16 lanes.
  *   - the FLASH kernel (f32, FlashAttention's online softmax; MLAS's flashattn.cpp tiles the same
  *     way): per (batch, head, tile of ATTN_QT query rows) — one parallel item — the tile's queries
  *     are transposed once into Qt[d, QT] (scaled), and the keys are visited in steps of ATTN_KT:
