@@ -7,7 +7,8 @@
  *   - the ROW kernel (any float dtype, and f32 with fewer than LOOM_TP_ATTN_MIN_ROWS queries: a
  *     decode step): per query row, its scores against every key, softmax, then V's rows summed
  *     into the output row; each (batch, head, row) is one parallel item, so one row still splits
- *     over the threads by heads. K and V are read once per row.
+ *     over the threads by heads. K and V are read once per row. With `self_rows` (t == s, so
+ *     t < 8 here) its softmax loop over the keys is a plain loop, not 16 lanes.
  *   - the FLASH kernel (f32, FlashAttention's online softmax; MLAS's flashattn.cpp tiles the same
  *     way): per (batch, head, tile of ATTN_QT query rows) — one parallel item — the tile's queries
  *     are transposed once into Qt[d, QT] (scaled), and the keys are visited in steps of ATTN_KT:
@@ -62,6 +63,7 @@ typedef struct attn_prog {
   loom_dtype mask_t;
   bool empty_nan;                     /* a row without a positive sum gives NaN, else 0 */
   bool bshd;                          /* Q, K, V, Y laid out (batch, seq, heads, dim) */
+  bool self_rows;                     /* the caller's t is its s: the row kernel runs at t < 8 only */
 } attn_prog;
 
 /* A load of Q, K, V or Y at (batch, head, row, column) — idx in that order, reordered to the
@@ -128,7 +130,10 @@ static void row_kernel(attn_prog *p) {
   loom_tpb_store(b, P, &oi[3], loom_tpb_dup(b, cur));
   loom_tpb_store(b, R, &z0, loom_tp_op2(a, LOOM_TP_OP_MAX, loom_tpb_load(b, R, &z0), loom_tpb_dup(b, cur)));
   loom_tpb_end(b);
-  loom_tp_expr *j = loom_tpb_idx(b, loom_tpb_for(b, "j", d[3], LOOM_TP_LOOP_VECTORIZE, false));
+  /* the softmax over the keys: SIMD lanes, unless the keys are the queries' own rows (t == s < 8:
+   * a 16-lane body and its interleaved copies would never run, only be compiled) */
+  loom_tp_loop_kind jk = p->self_rows ? LOOM_TP_LOOP_SERIAL : LOOM_TP_LOOP_VECTORIZE;
+  loom_tp_expr *j = loom_tpb_idx(b, loom_tpb_for(b, "j", d[3], jk, false));
   loom_tp_expr *empty = loom_tp_op2(a, LOOM_TP_OP_EQ, loom_tpb_load(b, R, &z0), loom_tp_const_f(a, sn, -INFINITY));
   loom_tp_expr *ex = loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_load(b, P, &j), loom_tpb_load(b, R, &z0)));
   loom_tpb_store(b, P, &j, loom_tp_select(a, empty, loom_tp_const_f(a, sn, 0.0), ex));
@@ -390,7 +395,8 @@ static void flash_kernel(attn_prog *p) {
 
 loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
                                   bool causal, int mask_rank, const loom_tp_bcast *mask_modes, loom_dtype mask_t,
-                                  bool empty_nan, bool bshd, int64_t head_dim, int64_t value_dim, loom_tp_func **result) {
+                                  bool empty_nan, bool bshd, bool self_rows, int64_t head_dim, int64_t value_dim,
+                                  loom_tp_func **result) {
   if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "attention of %s is not supported", loom_dtype_name(t));
   if (mask_rank > 4) return LOOM_ERROR(INVALID_ARGUMENT, "attention mask of rank %d", mask_rank);
   if (head_dim < 0 || value_dim < 0)
@@ -399,7 +405,7 @@ loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *n
   loom_tpb_init(&b, a, cx, name);
   attn_prog p = {.b = &b, .a = a, .cx = cx, .t = t, .sn = loom_tpg_stat_type(t), .scale_text = scale_text,
                  .causal = causal, .mask_rank = mask_rank, .mask_modes = mask_modes, .mask_t = mask_t,
-                 .empty_nan = empty_nan, .bshd = bshd};
+                 .empty_nan = empty_nan, .bshd = bshd, .self_rows = self_rows};
   loom_tpg_dims_d(&b, 3, p.d);
   p.dq = head_dim ? loom_sym_const(cx, head_dim) : loom_tpb_shape_sym(&b, "dq");
   int h = bshd ? 2 : 1, r = 3 - h; /* the axes of heads and rows */

@@ -406,10 +406,13 @@ enum { LOOM_TP_ATTN_MIN_ROWS = 8 };
  * constants (the program is then specialised to them: its tiles are fixed-size), else 0 (symbols
  * dq, dv). f32 with an f32 or bool mask (or none) is a flash kernel (online softmax over key
  * steps, tensorprog/gen_attn.c) for s >= LOOM_TP_ATTN_MIN_ROWS, the row kernel below; other
- * dtypes the row kernel. */
+ * dtypes the row kernel. self_rows: the caller knows t == s (self-attention without a cache), so
+ * the row kernel only ever sees t < 8 keys: its softmax loop over the keys is a plain loop (no
+ * 16-lane body to compile); the program stays correct at any s and t. */
 loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
                                   bool causal, int mask_rank, const loom_tp_bcast *mask_modes, loom_dtype mask_t,
-                                  bool empty_nan, bool bshd, int64_t head_dim, int64_t value_dim, loom_tp_func **result);
+                                  bool empty_nan, bool bshd, bool self_rows, int64_t head_dim, int64_t value_dim,
+                                  loom_tp_func **result);
 
 /* Paged attention of a ragged batch (tensorprog/gen_paged.c; graph op paged_attention): queries
  * Q (t, h, d) and the step's keys / values Kn (t, hk, d), Vn (t, hk, dv), the paged cache

@@ -133,7 +133,7 @@ loom_status cg_build_module(LLVMContextRef c, LLVMTargetMachineRef tm, const cha
  * buf) at levels 1 and 2 and for NVPTX; "" for none (opt_level -1). docs/codegen.md, "The pass
  * pipeline". */
 #define CG_LOOM_O3_PIPELINE                                                                                          \
-  "cgscc(inline),function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,gvn,"                    \
+  "always-inline,function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,gvn,"                    \
   "loop-mssa(loop-rotate,licm,simple-loop-unswitch),simplifycfg,instcombine<no-verify-fixpoint>,loop-vectorize,"     \
   "instcombine<no-verify-fixpoint>,loop-unroll<O3>,instcombine<no-verify-fixpoint>,simplifycfg,slp-vectorizer,"      \
   "instcombine<no-verify-fixpoint>)"

@@ -87,8 +87,10 @@ static void env_values(cg *g, LLVMValueRef *out) {
   out[k++] = g->ctxp;
 }
 
-/* Creates `name`(env..., extra...) -> i32, internal, with noalias buffer pointers, and
- * moves the builder into its entry with every binding re-bound to the parameters.
+/* Creates `name`(env..., extra...) -> i32, internal, alwaysinline (the pipeline's
+ * `always-inline` puts it into its one caller, the noalias pointers becoming scoped metadata),
+ * with noalias buffer pointers, and moves the builder into its entry with every binding
+ * re-bound to the parameters.
  * `extra_params` receives the values of the extra parameters. */
 static LLVMValueRef begin_env_fn(cg *g, const char *name, fn_state *saved, LLVMTypeRef *extra, size_t nextra,
                                  LLVMValueRef *extra_params) {
@@ -107,6 +109,8 @@ static LLVMValueRef begin_env_fn(cg *g, const char *name, fn_state *saved, LLVMT
   LLVMTypeRef fty = LLVMFunctionType(g->t_i32, tys, (unsigned)(n + nextra), 0);
   LLVMValueRef fn = LLVMAddFunction(g->mod, name, fty);
   LLVMSetLinkage(fn, LLVMInternalLinkage);
+  unsigned inl = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->c, inl, 0));
   unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
   unsigned nocapture = LLVMGetEnumAttributeKindForName("nocapture", 9);
   for (size_t i = 0; i < g->bufs.len; i++) {

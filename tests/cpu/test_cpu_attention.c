@@ -43,10 +43,11 @@ LOOM_TEST(cpu, lane_mode_reads_the_lane_variable_as_a_value) {
 
 /* Query rows, keys, query heads and K/V heads per trial (d0 = batch 1 or 2): the row kernel (s <
  * 8), one flash tile and its tail, several tiles, keys unlike the queries (causal rows with
- * none), grouped-query ratios 1, 2, 4, 8. */
+ * none), grouped-query ratios 1, 2, 4, 8; s == t < 8 (self-attention's short sequences). */
 static const int64_t trials[][5] = {
     {1, 5, 2, 2, 1},  {2, 1, 16, 4, 2}, {8, 8, 3, 3, 1},  {33, 40, 2, 1, 2}, {40, 33, 2, 2, 1},
     {0, 6, 2, 2, 1},  {9, 0, 1, 1, 1},  {65, 65, 8, 1, 1}, {31, 64, 8, 4, 1}, {7, 300, 4, 4, 2},
+    {1, 1, 4, 2, 2},  {5, 5, 2, 1, 1},
 };
 
 static void bind_trial(const loom_tp_func *f, loom_sym_env *env, int trial) {
@@ -63,21 +64,25 @@ static void bind_trial(const loom_tp_func *f, loom_sym_env *env, int trial) {
 
 /* Generates attention with these parameters, schedules it for AVX-512, and compares compiled
  * with interpreted on every trial shape. */
-static void gen_diff(bool causal, int mask_rank, const loom_tp_bcast *modes, loom_dtype mask_t, bool empty_nan, bool bshd,
-                     int64_t d, int64_t dv, const char *scale) {
+static void gen_diff_rows(bool causal, int mask_rank, const loom_tp_bcast *modes, loom_dtype mask_t, bool empty_nan,
+                          bool bshd, bool self_rows, int64_t d, int64_t dv, const char *scale) {
   tp_fixture fx = {0};
   cr_assert_null(loom_sym_ctx_create(NULL, &fx.cx));
   loom_arena_init(&fx.arena, NULL, 0);
   loom_diag_list_init(&fx.diags, NULL);
   cr_assert_null(loom_tp_gen_attention(&fx.arena, fx.cx, "attn", LOOM_DTYPE_F32, scale, causal, mask_rank, modes, mask_t,
-                                       empty_nan, bshd, d, dv, &fx.f));
+                                       empty_nan, bshd, self_rows, d, dv, &fx.f));
   loom_strbuf why;
   loom_strbuf_init(&why, NULL);
   cr_assert_null(loom_tp_schedule_cpu(&fx.arena, fx.cx, fx.f, &why));
   loom_strbuf_free(&why);
   cr_assert_null(loom_tp_verify(fx.cx, fx.f));
   char *text = tp_print(fx.f);
+  /* the flash kernel, and the row kernel under `if d2 < 8`: its softmax over the keys in SIMD
+   * lanes, unless the keys are the queries' rows (then fewer than 8: a plain loop) */
   cr_assert(strstr(text, "alloc Qt: Local[(") != NULL && strstr(text, "if d2 < 8 {") != NULL, "%s", text);
+  cr_assert((strstr(text, "for j in 0..d3 vectorize {") != NULL) == !self_rows, "self_rows %d: %s", self_rows, text);
+  cr_assert((strstr(text, "for j in 0..d3 {") != NULL) == self_rows, "self_rows %d: %s", self_rows, text);
   free(text);
   loom_cpu_jit *jit;
   cr_assert_null(loom_cpu_jit_create(NULL, &jit));
@@ -86,6 +91,11 @@ static void gen_diff(bool causal, int mask_rank, const loom_tp_bcast *modes, loo
   cpu_diff(&fx, cpu_jit(jit, &fx), &o, loom_test_seed());
   loom_cpu_jit_destroy(jit);
   tp_fixture_free(&fx);
+}
+
+static void gen_diff(bool causal, int mask_rank, const loom_tp_bcast *modes, loom_dtype mask_t, bool empty_nan, bool bshd,
+                     int64_t d, int64_t dv, const char *scale) {
+  gen_diff_rows(causal, mask_rank, modes, mask_t, empty_nan, bshd, false, d, dv, scale);
 }
 
 LOOM_TEST(cpu, generated_attention_against_the_interpreter) {
@@ -98,4 +108,14 @@ LOOM_TEST(cpu, generated_attention_against_the_interpreter) {
   gen_diff(true, 4, full, LOOM_DTYPE_BOOL, true, false, 16, 16, NULL);         /* packed bool, empty rows NaN */
   gen_diff(true, 2, guard, LOOM_DTYPE_F32, false, false, 8, 8, NULL);          /* a query axis that may be 1 */
   gen_diff(true, 4, keys, LOOM_DTYPE_F32, false, true, 16, 16, NULL);          /* (batch, seq, heads, dim) */
+}
+
+/* self_rows (graph/op_nn.c: the rows of q and k are one symbol, self-attention without a cache):
+ * the row kernel's softmax over the keys is a plain loop; correct at every trial shape (s == t
+ * < 8, and, as the program does not rely on it, keys unlike the queries). */
+LOOM_TEST(cpu, generated_self_attention_row_kernel_has_a_plain_key_loop) {
+  static const loom_tp_bcast keys[4] = {LOOM_TP_BCAST_FULL, LOOM_TP_BCAST_ONE, LOOM_TP_BCAST_ONE, LOOM_TP_BCAST_FULL};
+  gen_diff_rows(true, -1, NULL, LOOM_DTYPE_BOOL, true, true, true, 64, 64, NULL);  /* GPT-2's: causal, NaN, bshd */
+  gen_diff_rows(false, 4, keys, LOOM_DTYPE_F32, false, false, true, 16, 8, NULL); /* BERT's padding mask */
+  gen_diff_rows(true, -1, NULL, LOOM_DTYPE_BOOL, false, false, true, 0, 0, NULL);  /* symbolic head dims */
 }
