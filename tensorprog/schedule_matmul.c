@@ -586,7 +586,7 @@ enum { SMALL_M_UNIT = TILE_ROWS, SMALL_M_TRANSPOSED = 12 };
  *       C[.., i, j] += A[.., i, r] * B[r, j] } } } }
  * C's chunk rows (at most 5 x 4 KiB) stay in L1; r is then split by STREAM_K and its inner
  * part unrolled inside ji (below). Built from split, loom_tpmm_sink, distribute, reorder. */
-enum { STREAM_CHUNK = 1024, STREAM_K = 4 };
+enum { STREAM_CHUNK = 1024, STREAM_K = 4, STREAM_MIN_CHUNKS = 4 };
 
 /* levels[0..n-1]: the batch loops (outer to inner) then i, each the only loop of the previous;
  * i's body is [for ji { init; for r { upd } }]. Init and update apart, r moved above i and
@@ -618,9 +618,24 @@ static loom_status stream_rows(mm_ctx *c, loom_tp_stmt **levels, int n) {
   return loom_tp_set_kind(c->cx, sunk, LOOM_TP_LOOP_UNROLL);
 }
 
+/* The width of the column chunks of a matmul of n columns: STREAM_CHUNK, narrowed (to whole
+ * vectors of 16) so that a constant n makes at least STREAM_MIN_CHUNKS chunks of about equal
+ * width. The chunks are the parallel loop: a 768-column projection was one chunk of 1024, and
+ * ran on one thread at any thread count; four chunks balance 2 and 4 threads (2304 columns: 4 x
+ * 576, not 1024 + 1024 + 256). A symbolic n keeps STREAM_CHUNK. */
+static int64_t stream_width(const loom_sym_expr *n) {
+  int64_t v;
+  if (!loom_sym_is_const(n, &v) || v <= 0) return STREAM_CHUNK;
+  int64_t chunks = (v + STREAM_CHUNK - 1) / STREAM_CHUNK;
+  if (chunks < STREAM_MIN_CHUNKS) chunks = STREAM_MIN_CHUNKS;
+  int64_t w = ((v + chunks - 1) / chunks + 15) / 16 * 16;
+  return w < STREAM_CHUNK ? w : STREAM_CHUNK;
+}
+
 static loom_status stream_chunks(mm_ctx *c, loom_tp_stmt *top) {
   loom_tp_stmt *jo, *ji;
-  LOOM_PROPAGATE(loom_tp_split_ceil(c->a, c->cx, c->view, top, STREAM_CHUNK, &jo, &ji));
+  int64_t width = stream_width(top->u.loop.extent);
+  LOOM_PROPAGATE(loom_tp_split_ceil(c->a, c->cx, c->view, top, width, &jo, &ji));
   /* sinking swaps loop headers in place: the chunk's node then holds the first batch loop (or
    * i), and i is nbatch levels below it */
   loom_tp_stmt *sunk, *levels[MAX_CHAIN], *l = ji;
@@ -637,8 +652,8 @@ static loom_status stream_chunks(mm_ctx *c, loom_tp_stmt *top) {
   LOOM_PROPAGATE(loom_tpmm_sink(c, jo, lead, &sunk)); /* jo's node now holds the first of them */
   for (int k = 0; k < lead; k++) LOOM_PROPAGATE(loom_tp_fuse(c->a, c->cx, c->view, par, &par));
   LOOM_PROPAGATE(loom_tp_set_kind(c->cx, par, LOOM_TP_LOOP_PARALLEL));
-  loom_strbuf_printf(c->why, "  rows streamed: B read once, row by row, in chunks of %d columns (parallel%s, the last "
-                             "partial), reduction outside the rows, %d rows of B per pass over C\n", STREAM_CHUNK,
+  loom_strbuf_printf(c->why, "  rows streamed: B read once, row by row, in chunks of %lld columns (parallel%s, the last "
+                             "partial), reduction outside the rows, %d rows of B per pass over C\n", (long long)width,
                      lead ? " with the batch loops B uses" : "", STREAM_K);
   return LOOM_OK;
 }
