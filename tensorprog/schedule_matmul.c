@@ -586,7 +586,7 @@ enum { SMALL_M_UNIT = TILE_ROWS, SMALL_M_TRANSPOSED = 12 };
  *       C[.., i, j] += A[.., i, r] * B[r, j] } } } }
  * C's chunk rows (at most 5 x 4 KiB) stay in L1; r is then split by STREAM_K and its inner
  * part unrolled inside ji (below). Built from split, loom_tpmm_sink, distribute, reorder. */
-enum { STREAM_CHUNK = 1024, STREAM_K = 4, STREAM_MIN_CHUNKS = 4 };
+enum { STREAM_CHUNK = 1024, STREAM_K = 4 };
 
 /* levels[0..n-1]: the batch loops (outer to inner) then i, each the only loop of the previous;
  * i's body is [for ji { init; for r { upd } }]. Init and update apart, r moved above i and
@@ -619,15 +619,16 @@ static loom_status stream_rows(mm_ctx *c, loom_tp_stmt **levels, int n) {
 }
 
 /* The width of the column chunks of a matmul of n columns: STREAM_CHUNK, narrowed (to whole
- * vectors of 16) so that a constant n makes at least STREAM_MIN_CHUNKS chunks of about equal
- * width. The chunks are the parallel loop: a 768-column projection was one chunk of 1024, and
- * ran on one thread at any thread count; four chunks balance 2 and 4 threads (2304 columns: 4 x
- * 576, not 1024 + 1024 + 256). A symbolic n keeps STREAM_CHUNK. */
+ * vectors of 16) so that a constant n makes an even number of chunks of about equal width. The
+ * chunks are the parallel loop: a 768-column projection was one chunk of 1024 and ran on one
+ * thread at any thread count, 2304 and 3072 columns were three chunks (two threads: 2 + 1). Even
+ * counts balance two threads (768: 2 x 384, 2304: 4 x 576, 3072: 4 x 768). Not more: narrower
+ * chunks cost one thread the long runs of B it streams (one 768 x 768 row at one thread, kernel
+ * minima on a loaded machine: 4 x 192 columns 25 % slower, 2 x 384 7 %). A symbolic n keeps STREAM_CHUNK. */
 static int64_t stream_width(const loom_sym_expr *n) {
   int64_t v;
   if (!loom_sym_is_const(n, &v) || v <= 0) return STREAM_CHUNK;
-  int64_t chunks = (v + STREAM_CHUNK - 1) / STREAM_CHUNK;
-  if (chunks < STREAM_MIN_CHUNKS) chunks = STREAM_MIN_CHUNKS;
+  int64_t chunks = ((v + STREAM_CHUNK - 1) / STREAM_CHUNK + 1) / 2 * 2;
   int64_t w = ((v + chunks - 1) / chunks + 15) / 16 * 16;
   return w < STREAM_CHUNK ? w : STREAM_CHUNK;
 }
