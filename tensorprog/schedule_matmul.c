@@ -618,9 +618,25 @@ static loom_status stream_rows(mm_ctx *c, loom_tp_stmt **levels, int n) {
   return loom_tp_set_kind(c->cx, sunk, LOOM_TP_LOOP_UNROLL);
 }
 
+/* The width of the column chunks of a matmul of n columns: STREAM_CHUNK, narrowed (to whole
+ * vectors of 16) so that a constant n makes an even number of chunks of about equal width. The
+ * chunks are the parallel loop: a 768-column projection was one chunk of 1024 and ran on one
+ * thread at any thread count, 2304 and 3072 columns were three chunks (two threads: 2 + 1). Even
+ * counts balance two threads (768: 2 x 384, 2304: 4 x 576, 3072: 4 x 768). Not more: narrower
+ * chunks cost one thread the long runs of B it streams (one 768 x 768 row at one thread, kernel
+ * minima on a loaded machine: 4 x 192 columns 25 % slower, 2 x 384 7 %). A symbolic n keeps STREAM_CHUNK. */
+static int64_t stream_width(const loom_sym_expr *n) {
+  int64_t v;
+  if (!loom_sym_is_const(n, &v) || v <= 0) return STREAM_CHUNK;
+  int64_t chunks = ((v + STREAM_CHUNK - 1) / STREAM_CHUNK + 1) / 2 * 2;
+  int64_t w = ((v + chunks - 1) / chunks + 15) / 16 * 16;
+  return w < STREAM_CHUNK ? w : STREAM_CHUNK;
+}
+
 static loom_status stream_chunks(mm_ctx *c, loom_tp_stmt *top) {
   loom_tp_stmt *jo, *ji;
-  LOOM_PROPAGATE(loom_tp_split_ceil(c->a, c->cx, c->view, top, STREAM_CHUNK, &jo, &ji));
+  int64_t width = stream_width(top->u.loop.extent);
+  LOOM_PROPAGATE(loom_tp_split_ceil(c->a, c->cx, c->view, top, width, &jo, &ji));
   /* sinking swaps loop headers in place: the chunk's node then holds the first batch loop (or
    * i), and i is nbatch levels below it */
   loom_tp_stmt *sunk, *levels[MAX_CHAIN], *l = ji;
@@ -637,8 +653,8 @@ static loom_status stream_chunks(mm_ctx *c, loom_tp_stmt *top) {
   LOOM_PROPAGATE(loom_tpmm_sink(c, jo, lead, &sunk)); /* jo's node now holds the first of them */
   for (int k = 0; k < lead; k++) LOOM_PROPAGATE(loom_tp_fuse(c->a, c->cx, c->view, par, &par));
   LOOM_PROPAGATE(loom_tp_set_kind(c->cx, par, LOOM_TP_LOOP_PARALLEL));
-  loom_strbuf_printf(c->why, "  rows streamed: B read once, row by row, in chunks of %d columns (parallel%s, the last "
-                             "partial), reduction outside the rows, %d rows of B per pass over C\n", STREAM_CHUNK,
+  loom_strbuf_printf(c->why, "  rows streamed: B read once, row by row, in chunks of %lld columns (parallel%s, the last "
+                             "partial), reduction outside the rows, %d rows of B per pass over C\n", (long long)width,
                      lead ? " with the batch loops B uses" : "", STREAM_K);
   return LOOM_OK;
 }

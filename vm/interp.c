@@ -23,7 +23,8 @@
 #endif
 
 typedef struct prof_entry {
-  uint64_t count, ns;
+  uint64_t count, ns; /* calls and their total time */
+  uint64_t min_ns;    /* the fastest call (0: none yet): what a loaded machine's outliers do not move */
 } prof_entry;
 
 /* The VM is shared by every call made on it, possibly from several threads at once: after
@@ -69,9 +70,13 @@ static void set_error_index(const loom_kernel_ctx *ctx, const char *msg, int64_t
 static inline void prof_add(prof_entry *p, uint64_t ns) {
   __atomic_fetch_add(&p->count, 1, __ATOMIC_RELAXED);
   __atomic_fetch_add(&p->ns, ns, __ATOMIC_RELAXED);
+  uint64_t m = __atomic_load_n(&p->min_ns, __ATOMIC_RELAXED), v = ns ? ns : 1;
+  while ((m == 0 || v < m) && !__atomic_compare_exchange_n(&p->min_ns, &m, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
 }
 static inline prof_entry prof_take(prof_entry *p) {
-  return (prof_entry){__atomic_exchange_n(&p->count, 0, __ATOMIC_RELAXED), __atomic_exchange_n(&p->ns, 0, __ATOMIC_RELAXED)};
+  return (prof_entry){__atomic_exchange_n(&p->count, 0, __ATOMIC_RELAXED), __atomic_exchange_n(&p->ns, 0, __ATOMIC_RELAXED),
+                      __atomic_exchange_n(&p->min_ns, 0, __ATOMIC_RELAXED)};
 }
 
 static int32_t serial_for(void *pool, int64_t n, loom_parallel_body body, void *arg) {
@@ -763,11 +768,11 @@ void loom_vm_profile_print(loom_vm *vm, FILE *out) {
     fprintf(out, "  %-10s %10llu %12.1f %10.1f\n", loom_vm_opinfo_table[i].name, (unsigned long long)p.count, p.ns / 1e3,
             (double)p.ns / (double)p.count);
   }
-  fprintf(out, "profile: kernels\n  %-24s %10s %12s %10s\n", "kernel", "calls", "total us", "us/call");
+  fprintf(out, "profile: kernels\n  %-24s %10s %12s %10s %10s\n", "kernel", "calls", "total us", "us/call", "min us");
   for (uint32_t i = 0; i < e->nkernels; i++) {
     prof_entry p = prof_take(&vm->kernel_prof[i]);
     if (!p.count) continue;
-    fprintf(out, "  %-24s %10llu %12.1f %10.3f\n", loom_vm_exec_str(e, e->kernels[i].name), (unsigned long long)p.count,
-            p.ns / 1e3, (double)p.ns / 1e3 / (double)p.count);
+    fprintf(out, "  %-24s %10llu %12.1f %10.3f %10.3f\n", loom_vm_exec_str(e, e->kernels[i].name),
+            (unsigned long long)p.count, p.ns / 1e3, (double)p.ns / 1e3 / (double)p.count, p.min_ns / 1e3);
   }
 }

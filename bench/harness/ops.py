@@ -116,14 +116,18 @@ def run_case(case, threads, args, mdir, wdir):
                     ort.run(I)
                     return None
 
+                # ORT's threads live in this process, Loom's in bench-loom-serve: each call's
+                # `others` are the other system's threads (this calling thread excluded)
                 times = interleave.alternate([("loom", loom_call), ("ort", ort_call)], rounds=args.rounds,
                                              budget_s=args.case_budget, min_rounds=3,
-                                             quiet_pids=[os.getpid(), loom.proc.pid], burst=3 if t > 1 else 1)
+                                             quiet_pids=[os.getpid(), loom.proc.pid], burst=3 if t > 1 else 1,
+                                             others={"loom": [os.getpid()], "ort": [loom.proc.pid]})
                 lm, ls = interleave.summary(times["loom"])
                 om, osp = interleave.summary(times["ort"])
                 out_bytes = np.asarray(y_ort).nbytes
                 rows.append(dict(row, status="ok", loom_ms=lm * 1e3, loom_spread=ls, ort_ms=om * 1e3, ort_spread=osp,
                                  ratio=lm / om, rounds=len(times["loom"]), flops=flops,
+                                 loom_others_ms=max(times["loom/others_ns"]) / 1e6, ort_others_ms=max(times["ort/others_ns"]) / 1e6,
                                  bytes=sum(a.nbytes for a in I.values()) + out_bytes + (wbytes if wbytes is not None else out_bytes)))
     finally:
         loom.close()
@@ -201,6 +205,12 @@ def summary_lines(rows, threads):
                 scal.append(f"{r1['family']} {r1['case']}: loom {r1['loom_ms'] / r2['loom_ms']:.2f}x, ort {r1['ort_ms'] / r2['ort_ms']:.2f}x")
     if scal:
         L.append("1 -> 2 thread scaling (compute-bound cases): " + "; ".join(scal))
+    ok = [r for r in rows if r["status"] == "ok"]
+    if ok:  # what the other system's threads ran during a timed call: 0 when the interleaving was fair
+        lo, oo = max(ok, key=lambda r: r["loom_others_ms"]), max(ok, key=lambda r: r["ort_others_ms"])
+        L.append(f"fairness: the other system's threads ran at most {lo['loom_others_ms']:.2f} ms during a timed Loom call "
+                 f"({lo['family']} {lo['case']} t{lo['threads']}) and {oo['ort_others_ms']:.2f} ms during a timed ORT call "
+                 f"({oo['family']} {oo['case']} t{oo['threads']})")
     bad_rows = [r for r in rows if r["status"] not in ("ok", "unsupported")]
     if bad_rows:
         L.append(f"{len(bad_rows)} case(s) wrong or failed: " + "; ".join(f"{r['family']} {r['case']} t{r.get('threads', '')}: "
@@ -274,7 +284,7 @@ def main():
         tag = args.tag or datetime.datetime.utcnow().strftime("%Y-%m-%d") + "-ops" + ("-quick" if args.quick else "")
         open(os.path.join(resdir, tag + ".md"), "w").write(text)
         keys = ["family", "case", "threads", "status", "loom_ms", "loom_spread", "ort_ms", "ort_spread", "ratio", "rounds",
-                "err", "flops", "bytes", "loom_compile_s", "error"]
+                "err", "flops", "bytes", "loom_compile_s", "loom_others_ms", "ort_others_ms", "error"]
         with open(os.path.join(resdir, tag + ".csv"), "w", newline="") as f:
             w = csv.DictWriter(f, keys, extrasaction="ignore")
             w.writeheader()

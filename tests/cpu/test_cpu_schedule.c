@@ -726,3 +726,18 @@ LOOM_TEST(cpu, schedule_rule_rows_in_parallel_for_few_panels) {
   schedule_for_and_diff(cols_text(64), 32, "rows in parallel (few panels)", &o);
   why_lacks(cols_text(512), "rows in parallel");
 }
+
+/* Few rows (m < 6) against a B of constant n: the streamed column chunks are narrowed to an even
+ * count of about equal width (a 768-column projection was one chunk of 1024: one thread at any
+ * thread count; 3072 columns three: 2 + 1 on two threads); 4096 columns keep chunks of 1024.
+ * Rows 0..5 and k 0, 1 and primes; n not a multiple of 16 (100: 64 + 36); 1 and 2 threads and
+ * the pool (cpu_diff). */
+LOOM_TEST(cpu, schedule_rule_stream_chunks_follow_threads) {
+  static const int64_t sz[] = {0, 1, 2, 3, 5, 7, 13, 31};
+  cpu_diff_opts o = cpu_opts(sz, 8, 1e-4);
+  o.trials = 8;
+  schedule_for_and_diff(cols_text(768), 64, "rows streamed: B read once, row by row, in chunks of 384 columns", &o);
+  schedule_for_and_diff(cols_text(3072), 64, "in chunks of 768 columns", &o);
+  schedule_for_and_diff(cols_text(100), 32, "in chunks of 64 columns", &o);
+  schedule_for_and_diff(cols_text(4096), 64, "in chunks of 1024 columns", &o);
+}
