@@ -618,6 +618,9 @@ static void pool_row(pool_b *p, loom_dtype t) {
 
 /* The most grid positions of one plane the grid form keeps in its Local (floats). */
 enum { POOL_GRID_MAX = 1024 };
+/* The grid form's chunk when the grid has at least that many positions: four vectors of 8 whose
+ * sums are independent chains (one chunk of 8 waits on each tap's add: latency-bound). */
+enum { POOL_GRID_WIDE = 32 };
 
 bool loom_tp_rows_grid(const loom_tp_window *w, loom_tp_pool_kind kind, bool dw) {
   return w->n == 2 && w->stride[0] == w->stride[1] && (dw || kind == LOOM_TP_POOL_MAX || kind == LOOM_TP_POOL_AVG_PAD);
@@ -636,14 +639,14 @@ bool loom_tp_rows_grid(const loom_tp_window *w, loom_tp_pool_kind kind, bool dw)
  * Every read is inside the plane: the largest, at g = G - 1, is the last output's last tap. The guard
  * (rows_program) is 1 <= y1, 8 <= G <= POOL_GRID_MAX. Y is only stored, element by element (an
  * epilogue takes those stores). */
-static void pool_grid(pool_b *p, loom_dtype t, const loom_sym_expr *G) {
+static void pool_grid(pool_b *p, loom_dtype t, const loom_sym_expr *G, int64_t lanes) {
   loom_tpb *b = &p->b;
   loom_sym_ctx *cx = b->cx;
   loom_arena *a = b->a;
-  const loom_sym_expr *L = C(cx, POOL_LANES), *h1 = p->xd[3], *gmax = C(cx, POOL_GRID_MAX);
+  const loom_sym_expr *L = C(cx, lanes), *h1 = p->xd[3], *gmax = C(cx, POOL_GRID_MAX);
   int64_t s = p->w->stride[1];
   const loom_tp_buffer *accg = loom_tpb_alloc(b, "accg", t, 1, &gmax, LOOM_TP_SCOPE_LOCAL);
-  const loom_sym_expr *go = loom_tpb_for(b, "go", loom_sym_floordiv(cx, loom_sym_add(cx, G, C(cx, POOL_LANES - 1)), L),
+  const loom_sym_expr *go = loom_tpb_for(b, "go", loom_sym_floordiv(cx, loom_sym_add(cx, G, C(cx, lanes - 1)), L),
                                          LOOM_TP_LOOP_SERIAL, false);
   const loom_sym_expr *base = loom_sym_min(cx, loom_sym_mul(cx, go, L), loom_sym_sub(cx, G, L));
   const loom_tp_buffer *acc = loom_tpb_alloc(b, "accq", t, 1, &L, LOOM_TP_SCOPE_LOCAL);
@@ -711,7 +714,11 @@ static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, cons
     c = loom_tp_op2(a, LOOM_TP_OP_AND, c, loom_tp_op2(a, LOOM_TP_OP_AND, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, G), loom_tpb_idx(b, C(cx, POOL_LANES))),
                                                       loom_tp_op2(a, LOOM_TP_OP_LE, loom_tpb_idx(b, G), loom_tpb_idx(b, C(cx, POOL_GRID_MAX)))));
     loom_tpb_if(b, c);
-    pool_grid(p, t, G);
+    loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, G), loom_tpb_idx(b, C(cx, POOL_GRID_WIDE))));
+    pool_grid(p, t, G, POOL_GRID_WIDE);
+    loom_tpb_else(b);
+    pool_grid(p, t, G, POOL_LANES);
+    loom_tpb_end(b);
     loom_tpb_else(b);
   }
   for (int i = 0; i + 1 < n; i++) p->jv[i] = loom_tpb_for(b, jn[i], p->yd[2 + i], LOOM_TP_LOOP_SERIAL, false);
