@@ -296,3 +296,42 @@ LOOM_TEST(e2e_pool_rows, silu_in_the_padding_of_a_depthwise_convolution) {
   e2e_model_free(&md);
   unlink(path);
 }
+
+/* The widest chunk a row holds (gen_conv.c pool_tier: 32, 16 or 8 lanes, whose vectors of 8 sum
+ * independently) and the grid form's chunks of 32 on grids of 32 positions or more: depthwise 3 x 3,
+ * 5 x 5 at stride 2 with a bias and SiLU after it, 7 x 7, max pooling at stride 2 and average pooling
+ * without the padding counted (its per-chunk interior test spans the wider chunk), 5 channels,
+ * against the interpreter; one compilation, batch 0-2, output rows of 1, 7, 8, 15, 16, 17, 31, 32,
+ * 33 and 47, grids under and over 32 positions, 1 and 2 threads. The programs are checked to hold
+ * the 32- and 16-lane chunks and the grid's 32-lane accumulators (none of them before). */
+LOOM_TEST(e2e_pool_rows, wide_chunks_of_depthwise_and_pooling_rows) {
+  const char *text =
+      "fn @main(x: Tensor[(b, 5, h, v), f32], k: Tensor[(5, 1, 3, 3), f32], k5: Tensor[(5, 1, 5, 5), f32],\n"
+      "         k7: Tensor[(5, 1, 7, 7), f32], kb: Tensor[(5,), f32]) -> Object {\n"
+      "  dataflow {\n"
+      "    y1 = conv2d(x, k, groups=5, padding=[1])\n"
+      "    c2 = conv2d(x, k5, kb, groups=5, strides=[2, 2], padding=[2])\n"
+      "    s2 = sigmoid(c2)\n"
+      "    y2 = mul(c2, s2)\n"
+      "    y3 = conv2d(x, k7, groups=5, padding=[3])\n"
+      "    p4 = max_pool(x, kernel=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])\n"
+      "    p5 = avg_pool(x, kernel=[3, 3], padding=[1, 1, 1, 1])\n"
+      "    out = (y1, y2, y3, p4, p5)\n"
+      "    output out\n"
+      "  }\n"
+      "  return out\n"
+      "}\n";
+  char path[] = "/tmp/loom-rowswide-XXXXXX";
+  e2e_model md = compile_text(text, path);
+  cr_assert(program_has(&md, "depthwise_rows", "in 0..32 vectorize"), "no depthwise program has chunks of 32");
+  cr_assert(program_has(&md, "depthwise_rows", "in 0..16 vectorize"), "no depthwise program has chunks of 16");
+  cr_assert(program_has(&md, "depthwise_rows", "accq: Local[(32,)"), "no depthwise grid form has chunks of 32");
+  cr_assert(program_has(&md, "max_pool_rows", "in 0..32 vectorize"), "max pooling has no chunks of 32");
+  cr_assert(program_has(&md, "avg_pool_rows", "in 0..16 vectorize"), "average pooling has no chunks of 16");
+  static const int64_t sizes[][MAX_N] = {{9, 7},  {5, 8},  {3, 15}, {6, 16}, {2, 17}, {4, 31},
+                                         {7, 32}, {1, 33}, {3, 47}, {5, 5},  {9, 3},  {1, 1}, {12, 66}};
+  int runs = run_sizes(&md, path, text, 2, sizes, sizeof sizes / sizeof *sizes);
+  cr_log_info("wide chunks of rows programs: %d runs", runs);
+  e2e_model_free(&md);
+  unlink(path);
+}
