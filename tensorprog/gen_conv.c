@@ -202,6 +202,11 @@ loom_status loom_tp_gen_conv_crop(loom_arena *a, loom_sym_ctx *cx, const char *n
  *     Y[.., yoff + min(8*<tag>o, extent - 8) + <tag>i] = X[.., min(..) + <tag>i] } } }
  *   else { for <tag>s in 0..extent { Y[.., yoff + <tag>s] = X[.., <tag>s] } } */
 enum { POOL_LANES = 8 };
+/* The chunk widths of pool_chunks, widest first (the last POOL_LANES): a row takes the widest it
+ * holds, whose 2 or 4 vectors of 8 sum independently; one vector of 8 waits on each tap's add
+ * (latency-bound: 3 cycles a tap where the loads and multiplies would take 1). */
+enum { POOL_TIERS = 3 };
+static const int64_t pool_tier[POOL_TIERS] = {32, 16, POOL_LANES};
 
 static void row_copy(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, const loom_sym_expr *yoff, const loom_tp_buffer *X,
                      loom_tp_expr **xi, loom_dtype t, double fill, const loom_sym_expr *extent, const char *tag) {
@@ -491,9 +496,9 @@ static loom_tp_expr *pool_taps_k(pool_b *p, loom_dtype t) {
   return loom_tp_const_f(p->b.a, t, (double)K);
 }
 
-/* The test that the windows of the chunk at last-axis positions base .. base + POOL_LANES - 1 (the
+/* The test that the windows of the chunk at last-axis positions base .. base + lanes - 1 (the
  * other axes at jv) lie inside the input, or NULL when every window does (no padding). */
-static loom_tp_expr *pool_interior(pool_b *p, const loom_sym_expr *base) {
+static loom_tp_expr *pool_interior(pool_b *p, const loom_sym_expr *base, int64_t lanes) {
   loom_sym_ctx *cx = p->b.cx;
   loom_tp_expr *all = NULL;
   bool padded = false;
@@ -501,7 +506,7 @@ static loom_tp_expr *pool_interior(pool_b *p, const loom_sym_expr *base) {
   if (!padded) return NULL;
   for (int i = 0; i < p->n; i++) {
     bool lastax = i + 1 == p->n;
-    const loom_sym_expr *first = lastax ? base : p->jv[i], *end = lastax ? loom_sym_add(cx, base, C(cx, POOL_LANES - 1)) : p->jv[i];
+    const loom_sym_expr *first = lastax ? base : p->jv[i], *end = lastax ? loom_sym_add(cx, base, C(cx, lanes - 1)) : p->jv[i];
     const loom_sym_expr *lo = loom_sym_sub(cx, loom_sym_mul(cx, first, C(cx, p->w->stride[i])), C(cx, p->w->pad_lo[i]));
     const loom_sym_expr *hi = loom_sym_add(cx, loom_sym_sub(cx, loom_sym_mul(cx, end, C(cx, p->w->stride[i])), C(cx, p->w->pad_lo[i])),
                                            C(cx, p->w->kernel[i]));
@@ -534,14 +539,14 @@ static loom_tp_expr *pool_init(pool_b *p, loom_dtype t) {
                                                 : loom_tpg_reduce_init(&p->b, LOOM_TP_REDUCE_SUM, t);
 }
 
-/* Chunks of POOL_LANES positions of the last axis (rows at least that long). */
-static void pool_chunks(pool_b *p, loom_dtype t) {
+/* Chunks of `lanes` positions of the last axis (rows at least that long). */
+static void pool_chunks(pool_b *p, loom_dtype t, int64_t lanes) {
   static const char *const tn[LOOM_TP_MAX_SPATIAL] = {"t0", "t1", "t2", "t3", "t4", "t5"};
   loom_tpb *b = &p->b;
   loom_sym_ctx *cx = b->cx;
   loom_arena *a = b->a;
-  const loom_sym_expr *yl = p->yd[1 + p->n], *L = C(cx, POOL_LANES);
-  const loom_sym_expr *uo = loom_tpb_for(b, "uo", loom_sym_floordiv(cx, loom_sym_add(cx, yl, C(cx, POOL_LANES - 1)), L),
+  const loom_sym_expr *yl = p->yd[1 + p->n], *L = C(cx, lanes);
+  const loom_sym_expr *uo = loom_tpb_for(b, "uo", loom_sym_floordiv(cx, loom_sym_add(cx, yl, C(cx, lanes - 1)), L),
                                          LOOM_TP_LOOP_SERIAL, false);
   const loom_sym_expr *base = loom_sym_min(cx, loom_sym_mul(cx, uo, L), loom_sym_sub(cx, yl, L));
   const loom_tp_buffer *acc = loom_tpb_alloc(b, "acc", t, 1, &L, LOOM_TP_SCOPE_LOCAL);
@@ -562,7 +567,7 @@ static void pool_chunks(pool_b *p, loom_dtype t) {
   yi[1 + p->n] = loom_tpb_idx(b, pos);
   ai = loom_tpb_idx(b, u2);
   loom_tp_expr *v = loom_tpb_load(b, acc, &ai);
-  loom_tp_expr *inner = pool_avg(p) && p->kind == LOOM_TP_POOL_AVG ? pool_interior(p, base) : NULL;
+  loom_tp_expr *inner = pool_avg(p) && p->kind == LOOM_TP_POOL_AVG ? pool_interior(p, base, lanes) : NULL;
   if (inner) { /* every window of the chunk inside the input: the count is K */
     loom_tpb_end(b);
     loom_tpb_if(b, inner);
@@ -618,6 +623,9 @@ static void pool_row(pool_b *p, loom_dtype t) {
 
 /* The most grid positions of one plane the grid form keeps in its Local (floats). */
 enum { POOL_GRID_MAX = 1024 };
+/* The grid form's chunk when the grid has at least that many positions: four vectors of 8 whose
+ * sums are independent chains (one chunk of 8 waits on each tap's add: latency-bound). */
+enum { POOL_GRID_WIDE = 32 };
 
 bool loom_tp_rows_grid(const loom_tp_window *w, loom_tp_pool_kind kind, bool dw) {
   return w->n == 2 && w->stride[0] == w->stride[1] && (dw || kind == LOOM_TP_POOL_MAX || kind == LOOM_TP_POOL_AVG_PAD);
@@ -636,14 +644,14 @@ bool loom_tp_rows_grid(const loom_tp_window *w, loom_tp_pool_kind kind, bool dw)
  * Every read is inside the plane: the largest, at g = G - 1, is the last output's last tap. The guard
  * (rows_program) is 1 <= y1, 8 <= G <= POOL_GRID_MAX. Y is only stored, element by element (an
  * epilogue takes those stores). */
-static void pool_grid(pool_b *p, loom_dtype t, const loom_sym_expr *G) {
+static void pool_grid(pool_b *p, loom_dtype t, const loom_sym_expr *G, int64_t lanes) {
   loom_tpb *b = &p->b;
   loom_sym_ctx *cx = b->cx;
   loom_arena *a = b->a;
-  const loom_sym_expr *L = C(cx, POOL_LANES), *h1 = p->xd[3], *gmax = C(cx, POOL_GRID_MAX);
+  const loom_sym_expr *L = C(cx, lanes), *h1 = p->xd[3], *gmax = C(cx, POOL_GRID_MAX);
   int64_t s = p->w->stride[1];
   const loom_tp_buffer *accg = loom_tpb_alloc(b, "accg", t, 1, &gmax, LOOM_TP_SCOPE_LOCAL);
-  const loom_sym_expr *go = loom_tpb_for(b, "go", loom_sym_floordiv(cx, loom_sym_add(cx, G, C(cx, POOL_LANES - 1)), L),
+  const loom_sym_expr *go = loom_tpb_for(b, "go", loom_sym_floordiv(cx, loom_sym_add(cx, G, C(cx, lanes - 1)), L),
                                          LOOM_TP_LOOP_SERIAL, false);
   const loom_sym_expr *base = loom_sym_min(cx, loom_sym_mul(cx, go, L), loom_sym_sub(cx, G, L));
   const loom_tp_buffer *acc = loom_tpb_alloc(b, "accq", t, 1, &L, LOOM_TP_SCOPE_LOCAL);
@@ -711,15 +719,21 @@ static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, cons
     c = loom_tp_op2(a, LOOM_TP_OP_AND, c, loom_tp_op2(a, LOOM_TP_OP_AND, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, G), loom_tpb_idx(b, C(cx, POOL_LANES))),
                                                       loom_tp_op2(a, LOOM_TP_OP_LE, loom_tpb_idx(b, G), loom_tpb_idx(b, C(cx, POOL_GRID_MAX)))));
     loom_tpb_if(b, c);
-    pool_grid(p, t, G);
+    loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, G), loom_tpb_idx(b, C(cx, POOL_GRID_WIDE))));
+    pool_grid(p, t, G, POOL_GRID_WIDE);
+    loom_tpb_else(b);
+    pool_grid(p, t, G, POOL_LANES);
+    loom_tpb_end(b);
     loom_tpb_else(b);
   }
   for (int i = 0; i + 1 < n; i++) p->jv[i] = loom_tpb_for(b, jn[i], p->yd[2 + i], LOOM_TP_LOOP_SERIAL, false);
-  loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, p->yd[1 + n]), loom_tpb_idx(b, C(cx, POOL_LANES))));
-  pool_chunks(p, t);
-  loom_tpb_else(b);
+  for (int k = 0; k < POOL_TIERS; k++) { /* the widest chunk the row holds: its sums are independent chains */
+    loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, p->yd[1 + n]), loom_tpb_idx(b, C(cx, pool_tier[k]))));
+    pool_chunks(p, t, pool_tier[k]);
+    loom_tpb_else(b);
+  }
   pool_row(p, t);
-  loom_tpb_end_n(b, n); /* the if, the loops j0.. */
+  loom_tpb_end_n(b, n - 1 + POOL_TIERS); /* the ifs, the loops j0.. */
   if (p->Xf) loom_tpb_end(b);
   return loom_tpb_finish(b, result);
 }

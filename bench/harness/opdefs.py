@@ -116,6 +116,15 @@ def conv(cin, cout, k, stride=1, pad=0, dil=1, groups=1, nd=2, bias=True):
     return build
 
 
+def conv_dw_silu(c, k, stride):
+    def build(g):
+        x = g.input("x", F32, ["N", c, "H", "W"])
+        y = g.op("Conv", [x, g.weight([c, 1, k, k]), g.weight([c], std=0.1)], kernel_shape=[k, k], strides=[stride] * 2,
+                 pads=[k // 2] * 4, group=c)
+        return g.model(g.op("Mul", [y, g.op("Sigmoid", [y])], "y"))
+    return build
+
+
 def conv_flops(n, cin, cout, k, out_spatial, groups=1):
     return 2.0 * n * cout * (cin // groups) * (k ** len(out_spatial)) * float(np.prod(out_spatial))
 
@@ -517,11 +526,15 @@ def all_cases():
         ("conv_grouped", "3x3 g32 128->128 28x28", 128, 128, 3, 1, 1, 1, 32, 28, True),
         ("conv_depthwise", "3x3 144ch 56x56", 144, 144, 3, 1, 1, 1, 144, 56, True),
         ("conv_depthwise", "3x3 s2 96ch 112x112", 96, 96, 3, 2, 1, 1, 96, 112, False),
+        ("conv_depthwise", "5x5 s2 144ch 28x28", 144, 144, 5, 2, 2, 1, 144, 28, True),
         ("conv_dilated", "3x3 d2 64->64 56x56", 64, 64, 3, 1, 2, 2, 1, 56, True),
     ]:
         o = (hw + 2 * pad - dil * (k - 1) - 1) // st + 1
         add(Case(fam, lab, conv(cin, cout, k, st, pad, dil, grp), {"x": (1, cin, hw, hw)},
                  conv_flops(1, cin, cout, k, (o, o), grp), quick=quick))
+    # EfficientNet's late depthwise 5 x 5 s2 with SiLU after it, on a small odd plane (batch 2)
+    add(Case("conv_depthwise", "5x5 s2 144ch 15x11 +SiLU batch 2", conv_dw_silu(144, 5, 2), {"x": (2, 144, 15, 11)},
+             conv_flops(2, 144, 144, 5, (8, 6), 144), quick=True))
     add(Case("conv1d", "k5 128->128 L=1000", conv(128, 128, 5, 1, 2, nd=1), {"x": (1, 128, 1000)},
              conv_flops(1, 128, 128, 5, (1000,))))
     add(Case("conv_transpose", "3x3 s2 64->32 28->56", conv_transpose(64, 32, 3, 2, 1, 1), {"x": (1, 64, 28, 28)},

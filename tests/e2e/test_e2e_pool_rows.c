@@ -214,6 +214,27 @@ static bool program_has(const e2e_model *md, const char *part, const char *text)
   return found;
 }
 
+/* A program whose name holds `prog` has (want) or has not `text` in its printed form. */
+typedef struct prog_check {
+  const char *prog, *text;
+  bool want;
+} prog_check;
+
+/* Compiles the 2-D module `text`, checks its programs, then runs it against the interpreter at the
+ * input extents `sizes` (batch 0-2, 1 and 2 threads). */
+static void run_checked(const char *text, const prog_check *checks, size_t nchecks, const int64_t (*sizes)[MAX_N], size_t nsizes,
+                        const char *what) {
+  char path[] = "/tmp/loom-rows-XXXXXX";
+  e2e_model md = compile_text(text, path);
+  for (size_t i = 0; i < nchecks; i++)
+    cr_assert(program_has(&md, checks[i].prog, checks[i].text) == checks[i].want, "%s: a %s program %s `%s`", what,
+              checks[i].prog, checks[i].want ? "lacks" : "has", checks[i].text);
+  int runs = run_sizes(&md, path, text, 2, sizes, nsizes);
+  cr_log_info("%s: %d runs", what, runs);
+  e2e_model_free(&md);
+  unlink(path);
+}
+
 /* Rows shorter than a chunk on the padded plane's grid (gen_conv.c pool_grid: 2-D, equal strides):
  * depthwise 3 x 3 at strides 1, 2 and 3, 5 x 5 dilated 2, 11 x 11 with a bias, max pooling at stride
  * 2 and average pooling counting the padding, against the interpreter; one compilation, batch 0-2,
@@ -239,17 +260,12 @@ LOOM_TEST(e2e_pool_rows, short_rows_on_the_planes_grid) {
       "  }\n"
       "  return out\n"
       "}\n";
-  char path[] = "/tmp/loom-rowsgrid-XXXXXX";
-  e2e_model md = compile_text(text, path);
-  cr_assert(program_has(&md, "depthwise_rows", "accg"), "no depthwise program has the grid form");
-  cr_assert(program_has(&md, "max_pool_rows", "accg"), "max pooling has no grid form");
-  cr_assert(program_has(&md, "avgpad_pool_rows", "accg"), "average pooling counting the padding has no grid form");
-  cr_assert(!program_has(&md, "avg_pool_rows", "accg"), "average pooling without the padding took the grid form");
+  static const prog_check checks[] = {
+      {"depthwise_rows", "accg", true}, {"max_pool_rows", "accg", true}, {"avgpad_pool_rows", "accg", true},
+      {"avg_pool_rows", "accg", false}, /* the divisor varies per position */
+  };
   static const int64_t sizes[][MAX_N] = {{7, 7}, {1, 3}, {9, 5}, {2, 1}, {13, 2}, {1100, 6}, {14, 13}, {5, 20}, {3, 7}, {8, 8}};
-  int runs = run_sizes(&md, path, text, 2, sizes, sizeof sizes / sizeof *sizes);
-  cr_log_info("short rows on the plane's grid: %d runs", runs);
-  e2e_model_free(&md);
-  unlink(path);
+  run_checked(text, checks, sizeof checks / sizeof *checks, sizes, sizeof sizes / sizeof *sizes, "short rows on the plane's grid");
 }
 
 /* The padding copy of a depthwise convolution (conv_pad: rows in 8-wide chunks, the last moved back
@@ -295,4 +311,38 @@ LOOM_TEST(e2e_pool_rows, silu_in_the_padding_of_a_depthwise_convolution) {
   cr_log_info("SiLU in the padding of depthwise convolutions: %d runs", runs);
   e2e_model_free(&md);
   unlink(path);
+}
+
+/* The widest chunk a row holds (gen_conv.c pool_tier: 32, 16 or 8 lanes, whose vectors of 8 sum
+ * independently) and the grid form's chunks of 32 on grids of 32 positions or more: depthwise 3 x 3,
+ * 5 x 5 at stride 2 with a bias and SiLU after it, 7 x 7, max pooling at stride 2 and average pooling
+ * without the padding counted (its per-chunk interior test spans the wider chunk), 5 channels,
+ * against the interpreter; one compilation, batch 0-2, output rows of 1, 7, 8, 15, 16, 17, 31, 32,
+ * 33 and 47, grids under and over 32 positions, 1 and 2 threads. The programs are checked to hold
+ * the 32- and 16-lane chunks and the grid's 32-lane accumulators (none of them before). */
+LOOM_TEST(e2e_pool_rows, wide_chunks_of_depthwise_and_pooling_rows) {
+  const char *text =
+      "fn @main(x: Tensor[(b, 5, h, v), f32], k: Tensor[(5, 1, 3, 3), f32], k5: Tensor[(5, 1, 5, 5), f32],\n"
+      "         k7: Tensor[(5, 1, 7, 7), f32], kb: Tensor[(5,), f32]) -> Object {\n"
+      "  dataflow {\n"
+      "    y1 = conv2d(x, k, groups=5, padding=[1])\n"
+      "    c2 = conv2d(x, k5, kb, groups=5, strides=[2, 2], padding=[2])\n"
+      "    s2 = sigmoid(c2)\n"
+      "    y2 = mul(c2, s2)\n"
+      "    y3 = conv2d(x, k7, groups=5, padding=[3])\n"
+      "    p4 = max_pool(x, kernel=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])\n"
+      "    p5 = avg_pool(x, kernel=[3, 3], padding=[1, 1, 1, 1])\n"
+      "    out = (y1, y2, y3, p4, p5)\n"
+      "    output out\n"
+      "  }\n"
+      "  return out\n"
+      "}\n";
+  static const prog_check checks[] = {
+      {"depthwise_rows", "in 0..32 vectorize", true}, {"depthwise_rows", "in 0..16 vectorize", true},
+      {"depthwise_rows", "accq: Local[(32,)", true},  {"max_pool_rows", "in 0..32 vectorize", true},
+      {"avg_pool_rows", "in 0..16 vectorize", true},
+  };
+  static const int64_t sizes[][MAX_N] = {{9, 7},  {5, 8},  {3, 15}, {6, 16}, {2, 17}, {4, 31},
+                                         {7, 32}, {1, 33}, {3, 47}, {5, 5},  {9, 3},  {1, 1}, {12, 66}};
+  run_checked(text, checks, sizeof checks / sizeof *checks, sizes, sizeof sizes / sizeof *sizes, "wide chunks of rows programs");
 }
