@@ -109,7 +109,7 @@ def run_case(case, threads, args, mdir, wdir):
                     continue
 
                 def loom_call():
-                    loom.run(I)
+                    loom.run(I, want_output=False)
                     return loom.own_time()
 
                 def ort_call():

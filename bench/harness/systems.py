@@ -334,7 +334,19 @@ class Loom(System):
     def own_time(self):
         return None if self.call_ns is None else self.call_ns * 1e-9
 
-    def run(self, I):
+    def run(self, I, want_output=True):
+        """Output 0 as NumPy; with want_output False (bench/ops' timed calls) nothing is copied back,
+        and inputs already written for this same `I` are not written again: between two timed calls
+        neither process moves a tensor, as an in-process user's calls (and ORT's here) do not — the
+        copies evicted a large case's working set from the cache before every Loom call."""
+        if not want_output and getattr(self, "_written", None) is I:
+            self.proc.stdin.write(self._time_line)
+            self.proc.stdin.flush()
+            r = self.proc.stdout.readline().split()
+            if not r or r[0] != "ok":
+                raise RuntimeError("loom: " + (" ".join(r[1:]) if r else f"bench-loom-serve exited with {self.proc.poll()}"))
+            self.call_ns = int(r[1])
+            return None
         arrays = [np.ascontiguousarray(I[n]) for n in self.names]
         offsets, end = [], 0
         for a in arrays:
@@ -349,6 +361,7 @@ class Loom(System):
         for a, off in zip(arrays, offsets):
             np.frombuffer(self.in_map, a.dtype, a.size, off).reshape(a.shape)[...] = a
             spec += [_LOOM_DTYPE[a.dtype.str[1:]], str(a.ndim)] + [str(d) for d in a.shape] + [str(off)]
+        self._written, self._time_line = I, f"time {len(self.in_map)} {len(arrays)} {' '.join(spec)}\n"
         self.proc.stdin.write(f"call {len(self.in_map)} {len(arrays)} {' '.join(spec)}\n")
         self.proc.stdin.flush()
         r = self.proc.stdout.readline().split()

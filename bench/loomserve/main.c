@@ -15,6 +15,8 @@
  *   <- call IN_BYTES N (DTYPE RANK D_1 ... D_RANK OFFSET){N}   inputs at OFFSET of IN_FILE (IN_BYTES long)
  *   -> ok OUT_BYTES DTYPE RANK D_1 ... D_RANK CALL_NS COPY_NS  output 0, copied to OUT_FILE offset 0
  *      error MESSAGE                                           the server stays usable
+ *   <- time IN_BYTES N ...                                    the same call, output 0 not copied:
+ *   -> ok CALL_NS                                             bench/ops' timed calls
  *   <- threads T                                              loom_rt_set_threads (bench/ops: one
  *   -> ok                                                     compilation serves 1 and 2 threads)
  *   <- quit  (or end of input)
@@ -136,10 +138,11 @@ static loom_status send_output(server *sv, loom_rt_outputs *o, uint64_t call_ns)
   return LOOM_OK;
 }
 
-/* "call IN_BYTES N specs...": one call of @main. */
+/* "call IN_BYTES N specs..." (or "time ...": output 0 not copied out): one call of @main. */
 static loom_status serve_call(server *sv, char *line) {
   char *p;
-  strtok_r(line, " \n", &p); /* "call" */
+  bool copy = strncmp(line, "time ", 5) != 0;
+  strtok_r(line, " \n", &p); /* "call" / "time" */
   char *tok = strtok_r(NULL, " \n", &p);
   size_t in_bytes = tok ? strtoull(tok, NULL, 10) : 0;
   tok = strtok_r(NULL, " \n", &p);
@@ -153,7 +156,8 @@ static loom_status serve_call(server *sv, char *line) {
   uint64_t t0 = loom_clock_ns();
   if (!s) s = loom_rt_call(sv->rt, "main", in, (uint32_t)n, &o);
   uint64_t call_ns = loom_clock_ns() - t0;
-  if (!s) s = send_output(sv, &o, call_ns);
+  if (!s && copy) s = send_output(sv, &o, call_ns);
+  if (!s && !copy) printf("ok %llu\n", (unsigned long long)call_ns), fflush(stdout);
   loom_rt_outputs_free(&o);
   for (int i = 0; i < n; i++) loom_tensor_release(in[i]);
   return s;
@@ -217,7 +221,7 @@ int main(int argc, char **argv) {
   size_t cap = 0;
   while (getline(&line, &cap, stdin) > 0) {
     if (!strncmp(line, "quit", 4)) break;
-    if (!strncmp(line, "call ", 5)) s = serve_call(&sv, line);
+    if (!strncmp(line, "call ", 5) || !strncmp(line, "time ", 5)) s = serve_call(&sv, line);
     else if (!strncmp(line, "threads ", 8)) s = serve_threads(&sv, line + 8);
     else s = LOOM_ERROR(INVALID_ARGUMENT, "unknown request '%.40s'", line);
     if (s) reply_error(NULL, s);
