@@ -21,11 +21,16 @@
 #include <xxhash.h>
 
 #include "base/file.h"
+#include "base/file_write.h"
 
 /* The entry header, little-endian on disk as in memory (Loom builds for x86-64 and AArch64 only). */
 #define WC_MAGIC "LOOMWC01"
 #define WC_FORMAT 2u /* 2: the sample hash in the header */
 #define WC_ALIGN 4096u /* the payload's offset in the file: page-aligned once mapped */
+/* An entry's payload from this size on is written with O_DIRECT (file_write.h): a compile of a 1B
+ * decoder stores 4 GB in 64 MB entries; through the page cache that cost 15 s on a VM whose fresh
+ * pages are slow to touch. Smaller entries (a GPT-2's 9 MB panels) stay cached for the next compile. */
+#define WC_DIRECT_MIN (UINT64_C(16) << 20)
 typedef struct wc_header {
   char magic[8];
   uint32_t format;
@@ -271,8 +276,13 @@ void loom_wcache_put(loom_wcache *c, const char *key, size_t key_len, const void
   static const uint8_t zeros[WC_ALIGN];
   size_t gap = (size_t)h.payload_off - sizeof h - key_len;
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  bool ok = fd >= 0 && write_full(fd, &h, sizeof h) && write_full(fd, key, key_len) && write_full(fd, zeros, gap) &&
-            write_full(fd, data, len);
+  bool ok = fd >= 0 && write_full(fd, &h, sizeof h) && write_full(fd, key, key_len) && write_full(fd, zeros, gap);
+  /* the payload at its page-aligned offset by file_write.h's writer: an entry of WC_DIRECT_MIN or
+   * more bypasses the page cache (a 1B decoder's compile writes 4 GB of them) */
+  loom_file_writer *w = NULL;
+  if (ok) ok = !loom_file_writer_open(fd, h.payload_off, len, WC_DIRECT_MIN, &w);
+  if (ok) ok = !loom_file_writer_put(w, data, len);
+  if (w) ok &= loom_file_writer_close(w) == 0;
   if (fd >= 0) ok &= close(fd) == 0;
   if (ok && rename(tmp, path) == 0) {
     c->st.stored++;

@@ -86,6 +86,30 @@ LOOM_TEST(wcache, hit_miss_and_a_mapped_page_aligned_payload) {
   rm_rf(dir);
 }
 
+/* An entry of 16 MiB or more is written with O_DIRECT (wcache.c WC_DIRECT_MIN): its payload,
+ * not a multiple of the block, reads back whole and page-aligned. */
+LOOM_TEST(wcache, a_large_entry_written_past_the_page_cache_reads_back) {
+  char dir[64], path[200];
+  tmpdir(dir, sizeof dir);
+  loom_wcache *c = loom_wcache_open(dir, 0);
+  size_t n = ((size_t)16 << 20) + 4095;
+  uint8_t *data = pattern(n, 3);
+  loom_wcache_put(c, KEY_A, strlen(KEY_A), data, n);
+  loom_wcache_blob *b;
+  cr_assert(loom_wcache_get(c, KEY_A, strlen(KEY_A), n, &b));
+  cr_assert_eq(loom_wcache_blob_len(b), n);
+  cr_assert_eq((uintptr_t)loom_wcache_blob_data(b) % 4096, 0);
+  cr_assert_eq(memcmp(loom_wcache_blob_data(b), data, n), 0, "the payload differs");
+  loom_wcache_blob_free(b);
+  only_entry(dir, path, sizeof path);
+  struct stat sb;
+  cr_assert(stat(path, &sb) == 0 && (size_t)sb.st_size >= n && (size_t)sb.st_size < n + 2 * 4096, "size %lld",
+            (long long)sb.st_size);
+  loom_wcache_close(c);
+  free(data);
+  rm_rf(dir);
+}
+
 /* Writes `data` over the entry file at `off` (negative: from the end). */
 static void poke(const char *path, long off, const void *data, size_t n) {
   int fd = open(path, O_RDWR);
