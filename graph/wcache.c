@@ -276,12 +276,12 @@ void loom_wcache_put(loom_wcache *c, const char *key, size_t key_len, const void
   static const uint8_t zeros[WC_ALIGN];
   size_t gap = (size_t)h.payload_off - sizeof h - key_len;
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  bool ok = fd >= 0 && write_full(fd, &h, sizeof h) && write_full(fd, key, key_len) && write_full(fd, zeros, gap);
-  /* the payload at its page-aligned offset by file_write.h's writer: an entry of WC_DIRECT_MIN or
-   * more bypasses the page cache (a 1B decoder's compile writes 4 GB of them) */
+  /* the whole entry by file_write.h's writer: one of WC_DIRECT_MIN or more bypasses the page
+   * cache (a 1B decoder's compile writes 4 GB of them) */
   loom_file_writer *w = NULL;
-  if (ok) ok = !loom_file_writer_open(fd, h.payload_off, len, WC_DIRECT_MIN, &w);
-  if (ok) ok = !loom_file_writer_put(w, data, len);
+  bool ok = fd >= 0 && !loom_file_writer_open(fd, 0, h.payload_off + len, WC_DIRECT_MIN, &w) &&
+            !loom_file_writer_put(w, &h, sizeof h) && !loom_file_writer_put(w, key, key_len) &&
+            !loom_file_writer_put(w, zeros, gap) && !loom_file_writer_put(w, data, len);
   if (w) ok &= loom_file_writer_close(w) == 0;
   if (fd >= 0) ok &= close(fd) == 0;
   if (ok && rename(tmp, path) == 0) {

@@ -298,7 +298,8 @@ loom_status loom_vm_artifact_map_data(int fd, const char *path, const loom_vm_ar
                                          (unsigned long long)info->data_size, strerror(errno));
   /* The weights: every call reads them all. Ask the disk for them now (asynchronously: open
    * does not wait) rather than one page fault at a time in the first call — a compile writes
-   * DATA past the page cache (file_write.h): the 1B decoder's first call 9.2 -> 3.x s. */
+   * DATA past the page cache (file_write.h): the 1B decoder's first call with its artifact
+   * evicted 9.2 -> 4.3 s. */
   (void)madvise(p, (size_t)info->data_size, MADV_WILLNEED);
   const uint8_t *d = p;
   loom_status st = LOOM_OK;
