@@ -189,6 +189,8 @@ pub fn build(b: *std.Build) void {
         const lib = addPassPlugin(cfg, tp.name, "tests/cli/bad_plugin.c", &.{tp.define});
         plugins_step.dependOn(&b.addInstallArtifact(lib, .{}).step);
     }
+    // The stand-in CUDA driver the cuda suite runs the CUDA device on without a GPU (tests/cuda/fake_driver.c).
+    plugins_step.dependOn(&b.addInstallArtifact(addPassPlugin(cfg, "loom_test_fakecuda", "tests/cuda/fake_driver.c", &.{}), .{}).step);
 
     // 5. Tests, sanitized. Suites run one after another so their output reads in order.
     const test_step = b.step("test", "Build every test suite with ASan+UBSan and run it");

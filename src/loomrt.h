@@ -79,6 +79,12 @@ typedef struct loom_rt_options {
    * an executable that uses one fails that call naming it. */
   loom_vm_hostop_fn hostop;
   void *hostop_ctx;
+  /* Where the model runs: NULL or "cpu", the host; "cuda", GPU 0 through the NVIDIA driver
+   * (loaded at run time: a machine without one gets UNAVAILABLE). A CUDA runtime takes CUDA
+   * kernels (the `cuda` target's) and no externs; tensors made by loom_rt_tensor_new & co. stay
+   * host tensors, copied to the GPU by each call (or once, by loom_rt_tensor_to_device), and
+   * outputs stay on the GPU (loom_rt_tensor_to_host reads them). */
+  const char *device;
 } loom_rt_options;
 
 /* Opens an AOT artifact (.so exporting loom_artifact_v1) or an executable file (by its
@@ -92,8 +98,15 @@ LOOM_MUST_USE loom_status loom_rt_open(const char *path, const loom_rt_options *
  * (freed by loom_rt_close, also on failure); kernels come from opts->kernels. */
 typedef struct loom_vm_exec loom_vm_exec;
 LOOM_MUST_USE loom_status loom_rt_open_exec(loom_vm_exec *exe, const loom_rt_options *opts, loom_rt **out);
-/* The runtime's CPU device (vm/device.h; its allocator statistics). */
+/* The runtime's CPU device (vm/device.h): where loom_rt_tensor_new & co. make tensors; the VM's
+ * too unless the runtime was opened on another device. */
 loom_device *loom_rt_device(loom_rt *rt);
+/* The device the VM runs on (its allocator statistics): loom_rt_device's unless opts->device. */
+loom_device *loom_rt_run_device(loom_rt *rt);
+/* A copy of t on the VM's device, or in host memory (t itself, retained, when it is already
+ * there; release the result with loom_tensor_release). t dense, not a string tensor. */
+LOOM_MUST_USE loom_status loom_rt_tensor_to_device(loom_rt *rt, loom_tensor *t, loom_tensor **out);
+LOOM_MUST_USE loom_status loom_rt_tensor_to_host(loom_rt *rt, loom_tensor *t, loom_tensor **out);
 void loom_rt_close(loom_rt *rt);
 
 /* ---- functions and their symbolic signatures ---- */

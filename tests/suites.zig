@@ -97,6 +97,7 @@ pub const suites = .{
     .{ .name = "cuda", .files = &[_][]const u8{
         "tests/tensorprog/tp_test_util.c",
         "tests/cuda/test_cuda.c",
+        "tests/cuda/test_cuda_device.c",
     } },
     .{ .name = "cpu", .files = &[_][]const u8{
         "tests/tensorprog/tp_test_util.c",

@@ -12,8 +12,8 @@
  *
  * vm/ uses a device only through this table. The CPU device (vm/device_cpu.c) is built in:
  * it is the host, the VM's default and where constants, DLPack tensors and loom-run's
- * inputs live. Other devices (targets/cuda next) implement the table in their own folder
- * and are created by the runtime's top layer (src/runtime/), never included by vm/.
+ * inputs live. Other devices (targets/cuda/device_cuda.h) implement the table in their own
+ * folder and are created by the runtime's top layer (src/runtime/), never included by vm/.
  *
  * Storage pooling (loom_storage_alloc, vm/object.c) is generic: released blocks go back
  * to a per-size-class free list of their device, whatever the device.
@@ -26,6 +26,7 @@
 #define LOOM_VM_DEVICE_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +43,11 @@ typedef struct loom_storage loom_storage;
  * own returns UNIMPLEMENTED from image_load). */
 typedef struct loom_device_vtable {
   const char *name; /* "cpu" */
+  /* The host itself: its memory is the CPU's (the VM reads and writes tensor data in place)
+   * and its kernels are host functions (CALLK calls them directly). A device that is not the
+   * host gets every tensor byte the VM needs through copy_to_host / copy_from_host, its
+   * kernels through `launch`, and no externs (they are host functions on host memory). */
+  bool host;
 
   /* ---- memory ---- */
   /* Raw device memory: `size` bytes aligned to `align`, or NULL. */

@@ -145,6 +145,7 @@ static loom_status cpu_sync(loom_device *d) {
 
 static const loom_device_vtable cpu_vtable = {
     .name = "cpu",
+    .host = true,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .copy = cpu_copy,

@@ -100,6 +100,39 @@ void loom_vm_set_profile(loom_vm *vm, bool on) { __atomic_store_n(&vm->profile, 
 
 static void no_release(loom_storage *s) { (void)s; }
 
+/* The storage of constant bytes: the host's own bytes wrapped, or a copy in a device's memory. */
+static loom_status const_storage(loom_vm *vm, const void *bytes, size_t n, loom_storage **out) {
+  if (vm->dev->vt->host) return loom_storage_wrap(vm->dev, (void *)bytes, n, no_release, NULL, out);
+  LOOM_PROPAGATE(loom_storage_alloc(vm->dev, n, out));
+  loom_status st = vm->dev->vt->copy_from_host(vm->dev, (*out)->data, bytes, n);
+  if (st) {
+    loom_vm_obj_release(&(*out)->hdr);
+    *out = NULL;
+  }
+  return st;
+}
+
+/* Whether tensor t lives where the VM's kernels read (the host's devices are one memory). */
+static bool on_device(const loom_vm *vm, const loom_tensor *t) {
+  return t->device == vm->dev || (t->device && t->device->vt->host && vm->dev->vt->host);
+}
+
+/* n bytes of tensor data at `src` (on the VM's device) into host memory, and back. */
+static loom_status read_data(loom_vm *vm, void *host_dst, const void *src, size_t n) {
+  if (vm->dev->vt->host) {
+    if (n) memcpy(host_dst, src, n);
+    return LOOM_OK;
+  }
+  return vm->dev->vt->copy_to_host(vm->dev, host_dst, src, n);
+}
+static loom_status write_data(loom_vm *vm, void *dst, const void *host_src, size_t n) {
+  if (vm->dev->vt->host) {
+    if (n) memcpy(dst, host_src, n);
+    return LOOM_OK;
+  }
+  return vm->dev->vt->copy_from_host(vm->dev, dst, host_src, n);
+}
+
 loom_status loom_vm_create(loom_allocator *alloc, const loom_vm_exec *exe, loom_vm_resolver resolve, void *rctx,
                            loom_cpu_pool *pool, loom_vm **out) {
   *out = NULL;
@@ -144,19 +177,23 @@ loom_status loom_vm_create_on(loom_allocator *alloc, loom_device *dev, const loo
     else if (ext) vm->externs[k] = fn;
     else vm->kernels[k] = fn;
   }
+  if (!st && exe->nexterns && !dev->vt->host)
+    st = LOOM_ERROR(FAILED_PRECONDITION, "the executable calls %u external functions (host code on host memory, "
+                    "such as the BLAS offload), which the %s device cannot run: compile it for that target",
+                    exe->nexterns, dev->vt->name);
   if (!st && exe->nconsts) {
     vm->consts = loom_alloc_zero(alloc, exe->nconsts * sizeof *vm->consts);
     if (!vm->consts) st = LOOM_OOM();
-    /* constants are used in place from the (host) executable: right for the CPU; a device
-     * with memory of its own will need them copied in with copy_from_host */
+    /* constants are used in place from the (host) executable on the host; a device with
+     * memory of its own gets a copy of each now (the first use still checks the host bytes) */
     if (!st && !exe->const_src)
-      st = loom_storage_wrap(vm->dev, (void *)exe->data, exe->data_len, no_release, NULL, &vm->backing);
+      st = const_storage(vm, exe->data, exe->data_len, &vm->backing);
     for (uint32_t i = 0; !st && i < exe->nconsts; i++) {
       const loom_vm_const *c = &exe->consts[i];
       if (exe->const_src) {
         /* borrowed constants (a JIT executable): each one wrapped where the compiler keeps it */
         loom_storage *one = NULL;
-        st = loom_storage_wrap(vm->dev, (void *)exe->const_src[i], c->nbytes, no_release, NULL, &one);
+        st = const_storage(vm, exe->const_src[i], c->nbytes, &one);
         if (!st) st = loom_tensor_view(one, 0, (loom_dtype)c->dtype, (int32_t)c->rank, c->dims, &vm->consts[i]);
         if (one) loom_vm_obj_release(&one->hdr);
       } else {
@@ -346,7 +383,8 @@ static loom_status match(const loom_vm_exec *e, frame *fr, const loom_tensor *t,
 
 /* MATCHV: checks the values of t, a Shape value (a dense 1-D i64 / i32 tensor), against the
  * pattern at `off` as MATCH checks dims; every value must be a dim (>= 0). */
-static loom_status match_values(const loom_vm_exec *e, frame *fr, const loom_tensor *t, uint32_t off) {
+static loom_status match_values(loom_vm *vm, frame *fr, const loom_tensor *t, uint32_t off) {
+  const loom_vm_exec *e = vm->exe;
   const uint32_t *l = fr->f->lists + off;
   uint32_t name = l[0], rank = l[2];
   const char *in = loom_vm_exec_str(e, name);
@@ -356,8 +394,12 @@ static loom_status match_values(const loom_vm_exec *e, frame *fr, const loom_ten
   if (t->shape[0] != (int64_t)rank)
     return LOOM_ERROR(INVALID_ARGUMENT, "shape '%s': expected %u values, got %lld", in, rank, (long long)t->shape[0]);
   int64_t v[LOOM_VM_MAX_RANK];
+  int32_t v32[LOOM_VM_MAX_RANK];
+  if (rank > LOOM_VM_MAX_RANK) return LOOM_ERROR(INVALID_ARGUMENT, "shape '%s': %u values", in, rank);
+  bool wide = t->dtype == LOOM_DTYPE_I64;
+  LOOM_PROPAGATE(read_data(vm, wide ? (void *)v : (void *)v32, t->data, rank * (wide ? sizeof *v : sizeof *v32)));
   for (uint32_t i = 0; i < rank; i++) {
-    v[i] = t->dtype == LOOM_DTYPE_I64 ? ((const int64_t *)t->data)[i] : ((const int32_t *)t->data)[i];
+    if (!wide) v[i] = v32[i];
     if (v[i] < 0)
       return LOOM_ERROR(INVALID_ARGUMENT, "shape '%s' element %u: %lld is not a dim (>= 0)", in, i, (long long)v[i]);
   }
@@ -365,11 +407,13 @@ static loom_status match_values(const loom_vm_exec *e, frame *fr, const loom_ten
 }
 
 /* ILOAD: the one element of t (bool or integer) as int64. */
-static loom_status load_int(const loom_tensor *t, int64_t *out) {
+static loom_status load_int(loom_vm *vm, const loom_tensor *t, int64_t *out) {
   if (loom_tensor_numel(t) != 1 || loom_dtype_is_float(t->dtype) || loom_dtype_is_lowp(t->dtype))
     return LOOM_ERROR(INVALID_ARGUMENT, "ILOAD: expected one bool or integer element, got %s of %zu elements",
                       loom_dtype_name(t->dtype), loom_tensor_numel(t));
-  const void *p = t->data;
+  uint64_t word = 0;
+  LOOM_PROPAGATE(read_data(vm, &word, t->data, loom_dtype_size(t->dtype)));
+  const void *p = &word;
   switch (t->dtype) {
   case LOOM_DTYPE_BOOL: case LOOM_DTYPE_U8: *out = *(const uint8_t *)p; break;
   case LOOM_DTYPE_I8: *out = *(const int8_t *)p; break;
@@ -483,8 +527,13 @@ static loom_status list_builtin(loom_vm *vm, frame *fr, uint32_t id, const uint3
     bool len = id == LOOM_VM_BUILTIN_LIST_LEN;
     loom_tensor *t;
     LOOM_PROPAGATE(loom_tensor_alloc(vm->dev, len ? LOOM_DTYPE_I64 : LOOM_DTYPE_BOOL, 0, NULL, &t));
-    if (len) *(int64_t *)t->data = l->size;
-    else *(uint8_t *)t->data = l->size > 0;
+    int64_t n = l->size;
+    uint8_t has = l->size > 0;
+    loom_status ws = write_data(vm, t->data, len ? (const void *)&n : (const void *)&has, len ? sizeof n : sizeof has);
+    if (ws) {
+      loom_vm_obj_release(&t->hdr);
+      return ws;
+    }
     res = &t->hdr;
     break;
   }
@@ -548,11 +597,15 @@ static loom_status builtin(loom_vm *vm, frame *fr, uint32_t id, const uint32_t *
   for (uint32_t i = (list || id == LOOM_VM_BUILTIN_COPY || id == LOOM_VM_BUILTIN_HOSTOP || id == LOOM_VM_BUILTIN_ROWS || id == LOOM_VM_BUILTIN_SCAN_PUT); i < nobj; i++)
     if (!R[o[i]]) return LOOM_ERROR(FAILED_PRECONDITION, "builtin %s: register r%u is empty", loom_vm_builtin_table[id].name, o[i]);
   if (list) return list_builtin(vm, fr, id, o, iv);
+  if (id == LOOM_VM_BUILTIN_HOSTOP && !vm->dev->vt->host)
+    return LOOM_ERROR(UNIMPLEMENTED, "builtin HOSTOP: host operators (on string tensors) run on host memory, not on %s",
+                      vm->dev->vt->name);
   switch (id) {
   case LOOM_VM_BUILTIN_COPY: {
     loom_tensor *src = (loom_tensor *)R[o[1]], *dst;
     if (loom_dtype_is_string(src->dtype)) { /* the bytes too: the copy's storage owns its own */
       if (!loom_tensor_is_contiguous(src)) return LOOM_ERROR(UNIMPLEMENTED, "COPY of a strided string tensor");
+      if (!vm->dev->vt->host) return LOOM_ERROR(UNIMPLEMENTED, "COPY: string tensors live in host memory, not on %s", vm->dev->vt->name);
       LOOM_PROPAGATE(loom_tensor_strings(vm->dev, src->rank, src->shape, src->data, &dst));
       loom_vm_obj_release(R[o[0]]);
       R[o[0]] = &dst->hdr;
@@ -736,6 +789,9 @@ loom_status loom_vm_call(loom_vm *vm, uint32_t fn, loom_vm_obj *const *args, uin
       return LOOM_ERROR(TYPE_ERROR, "input '%s' of '%s': expected rank %u, got %d", pn, fname, p->rank, t->rank);
     if (!loom_tensor_is_contiguous(t))
       return LOOM_ERROR(INVALID_ARGUMENT, "input '%s' of '%s': strided tensors are not supported, pass a dense one", pn, fname);
+    if (!on_device(vm, t))
+      return LOOM_ERROR(INVALID_ARGUMENT, "input '%s' of '%s' is in %s memory, the function runs on %s: copy it there "
+                        "first (loom_rt_call does)", pn, fname, t->device ? t->device->vt->name : "unknown", vm->dev->vt->name);
   }
   call_state cs;
   cs.kctx = vm->kctx;

@@ -163,7 +163,7 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, call_state *cs, frame *fr, loo
       DISPATCH();
     CASE(MATCHV):
       NEED(LOOM_VM_A(in));
-      st = match_values(e, fr, (loom_tensor *)R[LOOM_VM_A(in)], LOOM_VM_BX(in));
+      st = match_values(vm, fr, (loom_tensor *)R[LOOM_VM_A(in)], LOOM_VM_BX(in));
       if (st) goto fail;
       DISPATCH();
     CASE(SHAPE): {
@@ -172,7 +172,14 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, call_state *cs, frame *fr, loo
       loom_tensor *t;
       st = loom_tensor_alloc(vm->dev, LOOM_DTYPE_I64, 1, &n, &t);
       if (st) goto fail;
-      for (uint32_t i = 0; i < l[0]; i++) ((int64_t *)t->data)[i] = I[l[1 + i]];
+      int64_t dims[LOOM_VM_MAX_CALL_ARGS];
+      for (uint32_t i = 0; i < l[0] && i < LOOM_VM_MAX_CALL_ARGS; i++) dims[i] = I[l[1 + i]];
+      st = l[0] <= LOOM_VM_MAX_CALL_ARGS ? write_data(vm, t->data, dims, l[0] * sizeof *dims)
+                                         : LOOM_ERROR(INVALID_ARGUMENT, "SHAPE of %u dims", l[0]);
+      if (st) {
+        loom_vm_obj_release(&t->hdr);
+        goto fail;
+      }
       loom_vm_obj_release(R[LOOM_VM_A(in)]);
       R[LOOM_VM_A(in)] = &t->hdr;
       DISPATCH();
@@ -299,7 +306,7 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, call_state *cs, frame *fr, loo
       if (LOOM_UNLIKELY(st != LOOM_OK)) goto fail;
       loom_kernel_fn fnp = ext ? vm->externs[LOOM_VM_A(in)] : vm->kernels[LOOM_VM_A(in)];
       uint64_t k0 = prof ? loom_clock_ns() : 0;
-      int32_t rc = fnp(bufs, syms, &cs->kctx);
+      int32_t rc = ext || vm->dev->vt->host ? fnp(bufs, syms, &cs->kctx) : vm->dev->vt->launch(vm->dev, fnp, bufs, syms, &cs->kctx);
       if (prof && !ext) prof_add(&vm->kernel_prof[LOOM_VM_A(in)], loom_clock_ns() - k0);
       if (LOOM_UNLIKELY(rc != 0)) {
         const loom_vm_kernel *k = ext ? &e->externs[LOOM_VM_A(in)] : &e->kernels[LOOM_VM_A(in)];
@@ -331,7 +338,7 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, call_state *cs, frame *fr, loo
     /* Synopsis: I[A] := the one element of R[B] */
     CASE(ILOAD): {
       NEED(LOOM_VM_B(in));
-      st = load_int((const loom_tensor *)R[LOOM_VM_B(in)], &I[LOOM_VM_A(in)]);
+      st = load_int(vm, (const loom_tensor *)R[LOOM_VM_B(in)], &I[LOOM_VM_A(in)]);
       if (st) goto fail;
       DISPATCH();
     }

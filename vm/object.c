@@ -100,6 +100,10 @@ loom_status loom_storage_alloc(loom_device *d, size_t size, loom_storage **out) 
     s = loom_alloc_zero(d->alloc, sizeof *s);
     if (!s) return LOOM_OOM();
     s->data = d->vt->alloc(d, (size_t)1 << (c + 6), 64);
+    if (!s->data && d->pooled_bytes) { /* the pool's free blocks back to the device, then once more */
+      loom_device_trim(d);
+      s->data = d->vt->alloc(d, (size_t)1 << (c + 6), 64);
+    }
     if (!s->data) {
       loom_free(d->alloc, s, sizeof *s);
       return LOOM_ERROR(RESOURCE_EXHAUSTED, "cannot allocate %zu bytes on device %s", size,

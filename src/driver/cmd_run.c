@@ -21,11 +21,16 @@ static int run(const loom_cli_args *args) {
     st = LOOM_ERROR(INVALID_ARGUMENT, "--trust checks the signature of a compiled artifact; '%s' is compiled in this "
                     "process and carries none", path);
   } else if (is_module(path)) {
-    loom_compile_options o = {.cpu = loom_cli_get(args, "--cpu"), .emit = LOOM_TARGET_EMIT_JIT,
+    const char *target = loom_cli_get(args, "--target");
+    const char *colon = target ? strchr(target, ':') : NULL; /* cuda:sm_90: the machine after the colon */
+    loom_compile_options o = {.target = target, .cpu = colon ? colon + 1 : loom_cli_get(args, "--cpu"),
+                              .emit = LOOM_TARGET_EMIT_JIT,
                               .offload = loom_cli_flag(args, "--offload"), .report = stderr,
                               .no_cache = loom_cli_flag(args, "--no-cache"), .pack_tied = loom_cli_flag(args, "--pack-tied")};
     st = loom_compile_file(path, &o, &c);
     if (!st) st = loom_compiled_open(c, NULL, &rt);
+  } else if (loom_cli_get(args, "--target")) {
+    st = LOOM_ERROR(INVALID_ARGUMENT, "--target compiles a module (.loom, .onnx); '%s' is an artifact, compiled already", path);
   } else {
     st = loom_run_tool_open(args, path, &rt);
   }
@@ -42,6 +47,7 @@ const loom_cli_command loom_cmd_run = {
     .min_positional = 1,
     .max_positional = 1,
     .opts = (const loom_cli_opt[]){LOOM_RUN_TOOL_OPTS,
+                                   {"--target", "cpu", "where the module runs: cpu, or cuda[:sm_80|:sm_90] (GPU 0 through the NVIDIA driver)", false},
                                    {"--cpu", "NAME", "LLVM CPU name for JIT kernels (default: this machine)", false},
                                    {"--offload", NULL, "hand large matmuls to BLAS (the offload pass; JIT only)", false},
                                    {"--pack-tied", NULL, "lay a tied weight's matmul operand out in panels too (a second copy; loom serve --pack-tied)", false},

@@ -120,6 +120,8 @@ loom_status loom_compile(loom_graph_module *m, const loom_compile_options *opts,
   if (!opts) opts = &none;
   const loom_target *target;
   LOOM_PROPAGATE(loom_pipeline_target(opts->target, &target));
+  if (opts->offload && strcmp(target->device, "cpu"))
+    return LOOM_ERROR(INVALID_ARGUMENT, "--offload hands matmuls to the host's BLAS: not with target '%s'", opts->target);
   loom_compiled *c = calloc(1, sizeof *c);
   if (!c) return LOOM_OOM();
   c->m = m;
@@ -256,6 +258,7 @@ loom_status loom_compiled_open(loom_compiled *c, const loom_rt_options *opts, lo
   LOOM_PROPAGATE(cs);
   LOOM_PROPAGATE(load_externs(c));
   loom_rt_options o = opts ? *opts : (loom_rt_options){0};
+  o.device = c->ctx.target->device; /* the target's kernels run there */
   o.kernels = c->ctx.kernels;
   o.nkernels = c->ctx.nprograms;
   if (c->ctx.hostops.len) { /* the string operators: run here, by the interpreter's implementation */

@@ -387,6 +387,16 @@ static loom_status run_inputs(const loom_cli_args *args, loom_rt *rt, binds *b) 
       st = LOOM_ERROR(INVALID_ARGUMENT, "input '%s' is missing: give --input %s=... or --bind vars", p.name, p.name);
     else if (!(st = input_from_binds(rt, fn, k, b, &t))) inputs[k] = &t->hdr;
   }
+  /* the inputs on the runtime's device once, not at every call (a GPU's copies stay out of the times) */
+  for (uint32_t k = 0; !st && k < np; k++) {
+    if (!inputs[k] || inputs[k]->kind != LOOM_VM_OBJ_TENSOR) continue;
+    loom_tensor *moved;
+    st = loom_rt_tensor_to_device(rt, (loom_tensor *)inputs[k], &moved);
+    if (!st) {
+      loom_vm_obj_release(inputs[k]);
+      inputs[k] = &moved->hdr;
+    }
+  }
   long repeat = loom_cli_get(args, "--repeat") ? strtol(loom_cli_get(args, "--repeat"), NULL, 10) : 1;
   if (repeat < 1) repeat = 1;
   loom_rt_set_profile(rt, loom_cli_flag(args, "--profile"));
@@ -399,6 +409,19 @@ static loom_status run_inputs(const loom_cli_args *args, loom_rt *rt, binds *b) 
     double ms = (double)(loom_clock_ns() - t0) / 1e6;
     total += ms;
     if (ms < best) best = ms;
+  }
+  for (uint32_t i = 0; !st && i < out.count; i++) { /* the outputs back in host memory */
+    if (out.items[i]->kind == LOOM_VM_OBJ_TENSOR) {
+      loom_tensor *h;
+      st = loom_rt_tensor_to_host(rt, (loom_tensor *)out.items[i], &h);
+      if (!st) {
+        loom_vm_obj_release(out.items[i]);
+        out.items[i] = &h->hdr;
+      }
+    } else if (!loom_rt_run_device(rt)->vt->host) {
+      st = LOOM_ERROR(UNIMPLEMENTED, "output %u is a list: a %s run does not copy lists back yet", i,
+                      loom_rt_run_device(rt)->vt->name);
+    }
   }
   if (!st) {
     for (uint32_t i = 0; i < out.count; i++) print_output(i, out.items[i]);

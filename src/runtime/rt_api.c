@@ -1,5 +1,7 @@
 /* rt_api.c — the runtime C API of src/loomrt.h: the top of the runtime, where its parts are
- * put together. An artifact is loaded as a kernel image of the CPU device (vm/device.h),
+ * put together. The VM runs on the CPU device or, with loom_rt_options.device "cuda", on the
+ * CUDA device (targets/cuda/device_cuda.h); tensors the caller makes live on the host and are
+ * copied to the VM's device at the call. An artifact is loaded as a kernel image of the device (vm/device.h),
  * its externs by the extern provider (vm/extern.h: libcall's unless the options name
  * another), and run by a VM (vm/vm.h) on a thread pool (vm/threadpool.h). vm/ includes
  * nothing of this file's other includes; this layer is what knows them all. */
@@ -12,13 +14,15 @@
 #include "base/strbuf.h"
 #include "libcall/libcall.h"
 #include "loomrt.h"
+#include "targets/cuda/device_cuda.h"
 #include "vm/threadpool.h"
 #include "vm/vm.h"
 
 struct loom_rt {
   loom_vm_exec *exe;
   loom_vm *vm;
-  loom_device *dev;                    /* the CPU device: the VM's, and the artifact's loader */
+  loom_device *dev;                    /* the VM's device, and the artifact's loader */
+  loom_device *host;                   /* the CPU device: where the caller's tensors are made (dev on the CPU) */
   loom_cpu_pool *pool;
   void *image;                         /* the AOT artifact loaded as a kernel image of dev, or NULL */
   const loom_artifact_desc *desc;      /* what the image carries (its kernel table), or NULL */
@@ -48,6 +52,7 @@ void loom_rt_close(loom_rt *rt) {
   if (rt->provider_state) rt->provider->unload(rt->provider_state);
   if (rt->image) rt->dev->vt->image_unload(rt->dev, rt->image);
   loom_device_release(rt->dev);
+  loom_device_release(rt->host);
   free(rt);
 }
 
@@ -122,26 +127,40 @@ static loom_status finish_open(loom_rt *rt, loom_status st, const char *what, co
 
 static const loom_rt_options no_options = {0};
 
-static loom_rt *rt_new(const loom_rt_options *opts) {
+/* The device `name` names (NULL or "cpu": the host itself, retained). */
+static loom_status device_of(const char *name, loom_device *host, loom_device **out) {
+  if (!name || !strcmp(name, "cpu")) {
+    loom_device_retain(host);
+    *out = host;
+    return LOOM_OK;
+  }
+  if (!strcmp(name, "cuda")) return loom_device_cuda_create(NULL, NULL, out);
+  return LOOM_ERROR(INVALID_ARGUMENT, "unknown device '%s'; devices: cpu, cuda", name);
+}
+
+static loom_status rt_new(const loom_rt_options *opts, loom_rt **out) {
+  *out = NULL;
   loom_rt *rt = calloc(1, sizeof *rt);
-  if (!rt) return NULL;
-  loom_status st = loom_device_cpu_create(NULL, &rt->dev);
+  if (!rt) return LOOM_OOM();
+  loom_status st = loom_device_cpu_create(NULL, &rt->host);
+  if (!st) st = device_of(opts->device, rt->host, &rt->dev);
   if (st) {
-    loom_status_free(st);
+    loom_device_release(rt->host);
     free(rt);
-    return NULL;
+    return st;
   }
   rt->kernels = opts->kernels, rt->nkernels = opts->nkernels;
   rt->externs = opts->externs, rt->nexterns = opts->nexterns;
   rt->provider = opts->extern_provider ? opts->extern_provider : &loom_libcall_extern_provider;
-  return rt;
+  *out = rt;
+  return LOOM_OK;
 }
 
 loom_status loom_rt_open(const char *path, const loom_rt_options *opts, loom_rt **out) {
   *out = NULL;
   if (!opts) opts = &no_options;
-  loom_rt *rt = rt_new(opts);
-  if (!rt) return LOOM_OOM();
+  loom_rt *rt;
+  LOOM_PROPAGATE(rt_new(opts, &rt));
   /* which kind of file: by its first bytes, read from a regular file only */
   unsigned char head[8] = {0};
   int fd;
@@ -167,16 +186,47 @@ loom_status loom_rt_open(const char *path, const loom_rt_options *opts, loom_rt 
 loom_status loom_rt_open_exec(loom_vm_exec *exe, const loom_rt_options *opts, loom_rt **out) {
   *out = NULL;
   if (!opts) opts = &no_options;
-  loom_rt *rt = rt_new(opts);
-  if (!rt) {
+  loom_rt *rt;
+  loom_status st = rt_new(opts, &rt);
+  if (st) {
     loom_vm_exec_free(exe);
-    return LOOM_OOM();
+    return st;
   }
   rt->exe = exe;
   return finish_open(rt, LOOM_OK, "the executable", opts, out);
 }
 
-loom_device *loom_rt_device(loom_rt *rt) { return rt->dev; }
+loom_device *loom_rt_device(loom_rt *rt) { return rt->host; }
+loom_device *loom_rt_run_device(loom_rt *rt) { return rt->dev; }
+
+/* A dense copy of t in device `to` (t itself, retained, when it is already there). */
+static loom_status tensor_move(loom_tensor *t, loom_device *to, loom_tensor **out) {
+  *out = NULL;
+  if (t->device == to || (t->device->vt->host && to->vt->host)) {
+    loom_vm_obj_retain(&t->hdr);
+    *out = t;
+    return LOOM_OK;
+  }
+  if (loom_dtype_is_string(t->dtype))
+    return LOOM_ERROR(UNIMPLEMENTED, "a string tensor cannot be moved to the %s device", to->vt->name);
+  if (!loom_tensor_is_contiguous(t))
+    return LOOM_ERROR(UNIMPLEMENTED, "a strided tensor cannot be moved between devices; make it dense first");
+  size_t nb;
+  LOOM_PROPAGATE(loom_tensor_nbytes(t->dtype, t->rank, t->shape, &nb));
+  loom_tensor *c;
+  LOOM_PROPAGATE(loom_tensor_alloc(to, t->dtype, t->rank, t->shape, &c));
+  loom_status st = to->vt->host ? t->device->vt->copy_to_host(t->device, c->data, t->data, nb)
+                                : to->vt->copy_from_host(to, c->data, t->data, nb);
+  if (st) {
+    loom_vm_obj_release(&c->hdr);
+    return st;
+  }
+  *out = c;
+  return LOOM_OK;
+}
+
+loom_status loom_rt_tensor_to_device(loom_rt *rt, loom_tensor *t, loom_tensor **out) { return tensor_move(t, rt->dev, out); }
+loom_status loom_rt_tensor_to_host(loom_rt *rt, loom_tensor *t, loom_tensor **out) { return tensor_move(t, rt->host, out); }
 
 uint32_t loom_rt_function_count(const loom_rt *rt) { return rt->exe->nfuncs; }
 const char *loom_rt_function_name(const loom_rt *rt, uint32_t fn) {
@@ -245,7 +295,28 @@ loom_status loom_rt_call_values(loom_rt *rt, const char *fn, loom_vm_obj *const 
   uint32_t i = loom_vm_exec_find_func(rt->exe, fn);
   if (i == LOOM_VM_NONE) return LOOM_ERROR(NOT_FOUND, "no function '%s' in the executable", fn);
   loom_vm_obj *res;
-  LOOM_PROPAGATE(loom_vm_call(rt->vm, i, args, ninputs, &res));
+  if (!rt->dev->vt->host) { /* the boundary: the caller's host tensors copied to the device for this call */
+    loom_vm_obj *moved[LOOM_VM_MAX_RANK * 16];
+    if (ninputs > LOOM_ARRAY_LEN(moved)) return LOOM_ERROR(INVALID_ARGUMENT, "%u inputs are too many", ninputs);
+    loom_status st = LOOM_OK;
+    uint32_t k = 0;
+    for (; k < ninputs && !st; k++) {
+      moved[k] = args[k];
+      if (args[k] && args[k]->kind == LOOM_VM_OBJ_TENSOR) {
+        loom_tensor *t;
+        st = tensor_move((loom_tensor *)args[k], rt->dev, &t);
+        if (!st) moved[k] = &t->hdr;
+        else moved[k] = NULL;
+      } else if (args[k]) {
+        loom_vm_obj_retain(args[k]);
+      }
+    }
+    if (!st) st = loom_vm_call(rt->vm, i, moved, ninputs, &res);
+    for (uint32_t j = 0; j < k; j++) loom_vm_obj_release(moved[j]);
+    LOOM_PROPAGATE(st);
+  } else {
+    LOOM_PROPAGATE(loom_vm_call(rt->vm, i, args, ninputs, &res));
+  }
   if (res->kind == LOOM_VM_OBJ_TUPLE) {
     loom_tuple *t = (loom_tuple *)res;
     out->items = calloc(t->size ? t->size : 1, sizeof *out->items);
@@ -303,7 +374,7 @@ loom_status loom_rt_tensor_strings(loom_rt *rt, int32_t rank, const int64_t *sha
   }
   loom_device *own = NULL;
   if (!st && !rt) st = loom_device_cpu_create(NULL, &own);
-  if (!st) st = loom_tensor_strings(rt ? loom_vm_device(rt->vm) : own, rank, shape, el, out);
+  if (!st) st = loom_tensor_strings(rt ? rt->host : own, rank, shape, el, out);
   loom_device_release(own);
   free(el);
   return st;
@@ -312,7 +383,7 @@ loom_status loom_rt_tensor_strings(loom_rt *rt, int32_t rank, const int64_t *sha
 loom_status loom_rt_tensor_new(loom_rt *rt, loom_dtype dt, int32_t rank, const int64_t *shape, loom_tensor **out) {
   *out = NULL;
   LOOM_PROPAGATE(refuse_string(dt));
-  return loom_tensor_alloc(loom_vm_device(rt->vm), dt, rank, shape, out);
+  return loom_tensor_alloc(rt->host, dt, rank, shape, out);
 }
 
 void loom_tensor_release(loom_tensor *t) { loom_vm_obj_release(t ? &t->hdr : NULL); }
@@ -335,7 +406,7 @@ loom_status loom_rt_tensor_borrow(loom_rt *rt, loom_dtype dt, int32_t rank, cons
   loom_device *own = NULL;
   if (!rt) LOOM_PROPAGATE(loom_device_cpu_create(NULL, &own));
   loom_storage *s;
-  loom_status st = loom_storage_wrap(rt ? loom_vm_device(rt->vm) : own, data, nbytes, NULL, (void *)&borrowed_tag, &s);
+  loom_status st = loom_storage_wrap(rt ? rt->host : own, data, nbytes, NULL, (void *)&borrowed_tag, &s);
   if (!st) {
     st = loom_tensor_view(s, 0, dt, rank, shape, out);
     loom_vm_obj_release(&s->hdr); /* the view holds it */
@@ -349,7 +420,7 @@ bool loom_tensor_is_borrowed(const loom_tensor *t) {
 }
 
 loom_status loom_rt_tensor_from_dlpack(loom_rt *rt, DLManagedTensor *dl, loom_tensor **out) {
-  if (rt) return loom_tensor_from_dlpack(loom_allocator_system(), loom_vm_device(rt->vm), dl, out);
+  if (rt) return loom_tensor_from_dlpack(loom_allocator_system(), rt->host, dl, out);
   loom_device *own;
   loom_status st = loom_device_cpu_create(NULL, &own);
   if (st) {

@@ -43,6 +43,7 @@ pub const files = [_][]const u8{
     // devices outside vm/ (each compiles to nothing without its toolkit: LOOM_HAVE_CUDA)
     "targets/cuda/device.c",
     "targets/cuda/driver.c", // the CUDA driver API through dlopen (builds without the toolkit)
+    "targets/cuda/device_cuda.c", // the CUDA device of vm/device.h, on driver.c (builds everywhere too)
     // src/runtime/
     "src/runtime/rt_api.c",
 };

@@ -26,6 +26,8 @@ typedef int cu_result; /* CUresult: 0 is CUDA_SUCCESS */
   X(mem_free, "cuMemFree_v2", (uint64_t))                                                                 \
   X(htod, "cuMemcpyHtoD_v2", (uint64_t, const void *, size_t))                                            \
   X(dtoh, "cuMemcpyDtoH_v2", (void *, uint64_t, size_t))                                                  \
+  X(dtod, "cuMemcpyDtoD_v2", (uint64_t, uint64_t, size_t))                                                \
+  X(memset8, "cuMemsetD8_v2", (uint64_t, unsigned char, size_t))                                          \
   X(launch, "cuLaunchKernel",                                                                             \
     (void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *, void **, void **)) \
   X(sync, "cuCtxSynchronize", (void))                                                                     \
@@ -169,25 +171,58 @@ void loom_cuda_kernel_params(const uint64_t *bufs, size_t nbufs, const int64_t *
   out[nbufs + nsyms] = (void *)err;
 }
 
+loom_status loom_cuda_copy_device(loom_cuda_driver *d, uint64_t dst, uint64_t src, size_t n) {
+  cu_result r = n ? d->dtod(dst, src, n) : 0;
+  return r ? cu_error(d, r, "cuMemcpyDtoD") : LOOM_OK;
+}
+
+loom_status loom_cuda_zero(loom_cuda_driver *d, uint64_t dst, size_t n) {
+  cu_result r = n ? d->memset8(dst, 0, n) : 0;
+  return r ? cu_error(d, r, "cuMemsetD8") : LOOM_OK;
+}
+
+void loom_cuda_make_current(loom_cuda_driver *d) { d->ctx_set(d->ctx); }
+
+loom_status loom_cuda_sync(loom_cuda_driver *d) {
+  cu_result r = d->sync();
+  return r ? cu_error(d, r, "cuCtxSynchronize") : LOOM_OK;
+}
+
+loom_status loom_cuda_launch_async(loom_cuda_driver *d, void *fn, const char *name, const loom_cuda_launch_dims *dims,
+                                   const uint64_t *bufs, size_t nbufs, const int64_t *syms, size_t nsyms, uint64_t err) {
+  if (dims->grid_x == 0) return LOOM_OK;
+  void *small[64];
+  size_t np = nbufs + nsyms + 1;
+  void **params = np <= 64 ? small : malloc(np * sizeof *params);
+  if (!params) return LOOM_OOM();
+  loom_cuda_kernel_params(bufs, nbufs, syms, nsyms, &err, params);
+  cu_result r = d->launch(fn, dims->grid_x, 1, 1, dims->block_x, 1, 1, 0, NULL, params, NULL);
+  if (params != small) free(params);
+  return r ? cu_error(d, r, name) : LOOM_OK;
+}
+
+loom_status loom_cuda_error_word(const char *name, int32_t word) {
+  if (word == 1) return LOOM_ERROR(INTERNAL, "%s failed on the GPU: integer division by zero or a device-heap allocation", name);
+  if (word == 2) return LOOM_ERROR(OUT_OF_RANGE, "%s failed on the GPU: an index read from data is out of range", name);
+  if (word) return LOOM_ERROR(INTERNAL, "%s failed on the GPU (error word %d)", name, word);
+  return LOOM_OK;
+}
+
 loom_status loom_cuda_launch(loom_cuda_driver *d, void *fn, const char *name, const loom_cuda_launch_dims *dims,
                              const uint64_t *bufs, size_t nbufs, const int64_t *syms, size_t nsyms) {
   if (dims->grid_x == 0) return LOOM_OK;
   uint64_t err = 0;
-  loom_status st = loom_cuda_mem_alloc(d, sizeof(int32_t), &err);
   int32_t zero = 0, word = 0;
+  loom_status st = loom_cuda_mem_alloc(d, sizeof(int32_t), &err);
   if (!st) st = loom_cuda_copy_to_device(d, err, &zero, sizeof zero);
-  void **params = st ? NULL : malloc((nbufs + nsyms + 1) * sizeof *params);
-  if (!st && !params) st = LOOM_OOM();
-  if (!st) {
-    loom_cuda_kernel_params(bufs, nbufs, syms, nsyms, &err, params);
-    cu_result r = d->launch(fn, dims->grid_x, 1, 1, dims->block_x, 1, 1, 0, NULL, params, NULL);
-    if (!r) r = d->sync();
-    if (r) st = cu_error(d, r, name);
-  }
+  if (!st) st = loom_cuda_launch_async(d, fn, name, dims, bufs, nbufs, syms, nsyms, err);
+  if (!st) st = loom_cuda_sync(d);
   if (!st) st = loom_cuda_copy_to_host(d, &word, err, sizeof word);
-  if (!st && word == 1) st = LOOM_ERROR(INTERNAL, "kernel %s failed on the GPU: integer division by zero or a device-heap allocation", name);
-  if (!st && word == 2) st = LOOM_ERROR(OUT_OF_RANGE, "kernel %s failed on the GPU: an index read from data is out of range", name);
-  free(params);
+  if (!st && word) {
+    char what[300];
+    snprintf(what, sizeof what, "kernel %s", name);
+    st = loom_cuda_error_word(what, word);
+  }
   loom_cuda_mem_free(d, err);
   return st;
 }

@@ -14,9 +14,7 @@
  *     LOOM_PROPAGATE(loom_cuda_launch(d, fn, &dims, bufs, nbufs, syms, nsyms));  // synchronous, err word checked
  *     loom_cuda_module_unload(d, m); loom_cuda_driver_close(d);
  *
- * Not built yet: the CUDA device of vm/device.h on top of this (device memory from the memory
- * plan in a pooled arena, one stream per runtime, DLPack kDLCUDA), PTX in artifacts,
- * `loom-run --device cuda`. */
+ * The CUDA device of vm/device.h is built on this (device_cuda.h). */
 #ifndef LOOM_TARGETS_CUDA_DRIVER_H
 #define LOOM_TARGETS_CUDA_DRIVER_H
 
@@ -46,6 +44,14 @@ void loom_cuda_mem_free(loom_cuda_driver *d, uint64_t ptr);
 LOOM_MUST_USE loom_status loom_cuda_copy_to_device(loom_cuda_driver *d, uint64_t dst, const void *src, size_t n);
 LOOM_MUST_USE loom_status loom_cuda_copy_to_host(loom_cuda_driver *d, void *dst, uint64_t src, size_t n);
 
+/* Device to device, zeroing (in order with launches on the context's stream). */
+LOOM_MUST_USE loom_status loom_cuda_copy_device(loom_cuda_driver *d, uint64_t dst, uint64_t src, size_t n);
+LOOM_MUST_USE loom_status loom_cuda_zero(loom_cuda_driver *d, uint64_t dst, size_t n);
+/* Makes the driver's context current on the calling thread (every thread that uses `d` first). */
+void loom_cuda_make_current(loom_cuda_driver *d);
+/* Waits for everything issued to the context. */
+LOOM_MUST_USE loom_status loom_cuda_sync(loom_cuda_driver *d);
+
 /* ---- launch logic (no GPU needed: unit-tested everywhere) ------------------------------ */
 
 /* A launch's grid and block (1-D: what the GPU schedule rules make). */
@@ -66,6 +72,14 @@ LOOM_MUST_USE loom_status loom_cuda_launch_dims_of(const char *name, int64_t blo
  * the error word). `out` has room for nbufs + nsyms + 1 entries. */
 void loom_cuda_kernel_params(const uint64_t *bufs, size_t nbufs, const int64_t *syms, size_t nsyms, const uint64_t *err,
                              void **out);
+
+/* Launches `fn` with dims (a grid of 0 runs nothing) on the context's stream without waiting;
+ * `err` is the device address of the error word the kernel may set. */
+LOOM_MUST_USE loom_status loom_cuda_launch_async(loom_cuda_driver *d, void *fn, const char *name,
+                                                 const loom_cuda_launch_dims *dims, const uint64_t *bufs, size_t nbufs,
+                                                 const int64_t *syms, size_t nsyms, uint64_t err);
+/* The status an error word read back after launches means (0: LOOM_OK), `what` naming them. */
+LOOM_MUST_USE loom_status loom_cuda_error_word(const char *what, int32_t word);
 
 /* Launches `fn` with dims (a grid of 0 runs nothing) on the context's stream, waits, and reads
  * the error word: 1 or 2 (ptx.h) is INTERNAL / OUT_OF_RANGE naming the kernel. */

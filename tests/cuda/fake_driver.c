@@ -1,0 +1,134 @@
+/* fake_driver.c — a stand-in for libcuda.so.1 (libloom_test_fakecuda.so), so that the CUDA
+ * device's run side is tested on machines without a GPU (tests/cuda/test_cuda_device.c):
+ *   - device pointers are host blocks moved by FAKE_SHIFT, an address no host mapping has, so
+ *     any dereference of device memory by host code faults (the test crashes);
+ *   - kernels are not run (there is no GPU to run PTX): each launch is counted and checked
+ *     (a known function, a block of 1..1024 threads, every buffer parameter a device pointer);
+ *   - loom_fakecuda_set(fail_alloc_after): allocations fail with CUDA_ERROR_OUT_OF_MEMORY after
+ *     that many more (-1: never).
+ * Only the entry points targets/cuda/driver.c resolves are here. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAKE_SHIFT 0x8000000000000000ull /* bit 63: a non-canonical address on x86-64 and AArch64, which faults */
+#define FAKE_FN_MAGIC 0x46554e43u
+
+typedef struct fake_fn {
+  uint32_t magic;
+  char name[248];
+} fake_fn;
+
+static long launches, bad_launches, fail_after = -1;
+
+static uint64_t to_dev(void *p) { return (uint64_t)(uintptr_t)p + FAKE_SHIFT; }
+static void *to_host(uint64_t d) { return (void *)(uintptr_t)(d - FAKE_SHIFT); }
+static int is_dev(uint64_t d) { return (d & FAKE_SHIFT) != 0; }
+
+/* The test's handles. */
+long loom_fakecuda_launches(void);
+long loom_fakecuda_bad_launches(void);
+void loom_fakecuda_set(long fail_alloc_after);
+long loom_fakecuda_launches(void) { return launches; }
+long loom_fakecuda_bad_launches(void) { return bad_launches; }
+void loom_fakecuda_set(long fail_alloc_after) { fail_after = fail_alloc_after; }
+
+/* The driver API (CUresult 0 is success, 2 CUDA_ERROR_OUT_OF_MEMORY, 1 CUDA_ERROR_INVALID_VALUE). */
+int cuInit(unsigned f);
+int cuDeviceGet(int *d, int i);
+int cuDeviceGetCount(int *n);
+int cuCtxCreate_v2(void **c, unsigned f, int d);
+int cuCtxDestroy_v2(void *c);
+int cuCtxSetCurrent(void *c);
+int cuModuleLoadDataEx(void **m, const void *ptx, unsigned n, int *o, void **v);
+int cuModuleUnload(void *m);
+int cuModuleGetFunction(void **f, void *m, const char *name);
+int cuMemAlloc_v2(uint64_t *p, size_t n);
+int cuMemFree_v2(uint64_t p);
+int cuMemcpyHtoD_v2(uint64_t d, const void *s, size_t n);
+int cuMemcpyDtoH_v2(void *d, uint64_t s, size_t n);
+int cuMemcpyDtoD_v2(uint64_t d, uint64_t s, size_t n);
+int cuMemsetD8_v2(uint64_t d, unsigned char c, size_t n);
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh,
+                   void *st, void **params, void **extra);
+int cuCtxSynchronize(void);
+int cuGetErrorString(int r, const char **s);
+
+int cuInit(unsigned f) { return f ? 1 : 0; }
+int cuDeviceGet(int *d, int i) { *d = i; return i ? 1 : 0; }
+int cuDeviceGetCount(int *n) { *n = 1; return 0; }
+int cuCtxCreate_v2(void **c, unsigned f, int d) { (void)f, (void)d; *c = (void *)&launches; return 0; }
+int cuCtxDestroy_v2(void *c) { return c ? 0 : 1; }
+int cuCtxSetCurrent(void *c) { return c ? 0 : 1; }
+int cuModuleLoadDataEx(void **m, const void *ptx, unsigned n, int *o, void **v) {
+  (void)n, (void)o, (void)v;
+  if (!strstr((const char *)ptx, ".entry")) return 218; /* CUDA_ERROR_INVALID_PTX */
+  *m = (void *)ptx;
+  return 0;
+}
+int cuModuleUnload(void *m) { return m ? 0 : 1; }
+int cuModuleGetFunction(void **f, void *m, const char *name) {
+  char pat[300];
+  snprintf(pat, sizeof pat, ".entry %s(", name);
+  if (!strstr((const char *)m, pat)) return 500; /* CUDA_ERROR_NOT_FOUND */
+  static fake_fn fns[4096]; /* static: they live as long as the process, no heap to leak */
+  static unsigned nfns;
+  if (nfns == sizeof fns / sizeof *fns) return 2;
+  fake_fn *fn = &fns[nfns++];
+  fn->magic = FAKE_FN_MAGIC;
+  snprintf(fn->name, sizeof fn->name, "%s", name);
+  *f = fn;
+  return 0;
+}
+int cuMemAlloc_v2(uint64_t *p, size_t n) {
+  if (fail_after == 0) return 2;
+  if (fail_after > 0) fail_after--;
+  void *h = calloc(1, n ? n : 1);
+  if (!h) return 2;
+  *p = to_dev(h);
+  return 0;
+}
+int cuMemFree_v2(uint64_t p) {
+  if (!is_dev(p)) return 1;
+  free(to_host(p));
+  return 0;
+}
+int cuMemcpyHtoD_v2(uint64_t d, const void *s, size_t n) {
+  if (!is_dev(d) || is_dev((uint64_t)(uintptr_t)s)) return 1;
+  memcpy(to_host(d), s, n);
+  return 0;
+}
+int cuMemcpyDtoH_v2(void *d, uint64_t s, size_t n) {
+  if (!is_dev(s) || is_dev((uint64_t)(uintptr_t)d)) return 1;
+  memcpy(d, to_host(s), n);
+  return 0;
+}
+int cuMemcpyDtoD_v2(uint64_t d, uint64_t s, size_t n) {
+  if (!is_dev(d) || !is_dev(s)) return 1;
+  memmove(to_host(d), to_host(s), n);
+  return 0;
+}
+int cuMemsetD8_v2(uint64_t d, unsigned char c, size_t n) {
+  if (!is_dev(d)) return 1;
+  memset(to_host(d), c, n);
+  return 0;
+}
+/* The parameters are the kernel ABI of targets/cuda/ptx.h: the buffers (device pointers), the
+ * symbols, the error word; the fake knows the buffer count from the kernel name's absence of
+ * it, so it checks the last (the error word) and the first (a buffer) only. */
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh,
+                   void *st, void **params, void **extra) {
+  (void)sh, (void)st, (void)extra;
+  const fake_fn *fn = f;
+  launches++;
+  if (!fn || fn->magic != FAKE_FN_MAGIC || !gx || gy != 1 || gz != 1 || !bx || bx > 1024 || by != 1 || bz != 1 || !params ||
+      !is_dev(*(const uint64_t *)params[0]))
+    bad_launches++;
+  return 0;
+}
+int cuCtxSynchronize(void) { return 0; }
+int cuGetErrorString(int r, const char **s) {
+  *s = r == 2 ? "out of memory (fake driver)" : "an error (fake driver)";
+  return 0;
+}
