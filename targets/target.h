@@ -91,6 +91,9 @@ typedef struct loom_target_artifact {
 typedef struct loom_target {
   const char *name;    /* "cpu": what --target takes */
   const char *summary; /* one line for listings */
+  /* The runtime device its kernels run on (loom_rt_options.device): "cpu" — host memory, where
+   * externs such as the BLAS offload run too — or "cuda". */
+  const char *device;
 
   /* The schedule rules for the machine `o` names: rewrites program `f` in place (new nodes
    * from `arena`); one line per decision goes to `why` (printed by `loom opt

@@ -217,6 +217,7 @@ static loom_status cpu_link_artifact(const loom_target_artifact *a, const char *
 const loom_target loom_target_cpu = {
     .name = "cpu",
     .summary = "this machine's CPU (or --cpu NAME) through LLVM: parallel outer loops, vectorised inner loops",
+    .device = "cpu",
     .schedule = cpu_schedule,
     .matmul_panel = cpu_matmul_panel,
     .int8_quads = cpu_int8_quads,
