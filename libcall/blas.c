@@ -19,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdio.h>
+
+#include "libcall/gemm.h"
 #include "libcall/libcall.h"
 
 /* CBLAS's enum values (cblas.h), so the runtime needs no BLAS header. */
@@ -71,13 +74,7 @@ loom_status loom_libcall_blas_open(void) {
   return st;
 }
 
-/* One built-in's fixed parameters. */
-typedef struct gemm_kind {
-  loom_dtype dtype; /* F32 or F64 */
-  bool ta, tb;      /* A, B stored transposed */
-} gemm_kind;
-
-static loom_status gemm_check(const loom_libcall_sig *s, gemm_kind k) {
+loom_status loom_gemm_check_sig(const loom_libcall_sig *s, loom_gemm_kind k) {
   if (s->nbuf != 3) return LOOM_ERROR(TYPE_ERROR, "GEMM takes 3 buffers (A, B, C), the declaration has %u", s->nbuf);
   static const char *const what[3] = {"A (operand 0)", "B (operand 1)", "C (the result)"};
   for (int i = 0; i < 3; i++)
@@ -91,6 +88,11 @@ static loom_status gemm_check(const loom_libcall_sig *s, gemm_kind k) {
   if (rb != 2 && rb != rc) return LOOM_ERROR(TYPE_ERROR, "B (operand 1) has rank %d, the result has rank %d (B must have rank 2 or %d)", rb, rc, rc);
   if (s->nsym < (uint32_t)(ra + rb + rc))
     return LOOM_ERROR(TYPE_ERROR, "GEMM reads %d dims from the symbols, the declaration passes %u", ra + rb + rc, s->nsym);
+  return LOOM_OK;
+}
+
+static loom_status gemm_check(const loom_libcall_sig *s, loom_gemm_kind k) {
+  LOOM_PROPAGATE(loom_gemm_check_sig(s, k));
   return loom_libcall_blas_open();
 }
 
@@ -99,82 +101,82 @@ static int32_t fail(const loom_kernel_ctx *ctx, const char *msg) {
   return 1;
 }
 
-static int32_t gemm_call(const loom_libcall_sig *s, void *const *buf, const int64_t *sym, const loom_kernel_ctx *ctx,
-                         gemm_kind k) {
+bool loom_gemm_plan_of(const loom_libcall_sig *s, const int64_t *sym, loom_gemm_kind k, int64_t int_max,
+                       loom_gemm_plan *p, char *msg, size_t cap) {
   int ra = s->buf_ranks[0], rb = s->buf_ranks[1], rc = s->buf_ranks[2];
   const int64_t *a = sym, *b = sym + ra, *c = sym + ra + rb;
   int64_t M = c[rc - 2], N = c[rc - 1];
   int64_t K = k.ta ? a[ra - 2] : a[ra - 1];
   int64_t am = k.ta ? a[ra - 1] : a[ra - 2];
   int64_t bk = k.tb ? b[rb - 1] : b[rb - 2], bn = k.tb ? b[rb - 2] : b[rb - 1];
-  char msg[200];
   if (am != M || bk != K || bn != N) {
-    snprintf(msg, sizeof msg, "GEMM shapes disagree: op(A) is %lld x %lld, op(B) %lld x %lld, C %lld x %lld",
-             (long long)am, (long long)K, (long long)bk, (long long)bn, (long long)M, (long long)N);
-    return fail(ctx, msg);
+    snprintf(msg, cap, "GEMM shapes disagree: op(A) is %lld x %lld, op(B) %lld x %lld, C %lld x %lld", (long long)am,
+             (long long)K, (long long)bk, (long long)bn, (long long)M, (long long)N);
+    return false;
   }
   int64_t batch = 1;
   for (int i = 0; i < rc - 2; i++) {
     if ((ra == rc && a[i] != c[i]) || (rb == rc && b[i] != c[i])) {
-      snprintf(msg, sizeof msg, "GEMM batch axis %d: A %lld, B %lld, C %lld", i, (long long)(ra == rc ? a[i] : 1),
+      snprintf(msg, cap, "GEMM batch axis %d: A %lld, B %lld, C %lld", i, (long long)(ra == rc ? a[i] : 1),
                (long long)(rb == rc ? b[i] : 1), (long long)c[i]);
-      return fail(ctx, msg);
+      return false;
     }
     batch *= c[i];
   }
+  *p = (loom_gemm_plan){.rows = M, .N = N, .K = K, .lda = a[ra - 1], .ldb = b[rb - 1], .nb = batch,
+                        .sa = ra == rc ? M * K : 0, .sb = rb == rc ? K * N : 0, .sc = M * N};
+  p->empty = batch == 0 || M == 0 || N == 0;
+  p->zero_k = !p->empty && K == 0;
+  /* a batched A over one untransposed matrix B: one GEMM of batch*M rows */
+  if (batch > 1 && ra == rc && rb == 2 && !k.ta) p->rows = M * batch, p->nb = 1;
+  if (!p->empty && !p->zero_k && (p->rows > int_max || N > int_max || K > int_max || p->lda > int_max || p->ldb > int_max)) {
+    snprintf(msg, cap, "GEMM dims exceed the int range of the BLAS library");
+    return false;
+  }
+  return true;
+}
+
+static int32_t gemm_call(const loom_libcall_sig *s, void *const *buf, const int64_t *sym, const loom_kernel_ctx *ctx,
+                         loom_gemm_kind k) {
+  char msg[200];
+  loom_gemm_plan p;
+  if (!loom_gemm_plan_of(s, sym, k, INT_MAX, &p, msg, sizeof msg)) return fail(ctx, msg);
   size_t es = k.dtype == LOOM_DTYPE_F32 ? 4 : 8;
-  if (batch == 0 || M == 0 || N == 0) return 0;
-  if (K == 0) {
-    memset(buf[2], 0, (size_t)(batch * M * N) * es);
+  if (p.empty) return 0;
+  if (p.zero_k) {
+    memset(buf[2], 0, (size_t)(p.nb * p.rows * p.N) * es);
     return 0;
   }
-  /* a batched A over one untransposed matrix B: one GEMM of batch*M rows */
-  int64_t rows = M, nb = batch;
-  if (batch > 1 && ra == rc && rb == 2 && !k.ta) rows = M * batch, nb = 1;
-  int64_t lda = a[ra - 1], ldb = b[rb - 1];
-  if (rows > INT_MAX || N > INT_MAX || K > INT_MAX || lda > INT_MAX || ldb > INT_MAX)
-    return fail(ctx, "GEMM dims exceed the int range of CBLAS");
   if (blas.set_threads && atomic_load(&blas.threads) != (int)ctx->num_threads) {
     atomic_store(&blas.threads, (int)ctx->num_threads);
     blas.set_threads((int)ctx->num_threads);
   }
-  int64_t sa = ra == rc ? M * K : 0, sb = rb == rc ? K * N : 0, sc = M * N;
   int ta = k.ta ? TRANS : NO_TRANS, tb = k.tb ? TRANS : NO_TRANS;
-  for (int64_t i = 0; i < nb; i++) {
+  for (int64_t i = 0; i < p.nb; i++) {
     if (k.dtype == LOOM_DTYPE_F32)
-      blas.sgemm(ROW_MAJOR, ta, tb, (int)rows, (int)N, (int)K, 1.0f, (const float *)buf[0] + i * sa, (int)lda,
-                 (const float *)buf[1] + i * sb, (int)ldb, 0.0f, (float *)buf[2] + i * sc, (int)N);
+      blas.sgemm(ROW_MAJOR, ta, tb, (int)p.rows, (int)p.N, (int)p.K, 1.0f, (const float *)buf[0] + i * p.sa, (int)p.lda,
+                 (const float *)buf[1] + i * p.sb, (int)p.ldb, 0.0f, (float *)buf[2] + i * p.sc, (int)p.N);
     else
-      blas.dgemm(ROW_MAJOR, ta, tb, (int)rows, (int)N, (int)K, 1.0, (const double *)buf[0] + i * sa, (int)lda,
-                 (const double *)buf[1] + i * sb, (int)ldb, 0.0, (double *)buf[2] + i * sc, (int)N);
+      blas.dgemm(ROW_MAJOR, ta, tb, (int)p.rows, (int)p.N, (int)p.K, 1.0, (const double *)buf[0] + i * p.sa, (int)p.lda,
+                 (const double *)buf[1] + i * p.sb, (int)p.ldb, 0.0, (double *)buf[2] + i * p.sc, (int)p.N);
   }
   return 0;
 }
 
 /* One pair of functions per built-in (the table below lists them once). */
-#define GEMM_BUILTINS(X)                                                                                   \
-  X(sgemm, "blas.sgemm", F32, false, false, "C = A @ B (f32)")                                             \
-  X(sgemm_nt, "blas.sgemm_nt", F32, false, true, "C = A @ B^T (f32): linear with w (out, in)")             \
-  X(sgemm_tn, "blas.sgemm_tn", F32, true, false, "C = A^T @ B (f32)")                                      \
-  X(sgemm_tt, "blas.sgemm_tt", F32, true, true, "C = A^T @ B^T (f32)")                                     \
-  X(dgemm, "blas.dgemm", F64, false, false, "C = A @ B (f64)")                                             \
-  X(dgemm_nt, "blas.dgemm_nt", F64, false, true, "C = A @ B^T (f64)")                                      \
-  X(dgemm_tn, "blas.dgemm_tn", F64, true, false, "C = A^T @ B (f64)")                                      \
-  X(dgemm_tt, "blas.dgemm_tt", F64, true, true, "C = A^T @ B^T (f64)")
-
 #define X(id, name, dt, ta, tb, doc)                                                                      \
   static loom_status check_##id(const loom_libcall_sig *s) {                                              \
-    return gemm_check(s, (gemm_kind){LOOM_DTYPE_##dt, ta, tb});                                           \
+    return gemm_check(s, (loom_gemm_kind){LOOM_DTYPE_##dt, ta, tb});                                           \
   }                                                                                                       \
   static int32_t call_##id(const loom_libcall_sig *s, void *const *b, const int64_t *y, const loom_kernel_ctx *c) { \
-    return gemm_call(s, b, y, c, (gemm_kind){LOOM_DTYPE_##dt, ta, tb});                                   \
+    return gemm_call(s, b, y, c, (loom_gemm_kind){LOOM_DTYPE_##dt, ta, tb});                                   \
   }
-GEMM_BUILTINS(X)
+LOOM_GEMM_BUILTINS(X)
 #undef X
 
 static const loom_libcall_builtin builtins[] = {
 #define X(id, name, dt, ta, tb, doc) {name, doc, check_##id, call_##id},
-    GEMM_BUILTINS(X)
+    LOOM_GEMM_BUILTINS(X)
 #undef X
 };
 

@@ -278,7 +278,12 @@ static loom_status load_one(loom_libcall_lib *lib, entry *e, const loom_libcall_
   const loom_libcall_sig *s = &e->sig;
   LOOM_PROPAGATE(check_sig(s));
   void *dl = NULL;
-  if (s->library) {
+  if (o->device && strcmp(o->device, "cpu")) { /* GPU memory: the library built-ins for that device alone */
+    if (strcmp(o->device, "cuda")) return LOOM_ERROR(INVALID_ARGUMENT, "externs: unknown device '%s'", o->device);
+    if (!(e->bi = loom_libcall_cublas_find(s->symbol)))
+      return LOOM_ERROR(FAILED_PRECONDITION, "extern @%s (symbol '%s') is host code on host memory; a model run on "
+                        "the cuda device calls only the GEMM built-ins (blas.sgemm, ...)", s->name, s->symbol);
+  } else if (s->library) {
     LOOM_PROPAGATE(open_library(lib, s, o, &dl));
     dlerror();
     e->target = dlsym(dl, s->symbol);

@@ -125,6 +125,9 @@ typedef struct loom_libcall_options {
   /* loom_libcall_resolve asks this (a loom_vm_resolver) for kernels and unknown names */
   loom_kernel_fn (*fallback)(void *ctx, const char *name, int is_extern);
   void *fallback_ctx;
+  /* Where the buffers live: NULL or "cpu", host memory (every kind of extern); "cuda", GPU
+   * memory: only the GEMM built-ins, run by cuBLAS (cublas.c); any other extern is refused. */
+  const char *device;
 } loom_libcall_options;
 
 typedef struct loom_libcall_lib loom_libcall_lib;
@@ -172,5 +175,8 @@ const loom_libcall_builtin *loom_libcall_builtin_find(const char *name);
 const loom_libcall_builtin *loom_libcall_builtins(uint32_t *out_n);
 /* Opens the CBLAS library once per process (kept open: OpenBLAS holds buffers in globals). */
 LOOM_MUST_USE loom_status loom_libcall_blas_open(void);
+/* The same built-ins on GPU memory through cuBLAS (libcall/cublas.c), and its loader. */
+const loom_libcall_builtin *loom_libcall_cublas_find(const char *name);
+LOOM_MUST_USE loom_status loom_libcall_cublas_open(void);
 
 #endif

@@ -94,6 +94,10 @@ typedef struct loom_target {
   /* The runtime device its kernels run on (loom_rt_options.device): "cpu" — host memory, where
    * externs such as the BLAS offload run too — or "cuda". */
   const char *device;
+  /* Matmuls of more rows than this go to the device's BLAS library by default (the offload
+   * pass; LOOM_OFFLOAD_THRESHOLD overrides it); -1: only when asked (--offload), at the
+   * measured CPU threshold. */
+  int64_t library_gemm_rows;
 
   /* The schedule rules for the machine `o` names: rewrites program `f` in place (new nodes
    * from `arena`); one line per decision goes to `why` (printed by `loom opt

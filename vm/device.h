@@ -45,8 +45,9 @@ typedef struct loom_device_vtable {
   const char *name; /* "cpu" */
   /* The host itself: its memory is the CPU's (the VM reads and writes tensor data in place)
    * and its kernels are host functions (CALLK calls them directly). A device that is not the
-   * host gets every tensor byte the VM needs through copy_to_host / copy_from_host, its
-   * kernels through `launch`, and no externs (they are host functions on host memory). */
+   * host gets every tensor byte the VM needs through copy_to_host / copy_from_host and its
+   * kernels through `launch`; externs are called directly with its pointers (their provider
+   * must be made for that device: libcall's cuBLAS built-ins for cuda). */
   bool host;
 
   /* ---- memory ---- */

@@ -177,10 +177,6 @@ loom_status loom_vm_create_on(loom_allocator *alloc, loom_device *dev, const loo
     else if (ext) vm->externs[k] = fn;
     else vm->kernels[k] = fn;
   }
-  if (!st && exe->nexterns && !dev->vt->host)
-    st = LOOM_ERROR(FAILED_PRECONDITION, "the executable calls %u external functions (host code on host memory, "
-                    "such as the BLAS offload), which the %s device cannot run: compile it for that target",
-                    exe->nexterns, dev->vt->name);
   if (!st && exe->nconsts) {
     vm->consts = loom_alloc_zero(alloc, exe->nconsts * sizeof *vm->consts);
     if (!vm->consts) st = LOOM_OOM();

@@ -53,23 +53,28 @@ static bool atom(P *p, int64_t *v) {
     size_t len = (size_t)(p->p - b);
     ws(p);
     if (*p->p == '(') {
-      static const char *fns[] = {"floordiv", "floormod", "min", "max"};
+      static const char *fns[] = {"floordiv", "floormod", "min", "max", "select"};
       int which = -1;
-      for (int i = 0; i < 4; i++)
+      for (int i = 0; i < 5; i++)
         if (strlen(fns[i]) == len && !strncmp(fns[i], b, len)) which = i;
       if (which < 0) return p->err = "unknown function", false;
       p->p++;
-      int64_t a, c;
-      if (!expr(p, &a)) return false;
-      ws(p);
-      if (*p->p != ',') return p->err = "expected ','", false;
-      p->p++;
-      if (!expr(p, &c)) return false;
+      int64_t x[3];
+      int nargs = which == 4 ? 3 : 2;
+      for (int i = 0; i < nargs; i++) {
+        if (i) {
+          ws(p);
+          if (*p->p != ',') return p->err = "expected ','", false;
+          p->p++;
+        }
+        if (!expr(p, &x[i])) return false;
+      }
       ws(p);
       if (*p->p != ')') return p->err = "expected ')'", false;
       p->p++;
-      if (which < 2) return fdiv(p, a, c, which == 1, v);
-      *v = which == 2 ? (a < c ? a : c) : (a > c ? a : c);
+      if (which < 2) return fdiv(p, x[0], x[1], which == 1, v);
+      if (which == 4) *v = x[0] ? x[1] : x[2];
+      else *v = which == 2 ? (x[0] < x[1] ? x[0] : x[1]) : (x[0] > x[1] ? x[0] : x[1]);
       return true;
     }
     for (size_t i = 0; i < p->n; i++)
@@ -85,6 +90,12 @@ static bool atom(P *p, int64_t *v) {
 
 static bool unary(P *p, int64_t *v) {
   ws(p);
+  if (*p->p == '!' && p->p[1] != '=') {
+    p->p++;
+    if (!unary(p, v)) return false;
+    *v = !*v;
+    return true;
+  }
   if (*p->p == '-') {
     p->p++;
     if (!unary(p, v)) return false;
@@ -115,7 +126,7 @@ static bool term(P *p, int64_t *v) {
   }
 }
 
-static bool expr(P *p, int64_t *v) {
+static bool sum(P *p, int64_t *v) {
   if (!term(p, v)) return false;
   for (;;) {
     ws(p);
@@ -125,6 +136,49 @@ static bool expr(P *p, int64_t *v) {
     int64_t r;
     if (!term(p, &r)) return false;
     if (c == '+' ? __builtin_add_overflow(*v, r, v) : __builtin_sub_overflow(*v, r, v)) return p->err = "overflow", false;
+  }
+}
+
+/* cmp = sum [("==" | "!=" | "<=" | ">=" | "<" | ">") sum]: 1 or 0 */
+static bool cmp(P *p, int64_t *v) {
+  if (!sum(p, v)) return false;
+  ws(p);
+  static const char *const ops[] = {"==", "!=", "<=", ">=", "<", ">"};
+  for (int i = 0; i < 6; i++) {
+    size_t n = strlen(ops[i]);
+    if (strncmp(p->p, ops[i], n)) continue;
+    p->p += n;
+    int64_t r;
+    if (!sum(p, &r)) return false;
+    int64_t l = *v;
+    *v = i == 0 ? l == r : i == 1 ? l != r : i == 2 ? l <= r : i == 3 ? l >= r : i == 4 ? l < r : l > r;
+    return true;
+  }
+  return true;
+}
+
+/* expr = conj {"||" conj}; conj = cmp {"&&" cmp} */
+static bool conj(P *p, int64_t *v) {
+  if (!cmp(p, v)) return false;
+  for (;;) {
+    ws(p);
+    if (p->p[0] != '&' || p->p[1] != '&') return true;
+    p->p += 2;
+    int64_t r;
+    if (!cmp(p, &r)) return false;
+    *v = *v && r;
+  }
+}
+
+static bool expr(P *p, int64_t *v) {
+  if (!conj(p, v)) return false;
+  for (;;) {
+    ws(p);
+    if (p->p[0] != '|' || p->p[1] != '|') return true;
+    p->p += 2;
+    int64_t r;
+    if (!conj(p, &r)) return false;
+    *v = *v || r;
   }
 }
 

@@ -120,8 +120,6 @@ loom_status loom_compile(loom_graph_module *m, const loom_compile_options *opts,
   if (!opts) opts = &none;
   const loom_target *target;
   LOOM_PROPAGATE(loom_pipeline_target(opts->target, &target));
-  if (opts->offload && strcmp(target->device, "cpu"))
-    return LOOM_ERROR(INVALID_ARGUMENT, "--offload hands matmuls to the host's BLAS: not with target '%s'", opts->target);
   loom_compiled *c = calloc(1, sizeof *c);
   if (!c) return LOOM_OOM();
   c->m = m;
@@ -151,7 +149,7 @@ loom_status loom_compile(loom_graph_module *m, const loom_compile_options *opts,
   loom_status st = opts->emit == LOOM_TARGET_EMIT_OBJECT ? make_workdir(c) : LOOM_OK;
   c->ctx.emit = opts->emit;
   loom_pass_id passes[LOOM_PASS_COUNT];
-  size_t n = loom_pipeline_default(opts->offload, opts->emit == LOOM_TARGET_EMIT_NONE ? LOOM_PASS_lower : LOOM_PASS_codegen,
+  size_t n = loom_pipeline_default(opts->offload || target->library_gemm_rows >= 0, opts->emit == LOOM_TARGET_EMIT_NONE ? LOOM_PASS_lower : LOOM_PASS_codegen,
                                    passes);
   loom_diag_list diags;
   loom_diag_list_init(&diags, NULL);
@@ -244,7 +242,7 @@ static loom_status load_externs(loom_compiled *c) {
   loom_libcall_sig *sigs;
   size_t n;
   loom_status st = loom_graph_module_libcall_sigs(c->m, &a, &sigs, &n);
-  loom_libcall_options lo = {.search_dir = loom_graph_module_source_dir(c->m)};
+  loom_libcall_options lo = {.search_dir = loom_graph_module_source_dir(c->m), .device = c->ctx.target->device};
   if (!st) st = loom_libcall_lib_create(NULL, sigs, (uint32_t)n, &lo, &c->externs);
   if (!st) st = loom_libcall_lib_check_exec(c->externs, c->ctx.exe);
   loom_arena_destroy(&a);

@@ -55,10 +55,10 @@ static loom_status pass_legalize(loom_pass_ctx *c) {
   return LOOM_OK;
 }
 
-/* offload: the threshold is LOOM_OFFLOAD_DEFAULT_THRESHOLD rows (measured; docs/libcall.md),
- * or LOOM_OFFLOAD_THRESHOLD from the environment. */
+/* offload: the threshold is the target's (library_gemm_rows) or LOOM_OFFLOAD_DEFAULT_THRESHOLD
+ * rows (measured on the CPU; docs/libcall.md), or LOOM_OFFLOAD_THRESHOLD from the environment. */
 static loom_status pass_offload(loom_pass_ctx *c) {
-  int64_t thr = LOOM_OFFLOAD_DEFAULT_THRESHOLD;
+  int64_t thr = c->target && c->target->library_gemm_rows >= 0 ? c->target->library_gemm_rows : LOOM_OFFLOAD_DEFAULT_THRESHOLD;
   const char *env = getenv("LOOM_OFFLOAD_THRESHOLD");
   if (env && *env) {
     char *end;

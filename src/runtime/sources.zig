@@ -38,6 +38,7 @@ pub const files = [_][]const u8{
     // libcall/ (run side)
     "libcall/call.c",
     "libcall/blas.c",
+    "libcall/cublas.c", // the same GEMMs on GPU memory: cuBLAS through dlopen (builds everywhere)
     "libcall/sigtext.c",
     "libcall/provider.c",
     // devices outside vm/ (each compiles to nothing without its toolkit: LOOM_HAVE_CUDA)

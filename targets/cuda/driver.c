@@ -16,8 +16,8 @@ typedef int cu_result; /* CUresult: 0 is CUDA_SUCCESS */
   X(init, "cuInit", (unsigned))                                                                           \
   X(device_get, "cuDeviceGet", (int *, int))                                                              \
   X(device_count, "cuDeviceGetCount", (int *))                                                            \
-  X(ctx_create, "cuCtxCreate_v2", (void **, unsigned, int))                                               \
-  X(ctx_destroy, "cuCtxDestroy_v2", (void *))                                                             \
+  X(ctx_retain, "cuDevicePrimaryCtxRetain", (void **, int))                                               \
+  X(ctx_release, "cuDevicePrimaryCtxRelease_v2", (int))                                                   \
   X(ctx_set, "cuCtxSetCurrent", (void *))                                                                 \
   X(module_load, "cuModuleLoadDataEx", (void **, const void *, unsigned, int *, void **))                 \
   X(module_unload, "cuModuleUnload", (void *))                                                            \
@@ -35,7 +35,8 @@ typedef int cu_result; /* CUresult: 0 is CUDA_SUCCESS */
 
 struct loom_cuda_driver {
   void *lib; /* the dlopen handle */
-  void *ctx; /* CUcontext on device 0 */
+  void *ctx; /* the primary context of device 0: the one the CUDA runtime (cuBLAS, PyTorch) uses too */
+  int dev;   /* CUdevice 0 */
 #define FIELD(f, sym, args) cu_result(*f) args; /* sym */
   LOOM_CUDA_SYMBOLS(FIELD)
 #undef FIELD
@@ -84,8 +85,7 @@ loom_status loom_cuda_driver_open(const char *lib, loom_cuda_driver **out) {
     loom_cuda_driver_close(d);
     return st;
   }
-  int dev;
-  if ((r = d->device_get(&dev, 0)) || (r = d->ctx_create(&d->ctx, 0, dev))) {
+  if ((r = d->device_get(&d->dev, 0)) || (r = d->ctx_retain(&d->ctx, d->dev)) || (r = d->ctx_set(d->ctx))) {
     loom_status st = cu_error(d, r, "making a context on device 0");
     loom_cuda_driver_close(d);
     return st;
@@ -96,7 +96,7 @@ loom_status loom_cuda_driver_open(const char *lib, loom_cuda_driver **out) {
 
 void loom_cuda_driver_close(loom_cuda_driver *d) {
   if (!d) return;
-  if (d->ctx && d->ctx_destroy) d->ctx_destroy(d->ctx);
+  if (d->ctx && d->ctx_release) d->ctx_release(d->dev);
   if (d->lib) dlclose(d->lib);
   free(d);
 }

@@ -5,8 +5,10 @@
  *   - kernels are not run (there is no GPU to run PTX): each launch is counted and checked
  *     (a known function, a block of 1..1024 threads, every buffer parameter a device pointer);
  *   - loom_fakecuda_set(fail_alloc_after): allocations fail with CUDA_ERROR_OUT_OF_MEMORY after
- *     that many more (-1: never).
- * Only the entry points targets/cuda/driver.c resolves are here. */
+ *     that many more (-1: never);
+ *   - it stands in for libcublas too (LOOM_CUBLAS_LIBRARY): GEMMs are counted, their operands
+ *     checked to be device pointers, not computed.
+ * Only the entry points targets/cuda/driver.c and libcall/cublas.c resolve are here. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +22,7 @@ typedef struct fake_fn {
   char name[248];
 } fake_fn;
 
-static long launches, bad_launches, fail_after = -1;
+static long launches, bad_launches, gemms, fail_after = -1;
 
 static uint64_t to_dev(void *p) { return (uint64_t)(uintptr_t)p + FAKE_SHIFT; }
 static void *to_host(uint64_t d) { return (void *)(uintptr_t)(d - FAKE_SHIFT); }
@@ -29,7 +31,9 @@ static int is_dev(uint64_t d) { return (d & FAKE_SHIFT) != 0; }
 /* The test's handles. */
 long loom_fakecuda_launches(void);
 long loom_fakecuda_bad_launches(void);
+long loom_fakecuda_gemms(void);
 void loom_fakecuda_set(long fail_alloc_after);
+long loom_fakecuda_gemms(void) { return gemms; }
 long loom_fakecuda_launches(void) { return launches; }
 long loom_fakecuda_bad_launches(void) { return bad_launches; }
 void loom_fakecuda_set(long fail_alloc_after) { fail_after = fail_alloc_after; }
@@ -38,8 +42,8 @@ void loom_fakecuda_set(long fail_alloc_after) { fail_after = fail_alloc_after; }
 int cuInit(unsigned f);
 int cuDeviceGet(int *d, int i);
 int cuDeviceGetCount(int *n);
-int cuCtxCreate_v2(void **c, unsigned f, int d);
-int cuCtxDestroy_v2(void *c);
+int cuDevicePrimaryCtxRetain(void **c, int d);
+int cuDevicePrimaryCtxRelease_v2(int d);
 int cuCtxSetCurrent(void *c);
 int cuModuleLoadDataEx(void **m, const void *ptx, unsigned n, int *o, void **v);
 int cuModuleUnload(void *m);
@@ -58,8 +62,8 @@ int cuGetErrorString(int r, const char **s);
 int cuInit(unsigned f) { return f ? 1 : 0; }
 int cuDeviceGet(int *d, int i) { *d = i; return i ? 1 : 0; }
 int cuDeviceGetCount(int *n) { *n = 1; return 0; }
-int cuCtxCreate_v2(void **c, unsigned f, int d) { (void)f, (void)d; *c = (void *)&launches; return 0; }
-int cuCtxDestroy_v2(void *c) { return c ? 0 : 1; }
+int cuDevicePrimaryCtxRetain(void **c, int d) { *c = (void *)&launches; return d ? 1 : 0; }
+int cuDevicePrimaryCtxRelease_v2(int d) { return d ? 1 : 0; }
 int cuCtxSetCurrent(void *c) { return c ? 0 : 1; }
 int cuModuleLoadDataEx(void **m, const void *ptx, unsigned n, int *o, void **v) {
   (void)n, (void)o, (void)v;
@@ -131,4 +135,37 @@ int cuCtxSynchronize(void) { return 0; }
 int cuGetErrorString(int r, const char **s) {
   *s = r == 2 ? "out of memory (fake driver)" : "an error (fake driver)";
   return 0;
+}
+
+/* cuBLAS (cublas_status 0 success, 7 CUBLAS_STATUS_INVALID_VALUE). */
+int cublasCreate_v2(void **h);
+int cublasSgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, const float *alpha, const float *a, int lda,
+                              long long sa, const float *b, int ldb, long long sb, const float *beta, float *c, int ldc,
+                              long long sc, int batch);
+int cublasDgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, const double *alpha, const double *a, int lda,
+                              long long sa, const double *b, int ldb, long long sb, const double *beta, double *c, int ldc,
+                              long long sc, int batch);
+
+int cublasCreate_v2(void **h) {
+  *h = (void *)&gemms;
+  return 0;
+}
+static int gemm(void *h, int m, int n, int k, const void *a, const void *b, void *c, int ldc, int batch) {
+  gemms++;
+  if (h != (void *)&gemms || m < 0 || n < 0 || k < 0 || batch < 1 || ldc < (m > 1 ? m : 1)) bad_launches++;
+  if ((m && n && k) && (!is_dev((uint64_t)(uintptr_t)a) || !is_dev((uint64_t)(uintptr_t)b))) bad_launches++;
+  if (m && n && !is_dev((uint64_t)(uintptr_t)c)) bad_launches++;
+  return 0;
+}
+int cublasSgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, const float *alpha, const float *a, int lda,
+                              long long sa, const float *b, int ldb, long long sb, const float *beta, float *c, int ldc,
+                              long long sc, int batch) {
+  (void)ta, (void)tb, (void)alpha, (void)lda, (void)sa, (void)ldb, (void)sb, (void)beta, (void)sc;
+  return gemm(h, m, n, k, a, b, c, ldc, batch);
+}
+int cublasDgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, const double *alpha, const double *a, int lda,
+                              long long sa, const double *b, int ldb, long long sb, const double *beta, double *c, int ldc,
+                              long long sc, int batch) {
+  (void)ta, (void)tb, (void)alpha, (void)lda, (void)sa, (void)ldb, (void)sb, (void)beta, (void)sc;
+  return gemm(h, m, n, k, a, b, c, ldc, batch);
 }

@@ -21,6 +21,7 @@ typedef struct fake {
   void *h;
   long (*launches)(void);
   long (*bad_launches)(void);
+  long (*gemms)(void);
   void (*set)(long fail_alloc_after);
 } fake;
 
@@ -31,14 +32,17 @@ static fake fake_open(void) {
   *(void **)&f.launches = dlsym(f.h, "loom_fakecuda_launches");
   *(void **)&f.bad_launches = dlsym(f.h, "loom_fakecuda_bad_launches");
   *(void **)&f.set = dlsym(f.h, "loom_fakecuda_set");
-  cr_assert(f.launches && f.bad_launches && f.set);
+  *(void **)&f.gemms = dlsym(f.h, "loom_fakecuda_gemms");
+  cr_assert(f.launches && f.bad_launches && f.set && f.gemms);
   setenv("LOOM_CUDA_DRIVER", FAKE, 1); /* the same library: dlopen returns this handle again */
+  setenv("LOOM_CUBLAS_LIBRARY", FAKE, 1); /* cuBLAS too (libcall/cublas.c opens it once per process) */
   f.set(-1);
   return f;
 }
 
 static void fake_close(fake *f) {
   unsetenv("LOOM_CUDA_DRIVER");
+  unsetenv("LOOM_CUBLAS_LIBRARY");
   dlclose(f->h);
 }
 
@@ -116,7 +120,8 @@ static uint32_t make_inputs(loom_rt *rt, const char *const *names, const int64_t
 /* A whole model compiled for the CUDA target and called through the runtime: inputs made on the
  * host are copied in, every kernel is launched by the device (none run on the host: a host
  * dereference of device memory faults), outputs come back with loom_rt_tensor_to_host. */
-static void run_model(const char *path, const char *const *names, const int64_t *values, size_t nvals, long *launches) {
+static void run_model(const char *path, const char *const *names, const int64_t *values, size_t nvals, long *launches,
+                      long *gemms) {
   fake f = fake_open();
   loom_compile_options co = {.target = "cuda", .emit = LOOM_TARGET_EMIT_JIT, .no_cache = true};
   loom_compiled *c;
@@ -128,11 +133,12 @@ static void run_model(const char *path, const char *const *names, const int64_t 
   cr_assert_str_eq(loom_rt_run_device(rt)->vt->name, "cuda");
   loom_tensor *in[16];
   uint32_t np = make_inputs(rt, names, values, nvals, in);
-  long before = f.launches();
+  long before = f.launches(), gemms_before = f.gemms();
   loom_rt_outputs out;
   s = loom_rt_call(rt, "main", in, np, &out);
   cr_assert_null(s, "%s", loom_status_text(s, 0));
   *launches = f.launches() - before;
+  *gemms = f.gemms() - gemms_before;
   cr_assert_gt(*launches, 0);
   cr_assert_eq(f.bad_launches(), 0);
   for (uint32_t i = 0; i < out.count; i++) {
@@ -165,17 +171,19 @@ LOOM_TEST(cuda_device, a_transformer_block_runs_through_the_device_at_several_sh
   static const char *const names[] = {"b", "s"};
   static const int64_t shapes[][2] = {{1, 1}, {2, 5}, {3, 17}};
   for (size_t i = 0; i < 3; i++) {
-    long launches = 0;
-    run_model("models/gpt2_block.loom", names, shapes[i], 2, &launches);
-    cr_assert_geq(launches, 10, "%ld launches", launches);
+    long launches = 0, gemms = 0;
+    run_model("models/gpt2_block.loom", names, shapes[i], 2, &launches, &gemms);
+    cr_assert_geq(launches, 8, "%ld launches", launches);
+    cr_assert_geq(gemms, 4, "the block's linear layers go to cuBLAS: %ld GEMMs", gemms);
   }
 }
 
 LOOM_TEST(cuda_device, an_mlp_runs_through_the_device) {
   static const char *const names[] = {"b"};
   static const int64_t b[] = {7};
-  long launches = 0;
-  run_model("models/mlp.loom", names, b, 1, &launches);
+  long launches = 0, gemms = 0;
+  run_model("models/mlp.loom", names, b, 1, &launches, &gemms);
+  cr_assert_eq(gemms, 2, "two linear layers, two GEMMs: %ld", gemms);
 }
 
 /* Device memory running out is an error naming the device, not a crash. */
@@ -203,14 +211,117 @@ LOOM_TEST(cuda_device, running_out_of_device_memory_is_a_clear_error) {
   fake_close(&f);
 }
 
-/* --offload hands matmuls to the host's BLAS: refused for the GPU, naming both. */
-LOOM_TEST(cuda_device, offload_is_refused_for_the_cuda_target) {
-  loom_compile_options co = {.target = "cuda", .emit = LOOM_TARGET_EMIT_JIT, .offload = true, .no_cache = true};
+/* Without cuBLAS the model still compiles, and opening it says what is missing. */
+LOOM_TEST(cuda_device, a_missing_cublas_is_a_clear_error_and_generated_matmuls_need_none) {
+  fake f = fake_open();
+  setenv("LOOM_CUBLAS_LIBRARY", "libloom-no-such-cublas.so", 1);
+  loom_compile_options co = {.target = "cuda", .emit = LOOM_TARGET_EMIT_JIT, .no_cache = true};
   loom_compiled *c = NULL;
   loom_status s = loom_compile_file("models/mlp.loom", &co, &c);
-  cr_assert(s && strstr(loom_status_message(s), "--offload hands matmuls to the host's BLAS: not with target 'cuda'"),
-            "%s", s ? loom_status_message(s) : "compiled");
-  cr_assert_null(c);
-  loom_status_free(s);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_rt *rt = NULL;
+  s = loom_compiled_open(c, NULL, &rt);
+  /* (a machine with the toolkit on its library path finds a real libcublas after the named one) */
+  if (s) {
+    cr_assert(strstr(loom_status_text(s, 0), "no cuBLAS library found"), "%s", loom_status_text(s, 0));
+    loom_status_free(s);
+  }
+  loom_rt_close(rt);
+  loom_compiled_free(c);
+  /* the matmuls generated (LOOM_OFFLOAD_THRESHOLD above any batch): no library at all */
+  setenv("LOOM_OFFLOAD_THRESHOLD", "1000000", 1);
+  cr_assert_null(loom_compile_file("models/mlp.loom", &co, &c));
+  s = loom_compiled_open(c, NULL, &rt);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_rt_close(rt);
+  loom_compiled_free(c);
+  unsetenv("LOOM_OFFLOAD_THRESHOLD");
+  fake_close(&f);
 }
 #endif
+
+/* A CUDA kernel's grid travels as text (kernel.h) that the runtime evaluates without the
+ * symbolic module: every form symbolic/ prints must evaluate to what symbolic/ computes.
+ * Random expressions over three shape variables (sums, products, floordiv/mod, min/max,
+ * comparisons, and/or/not, select), at random values including 0 and 1. */
+#include "symbolic/sym.h"
+#include "vm/symeval.h"
+
+static uint64_t prop_rng = 0x243F6A8885A308D3ull;
+static uint64_t prop_next(void) {
+  prop_rng ^= prop_rng << 13, prop_rng ^= prop_rng >> 7, prop_rng ^= prop_rng << 17;
+  return prop_rng;
+}
+
+static const loom_sym_expr *random_expr(loom_sym_ctx *cx, const loom_sym_expr *const *vars, int depth, bool boolean) {
+  if (boolean) {
+    switch (depth <= 0 ? 3 : prop_next() % 4) {
+    case 0: return loom_sym_and(cx, random_expr(cx, vars, depth - 1, true), random_expr(cx, vars, depth - 1, true));
+    case 1: return loom_sym_or(cx, random_expr(cx, vars, depth - 1, true), random_expr(cx, vars, depth - 1, true));
+    case 2: return loom_sym_not(cx, random_expr(cx, vars, depth - 1, true));
+    default: {
+      static const loom_sym_kind ops[] = {LOOM_SYM_EQ, LOOM_SYM_NE, LOOM_SYM_LT, LOOM_SYM_LE};
+      return loom_sym_cmp(cx, ops[prop_next() % 4], random_expr(cx, vars, depth - 1, false),
+                          random_expr(cx, vars, depth - 1, false));
+    }
+    }
+  }
+  if (depth <= 0 || prop_next() % 4 == 0)
+    return prop_next() % 3 ? vars[prop_next() % 3] : loom_sym_const(cx, (int64_t)(prop_next() % 9) - 2);
+  const loom_sym_expr *a = random_expr(cx, vars, depth - 1, false), *b = random_expr(cx, vars, depth - 1, false);
+  switch (prop_next() % 8) {
+  case 0: return loom_sym_add(cx, a, b);
+  case 1: return loom_sym_sub(cx, a, b);
+  case 2: return loom_sym_mul(cx, a, b);
+  case 3: return loom_sym_floordiv(cx, a, loom_sym_const(cx, (int64_t)(prop_next() % 7) + 1));
+  case 4: return loom_sym_floormod(cx, a, loom_sym_const(cx, (int64_t)(prop_next() % 7) + 1));
+  case 5: return loom_sym_min(cx, a, b);
+  case 6: return loom_sym_max(cx, a, b);
+  default: return loom_sym_select(cx, random_expr(cx, vars, depth - 1, true), a, b);
+  }
+}
+
+LOOM_TEST(cuda_grid_text, every_printed_form_evaluates_at_run_time_as_symbolic_does) {
+  loom_sym_ctx *cx;
+  cr_assert_null(loom_sym_ctx_create(NULL, &cx));
+  const loom_sym_expr *vars[3] = {loom_sym_var_new(cx, "s0", LOOM_SYM_VAR_SHAPE),
+                                  loom_sym_var_new(cx, "s1", LOOM_SYM_VAR_SHAPE),
+                                  loom_sym_var_new(cx, "s2", LOOM_SYM_VAR_SHAPE)};
+  static const char *const names[3] = {"s0", "s1", "s2"};
+  loom_sym_env *env;
+  cr_assert_null(loom_sym_env_create(NULL, &env));
+  int checked = 0, selects = 0, compares = 0;
+  for (int i = 0; i < 3000; i++) {
+    const loom_sym_expr *e = random_expr(cx, vars, 4, i % 5 == 4);
+    cr_assert_not_null(e);
+    char *text = loom_sym_to_string(e);
+    cr_assert_not_null(text);
+    selects += strstr(text, "select(") != NULL;
+    compares += strstr(text, "==") || strstr(text, "<");
+    for (int r = 0; r < 4; r++) {
+      int64_t vals[3];
+      for (int k = 0; k < 3; k++) vals[k] = r == 0 ? 0 : r == 1 ? 1 : (int64_t)(prop_next() % 50);
+      loom_sym_env_clear(env);
+      for (int k = 0; k < 3; k++) cr_assert_null(loom_sym_env_set(env, vars[k], vals[k]));
+      int64_t want = 0, got = 0;
+      loom_status ws = loom_sym_eval(cx, e, env, &want);
+      loom_status gs = loom_vm_symeval(text, names, vals, 3, &got);
+      if (ws) { /* symbolic/ refuses (overflow): so may the text, never with another value */
+        loom_status_free(ws);
+        loom_status_free(gs);
+        continue;
+      }
+      cr_assert_null(gs, "'%s' at s0=%lld s1=%lld s2=%lld: %s", text, (long long)vals[0], (long long)vals[1],
+                     (long long)vals[2], loom_status_message(gs));
+      cr_assert_eq(got, want, "'%s' at s0=%lld s1=%lld s2=%lld: %lld, symbolic/ says %lld", text, (long long)vals[0],
+                   (long long)vals[1], (long long)vals[2], (long long)got, (long long)want);
+      checked++;
+    }
+    free(text);
+  }
+  cr_assert_gt(checked, 8000);
+  cr_assert_gt(selects, 100, "select printed %d times", selects);
+  cr_assert_gt(compares, 100, "comparisons printed %d times", compares);
+  loom_sym_env_destroy(env);
+  loom_sym_ctx_destroy(cx);
+}
