@@ -70,7 +70,8 @@ static loom_status describe(loom_arena *a, loom_sym_ctx *cx, const loom_tp_func 
   loom_status_free(st);
   k->magic = LOOM_CUDA_KERNEL_MAGIC;
   k->threads = (uint32_t)l.threads;
-  k->nbufs = (uint32_t)f->nparams;
+  k->nbufs = 0;
+  for (size_t i = 0; i < f->nparams; i++) k->nbufs += f->params[i].is_buffer; /* scalars travel as symbols */
   k->nsyms = (uint32_t)f->nsyms;
   k->sym_names = names;
   return LOOM_OK;
