@@ -34,9 +34,23 @@ static bool spatial(const loom_tp_stmt *loop) {
   return !loop->u.loop.reduce && !loom_tp_stmt_scatters(loop->u.loop.body);
 }
 
-/* Rule 1: the outer spatial loops fused, split into chunks of `threads`: blocks x threads. */
+/* Whether `s` holds a loop (a thread that runs it does a row of work, not one element). */
+static bool has_loop(const loom_tp_stmt *s) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++)
+        if (has_loop(s->u.seq.items[i])) return true;
+      return false;
+    case LOOM_TP_STMT_FOR: return true;
+    case LOOM_TP_STMT_IF: return has_loop(s->u.if_.then_s) || (s->u.if_.else_s && has_loop(s->u.if_.else_s));
+    default: return false;
+  }
+}
+
+/* Rule 1: the outer spatial loops fused, split into chunks of `threads` (`loop_threads` when
+ * each thread runs a loop): blocks x threads. */
 static loom_status grid_form(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int threads,
-                             loom_strbuf *why, bool *done) {
+                             int loop_threads, loom_strbuf *why, bool *done) {
   *done = false;
   if (!spatial(loop)) return LOOM_OK;
   int fused = 1;
@@ -52,6 +66,7 @@ static loom_status grid_form(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, l
     loop = out;
     fused++;
   }
+  if (loop_threads && has_loop(loop->u.loop.body)) threads = loop_threads;
   loom_tp_stmt *outer, *inner;
   LOOM_PROPAGATE(loom_tp_split_ceil(a, cx, f, loop, threads, &outer, &inner));
   LOOM_PROPAGATE(loom_tp_set_kind(cx, outer, LOOM_TP_LOOP_GPU_BLOCK));
@@ -94,7 +109,7 @@ loom_status loom_tp_schedule_gpu(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
   const char *reason = "the body is not one loop nest";
   if (loop) {
     bool done;
-    LOOM_PROPAGATE(grid_form(a, cx, f, loop, threads, why, &done));
+    LOOM_PROPAGATE(grid_form(a, cx, f, loop, threads, p ? p->loop_threads : 0, why, &done));
     if (done) return loom_tp_verify(cx, f);
     reason = loop->u.loop.reduce ? "the outer loop is a reduction" : "the outer loop stores at indices read from memory";
   }

@@ -26,6 +26,9 @@
 /* What the rules need to know of the device. */
 typedef struct loom_tp_gpu_params {
   int threads; /* threads per block of the grid form (a power of two, 32..1024; 0: 256) */
+  /* the same when each thread runs a loop (a row of a softmax, a norm, a reduction): fewer per
+   * block spreads few long rows over more multiprocessors (0: `threads`) */
+  int loop_threads;
 } loom_tp_gpu_params;
 
 /* The rules above, in place. */

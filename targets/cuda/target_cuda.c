@@ -15,11 +15,11 @@
 #include "tensorprog/tp_schedule_gpu.h"
 #include "vm/symeval.h"
 
-/* The GPU rules: 256 threads per block in the grid form. */
+/* The GPU rules: 256 threads per block in the grid form, one warp when each thread runs a row. */
 static loom_status cuda_schedule(const loom_target_options *o, loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
                                  loom_strbuf *why) {
   (void)o;
-  loom_tp_gpu_params p = {.threads = 256};
+  loom_tp_gpu_params p = {.threads = 256, .loop_threads = 32};
   return loom_tp_schedule_gpu(a, cx, f, &p, why);
 }
 

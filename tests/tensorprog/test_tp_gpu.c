@@ -253,6 +253,7 @@ LOOM_TEST(tp_gpu, scheduled_programs_equal_unscheduled_at_0_1_primes_odd_sizes) 
   static const int64_t sizes[] = {0, 1, 2, 3, 7, 13, 257};
   static const int64_t ks[] = {0, 1, 5, 13};
   size_t nsz = sizeof sizes / sizeof sizes[0];
+  int nlooped = 0; /* grid-form cases whose threads run a loop */
   for (size_t ci = 0; ci < sizeof gpu_cases / sizeof gpu_cases[0]; ci++) {
     const gpu_case *c = &gpu_cases[ci];
     tp_fixture ref, gpu;
@@ -279,6 +280,18 @@ LOOM_TEST(tp_gpu, scheduled_programs_equal_unscheduled_at_0_1_primes_odd_sizes) 
     s = loom_tp_gpu_launch_of(gpu.cx, gpu.f, &l);
     cr_assert_null(s, "%s", loom_status_text(s, 0));
     cr_assert_eq(l.threads, c->grid ? 256 : 1, "@%s: %lld threads", gpu.f->name, (long long)l.threads);
+    /* with loop_threads, a grid whose threads each run a loop has that many per block */
+    tp_fixture rows;
+    parse_ok(&rows, c->text);
+    loom_tp_gpu_params pr = {.threads = 256, .loop_threads = 32};
+    cr_assert_null(loom_tp_schedule_gpu(&rows.arena, rows.cx, rows.f, &pr, NULL));
+    cr_assert_null(loom_tp_gpu_launch_of(rows.cx, rows.f, &l));
+    char *rtext = tp_print(rows.f);
+    bool looped = strstr(strstr(rtext, "gpu_thread"), "for ") != NULL;
+    nlooped += looped && c->grid;
+    cr_assert_eq(l.threads, !c->grid ? 1 : looped ? 32 : 256, "@%s: %lld threads:\n%s", rows.f->name, (long long)l.threads, rtext);
+    free(rtext);
+    tp_fixture_free(&rows);
     free(text);
     loom_strbuf_free(&why);
     for (size_t a = 0; a < nsz; a++)
@@ -294,6 +307,7 @@ LOOM_TEST(tp_gpu, scheduled_programs_equal_unscheduled_at_0_1_primes_odd_sizes) 
     tp_fixture_free(&ref);
     tp_fixture_free(&gpu);
   }
+  cr_assert_gt(nlooped, 0, "no case has threads that run a loop");
 }
 
 LOOM_TEST(tp_gpu, launch_of_an_unscheduled_program_is_refused_by_name) {
