@@ -22,12 +22,13 @@ static bool match(const loom_graph_binding *b, gemm_form *f) {
   if (a->kind != LOOM_SINFO_TENSOR || w->kind != LOOM_SINFO_TENSOR || o->kind != LOOM_SINFO_TENSOR) return false;
   if (!a->dims || !w->dims || !o->dims || a->dtype != o->dtype || w->dtype != o->dtype) return false;
   if (o->dtype != LOOM_DTYPE_F32 && o->dtype != LOOM_DTYPE_F64) return false;
-  /* matmul with transpose_b reads B as linear reads w: BLAS's transposed form when B is 2-D */
+  /* matmul with transpose_b reads B as linear reads w: BLAS's transposed form (B 2-D, or batched
+   * as the result is: attention's Q @ K^T) */
   if (op == LOOM_GRAPH_OP_MATMUL && loom_graph_call_int(v, "packed_b")) return false; /* panels: not BLAS's layout */
   bool tb = op == LOOM_GRAPH_OP_MATMUL && loom_graph_call_int(v, "transpose_b") != 0;
-  if (tb && w->ndim != 2) return false;
+  if (tb && w->ndim != 2 && w->ndim != o->ndim) return false;
   *f = (gemm_form){op == LOOM_GRAPH_OP_LINEAR || tb, a->ndim, w->ndim, o->ndim, o->dtype};
-  if (f->ra < 2 || f->rb < 2 || f->rc < 2 || (f->linear && f->rb != 2) || (f->ra != 2 && f->ra != f->rc) ||
+  if (f->ra < 2 || f->rb < 2 || f->rc < 2 || (op == LOOM_GRAPH_OP_LINEAR && f->rb != 2) || (f->ra != 2 && f->ra != f->rc) ||
       (f->rb != 2 && f->rb != f->rc))
     return false;
   /* batch dims: an operand with them has exactly the result's (no broadcasting) */
@@ -63,7 +64,7 @@ static loom_status gemm_extern(loom_graph_module *m, const gemm_form *f, const c
     dc[i] = batch[i];
   }
   da[f->ra - 2] = mm, da[f->ra - 1] = kk;
-  if (f->linear) db[0] = nn, db[1] = kk;
+  if (f->linear) db[f->rb - 2] = nn, db[f->rb - 1] = kk;
   else db[f->rb - 2] = kk, db[f->rb - 1] = nn;
   dc[f->rc - 2] = mm, dc[f->rc - 1] = nn;
   const loom_sinfo *ps[2] = {loom_sinfo_tensor(m, f->dtype, f->ra, da, NULL),

@@ -332,6 +332,38 @@ LOOM_TEST(libcall_offload, offloaded_and_generated_paths_agree_around_the_guard)
   loom_graph_module_destroy(off);
 }
 
+/* Attention's Q @ K^T: a batched matmul with transpose_b goes to BLAS's transposed form, batch by
+ * batch, and equals the generated one at 0, 1, primes. */
+LOOM_TEST(libcall_offload, a_batched_transposed_b_matmul_goes_to_blas_and_agrees) {
+  static const char *qk = "fn @main(q: Tensor[(b, 3, s, 8), f32], k: Tensor[(b, 3, t, 8), f32]) -> Tensor[(b, 3, s, t), f32] {\n"
+                          "  dataflow {\n    y = matmul(q, k, transpose_b=true)\n    output y\n  }\n  return y\n}\n";
+  loom_test_rng rng = {loom_test_seed()};
+  loom_graph_module *ref = gt_parse_ok(qk);
+  loom_graph_offload_stats st;
+  loom_graph_module *off = offload_text(qk, 0, &st);
+  cr_assert_eq(st.skipped, 0, "the batched transposed form is BLAS-shaped");
+  char *out = print_module(off);
+  cr_assert(strstr(out, "blas_sgemm_nt_4_4"), "%s", out);
+  free(out);
+  static const int64_t sizes[][3] = {{1, 1, 1}, {2, 5, 7}, {1, 13, 1}, {3, 2, 11}, {1, 0, 4}};
+  for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+    int64_t b = sizes[t][0], sq = sizes[t][1], sk = sizes[t][2];
+    int64_t shq[4] = {b, 3, sq, 8}, shk[4] = {b, 3, sk, 8};
+    loom_graph_value args[2] = {rand_tensor(&rng, 4, shq), rand_tensor(&rng, 4, shk)};
+    loom_graph_value r1, r2;
+    OK_GRAPH(loom_graph_eval(ref, "main", 2, args, NULL, &r1));
+    OK_GRAPH(loom_graph_eval(off, "main", 2, args, NULL, &r2));
+    cr_assert_eq(r1.t.numel, r2.t.numel);
+    for (size_t i = 0; i < r1.t.numel; i++)
+      cr_assert(fabsf(((float *)r1.t.data)[i] - ((float *)r2.t.data)[i]) <= 1e-4f, "b=%lld s=%lld t=%lld element %zu: %g vs %g",
+                (long long)b, (long long)sq, (long long)sk, i, ((float *)r1.t.data)[i], ((float *)r2.t.data)[i]);
+    loom_graph_value_free(&r1), loom_graph_value_free(&r2);
+    for (int i = 0; i < 2; i++) loom_graph_value_free(&args[i]);
+  }
+  loom_graph_module_destroy(ref);
+  loom_graph_module_destroy(off);
+}
+
 LOOM_TEST(libcall_offload, loom_opt_runs_the_pass) {
   const char *path = "/tmp/loom-offload-test.loom";
   FILE *f = fopen(path, "w");
