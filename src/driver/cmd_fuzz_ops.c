@@ -24,6 +24,7 @@ static int run(const loom_cli_args *args) {
   o.no_fork = loom_cli_flag(args, "--no-fork");
   o.no_shrink = loom_cli_flag(args, "--no-shrink");
   o.verbose = loom_cli_flag(args, "--verbose");
+  o.target = loom_cli_get(args, "--target");
   if ((v = loom_cli_get(args, "--threads"))) {
     for (const char *p = v; *p && o.nthreads < 4;) {
       char *end;
@@ -50,6 +51,7 @@ const loom_cli_command loom_cmd_fuzz_ops = {
                                    {"--op", "NAMES", "only these families or ops (comma list; --list shows them)", false},
                                    {"--skip", "NAMES", "leave these families or ops out (comma list)", false},
                                    {"--threads", "1,2", "thread counts the compiled module runs with (default 1,2)", false},
+                                   {"--target", "cpu", "where the compiled side runs: cpu, or cuda[:sm_80|:sm_90] (the GPU)", false},
                                    {"--list", NULL, "list the families and the ops each covers", false},
                                    {"--verbose", NULL, "print every case", false},
                                    {"--no-shrink", NULL, "report failures without shrinking them", false},

@@ -379,7 +379,8 @@ static void run_case(const fz_case *c, uint64_t seed, const loom_fuzz_ops_option
     goto done;
   }
   st = parse_text(text, &m2);
-  loom_compile_options co = {.report = stderr};
+  const char *colon = o->target ? strchr(o->target, ':') : NULL; /* cuda:sm_90 */
+  loom_compile_options co = {.report = stderr, .target = o->target, .cpu = colon ? colon + 1 : NULL};
   if (!st) st = loom_compile(m2, &co, &cc);
   if (st) {
     set_result(r, loom_status_code(st) == LOOM_CODE_UNIMPLEMENTED ? FZ_SKIPPED : FZ_MISMATCH, "compile: %s", loom_status_text(st, 0));
@@ -400,6 +401,15 @@ static void run_case(const fz_case *c, uint64_t seed, const loom_fuzz_ops_option
     }
     loom_rt_outputs out = {0};
     if (!st) st = loom_rt_call(rt, "main", tin, (uint32_t)nin, &out);
+    for (uint32_t i = 0; !st && i < out.count; i++) { /* a GPU's outputs back in host memory */
+      if (out.items[i]->kind != LOOM_VM_OBJ_TENSOR) continue;
+      loom_tensor *h;
+      st = loom_rt_tensor_to_host(rt, (loom_tensor *)out.items[i], &h);
+      if (!st) {
+        loom_vm_obj_release(out.items[i]);
+        out.items[i] = &h->hdr;
+      }
+    }
     bool ok = true;
     if (st) set_result(r, FZ_MISMATCH, "threads=%u: the compiled call fails: %s", o->threads[k], loom_status_text(st, 0));
     else ok = compare(c, &ref, &out, o->threads[k], r);

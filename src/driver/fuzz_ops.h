@@ -33,6 +33,7 @@ typedef struct loom_fuzz_ops_options {
   bool no_shrink;       /* report failures without shrinking them */
   bool verbose;         /* print every case */
   double shrink_seconds; /* time bound of one shrink (0: 60 s) */
+  const char *target;   /* where the compiled side runs: NULL/"cpu", or "cuda[:sm_NN]" (the GPU) */
 } loom_fuzz_ops_options;
 
 /* Counts of one family (or of the whole run). */
