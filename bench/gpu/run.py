@@ -35,7 +35,7 @@ def log(*a):
     print(*a, flush=True)
 
 
-def short(e, n=70):
+def short(e, n=110):
     """An error as a table cell: its first line, cut, without pipes."""
     s = (str(e).strip().splitlines() or [type(e).__name__])[0].replace("|", "/")
     return "FAIL: " + (s[:n] + "..." if len(s) > n else s)
@@ -151,7 +151,7 @@ def outputs_np(out):
 TIME_RE = re.compile(r"time: (\d+) runs, mean ([0-9.]+) ms, min ([0-9.]+) ms")
 
 
-def loom_run(loom, target, onnx_path, names, ins, repeat, threads, work, want_output):
+def loom_run(loom, target, onnx_path, names, ins, repeat, threads, work, want_output, timeout):
     """One `loom run` subprocess: (best ms, mean ms, wall s of the whole process minus the timed calls
     = import + compile + load + copies, outputs or None)."""
     args = [loom, "run", onnx_path, "--target", target, "--repeat", str(repeat)]
@@ -165,7 +165,10 @@ def loom_run(loom, target, onnx_path, names, ins, repeat, threads, work, want_ou
     if want_output:
         args += ["--output", outp]
     t0 = time.perf_counter()
-    r = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    try:
+        r = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"loom run timed out after {timeout:.0f} s (--loom-timeout)")
     wall = time.perf_counter() - t0
     if r.returncode != 0:
         raise RuntimeError((r.stderr.strip() or r.stdout.strip() or f"exit {r.returncode}").splitlines()[0])
@@ -220,6 +223,7 @@ def bench_model(a, name, kind, cfg, shapes, work, rows, compile_rows):
     params = n_params(module)
     timer = Timer(a.device, a.warmup, a.repeat)
     compiled, ort_s = None, None
+    a.compile_spent = 0.0  # the budget is per model
     if "compile" in a.systems:
         compiled = torch.compile(module)
     if "ort" in a.systems:
@@ -266,7 +270,7 @@ def bench_model(a, name, kind, cfg, shapes, work, rows, compile_rows):
             lw = tempfile.mkdtemp(dir=work)
             try:
                 best, mean, setup, outs = loom_run(a.loom, a.target, path, names, ins, a.repeat + a.warmup,
-                                                   a.threads, lw, ref is not None and i == 0)
+                                                   a.threads, lw, ref is not None and i == 0, a.loom_timeout)
                 row["loom"], row["loom_mean"] = best, mean
                 compile_rows.append((name, f"loom run setup (import, compile, load), {label}", f"{setup:.2f}"))
                 if outs is not None:
@@ -338,14 +342,15 @@ def main():
     ap.add_argument("--repeat", type=int)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--compile-budget", type=float, help="seconds of torch.compile first calls after which its "
-                    "remaining cells are skipped (default: 120 with --quick, else none)")
+                    "model's remaining cells are skipped (default: 75 per model with --quick, else none)")
+    ap.add_argument("--loom-timeout", type=float, help="seconds for one loom run (default: 90 with --quick, else 600)")
     ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(ROOT, "bench", "results"))
     a = ap.parse_args()
     a.systems = set(a.systems.split(","))
     a.target = a.target or ("cuda" if a.device == "cuda" else "cpu")
     a.repeat = a.repeat or (10 if a.quick or a.tiny else 30)
-    a.compile_budget = a.compile_budget or (120.0 if a.quick else float("inf"))
-    a.compile_spent = 0.0
+    a.compile_budget = a.compile_budget or (75.0 if a.quick else float("inf"))
+    a.loom_timeout = a.loom_timeout or (90.0 if a.quick else 600.0)
     a.loom = a.loom or shutil.which("loom") or os.path.join(ROOT, "zig-out", "bin", "loom")
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False  # f32 means f32 (the default, said out loud)
