@@ -166,6 +166,8 @@ def main():
     ap.add_argument("--models", help="only models whose path contains one of these (comma-separated)")
     ap.add_argument("--log", help="also write every line here")
     a = ap.parse_args()
+    if not os.access(a.loom, os.X_OK):
+        sys.exit(f"gpu_sweep: no loom at {a.loom} (build it, or --prebuilt with loom on PATH)")
     logf = open(a.log, "a") if a.log else None
     env = dict(os.environ)
     passed = failed = no_compile = skipped = 0
