@@ -11,7 +11,7 @@ models/torch_export/gen.py's exporters (dynamic batch / seq / past). Loom runs e
 subprocess `loom run model.onnx --target cuda --input NAME=@FILE.npy ... --repeat N --output F.npy` and
 its printed `time: N runs, mean M ms, min B ms` is parsed: the table shows Loom's best (its mean holds the
 cold first call), and the torch columns the median of N after warm-up (CUDA events). A system that fails
-shows its error in its cell; the run goes on. Writes gpu-bench.md and gpu-bench.json to --out (or $OUT).
+shows its error in its cell; the run goes on. Writes gpu-bench.md and gpu-bench.json to --out (or $OUT, else bench/out/gpu).
 """
 import argparse
 import json
@@ -344,7 +344,7 @@ def main():
     ap.add_argument("--compile-budget", type=float, help="seconds of torch.compile first calls after which its "
                     "model's remaining cells are skipped (default: 75 per model with --quick, else none)")
     ap.add_argument("--loom-timeout", type=float, help="seconds for one loom run (default: 90 with --quick, else 600)")
-    ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(ROOT, "bench", "results"))
+    ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(ROOT, "bench", "out", "gpu"))
     a = ap.parse_args()
     a.systems = set(a.systems.split(","))
     a.target = a.target or ("cuda" if a.device == "cuda" else "cpu")
