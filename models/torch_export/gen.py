@@ -87,14 +87,20 @@ def text_cases(shapes, with_types=False):
     return cases
 
 
-def bert(d):
-    c = T.BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
-                     vocab_size=VOCAB, max_position_embeddings=256)
+def export_bert(c, path):
+    """BertModel(c) (last hidden state from ids, mask, token types), batch and seq dynamic. bench/gpu uses it."""
     names = ["input_ids", "attention_mask", "token_type_ids"]
     m = Hidden(T.BertModel(c), names)
     args = tuple(torch.tensor(a) for a in text_cases([(2, 5)], True)["2x5"])
-    export(m, args, d + "/model.onnx", names, ["y"], False,
+    export(m, args, path, names, ["y"], False,
            dyn_axes={**{n: {0: "batch", 1: "seq"} for n in names}, "y": {0: "batch", 1: "seq"}})
+    return m
+
+
+def bert(d):
+    c = T.BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                     vocab_size=VOCAB, max_position_embeddings=256)
+    export_bert(c, d + "/model.onnx")
     return text_cases([(1, 1), (1, 7), (2, 13), (3, 64)], True)
 
 
@@ -108,39 +114,50 @@ def t5_encoder(d):
     return text_cases([(1, 1), (1, 9), (2, 31), (3, 130)])
 
 
-def causal_past(d, kind, dynamo):
-    if kind == "gpt2":
-        c = T.GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB, n_positions=512)
-        m, kvh, hd = T.GPT2LMHeadModel(c), 4, 16
-    else:
-        c = T.LlamaConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
-                          intermediate_size=176, vocab_size=VOCAB, max_position_embeddings=512)
-        m, kvh, hd = T.LlamaForCausalLM(c), 2, 8
-    n = c.num_hidden_layers
+def past_case(c, b, s, p, seed):
+    """Inputs of WithPast(model of config c): ids (b, s), a mask over past + s (the second sequence
+    left-padded), and random past keys / values (b, kv heads, p, head dim)."""
+    kvh = getattr(c, "num_key_value_heads", None) or c.num_attention_heads
+    hd = c.hidden_size // c.num_attention_heads
+    rng = np.random.default_rng(seed)
+    mask = np.ones((b, p + s), np.int64)
+    if b > 1:
+        mask[1, :2] = 0  # left padding of the second sequence
+    return [rng.integers(0, VOCAB, (b, s)).astype(np.int64), mask] + \
+           [rng.standard_normal((b, kvh, p, hd)).astype(np.float32) for _ in range(2 * c.num_hidden_layers)]
+
+
+def export_with_past(m, path, dynamo, max_len=512):
+    """Exports WithPast(m): (input_ids, attention_mask, past_<i>_k, past_<i>_v, ...) -> (logits,
+    present_<i>_k, ...), batch / seq / past (and the mask's total) dynamic. bench/gpu uses it."""
+    n = m.config.num_hidden_layers
     names = ["input_ids", "attention_mask"] + [f"past_{i // 2}_{'kv'[i % 2]}" for i in range(2 * n)]
     outs = ["logits"] + [f"present_{i // 2}_{'kv'[i % 2]}" for i in range(2 * n)]
-
-    def case(b, s, p, seed):
-        rng = np.random.default_rng(seed)
-        mask = np.ones((b, p + s), np.int64)
-        if b > 1:
-            mask[1, :2] = 0  # left padding of the second sequence
-        return [rng.integers(0, VOCAB, (b, s)).astype(np.int64), mask] + \
-               [rng.standard_normal((b, kvh, p, hd)).astype(np.float32) for _ in range(2 * n)]
-
-    args = tuple(torch.tensor(a) for a in case(2, 3, 5, 0))
+    args = tuple(torch.tensor(a) for a in past_case(m.config, 2, 3, 5, 0))
     if dynamo:
-        B, S, P = (torch.export.Dim(x, min=1, max=512) for x in ("batch", "seq", "past"))
-        dyn = {"input_ids": {0: B, 1: S}, "attention_mask": {0: B, 1: torch.export.Dim("total", min=1, max=1024)},
+        B, S, P = (torch.export.Dim(x, min=1, max=max_len) for x in ("batch", "seq", "past"))
+        dyn = {"input_ids": {0: B, 1: S}, "attention_mask": {0: B, 1: torch.export.Dim("total", min=1, max=2 * max_len)},
                "past": tuple({0: B, 2: P} for _ in range(2 * n))}
-        export(WithPast(m), args, d + "/model.onnx", names, outs, True, dyn_shapes=dyn)
+        export(WithPast(m), args, path, names, outs, True, dyn_shapes=dyn)
     else:
         dyn = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "total"}}
         dyn.update({x: {0: "batch", 2: "past"} for x in names[2:]})
         dyn.update({x: {0: "batch"} for x in outs})
-        export(WithPast(m), args, d + "/model.onnx", names, outs, False, dyn_axes=dyn)
+        export(WithPast(m), args, path, names, outs, False, dyn_axes=dyn)
+    return names
+
+
+def causal_past(d, kind, dynamo):
+    if kind == "gpt2":
+        c = T.GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB, n_positions=512)
+        m = T.GPT2LMHeadModel(c)
+    else:
+        c = T.LlamaConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
+                          intermediate_size=176, vocab_size=VOCAB, max_position_embeddings=512)
+        m = T.LlamaForCausalLM(c)
+    export_with_past(m, d + "/model.onnx", dynamo)
     # prefill (no past), decode steps with a cache, a batch with padding; p = 0 keeps a dim of 0
-    return {f"{b}x{s}p{p}": case(b, s, p, 7 * b + 11 * s + p) for b, s, p in
+    return {f"{b}x{s}p{p}": past_case(c, b, s, p, 7 * b + 11 * s + p) for b, s, p in
             [(1, 5, 0), (2, 1, 9), (3, 4, 17), (1, 1, 64)]}
 
 
