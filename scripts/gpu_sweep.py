@@ -25,13 +25,19 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOL = {"float32": (1e-4, 1e-4), "float64": (1e-9, 1e-9), "float16": (1e-2, 1e-2), "bfloat16": (2e-2, 2e-2)}
+# Sums are added in another order on the GPU (cuBLAS's blocked GEMMs; the CPU's own BLAS differs from
+# Loom's generated matmul as much): where terms cancel, an element's error is relative to the size of
+# the terms, not of the result. So each element may also be off by SCALE times the tensor's largest
+# magnitude (measured: the random-weight blocks reach |y| ~ 1700 and differ by 2e-5 of that, CPU
+# OpenBLAS vs CPU generated as GPU vs CPU).
+SCALE = {"float32": 1e-4, "float64": 1e-9, "float16": 1e-2, "bfloat16": 2e-2}
 BATCH_VARS = {"b", "batch", "n"}
 VALUES = [1, 7, 64]  # per shape index: 1, a prime, a larger value
 BATCH_VALUES = [1, 3, 5]
 
 # Per model (a substring of its path): "vars" maps a var to its three values (or a function of the
 # shape's other values), "ints" an integer input to its exclusive upper bound (default 10), "ones"
-# inputs that are masks of ones, "skip" a reason not to run it.
+# inputs that are masks of ones, "skip" a reason not to run it ("skip_gpu": on a GPU target only).
 OVERRIDES = {
     "torch_export/gpt2_past": {"vars": {"total": lambda v: v["seq"] + v["past"]}, "ones": ["attention_mask"]},
     "torch_export/llama_past": {"vars": {"total": lambda v: v["seq"] + v["past"]}, "ones": ["attention_mask"]},
@@ -43,6 +49,7 @@ OVERRIDES = {
     "wav2vec2_pos": {"vars": {"samples": [203, 401, 1000]}},
     "tiny_transformer": {"vars": {"seq": [1, 7, 61]}},
     "gpt2_decoder": {"vars": {"V": [50, 50, 50], "P": [128, 128, 128]}},
+    "user_kernel": {"skip_gpu": "calls a host C function (extern @scale_rows): a GPU run refuses host code by design"},
     "serve_decoder": {"skip": "a paged KV cache needs consistent block tables (tests/e2e and loom serve cover it)"},
 }
 
@@ -149,7 +156,9 @@ def compare(ref, got):
             a64, b64 = a.astype(np.float64), b.astype(np.float64)
             same_nan = np.isnan(a64) == np.isnan(b64)
             d = np.abs(a64 - b64)
-            bad = ~same_nan | (d > atol + rtol * np.abs(a64))
+            finite = np.abs(a64[np.isfinite(a64)])
+            scale = SCALE.get(str(a.dtype), 1e-4) * (finite.max() if finite.size else 0.0)
+            bad = ~same_nan | (d > atol + rtol * np.abs(a64) + scale)
             bad &= ~(np.isnan(a64) & np.isnan(b64))
             if bad.any():
                 rel = d / np.maximum(np.abs(a64), 1e-30)
@@ -180,8 +189,9 @@ def main():
             if a.models and not any(m in model for m in a.models.split(",")):
                 continue
             ov = override(model)
-            if "skip" in ov:
-                log(logf, f"skip     {model}: {ov['skip']}")
+            why = ov.get("skip") or (ov.get("skip_gpu") if a.target != "cpu" else None)
+            if why:
+                log(logf, f"skip     {model}: {why}")
                 skipped += 1
                 continue
             if a.target.startswith("cuda"):

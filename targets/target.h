@@ -98,6 +98,11 @@ typedef struct loom_target {
    * pass; LOOM_OFFLOAD_THRESHOLD overrides it); -1: only when asked (--offload), at the
    * measured CPU threshold. */
   int64_t library_gemm_rows;
+  /* Whether attention written out as matmul / scale / mask / softmax / matmul becomes the fused
+   * attention op here (the `attention` pass; the CPU's flash kernel). false: it stays written out
+   * (on the GPU its matmuls are cuBLAS's; the flash kernel there is the CPU's form, one thread per
+   * 32-row tile, until a GPU attention rule exists). */
+  bool fused_attention;
 
   /* The schedule rules for the machine `o` names: rewrites program `f` in place (new nodes
    * from `arena`); one line per decision goes to `why` (printed by `loom opt

@@ -43,7 +43,14 @@ static loom_status pass_simplify(loom_pass_ctx *c) { return run_rewrite(c, LOOM_
 static loom_status pass_fold(loom_pass_ctx *c) { return run_rewrite(c, LOOM_PASS_fold); }
 static loom_status pass_cse(loom_pass_ctx *c) { return run_rewrite(c, LOOM_PASS_cse); }
 static loom_status pass_dce(loom_pass_ctx *c) { return run_rewrite(c, LOOM_PASS_dce); }
-static loom_status pass_attention(loom_pass_ctx *c) { return run_rewrite(c, LOOM_PASS_attention); }
+/* attention: only for targets whose fused attention kernel pays (loom_target.fused_attention). */
+static loom_status pass_attention(loom_pass_ctx *c) {
+  if (c->target && !c->target->fused_attention) {
+    if (c->report) fprintf(c->out, "// attention: kept written out for target '%s'\n", c->target->name);
+    return LOOM_OK;
+  }
+  return run_rewrite(c, LOOM_PASS_attention);
+}
 static loom_status pass_inline(loom_pass_ctx *c) { return run_rewrite(c, LOOM_PASS_inline); }
 
 /* ---- module passes ------------------------------------------------------------------ */

@@ -219,6 +219,7 @@ const loom_target loom_target_cpu = {
     .summary = "this machine's CPU (or --cpu NAME) through LLVM: parallel outer loops, vectorised inner loops",
     .device = "cpu",
     .library_gemm_rows = -1,
+    .fused_attention = true,
     .schedule = cpu_schedule,
     .matmul_panel = cpu_matmul_panel,
     .int8_quads = cpu_int8_quads,

@@ -32,6 +32,7 @@ typedef struct cuda_state {
   fn_slot *slots;       /* cap entries, a power of two, at most half full */
   size_t cap, n;
   loom_status pending;  /* a failed copy or launch, returned by the next sync */
+  bool sync_each;       /* $LOOM_CUDA_SYNC=1: wait after every launch (per-kernel times in --profile) */
 } cuda_state;
 
 static cuda_state *state(loom_device *d) { return d->impl; }
@@ -175,6 +176,7 @@ static loom_status launch(loom_device *d, const loom_cuda_kernel *k, void *const
   for (uint32_t i = 0; i < k->nbufs; i++) bufs[i] = dptr(buffers[i]);
   st = loom_cuda_launch_async(s->drv, fn, k->entry, &dims, bufs, k->nbufs, symbols, k->nsyms, s->err);
   if (bufs != small) free(bufs);
+  if (!st && s->sync_each) st = loom_cuda_sync(s->drv);
   return st;
 }
 
@@ -257,6 +259,8 @@ loom_status loom_device_cuda_create(loom_allocator *alloc, const char *driver_li
   cuda_state *s = calloc(1, sizeof *s);
   if (!s) return LOOM_OOM();
   pthread_mutex_init(&s->mu, NULL);
+  const char *sync_env = getenv("LOOM_CUDA_SYNC");
+  s->sync_each = sync_env && !strcmp(sync_env, "1");
   loom_status st = loom_cuda_driver_open(driver_lib, &s->drv);
   int32_t zero = 0;
   if (!st) st = loom_cuda_mem_alloc(s->drv, sizeof zero, &s->err);

@@ -18,6 +18,8 @@
  *                end of every VM call) reads it back, so a kernel's run-time error fails the call
  *                that ran it, without naming which kernel; a failed copy or launch is kept and
  *                returned by the next `sync` too;
+ *   profiling    $LOOM_CUDA_SYNC=1 waits after every launch, so `loom run --profile` times each
+ *                kernel on the GPU (without it a launch returns at once and its time is the host's);
  *   not yet      kernel images (CUDA artifacts: PTX inside an AOT artifact), streams per caller
  *                (concurrent calls share the stream and the error word), DLPack kDLCUDA. */
 #ifndef LOOM_TARGETS_CUDA_DEVICE_CUDA_H
