@@ -371,7 +371,8 @@ def main():
             if name in a.models.split(","):
                 bench_model(a, name, kind, cfg, shapes, work, rows, compile_rows)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not os.environ.get("LOOM_BENCH_KEEP"):  # kept for a profile afterwards (bench/gpu/README.md)
+            shutil.rmtree(work, ignore_errors=True)
     md = report(a, rows, compile_rows, bw, peak, info)
     md += f"\nWhole run: {time.perf_counter() - t_start:.0f} s.\n"
     print(md)
