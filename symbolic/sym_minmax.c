@@ -173,5 +173,12 @@ const loom_sym_expr *loom_sym_select(loom_sym_ctx *cx, const loom_sym_expr *cond
     if (!at) return NULL;
     if (at == then_e) return else_e;
   }
+  // select(l == r, a, b) -> b  when a - b is +-(l - r): where l == r the branches are equal,
+  // e.g. an exporter's select(s + past == 1, 1, s + past) -> s + past
+  if (cond->kind == LOOM_SYM_EQ) {
+    const loom_sym_expr *d = loom_sym_sub(cx, then_e, else_e), *e = loom_sym_sub(cx, cond->ops[0], cond->ops[1]);
+    if (!d || !e) return NULL;
+    if (d == e || d == loom_sym_neg(cx, e)) return else_e;
+  }
   return sym_intern(cx, LOOM_SYM_SELECT, NULL, (const loom_sym_expr *[]){cond, then_e, else_e}, NULL, 3);
 }

@@ -119,6 +119,11 @@ LOOM_TEST(symbolic, min_max_cmp_logic_rules) {
   canon(&f, "select(n == 2, 5, n + 3)", "n + 3");
   canon(&f, "select(n == 2, 4, n + 3)", "select(n == 2, 4, n + 3)"); // they differ at n == 2
   canon(&f, "select(n == 1, m, n)", "select(n == 1, m, n)");
+  canon(&f, "select(n + m == 1, 1, n + m)", "n + m");  // the branches agree where n + m == 1
+  canon(&f, "max(select(n + m == 1, 1, n + m), n + m)", "n + m"); // GPT-2's exported total length
+  canon(&f, "select(n + m == 2*n, 2*n, n + m)", "n + m");
+  canon(&f, "select(n + 1 == m, m - 1, n)", "n");
+  canon(&f, "select(n + m == 1, 2, n + m)", "select(n + m == 1, 2, n + m)"); // they differ there
   fx_free(&f);
 }
 
