@@ -149,6 +149,8 @@ LOOM_MUST_USE loom_status loom_libcall_lib_check_exec(const loom_libcall_lib *li
  * ALM2 artifact declares from their signature text (loom_libcall_sigs_decode), with
  * loom_libcall_lib_create and loom_libcall_lib_check_exec. loom_rt_open uses it. */
 extern const loom_vm_extern_provider loom_libcall_extern_provider;
+/* The same for a model on the CUDA device: the GEMM built-ins through cuBLAS, nothing else. */
+extern const loom_vm_extern_provider loom_libcall_extern_provider_cuda;
 
 /* ---- signatures as text (libcall/sigtext.c): what an AOT artifact carries ---- */
 typedef struct loom_arena loom_arena;

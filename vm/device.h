@@ -116,6 +116,18 @@ struct loom_device {
  * loom_device. */
 LOOM_MUST_USE loom_status loom_device_create(loom_allocator *alloc, const loom_device_vtable *vt, void *impl,
                                              int32_t dl_type, int32_t dl_id, loom_device **out);
+/* The AOT shared-object loader the CPU device's image entries are (and a device whose artifacts
+ * are shared objects too uses): the file checked before any of it runs (vm/artifact.h), its
+ * DATA mapped, dlopen'ed, its loom_artifact_desc checked — kernels of host code (ALM1/ALM2), or
+ * with `device_code` a device's kernel descriptions (LOOM_ARTIFACT_MAGIC_DEVICE); each refuses
+ * the other by name. unload frees the image; data gives its DATA region; kernel finds a
+ * kernel-table entry by name (NULL if none). */
+LOOM_MUST_USE loom_status loom_vm_so_load(const char *path, const loom_vm_artifact_pubkey *trust, bool device_code,
+                                          void **out_image, const loom_artifact_desc **out_desc);
+void loom_vm_so_unload(void *image);
+void loom_vm_so_data(void *image, const uint8_t **out_data, uint64_t *out_len);
+loom_kernel_fn loom_vm_so_kernel(void *image, const char *name);
+
 /* A new CPU device with its own pool (one reference, the caller's). */
 LOOM_MUST_USE loom_status loom_device_cpu_create(loom_allocator *alloc, loom_device **out);
 void loom_device_retain(loom_device *d);

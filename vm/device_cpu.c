@@ -55,8 +55,7 @@ typedef struct cpu_image {
   uint64_t data_len;   /* its size */
 } cpu_image;
 
-static void cpu_image_unload(loom_device *d, void *image) {
-  (void)d;
+void loom_vm_so_unload(void *image) {
   cpu_image *im = image;
   if (!im) return;
   if (im->dl) dlclose(im->dl);
@@ -64,8 +63,13 @@ static void cpu_image_unload(loom_device *d, void *image) {
   free(im);
 }
 
-static loom_status cpu_image_load(loom_device *d, const char *path, const loom_vm_artifact_pubkey *trust,
-                                  void **out_image, const loom_artifact_desc **out_desc) {
+static void cpu_image_unload(loom_device *d, void *image) {
+  (void)d;
+  loom_vm_so_unload(image);
+}
+
+loom_status loom_vm_so_load(const char *path, const loom_vm_artifact_pubkey *trust, bool device_code, void **out_image,
+                            const loom_artifact_desc **out_desc) {
   *out_image = NULL;
   *out_desc = NULL;
   int fd;
@@ -97,7 +101,12 @@ static loom_status cpu_image_load(loom_device *d, const char *path, const loom_v
   else if (!(a = dlsym(im->dl, LOOM_ARTIFACT_SYMBOL)))
     st = LOOM_ERROR(NOT_FOUND, "'%s' is a shared object without the symbol %s: not a Loom artifact", path,
                     LOOM_ARTIFACT_SYMBOL);
-  else if (a->magic != LOOM_ARTIFACT_MAGIC && a->magic != LOOM_ARTIFACT_MAGIC2)
+  else if (a->magic == LOOM_ARTIFACT_MAGIC_DEVICE && !device_code)
+    st = LOOM_ERROR(INVALID_ARGUMENT, "'%s' holds GPU kernels (compiled with --target cuda): open it on the cuda device "
+                    "(loom-run --device cuda)", path);
+  else if (device_code && a->magic != LOOM_ARTIFACT_MAGIC_DEVICE)
+    st = LOOM_ERROR(INVALID_ARGUMENT, "'%s' holds CPU kernels: compile it with --target cuda to run it on a GPU", path);
+  else if (a->magic != LOOM_ARTIFACT_MAGIC && a->magic != LOOM_ARTIFACT_MAGIC2 && a->magic != LOOM_ARTIFACT_MAGIC_DEVICE)
     st = LOOM_ERROR(DATA_LOSS, "'%s': %s has a bad magic number", path, LOOM_ARTIFACT_SYMBOL);
   else if (a->abi_version != LOOM_KERNEL_ABI_VERSION)
     st = LOOM_ERROR(DATA_LOSS, "'%s': kernels were built for kernel ABI %u, this runtime has %u", path, a->abi_version,
@@ -106,7 +115,7 @@ static loom_status cpu_image_load(loom_device *d, const char *path, const loom_v
     st = LOOM_ERROR(DATA_LOSS, "'%s': %s holds an executable of %llu bytes, the trailer records %llu", path,
                     LOOM_ARTIFACT_SYMBOL, (unsigned long long)a->exec_size, (unsigned long long)info.exec_size);
   if (st) {
-    cpu_image_unload(d, im);
+    loom_vm_so_unload(im);
     return st;
   }
   *out_image = im;
@@ -114,8 +123,18 @@ static loom_status cpu_image_load(loom_device *d, const char *path, const loom_v
   return LOOM_OK;
 }
 
+static loom_status cpu_image_load(loom_device *d, const char *path, const loom_vm_artifact_pubkey *trust,
+                                  void **out_image, const loom_artifact_desc **out_desc) {
+  (void)d;
+  return loom_vm_so_load(path, trust, false, out_image, out_desc);
+}
+
 static void cpu_image_data(loom_device *d, void *image, const uint8_t **out_data, uint64_t *out_len) {
   (void)d;
+  loom_vm_so_data(image, out_data, out_len);
+}
+
+void loom_vm_so_data(void *image, const uint8_t **out_data, uint64_t *out_len) {
   const cpu_image *im = image;
   *out_data = im ? im->data : NULL;
   *out_len = im ? im->data_len : 0;
@@ -123,6 +142,10 @@ static void cpu_image_data(loom_device *d, void *image, const uint8_t **out_data
 
 static loom_kernel_fn cpu_kernel_find(loom_device *d, void *image, const char *name) {
   (void)d;
+  return loom_vm_so_kernel(image, name);
+}
+
+loom_kernel_fn loom_vm_so_kernel(void *image, const char *name) {
   const cpu_image *im = image;
   const loom_artifact_desc *a = im && im->dl ? dlsym(im->dl, LOOM_ARTIFACT_SYMBOL) : NULL;
   if (!a) return NULL;

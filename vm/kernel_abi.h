@@ -90,6 +90,10 @@ struct loom_kernel_ctx {
  */
 #define LOOM_ARTIFACT_MAGIC 0x314D4C41u  /* "ALM1" little-endian: the fields up to `kernels` */
 #define LOOM_ARTIFACT_MAGIC2 0x324D4C41u /* "ALM2": also `externs` */
+/* "ALG2": ALM2's layout for a device whose kernels are not host code (the CUDA target): each
+ * kernel's `fn` points at that device's description of it (targets/cuda/kernel.h), which only
+ * that device's loader accepts; the CPU refuses the file by this magic. */
+#define LOOM_ARTIFACT_MAGIC_DEVICE 0x32474C41u
 #define LOOM_ARTIFACT_SYMBOL "loom_artifact_v1"
 
 typedef struct loom_artifact_kernel {

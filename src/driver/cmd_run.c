@@ -20,6 +20,8 @@ static int run(const loom_cli_args *args) {
   if (is_module(path) && loom_cli_get(args, "--trust")) {
     st = LOOM_ERROR(INVALID_ARGUMENT, "--trust checks the signature of a compiled artifact; '%s' is compiled in this "
                     "process and carries none", path);
+  } else if (is_module(path) && loom_cli_get(args, "--device")) {
+    st = LOOM_ERROR(INVALID_ARGUMENT, "--device picks where an artifact runs; '%s' is compiled here: give --target", path);
   } else if (is_module(path)) {
     const char *target = loom_cli_get(args, "--target");
     const char *colon = target ? strchr(target, ':') : NULL; /* cuda:sm_90: the machine after the colon */

@@ -319,7 +319,7 @@ static loom_status run_inputs(const loom_cli_args *args, loom_rt *rt, binds *b);
 loom_status loom_run_tool_open(const loom_cli_args *args, const char *path, loom_rt **out) {
   *out = NULL;
   const char *key = loom_cli_get(args, "--trust");
-  loom_rt_options o = {.check_weights = loom_cli_flag(args, "--check-weights")};
+  loom_rt_options o = {.check_weights = loom_cli_flag(args, "--check-weights"), .device = loom_cli_get(args, "--device")};
   loom_vm_artifact_pubkey pk;
   if (key) {
     LOOM_RETURN_IF_ERROR(loom_vm_artifact_pubkey_read(key, &pk), "while reading the --trust key");

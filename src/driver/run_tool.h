@@ -17,7 +17,8 @@
       {"--threads", "N", "threads for kernels (default: LOOM_NUM_THREADS or all cores)", false},                  \
       {"--list", NULL, "list the functions and their symbolic signatures", false},                                \
       {"--trust", "KEY.pub", "open only an artifact signed by this public key (loom keygen; docs/vm.md)", false},   \
-      {"--check-weights", NULL, "check every weight at open (else each is checked at its first use)", false}
+      {"--check-weights", NULL, "check every weight at open (else each is checked at its first use)", false},     \
+      {"--device", "cpu", "where an artifact runs: cpu, or cuda (one compiled with --target cuda; GPU 0)", false}
 
 /* Opens the artifact or executable `path` (loom_rt_open), with the key of --trust if given,
  * every weight checked now with --check-weights. */

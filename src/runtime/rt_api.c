@@ -65,7 +65,7 @@ static loom_status open_so(loom_rt *rt, const char *path, const loom_vm_artifact
   if (rt->dev->vt->image_data) rt->dev->vt->image_data(rt->dev, rt->image, &data, &data_len);
   LOOM_RETURN_IF_ERROR(loom_vm_exec_load_ext(NULL, a->exec, a->exec_size, data, (size_t)data_len, NULL, NULL, &rt->exe),
                        "artifact '%s'", path);
-  if (a->magic == LOOM_ARTIFACT_MAGIC2 && a->externs && !rt->nexterns) {
+  if ((a->magic == LOOM_ARTIFACT_MAGIC2 || a->magic == LOOM_ARTIFACT_MAGIC_DEVICE) && a->externs && !rt->nexterns) {
     /* the externs the artifact declares: loaded now (libraries relative to the artifact) */
     char dir[4096];
     snprintf(dir, sizeof dir, "%s%s", strchr(path, '/') ? "" : "./", path);
@@ -151,7 +151,9 @@ static loom_status rt_new(const loom_rt_options *opts, loom_rt **out) {
   }
   rt->kernels = opts->kernels, rt->nkernels = opts->nkernels;
   rt->externs = opts->externs, rt->nexterns = opts->nexterns;
-  rt->provider = opts->extern_provider ? opts->extern_provider : &loom_libcall_extern_provider;
+  rt->provider = opts->extern_provider                 ? opts->extern_provider
+                 : rt->dev->vt->host ? &loom_libcall_extern_provider
+                                      : &loom_libcall_extern_provider_cuda;
   *out = rt;
   return LOOM_OK;
 }

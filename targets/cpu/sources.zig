@@ -10,4 +10,5 @@ pub const compiler = [_][]const u8{
     "targets/cpu/cg_cache.c",
     "targets/cpu/kcache.c",
     "targets/cpu/target_cpu.c",
+    "targets/cpu/link.c",
 };

@@ -12,6 +12,7 @@
 
 #include "base/file.h"
 #include "targets/cpu/codegen.h"
+#include "targets/cpu/link.h"
 #include "targets/target.h"
 #include "tensorprog/tp.h"
 #include "tensorprog/tp_schedule_cpu.h"
@@ -39,7 +40,6 @@ static bool cpu_int8_quads(const loom_target_options *o) {
   return loom_cpu_has_vnni512(&co);
 }
 
-static loom_status write_text(const char *path, const char *text);
 
 /* What the cache did into the caller's stats. */
 static void note_stats(const loom_target_options *o, const loom_cpu_cache_stats *cs) {
@@ -82,60 +82,13 @@ static loom_status cpu_emit_object(const loom_target_options *o, loom_sym_ctx *c
   if (!st) {
     char sp[4200];
     snprintf(sp, sizeof sp, "%s.syms", path);
-    st = write_text(sp, loom_strbuf_cstr(&syms));
+    st = loom_link_write_text(sp, loom_strbuf_cstr(&syms));
   }
   loom_strbuf_free(&syms);
   return st;
 }
 
 /* ---- the artifact ------------------------------------------------------------ */
-
-static loom_status write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  if (!f) return LOOM_ERROR(IO_ERROR, "cannot write '%s': %s", path, strerror(errno));
-  bool ok = fputs(text, f) >= 0;
-  ok &= fclose(f) == 0;
-  return ok ? LOOM_OK : LOOM_ERROR(IO_ERROR, "cannot write '%s'", path);
-}
-
-/* Runs the C compiler driver `argv`, its stderr into `log`; the log's text names a failure. */
-static loom_status run_cc(char *const *argv, const char *log) {
-  pid_t pid = fork();
-  if (pid < 0) return LOOM_ERROR(IO_ERROR, "fork: %s", strerror(errno));
-  if (pid == 0) {
-    FILE *f = freopen(log, "w", stderr);
-    (void)f;
-    execvp(argv[0], argv);
-    _exit(127);
-  }
-  int ws;
-  if (waitpid(pid, &ws, 0) < 0) return LOOM_ERROR(IO_ERROR, "waitpid: %s", strerror(errno));
-  if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0) return LOOM_OK;
-  char *msg = NULL;
-  size_t mlen = 0;
-  loom_status rs = loom_file_read(log, &msg, &mlen);
-  loom_status_free(rs);
-  loom_status st = WIFEXITED(ws) && WEXITSTATUS(ws) == 127
-                       ? LOOM_ERROR(UNAVAILABLE, "cannot run the C compiler driver '%s' to link the artifact (set LOOM_CC)", argv[0])
-                       : LOOM_ERROR(INTERNAL, "linking the artifact with '%s' failed:\n%s", argv[0], msg ? msg : "");
-  free(msg);
-  return st;
-}
-
-/* `text` as a C string literal, or 0 for NULL. */
-static void c_literal(loom_strbuf *out, const char *text) {
-  if (!text) {
-    loom_strbuf_puts(out, "0");
-    return;
-  }
-  loom_strbuf_putc(out, '"');
-  for (const char *p = text; *p; p++) {
-    if (*p == '\n') loom_strbuf_puts(out, "\\n");
-    else if (*p == '"' || *p == '\\') loom_strbuf_printf(out, "\\%c", *p);
-    else loom_strbuf_putc(out, *p);
-  }
-  loom_strbuf_putc(out, '"');
-}
 
 /* The artifact: the executable included with `.incbin` (blob.S), a descriptor naming every
  * kernel symbol (desc.c), and the object, linked with `cc -shared` ($LOOM_CC overrides,
@@ -169,9 +122,9 @@ static loom_status cpu_link_artifact(const loom_target_artifact *a, const char *
   loom_strbuf sb;
   loom_strbuf_init(&sb, NULL);
   if (!st) {
-    loom_strbuf_printf(&sb, "  .section .rodata.loom_exec,\"a\"\n  .balign 64\n  .globl loom_exec_bytes\n  .hidden loom_exec_bytes\n"
-                            "loom_exec_bytes:\n  .incbin \"%s\"\n  .section .note.GNU-stack,\"\",@progbits\n", exec_path);
-    st = write_text(blob, loom_strbuf_cstr(&sb));
+    loom_link_incbin(&sb, "loom_exec", "loom_exec_bytes", exec_path, false);
+    loom_strbuf_puts(&sb, "  .section .note.GNU-stack,\"\",@progbits\n");
+    st = loom_link_write_text(blob, loom_strbuf_cstr(&sb));
   }
   if (!st) {
     loom_strbuf_clear(&sb);
@@ -193,21 +146,15 @@ static loom_status cpu_link_artifact(const loom_target_artifact *a, const char *
       loom_strbuf_printf(&sb, "  {\"%s\", %s, sig%u, %uu},\n", loom_tp_func_name(a->fs[k]), syms[k], k, a->sigs[k].nsig);
     loom_strbuf_printf(&sb, "  {0, 0, 0, 0}\n};\n__attribute__((visibility(\"default\"))) const desc %s = {0x%08xu, %uu, loom_exec_bytes, %zuu, %uu, kernels, ",
                        LOOM_ARTIFACT_SYMBOL, LOOM_ARTIFACT_MAGIC2, LOOM_KERNEL_ABI_VERSION, a->exec_len, a->nkernels);
-    c_literal(&sb, a->externs);
+    loom_link_c_literal(&sb, a->externs);
     loom_strbuf_puts(&sb, "};\n");
-    st = sb.oom ? LOOM_OOM() : write_text(desc, loom_strbuf_cstr(&sb));
+    st = sb.oom ? LOOM_OOM() : loom_link_write_text(desc, loom_strbuf_cstr(&sb));
   }
   loom_strbuf_free(&sb);
   if (!st) {
-    const char *env = getenv("LOOM_CC");
-    const char *ccs[] = {env && *env ? env : "cc", "clang-19"};
-    for (int k = 0; k < (env && *env ? 1 : 2); k++) {
-      /* the archive after what refers to its members */
-      char *argv[] = {(char *)ccs[k], "-shared", "-fPIC", "-O1", "-o", (char *)out_path, desc, blob, (char *)a->object, "-lm", NULL};
-      loom_status_free(st);
-      st = run_cc(argv, log);
-      if (!st || loom_status_code(st) != LOOM_CODE_UNAVAILABLE) break;
-    }
+    /* the archive after what refers to its members */
+    const char *inputs[] = {desc, blob, a->object, NULL};
+    st = loom_link_shared_object(out_path, inputs, log);
   }
   free(syms);
   free(symtext);

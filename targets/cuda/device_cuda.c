@@ -87,23 +87,24 @@ static loom_status cu_to_host(loom_device *d, void *host_dst, const void *src, s
   return loom_cuda_copy_to_host(state(d)->drv, host_dst, dptr(src), n);
 }
 
+/* A CUDA artifact is a shared object like the CPU's (vm/device.h's loader), whose kernel table
+ * points at the kernels' descriptions (kernel.h) instead of host code; `launch` checks each. */
 static loom_status cu_image_load(loom_device *d, const char *path, const loom_vm_artifact_pubkey *trust,
                                  void **out_image, const loom_artifact_desc **out_desc) {
-  (void)d, (void)trust;
-  *out_image = NULL;
-  *out_desc = NULL;
-  return LOOM_ERROR(UNIMPLEMENTED, "'%s': the CUDA device does not load artifacts yet; run the model in process "
-                                   "(`loom run FILE --target cuda`)", path);
+  (void)d;
+  return loom_vm_so_load(path, trust, true, out_image, out_desc);
 }
-static void cu_image_unload(loom_device *d, void *image) { (void)d, (void)image; }
+static void cu_image_unload(loom_device *d, void *image) {
+  (void)d;
+  loom_vm_so_unload(image);
+}
 static void cu_image_data(loom_device *d, void *image, const uint8_t **out_data, uint64_t *out_len) {
-  (void)d, (void)image;
-  *out_data = NULL;
-  *out_len = 0;
+  (void)d;
+  loom_vm_so_data(image, out_data, out_len);
 }
 static loom_kernel_fn cu_kernel_find(loom_device *d, void *image, const char *name) {
-  (void)d, (void)image, (void)name;
-  return NULL;
+  (void)d;
+  return loom_vm_so_kernel(image, name);
 }
 
 static size_t slot_of(const fn_slot *slots, size_t cap, const loom_cuda_kernel *k) {

@@ -1,14 +1,16 @@
 /* target_cuda.c — the CUDA target (targets/target.h), compile side: the GPU schedule rules
  * (tensorprog/tp_schedule_gpu.h) and PTX through LLVM's NVPTX back end (ptx.h). `jit` makes one
  * PTX module and a description of each kernel (kernel.h) that the runtime's CUDA device
- * (device_cuda.h) launches; emit_object writes the PTX module; an artifact holding it is not
- * built yet and says so. Built only with the CUDA toolkit (targets/cuda/sources.zig). */
+ * (device_cuda.h) launches; emit_object writes the PTX module (and each kernel's launch beside
+ * it), link_artifact a shared object holding both (opened by the CUDA device). Built only with the CUDA toolkit (targets/cuda/sources.zig). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <stdlib.h>
 
+#include "base/file.h"
+#include "targets/cpu/link.h"
 #include "targets/cuda/kernel.h"
 #include "targets/cuda/ptx.h"
 #include "targets/target.h"
@@ -104,23 +106,32 @@ static loom_status cuda_jit(const loom_target_options *o, loom_sym_ctx *cx, cons
   return LOOM_OK;
 }
 
-/* One PTX module with every kernel at `path`. */
+/* One PTX module with every kernel at `path`, and in `path`.kernels its architecture ("arch
+ * sm_NN") and each program's launch (what cuda_link_artifact writes into the artifact): a line
+ * "entry threads nbufs nsyms grid". */
 static loom_status cuda_emit_object(const loom_target_options *o, loom_sym_ctx *cx, const loom_tp_func *const *fs,
                                     size_t n, const char *path) {
-  loom_strbuf ptx;
+  loom_strbuf ptx, lines;
   loom_strbuf_init(&ptx, NULL);
+  loom_strbuf_init(&lines, NULL);
+  loom_arena a;
+  loom_arena_init(&a, NULL, 0);
   loom_status st = loom_cuda_emit_ptx(o ? o->arch : NULL, cx, fs, n, &ptx);
-  if (!st) {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-      st = LOOM_ERROR(IO_ERROR, "cannot write '%s': %s", path, strerror(errno));
-    } else {
-      bool ok = fwrite(loom_strbuf_cstr(&ptx), 1, ptx.len, f) == ptx.len;
-      ok &= fclose(f) == 0;
-      if (!ok) st = LOOM_ERROR(IO_ERROR, "cannot write '%s'", path);
-    }
+  loom_strbuf_printf(&lines, "arch %s\n", o && o->arch ? o->arch : LOOM_CUDA_DEFAULT_ARCH);
+  for (size_t i = 0; !st && i < n; i++) {
+    loom_cuda_kernel k = {0};
+    st = describe(&a, cx, fs[i], &k);
+    if (!st) loom_strbuf_printf(&lines, "%s %u %u %u %s\n", k.entry, k.threads, k.nbufs, k.nsyms, k.grid);
   }
+  if (!st) st = loom_link_write_text(path, loom_strbuf_cstr(&ptx));
+  if (!st) {
+    char kp[4200];
+    snprintf(kp, sizeof kp, "%s.kernels", path);
+    st = loom_link_write_text(kp, loom_strbuf_cstr(&lines));
+  }
+  loom_arena_destroy(&a);
   loom_strbuf_free(&ptx);
+  loom_strbuf_free(&lines);
   return st;
 }
 
@@ -128,15 +139,93 @@ static void cuda_kernel_symbol(const loom_tp_func *f, char *buf, size_t cap) {
   snprintf(buf, cap, "loom_kernel_%s", f->name);
 }
 
+/* The CUDA artifact: a shared object (no host code) holding the executable and the PTX module
+ * (`.incbin`, blob.S) and desc.c: each kernel's description in kernel.h's layout, written out
+ * (the C compiler that links it sees no Loom header), and loom_artifact_v1 with magic
+ * LOOM_ARTIFACT_MAGIC_DEVICE whose kernel table points at them. The driver seals it as any
+ * artifact (vm/artifact.h); the CUDA device opens it (device_cuda.h). */
 static loom_status cuda_link_artifact(const loom_target_artifact *a, const char *workdir, const char *out_path) {
-  (void)a, (void)workdir, (void)out_path;
-  return LOOM_ERROR(UNIMPLEMENTED, "target 'cuda' has no artifact format yet (PTX embedded for the CUDA driver): "
-                                   "use `loom compile --target cuda --emit=ptx DIR`");
+  char exec_path[4200], blob[4200], desc[4200], log[4200], kp[4200];
+  snprintf(exec_path, sizeof exec_path, "%s/exec.bin", workdir);
+  snprintf(blob, sizeof blob, "%s/blob.S", workdir);
+  snprintf(desc, sizeof desc, "%s/desc.c", workdir);
+  snprintf(log, sizeof log, "%s/cc.log", workdir);
+  snprintf(kp, sizeof kp, "%s.kernels", a->object);
+  char *kt = NULL;
+  size_t klen = 0;
+  loom_status st = loom_file_read(kp, &kt, &klen);
+  FILE *f = st ? NULL : fopen(exec_path, "wb");
+  if (!st && (!f || fwrite(a->exec, 1, a->exec_len, f) != a->exec_len)) st = LOOM_ERROR(IO_ERROR, "cannot write '%s'", exec_path);
+  if (f && fclose(f) && !st) st = LOOM_ERROR(IO_ERROR, "cannot write '%s'", exec_path);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  if (!st) {
+    loom_link_incbin(&sb, "loom_exec", "loom_exec_bytes", exec_path, false);
+    loom_link_incbin(&sb, "loom_ptx", "loom_ptx_text", a->object, true);
+    loom_strbuf_puts(&sb, "  .section .note.GNU-stack,\"\",@progbits\n");
+    st = loom_link_write_text(blob, loom_strbuf_cstr(&sb));
+  }
+  if (!st) {
+    loom_strbuf_clear(&sb);
+    loom_strbuf_printf(&sb, "#include <stdint.h>\n"
+                            "typedef struct { const char *ptx, *arch; } msrc;\n"
+                            "typedef struct { uint32_t magic, threads; const char *entry, *grid; uint32_t nbufs, nsyms; "
+                            "const char *const *names; const msrc *module; } ck;\n"
+                            "typedef int32_t (*kfn)(void *const *, const int64_t *, const void *);\n"
+                            "typedef struct { const char *name; kfn fn; const uint32_t *sig; uint32_t nsig; } kent;\n"
+                            "typedef struct { uint32_t magic, abi; const unsigned char *exec; uint64_t size; uint32_t n; "
+                            "const kent *k; const char *externs; } desc;\n"
+                            "extern const unsigned char loom_exec_bytes[];\nextern const char loom_ptx_text[];\n"
+                            "static const msrc module = {loom_ptx_text, \"");
+    char *line = kt, *nl0 = kt ? strchr(kt, '\n') : NULL;
+    if (!nl0 || strncmp(kt, "arch ", 5)) st = LOOM_ERROR(INTERNAL, "'%s' does not start with the architecture", kp);
+    else {
+      loom_strbuf_append(&sb, kt + 5, (size_t)(nl0 - kt - 5));
+      line = nl0 + 1;
+    }
+    loom_strbuf_puts(&sb, "\"};\n");
+    for (uint32_t k = 0; !st && k < a->nkernels; k++) {
+      char *nl = line && line < kt + klen ? strchr(line, '\n') : NULL;
+      char entry[300];
+      unsigned threads, nbufs, nsyms;
+      int at = 0;
+      if (!nl || (*nl = 0, sscanf(line, "%299s %u %u %u %n", entry, &threads, &nbufs, &nsyms, &at) != 4) || !at) {
+        st = LOOM_ERROR(INTERNAL, "'%s': kernel %u's launch is missing or malformed", kp, k);
+        break;
+      }
+      loom_strbuf_printf(&sb, "static const char *const names%u[] = {", k);
+      for (unsigned j = 0; j < nsyms; j++) loom_strbuf_printf(&sb, "%s\"s%u\"", j ? ", " : "", j);
+      loom_strbuf_printf(&sb, "%s};\nstatic const ck kernel%u = {0x%08xu, %uu, \"%s\", ", nsyms ? "" : "0", k,
+                         LOOM_CUDA_KERNEL_MAGIC, threads, entry);
+      loom_link_c_literal(&sb, line + at);
+      loom_strbuf_printf(&sb, ", %uu, %uu, names%u, &module};\nstatic const uint32_t sig%u[] = {", nbufs, nsyms, k, k);
+      for (uint32_t w = 0; w < a->sigs[k].nsig; w++) loom_strbuf_printf(&sb, "%s%uu", w ? "," : "", a->sigs[k].sig[w]);
+      loom_strbuf_puts(&sb, a->sigs[k].nsig ? "};\n" : "0};\n");
+      line = nl + 1;
+    }
+    loom_strbuf_puts(&sb, "static const kent kernels[] = {\n");
+    for (uint32_t k = 0; !st && k < a->nkernels; k++)
+      loom_strbuf_printf(&sb, "  {\"%s\", (kfn)(const void *)&kernel%u, sig%u, %uu},\n", loom_tp_func_name(a->fs[k]), k,
+                         k, a->sigs[k].nsig);
+    loom_strbuf_printf(&sb, "  {0, 0, 0, 0}\n};\n__attribute__((visibility(\"default\"))) const desc %s = {0x%08xu, %uu, "
+                            "loom_exec_bytes, %zuu, %uu, kernels, ",
+                       LOOM_ARTIFACT_SYMBOL, LOOM_ARTIFACT_MAGIC_DEVICE, LOOM_KERNEL_ABI_VERSION, a->exec_len, a->nkernels);
+    loom_link_c_literal(&sb, a->externs);
+    loom_strbuf_puts(&sb, "};\n");
+    if (!st) st = sb.oom ? LOOM_OOM() : loom_link_write_text(desc, loom_strbuf_cstr(&sb));
+  }
+  loom_strbuf_free(&sb);
+  free(kt);
+  if (!st) {
+    const char *inputs[] = {desc, blob, NULL};
+    st = loom_link_shared_object(out_path, inputs, log);
+  }
+  return st;
 }
 
 const loom_target loom_target_cuda = {
     .name = "cuda",
-    .summary = "NVIDIA GPUs through LLVM's NVPTX back end (cuda:sm_80, cuda:sm_90): in process; artifacts not yet",
+    .summary = "NVIDIA GPUs through LLVM's NVPTX back end (cuda:sm_80, cuda:sm_90): in process or as an artifact",
     .device = "cuda",
     .library_gemm_rows = 0, /* every matmul to cuBLAS: the generated GPU matmul is one thread per output */
     .fused_attention = false, /* Q @ K^T and P @ V to cuBLAS: the flash kernel's CPU form is serial per tile here */

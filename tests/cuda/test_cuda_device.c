@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "loom.h"
 #include "loomrt.h"
@@ -208,6 +209,53 @@ LOOM_TEST(cuda_device, running_out_of_device_memory_is_a_clear_error) {
   for (uint32_t i = 0; i < np; i++) loom_tensor_release(in[i]);
   loom_rt_close(rt);
   loom_compiled_free(c);
+  fake_close(&f);
+}
+
+/* An artifact compiled for cuda (PTX and kernel descriptions inside a sealed shared object) runs
+ * on the CUDA device as the in-process module does; each device refuses the other's artifact. */
+LOOM_TEST(cuda_device, a_cuda_artifact_runs_on_the_device_and_each_device_refuses_the_others) {
+  fake f = fake_open();
+  const char *gpu = "/tmp/loom-test-cuda-artifact.so", *cpu = "/tmp/loom-test-cpu-artifact.so";
+  loom_compile_options co = {.target = "cuda:sm_90", .cpu = "sm_90", .emit = LOOM_TARGET_EMIT_OBJECT, .no_cache = true};
+  loom_compiled *c;
+  loom_status s = loom_compile_file("models/gpt2_block.loom", &co, &c);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  s = loom_compiled_save(c, gpu);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_compiled_free(c);
+  loom_compile_options cc = {.emit = LOOM_TARGET_EMIT_OBJECT, .no_cache = true};
+  cr_assert_null(loom_compile_file("models/mlp.loom", &cc, &c));
+  cr_assert_null(loom_compiled_save(c, cpu));
+  loom_compiled_free(c);
+  loom_rt *rt = NULL;
+  s = loom_rt_open(gpu, NULL, &rt);
+  cr_assert(s && strstr(loom_status_message(s), "holds GPU kernels (compiled with --target cuda): open it on the cuda device"),
+            "%s", s ? loom_status_message(s) : "opened on the CPU");
+  loom_status_free(s);
+  loom_rt_options gpu_opts = {.device = "cuda"};
+  s = loom_rt_open(cpu, &gpu_opts, &rt);
+  cr_assert(s && strstr(loom_status_message(s), "holds CPU kernels: compile it with --target cuda"), "%s",
+            s ? loom_status_message(s) : "opened on the GPU");
+  loom_status_free(s);
+  s = loom_rt_open(gpu, &gpu_opts, &rt);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  static const char *const names[] = {"b", "s"};
+  static const int64_t bs[] = {2, 5};
+  loom_tensor *in[16];
+  uint32_t np = make_inputs(rt, names, bs, 2, in);
+  long before = f.launches(), gemms = f.gemms();
+  loom_rt_outputs out;
+  s = loom_rt_call(rt, "main", in, np, &out);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  cr_assert_gt(f.launches() - before, 4);
+  cr_assert_gt(f.gemms() - gemms, 0, "the artifact's GEMMs reach cuBLAS");
+  cr_assert_eq(f.bad_launches(), 0);
+  loom_rt_outputs_free(&out);
+  for (uint32_t i = 0; i < np; i++) loom_tensor_release(in[i]);
+  loom_rt_close(rt);
+  unlink(gpu);
+  unlink(cpu);
   fake_close(&f);
 }
 
