@@ -86,6 +86,8 @@ static loom_status prefetch_next_tile(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt 
   loom_tp_stmt *pf = loom_tp_prefetch(c->a, c->m->b, idx, true);
   loom_tp_stmt *items[2] = {pf ? loom_tp_for(c->a, q, extent, LOOM_TP_LOOP_SERIAL, false, pf) : NULL, io->u.loop.body};
   if (!items[0] || !(io->u.loop.body = loom_tp_seq(c->a, items, 2))) return LOOM_OOM();
+  loom_strbuf_printf(c->why, "  the next column tile's rows prefetched into L2, one by each of the first %d row tiles\n",
+                     DOT_COLS);
   return LOOM_OK;
 }
 
