@@ -198,12 +198,13 @@ loom_tp_stmt *loom_tp_if(loom_arena *a, loom_tp_expr *cond, loom_tp_stmt *then_s
 
 loom_tp_stmt *loom_tp_barrier(loom_arena *a) { return new_stmt(a, LOOM_TP_STMT_BARRIER); }
 
-loom_tp_stmt *loom_tp_prefetch(loom_arena *a, const loom_tp_buffer *buf, loom_tp_expr **idx) {
+loom_tp_stmt *loom_tp_prefetch(loom_arena *a, const loom_tp_buffer *buf, loom_tp_expr **idx, bool l2) {
   if (!buf || !idx) return NULL;
   loom_tp_stmt *s = new_stmt(a, LOOM_TP_STMT_PREFETCH);
   if (s) {
     s->u.prefetch.buf = buf;
     s->u.prefetch.idx = idx;
+    s->u.prefetch.l2 = l2;
   }
   return s;
 }

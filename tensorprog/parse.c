@@ -637,7 +637,8 @@ static loom_tp_stmt *parse_stmt(parser *p) {
     if (!s) tpp_oom(p);
     return s;
   }
-  if (tpp_is_name(p, "prefetch")) {
+  if (tpp_is_name(p, "prefetch") || tpp_is_name(p, "prefetch_l2")) {
+    bool l2 = tpp_is_name(p, "prefetch_l2");
     tpp_next(p);
     size_t name_at = p->tok.start;
     const char *name;
@@ -650,7 +651,7 @@ static loom_tp_stmt *parse_stmt(parser *p) {
     }
     loom_tp_expr **idx = parse_indices(p, ne->ptr, name_at);
     if (!idx) return NULL;
-    loom_tp_stmt *s = loom_tp_prefetch(p->arena, ne->ptr, idx);
+    loom_tp_stmt *s = loom_tp_prefetch(p->arena, ne->ptr, idx, l2);
     if (!s) tpp_oom(p);
     return s;
   }

@@ -236,7 +236,7 @@ static void print_stmt(const loom_tp_stmt *s, int depth, loom_strbuf *sb) {
       return;
     case LOOM_TP_STMT_PREFETCH:
       indent(sb, depth);
-      loom_strbuf_printf(sb, "prefetch %s", s->u.prefetch.buf->name);
+      loom_strbuf_printf(sb, "prefetch%s %s", s->u.prefetch.l2 ? "_l2" : "", s->u.prefetch.buf->name);
       print_indices(s->u.prefetch.idx, s->u.prefetch.buf->ndim, sb);
       loom_strbuf_putc(sb, '\n');
       return;

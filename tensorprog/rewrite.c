@@ -163,7 +163,7 @@ static loom_tp_stmt *copy_stmt(copier *c, const loom_tp_stmt *s) {
       break;
     case LOOM_TP_STMT_PREFETCH: {
       loom_tp_expr **idx = copy_idx(c, s->u.prefetch.idx, s->u.prefetch.buf->ndim);
-      r = idx ? loom_tp_prefetch(c->a, remapped(c, s->u.prefetch.buf), idx) : NULL;
+      r = idx ? loom_tp_prefetch(c->a, remapped(c, s->u.prefetch.buf), idx, s->u.prefetch.l2) : NULL;
       break;
     }
   }

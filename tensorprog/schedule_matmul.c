@@ -329,19 +329,19 @@ static bool has_parallel(const loom_tp_stmt *s) {
 enum { PREFETCH_ROWS = 16 };
 
 /* The first loop under s whose variable is called `name` (NULL if none). */
-static loom_tp_stmt *loop_named(loom_tp_stmt *s, const char *name) {
+loom_tp_stmt *loom_tpmm_loop_named(loom_tp_stmt *s, const char *name) {
   switch (s->kind) {
     case LOOM_TP_STMT_SEQ:
       for (size_t i = 0; i < s->u.seq.n; i++) {
-        loom_tp_stmt *l = loop_named(s->u.seq.items[i], name);
+        loom_tp_stmt *l = loom_tpmm_loop_named(s->u.seq.items[i], name);
         if (l) return l;
       }
       return NULL;
     case LOOM_TP_STMT_FOR:
-      return !strcmp(loom_sym_var_name(s->u.loop.var), name) ? s : loop_named(s->u.loop.body, name);
+      return !strcmp(loom_sym_var_name(s->u.loop.var), name) ? s : loom_tpmm_loop_named(s->u.loop.body, name);
     case LOOM_TP_STMT_IF: {
-      loom_tp_stmt *l = loop_named(s->u.if_.then_s, name);
-      return l || !s->u.if_.else_s ? l : loop_named(s->u.if_.else_s, name);
+      loom_tp_stmt *l = loom_tpmm_loop_named(s->u.if_.then_s, name);
+      return l || !s->u.if_.else_s ? l : loom_tpmm_loop_named(s->u.if_.else_s, name);
     }
     default: return NULL;
   }
@@ -362,15 +362,15 @@ static const loom_tp_expr *load_of_expr(const loom_tp_expr *e, const loom_tp_buf
   }
 }
 
-static const loom_tp_expr *load_of(const loom_tp_stmt *s, const loom_tp_buffer *b) {
+const loom_tp_expr *loom_tpmm_load_of(const loom_tp_stmt *s, const loom_tp_buffer *b) {
   switch (s->kind) {
     case LOOM_TP_STMT_SEQ:
       for (size_t i = 0; i < s->u.seq.n; i++) {
-        const loom_tp_expr *l = load_of(s->u.seq.items[i], b);
+        const loom_tp_expr *l = loom_tpmm_load_of(s->u.seq.items[i], b);
         if (l) return l;
       }
       return NULL;
-    case LOOM_TP_STMT_FOR: return load_of(s->u.loop.body, b);
+    case LOOM_TP_STMT_FOR: return loom_tpmm_load_of(s->u.loop.body, b);
     case LOOM_TP_STMT_STORE: return load_of_expr(s->u.store.value, b);
     default: return NULL;
   }
@@ -391,8 +391,8 @@ static loom_status add_prefetch(mm_ctx *c, loom_tp_stmt *s, const char *red, con
   }
   if (!s->u.loop.reduce || strcmp(loom_sym_var_name(s->u.loop.var), red))
     return add_prefetch(c, s->u.loop.body, red, ji, width);
-  const loom_tp_expr *ld = load_of(s->u.loop.body, c->m->b);
-  loom_tp_stmt *jl = loop_named(s->u.loop.body, ji);
+  const loom_tp_expr *ld = loom_tpmm_load_of(s->u.loop.body, c->m->b);
+  loom_tp_stmt *jl = loom_tpmm_loop_named(s->u.loop.body, ji);
   if (!ld || !jl) return LOOM_OK;
   const loom_tp_buffer *b = c->m->b;
   int64_t elem = (int64_t)loom_dtype_size(b->dtype), per_line = 64 / elem;
@@ -410,7 +410,7 @@ static loom_status add_prefetch(mm_ctx *c, loom_tp_stmt *s, const char *red, con
     if (!idx || !vals[1]) return LOOM_OOM();
     for (int d = 0; d < b->ndim; d++)
       if (!(idx[d] = loom_tp_expr_copy_subst(c->a, c->cx, ld->u.load.idx[d], vars, vals, 2))) return LOOM_OOM();
-    if (!(items[l] = loom_tp_prefetch(c->a, b, idx))) return LOOM_OOM();
+    if (!(items[l] = loom_tp_prefetch(c->a, b, idx, false))) return LOOM_OOM();
   }
   items[lines] = s->u.loop.body;
   if (!(s->u.loop.body = loom_tp_seq(c->a, items, (size_t)lines + 1))) return LOOM_OOM();

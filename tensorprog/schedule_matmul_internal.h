@@ -51,6 +51,9 @@ typedef struct mm_ctx {
 /* The statement under single-item sequences; the one loop directly inside loop l. */
 loom_tp_stmt *loom_tpmm_strip_seq(loom_tp_stmt *s);
 loom_tp_stmt *loom_tpmm_child_loop(loom_tp_stmt *l);
+/* The first loop under s whose variable is called `name`; the first load of b under s (NULL if none). */
+loom_tp_stmt *loom_tpmm_loop_named(loom_tp_stmt *s, const char *name);
+const loom_tp_expr *loom_tpmm_load_of(const loom_tp_stmt *s, const loom_tp_buffer *b);
 /* Moves the header of `l` down `times` levels of a perfect nest; *out: the node holding it. */
 loom_status loom_tpmm_sink(mm_ctx *c, loom_tp_stmt *l, int times, loom_tp_stmt **out);
 /* Sets `kind` on every loop under `s` whose variable is named `name`. */

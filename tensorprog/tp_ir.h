@@ -129,8 +129,9 @@ typedef enum loom_tp_stmt_kind {
   LOOM_TP_STMT_ALLOC, /* alloc buf: Local[(dims), dtype]; visible in the rest of the seq */
   LOOM_TP_STMT_BARRIER, /* barrier: every thread of the GPU block reaches it before any goes on
                            (__syncthreads); only an item of a gpu_thread loop's body (verify.c) */
-  LOOM_TP_STMT_PREFETCH, /* prefetch buf[idx]: a hint that the element's cache line is read soon;
-                            no effect on results (the interpreter skips it); indices in bounds */
+  LOOM_TP_STMT_PREFETCH, /* prefetch[_l2] buf[idx]: a hint that the element's cache line is read
+                            soon (into every cache level, or with _l2 into L2 and below); no effect
+                            on results (the interpreter skips it); indices in bounds */
 } loom_tp_stmt_kind;
 
 struct loom_tp_stmt {
@@ -165,6 +166,7 @@ struct loom_tp_stmt {
     struct {
       const loom_tp_buffer *buf;
       loom_tp_expr **idx;          /* buf->ndim index expressions */
+      bool l2;                     /* into L2 and below, not L1 (`prefetch_l2`) */
     } prefetch;                    /* PREFETCH */
   } u;
 };
@@ -238,8 +240,8 @@ loom_tp_stmt *loom_tp_if(loom_arena *a, loom_tp_expr *cond, loom_tp_stmt *then_s
 loom_tp_stmt *loom_tp_alloc_stmt(loom_arena *a, loom_tp_buffer *buf);
 /* A block-wide barrier (GPU programs: see LOOM_TP_STMT_BARRIER). */
 loom_tp_stmt *loom_tp_barrier(loom_arena *a);
-/* A prefetch hint for buf[idx] (see LOOM_TP_STMT_PREFETCH). */
-loom_tp_stmt *loom_tp_prefetch(loom_arena *a, const loom_tp_buffer *buf, loom_tp_expr **idx);
+/* A prefetch hint for buf[idx], into L2 and below when l2 (see LOOM_TP_STMT_PREFETCH). */
+loom_tp_stmt *loom_tp_prefetch(loom_arena *a, const loom_tp_buffer *buf, loom_tp_expr **idx, bool l2);
 /* A buffer description (copies `dims`). */
 loom_tp_buffer *loom_tp_buffer_new(loom_arena *a, const char *name, loom_dtype t, int ndim,
                                    const loom_sym_expr *const *dims, loom_tp_scope scope);

@@ -376,6 +376,16 @@ static bool tp_expr_same(const loom_tp_expr *a, const loom_tp_expr *b) {
   }
 }
 
+/* Are a and b the same value within one expression: tp_expr_same, or loads of one buffer at
+ * the same indices (nothing is stored while an expression is evaluated)? */
+static bool same_value(const loom_tp_expr *a, const loom_tp_expr *b) {
+  if (tp_expr_same(a, b)) return true;
+  if (a->kind != LOOM_TP_EXPR_LOAD || b->kind != LOOM_TP_EXPR_LOAD || a->u.load.buf != b->u.load.buf) return false;
+  for (int i = 0; i < a->u.load.buf->ndim; i++)
+    if (!same_value(a->u.load.idx[i], b->u.load.idx[i])) return false;
+  return true;
+}
+
 /* Is index e the wrapped form select(t < 0, t + dim, t) of a negative-allowed index t
  * (take, gather)? Then *raw is t's value, for the error message. */
 static bool wrapped_index(cg *g, const loom_tp_expr *e, const loom_sym_expr *dim, LLVMValueRef *raw) {
@@ -589,6 +599,10 @@ static LLVMValueRef float_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a
     case LOOM_TP_OP_TANH: r = f32 ? cg_tanh_f32(g, a[0]) : call_libm(g, "tanh", ty, a, 1); break;
     case LOOM_TP_OP_ERF: r = f32 ? cg_erf_f32(g, a[0]) : call_libm(g, "erf", ty, a, 1); break;
     case LOOM_TP_OP_SIGMOID: {
+      if (f32) {
+        r = cg_sigmoid_f32(g, a[0], false);
+        break;
+      }
       LLVMValueRef m = LLVMBuildFNeg(g->b, a[0], "");
       LLVMValueRef e = exp_any(g, m);
       r = LLVMBuildFDiv(g->b, cg_kf(ty, 1.0), LLVMBuildFAdd(g->b, cg_kf(ty, 1.0), e, ""), "");
@@ -799,6 +813,15 @@ static LLVMValueRef op_expr(cg *g, const loom_tp_expr *e) {
       if (!any || !g->lanes) return wrap_narrow(g, e->dtype, LLVMBuildAdd(g->b, v[0], dot4(g, v[1], v[2], NULL), ""));
       for (int i = 0; i < 3; i++) v[i] = cg_splat(g, v[i], g->lanes);
       return dot4(g, v[1], v[2], v[0]);
+    }
+  }
+  if (op == LOOM_TP_OP_MUL && t == LOOM_DTYPE_F32) { /* x * sigmoid(x): SiLU in one division */
+    for (int k = 0; k < 2; k++) {
+      const loom_tp_expr *s = e->u.op.args[k], *x = e->u.op.args[1 - k];
+      if (s->kind == LOOM_TP_EXPR_OP && s->u.op.op == LOOM_TP_OP_SIGMOID && same_value(s->u.op.args[0], x)) {
+        LLVMValueRef v = cg_expr(g, x);
+        return cg_sigmoid_f32(g, v, true);
+      }
     }
   }
   LLVMValueRef a[3] = {NULL, NULL, NULL};

@@ -865,11 +865,12 @@ void cg_stmt(cg *g, const loom_tp_stmt *s) {
       if (g->gpu) cg_gpu_barrier(g);
       return;
     case LOOM_TP_STMT_PREFETCH: {
-      /* llvm.prefetch(ptr, read, locality 3 (keep in every cache level), data); NVPTX
-       * kernels skip the hint (the GPU schedule never makes one). */
+      /* llvm.prefetch(ptr, read, locality 3 (keep in every cache level: prefetcht0 on x86)
+       * or, prefetch_l2, 2 (prefetcht1: L2 and below), data); NVPTX kernels skip the hint
+       * (the GPU schedule never makes one). */
       if (g->gpu) return;
       LLVMValueRef args[4] = {cg_elem_ptr(g, s->u.prefetch.buf, s->u.prefetch.idx), LLVMConstInt(g->t_i32, 0, 0),
-                              LLVMConstInt(g->t_i32, 3, 0), LLVMConstInt(g->t_i32, 1, 0)};
+                              LLVMConstInt(g->t_i32, s->u.prefetch.l2 ? 2 : 3, 0), LLVMConstInt(g->t_i32, 1, 0)};
       cg_call_intrinsic(g, "llvm.prefetch", g->t_ptr, args, 4);
       return;
     }

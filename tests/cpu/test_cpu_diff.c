@@ -571,6 +571,57 @@ LOOM_TEST(cpu, exp_f32_accuracy_over_the_whole_range) {
   tp_fixture_free(&fx);
 }
 
+/* sigmoid and SiLU (x * sigmoid(x), either operand order: one fused division) against the
+ * double formula of the graph reference, x / (1 + exp(-x)), over [-190, 100] densely and at
+ * the special values: within 2 ulp for normal results and 2 * 2^-149 for subnormal ones, NaN
+ * where the formula gives NaN (NaN, and -inf for SiLU), +-inf where it does (SiLU of +inf). */
+LOOM_TEST(cpu, sigmoid_and_silu_f32_accuracy_over_the_whole_range) {
+  tp_fixture fx;
+  cpu_parse_ok(&fx, "prim @s(X: Buffer[(n,), f32], S: Buffer[(n,), f32], Y: Buffer[(n,), f32], Z: Buffer[(n,), f32]) {\n"
+                    "  for i in 0..n vectorize {\n"
+                    "    S[i] = sigmoid(X[i])\n"
+                    "    Y[i] = X[i] * sigmoid(X[i])\n"
+                    "    Z[i] = sigmoid(X[i]) * X[i]\n"
+                    "  }\n}\n");
+  loom_cpu_jit *jit;
+  cr_assert_null(loom_cpu_jit_create(NULL, &jit));
+  loom_kernel_fn fn = cpu_jit(jit, &fx);
+  static const float special[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-40f, 1.4e-45f, -1.4e-45f,
+                                  1e30f, -1e30f, 3.4e38f, -3.4e38f, -87.3f, -88.8f, -95.0f, -103.9f, -104.1f,
+                                  -110.0f, -175.9f, -176.0f, -176.1f, -300.0f, 16.7f, 88.8f, 1e-8f, -1e-8f};
+  enum { NS = sizeof special / sizeof special[0], N = NS + 40001 };
+  float *X = malloc(N * 4), *S = malloc(N * 4), *Y = malloc(N * 4), *Z = malloc(N * 4);
+  memcpy(X, special, sizeof special);
+  for (int i = NS; i < N; i++) X[i] = -190.0f + 290.0f * (float)(i - NS) / (N - NS - 1);
+  int64_t shape[1] = {N};
+  loom_tp_arg args[4] = {{X, shape, 0}, {S, shape, 0}, {Y, shape, 0}, {Z, shape, 0}};
+  cpu_ctx c;
+  cpu_ctx_init(&c, 1);
+  cr_assert_eq(cpu_call(fx.cx, fx.f, fn, args, 4, &c), 0);
+  for (int i = 0; i < N; i++) {
+    double x = X[i], e = exp(-x);
+    double want[2] = {(float)(1.0 / (1.0 + e)), (float)(x / (1.0 + e))};
+    float got[3] = {S[i], Y[i], Z[i]};
+    for (int k = 0; k < 3; k++) {
+      double w = want[k > 0], g = got[k];
+      const char *what = k ? "silu" : "sigmoid";
+      if (isnan(w) || isinf(w)) {
+        cr_assert((isnan(w) && isnan(g)) || w == g, "%s(%.9g) = %.9g, want %.9g", what, x, g, w);
+        continue;
+      }
+      double tol = fmax(2.0 * fabs(w) * 1.1920929e-7, 2.0 * 1.4012985e-45);
+      cr_assert(fabs(g - w) <= tol, "%s(%.9g) = %.9g, want %.9g (%.2g ulp)", what, x, g, w,
+                fabs(g - w) / fmax(fabs(w) * 1.1920929e-7, 1.4012985e-45));
+    }
+  }
+  free(X);
+  free(S);
+  free(Y);
+  free(Z);
+  loom_cpu_jit_destroy(jit);
+  tp_fixture_free(&fx);
+}
+
 /* ---- lane mode (explicit vector code) ------------------------------------------------- */
 
 LOOM_TEST(cpu, register_tiled_matmul_with_symbolic_tails) {

@@ -45,6 +45,7 @@ static const char *const canonical[] = {
     "    C[i] = 0.0\n"
     "    for r in 0..k reduce {\n"
     "      prefetch A[i, min(k - 1, r + 16)]\n"
+    "      prefetch_l2 A[min(n - 1, i + 1), r]\n"
     "      C[i] = C[i] + A[i, r]\n"
     "    }\n"
     "  }\n"
