@@ -239,9 +239,74 @@ static bool same_text(const char *a, const char *b) {
   return ok;
 }
 
+/* Whether expression e, computed as a value (not an index), mentions one of the vars. */
+static bool value_uses(const loom_tp_expr *e, const loom_sym_expr *const *vars, size_t n) {
+  if (!e) return false;
+  switch (e->kind) {
+  case LOOM_TP_EXPR_SYM:
+    for (size_t v = 0; v < n; v++)
+      if (loom_sym_uses_var(e->u.sym, vars[v])) return true;
+    return false;
+  case LOOM_TP_EXPR_OP:
+    for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+      if (value_uses(e->u.op.args[i], vars, n)) return true;
+    return false;
+  case LOOM_TP_EXPR_CAST: return value_uses(e->u.cast_arg, vars, n);
+  case LOOM_TP_EXPR_SELECT:
+    return value_uses(e->u.select.cond, vars, n) || value_uses(e->u.select.then_e, vars, n) ||
+           value_uses(e->u.select.else_e, vars, n);
+  default: return false; /* constants, loads (their indices are addresses), let references */
+  }
+}
+
+static bool dims_use(const loom_tp_buffer *b, const loom_sym_expr *const *vars, size_t n) {
+  for (int d = 0; d < b->ndim; d++)
+    for (size_t v = 0; v < n; v++)
+      if (loom_sym_uses_var(b->dims[d], vars[v])) return true;
+  return false;
+}
+
+/* Whether the vars stay out of what codegen specialises on a constant: a local buffer's size,
+ * a vectorised or unrolled loop's trip count, a value the program computes, a branch's
+ * condition. Serial and parallel trip counts, parameter dims and indices may use them. */
+static bool extents_ok(const loom_tp_stmt *s, const loom_sym_expr *const *vars, size_t n) {
+  if (!s) return true;
+  switch (s->kind) {
+  case LOOM_TP_STMT_SEQ:
+    for (size_t i = 0; i < s->u.seq.n; i++)
+      if (!extents_ok(s->u.seq.items[i], vars, n)) return false;
+    return true;
+  case LOOM_TP_STMT_FOR:
+    if (s->u.loop.kind == LOOM_TP_LOOP_VECTORIZE || s->u.loop.kind == LOOM_TP_LOOP_UNROLL)
+      for (size_t v = 0; v < n; v++)
+        if (loom_sym_uses_var(s->u.loop.extent, vars[v])) return false;
+    return extents_ok(s->u.loop.body, vars, n);
+  case LOOM_TP_STMT_STORE: return !value_uses(s->u.store.value, vars, n);
+  case LOOM_TP_STMT_LET: return !value_uses(s->u.let.value, vars, n);
+  case LOOM_TP_STMT_IF:
+    return !value_uses(s->u.if_.cond, vars, n) && extents_ok(s->u.if_.then_s, vars, n) &&
+           extents_ok(s->u.if_.else_s, vars, n);
+  case LOOM_TP_STMT_ALLOC: return !dims_use(s->u.alloc, vars, n);
+  default: return true;
+  }
+}
+
+/* extents_ok for the new symbols (kshared0..) of a scheduled shared program. */
+static bool extents_only(const loom_tp_func *tp, size_t nvars) {
+  const loom_sym_expr *vars[16];
+  size_t n = 0;
+  if (nvars > LOOM_ARRAY_LEN(vars)) return false;
+  for (size_t j = 0; j < tp->nsyms; j++) {
+    const char *nm = loom_sym_var_name(tp->syms[j]);
+    if (!strncmp(nm, "kshared", 7)) vars[n++] = tp->syms[j];
+  }
+  return n == nvars && extents_ok(tp->body, vars, n);
+}
+
 /* Schedules a parsed copy of `body` and prints the result (after its name) into out. */
-static bool scheduled(sharer *sh, const char *body, loom_strbuf *out) {
+static bool scheduled(sharer *sh, const char *body, loom_strbuf *out, loom_tp_func **out_tp) {
   loom_tp_func *tp = parse_prog(sh, "share_check", body);
+  if (out_tp) *out_tp = tp;
   if (!tp) return false;
   loom_status s = sh->schedule(sh->ud, sh->m, tp);
   if (s) {
@@ -257,7 +322,8 @@ static bool scheduled(sharer *sh, const char *body, loom_strbuf *out) {
 static bool same_schedules(sharer *sh, group *gr, const char *shared_body) {
   loom_strbuf gs;
   loom_strbuf_init(&gs, NULL);
-  bool ok = scheduled(sh, shared_body, &gs);
+  loom_tp_func *gtp = NULL;
+  bool ok = scheduled(sh, shared_body, &gs, &gtp) && extents_only(gtp, gr->nvars);
   prog sp = {0};
   if (ok) {
     loom_strbuf_init(&sp.text, NULL);
@@ -270,7 +336,7 @@ static bool same_schedules(sharer *sh, group *gr, const char *shared_body) {
     loom_strbuf_init(&mine, NULL);
     loom_strbuf_init(&theirs, NULL);
     loom_strbuf_init(&subst, NULL);
-    ok = scheduled(sh, loom_strbuf_cstr(&p->text), &mine);
+    ok = scheduled(sh, loom_strbuf_cstr(&p->text), &mine, NULL);
     /* the shared schedule with member i's values in place of the symbols */
     const char *t = loom_strbuf_cstr(&sp.text);
     size_t at = 0;
