@@ -120,6 +120,17 @@ typedef struct loom_graph_fuse_stats {
 } loom_graph_fuse_stats;
 loom_status loom_graph_fuse(loom_graph_module *m, loom_graph_fuse_stats *out);
 
+/* Sharing (after fuse, before schedule): tensor programs identical but for integer constants
+ * (the bias + residual matmuls of a block, K = 768 and K = 3072) become one program with a
+ * symbol where their constants differ, bound at each call from its arguments' shapes; their
+ * calls use it and they go. A group is shared only when `schedule` (the target's rules, on a
+ * copy) gives the shared program, with each member's values put back, the member's own
+ * schedule, and when every new symbol is a whole dim of a parameter buffer
+ * (graph/pass_share.c). *out_shared: programs replaced. */
+typedef loom_status (*loom_graph_schedule_fn)(void *ud, loom_graph_module *m, loom_tp_func *tp);
+loom_status loom_graph_share_programs(loom_graph_module *m, loom_graph_schedule_fn schedule, void *ud,
+                                      size_t *out_shared);
+
 /* What loom_graph_serving_from_decoder found. */
 typedef struct loom_graph_serving_info {
   int layers;            /* attentions replaced (cache parameter pairs) */

@@ -54,6 +54,7 @@ pub const compiler = [_][]const u8{
     "graph/pass_simplify.c",
     "graph/pass_fuse.c",
     "graph/pass_fuse_merge.c",
+    "graph/pass_share.c",
     "graph/pass_pack.c",
     "graph/pass_inline.c",
 };

@@ -133,6 +133,7 @@ pub const suites = .{
         "tests/e2e/test_e2e_list.c",
         "tests/e2e/test_e2e_string.c",
         "tests/e2e/test_e2e_norms.c",
+        "tests/e2e/test_e2e_share.c",
         "tests/e2e/test_e2e_attention.c",
         "tests/e2e/test_e2e_conv_gemm.c",
         "tests/e2e/test_e2e_conv_packed.c",

@@ -101,6 +101,23 @@ static loom_status pass_fuse(loom_pass_ctx *c) {
   return LOOM_OK;
 }
 
+/* share: the target's schedule rule decides whether a group's shared program keeps its schedule. */
+static loom_status schedule_one(void *ud, loom_graph_module *m, loom_tp_func *tp) {
+  loom_pass_ctx *c = ud;
+  loom_strbuf why;
+  loom_strbuf_init(&why, NULL);
+  loom_status s = c->target->schedule(&c->target_opts, loom_graph_module_arena(m), loom_graph_module_sym(m), tp, &why);
+  loom_strbuf_free(&why);
+  return s;
+}
+
+static loom_status pass_share(loom_pass_ctx *c) {
+  size_t n = 0;
+  if (c->target && c->target->schedule) LOOM_PROPAGATE(loom_graph_share_programs(c->m, schedule_one, c, &n));
+  if (c->report) fprintf(c->out, "// share: %zu programs replaced by shared ones\n", n);
+  return LOOM_OK;
+}
+
 /* The target's schedule rules on every tensor program. */
 static loom_status pass_schedule(loom_pass_ctx *c) {
   for (size_t i = 0; i < loom_graph_module_num_tps(c->m); i++) {

@@ -25,6 +25,7 @@ static const loom_pass_id default_pipeline[] = {
     LOOM_PASS_pack,      /* constant matmul weights laid out in the target's panels (not with offload) */
     LOOM_PASS_legalize,  /* ops -> call_tp of generated tensor programs */
     LOOM_PASS_fuse,      /* elementwise/injective chains merged into their consumers: one program per group */
+    LOOM_PASS_share,     /* programs equal but for constant extents: one program, the constants symbols */
     LOOM_PASS_schedule,  /* the target's schedule rules: parallel outer loops, vectorised inner loops (CPU) */
     LOOM_PASS_memplan,   /* storage of every tensor, reused by proof; symbolic peak */
     LOOM_PASS_lower,     /* VM bytecode: MATCH, CHECK, ALLOC/VIEW, CALLK, KILL */

@@ -57,11 +57,11 @@ LOOM_TEST(e2e_parallel_compile, artifacts_are_the_same_bytes_for_every_worker_co
   char dir[64];
   snprintf(dir, sizeof dir, "/tmp/loom-pc-XXXXXX");
   cr_assert_not_null(mkdtemp(dir));
-  compile_artifact(dir, "t1", "1", false, "15 misses compiled by LLVM");
-  compile_artifact(dir, "t3", "3", false, "15 misses compiled by LLVM");
-  compile_artifact(dir, "t8", "8", false, "15 misses compiled by LLVM");
-  compile_artifact(dir, "cold", NULL, true, "0 cache hits, 15 misses");
-  compile_artifact(dir, "warm", "2", true, "15 cache hits, 0 misses");
+  compile_artifact(dir, "t1", "1", false, "14 misses compiled by LLVM");
+  compile_artifact(dir, "t3", "3", false, "14 misses compiled by LLVM");
+  compile_artifact(dir, "t8", "8", false, "14 misses compiled by LLVM");
+  compile_artifact(dir, "cold", NULL, true, "0 cache hits, 14 misses");
+  compile_artifact(dir, "warm", "2", true, "14 cache hits, 0 misses");
   static const char *const names[] = {"t3", "t8", "cold", "warm"};
   char a[96], b[96];
   snprintf(a, sizeof a, "%s/t1.so", dir);
