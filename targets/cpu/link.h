@@ -15,6 +15,7 @@
 
 #include "base/status.h"
 #include "base/strbuf.h"
+#include "targets/target.h"
 
 /* Writes `text` to `path` (IO_ERROR naming it). */
 LOOM_MUST_USE loom_status loom_link_write_text(const char *path, const char *text);
@@ -26,5 +27,14 @@ void loom_link_incbin(loom_strbuf *sb, const char *section, const char *symbol, 
 /* `cc -shared -fPIC -O1 -o out_path INPUTS... -lm`, its stderr into `log`: UNAVAILABLE when no C
  * compiler driver runs, INTERNAL with the log's text when linking fails. */
 LOOM_MUST_USE loom_status loom_link_shared_object(const char *out_path, const char *const *inputs, const char *log);
+
+/* An artifact's shared object at `out_path`, made in `workdir`: exec.bin (the executable),
+ * blob.S (it by `.incbin`, then `extra_asm`), desc.c (kernel_abi.h's types written out — the C
+ * compiler that links it sees no Loom header —, then `extra_c`, each kernel's signature, the
+ * kernel table {name, fns[k]: the C expression of kernel k's entry} and loom_artifact_v1 with
+ * `magic` and a->externs), linked with `objects` (NULL-terminated). */
+LOOM_MUST_USE loom_status loom_link_artifact(const loom_target_artifact *a, const char *workdir, const char *out_path,
+                                             uint32_t magic, const char *extra_asm, const char *extra_c,
+                                             const char *const *fns, const char *const *objects);
 
 #endif

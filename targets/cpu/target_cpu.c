@@ -94,11 +94,6 @@ static loom_status cpu_emit_object(const loom_target_options *o, loom_sym_ctx *c
  * kernel symbol (desc.c), and the object, linked with `cc -shared` ($LOOM_CC overrides,
  * clang-19 is the fallback) into workdir/out.so, then `out_path`'s caller moves it. */
 static loom_status cpu_link_artifact(const loom_target_artifact *a, const char *workdir, const char *out_path) {
-  char exec_path[4200], blob[4200], desc[4200], log[4200];
-  snprintf(exec_path, sizeof exec_path, "%s/exec.bin", workdir);
-  snprintf(blob, sizeof blob, "%s/blob.S", workdir);
-  snprintf(desc, sizeof desc, "%s/desc.c", workdir);
-  snprintf(log, sizeof log, "%s/cc.log", workdir);
   /* each kernel's symbol, as cpu_emit_object listed them */
   char syms_path[4200];
   snprintf(syms_path, sizeof syms_path, "%s.syms", a->object);
@@ -116,46 +111,15 @@ static loom_status cpu_link_artifact(const loom_target_artifact *a, const char *
     *nl = '\0';
     syms[k] = line;
   }
-  FILE *f = st ? NULL : fopen(exec_path, "wb");
-  if (!st && (!f || fwrite(a->exec, 1, a->exec_len, f) != a->exec_len)) st = LOOM_ERROR(IO_ERROR, "cannot write '%s'", exec_path);
-  if (f && fclose(f) && !st) st = LOOM_ERROR(IO_ERROR, "cannot write '%s'", exec_path);
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  if (!st) {
-    loom_link_incbin(&sb, "loom_exec", "loom_exec_bytes", exec_path, false);
-    loom_strbuf_puts(&sb, "  .section .note.GNU-stack,\"\",@progbits\n");
-    st = loom_link_write_text(blob, loom_strbuf_cstr(&sb));
-  }
-  if (!st) {
-    loom_strbuf_clear(&sb);
-    loom_strbuf_puts(&sb, "#include <stdint.h>\ntypedef int32_t (*kfn)(void *const *, const int64_t *, const void *);\n"
-                          "typedef struct { const char *name; kfn fn; const uint32_t *sig; uint32_t nsig; } kent;\n"
-                          "typedef struct { uint32_t magic, abi; const unsigned char *exec; uint64_t size; uint32_t n; const kent *k; "
-                          "const char *externs; } desc;\n"
-                          "extern const unsigned char loom_exec_bytes[];\n");
-    for (uint32_t k = 0; k < a->nkernels; k++)
-      loom_strbuf_printf(&sb, "int32_t %s(void *const *, const int64_t *, const void *);\n", syms[k]);
-    /* each kernel's signature, kept with its code (kernel_abi.h) */
-    for (uint32_t k = 0; k < a->nkernels; k++) {
-      loom_strbuf_printf(&sb, "static const uint32_t sig%u[] = {", k);
-      for (uint32_t w = 0; w < a->sigs[k].nsig; w++) loom_strbuf_printf(&sb, "%s%uu", w ? "," : "", a->sigs[k].sig[w]);
-      loom_strbuf_puts(&sb, a->sigs[k].nsig ? "};\n" : "0};\n");
-    }
-    loom_strbuf_puts(&sb, "static const kent kernels[] = {\n");
-    for (uint32_t k = 0; k < a->nkernels; k++)
-      loom_strbuf_printf(&sb, "  {\"%s\", %s, sig%u, %uu},\n", loom_tp_func_name(a->fs[k]), syms[k], k, a->sigs[k].nsig);
-    loom_strbuf_printf(&sb, "  {0, 0, 0, 0}\n};\n__attribute__((visibility(\"default\"))) const desc %s = {0x%08xu, %uu, loom_exec_bytes, %zuu, %uu, kernels, ",
-                       LOOM_ARTIFACT_SYMBOL, LOOM_ARTIFACT_MAGIC2, LOOM_KERNEL_ABI_VERSION, a->exec_len, a->nkernels);
-    loom_link_c_literal(&sb, a->externs);
-    loom_strbuf_puts(&sb, "};\n");
-    st = sb.oom ? LOOM_OOM() : loom_link_write_text(desc, loom_strbuf_cstr(&sb));
-  }
-  loom_strbuf_free(&sb);
-  if (!st) {
-    /* the archive after what refers to its members */
-    const char *inputs[] = {desc, blob, a->object, NULL};
-    st = loom_link_shared_object(out_path, inputs, log);
-  }
+  loom_strbuf protos;
+  loom_strbuf_init(&protos, NULL);
+  for (uint32_t k = 0; !st && k < a->nkernels; k++)
+    loom_strbuf_printf(&protos, "int32_t %s(void *const *, const int64_t *, const void *);\n", syms[k]);
+  /* the archive after what refers to its members */
+  const char *objects[] = {a->object, NULL};
+  if (!st) st = protos.oom ? LOOM_OOM() : loom_link_artifact(a, workdir, out_path, LOOM_ARTIFACT_MAGIC2, NULL,
+                                                             loom_strbuf_cstr(&protos), (const char *const *)syms, objects);
+  loom_strbuf_free(&protos);
   free(syms);
   free(symtext);
   return st;

@@ -145,81 +145,64 @@ static void cuda_kernel_symbol(const loom_tp_func *f, char *buf, size_t cap) {
  * LOOM_ARTIFACT_MAGIC_DEVICE whose kernel table points at them. The driver seals it as any
  * artifact (vm/artifact.h); the CUDA device opens it (device_cuda.h). */
 static loom_status cuda_link_artifact(const loom_target_artifact *a, const char *workdir, const char *out_path) {
-  char exec_path[4200], blob[4200], desc[4200], log[4200], kp[4200];
-  snprintf(exec_path, sizeof exec_path, "%s/exec.bin", workdir);
-  snprintf(blob, sizeof blob, "%s/blob.S", workdir);
-  snprintf(desc, sizeof desc, "%s/desc.c", workdir);
-  snprintf(log, sizeof log, "%s/cc.log", workdir);
+  char kp[4200];
   snprintf(kp, sizeof kp, "%s.kernels", a->object);
   char *kt = NULL;
   size_t klen = 0;
   loom_status st = loom_file_read(kp, &kt, &klen);
-  FILE *f = st ? NULL : fopen(exec_path, "wb");
-  if (!st && (!f || fwrite(a->exec, 1, a->exec_len, f) != a->exec_len)) st = LOOM_ERROR(IO_ERROR, "cannot write '%s'", exec_path);
-  if (f && fclose(f) && !st) st = LOOM_ERROR(IO_ERROR, "cannot write '%s'", exec_path);
-  loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
+  loom_strbuf asm_, c, fn;
+  loom_strbuf_init(&asm_, NULL);
+  loom_strbuf_init(&c, NULL);
+  loom_strbuf_init(&fn, NULL);
+  const char **fns = calloc(a->nkernels + 1, sizeof *fns);
+  if (!st && !fns) st = LOOM_OOM();
+  loom_link_incbin(&asm_, "loom_ptx", "loom_ptx_text", a->object, true);
+  loom_strbuf_puts(&c, "typedef struct { const char *ptx, *arch; } msrc;\n"
+                       "typedef struct { uint32_t magic, threads; const char *entry, *grid; uint32_t nbufs, nsyms; "
+                       "const char *const *names; const msrc *module; } ck;\n"
+                       "extern const char loom_ptx_text[];\nstatic const msrc module = {loom_ptx_text, \"");
+  char *line = kt, *nl0 = kt ? strchr(kt, '\n') : NULL;
+  if (!st && (!nl0 || strncmp(kt, "arch ", 5))) st = LOOM_ERROR(INTERNAL, "'%s' does not start with the architecture", kp);
   if (!st) {
-    loom_link_incbin(&sb, "loom_exec", "loom_exec_bytes", exec_path, false);
-    loom_link_incbin(&sb, "loom_ptx", "loom_ptx_text", a->object, true);
-    loom_strbuf_puts(&sb, "  .section .note.GNU-stack,\"\",@progbits\n");
-    st = loom_link_write_text(blob, loom_strbuf_cstr(&sb));
+    loom_strbuf_append(&c, kt + 5, (size_t)(nl0 - kt - 5));
+    line = nl0 + 1;
   }
-  if (!st) {
-    loom_strbuf_clear(&sb);
-    loom_strbuf_printf(&sb, "#include <stdint.h>\n"
-                            "typedef struct { const char *ptx, *arch; } msrc;\n"
-                            "typedef struct { uint32_t magic, threads; const char *entry, *grid; uint32_t nbufs, nsyms; "
-                            "const char *const *names; const msrc *module; } ck;\n"
-                            "typedef int32_t (*kfn)(void *const *, const int64_t *, const void *);\n"
-                            "typedef struct { const char *name; kfn fn; const uint32_t *sig; uint32_t nsig; } kent;\n"
-                            "typedef struct { uint32_t magic, abi; const unsigned char *exec; uint64_t size; uint32_t n; "
-                            "const kent *k; const char *externs; } desc;\n"
-                            "extern const unsigned char loom_exec_bytes[];\nextern const char loom_ptx_text[];\n"
-                            "static const msrc module = {loom_ptx_text, \"");
-    char *line = kt, *nl0 = kt ? strchr(kt, '\n') : NULL;
-    if (!nl0 || strncmp(kt, "arch ", 5)) st = LOOM_ERROR(INTERNAL, "'%s' does not start with the architecture", kp);
-    else {
-      loom_strbuf_append(&sb, kt + 5, (size_t)(nl0 - kt - 5));
-      line = nl0 + 1;
+  loom_strbuf_puts(&c, "\"};\n");
+  /* fns[k] points into `fn`, one NUL-ended expression after another: offsets first, pointers after */
+  size_t *at_fn = calloc(a->nkernels + 1, sizeof *at_fn);
+  if (!st && !at_fn) st = LOOM_OOM();
+  for (uint32_t k = 0; !st && k < a->nkernels; k++) {
+    char *nl = line < kt + klen ? strchr(line, '\n') : NULL;
+    char entry[300];
+    unsigned threads, nbufs, nsyms;
+    int at = 0;
+    if (!nl || (*nl = 0, sscanf(line, "%299s %u %u %u %n", entry, &threads, &nbufs, &nsyms, &at) != 4) || !at) {
+      st = LOOM_ERROR(INTERNAL, "'%s': kernel %u's launch is missing or malformed", kp, k);
+      break;
     }
-    loom_strbuf_puts(&sb, "\"};\n");
-    for (uint32_t k = 0; !st && k < a->nkernels; k++) {
-      char *nl = line && line < kt + klen ? strchr(line, '\n') : NULL;
-      char entry[300];
-      unsigned threads, nbufs, nsyms;
-      int at = 0;
-      if (!nl || (*nl = 0, sscanf(line, "%299s %u %u %u %n", entry, &threads, &nbufs, &nsyms, &at) != 4) || !at) {
-        st = LOOM_ERROR(INTERNAL, "'%s': kernel %u's launch is missing or malformed", kp, k);
-        break;
-      }
-      loom_strbuf_printf(&sb, "static const char *const names%u[] = {", k);
-      for (unsigned j = 0; j < nsyms; j++) loom_strbuf_printf(&sb, "%s\"s%u\"", j ? ", " : "", j);
-      loom_strbuf_printf(&sb, "%s};\nstatic const ck kernel%u = {0x%08xu, %uu, \"%s\", ", nsyms ? "" : "0", k,
-                         LOOM_CUDA_KERNEL_MAGIC, threads, entry);
-      loom_link_c_literal(&sb, line + at);
-      loom_strbuf_printf(&sb, ", %uu, %uu, names%u, &module};\nstatic const uint32_t sig%u[] = {", nbufs, nsyms, k, k);
-      for (uint32_t w = 0; w < a->sigs[k].nsig; w++) loom_strbuf_printf(&sb, "%s%uu", w ? "," : "", a->sigs[k].sig[w]);
-      loom_strbuf_puts(&sb, a->sigs[k].nsig ? "};\n" : "0};\n");
-      line = nl + 1;
-    }
-    loom_strbuf_puts(&sb, "static const kent kernels[] = {\n");
-    for (uint32_t k = 0; !st && k < a->nkernels; k++)
-      loom_strbuf_printf(&sb, "  {\"%s\", (kfn)(const void *)&kernel%u, sig%u, %uu},\n", loom_tp_func_name(a->fs[k]), k,
-                         k, a->sigs[k].nsig);
-    loom_strbuf_printf(&sb, "  {0, 0, 0, 0}\n};\n__attribute__((visibility(\"default\"))) const desc %s = {0x%08xu, %uu, "
-                            "loom_exec_bytes, %zuu, %uu, kernels, ",
-                       LOOM_ARTIFACT_SYMBOL, LOOM_ARTIFACT_MAGIC_DEVICE, LOOM_KERNEL_ABI_VERSION, a->exec_len, a->nkernels);
-    loom_link_c_literal(&sb, a->externs);
-    loom_strbuf_puts(&sb, "};\n");
-    if (!st) st = sb.oom ? LOOM_OOM() : loom_link_write_text(desc, loom_strbuf_cstr(&sb));
+    loom_strbuf_printf(&c, "static const char *const names%u[] = {", k);
+    for (unsigned j = 0; j < nsyms; j++) loom_strbuf_printf(&c, "%s\"s%u\"", j ? ", " : "", j);
+    loom_strbuf_printf(&c, "%s};\nstatic const ck kernel%u = {0x%08xu, %uu, \"%s\", ", nsyms ? "" : "0", k,
+                       LOOM_CUDA_KERNEL_MAGIC, threads, entry);
+    loom_link_c_literal(&c, line + at);
+    loom_strbuf_printf(&c, ", %uu, %uu, names%u, &module};\n", nbufs, nsyms, k);
+    at_fn[k] = fn.len;
+    loom_strbuf_printf(&fn, "(kfn)(const void *)&kernel%u", k); /* the kernel table points at the description */
+    loom_strbuf_putc(&fn, '\0');
+    line = nl + 1;
   }
-  loom_strbuf_free(&sb);
+  if (!st && (asm_.oom || c.oom || fn.oom)) st = LOOM_OOM();
+  for (uint32_t k = 0; !st && k < a->nkernels; k++) fns[k] = fn.data + at_fn[k];
+  const char *objects[] = {NULL};
+  if (!st)
+    st = loom_link_artifact(a, workdir, out_path, LOOM_ARTIFACT_MAGIC_DEVICE, loom_strbuf_cstr(&asm_), loom_strbuf_cstr(&c),
+                            fns, objects);
+  free(at_fn);
+  free(fns);
   free(kt);
-  if (!st) {
-    const char *inputs[] = {desc, blob, NULL};
-    st = loom_link_shared_object(out_path, inputs, log);
-  }
+  loom_strbuf_free(&asm_);
+  loom_strbuf_free(&c);
+  loom_strbuf_free(&fn);
   return st;
 }
 
