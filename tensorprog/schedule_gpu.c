@@ -3,6 +3,8 @@
 
 #include <stdio.h>
 
+#include "tensorprog/tp_lanes.h"
+
 /* CPU loop kinds (parallel, vectorize) become serial under `s`; *gpu: a GPU loop was seen. */
 static void reset_kinds(loom_tp_stmt *s, bool *gpu) {
   switch (s->kind) {
@@ -47,8 +49,86 @@ static bool has_loop(const loom_tp_stmt *s) {
   }
 }
 
+/* ---- warp per row ------------------------------------------------------------------------ */
+
+/* Below this many iterations in every row loop a row stays one thread's: a warp would leave
+ * most of its lanes idle. */
+enum { WARP_MIN_ROW = 17 };
+
+/* The row's own loops (not nested in another loop; through sequences and ifs): each one
+ * `visit`ed; *n counts them. */
+typedef struct row_loops {
+  loom_sym_ctx *cx;
+  int n;        /* row loops */
+  int lanes;    /* those in the lanes form (spatial, or a reduction of accumulator updates) */
+  int reduces;  /* of those, reductions */
+  bool long_row; /* a row loop may run WARP_MIN_ROW iterations or more */
+  bool apply;   /* second walk: make the lanes-form loops gpu_lanes */
+} row_loops;
+
+static void walk_row(row_loops *r, loom_tp_stmt *s) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) walk_row(r, s->u.seq.items[i]);
+      return;
+    case LOOM_TP_STMT_IF:
+      walk_row(r, s->u.if_.then_s);
+      if (s->u.if_.else_s) walk_row(r, s->u.if_.else_s);
+      return;
+    case LOOM_TP_STMT_FOR: {
+      r->n++;
+      loom_sym_interval iv = loom_sym_bounds(r->cx, s->u.loop.extent);
+      if (iv.hi_inf || iv.hi >= WARP_MIN_ROW) r->long_row = true;
+      loom_tp_lanes_form form;
+      if (s->u.loop.kind != LOOM_TP_LOOP_SERIAL || (!s->u.loop.reduce && loom_tp_stmt_scatters(s->u.loop.body)) ||
+          !loom_tp_lanes_form_of(s, &form))
+        return; /* stays serial on every lane: correct, redundant */
+      r->lanes++;
+      r->reduces += s->u.loop.reduce;
+      if (r->apply) s->u.loop.kind = LOOM_TP_LOOP_GPU_LANES;
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+/* Rule 1a: a row per warp. `loop` (the fused outer loops) runs rows that hold loops: it becomes
+ * the blocks, each block one warp (`for lane in 0..32 gpu_thread`), and the row's loops are
+ * dealt to the lanes (gpu_lanes). Taken when some row loop can be dealt and may run at least
+ * WARP_MIN_ROW iterations; *done false otherwise. Statements outside the gpu_lanes loops run
+ * on all 32 lanes with the same values (stores included: the same value to the same place). */
+static loom_status warp_rows(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int fused,
+                             loom_strbuf *why, bool *done) {
+  *done = false;
+  row_loops r = {.cx = cx};
+  walk_row(&r, loop->u.loop.body);
+  if (!r.lanes || !r.long_row) return LOOM_OK;
+  r = (row_loops){.cx = cx, .apply = true};
+  walk_row(&r, loop->u.loop.body);
+  const loom_sym_expr *lane = loom_sym_var_new(cx, "lane", LOOM_SYM_VAR_SHAPE);
+  const loom_sym_expr *w = loom_sym_const(cx, 32);
+  if (!lane || !w) return LOOM_OOM();
+  loom_tp_stmt *thr = loom_tp_for(a, lane, w, LOOM_TP_LOOP_GPU_THREAD, false, loop->u.loop.body);
+  loom_tp_stmt *body = thr ? loom_tp_seq(a, &thr, 1) : NULL;
+  if (!body) return LOOM_OOM();
+  loop->u.loop.body = body;
+  LOOM_PROPAGATE(loom_tp_set_kind(cx, loop, LOOM_TP_LOOP_GPU_BLOCK));
+  if (why) {
+    loom_strbuf_printf(why, "program @%s: warp per row: %d outer loop%s fused, %d row loop%s over the lanes (%d reduction%s)",
+                       f->name, fused, fused == 1 ? "" : "s", r.lanes, r.lanes == 1 ? "" : "s", r.reduces,
+                       r.reduces == 1 ? "" : "s");
+    if (r.lanes < r.n) loom_strbuf_printf(why, ", %d serial on every lane", r.n - r.lanes);
+    loom_strbuf_puts(why, ", blocks over ");
+    loom_sym_print(loop->u.loop.extent, why);
+    loom_strbuf_putc(why, '\n');
+  }
+  *done = true;
+  return LOOM_OK;
+}
+
 /* Rule 1: the outer spatial loops fused, split into chunks of `threads` (`loop_threads` when
- * each thread runs a loop): blocks x threads. */
+ * each thread runs a loop): blocks x threads; a warp per row instead where rule 1a applies. */
 static loom_status grid_form(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int threads,
                              int loop_threads, loom_strbuf *why, bool *done) {
   *done = false;
@@ -66,7 +146,11 @@ static loom_status grid_form(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, l
     loop = out;
     fused++;
   }
-  if (loop_threads && has_loop(loop->u.loop.body)) threads = loop_threads;
+  if (has_loop(loop->u.loop.body)) {
+    LOOM_PROPAGATE(warp_rows(a, cx, f, loop, fused, why, done));
+    if (*done) return LOOM_OK;
+    if (loop_threads) threads = loop_threads;
+  }
   loom_tp_stmt *outer, *inner;
   LOOM_PROPAGATE(loom_tp_split_ceil(a, cx, f, loop, threads, &outer, &inner));
   LOOM_PROPAGATE(loom_tp_set_kind(cx, outer, LOOM_TP_LOOP_GPU_BLOCK));

@@ -155,21 +155,24 @@ LOOM_TEST(tp_gpu, out_of_bounds_shared_access_is_an_error) {
 #include "tensorprog/tp_schedule_gpu.h"
 
 /* A program and its buffers' shapes: one string per buffer, one letter per axis: 'm', 'n' or
- * 'k' (the sizes), 'M' (m + n), '1'. The last buffer is the output. */
+ * 'k' (the sizes), 'M' (m + n), '1', '8' (8), 'T' (24). The last buffer is the output. */
 typedef struct gpu_case {
   const char *text;
   int nbuf;
   const char *dims[4];
-  bool grid;  /* the grid form applies (else the one-thread fallback) */
+  /* the rule that applies: 'g' grid form (a thread per element), 'w' a warp per row, 'r' a
+   * thread per row (grid form whose threads run loops), 'o' the one-thread fallback */
+  char form;
+  const char *why; /* more of the why-line that must show, or NULL */
 } gpu_case;
 
 static const gpu_case gpu_cases[] = {
     {"prim @add(A: Buffer[(m, n), f32], B: Buffer[(n,), f32], C: Buffer[(m, n), f32]) {\n"
      "  for i in 0..m { for j in 0..n { C[i, j] = A[i, j] + B[j] } }\n}\n",
-     3, {"mn", "n", "mn"}, true},
+     3, {"mn", "n", "mn"}, 'g', NULL},
     {"prim @transpose(X: Buffer[(m, n), f32], Y: Buffer[(n, m), f32]) {\n"
      "  for i in 0..m { for j in 0..n { Y[j, i] = X[i, j] * 2.0 } }\n}\n",
-     2, {"mn", "nm"}, true},
+     2, {"mn", "nm"}, 'g', NULL},
     {"prim @softmax(X: Buffer[(m, n), f32], Y: Buffer[(m, n), f32]) {\n"
      "  for i in 0..m {\n"
      "    alloc mx: Local[(1,), f32]\n"
@@ -180,30 +183,119 @@ static const gpu_case gpu_cases[] = {
      "    for j2 in 0..n reduce { s[0] = s[0] + exp(X[i, j2] - mx[0]) }\n"
      "    for j3 in 0..n { Y[i, j3] = exp(X[i, j3] - mx[0]) / s[0] }\n"
      "  }\n}\n",
-     2, {"mn", "mn"}, true},
+     2, {"mn", "mn"}, 'w', "3 row loops over the lanes (2 reductions), blocks over m"},
     {"prim @mm(A: Buffer[(m, k), f32], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
      "  for i in 0..m { for j in 0..n {\n"
      "    C[i, j] = 0.0\n"
      "    for r in 0..k reduce { C[i, j] = C[i, j] + A[i, r] * B[r, j] }\n"
      "  } }\n}\n",
-     3, {"mk", "kn", "mn"}, true},
+     3, {"mk", "kn", "mn"}, 'r', NULL},
     {"prim @lower(X: Buffer[(m, m), f32], Y: Buffer[(m, m), f32]) {\n"
      "  for i in 0..m { for j in 0..i + 1 { Y[i, j] = X[i, j] - 1.0 } }\n}\n",
-     2, {"mm", "mm"}, true},
+     2, {"mm", "mm"}, 'w', NULL},
     {"prim @sum_all(X: Buffer[(m, n), f32], Y: Buffer[(1,), f32]) {\n"
      "  Y[0] = 0.0\n"
      "  for i in 0..m reduce { for j in 0..n reduce { Y[0] = Y[0] + X[i, j] } }\n}\n",
-     2, {"mn", "1"}, false},
+     2, {"mn", "1"}, 'o', NULL},
     {"prim @concat(A: Buffer[(m,), f32], B: Buffer[(n,), f32], Y: Buffer[(m + n,), f32]) {\n"
      "  for i in 0..m { Y[i] = A[i] }\n"
      "  for j in 0..n { Y[m + j] = B[j] + 0.5 }\n}\n",
-     3, {"m", "n", "M"}, false},
+     3, {"m", "n", "M"}, 'o', NULL},
+    /* a scan: the accumulator is read outside its update, so the loop stays whole per lane */
     {"prim @cumsum(X: Buffer[(m, n), f32], Y: Buffer[(m, n), f32]) {\n"
      "  for i in 0..m {\n"
      "    alloc acc: Local[(1,), f32]\n"
      "    for j in 0..n reduce { acc[0] = acc[0] + X[i, j]\n Y[i, j] = acc[0] }\n"
      "  }\n}\n",
-     2, {"mn", "mn"}, true},
+     2, {"mn", "mn"}, 'r', NULL},
+    /* the legalized softmax: Y written in the sum's loop (each iteration its own element),
+     * read back by the last loop (other lanes' elements: the warp syncs between) */
+    {"prim @softmax_y(X: Buffer[(m, n), f32], Y: Buffer[(m, n), f32]) {\n"
+     "  for i in 0..m {\n"
+     "    alloc M: Local[(1,), f32]\n    M[0] = -inf\n"
+     "    for r in 0..n reduce { M[0] = max(M[0], X[i, r]) }\n"
+     "    alloc S: Local[(1,), f32]\n    S[0] = 0.0\n"
+     "    for r2 in 0..n reduce {\n      Y[i, r2] = exp(X[i, r2] - M[0])\n      S[0] = S[0] + Y[i, r2]\n    }\n"
+     "    let inv: f32 = 1.0 / S[0]\n"
+     "    for j in 0..n { Y[i, -j + n - 1] = Y[i, -j + n - 1] * inv }\n"
+     "  }\n}\n",
+     2, {"mn", "mn"}, 'w', "3 row loops over the lanes (2 reductions)"},
+    /* bert's layer norm (loom compile --print-after-all): three paths under ifs */
+    {"prim @layer_norm(X: Buffer[(m, n), f32], gamma: Buffer[(n,), f32], beta: Buffer[(n,), f32], Y: Buffer[(m, n), f32]) {\n"
+     "  for i1 in 0..m {\n"
+     "    alloc Q: Local[(2,), f32]\n    Q[0] = 0.0\n    Q[1] = 0.0\n"
+     "    for r2 in 0..n reduce {\n      Q[0] = Q[0] + X[i1, r2]\n      Q[1] = Q[1] + X[i1, r2] * X[i1, r2]\n    }\n"
+     "    let mean: f32 = Q[0] / f32(n)\n    let ms: f32 = Q[1] / f32(n)\n"
+     "    if Q[1] < inf && mean * mean * 17.0 <= ms * 16.0 {\n"
+     "      let inv: f32 = rsqrt(ms - mean * mean + 9.99999996e-13)\n"
+     "      for j2 in 0..n { Y[i1, j2] = (X[i1, j2] - mean) * inv * gamma[j2] + beta[j2] }\n"
+     "    } else {\n"
+     "      Q[0] = 0.0\n      Q[1] = 0.0\n"
+     "      for r3 in 0..n reduce { Q[0] = Q[0] + X[i1, r3] }\n"
+     "      let mean1: f32 = Q[0] / f32(n)\n"
+     "      for r4 in 0..n reduce {\n        let dv: f32 = X[i1, r4] - mean1\n        Q[1] = Q[1] + dv * dv\n      }\n"
+     "      if Q[1] < inf {\n"
+     "        let inv1: f32 = rsqrt(Q[1] / f32(n) + 9.99999996e-13)\n"
+     "        for j3 in 0..n { Y[i1, j3] = (X[i1, j3] - mean1) * inv1 * gamma[j3] + beta[j3] }\n"
+     "      } else {\n"
+     "        alloc R: Local[(2,), f32]\n        R[0] = 0.0\n        R[1] = 0.0\n        Q[0] = 0.0\n"
+     "        for r5 in 0..n reduce { Q[0] = max(Q[0], abs(X[i1, r5])) }\n"
+     "        let c: f32 = Q[0]\n"
+     "        for r6 in 0..n reduce { R[0] = R[0] + X[i1, r6] / c }\n"
+     "        let mean2: f32 = R[0] / f32(n)\n"
+     "        for r7 in 0..n reduce {\n          let dv2: f32 = X[i1, r7] / c - mean2\n          R[1] = R[1] + dv2 * dv2\n        }\n"
+     "        let inv2: f32 = rsqrt(max(R[1] / f32(n) + 9.99999996e-13 / c / c, 1.17549435e-38))\n"
+     "        for j4 in 0..n { Y[i1, j4] = (X[i1, j4] / c - mean2) * inv2 * gamma[j4] + beta[j4] }\n"
+     "      }\n"
+     "    }\n"
+     "  }\n}\n",
+     4, {"mn", "n", "n", "mn"}, 'w', "9 row loops over the lanes (6 reductions)"},
+    {"prim @rms_norm(X: Buffer[(m, n), f32], w: Buffer[(n,), f32], Y: Buffer[(m, n), f32]) {\n"
+     "  for i in 0..m {\n"
+     "    alloc S: Local[(1,), f32]\n    S[0] = 0.0\n"
+     "    for r in 0..n reduce { S[0] = X[i, r] * X[i, r] + S[0] }\n"
+     "    let inv: f32 = rsqrt(S[0] / f32(n) + 1e-06)\n"
+     "    for j in 0..n { Y[i, j] = X[i, j] * inv * w[j] }\n"
+     "  }\n}\n",
+     3, {"mn", "n", "mn"}, 'w', "2 row loops over the lanes (1 reduction)"},
+    /* max and min of a row (the accumulator's starting value kept: Y[i, 0] enters the max) */
+    {"prim @row_max(X: Buffer[(m, n), f32], Y: Buffer[(m, 2), f32]) {\n"
+     "  for i in 0..m {\n"
+     "    alloc M: Local[(2,), f32]\n    M[0] = Y[i, 0]\n    M[1] = 1.5\n"
+     "    for r in 0..n reduce {\n      M[0] = max(M[0], X[i, r])\n      M[1] = min(X[i, r] * 2.0, M[1])\n    }\n"
+     "    Y[i, 0] = M[0]\n    Y[i, 1] = M[1]\n"
+     "  }\n}\n",
+     2, {"mn", "m2"}, 'w', "1 row loop over the lanes (1 reduction)"},
+    /* an update not of the accumulator form (Q*0.5 + x): that loop stays whole on every lane */
+    {"prim @decay(X: Buffer[(m, n), f32], Y: Buffer[(m, n), f32]) {\n"
+     "  for i in 0..m {\n"
+     "    alloc Q: Local[(1,), f32]\n    Q[0] = 0.0\n"
+     "    for r in 0..n reduce { Q[0] = Q[0] * 0.5 + X[i, r] }\n"
+     "    for j in 0..n { Y[i, j] = X[i, j] - Q[0] }\n"
+     "  }\n}\n",
+     2, {"mn", "mn"}, 'w', "1 row loop over the lanes (0 reductions), 1 serial on every lane"},
+    {"prim @decay_only(X: Buffer[(m, n), f32], Y: Buffer[(m,), f32]) {\n"
+     "  for i in 0..m {\n"
+     "    alloc Q: Local[(1,), f32]\n    Q[0] = 0.0\n"
+     "    for r in 0..n reduce { Q[0] = Q[0] * 0.5 + X[i, r] }\n"
+     "    Y[i] = Q[0]\n"
+     "  }\n}\n",
+     2, {"mn", "m"}, 'r', NULL},
+    /* rows of 8: a thread per row; rows of 24: a warp, 8 lanes idle */
+    {"prim @sum8(X: Buffer[(m, 8), f32], Y: Buffer[(m,), f32]) {\n"
+     "  for i in 0..m {\n"
+     "    alloc S: Local[(1,), f32]\n    S[0] = 0.0\n"
+     "    for r in 0..8 reduce { S[0] = S[0] + X[i, r] }\n"
+     "    Y[i] = S[0]\n"
+     "  }\n}\n",
+     2, {"m8", "m"}, 'r', NULL},
+    {"prim @sum24(X: Buffer[(m, 24), f32], Y: Buffer[(m,), f32]) {\n"
+     "  for i in 0..m {\n"
+     "    alloc S: Local[(1,), f32]\n    S[0] = 0.0\n"
+     "    for r in 0..24 reduce { S[0] = S[0] + X[i, r] }\n"
+     "    Y[i] = S[0]\n"
+     "  }\n}\n",
+     2, {"mT", "m"}, 'w', "1 row loop over the lanes (1 reduction)"},
 };
 
 static int64_t dim_of(char c, int64_t m, int64_t n, int64_t k) {
@@ -212,6 +304,9 @@ static int64_t dim_of(char c, int64_t m, int64_t n, int64_t k) {
     case 'n': return n;
     case 'k': return k;
     case 'M': return m + n;
+    case '2': return 2;
+    case '8': return 8;
+    case 'T': return 24;
     default: return 1;
   }
 }
@@ -253,7 +348,7 @@ LOOM_TEST(tp_gpu, scheduled_programs_equal_unscheduled_at_0_1_primes_odd_sizes) 
   static const int64_t sizes[] = {0, 1, 2, 3, 7, 13, 257};
   static const int64_t ks[] = {0, 1, 5, 13};
   size_t nsz = sizeof sizes / sizeof sizes[0];
-  int nlooped = 0; /* grid-form cases whose threads run a loop */
+  int nforms[256] = {0}; /* cases by form */
   for (size_t ci = 0; ci < sizeof gpu_cases / sizeof gpu_cases[0]; ci++) {
     const gpu_case *c = &gpu_cases[ci];
     tp_fixture ref, gpu;
@@ -266,30 +361,32 @@ LOOM_TEST(tp_gpu, scheduled_programs_equal_unscheduled_at_0_1_primes_odd_sizes) 
     cr_assert_null(s, "@%s: %s", c->text, loom_status_text(s, 0));
     char *text = tp_print(gpu.f);
     cr_assert(strstr(text, "gpu_block") && strstr(text, "gpu_thread"), "%s", text);
-    cr_assert(strstr(loom_strbuf_cstr(&why), c->grid ? "grid form" : "one thread") != NULL, "%s: %s", text,
-              loom_strbuf_cstr(&why));
-    /* the scheduled program prints and parses back to itself */
+    const char *want = c->form == 'w' ? "warp per row" : c->form == 'o' ? "one thread" : "grid form";
+    cr_assert(strstr(loom_strbuf_cstr(&why), want) != NULL, "%s: %s", text, loom_strbuf_cstr(&why));
+    cr_assert(!c->why || strstr(loom_strbuf_cstr(&why), c->why) != NULL, "'%s' not in: %s", c->why, loom_strbuf_cstr(&why));
+    cr_assert_eq(strstr(text, "gpu_lanes") != NULL, c->form == 'w', "%s", text);
+    /* the scheduled program prints and parses back to itself (the verifier passing it) */
     tp_fixture back;
     parse_ok(&back, text);
     char *again = tp_print(back.f);
     cr_assert_str_eq(again, text);
     free(again);
     tp_fixture_free(&back);
-    /* the launch: 256 threads in the grid form, 1 in the fallback */
+    /* the launch: 256 threads in the grid form, a warp for a warp per row, 1 in the fallback */
     loom_tp_gpu_launch l;
     s = loom_tp_gpu_launch_of(gpu.cx, gpu.f, &l);
     cr_assert_null(s, "%s", loom_status_text(s, 0));
-    cr_assert_eq(l.threads, c->grid ? 256 : 1, "@%s: %lld threads", gpu.f->name, (long long)l.threads);
+    cr_assert_eq(l.threads, c->form == 'w' ? 32 : c->form == 'o' ? 1 : 256, "@%s: %lld threads", gpu.f->name, (long long)l.threads);
     /* with loop_threads, a grid whose threads each run a loop has that many per block */
     tp_fixture rows;
     parse_ok(&rows, c->text);
-    loom_tp_gpu_params pr = {.threads = 256, .loop_threads = 32};
+    loom_tp_gpu_params pr = {.threads = 256, .loop_threads = 64};
     cr_assert_null(loom_tp_schedule_gpu(&rows.arena, rows.cx, rows.f, &pr, NULL));
     cr_assert_null(loom_tp_gpu_launch_of(rows.cx, rows.f, &l));
     char *rtext = tp_print(rows.f);
-    bool looped = strstr(strstr(rtext, "gpu_thread"), "for ") != NULL;
-    nlooped += looped && c->grid;
-    cr_assert_eq(l.threads, !c->grid ? 1 : looped ? 32 : 256, "@%s: %lld threads:\n%s", rows.f->name, (long long)l.threads, rtext);
+    nforms[(unsigned char)c->form]++;
+    cr_assert_eq(l.threads, c->form == 'g' ? 256 : c->form == 'r' ? 64 : c->form == 'w' ? 32 : 1, "@%s: %lld threads:\n%s",
+                 rows.f->name, (long long)l.threads, rtext);
     free(rtext);
     tp_fixture_free(&rows);
     free(text);
@@ -307,7 +404,7 @@ LOOM_TEST(tp_gpu, scheduled_programs_equal_unscheduled_at_0_1_primes_odd_sizes) 
     tp_fixture_free(&ref);
     tp_fixture_free(&gpu);
   }
-  cr_assert_gt(nlooped, 0, "no case has threads that run a loop");
+  cr_assert(nforms['g'] && nforms['w'] && nforms['r'] && nforms['o'], "a form has no case");
 }
 
 LOOM_TEST(tp_gpu, launch_of_an_unscheduled_program_is_refused_by_name) {
