@@ -132,6 +132,83 @@ LOOM_TEST(tp_gpu, verifier_rules_each_refused_by_name) {
                  "let 'x' in a gpu_thread loop body with a barrier");
 }
 
+/* A row sum and a scaled copy dealt to a warp's lanes: the reduce loop's accumulator
+ * combined across the lanes, the copy spatial. */
+static const char lanes_text[] =
+    "prim @rows(A: Buffer[(m, n), f32], Y: Buffer[(m, n), f32]) {\n"
+    "  for b in 0..m gpu_block {\n"
+    "    for lane in 0..32 gpu_thread {\n"
+    "      alloc S: Local[(1,), f32]\n"
+    "      S[0] = 0.0\n"
+    "      for r in 0..n gpu_lanes reduce {\n"
+    "        S[0] = S[0] + A[b, r]\n"
+    "      }\n"
+    "      for j in 0..n gpu_lanes {\n"
+    "        Y[b, j] = A[b, j] / S[0]\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+LOOM_TEST(tp_gpu, gpu_lanes_print_parse_back_and_interpret_as_serial) {
+  tp_fixture fx;
+  parse_ok(&fx, lanes_text);
+  char *text = tp_print(fx.f);
+  cr_assert_str_eq(text, lanes_text);
+  free(text);
+  int64_t shape[2] = {2, 37};
+  float A[2 * 37], Y[2 * 37];
+  for (int i = 0; i < 2 * 37; i++) A[i] = (float)(i % 5) + 1.0f;
+  loom_tp_arg args[2] = {{A, shape, 0}, {Y, shape, 0}};
+  loom_status s = loom_tp_interpret(fx.cx, fx.f, args, 2);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  for (int b = 0; b < 2; b++) {
+    float sum = 0;
+    for (int j = 0; j < 37; j++) sum += A[b * 37 + j];
+    for (int j = 0; j < 37; j++) cr_assert_float_eq(Y[b * 37 + j], A[b * 37 + j] / sum, 1e-6);
+  }
+  tp_fixture_free(&fx);
+}
+
+/* A gpu_lanes program around `loop` (one warp per block, A and Y of (n,) and a Local Q(2)). */
+static void expect_lanes_refused(const char *loop, const char *message) {
+  char body[1024];
+  snprintf(body, sizeof body,
+           "for b in 0..1 gpu_block { for t in 0..32 gpu_thread {\n alloc Q: Local[(2,), f32]\n Q[0] = 0.0\n Q[1] = 1.0\n%s\n"
+           " Y[0] = Q[0] } }",
+           loop);
+  expect_refused(body, message);
+}
+
+LOOM_TEST(tp_gpu, gpu_lanes_verifier_rules_each_refused_by_name) {
+  expect_refused("for j in 0..n gpu_lanes { Y[j] = A[j] }", "gpu_lanes loop 'j' outside a gpu_thread loop");
+  expect_refused("for b in 0..1 gpu_block { for j in 0..n gpu_lanes { Y[j] = A[j] } }",
+                 "gpu_lanes loop 'j' outside a gpu_thread loop");
+  expect_refused("for b in 0..1 gpu_block { for t in 0..64 gpu_thread { for j in 0..n gpu_lanes { Y[j] = A[j] } } }",
+                 "gpu_lanes loop 'j' is in gpu_thread loop 't' of extent 64, not 32");
+  expect_refused("for b in 0..1 gpu_block { for t in 0..n gpu_thread { for j in 0..n gpu_lanes { Y[j] = A[j] } } }",
+                 "gpu_lanes loop 'j' is in gpu_thread loop 't' of extent n, not 32");
+  expect_refused("for b in 0..1 gpu_block { for t in 0..32 gpu_thread { for j in 0..1 gpu_lanes { for k in 0..n gpu_lanes { Y[k] = A[k] } } } }",
+                 "gpu_lanes loop 'k' inside another gpu_lanes loop");
+  expect_lanes_refused("for j in 0..n gpu_lanes { Q[0] = A[j] }",
+                       "gpu_lanes loop 'j': it stores to Local 'Q' allocated outside it (each lane has its own copy)");
+  expect_lanes_refused("for j in 0..n gpu_lanes reduce { Q[0] = Q[0] * 0.5 + A[j] }",
+                       "gpu_lanes loop 'j': it stores to Local 'Q' (allocated outside it) other than as 'Q[c] = Q[c] OP e'");
+  expect_lanes_refused("for j in 0..n gpu_lanes reduce { Q[0] = Q[0] + A[j]\n Q[0] = max(Q[0], A[j]) }",
+                       "gpu_lanes loop 'j': its accumulator 'Q' is updated with both '+' and 'max'");
+  expect_lanes_refused("for j in 0..n gpu_lanes reduce { Q[0] = Q[0] + A[j]\n Y[j] = Q[0] }",
+                       "gpu_lanes loop 'j': it reads its accumulator 'Q' other than in its updates");
+  expect_lanes_refused("for j in 0..n gpu_lanes reduce { Q[0] = Q[0] + A[j]\n Q[1] = Q[1] * Q[0] }",
+                       "gpu_lanes loop 'j': it reads its accumulator 'Q' other than in its updates");
+  expect_lanes_refused("for j in 0..n gpu_lanes reduce { Q[0] = Q[0] + A[j]\n Y[0] = A[j] }",
+                       "gpu_lanes loop 'j': it stores to 'Y' at an element other iterations may touch");
+  expect_lanes_refused("for j in 0..n gpu_lanes reduce { Q[0] = Q[0] + Y[j]\n Y[j] = Y[n - 1 - j] }",
+                       "gpu_lanes loop 'j': it stores to 'Y' at an element other iterations may touch");
+  expect_refused("for b in 0..1 gpu_block { for t in 0..32 gpu_thread {\n alloc Q: Local[(1,), f8e5m2]\n Q[0] = f8e5m2(0.0)\n"
+                 " for j in 0..n gpu_lanes reduce { Q[0] = Q[0] + f8e5m2(A[j]) } } }",
+                 "gpu_lanes loop 'j': its accumulator 'Q' is f8e5m2 (lanes combine f16, bf16, f32, f64 and 8- to 64-bit integers)");
+}
+
 LOOM_TEST(tp_gpu, out_of_bounds_shared_access_is_an_error) {
   tp_fixture fx;
   parse_ok(&fx, "prim @p(A: Buffer[(n,), f32]) {\n"
@@ -153,18 +230,7 @@ LOOM_TEST(tp_gpu, out_of_bounds_shared_access_is_an_error) {
 /* ---- GPU schedule rules: scheduled programs equal the unscheduled ones ---------------------- */
 
 #include "tensorprog/tp_schedule_gpu.h"
-
-/* A program and its buffers' shapes: one string per buffer, one letter per axis: 'm', 'n' or
- * 'k' (the sizes), 'M' (m + n), '1', '8' (8), 'T' (24). The last buffer is the output. */
-typedef struct gpu_case {
-  const char *text;
-  int nbuf;
-  const char *dims[4];
-  /* the rule that applies: 'g' grid form (a thread per element), 'w' a warp per row, 'r' a
-   * thread per row (grid form whose threads run loops), 'o' the one-thread fallback */
-  char form;
-  const char *why; /* more of the why-line that must show, or NULL */
-} gpu_case;
+#include "tp_gpu_rows.h"
 
 static const gpu_case gpu_cases[] = {
     {"prim @add(A: Buffer[(m, n), f32], B: Buffer[(n,), f32], C: Buffer[(m, n), f32]) {\n"
@@ -208,94 +274,6 @@ static const gpu_case gpu_cases[] = {
      "    for j in 0..n reduce { acc[0] = acc[0] + X[i, j]\n Y[i, j] = acc[0] }\n"
      "  }\n}\n",
      2, {"mn", "mn"}, 'r', NULL},
-    /* the legalized softmax: Y written in the sum's loop (each iteration its own element),
-     * read back by the last loop (other lanes' elements: the warp syncs between) */
-    {"prim @softmax_y(X: Buffer[(m, n), f32], Y: Buffer[(m, n), f32]) {\n"
-     "  for i in 0..m {\n"
-     "    alloc M: Local[(1,), f32]\n    M[0] = -inf\n"
-     "    for r in 0..n reduce { M[0] = max(M[0], X[i, r]) }\n"
-     "    alloc S: Local[(1,), f32]\n    S[0] = 0.0\n"
-     "    for r2 in 0..n reduce {\n      Y[i, r2] = exp(X[i, r2] - M[0])\n      S[0] = S[0] + Y[i, r2]\n    }\n"
-     "    let inv: f32 = 1.0 / S[0]\n"
-     "    for j in 0..n { Y[i, -j + n - 1] = Y[i, -j + n - 1] * inv }\n"
-     "  }\n}\n",
-     2, {"mn", "mn"}, 'w', "3 row loops over the lanes (2 reductions)"},
-    /* bert's layer norm (loom compile --print-after-all): three paths under ifs */
-    {"prim @layer_norm(X: Buffer[(m, n), f32], gamma: Buffer[(n,), f32], beta: Buffer[(n,), f32], Y: Buffer[(m, n), f32]) {\n"
-     "  for i1 in 0..m {\n"
-     "    alloc Q: Local[(2,), f32]\n    Q[0] = 0.0\n    Q[1] = 0.0\n"
-     "    for r2 in 0..n reduce {\n      Q[0] = Q[0] + X[i1, r2]\n      Q[1] = Q[1] + X[i1, r2] * X[i1, r2]\n    }\n"
-     "    let mean: f32 = Q[0] / f32(n)\n    let ms: f32 = Q[1] / f32(n)\n"
-     "    if Q[1] < inf && mean * mean * 17.0 <= ms * 16.0 {\n"
-     "      let inv: f32 = rsqrt(ms - mean * mean + 9.99999996e-13)\n"
-     "      for j2 in 0..n { Y[i1, j2] = (X[i1, j2] - mean) * inv * gamma[j2] + beta[j2] }\n"
-     "    } else {\n"
-     "      Q[0] = 0.0\n      Q[1] = 0.0\n"
-     "      for r3 in 0..n reduce { Q[0] = Q[0] + X[i1, r3] }\n"
-     "      let mean1: f32 = Q[0] / f32(n)\n"
-     "      for r4 in 0..n reduce {\n        let dv: f32 = X[i1, r4] - mean1\n        Q[1] = Q[1] + dv * dv\n      }\n"
-     "      if Q[1] < inf {\n"
-     "        let inv1: f32 = rsqrt(Q[1] / f32(n) + 9.99999996e-13)\n"
-     "        for j3 in 0..n { Y[i1, j3] = (X[i1, j3] - mean1) * inv1 * gamma[j3] + beta[j3] }\n"
-     "      } else {\n"
-     "        alloc R: Local[(2,), f32]\n        R[0] = 0.0\n        R[1] = 0.0\n        Q[0] = 0.0\n"
-     "        for r5 in 0..n reduce { Q[0] = max(Q[0], abs(X[i1, r5])) }\n"
-     "        let c: f32 = Q[0]\n"
-     "        for r6 in 0..n reduce { R[0] = R[0] + X[i1, r6] / c }\n"
-     "        let mean2: f32 = R[0] / f32(n)\n"
-     "        for r7 in 0..n reduce {\n          let dv2: f32 = X[i1, r7] / c - mean2\n          R[1] = R[1] + dv2 * dv2\n        }\n"
-     "        let inv2: f32 = rsqrt(max(R[1] / f32(n) + 9.99999996e-13 / c / c, 1.17549435e-38))\n"
-     "        for j4 in 0..n { Y[i1, j4] = (X[i1, j4] / c - mean2) * inv2 * gamma[j4] + beta[j4] }\n"
-     "      }\n"
-     "    }\n"
-     "  }\n}\n",
-     4, {"mn", "n", "n", "mn"}, 'w', "9 row loops over the lanes (6 reductions)"},
-    {"prim @rms_norm(X: Buffer[(m, n), f32], w: Buffer[(n,), f32], Y: Buffer[(m, n), f32]) {\n"
-     "  for i in 0..m {\n"
-     "    alloc S: Local[(1,), f32]\n    S[0] = 0.0\n"
-     "    for r in 0..n reduce { S[0] = X[i, r] * X[i, r] + S[0] }\n"
-     "    let inv: f32 = rsqrt(S[0] / f32(n) + 1e-06)\n"
-     "    for j in 0..n { Y[i, j] = X[i, j] * inv * w[j] }\n"
-     "  }\n}\n",
-     3, {"mn", "n", "mn"}, 'w', "2 row loops over the lanes (1 reduction)"},
-    /* max and min of a row (the accumulator's starting value kept: Y[i, 0] enters the max) */
-    {"prim @row_max(X: Buffer[(m, n), f32], Y: Buffer[(m, 2), f32]) {\n"
-     "  for i in 0..m {\n"
-     "    alloc M: Local[(2,), f32]\n    M[0] = Y[i, 0]\n    M[1] = 1.5\n"
-     "    for r in 0..n reduce {\n      M[0] = max(M[0], X[i, r])\n      M[1] = min(X[i, r] * 2.0, M[1])\n    }\n"
-     "    Y[i, 0] = M[0]\n    Y[i, 1] = M[1]\n"
-     "  }\n}\n",
-     2, {"mn", "m2"}, 'w', "1 row loop over the lanes (1 reduction)"},
-    /* an update not of the accumulator form (Q*0.5 + x): that loop stays whole on every lane */
-    {"prim @decay(X: Buffer[(m, n), f32], Y: Buffer[(m, n), f32]) {\n"
-     "  for i in 0..m {\n"
-     "    alloc Q: Local[(1,), f32]\n    Q[0] = 0.0\n"
-     "    for r in 0..n reduce { Q[0] = Q[0] * 0.5 + X[i, r] }\n"
-     "    for j in 0..n { Y[i, j] = X[i, j] - Q[0] }\n"
-     "  }\n}\n",
-     2, {"mn", "mn"}, 'w', "1 row loop over the lanes (0 reductions), 1 serial on every lane"},
-    {"prim @decay_only(X: Buffer[(m, n), f32], Y: Buffer[(m,), f32]) {\n"
-     "  for i in 0..m {\n"
-     "    alloc Q: Local[(1,), f32]\n    Q[0] = 0.0\n"
-     "    for r in 0..n reduce { Q[0] = Q[0] * 0.5 + X[i, r] }\n"
-     "    Y[i] = Q[0]\n"
-     "  }\n}\n",
-     2, {"mn", "m"}, 'r', NULL},
-    /* rows of 8: a thread per row; rows of 24: a warp, 8 lanes idle */
-    {"prim @sum8(X: Buffer[(m, 8), f32], Y: Buffer[(m,), f32]) {\n"
-     "  for i in 0..m {\n"
-     "    alloc S: Local[(1,), f32]\n    S[0] = 0.0\n"
-     "    for r in 0..8 reduce { S[0] = S[0] + X[i, r] }\n"
-     "    Y[i] = S[0]\n"
-     "  }\n}\n",
-     2, {"m8", "m"}, 'r', NULL},
-    {"prim @sum24(X: Buffer[(m, 24), f32], Y: Buffer[(m,), f32]) {\n"
-     "  for i in 0..m {\n"
-     "    alloc S: Local[(1,), f32]\n    S[0] = 0.0\n"
-     "    for r in 0..24 reduce { S[0] = S[0] + X[i, r] }\n"
-     "    Y[i] = S[0]\n"
-     "  }\n}\n",
-     2, {"mT", "m"}, 'w', "1 row loop over the lanes (1 reduction)"},
 };
 
 static int64_t dim_of(char c, int64_t m, int64_t n, int64_t k) {
@@ -305,7 +283,7 @@ static int64_t dim_of(char c, int64_t m, int64_t n, int64_t k) {
     case 'k': return k;
     case 'M': return m + n;
     case '2': return 2;
-    case '8': return 8;
+    case 'E': return 8;
     case 'T': return 24;
     default: return 1;
   }
@@ -349,8 +327,9 @@ LOOM_TEST(tp_gpu, scheduled_programs_equal_unscheduled_at_0_1_primes_odd_sizes) 
   static const int64_t ks[] = {0, 1, 5, 13};
   size_t nsz = sizeof sizes / sizeof sizes[0];
   int nforms[256] = {0}; /* cases by form */
-  for (size_t ci = 0; ci < sizeof gpu_cases / sizeof gpu_cases[0]; ci++) {
-    const gpu_case *c = &gpu_cases[ci];
+  size_t ncases = sizeof gpu_cases / sizeof gpu_cases[0], nrows = sizeof gpu_row_cases / sizeof gpu_row_cases[0];
+  for (size_t ci = 0; ci < ncases + nrows; ci++) {
+    const gpu_case *c = ci < ncases ? &gpu_cases[ci] : &gpu_row_cases[ci - ncases];
     tp_fixture ref, gpu;
     parse_ok(&ref, c->text);
     parse_ok(&gpu, c->text);
