@@ -78,6 +78,9 @@ static const loom_tp_expr *update_operand(const loom_tp_stmt *st, loom_tp_op *op
 
 /* ---- walking the loads ------------------------------------------------------------------ */
 
+/* stmt_loads' `form` that asks for the loads outside gpu_lanes loops only (no accumulators). */
+static const loom_tp_lanes_form outside_lanes;
+
 /* Called on each load; returns true to stop (a violation). */
 typedef bool (*load_fn)(void *ud, const loom_tp_expr *load);
 
@@ -101,14 +104,16 @@ static bool expr_loads(const loom_tp_expr *e, load_fn fn, void *ud) {
 }
 
 /* Every load under `s`; with `form`, an accumulator update's own load of its element is
- * skipped (its other operand is walked). */
+ * skipped (its other operand is walked). The stores are the caller's (lanes_walk). */
 static bool stmt_loads(const loom_tp_stmt *s, load_fn fn, void *ud, const loom_tp_lanes_form *form) {
   switch (s->kind) {
     case LOOM_TP_STMT_SEQ:
       for (size_t i = 0; i < s->u.seq.n; i++)
         if (stmt_loads(s->u.seq.items[i], fn, ud, form)) return true;
       return false;
-    case LOOM_TP_STMT_FOR: return stmt_loads(s->u.loop.body, fn, ud, form);
+    case LOOM_TP_STMT_FOR:
+      if (s->u.loop.kind == LOOM_TP_LOOP_GPU_LANES && form == &outside_lanes) return false;
+      return stmt_loads(s->u.loop.body, fn, ud, form);
     case LOOM_TP_STMT_IF:
       return expr_loads(s->u.if_.cond, fn, ud) || stmt_loads(s->u.if_.then_s, fn, ud, form) ||
              (s->u.if_.else_s && stmt_loads(s->u.if_.else_s, fn, ud, form));
@@ -253,4 +258,59 @@ bool loom_tp_lanes_form_of(const loom_tp_stmt *loop, loom_tp_lanes_form *out) {
     refuse(&w, "it reads its accumulator '%s' other than in its updates '%s[c] = %s[c] OP e'", r.found->name,
            r.found->name, r.found->name);
   return !w.bad;
+}
+
+/* ---- the code around the lanes loops --------------------------------------------------- */
+
+/* The stores outside gpu_lanes loops (to buffers that are not Local): n of them, up to 16. */
+typedef struct row_stores {
+  const loom_tp_buffer *buf[16];
+  size_t n;
+  bool many; /* more than 16 */
+} row_stores;
+
+static void collect_row_stores(row_stores *r, const loom_tp_stmt *s) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) collect_row_stores(r, s->u.seq.items[i]);
+      return;
+    case LOOM_TP_STMT_FOR:
+      if (s->u.loop.kind != LOOM_TP_LOOP_GPU_LANES) collect_row_stores(r, s->u.loop.body);
+      return;
+    case LOOM_TP_STMT_IF:
+      collect_row_stores(r, s->u.if_.then_s);
+      if (s->u.if_.else_s) collect_row_stores(r, s->u.if_.else_s);
+      return;
+    case LOOM_TP_STMT_STORE:
+      if (s->u.store.buf->scope == LOOM_TP_SCOPE_LOCAL) return;
+      for (size_t i = 0; i < r->n; i++)
+        if (r->buf[i] == s->u.store.buf) return;
+      if (r->n == 16) r->many = true;
+      else r->buf[r->n++] = s->u.store.buf;
+      return;
+    default:
+      return;
+  }
+}
+
+/* A load of a buffer in r (*found). */
+typedef struct row_read {
+  const row_stores *r;
+  const loom_tp_buffer *found;
+} row_read;
+
+static bool loads_stored(void *ud, const loom_tp_expr *load) {
+  row_read *rr = ud;
+  for (size_t i = 0; i < rr->r->n && !rr->found; i++)
+    if (rr->r->buf[i] == load->u.load.buf) rr->found = load->u.load.buf;
+  return rr->found != NULL;
+}
+
+const loom_tp_buffer *loom_tp_lanes_row_conflict(const loom_tp_stmt *row) {
+  row_stores r = {.n = 0};
+  collect_row_stores(&r, row);
+  if (r.many) return r.buf[0];
+  row_read rr = {&r, NULL};
+  stmt_loads(row, loads_stored, &rr, &outside_lanes);
+  return rr.found;
 }

@@ -55,15 +55,15 @@ static bool has_loop(const loom_tp_stmt *s) {
  * most of its lanes idle. */
 enum { WARP_MIN_ROW = 17 };
 
-/* The row's own loops (not nested in another loop; through sequences and ifs): each one
- * `visit`ed; *n counts them. */
+/* The row's own loops (not nested in another loop; through sequences and ifs), counted,
+ * made gpu_lanes or made serial again (r->mode). */
 typedef struct row_loops {
   loom_sym_ctx *cx;
-  int n;        /* row loops */
-  int lanes;    /* those in the lanes form (spatial, or a reduction of accumulator updates) */
-  int reduces;  /* of those, reductions */
+  int n;         /* row loops */
+  int lanes;     /* those in the lanes form (spatial, or a reduction of accumulator updates) */
+  int reduces;   /* of those, reductions */
   bool long_row; /* a row loop may run WARP_MIN_ROW iterations or more */
-  bool apply;   /* second walk: make the lanes-form loops gpu_lanes */
+  int mode;      /* 0: count; 1: make the lanes-form loops gpu_lanes; 2: make them serial again */
 } row_loops;
 
 static void walk_row(row_loops *r, loom_tp_stmt *s) {
@@ -76,6 +76,10 @@ static void walk_row(row_loops *r, loom_tp_stmt *s) {
       if (s->u.if_.else_s) walk_row(r, s->u.if_.else_s);
       return;
     case LOOM_TP_STMT_FOR: {
+      if (r->mode == 2) {
+        if (s->u.loop.kind == LOOM_TP_LOOP_GPU_LANES) s->u.loop.kind = LOOM_TP_LOOP_SERIAL;
+        return;
+      }
       r->n++;
       loom_sym_interval iv = loom_sym_bounds(r->cx, s->u.loop.extent);
       if (iv.hi_inf || iv.hi >= WARP_MIN_ROW) r->long_row = true;
@@ -85,7 +89,7 @@ static void walk_row(row_loops *r, loom_tp_stmt *s) {
         return; /* stays serial on every lane: correct, redundant */
       r->lanes++;
       r->reduces += s->u.loop.reduce;
-      if (r->apply) s->u.loop.kind = LOOM_TP_LOOP_GPU_LANES;
+      if (r->mode == 1) s->u.loop.kind = LOOM_TP_LOOP_GPU_LANES;
       return;
     }
     default:
@@ -96,16 +100,25 @@ static void walk_row(row_loops *r, loom_tp_stmt *s) {
 /* Rule 1a: a row per warp. `loop` (the fused outer loops) runs rows that hold loops: it becomes
  * the blocks, each block one warp (`for lane in 0..32 gpu_thread`), and the row's loops are
  * dealt to the lanes (gpu_lanes). Taken when some row loop can be dealt and may run at least
- * WARP_MIN_ROW iterations; *done false otherwise. Statements outside the gpu_lanes loops run
- * on all 32 lanes with the same values (stores included: the same value to the same place). */
+ * WARP_MIN_ROW iterations, and the code around the lanes loops stores no buffer it reads
+ * (loom_tp_lanes_row_conflict); *done false otherwise. That code runs on all 32 lanes with the
+ * same values (its stores too: the same value to the same place). */
 static loom_status warp_rows(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int fused,
                              loom_strbuf *why, bool *done) {
   *done = false;
   row_loops r = {.cx = cx};
   walk_row(&r, loop->u.loop.body);
   if (!r.lanes || !r.long_row) return LOOM_OK;
-  r = (row_loops){.cx = cx, .apply = true};
+  r = (row_loops){.cx = cx, .mode = 1};
   walk_row(&r, loop->u.loop.body);
+  const loom_tp_buffer *race = loom_tp_lanes_row_conflict(loop->u.loop.body);
+  if (race) {
+    walk_row(&(row_loops){.cx = cx, .mode = 2}, loop->u.loop.body);
+    if (why)
+      loom_strbuf_printf(why, "program @%s: no warp per row: the code around its loops both stores and reads '%s' "
+                              "(every lane runs it)\n", f->name, race->name);
+    return LOOM_OK;
+  }
   const loom_sym_expr *lane = loom_sym_var_new(cx, "lane", LOOM_SYM_VAR_SHAPE);
   const loom_sym_expr *w = loom_sym_const(cx, 32);
   if (!lane || !w) return LOOM_OOM();

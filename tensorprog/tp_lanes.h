@@ -44,4 +44,11 @@ typedef struct loom_tp_lanes_form {
 /* Is `loop` (a FOR) in the form above? Fills `out` (its accumulators, or `why` not). */
 bool loom_tp_lanes_form_of(const loom_tp_stmt *loop, loom_tp_lanes_form *out);
 
+/* A buffer (not Local) that the code of `row` (a warp's body) outside its gpu_lanes loops
+ * both stores and loads, or NULL. That code runs on every lane, each at its own pace between
+ * the warp syncs around the lanes loops: a lane could read what another lane already
+ * rewrote (`Y[i] = Y[i] + 1` would add up to 32). Stores of values read nowhere there are
+ * benign: every lane writes the same value. */
+const loom_tp_buffer *loom_tp_lanes_row_conflict(const loom_tp_stmt *row);
+
 #endif

@@ -121,13 +121,15 @@ static LLVMValueRef identity(cg *g, loom_tp_op op, loom_dtype t) {
  * Lane L = tid.x & 31 runs iterations L, L + 32, ...; a `reduce` loop first saves each
  * accumulator and sets it to OP's identity, and after the loop combines the lanes' partial
  * values with 5 butterfly shuffles (every lane gets the total) and stores saved OP total. The
- * warp then syncs: later code on any lane sees every lane's stores. */
+ * warp syncs before and after: the loop sees the stores of the code before it on every lane,
+ * later code the loop's stores of every lane. */
 void cg_emit_gpu_lanes(cg *g, const loom_tp_stmt *s) {
   loom_tp_lanes_form form = {.naccs = 0};
   if (s->u.loop.reduce && !loom_tp_lanes_form_of(s, &form)) {
     cg_error(g, LOOM_ERROR(INTERNAL, "gpu_lanes loop '%s': %s", loom_sym_var_name(s->u.loop.var), form.why));
     return;
   }
+  warp_sync(g); /* every lane done with the code before (it may store what the loop reads) */
   LLVMValueRef tid = gpu_sreg(g, "llvm.nvvm.read.ptx.sreg.tid.x");
   LLVMValueRef lane = LLVMBuildAnd(g->b, tid, cg_i64(g, 31), "lane");
   LLVMValueRef ptr[LOOM_TP_LANES_MAX_ACCS], saved[LOOM_TP_LANES_MAX_ACCS];

@@ -69,10 +69,10 @@ static const gpu_case gpu_row_cases[] = {
      "    for j in 0..n { Y[i, j] = X[i, j] * inv * w[j] }\n"
      "  }\n}\n",
      3, {"mn", "n", "mn"}, 'w', "2 row loops over the lanes (1 reduction)"},
-    /* max and min of a row (the accumulator's starting value kept: Y[i, 0] enters the max) */
+    /* max and min of a row (the accumulators' starting values kept: they enter the result) */
     {"prim @row_max(X: Buffer[(m, n), f32], Y: Buffer[(m, 2), f32]) {\n"
      "  for i in 0..m {\n"
-     "    alloc M: Local[(2,), f32]\n    M[0] = Y[i, 0]\n    M[1] = 1.5\n"
+     "    alloc M: Local[(2,), f32]\n    M[0] = -1.0\n    M[1] = 1.5\n"
      "    for r in 0..n reduce {\n      M[0] = max(M[0], X[i, r])\n      M[1] = min(X[i, r] * 2.0, M[1])\n    }\n"
      "    Y[i, 0] = M[0]\n    Y[i, 1] = M[1]\n"
      "  }\n}\n",
@@ -92,6 +92,14 @@ static const gpu_case gpu_row_cases[] = {
      "    Y[i] = Q[0]\n"
      "  }\n}\n",
      2, {"mn", "m"}, 'r', NULL},
+    /* the code around the lanes loops reads and writes Y: every lane would add its 1.0 */
+    {"prim @bump(X: Buffer[(m, n), f32], Y: Buffer[(m,), f32]) {\n"
+     "  for i in 0..m {\n"
+     "    alloc S: Local[(1,), f32]\n    S[0] = 0.0\n"
+     "    for r in 0..n reduce { S[0] = S[0] + X[i, r] }\n"
+     "    Y[i] = Y[i] + S[0]\n"
+     "  }\n}\n",
+     2, {"mn", "m"}, 'r', "no warp per row: the code around its loops both stores and reads 'Y'"},
     /* rows of 8: a thread per row; rows of 24: a warp, 8 lanes idle */
     {"prim @sum8(X: Buffer[(m, 8), f32], Y: Buffer[(m,), f32]) {\n"
      "  for i in 0..m {\n"
