@@ -147,17 +147,18 @@ static bool loads_other_elem(void *ud, const loom_tp_expr *load) {
   return load->u.load.buf == o->buf && !same_indices(o->buf, load->u.load.idx, o->idx);
 }
 
-/* A load of an accumulator buffer (outside an update's own element): *found. */
-typedef struct acc_read {
-  const loom_tp_lanes_form *form;
+/* A load of one of `bufs` (*found: which). */
+typedef struct buf_hit {
+  const loom_tp_buffer *const *bufs;
+  size_t n;
   const loom_tp_buffer *found;
-} acc_read;
+} buf_hit;
 
-static bool loads_acc(void *ud, const loom_tp_expr *load) {
-  acc_read *r = ud;
-  for (size_t i = 0; i < r->form->naccs; i++)
-    if (r->form->accs[i].buf == load->u.load.buf) r->found = load->u.load.buf;
-  return r->found != NULL;
+static bool loads_one_of(void *ud, const loom_tp_expr *load) {
+  buf_hit *h = ud;
+  for (size_t i = 0; i < h->n && !h->found; i++)
+    if (h->bufs[i] == load->u.load.buf) h->found = load->u.load.buf;
+  return h->found != NULL;
 }
 
 /* ---- the stores ------------------------------------------------------------------------- */
@@ -253,8 +254,10 @@ bool loom_tp_lanes_form_of(const loom_tp_stmt *loop, loom_tp_lanes_form *out) {
   out->why[0] = 0;
   lanes_walk w = {.loop = loop, .out = out};
   walk_stores(&w, loop->u.loop.body);
-  acc_read r = {out, NULL};
-  if (!w.bad && out->naccs && stmt_loads(loop->u.loop.body, loads_acc, &r, out))
+  const loom_tp_buffer *accs[LOOM_TP_LANES_MAX_ACCS];
+  for (size_t i = 0; i < out->naccs; i++) accs[i] = out->accs[i].buf;
+  buf_hit r = {accs, out->naccs, NULL};
+  if (!w.bad && out->naccs && stmt_loads(loop->u.loop.body, loads_one_of, &r, out))
     refuse(&w, "it reads its accumulator '%s' other than in its updates '%s[c] = %s[c] OP e'", r.found->name,
            r.found->name, r.found->name);
   return !w.bad;
@@ -293,24 +296,11 @@ static void collect_row_stores(row_stores *r, const loom_tp_stmt *s) {
   }
 }
 
-/* A load of a buffer in r (*found). */
-typedef struct row_read {
-  const row_stores *r;
-  const loom_tp_buffer *found;
-} row_read;
-
-static bool loads_stored(void *ud, const loom_tp_expr *load) {
-  row_read *rr = ud;
-  for (size_t i = 0; i < rr->r->n && !rr->found; i++)
-    if (rr->r->buf[i] == load->u.load.buf) rr->found = load->u.load.buf;
-  return rr->found != NULL;
-}
-
 const loom_tp_buffer *loom_tp_lanes_row_conflict(const loom_tp_stmt *row) {
   row_stores r = {.n = 0};
   collect_row_stores(&r, row);
   if (r.many) return r.buf[0];
-  row_read rr = {&r, NULL};
-  stmt_loads(row, loads_stored, &rr, &outside_lanes);
-  return rr.found;
+  buf_hit h = {r.buf, r.n, NULL};
+  stmt_loads(row, loads_one_of, &h, &outside_lanes);
+  return h.found;
 }
