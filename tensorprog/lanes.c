@@ -304,3 +304,54 @@ const loom_tp_buffer *loom_tp_lanes_row_conflict(const loom_tp_stmt *row) {
   stmt_loads(row, loads_one_of, &h, &outside_lanes);
   return h.found;
 }
+
+/* ---- accumulators in memory ---------------------------------------------------------------- */
+
+/* The first store under `s` to a buffer that is not Local, at indices free of `var`. */
+static const loom_tp_stmt *memory_update(const loom_tp_stmt *s, const loom_sym_expr *var) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) {
+        const loom_tp_stmt *u = memory_update(s->u.seq.items[i], var);
+        if (u) return u;
+      }
+      return NULL;
+    case LOOM_TP_STMT_FOR: return memory_update(s->u.loop.body, var);
+    case LOOM_TP_STMT_IF: {
+      const loom_tp_stmt *u = memory_update(s->u.if_.then_s, var);
+      return u ? u : s->u.if_.else_s ? memory_update(s->u.if_.else_s, var) : NULL;
+    }
+    case LOOM_TP_STMT_STORE:
+      if (s->u.store.buf->scope == LOOM_TP_SCOPE_LOCAL) return NULL;
+      for (int d = 0; d < s->u.store.buf->ndim; d++)
+        if (loom_tp_expr_uses_var(s->u.store.idx[d], var)) return NULL;
+      return s;
+    default: return NULL;
+  }
+}
+
+/* A load (not of `acc`) that uses `var` other than as its last index alone. */
+typedef struct along_var {
+  const loom_tp_buffer *acc;
+  const loom_sym_expr *var;
+} along_var;
+
+static bool loads_across(void *ud, const loom_tp_expr *load) {
+  along_var *v = ud;
+  const loom_tp_buffer *b = load->u.load.buf;
+  if (b == v->acc || b->ndim == 0) return false;
+  for (int d = 0; d < b->ndim; d++) {
+    const loom_tp_expr *x = load->u.load.idx[d];
+    bool last_alone = d == b->ndim - 1 && x->kind == LOOM_TP_EXPR_SYM && x->u.sym == v->var;
+    if (!last_alone && loom_tp_expr_uses_var(x, v->var)) return true;
+  }
+  return false;
+}
+
+const loom_tp_buffer *loom_tp_lanes_memory_acc(const loom_tp_stmt *loop) {
+  if (!loop->u.loop.reduce) return NULL;
+  const loom_tp_stmt *u = memory_update(loop->u.loop.body, loop->u.loop.var);
+  if (!u) return NULL;
+  along_var v = {u->u.store.buf, loop->u.loop.var};
+  return stmt_loads(loop->u.loop.body, loads_across, &v, NULL) ? NULL : u->u.store.buf;
+}

@@ -97,6 +97,46 @@ static void walk_row(row_loops *r, loom_tp_stmt *s) {
   }
 }
 
+/* The buffers the row's own reduce loops accumulate in memory along the row
+ * (loom_tp_lanes_memory_acc): up to 8, in *bufs. */
+static void memory_accs(const loom_tp_stmt *s, const loom_tp_buffer **bufs, int *n) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) memory_accs(s->u.seq.items[i], bufs, n);
+      return;
+    case LOOM_TP_STMT_IF:
+      memory_accs(s->u.if_.then_s, bufs, n);
+      if (s->u.if_.else_s) memory_accs(s->u.if_.else_s, bufs, n);
+      return;
+    case LOOM_TP_STMT_FOR: {
+      const loom_tp_buffer *b = loom_tp_lanes_memory_acc(s);
+      for (int i = 0; b && i < *n; i++)
+        if (bufs[i] == b) b = NULL;
+      if (b && *n < 8) bufs[(*n)++] = b;
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+/* Each buffer the row accumulates in memory along the row staged in a Local `acc<k>`
+ * (loom_tp_cache_write over the row: loaded first unless the row starts by storing it,
+ * written back after), so its loop can be dealt to the lanes; one the rewrite refuses stays. */
+static loom_status stage_memory_accs(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *loop) {
+  const loom_tp_buffer *bufs[8];
+  int n = 0;
+  memory_accs(loop->u.loop.body, bufs, &n);
+  for (int i = 0; i < n; i++) {
+    char name[16];
+    snprintf(name, sizeof name, i ? "acc%d" : "acc", i);
+    loom_status s = loom_tp_cache_write(a, cx, loop, bufs[i], name, NULL, NULL);
+    if (s && loom_status_code(s) == LOOM_CODE_RESOURCE_EXHAUSTED) return s;
+    if (s) loom_status_free(s);
+  }
+  return LOOM_OK;
+}
+
 /* Rule 1a: a row per warp. `loop` (the fused outer loops) runs rows that hold loops: it becomes
  * the blocks, each block one warp (`for lane in 0..32 gpu_thread`), and the row's loops are
  * dealt to the lanes (gpu_lanes). Taken when some row loop can be dealt and may run at least
@@ -106,6 +146,7 @@ static void walk_row(row_loops *r, loom_tp_stmt *s) {
 static loom_status warp_rows(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int fused,
                              loom_strbuf *why, bool *done) {
   *done = false;
+  LOOM_PROPAGATE(stage_memory_accs(a, cx, loop));
   row_loops r = {.cx = cx};
   walk_row(&r, loop->u.loop.body);
   if (!r.lanes || !r.long_row) return LOOM_OK;

@@ -51,4 +51,12 @@ bool loom_tp_lanes_form_of(const loom_tp_stmt *loop, loom_tp_lanes_form *out);
  * benign: every lane writes the same value. */
 const loom_tp_buffer *loom_tp_lanes_row_conflict(const loom_tp_stmt *row);
 
+/* The buffer (not Local) a `reduce` loop accumulates in memory — its first store at indices
+ * free of the loop's variable (a generated mean: Y[i] = Y[i] + X[i, r]) — when the loop reads
+ * along that variable (every other load using it has it alone as its last index: a row's
+ * consecutive elements, not a matmul's column B[r, j], where a thread per output reads
+ * coalesced across threads); else NULL. Staged in a Local (loom_tp_cache_write), such a loop
+ * can take the lanes form. */
+const loom_tp_buffer *loom_tp_lanes_memory_acc(const loom_tp_stmt *loop);
+
 #endif

@@ -100,6 +100,14 @@ static const gpu_case gpu_row_cases[] = {
      "    Y[i] = Y[i] + S[0]\n"
      "  }\n}\n",
      2, {"mn", "m"}, 'r', "no warp per row: the code around its loops both stores and reads 'Y'"},
+    /* a generated mean: the sum accumulates in the output, staged in a Local for the lanes */
+    {"prim @mean(X: Buffer[(m, n), f32], Y: Buffer[(m, 1), f32]) {\n"
+     "  for i in 0..m {\n"
+     "    Y[i, 0] = 0.0\n"
+     "    for r in 0..n reduce { Y[i, 0] = Y[i, 0] + X[i, r] * X[i, r] }\n"
+     "    Y[i, 0] = Y[i, 0] / f32(n)\n"
+     "  }\n}\n",
+     2, {"mn", "m1"}, 'w', "1 row loop over the lanes (1 reduction)"},
     /* rows of 8: a thread per row; rows of 24: a warp, 8 lanes idle */
     {"prim @sum8(X: Buffer[(m, 8), f32], Y: Buffer[(m,), f32]) {\n"
      "  for i in 0..m {\n"
