@@ -22,7 +22,7 @@ int loom_tp_op_arity(loom_tp_op op) { return op_infos[op].arity; }
 loom_tp_op_class loom_tp_op_class_of(loom_tp_op op) { return op_infos[op].cls; }
 
 static const char *const loop_kind_names[] = {"serial", "parallel", "vectorize", "unroll",
-                                              "gpu_block", "gpu_thread"};
+                                              "gpu_block", "gpu_thread", "gpu_lanes"};
 _Static_assert(sizeof(loop_kind_names) / sizeof(loop_kind_names[0]) == LOOM_TP_LOOP_KIND_COUNT,
                "loop kinds and their names disagree");
 

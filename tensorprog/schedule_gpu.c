@@ -3,6 +3,8 @@
 
 #include <stdio.h>
 
+#include "tensorprog/tp_lanes.h"
+
 /* CPU loop kinds (parallel, vectorize) become serial under `s`; *gpu: a GPU loop was seen. */
 static void reset_kinds(loom_tp_stmt *s, bool *gpu) {
   switch (s->kind) {
@@ -47,8 +49,140 @@ static bool has_loop(const loom_tp_stmt *s) {
   }
 }
 
+/* ---- warp per row ------------------------------------------------------------------------ */
+
+/* Below this many iterations in every row loop a row stays one thread's: a warp would leave
+ * most of its lanes idle. */
+enum { WARP_MIN_ROW = 17 };
+
+/* The row's own loops (not nested in another loop; through sequences and ifs), counted,
+ * made gpu_lanes or made serial again (r->mode). */
+typedef struct row_loops {
+  loom_sym_ctx *cx;
+  int n;         /* row loops */
+  int lanes;     /* those in the lanes form (spatial, or a reduction of accumulator updates) */
+  int reduces;   /* of those, reductions */
+  bool long_row; /* a row loop may run WARP_MIN_ROW iterations or more */
+  int mode;      /* 0: count; 1: make the lanes-form loops gpu_lanes; 2: make them serial again */
+} row_loops;
+
+static void walk_row(row_loops *r, loom_tp_stmt *s) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) walk_row(r, s->u.seq.items[i]);
+      return;
+    case LOOM_TP_STMT_IF:
+      walk_row(r, s->u.if_.then_s);
+      if (s->u.if_.else_s) walk_row(r, s->u.if_.else_s);
+      return;
+    case LOOM_TP_STMT_FOR: {
+      if (r->mode == 2) {
+        if (s->u.loop.kind == LOOM_TP_LOOP_GPU_LANES) s->u.loop.kind = LOOM_TP_LOOP_SERIAL;
+        return;
+      }
+      r->n++;
+      loom_sym_interval iv = loom_sym_bounds(r->cx, s->u.loop.extent);
+      if (iv.hi_inf || iv.hi >= WARP_MIN_ROW) r->long_row = true;
+      loom_tp_lanes_form form;
+      if (s->u.loop.kind != LOOM_TP_LOOP_SERIAL || (!s->u.loop.reduce && loom_tp_stmt_scatters(s->u.loop.body)) ||
+          !loom_tp_lanes_form_of(s, &form))
+        return; /* stays serial on every lane: correct, redundant */
+      r->lanes++;
+      r->reduces += s->u.loop.reduce;
+      if (r->mode == 1) s->u.loop.kind = LOOM_TP_LOOP_GPU_LANES;
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+/* The buffers the row's own reduce loops accumulate in memory along the row
+ * (loom_tp_lanes_memory_acc): up to 8, in *bufs. */
+static void memory_accs(const loom_tp_stmt *s, const loom_tp_buffer **bufs, int *n) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) memory_accs(s->u.seq.items[i], bufs, n);
+      return;
+    case LOOM_TP_STMT_IF:
+      memory_accs(s->u.if_.then_s, bufs, n);
+      if (s->u.if_.else_s) memory_accs(s->u.if_.else_s, bufs, n);
+      return;
+    case LOOM_TP_STMT_FOR: {
+      const loom_tp_buffer *b = loom_tp_lanes_memory_acc(s);
+      for (int i = 0; b && i < *n; i++)
+        if (bufs[i] == b) b = NULL;
+      if (b && *n < 8) bufs[(*n)++] = b;
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+/* Each buffer the row accumulates in memory along the row staged in a Local `acc<k>`
+ * (loom_tp_cache_write over the row: loaded first unless the row starts by storing it,
+ * written back after), so its loop can be dealt to the lanes; one the rewrite refuses stays. */
+static loom_status stage_memory_accs(loom_arena *a, loom_sym_ctx *cx, loom_tp_stmt *loop) {
+  const loom_tp_buffer *bufs[8];
+  int n = 0;
+  memory_accs(loop->u.loop.body, bufs, &n);
+  for (int i = 0; i < n; i++) {
+    char name[16];
+    snprintf(name, sizeof name, i ? "acc%d" : "acc", i);
+    loom_status s = loom_tp_cache_write(a, cx, loop, bufs[i], name, NULL, NULL);
+    if (s && loom_status_code(s) == LOOM_CODE_RESOURCE_EXHAUSTED) return s;
+    if (s) loom_status_free(s);
+  }
+  return LOOM_OK;
+}
+
+/* Rule 1a: a row per warp. `loop` (the fused outer loops) runs rows that hold loops: it becomes
+ * the blocks, each block one warp (`for lane in 0..32 gpu_thread`), and the row's loops are
+ * dealt to the lanes (gpu_lanes). Taken when some row loop can be dealt and may run at least
+ * WARP_MIN_ROW iterations, and the code around the lanes loops stores no buffer it reads
+ * (loom_tp_lanes_row_conflict); *done false otherwise. That code runs on all 32 lanes with the
+ * same values (its stores too: the same value to the same place). */
+static loom_status warp_rows(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int fused,
+                             loom_strbuf *why, bool *done) {
+  *done = false;
+  LOOM_PROPAGATE(stage_memory_accs(a, cx, loop));
+  row_loops r = {.cx = cx};
+  walk_row(&r, loop->u.loop.body);
+  if (!r.lanes || !r.long_row) return LOOM_OK;
+  r = (row_loops){.cx = cx, .mode = 1};
+  walk_row(&r, loop->u.loop.body);
+  const loom_tp_buffer *race = loom_tp_lanes_row_conflict(loop->u.loop.body);
+  if (race) {
+    walk_row(&(row_loops){.cx = cx, .mode = 2}, loop->u.loop.body);
+    if (why)
+      loom_strbuf_printf(why, "program @%s: no warp per row: the code around its loops both stores and reads '%s' "
+                              "(every lane runs it)\n", f->name, race->name);
+    return LOOM_OK;
+  }
+  const loom_sym_expr *lane = loom_sym_var_new(cx, "lane", LOOM_SYM_VAR_SHAPE);
+  const loom_sym_expr *w = loom_sym_const(cx, 32);
+  if (!lane || !w) return LOOM_OOM();
+  loom_tp_stmt *thr = loom_tp_for(a, lane, w, LOOM_TP_LOOP_GPU_THREAD, false, loop->u.loop.body);
+  loom_tp_stmt *body = thr ? loom_tp_seq(a, &thr, 1) : NULL;
+  if (!body) return LOOM_OOM();
+  loop->u.loop.body = body;
+  LOOM_PROPAGATE(loom_tp_set_kind(cx, loop, LOOM_TP_LOOP_GPU_BLOCK));
+  if (why) {
+    loom_strbuf_printf(why, "program @%s: warp per row: %d outer loop%s fused, %d row loop%s over the lanes (%d reduction%s)",
+                       f->name, fused, fused == 1 ? "" : "s", r.lanes, r.lanes == 1 ? "" : "s", r.reduces,
+                       r.reduces == 1 ? "" : "s");
+    if (r.lanes < r.n) loom_strbuf_printf(why, ", %d serial on every lane", r.n - r.lanes);
+    loom_strbuf_puts(why, ", blocks over ");
+    loom_sym_print(loop->u.loop.extent, why);
+    loom_strbuf_putc(why, '\n');
+  }
+  *done = true;
+  return LOOM_OK;
+}
+
 /* Rule 1: the outer spatial loops fused, split into chunks of `threads` (`loop_threads` when
- * each thread runs a loop): blocks x threads. */
+ * each thread runs a loop): blocks x threads; a warp per row instead where rule 1a applies. */
 static loom_status grid_form(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int threads,
                              int loop_threads, loom_strbuf *why, bool *done) {
   *done = false;
@@ -66,7 +200,11 @@ static loom_status grid_form(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, l
     loop = out;
     fused++;
   }
-  if (loop_threads && has_loop(loop->u.loop.body)) threads = loop_threads;
+  if (has_loop(loop->u.loop.body)) {
+    LOOM_PROPAGATE(warp_rows(a, cx, f, loop, fused, why, done));
+    if (*done) return LOOM_OK;
+    if (loop_threads) threads = loop_threads;
+  }
   loom_tp_stmt *outer, *inner;
   LOOM_PROPAGATE(loom_tp_split_ceil(a, cx, f, loop, threads, &outer, &inner));
   LOOM_PROPAGATE(loom_tp_set_kind(cx, outer, LOOM_TP_LOOP_GPU_BLOCK));

@@ -20,6 +20,7 @@ pub const compiler = [_][]const u8{
     "tensorprog/gen_window.c",
     "tensorprog/interp.c",
     "tensorprog/ir.c",
+    "tensorprog/lanes.c",
     "tensorprog/parse.c",
     "tensorprog/parse_lex.c",
     "tensorprog/print.c",

@@ -8,7 +8,7 @@
  * reason about it with the prover.
  *
  * Statements: seq, for (extent symbolic; kind serial / parallel / vectorize /
- * unroll / gpu_block / gpu_thread; flagged `reduce` when it is a reduction axis),
+ * unroll / gpu_block / gpu_thread / gpu_lanes; flagged `reduce` when it is a reduction axis),
  * store, let (a scalar value named for the statements after it), if, alloc (a
  * local buffer, or a Shared one for a GPU block), barrier (GPU block-wide sync). Expressions: constants, loads, symbolic index values, let
  * references, operators from tp_ops.def, cast, select.
@@ -115,6 +115,9 @@ typedef enum loom_tp_loop_kind {
   LOOM_TP_LOOP_UNROLL,     /* fully unrolled (extent should be a small constant) */
   LOOM_TP_LOOP_GPU_BLOCK,  /* bound to the GPU grid (blockIdx.x) */
   LOOM_TP_LOOP_GPU_THREAD, /* bound to GPU threads (threadIdx.x) */
+  LOOM_TP_LOOP_GPU_LANES,  /* dealt to the 32 lanes of the warp running the enclosing gpu_thread
+                              loop (extent 32): lane L runs iterations L, L+32, ...; `reduce`:
+                              its accumulators are combined across the lanes (tp_lanes.h) */
   LOOM_TP_LOOP_KIND_COUNT
 } loom_tp_loop_kind;
 

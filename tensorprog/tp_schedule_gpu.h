@@ -10,8 +10,19 @@
  *   1. grid form: when the body is one loop nest whose outer loops are perfectly nested, not
  *      `reduce` and store at no index read from memory, those loops are fused into one and
  *      split into chunks of `threads` (split_ceil): the chunks are the blocks, the iterations
- *      of a chunk its threads — one thread per output element (elementwise, injective, and
- *      one thread per row / output of a reduction, a norm, a matmul);
+ *      of a chunk its threads — one thread per output element (elementwise, injective);
+ *      1a. warp per row: when the fused loop's body (a row) holds loops — a softmax, a norm, a
+ *      reduction's row — each row is one block of ONE warp (`for lane in 0..32 gpu_thread`)
+ *      and the row's own loops (not nested in another; through ifs and sequences) in the
+ *      lanes form of tp_lanes.h become `gpu_lanes`: spatial ones, and reductions whose Local
+ *      accumulators are only updated as Q[c] = Q[c] OP e (combined across the lanes by
+ *      shuffles; a sum kept in the output, as a generated mean keeps it, is first staged in a
+ *      Local when the loop reads along the row: loom_tp_lanes_memory_acc); other loops run
+ *      whole on every lane (correct, redundant), as does the code
+ *      between the loops (stores too: the same value to the same place). Not taken when no
+ *      row loop is in the lanes form, every row loop runs at most 16 iterations, or the code
+ *      around the lanes loops stores a buffer it reads (loom_tp_lanes_row_conflict): then one
+ *      thread per row (a matmul's output, short rows), `loop_threads` per block;
  *   2. fallback: anything else (several nests in sequence, a scatter, a reduction at the top)
  *      runs as written on one thread of one block: `for b in 0..1 gpu_block { for t in 0..1
  *      gpu_thread { body } }`. Correct, slow: `why` names the program so a later rule can take it.

@@ -17,7 +17,9 @@
  *     loops, with constant extents; a barrier is an item of a gpu_thread loop's body
  *     sequence (not under an if or an inner loop: every thread must reach it), and that
  *     sequence then holds no let or alloc of its own (the interpreter runs it phase by
- *     phase, barrier to barrier, so per-thread values cannot cross one);
+ *     phase, barrier to barrier, so per-thread values cannot cross one); a gpu_lanes loop lies
+ *     in a gpu_thread loop of extent 32 (one warp), in no other gpu_lanes loop, and is in the
+ *     form of tp_lanes.h (a `reduce` one updates its Local accumulators only as Q[c] = Q[c] OP e);
  *   - float8 / float4 / e8m0 are storage types computed in float (as f16), the 4- and
  *     2-bit integers integers that wrap at their width. */
 #include <string.h>
@@ -25,6 +27,7 @@
 #include "base/strbuf.h"
 #include "base/vec.h"
 #include "tensorprog/tp_ir.h"
+#include "tensorprog/tp_lanes.h"
 
 typedef struct verifier {
   loom_sym_ctx *cx;
@@ -34,6 +37,8 @@ typedef struct verifier {
   LOOM_VEC(const loom_tp_stmt *) lets;
   int blocks;                           /* enclosing gpu_block loops */
   int threads;                          /* enclosing gpu_thread loops */
+  int lanes;                            /* enclosing gpu_lanes loops */
+  const loom_tp_stmt *thread_loop;      /* the innermost enclosing gpu_thread loop, or NULL */
   const loom_tp_stmt *thread_body;      /* the body of the innermost gpu_thread loop, while
                                            its items are checked (NULL elsewhere) */
   loom_status err;                      /* first error */
@@ -172,6 +177,37 @@ static bool seq_has_barrier(const loom_tp_stmt *s) {
   return false;
 }
 
+/* A gpu_lanes loop: in a gpu_thread loop of extent 32, in no other gpu_lanes loop, in the lanes
+ * form (tp_lanes.h). False (and the error recorded) otherwise. */
+static bool check_lanes(verifier *v, const loom_tp_stmt *s) {
+  const char *var = loom_sym_var_name(s->u.loop.var);
+  int64_t n;
+  if (!v->thread_loop) {
+    fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: gpu_lanes loop '%s' outside a gpu_thread loop", v->f->name, var));
+    return false;
+  }
+  if (!loom_sym_is_const(v->thread_loop->u.loop.extent, &n) || n != 32) {
+    loom_strbuf e;
+    loom_strbuf_init(&e, NULL);
+    loom_sym_print(v->thread_loop->u.loop.extent, &e);
+    fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: gpu_lanes loop '%s' is in gpu_thread loop '%s' of extent %s, not 32 "
+                                   "(its lanes are one warp's)",
+                       v->f->name, var, loom_sym_var_name(v->thread_loop->u.loop.var), loom_strbuf_cstr(&e)));
+    loom_strbuf_free(&e);
+    return false;
+  }
+  if (v->lanes) {
+    fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: gpu_lanes loop '%s' inside another gpu_lanes loop", v->f->name, var));
+    return false;
+  }
+  loom_tp_lanes_form form;
+  if (!loom_tp_lanes_form_of(s, &form)) {
+    fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: gpu_lanes loop '%s': %s", v->f->name, var, form.why));
+    return false;
+  }
+  return true;
+}
+
 static void check_stmt(verifier *v, const loom_tp_stmt *s) {
   if (v->err) return;
   switch (s->kind) {
@@ -220,6 +256,7 @@ static void check_stmt(verifier *v, const loom_tp_stmt *s) {
                            v->threads ? "inside another gpu_thread loop" : "outside a gpu_block loop"));
         return;
       }
+      if (k == LOOM_TP_LOOP_GPU_LANES && !check_lanes(v, s)) return;
       if (sym_known(v, s->u.loop.var)) {
         fail(v, LOOM_ERROR(TYPE_ERROR, "program @%s: loop variable '%s' is bound twice", v->f->name,
                            loom_sym_var_name(s->u.loop.var)));
@@ -231,12 +268,16 @@ static void check_stmt(verifier *v, const loom_tp_stmt *s) {
       }
       v->blocks += k == LOOM_TP_LOOP_GPU_BLOCK;
       v->threads += k == LOOM_TP_LOOP_GPU_THREAD;
-      const loom_tp_stmt *tb = v->thread_body;
+      v->lanes += k == LOOM_TP_LOOP_GPU_LANES;
+      const loom_tp_stmt *tb = v->thread_body, *tl = v->thread_loop;
       v->thread_body = k == LOOM_TP_LOOP_GPU_THREAD ? s->u.loop.body : NULL;
+      if (k == LOOM_TP_LOOP_GPU_THREAD) v->thread_loop = s;
       check_stmt(v, s->u.loop.body);
       v->thread_body = tb;
+      v->thread_loop = tl;
       v->blocks -= k == LOOM_TP_LOOP_GPU_BLOCK;
       v->threads -= k == LOOM_TP_LOOP_GPU_THREAD;
+      v->lanes -= k == LOOM_TP_LOOP_GPU_LANES;
       v->syms.len--;
       return;
     }

@@ -836,6 +836,12 @@ static LLVMValueRef op_expr(cg *g, const loom_tp_expr *e) {
   return wrap_narrow(g, e->dtype, int_op(g, op, t, a));
 }
 
+LLVMValueRef cg_binop(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef x, LLVMValueRef y) {
+  LLVMValueRef a[3] = {x, y, NULL};
+  if (loom_dtype_is_float(t)) return float_op(g, op, t, a);
+  return wrap_narrow(g, t, int_op(g, op, t, a));
+}
+
 /* Float v -> the 8- / 16-bit integer `to` (LLVM type tt), truncating and saturating as
  * llvm.fpto[su]i.sat does (NaN -> 0), in a form that stays vectorised: NaN replaced by 0, the
  * value clamped to [min, max] of `to` (both exact in f32 / f64: vmaxps / vminps), converted to

@@ -89,6 +89,8 @@ LLVMTypeRef cg_reg_type(cg *g, loom_dtype t);  /* register type of a dtype */
 LLVMTypeRef cg_mem_type(cg *g, loom_dtype t);  /* memory type of a dtype */
 LLVMValueRef cg_sym(cg *g, const loom_sym_expr *e);
 LLVMValueRef cg_expr(cg *g, const loom_tp_expr *e);
+/* x OP y for two register values of dtype t, as an OP expression computes it. */
+LLVMValueRef cg_binop(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef x, LLVMValueRef y);
 LLVMValueRef cg_elem_ptr(cg *g, const loom_tp_buffer *buf, loom_tp_expr *const *idx);
 LLVMValueRef cg_to_mem(cg *g, loom_dtype t, LLVMValueRef v);   /* register -> memory value */
 LLVMValueRef cg_from_mem(cg *g, loom_dtype t, LLVMValueRef v); /* memory -> register value */
@@ -186,6 +188,8 @@ void cg_push_sym(cg *g, const loom_sym_expr *var, LLVMValueRef v, LLVMValueRef a
 void cg_push_buf(cg *g, const loom_tp_buffer *b, LLVMValueRef p);
 /* One iteration's body of loop s with its variable bound to iv (and the fact 0 <= iv < extent). */
 void cg_loop_body(cg *g, const loom_tp_stmt *s, LLVMValueRef iv);
+/* Loop s as `for (v = begin; v < end; v += step) body` (begin >= 0), with s's kind's metadata. */
+void cg_range_loop(cg *g, const loom_tp_stmt *s, LLVMValueRef begin, LLVMValueRef end, int64_t step);
 /* Frees the heap-allocated Local buffers above `mark` (the end of their scope). */
 void cg_free_heap_to(cg *g, size_t mark);
 /* The end of one kernel's emission: the per-function tables emptied, the first error returned. */
@@ -196,6 +200,9 @@ loom_status cg_end_kernel(cg *g);
 void cg_gpu_barrier(cg *g);
 /* NVPTX: a gpu_block or gpu_thread loop (the body under `index < extent`, split at barriers). */
 void cg_emit_gpu_loop(cg *g, const loom_tp_stmt *s);
+/* NVPTX: a gpu_lanes loop (lane = tid.x & 31 runs iterations lane, lane + 32, ..; a `reduce`
+ * one combines its accumulators across the warp), then a warp sync. */
+void cg_emit_gpu_lanes(cg *g, const loom_tp_stmt *s);
 /* NVPTX: f's kernel `sym` (buffers and symbols by value, the error word last). */
 loom_status cg_emit_gpu_kernel(cg *g, const loom_tp_func *f, const char *sym);
 

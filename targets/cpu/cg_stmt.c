@@ -241,8 +241,8 @@ static bool stmt_divides_when(const loom_tp_stmt *s, bool cond) {
   }
 }
 
-/* for v in [begin, end) { body } as a plain counted loop with `kind`'s metadata. */
-static void emit_range_loop(cg *g, const loom_tp_stmt *s, LLVMValueRef begin, LLVMValueRef end) {
+/* for v in [begin, end) step `step` { body } as a plain counted loop with `kind`'s metadata. */
+void cg_range_loop(cg *g, const loom_tp_stmt *s, LLVMValueRef begin, LLVMValueRef end, int64_t step) {
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
   LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(g->c, g->fn, "loop.head");
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->c, g->fn, "loop.body");
@@ -253,7 +253,7 @@ static void emit_range_loop(cg *g, const loom_tp_stmt *s, LLVMValueRef begin, LL
   LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, iv, end, ""), body, exit);
   LLVMPositionBuilderAtEnd(g->b, body);
   cg_loop_body(g, s, iv);
-  LLVMValueRef next = LLVMBuildNUWAdd(g->b, iv, cg_i64(g, 1), "");
+  LLVMValueRef next = LLVMBuildNUWAdd(g->b, iv, cg_i64(g, step), "");
   LLVMSetNSW(next, 1);
   LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
   LLVMValueRef br = LLVMBuildBr(g->b, head);
@@ -372,7 +372,7 @@ static void emit_parallel(cg *g, const loom_tp_stmt *s, LLVMValueRef extent) {
   }
   int saved_nbody = g->nbody;
   g->nbody = -1; /* nested parallel loops run serially */
-  emit_range_loop(g, s, be[0], be[1]);
+  cg_range_loop(g, s, be[0], be[1], 1);
   g->nbody = saved_nbody;
   end_env_fn(g, &outer);
 
@@ -706,11 +706,15 @@ static void emit_for(cg *g, const loom_tp_stmt *s) {
       cg_emit_gpu_loop(g, s);
       return;
     }
+    if (s->u.loop.kind == LOOM_TP_LOOP_GPU_LANES) {
+      cg_emit_gpu_lanes(g, s);
+      return;
+    }
     if (s->u.loop.kind == LOOM_TP_LOOP_UNROLL && is_const && c <= UNROLL_MAX) {
       for (int64_t i = 0; i < c; i++) cg_loop_body(g, s, cg_i64(g, i));
       return;
     }
-    emit_range_loop(g, s, cg_i64(g, 0), cg_sym(g, s->u.loop.extent));
+    cg_range_loop(g, s, cg_i64(g, 0), cg_sym(g, s->u.loop.extent), 1);
     return;
   }
   if (s->u.loop.kind == LOOM_TP_LOOP_VECTORIZE && is_const && c >= 2 && c <= LOOM_CPU_MAX_LANES && !g->lanes) {
@@ -733,7 +737,7 @@ static void emit_for(cg *g, const loom_tp_stmt *s) {
     emit_parallel(g, s, n);
     return;
   }
-  emit_range_loop(g, s, cg_i64(g, 0), n);
+  cg_range_loop(g, s, cg_i64(g, 0), n, 1);
 }
 
 /* ---- local buffers ------------------------------------------------------------------ */

@@ -11,6 +11,7 @@
 #include "support/loom_test.h"
 #include "targets/cuda/driver.h"
 #include "../tensorprog/tp_test_util.h"
+#include "../tensorprog/tp_gpu_rows.h"
 
 LOOM_TEST(cuda_driver, a_missing_driver_is_a_clear_unavailable_status) {
   loom_cuda_driver *d = (loom_cuda_driver *)1;
@@ -82,9 +83,10 @@ LOOM_TEST(cuda_launch, kernel_parameters_follow_the_ptx_abi) {
 #include "tensorprog/tp_schedule_gpu.h"
 #include "driver/pipeline.h"
 
-/* GPU programs: scheduled by the rules unless they are GPU programs already. Buffer shapes
- * as in test_tp_gpu.c: one letter per axis ('m', 'n', 'k', '8' for 8*m, '1'); the last
- * buffer is the output. */
+/* GPU programs: scheduled by the rules unless they are GPU programs already; after them the
+ * row programs of tp_gpu_rows.h (a warp per row). Buffer shapes as in test_tp_gpu.c: one
+ * letter per axis ('m', 'n', 'k', '8' for 8*m, '1', and tp_gpu_rows.h's '2', 'E', 'T'); the
+ * last buffer is the output. */
 typedef struct gpu_prog {
   const char *text;
   int nbuf;
@@ -117,7 +119,8 @@ static const gpu_prog progs[] = {
 };
 
 static int64_t dim_of(char c, int64_t m, int64_t n, int64_t k) {
-  return c == 'm' ? m : c == 'n' ? n : c == 'k' ? k : c == 'M' ? m + n : c == '8' ? 8 * m : 1;
+  return c == 'm' ? m : c == 'n' ? n : c == 'k' ? k : c == 'M' ? m + n : c == '8' ? 8 * m : c == '2' ? 2
+         : c == 'E' ? 8 : c == 'T' ? 24 : 1;
 }
 
 /* One program on the GPU against the interpreter at sizes (m, n, k). */
@@ -218,6 +221,38 @@ LOOM_TEST(cuda_ptx, programs_compile_to_ptx_for_sm_80_and_sm_90) {
   for (int i = 0; i < 2; i++) tp_fixture_free(&fx[i]);
 }
 
+/* A warp per row: the softmax and every row program of tp_gpu_rows.h that the rule gives a
+ * warp compile for sm_80 and sm_90 with butterfly shuffles combining the lanes' partial
+ * values and a warp sync after the lanes' loops; their Local accumulators live in registers
+ * (no .local memory, as in the thread-per-row form). */
+LOOM_TEST(cuda_ptx, a_warp_per_row_combines_lanes_with_shuffles_in_registers) {
+  size_t nrows = sizeof gpu_row_cases / sizeof gpu_row_cases[0];
+  int nwarp = 0;
+  for (size_t i = 0; i <= nrows; i++) {
+    if (i < nrows && gpu_row_cases[i].form != 'w') continue;
+    tp_fixture fx;
+    cr_assert_null(tp_parse(&fx, i < nrows ? gpu_row_cases[i].text : progs[1].text));
+    loom_tp_gpu_params gp = {.threads = 256, .loop_threads = 32};
+    cr_assert_null(loom_tp_schedule_gpu(&fx.arena, fx.cx, fx.f, &gp, NULL));
+    const loom_tp_func *fs[1] = {fx.f};
+    for (int a = 0; a < 2; a++) {
+      loom_strbuf ptx;
+      loom_strbuf_init(&ptx, NULL);
+      loom_status s = loom_cuda_emit_ptx(a ? "sm_90" : "sm_80", fx.cx, fs, 1, &ptx);
+      cr_assert_null(s, "%s", loom_status_text(s, 0));
+      const char *t = loom_strbuf_cstr(&ptx);
+      bool reduces = i == nrows || !gpu_row_cases[i].why || !strstr(gpu_row_cases[i].why, "(0 reductions)");
+      cr_assert(!reduces || strstr(t, "shfl.sync.bfly.b32") != NULL, "@%s: no shuffle:\n%s", fx.f->name, t);
+      cr_assert(strstr(t, "bar.warp.sync") != NULL, "@%s: no warp sync:\n%s", fx.f->name, t);
+      cr_assert(strstr(t, ".local") == NULL, "@%s: local memory:\n%s", fx.f->name, t);
+      loom_strbuf_free(&ptx);
+    }
+    nwarp++;
+    tp_fixture_free(&fx);
+  }
+  cr_assert_gt(nwarp, 5);
+}
+
 LOOM_TEST(cuda_gpu, scheduled_programs_on_the_gpu_equal_the_interpreter) {
   loom_cuda_driver *d;
   loom_status s = loom_cuda_driver_open(NULL, &d);
@@ -226,9 +261,12 @@ LOOM_TEST(cuda_gpu, scheduled_programs_on_the_gpu_equal_the_interpreter) {
     cr_skip_test("no GPU: %s", loom_status_message(s));
   }
   static const int64_t sizes[] = {0, 1, 2, 7, 13, 257, 1031};
-  for (size_t pi = 0; pi < sizeof progs / sizeof progs[0]; pi++) {
+  size_t nprogs = sizeof progs / sizeof progs[0], nrows = sizeof gpu_row_cases / sizeof gpu_row_cases[0];
+  for (size_t pi = 0; pi < nprogs + nrows; pi++) {
+    const gpu_case *rc = pi < nprogs ? NULL : &gpu_row_cases[pi - nprogs];
+    const gpu_prog prog = rc ? (gpu_prog){rc->text, rc->nbuf, {rc->dims[0], rc->dims[1], rc->dims[2], rc->dims[3]}} : progs[pi];
     tp_fixture fx;
-    cr_assert_null(tp_parse(&fx, progs[pi].text));
+    cr_assert_null(tp_parse(&fx, prog.text));
     loom_tp_gpu_params gp = {.threads = 256};
     cr_assert_null(loom_tp_schedule_gpu(&fx.arena, fx.cx, fx.f, &gp, NULL));
     loom_strbuf ptx;
@@ -240,7 +278,7 @@ LOOM_TEST(cuda_gpu, scheduled_programs_on_the_gpu_equal_the_interpreter) {
     s = loom_cuda_module_load(d, loom_strbuf_cstr(&ptx), &mod);
     cr_assert_null(s, "%s", loom_status_text(s, 0));
     for (size_t a = 0; a < 7; a++)
-      for (size_t b = 0; b < 7; b++) run_on_gpu(d, &fx, mod, &progs[pi], sizes[a], sizes[b], sizes[(a + b) % 5]);
+      for (size_t b = 0; b < 7; b++) run_on_gpu(d, &fx, mod, &prog, sizes[a], sizes[b], sizes[(a + b) % 5]);
     loom_cuda_module_unload(d, mod);
     loom_strbuf_free(&ptx);
     tp_fixture_free(&fx);

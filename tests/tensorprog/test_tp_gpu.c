@@ -132,6 +132,83 @@ LOOM_TEST(tp_gpu, verifier_rules_each_refused_by_name) {
                  "let 'x' in a gpu_thread loop body with a barrier");
 }
 
+/* A row sum and a scaled copy dealt to a warp's lanes: the reduce loop's accumulator
+ * combined across the lanes, the copy spatial. */
+static const char lanes_text[] =
+    "prim @rows(A: Buffer[(m, n), f32], Y: Buffer[(m, n), f32]) {\n"
+    "  for b in 0..m gpu_block {\n"
+    "    for lane in 0..32 gpu_thread {\n"
+    "      alloc S: Local[(1,), f32]\n"
+    "      S[0] = 0.0\n"
+    "      for r in 0..n gpu_lanes reduce {\n"
+    "        S[0] = S[0] + A[b, r]\n"
+    "      }\n"
+    "      for j in 0..n gpu_lanes {\n"
+    "        Y[b, j] = A[b, j] / S[0]\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+LOOM_TEST(tp_gpu, gpu_lanes_print_parse_back_and_interpret_as_serial) {
+  tp_fixture fx;
+  parse_ok(&fx, lanes_text);
+  char *text = tp_print(fx.f);
+  cr_assert_str_eq(text, lanes_text);
+  free(text);
+  int64_t shape[2] = {2, 37};
+  float A[2 * 37], Y[2 * 37];
+  for (int i = 0; i < 2 * 37; i++) A[i] = (float)(i % 5) + 1.0f;
+  loom_tp_arg args[2] = {{A, shape, 0}, {Y, shape, 0}};
+  loom_status s = loom_tp_interpret(fx.cx, fx.f, args, 2);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  for (int b = 0; b < 2; b++) {
+    float sum = 0;
+    for (int j = 0; j < 37; j++) sum += A[b * 37 + j];
+    for (int j = 0; j < 37; j++) cr_assert_float_eq(Y[b * 37 + j], A[b * 37 + j] / sum, 1e-6);
+  }
+  tp_fixture_free(&fx);
+}
+
+/* A gpu_lanes program around `loop` (one warp per block, A and Y of (n,) and a Local Q(2)). */
+static void expect_lanes_refused(const char *loop, const char *message) {
+  char body[1024];
+  snprintf(body, sizeof body,
+           "for b in 0..1 gpu_block { for t in 0..32 gpu_thread {\n alloc Q: Local[(2,), f32]\n Q[0] = 0.0\n Q[1] = 1.0\n%s\n"
+           " Y[0] = Q[0] } }",
+           loop);
+  expect_refused(body, message);
+}
+
+LOOM_TEST(tp_gpu, gpu_lanes_verifier_rules_each_refused_by_name) {
+  expect_refused("for j in 0..n gpu_lanes { Y[j] = A[j] }", "gpu_lanes loop 'j' outside a gpu_thread loop");
+  expect_refused("for b in 0..1 gpu_block { for j in 0..n gpu_lanes { Y[j] = A[j] } }",
+                 "gpu_lanes loop 'j' outside a gpu_thread loop");
+  expect_refused("for b in 0..1 gpu_block { for t in 0..64 gpu_thread { for j in 0..n gpu_lanes { Y[j] = A[j] } } }",
+                 "gpu_lanes loop 'j' is in gpu_thread loop 't' of extent 64, not 32");
+  expect_refused("for b in 0..1 gpu_block { for t in 0..n gpu_thread { for j in 0..n gpu_lanes { Y[j] = A[j] } } }",
+                 "gpu_lanes loop 'j' is in gpu_thread loop 't' of extent n, not 32");
+  expect_refused("for b in 0..1 gpu_block { for t in 0..32 gpu_thread { for j in 0..1 gpu_lanes { for k in 0..n gpu_lanes { Y[k] = A[k] } } } }",
+                 "gpu_lanes loop 'k' inside another gpu_lanes loop");
+  expect_lanes_refused("for j in 0..n gpu_lanes { Q[0] = A[j] }",
+                       "gpu_lanes loop 'j': it stores to Local 'Q' allocated outside it (each lane has its own copy)");
+  expect_lanes_refused("for j in 0..n gpu_lanes reduce { Q[0] = Q[0] * 0.5 + A[j] }",
+                       "gpu_lanes loop 'j': it stores to Local 'Q' (allocated outside it) other than as 'Q[c] = Q[c] OP e'");
+  expect_lanes_refused("for j in 0..n gpu_lanes reduce { Q[0] = Q[0] + A[j]\n Q[0] = max(Q[0], A[j]) }",
+                       "gpu_lanes loop 'j': its accumulator 'Q' is updated with both '+' and 'max'");
+  expect_lanes_refused("for j in 0..n gpu_lanes reduce { Q[0] = Q[0] + A[j]\n Y[j] = Q[0] }",
+                       "gpu_lanes loop 'j': it reads its accumulator 'Q' other than in its updates");
+  expect_lanes_refused("for j in 0..n gpu_lanes reduce { Q[0] = Q[0] + A[j]\n Q[1] = Q[1] * Q[0] }",
+                       "gpu_lanes loop 'j': it reads its accumulator 'Q' other than in its updates");
+  expect_lanes_refused("for j in 0..n gpu_lanes reduce { Q[0] = Q[0] + A[j]\n Y[0] = A[j] }",
+                       "gpu_lanes loop 'j': it stores to 'Y' at an element other iterations may touch");
+  expect_lanes_refused("for j in 0..n gpu_lanes reduce { Q[0] = Q[0] + Y[j]\n Y[j] = Y[n - 1 - j] }",
+                       "gpu_lanes loop 'j': it stores to 'Y' at an element other iterations may touch");
+  expect_refused("for b in 0..1 gpu_block { for t in 0..32 gpu_thread {\n alloc Q: Local[(1,), f8e5m2]\n Q[0] = f8e5m2(0.0)\n"
+                 " for j in 0..n gpu_lanes reduce { Q[0] = Q[0] + f8e5m2(A[j]) } } }",
+                 "gpu_lanes loop 'j': its accumulator 'Q' is f8e5m2 (lanes combine f16, bf16, f32, f64 and 8- to 64-bit integers)");
+}
+
 LOOM_TEST(tp_gpu, out_of_bounds_shared_access_is_an_error) {
   tp_fixture fx;
   parse_ok(&fx, "prim @p(A: Buffer[(n,), f32]) {\n"
@@ -153,23 +230,15 @@ LOOM_TEST(tp_gpu, out_of_bounds_shared_access_is_an_error) {
 /* ---- GPU schedule rules: scheduled programs equal the unscheduled ones ---------------------- */
 
 #include "tensorprog/tp_schedule_gpu.h"
-
-/* A program and its buffers' shapes: one string per buffer, one letter per axis: 'm', 'n' or
- * 'k' (the sizes), 'M' (m + n), '1'. The last buffer is the output. */
-typedef struct gpu_case {
-  const char *text;
-  int nbuf;
-  const char *dims[4];
-  bool grid;  /* the grid form applies (else the one-thread fallback) */
-} gpu_case;
+#include "tp_gpu_rows.h"
 
 static const gpu_case gpu_cases[] = {
     {"prim @add(A: Buffer[(m, n), f32], B: Buffer[(n,), f32], C: Buffer[(m, n), f32]) {\n"
      "  for i in 0..m { for j in 0..n { C[i, j] = A[i, j] + B[j] } }\n}\n",
-     3, {"mn", "n", "mn"}, true},
+     3, {"mn", "n", "mn"}, 'g', NULL},
     {"prim @transpose(X: Buffer[(m, n), f32], Y: Buffer[(n, m), f32]) {\n"
      "  for i in 0..m { for j in 0..n { Y[j, i] = X[i, j] * 2.0 } }\n}\n",
-     2, {"mn", "nm"}, true},
+     2, {"mn", "nm"}, 'g', NULL},
     {"prim @softmax(X: Buffer[(m, n), f32], Y: Buffer[(m, n), f32]) {\n"
      "  for i in 0..m {\n"
      "    alloc mx: Local[(1,), f32]\n"
@@ -180,30 +249,31 @@ static const gpu_case gpu_cases[] = {
      "    for j2 in 0..n reduce { s[0] = s[0] + exp(X[i, j2] - mx[0]) }\n"
      "    for j3 in 0..n { Y[i, j3] = exp(X[i, j3] - mx[0]) / s[0] }\n"
      "  }\n}\n",
-     2, {"mn", "mn"}, true},
+     2, {"mn", "mn"}, 'w', "3 row loops over the lanes (2 reductions), blocks over m"},
     {"prim @mm(A: Buffer[(m, k), f32], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
      "  for i in 0..m { for j in 0..n {\n"
      "    C[i, j] = 0.0\n"
      "    for r in 0..k reduce { C[i, j] = C[i, j] + A[i, r] * B[r, j] }\n"
      "  } }\n}\n",
-     3, {"mk", "kn", "mn"}, true},
+     3, {"mk", "kn", "mn"}, 'r', NULL},
     {"prim @lower(X: Buffer[(m, m), f32], Y: Buffer[(m, m), f32]) {\n"
      "  for i in 0..m { for j in 0..i + 1 { Y[i, j] = X[i, j] - 1.0 } }\n}\n",
-     2, {"mm", "mm"}, true},
+     2, {"mm", "mm"}, 'w', NULL},
     {"prim @sum_all(X: Buffer[(m, n), f32], Y: Buffer[(1,), f32]) {\n"
      "  Y[0] = 0.0\n"
      "  for i in 0..m reduce { for j in 0..n reduce { Y[0] = Y[0] + X[i, j] } }\n}\n",
-     2, {"mn", "1"}, false},
+     2, {"mn", "1"}, 'o', NULL},
     {"prim @concat(A: Buffer[(m,), f32], B: Buffer[(n,), f32], Y: Buffer[(m + n,), f32]) {\n"
      "  for i in 0..m { Y[i] = A[i] }\n"
      "  for j in 0..n { Y[m + j] = B[j] + 0.5 }\n}\n",
-     3, {"m", "n", "M"}, false},
+     3, {"m", "n", "M"}, 'o', NULL},
+    /* a scan: the accumulator is read outside its update, so the loop stays whole per lane */
     {"prim @cumsum(X: Buffer[(m, n), f32], Y: Buffer[(m, n), f32]) {\n"
      "  for i in 0..m {\n"
      "    alloc acc: Local[(1,), f32]\n"
      "    for j in 0..n reduce { acc[0] = acc[0] + X[i, j]\n Y[i, j] = acc[0] }\n"
      "  }\n}\n",
-     2, {"mn", "mn"}, true},
+     2, {"mn", "mn"}, 'r', NULL},
 };
 
 static int64_t dim_of(char c, int64_t m, int64_t n, int64_t k) {
@@ -212,6 +282,9 @@ static int64_t dim_of(char c, int64_t m, int64_t n, int64_t k) {
     case 'n': return n;
     case 'k': return k;
     case 'M': return m + n;
+    case '2': return 2;
+    case 'E': return 8;
+    case 'T': return 24;
     default: return 1;
   }
 }
@@ -253,9 +326,10 @@ LOOM_TEST(tp_gpu, scheduled_programs_equal_unscheduled_at_0_1_primes_odd_sizes) 
   static const int64_t sizes[] = {0, 1, 2, 3, 7, 13, 257};
   static const int64_t ks[] = {0, 1, 5, 13};
   size_t nsz = sizeof sizes / sizeof sizes[0];
-  int nlooped = 0; /* grid-form cases whose threads run a loop */
-  for (size_t ci = 0; ci < sizeof gpu_cases / sizeof gpu_cases[0]; ci++) {
-    const gpu_case *c = &gpu_cases[ci];
+  int nforms[256] = {0}; /* cases by form */
+  size_t ncases = sizeof gpu_cases / sizeof gpu_cases[0], nrows = sizeof gpu_row_cases / sizeof gpu_row_cases[0];
+  for (size_t ci = 0; ci < ncases + nrows; ci++) {
+    const gpu_case *c = ci < ncases ? &gpu_cases[ci] : &gpu_row_cases[ci - ncases];
     tp_fixture ref, gpu;
     parse_ok(&ref, c->text);
     parse_ok(&gpu, c->text);
@@ -266,30 +340,32 @@ LOOM_TEST(tp_gpu, scheduled_programs_equal_unscheduled_at_0_1_primes_odd_sizes) 
     cr_assert_null(s, "@%s: %s", c->text, loom_status_text(s, 0));
     char *text = tp_print(gpu.f);
     cr_assert(strstr(text, "gpu_block") && strstr(text, "gpu_thread"), "%s", text);
-    cr_assert(strstr(loom_strbuf_cstr(&why), c->grid ? "grid form" : "one thread") != NULL, "%s: %s", text,
-              loom_strbuf_cstr(&why));
-    /* the scheduled program prints and parses back to itself */
+    const char *want = c->form == 'w' ? "warp per row" : c->form == 'o' ? "one thread" : "grid form";
+    cr_assert(strstr(loom_strbuf_cstr(&why), want) != NULL, "%s: %s", text, loom_strbuf_cstr(&why));
+    cr_assert(!c->why || strstr(loom_strbuf_cstr(&why), c->why) != NULL, "'%s' not in: %s", c->why, loom_strbuf_cstr(&why));
+    cr_assert_eq(strstr(text, "gpu_lanes") != NULL, c->form == 'w', "%s", text);
+    /* the scheduled program prints and parses back to itself (the verifier passing it) */
     tp_fixture back;
     parse_ok(&back, text);
     char *again = tp_print(back.f);
     cr_assert_str_eq(again, text);
     free(again);
     tp_fixture_free(&back);
-    /* the launch: 256 threads in the grid form, 1 in the fallback */
+    /* the launch: 256 threads in the grid form, a warp for a warp per row, 1 in the fallback */
     loom_tp_gpu_launch l;
     s = loom_tp_gpu_launch_of(gpu.cx, gpu.f, &l);
     cr_assert_null(s, "%s", loom_status_text(s, 0));
-    cr_assert_eq(l.threads, c->grid ? 256 : 1, "@%s: %lld threads", gpu.f->name, (long long)l.threads);
+    cr_assert_eq(l.threads, c->form == 'w' ? 32 : c->form == 'o' ? 1 : 256, "@%s: %lld threads", gpu.f->name, (long long)l.threads);
     /* with loop_threads, a grid whose threads each run a loop has that many per block */
     tp_fixture rows;
     parse_ok(&rows, c->text);
-    loom_tp_gpu_params pr = {.threads = 256, .loop_threads = 32};
+    loom_tp_gpu_params pr = {.threads = 256, .loop_threads = 64};
     cr_assert_null(loom_tp_schedule_gpu(&rows.arena, rows.cx, rows.f, &pr, NULL));
     cr_assert_null(loom_tp_gpu_launch_of(rows.cx, rows.f, &l));
     char *rtext = tp_print(rows.f);
-    bool looped = strstr(strstr(rtext, "gpu_thread"), "for ") != NULL;
-    nlooped += looped && c->grid;
-    cr_assert_eq(l.threads, !c->grid ? 1 : looped ? 32 : 256, "@%s: %lld threads:\n%s", rows.f->name, (long long)l.threads, rtext);
+    nforms[(unsigned char)c->form]++;
+    cr_assert_eq(l.threads, c->form == 'g' ? 256 : c->form == 'r' ? 64 : c->form == 'w' ? 32 : 1, "@%s: %lld threads:\n%s",
+                 rows.f->name, (long long)l.threads, rtext);
     free(rtext);
     tp_fixture_free(&rows);
     free(text);
@@ -307,7 +383,7 @@ LOOM_TEST(tp_gpu, scheduled_programs_equal_unscheduled_at_0_1_primes_odd_sizes) 
     tp_fixture_free(&ref);
     tp_fixture_free(&gpu);
   }
-  cr_assert_gt(nlooped, 0, "no case has threads that run a loop");
+  cr_assert(nforms['g'] && nforms['w'] && nforms['r'] && nforms['o'], "a form has no case");
 }
 
 LOOM_TEST(tp_gpu, launch_of_an_unscheduled_program_is_refused_by_name) {
