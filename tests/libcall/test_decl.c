@@ -301,6 +301,20 @@ static loom_graph_value rand_tensor(loom_test_rng *r, int nd, const int64_t *sha
   return v;
 }
 
+/* Runs @main of `ref` and `off` on args (then frees them) and requires equal results within 1e-4;
+ * `what` names the case. */
+static void expect_same(loom_graph_module *ref, loom_graph_module *off, loom_graph_value *args, int n, const char *what) {
+  loom_graph_value r1, r2;
+  OK_GRAPH(loom_graph_eval(ref, "main", (size_t)n, args, NULL, &r1));
+  OK_GRAPH(loom_graph_eval(off, "main", (size_t)n, args, NULL, &r2));
+  cr_assert_eq(r1.t.numel, r2.t.numel);
+  for (size_t i = 0; i < r1.t.numel; i++)
+    cr_assert(fabsf(((float *)r1.t.data)[i] - ((float *)r2.t.data)[i]) <= 1e-4f, "%s element %zu: %g vs %g", what, i,
+              ((float *)r1.t.data)[i], ((float *)r2.t.data)[i]);
+  loom_graph_value_free(&r1), loom_graph_value_free(&r2);
+  for (int i = 0; i < n; i++) loom_graph_value_free(&args[i]);
+}
+
 LOOM_TEST(libcall_offload, offloaded_and_generated_paths_agree_around_the_guard) {
   static const char *batched =
       "fn @main(x: Tensor[(b, s, 24), f32], w: Tensor[(20, 24), f32], bias: Tensor[(20,), f32], "
@@ -318,15 +332,9 @@ LOOM_TEST(libcall_offload, offloaded_and_generated_paths_agree_around_the_guard)
     int64_t sx[3] = {b, s, 24}, sw[2] = {20, 24}, sb[1] = {20}, sk[3] = {b, 20, 7};
     loom_graph_value args[4] = {rand_tensor(&rng, 3, sx), rand_tensor(&rng, 2, sw), rand_tensor(&rng, 1, sb),
                                 rand_tensor(&rng, 3, sk)};
-    loom_graph_value r1, r2;
-    OK_GRAPH(loom_graph_eval(ref, "main", 4, args, NULL, &r1));
-    OK_GRAPH(loom_graph_eval(off, "main", 4, args, NULL, &r2));
-    cr_assert_eq(r1.t.numel, r2.t.numel);
-    for (size_t i = 0; i < r1.t.numel; i++)
-      cr_assert(fabsf(((float *)r1.t.data)[i] - ((float *)r2.t.data)[i]) <= 1e-4f, "b=%lld s=%lld element %zu: %g vs %g",
-                (long long)b, (long long)s, i, ((float *)r1.t.data)[i], ((float *)r2.t.data)[i]);
-    loom_graph_value_free(&r1), loom_graph_value_free(&r2);
-    for (int i = 0; i < 4; i++) loom_graph_value_free(&args[i]);
+    char what[64];
+    snprintf(what, sizeof what, "b=%lld s=%lld", (long long)b, (long long)s);
+    expect_same(ref, off, args, 4, what);
   }
   loom_graph_module_destroy(ref);
   loom_graph_module_destroy(off);
@@ -350,15 +358,9 @@ LOOM_TEST(libcall_offload, a_batched_transposed_b_matmul_goes_to_blas_and_agrees
     int64_t b = sizes[t][0], sq = sizes[t][1], sk = sizes[t][2];
     int64_t shq[4] = {b, 3, sq, 8}, shk[4] = {b, 3, sk, 8};
     loom_graph_value args[2] = {rand_tensor(&rng, 4, shq), rand_tensor(&rng, 4, shk)};
-    loom_graph_value r1, r2;
-    OK_GRAPH(loom_graph_eval(ref, "main", 2, args, NULL, &r1));
-    OK_GRAPH(loom_graph_eval(off, "main", 2, args, NULL, &r2));
-    cr_assert_eq(r1.t.numel, r2.t.numel);
-    for (size_t i = 0; i < r1.t.numel; i++)
-      cr_assert(fabsf(((float *)r1.t.data)[i] - ((float *)r2.t.data)[i]) <= 1e-4f, "b=%lld s=%lld t=%lld element %zu: %g vs %g",
-                (long long)b, (long long)sq, (long long)sk, i, ((float *)r1.t.data)[i], ((float *)r2.t.data)[i]);
-    loom_graph_value_free(&r1), loom_graph_value_free(&r2);
-    for (int i = 0; i < 2; i++) loom_graph_value_free(&args[i]);
+    char what[64];
+    snprintf(what, sizeof what, "b=%lld s=%lld t=%lld", (long long)b, (long long)sq, (long long)sk);
+    expect_same(ref, off, args, 2, what);
   }
   loom_graph_module_destroy(ref);
   loom_graph_module_destroy(off);
