@@ -172,10 +172,12 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, call_state *cs, frame *fr, loo
       loom_tensor *t;
       st = loom_tensor_alloc(vm->dev, LOOM_DTYPE_I64, 1, &n, &t);
       if (st) goto fail;
-      int64_t dims[LOOM_VM_MAX_CALL_ARGS];
-      for (uint32_t i = 0; i < l[0] && i < LOOM_VM_MAX_CALL_ARGS; i++) dims[i] = I[l[1 + i]];
-      st = l[0] <= LOOM_VM_MAX_CALL_ARGS ? write_data(vm, t->data, dims, l[0] * sizeof *dims)
-                                         : LOOM_ERROR(INVALID_ARGUMENT, "SHAPE of %u dims", l[0]);
+      int64_t dims[16]; /* written in chunks: a device's memory takes them through its copies */
+      for (uint32_t i = 0; i < l[0] && !st; i += 16) {
+        uint32_t m = l[0] - i < 16 ? l[0] - i : 16;
+        for (uint32_t j = 0; j < m; j++) dims[j] = I[l[1 + i + j]];
+        st = write_data(vm, (int64_t *)t->data + i, dims, m * sizeof *dims);
+      }
       if (st) {
         loom_vm_obj_release(&t->hdr);
         goto fail;

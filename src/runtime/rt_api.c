@@ -213,6 +213,9 @@ static loom_status tensor_move(loom_tensor *t, loom_device *to, loom_tensor **ou
     return LOOM_ERROR(UNIMPLEMENTED, "a string tensor cannot be moved to the %s device", to->vt->name);
   if (!loom_tensor_is_contiguous(t))
     return LOOM_ERROR(UNIMPLEMENTED, "a strided tensor cannot be moved between devices; make it dense first");
+  if (!t->device->vt->host && !to->vt->host) /* two runtimes' devices: through the host, by the caller */
+    return LOOM_ERROR(UNIMPLEMENTED, "a tensor on another runtime's %s device cannot be moved to this one's; copy it "
+                      "to the host first (loom_rt_tensor_to_host)", t->device->vt->name);
   size_t nb;
   LOOM_PROPAGATE(loom_tensor_nbytes(t->dtype, t->rank, t->shape, &nb));
   loom_tensor *c;
