@@ -2,13 +2,10 @@
  * (codegen.h) in process or to an ELF object, and the AOT artifact: the object and the
  * executable linked by the system's C compiler driver into one shared object exporting
  * LOOM_ARTIFACT_SYMBOL, which loom_rt_open loads with the dynamic loader. */
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "base/file.h"
 #include "targets/cpu/codegen.h"

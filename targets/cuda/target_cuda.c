@@ -2,12 +2,11 @@
  * (tensorprog/tp_schedule_gpu.h) and PTX through LLVM's NVPTX back end (ptx.h). `jit` makes one
  * PTX module and a description of each kernel (kernel.h) that the runtime's CUDA device
  * (device_cuda.h) launches; emit_object writes the PTX module (and each kernel's launch beside
- * it), link_artifact a shared object holding both (opened by the CUDA device). Built only with the CUDA toolkit (targets/cuda/sources.zig). */
-#include <errno.h>
+ * it), link_artifact a shared object holding both (opened by the CUDA device). Built only with
+ * the CUDA toolkit (targets/cuda/sources.zig). */
 #include <stdio.h>
-#include <string.h>
-
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/file.h"
 #include "targets/cpu/link.h"
