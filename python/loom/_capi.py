@@ -60,6 +60,10 @@ class RtOptions(Structure):
         ("user", c_void_p),
         ("extern_provider", c_void_p),
         ("trust", c_void_p),
+        ("check_weights", c_bool),
+        ("hostop", c_void_p),
+        ("hostop_ctx", c_void_p),
+        ("device", c_char_p),  # NULL: the CPU
     ]
 
 

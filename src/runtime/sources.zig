@@ -38,13 +38,16 @@ pub const files = [_][]const u8{
     // libcall/ (run side)
     "libcall/call.c",
     "libcall/blas.c",
-    "libcall/cublas.c", // the same GEMMs on GPU memory: cuBLAS through dlopen (builds everywhere)
+    // the same GEMMs on GPU memory: cuBLAS through dlopen (builds everywhere)
+    "libcall/cublas.c",
     "libcall/sigtext.c",
     "libcall/provider.c",
     // devices outside vm/ (each compiles to nothing without its toolkit: LOOM_HAVE_CUDA)
     "targets/cuda/device.c",
-    "targets/cuda/driver.c", // the CUDA driver API through dlopen (builds without the toolkit)
-    "targets/cuda/device_cuda.c", // the CUDA device of vm/device.h, on driver.c (builds everywhere too)
+    // the CUDA driver API through dlopen, and the CUDA device of vm/device.h on it (both build
+    // without the toolkit; tests/fuzz/run_libfuzzer reads this list: one name per line, no comment)
+    "targets/cuda/driver.c",
+    "targets/cuda/device_cuda.c",
     // src/runtime/
     "src/runtime/rt_api.c",
 };
