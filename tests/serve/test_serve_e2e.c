@@ -252,6 +252,7 @@ static void oracle_decode(const int64_t *prompt, int n, int steps, int64_t *out)
 /* ---- concurrent clients ------------------------------------------------------------------------- */
 
 typedef struct client {
+  pthread_barrier_t *start; /* every client posts at once (or NULL) */
   int64_t prompt[64];
   int n, steps;
   int status;
@@ -271,6 +272,7 @@ static void *client_main(void *arg) {
   char pj[1024], body[1200], *res;
   prompt_json(c->prompt, c->n, pj, sizeof pj);
   snprintf(body, sizeof body, "{\"prompt\": %s, \"max_tokens\": %d, \"temperature\": 0}", pj, c->steps);
+  if (c->start) pthread_barrier_wait(c->start);
   c->status = post(body, &res);
   c->ngot = parse_tokens(res, c->got, 64);
   free(res);
@@ -289,12 +291,16 @@ LOOM_TEST(serve_e2e, greedy_equals_interpreter_errors_disconnects_sigterm, .fini
   client cl[NC];
   pthread_t th[NC];
   loom_test_rng r = {loom_test_seed()};
+  pthread_barrier_t start; /* all in flight together: a quick server must not finish one before the next arrives */
+  pthread_barrier_init(&start, NULL, NC);
   for (int i = 0; i < NC; i++) {
+    cl[i].start = &start;
     cl[i].n = lens[i], cl[i].steps = 12;
     for (int j = 0; j < lens[i]; j++) cl[i].prompt[j] = loom_test_rng_range(&r, 0, VOCAB - 1);
     pthread_create(&th[i], NULL, client_main, &cl[i]);
   }
   for (int i = 0; i < NC; i++) pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&start);
   for (int i = 0; i < NC; i++) {
     cr_assert_eq(cl[i].status, 200, "client %d: status %d", i, cl[i].status);
     cr_assert_eq(cl[i].ngot, 12, "client %d: %d tokens", i, cl[i].ngot);
