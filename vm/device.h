@@ -94,6 +94,10 @@ typedef struct loom_device_vtable {
 } loom_device_vtable;
 
 #define LOOM_DEVICE_POOL_CLASSES 48 /* size classes 2^6 .. 2^53 bytes */
+/* A request whose class has no free block takes one from the next LOOM_DEVICE_POOL_BORROW classes
+ * (up to 2^4 = 16x its size) before allocating: with shapes that change from call to call, a
+ * smaller call then reuses the pages a larger one already faulted in instead of mapping fresh ones. */
+#define LOOM_DEVICE_POOL_BORROW 4
 
 struct loom_device {
   const loom_device_vtable *vt; /* the implementation */

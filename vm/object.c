@@ -86,15 +86,17 @@ loom_status loom_storage_alloc(loom_device *d, size_t size, loom_storage **out) 
   /* the pool is shared by every thread calling the device: a hit is one short critical
    * section; a miss allocates outside the lock */
   pthread_mutex_lock(&d->mu);
-  loom_storage *s = d->pool[c];
-  if (s) {
-    d->pool[c] = s->next;
-    d->pooled_bytes -= (size_t)1 << (c + 6);
+  loom_storage *s = NULL;
+  for (int b = c; b <= c + LOOM_DEVICE_POOL_BORROW && b < LOOM_DEVICE_POOL_CLASSES && !s; b++) {
+    s = d->pool[b];
+    if (!s) continue;
+    d->pool[b] = s->next;
+    d->pooled_bytes -= (size_t)1 << (b + 6);
     d->pool_hits++;
     count_live(d, size);
-  } else {
-    d->pool_misses++;
+    c = b; /* the block keeps its own class: it goes back to that free list */
   }
+  if (!s) d->pool_misses++;
   pthread_mutex_unlock(&d->mu);
   if (!s) {
     s = loom_alloc_zero(d->alloc, sizeof *s);

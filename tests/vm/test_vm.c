@@ -507,6 +507,38 @@ LOOM_TEST(vm, storage_pool_reuses_blocks) {
   loom_device_release(d);
 }
 
+LOOM_TEST(vm, storage_pool_lends_a_larger_free_block_to_a_smaller_request) {
+  /* shapes that shrink from call to call: the smaller storage takes the larger free block
+   * (its pages already faulted in) instead of mapping a new one, and the block goes back to
+   * its own class, where a request of the larger size finds it again */
+  loom_device *d;
+  OK(loom_device_cpu_create(NULL, &d));
+  loom_storage *big, *small, *again, *far, *fresh;
+  OK(loom_storage_alloc(d, (size_t)3 << 20, &big)); /* class 4 MiB */
+  void *p = big->data;
+  loom_vm_obj_release(&big->hdr);
+  OK(loom_storage_alloc(d, (size_t)600 << 10, &small)); /* class 1 MiB: 2 classes below */
+  cr_assert_eq(small->data, p);
+  cr_assert_eq(d->pool_hits, 1);
+  cr_assert_eq(d->pool_misses, 1);
+  cr_assert_eq(d->pooled_bytes, 0);
+  loom_vm_obj_release(&small->hdr);
+  cr_assert_eq(d->pooled_bytes, (size_t)4 << 20, "back in the 4 MiB class");
+  OK(loom_storage_alloc(d, (size_t)4 << 20, &again));
+  cr_assert_eq(again->data, p);
+  loom_vm_obj_release(&again->hdr);
+  /* more than LOOM_DEVICE_POOL_BORROW classes below: a block of its own */
+  OK(loom_storage_alloc(d, 100, &far));
+  cr_assert_neq(far->data, p);
+  /* a larger request never takes a smaller block */
+  OK(loom_storage_alloc(d, (size_t)5 << 20, &fresh));
+  cr_assert_neq(fresh->data, p);
+  cr_assert_eq(d->pooled_bytes, (size_t)4 << 20);
+  loom_vm_obj_release(&far->hdr);
+  loom_vm_obj_release(&fresh->hdr);
+  loom_device_release(d);
+}
+
 static int ext_calls;
 static int32_t ext_fn(void *const *buf, const int64_t *sym, const loom_kernel_ctx *ctx) {
   (void)ctx;
