@@ -527,7 +527,7 @@ static void gn_pass_emit(gn_ctx *c, gn_pass kind, int q, loom_tp_expr *centre, l
  *   for i0 in 0..d0 parallel { for g in 0..groups { alloc S: Local[(2,), st]
  *     S[0] = S[0] + C(X[i0, ch, r..])                   let mean: st = S[0] / st(cg*d2*..)
  *     let dv: st = C(X[..]) - mean  S[1] = S[1] + dv*dv
- *     if S[1] < inf { let rstd: st = rsqrt(S[1] / st(cg*d2*..) + st(eps))
+ *     if likely(S[1] < inf) { let rstd: st = rsqrt(S[1] / st(cg*d2*..) + st(eps))
  *       Y[i0, ch, r..] = T((C(X[..]) - mean) * rstd * C(gamma[ch]) + C(beta[ch]))
  *     } else { S[0] = 0.0  S[0] = max(S[0], abs(C(X[..])))   let c: st = S[0]
  *       S[1] = 0.0  S[1] = S[1] + C(X[..]) / c                let ms: st = S[1] / st(cg*d2*..)
@@ -563,7 +563,7 @@ loom_status loom_tp_gen_group_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   loom_tp_expr *mean = loom_tpb_let(&b, "mean", loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(&b, c.S, &s0), loom_tp_cast(a, st, loom_tpb_idx(&b, cnt))));
   gn_pass_emit(&c, GN_SQUARE, 1, mean, NULL);
   /* the common case: no square overflowed */
-  loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_load(&b, c.S, &s1), loom_tp_const_f(a, st, INFINITY)));
+  loom_tpb_if(&b, loom_tp_op1(a, LOOM_TP_OP_LIKELY, loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_load(&b, c.S, &s1), loom_tp_const_f(a, st, INFINITY))));
   loom_tp_expr *var = loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(&b, c.S, &s1), loom_tp_cast(a, st, loom_tpb_idx(&b, cnt)));
   loom_tp_expr *rstd = loom_tpb_let(&b, "rstd", loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_op2(a, LOOM_TP_OP_ADD, var, loom_tp_expr_copy(a, e))));
   gn_pass_emit(&c, GN_OUTPUT, 0, mean, rstd);

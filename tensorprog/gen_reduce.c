@@ -243,7 +243,7 @@ static void norm_scaled(norm_ctx *c) {
  * then the scaled path if they overflow.
  *   Q[0] = 0.0   for r reduce { Q[0] = Q[0] + C(X[..]) }                  let mean1: st = Q[0] / st(n)
  *   Q[1] = 0.0   for r reduce { let dv: st = C(X[..]) - mean1   Q[1] = Q[1] + dv * dv }
- *   if Q[1] < inf { let inv1: st = rsqrt(Q[1] / st(n) + st(eps))
+ *   if likely(Q[1] < inf) { let inv1: st = rsqrt(Q[1] / st(n) + st(eps))
  *                   for j { Y[..] = T((C(X[..]) - mean1) * inv1 * C(gamma[j..]) + C(beta[j..])) } }
  *   else { the scaled path } */
 static void norm_two_pass(norm_ctx *c) {
@@ -254,7 +254,7 @@ static void norm_two_pass(norm_ctx *c) {
   norm_pass(b, c->X, c->Q, 0, c->d, c->first, c->rank, c->xi, c->st, NULL, NULL, false);
   loom_tp_expr *mean = loom_tpb_let(b, "mean1", loom_tp_op2(a, LOOM_TP_OP_DIV, at(b, c->Q, 0), st_n(c)));
   norm_pass(b, c->X, c->Q, 1, c->d, c->first, c->rank, c->xi, c->st, NULL, mean, true);
-  loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_LT, at(b, c->Q, 1), st_c(c, INFINITY)));
+  loom_tpb_if(b, loom_tp_op1(a, LOOM_TP_OP_LIKELY, loom_tp_op2(a, LOOM_TP_OP_LT, at(b, c->Q, 1), st_c(c, INFINITY))));
   loom_tp_expr *var = loom_tp_op2(a, LOOM_TP_OP_DIV, at(b, c->Q, 1), st_n(c));
   loom_tp_expr *inv = loom_tpb_let(b, "inv1", loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_op2(a, LOOM_TP_OP_ADD, var, st_c(c, c->eps))));
   norm_output(b, c->X, c->gamma, c->beta, c->Y, c->d, c->first, c->rank, c->xi, c->st, NULL, mean, inv);
@@ -271,7 +271,9 @@ static void norm_two_pass(norm_ctx *c) {
  * 17 mean^2 <= 16 ms): ms is then at most 17 times the variance, so at most 4 bits cancel. Any
  * other row takes the two-pass path (the mean, then the squares of x - mean), and a row whose
  * squares overflow there the scaled one (norm_two_pass, norm_scaled). The common row costs what
- * the one-pass program did before these paths existed (one comparison more):
+ * the one-pass program did before these paths existed (one comparison more). The overflow paths
+ * are `if likely(..)`'s cold else branches (tp_ops.def: plain loops, about a third less for LLVM
+ * to compile; the two-pass path stays vectorised, as rows far off centre are not rare enough):
  *   for i<first axes> parallel {
  *     alloc Q: Local[(2,), st]   Q[0] = 0.0   Q[1] = 0.0
  *     for r<axes> reduce { Q[0] = Q[0] + C(X[..])   Q[1] = Q[1] + C(X[..]) * C(X[..]) }
@@ -283,7 +285,7 @@ static void norm_two_pass(norm_ctx *c) {
  * rms_norm needs no mean:
  *   for i<first axes> parallel { alloc Q: Local[(2,), st]
  *     for r<axes> reduce { Q[1] = Q[1] + C(X[..]) * C(X[..]) }
- *     if Q[1] < inf { let inv: st = rsqrt(Q[1] / st(n) + st(eps))
+ *     if likely(Q[1] < inf) { let inv: st = rsqrt(Q[1] / st(n) + st(eps))
  *                     for j<axes> { Y[..] = T(C(X[..]) * inv * C(gamma[j..])) } }
  *     else { the scaled path } } */
 loom_status loom_tp_gen_layer_norm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int naxes,
@@ -320,7 +322,7 @@ loom_status loom_tp_gen_layer_norm(loom_arena *a, loom_sym_ctx *cx, const char *
   loom_tpb_end_n(&b, naxes);
   loom_tp_expr *no_overflow = loom_tp_op2(a, LOOM_TP_OP_LT, at(&b, c.Q, 1), st_c(&c, INFINITY));
   if (rms) {
-    loom_tpb_if(&b, no_overflow);
+    loom_tpb_if(&b, loom_tp_op1(a, LOOM_TP_OP_LIKELY, no_overflow));
     loom_tp_expr *var = loom_tp_op2(a, LOOM_TP_OP_DIV, at(&b, c.Q, 1), st_n(&c));
     loom_tp_expr *inv = loom_tpb_let(&b, "inv", loom_tp_op1(a, LOOM_TP_OP_RSQRT, loom_tp_op2(a, LOOM_TP_OP_ADD, var, st_c(&c, eps))));
     norm_output(&b, c.X, c.gamma, NULL, c.Y, d, first, rank, xi, st, NULL, NULL, inv);

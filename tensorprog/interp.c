@@ -310,6 +310,10 @@ static loom_status eval_op(interp *it, const loom_tp_expr *e, value *out) {
   }
   if (op == LOOM_TP_OP_NEG) return int_binary(it, LOOM_TP_OP_SUB, t, 0, a[0].i, out);
   if (op == LOOM_TP_OP_ABS) return int_binary(it, LOOM_TP_OP_MAX, t, a[0].i, -(uint64_t)a[0].i, out);
+  if (op == LOOM_TP_OP_LIKELY) {
+    out->i = a[0].i;
+    return LOOM_OK;
+  }
   if (op == LOOM_TP_OP_NOT) {
     out->i = t == LOOM_DTYPE_BOOL ? !a[0].i : wrap_int(t, ~(uint64_t)a[0].i);
     return LOOM_OK;

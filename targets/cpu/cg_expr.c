@@ -752,6 +752,7 @@ static LLVMValueRef int_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a) 
     case LOOM_TP_OP_OR: return LLVMBuildOr(g->b, a[0], a[1], "");
     case LOOM_TP_OP_XOR: return LLVMBuildXor(g->b, a[0], a[1], "");
     case LOOM_TP_OP_NOT: return LLVMBuildXor(g->b, a[0], LLVMConstAllOnes(ty), "");
+    case LOOM_TP_OP_LIKELY: return a[0]; /* the hint is read by the `if` (cg_stmt.c) */
     case LOOM_TP_OP_SHL:
     case LOOM_TP_OP_SHR: {
       /* LLVM's shifts are poison past the width: clamp the count, then select the defined result */

@@ -58,6 +58,7 @@ typedef struct cg {
   LLVMValueRef fn;
   LLVMValueRef ctxp;          /* the kernel ctx pointer */
   int reduce_depth;           /* enclosing reduce loops */
+  int cold;                   /* > 0 inside the else branch of an `if likely(..)`: loops stay plain */
   int nbody;                  /* outlined bodies so far (naming) */
   /* bindings (innermost last) */
   LOOM_VEC(cg_symval) syms;

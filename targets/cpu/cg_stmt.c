@@ -37,18 +37,45 @@ enum { STACK_ALLOC_MAX = 64 * 1024, UNROLL_MAX = 64 };
 
 /* ---- loop metadata ------------------------------------------------------------ */
 
-static void set_loop_md(cg *g, LLVMValueRef br, const char *key, LLVMValueRef val) {
+/* A loop property !{!"key"} or !{!"key", val}. */
+static LLVMMetadataRef loop_prop(cg *g, const char *key, LLVMValueRef val) {
   LLVMMetadataRef ops[2];
   ops[0] = LLVMMDStringInContext2(g->c, key, strlen(key));
   unsigned nops = 1;
   if (val) ops[nops++] = LLVMValueAsMetadata(val);
-  LLVMMetadataRef prop = LLVMMDNodeInContext2(g->c, ops, nops);
+  return LLVMMDNodeInContext2(g->c, ops, nops);
+}
+
+/* Attaches !llvm.loop !{self, props...} to the latch branch `br`. */
+static void set_loop_props(cg *g, LLVMValueRef br, LLVMMetadataRef *props, size_t nprops) {
   LLVMMetadataRef tmp = LLVMTemporaryMDNode(g->c, NULL, 0);
-  LLVMMetadataRef self_ops[2] = {tmp, prop};
-  LLVMMetadataRef loop = LLVMMDNodeInContext2(g->c, self_ops, 2);
+  LLVMMetadataRef self_ops[4] = {tmp};
+  for (size_t i = 0; i < nprops && i < 3; i++) self_ops[1 + i] = props[i];
+  LLVMMetadataRef loop = LLVMMDNodeInContext2(g->c, self_ops, 1 + (nprops < 3 ? nprops : 3));
   LLVMMetadataReplaceAllUsesWith(tmp, loop); /* also disposes the temporary */
   unsigned kind = LLVMGetMDKindIDInContext(g->c, "llvm.loop", 9);
   LLVMSetMetadata(br, kind, LLVMMetadataAsValue(g->c, loop));
+}
+
+static void set_loop_md(cg *g, LLVMValueRef br, const char *key, LLVMValueRef val) {
+  LLVMMetadataRef prop = loop_prop(g, key, val);
+  set_loop_props(g, br, &prop, 1);
+}
+
+/* !prof branch_weights on a conditional branch: `taken` to its true successor, `not` to its false one. */
+static void set_branch_weights(cg *g, LLVMValueRef br, unsigned taken, unsigned not_taken) {
+  LLVMMetadataRef ops[3] = {LLVMMDStringInContext2(g->c, "branch_weights", 14),
+                            LLVMValueAsMetadata(LLVMConstInt(g->t_i32, taken, 0)),
+                            LLVMValueAsMetadata(LLVMConstInt(g->t_i32, not_taken, 0))};
+  LLVMSetMetadata(br, LLVMGetMDKindIDInContext(g->c, "prof", 4), LLVMMetadataAsValue(g->c, LLVMMDNodeInContext2(g->c, ops, 3)));
+}
+
+/* Cold code (cg.cold): neither vectorised nor unrolled nor interleaved by LLVM. */
+static void set_loop_cold(cg *g, LLVMValueRef br) {
+  LLVMMetadataRef props[3] = {loop_prop(g, "llvm.loop.vectorize.enable", LLVMConstInt(g->t_i1, 0, 0)),
+                              loop_prop(g, "llvm.loop.unroll.disable", NULL),
+                              loop_prop(g, "llvm.loop.interleave.count", LLVMConstInt(g->t_i32, 1, 0))};
+  set_loop_props(g, br, props, 3);
 }
 
 /* ---- bindings ------------------------------------------------------------------ */
@@ -260,7 +287,9 @@ void cg_range_loop(cg *g, const loom_tp_stmt *s, LLVMValueRef begin, LLVMValueRe
   LLVMValueRef vals[2] = {begin, next};
   LLVMBasicBlockRef bbs[2] = {pre, latch};
   LLVMAddIncoming(iv, vals, bbs, 2);
-  if (s->u.loop.kind == LOOM_TP_LOOP_UNROLL)
+  if (g->cold)
+    set_loop_cold(g, br);
+  else if (s->u.loop.kind == LOOM_TP_LOOP_UNROLL)
     set_loop_md(g, br, "llvm.loop.unroll.full", NULL);
   else if (stmt_divides_when(s->u.loop.body, false))
     set_loop_md(g, br, "llvm.loop.vectorize.enable", LLVMConstInt(g->t_i1, 0, 0));
@@ -717,7 +746,7 @@ static void emit_for(cg *g, const loom_tp_stmt *s) {
     cg_range_loop(g, s, cg_i64(g, 0), cg_sym(g, s->u.loop.extent), 1);
     return;
   }
-  if (s->u.loop.kind == LOOM_TP_LOOP_VECTORIZE && is_const && c >= 2 && c <= LOOM_CPU_MAX_LANES && !g->lanes) {
+  if (s->u.loop.kind == LOOM_TP_LOOP_VECTORIZE && is_const && c >= 2 && c <= LOOM_CPU_MAX_LANES && !g->lanes && !g->cold) {
     /* strided loads only while s*W fits in 64 lanes */
     g->lane_max_stride = (unsigned)(c * 4 <= LOOM_CPU_MAX_LANES ? 4 : c * 3 <= LOOM_CPU_MAX_LANES ? 3
                                                                  : c * 2 <= LOOM_CPU_MAX_LANES ? 2 : 1);
@@ -728,7 +757,7 @@ static void emit_for(cg *g, const loom_tp_stmt *s) {
       return;
     }
   }
-  if (s->u.loop.kind == LOOM_TP_LOOP_UNROLL && is_const && c <= UNROLL_MAX) {
+  if (s->u.loop.kind == LOOM_TP_LOOP_UNROLL && is_const && c <= UNROLL_MAX && !g->cold) {
     for (int64_t i = 0; i < c; i++) cg_loop_body(g, s, cg_i64(g, i));
     return;
   }
@@ -845,16 +874,21 @@ void cg_stmt(cg *g, const loom_tp_stmt *s) {
       return;
     }
     case LOOM_TP_STMT_IF: {
-      LLVMValueRef c = cg_expr(g, s->u.if_.cond);
+      const loom_tp_expr *ce = s->u.if_.cond;
+      bool likely = ce->kind == LOOM_TP_EXPR_OP && ce->u.op.op == LOOM_TP_OP_LIKELY;
+      LLVMValueRef c = cg_expr(g, ce);
       LLVMBasicBlockRef bt = LLVMAppendBasicBlockInContext(g->c, g->fn, "if.then");
       LLVMBasicBlockRef be = LLVMAppendBasicBlockInContext(g->c, g->fn, "if.else");
       LLVMBasicBlockRef bj = LLVMAppendBasicBlockInContext(g->c, g->fn, "if.join");
-      LLVMBuildCondBr(g->b, c, bt, be);
+      LLVMValueRef br = LLVMBuildCondBr(g->b, c, bt, be);
+      if (likely) set_branch_weights(g, br, 2000, 1);
       LLVMPositionBuilderAtEnd(g->b, bt);
       cg_stmt(g, s->u.if_.then_s);
       LLVMBuildBr(g->b, bj);
       LLVMPositionBuilderAtEnd(g->b, be);
+      g->cold += likely;
       if (s->u.if_.else_s) cg_stmt(g, s->u.if_.else_s);
+      g->cold -= likely;
       LLVMBuildBr(g->b, bj);
       LLVMPositionBuilderAtEnd(g->b, bj);
       return;

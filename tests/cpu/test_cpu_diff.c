@@ -480,6 +480,43 @@ LOOM_TEST(cpu, emitted_ir_has_noalias_and_vectorize_metadata) {
   tp_fixture_free(&fx);
 }
 
+/* `if likely(c)`: the else branch is cold code -- its loops carry vectorize.enable false,
+ * unroll.disable and interleave.count 1 (the then branch's loop keeps vectorize.enable true), the
+ * branch is weighted -- and both branches compute what the interpreter does. */
+LOOM_TEST(cpu, likely_if_makes_the_else_branch_cold_code_with_the_same_results) {
+  static const char *text = "prim @lk(A: Buffer[(n,), f32], B: Buffer[(n,), f32]) {\n"
+                            "  alloc S: Local[(1,), f32]\n"
+                            "  for r in 0..n reduce { S[0] = S[0] + A[r] }\n"
+                            "  if likely(S[0] < 0.0) {\n"
+                            "    for j in 0..n vectorize { B[j] = A[j] * 2.0 }\n"
+                            "  } else {\n"
+                            "    for k in 0..n vectorize { B[k] = A[k] - S[0] }\n"
+                            "  }\n}\n";
+  tp_fixture fx;
+  cpu_parse_ok(&fx, text);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  const loom_tp_func *fs[1] = {fx.f};
+  cr_assert_null(loom_cpu_emit_ir(NULL, fx.cx, fs, 1, false, &sb));
+  const char *ir = loom_strbuf_cstr(&sb);
+  cr_assert(strstr(ir, "!\"branch_weights\", i32 2000, i32 1}") != NULL, "%s", ir);
+  cr_assert(strstr(ir, "!\"llvm.loop.unroll.disable\"}") != NULL, "%s", ir);
+  cr_assert(strstr(ir, "!\"llvm.loop.interleave.count\", i32 1}") != NULL, "%s", ir);
+  cr_assert(strstr(ir, "!\"llvm.loop.vectorize.enable\", i1 false}") != NULL, "%s", ir);
+  cr_assert(strstr(ir, "!\"llvm.loop.vectorize.enable\", i1 true}") != NULL, "%s", ir);
+  loom_strbuf_free(&sb);
+  /* the sum is negative for about half of the random inputs: both branches run */
+  loom_cpu_options o = {0};
+  loom_cpu_jit *jit;
+  cr_assert_null(loom_cpu_jit_create(&o, &jit));
+  loom_kernel_fn fn = cpu_jit(jit, &fx);
+  cpu_diff_opts d = cpu_opts(medium, 10, 1e-5);
+  d.trials = 24;
+  cpu_diff(&fx, fn, &d, 11);
+  loom_cpu_jit_destroy(jit);
+  tp_fixture_free(&fx);
+}
+
 /* ---- AOT: object -> .so -> dlopen, same results as the JIT ------------------------------- */
 
 LOOM_TEST(cpu, aot_object_linked_into_shared_object_matches_jit) {
