@@ -23,8 +23,10 @@
 #include "targets/target.h"
 
 typedef struct loom_compile_options {
-  const char *target;    /* code generation target (targets/target.h): "cpu" (NULL) is the one built */
-  const char *cpu;       /* the target's machine: an LLVM CPU name ("x86-64-v3"); NULL: the host */
+  const char *target;    /* code generation target (targets/target.h): "cpu" (NULL) is the one built;
+                            "cuda:sm_90" names the target's machine after the colon */
+  const char *cpu;       /* the target's machine: an LLVM CPU name ("x86-64-v3"), a GPU ("sm_90");
+                            NULL: the host's, or the one the target string names */
   const char *features;  /* LLVM feature string; NULL: the CPU's */
   loom_target_emit emit; /* run codegen inside loom_compile: LOOM_TARGET_EMIT_JIT (for
                             loom_compiled_open) or _OBJECT (for loom_compiled_save); NONE (0):

@@ -38,8 +38,7 @@ static int run(const loom_cli_args *args) {
     loom_status_free(ts);
     return rc;
   }
-  const char *colon = target ? strchr(target, ':') : NULL; /* cuda:sm_90: the machine after the colon */
-  loom_compile_options o = {.target = target, .cpu = colon ? colon + 1 : loom_cli_get(args, "--cpu"),
+  loom_compile_options o = {.target = target, .cpu = loom_cli_get(args, "--cpu"),
                             .emit = emit ? LOOM_TARGET_EMIT_NONE : LOOM_TARGET_EMIT_OBJECT,
                             .print_after_all = loom_cli_flag(args, "--print-after-all"),
                             .time_passes = loom_cli_flag(args, "--time"), .offload = loom_cli_flag(args, "--offload"),

@@ -24,8 +24,7 @@ static int run(const loom_cli_args *args) {
     st = LOOM_ERROR(INVALID_ARGUMENT, "--device picks where an artifact runs; '%s' is compiled here: give --target", path);
   } else if (is_module(path)) {
     const char *target = loom_cli_get(args, "--target");
-    const char *colon = target ? strchr(target, ':') : NULL; /* cuda:sm_90: the machine after the colon */
-    loom_compile_options o = {.target = target, .cpu = colon ? colon + 1 : loom_cli_get(args, "--cpu"),
+    loom_compile_options o = {.target = target, .cpu = loom_cli_get(args, "--cpu"),
                               .emit = LOOM_TARGET_EMIT_JIT,
                               .offload = loom_cli_flag(args, "--offload"), .report = stderr,
                               .no_cache = loom_cli_flag(args, "--no-cache"), .pack_tied = loom_cli_flag(args, "--pack-tied")};

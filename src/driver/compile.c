@@ -125,7 +125,15 @@ loom_status loom_compile(loom_graph_module *m, const loom_compile_options *opts,
   c->m = m;
   loom_pass_ctx_init(&c->ctx, m, NULL);
   c->ctx.target = target;
-  if ((opts->cpu && !(c->arch = strdup(opts->cpu))) || (opts->features && !(c->features = strdup(opts->features)))) {
+  /* "cuda:sm_90": the machine after the colon, unless opts->cpu names it (then they must agree) */
+  const char *colon = opts->target ? strchr(opts->target, ':') : NULL, *arch = opts->cpu;
+  if (colon && arch && strcmp(arch, colon + 1)) {
+    loom_compiled_free(c);
+    return LOOM_ERROR(INVALID_ARGUMENT, "target '%s' names machine '%s' but the cpu option names '%s'", opts->target,
+                      colon + 1, arch);
+  }
+  if (colon) arch = colon + 1;
+  if ((arch && !(c->arch = strdup(arch))) || (opts->features && !(c->features = strdup(opts->features)))) {
     loom_compiled_free(c);
     return LOOM_OOM();
   }

@@ -379,8 +379,7 @@ static void run_case(const fz_case *c, uint64_t seed, const loom_fuzz_ops_option
     goto done;
   }
   st = parse_text(text, &m2);
-  const char *colon = o->target ? strchr(o->target, ':') : NULL; /* cuda:sm_90 */
-  loom_compile_options co = {.report = stderr, .target = o->target, .cpu = colon ? colon + 1 : NULL};
+  loom_compile_options co = {.report = stderr, .target = o->target};
   if (!st) st = loom_compile(m2, &co, &cc);
   if (st) {
     set_result(r, loom_status_code(st) == LOOM_CODE_UNIMPLEMENTED ? FZ_SKIPPED : FZ_MISMATCH, "compile: %s", loom_status_text(st, 0));

@@ -286,6 +286,31 @@ LOOM_TEST(cuda_device, a_missing_cublas_is_a_clear_error_and_generated_matmuls_n
   unsetenv("LOOM_OFFLOAD_THRESHOLD");
   fake_close(&f);
 }
+/* `--target cuda:sm_80` names the machine: the PTX is for sm_80 (loom_compile reads the colon, no
+ * caller splits it); a cpu option that names another machine is refused, naming both. */
+LOOM_TEST(cuda_device, the_target_string_names_the_gpu_and_a_conflicting_cpu_option_is_refused) {
+  loom_compile_options co = {.target = "cuda:sm_80", .emit = LOOM_TARGET_EMIT_OBJECT, .no_cache = true};
+  loom_compiled *c;
+  loom_status s = loom_compile_file("models/mlp.loom", &co, &c);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  const char *ptx = "/tmp/loom-test-target-sm80.ptx";
+  s = loom_compiled_save_kernels(c, ptx);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_compiled_free(c);
+  FILE *fp = fopen(ptx, "r");
+  cr_assert_not_null(fp);
+  static char text[1 << 16];
+  size_t n = fread(text, 1, sizeof text - 1, fp);
+  text[n] = 0;
+  fclose(fp);
+  unlink(ptx);
+  cr_assert(strstr(text, ".target sm_80") != NULL, "%.300s", text);
+  loom_compile_options bad = {.target = "cuda:sm_80", .cpu = "sm_90", .no_cache = true};
+  s = loom_compile_file("models/mlp.loom", &bad, &c);
+  cr_assert(s && strstr(loom_status_message(s), "target 'cuda:sm_80' names machine 'sm_80' but the cpu option names 'sm_90'"),
+            "%s", s ? loom_status_message(s) : "accepted");
+  loom_status_free(s);
+}
 #endif
 
 /* A CUDA kernel's grid travels as text (kernel.h) that the runtime evaluates without the
