@@ -49,6 +49,9 @@ typedef struct loom_compile_options {
 
 typedef struct loom_compiled loom_compiled;
 
+/* loom_compile_options' layout, as loom_rt_abi (loomrt.h) gives the runtime's structs. */
+const loom_abi_field *loom_compile_abi(size_t *n);
+
 /* Wall-clock milliseconds of each compile stage (the passes' own times, loom opt --time). */
 typedef struct loom_compile_times {
   double passes_ms;  /* graph and tensor-program passes (normalize .. schedule) */

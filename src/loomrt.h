@@ -185,9 +185,16 @@ LOOM_MUST_USE loom_status loom_rt_tensor_from_dlpack(loom_rt *rt, DLManagedTenso
 enum { LOOM_RT_ARG_HOST = 0, LOOM_RT_ARG_TENSOR = 1, LOOM_RT_ARG_HOST_AT = 2 };
 LOOM_MUST_USE loom_status loom_rt_call_packed(loom_rt *rt, const char *fn, const int64_t *desc, size_t ndesc,
                                               uint32_t ninputs, loom_rt_outputs *out, int64_t *res, size_t nres);
-/* Byte offsets of loom_tensor's fields, for bindings that read the struct directly (ctypes):
- * out[0..5] = data, dtype, rank, shape, strides, storage; out[6] = sizeof(loom_tensor). */
-void loom_tensor_layout(uint64_t out[7]);
+/* The layout of the structs bindings mirror (python/loom/_capi.py checks its ctypes copies at
+ * import): for each struct, a row per field in declaration order, then one row with field NULL
+ * whose size is the struct's sizeof. loom_rt_abi: loom_rt_options, loom_rt_param,
+ * loom_rt_outputs and loom_tensor (its fields bindings read); loom_compile_abi (loom.h) adds
+ * loom_compile_options. */
+typedef struct loom_abi_field {
+  const char *type, *field;
+  uint64_t offset, size;
+} loom_abi_field;
+const loom_abi_field *loom_rt_abi(size_t *n);
 
 /* ---- settings ---- */
 LOOM_MUST_USE loom_status loom_rt_set_threads(loom_rt *rt, uint32_t threads); /* 0: default */

@@ -2,8 +2,8 @@
 
 Every C function the package calls is declared here once, with its argument and result types.
 ctypes releases the GIL around each foreign call, so threads calling a module run the
-runtime concurrently (loomrt.h's threads contract). Structs mirror the C headers; the
-layout of ``loom_tensor`` is checked against the library at import (``loom_tensor_layout``).
+runtime concurrently (loomrt.h's threads contract). Structs mirror the C headers; their
+layouts are checked against the library at import (``loom_rt_abi`` / ``loom_compile_abi``).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ class CompileOptions(Structure):
         ("offload", c_bool),
         ("report", c_void_p),
         ("no_cache", c_bool),
+        ("pack_tied", c_bool),
         ("cache_dir", c_char_p),
     ]
 
@@ -96,7 +97,7 @@ OBJ_TENSOR = 1
 
 
 class TensorStruct(Structure):
-    """loom_tensor (vm/object.h), the fields read here; offsets checked at import."""
+    """loom_tensor (vm/object.h) up to strides (its flexible dims follow); checked at import."""
 
     _fields_ = [
         ("hdr", ObjHeader),
@@ -227,7 +228,14 @@ loom_rt_tensor_from_dlpack = _fn("loom_rt_tensor_from_dlpack", S, c_void_p, c_vo
 loom_tensor_release = _fn("loom_tensor_release", None, c_void_p)
 loom_tensor_is_borrowed = _fn("loom_tensor_is_borrowed", c_bool, c_void_p)
 loom_tensor_to_dlpack = _fn("loom_tensor_to_dlpack", S, c_void_p, PP)
-loom_tensor_layout = _fn("loom_tensor_layout", None, POINTER(c_uint64))
+class AbiField(Structure):
+    """loom_abi_field (src/loomrt.h): one field of a struct, or (field NULL) the struct's size."""
+
+    _fields_ = [("type", c_char_p), ("field", c_char_p), ("offset", c_uint64), ("size", c_uint64)]
+
+
+loom_rt_abi = _fn("loom_rt_abi", POINTER(AbiField), POINTER(c_size_t))
+loom_compile_abi = _fn("loom_compile_abi", POINTER(AbiField), POINTER(c_size_t))
 loom_vm_obj_release = _fn("loom_vm_obj_release", None, c_void_p)
 loom_vm_obj_kind_name = _fn("loom_vm_obj_kind_name", c_char_p, c_uint32)
 
@@ -236,23 +244,62 @@ libc_free.restype = None
 libc_free.argtypes = [c_void_p]
 
 
+# The ctypes mirrors, by the C struct each copies.
+MIRRORS = {
+    "loom_rt_options": RtOptions,
+    "loom_rt_param": RtParam,
+    "loom_rt_outputs": RtOutputs,
+    "loom_tensor": TensorStruct,
+    "loom_compile_options": CompileOptions,
+}
+
+
+def abi_mismatches(rows, mirrors) -> list[str]:
+    """What differs between the library's struct layouts (`rows`: (type, field or None, offset,
+    size) tuples, loom_rt_abi's form) and the ctypes `mirrors`: a field missing, added, out of
+    order, at another offset or of another size, or another struct size."""
+    layouts: dict[str, list] = {}
+    sizes: dict[str, int] = {}
+    for t, f, off, size in rows:
+        if f is None:
+            sizes[t] = size
+        else:
+            layouts.setdefault(t, []).append((f, off, size))
+    bad = []
+    for t, cls in mirrors.items():
+        if t not in sizes:
+            bad.append(f"{t}: not described by the library")
+            continue
+        c_fields = layouts.get(t, [])
+        py_fields = [(f, getattr(cls, f).offset, getattr(cls, f).size) for f, *_ in cls._fields_]
+        if [f for f, *_ in c_fields] != [f for f, *_ in py_fields]:
+            bad.append(f"{t}: the library has fields {[f for f, *_ in c_fields]}, this package "
+                       f"{[f for f, *_ in py_fields]}")
+            continue
+        for (f, off, size), (_, poff, psize) in zip(c_fields, py_fields):
+            if (off, size) != (poff, psize):
+                bad.append(f"{t}.{f}: offset {off} size {size} in the library, {poff} / {psize} here")
+        if sizes[t] != ctypes.sizeof(cls):
+            bad.append(f"{t}: {sizes[t]} bytes in the library, {ctypes.sizeof(cls)} here")
+    return bad
+
+
+def library_abi() -> list:
+    rows = []
+    for fn in (loom_rt_abi, loom_compile_abi):
+        n = c_size_t()
+        p = fn(ctypes.byref(n))
+        for i in range(n.value):
+            r = p[i]
+            rows.append((r.type.decode(), r.field.decode() if r.field else None, r.offset, r.size))
+    return rows
+
+
 def _check_layout() -> None:
-    """Refuses a libloom.so whose loom_tensor differs from TensorStruct (a stale build)."""
-    got = (c_uint64 * 7)()
-    loom_tensor_layout(got)
-    want = [
-        TensorStruct.data.offset,
-        TensorStruct.dtype.offset,
-        TensorStruct.rank.offset,
-        TensorStruct.shape.offset,
-        TensorStruct.strides.offset,
-        TensorStruct.storage.offset,
-    ]
-    if list(got[:6]) != want or got[6] < ctypes.sizeof(TensorStruct):
-        raise ImportError(
-            f"loom: {_library_path()} lays out loom_tensor as {list(got)}, this package expects "
-            f"{want} (size >= {ctypes.sizeof(TensorStruct)}): rebuild the package"
-        )
+    """Refuses a libloom.so whose structs differ from the mirrors here (a stale build)."""
+    bad = abi_mismatches(library_abi(), MIRRORS)
+    if bad:
+        raise ImportError(f"loom: {_library_path()} does not match this package ({'; '.join(bad)}): rebuild the package")
 
 
 _check_layout()

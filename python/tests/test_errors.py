@@ -99,3 +99,28 @@ def test_missing_file_and_bad_onnx(tmp_path):
 def test_unsupported_dtype_from_numpy(add_module):
     with pytest.raises(loom.LoomError, match="complex64"):
         add_module(np.ones(2, np.complex64), np.ones(2, np.float32))
+
+
+def test_abi_check_names_a_mirror_that_drifted_from_the_library():
+    """The import-time check (loom._capi): the library's struct layouts against the ctypes
+    mirrors. They agree for this build; a mirror missing a field, or with a field at another
+    offset or size, is named with both layouts."""
+    import ctypes
+
+    from loom import _capi
+
+    rows = _capi.library_abi()
+    assert _capi.abi_mismatches(rows, _capi.MIRRORS) == []
+    assert {t for t, f, *_ in rows if f is None} == set(_capi.MIRRORS)
+
+    class Stale(ctypes.Structure):  # loom_compile_options before pack_tied
+        _fields_ = [f for f in _capi.CompileOptions._fields_ if f[0] != "pack_tied"]
+
+    bad = _capi.abi_mismatches(rows, {"loom_compile_options": Stale})
+    assert len(bad) == 1 and "pack_tied" in bad[0] and "loom_compile_options" in bad[0], bad
+
+    class Narrow(ctypes.Structure):  # loom_rt_options with a 32-bit device pointer
+        _fields_ = [(n, ctypes.c_uint32 if n == "device" else t) for n, t in _capi.RtOptions._fields_]
+
+    bad = _capi.abi_mismatches(rows, {"loom_rt_options": Narrow})
+    assert any(b.startswith("loom_rt_options.device: offset") for b in bad), bad

@@ -507,14 +507,25 @@ loom_status loom_rt_call_packed(loom_rt *rt, const char *fn, const int64_t *desc
   return st;
 }
 
-void loom_tensor_layout(uint64_t out[7]) {
-  out[0] = offsetof(loom_tensor, data);
-  out[1] = offsetof(loom_tensor, dtype);
-  out[2] = offsetof(loom_tensor, rank);
-  out[3] = offsetof(loom_tensor, shape);
-  out[4] = offsetof(loom_tensor, strides);
-  out[5] = offsetof(loom_tensor, storage);
-  out[6] = sizeof(loom_tensor);
+#define ABI_FIELD(T, f) {#T, #f, offsetof(T, f), sizeof(((T *)0)->f)}
+#define ABI_END(T) {#T, NULL, 0, sizeof(T)}
+static const loom_abi_field rt_abi[] = {
+    ABI_FIELD(loom_rt_options, threads), ABI_FIELD(loom_rt_options, externs), ABI_FIELD(loom_rt_options, nexterns),
+    ABI_FIELD(loom_rt_options, kernels), ABI_FIELD(loom_rt_options, nkernels), ABI_FIELD(loom_rt_options, user),
+    ABI_FIELD(loom_rt_options, extern_provider), ABI_FIELD(loom_rt_options, trust),
+    ABI_FIELD(loom_rt_options, check_weights), ABI_FIELD(loom_rt_options, hostop),
+    ABI_FIELD(loom_rt_options, hostop_ctx), ABI_FIELD(loom_rt_options, device), ABI_END(loom_rt_options),
+    ABI_FIELD(loom_rt_param, name), ABI_FIELD(loom_rt_param, dtype), ABI_FIELD(loom_rt_param, rank),
+    ABI_FIELD(loom_rt_param, dims), ABI_FIELD(loom_rt_param, list), ABI_END(loom_rt_param),
+    ABI_FIELD(loom_rt_outputs, count), ABI_FIELD(loom_rt_outputs, items), ABI_END(loom_rt_outputs),
+    ABI_FIELD(loom_tensor, hdr), ABI_FIELD(loom_tensor, dtype), ABI_FIELD(loom_tensor, rank), ABI_FIELD(loom_tensor, data),
+    ABI_FIELD(loom_tensor, device), ABI_FIELD(loom_tensor, storage), ABI_FIELD(loom_tensor, dl), ABI_FIELD(loom_tensor, alloc),
+    ABI_FIELD(loom_tensor, shape), ABI_FIELD(loom_tensor, strides), ABI_END(loom_tensor),
+};
+
+const loom_abi_field *loom_rt_abi(size_t *n) {
+  *n = sizeof rt_abi / sizeof rt_abi[0];
+  return rt_abi;
 }
 
 loom_status loom_rt_set_threads(loom_rt *rt, uint32_t threads) {

@@ -215,10 +215,35 @@ LOOM_TEST(e2e_bind, malformed_packed_descriptions_are_errors) {
   close_opened(&o);
 }
 
-LOOM_TEST(e2e_bind, tensor_layout_matches_the_struct) {
-  uint64_t l[7];
-  loom_tensor_layout(l);
-  cr_assert_eq(l[0], offsetof(loom_tensor, data));
-  cr_assert_eq(l[3], offsetof(loom_tensor, shape));
-  cr_assert_eq(l[6], sizeof(loom_tensor));
+/* Every struct row ends with its size; the fields of a struct are in declaration order (rising
+ * offsets) and within it. */
+LOOM_TEST(e2e_bind, abi_tables_describe_each_struct_in_order) {
+  const loom_abi_field *tabs[2];
+  size_t ns[2];
+  tabs[0] = loom_rt_abi(&ns[0]);
+  tabs[1] = loom_compile_abi(&ns[1]);
+  int structs = 0;
+  for (int t = 0; t < 2; t++) {
+    uint64_t end = 0;
+    const char *type = NULL;
+    for (size_t i = 0; i < ns[t]; i++) {
+      const loom_abi_field *r = &tabs[t][i];
+      if (type) cr_assert_str_eq(r->type, type);
+      type = r->type;
+      if (!r->field) {
+        cr_assert_leq(end, r->size, "%s: fields end at %llu, sizeof %llu", r->type, (unsigned long long)end,
+                      (unsigned long long)r->size);
+        structs++;
+        type = NULL;
+        end = 0;
+        continue;
+      }
+      cr_assert_geq(r->offset, end, "%s.%s overlaps the field before it", r->type, r->field);
+      end = r->offset + r->size;
+    }
+    cr_assert_null(type, "the last struct has no size row");
+  }
+  cr_assert_eq(structs, 5);
+  const loom_abi_field *rt = loom_rt_abi(&ns[0]);
+  cr_assert_eq(rt[11].offset, offsetof(loom_rt_options, device));
 }
