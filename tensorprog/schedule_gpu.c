@@ -1,5 +1,5 @@
 /* schedule_gpu.c — default GPU schedule rules (see tp_schedule_gpu.h). */
-#include "tensorprog/tp_schedule_gpu.h"
+#include "tensorprog/schedule_gpu_internal.h"
 
 #include <stdio.h>
 
@@ -243,10 +243,12 @@ loom_status loom_tp_schedule_gpu(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
     if (why) loom_strbuf_printf(why, "program @%s: already has GPU loops: kept\n", f->name);
     return LOOM_OK;
   }
+  bool done;
+  LOOM_PROPAGATE(loom_tpg_nests_grid(a, cx, f, threads, why, &done));
+  if (done) return loom_tp_verify(cx, f);
   loom_tp_stmt *loop = sole_loop(f->body);
   const char *reason = "the body is not one loop nest";
   if (loop) {
-    bool done;
     LOOM_PROPAGATE(grid_form(a, cx, f, loop, threads, p ? p->loop_threads : 0, why, &done));
     if (done) return loom_tp_verify(cx, f);
     reason = loop->u.loop.reduce ? "the outer loop is a reduction" : "the outer loop stores at indices read from memory";

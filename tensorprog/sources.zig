@@ -29,6 +29,7 @@ pub const compiler = [_][]const u8{
     "tensorprog/variants.c",
     "tensorprog/schedule_cpu.c",
     "tensorprog/schedule_gpu.c",
+    "tensorprog/schedule_gpu_nests.c",
     "tensorprog/schedule_conv.c",
     "tensorprog/schedule_matmul.c",
     "tensorprog/schedule_matmul_tile.c",

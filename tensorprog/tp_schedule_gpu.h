@@ -7,6 +7,11 @@
  *
  * Every program gets a schedule, never a refusal; the result is ONE gpu_block loop holding the
  * whole body (one kernel launch), its thread loops inside:
+ *   0. disjoint nests (schedule_gpu_nests.c): when the body is a sequence of perfect nests of
+ *      spatial loops over stores (under outer spatial loops, or none) that load nothing any of
+ *      them stores and store one buffer only in regions proven disjoint — a concat, a KV-cache
+ *      append — all their iterations become one loop (nest k's at offsets after nest k-1's,
+ *      chosen by an if-chain) split into blocks of `threads`: one thread per element;
  *   1. grid form: when the body is one loop nest whose outer loops are perfectly nested, not
  *      `reduce` and store at no index read from memory, those loops are fused into one and
  *      split into chunks of `threads` (split_ceil): the chunks are the blocks, the iterations
@@ -23,7 +28,7 @@
  *      row loop is in the lanes form, every row loop runs at most 16 iterations, or the code
  *      around the lanes loops stores a buffer it reads (loom_tp_lanes_row_conflict): then one
  *      thread per row (a matmul's output, short rows), `loop_threads` per block;
- *   2. fallback: anything else (several nests in sequence, a scatter, a reduction at the top)
+ *   2. fallback: anything else (nests in sequence that rule 0 refuses, a scatter, a reduction at the top)
  *      runs as written on one thread of one block: `for b in 0..1 gpu_block { for t in 0..1
  *      gpu_thread { body } }`. Correct, slow: `why` names the program so a later rule can take it.
  * Before either, CPU loop kinds (parallel, vectorize) become serial: they mean nothing on a GPU.

@@ -266,7 +266,25 @@ static const gpu_case gpu_cases[] = {
     {"prim @concat(A: Buffer[(m,), f32], B: Buffer[(n,), f32], Y: Buffer[(m + n,), f32]) {\n"
      "  for i in 0..m { Y[i] = A[i] }\n"
      "  for j in 0..n { Y[m + j] = B[j] + 0.5 }\n}\n",
-     3, {"m", "n", "M"}, 'o', NULL},
+     3, {"m", "n", "M"}, 'g', "grid form over 2 disjoint nests"},
+    /* the KV-cache append under outer loops (a decode step's concat): one thread per element,
+     * where a warp per (i, h) row copied the whole row */
+    {"prim @kv(P: Buffer[(m, 2, n, 8), f32], N: Buffer[(m, 2, 3, 8), f32], Y: Buffer[(m, 2, n + 3, 8), f32]) {\n"
+     "  for i in 0..m { for h in 0..2 {\n"
+     "    for j in 0..n { for e in 0..8 { Y[i, h, j, e] = P[i, h, j, e] } }\n"
+     "    for j2 in 0..3 { for e2 in 0..8 { Y[i, h, n + j2, e2] = N[i, h, j2, e2] * 2.0 } }\n"
+     "  } }\n}\n",
+     3, {"m2nE", "m23E", "m2PE"}, 'g', "grid form over 2 disjoint nests"},
+    /* overlapping regions (the second nest rewrites Y[0..1]): the order matters, no rule 0 */
+    {"prim @overlap(A: Buffer[(m,), f32], Y: Buffer[(m + 2,), f32]) {\n"
+     "  for i in 0..m + 2 { Y[i] = 1.0 }\n"
+     "  for j in 0..m { Y[j] = A[j] }\n}\n",
+     2, {"m", "Q"}, 'o', NULL},
+    /* a nest reading what another stores: no rule 0 */
+    {"prim @chain(A: Buffer[(m,), f32], T: Buffer[(m,), f32], Y: Buffer[(m,), f32]) {\n"
+     "  for i in 0..m { T[i] = A[i] + 1.0 }\n"
+     "  for j in 0..m { Y[j] = T[j] * 2.0 }\n}\n",
+     3, {"m", "m", "m"}, 'o', NULL},
     /* a scan: the accumulator is read outside its update, so the loop stays whole per lane */
     {"prim @cumsum(X: Buffer[(m, n), f32], Y: Buffer[(m, n), f32]) {\n"
      "  for i in 0..m {\n"
@@ -285,6 +303,9 @@ static int64_t dim_of(char c, int64_t m, int64_t n, int64_t k) {
     case '2': return 2;
     case 'E': return 8;
     case 'T': return 24;
+    case '3': return 3;
+    case 'P': return n + 3;
+    case 'Q': return m + 2;
     default: return 1;
   }
 }
@@ -292,7 +313,7 @@ static int64_t dim_of(char c, int64_t m, int64_t n, int64_t k) {
 /* Runs `ref` and `gpu` (the same program, one scheduled) on the sizes and compares the
  * outputs bit for bit (the schedule keeps every reduction's order). */
 static void run_pair(tp_fixture *ref, tp_fixture *gpu, const gpu_case *c, int64_t m, int64_t n, int64_t k) {
-  int64_t shapes[4][2];
+  int64_t shapes[4][4];
   size_t counts[4];
   float *data[4], *out2;
   loom_tp_arg a1[4], a2[4];
