@@ -258,6 +258,45 @@ const loom_sym_expr *loom_tp_fused_run(loom_sym_ctx *cx, const loom_tp_buffer *b
   return x;
 }
 
+bool loom_tp_expr_loads(const loom_tp_expr *e, const loom_tp_buffer *buf) {
+  switch (e->kind) {
+    case LOOM_TP_EXPR_LOAD:
+      if (e->u.load.buf == buf) return true;
+      for (int d = 0; d < e->u.load.buf->ndim; d++)
+        if (loom_tp_expr_loads(e->u.load.idx[d], buf)) return true;
+      return false;
+    case LOOM_TP_EXPR_LETREF: return loom_tp_expr_loads(e->u.let->u.let.value, buf);
+    case LOOM_TP_EXPR_OP:
+      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
+        if (loom_tp_expr_loads(e->u.op.args[i], buf)) return true;
+      return false;
+    case LOOM_TP_EXPR_CAST: return loom_tp_expr_loads(e->u.cast_arg, buf);
+    case LOOM_TP_EXPR_SELECT:
+      return loom_tp_expr_loads(e->u.select.cond, buf) || loom_tp_expr_loads(e->u.select.then_e, buf) ||
+             loom_tp_expr_loads(e->u.select.else_e, buf);
+    default: return false;
+  }
+}
+
+bool loom_tp_stmt_loads(const loom_tp_stmt *s, const loom_tp_buffer *buf) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++)
+        if (loom_tp_stmt_loads(s->u.seq.items[i], buf)) return true;
+      return false;
+    case LOOM_TP_STMT_FOR: return loom_tp_stmt_loads(s->u.loop.body, buf);
+    case LOOM_TP_STMT_LET: return loom_tp_expr_loads(s->u.let.value, buf);
+    case LOOM_TP_STMT_IF:
+      return loom_tp_expr_loads(s->u.if_.cond, buf) || loom_tp_stmt_loads(s->u.if_.then_s, buf) ||
+             (s->u.if_.else_s && loom_tp_stmt_loads(s->u.if_.else_s, buf));
+    case LOOM_TP_STMT_STORE:
+      for (int d = 0; d < s->u.store.buf->ndim; d++)
+        if (loom_tp_expr_loads(s->u.store.idx[d], buf)) return true;
+      return loom_tp_expr_loads(s->u.store.value, buf);
+    default: return true;
+  }
+}
+
 bool loom_tp_expr_reads_memory(const loom_tp_expr *e) {
   switch (e->kind) {
     case LOOM_TP_EXPR_LOAD: return true;

@@ -169,7 +169,6 @@ static bool reads_only_at(const loom_tp_expr *e, const loom_tp_buffer *buf, loom
   }
 }
 
-static bool loads(const loom_tp_expr *e, const loom_tp_buffer *buf);
 
 /* Every store under s is at *buf's one index tuple *idx (the first store fixes both) and reads
  * *buf only there; or it stores another buffer at the same indices (an epilogue's output of
@@ -186,40 +185,13 @@ static bool writes_one_place(const loom_tp_stmt *s, const loom_tp_buffer **buf, 
       if (!*buf) *buf = s->u.store.buf, *idx = s->u.store.idx;
       const loom_tp_buffer *o = s->u.store.buf;
       if (o == *buf) return same_tuple(*buf, s->u.store.idx, *idx) && reads_only_at(s->u.store.value, *buf, *idx);
-      if (o->ndim != (*buf)->ndim || !same_tuple(o, s->u.store.idx, *idx) || loads(s->u.store.value, o) ||
+      if (o->ndim != (*buf)->ndim || !same_tuple(o, s->u.store.idx, *idx) || loom_tp_expr_loads(s->u.store.value, o) ||
           !reads_only_at(s->u.store.value, *buf, *idx) || *nothers == 4)
         return false;
       others[(*nothers)++] = o;
       return true;
     }
     default: return false; /* lets, ifs, allocs: not the simple nest this is for */
-  }
-}
-
-/* Whether a statement under s loads buf. */
-static bool body_loads(const loom_tp_stmt *s, const loom_tp_buffer *buf) {
-  switch (s->kind) {
-    case LOOM_TP_STMT_SEQ:
-      for (size_t i = 0; i < s->u.seq.n; i++)
-        if (body_loads(s->u.seq.items[i], buf)) return true;
-      return false;
-    case LOOM_TP_STMT_FOR: return body_loads(s->u.loop.body, buf);
-    case LOOM_TP_STMT_STORE: return loads(s->u.store.value, buf);
-    default: return true;
-  }
-}
-
-static bool loads(const loom_tp_expr *e, const loom_tp_buffer *buf) {
-  switch (e->kind) {
-    case LOOM_TP_EXPR_LOAD: return e->u.load.buf == buf;
-    case LOOM_TP_EXPR_OP:
-      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
-        if (loads(e->u.op.args[i], buf)) return true;
-      return false;
-    case LOOM_TP_EXPR_CAST: return loads(e->u.cast_arg, buf);
-    case LOOM_TP_EXPR_SELECT:
-      return loads(e->u.select.cond, buf) || loads(e->u.select.then_e, buf) || loads(e->u.select.else_e, buf);
-    default: return false;
   }
 }
 
@@ -234,7 +206,7 @@ static bool starts_with_store(const loom_tp_stmt *s, const loom_tp_buffer *buf) 
       s = s->u.loop.body;
     }
   }
-  return s->kind == LOOM_TP_STMT_STORE && s->u.store.buf == buf && !loads(s->u.store.value, buf);
+  return s->kind == LOOM_TP_STMT_STORE && s->u.store.buf == buf && !loom_tp_expr_loads(s->u.store.value, buf);
 }
 
 /* loom_tp_split_clamped's main tiles, `loop` (extent n) replaced by
@@ -289,7 +261,7 @@ static loom_status split_overlap(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
   loom_tp_expr *const *idx = NULL;
   int nothers = 0;
   bool ok = writes_one_place(loop->u.loop.body, &buf, &idx, others, &nothers) && buf && starts_with_store(loop->u.loop.body, buf);
-  for (int i = 0; i < nothers && ok; i++) ok = !body_loads(loop->u.loop.body, others[i]);
+  for (int i = 0; i < nothers && ok; i++) ok = !loom_tp_stmt_loads(loop->u.loop.body, others[i]);
   if (!ok)
     return LOOM_ERROR(FAILED_PRECONDITION,
                       "split_overlap of loop '%s' does not apply: its body does not overwrite what it reads (running an "

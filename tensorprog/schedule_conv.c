@@ -71,24 +71,6 @@ static bool expr_uses(const loom_tp_expr *e, const loom_sym_expr *v) {
   }
 }
 
-static bool expr_loads(const loom_tp_expr *e, const loom_tp_buffer *buf) {
-  switch (e->kind) {
-    case LOOM_TP_EXPR_LOAD:
-      if (e->u.load.buf == buf) return true;
-      for (int d = 0; d < e->u.load.buf->ndim; d++)
-        if (expr_loads(e->u.load.idx[d], buf)) return true;
-      return false;
-    case LOOM_TP_EXPR_OP:
-      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
-        if (expr_loads(e->u.op.args[i], buf)) return true;
-      return false;
-    case LOOM_TP_EXPR_CAST: return expr_loads(e->u.cast_arg, buf);
-    case LOOM_TP_EXPR_SELECT:
-      return expr_loads(e->u.select.cond, buf) || expr_loads(e->u.select.then_e, buf) || expr_loads(e->u.select.else_e, buf);
-    default: return false;
-  }
-}
-
 static loom_tp_stmt *strip(loom_tp_stmt *s) {
   while (s->kind == LOOM_TP_STMT_SEQ && s->u.seq.n == 1) s = s->u.seq.items[0];
   return s;
@@ -136,7 +118,7 @@ static bool match(loom_sym_ctx *cx, loom_tp_stmt *top, conv_nest *m) {
   int nd = m->y->ndim;
   for (int d = 0; d < nd; d++)
     if (m->idx[d]->kind != LOOM_TP_EXPR_SYM || (d < nd - 1 && uses(m->idx[d]->u.sym, j))) return false;
-  if (m->idx[nd - 1]->u.sym != j || expr_loads(init->u.store.value, m->y)) return false;
+  if (m->idx[nd - 1]->u.sym != j || loom_tp_expr_loads(init->u.store.value, m->y)) return false;
   while (r->kind == LOOM_TP_STMT_FOR && r->u.loop.reduce && r->u.loop.kind == LOOM_TP_LOOP_SERIAL && m->nred < MAX_RED) {
     m->red[m->nred++] = r;
     r = strip(r->u.loop.body);
@@ -161,7 +143,7 @@ static bool match(loom_sym_ctx *cx, loom_tp_stmt *top, conv_nest *m) {
     x = y;
     y = t;
   }
-  if (expr_uses(x, j) || expr_loads(x, m->y) || expr_loads(y, m->y) || !unit_in_j(cx, y, j, ii)) return false;
+  if (expr_uses(x, j) || loom_tp_expr_loads(x, m->y) || loom_tp_expr_loads(y, m->y) || !unit_in_j(cx, y, j, ii)) return false;
   m->a = x;
   m->b = y;
   return true;

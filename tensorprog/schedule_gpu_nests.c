@@ -81,41 +81,6 @@ static bool read_nest(nest *n, loom_tp_stmt *l) {
   return false;
 }
 
-/* Whether e loads `buf` (a buffer some nest stores). */
-static bool expr_loads(const loom_tp_expr *e, const loom_tp_buffer *buf) {
-  switch (e->kind) {
-    case LOOM_TP_EXPR_LOAD:
-      if (e->u.load.buf == buf) return true;
-      for (int d = 0; d < e->u.load.buf->ndim; d++)
-        if (expr_loads(e->u.load.idx[d], buf)) return true;
-      return false;
-    case LOOM_TP_EXPR_OP:
-      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
-        if (expr_loads(e->u.op.args[i], buf)) return true;
-      return false;
-    case LOOM_TP_EXPR_CAST: return expr_loads(e->u.cast_arg, buf);
-    case LOOM_TP_EXPR_SELECT:
-      return expr_loads(e->u.select.cond, buf) || expr_loads(e->u.select.then_e, buf) || expr_loads(e->u.select.else_e, buf);
-    default: return false;
-  }
-}
-
-static bool body_loads(const loom_tp_stmt *s, const loom_tp_buffer *buf) {
-  switch (s->kind) {
-    case LOOM_TP_STMT_SEQ:
-      for (size_t i = 0; i < s->u.seq.n; i++)
-        if (body_loads(s->u.seq.items[i], buf)) return true;
-      return false;
-    case LOOM_TP_STMT_FOR: return body_loads(s->u.loop.body, buf);
-    case LOOM_TP_STMT_LET: return expr_loads(s->u.let.value, buf);
-    case LOOM_TP_STMT_STORE:
-      for (int d = 0; d < s->u.store.buf->ndim; d++)
-        if (expr_loads(s->u.store.idx[d], buf)) return true;
-      return expr_loads(s->u.store.value, buf);
-    default: return true;
-  }
-}
-
 static bool uses_loop_var(const nest *n, const loom_sym_expr *e) {
   for (int k = 0; k < n->nloops; k++)
     if (loom_sym_uses_var(e, n->loops[k]->u.loop.var)) return true;
@@ -182,7 +147,7 @@ static bool read_nests(loom_sym_ctx *cx, const loom_tp_func *f, nest *ns, int *c
   for (int i = 0; i < k; i++)
     for (int t = 0; t < ns[i].nstores; t++) {
       const loom_tp_stmt *st = ns[i].stores[t];
-      if (body_loads(all, st->u.store.buf)) return false;
+      if (loom_tp_stmt_loads(all, st->u.store.buf)) return false;
       for (int j = i + 1; j < k; j++)
         for (int u = 0; u < ns[j].nstores; u++)
           if (ns[j].stores[u]->u.store.buf == st->u.store.buf && !disjoint(cx, &ns[i], st, &ns[j], ns[j].stores[u]))

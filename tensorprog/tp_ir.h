@@ -174,6 +174,11 @@ struct loom_tp_stmt {
   } u;
 };
 
+/* Whether e loads `buf` anywhere (an index of a load, a let it refers to, included). */
+bool loom_tp_expr_loads(const loom_tp_expr *e, const loom_tp_buffer *buf);
+/* Whether a statement under s loads `buf` (stores' values and indices, lets, conditions);
+ * true for a statement it does not know. */
+bool loom_tp_stmt_loads(const loom_tp_stmt *s, const loom_tp_buffer *buf);
 /* Does `e` depend on memory (a load, directly or through a let)? An index that does is data
  * (take, gather and scatter indices), not an affine function of loops and shapes. */
 bool loom_tp_expr_reads_memory(const loom_tp_expr *e);
