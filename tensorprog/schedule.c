@@ -222,7 +222,12 @@ static loom_status clamped_main(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f
   const loom_sym_expr *vo = named_var(cx, loop->u.loop.var, "_o"), *vi = named_var(cx, loop->u.loop.var, "_i");
   const loom_sym_expr *start =
       loom_sym_max(cx, loom_sym_min(cx, loom_sym_mul(cx, vo, F), loom_sym_sub(cx, n, F)), loom_sym_const(cx, 0));
-  const loom_sym_expr *at_main = loom_sym_min(cx, loom_sym_add(cx, start, vi), loom_sym_sub(cx, n, one));
+  /* the first S rows of a tile are below n without the clamp (n >= S, start <= max(n - F, 0)):
+   * once the tile's rows are unrolled, those S rows are one base plus constant offsets and only
+   * the other F - S rows carry a min (a 12-row tile held 12 row pointers, more than the GPRs) */
+  const loom_sym_expr *row = loom_sym_add(cx, start, vi);
+  const loom_sym_expr *at_main = loom_sym_select(cx, loom_sym_cmp(cx, LOOM_SYM_LT, vi, loom_sym_const(cx, small)), row,
+                                                 loom_sym_min(cx, row, loom_sym_sub(cx, n, one)));
   if (!nmain || !vo || !vi || !at_main) return sym_error(cx);
   loom_tp_stmt *main_body = loom_tp_stmt_copy_subst(a, cx, loop->u.loop.body, &loop->u.loop.var, &at_main, 1);
   loom_tp_stmt *inner = main_body ? loom_tp_for(a, vi, F, LOOM_TP_LOOP_SERIAL, false, main_body) : NULL;

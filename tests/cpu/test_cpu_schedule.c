@@ -232,8 +232,9 @@ LOOM_TEST(cpu, schedule_rule_tiles_generated_matmul) { generated_schedule_and_di
 
 /* The rows of the tall-tile trials: every count from 0 to 16 (below 6 the few-rows variant;
  * 7..11 one clamped 12-row tile repeating the last row), then remainders of 12 around the 6-row
- * tail (13, 17, 18, 19, 23: one more clamped tile overlapping the previous one), primes. */
-static const int64_t tall_m[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 23, 24, 25, 29, 31, 37};
+ * tail (13, 17, 18, 19, 23: one more clamped tile overlapping the previous one), primes, and
+ * a few hundred rows (many tiles, each clamping only its rows 6..11). */
+static const int64_t tall_m[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 23, 24, 25, 29, 31, 37, 167, 169, 500};
 
 /* m per trial from tall_m (k and n random: 1, primes, around the 32-column panels). */
 static void bind_tall(const loom_tp_func *f, loom_sym_env *env, int trial) {

@@ -254,7 +254,8 @@ LOOM_TEST(tp_schedule, split_overlap_small_runs_the_remainder_in_small_tiles) {
 /* split_clamped: tiles of 5 whose last one ends at the last row (repeating it below 5 rows)
  * when the remainder is above 2, else one tile of 2 ending at the last row; needs m >= 2; equal
  * to the original for every m up to beyond two whole tiles. The main tiles' index repeats the
- * last row: cache_write refuses them, cache_write_aliased accumulates them. */
+ * last row: cache_write refuses them, cache_write_aliased accumulates them. Rows below 2 of a
+ * tile are never clamped (one base for them once unrolled). */
 LOOM_TEST(tp_schedule, split_clamped_runs_a_large_remainder_as_one_more_tile) {
   tp_fixture ref, fx;
   cr_assert_null(tp_parse(&ref, matmul));
@@ -279,6 +280,9 @@ LOOM_TEST(tp_schedule, split_clamped_runs_a_large_remainder_as_one_more_tile) {
   cr_assert_null(loom_tp_verify(fx.cx, fx.f));
   char *printed = tp_print(fx.f);
   cr_assert(strstr(printed, "for i_o in 0..floordiv(m + 2, 5)") != NULL, "%s", printed);
+  /* a tile's first 2 rows (below the tail's 2, m >= 2) are never past the last: no clamp */
+  cr_assert(strstr(printed, "[select(i_i <= 1, i_i + max(min(5*i_o, m - 5), 0), min(m - 1, i_i + max(min(5*i_o, m - 5), 0)))") != NULL,
+            "%s", printed);
   static const int64_t ms[] = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
   matmuls_equal(&ref, &fx, ms, sizeof ms / sizeof ms[0], printed);
   free(printed);
@@ -318,9 +322,11 @@ LOOM_TEST(tp_schedule, cache_read_packs_the_footprint) {
   check_schedule(matmul, true, pack_b, "      Bp[j, r] = B[r, j]\n");
 }
 LOOM_TEST(tp_schedule, cpu_rule_register_tiles_matmul_and_round_trips) {
-  /* the 12-row tiles, the last one ending at row m - 1 and repeating it below 12 rows (split_clamped) */
+  /* the 12-row tiles, the last one ending at row m - 1 and repeating it below 12 rows
+   * (split_clamped); only rows 6..11 of a tile carry the clamp */
   check_schedule(matmul, true, cpu_rule,
-                 "acc[i_i, j_i] = acc[i_i, j_i] + A[min(m - 1, i_i + max(min(12*i_o, m - 12), 0)), r] * Bp[r, j_i]\n");
+                 "acc[i_i, j_i] = acc[i_i, j_i] + A[select(i_i <= 5, i_i + max(min(12*i_o, m - 12), 0), min(m - 1, i_i + "
+                 "max(min(12*i_o, m - 12), 0))), r] * Bp[r, j_i]\n");
 }
 
 /* Two axes fused into one loop (loom_tp_fuse): [floordiv(x, s), floormod(x, s)] on axes of
