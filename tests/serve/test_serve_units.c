@@ -391,3 +391,54 @@ LOOM_TEST(serve_sched, step_ratio_bounds_the_predicted_step_time) {
   for (int i = 0; i < 4; i++) loom_serve_seq_free(all[i]);
   loom_serve_sched_destroy(&s);
 }
+
+/* The longest chunk k after p cached ones that sched_law predicts within `limit` for a step of
+ * d decodes reading dk keys. */
+static int64_t law_fit(int64_t d, int64_t dk, int64_t p, double limit) {
+  int64_t k = 0;
+  while (sched_law(d + k + 1, dk + (k + 1) * p + (k + 1) * (k + 2) / 2) <= limit) k++;
+  return k;
+}
+
+/* The bound scales the recent peak of the decode-only step, not each step's own decodes: when
+ * 4 of 6 decoding sequences end, a prompt gets what keeps the step within R x the 6 decodes'
+ * step (10 tokens, against 5 within R x the 2 decodes' own); the peak fades over the next
+ * steps (by 2% a step), and after 200 steps of the 2 decodes the chunk is R x theirs again. */
+LOOM_TEST(serve_sched, step_ratio_scales_the_recent_decode_peak) {
+  loom_serve_sched s;
+  cr_assert_null(loom_serve_sched_init(&s, 400, 4, 16, 256));
+  s.step_ratio = 1.5;
+  for (int i = 0; i < 16; i++) {
+    int64_t t = 1 + (i * 5) % 17, k = (i * 131) % 900;
+    loom_serve_cost_observe(&s.cost, t, k, sched_law(t, k));
+  }
+  loom_serve_seq d[6], p, r, *plan[16];
+  for (int i = 0; i < 6; i++) seq_init(&d[i], 1), loom_serve_sched_add(&s, &d[i]);
+  cr_assert_eq(step(&s, plan), 6, "6 one-token prompts admitted");
+  cr_assert_eq(step(&s, plan), 6, "6 decodes at context 1: 12 keys, 1.624 ms predicted");
+  for (int i = 2; i < 6; i++) loom_serve_sched_finish(&s, &d[i]);
+  seq_init(&p, 200);
+  loom_serve_sched_add(&s, &p);
+  /* 2 decodes at context 2 (6 keys) predict 1.212 ms; the peak is 0.98 x 1.624 = 1.5915, R x it
+   * 2.387: 10 tokens (2.322; 11 would be 2.444); R x 1.212 = 1.818 would give 5 */
+  cr_assert_eq(step(&s, plan), 3);
+  cr_assert_eq(p.ncached, 10, "the chunk R x the peak allows, got %lld", (long long)p.ncached);
+  cr_assert_eq(law_fit(2, 6, 0, 1.5 * sched_law(2, 6)), 5, "what the 2 decodes alone would allow");
+  loom_serve_sched_finish(&s, &p);
+  for (int i = 0; i < 200; i++) cr_assert_eq(step(&s, plan), 2);
+  seq_init(&r, 200);
+  loom_serve_sched_add(&s, &r);
+  int64_t dk = d[0].ntokens + d[1].ntokens; /* each decode reads its context and itself */
+  int64_t want = law_fit(2, dk, 0, 1.5 * sched_law(2, dk));
+  step(&s, plan);
+  cr_assert_eq(r.ncached, want, "the peak faded: R x the 2 decodes' own step, %lld tokens, got %lld", (long long)want,
+               (long long)r.ncached);
+  cr_assert_lt(want, 10);
+  loom_serve_seq *all[4] = {&d[0], &d[1], &r, &p};
+  for (int i = 0; i < 3; i++) loom_serve_sched_finish(&s, all[i]);
+  cr_assert_eq(s.pages.nfree, 400, "every page back");
+  for (int i = 0; i < 6; i++) loom_serve_seq_free(&d[i]);
+  loom_serve_seq_free(&p);
+  loom_serve_seq_free(&r);
+  loom_serve_sched_destroy(&s);
+}
