@@ -376,15 +376,23 @@ LOOM_TEST(serve_sched, step_ratio_bounds_the_predicted_step_time) {
   s.step_ratio = 2.0; /* 2 * (1.2 + 2 * 24 / 1000) = 2.496: k = 7 after 33 reads 259 keys, 2.466; k = 8 2.648 */
   step(&s, plan);
   cr_assert_eq(d.ncached, 40, "7 tokens");
-  s.step_ratio = 1.0; /* nothing fits: one token for the first chunk, none for a waiting prompt */
-  loom_serve_sched_add(&s, &e);
-  cr_assert_eq(step(&s, plan), 3, "e is not admitted");
+  s.step_ratio = 1.0; /* nothing fits: one token for the first chunk, none for the other prompt */
+  cr_assert_eq(step(&s, plan), 3);
   cr_assert_eq(d.ncached, 41, "one token, never none");
-  cr_assert_eq(e.state, LOOM_SERVE_SEQ_WAITING);
+  loom_serve_sched_add(&s, &e);
+  cr_assert_eq(step(&s, plan), 3, "e's turn (it has had no chunk): admitted with one token, d none");
+  cr_assert_eq(e.ncached, 1);
+  cr_assert_eq(d.ncached, 41);
+  cr_assert_eq(step(&s, plan), 3, "then d's turn (its last chunk is older)");
+  cr_assert_eq(d.ncached, 42);
+  cr_assert_eq(e.ncached, 1);
+  cr_assert_eq(step(&s, plan), 3, "then e's");
+  cr_assert_eq(e.ncached, 2);
+  cr_assert_eq(d.ncached, 42);
   s.step_ratio = 0;
   cr_assert_eq(step(&s, plan), 3);
-  cr_assert_eq(d.ncached, 71, "off: the token budget, 32 - 2 decodes, to d first");
-  cr_assert_eq(e.state, LOOM_SERVE_SEQ_WAITING, "and nothing left for e");
+  cr_assert_eq(d.ncached, 72, "off: the token budget, 32 - 2 decodes, to d first (the oldest)");
+  cr_assert_eq(e.ncached, 2, "and nothing left for e");
   loom_serve_seq *all[4] = {&a, &b, &d, &e};
   for (int i = 0; i < 4; i++) loom_serve_sched_finish(&s, all[i]);
   cr_assert_eq(s.pages.nfree, 200, "every page back");
