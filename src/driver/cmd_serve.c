@@ -109,7 +109,7 @@ const loom_cli_command loom_cmd_serve = {
          false},
         {"--step-ratio", "R",
          "while sequences decode, cut prompt chunks so that a step's time, predicted from the steps measured so far, stays within "
-         "R times that of a decode-only step (its decodes alone, or the recent peak of that; default " STEP_RATIO_TEXT "; 0: off)",
+         "R times a decode-only step of every sequence held, running or waiting (default " STEP_RATIO_TEXT "; 0: off)",
          false},
         {"--max-queue", "N", "waiting sequences at most before requests get 503 (default 1024)", false},
         {"--max-context", "N", "positions per sequence at most (default: the model's position table, else the cache)", false},

@@ -7,7 +7,8 @@
  * by the keys its attention reads, in units of the decodes' mean, when that is more than its
  * tokens; with step_ratio (the CLI's default 1.2), chunks are also cut so that the step's time,
  * predicted from the steps measured (cost.c), stays within step_ratio times that of a
- * decode-only step: its decodes alone, or the recent peak of that when it is more), then
+ * decode-only step of every sequence held, running or waiting — the decodes to come — and
+ * the prompts take turns for the chunks), then
  * waiting sequences are admitted while seats, budget and pages allow. When a running sequence
  * needs a page and none is free, the youngest running sequence is preempted: its pages go
  * back and it returns to the front of the queue, to be recomputed from its tokens when it is
@@ -158,18 +159,6 @@ static int64_t time_fit(const loom_serve_sched *s, const time_bound *tb, int64_t
   return lo;
 }
 
-/* The decode-only step time the bound scales: the larger of this step's decodes alone (`ms`,
- * predicted) and the recent peak of that prediction, which loses PEAK_DECAY of itself a step
- * (about the last 1 / (1 - PEAK_DECAY) steps). While some sequences are between requests or in
- * their prompts, fewer decode and a step may take more prompt tokens, yet no step is predicted
- * longer than step_ratio times the load's full decode-only step: the inter-token latency's bound
- * follows the load, not each step's momentary count of decodes. */
-#define PEAK_DECAY 0.98
-static double decode_ref(loom_serve_sched *s, double ms) {
-  s->decode_peak = s->decode_peak * PEAK_DECAY > ms ? s->decode_peak * PEAK_DECAY : ms;
-  return s->decode_peak;
-}
-
 static void time_add(time_bound *tb, int64_t p, int64_t k) {
   tb->tokens += k, tb->keys += chunk_keys(p, k);
   tb->chunked = true;
@@ -199,7 +188,15 @@ loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int
   }
   /* the decodes run whatever the bound (they are what it protects); chunks fill up to it */
   time_bound tb = {.on = s->step_ratio > 0 && decoding > 0 && loom_serve_cost_ready(&s->cost), .tokens = decoding, .keys = dkeys};
-  if (tb.on) tb.limit = s->step_ratio * decode_ref(s, loom_serve_cost_predict(&s->cost, decoding, dkeys));
+  if (tb.on) {
+    /* the decode-only step of every sequence held (running or waiting, up to max_batch), each at
+     * the decodes' mean context: while some are in their prompts fewer decode, and the prompts
+     * may take what those decodes to come leave — the bound does not shrink as the prompts queue
+     * (which would slow them further), and no step is predicted longer than R x the step the
+     * load's decodes will make */
+    int64_t load = s->nrunning + s->nwaiting < s->max_batch ? s->nrunning + s->nwaiting : s->max_batch;
+    tb.limit = s->step_ratio * loom_serve_cost_predict(&s->cost, load, dkeys * load / decoding);
+  }
   if (s->decode_budget <= 0 || !s->chunk_by_keys) dkeys = 0; /* prompt chunks counted in tokens only */
   /* prompt tokens this step may take: while someone decodes, what the decode budget leaves
    * after the decodes, and at least as many as decode (so a step with a prompt chunk holds at

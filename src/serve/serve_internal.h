@@ -113,9 +113,8 @@ typedef struct loom_serve_sched {
                                  * max(tokens, its keys / the decodes' mean keys), at least one token */
   double step_ratio;            /* > 0: while D sequences decode, prompt chunks only while the step's predicted
                                  * time stays within step_ratio x that of its decodes alone (cost), the
-                                 * first chunk at least one token; 0: off. "Alone" is the larger of the step's
-                                 * decodes and decode_peak */
-  double decode_peak;           /* ms: the recent peak of the decode-only steps' predicted time (sched.c) */
+                                 * first chunk at least one token; 0: off. "Its decodes" are all the sequences
+                                 * held (running or waiting, up to max_batch) at the decodes' mean context */
   loom_serve_cost cost;         /* the step times measured (the engine observes every step) */
   uint64_t stamp;               /* the next admission stamp */
   uint64_t chunks;              /* the last prompt chunk's stamp (loom_serve_seq.chunked) */
