@@ -7,8 +7,7 @@
  * by the keys its attention reads, in units of the decodes' mean, when that is more than its
  * tokens; with step_ratio (the CLI's default 1.2), chunks are also cut so that the step's time,
  * predicted from the steps measured (cost.c), stays within step_ratio times that of a
- * decode-only step of every sequence held, running or waiting — the decodes to come — and
- * the prompts take turns for the chunks), then
+ * decode-only step of every sequence held, running or waiting: the decodes to come), then
  * waiting sequences are admitted while seats, budget and pages allow. When a running sequence
  * needs a page and none is free, the youngest running sequence is preempted: its pages go
  * back and it returns to the front of the queue, to be recomputed from its tokens when it is
@@ -164,19 +163,6 @@ static void time_add(time_bound *tb, int64_t p, int64_t k) {
   tb->chunked = true;
 }
 
-/* Under the step-time bound the prompts take turns (processor sharing: a short prompt does not
- * wait behind a long one's whole prefill, and no prompt starves): the one whose last chunk is
- * the oldest — one that has had none first, the waiting queue's head before a running prompt —
- * gets the step's first chunk, sized before the others so that theirs fit what it leaves. */
-static loom_serve_seq *turn(const loom_serve_sched *s) {
-  loom_serve_seq *best = s->wait_head;
-  for (int64_t i = 0; i < s->nrunning; i++) {
-    loom_serve_seq *q = s->running[i];
-    if (q->ntokens - q->ncached > 1 && (!best || q->chunked < best->chunked)) best = q;
-  }
-  return best;
-}
-
 loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int64_t *n) {
   *n = 0;
   int64_t budget = s->max_step_tokens, decoding = 0, dkeys = 0;
@@ -203,28 +189,12 @@ loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int
    * most max(budget, twice the decodes) tokens, and prompts advance however many decode) */
   int64_t prefill = budget;
   if (decoding && s->decode_budget > 0) prefill = s->decode_budget - decoding > decoding ? s->decode_budget - decoding : decoding;
-  /* the turn's chunk: `held` tokens costing `held_cost` of `prefill`, kept from the others */
-  loom_serve_seq *first = tb.on ? turn(s) : NULL;
-  int64_t held = 0, held_cost = 0;
-  if (first) {
-    int64_t want = first->ntokens - first->ncached;
-    if (want > prefill) want = prefill;
-    if (want > budget - decoding) want = budget - decoding;
-    if (want > 0) {
-      held = time_fit(s, &tb, first->ncached, chunk_fit(first->ncached, want, prefill, decoding, dkeys));
-      held_cost = chunk_cost(first->ncached, held, decoding, dkeys);
-      time_add(&tb, first->ncached, held);
-    } else first = NULL;
-  }
   for (int64_t i = 0; i < s->nrunning && *n < s->max_batch && budget > 0;) {
     loom_serve_seq *q = s->running[i];
     int64_t need = q->ntokens - q->ncached, take = need;
-    if (q == first) take = held;
-    else {
-      if (need > 1 && take > prefill - held_cost) take = prefill - held_cost;
-      if (take > budget - held) take = budget - held;
-      if (need > 1 && take > 0) take = time_fit(s, &tb, q->ncached, chunk_fit(q->ncached, take, prefill - held_cost, decoding, dkeys));
-    }
+    if (need > 1 && take > prefill) take = prefill;
+    if (take > budget) take = budget;
+    if (need > 1 && take > 0) take = time_fit(s, &tb, q->ncached, chunk_fit(q->ncached, take, prefill, decoding, dkeys));
     if (take <= 0) {
       i++;
       continue;
@@ -241,19 +211,15 @@ loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int
     q->step_tokens = take;
     out[(*n)++] = q;
     budget -= take;
-    if (q == first) prefill -= held_cost, held = held_cost = 0, first = NULL, q->chunked = ++s->chunks;
-    else if (need > 1) prefill -= chunk_cost(q->ncached, take, decoding, dkeys), time_add(&tb, q->ncached, take), q->chunked = ++s->chunks;
+    if (need > 1) prefill -= chunk_cost(q->ncached, take, decoding, dkeys), time_add(&tb, q->ncached, take);
     i++;
   }
-  while (s->wait_head && *n < s->max_batch && budget > 0 && (prefill > held_cost || s->wait_head == first)) {
+  while (s->wait_head && *n < s->max_batch && budget > 0 && prefill > 0) {
     loom_serve_seq *q = s->wait_head;
     int64_t take = q->ntokens - q->ncached;
-    if (q == first) take = held;
-    else {
-      if (take > budget - held) take = budget - held;
-      if (take > prefill - held_cost) take = prefill - held_cost;
-      take = take > 0 ? time_fit(s, &tb, q->ncached, chunk_fit(q->ncached, take, prefill - held_cost, decoding, dkeys)) : 0;
-    }
+    if (take > budget) take = budget;
+    if (take > prefill) take = prefill;
+    take = time_fit(s, &tb, q->ncached, chunk_fit(q->ncached, take, prefill, decoding, dkeys));
     if (take <= 0) break;
     int64_t need = loom_serve_pages_for(&s->pages, take);
     if (need + s->nrunning > s->pages.nfree) break; /* keep a spare page for each running sequence */
@@ -271,9 +237,8 @@ loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int
     q->step_tokens = take;
     out[(*n)++] = q;
     budget -= take;
-    q->chunked = ++s->chunks;
-    if (q == first) prefill -= held_cost, held = held_cost = 0, first = NULL;
-    else prefill -= chunk_cost(q->ncached, take, decoding, dkeys), time_add(&tb, q->ncached, take);
+    prefill -= chunk_cost(q->ncached, take, decoding, dkeys);
+    time_add(&tb, q->ncached, take);
   }
   return LOOM_OK;
 }

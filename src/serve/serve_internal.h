@@ -72,7 +72,6 @@ typedef struct loom_serve_seq {
   int64_t npages, pages_cap;  /* pages held; capacity of `pages` */
   loom_serve_seq_state state; /* where it is */
   uint64_t admitted;          /* admission stamp (older ones run first, younger ones are preempted first) */
-  uint64_t chunked;           /* stamp of its last prompt chunk (0: none yet): whose turn it is under step_ratio */
   int64_t step_tokens;        /* tokens it runs in the step being planned (0: not in it) */
   int64_t preemptions;        /* times its cache was dropped to make room */
   struct loom_serve_seq *next_wait; /* the waiting queue */
@@ -117,7 +116,6 @@ typedef struct loom_serve_sched {
                                  * held (running or waiting, up to max_batch) at the decodes' mean context */
   loom_serve_cost cost;         /* the step times measured (the engine observes every step) */
   uint64_t stamp;               /* the next admission stamp */
-  uint64_t chunks;              /* the last prompt chunk's stamp (loom_serve_seq.chunked) */
   int64_t preemptions;          /* total, for the metrics */
 } loom_serve_sched;
 
