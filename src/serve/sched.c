@@ -5,8 +5,9 @@
  * so a step's time, which every decoding sequence waits for, stays within about twice a
  * decode-only step's — vLLM's chunked-prefill policy; with chunk_by_keys a chunk is counted
  * by the keys its attention reads, in units of the decodes' mean, when that is more than its
- * tokens; with step_ratio, chunks are also cut so that the step's time, predicted from the
- * steps measured (cost.c), stays within step_ratio times that of its decodes alone), then
+ * tokens; with step_ratio (the CLI's default 1.2), chunks are also cut so that the step's time,
+ * predicted from the steps measured (cost.c), stays within step_ratio times that of a
+ * decode-only step of every sequence held, running or waiting: the decodes to come), then
  * waiting sequences are admitted while seats, budget and pages allow. When a running sequence
  * needs a page and none is free, the youngest running sequence is preempted: its pages go
  * back and it returns to the front of the queue, to be recomputed from its tokens when it is
@@ -173,7 +174,15 @@ loom_status loom_serve_sched_plan(loom_serve_sched *s, loom_serve_seq **out, int
   }
   /* the decodes run whatever the bound (they are what it protects); chunks fill up to it */
   time_bound tb = {.on = s->step_ratio > 0 && decoding > 0 && loom_serve_cost_ready(&s->cost), .tokens = decoding, .keys = dkeys};
-  if (tb.on) tb.limit = s->step_ratio * loom_serve_cost_predict(&s->cost, decoding, dkeys);
+  if (tb.on) {
+    /* the decode-only step of every sequence held (running or waiting, up to max_batch), each at
+     * the decodes' mean context: while some are in their prompts fewer decode, and the prompts
+     * may take what those decodes to come leave — the bound does not shrink as the prompts queue
+     * (which would slow them further), and no step is predicted longer than R x the step the
+     * load's decodes will make */
+    int64_t load = s->nrunning + s->nwaiting < s->max_batch ? s->nrunning + s->nwaiting : s->max_batch;
+    tb.limit = s->step_ratio * loom_serve_cost_predict(&s->cost, load, dkeys * load / decoding);
+  }
   if (s->decode_budget <= 0 || !s->chunk_by_keys) dkeys = 0; /* prompt chunks counted in tokens only */
   /* prompt tokens this step may take: while someone decodes, what the decode budget leaves
    * after the decodes, and at least as many as decode (so a step with a prompt chunk holds at

@@ -36,7 +36,8 @@ typedef struct loom_serve_options {
   int64_t max_step_tokens;  /* tokens per step at most (prefill chunking) */
   int64_t decode_step_tokens; /* tokens per step while sequences decode: decodes, then prompt chunks (0: no budget) */
   bool chunk_by_keys;       /* count prompt chunks against that budget by the keys they read (sched.c) */
-  double step_ratio;        /* > 0: a step with prompt chunks is predicted to take at most this times its decodes alone (sched.c) */
+  double step_ratio;        /* > 0: a step with prompt chunks is predicted to take at most this times a decode-only step
+                             * of every sequence held (running or waiting; sched.c); 0: off. `loom serve`'s default is 1.2 */
   bool pack_tied;           /* --pack-tied: the tied LM head gets its own packed copy (loom_compile_options.pack_tied) */
   int64_t max_queue;        /* sequences waiting at most before new requests get 503 */
   int64_t max_context;      /* positions per sequence at most (0: the model's position table, else the cache) */

@@ -112,7 +112,8 @@ typedef struct loom_serve_sched {
                                  * max(tokens, its keys / the decodes' mean keys), at least one token */
   double step_ratio;            /* > 0: while D sequences decode, prompt chunks only while the step's predicted
                                  * time stays within step_ratio x that of its decodes alone (cost), the
-                                 * first chunk at least one token; 0: off */
+                                 * first chunk at least one token; 0: off. "Its decodes" are all the sequences
+                                 * held (running or waiting, up to max_batch) at the decodes' mean context */
   loom_serve_cost cost;         /* the step times measured (the engine observes every step) */
   uint64_t stamp;               /* the next admission stamp */
   int64_t preemptions;          /* total, for the metrics */

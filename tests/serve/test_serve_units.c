@@ -345,6 +345,14 @@ LOOM_TEST(serve_cost, never_a_negative_cost) {
  * yet learned: the token budget alone. */
 static double sched_law(int64_t t, int64_t k) { return 1 + 0.1 * (double)t + 2 * (double)k / 1000; }
 
+/* The longest chunk k after p cached ones that sched_law predicts within `limit` for a step of
+ * d decodes reading dk keys. */
+static int64_t law_fit(int64_t d, int64_t dk, int64_t p, double limit) {
+  int64_t k = 0;
+  while (sched_law(d + k + 1, dk + (k + 1) * p + (k + 1) * (k + 2) / 2) <= limit) k++;
+  return k;
+}
+
 LOOM_TEST(serve_sched, step_ratio_bounds_the_predicted_step_time) {
   loom_serve_sched s;
   cr_assert_null(loom_serve_sched_init(&s, 200, 4, 8, 64));
@@ -368,26 +376,69 @@ LOOM_TEST(serve_sched, step_ratio_bounds_the_predicted_step_time) {
   cr_assert_eq(d.ncached, 30, "15 steps learned: not ready, the token budget (32 - 2 decodes)");
   loom_serve_cost_observe(&s.cost, 3, 500, sched_law(3, 500)); /* the 16th */
   cr_assert(loom_serve_cost_ready(&s.cost));
-  /* 2 decodes at 10 cached read 22 keys: 1.244 ms alone; 1.5x is 1.866; a chunk of k after 30
-   * reads 30k + k(k+1)/2: k = 4 predicts 1 + 0.6 + 2 * (22 + 130) / 1000 = 1.904, k = 3 1.79 */
+  /* 2 decodes at 10 cached read 22 keys; the 3 sequences held as decodes at that mean context
+   * (33 keys) predict 1.366 ms, 1.5x is 2.049; a chunk of k after 30 reads 30k + k(k+1)/2: k = 4
+   * predicts 1 + 0.6 + 2 * (22 + 130) / 1000 = 1.904, k = 5 2.074 */
   step(&s, plan);
-  cr_assert_eq(d.ncached, 33, "the bound cuts the chunk to 3 tokens");
+  cr_assert_eq(d.ncached, 34, "the bound cuts the chunk to 4 tokens");
   cr_assert_eq(a.ncached, 11, "the decodes ran");
-  s.step_ratio = 2.0; /* 2 * (1.2 + 2 * 24 / 1000) = 2.496: k = 7 after 33 reads 259 keys, 2.466; k = 8 2.648 */
+  s.step_ratio = 2.0; /* 2 * (1.3 + 2 * 36 / 1000) = 2.744: k = 8 after 34 reads 308 keys, 2.664; k = 9 2.85 */
   step(&s, plan);
-  cr_assert_eq(d.ncached, 40, "7 tokens");
-  s.step_ratio = 1.0; /* nothing fits: one token for the first chunk, none for a waiting prompt */
+  cr_assert_eq(d.ncached, 42, "8 tokens");
+  s.step_ratio = 1.0; /* nothing fits: one token for the first chunk */
+  cr_assert_eq(step(&s, plan), 3);
+  cr_assert_eq(d.ncached, 43, "one token, never none");
   loom_serve_sched_add(&s, &e);
+  /* e waiting counts as a decode to come: 4 held at the decodes' mean context 14 (56 keys)
+   * predict 1.512 ms; d, the older prompt, gets 1 token (1.444; 2 would be 1.634), e none (1.546) */
   cr_assert_eq(step(&s, plan), 3, "e is not admitted");
-  cr_assert_eq(d.ncached, 41, "one token, never none");
+  cr_assert_eq(d.ncached, 44);
   cr_assert_eq(e.state, LOOM_SERVE_SEQ_WAITING);
   s.step_ratio = 0;
   cr_assert_eq(step(&s, plan), 3);
-  cr_assert_eq(d.ncached, 71, "off: the token budget, 32 - 2 decodes, to d first");
+  cr_assert_eq(d.ncached, 74, "off: the token budget, 32 - 2 decodes, to d first (the oldest)");
   cr_assert_eq(e.state, LOOM_SERVE_SEQ_WAITING, "and nothing left for e");
   loom_serve_seq *all[4] = {&a, &b, &d, &e};
   for (int i = 0; i < 4; i++) loom_serve_sched_finish(&s, all[i]);
   cr_assert_eq(s.pages.nfree, 200, "every page back");
   for (int i = 0; i < 4; i++) loom_serve_seq_free(all[i]);
+  loom_serve_sched_destroy(&s);
+}
+
+/* The bound scales the decode-only step of every sequence held, running or waiting (the decodes
+ * to come), each at the decodes' mean context: with 2 decoding and 4 prompts arriving, the
+ * first gets what keeps the step within R x 6 decodes' step (10 tokens, against 5 within R x
+ * the 2 decodes' own), the next one what is left (1), the others none. */
+LOOM_TEST(serve_sched, step_ratio_counts_the_decodes_to_come) {
+  loom_serve_sched s;
+  cr_assert_null(loom_serve_sched_init(&s, 400, 4, 16, 256));
+  s.step_ratio = 1.5;
+  for (int i = 0; i < 16; i++) {
+    int64_t t = 1 + (i * 5) % 17, k = (i * 131) % 900;
+    loom_serve_cost_observe(&s.cost, t, k, sched_law(t, k));
+  }
+  loom_serve_seq d[2], p[4], *plan[16];
+  for (int i = 0; i < 2; i++) seq_init(&d[i], 1), loom_serve_sched_add(&s, &d[i]);
+  cr_assert_eq(step(&s, plan), 2, "2 one-token prompts admitted");
+  for (int i = 0; i < 4; i++) seq_init(&p[i], 200), loom_serve_sched_add(&s, &p[i]);
+  /* 2 decodes at context 1 read 4 keys; 6 held: 6 decodes of 12 keys predict 1.624 ms, 1.5x is
+   * 2.436. p[0]: 10 tokens predict 1 + 1.2 + 2 * (4 + 55) / 1000 = 2.318 (11: 2.44); p[1] one
+   * more, 2.42; p[2] none (2.522) */
+  cr_assert_eq(step(&s, plan), 4);
+  cr_assert_eq(p[0].ncached, 10, "R x the 6 decodes to come, got %lld", (long long)p[0].ncached);
+  cr_assert_eq(p[1].ncached, 1);
+  cr_assert_eq(p[2].state, LOOM_SERVE_SEQ_WAITING);
+  cr_assert_eq(law_fit(2, 4, 0, 1.5 * sched_law(2, 4)), 5, "what R x the 2 decodes alone would allow");
+  /* next step (decodes at context 2, 6 keys; 6 held, 18 keys: 1.5 x 1.636 = 2.454): p[0], the
+   * oldest prompt, 9 more tokens (2.382; 10 would be 2.522), nothing left for the others */
+  cr_assert_eq(step(&s, plan), 3);
+  cr_assert_eq(p[0].ncached, 19);
+  cr_assert_eq(p[1].ncached, 1);
+  cr_assert_eq(p[2].state, LOOM_SERVE_SEQ_WAITING);
+  for (int i = 0; i < 2; i++) loom_serve_sched_finish(&s, &d[i]);
+  for (int i = 0; i < 4; i++) loom_serve_sched_finish(&s, &p[i]);
+  cr_assert_eq(s.pages.nfree, 400, "every page back");
+  for (int i = 0; i < 2; i++) loom_serve_seq_free(&d[i]);
+  for (int i = 0; i < 4; i++) loom_serve_seq_free(&p[i]);
   loom_serve_sched_destroy(&s);
 }
