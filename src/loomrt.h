@@ -41,6 +41,7 @@
 #define LOOM_LOOMRT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -194,6 +195,9 @@ typedef struct loom_abi_field {
   const char *type, *field;
   uint64_t offset, size;
 } loom_abi_field;
+/* A table's rows: LOOM_ABI_FIELD(loom_rt_options, threads), ..., LOOM_ABI_END(loom_rt_options). */
+#define LOOM_ABI_FIELD(T, f) {#T, #f, offsetof(T, f), sizeof(((T *)0)->f)}
+#define LOOM_ABI_END(T) {#T, NULL, 0, sizeof(T)}
 const loom_abi_field *loom_rt_abi(size_t *n);
 
 /* ---- settings ---- */

@@ -258,24 +258,29 @@ const loom_sym_expr *loom_tp_fused_run(loom_sym_ctx *cx, const loom_tp_buffer *b
   return x;
 }
 
-bool loom_tp_expr_loads(const loom_tp_expr *e, const loom_tp_buffer *buf) {
+bool loom_tp_expr_any_load(const loom_tp_expr *e, loom_tp_load_fn fn, void *ud) {
   switch (e->kind) {
     case LOOM_TP_EXPR_LOAD:
-      if (e->u.load.buf == buf) return true;
+      if (fn(ud, e)) return true;
       for (int d = 0; d < e->u.load.buf->ndim; d++)
-        if (loom_tp_expr_loads(e->u.load.idx[d], buf)) return true;
+        if (loom_tp_expr_any_load(e->u.load.idx[d], fn, ud)) return true;
       return false;
-    case LOOM_TP_EXPR_LETREF: return loom_tp_expr_loads(e->u.let->u.let.value, buf);
     case LOOM_TP_EXPR_OP:
       for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
-        if (loom_tp_expr_loads(e->u.op.args[i], buf)) return true;
+        if (loom_tp_expr_any_load(e->u.op.args[i], fn, ud)) return true;
       return false;
-    case LOOM_TP_EXPR_CAST: return loom_tp_expr_loads(e->u.cast_arg, buf);
+    case LOOM_TP_EXPR_CAST: return loom_tp_expr_any_load(e->u.cast_arg, fn, ud);
     case LOOM_TP_EXPR_SELECT:
-      return loom_tp_expr_loads(e->u.select.cond, buf) || loom_tp_expr_loads(e->u.select.then_e, buf) ||
-             loom_tp_expr_loads(e->u.select.else_e, buf);
-    default: return false;
+      return loom_tp_expr_any_load(e->u.select.cond, fn, ud) || loom_tp_expr_any_load(e->u.select.then_e, fn, ud) ||
+             loom_tp_expr_any_load(e->u.select.else_e, fn, ud);
+    default: return false; /* a let's value is walked at the let */
   }
+}
+
+static bool load_of(void *buf, const loom_tp_expr *load) { return load->u.load.buf == buf; }
+
+bool loom_tp_expr_loads(const loom_tp_expr *e, const loom_tp_buffer *buf) {
+  return loom_tp_expr_any_load(e, load_of, (void *)buf);
 }
 
 bool loom_tp_stmt_loads(const loom_tp_stmt *s, const loom_tp_buffer *buf) {

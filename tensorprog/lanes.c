@@ -81,31 +81,9 @@ static const loom_tp_expr *update_operand(const loom_tp_stmt *st, loom_tp_op *op
 /* stmt_loads' `form` that asks for the loads outside gpu_lanes loops only (no accumulators). */
 static const loom_tp_lanes_form outside_lanes;
 
-/* Called on each load; returns true to stop (a violation). */
-typedef bool (*load_fn)(void *ud, const loom_tp_expr *load);
-
-static bool expr_loads(const loom_tp_expr *e, load_fn fn, void *ud) {
-  switch (e->kind) {
-    case LOOM_TP_EXPR_LOAD:
-      if (fn(ud, e)) return true;
-      for (int d = 0; d < e->u.load.buf->ndim; d++)
-        if (expr_loads(e->u.load.idx[d], fn, ud)) return true;
-      return false;
-    case LOOM_TP_EXPR_OP:
-      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
-        if (expr_loads(e->u.op.args[i], fn, ud)) return true;
-      return false;
-    case LOOM_TP_EXPR_CAST: return expr_loads(e->u.cast_arg, fn, ud);
-    case LOOM_TP_EXPR_SELECT:
-      return expr_loads(e->u.select.cond, fn, ud) || expr_loads(e->u.select.then_e, fn, ud) ||
-             expr_loads(e->u.select.else_e, fn, ud);
-    default: return false; /* a let's value is walked at the let */
-  }
-}
-
 /* Every load under `s`; with `form`, an accumulator update's own load of its element is
  * skipped (its other operand is walked). The stores are the caller's (lanes_walk). */
-static bool stmt_loads(const loom_tp_stmt *s, load_fn fn, void *ud, const loom_tp_lanes_form *form) {
+static bool stmt_loads(const loom_tp_stmt *s, loom_tp_load_fn fn, void *ud, const loom_tp_lanes_form *form) {
   switch (s->kind) {
     case LOOM_TP_STMT_SEQ:
       for (size_t i = 0; i < s->u.seq.n; i++)
@@ -115,22 +93,22 @@ static bool stmt_loads(const loom_tp_stmt *s, load_fn fn, void *ud, const loom_t
       if (s->u.loop.kind == LOOM_TP_LOOP_GPU_LANES && form == &outside_lanes) return false;
       return stmt_loads(s->u.loop.body, fn, ud, form);
     case LOOM_TP_STMT_IF:
-      return expr_loads(s->u.if_.cond, fn, ud) || stmt_loads(s->u.if_.then_s, fn, ud, form) ||
+      return loom_tp_expr_any_load(s->u.if_.cond, fn, ud) || stmt_loads(s->u.if_.then_s, fn, ud, form) ||
              (s->u.if_.else_s && stmt_loads(s->u.if_.else_s, fn, ud, form));
-    case LOOM_TP_STMT_LET: return expr_loads(s->u.let.value, fn, ud);
+    case LOOM_TP_STMT_LET: return loom_tp_expr_any_load(s->u.let.value, fn, ud);
     case LOOM_TP_STMT_STORE: {
       for (int d = 0; d < s->u.store.buf->ndim; d++)
-        if (expr_loads(s->u.store.idx[d], fn, ud)) return true;
+        if (loom_tp_expr_any_load(s->u.store.idx[d], fn, ud)) return true;
       loom_tp_op op;
       const loom_tp_expr *e = NULL;
       if (form)
         for (size_t i = 0; i < form->naccs && !e; i++)
           if (form->accs[i].buf == s->u.store.buf) e = update_operand(s, &op);
-      return expr_loads(e ? e : s->u.store.value, fn, ud);
+      return loom_tp_expr_any_load(e ? e : s->u.store.value, fn, ud);
     }
     case LOOM_TP_STMT_PREFETCH:
       for (int d = 0; d < s->u.prefetch.buf->ndim; d++)
-        if (expr_loads(s->u.prefetch.idx[d], fn, ud)) return true;
+        if (loom_tp_expr_any_load(s->u.prefetch.idx[d], fn, ud)) return true;
       return false;
     default: return false;
   }

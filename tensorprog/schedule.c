@@ -169,7 +169,6 @@ static bool reads_only_at(const loom_tp_expr *e, const loom_tp_buffer *buf, loom
   }
 }
 
-
 /* Every store under s is at *buf's one index tuple *idx (the first store fixes both) and reads
  * *buf only there; or it stores another buffer at the same indices (an epilogue's output of
  * another dtype), a value that does not read that buffer; *others collects those buffers. */

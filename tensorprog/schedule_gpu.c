@@ -25,14 +25,12 @@ static void reset_kinds(loom_tp_stmt *s, bool *gpu) {
   }
 }
 
-/* The one loop that is the whole of `s` (itself, or the single item of a sequence), or NULL. */
-static loom_tp_stmt *sole_loop(loom_tp_stmt *s) {
+loom_tp_stmt *loom_tpg_sole_loop(loom_tp_stmt *s) {
   while (s && s->kind == LOOM_TP_STMT_SEQ && s->u.seq.n == 1) s = s->u.seq.items[0];
   return s && s->kind == LOOM_TP_STMT_FOR ? s : NULL;
 }
 
-/* Can `loop`'s iterations be the threads of a grid (independent, not a scatter)? */
-static bool spatial(const loom_tp_stmt *loop) {
+bool loom_tpg_spatial(const loom_tp_stmt *loop) {
   return !loop->u.loop.reduce && !loom_tp_stmt_scatters(loop->u.loop.body);
 }
 
@@ -186,11 +184,11 @@ static loom_status warp_rows(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, l
 static loom_status grid_form(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop, int threads,
                              int loop_threads, loom_strbuf *why, bool *done) {
   *done = false;
-  if (!spatial(loop)) return LOOM_OK;
+  if (!loom_tpg_spatial(loop)) return LOOM_OK;
   int fused = 1;
   for (;;) {
-    loom_tp_stmt *inner = sole_loop(loop->u.loop.body);
-    if (!inner || !spatial(inner)) break;
+    loom_tp_stmt *inner = loom_tpg_sole_loop(loop->u.loop.body);
+    if (!inner || !loom_tpg_spatial(inner)) break;
     loom_tp_stmt *out;
     loom_status s = loom_tp_fuse(a, cx, f, loop, &out);
     if (s) { /* e.g. the inner extent depends on the outer variable: stop here */
@@ -246,7 +244,7 @@ loom_status loom_tp_schedule_gpu(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
   bool done;
   LOOM_PROPAGATE(loom_tpg_nests_grid(a, cx, f, threads, why, &done));
   if (done) return loom_tp_verify(cx, f);
-  loom_tp_stmt *loop = sole_loop(f->body);
+  loom_tp_stmt *loop = loom_tpg_sole_loop(f->body);
   const char *reason = "the body is not one loop nest";
   if (loop) {
     LOOM_PROPAGATE(grid_form(a, cx, f, loop, threads, p ? p->loop_threads : 0, why, &done));

@@ -55,23 +55,14 @@ static bool collect_stores(nest *n, const loom_tp_stmt *s) {
   }
 }
 
-static bool spatial_loop(const loom_tp_stmt *l) {
-  return l->kind == LOOM_TP_STMT_FOR && !l->u.loop.reduce && !loom_tp_stmt_scatters(l->u.loop.body);
-}
-
-static loom_tp_stmt *only_loop(loom_tp_stmt *s) {
-  while (s && s->kind == LOOM_TP_STMT_SEQ && s->u.seq.n == 1) s = s->u.seq.items[0];
-  return s && s->kind == LOOM_TP_STMT_FOR ? s : NULL;
-}
-
 /* Nest `n` (its outer loops already in place) from loop `l` down: a perfect chain of spatial
  * loops ending in a body of stores. */
 static bool read_nest(nest *n, loom_tp_stmt *l) {
   while (l) {
-    if (!spatial_loop(l) || n->nloops == MAX_DEPTH) return false;
+    if (!loom_tpg_spatial(l) || n->nloops == MAX_DEPTH) return false;
     n->loops[n->nloops++] = l;
     n->nown++;
-    loom_tp_stmt *inner = only_loop(l->u.loop.body);
+    loom_tp_stmt *inner = loom_tpg_sole_loop(l->u.loop.body);
     if (!inner) {
       n->body = l->u.loop.body;
       return collect_stores(n, n->body);
@@ -128,8 +119,8 @@ static bool read_nests(loom_sym_ctx *cx, const loom_tp_func *f, nest *ns, int *c
   loom_tp_stmt *outer[MAX_DEPTH];
   int nouter = 0;
   loom_tp_stmt *s = f->body;
-  for (loom_tp_stmt *l; (l = only_loop(s));) {
-    if (!spatial_loop(l) || nouter == MAX_DEPTH) return false;
+  for (loom_tp_stmt *l; (l = loom_tpg_sole_loop(s));) {
+    if (!loom_tpg_spatial(l) || nouter == MAX_DEPTH) return false;
     outer[nouter++] = l;
     s = l->u.loop.body;
   }

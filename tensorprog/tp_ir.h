@@ -174,7 +174,11 @@ struct loom_tp_stmt {
   } u;
 };
 
-/* Whether e loads `buf` anywhere (an index of a load, a let it refers to, included). */
+/* Calls fn on each load in e (the loads in a load's indices too; a let's value is not followed:
+ * it is walked at the let); true as soon as fn returns true. */
+typedef bool (*loom_tp_load_fn)(void *ud, const loom_tp_expr *load);
+bool loom_tp_expr_any_load(const loom_tp_expr *e, loom_tp_load_fn fn, void *ud);
+/* Whether e loads `buf` anywhere (in a load's indices too; not through a let). */
 bool loom_tp_expr_loads(const loom_tp_expr *e, const loom_tp_buffer *buf);
 /* Whether a statement under s loads `buf` (stores' values and indices, lets, conditions);
  * true for a statement it does not know. */

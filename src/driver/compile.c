@@ -114,11 +114,11 @@ static loom_status run_codegen(loom_compiled *c, loom_target_emit emit) {
   return loom_pipeline_run_ctx(&c->ctx, codegen, 1, &c->po);
 }
 
-#define ABI_FIELD(f) {"loom_compile_options", #f, offsetof(loom_compile_options, f), sizeof(((loom_compile_options *)0)->f)}
+#define ABI_FIELD(f) LOOM_ABI_FIELD(loom_compile_options, f)
 static const loom_abi_field compile_abi[] = {
     ABI_FIELD(target),   ABI_FIELD(cpu),    ABI_FIELD(features), ABI_FIELD(emit),     ABI_FIELD(print_after_all),
     ABI_FIELD(time_passes), ABI_FIELD(no_verify), ABI_FIELD(offload), ABI_FIELD(report), ABI_FIELD(no_cache),
-    ABI_FIELD(pack_tied), ABI_FIELD(cache_dir), {"loom_compile_options", NULL, 0, sizeof(loom_compile_options)},
+    ABI_FIELD(pack_tied), ABI_FIELD(cache_dir), LOOM_ABI_END(loom_compile_options),
 };
 
 const loom_abi_field *loom_compile_abi(size_t *n) {

@@ -507,20 +507,18 @@ loom_status loom_rt_call_packed(loom_rt *rt, const char *fn, const int64_t *desc
   return st;
 }
 
-#define ABI_FIELD(T, f) {#T, #f, offsetof(T, f), sizeof(((T *)0)->f)}
-#define ABI_END(T) {#T, NULL, 0, sizeof(T)}
 static const loom_abi_field rt_abi[] = {
-    ABI_FIELD(loom_rt_options, threads), ABI_FIELD(loom_rt_options, externs), ABI_FIELD(loom_rt_options, nexterns),
-    ABI_FIELD(loom_rt_options, kernels), ABI_FIELD(loom_rt_options, nkernels), ABI_FIELD(loom_rt_options, user),
-    ABI_FIELD(loom_rt_options, extern_provider), ABI_FIELD(loom_rt_options, trust),
-    ABI_FIELD(loom_rt_options, check_weights), ABI_FIELD(loom_rt_options, hostop),
-    ABI_FIELD(loom_rt_options, hostop_ctx), ABI_FIELD(loom_rt_options, device), ABI_END(loom_rt_options),
-    ABI_FIELD(loom_rt_param, name), ABI_FIELD(loom_rt_param, dtype), ABI_FIELD(loom_rt_param, rank),
-    ABI_FIELD(loom_rt_param, dims), ABI_FIELD(loom_rt_param, list), ABI_END(loom_rt_param),
-    ABI_FIELD(loom_rt_outputs, count), ABI_FIELD(loom_rt_outputs, items), ABI_END(loom_rt_outputs),
-    ABI_FIELD(loom_tensor, hdr), ABI_FIELD(loom_tensor, dtype), ABI_FIELD(loom_tensor, rank), ABI_FIELD(loom_tensor, data),
-    ABI_FIELD(loom_tensor, device), ABI_FIELD(loom_tensor, storage), ABI_FIELD(loom_tensor, dl), ABI_FIELD(loom_tensor, alloc),
-    ABI_FIELD(loom_tensor, shape), ABI_FIELD(loom_tensor, strides), ABI_END(loom_tensor),
+    LOOM_ABI_FIELD(loom_rt_options, threads), LOOM_ABI_FIELD(loom_rt_options, externs), LOOM_ABI_FIELD(loom_rt_options, nexterns),
+    LOOM_ABI_FIELD(loom_rt_options, kernels), LOOM_ABI_FIELD(loom_rt_options, nkernels), LOOM_ABI_FIELD(loom_rt_options, user),
+    LOOM_ABI_FIELD(loom_rt_options, extern_provider), LOOM_ABI_FIELD(loom_rt_options, trust),
+    LOOM_ABI_FIELD(loom_rt_options, check_weights), LOOM_ABI_FIELD(loom_rt_options, hostop),
+    LOOM_ABI_FIELD(loom_rt_options, hostop_ctx), LOOM_ABI_FIELD(loom_rt_options, device), LOOM_ABI_END(loom_rt_options),
+    LOOM_ABI_FIELD(loom_rt_param, name), LOOM_ABI_FIELD(loom_rt_param, dtype), LOOM_ABI_FIELD(loom_rt_param, rank),
+    LOOM_ABI_FIELD(loom_rt_param, dims), LOOM_ABI_FIELD(loom_rt_param, list), LOOM_ABI_END(loom_rt_param),
+    LOOM_ABI_FIELD(loom_rt_outputs, count), LOOM_ABI_FIELD(loom_rt_outputs, items), LOOM_ABI_END(loom_rt_outputs),
+    LOOM_ABI_FIELD(loom_tensor, hdr), LOOM_ABI_FIELD(loom_tensor, dtype), LOOM_ABI_FIELD(loom_tensor, rank), LOOM_ABI_FIELD(loom_tensor, data),
+    LOOM_ABI_FIELD(loom_tensor, device), LOOM_ABI_FIELD(loom_tensor, storage), LOOM_ABI_FIELD(loom_tensor, dl), LOOM_ABI_FIELD(loom_tensor, alloc),
+    LOOM_ABI_FIELD(loom_tensor, shape), LOOM_ABI_FIELD(loom_tensor, strides), LOOM_ABI_END(loom_tensor),
 };
 
 const loom_abi_field *loom_rt_abi(size_t *n) {
