@@ -168,8 +168,9 @@ static void axis_lets(loom_tpb *b, const loom_tp_resize *rz, axis_coord *v, cons
 static int taps_of(const loom_tp_resize *rz) { return rz->mode == LOOM_TP_RESIZE_CUBIC ? 4 : rz->mode == LOOM_TP_RESIZE_LINEAR ? 2 : 1; }
 
 /* X: Buffer[(a<k> resized, d<k> not ..), t], S: Buffer[(rank,), scale_t], [R: Buffer[(2*rank,), roi_t]], Y: d.. ->
- *   [nearest resizing the last axis (not tf_crop_and_resize): alloc T: Local[(d<last>,), i64]
- *    for j in 0..d<last> { <axis_lets of the last axis at j>  T[j] = t<last>_0 }, and t<last>_0 is T[i<last>] below]
+ *   [resizing the last axis (not tf_crop_and_resize): alloc T: Local[(d<last>, n), i64]  [alloc C: Local[(d<last>, n), f64]]
+ *    for j in 0..d<last> { <axis_lets of the last axis at j>  T[j, 0] = t<last>_0 [C[j, 0] = c<last>_0] .. }, and
+ *    in the loop of i<last>: let t<last>_j: i64 = T[i<last>, j] [let c<last>_j: f64 = C[i<last>, j]] ..]
  *   for i0 in 0..d0 parallel { <axis_lets 0 if resized> for i1 .. {
  *     Y[i..] = [select(e<k> || .., t(extrapolation), ] t(c0_0 * c1_0 * f64(X[t0_0, t1_0]) + c0_0 * c1_1 * f64(X[t0_0, t1_1]) + ..)[)]
  * (one term per combination of taps, the last resized axis fastest; nearest: Y[i..] = X[t0_0, ..]; a
@@ -207,24 +208,37 @@ loom_status loom_tp_gen_resize_io(loom_arena *a, loom_sym_ctx *cx, const char *n
   loom_tpg_dims_d(b, rank, d);
   const loom_tp_buffer *Y = loom_tpb_buffer(b, "Y", t, rank, d);
   loom_tp_expr *yi[LOOM_TP_GEN_MAX_RANK], *tk[LOOM_TP_GEN_MAX_RANK][4], *ck[LOOM_TP_GEN_MAX_RANK][4], *ek[LOOM_TP_GEN_MAX_RANK];
-  /* nearest along the last axis: its source indices once, in a table (the inner loop a gather) */
+  /* the last axis resized (not tf_crop_and_resize): its taps and weights once, in tables T and C
+   * of (d<last>, taps), and the innermost loop only gathers (its coordinate, floor and division
+   * are per column, not per output element) */
   int last = rank - 1;
-  const loom_tp_buffer *T = NULL;
-  if (!interp && !crop && (rz->axes >> last & 1)) {
-    T = loom_tpb_alloc(b, "T", LOOM_DTYPE_I64, 1, &d[last], LOOM_TP_SCOPE_LOCAL);
+  const loom_tp_buffer *T = NULL, *C = NULL;
+  if (!crop && (rz->axes >> last & 1)) {
+    const loom_sym_expr *td[2] = {d[last], loom_sym_const(cx, n)};
+    T = loom_tpb_alloc(b, "T", LOOM_DTYPE_I64, 2, td, LOOM_TP_SCOPE_LOCAL);
+    if (interp) C = loom_tpb_alloc(b, "C", LOOM_DTYPE_F64, 2, td, LOOM_TP_SCOPE_LOCAL);
     const loom_sym_expr *jv = loom_tpb_for(b, "j", d[last], LOOM_TP_LOOP_SERIAL, false);
     axis_coord v = {.k = last, .i = jv, .d = d[last]};
     axis_lets(b, rz, &v, xd[last], S, Rb, rank, tk[last], ck[last], &ek[last]);
-    loom_tp_expr *ji = IDX(jv);
-    loom_tpb_store(b, T, &ji, R(tk[last][0]));
+    for (int j = 0; j < n; j++) {
+      loom_tp_expr *at[2] = {IDX(jv), I(j)};
+      loom_tpb_store(b, T, at, R(tk[last][j]));
+      if (C) loom_tpb_store(b, C, (loom_tp_expr *[2]){IDX(jv), I(j)}, R(ck[last][j]));
+    }
     loom_tpb_end(b);
   }
   for (int k = 0; k < rank; k++) {
     const loom_sym_expr *iv = loom_tpb_for(b, loom_tpg_var('i', k), d[k], k == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false);
     yi[k] = IDX(iv);
     axis_coord v = {.k = k, .i = iv, .d = d[k]};
-    if (T && k == last) tk[k][0] = loom_tpb_load(b, T, &yi[k]);
-    else if (rz->axes >> k & 1) axis_lets(b, rz, &v, xd[k], S, Rb, rank, tk[k], ck[k], &ek[k]);
+    if (T && k == last) {
+      for (int j = 0; j < n; j++) {
+        tk[k][j] = LETF(loom_tpb_load(b, T, (loom_tp_expr *[2]){IDX(iv), I(j)}), "t%d_%d", k, j);
+        if (C) ck[k][j] = LETF(loom_tpb_load(b, C, (loom_tp_expr *[2]){IDX(iv), I(j)}), "c%d_%d", k, j);
+      }
+    } else if (rz->axes >> k & 1) {
+      axis_lets(b, rz, &v, xd[k], S, Rb, rank, tk[k], ck[k], &ek[k]);
+    }
   }
   /* one term per combination of taps (odometer over the resized axes) */
   int tap[LOOM_TP_GEN_MAX_RANK] = {0};

@@ -79,3 +79,17 @@ LOOM_TEST(onnx, pytorch_transformer_equals_onnx_runtime) {
   }
   loom_graph_module_destroy(gm);
 }
+
+/* ViT's position embeddings: a bicubic Resize whose sizes (computed from the image's shape) name
+ * every axis, batch and channels kept. Those two are provably their input extents, so they are
+ * copied, not interpolated: the resize names axes [2, 3] (4 x 4 taps per element, not 4^4). */
+LOOM_TEST(onnx, resize_sizes_from_shapes_resize_only_the_axes_that_change) {
+  loom_graph_module *gm = import_file("models/torch_export/vit/model.onnx");
+  char *text = print_module(gm);
+  const char *r = strstr(text, "= resize(");
+  cr_assert(r, "no resize in %.400s", text);
+  const char *eol = strchr(r, '\n');
+  cr_assert(eol && strstr(r, "axes=[2, 3], by=\"sizes\"") && strstr(r, "axes=[2, 3], by=\"sizes\"") < eol, "%.300s", r);
+  free(text);
+  loom_graph_module_destroy(gm);
+}

@@ -170,15 +170,14 @@ static loom_status emit_resize(nctx *c, const char *mode, const char *coord, con
 /* Run-time sizes that the importer computed from shapes (an exporter's `interpolate(size=(h // 8,
  * w // 8))`): the resize's fresh output extents are those expressions, which a match_cast states
  * and the VM checks when it runs. The output then reads `floordiv(h, 8)` instead of a fresh
- * symbol named after an internal value. i_sizes 0: nothing to state. */
-static loom_status sizes_from_shapes(nctx *c, size_t i_sizes, const int64_t *ax, size_t na, loom_graph_expr **out) {
-  oimp_symval sv;
-  if (!i_sizes || !oimp_symval_of(c, i_sizes, &sv) || sv.n != na) return LOOM_OK;
+ * symbol named after an internal value. sv NULL: nothing to state. */
+static loom_status sizes_from_shapes(nctx *c, const oimp_symval *sv, const int64_t *ax, size_t na, loom_graph_expr **out) {
+  if (!sv || sv->n != na) return LOOM_OK;
   const loom_sinfo *si = (*out)->sinfo;
   if (si->kind != LOOM_SINFO_TENSOR || si->ndim < 0 || !si->dims || si->ndim > 8) return LOOM_OK;
   const loom_sym_expr *dims[8];
   memcpy(dims, si->dims, (size_t)si->ndim * sizeof *dims);
-  for (size_t k = 0; k < na; k++) dims[ax[k]] = sv.v[k];
+  for (size_t k = 0; k < na; k++) dims[ax[k]] = sv->v[k];
   const loom_sinfo *to = loom_sinfo_tensor(c->im->m, si->dtype, si->ndim, dims, NULL);
   char buf[256];
   snprintf(buf, sizeof buf, "%s_sized", c->n->outputs[0]);
@@ -191,6 +190,28 @@ static loom_status sizes_from_shapes(nctx *c, size_t i_sizes, const int64_t *ax,
     return e;
   }
   return LOOM_OK;
+}
+
+/* Run-time sizes known from shapes, stretched: an axis whose size is provably its input extent
+ * keeps its scale at exactly 1, where every coordinate mode but tf_crop_and_resize maps output
+ * index i to input i (its taps are i alone; its weights 1 and 0): it is copied, as ONNX Runtime
+ * and PyTorch do, and left out of `axes` and of the sizes (torch's `interpolate(size=x.shape[2:])`
+ * exports the sizes of every axis, batch and channels too: 16 taps per element instead of 4).
+ * Rewrites ax / na / sv and *sizes (a sym_tensor of the kept sizes), with *dropped true, when an
+ * axis goes and one stays. */
+static loom_status drop_kept_axes(nctx *c, int64_t *ax, size_t *na, oimp_symval *sv, loom_graph_expr **sizes, bool *dropped) {
+  *dropped = false;
+  const loom_sinfo *si = c->args[0]->sinfo;
+  size_t keep = 0;
+  for (size_t k = 0; k < *na; k++)
+    if (loom_sym_prove_eq(c->im->cx, sv->v[k], si->dims[ax[k]]) != LOOM_SYM_TRUE) ax[keep] = ax[k], sv->v[keep++] = sv->v[k];
+  if (keep == *na || keep == 0) return LOOM_OK; /* nothing to drop, or nothing resized (the program copies) */
+  *na = keep;
+  sv->n = keep;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s_sizes", c->n->outputs[0]);
+  *dropped = true;
+  return oimp_symval_expr(c->im, buf, sv, sizes);
 }
 
 static loom_status h_resize(nctx *c, const op_entry *e, loom_graph_expr **out) {
@@ -241,11 +262,17 @@ static loom_status h_resize(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (!c->consts[i_p] || (crop && !c->consts[i_roi])) {
     /* run-time scales / sizes / roi: the output extents of the resized axes are fresh symbols */
     loom_graph_expr *args[3] = {c->args[0], c->args[i_p], crop ? c->args[i_roi] : NULL};
+    oimp_symval sv, *known = use_sizes && stretch && oimp_symval_of(c, i_sizes, &sv) && sv.n == na ? &sv : NULL;
+    if (known && !crop) {
+      bool dropped;
+      LOOM_PROPAGATE(drop_kept_axes(c, ax, &na, known, &args[1], &dropped));
+      present = present || dropped;
+    }
     if (present) oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", na, ax));
     oimp_add_attr(c, oimp_str_attr(im, "by", use_sizes ? "sizes" : "scales"));
     if (!stretch) oimp_add_attr(c, oimp_str_attr(im, "policy", policy));
     LOOM_PROPAGATE(emit_resize(c, mode, coord, nm, a, excl, extrap, aa, args, crop ? 3 : 2, out));
-    return sizes_from_shapes(c, use_sizes && stretch ? i_sizes : 0, ax, na, out);
+    return sizes_from_shapes(c, known, ax, na, out);
   }
   if (use_sizes) {
     int64_t sz[8];
