@@ -182,6 +182,9 @@ static loom_status fuse_plane_rows(loom_arena *a, loom_sym_ctx *cx, loom_tp_func
   return LOOM_OK;
 }
 
+static loom_status schedule_seq(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot, const loom_tp_cpu_params *p,
+                                loom_strbuf *why);
+
 static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
                                  const loom_tp_cpu_params *p, loom_strbuf *why) {
   loom_tp_stmt *s = *slot;
@@ -193,6 +196,9 @@ static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
   LOOM_PROPAGATE(loom_tp_schedule_matmul(a, cx, f, slot, p, why, &tiled));
   if (tiled) return LOOM_OK;
   s = *slot; /* its batch rows may have been fused */
+  LOOM_PROPAGATE(loom_tp_schedule_transpose(a, cx, f, slot, why));
+  if ((*slot)->kind == LOOM_TP_STMT_SEQ) return schedule_seq(a, cx, f, slot, p, why); /* strips + rows left */
+  s = *slot;
   LOOM_PROPAGATE(fuse_plane_rows(a, cx, f, s, why));
   /* three or more perfectly nested loops: the outer two fused into the (parallel) outermost one, so
    * that a batch of one (an (n, c, h, w) activation's n) still has work for every thread */

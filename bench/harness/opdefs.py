@@ -348,9 +348,10 @@ def slice_():
     return build
 
 
-def transpose():
+def transpose(perm=(0, 2, 1, 3)):
     def build(g):
-        return g.model(g.op("Transpose", [g.input("x", F32, ["B", "S", 12, 64])], "y", perm=[0, 2, 1, 3]))
+        dims = ["A", "B", "C", "D"][:len(perm)]
+        return g.model(g.op("Transpose", [g.input("x", F32, dims)], "y", perm=list(perm)))
     return build
 
 
@@ -591,6 +592,11 @@ def all_cases():
     add(Case("split", "8x128x2304 -> 3 parts, added", split_add(), {"x": (8, 128, 2304)}))
     add(Case("slice", "8x128x768 [:, 1:-1:2, :]", slice_(), {"x": (8, 128, 768)}))
     add(Case("transpose", "8x128x12x64 -> 8x12x128x64", transpose(), {"x": (8, 128, 12, 64)}))
+    # the last axis moves: a 2-D transpose, ViT's flatten(2).transpose(1, 2), NCHW <-> NHWC
+    add(Case("transpose_2d", "768x3072 -> 3072x768", transpose((1, 0)), {"x": (768, 3072)}))
+    add(Case("transpose_2d", "1x768x196 -> 1x196x768", transpose((0, 2, 1)), {"x": (1, 768, 196)}, quick=False))
+    add(Case("transpose_2d", "NCHW->NHWC 1x64x56x56", transpose((0, 2, 3, 1)), {"x": (1, 64, 56, 56)}))
+    add(Case("transpose_2d", "NHWC->NCHW 1x64x64x512", transpose((0, 3, 1, 2)), {"x": (1, 64, 64, 512)}, quick=False))
     add(Case("resize", "nearest 2x 64x56x56", resize("nearest"), {"x": (1, 64, 56, 56)}))
     add(Case("resize", "linear 2x 64x56x56", resize("linear"), {"x": (1, 64, 56, 56)}, quick=False))
     add(Case("einsum", "bhqd,bhkd->bhqk 1x12x128x64", einsum(), {"q": (1, 12, 128, 64), "k": (1, 12, 128, 64)},

@@ -228,6 +228,44 @@ static loom_status gen_linear3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **o
   return loom_tp_gen_linear(a, cx, "lin3", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 3, false, out);
 }
 
+/* Rule 0b: a transposing copy (the innermost loop writes with unit stride and reads across the
+ * rows of an input) runs in strips of 8 along the input's last axis, innermost; the rows left
+ * over (sizes not a multiple of 8) run as they were. A permutation that keeps the last axis is
+ * left alone. */
+LOOM_TEST(cpu, schedule_rule_strip_mines_a_transposing_copy) {
+  static const int64_t sz[] = {0, 1, 3, 7, 8, 9, 16, 17, 31, 40};
+  cpu_diff_opts o = cpu_opts(sz, 10, 0);
+  schedule_and_diff("prim @t10(X: Buffer[(m, n), f32], Y: Buffer[(n, m), f32]) {\n"
+                    "  for i0 in 0..n { for i1 in 0..m { Y[i0, i1] = X[i1, i0] } }\n}\n",
+                    "loop i0: transposed copy, strips of 8 innermost", &o);
+  schedule_and_diff("prim @t021(X: Buffer[(b, m, n), f32], Y: Buffer[(b, n, m), f32]) {\n"
+                    "  for i0 in 0..b { for i1 in 0..n { for i2 in 0..m { Y[i0, i1, i2] = X[i0, i2, i1] } } }\n}\n",
+                    "loop i1: transposed copy|loops i1_o, i0: fused", &o);
+  schedule_and_diff("prim @t0312(X: Buffer[(b, h, w, c), f32], Y: Buffer[(b, c, h, w), f32]) {\n"
+                    "  for i0 in 0..b { for i1 in 0..c { for i2 in 0..h { for i3 in 0..w {\n"
+                    "    Y[i0, i1, i2, i3] = X[i0, i2, i3, i1] } } } }\n}\n",
+                    "loop i1: transposed copy", &o);
+  /* an elementwise op with one transposed operand, in f64 */
+  schedule_and_diff("prim @add_t(X: Buffer[(m, n), f64], Z: Buffer[(n, m), f64], Y: Buffer[(n, m), f64]) {\n"
+                    "  for i0 in 0..n { for i1 in 0..m { Y[i0, i1] = Z[i0, i1] + 2.0 * X[i1, i0] } }\n}\n",
+                    "loop i0: transposed copy", &o);
+  /* (0, 2, 1, 3): the last axis stays last, nothing strided in the innermost loop */
+  schedule_and_diff("prim @t0213(X: Buffer[(b, h, s, d), f32], Y: Buffer[(b, s, h, d), f32]) {\n"
+                    "  for i0 in 0..b { for i1 in 0..s { for i2 in 0..h { for i3 in 0..d {\n"
+                    "    Y[i0, i1, i2, i3] = X[i0, i2, i1, i3] } } } }\n}\n",
+                    "loop i3: vectorize", &o);
+  tp_fixture fx;
+  cpu_parse_ok(&fx, "prim @k(X: Buffer[(b, h, s, d), f32], Y: Buffer[(b, s, h, d), f32]) {\n"
+                    "  for i0 in 0..b { for i1 in 0..s { for i2 in 0..h { for i3 in 0..d {\n"
+                    "    Y[i0, i1, i2, i3] = X[i0, i2, i1, i3] } } } }\n}\n");
+  loom_strbuf why;
+  loom_strbuf_init(&why, NULL);
+  cr_assert_null(loom_tp_schedule_cpu(&fx.arena, fx.cx, fx.f, &why));
+  cr_assert_null(strstr(loom_strbuf_cstr(&why), "transposed copy"), "%s", loom_strbuf_cstr(&why));
+  loom_strbuf_free(&why);
+  tp_fixture_free(&fx);
+}
+
 LOOM_TEST(cpu, schedule_rule_tiles_generated_matmul) { generated_schedule_and_diff(gen_mm22); }
 
 /* The rows of the tall-tile trials: every count from 0 to 16 (below 6 the few-rows variant;
