@@ -28,6 +28,7 @@ struct loom_pass {
   loom_map subst;                       /* var id -> replacement leaf (loom_graph_expr *) */
   loom_map producer;                    /* var id -> the binding that defines it (visited so far) */
   LOOM_VEC(const loom_sym_expr *) syms; /* symbolic vars in scope before the current binding */
+  LOOM_VEC(loom_graph_binding *) before; /* bindings the visit added, to go before the current one */
   size_t changed;                       /* rewrites made */
 };
 
@@ -48,6 +49,12 @@ void loom_pass_replace_var(loom_pass *p, loom_graph_binding *b, loom_graph_expr 
 /* Gives b the value `v` (a call) when its inferred struct info provably fits b's var;
  * the binding's guards become the new inference's. *ok tells whether it was done. */
 loom_status loom_pass_set_value(loom_pass *p, loom_graph_binding *b, loom_graph_expr *v, bool *ok);
+
+/* Adds `<b's name>_<suffix> = value` (an inferred call: its struct info and guards are taken from
+ * `r`) just before b, the binding being visited; it is not visited itself. Its var, or NULL
+ * on out-of-memory. */
+loom_graph_expr *loom_pass_add_before(loom_pass *p, const loom_graph_binding *b, const char *suffix, loom_graph_expr *value,
+                                      const loom_graph_infer_result *r);
 
 /* The binding that defines var `e` (visited so far in this function), or NULL. */
 loom_graph_binding *loom_pass_producer(loom_pass *p, const loom_graph_expr *e);

@@ -6,7 +6,8 @@
  *     -> matmul(x, Wp, packed_b=true, n=n)  when n is not a multiple of P: Wp (ceil(n / P), k, P),
  *        the last panel's columns >= n zero (an LM head's odd vocabulary)
  *   matmul(x, W, transpose_b=true)  W: const (n, k): the same with Wp[q, r, c] = W[q*P + c, r]
- *   linear(x, W)                    (no bias) the same as matmul(x, W, transpose_b=true)
+ *   linear(x, W)                    the same as matmul(x, W, transpose_b=true)
+ *   linear(x, W, bias)              b_mm = that matmul; add(b_mm, bias) (fusion: the epilogue)
  *   matmul_integer(a, B, za, zb)    B: const (k, n) u8 / i8, zb const: B's centred i16 pair words
  *     -> matmul_integer(a, Bp, za, packed_b=true)   Bp: i32 (n / P, ceil(k / 2), P)
  *        (n not a multiple of P: ceil(n / P) panels, the last zero-padded, and n=n, as for f32)
@@ -157,7 +158,7 @@ static loom_status mark_tied(loom_pass *p, loom_graph_binding *b, bool *drop) {
     return loom_map_put(&cfg->tied, (uint64_t)(uintptr_t)v->u.cnst.data, 1) ? LOOM_OK : LOOM_OOM();
   if (v->kind != LOOM_GRAPH_EXPR_CALL) return LOOM_OK;
   bool mm = v->u.call.callee == LOOM_GRAPH_CALLEE_OP &&
-            (v->u.call.op == LOOM_GRAPH_OP_MATMUL || (v->u.call.op == LOOM_GRAPH_OP_LINEAR && v->u.call.nargs == 2));
+            (v->u.call.op == LOOM_GRAPH_OP_MATMUL || v->u.call.op == LOOM_GRAPH_OP_LINEAR);
   for (size_t i = 0; i < v->u.call.nargs; i++) {
     const loom_graph_expr *a = v->u.call.args[i];
     if (!a || a->kind != LOOM_GRAPH_EXPR_CONST || !a->u.cnst.data || (mm && i == 1)) continue;
@@ -375,6 +376,21 @@ static void pack_f32(float *packed, const uint8_t *src, int64_t k, int64_t n, in
   }
 }
 
+/* b = linear(x, W, bias) whose W was packed into the matmul `mm` ->
+ *   b_mm = mm;  b = add(b_mm, bias)
+ * (b_mm is dead, for dce, when the add does not fit b). */
+static loom_status with_bias(loom_pass *p, loom_graph_binding *b, loom_graph_expr *mm, loom_graph_expr *bias) {
+  loom_graph_infer_result r;
+  loom_status st = loom_graph_infer_call(p->m, mm, b->var->u.var.name, &r);
+  if (st) return loom_status_code(st) == LOOM_CODE_RESOURCE_EXHAUSTED ? st : (loom_status_free(st), LOOM_OK);
+  loom_graph_expr *var = loom_pass_add_before(p, b, "mm", mm, &r);
+  loom_graph_expr *args[2] = {var, bias};
+  loom_graph_expr *add = var ? loom_graph_call_op(p->m, LOOM_GRAPH_OP_ADD, 2, args, 0, NULL) : NULL;
+  if (!add) return LOOM_OOM();
+  bool ok;
+  return loom_pass_set_value(p, b, add, &ok);
+}
+
 static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   (void)drop;
   const pack_cfg *cfg = p->ud;
@@ -387,9 +403,10 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
       (v->u.call.op == LOOM_GRAPH_OP_CONV1D || v->u.call.op == LOOM_GRAPH_OP_CONV2D || v->u.call.op == LOOM_GRAPH_OP_CONV) &&
       v->u.call.nargs >= 2)
     return pack_conv(p, b);
-  /* linear(x, W) without a bias is matmul(x, W, transpose_b=true) */
+  /* linear(x, W) is matmul(x, W, transpose_b=true); with a bias, that matmul (a binding of its
+   * own) plus the bias, which fusion makes the tile's epilogue */
   bool lin = b->kind == LOOM_GRAPH_BIND_VAR && v->kind == LOOM_GRAPH_EXPR_CALL && v->u.call.callee == LOOM_GRAPH_CALLEE_OP &&
-             v->u.call.op == LOOM_GRAPH_OP_LINEAR && v->u.call.nargs == 2;
+             v->u.call.op == LOOM_GRAPH_OP_LINEAR && (v->u.call.nargs == 2 || v->u.call.nargs == 3);
   if (!lin && (b->kind != LOOM_GRAPH_BIND_VAR || v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP ||
                v->u.call.op != LOOM_GRAPH_OP_MATMUL || v->u.call.nargs != 2 || loom_graph_call_int(v, "packed_b")))
     return LOOM_OK;
@@ -433,7 +450,8 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   if (!nc) return LOOM_OOM();
   nc->u.call.op = LOOM_GRAPH_OP_MATMUL;
   bool ok;
-  return loom_pass_set_value(p, b, nc, &ok);
+  if (v->u.call.nargs == 2) return loom_pass_set_value(p, b, nc, &ok);
+  return with_bias(p, b, nc, v->u.call.args[2]);
 }
 
 loom_status loom_graph_pack_weights(loom_graph_module *m, int panel, size_t *out_changed) {

@@ -7,6 +7,7 @@
  * occurrence in each binding's struct info; an `if` branch's own symbols end with it, and a
  * loop's iteration var, locals and body symbols with its body),
  * so a pass can check that a rewrite never uses a symbol above its definition. */
+#include <stdio.h>
 #include <string.h>
 
 #include "graph/pass_internal.h"
@@ -258,14 +259,27 @@ static loom_status walk_seq(loom_pass *p, loom_graph_seq *s) {
   loom_graph_module *m = p->m;
   for (size_t bi = 0; bi < s->nblocks; bi++) {
     loom_graph_block *blk = s->blocks[bi];
-    loom_graph_binding **kept = LOOM_ARENA_ARRAY(loom_graph_module_arena(m), loom_graph_binding *, blk->n ? blk->n : 1);
+    size_t cap = blk->n ? blk->n : 1, nk = 0;
+    loom_graph_binding **kept = LOOM_ARENA_ARRAY(loom_graph_module_arena(m), loom_graph_binding *, cap);
     if (!kept) return LOOM_OOM();
-    size_t nk = 0;
     for (size_t i = 0; i < blk->n; i++) {
       loom_graph_binding *b = blk->bindings[i];
       LOOM_PROPAGATE(subst_binding(p, b));
       bool drop = false;
+      p->before.len = 0;
       if (p->visit) LOOM_PROPAGATE(p->visit(p, b, &drop));
+      if (p->before.len) { /* what the visit added goes first (the block grows) */
+        loom_graph_binding **k2 = LOOM_ARENA_ARRAY(loom_graph_module_arena(m), loom_graph_binding *, cap + p->before.len);
+        if (!k2) return LOOM_OOM();
+        memcpy(k2, kept, nk * sizeof *kept);
+        kept = k2, cap += p->before.len;
+        for (size_t j = 0; j < p->before.len; j++) {
+          loom_graph_binding *nb = p->before.data[j];
+          kept[nk++] = nb;
+          LOOM_PROPAGATE(define_sinfo(p, nb->var->sinfo));
+          if (!loom_map_put(&p->producer, nb->var->u.var.id, (uint64_t)(uintptr_t)nb)) return LOOM_OOM();
+        }
+      }
       if (drop) continue;
       kept[nk++] = b;
       LOOM_PROPAGATE(define_sinfo(p, b->var->sinfo));
@@ -371,5 +385,24 @@ loom_status loom_pass_run(loom_pass *p) {
   loom_map_destroy(&p->subst);
   loom_map_destroy(&p->producer);
   LOOM_VEC_FREE(m->alloc, &p->syms);
+  LOOM_VEC_FREE(m->alloc, &p->before);
   return st;
+}
+
+loom_graph_expr *loom_pass_add_before(loom_pass *p, const loom_graph_binding *b, const char *suffix, loom_graph_expr *value,
+                                      const loom_graph_infer_result *r) {
+  char name[256];
+  snprintf(name, sizeof name, "%s_%s", b->var->u.var.name, suffix);
+  loom_graph_binding *nb = LOOM_ARENA_NEW(loom_graph_module_arena(p->m), loom_graph_binding);
+  if (!nb || !value || !(nb->var = loom_graph_var_new(p->m, name, r->sinfo))) return NULL;
+  value->sinfo = r->sinfo;
+  value->loc = b->value->loc;
+  nb->kind = LOOM_GRAPH_BIND_VAR;
+  nb->value = value;
+  nb->nguards = r->nguards;
+  nb->guards = r->guards;
+  nb->guard_why = r->guard_why;
+  nb->loc = b->loc;
+  if (!LOOM_VEC_PUSH(p->m->alloc, &p->before, nb)) return NULL;
+  return nb->var;
 }

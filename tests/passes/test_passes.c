@@ -672,6 +672,48 @@ LOOM_TEST(passes, pack_lays_constant_weights_out_in_panels) {
   loom_graph_module_destroy(m);
 }
 
+/* pack and linear with a bias (ONNX Gemm, torch's 2-D Linear, an LSTM's gates): the weight is
+ * packed into a matmul of its own and the bias is added after it (fusion makes that the tile's
+ * epilogue), at the top level and inside a loop's body; the module computes the same. A weight
+ * that a take also reads stays where it is. */
+LOOM_TEST(passes, pack_lays_out_the_weight_of_a_linear_with_a_bias) {
+  enum { K = 3, N = 32 };
+  loom_strbuf in;
+  loom_strbuf_init(&in, NULL);
+  loom_strbuf_printf(&in, "const @w: Tensor[(%d, %d), f32] = [", N, K);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d.5", i ? ", " : "", i % 17);
+  loom_strbuf_printf(&in, "]\nconst @e: Tensor[(%d, %d), f32] = [", N, K);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d.25", i ? ", " : "", i % 13);
+  loom_strbuf_printf(&in, "]\nconst @bias: Tensor[(%d,), f32] = [", N);
+  for (int i = 0; i < N; i++) loom_strbuf_printf(&in, "%s%d.0", i ? ", " : "", i - 7);
+  loom_strbuf_printf(&in, "]\n"
+                          "fn @main(x: Tensor[(n, s, %d), f32], ids: Tensor[(n,), i64]) -> Object {\n"
+                          "  dataflow {\n"
+                          "    a = linear(x, @w, @bias)\n"
+                          "    t = take(@e, ids, axis=0)\n"
+                          "    b = linear(t, @e, @bias)\n"
+                          "    out = (a, b)\n"
+                          "    output out\n"
+                          "  }\n"
+                          "  return out\n"
+                          "}\n", K);
+  loom_graph_module *m = pt_parse(loom_strbuf_cstr(&in));
+  loom_pipeline_check *c;
+  cr_assert_null(loom_pipeline_check_begin(m, 4, 9, NULL, &c));
+  size_t n = 0;
+  cr_assert_null(loom_graph_pack_weights(m, 16, &n));
+  cr_assert_eq(n, 1);
+  cr_assert_null(loom_graph_dce(m, NULL));
+  pt_verify(m);
+  char *fn = pt_checked_main(c, "pack", m);
+  cr_assert_not_null(strstr(fn, "a_mm: Tensor[(n, s, 32), f32] = matmul(x, @main_a_packed, packed_b=true)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "a: Tensor[(n, s, 32), f32] = add(a_mm, @bias)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "b: Tensor[(n, 32), f32] = linear(t, @e, @bias)"), "%s", fn);
+  free(fn);
+  loom_strbuf_free(&in);
+  loom_graph_module_destroy(m);
+}
+
 /* pack at every panel width: the inlined widths (8, 16, 32) and any other (4) lay W's values out
  * the same way, Wp[q, r, c] = W[r, q*P + c]. */
 LOOM_TEST(passes, pack_lays_panels_of_every_width) {
