@@ -188,8 +188,11 @@ static loom_status row_tiles(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_
   loom_tp_stmt *io, *ii, *it, *iti = NULL;
   int64_t rows = c->tile_rows;
   loom_status st;
-  if (rows == TALL_ROWS) { /* a remainder of 7..11 rows: one more (clamped) tall tile; 1..6: a 6-row tile */
-    st = loom_tp_split_clamped(c->a, c->cx, c->view, il, rows, TILE_ROWS, &io, &ii, &it, &iti);
+  if (rows == TALL_ROWS || c->few_rows) {
+    /* tall tiles: a remainder of 7..11 rows one more (clamped) tall tile, 1..6 a 6-row tile;
+     * few rows (1..5, few_rows_panels): FEW_ROWS-row tiles clamped to them, a last row alone */
+    int64_t small = c->few_rows ? 1 : TILE_ROWS;
+    st = loom_tp_split_clamped(c->a, c->cx, c->view, il, rows, small, &io, &ii, &it, &iti);
     if (!st) {
       /* tile o covers rows max(min(12*o, m - 12), 0) + ii, the rows from m on repeat m - 1 */
       const loom_sym_expr *m = il->u.loop.extent, *o = io->u.loop.var;
@@ -205,9 +208,13 @@ static loom_status row_tiles(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_
        * values, equal wherever two tiles meet (not when a heavy epilogue runs on C after) */
       if (parallel && !c->epi_moved) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, io, LOOM_TP_LOOP_PARALLEL));
       if (it) LOOM_PROPAGATE(loom_tpmm_micro_tile(c, it, loom_sym_var_name(iti->u.loop.var), ji));
-      loom_strbuf_printf(c->why, "%lldx%lld register tiles (a remainder above %d rows: one more, ending at the last row, "
-                         "repeating it when fewer rows) + a row tail of at most %d rows in one %dx%lld tile ending at the last row\n",
-                         (long long)rows, (long long)width, TILE_ROWS, TILE_ROWS, TILE_ROWS, (long long)width);
+      if (c->few_rows)
+        loom_strbuf_printf(c->why, "%lldx%lld register tiles (the last repeating the last row) + a 1x%lld tile for a row left alone\n",
+                           (long long)rows, (long long)width, (long long)width);
+      else
+        loom_strbuf_printf(c->why, "%lldx%lld register tiles (a remainder above %d rows: one more, ending at the last row, "
+                           "repeating it when fewer rows) + a row tail of at most %d rows in one %dx%lld tile ending at the last row\n",
+                           (long long)rows, (long long)width, TILE_ROWS, TILE_ROWS, TILE_ROWS, (long long)width);
       return LOOM_OK;
     }
     if (loom_status_code(st) != LOOM_CODE_FAILED_PRECONDITION) return st;
@@ -659,6 +666,23 @@ static loom_status stream_chunks(mm_ctx *c, loom_tp_stmt *top) {
   return LOOM_OK;
 }
 
+/* Few rows (1..5, proven >= 1) against B in panels: tiles of FEW_ROWS rows, the last clamped to
+ * the rows there are, so a panel is read once for up to FEW_ROWS rows (rows one by one read it
+ * once a row: 5 rows of a 768 x 3072 weight took 0.44 ms, ORT 0.28); 1 row (a decode step's
+ * GEMV) a 1-row tile. FEW_ROWS 4, not 6: the clamped tile computes all its rows, and 2 rows in a
+ * 6-row tile (0.24 ms) lost to two passes of 1 row (0.19). */
+enum { FEW_ROWS = 4 };
+static loom_status few_rows_panels(void *ud, loom_tp_func *view) {
+  mm_ctx c = *(const mm_ctx *)ud;
+  mm_nest m;
+  c.view = view;
+  c.m = &m;
+  c.few_rows = true;
+  c.tile_rows = FEW_ROWS;
+  LOOM_PROPAGATE(loom_tpmm_j_to_top(&c, view->body, &m));
+  return padded_panels(&c, view->body);
+}
+
 static loom_status small_m(void *ud, loom_tp_func *view) {
   const mm_ctx *outer = ud;
   mm_nest m;
@@ -667,11 +691,15 @@ static loom_status small_m(void *ud, loom_tp_func *view) {
   c.m = &m;
   c.pack = false;
   c.prefetch = false; /* one row per pass: the hardware prefetchers keep up (measured: no gain) */
-  LOOM_PROPAGATE(loom_tpmm_j_to_top(&c, view->body, &m));
-  if (m.panel) { /* B in panels: rows one by one against each panel, read where it lies */
-    loom_strbuf_printf(c.why, "  B laid out in panels, rows one by one:\n");
-    return padded_panels(&c, view->body);
+  if (!match_matmul(c.cx, view->body, &m)) return LOOM_ERROR(INTERNAL, "the copy does not match");
+  if (m.panel) { /* B in panels, read where it lies: at least one row, few_rows_panels (none: as it is) */
+    const loom_sym_expr *rows = m.loops[m.nloops - 2]->u.loop.extent;
+    const loom_sym_expr *guard = loom_sym_cmp(c.cx, LOOM_SYM_LE, loom_sym_const(c.cx, 1), rows);
+    if (!guard) return LOOM_OOM();
+    loom_strbuf_printf(c.why, "  B laid out in panels, at least one row:\n");
+    return loom_tp_add_variant(c.a, c.cx, view, guard, few_rows_panels, &c);
   }
+  LOOM_PROPAGATE(loom_tpmm_j_to_top(&c, view->body, &m));
   if (m.b_unit) return stream_chunks(&c, view->body);
   loom_strbuf_printf(c.why, "  dot products over %s, %s outermost and parallel\n", m.red,
                      loom_sym_var_name(view->body->u.loop.var));
@@ -714,7 +742,7 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
   loom_strbuf_init(&small, NULL);
   loom_strbuf_init(&steps, NULL);
   loom_strbuf_init(&dots, NULL);
-  mm_ctx c = {a, cx, &view, &m, 0, true, &small, {0}, false, true, TILE_ROWS, NULL, false};
+  mm_ctx c = {a, cx, &view, &m, 0, true, &small, {0}, false, true, TILE_ROWS, NULL, false, false};
   panel_widths(p->vector_bytes, c.widths);
   loom_status st = LOOM_OK;
   /* B read as [j, r], a long reduction and few rows: dot-product tiles, a variant (the general

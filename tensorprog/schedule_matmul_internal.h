@@ -46,6 +46,7 @@ typedef struct mm_ctx {
   const loom_sym_expr *distinct_rows;    /* the tile being built repeats its last row past this many
                                             (loom_tp_split_clamped's main tiles), else NULL */
   bool epi_moved;                        /* the last micro_tile moved a heavy epilogue after its store */
+  bool few_rows;                         /* 1..5 rows: one tile_rows tile clamped to them, 1 row alone */
 } mm_ctx;
 
 /* The statement under single-item sequences; the one loop directly inside loop l. */

@@ -470,8 +470,8 @@ LOOM_TEST(cpu, schedule_rule_reads_a_weight_laid_out_in_panels_in_place) {
   generated_schedule_and_diff_at(gen_mm_packed, 32);
   generated_schedule_and_diff_at(gen_mm_packed3, 32);
 }
-/* The few-rows variant of fused rows (b * s < 6) streams its rows one by one and holds no
- * 6-row register tile: its guard bounds the product, so the split by 6 whose main loop could
+/* The few-rows variant of fused rows (b * s < 6) runs 4-row tiles clamped to its rows (a panel
+ * read once for up to 4 rows) and holds no 6-row register tile: its guard bounds the product, so the split by 6 whose main loop could
  * never run there is not emitted (6-row tiles only in the general path).
  * LLVM compiled that dead tile in every linear layer of a transformer. */
 LOOM_TEST(cpu, few_fused_rows_hold_no_dead_register_tile) {
@@ -490,6 +490,9 @@ LOOM_TEST(cpu, few_fused_rows_hold_no_dead_register_tile) {
   cr_assert(variant && general && variant < general, "%s", t);
   const char *tile = strstr(variant, "Local[(6, 16)");
   cr_assert(tile && tile > general, "a 6-row tile in the few-rows variant:\n%s", t);
+  /* 2..5 rows share each pass over a panel: 4-row tiles, the last clamped to the rows there are */
+  cr_assert(strstr(loom_strbuf_cstr(&why), "4x16 register tiles (the last repeating the last row) + a 1x16 tile"), "%s",
+            loom_strbuf_cstr(&why));
   loom_strbuf_free(&out);
   loom_strbuf_free(&why);
   tp_fixture_free(&fx);
