@@ -687,15 +687,6 @@ static loom_status pool_form(loom_graph_module *m, const loom_graph_expr *call, 
   }
   LOOM_PROPAGATE(loom_graph_pool_window(&ic, x->ndim, &g));
   *w = window_of(&g);
-  if (g.ceil) {
-    /* ceil mode shifts the average / Lp windows by an amount that depends on the extent;
-     * inference only accepts ceil mode on constant extents, so the shift is a constant */
-    for (int i = 0; i < g.n; i++) {
-      int64_t in;
-      if (!loom_sym_is_const(x->dims[2 + i], &in)) return loom_legal_unsupported(call, "in ceil mode on a symbolic extent");
-      if (loom_graph_pool_extent(&g, i, in, &w->shift[i]) < 0) return loom_legal_unsupported(call, "for an input smaller than the kernel");
-    }
-  }
   switch (op) {
     case LOOM_GRAPH_OP_MAX_POOL: break;
     case LOOM_GRAPH_OP_MAX_POOL_INDICES:
