@@ -547,9 +547,19 @@ static loom_status h_batchnorm(nctx *c, const op_entry *e, loom_graph_expr **out
   return oimp_emit(c, e->op, 5, c->args, c->n->outputs[0], out);
 }
 
+/* Bound v of a Slice on an axis of constant extent d, clamped as the op clamps it
+ * (loom_graph_slice_bound): to [0, d] for a positive step, to [-1, d - 1] for a negative one,
+ * where -1 (before index 0) is written -d - 1, since the op reads a negative constant from
+ * the end. */
+static int64_t slice_bound(int64_t v, int64_t d, int64_t step) {
+  int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? d : d - 1;
+  if (v < 0) v = v < -d ? lo : v + d;
+  v = v < lo ? lo : v > hi ? hi : v;
+  return v < 0 ? -d - 1 : v;
+}
+
 /* Slice: starts / ends / axes / steps from constant inputs (opset >= 10; starts and ends may
- * also be computed from shapes, i.e. symbolic) or attributes; positive steps only (the graph
- * op's limit). */
+ * also be computed from shapes, i.e. symbolic) or attributes; steps of either sign. */
 static loom_status h_slice(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t ax[16], sp[16];
   const loom_sym_expr *st[16], *en[16];
@@ -589,14 +599,12 @@ static loom_status h_slice(nctx *c, const op_entry *e, loom_graph_expr **out) {
   const loom_sym_expr *stp[16];
   for (size_t k = 0; k < ns; k++) {
     int64_t step = np ? sp[k] : 1;
-    if (step <= 0) return UNSUP(c->n, "step %lld on axis %lld (only positive steps)", (long long)step, (long long)ax[k]);
+    if (step == 0) return BAD(c->n, "step 0 on axis %lld", (long long)ax[k]);
     stp[k] = loom_sym_const(cx, step);
     int64_t d, lo, hi;
     if (!loom_sym_is_const(st[k], &lo) || !loom_sym_is_const(en[k], &hi)) continue; /* symbolic: the op clamps */
     if (si->dims && loom_sym_is_const(si->dims[ax[k]], &d)) {
-      if (lo < 0) lo = lo < -d ? 0 : lo + d;
-      if (hi < 0) hi = hi < -d ? 0 : hi + d;
-      lo = lo > d ? d : lo, hi = hi > d ? d : hi;
+      lo = slice_bound(lo, d, step), hi = slice_bound(hi, d, step);
     } else {
       const int64_t big = (int64_t)1 << 40;
       lo = lo > big ? big : lo < -big ? -big : lo;
