@@ -63,16 +63,23 @@ static void expect_same(const op_case *c, int k, const loom_graph_value *ref, co
   }
 }
 
+/* The module of `text` (which must parse); *diags initialised for the caller to destroy. */
+static loom_graph_module *parse_case(const char *text, loom_diag_list *diags) {
+  loom_source src = {"case.loom", text, strlen(text)};
+  loom_diag_list_init(diags, NULL);
+  loom_graph_module *m = NULL;
+  loom_status s = loom_graph_parse(&src, diags, &m);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  return m;
+}
+
 static void run_case(const op_case *c) {
   char text[2048];
   snprintf(text, sizeof text, "%sfn @main(%s) -> Object {\n  dataflow {\n    out = %s\n    output out\n  }\n  return out\n}\n",
            c->prelude ? c->prelude : "", c->params, c->call);
-  loom_source src = {"case.loom", text, strlen(text)};
   loom_diag_list diags;
-  loom_diag_list_init(&diags, NULL);
-  loom_graph_module *m = NULL;
-  loom_status s = loom_graph_parse(&src, &diags, &m);
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_graph_module *m = parse_case(text, &diags);
+  loom_status s;
   loom_graph_func *f = loom_graph_module_find_func(m, "main");
   size_t np = f->nparams;
   /* Reference results before legalization, one per shape set. */
@@ -354,6 +361,9 @@ static const op_case pool_cases[] = {
      {{{1, 2, 6, 5}}, {{1, 1, 1, 2}}, {{2, 1, 7, 12}}}},
     {"x: Tensor[(n, c, l), f32]", "avg_pool(x, kernel=[1], strides=[2], padding=[0, 2], ceil_mode=true)", 3,
      {{{1, 2, 5}}, {{1, 1, 1}}, {{2, 1, 8}}}},
+    {"x: Tensor[(n, c, l), f32]", "lp_pool(x, kernel=[3], strides=[2], ceil_mode=true)", 2, {{{1, 2, 8}}, {{1, 1, 5}}}},
+    {"x: Tensor[(n, c, h, w), f32]", "max_pool_indices(x, kernel=[2, 3], strides=[2, 2], ceil_mode=true)", 2,
+     {{{1, 2, 5, 4}}, {{1, 1, 3, 7}}}},
     {"x: Tensor[(n, c, h, w), f32]", "lp_pool(x, kernel=[2, 2], p=3, padding=[0, 1, 1, 0])", 1, {{{1, 2, 5, 4}}}},
     {"x: Tensor[(n, c, l), f32]", "lp_pool(x, kernel=[3], strides=[2])", 1, {{{2, 1, 9}}}},
     {"x: Tensor[(n, c, h, w), f32]", "max_pool_indices(x, kernel=[2, 2], strides=[2, 2])", 2, {{{1, 2, 5, 4}}, {{2, 3, 4, 7}}}},
@@ -946,12 +956,9 @@ LOOM_TEST(legalize, concat_of_64_inputs) {
     snprintf(text + strlen(text), sizeof text - strlen(text), ") -> Object {\n  dataflow {\n    out = concat(");
     for (int i = 0; i < N; i++) snprintf(text + strlen(text), sizeof text - strlen(text), "x%d, ", i);
     snprintf(text + strlen(text), sizeof text - strlen(text), "axis=%d)\n    output out\n  }\n  return out\n}\n", axis);
-    loom_source src = {"concat64.loom", text, strlen(text)};
     loom_diag_list diags;
-    loom_diag_list_init(&diags, NULL);
-    loom_graph_module *m = NULL;
-    loom_status s = loom_graph_parse(&src, &diags, &m);
-    cr_assert_null(s, "%s", loom_status_text(s, 0));
+    loom_graph_module *m = parse_case(text, &diags);
+    loom_status s;
     static const int64_t rows[] = {0, 1, 7};
     loom_graph_value in[3][N], ref[3];
     for (int k = 0; k < 3; k++) {
