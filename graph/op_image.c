@@ -80,14 +80,17 @@ static int64_t pool_offset(const loom_graph_window *p, int i) {
 }
 
 /* Output extent of axis i for input extent `in` (pool_offset); -1 for an input smaller than
- * the dilated kernel. Sets *extra_lo, the shift of the windows that ceil mode adds, to 0:
+ * the dilated kernel, except in ceil mode while a window still starts inside the input (ONNX
+ * Runtime and PyTorch: kernel 3, stride 2 on 2 gives one window). Sets *extra_lo, the shift of
+ * the windows that ceil mode adds, to 0:
  * ONNX Runtime and PyTorch start window o at o*stride - pad_lo in ceil mode too (an earlier
  * shift by half the extra padding, as in ONNX's Python reference, disagreed with ONNX Runtime:
  * tests/fuzz/fuzz_ops_ort.py --family pool --seed 854; no conformance test depends on it). */
 int64_t loom_graph_pool_extent(const loom_graph_window *p, int i, int64_t in, int64_t *extra_lo) {
   if (extra_lo) *extra_lo = 0;
-  if (in + p->pad_lo[i] + p->pad_hi[i] < p->dilation[i] * (p->kernel[i] - 1) + 1) return -1;
-  return (in + pool_offset(p, i)) / p->stride[i];
+  int64_t num = in + pool_offset(p, i), s = p->stride[i], o = num >= 0 ? num / s : -((s - 1 - num) / s); /* floordiv */
+  if (in + p->pad_lo[i] + p->pad_hi[i] < p->dilation[i] * (p->kernel[i] - 1) + 1 && (!p->ceil || o < 1)) return -1;
+  return o;
 }
 
 static loom_status infer_pool(loom_graph_icx *ic, const loom_sinfo **out) {

@@ -162,15 +162,15 @@ LOOM_TEST(graph_image, bad_attributes) {
 /* PyTorch's / ONNX Runtime's ceil-mode extent, step by step: ceildiv(in + lo + hi - sw, s) + 1
  * windows, less the last when it starts at or past in + lo (in the end padding). */
 static int64_t ceil_extent(int64_t in, int64_t k, int64_t s, int64_t d, int64_t lo, int64_t hi) {
-  int64_t num = in + lo + hi - d * (k - 1) - 1, o = (num + s - 1) / s + 1;
+  int64_t num = in + lo + hi - d * (k - 1) - 1, o = (num > 0 ? (num + s - 1) / s : -(-num / s)) + 1;
   if ((o - 1) * s >= in + lo) o--;
   return o;
 }
 
 /* Ceil mode on a symbolic spatial extent: one floordiv of the extent (not a nest of min / max,
  * which a network of pools would grow past the VM's expression limit), and at every extent
- * from the kernel up to 40 (primes, odd sizes) the step-by-step extent, in inference and in the
- * reference; windows hanging past the input average over their inside taps (count_include_pad:
+ * from 1 up to 40 (primes, odd sizes) the step-by-step extent, in inference and in the
+ * reference (an input shorter than the kernel still has a window while one starts inside it); windows hanging past the input average over their inside taps (count_include_pad:
  * over the taps before the end padding). */
 LOOM_TEST(graph_image, ceil_mode_symbolic_extent) {
   static const struct {
@@ -193,17 +193,23 @@ LOOM_TEST(graph_image, ceil_mode_symbolic_extent) {
     char *str = loom_sym_to_string(ext);
     cr_assert(str && !strstr(str, "min") && !strstr(str, "max"), "%s: extent %s", text, str ? str : "");
     free(str);
-    int64_t sw = cfg[t].d * (cfg[t].k - 1) + 1;
-    for (int64_t n = sw - cfg[t].lo - cfg[t].hi > 1 ? sw - cfg[t].lo - cfg[t].hi : 1; n <= 40; n++) {
+    for (int64_t n = 1; n <= 40; n++) {
       int64_t want = ceil_extent(n, cfg[t].k, cfg[t].s, cfg[t].d, cfg[t].lo, cfg[t].hi), got;
+      loom_graph_value x = gt_tensor(LOOM_DTYPE_F32, 3, (int64_t[]){1, 1, n}, NULL);
+      for (int64_t i = 0; i < n; i++) loom_graph_tensor_set_f64(&x.t, (size_t)i, (double)(i % 7) - 2.5);
+      if (want < 1) { /* no window starts inside the input */
+        char *msg = gt_eval_err(m, 1, &x);
+        cr_assert(strstr(msg, "is smaller than the (dilated) kernel"), "%s: n = %lld: %s", text, (long long)n, msg);
+        free(msg);
+        loom_graph_value_free(&x);
+        continue;
+      }
       loom_sym_env *env;
       cr_assert(!loom_sym_env_create(NULL, &env));
       cr_assert(!loom_sym_env_set(env, gt_pdim(m, 0, 2), n));
       cr_assert(!loom_sym_eval(cx, ext, env, &got));
       loom_sym_env_destroy(env);
       cr_assert_eq(got, want, "%s: n = %lld: inferred %lld, want %lld", text, (long long)n, (long long)got, (long long)want);
-      loom_graph_value x = gt_tensor(LOOM_DTYPE_F32, 3, (int64_t[]){1, 1, n}, NULL);
-      for (int64_t i = 0; i < n; i++) loom_graph_tensor_set_f64(&x.t, (size_t)i, (double)(i % 7) - 2.5);
       loom_graph_value r = gt_eval_ok(m, 1, &x, NULL);
       cr_assert_eq(r.t.shape[2], want, "%s: n = %lld: evaluated extent %lld", text, (long long)n, (long long)r.t.shape[2]);
       /* the last window: its taps inside the input (max, average) or before the end padding */
