@@ -114,6 +114,12 @@ loom_status loom_graph_pool_window(loom_graph_icx *ic, int ndim, loom_graph_wind
  * average and Lp windows. */
 int64_t loom_graph_pool_extent(const loom_graph_window *w, int i, int64_t in, int64_t *extra_lo);
 
+/* A constant-bounds strided_slice's begin or end `v` on an axis of extent `dim`, as the
+ * reference reads it (ONNX Slice with numpy's clamping): a negative constant counts from the
+ * end, then the bound is clamped to [0, dim] for a positive step and to [-1, dim - 1] for a
+ * negative one (-1: before index 0). NULL on a symbolic error. */
+const loom_sym_expr *loom_graph_slice_bound(loom_sym_ctx *cx, const loom_sym_expr *v, const loom_sym_expr *dim, bool neg);
+
 /* State of evaluating one call in the interpreter. */
 typedef struct loom_graph_ecx {
   loom_graph_module *m;

@@ -151,8 +151,8 @@ static loom_status run_tp(interp *it, const loom_graph_expr *c, const loom_graph
   int64_t shape[8];
   for (int d = 0; d < os->ndim; d++) LOOM_PROPAGATE(loom_sym_eval(m->cx, os->dims[d], it->env, &shape[d]));
   LOOM_PROPAGATE(loom_graph_value_tensor(os->dtype, os->ndim, shape, out));
-  loom_tp_arg targs[64];
-  loom_status st = tp->nparams > 64 ? LOOM_ERROR(UNIMPLEMENTED, "call_tp(@%s): more than 64 parameters", tp->name) : LOOM_OK;
+  loom_tp_arg *targs = malloc(tp->nparams * sizeof *targs);
+  loom_status st = targs ? LOOM_OK : LOOM_OOM();
   for (size_t i = 0; i < n && !st; i++) {
     const loom_tp_param *prm = &tp->params[i];
     if (prm->is_buffer && args[i].kind == LOOM_SINFO_TENSOR)
@@ -167,6 +167,7 @@ static loom_status run_tp(interp *it, const loom_graph_expr *c, const loom_graph
     targs[n] = (loom_tp_arg){out->t.data, out->t.shape, 0};
     st = loom_tp_interpret(m->cx, tp, targs, n + 1);
   }
+  free(targs);
   if (st) loom_graph_value_free(out);
   return st;
 }

@@ -164,24 +164,19 @@ loom_status loom_legal_slice(loom_graph_module *m, const loom_graph_expr *call, 
     if ((axes && !loom_sym_is_const(axes->syms[i], &v)) || !loom_legal_norm_axis(v, x->ndim, &ax))
       return loom_legal_unsupported(call, "for non-constant axes");
     int64_t sv = 1;
-    if (strides && (!loom_sym_is_const(strides->syms[i], &sv) || sv <= 0))
-      return loom_legal_unsupported(call, "for non-constant or non-positive strides yet");
-    /* The program indexes from its begin parameter: pass the begin the reference uses (a
-     * negative constant counts from the end, then clamped to [0, extent]; past the end the
-     * result is empty), so no begin needs proving. */
-    const loom_sym_expr *b0 = begin->syms[i], *zero = loom_sym_const(cx, 0), *dim = x->dims[ax];
-    int64_t c;
-    if (loom_sym_is_const(b0, &c) && c < 0) b0 = loom_sym_add(cx, dim, b0);
-    if (b0 && loom_sym_prove_le(cx, zero, b0) != LOOM_SYM_TRUE) b0 = loom_sym_max(cx, b0, zero);
-    if (b0 && loom_sym_prove_le(cx, b0, dim) != LOOM_SYM_TRUE) b0 = loom_sym_min(cx, b0, dim);
-    if (!b0 || !(b0 = loom_sym_simplify(cx, b0))) return loom_sym_ctx_take_error(cx);
+    if (strides && (!loom_sym_is_const(strides->syms[i], &sv) || sv == 0))
+      return loom_legal_unsupported(call, "for non-constant or zero strides");
+    /* The program indexes from its begin parameter: pass the begin the reference uses (an
+     * empty result reads nothing), so no begin needs proving. */
+    const loom_sym_expr *b0 = loom_graph_slice_bound(cx, begin->syms[i], x->dims[ax], sv < 0);
+    if (!b0) return loom_sym_ctx_take_error(cx);
     mask |= 1u << ax;
     st[ax] = sv;
     beg[ax] = b0;
   }
   char key[128] = "";
   for (int k = 0; k < x->ndim; k++)
-    if (mask >> k & 1) snprintf(key + strlen(key), sizeof key - strlen(key), "_a%ds%lld", k, (long long)st[k]);
+    if (mask >> k & 1) snprintf(key + strlen(key), sizeof key - strlen(key), "_a%ds%s%lld", k, st[k] < 0 ? "m" : "", st[k] < 0 ? -(long long)st[k] : (long long)st[k]);
   char name[256];
   snprintf(name, sizeof name, "strided_slice_%s_r%d%s", loom_dtype_name(x->dtype), x->ndim, key);
   slice_params p = {.t = x->dtype, .rank = x->ndim, .axes = mask};

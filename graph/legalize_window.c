@@ -687,15 +687,6 @@ static loom_status pool_form(loom_graph_module *m, const loom_graph_expr *call, 
   }
   LOOM_PROPAGATE(loom_graph_pool_window(&ic, x->ndim, &g));
   *w = window_of(&g);
-  if (g.ceil) {
-    /* ceil mode shifts the average / Lp windows by an amount that depends on the extent;
-     * inference only accepts ceil mode on constant extents, so the shift is a constant */
-    for (int i = 0; i < g.n; i++) {
-      int64_t in;
-      if (!loom_sym_is_const(x->dims[2 + i], &in)) return loom_legal_unsupported(call, "in ceil mode on a symbolic extent");
-      if (loom_graph_pool_extent(&g, i, in, &w->shift[i]) < 0) return loom_legal_unsupported(call, "for an input smaller than the kernel");
-    }
-  }
   switch (op) {
     case LOOM_GRAPH_OP_MAX_POOL: break;
     case LOOM_GRAPH_OP_MAX_POOL_INDICES:
@@ -748,7 +739,8 @@ loom_status loom_legal_pool(loom_graph_module *m, const loom_graph_expr *call, c
 
 /* ---- pooling, one output row at a time (gen_conv.c) ----------------------------------------------------
  *
- * max / average pooling in f32 without ceil mode (average: dilation 1):
+ * max pooling in f32 (ceil mode: stride - 1 more -inf padding after, for the windows hanging past
+ * the input) and average pooling without ceil mode (dilation 1):
  *   y_xp = conv_pad(x) (-inf for max, 0 for average; when padded);  y = call_tp(@pool_rows.., (y_xp))
  * global_avg_pool2d: the mean over the last axis of x viewed (n*c, h*w), viewed back (n, c, 1, 1): one
  * loop over the planes (a batch of one still has work for every thread), the sum vectorised. */
@@ -772,13 +764,13 @@ static loom_status expand_pool(loom_lx *x, loom_graph_expr **value, bool *applie
   if (n < 1 || n > LOOM_TP_MAX_SPATIAL || xs->dtype != LOOM_DTYPE_F32 || !xs->dims || !out || out->kind != LOOM_SINFO_TENSOR)
     return LOOM_OK;
   loom_graph_op op = call->u.call.op;
+  bool ceil = false;
   if (op != LOOM_GRAPH_OP_MAX_POOL2D && op != LOOM_GRAPH_OP_AVG_POOL2D) {
     loom_graph_icx ic = icx_for(x->m, call);
     loom_graph_window g;
     loom_status st = loom_graph_pool_window(&ic, xs->ndim, &g);
-    bool ceil = !st && g.ceil;
+    ceil = !st && g.ceil;
     loom_status_free(st);
-    if (ceil) return LOOM_OK;
   }
   pool_key k;
   loom_status st = pool_form(x->m, call, xs, &k.pool, &k.w);
@@ -787,11 +779,16 @@ static loom_status expand_pool(loom_lx *x, loom_graph_expr **value, bool *applie
     return LOOM_OK;
   }
   if (k.pool.kind != LOOM_TP_POOL_MAX && k.pool.kind != LOOM_TP_POOL_AVG && k.pool.kind != LOOM_TP_POOL_AVG_PAD) return LOOM_OK;
+  /* ceil mode's last window may hang past the end padding: max pooling pads stride - 1 more
+   * (-inf, which the maximum ignores; every window keeps a tap inside the input); average
+   * pooling counts only the taps before the end padding, which rows do not know */
+  if (ceil && k.pool.kind != LOOM_TP_POOL_MAX) return LOOM_OK;
   pad_key pk = {.n = n, .fill = k.pool.kind == LOOM_TP_POOL_MAX ? -INFINITY : 0.0, .flat_extra = -1};
   bool pad = false;
   for (int i = 0; i < n; i++) {
     if (k.w.shift[i] || k.w.pad_lo[i] < 0 || k.w.pad_hi[i] < 0 || (k.pool.kind == LOOM_TP_POOL_AVG && k.w.dilation[i] != 1))
       return LOOM_OK;
+    if (ceil) k.w.pad_hi[i] += k.w.stride[i] - 1; /* the rows program sees a floor-mode window on more padding */
     pk.lo[i] = k.w.pad_lo[i];
     pk.hi[i] = k.w.pad_hi[i];
     pad |= pk.lo[i] || pk.hi[i];

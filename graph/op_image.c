@@ -63,22 +63,33 @@ loom_status loom_graph_pool_window(loom_graph_icx *ic, int ndim, loom_graph_wind
   return LOOM_OK;
 }
 
-/* Output extent of axis i for input extent `in` (ONNX: ceil mode drops a last window that
- * would start in the end padding). Sets *extra_lo, the shift of the windows that ceil mode
- * adds, to 0: ONNX Runtime and PyTorch start window o at o*stride - pad_lo in ceil mode too
- * (an earlier shift by half the extra padding, as in ONNX's Python reference, disagreed with
- * ONNX Runtime: tests/fuzz/fuzz_ops_ort.py --family pool --seed 854; no conformance test
- * depends on it). */
+/* The output extent of axis i is floordiv(in + pool_offset, stride) for an input extent `in`
+ * at least the dilated kernel sw less the padding (ONNX Runtime and PyTorch):
+ *   floor mode: floordiv(in + lo + hi - sw, s) + 1
+ *   ceil mode:  o1 = ceildiv(in + lo + hi - sw, s) + 1, less one when window o1 - 1 would start
+ *               at or past in + lo (in the end padding): o1 - 1 windows when floordiv(in + lo + s - 1, s)
+ *               (the windows starting before in + lo) is below o1, so min(o1, max(that, o1 - 1)).
+ * Every term is floordiv(in + constant, s), and floordiv is monotone in its numerator, so the
+ * min and max move onto the constants: one floordiv, which a symbolic extent keeps small. */
+static int64_t pool_offset(const loom_graph_window *p, int i) {
+  int64_t sw = p->dilation[i] * (p->kernel[i] - 1) + 1, s = p->stride[i], lo = p->pad_lo[i], hi = p->pad_hi[i];
+  int64_t o1 = lo + hi - sw + 2 * s - 1, starts = lo + s - 1; /* o1 = floordiv(in + o1, s), ... */
+  if (!p->ceil) return lo + hi - sw + s;
+  int64_t keep = starts > o1 - s ? starts : o1 - s;
+  return o1 < keep ? o1 : keep;
+}
+
+/* Output extent of axis i for input extent `in` (pool_offset); -1 for an input smaller than
+ * the dilated kernel, except in ceil mode while a window still starts inside the input (ONNX
+ * Runtime and PyTorch: kernel 3, stride 2 on 2 gives one window). Sets *extra_lo, the shift of
+ * the windows that ceil mode adds, to 0:
+ * ONNX Runtime and PyTorch start window o at o*stride - pad_lo in ceil mode too (an earlier
+ * shift by half the extra padding, as in ONNX's Python reference, disagreed with ONNX Runtime:
+ * tests/fuzz/fuzz_ops_ort.py --family pool --seed 854; no conformance test depends on it). */
 int64_t loom_graph_pool_extent(const loom_graph_window *p, int i, int64_t in, int64_t *extra_lo) {
-  int64_t sw = p->dilation[i] * (p->kernel[i] - 1) + 1, num = in + p->pad_lo[i] + p->pad_hi[i] - sw, o;
-  if (num < 0) return -1;
-  if (p->ceil) {
-    o = (num + p->stride[i] - 1) / p->stride[i] + 1;
-    if ((o - 1) * p->stride[i] >= in + p->pad_lo[i]) o--;
-  } else {
-    o = num / p->stride[i] + 1;
-  }
   if (extra_lo) *extra_lo = 0;
+  int64_t num = in + pool_offset(p, i), s = p->stride[i], o = num >= 0 ? num / s : -((s - 1 - num) / s); /* floordiv */
+  if (in + p->pad_lo[i] + p->pad_hi[i] < p->dilation[i] * (p->kernel[i] - 1) + 1 && (!p->ceil || o < 1)) return -1;
   return o;
 }
 
@@ -95,12 +106,8 @@ static loom_status infer_pool(loom_graph_icx *ic, const loom_sinfo **out) {
       int64_t o = loom_graph_pool_extent(&p, i, in, NULL);
       if (o < 0) return loom_graph_icx_error(ic, "spatial axis %d of size %lld is smaller than the (dilated) kernel", i, (long long)in);
       d[2 + i] = loom_sym_const(cx, o);
-    } else if (p.ceil) {
-      return loom_graph_icx_error(ic, "ceil_mode needs a constant extent on spatial axis %d (it is %s)", i, loom_graph_sym_str(ic->m, x->dims[2 + i]));
     } else {
-      /* floordiv(in + lo + hi - dil * (k - 1) - 1, stride) + 1 */
-      const loom_sym_expr *num = loom_sym_add(cx, x->dims[2 + i], loom_sym_const(cx, p.pad_lo[i] + p.pad_hi[i] - p.dilation[i] * (p.kernel[i] - 1) - 1));
-      d[2 + i] = loom_sym_add(cx, loom_sym_floordiv(cx, num, loom_sym_const(cx, p.stride[i])), loom_sym_const(cx, 1));
+      d[2 + i] = loom_sym_floordiv(cx, loom_sym_add(cx, x->dims[2 + i], loom_sym_const(cx, pool_offset(&p, i))), loom_sym_const(cx, p.stride[i]));
     }
     if (!d[2 + i]) return loom_sym_ctx_take_error(cx);
   }

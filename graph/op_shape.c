@@ -433,15 +433,13 @@ static loom_status eval_concat(loom_graph_ecx *ec, const loom_graph_value *args,
 
 /* ---- strided_slice ------------------------------------------------------------------------ */
 
-/* Normalised bound: a negative constant counts from the end; the result is clamped to
- * [0, dim]. */
-static const loom_sym_expr *clamp_bound(loom_sym_ctx *cx, const loom_sym_expr *v, const loom_sym_expr *dim) {
+const loom_sym_expr *loom_graph_slice_bound(loom_sym_ctx *cx, const loom_sym_expr *v, const loom_sym_expr *dim, bool neg) {
   int64_t c;
   if (loom_sym_is_const(v, &c) && c < 0) v = loom_sym_add(cx, dim, v);
-  const loom_sym_expr *zero = loom_sym_const(cx, 0);
-  if (loom_sym_prove_le(cx, zero, v) != LOOM_SYM_TRUE) v = loom_sym_max(cx, v, zero);
-  if (loom_sym_prove_le(cx, v, dim) != LOOM_SYM_TRUE) v = loom_sym_min(cx, v, dim);
-  return v;
+  const loom_sym_expr *lo = loom_sym_const(cx, neg ? -1 : 0), *hi = neg ? loom_sym_sub(cx, dim, loom_sym_const(cx, 1)) : dim;
+  if (v && loom_sym_prove_le(cx, lo, v) != LOOM_SYM_TRUE) v = loom_sym_max(cx, v, lo);
+  if (v && loom_sym_prove_le(cx, v, hi) != LOOM_SYM_TRUE) v = loom_sym_min(cx, v, hi);
+  return v ? loom_sym_simplify(cx, v) : NULL;
 }
 
 static loom_status slice_params(loom_graph_icx *ic, int ndim, int *axes, size_t *n) {
@@ -462,8 +460,8 @@ static loom_status slice_params(loom_graph_icx *ic, int ndim, int *axes, size_t 
     else axes[i] = (int)i;
     if (s) {
       int64_t st;
-      if (!loom_sym_is_const(s->syms[i], &st) || st <= 0)
-        return loom_graph_icx_error(ic, "stride %zu must be a positive constant", i);
+      if (!loom_sym_is_const(s->syms[i], &st) || st == 0)
+        return loom_graph_icx_error(ic, "stride %zu must be a nonzero constant", i);
     }
   }
   *n = b->n;
@@ -485,9 +483,13 @@ static loom_status infer_slice(loom_graph_icx *ic, const loom_sinfo **out) {
   for (int k = 0; k < x->ndim; k++) d[k] = x->dims[k];
   for (size_t i = 0; i < n; i++) {
     const loom_sym_expr *dim = x->dims[axes[i]];
-    const loom_sym_expr *lo = clamp_bound(cx, b->syms[i], dim), *hi = clamp_bound(cx, e->syms[i], dim);
-    const loom_sym_expr *step = s ? s->syms[i] : loom_sym_const(cx, 1);
-    const loom_sym_expr *len = loom_sym_ceildiv(cx, loom_sym_sub(cx, hi, lo), step);
+    int64_t step = 1;
+    if (s) loom_sym_is_const(s->syms[i], &step);
+    const loom_sym_expr *lo = loom_graph_slice_bound(cx, b->syms[i], dim, step < 0), *hi = loom_graph_slice_bound(cx, e->syms[i], dim, step < 0);
+    if (!lo || !hi) return loom_graph_shape_sym_err(ic);
+    /* ceildiv(hi - lo, step), or ceildiv(lo - hi, -step) going down */
+    const loom_sym_expr *len = step > 0 ? loom_sym_ceildiv(cx, loom_sym_sub(cx, hi, lo), loom_sym_const(cx, step))
+                                        : loom_sym_ceildiv(cx, loom_sym_sub(cx, lo, hi), loom_sym_const(cx, -step));
     if (!len) return loom_graph_shape_sym_err(ic);
     if (loom_sym_prove_le(cx, loom_sym_const(cx, 0), len) != LOOM_SYM_TRUE) len = loom_sym_max(cx, len, loom_sym_const(cx, 0));
     d[axes[i]] = loom_sym_simplify(cx, len);
@@ -521,11 +523,9 @@ static loom_status eval_slice(loom_graph_ecx *ec, const loom_graph_value *args, 
     int64_t c;
     if (loom_sym_is_const(b->syms[i], &c) && c < 0) lo += dim;
     if (loom_sym_is_const(e->syms[i], &c) && c < 0) hi += dim;
-    lo = lo < 0 ? 0 : lo > dim ? dim : lo;
-    hi = hi < 0 ? 0 : hi > dim ? dim : hi;
+    sh[k] = loom_graph_slice_axis(dim, &lo, hi, st);
     start[k] = lo;
     step[k] = st;
-    sh[k] = hi > lo ? (hi - lo + st - 1) / st : 0;
   }
   return loom_graph_take_strided(x, start, step, sh, out);
 }

@@ -173,6 +173,15 @@ loom_status loom_graph_take_strided(const loom_graph_tensor *x, const int64_t *s
   return LOOM_OK;
 }
 
+int64_t loom_graph_slice_axis(int64_t dim, int64_t *lo, int64_t hi, int64_t s) {
+  int64_t a = s > 0 ? 0 : -1, b = s > 0 ? dim : dim - 1, l = *lo;
+  l = l < a ? a : l > b ? b : l;
+  hi = hi < a ? a : hi > b ? b : hi;
+  *lo = l;
+  if (s > 0) return hi > l ? (hi - l - 1) / s + 1 : 0;
+  return l > hi ? (l - hi - 1) / -s + 1 : 0;
+}
+
 loom_status loom_graph_eval_slice_dyn(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out) {
   const loom_graph_tensor *x = &args[0].t;
   size_t na = ec->call->u.call.nargs, n, k;
@@ -192,15 +201,7 @@ loom_status loom_graph_eval_slice_dyn(loom_graph_ecx *ec, const loom_graph_value
     if (s == 0) return LOOM_ERROR(INVALID_ARGUMENT, "%s: operand 4 (steps) value %zu is 0 (axis %d)", ec->op, i, a);
     if (lo < 0) lo = lo < -dim ? -dim - 1 : lo + dim; /* -dim - 1: below any index, as ONNX clamps */
     if (hi < 0) hi = hi < -dim ? -dim - 1 : hi + dim;
-    if (s > 0) {
-      lo = lo < 0 ? 0 : lo > dim ? dim : lo;
-      hi = hi < 0 ? 0 : hi > dim ? dim : hi;
-      sh[a] = hi > lo ? (hi - lo - 1) / s + 1 : 0;
-    } else {
-      lo = lo < 0 ? -1 : lo > dim - 1 ? dim - 1 : lo;
-      hi = hi < -1 ? -1 : hi > dim - 1 ? dim - 1 : hi;
-      sh[a] = lo > hi ? (lo - hi - 1) / -s + 1 : 0;
-    }
+    sh[a] = loom_graph_slice_axis(dim, &lo, hi, s);
     start[a] = lo, step[a] = s;
   }
   return loom_graph_take_strided(x, start, step, sh, out);

@@ -24,6 +24,10 @@ loom_status loom_graph_eval_slice_dyn(loom_graph_ecx *ec, const loom_graph_value
 /* pad(x, pads, value?, axes?), constant mode. */
 loom_status loom_graph_infer_pad_dyn(loom_graph_icx *ic, const loom_sinfo *x, const loom_sinfo **out);
 loom_status loom_graph_eval_pad_dyn(loom_graph_ecx *ec, const loom_graph_value *args, loom_graph_value *out);
+/* One sliced axis of extent dim, step s != 0, begin *lo and end hi already counted from the end
+ * (a negative bound plus dim): clamps *lo and hi as loom_graph_slice_bound does and returns the
+ * extent of the result (0 when empty). */
+int64_t loom_graph_slice_axis(int64_t dim, int64_t *lo, int64_t hi, int64_t s);
 /* out = the elements of x at start[k] + i_k * step[k] for i_k < sh[k] on every axis (bounds
  * already clamped; steps may be negative). */
 loom_status loom_graph_take_strided(const loom_graph_tensor *x, const int64_t *start, const int64_t *step,

@@ -175,9 +175,14 @@ loom_status loom_tp_merge(loom_arena *a, loom_sym_ctx *cx, const char *name, con
     from.len = to.len = 0;
     st = solve_call(cx, bufs, nbufs, &calls[ci], ci, &from, &to);
     if (st) goto done;
-    const loom_tp_buffer *bf[64], *bt[64];
+    const loom_tp_buffer **bf = LOOM_ARENA_ARRAY(a, const loom_tp_buffer *, p->nparams + 1);
+    const loom_tp_buffer **bt = LOOM_ARENA_ARRAY(a, const loom_tp_buffer *, p->nparams + 1);
+    if (!bf || !bt) {
+      st = LOOM_OOM();
+      goto done;
+    }
     size_t nb = 0;
-    for (size_t i = 0; i < p->nparams && nb < 64; i++) {
+    for (size_t i = 0; i < p->nparams; i++) {
       if (!p->params[i].is_buffer) continue;
       bf[nb] = p->params[i].buf;
       bt[nb++] = gb[calls[ci].buf_args[i]];

@@ -69,18 +69,19 @@ loom_status loom_tp_gen_concat(loom_arena *a, loom_sym_ctx *cx, const char *name
                                int ninputs, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
   if (axis < 0 || axis >= rank) return LOOM_ERROR(INVALID_ARGUMENT, "concat axis %d is outside [0, %d)", axis, rank);
-  if (ninputs < 1 || ninputs > 32) return LOOM_ERROR(INVALID_ARGUMENT, "concat of %d inputs (1..32 supported)", ninputs);
+  if (ninputs < 1) return LOOM_ERROR(INVALID_ARGUMENT, "concat of %d inputs", ninputs);
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
-  const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK], *e[32], *total = NULL;
-  const loom_tp_buffer *X[32];
+  const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK], **e = loom_arena_array(a, (size_t)ninputs, sizeof *e, _Alignof(void *)), *total = NULL;
+  const loom_tp_buffer **X = loom_arena_array(a, (size_t)ninputs, sizeof *X, _Alignof(void *));
+  if (!e || !X) return LOOM_OOM();
   for (int i = 0; i < ninputs; i++) {
-    char en[8] = "e";
+    char en[16] = "e";
     snprintf(en + 1, sizeof en - 1, "%d", i);
     for (int k = 0; k < rank; k++) d[k] = loom_tpb_shape_sym(&b, k == axis ? en : loom_tpg_var('d', k));
     e[i] = d[axis];
     total = i ? loom_sym_add(cx, total, e[i]) : e[i];
-    char xn[8] = "X";
+    char xn[16] = "X";
     snprintf(xn + 1, sizeof xn - 1, "%d", i);
     X[i] = loom_tpb_buffer(&b, xn, t, rank, d);
   }
@@ -91,7 +92,7 @@ loom_status loom_tp_gen_concat(loom_arena *a, loom_sym_ctx *cx, const char *name
     xi[k] = yi[k] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('i', k), d[k], k == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
   const loom_sym_expr *off = loom_sym_const(cx, 0);
   for (int i = 0; i < ninputs; i++) {
-    char jn[8] = "j";
+    char jn[16] = "j";
     snprintf(jn + 1, sizeof jn - 1, "%d", i);
     const loom_sym_expr *j = loom_tpb_for(&b, jn, e[i], axis == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false);
     xi[axis] = loom_tpb_idx(&b, j);

@@ -270,6 +270,8 @@ LOOM_TEST(e2e_qconv, qlinear_conv_2d_forms_equal_the_definition, .timeout = 600)
   static const qform forms[] = {
       /* 3x3 pad 1, channels not multiples of anything */
       {2, 5, 7, 1, K2(3, 3), ONES, ONES, K2(1, 1), K2(1, 1), ONNX_U8, ONNX_I8, false, 0, false, true, false},
+      /* 7x7 pad 3: 49 taps, one concat (it once took 32 inputs at most) */
+      {2, 3, 5, 1, K2(7, 7), ONES, ONES, K2(3, 3), K2(3, 3), ONNX_U8, ONNX_I8, false, 0, false, true, false},
       /* strided, asymmetric pads, per-channel scales, 2 groups */
       {2, 6, 34, 2, K2(3, 2), K2(2, 3), ONES, K2(0, 1), K2(2, 0), ONNX_U8, ONNX_I8, true, 0, false, true, false},
       /* dilated, u8 weights with a zero point, per-channel zero points all equal */
@@ -292,7 +294,7 @@ LOOM_TEST(e2e_qconv, qlinear_conv_2d_forms_equal_the_definition, .timeout = 600)
   };
   int runs = 0;
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i]);
-  cr_assert_eq(runs, 12 * 8);
+  cr_assert_eq(runs, 13 * 8);
 }
 
 LOOM_TEST(e2e_qconv, qlinear_conv_1d_3d_and_conv_integer_equal_the_definition, .timeout = 600) {

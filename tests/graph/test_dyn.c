@@ -230,7 +230,7 @@ LOOM_TEST(graph_dyn, slice_with_runtime_bounds_matches_attribute_bounds) {
       ax[k] = (int64_t)((k + (size_t)trial) % (size_t)nd);
       for (size_t j = 0; j < k; j++)
         if (ax[j] == ax[k]) ax[k] = -1;
-      b[k] = (int64_t)rnd(9) - 4, e[k] = (int64_t)rnd(11) - 3, st[k] = 1 + rnd(3);
+      b[k] = (int64_t)rnd(9) - 4, e[k] = (int64_t)rnd(11) - 3, st[k] = (int64_t)(1 + rnd(3)) * (rnd(2) ? 1 : -1);
     }
     size_t w = 0; /* drop duplicate axes */
     for (size_t k = 0; k < na; k++)

@@ -145,8 +145,6 @@ LOOM_TEST(graph_image, bad_attributes) {
                      "a 2-entry kernel needs rank 4");
   expect_parse_error("fn @main(x: Tensor[(1, 1, 5), f32]) -> Object {\n  a = avg_pool(x, kernel=[2], strides=[0])\n  return a\n}\n",
                      "attribute 'strides' entry 0 is 0");
-  expect_parse_error("fn @main(x: Tensor[(1, 1, n), f32]) -> Object {\n  a = avg_pool(x, kernel=[2], ceil_mode=true)\n  return a\n}\n",
-                     "ceil_mode needs a constant extent");
   expect_parse_error("const @s: Tensor[(1,), f64] = [2]\nfn @main(x: Tensor[(3,), f32]) -> Object {\n"
                      "  a = resize(x, @s, size=[6], mode=\"bogus\")\n  return a\n}\n",
                      "mode \"bogus\" is not nearest, linear or cubic");
@@ -159,4 +157,79 @@ LOOM_TEST(graph_image, bad_attributes) {
   expect_parse_error("fn @main(x: Tensor[(1, 2, 4), f32], w: Tensor[(3, 1, 2), f32]) -> Object {\n"
                      "  a = conv_transpose(x, w)\n  return a\n}\n",
                      "operand 1 axis 0 is 3");
+}
+
+/* PyTorch's / ONNX Runtime's ceil-mode extent, step by step: ceildiv(in + lo + hi - sw, s) + 1
+ * windows, less the last when it starts at or past in + lo (in the end padding). */
+static int64_t ceil_extent(int64_t in, int64_t k, int64_t s, int64_t d, int64_t lo, int64_t hi) {
+  int64_t num = in + lo + hi - d * (k - 1) - 1, o = (num > 0 ? (num + s - 1) / s : -(-num / s)) + 1;
+  if ((o - 1) * s >= in + lo) o--;
+  return o;
+}
+
+/* Ceil mode on a symbolic spatial extent: one floordiv of the extent (not a nest of min / max,
+ * which a network of pools would grow past the VM's expression limit), and at every extent
+ * from 1 up to 40 (primes, odd sizes) the step-by-step extent, in inference and in the
+ * reference (an input shorter than the kernel still has a window while one starts inside it); windows hanging past the input average over their inside taps (count_include_pad:
+ * over the taps before the end padding). */
+LOOM_TEST(graph_image, ceil_mode_symbolic_extent) {
+  static const struct {
+    int64_t k, s, d, lo, hi;
+    const char *op;
+  } cfg[] = {{3, 2, 1, 0, 0, "max_pool"},  {2, 2, 1, 0, 0, "avg_pool"},      {3, 3, 1, 1, 1, "avg_pool"},
+             {3, 2, 2, 1, 0, "max_pool"},  {2, 3, 1, 1, 1, "lp_pool"},       {1, 2, 1, 0, 2, "avg_pool"},
+             {3, 2, 1, 1, 1, "avg_pool_incl"}};
+  for (size_t t = 0; t < sizeof cfg / sizeof cfg[0]; t++) {
+    char text[512];
+    bool incl = strstr(cfg[t].op, "_incl") != NULL;
+    snprintf(text, sizeof text,
+             "fn @main(x: Tensor[(1, 1, n), f32]) -> Object {\n  a = %.*s(x, kernel=[%lld], strides=[%lld], dilation=[%lld], "
+             "padding=[%lld, %lld], ceil_mode=true%s)\n  return a\n}\n",
+             incl ? 8 : (int)strlen(cfg[t].op), cfg[t].op, (long long)cfg[t].k, (long long)cfg[t].s, (long long)cfg[t].d,
+             (long long)cfg[t].lo, (long long)cfg[t].hi, incl ? ", count_include_pad=true" : "");
+    loom_graph_module *m = gt_parse_ok(text);
+    loom_sym_ctx *cx = loom_graph_module_sym(m);
+    const loom_sym_expr *ext = gt_binding(m, "main", "a")->var->sinfo->dims[2];
+    char *str = loom_sym_to_string(ext);
+    cr_assert(str && !strstr(str, "min") && !strstr(str, "max"), "%s: extent %s", text, str ? str : "");
+    free(str);
+    for (int64_t n = 1; n <= 40; n++) {
+      int64_t want = ceil_extent(n, cfg[t].k, cfg[t].s, cfg[t].d, cfg[t].lo, cfg[t].hi), got;
+      loom_graph_value x = gt_tensor(LOOM_DTYPE_F32, 3, (int64_t[]){1, 1, n}, NULL);
+      for (int64_t i = 0; i < n; i++) loom_graph_tensor_set_f64(&x.t, (size_t)i, (double)(i % 7) - 2.5);
+      if (want < 1) { /* no window starts inside the input */
+        char *msg = gt_eval_err(m, 1, &x);
+        cr_assert(strstr(msg, "is smaller than the (dilated) kernel"), "%s: n = %lld: %s", text, (long long)n, msg);
+        free(msg);
+        loom_graph_value_free(&x);
+        continue;
+      }
+      loom_sym_env *env;
+      cr_assert(!loom_sym_env_create(NULL, &env));
+      cr_assert(!loom_sym_env_set(env, gt_pdim(m, 0, 2), n));
+      cr_assert(!loom_sym_eval(cx, ext, env, &got));
+      loom_sym_env_destroy(env);
+      cr_assert_eq(got, want, "%s: n = %lld: inferred %lld, want %lld", text, (long long)n, (long long)got, (long long)want);
+      loom_graph_value r = gt_eval_ok(m, 1, &x, NULL);
+      cr_assert_eq(r.t.shape[2], want, "%s: n = %lld: evaluated extent %lld", text, (long long)n, (long long)r.t.shape[2]);
+      /* the last window: its taps inside the input (max, average) or before the end padding */
+      int64_t o = want - 1, first = o * cfg[t].s - cfg[t].lo;
+      double mx = -INFINITY, sum = 0;
+      int64_t cnt = 0, cnt_incl = 0;
+      for (int64_t j = 0; j < cfg[t].k; j++) {
+        int64_t q = first + j * cfg[t].d;
+        if (q < n + cfg[t].hi) cnt_incl++;
+        if (q < 0 || q >= n) continue;
+        double v = (double)(q % 7) - 2.5;
+        mx = v > mx ? v : mx, sum += v, cnt++;
+      }
+      double last = loom_graph_tensor_get_f64(&r.t, (size_t)o);
+      if (!strcmp(cfg[t].op, "max_pool")) cr_assert_eq(last, mx, "%s: n = %lld", text, (long long)n);
+      else if (!strcmp(cfg[t].op, "avg_pool")) cr_assert_float_eq(last, cnt ? sum / (double)cnt : 0, 1e-6, "%s: n = %lld", text, (long long)n);
+      else if (incl) cr_assert_float_eq(last, sum / (double)cnt_incl, 1e-6, "%s: n = %lld", text, (long long)n);
+      loom_graph_value_free(&r);
+      loom_graph_value_free(&x);
+    }
+    loom_graph_module_destroy(m);
+  }
 }

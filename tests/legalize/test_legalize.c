@@ -63,16 +63,23 @@ static void expect_same(const op_case *c, int k, const loom_graph_value *ref, co
   }
 }
 
+/* The module of `text` (which must parse); *diags initialised for the caller to destroy. */
+static loom_graph_module *parse_case(const char *text, loom_diag_list *diags) {
+  loom_source src = {"case.loom", text, strlen(text)};
+  loom_diag_list_init(diags, NULL);
+  loom_graph_module *m = NULL;
+  loom_status s = loom_graph_parse(&src, diags, &m);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  return m;
+}
+
 static void run_case(const op_case *c) {
   char text[2048];
   snprintf(text, sizeof text, "%sfn @main(%s) -> Object {\n  dataflow {\n    out = %s\n    output out\n  }\n  return out\n}\n",
            c->prelude ? c->prelude : "", c->params, c->call);
-  loom_source src = {"case.loom", text, strlen(text)};
   loom_diag_list diags;
-  loom_diag_list_init(&diags, NULL);
-  loom_graph_module *m = NULL;
-  loom_status s = loom_graph_parse(&src, &diags, &m);
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_graph_module *m = parse_case(text, &diags);
+  loom_status s;
   loom_graph_func *f = loom_graph_module_find_func(m, "main");
   size_t np = f->nparams;
   /* Reference results before legalization, one per shape set. */
@@ -249,6 +256,12 @@ static const op_case more_cases[] = {
      {{{3, 4}, {3, 4}, {4}}, {{0, 4}, {0, 4}, {4}}}},
     {"x: Tensor[(b, s, 12), f32]", "strided_slice(x, axes=[2], begin=[4], end=[8])", 2, {{{2, 3, 12}}, {{1, 1, 12}}}},
     {"x: Tensor[(n, 9), f32]", "strided_slice(x, axes=[1], begin=[1], end=[9], strides=[3])", 1, {{{4, 9}}}},
+    /* negative steps (ONNX Slice going down: bounds clamped to [-1, extent - 1]; torch's flip as
+     * begin -1, end -2^40 on a symbolic axis) */
+    {"x: Tensor[(n, 6), f32]", "strided_slice(x, axes=[0], begin=[-1], end=[-1099511627776], strides=[-1])", 4,
+     {{{4, 6}}, {{1, 6}}, {{0, 6}}, {{7, 6}}}},
+    {"x: Tensor[(n, m), f32]", "strided_slice(x, axes=[1, 0], begin=[-2, n - 2], end=[0, -7], strides=[-3, -2])", 4,
+     {{{5, 6}}, {{1, 1}}, {{0, 3}}, {{11, 13}}}},
     {"x: Tensor[(n, 9), f32]", "strided_slice(x, axes=[0], begin=[1], end=[n])", 2, {{{4, 9}}, {{7, 9}}}},
     /* begins not provably >= 0 (or <= the extent): the program gets the reference's clamped begin */
     {"x: Tensor[(n, 6), f32], p: Tensor[(k,), f32]", "strided_slice(x, axes=[0], begin=[k - 3], end=[n])", 4,
@@ -338,6 +351,19 @@ static const op_case pool_cases[] = {
     {"x: Tensor[(n, 2, 6, 5), f32]", "avg_pool(x, kernel=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1], ceil_mode=true, count_include_pad=true)", 1,
      {{{2, 2, 6, 5}}}},
     {"x: Tensor[(n, 1, 5, 5), f32]", "max_pool(x, kernel=[2, 2], strides=[2, 2], ceil_mode=true)", 1, {{{1, 1, 5, 5}}}},
+    /* ceil mode on symbolic extents: the last window hangs past the input at odd / prime extents */
+    {"x: Tensor[(n, c, h, w), f32]", "max_pool(x, kernel=[3, 3], strides=[2, 2], ceil_mode=true)", 4,
+     {{{1, 2, 7, 6}}, {{2, 1, 3, 4}}, {{1, 1, 13, 8}}, {{0, 2, 5, 11}}}},
+    {"x: Tensor[(n, c, h, w), f32]", "avg_pool(x, kernel=[3, 2], strides=[2, 3], padding=[1, 0, 1, 1], ceil_mode=true)", 3,
+     {{{1, 2, 7, 5}}, {{1, 1, 2, 1}}, {{2, 1, 11, 13}}}},
+    {"x: Tensor[(n, c, h, w), f32]",
+     "avg_pool(x, kernel=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1], ceil_mode=true, count_include_pad=true)", 3,
+     {{{1, 2, 6, 5}}, {{1, 1, 1, 2}}, {{2, 1, 7, 12}}}},
+    {"x: Tensor[(n, c, l), f32]", "avg_pool(x, kernel=[1], strides=[2], padding=[0, 2], ceil_mode=true)", 3,
+     {{{1, 2, 5}}, {{1, 1, 1}}, {{2, 1, 8}}}},
+    {"x: Tensor[(n, c, l), f32]", "lp_pool(x, kernel=[3], strides=[2], ceil_mode=true)", 2, {{{1, 2, 8}}, {{1, 1, 5}}}},
+    {"x: Tensor[(n, c, h, w), f32]", "max_pool_indices(x, kernel=[2, 3], strides=[2, 2], ceil_mode=true)", 2,
+     {{{1, 2, 5, 4}}, {{1, 1, 3, 7}}}},
     {"x: Tensor[(n, c, h, w), f32]", "lp_pool(x, kernel=[2, 2], p=3, padding=[0, 1, 1, 0])", 1, {{{1, 2, 5, 4}}}},
     {"x: Tensor[(n, c, l), f32]", "lp_pool(x, kernel=[3], strides=[2])", 1, {{{2, 1, 9}}}},
     {"x: Tensor[(n, c, h, w), f32]", "max_pool_indices(x, kernel=[2, 2], strides=[2, 2])", 2, {{{1, 2, 5, 4}}, {{2, 3, 4, 7}}}},
@@ -916,4 +942,49 @@ LOOM_TEST(legalize, program_keys_separate_fields_the_name_leaves_out) {
   cr_assert_str_eq(loom_tp_func_name(pc), "fill_same_3");
   cr_assert_eq(run_fill(m, pc), 3.5f);
   loom_graph_module_destroy(m);
+}
+
+/* A concat of 64 inputs (densenet joins up to ~50): one program with a buffer and an extent
+ * per input, against the reference at n = 0, 1 and 7, along the leading and an inner axis. */
+LOOM_TEST(legalize, concat_of_64_inputs) {
+  enum { N = 64 };
+  for (int axis = 0; axis < 2; axis++) {
+    char text[8192] = "fn @main(";
+    for (int i = 0; i < N; i++)
+      if (axis) snprintf(text + strlen(text), sizeof text - strlen(text), "%sx%d: Tensor[(n, %d), f32]", i ? ", " : "", i, i % 3 + 1);
+      else snprintf(text + strlen(text), sizeof text - strlen(text), "%sx%d: Tensor[(e%d, 2), f32]", i ? ", " : "", i, i);
+    snprintf(text + strlen(text), sizeof text - strlen(text), ") -> Object {\n  dataflow {\n    out = concat(");
+    for (int i = 0; i < N; i++) snprintf(text + strlen(text), sizeof text - strlen(text), "x%d, ", i);
+    snprintf(text + strlen(text), sizeof text - strlen(text), "axis=%d)\n    output out\n  }\n  return out\n}\n", axis);
+    loom_diag_list diags;
+    loom_graph_module *m = parse_case(text, &diags);
+    loom_status s;
+    static const int64_t rows[] = {0, 1, 7};
+    loom_graph_value in[3][N], ref[3];
+    for (int k = 0; k < 3; k++) {
+      for (int i = 0; i < N; i++) {
+        int64_t sh[2] = {axis ? rows[k] : (i + k) % 4, axis ? i % 3 + 1 : 2}; /* axis 0: some inputs empty */
+        cr_assert_null(loom_graph_value_tensor(LOOM_DTYPE_F32, 2, sh, &in[k][i]));
+        fill(&in[k][i].t, k * N + i, 0);
+      }
+      s = loom_graph_eval(m, "main", N, in[k], NULL, &ref[k]);
+      cr_assert_null(s, "%s", loom_status_text(s, 0));
+    }
+    size_t done = 0, kept = 0;
+    s = loom_graph_legalize(m, &diags, &done, &kept);
+    cr_assert_null(s, "%s", loom_status_text(s, 0));
+    cr_assert_eq(done, 1, "the concat is one program (%zu kept)", kept);
+    op_case c = {.call = "concat of 64"};
+    for (int k = 0; k < 3; k++) {
+      loom_graph_value got;
+      s = loom_graph_eval(m, "main", N, in[k], NULL, &got);
+      cr_assert_null(s, "%s", loom_status_text(s, 0));
+      expect_same(&c, k, &ref[k], &got, "concat of 64");
+      loom_graph_value_free(&got);
+      loom_graph_value_free(&ref[k]);
+      for (int i = 0; i < N; i++) loom_graph_value_free(&in[k][i]);
+    }
+    loom_diag_list_destroy(&diags);
+    loom_graph_module_destroy(m);
+  }
 }

@@ -3,7 +3,8 @@
  * axis, CenterCropPad cropping and padding odd amounts, Col2Im's overlapping sums, MaxUnpool
  * on a symbolic batch, MelWeightMatrix from constants) against hand-computed values (numpy's
  * np.pad and the ONNX reference evaluator for MelWeightMatrix), and the errors for bad
- * attributes and shapes. */
+ * attributes and shapes; and what torchvision models bring on symbolic extents (ceil-mode
+ * pools, a flip as a Slice of step -1, a Concat of 64 inputs). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -53,7 +54,8 @@ static void initializer(pb *g, const arg *a) {
 static loom_status import_node(const char *op, const arg *ins, size_t nin, pb *attrs, int opset, loom_onnx_model **mm,
                                loom_graph_module **gm) {
   pb g = {0}, model = {0};
-  const char *names[9], *outs[] = {"y", NULL};
+  const char *names[80], *outs[] = {"y", NULL};
+  cr_assert(nin < 80);
   for (size_t i = 0; i < nin; i++) names[i] = ins[i].name;
   names[nin] = NULL;
   pb_node(&g, op, "n", names, outs, attrs);
@@ -229,4 +231,78 @@ LOOM_TEST(onnx, image_bad_inputs_name_the_node) {
   expect_refused("FlexAttention", qkv, 3, NULL, 22, LOOM_CODE_UNIMPLEMENTED, "FlexAttention is an op of domain ai.onnx.preview, not ''");
   attr_str(&a, "coordinate_transformation_mode", "corner");
   expect_refused("RoiAlign", ra, 3, &a, 22, LOOM_CODE_INVALID_ARGUMENT, "coordinate_transformation_mode 'corner'");
+}
+
+/* ---- torchvision's forms on symbolic extents ----------------------------------------------- */
+
+/* MaxPool / AveragePool with ceil_mode on a symbolic H x W (squeezenet, googlenet): at 6 x 5 ceil
+ * mode adds a row and a column of windows hanging past the input (ONNX Runtime's values). */
+LOOM_TEST(onnx, image_ceil_mode_pools_on_symbolic_extents) {
+  static const int64_t k[] = {3, 2}, st[] = {2, 2}, sh[] = {1, 1, 6, 5};
+  float x[30];
+  for (int i = 0; i < 30; i++) x[i] = (float)((i * 7) % 11);
+  static const double mx[] = {9, 10, 8, 9}, avg[] = {22.0 / 6, 29.0 / 6, 4, 31.0 / 6};
+  static const double mx3[] = {9, 10, 10, 8, 9, 10, 10, 9, 5}, avg3[] = {22.0 / 6, 29.0 / 6, 8, 4, 31.0 / 6, 28.0 / 6, 7, 4.5, 4};
+  const arg ins[] = {{"x", 1, 4, {"N", "C", "H", "W"}, NULL, 0}};
+  const char *ops[] = {"MaxPool", "AveragePool"};
+  for (int ceil = 0; ceil < 2; ceil++)
+    for (int i = 0; i < 2; i++) {
+      pb a = {0};
+      attr_ints(&a, "kernel_shape", 2, k);
+      attr_ints(&a, "strides", 2, st);
+      attr_int(&a, "ceil_mode", ceil);
+      loom_graph_value v = floats(4, sh, x);
+      const double *want = ceil ? (i ? avg3 : mx3) : (i ? avg : mx);
+      check(ops[i], ins, 1, &a, 13, 1, &v, 4, ceil ? (int64_t[]){1, 1, 3, 3} : (int64_t[]){1, 1, 2, 2}, want);
+    }
+}
+
+/* torch.flip as ONNX exports it: Slice(starts -1, ends -INT64_MAX, axes 0, steps -1) on a
+ * symbolic axis; and steps -2 from the middle with ends past the front (INT64_MIN). */
+LOOM_TEST(onnx, image_slice_negative_steps_on_a_symbolic_axis) {
+  static const int64_t b[] = {-1}, e[] = {-INT64_MAX}, ax[] = {0}, st[] = {-1};
+  const arg ins[] = {{"x", 1, 2, {"N", "2"}, NULL, 0}, {"b", 7, 1, {"1"}, b, 1}, {"e", 7, 1, {"1"}, e, 1},
+                     {"a", 7, 1, {"1"}, ax, 1},       {"s", 7, 1, {"1"}, st, 1}};
+  static const float x[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  static const double flip[] = {8, 9, 6, 7, 4, 5, 2, 3, 0, 1};
+  loom_graph_value v = floats(2, (int64_t[]){5, 2}, x);
+  check("Slice", ins, 5, NULL, 13, 1, &v, 2, (int64_t[]){5, 2}, flip);
+  v = floats(2, (int64_t[]){0, 2}, x);
+  check("Slice", ins, 5, NULL, 13, 1, &v, 2, (int64_t[]){0, 2}, flip);
+  static const int64_t b2[] = {3, 1}, e2[] = {INT64_MIN, -3}, ax2[] = {0, 1}, st2[] = {-2, -1};
+  const arg ins2[] = {{"x", 1, 2, {"N", "M"}, NULL, 0}, {"b", 7, 1, {"2"}, b2, 2}, {"e", 7, 1, {"2"}, e2, 2},
+                      {"a", 7, 1, {"2"}, ax2, 2},       {"s", 7, 1, {"2"}, st2, 2}};
+  /* N = 5, M = 2: rows 3, 1; columns 1 down to -3 + 2 = -1 exclusive: 1, 0 */
+  static const double want2[] = {7, 6, 3, 2};
+  v = floats(2, (int64_t[]){5, 2}, x);
+  check("Slice", ins2, 5, NULL, 13, 1, &v, 2, (int64_t[]){2, 2}, want2);
+  /* N = 1: row 3 clamps to row 0 */
+  v = floats(2, (int64_t[]){1, 2}, x);
+  check("Slice", ins2, 5, NULL, 13, 1, &v, 2, (int64_t[]){1, 2}, (double[]){1, 0});
+  static const int64_t zero[] = {0};
+  const arg bad[] = {{"x", 1, 2, {"N", "2"}, NULL, 0}, {"b", 7, 1, {"1"}, b, 1}, {"e", 7, 1, {"1"}, e, 1},
+                     {"a", 7, 1, {"1"}, ax, 1},       {"s", 7, 1, {"1"}, zero, 1}};
+  expect_refused("Slice", bad, 5, NULL, 13, LOOM_CODE_INVALID_ARGUMENT, "step 0 on axis 0");
+}
+
+/* Concat of 64 inputs on a symbolic batch (densenet joins up to ~50), and Sum of 20. */
+LOOM_TEST(onnx, image_concat_of_64_inputs) {
+  enum { NIN = 64 };
+  arg ins[NIN];
+  char names[NIN][8];
+  for (int i = 0; i < NIN; i++) {
+    snprintf(names[i], sizeof names[i], "x%d", i);
+    ins[i] = (arg){names[i], 1, 2, {"N", "1"}, NULL, 0};
+  }
+  loom_graph_value v[NIN];
+  double want[2 * NIN];
+  for (int i = 0; i < NIN; i++) {
+    v[i] = floats(2, (int64_t[]){2, 1}, (float[]){(float)i, (float)(100 + i)});
+    want[i] = i, want[NIN + i] = 100 + i;
+  }
+  pb a = {0};
+  attr_int(&a, "axis", 1);
+  check("Concat", ins, NIN, &a, 13, NIN, v, 2, (int64_t[]){2, NIN}, want);
+  for (int i = 0; i < 20; i++) v[i] = floats(2, (int64_t[]){2, 1}, (float[]){(float)i, 1});
+  check("Sum", ins, 20, NULL, 13, 20, v, 2, (int64_t[]){2, 1}, (double[]){190, 20});
 }

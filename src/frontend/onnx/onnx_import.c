@@ -493,13 +493,28 @@ loom_status oimp_import_node(imp *im, const loom_onnx_node *n) {
       continue;
     if (!strstr(e->attrs, key)) return UNSUP(n, "attribute '%s' is not supported", n->attrs[i].name);
   }
-  nctx c = {.im = im, .n = n};
   bool has_seq = false;
-  size_t vidx[OIMP_MAX_IN];
   size_t last = n->n_inputs;
   while (last > 0 && !*n->inputs[last - 1]) last--;
-  if ((int)last < e->min_in || (int)last > e->max_in || last > OIMP_MAX_IN)
+  if ((int)last < e->min_in || last > (size_t)e->max_in) {
+    if (e->max_in == OIMP_VARIADIC) return UNSUP(n, "%zu inputs (at least %d)", last, e->min_in);
     return UNSUP(n, "%zu inputs (supported: %d to %d)", last, e->min_in, e->max_in);
+  }
+  loom_graph_expr *args_s[OIMP_MAX_IN] = {0};
+  const loom_onnx_tensor *consts_s[OIMP_MAX_IN] = {0};
+  const oimp_symval *syms_s[OIMP_MAX_IN] = {0};
+  const oimp_seq *seqs_s[OIMP_MAX_IN] = {0};
+  size_t vidx_s[OIMP_MAX_IN], *vidx = vidx_s;
+  nctx c = {.im = im, .n = n, .args = args_s, .consts = consts_s, .syms = syms_s, .seqs = seqs_s};
+  if (last > OIMP_MAX_IN) { /* a variadic node: its operand slots live as long as the module */
+    loom_arena *a = loom_graph_module_arena(im->m);
+    c.args = loom_arena_array(a, last, sizeof *c.args, _Alignof(void *));
+    c.consts = loom_arena_array(a, last, sizeof *c.consts, _Alignof(void *));
+    c.syms = loom_arena_array(a, last, sizeof *c.syms, _Alignof(void *));
+    c.seqs = loom_arena_array(a, last, sizeof *c.seqs, _Alignof(void *));
+    vidx = loom_arena_array(a, last, sizeof *vidx, _Alignof(size_t));
+    if (!c.args || !c.consts || !c.syms || !c.seqs || !vidx) return LOOM_OOM();
+  }
   for (size_t i = 0; i < last; i++) {
     if (!*n->inputs[i] && (int)i < e->min_in) return BAD(n, "input %zu is required but has no name", i);
     if (!*n->inputs[i]) { c.args[c.nargs++] = NULL; continue; }

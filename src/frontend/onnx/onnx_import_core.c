@@ -547,9 +547,19 @@ static loom_status h_batchnorm(nctx *c, const op_entry *e, loom_graph_expr **out
   return oimp_emit(c, e->op, 5, c->args, c->n->outputs[0], out);
 }
 
+/* Bound v of a Slice on an axis of constant extent d, clamped as the op clamps it
+ * (loom_graph_slice_bound): to [0, d] for a positive step, to [-1, d - 1] for a negative one,
+ * where -1 (before index 0) is written -d - 1, since the op reads a negative constant from
+ * the end. */
+static int64_t slice_bound(int64_t v, int64_t d, int64_t step) {
+  int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? d : d - 1;
+  if (v < 0) v = v < -d ? lo : v + d;
+  v = v < lo ? lo : v > hi ? hi : v;
+  return v < 0 ? -d - 1 : v;
+}
+
 /* Slice: starts / ends / axes / steps from constant inputs (opset >= 10; starts and ends may
- * also be computed from shapes, i.e. symbolic) or attributes; positive steps only (the graph
- * op's limit). */
+ * also be computed from shapes, i.e. symbolic) or attributes; steps of either sign. */
 static loom_status h_slice(nctx *c, const op_entry *e, loom_graph_expr **out) {
   int64_t ax[16], sp[16];
   const loom_sym_expr *st[16], *en[16];
@@ -589,14 +599,12 @@ static loom_status h_slice(nctx *c, const op_entry *e, loom_graph_expr **out) {
   const loom_sym_expr *stp[16];
   for (size_t k = 0; k < ns; k++) {
     int64_t step = np ? sp[k] : 1;
-    if (step <= 0) return UNSUP(c->n, "step %lld on axis %lld (only positive steps)", (long long)step, (long long)ax[k]);
+    if (step == 0) return BAD(c->n, "step 0 on axis %lld", (long long)ax[k]);
     stp[k] = loom_sym_const(cx, step);
     int64_t d, lo, hi;
     if (!loom_sym_is_const(st[k], &lo) || !loom_sym_is_const(en[k], &hi)) continue; /* symbolic: the op clamps */
     if (si->dims && loom_sym_is_const(si->dims[ax[k]], &d)) {
-      if (lo < 0) lo = lo < -d ? 0 : lo + d;
-      if (hi < 0) hi = hi < -d ? 0 : hi + d;
-      lo = lo > d ? d : lo, hi = hi > d ? d : hi;
+      lo = slice_bound(lo, d, step), hi = slice_bound(hi, d, step);
     } else {
       const int64_t big = (int64_t)1 << 40;
       lo = lo > big ? big : lo < -big ? -big : lo;
@@ -785,8 +793,8 @@ const op_entry oimp_core_table[] = {
     {"RMSNormalization", LOOM_GRAPH_OP_RMS_NORM, h_rmsnorm, 2, 2, " axis epsilon stash_type ", false},
     {"Gelu", OIMP_OP_NONE, h_gelu, 1, 1, " approximate ", false},
     {"Reciprocal", OIMP_OP_NONE, h_reciprocal, 1, 1, NOATTR, false},
-    {"Sum", OIMP_OP_NONE, h_variadic, 1, 8, NOATTR, false},
-    {"Mean", OIMP_OP_NONE, h_variadic, 1, 8, NOATTR, false},
+    {"Sum", OIMP_OP_NONE, h_variadic, 1, OIMP_VARIADIC, NOATTR, false},
+    {"Mean", OIMP_OP_NONE, h_variadic, 1, OIMP_VARIADIC, NOATTR, false},
     {"Tile", LOOM_GRAPH_OP_TILE, h_tile, 2, 2, NOATTR, false},
     {"ReduceSumSquare", OIMP_OP_NONE, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
     {"ReduceL1", OIMP_OP_NONE, h_reduce_composite, 1, 2, " axes keepdims noop_with_empty_axes ", false},
@@ -825,8 +833,8 @@ const op_entry oimp_core_table[] = {
     {"Or", LOOM_GRAPH_OP_LOGICAL_OR, oimp_h_simple, 2, 2, NOATTR, false},
     {"Xor", LOOM_GRAPH_OP_LOGICAL_XOR, oimp_h_simple, 2, 2, NOATTR, false},
     {"Where", LOOM_GRAPH_OP_WHERE, oimp_h_simple, 3, 3, NOATTR, false},
-    {"Max", LOOM_GRAPH_OP_MAXIMUM, h_minmax, 1, 8, NOATTR, false},
-    {"Min", LOOM_GRAPH_OP_MINIMUM, h_minmax, 1, 8, NOATTR, false},
+    {"Max", LOOM_GRAPH_OP_MAXIMUM, h_minmax, 1, OIMP_VARIADIC, NOATTR, false},
+    {"Min", LOOM_GRAPH_OP_MINIMUM, h_minmax, 1, OIMP_VARIADIC, NOATTR, false},
     {"MatMul", LOOM_GRAPH_OP_MATMUL, oimp_h_simple, 2, 2, NOATTR, false},
     {"Gemm", LOOM_GRAPH_OP_MATMUL, h_gemm, 2, 3, " transA transB alpha beta ", false},
     {"Softmax", LOOM_GRAPH_OP_SOFTMAX, h_axis, 1, 1, " axis ", false},
@@ -836,7 +844,7 @@ const op_entry oimp_core_table[] = {
     {"Transpose", LOOM_GRAPH_OP_PERMUTE_DIMS, h_transpose, 1, 1, " perm ", false},
     {"Unsqueeze", LOOM_GRAPH_OP_EXPAND_DIMS, h_axes_shape, 1, 2, " axes ", false},
     {"Squeeze", LOOM_GRAPH_OP_SQUEEZE, h_axes_shape, 1, 2, " axes ", false},
-    {"Concat", LOOM_GRAPH_OP_CONCAT, h_concat, 1, 8, " axis ", false},
+    {"Concat", LOOM_GRAPH_OP_CONCAT, h_concat, 1, OIMP_VARIADIC, " axis ", false},
     {"ReduceSum", LOOM_GRAPH_OP_SUM, oimp_h_reduce, 1, 2, " axes keepdims noop_with_empty_axes ", false},
     {"ReduceMean", LOOM_GRAPH_OP_MEAN, oimp_h_reduce, 1, 2, " axes keepdims noop_with_empty_axes ", false},
     {"ReduceMax", LOOM_GRAPH_OP_MAX, oimp_h_reduce, 1, 2, " axes keepdims noop_with_empty_axes ", false},

@@ -94,7 +94,12 @@ bool oimp_fold_node(imp *im, const op_entry *e, const nctx *c, loom_onnx_tensor 
   loom_graph_builder_begin(&sub.b, sub.m, "main");
   nctx c2 = *c;
   c2.im = &sub;
-  bool ok = true;
+  /* c2's own operands (in the scratch module); past c's inputs NULL like every node's */
+  size_t cap = c->nargs > OIMP_MAX_IN ? c->nargs : OIMP_MAX_IN;
+  loom_graph_expr **args2 = calloc(cap, sizeof *args2);
+  bool ok = args2 != NULL;
+  if (ok) memcpy(args2, c->args, c->nargs * sizeof *args2);
+  c2.args = args2;
   for (size_t i = 0; i < c2.nargs && ok; i++)
     if (c2.args[i]) ok = (c2.args[i] = oimp_const_of(&sub, c->consts[i])) != NULL;
   loom_graph_expr *y = NULL;
@@ -113,6 +118,7 @@ bool oimp_fold_node(imp *im, const op_entry *e, const nctx *c, loom_onnx_tensor 
     }
     loom_graph_value_free(&res);
   }
+  free(args2);
   free(sub.val_names), free(sub.vals), free(sub.val_consts), free(sub.val_syms), free(sub.val_seqs), free(sub.sym_names), free(sub.syms), free(sub.used);
   loom_graph_module_destroy(sub.m);
   return *out != NULL;

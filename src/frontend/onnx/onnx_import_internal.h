@@ -61,18 +61,22 @@ typedef struct imp {
                                           being imported: made into exprs there, not cached (0: none) */
 } imp;
 
-/* The most inputs a node may have (an op table row's max_in is at most this). */
+/* The operand slots a node gets on the stack: a node with more inputs (a variadic op such as
+ * Concat, Sum or Max; OIMP_VARIADIC in its table row) gets them from the module arena. Every
+ * node has at least this many slots, the ones past its inputs NULL. */
 #define OIMP_MAX_IN 16
+/* max_in of a variadic op: any number of inputs. */
+#define OIMP_VARIADIC INT32_MAX
 
-/* One node being imported. */
+/* One node being imported. The four operand arrays have max(nargs, OIMP_MAX_IN) slots. */
 typedef struct nctx {
   imp *im;
   const loom_onnx_node *n;
   size_t nargs;
-  loom_graph_expr *args[OIMP_MAX_IN];          /* one per input; NULL for an omitted optional one */
-  const loom_onnx_tensor *consts[OIMP_MAX_IN]; /* constant value of each input, or NULL */
-  const oimp_symval *syms[OIMP_MAX_IN];        /* symbolic value of each input (not constant), or NULL */
-  const oimp_seq *seqs[OIMP_MAX_IN];           /* the sequence or optional an input is (args[i] NULL), or NULL */
+  loom_graph_expr **args;          /* one per input; NULL for an omitted optional one */
+  const loom_onnx_tensor **consts; /* constant value of each input, or NULL */
+  const oimp_symval **syms;        /* symbolic value of each input (not constant), or NULL */
+  const oimp_seq **seqs;           /* the sequence or optional an input is (args[i] NULL), or NULL */
   bool bound;                        /* the handler bound every output itself (*out unused) */
   const loom_onnx_tensor *folded;    /* the result, when the handler folded it (oimp_fold_const) */
   size_t nattrs;                     /* attributes for the next oimp_emit */

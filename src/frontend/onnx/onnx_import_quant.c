@@ -578,22 +578,10 @@ static loom_status qconv_acc(nctx *c, size_t xi, size_t xz, size_t wi, size_t wz
       st = oimp_op1(c, LOOM_GRAPH_OP_STRIDED_SLICE, xp, &taps[t]);
     }
     loom_graph_expr *col = taps[0], *wt, *m;
-    /* concat takes 32 inputs at most: runs of 32 taps first (a 7 x 7 kernel has 49) */
-    int64_t nt = f->K;
-    while (!st && nt > 1) {
-      int64_t runs = 0;
-      for (int64_t t0 = 0; t0 < nt && !st; t0 += 32, runs++) {
-        int64_t len = nt - t0 < 32 ? nt - t0 : 32;
-        if (len == 1) {
-          taps[runs] = taps[t0];
-          continue;
-        }
-        oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", (int64_t)r - 1));
-        st = oimp_emit(c, LOOM_GRAPH_OP_CONCAT, (size_t)len, taps + t0, NULL, &taps[runs]);
-      }
-      nt = runs;
+    if (!st && f->K > 1) { /* one concat of every tap */
+      oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", (int64_t)r - 1));
+      st = oimp_emit(c, LOOM_GRAPH_OP_CONCAT, (size_t)f->K, taps, NULL, &col);
     }
-    col = taps[0];
     if (st) break;
     const loom_sinfo *cs = col->sinfo;
     P = cs->dims[1];
