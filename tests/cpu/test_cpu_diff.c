@@ -482,6 +482,29 @@ LOOM_TEST(cpu, emitted_ir_has_noalias_and_vectorize_metadata) {
   tp_fixture_free(&fx);
 }
 
+/* Parses `text` into fx and returns its unoptimized LLVM IR, held in sb (the caller frees sb). */
+static const char *parse_emit_ir(tp_fixture *fx, const char *text, loom_strbuf *sb) {
+  cpu_parse_ok(fx, text);
+  loom_strbuf_init(sb, NULL);
+  const loom_tp_func *fs[1] = {fx->f};
+  cr_assert_null(loom_cpu_emit_ir(NULL, fx->cx, fs, 1, false, sb));
+  return loom_strbuf_cstr(sb);
+}
+
+/* JIT-compiles fx's program and checks it against the interpreter: 24 random shapes from medium,
+ * tolerance 1e-5, then frees fx. */
+static void jit_diff_24(tp_fixture *fx, uint64_t seed) {
+  loom_cpu_options o = {0};
+  loom_cpu_jit *jit;
+  cr_assert_null(loom_cpu_jit_create(&o, &jit));
+  loom_kernel_fn fn = cpu_jit(jit, fx);
+  cpu_diff_opts d = cpu_opts(medium, 10, 1e-5);
+  d.trials = 24;
+  cpu_diff(fx, fn, &d, seed);
+  loom_cpu_jit_destroy(jit);
+  tp_fixture_free(fx);
+}
+
 /* `if likely(c)`: the else branch is cold code -- its loops carry vectorize.enable false,
  * unroll.disable and interleave.count 1 (the then branch's loop keeps vectorize.enable true), the
  * branch is weighted -- and both branches compute what the interpreter does. */
@@ -495,12 +518,8 @@ LOOM_TEST(cpu, likely_if_makes_the_else_branch_cold_code_with_the_same_results) 
                             "    for k in 0..n vectorize { B[k] = A[k] - S[0] }\n"
                             "  }\n}\n";
   tp_fixture fx;
-  cpu_parse_ok(&fx, text);
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  const loom_tp_func *fs[1] = {fx.f};
-  cr_assert_null(loom_cpu_emit_ir(NULL, fx.cx, fs, 1, false, &sb));
-  const char *ir = loom_strbuf_cstr(&sb);
+  const char *ir = parse_emit_ir(&fx, text, &sb);
   cr_assert(strstr(ir, "!\"branch_weights\", i32 2000, i32 1}") != NULL, "%s", ir);
   cr_assert(strstr(ir, "!\"llvm.loop.unroll.disable\"}") != NULL, "%s", ir);
   cr_assert(strstr(ir, "!\"llvm.loop.interleave.count\", i32 1}") != NULL, "%s", ir);
@@ -508,15 +527,7 @@ LOOM_TEST(cpu, likely_if_makes_the_else_branch_cold_code_with_the_same_results) 
   cr_assert(strstr(ir, "!\"llvm.loop.vectorize.enable\", i1 true}") != NULL, "%s", ir);
   loom_strbuf_free(&sb);
   /* the sum is negative for about half of the random inputs: both branches run */
-  loom_cpu_options o = {0};
-  loom_cpu_jit *jit;
-  cr_assert_null(loom_cpu_jit_create(&o, &jit));
-  loom_kernel_fn fn = cpu_jit(jit, &fx);
-  cpu_diff_opts d = cpu_opts(medium, 10, 1e-5);
-  d.trials = 24;
-  cpu_diff(&fx, fn, &d, 11);
-  loom_cpu_jit_destroy(jit);
-  tp_fixture_free(&fx);
+  jit_diff_24(&fx, 11);
 }
 
 /* A vector loop under a guard holding its extent below a small constant (the else branch of
@@ -534,12 +545,8 @@ LOOM_TEST(cpu, loops_a_guard_keeps_short_are_folded_into_masked_vectors) {
                             "    for k in 0..m vectorize { D[k] = C[k] * sigmoid(C[k]) }\n"
                             "  }\n}\n";
   tp_fixture fx;
-  cpu_parse_ok(&fx, text);
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  const loom_tp_func *fs[1] = {fx.f};
-  cr_assert_null(loom_cpu_emit_ir(NULL, fx.cx, fs, 1, false, &sb));
-  const char *ir = loom_strbuf_cstr(&sb);
+  const char *ir = parse_emit_ir(&fx, text, &sb);
   int n = 0;
   for (const char *at = ir; (at = strstr(at, "!llvm.loop !")) != NULL; at++) n++;
   cr_assert_eq(n, 3, "%d loop latches, want 3\n%s", n, ir);
@@ -557,15 +564,7 @@ LOOM_TEST(cpu, loops_a_guard_keeps_short_are_folded_into_masked_vectors) {
     if (!isdigit((unsigned char)at[strlen(ref)])) uses++;
   cr_assert_eq(uses, 3, "the predicate property %s is used by %d loops, want 2\n%s", ref, uses - 1, ir);
   loom_strbuf_free(&sb);
-  loom_cpu_options o = {0};
-  loom_cpu_jit *jit;
-  cr_assert_null(loom_cpu_jit_create(&o, &jit));
-  loom_kernel_fn fn = cpu_jit(jit, &fx);
-  cpu_diff_opts d = cpu_opts(medium, 10, 1e-5);
-  d.trials = 24;
-  cpu_diff(&fx, fn, &d, 13);
-  loom_cpu_jit_destroy(jit);
-  tp_fixture_free(&fx);
+  jit_diff_24(&fx, 13);
 }
 
 /* ---- AOT: object -> .so -> dlopen, same results as the JIT ------------------------------- */
