@@ -590,6 +590,7 @@ static loom_tp_expr *replace_loads(loom_arena *a, const loom_tp_expr *e, const l
 
 /* Moving an epilogue into a producer that only stores its result C (a rows program: the sum
  * of a depthwise convolution's taps in a register, then one store per output element). */
+enum { GRID_FWD_MAX = 8, GRID_SCOPE_MAX = 32 };
 typedef struct redirector {
   loom_arena *a;
   loom_sym_ctx *cx;
@@ -599,6 +600,9 @@ typedef struct redirector {
   int depth;                    /* the epilogue's loops (y's axes) */
   bool refused;                 /* a store of c at an index that is not symbolic */
   bool oom;
+  int ng;                       /* staging Locals the epilogue moves into (grid_forwards) */
+  const loom_tp_buffer *g[GRID_FWD_MAX];
+  const loom_tp_expr *ge[GRID_FWD_MAX]; /* e at the index of the one store C[i..] = g[..]; reads c */
 } redirector;
 
 /* A copy of s in which each store `C[i..] = v` is `Y[i..] = e[k := i, C[k] := v]`; other
@@ -626,6 +630,14 @@ static loom_tp_stmt *redirect(redirector *r, loom_tp_stmt *s) {
       return q ? q : (r->oom = true, NULL);
     }
     case LOOM_TP_STMT_STORE: {
+      const loom_tp_expr *sv = s->u.store.value;
+      for (int k = 0; k < r->ng; k++) {
+        bool write = s->u.store.buf == r->g[k], read = s->u.store.buf == r->c && sv->kind == LOOM_TP_EXPR_LOAD && sv->u.load.buf == r->g[k];
+        if (!write && !read) continue;
+        loom_tp_expr *v = write ? replace_loads(a, r->ge[k], r->c, sv) : (loom_tp_expr *)sv;
+        loom_tp_stmt *q = v ? loom_tp_store(a, write ? r->g[k] : r->y, s->u.store.idx, v) : NULL;
+        return q ? q : (r->oom = true, NULL);
+      }
       if (s->u.store.buf != r->c) return s;
       const loom_sym_expr *vals[16];
       for (int d = 0; d < r->c->ndim; d++) {
@@ -639,6 +651,145 @@ static loom_tp_stmt *redirect(redirector *r, loom_tp_stmt *s) {
     }
     default: return s;
   }
+}
+
+/* ---- the epilogue into a staging Local (the grid form of a rows program) ----------------- */
+
+/* What grid_forwards gathers from the producer: its loop variables, the loops around each Local's
+ * alloc, and each store `C[i..] = G[..]` of C from a Local G. */
+typedef struct grid_scan {
+  const loom_tp_buffer *c;
+  const loom_sym_expr *stack[GRID_SCOPE_MAX]; /* the loops around the statement visited */
+  int depth;
+  const loom_sym_expr *all[4 * GRID_SCOPE_MAX]; /* every loop variable of the producer */
+  int nall;
+  struct {
+    const loom_tp_buffer *g;
+    const loom_sym_expr *scope[GRID_SCOPE_MAX];
+    int n;
+  } alloc[GRID_FWD_MAX];
+  int nalloc;
+  const loom_tp_stmt *use[GRID_FWD_MAX]; /* the stores C[i..] = G[..] */
+  int nuse;
+  bool overflow;
+} grid_scan;
+
+static void grid_scan_stmt(grid_scan *g, const loom_tp_stmt *s) {
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) grid_scan_stmt(g, s->u.seq.items[i]);
+      return;
+    case LOOM_TP_STMT_FOR:
+      if (g->depth == GRID_SCOPE_MAX || g->nall == 4 * GRID_SCOPE_MAX) {
+        g->overflow = true;
+        return;
+      }
+      g->all[g->nall++] = g->stack[g->depth++] = s->u.loop.var;
+      grid_scan_stmt(g, s->u.loop.body);
+      g->depth--;
+      return;
+    case LOOM_TP_STMT_IF:
+      grid_scan_stmt(g, s->u.if_.then_s);
+      if (s->u.if_.else_s) grid_scan_stmt(g, s->u.if_.else_s);
+      return;
+    case LOOM_TP_STMT_ALLOC:
+      if (s->u.alloc->scope != LOOM_TP_SCOPE_LOCAL) return;
+      if (g->nalloc == GRID_FWD_MAX) {
+        g->overflow = true;
+        return;
+      }
+      g->alloc[g->nalloc].g = s->u.alloc;
+      g->alloc[g->nalloc].n = g->depth;
+      memcpy(g->alloc[g->nalloc++].scope, g->stack, (size_t)g->depth * sizeof *g->stack);
+      return;
+    case LOOM_TP_STMT_STORE:
+      if (s->u.store.buf != g->c || s->u.store.value->kind != LOOM_TP_EXPR_LOAD ||
+          s->u.store.value->u.load.buf->scope != LOOM_TP_SCOPE_LOCAL)
+        return;
+      if (g->nuse == GRID_FWD_MAX) g->overflow = true;
+      else g->use[g->nuse++] = s;
+      return;
+    default: return;
+  }
+}
+
+static bool count_load(void *ud, const loom_tp_expr *load) {
+  struct {
+    const loom_tp_buffer *g;
+    int n;
+  } *k = ud;
+  k->n += load->u.load.buf == k->g;
+  return false;
+}
+
+/* The number of loads of G under s (values, indices, lets, conditions). */
+static int loads_of(const loom_tp_stmt *s, const loom_tp_buffer *g) {
+  struct {
+    const loom_tp_buffer *g;
+    int n;
+  } k = {g, 0};
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ: {
+      int n = 0;
+      for (size_t i = 0; i < s->u.seq.n; i++) n += loads_of(s->u.seq.items[i], g);
+      return n;
+    }
+    case LOOM_TP_STMT_FOR: return loads_of(s->u.loop.body, g);
+    case LOOM_TP_STMT_IF:
+      loom_tp_expr_any_load(s->u.if_.cond, count_load, &k);
+      return k.n + loads_of(s->u.if_.then_s, g) + (s->u.if_.else_s ? loads_of(s->u.if_.else_s, g) : 0);
+    case LOOM_TP_STMT_LET: loom_tp_expr_any_load(s->u.let.value, count_load, &k); return k.n;
+    case LOOM_TP_STMT_STORE:
+      loom_tp_expr_any_load(s->u.store.value, count_load, &k);
+      for (int d = 0; d < s->u.store.buf->ndim; d++) loom_tp_expr_any_load(s->u.store.idx[d], count_load, &k);
+      return k.n;
+    case LOOM_TP_STMT_PREFETCH: return 1; /* a hint naming it: keep G as it is */
+    default: return 0;
+  }
+}
+
+/* The grid form of a rows program sums a plane's outputs on the grid of its padded input into a
+ * Local G (vectors of 8 or 32 positions, junk positions between the rows), then copies the valid
+ * ones out, element by element: `C[n, c, j, u] = G[j*h1 + u]` (tensorprog/gen_conv.c, pool_grid).
+ * A 7 x 7 row is too short for vectors, so an epilogue taken at that copy (EfficientNet's x *
+ * sigmoid(x)) ran element by element. When e does not depend on the copy's own loops (only on the
+ * loops around G's alloc: the plane q, the signature; it reads C only at k), it is computed where G
+ * is written, on whole vectors (junk positions too, which are never read), and the copy stays a copy:
+ *     G[..] = v      ->  G[..] = e[k := i, C[k] := v]
+ *     C[i..] = G[..] ->  Y[i..] = G[..]
+ * G must be read by that one store only, and have Y's dtype. Fills r->g / r->ge. */
+static loom_status grid_forwards(redirector *r, const loom_tp_stmt *mm) {
+  grid_scan g = {.c = r->c};
+  grid_scan_stmt(&g, mm);
+  if (g.overflow) return LOOM_OK;
+  for (int u = 0; u < g.nuse; u++) {
+    const loom_tp_stmt *st = g.use[u];
+    const loom_tp_buffer *gb = st->u.store.value->u.load.buf;
+    int al = -1;
+    for (int k = 0; k < g.nalloc; k++)
+      if (g.alloc[k].g == gb) al = k;
+    if (al < 0 || gb->dtype != r->y->dtype || loads_of(mm, gb) != 1) continue;
+    const loom_sym_expr *vals[16];
+    bool sym = true;
+    for (int d = 0; d < r->c->ndim; d++) {
+      sym = sym && st->u.store.idx[d]->kind == LOOM_TP_EXPR_SYM;
+      if (sym) vals[d] = st->u.store.idx[d]->u.sym;
+    }
+    if (!sym) continue;
+    loom_tp_expr *at = loom_tp_expr_copy_subst(r->a, r->cx, r->e, r->kv, vals, (size_t)r->depth);
+    loom_tp_expr *probe = at ? replace_loads(r->a, at, r->c, loom_tp_const_f(r->a, r->c->dtype, 0)) : NULL;
+    if (!probe) return LOOM_OOM();
+    bool inside = true; /* e mentions no loop but those around G's alloc */
+    for (int k = 0; k < g.nall && inside; k++) {
+      bool around = false;
+      for (int j = 0; j < g.alloc[al].n; j++) around = around || g.alloc[al].scope[j] == g.all[k];
+      inside = around || !loom_tp_expr_uses_var(probe, g.all[k]);
+    }
+    if (!inside) continue;
+    r->g[r->ng] = gb;
+    r->ge[r->ng++] = at;
+  }
+  return LOOM_OK;
 }
 
 loom_status loom_tp_fuse_epilogue(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, bool *out_done) {
@@ -688,7 +839,8 @@ loom_status loom_tp_fuse_epilogue(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
     if (i != mi && stmt_mentions(top->u.seq.items[i], y)) return LOOM_OK;
   if (!body) { /* the store form: every store of C becomes a store of Y */
     if (stmt_mentions(mm, y)) return LOOM_OK;
-    redirector r = {a, cx, c, y, epi->u.store.value, kv, depth, false, false};
+    redirector r = {a, cx, c, y, epi->u.store.value, kv, depth, false, false, 0, {0}, {0}};
+    LOOM_PROPAGATE(grid_forwards(&r, mm));
     loom_tp_stmt *nest = redirect(&r, mm);
     if (r.oom || (!nest && !r.refused)) return LOOM_OOM();
     if (r.refused) return LOOM_OK;

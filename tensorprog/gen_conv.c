@@ -626,6 +626,12 @@ enum { POOL_GRID_MAX = 1024 };
 /* The grid form's chunk when the grid has at least that many positions: four vectors of 8 whose
  * sums are independent chains (one chunk of 8 waits on each tap's add: latency-bound). */
 enum { POOL_GRID_WIDE = 32 };
+/* Unit-stride rows shorter than this take the grid form when the plane's grid fits POOL_GRID_MAX: a
+ * row of 14 was two chunks of 8, each one chain of adds waiting on the last (latency-bound), where
+ * the grid's chunks of 32 are four. Strided rows only below POOL_LANES: their grid reads every s-th
+ * float and s - 1 of s positions of a row are junk (measured: rows of 10 and 13, 5 x 5 and 3 x 3
+ * taps at stride 2, were slower as grids). */
+enum { POOL_GRID_ROW = 32 };
 
 bool loom_tp_rows_grid(const loom_tp_window *w, loom_tp_pool_kind kind, bool dw) {
   return w->n == 2 && w->stride[0] == w->stride[1] && (dw || kind == LOOM_TP_POOL_MAX || kind == LOOM_TP_POOL_AVG_PAD);
@@ -712,10 +718,10 @@ static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, cons
   const loom_sym_expr *q = loom_tpb_for(b, "q", loom_sym_mul(cx, p->xd[0], p->xd[1]), LOOM_TP_LOOP_SERIAL, false);
   p->lead[0] = loom_tpb_idx(b, loom_sym_floordiv(cx, q, p->xd[1]));
   p->lead[1] = loom_tpb_idx(b, loom_sym_floormod(cx, q, p->xd[1]));
-  if (p->Xf) { /* y1 < 8 (1 <= y1): the grid form when the plane's grid has 8 to POOL_GRID_MAX positions */
+  if (p->Xf) { /* 1 <= y1 < POOL_GRID_ROW (stride 1) or POOL_LANES: the grid form when the plane's grid has 8 to POOL_GRID_MAX positions */
     const loom_sym_expr *G = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_sub(cx, p->yd[2], C(cx, 1)), p->xd[3]), p->yd[3]);
     loom_tp_expr *c = loom_tp_op2(a, LOOM_TP_OP_AND, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, p->yd[3]), loom_tpb_idx(b, C(cx, 1))),
-                                  loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(b, p->yd[3]), loom_tpb_idx(b, C(cx, POOL_LANES))));
+                                  loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(b, p->yd[3]), loom_tpb_idx(b, C(cx, p->w->stride[1] == 1 ? POOL_GRID_ROW : POOL_LANES))));
     c = loom_tp_op2(a, LOOM_TP_OP_AND, c, loom_tp_op2(a, LOOM_TP_OP_AND, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, G), loom_tpb_idx(b, C(cx, POOL_LANES))),
                                                       loom_tp_op2(a, LOOM_TP_OP_LE, loom_tpb_idx(b, G), loom_tpb_idx(b, C(cx, POOL_GRID_MAX)))));
     loom_tpb_if(b, c);

@@ -59,6 +59,10 @@ typedef struct cg {
   LLVMValueRef ctxp;          /* the kernel ctx pointer */
   int reduce_depth;           /* enclosing reduce loops */
   int cold;                   /* > 0 inside the else branch of an `if likely(..)`: loops stay plain */
+  /* extents an enclosing if's guard holds below a small constant (cg_stmt.c short_guards): a
+   * vector loop over one of them is folded into masked vectors instead of a scalar remainder */
+  const loom_sym_expr *short_ext[8];
+  int nshort;
   int nbody;                  /* outlined bodies so far (naming) */
   /* bindings (innermost last) */
   LOOM_VEC(cg_symval) syms;

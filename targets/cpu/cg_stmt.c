@@ -268,6 +268,47 @@ static bool stmt_divides_when(const loom_tp_stmt *s, bool cond) {
   }
 }
 
+/* ---- short loops --------------------------------------------------------------------- */
+
+/* The most iterations a loop may have for its vectorisation to be folded into masked vectors. */
+enum { SHORT_LOOP_MAX = 32 };
+
+/* The constant c of a symbol operand, or -1. */
+static int64_t sym_const(const loom_tp_expr *e) {
+  int64_t c;
+  return e->kind == LOOM_TP_EXPR_SYM && loom_sym_is_const(e->u.sym, &c) ? c : -1;
+}
+
+/* Records the extents that `cond` (when it holds `truth`) keeps below SHORT_LOOP_MAX: `e < c`,
+ * `e <= c` and the conjuncts of `&&` when true, `e >= c` and `e > c` when false (the else branch of
+ * a row's `if w >= 8`: the whole row at once, shorter than a chunk). A vector loop over such an
+ * extent had its iterations in LLVM's scalar remainder (a row of 7 against vectors of 8 or 16),
+ * x * sigmoid(x) element by element; folded into masked vectors it runs as one or two. */
+static void short_guards(cg *g, const loom_tp_expr *cond, bool truth) {
+  if (cond->kind != LOOM_TP_EXPR_OP) return;
+  loom_tp_op op = cond->u.op.op;
+  if (op == LOOM_TP_OP_AND && truth) {
+    short_guards(g, cond->u.op.args[0], true);
+    short_guards(g, cond->u.op.args[1], true);
+    return;
+  }
+  const loom_tp_expr *x = cond->u.op.args[0];
+  if (loom_tp_op_arity(op) != 2 || x->kind != LOOM_TP_EXPR_SYM || g->nshort == (int)(sizeof g->short_ext / sizeof *g->short_ext))
+    return;
+  int64_t c = sym_const(cond->u.op.args[1]), bound = -1; /* x < bound */
+  if (truth && op == LOOM_TP_OP_LT) bound = c;
+  else if (truth && op == LOOM_TP_OP_LE) bound = c + 1;
+  else if (!truth && op == LOOM_TP_OP_GE) bound = c;
+  else if (!truth && op == LOOM_TP_OP_GT) bound = c + 1;
+  if (c >= 0 && bound > 0 && bound <= SHORT_LOOP_MAX) g->short_ext[g->nshort++] = x->u.sym;
+}
+
+static bool is_short(const cg *g, const loom_sym_expr *extent) {
+  for (int i = 0; i < g->nshort; i++)
+    if (g->short_ext[i] == extent) return true;
+  return false;
+}
+
 /* for v in [begin, end) step `step` { body } as a plain counted loop with `kind`'s metadata. */
 void cg_range_loop(cg *g, const loom_tp_stmt *s, LLVMValueRef begin, LLVMValueRef end, int64_t step) {
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
@@ -293,7 +334,11 @@ void cg_range_loop(cg *g, const loom_tp_stmt *s, LLVMValueRef begin, LLVMValueRe
     set_loop_md(g, br, "llvm.loop.unroll.full", NULL);
   else if (stmt_divides_when(s->u.loop.body, false))
     set_loop_md(g, br, "llvm.loop.vectorize.enable", LLVMConstInt(g->t_i1, 0, 0));
-  else if (s->u.loop.kind == LOOM_TP_LOOP_VECTORIZE)
+  else if (s->u.loop.kind == LOOM_TP_LOOP_VECTORIZE && is_short(g, s->u.loop.extent)) {
+    LLVMMetadataRef props[2] = {loop_prop(g, "llvm.loop.vectorize.enable", LLVMConstInt(g->t_i1, 1, 0)),
+                                loop_prop(g, "llvm.loop.vectorize.predicate.enable", LLVMConstInt(g->t_i1, 1, 0))};
+    set_loop_props(g, br, props, 2);
+  } else if (s->u.loop.kind == LOOM_TP_LOOP_VECTORIZE)
     set_loop_md(g, br, "llvm.loop.vectorize.enable", LLVMConstInt(g->t_i1, 1, 0));
   LLVMPositionBuilderAtEnd(g->b, exit);
 }
@@ -883,11 +928,16 @@ void cg_stmt(cg *g, const loom_tp_stmt *s) {
       LLVMValueRef br = LLVMBuildCondBr(g->b, c, bt, be);
       if (likely) set_branch_weights(g, br, 2000, 1);
       LLVMPositionBuilderAtEnd(g->b, bt);
+      int mark = g->nshort;
+      short_guards(g, ce, true);
       cg_stmt(g, s->u.if_.then_s);
+      g->nshort = mark;
       LLVMBuildBr(g->b, bj);
       LLVMPositionBuilderAtEnd(g->b, be);
       g->cold += likely;
+      short_guards(g, ce, false);
       if (s->u.if_.else_s) cg_stmt(g, s->u.if_.else_s);
+      g->nshort = mark;
       g->cold -= likely;
       LLVMBuildBr(g->b, bj);
       LLVMPositionBuilderAtEnd(g->b, bj);

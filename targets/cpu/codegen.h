@@ -46,7 +46,7 @@
 /* The code generator's version, part of every kernel cache key: bump it with any change to
  * targets/cpu (or to what it calls) that changes the code made for some program, so that no
  * cache entry made before the change is used after it. */
-#define LOOM_CPU_CODEGEN_VERSION 6
+#define LOOM_CPU_CODEGEN_VERSION 7
 
 /* How to generate code. Zero-initialised = host CPU, O3, fast reductions. */
 typedef struct loom_cpu_options {

@@ -116,7 +116,7 @@ static void check(conv_gen_fn gen, const loom_tp_conv_packed *g, int vector_byte
 /* Runs over grids around every tile width's threshold; l keeps the taps' reads inside X (max_rows
  * rows of pitch e below plus max_cols columns). */
 static size_t runs_for(conv_run *out, int64_t max_rows, int64_t max_cols) {
-  static const int64_t ps[] = {0, 1, 15, 16, 17, 31, 32, 33, 47, 48, 49, 95, 96, 191, 192, 193, 250};
+  static const int64_t ps[] = {0, 1, 15, 16, 17, 31, 32, 33, 35, 40, 47, 48, 49, 80, 95, 96, 191, 192, 193, 250};
   static const int64_t cs[] = {3, 1, 5, 2, 4, 7};
   size_t n = 0;
   for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
@@ -136,6 +136,23 @@ LOOM_TEST(cpu_conv, packed_3x3_stride_one_every_tile_width) {
   /* 8-lane and 4-lane vectors: one vector per tile */
   check(loom_tp_gen_conv_packed, &g, 32, runs, few_runs(runs, 2, 2, 3));
   check(loom_tp_gen_conv_packed, &g, 16, runs, few_runs(runs, 2, 2, 3));
+}
+
+/* 2 vectors of 16 against 1 by the columns each computes (schedule_conv.c: 20 * cover32 <= 23 *
+ * cover16): the 64-byte program guards its 2-vector tiles with that comparison, so that 35 columns
+ * (a 7 x 5 plane) take three tiles of 16 (48 columns computed), not two of 32 (64); 33 to 47, 80
+ * and the other widths against the interpreter in packed_3x3_stride_one_every_tile_width. */
+LOOM_TEST(cpu_conv, packed_two_vectors_where_they_waste_fewer_columns) {
+  loom_tp_conv_packed g = {.n = 2, .bias = true, .kernel = {1, 1}, .dilation = {1, 1}, .stride = {1, 1}};
+  tp_fixture fx;
+  free(gen_scheduled(loom_tp_gen_conv_packed, &g, 64, &fx, NULL));
+  char *text = tp_print(fx.f);
+  cr_assert(strstr(text, "p >= 32 && 368*floordiv(p + 15, 16) >= 640*floordiv(p + 31, 32)") != NULL, "no 2-vs-1 cover guard\n%s", text);
+  free(text);
+  tp_fixture_free(&fx);
+  conv_run runs[4] = {{.n = 2, .c = 3, .q = 2, .p = 35, .e = 7}, {.n = 1, .c = 5, .q = 1, .p = 40, .e = 8}, {.n = 1, .c = 2, .q = 3, .p = 80, .e = 9}};
+  for (int i = 0; i < 3; i++) runs[i].l = runs[i].p + 1;
+  check(loom_tp_gen_conv_packed, &g, 64, runs, 3);
 }
 
 /* Fewer columns than a vector (a 1-D convolution over a few frames, the patch embedding of a small

@@ -3,8 +3,10 @@
  * of any tile or vector width, with 1 and 2 threads. Integers are compared bit-exactly;
  * floats within the stated tolerance (rtol/atol per test: 1e-5 for f32 elementwise, where
  * only libm-vs-LLVM math functions and reassociated reductions can differ). */
+#include <ctype.h>
 #include <dlfcn.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -480,6 +482,29 @@ LOOM_TEST(cpu, emitted_ir_has_noalias_and_vectorize_metadata) {
   tp_fixture_free(&fx);
 }
 
+/* Parses `text` into fx and returns its unoptimized LLVM IR, held in sb (the caller frees sb). */
+static const char *parse_emit_ir(tp_fixture *fx, const char *text, loom_strbuf *sb) {
+  cpu_parse_ok(fx, text);
+  loom_strbuf_init(sb, NULL);
+  const loom_tp_func *fs[1] = {fx->f};
+  cr_assert_null(loom_cpu_emit_ir(NULL, fx->cx, fs, 1, false, sb));
+  return loom_strbuf_cstr(sb);
+}
+
+/* JIT-compiles fx's program and checks it against the interpreter: 24 random shapes from medium,
+ * tolerance 1e-5, then frees fx. */
+static void jit_diff_24(tp_fixture *fx, uint64_t seed) {
+  loom_cpu_options o = {0};
+  loom_cpu_jit *jit;
+  cr_assert_null(loom_cpu_jit_create(&o, &jit));
+  loom_kernel_fn fn = cpu_jit(jit, fx);
+  cpu_diff_opts d = cpu_opts(medium, 10, 1e-5);
+  d.trials = 24;
+  cpu_diff(fx, fn, &d, seed);
+  loom_cpu_jit_destroy(jit);
+  tp_fixture_free(fx);
+}
+
 /* `if likely(c)`: the else branch is cold code -- its loops carry vectorize.enable false,
  * unroll.disable and interleave.count 1 (the then branch's loop keeps vectorize.enable true), the
  * branch is weighted -- and both branches compute what the interpreter does. */
@@ -493,12 +518,8 @@ LOOM_TEST(cpu, likely_if_makes_the_else_branch_cold_code_with_the_same_results) 
                             "    for k in 0..n vectorize { B[k] = A[k] - S[0] }\n"
                             "  }\n}\n";
   tp_fixture fx;
-  cpu_parse_ok(&fx, text);
   loom_strbuf sb;
-  loom_strbuf_init(&sb, NULL);
-  const loom_tp_func *fs[1] = {fx.f};
-  cr_assert_null(loom_cpu_emit_ir(NULL, fx.cx, fs, 1, false, &sb));
-  const char *ir = loom_strbuf_cstr(&sb);
+  const char *ir = parse_emit_ir(&fx, text, &sb);
   cr_assert(strstr(ir, "!\"branch_weights\", i32 2000, i32 1}") != NULL, "%s", ir);
   cr_assert(strstr(ir, "!\"llvm.loop.unroll.disable\"}") != NULL, "%s", ir);
   cr_assert(strstr(ir, "!\"llvm.loop.interleave.count\", i32 1}") != NULL, "%s", ir);
@@ -506,15 +527,44 @@ LOOM_TEST(cpu, likely_if_makes_the_else_branch_cold_code_with_the_same_results) 
   cr_assert(strstr(ir, "!\"llvm.loop.vectorize.enable\", i1 true}") != NULL, "%s", ir);
   loom_strbuf_free(&sb);
   /* the sum is negative for about half of the random inputs: both branches run */
-  loom_cpu_options o = {0};
-  loom_cpu_jit *jit;
-  cr_assert_null(loom_cpu_jit_create(&o, &jit));
-  loom_kernel_fn fn = cpu_jit(jit, &fx);
-  cpu_diff_opts d = cpu_opts(medium, 10, 1e-5);
-  d.trials = 24;
-  cpu_diff(&fx, fn, &d, 11);
-  loom_cpu_jit_destroy(jit);
-  tp_fixture_free(&fx);
+  jit_diff_24(&fx, 11);
+}
+
+/* A vector loop under a guard holding its extent below a small constant (the else branch of
+ * `n >= 8`, a conjunct `m < 16` of a then branch's `&&`) is folded into masked vectors:
+ * llvm.loop.vectorize.predicate.enable on those two loops and not on the long row's loop; all
+ * three compute what the interpreter does (a SiLU each) at extents 0 to 129, 1 and 2 threads. */
+LOOM_TEST(cpu, loops_a_guard_keeps_short_are_folded_into_masked_vectors) {
+  static const char *text = "prim @sh(A: Buffer[(n,), f32], B: Buffer[(n,), f32], C: Buffer[(m,), f32], D: Buffer[(m,), f32]) {\n"
+                            "  if n >= 8 {\n"
+                            "    for i in 0..n vectorize { B[i] = A[i] * sigmoid(A[i]) }\n"
+                            "  } else {\n"
+                            "    for j in 0..n vectorize { B[j] = A[j] * sigmoid(A[j]) + 1.0 }\n"
+                            "  }\n"
+                            "  if m >= 1 && m < 16 {\n"
+                            "    for k in 0..m vectorize { D[k] = C[k] * sigmoid(C[k]) }\n"
+                            "  }\n}\n";
+  tp_fixture fx;
+  loom_strbuf sb;
+  const char *ir = parse_emit_ir(&fx, text, &sb);
+  int n = 0;
+  for (const char *at = ir; (at = strstr(at, "!llvm.loop !")) != NULL; at++) n++;
+  cr_assert_eq(n, 3, "%d loop latches, want 3\n%s", n, ir);
+  const char *pe = "!\"llvm.loop.vectorize.predicate.enable\", i1 true}";
+  const char *first = strstr(ir, pe);
+  cr_assert(first != NULL, "no loop folded into masked vectors\n%s", ir);
+  /* two loops carry it: their metadata nodes are distinct (self-referential), the property node shared */
+  int uses = 0;
+  char ref[32] = "";
+  const char *bang = first;
+  while (bang > ir && bang[-1] != '\n') bang--; /* the property's line: !N = !{!"llvm.loop...", i1 true} */
+  cr_assert_eq(sscanf(bang, "!%30[0-9] =", ref + 1), 1, "%.80s", bang);
+  ref[0] = '!';
+  for (const char *at = ir; (at = strstr(at, ref)) != NULL; at++)
+    if (!isdigit((unsigned char)at[strlen(ref)])) uses++;
+  cr_assert_eq(uses, 3, "the predicate property %s is used by %d loops, want 2\n%s", ref, uses - 1, ir);
+  loom_strbuf_free(&sb);
+  jit_diff_24(&fx, 13);
 }
 
 /* ---- AOT: object -> .so -> dlopen, same results as the JIT ------------------------------- */

@@ -346,3 +346,39 @@ LOOM_TEST(e2e_pool_rows, wide_chunks_of_depthwise_and_pooling_rows) {
                                          {7, 32}, {1, 33}, {3, 47}, {5, 5},  {9, 3},  {1, 1}, {12, 66}};
   run_checked(text, checks, sizeof checks / sizeof *checks, sizes, sizeof sizes / sizeof *sizes, "wide chunks of rows programs");
 }
+
+/* The grid form's epilogue on whole vectors (tensorprog/fuse.c grid_forwards) and its rows up to 31
+ * at stride 1 (gen_conv.c POOL_GRID_ROW): depthwise 5 x 5 with a bias and SiLU after it (computed
+ * where the grid Local is written), 3 x 3 at stride 2 times a per-channel scale (the same: it reads
+ * only the plane's channel), and 3 x 3 plus a tensor of the output's shape (read per position: it
+ * stays at the copy out of the grid), 4 channels, against the interpreter; one compilation, batch
+ * 0-2, rows of 1, 5, 7, 13, 14, 17, 29, 31 (the grid), 32 and 23 x 40 (a grid over 1024 positions:
+ * the chunks), 1 and 2 threads. The programs are checked to compute the SiLU and the scale on the
+ * grid's accumulators, the sum alone into the grid for the add, and the unit-stride guard at 32. */
+LOOM_TEST(e2e_pool_rows, epilogues_on_the_grid_of_short_rows) {
+  const char *text =
+      "fn @main(x: Tensor[(b, 4, h, v), f32], k: Tensor[(4, 1, 3, 3), f32], k5: Tensor[(4, 1, 5, 5), f32], kb: Tensor[(4,), f32],\n"
+      "         g: Tensor[(4, 1, 1), f32], z: Tensor[(b, 4, h, v), f32]) -> Object {\n"
+      "  dataflow {\n"
+      "    y1 = conv2d(x, k5, kb, groups=4, padding=[2])\n"
+      "    s1 = sigmoid(y1)\n"
+      "    a1 = mul(y1, s1)\n"
+      "    y2 = conv2d(x, k, groups=4, padding=[1])\n"
+      "    r2 = add(y2, z)\n"
+      "    y3 = conv2d(x, k, groups=4, strides=[2, 2], padding=[1])\n"
+      "    m3 = mul(y3, g)\n"
+      "    out = (a1, r2, m3)\n"
+      "    output out\n"
+      "  }\n"
+      "  return out\n"
+      "}\n";
+  static const prog_check checks[] = {
+      {"fused_fused_mul", "= accq[gi2] * sigmoid(accq[gi2])", true},
+      {"fused_fused_mul", "v >= 1 && v < 32 &&", true},
+      {"fused_mul_f32_F11", "= g[floormod(q, 4), 0, 0] * accq[gi2]", true},
+      {"fused_add", "] = accq[gi2]\n", true},
+  };
+  static const int64_t sizes[][MAX_N] = {{7, 7}, {14, 14}, {9, 13}, {5, 31}, {3, 32}, {11, 17}, {1, 1},
+                                         {2, 29}, {40, 23}, {6, 5}, {13, 1}};
+  run_checked(text, checks, sizeof checks / sizeof *checks, sizes, sizeof sizes / sizeof *sizes, "epilogues on the grid of short rows");
+}
