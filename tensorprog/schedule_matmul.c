@@ -696,8 +696,19 @@ static loom_status small_m(void *ud, loom_tp_func *view) {
     const loom_sym_expr *rows = m.loops[m.nloops - 2]->u.loop.extent;
     const loom_sym_expr *guard = loom_sym_cmp(c.cx, LOOM_SYM_LE, loom_sym_const(c.cx, 1), rows);
     if (!guard) return LOOM_OOM();
-    loom_strbuf_printf(c.why, "  B laid out in panels, at least one row:\n");
-    return loom_tp_add_variant(c.a, c.cx, view, guard, few_rows_panels, &c);
+    loom_strbuf few;
+    loom_strbuf_init(&few, NULL);
+    mm_ctx fc = c;
+    fc.why = &few;
+    loom_status st = loom_tp_add_variant(c.a, c.cx, view, guard, few_rows_panels, &fc);
+    if (!st) loom_strbuf_printf(c.why, "  B laid out in panels, at least one row:\n%s", loom_strbuf_cstr(&few));
+    loom_strbuf_free(&few);
+    if (!st || loom_status_code(st) != LOOM_CODE_FAILED_PRECONDITION) return st;
+    /* refused (a requantizing epilogue cannot run twice for a repeated row): rows one by one */
+    loom_strbuf_printf(c.why, "  B laid out in panels, clamped row tiles refused (%s), rows one by one:\n", loom_status_message(st));
+    loom_status_free(st);
+    LOOM_PROPAGATE(loom_tpmm_j_to_top(&c, view->body, &m));
+    return padded_panels(&c, view->body);
   }
   LOOM_PROPAGATE(loom_tpmm_j_to_top(&c, view->body, &m));
   if (m.b_unit) return stream_chunks(&c, view->body);

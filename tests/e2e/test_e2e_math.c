@@ -212,6 +212,25 @@ static void expect_main_holds(const char *text, const char *needle) {
   loom_graph_module_destroy(m);
 }
 
+/* Compiles `text` with every pass printed and fails when a matmul's register tiling was refused
+ * (a plain loop nest: an int8 requantizing matmul ran 30x slower that way once, still correct). */
+static void expect_every_matmul_tiled(const char *text) {
+  loom_graph_module *m = parse_text(text);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  cr_assert_not_null(f);
+  loom_compiled *c;
+  loom_compile_options o = {.print_after_all = true, .report = f};
+  cr_assert_null(loom_compile(m, &o, &c));
+  fclose(f);
+  cr_assert_null(strstr(buf, "register tiling refused"), "%s", strstr(buf, "register tiling refused"));
+  cr_assert_not_null(strstr(buf, "register-tiled"), "no matmul was tiled");
+  free(buf);
+  loom_compiled_free(c);
+  loom_graph_module_destroy(m);
+}
+
 /* Matmul, batched matmul, transposed-B matmul and linear with their elementwise readers fused
  * into the output loop (graph/pass_fuse.c, loom_tp_fuse_epilogue) and scheduled by the CPU
  * matmul rule (the epilogue on the register tile, the row-streaming variant for few rows):
@@ -367,6 +386,7 @@ LOOM_TEST(e2e_math, int8_matmul_reading_u8_quads_in_place) {
       check_random(text, b, 1, 0);
     }
     expect_main_holds(text, "_packed");
+    expect_every_matmul_tiled(text); /* the few-rows variant too, under a requantizing epilogue */
     loom_strbuf_free(&t);
   }
 }
