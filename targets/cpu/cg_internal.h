@@ -113,6 +113,10 @@ LLVMValueRef cg_erf_f32(cg *g, LLVMValueRef x);  /* below 1.5e-7 absolute */
 LLVMValueRef cg_splat(cg *g, LLVMValueRef v, unsigned lanes);
 /* Lane mode: does `e` depend on the lane variable? */
 bool cg_expr_uses_lane(cg *g, const loom_tp_expr *e);
+/* cg_lanes.c: whether VECTORIZE loop s (a constant extent, checked by the caller) runs in lane mode:
+ * its body only stores and lets, unit-stride (or small constant strides) in its variable, each
+ * store's buffer read and written at one index tuple. */
+bool cg_lanes_ok(cg *g, const loom_tp_stmt *s);
 /* Lane mode: the stride s of `var` in index `x` (x - s*var free of var, s in [1, 4]), else 0. */
 unsigned cg_lane_stride(cg *g, const loom_sym_expr *x, const loom_sym_expr *var);
 /* Branches to the function's failure exit when `bad` (i1) is true, after ctx->set_error(msg). */
