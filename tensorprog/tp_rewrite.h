@@ -144,7 +144,9 @@ loom_status loom_tp_drop_dead_locals(loom_arena *a, loom_tp_func *f, size_t *out
  * is a copy of the body simplified under the guard's facts (`m == 1`, `n <= 64`,
  * `floormod(k, 8) == 0`, and conjunctions of those), then scheduled by `schedule`
  * (which receives a program view whose body is the variant; NULL: no schedule). The
- * original body stays as the always-correct fallback. Adding variants in turn nests
+ * original body stays as the always-correct fallback -- dropped (no else) when the guard's
+ * failure proves that none of its loops runs (`1 <= rows` over loops of `rows` iterations).
+ * Adding variants in turn nests
  * them: the first added is tried last. A `schedule` failure leaves the program unchanged. */
 typedef loom_status (*loom_tp_schedule_fn)(void *ud, loom_tp_func *view);
 loom_status loom_tp_add_variant(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, const loom_sym_expr *guard,

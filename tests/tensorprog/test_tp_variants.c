@@ -104,3 +104,52 @@ LOOM_TEST(tp_variants, a_guard_on_a_product_bounds_the_product_inside_the_varian
   cr_assert_null(loom_tp_verify(fx.cx, fx.f));
   tp_fixture_free(&fx);
 }
+
+/* A fallback that runs only where none of its loops does (the guard 1 <= b*s over a loop of b*s
+ * iterations) is dropped: `if guard { variant }` with no else, equal to the reference at b*s = 0 too.
+ * A fallback the guard's failure leaves work to (b*s >= 6 under a guard b*s < 6) stays. */
+static const char *const rows2 =
+    "prim @rows(A: Buffer[(b, s), f32], C: Buffer[(b, s), f32]) {\n"
+    "  for x in 0..(b*s) {\n    C[floordiv(x, s), floormod(x, s)] = A[floordiv(x, s), floormod(x, s)] * 2.0\n  }\n}\n";
+
+static void check_rows_against(tp_fixture *ref, tp_fixture *fx) {
+  static const int64_t bs[] = {0, 1, 2, 3}, ss[] = {0, 1, 5, 7};
+  for (size_t i = 0; i < 4; i++)
+    for (size_t j = 0; j < 4; j++) {
+      float A[21], C1[21], C2[21];
+      for (int k = 0; k < 21; k++) A[k] = (float)k - 3.0f, C1[k] = C2[k] = -1.0f;
+      int64_t sh[2] = {bs[i], ss[j]};
+      loom_tp_arg a1[2] = {{A, sh, 0}, {C1, sh, 0}}, a2[2] = {{A, sh, 0}, {C2, sh, 0}};
+      cr_assert_null(loom_tp_interpret(ref->cx, ref->f, a1, 2));
+      loom_status st = loom_tp_interpret(fx->cx, fx->f, a2, 2);
+      cr_assert_null(st, "%s", loom_status_text(st, 0));
+      cr_assert_arr_eq(C1, C2, sizeof C1, "b=%lld s=%lld", (long long)bs[i], (long long)ss[j]);
+    }
+}
+
+LOOM_TEST(tp_variants, a_fallback_that_never_runs_is_dropped) {
+  tp_fixture ref, fx;
+  cr_assert_null(tp_parse(&ref, rows2));
+  cr_assert_null(tp_parse(&fx, rows2));
+  const loom_sym_expr *b = sym_named(fx.f, "b"), *s = sym_named(fx.f, "s");
+  cr_assert(b && s);
+  const loom_sym_expr *bs = loom_sym_mul(fx.cx, b, s);
+  const loom_sym_expr *some = loom_sym_cmp(fx.cx, LOOM_SYM_LE, loom_sym_const(fx.cx, 1), bs);
+  loom_status st = loom_tp_add_variant(&fx.arena, fx.cx, fx.f, some, NULL, NULL);
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  cr_assert_eq(fx.f->body->kind, LOOM_TP_STMT_IF);
+  char *text = tp_print(fx.f);
+  cr_assert_null(fx.f->body->u.if_.else_s, "the fallback runs only with b*s == 0:\n%s", text);
+  free(text);
+  cr_assert_null(loom_tp_verify(fx.cx, fx.f));
+  check_rows_against(&ref, &fx);
+  /* b*s < 6: the fallback holds b*s >= 6 rows and stays */
+  const loom_sym_expr *few = loom_sym_cmp(fx.cx, LOOM_SYM_LT, bs, loom_sym_const(fx.cx, 6));
+  st = loom_tp_add_variant(&fx.arena, fx.cx, fx.f, few, NULL, NULL);
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  cr_assert_not_null(fx.f->body->u.if_.else_s);
+  cr_assert_null(loom_tp_verify(fx.cx, fx.f));
+  check_rows_against(&ref, &fx);
+  tp_fixture_free(&ref);
+  tp_fixture_free(&fx);
+}
