@@ -144,11 +144,11 @@ loom_status cg_build_module(LLVMContextRef c, LLVMTargetMachineRef tm, const cha
  * set; else Loom's own (CG_LOOM_O3_PIPELINE) at the default level, `default<O1|2|3>` (written into
  * buf) at levels 1 and 2 and for NVPTX; "" for none (opt_level -1). docs/codegen.md, "The pass
  * pipeline". */
-#define CG_LOOM_O3_PIPELINE                                                                                          \
-  "always-inline,function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,gvn,"                    \
-  "loop-mssa(loop-rotate,licm,simple-loop-unswitch),simplifycfg,instcombine<no-verify-fixpoint>,loop-vectorize,"     \
-  "instcombine<no-verify-fixpoint>,loop-unroll<O3>,instcombine<no-verify-fixpoint>,simplifycfg,slp-vectorizer,"      \
-  "instcombine<no-verify-fixpoint>)"
+#define CG_LOOM_O3_PIPELINE                                                                                \
+  "always-inline,function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,gvn,"          \
+  "loop-mssa(loop-rotate,licm,simple-loop-unswitch),simplifycfg,instcombine<no-verify-fixpoint>,"           \
+  "loop-vectorize,instcombine<no-verify-fixpoint>,loop-unroll<O3;no-partial;no-runtime>,"                   \
+  "instcombine<no-verify-fixpoint>,simplifycfg,slp-vectorizer,instcombine<no-verify-fixpoint>)"
 const char *cg_pipeline(const loom_cpu_options *opt, char *buf, size_t cap);
 /* Runs cg_pipeline's passes over mod; a pipeline LLVM cannot parse is an INVALID_ARGUMENT error
  * naming it. */
