@@ -64,8 +64,7 @@ static loom_status sym_error(loom_sym_ctx *cx) {
   return s ? s : LOOM_OOM();
 }
 
-/* The loop that is the entire body of `outer`, or NULL. */
-static loom_tp_stmt *only_child_loop(loom_tp_stmt *outer) {
+loom_tp_stmt *loom_tp_child_loop(loom_tp_stmt *outer) {
   loom_tp_stmt *b = outer->u.loop.body;
   while (b->kind == LOOM_TP_STMT_SEQ && b->u.seq.n == 1) b = b->u.seq.items[0];
   return b->kind == LOOM_TP_STMT_FOR ? b : NULL;
@@ -332,7 +331,7 @@ loom_status loom_tp_fuse(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_
                          loom_tp_stmt **out_fused) {
   if (outer->kind != LOOM_TP_STMT_FOR) return LOOM_ERROR(INVALID_ARGUMENT, "fuse: not a loop");
   const char *v = loom_sym_var_name(outer->u.loop.var);
-  loom_tp_stmt *inner = only_child_loop(outer);
+  loom_tp_stmt *inner = loom_tp_child_loop(outer);
   if (!inner)
     return LOOM_ERROR(FAILED_PRECONDITION, "fuse of loop '%s' does not apply: its body is not a single loop", v);
   if (inner->u.loop.reduce != outer->u.loop.reduce)
@@ -358,7 +357,7 @@ loom_status loom_tp_reorder(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, lo
   (void)cx;
   if (outer->kind != LOOM_TP_STMT_FOR) return LOOM_ERROR(INVALID_ARGUMENT, "reorder: not a loop");
   const char *v = loom_sym_var_name(outer->u.loop.var);
-  loom_tp_stmt *inner = only_child_loop(outer);
+  loom_tp_stmt *inner = loom_tp_child_loop(outer);
   if (!inner)
     return LOOM_ERROR(FAILED_PRECONDITION, "reorder of loop '%s' does not apply: its body is not a single loop", v);
   if (loom_sym_uses_var(inner->u.loop.extent, outer->u.loop.var))

@@ -102,12 +102,6 @@ static loom_status vectorize_inner(loom_arena *a, loom_sym_ctx *cx, loom_tp_func
   return LOOM_OK;
 }
 
-static loom_tp_stmt *child_loop(loom_tp_stmt *l) {
-  loom_tp_stmt *c = l->u.loop.body;
-  while (c->kind == LOOM_TP_STMT_SEQ && c->u.seq.n == 1) c = c->u.seq.items[0];
-  return c->kind == LOOM_TP_STMT_FOR ? c : NULL;
-}
-
 /* Does every access under `s` (stores and lets only) index its buffer either without u and v, or
  * with exactly u, v as its last two indices over an axis of extent `ev` (and u, v nowhere else)?
  * Then fusing the loops of u and v leaves each such access a fused pair (loom_tp_fused_run). */
@@ -165,10 +159,10 @@ static loom_status fuse_plane_rows(loom_arena *a, loom_sym_ctx *cx, loom_tp_func
                                    loom_strbuf *why) {
   loom_tp_stmt *chain[4] = {s, NULL, NULL, NULL};
   for (int k = 1; k < 4; k++)
-    if (!(chain[k] = child_loop(chain[k - 1]))) return LOOM_OK;
+    if (!(chain[k] = loom_tp_child_loop(chain[k - 1]))) return LOOM_OK;
   loom_tp_stmt *u = chain[2], *v = chain[3];
-  while (child_loop(v)) u = v, v = child_loop(v);
-  for (loom_tp_stmt *l = s;; l = child_loop(l)) {
+  while (loom_tp_child_loop(v)) u = v, v = loom_tp_child_loop(v);
+  for (loom_tp_stmt *l = s;; l = loom_tp_child_loop(l)) {
     bool kind_ok = l->u.loop.kind == LOOM_TP_LOOP_SERIAL || (l == s && l->u.loop.kind == LOOM_TP_LOOP_PARALLEL);
     if (l->u.loop.reduce || !kind_ok) return LOOM_OK;
     if (l == v) break;
@@ -202,9 +196,9 @@ static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
   LOOM_PROPAGATE(fuse_plane_rows(a, cx, f, s, why));
   /* three or more perfectly nested loops: the outer two fused into the (parallel) outermost one, so
    * that a batch of one (an (n, c, h, w) activation's n) still has work for every thread */
-  loom_tp_stmt *in = child_loop(s);
+  loom_tp_stmt *in = loom_tp_child_loop(s);
   if ((s->u.loop.kind == LOOM_TP_LOOP_SERIAL || s->u.loop.kind == LOOM_TP_LOOP_PARALLEL) && !s->u.loop.reduce && in &&
-      !in->u.loop.reduce && in->u.loop.kind == LOOM_TP_LOOP_SERIAL && child_loop(in)) {
+      !in->u.loop.reduce && in->u.loop.kind == LOOM_TP_LOOP_SERIAL && loom_tp_child_loop(in)) {
     loom_tp_stmt *fused;
     loom_status st = loom_tp_fuse(a, cx, f, s, &fused);
     if (!st) {

@@ -40,11 +40,6 @@ loom_tp_stmt *loom_tpmm_strip_seq(loom_tp_stmt *s) {
   return s;
 }
 
-loom_tp_stmt *loom_tpmm_child_loop(loom_tp_stmt *l) {
-  loom_tp_stmt *c = loom_tpmm_strip_seq(l->u.loop.body);
-  return c->kind == LOOM_TP_STMT_FOR ? c : NULL;
-}
-
 static bool is_access(const loom_tp_expr *e, const loom_tp_buffer *buf, loom_tp_expr *const *idx) {
   if (e->kind != LOOM_TP_EXPR_LOAD || e->u.load.buf != buf) return false;
   for (int d = 0; d < buf->ndim; d++)
@@ -95,7 +90,7 @@ static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
   loom_tp_stmt *l = top;
   while (l && l->kind == LOOM_TP_STMT_FOR && !l->u.loop.reduce && m->nloops < MAX_CHAIN) {
     m->loops[m->nloops++] = l;
-    l = loom_tpmm_child_loop(l);
+    l = loom_tp_child_loop(l);
   }
   if (m->nloops < 2 || l) return false;
   loom_tp_stmt *body = m->loops[m->nloops - 1]->u.loop.body;
@@ -156,7 +151,7 @@ static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
 /* Moves the header of `l` down `times` levels of a perfect nest; returns the node holding it. */
 loom_status loom_tpmm_sink(mm_ctx *c, loom_tp_stmt *l, int times, loom_tp_stmt **out) {
   for (int t = 0; t < times; t++) {
-    loom_tp_stmt *child = loom_tpmm_child_loop(l);
+    loom_tp_stmt *child = loom_tp_child_loop(l);
     LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, l));
     l = child;
   }
@@ -432,7 +427,7 @@ static loom_status panels(mm_ctx *c, loom_tp_stmt *top, size_t w, bool outermost
   if (width == 1) {
     loom_tp_stmt *il;
     LOOM_PROPAGATE(loom_tpmm_sink(c, top, 0, &il));
-    for (int k = 0; k <= c->nbatch; k++) il = loom_tpmm_child_loop(il);
+    for (int k = 0; k <= c->nbatch; k++) il = loom_tp_child_loop(il);
     loom_strbuf_printf(c->why, "  columns %s one by one: ", loom_sym_var_name(top->u.loop.var));
     return row_tiles(c, il, NULL, 1, true);
   }
@@ -478,7 +473,7 @@ static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, int64_t 
   if (in_place) LOOM_PROPAGATE(panel_indices(c, ji, ji->u.loop.var, width));
   LOOM_PROPAGATE(loom_tpmm_sink(c, ji, c->nbatch + 1, &ji));
   loom_tp_stmt *il = jo;
-  for (int k = 0; k <= c->nbatch; k++) il = loom_tpmm_child_loop(il);
+  for (int k = 0; k <= c->nbatch; k++) il = loom_tp_child_loop(il);
   /* Fewer panels than FEW_PANELS (a constant count, no batch loops: a 64-channel int8
    * convolution's 2 panels) leave 2 threads one chunk each, none to even out a late start: the
    * row tiles run in parallel inside each panel instead (B packed once per panel, shared). */
@@ -495,7 +490,7 @@ static loom_status panel(mm_ctx *c, loom_tp_stmt *jo, loom_tp_stmt *ji, int64_t 
   /* pack B at the deepest batch loop its indices use (B shared across the others) */
   loom_tp_stmt *at = jo, *l = jo;
   for (int k = 0; k < c->nbatch; k++) {
-    l = loom_tpmm_child_loop(l);
+    l = loom_tp_child_loop(l);
     if (in_names(c->m->b_batch, c->m->nb_batch, loom_sym_var_name(l->u.loop.var))) at = l;
   }
   if ((c->pack || overlap_tail) && !in_place) {
@@ -599,14 +594,14 @@ enum { STREAM_CHUNK = 1024, STREAM_K = 4 };
  * i's body is [for ji { init; for r { upd } }]. Init and update apart, r moved above i and
  * above every batch loop B's indices do not use (B shared across them is read once). */
 static loom_status stream_rows(mm_ctx *c, loom_tp_stmt **levels, int n) {
-  loom_tp_stmt *jl = loom_tpmm_child_loop(levels[n - 1]), **parts;
+  loom_tp_stmt *jl = loom_tp_child_loop(levels[n - 1]), **parts;
   size_t nparts;
   LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, jl, &parts, &nparts));
   loom_tp_stmt *init = parts[0], *upd = parts[1];
   if (nparts == 3) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, parts[2], LOOM_TP_LOOP_VECTORIZE)); /* the epilogue */
   LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, upd)); /* for r { for ji } */
   LOOM_PROPAGATE(loom_tp_set_kind(c->cx, init, LOOM_TP_LOOP_VECTORIZE));
-  LOOM_PROPAGATE(loom_tp_set_kind(c->cx, loom_tpmm_child_loop(upd), LOOM_TP_LOOP_VECTORIZE));
+  LOOM_PROPAGATE(loom_tp_set_kind(c->cx, loom_tp_child_loop(upd), LOOM_TP_LOOP_VECTORIZE));
   loom_tp_stmt *r = upd; /* reorder swaps headers in place: the node that holds r */
   int above = 0;         /* levels r was moved above */
   for (int k = n - 1; k >= 0; k--) {
@@ -648,7 +643,7 @@ static loom_status stream_chunks(mm_ctx *c, loom_tp_stmt *top) {
    * i), and i is nbatch levels below it */
   loom_tp_stmt *sunk, *levels[MAX_CHAIN], *l = ji;
   LOOM_PROPAGATE(loom_tpmm_sink(c, ji, c->nbatch + 1, &sunk));
-  for (int k = 0; k <= c->nbatch; k++, l = loom_tpmm_child_loop(l)) levels[k] = l;
+  for (int k = 0; k <= c->nbatch; k++, l = loom_tp_child_loop(l)) levels[k] = l;
   /* The outermost batch loops B's indices use (a grouped convolution's batch and groups, the
    * heads of attention's P.V): B is not shared across them, so they go above the chunks and
    * are fused with them into the parallel loop -- 840 columns in 32 groups were one chunk, one

@@ -118,13 +118,13 @@ static loom_status dot_tiles(mm_ctx *c, loom_tp_stmt *top, int64_t rows) {
   if (jo) {
     LOOM_PROPAGATE(loom_tpmm_sink(c, ji, c->nbatch + 1, &ji));
     il = jo;
-    for (int k = 0; k <= c->nbatch; k++) il = loom_tpmm_child_loop(il);
+    for (int k = 0; k <= c->nbatch; k++) il = loom_tp_child_loop(il);
     LOOM_PROPAGATE(dot_rows(c, il, loom_sym_var_name(ji->u.loop.var), rows, jo, n));
     LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
   }
   if (jt) {
     il = jt;
-    for (int k = 0; k <= c->nbatch; k++) il = loom_tpmm_child_loop(il);
+    for (int k = 0; k <= c->nbatch; k++) il = loom_tp_child_loop(il);
     LOOM_PROPAGATE(dot_rows(c, il, NULL, rows, NULL, n));
     if (!jo) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jt, LOOM_TP_LOOP_PARALLEL));
   }

@@ -49,9 +49,8 @@ typedef struct mm_ctx {
   bool few_rows;                         /* 1..5 rows: one tile_rows tile clamped to them, 1 row alone */
 } mm_ctx;
 
-/* The statement under single-item sequences; the one loop directly inside loop l. */
+/* The statement under single-item sequences. */
 loom_tp_stmt *loom_tpmm_strip_seq(loom_tp_stmt *s);
-loom_tp_stmt *loom_tpmm_child_loop(loom_tp_stmt *l);
 /* The first loop under s whose variable is called `name`; the first load of b under s (NULL if none). */
 loom_tp_stmt *loom_tpmm_loop_named(loom_tp_stmt *s, const char *name);
 const loom_tp_expr *loom_tpmm_load_of(const loom_tp_stmt *s, const loom_tp_buffer *b);

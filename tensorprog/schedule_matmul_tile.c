@@ -62,7 +62,7 @@ static loom_tp_expr *reload(loom_arena *a, loom_tp_expr *e, const loom_tp_buffer
 
 /* The store two loops down in `l` (for v { for w { store } }), else NULL. */
 static loom_tp_stmt *store_in_2d(loom_tp_stmt *l) {
-  loom_tp_stmt *in = l && l->kind == LOOM_TP_STMT_FOR ? loom_tpmm_child_loop(l) : NULL;
+  loom_tp_stmt *in = l && l->kind == LOOM_TP_STMT_FOR ? loom_tp_child_loop(l) : NULL;
   loom_tp_stmt *st = in ? loom_tpmm_strip_seq(in->u.loop.body) : NULL;
   return st && st->kind == LOOM_TP_STMT_STORE ? st : NULL;
 }
@@ -123,9 +123,9 @@ loom_status loom_tpmm_micro_tile(mm_ctx *c, loom_tp_stmt *tile, const char *ii, 
   if (!ii && !ji) return LOOM_OK; /* a single accumulator: nothing to move */
   loom_tp_stmt **parts;
   size_t nparts;
-  if (ii && ji) LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, loom_tpmm_child_loop(nest), NULL, NULL));
+  if (ii && ji) LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, loom_tp_child_loop(nest), NULL, NULL));
   LOOM_PROPAGATE(loom_tp_distribute(c->a, c->cx, c->view, nest, &parts, &nparts));
-  if (ii && ji) LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, loom_tpmm_child_loop(parts[1])));
+  if (ii && ji) LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, loom_tp_child_loop(parts[1])));
   LOOM_PROPAGATE(loom_tp_reorder(c->a, c->cx, c->view, parts[1]));
   if (ii) LOOM_PROPAGATE(loom_tpmm_set_kind_named(c->cx, tile->u.loop.body, ii, LOOM_TP_LOOP_UNROLL));
   if (ji) LOOM_PROPAGATE(loom_tpmm_set_kind_named(c->cx, tile->u.loop.body, ji, LOOM_TP_LOOP_VECTORIZE));

@@ -21,12 +21,6 @@
 
 enum { MAX_NEST = 8, TILE = 8 };
 
-static loom_tp_stmt *child_loop(loom_tp_stmt *l) {
-  loom_tp_stmt *c = l->u.loop.body;
-  while (c->kind == LOOM_TP_STMT_SEQ && c->u.seq.n == 1) c = c->u.seq.items[0];
-  return c->kind == LOOM_TP_STMT_FOR ? c : NULL;
-}
-
 static bool is_var(const loom_tp_expr *e, const loom_sym_expr *var) {
   return e->kind == LOOM_TP_EXPR_SYM && e->u.sym == var;
 }
@@ -71,12 +65,12 @@ static bool short_extent(const loom_sym_expr *n) {
 loom_status loom_tp_schedule_transpose(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot, loom_strbuf *why) {
   loom_tp_stmt *loops[MAX_NEST];
   int n = 0;
-  for (loom_tp_stmt *l = *slot; l && n < MAX_NEST; l = child_loop(l)) {
+  for (loom_tp_stmt *l = *slot; l && n < MAX_NEST; l = loom_tp_child_loop(l)) {
     bool kind_ok = l->u.loop.kind == LOOM_TP_LOOP_SERIAL || (n == 0 && l->u.loop.kind == LOOM_TP_LOOP_PARALLEL);
     if (l->u.loop.reduce || !kind_ok) return LOOM_OK;
     loops[n++] = l;
   }
-  if (n < 2 || child_loop(loops[n - 1])) return LOOM_OK;
+  if (n < 2 || loom_tp_child_loop(loops[n - 1])) return LOOM_OK;
   loom_tp_stmt *body = loops[n - 1]->u.loop.body;
   while (body->kind == LOOM_TP_STMT_SEQ && body->u.seq.n == 1) body = body->u.seq.items[0];
   if (body->kind != LOOM_TP_STMT_STORE) return LOOM_OK;
@@ -96,7 +90,7 @@ loom_status loom_tp_schedule_transpose(loom_arena *a, loom_sym_ctx *cx, loom_tp_
   if (!st) st = loom_tp_split(a, cx, f, loops[0], TILE, &uo, &ui, &ut);
   loom_tp_stmt *l = ui;
   for (int t = 0; !st && t < n - 1; t++) {
-    loom_tp_stmt *c = child_loop(l);
+    loom_tp_stmt *c = loom_tp_child_loop(l);
     st = loom_tp_reorder(a, cx, f, l);
     l = c;
   }

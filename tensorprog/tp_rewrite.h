@@ -29,6 +29,9 @@ loom_tp_expr *loom_tp_expr_copy_subst(loom_arena *a, loom_sym_ctx *cx, const loo
 /* Deep copy with every symbolic expression simplified under the context's current facts. */
 loom_tp_stmt *loom_tp_stmt_copy_simplified(loom_arena *a, loom_sym_ctx *cx, const loom_tp_stmt *s);
 
+/* The loop that is the entire body of loop `outer` (through sequences of one statement), or NULL. */
+loom_tp_stmt *loom_tp_child_loop(loom_tp_stmt *outer);
+
 /* The first loop (pre-order) whose variable is named `name`, or NULL. */
 loom_tp_stmt *loom_tp_find_loop(loom_tp_func *f, const char *name);
 
