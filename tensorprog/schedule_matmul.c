@@ -748,7 +748,8 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
   loom_strbuf_init(&small, NULL);
   loom_strbuf_init(&steps, NULL);
   loom_strbuf_init(&dots, NULL);
-  mm_ctx c = {a, cx, &view, &m, 0, true, &small, {0}, false, true, TILE_ROWS, NULL, false, false};
+  mm_ctx c = {a, cx, &view, &m, 0, true, &small, {0}, false, true, TILE_ROWS, NULL, false, false,
+              orig->loops[orig->nloops - 2]->u.loop.extent, DOT_ONE_ROW_COLS};
   panel_widths(p->vector_bytes, c.widths);
   loom_status st = LOOM_OK;
   /* B read as [j, r], a long reduction and few rows: dot-product tiles, a variant (the general
@@ -762,6 +763,7 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
     mm_ctx dc = c;
     dc.why = &dots;
     dc.tile_rows = p->vector_bytes >= 64 ? DOT_ROWS : DOT_ROWS / 2; /* AVX2's 16 registers: 2 x 4 accumulators */
+    dc.one_row_cols = p->vector_bytes >= 64 ? DOT_ONE_ROW_COLS : DOT_ONE_ROW_COLS / 2;
     const loom_sym_expr *guard =
         loom_sym_and(cx, loom_sym_cmp(cx, LOOM_SYM_LE, loom_sym_const(cx, DOT_MIN_K), orig->red_ext),
                      loom_sym_cmp(cx, LOOM_SYM_LT, rows, loom_sym_const(cx, DOT_MAX_ROWS)));

@@ -110,15 +110,17 @@ static loom_status dot_rows(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_t
   return LOOM_OK;
 }
 
-/* `top` (the j loop, above the batch loops and i) in dot-product tiles (above). */
-static loom_status dot_tiles(mm_ctx *c, loom_tp_stmt *top, int64_t rows) {
+/* `top` (the j loop, above the batch loops and i) in dot-product tiles (above) of `cols` columns. */
+static loom_status dot_tiles(mm_ctx *c, loom_tp_stmt *top, int64_t rows, int64_t cols) {
   loom_tp_stmt *jo, *ji, *jt, *il;
   const loom_sym_expr *n = top->u.loop.extent;
-  LOOM_PROPAGATE(split_or_tail(c, top, DOT_COLS, &jo, &ji, &jt));
+  LOOM_PROPAGATE(split_or_tail(c, top, cols, &jo, &ji, &jt));
+  int64_t shown = rows, nr; /* the tile's rows, fewer when the row count is a smaller constant */
   if (jo) {
     LOOM_PROPAGATE(loom_tpmm_sink(c, ji, c->nbatch + 1, &ji));
     il = jo;
     for (int k = 0; k <= c->nbatch; k++) il = loom_tp_child_loop(il);
+    if (loom_sym_is_const(il->u.loop.extent, &nr) && nr < rows) shown = nr;
     LOOM_PROPAGATE(dot_rows(c, il, loom_sym_var_name(ji->u.loop.var), rows, jo, n));
     LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
   }
@@ -128,17 +130,45 @@ static loom_status dot_tiles(mm_ctx *c, loom_tp_stmt *top, int64_t rows) {
     LOOM_PROPAGATE(dot_rows(c, il, NULL, rows, NULL, n));
     if (!jo) LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jt, LOOM_TP_LOOP_PARALLEL));
   }
-  loom_strbuf_printf(c->why, "  dot-product tiles %lldx%d over %s (B read as rows), the row and column tails one by "
-                     "one, columns parallel\n", (long long)rows, DOT_COLS, c->m->red);
+  loom_strbuf_printf(c->why, "  dot-product tiles %lldx%lld over %s (B read as rows), the row and column tails one by "
+                     "one, columns parallel\n", (long long)shown, (long long)cols, c->m->red);
   return LOOM_OK;
 }
 
-/* The dot-tile variant (a view whose body is a copy of the nest, r's extent >= DOT_MIN_K). */
-loom_status loom_tpmm_dot_variant(void *ud, loom_tp_func *view) {
-  mm_ctx c = *(const mm_ctx *)ud;
+/* The nest in `view` in dot-product tiles of `cols` columns. */
+static loom_status dot_nest(mm_ctx c, loom_tp_func *view, int64_t cols) {
   mm_nest m;
   c.view = view;
   c.m = &m;
   LOOM_PROPAGATE(loom_tpmm_j_to_top(&c, view->body, &m));
-  return dot_tiles(&c, view->body, c.tile_rows);
+  return dot_tiles(&c, view->body, c.tile_rows, cols);
+}
+
+/* One row (a decode step's GEMV; a tied LM head at one token): there are no row tiles to read a
+ * B tile from L1 again, and the 1 x DOT_COLS tile kept only four rows of B in flight, which read
+ * a B larger than the caches at about two thirds of the core's bandwidth (1 x 768 times (50257 x
+ * 768)^T, 1 thread: 10.0 ms, ORT 8.0). DOT_ONE_ROW_COLS rows at once (16 accumulators) read it at
+ * 7.0 ms; 8 gave 7.5, 32 6.9. With two rows or more, that many columns per row tile would not fit
+ * the registers: DOT_COLS. AVX2 (16 registers): 8. */
+static loom_status one_row(void *ud, loom_tp_func *view) {
+  const mm_ctx *c = ud;
+  return dot_nest(*c, view, c->one_row_cols);
+}
+
+/* The dot-tile variant (a view whose body is a copy of the nest, r's extent >= DOT_MIN_K): under
+ * a row count that is a symbol, a variant for one row (above) first. */
+loom_status loom_tpmm_dot_variant(void *ud, loom_tp_func *view) {
+  const mm_ctx *c = ud;
+  int64_t nr;
+  if (c->rows && loom_sym_is_const(c->rows, &nr)) return dot_nest(*c, view, nr == 1 ? c->one_row_cols : DOT_COLS);
+  if (!c->rows || !loom_sym_is_var(c->rows)) return dot_nest(*c, view, DOT_COLS);
+  const loom_sym_expr *guard = loom_sym_cmp(c->cx, LOOM_SYM_EQ, c->rows, loom_sym_const(c->cx, 1));
+  if (!guard) return LOOM_OOM();
+  LOOM_PROPAGATE(loom_tp_add_variant(c->a, c->cx, view, guard, one_row, (void *)c));
+  loom_strbuf_printf(c->why, "  variant %s == 1: the tiles above, then for more rows:\n", loom_sym_var_name(c->rows));
+  loom_tp_func rest = *view;
+  rest.body = view->body->u.if_.else_s;
+  LOOM_PROPAGATE(dot_nest(*c, &rest, DOT_COLS));
+  view->body->u.if_.else_s = rest.body;
+  return LOOM_OK;
 }

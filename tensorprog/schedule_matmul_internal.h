@@ -11,6 +11,9 @@ enum { TILE_ROWS = 6, TALL_ROWS = 12, MAX_CHAIN = 12 }; /* TALL_ROWS: schedule_m
 /* dot-product tiles (schedule_matmul_dot.c): DOT_ROWS x DOT_COLS, for reductions of DOT_MIN_K
  * or more and fewer than DOT_MAX_ROWS rows */
 enum { DOT_ROWS = 4, DOT_COLS = 4, DOT_MIN_K = 256, DOT_MAX_ROWS = 64 };
+/* columns of a one-row dot-product tile with AVX-512's 32 registers, half with AVX2's 16
+ * (schedule_matmul_dot.c, one_row) */
+enum { DOT_ONE_ROW_COLS = 16 };
 
 /* A matched matmul nest (match_matmul). */
 typedef struct mm_nest {
@@ -47,6 +50,8 @@ typedef struct mm_ctx {
                                             (loom_tp_split_clamped's main tiles), else NULL */
   bool epi_moved;                        /* the last micro_tile moved a heavy epilogue after its store */
   bool few_rows;                         /* 1..5 rows: one tile_rows tile clamped to them, 1 row alone */
+  const loom_sym_expr *rows;             /* the row loop's extent (the nest as matched) */
+  int64_t one_row_cols;                  /* columns of a one-row dot-product tile */
 } mm_ctx;
 
 /* The statement under single-item sequences. */
