@@ -115,12 +115,13 @@ static loom_status dot_tiles(mm_ctx *c, loom_tp_stmt *top, int64_t rows, int64_t
   loom_tp_stmt *jo, *ji, *jt, *il;
   const loom_sym_expr *n = top->u.loop.extent;
   LOOM_PROPAGATE(split_or_tail(c, top, cols, &jo, &ji, &jt));
-  int64_t shown = rows, nr; /* the tile's rows, fewer when the row count is a smaller constant */
+  int64_t shown = rows; /* the tile's rows */
   if (jo) {
     LOOM_PROPAGATE(loom_tpmm_sink(c, ji, c->nbatch + 1, &ji));
     il = jo;
     for (int k = 0; k <= c->nbatch; k++) il = loom_tp_child_loop(il);
-    if (loom_sym_is_const(il->u.loop.extent, &nr) && nr < rows) shown = nr;
+    if (loom_sym_prove_le(c->cx, il->u.loop.extent, loom_sym_const(c->cx, rows - 1)) == LOOM_SYM_TRUE)
+      shown = 1; /* fewer rows than a tile: all of them one by one */
     LOOM_PROPAGATE(dot_rows(c, il, loom_sym_var_name(ji->u.loop.var), rows, jo, n));
     LOOM_PROPAGATE(loom_tp_set_kind(c->cx, jo, LOOM_TP_LOOP_PARALLEL));
   }
@@ -144,28 +145,30 @@ static loom_status dot_nest(mm_ctx c, loom_tp_func *view, int64_t cols) {
   return dot_tiles(&c, view->body, c.tile_rows, cols);
 }
 
-/* One row (a decode step's GEMV; a tied LM head at one token): there are no row tiles to read a
- * B tile from L1 again, and the 1 x DOT_COLS tile kept only four rows of B in flight, which read
- * a B larger than the caches at about two thirds of the core's bandwidth (1 x 768 times (50257 x
- * 768)^T, 1 thread: 10.0 ms, ORT 8.0). DOT_ONE_ROW_COLS rows at once (16 accumulators) read it at
- * 7.0 ms; 8 gave 7.5, 32 6.9. With two rows or more, that many columns per row tile would not fit
- * the registers: DOT_COLS. AVX2 (16 registers): 8. */
-static loom_status one_row(void *ud, loom_tp_func *view) {
+/* Fewer rows than a row tile (a decode step's GEMV at a batch of 1..3; a tied LM head): there are
+ * no row tiles, and rows one by one against a DOT_COLS-column tile kept only four rows of B in
+ * flight, which read a B larger than the caches at about two thirds of the core's bandwidth
+ * (1 x 768 times (50257 x 768)^T, 1 thread: 10.0 ms, ORT 8.0). Tiles of one row and
+ * one_row_cols columns (16 accumulators; AVX2: 8) read it at 7.0 ms (8 columns 7.5, 32 6.9); the
+ * rows after the first read the tile again from L2 (2 rows 12.8 -> 7.9 ms, 3 rows 14.1 -> 9.4).
+ * Row tiles of that many columns would not fit the registers: DOT_COLS there. */
+static loom_status row_by_row(void *ud, loom_tp_func *view) {
   const mm_ctx *c = ud;
   return dot_nest(*c, view, c->one_row_cols);
 }
 
 /* The dot-tile variant (a view whose body is a copy of the nest, r's extent >= DOT_MIN_K): under
- * a row count that is a symbol, a variant for one row (above) first. */
+ * a row count that is a symbol, a variant for fewer rows than a tile (above) first. */
 loom_status loom_tpmm_dot_variant(void *ud, loom_tp_func *view) {
   const mm_ctx *c = ud;
   int64_t nr;
-  if (c->rows && loom_sym_is_const(c->rows, &nr)) return dot_nest(*c, view, nr == 1 ? c->one_row_cols : DOT_COLS);
+  if (c->rows && loom_sym_is_const(c->rows, &nr)) return dot_nest(*c, view, nr < c->tile_rows ? c->one_row_cols : DOT_COLS);
   if (!c->rows || !loom_sym_is_var(c->rows)) return dot_nest(*c, view, DOT_COLS);
-  const loom_sym_expr *guard = loom_sym_cmp(c->cx, LOOM_SYM_EQ, c->rows, loom_sym_const(c->cx, 1));
+  const loom_sym_expr *guard = loom_sym_cmp(c->cx, LOOM_SYM_LT, c->rows, loom_sym_const(c->cx, c->tile_rows));
   if (!guard) return LOOM_OOM();
-  LOOM_PROPAGATE(loom_tp_add_variant(c->a, c->cx, view, guard, one_row, (void *)c));
-  loom_strbuf_printf(c->why, "  variant %s == 1: the tiles above, then for more rows:\n", loom_sym_var_name(c->rows));
+  LOOM_PROPAGATE(loom_tp_add_variant(c->a, c->cx, view, guard, row_by_row, (void *)c));
+  loom_strbuf_printf(c->why, "  variant %s < %lld: the tiles above, then for more rows:\n", loom_sym_var_name(c->rows),
+                     (long long)c->tile_rows);
   loom_tp_func rest = *view;
   rest.body = view->body->u.if_.else_s;
   LOOM_PROPAGATE(dot_nest(*c, &rest, DOT_COLS));

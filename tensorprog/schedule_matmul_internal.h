@@ -12,7 +12,7 @@ enum { TILE_ROWS = 6, TALL_ROWS = 12, MAX_CHAIN = 12 }; /* TALL_ROWS: schedule_m
  * or more and fewer than DOT_MAX_ROWS rows */
 enum { DOT_ROWS = 4, DOT_COLS = 4, DOT_MIN_K = 256, DOT_MAX_ROWS = 64 };
 /* columns of a one-row dot-product tile with AVX-512's 32 registers, half with AVX2's 16
- * (schedule_matmul_dot.c, one_row) */
+ * (schedule_matmul_dot.c, row_by_row) */
 enum { DOT_ONE_ROW_COLS = 16 };
 
 /* A matched matmul nest (match_matmul). */

@@ -318,8 +318,9 @@ static void why_lacks(const char *text, const char *absent) {
  * AVX2), the row and column tails one by one; else the general path. Rows 0..7, around the
  * tiles and the 64-row bound; k below, at and above 256 (a symbol: the variant's guard) and a
  * constant k; 1 and 2 threads (cpu_diff). The row tiles prefetch the next column tile's rows
- * (prefetch_l2, clamped to the last column: the interpreter bounds-checks the index). One row (a
- * symbol, m == 1 a variant; or the constant 1) takes tiles of 1 x 16 columns. */
+ * (prefetch_l2, clamped to the last column: the interpreter bounds-checks the index). Fewer rows
+ * than a tile (a symbol: the variant m < 4; or a constant) run one by one in tiles of 1 x 16
+ * columns (AVX2: fewer than 2 rows, 1 x 8). */
 static const int64_t dot_m[] = {0, 1, 2, 3, 4, 5, 6, 7, 13, 16, 17, 63, 64, 65};
 static const int64_t dot_k[] = {1, 255, 256, 257, 300, 515};
 
@@ -343,9 +344,9 @@ LOOM_TEST(cpu, schedule_rule_dot_product_tiles_for_a_row_major_weight) {
                     "    for r in 0..k reduce { Y[i, j] = Y[i, j] + X[i, r] * W[j, r] }\n"
                     "    Y[i, j] = Y[i, j] + B[j]\n"
                     "  } }\n}\n";
-  schedule_for_and_diff(lin, 64, "variant r >= 256 and m < 64:|dot-product tiles 1x16 over r|variant m == 1|"
+  schedule_for_and_diff(lin, 64, "variant r >= 256 and m < 64:|dot-product tiles 1x16 over r|variant m < 4|"
                         "dot-product tiles 4x4 over r|variant m < 12|next column tile's rows prefetched into L2", &o);
-  schedule_for_and_diff(lin, 32, "dot-product tiles 2x4 over r", &o);
+  schedule_for_and_diff(lin, 32, "dot-product tiles 2x4 over r|dot-product tiles 1x8 over r|variant m < 2", &o);
   const char *lin300 = "prim @lin300(X: Buffer[(m, 300), f32], W: Buffer[(n, 300), f32], Y: Buffer[(m, n), f32]) {\n"
                        "  for i in 0..m { for j in 0..n {\n"
                        "    Y[i, j] = 0.0\n"
@@ -360,8 +361,8 @@ LOOM_TEST(cpu, schedule_rule_dot_product_tiles_for_a_row_major_weight) {
                       "  } }\n}\n";
   schedule_for_and_diff(lin16, 64, "dot-product tiles 4x4 over r", &o);
   why_lacks(lin16, "variant");
-  const char *lin1 = "prim @lin1(X: Buffer[(1, 300), f32], W: Buffer[(n, 300), f32], Y: Buffer[(1, n), f32]) {\n"
-                     "  for i in 0..1 { for j in 0..n {\n"
+  const char *lin1 = "prim @lin1(X: Buffer[(3, 300), f32], W: Buffer[(n, 300), f32], Y: Buffer[(3, n), f32]) {\n"
+                     "  for i in 0..3 { for j in 0..n {\n"
                      "    Y[i, j] = 0.0\n"
                      "    for r in 0..300 reduce { Y[i, j] = Y[i, j] + X[i, r] * W[j, r] }\n"
                      "  } }\n}\n";
