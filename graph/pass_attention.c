@@ -174,8 +174,9 @@ static const loom_graph_expr *peel_scale(loom_pass *p, const loom_graph_expr *x,
 
 /* ---- the causal triangle ------------------------------------------------------------------ */
 
-/* tri = tril(ones (s, t), k) of any dtype, with k = t - s and t >= s proven (a row keeps keys
- * j <= i + t - s, as the op's causal rule; no row empty). */
+/* tri = tril(ones (s, t), k) of any dtype (ones, full(1) or a constant 1 broadcast), with
+ * k = t - s and t >= s proven (a row keeps keys j <= i + t - s, as the op's causal rule; no row
+ * empty). */
 static bool causal_tril(loom_pass *p, const loom_graph_expr *tri, const loom_sym_expr *s, const loom_sym_expr *t) {
   const loom_graph_expr *tr = call_of(p, tri, LOOM_GRAPH_OP_TRIL);
   if (!tr || tr->u.call.nargs != 1 || !tensor_of(tri, 2)) return false;
@@ -191,6 +192,11 @@ static bool causal_tril(loom_pass *p, const loom_graph_expr *tri, const loom_sym
   const loom_graph_expr *src = tr->u.call.args[0], *f;
   if ((f = call_of(p, src, LOOM_GRAPH_OP_FULL)) && !f->u.call.nargs) return loom_graph_call_float(f, "value") == 1.0;
   if ((f = call_of(p, src, LOOM_GRAPH_OP_ONES)) && !f->u.call.nargs) return true;
+  /* a constant 1 broadcast (torch.onnx's Expand of a Constant: scaled_dot_product_attention with
+   * is_causal, exported without the dynamo exporter) */
+  if ((f = call_of(p, src, LOOM_GRAPH_OP_BROADCAST_TO)) && f->u.call.nargs == 1 &&
+      f->u.call.args[0]->kind == LOOM_GRAPH_EXPR_CONST)
+    return loom_pass_const_all(f->u.call.args[0], 1.0);
   return false;
 }
 

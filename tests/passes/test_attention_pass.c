@@ -216,6 +216,24 @@ static const char *const sdpa_causal_out =
     "  return y\n"
     "}\n";
 
+/* sdpa_causal_expand: the same as torch.onnx exports it without dynamo: the ones an Expand of a
+ * one-element Constant 1 (broadcast_to), k of shape (b, h, d, s) already */
+static const char *const sdpa_expand_in =
+    "fn @sdpa_causal(q: Tensor[(b, 4, s, 16), f32], k: Tensor[(b, 4, s, 16), f32], v: Tensor[(b, 4, s, 16), f32]) -> Tensor[(b, 4, s, 16), f32] {\n"
+    "  ones: Tensor[(s, s), f32] = broadcast_to(const(1.0, f32), shape=[s, s])\n"
+    "  tri: Tensor[(s, s), f32] = tril(ones, k=[0])\n"
+    "  above: Tensor[(s, s), bool] = equal(tri, const(0.0, f32))\n"
+    "  m: Tensor[(s, s), f32] = where(above, const(-inf, f32), const(0.0, f32))\n"
+    "  kt: Tensor[(b, 4, 16, s), f32] = permute_dims(k, axes=[0, 1, 3, 2])\n"
+    "  qs: Tensor[(b, 4, s, 16), f32] = mul(q, const(0.5, f32))\n"
+    "  kts: Tensor[(b, 4, 16, s), f32] = mul(kt, const(0.5, f32))\n"
+    "  sc: Tensor[(b, 4, s, s), f32] = matmul(qs, kts)\n"
+    "  masked: Tensor[(b, 4, s, s), f32] = add(sc, m)\n"
+    "  p: Tensor[(b, 4, s, s), f32] = softmax(masked, axis=3)\n"
+    "  y: Tensor[(b, 4, s, 16), f32] = matmul(p, v)\n"
+    "  return y\n"
+    "}\n";
+
 /* heads_split: heads split from a projection's rows (bshd), K^T as one permute_dims [0, 2, 3, 1], where(not(tril), -inf, S) and the result merged back: the transpositions go too */
 static const char *const heads_split_in =
     "fn @heads_split(x: Tensor[(b, s, 192), f32]) -> Tensor[(b, s, 64), f32] {\n"
@@ -282,6 +300,7 @@ LOOM_TEST(attention_pass, repeat_kv_prescaled_q_and_data_mask) { expect(repeat_k
 LOOM_TEST(attention_pass, rank3_views_and_where_minus_inf) { expect(rank3_in, rank3_out); }
 LOOM_TEST(attention_pass, sdpa_export_scales_q_and_transposed_k) { expect(sdpa_in, sdpa_out); }
 LOOM_TEST(attention_pass, sdpa_export_causal_where_mask) { expect(sdpa_causal_in, sdpa_causal_out); }
+LOOM_TEST(attention_pass, sdpa_export_causal_mask_of_an_expanded_constant) { expect(sdpa_expand_in, sdpa_causal_out); }
 LOOM_TEST(attention_pass, heads_split_from_rows_read_in_place) { expect(heads_split_in, heads_split_out); }
 LOOM_TEST(attention_pass, heads_given_keep_the_transposition_after) { expect(heads_given_in, heads_given_out); }
 
@@ -324,6 +343,17 @@ LOOM_TEST(attention_pass, heads_given_keep_the_transposition_after) { expect(hea
     "  ones: Tensor[(s, s), f32] = full(shape=[s, s], dtype=f32, value=1.0)\n" \
     "  tri: Tensor[(s, s), f32] = tril(ones, k=[1])\n" \
     "  sub1: Tensor[(s, s), f32] = sub(tri, const(1.0, f32))\n" \
+    "  bias: Tensor[(s, s), f32] = mul(sub1, const(1e9, f32))\n" \
+    "  sc: Tensor[(b, 2, s, s), f32] = matmul(q, k, transpose_b=true)\n" \
+    "  masked: Tensor[(b, 2, s, s), f32] = add(sc, bias)\n" \
+    "  p: Tensor[(b, 2, s, s), f32] = softmax(masked, axis=3)\n" \
+    "  y: Tensor[(b, 2, s, 8), f32] = matmul(p, v)\n" \
+    "  return y\n" \
+    "}\n" \
+    "fn @twos(q: Tensor[(b, 2, s, 8), f32], k: Tensor[(b, 2, s, 8), f32], v: Tensor[(b, 2, s, 8), f32]) -> Tensor[(b, 2, s, 8), f32] {\n" \
+    "  twos: Tensor[(s, s), f32] = broadcast_to(const(2.0, f32), shape=[s, s])\n" \
+    "  tri: Tensor[(s, s), f32] = tril(twos, k=[0])\n" \
+    "  sub1: Tensor[(s, s), f32] = sub(tri, const(2.0, f32))\n" \
     "  bias: Tensor[(s, s), f32] = mul(sub1, const(1e9, f32))\n" \
     "  sc: Tensor[(b, 2, s, s), f32] = matmul(q, k, transpose_b=true)\n" \
     "  masked: Tensor[(b, 2, s, s), f32] = add(sc, bias)\n" \
@@ -407,16 +437,17 @@ static char *func_text(const char *module, const char *name) {
 LOOM_TEST(attention_pass, near_misses_are_left_alone) {
   size_t n;
   char *after = run(near_in, true, &n), *before = run(near_in, false, NULL);
-  cr_assert_eq(n, 3, "%s", after); /* the three triangles below, as data masks */
+  cr_assert_eq(n, 4, "%s", after); /* the four triangles below, as data masks */
   for (size_t i = 0; i < sizeof untouched / sizeof *untouched; i++) {
     char *a = func_text(after, untouched[i]), *b = func_text(before, untouched[i]);
     cr_assert_str_eq(a, b, "@%s changed", untouched[i]);
     free(a);
     free(b);
   }
-  /* a fill of 100, tril with k = 1, t >= s not known: exact as an additive mask, not causal */
-  static const char *const as_mask[] = {"small_fill", "diag_k1", "t_below_s"};
-  for (size_t i = 0; i < 3; i++) {
+  /* a fill of 100, tril with k = 1, t >= s not known, a triangle of twos: exact as an additive
+   * mask, not causal */
+  static const char *const as_mask[] = {"small_fill", "diag_k1", "t_below_s", "twos"};
+  for (size_t i = 0; i < sizeof as_mask / sizeof *as_mask; i++) {
     char *a = func_text(after, as_mask[i]);
     cr_assert(strstr(a, "= attention(q, k, v, bias, scale=1.0, causal=false, empty_nan=true)") != NULL, "%s", a);
     cr_assert(strstr(a, "tril(") != NULL && strstr(a, "softmax") == NULL, "%s", a);
