@@ -191,46 +191,32 @@ static const char *const sdpa_out =
     "  return y\n"
     "}\n";
 
-/* sdpa_causal: PyTorch's scaled_dot_product_attention as exported (q and k^T each scaled by sqrt(scale)) */
-static const char *const sdpa_causal_in =
-    "fn @sdpa_causal(q: Tensor[(b, 4, s, 16), f32], k: Tensor[(b, 4, s, 16), f32], v: Tensor[(b, 4, s, 16), f32]) -> Tensor[(b, 4, s, 16), f32] {\n"
-    "  ones: Tensor[(s, s), f32] = full(shape=[s, s], dtype=f32, value=1.0)\n"
-    "  tri: Tensor[(s, s), f32] = tril(ones, k=[0])\n"
-    "  above: Tensor[(s, s), bool] = equal(tri, const(0.0, f32))\n"
-    "  m: Tensor[(s, s), f32] = where(above, const(-inf, f32), const(0.0, f32))\n"
-    "  kt: Tensor[(b, 4, 16, s), f32] = permute_dims(k, axes=[0, 1, 3, 2])\n"
-    "  qs: Tensor[(b, 4, s, 16), f32] = mul(q, const(0.5, f32))\n"
-    "  kts: Tensor[(b, 4, 16, s), f32] = mul(kt, const(0.5, f32))\n"
-    "  sc: Tensor[(b, 4, s, s), f32] = matmul(qs, kts)\n"
-    "  masked: Tensor[(b, 4, s, s), f32] = add(sc, m)\n"
-    "  p: Tensor[(b, 4, s, s), f32] = softmax(masked, axis=-1)\n"
-    "  y: Tensor[(b, 4, s, 16), f32] = matmul(p, v)\n"
-    "  return y\n"
-    "}\n";
+/* sdpa_causal: PyTorch's scaled_dot_product_attention as exported (q and k^T each scaled by
+ * sqrt(scale)), the ones of its triangle given by `ONES` */
+#define SDPA_CAUSAL(ONES) \
+    "fn @sdpa_causal(q: Tensor[(b, 4, s, 16), f32], k: Tensor[(b, 4, s, 16), f32], v: Tensor[(b, 4, s, 16), f32]) -> Tensor[(b, 4, s, 16), f32] {\n" \
+    "  ones: Tensor[(s, s), f32] = " ONES "\n" \
+    "  tri: Tensor[(s, s), f32] = tril(ones, k=[0])\n" \
+    "  above: Tensor[(s, s), bool] = equal(tri, const(0.0, f32))\n" \
+    "  m: Tensor[(s, s), f32] = where(above, const(-inf, f32), const(0.0, f32))\n" \
+    "  kt: Tensor[(b, 4, 16, s), f32] = permute_dims(k, axes=[0, 1, 3, 2])\n" \
+    "  qs: Tensor[(b, 4, s, 16), f32] = mul(q, const(0.5, f32))\n" \
+    "  kts: Tensor[(b, 4, 16, s), f32] = mul(kt, const(0.5, f32))\n" \
+    "  sc: Tensor[(b, 4, s, s), f32] = matmul(qs, kts)\n" \
+    "  masked: Tensor[(b, 4, s, s), f32] = add(sc, m)\n" \
+    "  p: Tensor[(b, 4, s, s), f32] = softmax(masked, axis=-1)\n" \
+    "  y: Tensor[(b, 4, s, 16), f32] = matmul(p, v)\n" \
+    "  return y\n" \
+    "}\n"
+static const char *const sdpa_causal_in = SDPA_CAUSAL("full(shape=[s, s], dtype=f32, value=1.0)");
+/* as torch.onnx exports it without dynamo: the ones an Expand of a one-element Constant 1 */
+static const char *const sdpa_expand_in = SDPA_CAUSAL("broadcast_to(const(1.0, f32), shape=[s, s])");
 static const char *const sdpa_causal_out =
     "fn @sdpa_causal(q: Tensor[(b, 4, s, 16), f32], k: Tensor[(b, 4, s, 16), f32], v: Tensor[(b, 4, s, 16), f32]) -> Tensor[(b, 4, s, 16), f32] {\n"
     "  dataflow {\n"
     "    y: Tensor[(b, 4, s, 16), f32] = attention(q, k, v, scale=0.25, causal=true, empty_nan=true)\n"
     "    output y\n"
     "  }\n"
-    "  return y\n"
-    "}\n";
-
-/* sdpa_causal_expand: the same as torch.onnx exports it without dynamo: the ones an Expand of a
- * one-element Constant 1 (broadcast_to), k of shape (b, h, d, s) already */
-static const char *const sdpa_expand_in =
-    "fn @sdpa_causal(q: Tensor[(b, 4, s, 16), f32], k: Tensor[(b, 4, s, 16), f32], v: Tensor[(b, 4, s, 16), f32]) -> Tensor[(b, 4, s, 16), f32] {\n"
-    "  ones: Tensor[(s, s), f32] = broadcast_to(const(1.0, f32), shape=[s, s])\n"
-    "  tri: Tensor[(s, s), f32] = tril(ones, k=[0])\n"
-    "  above: Tensor[(s, s), bool] = equal(tri, const(0.0, f32))\n"
-    "  m: Tensor[(s, s), f32] = where(above, const(-inf, f32), const(0.0, f32))\n"
-    "  kt: Tensor[(b, 4, 16, s), f32] = permute_dims(k, axes=[0, 1, 3, 2])\n"
-    "  qs: Tensor[(b, 4, s, 16), f32] = mul(q, const(0.5, f32))\n"
-    "  kts: Tensor[(b, 4, 16, s), f32] = mul(kt, const(0.5, f32))\n"
-    "  sc: Tensor[(b, 4, s, s), f32] = matmul(qs, kts)\n"
-    "  masked: Tensor[(b, 4, s, s), f32] = add(sc, m)\n"
-    "  p: Tensor[(b, 4, s, s), f32] = softmax(masked, axis=3)\n"
-    "  y: Tensor[(b, 4, s, 16), f32] = matmul(p, v)\n"
     "  return y\n"
     "}\n";
 
@@ -321,6 +307,15 @@ LOOM_TEST(attention_pass, heads_given_keep_the_transposition_after) { expect(hea
     "  return y\n" \
     "}\n"
 
+/* The scores of q and k plus `bias`, softmax, times v: the tail of the near misses' masks. */
+#define BIAS_SCORES \
+    "  sc: Tensor[(b, 2, s, s), f32] = matmul(q, k, transpose_b=true)\n" \
+    "  masked: Tensor[(b, 2, s, s), f32] = add(sc, bias)\n" \
+    "  p: Tensor[(b, 2, s, s), f32] = softmax(masked, axis=3)\n" \
+    "  y: Tensor[(b, 2, s, 8), f32] = matmul(p, v)\n" \
+    "  return y\n" \
+    "}\n"
+
 #define NEAR \
     "fn @axis(q: Tensor[(b, 2, s, 8), f32], k: Tensor[(b, 2, s, 8), f32], v: Tensor[(b, 2, s, 8), f32]) -> Tensor[(b, 2, s, 8), f32] {\n" \
     "  sc: Tensor[(b, 2, s, s), f32] = matmul(q, k, transpose_b=true)\n" \
@@ -333,34 +328,19 @@ LOOM_TEST(attention_pass, heads_given_keep_the_transposition_after) { expect(hea
     "  tri: Tensor[(s, s), f32] = tril(ones, k=[0])\n" \
     "  sub1: Tensor[(s, s), f32] = sub(tri, const(1.0, f32))\n" \
     "  bias: Tensor[(s, s), f32] = mul(sub1, const(100.0, f32))\n" \
-    "  sc: Tensor[(b, 2, s, s), f32] = matmul(q, k, transpose_b=true)\n" \
-    "  masked: Tensor[(b, 2, s, s), f32] = add(sc, bias)\n" \
-    "  p: Tensor[(b, 2, s, s), f32] = softmax(masked, axis=3)\n" \
-    "  y: Tensor[(b, 2, s, 8), f32] = matmul(p, v)\n" \
-    "  return y\n" \
-    "}\n" \
+    BIAS_SCORES \
     "fn @diag_k1(q: Tensor[(b, 2, s, 8), f32], k: Tensor[(b, 2, s, 8), f32], v: Tensor[(b, 2, s, 8), f32]) -> Tensor[(b, 2, s, 8), f32] {\n" \
     "  ones: Tensor[(s, s), f32] = full(shape=[s, s], dtype=f32, value=1.0)\n" \
     "  tri: Tensor[(s, s), f32] = tril(ones, k=[1])\n" \
     "  sub1: Tensor[(s, s), f32] = sub(tri, const(1.0, f32))\n" \
     "  bias: Tensor[(s, s), f32] = mul(sub1, const(1e9, f32))\n" \
-    "  sc: Tensor[(b, 2, s, s), f32] = matmul(q, k, transpose_b=true)\n" \
-    "  masked: Tensor[(b, 2, s, s), f32] = add(sc, bias)\n" \
-    "  p: Tensor[(b, 2, s, s), f32] = softmax(masked, axis=3)\n" \
-    "  y: Tensor[(b, 2, s, 8), f32] = matmul(p, v)\n" \
-    "  return y\n" \
-    "}\n" \
+    BIAS_SCORES \
     "fn @twos(q: Tensor[(b, 2, s, 8), f32], k: Tensor[(b, 2, s, 8), f32], v: Tensor[(b, 2, s, 8), f32]) -> Tensor[(b, 2, s, 8), f32] {\n" \
     "  twos: Tensor[(s, s), f32] = broadcast_to(const(2.0, f32), shape=[s, s])\n" \
     "  tri: Tensor[(s, s), f32] = tril(twos, k=[0])\n" \
     "  sub1: Tensor[(s, s), f32] = sub(tri, const(2.0, f32))\n" \
     "  bias: Tensor[(s, s), f32] = mul(sub1, const(1e9, f32))\n" \
-    "  sc: Tensor[(b, 2, s, s), f32] = matmul(q, k, transpose_b=true)\n" \
-    "  masked: Tensor[(b, 2, s, s), f32] = add(sc, bias)\n" \
-    "  p: Tensor[(b, 2, s, s), f32] = softmax(masked, axis=3)\n" \
-    "  y: Tensor[(b, 2, s, 8), f32] = matmul(p, v)\n" \
-    "  return y\n" \
-    "}\n" \
+    BIAS_SCORES \
     "fn @finite_where(q: Tensor[(b, 2, s, 8), f32], k: Tensor[(b, 2, s, 8), f32], v: Tensor[(b, 2, s, 8), f32], c: Tensor[(b, 1, s, s), bool]) -> Tensor[(b, 2, s, 8), f32] {\n" \
     "  sc: Tensor[(b, 2, s, s), f32] = matmul(q, k, transpose_b=true)\n" \
     "  masked: Tensor[(b, 2, s, s), f32] = where(c, sc, const(-3.4028234663852886e38, f32))\n" \
