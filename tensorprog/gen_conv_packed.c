@@ -69,8 +69,8 @@ bool loom_tp_conv_phase_extra_row(const loom_tp_conv_packed *g) {
  *     for q in 0..n*c { for b0 in 0..P0 { for b1 in 0..P1 { for u0 in 0..E0' {
  *       if u0*s0 + b0*g0 - lo0 >= 0 && u0*s0 + b0*g0 - lo0 < h0 {
  *         for z0 in 0..v0 { Y[q // c, q % c, P1*b0 + b1, E1*u0 + z0] = 0.0 }
- *         for z1 in 0..m vectorize {
- *           Y[.., E1*u0 + v0 + z1] = X[q // c, q % c, u0*s0 + b0*g0 - lo0, (v0 + z1)*s1 + b1*g1 - lo1] }
+ *         (loom_tpg_row_copy: for z1 in 0..m, in chunks of 8 lanes)
+ *           Y[.., E1*u0 + v0 + z1] = X[q // c, q % c, u0*s0 + b0*g0 - lo0, (v0 + z1)*s1 + b1*g1 - lo1]
  *         for z2 in 0..E1 - v0 - m { Y[.., E1*u0 + v0 + m + z2] = 0.0 }
  *       } else { for z3 in 0..E1 { Y[.., E1*u0 + z3] = 0.0 } } } } } } }
  * v0 = max((lo1 - b1*g1 + s1 - 1) // s1, 0) (the phase's positions in the left padding), m = max((h1 + lo1 -
@@ -106,7 +106,7 @@ loom_status loom_tp_gen_conv_phases(loom_arena *a, loom_sym_ctx *cx, const char 
   const loom_sym_expr *bv[LOOM_TP_MAX_SPATIAL], *plane = C(cx, 0);
   for (int i = 0; i < n; i++) {
     int64_t np = loom_tp_conv_phase_count(g, i);
-    bv[i] = np > 1 ? loom_tpb_for(&b, loom_tpg_var('b', i), C(cx, np), LOOM_TP_LOOP_SERIAL, false) : C(cx, 0);
+    bv[i] = np > 1 ? loom_tpb_for(&b, loom_tpg_var('b', i), C(cx, np), i == n - 1 ? LOOM_TP_LOOP_UNROLL : LOOM_TP_LOOP_SERIAL, false) : C(cx, 0);
     plane = loom_sym_add(cx, loom_sym_mul(cx, plane, C(cx, np)), bv[i]);
   }
   yi[2] = loom_tpb_idx(&b, plane);
@@ -134,11 +134,9 @@ loom_status loom_tp_gen_conv_phases(loom_arena *a, loom_sym_ctx *cx, const char 
   yi[3] = loom_tpb_idx(&b, loom_sym_add(cx, row0, loom_tpb_for(&b, "z0", v0, LOOM_TP_LOOP_SERIAL, false)));
   loom_tpb_store(&b, Y, yi, loom_tp_const_f(a, t, 0.0));
   loom_tpb_end(&b);
-  const loom_sym_expr *z1 = loom_tpb_for(&b, "z1", m, LOOM_TP_LOOP_VECTORIZE, false);
-  yi[3] = loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_add(cx, row0, v0), z1));
-  xi[2 + l] = loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_mul(cx, loom_sym_add(cx, v0, z1), C(cx, s)), loom_sym_sub(cx, off, C(cx, lo))));
-  loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
-  loom_tpb_end(&b);
+  /* the positions inside the input: chunks of 8 whose loads are strided vectors */
+  loom_tpg_row_copy(&b, Y, yi, loom_sym_add(cx, row0, v0), X, xi, s,
+                    loom_sym_add(cx, loom_sym_mul(cx, v0, C(cx, s)), loom_sym_sub(cx, off, C(cx, lo))), t, 0.0, m, "z1");
   const loom_sym_expr *z2 = loom_tpb_for(&b, "z2", loom_sym_sub(cx, loom_sym_sub(cx, E[l], v0), m), LOOM_TP_LOOP_SERIAL, false);
   yi[3] = loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_add(cx, loom_sym_add(cx, row0, v0), m), z2));
   loom_tpb_store(&b, Y, yi, loom_tp_const_f(a, t, 0.0));
