@@ -236,6 +236,11 @@ void loom_tpg_row_copy(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, 
   snprintf(sn, sizeof sn, "%ss", tag);
   int ly = Y->ndim - 1, lx = X ? X->ndim - 1 : 0;
   bool quads = X && xstride > 1;
+  if (X) { /* a costly value (a SiLU computed on the way) needs independent chunks in flight: 16 lanes */
+    loom_tpb_if(b, loom_tp_op2(b->a, LOOM_TP_OP_GE, loom_tpb_idx(b, extent), loom_tpb_idx(b, C(cx, 4 * POOL_LANES))));
+    row_chunks(b, Y, yi, yoff, X, xi, xstride, xoff, t, fill, extent, o, i, 4 * POOL_LANES);
+    loom_tpb_else(b);
+  }
   loom_tpb_if(b, loom_tp_op2(b->a, LOOM_TP_OP_GE, loom_tpb_idx(b, extent), loom_tpb_idx(b, C(cx, POOL_LANES))));
   row_chunks(b, Y, yi, yoff, X, xi, xstride, xoff, t, fill, extent, o, i, POOL_LANES);
   loom_tpb_else(b);
@@ -248,7 +253,7 @@ void loom_tpg_row_copy(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, 
   yi[ly] = loom_tpb_idx(b, loom_sym_add(cx, yoff, zs));
   if (X) xi[lx] = loom_tpb_idx(b, loom_sym_add(cx, loom_sym_mul(cx, zs, C(cx, xstride)), xoff));
   loom_tpb_store(b, Y, yi, X ? loom_tpb_load(b, X, xi) : loom_tp_const_f(b->a, t, fill));
-  loom_tpb_end_n(b, quads ? 3 : 2);
+  loom_tpb_end_n(b, 2 + quads + (X != NULL));
 }
 
 /* Text (2-D; `fill` 0.0 shown): the rows inside the input copy it between borders of fill, the others
