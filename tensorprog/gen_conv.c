@@ -236,9 +236,15 @@ void loom_tpg_row_copy(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, 
   snprintf(sn, sizeof sn, "%ss", tag);
   int ly = Y->ndim - 1, lx = X ? X->ndim - 1 : 0;
   bool quads = X && xstride > 1;
-  if (X) { /* a costly value (a SiLU computed on the way) needs independent chunks in flight: 16 lanes */
-    loom_tpb_if(b, loom_tp_op2(b->a, LOOM_TP_OP_GE, loom_tpb_idx(b, extent), loom_tpb_idx(b, C(cx, 4 * POOL_LANES))));
-    row_chunks(b, Y, yi, yoff, X, xi, xstride, xoff, t, fill, extent, o, i, 4 * POOL_LANES);
+  if (X) { /* a copy computing on the way (a SiLU) wants independent chunks in flight: 32 lanes where
+            * they compute no more positions than chunks of 16 would (a row of 56, not 40), else 16 */
+    const loom_sym_expr *c32 = loom_sym_mul(cx, loom_sym_floordiv(cx, loom_sym_add(cx, extent, C(cx, 31)), C(cx, 32)), C(cx, 32));
+    const loom_sym_expr *c16 = loom_sym_mul(cx, loom_sym_floordiv(cx, loom_sym_add(cx, extent, C(cx, 15)), C(cx, 16)), C(cx, 16));
+    loom_tpb_if(b, loom_tp_op2(b->a, LOOM_TP_OP_AND, loom_tpb_cmp(b, LOOM_TP_OP_GE, extent, C(cx, 32)), loom_tpb_cmp(b, LOOM_TP_OP_LE, c32, c16)));
+    row_chunks(b, Y, yi, yoff, X, xi, xstride, xoff, t, fill, extent, o, i, 32);
+    loom_tpb_else(b);
+    loom_tpb_if(b, loom_tpb_cmp(b, LOOM_TP_OP_GE, extent, C(cx, 16)));
+    row_chunks(b, Y, yi, yoff, X, xi, xstride, xoff, t, fill, extent, o, i, 16);
     loom_tpb_else(b);
   }
   loom_tpb_if(b, loom_tp_op2(b->a, LOOM_TP_OP_GE, loom_tpb_idx(b, extent), loom_tpb_idx(b, C(cx, POOL_LANES))));
@@ -253,7 +259,7 @@ void loom_tpg_row_copy(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, 
   yi[ly] = loom_tpb_idx(b, loom_sym_add(cx, yoff, zs));
   if (X) xi[lx] = loom_tpb_idx(b, loom_sym_add(cx, loom_sym_mul(cx, zs, C(cx, xstride)), xoff));
   loom_tpb_store(b, Y, yi, X ? loom_tpb_load(b, X, xi) : loom_tp_const_f(b->a, t, fill));
-  loom_tpb_end_n(b, 2 + quads + (X != NULL));
+  loom_tpb_end_n(b, 2 + quads + 2 * (X != NULL));
 }
 
 /* Text (2-D; `fill` 0.0 shown): the rows inside the input copy it between borders of fill, the others
@@ -700,7 +706,9 @@ static void pool_grid(pool_b *p, loom_dtype t, const loom_sym_expr *G, int64_t l
   loom_arena *a = b->a;
   const loom_sym_expr *L = C(cx, lanes), *h1 = p->e1 ? p->e1 : p->xd[3], *gmax = C(cx, POOL_GRID_MAX);
   int64_t s = p->e1 ? 1 : p->w->stride[1];
-  const loom_tp_buffer *accg = loom_tpb_alloc(b, "accg", t, 1, &gmax, LOOM_TP_SCOPE_LOCAL);
+  loom_tp_buffer *accg = loom_tpb_alloc(b, "accg", t, 1, &gmax, LOOM_TP_SCOPE_LOCAL);
+  accg->uninit = true; /* positions 0 .. G - 1 written before the plane's outputs read them (a 4 KiB fill per plane was
+                        * a fifth of a 576-channel 7 x 7 depthwise) */
   const loom_sym_expr *go = loom_tpb_for(b, "go", loom_sym_floordiv(cx, loom_sym_add(cx, G, C(cx, lanes - 1)), L),
                                          LOOM_TP_LOOP_SERIAL, false);
   const loom_sym_expr *base = loom_sym_min(cx, loom_sym_mul(cx, go, L), loom_sym_sub(cx, G, L));
