@@ -203,6 +203,11 @@ enum { POOL_TIERS = 3 };
 static const int64_t pool_tier[POOL_TIERS] = {32, 16, POOL_LANES};
 
 /* The chunks of `lanes` (the last moved back to end at the row's end) of loom_tpg_row_copy. */
+/* The positions chunks of `lanes` compute over a row of `extent` (the last moved back): lanes * ceil(extent / lanes). */
+static const loom_sym_expr *chunked(loom_sym_ctx *cx, const loom_sym_expr *extent, int64_t lanes) {
+  return loom_sym_mul(cx, loom_sym_floordiv(cx, loom_sym_add(cx, extent, C(cx, lanes - 1)), C(cx, lanes)), C(cx, lanes));
+}
+
 static void row_chunks(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, const loom_sym_expr *yoff, const loom_tp_buffer *X,
                        loom_tp_expr **xi, int64_t xstride, const loom_sym_expr *xoff, loom_dtype t, double fill,
                        const loom_sym_expr *extent, const char *o, const char *i, int64_t lanes) {
@@ -238,9 +243,8 @@ void loom_tpg_row_copy(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, 
   bool quads = X && xstride > 1;
   if (X) { /* a copy computing on the way (a SiLU) wants independent chunks in flight: 32 lanes where
             * they compute no more positions than chunks of 16 would (a row of 56, not 40), else 16 */
-    const loom_sym_expr *c32 = loom_sym_mul(cx, loom_sym_floordiv(cx, loom_sym_add(cx, extent, C(cx, 31)), C(cx, 32)), C(cx, 32));
-    const loom_sym_expr *c16 = loom_sym_mul(cx, loom_sym_floordiv(cx, loom_sym_add(cx, extent, C(cx, 15)), C(cx, 16)), C(cx, 16));
-    loom_tpb_if(b, loom_tp_op2(b->a, LOOM_TP_OP_AND, loom_tpb_cmp(b, LOOM_TP_OP_GE, extent, C(cx, 32)), loom_tpb_cmp(b, LOOM_TP_OP_LE, c32, c16)));
+    loom_tpb_if(b, loom_tp_op2(b->a, LOOM_TP_OP_AND, loom_tpb_cmp(b, LOOM_TP_OP_GE, extent, C(cx, 32)),
+                               loom_tpb_cmp(b, LOOM_TP_OP_LE, chunked(cx, extent, 32), chunked(cx, extent, 16))));
     row_chunks(b, Y, yi, yoff, X, xi, xstride, xoff, t, fill, extent, o, i, 32);
     loom_tpb_else(b);
     loom_tpb_if(b, loom_tpb_cmp(b, LOOM_TP_OP_GE, extent, C(cx, 16)));
@@ -798,7 +802,11 @@ static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, cons
   }
   for (int i = 0; i + 1 < n; i++) p->jv[i] = loom_tpb_for(b, jn[i], p->yd[2 + i], LOOM_TP_LOOP_SERIAL, false);
   for (int k = 0; k < POOL_TIERS; k++) { /* the widest chunk the row holds: its sums are independent chains */
-    loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, p->yd[1 + n]), loom_tpb_idx(b, C(cx, pool_tier[k]))));
+    const loom_sym_expr *yl = p->yd[1 + n];
+    loom_tp_expr *holds = loom_tpb_cmp(b, LOOM_TP_OP_GE, yl, C(cx, pool_tier[k]));
+    if (k + 1 < POOL_TIERS) /* ... unless its chunks cover more positions than the next tier's (a row of 40: 64, not 48) */
+      holds = loom_tp_op2(a, LOOM_TP_OP_AND, holds, loom_tpb_cmp(b, LOOM_TP_OP_LE, chunked(cx, yl, pool_tier[k]), chunked(cx, yl, pool_tier[k + 1])));
+    loom_tpb_if(b, holds);
     pool_chunks(p, t, pool_tier[k]);
     loom_tpb_else(b);
   }
