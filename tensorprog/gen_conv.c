@@ -224,46 +224,35 @@ static void row_chunks(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, 
   loom_tpb_end_n(b, 2);
 }
 
-/* Strided copies (a phase plane's rows, half as long as the input's or less) take chunks of 4
- * below 8: a row of 7 at stride 2 was 7 scalar loads and stores (LLVM's masked vectors of a
- * strided load are gathers). */
-enum { ROW_SHORT_LANES = 4 };
-
 void loom_tpg_row_copy(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, const loom_sym_expr *yoff, const loom_tp_buffer *X,
                        loom_tp_expr **xi, int64_t xstride, const loom_sym_expr *xoff, loom_dtype t, double fill,
                        const loom_sym_expr *extent, const char *tag) {
   loom_sym_ctx *cx = b->cx;
-  char o[16], i[16], o4[16], i4[16], sn[16];
+  char o[16], i[16], sn[16];
   snprintf(o, sizeof o, "%so", tag);
   snprintf(i, sizeof i, "%si", tag);
-  snprintf(o4, sizeof o4, "%sp", tag);
-  snprintf(i4, sizeof i4, "%sj", tag);
   snprintf(sn, sizeof sn, "%ss", tag);
   int ly = Y->ndim - 1, lx = X ? X->ndim - 1 : 0;
-  bool quads = X && xstride > 1;
-  if (X) { /* a copy computing on the way (a SiLU) wants independent chunks in flight: 32 lanes where
-            * they compute no more positions than chunks of 16 would (a row of 56, not 40), else 16 */
-    loom_tpb_if(b, loom_tp_op2(b->a, LOOM_TP_OP_AND, loom_tpb_cmp(b, LOOM_TP_OP_GE, extent, C(cx, 32)),
-                               loom_tpb_cmp(b, LOOM_TP_OP_LE, chunked(cx, extent, 32), chunked(cx, extent, 16))));
-    row_chunks(b, Y, yi, yoff, X, xi, xstride, xoff, t, fill, extent, o, i, 32);
-    loom_tpb_else(b);
-    loom_tpb_if(b, loom_tpb_cmp(b, LOOM_TP_OP_GE, extent, C(cx, 16)));
-    row_chunks(b, Y, yi, yoff, X, xi, xstride, xoff, t, fill, extent, o, i, 16);
-    loom_tpb_else(b);
-  }
-  loom_tpb_if(b, loom_tp_op2(b->a, LOOM_TP_OP_GE, loom_tpb_idx(b, extent), loom_tpb_idx(b, C(cx, POOL_LANES))));
-  row_chunks(b, Y, yi, yoff, X, xi, xstride, xoff, t, fill, extent, o, i, POOL_LANES);
-  loom_tpb_else(b);
-  if (quads) {
-    loom_tpb_if(b, loom_tp_op2(b->a, LOOM_TP_OP_GE, loom_tpb_idx(b, extent), loom_tpb_idx(b, C(cx, ROW_SHORT_LANES))));
-    row_chunks(b, Y, yi, yoff, X, xi, xstride, xoff, t, fill, extent, o4, i4, ROW_SHORT_LANES);
+  /* a copy computing on the way (a SiLU) wants independent chunks in flight: 32 lanes where they
+   * compute no more positions than chunks of 16 would (a row of 56, not 40; unit stride), 16, then
+   * (strided: the rest runs element by element, LLVM's masked vectors of a strided load being
+   * gathers) 8 and 4; a fill, chunks of 8 */
+  static const int64_t unit[] = {32, 16}, strided[] = {16, 8, 4}, fills[] = {POOL_LANES};
+  const int64_t *tier = !X ? fills : xstride > 1 ? strided : unit;
+  int ntier = !X ? 1 : xstride > 1 ? 3 : 2;
+  for (int k = 0; k < ntier; k++) {
+    loom_tp_expr *holds = loom_tpb_cmp(b, LOOM_TP_OP_GE, extent, C(cx, tier[k]));
+    if (tier[k] == 32)
+      holds = loom_tp_op2(b->a, LOOM_TP_OP_AND, holds, loom_tpb_cmp(b, LOOM_TP_OP_LE, chunked(cx, extent, 32), chunked(cx, extent, 16)));
+    loom_tpb_if(b, holds);
+    row_chunks(b, Y, yi, yoff, X, xi, xstride, xoff, t, fill, extent, o, i, tier[k]);
     loom_tpb_else(b);
   }
   const loom_sym_expr *zs = loom_tpb_for(b, sn, extent, LOOM_TP_LOOP_SERIAL, false);
   yi[ly] = loom_tpb_idx(b, loom_sym_add(cx, yoff, zs));
   if (X) xi[lx] = loom_tpb_idx(b, loom_sym_add(cx, loom_sym_mul(cx, zs, C(cx, xstride)), xoff));
   loom_tpb_store(b, Y, yi, X ? loom_tpb_load(b, X, xi) : loom_tp_const_f(b->a, t, fill));
-  loom_tpb_end_n(b, 2 + quads + 2 * (X != NULL));
+  loom_tpb_end_n(b, 1 + ntier);
 }
 
 /* Text (2-D; `fill` 0.0 shown): the rows inside the input copy it between borders of fill, the others
