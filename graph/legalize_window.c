@@ -259,49 +259,6 @@ static loom_status gen_conv_crop(loom_graph_module *m, const char *name, const v
   return loom_tp_gen_conv_crop(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, *(const int32_t *)params, tp);
 }
 
-typedef struct dw_key {
-  loom_tp_window w;
-  bool bias;
-} dw_key;
-
-/* params: window_params of the window and `bias` */
-static loom_status gen_depthwise(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
-  const window_params *p = params;
-  loom_tp_window w = window_from(p);
-  return loom_tp_gen_depthwise_rows(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, &w, p->bias != 0, tp);
-}
-
-/* Depthwise (one input and one output channel per group): the padded input, then depthwise_rows
- * (pooling's row-by-row form with the taps weighted), at any stride and dilation. */
-static loom_status expand_depthwise(loom_lx *x, const loom_sinfo *xs, const loom_graph_window *gw, const loom_tp_conv_gemm *g,
-                                    loom_graph_expr **value) {
-  const loom_graph_expr *call = x->b->value;
-  dw_key k = {.w = {.n = g->n, .groups = gw->groups}, .bias = call->u.call.nargs > 2};
-  pad_key pk = {.n = g->n, .fill = 0.0, .flat_extra = -1};
-  bool pad = false;
-  for (int i = 0; i < g->n; i++) {
-    k.w.kernel[i] = g->kernel[i];
-    k.w.stride[i] = gw->stride[i];
-    k.w.dilation[i] = gw->dilation[i];
-    pk.lo[i] = gw->pad_lo[i];
-    pk.hi[i] = gw->pad_hi[i];
-    pad |= pk.lo[i] || pk.hi[i];
-  }
-  loom_graph_expr *args[3] = {call->u.call.args[0], call->u.call.args[1], call->u.call.nargs > 2 ? call->u.call.args[2] : NULL};
-  if (pad) LOOM_PROPAGATE(pad_input(x, xs, &pk, &args[0]));
-  loom_graph_expr *all[4] = {args[0], args[1], args[2], NULL};
-  size_t nargs = k.bias ? 3 : 2;
-  if (loom_tp_rows_grid(&k.w, LOOM_TP_POOL_AVG_PAD, true)) LOOM_PROPAGATE(plane_view(x, xs, &pk, all[0], &all[nargs++]));
-  char name[512];
-  snprintf(name, sizeof name, "depthwise_rows_f32_n%d%s", g->n, k.bias ? "_bias" : "");
-  key_list(name, sizeof name, "k", k.w.kernel, g->n);
-  key_list(name, sizeof name, "s", k.w.stride, g->n);
-  key_list(name, sizeof name, "d", k.w.dilation, g->n);
-  window_params wp = params_of(&k.w, LOOM_DTYPE_F32);
-  wp.bias = k.bias;
-  return loom_lx_call(x, name, gen_depthwise, &wp, sizeof wp, nargs, all, x->b->var->sinfo, value);
-}
-
 /* ---- convolution over packed weights (gen_conv_packed.c) ------------------------------------------
  *
  * A convolution whose weight the pack pass laid out in blocks (packed_w = B; graph/pass_pack.c):
@@ -338,6 +295,92 @@ static loom_status gen_conv_packed(loom_graph_module *m, const char *name, const
 static loom_status gen_conv_phases(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
   loom_tp_conv_packed g = packed_from(params);
   return loom_tp_gen_conv_phases(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, &g, tp);
+}
+
+/* `<b>_xs` = the phase planes of x (struct info xs) for the padding, kernel and stride of pp (conv_phases),
+ * (n, c, S, F) of struct info psi; *xin becomes it. */
+static loom_status add_phases(loom_lx *x, const packed_params *pp, const loom_sinfo *psi, loom_graph_expr **xin) {
+  packed_params kp = *pp;
+  kp.bias = 0;
+  char name[512];
+  int n = pp->n;
+  snprintf(name, sizeof name, "conv_phases_f32_n%d", n);
+  key_list(name, sizeof name, "k", kp.kernel, n);
+  key_list(name, sizeof name, "d", kp.dilation, n);
+  key_list(name, sizeof name, "s", kp.stride, n);
+  key_list(name, sizeof name, "p", kp.pad_lo, n);
+  key_list(name, sizeof name, "q", kp.pad_hi, n);
+  return loom_lx_add_tp(x, "xs", name, gen_conv_phases, &kp, sizeof kp, 1, xin, psi, xin);
+}
+
+/* The phase planes of x (struct info xs) for a depthwise convolution (loom_tp_dw_phases) of pp's
+ * geometry: *xin becomes them, *e1 their row pitch E1. */
+static loom_status phases_input(loom_lx *x, const loom_sinfo *xs, const packed_params *pp, loom_graph_expr **xin,
+                                const loom_sym_expr **e1) {
+  loom_sym_ctx *cx = loom_graph_module_sym(x->m);
+  loom_tp_conv_packed g = packed_from(pp);
+  const loom_sym_expr *e0 = loom_tp_conv_phase_extent(cx, &g, 0, xs->dims[2]);
+  *e1 = loom_tp_conv_phase_extent(cx, &g, 1, xs->dims[3]);
+  if (loom_tp_conv_phase_extra_row(&g)) e0 = loom_sym_add(cx, e0, loom_sym_const(cx, 1));
+  const loom_sym_expr *pd[4] = {xs->dims[0], xs->dims[1], loom_sym_const(cx, loom_tp_conv_phase_planes(&g)), loom_sym_mul(cx, e0, *e1)};
+  const loom_sinfo *psi = loom_sinfo_tensor(x->m, LOOM_DTYPE_F32, 4, pd, xs->device);
+  return psi ? add_phases(x, pp, psi, xin) : LOOM_OOM();
+}
+
+typedef struct dw_key {
+  loom_tp_window w;
+  bool bias;
+} dw_key;
+
+/* params: window_params of the window, `bias` and (col_major) the phase-plane form */
+static loom_status gen_depthwise(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const window_params *p = params;
+  loom_tp_window w = window_from(p);
+  return (p->col_major ? loom_tp_gen_depthwise_phases : loom_tp_gen_depthwise_rows)(loom_graph_module_arena(m), loom_graph_module_sym(m),
+                                                                                     name, LOOM_DTYPE_F32, &w, p->bias != 0, tp);
+}
+
+/* Depthwise (one input and one output channel per group): the padded input, then depthwise_rows
+ * (pooling's row-by-row form with the taps weighted), at any stride and dilation; strided 2-D
+ * (loom_tp_dw_phases): the phase planes of the padded input (conv_phases), then depthwise_phases,
+ * whose taps read their planes with unit stride:
+ *   y_xs = call_tp(@conv_phases.., (x,), [n, c, s*s, F]);  y = call_tp(@depthwise_rows.._phases, (y_xs, w[, b], sym(E1))) */
+static loom_status expand_depthwise(loom_lx *x, const loom_sinfo *xs, const loom_graph_window *gw, const loom_tp_conv_gemm *g,
+                                    loom_graph_expr **value) {
+  const loom_graph_expr *call = x->b->value;
+  dw_key k = {.w = {.n = g->n, .groups = gw->groups}, .bias = call->u.call.nargs > 2};
+  pad_key pk = {.n = g->n, .fill = 0.0, .flat_extra = -1};
+  packed_params pp = {.n = g->n};
+  bool pad = false;
+  for (int i = 0; i < g->n; i++) {
+    k.w.kernel[i] = pp.kernel[i] = g->kernel[i];
+    k.w.stride[i] = pp.stride[i] = gw->stride[i];
+    k.w.dilation[i] = pp.dilation[i] = gw->dilation[i];
+    pk.lo[i] = pp.pad_lo[i] = gw->pad_lo[i];
+    pk.hi[i] = pp.pad_hi[i] = gw->pad_hi[i];
+    pad |= pk.lo[i] || pk.hi[i];
+  }
+  loom_graph_expr *all[4] = {call->u.call.args[0], call->u.call.args[1], call->u.call.nargs > 2 ? call->u.call.args[2] : NULL};
+  size_t nargs = k.bias ? 3 : 2;
+  bool phases = loom_tp_dw_phases(&k.w);
+  if (phases) {
+    const loom_sym_expr *e1;
+    LOOM_PROPAGATE(phases_input(x, xs, &pp, &all[0], &e1));
+    if (!(all[nargs++] = loom_graph_sym_new(x->m, e1))) return LOOM_OOM();
+  } else {
+    if (pad) LOOM_PROPAGATE(pad_input(x, xs, &pk, &all[0]));
+    if (loom_tp_rows_grid(&k.w, LOOM_TP_POOL_AVG_PAD, true)) LOOM_PROPAGATE(plane_view(x, xs, &pk, all[0], &all[nargs++]));
+  }
+  char name[512];
+  snprintf(name, sizeof name, "depthwise_rows_f32_n%d%s", g->n, k.bias ? "_bias" : "");
+  key_list(name, sizeof name, "k", k.w.kernel, g->n);
+  key_list(name, sizeof name, "s", k.w.stride, g->n);
+  key_list(name, sizeof name, "d", k.w.dilation, g->n);
+  if (phases) snprintf(name + strlen(name), sizeof name - strlen(name), "_phases");
+  window_params wp = params_of(&k.w, LOOM_DTYPE_F32);
+  wp.bias = k.bias;
+  wp.col_major = phases;
+  return loom_lx_call(x, name, gen_depthwise, &wp, sizeof wp, nargs, all, x->b->var->sinfo, value);
 }
 
 static loom_status expand_conv_packed(loom_lx *x, const loom_sinfo *xs, const loom_sinfo *ws, const loom_sinfo *bs, const loom_sinfo *out,
@@ -385,15 +428,7 @@ static loom_status expand_conv_packed(loom_lx *x, const loom_sinfo *xs, const lo
   char name[512];
   loom_graph_expr *xp = call->u.call.args[0];
   if (strided) { /* the phase planes */
-    packed_params kp = pp;
-    kp.bias = 0;
-    snprintf(name, sizeof name, "conv_phases_f32_n%d", n);
-    key_list(name, sizeof name, "k", kp.kernel, n);
-    key_list(name, sizeof name, "d", kp.dilation, n);
-    key_list(name, sizeof name, "s", kp.stride, n);
-    key_list(name, sizeof name, "p", kp.pad_lo, n);
-    key_list(name, sizeof name, "q", kp.pad_hi, n);
-    LOOM_PROPAGATE(loom_lx_add_tp(x, "xs", name, gen_conv_phases, &kp, sizeof kp, 1, &xp, psi, &xp));
+    LOOM_PROPAGATE(add_phases(x, &pp, psi, &xp));
   } else { /* one plane: the padded input flat (conv_pad's flat form), or x itself, viewed */
     if (pad || extra) {
       pad_key pk = {.n = n, .fill = 0.0, .flat_extra = 0, .share = (int32_t)share};

@@ -195,12 +195,6 @@ loom_status loom_tp_gen_conv_crop(loom_arena *a, loom_sym_ctx *cx, const char *n
   return loom_tpb_finish(&b, result);
 }
 
-/* Copies (X non-NULL) or fills a row of `extent` elements: Y[yi.., yoff + u] = X[xi.., u] | fill. In chunks
- * of POOL_LANES lanes (the last moved back to end at the row's end: a few elements written twice with
- * the same value), so that short rows run as vectors; rows shorter than a chunk element by element:
- *   if extent >= 8 { for <tag>o in 0..(extent + 7) // 8 { for <tag>i in 0..8 vectorize {
- *     Y[.., yoff + min(8*<tag>o, extent - 8) + <tag>i] = X[.., min(..) + <tag>i] } } }
- *   else { for <tag>s in 0..extent { Y[.., yoff + <tag>s] = X[.., <tag>s] } } */
 enum { POOL_LANES = 8 };
 /* The chunk widths of pool_chunks, widest first (the last POOL_LANES): a row takes the widest it
  * holds, whose 2 or 4 vectors of 8 sum independently; one vector of 8 waits on each tap's add
@@ -208,41 +202,68 @@ enum { POOL_LANES = 8 };
 enum { POOL_TIERS = 3 };
 static const int64_t pool_tier[POOL_TIERS] = {32, 16, POOL_LANES};
 
-static void row_copy(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, const loom_sym_expr *yoff, const loom_tp_buffer *X,
-                     loom_tp_expr **xi, loom_dtype t, double fill, const loom_sym_expr *extent, const char *tag) {
+/* The chunks of `lanes` (the last moved back to end at the row's end) of loom_tpg_row_copy. */
+/* The positions chunks of `lanes` compute over a row of `extent` (the last moved back): lanes * ceil(extent / lanes). */
+static const loom_sym_expr *chunked(loom_sym_ctx *cx, const loom_sym_expr *extent, int64_t lanes) {
+  return loom_sym_mul(cx, loom_sym_floordiv(cx, loom_sym_add(cx, extent, C(cx, lanes - 1)), C(cx, lanes)), C(cx, lanes));
+}
+
+static void row_chunks(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, const loom_sym_expr *yoff, const loom_tp_buffer *X,
+                       loom_tp_expr **xi, int64_t xstride, const loom_sym_expr *xoff, loom_dtype t, double fill,
+                       const loom_sym_expr *extent, const char *o, const char *i, int64_t lanes) {
   loom_sym_ctx *cx = b->cx;
-  const loom_sym_expr *L = C(cx, POOL_LANES);
+  const loom_sym_expr *L = C(cx, lanes);
+  int ly = Y->ndim - 1, lx = X ? X->ndim - 1 : 0;
+  const loom_sym_expr *zo = loom_tpb_for(b, o, loom_sym_floordiv(cx, loom_sym_add(cx, extent, C(cx, lanes - 1)), L),
+                                         LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *zi = loom_tpb_for(b, i, L, LOOM_TP_LOOP_VECTORIZE, false);
+  const loom_sym_expr *u = loom_sym_add(cx, loom_sym_min(cx, loom_sym_mul(cx, zo, L), loom_sym_sub(cx, extent, L)), zi);
+  yi[ly] = loom_tpb_idx(b, loom_sym_add(cx, yoff, u));
+  if (X) xi[lx] = loom_tpb_idx(b, loom_sym_add(cx, loom_sym_mul(cx, u, C(cx, xstride)), xoff));
+  loom_tpb_store(b, Y, yi, X ? loom_tpb_load(b, X, xi) : loom_tp_const_f(b->a, t, fill));
+  loom_tpb_end_n(b, 2);
+}
+
+void loom_tpg_row_copy(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, const loom_sym_expr *yoff, const loom_tp_buffer *X,
+                       loom_tp_expr **xi, int64_t xstride, const loom_sym_expr *xoff, loom_dtype t, double fill,
+                       const loom_sym_expr *extent, const char *tag) {
+  loom_sym_ctx *cx = b->cx;
   char o[16], i[16], sn[16];
   snprintf(o, sizeof o, "%so", tag);
   snprintf(i, sizeof i, "%si", tag);
   snprintf(sn, sizeof sn, "%ss", tag);
   int ly = Y->ndim - 1, lx = X ? X->ndim - 1 : 0;
-  loom_tpb_if(b, loom_tp_op2(b->a, LOOM_TP_OP_GE, loom_tpb_idx(b, extent), loom_tpb_idx(b, L)));
-  const loom_sym_expr *zo = loom_tpb_for(b, o, loom_sym_floordiv(cx, loom_sym_add(cx, extent, C(cx, POOL_LANES - 1)), L),
-                                         LOOM_TP_LOOP_SERIAL, false);
-  const loom_sym_expr *zi = loom_tpb_for(b, i, L, LOOM_TP_LOOP_VECTORIZE, false);
-  const loom_sym_expr *u = loom_sym_add(cx, loom_sym_min(cx, loom_sym_mul(cx, zo, L), loom_sym_sub(cx, extent, L)), zi);
-  yi[ly] = loom_tpb_idx(b, loom_sym_add(cx, yoff, u));
-  if (X) xi[lx] = loom_tpb_idx(b, u);
-  loom_tpb_store(b, Y, yi, X ? loom_tpb_load(b, X, xi) : loom_tp_const_f(b->a, t, fill));
-  loom_tpb_end_n(b, 2);
-  loom_tpb_else(b);
+  /* a copy computing on the way (a SiLU) wants independent chunks in flight: 32 lanes where they
+   * compute no more positions than chunks of 16 would (a row of 56, not 40; unit stride), 16, then
+   * (strided: the rest runs element by element, LLVM's masked vectors of a strided load being
+   * gathers) 8 and 4; a fill, chunks of 8 */
+  static const int64_t unit[] = {32, 16}, strided[] = {16, 8, 4}, fills[] = {POOL_LANES};
+  const int64_t *tier = !X ? fills : xstride > 1 ? strided : unit;
+  int ntier = !X ? 1 : xstride > 1 ? 3 : 2;
+  for (int k = 0; k < ntier; k++) {
+    loom_tp_expr *holds = loom_tpb_cmp(b, LOOM_TP_OP_GE, extent, C(cx, tier[k]));
+    if (tier[k] == 32)
+      holds = loom_tp_op2(b->a, LOOM_TP_OP_AND, holds, loom_tpb_cmp(b, LOOM_TP_OP_LE, chunked(cx, extent, 32), chunked(cx, extent, 16)));
+    loom_tpb_if(b, holds);
+    row_chunks(b, Y, yi, yoff, X, xi, xstride, xoff, t, fill, extent, o, i, tier[k]);
+    loom_tpb_else(b);
+  }
   const loom_sym_expr *zs = loom_tpb_for(b, sn, extent, LOOM_TP_LOOP_SERIAL, false);
   yi[ly] = loom_tpb_idx(b, loom_sym_add(cx, yoff, zs));
-  if (X) xi[lx] = loom_tpb_idx(b, zs);
+  if (X) xi[lx] = loom_tpb_idx(b, loom_sym_add(cx, loom_sym_mul(cx, zs, C(cx, xstride)), xoff));
   loom_tpb_store(b, Y, yi, X ? loom_tpb_load(b, X, xi) : loom_tp_const_f(b->a, t, fill));
-  loom_tpb_end_n(b, 2);
+  loom_tpb_end_n(b, 1 + ntier);
 }
 
 /* Text (2-D; `fill` 0.0 shown): the rows inside the input copy it between borders of fill, the others
- * are filled; the row copies and fills as row_copy writes them:
+ * are filled; the row copies and fills as loom_tpg_row_copy writes them:
  *   prim @name(X: Buffer[(n, c, h0, h1), t], Y: Buffer[(n, c, h0 + lo0 + hi0, h1 + lo1 + hi1), t]) {
  *     for q in 0..n*c { for r0 in 0..h0 + lo0 + hi0 {
  *       if r0 >= lo0 && r0 - lo0 < h0 {
  *         for z0 in 0..lo1 { Y[q // c, q % c, r0, z0] = 0.0 }
- *         (row_copy of X[q // c, q % c, r0 - lo0, ..] to Y[q // c, q % c, r0, lo1 + ..])
+ *         (loom_tpg_row_copy of X[q // c, q % c, r0 - lo0, ..] to Y[q // c, q % c, r0, lo1 + ..])
  *         for z2 in 0..hi1 { Y[q // c, q % c, r0, lo1 + h1 + z2] = 0.0 }
- *       } else { (row_copy filling Y[q // c, q % c, r0, ..]) } } }
+ *       } else { (loom_tpg_row_copy filling Y[q // c, q % c, r0, ..]) } } }
  * (the loops over pads of 0 left out). One loop over the (n, c) planes, so that a batch of one
  * still has work for every thread. */
 loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, const int64_t *lo,
@@ -303,7 +324,7 @@ loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *na
     loom_tpb_store(&b, Y, yi, loom_tp_const_f(a, t, fill));
     loom_tpb_end(&b);
   }
-  row_copy(&b, Y, yi, loom_sym_add(cx, row0, C(cx, lo[n - 1])), X, xi, t, fill, xd[last], "z1");
+  loom_tpg_row_copy(&b, Y, yi, loom_sym_add(cx, row0, C(cx, lo[n - 1])), X, xi, 1, C(cx, 0), t, fill, xd[last], "z1");
   if (hi[n - 1] - share > 0) {
     const loom_sym_expr *z2 = loom_tpb_for(&b, "z2", C(cx, hi[n - 1] - share), LOOM_TP_LOOP_SERIAL, false);
     yi[ly] = loom_tpb_idx(&b, loom_sym_add(cx, row0, loom_sym_add(cx, loom_sym_add(cx, z2, xd[last]), C(cx, lo[n - 1]))));
@@ -312,7 +333,7 @@ loom_status loom_tp_gen_conv_pad(loom_arena *a, loom_sym_ctx *cx, const char *na
   }
   if (inside) {
     loom_tpb_else(&b);
-    row_copy(&b, Y, yi, row0, NULL, NULL, t, fill, yd[last], "z3");
+    loom_tpg_row_copy(&b, Y, yi, row0, NULL, NULL, 1, C(cx, 0), t, fill, yd[last], "z3");
     loom_tpb_end(&b);
   }
   if (flat && flat_extra > 0) { /* the zeros after the plane, where the GEMM's last columns read */
@@ -454,6 +475,9 @@ typedef struct pool_b {
   bool dw;               /* a depthwise convolution: the sum of the taps weighted by W[c, 0, tap..] (+ Bias[c]) */
   const loom_tp_buffer *W, *Bias;
   const loom_tp_buffer *Xf; /* X viewed (n, c, h0*h1): the plane's grid for rows shorter than a chunk (NULL: none) */
+  /* depthwise over phase planes (loom_tp_dw_phases): X is (n, c, s*s, f), conv_phases' planes of the
+   * padded input, e1 their row pitch (a scalar parameter); NULL: X is the padded input */
+  const loom_sym_expr *e1;
 } pool_b;
 
 static bool pool_avg(const pool_b *p) {
@@ -518,11 +542,30 @@ static loom_tp_expr *pool_interior(pool_b *p, const loom_sym_expr *base, int64_t
   return all;
 }
 
+/* Phase planes (p->e1): tap tv's plane (t0 % s)*s + t1 % s and its flat offset there from the
+ * output position (j, 0) (row j's first element): (j + t0 // s)*e1 + t1 // s. */
+static const loom_sym_expr *phase_plane(pool_b *p, const loom_sym_expr *const *tv) {
+  loom_sym_ctx *cx = p->b.cx;
+  const loom_sym_expr *s = C(cx, p->w->stride[0]);
+  return loom_sym_add(cx, loom_sym_mul(cx, loom_sym_floormod(cx, tv[0], s), s), loom_sym_floormod(cx, tv[1], s));
+}
+
+static const loom_sym_expr *phase_offset(pool_b *p, const loom_sym_expr *const *tv, const loom_sym_expr *j) {
+  loom_sym_ctx *cx = p->b.cx;
+  const loom_sym_expr *s = C(cx, p->w->stride[0]);
+  return loom_sym_add(cx, loom_sym_mul(cx, loom_sym_add(cx, j, loom_sym_floordiv(cx, tv[0], s)), p->e1), loom_sym_floordiv(cx, tv[1], s));
+}
+
 /* X's indices at taps tv and last-axis position u. */
 static void pool_taps(pool_b *p, const loom_sym_expr *const *tv, const loom_sym_expr *u, loom_tp_expr **xi) {
   loom_sym_ctx *cx = p->b.cx;
   xi[0] = p->lead[0];
   xi[1] = p->lead[1];
+  if (p->e1) { /* unit stride along u in the tap's phase plane */
+    xi[2] = loom_tpb_idx(&p->b, phase_plane(p, tv));
+    xi[3] = loom_tpb_idx(&p->b, loom_sym_add(cx, phase_offset(p, tv, p->jv[0]), u));
+    return;
+  }
   for (int i = 0; i < p->n; i++) {
     const loom_sym_expr *j = i + 1 < p->n ? p->jv[i] : u;
     xi[2 + i] = loom_tpb_idx(&p->b, loom_sym_add(cx, loom_sym_mul(cx, j, C(cx, p->w->stride[i])),
@@ -654,9 +697,11 @@ static void pool_grid(pool_b *p, loom_dtype t, const loom_sym_expr *G, int64_t l
   loom_tpb *b = &p->b;
   loom_sym_ctx *cx = b->cx;
   loom_arena *a = b->a;
-  const loom_sym_expr *L = C(cx, lanes), *h1 = p->xd[3], *gmax = C(cx, POOL_GRID_MAX);
-  int64_t s = p->w->stride[1];
-  const loom_tp_buffer *accg = loom_tpb_alloc(b, "accg", t, 1, &gmax, LOOM_TP_SCOPE_LOCAL);
+  const loom_sym_expr *L = C(cx, lanes), *h1 = p->e1 ? p->e1 : p->xd[3], *gmax = C(cx, POOL_GRID_MAX);
+  int64_t s = p->e1 ? 1 : p->w->stride[1];
+  loom_tp_buffer *accg = loom_tpb_alloc(b, "accg", t, 1, &gmax, LOOM_TP_SCOPE_LOCAL);
+  accg->uninit = true; /* positions 0 .. G - 1 written before the plane's outputs read them (a 4 KiB fill per plane was
+                        * a fifth of a 576-channel 7 x 7 depthwise) */
   const loom_sym_expr *go = loom_tpb_for(b, "go", loom_sym_floordiv(cx, loom_sym_add(cx, G, C(cx, lanes - 1)), L),
                                          LOOM_TP_LOOP_SERIAL, false);
   const loom_sym_expr *base = loom_sym_min(cx, loom_sym_mul(cx, go, L), loom_sym_sub(cx, G, L));
@@ -670,10 +715,14 @@ static void pool_grid(pool_b *p, loom_dtype t, const loom_sym_expr *G, int64_t l
   const loom_sym_expr *gi = loom_tpb_for(b, "gi1", L, LOOM_TP_LOOP_VECTORIZE, false);
   const loom_sym_expr *off = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_mul(cx, tv[0], C(cx, p->w->dilation[0])), h1),
                                           loom_sym_mul(cx, tv[1], C(cx, p->w->dilation[1])));
-  loom_tp_expr *xi[3] = {loom_tp_expr_copy(a, p->lead[0]), loom_tp_expr_copy(a, p->lead[1]),
+  loom_tp_expr *xi[4] = {loom_tp_expr_copy(a, p->lead[0]), loom_tp_expr_copy(a, p->lead[1]),
                          loom_tpb_idx(b, loom_sym_add(cx, loom_sym_mul(cx, loom_sym_add(cx, base, gi), C(cx, s)), off))};
+  if (p->e1) { /* the tap's phase plane at grid position g plus its offset */
+    xi[2] = loom_tpb_idx(b, phase_plane(p, tv));
+    xi[3] = loom_tpb_idx(b, loom_sym_add(cx, loom_sym_add(cx, base, gi), phase_offset(p, tv, C(cx, 0))));
+  }
   ai = loom_tpb_idx(b, gi);
-  loom_tpb_store(b, acc, &ai, pool_step(p, loom_tpb_load(b, acc, &ai), loom_tpb_load(b, p->Xf, xi), tv));
+  loom_tpb_store(b, acc, &ai, pool_step(p, loom_tpb_load(b, acc, &ai), loom_tpb_load(b, p->e1 ? p->X : p->Xf, xi), tv));
   loom_tpb_end_n(b, 3);
   const loom_sym_expr *g2 = loom_tpb_for(b, "gi2", L, LOOM_TP_LOOP_VECTORIZE, false);
   loom_tp_expr *gx = loom_tpb_idx(b, loom_sym_add(cx, base, g2));
@@ -701,7 +750,12 @@ static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, cons
   loom_tpb_init(b, a, cx, name);
   p->xd[0] = p->yd[0] = loom_tpb_shape_sym(b, "n");
   p->xd[1] = p->yd[1] = loom_tpb_shape_sym(b, "c");
-  for (int i = 0; i < n; i++) p->xd[2 + i] = loom_tpb_shape_sym(b, hn[i]);
+  if (p->e1) { /* (n, c, s*s, f): the phase planes */
+    p->xd[2] = C(cx, p->w->stride[0] * p->w->stride[1]);
+    p->xd[3] = loom_tpb_shape_sym(b, "f");
+  } else {
+    for (int i = 0; i < n; i++) p->xd[2 + i] = loom_tpb_shape_sym(b, hn[i]);
+  }
   p->X = loom_tpb_buffer(b, "X", t, 2 + n, p->xd);
   if (p->dw) {
     const loom_sym_expr *wd[2 + LOOM_TP_MAX_SPATIAL] = {p->xd[1], C(cx, 1)};
@@ -709,7 +763,8 @@ static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, cons
     p->W = loom_tpb_buffer(b, "W", t, 2 + n, wd);
     if (bias) p->Bias = loom_tpb_buffer(b, "Bias", t, 1, &p->xd[1]);
   }
-  if (loom_tp_rows_grid(p->w, p->kind, p->dw)) {
+  if (p->e1) p->e1 = loom_tpb_scalar(b, "e1");
+  else if (loom_tp_rows_grid(p->w, p->kind, p->dw)) {
     const loom_sym_expr *fd[3] = {p->xd[0], p->xd[1], loom_sym_mul(cx, p->xd[2], p->xd[3])};
     p->Xf = loom_tpb_buffer(b, "Xf", t, 3, fd);
   }
@@ -718,10 +773,12 @@ static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, cons
   const loom_sym_expr *q = loom_tpb_for(b, "q", loom_sym_mul(cx, p->xd[0], p->xd[1]), LOOM_TP_LOOP_SERIAL, false);
   p->lead[0] = loom_tpb_idx(b, loom_sym_floordiv(cx, q, p->xd[1]));
   p->lead[1] = loom_tpb_idx(b, loom_sym_floormod(cx, q, p->xd[1]));
-  if (p->Xf) { /* 1 <= y1 < POOL_GRID_ROW (stride 1) or POOL_LANES: the grid form when the plane's grid has 8 to POOL_GRID_MAX positions */
-    const loom_sym_expr *G = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_sub(cx, p->yd[2], C(cx, 1)), p->xd[3]), p->yd[3]);
+  bool grid = p->Xf || p->e1;
+  if (grid) { /* 1 <= y1 < POOL_GRID_ROW (unit stride: stride 1 or phase planes) or POOL_LANES: the grid form when the plane's grid has 8 to POOL_GRID_MAX positions */
+    const loom_sym_expr *G = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_sub(cx, p->yd[2], C(cx, 1)), p->e1 ? p->e1 : p->xd[3]), p->yd[3]);
+    int64_t row = p->w->stride[1] == 1 || p->e1 ? POOL_GRID_ROW : POOL_LANES;
     loom_tp_expr *c = loom_tp_op2(a, LOOM_TP_OP_AND, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, p->yd[3]), loom_tpb_idx(b, C(cx, 1))),
-                                  loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(b, p->yd[3]), loom_tpb_idx(b, C(cx, p->w->stride[1] == 1 ? POOL_GRID_ROW : POOL_LANES))));
+                                  loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(b, p->yd[3]), loom_tpb_idx(b, C(cx, row))));
     c = loom_tp_op2(a, LOOM_TP_OP_AND, c, loom_tp_op2(a, LOOM_TP_OP_AND, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, G), loom_tpb_idx(b, C(cx, POOL_LANES))),
                                                       loom_tp_op2(a, LOOM_TP_OP_LE, loom_tpb_idx(b, G), loom_tpb_idx(b, C(cx, POOL_GRID_MAX)))));
     loom_tpb_if(b, c);
@@ -734,13 +791,17 @@ static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, cons
   }
   for (int i = 0; i + 1 < n; i++) p->jv[i] = loom_tpb_for(b, jn[i], p->yd[2 + i], LOOM_TP_LOOP_SERIAL, false);
   for (int k = 0; k < POOL_TIERS; k++) { /* the widest chunk the row holds: its sums are independent chains */
-    loom_tpb_if(b, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, p->yd[1 + n]), loom_tpb_idx(b, C(cx, pool_tier[k]))));
+    const loom_sym_expr *yl = p->yd[1 + n];
+    loom_tp_expr *holds = loom_tpb_cmp(b, LOOM_TP_OP_GE, yl, C(cx, pool_tier[k]));
+    if (k + 1 < POOL_TIERS) /* ... unless its chunks cover more positions than the next tier's (a row of 40: 64, not 48) */
+      holds = loom_tp_op2(a, LOOM_TP_OP_AND, holds, loom_tpb_cmp(b, LOOM_TP_OP_LE, chunked(cx, yl, pool_tier[k]), chunked(cx, yl, pool_tier[k + 1])));
+    loom_tpb_if(b, holds);
     pool_chunks(p, t, pool_tier[k]);
     loom_tpb_else(b);
   }
   pool_row(p, t);
   loom_tpb_end_n(b, n - 1 + POOL_TIERS); /* the ifs, the loops j0.. */
-  if (p->Xf) loom_tpb_end(b);
+  if (grid) loom_tpb_end(b);
   return loom_tpb_finish(b, result);
 }
 
@@ -769,5 +830,23 @@ loom_status loom_tp_gen_depthwise_rows(loom_arena *a, loom_sym_ctx *cx, const ch
       return LOOM_ERROR(INVALID_ARGUMENT, "depthwise_rows: spatial axis %d has kernel %lld, stride %lld, dilation %lld", i,
                         (long long)w->kernel[i], (long long)w->stride[i], (long long)w->dilation[i]);
   pool_b p = {.w = w, .kind = LOOM_TP_POOL_AVG_PAD, .n = n, .dw = true};
+  return rows_program(&p, a, cx, name, t, bias, result);
+}
+
+bool loom_tp_dw_phases(const loom_tp_window *w) {
+  return w->n == 2 && w->stride[0] == w->stride[1] && w->stride[0] > 1 && w->dilation[0] == 1 && w->dilation[1] == 1 &&
+         w->kernel[0] > 1 && w->kernel[1] > 1;
+}
+
+/* Depthwise convolution over conv_phases' planes (loom_tp_dw_phases): the taps of output position
+ * (j, u) read plane (t0 % s)*s + t1 % s at (j + t0 // s)*e1 + u + t1 // s, unit stride along u, so a
+ * strided convolution's rows (and grids) are the stride-1 forms' (no strided loads). */
+loom_status loom_tp_gen_depthwise_phases(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_window *w,
+                                         bool bias, loom_tp_func **result) {
+  if (!loom_tp_dw_phases(w) || w->pad_lo[0] || w->pad_lo[1] || w->pad_hi[0] || w->pad_hi[1])
+    return LOOM_ERROR(INVALID_ARGUMENT, "depthwise_phases: a 2-D window of equal strides above 1, dilation 1, kernel above 1 "
+                      "and no padding, got %d axes, stride %lld x %lld, kernel %lld x %lld", w->n, (long long)w->stride[0],
+                      (long long)w->stride[1], (long long)w->kernel[0], (long long)w->kernel[1]);
+  pool_b p = {.w = w, .kind = LOOM_TP_POOL_AVG_PAD, .n = 2, .dw = true, .e1 = C(cx, 0)}; /* e1 set to the scalar by rows_program */
   return rows_program(&p, a, cx, name, t, bias, result);
 }

@@ -63,16 +63,51 @@ bool loom_tp_conv_phase_extra_row(const loom_tp_conv_packed *g) {
   return false;
 }
 
+/* The phase plane of phase indices bv (row-major over the axes' phase counts). */
+static const loom_sym_expr *phase_index(loom_sym_ctx *cx, const loom_tp_conv_packed *g, const loom_sym_expr *const *bv) {
+  const loom_sym_expr *plane = C(cx, 0);
+  for (int i = 0; i < g->n; i++) plane = loom_sym_add(cx, loom_sym_mul(cx, plane, C(cx, loom_tp_conv_phase_count(g, i))), bv[i]);
+  return plane;
+}
+
+/* One row of phase plane bv inside the input (conv_phases; the last axis' phase bv[n-1] a constant):
+ * v0 zeros, the m positions inside the input copied, the rest of the E1 zeros. xi, yi: the leading
+ * indices (xi's spatial ones but the last set). */
+static void phase_row(loom_tpb *b, const loom_tp_conv_packed *g, const loom_tp_buffer *X, const loom_tp_buffer *Y,
+                      const loom_sym_expr *const *xd, const loom_sym_expr *E1, const loom_sym_expr *row0,
+                      const loom_sym_expr *const *bv, loom_tp_expr **xi, loom_tp_expr **yi, loom_dtype t) {
+  loom_sym_ctx *cx = b->cx;
+  int l = g->n - 1;
+  int64_t s = g->stride[l], lo = g->pad_lo[l];
+  yi[2] = loom_tpb_idx(b, phase_index(cx, g, bv));
+  const loom_sym_expr *off = loom_sym_mul(cx, bv[l], C(cx, loom_tp_conv_phase_step(g, l))); /* the phase's first padded position */
+  const loom_sym_expr *v0 = loom_sym_max(cx, loom_sym_floordiv(cx, loom_sym_add(cx, loom_sym_neg(cx, off), C(cx, lo + s - 1)), C(cx, s)),
+                                         C(cx, 0));
+  const loom_sym_expr *vend = loom_sym_floordiv(cx, loom_sym_add(cx, loom_sym_sub(cx, xd[2 + l], off), C(cx, lo + s - 1)), C(cx, s));
+  const loom_sym_expr *m = loom_sym_max(cx, loom_sym_sub(cx, vend, v0), C(cx, 0));
+  yi[3] = loom_tpb_idx(b, loom_sym_add(cx, row0, loom_tpb_for(b, "z0", v0, LOOM_TP_LOOP_SERIAL, false)));
+  loom_tpb_store(b, Y, yi, loom_tp_const_f(b->a, t, 0.0));
+  loom_tpb_end(b);
+  /* the positions inside the input: chunks of 8 (4 below 8) whose loads are strided vectors */
+  loom_tpg_row_copy(b, Y, yi, loom_sym_add(cx, row0, v0), X, xi, s,
+                    loom_sym_add(cx, loom_sym_mul(cx, v0, C(cx, s)), loom_sym_sub(cx, off, C(cx, lo))), t, 0.0, m, "z1");
+  const loom_sym_expr *z2 = loom_tpb_for(b, "z2", loom_sym_sub(cx, loom_sym_sub(cx, E1, v0), m), LOOM_TP_LOOP_SERIAL, false);
+  yi[3] = loom_tpb_idx(b, loom_sym_add(cx, loom_sym_add(cx, loom_sym_add(cx, row0, v0), m), z2));
+  loom_tpb_store(b, Y, yi, loom_tp_const_f(b->a, t, 0.0));
+  loom_tpb_end(b);
+}
+
 /* Text (2-D; E_i = (h_i + lo_i + hi_i + s_i - 1) // s_i the phase extents, P_i phases of step g_i on
  * axis i, E0' = E0 + 1 when the taps of axis 1 reach past a row (loom_tp_conv_phase_extra_row)):
  *   prim @name(X: Buffer[(n, c, h0, h1), t], Y: Buffer[(n, c, P0*P1, E0'*E1), t]) {
- *     for q in 0..n*c { for b0 in 0..P0 { for b1 in 0..P1 { for u0 in 0..E0' {
+ *     for q in 0..n*c { for b0 in 0..P0 { for u0 in 0..E0' {
  *       if u0*s0 + b0*g0 - lo0 >= 0 && u0*s0 + b0*g0 - lo0 < h0 {
- *         for z0 in 0..v0 { Y[q // c, q % c, P1*b0 + b1, E1*u0 + z0] = 0.0 }
- *         for z1 in 0..m vectorize {
- *           Y[.., E1*u0 + v0 + z1] = X[q // c, q % c, u0*s0 + b0*g0 - lo0, (v0 + z1)*s1 + b1*g1 - lo1] }
- *         for z2 in 0..E1 - v0 - m { Y[.., E1*u0 + v0 + m + z2] = 0.0 }
- *       } else { for z3 in 0..E1 { Y[.., E1*u0 + z3] = 0.0 } } } } } } }
+ *         for each phase b1 < P1 (the code repeated, b1 a constant) {
+ *           for z0 in 0..v0 { Y[q // c, q % c, P1*b0 + b1, E1*u0 + z0] = 0.0 }
+ *           (loom_tpg_row_copy: for z1 in 0..m, in chunks of 8 lanes, 4 below 8)
+ *             Y[.., E1*u0 + v0 + z1] = X[q // c, q % c, u0*s0 + b0*g0 - lo0, (v0 + z1)*s1 + b1*g1 - lo1]
+ *           for z2 in 0..E1 - v0 - m { Y[.., E1*u0 + v0 + m + z2] = 0.0 } }
+ *       } else { for each b1 { for z3 in 0..E1 { Y[.., E1*u0 + z3] = 0.0 } } } } } } }
  * v0 = max((lo1 - b1*g1 + s1 - 1) // s1, 0) (the phase's positions in the left padding), m = max((h1 + lo1 -
  * b1*g1 + s1 - 1) // s1 - v0, 0) (its positions inside the input). One loop over the (n, c) planes, so
  * that a batch of one still has work for every thread. */
@@ -103,15 +138,14 @@ loom_status loom_tp_gen_conv_phases(loom_arena *a, loom_sym_ctx *cx, const char 
   loom_tp_expr *yi[4], *xi[2 + LOOM_TP_MAX_SPATIAL], *inside = NULL;
   yi[0] = xi[0] = loom_tpb_idx(&b, loom_sym_floordiv(cx, q, xd[1]));
   yi[1] = xi[1] = loom_tpb_idx(&b, loom_sym_floormod(cx, q, xd[1]));
-  const loom_sym_expr *bv[LOOM_TP_MAX_SPATIAL], *plane = C(cx, 0);
-  for (int i = 0; i < n; i++) {
+  const loom_sym_expr *bv[LOOM_TP_MAX_SPATIAL];
+  int l = n - 1;
+  for (int i = 0; i < l; i++) {
     int64_t np = loom_tp_conv_phase_count(g, i);
     bv[i] = np > 1 ? loom_tpb_for(&b, loom_tpg_var('b', i), C(cx, np), LOOM_TP_LOOP_SERIAL, false) : C(cx, 0);
-    plane = loom_sym_add(cx, loom_sym_mul(cx, plane, C(cx, np)), bv[i]);
   }
-  yi[2] = loom_tpb_idx(&b, plane);
   const loom_sym_expr *row0 = C(cx, 0); /* the row's flat offset in its plane */
-  for (int i = 0; i + 1 < n; i++) {
+  for (int i = 0; i < l; i++) {
     const loom_sym_expr *ext = i == 0 && extra ? loom_sym_add(cx, E[0], C(cx, 1)) : E[i];
     const loom_sym_expr *u = loom_tpb_for(&b, loom_tpg_var('i', i), ext, LOOM_TP_LOOP_SERIAL, false);
     row0 = loom_sym_add(cx, row0, loom_sym_mul(cx, u, pitch[i]));
@@ -123,30 +157,26 @@ loom_status loom_tp_gen_conv_phases(loom_arena *a, loom_sym_ctx *cx, const char 
                                   loom_tpb_cmp(&b, LOOM_TP_OP_LT, src, xd[2 + i]));
     inside = inside ? loom_tp_op2(a, LOOM_TP_OP_AND, inside, c) : c;
   }
-  int l = n - 1;
-  int64_t s = g->stride[l], st = loom_tp_conv_phase_step(g, l), lo = g->pad_lo[l];
-  const loom_sym_expr *off = loom_sym_mul(cx, bv[l], C(cx, st)); /* the phase's first padded position */
-  const loom_sym_expr *v0 = loom_sym_max(cx, loom_sym_floordiv(cx, loom_sym_add(cx, loom_sym_neg(cx, off), C(cx, lo + s - 1)), C(cx, s)),
-                                         C(cx, 0));
-  const loom_sym_expr *vend = loom_sym_floordiv(cx, loom_sym_add(cx, loom_sym_sub(cx, xd[2 + l], off), C(cx, lo + s - 1)), C(cx, s));
-  const loom_sym_expr *m = loom_sym_max(cx, loom_sym_sub(cx, vend, v0), C(cx, 0));
+  /* the last axis' phases innermost (a source row's phases copied while it is in L1), the code of
+   * phase b1 in the branch `b1 == ph` where b1 is the constant ph: constant bounds that LLVM folds
+   * (the loop is unrolled) and the fuse pass counts (a producer's reads: once per element, one pass) */
+  int64_t npl = loom_tp_conv_phase_count(g, l);
   if (inside) loom_tpb_if(&b, inside);
-  yi[3] = loom_tpb_idx(&b, loom_sym_add(cx, row0, loom_tpb_for(&b, "z0", v0, LOOM_TP_LOOP_SERIAL, false)));
-  loom_tpb_store(&b, Y, yi, loom_tp_const_f(a, t, 0.0));
-  loom_tpb_end(&b);
-  const loom_sym_expr *z1 = loom_tpb_for(&b, "z1", m, LOOM_TP_LOOP_VECTORIZE, false);
-  yi[3] = loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_add(cx, row0, v0), z1));
-  xi[2 + l] = loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_mul(cx, loom_sym_add(cx, v0, z1), C(cx, s)), loom_sym_sub(cx, off, C(cx, lo))));
-  loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, X, xi));
-  loom_tpb_end(&b);
-  const loom_sym_expr *z2 = loom_tpb_for(&b, "z2", loom_sym_sub(cx, loom_sym_sub(cx, E[l], v0), m), LOOM_TP_LOOP_SERIAL, false);
-  yi[3] = loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_add(cx, loom_sym_add(cx, row0, v0), m), z2));
-  loom_tpb_store(&b, Y, yi, loom_tp_const_f(a, t, 0.0));
-  loom_tpb_end(&b);
-  if (inside) {
+  const loom_sym_expr *bl = npl > 1 ? loom_tpb_for(&b, loom_tpg_var('b', l), C(cx, npl), LOOM_TP_LOOP_UNROLL, false) : NULL;
+  for (int64_t ph = 0; ph < npl; ph++) {
+    if (ph + 1 < npl) loom_tpb_if(&b, loom_tpb_cmp(&b, LOOM_TP_OP_LT, bl, C(cx, ph + 1)));
+    bv[l] = C(cx, ph);
+    phase_row(&b, g, X, Y, xd, E[l], row0, bv, xi, yi, t);
+    if (ph + 1 < npl) loom_tpb_else(&b);
+  }
+  loom_tpb_end_n(&b, (int)npl - 1 + (bl != NULL));
+  if (inside) { /* a row outside the input: zeros in every phase */
     loom_tpb_else(&b);
+    bv[l] = npl > 1 ? loom_tpb_for(&b, loom_tpg_var('b', l), C(cx, npl), LOOM_TP_LOOP_UNROLL, false) : C(cx, 0);
+    yi[2] = loom_tpb_idx(&b, phase_index(cx, g, bv));
     yi[3] = loom_tpb_idx(&b, loom_sym_add(cx, row0, loom_tpb_for(&b, "z3", E[l], LOOM_TP_LOOP_SERIAL, false)));
     loom_tpb_store(&b, Y, yi, loom_tp_const_f(a, t, 0.0));
+    loom_tpb_end_n(&b, 1 + (npl > 1));
     loom_tpb_end(&b);
   }
   return loom_tpb_finish(&b, result);

@@ -58,6 +58,19 @@ loom_tp_expr *loom_tpg_letf(loom_tpb *b, loom_tp_expr *value, const char *fmt, .
 loom_tp_expr *loom_tpg_cubic_weight(loom_tpb *b, const loom_tp_expr *u, double A);
 /* The distance of cubic tap j (0..3) from fractional position q: q + 1.0, q, 1.0 - q, 2.0 - q. */
 loom_tp_expr *loom_tpg_cubic_dist(loom_tpb *b, const loom_tp_expr *q, int j);
+/* Copies (X non-NULL) or fills a row of `extent` elements: Y[yi.., yoff + u] = X[xi.., u*xstride + xoff]
+ * | fill (yi, xi: the leading indices, the last one set here). In chunks of lanes (the last moved
+ * back to end at the row's end: a few elements written twice with the same value), so that short
+ * rows run as vectors (a strided X as lane mode's strided loads); x(u) = u*xstride + xoff:
+ *   if extent >= 8 { for <tag>o in 0..(extent + 7) // 8 { for <tag>i in 0..8 vectorize {
+ *     Y[.., yoff + min(8*<tag>o, extent - 8) + <tag>i] = X[.., x(min(..) + <tag>i)] } } }
+ *   else { for <tag>s in 0..extent { Y[.., yoff + <tag>s] = X[.., x(<tag>s)] } }
+ * A copy takes chunks of 32 (where they cover no more positions than chunks of 16) or 16 (a value
+ * computed on the way, a SiLU, wants independent chunks in flight), a strided one 16, 8 or 4 (its
+ * short rows element by element were slow: LLVM's masked vectors of a strided load are gathers). */
+void loom_tpg_row_copy(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, const loom_sym_expr *yoff, const loom_tp_buffer *X,
+                       loom_tp_expr **xi, int64_t xstride, const loom_sym_expr *xoff, loom_dtype t, double fill,
+                       const loom_sym_expr *extent, const char *tag);
 /* Names "<var><k>" for k < LOOM_TP_GEN_MAX_RANK and var one of a b c d e f i j k p r s t w: loop variables
  * i0, r3, j1, dims d2, a0, ... */
 const char *loom_tpg_var(char var, int k);

@@ -225,6 +225,7 @@ loom_tp_buffer *loom_tp_buffer_new(loom_arena *a, const char *name, loom_dtype t
   b->ndim = ndim;
   b->scope = scope;
   b->param_index = -1;
+  b->uninit = false;
   b->dims = LOOM_ARENA_ARRAY(a, const loom_sym_expr *, ndim ? (size_t)ndim : 1);
   if (!b->name || !b->dims) return NULL;
   for (int i = 0; i < ndim; i++) {

@@ -490,12 +490,25 @@ static loom_tp_buffer *parse_buftype(parser *p, const char *name, size_t name_le
   }
   p->defining_shapes = false;
   loom_dtype t;
-  if (!tpp_expect_punct(p, ")") || !tpp_expect_punct(p, ",") || !tpp_parse_dtype(p, &t) || !tpp_expect_punct(p, "]"))
-    return NULL;
+  if (!tpp_expect_punct(p, ")") || !tpp_expect_punct(p, ",") || !tpp_parse_dtype(p, &t)) return NULL;
+  bool uninit = false;
+  if (scope == LOOM_TP_SCOPE_LOCAL && tpp_is_punct(p, ",")) { /* Local[(..), t, uninit] */
+    tpp_next(p);
+    if (!tpp_is_name(p, "uninit")) {
+      char got[64];
+      tpp_describe_tok(p, got, sizeof got);
+      tpp_error_at(p, p->tok.start, "expected `uninit` after a Local's dtype, found %s", got);
+      return NULL;
+    }
+    tpp_next(p);
+    uninit = true;
+  }
+  if (!tpp_expect_punct(p, "]")) return NULL;
   char nbuf[128];
   snprintf(nbuf, sizeof nbuf, "%.*s", (int)name_len, name);
   loom_tp_buffer *b = loom_tp_buffer_new(p->arena, nbuf, t, ndim, dims, scope);
   if (!b) tpp_oom(p);
+  else b->uninit = uninit;
   return b;
 }
 

@@ -161,7 +161,7 @@ static void print_buffer_type(const loom_tp_buffer *b, loom_strbuf *sb) {
     loom_sym_print(b->dims[i], sb);
   }
   if (b->ndim == 1) loom_strbuf_putc(sb, ',');
-  loom_strbuf_printf(sb, "), %s]", loom_dtype_name(b->dtype));
+  loom_strbuf_printf(sb, "), %s%s]", loom_dtype_name(b->dtype), b->uninit ? ", uninit" : "");
 }
 
 static void print_stmt(const loom_tp_stmt *s, int depth, loom_strbuf *sb);

@@ -151,6 +151,7 @@ static loom_tp_stmt *copy_stmt(copier *c, const loom_tp_stmt *s) {
       const loom_sym_expr *dims[16];
       for (int d = 0; d < old->ndim && d < 16; d++) dims[d] = subst(c, old->dims[d]);
       loom_tp_buffer *nb = c->failed ? NULL : loom_tp_buffer_new(c->a, old->name, old->dtype, old->ndim, dims, old->scope);
+      if (nb) nb->uninit = old->uninit;
       r = loom_tp_alloc_stmt(c->a, nb);
       if (r) {
         pair p = {old, nb};

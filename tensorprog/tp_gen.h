@@ -351,6 +351,15 @@ loom_status loom_tp_gen_pool_rows(loom_arena *a, loom_sym_ctx *cx, const char *n
 loom_status loom_tp_gen_depthwise_rows(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_window *w,
                                        bool bias, loom_tp_func **result);
 
+/* Whether a depthwise convolution of window w (padding aside) runs over conv_phases' planes: 2-D, equal
+ * strides above 1, dilation 1, kernel extents above 1 (loom_tp_conv_phase_count is then the stride). */
+bool loom_tp_dw_phases(const loom_tp_window *w);
+/* As depthwise_rows (Y (n, c, y0, y1), W, Bias), the input X (n, c, s*s, f) the phase planes of the padded
+ * input (loom_tp_gen_conv_phases with w's kernel and stride), e1 (an i64 scalar after Bias) their row
+ * pitch: every tap a unit-stride read of its plane (rows, and grids for rows under 32). w unpadded. */
+loom_status loom_tp_gen_depthwise_phases(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_window *w,
+                                         bool bias, loom_tp_func **result);
+
 /* Whether the pool_rows / depthwise_rows program of w takes, after its other inputs (X, W, Bias), X once
  * more viewed (n, c, hp0*hp1): 2-D with equal strides (and not AVG, whose divisor varies per position),
  * for rows shorter than a vector computed on the padded plane's grid (gen_conv.c pool_grid). */

@@ -68,6 +68,8 @@ typedef struct loom_tp_buffer {
   const loom_sym_expr **dims;      /* ndim symbolic extents */
   loom_tp_scope scope;
   int param_index;                 /* position among the params, or -1 for a local */
+  bool uninit;                     /* LOCAL: every element read was written first, so no zero fill
+                                    * (text `Local[(..), t, uninit]`; the interpreter fills anyway) */
 } loom_tp_buffer;
 
 typedef enum loom_tp_expr_kind {

@@ -23,9 +23,10 @@
  * variable gets the fact 0 <= v < extent, so floordiv/floormod of nonnegative indices
  * become unsigned shifts and masks.
  *
- * Local buffers (alloc) are zero-filled like the interpreter's: on the stack (hoisted to
- * the function entry) when their size is a constant up to 64 KiB, else malloc/free
- * around their scope (a failed malloc fails the kernel). */
+ * Local buffers (alloc) are zero-filled like the interpreter's (but an `uninit` one on the
+ * stack: every element it reads was written first): on the stack (hoisted to the function
+ * entry) when their size is a constant up to 64 KiB, else malloc/free around their scope (a
+ * failed malloc fails the kernel). */
 #include <llvm-c/DebugInfo.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -618,7 +619,7 @@ static void emit_alloc(cg *g, loom_tp_buffer *buf) {
     p = LLVMBuildAlloca(eb, at, buf->name);
     LLVMSetAlignment(p, 64);
     LLVMDisposeBuilder(eb);
-    if (total > 0) LLVMBuildMemSet(g->b, p, LLVMConstInt(g->t_i8, 0, 0), cg_i64(g, total), 64);
+    if (total > 0 && !buf->uninit) LLVMBuildMemSet(g->b, p, LLVMConstInt(g->t_i8, 0, 0), cg_i64(g, total), 64);
   } else if (g->gpu) { /* the device heap: malloc, then zeroed as calloc would */
     LLVMTypeRef mt = LLVMFunctionType(g->t_ptr, &g->t_i64, 1, 0);
     LLVMValueRef mf = LLVMGetNamedFunction(g->mod, "malloc");

@@ -268,6 +268,40 @@ LOOM_TEST(e2e_pool_rows, short_rows_on_the_planes_grid) {
   run_checked(text, checks, sizeof checks / sizeof *checks, sizes, sizeof sizes / sizeof *sizes, "short rows on the plane's grid");
 }
 
+/* Strided depthwise convolutions over the phase planes of their padded input (conv_phases, then
+ * depthwise_rows_.._phases: graph/legalize_window.c, gen_conv.c loom_tp_gen_depthwise_phases): 3 x 3
+ * and 5 x 5 (a bias) at stride 2, 3 x 3 at stride 3 with uneven padding, 2 x 2 at stride 2 (the kernel
+ * the stride), and a 5 x 5 whose input is a SiLU (computed in the phase copy) and whose output takes
+ * one, against the interpreter; one compilation, batch 0-2, 1 and 2 threads, planes of 1 x 1 to
+ * 57 x 31 (odd, prime, rows under 4, 8 and 32: the copy's chunks, the grid and the rows forms). */
+LOOM_TEST(e2e_pool_rows, strided_depthwise_on_phase_planes) {
+  const char *text =
+      "fn @main(x: Tensor[(b, 8, h, v), f32], k: Tensor[(8, 1, 3, 3), f32], k5: Tensor[(8, 1, 5, 5), f32],\n"
+      "         k2: Tensor[(8, 1, 2, 2), f32], kb: Tensor[(8,), f32]) -> Object {\n"
+      "  dataflow {\n"
+      "    y1 = conv2d(x, k, groups=8, strides=[2, 2], padding=[1])\n"
+      "    y2 = conv2d(x, k5, kb, groups=8, strides=[2, 2], padding=[2])\n"
+      "    y3 = conv2d(x, k, groups=8, strides=[3, 3], padding=[0, 1, 2, 1])\n"
+      "    y4 = conv2d(x, k2, groups=8, strides=[2, 2], padding=[1])\n"
+      "    s = sigmoid(x)\n"
+      "    a = mul(x, s)\n"
+      "    y5 = conv2d(a, k5, kb, groups=8, strides=[2, 2], padding=[2])\n"
+      "    t = sigmoid(y5)\n"
+      "    y6 = mul(y5, t)\n"
+      "    out = (y1, y2, y3, y4, y6)\n"
+      "    output out\n"
+      "  }\n"
+      "  return out\n"
+      "}\n";
+  static const prog_check checks[] = {
+      {"depthwise_rows", "_phases", true}, {"depthwise_rows", "accg: Local[(1024,), f32, uninit]", true},
+      {"conv_phases", "sigmoid", true}, /* the SiLU before the convolution: in the copy */
+      {"conv_pad", "", false},          /* no strided depthwise reads a padded copy */
+  };
+  static const int64_t sizes[][MAX_N] = {{1, 1}, {2, 3}, {7, 7}, {13, 10}, {28, 28}, {57, 31}, {5, 66}, {3, 2}, {31, 17}};
+  run_checked(text, checks, sizeof checks / sizeof *checks, sizes, sizeof sizes / sizeof *sizes, "strided depthwise on phase planes");
+}
+
 /* The padding copy of a depthwise convolution (conv_pad: rows in 8-wide chunks, the last moved back
  * to the row's end, or whole when shorter) computing EfficientNet's SiLU before it: batch_norm,
  * sigmoid and the multiply all in `fused_conv_pad_*` (the fuse pass counts conv_pad's reads at once

@@ -50,6 +50,15 @@ static const char *const canonical[] = {
     "    }\n"
     "  }\n"
     "}\n",
+    "prim @staged(X: Buffer[(n,), f32], Y: Buffer[(n,), f32]) {\n"
+    "  alloc S: Local[(64,), f32, uninit]\n"
+    "  for i in 0..min(n, 64) {\n"
+    "    S[i] = X[i] * 2.0\n"
+    "  }\n"
+    "  for j in 0..min(n, 64) {\n"
+    "    Y[j] = S[j]\n"
+    "  }\n"
+    "}\n",
     "prim @gather(D: Buffer[(v, d), f32], I: Buffer[(n,), i64], O: Buffer[(n, d), f32]) {\n"
     "  for i in 0..n parallel {\n"
     "    for j in 0..d {\n"
@@ -120,6 +129,8 @@ LOOM_TEST(tp_text, errors_are_located) {
                "prefetch: 'i' is not a buffer");
   expect_error("prim @p(A: Buffer[(n,), f32]) {\n  prefetch A[0, 1]\n}\n", "test.loom:2:12:",
                "buffer 'A' has 1 dimension, indexed with 2");
+  expect_error("prim @p(A: Buffer[(n,), f32]) {\n  alloc S: Local[(4,), f32, zeroed]\n}\n", "test.loom:2:29:",
+               "expected `uninit` after a Local's dtype");
 }
 
 LOOM_TEST(tp_text, truncations_of_a_valid_program_never_crash) {
