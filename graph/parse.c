@@ -246,7 +246,9 @@ static void prescan(parser *p) {
     size_t n;
     if (p->pos >= p->len || !gp_ident(p, &s, &n)) break;
     if (gp_is_kw(s, n, "fn")) {
+      size_t at = p->pos - n;
       loom_graph_func *f = LOOM_ARENA_NEW(&p->m->arena, loom_graph_func);
+      if (f) f->loc = (loom_loc){p->ir_src, at};
       loom_status st = f ? gp_global_name(p, &f->name) : LOOM_OOM();
       if (!st && loom_graph_module_find_func(p->m, f->name)) st = LOOM_ERROR(ALREADY_EXISTS, "twice");
       p->vars.len = p->syms.len = 0;
@@ -295,12 +297,25 @@ static void prescan(parser *p) {
   p->depth = 0;
 }
 
+/* A function the prescan declared and the main pass never defined: its text was read as part of
+ * an earlier, malformed one (a body left open) -- an error at its `fn`, not a function without a
+ * body for the passes to meet (the fuzzer's graph target found one). */
+static loom_status undefined_funcs(parser *p) {
+  for (size_t i = 0; i < loom_graph_module_num_funcs(p->m); i++) {
+    const loom_graph_func *f = loom_graph_module_func_at(p->m, i);
+    if (!f->body)
+      return gp_err(p, f->loc.offset, "function @%s is not defined here: its text was read as part of the function "
+                                      "before it (is a brace of that one left open?)", f->name);
+  }
+  return LOOM_OK;
+}
+
 /* module := (func | const | extern | prim)* */
 static loom_status module(parser *p) {
   prescan(p);
   for (;;) {
     gp_skip_ws(p);
-    if (p->pos >= p->len) return LOOM_OK;
+    if (p->pos >= p->len) return undefined_funcs(p);
     size_t b = p->pos;
     const char *s;
     size_t n;

@@ -395,6 +395,10 @@ static void verify_func(vctx *v, const loom_graph_func *f) {
     check_dims(v, NULL, p->loc.src ? p->loc : f->loc, p->sinfo, where);
   }
   check_dims(v, NULL, f->loc, f->ret, "the declared result");
+  if (!f->body) { /* a declaration never defined (the parser refuses those; a module built in code may not) */
+    report(v, NULL, f->loc, "function @%s has no body", f->name);
+    return;
+  }
   verify_seq(v, f->body);
   if (f->body->result && f->ret && f->body->result->sinfo) {
     use_syms_sinfo(v, NULL, f->loc, f->ret, "the declared result");

@@ -151,4 +151,13 @@ LOOM_TEST(graph_text, functions_may_call_functions_defined_later) {
   cr_assert_null(gt_parse("fn @f(x: Object) -> Object {\n  return x\n}\nfn @f(x: Object) -> Object {\n  return x\n}\n", &err));
   cr_assert(strstr(err, "defined twice"), "%s", err);
   free(err);
+  /* A function the prescan declared but whose text the main pass read as part of the malformed
+   * one before it (the fuzzer's graph target, minimised): an error at its `fn`, not a module with
+   * a bodiless function (the verifier read its body and crashed). */
+  cr_assert_null(gt_parse("fn@n(x:Tensor[(),f32],a:Tensor[(),f32])->Object({([()][()]){}}fn@e(t:Tensor[(),i4],s:Tensor[(),i4])"
+                          "->Object{([[()])]){r=loop(i<sym(3))(acc:Tensor[(),f32]=x){inner=loop(j<sym(i+1))(a:Tensor[(),f32]="
+                          "acc){a1=add(a,a)t1=(a)return t1}c=inner t=(acc)return t}return r}",
+                          &err));
+  cr_assert(strstr(err, "test.loom:1:63") && strstr(err, "function @e is not defined here"), "%s", err);
+  free(err);
 }
