@@ -1,4 +1,4 @@
-/* passes_test_util.c — the parse, verify and check helpers of the graph-pass tests. */
+/* passes_test_util.c — the parse, verify, check and pack helpers of the graph-pass tests. */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 #include "passes_test_util.h"
 
@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/passes.h"
 #include "support/loom_test.h"
 
 loom_status pt_parse_text(const char *text, loom_graph_module **m) {
@@ -44,4 +45,15 @@ char *pt_checked_main(loom_pipeline_check *c, const char *pass, loom_graph_modul
   cr_assert_not_null(fn);
   loom_strbuf_free(&sb);
   return fn;
+}
+
+char *pt_pack_checked(loom_graph_module *m, int samples, uint64_t seed, int64_t panel, size_t want) {
+  loom_pipeline_check *c;
+  cr_assert_null(loom_pipeline_check_begin(m, samples, seed, NULL, &c));
+  size_t n = 0;
+  cr_assert_null(loom_graph_pack_weights(m, panel, &n));
+  cr_assert_eq(n, want, "%zu weights packed, %zu expected", n, want);
+  cr_assert_null(loom_graph_dce(m, NULL));
+  pt_verify(m);
+  return pt_checked_main(c, "pack", m);
 }

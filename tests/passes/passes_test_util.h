@@ -19,4 +19,9 @@ void pt_verify(loom_graph_module *m);
  * printed main of `m`; the caller frees it. */
 char *pt_checked_main(loom_pipeline_check *c, const char *pass, loom_graph_module *m);
 
+/* Runs `pack` (panels of `panel` columns) then dce on `m` under the numeric check (`samples`
+ * shape sets from `seed`), asserts that it packed `want` weights and that the module verifies, and
+ * returns the printed main (pt_checked_main); the caller frees it. */
+char *pt_pack_checked(loom_graph_module *m, int samples, uint64_t seed, int64_t panel, size_t want);
+
 #endif

@@ -194,14 +194,7 @@ LOOM_TEST(passes, pack_lays_out_a_linear_weight) {
                           "  return out\n"
                           "}\n");
   loom_graph_module *m = pt_parse(loom_strbuf_cstr(&sb));
-  loom_pipeline_check *c;
-  cr_assert_null(loom_pipeline_check_begin(m, 4, 11, NULL, &c));
-  size_t n = 0;
-  cr_assert_null(loom_graph_pack_weights(m, 16, &n));
-  cr_assert_eq(n, 1, "only linear(y, @v) is packed (%zu packed)", n);
-  cr_assert_null(loom_graph_dce(m, NULL));
-  pt_verify(m);
-  char *fn = pt_checked_main(c, "pack", m);
+  char *fn = pt_pack_checked(m, 4, 11, 16, 1); /* only linear(y, @v) */
   cr_assert_not_null(strstr(fn, "other: Tensor[(n, 40), f32] = matmul(y, @main_other_packed, packed_b=true, n=40)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "lm: Tensor[(n, 40), f32] = linear(y, @e)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "biased: Tensor[(n, 40), f32] = linear(y, @e, @bias)"), "%s", fn);

@@ -698,14 +698,7 @@ LOOM_TEST(passes, pack_lays_out_the_weight_of_a_linear_with_a_bias) {
                           "  return out\n"
                           "}\n", K);
   loom_graph_module *m = pt_parse(loom_strbuf_cstr(&in));
-  loom_pipeline_check *c;
-  cr_assert_null(loom_pipeline_check_begin(m, 4, 9, NULL, &c));
-  size_t n = 0;
-  cr_assert_null(loom_graph_pack_weights(m, 16, &n));
-  cr_assert_eq(n, 1);
-  cr_assert_null(loom_graph_dce(m, NULL));
-  pt_verify(m);
-  char *fn = pt_checked_main(c, "pack", m);
+  char *fn = pt_pack_checked(m, 4, 9, 16, 1);
   cr_assert_not_null(strstr(fn, "a_mm: Tensor[(n, s, 32), f32] = matmul(x, @main_a_packed, packed_b=true)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "a: Tensor[(n, s, 32), f32] = add(a_mm, @bias)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "b: Tensor[(n, 32), f32] = linear(t, @e, @bias)"), "%s", fn);

@@ -74,14 +74,7 @@ LOOM_TEST(passes, pack_leaves_a_tied_weight_in_place) {
                           "  return out\n"
                           "}\n", K);
   loom_graph_module *m = pt_parse(loom_strbuf_cstr(&in));
-  loom_pipeline_check *c;
-  cr_assert_null(loom_pipeline_check_begin(m, 4, 9, NULL, &c));
-  size_t n = 0;
-  cr_assert_null(loom_graph_pack_weights(m, 16, &n));
-  cr_assert_eq(n, 1, "only @v is packed (%zu packed)", n);
-  cr_assert_null(loom_graph_dce(m, NULL));
-  pt_verify(m);
-  char *fn = pt_checked_main(c, "pack", m);
+  char *fn = pt_pack_checked(m, 4, 9, 16, 1); /* only @v */
   cr_assert_not_null(strstr(fn, "lm: Tensor[(n, 40), f32] = matmul(y, @e, transpose_b=true)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "other: Tensor[(n, 40), f32] = matmul(y, @main_other_packed, packed_b=true, n=40)"), "%s", fn);
   size_t bytes = 0;
