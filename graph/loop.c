@@ -16,6 +16,7 @@
  * prover knows) becomes a fresh symbol too, bound from the items (every item must have the first
  * one's shape, checked when each is stacked). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/map.h"
@@ -217,6 +218,10 @@ static void uses_cb(void *ud, const loom_sym_expr *v) {
 
 /* ---- the loop's struct info ----------------------------------------------------------------- */
 
+static int by_var_name(const void *a, const void *b) {
+  return strcmp(loom_sym_var_name(*(const loom_sym_expr *const *)a), loom_sym_var_name(*(const loom_sym_expr *const *)b));
+}
+
 loom_status loom_graph_loop_infer(loom_graph_module *m, const loom_graph_expr *e, const char *hint,
                                   const loom_sinfo **out) {
   loom_sym_ctx *cx = m->cx;
@@ -243,10 +248,16 @@ loom_status loom_graph_loop_infer(loom_graph_module *m, const loom_graph_expr *e
   const loom_sym_expr **from = LOOM_ARENA_ARRAY(&m->arena, const loom_sym_expr *, e->u.loop.nlocals + 1);
   const loom_sym_expr **to = LOOM_ARENA_ARRAY(&m->arena, const loom_sym_expr *, e->u.loop.nlocals + 1);
   if (!f || !from || !to) return LOOM_OOM();
-  /* each local a carried value's struct info uses becomes one fresh symbol of the binding */
+  /* each local a carried value's struct info uses becomes one fresh symbol of the binding, numbered
+   * in the locals' name order: their order of first use in the text is not kept by printing (which
+   * writes `W + H` as `H + W`), and a reparsed module must name them the same */
+  const loom_sym_expr **by_name = LOOM_ARENA_ARRAY(&m->arena, const loom_sym_expr *, e->u.loop.nlocals + 1);
+  if (!by_name) return LOOM_OOM();
+  if (e->u.loop.nlocals) memcpy(by_name, e->u.loop.locals, e->u.loop.nlocals * sizeof *by_name);
+  qsort(by_name, e->u.loop.nlocals, sizeof *by_name, by_var_name);
   size_t n = 0;
   for (size_t k = 0; k < e->u.loop.nlocals; k++) {
-    const loom_sym_expr *v = e->u.loop.locals[k];
+    const loom_sym_expr *v = by_name[k];
     bool used = false;
     for (size_t i = 0; i < nc && !used; i++) used = sinfo_uses(e->u.loop.params[i]->sinfo, v);
     if (!used) continue;

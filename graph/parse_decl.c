@@ -92,7 +92,14 @@ static const loom_sinfo *rename_fresh(parser *p, const loom_sinfo *declared, con
                                              : loom_sinfo_shape(p->m, inferred->ndim, d);
 }
 
-static bool sinfo_uses(const loom_sinfo *si, const loom_sym_expr *v);
+/* Calls cb on every symbolic var `si` uses (dims, scalar values, fields, a function's result). */
+static void sinfo_for_each_var(const loom_sinfo *si, void (*cb)(void *, const loom_sym_expr *), void *ud) {
+  if (si->dims)
+    for (int i = 0; i < si->ndim; i++) loom_sym_for_each_var(si->dims[i], cb, ud);
+  if (si->value) loom_sym_for_each_var(si->value, cb, ud);
+  for (size_t i = 0; i < si->nfields; i++) sinfo_for_each_var(si->fields[i], cb, ud);
+  if (si->ret) sinfo_for_each_var(si->ret, cb, ud);
+}
 
 typedef struct uses_ud {
   const loom_sym_expr *v;
@@ -104,12 +111,41 @@ static void uses_cb(void *ud, const loom_sym_expr *var) {
 }
 static bool sinfo_uses(const loom_sinfo *si, const loom_sym_expr *v) {
   uses_ud u = {v, false};
-  if (si->dims)
-    for (int i = 0; i < si->ndim; i++) loom_sym_for_each_var(si->dims[i], uses_cb, &u);
-  if (si->value) loom_sym_for_each_var(si->value, uses_cb, &u);
-  for (size_t i = 0; i < si->nfields; i++) u.found = u.found || sinfo_uses(si->fields[i], v);
-  if (si->ret) u.found = u.found || sinfo_uses(si->ret, v);
+  sinfo_for_each_var(si, uses_cb, &u);
   return u.found;
+}
+
+/* Pairs of (an inferred fresh symbol, the annotation's symbol of the same name). */
+typedef struct same_name_ud {
+  parser *p;
+  LOOM_VEC(const loom_sym_expr *) from, to;
+  bool oom;
+} same_name_ud;
+static void same_name_cb(void *ud, const loom_sym_expr *v) {
+  same_name_ud *u = ud;
+  const char *name = loom_sym_var_name(v);
+  const char *in = name ? loom_graph_module_intern(u->p->m, name, strlen(name)) : NULL;
+  if (!in) return;
+  for (size_t k = 0; k < u->from.len; k++)
+    if (u->from.data[k] == v) return;
+  for (size_t k = 0; k < u->p->fresh.len; k++) {
+    const loom_sym_expr *d = u->p->fresh.data[k].val;
+    if (u->p->fresh.data[k].name != in || d == v) continue;
+    if (!LOOM_VEC_PUSH(u->p->m->alloc, &u->from, v) || !LOOM_VEC_PUSH(u->p->m->alloc, &u->to, d)) u->oom = true;
+    return;
+  }
+}
+
+/* The annotation names fresh symbols the value made (a loop's `r_k0`, printed inside any dim
+ * expression) by the names they were made with: the inferred info takes the declared symbols. */
+static const loom_sinfo *rename_fresh_by_name(parser *p, const loom_sinfo *inferred) {
+  if (!p->fresh.len) return inferred;
+  same_name_ud u = {p, {0}, {0}, false};
+  sinfo_for_each_var(inferred, same_name_cb, &u);
+  const loom_sinfo *r = u.oom ? NULL : u.from.len ? loom_graph_sinfo_subst(p->m, inferred, u.from.data, u.to.data, u.from.len) : inferred;
+  LOOM_VEC_FREE(p->m->alloc, &u.from);
+  LOOM_VEC_FREE(p->m->alloc, &u.to);
+  return r;
 }
 
 /* Words that cannot name a variable (the printer must be able to print every name). */
@@ -184,7 +220,8 @@ static loom_status binding(parser *p, loom_graph_binding **out) {
     loom_status st = gp_sinfo(p, &decl);
     p->sym_mode = SYM_RESOLVE;
     LOOM_PROPAGATE(st);
-    const loom_sinfo *inf = rename_fresh(p, decl, si);
+    const loom_sinfo *inf = rename_fresh_by_name(p, si);
+    if (inf) inf = rename_fresh(p, decl, inf);
     if (!inf) return LOOM_OOM();
     for (size_t k = 0; k < p->fresh.len; k++)
       if (!sinfo_uses(inf, p->fresh.data[k].val)) {
