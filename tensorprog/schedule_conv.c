@@ -155,7 +155,8 @@ typedef struct conv_cx {
   loom_sym_ctx *cx;
   const conv_nest *m;
   const loom_sym_expr *i0, *ob; /* the values of loops 0 and 1 in the tiles being built (from their parallel loop) */
-  int lanes;
+  const loom_sym_expr *obq;     /* column tiles of G blocks: the group (ob = min(G*obq + g, q - 1)) */
+  int lanes, groups;            /* groups: G, the weight blocks of one column tile */
   bool oom;
 } conv_cx;
 
@@ -237,22 +238,29 @@ static loom_tp_stmt *store_body(conv_cx *c, const loom_sym_expr *ii, const loom_
   return loom_tp_store(c->a, c->m->y, yi, loom_tp_load(c->a, t->acc, ai));
 }
 
-/* `for jc unroll { for ii KIND { body(ii, jb + jc, acc[jc, 0, ii]) } }`: a column tile, the block's
- * B output channels as the vector (init and update: vectorize, the weight read contiguous in ii and
- * the input broadcast; the store to Y, strided in ii: unrolled). */
+/* `for jc unroll { [for g unroll {] for ii KIND { body(ii, jb + jc, acc[jc, g, ii]) } } }`: a column
+ * tile of G weight blocks (ob = min(G*obq + g, q - 1): a last group short of blocks repeats the last
+ * one, storing its equal values again), each block's B output channels a vector (init and update:
+ * vectorize, the weight read contiguous in ii and the input broadcast once per column for all G
+ * blocks; the store to Y, strided in ii: unrolled). */
 static loom_tp_stmt *col_nest(conv_cx *c, int C, const loom_sym_expr *jb, const char *tag, loom_tp_loop_kind kind, tile_body_fn what,
                               void *ud) {
-  char n1[32], n2[32];
+  char n1[32], n2[32], n3[32];
   snprintf(n1, sizeof n1, "ii_%s", tag);
   snprintf(n2, sizeof n2, "jc_%s", tag);
-  const loom_sym_expr *ii = var(c, n1), *jc = var(c, n2);
+  snprintf(n3, sizeof n3, "g_%s", tag);
+  const loom_sym_expr *ii = var(c, n1), *jc = var(c, n2), *g = c->groups > 1 ? var(c, n3) : K(c, 0);
   if (c->oom) return NULL;
+  if (c->groups > 1)
+    c->ob = loom_sym_min(c->cx, loom_sym_add(c->cx, loom_sym_mul(c->cx, c->obq, K(c, c->groups)), g),
+                         loom_sym_sub(c->cx, c->m->loops[1]->u.loop.extent, K(c, 1)));
   const loom_sym_expr *j = loom_sym_add(c->cx, jb, jc);
-  loom_tp_expr **ai = idx3(c, jc, K(c, 0), ii);
-  loom_tp_stmt *s = ai && j ? what(c, ii, j, ai, ud) : NULL;
+  loom_tp_expr **ai = idx3(c, jc, g, ii);
+  loom_tp_stmt *s = ai && j && c->ob ? what(c, ii, j, ai, ud) : NULL;
   s = loom_tp_for(c->a, ii, K(c, c->m->rows), kind, false, s);
+  if (c->groups > 1) s = loom_tp_for(c->a, g, K(c, c->groups), LOOM_TP_LOOP_UNROLL, false, s);
   s = loom_tp_for(c->a, jc, K(c, C), LOOM_TP_LOOP_UNROLL, false, s);
-  if (!s || !j) c->oom = true;
+  if (!s || !j || !c->ob) c->oom = true;
   return s;
 }
 
@@ -341,31 +349,44 @@ static loom_tp_stmt *tiles(conv_cx *c, int V) {
   return s;
 }
 
-/* Fewer columns than a vector (a 1-D convolution over a few frames, a patch embedding of a small
- * image): tiles of C columns (the last ending at p - 1; C = 1: one tile per column), each the B
- * output channels of one weight block as a vector, C accumulators, per tap one load of the packed
- * weight and C broadcasts of the input; in parallel over (i0, ob, tile). */
-static loom_tp_stmt *col_tiles(conv_cx *c, int C) {
+/* Column tiles: C columns (the last ending at p - 1; C = 1: one tile per column) by G weight
+ * blocks, each block's B output channels a vector, C x G accumulators, per tap G loads of the
+ * packed weight and C broadcasts of the input; in parallel over (i0, group of G blocks, tile). One
+ * block (G = 1): fewer columns than a vector (a 1-D convolution over a few frames, a patch
+ * embedding of a small image); CHANNEL_BLOCKS: the small planes of a CNN's last stages. */
+static loom_tp_stmt *col_tiles(conv_cx *c, int C, int G) {
   loom_sym_ctx *cx = c->cx;
   const conv_nest *m = c->m;
   const loom_sym_expr *p = m->loops[3]->u.loop.extent, *qe = m->loops[1]->u.loop.extent;
   char tag[16], name[32];
-  snprintf(tag, sizeof tag, "c%d", C);
+  snprintf(tag, sizeof tag, G > 1 ? "c%dg%d" : "c%d", C, G);
   const loom_sym_expr *nt = loom_sym_floordiv(cx, loom_sym_add(cx, p, K(c, C - 1)), K(c, C));
+  const loom_sym_expr *ng = G > 1 ? loom_sym_floordiv(cx, loom_sym_add(cx, qe, K(c, G - 1)), K(c, G)) : qe;
   snprintf(name, sizeof name, "iq_%s", tag);
   const loom_sym_expr *iq = var(c, name);
-  if (c->oom || !nt) return NULL;
+  if (c->oom || !nt || !ng) return NULL;
   const loom_sym_expr *jt = loom_sym_floormod(cx, iq, nt);
-  c->ob = loom_sym_floormod(cx, loom_sym_floordiv(cx, iq, nt), qe);
-  c->i0 = loom_sym_floordiv(cx, iq, loom_sym_mul(cx, nt, qe));
+  c->obq = c->ob = loom_sym_floormod(cx, loom_sym_floordiv(cx, iq, nt), ng);
+  c->i0 = loom_sym_floordiv(cx, iq, loom_sym_mul(cx, nt, ng));
   const loom_sym_expr *jb = C == 1 ? jt : loom_sym_min(cx, loom_sym_mul(cx, jt, K(c, C)), loom_sym_sub(cx, p, K(c, C)));
-  const loom_sym_expr *dims[3] = {K(c, C), K(c, 1), K(c, m->rows)};
+  const loom_sym_expr *dims[3] = {K(c, C), K(c, G), K(c, m->rows)};
+  c->groups = G;
   loom_tp_stmt *s = tile_seq(c, tag, dims, true, C, jb);
-  const loom_sym_expr *n = loom_sym_mul(cx, loom_sym_mul(cx, m->loops[0]->u.loop.extent, qe), nt);
+  c->groups = 1;
+  const loom_sym_expr *n = loom_sym_mul(cx, loom_sym_mul(cx, m->loops[0]->u.loop.extent, ng), nt);
   s = s && n ? loom_tp_for(c->a, iq, n, LOOM_TP_LOOP_PARALLEL, false, s) : NULL;
   if (!s) c->oom = true;
   return s;
 }
+
+/* Channel tiles (splits_512 machines; col_tiles of CHANNEL_COLS columns by CHANNEL_BLOCKS weight
+ * blocks: 21 accumulators of 8 lanes, per tap 3 weight loads and 7 broadcasts): a plane of a CNN's
+ * last stages (7 x 7, 14 x 14) has too few positions for vectors of 16 -- 49 were 64 computed --
+ * where 7 columns by 24 output channels cover them (1x1 2048 -> 512 at 7 x 7: 1.14 -> 0.96 ms, ORT
+ * 0.93). Chosen at run time where their columns, weighted CHANNEL_COST against the 16-lane tiles'
+ * (20 for 3 vectors, 21 for 2, 23 for 1), cost less, on at most CHANNEL_MAX_GRID positions (each
+ * group of blocks reads the whole input: a larger plane's outgrows the caches). */
+enum { CHANNEL_COLS = 7, CHANNEL_BLOCKS = 3, CHANNEL_COST = 22, CHANNEL_MAX_GRID = 256 };
 
 /* `lhs >= rhs` of two index values. */
 static loom_tp_expr *ge(conv_cx *c, const loom_sym_expr *lhs, const loom_sym_expr *rhs) {
@@ -386,12 +407,12 @@ loom_status loom_tp_schedule_conv(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
   conv_nest m;
   if (!match(cx, *slot, &m)) return LOOM_OK;
   int L = p->vector_bytes >= 64 ? 16 : p->vector_bytes >= 32 ? 8 : 4;
-  conv_cx c = {.a = a, .cx = cx, .m = &m, .lanes = L};
+  conv_cx c = {.a = a, .cx = cx, .m = &m, .lanes = L, .groups = 1};
   const loom_sym_expr *P = m.loops[3]->u.loop.extent;
   /* fewer columns than a vector: column tiles of 8, 4, 2 or 1 (those narrower than a vector) */
-  loom_tp_stmt *body = col_tiles(&c, 1);
+  loom_tp_stmt *body = col_tiles(&c, 1, 1);
   for (int C = 2; C <= 8 && C < L; C *= 2) {
-    loom_tp_stmt *t = col_tiles(&c, C);
+    loom_tp_stmt *t = col_tiles(&c, C, 1);
     body = body && t ? loom_tp_if(a, ge(&c, P, K(&c, C)), t, body) : NULL;
   }
   loom_strbuf_printf(why, "nest %s: convolution over packed weights, in parallel over batch x column chunks x weight blocks: ",
@@ -411,6 +432,24 @@ loom_status loom_tp_schedule_conv(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
                : NULL;
     loom_strbuf_printf(why, "%lldx%d or %lldx%d register tiles where they waste fewer columns, else %lldx%d from %d columns; ",
                        (long long)m.rows, 3 * L, (long long)m.rows, 2 * L, (long long)m.rows, L, L);
+    if (p->splits_512 && body) {
+      /* the columns channel tiles compute (ceil(p / C) tiles) and their cost against each vector
+       * count's that applies (below V vectors of columns: that one never) */
+      const loom_sym_expr *qe = m.loops[1]->u.loop.extent; /* the tiles' blocks: q rounded up to groups, q the others' */
+      const loom_sym_expr *cost = loom_sym_mul(cx, loom_sym_mul(cx, K(&c, CHANNEL_COST), covered(&c, P, CHANNEL_COLS)),
+                                               covered(&c, qe, CHANNEL_BLOCKS));
+      loom_tp_expr *cheaper = loom_tp_op2(a, LOOM_TP_OP_AND, ge(&c, P, K(&c, CHANNEL_COLS)), ge(&c, K(&c, CHANNEL_MAX_GRID), P));
+      static const int64_t weight[3] = {23, 21, 20};
+      for (int v = 1; v <= 3 && cheaper; v++) { /* cost <= weight * cover(P, vL) or P < vL */
+        loom_tp_expr *beats = ge(&c, loom_sym_mul(cx, loom_sym_mul(cx, K(&c, weight[v - 1]), covered(&c, P, v * L)), qe), cost);
+        loom_tp_expr *no_v = loom_tp_op2(a, LOOM_TP_OP_LT, loom_tp_sym(a, P), loom_tp_sym(a, K(&c, v * L)));
+        cheaper = beats && no_v ? loom_tp_op2(a, LOOM_TP_OP_AND, cheaper, loom_tp_op2(a, LOOM_TP_OP_OR, no_v, beats)) : NULL;
+      }
+      loom_tp_stmt *ct = col_tiles(&c, CHANNEL_COLS, CHANNEL_BLOCKS);
+      body = ct && cheaper && cost ? loom_tp_if(a, cheaper, ct, body) : NULL;
+      loom_strbuf_printf(why, "%dx%lld channel tiles (%d columns by %d weight blocks of 8 lanes) where they compute fewer columns; ",
+                         CHANNEL_COLS, (long long)m.rows * CHANNEL_BLOCKS, CHANNEL_COLS, CHANNEL_BLOCKS);
+    }
   } else {
     loom_tp_stmt *t1 = tiles(&c, 1);
     body = body && t1 ? loom_tp_if(a, ge(&c, P, K(&c, L)), t1, body) : NULL;

@@ -36,6 +36,7 @@
 /* What the rules need to know of the machine. */
 typedef struct loom_tp_cpu_params {
   int vector_bytes; /* width of the widest vector registers: 64 (AVX-512), 32 (AVX2), 16 */
+  bool splits_512;  /* 512-bit arithmetic runs as two 256-bit halves (Zen 4): 256-bit FMAs at the same FLOP rate */
 } loom_tp_cpu_params;
 
 /* The rules for the machine `p` describes. */

@@ -239,6 +239,18 @@ static uint64_t thread_cpu_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* LOOM_CG_DUMP=DIR (a debugging aid): each kernel's LLVM IR as LLVM built it, DIR/NAME.ll, and
+ * after the optimisation pipeline, DIR/NAME.opt.ll (what machine code is made from). */
+static void dump_ir(LLVMModuleRef mod, const char *name, const char *stage) {
+  const char *dir = getenv("LOOM_CG_DUMP");
+  if (!dir || !*dir) return;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s%s.ll", dir, name, stage);
+  char *err = NULL;
+  if (LLVMPrintModuleToFile(mod, path, &err)) fprintf(stderr, "LOOM_CG_DUMP: %s: %s\n", path, err ? err : "?");
+  LLVMDisposeMessage(err);
+}
+
 /* Compiles kobj `k` (IR under `lock` when given: the symbolic context is shared), to an object in memory. */
 static loom_status compile_kobj(const cg_machine *m, LLVMTargetMachineRef tm, loom_sym_ctx *cx, cg_kobj *k,
                                 pthread_mutex_t *lock) {
@@ -250,7 +262,9 @@ static loom_status compile_kobj(const cg_machine *m, LLVMTargetMachineRef tm, lo
   loom_status st = cg_build_module(c, tm, m->cpu, m->feat, m->opt, cx, &k->f, &base, 1, &mod);
   if (lock) pthread_mutex_unlock(lock);
   uint64_t t1 = loom_clock_ns();
+  if (!st) dump_ir(mod, k->f->name, "");
   if (!st) st = cg_optimize(mod, tm, m->opt);
+  if (!st) dump_ir(mod, k->f->name, ".opt");
   uint64_t t2 = loom_clock_ns();
   if (!st) {
     char *err = NULL;

@@ -168,6 +168,19 @@ bool loom_cpu_has_avx2(const loom_cpu_options *opt) {
   return r;
 }
 
+/* CPUs whose 512-bit FMAs issue as two 256-bit halves (AMD's Zen 4; Zen 5 has full-width units). */
+static const char *const CPUS_SPLIT_512[] = {"znver4"};
+
+bool loom_cpu_splits_512(const loom_cpu_options *opt) {
+  if (loom_cpu_vector_bytes(opt) != 64) return false;
+  if (opt && opt->cpu) return in_list(CPUS_SPLIT_512, sizeof CPUS_SPLIT_512 / sizeof *CPUS_SPLIT_512, opt->cpu);
+  if (opt && opt->features) return false; /* features alone name no microarchitecture */
+  char *host = LLVMGetHostCPUName();
+  bool r = host && in_list(CPUS_SPLIT_512, sizeof CPUS_SPLIT_512 / sizeof *CPUS_SPLIT_512, host);
+  LLVMDisposeMessage(host);
+  return r;
+}
+
 int loom_cpu_vector_bytes(const loom_cpu_options *opt) {
   if (opt && opt->features) return feature_vector_bytes(opt->features);
   if (opt && opt->cpu) {

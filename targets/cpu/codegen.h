@@ -70,6 +70,9 @@ int loom_cpu_vector_bytes(const loom_cpu_options *opt);
 bool loom_cpu_has_avx2(const loom_cpu_options *opt);
 /* Whether the machine has AVX512-VNNI on 512-bit vectors (the int8 matmul's byte quads: pass_pack.c). */
 bool loom_cpu_has_vnni512(const loom_cpu_options *opt);
+/* Whether the machine runs 512-bit vector arithmetic as two 256-bit halves (AMD Zen 4): 256-bit
+ * FMAs then reach the same FLOP rate, which the convolution rule's channel tiles use. */
+bool loom_cpu_splits_512(const loom_cpu_options *opt);
 
 /* "loom_kernel_<name>" into buf (truncated to cap). */
 void loom_cpu_kernel_symbol(const loom_tp_func *f, char *buf, size_t cap);

@@ -22,7 +22,7 @@ static loom_cpu_options cpu_options(const loom_target_options *o) {
 static loom_status cpu_schedule(const loom_target_options *o, loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
                                 loom_strbuf *why) {
   loom_cpu_options co = cpu_options(o);
-  loom_tp_cpu_params p = {.vector_bytes = loom_cpu_vector_bytes(&co)};
+  loom_tp_cpu_params p = {.vector_bytes = loom_cpu_vector_bytes(&co), .splits_512 = loom_cpu_splits_512(&co)};
   return loom_tp_schedule_cpu_for(a, cx, f, &p, why);
 }
 

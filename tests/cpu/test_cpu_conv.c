@@ -50,7 +50,8 @@ typedef loom_status (*conv_gen_fn)(loom_arena *, loom_sym_ctx *, const char *, l
 
 /* The program gen makes for g, as text (the caller frees it), parsed into fx and scheduled there
  * for `vector_bytes` by the convolution rule (asserted), and parsed unscheduled into ref (optional). */
-static char *gen_scheduled(conv_gen_fn gen, const loom_tp_conv_packed *g, int vector_bytes, tp_fixture *fx, tp_fixture *ref) {
+static char *gen_scheduled_on(conv_gen_fn gen, const loom_tp_conv_packed *g, loom_tp_cpu_params params, tp_fixture *fx,
+                              tp_fixture *ref) {
   loom_arena a;
   loom_arena_init(&a, NULL, 0);
   loom_sym_ctx *cx;
@@ -64,7 +65,6 @@ static char *gen_scheduled(conv_gen_fn gen, const loom_tp_conv_packed *g, int ve
   cpu_parse_ok(fx, text);
   loom_strbuf why;
   loom_strbuf_init(&why, NULL);
-  loom_tp_cpu_params params = {.vector_bytes = vector_bytes};
   cr_assert_null(loom_tp_schedule_cpu_for(&fx->arena, fx->cx, fx->f, &params, &why));
   cr_assert_null(loom_tp_verify(fx->cx, fx->f));
   cr_assert_not_null(strstr(loom_strbuf_cstr(&why), "convolution over packed weights"), "why:\n%s", loom_strbuf_cstr(&why));
@@ -72,11 +72,16 @@ static char *gen_scheduled(conv_gen_fn gen, const loom_tp_conv_packed *g, int ve
   return text;
 }
 
+static char *gen_scheduled(conv_gen_fn gen, const loom_tp_conv_packed *g, int vector_bytes, tp_fixture *fx, tp_fixture *ref) {
+  return gen_scheduled_on(gen, g, (loom_tp_cpu_params){.vector_bytes = vector_bytes}, fx, ref);
+}
+
 /* Generates with gen, schedules a copy for `vector_bytes`, and compares the compiled schedule with
  * the interpreter on the runs. */
-static void check(conv_gen_fn gen, const loom_tp_conv_packed *g, int vector_bytes, const conv_run *runs, size_t nruns) {
+static void check_on(conv_gen_fn gen, const loom_tp_conv_packed *g, loom_tp_cpu_params params, const conv_run *runs, size_t nruns) {
   tp_fixture ref, fx;
-  char *text = gen_scheduled(gen, g, vector_bytes, &fx, &ref);
+  int vector_bytes = params.vector_bytes;
+  char *text = gen_scheduled_on(gen, g, params, &fx, &ref);
   loom_cpu_jit *jit;
   cr_assert_null(loom_cpu_jit_create(NULL, &jit));
   loom_kernel_fn fn = cpu_jit(jit, &fx);
@@ -111,6 +116,10 @@ static void check(conv_gen_fn gen, const loom_tp_conv_packed *g, int vector_byte
   tp_fixture_free(&fx);
   tp_fixture_free(&ref);
   free(text);
+}
+
+static void check(conv_gen_fn gen, const loom_tp_conv_packed *g, int vector_bytes, const conv_run *runs, size_t nruns) {
+  check_on(gen, g, (loom_tp_cpu_params){.vector_bytes = vector_bytes}, runs, nruns);
 }
 
 /* Runs over grids around every tile width's threshold; l keeps the taps' reads inside X (max_rows
@@ -322,4 +331,44 @@ LOOM_TEST(cpu_conv, packed_prime_grids_in_many_chunks) {
                      {.n = 0, .c = 1, .q = 1, .p = 97, .e = 5}, {.n = 1, .c = 1, .q = 2, .p = 1, .e = 3}};
   for (size_t i = 0; i < 4; i++) runs[i].l = runs[i].p + 2 * runs[i].e + 3;
   check(loom_tp_gen_conv_packed, &g, 64, runs, 4);
+}
+
+/* Channel tiles (machines whose 512-bit FMAs are two 256-bit halves, Zen 4: splits_512): 7 columns
+ * by 3 weight blocks of 8 lanes, chosen at run time where they compute fewer columns than the
+ * 16-lane tiles, counting the blocks a last group repeats (q not a multiple of 3), on at most 256
+ * columns. Grids of 0, 1, fewer than 7, a CNN's 7 x 7 (49), a 3 x 3's grid of 7 rows (56), primes,
+ * 196 and the bound, with q from 1 to 5 (both choices at 49 columns: q = 3 and 5 take the channel
+ * tiles, q = 4 the 2-vector ones), for a 1 x 1, a 3 x 3, a strided 3 x 3 (phase planes) and a 1-D
+ * kernel, against the interpreter with 1 and 2 threads; the program holds them only on such a
+ * machine. */
+LOOM_TEST(cpu_conv, packed_channel_tiles_on_small_planes) {
+  static const int64_t ps[] = {0, 1, 6, 7, 8, 13, 49, 56, 97, 196, 256, 257};
+  static const int64_t qs[] = {3, 5, 4, 1, 2, 3, 3, 4, 5, 3, 3, 3};
+  const loom_tp_conv_packed forms[] = {{.n = 2, .bias = true, .kernel = {1, 1}, .dilation = {1, 1}, .stride = {1, 1}},
+                                       {.n = 2, .bias = false, .kernel = {3, 3}, .dilation = {1, 1}, .stride = {1, 1}},
+                                       {.n = 2, .bias = true, .kernel = {3, 3}, .dilation = {1, 1}, .stride = {2, 2}},
+                                       {.n = 1, .bias = true, .kernel = {5}, .dilation = {1}, .stride = {1}}};
+  const loom_tp_cpu_params zen4 = {.vector_bytes = 64, .splits_512 = true};
+  for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
+    conv_run runs[sizeof ps / sizeof *ps];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+      if (f > 0 && ps[i] > 100 && i % 2) continue; /* the interpreter's time: the larger grids for the 1 x 1 */
+      conv_run r = {.n = i == 4 ? 2 : i == 0 ? 0 : 1, .c = 1 + (int64_t)(i % 4), .q = qs[i], .p = ps[i], .e = 7 + (int64_t)(i % 3)};
+      r.l = r.p + 2 * r.e + 5;
+      runs[n++] = r;
+    }
+    check_on(loom_tp_gen_conv_packed, &forms[f], zen4, runs, n);
+    tp_fixture fx;
+    free(gen_scheduled_on(loom_tp_gen_conv_packed, &forms[f], zen4, &fx, NULL));
+    char *text = tp_print(fx.f);
+    cr_assert(strstr(text, "alloc acc_c7g3: Local[(7, 3, 8), f32]") && strstr(text, "256 >= p"), "no channel tiles\n%s", text);
+    free(text);
+    tp_fixture_free(&fx);
+    free(gen_scheduled(loom_tp_gen_conv_packed, &forms[f], 64, &fx, NULL));
+    text = tp_print(fx.f);
+    cr_assert(!strstr(text, "acc_c7g3"), "channel tiles on a machine with full-width 512-bit FMAs\n%s", text);
+    free(text);
+    tp_fixture_free(&fx);
+  }
 }
