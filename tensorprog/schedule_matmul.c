@@ -860,11 +860,17 @@ static loom_status fuse_shared_rows(loom_arena *a, loom_sym_ctx *cx, loom_tp_fun
   return LOOM_OK;
 }
 
-loom_status loom_tp_schedule_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
-                                    const loom_tp_cpu_params *p, loom_strbuf *why, bool *done) {
+loom_status loom_tpmm_schedule_plain(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
+                                     const loom_tp_cpu_params *p, loom_strbuf *why, bool *done) {
   mm_nest m;
   *done = false;
   if ((*slot)->kind != LOOM_TP_STMT_FOR || !match_matmul(cx, *slot, &m)) return LOOM_OK;
   LOOM_PROPAGATE(fuse_shared_rows(a, cx, f, slot, &m, why));
   return tile_matmul(a, cx, f, slot, &m, p, why, done);
+}
+
+loom_status loom_tp_schedule_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
+                                    const loom_tp_cpu_params *p, loom_strbuf *why, bool *done) {
+  LOOM_PROPAGATE(loom_tpmm_schedule_plain(a, cx, f, slot, p, why, done));
+  return *done || (*slot)->kind != LOOM_TP_STMT_FOR ? LOOM_OK : loom_tpmm_schedule_bcast(a, cx, f, slot, p, why, done);
 }

@@ -54,6 +54,13 @@ typedef struct mm_ctx {
   int64_t one_row_cols;                  /* columns of a one-row dot-product tile */
 } mm_ctx;
 
+/* The rule on a matmul nest as it is (schedule_matmul.c), and on a nest whose batch axes broadcast
+ * by a run-time test, versioned (schedule_matmul_bcast.c); *done: *slot was tiled. */
+loom_status loom_tpmm_schedule_plain(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
+                                     const loom_tp_cpu_params *p, loom_strbuf *why, bool *done);
+loom_status loom_tpmm_schedule_bcast(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
+                                     const loom_tp_cpu_params *p, loom_strbuf *why, bool *done);
+
 /* The statement under single-item sequences. */
 loom_tp_stmt *loom_tpmm_strip_seq(loom_tp_stmt *s);
 /* The first loop under s whose variable is called `name`; the first load of b under s (NULL if none). */

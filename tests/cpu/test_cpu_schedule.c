@@ -451,6 +451,37 @@ LOOM_TEST(cpu, schedule_rule_fuses_batch_rows_against_a_shared_b) {
 }
 
 LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_broadcast_b) { generated_schedule_and_diff(gen_mm43); }
+
+/* Batch axes that broadcast by a run-time test (the legalizer's GUARD mode: an operand's extent
+ * not provably the output's, Swin's window attention after its mask reshape): versioned, the
+ * plain batched matmul tiled where each such extent equals the output's, else the nest as it was.
+ * Trials take both guarded extents equal to the output's (the tiled variant), then A's 1, then
+ * B's 1 (the fallback, broadcasting), at every size. */
+static loom_status gen_mm44_guard(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  static const loom_tp_bcast m[] = {LOOM_TP_BCAST_GUARD, LOOM_TP_BCAST_FULL};
+  return loom_tp_gen_matmul(a, cx, "mm44g", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 4, m, 4, m, out);
+}
+static void bind_guards(const loom_tp_func *f, loom_sym_env *env, int trial) {
+  int64_t d0 = 0;
+  for (size_t j = 0; j < f->nsyms; j++)
+    if (!strcmp(loom_sym_var_name(f->syms[j]), "d0")) cr_assert(loom_sym_env_get(env, f->syms[j], &d0));
+  for (size_t j = 0; j < f->nsyms; j++) {
+    const char *n = loom_sym_var_name(f->syms[j]);
+    if (!strcmp(n, "a0")) cr_assert_null(loom_sym_env_set(env, f->syms[j], trial % 3 == 1 ? 1 : d0));
+    if (!strcmp(n, "b0")) cr_assert_null(loom_sym_env_set(env, f->syms[j], trial % 3 == 2 ? 1 : d0));
+  }
+}
+LOOM_TEST(cpu, schedule_rule_versions_batch_axes_that_broadcast_at_run_time) {
+  char *text = generated_text(gen_mm44_guard);
+  static const int64_t sz[] = {0, 1, 2, 3, 5, 7, 13, 17, 33, 49};
+  cpu_diff_opts o = cpu_opts(sz, 10, 1e-4);
+  o.trials = 12;
+  o.bind = bind_guards;
+  static const int vbytes[] = {64, 32};
+  for (size_t v = 0; v < 2; v++)
+    schedule_for_and_diff(text, vbytes[v], "batch axes broadcast by a run-time test (2)|register-tiled", &o);
+  free(text);
+}
 static void fill_identity_index(const loom_tp_func *f, size_t param, void *data, size_t count, const int64_t *shape,
                                 loom_test_rng *rng) {
   if (param != 1) {
