@@ -239,6 +239,22 @@ const loom_sym_expr *loom_tp_fused_run(loom_sym_ctx *cx, const loom_tp_buffer *b
                                        int *naxes) {
   if (d + 1 >= buf->ndim || idx[d]->kind != LOOM_TP_EXPR_SYM || idx[d + 1]->kind != LOOM_TP_EXPR_SYM) return NULL;
   const loom_sym_expr *q = idx[d]->u.sym, *r = idx[d + 1]->u.sym;
+  if (cx && loom_sym_kind_of(q) == LOOM_SYM_ADD && loom_sym_kind_of(r) == LOOM_SYM_FLOORMOD &&
+      buf->dims[d + 1] == loom_sym_operand(r, 1)) {
+    /* [t + floordiv(y, E), floormod(y, E)]: the simplifier takes whole multiples of a constant E
+     * out of the quotient (a fused b*197 rows' tail tile at 197*b - 6 + i: [b - 1 + floordiv(i +
+     * 191, 197), floormod(i + 191, 197)]); the pair is the one index E*t + y */
+    const loom_sym_expr *y = loom_sym_operand(r, 0), *e = loom_sym_operand(r, 1);
+    for (size_t k = 0; k < loom_sym_num_operands(q); k++) {
+      const loom_sym_expr *o = loom_sym_operand(q, k);
+      if (loom_sym_kind_of(o) != LOOM_SYM_FLOORDIV || loom_sym_operand(o, 0) != y || loom_sym_operand(o, 1) != e) continue;
+      const loom_sym_expr *t = loom_sym_sub(cx, q, o);
+      const loom_sym_expr *x = t ? loom_sym_add(cx, loom_sym_mul(cx, e, t), y) : NULL;
+      if (!x) return NULL;
+      *naxes = 2;
+      return x;
+    }
+  }
   if (loom_sym_kind_of(q) != LOOM_SYM_FLOORDIV) return NULL;
   const loom_sym_expr *x = loom_sym_operand(q, 0), *e = loom_sym_operand(q, 1);
   if (loom_sym_kind_of(r) == LOOM_SYM_FLOORMOD && loom_sym_operand(r, 0) == x && loom_sym_operand(r, 1) == e &&

@@ -101,6 +101,15 @@ loom_status loom_tp_add_variant(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f
   if (!cond) return LOOM_OOM();
   loom_sym_facts_push(cx);
   loom_status st = assume_guard(cx, guard);
+  if (st && loom_status_code(st) != LOOM_CODE_RESOURCE_EXHAUSTED) {
+    /* the guard contradicts the facts here (a few-rows guard 1 <= 197*b inside rows < 6): the
+     * variant could never run; the program stays as it is */
+    loom_sym_facts_pop(cx);
+    loom_status r = LOOM_ERROR(FAILED_PRECONDITION, "variant of program @%s: its guard never holds here (%s)", f->name,
+                               loom_status_message(st));
+    loom_status_free(st);
+    return r;
+  }
   loom_tp_stmt *variant = st ? NULL : loom_tp_stmt_copy_simplified(a, cx, f->body);
   if (!st && !variant) st = LOOM_OOM();
   if (!st && schedule) {

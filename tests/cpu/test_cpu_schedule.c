@@ -452,6 +452,35 @@ LOOM_TEST(cpu, schedule_rule_fuses_batch_rows_against_a_shared_b) {
 
 LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_broadcast_b) { generated_schedule_and_diff(gen_mm43); }
 
+/* Rows fused from a symbolic batch and a constant sequence (ViT's 197 tokens, any batch b): the
+ * tail tiles' row index 197*b - 6 + i reads [floordiv(., 197), floormod(.)] which the simplifier
+ * writes [b - 1 + floordiv(i + 191, 197), floormod(i + 191, 197)] -- still the one fused index
+ * (loom_tp_fused_run), so the accumulator is cached and the nest register-tiled (it was refused,
+ * and ViT-B/16 ran 21x slower than ONNX Runtime); and the few-rows variant under rows < 6, whose
+ * guard 1 <= 197*b then contradicts b <= 0, is left out instead of refusing the whole tiling. */
+LOOM_TEST(cpu, schedule_rule_tiles_rows_of_a_symbolic_batch_times_a_constant) {
+  static const char *const text =
+      "prim @vitmm(b: i64, X: Buffer[(b, 197, 16), f32], W: Buffer[(3, 16, 32), f32], Y: Buffer[(b, 197, 96), f32]) {\n"
+      "  for i in 0..(197*b) {\n"
+      "    for j in 0..96 {\n"
+      "      Y[floordiv(i, 197), floormod(i, 197), j] = 0.0\n"
+      "      for r in 0..16 reduce {\n"
+      "        Y[floordiv(i, 197), floormod(i, 197), j] = Y[floordiv(i, 197), floormod(i, 197), j] + X[floordiv(i, 197), floormod(i, 197), r] * "
+      "W[floordiv(j, 32), r, floormod(j, 32)]\n"
+      "      }\n"
+      "    }\n"
+      "  }\n"
+      "}\n";
+  static const int64_t sz[] = {0, 1, 2, 3, 5};
+  for (int64_t b = 0; b <= 3; b++) { /* the batch a scalar parameter, as the fused kernel takes it */
+    cpu_diff_opts o = cpu_opts(sz, 5, 1e-4);
+    o.trials = 2;
+    o.scalar = b;
+    schedule_for_and_diff(text, 64, "register-tiled|12x32 register tiles|guard never holds", &o);
+    schedule_for_and_diff(text, 32, "register-tiled", &o);
+  }
+}
+
 /* Batch axes that broadcast by a run-time test (the legalizer's GUARD mode: an operand's extent
  * not provably the output's, Swin's window attention after its mask reshape): versioned, the
  * plain batched matmul tiled where each such extent equals the output's, else the nest as it was.
