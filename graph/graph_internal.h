@@ -102,6 +102,13 @@ typedef struct loom_graph_window {
 /* conv1d / conv2d / conv (pool false) and max_pool2d / avg_pool2d (pool true) of spatial rank n: a list
  * attribute of 1 entry broadcasts, n entries, or 2n for padding (befores, then afters) (op_conv.c). */
 loom_status loom_graph_conv_window(loom_graph_icx *ic, int n, bool pool, loom_graph_window *w);
+/* Whether the flat form of a convolution (its output computed on the grid of the padded input's
+ * rows, the columns past each row's output computed and cropped) would compute at least
+ * LOOM_GRAPH_CONV_GRID_WASTE columns per row for nothing: a dilated kernel, whose padding widens
+ * every row (DeepLab's ASPP, 3 x 3 at dilation 36: 72 columns past a 14-column row). Such a
+ * convolution takes the patches (im2col) and one GEMM instead. kernel: the n spatial extents. */
+enum { LOOM_GRAPH_CONV_GRID_WASTE = 8 };
+bool loom_graph_conv_grid_wasteful(const loom_graph_window *w, const int64_t *kernel, int n);
 /* The spatial rank of convolution op `op` (conv1d: 1, conv2d: 2, conv: ndim - 2) on an input of
  * rank ndim (op_conv.c). */
 int loom_graph_conv_rank(loom_graph_op op, int ndim);

@@ -527,6 +527,7 @@ static loom_status expand_conv(loom_lx *x, loom_graph_expr **value, bool *applie
   int64_t cg, o;
   if (loom_sym_is_const(ws->dims[1], &cg) && cg == 1 && loom_sym_is_const(ws->dims[0], &o) && o == gw.groups)
     return expand_depthwise(x, xs, &gw, &g, value);
+  strided |= loom_graph_conv_grid_wasteful(&gw, g.kernel, n); /* dilated: the patches, not the grid */
   loom_graph_module *m = x->m;
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   const loom_sym_expr *N = xs->dims[0], *Cc = xs->dims[1], *O = ws->dims[0], *hp[LOOM_TP_MAX_SPATIAL];

@@ -58,6 +58,12 @@ static loom_status list_attr(loom_graph_icx *ic, const char *name, int n, int64_
   return LOOM_OK;
 }
 
+bool loom_graph_conv_grid_wasteful(const loom_graph_window *w, const int64_t *kernel, int n) {
+  if (n < 2) return false; /* one axis: the grid is the output */
+  int l = n - 1;
+  return w->stride[l] >= 1 && (kernel[l] - 1) * w->dilation[l] / w->stride[l] >= LOOM_GRAPH_CONV_GRID_WASTE;
+}
+
 loom_status loom_graph_conv_window(loom_graph_icx *ic, int n, bool pool, loom_graph_window *sp) {
   memset(sp, 0, sizeof *sp);
   sp->n = n;
