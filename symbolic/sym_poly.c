@@ -153,6 +153,40 @@ const loom_sym_expr *sym_scale(loom_sym_ctx *cx, const loom_sym_expr *u, const l
   return sym_intern(cx, LOOM_SYM_MUL, c, &u, &one, 1);
 }
 
+/* k*E*floordiv(u, E) + k*floormod(v, E) == k*u when floormod(u, E) is floormod(v, E) as the
+ * simplifier writes it (floor division, E a nonzero constant): the pair of terms found in v
+ * (merged: one term per unit) is replaced by u's terms times k, u's constant added to *c0. Fused
+ * loops index [floordiv(x, E), floormod(x, E)] (three axes: [floordiv(x, E*F), floordiv(floormod(x,
+ * E*F), F), floormod(x, F)]), and the simplifier takes whole multiples of E out of the quotient
+ * and the remainder (x = 196*b - 6 + i: b - 1 + floordiv(i + 190, 196), floormod(i + 43, 49)), so
+ * the run's linear offset is recovered only with this identity. 1: replaced, 0: none, -1: OOM. */
+static int recombine_divmod(loom_sym_ctx *cx, term_vec *v, const loom_sym_expr **c0) {
+  for (size_t j = 0; j < v->len; j++) {
+    const loom_sym_expr *d = v->data[j].unit;
+    if (d->kind != LOOM_SYM_FLOORDIV || d->ops[1]->kind != LOOM_SYM_CONST || sym_is_zero(d->ops[1])) continue;
+    bool mod_term = false;
+    for (size_t i = 0; i < v->len && !mod_term; i++) mod_term = v->data[i].unit->kind == LOOM_SYM_FLOORMOD;
+    if (!mod_term) return 0;
+    const loom_sym_expr *u = d->ops[0], *E = d->ops[1], *fm = loom_sym_floormod(cx, u, E);
+    if (!fm) return -1;
+    for (size_t i = 0; i < v->len; i++) {
+      if (i == j || v->data[i].unit != fm) continue;
+      const loom_sym_expr *k = v->data[i].coef, *want = sym_num_mul(cx, k, E);
+      if (!want) return -1;
+      if (sym_num_cmp(v->data[j].coef, want)) continue;
+      size_t w = 0; /* drop terms i and j */
+      for (size_t t = 0; t < v->len; t++)
+        if (t != i && t != j) v->data[w++] = v->data[t];
+      v->len = w;
+      const loom_sym_expr *cu;
+      if (!push_terms(cx, v, u, k, &cu)) return -1;
+      *c0 = sym_num_add(cx, *c0, cu);
+      return *c0 ? 1 : -1;
+    }
+  }
+  return 0;
+}
+
 /* Sorts, merges equal monomials, drops zero coefficients, and builds the canonical sum. */
 static const loom_sym_expr *build(loom_sym_ctx *cx, term_vec *v, const loom_sym_expr *c0) {
   if (v->len > 1) qsort(v->data, v->len, sizeof(term), cmp_term);
@@ -169,6 +203,9 @@ static const loom_sym_expr *build(loom_sym_ctx *cx, term_vec *v, const loom_sym_
   /* A zero coefficient dropped above may have left two equal neighbours apart only if the
    * zero was between them, which sorting rules out (equal units are adjacent). */
   v->len = w;
+  int rc = w >= 2 ? recombine_divmod(cx, v, &c0) : 0;
+  if (rc < 0) return NULL;
+  if (rc > 0) return build(cx, v, c0); /* two units fewer, y's terms more: y is smaller, it ends */
   if (w == 0) return c0;
   if (w == 1 && sym_is_zero(c0)) return sym_scale(cx, v->data[0].unit, v->data[0].coef);
   const loom_sym_expr *stackops[16];

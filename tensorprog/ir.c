@@ -235,26 +235,42 @@ loom_tp_buffer *loom_tp_buffer_new(loom_arena *a, const char *name, loom_dtype t
   return b;
 }
 
+/* Whether e holds a floordiv or floormod node. */
+static bool has_divmod(const loom_sym_expr *e) {
+  loom_sym_kind k = loom_sym_kind_of(e);
+  if (k == LOOM_SYM_FLOORDIV || k == LOOM_SYM_FLOORMOD) return true;
+  for (size_t i = 0; i < loom_sym_num_operands(e); i++)
+    if (has_divmod(loom_sym_operand(e, i))) return true;
+  return false;
+}
+
+static const loom_sym_expr *fused_run_exact(loom_sym_ctx *cx, const loom_tp_buffer *buf, loom_tp_expr *const *idx, int d,
+                                            int *naxes);
+
 const loom_sym_expr *loom_tp_fused_run(loom_sym_ctx *cx, const loom_tp_buffer *buf, loom_tp_expr *const *idx, int d,
                                        int *naxes) {
-  if (d + 1 >= buf->ndim || idx[d]->kind != LOOM_TP_EXPR_SYM || idx[d + 1]->kind != LOOM_TP_EXPR_SYM) return NULL;
-  const loom_sym_expr *q = idx[d]->u.sym, *r = idx[d + 1]->u.sym;
-  if (cx && loom_sym_kind_of(q) == LOOM_SYM_ADD && loom_sym_kind_of(r) == LOOM_SYM_FLOORMOD &&
-      buf->dims[d + 1] == loom_sym_operand(r, 1)) {
-    /* [t + floordiv(y, E), floormod(y, E)]: the simplifier takes whole multiples of a constant E
-     * out of the quotient (a fused b*197 rows' tail tile at 197*b - 6 + i: [b - 1 + floordiv(i +
-     * 191, 197), floormod(i + 191, 197)]); the pair is the one index E*t + y */
-    const loom_sym_expr *y = loom_sym_operand(r, 0), *e = loom_sym_operand(r, 1);
-    for (size_t k = 0; k < loom_sym_num_operands(q); k++) {
-      const loom_sym_expr *o = loom_sym_operand(q, k);
-      if (loom_sym_kind_of(o) != LOOM_SYM_FLOORDIV || loom_sym_operand(o, 0) != y || loom_sym_operand(o, 1) != e) continue;
-      const loom_sym_expr *t = loom_sym_sub(cx, q, o);
-      const loom_sym_expr *x = t ? loom_sym_add(cx, loom_sym_mul(cx, e, t), y) : NULL;
-      if (!x) return NULL;
-      *naxes = 2;
+  const loom_sym_expr *x = fused_run_exact(cx, buf, idx, d, naxes);
+  if (x || !cx || d + 1 >= buf->ndim || idx[d]->kind != LOOM_TP_EXPR_SYM || !has_divmod(idx[d]->u.sym)) return x;
+  /* the run's linear offset idx[d]*(extents after) + ..: fused loops' indices after the simplifier
+   * took whole multiples out of them (the tail tile of 196*b rows: [b - 1 + floordiv(i + 190, 196),
+   * floordiv(floormod(i + 190, 196), 49), floormod(i + 43, 49)]) sum back to one plain index
+   * (the simplifier's E*floordiv(u, E) + floormod(u, E) == u) */
+  x = idx[d]->u.sym;
+  for (int k = 1; d + k < buf->ndim && idx[d + k]->kind == LOOM_TP_EXPR_SYM; k++) {
+    x = loom_sym_add(cx, loom_sym_mul(cx, x, buf->dims[d + k]), idx[d + k]->u.sym);
+    if (!x) return NULL;
+    if (!has_divmod(x)) {
+      *naxes = k + 1;
       return x;
     }
   }
+  return NULL;
+}
+
+static const loom_sym_expr *fused_run_exact(loom_sym_ctx *cx, const loom_tp_buffer *buf, loom_tp_expr *const *idx, int d,
+                                            int *naxes) {
+  if (d + 1 >= buf->ndim || idx[d]->kind != LOOM_TP_EXPR_SYM || idx[d + 1]->kind != LOOM_TP_EXPR_SYM) return NULL;
+  const loom_sym_expr *q = idx[d]->u.sym, *r = idx[d + 1]->u.sym;
   if (loom_sym_kind_of(q) != LOOM_SYM_FLOORDIV) return NULL;
   const loom_sym_expr *x = loom_sym_operand(q, 0), *e = loom_sym_operand(q, 1);
   if (loom_sym_kind_of(r) == LOOM_SYM_FLOORMOD && loom_sym_operand(r, 0) == x && loom_sym_operand(r, 1) == e &&

@@ -200,8 +200,9 @@ bool loom_tp_stmt_scatters(const loom_tp_stmt *s);
  * [floordiv(x, E), <the run from d + 1, whose one index is floormod(x, E)>] with E the product
  * of the run's extents -- (b, h, w) fused into one loop over b*h*w rows reads
  * [floordiv(x, h*w), floordiv(floormod(x, h*w), w), floormod(floormod(x, h*w), w)], the one
- * index x. With cx, a pair [t + floordiv(y, E), floormod(y, E)] (whole multiples of a
- * constant E taken out of the quotient) is the one index E*t + y. cx NULL: plain pairs only.
+ * index x. With cx, also any run whose indices' linear offset (idx[d]*(extents after) + ..)
+ * simplifies to an expression without floordiv or floormod (fused loops' indices after whole
+ * multiples of constant extents were taken out of them): that offset. cx NULL: plain pairs only.
  * NULL when axis d starts no run. */
 const loom_sym_expr *loom_tp_fused_run(loom_sym_ctx *cx, const loom_tp_buffer *buf, loom_tp_expr *const *idx, int d,
                                        int *naxes);

@@ -452,7 +452,8 @@ LOOM_TEST(cpu, schedule_rule_fuses_batch_rows_against_a_shared_b) {
 
 LOOM_TEST(cpu, schedule_rule_tiles_generated_batched_matmul_broadcast_b) { generated_schedule_and_diff(gen_mm43); }
 
-/* Rows fused from a symbolic batch and a constant sequence (ViT's 197 tokens, any batch b): the
+/* Rows fused from a symbolic batch and a constant sequence (ViT's 197 tokens, any batch b; MaxViT's
+ * 4 windows of 49): the
  * tail tiles' row index 197*b - 6 + i reads [floordiv(., 197), floormod(.)] which the simplifier
  * writes [b - 1 + floordiv(i + 191, 197), floormod(i + 191, 197)] -- still the one fused index
  * (loom_tp_fused_run), so the accumulator is cached and the nest register-tiled (it was refused,
@@ -471,8 +472,27 @@ LOOM_TEST(cpu, schedule_rule_tiles_rows_of_a_symbolic_batch_times_a_constant) {
       "    }\n"
       "  }\n"
       "}\n";
+  /* three axes fused (MaxViT's (b, 4 windows, 49 tokens)): the run's offset summed back by the
+   * simplifier (E*floordiv(u, E) + floormod(u, E) == u) */
+  static const char *const text3 =
+      "prim @maxvitmm(b: i64, X: Buffer[(b, 4, 49, 16), f32], W: Buffer[(2, 16, 32), f32], Y: Buffer[(b, 4, 49, 64), f32]) {\n"
+      "  for i in 0..(196*b) {\n"
+      "    for j in 0..64 {\n"
+      "      Y[floordiv(i, 196), floordiv(floormod(i, 196), 49), floormod(i, 49), j] = 0.0\n"
+      "      for r in 0..16 reduce {\n"
+      "        Y[floordiv(i, 196), floordiv(floormod(i, 196), 49), floormod(i, 49), j] = Y[floordiv(i, 196), "
+      "floordiv(floormod(i, 196), 49), floormod(i, 49), j] + X[floordiv(i, 196), floordiv(floormod(i, 196), 49), floormod(i, 49), r] * "
+      "W[floordiv(j, 32), r, floormod(j, 32)]\n"
+      "      }\n"
+      "    }\n"
+      "  }\n"
+      "}\n";
   static const int64_t sz[] = {0, 1, 2, 3, 5};
   for (int64_t b = 0; b <= 3; b++) { /* the batch a scalar parameter, as the fused kernel takes it */
+    cpu_diff_opts o3 = cpu_opts(sz, 5, 1e-4);
+    o3.trials = 2;
+    o3.scalar = b;
+    schedule_for_and_diff(text3, 64, "register-tiled|12x32 register tiles", &o3);
     cpu_diff_opts o = cpu_opts(sz, 5, 1e-4);
     o.trials = 2;
     o.scalar = b;

@@ -80,6 +80,14 @@ LOOM_TEST(symbolic, floordiv_floormod_rules) {
   canon(&f, "floordiv(-7, 2)", "-4");
   canon(&f, "ceildiv(s, 4)", "floordiv(s + 3, 4)");
   canon(&f, "n // 3 + n % 3", "floordiv(n, 3) + floormod(n, 3)");
+  /* k*E*floordiv(u, E) + k*floormod(u, E) -> k*u (the remainder as the simplifier writes it):
+   * fused loops' indices summed back to one offset, a run of three axes too */
+  canon(&f, "3*floordiv(n, 3) + floormod(n, 3)", "n");
+  canon(&f, "0 - 3*floordiv(n, 3) - floormod(n, 3) + 1", "-n + 1");
+  canon(&f, "8*floordiv(n*m, 4) + 2*floormod(n*m, 4) + 1", "2*n*m + 1");
+  canon(&f, "196*floordiv(n + 190, 196) + 49*floordiv(floormod(n + 190, 196), 49) + floormod(n + 190, 49)", "n + 190");
+  canon(&f, "4*floordiv(n, 4) + floormod(m, 4)", "4*floordiv(n, 4) + floormod(m, 4)"); /* other operands */
+  canon(&f, "4*floordiv(n, 4) + 2*floormod(n, 4)", "4*floordiv(n, 4) + 2*floormod(n, 4)"); /* other coefficients */
   /* division by a constant zero is an error with the expression in it */
   const loom_sym_expr *e = NULL;
   loom_status s = loom_sym_parse_string(f.cx, f.names, "<t>", "floordiv(n, 0)", &e);
