@@ -143,7 +143,10 @@ static loom_status take_at(nctx *c, loom_graph_expr *x, int64_t axis, int64_t id
 
 /* ---- If ------------------------------------------------------------------------------------ */
 
-static loom_status same_type(nctx *c, size_t j, const loom_graph_expr *a, const loom_graph_expr *b) {
+/* *shaped: same dtype and rank, dims not provably equal (the output then goes through a list chosen
+ * at run time, its dims named afresh). */
+static loom_status same_type(nctx *c, size_t j, const loom_graph_expr *a, const loom_graph_expr *b, bool *shaped) {
+  *shaped = false;
   const loom_sinfo *x = a->sinfo, *y = b->sinfo;
   const char *why = "the condition is computed at run time and the branches' outputs differ";
   if (x->kind != LOOM_SINFO_TENSOR || y->kind != LOOM_SINFO_TENSOR) return UNSUP(c->n, "%s: output %zu is not a tensor", why, j);
@@ -153,8 +156,7 @@ static loom_status same_type(nctx *c, size_t j, const loom_graph_expr *a, const 
   if (x->ndim < 0 || x->ndim != y->ndim || (x->ndim > 0 && (!x->dims || !y->dims)))
     return UNSUP(c->n, "%s: output %zu has rank %d in then_branch, %d in else_branch", why, j, x->ndim, y->ndim);
   for (int k = 0; k < x->ndim; k++)
-    if (x->dims[k] != y->dims[k] && loom_sym_prove_eq(c->im->cx, x->dims[k], y->dims[k]) != LOOM_SYM_TRUE)
-      return UNSUP(c->n, "%s: output %zu's dim %d is not provably equal in the two branches", why, j, k);
+    if (x->dims[k] != y->dims[k] && loom_sym_prove_eq(c->im->cx, x->dims[k], y->dims[k]) != LOOM_SYM_TRUE) *shaped = true;
   return LOOM_OK;
 }
 
@@ -183,11 +185,12 @@ static loom_status h_if(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (cs->dtype != LOOM_DTYPE_BOOL) return BAD(c->n, "the condition must be bool, not %s", loom_dtype_name(cs->dtype));
   LOOM_PROPAGATE(run_body(c, "then_branch", br[0], 0, NULL, o[0]));
   LOOM_PROPAGATE(run_body(c, "else_branch", br[1], 0, NULL, o[1]));
-  bool lists[64];
+  bool lists[64], shaped[64];
   for (size_t j = 0; j < nout; j++) {
     lists[j] = o[0][j].seq || o[1][j].seq || (o[0][j].e && o[0][j].e->sinfo->kind == LOOM_SINFO_LIST) ||
                (o[1][j].e && o[1][j].e->sinfo->kind == LOOM_SINFO_LIST);
-    if (!lists[j]) LOOM_PROPAGATE(same_type(c, j, o[0][j].e, o[1][j].e));
+    shaped[j] = false;
+    if (!lists[j]) LOOM_PROPAGATE(same_type(c, j, o[0][j].e, o[1][j].e, &shaped[j]));
   }
   if (cs->ndim != 0) { /* a one-element tensor: to a scalar, so `where` broadcasts like the outputs */
     oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "shape", 0, NULL));
@@ -205,6 +208,17 @@ static loom_status h_if(nctx *c, const op_entry *e, loom_graph_expr **out) {
           return UNSUP(c->n, "the condition is computed at run time and output %zu is a sequence in one branch only", j);
       }
       LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_SELECT, 3, args, c->n->outputs[j], &y));
+    } else if (shaped[j]) {
+      /* shapes that differ at run time (a detector's boxes: none kept, or the ones kept): each
+       * branch's tensor an optional of one item, one chosen, its item read with fresh dims */
+      for (int b = 0; b < 2; b++) {
+        oimp_add_attr(c, loom_graph_attr_bool(c->im->m, "optional", true));
+        LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_NEW, 1, &o[b][j].e, NULL, &args[1 + b]));
+      }
+      loom_graph_expr *sel, *item;
+      LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_SELECT, 3, args, NULL, &sel));
+      LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_GET, 1, &sel, NULL, &item));
+      LOOM_PROPAGATE(oimp_name_dims(c, item, c->n->outputs[j], &y));
     } else {
       LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_WHERE, 3, args, c->n->outputs[j], &y));
     }

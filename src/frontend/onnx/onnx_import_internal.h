@@ -217,6 +217,9 @@ const char *oimp_sym_base(const nctx *c, const char *onnx, const char *what, cha
 loom_status oimp_runtime_syms(nctx *c, loom_graph_expr *v, const char *onnx, const char *what, const loom_sym_expr **dims,
                               size_t n);
 void oimp_add_attr(nctx *c, loom_graph_attr a);
+/* y, an item read out of a list, match_cast to fresh dims (named after ONNX value `onnx`,
+ * oimp_sym_base) when its rank is known and its dims are not (onnx_import_list.c). */
+loom_status oimp_name_dims(nctx *c, loom_graph_expr *y, const char *onnx, loom_graph_expr **out);
 /* Emits graph op `op` on args with c->attrs (then cleared); errors name the node. */
 loom_status oimp_emit(nctx *c, loom_graph_op op, size_t nargs, loom_graph_expr *const *args, const char *name,
                       loom_graph_expr **out);

@@ -63,9 +63,7 @@ static bool is_list(const nctx *c, size_t i) {
   return i < c->nargs && c->args[i] && c->args[i]->sinfo && c->args[i]->sinfo->kind == LOOM_SINFO_LIST;
 }
 
-/* y, an item read out of a list, with fresh dims (named after ONNX value `onnx`, oimp_sym_base)
- * when its rank is known and its dims are not. */
-static loom_status name_dims(nctx *c, loom_graph_expr *y, const char *onnx, loom_graph_expr **out) {
+loom_status oimp_name_dims(nctx *c, loom_graph_expr *y, const char *onnx, loom_graph_expr **out) {
   const loom_sinfo *s = y->sinfo;
   *out = y;
   if (s->kind != LOOM_SINFO_TENSOR || s->ndim < 0 || s->dims) return LOOM_OK;
@@ -117,7 +115,7 @@ static loom_status map_body(nctx *c, void *ud, const loom_sym_expr *iter, loom_g
     if (is_list(c, j)) {
       loom_graph_expr *ab[2] = {c->args[j], pos}, *g0;
       LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_GET, 2, ab, NULL, &g0));
-      LOOM_PROPAGATE(name_dims(c, g0, g->inputs[j].name, &x));
+      LOOM_PROPAGATE(oimp_name_dims(c, g0, g->inputs[j].name, &x));
     }
     LOOM_PROPAGATE(oimp_bind(im, g->inputs[j].name, x, NULL));
   }
@@ -288,7 +286,7 @@ loom_status oimp_list_node(nctx *c) {
     if (!at && !c->args[0]->sinfo->optional) return oimp_bind(c->im, out, c->args[0], NULL); /* a sequence: itself */
     loom_graph_expr *g;
     LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_GET, at ? 2 : 1, c->args, NULL, &g));
-    LOOM_PROPAGATE(name_dims(c, g, out, &y));
+    LOOM_PROPAGATE(oimp_name_dims(c, g, out, &y));
   } else if (!strcmp(op, "SequenceInsert") && is_list(c, 0) && !is_list(c, 1)) {
     size_t na = c->nargs > 2 && c->args[2] ? 3 : 2;
     LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_LIST_INSERT, na, c->args, out, &y));
