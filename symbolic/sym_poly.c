@@ -161,12 +161,12 @@ const loom_sym_expr *sym_scale(loom_sym_ctx *cx, const loom_sym_expr *u, const l
  * and the remainder (x = 196*b - 6 + i: b - 1 + floordiv(i + 190, 196), floormod(i + 43, 49)), so
  * the run's linear offset is recovered only with this identity. 1: replaced, 0: none, -1: OOM. */
 static int recombine_divmod(loom_sym_ctx *cx, term_vec *v, const loom_sym_expr **c0) {
+  bool mod_term = false;
+  for (size_t i = 0; i < v->len && !mod_term; i++) mod_term = v->data[i].unit->kind == LOOM_SYM_FLOORMOD;
+  if (!mod_term) return 0;
   for (size_t j = 0; j < v->len; j++) {
     const loom_sym_expr *d = v->data[j].unit;
     if (d->kind != LOOM_SYM_FLOORDIV || d->ops[1]->kind != LOOM_SYM_CONST || sym_is_zero(d->ops[1])) continue;
-    bool mod_term = false;
-    for (size_t i = 0; i < v->len && !mod_term; i++) mod_term = v->data[i].unit->kind == LOOM_SYM_FLOORMOD;
-    if (!mod_term) return 0;
     const loom_sym_expr *u = d->ops[0], *E = d->ops[1], *fm = loom_sym_floormod(cx, u, E);
     if (!fm) return -1;
     for (size_t i = 0; i < v->len; i++) {
