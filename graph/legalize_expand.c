@@ -734,9 +734,15 @@ loom_status loom_legal_expand_nms(loom_lx *x, loom_graph_expr **value) {
   if (key.center) strncat(name, "_center", sizeof name - strlen(name) - 1);
   char cname[192];
   snprintf(cname, sizeof cname, "%s_count", name);
-  LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", cname, gen_nms, &key, sizeof key, 5, call->u.call.args, 1, &out->dims[0]));
+  const loom_sinfo *boxes;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &boxes));
+  if (boxes->ndim != 3) return loom_legal_unsupported(call, "for boxes that are not (batch, boxes, 4)");
+  loom_graph_expr *args[6]; /* the operands, then dn: the heap's sift steps */
+  for (size_t i = 0; i < 5; i++) args[i] = call->u.call.args[i];
+  if (!(args[5] = loom_graph_sym_new(x->m, loom_tp_bitlen(loom_graph_module_sym(x->m), boxes->dims[1])))) return LOOM_OOM();
+  LOOM_PROPAGATE(loom_lx_bind_program(x, "dims", "shape", cname, gen_nms, &key, sizeof key, 6, args, 1, &out->dims[0]));
   key.count = 0;
-  return loom_lx_call(x, name, gen_nms, &key, sizeof key, 5, call->u.call.args, out, value);
+  return loom_lx_call(x, name, gen_nms, &key, sizeof key, 6, args, out, value);
 }
 
 /* ---- entry ------------------------------------------------------------------------------------ */

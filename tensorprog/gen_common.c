@@ -25,6 +25,14 @@ void loom_tpg_dims_d(loom_tpb *b, int rank, const loom_sym_expr **dims) {
   for (int k = 0; k < rank; k++) dims[k] = loom_tpb_shape_sym(b, loom_tpg_var('d', k));
 }
 
+loom_tp_expr *loom_tpg_walk(loom_tpb *b, const char *var, const loom_sym_expr *extent) {
+  return loom_tpb_idx(b, loom_tpb_for(b, var, extent, LOOM_TP_LOOP_SERIAL, true));
+}
+
+void loom_tpg_increment(loom_tpb *b, const loom_tp_buffer *buf, loom_tp_expr *i) {
+  loom_tpb_store(b, buf, &i, loom_tp_op2(b->a, LOOM_TP_OP_ADD, loom_tpb_load(b, buf, &i), loom_tpb_lit_i(b, LOOM_DTYPE_I64, 1)));
+}
+
 void loom_tpg_nest(loom_tpb *b, int rank, const loom_sym_expr *const *dims, loom_tp_expr **idx) {
   for (int k = 0; k < rank; k++)
     idx[k] = loom_tpb_idx(b, loom_tpb_for(b, loom_tpg_var('i', k), dims[k], k == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));

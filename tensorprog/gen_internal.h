@@ -71,6 +71,11 @@ loom_tp_expr *loom_tpg_cubic_dist(loom_tpb *b, const loom_tp_expr *q, int j);
 void loom_tpg_row_copy(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, const loom_sym_expr *yoff, const loom_tp_buffer *X,
                        loom_tp_expr **xi, int64_t xstride, const loom_sym_expr *xoff, loom_dtype t, double fill,
                        const loom_sym_expr *extent, const char *tag);
+/* A serial reduce loop `for var in 0..extent reduce {` (a walk whose steps depend on the ones
+ * before: a running count, a heap); its index value. */
+loom_tp_expr *loom_tpg_walk(loom_tpb *b, const char *var, const loom_sym_expr *extent);
+/* buf[i] = buf[i] + 1 (an i64 buffer). */
+void loom_tpg_increment(loom_tpb *b, const loom_tp_buffer *buf, loom_tp_expr *i);
 /* Names "<var><k>" for k < LOOM_TP_GEN_MAX_RANK and var one of a b c d e f i j k p r s t w: loop variables
  * i0, r3, j1, dims d2, a0, ... */
 const char *loom_tpg_var(char var, int k);

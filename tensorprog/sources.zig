@@ -16,6 +16,7 @@ pub const compiler = [_][]const u8{
     "tensorprog/gen_sample.c",
     "tensorprog/gen_scatter.c",
     "tensorprog/gen_select.c",
+    "tensorprog/gen_nms.c",
     "tensorprog/gen_shape.c",
     "tensorprog/gen_window.c",
     "tensorprog/interp.c",

@@ -140,6 +140,7 @@ pub const suites = .{
         "tests/e2e/test_e2e_qconv.c",
         "tests/e2e/test_e2e_pool_rows.c",
         "tests/e2e/test_e2e_topk.c",
+        "tests/e2e/test_e2e_nms.c",
         "tests/e2e/test_e2e_copy_forms.c",
         "tests/e2e/test_e2e_math.c",
         "tests/e2e/test_e2e_parallel_compile.c",

@@ -29,6 +29,8 @@ typedef struct e2e_io {
   int64_t planned; /* the plan's peak at this shape, bytes */
   size_t used;     /* what the call allocated at most, bytes */
   bool nan_ok;     /* in: a NaN in the reference must be a NaN in the compiled output (else: bad data) */
+  bool data_dims;  /* in: results have extents counted in the data (nonzero, NMS): the plan's peak,
+                      which names them, is checked only where b gives every symbol (planned -1 when not) */
 } e2e_io;
 
 loom_graph_module *e2e_load(const char *path);
@@ -39,8 +41,8 @@ void e2e_model_free(e2e_model *md);
 const loom_sym_expr *e2e_eval_env(loom_graph_module *m, const loom_sym_expr *e, const e2e_bind *b, size_t nb, int64_t *out);
 /* Runs @fn compiled and in the interpreter on the same inputs at the shape `b`; asserts equal
  * shapes, finite values (with io->nan_ok: NaN where the reference has NaN) and that the
- * allocation stayed within the plan's peak. Returns the worst relative error. `io` (may be NULL)
- * carries inputs in and outputs out. */
+ * allocation stayed within the plan's peak (see io->data_dims). Returns the worst relative
+ * error. `io` (may be NULL) carries inputs in and outputs out. */
 double e2e_check(e2e_model *md, const char *fn, const e2e_bind *b, size_t nb, bool positive, e2e_io *io);
 void e2e_io_free(e2e_io *io);
 /* The whole file at `path` (malloc'd, NUL-terminated), its size in *len; asserts it can be read. */
