@@ -489,6 +489,91 @@ static loom_status expand_conv_packed(loom_lx *x, const loom_sinfo *xs, const lo
   return loom_lx_call(x, name, gen_conv_crop, &rank, sizeof rank, (size_t)n, args, out, value);
 }
 
+LOOM_TP_GEN_PARAMS(loom_tp_conv_taps, (1 + 5 * LOOM_TP_MAX_SPATIAL) * 8);
+
+static loom_status gen_im2col_taps(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  return loom_tp_gen_im2col_taps(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, params, tp);
+}
+
+static loom_status gen_conv_taps_w(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  return loom_tp_gen_conv_taps_w(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, params, tp);
+}
+
+/* A dilated convolution whose taps reach far past the grid (loom_graph_conv_grid_wasteful): the
+ * patches of the taps that read data at these extents (the run [a_i, a_i + l_i) per axis,
+ * tensorprog/gen_conv_taps.c), read from x itself, their weights, and a GEMM over them:
+ *   col = im2col_taps(x, a.., l..)   wl = conv_taps_w(w, w viewed (o, cg*K), a.., l..)
+ *   yf = conv_gemm(col, wl[, b])   y = crop(yf)
+ * DeepLab's ASPP on a 14 x 14 map keeps 9, 1 and 1 of 9 taps (dilations 12, 24, 36). */
+static loom_status expand_conv_taps(loom_lx *x, const loom_sinfo *xs, const loom_sinfo *out, const loom_graph_window *gw,
+                                    const loom_tp_conv_gemm *geo, bool bias, loom_graph_expr **value) {
+  const loom_graph_expr *call = x->b->value;
+  loom_graph_module *m = x->m;
+  loom_sym_ctx *cx = loom_graph_module_sym(m);
+  int n = geo->n;
+  loom_tp_conv_taps tg = {.n = n};
+  for (int i = 0; i < n; i++) {
+    tg.kernel[i] = geo->kernel[i];
+    tg.dilation[i] = geo->dilation[i];
+    tg.stride[i] = gw->stride[i];
+    tg.pad_lo[i] = gw->pad_lo[i];
+    tg.pad_hi[i] = gw->pad_hi[i];
+  }
+  loom_graph_expr *targs[1 + 2 * LOOM_TP_MAX_SPATIAL];
+  const loom_sym_expr *L = loom_sym_const(cx, 1), *P = loom_sym_const(cx, 1);
+  for (int i = 0; i < n; i++) {
+    const loom_sym_expr *a, *l;
+    loom_tp_conv_live_taps(cx, &tg, i, xs->dims[2 + i], out->dims[2 + i], &a, &l);
+    if (!(targs[1 + i] = loom_graph_sym_new(m, a)) || !(targs[1 + n + i] = loom_graph_sym_new(m, l))) return LOOM_OOM();
+    L = loom_sym_mul(cx, L, l);
+    P = loom_sym_mul(cx, P, out->dims[2 + i]);
+  }
+  char key[256] = "", name[512];
+  key_list(key, sizeof key, "k", tg.kernel, n);
+  key_list(key, sizeof key, "d", tg.dilation, n);
+  key_list(key, sizeof key, "s", tg.stride, n);
+  key_list(key, sizeof key, "p", tg.pad_lo, n);
+  key_list(key, sizeof key, "q", tg.pad_hi, n);
+  snprintf(name, sizeof name, "im2col_taps_f32_n%d%s", n, key);
+  const loom_sym_expr *cd[3] = {xs->dims[0], loom_sym_mul(cx, xs->dims[1], L), loom_tp_conv_cols(cx, P)};
+  const loom_sinfo *csi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, cd, xs->device);
+  if (!csi) return LOOM_OOM();
+  loom_graph_expr *args[3];
+  targs[0] = call->u.call.args[0];
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "col", name, gen_im2col_taps, &tg, sizeof tg, (size_t)(1 + 2 * n), targs, csi, &args[0]));
+  const loom_sinfo *ws;
+  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &ws));
+  const loom_sym_expr *wd[2] = {ws->dims[0], loom_sym_mul(cx, ws->dims[1], L)};
+  const loom_sinfo *wsi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, 2, wd, ws->device);
+  if (!wsi) return LOOM_OOM();
+  snprintf(name, sizeof name, "conv_taps_w_f32_n%d%s", n, key);
+  int64_t K = 1;
+  for (int i = 0; i < n; i++) K *= tg.kernel[i];
+  const loom_sym_expr *fd[2] = {ws->dims[0], loom_sym_mul(cx, ws->dims[1], loom_sym_const(cx, K))};
+  loom_graph_expr *wf = loom_lx_add(x, "wf", LOOM_GRAPH_BIND_VAR, loom_lx_view(x, call->u.call.args[1], LOOM_DTYPE_F32, 2, fd),
+                                    loom_sinfo_tensor(m, LOOM_DTYPE_F32, 2, fd, ws->device));
+  if (!wf) return LOOM_OOM();
+  loom_graph_expr *wargs[2 + 2 * LOOM_TP_MAX_SPATIAL] = {call->u.call.args[1], wf};
+  for (int i = 0; i < 2 * n; i++) wargs[2 + i] = targs[1 + i];
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "wl", name, gen_conv_taps_w, &tg, sizeof tg, (size_t)(2 + 2 * n), wargs, wsi, &args[1]));
+  size_t nargs = 2;
+  if (bias) args[nargs++] = call->u.call.args[2];
+  loom_tp_conv_gemm g = {.n = 1, .groups = geo->groups, .kernel = {1}, .dilation = {1}, .stride = 1, .bias = bias};
+  const loom_sym_expr *yd[3] = {xs->dims[0], ws->dims[0], cd[2]};
+  const loom_sinfo *ysi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, yd, xs->device);
+  if (!ysi) return LOOM_OOM();
+  gemm_name(name, sizeof name, "conv_gemm", &g, NULL);
+  gemm_params gp = gemm_params_of(&g, NULL);
+  loom_graph_expr *yf;
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "yf", name, gen_conv_gemm, &gp, sizeof gp, nargs, args, ysi, &yf));
+  loom_graph_expr *cargs[LOOM_TP_MAX_SPATIAL] = {yf};
+  for (int i = 1; i < n; i++)
+    if (!(cargs[i] = loom_graph_sym_new(m, out->dims[2 + i]))) return LOOM_OOM();
+  snprintf(name, sizeof name, "conv_crop_f32_n%d", n);
+  int32_t rank = n;
+  return loom_lx_call(x, name, gen_conv_crop, &rank, sizeof rank, (size_t)n, cargs, out, value);
+}
+
 static loom_status expand_conv(loom_lx *x, loom_graph_expr **value, bool *applies) {
   const loom_graph_expr *call = x->b->value;
   loom_graph_op op = call->u.call.op;
@@ -527,7 +612,8 @@ static loom_status expand_conv(loom_lx *x, loom_graph_expr **value, bool *applie
   int64_t cg, o;
   if (loom_sym_is_const(ws->dims[1], &cg) && cg == 1 && loom_sym_is_const(ws->dims[0], &o) && o == gw.groups)
     return expand_depthwise(x, xs, &gw, &g, value);
-  strided |= loom_graph_conv_grid_wasteful(&gw, g.kernel, n); /* dilated: the patches, not the grid */
+  if (loom_graph_conv_grid_wasteful(&gw, g.kernel, n)) /* dilated: the live taps' patches, not the grid */
+    return expand_conv_taps(x, xs, out, &gw, &g, bs != NULL, value);
   loom_graph_module *m = x->m;
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   const loom_sym_expr *N = xs->dims[0], *Cc = xs->dims[1], *O = ws->dims[0], *hp[LOOM_TP_MAX_SPATIAL];

@@ -5,6 +5,7 @@ pub const compiler = [_][]const u8{
     "tensorprog/gen_attn.c",
     "tensorprog/gen_common.c",
     "tensorprog/gen_conv.c",
+    "tensorprog/gen_conv_taps.c",
     "tensorprog/gen_conv_packed.c",
     "tensorprog/gen_dims.c",
     "tensorprog/gen_elemwise.c",

@@ -247,6 +247,29 @@ loom_status loom_tp_gen_conv_gemm(loom_arena *a, loom_sym_ctx *cx, const char *n
 loom_status loom_tp_gen_im2col(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *g,
                                const int64_t *stride, loom_tp_func **result);
 
+/* The live taps of a dilated convolution (gen_conv_taps.c): per spatial axis the kernel,
+ * dilation, stride and pads. */
+typedef struct loom_tp_conv_taps {
+  int64_t n;
+  int64_t kernel[LOOM_TP_MAX_SPATIAL], dilation[LOOM_TP_MAX_SPATIAL], stride[LOOM_TP_MAX_SPATIAL];
+  int64_t pad_lo[LOOM_TP_MAX_SPATIAL], pad_hi[LOOM_TP_MAX_SPATIAL];
+} loom_tp_conv_taps;
+/* Along axis i (input extent h, output extent y) the taps that read data for some output
+ * position: the run [a, a + l) (l = 0 when none does). */
+void loom_tp_conv_live_taps(loom_sym_ctx *cx, const loom_tp_conv_taps *g, int i, const loom_sym_expr *h, const loom_sym_expr *y,
+                            const loom_sym_expr **a, const loom_sym_expr **l);
+/* The output extent of axis i for input extent h: (h + lo + hi - d*(k - 1) - 1) / s + 1. */
+const loom_sym_expr *loom_tp_conv_taps_out(loom_sym_ctx *cx, const loom_tp_conv_taps *g, int i, const loom_sym_expr *h);
+/* col (n, c*L, cols(prod y_i)) = the patches of X (n, c, h..) (not padded; 0 where a tap reads
+ * the padding) for the live taps only: row c*L + the live tap's flat index, column the flat
+ * output position. Parameters (X, a0.., t0.. (i64: each axis' run start and length), col). */
+loom_status loom_tp_gen_im2col_taps(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_taps *g,
+                                    loom_tp_func **result);
+/* Wl (o, cg*L) = the weights W (o, cg, k..) of the live taps, in col's row order. Parameters
+ * (W, Wf: W viewed (o, cg*K), a0.., t0.., Wl); every tap live, Wf's rows copied whole. */
+loom_status loom_tp_gen_conv_taps_w(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_taps *g,
+                                    loom_tp_func **result);
+
 /* Transposed convolution as a GEMM and a sum of its columns (gen_conv.c):
  * convt_gemm: col (n, G*q, l) = per group W (c, q)^T X (n, c, l): W is (C, O/G, k..) viewed with
  * q = O/G * K, X the input viewed flat; col[n, o*K + tap, x] is input position x's contribution to

@@ -5,7 +5,7 @@
  * batch 0, 1 and 2, at the smallest spatial extent with an output, at primes and at extents that are
  * not multiples of the 16-column panels or the 6-row tiles, with 1 and 2 threads. Output channels 7
  * and 13 leave a row tail; groups, depthwise, strides, dilations and asymmetric pads are covered in
- * 1-D, 2-D and 3-D. Every form is checked to have taken its path (a program named conv_gemm, or
+ * 1-D, 2-D and 3-D, and dilations that reach past the grid. Every form is checked to have taken its path (a program named conv_gemm, or
  * depthwise_rows for depthwise), so that a change sending it back to the generic nest fails here. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +66,7 @@ static bool has_program(const e2e_model *md, const char *prefix) {
 
 /* Compiles the form once and runs it at batch 0, 1, 2 and spatial extents from the smallest valid
  * one up (a prime, a non-multiple of the panel width); returns the number of runs. */
-static int check_form(const gemm_form *w) {
+static int check_form(const gemm_form *w, const char *also) {
   char text[2048], path[] = "/tmp/loom-convgemm-XXXXXX";
   form_text(w, text, sizeof text);
   int fd = mkstemp(path);
@@ -77,10 +77,15 @@ static int check_form(const gemm_form *w) {
   /* depthwise (one channel per group in and out) takes pooling's row form, the rest the GEMM */
   const char *want = w->groups == w->c && w->groups == w->o ? "depthwise_rows" : "conv_gemm";
   cr_assert(has_program(&md, want), "%s did not take the %s path:\n%s", path, want, text);
-  static const int64_t extra[][MAX_N] = {{0, 0, 0}, {12, 6, 1}, {16, 4, 2}, {40, 1, 0}};
+  if (also) cr_assert(has_program(&md, also), "%s has no %s program:\n%s", path, also, text);
+  /* past the smallest extents; with `also` (dilations past the grid) the later axes grow too, so
+   * that their outer taps read data at some extents and not at others */
+  static const int64_t extras[2][4][MAX_N] = {{{0, 0, 0}, {12, 6, 1}, {16, 4, 2}, {40, 1, 0}},
+                                              {{0, 0, 0}, {12, 13, 10}, {16, 29, 1}, {40, 7, 17}}};
+  const int64_t(*extra)[MAX_N] = extras[also != NULL];
   static const int64_t batches[] = {2, 1, 1, 0};
   int runs = 0;
-  for (size_t e = 0; e < sizeof extra / sizeof extra[0]; e++) {
+  for (size_t e = 0; e < 4; e++) {
     e2e_bind b[1 + MAX_N] = {{"b", batches[e]}};
     for (int i = 0; i < w->n; i++) {
       int64_t span = w->dilation[i] * (w->kernel[i] - 1) + 1 - w->pad_lo[i] - w->pad_hi[i];
@@ -114,7 +119,7 @@ LOOM_TEST(e2e_conv_gemm, conv1d_forms) {
   const gemm_form forms[] = {f1(5, 2, 2, 1, 1, 1, 6, 13, true), f1(3, 0, 4, 2, 2, 1, 5, 7, false),
                              f1(1, 0, 0, 3, 1, 2, 4, 6, true), f1(3, 1, 1, 1, 1, 5, 5, 5, false)};
   int runs = 0;
-  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i]);
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i], NULL);
   cr_log_info("conv1d as GEMM: %d runs", runs);
 }
 
@@ -128,7 +133,7 @@ LOOM_TEST(e2e_conv_gemm, conv2d_stride_one) {
       f2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 6, 6, 6, false),
   };
   int runs = 0;
-  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i]);
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i], NULL);
   cr_log_info("conv2d stride 1 as GEMM: %d runs", runs);
 }
 
@@ -141,8 +146,24 @@ LOOM_TEST(e2e_conv_gemm, conv2d_strided) {
       f2(3, 3, 1, 1, 1, 1, 2, 2, 1, 1, 5, 5, 5, true),   f2(5, 3, 2, 0, 1, 2, 3, 2, 2, 1, 7, 7, 7, false),
   };
   int runs = 0;
-  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i]);
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i], NULL);
   cr_log_info("conv2d strided as GEMM: %d runs", runs);
+}
+
+/* Dilated past the grid ((k - 1) * d / s >= 8 on the last axis): the live taps' patches and weights
+ * (tensorprog/gen_conv_taps.c). At the smallest extents only the centre taps read data (ASPP on a
+ * small map), at the larger ones some or all; same and asymmetric pads, strides, groups, 2-D and
+ * 3-D (1-D keeps the flat GEMM: its grid is the output). */
+LOOM_TEST(e2e_conv_gemm, dilated_live_taps) {
+  const gemm_form forms[] = {
+      f2(3, 3, 12, 12, 12, 12, 1, 1, 12, 12, 1, 5, 7, true), f2(3, 3, 9, 9, 9, 9, 2, 2, 9, 9, 1, 3, 6, false),
+      f2(3, 3, 10, 3, 8, 20, 1, 1, 11, 13, 2, 4, 6, true),   f2(2, 3, 0, 5, 1, 9, 1, 2, 3, 9, 1, 2, 9, false),
+      {.n = 3, .kernel = {3, 1, 3}, .pad_lo = {2, 0, 8}, .pad_hi = {2, 0, 8}, .stride = {1, 1, 1}, .dilation = {2, 1, 8},
+       .groups = 1, .c = 3, .o = 4, .bias = true},
+  };
+  int runs = 0;
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i], "im2col_taps");
+  cr_log_info("dilated convolutions by their live taps: %d runs", runs);
 }
 
 /* 3-D: stride 1 with padding (two crops), and strided with groups. */
@@ -154,7 +175,7 @@ LOOM_TEST(e2e_conv_gemm, conv3d_forms) {
        .groups = 2, .c = 4, .o = 6, .bias = false},
   };
   int runs = 0;
-  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i]);
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i], NULL);
   cr_log_info("conv3d as GEMM: %d runs", runs);
 }
 
