@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/file.h"
 #include "frontend/onnx/onnx_import.h"
@@ -67,6 +68,14 @@ e2e_model e2e_compile_with(const char *path, const loom_compile_options *o) {
   s = loom_compiled_open(md.c, NULL, &md.rt);
   cr_assert_null(s, "%s: %s", path, loom_status_text(s, 0));
   return md;
+}
+
+e2e_model e2e_compile_text(const char *text, char *path) {
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+  return e2e_compile(path);
 }
 
 void e2e_model_free(e2e_model *md) {

@@ -36,6 +36,8 @@ typedef struct e2e_io {
 loom_graph_module *e2e_load(const char *path);
 e2e_model e2e_compile(const char *path);
 e2e_model e2e_compile_with(const char *path, const loom_compile_options *o);
+/* Writes `text` to a new file from mkstemp's template `path` (the caller unlinks it) and compiles it. */
+e2e_model e2e_compile_text(const char *text, char *path);
 void e2e_model_free(e2e_model *md);
 /* Evaluates e with the given symbol values (asserting every var has one). */
 const loom_sym_expr *e2e_eval_env(loom_graph_module *m, const loom_sym_expr *e, const e2e_bind *b, size_t nb, int64_t *out);

@@ -69,11 +69,7 @@ static bool has_program(const e2e_model *md, const char *prefix) {
 static int check_form(const gemm_form *w, const char *also) {
   char text[2048], path[] = "/tmp/loom-convgemm-XXXXXX";
   form_text(w, text, sizeof text);
-  int fd = mkstemp(path);
-  cr_assert_geq(fd, 0);
-  cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-  close(fd);
-  e2e_model md = e2e_compile(path);
+  e2e_model md = e2e_compile_text(text, path);
   /* depthwise (one channel per group in and out) takes pooling's row form, the rest the GEMM */
   const char *want = w->groups == w->c && w->groups == w->o ? "depthwise_rows" : "conv_gemm";
   cr_assert(has_program(&md, want), "%s did not take the %s path:\n%s", path, want, text);
@@ -214,11 +210,7 @@ static int check_convt(const convt_form *w) {
   list(text, sizeof text, w->out_pad, w->n, NULL);
   len = strlen(text);
   snprintf(text + len, sizeof text - len, "], groups=%lld)\n    output y\n  }\n  return y\n}\n", (long long)w->groups);
-  int fd = mkstemp(path);
-  cr_assert_geq(fd, 0);
-  cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-  close(fd);
-  e2e_model md = e2e_compile(path);
+  e2e_model md = e2e_compile_text(text, path);
   cr_assert(has_program(&md, "convt_gemm"), "%s did not take the GEMM path:\n%s", path, text);
   static const int64_t sizes[][MAX_N] = {{1, 1, 1}, {7, 5, 2}, {17, 9, 3}, {3, 2, 1}};
   static const int64_t batches[] = {2, 1, 1, 0};

@@ -76,12 +76,7 @@ static bool has_program(const e2e_model *md, const char *prefix) {
 
 static e2e_model compile_form(const packed_form *w, char *path, loom_strbuf *text) {
   form_text(w, text);
-  int fd = mkstemp(path);
-  cr_assert_geq(fd, 0);
-  size_t len = strlen(loom_strbuf_cstr(text));
-  cr_assert_eq(write(fd, loom_strbuf_cstr(text), len), (ssize_t)len);
-  close(fd);
-  return e2e_compile(path);
+  return e2e_compile_text(loom_strbuf_cstr(text), path);
 }
 
 /* Compiles the form once, checks it took the packed path, and runs it at batch 0 to 3 over spatial

@@ -12,18 +12,10 @@
 
 #include "e2e/e2e_util.h"
 
-static e2e_model compile_text(const char *text, char *path) {
-  int fd = mkstemp(path);
-  cr_assert_geq(fd, 0);
-  cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-  close(fd);
-  return e2e_compile(path);
-}
-
 /* Compiles `text` and runs it at each shape set (nb binds each) with 1 and 2 threads. */
 static int check_shapes(const char *text, const e2e_bind *shapes, size_t nsets, size_t nb) {
   char path[] = "/tmp/loom-copyforms-XXXXXX";
-  e2e_model md = compile_text(text, path);
+  e2e_model md = e2e_compile_text(text, path);
   int runs = 0;
   for (size_t s = 0; s < nsets; s++)
     for (uint32_t threads = 1; threads <= 2; threads++) {

@@ -74,14 +74,6 @@ static loom_tensor *scalar_f32(e2e_model *md, double v) {
   return x;
 }
 
-static e2e_model compile_text(const char *text, char *path) {
-  int fd = mkstemp(path);
-  cr_assert_geq(fd, 0);
-  cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-  close(fd);
-  return e2e_compile(path);
-}
-
 typedef struct nms_case {
   int64_t nb, nc, n, maxk;
   double iou, score;
@@ -119,7 +111,7 @@ static void check_form(bool center) {
            "t: Tensor[(1,), f32]) -> Object {\n  dataflow {\n"
            "    y = non_max_suppression(bx, sc, m, i, t%s)\n    output y\n  }\n  return y\n}\n",
            center ? ", center_point_box=true" : "");
-  e2e_model md = compile_text(text, path);
+  e2e_model md = e2e_compile_text(text, path);
   static const nms_case cases[] = {
       {1, 1, 0, 10, 0.5, 0.0, 8},          {2, 3, 1, 10, 0.5, 0.0, 8},       {1, 2, 2, 10, 0.0, -1.0, 2},
       {2, 1, 37, 5, 0.5, 0.3, 6},          {1, 3, 37, INT64_MAX, 0.5, -1e30, 4}, {2, 2, 131, 1, 0.3, 0.0, 10},

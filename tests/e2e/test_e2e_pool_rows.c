@@ -57,14 +57,6 @@ static int run_sizes(e2e_model *md, const char *path, const char *text, int n, c
   return runs;
 }
 
-static e2e_model compile_text(const char *text, char *path) {
-  int fd = mkstemp(path);
-  cr_assert_geq(fd, 0);
-  cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-  close(fd);
-  return e2e_compile(path);
-}
-
 static int check_form(const pool_form *w) {
   char text[2048], path[] = "/tmp/loom-poolrows-XXXXXX";
   size_t len = (size_t)snprintf(text, sizeof text, "fn @main(x: Tensor[(b, %lld", (long long)w->c);
@@ -87,7 +79,7 @@ static int check_form(const pool_form *w) {
   list(text, sizeof text, w->dilation, w->n, NULL);
   len = strlen(text);
   snprintf(text + len, sizeof text - len, "]%s)\n    output y\n  }\n  return y\n}\n", w->count_pad ? ", count_include_pad=true" : "");
-  e2e_model md = compile_text(text, path);
+  e2e_model md = e2e_compile_text(text, path);
   cr_assert(has_program(&md, "pool_rows"), "%s did not take the row path:\n%s", path, text);
   /* output rows (last axis) shorter than a chunk, one chunk, a prime past it, long and odd */
   int64_t sizes[4][MAX_N];
@@ -141,7 +133,7 @@ LOOM_TEST(e2e_pool_rows, global_average_pool_over_planes) {
   const char *text = "fn @main(x: Tensor[(b, c, h, w), f32]) -> Tensor[(b, c, 1, 1), f32] {\n  dataflow {\n"
                      "    y = global_avg_pool2d(x)\n    output y\n  }\n  return y\n}\n";
   char path[] = "/tmp/loom-gap-XXXXXX";
-  e2e_model md = compile_text(text, path);
+  e2e_model md = e2e_compile_text(text, path);
   cr_assert(has_program(&md, "mean_planes"), "global_avg_pool2d is not a mean over planes");
   static const e2e_bind shapes[][4] = {{{"b", 1}, {"c", 13}, {"h", 7}, {"w", 7}}, {{"b", 0}, {"c", 3}, {"h", 5}, {"w", 2}},
                                        {{"b", 2}, {"c", 1}, {"h", 1}, {"w", 1}}, {{"b", 3}, {"c", 5}, {"h", 17}, {"w", 33}}};
@@ -189,7 +181,7 @@ LOOM_TEST(e2e_pool_rows, activations_in_the_stores_of_depthwise_and_pooling_rows
       "  return out\n"
       "}\n";
   char path[] = "/tmp/loom-rowsepi-XXXXXX";
-  e2e_model md = compile_text(text, path);
+  e2e_model md = e2e_compile_text(text, path);
   cr_assert(!has_program(&md, "depthwise_rows") && !has_program(&md, "pool_rows"), "a rows program kept its reader apart");
   static const int64_t sizes[][MAX_N] = {{5, 5}, {9, 7}, {8, 8}, {11, 11}, {6, 37}, {13, 16}};
   int runs = run_sizes(&md, path, text, 2, sizes, sizeof sizes / sizeof *sizes);
@@ -225,7 +217,7 @@ typedef struct prog_check {
 static void run_checked(const char *text, const prog_check *checks, size_t nchecks, const int64_t (*sizes)[MAX_N], size_t nsizes,
                         const char *what) {
   char path[] = "/tmp/loom-rows-XXXXXX";
-  e2e_model md = compile_text(text, path);
+  e2e_model md = e2e_compile_text(text, path);
   for (size_t i = 0; i < nchecks; i++)
     cr_assert(program_has(&md, checks[i].prog, checks[i].text) == checks[i].want, "%s: a %s program %s `%s`", what,
               checks[i].prog, checks[i].want ? "lacks" : "has", checks[i].text);
@@ -332,7 +324,7 @@ LOOM_TEST(e2e_pool_rows, silu_in_the_padding_of_a_depthwise_convolution) {
       "  return out\n"
       "}\n";
   char path[] = "/tmp/loom-silupad-XXXXXX";
-  e2e_model md = compile_text(text, path);
+  e2e_model md = e2e_compile_text(text, path);
   cr_assert(program_has(&md, "fused_conv_pad", "sigmoid("), "no padding copy computes the sigmoid");
   /* the only sigmoid program left is the squeeze-excite scale's (b, 6, 1, 1) */
   cr_assert(program_has(&md, "sigmoid_f32", "sigmoid("), "the squeeze-excite sigmoid was recomputed per element");

@@ -37,14 +37,6 @@ static loom_tensor *make_input(e2e_model *md, loom_dtype t, int rank, const int6
   return x;
 }
 
-static e2e_model compile_text(const char *text, char *path) {
-  int fd = mkstemp(path);
-  cr_assert_geq(fd, 0);
-  cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-  close(fd);
-  return e2e_compile(path);
-}
-
 static bool has_program(const e2e_model *md, const char *part) {
   loom_graph_module *m = loom_compiled_module(md->c);
   for (size_t i = 0; i < loom_graph_module_num_tps(m); i++)
@@ -77,7 +69,7 @@ static int check_last_axis(const char *dtype, loom_dtype t, bool largest) {
            "fn @main(x: Tensor[(r, n), %s], s: Tensor[(k,), f32]) -> Object {\n  dataflow {\n"
            "    y = topk(x, k=[k], axis=1, largest=%s)\n    output y\n  }\n  return y\n}\n",
            dtype, largest ? "true" : "false");
-  e2e_model md = compile_text(text, path);
+  e2e_model md = e2e_compile_text(text, path);
   cr_assert(has_program(&md, "topk"), "%s: no topk program\n%s", path, text);
   static const int64_t rows[] = {1, 3, 2, 0, 5};
   static const int64_t lens[] = {0, 1, 2, 7, 31, 257, 1000};
@@ -118,7 +110,7 @@ LOOM_TEST(e2e_topk, strided_axis_constant_k) {
              "fn @main(x: Tensor[(a, n, c), f32]) -> Object {\n  dataflow {\n"
              "    y = topk(x, k=[%lld], axis=1, largest=%s)\n    output y\n  }\n  return y\n}\n",
              (long long)forms[fi].k, forms[fi].largest ? "true" : "false");
-    e2e_model md = compile_text(text, path);
+    e2e_model md = e2e_compile_text(text, path);
     static const int64_t shapes[][3] = {{2, 7, 3}, {1, 11, 1}, {3, 40, 5}, {0, 9, 2}, {2, 7, 0}, {1, 131, 17}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
       if (shapes[si][1] < forms[fi].k) continue;
