@@ -152,14 +152,14 @@ typedef struct im2col_key {
 /* The parameters of the GEMM-form programs (conv_gemm, im2col, col2im): a geometry
  * (loom_tp_conv_gemm) and per-axis strides (0 for conv_gemm), padding-free. */
 typedef struct gemm_params {
-  int64_t groups, stride;
+  int64_t groups, stride, tap_stride;
   int64_t kernel[LOOM_TP_MAX_SPATIAL], dilation[LOOM_TP_MAX_SPATIAL], strides[LOOM_TP_MAX_SPATIAL];
   int32_t n, bias;
 } gemm_params;
-LOOM_TP_GEN_PARAMS(gemm_params, (3 * LOOM_TP_MAX_SPATIAL + 2) * 8 + 2 * 4);
+LOOM_TP_GEN_PARAMS(gemm_params, (3 * LOOM_TP_MAX_SPATIAL + 3) * 8 + 2 * 4);
 
 static gemm_params gemm_params_of(const loom_tp_conv_gemm *g, const int64_t *strides) {
-  gemm_params p = {.groups = g->groups, .stride = g->stride, .n = g->n, .bias = g->bias};
+  gemm_params p = {.groups = g->groups, .stride = g->stride, .tap_stride = g->tap_stride, .n = g->n, .bias = g->bias};
   for (int i = 0; i < LOOM_TP_MAX_SPATIAL; i++) {
     p.kernel[i] = g->kernel[i];
     p.dilation[i] = g->dilation[i];
@@ -169,7 +169,7 @@ static gemm_params gemm_params_of(const loom_tp_conv_gemm *g, const int64_t *str
 }
 
 static loom_tp_conv_gemm gemm_from(const gemm_params *p) {
-  loom_tp_conv_gemm g = {.n = p->n, .groups = p->groups, .stride = p->stride, .bias = p->bias != 0};
+  loom_tp_conv_gemm g = {.n = p->n, .groups = p->groups, .stride = p->stride, .bias = p->bias != 0, .tap_stride = p->tap_stride};
   for (int i = 0; i < LOOM_TP_MAX_SPATIAL; i++) {
     g.kernel[i] = p->kernel[i];
     g.dilation[i] = p->dilation[i];
@@ -491,20 +491,33 @@ static loom_status expand_conv_packed(loom_lx *x, const loom_sinfo *xs, const lo
 
 LOOM_TP_GEN_PARAMS(loom_tp_conv_taps, (1 + 5 * LOOM_TP_MAX_SPATIAL) * 8);
 
-static loom_status gen_im2col_taps(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
-  return loom_tp_gen_im2col_taps(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, params, tp);
+static loom_status gen_conv_tap_cols(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  return loom_tp_gen_conv_tap_cols(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, params, tp);
 }
 
-static loom_status gen_conv_taps_w(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
-  return loom_tp_gen_conv_taps_w(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, params, tp);
+static loom_status gen_conv_tap_add(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  return loom_tp_gen_conv_tap_add(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, params, tp);
 }
 
-/* A dilated convolution whose taps reach far past the grid (loom_graph_conv_grid_wasteful): the
- * patches of the taps that read data at these extents (the run [a_i, a_i + l_i) per axis,
- * tensorprog/gen_conv_taps.c), read from x itself, their weights, and a GEMM over them:
- *   col = im2col_taps(x, a.., l..)   wl = conv_taps_w(w, w viewed (o, cg*K), a.., l..)
- *   yf = conv_gemm(col, wl[, b])   y = crop(yf)
- * DeepLab's ASPP on a 14 x 14 map keeps 9, 1 and 1 of 9 taps (dilations 12, 24, 36). */
+typedef struct tap_init_params {
+  int32_t n, bias;
+} tap_init_params;
+LOOM_TP_GEN_PARAMS(tap_init_params, 2 * 4);
+
+static loom_status gen_conv_tap_init(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
+  const tap_init_params *p = params;
+  return loom_tp_gen_conv_tap_init(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, p->n, p->bias != 0, tp);
+}
+
+/* A dilated convolution whose taps reach far past the grid (loom_graph_conv_grid_wasteful), tap
+ * by tap (tensorprog/gen_conv_taps.c): per tap t its box of output positions that read data
+ * (loom_tp_conv_tap_rect: jlo_i, r_i from the symbolic extents; empty where the tap reads only
+ * padding), the patches over it, a GEMM with the tap's weights read in place, the product added:
+ *   y_0 = tap_init([b])
+ *   per tap t: col_t = tap_cols(x, x0.., r..)   yt_t = conv_gemm(col_t, w viewed (o, cg*K), sym(t))
+ *              y_{t+1} = tap_add(y_t, yt_t, jlo.., r..)
+ * DeepLab's ASPP on a 14 x 14 map multiplies 324, 196 and 196 of the 1,764 (tap, position) pairs
+ * of each of its 3 x 3 convolutions (dilations 12, 24, 36). */
 static loom_status expand_conv_taps(loom_lx *x, const loom_sinfo *xs, const loom_sinfo *out, const loom_graph_window *gw,
                                     const loom_tp_conv_gemm *geo, bool bias, loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
@@ -512,21 +525,14 @@ static loom_status expand_conv_taps(loom_lx *x, const loom_sinfo *xs, const loom
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   int n = geo->n;
   loom_tp_conv_taps tg = {.n = n};
+  int64_t K = 1;
   for (int i = 0; i < n; i++) {
     tg.kernel[i] = geo->kernel[i];
     tg.dilation[i] = geo->dilation[i];
     tg.stride[i] = gw->stride[i];
     tg.pad_lo[i] = gw->pad_lo[i];
     tg.pad_hi[i] = gw->pad_hi[i];
-  }
-  loom_graph_expr *targs[1 + 2 * LOOM_TP_MAX_SPATIAL];
-  const loom_sym_expr *L = loom_sym_const(cx, 1), *P = loom_sym_const(cx, 1);
-  for (int i = 0; i < n; i++) {
-    const loom_sym_expr *a, *l;
-    loom_tp_conv_live_taps(cx, &tg, i, xs->dims[2 + i], out->dims[2 + i], &a, &l);
-    if (!(targs[1 + i] = loom_graph_sym_new(m, a)) || !(targs[1 + n + i] = loom_graph_sym_new(m, l))) return LOOM_OOM();
-    L = loom_sym_mul(cx, L, l);
-    P = loom_sym_mul(cx, P, out->dims[2 + i]);
+    K *= tg.kernel[i];
   }
   char key[256] = "", name[512];
   key_list(key, sizeof key, "k", tg.kernel, n);
@@ -534,44 +540,59 @@ static loom_status expand_conv_taps(loom_lx *x, const loom_sinfo *xs, const loom
   key_list(key, sizeof key, "s", tg.stride, n);
   key_list(key, sizeof key, "p", tg.pad_lo, n);
   key_list(key, sizeof key, "q", tg.pad_hi, n);
-  snprintf(name, sizeof name, "im2col_taps_f32_n%d%s", n, key);
-  const loom_sym_expr *cd[3] = {xs->dims[0], loom_sym_mul(cx, xs->dims[1], L), loom_tp_conv_cols(cx, P)};
-  const loom_sinfo *csi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, cd, xs->device);
-  if (!csi) return LOOM_OOM();
-  loom_graph_expr *args[3];
-  targs[0] = call->u.call.args[0];
-  LOOM_PROPAGATE(loom_lx_add_tp(x, "col", name, gen_im2col_taps, &tg, sizeof tg, (size_t)(1 + 2 * n), targs, csi, &args[0]));
   const loom_sinfo *ws;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &ws));
-  const loom_sym_expr *wd[2] = {ws->dims[0], loom_sym_mul(cx, ws->dims[1], L)};
-  const loom_sinfo *wsi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, 2, wd, ws->device);
-  if (!wsi) return LOOM_OOM();
-  snprintf(name, sizeof name, "conv_taps_w_f32_n%d%s", n, key);
-  int64_t K = 1;
-  for (int i = 0; i < n; i++) K *= tg.kernel[i];
   const loom_sym_expr *fd[2] = {ws->dims[0], loom_sym_mul(cx, ws->dims[1], loom_sym_const(cx, K))};
   loom_graph_expr *wf = loom_lx_add(x, "wf", LOOM_GRAPH_BIND_VAR, loom_lx_view(x, call->u.call.args[1], LOOM_DTYPE_F32, 2, fd),
                                     loom_sinfo_tensor(m, LOOM_DTYPE_F32, 2, fd, ws->device));
   if (!wf) return LOOM_OOM();
-  loom_graph_expr *wargs[2 + 2 * LOOM_TP_MAX_SPATIAL] = {call->u.call.args[1], wf};
-  for (int i = 0; i < 2 * n; i++) wargs[2 + i] = targs[1 + i];
-  LOOM_PROPAGATE(loom_lx_add_tp(x, "wl", name, gen_conv_taps_w, &tg, sizeof tg, (size_t)(2 + 2 * n), wargs, wsi, &args[1]));
-  size_t nargs = 2;
-  if (bias) args[nargs++] = call->u.call.args[2];
-  loom_tp_conv_gemm g = {.n = 1, .groups = geo->groups, .kernel = {1}, .dilation = {1}, .stride = 1, .bias = bias};
-  const loom_sym_expr *yd[3] = {xs->dims[0], ws->dims[0], cd[2]};
-  const loom_sinfo *ysi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, yd, xs->device);
-  if (!ysi) return LOOM_OOM();
-  gemm_name(name, sizeof name, "conv_gemm", &g, NULL);
+  /* the output, the bias to start */
+  tap_init_params ip = {.n = n, .bias = bias};
+  snprintf(name, sizeof name, "conv_tap_init_f32_n%d%s", n, bias ? "_bias" : "");
+  loom_graph_expr *y;
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "y0", name, gen_conv_tap_init, &ip, sizeof ip, bias ? 1 : 0,
+                                bias ? &call->u.call.args[2] : NULL, out, &y));
+  loom_tp_conv_gemm g = {.n = 1, .groups = geo->groups, .kernel = {1}, .dilation = {1}, .stride = 1, .tap_stride = K};
   gemm_params gp = gemm_params_of(&g, NULL);
-  loom_graph_expr *yf;
-  LOOM_PROPAGATE(loom_lx_add_tp(x, "yf", name, gen_conv_gemm, &gp, sizeof gp, nargs, args, ysi, &yf));
-  loom_graph_expr *cargs[LOOM_TP_MAX_SPATIAL] = {yf};
-  for (int i = 1; i < n; i++)
-    if (!(cargs[i] = loom_graph_sym_new(m, out->dims[2 + i]))) return LOOM_OOM();
-  snprintf(name, sizeof name, "conv_crop_f32_n%d", n);
-  int32_t rank = n;
-  return loom_lx_call(x, name, gen_conv_crop, &rank, sizeof rank, (size_t)n, cargs, out, value);
+  int64_t tap[LOOM_TP_MAX_SPATIAL] = {0};
+  for (int64_t t = 0; t < K; t++) {
+    const loom_sym_expr *jlo[LOOM_TP_MAX_SPATIAL], *r[LOOM_TP_MAX_SPATIAL], *R = loom_sym_const(cx, 1);
+    loom_graph_expr *cargs[1 + 2 * LOOM_TP_MAX_SPATIAL], *aargs[2 + 2 * LOOM_TP_MAX_SPATIAL];
+    for (int i = 0, rest = (int)t; i < n; i++) { /* tap t's position, the last axis fastest */
+      int64_t inner = 1;
+      for (int k = i + 1; k < n; k++) inner *= tg.kernel[k];
+      tap[i] = rest / inner;
+      rest %= (int)inner;
+      loom_tp_conv_tap_rect(cx, &tg, i, tap[i], xs->dims[2 + i], out->dims[2 + i], &jlo[i], &r[i]);
+      const loom_sym_expr *x0 = loom_sym_add(cx, loom_sym_mul(cx, jlo[i], loom_sym_const(cx, tg.stride[i])),
+                                             loom_sym_const(cx, tap[i] * tg.dilation[i] - tg.pad_lo[i]));
+      if (!(cargs[1 + i] = loom_graph_sym_new(m, x0)) || !(cargs[1 + n + i] = aargs[2 + n + i] = loom_graph_sym_new(m, r[i])) ||
+          !(aargs[2 + i] = loom_graph_sym_new(m, jlo[i])))
+        return LOOM_OOM();
+      R = loom_sym_mul(cx, R, r[i]);
+    }
+    const loom_sym_expr *cd[3] = {xs->dims[0], xs->dims[1], loom_tp_conv_cols(cx, R)};
+    const loom_sinfo *csi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, cd, xs->device);
+    const loom_sym_expr *td[3] = {xs->dims[0], ws->dims[0], cd[2]};
+    const loom_sinfo *tsi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, td, xs->device);
+    if (!csi || !tsi) return LOOM_OOM();
+    loom_graph_expr *col, *yt, *gargs[3];
+    cargs[0] = call->u.call.args[0];
+    snprintf(name, sizeof name, "conv_tap_cols_f32_n%d%s", n, key);
+    LOOM_PROPAGATE(loom_lx_add_tp(x, "col", name, gen_conv_tap_cols, &tg, sizeof tg, (size_t)(1 + 2 * n), cargs, csi, &col));
+    gargs[0] = col;
+    gargs[1] = wf;
+    if (!(gargs[2] = loom_graph_sym_new(m, loom_sym_const(cx, t)))) return LOOM_OOM();
+    gemm_name(name, sizeof name, "conv_gemm", &g, NULL);
+    snprintf(name + strlen(name), sizeof name - strlen(name), "_tap%lld", (long long)K);
+    LOOM_PROPAGATE(loom_lx_add_tp(x, "yt", name, gen_conv_gemm, &gp, sizeof gp, 3, gargs, tsi, &yt));
+    aargs[0] = y;
+    aargs[1] = yt;
+    snprintf(name, sizeof name, "conv_tap_add_f32_n%d%s", n, key);
+    if (t + 1 == K) return loom_lx_call(x, name, gen_conv_tap_add, &tg, sizeof tg, (size_t)(2 + 2 * n), aargs, out, value);
+    LOOM_PROPAGATE(loom_lx_add_tp(x, "y", name, gen_conv_tap_add, &tg, sizeof tg, (size_t)(2 + 2 * n), aargs, out, &y));
+  }
+  return LOOM_ERROR(INTERNAL, "conv taps: a kernel without taps");
 }
 
 static loom_status expand_conv(loom_lx *x, loom_graph_expr **value, bool *applies) {

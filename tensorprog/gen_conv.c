@@ -59,13 +59,16 @@ loom_status loom_tp_gen_conv_gemm(loom_arena *a, loom_sym_ctx *cx, const char *n
   xd[2] = loom_tpb_shape_sym(&b, "l");
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, 3, xd);
   const loom_sym_expr *cg = loom_sym_floordiv(cx, xd[1], C(cx, G));
+  int64_t T = geo->tap_stride; /* the tap form: one tap's weights among T */
+  if (T > 0 && (geo->n != 1 || K != 1)) return LOOM_ERROR(INVALID_ARGUMENT, "conv_gemm: the tap form takes a 1-D kernel of 1");
   wd[0] = loom_tpb_shape_sym(&b, "o");
-  wd[1] = loom_sym_mul(cx, cg, C(cx, K));
+  wd[1] = loom_sym_mul(cx, cg, C(cx, T > 0 ? T : K));
   const loom_tp_buffer *W = loom_tpb_buffer(&b, "W", t, 2, wd);
   const loom_tp_buffer *Bias = geo->bias ? loom_tpb_buffer(&b, "Bias", t, 1, wd) : NULL;
   static const char *const ext[LOOM_TP_MAX_SPATIAL] = {"e0", "e1", "e2", "e3", "e4", "e5"};
   const loom_sym_expr *e[LOOM_TP_MAX_SPATIAL] = {0};
   for (int i = 1; i < geo->n; i++) e[i] = loom_tpb_scalar(&b, ext[i]);
+  const loom_sym_expr *wt = T > 0 ? loom_tpb_scalar(&b, "wt") : NULL;
   yd[0] = xd[0];
   yd[1] = wd[0];
   yd[2] = loom_tpb_shape_sym(&b, "p");
@@ -80,7 +83,7 @@ loom_status loom_tp_gen_conv_gemm(loom_arena *a, loom_sym_ctx *cx, const char *n
   loom_tp_expr *yi[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, oc), loom_tpb_idx(&b, j)};
   loom_tp_expr *oi = loom_tpb_idx(&b, oc);
   loom_tpb_store(&b, Y, yi, Bias ? loom_tpb_load(&b, Bias, &oi) : loom_tpg_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
-  const loom_sym_expr *r = loom_tpb_for(&b, "r", wd[1], LOOM_TP_LOOP_SERIAL, true);
+  const loom_sym_expr *r = loom_tpb_for(&b, "r", T > 0 ? cg : wd[1], LOOM_TP_LOOP_SERIAL, true);
   /* the tap's flat offset: axes from the last (pitch 1) to the first */
   const loom_sym_expr *off = C(cx, 0), *pitch = C(cx, 1);
   int64_t inner = 1;
@@ -93,7 +96,7 @@ loom_status loom_tp_gen_conv_gemm(loom_arena *a, loom_sym_ctx *cx, const char *n
   const loom_sym_expr *ch = loom_sym_add(cx, loom_sym_mul(cx, g, cg), K > 1 ? loom_sym_floordiv(cx, r, C(cx, K)) : r);
   loom_tp_expr *xi[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, ch),
                          loom_tpb_idx(&b, loom_sym_add(cx, loom_sym_mul(cx, j, C(cx, geo->stride)), off))};
-  loom_tp_expr *wi[2] = {loom_tpb_idx(&b, oc), loom_tpb_idx(&b, r)};
+  loom_tp_expr *wi[2] = {loom_tpb_idx(&b, oc), loom_tpb_idx(&b, T > 0 ? loom_sym_add(cx, loom_sym_mul(cx, r, C(cx, T)), wt) : r)};
   loom_tp_expr *prod = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&b, W, wi), loom_tpb_load(&b, X, xi));
   loom_tpb_store(&b, Y, yi, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, Y, yi), prod));
   return loom_tpb_finish(&b, result);

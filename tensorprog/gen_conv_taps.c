@@ -1,18 +1,15 @@
-/* gen_conv_taps.c — the live taps of a dilated convolution, for conv_gemm with K = 1
- * (graph/legalize_window.c decides when; docs/tensorprog.md "Convolution as GEMM").
+/* gen_conv_taps.c — a dilated convolution tap by tap (graph/legalize_window.c decides when and
+ * chains the calls; docs/tensorprog.md "Convolution as GEMM").
  *
- * A tap whose every read falls in the padding contributes nothing: DeepLab's ASPP convolutions
- * (3 x 3, dilation and padding 12, 24, 36) on a 14 x 14 feature map read data with the centre
- * tap only for dilations 24 and 36. Along each spatial axis the live taps are a run
- * [a_i, a_i + l_i) (scalar parameters the caller computes from the extents: tap t is live where
- * some output position j has 0 <= j*s + t*d - pad_lo < h), so the patches and the weights keep
- * only those, and the GEMM's reduction shrinks with them. The patches are read from the input
- * itself (no padded copy): zeros where a tap reads the padding.
- *
- *   loom_tp_gen_im2col_taps   col[n, c*L + t', p] = X[n, c, y_i*s_i + (a_i + t'_i)*d_i - lo_i ..] or 0
- *   loom_tp_gen_conv_taps_w   Wl[o, c*L + t'] = W[o, c, a_i + t'_i ..]
- * (L = prod l_i, t' the live tap's flat index, p the flat output position, whole panels of
- * columns as loom_tp_conv_cols rounds them, zero past the last). */
+ * Where the taps reach far past the grid most of them read padding: DeepLab's ASPP (3 x 3,
+ * dilation and padding 12, 24, 36) on a 14 x 14 map reads data with the centre tap only at
+ * dilations 24 and 36, and at 12 each outer tap with 2 of 14 rows or columns. Tap t's output
+ * positions that read data are a box (per axis the run loom_tp_conv_tap_rect gives, from the
+ * symbolic extents), so per tap: its patches over that box (tap_cols, read from the input
+ * itself: no padded copy, no zeros), one GEMM over the input channels with the tap's weights read
+ * in place (conv_gemm's tap form), and the product added into the output's box (tap_add), from
+ * an output that starts as the bias (tap_init). A tap that reads no data has an empty box. The
+ * tap's position comes in scalar parameters: one program of each kind serves every tap. */
 #include "tensorprog/gen_internal.h"
 
 static const loom_sym_expr *C(loom_sym_ctx *cx, int64_t v) { return loom_sym_const(cx, v); }
@@ -27,166 +24,121 @@ static loom_status check_taps(const loom_tp_conv_taps *g, const char *what) {
   return LOOM_OK;
 }
 
-/* The scalar parameters a0.., l0.. (the live runs). */
-static void live_scalars(loom_tpb *b, int n, const loom_sym_expr **av, const loom_sym_expr **lv) {
-  for (int i = 0; i < n; i++) av[i] = loom_tpb_scalar(b, loom_tpg_var('a', i));
-  for (int i = 0; i < n; i++) lv[i] = loom_tpb_scalar(b, loom_tpg_var('t', i));
+void loom_tp_conv_tap_rect(loom_sym_ctx *cx, const loom_tp_conv_taps *g, int i, int64_t t, const loom_sym_expr *h,
+                           const loom_sym_expr *y, const loom_sym_expr **jlo, const loom_sym_expr **r) {
+  /* output j reads h-coordinate j*s + o, o = t*d - lo: inside for j in [ceil(-o / s), ceil((h - o) / s))
+   * within [0, y). Written by the sign of the constant o, so the expressions stay small (they
+   * size buffers): o >= 0 starts at 0; o < 0 starts at c = ceil(-o / s) > 0 and its end
+   * ceil((h - o) / s) is at least c. */
+  int64_t o = t * g->dilation[i] - g->pad_lo[i], s = g->stride[i];
+  const loom_sym_expr *end = loom_sym_neg(cx, loom_sym_floordiv(cx, loom_sym_sub(cx, C(cx, o), h), C(cx, s)));
+  if (o >= 0) {
+    *jlo = C(cx, 0);
+    *r = loom_sym_min(cx, y, loom_sym_max(cx, C(cx, 0), end));
+  } else {
+    *jlo = loom_sym_min(cx, y, C(cx, (-o + s - 1) / s));
+    *r = loom_sym_sub(cx, loom_sym_min(cx, y, end), *jlo);
+  }
 }
 
-void loom_tp_conv_live_taps(loom_sym_ctx *cx, const loom_tp_conv_taps *g, int i, const loom_sym_expr *h, const loom_sym_expr *y,
-                            const loom_sym_expr **a, const loom_sym_expr **l) {
-  const loom_sym_expr *d = C(cx, g->dilation[i]), *k = C(cx, g->kernel[i]), *zero = C(cx, 0);
-  /* a = ceil((lo - (y - 1)*s) / d) = -floordiv((y - 1)*s - lo, d); b = ceil((h + lo) / d) */
-  const loom_sym_expr *last = loom_sym_sub(cx, loom_sym_mul(cx, loom_sym_sub(cx, y, C(cx, 1)), C(cx, g->stride[i])), C(cx, g->pad_lo[i]));
-  const loom_sym_expr *lo = loom_sym_min(cx, k, loom_sym_max(cx, zero, loom_sym_neg(cx, loom_sym_floordiv(cx, last, d))));
-  const loom_sym_expr *hi = loom_sym_min(cx, k, loom_sym_floordiv(cx, loom_sym_add(cx, h, C(cx, g->pad_lo[i] + g->dilation[i] - 1)), d));
-  *a = lo;
-  *l = loom_sym_max(cx, zero, loom_sym_sub(cx, hi, lo));
+/* Scalar parameters <p>0.. (one per spatial axis). */
+static void scalars(loom_tpb *b, int n, char p, const loom_sym_expr **v) {
+  for (int i = 0; i < n; i++) v[i] = loom_tpb_scalar(b, loom_tpg_var(p, i));
 }
 
-const loom_sym_expr *loom_tp_conv_taps_out(loom_sym_ctx *cx, const loom_tp_conv_taps *g, int i, const loom_sym_expr *h) {
-  int64_t span = g->dilation[i] * (g->kernel[i] - 1) + 1;
-  const loom_sym_expr *e = loom_sym_add(cx, h, C(cx, g->pad_lo[i] + g->pad_hi[i] - span));
-  return loom_sym_add(cx, loom_sym_floordiv(cx, e, C(cx, g->stride[i])), C(cx, 1));
-}
-
-/* Text (2-D; o_i = (a_i + t_i)*d_i - lo_i the tap's offset; the rows of axis 0 outside the input
- * and the columns of axis 1 outside it written 0):
- *   prim @name(X: Buffer[(n, c, h0, h1), t], a0: i64, a1: i64, t0: i64, t1: i64,
- *              col: Buffer[(n, c*t0*t1, cols(y0*y1)), t]) {
- *     for q in 0..n*c { for u0 in 0..t0 { for u1 in 0..t1 { for j0 in 0..y0 {
- *       if 0 <= j0*s0 + o0 && j0*s0 + o0 < h0 {
- *         for z in 0..jlo { col[.., j0*y1 + z] = 0 }                  jlo, jhi: the columns reading inside
- *         (loom_tpg_row_copy: col[.., j0*y1 + j1] = X[q / c, q % c, j0*s0 + o0, j1*s1 + o1], j1 in jlo..jhi)
- *         for z in jhi..y1 { col[.., j0*y1 + z] = 0 }
- *       } else { for z in 0..y1 { col[.., j0*y1 + z] = 0 } } } } } }
- *     (then the columns past y0*y1, zero) } */
-loom_status loom_tp_gen_im2col_taps(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_taps *g,
-                                    loom_tp_func **result) {
-  LOOM_PROPAGATE(check_taps(g, "im2col_taps"));
-  int n = (int)g->n;
+/* Text (2-D):
+ *   prim @name(X: Buffer[(n, c, h0, h1), t], a0: i64, a1: i64, t0: i64, t1: i64, col: Buffer[(n, c, cols(t0*t1)), t]) {
+ *     for q in 0..n*c { for i0 in 0..t0 {
+ *       (loom_tpg_row_copy: col[q // c, q % c, i0*t1 + ..] = X[q // c, q % c, a0 + i0*s0, a1 + ..*s1], t1 elements) } }
+ *     for r in 0..n*c { for z in 0..cols(t0*t1) - t0*t1 { col[r // c, r % c, t0*t1 + z] = 0 } } } */
+loom_status loom_tp_gen_conv_tap_cols(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_taps *g,
+                                      loom_tp_func **result) {
+  LOOM_PROPAGATE(check_taps(g, "conv_tap_cols"));
+  int n = (int)g->n, l = n - 1;
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
-  const loom_sym_expr *xd[2 + LOOM_TP_MAX_SPATIAL], *cd[3], *y[LOOM_TP_MAX_SPATIAL], *av[LOOM_TP_MAX_SPATIAL], *lv[LOOM_TP_MAX_SPATIAL];
+  const loom_sym_expr *xd[2 + LOOM_TP_MAX_SPATIAL], *x0[LOOM_TP_MAX_SPATIAL], *rv[LOOM_TP_MAX_SPATIAL];
   loom_tpg_dims_d(&b, 2 + n, xd);
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, 2 + n, xd);
-  live_scalars(&b, n, av, lv);
-  const loom_sym_expr *P = C(cx, 1), *L = C(cx, 1);
-  for (int i = 0; i < n; i++) {
-    y[i] = loom_tp_conv_taps_out(cx, g, i, xd[2 + i]);
-    P = loom_sym_mul(cx, P, y[i]);
-    L = loom_sym_mul(cx, L, lv[i]);
-  }
-  cd[0] = xd[0];
-  cd[1] = loom_sym_mul(cx, xd[1], L);
-  cd[2] = loom_tp_conv_cols(cx, P);
+  scalars(&b, n, 'a', x0);
+  scalars(&b, n, 't', rv);
+  const loom_sym_expr *R = C(cx, 1);
+  for (int i = 0; i < n; i++) R = loom_sym_mul(cx, R, rv[i]);
+  const loom_sym_expr *cd[3] = {xd[0], xd[1], loom_tp_conv_cols(cx, R)};
   const loom_tp_buffer *col = loom_tpb_buffer(&b, "col", t, 3, cd);
-  loom_tp_expr *zero = loom_tpg_reduce_init(&b, LOOM_TP_REDUCE_SUM, t);
   const loom_sym_expr *q = loom_tpb_for(&b, "q", loom_sym_mul(cx, xd[0], xd[1]), LOOM_TP_LOOP_SERIAL, false);
   const loom_sym_expr *i0 = loom_sym_floordiv(cx, q, xd[1]), *c0 = loom_sym_floormod(cx, q, xd[1]);
-  const loom_sym_expr *row = c0, *off[LOOM_TP_MAX_SPATIAL], *jv[LOOM_TP_MAX_SPATIAL];
-  for (int i = 0; i < n; i++) {
-    const loom_sym_expr *u = loom_tpb_for(&b, loom_tpg_var('i', i), lv[i], LOOM_TP_LOOP_SERIAL, false);
-    row = loom_sym_add(cx, loom_sym_mul(cx, row, lv[i]), u);
-    off[i] = loom_sym_sub(cx, loom_sym_mul(cx, loom_sym_add(cx, av[i], u), C(cx, g->dilation[i])), C(cx, g->pad_lo[i]));
-  }
-  /* the outer axes' rows: inside the input or all zero */
+  loom_tp_expr *xi[2 + LOOM_TP_MAX_SPATIAL] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, c0)};
   const loom_sym_expr *p = C(cx, 0);
-  loom_tp_expr *xi[2 + LOOM_TP_MAX_SPATIAL];
-  xi[0] = loom_tpb_idx(&b, i0);
-  xi[1] = loom_tpb_idx(&b, c0);
-  loom_tp_expr *inside = NULL;
-  for (int i = 0; i < n - 1; i++) {
-    jv[i] = loom_tpb_for(&b, loom_tpg_var('j', i), y[i], LOOM_TP_LOOP_SERIAL, false);
-    p = loom_sym_add(cx, loom_sym_mul(cx, p, y[i]), jv[i]);
-    const loom_sym_expr *at = loom_sym_add(cx, loom_sym_mul(cx, jv[i], C(cx, g->stride[i])), off[i]);
-    xi[2 + i] = loom_tpb_idx(&b, at);
-    loom_tp_expr *in = loom_tp_op2(a, LOOM_TP_OP_AND, loom_tpb_cmp(&b, LOOM_TP_OP_GE, at, C(cx, 0)),
-                                   loom_tpb_cmp(&b, LOOM_TP_OP_LT, at, xd[2 + i]));
-    inside = inside ? loom_tp_op2(a, LOOM_TP_OP_AND, inside, in) : in;
+  for (int i = 0; i < l; i++) {
+    const loom_sym_expr *v = loom_tpb_for(&b, loom_tpg_var('i', i), rv[i], LOOM_TP_LOOP_SERIAL, false);
+    p = loom_sym_add(cx, loom_sym_mul(cx, p, rv[i]), v);
+    xi[2 + i] = loom_tpb_idx(&b, loom_sym_add(cx, x0[i], loom_sym_mul(cx, v, C(cx, g->stride[i]))));
   }
-  int l = n - 1;
-  p = loom_sym_mul(cx, p, y[l]); /* the row's first position */
-  const loom_sym_expr *s = C(cx, g->stride[l]);
-  /* columns j reading inside: 0 <= j*s + o < h, j in [ceil(-o / s), ceil((h - o) / s)) within [0, y) */
-  const loom_sym_expr *jlo = loom_sym_min(cx, y[l], loom_sym_max(cx, C(cx, 0), loom_sym_neg(cx, loom_sym_floordiv(cx, off[l], s))));
-  const loom_sym_expr *jhi =
-      loom_sym_min(cx, y[l], loom_sym_max(cx, jlo, loom_sym_neg(cx, loom_sym_floordiv(cx, loom_sym_sub(cx, off[l], xd[2 + l]), s))));
-  loom_tp_expr *ci[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, row), NULL};
-  if (inside) loom_tpb_if(&b, inside);
-  const loom_sym_expr *z = loom_tpb_for(&b, "zl", jlo, LOOM_TP_LOOP_SERIAL, false);
-  ci[2] = loom_tpb_idx(&b, loom_sym_add(cx, p, z));
-  loom_tpb_store(&b, col, ci, loom_tpb_dup(&b, zero));
-  loom_tpb_end(&b);
-  loom_tpg_row_copy(&b, col, ci, loom_sym_add(cx, p, jlo), X, xi, g->stride[l], loom_sym_add(cx, loom_sym_mul(cx, jlo, s), off[l]), t,
-                    0.0, loom_sym_sub(cx, jhi, jlo), "m");
-  z = loom_tpb_for(&b, "zh", loom_sym_sub(cx, y[l], jhi), LOOM_TP_LOOP_SERIAL, false);
-  ci[2] = loom_tpb_idx(&b, loom_sym_add(cx, p, loom_sym_add(cx, jhi, z)));
-  loom_tpb_store(&b, col, ci, loom_tpb_dup(&b, zero));
-  loom_tpb_end(&b);
-  if (inside) {
-    loom_tpb_else(&b);
-    z = loom_tpb_for(&b, "zr", y[l], LOOM_TP_LOOP_SERIAL, false);
-    ci[2] = loom_tpb_idx(&b, loom_sym_add(cx, p, z));
-    loom_tpb_store(&b, col, ci, loom_tpb_dup(&b, zero));
-    loom_tpb_end_n(&b, 2); /* zr, the if */
-  }
-  loom_tpb_end_n(&b, 2 * n - 1 + 1); /* the outer axes' j, the taps' u, q */
-  /* the columns past P, up to a whole panel: zeros (their products are cropped away) */
-  const loom_sym_expr *r = loom_tpb_for(&b, "r", loom_sym_mul(cx, xd[0], cd[1]), LOOM_TP_LOOP_SERIAL, false);
-  z = loom_tpb_for(&b, "z", loom_sym_sub(cx, cd[2], P), LOOM_TP_LOOP_SERIAL, false);
-  loom_tp_expr *zi[3] = {loom_tpb_idx(&b, loom_sym_floordiv(cx, r, cd[1])), loom_tpb_idx(&b, loom_sym_floormod(cx, r, cd[1])),
-                         loom_tpb_idx(&b, loom_sym_add(cx, P, z))};
-  loom_tpb_store(&b, col, zi, zero);
+  loom_tp_expr *ci[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, c0), NULL};
+  loom_tpg_row_copy(&b, col, ci, loom_sym_mul(cx, p, rv[l]), X, xi, g->stride[l], x0[l], t, 0.0, rv[l], "m");
+  loom_tpb_end_n(&b, l + 1); /* the outer axes, q */
+  /* the columns past the box, up to a whole panel: zeros (their products are never read) */
+  const loom_sym_expr *r = loom_tpb_for(&b, "r", loom_sym_mul(cx, xd[0], xd[1]), LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *z = loom_tpb_for(&b, "z", loom_sym_sub(cx, cd[2], R), LOOM_TP_LOOP_SERIAL, false);
+  loom_tp_expr *zi[3] = {loom_tpb_idx(&b, loom_sym_floordiv(cx, r, xd[1])), loom_tpb_idx(&b, loom_sym_floormod(cx, r, xd[1])),
+                         loom_tpb_idx(&b, loom_sym_add(cx, R, z))};
+  loom_tpb_store(&b, col, zi, loom_tpg_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
   return loom_tpb_finish(&b, result);
 }
 
-/* Text (2-D; Wf is W viewed (o, cg*k0*k1)):
- *   prim @name(W: Buffer[(o, cg, k0, k1), t], Wf: Buffer[(o, q), t], a0: i64, a1: i64, t0: i64, t1: i64,
- *              Wl: Buffer[(o, cg*t0*t1), t]) {
- *     if t0 == k0 && t1 == k1 {                              every tap live: the rows as they are
- *       for i0 in 0..o parallel { (loom_tpg_row_copy of Wf[i0, ..] to Wl[i0, ..], q elements) }
- *     } else { for i0 in 0..o parallel { for i1 in 0..cg { for i2 in 0..t0 {
- *       (loom_tpg_row_copy of W[i0, i1, a0 + i2, a1 + ..] to Wl[i0, (i1*t0 + i2)*t1 + ..], t1 elements) } } } } } */
-loom_status loom_tp_gen_conv_taps_w(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_taps *g,
-                                    loom_tp_func **result) {
-  LOOM_PROPAGATE(check_taps(g, "conv_taps_w"));
+/* Text (2-D):
+ *   prim @name(Yp: Buffer[(n, o, y0, y1), t], Yt: Buffer[(n, o, q), t], j0: i64, j1: i64, t0: i64, t1: i64,
+ *              Y: Buffer[(n, o, y0, y1), t]) {
+ *     for i0 in 0..n parallel { for i1 in 0..o { for i2 in 0..y0 { for i3 in 0..y1 { Y[..] = Yp[..] } } } }
+ *     for i0 in 0..n { for i1 in 0..o { for i2 in 0..t0 { for i3 in 0..t1 {
+ *       Y[i0, i1, j0 + i2, j1 + i3] = Y[i0, i1, j0 + i2, j1 + i3] + Yt[i0, i1, i2*t1 + i3] } } } } } */
+loom_status loom_tp_gen_conv_tap_add(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_taps *g,
+                                     loom_tp_func **result) {
+  LOOM_PROPAGATE(check_taps(g, "conv_tap_add"));
   int n = (int)g->n;
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
-  const loom_sym_expr *wd[2 + LOOM_TP_MAX_SPATIAL], *av[LOOM_TP_MAX_SPATIAL], *lv[LOOM_TP_MAX_SPATIAL];
-  wd[0] = loom_tpb_shape_sym(&b, "o");
-  wd[1] = loom_tpb_shape_sym(&b, "cg");
-  for (int i = 0; i < n; i++) wd[2 + i] = C(cx, g->kernel[i]);
-  const loom_tp_buffer *W = loom_tpb_buffer(&b, "W", t, 2 + n, wd);
-  const loom_sym_expr *fd[2] = {wd[0], loom_tpb_shape_sym(&b, "q")};
-  const loom_tp_buffer *Wf = loom_tpb_buffer(&b, "Wf", t, 2, fd);
-  live_scalars(&b, n, av, lv);
-  const loom_sym_expr *L = C(cx, 1);
-  loom_tp_expr *all = NULL;
+  const loom_sym_expr *yd[2 + LOOM_TP_MAX_SPATIAL], *jv[LOOM_TP_MAX_SPATIAL], *rv[LOOM_TP_MAX_SPATIAL];
+  loom_tpg_dims_d(&b, 2 + n, yd);
+  const loom_tp_buffer *Yp = loom_tpb_buffer(&b, "Yp", t, 2 + n, yd);
+  const loom_sym_expr *td[3] = {yd[0], yd[1], loom_tpb_shape_sym(&b, "q")};
+  const loom_tp_buffer *Yt = loom_tpb_buffer(&b, "Yt", t, 3, td);
+  scalars(&b, n, 'j', jv);
+  scalars(&b, n, 't', rv);
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, 2 + n, yd);
+  loom_tp_expr *yi[2 + LOOM_TP_MAX_SPATIAL];
+  loom_tpg_nest(&b, 2 + n, yd, yi);
+  loom_tpb_store(&b, Y, yi, loom_tpb_load(&b, Yp, yi));
+  loom_tpb_end_n(&b, 2 + n);
+  const loom_sym_expr *i0 = loom_tpb_for(&b, "i0", yd[0], LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *i1 = loom_tpb_for(&b, "i1", yd[1], LOOM_TP_LOOP_SERIAL, false);
+  yi[0] = loom_tpb_idx(&b, i0);
+  yi[1] = loom_tpb_idx(&b, i1);
+  const loom_sym_expr *p = C(cx, 0);
   for (int i = 0; i < n; i++) {
-    L = loom_sym_mul(cx, L, lv[i]);
-    loom_tp_expr *e = loom_tpb_cmp(&b, LOOM_TP_OP_EQ, lv[i], wd[2 + i]);
-    all = all ? loom_tp_op2(a, LOOM_TP_OP_AND, all, e) : e;
+    const loom_sym_expr *v = loom_tpb_for(&b, loom_tpg_var('i', i + 2), rv[i], LOOM_TP_LOOP_SERIAL, false);
+    p = loom_sym_add(cx, loom_sym_mul(cx, p, rv[i]), v);
+    yi[2 + i] = loom_tpb_idx(&b, loom_sym_add(cx, jv[i], v));
   }
-  const loom_sym_expr *ld[2] = {wd[0], loom_sym_mul(cx, wd[1], L)};
-  const loom_tp_buffer *Wl = loom_tpb_buffer(&b, "Wl", t, 2, ld);
-  loom_tpb_if(&b, all);
-  const loom_sym_expr *o = loom_tpb_for(&b, "i0", wd[0], LOOM_TP_LOOP_PARALLEL, false);
-  loom_tp_expr *li[2] = {loom_tpb_idx(&b, o), NULL}, *fi[2] = {loom_tpb_idx(&b, o), NULL};
-  loom_tpg_row_copy(&b, Wl, li, C(cx, 0), Wf, fi, 1, C(cx, 0), t, 0.0, fd[1], "f");
-  loom_tpb_end(&b);
-  loom_tpb_else(&b);
-  o = loom_tpb_for(&b, "i0", wd[0], LOOM_TP_LOOP_PARALLEL, false);
-  const loom_sym_expr *c = loom_tpb_for(&b, "i1", wd[1], LOOM_TP_LOOP_SERIAL, false);
-  const loom_sym_expr *row = c;
-  loom_tp_expr *wi[2 + LOOM_TP_MAX_SPATIAL] = {loom_tpb_idx(&b, o), loom_tpb_idx(&b, c)};
-  for (int i = 0; i < n - 1; i++) {
-    const loom_sym_expr *u = loom_tpb_for(&b, loom_tpg_var('i', i + 2), lv[i], LOOM_TP_LOOP_SERIAL, false);
-    row = loom_sym_add(cx, loom_sym_mul(cx, row, lv[i]), u);
-    wi[2 + i] = loom_tpb_idx(&b, loom_sym_add(cx, av[i], u));
-  }
-  li[0] = loom_tpb_idx(&b, o);
-  loom_tpg_row_copy(&b, Wl, li, loom_sym_mul(cx, row, lv[n - 1]), W, wi, 1, av[n - 1], t, 0.0, lv[n - 1], "r");
+  loom_tp_expr *ti[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, i1), loom_tpb_idx(&b, p)};
+  loom_tpb_store(&b, Y, yi, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, Y, yi), loom_tpb_load(&b, Yt, ti)));
+  return loom_tpb_finish(&b, result);
+}
+
+/* Text (2-D): prim @name([Bias: Buffer[(o,), t],] Y: Buffer[(n, o, y0, y1), t]) {
+ *   for i0 in 0..n parallel { for i1 .. { for i2 .. { for i3 .. { Y[i0, i1, i2, i3] = Bias[i1] | 0 } } } } } */
+loom_status loom_tp_gen_conv_tap_init(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, bool bias,
+                                      loom_tp_func **result) {
+  if (n < 1 || n > LOOM_TP_MAX_SPATIAL) return LOOM_ERROR(INVALID_ARGUMENT, "conv_tap_init: %d spatial axes", n);
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *yd[2 + LOOM_TP_MAX_SPATIAL];
+  loom_tpg_dims_d(&b, 2 + n, yd);
+  const loom_tp_buffer *Bias = bias ? loom_tpb_buffer(&b, "Bias", t, 1, &yd[1]) : NULL;
+  const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, 2 + n, yd);
+  loom_tp_expr *yi[2 + LOOM_TP_MAX_SPATIAL];
+  loom_tpg_nest(&b, 2 + n, yd, yi);
+  loom_tpb_store(&b, Y, yi, Bias ? loom_tpb_load(&b, Bias, &yi[1]) : loom_tpg_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
   return loom_tpb_finish(&b, result);
 }

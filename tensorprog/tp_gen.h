@@ -231,6 +231,7 @@ typedef struct loom_tp_conv_gemm {
   int64_t kernel[LOOM_TP_MAX_SPATIAL], dilation[LOOM_TP_MAX_SPATIAL];
   int64_t stride;
   bool bias;
+  int64_t tap_stride; /* > 0 (n = 1, kernel 1): one tap of a kernel of tap_stride taps, below */
 } loom_tp_conv_gemm;
 
 /* Y (n, o, p) = (Bias[o]) + sum over r < cg*K of W[o, r] * X[n, g*cg + r / K, stride*p + off(r)]:
@@ -241,34 +242,37 @@ typedef struct loom_tp_conv_gemm {
  * later axes reach past it) and slices the columns past each row's output extent away. */
 loom_status loom_tp_gen_conv_gemm(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *g,
                                   loom_tp_func **result);
+/* (The tap form, g->tap_stride = T > 0: W (o, cg*T) holds every tap's weights and the sum runs
+ * over r < cg of W[o, r*T + wt] * X[n, g*cg + r, stride*p], wt an i64 scalar parameter after
+ * Bias: one tap's GEMM, the weights read in place.) */
 
 /* col (n, c*K, prod y_i) = the patches of X (n, c, h..) (already padded): row c*K + tap, column the
  * flat output position, y_i = (h_i - d_i*(k_i - 1) - 1) / s_i + 1 (strides per axis). */
 loom_status loom_tp_gen_im2col(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *g,
                                const int64_t *stride, loom_tp_func **result);
 
-/* The live taps of a dilated convolution (gen_conv_taps.c): per spatial axis the kernel,
- * dilation, stride and pads. */
+/* A dilated convolution tap by tap (gen_conv_taps.c): per spatial axis the kernel, dilation,
+ * stride and pads. */
 typedef struct loom_tp_conv_taps {
   int64_t n;
   int64_t kernel[LOOM_TP_MAX_SPATIAL], dilation[LOOM_TP_MAX_SPATIAL], stride[LOOM_TP_MAX_SPATIAL];
   int64_t pad_lo[LOOM_TP_MAX_SPATIAL], pad_hi[LOOM_TP_MAX_SPATIAL];
 } loom_tp_conv_taps;
-/* Along axis i (input extent h, output extent y) the taps that read data for some output
- * position: the run [a, a + l) (l = 0 when none does). */
-void loom_tp_conv_live_taps(loom_sym_ctx *cx, const loom_tp_conv_taps *g, int i, const loom_sym_expr *h, const loom_sym_expr *y,
-                            const loom_sym_expr **a, const loom_sym_expr **l);
-/* The output extent of axis i for input extent h: (h + lo + hi - d*(k - 1) - 1) / s + 1. */
-const loom_sym_expr *loom_tp_conv_taps_out(loom_sym_ctx *cx, const loom_tp_conv_taps *g, int i, const loom_sym_expr *h);
-/* col (n, c*L, cols(prod y_i)) = the patches of X (n, c, h..) (not padded; 0 where a tap reads
- * the padding) for the live taps only: row c*L + the live tap's flat index, column the flat
- * output position. Parameters (X, a0.., t0.. (i64: each axis' run start and length), col). */
-loom_status loom_tp_gen_im2col_taps(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_taps *g,
-                                    loom_tp_func **result);
-/* Wl (o, cg*L) = the weights W (o, cg, k..) of the live taps, in col's row order. Parameters
- * (W, Wf: W viewed (o, cg*K), a0.., t0.., Wl); every tap live, Wf's rows copied whole. */
-loom_status loom_tp_gen_conv_taps_w(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_taps *g,
-                                    loom_tp_func **result);
+/* Along axis i (input extent h, output extent y), tap t's output positions that read data: the
+ * run [*jlo, *jlo + *r) (*r = 0 when none does). */
+void loom_tp_conv_tap_rect(loom_sym_ctx *cx, const loom_tp_conv_taps *g, int i, int64_t t, const loom_sym_expr *h,
+                           const loom_sym_expr *y, const loom_sym_expr **jlo, const loom_sym_expr **r);
+/* col (n, c, cols(prod r_i)) = X[n, c, x0_i + v_i*s_i ..] for v in the box of extents r_i (flat,
+ * row-major; zero past it up to whole panels). Parameters (X (n, c, h..), x0.. r.. (i64), col). */
+loom_status loom_tp_gen_conv_tap_cols(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_taps *g,
+                                      loom_tp_func **result);
+/* Y (n, o, y..) = Yp + Yt placed at the box [jlo_i, jlo_i + r_i) (Yt (n, o, q), the box flat at
+ * its front). Parameters (Yp, Yt, jlo.. r.. (i64), Y). */
+loom_status loom_tp_gen_conv_tap_add(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_taps *g,
+                                     loom_tp_func **result);
+/* Y (n, o, y..) = Bias[o] (bias) or 0. */
+loom_status loom_tp_gen_conv_tap_init(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, bool bias,
+                                      loom_tp_func **result);
 
 /* Transposed convolution as a GEMM and a sum of its columns (gen_conv.c):
  * convt_gemm: col (n, G*q, l) = per group W (c, q)^T X (n, c, l): W is (C, O/G, k..) viewed with

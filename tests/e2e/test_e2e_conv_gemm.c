@@ -158,7 +158,7 @@ LOOM_TEST(e2e_conv_gemm, dilated_live_taps) {
        .groups = 1, .c = 3, .o = 4, .bias = true},
   };
   int runs = 0;
-  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i], "im2col_taps");
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i], "conv_tap_cols");
   cr_log_info("dilated convolutions by their live taps: %d runs", runs);
 }
 
