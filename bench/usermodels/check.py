@@ -1,6 +1,6 @@
 """check.py MODEL.onnx SHAPE [SHAPE...]: Loom (`loom run`, 1 thread, best of 3) against ONNX Runtime (1 thread, best of 3)
 on the same random input: the output's max abs error over its max abs value, both times and their ratio.
-SHAPE like 1x3x224x224 (the first input; float32 random). $LOOM: the loom binary (default zig-out/bin/loom). """
+SHAPE like 1x3x224x224 (the first input; float32 random); a model with several outputs is compared on its first. $LOOM: the loom binary (default zig-out/bin/loom). """
 import sys, subprocess, re, time, os, numpy as np, onnxruntime as ort
 LOOM = os.environ.get("LOOM", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "zig-out", "bin", "loom"))
 IN, OUT = f"/tmp/um_in_{os.getpid()}.npy", f"/tmp/um_out_{os.getpid()}.npy"
@@ -20,7 +20,7 @@ for shp in sys.argv[2:]:
     m = re.search(r"min ([\d.]+) ms", r.stdout)
     if r.returncode or not m:
         print(f"{os.path.basename(f):28} {shp:16} LOOM FAILED rc={r.returncode}: {(r.stderr or r.stdout)[-400:]}", flush=True); continue
-    y = np.load(OUT)
+    y = np.load(OUT if os.path.exists(OUT) else OUT[:-4] + ".0.npy")  # several outputs: FILE.0.npy, ...; the first compared
     err = float(np.max(np.abs(y.astype(np.float64) - ref)) / max(1e-30, float(np.max(np.abs(ref))))) if y.shape == ref.shape else float("inf")
     lm, om = float(m.group(1)), min(ts) * 1e3
     print(f"{os.path.basename(f):28} {shp:16} err {err:.1e} {'' if err < 1e-4 else 'WRONG'} loom {lm:9.2f} ms  ort {om:9.2f} ms  ratio {lm/om:5.2f}", flush=True)

@@ -16,7 +16,7 @@ PY
 )
   "$BENCH_PYTHON" -m pip install -q --no-deps --target "$TV" "torchvision==$tvv" || "$BENCH_PYTHON" -m pip install -q --no-deps --target "$TV" torchvision
 fi
-TVM="efficientnet_b0 mobilenet_v3_small mnasnet0_5 regnet_y_400mf shufflenet_v2_x1_0 squeezenet1_1 googlenet densenet121 resnet50 convnext_tiny swin_t vit_b_16 maxvit_t resnext50_32x4d regnet_x_400mf mobilenet_v3_large inception_v3 deeplabv3_mobilenet_v3_large"
+TVM="efficientnet_b0 mobilenet_v3_small mnasnet0_5 regnet_y_400mf shufflenet_v2_x1_0 squeezenet1_1 googlenet densenet121 resnet50 convnext_tiny swin_t vit_b_16 maxvit_t resnext50_32x4d regnet_x_400mf mobilenet_v3_large inception_v3 deeplabv3_mobilenet_v3_large ssdlite320_mobilenet_v3_large"
 NN="lstm gru tenc sdpa audio unet yolo sdunet"
 want="${*:-$TVM $NN}"
 for n in $want; do
@@ -35,6 +35,7 @@ for n in $want; do
     swin_t|maxvit_t) shapes="1x3x224x224" ;;
     vit_b_16) shapes="1x3x224x224 2x3x224x224" ;;
     inception_v3) shapes="1x3x299x299 2x3x331x307" ;;
+    ssdlite320_mobilenet_v3_large) shapes="3x320x320 3x480x360" ;;
     *) shapes="1x3x224x224 2x3x199x157" ;;
   esac
   "$BENCH_PYTHON" bench/usermodels/check.py "$f" $shapes

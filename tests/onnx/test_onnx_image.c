@@ -4,7 +4,7 @@
  * on a symbolic batch, MelWeightMatrix from constants) against hand-computed values (numpy's
  * np.pad and the ONNX reference evaluator for MelWeightMatrix), and the errors for bad
  * attributes and shapes; and what torchvision models bring on symbolic extents (ceil-mode
- * pools, a flip as a Slice of step -1, a Concat of 64 inputs). */
+ * pools, a flip as a Slice of step -1, a Concat of 64 inputs, a Resize to constant sizes). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -305,4 +305,24 @@ LOOM_TEST(onnx, image_concat_of_64_inputs) {
   check("Concat", ins, NIN, &a, 13, NIN, v, 2, (int64_t[]){2, NIN}, want);
   for (int i = 0; i < 20; i++) v[i] = floats(2, (int64_t[]){2, 1}, (float[]){(float)i, 1});
   check("Sum", ins, 20, NULL, 13, 20, v, 2, (int64_t[]){2, 1}, (double[]){190, 20});
+}
+
+/* Resize to constant sizes from a symbolic H x W (torchvision's detection transform resizing any
+ * image to 320 x 320): the scales are known at run time only, the output extents are the sizes.
+ * Nearest, asymmetric, floor: x' = floor(x * in / size). */
+LOOM_TEST(onnx, image_resize_constant_sizes_of_symbolic_extents) {
+  static const int64_t sz[] = {4, 2}, axes[] = {2, 3};
+  const arg ins[] = {{"x", 1, 4, {"N", "C", "H", "W"}, NULL, 0}, {"", 0, 0, {0}, NULL, 0}, {"", 0, 0, {0}, NULL, 0},
+                     {"s", 7, 1, {"2"}, sz, 2}};
+  static const float x[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  static const double from_2x3[] = {0, 1, 0, 1, 3, 4, 3, 4}, from_3x4[] = {0, 2, 0, 2, 4, 6, 8, 10};
+  for (int i = 0; i < 2; i++) {
+    pb a = {0};
+    attr_ints(&a, "axes", 2, axes);
+    attr_str(&a, "mode", "nearest");
+    attr_str(&a, "coordinate_transformation_mode", "asymmetric");
+    attr_str(&a, "nearest_mode", "floor");
+    loom_graph_value v = floats(4, i ? (int64_t[]){1, 1, 3, 4} : (int64_t[]){1, 1, 2, 3}, x);
+    check("Resize", ins, 4, &a, 18, 1, &v, 4, (int64_t[]){1, 1, 4, 2}, i ? from_3x4 : from_2x3);
+  }
 }

@@ -259,8 +259,11 @@ static loom_status h_resize(nctx *c, const op_entry *e, loom_graph_expr **out) {
   if (!use_sizes && !oimp_has_input(c, i_scales)) return BAD(c->n, "one of scales and sizes is required");
   if (crop && !oimp_has_input(c, i_roi)) return BAD(c->n, "coordinate_transformation_mode tf_crop_and_resize needs roi");
   size_t i_p = use_sizes ? i_sizes : i_scales;
-  if (!c->consts[i_p] || (crop && !c->consts[i_roi])) {
-    /* run-time scales / sizes / roi: the output extents of the resized axes are fresh symbols */
+  bool sym_in = false; /* constant sizes of an axis whose extent is symbolic: its scale is known at run time only */
+  for (size_t k = 0; use_sizes && k < na; k++) sym_in |= oimp_const_dim(c, 0, (int)ax[k]) < 0;
+  if (!c->consts[i_p] || (crop && !c->consts[i_roi]) || sym_in) {
+    /* run-time scales / sizes / roi: the output extents of the resized axes are fresh symbols
+     * (or the sizes, when they are known) */
     loom_graph_expr *args[3] = {c->args[0], c->args[i_p], crop ? c->args[i_roi] : NULL};
     oimp_symval sv, *known = use_sizes && stretch && oimp_symval_of(c, i_sizes, &sv) && sv.n == na ? &sv : NULL;
     if (known && !crop) {
@@ -281,7 +284,7 @@ static loom_status h_resize(nctx *c, const op_entry *e, loom_graph_expr **out) {
     double sel = not_larger ? INFINITY : -INFINITY;
     for (size_t k = 0; k < na; k++) {
       int64_t in = oimp_const_dim(c, 0, (int)ax[k]);
-      if (in <= 0) return UNSUP(c->n, "sizes needs a constant, non-zero extent on axis %lld", (long long)ax[k]);
+      if (in == 0) return UNSUP(c->n, "sizes needs a non-zero extent on axis %lld", (long long)ax[k]);
       if (sz[k] < 0) return BAD(c->n, "sizes entry %zu is %lld", k, (long long)sz[k]);
       scales[ax[k]] = (double)sz[k] / (double)in;
       if (not_larger ? scales[ax[k]] < sel : scales[ax[k]] > sel) sel = scales[ax[k]];
