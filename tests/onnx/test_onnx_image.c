@@ -4,7 +4,7 @@
  * on a symbolic batch, MelWeightMatrix from constants) against hand-computed values (numpy's
  * np.pad and the ONNX reference evaluator for MelWeightMatrix), and the errors for bad
  * attributes and shapes; and what torchvision models bring on symbolic extents (ceil-mode
- * pools, a flip as a Slice of step -1, a Concat of 64 inputs, a Resize to constant sizes). */
+ * pools, a flip as a Slice of step -1, a Concat of 64 inputs, a Resize to constant sizes, RoiAlign). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -325,4 +325,56 @@ LOOM_TEST(onnx, image_resize_constant_sizes_of_symbolic_extents) {
     loom_graph_value v = floats(4, i ? (int64_t[]){1, 1, 3, 4} : (int64_t[]){1, 1, 2, 3}, x);
     check("Resize", ins, 4, &a, 18, 1, &v, 4, (int64_t[]){1, 1, 4, 2}, i ? from_3x4 : from_2x3);
   }
+}
+
+/* RoiAlign on a symbolic N x C x H x W (Faster R-CNN exported with dynamic image extents):
+ * the same values as with the extents constant, at two image sizes, rois inside, across and
+ * outside the image, avg and max, both coordinate modes. */
+LOOM_TEST(onnx, image_roi_align_on_symbolic_extents) {
+  static const int64_t sizes[][2] = {{5, 7}, {9, 4}};
+  static const float rois[] = {0.5f, 1.0f, 3.5f, 4.0f, -2.0f, -1.0f, 6.0f, 8.0f, 10.0f, 9.0f, 12.0f, 11.0f, 1.2f, 0.3f, 1.9f, 2.6f};
+  static const int64_t bidx[] = {0, 1, 1, 0};
+  const char *modes[] = {"avg", "max"}, *ctms[] = {"half_pixel", "output_half_pixel"};
+  for (size_t si = 0; si < N(sizes); si++)
+    for (int m = 0; m < 2; m++) {
+      char hs[8], ws[8];
+      snprintf(hs, sizeof hs, "%lld", (long long)sizes[si][0]);
+      snprintf(ws, sizeof ws, "%lld", (long long)sizes[si][1]);
+      const arg sym[] = {{"x", 1, 4, {"N", "C", "H", "W"}, NULL, 0}, {"rois", 1, 2, {"R", "4"}, NULL, 0}, {"b", 7, 1, {"R"}, NULL, 0}};
+      const arg fixed[] = {{"x", 1, 4, {"2", "3", hs, ws}, NULL, 0}, {"rois", 1, 2, {"4", "4"}, NULL, 0}, {"b", 7, 1, {"4"}, NULL, 0}};
+      loom_graph_value y[2];
+      for (int v = 0; v < 2; v++) {
+        pb a = {0};
+        attr_str(&a, "mode", modes[m]);
+        attr_str(&a, "coordinate_transformation_mode", ctms[m]);
+        attr_int(&a, "output_height", 3);
+        attr_int(&a, "output_width", 2);
+        attr_int(&a, "sampling_ratio", 2);
+        loom_onnx_model *mm;
+        loom_graph_module *gm;
+        loom_status s = import_node("RoiAlign", v ? fixed : sym, 3, &a, 22, &mm, &gm);
+        cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+        int64_t xs[4] = {2, 3, sizes[si][0], sizes[si][1]};
+        float x[2 * 3 * 9 * 7];
+        for (int i = 0; i < 2 * 3 * sizes[si][0] * sizes[si][1]; i++) x[i] = (float)((i * 37) % 23) - 11.0f;
+        loom_graph_value in[3] = {floats(4, xs, x), floats(2, (int64_t[]){4, 4}, rois), i64s(1, (int64_t[]){4}, bidx)};
+        s = loom_graph_eval(gm, "main", 3, in, NULL, &y[v]);
+        cr_assert(s == LOOM_OK, "%s", loom_status_text(s, 1));
+        for (int i = 0; i < 3; i++) loom_graph_value_free(&in[i]);
+        loom_graph_module_destroy(gm);
+        loom_onnx_model_free(mm);
+      }
+      cr_assert_eq(y[0].t.numel, y[1].t.numel);
+      cr_assert_eq(y[0].t.numel, (size_t)(4 * 3 * 3 * 2));
+      double nonzero = 0;
+      for (size_t i = 0; i < y[0].t.numel; i++) {
+        double a = loom_graph_tensor_get_f64(&y[0].t, i), b = loom_graph_tensor_get_f64(&y[1].t, i);
+        cr_assert(fabs(a - b) <= 1e-6 * (1 + fabs(b)), "%lldx%lld %s: y[%zu] %.7g symbolic, %.7g constant", (long long)sizes[si][0],
+                  (long long)sizes[si][1], modes[m], i, a, b);
+        nonzero += fabs(b);
+      }
+      cr_assert_gt(nonzero, 0.0);
+      loom_graph_value_free(&y[0]);
+      loom_graph_value_free(&y[1]);
+    }
 }

@@ -414,11 +414,26 @@ static loom_status h_deform_conv(nctx *c, const op_entry *e, loom_graph_expr **o
 
 /* ---- RoiAlign ------------------------------------------------------------------------------ */
 
+/* The scalar n + add of dtype dt: a constant, or (n symbolic: an image's extent) the value of
+ * the shape expression at run time. */
+static loom_status dim_scalar(nctx *c, loom_dtype dt, const loom_sym_expr *n, int64_t add, loom_graph_expr **out) {
+  imp *im = c->im;
+  const loom_sym_expr *e = loom_sym_add(im->cx, n, loom_sym_const(im->cx, add));
+  int64_t v;
+  if (loom_sym_is_const(e, &v)) return oimp_scalar(c, dt, (double)v, out);
+  loom_graph_expr *t;
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "values", 1, &e));
+  oimp_add_attr(c, loom_graph_attr_int(im->m, "scalar", 1));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_SYM_TENSOR, 0, NULL, NULL, &t));
+  oimp_add_attr(c, loom_graph_attr_dtype(im->m, "dtype", dt));
+  return op1a(c, LOOM_GRAPH_OP_CAST, t, out);
+}
+
 /* Sample coordinates along one axis for every roi, (R, o * sr): start + bin * (p + (i + 0.5) / sr)
  * for bin p and sample i, with start = lo * scale - offset, bin = max?(hi - lo) * scale / o;
  * whether each lies in [-1, n] (else the sample counts 0), and the coordinate clamped to
- * [0, n - 1] as the reference clamps it. */
-static loom_status roi_axis(nctx *c, loom_dtype dt, int64_t lo, int64_t o, int64_t sr, int64_t n, double scale, bool half,
+ * [0, n - 1] as the reference clamps it (n: the axis' extent, symbolic or not). */
+static loom_status roi_axis(nctx *c, loom_dtype dt, int64_t lo, int64_t o, int64_t sr, const loom_sym_expr *n, double scale, bool half,
                             loom_graph_expr **coord, loom_graph_expr **valid) {
   imp *im = c->im;
   loom_graph_expr *rois = c->args[1], *a, *b, *k, *start, *len;
@@ -454,21 +469,22 @@ static loom_status roi_axis(nctx *c, loom_dtype dt, int64_t lo, int64_t o, int64
   LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_ADD, start, len, &a)); /* (R, m) */
   LOOM_PROPAGATE(oimp_scalar(c, dt, -1, &k));
   LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_GREATER_EQUAL, a, k, &b));
-  LOOM_PROPAGATE(oimp_scalar(c, dt, (double)n, &k));
+  LOOM_PROPAGATE(dim_scalar(c, dt, n, 0, &k));
   LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_LESS_EQUAL, a, k, &len));
   LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_LOGICAL_AND, b, len, valid));
   LOOM_PROPAGATE(oimp_scalar(c, dt, 0, &k));
   LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MAXIMUM, a, k, &a));
-  LOOM_PROPAGATE(oimp_scalar(c, dt, (double)(n - 1), &k));
+  LOOM_PROPAGATE(dim_scalar(c, dt, n, -1, &k));
   return op2(c, LOOM_GRAPH_OP_MINIMUM, a, k, coord);
 }
 
 /* The bilinear corners of clamped coordinates c: lo = min(floor(c), n - 1), hi = min(lo + 1,
  * n - 1), and the weights 1 - (c - lo) of lo and c - lo of hi. */
-static loom_status roi_corners(nctx *c, loom_dtype dt, loom_graph_expr *x, int64_t n, loom_graph_expr *ix[2], loom_graph_expr *wt[2]) {
+static loom_status roi_corners(nctx *c, loom_dtype dt, loom_graph_expr *x, const loom_sym_expr *n, loom_graph_expr *ix[2],
+                               loom_graph_expr *wt[2]) {
   loom_graph_expr *k, *k1;
   LOOM_PROPAGATE(op1a(c, LOOM_GRAPH_OP_FLOOR, x, &ix[0]));
-  LOOM_PROPAGATE(oimp_scalar(c, dt, (double)(n - 1), &k));
+  LOOM_PROPAGATE(dim_scalar(c, dt, n, -1, &k));
   LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MINIMUM, ix[0], k, &ix[0]));
   LOOM_PROPAGATE(oimp_scalar(c, dt, 1, &k1));
   LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_ADD, ix[0], k1, &ix[1]));
@@ -502,25 +518,28 @@ static loom_status h_roi_align(nctx *c, const op_entry *e, loom_graph_expr **out
     return BAD(c->n, "X must be rank 4 (N, C, H, W), rois rank 2 (R, 4) and batch_indices rank 1 (R)");
   loom_dtype dt = c->args[0]->sinfo->dtype;
   if ((dt != LOOM_DTYPE_F32 && dt != LOOM_DTYPE_F64) || c->args[1]->sinfo->dtype != dt) return UNSUP(c->n, "X and rois must both be f32 or both f64");
-  int64_t h = oimp_const_dim(c, 0, 2), w = oimp_const_dim(c, 0, 3), p = oh * sr * ow * sr;
-  if (h < 1 || w < 1) return UNSUP(c->n, "needs constant, non-zero spatial extents");
+  const loom_sym_expr *h = c->args[0]->sinfo->dims[2], *w = c->args[0]->sinfo->dims[3]; /* symbolic or not */
+  int64_t p = oh * sr * ow * sr;
+  if (oimp_const_dim(c, 0, 2) == 0 || oimp_const_dim(c, 0, 3) == 0) return UNSUP(c->n, "needs non-zero spatial extents");
   if (oimp_const_dim(c, 1, 1) != 4) return BAD(c->n, "rois must be (R, 4)");
   loom_graph_expr *gx, *gy, *vx, *vy, *k, *xr, *y = NULL, *yi[2], *yw[2], *xi[2], *xw[2];
   LOOM_PROPAGATE(roi_axis(c, dt, 0, ow, sr, w, scale, half, &gx, &vx));
   LOOM_PROPAGATE(roi_axis(c, dt, 1, oh, sr, h, scale, half, &gy, &vy));
-  int64_t dx[3] = {-1, 1, ow * sr}, dy[3] = {-1, oh * sr, 1}, dp[3] = {-1, 1, p}, dxr[3] = {-1, -2, h * w};
+  int64_t dx[3] = {-1, 1, ow * sr}, dy[3] = {-1, oh * sr, 1}, dp[3] = {-1, 1, p};
   LOOM_PROPAGATE(reshape_c(c, gx, 3, dx, &gx));
   LOOM_PROPAGATE(reshape_c(c, vx, 3, dx, &vx));
   LOOM_PROPAGATE(reshape_c(c, gy, 3, dy, &gy));
   LOOM_PROPAGATE(reshape_c(c, vy, 3, dy, &vy));
   LOOM_PROPAGATE(roi_corners(c, dt, gx, w, xi, xw));
   LOOM_PROPAGATE(roi_corners(c, dt, gy, h, yi, yw));
-  LOOM_PROPAGATE(oimp_scalar(c, dt, (double)w, &k));
+  LOOM_PROPAGATE(dim_scalar(c, dt, w, 0, &k));
   LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MUL, yi[0], k, &yi[0]));
   LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_MUL, yi[1], k, &yi[1]));
   oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 0));
   LOOM_PROPAGATE(op2(c, LOOM_GRAPH_OP_TAKE, c->args[0], c->args[2], &xr));
-  LOOM_PROPAGATE(reshape_c(c, xr, 3, dxr, &xr)); /* (R, C, H * W) */
+  const loom_sym_expr *dxr[3] = {xr->sinfo->dims[0], xr->sinfo->dims[1], loom_sym_mul(im->cx, h, w)};
+  oimp_add_attr(c, loom_graph_attr_syms(im->m, "shape", 3, dxr));
+  LOOM_PROPAGATE(op1a(c, LOOM_GRAPH_OP_RESHAPE, xr, &xr)); /* (R, C, H * W) */
   const loom_sym_expr *rcp[3] = {xr->sinfo->dims[0], xr->sinfo->dims[1], loom_sym_const(im->cx, p)};
   for (int a = 0; a < 2; a++)
     for (int b = 0; b < 2; b++) {
