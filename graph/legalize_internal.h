@@ -96,7 +96,7 @@ loom_status loom_legal_lower_call(loom_graph_module *m, const loom_graph_expr *v
 
 /* ---- rewriting one binding into several (legalize_expand.c) ---- */
 
-#define LOOM_LX_MAX_ADDED 40
+#define LOOM_LX_MAX_ADDED 128 /* a dilated convolution tap by tap adds 3 per tap (legalize_window.c) */
 
 /* The bindings added before the one being rewritten (b), spliced in when the rewrite succeeds
  * (loom_lx is declared in graph_internal.h for the expand hooks' type). */
@@ -107,7 +107,8 @@ struct loom_lx {
   size_t n;
 };
 
-/* Adds `<b's var>_<suffix> = value` with struct info si; its var, or NULL (out of memory). */
+/* Adds `<b's var>_<suffix> = value` with struct info si; its var, or NULL (out of memory, or
+ * LOOM_LX_MAX_ADDED bindings added: an expander with more checks x->n first). */
 loom_graph_expr *loom_lx_add(loom_lx *x, const char *suffix, loom_graph_binding_kind kind, loom_graph_expr *value,
                              const loom_sinfo *si);
 /* The call of the program gen makes of params (size bytes; loom_legal_program, named `name`) on

@@ -633,8 +633,10 @@ static loom_status expand_conv(loom_lx *x, loom_graph_expr **value, bool *applie
   int64_t cg, o;
   if (loom_sym_is_const(ws->dims[1], &cg) && cg == 1 && loom_sym_is_const(ws->dims[0], &o) && o == gw.groups)
     return expand_depthwise(x, xs, &gw, &g, value);
-  if (loom_graph_conv_grid_wasteful(&gw, g.kernel, n)) /* dilated: the live taps' patches, not the grid */
+  bool strided_grid = loom_graph_conv_grid_wasteful(&gw, g.kernel, n); /* dilated: not the grid */
+  if (strided_grid && x->n + 3 * K + 3 <= LOOM_LX_MAX_ADDED) /* tap by tap, 3 bindings each */
     return expand_conv_taps(x, xs, out, &gw, &g, bs != NULL, value);
+  strided |= strided_grid; /* a kernel of more taps: the patches of every tap */
   loom_graph_module *m = x->m;
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   const loom_sym_expr *N = xs->dims[0], *Cc = xs->dims[1], *O = ws->dims[0], *hp[LOOM_TP_MAX_SPATIAL];

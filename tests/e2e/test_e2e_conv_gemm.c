@@ -140,6 +140,7 @@ LOOM_TEST(e2e_conv_gemm, conv2d_strided) {
       f2(7, 7, 3, 3, 3, 3, 2, 2, 1, 1, 1, 3, 8, true), f2(3, 3, 1, 1, 1, 1, 2, 2, 1, 1, 1, 4, 7, false),
       f2(1, 1, 0, 0, 0, 0, 2, 2, 1, 1, 1, 6, 13, true), f2(3, 2, 0, 1, 2, 0, 3, 1, 1, 2, 2, 4, 6, false),
       f2(3, 3, 1, 1, 1, 1, 2, 2, 1, 1, 5, 5, 5, true),   f2(5, 3, 2, 0, 1, 2, 3, 2, 2, 1, 7, 7, 7, false),
+      f2(5, 9, 1, 0, 2, 3, 1, 1, 1, 1, 1, 2, 3, true), /* 45 taps past the grid: too many to go tap by tap, the patches */
   };
   int runs = 0;
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i], NULL);
@@ -154,6 +155,7 @@ LOOM_TEST(e2e_conv_gemm, dilated_live_taps) {
   const gemm_form forms[] = {
       f2(3, 3, 12, 12, 12, 12, 1, 1, 12, 12, 1, 5, 7, true), f2(3, 3, 9, 9, 9, 9, 2, 2, 9, 9, 1, 3, 6, false),
       f2(3, 3, 10, 3, 8, 20, 1, 1, 11, 13, 2, 4, 6, true),   f2(2, 3, 0, 5, 1, 9, 1, 2, 3, 9, 1, 2, 9, false),
+      f2(2, 9, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, 5, false), /* no padding: every tap's box starts at 0 (fuzz-ops conv3d, shrunk) */
       {.n = 3, .kernel = {3, 1, 3}, .pad_lo = {2, 0, 8}, .pad_hi = {2, 0, 8}, .stride = {1, 1, 1}, .dilation = {2, 1, 8},
        .groups = 1, .c = 3, .o = 4, .bias = true},
   };
