@@ -175,8 +175,9 @@ LOOM_TEST(e2e_conv_packed, conv3d_forms) {
 
 /* What pack leaves alone keeps its path: grouped weights, output channels not a multiple of 8 (the
  * flat GEMM); a dilation whose padding widens each row of the grid by 8 columns or more
- * (loom_graph_conv_grid_wasteful: DeepLab's ASPP at dilation 12, 24, 36) takes the patches (im2col)
- * and one GEMM, the kernel's taps reading past the input too (h and v below the dilation). */
+ * (loom_graph_conv_grid_wasteful: DeepLab's ASPP at dilation 12, 24, 36) goes tap by tap over each
+ * tap's positions that read data (conv_tap_cols and a GEMM per tap), the kernel's taps reading past
+ * the input too (h and v below the dilation). */
 LOOM_TEST(e2e_conv_packed, forms_left_unpacked) {
   const packed_form forms[] = {
       {.n = 2, .kernel = {3, 3}, .pad_lo = {1, 1}, .pad_hi = {1, 1}, .stride = {1, 1}, .dilation = {1, 1}, .groups = 2, .c = 4,
@@ -191,7 +192,7 @@ LOOM_TEST(e2e_conv_packed, forms_left_unpacked) {
     loom_strbuf_init(&text, NULL);
     e2e_model md = compile_form(&forms[i], path, &text);
     cr_assert(!has_program(&md, "conv_packed") && has_program(&md, "conv_gemm"), "form %zu:\n%.2000s", i, loom_strbuf_cstr(&text));
-    cr_assert_eq(has_program(&md, "im2col"), i >= 2, "form %zu: the patches %s", i, i >= 2 ? "missing" : "unexpected");
+    cr_assert_eq(has_program(&md, "conv_tap_cols"), i >= 2, "form %zu: the taps' patches %s", i, i >= 2 ? "missing" : "unexpected");
     e2e_bind b[3] = {{"b", 2}, {"h", 9}, {"v", 7}};
     double err = e2e_check(&md, "main", b, 3, false, NULL);
     cr_assert_lt(err, 1e-4, "form %zu: relative error %g", i, err);
