@@ -106,7 +106,9 @@ loom_status loom_graph_conv_window(loom_graph_icx *ic, int n, bool pool, loom_gr
  * rows, the columns past each row's output computed and cropped) would compute at least
  * LOOM_GRAPH_CONV_GRID_WASTE columns per row for nothing: a dilated kernel, whose padding widens
  * every row (DeepLab's ASPP, 3 x 3 at dilation 36: 72 columns past a 14-column row). Such a
- * convolution takes the patches (im2col) and one GEMM instead. kernel: the n spatial extents. */
+ * convolution goes tap by tap over each tap's positions that read data (legalize_window.c; the
+ * patches of every tap and one GEMM when the kernel has too many taps). kernel: the n spatial
+ * extents. */
 enum { LOOM_GRAPH_CONV_GRID_WASTE = 8 };
 bool loom_graph_conv_grid_wasteful(const loom_graph_window *w, const int64_t *kernel, int n);
 /* The spatial rank of convolution op `op` (conv1d: 1, conv2d: 2, conv: ndim - 2) on an input of

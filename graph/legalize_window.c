@@ -489,23 +489,26 @@ static loom_status expand_conv_packed(loom_lx *x, const loom_sinfo *xs, const lo
   return loom_lx_call(x, name, gen_conv_crop, &rank, sizeof rank, (size_t)n, args, out, value);
 }
 
-LOOM_TP_GEN_PARAMS(loom_tp_conv_taps, (1 + 5 * LOOM_TP_MAX_SPATIAL) * 8);
+/* The tap programs' parameters (padding-free): the spatial rank, whether a bias comes first
+ * (tap_init) and the strides (tap_cols); the rest is the same for every convolution. */
+typedef struct tap_params {
+  int64_t stride[LOOM_TP_MAX_SPATIAL];
+  int32_t n, bias;
+} tap_params;
+LOOM_TP_GEN_PARAMS(tap_params, LOOM_TP_MAX_SPATIAL * 8 + 2 * 4);
 
 static loom_status gen_conv_tap_cols(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
-  return loom_tp_gen_conv_tap_cols(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, params, tp);
+  const tap_params *p = params;
+  return loom_tp_gen_conv_tap_cols(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, p->n, p->stride, tp);
 }
 
 static loom_status gen_conv_tap_add(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
-  return loom_tp_gen_conv_tap_add(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, params, tp);
+  const tap_params *p = params;
+  return loom_tp_gen_conv_tap_add(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, p->n, tp);
 }
 
-typedef struct tap_init_params {
-  int32_t n, bias;
-} tap_init_params;
-LOOM_TP_GEN_PARAMS(tap_init_params, 2 * 4);
-
 static loom_status gen_conv_tap_init(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
-  const tap_init_params *p = params;
+  const tap_params *p = params;
   return loom_tp_gen_conv_tap_init(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, p->n, p->bias != 0, tp);
 }
 
@@ -525,21 +528,16 @@ static loom_status expand_conv_taps(loom_lx *x, const loom_sinfo *xs, const loom
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   int n = geo->n;
   loom_tp_conv_taps tg = {.n = n};
+  tap_params init = {.n = n, .bias = bias}, cols = {.n = n}, add = {.n = n};
   int64_t K = 1;
   for (int i = 0; i < n; i++) {
-    tg.kernel[i] = geo->kernel[i];
     tg.dilation[i] = geo->dilation[i];
-    tg.stride[i] = gw->stride[i];
+    tg.stride[i] = cols.stride[i] = gw->stride[i];
     tg.pad_lo[i] = gw->pad_lo[i];
-    tg.pad_hi[i] = gw->pad_hi[i];
-    K *= tg.kernel[i];
+    K *= geo->kernel[i];
   }
-  char key[256] = "", name[512];
-  key_list(key, sizeof key, "k", tg.kernel, n);
-  key_list(key, sizeof key, "d", tg.dilation, n);
-  key_list(key, sizeof key, "s", tg.stride, n);
-  key_list(key, sizeof key, "p", tg.pad_lo, n);
-  key_list(key, sizeof key, "q", tg.pad_hi, n);
+  char name[512], strides[128] = "";
+  key_list(strides, sizeof strides, "s", cols.stride, n);
   const loom_sinfo *ws;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &ws));
   const loom_sym_expr *fd[2] = {ws->dims[0], loom_sym_mul(cx, ws->dims[1], loom_sym_const(cx, K))};
@@ -547,10 +545,9 @@ static loom_status expand_conv_taps(loom_lx *x, const loom_sinfo *xs, const loom
                                     loom_sinfo_tensor(m, LOOM_DTYPE_F32, 2, fd, ws->device));
   if (!wf) return LOOM_OOM();
   /* the output, the bias to start */
-  tap_init_params ip = {.n = n, .bias = bias};
   snprintf(name, sizeof name, "conv_tap_init_f32_n%d%s", n, bias ? "_bias" : "");
   loom_graph_expr *y;
-  LOOM_PROPAGATE(loom_lx_add_tp(x, "y0", name, gen_conv_tap_init, &ip, sizeof ip, bias ? 1 : 0,
+  LOOM_PROPAGATE(loom_lx_add_tp(x, "y0", name, gen_conv_tap_init, &init, sizeof init, bias ? 1 : 0,
                                 bias ? &call->u.call.args[2] : NULL, out, &y));
   loom_tp_conv_gemm g = {.n = 1, .groups = geo->groups, .kernel = {1}, .dilation = {1}, .stride = 1, .tap_stride = K};
   gemm_params gp = gemm_params_of(&g, NULL);
@@ -560,7 +557,7 @@ static loom_status expand_conv_taps(loom_lx *x, const loom_sinfo *xs, const loom
     loom_graph_expr *cargs[1 + 2 * LOOM_TP_MAX_SPATIAL], *aargs[2 + 2 * LOOM_TP_MAX_SPATIAL];
     for (int i = 0, rest = (int)t; i < n; i++) { /* tap t's position, the last axis fastest */
       int64_t inner = 1;
-      for (int k = i + 1; k < n; k++) inner *= tg.kernel[k];
+      for (int k = i + 1; k < n; k++) inner *= geo->kernel[k];
       tap[i] = rest / inner;
       rest %= (int)inner;
       loom_tp_conv_tap_rect(cx, &tg, i, tap[i], xs->dims[2 + i], out->dims[2 + i], &jlo[i], &r[i]);
@@ -578,8 +575,8 @@ static loom_status expand_conv_taps(loom_lx *x, const loom_sinfo *xs, const loom
     if (!csi || !tsi) return LOOM_OOM();
     loom_graph_expr *col, *yt, *gargs[3];
     cargs[0] = call->u.call.args[0];
-    snprintf(name, sizeof name, "conv_tap_cols_f32_n%d%s", n, key);
-    LOOM_PROPAGATE(loom_lx_add_tp(x, "col", name, gen_conv_tap_cols, &tg, sizeof tg, (size_t)(1 + 2 * n), cargs, csi, &col));
+    snprintf(name, sizeof name, "conv_tap_cols_f32_n%d%s", n, strides);
+    LOOM_PROPAGATE(loom_lx_add_tp(x, "col", name, gen_conv_tap_cols, &cols, sizeof cols, (size_t)(1 + 2 * n), cargs, csi, &col));
     gargs[0] = col;
     gargs[1] = wf;
     if (!(gargs[2] = loom_graph_sym_new(m, loom_sym_const(cx, t)))) return LOOM_OOM();
@@ -588,9 +585,9 @@ static loom_status expand_conv_taps(loom_lx *x, const loom_sinfo *xs, const loom
     LOOM_PROPAGATE(loom_lx_add_tp(x, "yt", name, gen_conv_gemm, &gp, sizeof gp, 3, gargs, tsi, &yt));
     aargs[0] = y;
     aargs[1] = yt;
-    snprintf(name, sizeof name, "conv_tap_add_f32_n%d%s", n, key);
-    if (t + 1 == K) return loom_lx_call(x, name, gen_conv_tap_add, &tg, sizeof tg, (size_t)(2 + 2 * n), aargs, out, value);
-    LOOM_PROPAGATE(loom_lx_add_tp(x, "y", name, gen_conv_tap_add, &tg, sizeof tg, (size_t)(2 + 2 * n), aargs, out, &y));
+    snprintf(name, sizeof name, "conv_tap_add_f32_n%d", n);
+    if (t + 1 == K) return loom_lx_call(x, name, gen_conv_tap_add, &add, sizeof add, (size_t)(2 + 2 * n), aargs, out, value);
+    LOOM_PROPAGATE(loom_lx_add_tp(x, "y", name, gen_conv_tap_add, &add, sizeof add, (size_t)(2 + 2 * n), aargs, out, &y));
   }
   return LOOM_ERROR(INTERNAL, "conv taps: a kernel without taps");
 }

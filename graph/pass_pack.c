@@ -294,7 +294,7 @@ static loom_status pack_conv(loom_pass *p, loom_graph_binding *b) {
     if (i) per_o *= dims[i];
   }
   if (dims[0] % B || w->u.cnst.nbytes != (size_t)(dims[0] * per_o) * sizeof(float)) return LOOM_OK;
-  /* a grid that wastes whole columns per row (dilated kernels): left to the patches' GEMM */
+  /* a grid that wastes whole columns per row (dilated kernels): left to legalization, tap by tap */
   loom_graph_icx ic = {.m = p->m, .cx = loom_graph_module_sym(p->m), .call = v, .op = loom_graph_op_name(v->u.call.op)};
   loom_graph_window gw;
   loom_status ws = loom_graph_conv_window(&ic, n, false, &gw);

@@ -9,18 +9,14 @@
  * itself: no padded copy, no zeros), one GEMM over the input channels with the tap's weights read
  * in place (conv_gemm's tap form), and the product added into the output's box (tap_add), from
  * an output that starts as the bias (tap_init). A tap that reads no data has an empty box. The
- * tap's position comes in scalar parameters: one program of each kind serves every tap. */
+ * tap's position comes in scalar parameters: one program of each kind serves every tap (and
+ * every convolution of the same spatial rank; tap_cols of the same strides too). */
 #include "tensorprog/gen_internal.h"
 
 static const loom_sym_expr *C(loom_sym_ctx *cx, int64_t v) { return loom_sym_const(cx, v); }
 
-static loom_status check_taps(const loom_tp_conv_taps *g, const char *what) {
-  if (g->n < 1 || g->n > LOOM_TP_MAX_SPATIAL) return LOOM_ERROR(INVALID_ARGUMENT, "%s: %lld spatial axes", what, (long long)g->n);
-  for (int i = 0; i < g->n; i++)
-    if (g->kernel[i] < 1 || g->dilation[i] < 1 || g->stride[i] < 1 || g->pad_lo[i] < 0 || g->pad_hi[i] < 0)
-      return LOOM_ERROR(INVALID_ARGUMENT, "%s: spatial axis %d has kernel %lld, dilation %lld, stride %lld, pads %lld, %lld", what,
-                        i, (long long)g->kernel[i], (long long)g->dilation[i], (long long)g->stride[i], (long long)g->pad_lo[i],
-                        (long long)g->pad_hi[i]);
+static loom_status check_rank(int n, const char *what) {
+  if (n < 1 || n > LOOM_TP_MAX_SPATIAL) return LOOM_ERROR(INVALID_ARGUMENT, "%s: %d spatial axes", what, n);
   return LOOM_OK;
 }
 
@@ -51,10 +47,12 @@ static void scalars(loom_tpb *b, int n, char p, const loom_sym_expr **v) {
  *     for q in 0..n*c { for i0 in 0..t0 {
  *       (loom_tpg_row_copy: col[q // c, q % c, i0*t1 + ..] = X[q // c, q % c, a0 + i0*s0, a1 + ..*s1], t1 elements) } }
  *     for r in 0..n*c { for z in 0..cols(t0*t1) - t0*t1 { col[r // c, r % c, t0*t1 + z] = 0 } } } */
-loom_status loom_tp_gen_conv_tap_cols(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_taps *g,
+loom_status loom_tp_gen_conv_tap_cols(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, const int64_t *stride,
                                       loom_tp_func **result) {
-  LOOM_PROPAGATE(check_taps(g, "conv_tap_cols"));
-  int n = (int)g->n, l = n - 1;
+  LOOM_PROPAGATE(check_rank(n, "conv_tap_cols"));
+  for (int i = 0; i < n; i++)
+    if (stride[i] < 1) return LOOM_ERROR(INVALID_ARGUMENT, "conv_tap_cols: spatial axis %d has stride %lld", i, (long long)stride[i]);
+  int l = n - 1;
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *xd[2 + LOOM_TP_MAX_SPATIAL], *x0[LOOM_TP_MAX_SPATIAL], *rv[LOOM_TP_MAX_SPATIAL];
@@ -73,10 +71,10 @@ loom_status loom_tp_gen_conv_tap_cols(loom_arena *a, loom_sym_ctx *cx, const cha
   for (int i = 0; i < l; i++) {
     const loom_sym_expr *v = loom_tpb_for(&b, loom_tpg_var('i', i), rv[i], LOOM_TP_LOOP_SERIAL, false);
     p = loom_sym_add(cx, loom_sym_mul(cx, p, rv[i]), v);
-    xi[2 + i] = loom_tpb_idx(&b, loom_sym_add(cx, x0[i], loom_sym_mul(cx, v, C(cx, g->stride[i]))));
+    xi[2 + i] = loom_tpb_idx(&b, loom_sym_add(cx, x0[i], loom_sym_mul(cx, v, C(cx, stride[i]))));
   }
   loom_tp_expr *ci[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, c0), NULL};
-  loom_tpg_row_copy(&b, col, ci, loom_sym_mul(cx, p, rv[l]), X, xi, g->stride[l], x0[l], t, 0.0, rv[l], "m");
+  loom_tpg_row_copy(&b, col, ci, loom_sym_mul(cx, p, rv[l]), X, xi, stride[l], x0[l], t, 0.0, rv[l], "m");
   loom_tpb_end_n(&b, l + 1); /* the outer axes, q */
   /* the columns past the box, up to a whole panel: zeros (their products are never read) */
   const loom_sym_expr *r = loom_tpb_for(&b, "r", loom_sym_mul(cx, xd[0], xd[1]), LOOM_TP_LOOP_SERIAL, false);
@@ -93,10 +91,8 @@ loom_status loom_tp_gen_conv_tap_cols(loom_arena *a, loom_sym_ctx *cx, const cha
  *     for i0 in 0..n parallel { for i1 in 0..o { for i2 in 0..y0 { for i3 in 0..y1 { Y[..] = Yp[..] } } } }
  *     for i0 in 0..n { for i1 in 0..o { for i2 in 0..t0 { for i3 in 0..t1 {
  *       Y[i0, i1, j0 + i2, j1 + i3] = Y[i0, i1, j0 + i2, j1 + i3] + Yt[i0, i1, i2*t1 + i3] } } } } } */
-loom_status loom_tp_gen_conv_tap_add(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_taps *g,
-                                     loom_tp_func **result) {
-  LOOM_PROPAGATE(check_taps(g, "conv_tap_add"));
-  int n = (int)g->n;
+loom_status loom_tp_gen_conv_tap_add(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, loom_tp_func **result) {
+  LOOM_PROPAGATE(check_rank(n, "conv_tap_add"));
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *yd[2 + LOOM_TP_MAX_SPATIAL], *jv[LOOM_TP_MAX_SPATIAL], *rv[LOOM_TP_MAX_SPATIAL];
@@ -130,7 +126,7 @@ loom_status loom_tp_gen_conv_tap_add(loom_arena *a, loom_sym_ctx *cx, const char
  *   for i0 in 0..n parallel { for i1 .. { for i2 .. { for i3 .. { Y[i0, i1, i2, i3] = Bias[i1] | 0 } } } } } */
 loom_status loom_tp_gen_conv_tap_init(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, bool bias,
                                       loom_tp_func **result) {
-  if (n < 1 || n > LOOM_TP_MAX_SPATIAL) return LOOM_ERROR(INVALID_ARGUMENT, "conv_tap_init: %d spatial axes", n);
+  LOOM_PROPAGATE(check_rank(n, "conv_tap_init"));
   loom_tpb b;
   loom_tpb_init(&b, a, cx, name);
   const loom_sym_expr *yd[2 + LOOM_TP_MAX_SPATIAL];

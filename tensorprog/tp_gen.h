@@ -251,12 +251,11 @@ loom_status loom_tp_gen_conv_gemm(loom_arena *a, loom_sym_ctx *cx, const char *n
 loom_status loom_tp_gen_im2col(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_gemm *g,
                                const int64_t *stride, loom_tp_func **result);
 
-/* A dilated convolution tap by tap (gen_conv_taps.c): per spatial axis the kernel, dilation,
- * stride and pads. */
+/* A dilated convolution tap by tap (gen_conv_taps.c): per spatial axis the dilation, stride and
+ * padding before (what places a tap's reads). */
 typedef struct loom_tp_conv_taps {
-  int64_t n;
-  int64_t kernel[LOOM_TP_MAX_SPATIAL], dilation[LOOM_TP_MAX_SPATIAL], stride[LOOM_TP_MAX_SPATIAL];
-  int64_t pad_lo[LOOM_TP_MAX_SPATIAL], pad_hi[LOOM_TP_MAX_SPATIAL];
+  int n;
+  int64_t dilation[LOOM_TP_MAX_SPATIAL], stride[LOOM_TP_MAX_SPATIAL], pad_lo[LOOM_TP_MAX_SPATIAL];
 } loom_tp_conv_taps;
 /* Along axis i (input extent h, output extent y), tap t's output positions that read data: the
  * run [*jlo, *jlo + *r) (*r = 0 when none does). */
@@ -264,12 +263,11 @@ void loom_tp_conv_tap_rect(loom_sym_ctx *cx, const loom_tp_conv_taps *g, int i, 
                            const loom_sym_expr *y, const loom_sym_expr **jlo, const loom_sym_expr **r);
 /* col (n, c, cols(prod r_i)) = X[n, c, x0_i + v_i*s_i ..] for v in the box of extents r_i (flat,
  * row-major; zero past it up to whole panels). Parameters (X (n, c, h..), x0.. r.. (i64), col). */
-loom_status loom_tp_gen_conv_tap_cols(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_taps *g,
+loom_status loom_tp_gen_conv_tap_cols(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, const int64_t *stride,
                                       loom_tp_func **result);
 /* Y (n, o, y..) = Yp + Yt placed at the box [jlo_i, jlo_i + r_i) (Yt (n, o, q), the box flat at
  * its front). Parameters (Yp, Yt, jlo.. r.. (i64), Y). */
-loom_status loom_tp_gen_conv_tap_add(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_taps *g,
-                                     loom_tp_func **result);
+loom_status loom_tp_gen_conv_tap_add(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, loom_tp_func **result);
 /* Y (n, o, y..) = Bias[o] (bias) or 0. */
 loom_status loom_tp_gen_conv_tap_init(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int n, bool bias,
                                       loom_tp_func **result);
