@@ -64,6 +64,20 @@ typedef struct row_loops {
   int mode;      /* 0: count; 1: make the lanes-form loops gpu_lanes; 2: make them serial again */
 } row_loops;
 
+/* A spatial row loop's iterations may be dealt to the lanes only when no two of them touch one
+ * element (not a scatter; loom_tp_iterations_meet): col2im's tap loop is not `reduce`, yet its
+ * windows overlap. Local buffers are judged by loom_tp_lanes_form_of. */
+static bool independent(loom_sym_ctx *cx, const loom_tp_stmt *loop) {
+  if (loom_tp_stmt_scatters(loop->u.loop.body)) return false;
+  const loom_tp_buffer *meet = NULL;
+  loom_status st = loom_tp_iterations_meet(cx, loop, true, &meet);
+  if (st) {
+    loom_status_free(st);
+    return false;
+  }
+  return !meet;
+}
+
 static void walk_row(row_loops *r, loom_tp_stmt *s) {
   switch (s->kind) {
     case LOOM_TP_STMT_SEQ:
@@ -82,7 +96,7 @@ static void walk_row(row_loops *r, loom_tp_stmt *s) {
       loom_sym_interval iv = loom_sym_bounds(r->cx, s->u.loop.extent);
       if (iv.hi_inf || iv.hi >= WARP_MIN_ROW) r->long_row = true;
       loom_tp_lanes_form form;
-      if (s->u.loop.kind != LOOM_TP_LOOP_SERIAL || (!s->u.loop.reduce && loom_tp_stmt_scatters(s->u.loop.body)) ||
+      if (s->u.loop.kind != LOOM_TP_LOOP_SERIAL || (!s->u.loop.reduce && !independent(r->cx, s)) ||
           !loom_tp_lanes_form_of(s, &form))
         return; /* stays serial on every lane: correct, redundant */
       r->lanes++;

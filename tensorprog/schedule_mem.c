@@ -148,16 +148,16 @@ static loom_tp_expr **collect_visit(walker *w, const loom_tp_buffer *buf, loom_t
   return NULL;
 }
 
-/* The rest of index `d` when it is `v + rest` (with `pair`, of the fused run of axes from d),
+/* The rest of index `d` when it is `k*v + rest` (with `pair`, of the fused run of axes from d),
  * rest free of v and of the body's loop variables; NULL otherwise. */
-static const loom_sym_expr *own_part(loom_sym_ctx *cx, const access *x, int d, bool pair, const loom_sym_expr *v,
-                                     const walker *w) {
+static const loom_sym_expr *own_part(loom_sym_ctx *cx, const access *x, int d, bool pair, int64_t k,
+                                     const loom_sym_expr *v, const walker *w) {
   if (x->idx[d]->kind != LOOM_TP_EXPR_SYM) return NULL;
   int run = 0;
   const loom_sym_expr *e = pair ? loom_tp_fused_run(cx, x->buf, x->idx, d, &run) : x->idx[d]->u.sym;
   if (!e) return NULL;
   if (!loom_sym_uses_var(e, v)) return NULL;
-  const loom_sym_expr *rest = loom_sym_sub(cx, e, v);
+  const loom_sym_expr *rest = loom_sym_sub(cx, e, k == 1 ? v : loom_sym_mul(cx, loom_sym_const(cx, k), v));
   if (!rest || loom_sym_uses_var(rest, v)) return NULL;
   for (size_t i = 0; i < w->inner_vars.len; i++)
     if (loom_sym_uses_var(rest, w->inner_vars.data[i])) return NULL;
@@ -165,41 +165,50 @@ static const loom_sym_expr *own_part(loom_sym_ctx *cx, const access *x, int d, b
 }
 
 /* Iteration v touches only elements of `buf` whose index d (or fused run from d) is
- * v + rest, for one d and one rest shared by all of buf's accesses: distinct iterations
- * never meet. */
+ * k*v + rest (k = 1 or -1: a row walked backwards), for one d, k and rest shared by all of
+ * buf's accesses: distinct iterations never meet. */
 static bool separated(loom_sym_ctx *cx, const access_vec *acc, const loom_tp_buffer *buf, const loom_sym_expr *v,
                       const walker *w) {
   for (int d = 0; d < buf->ndim; d++)
-    for (int pair = 0; pair < 2; pair++) {
-      const loom_sym_expr *rest = NULL;
-      bool ok = true;
-      for (size_t i = 0; i < acc->len && ok; i++) {
-        if (acc->data[i].buf != buf) continue;
-        const loom_sym_expr *r = own_part(cx, &acc->data[i], d, pair, v, w);
-        if (!r || (rest && r != rest)) ok = false;
-        rest = r;
+    for (int pair = 0; pair < 2; pair++)
+      for (int64_t k = 1; k >= -1; k -= 2) {
+        const loom_sym_expr *rest = NULL;
+        bool ok = true;
+        for (size_t i = 0; i < acc->len && ok; i++) {
+          if (acc->data[i].buf != buf) continue;
+          const loom_sym_expr *r = own_part(cx, &acc->data[i], d, pair, k, v, w);
+          if (!r || (rest && r != rest)) ok = false;
+          rest = r;
+        }
+        if (ok) return true;
       }
-      if (ok) return true;
-    }
   return false;
 }
 
-static loom_status check_distribute(loom_sym_ctx *cx, loom_tp_stmt *loop, loom_tp_stmt *body) {
-  const char *v = loom_sym_var_name(loop->u.loop.var);
+loom_status loom_tp_iterations_meet(loom_sym_ctx *cx, const loom_tp_stmt *loop, bool skip_local,
+                                   const loom_tp_buffer **meet) {
+  *meet = NULL;
   access_vec acc = {0};
   walker w = {.cx = cx, .visit = collect_visit, .ud = &acc};
-  walk_stmt(&w, body);
+  walk_stmt(&w, loop->u.loop.body); /* the visitor rewrites nothing: the body stays as it is */
   loom_status st = w.err;
-  for (size_t i = 0; i < acc.len && !st; i++) {
+  for (size_t i = 0; i < acc.len && !st && !*meet; i++) {
     const access *x = &acc.data[i];
-    if (x->store && !separated(cx, &acc, x->buf, loop->u.loop.var, &w))
-      st = LOOM_ERROR(FAILED_PRECONDITION,
-                      "distribute of loop '%s' does not apply: two iterations may access one element of '%s'", v,
-                      x->buf->name);
+    if (skip_local && x->buf->scope == LOOM_TP_SCOPE_LOCAL) continue;
+    if (x->store && !separated(cx, &acc, x->buf, loop->u.loop.var, &w)) *meet = x->buf;
   }
   LOOM_VEC_FREE(NULL, &acc);
   LOOM_VEC_FREE(NULL, &w.inner_vars);
   return st;
+}
+
+static loom_status check_distribute(loom_sym_ctx *cx, loom_tp_stmt *loop) {
+  const loom_tp_buffer *meet;
+  LOOM_PROPAGATE(loom_tp_iterations_meet(cx, loop, false, &meet));
+  if (meet)
+    return LOOM_ERROR(FAILED_PRECONDITION, "distribute of loop '%s' does not apply: two iterations may access one element of '%s'",
+                      loom_sym_var_name(loop->u.loop.var), meet->name);
+  return LOOM_OK;
 }
 
 loom_status loom_tp_distribute(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop,
@@ -218,7 +227,7 @@ loom_status loom_tp_distribute(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
       return LOOM_ERROR(FAILED_PRECONDITION, "distribute of loop '%s' does not apply: its body declares a %s", v,
                         k == LOOM_TP_STMT_LET ? "let" : "local buffer");
   }
-  LOOM_PROPAGATE(check_distribute(cx, loop, body));
+  LOOM_PROPAGATE(check_distribute(cx, loop));
   size_t n = body->u.seq.n;
   loom_tp_stmt **loops = LOOM_ARENA_ARRAY(a, loom_tp_stmt *, n);
   if (!loops) return LOOM_OOM();

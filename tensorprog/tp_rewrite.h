@@ -105,10 +105,19 @@ loom_status loom_tp_replace(loom_tp_func *f, const loom_tp_stmt *old, loom_tp_st
  * (each later loop a copy with a fresh variable). Applies to a non-reduce loop whose body
  * is a sequence without lets or allocs at its top, when iterations are independent: every
  * buffer the body writes is accessed everywhere in the body at one index tuple in which
- * some index is `v + rest`, rest free of v and of the body's loop variables (the init
- * store and the reduction of a matmul over `j`). Out: the new loops (arena array). */
+ * some index is `v + rest` (or `rest - v`), rest free of v and of the body's loop variables
+ * (the init store and the reduction of a matmul over `j`; loom_tp_iterations_meet). Out: the new loops (arena array). */
 loom_status loom_tp_distribute(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop,
                                loom_tp_stmt ***out_loops, size_t *out_n);
+
+/* Whether two iterations of `loop` may meet: *meet is a buffer the body stores that two
+ * iterations may access at one element, or NULL when every stored buffer is accessed
+ * everywhere in the body at indices with one `±v + rest` in some axis (rest shared, free of v
+ * and of the body's loop variables) — the check loom_tp_distribute makes. With skip_local,
+ * Local buffers are not judged (the caller knows they are the iteration's own). A non-reduce
+ * loop is not thereby independent: col2im's tap loop adds windows that overlap. */
+loom_status loom_tp_iterations_meet(loom_sym_ctx *cx, const loom_tp_stmt *loop, bool skip_local,
+                                   const loom_tp_buffer **meet);
 
 /* Footprint of `buf` inside `loop`: its first access fixes a template — the indices and
  * the enclosing loops (inside `loop`, outer to inner) whose variables they use; every other

@@ -100,6 +100,17 @@ static const gpu_case gpu_row_cases[] = {
      "    Y[i] = Y[i] + S[0]\n"
      "  }\n}\n",
      2, {"mn", "m"}, 'r', "no warp per row: the code around its loops both stores and reads 'Y'"},
+    /* col2im (a transposed convolution): the tap loop is not `reduce`, yet its windows overlap
+     * (t0 + x0), so it cannot be dealt to the lanes; around the lanes it stores and reads Y.
+     * Dealt, two lanes added into one element at once: wrong on the H200 (fuzz-ops seed 23) */
+    {"prim @col2im(col: Buffer[(m, 2, n), f32], Y: Buffer[(m, M), f32]) {\n"
+     "  for q in 0..m {\n"
+     "    for a0 in 0..m + n { Y[q, a0] = 0.0 }\n"
+     "    for t0 in 0..2 {\n"
+     "      for x0 in 0..n { Y[q, t0 + x0] = Y[q, t0 + x0] + col[q, t0, x0] }\n"
+     "    }\n"
+     "  }\n}\n",
+     2, {"m2n", "mM"}, 'r', "no warp per row: the code around its loops both stores and reads 'Y'"},
     /* a generated mean: the sum accumulates in the output, staged in a Local for the lanes */
     {"prim @mean(X: Buffer[(m, n), f32], Y: Buffer[(m, 1), f32]) {\n"
      "  for i in 0..m {\n"
