@@ -7,7 +7,9 @@
  *
  * Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS is called with the
  * operands swapped and the same transposes. FP32 stays FP32 (cuBLAS's default math mode: no
- * TF32). */
+ * TF32) unless $LOOM_CUDA_TF32 is 1 when the handle is made (`loom run --tf32`): then FP32 GEMMs
+ * may use the tensor cores' TF32 (10-bit mantissa inputs, FP32 accumulation; what PyTorch's
+ * allow_tf32 does), process-wide. */
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
@@ -26,6 +28,8 @@ typedef int (*sgemm_batched_fn)(void *, int, int, int, int, int, const float *, 
 typedef int (*dgemm_batched_fn)(void *, int, int, int, int, int, const double *, const double *, int, long long,
                                 const double *, int, long long, const double *, double *, int, long long, int);
 typedef const char *(*status_string_fn)(int);
+typedef int (*set_math_mode_fn)(void *, int);
+enum { CUBLAS_TF32_TENSOR_OP_MATH = 3 }; /* cublasMath_t */
 
 static struct {
   pthread_mutex_t mu;
@@ -37,6 +41,7 @@ static struct {
   sgemm_batched_fn sgemm;
   dgemm_batched_fn dgemm;
   status_string_fn status_string;
+  set_math_mode_fn set_math_mode; /* NULL in a cuBLAS before 11 */
 } cublas = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 loom_status loom_libcall_cublas_open(void) {
@@ -57,6 +62,7 @@ loom_status loom_libcall_cublas_open(void) {
         cublas.sgemm = (sgemm_batched_fn)(uintptr_t)s;
         cublas.dgemm = (dgemm_batched_fn)(uintptr_t)d;
         cublas.status_string = (status_string_fn)(uintptr_t)dlsym(dl, "cublasGetStatusString");
+        cublas.set_math_mode = (set_math_mode_fn)(uintptr_t)dlsym(dl, "cublasSetMathMode");
       } else {
         if (dl) dlclose(dl);
         int w = snprintf(cublas.error + off, sizeof cublas.error - off, "%s%s%s", off ? ", " : "", names[i],
@@ -80,11 +86,24 @@ static int32_t fail(const loom_kernel_ctx *ctx, const char *what, int status) {
   return 1;
 }
 
+/* Whether FP32 GEMMs may use TF32 ($LOOM_CUDA_TF32=1). */
+static bool tf32_allowed(void) {
+  const char *v = getenv("LOOM_CUDA_TF32");
+  return v && !strcmp(v, "1");
+}
+
 /* The library's handle, made once (cublasCreate needs the device's context current: the VM's
- * thread has it, the device made it current). */
+ * thread has it, the device made it current), in TF32 math where allowed. */
 static void *handle(int *status) {
   pthread_mutex_lock(&cublas.mu);
-  if (!cublas.handle) *status = cublas.create(&cublas.handle);
+  if (!cublas.handle) {
+    *status = cublas.create(&cublas.handle);
+    if (!*status && tf32_allowed()) {
+      if (!cublas.set_math_mode) *status = 15; /* CUBLAS_STATUS_NOT_SUPPORTED */
+      else *status = cublas.set_math_mode(cublas.handle, CUBLAS_TF32_TENSOR_OP_MATH);
+      if (*status) cublas.handle = NULL; /* the next call tries again and fails the same way */
+    }
+  }
   void *h = cublas.handle;
   pthread_mutex_unlock(&cublas.mu);
   return h;
@@ -106,7 +125,7 @@ static int32_t cublas_call(const loom_libcall_sig *s, void *const *buf, const in
   if (p.empty) return 0;
   int status = 0;
   void *h = handle(&status);
-  if (!h) return fail(ctx, "cublasCreate", status);
+  if (!h) return fail(ctx, tf32_allowed() ? "cublasCreate / cublasSetMathMode (TF32: LOOM_CUDA_TF32=1)" : "cublasCreate", status);
   /* column-major: C^T (N x rows) = op(B)^T (N x K) op(A)^T (K x rows) */
   int tb = k.tb ? OP_T : OP_N, ta = k.ta ? OP_T : OP_N;
   int m = (int)p.N, n = (int)p.rows, kk = (int)p.K;

@@ -86,6 +86,12 @@ typedef struct loom_device_vtable {
   /* Waits until every copy and launch issued to the device has finished (the VM calls it
    * at the end of each call). */
   LOOM_MUST_USE loom_status (*sync)(loom_device *dev);
+  /* Optional (NULL on the host, where the VM's clock is the kernel's time): the device's own
+   * time of one kernel or extern for the profile (--profile). prof_mark notes the point in the
+   * device's queue before the call is issued; prof_elapsed waits for what was issued since and
+   * returns its device time in ns (0: not measured; the VM keeps its host time). */
+  void (*prof_mark)(loom_device *dev);
+  uint64_t (*prof_elapsed)(loom_device *dev);
   /* The parallel-for a kernel's ctx carries when the VM has a pool (kernel_abi.h;
    * CPU: loom_cpu_pool_parallel_for of vm/threadpool.h, `pool` a loom_cpu_pool *). */
   int32_t (*parallel_for)(void *pool, int64_t n, loom_parallel_body body, void *arg);

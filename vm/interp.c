@@ -43,7 +43,7 @@ struct loom_vm {
   void *hostop_ctx;           /* their context */
   bool profile;               /* time every instruction and kernel */
   prof_entry op_prof[LOOM_VM_OP_COUNT];
-  prof_entry *kernel_prof;    /* per kernel */
+  prof_entry *kernel_prof;    /* per kernel, then per extern (nkernels + A) */
 };
 
 /* One call's own state (loom_vm_call): its kernel context, whose error slot is its own. */
@@ -161,7 +161,7 @@ loom_status loom_vm_create_on(loom_allocator *alloc, loom_device *dev, const loo
   loom_status st = LOOM_OK;
   if (exe->nkernels) {
     vm->kernels = loom_alloc_array(alloc, exe->nkernels, sizeof *vm->kernels);
-    vm->kernel_prof = loom_alloc_zero(alloc, exe->nkernels * sizeof *vm->kernel_prof);
+    vm->kernel_prof = loom_alloc_zero(alloc, (exe->nkernels + exe->nexterns) * sizeof *vm->kernel_prof);
     if (!vm->kernels || !vm->kernel_prof) st = LOOM_OOM();
   }
   if (!st && exe->nexterns) {
@@ -214,7 +214,7 @@ void loom_vm_destroy(loom_vm *vm) {
   loom_free(a, vm->consts, e->nconsts * sizeof *vm->consts);
   if (vm->backing) loom_vm_obj_release(&vm->backing->hdr);
   loom_free(a, vm->kernels, e->nkernels * sizeof *vm->kernels);
-  loom_free(a, vm->kernel_prof, e->nkernels * sizeof *vm->kernel_prof);
+  loom_free(a, vm->kernel_prof, (e->nkernels + e->nexterns) * sizeof *vm->kernel_prof);
   loom_free(a, vm->externs, e->nexterns * sizeof *vm->externs);
   loom_device_release(vm->dev);
   loom_free(a, vm, sizeof *vm);
@@ -821,10 +821,12 @@ void loom_vm_profile_print(loom_vm *vm, FILE *out) {
             (double)p.ns / (double)p.count);
   }
   fprintf(out, "profile: kernels\n  %-24s %10s %12s %10s %10s\n", "kernel", "calls", "total us", "us/call", "min us");
-  for (uint32_t i = 0; i < e->nkernels; i++) {
+  for (uint32_t i = 0; i < e->nkernels + e->nexterns; i++) {
     prof_entry p = prof_take(&vm->kernel_prof[i]);
     if (!p.count) continue;
-    fprintf(out, "  %-24s %10llu %12.1f %10.3f %10.3f\n", loom_vm_exec_str(e, e->kernels[i].name),
+    bool ext = i >= e->nkernels;
+    const char *name = loom_vm_exec_str(e, ext ? e->externs[i - e->nkernels].name : e->kernels[i].name);
+    fprintf(out, "  %s%-*s %10llu %12.1f %10.3f %10.3f\n", ext ? "extern:" : "", ext ? 17 : 24, name,
             (unsigned long long)p.count, p.ns / 1e3, (double)p.ns / 1e3 / (double)p.count, p.min_ns / 1e3);
   }
 }

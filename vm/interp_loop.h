@@ -307,9 +307,14 @@ static loom_status LOOM_VM_LOOP_NAME(loom_vm *vm, call_state *cs, frame *fr, loo
       st = loom_vm_sig_check_call(e, ext ? &e->externs[LOOM_VM_A(in)] : &e->kernels[LOOM_VM_A(in)], ext, ts, syms);
       if (LOOM_UNLIKELY(st != LOOM_OK)) goto fail;
       loom_kernel_fn fnp = ext ? vm->externs[LOOM_VM_A(in)] : vm->kernels[LOOM_VM_A(in)];
+      bool dev_timed = prof && vm->dev->vt->prof_mark; /* the device's own time, not the host's */
+      if (dev_timed) vm->dev->vt->prof_mark(vm->dev);
       uint64_t k0 = prof ? loom_clock_ns() : 0;
       int32_t rc = ext || vm->dev->vt->host ? fnp(bufs, syms, &cs->kctx) : vm->dev->vt->launch(vm->dev, fnp, bufs, syms, &cs->kctx);
-      if (prof && !ext) prof_add(&vm->kernel_prof[LOOM_VM_A(in)], loom_clock_ns() - k0);
+      if (prof) {
+        uint64_t dt = loom_clock_ns() - k0, dev_ns = dev_timed ? vm->dev->vt->prof_elapsed(vm->dev) : 0;
+        prof_add(&vm->kernel_prof[(ext ? e->nkernels : 0) + LOOM_VM_A(in)], dev_ns ? dev_ns : dt);
+      }
       if (LOOM_UNLIKELY(rc != 0)) {
         const loom_vm_kernel *k = ext ? &e->externs[LOOM_VM_A(in)] : &e->kernels[LOOM_VM_A(in)];
         if (cs->kerr[0] == LOOM_VM_KERR_INPUT) /* bad input data (an index out of range), not a kernel failure */

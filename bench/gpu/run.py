@@ -151,12 +151,14 @@ def outputs_np(out):
 TIME_RE = re.compile(r"time: (\d+) runs, mean ([0-9.]+) ms, min ([0-9.]+) ms")
 
 
-def loom_run(loom, target, onnx_path, names, ins, repeat, threads, work, want_output, timeout):
+def loom_run(loom, target, onnx_path, names, ins, repeat, threads, work, want_output, timeout, tf32=False):
     """One `loom run` subprocess: (best ms, mean ms, wall s of the whole process minus the timed calls
     = import + compile + load + copies, outputs or None)."""
     args = [loom, "run", onnx_path, "--target", target, "--repeat", str(repeat)]
     if threads:
         args += ["--threads", str(threads)]
+    if tf32:
+        args.append("--tf32")
     for n, a in zip(names, ins):
         f = os.path.join(work, n + ".npy")
         np.save(f, a)
@@ -270,7 +272,7 @@ def bench_model(a, name, kind, cfg, shapes, work, rows, compile_rows):
             lw = tempfile.mkdtemp(dir=work)
             try:
                 best, mean, setup, outs = loom_run(a.loom, a.target, path, names, ins, a.repeat + a.warmup,
-                                                   a.threads, lw, ref is not None and i == 0, a.loom_timeout)
+                                                   a.threads, lw, ref is not None and i == 0, a.loom_timeout, a.tf32)
                 row["loom"], row["loom_mean"] = best, mean
                 compile_rows.append((name, f"loom run setup (import, compile, load), {label}", f"{setup:.2f}"))
                 if outs is not None:
@@ -311,7 +313,7 @@ def report(a, rows, compile_rows, bw, peak, info):
     out = [f"# bench/gpu: {info}", "",
            f"Ceilings measured in this run: copy {bw / 1e9:.0f} GB/s (read + write), "
            f"{'f16' if a.device == 'cuda' else 'f32'} matmul {peak / 1e12:.3g} TFLOP/s. "
-           f"f32 everywhere; loom = best of {a.repeat + a.warmup} (`loom run --repeat`), torch / ort = median of "
+           f"f32 everywhere{', matmuls in TF32 for every system (--tf32)' if a.tf32 else ''}; loom = best of {a.repeat + a.warmup} (`loom run --repeat`), torch / ort = median of "
            f"{a.repeat} after {a.warmup} warm-ups; err = max |loom - eager| over every output (first shape of each model).", "",
            "| model | shape | loom ms | eager ms | compile ms | ort ms | loom/eager | loom/compile | err | loom roofline | eager roofline |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -344,6 +346,8 @@ def main():
     ap.add_argument("--compile-budget", type=float, help="seconds of torch.compile first calls after which its "
                     "model's remaining cells are skipped (default: 75 per model with --quick, else none)")
     ap.add_argument("--loom-timeout", type=float, help="seconds for one loom run (default: 90 with --quick, else 600)")
+    ap.add_argument("--tf32", action="store_true", help="let every system's FP32 matmuls use TF32 tensor cores "
+                    "(torch allow_tf32, loom run --tf32); the files are then gpu-bench-tf32.*")
     ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(ROOT, "bench", "out", "gpu"))
     a = ap.parse_args()
     a.systems = set(a.systems.split(","))
@@ -353,8 +357,8 @@ def main():
     a.loom_timeout = a.loom_timeout or (90.0 if a.quick else 600.0)
     a.loom = a.loom or shutil.which("loom") or os.path.join(ROOT, "zig-out", "bin", "loom")
     import torch
-    torch.backends.cuda.matmul.allow_tf32 = False  # f32 means f32 (the default, said out loud)
-    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = a.tf32  # f32 means f32 (the default, said out loud) unless --tf32
+    torch.backends.cudnn.allow_tf32 = a.tf32
     if a.device == "cuda" and not torch.cuda.is_available():
         sys.exit("bench/gpu: torch sees no CUDA device (use --device cpu --tiny for the self-test)")
     t_start = time.perf_counter()
@@ -377,9 +381,10 @@ def main():
     md += f"\nWhole run: {time.perf_counter() - t_start:.0f} s.\n"
     print(md)
     os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "gpu-bench.md"), "w") as f:
+    stem = "gpu-bench-tf32" if a.tf32 else "gpu-bench"
+    with open(os.path.join(a.out, stem + ".md"), "w") as f:
         f.write(md)
-    with open(os.path.join(a.out, "gpu-bench.json"), "w") as f:
+    with open(os.path.join(a.out, stem + ".json"), "w") as f:
         json.dump({"info": info, "bw": bw, "peak": peak, "rows": rows, "compile": compile_rows}, f, indent=1)
 
 

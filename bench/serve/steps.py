@@ -120,7 +120,7 @@ def run(model, d, pages, pg, threads, repeat, profile=False, loom=LOOM, extra=""
             continue
         f = line.split()
         if kernels and len(f) >= 4 and f[1].isdigit():
-            c = "attention" if "paged_attention" in f[0] else "matmul" if re.search(r"matmul|linear|gelu|fused_add", f[0]) else "other"
+            c = "attention" if "paged_attention" in f[0] else "matmul" if re.search(r"matmul|linear|gelu|fused_add|blas", f[0]) else "other"
             split[c] += float(f[2]) / 1e3 / repeat
     return split
 

@@ -329,6 +329,8 @@ loom_status loom_run_tool_open(const loom_cli_args *args, const char *path, loom
 }
 
 loom_status loom_run_tool(const loom_cli_args *args, loom_rt *rt) {
+  /* read when cuBLAS's handle is made, at the first GEMM of a run (libcall/cublas.c) */
+  if (loom_cli_flag(args, "--tf32")) setenv("LOOM_CUDA_TF32", "1", 1);
   binds bs = {0}, *b = &bs;
   loom_status st = run_inputs(args, rt, b);
   for (size_t i = 0; i < b->n; i++) free(b->names[i]);

@@ -13,7 +13,8 @@
       {"--bind", "VAR=N,...", "values of symbolic vars; inputs not given are made random from the signature", false}, \
       {"--output", "FILE.npy", "write the output (several: FILE.0.npy, FILE.1.npy, ...)", false},                 \
       {"--repeat", "N", "run N times and print the mean and best time", false},                                   \
-      {"--profile", NULL, "print per-instruction and per-kernel times", false},                                   \
+      {"--profile", NULL, "print per-instruction and per-kernel times (on a GPU, each kernel's and cuBLAS call's GPU time)", false}, \
+      {"--tf32", NULL, "let FP32 matmuls on the GPU use TF32 tensor cores (cuBLAS; sets LOOM_CUDA_TF32=1)", false}, \
       {"--threads", "N", "threads for kernels (default: LOOM_NUM_THREADS or all cores)", false},                  \
       {"--list", NULL, "list the functions and their symbolic signatures", false},                                \
       {"--trust", "KEY.pub", "open only an artifact signed by this public key (loom keygen; docs/vm.md)", false},   \

@@ -191,6 +191,15 @@ static int32_t cu_launch(loom_device *d, loom_kernel_fn fn, void *const *buffers
   return 1;
 }
 
+/* --profile: each kernel's and each cuBLAS call's own time on the GPU (an event pair around
+ * it, waited for), not the host's launch time. */
+static void cu_prof_mark(loom_device *d) {
+  loom_cuda_make_current(state(d)->drv);
+  loom_cuda_timer_mark(state(d)->drv);
+}
+
+static uint64_t cu_prof_elapsed(loom_device *d) { return loom_cuda_timer_elapsed_ns(state(d)->drv); }
+
 static loom_status cu_sync(loom_device *d) {
   cuda_state *s = state(d);
   loom_cuda_make_current(s->drv);
@@ -251,6 +260,8 @@ static const loom_device_vtable cuda_vtable = {
     .kernel_find = cu_kernel_find,
     .launch = cu_launch,
     .sync = cu_sync,
+    .prof_mark = cu_prof_mark,
+    .prof_elapsed = cu_prof_elapsed,
     .parallel_for = cu_serial_for,
     .destroy = cu_destroy,
 };

@@ -33,13 +33,24 @@ typedef int cu_result; /* CUresult: 0 is CUDA_SUCCESS */
   X(sync, "cuCtxSynchronize", (void))                                                                     \
   X(error_string, "cuGetErrorString", (cu_result, const char **))
 
+/* Entry points used when present (a stand-in driver may lack them): the profile's timers. */
+#define LOOM_CUDA_OPTIONAL_SYMBOLS(X)                                                                     \
+  X(event_create, "cuEventCreate", (void **, unsigned))                                                   \
+  X(event_record, "cuEventRecord", (void *, void *))                                                      \
+  X(event_sync, "cuEventSynchronize", (void *))                                                           \
+  X(event_elapsed, "cuEventElapsedTime", (float *, void *, void *))                                       \
+  X(event_destroy, "cuEventDestroy_v2", (void *))
+
 struct loom_cuda_driver {
   void *lib; /* the dlopen handle */
   void *ctx; /* the primary context of device 0: the one the CUDA runtime (cuBLAS, PyTorch) uses too */
   int dev;   /* CUdevice 0 */
 #define FIELD(f, sym, args) cu_result(*f) args; /* sym */
   LOOM_CUDA_SYMBOLS(FIELD)
+  LOOM_CUDA_OPTIONAL_SYMBOLS(FIELD)
 #undef FIELD
+  void *ev[2]; /* the timer's events (CUevent), made at its first mark */
+  bool marked; /* ev[0] recorded by the last mark */
 };
 
 struct loom_cuda_module {
@@ -76,6 +87,9 @@ loom_status loom_cuda_driver_open(const char *lib, loom_cuda_driver **out) {
   }
   LOOM_CUDA_SYMBOLS(RESOLVE)
 #undef RESOLVE
+#define RESOLVE_OPTIONAL(f, sym, args) *(void **)&d->f = dlsym(h, sym);
+  LOOM_CUDA_OPTIONAL_SYMBOLS(RESOLVE_OPTIONAL)
+#undef RESOLVE_OPTIONAL
   cu_result r = d->init(0);
   int n = 0;
   if (r == 0) r = d->device_count(&n);
@@ -96,6 +110,8 @@ loom_status loom_cuda_driver_open(const char *lib, loom_cuda_driver **out) {
 
 void loom_cuda_driver_close(loom_cuda_driver *d) {
   if (!d) return;
+  for (int i = 0; i < 2; i++)
+    if (d->ev[i]) d->event_destroy(d->ev[i]);
   if (d->ctx && d->ctx_release) d->ctx_release(d->dev);
   if (d->lib) dlclose(d->lib);
   free(d);
@@ -182,6 +198,27 @@ loom_status loom_cuda_zero(loom_cuda_driver *d, uint64_t dst, size_t n) {
 }
 
 void loom_cuda_make_current(loom_cuda_driver *d) { d->ctx_set(d->ctx); }
+
+bool loom_cuda_timer_mark(loom_cuda_driver *d) {
+  if (!d->event_create || !d->event_record || !d->event_sync || !d->event_elapsed || !d->event_destroy) return false;
+  for (int i = 0; i < 2; i++)
+    if (!d->ev[i] && d->event_create(&d->ev[i], 0)) { /* CU_EVENT_DEFAULT: timed */
+      d->ev[i] = NULL;
+      return false;
+    }
+  d->marked = d->event_record(d->ev[0], NULL) == 0;
+  return d->marked;
+}
+
+uint64_t loom_cuda_timer_elapsed_ns(loom_cuda_driver *d) {
+  float ms = 0;
+  bool marked = d->marked;
+  d->marked = false;
+  if (!marked || !d->ev[1] || d->event_record(d->ev[1], NULL) || d->event_sync(d->ev[1]) ||
+      d->event_elapsed(&ms, d->ev[0], d->ev[1]) || !(ms > 0))
+    return 0;
+  return (uint64_t)((double)ms * 1e6 + 0.5);
+}
 
 loom_status loom_cuda_sync(loom_cuda_driver *d) {
   cu_result r = d->sync();

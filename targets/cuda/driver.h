@@ -18,6 +18,7 @@
 #ifndef LOOM_TARGETS_CUDA_DRIVER_H
 #define LOOM_TARGETS_CUDA_DRIVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,11 @@ LOOM_MUST_USE loom_status loom_cuda_copy_device(loom_cuda_driver *d, uint64_t ds
 LOOM_MUST_USE loom_status loom_cuda_zero(loom_cuda_driver *d, uint64_t dst, size_t n);
 /* Makes the driver's context current on the calling thread (every thread that uses `d` first). */
 void loom_cuda_make_current(loom_cuda_driver *d);
+/* The profile's timer (cuEvent*, on the context's stream; one caller at a time): mark, issue
+ * work, then elapsed waits for that work and returns its device time in ns. mark is false and
+ * elapsed 0 where the driver has no events or they fail. */
+bool loom_cuda_timer_mark(loom_cuda_driver *d);
+uint64_t loom_cuda_timer_elapsed_ns(loom_cuda_driver *d);
 /* Waits for everything issued to the context. */
 LOOM_MUST_USE loom_status loom_cuda_sync(loom_cuda_driver *d);
 

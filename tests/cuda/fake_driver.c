@@ -7,7 +7,8 @@
  *   - loom_fakecuda_set(fail_alloc_after): allocations fail with CUDA_ERROR_OUT_OF_MEMORY after
  *     that many more (-1: never);
  *   - it stands in for libcublas too (LOOM_CUBLAS_LIBRARY): GEMMs are counted, their operands
- *     checked to be device pointers, not computed.
+ *     checked to be device pointers, not computed; the math mode set is kept;
+ *   - events (the profile's timers) all measure FAKE_EVENT_MS.
  * Only the entry points targets/cuda/driver.c and libcall/cublas.c resolve are here. */
 #include <stdint.h>
 #include <stdio.h>
@@ -132,6 +133,27 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
   return 0;
 }
 int cuCtxSynchronize(void) { return 0; }
+/* Events: every elapsed time is FAKE_EVENT_MS (the profile's device times are checked against it). */
+#define FAKE_EVENT_MS 0.25f
+int cuEventCreate(void **e, unsigned flags);
+int cuEventRecord(void *e, void *stream);
+int cuEventSynchronize(void *e);
+int cuEventElapsedTime(float *ms, void *a, void *b);
+int cuEventDestroy_v2(void *e);
+int cuEventCreate(void **e, unsigned flags) {
+  *e = malloc(1);
+  return *e && !flags ? 0 : 1;
+}
+int cuEventRecord(void *e, void *stream) { return e && !stream ? 0 : 1; }
+int cuEventSynchronize(void *e) { return e ? 0 : 1; }
+int cuEventElapsedTime(float *ms, void *a, void *b) {
+  *ms = FAKE_EVENT_MS;
+  return a && b && a != b ? 0 : 1;
+}
+int cuEventDestroy_v2(void *e) {
+  free(e);
+  return 0;
+}
 int cuGetErrorString(int r, const char **s) {
   *s = r == 2 ? "out of memory (fake driver)" : "an error (fake driver)";
   return 0;
@@ -145,6 +167,17 @@ int cublasSgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, cons
 int cublasDgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, const double *alpha, const double *a, int lda,
                               long long sa, const double *b, int ldb, long long sb, const double *beta, double *c, int ldc,
                               long long sc, int batch);
+
+/* The math mode last set (-1: never): the TF32 switch (LOOM_CUDA_TF32). */
+static int math_mode = -1;
+long loom_fakecuda_math_mode(void);
+long loom_fakecuda_math_mode(void) { return math_mode; }
+int cublasSetMathMode(void *h, int mode);
+int cublasSetMathMode(void *h, int mode) {
+  if (h != (void *)&gemms) return 7;
+  math_mode = mode;
+  return 0;
+}
 
 int cublasCreate_v2(void **h) {
   *h = (void *)&gemms;

@@ -187,6 +187,58 @@ LOOM_TEST(cuda_device, an_mlp_runs_through_the_device) {
   cr_assert_eq(gemms, 2, "two linear layers, two GEMMs: %ld", gemms);
 }
 
+/* --profile on the GPU times each kernel and each cuBLAS call on the device (an event pair around
+ * it; the fake's events all measure 0.25 ms), externs in rows of their own; LOOM_CUDA_TF32=1 puts
+ * cuBLAS in TF32 math (cublasMath_t 3) when its handle is made. */
+LOOM_TEST(cuda_device, the_profile_shows_device_times_and_tf32_reaches_cublas) {
+  fake f = fake_open();
+  long (*math_mode)(void);
+  *(void **)&math_mode = dlsym(f.h, "loom_fakecuda_math_mode");
+  cr_assert(math_mode);
+  setenv("LOOM_CUDA_TF32", "1", 1);
+  loom_compile_options co = {.target = "cuda", .emit = LOOM_TARGET_EMIT_JIT, .no_cache = true};
+  loom_compiled *c;
+  cr_assert_null(loom_compile_file("models/mlp.loom", &co, &c));
+  loom_rt *rt;
+  loom_status s = loom_compiled_open(c, NULL, &rt);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  static const char *const names[] = {"b"};
+  static const int64_t b[] = {7};
+  loom_tensor *in[16];
+  uint32_t np = make_inputs(rt, names, b, 1, in);
+  loom_rt_set_profile(rt, true);
+  loom_rt_outputs out;
+  s = loom_rt_call(rt, "main", in, np, &out);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_rt_outputs_free(&out);
+  cr_assert_eq(math_mode(), 3, "cuBLAS in TF32 math: mode %ld", math_mode());
+  char *text = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&text, &len);
+  loom_rt_profile_print(rt, m);
+  fclose(m);
+  int kernels = 0, externs = 0;
+  bool in_kernels = false;
+  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    if (!strncmp(line, "profile: kernels", 16)) in_kernels = true;
+    char name[128];
+    unsigned long calls;
+    double total, per, min;
+    if (!in_kernels || sscanf(line, " %127s %lu %lf %lf %lf", name, &calls, &total, &per, &min) != 5) continue;
+    cr_assert_float_eq(per, 250.0, 1e-6, "%s: %.3f us per call, not the device's 250", name, per);
+    if (!strncmp(name, "extern:", 7)) externs++;
+    else kernels++;
+  }
+  free(text);
+  cr_assert_gt(kernels, 0);
+  cr_assert_eq(externs, 1, "the mlp's GEMMs are one extern called twice: %d rows", externs);
+  unsetenv("LOOM_CUDA_TF32");
+  for (uint32_t i = 0; i < np; i++) loom_tensor_release(in[i]);
+  loom_rt_close(rt);
+  loom_compiled_free(c);
+  fake_close(&f);
+}
+
 /* Device memory running out is an error naming the device, not a crash. */
 LOOM_TEST(cuda_device, running_out_of_device_memory_is_a_clear_error) {
   fake f = fake_open();
