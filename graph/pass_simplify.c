@@ -265,6 +265,108 @@ static loom_status int8_matmul(loom_pass *p, loom_graph_binding *b) {
   return loom_pass_set_value(p, b, nc, &ok);
 }
 
+/* ---- views before copies ---------------------------------------------------------------------
+ * An exporter's reshape of a slice or a transposition is a copy and then a view. Where the same
+ * elements are a view of the source and a copy after it, the copy comes last: it is the one
+ * fusion takes into its reader (a split of a QKV projection into heads, a key cache transposed
+ * over merged batch and head axes), so no call of its own is left. */
+
+/* A constant int of attribute `name` of c (one entry; a list of one), else false. */
+static bool attr_one(const loom_graph_expr *c, const char *name, int64_t *v) {
+  const loom_graph_attr *a = loom_graph_call_attr(c, name);
+  if (!a) return false;
+  if (a->kind == LOOM_GRAPH_ATTR_INT) return *v = a->i, true;
+  return a->kind == LOOM_GRAPH_ATTR_SYMS && a->n == 1 && loom_sym_is_const(a->syms[0], v);
+}
+
+static bool dims_known(const loom_sinfo *t) {
+  return t->kind == LOOM_SINFO_TENSOR && t->ndim > 0 && t->ndim <= 8 && t->dims;
+}
+
+static bool dim_eq(loom_pass *p, const loom_sym_expr *a, const loom_sym_expr *b) {
+  return a == b || loom_sym_prove_eq(p->cx, a, b) == LOOM_SYM_TRUE;
+}
+
+/* b = reshape(strided_slice(x, axes=[r-1], begin=[lo], end=[hi]), shape=[d0, .., d(r-2), k, m])
+ *   -> b_rows = reshape(x, shape=[d0, .., d(r-2), L/m, m]);  b = strided_slice(b_rows, axes=[r-1],
+ *      begin=[lo/m], end=[hi/m])
+ * when the slice (stride 1) is of x's last axis, of constant extent L, the reshape splits only
+ * that axis (d0.. provably x's), and m divides L, lo and hi: GPT-2's q, k and v taken from the
+ * fused projection and split into heads. */
+static loom_status slice_rows(loom_pass *p, loom_graph_binding *b, bool *done) {
+  *done = false;
+  const loom_graph_expr *v = b->value, *sl = producer_call(p, v->u.call.args[0], LOOM_GRAPH_OP_STRIDED_SLICE);
+  const loom_sinfo *out = b->var->sinfo;
+  if (!sl || sl->u.call.nargs != 1 || !dims_known(out)) return LOOM_OK;
+  loom_graph_expr *x = sl->u.call.args[0];
+  const loom_sinfo *xs = x->sinfo;
+  int r = dims_known(xs) ? xs->ndim : 0;
+  int64_t axis, lo, hi, L, k, m, stride = 1;
+  if (r < 1 || out->ndim != r + 1 || !attr_one(sl, "axes", &axis) || !attr_one(sl, "begin", &lo) ||
+      !attr_one(sl, "end", &hi) || (loom_graph_call_attr(sl, "strides") && !attr_one(sl, "strides", &stride)) ||
+      stride != 1 || (axis != r - 1 && axis != -1) || !loom_sym_is_const(xs->dims[r - 1], &L) ||
+      !loom_sym_is_const(out->dims[r - 1], &k) || !loom_sym_is_const(out->dims[r], &m) || m < 1 || L % m ||
+      lo < 0 || lo % m || hi > L || hi - lo != k * m || !loom_pass_sinfo_in_scope(p, xs))
+    return LOOM_OK;
+  const loom_sym_expr *dims[9];
+  for (int i = 0; i < r - 1; i++) {
+    if (!dim_eq(p, out->dims[i], xs->dims[i])) return LOOM_OK;
+    dims[i] = xs->dims[i];
+  }
+  dims[r - 1] = loom_sym_const(p->cx, L / m);
+  dims[r] = out->dims[r];
+  loom_graph_attr shape = loom_graph_attr_syms(p->m, "shape", (size_t)r + 1, dims);
+  loom_graph_expr *rs = shape.name && shape.syms ? loom_graph_call_op(p->m, LOOM_GRAPH_OP_RESHAPE, 1, &x, 1, &shape) : NULL;
+  if (!rs) return LOOM_OOM();
+  loom_graph_infer_result ir;
+  loom_status st = loom_graph_infer_call(p->m, rs, b->var->u.var.name, &ir);
+  if (st) return loom_status_code(st) == LOOM_CODE_RESOURCE_EXHAUSTED ? st : (loom_status_free(st), LOOM_OK);
+  loom_graph_expr *rows = loom_pass_add_before(p, b, "rows", rs, &ir);
+  loom_graph_attr at[3] = {loom_graph_attr_ints(p->m, "axes", 1, &(int64_t){r - 1}),
+                           loom_graph_attr_ints(p->m, "begin", 1, &(int64_t){lo / m}),
+                           loom_graph_attr_ints(p->m, "end", 1, &(int64_t){hi / m})};
+  if (!rows || !at[0].name || !at[1].name || !at[2].name) return LOOM_OOM();
+  loom_graph_expr *nc = loom_graph_call_op(p->m, LOOM_GRAPH_OP_STRIDED_SLICE, 1, &rows, 3, at);
+  if (!nc) return LOOM_OOM();
+  return loom_pass_set_value(p, b, nc, done);
+}
+
+/* b = reshape(permute_dims(reshape(x, shape=[d0*..*dg, e1, ..]), axes=[0, q1, ..]), shape=[d0, .., dg, ..])
+ *   -> b = permute_dims(x, axes=[0, .., g, g + q1, ..])
+ * when the inner reshape merges x's leading axes d0..dg (the rest provably x's), the
+ * transposition keeps the merged axis first and the outer reshape splits it back: attention's
+ * K^T over (batch * heads) of a (batch, heads, t, d) key cache. */
+static loom_status merged_permute(loom_pass *p, loom_graph_binding *b, bool *done) {
+  *done = false;
+  const loom_graph_expr *pm = producer_call(p, b->value->u.call.args[0], LOOM_GRAPH_OP_PERMUTE_DIMS);
+  const loom_graph_expr *inner = pm ? producer_call(p, pm->u.call.args[0], LOOM_GRAPH_OP_RESHAPE) : NULL;
+  if (!inner) return LOOM_OK;
+  loom_graph_expr *x = inner->u.call.args[0];
+  /* x -> z (merged) -> y (transposed) -> b */
+  const loom_sinfo *out = b->var->sinfo, *xs = x->sinfo, *zs = pm->u.call.args[0]->sinfo,
+                   *ys = b->value->u.call.args[0]->sinfo;
+  if (!dims_known(out) || !dims_known(xs) || !dims_known(zs) || !dims_known(ys)) return LOOM_OK;
+  int n = xs->ndim, mr = zs->ndim, g = n - mr;
+  int64_t q[8];
+  if (g < 1 || out->ndim != n || ys->ndim != mr || !perm_of(pm, mr, q) || q[0] != 0) return LOOM_OK;
+  const loom_sym_expr *lead = xs->dims[0];
+  for (int i = 1; i <= g; i++) lead = loom_sym_mul(p->cx, lead, xs->dims[i]);
+  if (!lead || !dim_eq(p, zs->dims[0], lead)) return LOOM_OK;
+  for (int i = 1; i < mr; i++)
+    if (!dim_eq(p, zs->dims[i], xs->dims[g + i])) return LOOM_OK;
+  for (int i = 0; i <= g; i++)
+    if (!dim_eq(p, out->dims[i], xs->dims[i])) return LOOM_OK;
+  for (int i = 1; i < mr; i++)
+    if (!dim_eq(p, out->dims[g + i], ys->dims[i])) return LOOM_OK;
+  int64_t axes[8];
+  for (int i = 0; i <= g; i++) axes[i] = i;
+  for (int i = 1; i < mr; i++) axes[g + i] = g + q[i];
+  loom_graph_attr at = loom_graph_attr_ints(p->m, "axes", (size_t)n, axes);
+  loom_graph_expr *nc = at.name ? loom_graph_call_op(p->m, LOOM_GRAPH_OP_PERMUTE_DIMS, 1, &x, 1, &at) : NULL;
+  if (!nc) return LOOM_OOM();
+  return loom_pass_set_value(p, b, nc, done);
+}
+
 /* Uses of b read `x` (when its struct info provably fits). */
 static void forward(loom_pass *p, loom_graph_binding *b, loom_graph_expr *x, bool *drop) {
   bool ok;
@@ -384,6 +486,11 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
     if (same_dims(p, out, x->sinfo)) {
       forward(p, b, x, drop);
       return LOOM_OK;
+    }
+    if (v->u.call.op == LOOM_GRAPH_OP_RESHAPE) { /* the views before copies above */
+      LOOM_PROPAGATE(slice_rows(p, b, &ok));
+      if (!ok) LOOM_PROPAGATE(merged_permute(p, b, &ok));
+      if (ok) return LOOM_OK;
     }
     /* reshape(reshape(x, A), B) -> reshape(x, B)   for any chain of reshape-likes; B is the
      * result's dims, which must be in scope before this binding */
