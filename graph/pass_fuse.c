@@ -606,6 +606,16 @@ static bool feeds_epilogue(fuser *fz, const loom_graph_block *blk, size_t p, int
   return false;
 }
 
+/* Whether `tp` is a row program of legalization that reads its input row in several passes
+ * (softmax's max, sum and normalise; a norm's statistics and scaling): with reread_rows it
+ * takes cheap producers recomputed in each pass. */
+static bool reread_row_program(const loom_tp_func *tp) {
+  static const char *const prefixes[] = {"softmax_", "log_softmax_", "layer_norm_", "rms_norm_"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+    if (!strncmp(tp->name, prefixes[i], strlen(prefixes[i]))) return true;
+  return false;
+}
+
 /* Grows the group rooted at blk->bindings[r] (see the banner); *nm members in mem. */
 static loom_status grow_group(fuser *fz, loom_graph_block *blk, size_t r, bool *assigned, bool *rejected, size_t *mem,
                               size_t *nm) {
@@ -636,12 +646,14 @@ static loom_status grow_group(fuser *fz, loom_graph_block *blk, size_t r, bool *
         }
         if (uses_in_group(blk, mem, *nm, e) != uses_of(fz, e)) continue; /* used outside: stays materialised */
         /* Recomputation: the group must read the producer in one pass (softmax's three
-         * loops would each recompute it, in serial reductions), and read each element of a
+         * loops would each recompute it, in serial reductions) unless the target re-reads
+         * rows cheaply (reread_rows, a row program's root), and read each element of a
          * costly one once. */
         const char *bn = input_name(&cur, e);
         bool one_pass = false, once = false;
         if (bn) LOOM_PROPAGATE(read_kind(fz, cur.prog, bn, &one_pass, &once));
-        if (!one_pass || (!once && stmt_costly(ptp->body))) {
+        bool reread = bn && fz->opts.reread_rows && rtp && reread_row_program(rtp);
+        if ((!one_pass && !reread) || (!once && stmt_costly(ptp->body))) {
           rejected[p] = true;
           continue;
         }
@@ -834,8 +846,11 @@ static loom_status drop_unused_programs(fuser *fz) {
 
 /* ---- the pass ----------------------------------------------------------------------------- */
 
-loom_status loom_graph_fuse(loom_graph_module *m, loom_graph_fuse_stats *out) {
+loom_status loom_graph_fuse(loom_graph_module *m, loom_graph_fuse_stats *out) { return loom_graph_fuse_with(m, NULL, out); }
+
+loom_status loom_graph_fuse_with(loom_graph_module *m, const loom_graph_fuse_options *o, loom_graph_fuse_stats *out) {
   fuser fz = {.m = m, .cx = m->cx};
+  if (o) fz.opts = *o;
   loom_arena_init(&fz.scratch, m->alloc, 0);
   loom_map_init(&fz.progs, m->alloc);
   loom_map_init(&fz.kinds, m->alloc);

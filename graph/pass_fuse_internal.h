@@ -29,6 +29,7 @@ typedef struct fuser {
   size_t npos;
   loom_map absorbed_progs; /* programs of absorbed calls: removed if no call is left */
   loom_graph_fuse_stats stats;
+  loom_graph_fuse_options opts;
   bool oom;
 } fuser;
 

@@ -119,6 +119,16 @@ typedef struct loom_graph_fuse_stats {
   size_t programs; /* merged programs added (equal groups share one) */
 } loom_graph_fuse_stats;
 loom_status loom_graph_fuse(loom_graph_module *m, loom_graph_fuse_stats *out);
+/* What a target changes in fusion (loom_graph_fuse: all false). */
+typedef struct loom_graph_fuse_options {
+  /* A row program that reads its input in several passes (softmax, the norms: the reduction
+   * pattern) takes cheap elementwise or broadcast producers anyway, recomputed in each pass:
+   * on a GPU a warp re-reads its row from cache, cheaper than a kernel of its own and a round
+   * trip through memory (the CPU measured slower: loom_target.reread_rows). Costly producers
+   * (math intrinsics, divisions) stay out. */
+  bool reread_rows;
+} loom_graph_fuse_options;
+loom_status loom_graph_fuse_with(loom_graph_module *m, const loom_graph_fuse_options *o, loom_graph_fuse_stats *out);
 
 /* Sharing (after fuse, before schedule): tensor programs identical but for integer constants
  * (the bias + residual matmuls of a block, K = 768 and K = 3072) become one program with a

@@ -103,6 +103,11 @@ typedef struct loom_target {
    * (on the GPU its matmuls are cuBLAS's; the flash kernel there is the CPU's form, one thread per
    * 32-row tile, until a GPU attention rule exists). */
   bool fused_attention;
+  /* Whether a row program that reads its input in several passes (softmax, the norms) takes
+   * cheap elementwise producers, recomputed in each pass (the fuse pass's reread_rows): a GPU's
+   * warp per row re-reads from cache (the attention mask's add into softmax: one kernel and a
+   * round trip of the scores less); false on the CPU, where it measured slower. */
+  bool reread_rows;
 
   /* The schedule rules for the machine `o` names: rewrites program `f` in place (new nodes
    * from `arena`); one line per decision goes to `why` (printed by `loom opt

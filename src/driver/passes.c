@@ -94,7 +94,8 @@ static loom_status pass_pack(loom_pass_ctx *c) {
 
 static loom_status pass_fuse(loom_pass_ctx *c) {
   loom_graph_fuse_stats st;
-  LOOM_PROPAGATE(loom_graph_fuse(c->m, &st));
+  loom_graph_fuse_options o = {.reread_rows = c->target && c->target->reread_rows};
+  LOOM_PROPAGATE(loom_graph_fuse_with(c->m, &o, &st));
   if (c->report)
     fprintf(c->out, "// fuse: %zu groups, %zu calls fused into them, %zu merged programs\n", st.groups, st.absorbed,
             st.programs);

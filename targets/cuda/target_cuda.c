@@ -210,6 +210,7 @@ const loom_target loom_target_cuda = {
     .summary = "NVIDIA GPUs through LLVM's NVPTX back end (cuda:sm_80, cuda:sm_90): in process or as an artifact",
     .device = "cuda",
     .library_gemm_rows = 0, /* every matmul to cuBLAS: the generated GPU matmul is one thread per output */
+    .reread_rows = true,
     .fused_attention = false, /* Q @ K^T and P @ V to cuBLAS: the flash kernel's CPU form is serial per tile here */
     .schedule = cuda_schedule,
     .matmul_panel = NULL,

@@ -253,6 +253,49 @@ LOOM_TEST(passes, fuse_keeps_producers_out_of_repeated_reads_and_out_of_matmul) 
  * no plain loop variables; counted at the sample shape, the reads are 1.00x the elements): it
  * joins too. A sigmoid broadcast over the plane (a squeeze-excite scale, read h*w times per
  * element) stays a call. */
+/* reread_rows (the GPU target's): softmax and layer_norm take a cheap producer recomputed in each
+ * of their passes (the attention mask's add), a costly one (exp) still stays out; checked
+ * against the interpreter before and after. */
+LOOM_TEST(passes, fuse_with_reread_rows_puts_cheap_producers_into_softmax_and_norms) {
+  loom_graph_module *m = pt_parse("fn @main(x: Tensor[(n, 6), f32], y: Tensor[(1, 6), f32], g: Tensor[(6,), f32]) -> Object {\n"
+                                  "  dataflow {\n"
+                                  "    a = add(x, y)\n"
+                                  "    p = softmax(a, axis=-1)\n"
+                                  "    e = exp(x)\n"
+                                  "    q = softmax(e, axis=-1)\n"
+                                  "    b = sub(x, y)\n"
+                                  "    l = layer_norm(b, g, g, eps=0.00001)\n"
+                                  "    out = (p, q, l)\n"
+                                  "    output out\n"
+                                  "  }\n"
+                                  "  return out\n"
+                                  "}\n");
+  loom_diag_list diags;
+  loom_diag_list_init(&diags, NULL);
+  static const loom_pass_id legalize[] = {LOOM_PASS_legalize};
+  loom_pass_options o = {.verify_each = true};
+  cr_assert_null(loom_pipeline_run(m, legalize, 1, &o, &diags));
+  loom_diag_list_destroy(&diags);
+  loom_pipeline_check *c;
+  cr_assert_null(loom_pipeline_check_begin(m, 3, 17, NULL, &c));
+  loom_graph_fuse_stats st;
+  cr_assert_null(loom_graph_fuse_with(m, &(loom_graph_fuse_options){.reread_rows = true}, &st));
+  pt_verify(m);
+  loom_status s = loom_pipeline_check_after(c, "fuse");
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_pipeline_check_end(c);
+  cr_assert_eq(st.groups, 2, "%zu groups", st.groups);
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  loom_graph_print_func(m, loom_graph_module_find_func(m, "main"), &sb);
+  const char *fn = loom_strbuf_cstr(&sb);
+  cr_assert(strstr(fn, "    p: Tensor[(n, 6), f32] = call_tp(@fused_softmax_") != NULL && strstr(fn, "    a: ") == NULL, "%s", fn);
+  cr_assert(strstr(fn, "    q: Tensor[(n, 6), f32] = call_tp(@softmax_f32_r2_a1, (e,), ") != NULL, "%s", fn);
+  cr_assert(strstr(fn, "    l: Tensor[(n, 6), f32] = call_tp(@fused_layer_norm_") != NULL && strstr(fn, "    b: ") == NULL, "%s", fn);
+  loom_strbuf_free(&sb);
+  loom_graph_module_destroy(m);
+}
+
 LOOM_TEST(passes, fuse_puts_batch_norm_and_clip_into_the_padding_of_a_depthwise_convolution) {
   fused r = run_fuse("fn @main(x: Tensor[(n, 4, h, w), f32], k: Tensor[(4, 1, 3, 3), f32], g: Tensor[(4,), f32],\n"
                      "         b: Tensor[(4,), f32], m: Tensor[(4,), f32], v: Tensor[(4,), f32], s: Tensor[(n, 4, 1, 1), f32]) -> Object {\n"
