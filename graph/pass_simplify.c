@@ -367,6 +367,48 @@ static loom_status merged_permute(loom_pass *p, loom_graph_binding *b, bool *don
   return loom_pass_set_value(p, b, nc, done);
 }
 
+/* b = matmul(mul(x, c1), mul(y, c2))  ->  b_unscaled = matmul(x, y);  b = mul(b_unscaled, c1*c2)
+ * (either mul may be absent, the constant on either side) when c1, c2 are one-element float
+ * constants and each mul has its operand's dims and dtype: torch's scaled_dot_product_attention
+ * export scales q and K^T by d^(-1/4) each; with the scales out of the operands K^T is read in
+ * place (transpose_b, the rule below) instead of copied and scaled every call (a KV cache: the
+ * whole cache each decode step), and the one scale goes into the scores' reader (a matmul
+ * epilogue, softmax). Rounding may move by an ulp (the attention pass merges such scales too). */
+static loom_status scale_after_matmul(loom_pass *p, loom_graph_binding *b, bool *done) {
+  *done = false;
+  const loom_graph_expr *v = b->value;
+  const loom_sinfo *out = b->var->sinfo;
+  if (v->u.call.nargs != 2 || out->kind != LOOM_SINFO_TENSOR || !loom_dtype_is_float(out->dtype)) return LOOM_OK;
+  loom_graph_expr *ops[2];
+  double scale = 1;
+  int found = 0;
+  for (int i = 0; i < 2; i++) {
+    ops[i] = v->u.call.args[i];
+    const loom_graph_expr *m = producer_call(p, ops[i], LOOM_GRAPH_OP_MUL);
+    if (!m || m->u.call.nargs != 2) continue;
+    double c;
+    loom_graph_expr *x = NULL;
+    if (scalar_const(m->u.call.args[1], &c)) x = m->u.call.args[0];
+    else if (scalar_const(m->u.call.args[0], &c)) x = m->u.call.args[1];
+    if (!x || x->sinfo->kind != LOOM_SINFO_TENSOR || x->sinfo->dtype != ops[i]->sinfo->dtype ||
+        !same_dims(p, ops[i]->sinfo, x->sinfo))
+      continue;
+    ops[i] = x;
+    scale *= c;
+    found++;
+  }
+  if (!found) return LOOM_OK;
+  loom_graph_expr *mm = loom_pass_call_copy(p->m, v, 2, ops, v->u.call.nattrs, v->u.call.attrs);
+  if (!mm) return LOOM_OOM();
+  loom_graph_infer_result ir;
+  loom_status st = loom_graph_infer_call(p->m, mm, b->var->u.var.name, &ir);
+  if (st) return loom_status_code(st) == LOOM_CODE_RESOURCE_EXHAUSTED ? st : (loom_status_free(st), LOOM_OK);
+  loom_graph_expr *args[2] = {loom_pass_add_before(p, b, "unscaled", mm, &ir), loom_graph_const_scalar(p->m, out->dtype, scale)};
+  loom_graph_expr *nc = args[0] && args[1] ? loom_graph_call_op(p->m, LOOM_GRAPH_OP_MUL, 2, args, 0, NULL) : NULL;
+  if (!nc) return LOOM_OOM();
+  return loom_pass_set_value(p, b, nc, done);
+}
+
 /* Uses of b read `x` (when its struct info provably fits). */
 static void forward(loom_pass *p, loom_graph_binding *b, loom_graph_expr *x, bool *drop) {
   bool ok;
@@ -384,9 +426,10 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
   loom_graph_expr *y = n > 1 ? v->u.call.args[1] : NULL;
   bool ok;
   switch (v->u.call.op) {
-  /* the int8 matmul above */
+  /* the scales and the int8 matmul above */
   case LOOM_GRAPH_OP_MATMUL:
-    return int8_matmul(p, b);
+    LOOM_PROPAGATE(scale_after_matmul(p, b, &ok));
+    return ok ? LOOM_OK : int8_matmul(p, b);
 
   /* dropout(x) -> x   (identity at inference) */
   case LOOM_GRAPH_OP_DROPOUT:

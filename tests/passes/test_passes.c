@@ -474,6 +474,52 @@ LOOM_TEST(passes, simplify_takes_views_before_copies) {
          "}\n");
 }
 
+/* Scales out of a matmul's operands: q * 0.5 and 0.25 * K^T (torch's scaled_dot_product_attention
+ * export) become one scale of the product, and K^T is then read in place (transpose_b); a
+ * division and a tensor (not one-element) factor stay where they are. */
+static const char scale_in[] =
+         "fn @main(q: Tensor[(b, 4, s, 16), f32], k: Tensor[(b, 4, t, 16), f32], x: Tensor[(s, 16), f32], w: Tensor[(16, 8), f32], c: Tensor[(16,), f32]) -> Object {\n"
+         "  dataflow {\n"
+         "    qs = mul(q, const(0.5, f32))\n"
+         "    kt = permute_dims(k, axes=[0, 1, 3, 2])\n"
+         "    ks = mul(const(0.25, f32), kt)\n"
+         "    sc = matmul(qs, ks)\n"
+         "    xs = div(x, const(2.0, f32))\n"
+         "    h = matmul(xs, w)\n"
+         "    xc = mul(x, c)\n"
+         "    h2 = matmul(xc, w)\n"
+         "    out = (sc, h, h2)\n"
+         "    output out\n"
+         "  }\n"
+         "  return out\n"
+         "}\n";
+
+LOOM_TEST(passes, simplify_moves_constant_scales_after_the_matmul) {
+  static const pass_fn p[] = {loom_graph_simplify, loom_graph_dce};
+  loom_graph_module *m = pt_parse(scale_in);
+  loom_pipeline_check *c;
+  cr_assert_null(loom_pipeline_check_begin(m, 4, 13, NULL, &c));
+  for (size_t i = 0; i < 2; i++) cr_assert_null(p[i](m, NULL));
+  loom_status s = loom_pipeline_check_after(c, "simplify");
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_pipeline_check_end(c);
+  loom_graph_module_destroy(m);
+  expect(scale_in, p, 2,
+         "fn @main(q: Tensor[(b, 4, s, 16), f32], k: Tensor[(b, 4, t, 16), f32], x: Tensor[(s, 16), f32], w: Tensor[(16, 8), f32], c: Tensor[(16,), f32]) -> Object {\n"
+         "  dataflow {\n"
+         "    sc_unscaled: Tensor[(b, 4, s, t), f32] = matmul(q, k, transpose_b=true)\n"
+         "    sc: Tensor[(b, 4, s, t), f32] = mul(sc_unscaled, const(0.125, f32))\n"
+         "    xs: Tensor[(s, 16), f32] = div(x, const(2.0, f32))\n"
+         "    h: Tensor[(s, 8), f32] = matmul(xs, w)\n"
+         "    xc: Tensor[(s, 16), f32] = mul(x, c)\n"
+         "    h2: Tensor[(s, 8), f32] = matmul(xc, w)\n"
+         "    out: Tuple[Tensor[(b, 4, s, t), f32], Tensor[(s, 8), f32], Tensor[(s, 8), f32]] = (sc, h, h2)\n"
+         "    output out\n"
+         "  }\n"
+         "  return out\n"
+         "}\n");
+}
+
 LOOM_TEST(passes, simplify_keeps_a_broadcasting_multiply_by_one) {
   static const pass_fn p[] = {loom_graph_simplify};
   const char *text = "const @ones: Tensor[(3, 1), f32] = [1.0, 1.0, 1.0]\n"
