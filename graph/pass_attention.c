@@ -8,11 +8,15 @@
  *     S' = S0 | mul(S0, c) | mul(c, S0) | div(S0, c) (nested)    scale placement
  *     S0 = matmul(q', k', transpose_b=true)                       q' = q | mul(q, c) | div(q, c), k' too
  *  -> y = attention(q, k, v[, mask], scale=c.., causal=.., empty_nan=true)
+ *     y = matmul(where(P != P, 0, P), v), P = softmax(X, axis=-1)  (torch's scaled_dot_product_attention)
+ *  -> y = attention(.., empty_nan=false)
  *
  * Exact where it fires: the op computes softmax(q k^T * scale + mask) v with the same dtypes
  * (the scale of q, k and the scores folded into one factor: equal up to float rounding), and
  * `empty_nan` keeps what softmax then matmul give for a row whose every score is -inf (NaN;
- * the op's default is 0). The mask:
+ * the op's default is 0); where(P != P, 0, P) after the softmax (torch's export) is empty_nan=false:
+ * an empty row gives 0 in both, while a NaN or +inf score (a NaN in q, k or the mask) gives a
+ * NaN row in the op where the composed form gives 0. The mask:
  *   - M a float tensor of the scores' dtype: the op's additive mask, as it is;
  *   - where(C, S', -inf), C bool: the op's bool mask C (keep where true);
  *   - M = (tril(ones(s, t), k) - 1) * c with c >= LOOM_ATTN_CAUSAL_FILL (or (1 - tril) * -c),
@@ -89,12 +93,14 @@ static void begin(loom_pass *p) {
   count_seq(st, p->f->body);
 }
 
-/* Whether var e is used exactly once in the function. */
-static bool used_once(loom_pass *p, const loom_graph_expr *e) {
+/* Whether var e is used exactly `times` times in the function. */
+static bool used_n(loom_pass *p, const loom_graph_expr *e, uint64_t times) {
   attn_state *st = p->ud;
   uint64_t n = 0;
-  return e->kind == LOOM_GRAPH_EXPR_VAR && loom_map_get(&st->uses, e->u.var.id, &n) && n == 1;
+  return e->kind == LOOM_GRAPH_EXPR_VAR && loom_map_get(&st->uses, e->u.var.id, &n) && n == times;
 }
+
+static bool used_once(loom_pass *p, const loom_graph_expr *e) { return used_n(p, e, 1); }
 
 /* ---- matching helpers ---------------------------------------------------------------------- */
 
@@ -294,6 +300,7 @@ typedef struct attn_form {
   double scale;
   bool causal;
   bool bshd;                        /* q, k, v (and the result) in (batch, seq, heads, dim) */
+  bool zero_nan;                    /* the probabilities' NaN made 0 (empty_nan=false) */
 } attn_form;
 
 /* Whether call c is permute_dims with constant axes `want` (n of them). */
@@ -410,6 +417,20 @@ static bool transposed_back(loom_pass *p, const loom_graph_expr *y) {
          v->u.call.callee == LOOM_GRAPH_CALLEE_OP && v->u.call.op == LOOM_GRAPH_OP_PERMUTE_DIMS && permute_is(v, swap_heads, 4);
 }
 
+/* pv = where(not_equal(P, P), 0, P), P used there alone: the probabilities with NaN made 0
+ * (torch's scaled_dot_product_attention export: a row masked whole gives 0). P, else NULL. */
+static const loom_graph_expr *nan_zeroed(loom_pass *p, const loom_graph_expr *pv) {
+  const loom_graph_expr *w = call_of(p, pv, LOOM_GRAPH_OP_WHERE);
+  double zero;
+  if (!w || w->u.call.nargs != 3 || !scalar_f(w->u.call.args[1], &zero) || zero != 0) return NULL;
+  const loom_graph_expr *c = w->u.call.args[0], *P = w->u.call.args[2];
+  const loom_graph_expr *ne = used_once(p, c) ? call_of(p, c, LOOM_GRAPH_OP_NOT_EQUAL) : NULL;
+  if (!ne || ne->u.call.nargs != 2 || P->kind != LOOM_GRAPH_EXPR_VAR || !used_n(p, P, 3)) return NULL;
+  for (int i = 0; i < 2; i++)
+    if (ne->u.call.args[i]->kind != LOOM_GRAPH_EXPR_VAR || ne->u.call.args[i]->u.var.id != P->u.var.id) return NULL;
+  return P;
+}
+
 /* y = matmul(P, vm) (rank r, the composed attention): fills f. `bshd`: the root transposes y
  * back to (b, s, h, dv), so operands whose heads were split from rows may be read in place. */
 static bool match(loom_pass *p, const loom_graph_expr *mm, bool bshd, attn_form *f) {
@@ -421,6 +442,11 @@ static bool match(loom_pass *p, const loom_graph_expr *mm, bool bshd, attn_form 
       vm->sinfo->dtype != pv->sinfo->dtype || !used_once(p, pv))
     return false;
   const loom_graph_expr *sm = call_of(p, pv, LOOM_GRAPH_OP_SOFTMAX);
+  if (!sm) { /* where(P != P, 0, P): empty_nan=false, the op's default */
+    const loom_graph_expr *pz = nan_zeroed(p, pv);
+    sm = pz ? call_of(p, pz, LOOM_GRAPH_OP_SOFTMAX) : NULL;
+    f->zero_nan = true;
+  }
   if (!sm) return false;
   int64_t axis = loom_graph_call_int(sm, "axis");
   if (axis != -1 && axis != r - 1) return false;
@@ -492,7 +518,7 @@ static loom_status rewrite(loom_pass *p, loom_graph_binding *b, const attn_form 
   loom_graph_expr *args[4] = {(loom_graph_expr *)f->q, (loom_graph_expr *)f->k, (loom_graph_expr *)f->v,
                               (loom_graph_expr *)f->mask};
   loom_graph_attr attrs[4] = {loom_graph_attr_float(m, "scale", f->scale), loom_graph_attr_bool(m, "causal", f->causal),
-                              loom_graph_attr_bool(m, "empty_nan", true), loom_graph_attr_str(m, "layout", "bshd")};
+                              loom_graph_attr_bool(m, "empty_nan", !f->zero_nan), loom_graph_attr_str(m, "layout", "bshd")};
   loom_graph_expr *call = loom_graph_call_op(m, LOOM_GRAPH_OP_ATTENTION, f->mask ? 4 : 3, args, f->bshd ? 4 : 3, attrs);
   if (!call) return LOOM_OOM();
   call->loc = b->value->loc;

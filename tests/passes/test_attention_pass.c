@@ -191,6 +191,28 @@ static const char *const sdpa_out =
     "  return y\n"
     "}\n";
 
+/* sdpa_nan: torch.onnx's export of scaled_dot_product_attention with a mask: the probabilities'
+ * NaN made 0 (where(p != p, 0, p)) — empty_nan=false, the op's default */
+static const char *const sdpa_nan_in =
+    "fn @sdpa_nan(q: Tensor[(b, 4, s, 16), f32], k: Tensor[(b, 4, t, 16), f32], v: Tensor[(b, 4, t, 16), f32], m: Tensor[(b, 1, s, t), f32]) -> Tensor[(b, 4, s, 16), f32] {\n"
+    "  sc0: Tensor[(b, 4, s, t), f32] = matmul(q, k, transpose_b=true)\n"
+    "  sc: Tensor[(b, 4, s, t), f32] = mul(sc0, const(0.25, f32))\n"
+    "  masked: Tensor[(b, 4, s, t), f32] = add(m, sc)\n"
+    "  p: Tensor[(b, 4, s, t), f32] = softmax(masked, axis=3)\n"
+    "  nan: Tensor[(b, 4, s, t), bool] = not_equal(p, p)\n"
+    "  pz: Tensor[(b, 4, s, t), f32] = where(nan, const(0.0, f32), p)\n"
+    "  y: Tensor[(b, 4, s, 16), f32] = matmul(pz, v)\n"
+    "  return y\n"
+    "}\n";
+static const char *const sdpa_nan_out =
+    "fn @sdpa_nan(q: Tensor[(b, 4, s, 16), f32], k: Tensor[(b, 4, t, 16), f32], v: Tensor[(b, 4, t, 16), f32], m: Tensor[(b, 1, s, t), f32]) -> Tensor[(b, 4, s, 16), f32] {\n"
+    "  dataflow {\n"
+    "    y: Tensor[(b, 4, s, 16), f32] = attention(q, k, v, m, scale=0.25, causal=false, empty_nan=false)\n"
+    "    output y\n"
+    "  }\n"
+    "  return y\n"
+    "}\n";
+
 /* sdpa_causal: PyTorch's scaled_dot_product_attention as exported (q and k^T each scaled by
  * sqrt(scale)), the ones of its triangle given by `ONES` */
 #define SDPA_CAUSAL(ONES) \
@@ -285,6 +307,7 @@ LOOM_TEST(attention_pass, rank5_grouped_query_reads_k_and_v_once) { expect(gqa5_
 LOOM_TEST(attention_pass, repeat_kv_prescaled_q_and_data_mask) { expect(repeat_kv_in, repeat_kv_out); }
 LOOM_TEST(attention_pass, rank3_views_and_where_minus_inf) { expect(rank3_in, rank3_out); }
 LOOM_TEST(attention_pass, sdpa_export_scales_q_and_transposed_k) { expect(sdpa_in, sdpa_out); }
+LOOM_TEST(attention_pass, sdpa_export_with_nan_made_zero) { expect(sdpa_nan_in, sdpa_nan_out); }
 LOOM_TEST(attention_pass, sdpa_export_causal_where_mask) { expect(sdpa_causal_in, sdpa_causal_out); }
 LOOM_TEST(attention_pass, sdpa_export_causal_mask_of_an_expanded_constant) { expect(sdpa_expand_in, sdpa_causal_out); }
 LOOM_TEST(attention_pass, heads_split_from_rows_read_in_place) { expect(heads_split_in, heads_split_out); }
@@ -341,6 +364,14 @@ LOOM_TEST(attention_pass, heads_given_keep_the_transposition_after) { expect(hea
     "  sub1: Tensor[(s, s), f32] = sub(tri, const(2.0, f32))\n" \
     "  bias: Tensor[(s, s), f32] = mul(sub1, const(1e9, f32))\n" \
     BIAS_SCORES \
+    "fn @nan_to_one(q: Tensor[(b, 2, s, 8), f32], k: Tensor[(b, 2, s, 8), f32], v: Tensor[(b, 2, s, 8), f32]) -> Tensor[(b, 2, s, 8), f32] {\n" \
+    "  sc: Tensor[(b, 2, s, s), f32] = matmul(q, k, transpose_b=true)\n" \
+    "  p: Tensor[(b, 2, s, s), f32] = softmax(sc, axis=3)\n" \
+    "  nan: Tensor[(b, 2, s, s), bool] = not_equal(p, p)\n" \
+    "  pz: Tensor[(b, 2, s, s), f32] = where(nan, const(1.0, f32), p)\n" \
+    "  y: Tensor[(b, 2, s, 8), f32] = matmul(pz, v)\n" \
+    "  return y\n" \
+    "}\n" \
     "fn @finite_where(q: Tensor[(b, 2, s, 8), f32], k: Tensor[(b, 2, s, 8), f32], v: Tensor[(b, 2, s, 8), f32], c: Tensor[(b, 1, s, s), bool]) -> Tensor[(b, 2, s, 8), f32] {\n" \
     "  sc: Tensor[(b, 2, s, s), f32] = matmul(q, k, transpose_b=true)\n" \
     "  masked: Tensor[(b, 2, s, s), f32] = where(c, sc, const(-3.4028234663852886e38, f32))\n" \
@@ -401,7 +432,7 @@ LOOM_TEST(attention_pass, heads_given_keep_the_transposition_after) { expect(hea
 static const char *const near_in = NEAR T_BELOW_S;
 
 /* The functions of near_in that keep their composed form. */
-static const char *const untouched[] = {"axis", "finite_where", "probs_used", "tensor_scale", "kt_given",
+static const char *const untouched[] = {"axis", "nan_to_one", "finite_where", "probs_used", "tensor_scale", "kt_given",
                                         "batch_bcast", "vt", "log_sm", "mask5"};
 
 /* The text of function `name` in a printed module (up to the next function). */
@@ -462,6 +493,7 @@ LOOM_TEST(attention_pass, rewrites_keep_the_interpreters_results) {
   numeric(rank3_in);
   numeric(NEAR);
   numeric(sdpa_in);
+  numeric(sdpa_nan_in);
   numeric(sdpa_causal_in);
   numeric(heads_split_in);
   numeric(heads_given_in);
