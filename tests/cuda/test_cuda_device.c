@@ -187,6 +187,17 @@ LOOM_TEST(cuda_device, an_mlp_runs_through_the_device) {
   cr_assert_eq(gemms, 2, "two linear layers, two GEMMs: %ld", gemms);
 }
 
+/* models/mlp.loom compiled for cuda, opened, and its inputs at b = 7 (zeros, on the host). */
+static uint32_t open_mlp(loom_compiled **c, loom_rt **rt, loom_tensor **in) {
+  loom_compile_options co = {.target = "cuda", .emit = LOOM_TARGET_EMIT_JIT, .no_cache = true};
+  cr_assert_null(loom_compile_file("models/mlp.loom", &co, c));
+  loom_status s = loom_compiled_open(*c, NULL, rt);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  static const char *const names[] = {"b"};
+  static const int64_t b[] = {7};
+  return make_inputs(*rt, names, b, 1, in);
+}
+
 /* --profile on the GPU times each kernel and each cuBLAS call on the device (an event pair around
  * it; the fake's events all measure 0.25 ms), externs in rows of their own; LOOM_CUDA_TF32=1 puts
  * cuBLAS in TF32 math (cublasMath_t 3) when its handle is made. */
@@ -196,19 +207,13 @@ LOOM_TEST(cuda_device, the_profile_shows_device_times_and_tf32_reaches_cublas) {
   *(void **)&math_mode = dlsym(f.h, "loom_fakecuda_math_mode");
   cr_assert(math_mode);
   setenv("LOOM_CUDA_TF32", "1", 1);
-  loom_compile_options co = {.target = "cuda", .emit = LOOM_TARGET_EMIT_JIT, .no_cache = true};
   loom_compiled *c;
-  cr_assert_null(loom_compile_file("models/mlp.loom", &co, &c));
   loom_rt *rt;
-  loom_status s = loom_compiled_open(c, NULL, &rt);
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
-  static const char *const names[] = {"b"};
-  static const int64_t b[] = {7};
   loom_tensor *in[16];
-  uint32_t np = make_inputs(rt, names, b, 1, in);
+  uint32_t np = open_mlp(&c, &rt, in);
   loom_rt_set_profile(rt, true);
   loom_rt_outputs out;
-  s = loom_rt_call(rt, "main", in, np, &out);
+  loom_status s = loom_rt_call(rt, "main", in, np, &out);
   cr_assert_null(s, "%s", loom_status_text(s, 0));
   loom_rt_outputs_free(&out);
   cr_assert_eq(math_mode(), 3, "cuBLAS in TF32 math: mode %ld", math_mode());
@@ -242,19 +247,13 @@ LOOM_TEST(cuda_device, the_profile_shows_device_times_and_tf32_reaches_cublas) {
 /* Device memory running out is an error naming the device, not a crash. */
 LOOM_TEST(cuda_device, running_out_of_device_memory_is_a_clear_error) {
   fake f = fake_open();
-  loom_compile_options co = {.target = "cuda", .emit = LOOM_TARGET_EMIT_JIT, .no_cache = true};
   loom_compiled *c;
-  cr_assert_null(loom_compile_file("models/mlp.loom", &co, &c));
   loom_rt *rt;
-  loom_status s = loom_compiled_open(c, NULL, &rt);
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
-  static const char *const names[] = {"b"};
-  static const int64_t b[] = {7};
   loom_tensor *in[16];
-  uint32_t np = make_inputs(rt, names, b, 1, in);
+  uint32_t np = open_mlp(&c, &rt, in);
   f.set(0);
   loom_rt_outputs out;
-  s = loom_rt_call(rt, "main", in, np, &out);
+  loom_status s = loom_rt_call(rt, "main", in, np, &out);
   f.set(-1);
   cr_assert(s && strstr(loom_status_message(s), "on device cuda"), "%s", s ? loom_status_text(s, 0) : "no error");
   loom_status_free(s);

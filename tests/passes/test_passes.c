@@ -421,6 +421,20 @@ LOOM_TEST(passes, simplify_algebra_and_shape_chains) {
          "}\n");
 }
 
+/* Simplify then dce on `text` under the numeric check (the interpreter before and after, 4
+ * shape sets from `seed`). */
+static void simplify_checked(const char *text, uint64_t seed) {
+  loom_graph_module *m = pt_parse(text);
+  loom_pipeline_check *c;
+  cr_assert_null(loom_pipeline_check_begin(m, 4, seed, NULL, &c));
+  cr_assert_null(loom_graph_simplify(m, NULL));
+  cr_assert_null(loom_graph_dce(m, NULL));
+  loom_status s = loom_pipeline_check_after(c, "simplify");
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_pipeline_check_end(c);
+  loom_graph_module_destroy(m);
+}
+
 /* Views before copies: a reshape of a slice of the last axis into rows (q, k, v split from one
  * projection into heads) becomes a slice of a view, and a reshape back of a transposition over
  * merged leading axes (K^T over batch * heads) one transposition; near misses stay: a slice not
@@ -446,14 +460,7 @@ static const char views_in[] =
 
 LOOM_TEST(passes, simplify_takes_views_before_copies) {
   static const pass_fn p[] = {loom_graph_simplify, loom_graph_dce};
-  loom_graph_module *m = pt_parse(views_in);
-  loom_pipeline_check *c;
-  cr_assert_null(loom_pipeline_check_begin(m, 4, 11, NULL, &c));
-  for (size_t i = 0; i < 2; i++) cr_assert_null(p[i](m, NULL));
-  loom_status s = loom_pipeline_check_after(c, "simplify");
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
-  loom_pipeline_check_end(c);
-  loom_graph_module_destroy(m);
+  simplify_checked(views_in, 11);
   expect(views_in, p, 2,
          "fn @main(x: Tensor[(b, s, 192), f32], k: Tensor[(b, 4, t, 16), f32]) -> Object {\n"
          "  dataflow {\n"
@@ -496,14 +503,7 @@ static const char scale_in[] =
 
 LOOM_TEST(passes, simplify_moves_constant_scales_after_the_matmul) {
   static const pass_fn p[] = {loom_graph_simplify, loom_graph_dce};
-  loom_graph_module *m = pt_parse(scale_in);
-  loom_pipeline_check *c;
-  cr_assert_null(loom_pipeline_check_begin(m, 4, 13, NULL, &c));
-  for (size_t i = 0; i < 2; i++) cr_assert_null(p[i](m, NULL));
-  loom_status s = loom_pipeline_check_after(c, "simplify");
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
-  loom_pipeline_check_end(c);
-  loom_graph_module_destroy(m);
+  simplify_checked(scale_in, 13);
   expect(scale_in, p, 2,
          "fn @main(q: Tensor[(b, 4, s, 16), f32], k: Tensor[(b, 4, t, 16), f32], x: Tensor[(s, 16), f32], w: Tensor[(16, 8), f32], c: Tensor[(16,), f32]) -> Object {\n"
          "  dataflow {\n"
