@@ -165,9 +165,12 @@ LOOM_MUST_USE loom_status loom_rt_tensor_borrow(loom_rt *rt, loom_dtype dt, int3
                                                 void *data, size_t nbytes, loom_tensor **out);
 /* Whether t's data is borrowed memory (loom_rt_tensor_borrow): copy it before keeping it. */
 bool loom_tensor_is_borrowed(const loom_tensor *t);
-/* Zero-copy DLPack import on the runtime's CPU device (vm/object.h loom_tensor_from_dlpack:
- * the tensor owns `dl`; its deleter runs when the tensor is freed, or now on failure).
- * `rt` may be NULL, as for loom_rt_tensor_borrow. */
+/* Zero-copy DLPack import (vm/object.h loom_tensor_from_dlpack: the tensor owns `dl`; its
+ * deleter runs when the tensor is freed, or now on failure): host memory (kDLCPU, kDLCUDAHost)
+ * on the runtime's CPU device, a GPU's memory (kDLCUDA, a PyTorch CUDA tensor) on the runtime's
+ * CUDA device when it runs on that GPU — a call then reads it in place, no copy. Another device
+ * is an INVALID_ARGUMENT naming both. `rt` may be NULL (CPU memory only), as for
+ * loom_rt_tensor_borrow. */
 LOOM_MUST_USE loom_status loom_rt_tensor_from_dlpack(loom_rt *rt, DLManagedTensor *dl, loom_tensor **out);
 /* One call with its inputs and results described in int64 arrays, so a binding makes one
  * foreign call per call (python/loom's fast path). For each input, in order:
@@ -182,7 +185,9 @@ LOOM_MUST_USE loom_status loom_rt_tensor_from_dlpack(loom_rt *rt, DLManagedTenso
  * when `res` is not NULL (`nres` int64s), described there: res[0] = count, then per result
  * kind (loom_vm_obj_kind), dtype, rank, dims[rank], data address, borrowed (1: a view of a
  * borrowed input, loom_tensor_is_borrowed: copy it before that memory goes) — res[0] = -1 when
- * the results do not fit in `nres` (read them from `out`). */
+ * the results do not fit in `nres` (read them from `out`). Results on a device that is not the
+ * host (a CUDA runtime's) are copied to host memory first, so every described address is the
+ * host's. */
 enum { LOOM_RT_ARG_HOST = 0, LOOM_RT_ARG_TENSOR = 1, LOOM_RT_ARG_HOST_AT = 2 };
 LOOM_MUST_USE loom_status loom_rt_call_packed(loom_rt *rt, const char *fn, const int64_t *desc, size_t ndesc,
                                               uint32_t ninputs, loom_rt_outputs *out, int64_t *res, size_t nres);

@@ -350,15 +350,18 @@ loom_status loom_tensor_to_dlpack(loom_tensor *t, DLManagedTensor **out) {
   return LOOM_OK;
 }
 
-loom_status loom_tensor_from_dlpack(loom_allocator *alloc, loom_device *cpu, DLManagedTensor *dl,
+loom_status loom_tensor_from_dlpack(loom_allocator *alloc, loom_device *dev, DLManagedTensor *dl,
                                     loom_tensor **out) {
   *out = NULL;
   loom_status st = LOOM_OK;
   loom_dtype dt;
   const DLTensor *x = &dl->dl_tensor;
-  if (x->device.device_type != kDLCPU && x->device.device_type != kDLCUDAHost)
-    st = LOOM_ERROR(UNIMPLEMENTED, "DLPack tensor on device type %d: only CPU tensors are accepted",
-                    (int)x->device.device_type);
+  bool host_memory = x->device.device_type == kDLCPU || x->device.device_type == kDLCUDAHost;
+  if (dev->vt->host ? !host_memory
+                    : (x->device.device_type != (DLDeviceType)dev->dl_type || x->device.device_id != dev->dl_id))
+    st = LOOM_ERROR(INVALID_ARGUMENT, "DLPack tensor on device type %d id %d: this device (%s, DLPack type %d id %d) "
+                    "takes %s", (int)x->device.device_type, (int)x->device.device_id, dev->vt->name, (int)dev->dl_type,
+                    (int)dev->dl_id, dev->vt->host ? "CPU memory (kDLCPU, kDLCUDAHost)" : "its own memory only");
   else if (x->ndim < 0 || x->ndim > LOOM_VM_MAX_RANK)
     st = LOOM_ERROR(OUT_OF_RANGE, "DLPack tensor rank %d is outside 0..%d", x->ndim, LOOM_VM_MAX_RANK);
   else if (!loom_dtype_from_dl(x->dtype, &dt))
@@ -375,8 +378,8 @@ loom_status loom_tensor_from_dlpack(loom_allocator *alloc, loom_device *cpu, DLM
   if (x->strides)
     for (int32_t i = 0; i < x->ndim; i++) t->strides[i] = x->strides[i];
   t->data = (char *)x->data + x->byte_offset;
-  t->device = cpu;
-  loom_device_retain(cpu);
+  t->device = dev;
+  loom_device_retain(dev);
   t->dl = dl;
   *out = t;
   return LOOM_OK;

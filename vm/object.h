@@ -122,9 +122,11 @@ size_t loom_tensor_numel(const loom_tensor *t);
 bool loom_tensor_is_contiguous(const loom_tensor *t);
 /* Zero-copy export: the DLManagedTensor holds a reference to t; its deleter drops it. */
 LOOM_MUST_USE loom_status loom_tensor_to_dlpack(loom_tensor *t, DLManagedTensor **out);
-/* Zero-copy import: the tensor owns `dl` and calls its deleter when freed (also on failure).
- * Only CPU tensors with a dtype Loom knows are accepted. */
-LOOM_MUST_USE loom_status loom_tensor_from_dlpack(loom_allocator *alloc, loom_device *cpu,
+/* Zero-copy import onto `dev`, the device whose memory holds the tensor: the tensor owns `dl`
+ * and calls its deleter when freed (also on failure). A host device takes kDLCPU and
+ * kDLCUDAHost tensors, another device those of its own DLPack type and id (a CUDA device:
+ * kDLCUDA tensors of its GPU); the dtype must be one Loom knows. */
+LOOM_MUST_USE loom_status loom_tensor_from_dlpack(loom_allocator *alloc, loom_device *dev,
                                                   DLManagedTensor *dl, loom_tensor **out);
 /* Maps dtypes both ways; false when there is no counterpart. */
 bool loom_dtype_to_dl(loom_dtype dt, DLDataType *out);

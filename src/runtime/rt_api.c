@@ -425,7 +425,11 @@ bool loom_tensor_is_borrowed(const loom_tensor *t) {
 }
 
 loom_status loom_rt_tensor_from_dlpack(loom_rt *rt, DLManagedTensor *dl, loom_tensor **out) {
-  if (rt) return loom_tensor_from_dlpack(loom_allocator_system(), rt->host, dl, out);
+  if (rt) { /* host memory on the CPU device; a GPU's memory (kDLCUDA) on the run device when it is that GPU */
+    DLDeviceType t = dl->dl_tensor.device.device_type;
+    bool host_memory = t == kDLCPU || t == kDLCUDAHost;
+    return loom_tensor_from_dlpack(loom_allocator_system(), host_memory ? rt->host : rt->dev, dl, out);
+  }
   loom_device *own;
   loom_status st = loom_device_cpu_create(NULL, &own);
   if (st) {
@@ -503,6 +507,18 @@ loom_status loom_rt_call_packed(loom_rt *rt, const char *fn, const int64_t *desc
   }
   if (!st) st = loom_rt_call(rt, fn, ts, ninputs, out);
   for (uint32_t i = 0; i < n; i++) loom_tensor_release(made[i]);
+  /* the described addresses are read by the caller: results on a device (a GPU) come to host memory */
+  for (uint32_t i = 0; !st && i < out->count; i++) {
+    loom_vm_obj *o = out->items[i];
+    if (!o || o->kind != LOOM_VM_OBJ_TENSOR || ((loom_tensor *)o)->device->vt->host) continue;
+    loom_tensor *h;
+    st = loom_rt_tensor_to_host(rt, (loom_tensor *)o, &h);
+    if (!st) {
+      loom_vm_obj_release(o);
+      out->items[i] = &h->hdr;
+    }
+  }
+  if (st) loom_rt_outputs_free(out);
   if (!st && res && nres) describe_results(out, res, nres);
   return st;
 }

@@ -18,10 +18,13 @@
  *                end of every VM call) reads it back, so a kernel's run-time error fails the call
  *                that ran it, without naming which kernel; a failed copy or launch is kept and
  *                returned by the next `sync` too;
- *   profiling    $LOOM_CUDA_SYNC=1 waits after every launch, so `loom run --profile` times each
- *                kernel on the GPU (without it a launch returns at once and its time is the host's);
- *   not yet      kernel images (CUDA artifacts: PTX inside an AOT artifact), streams per caller
- *                (concurrent calls share the stream and the error word), DLPack kDLCUDA. */
+ *   profiling    `loom run --profile` times each kernel and cuBLAS call on the GPU (an event pair
+ *                around it, waited for: prof_mark / prof_elapsed); $LOOM_CUDA_SYNC=1 still
+ *                waits after every launch;
+ *   DLPack       tensors of this GPU (kDLCUDA, device 0: a PyTorch CUDA tensor) import onto this
+ *                device and are read in place (loom_rt_tensor_from_dlpack); results export as
+ *                kDLCUDA (loom_tensor_to_dlpack);
+ *   not yet      streams per caller (concurrent calls share the stream and the error word). */
 #ifndef LOOM_TARGETS_CUDA_DEVICE_CUDA_H
 #define LOOM_TARGETS_CUDA_DEVICE_CUDA_H
 

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <dlpack/dlpack.h>
+
 #include "loom.h"
 #include "loomrt.h"
 #include "support/loom_test.h"
@@ -238,6 +240,94 @@ LOOM_TEST(cuda_device, the_profile_shows_device_times_and_tf32_reaches_cublas) {
   cr_assert_gt(kernels, 0);
   cr_assert_eq(externs, 1, "the mlp's GEMMs are one extern called twice: %d rows", externs);
   unsetenv("LOOM_CUDA_TF32");
+  for (uint32_t i = 0; i < np; i++) loom_tensor_release(in[i]);
+  loom_rt_close(rt);
+  loom_compiled_free(c);
+  fake_close(&f);
+}
+
+/* DLPack on the GPU: a kDLCUDA tensor of the runtime's GPU (what a PyTorch CUDA tensor's
+ * __dlpack__ gives) is imported onto the CUDA device and read in place by a call (the stand-in's
+ * device pointers fault if host code touches them); results export as kDLCUDA, and the packed
+ * call (python/loom's) brings them to the host; another GPU's tensor and a GPU tensor given to
+ * a CPU runtime are clear errors. */
+typedef struct dl_owned {
+  DLManagedTensor m;
+  loom_storage *s;
+  int64_t shape[2];
+  int *deleted;
+} dl_owned;
+
+static void dl_owned_delete(DLManagedTensor *m) {
+  dl_owned *o = (dl_owned *)m;
+  (*o->deleted)++;
+  if (o->s) loom_vm_obj_release(&o->s->hdr);
+  free(o);
+}
+
+static DLManagedTensor *dl_on(loom_storage *s, int device_type, int device_id, int64_t rows, int64_t cols, int *deleted) {
+  dl_owned *o = calloc(1, sizeof *o);
+  cr_assert_not_null(o);
+  o->s = s;
+  o->shape[0] = rows, o->shape[1] = cols;
+  o->deleted = deleted;
+  o->m.dl_tensor = (DLTensor){.data = s ? s->data : (void *)16, .device = {(DLDeviceType)device_type, device_id}, .ndim = 2,
+                              .dtype = {kDLFloat, 32, 1}, .shape = o->shape};
+  o->m.deleter = dl_owned_delete;
+  return &o->m;
+}
+
+LOOM_TEST(cuda_device, dlpack_tensors_of_the_gpu_are_read_in_place) {
+  fake f = fake_open();
+  loom_compiled *c;
+  loom_rt *rt;
+  loom_tensor *in[16];
+  uint32_t np = open_mlp(&c, &rt, in);
+  loom_device *gpu = loom_rt_run_device(rt);
+  loom_storage *s;
+  cr_assert_null(loom_storage_alloc(gpu, (size_t)loom_tensor_numel(in[0]) * 4, &s));
+  gpu->vt->zero(gpu, s->data, (size_t)loom_tensor_numel(in[0]) * 4);
+  int deleted = 0;
+  loom_tensor *x;
+  loom_status st = loom_rt_tensor_from_dlpack(rt, dl_on(s, kDLCUDA, 0, in[0]->shape[0], in[0]->shape[1], &deleted), &x);
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  cr_assert_eq(x->device, gpu, "imported onto the run device");
+  cr_assert_eq(x->data, s->data, "no copy");
+  long before = f.launches();
+  loom_tensor *args[16];
+  for (uint32_t i = 0; i < np; i++) args[i] = i ? in[i] : x; /* x: (b, 784), the rest from host memory */
+  loom_rt_outputs out;
+  st = loom_rt_call(rt, "main", args, np, &out);
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  cr_assert_gt(f.launches(), before);
+  DLManagedTensor *y;
+  cr_assert_null(loom_tensor_to_dlpack((loom_tensor *)out.items[0], &y));
+  cr_assert_eq(y->dl_tensor.device.device_type, kDLCUDA, "a result on the GPU exports as kDLCUDA");
+  y->deleter(y);
+  loom_rt_outputs_free(&out);
+  /* the packed call (python/loom's path) describes host addresses: its results come to the host */
+  int64_t desc[32], res[16];
+  size_t nd = 0;
+  for (uint32_t i = 0; i < np; i++) desc[nd++] = LOOM_RT_ARG_TENSOR, desc[nd++] = (int64_t)(uintptr_t)args[i];
+  st = loom_rt_call_packed(rt, "main", desc, nd, np, &out, res, LOOM_ARRAY_LEN(res));
+  cr_assert_null(st, "%s", loom_status_text(st, 0));
+  cr_assert_eq(res[0], 1);
+  cr_assert(((loom_tensor *)out.items[0])->device->vt->host, "the packed call's result is on the host");
+  volatile float first = *(const float *)(uintptr_t)res[1 + 3 + res[3]]; /* readable: a host address */
+  (void)first;
+  loom_rt_outputs_free(&out);
+  loom_tensor_release(x);
+  cr_assert_eq(deleted, 1, "the producer's deleter ran when the tensor went");
+  /* another GPU's memory, and GPU memory for a CPU runtime */
+  st = loom_rt_tensor_from_dlpack(rt, dl_on(NULL, kDLCUDA, 1, 2, 2, &deleted), &x);
+  cr_assert(st && strstr(loom_status_message(st), "DLPack tensor on device type 2 id 1: this device (cuda, DLPack type 2 id 0)"),
+            "%s", st ? loom_status_message(st) : "accepted");
+  loom_status_free(st);
+  cr_assert_eq(deleted, 2, "a refused tensor is released at once");
+  st = loom_rt_tensor_from_dlpack(NULL, dl_on(NULL, kDLCUDA, 0, 2, 2, &deleted), &x);
+  cr_assert(st && strstr(loom_status_message(st), "takes CPU memory"), "%s", st ? loom_status_message(st) : "accepted");
+  loom_status_free(st);
+  cr_assert_eq(deleted, 3);
   for (uint32_t i = 0; i < np; i++) loom_tensor_release(in[i]);
   loom_rt_close(rt);
   loom_compiled_free(c);
