@@ -369,7 +369,8 @@ static loom_status merged_permute(loom_pass *p, loom_graph_binding *b, bool *don
 
 /* b = matmul(mul(x, c1), mul(y, c2))  ->  b_unscaled = matmul(x, y);  b = mul(b_unscaled, c1*c2)
  * (either mul may be absent, the constant on either side) when c1, c2 are one-element float
- * constants and each mul has its operand's dims and dtype: torch's scaled_dot_product_attention
+ * constants and each mul has its operand's dims and dtype, x and y not constants (fold scales a
+ * weight once): torch's scaled_dot_product_attention
  * export scales q and K^T by d^(-1/4) each; with the scales out of the operands K^T is read in
  * place (transpose_b, the rule below) instead of copied and scaled every call (a KV cache: the
  * whole cache each decode step), and the one scale goes into the scores' reader (a matmul
@@ -390,8 +391,9 @@ static loom_status scale_after_matmul(loom_pass *p, loom_graph_binding *b, bool 
     loom_graph_expr *x = NULL;
     if (scalar_const(m->u.call.args[1], &c)) x = m->u.call.args[0];
     else if (scalar_const(m->u.call.args[0], &c)) x = m->u.call.args[1];
-    if (!x || x->sinfo->kind != LOOM_SINFO_TENSOR || x->sinfo->dtype != ops[i]->sinfo->dtype ||
-        !same_dims(p, ops[i]->sinfo, x->sinfo))
+    /* a scaled constant (a weight) stays: fold computes it once, no multiply at run time */
+    if (!x || x->kind == LOOM_GRAPH_EXPR_CONST || x->sinfo->kind != LOOM_SINFO_TENSOR ||
+        x->sinfo->dtype != ops[i]->sinfo->dtype || !same_dims(p, ops[i]->sinfo, x->sinfo))
       continue;
     ops[i] = x;
     scale *= c;

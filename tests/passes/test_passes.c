@@ -483,8 +483,9 @@ LOOM_TEST(passes, simplify_takes_views_before_copies) {
 
 /* Scales out of a matmul's operands: q * 0.5 and 0.25 * K^T (torch's scaled_dot_product_attention
  * export) become one scale of the product, and K^T is then read in place (transpose_b); a
- * division and a tensor (not one-element) factor stay where they are. */
+ * division, a tensor (not one-element) factor and a scaled constant weight (fold's) stay. */
 static const char scale_in[] =
+         "const @wk: Tensor[(16, 2), f32] = [1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0]\n"
          "fn @main(q: Tensor[(b, 4, s, 16), f32], k: Tensor[(b, 4, t, 16), f32], x: Tensor[(s, 16), f32], w: Tensor[(16, 8), f32], c: Tensor[(16,), f32]) -> Object {\n"
          "  dataflow {\n"
          "    qs = mul(q, const(0.5, f32))\n"
@@ -495,7 +496,9 @@ static const char scale_in[] =
          "    h = matmul(xs, w)\n"
          "    xc = mul(x, c)\n"
          "    h2 = matmul(xc, w)\n"
-         "    out = (sc, h, h2)\n"
+         "    wks = mul(@wk, const(0.5, f32))\n"
+         "    h3 = matmul(x, wks)\n"
+         "    out = (sc, h, h2, h3)\n"
          "    output out\n"
          "  }\n"
          "  return out\n"
@@ -505,6 +508,8 @@ LOOM_TEST(passes, simplify_moves_constant_scales_after_the_matmul) {
   static const pass_fn p[] = {loom_graph_simplify, loom_graph_dce};
   simplify_checked(scale_in, 13);
   expect(scale_in, p, 2,
+         "const @wk: Tensor[(16, 2), f32] = [1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0]\n"
+         "\n"
          "fn @main(q: Tensor[(b, 4, s, 16), f32], k: Tensor[(b, 4, t, 16), f32], x: Tensor[(s, 16), f32], w: Tensor[(16, 8), f32], c: Tensor[(16,), f32]) -> Object {\n"
          "  dataflow {\n"
          "    sc_unscaled: Tensor[(b, 4, s, t), f32] = matmul(q, k, transpose_b=true)\n"
@@ -513,7 +518,9 @@ LOOM_TEST(passes, simplify_moves_constant_scales_after_the_matmul) {
          "    h: Tensor[(s, 8), f32] = matmul(xs, w)\n"
          "    xc: Tensor[(s, 16), f32] = mul(x, c)\n"
          "    h2: Tensor[(s, 8), f32] = matmul(xc, w)\n"
-         "    out: Tuple[Tensor[(b, 4, s, t), f32], Tensor[(s, 8), f32], Tensor[(s, 8), f32]] = (sc, h, h2)\n"
+         "    wks: Tensor[(16, 2), f32] = mul(@wk, const(0.5, f32))\n"
+         "    h3: Tensor[(s, 2), f32] = matmul(x, wks)\n"
+         "    out: Tuple[Tensor[(b, 4, s, t), f32], Tensor[(s, 8), f32], Tensor[(s, 8), f32], Tensor[(s, 2), f32]] = (sc, h, h2, h3)\n"
          "    output out\n"
          "  }\n"
          "  return out\n"
