@@ -50,11 +50,12 @@ void loom_pass_replace_var(loom_pass *p, loom_graph_binding *b, loom_graph_expr 
  * the binding's guards become the new inference's. *ok tells whether it was done. */
 loom_status loom_pass_set_value(loom_pass *p, loom_graph_binding *b, loom_graph_expr *v, bool *ok);
 
-/* Adds `<b's name>_<suffix> = value` (an inferred call: its struct info and guards are taken from
- * `r`) just before b, the binding being visited; it is not visited itself. Its var, or NULL
- * on out-of-memory. */
-loom_graph_expr *loom_pass_add_before(loom_pass *p, const loom_graph_binding *b, const char *suffix, loom_graph_expr *value,
-                                      const loom_graph_infer_result *r);
+/* Adds `<b's name>_<suffix> = value` (a call, inferred here: its struct info and guards are the
+ * inference's) just before b, the binding being visited; it is not visited itself. *out is its
+ * var, or NULL when inference refuses the call (status OK: the caller's rule does not apply);
+ * out-of-memory is the status. */
+loom_status loom_pass_add_before(loom_pass *p, const loom_graph_binding *b, const char *suffix, loom_graph_expr *value,
+                                 loom_graph_expr **out);
 
 /* The binding that defines var `e` (visited so far in this function), or NULL. */
 loom_graph_binding *loom_pass_producer(loom_pass *p, const loom_graph_expr *e);

@@ -387,12 +387,11 @@ static void pack_f32(float *packed, const uint8_t *src, int64_t k, int64_t n, in
  *   b_mm = mm;  b = add(b_mm, bias)
  * (b_mm is dead, for dce, when the add does not fit b). */
 static loom_status with_bias(loom_pass *p, loom_graph_binding *b, loom_graph_expr *mm, loom_graph_expr *bias) {
-  loom_graph_infer_result r;
-  loom_status st = loom_graph_infer_call(p->m, mm, b->var->u.var.name, &r);
-  if (st) return loom_status_code(st) == LOOM_CODE_RESOURCE_EXHAUSTED ? st : (loom_status_free(st), LOOM_OK);
-  loom_graph_expr *var = loom_pass_add_before(p, b, "mm", mm, &r);
+  loom_graph_expr *var;
+  LOOM_PROPAGATE(loom_pass_add_before(p, b, "mm", mm, &var));
+  if (!var) return LOOM_OK;
   loom_graph_expr *args[2] = {var, bias};
-  loom_graph_expr *add = var ? loom_graph_call_op(p->m, LOOM_GRAPH_OP_ADD, 2, args, 0, NULL) : NULL;
+  loom_graph_expr *add = loom_graph_call_op(p->m, LOOM_GRAPH_OP_ADD, 2, args, 0, NULL);
   if (!add) return LOOM_OOM();
   bool ok;
   return loom_pass_set_value(p, b, add, &ok);

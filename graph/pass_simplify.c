@@ -33,13 +33,18 @@ static const loom_graph_expr *reshape_producer(loom_pass *p, const loom_graph_ex
   return b->value;
 }
 
+/* Whether two dims are provably equal. */
+static bool dim_eq(loom_pass *p, const loom_sym_expr *a, const loom_sym_expr *b) {
+  return a == b || loom_sym_prove_eq(p->cx, a, b) == LOOM_SYM_TRUE;
+}
+
 /* Whether tensors a and b provably have the same rank and dims. */
 static bool same_dims(loom_pass *p, const loom_sinfo *a, const loom_sinfo *b) {
   if (a->kind != LOOM_SINFO_TENSOR || b->kind != LOOM_SINFO_TENSOR || a->ndim < 0 || a->ndim != b->ndim) return false;
   if (!a->ndim) return true;
   if (!a->dims || !b->dims) return false;
   for (int i = 0; i < a->ndim; i++)
-    if (a->dims[i] != b->dims[i] && loom_sym_prove_eq(p->cx, a->dims[i], b->dims[i]) != LOOM_SYM_TRUE) return false;
+    if (!dim_eq(p, a->dims[i], b->dims[i])) return false;
   return true;
 }
 
@@ -283,10 +288,6 @@ static bool dims_known(const loom_sinfo *t) {
   return t->kind == LOOM_SINFO_TENSOR && t->ndim > 0 && t->ndim <= 8 && t->dims;
 }
 
-static bool dim_eq(loom_pass *p, const loom_sym_expr *a, const loom_sym_expr *b) {
-  return a == b || loom_sym_prove_eq(p->cx, a, b) == LOOM_SYM_TRUE;
-}
-
 /* b = reshape(strided_slice(x, axes=[r-1], begin=[lo], end=[hi]), shape=[d0, .., d(r-2), k, m])
  *   -> b_rows = reshape(x, shape=[d0, .., d(r-2), L/m, m]);  b = strided_slice(b_rows, axes=[r-1],
  *      begin=[lo/m], end=[hi/m])
@@ -318,14 +319,13 @@ static loom_status slice_rows(loom_pass *p, loom_graph_binding *b, bool *done) {
   loom_graph_attr shape = loom_graph_attr_syms(p->m, "shape", (size_t)r + 1, dims);
   loom_graph_expr *rs = shape.name && shape.syms ? loom_graph_call_op(p->m, LOOM_GRAPH_OP_RESHAPE, 1, &x, 1, &shape) : NULL;
   if (!rs) return LOOM_OOM();
-  loom_graph_infer_result ir;
-  loom_status st = loom_graph_infer_call(p->m, rs, b->var->u.var.name, &ir);
-  if (st) return loom_status_code(st) == LOOM_CODE_RESOURCE_EXHAUSTED ? st : (loom_status_free(st), LOOM_OK);
-  loom_graph_expr *rows = loom_pass_add_before(p, b, "rows", rs, &ir);
+  loom_graph_expr *rows;
+  LOOM_PROPAGATE(loom_pass_add_before(p, b, "rows", rs, &rows));
+  if (!rows) return LOOM_OK;
   loom_graph_attr at[3] = {loom_graph_attr_ints(p->m, "axes", 1, &(int64_t){r - 1}),
                            loom_graph_attr_ints(p->m, "begin", 1, &(int64_t){lo / m}),
                            loom_graph_attr_ints(p->m, "end", 1, &(int64_t){hi / m})};
-  if (!rows || !at[0].name || !at[1].name || !at[2].name) return LOOM_OOM();
+  if (!at[0].name || !at[1].name || !at[2].name) return LOOM_OOM();
   loom_graph_expr *nc = loom_graph_call_op(p->m, LOOM_GRAPH_OP_STRIDED_SLICE, 1, &rows, 3, at);
   if (!nc) return LOOM_OOM();
   return loom_pass_set_value(p, b, nc, done);
@@ -402,11 +402,11 @@ static loom_status scale_after_matmul(loom_pass *p, loom_graph_binding *b, bool 
   if (!found) return LOOM_OK;
   loom_graph_expr *mm = loom_pass_call_copy(p->m, v, 2, ops, v->u.call.nattrs, v->u.call.attrs);
   if (!mm) return LOOM_OOM();
-  loom_graph_infer_result ir;
-  loom_status st = loom_graph_infer_call(p->m, mm, b->var->u.var.name, &ir);
-  if (st) return loom_status_code(st) == LOOM_CODE_RESOURCE_EXHAUSTED ? st : (loom_status_free(st), LOOM_OK);
-  loom_graph_expr *args[2] = {loom_pass_add_before(p, b, "unscaled", mm, &ir), loom_graph_const_scalar(p->m, out->dtype, scale)};
-  loom_graph_expr *nc = args[0] && args[1] ? loom_graph_call_op(p->m, LOOM_GRAPH_OP_MUL, 2, args, 0, NULL) : NULL;
+  loom_graph_expr *args[2];
+  LOOM_PROPAGATE(loom_pass_add_before(p, b, "unscaled", mm, &args[0]));
+  if (!args[0]) return LOOM_OK;
+  args[1] = loom_graph_const_scalar(p->m, out->dtype, scale);
+  loom_graph_expr *nc = args[1] ? loom_graph_call_op(p->m, LOOM_GRAPH_OP_MUL, 2, args, 0, NULL) : NULL;
   if (!nc) return LOOM_OOM();
   return loom_pass_set_value(p, b, nc, done);
 }

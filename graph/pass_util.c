@@ -389,20 +389,25 @@ loom_status loom_pass_run(loom_pass *p) {
   return st;
 }
 
-loom_graph_expr *loom_pass_add_before(loom_pass *p, const loom_graph_binding *b, const char *suffix, loom_graph_expr *value,
-                                      const loom_graph_infer_result *r) {
+loom_status loom_pass_add_before(loom_pass *p, const loom_graph_binding *b, const char *suffix, loom_graph_expr *value,
+                                 loom_graph_expr **out) {
+  *out = NULL;
+  loom_graph_infer_result r;
+  loom_status st = loom_graph_infer_call(p->m, value, b->var->u.var.name, &r);
+  if (st) return loom_status_code(st) == LOOM_CODE_RESOURCE_EXHAUSTED ? st : (loom_status_free(st), LOOM_OK);
   char name[256];
   snprintf(name, sizeof name, "%s_%s", b->var->u.var.name, suffix);
   loom_graph_binding *nb = LOOM_ARENA_NEW(loom_graph_module_arena(p->m), loom_graph_binding);
-  if (!nb || !value || !(nb->var = loom_graph_var_new(p->m, name, r->sinfo))) return NULL;
-  value->sinfo = r->sinfo;
+  if (!nb || !(nb->var = loom_graph_var_new(p->m, name, r.sinfo))) return LOOM_OOM();
+  value->sinfo = r.sinfo;
   value->loc = b->value->loc;
   nb->kind = LOOM_GRAPH_BIND_VAR;
   nb->value = value;
-  nb->nguards = r->nguards;
-  nb->guards = r->guards;
-  nb->guard_why = r->guard_why;
+  nb->nguards = r.nguards;
+  nb->guards = r.guards;
+  nb->guard_why = r.guard_why;
   nb->loc = b->loc;
-  if (!LOOM_VEC_PUSH(p->m->alloc, &p->before, nb)) return NULL;
-  return nb->var;
+  if (!LOOM_VEC_PUSH(p->m->alloc, &p->before, nb)) return LOOM_OOM();
+  *out = nb->var;
+  return LOOM_OK;
 }
