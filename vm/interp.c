@@ -161,8 +161,11 @@ loom_status loom_vm_create_on(loom_allocator *alloc, loom_device *dev, const loo
   loom_status st = LOOM_OK;
   if (exe->nkernels) {
     vm->kernels = loom_alloc_array(alloc, exe->nkernels, sizeof *vm->kernels);
+    if (!vm->kernels) st = LOOM_OOM();
+  }
+  if (!st && exe->nkernels + exe->nexterns) { /* kernels, then externs */
     vm->kernel_prof = loom_alloc_zero(alloc, (exe->nkernels + exe->nexterns) * sizeof *vm->kernel_prof);
-    if (!vm->kernels || !vm->kernel_prof) st = LOOM_OOM();
+    if (!vm->kernel_prof) st = LOOM_OOM();
   }
   if (!st && exe->nexterns) {
     vm->externs = loom_alloc_array(alloc, exe->nexterns, sizeof *vm->externs);

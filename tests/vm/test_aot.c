@@ -59,6 +59,28 @@ LOOM_TEST(aot, artifact_loads_with_dlopen_and_runs_through_the_c_api) {
   remove_dir(dir);
 }
 
+/* --profile of a module whose only calls are externs (no kernel): the externs' rows, no crash. */
+LOOM_TEST(aot, loom_run_profiles_a_module_of_externs_only) {
+  char *dir = make_dir(), path[512];
+  snprintf(path, sizeof path, "%s/ext_only.loom", dir);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs("extern @mm(a: Tensor[(m, k), f32], b: Tensor[(k, n), f32]) -> Tensor[(m, n), f32] symbol=\"blas.sgemm\" pure\n"
+        "fn @main(a: Tensor[(m, k), f32], b: Tensor[(k, n), f32]) -> Tensor[(m, n), f32] {\n"
+        "  dataflow {\n"
+        "    y = call_extern(@mm, (a, b), Tensor[(m, n), f32])\n"
+        "    output y\n"
+        "  }\n"
+        "  return y\n"
+        "}\n", f);
+  fclose(f);
+  loom_test_proc p = loom_test_run("%s run %s --bind m=2,k=3,n=4 --repeat 2 --profile --no-cache", loom_test_loom_bin(), path);
+  cr_assert_eq(p.exit_code, 0, "%s%s", p.out, p.err);
+  cr_assert(strstr(p.out, "extern:mm") != NULL && strstr(p.out, "CALLX") != NULL, "%s", p.out);
+  loom_test_proc_free(&p);
+  remove_dir(dir);
+}
+
 LOOM_TEST(aot, loom_run_bind_input_output_profile_and_errors) {
   char *dir = make_dir(), so[512];
   build_artifact(dir, so, sizeof so);
