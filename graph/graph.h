@@ -339,6 +339,12 @@ loom_status loom_graph_module_libcall_sigs(const loom_graph_module *m, loom_aren
 /* The directory of the file the module was parsed from ("." when unknown): relative
  * `library` paths of extern declarations are taken from here. */
 const char *loom_graph_module_source_dir(const loom_graph_module *m);
+/* The width in bytes of the widest vector registers of the machine the module's programs are
+ * made for (64 AVX-512, 32 AVX2, 16): legalization sizes the register tiles a generated program
+ * fixes (the flash attention kernel's query rows) to it; results never depend on it. 0 (a new
+ * module): 64. The pipeline sets it from the target before legalize (loom_target.vector_bytes). */
+void loom_graph_module_set_vector_bytes(loom_graph_module *m, int bytes);
+int loom_graph_module_vector_bytes(const loom_graph_module *m);
 
 /* ---- operators ------------------------------------------------------------- */
 

@@ -59,6 +59,7 @@ struct loom_graph_module {
   LOOM_VEC(loom_graph_weights) weights;  /* weights files mapped for its constants */
   LOOM_VEC(loom_graph_adopted) adopted;  /* freed last, in order (loom_graph_module_adopt) */
   LOOM_VEC(loom_graph_source) sources;   /* files its constants' bytes lie in (loom_graph_module_add_source) */
+  int vector_bytes;                      /* the target's vector width (loom_graph_module_set_vector_bytes) */
 };
 
 /* ---- operator implementations -------------------------------------------- */

@@ -78,6 +78,8 @@ loom_status loom_graph_module_adopt(loom_graph_module *m, void *p, void (*free_f
 
 loom_sym_ctx *loom_graph_module_sym(loom_graph_module *m) { return m->cx; }
 loom_arena *loom_graph_module_arena(loom_graph_module *m) { return &m->arena; }
+void loom_graph_module_set_vector_bytes(loom_graph_module *m, int bytes) { m->vector_bytes = bytes > 0 ? bytes : 0; }
+int loom_graph_module_vector_bytes(const loom_graph_module *m) { return m->vector_bytes ? m->vector_bytes : 64; }
 const char *loom_graph_module_intern(loom_graph_module *m, const char *s, size_t len) {
   return loom_intern(&m->names, s, len);
 }

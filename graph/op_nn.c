@@ -457,14 +457,15 @@ typedef struct attention_params {
   int32_t bshd;           /* q, k, v and the result in (batch, seq, heads, dim) */
   int32_t self_rows;      /* the keys' rows are the queries' (t == s as symbols): short row kernel */
   loom_tp_bcast modes[4]; /* the mask's axes against (b, h, s, t) */
+  int32_t lanes;          /* f32 lanes of the target's vectors: the flash tile (loom_graph_module_vector_bytes) */
 } attention_params;
-LOOM_TP_GEN_PARAMS(attention_params, 64 + 13 * 4);
+LOOM_TP_GEN_PARAMS(attention_params, 64 + 14 * 4);
 
 static loom_status gen_attention(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
   const attention_params *p = params;
   return loom_tp_gen_attention(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t,
                                p->scale_text[0] ? p->scale_text : NULL, p->causal, p->mask_rank, p->modes, p->mask_t,
-                               p->empty_nan, p->bshd, p->self_rows, p->head_dim, p->value_dim, tp);
+                               p->empty_nan, p->bshd, p->self_rows, p->head_dim, p->value_dim, p->lanes, tp);
 }
 
 static loom_status legal_attention(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out,
@@ -481,7 +482,7 @@ static loom_status legal_attention(loom_graph_module *m, const loom_graph_expr *
   const loom_graph_attr *sc = loom_graph_call_attr(call, "scale");
   attention_params p = {.t = q->dtype, .mask_t = mk ? mk->dtype : LOOM_DTYPE_BOOL, .causal = loom_graph_call_int(call, "causal") != 0,
                         .mask_rank = mk ? mk->ndim : -1, .empty_nan = loom_graph_call_int(call, "empty_nan") != 0,
-                        .bshd = attn_head_axis(call) == 2};
+                        .bshd = attn_head_axis(call) == 2, .lanes = loom_graph_module_vector_bytes(m) / 4};
   int ha = p.bshd ? 2 : 1, sa = 3 - ha;
   /* self-attention without a cache (the same symbol for the rows of q and k): the row kernel
    * (s < 8) then sees fewer than 8 keys */
@@ -500,9 +501,11 @@ static loom_status legal_attention(loom_graph_module *m, const loom_graph_expr *
   char name[256];
   char dims[48] = "";
   if (p.head_dim || p.value_dim) snprintf(dims, sizeof dims, "_d%d_%d", (int)p.head_dim, (int)p.value_dim);
-  snprintf(name, sizeof name, "attention_%s%s%s%s%s%s%s%s_%016llx", loom_dtype_name(q->dtype), p.causal ? "_causal" : "",
+  char lanes[16] = ""; /* the AVX-512 tile unnamed */
+  if (p.lanes != 16) snprintf(lanes, sizeof lanes, "_l%d", (int)p.lanes);
+  snprintf(name, sizeof name, "attention_%s%s%s%s%s%s%s%s%s_%016llx", loom_dtype_name(q->dtype), p.causal ? "_causal" : "",
            p.empty_nan ? (p.bshd ? "_nan_bshd" : "_nan") : p.bshd ? "_bshd" : "", p.self_rows ? "_self" : "",
-           mk ? "_mask_" : "", mk ? loom_dtype_name(mk->dtype) : "", key, dims,
+           mk ? "_mask_" : "", mk ? loom_dtype_name(mk->dtype) : "", key, dims, lanes,
            (unsigned long long)loom_hash_bytes(p.scale_text, strlen(p.scale_text)));
   return LOOM_LEGAL_PROGRAM(m, name, gen_attention, p, &r->tp);
 }

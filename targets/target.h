@@ -115,6 +115,10 @@ typedef struct loom_target {
   loom_status (*schedule)(const loom_target_options *o, loom_arena *arena, loom_sym_ctx *cx, loom_tp_func *f,
                           loom_strbuf *why);
 
+  /* The width in bytes of the widest vector registers of the machine `o` (64 AVX-512, 32 AVX2):
+   * legalization sizes the register tiles that generated programs fix to it (graph.h
+   * loom_graph_module_set_vector_bytes). NULL: 64. */
+  int (*vector_bytes)(const loom_target_options *o);
   /* The column panel width the matmul schedule rule reads B in on the machine `o`: a constant
    * weight with a multiple of it columns is laid out panel by panel at compile time (the
    * `pack` pass, graph/pass_pack.c) and read in place. 0 (or a NULL hook): no such layout. */

@@ -10,8 +10,8 @@
  *     over the threads by heads. K and V are read once per row. With `self_rows` (t == s, so
  *     t < 8 here) its softmax loop over the keys is a plain loop, not 16 lanes.
  *   - the FLASH kernel (f32, FlashAttention's online softmax; MLAS's flashattn.cpp tiles the same
- *     way): per (batch, head, tile of ATTN_QT query rows) — one parallel item — the tile's queries
- *     are transposed once into Qt[d, QT] (scaled), and the keys are visited in steps of ATTN_KT:
+ *     way): per (batch, head, tile of QT query rows) — one parallel item — the tile's queries
+ *     are transposed once into Qt[d, QT] (scaled), and the keys are visited in steps of KT (flash_tile):
  *       S[KT, QT]  = K[step] . Qt                     (a KT x QT register tile: queries in the
  *                                                      lanes, keys unrolled, d the reduction)
  *       mask       (causal, the key tail, the mask operand) only in the steps that need it
@@ -27,9 +27,18 @@
 
 #include "tensorprog/gen_internal.h"
 
-/* Query rows per flash tile (the vector lanes: two AVX-512 registers of f32) and keys per step
- * (the unrolled rows of the score tile: 8 x 2 = 16 accumulator registers). */
-enum { ATTN_QT = 32, ATTN_KT = 8 };
+/* The flash tile for vectors of `lanes` f32: query rows per tile in the lanes, two vector
+ * registers (32 with AVX-512, 16 with AVX2, 8 with 16-byte vectors), and keys per step, the
+ * unrolled rows of the score tile: 8 x 2 = 16 accumulators of AVX-512's 32 registers, 6 x 2 = 12
+ * of AVX2's 16 (with the two Qt vectors and K's broadcast: 15; measured on Zen 3, 12 heads s=512:
+ * 32 x 8 spilled, 26.6 ms against 17.9 ms for 16 x 6; in a later run 16 x 6 13.5 ms, 16 x 4
+ * 14.1, 8 x 12 17.5, 16 x 7 24.6). */
+enum { ATTN_KT_MAX = 8 };
+static void flash_tile(int lanes, int *qt, int *kt) {
+  if (lanes <= 0) lanes = 16;
+  *qt = 2 * (lanes >= 16 ? 16 : lanes >= 8 ? 8 : 4);
+  *kt = lanes >= 16 ? ATTN_KT_MAX : 6;
+}
 
 /* ---- the row kernel ---------------------------------------------------------------------- */
 
@@ -64,6 +73,7 @@ typedef struct attn_prog {
   bool empty_nan;                     /* a row without a positive sum gives NaN, else 0 */
   bool bshd;                          /* Q, K, V, Y laid out (batch, seq, heads, dim) */
   bool self_rows;                     /* the caller's t is its s: the row kernel runs at t < 8 only */
+  int qt, kt;                         /* the flash tile: query rows (lanes), keys per step (flash_tile) */
 } attn_prog;
 
 /* A load of Q, K, V or Y at (batch, head, row, column) — idx in that order, reordered to the
@@ -193,22 +203,22 @@ static void flash_step(flash_item *it, const loom_sym_expr *kb, loom_tp_expr *ed
   loom_tpb *b = p->b;
   loom_arena *a = p->a;
   loom_sym_ctx *cx = p->cx;
-  const loom_sym_expr *j0 = loom_sym_mul(cx, kb, loom_sym_const(cx, ATTN_KT)), *t1 = loom_sym_sub(cx, p->d[3], loom_sym_const(cx, 1));
+  const loom_sym_expr *j0 = loom_sym_mul(cx, kb, loom_sym_const(cx, p->kt)), *t1 = loom_sym_sub(cx, p->d[3], loom_sym_const(cx, 1));
   char nm[16];
-  const loom_sym_expr *tile[2] = {loom_sym_const(cx, ATTN_KT), loom_sym_const(cx, ATTN_QT)};
+  const loom_sym_expr *tile[2] = {loom_sym_const(cx, p->kt), loom_sym_const(cx, p->qt)};
   const loom_tp_buffer *S = loom_tpb_alloc(b, "S", LOOM_DTYPE_F32, 2, tile, LOOM_TP_SCOPE_LOCAL);
   /* the key of unrolled row jj (clamped into K / V: the last step may pass t) */
-  const loom_sym_expr *keys[ATTN_KT], *at[ATTN_KT];
-  for (int jj = 0; jj < ATTN_KT; jj++) {
+  const loom_sym_expr *keys[ATTN_KT_MAX], *at[ATTN_KT_MAX];
+  for (int jj = 0; jj < p->kt; jj++) {
     keys[jj] = loom_sym_add(cx, j0, loom_sym_const(cx, jj));
     at[jj] = loom_sym_min(cx, keys[jj], t1);
   }
   const loom_tp_buffer *Mt = NULL;
   if (p->Mk && it->mask_lanes) { /* the mask's (KT, QT) block, for the lanes to read contiguously */
     Mt = loom_tpb_alloc(b, "Mt", LOOM_DTYPE_F32, 2, tile, LOOM_TP_SCOPE_LOCAL);
-    const loom_sym_expr *mi = loom_tpb_for(b, "mi", loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_SERIAL, false);
+    const loom_sym_expr *mi = loom_tpb_for(b, "mi", loom_sym_const(cx, p->qt), LOOM_TP_LOOP_SERIAL, false);
     loom_tp_expr *q = loom_tpb_idx(b, loom_sym_min(cx, loom_sym_add(cx, it->q0, mi), loom_sym_sub(cx, p->d[2], loom_sym_const(cx, 1))));
-    for (int jj = 0; jj < ATTN_KT; jj++) {
+    for (int jj = 0; jj < p->kt; jj++) {
       loom_tp_expr *mx[2] = {loom_tpb_cidx(b, jj), loom_tpb_idx(b, mi)};
       loom_tpb_store(b, Mt, mx, loom_tp_cast(a, LOOM_DTYPE_F32, flash_mask_load(it, loom_tpb_dup(b, q), loom_tpb_idx(b, at[jj]))));
     }
@@ -216,12 +226,12 @@ static void flash_step(flash_item *it, const loom_sym_expr *kb, loom_tp_expr *ed
   }
   /* S = K[step] . Qt: per r, KT broadcasts of K and two vector loads of Qt for 2*KT FMAs */
   const loom_sym_expr *r = loom_tpb_for(b, "r", p->dq, LOOM_TP_LOOP_SERIAL, false);
-  const loom_sym_expr *jj = loom_tpb_for(b, "jj", loom_sym_const(cx, ATTN_KT), LOOM_TP_LOOP_UNROLL, false);
+  const loom_sym_expr *jj = loom_tpb_for(b, "jj", loom_sym_const(cx, p->kt), LOOM_TP_LOOP_UNROLL, false);
   /* the unrolled row's key: at[jj] is a function of the constant jj, written with jj */
   const loom_sym_expr *kj = loom_sym_min(cx, loom_sym_add(cx, j0, jj), t1);
   loom_tp_expr *ki[4] = {loom_tpb_idx(b, it->i0), loom_tpb_idx(b, it->kv), loom_tpb_idx(b, kj), loom_tpb_idx(b, r)};
   loom_tp_expr *kr = loom_tpb_let(b, "kr", attn_load(p, p->K, ki));
-  const loom_sym_expr *ii = loom_tpb_for(b, "ii", loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false);
+  const loom_sym_expr *ii = loom_tpb_for(b, "ii", loom_sym_const(cx, p->qt), LOOM_TP_LOOP_VECTORIZE, false);
   loom_tp_expr *si[2] = {loom_tpb_idx(b, jj), loom_tpb_idx(b, ii)}, *qi[2] = {loom_tpb_idx(b, r), loom_tpb_idx(b, ii)};
   loom_tpb_store(b, S, si, loom_tp_op3(a, LOOM_TP_OP_FMA, loom_tpb_load(b, it->Qt, qi), kr, loom_tpb_load(b, S, si)));
   loom_tpb_end_n(b, 3);
@@ -231,8 +241,8 @@ static void flash_step(flash_item *it, const loom_sym_expr *kb, loom_tp_expr *ed
     if (user && !p->Mk) continue;
     if (tail && !edge_cond) continue;
     if (tail) loom_tpb_if(b, edge_cond);
-    const loom_sym_expr *jm = loom_tpb_for(b, user ? "jm" : "jt", loom_sym_const(cx, ATTN_KT), LOOM_TP_LOOP_UNROLL, false);
-    const loom_sym_expr *im = loom_tpb_for(b, user ? "im" : "it", loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false);
+    const loom_sym_expr *jm = loom_tpb_for(b, user ? "jm" : "jt", loom_sym_const(cx, p->kt), LOOM_TP_LOOP_UNROLL, false);
+    const loom_sym_expr *im = loom_tpb_for(b, user ? "im" : "it", loom_sym_const(cx, p->qt), LOOM_TP_LOOP_VECTORIZE, false);
     const loom_sym_expr *key = loom_sym_add(cx, j0, jm);
     loom_tp_expr *mx[2] = {loom_tpb_idx(b, jm), loom_tpb_idx(b, im)};
     loom_tp_expr *v = loom_tpb_load(b, S, mx), *ninf = loom_tp_const_f(a, LOOM_DTYPE_F32, -INFINITY);
@@ -254,9 +264,9 @@ static void flash_step(flash_item *it, const loom_sym_expr *kb, loom_tp_expr *ed
     loom_tpb_end_n(b, tail ? 3 : 2);
   }
   /* the new running max (a select, not max(): one vmaxps), the rescale of what came before */
-  loom_tp_expr *ia = loom_tpb_idx(b, loom_tpb_for(b, "ia", loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tp_expr *ia = loom_tpb_idx(b, loom_tpb_for(b, "ia", loom_sym_const(cx, p->qt), LOOM_TP_LOOP_VECTORIZE, false));
   loom_tp_expr *mn = loom_tpb_load(b, it->M, &ia);
-  for (int k = 0; k < ATTN_KT; k++) {
+  for (int k = 0; k < p->kt; k++) {
     loom_tp_expr *sx2[2] = {loom_tpb_cidx(b, k), ia};
     loom_tp_expr *sk = loom_tpb_load(b, S, sx2);
     snprintf(nm, sizeof nm, "m%d", k);
@@ -270,15 +280,15 @@ static void flash_step(flash_item *it, const loom_sym_expr *kb, loom_tp_expr *ed
   loom_tpb_store(b, it->M, &ia, loom_tpb_dup(b, mn));
   loom_tpb_end(b);
   /* P = exp(S - m') in place */
-  const loom_sym_expr *jp = loom_tpb_for(b, "jp", loom_sym_const(cx, ATTN_KT), LOOM_TP_LOOP_UNROLL, false);
-  loom_tp_expr *ip = loom_tpb_idx(b, loom_tpb_for(b, "ip", loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false));
+  const loom_sym_expr *jp = loom_tpb_for(b, "jp", loom_sym_const(cx, p->kt), LOOM_TP_LOOP_UNROLL, false);
+  loom_tp_expr *ip = loom_tpb_idx(b, loom_tpb_for(b, "ip", loom_sym_const(cx, p->qt), LOOM_TP_LOOP_VECTORIZE, false));
   loom_tp_expr *px[2] = {loom_tpb_idx(b, jp), ip};
   loom_tpb_store(b, S, px, loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_load(b, S, px), loom_tpb_load(b, it->Ms, &ip))));
   loom_tpb_end_n(b, 2);
   /* l = l * a + sum_j P[j] */
-  loom_tp_expr *il = loom_tpb_idx(b, loom_tpb_for(b, "il", loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tp_expr *il = loom_tpb_idx(b, loom_tpb_for(b, "il", loom_sym_const(cx, p->qt), LOOM_TP_LOOP_VECTORIZE, false));
   loom_tp_expr *sum = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(b, it->L, &il), loom_tpb_load(b, it->Al, &il));
-  for (int k = 0; k < ATTN_KT; k++) {
+  for (int k = 0; k < p->kt; k++) {
     loom_tp_expr *sx2[2] = {loom_tpb_cidx(b, k), il};
     sum = loom_tp_op2(a, LOOM_TP_OP_ADD, sum, loom_tpb_load(b, S, sx2));
   }
@@ -286,10 +296,10 @@ static void flash_step(flash_item *it, const loom_sym_expr *kb, loom_tp_expr *ed
   loom_tpb_end(b);
   /* Ot[e] = Ot[e] * a + sum_j P[j] * V[key j, e]: P stays in registers across e */
   const loom_sym_expr *e = loom_tpb_for(b, "e", p->dv, LOOM_TP_LOOP_SERIAL, false);
-  loom_tp_expr *io = loom_tpb_idx(b, loom_tpb_for(b, "io", loom_sym_const(cx, ATTN_QT), LOOM_TP_LOOP_VECTORIZE, false));
+  loom_tp_expr *io = loom_tpb_idx(b, loom_tpb_for(b, "io", loom_sym_const(cx, p->qt), LOOM_TP_LOOP_VECTORIZE, false));
   loom_tp_expr *ox[2] = {loom_tpb_idx(b, e), io};
   loom_tp_expr *acc = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(b, it->Ot, ox), loom_tpb_load(b, it->Al, &io));
-  for (int k = 0; k < ATTN_KT; k++) {
+  for (int k = 0; k < p->kt; k++) {
     loom_tp_expr *sx2[2] = {loom_tpb_cidx(b, k), io};
     loom_tp_expr *vi[4] = {loom_tpb_idx(b, it->i0), loom_tpb_idx(b, it->kv), loom_tpb_idx(b, at[k]), loom_tpb_idx(b, e)};
     acc = loom_tp_op3(a, LOOM_TP_OP_FMA, loom_tpb_load(b, S, sx2), attn_load(p, p->V, vi), acc);
@@ -298,7 +308,8 @@ static void flash_step(flash_item *it, const loom_sym_expr *kb, loom_tp_expr *ed
   loom_tpb_end_n(b, 2);
 }
 
-/* The flash kernel (f32; QT = 32 query rows per tile, KT = 8 keys per step; nq = ceil(d2 / QT)):
+/* The flash kernel (f32; QT query rows per tile, KT keys per step (flash_tile: 32 x 8 with
+ * AVX-512); nq = ceil(d2 / QT)):
  *   for w in 0..d0 * d1 * nq parallel {   (i0, i1, qo) = w split; causal: qo dealt in pairs
  *     let q0 = qo * QT   alloc Qt: Local[(dq, QT), f32]  Ot: Local[(dv, QT), f32]  M, L, Al, Ms: Local[(QT,), f32]
  *     for ii in 0..QT vectorize { M[ii] = -inf }
@@ -325,7 +336,7 @@ static void flash_kernel(attn_prog *p) {
   loom_arena *a = p->a;
   loom_sym_ctx *cx = p->cx;
   const loom_sym_expr **d = p->d;
-  const loom_sym_expr *QT = loom_sym_const(cx, ATTN_QT), *KT = loom_sym_const(cx, ATTN_KT), *zero = loom_sym_const(cx, 0);
+  const loom_sym_expr *QT = loom_sym_const(cx, p->qt), *KT = loom_sym_const(cx, p->kt), *zero = loom_sym_const(cx, 0);
   const loom_sym_expr *one = loom_sym_const(cx, 1);
   const loom_sym_expr *nq = loom_sym_ceildiv(cx, d[2], QT);
   const loom_sym_expr *w = loom_tpb_for(b, "w", loom_sym_mul(cx, loom_sym_mul(cx, d[0], d[1]), nq), LOOM_TP_LOOP_PARALLEL, false);
@@ -344,10 +355,10 @@ static void flash_kernel(attn_prog *p) {
   const loom_sym_expr *qd[2] = {p->dq, QT}, *od[2] = {p->dv, QT};
   it.Qt = loom_tpb_alloc(b, "Qt", LOOM_DTYPE_F32, 2, qd, LOOM_TP_SCOPE_LOCAL);
   it.Ot = loom_tpb_alloc(b, "Ot", LOOM_DTYPE_F32, 2, od, LOOM_TP_SCOPE_LOCAL);
-  it.M = loom_tpb_local(b, "M", LOOM_DTYPE_F32, ATTN_QT);
-  it.L = loom_tpb_local(b, "L", LOOM_DTYPE_F32, ATTN_QT);
-  it.Al = loom_tpb_local(b, "Al", LOOM_DTYPE_F32, ATTN_QT);
-  it.Ms = loom_tpb_local(b, "Ms", LOOM_DTYPE_F32, ATTN_QT);
+  it.M = loom_tpb_local(b, "M", LOOM_DTYPE_F32, p->qt);
+  it.L = loom_tpb_local(b, "L", LOOM_DTYPE_F32, p->qt);
+  it.Al = loom_tpb_local(b, "Al", LOOM_DTYPE_F32, p->qt);
+  it.Ms = loom_tpb_local(b, "Ms", LOOM_DTYPE_F32, p->qt);
   it.mask_lanes = p->Mk && p->mask_rank >= 2 && p->mask_modes[p->mask_rank - 2] != LOOM_TP_BCAST_ONE;
   loom_tp_expr *mi = loom_tpb_idx(b, loom_tpb_for(b, "ii", QT, LOOM_TP_LOOP_VECTORIZE, false));
   loom_tpb_store(b, it.M, &mi, loom_tp_const_f(a, LOOM_DTYPE_F32, -INFINITY));
@@ -366,7 +377,7 @@ static void flash_kernel(attn_prog *p) {
   const loom_sym_expr *nfull, *nsteps;
   if (p->causal) {
     const loom_sym_expr *off = loom_sym_sub(cx, d[3], d[2]);
-    const loom_sym_expr *last = loom_sym_min(cx, loom_sym_add(cx, it.q0, loom_sym_const(cx, ATTN_QT - 1)), d21);
+    const loom_sym_expr *last = loom_sym_min(cx, loom_sym_add(cx, it.q0, loom_sym_const(cx, p->qt - 1)), d21);
     const loom_sym_expr *klim = loom_sym_max(cx, loom_sym_min(cx, d[3], loom_sym_add(cx, loom_sym_add(cx, last, off), one)), zero);
     const loom_sym_expr *kfull = loom_sym_max(cx, loom_sym_min(cx, d[3], loom_sym_add(cx, loom_sym_add(cx, it.q0, off), one)), zero);
     nsteps = loom_sym_ceildiv(cx, klim, KT);
@@ -396,7 +407,7 @@ static void flash_kernel(attn_prog *p) {
 loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
                                   bool causal, int mask_rank, const loom_tp_bcast *mask_modes, loom_dtype mask_t,
                                   bool empty_nan, bool bshd, bool self_rows, int64_t head_dim, int64_t value_dim,
-                                  loom_tp_func **result) {
+                                  int lanes, loom_tp_func **result) {
   if (!loom_dtype_is_float(t)) return LOOM_ERROR(INVALID_ARGUMENT, "attention of %s is not supported", loom_dtype_name(t));
   if (mask_rank > 4) return LOOM_ERROR(INVALID_ARGUMENT, "attention mask of rank %d", mask_rank);
   if (head_dim < 0 || value_dim < 0)
@@ -406,6 +417,7 @@ loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *n
   attn_prog p = {.b = &b, .a = a, .cx = cx, .t = t, .sn = loom_tpg_stat_type(t), .scale_text = scale_text,
                  .causal = causal, .mask_rank = mask_rank, .mask_modes = mask_modes, .mask_t = mask_t,
                  .empty_nan = empty_nan, .bshd = bshd, .self_rows = self_rows};
+  flash_tile(lanes, &p.qt, &p.kt);
   loom_tpg_dims_d(&b, 3, p.d);
   p.dq = head_dim ? loom_sym_const(cx, head_dim) : loom_tpb_shape_sym(&b, "dq");
   int h = bshd ? 2 : 1, r = 3 - h; /* the axes of heads and rows */

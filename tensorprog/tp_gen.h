@@ -428,7 +428,7 @@ loom_status loom_tp_gen_group_norm(loom_arena *a, loom_sym_ctx *cx, const char *
                                    int64_t groups, double eps, loom_tp_func **result);
 
 /* Queries below which an f32 attention program runs its row kernel instead of the flash tiles
- * (a decode step: one tile of 32 lanes would compute mostly unused rows). */
+ * (a decode step: one tile of 16 or 32 lanes would compute mostly unused rows). */
 enum { LOOM_TP_ATTN_MIN_ROWS = 8 };
 
 /* Attention over (b, h, s, d) queries and (b, hk, t, d) keys / (b, hk, t, dv) values, hk dividing h
@@ -442,11 +442,13 @@ enum { LOOM_TP_ATTN_MIN_ROWS = 8 };
  * steps, tensorprog/gen_attn.c) for s >= LOOM_TP_ATTN_MIN_ROWS, the row kernel below; other
  * dtypes the row kernel. self_rows: the caller knows t == s (self-attention without a cache), so
  * the row kernel only ever sees t < 8 keys: its softmax loop over the keys is a plain loop (no
- * 16-lane body to compile); the program stays correct at any s and t. */
+ * 16-lane body to compile); the program stays correct at any s and t. lanes: the f32 lanes of the
+ * target's vector registers (16 AVX-512, 8 AVX2, 4; 0 reads as 16), which size the flash tile
+ * (its query rows are two vectors; the result does not depend on it). */
 loom_status loom_tp_gen_attention(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const char *scale_text,
                                   bool causal, int mask_rank, const loom_tp_bcast *mask_modes, loom_dtype mask_t,
                                   bool empty_nan, bool bshd, bool self_rows, int64_t head_dim, int64_t value_dim,
-                                  loom_tp_func **result);
+                                  int lanes, loom_tp_func **result);
 
 /* Paged attention of a ragged batch (tensorprog/gen_paged.c; graph op paged_attention): queries
  * Q (t, h, d) and the step's keys / values Kn (t, hk, d), Vn (t, hk, dv), the paged cache

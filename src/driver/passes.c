@@ -55,8 +55,10 @@ static loom_status pass_inline(loom_pass_ctx *c) { return run_rewrite(c, LOOM_PA
 
 /* ---- module passes ------------------------------------------------------------------ */
 
+/* legalize: programs' register tiles for the target's vectors (loom_target.vector_bytes). */
 static loom_status pass_legalize(loom_pass_ctx *c) {
   size_t done = 0, kept = 0;
+  if (c->target && c->target->vector_bytes) loom_graph_module_set_vector_bytes(c->m, c->target->vector_bytes(&c->target_opts));
   LOOM_PROPAGATE(loom_graph_legalize(c->m, c->diags, &done, &kept));
   if (c->report) fprintf(c->out, "// legalize: %zu calls lowered, %zu kept as operators\n", done, kept);
   return LOOM_OK;

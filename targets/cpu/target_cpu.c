@@ -26,6 +26,11 @@ static loom_status cpu_schedule(const loom_target_options *o, loom_arena *a, loo
   return loom_tp_schedule_cpu_for(a, cx, f, &p, why);
 }
 
+static int cpu_vector_bytes(const loom_target_options *o) {
+  loom_cpu_options co = cpu_options(o);
+  return loom_cpu_vector_bytes(&co);
+}
+
 /* Two vectors of f32: the widest panel of the matmul rule (tensorprog/schedule_cpu.c). */
 static int cpu_matmul_panel(const loom_target_options *o) {
   loom_cpu_options co = cpu_options(o);
@@ -129,6 +134,7 @@ const loom_target loom_target_cpu = {
     .library_gemm_rows = -1,
     .fused_attention = true,
     .schedule = cpu_schedule,
+    .vector_bytes = cpu_vector_bytes,
     .matmul_panel = cpu_matmul_panel,
     .int8_quads = cpu_int8_quads,
     .jit = cpu_jit,

@@ -213,6 +213,7 @@ const loom_target loom_target_cuda = {
     .reread_rows = true,
     .fused_attention = false, /* Q @ K^T and P @ V to cuBLAS: the flash kernel's CPU form is serial per tile here */
     .schedule = cuda_schedule,
+    .vector_bytes = NULL,
     .matmul_panel = NULL,
     .int8_quads = NULL,
     .jit = cuda_jit,

@@ -62,22 +62,26 @@ static void bind_trial(const loom_tp_func *f, loom_sym_env *env, int trial) {
   }
 }
 
-/* Generates attention with these parameters, schedules it for AVX-512, and compares compiled
- * with interpreted on every trial shape. */
-static void gen_diff_rows(bool causal, int mask_rank, const loom_tp_bcast *modes, loom_dtype mask_t, bool empty_nan,
-                          bool bshd, bool self_rows, int64_t d, int64_t dv, const char *scale) {
+/* Generates attention with these parameters for vectors of `lanes` f32 (the flash tile), schedules
+ * it for those vectors, and compares compiled with interpreted on every trial shape. */
+static void gen_diff_lanes(bool causal, int mask_rank, const loom_tp_bcast *modes, loom_dtype mask_t, bool empty_nan,
+                           bool bshd, bool self_rows, int64_t d, int64_t dv, const char *scale, int lanes) {
   tp_fixture fx = {0};
   cr_assert_null(loom_sym_ctx_create(NULL, &fx.cx));
   loom_arena_init(&fx.arena, NULL, 0);
   loom_diag_list_init(&fx.diags, NULL);
   cr_assert_null(loom_tp_gen_attention(&fx.arena, fx.cx, "attn", LOOM_DTYPE_F32, scale, causal, mask_rank, modes, mask_t,
-                                       empty_nan, bshd, self_rows, d, dv, &fx.f));
+                                       empty_nan, bshd, self_rows, d, dv, lanes, &fx.f));
   loom_strbuf why;
   loom_strbuf_init(&why, NULL);
-  cr_assert_null(loom_tp_schedule_cpu(&fx.arena, fx.cx, fx.f, &why));
+  cr_assert_null(loom_tp_schedule_cpu_for(&fx.arena, fx.cx, fx.f, &(loom_tp_cpu_params){.vector_bytes = 4 * lanes}, &why));
   loom_strbuf_free(&why);
   cr_assert_null(loom_tp_verify(fx.cx, fx.f));
   char *text = tp_print(fx.f);
+  char qt[48]; /* the tile's query rows: two vectors */
+  if (d) snprintf(qt, sizeof qt, "alloc Qt: Local[(%lld, %d)", (long long)d, 2 * lanes);
+  else snprintf(qt, sizeof qt, "alloc Qt: Local[(dq, %d)", 2 * lanes);
+  cr_assert(strstr(text, qt) != NULL, "%s in %s", qt, text);
   /* the flash kernel, and the row kernel under `if d2 < 8`: its softmax over the keys in SIMD
    * lanes, unless the keys are the queries' rows (then fewer than 8: a plain loop) */
   cr_assert(strstr(text, "alloc Qt: Local[(") != NULL && strstr(text, "if d2 < 8 {") != NULL, "%s", text);
@@ -91,6 +95,11 @@ static void gen_diff_rows(bool causal, int mask_rank, const loom_tp_bcast *modes
   cpu_diff(&fx, cpu_jit(jit, &fx), &o, loom_test_seed());
   loom_cpu_jit_destroy(jit);
   tp_fixture_free(&fx);
+}
+
+static void gen_diff_rows(bool causal, int mask_rank, const loom_tp_bcast *modes, loom_dtype mask_t, bool empty_nan,
+                          bool bshd, bool self_rows, int64_t d, int64_t dv, const char *scale) {
+  gen_diff_lanes(causal, mask_rank, modes, mask_t, empty_nan, bshd, self_rows, d, dv, scale, 16);
 }
 
 static void gen_diff(bool causal, int mask_rank, const loom_tp_bcast *modes, loom_dtype mask_t, bool empty_nan, bool bshd,
@@ -108,6 +117,17 @@ LOOM_TEST(cpu, generated_attention_against_the_interpreter) {
   gen_diff(true, 4, full, LOOM_DTYPE_BOOL, true, false, 16, 16, NULL);         /* packed bool, empty rows NaN */
   gen_diff(true, 2, guard, LOOM_DTYPE_F32, false, false, 8, 8, NULL);          /* a query axis that may be 1 */
   gen_diff(true, 4, keys, LOOM_DTYPE_F32, false, true, 16, 16, NULL);          /* (batch, seq, heads, dim) */
+}
+
+/* The flash tile for AVX2's and 16-byte vectors (16 x 6 and 8 x 6: graph/op_nn.c passes the
+ * target's lanes): the same results at every trial shape, tiles and their tails included. */
+LOOM_TEST(cpu, generated_attention_for_narrower_vectors_against_the_interpreter) {
+  static const loom_tp_bcast full[4] = {LOOM_TP_BCAST_FULL, LOOM_TP_BCAST_FULL, LOOM_TP_BCAST_FULL, LOOM_TP_BCAST_FULL};
+  for (int lanes = 8; lanes >= 4; lanes /= 2) {
+    gen_diff_lanes(false, -1, NULL, LOOM_DTYPE_BOOL, false, false, false, 16, 16, NULL, lanes);
+    gen_diff_lanes(true, 4, full, LOOM_DTYPE_BOOL, true, false, false, 16, 8, NULL, lanes); /* packed mask, NaN rows */
+    gen_diff_lanes(true, -1, NULL, LOOM_DTYPE_BOOL, false, true, false, 0, 0, "0.3f64", lanes); /* symbolic dims, bshd */
+  }
 }
 
 /* self_rows (graph/op_nn.c: the rows of q and k are one symbol, self-attention without a cache):
