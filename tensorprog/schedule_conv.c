@@ -302,59 +302,86 @@ static loom_tp_stmt *tile_seq(conv_cx *c, const char *tag, const loom_sym_expr *
  * tiles), so that 2 to 4 threads, each claiming up to 4 chunks, find work of even size. */
 enum { CHUNK_FLOATS = 1 << 17, PAR_MIN = 16 };
 
-/* The tiles of V vectors over the columns (p >= V*L: the caller's guard), in a parallel loop over
- * (i0, column chunk, ob): a chunk is at most as many tiles as keep the part of b they read (its
- * buffer's elements per column: the dims between its first and last, times the chunk's columns)
- * within CHUNK_FLOATS, so the weight blocks of one chunk reuse it from the cache; b smaller than
- * that is one chunk, every block of weights reusing all of it -- unless batch x weight blocks are
- * fewer than PAR_MIN, then the columns are cut into more chunks, up to one tile each. The tiles
- * are dealt evenly: chunk jc of nch holds tiles floor(jc*T/nch) .. floor((jc+1)*T/nch) - 1 (a
- * 269-tile stem in chunks of 227 and 42 became 135 and 134). */
-static loom_tp_stmt *tiles(conv_cx *c, int V) {
+/* The chunked order of tiles of cw columns: a parallel loop over (i0, column chunk, block), block
+ * one of nblk (weight blocks, or groups of them), and in it a serial loop over the chunk's tiles. A
+ * chunk is at most as many tiles as keep the part of b they read (its buffer's elements per column:
+ * the dims between its first and last, times the chunk's columns) within CHUNK_FLOATS, so the
+ * blocks of one chunk reuse it from the cache; b smaller than that is one chunk, every block
+ * reusing all of it -- unless batch x blocks are fewer than PAR_MIN, then the columns are cut into
+ * more chunks, up to one tile each. The tiles are dealt evenly: chunk jc of nch holds tiles
+ * floor(jc*T/nch) .. floor((jc+1)*T/nch) - 1 (a 269-tile stem in chunks of 227 and 42 became 135
+ * and 134). chunk_open sets c->i0, *blk and *jt (the tile's index); chunk_close puts the loops
+ * around the tile's body. */
+typedef struct chunk_order {
+  const loom_sym_expr *iq, *jt2;     /* the parallel and the serial loop's variables */
+  const loom_sym_expr *n, *in_chunk; /* their extents */
+} chunk_order;
+
+static bool chunk_open(conv_cx *c, const char *tag, int64_t cw, const loom_sym_expr *nblk, chunk_order *o,
+                       const loom_sym_expr **blk, const loom_sym_expr **jt) {
   loom_sym_ctx *cx = c->cx;
   const conv_nest *m = c->m;
-  const loom_sym_expr *p = m->loops[3]->u.loop.extent, *qe = m->loops[1]->u.loop.extent;
-  int64_t cw = (int64_t)V * c->lanes;
-  char tag[16], name[32];
-  snprintf(tag, sizeof tag, "v%d", V);
+  const loom_sym_expr *p = m->loops[3]->u.loop.extent;
+  char name[32];
   const loom_tp_buffer *xb = m->b->u.load.buf;
   const loom_sym_expr *rows = K(c, 1);
   for (int d = 1; d + 1 < xb->ndim; d++) rows = loom_sym_mul(cx, rows, xb->dims[d]);
   const loom_sym_expr *ntiles = loom_sym_floordiv(cx, loom_sym_add(cx, p, K(c, cw - 1)), K(c, cw));
   const loom_sym_expr *ch = loom_sym_max(cx, loom_sym_floordiv(cx, K(c, CHUNK_FLOATS), loom_sym_mul(cx, rows, K(c, cw))), K(c, 1));
   const loom_sym_expr *nch = loom_sym_floordiv(cx, loom_sym_add(cx, ntiles, loom_sym_sub(cx, ch, K(c, 1))), ch);
-  /* at least ceil(PAR_MIN / (n*q)) chunks, at most one per tile (ntiles >= 1: the caller's guard) */
-  const loom_sym_expr *nb = loom_sym_max(cx, loom_sym_mul(cx, m->loops[0]->u.loop.extent, qe), K(c, 1));
+  /* at least ceil(PAR_MIN / (n*nblk)) chunks, at most one per tile (ntiles >= 1: the caller's guard) */
+  const loom_sym_expr *nb = loom_sym_max(cx, loom_sym_mul(cx, m->loops[0]->u.loop.extent, nblk), K(c, 1));
   const loom_sym_expr *want = loom_sym_floordiv(cx, loom_sym_add(cx, K(c, PAR_MIN - 1), nb), nb);
   nch = loom_sym_min(cx, loom_sym_max(cx, nch, want), ntiles);
   snprintf(name, sizeof name, "iq_%s", tag);
-  const loom_sym_expr *iq = var(c, name);
+  o->iq = var(c, name);
   snprintf(name, sizeof name, "jt_%s", tag);
-  const loom_sym_expr *jt2 = var(c, name);
-  if (c->oom || !nch) return NULL;
-  const loom_sym_expr *nq = loom_sym_mul(cx, nch, qe);
-  const loom_sym_expr *jc = loom_sym_floormod(cx, loom_sym_floordiv(cx, iq, qe), nch);
-  c->i0 = loom_sym_floordiv(cx, iq, nq);
-  c->ob = loom_sym_floormod(cx, iq, qe);
+  o->jt2 = var(c, name);
+  if (c->oom || !nch) return false;
+  const loom_sym_expr *nq = loom_sym_mul(cx, nch, nblk);
+  const loom_sym_expr *jc = loom_sym_floormod(cx, loom_sym_floordiv(cx, o->iq, nblk), nch);
+  c->i0 = loom_sym_floordiv(cx, o->iq, nq);
+  *blk = loom_sym_floormod(cx, o->iq, nblk);
   const loom_sym_expr *first = loom_sym_floordiv(cx, loom_sym_mul(cx, jc, ntiles), nch);
-  const loom_sym_expr *jt = loom_sym_add(cx, first, jt2);
+  *jt = loom_sym_add(cx, first, o->jt2);
+  o->in_chunk = loom_sym_sub(cx, loom_sym_floordiv(cx, loom_sym_mul(cx, loom_sym_add(cx, jc, K(c, 1)), ntiles), nch), first);
+  o->n = loom_sym_mul(cx, m->loops[0]->u.loop.extent, nq);
+  if (!*jt || !o->in_chunk || !o->n) c->oom = true;
+  return !c->oom;
+}
+
+static loom_tp_stmt *chunk_close(conv_cx *c, const chunk_order *o, loom_tp_stmt *body) {
+  loom_tp_stmt *s = body ? loom_tp_for(c->a, o->jt2, o->in_chunk, LOOM_TP_LOOP_SERIAL, false, body) : NULL;
+  s = s ? loom_tp_for(c->a, o->iq, o->n, LOOM_TP_LOOP_PARALLEL, false, s) : NULL;
+  if (!s) c->oom = true;
+  return s;
+}
+
+/* The tiles of V vectors over the columns (p >= V*L: the caller's guard), in the chunked order
+ * over the weight blocks. */
+static loom_tp_stmt *tiles(conv_cx *c, int V) {
+  loom_sym_ctx *cx = c->cx;
+  const conv_nest *m = c->m;
+  const loom_sym_expr *p = m->loops[3]->u.loop.extent;
+  int64_t cw = (int64_t)V * c->lanes;
+  char tag[16];
+  snprintf(tag, sizeof tag, "v%d", V);
+  chunk_order o;
+  const loom_sym_expr *jt;
+  if (!chunk_open(c, tag, cw, m->loops[1]->u.loop.extent, &o, &c->ob, &jt)) return NULL;
   const loom_sym_expr *jb = loom_sym_min(cx, loom_sym_mul(cx, jt, K(c, cw)), loom_sym_sub(cx, p, K(c, cw)));
   const loom_sym_expr *dims[3] = {K(c, m->rows), K(c, V), K(c, c->lanes)};
-  loom_tp_stmt *body = tile_seq(c, tag, dims, false, V, jb);
-  const loom_sym_expr *in_chunk =
-      loom_sym_sub(cx, loom_sym_floordiv(cx, loom_sym_mul(cx, loom_sym_add(cx, jc, K(c, 1)), ntiles), nch), first);
-  loom_tp_stmt *s = body && in_chunk ? loom_tp_for(c->a, jt2, in_chunk, LOOM_TP_LOOP_SERIAL, false, body) : NULL;
-  s = s ? loom_tp_for(c->a, iq, loom_sym_mul(cx, m->loops[0]->u.loop.extent, nq), LOOM_TP_LOOP_PARALLEL, false, s) : NULL;
-  if (!s || !in_chunk) c->oom = true;
-  return s;
+  return chunk_close(c, &o, tile_seq(c, tag, dims, false, V, jb));
 }
 
 /* Column tiles: C columns (the last ending at p - 1; C = 1: one tile per column) by G weight
  * blocks, each block's B output channels a vector, C x G accumulators, per tap G loads of the
- * packed weight and C broadcasts of the input; in parallel over (i0, group of G blocks, tile). One
- * block (G = 1): fewer columns than a vector (a 1-D convolution over a few frames, a patch
- * embedding of a small image); CHANNEL_BLOCKS: the small planes of a CNN's last stages. */
-static loom_tp_stmt *col_tiles(conv_cx *c, int C, int G) {
+ * packed weight and C broadcasts of the input. One block (G = 1): fewer columns than a vector (a
+ * 1-D convolution over a few frames, a patch embedding of a small image); CHANNEL_BLOCKS: the small
+ * planes of a CNN's last stages. In parallel over (i0, group of G blocks, tile), or with `chunked`
+ * in the chunked order over the groups (chunk_open: a large plane's input read from the cache by
+ * every group; AVX2's channel tiles). */
+static loom_tp_stmt *col_tiles(conv_cx *c, int C, int G, bool chunked) {
   loom_sym_ctx *cx = c->cx;
   const conv_nest *m = c->m;
   const loom_sym_expr *p = m->loops[3]->u.loop.extent, *qe = m->loops[1]->u.loop.extent;
@@ -362,17 +389,26 @@ static loom_tp_stmt *col_tiles(conv_cx *c, int C, int G) {
   snprintf(tag, sizeof tag, G > 1 ? "c%dg%d" : "c%d", C, G);
   const loom_sym_expr *nt = loom_sym_floordiv(cx, loom_sym_add(cx, p, K(c, C - 1)), K(c, C));
   const loom_sym_expr *ng = G > 1 ? loom_sym_floordiv(cx, loom_sym_add(cx, qe, K(c, G - 1)), K(c, G)) : qe;
-  snprintf(name, sizeof name, "iq_%s", tag);
-  const loom_sym_expr *iq = var(c, name);
-  if (c->oom || !nt || !ng) return NULL;
-  const loom_sym_expr *jt = loom_sym_floormod(cx, iq, nt);
-  c->obq = c->ob = loom_sym_floormod(cx, loom_sym_floordiv(cx, iq, nt), ng);
-  c->i0 = loom_sym_floordiv(cx, iq, loom_sym_mul(cx, nt, ng));
+  if (!nt || !ng) return NULL;
+  const loom_sym_expr *iq = NULL, *jt = NULL, *blk = NULL;
+  chunk_order o;
+  if (chunked) {
+    if (!chunk_open(c, tag, C, ng, &o, &blk, &jt)) return NULL;
+  } else {
+    snprintf(name, sizeof name, "iq_%s", tag);
+    iq = var(c, name);
+    if (c->oom) return NULL;
+    jt = loom_sym_floormod(cx, iq, nt);
+    blk = loom_sym_floormod(cx, loom_sym_floordiv(cx, iq, nt), ng);
+    c->i0 = loom_sym_floordiv(cx, iq, loom_sym_mul(cx, nt, ng));
+  }
+  c->obq = c->ob = blk;
   const loom_sym_expr *jb = C == 1 ? jt : loom_sym_min(cx, loom_sym_mul(cx, jt, K(c, C)), loom_sym_sub(cx, p, K(c, C)));
   const loom_sym_expr *dims[3] = {K(c, C), K(c, G), K(c, m->rows)};
   c->groups = G;
   loom_tp_stmt *s = tile_seq(c, tag, dims, true, C, jb);
   c->groups = 1;
+  if (chunked) return chunk_close(c, &o, s);
   const loom_sym_expr *n = loom_sym_mul(cx, loom_sym_mul(cx, m->loops[0]->u.loop.extent, ng), nt);
   s = s && n ? loom_tp_for(c->a, iq, n, LOOM_TP_LOOP_PARALLEL, false, s) : NULL;
   if (!s) c->oom = true;
@@ -387,6 +423,17 @@ static loom_tp_stmt *col_tiles(conv_cx *c, int C, int G) {
  * (20 for 3 vectors, 21 for 2, 23 for 1), cost less, on at most CHANNEL_MAX_GRID positions (each
  * group of blocks reads the whole input: a larger plane's outgrows the caches). */
 enum { CHANNEL_COLS = 7, CHANNEL_BLOCKS = 3, CHANNEL_COST = 22, CHANNEL_MAX_GRID = 256 };
+
+/* Channel tiles for AVX2, where a block of B = 8 output channels is one vector: NARROW_COLS columns by
+ * NARROW_BLOCKS blocks (8 accumulators, per tap 4 broadcasts and 2 weight loads for 8 FMAs, against
+ * the 8 x 8 tile's 8 broadcasts and 1 load), in the chunked order. The tile's store transposes:
+ * 64 scalar stores, paid back only by a long reduction (input channels x taps >= NARROW_MIN_RED).
+ * Measured on Zen 3 against ONNX Runtime, 1 thread (bench/ops, Loom / ORT, 8 x 8 tiles -> these):
+ * 3x3 64->64 56x56 1.52 -> 1.07, 256->256 14x14 1.59 -> 1.13, s2 64->128 1.78 -> 1.53, dilated
+ * 1.56 -> 1.17, stem 7x7 3->64 1.22 -> 1.05, 1-D k5 128 1.28 -> 0.89, 1x1 256->64 1.18 -> 1.00;
+ * but 1x1 64->256 (a reduction of 64) 1.10 -> 1.40: kept on the 8 x 8 tiles. 12 accumulators
+ * (6 x 2, 4 x 3) measured slower than 8. */
+enum { NARROW_COLS = 4, NARROW_BLOCKS = 2, NARROW_MIN_RED = 128 };
 
 /* `lhs >= rhs` of two index values. */
 static loom_tp_expr *ge(conv_cx *c, const loom_sym_expr *lhs, const loom_sym_expr *rhs) {
@@ -410,9 +457,9 @@ loom_status loom_tp_schedule_conv(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
   conv_cx c = {.a = a, .cx = cx, .m = &m, .lanes = L, .groups = 1};
   const loom_sym_expr *P = m.loops[3]->u.loop.extent;
   /* fewer columns than a vector: column tiles of 8, 4, 2 or 1 (those narrower than a vector) */
-  loom_tp_stmt *body = col_tiles(&c, 1, 1);
+  loom_tp_stmt *body = col_tiles(&c, 1, 1, false);
   for (int C = 2; C <= 8 && C < L; C *= 2) {
-    loom_tp_stmt *t = col_tiles(&c, C, 1);
+    loom_tp_stmt *t = col_tiles(&c, C, 1, false);
     body = body && t ? loom_tp_if(a, ge(&c, P, K(&c, C)), t, body) : NULL;
   }
   loom_strbuf_printf(why, "nest %s: convolution over packed weights, in parallel over batch x column chunks x weight blocks: ",
@@ -445,7 +492,7 @@ loom_status loom_tp_schedule_conv(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
         loom_tp_expr *no_v = loom_tp_op2(a, LOOM_TP_OP_LT, loom_tp_sym(a, P), loom_tp_sym(a, K(&c, v * L)));
         cheaper = beats && no_v ? loom_tp_op2(a, LOOM_TP_OP_AND, cheaper, loom_tp_op2(a, LOOM_TP_OP_OR, no_v, beats)) : NULL;
       }
-      loom_tp_stmt *ct = col_tiles(&c, CHANNEL_COLS, CHANNEL_BLOCKS);
+      loom_tp_stmt *ct = col_tiles(&c, CHANNEL_COLS, CHANNEL_BLOCKS, false);
       body = ct && cheaper && cost ? loom_tp_if(a, cheaper, ct, body) : NULL;
       loom_strbuf_printf(why, "%dx%lld channel tiles (%d columns by %d weight blocks of 8 lanes) where they compute fewer columns; ",
                          CHANNEL_COLS, (long long)m.rows * CHANNEL_BLOCKS, CHANNEL_COLS, CHANNEL_BLOCKS);
@@ -454,6 +501,15 @@ loom_status loom_tp_schedule_conv(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
     loom_tp_stmt *t1 = tiles(&c, 1);
     body = body && t1 ? loom_tp_if(a, ge(&c, P, K(&c, L)), t1, body) : NULL;
     loom_strbuf_printf(why, "%lldx%d register tiles from %d columns; ", (long long)m.rows, L, L);
+    if (L == m.rows) { /* AVX2: a block of output channels is one vector */
+      const loom_sym_expr *red = K(&c, 1);
+      for (int k = 0; k < m.nred; k++) red = loom_sym_mul(cx, red, m.red[k]->u.loop.extent);
+      loom_tp_stmt *ct = col_tiles(&c, NARROW_COLS, NARROW_BLOCKS, true);
+      loom_tp_expr *use = loom_tp_op2(a, LOOM_TP_OP_AND, ge(&c, P, K(&c, NARROW_COLS)), ge(&c, red, K(&c, NARROW_MIN_RED)));
+      body = body && ct && use ? loom_tp_if(a, use, ct, body) : NULL;
+      loom_strbuf_printf(why, "%dx%lld channel tiles where the reduction is %d or longer; ", NARROW_COLS,
+                         (long long)m.rows * NARROW_BLOCKS, NARROW_MIN_RED);
+    }
   }
   loom_strbuf_printf(why, "below %d columns, tiles of 8, 4, 2 or 1 columns by the block's %lld output channels as the vector\n", L,
                      (long long)m.rows);

@@ -372,3 +372,40 @@ LOOM_TEST(cpu_conv, packed_channel_tiles_on_small_planes) {
     tp_fixture_free(&fx);
   }
 }
+
+/* AVX2's channel tiles (schedule_conv.c NARROW_*: 4 columns by 2 weight blocks, each block's 8 output
+ * channels one vector, in the chunked order), chosen at run time where the reduction (input channels
+ * x taps) is 128 or longer and the grid has 4 columns or more; else the 8 x 8 tiles. Grids of 0, 1,
+ * fewer than 4, 4, primes, a 3 x 3's rows and a grid in several chunks, q odd (the last group
+ * repeating a block) and even, reductions on both sides of the bound (1 x 1 over 127 and 128
+ * channels; 3 x 3 and a strided 3 x 3 over 15 channels: 135), 1-D, against the interpreter with 1
+ * and 2 threads; the program holds them for 32-byte vectors only. */
+LOOM_TEST(cpu_conv, packed_channel_tiles_for_avx2) {
+  const loom_tp_conv_packed forms[] = {{.n = 2, .bias = true, .kernel = {1, 1}, .dilation = {1, 1}, .stride = {1, 1}},
+                                       {.n = 2, .bias = false, .kernel = {3, 3}, .dilation = {1, 1}, .stride = {1, 1}},
+                                       {.n = 2, .bias = true, .kernel = {3, 3}, .dilation = {1, 1}, .stride = {2, 2}},
+                                       {.n = 1, .bias = true, .kernel = {5}, .dilation = {1}, .stride = {1}}};
+  static const int64_t ps[] = {0, 1, 3, 4, 5, 13, 56, 97};
+  for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
+    conv_run runs[12];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+      int64_t c = f == 0 ? (i % 2 ? 127 : 128) : f == 3 ? 26 : 15; /* 1-D: 26 x 5 = 130 */
+      conv_run r = {.n = i == 4 ? 2 : i == 0 ? 0 : 1, .c = c, .q = 1 + (int64_t)(i % 3), .p = ps[i], .e = 7 + (int64_t)(i % 3)};
+      r.l = r.p + 2 * r.e + 5;
+      runs[n++] = r;
+    }
+    if (f == 0) /* several chunks: 2^17 floats of the input per chunk, 1400 channels x 4 columns a tile */
+      runs[n++] = (conv_run){.n = 1, .c = 1400, .q = 3, .p = 211, .l = 211, .e = 20};
+    check(loom_tp_gen_conv_packed, &forms[f], 32, runs, n);
+    static const int vbs[] = {32, 64, 16};
+    for (int v = 0; v < 3; v++) {
+      tp_fixture fx;
+      free(gen_scheduled(loom_tp_gen_conv_packed, &forms[f], vbs[v], &fx, NULL));
+      char *text = tp_print(fx.f);
+      cr_assert_eq(strstr(text, "alloc acc_c4g2: Local[(4, 2, 8), f32]") != NULL, v == 0, "vector bytes %d\n%s", vbs[v], text);
+      free(text);
+      tp_fixture_free(&fx);
+    }
+  }
+}
