@@ -127,27 +127,49 @@ static loom_status eval_reduce(loom_graph_ecx *ec, const loom_graph_value *args,
   for (int i = 0; i < x->ndim; i++) kshape[i] = mask[i] ? 1 : x->shape[i];
   loom_graph_strides(x->ndim, x->shape, strides);
   if (out->t.numel == 0) return LOOM_OK;
+  /* integers exactly: sum and prod wrap to the dtype's width (as NumPy's and the compiled code's
+   * integer arithmetic; a double accumulator clamped u8 sums at 255 and rounded 64-bit ones), max
+   * and min compare as integers (unsigned ones as unsigned) */
+  bool ints = loom_dtype_is_int(x->dtype), uns = ints && loom_dtype_kind_of(x->dtype) != LOOM_DTYPE_KIND_SINT;
   size_t o = 0;
   do {
     double acc = op == LOOM_GRAPH_OP_PROD ? 1 : 0, best = 0;
+    uint64_t iacc = op == LOOM_GRAPH_OP_PROD ? 1 : 0;
+    int64_t ibest = 0;
     int64_t best_i = 0, pos = 0;
     bool first = true;
     memset(ridx, 0, sizeof ridx);
     if (rcount) do {
         size_t off = 0;
         for (int i = 0; i < x->ndim; i++) off += (size_t)((mask[i] ? ridx[i] : kidx[i]) * strides[i]);
-        double v = loom_graph_tensor_get_f64(x, off);
-        switch (op) {
-        case LOOM_GRAPH_OP_SUM:
-        case LOOM_GRAPH_OP_MEAN: acc += v; break;
-        case LOOM_GRAPH_OP_PROD: acc *= v; break;
-        case LOOM_GRAPH_OP_MAX:
-        case LOOM_GRAPH_OP_ARGMAX:
-          if (first || v > best || (v != v && best == best)) { best = v; best_i = pos; }
-          break;
-        default:
-          if (first || v < best || (v != v && best == best)) { best = v; best_i = pos; }
-          break;
+        if (ints) {
+          int64_t v = loom_graph_tensor_get_i64(x, off);
+          bool gt = uns ? (uint64_t)v > (uint64_t)ibest : v > ibest, lt = uns ? (uint64_t)v < (uint64_t)ibest : v < ibest;
+          switch (op) {
+          case LOOM_GRAPH_OP_SUM: iacc += (uint64_t)v; break;
+          case LOOM_GRAPH_OP_PROD: iacc *= (uint64_t)v; break;
+          case LOOM_GRAPH_OP_MAX:
+          case LOOM_GRAPH_OP_ARGMAX:
+            if (first || gt) { ibest = v; best_i = pos; }
+            break;
+          default:
+            if (first || lt) { ibest = v; best_i = pos; }
+            break;
+          }
+        } else {
+          double v = loom_graph_tensor_get_f64(x, off);
+          switch (op) {
+          case LOOM_GRAPH_OP_SUM:
+          case LOOM_GRAPH_OP_MEAN: acc += v; break;
+          case LOOM_GRAPH_OP_PROD: acc *= v; break;
+          case LOOM_GRAPH_OP_MAX:
+          case LOOM_GRAPH_OP_ARGMAX:
+            if (first || v > best || (v != v && best == best)) { best = v; best_i = pos; }
+            break;
+          default:
+            if (first || v < best || (v != v && best == best)) { best = v; best_i = pos; }
+            break;
+          }
         }
         first = false;
         pos++;
@@ -168,6 +190,7 @@ static loom_status eval_reduce(loom_graph_ecx *ec, const loom_graph_value *args,
       acc = op == LOOM_GRAPH_OP_MAX ? -INFINITY : INFINITY;
     }
     if (arg) loom_graph_tensor_set_i64(&out->t, o++, best_i);
+    else if (ints) loom_graph_tensor_set_i64(&out->t, o++, op == LOOM_GRAPH_OP_SUM || op == LOOM_GRAPH_OP_PROD ? (int64_t)iacc : ibest);
     else loom_graph_tensor_set_f64(&out->t, o++, acc);
   } while (loom_graph_index_next(x->ndim, kshape, kidx));
   return LOOM_OK;

@@ -128,7 +128,11 @@ loom_tp_expr *loom_tpg_reduce_init(loom_tpb *b, loom_tp_reduce_op op, loom_dtype
       unsigned bits = loom_dtype_bits(t);
       bool sgn = loom_dtype_is_signed(t);
       int64_t v;
-      if (sgn && mx) v = bits == 64 ? INT64_MIN + 1 : -(INT64_C(1) << (bits - 1)); /* as loom_tpg_reduce_init */
+      /* i64's lowest as `-9223372036854775807 - 1`: a program's text (the kernel cache's key, the
+       * parser) has no literal for it; the interpreter and LLVM fold the subtraction */
+      if (sgn && mx && bits == 64)
+        return loom_tp_op2(b->a, LOOM_TP_OP_SUB, loom_tpb_lit_i(b, t, INT64_MIN + 1), loom_tpb_lit_i(b, t, 1));
+      if (sgn && mx) v = -(INT64_C(1) << (bits - 1));
       else if (sgn) v = bits == 64 ? INT64_MAX : (INT64_C(1) << (bits - 1)) - 1;
       else if (mx) v = 0;
       else v = bits == 64 ? -1 /* all ones, as the parser reads 18446744073709551615u64 */ : (int64_t)((UINT64_C(1) << bits) - 1);

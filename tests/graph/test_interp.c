@@ -258,3 +258,31 @@ LOOM_TEST(graph_interp, fill_from_a_shape_value) {
   loom_graph_value_free(&x);
   loom_graph_module_destroy(m);
 }
+
+/* Integer reductions are exact in the dtype's width: sum and prod wrap as NumPy's and the compiled
+ * code's (a double accumulator clamped a u8 sum at 255: fuzz-ops reduce seed 9389), max / min of
+ * 64-bit values beyond 2^53 compare exactly, unsigned ones as unsigned. */
+LOOM_TEST(graph_interp, integer_reductions_wrap_and_compare_exactly) {
+  loom_graph_module *m = gt_parse_ok(
+      "fn @main(x: Tensor[(2, 3), u8], y: Tensor[(3,), i64], z: Tensor[(2,), u64]) -> Object {\n"
+      "  s = sum(x, axes=[1])\n  p = prod(x, axes=[0])\n  a = sum(y)\n  mx = max(y)\n  mu = max(z)\n  au = argmax(z, axis=0)\n"
+      "  out = (s, p, a, mx, mu, au)\n  return out\n}\n");
+  loom_graph_value a[3] = {gt_tensor(LOOM_DTYPE_U8, 2, (int64_t[]){2, 3}, (double[]){200, 100, 7, 255, 255, 2}),
+                           gt_tensor(LOOM_DTYPE_I64, 1, (int64_t[]){3}, (double[]){0, 0, 0}),
+                           gt_tensor(LOOM_DTYPE_U64, 1, (int64_t[]){2}, (double[]){0, 0})};
+  /* 2^53 + 1 and 2^53 (equal as doubles); u64: 2^63 (negative as i64) against 1 */
+  int64_t *yv = a[1].t.data;
+  yv[0] = (INT64_C(1) << 53) + 1, yv[1] = INT64_C(1) << 53, yv[2] = -1;
+  uint64_t *zv = a[2].t.data;
+  zv[0] = 1, zv[1] = UINT64_C(1) << 63;
+  loom_graph_value r = gt_eval_ok(m, 3, a, NULL);
+  gt_expect_values(&r.items[0], 1, (int64_t[]){2}, (double[]){(200 + 100 + 7) % 256, (255 + 255 + 2) % 256}, 0);
+  gt_expect_values(&r.items[1], 1, (int64_t[]){3}, (double[]){(200 * 255) % 256, (100 * 255) % 256, 14}, 0);
+  cr_assert_eq(*(int64_t *)r.items[2].t.data, (INT64_C(1) << 54), "sum %lld", (long long)*(int64_t *)r.items[2].t.data);
+  cr_assert_eq(*(int64_t *)r.items[3].t.data, (INT64_C(1) << 53) + 1);
+  cr_assert_eq(*(uint64_t *)r.items[4].t.data, UINT64_C(1) << 63);
+  cr_assert_eq(*(int64_t *)r.items[5].t.data, 1);
+  loom_graph_value_free(&r);
+  gt_free_args(a, 3);
+  loom_graph_module_destroy(m);
+}
