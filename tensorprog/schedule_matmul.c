@@ -183,10 +183,11 @@ static loom_status row_tiles(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_
   loom_tp_stmt *io, *ii, *it, *iti = NULL;
   int64_t rows = c->tile_rows;
   loom_status st;
-  if (rows == TALL_ROWS || c->few_rows) {
+  if (rows == TALL_ROWS || c->few_rows || c->tail_rows) {
     /* tall tiles: a remainder of 7..11 rows one more (clamped) tall tile, 1..6 a 6-row tile;
-     * few rows (1..5, few_rows_panels): FEW_ROWS-row tiles clamped to them, a last row alone */
-    int64_t small = c->few_rows ? 1 : TILE_ROWS;
+     * few rows (1..5, few_rows_panels): FEW_ROWS-row tiles clamped to them, a last row alone;
+     * AVX2's 6-row tiles: a remainder of 3..5 rows one more 6-row tile, 1..2 a 2-row tile */
+    int64_t small = c->few_rows ? 1 : c->tail_rows ? c->tail_rows : TILE_ROWS;
     st = loom_tp_split_clamped(c->a, c->cx, c->view, il, rows, small, &io, &ii, &it, &iti);
     if (!st) {
       /* tile o covers rows max(min(12*o, m - 12), 0) + ii, the rows from m on repeat m - 1 */
@@ -207,9 +208,9 @@ static loom_status row_tiles(mm_ctx *c, loom_tp_stmt *il, const char *ji, int64_
         loom_strbuf_printf(c->why, "%lldx%lld register tiles (the last repeating the last row) + a 1x%lld tile for a row left alone\n",
                            (long long)rows, (long long)width, (long long)width);
       else
-        loom_strbuf_printf(c->why, "%lldx%lld register tiles (a remainder above %d rows: one more, ending at the last row, "
-                           "repeating it when fewer rows) + a row tail of at most %d rows in one %dx%lld tile ending at the last row\n",
-                           (long long)rows, (long long)width, TILE_ROWS, TILE_ROWS, TILE_ROWS, (long long)width);
+        loom_strbuf_printf(c->why, "%lldx%lld register tiles (a remainder above %lld rows: one more, ending at the last row, "
+                           "repeating it when fewer rows) + a row tail of at most %lld rows in one %lldx%lld tile ending at the last row\n",
+                           (long long)rows, (long long)width, (long long)small, (long long)small, (long long)small, (long long)width);
       return LOOM_OK;
     }
     if (loom_status_code(st) != LOOM_CODE_FAILED_PRECONDITION) return st;
@@ -725,6 +726,14 @@ static loom_status small_m(void *ud, loom_tp_func *view) {
  * MLP's compile 1.8x that of the 6-row tiles). Measurements: docs/codegen.md. AVX2's 16
  * registers hold 6 x 2 accumulators, no more: TILE_ROWS there, and for the i32 (int8) tiles. */
 
+/* AVX2's f32 row tail (mm_ctx.tail_rows): a remainder of 1 or 2 rows past the 6-row tiles is one
+ * 2-row tile (4 accumulators) instead of one more whole 6-row tile ending at the last row, which
+ * computed 12 rows for 7. Zen 3, the MLP (1024 -> 4096 -> 4096 -> 1024), loom run min of 20, two
+ * runs: batch 6 8.3-8.6 ms, batch 7 12.8-14.6, batch 12 11.6-12.4; with the 2-row tail batch 7
+ * 10.0-11.9 (docs/codegen.md 2b).
+ * 3..5 rows left keep one more whole 6-row tile (not measured against two 2-row passes). */
+enum { NARROW_TAIL_ROWS = 2 };
+
 /* The row-tile height for the general path of `orig` (under its rows >= limit fact). */
 static int64_t general_tile_rows(loom_sym_ctx *cx, const mm_nest *orig, const loom_tp_cpu_params *p) {
   int64_t n;
@@ -749,7 +758,7 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
   loom_strbuf_init(&steps, NULL);
   loom_strbuf_init(&dots, NULL);
   mm_ctx c = {a, cx, &view, &m, 0, true, &small, {0}, false, true, TILE_ROWS, NULL, false, false,
-              orig->loops[orig->nloops - 2]->u.loop.extent, DOT_ONE_ROW_COLS};
+              orig->loops[orig->nloops - 2]->u.loop.extent, DOT_ONE_ROW_COLS, 0};
   panel_widths(p->vector_bytes, c.widths);
   loom_status st = LOOM_OK;
   /* B read as [j, r], a long reduction and few rows: dot-product tiles, a variant (the general
@@ -804,6 +813,7 @@ static loom_status tile_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f,
     else if (!st && !loom_sym_is_const(rows, NULL)) /* fused rows (b * s): rows - limit >= 0 */
       st = loom_sym_assume_nonneg(cx, loom_sym_sub(cx, rows, loom_sym_const(cx, limit)));
     c.tile_rows = general_tile_rows(cx, orig, p);
+    c.tail_rows = c.tile_rows == TILE_ROWS && p->vector_bytes == 32 && orig->c->dtype == LOOM_DTYPE_F32 ? NARROW_TAIL_ROWS : 0;
     if (!st) st = loom_tpmm_j_to_top(&c, gen->body->u.if_.else_s, &m);
     if (!st) st = general_panels(&c, &gen->body->u.if_.else_s);
     loom_sym_facts_pop(cx);

@@ -52,6 +52,8 @@ typedef struct mm_ctx {
   bool few_rows;                         /* 1..5 rows: one tile_rows tile clamped to them, 1 row alone */
   const loom_sym_expr *rows;             /* the row loop's extent (the nest as matched) */
   int64_t one_row_cols;                  /* columns of a one-row dot-product tile */
+  int64_t tail_rows;                     /* 6-row tiles whose row tail of up to this many rows is one tile of
+                                            that many (AVX2's f32 tiles: NARROW_TAIL_ROWS), 0: a whole tile */
 } mm_ctx;
 
 /* The rule on a matmul nest as it is (schedule_matmul.c), and on a nest whose batch axes broadcast

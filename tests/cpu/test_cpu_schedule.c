@@ -292,7 +292,7 @@ LOOM_TEST(cpu, schedule_rule_tall_row_tiles_with_avx512_only) {
   o.bind = bind_tall;
   char *text = generated_text(gen_mm22);
   schedule_for_and_diff(text, 64, "12x32 register tiles (a remainder above 6 rows: one more", &o);
-  schedule_for_and_diff(text, 32, "6x16 register tiles + one overlapping 6x16 tile", &o);
+  schedule_for_and_diff(text, 32, "6x16 register tiles (a remainder above 2 rows: one more|one 2x16 tile ending at the last row", &o);
   free(text);
   /* B laid out in panels of 32 (read in place, prefetched): the Linear weights of a model */
   text = generated_text(gen_mm_packed32);
@@ -559,6 +559,21 @@ LOOM_TEST(cpu, schedule_rule_reads_a_weight_laid_out_in_panels_in_place) {
   generated_schedule_and_diff_at(gen_mm_packed, 32);
   generated_schedule_and_diff_at(gen_mm_packed3, 32);
 }
+/* AVX2's f32 row tail: past the 6-row tiles a remainder of 1 or 2 rows is one 2-row tile ending at
+ * the last row, 3..5 one more whole 6-row tile (schedule_matmul.c NARROW_TAIL_ROWS); rows with
+ * each remainder (6 .. 20), rank 2 and 3 (fused rows), against the interpreter with 1 and 2 threads. */
+LOOM_TEST(cpu, avx2_row_tail_of_one_or_two_rows_is_a_two_row_tile) {
+  static const int64_t sz[] = {7, 8, 13, 14, 20, 6, 9, 11, 17};
+  cpu_diff_opts o = cpu_opts(sz, 9, 1e-4);
+  o.trials = 14;
+  gen_fn gens[] = {gen_mm_packed, gen_mm_packed3};
+  for (int g = 0; g < 2; g++) {
+    char *text = generated_text(gens[g]);
+    schedule_for_and_diff(text, 32, "6x16 register tiles (a remainder above 2 rows|one 2x16 tile ending at the last row", &o);
+    free(text);
+  }
+}
+
 /* The few-rows variant of fused rows (b * s < 6) runs 4-row tiles clamped to its rows (a panel
  * read once for up to 4 rows) and holds no 6-row register tile: its guard bounds the product, so the split by 6 whose main loop could
  * never run there is not emitted (6-row tiles only in the general path).
