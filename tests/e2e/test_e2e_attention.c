@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "e2e/e2e_util.h"
+#include "targets/cpu/codegen.h"
 
 static const char *const path = "tests/e2e/data/attention.loom";
 
@@ -154,19 +155,25 @@ static char *program_of(e2e_model *md, const char *fn) {
 
 LOOM_TEST(e2e_attention, the_composed_form_runs_the_flash_kernel) {
   e2e_model md = e2e_compile(path);
-  /* the op's programs: flash tiles sized to the head dims, the row kernel below 8 queries */
-  static const char *const tiles[][2] = {{"gqa", "alloc Qt: Local[(64, 32), f32]"},
-                                         {"d80", "alloc Ot: Local[(80, 32), f32]"},
-                                         {"dsym", "alloc Qt: Local[(dq, 32), f32]"},
-                                         {"keys_mask", "alloc S: Local[(8, 32), f32]"},
-                                         {"bool_mask", "alloc Mt: Local[(8, 32), f32]"},
-                                         {"composed_causal", "alloc Qt: Local[(64, 32), f32]"},
-                                         {"composed_gqa", "alloc Qt: Local[(64, 32), f32]"},
-                                         {"bshd", "alloc Qt: Local[(64, 32), f32]"}};
+  /* the op's programs: flash tiles sized to the head dims and to this machine's vectors (32
+   * queries x 8 keys with AVX-512, 16 x 6 with AVX2, 8 x 6 with 16-byte vectors: gen_attn.c
+   * flash_tile), the row kernel below 8 queries */
+  int vb = loom_cpu_vector_bytes(NULL), qt = vb >= 64 ? 32 : vb >= 32 ? 16 : 8, kt = vb >= 64 ? 8 : 6;
+  static const char *const tiles[][2] = {{"gqa", "alloc Qt: Local[(64, %d), f32]"},
+                                         {"d80", "alloc Ot: Local[(80, %d), f32]"},
+                                         {"dsym", "alloc Qt: Local[(dq, %d), f32]"},
+                                         {"keys_mask", "alloc S: Local[(%d, %d), f32]"},
+                                         {"bool_mask", "alloc Mt: Local[(%d, %d), f32]"},
+                                         {"composed_causal", "alloc Qt: Local[(64, %d), f32]"},
+                                         {"composed_gqa", "alloc Qt: Local[(64, %d), f32]"},
+                                         {"bshd", "alloc Qt: Local[(64, %d), f32]"}};
   for (size_t i = 0; i < LOOM_ARRAY_LEN(tiles); i++) {
+    char want[64];
+    if (i == 3 || i == 4) snprintf(want, sizeof want, tiles[i][1], kt, qt);
+    else snprintf(want, sizeof want, tiles[i][1], qt);
     char *text = program_of(&md, tiles[i][0]);
     cr_assert(strstr(text, "attention_f32") != NULL, "@%s: %.200s", tiles[i][0], text);
-    cr_assert(strstr(text, tiles[i][1]) != NULL, "@%s lacks '%s':\n%s", tiles[i][0], tiles[i][1], text);
+    cr_assert(strstr(text, want) != NULL, "@%s lacks '%s':\n%s", tiles[i][0], want, text);
     cr_assert(strstr(text, "if d2 < 8 {") != NULL, "@%s: no row kernel for few queries", tiles[i][0]);
     free(text);
   }
