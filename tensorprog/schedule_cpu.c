@@ -190,7 +190,7 @@ static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
   LOOM_PROPAGATE(loom_tp_schedule_matmul(a, cx, f, slot, p, why, &tiled));
   if (tiled) return LOOM_OK;
   s = *slot; /* its batch rows may have been fused */
-  LOOM_PROPAGATE(loom_tp_schedule_transpose(a, cx, f, slot, why));
+  LOOM_PROPAGATE(loom_tp_schedule_transpose(a, cx, f, slot, p, why));
   if ((*slot)->kind == LOOM_TP_STMT_SEQ) return schedule_seq(a, cx, f, slot, p, why); /* strips + rows left */
   s = *slot;
   LOOM_PROPAGATE(fuse_plane_rows(a, cx, f, s, why));

@@ -15,8 +15,9 @@
  *      tail; plus a variant for few rows (dot products for linear's W, unpacked 1-row tiles
  *      for matmul). Built on a copy; when a primitive refuses, the nest keeps rules 1-3;
  *   0b. a transposing copy (the innermost loop writes with unit stride, reads across rows) is
- *      strip-mined by 16 along the input's last axis, the strip innermost, so that each read is
- *      a line and the 16 output rows written stay in L1 (loom_tp_schedule_transpose);
+ *      strip-mined by 8 along the input's last axis, the strip innermost, so that each read is
+ *      a vector and the 8 output rows written stay in L1; a plain copy gets square tiles of one
+ *      vector a side instead, transposed in registers (loom_tp_schedule_transpose);
  *   1. the outermost loop of a nest, when it is serial and not a reduction, becomes
  *      PARALLEL (rows of softmax / norms, output rows of a matmul); with three or more perfectly
  *      nested loops the outer two are fused into it first (a batch of one still splits);
@@ -59,9 +60,10 @@ loom_status loom_tp_schedule_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_fun
 
 /* Rule 0b for a transposing copy (schedule_transpose.c): the innermost loop writes with unit
  * stride and reads some input across its rows; the loop indexing that input's last axis goes to
- * the top, in strips of 16 run innermost, and a nest of the rows left. *slot may become the
- * sequence of the two nests. */
-loom_status loom_tp_schedule_transpose(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot, loom_strbuf *why);
+ * the top, in strips of 8 run innermost (a plain copy: square tiles of one vector of p's a side),
+ * and a nest of the rows left. *slot may become the sequence of the two nests. */
+loom_status loom_tp_schedule_transpose(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
+                                       const loom_tp_cpu_params *p, loom_strbuf *why);
 
 /* Whether `var` appears in an access's indices only as `x + var` in the last one (unit
  * stride; loads inside the indices checked the same way). */

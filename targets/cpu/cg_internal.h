@@ -117,6 +117,10 @@ bool cg_expr_uses_lane(cg *g, const loom_tp_expr *e);
  * its body only stores and lets, unit-stride (or small constant strides) in its variable, each
  * store's buffer read and written at one index tuple. */
 bool cg_lanes_ok(cg *g, const loom_tp_stmt *s);
+/* cg_transpose.c: emits UNROLL loop s when it is the square tile of a transposing copy
+ * (`for a unroll { for v vectorize { Y[.., v] = X[.., v .., a] } }`, n x n, n a power of two up to
+ * 16) as vector loads, an in-register transpose and vector stores; false (nothing emitted) when not. */
+bool cg_transpose_tile(cg *g, const loom_tp_stmt *s);
 /* Lane mode: the stride s of `var` in index `x` (x - s*var free of var, s in [1, 4]), else 0. */
 unsigned cg_lane_stride(cg *g, const loom_sym_expr *x, const loom_sym_expr *var);
 /* Branches to the function's failure exit when `bad` (i1) is true, after ctx->set_error(msg). */

@@ -573,6 +573,7 @@ static void emit_for(cg *g, const loom_tp_stmt *s) {
       return;
     }
   }
+  if (s->u.loop.kind == LOOM_TP_LOOP_UNROLL && !g->lanes && !g->cold && cg_transpose_tile(g, s)) return;
   if (s->u.loop.kind == LOOM_TP_LOOP_UNROLL && is_const && c <= UNROLL_MAX && !g->cold) {
     for (int64_t i = 0; i < c; i++) cg_loop_body(g, s, cg_i64(g, i));
     return;

@@ -6,6 +6,7 @@ pub const compiler = [_][]const u8{
     "targets/cpu/cg_numeric.c",
     "targets/cpu/cg_stmt.c",
     "targets/cpu/cg_lanes.c",
+    "targets/cpu/cg_transpose.c",
     "targets/cpu/cg_gpu.c",
     "targets/cpu/cg_target.c",
     "targets/cpu/cg_cache.c",

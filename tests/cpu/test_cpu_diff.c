@@ -769,6 +769,40 @@ LOOM_TEST(cpu, lane_mode_refuses_cross_lane_dependences) {
 }
 
 
+/* cg_transpose.c: the square tile of a transposing copy (8 x 8 f32 at a symbolic batch and
+ * offsets, 16 x 16 u8, 4 x 4 f64 along a symbolic extent) runs as vector loads, shuffles and
+ * vector stores with the interpreter's results; a tile that is not square and a copy with an
+ * operator are left to the other paths, with the same results. */
+LOOM_TEST(cpu, square_transposing_copy_is_an_in_register_transpose) {
+  cpu_diff_opts o = cpu_opts(medium, 10, 0);
+  diff_program("prim @tt(X: Buffer[(n, 16, 24), f32], Y: Buffer[(n, 24, 16), f32], P: Buffer[(n, 16, 16), u8],\n"
+               "         Q: Buffer[(n, 16, 16), u8], R: Buffer[(4*m + 4, 4), f64], S: Buffer[(4, 4*m + 4), f64],\n"
+               "         Z: Buffer[(8, 8), f32], W: Buffer[(8, 8), f32]) {\n"
+               "  for i in 0..n {\n"
+               "    for t in 0..3 { for a in 0..8 unroll { for v in 0..8 vectorize { Y[i, 8*t + a, v + 8] = X[i, v + 8, 8*t + a] } } }\n"
+               "    for a in 0..16 unroll { for v in 0..16 vectorize { Q[i, a, v] = P[i, v, a] } }\n"
+               "  }\n"
+               "  for q in 0..m { for a in 0..4 unroll { for v in 0..4 vectorize { S[a, 4*q + v + 4] = R[4*q + v, a] } } }\n"
+               "  for a in 0..4 unroll { for v in 0..8 vectorize { W[a, v] = Z[v, a + 4] } }\n"
+               "  for a in 0..8 unroll { for v in 0..8 vectorize { W[a, v] = Z[v, a] * 2.0 } }\n"
+               "}\n", &o);
+  tp_fixture fx;
+  cpu_parse_ok(&fx, "prim @tt2(X: Buffer[(n, 8), f32], Y: Buffer[(8, n), f32]) {\n"
+                    "  for t in 0..floordiv(n, 8) { for a in 0..8 unroll { for v in 0..8 vectorize { Y[a, 8*t + v] = X[8*t + v, a] } } }\n"
+                    "}\n");
+  loom_strbuf sb;
+  loom_strbuf_init(&sb, NULL);
+  const loom_tp_func *fs[1] = {fx.f};
+  cr_assert_null(loom_cpu_emit_ir(NULL, fx.cx, fs, 1, false, &sb));
+  const char *ir = loom_strbuf_cstr(&sb);
+  cr_assert(strstr(ir, "load <8 x float>") != NULL && strstr(ir, "shufflevector <8 x float>") != NULL &&
+            strstr(ir, "store <8 x float>") != NULL, "%s", ir);
+  cr_assert(strstr(ir, "llvm.loop.vectorize.enable") == NULL, "%s", ir);
+  loom_strbuf_free(&sb);
+  tp_fixture_free(&fx);
+}
+
+
 /* dot4's value: unsigned bytes of a times signed bytes of b, in lanes and scalar, on the host's
  * JIT (vpdpbusd where it has AVX512-VNNI, with the accumulator added by the instruction) and on
  * one without AVX-512 (plain arithmetic). */

@@ -230,25 +230,42 @@ static loom_status gen_linear3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **o
 
 /* Rule 0b: a transposing copy (the innermost loop writes with unit stride and reads across the
  * rows of an input) runs in strips of 8 along the input's last axis, innermost; the rows left
- * over (sizes not a multiple of 8) run as they were. A permutation that keeps the last axis is
- * left alone. */
+ * over (sizes not a multiple of 8) run as they were. A plain copy gets square tiles of one
+ * vector a side (16 x 16 f32 with AVX-512, 8 x 8 with AVX2, 4 x 4 with 16 bytes; at most 16 of
+ * a byte), transposed in registers by the code generator (cg_transpose.c), its columns and
+ * rows left over in strips. A permutation that keeps the last axis is left alone. */
 LOOM_TEST(cpu, schedule_rule_strip_mines_a_transposing_copy) {
-  static const int64_t sz[] = {0, 1, 3, 7, 8, 9, 16, 17, 31, 40};
-  cpu_diff_opts o = cpu_opts(sz, 10, 0);
-  schedule_and_diff("prim @t10(X: Buffer[(m, n), f32], Y: Buffer[(n, m), f32]) {\n"
-                    "  for i0 in 0..n { for i1 in 0..m { Y[i0, i1] = X[i1, i0] } }\n}\n",
-                    "loop i0: transposed copy, strips of 8 innermost", &o);
+  static const int64_t sz[] = {0, 1, 3, 7, 8, 9, 16, 17, 31, 40, 47, 64};
+  cpu_diff_opts o = cpu_opts(sz, 12, 0);
+  static const struct {
+    int vector_bytes;
+    const char *dtype, *why;
+  } square[] = {
+    {64, "f32", "square tiles of 16 x 16"}, {32, "f32", "square tiles of 8 x 8"}, {16, "f32", "square tiles of 4 x 4"},
+    {64, "u8", "square tiles of 16 x 16"},  {32, "u8", "square tiles of 16 x 16"}, {16, "i16", "square tiles of 8 x 8"},
+    {64, "f64", "square tiles of 8 x 8"},   {32, "f64", "square tiles of 4 x 4"},  {16, "f64", "strips of 8"},
+    {32, "f16", "square tiles of 16 x 16"}, {32, "bool", "square tiles of 16 x 16"},
+  };
+  for (size_t k = 0; k < sizeof square / sizeof *square; k++) {
+    char text[256], why[96];
+    snprintf(text, sizeof text,
+             "prim @t10(X: Buffer[(m, n), %s], Y: Buffer[(n, m), %s]) {\n"
+             "  for i0 in 0..n { for i1 in 0..m { Y[i0, i1] = X[i1, i0] } }\n}\n",
+             square[k].dtype, square[k].dtype);
+    snprintf(why, sizeof why, "i0%s: transposed copy, %s", strstr(square[k].why, "strips") ? "" : ", i1", square[k].why);
+    schedule_for_and_diff(text, square[k].vector_bytes, why, &o);
+  }
   schedule_and_diff("prim @t021(X: Buffer[(b, m, n), f32], Y: Buffer[(b, n, m), f32]) {\n"
                     "  for i0 in 0..b { for i1 in 0..n { for i2 in 0..m { Y[i0, i1, i2] = X[i0, i2, i1] } } }\n}\n",
-                    "loop i1: transposed copy|loops i1_o, i0: fused", &o);
-  schedule_and_diff("prim @t0312(X: Buffer[(b, h, w, c), f32], Y: Buffer[(b, c, h, w), f32]) {\n"
-                    "  for i0 in 0..b { for i1 in 0..c { for i2 in 0..h { for i3 in 0..w {\n"
-                    "    Y[i0, i1, i2, i3] = X[i0, i2, i3, i1] } } } }\n}\n",
-                    "loop i1: transposed copy", &o);
+                    "loops i1, i2: transposed copy, square tiles|loops i1_o, i0: fused", &o);
+  schedule_for_and_diff("prim @t0312(X: Buffer[(b, h, w, c), f32], Y: Buffer[(b, c, h, w), f32]) {\n"
+                        "  for i0 in 0..b { for i1 in 0..c { for i2 in 0..h { for i3 in 0..w {\n"
+                        "    Y[i0, i1, i2, i3] = X[i0, i2, i3, i1] } } } }\n}\n",
+                        32, "loops i1, i3: transposed copy, square tiles of 8 x 8", &o);
   /* an elementwise op with one transposed operand, in f64 */
   schedule_and_diff("prim @add_t(X: Buffer[(m, n), f64], Z: Buffer[(n, m), f64], Y: Buffer[(n, m), f64]) {\n"
                     "  for i0 in 0..n { for i1 in 0..m { Y[i0, i1] = Z[i0, i1] + 2.0 * X[i1, i0] } }\n}\n",
-                    "loop i0: transposed copy", &o);
+                    "loop i0: transposed copy, strips of 8", &o);
   /* (0, 2, 1, 3): the last axis stays last, nothing strided in the innermost loop */
   schedule_and_diff("prim @t0213(X: Buffer[(b, h, s, d), f32], Y: Buffer[(b, s, h, d), f32]) {\n"
                     "  for i0 in 0..b { for i1 in 0..s { for i2 in 0..h { for i3 in 0..d {\n"
