@@ -136,7 +136,7 @@ loom_status loom_tp_schedule_transpose(loom_arena *a, loom_sym_ctx *cx, loom_tp_
       square = false;
     }
   }
-  loom_tp_stmt *next = square ? loom_tp_child_loop(uo) : NULL;
+  loom_tp_stmt *next = !st && square && uo ? loom_tp_child_loop(uo) : NULL;
   if (next && !loom_tp_child_loop(next)) {
     /* u_o { b { v_o ..; v_t .. } }: rule 1 fuses only perfect nests; the batch shares the strips */
     loom_tp_stmt *fused;

@@ -255,6 +255,10 @@ LOOM_TEST(cpu, schedule_rule_strip_mines_a_transposing_copy) {
     snprintf(why, sizeof why, "i0%s: transposed copy, %s", strstr(square[k].why, "strips") ? "" : ", i1", square[k].why);
     schedule_for_and_diff(text, square[k].vector_bytes, why, &o);
   }
+  /* an extent of exactly one tile: the split refuses, the nest stays as it was */
+  schedule_for_and_diff("prim @t8(X: Buffer[(m, 8), f32], Y: Buffer[(8, m), f32]) {\n"
+                        "  for i0 in 0..8 { for i1 in 0..m { Y[i0, i1] = X[i1, i0] } }\n}\n",
+                        32, "loops i0, i1: transposed copy, tiling stopped", &o);
   schedule_and_diff("prim @t021(X: Buffer[(b, m, n), f32], Y: Buffer[(b, n, m), f32]) {\n"
                     "  for i0 in 0..b { for i1 in 0..n { for i2 in 0..m { Y[i0, i1, i2] = X[i0, i2, i1] } } }\n}\n",
                     "loops i1, i2: transposed copy, square tiles|loops i1_o, i0: fused", &o);
