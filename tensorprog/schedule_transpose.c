@@ -23,7 +23,8 @@
  *
  * which the CPU code generator turns into T vector loads of the input, an in-register transpose
  * and T vector stores (cg_transpose.c); the strip alone wrote every element with a scalar store.
- * T is one vector of the element type (at most 16 elements, 4 at least). The nests are then
+ * T is one vector of the element type (4 to 16 elements; above 8 only where a tile row is a whole
+ * 64-byte line). The nests are then
  * scheduled as any (rule 1: parallel outermost, fused with the next). */
 #include "tensorprog/tp_schedule_cpu.h"
 
@@ -110,6 +111,10 @@ loom_status loom_tp_schedule_transpose(loom_arena *a, loom_sym_ctx *cx, loom_tp_
   /* the square tile of a plain copy: one vector of the element type a side */
   int64_t t = TILE, lanes = p->vector_bytes / (int64_t)loom_dtype_size(y->dtype);
   lanes = lanes > SQUARE_MAX ? SQUARE_MAX : lanes;
+  /* more than 8 output rows only where each tile row is a whole 64-byte line: a part line stays
+   * in L1 for the next tile, and 16 rows of a power-of-two pitch share one set of an 8-way L1
+   * (the strips of 16 of a (1, 4096, 85) transpose ran 3.7x slower than strips of 8) */
+  if (lanes > TILE && lanes * (int64_t)loom_dtype_size(y->dtype) < 64) lanes = TILE;
   bool square = plain_copy(body) && lanes >= SQUARE_MIN && !short_extent(loops[j]->u.loop.extent, lanes) &&
                 !short_extent(loops[n - 1]->u.loop.extent, lanes);
   if (square) t = lanes;
