@@ -135,7 +135,7 @@ loom_status loom_tp_schedule_transpose(loom_arena *a, loom_sym_ctx *cx, loom_tp_
   }
   if (!st && square && around) {
     loom_status sq = square_tile(a, cx, f, around, t);
-    if (sq) { /* the strips stay: split and reorder refuse before they change anything */
+    if (sq) { /* the strips stay (of t); a primitive that refused after the split left a correct program */
       loom_strbuf_printf(why, "loops %s, %s: no square tile (%s)\n", un, vn, loom_status_message(sq));
       loom_status_free(sq);
       square = false;
