@@ -60,6 +60,9 @@ loom_status loom_pass_add_before(loom_pass *p, const loom_graph_binding *b, cons
 /* The binding that defines var `e` (visited so far in this function), or NULL. */
 loom_graph_binding *loom_pass_producer(loom_pass *p, const loom_graph_expr *e);
 
+/* The call of operator `op` that defines var `e` (visited so far), or NULL. */
+const loom_graph_expr *loom_pass_producer_op(loom_pass *p, const loom_graph_expr *e, loom_graph_op op);
+
 /* A copy of operator call `c` with new operands and attributes (arena of m). */
 loom_graph_expr *loom_pass_call_copy(loom_graph_module *m, const loom_graph_expr *c, size_t nargs,
                                      loom_graph_expr *const *args, size_t nattrs, const loom_graph_attr *attrs);
@@ -67,6 +70,10 @@ loom_graph_expr *loom_pass_call_copy(loom_graph_module *m, const loom_graph_expr
 /* Recomputes the `output` list of every dataflow block of s (and nested branches): the
  * block's vars used after it. Removes empty blocks. */
 loom_status loom_pass_fix_outputs(loom_graph_module *m, loom_graph_seq *s);
+
+/* A batch normalization after a convolution into the convolution's constants (pass_simplify_bn.c,
+ * part of loom_graph_simplify); adds the rewrites to *changed. */
+loom_status loom_graph_simplify_conv_bn(loom_graph_module *m, size_t *changed);
 
 /* Whether the tensor constant c holds `v` in every element. */
 bool loom_pass_const_all(const loom_graph_expr *c, double v);

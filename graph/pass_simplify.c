@@ -10,14 +10,6 @@
 
 #include "graph/pass_internal.h"
 
-/* The operator call that defines var e, or NULL. */
-static const loom_graph_expr *producer_call(loom_pass *p, const loom_graph_expr *e, loom_graph_op op) {
-  loom_graph_binding *b = loom_pass_producer(p, e);
-  if (!b || b->kind != LOOM_GRAPH_BIND_VAR || b->value->kind != LOOM_GRAPH_EXPR_CALL ||
-      b->value->u.call.callee != LOOM_GRAPH_CALLEE_OP || b->value->u.call.op != op)
-    return NULL;
-  return b->value;
-}
 
 static bool reshape_like(loom_graph_op op) {
   return op == LOOM_GRAPH_OP_RESHAPE || op == LOOM_GRAPH_OP_EXPAND_DIMS || op == LOOM_GRAPH_OP_SQUEEZE ||
@@ -114,7 +106,7 @@ static bool scalar_const(const loom_graph_expr *e, double *out) {
 
 static void collect_factors(loom_pass *p, const loom_graph_expr *e, factors *f, int depth) {
   double c;
-  const loom_graph_expr *m = depth > 0 ? producer_call(p, e, LOOM_GRAPH_OP_MUL) : NULL;
+  const loom_graph_expr *m = depth > 0 ? loom_pass_producer_op(p, e, LOOM_GRAPH_OP_MUL) : NULL;
   if (scalar_const(e, &c)) f->k *= c;
   else if (m && m->u.call.nargs == 2) {
     collect_factors(p, m->u.call.args[0], f, depth - 1);
@@ -133,7 +125,7 @@ static bool near(double a, double b) { return fabs(a - b) <= 1e-6 * fabs(b); }
 
 /* e is `1 + t` (either order): t, else NULL. */
 static const loom_graph_expr *one_plus(loom_pass *p, const loom_graph_expr *e) {
-  const loom_graph_expr *a = producer_call(p, e, LOOM_GRAPH_OP_ADD);
+  const loom_graph_expr *a = loom_pass_producer_op(p, e, LOOM_GRAPH_OP_ADD);
   double c;
   if (!a || a->u.call.nargs != 2) return NULL;
   if (scalar_const(a->u.call.args[1], &c) && c == 1) return a->u.call.args[0];
@@ -154,16 +146,16 @@ static bool cubic_term(loom_pass *p, const loom_graph_expr *e, const loom_graph_
   factors f = product(p, e);
   if (is_power(&f, x, 3, 0.044715)) return true;
   if (!f.ok || f.n != 1 || !near(f.k, 0.044715)) return false;
-  const loom_graph_expr *pw = producer_call(p, f.v[0], LOOM_GRAPH_OP_POW);
+  const loom_graph_expr *pw = loom_pass_producer_op(p, f.v[0], LOOM_GRAPH_OP_POW);
   double c;
   return pw && pw->u.call.args[0] == x && scalar_const(pw->u.call.args[1], &c) && c == 3;
 }
 
 /* e is erf(x / sqrt(2)) or erf(x * (1 / sqrt(2))). */
 static bool erf_of_scaled(loom_pass *p, const loom_graph_expr *e, const loom_graph_expr *x) {
-  const loom_graph_expr *er = producer_call(p, e, LOOM_GRAPH_OP_ERF);
+  const loom_graph_expr *er = loom_pass_producer_op(p, e, LOOM_GRAPH_OP_ERF);
   if (!er) return false;
-  const loom_graph_expr *u = er->u.call.args[0], *d = producer_call(p, u, LOOM_GRAPH_OP_DIV);
+  const loom_graph_expr *u = er->u.call.args[0], *d = loom_pass_producer_op(p, u, LOOM_GRAPH_OP_DIV);
   double c;
   if (d) return d->u.call.args[0] == x && scalar_const(d->u.call.args[1], &c) && near(c, 1.41421356237309504880);
   factors f = product(p, u);
@@ -172,13 +164,13 @@ static bool erf_of_scaled(loom_pass *p, const loom_graph_expr *e, const loom_gra
 
 /* e is tanh(sqrt(2/pi) * (x + 0.044715 x^3)) or tanh(sqrt(2/pi) * x * (1 + 0.044715 x^2)). */
 static bool tanh_of_cubic(loom_pass *p, const loom_graph_expr *e, const loom_graph_expr *x) {
-  const loom_graph_expr *th = producer_call(p, e, LOOM_GRAPH_OP_TANH);
+  const loom_graph_expr *th = loom_pass_producer_op(p, e, LOOM_GRAPH_OP_TANH);
   if (!th) return false;
   const double c = 0.79788456080286535588; /* sqrt(2 / pi) */
   factors f = product(p, th->u.call.args[0]);
   if (!f.ok || !near(f.k, c)) return false;
   if (f.n == 1) { /* x + 0.044715 x^3 */
-    const loom_graph_expr *a = producer_call(p, f.v[0], LOOM_GRAPH_OP_ADD);
+    const loom_graph_expr *a = loom_pass_producer_op(p, f.v[0], LOOM_GRAPH_OP_ADD);
     if (!a || a->u.call.nargs != 2) return false;
     const loom_graph_expr *a0 = a->u.call.args[0], *a1 = a->u.call.args[1];
     return (a0 == x && cubic_term(p, a1, x)) || (a1 == x && cubic_term(p, a0, x));
@@ -215,8 +207,8 @@ static loom_graph_op gelu_pattern(loom_pass *p, const loom_graph_expr *v, const 
 static loom_status centred_int8(loom_pass *p, const loom_graph_expr *e, int min_rank, loom_graph_expr **q,
                                 loom_graph_expr **z, bool *ok) {
   *ok = false;
-  const loom_graph_expr *s = producer_call(p, e, LOOM_GRAPH_OP_SUB);
-  const loom_graph_expr *c = producer_call(p, s ? s->u.call.args[0] : e, LOOM_GRAPH_OP_CAST);
+  const loom_graph_expr *s = loom_pass_producer_op(p, e, LOOM_GRAPH_OP_SUB);
+  const loom_graph_expr *c = loom_pass_producer_op(p, s ? s->u.call.args[0] : e, LOOM_GRAPH_OP_CAST);
   if (!c) return LOOM_OK;
   const loom_sinfo *qs = c->u.call.args[0]->sinfo;
   if (c->sinfo->dtype != LOOM_DTYPE_I32 || qs->kind != LOOM_SINFO_TENSOR ||
@@ -235,7 +227,7 @@ static loom_status centred_int8(loom_pass *p, const loom_graph_expr *e, int min_
     int64_t v;
     if (!loom_sym_is_const(zs->dims[d], &v) || v != 1) return LOOM_OK;
   }
-  const loom_graph_expr *zc = producer_call(p, zv, LOOM_GRAPH_OP_CAST);
+  const loom_graph_expr *zc = loom_pass_producer_op(p, zv, LOOM_GRAPH_OP_CAST);
   if (zc && zc->u.call.args[0]->sinfo->dtype == qs->dtype) { /* i32(z) of q's dtype */
     *z = zc->u.call.args[0];
     *ok = true;
@@ -296,7 +288,7 @@ static bool dims_known(const loom_sinfo *t) {
  * fused projection and split into heads. */
 static loom_status slice_rows(loom_pass *p, loom_graph_binding *b, bool *done) {
   *done = false;
-  const loom_graph_expr *v = b->value, *sl = producer_call(p, v->u.call.args[0], LOOM_GRAPH_OP_STRIDED_SLICE);
+  const loom_graph_expr *v = b->value, *sl = loom_pass_producer_op(p, v->u.call.args[0], LOOM_GRAPH_OP_STRIDED_SLICE);
   const loom_sinfo *out = b->var->sinfo;
   if (!sl || sl->u.call.nargs != 1 || !dims_known(out)) return LOOM_OK;
   loom_graph_expr *x = sl->u.call.args[0];
@@ -338,8 +330,8 @@ static loom_status slice_rows(loom_pass *p, loom_graph_binding *b, bool *done) {
  * K^T over (batch * heads) of a (batch, heads, t, d) key cache. */
 static loom_status merged_permute(loom_pass *p, loom_graph_binding *b, bool *done) {
   *done = false;
-  const loom_graph_expr *pm = producer_call(p, b->value->u.call.args[0], LOOM_GRAPH_OP_PERMUTE_DIMS);
-  const loom_graph_expr *inner = pm ? producer_call(p, pm->u.call.args[0], LOOM_GRAPH_OP_RESHAPE) : NULL;
+  const loom_graph_expr *pm = loom_pass_producer_op(p, b->value->u.call.args[0], LOOM_GRAPH_OP_PERMUTE_DIMS);
+  const loom_graph_expr *inner = pm ? loom_pass_producer_op(p, pm->u.call.args[0], LOOM_GRAPH_OP_RESHAPE) : NULL;
   if (!inner) return LOOM_OK;
   loom_graph_expr *x = inner->u.call.args[0];
   /* x -> z (merged) -> y (transposed) -> b */
@@ -385,7 +377,7 @@ static loom_status scale_after_matmul(loom_pass *p, loom_graph_binding *b, bool 
   int found = 0;
   for (int i = 0; i < 2; i++) {
     ops[i] = v->u.call.args[i];
-    const loom_graph_expr *m = producer_call(p, ops[i], LOOM_GRAPH_OP_MUL);
+    const loom_graph_expr *m = loom_pass_producer_op(p, ops[i], LOOM_GRAPH_OP_MUL);
     if (!m || m->u.call.nargs != 2) continue;
     double c;
     loom_graph_expr *x = NULL;
@@ -445,7 +437,7 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
 
   /* neg(neg(x)) -> x */
   case LOOM_GRAPH_OP_NEG: {
-    const loom_graph_expr *inner = producer_call(p, x, LOOM_GRAPH_OP_NEG);
+    const loom_graph_expr *inner = loom_pass_producer_op(p, x, LOOM_GRAPH_OP_NEG);
     if (inner) forward(p, b, inner->u.call.args[0], drop);
     return LOOM_OK;
   }
@@ -506,7 +498,7 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
       return LOOM_OK;
     }
     /* permute_dims(permute_dims(x, p1), p2) -> permute_dims(x, p1[p2[i]]) */
-    const loom_graph_expr *inner = producer_call(p, x, LOOM_GRAPH_OP_PERMUTE_DIMS);
+    const loom_graph_expr *inner = loom_pass_producer_op(p, x, LOOM_GRAPH_OP_PERMUTE_DIMS);
     loom_graph_expr *ix = inner ? inner->u.call.args[0] : NULL;
     if (!inner || !perm_of(inner, ix->sinfo->kind == LOOM_SINFO_TENSOR ? ix->sinfo->ndim : -1, p1) || ix->sinfo->ndim != r)
       return LOOM_OK;
@@ -588,7 +580,7 @@ static loom_status matmul_transpose_b(loom_pass *p, loom_graph_binding *b, bool 
   if (b->kind != LOOM_GRAPH_BIND_VAR || v->kind != LOOM_GRAPH_EXPR_CALL || v->u.call.callee != LOOM_GRAPH_CALLEE_OP ||
       v->u.call.op != LOOM_GRAPH_OP_MATMUL || v->u.call.nargs != 2)
     return LOOM_OK;
-  const loom_graph_expr *perm = producer_call(p, v->u.call.args[1], LOOM_GRAPH_OP_PERMUTE_DIMS);
+  const loom_graph_expr *perm = loom_pass_producer_op(p, v->u.call.args[1], LOOM_GRAPH_OP_PERMUTE_DIMS);
   if (!perm) return LOOM_OK;
   loom_graph_expr *x = perm->u.call.args[0];
   int64_t q[8];
@@ -652,6 +644,7 @@ loom_status loom_graph_simplify(loom_graph_module *m, size_t *out_changed) {
    * permute_dims(k, [0, 2, 1, 3]), [0, 1, 3, 2]) would become one permutation that is no
    * longer a swap of the last two axes), and again after (a composition may be one). */
   size_t changed = 0, tied = 0;
+  LOOM_PROPAGATE(loom_graph_simplify_conv_bn(m, &changed));
   LOOM_PROPAGATE(run_transpose_b(m, &changed, &tied));
   loom_pass p = {.m = m, .visit = visit};
   LOOM_PROPAGATE(loom_pass_run(&p));

@@ -117,6 +117,14 @@ loom_graph_binding *loom_pass_producer(loom_pass *p, const loom_graph_expr *e) {
   return (loom_graph_binding *)(uintptr_t)v;
 }
 
+const loom_graph_expr *loom_pass_producer_op(loom_pass *p, const loom_graph_expr *e, loom_graph_op op) {
+  loom_graph_binding *b = loom_pass_producer(p, e);
+  if (!b || b->kind != LOOM_GRAPH_BIND_VAR || b->value->kind != LOOM_GRAPH_EXPR_CALL ||
+      b->value->u.call.callee != LOOM_GRAPH_CALLEE_OP || b->value->u.call.op != op)
+    return NULL;
+  return b->value;
+}
+
 loom_graph_expr *loom_pass_call_copy(loom_graph_module *m, const loom_graph_expr *c, size_t nargs,
                                      loom_graph_expr *const *args, size_t nattrs, const loom_graph_attr *attrs) {
   loom_arena *a = loom_graph_module_arena(m);

@@ -52,6 +52,7 @@ pub const compiler = [_][]const u8{
     "graph/pass_cse.c",
     "graph/pass_dce.c",
     "graph/pass_simplify.c",
+    "graph/pass_simplify_bn.c",
     "graph/pass_fuse.c",
     "graph/pass_fuse_merge.c",
     "graph/pass_share.c",
