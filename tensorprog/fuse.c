@@ -590,7 +590,7 @@ static loom_tp_expr *replace_loads(loom_arena *a, const loom_tp_expr *e, const l
 
 /* Moving an epilogue into a producer that only stores its result C (a rows program: the sum
  * of a depthwise convolution's taps in a register, then one store per output element). */
-enum { GRID_FWD_MAX = 8, GRID_SCOPE_MAX = 32 };
+enum { GRID_FWD_MAX = 16, GRID_SCOPE_MAX = 32 }; /* copies out of a grid: 5 (loom_tpg_row_copy's widths) per grid variant */
 typedef struct redirector {
   loom_arena *a;
   loom_sym_ctx *cx;
@@ -602,7 +602,7 @@ typedef struct redirector {
   bool oom;
   int ng;                       /* staging Locals the epilogue moves into (grid_forwards) */
   const loom_tp_buffer *g[GRID_FWD_MAX];
-  const loom_tp_expr *ge[GRID_FWD_MAX]; /* e at the index of the one store C[i..] = g[..]; reads c */
+  const loom_tp_expr *ge[GRID_FWD_MAX]; /* e at the index of the first store C[i..] = g[..]; reads c */
 } redirector;
 
 /* A copy of s in which each store `C[i..] = v` is `Y[i..] = e[k := i, C[k] := v]`; other
@@ -750,14 +750,15 @@ static int loads_of(const loom_tp_stmt *s, const loom_tp_buffer *g) {
 
 /* The grid form of a rows program sums a plane's outputs on the grid of its padded input into a
  * Local G (vectors of 8 or 32 positions, junk positions between the rows), then copies the valid
- * ones out, element by element: `C[n, c, j, u] = G[j*h1 + u]` (tensorprog/gen_conv.c, pool_grid).
+ * ones out, a row at a time: `C[n, c, j, u] = G[j*h1 + u]` (tensorprog/gen_conv.c, pool_grid).
  * A 7 x 7 row is too short for vectors, so an epilogue taken at that copy (EfficientNet's x *
  * sigmoid(x)) ran element by element. When e does not depend on the copy's own loops (only on the
  * loops around G's alloc: the plane q, the signature; it reads C only at k), it is computed where G
  * is written, on whole vectors (junk positions too, which are never read), and the copy stays a copy:
  *     G[..] = v      ->  G[..] = e[k := i, C[k] := v]
  *     C[i..] = G[..] ->  Y[i..] = G[..]
- * G must be read by that one store only, and have Y's dtype. Fills r->g / r->ge. */
+ * G must be read by such stores only (the copy's chunks of 8, 4 and its scalar tail: one each), e
+ * the same at each (it does not depend on their loops), and have Y's dtype. Fills r->g / r->ge. */
 static loom_status grid_forwards(redirector *r, const loom_tp_stmt *mm) {
   grid_scan g = {.c = r->c};
   grid_scan_stmt(&g, mm);
@@ -768,7 +769,10 @@ static loom_status grid_forwards(redirector *r, const loom_tp_stmt *mm) {
     int al = -1;
     for (int k = 0; k < g.nalloc; k++)
       if (g.alloc[k].g == gb) al = k;
-    if (al < 0 || gb->dtype != r->y->dtype || loads_of(mm, gb) != 1) continue;
+    int copies = 0, seen = 0; /* G read by its copies out only (one per chunk width of loom_tpg_row_copy) */
+    for (int v = 0; v < g.nuse; v++) copies += g.use[v]->u.store.value->u.load.buf == gb;
+    for (int k = 0; k < r->ng; k++) seen += r->g[k] == gb;
+    if (al < 0 || seen || gb->dtype != r->y->dtype || loads_of(mm, gb) != copies) continue;
     const loom_sym_expr *vals[16];
     bool sym = true;
     for (int d = 0; d < r->c->ndim; d++) {

@@ -238,11 +238,12 @@ void loom_tpg_row_copy(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, 
   int ly = Y->ndim - 1, lx = X ? X->ndim - 1 : 0;
   /* a copy computing on the way (a SiLU) wants independent chunks in flight: 32 lanes where they
    * compute no more positions than chunks of 16 would (a row of 56, not 40; unit stride), 16, then
-   * (strided: the rest runs element by element, LLVM's masked vectors of a strided load being
-   * gathers) 8 and 4; a fill, chunks of 8 */
-  static const int64_t unit[] = {32, 16}, strided[] = {16, 8, 4}, fills[] = {POOL_LANES};
+   * 8 and 4 (a strided one's short rows element by element were slow, LLVM's masked vectors of a
+   * strided load being gathers; a unit one's too: the padding of a 14 x 14 plane, rows of 14 as 8
+   * vector lanes and 6 scalar ones, took 4.5 cycles an element); a fill, chunks of 8 */
+  static const int64_t unit[] = {32, 16, 8, 4}, strided[] = {16, 8, 4}, fills[] = {POOL_LANES};
   const int64_t *tier = !X ? fills : xstride > 1 ? strided : unit;
-  int ntier = !X ? 1 : xstride > 1 ? 3 : 2;
+  int ntier = !X ? 1 : xstride > 1 ? 3 : 4;
   for (int k = 0; k < ntier; k++) {
     loom_tp_expr *holds = loom_tpb_cmp(b, LOOM_TP_OP_GE, extent, C(cx, tier[k]));
     if (tier[k] == 32)
@@ -697,10 +698,12 @@ bool loom_tp_rows_grid(const loom_tp_window *w, loom_tp_pool_kind kind, bool dw)
  *   for go in 0..(G + 7) // 8 { base = min(8*go, G - 8)
  *     acc[gi] = init; for taps { for gi vectorize { acc[gi] = step(acc[gi], Xf[.., s*(base + gi) + off]) } }
  *     for gi vectorize { accg[base + gi] = acc[gi] } }
- *   for j0 in 0..y0 { for u in 0..y1 { Y[.., j0, u] = accg[j0*h1 + u] (/ K) } }
+ *   for j0 in 0..y0 { (loom_tpg_row_copy: Y[.., j0, u] = accg[j0*h1 + u], u < y1) }
+ *   (AVG_PAD: for j0 in 0..y0 { for u in 0..y1 { Y[.., j0, u] = accg[j0*h1 + u] / K } })
  * Every read is inside the plane: the largest, at g = G - 1, is the last output's last tap. The guard
- * (rows_program) is 1 <= y1, 8 <= G <= POOL_GRID_MAX. Y is only stored, element by element (an
- * epilogue takes those stores). */
+ * (rows_program) is 1 <= y1, 8 <= G <= POOL_GRID_MAX. Y is only stored (an epilogue takes those
+ * stores; a chunk that overlaps the one before stores its elements again, the same values: Y's
+ * storage is never one its call reads, graph/memplan.h). */
 static void pool_grid(pool_b *p, loom_dtype t, const loom_sym_expr *G, int64_t lanes) {
   loom_tpb *b = &p->b;
   loom_sym_ctx *cx = b->cx;
@@ -738,12 +741,18 @@ static void pool_grid(pool_b *p, loom_dtype t, const loom_sym_expr *G, int64_t l
   loom_tpb_store(b, accg, &gx, loom_tpb_load(b, acc, &ai));
   loom_tpb_end_n(b, 2);
   const loom_sym_expr *j0 = loom_tpb_for(b, "gj", p->yd[2], LOOM_TP_LOOP_SERIAL, false);
+  loom_tp_expr *yi[4] = {loom_tp_expr_copy(a, p->lead[0]), loom_tp_expr_copy(a, p->lead[1]), loom_tpb_idx(b, j0), NULL};
+  if (!pool_avg(p)) { /* a row of the plane in chunks (loom_tpg_row_copy: a 7 x 7 plane's rows of 7 were scalars) */
+    loom_tp_expr *gr[1] = {NULL};
+    loom_tpg_row_copy(b, p->Y, yi, C(cx, 0), accg, gr, 1, loom_sym_mul(cx, j0, h1), t, 0.0, p->yd[3], "gu");
+    loom_tpb_end(b);
+    return;
+  }
   const loom_sym_expr *u = loom_tpb_for(b, "gu", p->yd[3], LOOM_TP_LOOP_SERIAL, false);
-  loom_tp_expr *yi[4] = {loom_tp_expr_copy(a, p->lead[0]), loom_tp_expr_copy(a, p->lead[1]), loom_tpb_idx(b, j0), loom_tpb_idx(b, u)};
+  yi[3] = loom_tpb_idx(b, u);
   gx = loom_tpb_idx(b, loom_sym_add(cx, loom_sym_mul(cx, j0, h1), u));
-  loom_tp_expr *v = loom_tpb_load(b, accg, &gx);
-  if (pool_avg(p)) v = loom_tp_op2(a, LOOM_TP_OP_DIV, v, pool_taps_k(p, t)); /* AVG_PAD: K taps everywhere */
-  loom_tpb_store(b, p->Y, yi, v);
+  /* AVG_PAD: K taps everywhere */
+  loom_tpb_store(b, p->Y, yi, loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(b, accg, &gx), pool_taps_k(p, t)));
   loom_tpb_end_n(b, 2);
 }
 

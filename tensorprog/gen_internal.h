@@ -65,9 +65,10 @@ loom_tp_expr *loom_tpg_cubic_dist(loom_tpb *b, const loom_tp_expr *q, int j);
  *   if extent >= 8 { for <tag>o in 0..(extent + 7) // 8 { for <tag>i in 0..8 vectorize {
  *     Y[.., yoff + min(8*<tag>o, extent - 8) + <tag>i] = X[.., x(min(..) + <tag>i)] } } }
  *   else { for <tag>s in 0..extent { Y[.., yoff + <tag>s] = X[.., x(<tag>s)] } }
- * A copy takes chunks of 32 (where they cover no more positions than chunks of 16) or 16 (a value
- * computed on the way, a SiLU, wants independent chunks in flight), a strided one 16, 8 or 4 (its
- * short rows element by element were slow: LLVM's masked vectors of a strided load are gathers). */
+ * A copy takes chunks of 32 (where they cover no more positions than chunks of 16), 16 (a value
+ * computed on the way, a SiLU, wants independent chunks in flight), 8 or 4, a strided one 16, 8 or 4
+ * (short rows element by element were slow: LLVM's masked vectors of a strided load are gathers,
+ * and a unit row of 14 ran 8 lanes and 6 scalars). */
 void loom_tpg_row_copy(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, const loom_sym_expr *yoff, const loom_tp_buffer *X,
                        loom_tp_expr **xi, int64_t xstride, const loom_sym_expr *xoff, loom_dtype t, double fill,
                        const loom_sym_expr *extent, const char *tag);
