@@ -85,18 +85,6 @@ static bool const_value(const loom_graph_expr *e, loom_graph_value *out, loom_st
   }
 }
 
-/* A module constant name for the folded value of y in the current function. */
-static const char *const_name(loom_pass *p, const loom_graph_binding *b, char *buf, size_t cap) {
-  for (unsigned k = 0;; k++) {
-    if (k) snprintf(buf, cap, "%s_%s_%u", p->f->name, b->var->u.var.name, k);
-    else snprintf(buf, cap, "%s_%s", p->f->name, b->var->u.var.name);
-    bool taken = false;
-    for (size_t i = 0; i < loom_graph_module_num_consts(p->m) && !taken; i++)
-      taken = !strcmp(loom_graph_module_const_at(p->m, i)->name, buf);
-    if (!taken) return buf;
-  }
-}
-
 /* Rule 2 beyond LOOM_GRAPH_FOLD_MAX_ELEMS elements: operators whose reference costs about one
  * pass over its operands (elementwise, broadcast, injective: permute_dims, reshape, slices,
  * casts; reductions), when the result has no more bytes than the constant tensor operands
@@ -186,7 +174,7 @@ static loom_status fold_constant(loom_pass *p, loom_graph_binding *b, bool *drop
   if (!c) return LOOM_OOM();
   if (si->ndim > 0) {
     char name[256];
-    LOOM_PROPAGATE(loom_graph_module_add_const(p->m, const_name(p, b, name, sizeof name), c));
+    LOOM_PROPAGATE(loom_graph_module_add_const(p->m, loom_pass_const_name(p, b->var->u.var.name, name, sizeof name), c));
   }
   bool ok;
   loom_pass_replace_var(p, b, c, &ok);

@@ -75,6 +75,10 @@ loom_status loom_pass_fix_outputs(loom_graph_module *m, loom_graph_seq *s);
  * part of loom_graph_simplify); adds the rewrites to *changed. */
 loom_status loom_graph_simplify_conv_bn(loom_graph_module *m, size_t *changed);
 
+/* A name for a module constant computed from `what` (a var's name) in the current function:
+ * "<fn>_<what>", or "<fn>_<what>_<k>" when that is taken. Written to buf (cap bytes). */
+const char *loom_pass_const_name(loom_pass *p, const char *what, char *buf, size_t cap);
+
 /* Whether the tensor constant c holds `v` in every element. */
 bool loom_pass_const_all(const loom_graph_expr *c, double v);
 

@@ -142,6 +142,17 @@ loom_graph_expr *loom_pass_call_copy(loom_graph_module *m, const loom_graph_expr
   return e;
 }
 
+const char *loom_pass_const_name(loom_pass *p, const char *what, char *buf, size_t cap) {
+  for (unsigned k = 0;; k++) {
+    if (k) snprintf(buf, cap, "%s_%s_%u", p->f->name, what, k);
+    else snprintf(buf, cap, "%s_%s", p->f->name, what);
+    bool taken = false;
+    for (size_t i = 0; i < loom_graph_module_num_consts(p->m) && !taken; i++)
+      taken = !strcmp(loom_graph_module_const_at(p->m, i)->name, buf);
+    if (!taken) return buf;
+  }
+}
+
 bool loom_pass_const_all(const loom_graph_expr *c, double v) {
   if (c->kind != LOOM_GRAPH_EXPR_CONST || c->sinfo->kind != LOOM_SINFO_TENSOR || c->sinfo->dtype == LOOM_DTYPE_UNKNOWN)
     return false;

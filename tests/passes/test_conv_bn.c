@@ -1,5 +1,5 @@
 /* test_conv_bn.c — a batch normalization after a convolution goes into the convolution's constants
- * (graph/pass_simplify_bn.c, part of simplify; fold computes the new weight and bias): conv2d with
+ * (graph/pass_simplify_bn.c, part of simplify, which computes the new weight and bias): conv2d with
  * and without a bias, a depthwise one, conv1d and the N-d conv become one convolution each, the
  * module computing the same before and after (the interpreter at 4 shape sets, sizes from 1 up);
  * the forms that must stay do: a convolution read by something else too, parameters or a weight
