@@ -23,10 +23,10 @@
  * variable gets the fact 0 <= v < extent, so floordiv/floormod of nonnegative indices
  * become unsigned shifts and masks.
  *
- * Local buffers (alloc) are zero-filled like the interpreter's (but an `uninit` one on the
- * stack: every element it reads was written first): on the stack (hoisted to the function
- * entry) when their size is a constant up to 64 KiB, else malloc/free around their scope (a
- * failed malloc fails the kernel). */
+ * Local buffers (alloc) are zero-filled like the interpreter's (but an `uninit` one: every
+ * element it reads was written first): on the stack (hoisted to the function entry) when their
+ * size is a constant up to 64 KiB, else calloc (uninit: malloc) / free around their scope (a
+ * failed allocation fails the kernel). */
 #include <llvm-c/DebugInfo.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -621,27 +621,22 @@ static void emit_alloc(cg *g, loom_tp_buffer *buf) {
     LLVMSetAlignment(p, 64);
     LLVMDisposeBuilder(eb);
     if (total > 0 && !buf->uninit) LLVMBuildMemSet(g->b, p, LLVMConstInt(g->t_i8, 0, 0), cg_i64(g, total), 64);
-  } else if (g->gpu) { /* the device heap: malloc, then zeroed as calloc would */
-    LLVMTypeRef mt = LLVMFunctionType(g->t_ptr, &g->t_i64, 1, 0);
-    LLVMValueRef mf = LLVMGetNamedFunction(g->mod, "malloc");
-    if (!mf) mf = LLVMAddFunction(g->mod, "malloc", mt);
-    LLVMValueRef nz = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, bytes, cg_i64(g, 0), ""), bytes, cg_i64(g, 1), "");
-    p = LLVMBuildCall2(g->b, mt, mf, &nz, 1, buf->name);
-    cg_fail_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, p, LLVMConstPointerNull(g->t_ptr), ""), "cannot allocate a local buffer");
-    LLVMBuildMemSet(g->b, p, LLVMConstInt(g->t_i8, 0, 0), bytes, 16);
-    if (!LOOM_VEC_PUSH(NULL, &g->heap, p)) cg_error(g, LOOM_OOM());
   } else {
-    LLVMValueRef mf = LLVMGetNamedFunction(g->mod, "calloc");
-    LLVMTypeRef ct_params[2] = {g->t_i64, g->t_i64};
-    LLVMTypeRef ct = LLVMFunctionType(g->t_ptr, ct_params, 2, 0);
-    if (!mf) mf = LLVMAddFunction(g->mod, "calloc", ct);
-    LLVMValueRef one = cg_i64(g, 1);
-    LLVMValueRef nz = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, bytes, cg_i64(g, 0), ""), bytes, one, "");
-    LLVMValueRef args[2] = {nz, one};
-    p = LLVMBuildCall2(g->b, ct, mf, args, 2, buf->name);
+    /* the heap (a GPU's device heap too): calloc, or malloc where the buffer is uninit or the
+     * GPU's (zeroed here as calloc would) */
+    bool zero = !buf->uninit, ccall = zero && !g->gpu;
+    LLVMValueRef nz = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, bytes, cg_i64(g, 0), ""), bytes, cg_i64(g, 1), "");
+    LLVMTypeRef params[2] = {g->t_i64, g->t_i64};
+    LLVMTypeRef ft = LLVMFunctionType(g->t_ptr, params, ccall ? 2 : 1, 0);
+    const char *fname = ccall ? "calloc" : "malloc";
+    LLVMValueRef fn = LLVMGetNamedFunction(g->mod, fname);
+    if (!fn) fn = LLVMAddFunction(g->mod, fname, ft);
+    LLVMValueRef args[2] = {nz, cg_i64(g, 1)};
+    p = LLVMBuildCall2(g->b, ft, fn, args, ccall ? 2 : 1, buf->name);
     char msg[160];
     snprintf(msg, sizeof msg, "cannot allocate local buffer '%s'", buf->name);
     cg_fail_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, p, LLVMConstPointerNull(g->t_ptr), ""), msg);
+    if (zero && g->gpu) LLVMBuildMemSet(g->b, p, LLVMConstInt(g->t_i8, 0, 0), bytes, 16);
     if (!LOOM_VEC_PUSH(NULL, &g->heap, p)) cg_error(g, LOOM_OOM());
   }
   cg_push_buf(g, buf, p);
