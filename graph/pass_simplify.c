@@ -10,7 +10,6 @@
 
 #include "graph/pass_internal.h"
 
-
 static bool reshape_like(loom_graph_op op) {
   return op == LOOM_GRAPH_OP_RESHAPE || op == LOOM_GRAPH_OP_EXPAND_DIMS || op == LOOM_GRAPH_OP_SQUEEZE ||
          op == LOOM_GRAPH_OP_FLATTEN;

@@ -757,7 +757,7 @@ static int loads_of(const loom_tp_stmt *s, const loom_tp_buffer *g) {
  * is written, on whole vectors (junk positions too, which are never read), and the copy stays a copy:
  *     G[..] = v      ->  G[..] = e[k := i, C[k] := v]
  *     C[i..] = G[..] ->  Y[i..] = G[..]
- * G must be read by such stores only (the copy's chunks of 8, 4 and its scalar tail: one each), e
+ * G must be read by such stores only (one per chunk width of the copy and its scalar tail), e
  * the same at each (it does not depend on their loops), and have Y's dtype. Fills r->g / r->ge. */
 static loom_status grid_forwards(redirector *r, const loom_tp_stmt *mm) {
   grid_scan g = {.c = r->c};
