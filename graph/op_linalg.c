@@ -372,11 +372,15 @@ static bool int8(loom_dtype t) { return t == LOOM_DTYPE_U8 || t == LOOM_DTYPE_I8
  * half and b[2t + 1, j] - zb (0 past k) in its high half; no zb operand (graph/pass_pack.c
  * makes it of a constant weight). With quads as well: operand 1 holds byte quads, (n / P,
  * ceil(k / 4), P) words whose byte i is b[4t + i, j] - zb as a signed byte (0 past k), and operand
- * 3 the column sums of the centred b, i32 (n) (pass_pack.c, on a machine with AVX512-VNNI). */
+ * 3 the column sums of the centred b, i32 (n) (pass_pack.c, on a machine with AVX512-VNNI, or
+ * with AVX2 and pairs). pairs (quads only): every two bytes 2i, 2i + 1 of a word keep the sum of
+ * their products with any two unsigned bytes within i16 (pass_pack.c checks it of the weight), so
+ * that AVX2's vpmaddubsw, whose pair sums saturate, computes them exactly. */
 /* n (packed_b only; default 0: q * P): the true column count when the last panel is zero-padded,
  * (q - 1) * P < n <= q * P, as matmul's. */
 static const loom_graph_attr_spec matmul_integer_attrs[] = {{"packed_b", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
                                                             {"quads", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
+                                                            {"pairs", LOOM_GRAPH_ATTR_BOOL, .dflt = 0},
                                                             {"n", LOOM_GRAPH_ATTR_INT, .dflt = 0},
                                                             {0}};
 
@@ -387,6 +391,7 @@ static loom_status infer_matmul_integer_packed(loom_graph_icx *ic, const loom_si
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 2, true, &za));
   bool quads = loom_graph_call_int(ic->call, "quads") != 0;
   int per = quads ? 4 : 2;
+  if (loom_graph_call_int(ic->call, "pairs") && !quads) return loom_graph_icx_error(ic, "pairs=true needs quads=true");
   if (ic->call->u.call.nargs != (quads ? 4u : 3u))
     return loom_graph_icx_error(ic, quads ? "packed_b with quads takes 4 operands (a, packed b, a's zero point, column sums)"
                                           : "packed_b takes 3 operands (a, packed b, a's zero point)");
@@ -512,7 +517,7 @@ typedef struct matmul_integer_params {
   int32_t ra, rza, rzb;
   int32_t quads;  /* packed_b in byte quads (dot4) */
   int32_t ragged; /* packed_b with n: C's last extent its own symbol, the last panel padded */
-  int32_t zero;   /* 0: the struct has no padding */
+  int32_t pairs;  /* quads whose byte pairs keep within i16 (dot4s) */
 } matmul_integer_params;
 LOOM_TP_GEN_PARAMS(matmul_integer_params, 16 + 8 * 4);
 
@@ -521,7 +526,8 @@ static loom_status gen_matmul_integer(loom_graph_module *m, const char *name, co
   loom_arena *ar = loom_graph_module_arena(m);
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   if (p->panel && p->quads)
-    return loom_tp_gen_matmul_integer_quads(ar, cx, name, p->ta, p->ra, p->rza, p->panel, p->ragged != 0, p->kwhole, tp);
+    return loom_tp_gen_matmul_integer_quads(ar, cx, name, p->ta, p->ra, p->rza, p->panel, p->ragged != 0, p->kwhole,
+                                            p->pairs != 0, tp);
   if (p->panel) return loom_tp_gen_matmul_integer_packed_b(ar, cx, name, p->ta, p->ra, p->rza, p->panel, p->ragged != 0, tp);
   return loom_tp_gen_matmul_integer(ar, cx, name, p->ta, p->tb, p->ra, p->rza, p->rzb, tp);
 }
@@ -540,11 +546,12 @@ static loom_status legal_matmul_integer(loom_graph_module *m, const loom_graph_e
       return loom_legal_unsupported(call, "for a packed operand 1 without a constant panel width");
     p.quads = loom_graph_call_int(call, "quads") != 0;
     p.ragged = loom_graph_call_int(call, "n") != 0;
+    p.pairs = p.quads && loom_graph_call_int(call, "pairs") != 0;
     int64_t k;
     if (p.quads && a->dtype == LOOM_DTYPE_U8 && a->ndim >= 2 && loom_sym_is_const(a->dims[a->ndim - 1], &k) && k > 0 && k % 4 == 0)
       p.kwhole = k;
-    snprintf(name, sizeof name, "matmul_integer_%s_%s%lld%s_r%d_z%d%s", loom_dtype_name(a->dtype), p.quads ? "q" : "p",
-             (long long)p.panel, p.ragged ? "r" : "", a->ndim, za->ndim, p.kwhole ? "_k4" : "");
+    snprintf(name, sizeof name, "matmul_integer_%s_%s%lld%s_r%d_z%d%s", loom_dtype_name(a->dtype),
+             p.pairs ? "qs" : p.quads ? "q" : "p", (long long)p.panel, p.ragged ? "r" : "", a->ndim, za->ndim, p.kwhole ? "_k4" : "");
     return LOOM_LEGAL_PROGRAM(m, name, gen_matmul_integer, p, &r->tp);
   }
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 3, &zb));

@@ -14,6 +14,11 @@
  *     or, where the target reads byte quads (AVX512-VNNI) and every B - zb fits a signed byte,
  *     -> matmul_integer(a, Bq, za, cs, packed_b=true, quads=true)   Bq: i32 (n / P, ceil(k / 4), P)
  *        of four signed bytes B[4t + i, j] - zb, cs: i32 (n) their column sums
+ *     or, where the target reads them with AVX2's vpmaddubsw (u8 x s8 products summed in pairs
+ *     into i16, saturating) and every byte pair (4t, 4t + 1), (4t + 2, 4t + 3) of a column keeps
+ *     its positive values' sum and its negative values' magnitudes' sum <= 128 (255 * 128 =
+ *     32640: no saturation; ORT's reduce_range weights, [-64, 63], always do),
+ *     -> the same with pairs=true (dot4s)
  *
  * P is the target's panel width (loom_target.matmul_panel: two vectors of f32). The register
  * tile then reads each panel of k x P contiguous floats where it lies: no per-call packing of
@@ -70,7 +75,7 @@ static bool const_scalar_i(const loom_graph_expr *e, int64_t *out) {
 
 typedef struct pack_cfg {
   int panel;    /* the target's panel width */
-  bool quads;   /* int8 weights as byte quads (AVX512-VNNI) */
+  int quads;    /* a loom_pack_quads: int8 weights as byte quads (AVX512-VNNI; AVX2 when the pairs fit) */
   loom_map tied; /* constant data pointer -> 1: read by something other than a matmul's B operand */
   loom_wcache *cache; /* packed weights by content across compilations (NULL: none) */
   bool tied_copies;   /* f32 weights in `tied` are packed too (a second copy; loom_graph_pack_weights_tied) */
@@ -167,8 +172,9 @@ static loom_status mark_tied(loom_pass *p, loom_graph_binding *b, bool *drop) {
   return LOOM_OK;
 }
 
-/* The quad form of pack_int8 (B's centred values all fit a signed byte). */
-static loom_status pack_quads(loom_pass *p, loom_graph_binding *b, int64_t panel, int64_t k, int64_t n, int64_t zb) {
+/* The quad form of pack_int8 (B's centred values all fit a signed byte; `pairs`: its byte pairs
+ * too, quad_pairs_fit). */
+static loom_status pack_quads(loom_pass *p, loom_graph_binding *b, int64_t panel, int64_t k, int64_t n, int64_t zb, bool pairs) {
   const loom_graph_expr *v = b->value, *w = v->u.call.args[1];
   loom_graph_tensor src = {.dtype = w->sinfo->dtype, .data = w->u.cnst.data};
   int64_t kq = (k + 3) / 4, nq = (n + panel - 1) / panel;
@@ -200,15 +206,31 @@ static loom_status pack_quads(loom_pass *p, loom_graph_binding *b, int64_t panel
   char name[256];
   LOOM_PROPAGATE(loom_graph_module_add_const(p->m, packed_name(p, b, name, sizeof name), c));
   LOOM_PROPAGATE(loom_graph_module_add_const(p->m, packed_name(p, b, name, sizeof name), cs));
-  loom_graph_attr attrs[3] = {loom_graph_attr_bool(p->m, "packed_b", true), loom_graph_attr_bool(p->m, "quads", true),
-                              loom_graph_attr_int(p->m, "n", n)};
-  size_t nattrs = n % panel ? 3 : 2; /* the true column count when the last panel is padded */
-  if (!attrs[0].name || !attrs[1].name || !attrs[2].name) return LOOM_OOM();
+  loom_graph_attr attrs[4] = {loom_graph_attr_bool(p->m, "packed_b", true), loom_graph_attr_bool(p->m, "quads", true)};
+  size_t nattrs = 2;
+  if (pairs) attrs[nattrs++] = loom_graph_attr_bool(p->m, "pairs", true);
+  if (n % panel) attrs[nattrs++] = loom_graph_attr_int(p->m, "n", n); /* the true column count when the last panel is padded */
+  for (size_t i = 0; i < nattrs; i++)
+    if (!attrs[i].name) return LOOM_OOM();
   loom_graph_expr *args[4] = {v->u.call.args[0], c, v->u.call.args[2], cs};
   loom_graph_expr *nc = loom_pass_call_copy(p->m, v, 4, args, nattrs, attrs);
   if (!nc) return LOOM_OOM();
   bool ok;
   return loom_pass_set_value(p, b, nc, &ok);
+}
+
+/* Whether every byte pair of the quads of src (k, n) - zb, rows (2u, 2u + 1) of a column (the
+ * second 0 past k), keeps u8 x s8 sums within i16: its positive values sum to at most 128 and its
+ * negative ones to at least -128 (255 * 128 = 32640 <= 32767). */
+static bool quad_pairs_fit(const loom_graph_tensor *src, int64_t k, int64_t n, int64_t zb) {
+  for (int64_t r = 0; r < k; r += 2)
+    for (int64_t j = 0; j < n; j++) {
+      int64_t v[2] = {loom_graph_tensor_get_i64(src, (size_t)(r * n + j)) - zb,
+                      r + 1 < k ? loom_graph_tensor_get_i64(src, (size_t)((r + 1) * n + j)) - zb : 0};
+      int64_t pos = (v[0] > 0 ? v[0] : 0) + (v[1] > 0 ? v[1] : 0), neg = (v[0] < 0 ? v[0] : 0) + (v[1] < 0 ? v[1] : 0);
+      if (pos > 128 || neg < -128) return false;
+    }
+  return true;
 }
 
 /* matmul_integer(a, B, za, zb) with B (k, n) and zb constants:
@@ -233,7 +255,8 @@ static loom_status pack_int8(loom_pass *p, loom_graph_binding *b, const pack_cfg
       int64_t bv = loom_graph_tensor_get_i64(&src, (size_t)i) - zb;
       fits = bv >= -128 && bv <= 127;
     }
-    if (fits) return pack_quads(p, b, panel, k, n, zb);
+    bool pairs = cfg->quads == LOOM_PACK_QUADS_PAIRS;
+    if (fits && (!pairs || quad_pairs_fit(&src, k, n, zb))) return pack_quads(p, b, panel, k, n, zb, pairs);
   }
   int64_t kh = (k + 1) / 2, nq = (n + panel - 1) / panel;
   size_t bytes = (size_t)(kh * nq * panel) * sizeof(int32_t);
@@ -461,19 +484,19 @@ static loom_status visit(loom_pass *p, loom_graph_binding *b, bool *drop) {
 }
 
 loom_status loom_graph_pack_weights(loom_graph_module *m, int panel, size_t *out_changed) {
-  return loom_graph_pack_weights_ex(m, panel, false, out_changed);
+  return loom_graph_pack_weights_ex(m, panel, LOOM_PACK_QUADS_NONE, out_changed);
 }
 
-loom_status loom_graph_pack_weights_ex(loom_graph_module *m, int panel, bool quads, size_t *out_changed) {
+loom_status loom_graph_pack_weights_ex(loom_graph_module *m, int panel, int quads, size_t *out_changed) {
   return loom_graph_pack_weights_cached(m, panel, quads, NULL, out_changed);
 }
 
-loom_status loom_graph_pack_weights_cached(loom_graph_module *m, int panel, bool quads, loom_wcache *cache,
+loom_status loom_graph_pack_weights_cached(loom_graph_module *m, int panel, int quads, loom_wcache *cache,
                                            size_t *out_changed) {
   return loom_graph_pack_weights_tied(m, panel, quads, false, cache, out_changed);
 }
 
-loom_status loom_graph_pack_weights_tied(loom_graph_module *m, int panel, bool quads, bool tied, loom_wcache *cache,
+loom_status loom_graph_pack_weights_tied(loom_graph_module *m, int panel, int quads, bool tied, loom_wcache *cache,
                                          size_t *out_changed) {
   if (out_changed) *out_changed = 0;
   if (panel < 1) return LOOM_OK;

@@ -63,21 +63,28 @@ loom_status loom_graph_bind_params(loom_graph_module *m, const char *func, size_
  * multiple of panel: the last panel zero-padded and the call given n=n); panel < 1 does
  * nothing. Run dce after it: the weights it replaced stay until then. */
 loom_status loom_graph_pack_weights(loom_graph_module *m, int panel, size_t *out_changed);
-/* The same; with `quads` an int8 weight whose centred values fit a signed byte is laid out in
- * byte quads with its column sums (matmul_integer quads=true: the target's dot4). */
-loom_status loom_graph_pack_weights_ex(loom_graph_module *m, int panel, bool quads, size_t *out_changed);
+/* How the target's int8 matmul reads a constant weight (loom_target.int8_quads). */
+typedef enum loom_pack_quads {
+  LOOM_PACK_QUADS_NONE = 0,  /* i16 pair words (vpmaddwd) */
+  LOOM_PACK_QUADS_EXACT = 1, /* byte quads when the centred values fit a signed byte (dot4: AVX512-VNNI) */
+  LOOM_PACK_QUADS_PAIRS = 2, /* byte quads when, besides, every byte pair's products with two unsigned
+                                bytes sum within i16 (dot4s: AVX2's vpmaddubsw, saturating) */
+} loom_pack_quads;
+/* The same; with `quads` (a loom_pack_quads) an int8 weight whose centred values fit is laid out
+ * in byte quads with its column sums (matmul_integer quads=true[, pairs=true]: the target's dot4). */
+loom_status loom_graph_pack_weights_ex(loom_graph_module *m, int panel, int quads, size_t *out_changed);
 /* The same through the packed-weight cache `cache` (graph/wcache.h; NULL: none): a packed
  * constant of 64 KiB or more whose key (layout, its parameters, the source's dtype, dims and
  * XXH3-128 of its bytes) has a sound entry is mapped from it instead of made, and one made is
  * stored. The module keeps the mappings until it is destroyed. */
 typedef struct loom_wcache loom_wcache;
-loom_status loom_graph_pack_weights_cached(loom_graph_module *m, int panel, bool quads, loom_wcache *cache,
+loom_status loom_graph_pack_weights_cached(loom_graph_module *m, int panel, int quads, loom_wcache *cache,
                                            size_t *out_changed);
 
 /* The same; with `tied` a weight that something else also reads (a tied LM head's embedding,
  * gathered) is packed for its matmuls too, the original kept for the other reads: one more copy
  * of it in memory (off in the default: issue 22). */
-loom_status loom_graph_pack_weights_tied(loom_graph_module *m, int panel, bool quads, bool tied, loom_wcache *cache,
+loom_status loom_graph_pack_weights_tied(loom_graph_module *m, int panel, int quads, bool tied, loom_wcache *cache,
                                          size_t *out_changed);
 
 /* Common subexpression elimination over pure bindings (operator calls, call_tp, tuples,

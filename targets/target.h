@@ -123,10 +123,11 @@ typedef struct loom_target {
    * weight with a multiple of it columns is laid out panel by panel at compile time (the
    * `pack` pass, graph/pass_pack.c) and read in place. 0 (or a NULL hook): no such layout. */
   int (*matmul_panel)(const loom_target_options *o);
-  /* Whether the int8 matmul reads a constant weight in byte quads (dot4, a u8 x s8 dot product
-   * instruction: AVX512-VNNI's vpdpbusd) on the machine `o`: pack lays such weights out so when
-   * their centred values fit a signed byte. NULL: no. */
-  bool (*int8_quads)(const loom_target_options *o);
+  /* How the int8 matmul reads a constant weight on the machine `o`, a loom_pack_quads
+   * (graph/passes.h): in byte quads (dot4, a u8 x s8 dot product instruction: AVX512-VNNI's
+   * vpdpbusd) when the centred values fit a signed byte (1), or only when their byte pairs' sums
+   * also fit i16 (2: AVX2's vpmaddubsw); 0 (or NULL): i16 pair words. */
+  int (*int8_quads)(const loom_target_options *o);
 
   /* Codegen in process: out_fns[i] is the kernel of fs[i], valid until code_free(*out_code).
    * Through o->cache when set; what it did into *o->stats when set. */

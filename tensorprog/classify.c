@@ -206,7 +206,7 @@ loom_tp_class loom_tp_classify(const loom_tp_func *f) {
     /* dot2 / dot4 of packed int8 words (the int8 matmul; its A operand may be a quad of byte
      * loads read in place): a producer fused into it would be recomputed per column panel */
     if (v->u.op.op == LOOM_TP_OP_ADD && term->kind == LOOM_TP_EXPR_OP &&
-        (term->u.op.op == LOOM_TP_OP_DOT2 || term->u.op.op == LOOM_TP_OP_DOT4)) {
+        (term->u.op.op == LOOM_TP_OP_DOT2 || term->u.op.op == LOOM_TP_OP_DOT4 || term->u.op.op == LOOM_TP_OP_DOT4S)) {
       out.pattern = LOOM_TP_PATTERN_OUT_FUSABLE;
       out.reason = "dot products of packed int8 words over reduce loops";
     }

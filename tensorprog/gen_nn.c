@@ -283,7 +283,8 @@ loom_status loom_tp_gen_matmul_integer_packed_b(loom_arena *a, loom_sym_ctx *cx,
   return gen_matmul_integer(a, cx, name, ta, ta, ra, rza, 0, panel, ragged, result);
 }
 
-/* The int8 matmul in byte quads (dot4: vpdpbusd with AVX512-VNNI), B given as BQ (q, kq, panel)
+/* The int8 matmul in byte quads (dot4: vpdpbusd with AVX512-VNNI; dot4s with `pairs`: vpmaddubsw
+ * and vpmaddwd on AVX2), B given as BQ (q, kq, panel)
  * i32 words of four signed bytes b[4t + i, j] - zb (0 past k; pass_pack.c makes them of a
  * constant weight whose centred values fit a signed byte) and CS (q * panel) their column sums:
  *   alloc A4: Local[(b.., m, kq), i32]   kq = floordiv(k + 3, 4)
@@ -296,7 +297,7 @@ loom_status loom_tp_gen_matmul_integer_packed_b(loom_arena *a, loom_sym_ctx *cx,
  * LLVM combines into one little-endian i32 load (broadcast by the register tile): no Local of
  * m * k bytes allocated, zeroed and filled serially per call. */
 loom_status loom_tp_gen_matmul_integer_quads(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, int ra, int rza,
-                                             int64_t panel, bool ragged, int64_t kwhole, loom_tp_func **result) {
+                                             int64_t panel, bool ragged, int64_t kwhole, bool pairs, loom_tp_func **result) {
   if (ra < 2 || rza < 0 || rza > LOOM_TP_GEN_MAX_RANK || panel < 1 || (ta != LOOM_DTYPE_U8 && ta != LOOM_DTYPE_I8))
     return LOOM_ERROR(INVALID_ARGUMENT, "quad matmul_integer generator needs rank >= 2, a panel >= 1 and u8 / i8 (given %d, %lld)", ra,
                       (long long)panel);
@@ -385,7 +386,7 @@ loom_status loom_tp_gen_matmul_integer_quads(loom_arena *a, loom_sym_ctx *cx, co
     aw = loom_tpb_load(&b, A4, a4i);
   }
   loom_tp_expr *bw[3] = {loom_tpb_idx(&b, loom_sym_floordiv(cx, jv, P)), r, loom_tpb_idx(&b, loom_sym_floormod(cx, jv, P))};
-  loom_tp_expr *d = loom_tp_op2(a, LOOM_TP_OP_DOT4, aw, loom_tpb_load(&b, BQ, bw));
+  loom_tp_expr *d = loom_tp_op2(a, pairs ? LOOM_TP_OP_DOT4S : LOOM_TP_OP_DOT4, aw, loom_tpb_load(&b, BQ, bw));
   loom_tpb_store(&b, Cb, ci, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, Cb, ci), d));
   return loom_tpb_finish(&b, result);
 }

@@ -161,7 +161,8 @@ static loom_status int_binary(interp *it, loom_tp_op op, loom_dtype t, int64_t a
       out->i = wrap_int(t, r);
       return LOOM_OK;
     }
-    case LOOM_TP_OP_DOT4: {
+    case LOOM_TP_OP_DOT4:
+    case LOOM_TP_OP_DOT4S: { /* dot4s: exact, as dot4 (its operands never reach the i16 bound) */
       if (t != LOOM_DTYPE_I32) break;
       int64_t s = 0;
       for (int i = 0; i < 4; i++) s += (int64_t)((ua >> (8 * i)) & 0xFF) * (int8_t)(uint8_t)((ub >> (8 * i)) & 0xFF);

@@ -122,11 +122,12 @@ static bool match_matmul(loom_sym_ctx *cx, loom_tp_stmt *top, mm_nest *m) {
   const loom_tp_expr *prod = is_access(v->u.op.args[0], c, idx)   ? v->u.op.args[1]
                              : is_access(v->u.op.args[1], c, idx) ? v->u.op.args[0]
                                                                   : NULL;
-  /* a * b, or dot2(a, b) of i16 pair words / dot4(a, b) of byte quads (the int8 matmul: i32
-   * accumulators, vpmaddwd / vpdpbusd) */
+  /* a * b, or dot2(a, b) of i16 pair words / dot4(a, b) or dot4s(a, b) of byte quads (the int8
+   * matmul: i32 accumulators, vpmaddwd / vpdpbusd / vpmaddubsw + vpmaddwd) */
   if (!prod || prod->kind != LOOM_TP_EXPR_OP ||
       (prod->u.op.op != LOOM_TP_OP_MUL &&
-       ((prod->u.op.op != LOOM_TP_OP_DOT2 && prod->u.op.op != LOOM_TP_OP_DOT4) || c->dtype != LOOM_DTYPE_I32)))
+       ((prod->u.op.op != LOOM_TP_OP_DOT2 && prod->u.op.op != LOOM_TP_OP_DOT4 && prod->u.op.op != LOOM_TP_OP_DOT4S) ||
+        c->dtype != LOOM_DTYPE_I32)))
     return false;
   const loom_tp_expr *x = prod->u.op.args[0], *y = prod->u.op.args[1];
   if (loom_tp_expr_uses_var(x, j)) {

@@ -100,9 +100,10 @@ loom_status loom_tp_gen_matmul_integer(loom_arena *a, loom_sym_ctx *cx, const ch
  * ragged: C's n is its own symbol, the last panel zero-padded past it (else n = q * panel). */
 /* The same with B as byte quads BQ (q, ceil(k / 4), panel) of the centred values (signed bytes)
  * and CS (n) their column sums (dot4; gen_nn.c). kwhole > 0: A is u8 with k = kwhole, a multiple
- * of 4, read in place as quads (no A4 Local); 0: any k, A packed into A4 first. */
+ * of 4, read in place as quads (no A4 Local); 0: any k, A packed into A4 first. pairs: the
+ * product is dot4s (BQ's byte pairs proven to keep u8 x s8 sums within i16: vpmaddubsw on AVX2). */
 loom_status loom_tp_gen_matmul_integer_quads(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, int ra, int rza,
-                                             int64_t panel, bool ragged, int64_t kwhole, loom_tp_func **result);
+                                             int64_t panel, bool ragged, int64_t kwhole, bool pairs, loom_tp_func **result);
 loom_status loom_tp_gen_matmul_integer_packed_b(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype ta, int ra,
                                                 int rza, int64_t panel, bool ragged, loom_tp_func **result);
 

@@ -120,7 +120,7 @@ static void check_op(verifier *v, const loom_tp_expr *e) {
   switch (loom_tp_op_class_of(op)) {
     /* min / max of bools are and / or (false < true), as the interpreter and codegen compute them */
     case LOOM_TP_CLASS_ARITH:
-      ok = t != LOOM_DTYPE_BOOL ? (op != LOOM_TP_OP_DOT2 && op != LOOM_TP_OP_DOT4) || t == LOOM_DTYPE_I32 : op == LOOM_TP_OP_MIN || op == LOOM_TP_OP_MAX;
+      ok = t != LOOM_DTYPE_BOOL ? (op != LOOM_TP_OP_DOT2 && op != LOOM_TP_OP_DOT4 && op != LOOM_TP_OP_DOT4S) || t == LOOM_DTYPE_I32 : op == LOOM_TP_OP_MIN || op == LOOM_TP_OP_MAX;
       break;
     case LOOM_TP_CLASS_CMP: ok = true; break;
     case LOOM_TP_CLASS_LOGIC: ok = !loom_dtype_is_float(t); break;

@@ -165,6 +165,7 @@ pub const suites = .{
         "tests/passes/test_passes.c",
         "tests/passes/test_fuse.c",
         "tests/passes/test_pack_conv.c",
+        "tests/passes/test_pack_int8.c",
         "tests/passes/test_conv_bn.c",
         "tests/passes/test_tied_weights.c",
         "tests/passes/test_attention_pass.c",

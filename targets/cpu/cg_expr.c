@@ -626,6 +626,31 @@ static LLVMValueRef float_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a
   return round_to(g, t, r);
 }
 
+/* Lanes [c * chunk, (c + 1) * chunk) of the n-lane vector v (v itself when n == chunk). */
+static LLVMValueRef chunk_of(cg *g, LLVMValueRef v, unsigned c, unsigned chunk, unsigned n) {
+  if (n == chunk) return v;
+  LLVMValueRef idx[64];
+  for (unsigned i = 0; i < chunk; i++) idx[i] = LLVMConstInt(g->t_i32, c * chunk + i, 0);
+  return LLVMBuildShuffleVector(g->b, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(idx, chunk), "");
+}
+
+/* The n / chunk parts (each `chunk` lanes, n / chunk a power of two) concatenated in order;
+ * parts is overwritten. */
+static LLVMValueRef concat_chunks(cg *g, LLVMValueRef *parts, unsigned chunk, unsigned n) {
+  LLVMValueRef idx[64];
+  for (unsigned w = chunk; w < n; w *= 2) { /* concatenate pairs of equal widths */
+    for (unsigned i = 0; i < 2 * w; i++) idx[i] = LLVMConstInt(g->t_i32, i, 0);
+    LLVMValueRef sel = LLVMConstVector(idx, 2 * w);
+    for (unsigned c = 0; c < n / (2 * w); c++) parts[c] = LLVMBuildShuffleVector(g->b, parts[2 * c], parts[2 * c + 1], sel, "");
+  }
+  return parts[0];
+}
+
+/* Whether an n-lane vector splits into chunks of `chunk` lanes, a power of two of them, at most 64 lanes. */
+static bool chunks_fit(unsigned n, unsigned chunk) {
+  return chunk && n % chunk == 0 && n <= 64 && !((n / chunk) & (n / chunk - 1));
+}
+
 /* dot2 on i32 (tp_ops.def): the products of the signed 16-bit halves, added. On vectors the
  * even and odd i16 lanes are shuffled apart, sign-extended, multiplied and added: the form the
  * X86 backend matches to one vpmaddwd per 8 lanes (AVX2); elsewhere plain arithmetic. */
@@ -642,31 +667,18 @@ static LLVMValueRef dot2(cg *g, LLVMValueRef a, LLVMValueRef b) {
   }
   unsigned n = LLVMGetVectorSize(ty);
   unsigned chunk = g->avx2 ? 8 : g->x86 ? 4 : 0;
-  if (chunk && n % chunk == 0 && n <= 64 && !((n / chunk) & (n / chunk - 1))) { /* a power of two of chunks */
+  if (chunks_fit(n, chunk)) {
     /* pmaddwd by chunks: InstCombine turns the generic form of a broadcast operand (a row of
      * A splatted) into per-half multiplies that the backend no longer matches */
     const char *name = chunk == 8 ? "llvm.x86.avx2.pmadd.wd" : "llvm.x86.sse2.pmadd.wd";
     LLVMTypeRef v16 = LLVMVectorType(g->t_i16, 2 * chunk);
-    LLVMValueRef parts[8], idx[64];
+    LLVMValueRef parts[8];
     for (unsigned c = 0; c < n / chunk; c++) {
-      for (unsigned i = 0; i < chunk; i++) idx[i] = LLVMConstInt(g->t_i32, c * chunk + i, 0);
-      LLVMValueRef sel = LLVMConstVector(idx, chunk), args[2];
-      LLVMValueRef in[2] = {a, b};
-      for (int k = 0; k < 2; k++) {
-        LLVMValueRef part = n == chunk ? in[k] : LLVMBuildShuffleVector(g->b, in[k], LLVMGetPoison(ty), sel, "");
-        args[k] = LLVMBuildBitCast(g->b, part, v16, "");
-      }
+      LLVMValueRef args[2] = {LLVMBuildBitCast(g->b, chunk_of(g, a, c, chunk, n), v16, ""),
+                              LLVMBuildBitCast(g->b, chunk_of(g, b, c, chunk, n), v16, "")};
       parts[c] = cg_call_intrinsic(g, name, NULL, args, 2);
     }
-    LLVMValueRef r = parts[0];
-    for (unsigned w = chunk; w < n; w *= 2) { /* concatenate pairs of equal widths */
-      unsigned np = n / (2 * w);
-      for (unsigned i = 0; i < 2 * w; i++) idx[i] = LLVMConstInt(g->t_i32, i, 0);
-      LLVMValueRef sel = LLVMConstVector(idx, 2 * w);
-      for (unsigned c = 0; c < np; c++) parts[c] = LLVMBuildShuffleVector(g->b, parts[2 * c], parts[2 * c + 1], sel, "");
-      r = parts[0];
-    }
-    return r;
+    return concat_chunks(g, parts, chunk, n);
   }
   if (n > 64) n = 64;
   LLVMValueRef even[64], odd[64];
@@ -687,24 +699,31 @@ static LLVMValueRef dot2(cg *g, LLVMValueRef a, LLVMValueRef b) {
 
 /* dot4 on i32 (tp_ops.def): the four products of a's unsigned bytes and b's signed bytes, added
  * (to `acc` when given). With AVX512-VNNI, per 16 lanes one vpdpbusd (which adds acc itself);
+ * dot4s (`pairs`: each byte pair's sum within i16) with AVX2, per 8 lanes vpmaddubsw (the pair
+ * sums, saturating: exact for dot4s) and vpmaddwd by ones (the two pair sums of each lane);
  * elsewhere plain arithmetic. */
-static LLVMValueRef dot4(cg *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef acc) {
+static LLVMValueRef dot4(cg *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef acc, bool pairs) {
   LLVMTypeRef ty = LLVMTypeOf(a);
   unsigned n = LLVMGetTypeKind(ty) == LLVMVectorTypeKind ? LLVMGetVectorSize(ty) : 0;
-  if (n && g->vnni512 && n % 16 == 0 && n <= 64) {
-    LLVMValueRef parts[4], idx[64];
+  if (n && g->vnni512 && chunks_fit(n, 16)) {
+    LLVMValueRef parts[4];
     for (unsigned c = 0; c < n / 16; c++) {
-      for (unsigned i = 0; i < 16; i++) idx[i] = LLVMConstInt(g->t_i32, c * 16 + i, 0);
-      LLVMValueRef sel = LLVMConstVector(idx, 16), in[3] = {acc ? acc : LLVMConstNull(ty), a, b}, args[3];
-      for (int k = 0; k < 3; k++) args[k] = n == 16 ? in[k] : LLVMBuildShuffleVector(g->b, in[k], LLVMGetPoison(ty), sel, "");
+      LLVMValueRef args[3] = {chunk_of(g, acc ? acc : LLVMConstNull(ty), c, 16, n), chunk_of(g, a, c, 16, n), chunk_of(g, b, c, 16, n)};
       parts[c] = cg_call_intrinsic(g, "llvm.x86.avx512.vpdpbusd.512", NULL, args, 3);
     }
-    for (unsigned w = 16; w < n; w *= 2) { /* concatenate pairs of equal widths */
-      for (unsigned i = 0; i < 2 * w; i++) idx[i] = LLVMConstInt(g->t_i32, i, 0);
-      LLVMValueRef sel = LLVMConstVector(idx, 2 * w);
-      for (unsigned c = 0; c < n / (2 * w); c++) parts[c] = LLVMBuildShuffleVector(g->b, parts[2 * c], parts[2 * c + 1], sel, "");
+    return concat_chunks(g, parts, 16, n);
+  }
+  if (n && pairs && g->avx2 && chunks_fit(n, 8)) {
+    LLVMTypeRef v8 = LLVMVectorType(g->t_i8, 32), v16 = LLVMVectorType(g->t_i16, 16);
+    LLVMValueRef ones = cg_ki(v16, 1), parts[8];
+    for (unsigned c = 0; c < n / 8; c++) {
+      LLVMValueRef args[2] = {LLVMBuildBitCast(g->b, chunk_of(g, a, c, 8, n), v8, ""),
+                              LLVMBuildBitCast(g->b, chunk_of(g, b, c, 8, n), v8, "")};
+      LLVMValueRef w[2] = {cg_call_intrinsic(g, "llvm.x86.avx2.pmadd.ub.sw", NULL, args, 2), ones};
+      parts[c] = cg_call_intrinsic(g, "llvm.x86.avx2.pmadd.wd", NULL, w, 2);
     }
-    return parts[0];
+    LLVMValueRef r = concat_chunks(g, parts, 8, n);
+    return acc ? LLVMBuildAdd(g->b, acc, r, "") : r;
   }
   LLVMValueRef s = acc;
   for (int i = 0; i < 4; i++) {
@@ -727,7 +746,8 @@ static LLVMValueRef int_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a) 
       if (t == LOOM_DTYPE_I32) return dot2(g, a[0], a[1]);
       break;
     case LOOM_TP_OP_DOT4:
-      if (t == LOOM_DTYPE_I32) return dot4(g, a[0], a[1], NULL);
+    case LOOM_TP_OP_DOT4S:
+      if (t == LOOM_DTYPE_I32) return dot4(g, a[0], a[1], NULL, op == LOOM_TP_OP_DOT4S);
       break;
     case LOOM_TP_OP_DIV: return int_divmod(g, a[0], a[1], s, false, false, false);
     case LOOM_TP_OP_MOD: return int_divmod(g, a[0], a[1], s, false, true, false);
@@ -808,12 +828,13 @@ static LLVMValueRef op_expr(cg *g, const loom_tp_expr *e) {
   if (op == LOOM_TP_OP_ADD && t == LOOM_DTYPE_I32 && g->vnni512) { /* acc + dot4(x, y): one vpdpbusd */
     for (int k = 0; k < 2; k++) {
       const loom_tp_expr *d = e->u.op.args[k];
-      if (d->kind != LOOM_TP_EXPR_OP || d->u.op.op != LOOM_TP_OP_DOT4) continue;
+      if (d->kind != LOOM_TP_EXPR_OP || (d->u.op.op != LOOM_TP_OP_DOT4 && d->u.op.op != LOOM_TP_OP_DOT4S)) continue;
       LLVMValueRef v[3] = {cg_expr(g, e->u.op.args[1 - k]), cg_expr(g, d->u.op.args[0]), cg_expr(g, d->u.op.args[1])};
       bool any = cg_is_vec(v[0]) || cg_is_vec(v[1]) || cg_is_vec(v[2]);
-      if (!any || !g->lanes) return wrap_narrow(g, e->dtype, LLVMBuildAdd(g->b, v[0], dot4(g, v[1], v[2], NULL), ""));
+      bool pairs = d->u.op.op == LOOM_TP_OP_DOT4S;
+      if (!any || !g->lanes) return wrap_narrow(g, e->dtype, LLVMBuildAdd(g->b, v[0], dot4(g, v[1], v[2], NULL, pairs), ""));
       for (int i = 0; i < 3; i++) v[i] = cg_splat(g, v[i], g->lanes);
-      return dot4(g, v[1], v[2], v[0]);
+      return dot4(g, v[1], v[2], v[0], pairs);
     }
   }
   if (op == LOOM_TP_OP_MUL && t == LOOM_DTYPE_F32) { /* x * sigmoid(x): SiLU in one division */

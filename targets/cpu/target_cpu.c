@@ -37,9 +37,10 @@ static int cpu_matmul_panel(const loom_target_options *o) {
   return loom_cpu_vector_bytes(&co) / 2;
 }
 
-static bool cpu_int8_quads(const loom_target_options *o) {
+/* loom_pack_quads: 1 (EXACT) with AVX512-VNNI, 2 (PAIRS) with AVX2, else 0 (NONE). */
+static int cpu_int8_quads(const loom_target_options *o) {
   loom_cpu_options co = cpu_options(o);
-  return loom_cpu_has_vnni512(&co);
+  return loom_cpu_has_vnni512(&co) ? 1 : loom_cpu_has_avx2(&co) ? 2 : 0;
 }
 
 

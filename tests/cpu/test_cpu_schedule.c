@@ -193,7 +193,7 @@ static loom_status gen_mm_int8_packed_ragged(loom_arena *a, loom_sym_ctx *cx, lo
   return loom_tp_gen_matmul_integer_packed_b(a, cx, "mmi8pr", LOOM_DTYPE_U8, 2, 0, 16, true, out);
 }
 static loom_status gen_mm_int8_quads_ragged(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
-  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8qr", LOOM_DTYPE_I8, 3, 1, 16, true, 0, out);
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8qr", LOOM_DTYPE_I8, 3, 1, 16, true, 0, false, out);
 }
 
 static loom_status gen_mm_int8(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
@@ -207,18 +207,26 @@ static loom_status gen_mm_int8_batched(loom_arena *a, loom_sym_ctx *cx, loom_tp_
 }
 
 static loom_status gen_mm_int8_quads(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
-  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8q", LOOM_DTYPE_U8, 2, 0, 16, false, 0, out);
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8q", LOOM_DTYPE_U8, 2, 0, 16, false, 0, false, out);
 }
 static loom_status gen_mm_int8_quads3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
-  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8q3", LOOM_DTYPE_I8, 3, 1, 32, false, 0, out);
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8q3", LOOM_DTYPE_I8, 3, 1, 32, false, 0, false, out);
 }
 
 /* u8 A with a constant k (a multiple of 4) read in place as quads: no A4 (gen_nn.c kwhole) */
 static loom_status gen_mm_int8_quads_in_place(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
-  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8qa", LOOM_DTYPE_U8, 2, 0, 16, false, 36, out);
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8qa", LOOM_DTYPE_U8, 2, 0, 16, false, 36, false, out);
 }
 static loom_status gen_mm_int8_quads_in_place3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
-  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8qa3", LOOM_DTYPE_U8, 3, 1, 32, false, 8, out);
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8qa3", LOOM_DTYPE_U8, 3, 1, 32, false, 8, false, out);
+}
+
+/* dot4s (byte pairs within i16: vpmaddubsw on AVX2), A in place and in A4 */
+static loom_status gen_mm_int8_quads_pairs(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8qs", LOOM_DTYPE_U8, 2, 0, 16, false, 36, true, out);
+}
+static loom_status gen_mm_int8_quads_pairs3(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8qs3", LOOM_DTYPE_I8, 3, 1, 32, true, 0, true, out);
 }
 
 static loom_status gen_linear_bias(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
@@ -682,11 +690,17 @@ LOOM_TEST(cpu, schedule_rule_tiles_the_int8_matmul) {
   generated_schedule_and_diff(gen_mm_int8_batched);
   generated_schedule_and_diff_at(gen_mm_int8_packed, 32);
 }
-/* The same in byte quads (dot4: vpdpbusd with AVX512-VNNI, plain arithmetic elsewhere), u8 and
- * i8 A, k not a multiple of 4 (the last, partial quad), bit-exact to the interpreter. */
+/* The same in byte quads (dot4: vpdpbusd with AVX512-VNNI, plain arithmetic elsewhere; dot4s:
+ * vpmaddubsw + vpmaddwd with AVX2), u8 and i8 A, k not a multiple of 4 (the last, partial quad),
+ * bit-exact to the interpreter (cpu_fill's words keep dot4s's byte pairs within i16). */
 LOOM_TEST(cpu, schedule_rule_tiles_the_int8_matmul_in_byte_quads) {
   generated_schedule_and_diff_at(gen_mm_int8_quads, 32);
   generated_schedule_and_diff_at(gen_mm_int8_quads3, 64);
+  char *text = generated_text(gen_mm_int8_quads_pairs3);
+  cr_assert_not_null(strstr(text, "dot4s("), "%s", text);
+  free(text);
+  generated_schedule_and_diff_at(gen_mm_int8_quads_pairs, 32);
+  generated_schedule_and_diff_at(gen_mm_int8_quads_pairs3, 64);
 }
 /* A u8 A of constant k (a multiple of 4) read in place, its quads the dot4 operand (no A4
  * Local): register-tiled as the packed form, bit-exact to the interpreter; the generator
@@ -702,12 +716,12 @@ LOOM_TEST(cpu, schedule_rule_tiles_the_int8_matmul_reading_u8_quads_in_place) {
   loom_sym_ctx *cx;
   cr_assert_null(loom_sym_ctx_create(NULL, &cx));
   loom_tp_func *f;
-  loom_status st = loom_tp_gen_matmul_integer_quads(&a, cx, "bad", LOOM_DTYPE_I8, 2, 0, 16, false, 8, &f);
+  loom_status st = loom_tp_gen_matmul_integer_quads(&a, cx, "bad", LOOM_DTYPE_I8, 2, 0, 16, false, 8, false, &f);
   cr_assert_eq(loom_status_code(st), LOOM_CODE_INVALID_ARGUMENT);
   cr_assert_not_null(strstr(loom_status_message(st), "reads A in place only for u8 and k a multiple of 4 (given i8, k=8)"), "%s",
                      loom_status_message(st));
   loom_status_free(st);
-  st = loom_tp_gen_matmul_integer_quads(&a, cx, "bad", LOOM_DTYPE_U8, 2, 0, 16, false, 6, &f);
+  st = loom_tp_gen_matmul_integer_quads(&a, cx, "bad", LOOM_DTYPE_U8, 2, 0, 16, false, 6, false, &f);
   cr_assert_not_null(strstr(loom_status_message(st), "(given u8, k=6)"), "%s", loom_status_message(st));
   loom_status_free(st);
   loom_sym_ctx_destroy(cx);

@@ -10,6 +10,7 @@
 
 #include "loom.h"
 #include "support/loom_test.h"
+#include "targets/cpu/codegen.h"
 
 static loom_graph_module *parse_text(const char *text) {
   loom_source src = {"math.loom", text, strlen(text)};
@@ -387,6 +388,46 @@ LOOM_TEST(e2e_math, int8_matmul_reading_u8_quads_in_place) {
     }
     expect_main_holds(text, "_packed");
     expect_every_matmul_tiled(text); /* the few-rows variant too, under a requantizing epilogue */
+    loom_strbuf_free(&t);
+  }
+}
+
+/* The int8 matmul whose weight keeps every byte pair's products with two u8 values within i16
+ * (ORT's reduce_range weights, [-64, 63]; pairs at the bound, (64, 64), (-64, -64), (127, 1),
+ * (-128, 0)): byte quads with AVX2 too (dot4s: vpmaddubsw, whose pair sums saturate, then vpmaddwd),
+ * A read in place (k = 36) or packed (k = 7, 13: the last quad partial), A pushed to [250, 255] so
+ * that the pair sums come within 2 % of the bound; exact at rows 0, 1, primes and non-multiples of
+ * the tiles, 1 and 2 threads, requantized or not. */
+LOOM_TEST(e2e_math, int8_matmul_in_byte_pairs_within_i16) {
+  static const int cases[][4] = {{36, 37, 0, 0}, {7, 64, 1, 0}, {36, 64, 1, 1}, {13, 37, 0, 1}};
+  static const int bound[4][2] = {{64, 64}, {-64, -64}, {127, 1}, {-128, 0}};
+  for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+    int K = cases[ci][0], N = cases[ci][1], at_bound = cases[ci][2], requant = cases[ci][3];
+    loom_strbuf t;
+    loom_strbuf_init(&t, NULL);
+    loom_strbuf_printf(&t, "const @w: Tensor[(%d, %d), i8] = [", K, N);
+    for (int i = 0; i < K * N; i++) {
+      int r = i / N, j = i % N;
+      loom_strbuf_printf(&t, "%s%d", i ? ", " : "", at_bound ? bound[(j + r / 2) % 4][r % 2] : (i * 53) % 128 - 64);
+    }
+    loom_strbuf_printf(&t, "]\n"
+                           "fn @main(a0: Tensor[(m, %d), u8]) -> Tensor[(m, %d), %s] {\n"
+                           "  a = clip(a0, min=250.0, max=255.0)\n  ai = cast(a, dtype=i32)\n  ac = sub(ai, const(3, i32))\n"
+                           "  wi = cast(@w, dtype=i32)\n  acc = matmul(ac, wi)\n",
+                       K, N, requant ? "u8" : "i32");
+    if (requant)
+      loom_strbuf_printf(&t, "  f = cast(acc, dtype=f64)\n  q = mul(f, const(0.00005, f64))\n  z = add(q, const(10.0, f64))\n"
+                             "  r = round(z)\n  c = clip(r, min=0.0, max=255.0)\n  y = cast(c, dtype=u8)\n  return y\n}\n");
+    else
+      loom_strbuf_printf(&t, "  return acc\n}\n");
+    const char *text = loom_strbuf_cstr(&t);
+    static const int64_t ms[] = {0, 1, 5, 6, 7, 13, 37};
+    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+      const bind b[] = {{"m", ms[i]}};
+      check_random(text, b, 1, 0);
+    }
+    if (loom_cpu_has_avx2(NULL)) expect_main_holds(text, "_packed_1"); /* the column sums: byte quads, on AVX2 as on AVX512-VNNI */
+    expect_every_matmul_tiled(text);
     loom_strbuf_free(&t);
   }
 }

@@ -13,7 +13,8 @@
  * zero points (equal: the GEMM; distinct: the composed form), u8 and i8 inputs and weights, and
  * the forms that keep the composed conv (depthwise, many small groups), checked to take their
  * path, and weights whose centred values fit a signed byte (the byte-quad kernel, dot4, where
- * the machine has AVX512-VNNI; pair words elsewhere). */
+ * the machine has AVX512-VNNI; pair words elsewhere) or lie in [-64, 63] (ORT's reduce_range:
+ * byte quads with AVX2 too, dot4s's vpmaddubsw, whose byte pairs stay within i16). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +36,8 @@ typedef struct qform {
   int wz_kind;         /* 0: scalar, 1: per channel, all equal, 2: per channel, distinct */
   bool integer;        /* ConvInteger (i32 output) instead of QLinearConv */
   bool gemm;           /* expected to take the GEMM path */
-  bool narrow;         /* w - wz within [-100, 100]: byte quads where the machine has AVX512-VNNI */
+  int narrow;          /* w - wz within 1: [-100, 100] (byte quads with AVX512-VNNI), 2: [-64, 63] (ORT's
+                          reduce_range: byte quads with AVX2 too, dot4s), 0: anywhere */
 } qform;
 
 typedef struct qparams {
@@ -183,6 +185,30 @@ static bool has_quads(const e2e_model *md) {
   return false;
 }
 
+/* Weight element i (o, c / groups, k..) less its channel's zero point. */
+static int64_t centred(const qform *f, const qparams *p, int64_t i) {
+  int64_t wv = is_signed(f->wt) ? (int64_t)p->w[i] : (int64_t)(uint8_t)p->w[i];
+  return wv - p->wz[i / (p->wn / f->o)];
+}
+
+/* Whether the GEMM's weight keeps dot4s's promise (graph/pass_pack.c quad_pairs_fit): along its k
+ * (taps outer, a group's channels inner: the patches concatenated tap by tap), every pair of rows
+ * 2u, 2u + 1 of a column has positives summing to at most 128 and negatives to at least -128. */
+static bool pairs_fit(const qform *f, const qparams *p) {
+  int64_t cg = f->c / f->groups, taps = p->wn / (f->o * cg), K = cg * taps;
+  for (int64_t oc = 0; oc < f->o; oc++)
+    for (int64_t r = 0; r < K; r += 2) {
+      int64_t pos = 0, neg = 0;
+      for (int64_t q = r; q < r + 2 && q < K; q++) { /* GEMM row q: tap q / cg, channel q % cg */
+        int64_t v = centred(f, p, (oc * cg + q % cg) * taps + q / cg);
+        if (v > 0) pos += v;
+        else neg += v;
+      }
+      if (pos > 128 || neg < -128) return false;
+    }
+  return true;
+}
+
 /* Compiles form f once and checks it at several shapes and thread counts; returns the runs. */
 static int check_form(const qform *f) {
   qparams p = {.xs = 0.02f};
@@ -199,7 +225,9 @@ static int check_form(const qform *f) {
     p.wz[i] = f->wz_kind == 2 ? (int64_t)(i % 3) - 1 : is_signed(f->wt) ? (f->wz_kind ? -3 : 2) : 119;
   }
   for (int64_t i = 0; i < p.wn; i++)
-    p.w[i] = (int8_t)(f->narrow ? p.wz[i / (p.wn / f->o)] + (int64_t)(rnd() % 201) - 100 : (int64_t)(rnd() & 0xff));
+    p.w[i] = (int8_t)(f->narrow == 1   ? p.wz[i / (p.wn / f->o)] + (int64_t)(rnd() % 201) - 100
+                      : f->narrow == 2 ? p.wz[i / (p.wn / f->o)] + (int64_t)(rnd() % 128) - 64
+                                       : (int64_t)(rnd() & 0xff));
   const char *path = write_model(f, &p);
   e2e_model md = e2e_compile(path);
   cr_assert_eq(!has_conv_program(&md), f->gemm, "%s: the GEMM path is %s", path, f->gemm ? "not taken" : "taken");
@@ -207,11 +235,8 @@ static int check_form(const qform *f) {
   /* at least one panel of output channels per group (not a multiple: the last panel padded) and
    * every centred weight a signed byte (narrow forms by construction, others by chance) */
   bool fits = true;
-  for (int64_t i = 0; i < p.wn && fits; i++) {
-    int64_t wv = is_signed(f->wt) ? (int64_t)p.w[i] : (int64_t)(uint8_t)p.w[i], c = wv - p.wz[i / (p.wn / f->o)];
-    fits = c >= -128 && c <= 127;
-  }
-  bool quads = f->gemm && fits && og >= 32 && loom_cpu_has_vnni512(NULL);
+  for (int64_t i = 0; i < p.wn && fits; i++) fits = centred(f, &p, i) >= -128 && centred(f, &p, i) <= 127;
+  bool quads = f->gemm && fits && og >= 32 && (loom_cpu_has_vnni512(NULL) || (loom_cpu_has_avx2(NULL) && pairs_fit(f, &p)));
   cr_assert_eq(has_quads(&md), quads, "%s: the byte-quad kernel is %s", path, quads ? "not taken" : "taken");
   static const int64_t extra[][MAXN] = {{0, 0, 0}, {4, 8, 1}, {12, 3, 2}, {21, 0, 5}};
   static const int64_t batches[] = {1, 2, 0, 3};
@@ -269,48 +294,54 @@ static int check_form(const qform *f) {
 LOOM_TEST(e2e_qconv, qlinear_conv_2d_forms_equal_the_definition, .timeout = 600) {
   static const qform forms[] = {
       /* 3x3 pad 1, channels not multiples of anything */
-      {2, 5, 7, 1, K2(3, 3), ONES, ONES, K2(1, 1), K2(1, 1), ONNX_U8, ONNX_I8, false, 0, false, true, false},
+      {2, 5, 7, 1, K2(3, 3), ONES, ONES, K2(1, 1), K2(1, 1), ONNX_U8, ONNX_I8, false, 0, false, true, 0},
       /* 7x7 pad 3: 49 taps, one concat (it once took 32 inputs at most) */
-      {2, 3, 5, 1, K2(7, 7), ONES, ONES, K2(3, 3), K2(3, 3), ONNX_U8, ONNX_I8, false, 0, false, true, false},
+      {2, 3, 5, 1, K2(7, 7), ONES, ONES, K2(3, 3), K2(3, 3), ONNX_U8, ONNX_I8, false, 0, false, true, 0},
       /* strided, asymmetric pads, per-channel scales, 2 groups */
-      {2, 6, 34, 2, K2(3, 2), K2(2, 3), ONES, K2(0, 1), K2(2, 0), ONNX_U8, ONNX_I8, true, 0, false, true, false},
+      {2, 6, 34, 2, K2(3, 2), K2(2, 3), ONES, K2(0, 1), K2(2, 0), ONNX_U8, ONNX_I8, true, 0, false, true, 0},
       /* dilated, u8 weights with a zero point, per-channel zero points all equal */
-      {2, 3, 9, 1, K2(2, 3), ONES, K2(2, 3), K2(1, 2), K2(2, 1), ONNX_U8, ONNX_U8, true, 1, false, true, false},
+      {2, 3, 9, 1, K2(2, 3), ONES, K2(2, 3), K2(1, 2), K2(2, 1), ONNX_U8, ONNX_U8, true, 1, false, true, 0},
       /* 1x1 without padding (the input itself), i8 input */
-      {2, 17, 33, 1, K2(1, 1), ONES, ONES, ZEROS, ZEROS, ONNX_I8, ONNX_I8, false, 0, false, true, false},
+      {2, 17, 33, 1, K2(1, 1), ONES, ONES, ZEROS, ZEROS, ONNX_I8, ONNX_I8, false, 0, false, true, 0},
       /* 1x1 strided */
-      {2, 4, 40, 1, K2(1, 1), K2(2, 2), ONES, ZEROS, ZEROS, ONNX_U8, ONNX_I8, true, 0, false, true, false},
+      {2, 4, 40, 1, K2(1, 1), K2(2, 2), ONES, ZEROS, ZEROS, ONNX_U8, ONNX_I8, true, 0, false, true, 0},
       /* distinct per-channel weight zero points: the composed conv */
-      {2, 4, 6, 1, K2(3, 3), ONES, ONES, K2(1, 1), K2(1, 1), ONNX_U8, ONNX_I8, true, 2, false, false, false},
+      {2, 4, 6, 1, K2(3, 3), ONES, ONES, K2(1, 1), K2(1, 1), ONNX_U8, ONNX_I8, true, 2, false, false, 0},
       /* depthwise and many small groups: the composed conv */
-      {2, 8, 8, 8, K2(3, 3), ONES, ONES, K2(1, 1), K2(1, 1), ONNX_U8, ONNX_I8, false, 0, false, false, false},
-      {2, 8, 16, 4, K2(3, 3), K2(2, 2), ONES, K2(1, 0), K2(0, 1), ONNX_U8, ONNX_I8, true, 0, false, false, false},
+      {2, 8, 8, 8, K2(3, 3), ONES, ONES, K2(1, 1), K2(1, 1), ONNX_U8, ONNX_I8, false, 0, false, false, 0},
+      {2, 8, 16, 4, K2(3, 3), K2(2, 2), ONES, K2(1, 0), K2(0, 1), ONNX_U8, ONNX_I8, true, 0, false, false, 0},
       /* weights whose centred values fit a signed byte: the byte-quad kernel on AVX512-VNNI */
       /* (at least a panel of output channels per group: the weights are packed at compile time) */
-      {2, 5, 32, 1, K2(3, 3), ONES, ONES, K2(1, 1), K2(1, 1), ONNX_U8, ONNX_I8, false, 0, false, true, true},
-      {2, 3, 64, 1, K2(2, 3), ONES, K2(2, 3), K2(1, 2), K2(2, 1), ONNX_U8, ONNX_U8, true, 1, false, true, true},
-      {2, 17, 32, 1, K2(1, 1), ONES, ONES, ZEROS, ZEROS, ONNX_I8, ONNX_I8, false, 0, false, true, true},
-      {2, 6, 64, 2, K2(3, 2), K2(2, 3), ONES, K2(0, 1), K2(2, 0), ONNX_I8, ONNX_I8, true, 0, false, true, true},
+      {2, 5, 32, 1, K2(3, 3), ONES, ONES, K2(1, 1), K2(1, 1), ONNX_U8, ONNX_I8, false, 0, false, true, 1},
+      {2, 3, 64, 1, K2(2, 3), ONES, K2(2, 3), K2(1, 2), K2(2, 1), ONNX_U8, ONNX_U8, true, 1, false, true, 1},
+      {2, 17, 32, 1, K2(1, 1), ONES, ONES, ZEROS, ZEROS, ONNX_I8, ONNX_I8, false, 0, false, true, 1},
+      {2, 6, 64, 2, K2(3, 2), K2(2, 3), ONES, K2(0, 1), K2(2, 0), ONNX_I8, ONNX_I8, true, 0, false, true, 1},
+      /* ORT's reduce_range weights ([-64, 63] centred): byte quads with AVX2 too (dot4s: vpmaddubsw) */
+      {2, 64, 64, 1, K2(3, 3), ONES, ONES, K2(1, 1), K2(1, 1), ONNX_U8, ONNX_I8, false, 0, false, true, 2},
+      {2, 6, 64, 2, K2(3, 2), K2(2, 3), ONES, K2(0, 1), K2(2, 0), ONNX_I8, ONNX_I8, true, 0, false, true, 2},
+      {2, 3, 64, 1, K2(2, 3), ONES, K2(2, 3), K2(1, 2), K2(2, 1), ONNX_U8, ONNX_U8, true, 1, false, true, 2},
   };
   int runs = 0;
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i]);
-  cr_assert_eq(runs, 13 * 8);
+  cr_assert_eq(runs, 16 * 8);
 }
 
 LOOM_TEST(e2e_qconv, qlinear_conv_1d_3d_and_conv_integer_equal_the_definition, .timeout = 600) {
   static const qform forms[] = {
-      {1, 7, 11, 1, {5}, {1}, {1}, {2}, {1}, ONNX_U8, ONNX_I8, true, 0, false, true, false},
-      {1, 12, 16, 2, {3}, {2}, {2}, {0}, {3}, ONNX_I8, ONNX_I8, false, 1, false, true, false},
+      {1, 7, 11, 1, {5}, {1}, {1}, {2}, {1}, ONNX_U8, ONNX_I8, true, 0, false, true, 0},
+      {1, 12, 16, 2, {3}, {2}, {2}, {0}, {3}, ONNX_I8, ONNX_I8, false, 1, false, true, 0},
       /* 35 taps: the patches concatenated in runs of 32 */
-      {1, 2, 9, 1, {35}, {3}, {1}, {17}, {4}, ONNX_U8, ONNX_I8, false, 0, false, true, false},
-      {3, 3, 8, 1, {2, 3, 2}, {1, 2, 1}, ONES, {1, 0, 1}, {0, 1, 1}, ONNX_U8, ONNX_I8, true, 0, false, true, false},
+      {1, 2, 9, 1, {35}, {3}, {1}, {17}, {4}, ONNX_U8, ONNX_I8, false, 0, false, true, 0},
+      {3, 3, 8, 1, {2, 3, 2}, {1, 2, 1}, ONES, {1, 0, 1}, {0, 1, 1}, ONNX_U8, ONNX_I8, true, 0, false, true, 0},
       /* ConvInteger: the accumulator itself */
-      {2, 5, 13, 1, K2(3, 3), K2(1, 2), ONES, K2(1, 1), K2(0, 2), ONNX_U8, ONNX_U8, false, 0, true, true, false},
-      {2, 3, 4, 1, K2(2, 2), ONES, ONES, ZEROS, ZEROS, ONNX_U8, ONNX_I8, false, 2, true, false, false},
-      {1, 2, 32, 1, {35}, {3}, {1}, {17}, {4}, ONNX_I8, ONNX_I8, false, 0, false, true, true},
-      {2, 5, 32, 1, K2(3, 3), K2(1, 2), ONES, K2(1, 1), K2(0, 2), ONNX_U8, ONNX_U8, false, 0, true, true, true},
+      {2, 5, 13, 1, K2(3, 3), K2(1, 2), ONES, K2(1, 1), K2(0, 2), ONNX_U8, ONNX_U8, false, 0, true, true, 0},
+      {2, 3, 4, 1, K2(2, 2), ONES, ONES, ZEROS, ZEROS, ONNX_U8, ONNX_I8, false, 2, true, false, 0},
+      {1, 2, 32, 1, {35}, {3}, {1}, {17}, {4}, ONNX_I8, ONNX_I8, false, 0, false, true, 1},
+      {2, 5, 32, 1, K2(3, 3), K2(1, 2), ONES, K2(1, 1), K2(0, 2), ONNX_U8, ONNX_U8, false, 0, true, true, 1},
+      {1, 7, 32, 1, {5}, {1}, {1}, {2}, {1}, ONNX_U8, ONNX_I8, true, 0, false, true, 2},
+      {2, 5, 32, 1, K2(3, 3), K2(1, 2), ONES, K2(1, 1), K2(0, 2), ONNX_U8, ONNX_U8, false, 0, true, true, 2},
   };
   int runs = 0;
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) runs += check_form(&forms[i]);
-  cr_assert_eq(runs, 8 * 8);
+  cr_assert_eq(runs, 10 * 8);
 }

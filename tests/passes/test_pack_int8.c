@@ -1,0 +1,216 @@
+/* test_pack_int8.c — the `pack` pass on int8 matmul weights (graph/pass_pack.c): i16 pair words,
+ * byte quads with column sums where the centred values fit a signed byte (AVX512-VNNI's dot4), and
+ * where the target reads quads with AVX2's saturating vpmaddubsw only when every byte pair keeps
+ * within i16 (dot4s, pairs=true); the last panel padded; the module computes the same (the
+ * interpreter on the packed forms) and the words and sums are the centred weight's. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver/pipeline.h"
+#include "graph/passes.h"
+#include "passes_test_util.h"
+#include "support/loom_test.h"
+
+/* pack with byte quads (a machine with AVX512-VNNI): an int8 weight whose centred values fit a
+ * signed byte becomes quads + column sums (k = 5: the last quad partial), one that does not
+ * (q - (-3) reaches 130) keeps the pair words; the module computes the same (the interpreter's
+ * quads form), and the words and sums are the centred weight's. */
+LOOM_TEST(passes, pack_lays_int8_weights_in_byte_quads_where_they_fit) {
+  enum { K = 5, N = 32 };
+  loom_strbuf in;
+  loom_strbuf_init(&in, NULL);
+  loom_strbuf_printf(&in, "const @f: Tensor[(%d, %d), u8] = [", K, N);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d", i ? ", " : "", (i * 37) % 256);
+  loom_strbuf_printf(&in, "]\nconst @g: Tensor[(%d, %d), i8] = [", K, N);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d", i ? ", " : "", (i * 37) % 256 - 128);
+  loom_strbuf_printf(&in, "]\n"
+                          "fn @main(xi: Tensor[(n, %d), u8], xs: Tensor[(n, %d), i8]) -> Object {\n"
+                          "  dataflow {\n"
+                          "    e = matmul_integer(xi, @f, const(7, u8), const(128, u8))\n"
+                          "    h = matmul_integer(xs, @g, const(-5, i8), const(-3, i8))\n"
+                          "    out = (e, h)\n"
+                          "    output out\n"
+                          "  }\n"
+                          "  return out\n"
+                          "}\n", K, K);
+  loom_graph_module *m = pt_parse(loom_strbuf_cstr(&in));
+  loom_pipeline_check *c;
+  cr_assert_null(loom_pipeline_check_begin(m, 4, 9, NULL, &c));
+  size_t n = 0;
+  cr_assert_null(loom_graph_pack_weights_ex(m, 16, true, &n));
+  cr_assert_eq(n, 2);
+  cr_assert_null(loom_graph_dce(m, NULL));
+  pt_verify(m);
+  char *fn = pt_checked_main(c, "pack", m);
+  cr_assert_not_null(strstr(fn, "e: Tensor[(n, 32), i32] = matmul_integer(xi, @main_e_packed, const(7, u8), @main_e_packed_1, "
+                                "packed_b=true, quads=true)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "h: Tensor[(n, 32), i32] = matmul_integer(xs, @main_h_packed, const(-5, i8), packed_b=true)"), "%s", fn);
+  bool seen[2] = {false, false};
+  for (size_t i = 0; i < loom_graph_module_num_consts(m); i++) {
+    const loom_graph_const *k = loom_graph_module_const_at(m, i);
+    if (!strcmp(k->name, "main_e_packed")) { /* quads of f - 128 along k; bytes past k are 0 */
+      const uint32_t *wd = k->expr->u.cnst.data;
+      seen[0] = true;
+      for (int q = 0; q < N / 16; q++)
+        for (int t = 0; t < (K + 3) / 4; t++)
+          for (int col = 0; col < 16; col++) {
+            uint32_t want = 0;
+            for (int b = 0; b < 4 && 4 * t + b < K; b++)
+              want |= (uint32_t)(uint8_t)(int8_t)((((4 * t + b) * N + q * 16 + col) * 37) % 256 - 128) << (8 * b);
+            cr_assert_eq(wd[(q * ((K + 3) / 4) + t) * 16 + col], want, "@%s[%d, %d, %d]", k->name, q, t, col);
+          }
+    }
+    if (!strcmp(k->name, "main_e_packed_1")) { /* the column sums */
+      const int32_t *cs = k->expr->u.cnst.data;
+      seen[1] = true;
+      for (int j = 0; j < N; j++) {
+        int32_t want = 0;
+        for (int r = 0; r < K; r++) want += ((r * N + j) * 37) % 256 - 128;
+        cr_assert_eq(cs[j], want, "column sum %d", j);
+      }
+    }
+  }
+  cr_assert(seen[0] && seen[1]);
+  free(fn);
+  loom_strbuf_free(&in);
+  loom_graph_module_destroy(m);
+}
+
+/* An int8 weight with n = 21 columns (not a multiple of the panel of 16): pair words and byte
+ * quads (with column sums over the 21 real columns) in 2 panels, the last zero-padded, the
+ * call given n=21; the module computes the same (the interpreter reads the padded forms). */
+LOOM_TEST(passes, pack_pads_the_last_panel_of_int8_weights) {
+  enum { K = 5, N = 21 };
+  loom_strbuf in;
+  loom_strbuf_init(&in, NULL);
+  loom_strbuf_printf(&in, "const @f: Tensor[(%d, %d), u8] = [", K, N);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d", i ? ", " : "", (i * 37) % 256);
+  loom_strbuf_printf(&in, "]\nconst @g: Tensor[(%d, %d), i8] = [", K, N);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d", i ? ", " : "", (i * 37) % 256 - 128);
+  loom_strbuf_printf(&in, "]\n"
+                          "fn @main(xi: Tensor[(n, %d), u8], xs: Tensor[(n, %d), i8]) -> Object {\n"
+                          "  dataflow {\n"
+                          "    e = matmul_integer(xi, @f, const(7, u8), const(128, u8))\n"
+                          "    h = matmul_integer(xs, @g, const(-5, i8), const(-3, i8))\n"
+                          "    out = (e, h)\n"
+                          "    output out\n"
+                          "  }\n"
+                          "  return out\n"
+                          "}\n", K, K);
+  for (int quads = 0; quads < 2; quads++) {
+    loom_graph_module *m = pt_parse(loom_strbuf_cstr(&in));
+    loom_pipeline_check *c;
+    cr_assert_null(loom_pipeline_check_begin(m, 4, 9, NULL, &c));
+    size_t n = 0;
+    cr_assert_null(loom_graph_pack_weights_ex(m, 16, quads, &n));
+    cr_assert_eq(n, 2);
+    cr_assert_null(loom_graph_dce(m, NULL));
+    pt_verify(m);
+    char *fn = pt_checked_main(c, "pack", m);
+    cr_assert_not_null(strstr(fn, quads ? "e: Tensor[(n, 21), i32] = matmul_integer(xi, @main_e_packed, const(7, u8), @main_e_packed_1, "
+                                          "packed_b=true, quads=true, n=21)"
+                                        : "e: Tensor[(n, 21), i32] = matmul_integer(xi, @main_e_packed, const(7, u8), packed_b=true, n=21)"),
+                       "%s", fn);
+    cr_assert_not_null(strstr(fn, "h: Tensor[(n, 21), i32] = matmul_integer(xs, @main_h_packed, const(-5, i8), packed_b=true, n=21)"),
+                       "%s", fn);
+    for (size_t i = 0; i < loom_graph_module_num_consts(m); i++) {
+      const loom_graph_const *k = loom_graph_module_const_at(m, i);
+      if (strcmp(k->name, "main_e_packed") && strcmp(k->name, "main_h_packed")) continue;
+      int per = quads && !strcmp(k->name, "main_e_packed") ? 4 : 2, kw = (K + per - 1) / per;
+      const uint32_t *wd = k->expr->u.cnst.data;
+      cr_assert_eq(k->expr->u.cnst.nbytes, (size_t)(2 * kw * 16) * sizeof(uint32_t), "@%s", k->name);
+      for (int t = 0; t < kw; t++)
+        for (int col = N - 16; col < 16; col++) cr_assert_eq(wd[(kw + t) * 16 + col], 0u, "@%s[1, %d, %d]: the padding", k->name, t, col);
+    }
+    free(fn);
+    loom_graph_module_destroy(m);
+  }
+  loom_strbuf_free(&in);
+}
+
+/* The line of fn that binds `var` (malloc'd). */
+static char *call_line(const char *fn, const char *var) {
+  char head[64];
+  snprintf(head, sizeof head, "    %s: ", var);
+  const char *at = strstr(fn, head);
+  cr_assert_not_null(at, "no %s in\n%s", var, fn);
+  const char *eol = strchr(at, '\n');
+  return strndup(at, eol ? (size_t)(eol - at) : strlen(at));
+}
+
+/* pack for AVX2 (LOOM_PACK_QUADS_PAIRS): byte quads (pairs=true: dot4s) only for a weight whose
+ * byte pairs (rows 2u, 2u + 1 of a column, the second 0 past k) keep u8 x s8 sums within i16:
+ * positives summing to at most 128 and negatives to at least -128. @r ([-64, 63], ORT's
+ * reduce_range), @b (pairs at the bound: (64, 64), (-64, -64), (127, 1), (-128, 0), (127, -128))
+ * and @o (k = 5, odd: the last pair (127 or -128, 0)) take them; @p ((127, 2): 129) and @q (centred by a zero
+ * point to (-65, -64): -129) keep the pair words; with LOOM_PACK_QUADS_EXACT @p and @q take exact
+ * quads (no pairs). The module computes the same each way (4 shape sets). */
+LOOM_TEST(passes, pack_lays_int8_quads_for_avx2_only_where_the_byte_pairs_fit) {
+  enum { K = 6, N = 16 };
+  static const int bound[5][2] = {{64, 64}, {-64, -64}, {127, 1}, {-128, 0}, {127, -128}};
+  loom_strbuf in;
+  loom_strbuf_init(&in, NULL);
+  const char *names[] = {"r", "b", "p", "q"};
+  for (int w = 0; w < 4; w++) {
+    loom_strbuf_printf(&in, "const @%s: Tensor[(%d, %d), i8] = [", names[w], K, N);
+    for (int r = 0; r < K; r++)
+      for (int j = 0; j < N; j++) {
+        int v;
+        if (w == 0) v = ((r * N + j) * 37) % 128 - 64;
+        else if (w == 1) v = bound[(j + r / 2) % 5][r % 2];
+        else if (w == 2) v = j == 5 && r == 2 ? 127 : j == 5 && r == 3 ? 2 : 3; /* column 5, rows 2, 3: (127, 2) */
+        else v = j == 9 && r == 2 ? -63 : j == 9 && r == 3 ? -64 : 7;           /* minus zero point 1: (-64, -65) */
+        loom_strbuf_printf(&in, "%s%d", r || j ? ", " : "", v);
+      }
+    loom_strbuf_printf(&in, "]\n");
+  }
+  loom_strbuf_printf(&in, "const @o: Tensor[(5, %d), i8] = [", N);
+  for (int i = 0; i < 5 * N; i++) /* pairs (+-64, +-64), then (127 or -128, 0 past k) */
+    loom_strbuf_printf(&in, "%s%d", i ? ", " : "", i / N == 4 ? (i % 2 ? 127 : -128) : (i % N + i / N) % 3 ? 64 : -64);
+  loom_strbuf_printf(&in, "]\n"
+                          "fn @main(x: Tensor[(n, %d), u8], x5: Tensor[(n, 5), u8]) -> Object {\n"
+                          "  dataflow {\n"
+                          "    er = matmul_integer(x, @r, const(7, u8), const(0, i8))\n"
+                          "    eb = matmul_integer(x, @b, const(255, u8), const(0, i8))\n"
+                          "    ep = matmul_integer(x, @p, const(0, u8), const(0, i8))\n"
+                          "    eq = matmul_integer(x, @q, const(3, u8), const(1, i8))\n"
+                          "    eo = matmul_integer(x5, @o, const(9, u8), const(0, i8))\n"
+                          "    out = (er, eb, ep, eq, eo)\n"
+                          "    output out\n"
+                          "  }\n"
+                          "  return out\n"
+                          "}\n", K);
+  for (int mode = LOOM_PACK_QUADS_EXACT; mode <= LOOM_PACK_QUADS_PAIRS; mode++) {
+    loom_graph_module *m = pt_parse(loom_strbuf_cstr(&in));
+    loom_pipeline_check *c;
+    cr_assert_null(loom_pipeline_check_begin(m, 4, 9, NULL, &c));
+    size_t n = 0;
+    cr_assert_null(loom_graph_pack_weights_ex(m, 16, mode, &n));
+    cr_assert_eq(n, 5);
+    cr_assert_null(loom_graph_dce(m, NULL));
+    pt_verify(m);
+    char *fn = pt_checked_main(c, "pack", m);
+    static const char *const fits[] = {"er", "eb", "eo"};
+    for (int i = 0; i < 3; i++) {
+      char *line = call_line(fn, fits[i]);
+      cr_assert(strstr(line, mode == LOOM_PACK_QUADS_PAIRS ? "packed_b=true, quads=true, pairs=true)" : "packed_b=true, quads=true)"),
+                "%s", line);
+      free(line);
+    }
+    cr_assert_not_null(strstr(fn, mode == LOOM_PACK_QUADS_PAIRS
+                                      ? "ep: Tensor[(n, 16), i32] = matmul_integer(x, @main_ep_packed, const(0, u8), packed_b=true)"
+                                      : "ep: Tensor[(n, 16), i32] = matmul_integer(x, @main_ep_packed, const(0, u8), "
+                                        "@main_ep_packed_1, packed_b=true, quads=true)"),
+                       "%s", fn);
+    cr_assert_not_null(strstr(fn, mode == LOOM_PACK_QUADS_PAIRS
+                                      ? "eq: Tensor[(n, 16), i32] = matmul_integer(x, @main_eq_packed, const(3, u8), packed_b=true)"
+                                      : "eq: Tensor[(n, 16), i32] = matmul_integer(x, @main_eq_packed, const(3, u8), "
+                                        "@main_eq_packed_1, packed_b=true, quads=true)"),
+                       "%s", fn);
+    free(fn);
+    loom_graph_module_destroy(m);
+  }
+  loom_strbuf_free(&in);
+}
