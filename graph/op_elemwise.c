@@ -403,7 +403,9 @@ static const unary_entry unary_table[] = {
     {LOOM_GRAPH_OP_SIGMOID, "sigmoid(x)"},
     {LOOM_GRAPH_OP_RELU, "max(x, 0.0)"},
     {LOOM_GRAPH_OP_GELU, "0.5 * x * (1.0 + erf(x * 0.70710678118654752440))"},
-    {LOOM_GRAPH_OP_GELU_TANH, "0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)))"},
+    /* 0.5 * (1 + tanh(u)) = sigmoid(2u): one exp and one division (cg_sigmoid_f32), no 1 + tanh's
+     * cancellation for large negative x */
+    {LOOM_GRAPH_OP_GELU_TANH, "x * sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x))"},
     {LOOM_GRAPH_OP_SILU, "x * sigmoid(x)"},
     {LOOM_GRAPH_OP_ERF, "erf(x)"},
     {LOOM_GRAPH_OP_SIN, "sin(x)"},

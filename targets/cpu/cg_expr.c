@@ -600,7 +600,7 @@ static LLVMValueRef float_op(cg *g, loom_tp_op op, loom_dtype t, LLVMValueRef *a
     case LOOM_TP_OP_ERF: r = f32 ? cg_erf_f32(g, a[0]) : call_libm(g, "erf", ty, a, 1); break;
     case LOOM_TP_OP_SIGMOID: {
       if (f32) {
-        r = cg_sigmoid_f32(g, a[0], false);
+        r = cg_sigmoid_f32(g, a[0], NULL);
         break;
       }
       LLVMValueRef m = LLVMBuildFNeg(g->b, a[0], "");
@@ -837,13 +837,15 @@ static LLVMValueRef op_expr(cg *g, const loom_tp_expr *e) {
       return dot4(g, v[1], v[2], v[0], pairs);
     }
   }
-  if (op == LOOM_TP_OP_MUL && t == LOOM_DTYPE_F32) { /* x * sigmoid(x): SiLU in one division */
+  if (op == LOOM_TP_OP_MUL && t == LOOM_DTYPE_F32) { /* m * sigmoid(x) in one division: SiLU (m = x), GELU's tanh form */
     for (int k = 0; k < 2; k++) {
       const loom_tp_expr *s = e->u.op.args[k], *x = e->u.op.args[1 - k];
-      if (s->kind == LOOM_TP_EXPR_OP && s->u.op.op == LOOM_TP_OP_SIGMOID && same_value(s->u.op.args[0], x)) {
-        LLVMValueRef v = cg_expr(g, x);
-        return cg_sigmoid_f32(g, v, true);
-      }
+      if (s->kind != LOOM_TP_EXPR_OP || s->u.op.op != LOOM_TP_OP_SIGMOID) continue;
+      LLVMValueRef m = cg_expr(g, x);
+      if (same_value(s->u.op.args[0], x)) return cg_sigmoid_f32(g, m, m);
+      LLVMValueRef v = cg_expr(g, s->u.op.args[0]);
+      if (g->lanes && (cg_is_vec(m) || cg_is_vec(v))) m = cg_splat(g, m, g->lanes), v = cg_splat(g, v, g->lanes);
+      return cg_sigmoid_f32(g, v, m);
     }
   }
   LLVMValueRef a[3] = {NULL, NULL, NULL};

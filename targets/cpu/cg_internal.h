@@ -107,7 +107,7 @@ bool cg_is_vec(LLVMValueRef v);
 LLVMTypeRef cg_like_ty(LLVMTypeRef like, LLVMTypeRef scalar_ty); /* scalar_ty, a vector as wide as `like` when it is one */
 /* cg_numeric.c: inline f32 (or f32-vector) math that vectorises; NaN stays NaN. */
 LLVMValueRef cg_exp_f32(cg *g, LLVMValueRef x);  /* <= 2 ulp, subnormal results included */
-LLVMValueRef cg_sigmoid_f32(cg *g, LLVMValueRef x, bool times_x); /* x * sigmoid(x) when times_x; about 2 ulp */
+LLVMValueRef cg_sigmoid_f32(cg *g, LLVMValueRef x, LLVMValueRef m); /* m * sigmoid(x) when m is given; about 2 ulp */
 LLVMValueRef cg_tanh_f32(cg *g, LLVMValueRef x); /* about 2e-7 relative */
 LLVMValueRef cg_erf_f32(cg *g, LLVMValueRef x);  /* below 1.5e-7 absolute */
 LLVMValueRef cg_splat(cg *g, LLVMValueRef v, unsigned lanes);

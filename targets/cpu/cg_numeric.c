@@ -201,18 +201,22 @@ LLVMValueRef cg_exp_f32(cg *g, LLVMValueRef x) {
   return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealUNO, x, x, ""), x, y, "");
 }
 
-/* sigmoid(x) for f32, or x * sigmoid(x) (SiLU) when times_x, inline so loops vectorise. With
- * e = exp(-|x|) (in [0, 1]: no overflow, no infinity to catch),
- *   sigmoid(x) = (x >= 0 ? 1 : e) / (1 + e),   x * sigmoid(x) = (x >= 0 ? x : x * e) / (1 + e):
- * one division and one exp of a non-positive argument, with no +inf clamp, no inf or NaN
- * select (the SiLU family is bound by its vector instructions at one thread: on Zen 4 with
- * AVX-512, 1.32 -> 1.12 ms for 3.1 M elements in L1, from x * (1 / (1 + exp(-x)))). x * e is formed as (x * (y * s1)) * s2 (exp_parts),
- * rounded once even where e is subnormal and the product is not (x near -90). -|x| below -176
- * (or NaN) is clamped to -176, where s1 = s2 = +0 (exp_parts): e = 0 and x * e = x * 0, so
- * -0 for a large negative x and NaN for -inf and NaN, as the interpreter's
- * x * (1 / (1 + exp(-x))) gives. tests/cpu checks both against the double formula, subnormal
+/* sigmoid(x) for f32, or m * sigmoid(x) when m is given (SiLU: m = x; GELU's tanh form,
+ * x * sigmoid(2u)), inline so loops vectorise. With e = exp(-|x|) (in [0, 1]: no overflow, no
+ * infinity to catch),
+ *   sigmoid(x) = (x >= 0 ? 1 : e) / (1 + e),   m * sigmoid(x) = (x >= 0 ? m : m * e) / (1 + e):
+ * one division and one exp of a non-positive argument, with no +inf clamp, no inf select (the
+ * SiLU family is bound by its vector instructions at one thread: on Zen 4 with AVX-512, 1.32 ->
+ * 1.12 ms for 3.1 M elements in L1, from x * (1 / (1 + exp(-x)))). m * e is formed as
+ * (m * (y * s1)) * s2 (exp_parts), rounded once even where e is subnormal and the product is not
+ * (x near -90). -|x| below -176 (or NaN) is clamped to -176, where s1 = s2 = +0 (exp_parts): e = 0
+ * and m * e = m * 0, so -0 for a large negative x and NaN for -inf and NaN in SiLU, as the
+ * interpreter's x * (1 / (1 + exp(-x))) gives; a NaN x gives NaN (selected where m is not x itself,
+ * whose NaN is in the numerator). Below x = -176 the result is m * 0 (f32's m * sigmoid(x): NaN
+ * for an infinite m, where the interpreter's double formula gives inf, and 0 for |m| above 2^105,
+ * where it gives a tiny number). tests/cpu checks both against the double formula, subnormal
  * results included. */
-LLVMValueRef cg_sigmoid_f32(cg *g, LLVMValueRef x, bool times_x) {
+LLVMValueRef cg_sigmoid_f32(cg *g, LLVMValueRef x, LLVMValueRef m) {
   LLVMTypeRef t = LLVMTypeOf(x);
   LLVMValueRef a = LLVMBuildFNeg(g->b, cg_call_intrinsic(g, "llvm.fabs", t, &x, 1), "");
   LLVMValueRef lo = cg_kf(t, -176.0), zero = cg_kf(t, 0.0), one = cg_kf(t, 1.0);
@@ -222,10 +226,10 @@ LLVMValueRef cg_sigmoid_f32(cg *g, LLVMValueRef x, bool times_x) {
   LLVMValueRef u = LLVMBuildFMul(g->b, y, s1, "");
   LLVMValueRef e = LLVMBuildFMul(g->b, u, s2, "");
   LLVMValueRef pos = LLVMBuildFCmp(g->b, LLVMRealOGE, x, zero, "");
-  LLVMValueRef num = times_x ? LLVMBuildSelect(g->b, pos, x, LLVMBuildFMul(g->b, LLVMBuildFMul(g->b, x, u, ""), s2, ""), "")
-                             : LLVMBuildSelect(g->b, pos, one, e, "");
+  LLVMValueRef num = m ? LLVMBuildSelect(g->b, pos, m, LLVMBuildFMul(g->b, LLVMBuildFMul(g->b, m, u, ""), s2, ""), "")
+                       : LLVMBuildSelect(g->b, pos, one, e, "");
   LLVMValueRef r = LLVMBuildFDiv(g->b, num, LLVMBuildFAdd(g->b, one, e, ""), "");
-  if (times_x) return r; /* a NaN x is in num */
+  if (m == x) return r; /* a NaN x is in num */
   return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealUNO, x, x, ""), x, r, "");
 }
 

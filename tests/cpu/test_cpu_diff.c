@@ -709,6 +709,59 @@ LOOM_TEST(cpu, sigmoid_and_silu_f32_accuracy_over_the_whole_range) {
   tp_fixture_free(&fx);
 }
 
+/* m * sigmoid(x) with m another value (GELU's tanh form, x * sigmoid(2u), legalizes so: one fused
+ * division, either operand order) against m / (1 + exp(-x)) in double, over [-190, 100] with m
+ * varied and at the special values of both: within 3 ulp (2 * 2^-149 for subnormal results), NaN
+ * where the formula gives NaN (a NaN x or m, inf * 0), +-inf and +-0 where it does -- but below
+ * x = -176, where sigmoid(x) is 0 in f32 (cg_sigmoid_f32's clamp), it is m * 0 (NaN for an infinite
+ * m, +-0 else, where the double formula has a tiny value for |m| above 2^105), as f32's m * sigmoid(x). */
+LOOM_TEST(cpu, a_product_with_a_sigmoid_is_one_division_over_the_whole_range) {
+  tp_fixture fx;
+  cpu_parse_ok(&fx, "prim @s(X: Buffer[(n,), f32], M: Buffer[(n,), f32], Y: Buffer[(n,), f32], Z: Buffer[(n,), f32]) {\n"
+                    "  for i in 0..n vectorize {\n"
+                    "    Y[i] = M[i] * sigmoid(X[i])\n"
+                    "    Z[i] = sigmoid(X[i]) * M[i]\n"
+                    "  }\n}\n");
+  loom_cpu_jit *jit;
+  cr_assert_null(loom_cpu_jit_create(NULL, &jit));
+  loom_kernel_fn fn = cpu_jit(jit, &fx);
+  static const float sx[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -88.8f, -104.1f, -176.1f, -300.0f, 16.7f, 3.0f, -3.0f, 2.0f};
+  static const float sm[] = {1.0f, NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-30f, 3.4e38f, -2.5f, 1e20f, NAN, INFINITY, -INFINITY};
+  enum { NS = sizeof sx / sizeof sx[0], NX = 40001, N = NS * NS + NX };
+  float *X = malloc(N * 4), *M = malloc(N * 4), *Y = malloc(N * 4), *Z = malloc(N * 4);
+  for (int i = 0; i < NS * NS; i++) X[i] = sx[i / NS], M[i] = sm[i % NS]; /* every pair of special values */
+  for (int i = 0; i < NX; i++) {
+    X[NS * NS + i] = -190.0f + 290.0f * (float)i / (NX - 1);
+    M[NS * NS + i] = (float)(((i * 37) % 201) - 100) * 0.37f + 0.01f;
+  }
+  int64_t shape[1] = {N};
+  loom_tp_arg args[4] = {{X, shape, 0}, {M, shape, 0}, {Y, shape, 0}, {Z, shape, 0}};
+  cpu_ctx c;
+  cpu_ctx_init(&c, 1);
+  cr_assert_eq(cpu_call(fx.cx, fx.f, fn, args, 4, &c), 0);
+  for (int i = 0; i < N; i++) {
+    double x = X[i], m = M[i], w = (float)(m / (1.0 + exp(-x)));
+    float got[2] = {Y[i], Z[i]};
+    if (x < -176.0) w = m * 0.0;
+    for (int k = 0; k < 2; k++) {
+      double g = got[k];
+      if (isnan(w) || isinf(w) || w == 0) {
+        cr_assert((isnan(w) && isnan(g)) || (w == g && signbit(w) == signbit(g)), "%.9g * sigmoid(%.9g) = %.9g, want %.9g", m, x, g, w);
+        continue;
+      }
+      double tol = fmax(3.0 * fabs(w) * 1.1920929e-7, 2.0 * 1.4012985e-45);
+      cr_assert(fabs(g - w) <= tol, "%.9g * sigmoid(%.9g) = %.9g, want %.9g (%.2g ulp)", m, x, g, w,
+                fabs(g - w) / fmax(fabs(w) * 1.1920929e-7, 1.4012985e-45));
+    }
+  }
+  free(X);
+  free(M);
+  free(Y);
+  free(Z);
+  loom_cpu_jit_destroy(jit);
+  tp_fixture_free(&fx);
+}
+
 /* ---- lane mode (explicit vector code) ------------------------------------------------- */
 
 LOOM_TEST(cpu, register_tiled_matmul_with_symbolic_tails) {
