@@ -245,3 +245,16 @@ const char *const cpu_mm_text =
     "    C[i, j] = 0.0\n"
     "    for r in 0..k reduce { C[i, j] = C[i, j] + A[i, r] * B[r, j] }\n"
     "  } }\n}\n";
+
+void cpu_diff_program(const char *text, const cpu_diff_opts *o) {
+  tp_fixture fx;
+  cpu_parse_ok(&fx, text);
+  loom_cpu_jit *jit;
+  loom_status s = loom_cpu_jit_create(NULL, &jit);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_kernel_fn fn = cpu_jit(jit, &fx);
+  int runs = cpu_diff(&fx, fn, o, loom_test_seed());
+  cr_assert_gt(runs, 0);
+  loom_cpu_jit_destroy(jit);
+  tp_fixture_free(&fx);
+}

@@ -54,6 +54,9 @@ extern const char *const cpu_mm_text;
  * `trials` random shapes, with 1 and 2 threads (test-local) and the runtime pool, and asserts every buffer is equal
  * (integers bit-exact, floats within tolerance). Returns the number of runs. */
 int cpu_diff(tp_fixture *fx, loom_kernel_fn fn, const cpu_diff_opts *o, uint64_t seed);
+/* Parses, JIT-compiles (the host's machine) and differentially tests one program (cpu_diff at the
+ * test's seed, at least one run). */
+void cpu_diff_program(const char *text, const cpu_diff_opts *o);
 
 /* Runs `fn` once on args (with the symbols bound from them); returns its result. */
 int32_t cpu_call(loom_sym_ctx *cx, const loom_tp_func *f, loom_kernel_fn fn, const loom_tp_arg *args, size_t nargs,

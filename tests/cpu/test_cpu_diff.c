@@ -20,141 +20,127 @@ static const int64_t small[] = {0, 1, 2, 3, 5, 7, 8, 13, 16, 17, 31, 33};
 static const int64_t medium[] = {0, 1, 3, 7, 16, 17, 31, 64, 97, 129};
 
 
-/* Parses, JIT-compiles and differentially tests one program. */
-static void diff_program(const char *text, const cpu_diff_opts *o) {
-  tp_fixture fx;
-  cpu_parse_ok(&fx, text);
-  loom_cpu_jit *jit;
-  loom_status s = loom_cpu_jit_create(NULL, &jit);
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
-  loom_kernel_fn fn = cpu_jit(jit, &fx);
-  int runs = cpu_diff(&fx, fn, o, loom_test_seed());
-  cr_assert_gt(runs, 0);
-  loom_cpu_jit_destroy(jit);
-  tp_fixture_free(&fx);
-}
-
 LOOM_TEST(cpu, elementwise_f32) {
   cpu_diff_opts o = cpu_opts(medium, 10, 1e-6);
-  diff_program("prim @ew(A: Buffer[(n, m), f32], B: Buffer[(n, m), f32], C: Buffer[(n, m), f32]) {\n"
-               "  for i in 0..n parallel { for j in 0..m vectorize {\n"
-               "    C[i, j] = max(A[i, j] * B[i, j] + A[i, j] - 1.5, B[i, j] / (abs(A[i, j]) + 1.0))\n"
-               "  } }\n}\n", &o);
+  cpu_diff_program("prim @ew(A: Buffer[(n, m), f32], B: Buffer[(n, m), f32], C: Buffer[(n, m), f32]) {\n"
+                   "  for i in 0..n parallel { for j in 0..m vectorize {\n"
+                   "    C[i, j] = max(A[i, j] * B[i, j] + A[i, j] - 1.5, B[i, j] / (abs(A[i, j]) + 1.0))\n"
+                   "  } }\n}\n", &o);
 }
 
 LOOM_TEST(cpu, math_functions_f32) {
   cpu_diff_opts o = cpu_opts(medium, 10, 1e-5);
-  diff_program("prim @mf(A: Buffer[(n,), f32], B: Buffer[(n,), f32], C: Buffer[(n, 9), f32]) {\n"
-               "  for i in 0..n vectorize {\n"
-               "    C[i, 0] = exp(A[i])\n"
-               "    C[i, 1] = log(abs(A[i]) + 0.5)\n"
-               "    C[i, 2] = sqrt(abs(B[i]))\n"
-               "    C[i, 3] = tanh(A[i]) + sigmoid(B[i])\n"
-               "    C[i, 4] = erf(A[i])\n"
-               "    C[i, 5] = rsqrt(abs(A[i]) + 1.0)\n"
-               "    C[i, 6] = floor(A[i] * 3.0) + ceil(B[i] * 3.0) + round(A[i] * 4.0)\n"
-               "    C[i, 7] = fma(A[i], B[i], 1.0) + pow(abs(A[i]) + 0.1, B[i])\n"
-               "    C[i, 8] = sin(A[i]) * cos(B[i]) + floormod(A[i], 0.75) + A[i] % 0.5\n"
-               "  }\n}\n", &o);
+  cpu_diff_program("prim @mf(A: Buffer[(n,), f32], B: Buffer[(n,), f32], C: Buffer[(n, 9), f32]) {\n"
+                   "  for i in 0..n vectorize {\n"
+                   "    C[i, 0] = exp(A[i])\n"
+                   "    C[i, 1] = log(abs(A[i]) + 0.5)\n"
+                   "    C[i, 2] = sqrt(abs(B[i]))\n"
+                   "    C[i, 3] = tanh(A[i]) + sigmoid(B[i])\n"
+                   "    C[i, 4] = erf(A[i])\n"
+                   "    C[i, 5] = rsqrt(abs(A[i]) + 1.0)\n"
+                   "    C[i, 6] = floor(A[i] * 3.0) + ceil(B[i] * 3.0) + round(A[i] * 4.0)\n"
+                   "    C[i, 7] = fma(A[i], B[i], 1.0) + pow(abs(A[i]) + 0.1, B[i])\n"
+                   "    C[i, 8] = sin(A[i]) * cos(B[i]) + floormod(A[i], 0.75) + A[i] % 0.5\n"
+                   "  }\n}\n", &o);
 }
 
 /* Inverse trigonometric functions (llvm.asin / acos / atan, vectorized), inputs inside and at
  * the edges of their domains; atan over a wide range. */
 LOOM_TEST(cpu, inverse_trigonometric_f32) {
   cpu_diff_opts o = cpu_opts(medium, 10, 1e-5);
-  diff_program("prim @it(A: Buffer[(n,), f32], C: Buffer[(n, 4), f32]) {\n"
-               "  for i in 0..n vectorize {\n"
-               "    C[i, 0] = asin(max(min(A[i], 1.0), -1.0))\n"
-               "    C[i, 1] = acos(max(min(A[i] * 0.5, 1.0), -1.0))\n"
-               "    C[i, 2] = atan(A[i] * 100.0)\n"
-               "    C[i, 3] = atan(A[i] * 0.001) + asin(A[i] * 0.0)\n"
-               "  }\n}\n", &o);
+  cpu_diff_program("prim @it(A: Buffer[(n,), f32], C: Buffer[(n, 4), f32]) {\n"
+                   "  for i in 0..n vectorize {\n"
+                   "    C[i, 0] = asin(max(min(A[i], 1.0), -1.0))\n"
+                   "    C[i, 1] = acos(max(min(A[i] * 0.5, 1.0), -1.0))\n"
+                   "    C[i, 2] = atan(A[i] * 100.0)\n"
+                   "    C[i, 3] = atan(A[i] * 0.001) + asin(A[i] * 0.0)\n"
+                   "  }\n}\n", &o);
 }
 
 /* shl / shr: counts past the width and negative counts (LLVM's shifts are poison there), signed
  * (arithmetic) and unsigned (logical) right shifts, scalar and vectorized. */
 LOOM_TEST(cpu, shifts_past_the_width_bit_exact) {
   cpu_diff_opts o = cpu_opts(medium, 10, 0);
-  diff_program("prim @sh(A: Buffer[(n,), i32], B: Buffer[(n,), u8], C: Buffer[(n, 4), i32], D: Buffer[(n, 2), u8]) {\n"
-               "  for i in 0..n vectorize {\n"
-               "    C[i, 0] = shl(A[i], floormod(A[i], 40i32))\n"
-               "    C[i, 1] = shr(A[i], floormod(A[i], 40i32))\n"
-               "    C[i, 2] = shr(A[i] * 65537i32, A[i])\n"
-               "    C[i, 3] = shl(A[i], 31i32)\n"
-               "    D[i, 0] = shl(B[i], floormod(B[i], 11u8))\n"
-               "    D[i, 1] = shr(B[i] * 37u8, floormod(B[i], 11u8))\n"
-               "  }\n}\n", &o);
-  diff_program("prim @sh64(A: Buffer[(n,), i64], C: Buffer[(n, 2), i64]) {\n"
-               "  for i in 0..n {\n"
-               "    C[i, 0] = shl(A[i] * 1000003i64, floormod(A[i], 70i64))\n"
-               "    C[i, 1] = shr(A[i] * -1000003i64, floormod(A[i], 70i64))\n"
-               "  }\n}\n", &o);
+  cpu_diff_program("prim @sh(A: Buffer[(n,), i32], B: Buffer[(n,), u8], C: Buffer[(n, 4), i32], D: Buffer[(n, 2), u8]) {\n"
+                   "  for i in 0..n vectorize {\n"
+                   "    C[i, 0] = shl(A[i], floormod(A[i], 40i32))\n"
+                   "    C[i, 1] = shr(A[i], floormod(A[i], 40i32))\n"
+                   "    C[i, 2] = shr(A[i] * 65537i32, A[i])\n"
+                   "    C[i, 3] = shl(A[i], 31i32)\n"
+                   "    D[i, 0] = shl(B[i], floormod(B[i], 11u8))\n"
+                   "    D[i, 1] = shr(B[i] * 37u8, floormod(B[i], 11u8))\n"
+                   "  }\n}\n", &o);
+  cpu_diff_program("prim @sh64(A: Buffer[(n,), i64], C: Buffer[(n, 2), i64]) {\n"
+                   "  for i in 0..n {\n"
+                   "    C[i, 0] = shl(A[i] * 1000003i64, floormod(A[i], 70i64))\n"
+                   "    C[i, 1] = shr(A[i] * -1000003i64, floormod(A[i], 70i64))\n"
+                   "  }\n}\n", &o);
 }
 
 /* The inline tanh (cg_expr.c tanh_f32): both branches of its select, saturation, tiny inputs. */
 LOOM_TEST(cpu, inline_tanh_f32_across_its_range) {
   cpu_diff_opts o = cpu_opts(medium, 10, 1e-6);
-  diff_program("prim @th(A: Buffer[(n,), f32], C: Buffer[(n, 4), f32]) {\n"
-               "  for i in 0..n vectorize {\n"
-               "    C[i, 0] = tanh(A[i])\n"
-               "    C[i, 1] = tanh(A[i] * 12.0)\n"
-               "    C[i, 2] = tanh(A[i] * 0.001)\n"
-               "    C[i, 3] = tanh(A[i] * 100.0)\n"
-               "  }\n}\n", &o);
+  cpu_diff_program("prim @th(A: Buffer[(n,), f32], C: Buffer[(n, 4), f32]) {\n"
+                   "  for i in 0..n vectorize {\n"
+                   "    C[i, 0] = tanh(A[i])\n"
+                   "    C[i, 1] = tanh(A[i] * 12.0)\n"
+                   "    C[i, 2] = tanh(A[i] * 0.001)\n"
+                   "    C[i, 3] = tanh(A[i] * 100.0)\n"
+                   "  }\n}\n", &o);
 }
 
 LOOM_TEST(cpu, broadcast_and_symbolic_shapes) {
   cpu_diff_opts o = cpu_opts(small, 12, 1e-6);
-  diff_program("prim @bc(A: Buffer[(n, m + 1), f32], b: Buffer[(m + 1,), f32], C: Buffer[(n, m + 1), f32],\n"
-               "         H: Buffer[(2 * n,), f32]) {\n"
-               "  for i in 0..n parallel { for j in 0..m + 1 vectorize { C[i, j] = A[i, j] + b[j] } }\n"
-               "  for k in 0..2 * n { H[k] = A[k // 2, 0] * f32(k % 2) }\n"
-               "}\n", &o);
+  cpu_diff_program("prim @bc(A: Buffer[(n, m + 1), f32], b: Buffer[(m + 1,), f32], C: Buffer[(n, m + 1), f32],\n"
+                   "         H: Buffer[(2 * n,), f32]) {\n"
+                   "  for i in 0..n parallel { for j in 0..m + 1 vectorize { C[i, j] = A[i, j] + b[j] } }\n"
+                   "  for k in 0..2 * n { H[k] = A[k // 2, 0] * f32(k % 2) }\n"
+                   "}\n", &o);
 }
 
 LOOM_TEST(cpu, reductions_sum_and_max) {
   cpu_diff_opts o = cpu_opts(medium, 10, 1e-4);
-  diff_program("prim @red(A: Buffer[(n, m), f32], S: Buffer[(n,), f32], M: Buffer[(n,), f32]) {\n"
-               "  for i in 0..n parallel {\n"
-               "    S[i] = 0.0\n"
-               "    for k in 0..m reduce { S[i] = S[i] + A[i, k] }\n"
-               "    M[i] = -1.0e18\n"
-               "    for l in 0..m reduce { M[i] = max(M[i], A[i, l]) }\n"
-               "  }\n}\n", &o);
+  cpu_diff_program("prim @red(A: Buffer[(n, m), f32], S: Buffer[(n,), f32], M: Buffer[(n,), f32]) {\n"
+                   "  for i in 0..n parallel {\n"
+                   "    S[i] = 0.0\n"
+                   "    for k in 0..m reduce { S[i] = S[i] + A[i, k] }\n"
+                   "    M[i] = -1.0e18\n"
+                   "    for l in 0..m reduce { M[i] = max(M[i], A[i, l]) }\n"
+                   "  }\n}\n", &o);
 }
 
 LOOM_TEST(cpu, integer_reductions_bit_exact) {
   cpu_diff_opts o = cpu_opts(medium, 10, 0);
-  diff_program("prim @ired(A: Buffer[(n, m), i32], S: Buffer[(n,), i64], M: Buffer[(n,), i32]) {\n"
-               "  for i in 0..n {\n"
-               "    S[i] = 0i64\n"
-               "    for k in 0..m reduce { S[i] = S[i] + i64(A[i, k]) * i64(A[i, k]) }\n"
-               "    M[i] = -2147483648i32\n"
-               "    for l in 0..m reduce { M[i] = max(M[i], A[i, l] * 3i32 - 7i32) }\n"
-               "  }\n}\n", &o);
+  cpu_diff_program("prim @ired(A: Buffer[(n, m), i32], S: Buffer[(n,), i64], M: Buffer[(n,), i32]) {\n"
+                   "  for i in 0..n {\n"
+                   "    S[i] = 0i64\n"
+                   "    for k in 0..m reduce { S[i] = S[i] + i64(A[i, k]) * i64(A[i, k]) }\n"
+                   "    M[i] = -2147483648i32\n"
+                   "    for l in 0..m reduce { M[i] = max(M[i], A[i, l] * 3i32 - 7i32) }\n"
+                   "  }\n}\n", &o);
 }
 
 LOOM_TEST(cpu, softmax_multi_statement_with_locals) {
   cpu_diff_opts o = cpu_opts(medium, 10, 1e-5);
-  diff_program("prim @softmax(X: Buffer[(n, m), f32], Y: Buffer[(n, m), f32]) {\n"
-               "  for i in 0..n parallel {\n"
-               "    alloc acc: Local[(2,), f32]\n"
-               "    acc[0] = -1.0e18\n"
-               "    for j in 0..m reduce { acc[0] = max(acc[0], X[i, j]) }\n"
-               "    acc[1] = 0.0\n"
-               "    for k in 0..m reduce { acc[1] = acc[1] + exp(X[i, k] - acc[0]) }\n"
-               "    for l in 0..m vectorize { Y[i, l] = exp(X[i, l] - acc[0]) / acc[1] }\n"
-               "  }\n}\n", &o);
+  cpu_diff_program("prim @softmax(X: Buffer[(n, m), f32], Y: Buffer[(n, m), f32]) {\n"
+                   "  for i in 0..n parallel {\n"
+                   "    alloc acc: Local[(2,), f32]\n"
+                   "    acc[0] = -1.0e18\n"
+                   "    for j in 0..m reduce { acc[0] = max(acc[0], X[i, j]) }\n"
+                   "    acc[1] = 0.0\n"
+                   "    for k in 0..m reduce { acc[1] = acc[1] + exp(X[i, k] - acc[0]) }\n"
+                   "    for l in 0..m vectorize { Y[i, l] = exp(X[i, l] - acc[0]) / acc[1] }\n"
+                   "  }\n}\n", &o);
 }
 
 LOOM_TEST(cpu, matmul) {
   static const int64_t sz[] = {0, 1, 2, 5, 7, 16, 17, 33};
   cpu_diff_opts o = cpu_opts(sz, 8, 1e-4);
-  diff_program("prim @mm(A: Buffer[(m, k), f32], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
-               "  for i in 0..m parallel { for j in 0..n {\n"
-               "    C[i, j] = 0.0\n"
-               "    for r in 0..k reduce { C[i, j] = C[i, j] + A[i, r] * B[r, j] }\n"
-               "  } }\n}\n", &o);
+  cpu_diff_program("prim @mm(A: Buffer[(m, k), f32], B: Buffer[(k, n), f32], C: Buffer[(m, n), f32]) {\n"
+                   "  for i in 0..m parallel { for j in 0..n {\n"
+                   "    C[i, j] = 0.0\n"
+                   "    for r in 0..k reduce { C[i, j] = C[i, j] + A[i, r] * B[r, j] }\n"
+                   "  } }\n}\n", &o);
 }
 
 /* Index buffer of a gather: values in [0, rows of the table). */
@@ -174,44 +160,44 @@ LOOM_TEST(cpu, gather) {
   static const int64_t sz[] = {5, 6, 7, 13};
   cpu_diff_opts o = cpu_opts(sz, 4, 0);
   o.fill = fill_gather;
-  diff_program("prim @gather(T: Buffer[(v, d), f32], I: Buffer[(n,), i64], Y: Buffer[(n, d), f32]) {\n"
-               "  for i in 0..n parallel { for j in 0..d vectorize { Y[i, j] = T[I[i], j] } }\n}\n", &o);
+  cpu_diff_program("prim @gather(T: Buffer[(v, d), f32], I: Buffer[(n,), i64], Y: Buffer[(n, d), f32]) {\n"
+                   "  for i in 0..n parallel { for j in 0..d vectorize { Y[i, j] = T[I[i], j] } }\n}\n", &o);
 }
 
 LOOM_TEST(cpu, lets_ifs_selects_casts_locals) {
   cpu_diff_opts o = cpu_opts(small, 12, 1e-6);
-  diff_program("prim @p(X: Buffer[(n,), f32], Y: Buffer[(n,), i32], Z: Buffer[(n,), f64], W: Buffer[(n,), u8],\n"
-               "        Q: Buffer[(n,), i16], R: Buffer[(n,), bool]) {\n"
-               "  alloc T: Local[(2,), i32]\n"
-               "  T[0] = 10i32\n"
-               "  T[1] = T[0] * 3i32\n"
-               "  for i in 0..n {\n"
-               "    let t: f32 = X[i] * 2.0 + 1.0\n"
-               "    if i % 2 == 0 {\n"
-               "      Z[i] = f64(select(t > 3.0, t, -t))\n"
-               "    } else {\n"
-               "      Z[i] = f64(Y[i] + T[1]) / 4.0f64\n"
-               "    }\n"
-               "    W[i] = u8(X[i] * 100.0)\n"
-               "    Q[i] = i16(Y[i]) / (i16(Y[i]) * i16(Y[i]) + 1i16) + floordiv(i16(Y[i]), 7i16) + floormod(i16(Y[i]), -3i16)\n"
-               "    R[i] = Y[i] > 0i32 && X[i] < 0.5 || !(Y[i] % 3i32 == 0i32)\n"
-               "    if i > 0 { Y[i] = select(i > 1, Y[i - 1], Y[i] - 1i32) } \n"
-               "  }\n}\n", &o);
+  cpu_diff_program("prim @p(X: Buffer[(n,), f32], Y: Buffer[(n,), i32], Z: Buffer[(n,), f64], W: Buffer[(n,), u8],\n"
+                   "        Q: Buffer[(n,), i16], R: Buffer[(n,), bool]) {\n"
+                   "  alloc T: Local[(2,), i32]\n"
+                   "  T[0] = 10i32\n"
+                   "  T[1] = T[0] * 3i32\n"
+                   "  for i in 0..n {\n"
+                   "    let t: f32 = X[i] * 2.0 + 1.0\n"
+                   "    if i % 2 == 0 {\n"
+                   "      Z[i] = f64(select(t > 3.0, t, -t))\n"
+                   "    } else {\n"
+                   "      Z[i] = f64(Y[i] + T[1]) / 4.0f64\n"
+                   "    }\n"
+                   "    W[i] = u8(X[i] * 100.0)\n"
+                   "    Q[i] = i16(Y[i]) / (i16(Y[i]) * i16(Y[i]) + 1i16) + floordiv(i16(Y[i]), 7i16) + floormod(i16(Y[i]), -3i16)\n"
+                   "    R[i] = Y[i] > 0i32 && X[i] < 0.5 || !(Y[i] % 3i32 == 0i32)\n"
+                   "    if i > 0 { Y[i] = select(i > 1, Y[i - 1], Y[i] - 1i32) } \n"
+                   "  }\n}\n", &o);
 }
 
 /* float -> narrow int casts saturate at the target's range, compiled (vectorised too) as in
  * the interpreter and the graph reference. */
 LOOM_TEST(cpu, float_to_narrow_int_casts_saturate_at_the_target_range) {
   cpu_diff_opts o = cpu_opts(small, 12, 0);
-  diff_program("prim @sat(X: Buffer[(n,), f32], A: Buffer[(n,), i8], B: Buffer[(n,), u16], C: Buffer[(n,), i32],\n"
-               "          D: Buffer[(n,), u8], E: Buffer[(n,), i64]) {\n"
-               "  for i in 0..n vectorize {\n"
-               "    A[i] = i8(X[i] * 1000.0)\n"
-               "    B[i] = u16(X[i] * 1000000.0)\n"
-               "    C[i] = i32(f64(X[i]) * 1.0e12f64)\n"
-               "    D[i] = u8(X[i] * 1000.0)\n"
-               "    E[i] = i64(X[i] * 1.0e30)\n"
-               "  }\n}\n", &o);
+  cpu_diff_program("prim @sat(X: Buffer[(n,), f32], A: Buffer[(n,), i8], B: Buffer[(n,), u16], C: Buffer[(n,), i32],\n"
+                   "          D: Buffer[(n,), u8], E: Buffer[(n,), i64]) {\n"
+                   "  for i in 0..n vectorize {\n"
+                   "    A[i] = i8(X[i] * 1000.0)\n"
+                   "    B[i] = u16(X[i] * 1000000.0)\n"
+                   "    C[i] = i32(f64(X[i]) * 1.0e12f64)\n"
+                   "    D[i] = u8(X[i] * 1000.0)\n"
+                   "    E[i] = i64(X[i] * 1.0e30)\n"
+                   "  }\n}\n", &o);
 }
 
 /* The 8- and 16-bit targets from f32 and f64 (the quantizing casts of the int8 operators,
@@ -219,32 +205,32 @@ LOOM_TEST(cpu, float_to_narrow_int_casts_saturate_at_the_target_range) {
  * zero inside the range, saturation at both ends, infinities and NaN. */
 LOOM_TEST(cpu, float_to_8_and_16_bit_casts_vectorised_saturate_and_map_nan_to_zero) {
   cpu_diff_opts o = cpu_opts(small, 12, 0);
-  diff_program("prim @sat8(X: Buffer[(n,), f32], A: Buffer[(n,), u8], B: Buffer[(n,), i8], C: Buffer[(n,), i16],\n"
-               "           D: Buffer[(n,), u8], E: Buffer[(n,), i8], F: Buffer[(n,), u16], G: Buffer[(n,), i8]) {\n"
-               "  for i in 0..n vectorize {\n"
-               "    A[i] = u8(f64(X[i]) * 300.0f64 + 100.0f64)\n"
-               "    B[i] = i8(f64(X[i]) * 200.0f64)\n"
-               "    C[i] = i16(X[i] * 40000.0)\n"
-               "    D[i] = u8(X[i] / 0.0)\n"
-               "    E[i] = i8((X[i] - X[i]) / 0.0)\n"
-               "    F[i] = u16(f64(X[i]) / 0.0f64)\n"
-               "    G[i] = i8(X[i] * 127.9)\n"
-               "  }\n}\n", &o);
+  cpu_diff_program("prim @sat8(X: Buffer[(n,), f32], A: Buffer[(n,), u8], B: Buffer[(n,), i8], C: Buffer[(n,), i16],\n"
+                   "           D: Buffer[(n,), u8], E: Buffer[(n,), i8], F: Buffer[(n,), u16], G: Buffer[(n,), i8]) {\n"
+                   "  for i in 0..n vectorize {\n"
+                   "    A[i] = u8(f64(X[i]) * 300.0f64 + 100.0f64)\n"
+                   "    B[i] = i8(f64(X[i]) * 200.0f64)\n"
+                   "    C[i] = i16(X[i] * 40000.0)\n"
+                   "    D[i] = u8(X[i] / 0.0)\n"
+                   "    E[i] = i8((X[i] - X[i]) / 0.0)\n"
+                   "    F[i] = u16(f64(X[i]) / 0.0f64)\n"
+                   "    G[i] = i8(X[i] * 127.9)\n"
+                   "  }\n}\n", &o);
 }
 
 /* The 4- and 2-bit integers: one per byte, arithmetic wraps at their width, float -> narrow int
  * truncates and keeps the low bits (as base/lowp.c), compiled as in the interpreter. */
 LOOM_TEST(cpu, four_and_two_bit_integers_wrap_at_their_width) {
   cpu_diff_opts o = cpu_opts(small, 12, 0);
-  diff_program("prim @nib(X: Buffer[(n,), f32], A: Buffer[(n,), i4], B: Buffer[(n,), u4], C: Buffer[(n,), i2],\n"
-               "          D: Buffer[(n,), u2], E: Buffer[(n,), i32]) {\n"
-               "  for i in 0..n vectorize {\n"
-               "    A[i] = i4(X[i] * 20.0)\n"
-               "    B[i] = u4(X[i] * 20.0) + u4(i32(X[i] * 7.0))\n"
-               "    C[i] = i2(A[i]) * i2(A[i])\n"
-               "    D[i] = u2(B[i]) - u2(C[i])\n"
-               "    E[i] = i32(A[i]) * 100i32 + i32(B[i]) * 10i32 + i32(C[i]) + i32(D[i])\n"
-               "  }\n}\n", &o);
+  cpu_diff_program("prim @nib(X: Buffer[(n,), f32], A: Buffer[(n,), i4], B: Buffer[(n,), u4], C: Buffer[(n,), i2],\n"
+                   "          D: Buffer[(n,), u2], E: Buffer[(n,), i32]) {\n"
+                   "  for i in 0..n vectorize {\n"
+                   "    A[i] = i4(X[i] * 20.0)\n"
+                   "    B[i] = u4(X[i] * 20.0) + u4(i32(X[i] * 7.0))\n"
+                   "    C[i] = i2(A[i]) * i2(A[i])\n"
+                   "    D[i] = u2(B[i]) - u2(C[i])\n"
+                   "    E[i] = i32(A[i]) * 100i32 + i32(B[i]) * 10i32 + i32(C[i]) + i32(D[i])\n"
+                   "  }\n}\n", &o);
 }
 
 /* float8 / float4 storage: decoded by table, encoded by the IR version of base/lowp.c's rule
@@ -264,7 +250,7 @@ LOOM_TEST(cpu, float8_and_float4_storage_bit_exact) {
              "  }\n}\n",
              fmts[k], fmts[k], fmts[k], fmts[k], fmts[k], fmts[k], fmts[k], fmts[k]);
     cpu_diff_opts o = cpu_opts(small, 12, 0);
-    diff_program(text, &o);
+    cpu_diff_program(text, &o);
   }
 }
 
@@ -274,65 +260,65 @@ LOOM_TEST(cpu, float8_and_float4_storage_bit_exact) {
  * (an unsaturated cast's), which a cast saturates. Bit-exact to the interpreter. */
 LOOM_TEST(cpu, e8m0_storage_and_e5m2_infinity_bit_exact) {
   cpu_diff_opts o = cpu_opts(small, 12, 0);
-  diff_program("prim @e8(X: Buffer[(n,), f32], K: Buffer[(n,), i32], E: Buffer[(n,), f8e8m0], A: Buffer[(n,), f8e8m0],\n"
-               "         B: Buffer[(n,), f8e8m0], C: Buffer[(n,), f8e8m0], D: Buffer[(n, 3), f32], F: Buffer[(n,), f8e5m2]) {\n"
-               "  for i in 0..n {\n"
-               "    A[i] = f8e8m0(X[i] * 1.0e30)\n"
-               "    B[i] = f8e8m0(bitcast(K[i] * 2654435761i32, 0.0))\n"
-               "    C[i] = f8e8m0(f64(X[i]) * 1.0e-30f64)\n"
-               "    D[i, 0] = f32(E[i])\n"
-               "    D[i, 1] = f32(f16(E[i]))\n"
-               "    D[i, 2] = f32(A[i])\n"
-               "    F[i] = select(X[i] > 1.0, inff8e5m2, select(X[i] < -1.0, -inff8e5m2, f8e5m2(X[i] / 0.0)))\n"
-               "  }\n}\n", &o);
+  cpu_diff_program("prim @e8(X: Buffer[(n,), f32], K: Buffer[(n,), i32], E: Buffer[(n,), f8e8m0], A: Buffer[(n,), f8e8m0],\n"
+                   "         B: Buffer[(n,), f8e8m0], C: Buffer[(n,), f8e8m0], D: Buffer[(n, 3), f32], F: Buffer[(n,), f8e5m2]) {\n"
+                   "  for i in 0..n {\n"
+                   "    A[i] = f8e8m0(X[i] * 1.0e30)\n"
+                   "    B[i] = f8e8m0(bitcast(K[i] * 2654435761i32, 0.0))\n"
+                   "    C[i] = f8e8m0(f64(X[i]) * 1.0e-30f64)\n"
+                   "    D[i, 0] = f32(E[i])\n"
+                   "    D[i, 1] = f32(f16(E[i]))\n"
+                   "    D[i, 2] = f32(A[i])\n"
+                   "    F[i] = select(X[i] > 1.0, inff8e5m2, select(X[i] < -1.0, -inff8e5m2, f8e5m2(X[i] / 0.0)))\n"
+                   "  }\n}\n", &o);
 }
 
 LOOM_TEST(cpu, half_precision_storage) {
   cpu_diff_opts o = cpu_opts(medium, 10, 0);
-  diff_program("prim @h(A: Buffer[(n,), f16], B: Buffer[(n,), bf16], C: Buffer[(n,), f16], D: Buffer[(n,), bf16],\n"
-               "        E: Buffer[(n,), f32]) {\n"
-               "  for i in 0..n vectorize {\n"
-               "    C[i] = A[i] * A[i] + f16(B[i])\n"
-               "    D[i] = B[i] * 3.0 - bf16(A[i])\n"
-               "    E[i] = f32(A[i]) + f32(B[i])\n"
-               "  }\n}\n", &o);
+  cpu_diff_program("prim @h(A: Buffer[(n,), f16], B: Buffer[(n,), bf16], C: Buffer[(n,), f16], D: Buffer[(n,), bf16],\n"
+                   "        E: Buffer[(n,), f32]) {\n"
+                   "  for i in 0..n vectorize {\n"
+                   "    C[i] = A[i] * A[i] + f16(B[i])\n"
+                   "    D[i] = B[i] * 3.0 - bf16(A[i])\n"
+                   "    E[i] = f32(A[i]) + f32(B[i])\n"
+                   "  }\n}\n", &o);
 }
 
 /* bitcast between floats and integers of one width, scalar and vectorized (f16 / bf16 lane by
  * lane), bit-exact. */
 LOOM_TEST(cpu, bitcast_bit_exact) {
   cpu_diff_opts o = cpu_opts(medium, 10, 0);
-  diff_program("prim @bc(A: Buffer[(n,), f32], B: Buffer[(n,), i32], C: Buffer[(n, 2), i32], D: Buffer[(n, 2), f32]) {\n"
-               "  for i in 0..n vectorize {\n"
-               "    C[i, 0] = bitcast(A[i], 0i32)\n"
-               "    C[i, 1] = bitcast(A[i] * 3.0 + 1.0, 0i32) + 1i32\n"
-               "    D[i, 0] = bitcast(floormod(B[i], 1000i32) + 1065353216i32, 0.0)\n"
-               "    D[i, 1] = f32(bitcast(i16(floormod(B[i], 1000i32)) + 15360i16, 0.0f16)) +\n"
-               "              f32(bitcast(i16(floormod(B[i], 1000i32)) + 16256i16, 0.0bf16))\n"
-               "  }\n}\n", &o);
-  diff_program("prim @bc64(A: Buffer[(n,), f64], H: Buffer[(n,), f16], C: Buffer[(n, 2), i64], E: Buffer[(n,), i16]) {\n"
-               "  for i in 0..n {\n"
-               "    C[i, 0] = bitcast(A[i], 0i64)\n"
-               "    C[i, 1] = bitcast(bitcast(A[i], 0u64), 0i64)\n"
-               "    E[i] = bitcast(H[i], 0i16)\n"
-               "  }\n}\n", &o);
+  cpu_diff_program("prim @bc(A: Buffer[(n,), f32], B: Buffer[(n,), i32], C: Buffer[(n, 2), i32], D: Buffer[(n, 2), f32]) {\n"
+                   "  for i in 0..n vectorize {\n"
+                   "    C[i, 0] = bitcast(A[i], 0i32)\n"
+                   "    C[i, 1] = bitcast(A[i] * 3.0 + 1.0, 0i32) + 1i32\n"
+                   "    D[i, 0] = bitcast(floormod(B[i], 1000i32) + 1065353216i32, 0.0)\n"
+                   "    D[i, 1] = f32(bitcast(i16(floormod(B[i], 1000i32)) + 15360i16, 0.0f16)) +\n"
+                   "              f32(bitcast(i16(floormod(B[i], 1000i32)) + 16256i16, 0.0bf16))\n"
+                   "  }\n}\n", &o);
+  cpu_diff_program("prim @bc64(A: Buffer[(n,), f64], H: Buffer[(n,), f16], C: Buffer[(n, 2), i64], E: Buffer[(n,), i16]) {\n"
+                   "  for i in 0..n {\n"
+                   "    C[i, 0] = bitcast(A[i], 0i64)\n"
+                   "    C[i, 1] = bitcast(bitcast(A[i], 0u64), 0i64)\n"
+                   "    E[i] = bitcast(H[i], 0i16)\n"
+                   "  }\n}\n", &o);
 }
 
 LOOM_TEST(cpu, local_buffer_of_symbolic_size_in_parallel_loop) {
   cpu_diff_opts o = cpu_opts(medium, 10, 1e-5);
-  diff_program("prim @loc(X: Buffer[(n, m), f32], Y: Buffer[(n, m), f32]) {\n"
-               "  for i in 0..n parallel {\n"
-               "    alloc T: Local[(m,), f32]\n"
-               "    for j in 0..m { T[j] = X[i, j] * 2.0 }\n"
-               "    for k in 0..m { Y[i, k] = T[m - 1 - k] + T[k] }\n"
-               "  }\n}\n", &o);
+  cpu_diff_program("prim @loc(X: Buffer[(n, m), f32], Y: Buffer[(n, m), f32]) {\n"
+                   "  for i in 0..n parallel {\n"
+                   "    alloc T: Local[(m,), f32]\n"
+                   "    for j in 0..m { T[j] = X[i, j] * 2.0 }\n"
+                   "    for k in 0..m { Y[i, k] = T[m - 1 - k] + T[k] }\n"
+                   "  }\n}\n", &o);
 }
 
 LOOM_TEST(cpu, scalar_params_and_unroll) {
   cpu_diff_opts o = cpu_opts(small, 12, 1e-6);
   o.scalar = 5;
-  diff_program("prim @sc(X: Buffer[(n, 4), f32], Y: Buffer[(n, 4), f32], s: i64) {\n"
-               "  for i in 0..n { for j in 0..4 unroll { Y[i, j] = X[i, j] * f32(s) + f32(j) } }\n}\n", &o);
+  cpu_diff_program("prim @sc(X: Buffer[(n, 4), f32], Y: Buffer[(n, 4), f32], s: i64) {\n"
+                   "  for i in 0..n { for j in 0..4 unroll { Y[i, j] = X[i, j] * f32(s) + f32(j) } }\n}\n", &o);
 }
 
 /* ---- scheduled programs equal unscheduled ones -------------------------------------- */
@@ -768,20 +754,20 @@ LOOM_TEST(cpu, register_tiled_matmul_with_symbolic_tails) {
   static const int64_t sz[] = {0, 1, 5, 6, 7, 13, 31, 32, 33, 65, 70};
   cpu_diff_opts o = cpu_opts(sz, 11, 1e-4);
   o.trials = 10;
-  diff_program(loom_tp_cpu_matmul_tiled_text(), &o);
+  cpu_diff_program(loom_tp_cpu_matmul_tiled_text(), &o);
 }
 
 LOOM_TEST(cpu, lane_mode_lets_selects_casts_and_uniform_loads) {
   cpu_diff_opts o = cpu_opts(medium, 10, 1e-5);
-  diff_program("prim @lm(X: Buffer[(n, 16), f32], Y: Buffer[(n, 16), f32], I: Buffer[(n, 8), i32], J: Buffer[(n, 8), f64],\n"
-               "         s: Buffer[(n,), f32]) {\n"
-               "  for i in 0..n {\n"
-               "    for j in 0..16 vectorize {\n"
-               "      let t: f32 = X[i, j] * s[i] - 0.25\n"
-               "      Y[i, j] = select(t > 0.0, exp(t), sqrt(abs(t)) + f32(i)) + max(t, -0.5)\n"
-               "    }\n"
-               "    for k in 0..8 vectorize { J[i, k] = f64(I[i, k] * 3i32 + 1i32) / 2.0f64 + f64(X[i, k]) }\n"
-               "  }\n}\n", &o);
+  cpu_diff_program("prim @lm(X: Buffer[(n, 16), f32], Y: Buffer[(n, 16), f32], I: Buffer[(n, 8), i32], J: Buffer[(n, 8), f64],\n"
+                   "         s: Buffer[(n,), f32]) {\n"
+                   "  for i in 0..n {\n"
+                   "    for j in 0..16 vectorize {\n"
+                   "      let t: f32 = X[i, j] * s[i] - 0.25\n"
+                   "      Y[i, j] = select(t > 0.0, exp(t), sqrt(abs(t)) + f32(i)) + max(t, -0.5)\n"
+                   "    }\n"
+                   "    for k in 0..8 vectorize { J[i, k] = f64(I[i, k] * 3i32 + 1i32) / 2.0f64 + f64(X[i, k]) }\n"
+                   "  }\n}\n", &o);
 }
 
 LOOM_TEST(cpu, lane_mode_strided_loads_read_only_their_elements) {
@@ -789,14 +775,14 @@ LOOM_TEST(cpu, lane_mode_strided_loads_read_only_their_elements) {
    * the last lane of each at the last element of its row; a symbolic offset; a stride-2 read
    * of the buffer the body writes is a cross-lane dependence (left to the loop vectoriser) */
   cpu_diff_opts o = cpu_opts(medium, 10, 1e-6);
-  diff_program("prim @sl(X: Buffer[(n, 23), f32], Y: Buffer[(n, 8), f32], Z: Buffer[(n, 64), f32], W: Buffer[(n, 16), f32],\n"
-               "         V: Buffer[(n, 2*m + 14), f32], U: Buffer[(n, m + 8), f32], A: Buffer[(n, 16), f32]) {\n"
-               "  for i in 0..n {\n"
-               "    for j in 0..8 vectorize { Y[i, j] = X[i, 2*j + 8] + X[i, 3*j + 1] * 2.0 - X[i, j] }\n"
-               "    for k in 0..16 vectorize { W[i, k] = Z[i, 4*k + 3] * Z[i, k] }\n"
-               "    for q in 0..m { for j in 0..8 vectorize { U[i, q + j] = V[i, 2*j + 2*q + 1] + U[i, q + j] } }\n"
-               "    for j in 0..8 vectorize { A[i, j] = A[i, 2*j] + 1.0 }\n"
-               "  }\n}\n", &o);
+  cpu_diff_program("prim @sl(X: Buffer[(n, 23), f32], Y: Buffer[(n, 8), f32], Z: Buffer[(n, 64), f32], W: Buffer[(n, 16), f32],\n"
+                   "         V: Buffer[(n, 2*m + 14), f32], U: Buffer[(n, m + 8), f32], A: Buffer[(n, 16), f32]) {\n"
+                   "  for i in 0..n {\n"
+                   "    for j in 0..8 vectorize { Y[i, j] = X[i, 2*j + 8] + X[i, 3*j + 1] * 2.0 - X[i, j] }\n"
+                   "    for k in 0..16 vectorize { W[i, k] = Z[i, 4*k + 3] * Z[i, k] }\n"
+                   "    for q in 0..m { for j in 0..8 vectorize { U[i, q + j] = V[i, 2*j + 2*q + 1] + U[i, q + j] } }\n"
+                   "    for j in 0..8 vectorize { A[i, j] = A[i, 2*j] + 1.0 }\n"
+                   "  }\n}\n", &o);
   /* the strided loads are lane-mode code (masked loads), not the loop vectoriser's */
   tp_fixture fx;
   cpu_parse_ok(&fx, "prim @sl2(X: Buffer[(n, 23), f32], Y: Buffer[(n, 8), f32]) {\n"
@@ -817,8 +803,8 @@ LOOM_TEST(cpu, lane_mode_strided_loads_read_only_their_elements) {
 LOOM_TEST(cpu, lane_mode_refuses_cross_lane_dependences) {
   /* A[i, j + 1] = A[i, j] + X: a recurrence; must run in order (falls back to a loop). */
   cpu_diff_opts o = cpu_opts(small, 12, 1e-6);
-  diff_program("prim @rec(A: Buffer[(n, 9), f32], X: Buffer[(n, 9), f32]) {\n"
-               "  for i in 0..n { for j in 0..8 vectorize { A[i, j + 1] = A[i, j] + X[i, j] } }\n}\n", &o);
+  cpu_diff_program("prim @rec(A: Buffer[(n, 9), f32], X: Buffer[(n, 9), f32]) {\n"
+                   "  for i in 0..n { for j in 0..8 vectorize { A[i, j + 1] = A[i, j] + X[i, j] } }\n}\n", &o);
 }
 
 
@@ -828,17 +814,17 @@ LOOM_TEST(cpu, lane_mode_refuses_cross_lane_dependences) {
  * operator are left to the other paths, with the same results. */
 LOOM_TEST(cpu, square_transposing_copy_is_an_in_register_transpose) {
   cpu_diff_opts o = cpu_opts(medium, 10, 0);
-  diff_program("prim @tt(X: Buffer[(n, 16, 24), f32], Y: Buffer[(n, 24, 16), f32], P: Buffer[(n, 16, 16), u8],\n"
-               "         Q: Buffer[(n, 16, 16), u8], R: Buffer[(4*m + 4, 4), f64], S: Buffer[(4, 4*m + 4), f64],\n"
-               "         Z: Buffer[(8, 8), f32], W: Buffer[(8, 8), f32]) {\n"
-               "  for i in 0..n {\n"
-               "    for t in 0..3 { for a in 0..8 unroll { for v in 0..8 vectorize { Y[i, 8*t + a, v + 8] = X[i, v + 8, 8*t + a] } } }\n"
-               "    for a in 0..16 unroll { for v in 0..16 vectorize { Q[i, a, v] = P[i, v, a] } }\n"
-               "  }\n"
-               "  for q in 0..m { for a in 0..4 unroll { for v in 0..4 vectorize { S[a, 4*q + v + 4] = R[4*q + v, a] } } }\n"
-               "  for a in 0..4 unroll { for v in 0..8 vectorize { W[a, v] = Z[v, a + 4] } }\n"
-               "  for a in 0..8 unroll { for v in 0..8 vectorize { W[a, v] = Z[v, a] * 2.0 } }\n"
-               "}\n", &o);
+  cpu_diff_program("prim @tt(X: Buffer[(n, 16, 24), f32], Y: Buffer[(n, 24, 16), f32], P: Buffer[(n, 16, 16), u8],\n"
+                   "         Q: Buffer[(n, 16, 16), u8], R: Buffer[(4*m + 4, 4), f64], S: Buffer[(4, 4*m + 4), f64],\n"
+                   "         Z: Buffer[(8, 8), f32], W: Buffer[(8, 8), f32]) {\n"
+                   "  for i in 0..n {\n"
+                   "    for t in 0..3 { for a in 0..8 unroll { for v in 0..8 vectorize { Y[i, 8*t + a, v + 8] = X[i, v + 8, 8*t + a] } } }\n"
+                   "    for a in 0..16 unroll { for v in 0..16 vectorize { Q[i, a, v] = P[i, v, a] } }\n"
+                   "  }\n"
+                   "  for q in 0..m { for a in 0..4 unroll { for v in 0..4 vectorize { S[a, 4*q + v + 4] = R[4*q + v, a] } } }\n"
+                   "  for a in 0..4 unroll { for v in 0..8 vectorize { W[a, v] = Z[v, a + 4] } }\n"
+                   "  for a in 0..8 unroll { for v in 0..8 vectorize { W[a, v] = Z[v, a] * 2.0 } }\n"
+                   "}\n", &o);
   tp_fixture fx;
   cpu_parse_ok(&fx, "prim @tt2(X: Buffer[(n, 8), f32], Y: Buffer[(8, n), f32]) {\n"
                     "  for t in 0..floordiv(n, 8) { for a in 0..8 unroll { for v in 0..8 vectorize { Y[a, 8*t + v] = X[8*t + v, a] } } }\n"
@@ -856,125 +842,6 @@ LOOM_TEST(cpu, square_transposing_copy_is_an_in_register_transpose) {
 }
 
 
-/* dot4's value: unsigned bytes of a times signed bytes of b, in lanes and scalar, on the host's
- * JIT (vpdpbusd where it has AVX512-VNNI, with the accumulator added by the instruction) and on
- * one without AVX-512 (plain arithmetic). */
-LOOM_TEST(cpu, dot4_multiplies_unsigned_by_signed_bytes_scalar_and_in_lanes) {
-  static const int64_t sz[] = {1, 3, 8, 16, 19};
-  cpu_diff_opts o = cpu_opts(sz, 5, 0);
-  diff_program("prim @d4(A: Buffer[(n, 16), i32], B: Buffer[(n, 16), i32], C: Buffer[(n, 16), i32], D: Buffer[(n,), i32]) {\n"
-               "  for i in 0..n {\n"
-               "    for j in 0..16 vectorize { C[i, j] = C[i, j] + dot4(A[i, j], B[i, j]) }\n"
-               "    D[i] = dot4(A[i, 0], B[i, 1])\n"
-               "  }\n}\n", &o);
-  static const loom_cpu_options plain = {.features = "+avx2,+fma,-avx512f"};
-  for (int k = 0; k < 2; k++) {
-    tp_fixture fx;
-    /* a = 0xFF7F8001: unsigned bytes (1, 128, 127, 255); b = 0x81010101: signed bytes (1, 1, 1, -127) */
-    cpu_parse_ok(&fx, "prim @k(C: Buffer[(16,), i32], D: Buffer[(1,), i32]) {\n"
-                      "  for j in 0..16 vectorize { C[j] = C[j] + dot4(-8421375i32, -2130640639i32) }\n"
-                      "  D[0] = dot4(-8421375i32, -2130640639i32)\n"
-                      "}\n");
-    loom_cpu_jit *jit;
-    cr_assert_null(loom_cpu_jit_create(k ? NULL : &plain, &jit));
-    loom_kernel_fn fn = cpu_jit(jit, &fx);
-    int32_t c[16], d[1] = {0};
-    for (int j = 0; j < 16; j++) c[j] = 1000 * j;
-    int64_t nc[1] = {16}, nd[1] = {1};
-    loom_tp_arg args[2] = {{c, nc, 0}, {d, nd, 0}};
-    cpu_ctx ctx;
-    cpu_ctx_init(&ctx, 1);
-    cr_assert_eq(cpu_call(fx.cx, fx.f, fn, args, 2, &ctx), 0);
-    cpu_ctx_fini(&ctx);
-    int32_t want = 1 + 128 + 127 - 255 * 127;
-    cr_assert_eq(d[0], want, "scalar (%s): %d, want %d", k ? "host" : "no AVX-512", d[0], want);
-    for (int j = 0; j < 16; j++)
-      cr_assert_eq(c[j], 1000 * j + want, "lane %d (%s): %d, want %d", j, k ? "host" : "no AVX-512", c[j], 1000 * j + want);
-    loom_cpu_jit_destroy(jit);
-    tp_fixture_free(&fx);
-  }
-}
-
-/* dot4s's value where each byte pair's products reach the i16 bound exactly (its operands' promise:
- * 255 * (64 + 64) = 32640, 255 * (127 + 1), 255 * (-128 + 0), 255 * (127 - 128)), in lanes and
- * scalar, on a machine with AVX2 and no AVX-512 (vpmaddubsw, whose pair sums saturate, and
- * vpmaddwd by ones) and on the host's JIT: the exact sums, as the interpreter's. */
-LOOM_TEST(cpu, dot4s_sums_byte_pairs_at_the_i16_bound_exactly) {
-  static const int64_t sz[] = {1, 3, 8, 16, 19};
-  cpu_diff_opts o = cpu_opts(sz, 5, 0); /* cpu_fill's words: bytes within [-50, 50] and 0 / -1: within the bound */
-  diff_program("prim @d4s(A: Buffer[(n, 16), i32], B: Buffer[(n, 16), i32], C: Buffer[(n, 16), i32], D: Buffer[(n,), i32]) {\n"
-               "  for i in 0..n {\n"
-               "    for j in 0..16 vectorize { C[i, j] = C[i, j] + dot4s(A[i, j], B[i, j]) }\n"
-               "    D[i] = dot4s(A[i, 0], B[i, 1])\n"
-               "  }\n}\n", &o);
-  /* a = -1: unsigned bytes (255, 255, 255, 255); b bytes (low first), as i32 words */
-  static const struct { int32_t b; int32_t want; } cases[] = {
-      {0x40404040, 255 * 128 * 2},                      /* (64, 64, 64, 64) */
-      {(int32_t)0xC0C0C0C0u, -255 * 128 * 2},           /* (-64, -64, -64, -64) */
-      {0x0080017F, 255 * 128 - 255 * 128},             /* (127, 1, -128, 0) */
-      {(int32_t)0x807F807Fu, -255 - 255},              /* (127, -128, 127, -128) */
-  };
-  static const loom_cpu_options plain = {.features = "+avx2,+fma,-avx512f"};
-  for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
-    for (int k = 0; k < 2; k++) {
-      char text[512];
-      snprintf(text, sizeof text,
-               "prim @k(C: Buffer[(16,), i32], D: Buffer[(1,), i32]) {\n"
-               "  for j in 0..16 vectorize { C[j] = C[j] + dot4s(-1i32, %di32) }\n"
-               "  D[0] = dot4s(-1i32, %di32)\n"
-               "}\n", (int)cases[ci].b, (int)cases[ci].b);
-      tp_fixture fx;
-      cpu_parse_ok(&fx, text);
-      loom_cpu_jit *jit;
-      cr_assert_null(loom_cpu_jit_create(k ? NULL : &plain, &jit));
-      loom_kernel_fn fn = cpu_jit(jit, &fx);
-      int32_t c[16], d[1] = {0};
-      for (int j = 0; j < 16; j++) c[j] = 1000 * j;
-      int64_t nc[1] = {16}, nd[1] = {1};
-      loom_tp_arg args[2] = {{c, nc, 0}, {d, nd, 0}};
-      cpu_ctx ctx;
-      cpu_ctx_init(&ctx, 1);
-      cr_assert_eq(cpu_call(fx.cx, fx.f, fn, args, 2, &ctx), 0);
-      cpu_ctx_fini(&ctx);
-      int32_t want = cases[ci].want;
-      cr_assert_eq(d[0], want, "b %#x scalar (%s): %d, want %d", (unsigned)cases[ci].b, k ? "host" : "AVX2", d[0], want);
-      for (int j = 0; j < 16; j++)
-        cr_assert_eq(c[j], 1000 * j + want, "b %#x lane %d (%s): %d, want %d", (unsigned)cases[ci].b, j, k ? "host" : "AVX2", c[j],
-                     1000 * j + want);
-      loom_cpu_jit_destroy(jit);
-      tp_fixture_free(&fx);
-    }
-}
-
-LOOM_TEST(cpu, dot2_multiplies_signed_halves_scalar_and_in_lanes) {
-  static const int64_t sz[] = {1, 3, 8, 16, 19};
-  cpu_diff_opts o = cpu_opts(sz, 5, 0);
-  diff_program("prim @d2(A: Buffer[(n, 16), i32], B: Buffer[(n, 16), i32], C: Buffer[(n, 16), i32], D: Buffer[(n,), i32]) {\n"
-               "  for i in 0..n {\n"
-               "    for j in 0..16 vectorize { C[i, j] = dot2(A[i, j], B[i, j]) }\n"
-               "    D[i] = dot2(A[i, 0], B[i, 1])\n"
-               "  }\n}\n", &o);
-  tp_fixture fx;
-  cpu_parse_ok(&fx, "prim @k(C: Buffer[(2,), i32]) {\n"
-                    "  C[0] = dot2(262142i32, 131077i32)\n" /* (3, -2) . (2, 5) = 6 - 10 */
-                    "  C[1] = dot2(-2147450880i32, -2147450880i32)\n" /* (-32768, 32768 as -32768)^2 * 2 wraps */
-                    "}\n");
-  loom_cpu_jit *jit;
-  cr_assert_null(loom_cpu_jit_create(NULL, &jit));
-  loom_kernel_fn fn = cpu_jit(jit, &fx);
-  int32_t c[2] = {0, 0};
-  int64_t nc[1] = {2};
-  loom_tp_arg args[1] = {{c, nc, 0}};
-  cpu_ctx ctx;
-  cpu_ctx_init(&ctx, 1);
-  cr_assert_eq(cpu_call(fx.cx, fx.f, fn, args, 1, &ctx), 0);
-  cpu_ctx_fini(&ctx);
-  cr_assert_eq(c[0], -4);
-  cr_assert_eq(c[1], (int32_t)0x80000000u);
-  loom_cpu_jit_destroy(jit);
-  tp_fixture_free(&fx);
-}
-
 /* A division of loop-invariant values read only under a condition, in a reduction LLVM
  * vectorises with masked loads: LLVM 19 computed it for the first lane, under the first
  * lane's condition, and used it for every lane's address (the padded convolution of
@@ -983,43 +850,43 @@ LOOM_TEST(cpu, dot2_multiplies_signed_halves_scalar_and_in_lanes) {
 LOOM_TEST(cpu, invariant_division_under_a_condition_in_a_vectorised_loop) {
   cpu_diff_opts o = cpu_opts(medium, 10, 1e-4);
   /* the generated convolution's form, its input channels equal to a group's */
-  diff_program("prim @cdiv(X: Buffer[(n, cg, h0), f32], W: Buffer[(o, cg, k0), f32], Y: Buffer[(n, o, y0), f32]) {\n"
-               "  for i0 in 0..n parallel {\n"
-               "    for i1 in 0..o {\n"
-               "      for j0 in 0..y0 {\n"
-               "        alloc S: Local[(1,), f32]\n"
-               "        for rc in 0..cg reduce {\n"
-               "          for r0 in 0..k0 reduce {\n"
-               "            if j0 + r0 - 3 >= 0 && j0 + r0 - 3 < h0 {\n"
-               "              S[0] = S[0] + X[i0, cg*floordiv(i1, o) + rc, j0 + r0 - 3] * W[i1, rc, r0]\n"
-               "            }\n"
-               "          }\n"
-               "        }\n"
-               "        Y[i0, i1, j0] = S[0]\n"
-               "      }\n"
-               "    }\n"
-               "  }\n"
-               "}\n", &o);
+  cpu_diff_program("prim @cdiv(X: Buffer[(n, cg, h0), f32], W: Buffer[(o, cg, k0), f32], Y: Buffer[(n, o, y0), f32]) {\n"
+                   "  for i0 in 0..n parallel {\n"
+                   "    for i1 in 0..o {\n"
+                   "      for j0 in 0..y0 {\n"
+                   "        alloc S: Local[(1,), f32]\n"
+                   "        for rc in 0..cg reduce {\n"
+                   "          for r0 in 0..k0 reduce {\n"
+                   "            if j0 + r0 - 3 >= 0 && j0 + r0 - 3 < h0 {\n"
+                   "              S[0] = S[0] + X[i0, cg*floordiv(i1, o) + rc, j0 + r0 - 3] * W[i1, rc, r0]\n"
+                   "            }\n"
+                   "          }\n"
+                   "        }\n"
+                   "        Y[i0, i1, j0] = S[0]\n"
+                   "      }\n"
+                   "    }\n"
+                   "  }\n"
+                   "}\n", &o);
   /* nested divisions hoisted to one point (GQA's head group: floordiv(h, floordiv(H, G))) */
-  diff_program("prim @nested(X: Buffer[(n, m), f32], Y: Buffer[(n, q), f32]) {\n"
-               "  for i in 0..n parallel {\n"
-               "    for j in 0..q {\n"
-               "      Y[i, j] = X[floordiv(i, floordiv(q, 2) + 1), floormod(j, floordiv(m, 3) + 1)]\n"
-               "    }\n"
-               "  }\n"
-               "}\n", &o);
+  cpu_diff_program("prim @nested(X: Buffer[(n, m), f32], Y: Buffer[(n, q), f32]) {\n"
+                   "  for i in 0..n parallel {\n"
+                   "    for j in 0..q {\n"
+                   "      Y[i, j] = X[floordiv(i, floordiv(q, 2) + 1), floormod(j, floordiv(m, 3) + 1)]\n"
+                   "    }\n"
+                   "  }\n"
+                   "}\n", &o);
   /* a value-level division in an index, under a condition: the loop is left scalar */
-  diff_program("prim @vdiv(X: Buffer[(n, m), f32], Y: Buffer[(n, q), f32]) {\n"
-               "  for i in 0..n parallel {\n"
-               "    for j in 0..q {\n"
-               "      alloc S: Local[(1,), f32]\n"
-               "      for r in 0..m reduce {\n"
-               "        if j + r >= 5 && j + r - 5 < m {\n"
-               "          S[0] = S[0] + X[i64(i + q) // i64(q + 1), j + r - 5]\n"
-               "        }\n"
-               "      }\n"
-               "      Y[i, j] = S[0]\n"
-               "    }\n"
-               "  }\n"
-               "}\n", &o);
+  cpu_diff_program("prim @vdiv(X: Buffer[(n, m), f32], Y: Buffer[(n, q), f32]) {\n"
+                   "  for i in 0..n parallel {\n"
+                   "    for j in 0..q {\n"
+                   "      alloc S: Local[(1,), f32]\n"
+                   "      for r in 0..m reduce {\n"
+                   "        if j + r >= 5 && j + r - 5 < m {\n"
+                   "          S[0] = S[0] + X[i64(i + q) // i64(q + 1), j + r - 5]\n"
+                   "        }\n"
+                   "      }\n"
+                   "      Y[i, j] = S[0]\n"
+                   "    }\n"
+                   "  }\n"
+                   "}\n", &o);
 }

@@ -1,8 +1,9 @@
-/* test_pack_int8.c — the `pack` pass on int8 matmul weights (graph/pass_pack.c): i16 pair words,
- * byte quads with column sums where the centred values fit a signed byte (AVX512-VNNI's dot4), and
- * where the target reads quads with AVX2's saturating vpmaddubsw only when every byte pair keeps
- * within i16 (dot4s, pairs=true); the last panel padded; the module computes the same (the
- * interpreter on the packed forms) and the words and sums are the centred weight's. */
+/* test_pack.c — the `pack` pass on matmul weights (graph/pass_pack.c; convolutions: test_pack_conv.c):
+ * f32 weights in column panels of every width (transposed B, a linear's bias); int8 weights as i16
+ * pair words, as byte quads with column sums where the centred values fit a signed byte
+ * (AVX512-VNNI's dot4), and for AVX2's saturating vpmaddubsw only where every byte pair keeps within
+ * i16 (dot4s, pairs=true); the last panel padded; the module computes the same (the interpreter on
+ * the packed forms) and the panels, words and sums are the weight's. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,176 @@
 #include "graph/passes.h"
 #include "passes_test_util.h"
 #include "support/loom_test.h"
+
+/* pack: a constant weight whose columns are a multiple of the panel is laid out panel by panel
+ * (for x @ W and for W read transposed); other columns, a weight that is not a constant and a
+ * non-f32 one stay. The packed values are W's, panel by panel, and the module computes the same. */
+static void pack_panel_16(loom_graph_module *m) {
+  size_t n = 0;
+  cr_assert_null(loom_graph_pack_weights(m, 16, &n));
+  cr_assert_eq(n, 5);
+  cr_assert_null(loom_graph_dce(m, NULL));
+}
+
+LOOM_TEST(passes, pack_lays_constant_weights_out_in_panels) {
+  enum { K = 3, N = 32 };
+  loom_strbuf in;
+  loom_strbuf_init(&in, NULL);
+  loom_strbuf_printf(&in, "const @w: Tensor[(%d, %d), f32] = [", K, N);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d.0", i ? ", " : "", i);
+  loom_strbuf_printf(&in, "]\nconst @v: Tensor[(%d, %d), f32] = [", N, K);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d.5", i ? ", " : "", i);
+  loom_strbuf_printf(&in, "]\nconst @o: Tensor[(%d, 24), f32] = [", K);
+  for (int i = 0; i < K * 24; i++) loom_strbuf_printf(&in, "%s%d.25", i ? ", " : "", i);
+  loom_strbuf_printf(&in, "]\nconst @t: Tensor[(21, %d), f32] = [", K);
+  for (int i = 0; i < K * 21; i++) loom_strbuf_printf(&in, "%s%d.75", i ? ", " : "", i);
+  loom_strbuf_printf(&in, "]\nconst @s: Tensor[(%d, 15), f32] = [", K);
+  for (int i = 0; i < K * 15; i++) loom_strbuf_printf(&in, "%s1.0", i ? ", " : "");
+  loom_strbuf_printf(&in, "]\nconst @q: Tensor[(%d, %d), i8] = [", K, N);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d", i ? ", " : "", (i * 37) % 256 - 128);
+  loom_strbuf_printf(&in, "]\n"
+                          "fn @main(x: Tensor[(n, %d), f32], u: Tensor[(%d, %d), f32], xi: Tensor[(n, %d), u8]) -> Object {\n"
+                          "  dataflow {\n"
+                          "    a = matmul(x, @w)\n"
+                          "    b = matmul(x, @v, transpose_b=true)\n"
+                          "    c = matmul(x, @o)\n"
+                          "    d = matmul(x, u)\n"
+                          "    e = matmul_integer(xi, @q, const(7, u8), const(-3, i8))\n"
+                          "    f = matmul(x, @t, transpose_b=true)\n"
+                          "    g = matmul(x, @s)\n"
+                          "    out = (a, b, c, d, e, f, g)\n"
+                          "    output out\n"
+                          "  }\n"
+                          "  return out\n"
+                          "}\n", K, K, N, K);
+  loom_graph_module *m = pt_parse(loom_strbuf_cstr(&in));
+  loom_pipeline_check *c;
+  cr_assert_null(loom_pipeline_check_begin(m, 4, 9, NULL, &c));
+  pack_panel_16(m);
+  pt_verify(m);
+  char *fn = pt_checked_main(c, "pack", m);
+  cr_assert_not_null(strstr(fn, "a: Tensor[(n, 32), f32] = matmul(x, @main_a_packed, packed_b=true)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "b: Tensor[(n, 32), f32] = matmul(x, @main_b_packed, packed_b=true)"), "%s", fn);
+  /* n not a multiple of the panel: the last panel zero-padded, the true n an attribute; fewer
+   * columns than a panel stay */
+  cr_assert_not_null(strstr(fn, "c: Tensor[(n, 24), f32] = matmul(x, @main_c_packed, packed_b=true, n=24)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "f: Tensor[(n, 21), f32] = matmul(x, @main_f_packed, packed_b=true, n=21)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "g: Tensor[(n, 15), f32] = matmul(x, @s)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "d: Tensor[(n, 32), f32] = matmul(x, u)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "e: Tensor[(n, 32), i32] = matmul_integer(xi, @main_e_packed, const(7, u8), packed_b=true)"), "%s",
+                     fn);
+  for (size_t i = 0; i < loom_graph_module_num_consts(m); i++) {
+    const loom_graph_const *k = loom_graph_module_const_at(m, i);
+    cr_assert(strcmp(k->name, "w") && strcmp(k->name, "v") && strcmp(k->name, "q") && strcmp(k->name, "o") && strcmp(k->name, "t"),
+              "the packed weight @%s was not dropped", k->name);
+    bool tt = !strcmp(k->name, "main_f_packed");
+    if (tt || !strcmp(k->name, "main_c_packed")) { /* (2, K, 16): columns past n zero */
+      int nn = tt ? 21 : 24;
+      const float *d = k->expr->u.cnst.data;
+      cr_assert_eq(k->expr->u.cnst.nbytes, (size_t)(2 * K * 16) * sizeof(float), "@%s", k->name);
+      for (int q = 0; q < 2; q++)
+        for (int r = 0; r < K; r++)
+          for (int col = 0; col < 16; col++) {
+            int j = q * 16 + col;
+            float want = j >= nn ? 0.0f : tt ? (float)(j * K + r) + 0.75f : (float)(r * nn + j) + 0.25f;
+            cr_assert_eq(d[(q * K + r) * 16 + col], want, "@%s[%d, %d, %d]", k->name, q, r, col);
+          }
+    }
+    if (!strcmp(k->name, "main_e_packed")) { /* pair words of q + 3 along k (K = 3: the last high half 0) */
+      const uint32_t *wd = k->expr->u.cnst.data;
+      for (int q = 0; q < N / 16; q++)
+        for (int t2 = 0; t2 < (K + 1) / 2; t2++)
+          for (int col = 0; col < 16; col++) {
+            int j = q * 16 + col, r0 = 2 * t2, r1 = 2 * t2 + 1;
+            int lo = ((r0 * N + j) * 37) % 256 - 128 + 3, hi = r1 < K ? ((r1 * N + j) * 37) % 256 - 128 + 3 : 0;
+            uint32_t want = ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16);
+            cr_assert_eq(wd[(q * ((K + 1) / 2) + t2) * 16 + col], want, "@%s[%d, %d, %d]", k->name, q, t2, col);
+          }
+    }
+    bool tb = !strcmp(k->name, "main_b_packed");
+    if (strcmp(k->name, "main_a_packed") && !tb) continue;
+    const float *d = k->expr->u.cnst.data;
+    for (int q = 0; q < N / 16; q++)
+      for (int r = 0; r < K; r++)
+        for (int col = 0; col < 16; col++) {
+          int j = q * 16 + col;
+          float want = tb ? (float)(j * K + r) + 0.5f : (float)(r * N + j);
+          cr_assert_eq(d[(q * K + r) * 16 + col], want, "@%s[%d, %d, %d]", k->name, q, r, col);
+        }
+  }
+  free(fn);
+  loom_strbuf_free(&in);
+  loom_graph_module_destroy(m);
+}
+
+/* pack and linear with a bias (ONNX Gemm, torch's 2-D Linear, an LSTM's gates): the weight is
+ * packed into a matmul of its own and the bias is added after it (fusion makes that the tile's
+ * epilogue), at the top level and inside a loop's body; the module computes the same. A weight
+ * that a take also reads stays where it is. */
+LOOM_TEST(passes, pack_lays_out_the_weight_of_a_linear_with_a_bias) {
+  enum { K = 3, N = 32 };
+  loom_strbuf in;
+  loom_strbuf_init(&in, NULL);
+  loom_strbuf_printf(&in, "const @w: Tensor[(%d, %d), f32] = [", N, K);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d.5", i ? ", " : "", i % 17);
+  loom_strbuf_printf(&in, "]\nconst @e: Tensor[(%d, %d), f32] = [", N, K);
+  for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d.25", i ? ", " : "", i % 13);
+  loom_strbuf_printf(&in, "]\nconst @bias: Tensor[(%d,), f32] = [", N);
+  for (int i = 0; i < N; i++) loom_strbuf_printf(&in, "%s%d.0", i ? ", " : "", i - 7);
+  loom_strbuf_printf(&in, "]\n"
+                          "fn @main(x: Tensor[(n, s, %d), f32], ids: Tensor[(n,), i64]) -> Object {\n"
+                          "  dataflow {\n"
+                          "    a = linear(x, @w, @bias)\n"
+                          "    t = take(@e, ids, axis=0)\n"
+                          "    b = linear(t, @e, @bias)\n"
+                          "    out = (a, b)\n"
+                          "    output out\n"
+                          "  }\n"
+                          "  return out\n"
+                          "}\n", K);
+  loom_graph_module *m = pt_parse(loom_strbuf_cstr(&in));
+  char *fn = pt_pack_checked(m, 4, 9, 16, 1);
+  cr_assert_not_null(strstr(fn, "a_mm: Tensor[(n, s, 32), f32] = matmul(x, @main_a_packed, packed_b=true)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "a: Tensor[(n, s, 32), f32] = add(a_mm, @bias)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "b: Tensor[(n, 32), f32] = linear(t, @e, @bias)"), "%s", fn);
+  free(fn);
+  loom_strbuf_free(&in);
+  loom_graph_module_destroy(m);
+}
+
+/* pack at every panel width: the inlined widths (8, 16, 32) and any other (4) lay W's values out
+ * the same way, Wp[q, r, c] = W[r, q*P + c]. */
+LOOM_TEST(passes, pack_lays_panels_of_every_width) {
+  enum { K = 5, N = 64 };
+  static const int panels[] = {4, 8, 16, 32};
+  for (size_t pi = 0; pi < sizeof panels / sizeof *panels; pi++) {
+    int P = panels[pi];
+    loom_strbuf in;
+    loom_strbuf_init(&in, NULL);
+    loom_strbuf_printf(&in, "const @w: Tensor[(%d, %d), f32] = [", K, N);
+    for (int i = 0; i < K * N; i++) loom_strbuf_printf(&in, "%s%d.0", i ? ", " : "", i);
+    loom_strbuf_printf(&in, "]\nfn @main(x: Tensor[(n, %d), f32]) -> Tensor[(n, %d), f32] {\n"
+                            "  dataflow {\n    a = matmul(x, @w)\n    output a\n  }\n  return a\n}\n", K, N);
+    loom_graph_module *m = pt_parse(loom_strbuf_cstr(&in));
+    size_t n = 0;
+    cr_assert_null(loom_graph_pack_weights(m, P, &n));
+    cr_assert_eq(n, 1, "panel %d", P);
+    bool seen = false;
+    for (size_t i = 0; i < loom_graph_module_num_consts(m); i++) {
+      const loom_graph_const *k = loom_graph_module_const_at(m, i);
+      if (strcmp(k->name, "main_a_packed")) continue;
+      seen = true;
+      const float *d = k->expr->u.cnst.data;
+      for (int q = 0; q < N / P; q++)
+        for (int r = 0; r < K; r++)
+          for (int col = 0; col < P; col++)
+            cr_assert_eq(d[(q * K + r) * P + col], (float)(r * N + q * P + col), "panel %d: [%d, %d, %d]", P, q, r, col);
+    }
+    cr_assert(seen, "panel %d: no packed constant", P);
+    loom_strbuf_free(&in);
+    loom_graph_module_destroy(m);
+  }
+}
 
 /* pack with byte quads (a machine with AVX512-VNNI): an int8 weight whose centred values fit a
  * signed byte becomes quads + column sums (k = 5: the last quad partial), one that does not

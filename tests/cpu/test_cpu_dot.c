@@ -1,0 +1,128 @@
+/* test_cpu_dot.c — the int8 dot products of the tensor-program IR (tp_ops.def): dot2 on i16
+ * pair words (vpmaddwd), dot4 on byte quads (vpdpbusd with AVX512-VNNI, plain arithmetic
+ * elsewhere) and dot4s, dot4 under its operands' promise that each byte pair's products sum
+ * within i16 (AVX2's saturating vpmaddubsw, then vpmaddwd by ones): scalar and in lanes, on the
+ * host's JIT and on a machine without AVX-512, against the interpreter and at their bounds. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cpu_test_util.h"
+
+/* dot4's value: unsigned bytes of a times signed bytes of b, in lanes and scalar, on the host's
+ * JIT (vpdpbusd where it has AVX512-VNNI, with the accumulator added by the instruction) and on
+ * one without AVX-512 (plain arithmetic). */
+LOOM_TEST(cpu, dot4_multiplies_unsigned_by_signed_bytes_scalar_and_in_lanes) {
+  static const int64_t sz[] = {1, 3, 8, 16, 19};
+  cpu_diff_opts o = cpu_opts(sz, 5, 0);
+  cpu_diff_program("prim @d4(A: Buffer[(n, 16), i32], B: Buffer[(n, 16), i32], C: Buffer[(n, 16), i32], D: Buffer[(n,), i32]) {\n"
+                   "  for i in 0..n {\n"
+                   "    for j in 0..16 vectorize { C[i, j] = C[i, j] + dot4(A[i, j], B[i, j]) }\n"
+                   "    D[i] = dot4(A[i, 0], B[i, 1])\n"
+                   "  }\n}\n", &o);
+  static const loom_cpu_options plain = {.features = "+avx2,+fma,-avx512f"};
+  for (int k = 0; k < 2; k++) {
+    tp_fixture fx;
+    /* a = 0xFF7F8001: unsigned bytes (1, 128, 127, 255); b = 0x81010101: signed bytes (1, 1, 1, -127) */
+    cpu_parse_ok(&fx, "prim @k(C: Buffer[(16,), i32], D: Buffer[(1,), i32]) {\n"
+                      "  for j in 0..16 vectorize { C[j] = C[j] + dot4(-8421375i32, -2130640639i32) }\n"
+                      "  D[0] = dot4(-8421375i32, -2130640639i32)\n"
+                      "}\n");
+    loom_cpu_jit *jit;
+    cr_assert_null(loom_cpu_jit_create(k ? NULL : &plain, &jit));
+    loom_kernel_fn fn = cpu_jit(jit, &fx);
+    int32_t c[16], d[1] = {0};
+    for (int j = 0; j < 16; j++) c[j] = 1000 * j;
+    int64_t nc[1] = {16}, nd[1] = {1};
+    loom_tp_arg args[2] = {{c, nc, 0}, {d, nd, 0}};
+    cpu_ctx ctx;
+    cpu_ctx_init(&ctx, 1);
+    cr_assert_eq(cpu_call(fx.cx, fx.f, fn, args, 2, &ctx), 0);
+    cpu_ctx_fini(&ctx);
+    int32_t want = 1 + 128 + 127 - 255 * 127;
+    cr_assert_eq(d[0], want, "scalar (%s): %d, want %d", k ? "host" : "no AVX-512", d[0], want);
+    for (int j = 0; j < 16; j++)
+      cr_assert_eq(c[j], 1000 * j + want, "lane %d (%s): %d, want %d", j, k ? "host" : "no AVX-512", c[j], 1000 * j + want);
+    loom_cpu_jit_destroy(jit);
+    tp_fixture_free(&fx);
+  }
+}
+
+/* dot4s's value where each byte pair's products reach the i16 bound exactly (its operands' promise:
+ * 255 * (64 + 64) = 32640, 255 * (127 + 1), 255 * (-128 + 0), 255 * (127 - 128)), in lanes and
+ * scalar, on a machine with AVX2 and no AVX-512 (vpmaddubsw, whose pair sums saturate, and
+ * vpmaddwd by ones) and on the host's JIT: the exact sums, as the interpreter's. */
+LOOM_TEST(cpu, dot4s_sums_byte_pairs_at_the_i16_bound_exactly) {
+  static const int64_t sz[] = {1, 3, 8, 16, 19};
+  cpu_diff_opts o = cpu_opts(sz, 5, 0); /* cpu_fill's words: bytes within [-50, 50] and 0 / -1: within the bound */
+  cpu_diff_program("prim @d4s(A: Buffer[(n, 16), i32], B: Buffer[(n, 16), i32], C: Buffer[(n, 16), i32], D: Buffer[(n,), i32]) {\n"
+                   "  for i in 0..n {\n"
+                   "    for j in 0..16 vectorize { C[i, j] = C[i, j] + dot4s(A[i, j], B[i, j]) }\n"
+                   "    D[i] = dot4s(A[i, 0], B[i, 1])\n"
+                   "  }\n}\n", &o);
+  /* a = -1: unsigned bytes (255, 255, 255, 255); b bytes (low first), as i32 words */
+  static const struct { int32_t b; int32_t want; } cases[] = {
+      {0x40404040, 255 * 128 * 2},                      /* (64, 64, 64, 64) */
+      {(int32_t)0xC0C0C0C0u, -255 * 128 * 2},           /* (-64, -64, -64, -64) */
+      {0x0080017F, 255 * 128 - 255 * 128},             /* (127, 1, -128, 0) */
+      {(int32_t)0x807F807Fu, -255 - 255},              /* (127, -128, 127, -128) */
+  };
+  static const loom_cpu_options plain = {.features = "+avx2,+fma,-avx512f"};
+  for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
+    for (int k = 0; k < 2; k++) {
+      char text[512];
+      snprintf(text, sizeof text,
+               "prim @k(C: Buffer[(16,), i32], D: Buffer[(1,), i32]) {\n"
+               "  for j in 0..16 vectorize { C[j] = C[j] + dot4s(-1i32, %di32) }\n"
+               "  D[0] = dot4s(-1i32, %di32)\n"
+               "}\n", (int)cases[ci].b, (int)cases[ci].b);
+      tp_fixture fx;
+      cpu_parse_ok(&fx, text);
+      loom_cpu_jit *jit;
+      cr_assert_null(loom_cpu_jit_create(k ? NULL : &plain, &jit));
+      loom_kernel_fn fn = cpu_jit(jit, &fx);
+      int32_t c[16], d[1] = {0};
+      for (int j = 0; j < 16; j++) c[j] = 1000 * j;
+      int64_t nc[1] = {16}, nd[1] = {1};
+      loom_tp_arg args[2] = {{c, nc, 0}, {d, nd, 0}};
+      cpu_ctx ctx;
+      cpu_ctx_init(&ctx, 1);
+      cr_assert_eq(cpu_call(fx.cx, fx.f, fn, args, 2, &ctx), 0);
+      cpu_ctx_fini(&ctx);
+      int32_t want = cases[ci].want;
+      cr_assert_eq(d[0], want, "b %#x scalar (%s): %d, want %d", (unsigned)cases[ci].b, k ? "host" : "AVX2", d[0], want);
+      for (int j = 0; j < 16; j++)
+        cr_assert_eq(c[j], 1000 * j + want, "b %#x lane %d (%s): %d, want %d", (unsigned)cases[ci].b, j, k ? "host" : "AVX2", c[j],
+                     1000 * j + want);
+      loom_cpu_jit_destroy(jit);
+      tp_fixture_free(&fx);
+    }
+}
+
+LOOM_TEST(cpu, dot2_multiplies_signed_halves_scalar_and_in_lanes) {
+  static const int64_t sz[] = {1, 3, 8, 16, 19};
+  cpu_diff_opts o = cpu_opts(sz, 5, 0);
+  cpu_diff_program("prim @d2(A: Buffer[(n, 16), i32], B: Buffer[(n, 16), i32], C: Buffer[(n, 16), i32], D: Buffer[(n,), i32]) {\n"
+                   "  for i in 0..n {\n"
+                   "    for j in 0..16 vectorize { C[i, j] = dot2(A[i, j], B[i, j]) }\n"
+                   "    D[i] = dot2(A[i, 0], B[i, 1])\n"
+                   "  }\n}\n", &o);
+  tp_fixture fx;
+  cpu_parse_ok(&fx, "prim @k(C: Buffer[(2,), i32]) {\n"
+                    "  C[0] = dot2(262142i32, 131077i32)\n" /* (3, -2) . (2, 5) = 6 - 10 */
+                    "  C[1] = dot2(-2147450880i32, -2147450880i32)\n" /* (-32768, 32768 as -32768)^2 * 2 wraps */
+                    "}\n");
+  loom_cpu_jit *jit;
+  cr_assert_null(loom_cpu_jit_create(NULL, &jit));
+  loom_kernel_fn fn = cpu_jit(jit, &fx);
+  int32_t c[2] = {0, 0};
+  int64_t nc[1] = {2};
+  loom_tp_arg args[1] = {{c, nc, 0}};
+  cpu_ctx ctx;
+  cpu_ctx_init(&ctx, 1);
+  cr_assert_eq(cpu_call(fx.cx, fx.f, fn, args, 1, &ctx), 0);
+  cpu_ctx_fini(&ctx);
+  cr_assert_eq(c[0], -4);
+  cr_assert_eq(c[1], (int32_t)0x80000000u);
+  loom_cpu_jit_destroy(jit);
+  tp_fixture_free(&fx);
+}
