@@ -8,6 +8,40 @@
 
 #include "cpu_test_util.h"
 
+/* Runs `op`(a, b) of two i32 literals as a 16-lane accumulate, C[j] = C[j] + op(a, b) from
+ * C[j] = 1000 j, and as a scalar D[0] = op(a, b), JIT-compiled for the host (opt NULL) or for
+ * `opt`; both must give `want`. */
+static void check_lanes_and_scalar(const char *op, int32_t a, int32_t b, const loom_cpu_options *opt, int32_t want) {
+  char text[512];
+  snprintf(text, sizeof text,
+           "prim @k(C: Buffer[(16,), i32], D: Buffer[(1,), i32]) {\n"
+           "  for j in 0..16 vectorize { C[j] = C[j] + %s(%di32, %di32) }\n"
+           "  D[0] = %s(%di32, %di32)\n"
+           "}\n", op, (int)a, (int)b, op, (int)a, (int)b);
+  tp_fixture fx;
+  cpu_parse_ok(&fx, text);
+  loom_cpu_jit *jit;
+  cr_assert_null(loom_cpu_jit_create(opt, &jit));
+  loom_kernel_fn fn = cpu_jit(jit, &fx);
+  int32_t c[16], d[1] = {0};
+  for (int j = 0; j < 16; j++) c[j] = 1000 * j;
+  int64_t nc[1] = {16}, nd[1] = {1};
+  loom_tp_arg args[2] = {{c, nc, 0}, {d, nd, 0}};
+  cpu_ctx ctx;
+  cpu_ctx_init(&ctx, 1);
+  cr_assert_eq(cpu_call(fx.cx, fx.f, fn, args, 2, &ctx), 0);
+  cpu_ctx_fini(&ctx);
+  const char *where = opt ? opt->features : "host";
+  cr_assert_eq(d[0], want, "%s(%#x, %#x) scalar (%s): %d, want %d", op, (unsigned)a, (unsigned)b, where, d[0], want);
+  for (int j = 0; j < 16; j++)
+    cr_assert_eq(c[j], 1000 * j + want, "%s(%#x, %#x) lane %d (%s): %d, want %d", op, (unsigned)a, (unsigned)b, j, where, c[j],
+                 1000 * j + want);
+  loom_cpu_jit_destroy(jit);
+  tp_fixture_free(&fx);
+}
+
+static const loom_cpu_options avx2_only = {.features = "+avx2,+fma,-avx512f"};
+
 /* dot4's value: unsigned bytes of a times signed bytes of b, in lanes and scalar, on the host's
  * JIT (vpdpbusd where it has AVX512-VNNI, with the accumulator added by the instruction) and on
  * one without AVX-512 (plain arithmetic). */
@@ -19,32 +53,8 @@ LOOM_TEST(cpu, dot4_multiplies_unsigned_by_signed_bytes_scalar_and_in_lanes) {
                    "    for j in 0..16 vectorize { C[i, j] = C[i, j] + dot4(A[i, j], B[i, j]) }\n"
                    "    D[i] = dot4(A[i, 0], B[i, 1])\n"
                    "  }\n}\n", &o);
-  static const loom_cpu_options plain = {.features = "+avx2,+fma,-avx512f"};
-  for (int k = 0; k < 2; k++) {
-    tp_fixture fx;
-    /* a = 0xFF7F8001: unsigned bytes (1, 128, 127, 255); b = 0x81010101: signed bytes (1, 1, 1, -127) */
-    cpu_parse_ok(&fx, "prim @k(C: Buffer[(16,), i32], D: Buffer[(1,), i32]) {\n"
-                      "  for j in 0..16 vectorize { C[j] = C[j] + dot4(-8421375i32, -2130640639i32) }\n"
-                      "  D[0] = dot4(-8421375i32, -2130640639i32)\n"
-                      "}\n");
-    loom_cpu_jit *jit;
-    cr_assert_null(loom_cpu_jit_create(k ? NULL : &plain, &jit));
-    loom_kernel_fn fn = cpu_jit(jit, &fx);
-    int32_t c[16], d[1] = {0};
-    for (int j = 0; j < 16; j++) c[j] = 1000 * j;
-    int64_t nc[1] = {16}, nd[1] = {1};
-    loom_tp_arg args[2] = {{c, nc, 0}, {d, nd, 0}};
-    cpu_ctx ctx;
-    cpu_ctx_init(&ctx, 1);
-    cr_assert_eq(cpu_call(fx.cx, fx.f, fn, args, 2, &ctx), 0);
-    cpu_ctx_fini(&ctx);
-    int32_t want = 1 + 128 + 127 - 255 * 127;
-    cr_assert_eq(d[0], want, "scalar (%s): %d, want %d", k ? "host" : "no AVX-512", d[0], want);
-    for (int j = 0; j < 16; j++)
-      cr_assert_eq(c[j], 1000 * j + want, "lane %d (%s): %d, want %d", j, k ? "host" : "no AVX-512", c[j], 1000 * j + want);
-    loom_cpu_jit_destroy(jit);
-    tp_fixture_free(&fx);
-  }
+  /* a = 0xFF7F8001: unsigned bytes (1, 128, 127, 255); b = 0x81010101: signed bytes (1, 1, 1, -127) */
+  for (int k = 0; k < 2; k++) check_lanes_and_scalar("dot4", -8421375, -2130640639, k ? NULL : &avx2_only, 1 + 128 + 127 - 255 * 127);
 }
 
 /* dot4s's value where each byte pair's products reach the i16 bound exactly (its operands' promise:
@@ -66,36 +76,8 @@ LOOM_TEST(cpu, dot4s_sums_byte_pairs_at_the_i16_bound_exactly) {
       {0x0080017F, 255 * 128 - 255 * 128},             /* (127, 1, -128, 0) */
       {(int32_t)0x807F807Fu, -255 - 255},              /* (127, -128, 127, -128) */
   };
-  static const loom_cpu_options plain = {.features = "+avx2,+fma,-avx512f"};
   for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
-    for (int k = 0; k < 2; k++) {
-      char text[512];
-      snprintf(text, sizeof text,
-               "prim @k(C: Buffer[(16,), i32], D: Buffer[(1,), i32]) {\n"
-               "  for j in 0..16 vectorize { C[j] = C[j] + dot4s(-1i32, %di32) }\n"
-               "  D[0] = dot4s(-1i32, %di32)\n"
-               "}\n", (int)cases[ci].b, (int)cases[ci].b);
-      tp_fixture fx;
-      cpu_parse_ok(&fx, text);
-      loom_cpu_jit *jit;
-      cr_assert_null(loom_cpu_jit_create(k ? NULL : &plain, &jit));
-      loom_kernel_fn fn = cpu_jit(jit, &fx);
-      int32_t c[16], d[1] = {0};
-      for (int j = 0; j < 16; j++) c[j] = 1000 * j;
-      int64_t nc[1] = {16}, nd[1] = {1};
-      loom_tp_arg args[2] = {{c, nc, 0}, {d, nd, 0}};
-      cpu_ctx ctx;
-      cpu_ctx_init(&ctx, 1);
-      cr_assert_eq(cpu_call(fx.cx, fx.f, fn, args, 2, &ctx), 0);
-      cpu_ctx_fini(&ctx);
-      int32_t want = cases[ci].want;
-      cr_assert_eq(d[0], want, "b %#x scalar (%s): %d, want %d", (unsigned)cases[ci].b, k ? "host" : "AVX2", d[0], want);
-      for (int j = 0; j < 16; j++)
-        cr_assert_eq(c[j], 1000 * j + want, "b %#x lane %d (%s): %d, want %d", (unsigned)cases[ci].b, j, k ? "host" : "AVX2", c[j],
-                     1000 * j + want);
-      loom_cpu_jit_destroy(jit);
-      tp_fixture_free(&fx);
-    }
+    for (int k = 0; k < 2; k++) check_lanes_and_scalar("dot4s", -1, cases[ci].b, k ? NULL : &avx2_only, cases[ci].want);
 }
 
 LOOM_TEST(cpu, dot2_multiplies_signed_halves_scalar_and_in_lanes) {
