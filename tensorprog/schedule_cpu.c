@@ -73,6 +73,11 @@ static loom_status vectorize_inner(loom_arena *a, loom_sym_ctx *cx, loom_tp_func
     return s->u.if_.else_s ? vectorize_inner(a, cx, f, s->u.if_.else_s, par, why) : LOOM_OK;
   }
   if (s->kind != LOOM_TP_STMT_FOR) return LOOM_OK;
+  if (s != par) { /* rule 2a: a range test per element split into runs */
+    loom_tp_stmt *runs;
+    LOOM_PROPAGATE(loom_tp_schedule_pad_rows(a, cx, f, s, why, &runs));
+    if (runs) return vectorize_inner(a, cx, f, runs, par, why);
+  }
   const char *name = loom_sym_var_name(s->u.loop.var);
   if (!vectorizable_body(cx, s->u.loop.body, s->u.loop.var)) {
     loom_tp_stmt *body = s->u.loop.body;

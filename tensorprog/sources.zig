@@ -34,6 +34,7 @@ pub const compiler = [_][]const u8{
     "tensorprog/schedule_gpu_nests.c",
     "tensorprog/schedule_conv.c",
     "tensorprog/schedule_transpose.c",
+    "tensorprog/schedule_pad.c",
     "tensorprog/schedule_matmul.c",
     "tensorprog/schedule_matmul_tile.c",
     "tensorprog/schedule_matmul_dot.c",

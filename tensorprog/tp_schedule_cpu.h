@@ -21,6 +21,9 @@
  *   1. the outermost loop of a nest, when it is serial and not a reduction, becomes
  *      PARALLEL (rows of softmax / norms, output rows of a matmul); with three or more perfectly
  *      nested loops the outer two are fused into it first (a batch of one still splits);
+ *   2a. an innermost loop whose body is `if C { stores } else { stores }` to one buffer, C's terms
+ *      that read the loop variable each bounding it from one side (a constant pad), is split into
+ *      the runs before, inside and after that range (loom_tp_schedule_pad_rows), then rule 2;
  *   2. an innermost non-reduce loop whose statements only store, and whose variable
  *      appears in every access only as `+ v` of the LAST index (unit stride), becomes
  *      VECTORIZE; when that loop is also the parallel one (a 1-D nest), it is split by
@@ -64,6 +67,14 @@ loom_status loom_tp_schedule_matmul(loom_arena *a, loom_sym_ctx *cx, loom_tp_fun
  * and a nest of the rows left. *slot may become the sequence of the two nests. */
 loom_status loom_tp_schedule_transpose(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
                                        const loom_tp_cpu_params *p, loom_strbuf *why);
+
+/* Rule 2a (schedule_pad.c): the innermost serial `loop` whose body is `if C { stores } else
+ * { stores }` to one buffer, C a conjunction whose terms either do not read the loop variable or
+ * bound it from one side, becomes `if C_out { before; inside; after } else { all }` (loops of the
+ * else branch, the then branch, the else branch; no C_out: the three runs alone), replacing it in
+ * f; *out the replacement, or NULL when the loop is not of that form (left unchanged). */
+loom_status loom_tp_schedule_pad_rows(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt *loop,
+                                      loom_strbuf *why, loom_tp_stmt **out);
 
 /* Whether `var` appears in an access's indices only as `x + var` in the last one (unit
  * stride; loads inside the indices checked the same way). */

@@ -141,7 +141,25 @@ loom_kernel_fn cpu_jit(loom_cpu_jit *jit, tp_fixture *fx) {
   return fn;
 }
 
-enum { MAXP = 16 };
+enum { MAXP = 16, GUARD = 256, GUARD_BYTE = 0xA5 };
+
+/* A buffer of `bytes` with GUARD bytes of GUARD_BYTE on each side (the kernel's view starts after
+ * the first): a store outside it lands on them. */
+static void *guarded_alloc(size_t bytes) {
+  unsigned char *p = malloc(bytes + 2 * GUARD);
+  cr_assert_not_null(p);
+  memset(p, GUARD_BYTE, GUARD);
+  memset(p + GUARD + bytes, GUARD_BYTE, GUARD);
+  return p + GUARD;
+}
+
+/* Whether the guards around a guarded_alloc'd buffer of `bytes` are intact. */
+static bool guards_intact(const void *data, size_t bytes) {
+  const unsigned char *p = (const unsigned char *)data - GUARD;
+  for (size_t i = 0; i < GUARD; i++)
+    if (p[i] != GUARD_BYTE || p[GUARD + bytes + i] != GUARD_BYTE) return false;
+  return true;
+}
 
 int cpu_diff(tp_fixture *fx, loom_kernel_fn fn, const cpu_diff_opts *o, uint64_t seed) {
   const loom_tp_func *f = fx->f;
@@ -180,7 +198,7 @@ int cpu_diff(tp_fixture *fx, loom_kernel_fn fn, const cpu_diff_opts *o, uint64_t
       size_t bytes = (n ? n : 1) * loom_dtype_size(p->buf->dtype);
       init[i] = malloc(bytes);
       want[i] = malloc(bytes);
-      args[i].data = malloc(bytes);
+      args[i].data = guarded_alloc(bytes);
       if (o->fill) o->fill(f, i, init[i], n, shapes[i], &rng);
       else cpu_fill(p->buf->dtype, init[i], n, &rng);
     }
@@ -210,6 +228,9 @@ int cpu_diff(tp_fixture *fx, loom_kernel_fn fn, const cpu_diff_opts *o, uint64_t
         if (!p->is_buffer) continue;
         loom_dtype t = p->buf->dtype;
         size_t es = loom_dtype_size(t);
+        cr_assert(guards_intact(args[i].data, (counts[i] ? counts[i] : 1) * es),
+                  "@%s stored outside buffer '%s' (trial %d, %u threads, %zu elements)", f->name, p->buf->name, trial, threads,
+                  counts[i]);
         for (size_t e = 0; e < counts[i]; e++) {
           const char *g = (const char *)args[i].data + e * es, *w = (const char *)want[i] + e * es;
           if (loom_dtype_is_float(t) && !loom_dtype_is_lowp(t)) {
@@ -229,7 +250,7 @@ int cpu_diff(tp_fixture *fx, loom_kernel_fn fn, const cpu_diff_opts *o, uint64_t
     for (size_t i = 0; i < f->nparams; i++) {
       free(init[i]);
       free(want[i]);
-      free(args[i].data);
+      if (args[i].data) free((char *)args[i].data - GUARD);
     }
   }
   return runs;

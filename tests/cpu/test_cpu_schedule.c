@@ -229,6 +229,10 @@ static loom_status gen_mm_int8_quads_pairs3(loom_arena *a, loom_sym_ctx *cx, loo
   return loom_tp_gen_matmul_integer_quads(a, cx, "mmi8qs3", LOOM_DTYPE_I8, 3, 1, 32, true, 0, true, out);
 }
 
+static loom_status gen_pad_runtime(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  return loom_tp_gen_pad(a, cx, "padr", LOOM_DTYPE_F32, 3, "0.0", true, -1, out);
+}
+
 static loom_status gen_linear_bias(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
   return loom_tp_gen_linear(a, cx, "lin_b", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 2, true, out);
 }
@@ -730,6 +734,50 @@ LOOM_TEST(cpu, schedule_rule_tiles_the_int8_matmul_reading_u8_quads_in_place) {
 
 LOOM_TEST(cpu, schedule_rule_tiles_generated_linear_with_bias) { generated_schedule_and_diff(gen_linear_bias); }
 LOOM_TEST(cpu, schedule_rule_tiles_generated_linear_rank3) { generated_schedule_and_diff(gen_linear3); }
+
+/* Rule 2a on the constant pad legalization generates (ranks 2 to 4, u8 / f32, the pad value a
+ * literal or a buffer): the innermost loop's range test is split into the runs before, inside and
+ * after it, each vectorised, and the program equals the unscheduled one at output and input
+ * extents 0, 1, primes and others drawn independently (pads larger than an output, an input
+ * larger than its output) with every pad -2 (a crop), 0, 1 and 3; a pad whose pads are a run-time
+ * tensor keeps its form (its bounds are loads, not symbols). */
+LOOM_TEST(cpu, schedule_rule_splits_a_pad_by_its_range_test) {
+  static const int64_t sz[] = {0, 1, 2, 3, 5, 7, 8, 13, 17, 33};
+  static const int64_t pads[] = {-2, 0, 1, 3};
+  static const struct { int rank; loom_dtype t; const char *value; int value_rank; } forms[] = {
+      {2, LOOM_DTYPE_F32, "1.5", -1}, {3, LOOM_DTYPE_U8, "128", -1}, {4, LOOM_DTYPE_F32, "0.0", 0}, {4, LOOM_DTYPE_U8, "7", 1}};
+  for (size_t fi = 0; fi < sizeof forms / sizeof *forms; fi++) {
+    loom_arena a;
+    loom_arena_init(&a, NULL, 0);
+    loom_sym_ctx *cx;
+    cr_assert_null(loom_sym_ctx_create(NULL, &cx));
+    loom_tp_func *f;
+    cr_assert_null(loom_tp_gen_pad(&a, cx, "padk", forms[fi].t, forms[fi].rank, forms[fi].value, false, forms[fi].value_rank, &f));
+    loom_strbuf text;
+    loom_strbuf_init(&text, NULL);
+    loom_tp_print_func(f, &text);
+    for (size_t pi = 0; pi < sizeof pads / sizeof *pads; pi++) {
+      cpu_diff_opts o = cpu_opts(sz, sizeof sz / sizeof *sz, 0);
+      o.trials = 12;
+      o.scalar = pads[pi];
+      schedule_for_and_diff(loom_strbuf_cstr(&text), 32, "split by its range test into the runs before, inside and after it", &o);
+      schedule_for_and_diff(loom_strbuf_cstr(&text), 64, "split by its range test", &o);
+    }
+    loom_strbuf_free(&text);
+    loom_sym_ctx_destroy(cx);
+    loom_arena_destroy(&a);
+  }
+  char *text = generated_text(gen_pad_runtime);
+  tp_fixture fx;
+  cpu_parse_ok(&fx, text);
+  loom_strbuf why;
+  loom_strbuf_init(&why, NULL);
+  cr_assert_null(loom_tp_schedule_cpu_for(&fx.arena, fx.cx, fx.f, &(loom_tp_cpu_params){.vector_bytes = 32}, &why));
+  cr_assert_null(strstr(loom_strbuf_cstr(&why), "range test"), "%s", loom_strbuf_cstr(&why));
+  loom_strbuf_free(&why);
+  tp_fixture_free(&fx);
+  free(text);
+}
 
 /* The programs legalization generates for the image and linear-algebra ops (resize, grid_sample,
  * det, dft), scheduled by the default CPU rules, equal to the interpreter on extents incl. 0, 1
