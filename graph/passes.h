@@ -63,7 +63,7 @@ loom_status loom_graph_bind_params(loom_graph_module *m, const char *func, size_
  * multiple of panel: the last panel zero-padded and the call given n=n); panel < 1 does
  * nothing. Run dce after it: the weights it replaced stay until then. */
 loom_status loom_graph_pack_weights(loom_graph_module *m, int panel, size_t *out_changed);
-/* How the target's int8 matmul reads a constant weight (loom_target.int8_quads). */
+/* How the int8 matmul reads a constant weight (the driver's translation of loom_target.int8_quads). */
 typedef enum loom_pack_quads {
   LOOM_PACK_QUADS_NONE = 0,  /* i16 pair words (vpmaddwd) */
   LOOM_PACK_QUADS_EXACT = 1, /* byte quads when the centred values fit a signed byte (dot4: AVX512-VNNI) */

@@ -88,6 +88,13 @@ typedef struct loom_target_artifact {
   const char *externs;            /* extern signatures (libcall text form) or NULL when none */
 } loom_target_artifact;
 
+/* How a target's int8 matmul reads a constant weight (loom_target.int8_quads). */
+typedef enum loom_target_quads {
+  LOOM_TARGET_QUADS_NONE,  /* i16 pair words (vpmaddwd) */
+  LOOM_TARGET_QUADS_EXACT, /* byte quads where the centred values fit a signed byte (dot4: AVX512-VNNI's vpdpbusd) */
+  LOOM_TARGET_QUADS_PAIRS, /* byte quads only where, besides, each byte pair's sums fit i16 (dot4s: AVX2's vpmaddubsw) */
+} loom_target_quads;
+
 typedef struct loom_target {
   const char *name;    /* "cpu": what --target takes */
   const char *summary; /* one line for listings */
@@ -123,11 +130,9 @@ typedef struct loom_target {
    * weight with a multiple of it columns is laid out panel by panel at compile time (the
    * `pack` pass, graph/pass_pack.c) and read in place. 0 (or a NULL hook): no such layout. */
   int (*matmul_panel)(const loom_target_options *o);
-  /* How the int8 matmul reads a constant weight on the machine `o`, a loom_pack_quads
-   * (graph/passes.h): in byte quads (dot4, a u8 x s8 dot product instruction: AVX512-VNNI's
-   * vpdpbusd) when the centred values fit a signed byte (1), or only when their byte pairs' sums
-   * also fit i16 (2: AVX2's vpmaddubsw); 0 (or NULL): i16 pair words. */
-  int (*int8_quads)(const loom_target_options *o);
+  /* How the int8 matmul reads a constant weight on the machine `o` (the driver hands it to the
+   * `pack` pass as a loom_pack_quads, graph/passes.h). NULL: LOOM_TARGET_QUADS_NONE. */
+  loom_target_quads (*int8_quads)(const loom_target_options *o);
 
   /* Codegen in process: out_fns[i] is the kernel of fs[i], valid until code_free(*out_code).
    * Through o->cache when set; what it did into *o->stats when set. */

@@ -52,9 +52,11 @@ static bool plain_stores(const loom_tp_stmt *s, const loom_tp_buffer **y) {
 /* Folds a term that bounds v into [*lower, *upper); false when it is not such a term. */
 static bool bound(loom_sym_ctx *cx, const loom_tp_expr *t, const loom_sym_expr *v, const loom_sym_expr **lower,
                   const loom_sym_expr **upper) {
-  if (t->kind != LOOM_TP_EXPR_OP || t->u.op.args[0]->kind != LOOM_TP_EXPR_SYM || t->u.op.args[1]->kind != LOOM_TP_EXPR_SYM)
-    return false;
+  if (t->kind != LOOM_TP_EXPR_OP) return false;
   loom_tp_op op = t->u.op.op;
+  if ((op != LOOM_TP_OP_GE && op != LOOM_TP_OP_GT && op != LOOM_TP_OP_LT && op != LOOM_TP_OP_LE) ||
+      t->u.op.args[0]->kind != LOOM_TP_EXPR_SYM || t->u.op.args[1]->kind != LOOM_TP_EXPR_SYM)
+    return false; /* a unary term (likely(..), !..) has no second operand */
   const loom_sym_expr *x = t->u.op.args[0]->u.sym, *y = t->u.op.args[1]->u.sym;
   if (uses(y, v)) { /* e cmp v + o: v + o cmp' e */
     const loom_sym_expr *s = x;
@@ -70,8 +72,7 @@ static bool bound(loom_sym_ctx *cx, const loom_tp_expr *t, const loom_sym_expr *
     case LOOM_TP_OP_GE: *lower = loom_sym_max(cx, *lower, e); break;
     case LOOM_TP_OP_GT: *lower = loom_sym_max(cx, *lower, loom_sym_add(cx, e, one)); break;
     case LOOM_TP_OP_LT: *upper = loom_sym_min(cx, *upper, e); break;
-    case LOOM_TP_OP_LE: *upper = loom_sym_min(cx, *upper, loom_sym_add(cx, e, one)); break;
-    default: return false;
+    default: *upper = loom_sym_min(cx, *upper, loom_sym_add(cx, e, one)); break; /* LE */
   }
   return *lower && *upper;
 }
@@ -98,7 +99,7 @@ loom_status loom_tp_schedule_pad_rows(loom_arena *a, loom_sym_ctx *cx, loom_tp_f
   const loom_tp_expr *terms[MAX_TERMS];
   int n = 0, nv = 0;
   if (!terms_of(s->u.if_.cond, terms, &n)) return LOOM_OK;
-  const loom_sym_expr *lower = loom_sym_const(cx, 0), *upper = d;
+  const loom_sym_expr *lower = loom_sym_const(cx, 0), *upper = d; /* so lower >= 0 and upper <= d */
   loom_tp_expr *outer = NULL;
   for (int i = 0; i < n; i++) {
     if (!loom_tp_expr_uses_var(terms[i], v)) {
@@ -112,7 +113,7 @@ loom_status loom_tp_schedule_pad_rows(loom_arena *a, loom_sym_ctx *cx, loom_tp_f
   }
   if (!nv) return LOOM_OK; /* nothing per element to split by (loop unswitching's case) */
   const loom_sym_expr *lo = loom_sym_min(cx, lower, d);
-  const loom_sym_expr *hi = lo ? loom_sym_max(cx, loom_sym_min(cx, upper, d), lo) : NULL;
+  const loom_sym_expr *hi = lo ? loom_sym_max(cx, upper, lo) : NULL;
   if (!lo || !hi) return LOOM_OOM();
   char name[3][64];
   for (int k = 0; k < 3; k++) snprintf(name[k], sizeof name[k], "%s_%c", loom_sym_var_name(v), "lmh"[k]);

@@ -87,7 +87,8 @@ static loom_status pass_offload(loom_pass_ctx *c) {
 static loom_status pass_pack(loom_pass_ctx *c) {
   int panel = c->target && c->target->matmul_panel ? c->target->matmul_panel(&c->target_opts) : 0;
   size_t n = 0, dropped = 0;
-  int quads = c->target && c->target->int8_quads ? c->target->int8_quads(&c->target_opts) : LOOM_PACK_QUADS_NONE;
+  loom_target_quads tq = c->target && c->target->int8_quads ? c->target->int8_quads(&c->target_opts) : LOOM_TARGET_QUADS_NONE;
+  int quads = tq == LOOM_TARGET_QUADS_EXACT ? LOOM_PACK_QUADS_EXACT : tq == LOOM_TARGET_QUADS_PAIRS ? LOOM_PACK_QUADS_PAIRS : LOOM_PACK_QUADS_NONE;
   LOOM_PROPAGATE(loom_graph_pack_weights_tied(c->m, panel, quads, c->pack_tied, c->wcache, &n));
   if (n) LOOM_PROPAGATE(loom_graph_dce(c->m, &dropped));
   if (c->report) fprintf(c->out, "// pack (panels of %d): %zu weights laid out\n", panel, n);

@@ -37,10 +37,9 @@ static int cpu_matmul_panel(const loom_target_options *o) {
   return loom_cpu_vector_bytes(&co) / 2;
 }
 
-/* loom_pack_quads: 1 (EXACT) with AVX512-VNNI, 2 (PAIRS) with AVX2, else 0 (NONE). */
-static int cpu_int8_quads(const loom_target_options *o) {
+static loom_target_quads cpu_int8_quads(const loom_target_options *o) {
   loom_cpu_options co = cpu_options(o);
-  return loom_cpu_has_vnni512(&co) ? 1 : loom_cpu_has_avx2(&co) ? 2 : 0;
+  return loom_cpu_has_vnni512(&co) ? LOOM_TARGET_QUADS_EXACT : loom_cpu_has_avx2(&co) ? LOOM_TARGET_QUADS_PAIRS : LOOM_TARGET_QUADS_NONE;
 }
 
 

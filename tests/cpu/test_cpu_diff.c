@@ -644,6 +644,11 @@ LOOM_TEST(cpu, exp_f32_accuracy_over_the_whole_range) {
   tp_fixture_free(&fx);
 }
 
+/* Whether g is within n ulp (f32) of w, or within 2 * 2^-149 where w is subnormal; and how many
+ * ulp apart they are. */
+static bool f32_near(double g, double w, double n) { return fabs(g - w) <= fmax(n * fabs(w) * 1.1920929e-7, 2.0 * 1.4012985e-45); }
+static double f32_ulps(double g, double w) { return fabs(g - w) / fmax(fabs(w) * 1.1920929e-7, 1.4012985e-45); }
+
 /* sigmoid and SiLU (x * sigmoid(x), either operand order: one fused division) against the
  * double formula of the graph reference, x / (1 + exp(-x)), over [-190, 100] densely and at
  * the special values: within 2 ulp for normal results and 2 * 2^-149 for subnormal ones, NaN
@@ -682,9 +687,7 @@ LOOM_TEST(cpu, sigmoid_and_silu_f32_accuracy_over_the_whole_range) {
         cr_assert((isnan(w) && isnan(g)) || w == g, "%s(%.9g) = %.9g, want %.9g", what, x, g, w);
         continue;
       }
-      double tol = fmax(2.0 * fabs(w) * 1.1920929e-7, 2.0 * 1.4012985e-45);
-      cr_assert(fabs(g - w) <= tol, "%s(%.9g) = %.9g, want %.9g (%.2g ulp)", what, x, g, w,
-                fabs(g - w) / fmax(fabs(w) * 1.1920929e-7, 1.4012985e-45));
+      cr_assert(f32_near(g, w, 2), "%s(%.9g) = %.9g, want %.9g (%.2g ulp)", what, x, g, w, f32_ulps(g, w));
     }
   }
   free(X);
@@ -735,9 +738,7 @@ LOOM_TEST(cpu, a_product_with_a_sigmoid_is_one_division_over_the_whole_range) {
         cr_assert((isnan(w) && isnan(g)) || (w == g && signbit(w) == signbit(g)), "%.9g * sigmoid(%.9g) = %.9g, want %.9g", m, x, g, w);
         continue;
       }
-      double tol = fmax(3.0 * fabs(w) * 1.1920929e-7, 2.0 * 1.4012985e-45);
-      cr_assert(fabs(g - w) <= tol, "%.9g * sigmoid(%.9g) = %.9g, want %.9g (%.2g ulp)", m, x, g, w,
-                fabs(g - w) / fmax(fabs(w) * 1.1920929e-7, 1.4012985e-45));
+      cr_assert(f32_near(g, w, 3), "%.9g * sigmoid(%.9g) = %.9g, want %.9g (%.2g ulp)", m, x, g, w, f32_ulps(g, w));
     }
   }
   free(X);

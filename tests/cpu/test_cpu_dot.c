@@ -40,19 +40,28 @@ static void check_lanes_and_scalar(const char *op, int32_t a, int32_t b, const l
   tp_fixture_free(&fx);
 }
 
+/* `op`(A, B) accumulated into C in lanes and written to D as a scalar, against the interpreter at
+ * row counts 1, 3, 8, 16, 19 (cpu_fill's words). */
+static void diff_accumulate(const char *op) {
+  static const int64_t sz[] = {1, 3, 8, 16, 19};
+  cpu_diff_opts o = cpu_opts(sz, 5, 0);
+  char text[512];
+  snprintf(text, sizeof text,
+           "prim @d(A: Buffer[(n, 16), i32], B: Buffer[(n, 16), i32], C: Buffer[(n, 16), i32], D: Buffer[(n,), i32]) {\n"
+           "  for i in 0..n {\n"
+           "    for j in 0..16 vectorize { C[i, j] = C[i, j] + %s(A[i, j], B[i, j]) }\n"
+           "    D[i] = %s(A[i, 0], B[i, 1])\n"
+           "  }\n}\n", op, op);
+  cpu_diff_program(text, &o);
+}
+
 static const loom_cpu_options avx2_only = {.features = "+avx2,+fma,-avx512f"};
 
 /* dot4's value: unsigned bytes of a times signed bytes of b, in lanes and scalar, on the host's
  * JIT (vpdpbusd where it has AVX512-VNNI, with the accumulator added by the instruction) and on
  * one without AVX-512 (plain arithmetic). */
 LOOM_TEST(cpu, dot4_multiplies_unsigned_by_signed_bytes_scalar_and_in_lanes) {
-  static const int64_t sz[] = {1, 3, 8, 16, 19};
-  cpu_diff_opts o = cpu_opts(sz, 5, 0);
-  cpu_diff_program("prim @d4(A: Buffer[(n, 16), i32], B: Buffer[(n, 16), i32], C: Buffer[(n, 16), i32], D: Buffer[(n,), i32]) {\n"
-                   "  for i in 0..n {\n"
-                   "    for j in 0..16 vectorize { C[i, j] = C[i, j] + dot4(A[i, j], B[i, j]) }\n"
-                   "    D[i] = dot4(A[i, 0], B[i, 1])\n"
-                   "  }\n}\n", &o);
+  diff_accumulate("dot4");
   /* a = 0xFF7F8001: unsigned bytes (1, 128, 127, 255); b = 0x81010101: signed bytes (1, 1, 1, -127) */
   for (int k = 0; k < 2; k++) check_lanes_and_scalar("dot4", -8421375, -2130640639, k ? NULL : &avx2_only, 1 + 128 + 127 - 255 * 127);
 }
@@ -62,13 +71,7 @@ LOOM_TEST(cpu, dot4_multiplies_unsigned_by_signed_bytes_scalar_and_in_lanes) {
  * scalar, on a machine with AVX2 and no AVX-512 (vpmaddubsw, whose pair sums saturate, and
  * vpmaddwd by ones) and on the host's JIT: the exact sums, as the interpreter's. */
 LOOM_TEST(cpu, dot4s_sums_byte_pairs_at_the_i16_bound_exactly) {
-  static const int64_t sz[] = {1, 3, 8, 16, 19};
-  cpu_diff_opts o = cpu_opts(sz, 5, 0); /* cpu_fill's words: bytes within [-50, 50] and 0 / -1: within the bound */
-  cpu_diff_program("prim @d4s(A: Buffer[(n, 16), i32], B: Buffer[(n, 16), i32], C: Buffer[(n, 16), i32], D: Buffer[(n,), i32]) {\n"
-                   "  for i in 0..n {\n"
-                   "    for j in 0..16 vectorize { C[i, j] = C[i, j] + dot4s(A[i, j], B[i, j]) }\n"
-                   "    D[i] = dot4s(A[i, 0], B[i, 1])\n"
-                   "  }\n}\n", &o);
+  diff_accumulate("dot4s"); /* cpu_fill's words: bytes within [-50, 50] and 0 / -1: within the bound */
   /* a = -1: unsigned bytes (255, 255, 255, 255); b bytes (low first), as i32 words */
   static const struct { int32_t b; int32_t want; } cases[] = {
       {0x40404040, 255 * 128 * 2},                      /* (64, 64, 64, 64) */
