@@ -72,11 +72,52 @@ typedef struct loom_legal_pad_params {
 LOOM_TP_GEN_PARAMS(loom_legal_pad_params, 8 + 4 * 4);
 loom_status loom_legal_gen_pad(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp);
 
-/* legalize_window.c: conv1d / conv2d / conv (op_conv.c) and conv_transpose (op_image.c); every
- * pooling op but global_avg_pool2d: max_pool2d / avg_pool2d (op_conv.c), max_pool /
- * max_pool_indices / avg_pool / lp_pool (op_image.c). */
+/* legalize_window.c: conv1d / conv2d / conv (op_conv.c) and conv_transpose (op_image.c);
+ * legalize_pool.c: every pooling op but global_avg_pool2d: max_pool2d / avg_pool2d (op_conv.c),
+ * max_pool / max_pool_indices / avg_pool / lp_pool (op_image.c). */
 loom_status loom_legal_conv(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r);
 loom_status loom_legal_pool(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r);
+
+/* What a window program is made of: the window (padding-free, 0 past its n axes), the dtypes and
+ * the form. conv and pool share it; their generators differ. */
+typedef struct loom_legal_window_params {
+  int64_t kernel[LOOM_TP_MAX_SPATIAL], stride[LOOM_TP_MAX_SPATIAL], dilation[LOOM_TP_MAX_SPATIAL];
+  int64_t pad_lo[LOOM_TP_MAX_SPATIAL], pad_hi[LOOM_TP_MAX_SPATIAL], shift[LOOM_TP_MAX_SPATIAL];
+  int64_t groups, p;     /* conv groups; lp's p */
+  loom_dtype t, acc;
+  int32_t n, bias, transpose;
+  loom_tp_pool_kind kind;
+  int32_t col_major, unused; /* 0 */
+} loom_legal_window_params;
+LOOM_TP_GEN_PARAMS(loom_legal_window_params, (6 * LOOM_TP_MAX_SPATIAL + 2) * 8 + 8 * 4);
+
+/* conv_pad's parameters (padding-free: they are its program's key). */
+typedef struct loom_legal_pad_key {
+  int64_t lo[LOOM_TP_MAX_SPATIAL], hi[LOOM_TP_MAX_SPATIAL];
+  double fill;
+  int64_t flat_extra; /* conv_pad's flat form (>= 0) */
+  int32_t n, share; /* conv_pad's shared pads of the last axis (flat form) */
+} loom_legal_pad_key;
+LOOM_TP_GEN_PARAMS(loom_legal_pad_key, (2 * LOOM_TP_MAX_SPATIAL + 2) * 8 + 2 * 4);
+
+/* Shared by legalize_window.c (where they live) and legalize_pool.c: a program key's
+ * "_<tag><v0>x<v1>..." for the n entries of v (a negative one as m<|v|>); a window's key (its
+ * kernel when `kernel`, stride, dilation, padding and shift); the tensorprog window of a graph
+ * window; the infer context of a call; window_params of a window and back. */
+void loom_legal_key_list(char *name, size_t cap, const char *tag, const int64_t *v, int n);
+void loom_legal_key_window(char *name, size_t cap, const loom_tp_window *w, bool kernel);
+loom_tp_window loom_legal_window_of(const loom_graph_window *g);
+loom_graph_icx loom_legal_icx_for(loom_graph_module *m, const loom_graph_expr *call);
+loom_legal_window_params loom_legal_window_params_of(const loom_tp_window *w, loom_dtype t);
+loom_tp_window loom_legal_window_from(const loom_legal_window_params *p);
+/* `<b>_xp` = x (struct info xs) padded by k (conv_pad); *xin becomes it. */
+loom_status loom_legal_pad_input(loom_lx *x, const loom_sinfo *xs, const loom_legal_pad_key *k, loom_graph_expr **xin);
+/* `<b>_xg` = xp (x padded by k) viewed (n, c, hp0*hp1): the rows programs' grid operand (loom_tp_rows_grid). */
+loom_status loom_legal_plane_view(loom_lx *x, const loom_sinfo *xs, const loom_legal_pad_key *k, loom_graph_expr *xp,
+                                  loom_graph_expr **out);
+/* The final value: op(arg, attrs) with result struct info `out`, lowered (a view stays an op call). */
+loom_status loom_legal_final_call(loom_lx *x, loom_graph_op op, loom_graph_expr *arg, size_t nattrs, const loom_graph_attr *attrs,
+                                  const loom_sinfo *out, loom_graph_expr **value);
 
 /* legalize_image.c: resize and grid_sample (op_image.c), resize2d (op_conv.c). */
 loom_status loom_legal_resize(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r);
@@ -157,9 +198,11 @@ loom_status loom_legal_expand_nonzero(loom_lx *x, loom_graph_expr **value);
 loom_status loom_legal_expand_unique(loom_lx *x, loom_graph_expr **value);
 loom_status loom_legal_expand_nms(loom_lx *x, loom_graph_expr **value);
 /* legalize_window.c: conv1d / conv2d / conv / conv_transpose in f32 with constant kernel extents
- * as bindings the CPU matmul rule tiles; max / average pooling row by row; global_avg_pool2d as
- * a mean over planes. *value NULL for another form (the call keeps its one-program lowering). */
+ * as bindings the CPU matmul rule tiles; legalize_pool.c: max / average pooling row by row,
+ * global_avg_pool2d as a mean over planes. *value NULL for another form (the call keeps its
+ * one-program lowering). */
 loom_status loom_legal_expand_window(loom_lx *x, loom_graph_expr **value);
+loom_status loom_legal_expand_pool(loom_lx *x, loom_graph_expr **value);
 /* legalize_image.c: resize (op_image.c) with run-time scales or sizes (no attribute `size`), or
  * with antialias (one program per resized axis). */
 loom_status loom_legal_expand_resize(loom_lx *x, loom_graph_expr **value);

@@ -1,31 +1,31 @@
-/* legalize_window.c — convolution and pooling calls to the N-d window programs of
- * tensorprog/gen_window.c. The window is read by the same functions the reference
+/* legalize_window.c — convolution calls to the N-d window programs of tensorprog/gen_window.c
+ * and the GEMM, packed, depthwise and tap-by-tap forms they expand to; the window keys and padding
+ * legalize_pool.c shares. The window is read by the same functions the reference
  * implementation uses (loom_graph_conv_window, loom_graph_pool_window), so a program and
  * the interpreter cannot disagree on what an attribute means. */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "graph/legalize_internal.h"
 
 /* Appends "_<tag><v0>x<v1>..." for the n entries of v (a negative entry as m<|v|>). */
-static void key_list(char *name, size_t cap, const char *tag, const int64_t *v, int n) {
+void loom_legal_key_list(char *name, size_t cap, const char *tag, const int64_t *v, int n) {
   size_t len = strlen(name);
   len += (size_t)snprintf(name + len, len < cap ? cap - len : 0, "_%s", tag);
   for (int i = 0; i < n && len < cap; i++)
     len += (size_t)snprintf(name + len, cap - len, "%s%s%lld", i ? "x" : "", v[i] < 0 ? "m" : "", v[i] < 0 ? -(long long)v[i] : (long long)v[i]);
 }
 
-static void key_window(char *name, size_t cap, const loom_tp_window *w, bool kernel) {
-  if (kernel) key_list(name, cap, "k", w->kernel, w->n);
-  key_list(name, cap, "s", w->stride, w->n);
-  key_list(name, cap, "d", w->dilation, w->n);
-  key_list(name, cap, "p", w->pad_lo, w->n);
-  key_list(name, cap, "q", w->pad_hi, w->n);
-  key_list(name, cap, "e", w->shift, w->n);
+void loom_legal_key_window(char *name, size_t cap, const loom_tp_window *w, bool kernel) {
+  if (kernel) loom_legal_key_list(name, cap, "k", w->kernel, w->n);
+  loom_legal_key_list(name, cap, "s", w->stride, w->n);
+  loom_legal_key_list(name, cap, "d", w->dilation, w->n);
+  loom_legal_key_list(name, cap, "p", w->pad_lo, w->n);
+  loom_legal_key_list(name, cap, "q", w->pad_hi, w->n);
+  loom_legal_key_list(name, cap, "e", w->shift, w->n);
 }
 
-static loom_tp_window window_of(const loom_graph_window *g) {
+loom_tp_window loom_legal_window_of(const loom_graph_window *g) {
   loom_tp_window w = {.n = g->n, .groups = g->groups};
   for (int i = 0; i < g->n; i++) {
     w.kernel[i] = g->kernel[i];
@@ -37,25 +37,12 @@ static loom_tp_window window_of(const loom_graph_window *g) {
   return w;
 }
 
-static loom_graph_icx icx_for(loom_graph_module *m, const loom_graph_expr *call) {
+loom_graph_icx loom_legal_icx_for(loom_graph_module *m, const loom_graph_expr *call) {
   return (loom_graph_icx){.m = m, .cx = loom_graph_module_sym(m), .call = call, .op = loom_graph_op_name(call->u.call.op)};
 }
 
-/* What a window program is made of: the window (padding-free, 0 past its n axes), the dtypes and
- * the form. conv and pool share it; their generators differ. */
-typedef struct window_params {
-  int64_t kernel[LOOM_TP_MAX_SPATIAL], stride[LOOM_TP_MAX_SPATIAL], dilation[LOOM_TP_MAX_SPATIAL];
-  int64_t pad_lo[LOOM_TP_MAX_SPATIAL], pad_hi[LOOM_TP_MAX_SPATIAL], shift[LOOM_TP_MAX_SPATIAL];
-  int64_t groups, p;     /* conv groups; lp's p */
-  loom_dtype t, acc;
-  int32_t n, bias, transpose;
-  loom_tp_pool_kind kind;
-  int32_t col_major, unused; /* 0 */
-} window_params;
-LOOM_TP_GEN_PARAMS(window_params, (6 * LOOM_TP_MAX_SPATIAL + 2) * 8 + 8 * 4);
-
-static window_params params_of(const loom_tp_window *w, loom_dtype t) {
-  window_params p = {.groups = w->groups, .t = t, .n = w->n};
+loom_legal_window_params loom_legal_window_params_of(const loom_tp_window *w, loom_dtype t) {
+  loom_legal_window_params p = {.groups = w->groups, .t = t, .n = w->n};
   for (int i = 0; i < LOOM_TP_MAX_SPATIAL; i++) {
     p.kernel[i] = w->kernel[i];
     p.stride[i] = w->stride[i];
@@ -67,7 +54,7 @@ static window_params params_of(const loom_tp_window *w, loom_dtype t) {
   return p;
 }
 
-static loom_tp_window window_from(const window_params *p) {
+loom_tp_window loom_legal_window_from(const loom_legal_window_params *p) {
   loom_tp_window w = {.n = p->n, .groups = p->groups};
   for (int i = 0; i < LOOM_TP_MAX_SPATIAL; i++) {
     w.kernel[i] = p->kernel[i];
@@ -81,19 +68,12 @@ static loom_tp_window window_from(const window_params *p) {
 }
 
 static loom_status gen_conv(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
-  const window_params *p = params;
-  loom_tp_window w = window_from(p);
+  const loom_legal_window_params *p = params;
+  loom_tp_window w = loom_legal_window_from(p);
   loom_arena *a = loom_graph_module_arena(m);
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   return p->transpose ? loom_tp_gen_conv_transpose(a, cx, name, p->t, p->acc, &w, p->bias, tp)
                       : loom_tp_gen_conv(a, cx, name, p->t, p->acc, &w, p->bias, tp);
-}
-
-static loom_status gen_pool(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
-  const window_params *p = params;
-  loom_tp_window w = window_from(p);
-  loom_tp_pool pool = {.kind = p->kind, .p = p->p, .col_major = p->col_major};
-  return loom_tp_gen_pool(loom_graph_module_arena(m), loom_graph_module_sym(m), name, p->t, &pool, &w, tp);
 }
 
 /* conv1d, conv2d, conv and conv_transpose (N-d). */
@@ -109,16 +89,16 @@ static loom_status legalize_conv(loom_graph_module *m, const loom_graph_expr *ca
   int n = transpose ? x->ndim - 2 : loom_graph_conv_rank(op, x->ndim);
   if (n < 1 || n > LOOM_TP_MAX_SPATIAL || x->ndim != n + 2 || k->ndim != n + 2 || x->dtype != k->dtype || (b && b->dtype != x->dtype))
     return loom_legal_unsupported(call, "for these operands");
-  loom_graph_icx ic = icx_for(m, call);
+  loom_graph_icx ic = loom_legal_icx_for(m, call);
   loom_graph_window g;
   LOOM_PROPAGATE(transpose ? loom_graph_convt_window(&ic, x->ndim, &g) : loom_graph_conv_window(&ic, n, false, &g));
-  loom_tp_window w = window_of(&g);
+  loom_tp_window w = loom_legal_window_of(&g);
   loom_dtype acc = x->dtype == LOOM_DTYPE_F16 || x->dtype == LOOM_DTYPE_BF16 ? LOOM_DTYPE_F32 : x->dtype;
   char name[512];
   snprintf(name, sizeof name, "%s%dd_%s_g%lld%s", transpose ? "conv_transpose" : "conv", n, loom_dtype_name(x->dtype),
            (long long)w.groups, b ? "_bias" : "");
-  key_window(name, sizeof name, &w, false);
-  window_params p = params_of(&w, x->dtype);
+  loom_legal_key_window(name, sizeof name, &w, false);
+  loom_legal_window_params p = loom_legal_window_params_of(&w, x->dtype);
   p.acc = acc;
   p.bias = b != NULL;
   p.transpose = transpose;
@@ -177,23 +157,14 @@ static loom_tp_conv_gemm gemm_from(const gemm_params *p) {
   return g;
 }
 
-/* conv_pad's parameters (padding-free: they are its program's key). */
-typedef struct pad_key {
-  int64_t lo[LOOM_TP_MAX_SPATIAL], hi[LOOM_TP_MAX_SPATIAL];
-  double fill;
-  int64_t flat_extra; /* conv_pad's flat form (>= 0) */
-  int32_t n, share; /* conv_pad's shared pads of the last axis (flat form) */
-} pad_key;
-LOOM_TP_GEN_PARAMS(pad_key, (2 * LOOM_TP_MAX_SPATIAL + 2) * 8 + 2 * 4);
-
 static loom_status gen_conv_pad(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
-  const pad_key *k = ctx;
+  const loom_legal_pad_key *k = ctx;
   return loom_tp_gen_conv_pad(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, k->n, k->lo, k->hi,
                               k->fill, k->flat_extra, k->share, tp);
 }
 
 /* `<b>_xp` = x (struct info xs) padded by k (conv_pad); *xin becomes it. */
-static loom_status pad_input(loom_lx *x, const loom_sinfo *xs, const pad_key *k, loom_graph_expr **xin) {
+loom_status loom_legal_pad_input(loom_lx *x, const loom_sinfo *xs, const loom_legal_pad_key *k, loom_graph_expr **xin) {
   loom_graph_module *m = x->m;
   loom_sym_ctx *cx = loom_graph_module_sym(m);
   const loom_sym_expr *pd[2 + LOOM_TP_MAX_SPATIAL] = {xs->dims[0], xs->dims[1]};
@@ -202,15 +173,15 @@ static loom_status pad_input(loom_lx *x, const loom_sinfo *xs, const pad_key *k,
   if (!psi) return LOOM_OOM();
   char name[256];
   snprintf(name, sizeof name, "conv_pad_f32_n%d", k->n);
-  key_list(name, sizeof name, "p", k->lo, k->n);
-  key_list(name, sizeof name, "q", k->hi, k->n);
+  loom_legal_key_list(name, sizeof name, "p", k->lo, k->n);
+  loom_legal_key_list(name, sizeof name, "q", k->hi, k->n);
   if (k->fill != 0.0) snprintf(name + strlen(name), sizeof name - strlen(name), "_%s", k->fill < 0 ? "neginf" : "fill");
   return loom_lx_add_tp(x, "xp", name, gen_conv_pad, k, sizeof *k, 1, xin, psi, xin);
 }
 
 /* `<b>_xg` = xp (x, struct info xs, padded by k's lo / hi: zeros when not padded) viewed (n, c, hp0*hp1):
  * the rows programs' grid operand (loom_tp_rows_grid). */
-static loom_status plane_view(loom_lx *x, const loom_sinfo *xs, const pad_key *k, loom_graph_expr *xp, loom_graph_expr **out) {
+loom_status loom_legal_plane_view(loom_lx *x, const loom_sinfo *xs, const loom_legal_pad_key *k, loom_graph_expr *xp, loom_graph_expr **out) {
   loom_sym_ctx *cx = loom_graph_module_sym(x->m);
   const loom_sym_expr *f = loom_sym_const(cx, 1);
   for (int i = 0; i < k->n; i++) f = loom_sym_mul(cx, f, loom_sym_add(cx, xs->dims[2 + i], loom_sym_const(cx, k->lo[i] + k->hi[i])));
@@ -235,14 +206,14 @@ static loom_status gen_im2col(loom_graph_module *m, const char *name, const void
 /* The name of a program of geometry g: <what>_f32_n<N>_g<G>_k.._d.._s<S>[_bias]. */
 static void gemm_name(char *name, size_t cap, const char *what, const loom_tp_conv_gemm *g, const int64_t *strides) {
   snprintf(name, cap, "%s_f32_n%d_g%lld", what, g->n, (long long)g->groups);
-  key_list(name, cap, "k", g->kernel, g->n);
-  key_list(name, cap, "d", g->dilation, g->n);
-  if (strides) key_list(name, cap, "s", strides, g->n);
+  loom_legal_key_list(name, cap, "k", g->kernel, g->n);
+  loom_legal_key_list(name, cap, "d", g->dilation, g->n);
+  if (strides) loom_legal_key_list(name, cap, "s", strides, g->n);
   else snprintf(name + strlen(name), cap - strlen(name), "_s%lld%s", (long long)g->stride, g->bias ? "_bias" : "");
 }
 
 /* The final value: op(arg, attrs) with result struct info `out`, lowered (a view stays an op call). */
-static loom_status final_call(loom_lx *x, loom_graph_op op, loom_graph_expr *arg, size_t nattrs, const loom_graph_attr *attrs,
+loom_status loom_legal_final_call(loom_lx *x, loom_graph_op op, loom_graph_expr *arg, size_t nattrs, const loom_graph_attr *attrs,
                               const loom_sinfo *out, loom_graph_expr **value) {
   loom_graph_expr *c = loom_graph_call_op(x->m, op, 1, &arg, nattrs, attrs);
   if (!c) return LOOM_OOM();
@@ -305,11 +276,11 @@ static loom_status add_phases(loom_lx *x, const packed_params *pp, const loom_si
   char name[512];
   int n = pp->n;
   snprintf(name, sizeof name, "conv_phases_f32_n%d", n);
-  key_list(name, sizeof name, "k", kp.kernel, n);
-  key_list(name, sizeof name, "d", kp.dilation, n);
-  key_list(name, sizeof name, "s", kp.stride, n);
-  key_list(name, sizeof name, "p", kp.pad_lo, n);
-  key_list(name, sizeof name, "q", kp.pad_hi, n);
+  loom_legal_key_list(name, sizeof name, "k", kp.kernel, n);
+  loom_legal_key_list(name, sizeof name, "d", kp.dilation, n);
+  loom_legal_key_list(name, sizeof name, "s", kp.stride, n);
+  loom_legal_key_list(name, sizeof name, "p", kp.pad_lo, n);
+  loom_legal_key_list(name, sizeof name, "q", kp.pad_hi, n);
   return loom_lx_add_tp(x, "xs", name, gen_conv_phases, &kp, sizeof kp, 1, xin, psi, xin);
 }
 
@@ -332,10 +303,10 @@ typedef struct dw_key {
   bool bias;
 } dw_key;
 
-/* params: window_params of the window, `bias` and (col_major) the phase-plane form */
+/* params: loom_legal_window_params of the window, `bias` and (col_major) the phase-plane form */
 static loom_status gen_depthwise(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
-  const window_params *p = params;
-  loom_tp_window w = window_from(p);
+  const loom_legal_window_params *p = params;
+  loom_tp_window w = loom_legal_window_from(p);
   return (p->col_major ? loom_tp_gen_depthwise_phases : loom_tp_gen_depthwise_rows)(loom_graph_module_arena(m), loom_graph_module_sym(m),
                                                                                      name, LOOM_DTYPE_F32, &w, p->bias != 0, tp);
 }
@@ -349,7 +320,7 @@ static loom_status expand_depthwise(loom_lx *x, const loom_sinfo *xs, const loom
                                     loom_graph_expr **value) {
   const loom_graph_expr *call = x->b->value;
   dw_key k = {.w = {.n = g->n, .groups = gw->groups}, .bias = call->u.call.nargs > 2};
-  pad_key pk = {.n = g->n, .fill = 0.0, .flat_extra = -1};
+  loom_legal_pad_key pk = {.n = g->n, .fill = 0.0, .flat_extra = -1};
   packed_params pp = {.n = g->n};
   bool pad = false;
   for (int i = 0; i < g->n; i++) {
@@ -368,16 +339,16 @@ static loom_status expand_depthwise(loom_lx *x, const loom_sinfo *xs, const loom
     LOOM_PROPAGATE(phases_input(x, xs, &pp, &all[0], &e1));
     if (!(all[nargs++] = loom_graph_sym_new(x->m, e1))) return LOOM_OOM();
   } else {
-    if (pad) LOOM_PROPAGATE(pad_input(x, xs, &pk, &all[0]));
-    if (loom_tp_rows_grid(&k.w, LOOM_TP_POOL_AVG_PAD, true)) LOOM_PROPAGATE(plane_view(x, xs, &pk, all[0], &all[nargs++]));
+    if (pad) LOOM_PROPAGATE(loom_legal_pad_input(x, xs, &pk, &all[0]));
+    if (loom_tp_rows_grid(&k.w, LOOM_TP_POOL_AVG_PAD, true)) LOOM_PROPAGATE(loom_legal_plane_view(x, xs, &pk, all[0], &all[nargs++]));
   }
   char name[512];
   snprintf(name, sizeof name, "depthwise_rows_f32_n%d%s", g->n, k.bias ? "_bias" : "");
-  key_list(name, sizeof name, "k", k.w.kernel, g->n);
-  key_list(name, sizeof name, "s", k.w.stride, g->n);
-  key_list(name, sizeof name, "d", k.w.dilation, g->n);
+  loom_legal_key_list(name, sizeof name, "k", k.w.kernel, g->n);
+  loom_legal_key_list(name, sizeof name, "s", k.w.stride, g->n);
+  loom_legal_key_list(name, sizeof name, "d", k.w.dilation, g->n);
   if (phases) snprintf(name + strlen(name), sizeof name - strlen(name), "_phases");
-  window_params wp = params_of(&k.w, LOOM_DTYPE_F32);
+  loom_legal_window_params wp = loom_legal_window_params_of(&k.w, LOOM_DTYPE_F32);
   wp.bias = k.bias;
   wp.col_major = phases;
   return loom_lx_call(x, name, gen_depthwise, &wp, sizeof wp, nargs, all, x->b->var->sinfo, value);
@@ -387,7 +358,7 @@ static loom_status expand_conv_packed(loom_lx *x, const loom_sinfo *xs, const lo
                                       int n, int64_t B, loom_graph_expr **value, bool *applies) {
   const loom_graph_expr *call = x->b->value;
   if (ws->ndim != n + 3 || !ws->dims) return LOOM_OK;
-  loom_graph_icx ic = icx_for(x->m, call);
+  loom_graph_icx ic = loom_legal_icx_for(x->m, call);
   loom_graph_window gw;
   LOOM_PROPAGATE(loom_graph_conv_window(&ic, n, false, &gw));
   packed_params pp = {.n = n, .bias = bs != NULL};
@@ -431,7 +402,7 @@ static loom_status expand_conv_packed(loom_lx *x, const loom_sinfo *xs, const lo
     LOOM_PROPAGATE(add_phases(x, &pp, psi, &xp));
   } else { /* one plane: the padded input flat (conv_pad's flat form), or x itself, viewed */
     if (pad || extra) {
-      pad_key pk = {.n = n, .fill = 0.0, .flat_extra = 0, .share = (int32_t)share};
+      loom_legal_pad_key pk = {.n = n, .fill = 0.0, .flat_extra = 0, .share = (int32_t)share};
       for (int i = 0; i < n; i++) {
         pk.lo[i] = gw.pad_lo[i];
         pk.hi[i] = gw.pad_hi[i] + (i == 0 && extra);
@@ -440,8 +411,8 @@ static loom_status expand_conv_packed(loom_lx *x, const loom_sinfo *xs, const lo
       const loom_sinfo *fsi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, fd, xs->device);
       if (!fsi) return LOOM_OOM();
       snprintf(name, sizeof name, "conv_pad_f32_n%d", n);
-      key_list(name, sizeof name, "p", pk.lo, n);
-      key_list(name, sizeof name, "q", pk.hi, n);
+      loom_legal_key_list(name, sizeof name, "p", pk.lo, n);
+      loom_legal_key_list(name, sizeof name, "q", pk.hi, n);
       snprintf(name + strlen(name), sizeof name - strlen(name), "_flat0%s", share ? "_shared" : "");
       LOOM_PROPAGATE(loom_lx_add_tp(x, "xf", name, gen_conv_pad, &pk, sizeof pk, 1, &xp, fsi, &xp));
     }
@@ -469,9 +440,9 @@ static loom_status expand_conv_packed(loom_lx *x, const loom_sinfo *xs, const lo
   const loom_sinfo *ysi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, yd, xs->device);
   if (!ysi || !P) return LOOM_OOM();
   snprintf(name, sizeof name, "conv_packed_f32_n%d", n);
-  key_list(name, sizeof name, "k", pp.kernel, n);
-  key_list(name, sizeof name, "d", pp.dilation, n);
-  key_list(name, sizeof name, "s", pp.stride, n);
+  loom_legal_key_list(name, sizeof name, "k", pp.kernel, n);
+  loom_legal_key_list(name, sizeof name, "d", pp.dilation, n);
+  loom_legal_key_list(name, sizeof name, "s", pp.stride, n);
   if (bs) snprintf(name + strlen(name), sizeof name - strlen(name), "_bias");
   packed_params kp = pp; /* the padding is the phase planes' business */
   memset(kp.pad_lo, 0, sizeof kp.pad_lo);
@@ -479,7 +450,7 @@ static loom_status expand_conv_packed(loom_lx *x, const loom_sinfo *xs, const lo
   loom_graph_expr *yf;
   LOOM_PROPAGATE(loom_lx_add_tp(x, "yf", name, gen_conv_packed, &kp, sizeof kp, nargs, args, ysi, &yf));
   if (exact)
-    return final_call(x, LOOM_GRAPH_OP_RESHAPE, yf, 1, (loom_graph_attr[]){loom_graph_attr_syms(m, "shape", (size_t)(n + 2), out->dims)},
+    return loom_legal_final_call(x, LOOM_GRAPH_OP_RESHAPE, yf, 1, (loom_graph_attr[]){loom_graph_attr_syms(m, "shape", (size_t)(n + 2), out->dims)},
                       out, value);
   args[0] = yf;
   for (int i = 1; i < n; i++)
@@ -537,7 +508,7 @@ static loom_status expand_conv_taps(loom_lx *x, const loom_sinfo *xs, const loom
     K *= geo->kernel[i];
   }
   char name[512], strides[128] = "";
-  key_list(strides, sizeof strides, "s", cols.stride, n);
+  loom_legal_key_list(strides, sizeof strides, "s", cols.stride, n);
   const loom_sinfo *ws;
   LOOM_PROPAGATE(loom_legal_tensor_arg(call, 1, &ws));
   const loom_sym_expr *fd[2] = {ws->dims[0], loom_sym_mul(cx, ws->dims[1], loom_sym_const(cx, K))};
@@ -612,7 +583,7 @@ static loom_status expand_conv(loom_lx *x, loom_graph_expr **value, bool *applie
       !out || out->kind != LOOM_SINFO_TENSOR || !out->dims || out->ndim != n + 2 || xs->dtype != LOOM_DTYPE_F32 ||
       ws->dtype != LOOM_DTYPE_F32 || (bs && (bs->dtype != LOOM_DTYPE_F32 || !bs->dims)))
     return LOOM_OK;
-  loom_graph_icx ic = icx_for(x->m, call);
+  loom_graph_icx ic = loom_legal_icx_for(x->m, call);
   loom_graph_window gw;
   LOOM_PROPAGATE(loom_graph_conv_window(&ic, n, false, &gw));
   loom_tp_conv_gemm g = {.n = n, .groups = gw.groups, .stride = 1, .bias = bs != NULL};
@@ -641,7 +612,7 @@ static loom_status expand_conv(loom_lx *x, loom_graph_expr **value, bool *applie
   bool extra = false;
   for (int i = 1; i < n && !strided; i++) extra |= g.kernel[i] > 1;
   bool copy = pad || extra; /* the input is copied (padded): the GEMM's columns are rounded up to whole panels */
-  pad_key pk = {.n = n, .fill = 0.0, .flat_extra = -1};
+  loom_legal_pad_key pk = {.n = n, .fill = 0.0, .flat_extra = -1};
   for (int i = 0; i < n; i++) {
     pk.lo[i] = gw.pad_lo[i];
     pk.hi[i] = gw.pad_hi[i] + (i == 0 && extra);
@@ -657,7 +628,7 @@ static loom_status expand_conv(loom_lx *x, loom_graph_expr **value, bool *applie
   size_t nargs = 0;
   const loom_sym_expr *P = out->dims[2], *yd[3], *grid[LOOM_TP_MAX_SPATIAL]; /* grid: the extents the crop's pitches use */
   if (strided) { /* the patches (whole panels of columns, zero past the last), then a GEMM over them */
-    if (pad) LOOM_PROPAGATE(pad_input(x, xs, &pk, &xin));
+    if (pad) LOOM_PROPAGATE(loom_legal_pad_input(x, xs, &pk, &xin));
     im2col_key k = {.g = g};
     for (int i = 0; i < n; i++) k.stride[i] = gw.stride[i], grid[i] = out->dims[2 + i];
     k.g.bias = false;
@@ -683,8 +654,8 @@ static loom_status expand_conv(loom_lx *x, loom_graph_expr **value, bool *applie
       const loom_sinfo *fsi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, fd, xs->device);
       if (!fsi) return LOOM_OOM();
       snprintf(name, sizeof name, "conv_pad_f32_n%d", n);
-      key_list(name, sizeof name, "p", pk.lo, n);
-      key_list(name, sizeof name, "q", pk.hi, n);
+      loom_legal_key_list(name, sizeof name, "p", pk.lo, n);
+      loom_legal_key_list(name, sizeof name, "q", pk.hi, n);
       snprintf(name + strlen(name), sizeof name - strlen(name), "_flat%lld", (long long)tail);
       pk.flat_extra = tail;
       LOOM_PROPAGATE(loom_lx_add_tp(x, "xf", name, gen_conv_pad, &pk, sizeof pk, 1, &xin, fsi, &xf));
@@ -711,7 +682,7 @@ static loom_status expand_conv(loom_lx *x, loom_graph_expr **value, bool *applie
   gemm_params gp = gemm_params_of(&g, NULL);
   LOOM_PROPAGATE(loom_lx_add_tp(x, "yf", name, gen_conv_gemm, &gp, sizeof gp, nargs, args, ysi, &yf));
   if (!copy && !strided) /* exact: the GEMM's result is the output, viewed */
-    return final_call(x, LOOM_GRAPH_OP_RESHAPE, yf, 1, (loom_graph_attr[]){loom_graph_attr_syms(m, "shape", (size_t)(n + 2), out->dims)},
+    return loom_legal_final_call(x, LOOM_GRAPH_OP_RESHAPE, yf, 1, (loom_graph_attr[]){loom_graph_attr_syms(m, "shape", (size_t)(n + 2), out->dims)},
                       out, value);
   /* the output positions out of the grid's rows (and the rounded columns) */
   args[0] = yf;
@@ -755,7 +726,7 @@ static loom_status expand_conv_transpose(loom_lx *x, loom_graph_expr **value, bo
       !out->dims || out->ndim != n + 2 || xs->dtype != LOOM_DTYPE_F32 || ws->dtype != LOOM_DTYPE_F32 ||
       (bs && bs->dtype != LOOM_DTYPE_F32))
     return LOOM_OK;
-  loom_graph_icx ic = icx_for(x->m, call);
+  loom_graph_icx ic = loom_legal_icx_for(x->m, call);
   loom_graph_window gw;
   LOOM_PROPAGATE(loom_graph_convt_window(&ic, xs->ndim, &gw));
   col2im_key k = {.g = {.n = n, .groups = 1, .stride = 1, .bias = bs != NULL}};
@@ -810,192 +781,25 @@ static loom_status expand_conv_transpose(loom_lx *x, loom_graph_expr **value, bo
   LOOM_PROPAGATE(loom_lx_add_tp(x, "full", name, gen_col2im, &gp, sizeof gp, nargs, args, fsi, &yfull));
   loom_graph_attr sa[3] = {loom_graph_attr_ints(m, "axes", (size_t)n, axes), loom_graph_attr_syms(m, "begin", (size_t)n, lo),
                            loom_graph_attr_syms(m, "end", (size_t)n, hi)};
-  return final_call(x, LOOM_GRAPH_OP_STRIDED_SLICE, yfull, 3, sa, out, value);
+  return loom_legal_final_call(x, LOOM_GRAPH_OP_STRIDED_SLICE, yfull, 3, sa, out, value);
 }
 
-/* The pool kind, window and key of a pooling call; UNIMPLEMENTED for forms without a program. */
-static loom_status pool_form(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *x, loom_tp_pool *pool,
-                             loom_tp_window *w) {
-  loom_graph_icx ic = icx_for(m, call);
-  loom_graph_window g;
-  loom_graph_op op = call->u.call.op;
-  *pool = (loom_tp_pool){.kind = LOOM_TP_POOL_MAX};
-  if (op == LOOM_GRAPH_OP_MAX_POOL2D || op == LOOM_GRAPH_OP_AVG_POOL2D) {
-    if (x->ndim != 4) return loom_legal_unsupported(call, "for a non-NCHW input");
-    LOOM_PROPAGATE(loom_graph_conv_window(&ic, 2, true, &g));
-    *w = window_of(&g);
-    pool->kind = op == LOOM_GRAPH_OP_MAX_POOL2D ? LOOM_TP_POOL_MAX : LOOM_TP_POOL_AVG;
-    return LOOM_OK;
-  }
-  LOOM_PROPAGATE(loom_graph_pool_window(&ic, x->ndim, &g));
-  *w = window_of(&g);
-  switch (op) {
-    case LOOM_GRAPH_OP_MAX_POOL: break;
-    case LOOM_GRAPH_OP_MAX_POOL_INDICES:
-      pool->kind = LOOM_TP_POOL_ARGMAX;
-      pool->col_major = loom_graph_call_int(call, "storage_order") == 1;
-      break;
-    case LOOM_GRAPH_OP_AVG_POOL:
-      pool->kind = loom_graph_call_int(call, "count_include_pad") ? LOOM_TP_POOL_AVG_PAD : LOOM_TP_POOL_AVG;
-      break;
-    default:
-      pool->kind = LOOM_TP_POOL_LP;
-      pool->p = loom_graph_call_int(call, "p");
-      break;
-  }
-  return LOOM_OK;
-}
-
-static loom_status legalize_pool(loom_graph_module *m, const loom_graph_expr *call, loom_tp_func **tp) {
-  const loom_sinfo *x;
-  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &x));
-  loom_tp_pool pool;
-  loom_tp_window w;
-  LOOM_PROPAGATE(pool_form(m, call, x, &pool, &w));
-  bool max = pool.kind == LOOM_TP_POOL_MAX || pool.kind == LOOM_TP_POOL_ARGMAX;
-  if (!max && !loom_dtype_is_float(x->dtype)) return loom_legal_unsupported(call, "for an integer input");
-  static const char *const kinds[] = {"max", "argmax", "avg", "avgpad", "lp"};
-  char name[512];
-  snprintf(name, sizeof name, "%s_pool%dd_%s%s", kinds[pool.kind], w.n, loom_dtype_name(x->dtype),
-           pool.col_major ? "_colmajor" : "");
-  if (pool.kind == LOOM_TP_POOL_LP) snprintf(name + strlen(name), sizeof name - strlen(name), "_p%lld", (long long)pool.p);
-  key_window(name, sizeof name, &w, true);
-  window_params p = params_of(&w, x->dtype);
-  p.kind = pool.kind;
-  p.p = pool.p;
-  p.col_major = pool.col_major;
-  return LOOM_LEGAL_PROGRAM(m, name, gen_pool, p, tp);
-}
-
-/* The legalize hooks of conv1d / conv2d / conv / conv_transpose and of every pooling op but
- * global_avg_pool2d (conv and image families). */
+/* The legalize hook of conv1d / conv2d / conv / conv_transpose (conv and image families). */
 loom_status loom_legal_conv(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r) {
   (void)out;
   return legalize_conv(m, call, &r->tp);
 }
 
-loom_status loom_legal_pool(loom_graph_module *m, const loom_graph_expr *call, const loom_sinfo *out, loom_graph_legal *r) {
-  (void)out;
-  return legalize_pool(m, call, &r->tp);
-}
-
-/* ---- pooling, one output row at a time (gen_conv.c) ----------------------------------------------------
- *
- * max pooling in f32 (ceil mode: stride - 1 more -inf padding after, for the windows hanging past
- * the input) and average pooling without ceil mode (dilation 1):
- *   y_xp = conv_pad(x) (-inf for max, 0 for average; when padded);  y = call_tp(@pool_rows.., (y_xp))
- * global_avg_pool2d: the mean over the last axis of x viewed (n*c, h*w), viewed back (n, c, 1, 1): one
- * loop over the planes (a batch of one still has work for every thread), the sum vectorised. */
-typedef struct pool_key {
-  loom_tp_pool pool;
-  loom_tp_window w;
-} pool_key;
-
-/* params: window_params of the window and `kind` */
-static loom_status gen_pool_rows(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
-  const window_params *p = params;
-  loom_tp_window w = window_from(p);
-  return loom_tp_gen_pool_rows(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, p->kind, &w, tp);
-}
-
-static loom_status expand_pool(loom_lx *x, loom_graph_expr **value, bool *applies) {
-  const loom_graph_expr *call = x->b->value;
-  const loom_sinfo *xs, *out = x->b->var->sinfo;
-  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &xs));
-  int n = xs->ndim - 2;
-  if (n < 1 || n > LOOM_TP_MAX_SPATIAL || xs->dtype != LOOM_DTYPE_F32 || !xs->dims || !out || out->kind != LOOM_SINFO_TENSOR)
-    return LOOM_OK;
-  loom_graph_op op = call->u.call.op;
-  bool ceil = false;
-  if (op != LOOM_GRAPH_OP_MAX_POOL2D && op != LOOM_GRAPH_OP_AVG_POOL2D) {
-    loom_graph_icx ic = icx_for(x->m, call);
-    loom_graph_window g;
-    loom_status st = loom_graph_pool_window(&ic, xs->ndim, &g);
-    ceil = !st && g.ceil;
-    loom_status_free(st);
-  }
-  pool_key k;
-  loom_status st = pool_form(x->m, call, xs, &k.pool, &k.w);
-  if (st) { /* a form without a program: the one-program lowering says so */
-    loom_status_free(st);
-    return LOOM_OK;
-  }
-  if (k.pool.kind != LOOM_TP_POOL_MAX && k.pool.kind != LOOM_TP_POOL_AVG && k.pool.kind != LOOM_TP_POOL_AVG_PAD) return LOOM_OK;
-  /* ceil mode's last window may hang past the end padding: max pooling pads stride - 1 more
-   * (-inf, which the maximum ignores; every window keeps a tap inside the input); average
-   * pooling counts only the taps before the end padding, which rows do not know */
-  if (ceil && k.pool.kind != LOOM_TP_POOL_MAX) return LOOM_OK;
-  pad_key pk = {.n = n, .fill = k.pool.kind == LOOM_TP_POOL_MAX ? -INFINITY : 0.0, .flat_extra = -1};
-  bool pad = false;
-  for (int i = 0; i < n; i++) {
-    if (k.w.shift[i] || k.w.pad_lo[i] < 0 || k.w.pad_hi[i] < 0 || (k.pool.kind == LOOM_TP_POOL_AVG && k.w.dilation[i] != 1))
-      return LOOM_OK;
-    if (ceil) k.w.pad_hi[i] += k.w.stride[i] - 1; /* the rows program sees a floor-mode window on more padding */
-    pk.lo[i] = k.w.pad_lo[i];
-    pk.hi[i] = k.w.pad_hi[i];
-    pad |= pk.lo[i] || pk.hi[i];
-  }
-  *applies = true;
-  loom_graph_expr *xin = call->u.call.args[0];
-  if (pad) LOOM_PROPAGATE(pad_input(x, xs, &pk, &xin));
-  static const char *const kinds[] = {"max", "argmax", "avg", "avgpad", "lp"};
-  char name[512];
-  snprintf(name, sizeof name, "%s_pool_rows_f32_n%d", kinds[k.pool.kind], n);
-  key_window(name, sizeof name, &k.w, true);
-  window_params wp = params_of(&k.w, LOOM_DTYPE_F32);
-  wp.kind = k.pool.kind;
-  loom_graph_expr *args[2] = {xin, NULL};
-  size_t nargs = 1;
-  if (loom_tp_rows_grid(&k.w, k.pool.kind, false)) LOOM_PROPAGATE(plane_view(x, xs, &pk, xin, &args[nargs++]));
-  return loom_lx_call(x, name, gen_pool_rows, &wp, sizeof wp, nargs, args, out, value);
-}
-
-static loom_status gen_plane_mean(loom_graph_module *m, const char *name, const void *ctx, loom_tp_func **tp) {
-  return loom_tp_gen_reduce(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_TP_REDUCE_MEAN,
-                            *(const loom_dtype *)ctx, 2, 1u << 1, true, tp);
-}
-
-static loom_status expand_global_avg_pool(loom_lx *x, loom_graph_expr **value, bool *applies) {
-  const loom_graph_expr *call = x->b->value;
-  const loom_sinfo *xs, *out = x->b->var->sinfo;
-  LOOM_PROPAGATE(loom_legal_tensor_arg(call, 0, &xs));
-  if (xs->ndim != 4 || !xs->dims || !loom_dtype_is_float(xs->dtype) || !out || out->kind != LOOM_SINFO_TENSOR) return LOOM_OK;
-  *applies = true;
-  loom_graph_module *m = x->m;
-  loom_sym_ctx *cx = loom_graph_module_sym(m);
-  const loom_sym_expr *pd[2] = {loom_sym_mul(cx, xs->dims[0], xs->dims[1]), loom_sym_mul(cx, xs->dims[2], xs->dims[3])};
-  const loom_sym_expr *rd[2] = {pd[0], loom_sym_const(cx, 1)};
-  loom_graph_expr *planes = loom_lx_add(x, "planes", LOOM_GRAPH_BIND_VAR, loom_lx_view(x, call->u.call.args[0], xs->dtype, 2, pd),
-                                        loom_sinfo_tensor(m, xs->dtype, 2, pd, xs->device));
-  const loom_sinfo *rsi = loom_sinfo_tensor(m, xs->dtype, 2, rd, xs->device);
-  if (!planes || !rsi) return LOOM_OOM();
-  char name[64];
-  snprintf(name, sizeof name, "mean_planes_%s", loom_dtype_name(xs->dtype));
-  loom_graph_expr *mean;
-  loom_dtype t = xs->dtype;
-  LOOM_PROPAGATE(loom_lx_add_tp(x, "mean", name, gen_plane_mean, &t, sizeof t, 1, &planes, rsi, &mean));
-  return final_call(x, LOOM_GRAPH_OP_RESHAPE, mean, 1, (loom_graph_attr[]){loom_graph_attr_syms(m, "shape", 4, out->dims)}, out, value);
-}
-
-static loom_status expand_window(loom_lx *x, loom_graph_expr **value, bool *applies) {
-  *applies = false;
+loom_status loom_legal_expand_window(loom_lx *x, loom_graph_expr **value) {
+  bool applies = false;
+  loom_graph_expr *v = NULL;
   switch (x->b->value->u.call.op) {
     case LOOM_GRAPH_OP_CONV1D:
     case LOOM_GRAPH_OP_CONV2D:
-    case LOOM_GRAPH_OP_CONV: return expand_conv(x, value, applies);
-    case LOOM_GRAPH_OP_CONV_TRANSPOSE: return expand_conv_transpose(x, value, applies);
-    case LOOM_GRAPH_OP_MAX_POOL2D:
-    case LOOM_GRAPH_OP_AVG_POOL2D:
-    case LOOM_GRAPH_OP_MAX_POOL:
-    case LOOM_GRAPH_OP_AVG_POOL: return expand_pool(x, value, applies);
-    case LOOM_GRAPH_OP_GLOBAL_AVG_POOL2D: return expand_global_avg_pool(x, value, applies);
-    default: return LOOM_OK;
+    case LOOM_GRAPH_OP_CONV: LOOM_PROPAGATE(expand_conv(x, &v, &applies)); break;
+    case LOOM_GRAPH_OP_CONV_TRANSPOSE: LOOM_PROPAGATE(expand_conv_transpose(x, &v, &applies)); break;
+    default: break;
   }
-}
-
-loom_status loom_legal_expand_window(loom_lx *x, loom_graph_expr **value) {
-  bool applies;
-  LOOM_PROPAGATE(expand_window(x, value, &applies));
-  if (!applies) *value = NULL;
+  *value = applies ? v : NULL;
   return LOOM_OK;
 }

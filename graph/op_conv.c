@@ -369,7 +369,7 @@ static loom_status legal_global_avg_pool2d(loom_graph_module *m, const loom_grap
 const loom_graph_op_impl loom_graph_op_impl_conv1d = {conv_attrs, infer_conv, eval_conv, loom_legal_conv, loom_legal_expand_window};
 const loom_graph_op_impl loom_graph_op_impl_conv2d = {conv_attrs, infer_conv, eval_conv, loom_legal_conv, loom_legal_expand_window};
 const loom_graph_op_impl loom_graph_op_impl_conv = {conv_attrs, infer_conv, eval_conv, loom_legal_conv, loom_legal_expand_window};
-const loom_graph_op_impl loom_graph_op_impl_max_pool2d = {pool_attrs, infer_pool, eval_pool, loom_legal_pool, loom_legal_expand_window};
-const loom_graph_op_impl loom_graph_op_impl_avg_pool2d = {pool_attrs, infer_pool, eval_pool, loom_legal_pool, loom_legal_expand_window};
-const loom_graph_op_impl loom_graph_op_impl_global_avg_pool2d = {no_attrs, infer_pool, eval_pool, legal_global_avg_pool2d, loom_legal_expand_window};
+const loom_graph_op_impl loom_graph_op_impl_max_pool2d = {pool_attrs, infer_pool, eval_pool, loom_legal_pool, loom_legal_expand_pool};
+const loom_graph_op_impl loom_graph_op_impl_avg_pool2d = {pool_attrs, infer_pool, eval_pool, loom_legal_pool, loom_legal_expand_pool};
+const loom_graph_op_impl loom_graph_op_impl_global_avg_pool2d = {no_attrs, infer_pool, eval_pool, legal_global_avg_pool2d, loom_legal_expand_pool};
 const loom_graph_op_impl loom_graph_op_impl_resize2d = {resize_attrs, infer_resize, eval_resize, loom_legal_resize2d, NULL};

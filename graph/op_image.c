@@ -728,9 +728,9 @@ static loom_status eval_convt(loom_graph_ecx *ec, const loom_graph_value *args, 
   return LOOM_OK;
 }
 
-const loom_graph_op_impl loom_graph_op_impl_max_pool = {pool_attrs, infer_pool, eval_pool, loom_legal_pool, loom_legal_expand_window};
+const loom_graph_op_impl loom_graph_op_impl_max_pool = {pool_attrs, infer_pool, eval_pool, loom_legal_pool, loom_legal_expand_pool};
 const loom_graph_op_impl loom_graph_op_impl_max_pool_indices = {pool_attrs, infer_pool, eval_pool, loom_legal_pool, NULL};
-const loom_graph_op_impl loom_graph_op_impl_avg_pool = {pool_attrs, infer_pool, eval_pool, loom_legal_pool, loom_legal_expand_window};
+const loom_graph_op_impl loom_graph_op_impl_avg_pool = {pool_attrs, infer_pool, eval_pool, loom_legal_pool, loom_legal_expand_pool};
 const loom_graph_op_impl loom_graph_op_impl_lp_pool = {pool_attrs, infer_pool, eval_pool, loom_legal_pool, NULL};
 const loom_graph_op_impl loom_graph_op_impl_resize = {resize_attrs, infer_resize, eval_resize, loom_legal_resize, loom_legal_expand_resize};
 const loom_graph_op_impl loom_graph_op_impl_grid_sample = {grid_attrs, infer_grid, eval_grid, loom_legal_grid_sample, NULL};

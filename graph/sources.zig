@@ -38,6 +38,7 @@ pub const compiler = [_][]const u8{
     "graph/legalize_index.c",
     "graph/legalize_shape.c",
     "graph/legalize_window.c",
+    "graph/legalize_pool.c",
     "graph/offload.c",
     "graph/npy_io.c",
     "graph/tp_bridge.c",
