@@ -1,7 +1,6 @@
 /* onnx_import_imgcomp.c — image ops composed of graph ops (so the compiled path has them too):
  * Pad's reflect / edge / wrap modes, CenterCropPad, MaxUnpool, DeformConv, RoiAlign, Col2Im,
- * AffineGrid, MelWeightMatrix (constant inputs), and FlexAttention (ai.onnx.preview) with its
- * modifier subgraphs inlined. Each follows the ONNX reference operator (onnx/reference/ops). */
+ * AffineGrid and MelWeightMatrix (constant inputs). Each follows the ONNX reference operator (onnx/reference/ops). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -936,60 +935,6 @@ static loom_status h_mel_weight_matrix(nctx *c, const op_entry *e, loom_graph_ex
   return oimp_fold_const(c, t, out);
 }
 
-/* ---- FlexAttention (ai.onnx.preview) -------------------------------------------------------- */
-
-/* The graph attribute `name` inlined on x (x itself when absent). */
-static loom_status apply_mod(nctx *c, const char *name, loom_graph_expr *x, loom_graph_expr **y) {
-  const loom_onnx_attr *a = loom_onnx_node_attr(c->n, name);
-  if (!a) return *y = x, LOOM_OK;
-  if (a->kind != LOOM_ONNX_ATTR_GRAPH || !a->g) return BAD(c->n, "attribute '%s' must be a graph", name);
-  if (a->g->n_inputs != 1)
-    return UNSUP(c->n, "attribute '%s': a subgraph of %zu inputs (only the one-input form, the whole score tensor)", name, a->g->n_inputs);
-  loom_status s = oimp_inline_graph(c->im, a->g, 1, &x, y);
-  return s ? loom_status_annotate(s, __FILE__, __LINE__, "in attribute '%s' of node '%s' (FlexAttention)", name, c->n->name) : LOOM_OK;
-}
-
-/* Y = prob_mod(softmax(mask_mod(score_mod(Q K^T * scale)))) V on (B, H, L, E); K and V may have
- * fewer heads dividing H (each serves H / Hkv consecutive query heads). */
-static loom_status h_flex_attention(nctx *c, const op_entry *e, loom_graph_expr **out) {
-  (void)e;
-  imp *im = c->im;
-  if (strcmp(c->n->domain, "ai.onnx.preview")) return UNSUP(c->n, "FlexAttention is an op of domain ai.onnx.preview, not '%s'", c->n->domain);
-  for (size_t i = 0; i < 3; i++)
-    if (oimp_in_rank(c, i) != 4) return BAD(c->n, "input %zu has rank %d; Q, K and V must be rank 4", i, oimp_in_rank(c, i));
-  loom_graph_expr *q = c->args[0], *k = c->args[1], *v = c->args[2], *t, *p;
-  int64_t hq, hk, hd;
-  const loom_sym_expr *const *qd = q->sinfo->dims, *const *kd = k->sinfo->dims;
-  if (qd[1] != kd[1] && loom_sym_prove_eq(im->cx, qd[1], kd[1]) != LOOM_SYM_TRUE) {
-    if (!loom_sym_is_const(qd[1], &hq) || !loom_sym_is_const(kd[1], &hk) || hk <= 0 || hq % hk)
-      return UNSUP(c->n, "grouped heads need static head counts of Q and K where K's divides Q's");
-    for (int i = 0; i < 2; i++) {
-      oimp_add_attr(c, loom_graph_attr_int(im->m, "repeats", hq / hk));
-      oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 1));
-      LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_REPEAT, 1, i ? &v : &k, NULL, i ? &v : &k));
-    }
-  }
-  double scale;
-  if (loom_onnx_node_attr(c->n, "scale")) LOOM_PROPAGATE(oimp_attr_float(c, "scale", 1, &scale));
-  else if (loom_sym_is_const(qd[3], &hd) && hd > 0) scale = 1 / sqrt((double)hd);
-  else return UNSUP(c->n, "the default scale needs a constant, non-zero head size");
-  static const int64_t kt[4] = {0, 1, 3, 2};
-  oimp_add_attr(c, loom_graph_attr_ints(im->m, "axes", 4, kt));
-  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_PERMUTE_DIMS, 1, &k, NULL, &k));
-  loom_graph_expr *a[2] = {q, k};
-  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_MATMUL, 2, a, NULL, &t));
-  LOOM_PROPAGATE(oimp_scalar(c, q->sinfo->dtype, scale, &a[1]));
-  a[0] = t;
-  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_MUL, 2, a, NULL, &t));
-  LOOM_PROPAGATE(apply_mod(c, "score_mod", t, &t));
-  LOOM_PROPAGATE(apply_mod(c, "mask_mod", t, &t));
-  oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", -1));
-  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_SOFTMAX, 1, &t, NULL, &p));
-  LOOM_PROPAGATE(apply_mod(c, "prob_mod", p, &p));
-  a[0] = p, a[1] = v;
-  return oimp_emit(c, LOOM_GRAPH_OP_MATMUL, 2, a, c->n->outputs[0], out);
-}
-
 const op_entry oimp_imgcomp_table[] = {
     {"CenterCropPad", OIMP_OP_NONE, h_center_crop_pad, 2, 2, " axes ", false},
     {"MaxUnpool", OIMP_OP_NONE, h_max_unpool, 2, 3, " kernel_shape pads strides ", false},
@@ -998,6 +943,5 @@ const op_entry oimp_imgcomp_table[] = {
     {"Col2Im", OIMP_OP_NONE, h_col2im, 3, 3, " dilations pads strides ", false},
     {"AffineGrid", OIMP_OP_NONE, h_affine_grid, 2, 2, " align_corners ", false},
     {"MelWeightMatrix", OIMP_OP_NONE, h_mel_weight_matrix, 5, 5, " output_datatype ", false},
-    {"FlexAttention", OIMP_OP_NONE, h_flex_attention, 3, 3, " mask_mod prob_mod scale score_mod ", false},
 };
 const size_t oimp_imgcomp_table_len = sizeof oimp_imgcomp_table / sizeof oimp_imgcomp_table[0];
