@@ -242,12 +242,13 @@ static loom_status gen_conv_crop(loom_graph_module *m, const char *name, const v
 typedef struct packed_params {
   int64_t kernel[LOOM_TP_MAX_SPATIAL], dilation[LOOM_TP_MAX_SPATIAL], stride[LOOM_TP_MAX_SPATIAL];
   int64_t pad_lo[LOOM_TP_MAX_SPATIAL], pad_hi[LOOM_TP_MAX_SPATIAL];
+  int64_t groups; /* conv_packed's; 0 for conv_phases */
   int32_t n, bias;
 } packed_params;
-LOOM_TP_GEN_PARAMS(packed_params, 5 * LOOM_TP_MAX_SPATIAL * 8 + 2 * 4);
+LOOM_TP_GEN_PARAMS(packed_params, (5 * LOOM_TP_MAX_SPATIAL + 1) * 8 + 2 * 4);
 
 static loom_tp_conv_packed packed_from(const packed_params *p) {
-  loom_tp_conv_packed g = {.n = p->n, .bias = p->bias != 0};
+  loom_tp_conv_packed g = {.n = p->n, .bias = p->bias != 0, .groups = p->groups};
   for (int i = 0; i < LOOM_TP_MAX_SPATIAL; i++) {
     g.kernel[i] = p->kernel[i];
     g.dilation[i] = p->dilation[i];
@@ -273,6 +274,7 @@ static loom_status gen_conv_phases(loom_graph_module *m, const char *name, const
 static loom_status add_phases(loom_lx *x, const packed_params *pp, const loom_sinfo *psi, loom_graph_expr **xin) {
   packed_params kp = *pp;
   kp.bias = 0;
+  kp.groups = 0;
   char name[512];
   int n = pp->n;
   snprintf(name, sizeof name, "conv_phases_f32_n%d", n);
@@ -361,7 +363,7 @@ static loom_status expand_conv_packed(loom_lx *x, const loom_sinfo *xs, const lo
   loom_graph_icx ic = loom_legal_icx_for(x->m, call);
   loom_graph_window gw;
   LOOM_PROPAGATE(loom_graph_conv_window(&ic, n, false, &gw));
-  packed_params pp = {.n = n, .bias = bs != NULL};
+  packed_params pp = {.n = n, .bias = bs != NULL, .groups = gw.groups > 1 ? gw.groups : 0};
   int64_t K = 1;
   bool strided = false, pad = false;
   for (int i = 0; i < n; i++) {
@@ -440,6 +442,7 @@ static loom_status expand_conv_packed(loom_lx *x, const loom_sinfo *xs, const lo
   const loom_sinfo *ysi = loom_sinfo_tensor(m, LOOM_DTYPE_F32, 3, yd, xs->device);
   if (!ysi || !P) return LOOM_OOM();
   snprintf(name, sizeof name, "conv_packed_f32_n%d", n);
+  if (pp.groups) snprintf(name + strlen(name), sizeof name - strlen(name), "_g%lld", (long long)pp.groups);
   loom_legal_key_list(name, sizeof name, "k", pp.kernel, n);
   loom_legal_key_list(name, sizeof name, "d", pp.dilation, n);
   loom_legal_key_list(name, sizeof name, "s", pp.stride, n);

@@ -104,9 +104,10 @@ int loom_graph_conv_rank(loom_graph_op op, int ndim) {
   return op == LOOM_GRAPH_OP_CONV1D ? 1 : op == LOOM_GRAPH_OP_CONV2D ? 2 : ndim - 2;
 }
 
-/* packed_w = B > 0: the weight is laid out in blocks of B output channels, (O/B, C, k.., B) with
- * W'[q, c, t.., b] = W[q*B + b, c, t..] (the pack pass's layout for the CPU convolution kernel,
- * graph/pass_pack.c; groups 1). The result has B times its axis 0 channels. */
+/* packed_w = B > 0: the weight is laid out in blocks of B output channels, (O/B, C/groups, k.., B)
+ * with W'[q, c, t.., b] = W[q*B + b, c, t..] (the pack pass's layout for the CPU convolution kernel,
+ * graph/pass_pack.c; with groups, O/B a multiple of them: no block spans two groups). The result has
+ * B times its axis 0 channels. */
 static loom_status infer_conv(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sinfo *x, *w;
   LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 0, true, &x));
@@ -129,7 +130,6 @@ static loom_status infer_conv(loom_graph_icx *ic, const loom_sinfo **out) {
   const loom_sym_expr *O = B ? loom_sym_mul(cx, w->dims[0], loom_sym_const(cx, B)) : w->dims[0];
   if (B) {
     int64_t last;
-    if (sp.groups != 1) return loom_graph_icx_error(ic, "packed_w needs groups 1, got %lld", (long long)sp.groups);
     if (!loom_sym_is_const(w->dims[n + 2], &last) || last != B)
       return loom_graph_icx_error(ic, "operand 1 axis %d is %s, must be packed_w (%lld)", n + 2, loom_graph_sym_str(ic->m, w->dims[n + 2]),
                                   (long long)B);

@@ -297,15 +297,16 @@ static loom_status pack_int8(loom_pass *p, loom_graph_binding *b, const pack_cfg
   return loom_pass_set_value(p, b, nc, &ok);
 }
 
-/* conv1d / conv2d / conv(x, W[, bias]) with W a constant f32 (O, C, k..), groups 1, O a multiple of
- * the block B = LOOM_TP_CONV_BLOCK:
- *   -> conv(x, Wp[, bias], packed_w=B)   Wp: const (O/B, C, k.., B), Wp[q, c, t.., b] = W[q*B + b, c, t..]
+/* conv1d / conv2d / conv(x, W[, bias]) with W a constant f32 (O, C/G, k..) of G groups, O/G a
+ * multiple of the block B = LOOM_TP_CONV_BLOCK (a block's output channels in one group):
+ *   -> conv(x, Wp[, bias], packed_w=B)   Wp: const (O/B, C/G, k.., B), Wp[q, c, t.., b] = W[q*B + b, c, t..]
  * the layout the convolution kernel over packed weights broadcasts from (B output channels per tap
  * contiguous; tensorprog/gen_conv_packed.c). */
 static loom_status pack_conv(loom_pass *p, loom_graph_binding *b) {
   const loom_graph_expr *v = b->value, *x = v->u.call.args[0], *w = v->u.call.args[1];
   const int64_t B = LOOM_TP_CONV_BLOCK;
-  if (loom_graph_call_int(v, "packed_w") || loom_graph_call_int(v, "groups") != 1 || x->sinfo->kind != LOOM_SINFO_TENSOR ||
+  int64_t G = loom_graph_call_int(v, "groups");
+  if (loom_graph_call_int(v, "packed_w") || G < 1 || x->sinfo->kind != LOOM_SINFO_TENSOR ||
       x->sinfo->dtype != LOOM_DTYPE_F32 || !x->sinfo->dims || w->kind != LOOM_GRAPH_EXPR_CONST || w->sinfo->kind != LOOM_SINFO_TENSOR ||
       w->sinfo->dtype != LOOM_DTYPE_F32 || !w->sinfo->dims)
     return LOOM_OK;
@@ -316,7 +317,7 @@ static loom_status pack_conv(loom_pass *p, loom_graph_binding *b) {
     if (!loom_sym_is_const(w->sinfo->dims[i], &dims[i]) || dims[i] < 1) return LOOM_OK;
     if (i) per_o *= dims[i];
   }
-  if (dims[0] % B || w->u.cnst.nbytes != (size_t)(dims[0] * per_o) * sizeof(float)) return LOOM_OK;
+  if (dims[0] % (B * G) || w->u.cnst.nbytes != (size_t)(dims[0] * per_o) * sizeof(float)) return LOOM_OK;
   /* a grid that wastes whole columns per row (dilated kernels): left to legalization, tap by tap */
   loom_graph_icx ic = {.m = p->m, .cx = loom_graph_module_sym(p->m), .call = v, .op = loom_graph_op_name(v->u.call.op)};
   loom_graph_window gw;

@@ -44,6 +44,7 @@ int64_t loom_tp_conv_phase_planes(const loom_tp_conv_packed *g) {
 
 static loom_status check_packed(const loom_tp_conv_packed *g, const char *what) {
   if (g->n < 1 || g->n > LOOM_TP_MAX_SPATIAL) return LOOM_ERROR(INVALID_ARGUMENT, "%s: %d spatial axes", what, g->n);
+  if (g->groups < 0) return LOOM_ERROR(INVALID_ARGUMENT, "%s: %lld groups", what, (long long)g->groups);
   for (int i = 0; i < g->n; i++)
     if (g->kernel[i] < 1 || g->dilation[i] < 1 || g->stride[i] < 1 || g->pad_lo[i] < 0 || g->pad_hi[i] < 0)
       return LOOM_ERROR(INVALID_ARGUMENT, "%s: spatial axis %d has kernel %lld, dilation %lld, stride %lld, padding %lld / %lld",
@@ -193,7 +194,10 @@ loom_status loom_tp_gen_conv_phases(loom_arena *a, loom_sym_ctx *cx, const char 
  *           X[i0, r, P1*((t0*d0 % s0) // g0) + (t1*d1 % s1) // g1, j + e1*(t0*d0 // s0) + t1*d1 // s1] } } } } } } }
  * (a phase or offset term of an axis with one phase or offset 0 left out). The output is on the grid of
  * the phase planes: position j = u0*e1 + u1, the columns u1 >= the output's extent computed and cropped
- * by the caller, which keeps every read inside X (loom_tp_gen_conv_phases' extra row). */
+ * by the caller, which keeps every read inside X (loom_tp_gen_conv_phases' extra row).
+ * With G > 1 groups, Wp is (q, K*(c // G), B), r runs over c // G, and block ob reads the input
+ * channels of its group: X[i0, (ob // (q // G))*(c // G) + r, ..] (a block never spans two groups:
+ * the caller's O / G is a multiple of B). */
 loom_status loom_tp_gen_conv_packed(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_packed *g,
                                     loom_tp_func **result) {
   LOOM_PROPAGATE(check_packed(g, "conv_packed"));
@@ -209,7 +213,9 @@ loom_status loom_tp_gen_conv_packed(loom_arena *a, loom_sym_ctx *cx, const char 
   xd[3] = loom_tpb_shape_sym(&b, "l");
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, 4, xd);
   wd[0] = loom_tpb_shape_sym(&b, "q");
-  wd[1] = loom_sym_mul(cx, C(cx, K), xd[1]);
+  bool grouped = g->groups > 1;
+  const loom_sym_expr *cg = grouped ? loom_sym_floordiv(cx, xd[1], C(cx, g->groups)) : xd[1]; /* the input channels a block reads */
+  wd[1] = loom_sym_mul(cx, C(cx, K), cg);
   wd[2] = C(cx, B);
   const loom_tp_buffer *Wp = loom_tpb_buffer(&b, "Wp", t, 3, wd);
   const loom_sym_expr *o = loom_sym_mul(cx, C(cx, B), wd[0]);
@@ -227,7 +233,7 @@ loom_status loom_tp_gen_conv_packed(loom_arena *a, loom_sym_ctx *cx, const char 
   loom_tp_expr *yi[3] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, oc), loom_tpb_idx(&b, j)};
   loom_tp_expr *oi = loom_tpb_idx(&b, oc);
   loom_tpb_store(&b, Y, yi, Bias ? loom_tpb_load(&b, Bias, &oi) : loom_tpg_reduce_init(&b, LOOM_TP_REDUCE_SUM, t));
-  const loom_sym_expr *r = loom_tpb_for(&b, "r", xd[1], LOOM_TP_LOOP_SERIAL, true);
+  const loom_sym_expr *r = loom_tpb_for(&b, "r", cg, LOOM_TP_LOOP_SERIAL, true);
   const loom_sym_expr *tv[LOOM_TP_MAX_SPATIAL], *tap = r;
   for (int i = 0; i < n; i++) {
     tv[i] = loom_tpb_for(&b, loom_tpg_var('t', i), C(cx, g->kernel[i]), LOOM_TP_LOOP_SERIAL, true);
@@ -245,7 +251,10 @@ loom_status loom_tp_gen_conv_packed(loom_arena *a, loom_sym_ctx *cx, const char 
     pp = loom_sym_mul(cx, pp, C(cx, np));
     if (i > 0) pitch = loom_sym_mul(cx, pitch, e[i]);
   }
-  loom_tp_expr *xi[4] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, r), loom_tpb_idx(&b, plane), loom_tpb_idx(&b, loom_sym_add(cx, j, off))};
+  const loom_sym_expr *xc = r; /* the input channel */
+  if (grouped)
+    xc = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_floordiv(cx, ob, loom_sym_floordiv(cx, wd[0], C(cx, g->groups))), cg), r);
+  loom_tp_expr *xi[4] = {loom_tpb_idx(&b, i0), loom_tpb_idx(&b, xc), loom_tpb_idx(&b, plane), loom_tpb_idx(&b, loom_sym_add(cx, j, off))};
   loom_tp_expr *wi[3] = {loom_tpb_idx(&b, ob), loom_tpb_idx(&b, tap), loom_tpb_idx(&b, ii)};
   loom_tp_expr *prod = loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(&b, Wp, wi), loom_tpb_load(&b, X, xi));
   loom_tpb_store(&b, Y, yi, loom_tp_op2(a, LOOM_TP_OP_ADD, loom_tpb_load(&b, Y, yi), prod));

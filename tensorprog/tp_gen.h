@@ -304,6 +304,7 @@ enum { LOOM_TP_CONV_BLOCK = 8 };
 typedef struct loom_tp_conv_packed {
   int n;    /* spatial axes */
   bool bias; /* conv_packed: a Bias operand */
+  int64_t groups; /* conv_packed: 0 or 1, or G groups of c / G input channels and q / G weight blocks each */
   int64_t kernel[LOOM_TP_MAX_SPATIAL], dilation[LOOM_TP_MAX_SPATIAL], stride[LOOM_TP_MAX_SPATIAL];
   int64_t pad_lo[LOOM_TP_MAX_SPATIAL], pad_hi[LOOM_TP_MAX_SPATIAL]; /* conv_phases: the padding */
 } loom_tp_conv_packed;

@@ -8,8 +8,9 @@
  * (8 x 32) and 192 and more (8 x 48; the last tile overlapping), with 1 and 2 threads. Output
  * channels 8, 16, 24 and 40, odd input channels, strides 1 to 3 with and without dilation (one, two
  * and three phases per axis), asymmetric padding, 1-D, 2-D and 3-D are covered. Every form is checked
- * to have taken the path (a program named conv_packed), and a 1 x 1 convolution without stride or
- * padding, grouped ones and ones whose output channels are not a multiple of 8 to have kept theirs. */
+ * to have taken the path (a program named conv_packed), grouped ones whose groups hold whole blocks
+ * too, and groups of fewer than 8 output channels and output channels not a multiple of 8 to have
+ * kept theirs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,14 +174,35 @@ LOOM_TEST(e2e_conv_packed, conv3d_forms) {
   cr_log_info("conv3d over packed weights: %d runs", runs);
 }
 
-/* What pack leaves alone keeps its path: grouped weights, output channels not a multiple of 8 (the
- * flat GEMM); a dilation whose padding widens each row of the grid by 8 columns or more
+/* Grouped (each block of 8 output channels inside one group, reading its group's input channels):
+ * groups of 8 output channels (one block, so that AVX2's channel tiles of two blocks span two
+ * groups), of 16 and 24 (two and three blocks), input channels per group 1, 2, 5 and 16 (a reduction
+ * of 144: the channel tiles), stride 1 and 2, a 1 x 1 without padding (x itself), 1-D and 3-D. */
+LOOM_TEST(e2e_conv_packed, grouped_forms) {
+  packed_form forms[] = {
+      f2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 16, true),  f2(3, 3, 1, 1, 1, 1, 2, 2, 1, 1, 6, 48, false),
+      f2(1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 8, 32, true),  f2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 32, 32, true),
+      f2(3, 3, 1, 1, 1, 1, 2, 2, 1, 1, 48, 24, false), f1(3, 1, 1, 1, 1, 10, 48, true),
+      {.n = 3, .kernel = {3, 2, 3}, .pad_lo = {1, 0, 1}, .pad_hi = {1, 1, 0}, .stride = {1, 2, 1}, .dilation = {1, 1, 1},
+       .groups = 2, .c = 4, .o = 16, .bias = true},
+  };
+  static const int64_t groups[] = {2, 3, 4, 2, 3, 2, 2};
+  int runs = 0;
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+    forms[i].groups = groups[i];
+    runs += check_form(&forms[i]);
+  }
+  cr_log_info("grouped convolutions over packed weights: %d runs", runs);
+}
+
+/* What pack leaves alone keeps its path: groups of fewer than 8 output channels, output channels not
+ * a multiple of 8 (the flat GEMM); a dilation whose padding widens each row of the grid by 8 columns or more
  * (loom_graph_conv_grid_wasteful: DeepLab's ASPP at dilation 12, 24, 36) goes tap by tap over each
  * tap's positions that read data (conv_tap_cols and a GEMM per tap), the kernel's taps reading past
  * the input too (h and v below the dilation). */
 LOOM_TEST(e2e_conv_packed, forms_left_unpacked) {
   const packed_form forms[] = {
-      {.n = 2, .kernel = {3, 3}, .pad_lo = {1, 1}, .pad_hi = {1, 1}, .stride = {1, 1}, .dilation = {1, 1}, .groups = 2, .c = 4,
+      {.n = 2, .kernel = {3, 3}, .pad_lo = {1, 1}, .pad_hi = {1, 1}, .stride = {1, 1}, .dilation = {1, 1}, .groups = 4, .c = 4,
        .o = 16, .bias = false},
       f2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 12, true),
       f2(3, 3, 12, 12, 12, 12, 1, 1, 12, 12, 3, 16, true),

@@ -1,5 +1,5 @@
 /* test_pack_conv.c — the pack pass on convolution weights (graph/pass_pack.c): a constant f32
- * weight with groups 1 and output channels a multiple of 8 becomes the blocked constant of
+ * weight whose output channels per group are a multiple of 8 becomes the blocked constant of
  * `packed_w=8`, its values W[q*8 + b, c, t..] at [q, c, t.., b], and the module computes the same
  * before and after (the interpreter reads the packed form); the forms it leaves alone stay as they
  * were. Inference of the packed form refuses what does not fit it, naming the operand and axis. */
@@ -33,7 +33,8 @@ LOOM_TEST(pack_conv, lays_conv_weights_out_in_blocks_of_8) {
   weight(&in, "w", 16, 3, k33, 2);  /* packed */
   weight(&in, "u", 8, 3, k11, 2);   /* 1 x 1, stride 2: packed */
   weight(&in, "v", 12, 3, k33, 2);  /* 12 output channels: left */
-  weight(&in, "g", 24, 1, k33, 2);  /* groups 3: left */
+  weight(&in, "g", 24, 1, k33, 2);  /* groups 3 of 8 output channels: packed */
+  weight(&in, "h", 12, 1, k33, 2);  /* groups 3 of 4: left */
   weight(&in, "d", 8, 2, k5, 1);    /* conv1d: packed */
   weight(&in, "e", 8, 2, k3, 1);    /* conv1d, a run-time weight beside it: left */
   loom_strbuf_printf(&in, "const @bias: Tensor[(16,), f32] = [");
@@ -45,9 +46,10 @@ LOOM_TEST(pack_conv, lays_conv_weights_out_in_blocks_of_8) {
                           "    b = conv2d(x, @u, strides=[2, 2])\n"
                           "    c = conv2d(x, @v, padding=[1, 1, 1, 1])\n"
                           "    g = conv2d(x, @g, padding=[1, 1, 1, 1], groups=3)\n"
+                          "    h = conv2d(x, @h, padding=[1, 1, 1, 1], groups=3)\n"
                           "    d = conv1d(s, @d, padding=[2, 2])\n"
                           "    e = conv1d(s, r)\n"
-                          "    out = (a, b, c, g, d, e)\n"
+                          "    out = (a, b, c, g, h, d, e)\n"
                           "    output out\n"
                           "  }\n"
                           "  return out\n"
@@ -57,18 +59,25 @@ LOOM_TEST(pack_conv, lays_conv_weights_out_in_blocks_of_8) {
   cr_assert_null(loom_pipeline_check_begin(m, 3, 7, NULL, &c));
   size_t n = 0;
   cr_assert_null(loom_graph_pack_weights(m, 32, &n));
-  cr_assert_eq(n, 3);
+  cr_assert_eq(n, 4);
   cr_assert_null(loom_graph_dce(m, NULL));
   char *fn = pt_checked_main(c, "pack", m);
   cr_assert_not_null(strstr(fn, "conv2d(x, @main_a_packed, @bias, padding=[1, 1, 1, 1], packed_w=8)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "conv2d(x, @main_b_packed, strides=[2, 2], packed_w=8)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "conv2d(x, @v, padding=[1, 1, 1, 1])"), "%s", fn);
-  cr_assert_not_null(strstr(fn, "conv2d(x, @g, padding=[1, 1, 1, 1], groups=3)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "conv2d(x, @main_g_packed, padding=[1, 1, 1, 1], groups=3, packed_w=8)"), "%s", fn);
+  cr_assert_not_null(strstr(fn, "conv2d(x, @h, padding=[1, 1, 1, 1], groups=3)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "conv1d(s, @main_d_packed, padding=[2, 2], packed_w=8)"), "%s", fn);
   cr_assert_not_null(strstr(fn, "conv1d(s, r)"), "%s", fn);
   for (size_t i = 0; i < loom_graph_module_num_consts(m); i++) {
     const loom_graph_const *k = loom_graph_module_const_at(m, i);
-    cr_assert(strcmp(k->name, "w") && strcmp(k->name, "u") && strcmp(k->name, "d"), "the packed weight @%s was not dropped", k->name);
+    cr_assert(strcmp(k->name, "w") && strcmp(k->name, "u") && strcmp(k->name, "d") && strcmp(k->name, "g"),
+              "the packed weight @%s was not dropped", k->name);
+    if (!strcmp(k->name, "main_g_packed")) { /* (3, 1, 3, 3, 8): a block per group */
+      const float *p = k->expr->u.cnst.data;
+      for (int o = 0; o < 24; o++)
+        for (int r = 0; r < 9; r++) cr_assert_eq(p[((o / 8) * 9 + r) * 8 + o % 8], (float)(o * 9 + r) + 0.25f, "g: o %d, r %d", o, r);
+    }
     if (strcmp(k->name, "main_a_packed")) continue;
     const loom_sinfo *si = k->expr->sinfo;
     int64_t d[5];
@@ -93,14 +102,14 @@ LOOM_TEST(pack_conv, packed_form_errors_name_the_operand) {
       {"conv2d(x, w5, packed_w=8)", "operand 1 must have rank 5 (O/8, C, kernel, 8: packed_w), got 4"},
       {"conv2d(x, w, packed_w=4)", "operand 1 axis 4 is 8, must be packed_w (4)"},
       {"conv2d(x, w, packed_w=-1)", "attribute 'packed_w' is -1, must be >= 0"},
-      {"conv2d(x, w, packed_w=8, groups=3)", "packed_w needs groups 1, got 3"},
+      {"conv2d(x, w1, packed_w=8, groups=3)", "operand 1 axis 0 is 2, not a multiple of groups 3"},
       {"conv2d(x, w, b5, packed_w=8)", "operand 2 (bias) has 5 channels, the packed weight 16"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char text[1024];
     snprintf(text, sizeof text,
              "fn @main(x: Tensor[(n, 3, h, v), f32], w: Tensor[(2, 3, 3, 3, 8), f32], w5: Tensor[(16, 3, 3, 3), f32],\n"
-             "         b5: Tensor[(5,), f32]) -> Tensor[(n, 16, h - 2, v - 2), f32] {\n"
+             "         b5: Tensor[(5,), f32], w1: Tensor[(2, 1, 3, 3, 8), f32]) -> Tensor[(n, 16, h - 2, v - 2), f32] {\n"
              "  dataflow {\n    y = %s\n    output y\n  }\n  return y\n}\n",
              cases[i].call);
     loom_graph_module *m = NULL;
