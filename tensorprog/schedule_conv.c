@@ -431,9 +431,18 @@ enum { CHANNEL_COLS = 7, CHANNEL_BLOCKS = 3, CHANNEL_COST = 22, CHANNEL_MAX_GRID
  * Measured on Zen 3 against ONNX Runtime, 1 thread (bench/ops, Loom / ORT, 8 x 8 tiles -> these):
  * 3x3 64->64 56x56 1.52 -> 1.07, 256->256 14x14 1.59 -> 1.13, s2 64->128 1.78 -> 1.53, dilated
  * 1.56 -> 1.17, stem 7x7 3->64 1.22 -> 1.05, 1-D k5 128 1.28 -> 0.89, 1x1 256->64 1.18 -> 1.00;
- * but 1x1 64->256 (a reduction of 64) 1.10 -> 1.40: kept on the 8 x 8 tiles. 12 accumulators
- * (6 x 2, 4 x 3) measured slower than 8. */
-enum { NARROW_COLS = 4, NARROW_BLOCKS = 2, NARROW_MIN_RED = 128 };
+ * but 1x1 64->256 (a reduction of 64) 1.10 -> 1.40: kept on the 8 x 8 tiles. With taps unrolled
+ * (3 x 3: the broadcasts shared between neighbouring taps live across them), 12 accumulators (6 x 2,
+ * 4 x 3) spill and measured slower than 8 (3x3 64->64 56x56 3.1 -> 7.0 ms). A 1 x 1 kernel has one
+ * tap: its loop holds only the accumulators, the blocks' weights and one column's broadcast, and
+ * NARROW_BLOCKS_1X1 = 3 blocks (12 accumulators: FMA latency 4 x 2 pipes needs 8 chains in flight,
+ * which 8 accumulators meet with no slack) measured faster where the three blocks' weights stay in
+ * L1 (a reduction of at most NARROW_MAX_RED_1X1: 24 KiB; Zen 3, 1 thread, `loom run` minima of 200
+ * calls alternated: 1x1 144->24 at 56x56 0.548 / 0.582 -> 0.363 / 0.368 ms, 160->960 at 7x7 0.294 /
+ * 0.309 -> 0.281 / 0.276; 960->160 at 7x7, 92 KiB of weights a tile, 0.27 -> 0.28, and 400->400
+ * level: left on two blocks), where the blocks rounded up to groups of 3 are at most 5/4 of those
+ * rounded up to 2 (4 blocks: 6 against 4). */
+enum { NARROW_COLS = 4, NARROW_BLOCKS = 2, NARROW_BLOCKS_1X1 = 3, NARROW_MIN_RED = 128, NARROW_MAX_RED_1X1 = 256 };
 
 /* `lhs >= rhs` of two index values. */
 static loom_tp_expr *ge(conv_cx *c, const loom_sym_expr *lhs, const loom_sym_expr *rhs) {
@@ -503,12 +512,28 @@ loom_status loom_tp_schedule_conv(loom_arena *a, loom_sym_ctx *cx, loom_tp_func 
     loom_strbuf_printf(why, "%lldx%d register tiles from %d columns; ", (long long)m.rows, L, L);
     if (L == m.rows) { /* AVX2: a block of output channels is one vector */
       const loom_sym_expr *red = K(&c, 1);
-      for (int k = 0; k < m.nred; k++) red = loom_sym_mul(cx, red, m.red[k]->u.loop.extent);
+      int64_t taps = 1, e;
+      for (int k = 0; k < m.nred; k++) {
+        red = loom_sym_mul(cx, red, m.red[k]->u.loop.extent);
+        if (k > 0) taps *= loom_sym_is_const(m.red[k]->u.loop.extent, &e) ? e : 2;
+      }
       loom_tp_stmt *ct = col_tiles(&c, NARROW_COLS, NARROW_BLOCKS, true);
+      if (taps == 1 && ct) { /* three blocks where their weights stay in L1 and rounding the blocks up to threes wastes at most a quarter */
+        const loom_sym_expr *qe = m.loops[1]->u.loop.extent;
+        loom_tp_expr *fits = ge(&c, loom_sym_mul(cx, K(&c, 5), covered(&c, qe, NARROW_BLOCKS)),
+                                loom_sym_mul(cx, K(&c, 4), covered(&c, qe, NARROW_BLOCKS_1X1)));
+        fits = fits ? loom_tp_op2(a, LOOM_TP_OP_AND, fits, ge(&c, K(&c, NARROW_MAX_RED_1X1), red)) : NULL;
+        loom_tp_stmt *c3 = col_tiles(&c, NARROW_COLS, NARROW_BLOCKS_1X1, true);
+        ct = c3 && fits ? loom_tp_if(a, fits, c3, ct) : NULL;
+      }
       loom_tp_expr *use = loom_tp_op2(a, LOOM_TP_OP_AND, ge(&c, P, K(&c, NARROW_COLS)), ge(&c, red, K(&c, NARROW_MIN_RED)));
       body = body && ct && use ? loom_tp_if(a, use, ct, body) : NULL;
-      loom_strbuf_printf(why, "%dx%lld channel tiles where the reduction is %d or longer; ", NARROW_COLS,
+      loom_strbuf_printf(why, "%dx%lld channel tiles where the reduction is %d or longer", NARROW_COLS,
                          (long long)m.rows * NARROW_BLOCKS, NARROW_MIN_RED);
+      if (taps == 1)
+        loom_strbuf_printf(why, " (one tap: %dx%lld up to a reduction of %d where the blocks fit threes)", NARROW_COLS,
+                           (long long)m.rows * NARROW_BLOCKS_1X1, NARROW_MAX_RED_1X1);
+      loom_strbuf_printf(why, "; ");
     }
   }
   loom_strbuf_printf(why, "below %d columns, tiles of 8, 4, 2 or 1 columns by the block's %lld output channels as the vector\n", L,

@@ -18,9 +18,10 @@
 typedef struct conv_run {
   int64_t n, c, q, p, l; /* batch, channels, weight blocks, grid columns, plane length */
   int64_t e;             /* the row pitch (2-D and 3-D: every pitch scalar) */
+  int64_t groups;        /* 0 or 1, or the form's groups (c and q multiples of them) */
 } conv_run;
 
-/* Buffers of f for the run r, filled at random: X (n, c, S, l), Wp (q, K*c, 8), [Bias (8*q)], Y (n, 8*q, p). */
+/* Buffers of f for the run r, filled at random: X (n, c, S, l), Wp (q, K*c/G, 8), [Bias (8*q)], Y (n, 8*q, p). */
 static void run_args(const loom_tp_func *f, const conv_run *r, int64_t S, int64_t K, loom_tp_arg *args, int64_t shapes[][4],
                      loom_test_rng *rng) {
   size_t nb = 0;
@@ -33,7 +34,7 @@ static void run_args(const loom_tp_func *f, const conv_run *r, int64_t S, int64_
     int64_t *sh = shapes[nb++];
     const char *name = pp->buf->name;
     if (!strcmp(name, "X")) sh[0] = r->n, sh[1] = r->c, sh[2] = S, sh[3] = r->l;
-    else if (!strcmp(name, "Wp")) sh[0] = r->q, sh[1] = K * r->c, sh[2] = 8;
+    else if (!strcmp(name, "Wp")) sh[0] = r->q, sh[1] = K * r->c / (r->groups > 1 ? r->groups : 1), sh[2] = 8;
     else if (!strcmp(name, "Bias")) sh[0] = 8 * r->q;
     else sh[0] = r->n, sh[1] = 8 * r->q, sh[2] = r->p;
     size_t count = 1;
@@ -407,5 +408,52 @@ LOOM_TEST(cpu_conv, packed_channel_tiles_for_avx2) {
       free(text);
       tp_fixture_free(&fx);
     }
+  }
+}
+
+/* AVX2's channel tiles of three blocks for a kernel of one tap (schedule_conv.c NARROW_BLOCKS_1X1: 4
+ * columns by 3 weight blocks, 12 accumulators) where the reduction is 128 to 256 and rounding the
+ * blocks up to threes costs at most a quarter more than to twos (q 3, 5, 6, 7 take them; 1, 2, 4 and
+ * a reduction of 257 keep two blocks), grids of 0, 1, fewer than 4, 4, primes and 7 x 7, against the
+ * interpreter with 1 and 2 threads; the program holds them for a 1 x 1 with 32-byte vectors only.
+ * Then grouped forms (conv_packed's G: block ob reads its group's input channels): a 3 x 3 of 2
+ * groups over 32 channels (a reduction of 144: the two-block channel tiles, whose blocks lie in two
+ * groups at q 2) and a 1 x 1 of 3 groups over 390 channels (130 each: the three-block tiles, one
+ * block per group at q 3), at 32, 64 and 16-byte vectors. */
+LOOM_TEST(cpu_conv, packed_three_block_1x1_tiles_and_groups) {
+  const loom_tp_conv_packed k1 = {.n = 2, .bias = true, .kernel = {1, 1}, .dilation = {1, 1}, .stride = {1, 1}};
+  static const int64_t ps[] = {0, 1, 3, 4, 5, 13, 49, 97}, qs[] = {3, 5, 1, 2, 4, 6, 7, 3}, cs[] = {128, 200, 256, 257, 144, 129, 160, 130};
+  conv_run runs[8];
+  for (size_t i = 0; i < 8; i++) {
+    runs[i] = (conv_run){.n = i == 4 ? 2 : i == 0 ? 0 : 1, .c = cs[i], .q = qs[i], .p = ps[i], .e = 7};
+    runs[i].l = runs[i].p;
+  }
+  check(loom_tp_gen_conv_packed, &k1, 32, runs, 8);
+  const loom_tp_conv_packed k3 = {.n = 2, .bias = false, .kernel = {3, 3}, .dilation = {1, 1}, .stride = {1, 1}};
+  static const int vbs[] = {32, 64, 16};
+  for (int v = 0; v < 3; v++)
+    for (int f = 0; f < 2; f++) {
+      tp_fixture fx;
+      free(gen_scheduled(loom_tp_gen_conv_packed, f ? &k3 : &k1, vbs[v], &fx, NULL));
+      char *text = tp_print(fx.f);
+      cr_assert_eq(strstr(text, "alloc acc_c4g3: Local[(4, 3, 8), f32]") != NULL, v == 0 && f == 0, "vector bytes %d, %s\n%s", vbs[v],
+                   f ? "3 x 3" : "1 x 1", text);
+      free(text);
+      tp_fixture_free(&fx);
+    }
+  loom_tp_conv_packed g3 = k3, g1 = k1;
+  g3.groups = 2;
+  g1.groups = 3;
+  conv_run r3[] = {{.n = 1, .c = 32, .q = 2, .p = 56, .e = 8, .groups = 2}, {.n = 2, .c = 32, .q = 4, .p = 13, .e = 5, .groups = 2},
+                   {.n = 1, .c = 2, .q = 2, .p = 97, .e = 11, .groups = 2}};
+  conv_run r1[] = {{.n = 1, .c = 390, .q = 3, .p = 49, .e = 7, .groups = 3}, {.n = 2, .c = 390, .q = 6, .p = 5, .e = 5, .groups = 3},
+                   {.n = 1, .c = 6, .q = 3, .p = 101, .e = 7, .groups = 3}};
+  for (size_t i = 0; i < 3; i++) {
+    r3[i].l = r3[i].p + 2 * r3[i].e + 3;
+    r1[i].l = r1[i].p;
+  }
+  for (int v = 0; v < 3; v++) {
+    check(loom_tp_gen_conv_packed, &g3, vbs[v], r3, 3);
+    check(loom_tp_gen_conv_packed, &g1, vbs[v], r1, 3);
   }
 }
