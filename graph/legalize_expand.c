@@ -128,6 +128,14 @@ loom_status loom_lx_add_guard(loom_lx *x, const loom_sym_expr *cond, const char 
   return LOOM_OK;
 }
 
+loom_status loom_lx_expand_with(loom_lx *x, loom_lx_expander fn, loom_graph_expr **value) {
+  bool applies = false;
+  loom_graph_expr *v = NULL;
+  LOOM_PROPAGATE(fn(x, &v, &applies));
+  *value = applies ? v : NULL;
+  return LOOM_OK;
+}
+
 /* Puts the added bindings before binding i and the rewritten binding's new value in place. */
 static loom_status splice(loom_lx *x, loom_graph_block *blk, size_t i, loom_graph_expr *value) {
   loom_graph_binding **nb = LOOM_ARENA_ARRAY(loom_graph_module_arena(x->m), loom_graph_binding *, blk->n + x->n);

@@ -177,6 +177,11 @@ loom_status loom_lx_new_syms(loom_lx *x, const char *tag, int n, const loom_sym_
 loom_graph_expr *loom_lx_view(loom_lx *x, loom_graph_expr *v, loom_dtype t, int n, const loom_sym_expr *const *dims);
 /* Adds run-time guard `cond` (message why) to b's guards. */
 loom_status loom_lx_add_guard(loom_lx *x, const loom_sym_expr *cond, const char *why);
+/* An expander of one form: *value the rewritten value and *applies true, or *applies false (the
+ * call keeps its one-program lowering). */
+typedef loom_status (*loom_lx_expander)(loom_lx *x, loom_graph_expr **value, bool *applies);
+/* An expand hook's result from fn: *value NULL where fn does not apply. */
+loom_status loom_lx_expand_with(loom_lx *x, loom_lx_expander fn, loom_graph_expr **value);
 
 /* ---- expand hooks (loom_graph_expand_fn): the op records' forms that take several bindings ---- */
 

@@ -173,17 +173,7 @@ static loom_status expand_global_avg_pool(loom_lx *x, loom_graph_expr **value, b
   return loom_legal_final_call(x, LOOM_GRAPH_OP_RESHAPE, mean, 1, (loom_graph_attr[]){loom_graph_attr_syms(m, "shape", 4, out->dims)}, out, value);
 }
 
-loom_status loom_legal_expand_pool(loom_lx *x, loom_graph_expr **value) {
-  bool applies = false;
-  loom_graph_expr *v = NULL;
-  switch (x->b->value->u.call.op) {
-    case LOOM_GRAPH_OP_MAX_POOL2D:
-    case LOOM_GRAPH_OP_AVG_POOL2D:
-    case LOOM_GRAPH_OP_MAX_POOL:
-    case LOOM_GRAPH_OP_AVG_POOL: LOOM_PROPAGATE(expand_pool(x, &v, &applies)); break;
-    case LOOM_GRAPH_OP_GLOBAL_AVG_POOL2D: LOOM_PROPAGATE(expand_global_avg_pool(x, &v, &applies)); break;
-    default: break;
-  }
-  *value = applies ? v : NULL;
-  return LOOM_OK;
+loom_status loom_legal_expand_pool(loom_lx *x, loom_graph_expr **value) { /* the hook of the pooling ops with a rows form */
+  bool global = x->b->value->u.call.op == LOOM_GRAPH_OP_GLOBAL_AVG_POOL2D;
+  return loom_lx_expand_with(x, global ? expand_global_avg_pool : expand_pool, value);
 }

@@ -793,16 +793,7 @@ loom_status loom_legal_conv(loom_graph_module *m, const loom_graph_expr *call, c
   return legalize_conv(m, call, &r->tp);
 }
 
-loom_status loom_legal_expand_window(loom_lx *x, loom_graph_expr **value) {
-  bool applies = false;
-  loom_graph_expr *v = NULL;
-  switch (x->b->value->u.call.op) {
-    case LOOM_GRAPH_OP_CONV1D:
-    case LOOM_GRAPH_OP_CONV2D:
-    case LOOM_GRAPH_OP_CONV: LOOM_PROPAGATE(expand_conv(x, &v, &applies)); break;
-    case LOOM_GRAPH_OP_CONV_TRANSPOSE: LOOM_PROPAGATE(expand_conv_transpose(x, &v, &applies)); break;
-    default: break;
-  }
-  *value = applies ? v : NULL;
-  return LOOM_OK;
+loom_status loom_legal_expand_window(loom_lx *x, loom_graph_expr **value) { /* the hook of conv1d / conv2d / conv / conv_transpose */
+  bool transpose = x->b->value->u.call.op == LOOM_GRAPH_OP_CONV_TRANSPOSE;
+  return loom_lx_expand_with(x, transpose ? expand_conv_transpose : expand_conv, value);
 }
