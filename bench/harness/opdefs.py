@@ -525,6 +525,8 @@ def all_cases():
         ("conv_strided", "3x3 s2 64->128 56x56", 64, 128, 3, 2, 1, 1, 1, 56, True),
         ("conv_strided", "7x7 s2 3->64 224x224 (stem)", 3, 64, 7, 2, 3, 1, 1, 224, True),
         ("conv_grouped", "3x3 g32 128->128 28x28", 128, 128, 3, 1, 1, 1, 32, 28, True),
+        ("conv_grouped", "3x3 g10 160->160 14x14 (RegNetX)", 160, 160, 3, 1, 1, 1, 10, 14, True),
+        ("conv_grouped", "3x3 g32 256->256 28x28 (ResNeXt)", 256, 256, 3, 1, 1, 1, 32, 28, True),
         ("conv_depthwise", "3x3 144ch 56x56", 144, 144, 3, 1, 1, 1, 144, 56, True),
         ("conv_depthwise", "3x3 s2 96ch 112x112", 96, 96, 3, 2, 1, 1, 96, 112, False),
         ("conv_depthwise", "5x5 s2 144ch 28x28", 144, 144, 5, 2, 2, 1, 144, 28, True),
