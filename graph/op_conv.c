@@ -135,8 +135,12 @@ static loom_status infer_conv(loom_graph_icx *ic, const loom_sinfo **out) {
                                   (long long)B);
   }
   LOOM_PROPAGATE(loom_graph_icx_same_dim(ic, 1, 1, loom_sym_mul(cx, w->dims[1], loom_sym_const(cx, sp.groups)), 0, 1, x->dims[1]));
-  if (sp.groups > 1 && loom_sym_prove_divisible(cx, w->dims[0], sp.groups) == LOOM_SYM_FALSE)
-    return loom_graph_icx_error(ic, "operand 1 axis 0 is %s, not a multiple of groups %lld", loom_graph_sym_str(ic->m, w->dims[0]), (long long)sp.groups);
+  if (sp.groups > 1) { /* packed: proven, for the program finds a block's group as ob // (q // groups) */
+    loom_sym_truth d = loom_sym_prove_divisible(cx, w->dims[0], sp.groups);
+    if (d == LOOM_SYM_FALSE || (B && d != LOOM_SYM_TRUE))
+      return loom_graph_icx_error(ic, "operand 1 axis 0 is %s, not %s multiple of groups %lld", loom_graph_sym_str(ic->m, w->dims[0]),
+                                  d == LOOM_SYM_FALSE ? "a" : "a provable", (long long)sp.groups);
+  }
   if (ic->call->u.call.nargs == 3) {
     const loom_sinfo *b;
     LOOM_PROPAGATE(loom_graph_icx_tensor(ic, 2, true, &b));

@@ -103,13 +103,15 @@ LOOM_TEST(pack_conv, packed_form_errors_name_the_operand) {
       {"conv2d(x, w, packed_w=4)", "operand 1 axis 4 is 8, must be packed_w (4)"},
       {"conv2d(x, w, packed_w=-1)", "attribute 'packed_w' is -1, must be >= 0"},
       {"conv2d(x, w1, packed_w=8, groups=3)", "operand 1 axis 0 is 2, not a multiple of groups 3"},
+      {"conv2d(x, wq, packed_w=8, groups=3)", "operand 1 axis 0 is q, not a provable multiple of groups 3"},
       {"conv2d(x, w, b5, packed_w=8)", "operand 2 (bias) has 5 channels, the packed weight 16"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char text[1024];
     snprintf(text, sizeof text,
              "fn @main(x: Tensor[(n, 3, h, v), f32], w: Tensor[(2, 3, 3, 3, 8), f32], w5: Tensor[(16, 3, 3, 3), f32],\n"
-             "         b5: Tensor[(5,), f32], w1: Tensor[(2, 1, 3, 3, 8), f32]) -> Tensor[(n, 16, h - 2, v - 2), f32] {\n"
+             "         b5: Tensor[(5,), f32], w1: Tensor[(2, 1, 3, 3, 8), f32], wq: Tensor[(q, 1, 3, 3, 8), f32])\n"
+             "         -> Tensor[(n, 16, h - 2, v - 2), f32] {\n"
              "  dataflow {\n    y = %s\n    output y\n  }\n  return y\n}\n",
              cases[i].call);
     loom_graph_module *m = NULL;
