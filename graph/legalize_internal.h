@@ -87,7 +87,7 @@ typedef struct loom_legal_window_params {
   loom_dtype t, acc;
   int32_t n, bias, transpose;
   loom_tp_pool_kind kind;
-  int32_t col_major, unused; /* 0 */
+  int32_t col_major, fused; /* depthwise: the phase-plane form; the form over the unpadded input (loom_tp_dw_fused) */
 } loom_legal_window_params;
 LOOM_TP_GEN_PARAMS(loom_legal_window_params, (6 * LOOM_TP_MAX_SPATIAL + 2) * 8 + 8 * 4);
 

@@ -309,8 +309,8 @@ typedef struct dw_key {
 static loom_status gen_depthwise(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
   const loom_legal_window_params *p = params;
   loom_tp_window w = loom_legal_window_from(p);
-  return (p->col_major ? loom_tp_gen_depthwise_phases : loom_tp_gen_depthwise_rows)(loom_graph_module_arena(m), loom_graph_module_sym(m),
-                                                                                     name, LOOM_DTYPE_F32, &w, p->bias != 0, tp);
+  return (p->fused ? loom_tp_gen_depthwise_fused : p->col_major ? loom_tp_gen_depthwise_phases : loom_tp_gen_depthwise_rows)(
+      loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, &w, p->bias != 0, tp);
 }
 
 /* Depthwise (one input and one output channel per group): the padded input, then depthwise_rows
@@ -335,8 +335,15 @@ static loom_status expand_depthwise(loom_lx *x, const loom_sinfo *xs, const loom
   }
   loom_graph_expr *all[4] = {call->u.call.args[0], call->u.call.args[1], call->u.call.nargs > 2 ? call->u.call.args[2] : NULL};
   size_t nargs = k.bias ? 3 : 2;
-  bool phases = loom_tp_dw_phases(&k.w);
-  if (phases) {
+  loom_tp_window fw = k.w; /* the window with its padding: depthwise_fused pads each plane itself */
+  for (int i = 0; i < g->n; i++) {
+    fw.pad_lo[i] = pk.lo[i];
+    fw.pad_hi[i] = pk.hi[i];
+  }
+  bool fused = loom_tp_dw_fused(&fw), phases = !fused && loom_tp_dw_phases(&k.w);
+  if (fused) {
+    k.w = fw;
+  } else if (phases) {
     const loom_sym_expr *e1;
     LOOM_PROPAGATE(phases_input(x, xs, &pp, &all[0], &e1));
     if (!(all[nargs++] = loom_graph_sym_new(x->m, e1))) return LOOM_OOM();
@@ -349,10 +356,16 @@ static loom_status expand_depthwise(loom_lx *x, const loom_sinfo *xs, const loom
   loom_legal_key_list(name, sizeof name, "k", k.w.kernel, g->n);
   loom_legal_key_list(name, sizeof name, "s", k.w.stride, g->n);
   loom_legal_key_list(name, sizeof name, "d", k.w.dilation, g->n);
+  if (fused) {
+    loom_legal_key_list(name, sizeof name, "p", fw.pad_lo, g->n);
+    loom_legal_key_list(name, sizeof name, "q", fw.pad_hi, g->n);
+    snprintf(name + strlen(name), sizeof name - strlen(name), "_fused");
+  }
   if (phases) snprintf(name + strlen(name), sizeof name - strlen(name), "_phases");
   loom_legal_window_params wp = loom_legal_window_params_of(&k.w, LOOM_DTYPE_F32);
   wp.bias = k.bias;
   wp.col_major = phases;
+  wp.fused = fused;
   return loom_lx_call(x, name, gen_depthwise, &wp, sizeof wp, nargs, all, x->b->var->sinfo, value);
 }
 

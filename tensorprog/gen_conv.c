@@ -476,12 +476,18 @@ typedef struct pool_b {
   const loom_sym_expr *xd[2 + LOOM_TP_MAX_SPATIAL], *yd[2 + LOOM_TP_MAX_SPATIAL], *jv[LOOM_TP_MAX_SPATIAL];
   const loom_tp_buffer *X, *Y;
   loom_tp_expr *lead[2]; /* the (n, c) indices */
+  loom_tp_expr *xlead[2]; /* X's: lead, or (0, 0) for depthwise_fused's Local of one plane */
   bool dw;               /* a depthwise convolution: the sum of the taps weighted by W[c, 0, tap..] (+ Bias[c]) */
   const loom_tp_buffer *W, *Bias;
   const loom_tp_buffer *Xf; /* X viewed (n, c, h0*h1): the plane's grid for rows shorter than a chunk (NULL: none) */
   /* depthwise over phase planes (loom_tp_dw_phases): X is (n, c, s*s, f), conv_phases' planes of the
    * padded input, e1 their row pitch (a scalar parameter); NULL: X is the padded input */
   const loom_sym_expr *e1;
+  /* depthwise_fused: Xin (n, c, h0, h1) the unpadded input, X a Local (1, 1, s*s, f) of one plane's
+   * phase planes (geometry g), e1 their row pitch (an expression) */
+  bool fused;
+  const loom_tp_buffer *Xin;
+  loom_tp_conv_packed g;
 } pool_b;
 
 static bool pool_avg(const pool_b *p) {
@@ -568,8 +574,8 @@ static const loom_sym_expr *phase_offset(pool_b *p, const loom_sym_expr *const *
 /* X's indices at taps tv and last-axis position u. */
 static void pool_taps(pool_b *p, const loom_sym_expr *const *tv, const loom_sym_expr *u, loom_tp_expr **xi) {
   loom_sym_ctx *cx = p->b.cx;
-  xi[0] = p->lead[0];
-  xi[1] = p->lead[1];
+  xi[0] = p->xlead[0];
+  xi[1] = p->xlead[1];
   if (p->e1) { /* unit stride along u in the tap's phase plane */
     xi[2] = loom_tpb_idx(&p->b, phase_plane(p, tv));
     xi[3] = loom_tpb_idx(&p->b, loom_sym_add(cx, phase_offset(p, tv, p->jv[0]), u));
@@ -726,7 +732,7 @@ static void pool_grid(pool_b *p, loom_dtype t, const loom_sym_expr *G, int64_t l
   const loom_sym_expr *gi = loom_tpb_for(b, "gi1", L, LOOM_TP_LOOP_VECTORIZE, false);
   const loom_sym_expr *off = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_mul(cx, tv[0], C(cx, p->w->dilation[0])), h1),
                                           loom_sym_mul(cx, tv[1], C(cx, p->w->dilation[1])));
-  loom_tp_expr *xi[4] = {loom_tp_expr_copy(a, p->lead[0]), loom_tp_expr_copy(a, p->lead[1]),
+  loom_tp_expr *xi[4] = {loom_tp_expr_copy(a, p->xlead[0]), loom_tp_expr_copy(a, p->xlead[1]),
                          loom_tpb_idx(b, loom_sym_add(cx, loom_sym_mul(cx, loom_sym_add(cx, base, gi), C(cx, s)), off))};
   if (p->e1) { /* the tap's phase plane at grid position g plus its offset */
     xi[2] = loom_tpb_idx(b, phase_plane(p, tv));
@@ -756,6 +762,10 @@ static void pool_grid(pool_b *p, loom_dtype t, const loom_sym_expr *G, int64_t l
   loom_tpb_end_n(b, 2);
 }
 
+/* depthwise_fused's planes per Local: one allocation per run, runs the threads take in turn (144
+ * planes: 18 runs). */
+enum { DW_FUSED_PLANES = 8 };
+
 /* The program of pool_rows / depthwise_rows: buffers, the plane and row loops, chunks or whole rows. */
 static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, bool bias,
                                 loom_tp_func **result) {
@@ -767,29 +777,60 @@ static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, cons
   loom_tpb_init(b, a, cx, name);
   p->xd[0] = p->yd[0] = loom_tpb_shape_sym(b, "n");
   p->xd[1] = p->yd[1] = loom_tpb_shape_sym(b, "c");
-  if (p->e1) { /* (n, c, s*s, f): the phase planes */
+  const loom_sym_expr *hd[4] = {p->xd[0], p->xd[1]}; /* depthwise_fused: Xin's extents */
+  if (p->fused) { /* X (n, c, h0, h1); the Local's phase planes (1, 1, s*s, f) */
+    hd[2] = loom_tpb_shape_sym(b, hn[0]);
+    hd[3] = loom_tpb_shape_sym(b, hn[1]);
+    p->Xin = loom_tpb_buffer(b, "X", t, 4, hd);
+    p->xd[2] = C(cx, loom_tp_conv_phase_planes(&p->g));
+    p->xd[3] = loom_tp_conv_phase_plane_size(cx, &p->g, hd + 2);
+  } else if (p->e1) { /* (n, c, s*s, f): the phase planes */
     p->xd[2] = C(cx, p->w->stride[0] * p->w->stride[1]);
     p->xd[3] = loom_tpb_shape_sym(b, "f");
   } else {
     for (int i = 0; i < n; i++) p->xd[2 + i] = loom_tpb_shape_sym(b, hn[i]);
   }
-  p->X = loom_tpb_buffer(b, "X", t, 2 + n, p->xd);
+  if (!p->fused) p->X = loom_tpb_buffer(b, "X", t, 2 + n, p->xd);
   if (p->dw) {
     const loom_sym_expr *wd[2 + LOOM_TP_MAX_SPATIAL] = {p->xd[1], C(cx, 1)};
     for (int i = 0; i < n; i++) wd[2 + i] = C(cx, p->w->kernel[i]);
     p->W = loom_tpb_buffer(b, "W", t, 2 + n, wd);
     if (bias) p->Bias = loom_tpb_buffer(b, "Bias", t, 1, &p->xd[1]);
   }
-  if (p->e1) p->e1 = loom_tpb_scalar(b, "e1");
+  if (p->fused) p->e1 = loom_tp_conv_phase_extent(cx, &p->g, 1, hd[3]);
+  else if (p->e1) p->e1 = loom_tpb_scalar(b, "e1");
   else if (loom_tp_rows_grid(p->w, p->kind, p->dw)) {
     const loom_sym_expr *fd[3] = {p->xd[0], p->xd[1], loom_sym_mul(cx, p->xd[2], p->xd[3])};
     p->Xf = loom_tpb_buffer(b, "Xf", t, 3, fd);
   }
   for (int i = 0; i < n; i++) p->yd[2 + i] = loom_tpb_shape_sym(b, yn[i]);
   p->Y = loom_tpb_buffer(b, "Y", t, 2 + n, p->yd);
-  const loom_sym_expr *q = loom_tpb_for(b, "q", loom_sym_mul(cx, p->xd[0], p->xd[1]), LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *nc = loom_sym_mul(cx, p->xd[0], p->xd[1]), *q;
+  if (p->fused) { /* runs of DW_FUSED_PLANES planes, one Local each */
+    const loom_sym_expr *R = C(cx, DW_FUSED_PLANES);
+    const loom_sym_expr *qo = loom_tpb_for(b, "qo", loom_sym_floordiv(cx, loom_sym_add(cx, nc, C(cx, DW_FUSED_PLANES - 1)), R),
+                                           LOOM_TP_LOOP_SERIAL, false);
+    const loom_sym_expr *td[4] = {C(cx, 1), C(cx, 1), p->xd[2], p->xd[3]};
+    loom_tp_buffer *T = loom_tpb_alloc(b, "xs", t, 4, td, LOOM_TP_SCOPE_LOCAL);
+    if (T) T->uninit = true; /* every element written by the plane's phases before its taps read it */
+    p->X = T;
+    /* a constant extent and a guard: the fuse pass counts the input's reads (once per element: a
+     * producer's sigmoid computed in the copy) only over loops whose extents no outer loop sets */
+    const loom_sym_expr *qi = loom_tpb_for(b, "qi", R, LOOM_TP_LOOP_SERIAL, false);
+    q = loom_sym_add(cx, loom_sym_mul(cx, qo, R), qi);
+    loom_tpb_if(b, loom_tpb_cmp(b, LOOM_TP_OP_LT, q, nc));
+  } else {
+    q = loom_tpb_for(b, "q", nc, LOOM_TP_LOOP_SERIAL, false);
+  }
   p->lead[0] = loom_tpb_idx(b, loom_sym_floordiv(cx, q, p->xd[1]));
   p->lead[1] = loom_tpb_idx(b, loom_sym_floormod(cx, q, p->xd[1]));
+  p->xlead[0] = p->lead[0];
+  p->xlead[1] = p->lead[1];
+  if (p->fused) { /* the plane's phase planes into the Local */
+    p->xlead[0] = loom_tpb_idx(b, C(cx, 0));
+    p->xlead[1] = loom_tpb_idx(b, C(cx, 0));
+    loom_tpg_conv_phase_plane(b, &p->g, p->Xin, p->X, hd, p->lead, p->xlead, t);
+  }
   bool grid = p->Xf || p->e1;
   if (grid) { /* 1 <= y1 < POOL_GRID_ROW (unit stride: stride 1 or phase planes) or POOL_LANES: the grid form when the plane's grid has 8 to POOL_GRID_MAX positions */
     const loom_sym_expr *G = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_sub(cx, p->yd[2], C(cx, 1)), p->e1 ? p->e1 : p->xd[3]), p->yd[3]);
@@ -847,6 +888,31 @@ loom_status loom_tp_gen_depthwise_rows(loom_arena *a, loom_sym_ctx *cx, const ch
       return LOOM_ERROR(INVALID_ARGUMENT, "depthwise_rows: spatial axis %d has kernel %lld, stride %lld, dilation %lld", i,
                         (long long)w->kernel[i], (long long)w->stride[i], (long long)w->dilation[i]);
   pool_b p = {.w = w, .kind = LOOM_TP_POOL_AVG_PAD, .n = n, .dw = true};
+  return rows_program(&p, a, cx, name, t, bias, result);
+}
+
+bool loom_tp_dw_fused(const loom_tp_window *w) {
+  return w->n == 2 && w->stride[0] == w->stride[1] && w->stride[0] >= 1 && w->dilation[0] == 1 && w->dilation[1] == 1 &&
+         w->kernel[0] >= 1 && w->kernel[1] >= 1 && w->pad_lo[0] >= 0 && w->pad_lo[1] >= 0 && w->pad_hi[0] >= 0 && w->pad_hi[1] >= 0;
+}
+
+/* Depthwise convolution over its unpadded input, each plane's padding and phase planes made in a Local
+ * first (loom_tp_dw_fused; tp_gen.h): depthwise_phases' forms with X that Local. */
+loom_status loom_tp_gen_depthwise_fused(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_window *w,
+                                        bool bias, loom_tp_func **result) {
+  if (!loom_tp_dw_fused(w))
+    return LOOM_ERROR(INVALID_ARGUMENT, "depthwise_fused: a 2-D window of equal strides, dilation 1 and padding of 0 or more, "
+                      "got %d axes, stride %lld x %lld, dilation %lld x %lld", w->n, (long long)w->stride[0],
+                      (long long)w->stride[1], (long long)w->dilation[0], (long long)w->dilation[1]);
+  pool_b p = {.w = w, .kind = LOOM_TP_POOL_AVG_PAD, .n = 2, .dw = true, .e1 = C(cx, 0), .fused = true,
+              .g = {.n = 2}}; /* e1 set by rows_program */
+  for (int i = 0; i < 2; i++) {
+    p.g.kernel[i] = w->kernel[i];
+    p.g.dilation[i] = 1;
+    p.g.stride[i] = w->stride[i];
+    p.g.pad_lo[i] = w->pad_lo[i];
+    p.g.pad_hi[i] = w->pad_hi[i];
+  }
   return rows_program(&p, a, cx, name, t, bias, result);
 }
 

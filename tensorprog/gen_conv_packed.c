@@ -112,75 +112,96 @@ static void phase_row(loom_tpb *b, const loom_tp_conv_packed *g, const loom_tp_b
  * v0 = max((lo1 - b1*g1 + s1 - 1) // s1, 0) (the phase's positions in the left padding), m = max((h1 + lo1 -
  * b1*g1 + s1 - 1) // s1 - v0, 0) (its positions inside the input). One loop over the (n, c) planes, so
  * that a batch of one still has work for every thread. */
-loom_status loom_tp_gen_conv_phases(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_packed *g,
-                                    loom_tp_func **result) {
-  LOOM_PROPAGATE(check_packed(g, "conv_phases"));
+void loom_tpg_conv_phase_plane(loom_tpb *b, const loom_tp_conv_packed *g, const loom_tp_buffer *X, const loom_tp_buffer *Y,
+                               const loom_sym_expr *const *xd, loom_tp_expr *const *xl, loom_tp_expr *const *yl, loom_dtype t) {
+  loom_sym_ctx *cx = b->cx;
+  loom_arena *a = b->a;
   int n = g->n;
-  loom_tpb b;
-  loom_tpb_init(&b, a, cx, name);
-  const loom_sym_expr *xd[2 + LOOM_TP_MAX_SPATIAL], *yd[4], *E[LOOM_TP_MAX_SPATIAL], *pitch[LOOM_TP_MAX_SPATIAL];
-  xd[0] = loom_tpb_shape_sym(&b, "n");
-  xd[1] = loom_tpb_shape_sym(&b, "c");
-  static const char *const hn[LOOM_TP_MAX_SPATIAL] = {"h0", "h1", "h2", "h3", "h4", "h5"};
-  for (int i = 0; i < n; i++) xd[2 + i] = loom_tpb_shape_sym(&b, hn[i]);
   bool extra = loom_tp_conv_phase_extra_row(g);
-  const loom_sym_expr *F = C(cx, 1);
+  const loom_sym_expr *E[LOOM_TP_MAX_SPATIAL], *pitch[LOOM_TP_MAX_SPATIAL], *F = C(cx, 1);
   for (int i = n - 1; i >= 0; i--) {
     E[i] = loom_tp_conv_phase_extent(cx, g, i, xd[2 + i]);
     pitch[i] = F;
     F = loom_sym_mul(cx, F, i == 0 && extra ? loom_sym_add(cx, E[i], C(cx, 1)) : E[i]);
   }
-  yd[0] = xd[0];
-  yd[1] = xd[1];
-  yd[2] = C(cx, loom_tp_conv_phase_planes(g));
-  yd[3] = F;
-  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, 2 + n, xd), *Y = loom_tpb_buffer(&b, "Y", t, 4, yd);
-  const loom_sym_expr *q = loom_tpb_for(&b, "q", loom_sym_mul(cx, xd[0], xd[1]), LOOM_TP_LOOP_SERIAL, false);
-  loom_tp_expr *yi[4], *xi[2 + LOOM_TP_MAX_SPATIAL], *inside = NULL;
-  yi[0] = xi[0] = loom_tpb_idx(&b, loom_sym_floordiv(cx, q, xd[1]));
-  yi[1] = xi[1] = loom_tpb_idx(&b, loom_sym_floormod(cx, q, xd[1]));
+  loom_tp_expr *yi[4] = {loom_tp_expr_copy(a, yl[0]), loom_tp_expr_copy(a, yl[1])}, *inside = NULL;
+  loom_tp_expr *xi[2 + LOOM_TP_MAX_SPATIAL] = {loom_tp_expr_copy(a, xl[0]), loom_tp_expr_copy(a, xl[1])};
   const loom_sym_expr *bv[LOOM_TP_MAX_SPATIAL];
   int l = n - 1;
   for (int i = 0; i < l; i++) {
     int64_t np = loom_tp_conv_phase_count(g, i);
-    bv[i] = np > 1 ? loom_tpb_for(&b, loom_tpg_var('b', i), C(cx, np), LOOM_TP_LOOP_SERIAL, false) : C(cx, 0);
+    bv[i] = np > 1 ? loom_tpb_for(b, loom_tpg_var('b', i), C(cx, np), LOOM_TP_LOOP_SERIAL, false) : C(cx, 0);
   }
   const loom_sym_expr *row0 = C(cx, 0); /* the row's flat offset in its plane */
   for (int i = 0; i < l; i++) {
     const loom_sym_expr *ext = i == 0 && extra ? loom_sym_add(cx, E[0], C(cx, 1)) : E[i];
-    const loom_sym_expr *u = loom_tpb_for(&b, loom_tpg_var('i', i), ext, LOOM_TP_LOOP_SERIAL, false);
+    const loom_sym_expr *u = loom_tpb_for(b, loom_tpg_var('i', i), ext, LOOM_TP_LOOP_SERIAL, false);
     row0 = loom_sym_add(cx, row0, loom_sym_mul(cx, u, pitch[i]));
     const loom_sym_expr *src = loom_sym_add(cx, loom_sym_mul(cx, u, C(cx, g->stride[i])),
                                             loom_sym_sub(cx, loom_sym_mul(cx, bv[i], C(cx, loom_tp_conv_phase_step(g, i))),
                                                          C(cx, g->pad_lo[i])));
-    xi[2 + i] = loom_tpb_idx(&b, src);
-    loom_tp_expr *c = loom_tp_op2(a, LOOM_TP_OP_AND, loom_tpb_cmp(&b, LOOM_TP_OP_GE, src, C(cx, 0)),
-                                  loom_tpb_cmp(&b, LOOM_TP_OP_LT, src, xd[2 + i]));
+    xi[2 + i] = loom_tpb_idx(b, src);
+    loom_tp_expr *c = loom_tp_op2(a, LOOM_TP_OP_AND, loom_tpb_cmp(b, LOOM_TP_OP_GE, src, C(cx, 0)),
+                                  loom_tpb_cmp(b, LOOM_TP_OP_LT, src, xd[2 + i]));
     inside = inside ? loom_tp_op2(a, LOOM_TP_OP_AND, inside, c) : c;
   }
   /* the last axis' phases innermost (a source row's phases copied while it is in L1), the code of
    * phase b1 in the branch `b1 == ph` where b1 is the constant ph: constant bounds that LLVM folds
    * (the loop is unrolled) and the fuse pass counts (a producer's reads: once per element, one pass) */
   int64_t npl = loom_tp_conv_phase_count(g, l);
-  if (inside) loom_tpb_if(&b, inside);
-  const loom_sym_expr *bl = npl > 1 ? loom_tpb_for(&b, loom_tpg_var('b', l), C(cx, npl), LOOM_TP_LOOP_UNROLL, false) : NULL;
+  if (inside) loom_tpb_if(b, inside);
+  const loom_sym_expr *bl = npl > 1 ? loom_tpb_for(b, loom_tpg_var('b', l), C(cx, npl), LOOM_TP_LOOP_UNROLL, false) : NULL;
   for (int64_t ph = 0; ph < npl; ph++) {
-    if (ph + 1 < npl) loom_tpb_if(&b, loom_tpb_cmp(&b, LOOM_TP_OP_LT, bl, C(cx, ph + 1)));
+    if (ph + 1 < npl) loom_tpb_if(b, loom_tpb_cmp(b, LOOM_TP_OP_LT, bl, C(cx, ph + 1)));
     bv[l] = C(cx, ph);
-    phase_row(&b, g, X, Y, xd, E[l], row0, bv, xi, yi, t);
-    if (ph + 1 < npl) loom_tpb_else(&b);
+    phase_row(b, g, X, Y, xd, E[l], row0, bv, xi, yi, t);
+    if (ph + 1 < npl) loom_tpb_else(b);
   }
-  loom_tpb_end_n(&b, (int)npl - 1 + (bl != NULL));
+  loom_tpb_end_n(b, (int)npl - 1 + (bl != NULL));
   if (inside) { /* a row outside the input: zeros in every phase */
-    loom_tpb_else(&b);
-    bv[l] = npl > 1 ? loom_tpb_for(&b, loom_tpg_var('b', l), C(cx, npl), LOOM_TP_LOOP_UNROLL, false) : C(cx, 0);
-    yi[2] = loom_tpb_idx(&b, phase_index(cx, g, bv));
-    yi[3] = loom_tpb_idx(&b, loom_sym_add(cx, row0, loom_tpb_for(&b, "z3", E[l], LOOM_TP_LOOP_SERIAL, false)));
-    loom_tpb_store(&b, Y, yi, loom_tp_const_f(a, t, 0.0));
-    loom_tpb_end_n(&b, 1 + (npl > 1));
-    loom_tpb_end(&b);
+    loom_tpb_else(b);
+    bv[l] = npl > 1 ? loom_tpb_for(b, loom_tpg_var('b', l), C(cx, npl), LOOM_TP_LOOP_UNROLL, false) : C(cx, 0);
+    yi[2] = loom_tpb_idx(b, phase_index(cx, g, bv));
+    yi[3] = loom_tpb_idx(b, loom_sym_add(cx, row0, loom_tpb_for(b, "z3", E[l], LOOM_TP_LOOP_SERIAL, false)));
+    loom_tpb_store(b, Y, yi, loom_tp_const_f(a, t, 0.0));
+    loom_tpb_end_n(b, 1 + (npl > 1));
+    loom_tpb_end(b);
   }
+  loom_tpb_end_n(b, l); /* the row loops, then the phase loops around them */
+  for (int i = 0; i < l; i++)
+    if (loom_tp_conv_phase_count(g, i) > 1) loom_tpb_end(b);
+}
+
+loom_status loom_tp_gen_conv_phases(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_conv_packed *g,
+                                    loom_tp_func **result) {
+  LOOM_PROPAGATE(check_packed(g, "conv_phases"));
+  int n = g->n;
+  loom_tpb b;
+  loom_tpb_init(&b, a, cx, name);
+  const loom_sym_expr *xd[2 + LOOM_TP_MAX_SPATIAL], *yd[4];
+  xd[0] = loom_tpb_shape_sym(&b, "n");
+  xd[1] = loom_tpb_shape_sym(&b, "c");
+  static const char *const hn[LOOM_TP_MAX_SPATIAL] = {"h0", "h1", "h2", "h3", "h4", "h5"};
+  for (int i = 0; i < n; i++) xd[2 + i] = loom_tpb_shape_sym(&b, hn[i]);
+  yd[0] = xd[0];
+  yd[1] = xd[1];
+  yd[2] = C(cx, loom_tp_conv_phase_planes(g));
+  yd[3] = loom_tp_conv_phase_plane_size(cx, g, xd + 2);
+  const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, 2 + n, xd), *Y = loom_tpb_buffer(&b, "Y", t, 4, yd);
+  const loom_sym_expr *q = loom_tpb_for(&b, "q", loom_sym_mul(cx, xd[0], xd[1]), LOOM_TP_LOOP_SERIAL, false);
+  loom_tp_expr *lead[2] = {loom_tpb_idx(&b, loom_sym_floordiv(cx, q, xd[1])), loom_tpb_idx(&b, loom_sym_floormod(cx, q, xd[1]))};
+  loom_tpg_conv_phase_plane(&b, g, X, Y, xd, lead, lead, t);
   return loom_tpb_finish(&b, result);
+}
+
+const loom_sym_expr *loom_tp_conv_phase_plane_size(loom_sym_ctx *cx, const loom_tp_conv_packed *g, const loom_sym_expr *const *h) {
+  bool extra = loom_tp_conv_phase_extra_row(g);
+  const loom_sym_expr *F = C(cx, 1);
+  for (int i = g->n - 1; i >= 0; i--) {
+    const loom_sym_expr *E = loom_tp_conv_phase_extent(cx, g, i, h[i]);
+    F = loom_sym_mul(cx, F, i == 0 && extra ? loom_sym_add(cx, E, C(cx, 1)) : E);
+  }
+  return F;
 }
 
 /* Text (2-D; B the block, K = k0*k1, P1 the phases of axis 1, e1 the phase planes' row pitch, a scalar

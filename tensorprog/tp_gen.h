@@ -317,6 +317,8 @@ const loom_sym_expr *loom_tp_conv_phase_extent(loom_sym_ctx *cx, const loom_tp_c
 /* Whether the phase planes get one more row of axis 0 (zeros): the taps of the later axes reach
  * past the end of a row, so the grid's last row reads past the plane. */
 bool loom_tp_conv_phase_extra_row(const loom_tp_conv_packed *g);
+/* F, the elements of one plane's phase planes each (prod E_i, E_0 + 1 with the extra row) for input extents h[0..n). */
+const loom_sym_expr *loom_tp_conv_phase_plane_size(loom_sym_ctx *cx, const loom_tp_conv_packed *g, const loom_sym_expr *const *h);
 
 /* Y (n, c, prod P_i, F) = X (n, c, h..) padded by pad_lo / pad_hi (zeros) and split into phase planes,
  * each flat: Y[n, c, b, sum u_i * pitch_i] = Xpad[n, c, u_i*s_i + b_i*g_i ..] (zero past the padded
@@ -386,6 +388,16 @@ bool loom_tp_dw_phases(const loom_tp_window *w);
  * pitch: every tap a unit-stride read of its plane (rows, and grids for rows under 32). w unpadded. */
 loom_status loom_tp_gen_depthwise_phases(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_window *w,
                                          bool bias, loom_tp_func **result);
+
+/* Whether a depthwise convolution of window w runs as depthwise_fused: 2-D, equal strides, dilation 1. */
+bool loom_tp_dw_fused(const loom_tp_window *w);
+/* As depthwise_phases (Y (n, c, y0, y1), W, Bias) over the input X (n, c, h0, h1) itself: w's padding and
+ * phase planes made one (n, c) plane at a time into a Local of the kernel (loom_tpg_conv_phase_plane),
+ * then that plane's taps read from it -- where it lies in the cache, in the thread that made it, instead
+ * of the padded tensor written by one call and read back by the next (any stride; stride 1: one plane,
+ * the padded input). Planes in runs of DW_FUSED_PLANES per Local (one allocation each run). */
+loom_status loom_tp_gen_depthwise_fused(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_window *w,
+                                        bool bias, loom_tp_func **result);
 
 /* Whether the pool_rows / depthwise_rows program of w takes, after its other inputs (X, W, Bias), X once
  * more viewed (n, c, hp0*hp1): 2-D with equal strides (and not AVG, whose divisor varies per position),

@@ -260,12 +260,14 @@ LOOM_TEST(e2e_pool_rows, short_rows_on_the_planes_grid) {
   run_checked(text, checks, sizeof checks / sizeof *checks, sizes, sizeof sizes / sizeof *sizes, "short rows on the plane's grid");
 }
 
-/* Strided depthwise convolutions over the phase planes of their padded input (conv_phases, then
- * depthwise_rows_.._phases: graph/legalize_window.c, gen_conv.c loom_tp_gen_depthwise_phases): 3 x 3
- * and 5 x 5 (a bias) at stride 2, 3 x 3 at stride 3 with uneven padding, 2 x 2 at stride 2 (the kernel
- * the stride), and a 5 x 5 whose input is a SiLU (computed in the phase copy) and whose output takes
- * one, against the interpreter; one compilation, batch 0-2, 1 and 2 threads, planes of 1 x 1 to
- * 57 x 31 (odd, prime, rows under 4, 8 and 32: the copy's chunks, the grid and the rows forms). */
+/* Strided depthwise convolutions over the phase planes of their input, made one plane at a time in
+ * the kernel's Local (depthwise_rows_.._fused: graph/legalize_window.c, gen_conv.c
+ * loom_tp_gen_depthwise_fused; no conv_phases or conv_pad call): 3 x 3 and 5 x 5 (a bias) at stride 2,
+ * 3 x 3 at stride 3 with uneven padding, 2 x 2 at stride 2 (the kernel the stride), and a 5 x 5 whose
+ * input is a SiLU (computed in the plane's copy) and whose output takes one, against the interpreter;
+ * one compilation, batch 0-2, 1 and 2 threads, planes of 1 x 1 to 57 x 31 (odd, prime, rows under 4,
+ * 8 and 32: the copy's chunks, the grid and the rows forms; 8 channels: one run of planes per batch
+ * element, 16 and 24 at batch 2 and 3 more). */
 LOOM_TEST(e2e_pool_rows, strided_depthwise_on_phase_planes) {
   const char *text =
       "fn @main(x: Tensor[(b, 8, h, v), f32], k: Tensor[(8, 1, 3, 3), f32], k5: Tensor[(8, 1, 5, 5), f32],\n"
@@ -286,18 +288,19 @@ LOOM_TEST(e2e_pool_rows, strided_depthwise_on_phase_planes) {
       "  return out\n"
       "}\n";
   static const prog_check checks[] = {
-      {"depthwise_rows", "_phases", true}, {"depthwise_rows", "accg: Local[(1024,), f32, uninit]", true},
-      {"conv_phases", "sigmoid", true}, /* the SiLU before the convolution: in the copy */
-      {"conv_pad", "", false},          /* no strided depthwise reads a padded copy */
+      {"depthwise_rows", "xs: Local[(1, 1, 4, ", true}, {"depthwise_rows", "accg: Local[(1024,), f32, uninit]", true},
+      {"fused_fused_mul", "sigmoid(x[", true}, /* the SiLU before the convolution: in the plane's copy (the one after: an epilogue) */
+      {"conv_pad", "", false}, {"conv_phases", "", false}, /* no padded copy of a whole tensor */
   };
   static const int64_t sizes[][MAX_N] = {{1, 1}, {2, 3}, {7, 7}, {13, 10}, {28, 28}, {57, 31}, {5, 66}, {3, 2}, {31, 17}};
   run_checked(text, checks, sizeof checks / sizeof *checks, sizes, sizeof sizes / sizeof *sizes, "strided depthwise on phase planes");
 }
 
-/* The padding copy of a depthwise convolution (conv_pad: rows in 8-wide chunks, the last moved back
- * to the row's end, or whole when shorter) computing EfficientNet's SiLU before it: batch_norm,
- * sigmoid and the multiply all in `fused_conv_pad_*` (the fuse pass counts conv_pad's reads at once
- * per element), 3 x 3 at strides 1 and 2 and 5 x 5; a squeeze-excite scale sigmoid(s) broadcast
+/* The padding copy of a depthwise convolution (its plane's copy into the Local of depthwise_fused:
+ * rows in chunks, the last moved back to the row's end, or whole when shorter) computing
+ * EfficientNet's SiLU before it: batch_norm, sigmoid and the multiply all in
+ * `fused_depthwise_rows_*` (the fuse pass counts the copy's reads at once per element), 3 x 3 at
+ * strides 1 and 2 and 5 x 5; a squeeze-excite scale sigmoid(s) broadcast
  * over the plane stays a call of its own. Against the interpreter running them as written; one
  * compilation, batch 0-2, rows shorter than a chunk, one chunk, a prime past it, long and odd, 1
  * and 2 threads. */
@@ -325,7 +328,7 @@ LOOM_TEST(e2e_pool_rows, silu_in_the_padding_of_a_depthwise_convolution) {
       "}\n";
   char path[] = "/tmp/loom-silupad-XXXXXX";
   e2e_model md = e2e_compile_text(text, path);
-  cr_assert(program_has(&md, "fused_conv_pad", "sigmoid("), "no padding copy computes the sigmoid");
+  cr_assert(program_has(&md, "fused_depthwise_rows", "sigmoid("), "no depthwise convolution's plane copy computes the sigmoid");
   /* the only sigmoid program left is the squeeze-excite scale's (b, 6, 1, 1) */
   cr_assert(program_has(&md, "sigmoid_f32", "sigmoid("), "the squeeze-excite sigmoid was recomputed per element");
   loom_graph_module *gm = loom_compiled_module(md.c);
@@ -401,7 +404,7 @@ LOOM_TEST(e2e_pool_rows, epilogues_on_the_grid_of_short_rows) {
   static const prog_check checks[] = {
       {"fused_fused_mul", "= accq[gi2] * sigmoid(accq[gi2])", true},
       {"fused_fused_mul", "v >= 1 && v < 32 &&", true},
-      {"fused_mul_f32_F11", "= g[floormod(q, 4), 0, 0] * accq[gi2]", true},
+      {"fused_mul_f32_F11", ", 4), 0, 0] * accq[gi2]", true}, /* g[channel, 0, 0] */
       {"fused_add", "] = accq[gi2]\n", true},
   };
   static const int64_t sizes[][MAX_N] = {{7, 7}, {14, 14}, {9, 13}, {5, 31}, {3, 32}, {11, 17}, {1, 1},
