@@ -91,7 +91,8 @@ typedef struct pool_key {
 static loom_status gen_pool_rows(loom_graph_module *m, const char *name, const void *params, loom_tp_func **tp) {
   const loom_legal_window_params *p = params;
   loom_tp_window w = loom_legal_window_from(p);
-  return loom_tp_gen_pool_rows(loom_graph_module_arena(m), loom_graph_module_sym(m), name, LOOM_DTYPE_F32, p->kind, &w, tp);
+  return (p->fused ? loom_tp_gen_pool_fused : loom_tp_gen_pool_rows)(loom_graph_module_arena(m), loom_graph_module_sym(m), name,
+                                                                     LOOM_DTYPE_F32, p->kind, &w, tp);
 }
 
 static loom_status expand_pool(loom_lx *x, loom_graph_expr **value, bool *applies) {
@@ -133,16 +134,21 @@ static loom_status expand_pool(loom_lx *x, loom_graph_expr **value, bool *applie
   }
   *applies = true;
   loom_graph_expr *xin = call->u.call.args[0];
-  if (pad) LOOM_PROPAGATE(loom_legal_pad_input(x, xs, &pk, &xin));
+  /* max / average counting the padding, 2-D, equal strides, dilation 1: the padding made plane by
+   * plane inside the program (loom_tp_gen_pool_fused), as depthwise_fused does */
+  bool fused = k.pool.kind != LOOM_TP_POOL_AVG && loom_tp_dw_fused(&k.w);
+  if (pad && !fused) LOOM_PROPAGATE(loom_legal_pad_input(x, xs, &pk, &xin));
   static const char *const kinds[] = {"max", "argmax", "avg", "avgpad", "lp"};
   char name[512];
   snprintf(name, sizeof name, "%s_pool_rows_f32_n%d", kinds[k.pool.kind], n);
   loom_legal_key_window(name, sizeof name, &k.w, true);
+  if (fused) snprintf(name + strlen(name), sizeof name - strlen(name), "_fused");
   loom_legal_window_params wp = loom_legal_window_params_of(&k.w, LOOM_DTYPE_F32);
   wp.kind = k.pool.kind;
+  wp.fused = fused;
   loom_graph_expr *args[2] = {xin, NULL};
   size_t nargs = 1;
-  if (loom_tp_rows_grid(&k.w, k.pool.kind, false)) LOOM_PROPAGATE(loom_legal_plane_view(x, xs, &pk, xin, &args[nargs++]));
+  if (!fused && loom_tp_rows_grid(&k.w, k.pool.kind, false)) LOOM_PROPAGATE(loom_legal_plane_view(x, xs, &pk, xin, &args[nargs++]));
   return loom_lx_call(x, name, gen_pool_rows, &wp, sizeof wp, nargs, args, out, value);
 }
 

@@ -702,7 +702,8 @@ static bool matmul_program(const loom_tp_func *tp) {
  * activation (batch_norm + Clip, SiLU) computed where the sum is stored, not in a pass of its own. */
 static bool rows_program(const loom_tp_func *tp) {
   static const char *const prefixes[] = {"depthwise_rows_", "max_pool_rows_", "avg_pool_rows_", "avgpad_pool_rows_",
-                                          "fused_depthwise_rows_"}; /* a producer inside (depthwise_fused reads its input once) */
+                                          /* with a producer inside (the _fused forms read their input once, in a copy) */
+                                          "fused_depthwise_rows_", "fused_max_pool_rows_", "fused_avgpad_pool_rows_"};
   for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
     if (!strncmp(tp->name, prefixes[i], strlen(prefixes[i]))) return true;
   return false;

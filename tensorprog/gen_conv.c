@@ -488,6 +488,9 @@ typedef struct pool_b {
   bool fused;
   const loom_tp_buffer *Xin;
   loom_tp_conv_packed g;
+  /* fused and flat: the Local holds the padded plane alone (1, 1, 1, f), e1 its row pitch, and the
+   * taps read it at the window's stride (pooling: the copy of a plane cheaper than its phase split) */
+  bool flat;
 } pool_b;
 
 static bool pool_avg(const pool_b *p) {
@@ -576,6 +579,13 @@ static void pool_taps(pool_b *p, const loom_sym_expr *const *tv, const loom_sym_
   loom_sym_ctx *cx = p->b.cx;
   xi[0] = p->xlead[0];
   xi[1] = p->xlead[1];
+  if (p->flat) { /* the padded plane, flat: row j*s0 + t0*d0, column u*s1 + t1*d1 */
+    const loom_sym_expr *r = loom_sym_add(cx, loom_sym_mul(cx, p->jv[0], C(cx, p->w->stride[0])), loom_sym_mul(cx, tv[0], C(cx, p->w->dilation[0])));
+    const loom_sym_expr *col = loom_sym_add(cx, loom_sym_mul(cx, u, C(cx, p->w->stride[1])), loom_sym_mul(cx, tv[1], C(cx, p->w->dilation[1])));
+    xi[2] = loom_tpb_idx(&p->b, C(cx, 0));
+    xi[3] = loom_tpb_idx(&p->b, loom_sym_add(cx, loom_sym_mul(cx, r, p->e1), col));
+    return;
+  }
   if (p->e1) { /* unit stride along u in the tap's phase plane */
     xi[2] = loom_tpb_idx(&p->b, phase_plane(p, tv));
     xi[3] = loom_tpb_idx(&p->b, loom_sym_add(cx, phase_offset(p, tv, p->jv[0]), u));
@@ -715,7 +725,7 @@ static void pool_grid(pool_b *p, loom_dtype t, const loom_sym_expr *G, int64_t l
   loom_sym_ctx *cx = b->cx;
   loom_arena *a = b->a;
   const loom_sym_expr *L = C(cx, lanes), *h1 = p->e1 ? p->e1 : p->xd[3], *gmax = C(cx, POOL_GRID_MAX);
-  int64_t s = p->e1 ? 1 : p->w->stride[1];
+  int64_t s = p->e1 && !p->flat ? 1 : p->w->stride[1];
   loom_tp_buffer *accg = loom_tpb_alloc(b, "accg", t, 1, &gmax, LOOM_TP_SCOPE_LOCAL);
   accg->uninit = true; /* positions 0 .. G - 1 written before the plane's outputs read them (a 4 KiB fill per plane was
                         * a fifth of a 576-channel 7 x 7 depthwise) */
@@ -734,7 +744,10 @@ static void pool_grid(pool_b *p, loom_dtype t, const loom_sym_expr *G, int64_t l
                                           loom_sym_mul(cx, tv[1], C(cx, p->w->dilation[1])));
   loom_tp_expr *xi[4] = {loom_tp_expr_copy(a, p->xlead[0]), loom_tp_expr_copy(a, p->xlead[1]),
                          loom_tpb_idx(b, loom_sym_add(cx, loom_sym_mul(cx, loom_sym_add(cx, base, gi), C(cx, s)), off))};
-  if (p->e1) { /* the tap's phase plane at grid position g plus its offset */
+  if (p->flat) { /* the padded plane, flat (4-D: the Local) */
+    xi[3] = xi[2];
+    xi[2] = loom_tpb_idx(b, C(cx, 0));
+  } else if (p->e1) { /* the tap's phase plane at grid position g plus its offset */
     xi[2] = loom_tpb_idx(b, phase_plane(p, tv));
     xi[3] = loom_tpb_idx(b, loom_sym_add(cx, loom_sym_add(cx, base, gi), phase_offset(p, tv, C(cx, 0))));
   }
@@ -829,12 +842,12 @@ static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, cons
   if (p->fused) { /* the plane's phase planes into the Local */
     p->xlead[0] = loom_tpb_idx(b, C(cx, 0));
     p->xlead[1] = loom_tpb_idx(b, C(cx, 0));
-    loom_tpg_conv_phase_plane(b, &p->g, p->Xin, p->X, hd, p->lead, p->xlead, t);
+    loom_tpg_conv_phase_plane(b, &p->g, p->Xin, p->X, hd, p->lead, p->xlead, t, !p->dw && p->kind == LOOM_TP_POOL_MAX ? -INFINITY : 0.0);
   }
   bool grid = p->Xf || p->e1;
   if (grid) { /* 1 <= y1 < POOL_GRID_ROW (unit stride: stride 1 or phase planes) or POOL_LANES: the grid form when the plane's grid has 8 to POOL_GRID_MAX positions */
     const loom_sym_expr *G = loom_sym_add(cx, loom_sym_mul(cx, loom_sym_sub(cx, p->yd[2], C(cx, 1)), p->e1 ? p->e1 : p->xd[3]), p->yd[3]);
-    int64_t row = p->w->stride[1] == 1 || p->e1 ? POOL_GRID_ROW : POOL_LANES;
+    int64_t row = p->w->stride[1] == 1 || (p->e1 && !p->flat) ? POOL_GRID_ROW : POOL_LANES;
     loom_tp_expr *c = loom_tp_op2(a, LOOM_TP_OP_AND, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, p->yd[3]), loom_tpb_idx(b, C(cx, 1))),
                                   loom_tp_op2(a, LOOM_TP_OP_LT, loom_tpb_idx(b, p->yd[3]), loom_tpb_idx(b, C(cx, row))));
     c = loom_tp_op2(a, LOOM_TP_OP_AND, c, loom_tp_op2(a, LOOM_TP_OP_AND, loom_tp_op2(a, LOOM_TP_OP_GE, loom_tpb_idx(b, G), loom_tpb_idx(b, C(cx, POOL_LANES))),
@@ -896,24 +909,44 @@ bool loom_tp_dw_fused(const loom_tp_window *w) {
          w->kernel[0] >= 1 && w->kernel[1] >= 1 && w->pad_lo[0] >= 0 && w->pad_lo[1] >= 0 && w->pad_hi[0] >= 0 && w->pad_hi[1] >= 0;
 }
 
-/* Depthwise convolution over its unpadded input, each plane's padding and phase planes made in a Local
+/* A window program over its unpadded input, each plane's padding and phase planes made in a Local
  * first (loom_tp_dw_fused; tp_gen.h): depthwise_phases' forms with X that Local. */
+static loom_status fused_program(pool_b *p, loom_sym_ctx *cx) {
+  const loom_tp_window *w = p->w;
+  if (!loom_tp_dw_fused(w))
+    return LOOM_ERROR(INVALID_ARGUMENT, "%s: a 2-D window of equal strides, dilation 1 and padding of 0 or more, "
+                      "got %d axes, stride %lld x %lld, dilation %lld x %lld", p->dw ? "depthwise_fused" : "pool_fused", w->n,
+                      (long long)w->stride[0], (long long)w->stride[1], (long long)w->dilation[0], (long long)w->dilation[1]);
+  p->e1 = C(cx, 0); /* set by rows_program */
+  p->fused = true;
+  p->g = (loom_tp_conv_packed){.n = 2};
+  for (int i = 0; i < 2; i++) {
+    p->g.kernel[i] = w->kernel[i];
+    p->g.dilation[i] = 1;
+    p->g.stride[i] = p->flat ? 1 : w->stride[i];
+    p->g.pad_lo[i] = w->pad_lo[i];
+    p->g.pad_hi[i] = w->pad_hi[i];
+  }
+  return LOOM_OK;
+}
+
 loom_status loom_tp_gen_depthwise_fused(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_window *w,
                                         bool bias, loom_tp_func **result) {
-  if (!loom_tp_dw_fused(w))
-    return LOOM_ERROR(INVALID_ARGUMENT, "depthwise_fused: a 2-D window of equal strides, dilation 1 and padding of 0 or more, "
-                      "got %d axes, stride %lld x %lld, dilation %lld x %lld", w->n, (long long)w->stride[0],
-                      (long long)w->stride[1], (long long)w->dilation[0], (long long)w->dilation[1]);
-  pool_b p = {.w = w, .kind = LOOM_TP_POOL_AVG_PAD, .n = 2, .dw = true, .e1 = C(cx, 0), .fused = true,
-              .g = {.n = 2}}; /* e1 set by rows_program */
-  for (int i = 0; i < 2; i++) {
-    p.g.kernel[i] = w->kernel[i];
-    p.g.dilation[i] = 1;
-    p.g.stride[i] = w->stride[i];
-    p.g.pad_lo[i] = w->pad_lo[i];
-    p.g.pad_hi[i] = w->pad_hi[i];
-  }
+  /* the phase split, not the flat plane: the strided taps of a short grid were slower (5 x 5 s2 144 ch
+   * 28²: 0.043-0.045 -> 0.057-0.060 ms, Zen 5, 1 thread, loom run minima), MobileNetV2's 3 x 3 s2 about
+   * the same */
+  pool_b p = {.w = w, .kind = LOOM_TP_POOL_AVG_PAD, .n = 2, .dw = true};
+  LOOM_PROPAGATE(fused_program(&p, cx));
   return rows_program(&p, a, cx, name, t, bias, result);
+}
+
+loom_status loom_tp_gen_pool_fused(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_tp_pool_kind kind,
+                                   const loom_tp_window *w, loom_tp_func **result) {
+  if (kind != LOOM_TP_POOL_MAX && kind != LOOM_TP_POOL_AVG_PAD)
+    return LOOM_ERROR(INVALID_ARGUMENT, "pool_fused: kind %d (max or average counting the padding)", (int)kind);
+  pool_b p = {.w = w, .kind = kind, .n = 2, .flat = true};
+  LOOM_PROPAGATE(fused_program(&p, cx));
+  return rows_program(&p, a, cx, name, t, false, result);
 }
 
 bool loom_tp_dw_phases(const loom_tp_window *w) {

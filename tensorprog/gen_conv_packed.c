@@ -76,7 +76,7 @@ static const loom_sym_expr *phase_index(loom_sym_ctx *cx, const loom_tp_conv_pac
  * indices (xi's spatial ones but the last set). */
 static void phase_row(loom_tpb *b, const loom_tp_conv_packed *g, const loom_tp_buffer *X, const loom_tp_buffer *Y,
                       const loom_sym_expr *const *xd, const loom_sym_expr *E1, const loom_sym_expr *row0,
-                      const loom_sym_expr *const *bv, loom_tp_expr **xi, loom_tp_expr **yi, loom_dtype t) {
+                      const loom_sym_expr *const *bv, loom_tp_expr **xi, loom_tp_expr **yi, loom_dtype t, double fill) {
   loom_sym_ctx *cx = b->cx;
   int l = g->n - 1;
   int64_t s = g->stride[l], lo = g->pad_lo[l];
@@ -87,14 +87,14 @@ static void phase_row(loom_tpb *b, const loom_tp_conv_packed *g, const loom_tp_b
   const loom_sym_expr *vend = loom_sym_floordiv(cx, loom_sym_add(cx, loom_sym_sub(cx, xd[2 + l], off), C(cx, lo + s - 1)), C(cx, s));
   const loom_sym_expr *m = loom_sym_max(cx, loom_sym_sub(cx, vend, v0), C(cx, 0));
   yi[3] = loom_tpb_idx(b, loom_sym_add(cx, row0, loom_tpb_for(b, "z0", v0, LOOM_TP_LOOP_SERIAL, false)));
-  loom_tpb_store(b, Y, yi, loom_tp_const_f(b->a, t, 0.0));
+  loom_tpb_store(b, Y, yi, loom_tp_const_f(b->a, t, fill));
   loom_tpb_end(b);
   /* the positions inside the input: chunks of 8 (4 below 8) whose loads are strided vectors */
   loom_tpg_row_copy(b, Y, yi, loom_sym_add(cx, row0, v0), X, xi, s,
                     loom_sym_add(cx, loom_sym_mul(cx, v0, C(cx, s)), loom_sym_sub(cx, off, C(cx, lo))), t, 0.0, m, "z1");
   const loom_sym_expr *z2 = loom_tpb_for(b, "z2", loom_sym_sub(cx, loom_sym_sub(cx, E1, v0), m), LOOM_TP_LOOP_SERIAL, false);
   yi[3] = loom_tpb_idx(b, loom_sym_add(cx, loom_sym_add(cx, loom_sym_add(cx, row0, v0), m), z2));
-  loom_tpb_store(b, Y, yi, loom_tp_const_f(b->a, t, 0.0));
+  loom_tpb_store(b, Y, yi, loom_tp_const_f(b->a, t, fill));
   loom_tpb_end(b);
 }
 
@@ -113,7 +113,8 @@ static void phase_row(loom_tpb *b, const loom_tp_conv_packed *g, const loom_tp_b
  * b1*g1 + s1 - 1) // s1 - v0, 0) (its positions inside the input). One loop over the (n, c) planes, so
  * that a batch of one still has work for every thread. */
 void loom_tpg_conv_phase_plane(loom_tpb *b, const loom_tp_conv_packed *g, const loom_tp_buffer *X, const loom_tp_buffer *Y,
-                               const loom_sym_expr *const *xd, loom_tp_expr *const *xl, loom_tp_expr *const *yl, loom_dtype t) {
+                               const loom_sym_expr *const *xd, loom_tp_expr *const *xl, loom_tp_expr *const *yl, loom_dtype t,
+                               double fill) {
   loom_sym_ctx *cx = b->cx;
   loom_arena *a = b->a;
   int n = g->n;
@@ -154,7 +155,7 @@ void loom_tpg_conv_phase_plane(loom_tpb *b, const loom_tp_conv_packed *g, const 
   for (int64_t ph = 0; ph < npl; ph++) {
     if (ph + 1 < npl) loom_tpb_if(b, loom_tpb_cmp(b, LOOM_TP_OP_LT, bl, C(cx, ph + 1)));
     bv[l] = C(cx, ph);
-    phase_row(b, g, X, Y, xd, E[l], row0, bv, xi, yi, t);
+    phase_row(b, g, X, Y, xd, E[l], row0, bv, xi, yi, t, fill);
     if (ph + 1 < npl) loom_tpb_else(b);
   }
   loom_tpb_end_n(b, (int)npl - 1 + (bl != NULL));
@@ -163,7 +164,7 @@ void loom_tpg_conv_phase_plane(loom_tpb *b, const loom_tp_conv_packed *g, const 
     bv[l] = npl > 1 ? loom_tpb_for(b, loom_tpg_var('b', l), C(cx, npl), LOOM_TP_LOOP_UNROLL, false) : C(cx, 0);
     yi[2] = loom_tpb_idx(b, phase_index(cx, g, bv));
     yi[3] = loom_tpb_idx(b, loom_sym_add(cx, row0, loom_tpb_for(b, "z3", E[l], LOOM_TP_LOOP_SERIAL, false)));
-    loom_tpb_store(b, Y, yi, loom_tp_const_f(a, t, 0.0));
+    loom_tpb_store(b, Y, yi, loom_tp_const_f(a, t, fill));
     loom_tpb_end_n(b, 1 + (npl > 1));
     loom_tpb_end(b);
   }
@@ -190,7 +191,7 @@ loom_status loom_tp_gen_conv_phases(loom_arena *a, loom_sym_ctx *cx, const char 
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, 2 + n, xd), *Y = loom_tpb_buffer(&b, "Y", t, 4, yd);
   const loom_sym_expr *q = loom_tpb_for(&b, "q", loom_sym_mul(cx, xd[0], xd[1]), LOOM_TP_LOOP_SERIAL, false);
   loom_tp_expr *lead[2] = {loom_tpb_idx(&b, loom_sym_floordiv(cx, q, xd[1])), loom_tpb_idx(&b, loom_sym_floormod(cx, q, xd[1]))};
-  loom_tpg_conv_phase_plane(&b, g, X, Y, xd, lead, lead, t);
+  loom_tpg_conv_phase_plane(&b, g, X, Y, xd, lead, lead, t, 0.0);
   return loom_tpb_finish(&b, result);
 }
 

@@ -73,10 +73,11 @@ void loom_tpg_row_copy(loom_tpb *b, const loom_tp_buffer *Y, loom_tp_expr **yi, 
                        loom_tp_expr **xi, int64_t xstride, const loom_sym_expr *xoff, loom_dtype t, double fill,
                        const loom_sym_expr *extent, const char *tag);
 /* conv_phases' work for one (n, c) plane (gen_conv_packed.c): X's plane at leading indices xl[0..1]
- * (X (.., .., h..), extents xd) padded by g's padding and split into its phase planes, Y's plane at
- * yl[0..1] (Y (.., .., prod P_i, F)); the loops it opens are closed. */
+ * (X (.., .., h..), extents xd) padded by g's padding (`fill`: 0, or -inf for max pooling) and split
+ * into its phase planes, Y's plane at yl[0..1] (Y (.., .., prod P_i, F)); the loops it opens are closed. */
 void loom_tpg_conv_phase_plane(loom_tpb *b, const loom_tp_conv_packed *g, const loom_tp_buffer *X, const loom_tp_buffer *Y,
-                               const loom_sym_expr *const *xd, loom_tp_expr *const *xl, loom_tp_expr *const *yl, loom_dtype t);
+                               const loom_sym_expr *const *xd, loom_tp_expr *const *xl, loom_tp_expr *const *yl, loom_dtype t,
+                               double fill);
 /* A serial reduce loop `for var in 0..extent reduce {` (a walk whose steps depend on the ones
  * before: a running count, a heap); its index value. */
 loom_tp_expr *loom_tpg_walk(loom_tpb *b, const char *var, const loom_sym_expr *extent);

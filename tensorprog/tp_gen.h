@@ -399,6 +399,11 @@ bool loom_tp_dw_fused(const loom_tp_window *w);
 loom_status loom_tp_gen_depthwise_fused(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, const loom_tp_window *w,
                                         bool bias, loom_tp_func **result);
 
+/* As loom_tp_gen_depthwise_fused, MAX (padding -inf) or AVG_PAD pooling over the input X (n, c, h0, h1)
+ * itself (loom_tp_dw_fused windows; ceil mode's extra end padding in w's pad_hi): Y (n, c, y0, y1). */
+loom_status loom_tp_gen_pool_fused(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, loom_tp_pool_kind kind,
+                                   const loom_tp_window *w, loom_tp_func **result);
+
 /* Whether the pool_rows / depthwise_rows program of w takes, after its other inputs (X, W, Bias), X once
  * more viewed (n, c, hp0*hp1): 2-D with equal strides (and not AVG, whose divisor varies per position),
  * for rows shorter than a vector computed on the padded plane's grid (gen_conv.c pool_grid). */

@@ -255,6 +255,10 @@ LOOM_TEST(e2e_pool_rows, short_rows_on_the_planes_grid) {
   static const prog_check checks[] = {
       {"depthwise_rows", "accg", true}, {"max_pool_rows", "accg", true}, {"avgpad_pool_rows", "accg", true},
       {"avg_pool_rows", "accg", false}, /* the divisor varies per position */
+      /* max and average counting the padding pad each plane in their own Local (the _fused forms:
+       * the padded plane flat, read at the stride), the depthwise ones split it into phase planes */
+      {"max_pool_rows", "xs: Local[(1, 1, 1, ", true}, {"avgpad_pool_rows", "xs: Local[(1, 1, 1, ", true},
+      {"depthwise_rows_f32_n2_k3x3_s2x2", "xs: Local[(1, 1, 4, ", true},
   };
   static const int64_t sizes[][MAX_N] = {{7, 7}, {1, 3}, {9, 5}, {2, 1}, {13, 2}, {1100, 6}, {14, 13}, {5, 20}, {3, 7}, {8, 8}};
   run_checked(text, checks, sizeof checks / sizeof *checks, sizes, sizeof sizes / sizeof *sizes, "short rows on the plane's grid");
