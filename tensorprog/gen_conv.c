@@ -200,10 +200,13 @@ loom_status loom_tp_gen_conv_crop(loom_arena *a, loom_sym_ctx *cx, const char *n
 
 enum { POOL_LANES = 8 };
 /* The chunk widths of pool_chunks, widest first (the last POOL_LANES): a row takes the widest it
- * holds, whose 2 or 4 vectors of 8 sum independently; one vector of 8 waits on each tap's add
- * (latency-bound: 3 cycles a tap where the loads and multiplies would take 1). */
-enum { POOL_TIERS = 3 };
-static const int64_t pool_tier[POOL_TIERS] = {32, 16, POOL_LANES};
+ * holds, whose 2 to 8 vectors of 8 (1 to 4 of 16) sum independently; one vector waits on each tap's
+ * add (latency-bound: 3-4 cycles a tap where the loads and multiplies would take 1). 64 only where
+ * the taps read unit-stride rows (lane mode's strided loads stop at 64 lanes of source): with
+ * AVX-512, 16 lanes were one chain of 9 dependent FMAs per 3 x 3 output vector (depthwise 96 ch at
+ * 112², Zen 5: the FMA chain was most of the kernel's samples). */
+enum { POOL_TIERS = 4 };
+static const int64_t pool_tier[POOL_TIERS] = {64, 32, 16, POOL_LANES};
 
 /* The chunks of `lanes` (the last moved back to end at the row's end) of loom_tpg_row_copy. */
 /* The positions chunks of `lanes` compute over a row of `extent` (the last moved back): lanes * ceil(extent / lanes). */
@@ -775,9 +778,9 @@ static void pool_grid(pool_b *p, loom_dtype t, const loom_sym_expr *G, int64_t l
   loom_tpb_end_n(b, 2);
 }
 
-/* depthwise_fused's planes per Local: one allocation per run, runs the threads take in turn (144
- * planes: 18 runs). */
-enum { DW_FUSED_PLANES = 8 };
+/* depthwise_fused's planes per Local: runs of nc // DW_FUSED_RUNS planes (1 to DW_FUSED_PLANES), one
+ * allocation each, which the threads take in turn (144 planes: 16 runs of 9; 384: 16 of 24; 32: 16 of 2). */
+enum { DW_FUSED_PLANES = 64, DW_FUSED_RUNS = 16 };
 
 /* The program of pool_rows / depthwise_rows: buffers, the plane and row loops, chunks or whole rows. */
 static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, bool bias,
@@ -819,9 +822,9 @@ static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, cons
   for (int i = 0; i < n; i++) p->yd[2 + i] = loom_tpb_shape_sym(b, yn[i]);
   p->Y = loom_tpb_buffer(b, "Y", t, 2 + n, p->yd);
   const loom_sym_expr *nc = loom_sym_mul(cx, p->xd[0], p->xd[1]), *q;
-  if (p->fused) { /* runs of DW_FUSED_PLANES planes, one Local each */
-    const loom_sym_expr *R = C(cx, DW_FUSED_PLANES);
-    const loom_sym_expr *qo = loom_tpb_for(b, "qo", loom_sym_floordiv(cx, loom_sym_add(cx, nc, C(cx, DW_FUSED_PLANES - 1)), R),
+  if (p->fused) { /* runs of R planes, one Local each: DW_FUSED_RUNS runs, each of 1 to DW_FUSED_PLANES planes */
+    const loom_sym_expr *R = loom_sym_max(cx, C(cx, 1), loom_sym_min(cx, C(cx, DW_FUSED_PLANES), loom_sym_floordiv(cx, nc, C(cx, DW_FUSED_RUNS))));
+    const loom_sym_expr *qo = loom_tpb_for(b, "qo", loom_sym_floordiv(cx, loom_sym_add(cx, nc, loom_sym_sub(cx, R, C(cx, 1))), R),
                                            LOOM_TP_LOOP_SERIAL, false);
     const loom_sym_expr *td[4] = {C(cx, 1), C(cx, 1), p->xd[2], p->xd[3]};
     loom_tp_buffer *T = loom_tpb_alloc(b, "xs", t, 4, td, LOOM_TP_SCOPE_LOCAL);
@@ -861,7 +864,9 @@ static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, cons
     loom_tpb_else(b);
   }
   for (int i = 0; i + 1 < n; i++) p->jv[i] = loom_tpb_for(b, jn[i], p->yd[2 + i], LOOM_TP_LOOP_SERIAL, false);
-  for (int k = 0; k < POOL_TIERS; k++) { /* the widest chunk the row holds: its sums are independent chains */
+  bool unit = (p->e1 && !p->flat) || p->w->stride[n - 1] == 1; /* the taps read rows at unit stride */
+  int k0 = unit ? 0 : 1;
+  for (int k = k0; k < POOL_TIERS; k++) { /* the widest chunk the row holds: its sums are independent chains */
     const loom_sym_expr *yl = p->yd[1 + n];
     loom_tp_expr *holds = loom_tpb_cmp(b, LOOM_TP_OP_GE, yl, C(cx, pool_tier[k]));
     if (k + 1 < POOL_TIERS) /* ... unless its chunks cover more positions than the next tier's (a row of 40: 64, not 48) */
@@ -871,7 +876,7 @@ static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, cons
     loom_tpb_else(b);
   }
   pool_row(p, t);
-  loom_tpb_end_n(b, n - 1 + POOL_TIERS); /* the ifs, the loops j0.. */
+  loom_tpb_end_n(b, n - 1 + POOL_TIERS - k0); /* the ifs, the loops j0.. */
   if (grid) loom_tpb_end(b);
   return loom_tpb_finish(b, result);
 }
