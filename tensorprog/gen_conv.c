@@ -202,9 +202,10 @@ enum { POOL_LANES = 8 };
 /* The chunk widths of pool_chunks, widest first (the last POOL_LANES): a row takes the widest it
  * holds, whose 2 to 8 vectors of 8 (1 to 4 of 16) sum independently; one vector waits on each tap's
  * add (latency-bound: 3-4 cycles a tap where the loads and multiplies would take 1). 64 only where
- * the taps read unit-stride rows (lane mode's strided loads stop at 64 lanes of source): with
- * AVX-512, 16 lanes were one chain of 9 dependent FMAs per 3 x 3 output vector (depthwise 96 ch at
- * 112², Zen 5: the FMA chain was most of the kernel's samples). */
+ * the taps read unit-stride rows of a depthwise or a fused pool (rows_program; lane mode's strided
+ * loads stop at 64 lanes of source): with AVX-512, 16 lanes were one chain of 9 dependent FMAs
+ * per 3 x 3 output vector (depthwise 96 ch at 112², Zen 5: the FMA chain was most of the kernel's
+ * samples). */
 enum { POOL_TIERS = 4 };
 static const int64_t pool_tier[POOL_TIERS] = {64, 32, 16, POOL_LANES};
 
@@ -864,8 +865,11 @@ static loom_status rows_program(pool_b *p, loom_arena *a, loom_sym_ctx *cx, cons
     loom_tpb_else(b);
   }
   for (int i = 0; i + 1 < n; i++) p->jv[i] = loom_tpb_for(b, jn[i], p->yd[2 + i], LOOM_TP_LOOP_SERIAL, false);
-  bool unit = (p->e1 && !p->flat) || p->w->stride[n - 1] == 1; /* the taps read rows at unit stride */
-  int k0 = unit ? 0 : 1;
+  /* 64 where the taps read rows at unit stride and the program has the Local's plane or a
+   * depthwise's multiplies: avg_pool_rows over conv_pad's output (adds only, 2 vectors of 16 a
+   * chunk hide the add latency) measured 63 -> 70 us with it (256 channels at 28², Zen 5). */
+  bool unit = (p->e1 && !p->flat) || p->w->stride[n - 1] == 1;
+  int k0 = unit && (p->dw || p->fused) ? 0 : 1;
   for (int k = k0; k < POOL_TIERS; k++) { /* the widest chunk the row holds: its sums are independent chains */
     const loom_sym_expr *yl = p->yd[1 + n];
     loom_tp_expr *holds = loom_tpb_cmp(b, LOOM_TP_OP_GE, yl, C(cx, pool_tier[k]));
