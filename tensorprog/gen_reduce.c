@@ -2,6 +2,7 @@
  * log_softmax, layer_norm and rms_norm, argmax/argmin and cumsum. Built directly as IR
  * (tp_build.h); each generator's comment shows the program's text. */
 #include <math.h>
+#include <string.h>
 
 #include "tensorprog/gen_internal.h"
 
@@ -42,9 +43,70 @@ static void store_at(loom_tpb *b, const loom_tp_buffer *buf, int64_t k, loom_tp_
   loom_tpb_store(b, buf, &i, v);
 }
 
+/* The operation that folds one more element into a reduction's accumulator. */
+static const loom_tp_op reduce_ops[] = {[LOOM_TP_REDUCE_SUM] = LOOM_TP_OP_ADD, [LOOM_TP_REDUCE_MEAN] = LOOM_TP_OP_ADD,
+                                        [LOOM_TP_REDUCE_PROD] = LOOM_TP_OP_MUL, [LOOM_TP_REDUCE_MAX] = LOOM_TP_OP_MAX,
+                                        [LOOM_TP_REDUCE_MIN] = LOOM_TP_OP_MIN};
+
+/* Opens serial loops over axes[0..n) (iv[axes[k]] their indices): the trailing axes of a
+ * columns form, innermost and unit-stride. */
+static void open_axes(loom_tpb *b, const int *axes, int n, const loom_sym_expr *const *d, loom_tp_expr **iv) {
+  for (int k = 0; k < n; k++)
+    iv[axes[k]] = loom_tpb_idx(b, loom_tpb_for(b, loom_tpg_var('i', axes[k]), d[axes[k]], LOOM_TP_LOOP_SERIAL, false));
+}
+
+/* The indices of a reduction's output for the input indices iv. */
+static int out_index(loom_tpb *b, int rank, unsigned axes_mask, bool keepdims, loom_tp_expr *const *iv, loom_tp_expr **oi) {
+  int no = 0;
+  for (int k = 0; k < rank; k++) {
+    bool r = axes_mask >> k & 1;
+    if (!r || keepdims) oi[no++] = r ? cidx(b, 0) : iv[k];
+  }
+  return no;
+}
+
+/* A reduction whose last axes are kept (over channels: (n, c, h, w) -> (n, 1, h, w)), as
+ * columns: the reduced loops outside the kept trailing ones, so that the output's row is the
+ * accumulator and every pass reads a unit-stride row of X (a per-element reduction down a
+ * column read X at stride h*w; 2x ONNX Runtime's time):
+ *   for i<kept axes before the last reduced> (the first parallel) {
+ *     for i<trailing kept> { Y[o] = init }
+ *     for r<reduced> reduce { for i<trailing kept> { Y[o] = Y[o] op X[i/r..] } }
+ *     [for i<trailing kept> { Y[o] = Y[o] / t(prod of reduced dims) }] } */
+static void reduce_columns(loom_tpb *b, loom_tp_reduce_op op, const loom_tp_buffer *X, const loom_tp_buffer *Y,
+                           const loom_sym_expr *const *d, int rank, unsigned axes_mask, bool keepdims, const int *keep,
+                           int nk, int nouter, const int *red, int nr) {
+  loom_arena *a = b->a;
+  loom_dtype t = X->dtype;
+  loom_tp_expr *iv[LOOM_TP_GEN_MAX_RANK] = {0}, *oi[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < nouter; k++)
+    iv[keep[k]] = loom_tpb_idx(b, loom_tpb_for(b, loom_tpg_var('i', keep[k]), d[keep[k]],
+                                               k == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
+  const int *inner = keep + nouter;
+  int ni = nk - nouter;
+  open_axes(b, inner, ni, d, iv);
+  out_index(b, rank, axes_mask, keepdims, iv, oi);
+  loom_tpb_store(b, Y, oi, loom_tpg_reduce_init(b, op, t));
+  loom_tpb_end_n(b, ni);
+  for (int k = 0; k < nr; k++)
+    iv[red[k]] = loom_tpb_idx(b, loom_tpb_for(b, loom_tpg_var('r', red[k]), d[red[k]], LOOM_TP_LOOP_SERIAL, true));
+  open_axes(b, inner, ni, d, iv);
+  out_index(b, rank, axes_mask, keepdims, iv, oi);
+  loom_tpb_store(b, Y, oi, loom_tp_op2(a, reduce_ops[op], loom_tpb_load(b, Y, oi), loom_tpb_load(b, X, iv)));
+  loom_tpb_end_n(b, ni + nr);
+  if (op == LOOM_TP_REDUCE_MEAN) {
+    open_axes(b, inner, ni, d, iv);
+    out_index(b, rank, axes_mask, keepdims, iv, oi);
+    loom_tp_expr *count = loom_tp_cast(a, t, loom_tpb_idx(b, dims_product(b->cx, d, red, nr)));
+    loom_tpb_store(b, Y, oi, loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tpb_load(b, Y, oi), count));
+    loom_tpb_end_n(b, ni);
+  }
+}
+
 /*   for i<keep> ... { Y[o] = init; for r<red> ... reduce { Y[o] = Y[o] op X[i/r...] }
  *                     [Y[o] = Y[o] / t(prod of reduced dims)] }
- * o: i<k> for kept axes, 0 for reduced ones kept as 1 (just [0] for a full reduction). */
+ * o: i<k> for kept axes, 0 for reduced ones kept as 1 (just [0] for a full reduction); as
+ * columns (reduce_columns) where kept axes come both before and after the reduced ones. */
 loom_status loom_tp_gen_reduce(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_tp_reduce_op op, loom_dtype t,
                                int rank, unsigned axes_mask, bool keepdims, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
@@ -68,6 +130,12 @@ loom_status loom_tp_gen_reduce(loom_arena *a, loom_sym_ctx *cx, const char *name
   }
   if (orank == 0) od[0] = loom_sym_const(cx, 1); /* a full reduction to a 1-element tensor */
   const loom_tp_buffer *Y = loom_tpb_buffer(&b, "Y", t, orank ? orank : 1, od);
+  int nouter = 0; /* kept axes before the last reduced one */
+  while (nr > 0 && nouter < nk && keep[nouter] < red[nr - 1]) nouter++;
+  if (nouter > 0 && nouter < nk) {
+    reduce_columns(&b, op, X, Y, d, rank, axes_mask, keepdims, keep, nk, nouter, red, nr);
+    return loom_tpb_finish(&b, result);
+  }
   loom_tp_expr *iv[LOOM_TP_GEN_MAX_RANK] = {0}, *xi[LOOM_TP_GEN_MAX_RANK], *oi[LOOM_TP_GEN_MAX_RANK];
   for (int k = 0; k < nk; k++)
     iv[keep[k]] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('i', keep[k]), d[keep[k]],
@@ -83,10 +151,7 @@ loom_status loom_tp_gen_reduce(loom_arena *a, loom_sym_ctx *cx, const char *name
     iv[red[k]] = loom_tpb_idx(&b, loom_tpb_for(&b, loom_tpg_var('r', red[k]), d[red[k]], LOOM_TP_LOOP_SERIAL, true));
   for (int k = 0; k < rank; k++) xi[k] = iv[k];
   loom_tp_expr *y = loom_tpb_load(&b, Y, oi), *x = loom_tpb_load(&b, X, xi);
-  static const loom_tp_op ops[] = {[LOOM_TP_REDUCE_SUM] = LOOM_TP_OP_ADD, [LOOM_TP_REDUCE_MEAN] = LOOM_TP_OP_ADD,
-                                   [LOOM_TP_REDUCE_PROD] = LOOM_TP_OP_MUL, [LOOM_TP_REDUCE_MAX] = LOOM_TP_OP_MAX,
-                                   [LOOM_TP_REDUCE_MIN] = LOOM_TP_OP_MIN};
-  loom_tpb_store(&b, Y, oi, loom_tp_op2(a, ops[op], y, x));
+  loom_tpb_store(&b, Y, oi, loom_tp_op2(a, reduce_ops[op], y, x));
   loom_tpb_end_n(&b, nr);
   if (op == LOOM_TP_REDUCE_MEAN) {
     loom_tp_expr *count = loom_tp_cast(a, t, loom_tpb_idx(&b, dims_product(cx, d, red, nr)));
@@ -104,6 +169,75 @@ loom_status loom_tp_gen_reduce(loom_arena *a, loom_sym_ctx *cx, const char *name
  *     otherwise:         for r reduce { S[0] = S[0] + exp(C(X[..r..]) - M[0]) }
  *                        for j { Y[..j..] = T(C(X[..j..]) - M[0] - log(S[0])) }      (log)
  *                        for j { Y[..j..] = T(exp(C(X[..j..]) - M[0]) / S[0]) }      (softmax) } */
+/* softmax / log_softmax along an axis that is neither the first nor the last ((n, c, h, w) along c),
+ * as columns: the statistics are rows M, S over the trailing axes, each pass reads a unit-stride
+ * row of X per position along the axis (a per-element softmax down a column read X at stride
+ * h*w: 6-8x ONNX Runtime's time):
+ *   for i<axes before> (the first parallel) {
+ *     alloc M, S: Local[(trailing dims), st]    for j<trailing> { M[j] = -inf  S[j] = 0 }
+ *     for r reduce { for j { M[j] = max(M[j], C(X[..r, j])) } }
+ *     softmax, st == t: for r reduce { for j { Y[..r, j] = exp(X[..r, j] - M[j])  S[j] = S[j] + Y[..r, j] } }
+ *                       for j { S[j] = 1.0 / S[j] }     for r { for j { Y[..r, j] = Y[..r, j] * S[j] } }
+ *     otherwise:        for r reduce { for j { S[j] = S[j] + exp(C(X[..r, j]) - M[j]) } }
+ *                       [log: for j { S[j] = log(S[j]) }]
+ *                       for r { for j { Y[..r, j] = T(C(X) - M[j] - S[j]) (log) or T(exp(C(X) - M[j]) / S[j]) } } } */
+static void softmax_columns(loom_tpb *b, const loom_tp_buffer *X, const loom_tp_buffer *Y, const loom_sym_expr *const *d,
+                            int rank, int axis, bool log, loom_dtype st) {
+  loom_arena *a = b->a;
+  loom_dtype t = X->dtype;
+  loom_tp_expr *xi[LOOM_TP_GEN_MAX_RANK] = {0}, *mi[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < axis; k++)
+    xi[k] = loom_tpb_idx(b, loom_tpb_for(b, loom_tpg_var('i', k), d[k], k == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
+  int trail[LOOM_TP_GEN_MAX_RANK], nt = 0;
+  for (int k = axis + 1; k < rank; k++) trail[nt++] = k;
+  const loom_tp_buffer *M = loom_tpb_alloc(b, "M", st, nt, d + axis + 1, LOOM_TP_SCOPE_LOCAL);
+  const loom_tp_buffer *S = loom_tpb_alloc(b, "S", st, nt, d + axis + 1, LOOM_TP_SCOPE_LOCAL);
+#define OPEN_ROW() (open_axes(b, trail, nt, d, xi), memcpy(mi, xi + axis + 1, (size_t)nt * sizeof *mi))
+#define ROW(buf) loom_tpb_load(b, (buf), mi)
+  OPEN_ROW();
+  loom_tpb_store(b, M, mi, loom_tp_const_f(a, st, -INFINITY));
+  loom_tpb_store(b, S, mi, loom_tp_const_f(a, st, 0.0));
+  loom_tpb_end_n(b, nt);
+  xi[axis] = loom_tpb_idx(b, loom_tpb_for(b, "r", d[axis], LOOM_TP_LOOP_SERIAL, true));
+  OPEN_ROW();
+  loom_tpb_store(b, M, mi, loom_tp_op2(a, LOOM_TP_OP_MAX, ROW(M), conv(a, st, t, loom_tpb_load(b, X, xi))));
+  loom_tpb_end_n(b, nt + 1);
+  if (!log && st == t) {
+    xi[axis] = loom_tpb_idx(b, loom_tpb_for(b, "r", d[axis], LOOM_TP_LOOP_SERIAL, true));
+    OPEN_ROW();
+    loom_tpb_store(b, Y, xi, loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, loom_tpb_load(b, X, xi), ROW(M))));
+    loom_tpb_store(b, S, mi, loom_tp_op2(a, LOOM_TP_OP_ADD, ROW(S), loom_tpb_load(b, Y, xi)));
+    loom_tpb_end_n(b, nt + 1);
+    OPEN_ROW();
+    loom_tpb_store(b, S, mi, loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tp_const_f(a, st, 1.0), ROW(S)));
+    loom_tpb_end_n(b, nt);
+    xi[axis] = loom_tpb_idx(b, loom_tpb_for(b, "j", d[axis], LOOM_TP_LOOP_SERIAL, false));
+    OPEN_ROW();
+    loom_tpb_store(b, Y, xi, loom_tp_op2(a, LOOM_TP_OP_MUL, loom_tpb_load(b, Y, xi), ROW(S)));
+    loom_tpb_end_n(b, nt + 1);
+    return;
+  }
+  xi[axis] = loom_tpb_idx(b, loom_tpb_for(b, "r", d[axis], LOOM_TP_LOOP_SERIAL, true));
+  OPEN_ROW();
+  loom_tp_expr *e = loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, conv(a, st, t, loom_tpb_load(b, X, xi)), ROW(M)));
+  loom_tpb_store(b, S, mi, loom_tp_op2(a, LOOM_TP_OP_ADD, ROW(S), e));
+  loom_tpb_end_n(b, nt + 1);
+  if (log) {
+    OPEN_ROW();
+    loom_tpb_store(b, S, mi, loom_tp_op1(a, LOOM_TP_OP_LOG, ROW(S)));
+    loom_tpb_end_n(b, nt);
+  }
+  xi[axis] = loom_tpb_idx(b, loom_tpb_for(b, "j", d[axis], LOOM_TP_LOOP_SERIAL, false));
+  OPEN_ROW();
+  loom_tp_expr *centred = loom_tp_op2(a, LOOM_TP_OP_SUB, conv(a, st, t, loom_tpb_load(b, X, xi)), ROW(M));
+  loom_tp_expr *v = log ? loom_tp_op2(a, LOOM_TP_OP_SUB, centred, ROW(S))
+                        : loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tp_op1(a, LOOM_TP_OP_EXP, centred), ROW(S));
+  loom_tpb_store(b, Y, xi, conv(a, t, st, v));
+  loom_tpb_end_n(b, nt + 1);
+#undef ROW
+#undef OPEN_ROW
+}
+
 loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                                 bool log, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
@@ -115,6 +249,10 @@ loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *nam
   const loom_sym_expr *d[LOOM_TP_GEN_MAX_RANK];
   loom_tpg_dims_d(&b, rank, d);
   const loom_tp_buffer *X = loom_tpb_buffer(&b, "X", t, rank, d), *Y = loom_tpb_buffer(&b, "Y", t, rank, d);
+  if (axis > 0 && axis < rank - 1) {
+    softmax_columns(&b, X, Y, d, rank, axis, log, st);
+    return loom_tpb_finish(&b, result);
+  }
   loom_tp_expr *xr[LOOM_TP_GEN_MAX_RANK], *xj[LOOM_TP_GEN_MAX_RANK];
   bool first = true;
   for (int k = 0; k < rank; k++) {
@@ -411,6 +549,38 @@ static void scan_nest(loom_tpb *b, const loom_tp_buffer *X, const loom_tp_buffer
   loom_tpb_end_n(b, nk + 1);
 }
 
+/* The scan along an axis that is neither the first nor the last, as columns: the running
+ * accumulators are a row over the trailing axes, each step reads and writes unit-stride rows
+ * (a per-element scan down a column read X at stride h*w: 9x ONNX Runtime's time):
+ *   for i<axes before> (the first parallel) { alloc acc: Local[(trailing dims), t]
+ *     for j<trailing> { acc[j] = 0 (1: prod) }
+ *     for k<axis> { for j<trailing> { Y[..k, j] = acc[j]  acc[j] = acc[j] op X[..k, j] (exclusive;
+ *                                      else the other order) } } }    (k: d - 1 - k when reversed) */
+static void scan_columns(loom_tpb *b, const loom_tp_buffer *X, const loom_tp_buffer *Y, const loom_sym_expr *const *d,
+                         int rank, int axis, bool exclusive, bool reverse, bool prod) {
+  loom_dtype t = X->dtype;
+  loom_tp_expr *xi[LOOM_TP_GEN_MAX_RANK] = {0}, *mi[LOOM_TP_GEN_MAX_RANK];
+  for (int k = 0; k < axis; k++)
+    xi[k] = loom_tpb_idx(b, loom_tpb_for(b, loom_tpg_var('i', k), d[k], k == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
+  int trail[LOOM_TP_GEN_MAX_RANK], nt = 0;
+  for (int k = axis + 1; k < rank; k++) trail[nt++] = k;
+  const loom_tp_buffer *acc = loom_tpb_alloc(b, "acc", t, nt, d + axis + 1, LOOM_TP_SCOPE_LOCAL);
+  open_axes(b, trail, nt, d, xi);
+  memcpy(mi, xi + axis + 1, (size_t)nt * sizeof *mi);
+  loom_tpb_store(b, acc, mi, loom_tpg_reduce_init(b, prod ? LOOM_TP_REDUCE_PROD : LOOM_TP_REDUCE_SUM, t));
+  loom_tpb_end_n(b, nt);
+  const loom_sym_expr *j = loom_tpb_for(b, loom_tpg_var('j', axis), d[axis], LOOM_TP_LOOP_SERIAL, false);
+  const loom_sym_expr *one = loom_sym_const(b->cx, 1);
+  xi[axis] = loom_tpb_idx(b, reverse && j && d[axis] ? loom_sym_sub(b->cx, loom_sym_sub(b->cx, d[axis], one), j) : j);
+  open_axes(b, trail, nt, d, xi);
+  memcpy(mi, xi + axis + 1, (size_t)nt * sizeof *mi);
+  loom_tp_op op = prod ? LOOM_TP_OP_MUL : LOOM_TP_OP_ADD;
+  if (exclusive) loom_tpb_store(b, Y, xi, loom_tpb_load(b, acc, mi));
+  loom_tpb_store(b, acc, mi, loom_tp_op2(b->a, op, loom_tpb_load(b, acc, mi), loom_tpb_load(b, X, xi)));
+  if (!exclusive) loom_tpb_store(b, Y, xi, loom_tpb_load(b, acc, mi));
+  loom_tpb_end_n(b, nt + 1 + axis);
+}
+
 /* axis >= 0: the scan along it; axis < 0: along the axis given by i64 scalar parameter `a`
  * (bound at run time, in [0, rank)): one scan nest per axis, under `if a == k`. */
 static loom_status gen_cumulative(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
@@ -428,7 +598,10 @@ static loom_status gen_cumulative(loom_arena *a, loom_sym_ctx *cx, const char *n
   for (int k = 0; k < rank; k++) {
     if (axis >= 0 && k != axis) continue;
     if (axis < 0) loom_tpb_if(&b, loom_tp_op2(a, LOOM_TP_OP_EQ, loom_tpb_idx(&b, av), cidx(&b, k)));
-    scan_nest(&b, X, Y, d, rank, k, exclusive, reverse, prod);
+    if (k > 0 && k < rank - 1)
+      scan_columns(&b, X, Y, d, rank, k, exclusive, reverse, prod);
+    else
+      scan_nest(&b, X, Y, d, rank, k, exclusive, reverse, prod);
     if (axis < 0) loom_tpb_end(&b);
   }
   return loom_tpb_finish(&b, result);

@@ -181,6 +181,42 @@ static loom_status fuse_plane_rows(loom_arena *a, loom_sym_ctx *cx, loom_tp_func
   return LOOM_OK;
 }
 
+/* Rule 0c: under the outermost loop, a serial loop whose body is one innermost serial loop, both
+ * `reduce` or neither, the two indexing every buffer they touch as its last two axes, row-major
+ * (a sum over an (h, w) plane, GlobalMaxPool, a norm's statistics over a group's planes, the
+ * (h, w) row of a reduction over channels): fused into one loop over h*w, which LLVM vectorises
+ * over the whole plane instead of rows of w (at w = 56, vectors of 16 unrolled by 4 left every
+ * row to the scalar remainder: a sum over 56 x 56 planes took 1.7x ONNX Runtime's time, 0.55x
+ * fused). Applied to every such pair under `s`. */
+static loom_status fuse_plane_pairs(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
+                                    loom_strbuf *why) {
+  loom_tp_stmt *s = *slot;
+  switch (s->kind) {
+    case LOOM_TP_STMT_SEQ:
+      for (size_t i = 0; i < s->u.seq.n; i++) LOOM_PROPAGATE(fuse_plane_pairs(a, cx, f, &s->u.seq.items[i], why));
+      return LOOM_OK;
+    case LOOM_TP_STMT_IF:
+      LOOM_PROPAGATE(fuse_plane_pairs(a, cx, f, &s->u.if_.then_s, why));
+      return s->u.if_.else_s ? fuse_plane_pairs(a, cx, f, &s->u.if_.else_s, why) : LOOM_OK;
+    case LOOM_TP_STMT_FOR: break;
+    default: return LOOM_OK;
+  }
+  loom_tp_stmt *v = loom_tp_child_loop(s);
+  bool pair = v && s->u.loop.reduce == v->u.loop.reduce && s->u.loop.kind == LOOM_TP_LOOP_SERIAL &&
+              v->u.loop.kind == LOOM_TP_LOOP_SERIAL && !loom_tp_child_loop(v) &&
+              rows_pair_body(v->u.loop.body, s->u.loop.var, v->u.loop.var, v->u.loop.extent);
+  if (!pair) return fuse_plane_pairs(a, cx, f, &s->u.loop.body, why);
+  loom_tp_stmt *fused;
+  loom_status st = loom_tp_fuse(a, cx, f, s, &fused);
+  if (!st) {
+    loom_strbuf_printf(why, "loops %s, %s: fused (the rows of a plane are one loop under the outermost)\n",
+                       loom_sym_var_name(s->u.loop.var), loom_sym_var_name(v->u.loop.var));
+    *slot = fused;
+  }
+  loom_status_free(st);
+  return LOOM_OK;
+}
+
 static loom_status schedule_seq(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot, const loom_tp_cpu_params *p,
                                 loom_strbuf *why);
 
@@ -213,6 +249,7 @@ static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
     }
     loom_status_free(st);
   }
+  LOOM_PROPAGATE(fuse_plane_pairs(a, cx, f, &s->u.loop.body, why));
   const char *name = loom_sym_var_name(s->u.loop.var);
   loom_tp_stmt *par = NULL;
   if (s->u.loop.kind == LOOM_TP_LOOP_SERIAL && !s->u.loop.reduce) {

@@ -109,6 +109,7 @@ pub const suites = .{
         "tests/cpu/test_cpu_parallel.c",
         "tests/cpu/test_kcache.c",
         "tests/cpu/test_cpu_conv.c",
+        "tests/cpu/test_cpu_columns.c",
     } },
     .{ .name = "libcall", .files = &[_][]const u8{
         "tests/libcall/test_libcall.c",
