@@ -284,10 +284,16 @@ loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *nam
   loom_tp_expr *e = loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, conv(a, st, t, loom_tpb_load(&b, X, xr)), at(&b, M, 0)));
   store_at(&b, S, 0, loom_tp_op2(a, LOOM_TP_OP_ADD, at(&b, S, 0), e));
   loom_tpb_end(&b);
+  /* log_softmax: x - (M + log S), the row's log-sum-exp computed once before the row */
+  loom_tp_expr *lse = log ? loom_tpb_let(&b, "lse", loom_tp_op2(a, LOOM_TP_OP_ADD, at(&b, M, 0),
+                                                                 loom_tp_op1(a, LOOM_TP_OP_LOG, at(&b, S, 0))))
+                          : NULL;
   xj[axis] = loom_tpb_idx(&b, loom_tpb_for(&b, "j", d[axis], LOOM_TP_LOOP_SERIAL, false));
-  loom_tp_expr *centred = loom_tp_op2(a, LOOM_TP_OP_SUB, conv(a, st, t, loom_tpb_load(&b, X, xj)), at(&b, M, 0));
-  loom_tp_expr *v = log ? loom_tp_op2(a, LOOM_TP_OP_SUB, centred, loom_tp_op1(a, LOOM_TP_OP_LOG, at(&b, S, 0)))
-                        : loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tp_op1(a, LOOM_TP_OP_EXP, centred), at(&b, S, 0));
+  loom_tp_expr *x = conv(a, st, t, loom_tpb_load(&b, X, xj));
+  loom_tp_expr *v = log ? loom_tp_op2(a, LOOM_TP_OP_SUB, x, lse)
+                        : loom_tp_op2(a, LOOM_TP_OP_DIV,
+                                      loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, x, at(&b, M, 0))),
+                                      at(&b, S, 0));
   loom_tpb_store(&b, Y, xj, conv(a, t, st, v));
   return loom_tpb_finish(&b, result);
 }

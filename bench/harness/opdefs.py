@@ -141,7 +141,7 @@ def conv_transpose(cin, cout, k, stride, pad, out_pad):
 def pool(kind, c, k=0, stride=1, pad=0):
     def build(g):
         x = g.input("x", F32, ["N", c, "H", "W"])
-        if kind == "GlobalAveragePool":
+        if kind in ("GlobalAveragePool", "GlobalMaxPool"):
             return g.model(g.op(kind, [x], "y"))
         return g.model(g.op(kind, [x], "y", kernel_shape=[k, k], strides=[stride] * 2, pads=[pad] * 4))
     return build
@@ -272,9 +272,15 @@ def tanh_chain():
     return build
 
 
-def softmax():
+def softmax(dims=("B", 12, "S", "T"), axis=-1, op="Softmax"):
     def build(g):
-        return g.model(g.op("Softmax", [g.input("x", F32, ["B", 12, "S", "T"])], "y", axis=-1))
+        return g.model(g.op(op, [g.input("x", F32, list(dims))], "y", axis=axis))
+    return build
+
+
+def activation(op, **attrs):
+    def build(g):
+        return g.model(g.op(op, [g.input("x", F32, ["B", "S", 3072])], "y", **attrs))
     return build
 
 
@@ -296,9 +302,9 @@ def rms_norm():
     return build
 
 
-def reduce(kind, axes):
+def reduce(kind, axes, dims=("B", "S", 768)):
     def build(g):
-        x = g.input("x", F32, ["B", "S", 768])
+        x = g.input("x", F32, list(dims))
         return g.model(g.op(kind, [x, g.const(axes)], "y", keepdims=0))
     return build
 
@@ -379,9 +385,17 @@ def topk(k):
     return build
 
 
-def cumsum():
+def cumsum(dims=("B", "S"), axis=1):
     def build(g):
-        return g.model(g.op("CumSum", [g.input("x", F32, ["B", "S"]), g.const(1)], "y"))
+        return g.model(g.op("CumSum", [g.input("x", F32, list(dims)), g.const(axis)], "y"))
+    return build
+
+
+def instance_norm(c):
+    def build(g):
+        x = g.input("x", F32, ["N", c, "H", "W"])
+        return g.model(g.op("InstanceNormalization", [x, g.weight([c], std=0.1), g.weight([c], std=0.1)], "y",
+                            epsilon=1e-5))
     return build
 
 
@@ -545,6 +559,8 @@ def all_cases():
     add(Case("maxpool", "3x3 s2 64ch 112x112", pool("MaxPool", 64, 3, 2, 1), {"x": (1, 64, 112, 112)}))
     add(Case("avgpool", "3x3 s1 p1 256ch 28x28", pool("AveragePool", 256, 3, 1, 1), {"x": (1, 256, 28, 28)}))
     add(Case("global_avgpool", "1280ch 7x7 batch 8", pool("GlobalAveragePool", 1280), {"x": (8, 1280, 7, 7)}))
+    add(Case("global_maxpool", "512ch 14x14 batch 8", pool("GlobalMaxPool", 512), {"x": (8, 512, 14, 14)}))
+    add(Case("instance_norm", "64ch 64x64 batch 2", instance_norm(64), {"x": (2, 64, 64, 64)}))
     add(Case("qlinear_conv", "3x3 64->64 28x28 u8", qlinear_conv(64, 64, 3, 1), {"x": (1, 64, 28, 28)},
              conv_flops(1, 64, 64, 3, (28, 28)), tol=0.01, dtypes={"x": U8}))
     # matmul family: a Linear's constant weight at M = 1, 7, 17 (a short prompt), 64, 512
@@ -582,12 +598,21 @@ def all_cases():
     add(Case("gelu_op", "Gelu 8x128x3072", gelu_op(), {"x": (8, 128, 3072)}))
     add(Case("silu", "x*sigmoid(x) 8x128x3072", silu(), {"x": (8, 128, 3072)}))
     add(Case("tanh", "tanh(x+b)*2 8x128x3072", tanh_chain(), {"x": (8, 128, 3072)}))
+    add(Case("activation", "LeakyRelu 8x128x3072", activation("LeakyRelu", alpha=0.1), {"x": (8, 128, 3072)}))
+    add(Case("activation", "HardSwish 8x128x3072", activation("HardSwish"), {"x": (8, 128, 3072)}, quick=False))
     add(Case("softmax", "8x12x128x128", softmax(), {"x": (8, 12, 128, 128)}))
+    # over the channels of a classifier's (batch, classes, positions) map: kept axes after the axis
+    add(Case("softmax", "axis 1 of 8x1000x49", softmax(("B", 1000, "S"), axis=1), {"x": (8, 1000, 49)}))
+    add(Case("softmax", "LogSoftmax last 32x128x1000", softmax(("B", "S", 1000), op="LogSoftmax"), {"x": (32, 128, 1000)}))
     add(Case("layernorm", "16x128x768", layer_norm(), {"x": (16, 128, 768)}))
     add(Case("rmsnorm", "16x128x768", rms_norm(), {"x": (16, 128, 768)}))
     add(Case("reduce", "ReduceSum last 16x128x768", reduce("ReduceSum", [-1]), {"x": (16, 128, 768)}))
     add(Case("reduce", "ReduceMean mid 16x128x768", reduce("ReduceMean", [1]), {"x": (16, 128, 768)}, quick=False))
     add(Case("reduce", "ReduceMax last 16x128x768", reduce("ReduceMax", [-1]), {"x": (16, 128, 768)}, quick=False))
+    add(Case("reduce", "ReduceMax channels 8x256x56x56", reduce("ReduceMax", [1], ("N", 256, "H", "W")),
+             {"x": (8, 256, 56, 56)}))
+    add(Case("reduce", "ReduceSum planes 8x256x56x56", reduce("ReduceSum", [2, 3], ("N", 256, "H", "W")),
+             {"x": (8, 256, 56, 56)}, quick=False))
     add(Case("gather", "embedding 32000x768, 8x128 ids", gather_embedding(32000, 768), {"ids": (8, 128)},
              dtypes={"ids": I64}, index_hi=32000, count_weights=False))
     add(Case("concat", "3x 8x128x256 last axis", concat(), {"a": (8, 128, 256), "b": (8, 128, 256), "c": (8, 128, 256)}))
@@ -618,6 +643,7 @@ def all_cases():
              {"q": (1, 32, 512, 128), "k": (1, 8, 512, 128), "v": (1, 8, 512, 128)}, attn_flops(1, 32, 512, 128)))
     add(Case("topk", "k=50 of 16x32000", topk(50), {"x": (16, 32000)}))
     add(Case("cumsum", "16x4096 axis 1", cumsum(), {"x": (16, 4096)}))
+    add(Case("cumsum", "axis 1 of 8x2048x64", cumsum(("B", "S", 64)), {"x": (8, 2048, 64)}))
     # whole networks: one compilation, 224 x 224 and an odd size (the weights do not depend on the size)
     for fam, builder in [("resnet18", resnet18), ("mobilenet_v2", mobilenet_v2)]:
         add(Case(fam, "1x3x224x224", builder(224), {"x": (1, 3, 224, 224)}, net_flops(builder, 224), tol=1e-3, quick=False,
