@@ -891,3 +891,31 @@ LOOM_TEST(cpu, invariant_division_under_a_condition_in_a_vectorised_loop) {
                    "  }\n"
                    "}\n", &o);
 }
+
+/* A select whose sides load only what its condition loads, or scalars (rank-0 buffers: always
+ * in bounds), evaluates both sides with no branch (cg_expr.c: LeakyRelu's select(x < 0,
+ * x * alpha, x), whose branches LLVM had turned into a masked gather of alpha per vector); a side
+ * loading anything else still runs only when taken (a padded read out of bounds otherwise, which
+ * ASan reports). Equal to the interpreter either way. */
+LOOM_TEST(cpu, select_speculates_only_loads_its_condition_makes) {
+  cpu_diff_opts o = cpu_opts(medium, 10, 1e-6);
+  const char *leaky = "prim @leaky(X: Buffer[(n, m), f32], A: Buffer[(), f32], B: Buffer[(), f32], Y: Buffer[(n, m), f32]) {\n"
+                      "  for i in 0..n { for j in 0..m { Y[i, j] = select(X[i, j] < A[], X[i, j] * B[], X[i, j]) } }\n}\n";
+  const char *guard = "prim @guard(X: Buffer[(n, m), f32], Y: Buffer[(n, m + 1), f32]) {\n"
+                      "  for i in 0..n { for j in 0..m + 1 { Y[i, j] = select(j >= 1 && X[i, 0] > 0.0, X[i, j - 1] * 2.0, 0.0) } }\n}\n";
+  cpu_diff_program(leaky, &o);
+  cpu_diff_program(guard, &o);
+  static const char *const texts[2] = {"leaky", "guard"};
+  for (int k = 0; k < 2; k++) {
+    tp_fixture fx;
+    cpu_parse_ok(&fx, k == 0 ? leaky : guard);
+    loom_strbuf sb;
+    loom_strbuf_init(&sb, NULL);
+    const loom_tp_func *fs[1] = {fx.f};
+    cr_assert_null(loom_cpu_emit_ir(NULL, fx.cx, fs, 1, false, &sb));
+    bool branches = strstr(loom_strbuf_cstr(&sb), "sel.then") != NULL;
+    cr_assert(branches == (k == 1), "@%s: %s\n%s", texts[k], branches ? "branches" : "no branch", loom_strbuf_cstr(&sb));
+    loom_strbuf_free(&sb);
+    tp_fixture_free(&fx);
+  }
+}
