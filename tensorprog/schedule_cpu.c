@@ -1,5 +1,6 @@
 /* schedule_cpu.c — default CPU schedule rules (see tp_schedule_cpu.h). */
 #include "tensorprog/tp_schedule_cpu.h"
+#include "tensorprog/schedule_bcast.h"
 
 #include <string.h>
 
@@ -219,9 +220,53 @@ static loom_status fuse_plane_pairs(loom_arena *a, loom_sym_ctx *cx, loom_tp_fun
 
 static loom_status schedule_seq(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot, const loom_tp_cpu_params *p,
                                 loom_strbuf *why);
+static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
+                                 const loom_tp_cpu_params *p, loom_strbuf *why, bool version);
+
+typedef struct rows_ud {
+  loom_arena *a;
+  loom_sym_ctx *cx;
+  const loom_tp_cpu_params *p;
+  loom_strbuf *why;
+} rows_ud;
+
+static loom_status schedule_plain_rows(void *ud, loom_tp_func *view) {
+  const rows_ud *u = ud;
+  return schedule_nest(u->a, u->cx, view, &view->body, u->p, u->why, false);
+}
+
+/* Rule 0d: the innermost loop v of a nest reads an operand through `select(x == 1, 0, v)` (an
+ * elementwise op whose operands' last dims have different names: the legalizer cannot prove them
+ * equal, so each may broadcast at run time). Such a row is no unit-stride access: the loop ran
+ * as gathers (Where over (a, b), (c, d), (e, f): 3x ONNX Runtime's time). Versioned
+ * (schedule_bcast.h): where every such x equals v's extent, the rows are plain and get the rules
+ * below; else the nest as it was, scheduled the same way. *done: versioned. */
+static loom_status version_guarded_rows(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
+                                        const loom_tp_cpu_params *p, loom_strbuf *why, bool *done) {
+  *done = false;
+  loom_tp_stmt *v = *slot;
+  for (loom_tp_stmt *in = loom_tp_child_loop(v); in; in = loom_tp_child_loop(in)) v = in;
+  if (v->u.loop.reduce) return LOOM_OK;
+  const char *name = loom_sym_var_name((*slot)->u.loop.var);
+  loom_strbuf inner;
+  loom_strbuf_init(&inner, NULL);
+  rows_ud u = {a, cx, p, &inner};
+  int n;
+  loom_status st = loom_tp_version_bcast(a, cx, f, slot, v->u.loop.var, schedule_plain_rows, &u, &n);
+  if (!st && n) {
+    loom_tp_stmt *ifs = *slot;
+    if (ifs->kind == LOOM_TP_STMT_IF && ifs->u.if_.else_s)
+      st = schedule_nest(a, cx, f, &ifs->u.if_.else_s, p, &inner, false);
+    loom_strbuf_printf(why, "nest %s: rows broadcast by a run-time test (%d): versioned, where none broadcasts plain rows:\n%s",
+                       name, n, loom_strbuf_cstr(&inner));
+    *done = true;
+  }
+  loom_strbuf_free(&inner);
+  return st;
+}
 
 static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
-                                 const loom_tp_cpu_params *p, loom_strbuf *why) {
+                                 const loom_tp_cpu_params *p, loom_strbuf *why, bool version) {
   loom_tp_stmt *s = *slot;
   if (s->kind != LOOM_TP_STMT_FOR) return LOOM_OK;
   bool conv;
@@ -230,6 +275,11 @@ static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
   bool tiled;
   LOOM_PROPAGATE(loom_tp_schedule_matmul(a, cx, f, slot, p, why, &tiled));
   if (tiled) return LOOM_OK;
+  if (version) {
+    bool versioned;
+    LOOM_PROPAGATE(version_guarded_rows(a, cx, f, slot, p, why, &versioned));
+    if (versioned) return LOOM_OK;
+  }
   s = *slot; /* its batch rows may have been fused */
   LOOM_PROPAGATE(loom_tp_schedule_transpose(a, cx, f, slot, p, why));
   if ((*slot)->kind == LOOM_TP_STMT_SEQ) return schedule_seq(a, cx, f, slot, p, why); /* strips + rows left */
@@ -272,7 +322,7 @@ static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *
 static loom_status schedule_seq(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot, const loom_tp_cpu_params *p,
                                 loom_strbuf *why) {
   loom_tp_stmt *body = *slot;
-  if (body->kind != LOOM_TP_STMT_SEQ) return schedule_nest(a, cx, f, slot, p, why);
+  if (body->kind != LOOM_TP_STMT_SEQ) return schedule_nest(a, cx, f, slot, p, why, true);
   /* items may be replaced by the split: iterate over a snapshot of the count */
   size_t n = body->u.seq.n;
   for (size_t i = 0; i < n && i < body->u.seq.n; i++) LOOM_PROPAGATE(schedule_seq(a, cx, f, &body->u.seq.items[i], p, why));
@@ -282,7 +332,7 @@ static loom_status schedule_seq(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f
 loom_status loom_tp_schedule_cpu_for(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, const loom_tp_cpu_params *p,
                                      loom_strbuf *why) {
   loom_tp_stmt *body = f->body;
-  if (body->kind != LOOM_TP_STMT_SEQ) return schedule_nest(a, cx, f, &f->body, p, why);
+  if (body->kind != LOOM_TP_STMT_SEQ) return schedule_nest(a, cx, f, &f->body, p, why, true);
   size_t dropped;
   LOOM_PROPAGATE(schedule_seq(a, cx, f, &f->body, p, why));
   /* a matmul's accumulator its register tile replaced (a requantizing epilogue's int32 C) */

@@ -39,6 +39,7 @@ pub const compiler = [_][]const u8{
     "tensorprog/schedule_matmul_tile.c",
     "tensorprog/schedule_matmul_dot.c",
     "tensorprog/schedule_matmul_bcast.c",
+    "tensorprog/schedule_bcast.c",
     "tensorprog/verify.c",
     "tensorprog/schedule_mem.c",
     "tensorprog/tp_build.c",

@@ -564,6 +564,59 @@ LOOM_TEST(cpu, schedule_rule_versions_batch_axes_that_broadcast_at_run_time) {
     schedule_for_and_diff(text, vbytes[v], "batch axes broadcast by a run-time test (2)|register-tiled", &o);
   free(text);
 }
+/* Rule 0d: an elementwise op whose operands' dims have other names than the output's (each may
+ * broadcast at run time: the legalizer's GUARD mode) reads its rows through
+ * `select(x == 1, 0, i)`; versioned on the innermost axis, the rows plain (vectorised, no gather)
+ * where no operand broadcasts along it, else the nest as it was. Trials: every operand's extents
+ * the output's, then each operand's last extent 1 (the fallback), then each one's first; the
+ * where (3 operands) and an add of rank 3, at every size incl. 0 and 1. */
+static loom_status gen_add_guard(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  static const loom_tp_bcast m[] = {LOOM_TP_BCAST_GUARD, LOOM_TP_BCAST_GUARD, LOOM_TP_BCAST_GUARD};
+  return loom_tp_gen_binary(a, cx, "addg", "a + b", LOOM_DTYPE_F32, LOOM_DTYPE_F32, 3, m, 3, m, out);
+}
+static loom_status gen_where_guard(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out) {
+  static const loom_tp_bcast m[] = {LOOM_TP_BCAST_GUARD, LOOM_TP_BCAST_GUARD};
+  const loom_tp_bcast *const modes[3] = {m, m, m};
+  const loom_dtype in[3] = {LOOM_DTYPE_BOOL, LOOM_DTYPE_F32, LOOM_DTYPE_F32};
+  const int ranks[3] = {2, 2, 2};
+  return loom_tp_gen_nary(a, cx, "whereg", "select(a, b, c)", 3, in, LOOM_DTYPE_F32, ranks, modes, out);
+}
+static void bind_row_guards(const loom_tp_func *f, loom_sym_env *env, int trial) {
+  /* the output's extents d0.., each operand's last axis (its dims a0.., b0.., c0..) */
+  int64_t d[3] = {0, 0, 0};
+  int last_axis[3] = {0, 0, 0};
+  for (size_t j = 0; j < f->nsyms; j++) {
+    const char *n = loom_sym_var_name(f->syms[j]);
+    if (strlen(n) != 2 || n[1] < '0' || n[1] > '2') continue;
+    if (n[0] == 'd') cr_assert(loom_sym_env_get(env, f->syms[j], &d[n[1] - '0']));
+    else if (n[0] >= 'a' && n[0] <= 'c' && n[1] - '0' > last_axis[n[0] - 'a']) last_axis[n[0] - 'a'] = n[1] - '0';
+  }
+  /* trial 0: no operand broadcasts; then operand (trial - 1) % 3 broadcasts along its last axis
+   * (odd rounds of three) or its first */
+  int who = trial == 0 ? -1 : (trial - 1) % 3;
+  bool along_last = ((trial - 1) / 3) % 2 == 0;
+  for (size_t j = 0; j < f->nsyms; j++) {
+    const char *n = loom_sym_var_name(f->syms[j]);
+    if (strlen(n) != 2 || n[0] < 'a' || n[0] > 'c' || n[1] < '0' || n[1] > '2') continue;
+    int op = n[0] - 'a', axis = n[1] - '0';
+    bool bc = op == who && axis == (along_last ? last_axis[op] : 0);
+    cr_assert_null(loom_sym_env_set(env, f->syms[j], bc ? 1 : d[axis]));
+  }
+}
+LOOM_TEST(cpu, schedule_rule_versions_rows_that_broadcast_at_run_time) {
+  static const int64_t sz[] = {0, 1, 2, 3, 5, 7, 13, 16, 17, 33, 64, 97};
+  cpu_diff_opts o = cpu_opts(sz, LOOM_ARRAY_LEN(sz), 1e-6);
+  o.trials = 13;
+  o.bind = bind_row_guards;
+  static const int vbytes[] = {64, 32, 16};
+  for (int g = 0; g < 2; g++) {
+    char *text = generated_text(g == 0 ? gen_add_guard : gen_where_guard);
+    for (size_t v = 0; v < LOOM_ARRAY_LEN(vbytes); v++)
+      schedule_for_and_diff(text, vbytes[v], g == 0 ? "rows broadcast by a run-time test (2)|vectorize"
+                                                    : "rows broadcast by a run-time test (3)|vectorize", &o);
+    free(text);
+  }
+}
 static void fill_identity_index(const loom_tp_func *f, size_t param, void *data, size_t count, const int64_t *shape,
                                 loom_test_rng *rng) {
   if (param != 1) {
