@@ -65,6 +65,16 @@ static int out_index(loom_tpb *b, int rank, unsigned axes_mask, bool keepdims, l
   return no;
 }
 
+/* The columns forms' outer loops: one over each axis before `axis` (the first parallel), xi[k]
+ * their indices; trail[] the axes after it (the row). Returns their count. */
+static int open_leading(loom_tpb *b, const loom_sym_expr *const *d, int rank, int axis, loom_tp_expr **xi, int *trail) {
+  for (int k = 0; k < axis; k++)
+    xi[k] = loom_tpb_idx(b, loom_tpb_for(b, loom_tpg_var('i', k), d[k], k == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
+  int nt = 0;
+  for (int k = axis + 1; k < rank; k++) trail[nt++] = k;
+  return nt;
+}
+
 /* A reduction whose last axes are kept (over channels: (n, c, h, w) -> (n, 1, h, w)), as
  * columns: the reduced loops outside the kept trailing ones, so that the output's row is the
  * accumulator and every pass reads a unit-stride row of X (a per-element reduction down a
@@ -186,10 +196,7 @@ static void softmax_columns(loom_tpb *b, const loom_tp_buffer *X, const loom_tp_
   loom_arena *a = b->a;
   loom_dtype t = X->dtype;
   loom_tp_expr *xi[LOOM_TP_GEN_MAX_RANK] = {0}, *mi[LOOM_TP_GEN_MAX_RANK];
-  for (int k = 0; k < axis; k++)
-    xi[k] = loom_tpb_idx(b, loom_tpb_for(b, loom_tpg_var('i', k), d[k], k == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
-  int trail[LOOM_TP_GEN_MAX_RANK], nt = 0;
-  for (int k = axis + 1; k < rank; k++) trail[nt++] = k;
+  int trail[LOOM_TP_GEN_MAX_RANK], nt = open_leading(b, d, rank, axis, xi, trail);
   const loom_tp_buffer *M = loom_tpb_alloc(b, "M", st, nt, d + axis + 1, LOOM_TP_SCOPE_LOCAL);
   const loom_tp_buffer *S = loom_tpb_alloc(b, "S", st, nt, d + axis + 1, LOOM_TP_SCOPE_LOCAL);
 #define OPEN_ROW() (open_axes(b, trail, nt, d, xi), memcpy(mi, xi + axis + 1, (size_t)nt * sizeof *mi))
@@ -284,16 +291,13 @@ loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *nam
   loom_tp_expr *e = loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, conv(a, st, t, loom_tpb_load(&b, X, xr)), at(&b, M, 0)));
   store_at(&b, S, 0, loom_tp_op2(a, LOOM_TP_OP_ADD, at(&b, S, 0), e));
   loom_tpb_end(&b);
-  /* log_softmax: x - (M + log S), the row's log-sum-exp computed once before the row */
-  loom_tp_expr *lse = log ? loom_tpb_let(&b, "lse", loom_tp_op2(a, LOOM_TP_OP_ADD, at(&b, M, 0),
-                                                                 loom_tp_op1(a, LOOM_TP_OP_LOG, at(&b, S, 0))))
-                          : NULL;
+  /* log_softmax: (x - M) - log S, the log computed once before the row (not x - (M + log S):
+   * with |M| ~ 1e19 the sum rounds log S away) */
+  loom_tp_expr *ls = log ? loom_tpb_let(&b, "ls", loom_tp_op1(a, LOOM_TP_OP_LOG, at(&b, S, 0))) : NULL;
   xj[axis] = loom_tpb_idx(&b, loom_tpb_for(&b, "j", d[axis], LOOM_TP_LOOP_SERIAL, false));
-  loom_tp_expr *x = conv(a, st, t, loom_tpb_load(&b, X, xj));
-  loom_tp_expr *v = log ? loom_tp_op2(a, LOOM_TP_OP_SUB, x, lse)
-                        : loom_tp_op2(a, LOOM_TP_OP_DIV,
-                                      loom_tp_op1(a, LOOM_TP_OP_EXP, loom_tp_op2(a, LOOM_TP_OP_SUB, x, at(&b, M, 0))),
-                                      at(&b, S, 0));
+  loom_tp_expr *centred = loom_tp_op2(a, LOOM_TP_OP_SUB, conv(a, st, t, loom_tpb_load(&b, X, xj)), at(&b, M, 0));
+  loom_tp_expr *v = log ? loom_tp_op2(a, LOOM_TP_OP_SUB, centred, ls)
+                        : loom_tp_op2(a, LOOM_TP_OP_DIV, loom_tp_op1(a, LOOM_TP_OP_EXP, centred), at(&b, S, 0));
   loom_tpb_store(&b, Y, xj, conv(a, t, st, v));
   return loom_tpb_finish(&b, result);
 }
@@ -566,10 +570,7 @@ static void scan_columns(loom_tpb *b, const loom_tp_buffer *X, const loom_tp_buf
                          int rank, int axis, bool exclusive, bool reverse, bool prod) {
   loom_dtype t = X->dtype;
   loom_tp_expr *xi[LOOM_TP_GEN_MAX_RANK] = {0}, *mi[LOOM_TP_GEN_MAX_RANK];
-  for (int k = 0; k < axis; k++)
-    xi[k] = loom_tpb_idx(b, loom_tpb_for(b, loom_tpg_var('i', k), d[k], k == 0 ? LOOM_TP_LOOP_PARALLEL : LOOM_TP_LOOP_SERIAL, false));
-  int trail[LOOM_TP_GEN_MAX_RANK], nt = 0;
-  for (int k = axis + 1; k < rank; k++) trail[nt++] = k;
+  int trail[LOOM_TP_GEN_MAX_RANK], nt = open_leading(b, d, rank, axis, xi, trail);
   const loom_tp_buffer *acc = loom_tpb_alloc(b, "acc", t, nt, d + axis + 1, LOOM_TP_SCOPE_LOCAL);
   open_axes(b, trail, nt, d, xi);
   memcpy(mi, xi + axis + 1, (size_t)nt * sizeof *mi);

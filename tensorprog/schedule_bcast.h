@@ -13,6 +13,16 @@
 #define LOOM_TENSORPROG_SCHEDULE_BCAST_H
 
 #include "tensorprog/tp_rewrite.h"
+#include "tensorprog/tp_schedule_cpu.h"
+
+/* What a CPU rule's variant schedule (the `ud` of loom_tp_schedule_fn) needs: the arena, the
+ * context, the machine's parameters and where to explain itself. */
+typedef struct loom_tp_rule_ud {
+  loom_arena *a;
+  loom_sym_ctx *cx;
+  const loom_tp_cpu_params *p;
+  loom_strbuf *why;
+} loom_tp_rule_ud;
 
 /* Versions *slot (a loop of f) on the tests of the selects that index by a loop variable (only
  * those indexing by `only` when it is not NULL). *nguards: the tests (0: none, or more than the

@@ -223,15 +223,8 @@ static loom_status schedule_seq(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f
 static loom_status schedule_nest(loom_arena *a, loom_sym_ctx *cx, loom_tp_func *f, loom_tp_stmt **slot,
                                  const loom_tp_cpu_params *p, loom_strbuf *why, bool version);
 
-typedef struct rows_ud {
-  loom_arena *a;
-  loom_sym_ctx *cx;
-  const loom_tp_cpu_params *p;
-  loom_strbuf *why;
-} rows_ud;
-
 static loom_status schedule_plain_rows(void *ud, loom_tp_func *view) {
-  const rows_ud *u = ud;
+  const loom_tp_rule_ud *u = ud;
   return schedule_nest(u->a, u->cx, view, &view->body, u->p, u->why, false);
 }
 
@@ -250,7 +243,7 @@ static loom_status version_guarded_rows(loom_arena *a, loom_sym_ctx *cx, loom_tp
   const char *name = loom_sym_var_name((*slot)->u.loop.var);
   loom_strbuf inner;
   loom_strbuf_init(&inner, NULL);
-  rows_ud u = {a, cx, p, &inner};
+  loom_tp_rule_ud u = {a, cx, p, &inner};
   int n;
   loom_status st = loom_tp_version_bcast(a, cx, f, slot, v->u.loop.var, schedule_plain_rows, &u, &n);
   if (!st && n) {

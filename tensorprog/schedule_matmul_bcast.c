@@ -11,17 +11,10 @@
 #include "tensorprog/schedule_bcast.h"
 #include "tensorprog/schedule_matmul_internal.h"
 
-typedef struct variant_ud {
-  loom_arena *a;
-  loom_sym_ctx *cx;
-  const loom_tp_cpu_params *p;
-  loom_strbuf *why;
-} variant_ud;
-
 /* The variant (its selects already plain indices): the rule; refused (the program left as it
  * was) unless the rule tiles it. */
 static loom_status plain_batches(void *ud, loom_tp_func *view) {
-  const variant_ud *v = ud;
+  const loom_tp_rule_ud *v = ud;
   bool done;
   LOOM_PROPAGATE(loom_tpmm_schedule_plain(v->a, v->cx, view, &view->body, v->p, v->why, &done));
   return done ? LOOM_OK : LOOM_ERROR(FAILED_PRECONDITION, "the nest with plain batch indices is no matmul the rule tiles");
@@ -34,7 +27,7 @@ loom_status loom_tpmm_schedule_bcast(loom_arena *a, loom_sym_ctx *cx, loom_tp_fu
   view.body = *slot;
   loom_strbuf inner;
   loom_strbuf_init(&inner, NULL);
-  variant_ud ud = {a, cx, p, &inner};
+  loom_tp_rule_ud ud = {a, cx, p, &inner};
   int n;
   loom_status st = loom_tp_version_bcast(a, cx, &view, &view.body, NULL, plain_batches, &ud, &n);
   if (!st && !n) {

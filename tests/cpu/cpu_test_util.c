@@ -126,6 +126,25 @@ int32_t cpu_call(loom_sym_ctx *cx, const loom_tp_func *f, loom_kernel_fn fn, con
   return fn(bufs, syms, &c->ctx);
 }
 
+char *cpu_generated_text(cpu_gen_fn gen) {
+  loom_arena a;
+  loom_arena_init(&a, NULL, 0);
+  loom_sym_ctx *cx;
+  cr_assert_null(loom_sym_ctx_create(NULL, &cx));
+  loom_tp_func *f = NULL;
+  loom_status s = gen(&a, cx, &f);
+  cr_assert_null(s, "%s", loom_status_text(s, 0));
+  loom_strbuf text;
+  loom_strbuf_init(&text, NULL);
+  loom_tp_print_func(f, &text);
+  char *out = strdup(loom_strbuf_cstr(&text));
+  cr_assert_not_null(out);
+  loom_strbuf_free(&text);
+  loom_sym_ctx_destroy(cx);
+  loom_arena_destroy(&a);
+  return out;
+}
+
 void cpu_parse_ok(tp_fixture *fx, const char *text) {
   loom_status s = tp_parse(fx, text);
   cr_assert_null(s, "%s", loom_status_text(s, 0));

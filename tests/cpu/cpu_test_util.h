@@ -62,6 +62,11 @@ void cpu_diff_program(const char *text, const cpu_diff_opts *o);
 int32_t cpu_call(loom_sym_ctx *cx, const loom_tp_func *f, loom_kernel_fn fn, const loom_tp_arg *args, size_t nargs,
                  cpu_ctx *c);
 
+/* A generator of one program (a call of tensorprog/tp_gen.h with its arguments bound). */
+typedef loom_status (*cpu_gen_fn)(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out);
+/* The printed text of the program `gen` makes (malloc'd; fails the test if gen fails). */
+char *cpu_generated_text(cpu_gen_fn gen);
+
 /* Parses and verifies `text` into fx; fails the test otherwise. */
 void cpu_parse_ok(tp_fixture *fx, const char *text);
 /* JIT-compiles fx->f; fails the test otherwise. */

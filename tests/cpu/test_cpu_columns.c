@@ -24,29 +24,22 @@ typedef struct gen_call {
   bool flag_b;    /* scans: reverse */
 } gen_call;
 
-static char *generated(const gen_call *g) {
-  loom_arena a;
-  loom_arena_init(&a, NULL, 0);
-  loom_sym_ctx *cx;
-  cr_assert_null(loom_sym_ctx_create(NULL, &cx));
-  loom_tp_func *f = NULL;
-  loom_status s = NULL;
+static const gen_call *current; /* the call gen_current makes */
+
+static loom_status gen_current(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **f) {
+  const gen_call *g = current;
   switch (g->kind) {
-    case REDUCE: s = loom_tp_gen_reduce(&a, cx, "r", g->op, LOOM_DTYPE_F32, g->rank, g->axes, g->flag_a, &f); break;
-    case SOFTMAX: s = loom_tp_gen_softmax(&a, cx, "sm", LOOM_DTYPE_F32, g->rank, g->axis, g->flag_a, &f); break;
-    case CUMSUM: s = loom_tp_gen_cumsum(&a, cx, "cs", LOOM_DTYPE_F32, g->rank, g->axis, g->flag_a, g->flag_b, &f); break;
-    case CUMPROD: s = loom_tp_gen_cumprod(&a, cx, "cp", LOOM_DTYPE_F32, g->rank, g->axis, g->flag_a, g->flag_b, &f); break;
+    case REDUCE: return loom_tp_gen_reduce(a, cx, "r", g->op, LOOM_DTYPE_F32, g->rank, g->axes, g->flag_a, f);
+    case SOFTMAX: return loom_tp_gen_softmax(a, cx, "sm", LOOM_DTYPE_F32, g->rank, g->axis, g->flag_a, f);
+    case CUMSUM: return loom_tp_gen_cumsum(a, cx, "cs", LOOM_DTYPE_F32, g->rank, g->axis, g->flag_a, g->flag_b, f);
+    case CUMPROD: return loom_tp_gen_cumprod(a, cx, "cp", LOOM_DTYPE_F32, g->rank, g->axis, g->flag_a, g->flag_b, f);
   }
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
-  loom_strbuf text;
-  loom_strbuf_init(&text, NULL);
-  loom_tp_print_func(f, &text);
-  char *out = strdup(loom_strbuf_cstr(&text));
-  cr_assert_not_null(out);
-  loom_strbuf_free(&text);
-  loom_sym_ctx_destroy(cx);
-  loom_arena_destroy(&a);
-  return out;
+  return LOOM_ERROR(INTERNAL, "unknown generator kind %d", (int)g->kind);
+}
+
+static char *generated(const gen_call *g) {
+  current = g;
+  return cpu_generated_text(gen_current);
 }
 
 /* Asserts `text` holds every '|'-separated part of `parts`. */

@@ -113,32 +113,12 @@ LOOM_TEST(cpu, schedule_rule_fuses_the_rows_of_a_plane) {
  * linear: register-tiled (panels of two vectors, then 8 (4) and 1 columns, 6-row tiles, packed
  * B) for AVX-512, AVX2 and 16-byte vectors, equal to the interpreter for every extent incl. 0,
  * 1, primes and non-multiples of 6/16/32. */
-typedef loom_status (*gen_fn)(loom_arena *a, loom_sym_ctx *cx, loom_tp_func **out);
+typedef cpu_gen_fn gen_fn;
 
 /* in_place_at: the vector width (bytes) at which B is read in place (a program whose B is laid
  * out in panels of that many halves), else 0. */
-/* The printed text of the program `gen` makes (malloc'd). */
-static char *generated_text(gen_fn gen) {
-  loom_arena a;
-  loom_arena_init(&a, NULL, 0);
-  loom_sym_ctx *cx;
-  cr_assert_null(loom_sym_ctx_create(NULL, &cx));
-  loom_tp_func *f;
-  loom_status s = gen(&a, cx, &f);
-  cr_assert_null(s, "%s", loom_status_text(s, 0));
-  loom_strbuf text;
-  loom_strbuf_init(&text, NULL);
-  loom_tp_print_func(f, &text);
-  char *out = strdup(loom_strbuf_cstr(&text));
-  cr_assert_not_null(out);
-  loom_strbuf_free(&text);
-  loom_sym_ctx_destroy(cx);
-  loom_arena_destroy(&a);
-  return out;
-}
-
 static void generated_schedule_and_diff_at(gen_fn gen, int in_place_at) {
-  char *text = generated_text(gen);
+  char *text = cpu_generated_text(gen);
   static const int64_t sz[] = {0, 1, 2, 3, 5, 6, 7, 13, 17, 31, 33, 37};
   cpu_diff_opts o = cpu_opts(sz, 12, 1e-4);
   o.trials = 8;
@@ -323,12 +303,12 @@ LOOM_TEST(cpu, schedule_rule_tall_row_tiles_with_avx512_only) {
   cpu_diff_opts o = cpu_opts(sz, 8, 1e-4);
   o.trials = (int)LOOM_ARRAY_LEN(tall_m);
   o.bind = bind_tall;
-  char *text = generated_text(gen_mm22);
+  char *text = cpu_generated_text(gen_mm22);
   schedule_for_and_diff(text, 64, "12x32 register tiles (a remainder above 6 rows: one more", &o);
   schedule_for_and_diff(text, 32, "6x16 register tiles (a remainder above 2 rows: one more|one 2x16 tile ending at the last row", &o);
   free(text);
   /* B laid out in panels of 32 (read in place, prefetched): the Linear weights of a model */
-  text = generated_text(gen_mm_packed32);
+  text = cpu_generated_text(gen_mm_packed32);
   schedule_for_and_diff(text, 64, "12x32 register tiles (a remainder above 6 rows: one more|B laid out in panels", &o);
   free(text);
 }
@@ -415,7 +395,7 @@ LOOM_TEST(cpu, schedule_rule_dot_product_tiles_for_a_row_major_weight) {
  * the last column (overlapping the previous one); fewer columns take the narrow variant
  * (panels of 8, then columns one by one). Around each boundary, for every vector width. */
 LOOM_TEST(cpu, schedule_rule_matmul_column_tail_is_one_overlapping_panel) {
-  char *text = generated_text(gen_mm22);
+  char *text = cpu_generated_text(gen_mm22);
   static const int64_t sz[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 49, 63, 65};
   cpu_diff_opts o = cpu_opts(sz, 14, 1e-4);
   o.trials = 10;
@@ -477,7 +457,7 @@ LOOM_TEST(cpu, schedule_rule_fuses_batch_rows_against_a_shared_b) {
   o.trials = 10;
   static const int vbytes[] = {64, 32};
   for (size_t g = 0; g < 2; g++) {
-    char *text = generated_text(gens[g]);
+    char *text = cpu_generated_text(gens[g]);
     for (size_t v = 0; v < 2; v++) schedule_for_and_diff(text, vbytes[v], "fused (rows of every batch against the one B)", &o);
     free(text);
   }
@@ -554,7 +534,7 @@ static void bind_guards(const loom_tp_func *f, loom_sym_env *env, int trial) {
   }
 }
 LOOM_TEST(cpu, schedule_rule_versions_batch_axes_that_broadcast_at_run_time) {
-  char *text = generated_text(gen_mm44_guard);
+  char *text = cpu_generated_text(gen_mm44_guard);
   static const int64_t sz[] = {0, 1, 2, 3, 5, 7, 13, 17, 33, 49};
   cpu_diff_opts o = cpu_opts(sz, 10, 1e-4);
   o.trials = 12;
@@ -610,7 +590,7 @@ LOOM_TEST(cpu, schedule_rule_versions_rows_that_broadcast_at_run_time) {
   o.bind = bind_row_guards;
   static const int vbytes[] = {64, 32, 16};
   for (int g = 0; g < 2; g++) {
-    char *text = generated_text(g == 0 ? gen_add_guard : gen_where_guard);
+    char *text = cpu_generated_text(g == 0 ? gen_add_guard : gen_where_guard);
     for (size_t v = 0; v < LOOM_ARRAY_LEN(vbytes); v++)
       schedule_for_and_diff(text, vbytes[v], g == 0 ? "rows broadcast by a run-time test (2)|vectorize"
                                                     : "rows broadcast by a run-time test (3)|vectorize", &o);
@@ -654,7 +634,7 @@ LOOM_TEST(cpu, avx2_row_tail_of_one_or_two_rows_is_a_two_row_tile) {
   o.trials = 14;
   gen_fn gens[] = {gen_mm_packed, gen_mm_packed3};
   for (int g = 0; g < 2; g++) {
-    char *text = generated_text(gens[g]);
+    char *text = cpu_generated_text(gens[g]);
     schedule_for_and_diff(text, 32, "6x16 register tiles (a remainder above 2 rows|one 2x16 tile ending at the last row", &o);
     free(text);
   }
@@ -665,7 +645,7 @@ LOOM_TEST(cpu, avx2_row_tail_of_one_or_two_rows_is_a_two_row_tile) {
  * never run there is not emitted (6-row tiles only in the general path).
  * LLVM compiled that dead tile in every linear layer of a transformer. */
 LOOM_TEST(cpu, few_fused_rows_hold_no_dead_register_tile) {
-  char *text = generated_text(gen_mm_packed3);
+  char *text = cpu_generated_text(gen_mm_packed3);
   tp_fixture fx;
   cpu_parse_ok(&fx, text);
   loom_strbuf why;
@@ -753,7 +733,7 @@ LOOM_TEST(cpu, schedule_rule_tiles_the_int8_matmul) {
 LOOM_TEST(cpu, schedule_rule_tiles_the_int8_matmul_in_byte_quads) {
   generated_schedule_and_diff_at(gen_mm_int8_quads, 32);
   generated_schedule_and_diff_at(gen_mm_int8_quads3, 64);
-  char *text = generated_text(gen_mm_int8_quads_pairs3);
+  char *text = cpu_generated_text(gen_mm_int8_quads_pairs3);
   cr_assert_not_null(strstr(text, "dot4s("), "%s", text);
   free(text);
   generated_schedule_and_diff_at(gen_mm_int8_quads_pairs, 32);
@@ -763,7 +743,7 @@ LOOM_TEST(cpu, schedule_rule_tiles_the_int8_matmul_in_byte_quads) {
  * Local): register-tiled as the packed form, bit-exact to the interpreter; the generator
  * refuses an i8 A or a k not a multiple of 4 there. */
 LOOM_TEST(cpu, schedule_rule_tiles_the_int8_matmul_reading_u8_quads_in_place) {
-  char *text = generated_text(gen_mm_int8_quads_in_place);
+  char *text = cpu_generated_text(gen_mm_int8_quads_in_place);
   cr_assert_null(strstr(text, "alloc A4"), "%s", text);
   free(text);
   generated_schedule_and_diff_at(gen_mm_int8_quads_in_place, 32);
@@ -820,7 +800,7 @@ LOOM_TEST(cpu, schedule_rule_splits_a_pad_by_its_range_test) {
     loom_sym_ctx_destroy(cx);
     loom_arena_destroy(&a);
   }
-  char *text = generated_text(gen_pad_runtime);
+  char *text = cpu_generated_text(gen_pad_runtime);
   tp_fixture fx;
   cpu_parse_ok(&fx, text);
   loom_strbuf why;
