@@ -15,17 +15,18 @@
  *   <- call IN_BYTES N (DTYPE RANK D_1 ... D_RANK OFFSET){N}   inputs at OFFSET of IN_FILE (IN_BYTES long)
  *   -> ok OUT_BYTES DTYPE RANK D_1 ... D_RANK CALL_NS COPY_NS  output 0, copied to OUT_FILE offset 0
  *      error MESSAGE                                           the server stays usable
- *   <- time IN_BYTES N ...                                    the last call again (its inputs, not
- *                                                             staged again), output 0 not copied:
+ *   <- time IN_BYTES N ...                                    the last call again, its inputs staged
+ *                                                             (below), output 0 not copied:
  *   -> ok CALL_NS                                             bench/ops' timed calls
  *   <- threads T                                              loom_rt_set_threads (bench/ops: one
  *   -> ok                                                     compilation serves 1 and 2 threads)
  *   <- quit  (or end of input)
  *
  * The worker owns IN_FILE (it grows it; a new IN_BYTES makes this side map it again) and this side
- * owns OUT_FILE (grown to the largest output so far). Inputs are copied, untimed, into anonymous
- * memory kept per input (stage_input) and passed to loom_rt_call from there (storage wrapped over
- * it); output 0 is copied out (it lives in the runtime's pool).
+ * owns OUT_FILE (grown to the largest output so far). A `call` passes its inputs to loom_rt_call
+ * zero-copy (storage wrapped over the mapping: bench/run's requests, each with new inputs, time the
+ * round trip); the `time` lines after it pass a copy made once, untimed, into anonymous memory kept
+ * per input (stage_input); output 0 is copied out (it lives in the runtime's pool).
  * CALL_NS is the time of loom_rt_call alone (bench/ops' Loom time: the output is then in Loom's
  * memory, as ONNX Runtime's `run` hands its output to NumPy without a copy), COPY_NS that of the
  * copy to OUT_FILE, which only this two-process arrangement needs (for a 6 MiB output it is about
@@ -33,6 +34,7 @@
  * message is one line. */
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +58,7 @@ typedef struct mapping {
 typedef struct staging {
   void *base;
   size_t cap;
-  size_t staged; /* bytes copied by the last `call` */
+  size_t staged; /* bytes copied since the last `call` (SIZE_MAX: none) */
 } staging;
 
 typedef struct server {
@@ -98,21 +100,22 @@ static loom_status map_to(mapping *m, size_t size, int prot) {
 
 static void no_release(loom_storage *s) { (void)s; }
 
-/* Copies `nbytes` at `src` into st (grown as needed), or with `reuse` keeps what the last `call`
- * staged when it is that long (a `time` line: the same inputs, which a user's repeated calls, and
- * ORT's here, do not copy either). The inputs are handed to Loom in anonymous
+/* For a `time` line: copies `nbytes` at `src` into st (grown as needed) unless it holds them since
+ * the last `call` (the same inputs, which a user's repeated calls, and ORT's here, do not copy
+ * either). bench/ops' timed inputs are handed to Loom in anonymous
  * memory, as a user's tensors are and as ONNX Runtime's are in the worker (NumPy arrays, which NumPy
  * backs with transparent huge pages from 4 MiB): a /dev/shm mapping has 4 KiB pages only, so a
  * memory-bound kernel reading it directly paid TLB misses its peer did not. The copy is untimed
  * (NumPy's arrays are made before ORT's timed calls too). */
-static loom_status stage_input(staging *st, const void *src, size_t nbytes, bool reuse, void **out) {
+static loom_status stage_input(staging *st, const void *src, size_t nbytes, void **out) {
   static char empty[64];
   *out = nbytes ? st->base : empty;
-  if (nbytes == 0 || (reuse && st->base && st->staged == nbytes)) return LOOM_OK;
+  if (nbytes == 0 || (st->base && st->staged == nbytes)) return LOOM_OK;
   if (nbytes > st->cap) {
     if (st->base) munmap(st->base, st->cap);
     st->base = NULL;
-    st->cap = st->staged = 0;
+    st->cap = 0;
+    st->staged = SIZE_MAX;
     size_t cap = (nbytes + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1);
     void *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return LOOM_ERROR(INTERNAL, "mmap of %zu bytes failed", cap);
@@ -126,9 +129,9 @@ static loom_status stage_input(staging *st, const void *src, size_t nbytes, bool
   return LOOM_OK;
 }
 
-/* Reads input `index`'s spec "DTYPE RANK D_1 ... D_RANK OFFSET" from `*p` and wraps a staged copy of
- * the bytes it names. */
-static loom_status wrap_input(server *sv, int index, bool reuse, char **p, loom_tensor **out) {
+/* Reads input `index`'s spec "DTYPE RANK D_1 ... D_RANK OFFSET" from `*p` and wraps the bytes it
+ * names (`staged`: a staged copy of them). */
+static loom_status wrap_input(server *sv, int index, bool staged, char **p, loom_tensor **out) {
   *out = NULL;
   char *tok = strtok_r(NULL, " \n", p);
   loom_dtype dt;
@@ -148,8 +151,9 @@ static loom_status wrap_input(server *sv, int index, bool reuse, char **p, loom_
   LOOM_PROPAGATE(loom_tensor_nbytes(dt, rank, shape, &nbytes));
   if (offset > sv->in.size || nbytes > sv->in.size - offset)
     return LOOM_ERROR(OUT_OF_RANGE, "input [%zu, +%zu) lies outside the %zu-byte input file", offset, nbytes, sv->in.size);
-  void *data;
-  LOOM_PROPAGATE(stage_input(&sv->stage[index], (char *)sv->in.base + offset, nbytes, reuse, &data));
+  void *data = (char *)sv->in.base + offset;
+  if (staged) LOOM_PROPAGATE(stage_input(&sv->stage[index], data, nbytes, &data));
+  else sv->stage[index].staged = SIZE_MAX;
   loom_storage *st;
   LOOM_PROPAGATE(loom_storage_wrap(loom_rt_device(sv->rt), data, nbytes, no_release, NULL, &st));
   loom_status s = loom_tensor_view(st, 0, dt, rank, shape, out);
