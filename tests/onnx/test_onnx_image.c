@@ -145,6 +145,32 @@ LOOM_TEST(onnx, image_pad_modes_longer_than_the_axis) {
   }
 }
 
+/* pads (4, 5) on an axis of symbolic extent L (an audio model's frames), given as a constant and
+ * as a graph input, at L = 1, 2, 3, 5 (numpy's np.pad): the indices are computed at run time from
+ * L (a reflect over one element gives that element everywhere). */
+LOOM_TEST(onnx, image_pad_modes_on_a_symbolic_extent) {
+  static const int64_t pads[] = {4, 5}, lens[] = {1, 2, 3, 5}, psh[] = {2};
+  static const double want[4][3][14] = {
+      {{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+      {{1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1}, {1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2}, {1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1}},
+      {{1, 2, 3, 2, 1, 2, 3, 2, 1, 2, 3, 2}, {1, 1, 1, 1, 1, 2, 3, 3, 3, 3, 3, 3}, {3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2}},
+      {{5, 4, 3, 2, 1, 2, 3, 4, 5, 4, 3, 2, 1, 2}, {1, 1, 1, 1, 1, 2, 3, 4, 5, 5, 5, 5, 5, 5}, {2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5}}};
+  static const float x[] = {1, 2, 3, 4, 5};
+  const char *modes[] = {"reflect", "edge", "wrap"};
+  const arg constant[] = {{"x", 1, 1, {"L"}, NULL, 0}, {"pads", 7, 1, {"2"}, pads, 2}};
+  const arg runtime[] = {{"x", 1, 1, {"L"}, NULL, 0}, {"pads", 7, 1, {"2"}, NULL, 0}};
+  for (int l = 0; l < 4; l++)
+    for (int i = 0; i < 3; i++)
+      for (int dyn = 0; dyn <= 1; dyn++) {
+        pb a = {0};
+        attr_str(&a, "mode", modes[i]);
+        const int64_t sh[] = {lens[l]}, ysh[] = {lens[l] + 9};
+        loom_graph_value v[2] = {floats(1, sh, x)};
+        if (dyn) v[1] = i64s(1, psh, pads);
+        check("Pad", dyn ? runtime : constant, 2, &a, 19, dyn ? 2 : 1, v, 1, ysh, want[l][i]);
+      }
+}
+
 /* Two padded axes of a symbolic-batch input: rows reflected first, then columns. */
 LOOM_TEST(onnx, image_pad_reflect_two_axes_symbolic_batch) {
   static const int64_t pads[] = {0, 1, 0, 0, 0, 1}, sh[] = {1, 2, 2}, ysh[] = {1, 3, 3};
@@ -209,9 +235,6 @@ LOOM_TEST(onnx, image_bad_inputs_name_the_node) {
   const arg pad0[] = {{"x", 1, 1, {"0"}, NULL, 0}, {"pads", 7, 1, {"2"}, pads2, 2}};
   attr_str(&a, "mode", "reflect");
   expect_refused("Pad", pad0, 2, &a, 19, LOOM_CODE_INVALID_ARGUMENT, "mode 'reflect' cannot pad axis 0 of extent 0");
-  const arg padsym[] = {{"x", 1, 1, {"L"}, NULL, 0}, {"pads", 7, 1, {"2"}, pads2, 2}};
-  attr_str(&a, "mode", "wrap");
-  expect_refused("Pad", padsym, 2, &a, 19, LOOM_CODE_UNIMPLEMENTED, "mode 'wrap' needs a constant extent on padded axis 0");
   const arg ccp[] = {{"x", 1, 2, {"4", "4"}, NULL, 0}, {"shape", 7, 1, {"1"}, shape1, 1}};
   expect_refused("CenterCropPad", ccp, 2, NULL, 18, LOOM_CODE_INVALID_ARGUMENT, "shape has 1 values for 2 axes");
   const arg c2i[] = {{"x", 1, 3, {"1", "4", "4"}, NULL, 0}, {"image_shape", 7, 1, {"1"}, img, 1}, {"block_shape", 7, 1, {"2"}, blk2, 2}};

@@ -11,6 +11,55 @@
 
 /* ---- Pad modes ------------------------------------------------------------------------------ */
 
+static loom_status dim_scalar(nctx *c, loom_dtype dt, const loom_sym_expr *n, int64_t add, loom_graph_expr **out);
+
+/* The extent of input 0's axis k (constant or symbolic). */
+static const loom_sym_expr *in_dim(const nctx *c, int k) {
+  const loom_sinfo *s = c->args[0]->sinfo;
+  return s && s->kind == LOOM_SINFO_TENSOR && s->dims && k < s->ndim ? s->dims[k] : NULL;
+}
+
+/* The indices that a padded axis of extent n (symbolic: its value at run time) gathers: j (i64, the
+ * positions -b .. n + a - 1) mapped into [0, n) as oimp_pad_mode's table does -- edge clamps, wrap
+ * takes j mod n, reflect folds j mod 2(n - 1), over a modulus of max(2(n - 1), 1) so that an extent
+ * of 1 maps every j to 0. */
+static loom_status pad_fold(nctx *c, const char *mode, loom_graph_expr *j, const loom_sym_expr *n, loom_graph_expr **idx) {
+  loom_sym_ctx *cx = c->im->cx;
+  loom_graph_expr *nt, *m, *lt, *per, *fold;
+  if (!strcmp(mode, "edge")) {
+    LOOM_PROPAGATE(dim_scalar(c, LOOM_DTYPE_I64, n, -1, &nt));
+    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, j, 0, &m));
+    return oimp_op2(c, LOOM_GRAPH_OP_MINIMUM, m, nt, idx);
+  }
+  LOOM_PROPAGATE(dim_scalar(c, LOOM_DTYPE_I64, n, 0, &nt));
+  if (!strcmp(mode, "wrap")) return oimp_op2(c, LOOM_GRAPH_OP_MOD, j, nt, idx);
+  const loom_sym_expr *p = loom_sym_max(cx, loom_sym_mul(cx, loom_sym_const(cx, 2), loom_sym_sub(cx, n, loom_sym_const(cx, 1))),
+                                        loom_sym_const(cx, 1));
+  if (!p) return LOOM_OOM();
+  LOOM_PROPAGATE(dim_scalar(c, LOOM_DTYPE_I64, p, 0, &per));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_MOD, j, per, &m));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_LESS, m, nt, &lt));
+  LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_SUB, per, m, &fold));
+  return oimp_op3(c, LOOM_GRAPH_OP_WHERE, lt, m, fold, idx);
+}
+
+/* Pad mode on axis k of symbolic extent n with constant pads b, a: the gather of pad_fold's
+ * indices for j = arange(-b, n + a) (a symbolic length: the result keeps n + a + b). */
+static loom_status pad_mode_sym(nctx *c, const char *mode, int k, int64_t b, int64_t a, loom_graph_expr *x, bool last,
+                                loom_graph_expr **out) {
+  loom_sym_ctx *cx = c->im->cx;
+  const loom_sym_expr *n = in_dim(c, k), *start = loom_sym_const(cx, -b), *end = loom_sym_add(cx, n, loom_sym_const(cx, a));
+  if (!n || !start || !end) return LOOM_OOM();
+  loom_graph_expr *j, *idx;
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "start", 1, &start));
+  oimp_add_attr(c, loom_graph_attr_syms(c->im->m, "end", 1, &end));
+  oimp_add_attr(c, loom_graph_attr_dtype(c->im->m, "dtype", LOOM_DTYPE_I64));
+  LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ARANGE, 0, NULL, NULL, &j));
+  LOOM_PROPAGATE(pad_fold(c, mode, j, n, &idx));
+  oimp_add_attr(c, loom_graph_attr_int(c->im->m, "axis", k));
+  return oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){x, idx}, last ? c->n->outputs[0] : NULL, out);
+}
+
 loom_status oimp_pad_mode(nctx *c, const char *mode, const int64_t *pads, loom_graph_expr **out) {
   int r = oimp_in_rank(c, 0);
   loom_graph_expr *x = c->args[0];
@@ -21,7 +70,10 @@ loom_status oimp_pad_mode(nctx *c, const char *mode, const int64_t *pads, loom_g
   for (int k = 0; k <= last; k++) {
     int64_t b = pads[k], a = pads[r + k], n = oimp_const_dim(c, 0, k), len = b + n + a;
     if (!b && !a) continue;
-    if (n < 0) return UNSUP(c->n, "mode '%s' needs a constant extent on padded axis %d", mode, k);
+    if (n < 0) {
+      LOOM_PROPAGATE(pad_mode_sym(c, mode, k, b, a, x, k == last, &x));
+      continue;
+    }
     if (n == 0) return BAD(c->n, "mode '%s' cannot pad axis %d of extent 0", mode, k);
     if (len < 0) return BAD(c->n, "pads %lld and %lld remove more than the %lld elements of axis %d", (long long)b, (long long)a, (long long)n, k);
     loom_onnx_tensor *t = oimp_new_tensor(c->im, LOOM_DTYPE_I64, 1, &len);
@@ -43,10 +95,9 @@ loom_status oimp_pad_mode(nctx *c, const char *mode, const int64_t *pads, loom_g
 }
 
 /* Pad in mode edge / reflect / wrap with pads known only at run time (input 1, a 1-D i64
- * tensor of static length 2 * na; axes absent or constant): per listed axis k of constant
- * extent n, the indices j = -b .. n + a - 1 (a run-time arange; b, a = pads[k], pads[na + k])
- * are mapped into [0, n) as oimp_pad_mode does (edge clamps, wrap takes j mod n, reflect folds
- * j mod 2(n - 1)) and gathered along k. A negative pad crops. */
+ * tensor of static length 2 * na; axes absent or constant): per listed axis k of extent n
+ * (constant or symbolic), the indices j = -b .. n + a - 1 (a run-time arange; b, a = pads[k],
+ * pads[na + k]) are mapped into [0, n) by pad_fold and gathered along k. A negative pad crops. */
 loom_status oimp_pad_mode_dyn(nctx *c, const char *mode, loom_graph_expr **out) {
   imp *im = c->im;
   int r = oimp_in_rank(c, 0);
@@ -67,31 +118,23 @@ loom_status oimp_pad_mode_dyn(nctx *c, const char *mode, loom_graph_expr **out) 
   if (!one) return LOOM_OOM();
   for (size_t k = 0; k < na; k++) {
     int64_t n = oimp_const_dim(c, 0, (int)ax[k]);
-    if (n < 0) return UNSUP(c->n, "mode '%s' needs a constant extent on padded axis %lld", mode, (long long)ax[k]);
     if (n == 0) return BAD(c->n, "mode '%s' cannot pad axis %lld of extent 0", mode, (long long)ax[k]);
+    const loom_sym_expr *ns = in_dim(c, (int)ax[k]);
+    loom_graph_expr *nt;
+    if (!ns) return LOOM_OOM();
+    LOOM_PROPAGATE(dim_scalar(c, LOOM_DTYPE_I64, ns, 0, &nt));
     loom_graph_expr *kb = loom_graph_const_scalar(im->m, LOOM_DTYPE_I64, (double)k);
     loom_graph_expr *ka = loom_graph_const_scalar(im->m, LOOM_DTYPE_I64, (double)(na + k));
     if (!kb || !ka) return LOOM_OOM();
-    loom_graph_expr *b, *a, *j, *idx, *m, *lt, *fold;
+    loom_graph_expr *b, *a, *j, *idx;
     oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 0));
     LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){c->args[1], kb}, NULL, &b));
     oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", 0));
     LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){c->args[1], ka}, NULL, &a));
     LOOM_PROPAGATE(oimp_op1(c, LOOM_GRAPH_OP_NEG, b, &b));
-    LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_ADD, a, (double)n, &a));
+    LOOM_PROPAGATE(oimp_op2(c, LOOM_GRAPH_OP_ADD, a, nt, &a));
     LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_ARANGE, 3, (loom_graph_expr *[]){b, a, one}, NULL, &j));
-    if (!strcmp(mode, "edge")) {
-      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MAXIMUM, j, 0, &idx));
-      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MINIMUM, idx, (double)(n - 1), &idx));
-    } else if (!strcmp(mode, "wrap") || n == 1) {
-      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MOD, j, (double)n, &idx)); /* reflect over one element: 0 */
-    } else {
-      int64_t per = 2 * (n - 1);
-      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_MOD, j, (double)per, &m));
-      LOOM_PROPAGATE(oimp_op_k(c, LOOM_GRAPH_OP_LESS, m, (double)n, &lt));
-      LOOM_PROPAGATE(oimp_k_op(c, LOOM_GRAPH_OP_SUB, (double)per, m, &fold));
-      LOOM_PROPAGATE(oimp_op3(c, LOOM_GRAPH_OP_WHERE, lt, m, fold, &idx));
-    }
+    LOOM_PROPAGATE(pad_fold(c, mode, j, ns, &idx));
     oimp_add_attr(c, loom_graph_attr_int(im->m, "axis", ax[k]));
     LOOM_PROPAGATE(oimp_emit(c, LOOM_GRAPH_OP_TAKE, 2, (loom_graph_expr *[]){x, idx}, k == na - 1 ? c->n->outputs[0] : NULL, &x));
   }
