@@ -483,56 +483,7 @@ static LLVMValueRef round_to(cg *g, loom_dtype t, LLVMValueRef v) {
 
 /* ---- operators ------------------------------------------------------------------ */
 
-/* Is load `l` one that `e` (evaluated unconditionally) makes too: the same buffer at the same
- * indices (symbolic indices are hash-consed, so equal ones are one pointer)? */
-static bool load_made_by(const loom_tp_expr *l, const loom_tp_expr *e) {
-  if (!e) return false;
-  switch (e->kind) {
-    case LOOM_TP_EXPR_LOAD: {
-      if (e->u.load.buf != l->u.load.buf) return false;
-      for (int k = 0; k < l->u.load.buf->ndim; k++) {
-        const loom_tp_expr *a = l->u.load.idx[k], *b = e->u.load.idx[k];
-        bool same = a == b || (a->kind == LOOM_TP_EXPR_SYM && b->kind == LOOM_TP_EXPR_SYM && a->u.sym == b->u.sym) ||
-                    (a->kind == LOOM_TP_EXPR_CONST && b->kind == LOOM_TP_EXPR_CONST && a->u.c.i == b->u.c.i);
-        if (!same) return false;
-      }
-      return true;
-    }
-    case LOOM_TP_EXPR_OP:
-      for (int i = 0; i < loom_tp_op_arity(e->u.op.op); i++)
-        if (load_made_by(l, e->u.op.args[i])) return true;
-      return false;
-    case LOOM_TP_EXPR_CAST: return load_made_by(l, e->u.cast_arg);
-    case LOOM_TP_EXPR_SELECT: return load_made_by(l, e->u.select.cond);
-    default: return false;
-  }
-}
-
-/* Does evaluating `e` load memory or divide (so it must not be speculated)? A load is safe when
- * its buffer is a scalar (rank 0: one element, always in bounds) or when `known` (the select's
- * condition, evaluated anyway) makes the same load: LeakyRelu's select(x < 0, x * alpha, x) then
- * evaluates both sides, where branches became a masked gather of alpha per vector (1.3x ORT). */
-static bool unsafe_to_speculate_given(const loom_tp_expr *e, const loom_tp_expr *known) {
-  switch (e->kind) {
-    case LOOM_TP_EXPR_LOAD: return e->u.load.buf->ndim > 0 && !load_made_by(e, known);
-    case LOOM_TP_EXPR_OP: {
-      loom_tp_op op = e->u.op.op;
-      if (!loom_dtype_is_float(e->u.op.args[0]->dtype) &&
-          (op == LOOM_TP_OP_DIV || op == LOOM_TP_OP_MOD || op == LOOM_TP_OP_FLOORDIV || op == LOOM_TP_OP_FLOORMOD))
-        return true;
-      for (int i = 0; i < loom_tp_op_arity(op); i++)
-        if (unsafe_to_speculate_given(e->u.op.args[i], known)) return true;
-      return false;
-    }
-    case LOOM_TP_EXPR_CAST: return unsafe_to_speculate_given(e->u.cast_arg, known);
-    case LOOM_TP_EXPR_SELECT:
-      return unsafe_to_speculate_given(e->u.select.cond, known) || unsafe_to_speculate_given(e->u.select.then_e, known) ||
-             unsafe_to_speculate_given(e->u.select.else_e, known);
-    default: return false;
-  }
-}
-
-static bool unsafe_to_speculate(const loom_tp_expr *e) { return unsafe_to_speculate_given(e, NULL); }
+static bool unsafe_to_speculate(const loom_tp_expr *e) { return cg_unsafe_to_speculate(e, NULL); }
 
 /* cond ? then_e : else_e with branches (only the taken side runs). */
 static LLVMValueRef lazy_select(cg *g, LLVMValueRef cond, const loom_tp_expr *then_e, const loom_tp_expr *else_e,
@@ -1006,7 +957,7 @@ LLVMValueRef cg_expr(cg *g, const loom_tp_expr *e) {
        * vectorised loop are at its own in-bounds indices) */
       const loom_tp_expr *known = e->u.select.cond;
       if (!cg_is_vec(c) &&
-          (unsafe_to_speculate_given(e->u.select.then_e, known) || unsafe_to_speculate_given(e->u.select.else_e, known)))
+          (cg_unsafe_to_speculate(e->u.select.then_e, known) || cg_unsafe_to_speculate(e->u.select.else_e, known)))
         return lazy_select(g, c, e->u.select.then_e, e->u.select.else_e, NULL);
       LLVMValueRef a = cg_expr(g, e->u.select.then_e), b = cg_expr(g, e->u.select.else_e);
       if (g->lanes && (cg_is_vec(a) || cg_is_vec(b) || cg_is_vec(c))) {

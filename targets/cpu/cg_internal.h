@@ -113,6 +113,10 @@ LLVMValueRef cg_erf_f32(cg *g, LLVMValueRef x);  /* below 1.5e-7 absolute */
 LLVMValueRef cg_splat(cg *g, LLVMValueRef v, unsigned lanes);
 /* Lane mode: does `e` depend on the lane variable? */
 bool cg_expr_uses_lane(cg *g, const loom_tp_expr *e);
+/* cg_speculate.c: must `e` stay under its condition -- does it load memory that may be out of
+ * bounds there, or divide integers? Loads of rank-0 buffers, and loads that `known` (the
+ * condition, evaluated anyway; NULL: none) makes too, are safe to evaluate unconditionally. */
+bool cg_unsafe_to_speculate(const loom_tp_expr *e, const loom_tp_expr *known);
 /* cg_lanes.c: whether VECTORIZE loop s (a constant extent, checked by the caller) runs in lane mode:
  * its body only stores and lets, unit-stride (or small constant strides) in its variable, each
  * store's buffer read and written at one index tuple. */

@@ -3,6 +3,7 @@
 pub const compiler = [_][]const u8{
     "targets/cpu/host.c",
     "targets/cpu/cg_expr.c",
+    "targets/cpu/cg_speculate.c",
     "targets/cpu/cg_numeric.c",
     "targets/cpu/cg_stmt.c",
     "targets/cpu/cg_lanes.c",

@@ -893,7 +893,7 @@ LOOM_TEST(cpu, invariant_division_under_a_condition_in_a_vectorised_loop) {
 }
 
 /* A select whose sides load only what its condition loads, or scalars (rank-0 buffers: always
- * in bounds), evaluates both sides with no branch (cg_expr.c: LeakyRelu's select(x < 0,
+ * in bounds), evaluates both sides with no branch (cg_speculate.c: LeakyRelu's select(x < 0,
  * x * alpha, x), whose branches LLVM had turned into a masked gather of alpha per vector); a side
  * loading anything else still runs only when taken (a padded read out of bounds otherwise, which
  * ASan reports). Equal to the interpreter either way. */
