@@ -246,6 +246,11 @@ static loom_status version_guarded_rows(loom_arena *a, loom_sym_ctx *cx, loom_tp
   loom_tp_rule_ud u = {a, cx, p, &inner};
   int n;
   loom_status st = loom_tp_version_bcast(a, cx, f, slot, v->u.loop.var, schedule_plain_rows, &u, &n);
+  if (st && (loom_status_code(st) == LOOM_CODE_FAILED_PRECONDITION || loom_status_code(st) == LOOM_CODE_RESOURCE_EXHAUSTED)) {
+    loom_status_free(st); /* not versioned (a guard that never holds here): the rules below */
+    st = LOOM_OK;
+    n = 0;
+  }
   if (!st && n) {
     loom_tp_stmt *ifs = *slot;
     if (ifs->kind == LOOM_TP_STMT_IF && ifs->u.if_.else_s)
