@@ -170,15 +170,6 @@ loom_status loom_tp_gen_reduce(loom_arena *a, loom_sym_ctx *cx, const char *name
   return loom_tpb_finish(&b, result);
 }
 
-/* Statistics in st = f32 (f64 for f64), C(x) = st(x) and T(x) = t(x) where they differ:
- *   for i<other axes> parallel {
- *     alloc M: Local[(1,), st]   M[0] = -inf     for r reduce { M[0] = max(M[0], C(X[..r..])) }
- *     alloc S: Local[(1,), st]   S[0] = 0.0
- *     softmax, st == t:  for r reduce { Y[..r..] = exp(X[..r..] - M[0])  S[0] = S[0] + Y[..r..] }
- *                        let inv: st = 1.0 / S[0]   for j { Y[..j..] = Y[..j..] * inv }
- *     otherwise:         for r reduce { S[0] = S[0] + exp(C(X[..r..]) - M[0]) }
- *                        for j { Y[..j..] = T(C(X[..j..]) - M[0] - log(S[0])) }      (log)
- *                        for j { Y[..j..] = T(exp(C(X[..j..]) - M[0]) / S[0]) }      (softmax) } */
 /* softmax / log_softmax along an axis that is neither the first nor the last ((n, c, h, w) along c),
  * as columns: the statistics are rows M, S over the trailing axes, each pass reads a unit-stride
  * row of X per position along the axis (a per-element softmax down a column read X at stride
@@ -245,6 +236,16 @@ static void softmax_columns(loom_tpb *b, const loom_tp_buffer *X, const loom_tp_
 #undef OPEN_ROW
 }
 
+/* Along the first or the last axis (a middle one: softmax_columns). Statistics in st = f32 (f64
+ * for f64), C(x) = st(x) and T(x) = t(x) where they differ:
+ *   for i<other axes> parallel {
+ *     alloc M: Local[(1,), st]   M[0] = -inf     for r reduce { M[0] = max(M[0], C(X[..r..])) }
+ *     alloc S: Local[(1,), st]   S[0] = 0.0
+ *     softmax, st == t:  for r reduce { Y[..r..] = exp(X[..r..] - M[0])  S[0] = S[0] + Y[..r..] }
+ *                        let inv: st = 1.0 / S[0]   for j { Y[..j..] = Y[..j..] * inv }
+ *     otherwise:         for r reduce { S[0] = S[0] + exp(C(X[..r..]) - M[0]) }
+ *                        let ls = log(S[0])   for j { Y[..j..] = T(C(X[..j..]) - M[0] - ls) }   (log)
+ *                        for j { Y[..j..] = T(exp(C(X[..j..]) - M[0]) / S[0]) }      (softmax) } */
 loom_status loom_tp_gen_softmax(loom_arena *a, loom_sym_ctx *cx, const char *name, loom_dtype t, int rank, int axis,
                                 bool log, loom_tp_func **result) {
   LOOM_PROPAGATE(loom_tpg_check_rank(rank));
